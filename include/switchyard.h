@@ -1,0 +1,676 @@
+/*
+ * switchyard.h - the whole public API of libswitchyard.
+ *
+ * switchyard is an embeddable HTTP routing core: it parses Spring Cloud
+ * Gateway route documents, compiles them into immutable indexed snapshots,
+ * publishes snapshots lock-free, diffs them, and selects service instances.
+ * It never performs I/O: the host feeds bytes in and gets decisions out.
+ *
+ * Conventions (see docs/api.md):
+ *   - every fallible call returns int: 0 (SY_OK) or a negative SY_E* code,
+ *     and fills an optional caller-supplied sy_error;
+ *   - no global mutable state: two routers never see each other;
+ *   - _new/_free and _acquire/_release pairs say who owns what; borrowed
+ *     pointers are valid until the event named in the comment;
+ *   - the hot path (acquire, match, select, release) takes no lock,
+ *     allocates nothing once warmed up, and makes no syscall.
+ */
+#ifndef SWITCHYARD_H
+#define SWITCHYARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Version and export                                                   */
+/* ------------------------------------------------------------------ */
+
+#define SY_VERSION_MAJOR 0
+#define SY_VERSION_MINOR 1
+#define SY_VERSION_PATCH 0
+#define SY_VERSION_STRING "0.1.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH */
+#define SY_VERSION_NUMBER                                                      \
+    (SY_VERSION_MAJOR * 10000 + SY_VERSION_MINOR * 100 + SY_VERSION_PATCH)
+
+#if defined(SY_BUILDING_LIBRARY) && defined(__GNUC__)
+#define SY_API __attribute__((visibility("default")))
+#else
+#define SY_API
+#endif
+
+/* The library's version string, e.g. "0.1.0". Any thread. */
+SY_API const char *sy_version(void);
+/* The library's SY_VERSION_NUMBER, to compare with the header's. */
+SY_API int sy_version_number(void);
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef enum sy_code {
+    SY_OK = 0,
+    SY_ENOMEM = -1,      /* an allocation failed */
+    SY_EINVAL = -2,      /* bad argument to an API call */
+    SY_ESYNTAX = -3,     /* JSON syntax error or trailing garbage */
+    SY_ETYPE = -4,       /* a JSON value of the wrong type */
+    SY_EMISSING = -5,    /* a required field is missing or empty */
+    SY_EDUPLICATE = -6,  /* a route id already used (document or source) */
+    SY_ERANGE = -7,      /* a number outside its range */
+    SY_EURI = -8,        /* uri without scheme or with an unsupported one */
+    SY_EUNKNOWN = -9,    /* unknown predicate or filter name */
+    SY_EARG = -10,       /* an argument value invalid for its type */
+    SY_ESPEL = -11,      /* a SpEL #{...} value (not supported) */
+    SY_ELIMIT = -12,     /* a configured limit was exceeded */
+    SY_EREGEX = -13,     /* a regular expression does not compile */
+    SY_EPATTERN = -14,   /* a path or host pattern does not compile */
+    SY_ENOTFOUND = -15,  /* no such source, route, service or version */
+    SY_EEXIST = -16,     /* already exists (e.g. a source name) */
+    SY_EBUSY = -17,      /* too many retired snapshots still held */
+    SY_ENOINSTANCE = -18,/* no instance is eligible for this request */
+    SY_ECALLBACK = -19,  /* a host callback reported failure */
+    SY_EINVALIDDOC = -20 /* lenient apply: no route of the document is valid */
+} sy_code;
+
+/*
+ * A caller-supplied error report. Every fallible call takes an optional
+ * `sy_error *` (NULL is fine) and fills it on failure. Nothing is global.
+ */
+typedef struct sy_error {
+    int code;          /* a negative sy_code, or SY_OK */
+    uint32_t line;     /* 1-based line of a JSON syntax error, else 0 */
+    uint32_t column;   /* 1-based column (bytes) of a JSON syntax error */
+    size_t offset;     /* byte offset in the document, or in the pattern
+                          named by path for regex/pattern errors */
+    char path[256];    /* JSON path, e.g. routes[3].predicates[1].args.regexp;
+                          "" when the error is not about one place */
+    char message[256]; /* human-readable, no trailing newline */
+} sy_error;
+
+/* A static, human-readable name for a code ("out of memory", ...). */
+SY_API const char *sy_strerror(int code);
+
+/* ------------------------------------------------------------------ */
+/* Allocation and limits                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Allocator hooks, per router (or per document). Any member NULL means the
+ * whole struct is ignored and malloc/realloc/free are used. `free` receives
+ * NULL never. Hooks may be called from the writer thread and from the thread
+ * that creates a match context; never from the hot path after warm-up.
+ */
+typedef struct sy_allocator {
+    void *(*malloc)(void *data, size_t size);
+    void *(*realloc)(void *data, void *ptr, size_t size);
+    void (*free)(void *data, void *ptr);
+    void *data;
+} sy_allocator;
+
+/* Limits on documents. A zero member takes the default shown. */
+typedef struct sy_limits {
+    size_t max_document_bytes; /* 64 MiB */
+    size_t max_routes;         /* 1,000,000 per document */
+    size_t max_string_bytes;   /* 64 KiB per JSON string */
+    uint32_t max_depth;        /* 32 levels of JSON nesting */
+} sy_limits;
+
+/* ------------------------------------------------------------------ */
+/* Slices and requests                                                  */
+/* ------------------------------------------------------------------ */
+
+/* A borrowed byte slice; not NUL-terminated. */
+typedef struct sy_str {
+    const char *ptr;
+    size_t len;
+} sy_str;
+
+typedef struct sy_header {
+    sy_str name;
+    sy_str value;
+} sy_header;
+
+/* A string key/value pair (NUL-terminated). */
+typedef struct sy_kv {
+    const char *key;
+    const char *value;
+} sy_kv;
+
+/*
+ * A request as the host sees it, described without copying: every slice
+ * points into the host's buffers and must stay valid for the match call and
+ * for as long as the match result is used. Fill with SY_REQUEST_INIT and
+ * set what you have; this struct only ever grows at the end.
+ */
+typedef struct sy_request {
+    uint32_t size;       /* sizeof(sy_request) */
+    sy_str method;       /* "GET" */
+    sy_str scheme;       /* "http" or "https"; may be empty */
+    sy_str host;         /* the Host header / :authority, port included */
+    sy_str path;         /* raw path, still percent-encoded, no query */
+    sy_str query;        /* raw query without '?'; empty if none */
+    const sy_header *headers;
+    size_t header_count;
+    sy_str remote_addr;  /* client socket address, textual IPv4 or IPv6 */
+    int64_t now_ms;      /* epoch milliseconds for After/Before/Between;
+                            0: the router's clock callback, else real time */
+    uint64_t seed;       /* seed for the Weight draws of this request */
+    int64_t content_length; /* -1 when unknown (RequestSize) */
+} sy_request;
+
+#define SY_REQUEST_INIT                                                        \
+    {sizeof(sy_request), {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, 0, 0, {0, 0}, \
+     0, 0, -1}
+
+/* ------------------------------------------------------------------ */
+/* Host-registered predicate and filter factories                       */
+/* ------------------------------------------------------------------ */
+
+typedef enum sy_shortcut_type {
+    SY_SHORTCUT_DEFAULT = 0,
+    SY_SHORTCUT_GATHER_LIST = 1,
+    SY_SHORTCUT_GATHER_LIST_TAIL_FLAG = 2
+} sy_shortcut_type;
+
+/*
+ * A predicate factory the host registers by name. `compile` runs once per
+ * route when a document is parsed (args are the mapped fields, keys are
+ * field names; list fields repeat the key in order); it returns 0 and a
+ * state, or a negative code with err->message set (the path is filled in by
+ * the library). `test` runs per request on any reader thread, concurrently:
+ * it must not modify the state. `free` releases the state on the writer side.
+ */
+typedef struct sy_predicate_factory {
+    const char *const *shortcut_fields; /* NULL-terminated, may be NULL */
+    sy_shortcut_type shortcut_type;
+    int (*compile)(void *data, const sy_kv *args, size_t arg_count,
+                   void **state, sy_error *err);
+    bool (*test)(void *state, const sy_request *req);
+    void (*free)(void *data, void *state);
+    void *data;
+} sy_predicate_factory;
+
+/*
+ * A filter factory the host registers by name: switchyard validates the
+ * shape through `validate` (may be NULL) and hands matched requests the
+ * entry (name and args) in chain order; the host runs the filter.
+ */
+typedef struct sy_filter_factory {
+    const char *const *shortcut_fields; /* NULL-terminated, may be NULL */
+    sy_shortcut_type shortcut_type;
+    int (*validate)(void *data, const sy_kv *args, size_t arg_count,
+                    sy_error *err);
+    void *data;
+} sy_filter_factory;
+
+/*
+ * A registry of host factories. Build it before creating routers or parsing
+ * documents, then treat it as immutable: it must outlive every router and
+ * document that uses it. Not thread-safe while being filled.
+ */
+typedef struct sy_registry sy_registry;
+SY_API int sy_registry_new(const sy_allocator *alloc, sy_registry **out,
+                           sy_error *err);
+SY_API void sy_registry_free(sy_registry *reg);
+/* Names must not clash with a built-in or an earlier registration. The
+ * factory struct is copied; `name` is copied. */
+SY_API int sy_registry_add_predicate(sy_registry *reg, const char *name,
+                                     const sy_predicate_factory *f,
+                                     sy_error *err);
+SY_API int sy_registry_add_filter(sy_registry *reg, const char *name,
+                                  const sy_filter_factory *f, sy_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Documents: parse, validate, compile                                  */
+/* ------------------------------------------------------------------ */
+
+typedef struct sy_parse_options {
+    uint32_t size;                 /* sizeof(sy_parse_options) */
+    bool lenient;                  /* false (strict): any invalid route
+                                      fails the whole document */
+    sy_limits limits;
+    const sy_allocator *allocator; /* NULL: malloc */
+    const sy_registry *registry;   /* host factories, may be NULL */
+} sy_parse_options;
+
+#define SY_PARSE_OPTIONS_INIT {sizeof(sy_parse_options), false, {0, 0, 0, 0}, 0, 0}
+
+/* A compiled route: immutable, shared between documents and snapshots. */
+typedef struct sy_route sy_route;
+/* A parsed and compiled document. */
+typedef struct sy_document sy_document;
+
+/*
+ * Parse, validate and compile one route document (JSON array of routes, or
+ * {"version": ..., "routes": [...]}). `json` need not be NUL-terminated.
+ * Strict mode: the first invalid route fails the call (err says where).
+ * Lenient mode: invalid routes are dropped and listed as issues; the call
+ * fails only for document-level errors (syntax, shape, limits).
+ * Thread-safe: any thread, any number at once.
+ */
+SY_API int sy_document_parse(const char *json, size_t len,
+                             const sy_parse_options *opts, sy_document **out,
+                             sy_error *err);
+SY_API void sy_document_free(sy_document *doc);
+/* The envelope's version as text, or NULL when there is none. */
+SY_API const char *sy_document_version(const sy_document *doc);
+/* 64-bit fingerprint of the document's meaning (routes in order). */
+SY_API uint64_t sy_document_fingerprint(const sy_document *doc);
+/* Checksum of the document's bytes. */
+SY_API uint64_t sy_document_checksum(const sy_document *doc);
+SY_API size_t sy_document_route_count(const sy_document *doc);
+/* Valid routes in document order; borrowed until the document is freed. */
+SY_API const sy_route *sy_document_route(const sy_document *doc, size_t i);
+/* Lenient mode: the invalid routes that were dropped, one error each. */
+SY_API size_t sy_document_issue_count(const sy_document *doc);
+SY_API const sy_error *sy_document_issue(const sy_document *doc, size_t i);
+
+/* ------------------------------------------------------------------ */
+/* Routes                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef enum sy_upstream_kind {
+    SY_UPSTREAM_URL = 0,     /* http, https, ws, wss: host and port */
+    SY_UPSTREAM_SERVICE = 1, /* lb://service or lb:ws://service */
+    SY_UPSTREAM_FORWARD = 2, /* forward:/path */
+    SY_UPSTREAM_NONE = 3     /* no://op */
+} sy_upstream_kind;
+
+typedef struct sy_upstream {
+    sy_upstream_kind kind;
+    const char *scheme;  /* "http", "https", "ws", "wss", "lb", "forward" */
+    const char *host;    /* URL: host; SERVICE: service name; else "" */
+    uint16_t port;       /* URL: explicit or 80/443; else 0 */
+    const char *path;    /* FORWARD: the path; else "" */
+} sy_upstream;
+
+SY_API const char *sy_route_id(const sy_route *r);
+SY_API const char *sy_route_uri(const sy_route *r);
+SY_API int32_t sy_route_order(const sy_route *r);
+SY_API uint64_t sy_route_fingerprint(const sy_route *r);
+SY_API bool sy_route_disabled(const sy_route *r);
+SY_API void sy_route_upstream(const sy_route *r, sy_upstream *out);
+/* Metadata values are JSON text for non-string values. */
+SY_API size_t sy_route_metadata_count(const sy_route *r);
+SY_API sy_kv sy_route_metadata_at(const sy_route *r, size_t i);
+/* The value of one metadata key, or NULL. */
+SY_API const char *sy_route_metadata(const sy_route *r, const char *key);
+/* The route's canonical form as JSON (what the fingerprint hashes);
+ * borrowed, valid as long as the route. */
+SY_API const char *sy_route_canonical(const sy_route *r);
+SY_API size_t sy_route_predicate_count(const sy_route *r);
+SY_API const char *sy_route_predicate_name(const sy_route *r, size_t i);
+
+/* ------------------------------------------------------------------ */
+/* Snapshots                                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An immutable, published route table: routes in rank order, the index,
+ * default filters and services. Obtained with sy_router_acquire() and given
+ * back with sy_snapshot_release(); everything borrowed from a snapshot
+ * (routes, strings) stays valid until that release.
+ */
+typedef struct sy_snapshot sy_snapshot;
+
+SY_API uint64_t sy_snapshot_generation(const sy_snapshot *s);
+/* Fingerprint of the content: equal snapshots (same routes, same order,
+ * same instances) have equal fingerprints on every machine. */
+SY_API uint64_t sy_snapshot_fingerprint(const sy_snapshot *s);
+SY_API size_t sy_snapshot_route_count(const sy_snapshot *s);
+/* The i-th route in rank order (order, then source, then position). */
+SY_API const sy_route *sy_snapshot_route_at(const sy_snapshot *s, size_t i);
+/* Look a route up by id; NULL if absent. `source` (may be NULL) receives
+ * the name of the source that defined it. */
+SY_API const sy_route *sy_snapshot_find_route(const sy_snapshot *s,
+                                              const char *id,
+                                              const char **source);
+
+/* ------------------------------------------------------------------ */
+/* Matching                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A per-worker match context: all scratch space for matching (regex match
+ * data, decoded segments, captures, the filter plan). Create one per worker
+ * thread and reuse it; one thread at a time. It grows (allocates) only when
+ * a snapshot needs more scratch than it has seen before.
+ */
+typedef struct sy_match_ctx sy_match_ctx;
+SY_API int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
+                            sy_error *err);
+SY_API void sy_match_ctx_free(sy_match_ctx *ctx);
+
+/*
+ * The result of a match, owned by the context: valid until the next match
+ * on the same context or the release of the snapshot, whichever is first.
+ */
+typedef struct sy_match sy_match;
+
+/*
+ * Find the first route (rank order) whose predicates all hold. Returns 0 and
+ * *out = the result, or 0 and *out = NULL when no route matches (the host
+ * answers 404), or a negative code. Wait-free, allocation-free once warm.
+ */
+SY_API int sy_snapshot_match(const sy_snapshot *s, sy_match_ctx *ctx,
+                             const sy_request *req, sy_match **out);
+/* The same through the reference linear scan (the oracle; slow). */
+SY_API int sy_snapshot_match_linear(const sy_snapshot *s, sy_match_ctx *ctx,
+                                    const sy_request *req, sy_match **out);
+
+SY_API const sy_route *sy_match_route(const sy_match *m);
+/* Captured variables ({name} in Path and Host patterns), in capture order. */
+SY_API size_t sy_match_var_count(const sy_match *m);
+SY_API void sy_match_var(const sy_match *m, size_t i, sy_str *name,
+                         sy_str *value);
+/* The value of one variable, or {NULL, 0}. */
+SY_API sy_str sy_match_var_get(const sy_match *m, const char *name);
+
+typedef enum sy_action {
+    SY_ACTION_PROXY = 0,    /* send upstream (the plan says how) */
+    SY_ACTION_RESPOND = 1,  /* answer now with sy_match_status()
+                               (431 from RequestHeaderSize, 413 RequestSize)*/
+    SY_ACTION_REDIRECT = 2  /* answer sy_match_status() + Location */
+} sy_action;
+
+typedef enum sy_response_op_kind {
+    SY_RESP_ADD = 0,           /* add header name: value */
+    SY_RESP_ADD_IF_ABSENT = 1, /* AddResponseHeader override=false */
+    SY_RESP_SET = 2,           /* replace all values of name */
+    SY_RESP_REMOVE = 3,        /* remove header name */
+    SY_RESP_DEDUPE = 4,        /* name (space separated), arg = strategy */
+    SY_RESP_REWRITE = 5,       /* name, regexp = arg, replacement = value */
+    SY_RESP_REWRITE_LOCATION = 6 /* args in the filter entry */
+} sy_response_op_kind;
+
+typedef struct sy_response_op {
+    sy_response_op_kind kind;
+    sy_str name;
+    sy_str value;
+    sy_str arg;
+} sy_response_op;
+
+/* A filter handed to the host (stateful built-ins such as Retry,
+ * RequestRateLimiter, CircuitBreaker, and host-registered filters). */
+typedef struct sy_filter_entry {
+    const char *name;
+    const sy_kv *args;
+    size_t arg_count;
+} sy_filter_entry;
+
+/*
+ * The filter plan: default filters then the route's, computed on first use
+ * of any of these calls after a match (pure filters are evaluated by the
+ * library; the host applies the outcome).
+ */
+SY_API sy_action sy_match_action(sy_match *m);
+/* Status to answer with (SetStatus, redirect, 431/413), or 0. */
+SY_API int sy_match_status(sy_match *m);
+/* Location of a redirect, or {NULL, 0}. */
+SY_API sy_str sy_match_redirect(sy_match *m);
+/* Upstream path and raw query after filters. */
+SY_API sy_str sy_match_path(sy_match *m);
+SY_API sy_str sy_match_query(sy_match *m);
+/* The full upstream request header list after the filters, in order. */
+SY_API size_t sy_match_header_count(sy_match *m);
+SY_API sy_header sy_match_header(sy_match *m, size_t i);
+/* True when the client's Host header must be kept (PreserveHostHeader). */
+SY_API bool sy_match_preserve_host(sy_match *m);
+SY_API size_t sy_match_response_op_count(sy_match *m);
+SY_API sy_response_op sy_match_response_op(sy_match *m, size_t i);
+SY_API size_t sy_match_host_filter_count(sy_match *m);
+SY_API const sy_filter_entry *sy_match_host_filter(sy_match *m, size_t i);
+
+/*
+ * Explain: for every route in rank order, call `fn` with whether it matched
+ * and, if not, the index and name of the first predicate that failed
+ * (index -1 and name "disabled" for disabled routes). Stops early when fn
+ * returns non-zero. Same threading as sy_snapshot_match.
+ */
+typedef int (*sy_explain_fn)(void *data, const sy_route *route, bool matched,
+                             int failed_predicate, const char *failed_name);
+SY_API int sy_snapshot_explain(const sy_snapshot *s, sy_match_ctx *ctx,
+                               const sy_request *req, sy_explain_fn fn,
+                               void *data);
+
+/* ------------------------------------------------------------------ */
+/* Services and instances                                               */
+/* ------------------------------------------------------------------ */
+
+typedef enum sy_instance_state {
+    SY_INSTANCE_UP = 0,
+    SY_INSTANCE_DRAINING = 1,
+    SY_INSTANCE_DOWN = 2
+} sy_instance_state;
+
+/* An instance as the host describes it; strings are copied. */
+typedef struct sy_instance {
+    const char *id;
+    const char *host;
+    uint16_t port;
+    bool secure;
+    uint32_t weight;           /* 0 means 1 */
+    sy_instance_state state;
+    const sy_kv *metadata;     /* version, zone, hint, ... */
+    size_t metadata_count;
+} sy_instance;
+
+/* What selection chose: borrowed from the snapshot. */
+typedef struct sy_selection {
+    const char *id;
+    const char *host;
+    uint16_t port;
+    const char *scheme; /* "http"/"https" (or "ws"/"wss" for lb:ws) */
+    const char *service;
+} sy_selection;
+
+/*
+ * Choose an instance for a matched lb:// route (section 7 of the route
+ * model). Returns 0 and fills out; SY_ENOINSTANCE when nothing is eligible
+ * (err->message says why: unknown service, all down, no such version);
+ * SY_EINVAL when the route is not an lb:// route. Lock-free, no allocation.
+ */
+SY_API int sy_snapshot_select(const sy_snapshot *s, sy_match_ctx *ctx,
+                              sy_match *m, const sy_request *req,
+                              sy_selection *out, sy_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Diffs                                                                */
+/* ------------------------------------------------------------------ */
+
+enum {
+    SY_CHANGED_PREDICATES = 1u << 0,
+    SY_CHANGED_FILTERS = 1u << 1,
+    SY_CHANGED_URI = 1u << 2,
+    SY_CHANGED_METADATA = 1u << 3,
+    SY_CHANGED_ORDER = 1u << 4
+};
+
+/* A three-way diff of routes by id and fingerprint. */
+typedef struct sy_diff sy_diff;
+SY_API int sy_diff_documents(const sy_document *old_doc,
+                             const sy_document *new_doc,
+                             const sy_allocator *alloc, sy_diff **out,
+                             sy_error *err);
+SY_API int sy_diff_snapshots(const sy_snapshot *old_snap,
+                             const sy_snapshot *new_snap,
+                             const sy_allocator *alloc, sy_diff **out,
+                             sy_error *err);
+SY_API void sy_diff_free(sy_diff *d);
+SY_API size_t sy_diff_added_count(const sy_diff *d);
+SY_API const char *sy_diff_added(const sy_diff *d, size_t i);
+SY_API size_t sy_diff_removed_count(const sy_diff *d);
+SY_API const char *sy_diff_removed(const sy_diff *d, size_t i);
+SY_API size_t sy_diff_updated_count(const sy_diff *d);
+/* The id of the i-th updated route; *changed gets SY_CHANGED_* bits. */
+SY_API const char *sy_diff_updated(const sy_diff *d, size_t i,
+                                   unsigned *changed);
+SY_API size_t sy_diff_unchanged_count(const sy_diff *d);
+
+/* ------------------------------------------------------------------ */
+/* The router                                                           */
+/* ------------------------------------------------------------------ */
+
+typedef struct sy_router sy_router;
+
+typedef enum sy_log_level {
+    SY_LOG_DEBUG = 0,
+    SY_LOG_INFO = 1,
+    SY_LOG_WARN = 2,
+    SY_LOG_ERROR = 3
+} sy_log_level;
+
+/* What one apply (or one-route change, or instance change) did. */
+typedef struct sy_report sy_report;
+
+/* Returns the document bytes for a source; `release` (may be NULL) is
+ * called with `data` when the router is done with them. */
+typedef struct sy_loaded {
+    const char *bytes;
+    size_t len;
+    void (*release)(void *data, const char *bytes);
+    void *data;
+} sy_loaded;
+typedef int (*sy_load_fn)(void *data, const char *source, sy_loaded *out,
+                          sy_error *err);
+
+typedef struct sy_router_options {
+    uint32_t size;                 /* sizeof(sy_router_options) */
+    const sy_allocator *allocator; /* NULL: malloc */
+    bool lenient;                  /* drop invalid routes, keep the rest */
+    sy_limits limits;
+    bool strip_host_port;          /* Host predicates ignore ":port" */
+    const char *default_filters;   /* JSON array of filter entries, or NULL */
+    const sy_registry *registry;   /* host factories, may be NULL */
+    size_t history;                /* documents kept per source (0: 8) */
+    size_t max_retired;            /* cap on retired snapshots (0: none) */
+    uint64_t retired_warn_ms;      /* age that triggers on_retired_held */
+    /* Callbacks, all optional, all called on the writer's thread. */
+    void (*on_log)(void *data, sy_log_level level, const char *message);
+    void (*on_event)(void *data, const sy_report *report);
+    void (*on_retired_held)(void *data, uint64_t generation, uint64_t age_ms);
+    int64_t (*clock_ms)(void *data);  /* epoch ms; NULL: real time */
+    uint64_t (*random)(void *data);   /* NULL: an internal generator */
+    void *callback_data;
+} sy_router_options;
+
+#define SY_ROUTER_OPTIONS_INIT {sizeof(sy_router_options)}
+
+/* Create a router with an empty published snapshot. */
+SY_API int sy_router_new(const sy_router_options *opts, sy_router **out,
+                         sy_error *err);
+/* Free the router. Every acquired snapshot must have been released. */
+SY_API void sy_router_free(sy_router *r);
+/* The `void *data` slot for the host. */
+SY_API void sy_router_set_data(sy_router *r, void *data);
+SY_API void *sy_router_data(const sy_router *r);
+
+/* Register a named config source; registration order is the tie-break
+ * order between sources. Writer side (serialized internally). */
+SY_API int sy_router_add_source(sy_router *r, const char *name,
+                                sy_error *err);
+
+/*
+ * Apply a whole document for a source: parse, validate, skip if its version
+ * or checksum equals the last applied one, diff, compile only what changed,
+ * publish. On failure nothing changes. *report (may be NULL) receives a
+ * report to free with sy_report_free(), also on failure when possible.
+ * Any thread; writers are serialized by an internal mutex.
+ */
+SY_API int sy_router_apply(sy_router *r, const char *source, const char *json,
+                           size_t len, sy_report **report, sy_error *err);
+
+/* One-route changes, each published at once. `route_json` is one route
+ * object. A route keeps its rank position on update. */
+SY_API int sy_router_upsert_route(sy_router *r, const char *source,
+                                  const char *route_json, size_t len,
+                                  sy_error *err);
+SY_API int sy_router_remove_route(sy_router *r, const char *id, sy_error *err);
+SY_API int sy_router_set_route_enabled(sy_router *r, const char *id,
+                                       bool enabled, sy_error *err);
+
+/* Roll a source back to an earlier applied version (kept: the last
+ * `history` documents). */
+SY_API int sy_router_rollback(sy_router *r, const char *source,
+                              const char *version, sy_report **report,
+                              sy_error *err);
+
+/* Pull sources: register a loader, then call sy_router_notify() from any
+ * thread when the source changed. The notifying thread runs the apply
+ * unless one is running, in which case the notification is coalesced into
+ * one more apply by the running thread. */
+SY_API int sy_router_set_loader(sy_router *r, const char *source,
+                                sy_load_fn load, void *data, sy_error *err);
+SY_API int sy_router_notify(sy_router *r, const char *source, sy_error *err);
+
+/* Replace a service's whole instance list; published at once. */
+SY_API int sy_router_set_instances(sy_router *r, const char *service,
+                                   const sy_instance *instances, size_t count,
+                                   sy_report **report, sy_error *err);
+typedef enum sy_instance_op {
+    SY_INSTANCE_ADD = 0,    /* add or replace by id */
+    SY_INSTANCE_REMOVE = 1, /* remove by id */
+    SY_INSTANCE_WEIGHT = 2, /* change weight */
+    SY_INSTANCE_STATE = 3   /* change state */
+} sy_instance_op;
+typedef struct sy_instance_delta {
+    sy_instance_op op;
+    sy_instance instance; /* id always; other fields as op needs */
+} sy_instance_delta;
+SY_API int sy_router_update_instances(sy_router *r, const char *service,
+                                      const sy_instance_delta *deltas,
+                                      size_t count, sy_report **report,
+                                      sy_error *err);
+
+/*
+ * Acquire the current snapshot: wait-free (one atomic add), any thread, no
+ * registration. Never NULL. Must be released exactly once, on any thread.
+ */
+SY_API sy_snapshot *sy_router_acquire(sy_router *r);
+SY_API void sy_snapshot_release(sy_snapshot *s);
+
+/* Free retired snapshots whose readers are gone (also done at publish). */
+SY_API size_t sy_router_reclaim(sy_router *r);
+
+typedef struct sy_metrics {
+    uint64_t generation;
+    uint64_t publishes;
+    uint64_t live_snapshots;     /* current + retired still referenced */
+    uint64_t retired_snapshots;  /* retired, not yet freed */
+    uint64_t reclaimed_snapshots;
+    uint64_t retired_bytes;
+    uint64_t oldest_retired_age_ms;
+    uint64_t routes;
+} sy_metrics;
+SY_API void sy_router_metrics(sy_router *r, sy_metrics *out);
+
+/* Reports. Borrowed strings live as long as the report. */
+SY_API void sy_report_free(sy_report *rep);
+SY_API const char *sy_report_source(const sy_report *rep);
+SY_API const char *sy_report_version(const sy_report *rep);
+SY_API bool sy_report_skipped(const sy_report *rep);
+SY_API uint64_t sy_report_generation(const sy_report *rep);
+SY_API const sy_diff *sy_report_diff(const sy_report *rep);
+/* Microseconds spent parsing+compiling, and building+publishing. */
+SY_API uint64_t sy_report_parse_us(const sy_report *rep);
+SY_API uint64_t sy_report_publish_us(const sy_report *rep);
+SY_API size_t sy_report_issue_count(const sy_report *rep);
+SY_API const sy_error *sy_report_issue(const sy_report *rep, size_t i);
+/* Instance changes: ids added, removed, changed. */
+SY_API size_t sy_report_instances_added(const sy_report *rep,
+                                        const char *const **ids);
+SY_API size_t sy_report_instances_removed(const sy_report *rep,
+                                          const char *const **ids);
+SY_API size_t sy_report_instances_changed(const sy_report *rep,
+                                          const char *const **ids);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SWITCHYARD_H */

@@ -1,0 +1,2 @@
+/* def.c - placeholder until its module lands. */
+#include "util.h"

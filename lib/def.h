@@ -1,0 +1,48 @@
+/*
+ * def.h - route documents: JSON parsing (cJSON, freed right after),
+ * shape and value validation with JSON paths, shortcut-to-field mapping,
+ * canonical form and fingerprints, strict and lenient modes. Produces
+ * sy_route objects (route.h) and compiles them through route.c.
+ */
+#ifndef SY_DEF_H
+#define SY_DEF_H
+
+#include "route.h"
+
+struct sy_document {
+    sy_alloc alloc;
+    char *version;        /* NULL when the envelope has none */
+    uint64_t fingerprint; /* of the routes' fingerprints in order */
+    uint64_t checksum;    /* of the bytes */
+    struct sy_route **routes;
+    size_t route_count;
+    sy_error *issues;
+    size_t issue_count;
+};
+
+/* Resolved limits (defaults filled in). */
+void sy_limits_resolve(sy_limits *out, const sy_limits *in);
+
+/*
+ * Parse one route object (for upserts). `path` prefixes error paths
+ * (e.g. "route"). The route is compiled. Returns 0 and *out (refs = 1).
+ */
+int sy_def_parse_route(const char *json, size_t len,
+                       const sy_parse_options *opts, const char *path,
+                       struct sy_route **out, sy_error *err);
+
+/*
+ * Build a new route equal to `r` but with metadata.status set to
+ * "disabled" (enabled = false) or removed (enabled = true); compiled.
+ */
+int sy_def_route_with_enabled(const struct sy_route *r, bool enabled,
+                              const sy_parse_options *opts,
+                              struct sy_route **out, sy_error *err);
+
+/* Parse a JSON array of filter entries (router default filters) into a
+ * route-less list; used as "default-filters" with path "defaultFilters". */
+int sy_def_parse_filters(const char *json, size_t len,
+                         const sy_parse_options *opts, struct sy_route **out,
+                         sy_error *err);
+
+#endif

@@ -1,0 +1,2 @@
+/* diff.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,2 @@
+/* filter.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,2 @@
+/* index.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,2 @@
+/* match.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,2 @@
+/* pattern.c - placeholder until its module lands. */
+#include "util.h"

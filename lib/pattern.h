@@ -1,0 +1,87 @@
+/*
+ * pattern.h - Spring PathPattern (route model 4.1) and Ant host patterns
+ * with '.' separator: compiling, matching against a pre-split request,
+ * captures, and introspection of literal segments for the index.
+ */
+#ifndef SY_PATTERN_H
+#define SY_PATTERN_H
+
+#include "util.h"
+
+#include <pcre2.h>
+
+/*
+ * A request path split once per request: the raw path "/a/b%2Fc;x=1/"
+ * gives segments {"a", "b/c", ""} (decoded, matrix params dropped) and raw
+ * {"a", "b%2Fc;x=1", ""}. A path without leading '/' is treated as if it
+ * had one. "/" gives one empty segment; "" gives zero segments.
+ */
+typedef struct sy_segments {
+    size_t count;
+    size_t cap;
+    sy_str *dec;  /* decoded, matrix parameters removed */
+    sy_str *raw;  /* raw slices of the request path */
+} sy_segments;
+
+/* Split `path` into segs (arrays grown from `alloc` only when cap is too
+ * small); decoded bytes are written to `scratch` (from the arena). Returns
+ * false on allocation failure. Invalid %-escapes are kept as they are. */
+bool sy_segments_split(sy_segments *segs, sy_str path, sy_arena *scratch,
+                       const sy_alloc *alloc);
+void sy_segments_free(sy_segments *segs, const sy_alloc *alloc);
+
+/* Host names split on '.' (raw, no decoding), same struct. */
+bool sy_segments_split_host(sy_segments *segs, sy_str host,
+                            const sy_alloc *alloc);
+
+/* A captured variable: name (from the pattern) and value (decoded). */
+typedef struct sy_capture {
+    sy_str name;
+    sy_str value;
+} sy_capture;
+
+typedef struct sy_pattern sy_pattern;
+
+/* Compile a PathPattern. On error: SY_EPATTERN (or SY_EREGEX for a bad
+ * {name:regex}), err->offset = byte offset in `src`, err->path empty. */
+int sy_pattern_compile_path(const sy_alloc *a, const char *src,
+                            sy_pattern **out, sy_error *err);
+/* Compile an Ant host pattern ('.' separator, '*', '?', '**', {var},
+ * {var:regex}). Same errors. */
+int sy_pattern_compile_host(const sy_alloc *a, const char *src,
+                            sy_pattern **out, sy_error *err);
+void sy_pattern_free(sy_pattern *p);
+
+/* Largest number of capture groups of any regex in the pattern + 1 and of
+ * captures, so the caller can size match data and capture arrays. */
+uint32_t sy_pattern_max_groups(const sy_pattern *p);
+uint32_t sy_pattern_var_count(const sy_pattern *p);
+
+/*
+ * Match a path pattern against split segments. On success appends the
+ * pattern's captures at caps[*ncaps...] (capacity: var_count), writing
+ * joined values ({*x}) into `scratch`, and returns true. `md` is match
+ * data large enough for sy_pattern_max_groups(). Never allocates except
+ * from `scratch`.
+ */
+bool sy_pattern_match_path(const sy_pattern *p, const sy_segments *segs,
+                           bool match_trailing_slash, sy_capture *caps,
+                           size_t *ncaps, pcre2_match_data *md,
+                           sy_arena *scratch);
+/* Match a host pattern against the host split on '.'. */
+bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
+                           sy_capture *caps, size_t *ncaps,
+                           pcre2_match_data *md);
+
+/* Introspection for the index. */
+typedef enum sy_seg_kind {
+    SY_SEG_LITERAL = 0, /* plain text, compare with sy_pattern_literal */
+    SY_SEG_SINGLE = 1,  /* matches exactly one segment (*, ?, {x}, regex) */
+    SY_SEG_MULTI = 2    /* ** or {*x}: zero or more segments */
+} sy_seg_kind;
+size_t sy_pattern_segment_count(const sy_pattern *p);
+sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i);
+sy_str sy_pattern_literal(const sy_pattern *p, size_t i);
+const char *sy_pattern_source(const sy_pattern *p);
+
+#endif

@@ -1,0 +1,2 @@
+/* predicate.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,2 @@
+/* publish.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,2 @@
+/* registry.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,2 @@
+/* route.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,79 @@
+/*
+ * route.h - the compiled route: its definition (id, uri, order, metadata,
+ * predicate and filter entries with mapped args, canonical form and
+ * fingerprints) and its compiled predicates and filters. A route is
+ * immutable once built and refcounted, so consecutive snapshots share it.
+ * All its strings live in its own arena.
+ */
+#ifndef SY_ROUTE_H
+#define SY_ROUTE_H
+
+#include "factory.h"
+#include "util.h"
+
+struct sy_pred;
+struct sy_filter;
+
+/* One predicate or filter entry after shortcut/field mapping. Args are in
+ * canonical order: the factory's fields in shortcut order (list fields
+ * repeat the key, values in order), then other keys sorted by name.
+ * Defaults are NOT filled in (compilers apply them). */
+typedef struct sy_def_entry {
+    const char *name;
+    const sy_factory_spec *spec; /* built-in spec, or NULL */
+    const void *host_factory;    /* registry entry when spec == NULL */
+    sy_kv *args;
+    size_t arg_count;
+} sy_def_entry;
+
+/* First value of `key`, or NULL. */
+const char *sy_def_arg(const sy_def_entry *e, const char *key);
+/* The value of `key`, or the field's default from the spec, or NULL. */
+const char *sy_def_arg_or_default(const sy_def_entry *e, const char *key);
+
+struct sy_route {
+    _Atomic long refs;
+    const sy_alloc *alloc;
+    sy_arena arena; /* every string and array below */
+
+    const char *id;
+    const char *uri;
+    int32_t order;
+    bool disabled; /* metadata.status == "disabled" */
+    sy_upstream upstream;
+
+    sy_def_entry *predicates;
+    size_t predicate_count;
+    sy_def_entry *filters;
+    size_t filter_count;
+    sy_kv *metadata; /* sorted by key; values JSON text unless strings */
+    size_t metadata_count;
+
+    const char *canonical; /* canonical JSON (fingerprinted) */
+    uint64_t fingerprint;  /* of the whole canonical form */
+    uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
+    uint32_t doc_index;    /* position in its document */
+
+    /* compiled, parallel to predicates[] / filters[] */
+    struct sy_pred **cpreds;
+    struct sy_filter **cfilters;
+};
+
+/* Environment for compiling predicates and filters. */
+typedef struct sy_compile_env {
+    const sy_alloc *alloc;
+    const sy_registry *registry; /* may be NULL */
+} sy_compile_env;
+
+/*
+ * Compile every predicate and filter of `r` (sets cpreds / cfilters).
+ * `path` is the route's JSON path ("routes[3]"); errors get
+ * "<path>.predicates[i].args.<field>" and the offset in the pattern.
+ */
+int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
+                     const char *path, sy_error *err);
+
+struct sy_route *sy_route_ref(const struct sy_route *r);
+void sy_route_unref(struct sy_route *r); /* frees at zero */
+
+#endif

@@ -1,0 +1,2 @@
+/* router.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,2 @@
+/* service.c - placeholder until its module lands. */
+#include "util.h"

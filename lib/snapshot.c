@@ -1,0 +1,2 @@
+/* snapshot.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,391 @@
+/*
+ * util.c - allocator hooks, arenas, buffers, hashing and error filling.
+ */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static void *libc_malloc(void *d, size_t n) {
+    SY_UNUSED(d);
+    return malloc(n);
+}
+static void *libc_realloc(void *d, void *p, size_t n) {
+    SY_UNUSED(d);
+    return realloc(p, n);
+}
+static void libc_free(void *d, void *p) {
+    SY_UNUSED(d);
+    free(p);
+}
+
+void sy_alloc_init(sy_alloc *out, const sy_allocator *user) {
+    if (user && user->malloc && user->realloc && user->free) {
+        out->malloc = user->malloc;
+        out->realloc = user->realloc;
+        out->free = user->free;
+        out->data = user->data;
+    } else {
+        out->malloc = libc_malloc;
+        out->realloc = libc_realloc;
+        out->free = libc_free;
+        out->data = NULL;
+    }
+}
+
+void *sy_malloc(const sy_alloc *a, size_t size) {
+    return a->malloc(a->data, size ? size : 1);
+}
+
+void *sy_calloc(const sy_alloc *a, size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = sy_malloc(a, n * size);
+    if (p)
+        memset(p, 0, (n * size) > 0 ? n * size : 1);
+    return p;
+}
+
+void *sy_realloc(const sy_alloc *a, void *ptr, size_t size) {
+    return a->realloc(a->data, ptr, size ? size : 1);
+}
+
+void sy_free(const sy_alloc *a, void *ptr) {
+    if (ptr)
+        a->free(a->data, ptr);
+}
+
+char *sy_strndup(const sy_alloc *a, const char *s, size_t n) {
+    char *p = sy_malloc(a, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+char *sy_strdup(const sy_alloc *a, const char *s) {
+    return sy_strndup(a, s, strlen(s));
+}
+
+/* ---- arena ---- */
+
+void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size) {
+    ar->alloc = alloc;
+    ar->head = NULL;
+    ar->chunk_size = chunk_size ? chunk_size : 1024;
+    ar->bytes = 0;
+}
+
+void *sy_arena_alloc(sy_arena *ar, size_t size) {
+    size = (size + 15u) & ~(size_t)15u;
+    if (size == 0)
+        size = 16;
+    sy_arena_chunk *c = ar->head;
+    if (!c || c->size - c->used < size) {
+        size_t want = ar->chunk_size;
+        if (want < size)
+            want = size;
+        if (want > SIZE_MAX - sizeof(sy_arena_chunk))
+            return NULL;
+        sy_arena_chunk *n = sy_malloc(ar->alloc, sizeof(sy_arena_chunk) + want);
+        if (!n)
+            return NULL;
+        n->size = want;
+        n->used = 0;
+        n->next = ar->head;
+        ar->head = n;
+        ar->bytes += want;
+        c = n;
+    }
+    void *p = c->data + c->used;
+    c->used += size;
+    return p;
+}
+
+char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n) {
+    char *p = sy_arena_alloc(ar, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+char *sy_arena_strdup(sy_arena *ar, const char *s) {
+    return sy_arena_strndup(ar, s, strlen(s));
+}
+
+void sy_arena_reset(sy_arena *ar) {
+    sy_arena_chunk *keep = NULL;
+    for (sy_arena_chunk *c = ar->head; c; c = c->next)
+        if (!keep || c->size > keep->size)
+            keep = c;
+    sy_arena_chunk *c = ar->head;
+    while (c) {
+        sy_arena_chunk *next = c->next;
+        if (c != keep)
+            sy_free(ar->alloc, c);
+        c = next;
+    }
+    ar->head = keep;
+    ar->bytes = 0;
+    if (keep) {
+        keep->next = NULL;
+        keep->used = 0;
+        ar->bytes = keep->size;
+        if (keep->size > ar->chunk_size)
+            ar->chunk_size = keep->size;
+    }
+}
+
+void sy_arena_free(sy_arena *ar) {
+    sy_arena_chunk *c = ar->head;
+    while (c) {
+        sy_arena_chunk *next = c->next;
+        sy_free(ar->alloc, c);
+        c = next;
+    }
+    ar->head = NULL;
+    ar->bytes = 0;
+}
+
+/* ---- buffers ---- */
+
+void sy_buf_init(sy_buf *b, const sy_alloc *alloc) {
+    b->alloc = alloc;
+    b->ptr = NULL;
+    b->len = b->cap = 0;
+    b->failed = false;
+}
+
+void sy_buf_free(sy_buf *b) {
+    sy_free(b->alloc, b->ptr);
+    b->ptr = NULL;
+    b->len = b->cap = 0;
+}
+
+bool sy_buf_reserve(sy_buf *b, size_t extra) {
+    if (b->failed)
+        return false;
+    if (extra > SIZE_MAX - b->len - 1) {
+        b->failed = true;
+        return false;
+    }
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    char *p = sy_realloc(b->alloc, b->ptr, cap);
+    if (!p) {
+        b->failed = true;
+        return false;
+    }
+    b->ptr = p;
+    b->cap = cap;
+    return true;
+}
+
+void sy_buf_append(sy_buf *b, const char *s, size_t n) {
+    if (!sy_buf_reserve(b, n))
+        return;
+    if (n)
+        memcpy(b->ptr + b->len, s, n);
+    b->len += n;
+    b->ptr[b->len] = '\0';
+}
+
+void sy_buf_puts(sy_buf *b, const char *s) { sy_buf_append(b, s, strlen(s)); }
+
+void sy_buf_putc(sy_buf *b, char c) { sy_buf_append(b, &c, 1); }
+
+void sy_buf_printf(sy_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char small[256];
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = true;
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        sy_buf_append(b, small, (size_t)n);
+        return;
+    }
+    if (!sy_buf_reserve(b, (size_t)n))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void sy_buf_json_string(sy_buf *b, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    sy_buf_putc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': sy_buf_append(b, "\\\"", 2); break;
+        case '\\': sy_buf_append(b, "\\\\", 2); break;
+        case '\n': sy_buf_append(b, "\\n", 2); break;
+        case '\r': sy_buf_append(b, "\\r", 2); break;
+        case '\t': sy_buf_append(b, "\\t", 2); break;
+        default:
+            if (c < 0x20) {
+                char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                sy_buf_append(b, e, 6);
+            } else {
+                sy_buf_putc(b, (char)c);
+            }
+        }
+    }
+    sy_buf_putc(b, '"');
+}
+
+/* ---- hashing ---- */
+
+__extension__ typedef unsigned __int128 sy_u128;
+
+static inline uint64_t mum(uint64_t a, uint64_t b) {
+    sy_u128 r = (sy_u128)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+static inline uint64_t rd64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint64_t rd32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+uint64_t sy_hash_mix(uint64_t a, uint64_t b) {
+    return mum(a ^ 0xa0761d6478bd642full, b ^ 0xe7037ed1a0b428dbull);
+}
+
+uint64_t sy_hash64(const void *data, size_t len, uint64_t seed) {
+    const unsigned char *p = data;
+    const uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull,
+                   k2 = 0x8ebc6af09c88c6e3ull;
+    uint64_t h = seed ^ k0 ^ (uint64_t)len * k2;
+    while (len >= 16) {
+        h = mum(rd64(p) ^ k1, rd64(p + 8) ^ h);
+        p += 16;
+        len -= 16;
+    }
+    uint64_t a = 0, b = 0;
+    if (len >= 8) {
+        a = rd64(p);
+        b = rd64(p + len - 8);
+    } else if (len >= 4) {
+        a = rd32(p);
+        b = rd32(p + len - 4);
+    } else if (len > 0) {
+        a = ((uint64_t)p[0] << 16) | ((uint64_t)p[len >> 1] << 8) | p[len - 1];
+    }
+    return mum(mum(a ^ k1, b ^ h), (uint64_t)len ^ k2);
+}
+
+/* ---- errors ---- */
+
+int sy_error_set(sy_error *err, int code, const char *path, const char *fmt,
+                 ...) {
+    if (!err)
+        return code;
+    err->code = code;
+    err->line = err->column = 0;
+    err->offset = 0;
+    snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void sy_error_prefix_path(sy_error *err, const char *prefix) {
+    if (!err || !prefix || !*prefix)
+        return;
+    char tmp[2 * sizeof err->path + 2];
+    if (err->path[0] && err->path[0] != '[')
+        snprintf(tmp, sizeof tmp, "%s.%s", prefix, err->path);
+    else
+        snprintf(tmp, sizeof tmp, "%s%s", prefix, err->path);
+    size_t n = strnlen(tmp, sizeof err->path - 1);
+    memcpy(err->path, tmp, n);
+    err->path[n] = '\0';
+}
+
+void sy_error_clear(sy_error *err) {
+    if (err)
+        memset(err, 0, sizeof *err);
+}
+
+uint64_t sy_now_monotonic_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int64_t sy_now_realtime_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool sy_str_ieq(sy_str a, const char *b, size_t blen) {
+    if (a.len != blen)
+        return false;
+    for (size_t i = 0; i < blen; i++) {
+        unsigned char x = (unsigned char)a.ptr[i], y = (unsigned char)b[i];
+        if (x >= 'A' && x <= 'Z')
+            x = (unsigned char)(x + 32);
+        if (y >= 'A' && y <= 'Z')
+            y = (unsigned char)(y + 32);
+        if (x != y)
+            return false;
+    }
+    return true;
+}
+
+const char *sy_version(void) { return SY_VERSION_STRING; }
+
+int sy_version_number(void) { return SY_VERSION_NUMBER; }
+
+const char *sy_strerror(int code) {
+    switch (code) {
+    case SY_OK: return "success";
+    case SY_ENOMEM: return "out of memory";
+    case SY_EINVAL: return "invalid argument";
+    case SY_ESYNTAX: return "JSON syntax error";
+    case SY_ETYPE: return "wrong JSON type";
+    case SY_EMISSING: return "required field missing or empty";
+    case SY_EDUPLICATE: return "duplicate route id";
+    case SY_ERANGE: return "number out of range";
+    case SY_EURI: return "invalid uri";
+    case SY_EUNKNOWN: return "unknown predicate or filter";
+    case SY_EARG: return "invalid argument value";
+    case SY_ESPEL: return "SpEL expressions are not supported";
+    case SY_ELIMIT: return "limit exceeded";
+    case SY_EREGEX: return "invalid regular expression";
+    case SY_EPATTERN: return "invalid path or host pattern";
+    case SY_ENOTFOUND: return "not found";
+    case SY_EEXIST: return "already exists";
+    case SY_EBUSY: return "too many retired snapshots";
+    case SY_ENOINSTANCE: return "no eligible instance";
+    case SY_ECALLBACK: return "host callback failed";
+    case SY_EINVALIDDOC: return "no valid route in document";
+    default: return "unknown error";
+    }
+}

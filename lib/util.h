@@ -1,0 +1,100 @@
+/*
+ * util.h - the leaf module: allocator hooks, arenas, growable buffers,
+ * hashing and error filling. Nothing here knows about routes.
+ */
+#ifndef SY_UTIL_H
+#define SY_UTIL_H
+
+#include "switchyard.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define SY_UNUSED(x) ((void)(x))
+#define SY_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A resolved allocator: every member non-NULL. */
+typedef struct sy_alloc {
+    void *(*malloc)(void *data, size_t size);
+    void *(*realloc)(void *data, void *ptr, size_t size);
+    void (*free)(void *data, void *ptr);
+    void *data;
+} sy_alloc;
+
+/* Resolve user hooks (NULL or incomplete: libc). */
+void sy_alloc_init(sy_alloc *out, const sy_allocator *user);
+void *sy_malloc(const sy_alloc *a, size_t size);
+void *sy_calloc(const sy_alloc *a, size_t n, size_t size); /* overflow-safe */
+void *sy_realloc(const sy_alloc *a, void *ptr, size_t size);
+void sy_free(const sy_alloc *a, void *ptr);
+char *sy_strndup(const sy_alloc *a, const char *s, size_t n);
+char *sy_strdup(const sy_alloc *a, const char *s);
+
+/*
+ * Arena: bump allocation in chunks, freed all at once. Used for everything
+ * a parsed route owns, and (with reset) for per-match scratch.
+ */
+typedef struct sy_arena_chunk {
+    struct sy_arena_chunk *next;
+    size_t size; /* usable bytes after the header */
+    size_t used;
+    _Alignas(16) unsigned char data[];
+} sy_arena_chunk;
+typedef struct sy_arena {
+    const sy_alloc *alloc;
+    sy_arena_chunk *head;
+    size_t chunk_size; /* default size of a new chunk */
+    size_t bytes;      /* total bytes held in chunks */
+} sy_arena;
+
+void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size);
+void *sy_arena_alloc(sy_arena *ar, size_t size); /* 16-byte aligned */
+char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n);
+char *sy_arena_strdup(sy_arena *ar, const char *s);
+/* Forget all allocations but keep the largest chunk for reuse. */
+void sy_arena_reset(sy_arena *ar);
+void sy_arena_free(sy_arena *ar);
+
+/* Growable byte buffer, always NUL-terminated when non-empty. */
+typedef struct sy_buf {
+    const sy_alloc *alloc;
+    char *ptr;
+    size_t len;
+    size_t cap;
+    bool failed; /* an append ran out of memory */
+} sy_buf;
+
+void sy_buf_init(sy_buf *b, const sy_alloc *alloc);
+void sy_buf_free(sy_buf *b);
+bool sy_buf_reserve(sy_buf *b, size_t extra);
+void sy_buf_append(sy_buf *b, const char *s, size_t n);
+void sy_buf_puts(sy_buf *b, const char *s);
+void sy_buf_putc(sy_buf *b, char c);
+void sy_buf_printf(sy_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Append s as a JSON string literal (quoted, escaped). */
+void sy_buf_json_string(sy_buf *b, const char *s, size_t n);
+
+/* 64-bit hash (wyhash-style mixing); stable across runs and machines. */
+uint64_t sy_hash64(const void *data, size_t len, uint64_t seed);
+uint64_t sy_hash_mix(uint64_t a, uint64_t b);
+
+/* Fill err (if non-NULL) with code, path and a formatted message. Returns
+ * code, so `return sy_error_set(...)` reads naturally. */
+int sy_error_set(sy_error *err, int code, const char *path, const char *fmt,
+                 ...) __attribute__((format(printf, 4, 5)));
+/* Prefix err->path with `prefix` (e.g. a route's path). */
+void sy_error_prefix_path(sy_error *err, const char *prefix);
+void sy_error_clear(sy_error *err);
+
+/* Monotonic and real-time clocks (writer side only). */
+uint64_t sy_now_monotonic_us(void);
+int64_t sy_now_realtime_ms(void);
+
+static inline bool sy_str_eq(sy_str a, const char *b, size_t blen) {
+    return a.len == blen && (blen == 0 || memcmp(a.ptr, b, blen) == 0);
+}
+bool sy_str_ieq(sy_str a, const char *b, size_t blen); /* ASCII nocase */
+
+#endif

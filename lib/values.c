@@ -1,0 +1,2 @@
+/* values.c - placeholder until its module lands. */
+#include "util.h"

@@ -1,0 +1,70 @@
+/* test_util.c - arenas, buffers, hashing, errors, version. */
+#include "testutil.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+START_TEST(version_macros_match_runtime) {
+    ck_assert_int_eq(sy_version_number(), SY_VERSION_NUMBER);
+    ck_assert_str_eq(sy_version(), SY_VERSION_STRING);
+}
+END_TEST
+
+START_TEST(arena_allocations_are_aligned_and_reset_keeps_a_chunk) {
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    sy_arena ar;
+    sy_arena_init(&ar, &a, 64);
+    for (int i = 0; i < 100; i++) {
+        void *p = sy_arena_alloc(&ar, (size_t)i + 1);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_uint_eq((uintptr_t)p % 16, 0);
+    }
+    sy_arena_reset(&ar);
+    ck_assert_ptr_nonnull(ar.head);
+    ck_assert_ptr_null(ar.head->next);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+START_TEST(buf_escapes_json_strings) {
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    sy_buf b;
+    sy_buf_init(&b, &a);
+    sy_buf_json_string(&b, "a\"b\\\n\x01", 6);
+    ck_assert_str_eq(b.ptr, "\"a\\\"b\\\\\\n\\u0001\"");
+    sy_buf_free(&b);
+}
+END_TEST
+
+START_TEST(hash_is_stable_and_sensitive) {
+    ck_assert_uint_eq(sy_hash64("abc", 3, 0), sy_hash64("abc", 3, 0));
+    ck_assert_uint_ne(sy_hash64("abc", 3, 0), sy_hash64("abd", 3, 0));
+    ck_assert_uint_ne(sy_hash64("abc", 3, 0), sy_hash64("abc", 3, 1));
+    ck_assert_uint_ne(sy_hash64("", 0, 0), sy_hash64("a", 1, 0));
+}
+END_TEST
+
+START_TEST(error_prefix_joins_paths) {
+    sy_error e;
+    sy_error_set(&e, SY_EARG, "args.regexp", "bad %s", "thing");
+    sy_error_prefix_path(&e, "routes[3].predicates[1]");
+    ck_assert_str_eq(e.path, "routes[3].predicates[1].args.regexp");
+    ck_assert_str_eq(e.message, "bad thing");
+    ck_assert_int_eq(e.code, SY_EARG);
+    ck_assert_str_eq(sy_strerror(SY_ENOMEM), "out of memory");
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("util");
+    TCase *tc = tcase_create("util");
+    tcase_add_test(tc, version_macros_match_runtime);
+    tcase_add_test(tc, arena_allocations_are_aligned_and_reset_keeps_a_chunk);
+    tcase_add_test(tc, buf_escapes_json_strings);
+    tcase_add_test(tc, hash_is_stable_and_sensitive);
+    tcase_add_test(tc, error_prefix_joins_paths);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

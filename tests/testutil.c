@@ -1,0 +1,51 @@
+/* testutil.c - helpers shared by the Check suites. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *sy_test_data(const char *rel) {
+    static char buf[4096];
+    const char *root = getenv("SY_TEST_DATA");
+    if (rel[0] == '/' || !root)
+        snprintf(buf, sizeof buf, "%s", rel);
+    else
+        snprintf(buf, sizeof buf, "%s/%s", root, rel);
+    return buf;
+}
+
+char *sy_test_read(const char *path, size_t *len) {
+    FILE *f = fopen(sy_test_data(path), "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        if (len)
+            *len = (size_t)n;
+    }
+    return buf;
+}
+
+int sy_test_scale(void) {
+    const char *s = getenv("SY_STRESS_SCALE");
+    int v = s ? atoi(s) : 1;
+    return v < 1 ? 1 : v;
+}
+
+int sy_test_run(Suite *s) {
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_SILENT);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

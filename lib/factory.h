@@ -87,4 +87,11 @@ const sy_factory_spec *sy_factory_by_id(sy_builtin id);
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,
                                       const char *name);
 
+/* Host-registered factories (registry.c), or NULL when absent. */
+const sy_predicate_factory *sy_registry_find_predicate(const sy_registry *reg,
+                                                       const char *name,
+                                                       size_t len);
+const sy_filter_factory *sy_registry_find_filter(const sy_registry *reg,
+                                                 const char *name, size_t len);
+
 #endif

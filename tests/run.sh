@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The test command: installs what it needs, then builds and runs every
+# suite three ways (-Werror build; ASan+UBSan; TSan on the concurrency
+# suites), runs the fuzzers for a bounded time, and prints
+# "N passed, N failed" summed over everything as its last line.
+#   FUZZ_SECONDS=60 (per target; 0 skips fuzzing)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash tests/install-deps.sh || exit 1
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+logs=()
+rc=0
+
+build() { # dir, meson options...
+  local dir=$1; shift
+  if [ ! -d "$dir" ]; then
+    meson setup "$dir" "$@" >/dev/null || return 1
+  else
+    meson configure "$dir" "$@" >/dev/null || return 1
+  fi
+  ninja -C "$dir" >/dev/null || { ninja -C "$dir" | tail -30; return 1; }
+}
+
+run() { # dir, meson test args...
+  local dir=$1; shift
+  meson test -C "$dir" --print-errorlogs "$@" | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Timeout):' || true
+  logs+=("$dir/meson-logs/testlog.json")
+}
+
+echo "== build (-Dwerror=true) and test"
+if build build-test -Dwerror=true -Dpython=true; then run build-test; else rc=1; logs+=(build-test/missing); fi
+
+echo "== ASan+UBSan"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dpython=false; then
+  run build-asan --no-suite slow
+else rc=1; logs+=(build-asan/missing); fi
+
+echo "== TSan (concurrency suites)"
+if CC=clang build build-tsan -Db_sanitize=thread -Db_lundef=false -Dpython=false -Dbench=false; then
+  TSAN_OPTIONS=halt_on_error=1 run build-tsan --suite concurrency
+else rc=1; logs+=(build-tsan/missing); fi
+
+if [ "$FUZZ_SECONDS" != 0 ]; then
+  echo "== libFuzzer (${FUZZ_SECONDS}s per target)"
+  if CC=clang build build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+       -Dc_args=-fsanitize=fuzzer-no-link -Dpython=false -Dbench=false -Dtests=true; then
+    bash tests/fuzz/run.sh build-fuzz "$FUZZ_SECONDS" > build-fuzz/fuzz.tap 2>build-fuzz/fuzz.log
+    python3 - "$PWD/build-fuzz/fuzz.tap" > build-fuzz/fuzz.json <<'PY'
+import json, sys
+out = open(sys.argv[1]).read()
+bad = "not ok" in out
+print(json.dumps({"name": "fuzz", "result": "FAIL" if bad else "OK", "stdout": out}))
+PY
+    grep -E '^(ok|not ok)' build-fuzz/fuzz.tap || true
+    logs+=("build-fuzz/fuzz.json")
+  else rc=1; logs+=(build-fuzz/missing); fi
+fi
+
+summary=$(/usr/bin/python3 tests/summarize.py "${logs[@]}")
+echo "$summary" | head -n -1
+last=$(echo "$summary" | tail -n 1)
+case "$last" in *" 0 failed") ;; *) rc=1 ;; esac
+echo "$last"
+exit $rc

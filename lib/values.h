@@ -36,6 +36,8 @@ bool sy_cidr_contains(const sy_cidr *net, const sy_cidr *ip);
 
 /* 100..599, or a Spring HttpStatus name (NOT_FOUND, FOUND, ...). */
 bool sy_value_status(const char *s, int *out, const char **why);
+/* An RFC 7230 token (header names, methods): non-empty tchars only. */
+bool sy_value_token(const char *s, const char **why);
 /* A method token; *upper receives the upper-cased copy (caller's buffer of
  * at least strlen(s)+1 bytes). */
 bool sy_value_method(const char *s, char *upper, const char **why);

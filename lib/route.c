@@ -1,2 +1,205 @@
-/* route.c - placeholder until its module lands. */
-#include "util.h"
+/*
+ * route.c - the compiled route object: creation, reference counting,
+ * compiling its predicate and filter entries, argument lookups for the
+ * compilers, and the public sy_route_* accessors.
+ */
+#include "route.h"
+
+#include "filter.h"
+#include "predicate.h"
+
+#include <stdio.h>
+
+/* A route and the allocator it owns (routes outlive their documents). */
+typedef struct sy_route_box {
+    struct sy_route route;
+    sy_alloc alloc;
+} sy_route_box;
+
+struct sy_route *sy_route_new(const sy_alloc *alloc) {
+    sy_route_box *b = sy_calloc(alloc, 1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->alloc = *alloc;
+    struct sy_route *r = &b->route;
+    atomic_init(&r->refs, 1);
+    r->alloc = &b->alloc;
+    sy_arena_init(&r->arena, &b->alloc, 1024);
+    r->id = "";
+    r->uri = "";
+    r->canonical = "";
+    r->upstream.kind = SY_UPSTREAM_NONE;
+    r->upstream.scheme = "";
+    r->upstream.host = "";
+    r->upstream.path = "";
+    return r;
+}
+
+struct sy_route *sy_route_ref(const struct sy_route *r) {
+    struct sy_route *m = (struct sy_route *)(uintptr_t)r;
+    if (m)
+        atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+    return m;
+}
+
+static void free_compiled(struct sy_route *r) {
+    if (r->cpreds) {
+        for (size_t i = 0; i < r->predicate_count; i++)
+            if (r->cpreds[i])
+                sy_pred_free(r->cpreds[i], r->alloc);
+        sy_free(r->alloc, r->cpreds);
+        r->cpreds = NULL;
+    }
+    if (r->cfilters) {
+        for (size_t i = 0; i < r->filter_count; i++)
+            if (r->cfilters[i])
+                sy_filter_free(r->cfilters[i], r->alloc);
+        sy_free(r->alloc, r->cfilters);
+        r->cfilters = NULL;
+    }
+}
+
+void sy_route_unref(struct sy_route *r) {
+    if (!r)
+        return;
+    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    free_compiled(r);
+    sy_arena_free(&r->arena);
+    sy_alloc a = *r->alloc; /* the box holding it is freed below */
+    sy_free(&a, r);
+}
+
+int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
+                     const char *path, sy_error *err) {
+    char p[200];
+    const char *sep = path && *path ? "." : "";
+    if (!path)
+        path = "";
+    free_compiled(r);
+    if (r->predicate_count) {
+        r->cpreds = sy_calloc(r->alloc, r->predicate_count, sizeof *r->cpreds);
+        if (!r->cpreds)
+            return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    }
+    if (r->filter_count) {
+        r->cfilters = sy_calloc(r->alloc, r->filter_count, sizeof *r->cfilters);
+        if (!r->cfilters) {
+            free_compiled(r);
+            return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        }
+    }
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        snprintf(p, sizeof p, "%s%spredicates[%zu]", path, sep, i);
+        int rc = sy_pred_compile(&r->predicates[i], env, p, &r->cpreds[i], err);
+        if (rc) {
+            free_compiled(r);
+            return rc;
+        }
+    }
+    for (size_t i = 0; i < r->filter_count; i++) {
+        snprintf(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
+        int rc =
+            sy_filter_compile(&r->filters[i], env, p, &r->cfilters[i], err);
+        if (rc) {
+            free_compiled(r);
+            return rc;
+        }
+    }
+    return SY_OK;
+}
+
+/* ---- argument lookups ---- */
+
+const char *sy_def_arg(const sy_def_entry *e, const char *key) {
+    if (!e || !key)
+        return NULL;
+    for (size_t i = 0; i < e->arg_count; i++)
+        if (strcmp(e->args[i].key, key) == 0)
+            return e->args[i].value;
+    return NULL;
+}
+
+const char *sy_def_arg_or_default(const sy_def_entry *e, const char *key) {
+    const char *v = sy_def_arg(e, key);
+    if (v || !e || !e->spec)
+        return v;
+    const sy_field_spec *f = sy_factory_field(e->spec, key);
+    return f ? f->dflt : NULL;
+}
+
+/* ---- public accessors ---- */
+
+const char *sy_route_id(const sy_route *r) {
+    return r ? r->id : NULL;
+}
+
+const char *sy_route_uri(const sy_route *r) {
+    return r ? r->uri : NULL;
+}
+
+int32_t sy_route_order(const sy_route *r) {
+    return r ? r->order : 0;
+}
+
+uint64_t sy_route_fingerprint(const sy_route *r) {
+    return r ? r->fingerprint : 0;
+}
+
+bool sy_route_disabled(const sy_route *r) {
+    return r && r->disabled;
+}
+
+void sy_route_upstream(const sy_route *r, sy_upstream *out) {
+    if (!out)
+        return;
+    if (!r) {
+        memset(out, 0, sizeof *out);
+        out->kind = SY_UPSTREAM_NONE;
+        out->scheme = out->host = out->path = "";
+        return;
+    }
+    *out = r->upstream;
+}
+
+size_t sy_route_metadata_count(const sy_route *r) {
+    return r ? r->metadata_count : 0;
+}
+
+sy_kv sy_route_metadata_at(const sy_route *r, size_t i) {
+    sy_kv none = {NULL, NULL};
+    if (!r || i >= r->metadata_count)
+        return none;
+    return r->metadata[i];
+}
+
+const char *sy_route_metadata(const sy_route *r, const char *key) {
+    if (!r || !key)
+        return NULL;
+    size_t lo = 0, hi = r->metadata_count;
+    while (lo < hi) { /* sorted by key (strcmp) */
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(r->metadata[mid].key, key);
+        if (c == 0)
+            return r->metadata[mid].value;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+const char *sy_route_canonical(const sy_route *r) {
+    return r ? r->canonical : NULL;
+}
+
+size_t sy_route_predicate_count(const sy_route *r) {
+    return r ? r->predicate_count : 0;
+}
+
+const char *sy_route_predicate_name(const sy_route *r, size_t i) {
+    if (!r || i >= r->predicate_count)
+        return NULL;
+    return r->predicates[i].name;
+}

@@ -73,6 +73,9 @@ typedef struct sy_compile_env {
 int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
                      const char *path, sy_error *err);
 
+/* A new empty route (refs = 1) that owns a copy of `alloc` and an arena
+ * built on it; NULL when out of memory. */
+struct sy_route *sy_route_new(const sy_alloc *alloc);
 struct sy_route *sy_route_ref(const struct sy_route *r);
 void sy_route_unref(struct sy_route *r); /* frees at zero */
 

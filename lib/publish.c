@@ -1,2 +1,522 @@
-/* publish.c - placeholder until its module lands. */
-#include "util.h"
+/*
+ * publish.c - the publication protocol: a sharded split reference count
+ * (docs/publication.md). Owns the shard words, the slot table, the retired
+ * list, reclamation and the publication metrics.
+ *
+ *   domain (sy_pub)                         objects (sy_pub_obj first)
+ *   +--------------------------+
+ *   | word[0]  slot 3 | 17     |--+         table          +-------------+
+ *   | word[1]  slot 3 |  4     |--+       +-------+   +--->| gen 9 (cur) |
+ *   |   ...  one cache line    |  +-----> | 3     |---+    | internal[S] |
+ *   | word[S-1] slot 3 | 0     |--+       | 5     |------->| gen 8 (ret) |
+ *   +--------------------------+          | ...   |        | internal[i] |
+ *     (slot << 48) | borrows               +-------+        | = borrows   |
+ *                                        free slots:        |  - releases |
+ *                                        writer's stack     | remaining   |
+ *                                                           +-------------+
+ *
+ *   reader  acquire: w = fetch_add(&word[s], 1)      s = hash(pthread_self)
+ *                    obj = table[w >> 48]            ref = obj | s
+ *           release: if fetch_sub(&obj->internal[s], 1) == 1: shard done
+ *
+ *   writer  publish: table[new] = next
+ *                    for each shard i:
+ *                        old = exchange(&word[i], new << 48)
+ *                        fetch_add(&cur->internal[i], borrows(old) - BIAS)
+ *                        (reaching 0 here means: shard done)
+ *                    cur goes on the retired list
+ *           shard done: fetch_sub(&obj->remaining, 1); 0 means DEAD
+ *           reclaim: destroy every DEAD retired object, free its slot
+ *
+ * A borrow is taken by the same instruction that reads the slot, so there is
+ * no window between finding the object and counting it. internal[i] starts
+ * at BIAS so early releases cannot reach 0 before the writer transfers the
+ * shard's borrows; after the transfer it holds exactly the references still
+ * out on that shard. Every read-modify-write is acq_rel (acquire for the
+ * reader's fetch_add): no stand-alone fences, which ThreadSanitizer ignores.
+ * A slot is reused only after its object is DEAD, i.e. after every reader
+ * that read it has released.
+ */
+#include "publish.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef SY_PUBLISH_BROKEN
+/*
+ * Test builds only (tests/test_publish_stress.c): a second copy of this file
+ * under other names, with the protocol deliberately weakened when the
+ * expression SY_PUBLISH_BROKEN is 1 (free on swap: retired objects count as
+ * dead at once) or 2 (acquire reads the slot and counts in two steps).
+ */
+#define sy_pub_obj_alloc sy_pub_broken_obj_alloc
+#define sy_pub_obj_free sy_pub_broken_obj_free
+#define sy_pub_obj_dead sy_pub_broken_obj_dead
+#define sy_pub_new sy_pub_broken_new
+#define sy_pub_free sy_pub_broken_free
+#define sy_pub_acquire sy_pub_broken_acquire
+#define sy_pub_release sy_pub_broken_release
+#define sy_pub_publish sy_pub_broken_publish
+#define sy_pub_current sy_pub_broken_current
+#define sy_pub_reclaim sy_pub_broken_reclaim
+#define sy_pub_check_held sy_pub_broken_check_held
+#define sy_pub_metrics_get sy_pub_broken_metrics_get
+#define sy_pub_bench_acquire_release_ns sy_pub_broken_bench
+#endif
+
+#define SY_PUB_BIAS ((int64_t)1 << 62)
+#define SY_PUB_SLOT_SHIFT 48
+#define SY_PUB_BORROWS ((UINT64_C(1) << SY_PUB_SLOT_SHIFT) - 1)
+#define SY_PUB_MAX_SLOTS ((uint32_t)1 << (64 - SY_PUB_SLOT_SHIFT))
+#define SY_PUB_FIRST_SLOTS 16
+
+_Static_assert((SY_PUB_SHARDS & (SY_PUB_SHARDS - 1)) == 0 &&
+                   SY_PUB_SHARDS <= SY_PUB_ALIGN,
+               "shards: a power of two that fits the low address bits");
+_Static_assert(sizeof(sy_pub_obj) % SY_PUB_ALIGN == 0,
+               "the embedding object's own fields start on a fresh line");
+
+/* The slot table. Readers load the newest one; a grown table copies every
+ * entry and older tables stay readable until the domain is freed. */
+typedef struct sy_pub_table {
+    struct sy_pub_table *older;
+    uint32_t size;
+    _Atomic(sy_pub_obj *) entry[];
+} sy_pub_table;
+
+struct sy_pub {
+    sy_pub_line word[SY_PUB_SHARDS]; /* written by readers */
+    /* read by readers, written by the writer when the table grows */
+    _Alignas(SY_PUB_ALIGN) _Atomic(sy_pub_table *) table;
+    /* writer only below */
+    _Alignas(SY_PUB_ALIGN) sy_alloc alloc;
+    sy_pub_options opts;
+    void *base;
+    sy_pub_obj *current;
+    sy_pub_obj *retired_head; /* oldest first */
+    sy_pub_obj *retired_tail;
+    uint32_t *free_slots; /* stack of unused slots */
+    uint32_t free_count;
+    uint64_t publishes;
+    uint64_t retired;
+    uint64_t reclaimed;
+    uint64_t retired_bytes;
+};
+
+/* ---------------------------------------------------------------- */
+/* Aligned allocation                                                */
+/* ---------------------------------------------------------------- */
+
+static void *sy_pub_aligned_alloc(const sy_alloc *a, size_t size, void **base) {
+    if (size > SIZE_MAX - SY_PUB_ALIGN)
+        return NULL;
+    unsigned char *raw = sy_malloc(a, size + SY_PUB_ALIGN);
+    if (!raw)
+        return NULL;
+    uintptr_t at =
+        ((uintptr_t)raw + SY_PUB_ALIGN - 1) & ~(uintptr_t)(SY_PUB_ALIGN - 1);
+    unsigned char *p = raw + (at - (uintptr_t)raw);
+    memset(p, 0, size);
+    *base = raw;
+    return p;
+}
+
+void *sy_pub_obj_alloc(const sy_alloc *alloc, size_t size) {
+    void *base;
+    if (size < sizeof(sy_pub_obj))
+        size = sizeof(sy_pub_obj);
+    sy_pub_obj *o = sy_pub_aligned_alloc(alloc, size, &base);
+    if (!o)
+        return NULL;
+    for (int i = 0; i < SY_PUB_SHARDS; i++)
+        atomic_init(&o->internal[i].n, SY_PUB_BIAS);
+    atomic_init(&o->remaining, SY_PUB_SHARDS);
+    o->bytes = size;
+    o->base = base;
+    return o;
+}
+
+void sy_pub_obj_free(const sy_alloc *alloc, void *obj) {
+    if (obj)
+        sy_free(alloc, ((sy_pub_obj *)obj)->base);
+}
+
+bool sy_pub_obj_dead(const sy_pub_obj *obj) {
+#ifdef SY_PUBLISH_BROKEN
+    if (SY_PUBLISH_BROKEN == 1)
+        return true;
+#endif
+    return atomic_load_explicit(&obj->remaining, memory_order_acquire) == 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Reader side                                                       */
+/* ---------------------------------------------------------------- */
+
+static inline unsigned sy_pub_shard(void) {
+    pthread_t self = pthread_self();
+    uint64_t x = 0;
+    memcpy(&x, &self, sizeof self < sizeof x ? sizeof self : sizeof x);
+    x ^= x >> 29;
+    x *= UINT64_C(0x9E3779B97F4A7C15);
+    return (unsigned)(x >> 58) & (SY_PUB_SHARDS - 1);
+}
+
+static inline void sy_pub_shard_done(sy_pub_obj *o) {
+    atomic_fetch_sub_explicit(&o->remaining, 1, memory_order_acq_rel);
+}
+
+sy_pub_ref sy_pub_acquire(sy_pub *p) {
+    unsigned s = sy_pub_shard();
+#ifdef SY_PUBLISH_BROKEN
+    if (SY_PUBLISH_BROKEN == 2) {
+        uint64_t w0 = atomic_load_explicit(&p->word[s].n, memory_order_acquire);
+        sy_pub_table *t0 =
+            atomic_load_explicit(&p->table, memory_order_acquire);
+        sy_pub_obj *o0 = atomic_load_explicit(
+            &t0->entry[w0 >> SY_PUB_SLOT_SHIFT], memory_order_relaxed);
+        sched_yield();
+        atomic_fetch_add_explicit(&p->word[s].n, 1, memory_order_acquire);
+        return (sy_pub_ref)o0 | s;
+    }
+#endif
+    uint64_t w = (uint64_t)atomic_fetch_add_explicit(&p->word[s].n, 1,
+                                                     memory_order_acquire);
+    sy_pub_table *t = atomic_load_explicit(&p->table, memory_order_relaxed);
+    sy_pub_obj *o = atomic_load_explicit(&t->entry[w >> SY_PUB_SLOT_SHIFT],
+                                         memory_order_relaxed);
+    return (sy_pub_ref)o | s;
+}
+
+void sy_pub_release(sy_pub_ref ref) {
+    sy_pub_obj *o = sy_pub_ref_obj(ref);
+    unsigned s = (unsigned)(ref & (SY_PUB_ALIGN - 1));
+    if (atomic_fetch_sub_explicit(&o->internal[s].n, 1, memory_order_acq_rel) ==
+        1)
+        sy_pub_shard_done(o);
+}
+
+/* ---------------------------------------------------------------- */
+/* Writer side                                                       */
+/* ---------------------------------------------------------------- */
+
+static uint64_t sy_pub_now_ms(const sy_pub *p) {
+    if (p->opts.clock_ms)
+        return p->opts.clock_ms(p->opts.data);
+    return sy_now_monotonic_us() / 1000u;
+}
+
+/* Replace the table by one of `size` slots (copying entries) and push the
+ * new slots on the free stack. The old table stays readable. */
+static int sy_pub_grow(sy_pub *p, uint32_t size) {
+    sy_pub_table *old = atomic_load_explicit(&p->table, memory_order_relaxed);
+    uint32_t from = old ? old->size : 0;
+    sy_pub_table *t =
+        sy_malloc(&p->alloc, sizeof *t + (size_t)size * sizeof t->entry[0]);
+    uint32_t *stack = sy_realloc(&p->alloc, p->free_slots,
+                                 (size_t)size * sizeof *p->free_slots);
+    if (!t || !stack) {
+        sy_free(&p->alloc, t);
+        if (stack)
+            p->free_slots = stack;
+        return SY_ENOMEM;
+    }
+    p->free_slots = stack;
+    t->older = old;
+    t->size = size;
+    for (uint32_t i = 0; i < size; i++) {
+        sy_pub_obj *o = i < from ? atomic_load_explicit(&old->entry[i],
+                                                        memory_order_relaxed)
+                                 : NULL;
+        atomic_init(&t->entry[i], o);
+    }
+    /* Slots pop from the top: hand out low numbers first. */
+    for (uint32_t i = size; i > from; i--)
+        p->free_slots[p->free_count++] = i - 1;
+    atomic_store_explicit(&p->table, t, memory_order_release);
+    return SY_OK;
+}
+
+/* Take a free slot for `o` and write the table entry. */
+static int sy_pub_take_slot(sy_pub *p, sy_pub_obj *o) {
+    if (p->free_count == 0) {
+        sy_pub_table *t = atomic_load_explicit(&p->table, memory_order_relaxed);
+        if (t->size >= SY_PUB_MAX_SLOTS)
+            return SY_EBUSY;
+        int rc = sy_pub_grow(p, t->size * 2);
+        if (rc)
+            return rc;
+    }
+    uint32_t slot = p->free_slots[--p->free_count];
+    sy_pub_table *t = atomic_load_explicit(&p->table, memory_order_relaxed);
+    atomic_store_explicit(&t->entry[slot], o, memory_order_relaxed);
+    o->slot = slot;
+    return SY_OK;
+}
+
+int sy_pub_new(const sy_alloc *alloc, const sy_pub_options *opts,
+               sy_pub_obj *initial, sy_pub **out) {
+    if (!alloc || !opts || !opts->destroy || !initial || !out)
+        return SY_EINVAL;
+    void *base;
+    sy_pub *p = sy_pub_aligned_alloc(alloc, sizeof *p, &base);
+    if (!p)
+        return SY_ENOMEM;
+    p->alloc = *alloc;
+    p->opts = *opts;
+    p->base = base;
+    atomic_init(&p->table, NULL);
+    if (sy_pub_grow(p, SY_PUB_FIRST_SLOTS) != SY_OK) {
+        sy_free(alloc, p->free_slots);
+        sy_free(alloc, base);
+        return SY_ENOMEM;
+    }
+    sy_pub_take_slot(p, initial); /* cannot fail: the stack is full */
+    for (int i = 0; i < SY_PUB_SHARDS; i++)
+        atomic_init(&p->word[i].n,
+                    (int64_t)((uint64_t)initial->slot << SY_PUB_SLOT_SHIFT));
+    p->current = initial;
+    *out = p;
+    return SY_OK;
+}
+
+void sy_pub_free(sy_pub *p) {
+    if (!p)
+        return;
+    sy_pub_obj *o = p->retired_head;
+    while (o) {
+        sy_pub_obj *next = o->retired_next;
+        p->opts.destroy(p->opts.data, o);
+        o = next;
+    }
+    p->opts.destroy(p->opts.data, p->current);
+    sy_pub_table *t = atomic_load_explicit(&p->table, memory_order_relaxed);
+    while (t) {
+        sy_pub_table *older = t->older;
+        sy_free(&p->alloc, t);
+        t = older;
+    }
+    sy_free(&p->alloc, p->free_slots);
+    sy_alloc a = p->alloc;
+    sy_free(&a, p->base);
+}
+
+sy_pub_obj *sy_pub_current(const sy_pub *p) {
+    return p->current;
+}
+
+size_t sy_pub_reclaim(sy_pub *p) {
+    size_t n = 0;
+    sy_pub_obj **link = &p->retired_head;
+    sy_pub_obj *prev = NULL;
+    while (*link) {
+        sy_pub_obj *o = *link;
+        if (!sy_pub_obj_dead(o)) {
+            prev = o;
+            link = &o->retired_next;
+            continue;
+        }
+        *link = o->retired_next;
+        if (p->retired_tail == o)
+            p->retired_tail = prev;
+        sy_pub_table *t = atomic_load_explicit(&p->table, memory_order_relaxed);
+        atomic_store_explicit(&t->entry[o->slot], NULL, memory_order_relaxed);
+        p->free_slots[p->free_count++] = o->slot;
+        p->retired--;
+        p->retired_bytes -= o->bytes;
+        p->reclaimed++;
+        n++;
+        p->opts.destroy(p->opts.data, o);
+    }
+    return n;
+}
+
+/* Move shard i's borrows from the word to the old object's counter. */
+static void sy_pub_transfer(sy_pub_obj *o, int i, uint64_t borrows) {
+    int64_t delta = (int64_t)borrows - SY_PUB_BIAS;
+    if (atomic_fetch_add_explicit(&o->internal[i].n, delta,
+                                  memory_order_acq_rel) == -delta)
+        sy_pub_shard_done(o);
+}
+
+int sy_pub_publish(sy_pub *p, sy_pub_obj *next) {
+    if (!next || next == p->current)
+        return SY_EINVAL;
+    sy_pub_reclaim(p);
+    if (p->opts.max_retired && p->retired >= p->opts.max_retired)
+        return SY_EBUSY;
+    int rc = sy_pub_take_slot(p, next);
+    if (rc)
+        return rc;
+    sy_pub_obj *old = p->current;
+    next->generation = old->generation + 1;
+    int64_t fresh = (int64_t)((uint64_t)next->slot << SY_PUB_SLOT_SHIFT);
+    for (int i = 0; i < SY_PUB_SHARDS; i++) {
+        uint64_t w = (uint64_t)atomic_exchange_explicit(&p->word[i].n, fresh,
+                                                        memory_order_acq_rel);
+        sy_pub_transfer(old, i, w & SY_PUB_BORROWS);
+    }
+    p->current = next;
+    p->publishes++;
+    old->retired_ms = sy_pub_now_ms(p);
+    old->retired_next = NULL;
+    if (p->retired_tail)
+        p->retired_tail->retired_next = old;
+    else
+        p->retired_head = old;
+    p->retired_tail = old;
+    p->retired++;
+    p->retired_bytes += old->bytes;
+    sy_pub_reclaim(p);
+    return SY_OK;
+}
+
+size_t sy_pub_check_held(sy_pub *p, uint64_t limit_ms,
+                         void (*held)(void *data, uint64_t generation,
+                                      uint64_t age_ms),
+                         void *data) {
+    uint64_t now = sy_pub_now_ms(p);
+    size_t n = 0;
+    for (sy_pub_obj *o = p->retired_head; o; o = o->retired_next) {
+        uint64_t age = now > o->retired_ms ? now - o->retired_ms : 0;
+        if (age < limit_ms)
+            break; /* oldest first: the rest are younger */
+        if (o->warned || sy_pub_obj_dead(o))
+            continue;
+        o->warned = true;
+        n++;
+        if (held)
+            held(data, o->generation, age);
+    }
+    return n;
+}
+
+void sy_pub_metrics_get(const sy_pub *p, sy_pub_metrics *out) {
+    memset(out, 0, sizeof *out);
+    out->generation = p->current->generation;
+    out->publishes = p->publishes;
+    out->live = 1 + p->retired;
+    out->retired = p->retired;
+    out->reclaimed = p->reclaimed;
+    out->retired_bytes = p->retired_bytes;
+    if (p->retired_head) {
+        uint64_t now = sy_pub_now_ms(p);
+        uint64_t at = p->retired_head->retired_ms;
+        out->oldest_retired_age_ms = now > at ? now - at : 0;
+    }
+}
+
+/* ---------------------------------------------------------------- */
+/* Benchmark                                                         */
+/* ---------------------------------------------------------------- */
+
+typedef struct sy_pub_bench {
+    sy_pub *pub;
+    sy_alloc alloc;
+    _Atomic int go; /* 0: wait, 1: run, -1: give up */
+    _Atomic int readers_left;
+    uint64_t iters;
+} sy_pub_bench;
+
+typedef struct sy_pub_bench_reader {
+    sy_pub_bench *b;
+    double ns;
+    uint64_t sink;
+} sy_pub_bench_reader;
+
+static uint64_t sy_pub_bench_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sy_pub_bench_destroy(void *data, sy_pub_obj *o) {
+    sy_pub_obj_free(data, o);
+}
+
+static bool sy_pub_bench_wait(sy_pub_bench *b) {
+    int go;
+    while ((go = atomic_load_explicit(&b->go, memory_order_acquire)) == 0)
+        sched_yield();
+    return go > 0;
+}
+
+static void *sy_pub_bench_read(void *arg) {
+    sy_pub_bench_reader *r = arg;
+    sy_pub_bench *b = r->b;
+    uint64_t sink = 0;
+    if (sy_pub_bench_wait(b)) {
+        uint64_t t0 = sy_pub_bench_now_ns();
+        for (uint64_t i = 0; i < b->iters; i++) {
+            sy_pub_ref ref = sy_pub_acquire(b->pub);
+            sink += sy_pub_ref_obj(ref)->generation;
+            sy_pub_release(ref);
+        }
+        r->ns = (double)(sy_pub_bench_now_ns() - t0) / (double)b->iters;
+    }
+    r->sink = sink;
+    atomic_fetch_sub_explicit(&b->readers_left, 1, memory_order_acq_rel);
+    return NULL;
+}
+
+static void *sy_pub_bench_write(void *arg) {
+    sy_pub_bench *b = arg;
+    if (!sy_pub_bench_wait(b))
+        return NULL;
+    while (atomic_load_explicit(&b->readers_left, memory_order_acquire) > 0) {
+        sy_pub_obj *o = sy_pub_obj_alloc(&b->alloc, sizeof(sy_pub_obj));
+        if (o && sy_pub_publish(b->pub, o) != SY_OK)
+            sy_pub_obj_free(&b->alloc, o);
+    }
+    return NULL;
+}
+
+double sy_pub_bench_acquire_release_ns(int threads, bool storm,
+                                       uint64_t iters) {
+    if (threads < 1 || threads > 256 || iters == 0)
+        return -1;
+    sy_pub_bench b;
+    memset(&b, 0, sizeof b);
+    sy_alloc_init(&b.alloc, NULL);
+    b.iters = iters;
+    atomic_init(&b.go, 0);
+    atomic_init(&b.readers_left, threads);
+    sy_pub_options opts = {sy_pub_bench_destroy, NULL, &b.alloc, 0};
+    sy_pub_obj *first = sy_pub_obj_alloc(&b.alloc, sizeof(sy_pub_obj));
+    if (!first)
+        return -1;
+    if (sy_pub_new(&b.alloc, &opts, first, &b.pub) != SY_OK) {
+        sy_pub_obj_free(&b.alloc, first);
+        return -1;
+    }
+    sy_pub_bench_reader *r = sy_calloc(&b.alloc, (size_t)threads, sizeof *r);
+    pthread_t *tid = sy_calloc(&b.alloc, (size_t)threads + 1, sizeof *tid);
+    int started = 0;
+    bool writer = false;
+    if (r && tid) {
+        for (; started < threads; started++) {
+            r[started].b = &b;
+            if (pthread_create(&tid[started], NULL, sy_pub_bench_read,
+                               &r[started]) != 0)
+                break;
+        }
+        if (started == threads && storm)
+            writer = pthread_create(&tid[threads], NULL, sy_pub_bench_write,
+                                    &b) == 0;
+    }
+    bool ok = r && tid && started == threads && (!storm || writer);
+    atomic_store_explicit(&b.go, ok ? 1 : -1, memory_order_release);
+    double sum = 0;
+    for (int i = 0; i < started; i++) {
+        pthread_join(tid[i], NULL);
+        sum += r[i].ns;
+    }
+    if (writer)
+        pthread_join(tid[threads], NULL);
+    sy_free(&b.alloc, r);
+    sy_free(&b.alloc, tid);
+    sy_pub_free(b.pub);
+    return ok ? sum / threads : -1;
+}

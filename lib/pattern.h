@@ -20,8 +20,8 @@
 typedef struct sy_segments {
     size_t count;
     size_t cap;
-    sy_str *dec;  /* decoded, matrix parameters removed */
-    sy_str *raw;  /* raw slices of the request path */
+    sy_str *dec; /* decoded, matrix parameters removed */
+    sy_str *raw; /* raw slices of the request path */
 } sy_segments;
 
 /* Split `path` into segs (arrays grown from `alloc` only when cap is too
@@ -63,7 +63,9 @@ uint32_t sy_pattern_var_count(const sy_pattern *p);
  * pattern's captures at caps[*ncaps...] (capacity: var_count), writing
  * joined values ({*x}) into `scratch`, and returns true. `md` is match
  * data large enough for sy_pattern_max_groups(). Never allocates except
- * from `scratch`.
+ * from `scratch`. caps == NULL: match without capturing (ncaps untouched).
+ * On failure *ncaps is unchanged. md may be NULL only for patterns without
+ * regex segments (a regex segment then never matches).
  */
 bool sy_pattern_match_path(const sy_pattern *p, const sy_segments *segs,
                            bool match_trailing_slash, sy_capture *caps,
@@ -73,6 +75,23 @@ bool sy_pattern_match_path(const sy_pattern *p, const sy_segments *segs,
 bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
                            sy_capture *caps, size_t *ncaps,
                            pcre2_match_data *md);
+
+/*
+ * A standalone regex that must match a whole value (Header, Query, Cookie):
+ * compiled anchored at both ends, JIT-compiled, with a match limit, all
+ * memory from `a`. On error SY_EREGEX, err->offset = offset in `src` and
+ * PCRE2's message, err->path empty. Matching is read-only: any number of
+ * threads at once, each with its own match data.
+ */
+typedef struct sy_regex sy_regex;
+int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
+                     sy_error *err);
+void sy_regex_free(sy_regex *re);
+/* Capture groups + 1 (the size of match data it needs to report groups). */
+uint32_t sy_regex_groups(const sy_regex *re);
+/* True when s[0..n) matches as a whole. md: any match data (NULL: false). */
+bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
+                         pcre2_match_data *md);
 
 /* Introspection for the index. */
 typedef enum sy_seg_kind {

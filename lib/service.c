@@ -1,2 +1,1247 @@
-/* service.c - placeholder until its module lands. */
-#include "util.h"
+/*
+ * service.c - immutable service objects and instance selection (route model
+ * section 7): building and validating instance lists, deltas, diffs, and
+ * the lock-free select path.
+ *
+ * Everything selection needs is computed when the service is built:
+ *
+ *   sy_service
+ *    |- inst[]            copied instances (metadata sorted by key)
+ *    |- id_map            id -> index (open addressing)
+ *    |- groups[]          candidate sets, all over UP instances only:
+ *    |    0  "a"          every up instance            (fallback any)
+ *    |    1  "u"          up instances without version (no header)
+ *    |    k  "v" 1.2      up instances of version 1.2  (one per version)
+ *    |    .. "h" x  <- child of a base group: its members with hint x
+ *    |    .. "z" eu <- child of a base or hint group: members in zone eu
+ *    |   each group: members[], cum[] weights, smooth WRR schedule,
+ *    |               ring (shared + membership bitmap, or its own),
+ *    |               one cache-line-padded atomic round-robin counter
+ *    |- map               (parent group, tag, string) -> group
+ *    `- ring              consistent-hash ring of all up instances
+ *
+ * Selection is then: pick the base group (one map lookup when a version
+ * header is present), optionally descend to the hint child and the zone
+ * child (one lookup each), and balance inside that group. Because every
+ * candidate set is a precomputed group, round robin is exact over each
+ * cycle of the group's schedule.
+ */
+#include "service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define SVC_NONE UINT32_MAX
+#define SVC_G_ALL 0u
+#define SVC_G_UNV 1u
+/* Ring: virtual nodes per unit of weight; weights above the cap count as
+ * the cap (a node's share must not depend on the other instances). */
+#define SVC_RING_VNODES 32u
+#define SVC_RING_WEIGHT_CAP 64u
+/* A group shares the service ring when it holds at least 1/4 of its
+ * virtual nodes (expected walk <= 4 entries); smaller groups get their own
+ * ring. */
+#define SVC_RING_DENSE_DIV 4u
+/* Smooth WRR schedules are precomputed up to this length (and this much
+ * build work); longer cycles use an exact multiplicative permutation. */
+#define SVC_SCHED_MIN 4096u
+#define SVC_SCHED_PER_MEMBER 64u
+#define SVC_SCHED_WORK (1ull << 24)
+#define SVC_MEMBERSHIPS 8 /* groups one instance can be in */
+#define SVC_HASH_SEED 0x5e1ec7ab1e5eedull
+
+__extension__ typedef unsigned __int128 svc_u128;
+
+typedef struct svc_inst {
+    sy_instance pub; /* strings in the arena, weight >= 1 */
+    const char *version, *zone, *hint;
+    size_t version_len, zone_len, hint_len;
+} svc_inst;
+
+typedef struct svc_ring {
+    uint64_t *points; /* sorted */
+    uint32_t *inst;   /* instance index of each point */
+    size_t n;
+    uint32_t *bucket; /* first point index per top-bits bucket */
+    unsigned shift;
+    uint64_t vnodes;
+} svc_ring;
+
+typedef struct svc_counter {
+    _Atomic uint64_t v;
+    char pad[64 - sizeof(uint64_t)];
+} svc_counter;
+
+typedef struct svc_group {
+    uint32_t parent; /* SVC_NONE for base groups */
+    char tag;        /* 'a', 'u', 'v', 'h', 'z' */
+    const char *key; /* version, hint or zone (borrowed from inst) */
+    size_t key_len;
+    uint32_t *members; /* instance indices, ascending */
+    uint32_t n;
+    uint32_t fill;
+    uint64_t total;  /* sum of weights / gcd */
+    uint64_t *cum;   /* cumulative reduced weights */
+    uint32_t *sched; /* smooth WRR cycle of instance indices, or NULL */
+    uint64_t step;   /* when sched is NULL: permutation multiplier */
+    const svc_ring *ring;
+    uint64_t *bits; /* membership bitmap when sharing the service ring */
+    svc_ring own;
+    svc_counter *rr;
+} svc_group;
+
+typedef struct svc_slot {
+    uint64_t hash;
+    uint32_t group; /* SVC_NONE = empty */
+} svc_slot;
+
+struct sy_service {
+    _Atomic size_t refs;
+    sy_alloc alloc;
+    sy_arena arena;
+    const char *name;
+    svc_inst *inst;
+    size_t n;
+    size_t up;
+    uint32_t *id_map; /* index + 1; 0 = empty */
+    size_t id_cap;
+    svc_group *groups; /* sy_malloc'd */
+    size_t ngroups, groups_cap;
+    svc_slot *map; /* sy_malloc'd */
+    size_t map_cap, map_used;
+    uint32_t deflt;  /* no version header */
+    uint32_t latest; /* fallback latest */
+    svc_ring ring;
+    svc_counter *counters;
+};
+
+/* ---------------------------------------------------------------- */
+/* Versions                                                           */
+/* ---------------------------------------------------------------- */
+
+static int svc_segment_cmp(const char *a, size_t an, const char *b, size_t bn) {
+    if (an == 0 || bn == 0) /* an empty segment ("1..2") is the smallest */
+        return an == bn ? 0 : (an == 0 ? -1 : 1);
+    size_t ad = 0, bd = 0;
+    while (ad < an && a[ad] >= '0' && a[ad] <= '9')
+        ad++;
+    while (bd < bn && b[bd] >= '0' && b[bd] <= '9')
+        bd++;
+    if ((ad > 0) != (bd > 0))
+        return ad > 0 ? -1 : 1; /* numeric < non-numeric */
+    if (ad > 0) {
+        size_t ai = 0, bi = 0;
+        while (ai + 1 < ad && a[ai] == '0')
+            ai++;
+        while (bi + 1 < bd && b[bi] == '0')
+            bi++;
+        if (ad - ai != bd - bi)
+            return ad - ai < bd - bi ? -1 : 1;
+        int c = memcmp(a + ai, b + bi, ad - ai);
+        if (c)
+            return c;
+    }
+    const char *as = a + ad, *bs = b + bd;
+    size_t asn = an - ad, bsn = bn - bd;
+    if (asn == 0 || bsn == 0)
+        return asn == bsn ? 0 : (asn == 0 ? 1 : -1); /* 1.2 > 1.2-rc1 */
+    size_t m = asn < bsn ? asn : bsn;
+    int c = memcmp(as, bs, m);
+    if (c)
+        return c;
+    return asn == bsn ? 0 : (asn < bsn ? -1 : 1);
+}
+
+int sy_service_version_cmp(const char *a, size_t alen, const char *b,
+                           size_t blen) {
+    size_t ai = 0, bi = 0;
+    for (;;) {
+        bool aend = ai > alen, bend = bi > blen;
+        if (aend || bend)
+            break;
+        size_t ae = ai, be = bi;
+        while (ae < alen && a[ae] != '.')
+            ae++;
+        while (be < blen && b[be] != '.')
+            be++;
+        int c = svc_segment_cmp(a + ai, ae - ai, b + bi, be - bi);
+        if (c)
+            return c < 0 ? -1 : 1;
+        ai = ae + 1;
+        bi = be + 1;
+    }
+    bool amore = ai <= alen, bmore = bi <= blen;
+    if (amore != bmore)
+        return amore ? 1 : -1; /* missing segment is smaller */
+    size_t m = alen < blen ? alen : blen;
+    int c = m ? memcmp(a, b, m) : 0;
+    if (c)
+        return c < 0 ? -1 : 1;
+    return alen == blen ? 0 : (alen < blen ? -1 : 1);
+}
+
+/* ---------------------------------------------------------------- */
+/* Small helpers                                                      */
+/* ---------------------------------------------------------------- */
+
+static size_t svc_pow2(size_t n) {
+    size_t c = 16;
+    while (c < n)
+        c <<= 1;
+    return c;
+}
+
+static void *svc_arena_array(sy_service *s, size_t n, size_t size) {
+    if (size && n > (SIZE_MAX - 64) / size)
+        return NULL;
+    return sy_arena_alloc(&s->arena, n * size);
+}
+
+static uint64_t svc_gcd(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static const char *svc_meta(const sy_kv *md, size_t n, const char *key,
+                            size_t *len) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(md[i].key, key) == 0) {
+            *len = strlen(md[i].value);
+            return md[i].value;
+        }
+    *len = 0;
+    return NULL;
+}
+
+static int svc_kv_cmp(const void *a, const void *b) {
+    return strcmp(((const sy_kv *)a)->key, ((const sy_kv *)b)->key);
+}
+
+static uint32_t svc_id_find(const sy_service *s, const char *id, size_t len) {
+    if (!s->id_cap)
+        return SVC_NONE;
+    size_t mask = s->id_cap - 1, i = sy_hash64(id, len, 0) & mask;
+    for (;; i = (i + 1) & mask) {
+        uint32_t v = s->id_map[i];
+        if (!v)
+            return SVC_NONE;
+        const char *o = s->inst[v - 1].pub.id;
+        if (strncmp(o, id, len) == 0 && o[len] == '\0')
+            return v - 1;
+    }
+}
+
+/* ---------------------------------------------------------------- */
+/* Validation and copying                                             */
+/* ---------------------------------------------------------------- */
+
+static int svc_validate(const sy_instance *in, const char *prefix,
+                        sy_error *err) {
+    char path[160];
+    if (!in->id || !*in->id) {
+        snprintf(path, sizeof path, "%s.id", prefix);
+        return sy_error_set(err, SY_EINVAL, path, "instance id is empty");
+    }
+    if (!in->host || !*in->host) {
+        snprintf(path, sizeof path, "%s.host", prefix);
+        return sy_error_set(err, SY_EINVAL, path,
+                            "instance \"%s\" has an empty host", in->id);
+    }
+    if (in->port == 0) {
+        snprintf(path, sizeof path, "%s.port", prefix);
+        return sy_error_set(err, SY_EINVAL, path, "instance \"%s\" has port 0",
+                            in->id);
+    }
+    if ((unsigned)in->state > SY_INSTANCE_DOWN) {
+        snprintf(path, sizeof path, "%s.state", prefix);
+        return sy_error_set(err, SY_EINVAL, path,
+                            "instance \"%s\" has an unknown state %u", in->id,
+                            (unsigned)in->state);
+    }
+    if (in->metadata_count && !in->metadata) {
+        snprintf(path, sizeof path, "%s.metadata", prefix);
+        return sy_error_set(err, SY_EINVAL, path,
+                            "metadata is NULL with a non-zero count");
+    }
+    for (size_t j = 0; j < in->metadata_count; j++) {
+        if (!in->metadata[j].key || !in->metadata[j].value) {
+            snprintf(path, sizeof path, "%s.metadata[%zu]", prefix, j);
+            return sy_error_set(err, SY_EINVAL, path,
+                                "metadata key or value is NULL");
+        }
+        for (size_t k = 0; k < j; k++)
+            if (strcmp(in->metadata[k].key, in->metadata[j].key) == 0) {
+                snprintf(path, sizeof path, "%s.metadata[%zu].key", prefix, j);
+                return sy_error_set(err, SY_EDUPLICATE, path,
+                                    "duplicate metadata key \"%s\"",
+                                    in->metadata[j].key);
+            }
+    }
+    return 0;
+}
+
+static int svc_copy_instance(sy_service *s, svc_inst *dst,
+                             const sy_instance *in) {
+    memset(dst, 0, sizeof *dst);
+    dst->pub = *in;
+    dst->pub.weight = in->weight ? in->weight : 1;
+    dst->pub.id = sy_arena_strdup(&s->arena, in->id);
+    dst->pub.host = sy_arena_strdup(&s->arena, in->host);
+    if (!dst->pub.id || !dst->pub.host)
+        return SY_ENOMEM;
+    sy_kv *md = NULL;
+    if (in->metadata_count) {
+        md = svc_arena_array(s, in->metadata_count, sizeof *md);
+        if (!md)
+            return SY_ENOMEM;
+        for (size_t j = 0; j < in->metadata_count; j++) {
+            md[j].key = sy_arena_strdup(&s->arena, in->metadata[j].key);
+            md[j].value = sy_arena_strdup(&s->arena, in->metadata[j].value);
+            if (!md[j].key || !md[j].value)
+                return SY_ENOMEM;
+        }
+        qsort(md, in->metadata_count, sizeof *md, svc_kv_cmp);
+    }
+    dst->pub.metadata = md;
+    dst->version =
+        svc_meta(md, in->metadata_count, "version", &dst->version_len);
+    dst->zone = svc_meta(md, in->metadata_count, "zone", &dst->zone_len);
+    dst->hint = svc_meta(md, in->metadata_count, "hint", &dst->hint_len);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Group table                                                        */
+/* ---------------------------------------------------------------- */
+
+static uint64_t svc_gkey(uint32_t parent, char tag, const char *k, size_t len) {
+    return sy_hash64(k, len, ((uint64_t)parent << 8) ^ (unsigned char)tag);
+}
+
+static uint32_t svc_group_find(const sy_service *s, uint32_t parent, char tag,
+                               const char *k, size_t len) {
+    uint64_t h = svc_gkey(parent, tag, k, len);
+    size_t mask = s->map_cap - 1, i = h & mask;
+    for (;; i = (i + 1) & mask) {
+        const svc_slot *sl = &s->map[i];
+        if (sl->group == SVC_NONE)
+            return SVC_NONE;
+        if (sl->hash != h)
+            continue;
+        const svc_group *g = &s->groups[sl->group];
+        if (g->parent == parent && g->tag == tag && g->key_len == len &&
+            memcmp(g->key, k, len) == 0)
+            return sl->group;
+    }
+}
+
+static void svc_map_put(svc_slot *map, size_t cap, uint64_t h, uint32_t g) {
+    size_t mask = cap - 1, i = h & mask;
+    while (map[i].group != SVC_NONE)
+        i = (i + 1) & mask;
+    map[i].hash = h;
+    map[i].group = g;
+}
+
+static int svc_group_add(sy_service *s, uint32_t parent, char tag,
+                         const char *k, size_t len, uint32_t *out) {
+    if (s->ngroups == s->groups_cap) {
+        size_t cap = s->groups_cap ? s->groups_cap * 2 : 16;
+        svc_group *ng = sy_realloc(&s->alloc, s->groups, cap * sizeof *ng);
+        if (!ng)
+            return SY_ENOMEM;
+        s->groups = ng;
+        s->groups_cap = cap;
+    }
+    if ((s->map_used + 1) * 2 > s->map_cap) {
+        size_t cap = s->map_cap * 2;
+        svc_slot *nm = sy_malloc(&s->alloc, cap * sizeof *nm);
+        if (!nm)
+            return SY_ENOMEM;
+        for (size_t i = 0; i < cap; i++)
+            nm[i].group = SVC_NONE;
+        for (size_t i = 0; i < s->map_cap; i++)
+            if (s->map[i].group != SVC_NONE)
+                svc_map_put(nm, cap, s->map[i].hash, s->map[i].group);
+        sy_free(&s->alloc, s->map);
+        s->map = nm;
+        s->map_cap = cap;
+    }
+    uint32_t id = (uint32_t)s->ngroups++;
+    svc_group *g = &s->groups[id];
+    memset(g, 0, sizeof *g);
+    g->parent = parent;
+    g->tag = tag;
+    g->key = k;
+    g->key_len = len;
+    if (tag != 'a' && tag != 'u') {
+        svc_map_put(s->map, s->map_cap, svc_gkey(parent, tag, k, len), id);
+        s->map_used++;
+    }
+    *out = id;
+    return 0;
+}
+
+static int svc_group_get(sy_service *s, uint32_t parent, char tag,
+                         const char *k, size_t len, uint32_t *out) {
+    *out = svc_group_find(s, parent, tag, k, len);
+    return *out != SVC_NONE ? 0 : svc_group_add(s, parent, tag, k, len, out);
+}
+
+/* ---------------------------------------------------------------- */
+/* Balancing structures                                               */
+/* ---------------------------------------------------------------- */
+
+static int svc_u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * nginx's smooth weighted round robin, simulated per weight class: every
+ * step each member's current weight grows by its weight, the largest wins
+ * (first in order on ties) and loses the total. After t steps member i
+ * holds t*w_i - W*picks_i, so members of one class differ only by their
+ * pick count and take turns in index order: one candidate per class.
+ */
+static int svc_build_schedule(sy_service *s, svc_group *g, const uint64_t *w) {
+    uint64_t W = g->total, n = g->n;
+    uint64_t *order = sy_calloc(&s->alloc, n, sizeof *order);
+    if (!order)
+        return SY_ENOMEM;
+    for (uint32_t k = 0; k < n; k++)
+        order[k] = (w[k] << 32) | k;
+    qsort(order, n, sizeof *order, svc_u64_cmp);
+    size_t nclass = 0;
+    for (size_t k = 0; k < n; k++)
+        if (k == 0 || (order[k] >> 32) != (order[k - 1] >> 32))
+            nclass++;
+    if (nclass * W > SVC_SCHED_WORK) {
+        sy_free(&s->alloc, order);
+        return 1; /* too much work: caller uses the permutation */
+    }
+    struct cls {
+        uint64_t w, start, m, q;
+    } *cl = sy_calloc(&s->alloc, nclass, sizeof *cl);
+    g->sched = svc_arena_array(s, W, sizeof *g->sched);
+    if (!cl || !g->sched) {
+        sy_free(&s->alloc, order);
+        sy_free(&s->alloc, cl);
+        return SY_ENOMEM;
+    }
+    size_t c = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (k == 0 || (order[k] >> 32) != (order[k - 1] >> 32)) {
+            cl[c].w = order[k] >> 32;
+            cl[c].start = k;
+            c++;
+        }
+        cl[c - 1].m++;
+    }
+    for (uint64_t t = 1; t <= W; t++) {
+        size_t best = 0;
+        long long bestv = 0;
+        uint32_t bestpos = 0;
+        for (size_t k = 0; k < nclass; k++) {
+            uint32_t pos = (uint32_t)order[cl[k].start + cl[k].q % cl[k].m];
+            long long v =
+                (long long)(t * cl[k].w) - (long long)(W * (cl[k].q / cl[k].m));
+            if (k == 0 || v > bestv || (v == bestv && pos < bestpos)) {
+                best = k;
+                bestv = v;
+                bestpos = pos;
+            }
+        }
+        cl[best].q++;
+        g->sched[t - 1] = g->members[bestpos];
+    }
+    sy_free(&s->alloc, order);
+    sy_free(&s->alloc, cl);
+    return 0;
+}
+
+typedef struct svc_point {
+    uint64_t point, idh;
+    uint32_t inst;
+} svc_point;
+
+static int svc_point_cmp(const void *a, const void *b) {
+    const svc_point *x = a, *y = b;
+    if (x->point != y->point)
+        return x->point < y->point ? -1 : 1;
+    return x->idh < y->idh ? -1 : x->idh > y->idh;
+}
+
+static uint64_t svc_vnodes(const svc_inst *in) {
+    uint32_t w = in->pub.weight;
+    return (uint64_t)SVC_RING_VNODES *
+           (w > SVC_RING_WEIGHT_CAP ? SVC_RING_WEIGHT_CAP : w);
+}
+
+/* Virtual node j of an instance sits at hash(id, seed j): it depends on
+ * the instance alone, so adding or removing one instance moves only the
+ * keys that land on (or leave) its own nodes. */
+static int svc_build_ring(sy_service *s, svc_ring *r, const uint32_t *members,
+                          uint32_t n) {
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < n; k++)
+        total += svc_vnodes(&s->inst[members[k]]);
+    r->vnodes = total;
+    if (total == 0 || total > UINT32_MAX)
+        return total ? SY_ENOMEM : 0;
+    svc_point *pts = sy_calloc(&s->alloc, total, sizeof *pts);
+    if (!pts)
+        return SY_ENOMEM;
+    size_t p = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        const svc_inst *in = &s->inst[members[k]];
+        size_t idlen = strlen(in->pub.id);
+        uint64_t idh = sy_hash64(in->pub.id, idlen, ~0ull);
+        for (uint64_t j = 0, v = svc_vnodes(in); j < v; j++) {
+            pts[p].point = sy_hash64(in->pub.id, idlen, j);
+            pts[p].idh = idh;
+            pts[p].inst = members[k];
+            p++;
+        }
+    }
+    qsort(pts, total, sizeof *pts, svc_point_cmp);
+    size_t nb = 2;
+    unsigned bits = 1;
+    while (nb * 4 < total && bits < 24) { /* ~4 points per bucket */
+        nb <<= 1;
+        bits++;
+    }
+    r->n = total;
+    r->shift = 64 - bits;
+    r->points = svc_arena_array(s, total, sizeof *r->points);
+    r->inst = svc_arena_array(s, total, sizeof *r->inst);
+    r->bucket = svc_arena_array(s, nb, sizeof *r->bucket);
+    if (!r->points || !r->inst || !r->bucket) {
+        sy_free(&s->alloc, pts);
+        return SY_ENOMEM;
+    }
+    for (size_t i = 0; i < total; i++) {
+        r->points[i] = pts[i].point;
+        r->inst[i] = pts[i].inst;
+    }
+    sy_free(&s->alloc, pts);
+    size_t i = 0;
+    for (size_t b = 0; b < nb; b++) {
+        while (i < total && (r->points[i] >> r->shift) < b)
+            i++;
+        r->bucket[b] = (uint32_t)i;
+    }
+    return 0;
+}
+
+static int svc_finish_group(sy_service *s, svc_group *g) {
+    if (g->n == 0)
+        return 0;
+    uint64_t *w = sy_calloc(&s->alloc, g->n, sizeof *w);
+    if (!w)
+        return SY_ENOMEM;
+    uint64_t d = 0;
+    for (uint32_t k = 0; k < g->n; k++)
+        d = svc_gcd(s->inst[g->members[k]].pub.weight, d);
+    g->cum = svc_arena_array(s, g->n, sizeof *g->cum);
+    if (!g->cum) {
+        sy_free(&s->alloc, w);
+        return SY_ENOMEM;
+    }
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < g->n; k++) {
+        w[k] = s->inst[g->members[k]].pub.weight / d;
+        total += w[k];
+        g->cum[k] = total;
+    }
+    g->total = total;
+    uint64_t limit = (uint64_t)g->n * SVC_SCHED_PER_MEMBER;
+    if (limit < SVC_SCHED_MIN)
+        limit = SVC_SCHED_MIN;
+    int rc = 1;
+    if (total <= limit)
+        rc = svc_build_schedule(s, g, w);
+    sy_free(&s->alloc, w);
+    if (rc < 0)
+        return rc;
+    if (rc > 0) {
+        /* A step near total/phi, coprime with total: i -> i*step mod total
+         * is a permutation, so each cycle is still exact. */
+        uint64_t step =
+            (uint64_t)(((svc_u128)total * 0x9e3779b97f4a7c15ull) >> 64);
+        while (svc_gcd(step, total) != 1)
+            step++;
+        g->step = step;
+    }
+    return 0;
+}
+
+static int svc_attach_ring(sy_service *s, svc_group *g, uint32_t id) {
+    if (g->n == 0)
+        return 0;
+    if (id == SVC_G_ALL) {
+        g->ring = &s->ring;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (uint32_t k = 0; k < g->n; k++)
+        v += svc_vnodes(&s->inst[g->members[k]]);
+    if (v * SVC_RING_DENSE_DIV >= s->ring.vnodes) {
+        size_t words = (s->n + 63) / 64;
+        g->bits = svc_arena_array(s, words, sizeof *g->bits);
+        if (!g->bits)
+            return SY_ENOMEM;
+        memset(g->bits, 0, words * sizeof *g->bits);
+        for (uint32_t k = 0; k < g->n; k++)
+            g->bits[g->members[k] / 64] |= 1ull << (g->members[k] % 64);
+        g->ring = &s->ring;
+        return 0;
+    }
+    g->ring = &g->own;
+    return svc_build_ring(s, &g->own, g->members, g->n);
+}
+
+/* ---------------------------------------------------------------- */
+/* Building                                                           */
+/* ---------------------------------------------------------------- */
+
+static void svc_destroy(sy_service *s) {
+    sy_alloc a = s->alloc;
+    sy_free(&a, s->groups);
+    sy_free(&a, s->map);
+    sy_arena_free(&s->arena);
+    sy_free(&a, s);
+}
+
+static int svc_build_groups(sy_service *s) {
+    uint32_t id;
+    int rc;
+    if ((rc = svc_group_add(s, SVC_NONE, 'a', "", 0, &id)) ||
+        (rc = svc_group_add(s, SVC_NONE, 'u', "", 0, &id)))
+        return rc;
+    uint32_t *memb =
+        sy_calloc(&s->alloc, s->n ? s->n : 1, SVC_MEMBERSHIPS * sizeof *memb);
+    uint8_t *nmemb = sy_calloc(&s->alloc, s->n ? s->n : 1, 1);
+    if (!memb || !nmemb) {
+        rc = SY_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        const svc_inst *in = &s->inst[i];
+        uint32_t v = SVC_NONE, *m = memb + i * SVC_MEMBERSHIPS;
+        if (in->version && (rc = svc_group_get(s, SVC_NONE, 'v', in->version,
+                                               in->version_len, &v)))
+            goto out;
+        if (in->pub.state != SY_INSTANCE_UP)
+            continue;
+        s->up++;
+        uint32_t bases[2] = {SVC_G_ALL, in->version ? v : SVC_G_UNV};
+        int k = 0;
+        for (int b = 0; b < 2; b++) {
+            uint32_t h = SVC_NONE, z;
+            m[k++] = bases[b];
+            if (in->hint) {
+                if ((rc = svc_group_get(s, bases[b], 'h', in->hint,
+                                        in->hint_len, &h)))
+                    goto out;
+                m[k++] = h;
+            }
+            if (in->zone) {
+                if ((rc = svc_group_get(s, bases[b], 'z', in->zone,
+                                        in->zone_len, &z)))
+                    goto out;
+                m[k++] = z;
+                if (h != SVC_NONE) {
+                    if ((rc = svc_group_get(s, h, 'z', in->zone, in->zone_len,
+                                            &z)))
+                        goto out;
+                    m[k++] = z;
+                }
+            }
+        }
+        nmemb[i] = (uint8_t)k;
+        for (int j = 0; j < k; j++)
+            s->groups[m[j]].n++;
+    }
+    for (size_t g = 0; g < s->ngroups; g++) {
+        s->groups[g].members =
+            svc_arena_array(s, s->groups[g].n, sizeof(uint32_t));
+        if (!s->groups[g].members) {
+            rc = SY_ENOMEM;
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < s->n; i++)
+        for (int j = 0; j < nmemb[i]; j++) {
+            svc_group *g = &s->groups[memb[i * SVC_MEMBERSHIPS + j]];
+            g->members[g->fill++] = (uint32_t)i;
+        }
+    if ((rc = svc_build_ring(s, &s->ring, s->groups[SVC_G_ALL].members,
+                             s->groups[SVC_G_ALL].n)))
+        goto out;
+    char *raw = svc_arena_array(s, s->ngroups + 1, sizeof(svc_counter));
+    if (!raw) {
+        rc = SY_ENOMEM;
+        goto out;
+    }
+    s->counters =
+        (svc_counter *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64);
+    s->latest = SVC_NONE;
+    for (uint32_t g = 0; g < s->ngroups; g++) {
+        svc_group *gr = &s->groups[g];
+        gr->rr = &s->counters[g];
+        atomic_init(&gr->rr->v, 0);
+        if ((rc = svc_finish_group(s, gr)) || (rc = svc_attach_ring(s, gr, g)))
+            goto out;
+        if (gr->tag == 'v' && gr->n &&
+            (s->latest == SVC_NONE ||
+             sy_service_version_cmp(gr->key, gr->key_len,
+                                    s->groups[s->latest].key,
+                                    s->groups[s->latest].key_len) > 0))
+            s->latest = g;
+    }
+    s->deflt =
+        s->groups[SVC_G_UNV].n || s->latest == SVC_NONE ? SVC_G_UNV : s->latest;
+    if (s->latest == SVC_NONE)
+        s->latest = SVC_G_UNV;
+out:
+    sy_free(&s->alloc, memb);
+    sy_free(&s->alloc, nmemb);
+    return rc;
+}
+
+int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
+                   size_t n, sy_service **out, sy_error *err) {
+    if (!a || !out)
+        return sy_error_set(err, SY_EINVAL, "", "NULL allocator or out");
+    if (!name || !*name)
+        return sy_error_set(err, SY_EINVAL, "name", "service name is empty");
+    if (n && !list)
+        return sy_error_set(err, SY_EINVAL, "instances",
+                            "instance list is NULL with a non-zero count");
+    if (n >= SVC_NONE / SVC_MEMBERSHIPS)
+        return sy_error_set(err, SY_ELIMIT, "instances",
+                            "too many instances (%zu)", n);
+    char prefix[48];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(prefix, sizeof prefix, "instances[%zu]", i);
+        int rc = svc_validate(&list[i], prefix, err);
+        if (rc)
+            return rc;
+    }
+    sy_service *s = sy_malloc(a, sizeof *s);
+    if (!s)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    memset(s, 0, sizeof *s);
+    atomic_init(&s->refs, 1);
+    s->alloc = *a;
+    sy_arena_init(&s->arena, &s->alloc, 16384);
+    s->map_cap = 16;
+    s->map = sy_malloc(&s->alloc, s->map_cap * sizeof *s->map);
+    s->name = sy_arena_strdup(&s->arena, name);
+    s->inst = svc_arena_array(s, n ? n : 1, sizeof *s->inst);
+    s->id_cap = svc_pow2(2 * n);
+    s->id_map = svc_arena_array(s, s->id_cap, sizeof *s->id_map);
+    int rc = SY_ENOMEM;
+    if (!s->map || !s->name || !s->inst || !s->id_map)
+        goto fail;
+    for (size_t i = 0; i < s->map_cap; i++)
+        s->map[i].group = SVC_NONE;
+    memset(s->id_map, 0, s->id_cap * sizeof *s->id_map);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(list[i].id);
+        if (svc_id_find(s, list[i].id, len) != SVC_NONE) {
+            snprintf(prefix, sizeof prefix, "instances[%zu].id", i);
+            rc = sy_error_set(err, SY_EDUPLICATE, prefix,
+                              "duplicate instance id \"%s\"", list[i].id);
+            goto fail_set;
+        }
+        if ((rc = svc_copy_instance(s, &s->inst[i], &list[i])))
+            goto fail;
+        s->n = i + 1;
+        size_t mask = s->id_cap - 1, k = sy_hash64(list[i].id, len, 0) & mask;
+        while (s->id_map[k])
+            k = (k + 1) & mask;
+        s->id_map[k] = (uint32_t)i + 1;
+    }
+    if ((rc = svc_build_groups(s)))
+        goto fail;
+    *out = s;
+    return 0;
+fail:
+    sy_error_set(err, rc, "", "out of memory building service \"%s\"", name);
+fail_set:
+    svc_destroy(s);
+    return rc;
+}
+
+sy_service *sy_service_ref(sy_service *s) {
+    if (s)
+        atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    return s;
+}
+
+void sy_service_unref(sy_service *s) {
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        svc_destroy(s);
+}
+
+const char *sy_service_name(const sy_service *s) {
+    return s->name;
+}
+
+size_t sy_service_count(const sy_service *s) {
+    return s->n;
+}
+
+const sy_instance *sy_service_instance(const sy_service *s, size_t i) {
+    return i < s->n ? &s->inst[i].pub : NULL;
+}
+
+const sy_instance *sy_service_find(const sy_service *s, const char *id) {
+    uint32_t i = id ? svc_id_find(s, id, strlen(id)) : SVC_NONE;
+    return i == SVC_NONE ? NULL : &s->inst[i].pub;
+}
+
+/* The group of `old` that corresponds to group g of `s`, or SVC_NONE. */
+static uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
+                                uint32_t g) {
+    if (g == SVC_NONE || g <= SVC_G_UNV)
+        return g;
+    const svc_group *gr = &s->groups[g];
+    uint32_t parent = svc_counterpart(s, old, gr->parent);
+    if (gr->parent != SVC_NONE && parent == SVC_NONE)
+        return SVC_NONE;
+    return svc_group_find(old, parent, gr->tag, gr->key, gr->key_len);
+}
+
+void sy_service_inherit_rr(sy_service *dst, const sy_service *src) {
+    if (!dst || !src)
+        return;
+    for (uint32_t g = 0; g < dst->ngroups; g++) {
+        uint32_t o = svc_counterpart(dst, src, g);
+        if (o != SVC_NONE)
+            atomic_store_explicit(&dst->groups[g].rr->v,
+                                  atomic_load_explicit(&src->groups[o].rr->v,
+                                                       memory_order_relaxed),
+                                  memory_order_relaxed);
+    }
+}
+
+/* ---------------------------------------------------------------- */
+/* Deltas                                                             */
+/* ---------------------------------------------------------------- */
+
+typedef struct svc_work {
+    const sy_alloc *a;
+    sy_instance *list;
+    bool *gone;
+    size_t n, cap;
+    uint32_t *map; /* index + 1 */
+    size_t map_cap;
+} svc_work;
+
+static uint32_t svc_work_find(const svc_work *w, const char *id) {
+    size_t mask = w->map_cap - 1, i = sy_hash64(id, strlen(id), 0) & mask;
+    for (;; i = (i + 1) & mask) {
+        if (!w->map[i])
+            return SVC_NONE;
+        if (strcmp(w->list[w->map[i] - 1].id, id) == 0)
+            return w->map[i] - 1;
+    }
+}
+
+static void svc_work_put(svc_work *w, uint32_t idx) {
+    const char *id = w->list[idx].id;
+    size_t mask = w->map_cap - 1, i = sy_hash64(id, strlen(id), 0) & mask;
+    while (w->map[i])
+        i = (i + 1) & mask;
+    w->map[i] = idx + 1;
+}
+
+static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
+                         sy_error *err) {
+    char prefix[64], path[80];
+    snprintf(prefix, sizeof prefix, "deltas[%zu].instance", i);
+    snprintf(path, sizeof path, "%s.id", prefix);
+    if (!d->instance.id || !*d->instance.id)
+        return sy_error_set(err, SY_EINVAL, path, "instance id is empty");
+    uint32_t at = svc_work_find(w, d->instance.id);
+    bool known = at != SVC_NONE && !w->gone[at];
+    switch (d->op) {
+    case SY_INSTANCE_ADD: {
+        int rc = svc_validate(&d->instance, prefix, err);
+        if (rc)
+            return rc;
+        if (at == SVC_NONE) {
+            at = (uint32_t)w->n++;
+            w->list[at] = d->instance;
+            svc_work_put(w, at);
+        } else {
+            w->list[at] = d->instance;
+        }
+        w->gone[at] = false;
+        return 0;
+    }
+    case SY_INSTANCE_REMOVE:
+    case SY_INSTANCE_WEIGHT:
+    case SY_INSTANCE_STATE:
+        if (!known)
+            return sy_error_set(err, SY_ENOTFOUND, path, "no instance \"%s\"",
+                                d->instance.id);
+        if (d->op == SY_INSTANCE_REMOVE) {
+            w->gone[at] = true;
+        } else if (d->op == SY_INSTANCE_WEIGHT) {
+            w->list[at].weight = d->instance.weight;
+        } else {
+            if ((unsigned)d->instance.state > SY_INSTANCE_DOWN) {
+                snprintf(path, sizeof path, "%s.state", prefix);
+                return sy_error_set(err, SY_EINVAL, path, "unknown state %u",
+                                    (unsigned)d->instance.state);
+            }
+            w->list[at].state = d->instance.state;
+        }
+        return 0;
+    }
+    snprintf(path, sizeof path, "deltas[%zu].op", i);
+    return sy_error_set(err, SY_EINVAL, path, "unknown operation %d",
+                        (int)d->op);
+}
+
+int sy_service_apply_deltas(const sy_service *old, const sy_instance_delta *d,
+                            size_t n, sy_service **out, sy_error *err) {
+    if (!old || !out || (n && !d))
+        return sy_error_set(err, SY_EINVAL, "", "NULL service or deltas");
+    svc_work w = {.a = &old->alloc};
+    w.cap = old->n + n;
+    if (w.cap < old->n)
+        return sy_error_set(err, SY_ELIMIT, "deltas", "too many deltas");
+    w.map_cap = svc_pow2(2 * w.cap);
+    w.list = sy_calloc(w.a, w.cap ? w.cap : 1, sizeof *w.list);
+    w.gone = sy_calloc(w.a, w.cap ? w.cap : 1, sizeof *w.gone);
+    w.map = sy_calloc(w.a, w.map_cap, sizeof *w.map);
+    int rc = SY_ENOMEM;
+    if (!w.list || !w.gone || !w.map) {
+        sy_error_set(err, rc, "", "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < old->n; i++) {
+        w.list[w.n] = old->inst[i].pub;
+        svc_work_put(&w, (uint32_t)w.n++);
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((rc = svc_apply_one(&w, &d[i], i, err)))
+            goto out;
+    size_t k = 0;
+    for (size_t i = 0; i < w.n; i++)
+        if (!w.gone[i])
+            w.list[k++] = w.list[i];
+    sy_service *s;
+    if ((rc = sy_service_new(&old->alloc, old->name, w.list, k, &s, err)))
+        goto out;
+    sy_service_inherit_rr(s, old);
+    *out = s;
+out:
+    sy_free(w.a, w.list);
+    sy_free(w.a, w.gone);
+    sy_free(w.a, w.map);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- */
+/* Diff                                                               */
+/* ---------------------------------------------------------------- */
+
+static bool svc_inst_equal(const sy_instance *a, const sy_instance *b) {
+    if (strcmp(a->host, b->host) || a->port != b->port ||
+        a->secure != b->secure || a->weight != b->weight ||
+        a->state != b->state || a->metadata_count != b->metadata_count)
+        return false;
+    for (size_t j = 0; j < a->metadata_count; j++)
+        if (strcmp(a->metadata[j].key, b->metadata[j].key) ||
+            strcmp(a->metadata[j].value, b->metadata[j].value))
+            return false;
+    return true;
+}
+
+/* 0 unchanged, 1 added, 2 removed, 3 changed (for `from` side: 2 or 0). */
+static int svc_classify(const sy_service *self, const sy_service *other,
+                        size_t i, bool self_is_to) {
+    const sy_instance *in = &self->inst[i].pub;
+    const sy_instance *o = other ? sy_service_find(other, in->id) : NULL;
+    if (!o)
+        return self_is_to ? 1 : 2;
+    if (!self_is_to)
+        return 0;
+    return svc_inst_equal(in, o) ? 0 : 3;
+}
+
+int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
+                            const sy_service *to, sy_service_diff *out,
+                            sy_error *err) {
+    if (!out)
+        return sy_error_set(err, SY_EINVAL, "", "NULL diff");
+    memset(out, 0, sizeof *out);
+    if (!a)
+        return sy_error_set(err, SY_EINVAL, "", "NULL allocator");
+    out->alloc = *a;
+    size_t cnt[4] = {0}, bytes = 0;
+    for (int side = 0; side < 2; side++) {
+        const sy_service *self = side ? from : to;
+        const sy_service *other = side ? to : from;
+        for (size_t i = 0; self && i < self->n; i++) {
+            int c = svc_classify(self, other, i, side == 0);
+            if (c) {
+                cnt[c]++;
+                bytes += strlen(self->inst[i].pub.id) + 1;
+            }
+        }
+    }
+    size_t total = cnt[1] + cnt[2] + cnt[3];
+    if (total == 0)
+        return 0;
+    char **ptrs = sy_malloc(&out->alloc, total * sizeof(char *) + bytes);
+    if (!ptrs)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    out->block = ptrs;
+    char *str = (char *)(ptrs + total);
+    const char **lists[4] = {NULL, (const char **)ptrs,
+                             (const char **)ptrs + cnt[1],
+                             (const char **)ptrs + cnt[1] + cnt[2]};
+    out->added = cnt[1] ? lists[1] : NULL;
+    out->removed = cnt[2] ? lists[2] : NULL;
+    out->changed = cnt[3] ? lists[3] : NULL;
+    size_t fill[4] = {0};
+    for (int side = 0; side < 2; side++) {
+        const sy_service *self = side ? from : to;
+        const sy_service *other = side ? to : from;
+        for (size_t i = 0; self && i < self->n; i++) {
+            int c = svc_classify(self, other, i, side == 0);
+            if (!c)
+                continue;
+            size_t len = strlen(self->inst[i].pub.id) + 1;
+            memcpy(str, self->inst[i].pub.id, len);
+            lists[c][fill[c]++] = str;
+            str += len;
+        }
+    }
+    out->added_count = cnt[1];
+    out->removed_count = cnt[2];
+    out->changed_count = cnt[3];
+    return 0;
+}
+
+void sy_service_diff_free(sy_service_diff *d) {
+    if (!d)
+        return;
+    if (d->block)
+        sy_free(&d->alloc, d->block);
+    d->block = NULL;
+    d->added = d->removed = d->changed = NULL;
+    d->added_count = d->removed_count = d->changed_count = 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Selection                                                          */
+/* ---------------------------------------------------------------- */
+
+int sy_version_fallback_parse(const char *s, size_t len,
+                              sy_version_fallback *out) {
+    sy_str v = {s, len};
+    if (sy_str_eq(v, "none", 4))
+        *out = SY_VERSION_FALLBACK_NONE;
+    else if (sy_str_eq(v, "latest", 6))
+        *out = SY_VERSION_FALLBACK_LATEST;
+    else if (sy_str_eq(v, "any", 3))
+        *out = SY_VERSION_FALLBACK_ANY;
+    else
+        return SY_EINVAL;
+    return 0;
+}
+
+int sy_lb_policy_parse(const char *s, size_t len, sy_lb_policy *out) {
+    sy_str v = {s, len};
+    if (sy_str_eq(v, "round-robin", 11))
+        *out = SY_LB_ROUND_ROBIN;
+    else if (sy_str_eq(v, "random", 6))
+        *out = SY_LB_RANDOM;
+    else if (sy_str_eq(v, "hash", 4))
+        *out = SY_LB_HASH;
+    else
+        return SY_EINVAL;
+    return 0;
+}
+
+static uint32_t svc_cum_pick(const svc_group *g, uint64_t x) {
+    const uint64_t *base = g->cum;
+    size_t len = g->n;
+    while (len > 1) {
+        size_t half = len / 2;
+        base += base[half - 1] <= x ? half : 0;
+        len -= half;
+    }
+    return g->members[base - g->cum];
+}
+
+static uint32_t svc_pick_rr(const svc_group *g) {
+    uint64_t c = atomic_fetch_add_explicit(&g->rr->v, 1, memory_order_relaxed);
+    if (g->sched)
+        return g->sched[c % g->total];
+    uint64_t pos = (uint64_t)(((svc_u128)(c % g->total) * g->step) % g->total);
+    return svc_cum_pick(g, pos);
+}
+
+static uint32_t svc_pick_random(const svc_group *g, uint64_t seed) {
+    uint64_t r = sy_hash_mix(seed, SVC_HASH_SEED);
+    return svc_cum_pick(g, (uint64_t)(((svc_u128)r * g->total) >> 64));
+}
+
+static uint32_t svc_pick_hash(const svc_group *g, sy_str key) {
+    const svc_ring *r = g->ring;
+    uint64_t h = sy_hash64(key.ptr, key.len, SVC_HASH_SEED);
+    size_t i = r->bucket[h >> r->shift];
+    while (i < r->n && r->points[i] < h)
+        i++;
+    if (i == r->n)
+        i = 0;
+    if (g->bits)
+        while (!(g->bits[r->inst[i] / 64] >> (r->inst[i] % 64) & 1))
+            i = i + 1 == r->n ? 0 : i + 1;
+    return r->inst[i];
+}
+
+int sy_service_select(const sy_service *s, const sy_select_params *p,
+                      sy_selection *out, sy_error *err) {
+    if (!s)
+        return sy_error_set(err, SY_ENOINSTANCE, "", "unknown service");
+    if (!p || !out)
+        return sy_error_set(err, SY_EINVAL, "", "NULL params or selection");
+    if (s->up == 0)
+        return s->n == 0
+                   ? sy_error_set(err, SY_ENOINSTANCE, "",
+                                  "service \"%s\" has no instances", s->name)
+                   : sy_error_set(err, SY_ENOINSTANCE, "",
+                                  "no instance of service \"%s\" is up",
+                                  s->name);
+    uint32_t g = s->deflt;
+    if (p->has_version) {
+        g = svc_group_find(s, SVC_NONE, 'v', p->version.ptr, p->version.len);
+        if (g == SVC_NONE || s->groups[g].n == 0) {
+            if (p->fallback == SY_VERSION_FALLBACK_LATEST)
+                g = s->latest;
+            else if (p->fallback == SY_VERSION_FALLBACK_ANY)
+                g = SVC_G_ALL;
+            else
+                return sy_error_set(
+                    err, SY_ENOINSTANCE, "",
+                    "no instance of version %.*s of service \"%s\"%s",
+                    (int)(p->version.len > 64 ? 64 : p->version.len),
+                    p->version.ptr ? p->version.ptr : "", s->name,
+                    g == SVC_NONE ? "" : " is up");
+        }
+    }
+    if (p->hint.len) {
+        uint32_t h = svc_group_find(s, g, 'h', p->hint.ptr, p->hint.len);
+        if (h != SVC_NONE)
+            g = h;
+    }
+    if (p->zone.len) {
+        uint32_t z = svc_group_find(s, g, 'z', p->zone.ptr, p->zone.len);
+        if (z != SVC_NONE)
+            g = z;
+    }
+    const svc_group *gr = &s->groups[g];
+    uint32_t i;
+    if (p->policy == SY_LB_RANDOM)
+        i = svc_pick_random(gr, p->seed);
+    else if (p->policy == SY_LB_HASH && p->hash_key.ptr)
+        i = svc_pick_hash(gr, p->hash_key);
+    else
+        i = svc_pick_rr(gr);
+    const svc_inst *in = &s->inst[i];
+    out->id = in->pub.id;
+    out->host = in->pub.host;
+    out->port = in->pub.port;
+    out->scheme = p->websocket ? (in->pub.secure ? "wss" : "ws")
+                               : (in->pub.secure ? "https" : "http");
+    out->service = s->name;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Benchmark hook                                                     */
+/* ---------------------------------------------------------------- */
+
+static double svc_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+double sy_service_bench_select_ns(const char *policy, size_t instances,
+                                  uint64_t iters) {
+    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    if (!policy || !instances ||
+        sy_lb_policy_parse(policy, strlen(policy), &p.policy))
+        return -1;
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    sy_instance *list = sy_calloc(&a, instances, sizeof *list);
+    char *names = sy_calloc(&a, instances, 48);
+    enum { NKEYS = 1024 };
+    char(*keys)[24] = sy_calloc(&a, NKEYS, sizeof *keys);
+    static const sy_kv zones[3][1] = {
+        {{"zone", "z0"}}, {{"zone", "z1"}}, {{"zone", "z2"}}};
+    double res = -1;
+    sy_service *s = NULL;
+    if (!list || !names || !keys)
+        goto out;
+    for (size_t i = 0; i < instances; i++) {
+        char *id = names + i * 48, *host = id + 24;
+        snprintf(id, 24, "inst-%zu", i);
+        snprintf(host, 24, "10.%zu.%zu.%zu", i >> 16 & 255, i >> 8 & 255,
+                 i & 255);
+        list[i] = (sy_instance){.id = id,
+                                .host = host,
+                                .port = 8080,
+                                .weight = (uint32_t)(i % 4 + 1),
+                                .metadata = zones[i % 3],
+                                .metadata_count = 1};
+    }
+    for (size_t k = 0; k < NKEYS; k++)
+        snprintf(keys[k], sizeof keys[k], "user-%08zu", k * 7919);
+    if (sy_service_new(&a, "bench", list, instances, &s, NULL))
+        goto out;
+    sy_selection sel;
+    uint64_t sink = 0;
+    for (uint64_t i = 0; i < 1000; i++) {
+        p.seed = i;
+        p.hash_key = (sy_str){keys[i % NKEYS], strlen(keys[i % NKEYS])};
+        sy_service_select(s, &p, &sel, NULL);
+        sink += sel.port;
+    }
+    double t0 = svc_now_ns();
+    for (uint64_t i = 0; i < iters; i++) {
+        p.seed = i * 0x9e3779b97f4a7c15ull;
+        p.hash_key.ptr = keys[i % NKEYS];
+        p.hash_key.len = 13;
+        if (sy_service_select(s, &p, &sel, NULL))
+            goto out;
+        sink += sel.port;
+    }
+    double t1 = svc_now_ns();
+    res = iters ? (t1 - t0) / (double)iters : 0;
+    volatile uint64_t keep = sink; /* the loop's results are used */
+    (void)keep;
+out:
+    sy_service_unref(s);
+    sy_free(&a, list);
+    sy_free(&a, names);
+    sy_free(&a, keys);
+    return res;
+}

@@ -1,2 +1,185 @@
-/* diff.c - placeholder until its module lands. */
-#include "util.h"
+/*
+ * diff.c - three-way route diffs (diff.h) and the public sy_diff API.
+ * Ids are matched through a temporary open-addressing table over the old
+ * list; the diff owns copies of every id it reports.
+ */
+#include "diff.h"
+
+#include "snapshot.h"
+
+struct sy_diff {
+    sy_alloc alloc;
+    sy_arena arena;
+    const char **added;
+    size_t added_count;
+    const char **removed;
+    size_t removed_count;
+    const char **updated;
+    unsigned *updated_mask;
+    size_t updated_count;
+    size_t unchanged;
+};
+
+unsigned sy_diff_route_changes(const struct sy_route *a,
+                               const struct sy_route *b) {
+    unsigned m = 0;
+    if (a->fp_predicates != b->fp_predicates)
+        m |= SY_CHANGED_PREDICATES;
+    if (a->fp_filters != b->fp_filters)
+        m |= SY_CHANGED_FILTERS;
+    if (a->fp_uri != b->fp_uri)
+        m |= SY_CHANGED_URI;
+    if (a->fp_metadata != b->fp_metadata)
+        m |= SY_CHANGED_METADATA;
+    if (a->order != b->order)
+        m |= SY_CHANGED_ORDER;
+    return m;
+}
+
+static uint64_t hash_id(const char *id) {
+    return sy_hash64(id, strlen(id), 0x51);
+}
+
+int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
+                   size_t old_count, const struct sy_route *const *new_routes,
+                   size_t new_count, sy_diff **out) {
+    *out = NULL;
+    sy_diff *d = sy_calloc(a, 1, sizeof *d);
+    if (!d)
+        return SY_ENOMEM;
+    d->alloc = *a;
+    sy_arena_init(&d->arena, &d->alloc, 4096);
+    size_t cap = 16;
+    while (cap < old_count * 2 + 16)
+        cap *= 2;
+    uint32_t *table = sy_malloc(a, cap * sizeof *table);
+    bool *seen = sy_calloc(a, old_count + 1, sizeof *seen);
+    d->added = sy_arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
+    d->removed = sy_arena_alloc(&d->arena, (old_count + 1) * sizeof(char *));
+    d->updated = sy_arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
+    d->updated_mask =
+        sy_arena_alloc(&d->arena, (new_count + 1) * sizeof(unsigned));
+    if (!table || !seen || !d->added || !d->removed || !d->updated ||
+        !d->updated_mask)
+        goto fail;
+    for (size_t i = 0; i < cap; i++)
+        table[i] = UINT32_MAX;
+    for (size_t i = 0; i < old_count; i++) {
+        size_t p = hash_id(old_routes[i]->id) & (cap - 1);
+        while (table[p] != UINT32_MAX)
+            p = (p + 1) & (cap - 1);
+        table[p] = (uint32_t)i;
+    }
+    for (size_t i = 0; i < new_count; i++) {
+        const struct sy_route *n = new_routes[i];
+        size_t p = hash_id(n->id) & (cap - 1);
+        const struct sy_route *o = NULL;
+        for (; table[p] != UINT32_MAX; p = (p + 1) & (cap - 1))
+            if (strcmp(old_routes[table[p]]->id, n->id) == 0) {
+                o = old_routes[table[p]];
+                seen[table[p]] = true;
+                break;
+            }
+        char *id = sy_arena_strdup(&d->arena, n->id);
+        if (!id)
+            goto fail;
+        if (!o) {
+            d->added[d->added_count++] = id;
+        } else if (o->fingerprint == n->fingerprint) {
+            d->unchanged++;
+        } else {
+            d->updated_mask[d->updated_count] = sy_diff_route_changes(o, n);
+            d->updated[d->updated_count++] = id;
+        }
+    }
+    for (size_t i = 0; i < old_count; i++)
+        if (!seen[i]) {
+            char *id = sy_arena_strdup(&d->arena, old_routes[i]->id);
+            if (!id)
+                goto fail;
+            d->removed[d->removed_count++] = id;
+        }
+    sy_free(a, table);
+    sy_free(a, seen);
+    *out = d;
+    return SY_OK;
+fail:
+    sy_free(a, table);
+    sy_free(a, seen);
+    sy_diff_free(d);
+    return SY_ENOMEM;
+}
+
+int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
+                      const sy_allocator *alloc, sy_diff **out,
+                      sy_error *err) {
+    if (!old_doc || !new_doc || !out)
+        return sy_error_set(err, SY_EINVAL, "", "document or out is NULL");
+    sy_alloc a;
+    sy_alloc_init(&a, alloc);
+    size_t on = sy_document_route_count(old_doc),
+           nn = sy_document_route_count(new_doc);
+    const struct sy_route **o = sy_malloc(&a, (on + 1) * sizeof *o);
+    const struct sy_route **n = sy_malloc(&a, (nn + 1) * sizeof *n);
+    int rc = SY_ENOMEM;
+    if (o && n) {
+        for (size_t i = 0; i < on; i++)
+            o[i] = sy_document_route(old_doc, i);
+        for (size_t i = 0; i < nn; i++)
+            n[i] = sy_document_route(new_doc, i);
+        rc = sy_diff_routes(&a, o, on, n, nn, out);
+    }
+    sy_free(&a, o);
+    sy_free(&a, n);
+    return rc ? sy_error_set(err, rc, "", "out of memory") : SY_OK;
+}
+
+int sy_diff_snapshots(const sy_snapshot *old_snap, const sy_snapshot *new_snap,
+                      const sy_allocator *alloc, sy_diff **out,
+                      sy_error *err) {
+    if (!old_snap || !new_snap || !out)
+        return sy_error_set(err, SY_EINVAL, "", "snapshot or out is NULL");
+    sy_alloc a;
+    sy_alloc_init(&a, alloc);
+    size_t on = sy_snapshot_route_count(old_snap),
+           nn = sy_snapshot_route_count(new_snap);
+    const struct sy_route **o = sy_malloc(&a, (on + 1) * sizeof *o);
+    const struct sy_route **n = sy_malloc(&a, (nn + 1) * sizeof *n);
+    int rc = SY_ENOMEM;
+    if (o && n) {
+        for (size_t i = 0; i < on; i++)
+            o[i] = sy_snapshot_route_at(old_snap, i);
+        for (size_t i = 0; i < nn; i++)
+            n[i] = sy_snapshot_route_at(new_snap, i);
+        rc = sy_diff_routes(&a, o, on, n, nn, out);
+    }
+    sy_free(&a, o);
+    sy_free(&a, n);
+    return rc ? sy_error_set(err, rc, "", "out of memory") : SY_OK;
+}
+
+void sy_diff_free(sy_diff *d) {
+    if (!d)
+        return;
+    sy_alloc a = d->alloc;
+    sy_arena_free(&d->arena);
+    sy_free(&a, d);
+}
+
+size_t sy_diff_added_count(const sy_diff *d) { return d->added_count; }
+const char *sy_diff_added(const sy_diff *d, size_t i) {
+    return i < d->added_count ? d->added[i] : NULL;
+}
+size_t sy_diff_removed_count(const sy_diff *d) { return d->removed_count; }
+const char *sy_diff_removed(const sy_diff *d, size_t i) {
+    return i < d->removed_count ? d->removed[i] : NULL;
+}
+size_t sy_diff_updated_count(const sy_diff *d) { return d->updated_count; }
+const char *sy_diff_updated(const sy_diff *d, size_t i, unsigned *changed) {
+    if (i >= d->updated_count)
+        return NULL;
+    if (changed)
+        *changed = d->updated_mask[i];
+    return d->updated[i];
+}
+size_t sy_diff_unchanged_count(const sy_diff *d) { return d->unchanged; }

@@ -1,2 +1,525 @@
-/* index.c - placeholder until its module lands. */
-#include "util.h"
+/*
+ * index.c - the route index of a snapshot (see index.h).
+ *
+ * Two segment tries share one node array and one edge hash table:
+ *
+ *   node 0: path trie root        node 1: host trie root (labels reversed)
+ *
+ *      [0] --"repos"--> [7] --*--> [9] --*--> [12] --"events"--> [15]
+ *       |                                                          term: {gh8}
+ *       +--"users"--> [3] --*--> [5]                               multi: {}
+ *                                  multi: {p42}   (pattern users/{u}/ then **)
+ *
+ *   edges: open-addressing table keyed by (parent node, literal segment)
+ *   node:  wild child (one-segment wildcard), term list (patterns that end
+ *          here), multi list (patterns whose ** / {*x} starts here)
+ *   lists: slot ids sorted by rank key, flattened into one id pool
+ *
+ * A lookup walks both literal and wildcard edges with the request's
+ * decoded segments and returns the lists it meets. A route sits in the
+ * path trie, or in the host trie when its Host patterns are more selective
+ * than its Path patterns, or in a per-method "generic" list when it has
+ * neither. Disabled routes are not indexed: they never match.
+ */
+#include "index.h"
+
+#include "predicate.h"
+
+#include <stdlib.h>
+
+#define NONE UINT32_MAX
+#define ROOT_PATH 0u
+#define ROOT_HOST 1u
+#define GENERIC_LISTS 11 /* 9 standard methods, "other", any */
+#define GENERIC_OTHER 9
+#define GENERIC_ANY 10
+
+typedef struct edge {
+    uint64_t hash;
+    uint32_t parent;
+    uint32_t child;
+    uint32_t str_off;
+    uint32_t len;
+} edge;
+
+typedef struct list_ref {
+    uint32_t off;
+    uint32_t len;
+} list_ref;
+
+typedef struct inode {
+    uint32_t wild;
+    list_ref term;
+    list_ref multi;
+} inode;
+
+struct sy_index {
+    _Atomic long refs;
+    const sy_alloc *alloc;
+    inode *nodes;
+    uint32_t node_count;
+    edge *edges; /* capacity edge_mask + 1; child == NONE means empty */
+    uint32_t edge_mask;
+    char *strings;
+    uint32_t *ids;
+    list_ref generic[GENERIC_LISTS];
+    size_t route_count;
+    size_t bytes;
+};
+
+/* ---- build state ---- */
+
+enum { L_TERM = 0, L_MULTI = 1 };
+
+typedef struct pending {
+    uint32_t node; /* node, or NONE-1-g for generic list g */
+    uint32_t kind;
+    uint32_t slot;
+    uint32_t dim; /* 0 path, 1 host, 2 generic */
+} pending;
+
+typedef struct builder {
+    const sy_alloc *a;
+    inode *nodes;
+    uint32_t node_count, node_cap;
+    edge *edges;
+    uint32_t edge_mask, edge_count;
+    sy_buf strings;
+    pending *pend;
+    size_t pend_count, pend_cap;
+    uint32_t *list_len; /* per (node, kind) during counting */
+    bool failed;
+} builder;
+
+static uint64_t edge_hash(uint32_t parent, const char *s, size_t len) {
+    return sy_hash64(s, len, (uint64_t)parent * 0x9e3779b97f4a7c15ull + 1);
+}
+
+static uint32_t new_node(builder *b) {
+    if (b->node_count == b->node_cap) {
+        uint32_t cap = b->node_cap ? b->node_cap * 2 : 64;
+        inode *n = sy_realloc(b->a, b->nodes, cap * sizeof *n);
+        if (!n) {
+            b->failed = true;
+            return NONE;
+        }
+        b->nodes = n;
+        b->node_cap = cap;
+    }
+    inode *n = &b->nodes[b->node_count];
+    n->wild = NONE;
+    n->term = n->multi = (list_ref){0, 0};
+    return b->node_count++;
+}
+
+static edge *edge_find(edge *edges, uint32_t mask, const char *strings,
+                       uint32_t parent, const char *s, size_t len,
+                       uint64_t h) {
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        edge *e = &edges[i];
+        if (e->child == NONE)
+            return e;
+        if (e->hash == h && e->parent == parent && e->len == len &&
+            memcmp(strings + e->str_off, s, len) == 0)
+            return e;
+    }
+}
+
+static bool edges_grow(builder *b) {
+    uint32_t cap = (b->edge_mask + 1) * 2;
+    edge *n = sy_malloc(b->a, (size_t)cap * sizeof *n);
+    if (!n)
+        return false;
+    for (uint32_t i = 0; i < cap; i++)
+        n[i].child = NONE;
+    for (uint32_t i = 0; i <= b->edge_mask; i++) {
+        edge *e = &b->edges[i];
+        if (e->child == NONE)
+            continue;
+        for (uint32_t j = (uint32_t)e->hash & (cap - 1);; j = (j + 1) & (cap - 1))
+            if (n[j].child == NONE) {
+                n[j] = *e;
+                break;
+            }
+    }
+    sy_free(b->a, b->edges);
+    b->edges = n;
+    b->edge_mask = cap - 1;
+    return true;
+}
+
+static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
+    if ((b->edge_count + 1) * 4 > (b->edge_mask + 1) * 3 && !edges_grow(b)) {
+        b->failed = true;
+        return NONE;
+    }
+    uint64_t h = edge_hash(parent, seg.ptr, seg.len);
+    edge *e = edge_find(b->edges, b->edge_mask, b->strings.ptr, parent,
+                        seg.ptr, seg.len, h);
+    if (e->child != NONE)
+        return e->child;
+    uint32_t off = (uint32_t)b->strings.len;
+    sy_buf_append(&b->strings, seg.ptr, seg.len);
+    sy_buf_putc(&b->strings, '\0');
+    uint32_t child = new_node(b);
+    if (b->strings.failed || child == NONE) {
+        b->failed = true;
+        return NONE;
+    }
+    e->hash = h;
+    e->parent = parent;
+    e->child = child;
+    e->str_off = off;
+    e->len = (uint32_t)seg.len;
+    b->edge_count++;
+    return child;
+}
+
+static uint32_t wild_child(builder *b, uint32_t parent) {
+    if (b->nodes[parent].wild == NONE) {
+        uint32_t c = new_node(b);
+        if (c == NONE)
+            return NONE;
+        b->nodes[parent].wild = c;
+    }
+    return b->nodes[parent].wild;
+}
+
+static void add_pending(builder *b, uint32_t node, uint32_t kind,
+                        uint32_t slot, uint32_t dim) {
+    if (b->pend_count == b->pend_cap) {
+        size_t cap = b->pend_cap ? b->pend_cap * 2 : 256;
+        pending *p = sy_realloc(b->a, b->pend, cap * sizeof *p);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->pend = p;
+        b->pend_cap = cap;
+    }
+    b->pend[b->pend_count++] = (pending){node, kind, slot, dim};
+}
+
+/*
+ * Walk a pattern's segments from `root` (reversed for hosts), creating
+ * nodes; returns the node where it ends and whether it ends in a MULTI.
+ */
+static uint32_t insert_pattern(builder *b, uint32_t root,
+                               const sy_pattern *p, bool reversed,
+                               uint32_t *kind) {
+    size_t n = sy_pattern_segment_count(p);
+    uint32_t node = root;
+    *kind = L_TERM;
+    for (size_t k = 0; k < n && node != NONE; k++) {
+        size_t i = reversed ? n - 1 - k : k;
+        sy_seg_kind sk = sy_pattern_segment_kind(p, i);
+        if (sk == SY_SEG_MULTI) {
+            *kind = L_MULTI;
+            return node;
+        }
+        node = sk == SY_SEG_LITERAL
+                   ? literal_child(b, node, sy_pattern_literal(p, i))
+                   : wild_child(b, node);
+    }
+    return node;
+}
+
+/* The first built-in predicate of `kind` of a route, or NULL. */
+static const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
+    for (size_t i = 0; i < r->predicate_count; i++)
+        if (r->cpreds[i] && sy_pred_get_kind(r->cpreds[i]) == kind)
+            return r->cpreds[i];
+    return NULL;
+}
+
+static int cmp_key(const void *x, const void *y) {
+    const sy_index_route *a = x, *b = y;
+    return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/* Stable counting sort of pending entries into per-(node, kind) lists. */
+static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
+                    const uint32_t *slot_pos) {
+    size_t nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
+    uint32_t *start = sy_calloc(b->a, nlists + 1, sizeof *start);
+    if (!start)
+        return false;
+    size_t kept = 0;
+    for (size_t i = 0; i < b->pend_count; i++) {
+        pending *p = &b->pend[i];
+        if (p->dim != placement[slot_pos[i]]) {
+            p->kind = NONE; /* placed in the other dimension */
+            continue;
+        }
+        size_t li = p->dim == 2 ? (size_t)b->node_count * 2 + p->node
+                                : (size_t)p->node * 2 + p->kind;
+        p->node = (uint32_t)li;
+        start[li + 1]++;
+        kept++;
+    }
+    for (size_t i = 0; i < nlists; i++)
+        start[i + 1] += start[i];
+    ix->ids = sy_malloc(b->a, (kept ? kept : 1) * sizeof *ix->ids);
+    uint32_t *fill = sy_malloc(b->a, nlists * sizeof *fill);
+    if (!ix->ids || !fill) {
+        sy_free(b->a, fill);
+        sy_free(b->a, start);
+        return false;
+    }
+    memcpy(fill, start, nlists * sizeof *fill);
+    for (size_t i = 0; i < b->pend_count; i++) {
+        pending *p = &b->pend[i];
+        if (p->kind == NONE)
+            continue;
+        uint32_t *pos = &fill[p->node];
+        /* a route with several patterns landing on one list: keep one */
+        if (*pos > start[p->node] && ix->ids[*pos - 1] == p->slot)
+            continue;
+        ix->ids[(*pos)++] = p->slot;
+    }
+    for (uint32_t n = 0; n < b->node_count; n++) {
+        b->nodes[n].term = (list_ref){start[n * 2], fill[n * 2] - start[n * 2]};
+        b->nodes[n].multi =
+            (list_ref){start[n * 2 + 1], fill[n * 2 + 1] - start[n * 2 + 1]};
+    }
+    for (size_t g = 0; g < GENERIC_LISTS; g++) {
+        size_t li = (size_t)b->node_count * 2 + g;
+        ix->generic[g] = (list_ref){start[li], fill[li] - start[li]};
+    }
+    ix->bytes += kept * sizeof *ix->ids;
+    sy_free(b->a, fill);
+    sy_free(b->a, start);
+    return true;
+}
+
+static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
+    return b->list_len ? b->list_len[node * 2 + kind] : 0;
+}
+
+int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in,
+                   size_t n, sy_index **out) {
+    *out = NULL;
+    sy_index *ix = sy_calloc(a, 1, sizeof *ix);
+    sy_index_route *routes = sy_malloc(a, (n ? n : 1) * sizeof *routes);
+    uint8_t *placement = sy_malloc(a, n ? n : 1);
+    uint32_t *pcost = sy_malloc(a, (n ? n : 1) * 2 * sizeof *pcost);
+    builder b = {.a = a};
+    sy_buf_init(&b.strings, a);
+    uint32_t *slot_pos = NULL;
+    if (!ix || !routes || !placement || !pcost)
+        goto fail;
+    if (n)
+        memcpy(routes, routes_in, n * sizeof *routes);
+    qsort(routes, n, sizeof *routes, cmp_key);
+    ix->alloc = a;
+    atomic_init(&ix->refs, 1);
+    b.edge_mask = 63;
+    b.edges = sy_malloc(a, 64 * sizeof *b.edges);
+    if (!b.edges)
+        goto fail;
+    for (uint32_t i = 0; i < 64; i++)
+        b.edges[i].child = NONE;
+    new_node(&b); /* ROOT_PATH */
+    new_node(&b); /* ROOT_HOST */
+
+    /* Insert each route into every dimension it could use. */
+    for (size_t r = 0; r < n && !b.failed; r++) {
+        const struct sy_route *rt = routes[r].route;
+        uint32_t slot = routes[r].slot;
+        if (rt->disabled)
+            continue;
+        const sy_pred *path = find_pred(rt, SY_PK_PATH);
+        const sy_pred *host = find_pred(rt, SY_PK_HOST);
+        const sy_pred *method = find_pred(rt, SY_PK_METHOD);
+        for (size_t i = 0; path && i < sy_pred_pattern_count(path); i++) {
+            uint32_t kind;
+            uint32_t node = insert_pattern(&b, ROOT_PATH,
+                                           sy_pred_pattern(path, i), false,
+                                           &kind);
+            if (node != NONE)
+                add_pending(&b, node, kind, slot, 0);
+        }
+        for (size_t i = 0; host && i < sy_pred_pattern_count(host); i++) {
+            uint32_t kind;
+            uint32_t node = insert_pattern(&b, ROOT_HOST,
+                                           sy_pred_pattern(host, i), true,
+                                           &kind);
+            if (node != NONE)
+                add_pending(&b, node, kind, slot, 1);
+        }
+        if (!path && !host) {
+            uint32_t mask = method ? sy_pred_method_mask(method) : 0;
+            if (!mask) {
+                add_pending(&b, GENERIC_ANY, 0, slot, 2);
+            } else {
+                for (uint32_t bit = 0; bit < 9; bit++)
+                    if (mask & (1u << bit))
+                        add_pending(&b, bit, 0, slot, 2);
+                if (mask & (1u << 31))
+                    add_pending(&b, GENERIC_OTHER, 0, slot, 2);
+            }
+        }
+    }
+    if (b.failed)
+        goto fail;
+
+    /* Count list sizes, then place each route where its lists are
+     * shortest: the path trie unless the host trie is more selective. */
+    b.list_len = sy_calloc(a, (size_t)b.node_count * 2, sizeof *b.list_len);
+    slot_pos = sy_malloc(a, (b.pend_count ? b.pend_count : 1) * sizeof *slot_pos);
+    if (!b.list_len || !slot_pos)
+        goto fail;
+    for (size_t i = 0; i < b.pend_count; i++)
+        if (b.pend[i].dim != 2)
+            b.list_len[b.pend[i].node * 2 + b.pend[i].kind]++;
+    for (size_t r = 0; r < n; r++) {
+        pcost[r * 2] = pcost[r * 2 + 1] = 0;
+        placement[r] = 2;
+    }
+    /* map pending -> route position (routes are sorted; pending in order) */
+    {
+        size_t r = 0;
+        for (size_t i = 0; i < b.pend_count; i++) {
+            while (routes[r].slot != b.pend[i].slot)
+                r++;
+            slot_pos[i] = (uint32_t)r;
+            if (b.pend[i].dim == 2)
+                continue;
+            uint32_t len = list_len_at(&b, b.pend[i].node, b.pend[i].kind);
+            uint32_t *c = &pcost[r * 2 + b.pend[i].dim];
+            if (len + 1 > *c)
+                *c = len + 1;
+        }
+    }
+    for (size_t r = 0; r < n; r++) {
+        uint32_t pc = pcost[r * 2], hc = pcost[r * 2 + 1];
+        if (pc && (!hc || pc <= hc))
+            placement[r] = 0;
+        else if (hc)
+            placement[r] = 1;
+    }
+    if (!flatten(&b, ix, placement, slot_pos))
+        goto fail;
+
+    ix->nodes = b.nodes;
+    ix->node_count = b.node_count;
+    ix->edges = b.edges;
+    ix->edge_mask = b.edge_mask;
+    ix->strings = b.strings.ptr;
+    ix->route_count = n;
+    ix->bytes += sizeof *ix + (size_t)b.node_cap * sizeof(inode) +
+                 (size_t)(b.edge_mask + 1) * sizeof(edge) + b.strings.cap;
+    sy_free(a, b.pend);
+    sy_free(a, b.list_len);
+    sy_free(a, slot_pos);
+    sy_free(a, routes);
+    sy_free(a, placement);
+    sy_free(a, pcost);
+    *out = ix;
+    return SY_OK;
+
+fail:
+    sy_free(a, b.nodes);
+    sy_free(a, b.edges);
+    sy_buf_free(&b.strings);
+    sy_free(a, b.pend);
+    sy_free(a, b.list_len);
+    sy_free(a, slot_pos);
+    sy_free(a, routes);
+    sy_free(a, placement);
+    sy_free(a, pcost);
+    if (ix)
+        sy_free(a, ix->ids);
+    sy_free(a, ix);
+    return SY_ENOMEM;
+}
+
+sy_index *sy_index_ref(sy_index *ix) {
+    atomic_fetch_add_explicit(&ix->refs, 1, memory_order_relaxed);
+    return ix;
+}
+
+void sy_index_unref(sy_index *ix) {
+    if (!ix || atomic_fetch_sub_explicit(&ix->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    const sy_alloc *a = ix->alloc;
+    sy_free(a, ix->nodes);
+    sy_free(a, ix->edges);
+    sy_free(a, ix->strings);
+    sy_free(a, ix->ids);
+    sy_free(a, ix);
+}
+
+size_t sy_index_route_count(const sy_index *ix) { return ix->route_count; }
+
+size_t sy_index_bytes(const sy_index *ix) { return ix->bytes; }
+
+/* ---- lookup ---- */
+
+typedef struct collector {
+    const sy_index *ix;
+    sy_cand_list *out;
+    size_t n, cap;
+    bool overflow;
+} collector;
+
+static inline void collect(collector *c, list_ref l) {
+    if (!l.len)
+        return;
+    if (c->n == c->cap) {
+        c->overflow = true;
+        return;
+    }
+    c->out[c->n++] = (sy_cand_list){c->ix->ids + l.off, l.len};
+}
+
+static inline uint32_t find_literal(const sy_index *ix, uint32_t parent,
+                                    sy_str seg) {
+    uint64_t h = edge_hash(parent, seg.ptr, seg.len);
+    for (uint32_t i = (uint32_t)h & ix->edge_mask;; i = (i + 1) & ix->edge_mask) {
+        const edge *e = &ix->edges[i];
+        if (e->child == NONE)
+            return NONE;
+        if (e->hash == h && e->parent == parent && e->len == seg.len &&
+            memcmp(ix->strings + e->str_off, seg.ptr, seg.len) == 0)
+            return e->child;
+    }
+}
+
+/* Depth-first walk over literal and wildcard edges. */
+static void walk(collector *c, uint32_t node, const sy_segments *segs,
+                 size_t depth, bool reversed) {
+    const sy_index *ix = c->ix;
+    while (node != NONE && !c->overflow) {
+        const inode *nd = &ix->nodes[node];
+        collect(c, nd->multi);
+        if (depth == segs->count) {
+            collect(c, nd->term);
+            return;
+        }
+        size_t i = reversed ? segs->count - 1 - depth : depth;
+        sy_str seg = segs->dec[i];
+        /* matchTrailingSlash: "/a" also matches "/a/" */
+        if (!reversed && depth + 1 == segs->count && seg.len == 0)
+            collect(c, nd->term);
+        if (nd->wild != NONE)
+            walk(c, nd->wild, segs, depth + 1, reversed);
+        if (ix->edge_mask == 0)
+            return;
+        node = find_literal(ix, node, seg);
+        depth++;
+    }
+}
+
+size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
+                       const sy_segments *host_labels, int method_bit,
+                       sy_cand_list *out, size_t cap) {
+    collector c = {ix, out, 0, cap, false};
+    walk(&c, ROOT_PATH, path, 0, false);
+    if (host_labels)
+        walk(&c, ROOT_HOST, host_labels, 0, true);
+    collect(&c, ix->generic[GENERIC_ANY]);
+    collect(&c, ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
+                                                               : GENERIC_OTHER]);
+    return c.overflow ? SIZE_MAX : c.n;
+}

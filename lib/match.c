@@ -1,2 +1,354 @@
-/* match.c - placeholder until its module lands. */
-#include "util.h"
+/*
+ * match.c - the request path: match contexts (per-worker scratch), the
+ * indexed matcher, the reference linear scan, explain, and the match
+ * result with its lazily computed filter plan.
+ *
+ * One match:
+ *   split path and host once  ->  index lookup (base + overlay lists)
+ *   -> merge lists by rank key, skipping removed slots and repeats
+ *   -> first route whose predicates all hold wins; its captures are the vars
+ * Nothing here allocates once the context has seen the snapshot's needs.
+ */
+#include "filter.h"
+#include "index.h"
+#include "predicate.h"
+#include "snapshot.h"
+
+#define NONE UINT32_MAX
+#define MAX_LISTS 64
+
+struct sy_match {
+    sy_match_ctx *ctx;
+    const sy_snapshot *snap;
+    const sy_request *req;
+    const struct sy_route *route;
+    uint32_t slot;
+    bool plan_done;
+    int plan_rc;
+    sy_plan plan;
+};
+
+struct sy_match_ctx {
+    sy_alloc alloc;
+    sy_arena scratch;
+    sy_segments path, host;
+    sy_capture *caps;
+    size_t caps_cap;
+    pcre2_general_context *gctx;
+    pcre2_match_data *md;
+    uint32_t md_groups;
+    sy_eval ev;
+    sy_cand_list lists[MAX_LISTS];
+    uint32_t heads[MAX_LISTS];
+    sy_match m;
+};
+
+static void *pcre_malloc(size_t n, void *d) {
+    return sy_malloc((const sy_alloc *)d, n);
+}
+
+static void pcre_free(void *p, void *d) { sy_free((const sy_alloc *)d, p); }
+
+int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
+                     sy_error *err) {
+    sy_alloc a;
+    sy_alloc_init(&a, alloc);
+    if (!out)
+        return sy_error_set(err, SY_EINVAL, "", "out is NULL");
+    sy_match_ctx *c = sy_calloc(&a, 1, sizeof *c);
+    if (!c)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    c->alloc = a;
+    sy_arena_init(&c->scratch, &c->alloc, 16384);
+    c->gctx = pcre2_general_context_create(pcre_malloc, pcre_free, &c->alloc);
+    if (!c->gctx) {
+        sy_free(&a, c);
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    *out = c;
+    return SY_OK;
+}
+
+void sy_match_ctx_free(sy_match_ctx *c) {
+    if (!c)
+        return;
+    sy_arena_free(&c->scratch);
+    sy_segments_free(&c->path, &c->alloc);
+    sy_segments_free(&c->host, &c->alloc);
+    sy_free(&c->alloc, c->caps);
+    if (c->md)
+        pcre2_match_data_free(c->md);
+    pcre2_general_context_free(c->gctx);
+    sy_free(&c->alloc, c);
+}
+
+/* Grow scratch to the snapshot's needs (only allocation on this path). */
+static int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
+    size_t need = (size_t)s->max_vars + 8;
+    if (c->caps_cap < need) {
+        sy_capture *caps = sy_realloc(&c->alloc, c->caps, need * sizeof *caps);
+        if (!caps)
+            return SY_ENOMEM;
+        c->caps = caps;
+        c->caps_cap = need;
+    }
+    uint32_t groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
+    if (!c->md || c->md_groups < groups) {
+        pcre2_match_data *md = pcre2_match_data_create(groups, c->gctx);
+        if (!md)
+            return SY_ENOMEM;
+        if (c->md)
+            pcre2_match_data_free(c->md);
+        c->md = md;
+        c->md_groups = groups;
+    }
+    return SY_OK;
+}
+
+/* The host as matched: port removed when the router strips it. */
+static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
+    if (!s->strip_host_port || !host.len)
+        return host;
+    size_t end = host.len;
+    size_t start = 0;
+    if (host.ptr[0] == '[') { /* IPv6 literal: [::1]:8080 */
+        while (start < host.len && host.ptr[start] != ']')
+            start++;
+    }
+    for (size_t i = host.len; i-- > start;)
+        if (host.ptr[i] == ':') {
+            end = i;
+            break;
+        }
+    return (sy_str){host.ptr, end};
+}
+
+static int prepare(sy_match_ctx *c, const sy_snapshot *s,
+                   const sy_request *req) {
+    int rc = ctx_fit(c, s);
+    if (rc)
+        return rc;
+    sy_arena_reset(&c->scratch);
+    if (!sy_segments_split(&c->path, req->path, &c->scratch, &c->alloc))
+        return SY_ENOMEM;
+    sy_str host = host_for_match(s, req->host);
+    if (!sy_segments_split_host(&c->host, host, &c->alloc))
+        return SY_ENOMEM;
+    sy_eval *ev = &c->ev;
+    ev->req = req;
+    ev->path = &c->path;
+    ev->host = &c->host;
+    ev->host_str = host;
+    ev->now_ms = req->now_ms ? req->now_ms : sy_now_realtime_ms();
+    ev->weight = NULL;
+    ev->caps = c->caps;
+    ev->ncaps = 0;
+    ev->caps_cap = c->caps_cap;
+    ev->md = c->md;
+    ev->scratch = &c->scratch;
+    return SY_OK;
+}
+
+/* Index of the first predicate that fails, or -1 when all hold. */
+static int first_failing(const sy_snapshot *s, uint32_t slot, sy_eval *ev) {
+    const sy_slot *sl = &s->slots[slot];
+    const struct sy_route *r = sl->route;
+    ev->ncaps = 0;
+    ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+    for (size_t i = 0; i < r->predicate_count; i++)
+        if (!sy_pred_test(r->cpreds[i], ev))
+            return (int)i;
+    return -1;
+}
+
+static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_request *req, uint32_t slot) {
+    sy_match *m = &c->m;
+    m->ctx = c;
+    m->snap = s;
+    m->req = req;
+    m->slot = slot;
+    m->route = s->slots[slot].route;
+    m->plan_done = false;
+    m->plan_rc = 0;
+    return m;
+}
+
+static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
+                        const sy_request *req, sy_match **out) {
+    for (size_t i = 0; i < s->route_count; i++) {
+        uint32_t slot = s->rank[i];
+        if (s->slots[slot].route->disabled)
+            continue;
+        if (first_failing(s, slot, &c->ev) < 0) {
+            *out = found(c, s, req, slot);
+            return SY_OK;
+        }
+    }
+    return SY_OK;
+}
+
+static bool valid_request(const sy_request *req) {
+    return req && req->size >= sizeof(sy_request) - sizeof(int64_t);
+}
+
+int sy_snapshot_match_linear(const sy_snapshot *h, sy_match_ctx *c,
+                             const sy_request *req, sy_match **out) {
+    if (!h || !c || !out || !valid_request(req))
+        return SY_EINVAL;
+    *out = NULL;
+    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    int rc = prepare(c, s, req);
+    return rc ? rc : match_linear(c, s, req, out);
+}
+
+int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
+                      const sy_request *req, sy_match **out) {
+    if (!h || !c || !out || !valid_request(req))
+        return SY_EINVAL;
+    *out = NULL;
+    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    int rc = prepare(c, s, req);
+    if (rc)
+        return rc;
+    int mbit = sy_method_bit(req->method);
+    size_t n = sy_index_lookup(s->base, &c->path, &c->host, mbit, c->lists,
+                               MAX_LISTS);
+    if (n != SIZE_MAX && s->overlay) {
+        size_t m = sy_index_lookup(s->overlay, &c->path, &c->host, mbit,
+                                   c->lists + n, MAX_LISTS - n);
+        n = m == SIZE_MAX ? SIZE_MAX : n + m;
+    }
+    if (n == SIZE_MAX)
+        return match_linear(c, s, req, out);
+
+    /* k-way merge by rank key; the first route that holds wins */
+    for (size_t i = 0; i < n; i++)
+        c->heads[i] = 0;
+    uint64_t last = UINT64_MAX;
+    for (;;) {
+        size_t best = SIZE_MAX;
+        uint64_t best_key = UINT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+            const sy_cand_list *l = &c->lists[i];
+            while (c->heads[i] < l->len) {
+                const sy_slot *sl = &s->slots[l->ids[c->heads[i]]];
+                if (sl->route && sl->key != last)
+                    break;
+                c->heads[i]++;
+            }
+            if (c->heads[i] < l->len) {
+                uint64_t k = s->slots[l->ids[c->heads[i]]].key;
+                if (k < best_key) {
+                    best_key = k;
+                    best = i;
+                }
+            }
+        }
+        if (best == SIZE_MAX)
+            return SY_OK;
+        uint32_t slot = c->lists[best].ids[c->heads[best]++];
+        last = best_key;
+        if (first_failing(s, slot, &c->ev) < 0) {
+            *out = found(c, s, req, slot);
+            return SY_OK;
+        }
+    }
+}
+
+int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
+                        const sy_request *req, sy_explain_fn fn, void *data) {
+    if (!h || !c || !fn || !valid_request(req))
+        return SY_EINVAL;
+    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    int rc = prepare(c, s, req);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < s->route_count; i++) {
+        uint32_t slot = s->rank[i];
+        const struct sy_route *r = s->slots[slot].route;
+        int stop;
+        if (r->disabled) {
+            stop = fn(data, r, false, -1, "disabled");
+        } else {
+            int f = first_failing(s, slot, &c->ev);
+            stop = fn(data, r, f < 0, f, f < 0 ? NULL : r->predicates[f].name);
+        }
+        if (stop)
+            break;
+    }
+    return SY_OK;
+}
+
+/* ---- results ---- */
+
+const sy_route *sy_match_route(const sy_match *m) { return m->route; }
+
+size_t sy_match_var_count(const sy_match *m) { return m->ctx->ev.ncaps; }
+
+void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
+    const sy_eval *ev = &m->ctx->ev;
+    sy_str none = {NULL, 0};
+    if (name)
+        *name = i < ev->ncaps ? ev->caps[i].name : none;
+    if (value)
+        *value = i < ev->ncaps ? ev->caps[i].value : none;
+}
+
+sy_str sy_match_var_get(const sy_match *m, const char *name) {
+    const sy_eval *ev = &m->ctx->ev;
+    size_t len = strlen(name);
+    for (size_t i = 0; i < ev->ncaps; i++)
+        if (sy_str_eq(ev->caps[i].name, name, len))
+            return ev->caps[i].value;
+    return (sy_str){NULL, 0};
+}
+
+static sy_plan *plan_of(sy_match *m) {
+    if (!m->plan_done) {
+        const struct sy_route *d = m->snap->defaults;
+        const sy_eval *ev = &m->ctx->ev;
+        memset(&m->plan, 0, sizeof m->plan);
+        m->plan_rc = sy_plan_compute(
+            &m->plan, d ? (const sy_filter *const *)d->cfilters : NULL,
+            d ? d->filter_count : 0,
+            (const sy_filter *const *)m->route->cfilters,
+            m->route->filter_count, m->req, ev->caps, ev->ncaps, m->ctx->md,
+            &m->ctx->scratch);
+        m->plan_done = true;
+    }
+    return &m->plan;
+}
+
+sy_action sy_match_action(sy_match *m) { return plan_of(m)->action; }
+int sy_match_status(sy_match *m) { return plan_of(m)->status; }
+sy_str sy_match_redirect(sy_match *m) { return plan_of(m)->redirect; }
+sy_str sy_match_path(sy_match *m) { return plan_of(m)->path; }
+sy_str sy_match_query(sy_match *m) { return plan_of(m)->query; }
+size_t sy_match_header_count(sy_match *m) { return plan_of(m)->header_count; }
+bool sy_match_preserve_host(sy_match *m) { return plan_of(m)->preserve_host; }
+
+sy_header sy_match_header(sy_match *m, size_t i) {
+    sy_plan *p = plan_of(m);
+    sy_header none = {{NULL, 0}, {NULL, 0}};
+    return i < p->header_count ? p->headers[i] : none;
+}
+
+size_t sy_match_response_op_count(sy_match *m) {
+    return plan_of(m)->resp_count;
+}
+
+sy_response_op sy_match_response_op(sy_match *m, size_t i) {
+    sy_plan *p = plan_of(m);
+    sy_response_op none = {SY_RESP_ADD, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    return i < p->resp_count ? p->resp[i] : none;
+}
+
+size_t sy_match_host_filter_count(sy_match *m) {
+    return plan_of(m)->host_filter_count;
+}
+
+const sy_filter_entry *sy_match_host_filter(sy_match *m, size_t i) {
+    sy_plan *p = plan_of(m);
+    return i < p->host_filter_count ? p->host_filters[i] : NULL;
+}

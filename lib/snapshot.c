@@ -1,2 +1,564 @@
-/* snapshot.c - placeholder until its module lands. */
-#include "util.h"
+/*
+ * snapshot.c - deriving immutable snapshots from the previous one plus a
+ * list of route changes (snapshot.h), and the read-only snapshot API.
+ *
+ *   base snapshot                      derived snapshot
+ *   slots: [r0][r1][r2]...[rN]   -->   slots: [r0][--][r2]...[rN][r1']
+ *   base index (shared, refcounted) ------^         overlay index: {N+1}
+ *
+ * An updated route tombstones its old slot and takes a new one with the
+ * same rank key; the base index is shared and its dead slots are skipped,
+ * the overlay indexes only new slots. When the overlay grows past
+ * max(1024, live/16) slots, or keys of kept routes change, the snapshot
+ * compacts its slots and builds a fresh base index.
+ */
+#include "snapshot.h"
+
+#include "filter.h"
+#include "service.h"
+
+#include <stdlib.h>
+
+#define NONE UINT32_MAX
+
+/* Fingerprint of a service's instance list (order-independent). */
+static uint64_t service_fingerprint(const struct sy_service *svc) {
+    const char *name = sy_service_name(svc);
+    uint64_t sum = sy_hash64(name, strlen(name), 7);
+    for (size_t i = 0; i < sy_service_count(svc); i++) {
+        const sy_instance *in = sy_service_instance(svc, i);
+        uint64_t h = sy_hash64(in->id, strlen(in->id), 1);
+        h = sy_hash_mix(h, sy_hash64(in->host, strlen(in->host), 2));
+        h = sy_hash_mix(h, ((uint64_t)in->port << 32) ^
+                               ((uint64_t)in->weight << 2) ^
+                               ((uint64_t)in->state << 1) ^ in->secure);
+        for (size_t k = 0; k < in->metadata_count; k++) {
+            const sy_kv *kv = &in->metadata[k];
+            h = sy_hash_mix(h, sy_hash64(kv->key, strlen(kv->key), 3));
+            h = sy_hash_mix(h, sy_hash64(kv->value, strlen(kv->value), 4));
+        }
+        sum += h;
+    }
+    return sum;
+}
+
+static uint64_t route_term(uint64_t key, const struct sy_route *r) {
+    return sy_hash_mix(key, r->fingerprint);
+}
+
+static void snapshot_free_parts(sy_snapshot *s) {
+    const sy_alloc *a = s->alloc;
+    for (uint32_t i = 0; s->slots && i < s->slot_count; i++)
+        if (s->slots[i].route)
+            sy_route_unref(s->slots[i].route);
+    sy_free(a, s->slots);
+    sy_free(a, s->rank);
+    sy_index_unref(s->base);
+    sy_index_unref(s->overlay);
+    sy_free(a, s->overlay_slots);
+    sy_free(a, s->ids);
+    sy_free(a, s->weights);
+    sy_free(a, s->weight_slots);
+    if (s->defaults)
+        sy_route_unref(s->defaults);
+    for (size_t i = 0; s->sources && i < s->source_count; i++)
+        sy_free(a, s->sources[i]);
+    sy_free(a, s->sources);
+    for (size_t i = 0; s->services && i < s->service_count; i++)
+        sy_service_unref(s->services[i]);
+    sy_free(a, s->services);
+}
+
+void sy_snapshot_destroy(sy_snapshot *s) {
+    if (!s)
+        return;
+    snapshot_free_parts(s);
+    sy_pub_obj_free(s->alloc, &s->pub);
+}
+
+/* ---- id table (open addressing, linear probing) ---- */
+
+static uint64_t id_hash(const char *id) {
+    return sy_hash64(id, strlen(id), 0x1d);
+}
+
+static uint32_t id_find(const sy_snapshot *s, const char *id, uint64_t h,
+                        uint32_t *pos) {
+    for (uint32_t i = (uint32_t)h & s->id_mask;; i = (i + 1) & s->id_mask) {
+        const sy_id_entry *e = &s->ids[i];
+        if (e->slot == NONE) {
+            *pos = i;
+            return NONE;
+        }
+        if (e->hash == h && strcmp(s->slots[e->slot].route->id, id) == 0) {
+            *pos = i;
+            return e->slot;
+        }
+    }
+}
+
+/* Remove entry at pos with backward-shift deletion. */
+static void id_remove_at(sy_snapshot *s, uint32_t pos) {
+    uint32_t mask = s->id_mask, i = pos;
+    for (;;) {
+        s->ids[i].slot = NONE;
+        uint32_t j = i;
+        for (;;) {
+            j = (j + 1) & mask;
+            if (s->ids[j].slot == NONE)
+                return;
+            uint32_t home = (uint32_t)s->ids[j].hash & mask;
+            /* can entry j move to hole i? (home not in (i, j]) */
+            bool between = i <= j ? (home > i && home <= j)
+                                  : (home > i || home <= j);
+            if (!between)
+                break;
+        }
+        s->ids[i] = s->ids[j];
+        i = j;
+    }
+}
+
+static bool id_table_alloc(sy_snapshot *s, size_t live) {
+    uint32_t cap = 16;
+    while (cap < live * 2 + 16)
+        cap *= 2;
+    s->ids = sy_malloc(s->alloc, (size_t)cap * sizeof *s->ids);
+    if (!s->ids)
+        return false;
+    for (uint32_t i = 0; i < cap; i++)
+        s->ids[i].slot = NONE;
+    s->id_mask = cap - 1;
+    return true;
+}
+
+uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id) {
+    uint32_t pos;
+    return id_find(s, id, id_hash(id), &pos);
+}
+
+/* ---- derive ---- */
+
+static int cmp_slot_key(const void *x, const void *y, void *ctx) {
+    const sy_slot *slots = ctx;
+    uint64_t a = slots[*(const uint32_t *)x].key,
+             b = slots[*(const uint32_t *)y].key;
+    return a < b ? -1 : a > b;
+}
+
+/* insertion-friendly sort of a small array of slot ids by key */
+static void sort_by_key(uint32_t *ids, size_t n, const sy_slot *slots) {
+    for (size_t i = 1; i < n; i++) {
+        uint32_t v = ids[i];
+        size_t j = i;
+        while (j > 0 && cmp_slot_key(&ids[j - 1], &v, (void *)slots) > 0) {
+            ids[j] = ids[j - 1];
+            j--;
+        }
+        ids[j] = v;
+    }
+}
+
+static int index_over(sy_snapshot *s, const uint32_t *slots, size_t n,
+                      sy_index **out) {
+    sy_index_route *in = sy_malloc(s->alloc, (n ? n : 1) * sizeof *in);
+    if (!in)
+        return SY_ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const sy_slot *sl = &s->slots[slots[i]];
+        if (sl->route)
+            in[m++] = (sy_index_route){slots[i], sl->key, sl->route};
+    }
+    int rc = sy_index_build(s->alloc, in, m, out);
+    sy_free(s->alloc, in);
+    return rc;
+}
+
+/* Weight groups: members in definition order (source, position). */
+static int build_weights(sy_snapshot *s) {
+    size_t n = 0;
+    for (size_t i = 0; i < s->route_count; i++) {
+        const struct sy_route *r = s->slots[s->rank[i]].route;
+        for (size_t p = 0; p < r->predicate_count; p++)
+            if (r->cpreds[p] && sy_pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
+                n++;
+    }
+    for (uint32_t i = 0; i < s->slot_count; i++)
+        s->slots[i].weight = NONE;
+    if (!n)
+        return SY_OK;
+    s->weight_slots = sy_malloc(s->alloc, n * sizeof *s->weight_slots);
+    s->weights = sy_calloc(s->alloc, n, sizeof *s->weights);
+    const char **names = sy_malloc(s->alloc, n * sizeof *names);
+    uint32_t *wv = sy_malloc(s->alloc, n * sizeof *wv);
+    if (!s->weight_slots || !s->weights || !names || !wv) {
+        sy_free(s->alloc, names);
+        sy_free(s->alloc, wv);
+        return SY_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < s->route_count; i++) {
+        uint32_t slot = s->rank[i];
+        const struct sy_route *r = s->slots[slot].route;
+        for (size_t p = 0; p < r->predicate_count; p++) {
+            const sy_pred *pr = r->cpreds[p];
+            if (pr && sy_pred_get_kind(pr) == SY_PK_WEIGHT &&
+                s->slots[slot].weight == NONE) {
+                s->weight_slots[k] = slot;
+                names[k] = sy_pred_weight_group(pr);
+                wv[k] = sy_pred_weight_value(pr);
+                s->slots[slot].weight = (uint32_t)k;
+                k++;
+            }
+        }
+    }
+    s->weight_count = k;
+    /* definition order: key without the order bits */
+    for (size_t i = 1; i < k; i++) {
+        uint32_t sl = s->weight_slots[i], w = wv[i];
+        const char *nm = names[i];
+        uint64_t dk = s->slots[sl].key & 0xffffffffu;
+        size_t j = i;
+        while (j > 0 && (s->slots[s->weight_slots[j - 1]].key & 0xffffffffu) > dk) {
+            s->weight_slots[j] = s->weight_slots[j - 1];
+            names[j] = names[j - 1];
+            wv[j] = wv[j - 1];
+            j--;
+        }
+        s->weight_slots[j] = sl;
+        names[j] = nm;
+        wv[j] = w;
+    }
+    /* group numbers by first appearance; ranges proportional to weight */
+    uint32_t groups = 0;
+    for (size_t i = 0; i < k; i++) {
+        s->slots[s->weight_slots[i]].weight = (uint32_t)i;
+        size_t first = i;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(names[j], names[i]) == 0) {
+                first = j;
+                break;
+            }
+        if (first != i) {
+            s->weights[i].group = s->weights[first].group;
+            continue;
+        }
+        s->weights[i].group = groups++;
+        double total = 0;
+        for (size_t j = i; j < k; j++)
+            if (strcmp(names[j], names[i]) == 0)
+                total += wv[j];
+        double lo = 0;
+        for (size_t j = i; j < k; j++) {
+            if (strcmp(names[j], names[i]) != 0)
+                continue;
+            double w = total > 0 ? wv[j] / total : 0;
+            s->weights[j].lo = lo;
+            s->weights[j].hi = lo + w;
+            lo += w;
+        }
+        /* the last member closes the range exactly at 1 */
+        for (size_t j = k; j-- > i;)
+            if (strcmp(names[j], names[i]) == 0) {
+                if (total > 0 && wv[j] > 0)
+                    s->weights[j].hi = 1.0;
+                break;
+            }
+    }
+    sy_free(s->alloc, names);
+    sy_free(s->alloc, wv);
+    return SY_OK;
+}
+
+static void scratch_needs(sy_snapshot *s, const struct sy_route *r) {
+    uint32_t groups = 0, vars = 0;
+    for (size_t i = 0; i < r->predicate_count; i++)
+        if (r->cpreds[i]) {
+            uint32_t g = sy_pred_max_groups(r->cpreds[i]);
+            if (g > groups)
+                groups = g;
+            vars += sy_pred_var_count(r->cpreds[i]);
+        }
+    for (size_t i = 0; i < r->filter_count; i++)
+        if (r->cfilters[i]) {
+            uint32_t g = sy_filter_max_groups(r->cfilters[i]);
+            if (g > groups)
+                groups = g;
+        }
+    if (groups > s->max_groups)
+        s->max_groups = groups;
+    if (vars > s->max_vars)
+        s->max_vars = vars;
+}
+
+static int copy_config(sy_snapshot *s, const sy_snapshot *base,
+                       const sy_snapshot_config *cfg) {
+    const sy_alloc *a = s->alloc;
+    s->strip_host_port = cfg->strip_host_port;
+    s->defaults = cfg->defaults ? sy_route_ref(cfg->defaults) : NULL;
+    if (s->defaults)
+        scratch_needs(s, s->defaults);
+    s->source_count = cfg->source_count;
+    s->sources = sy_calloc(a, cfg->source_count + 1, sizeof *s->sources);
+    if (!s->sources)
+        return SY_ENOMEM;
+    for (size_t i = 0; i < cfg->source_count; i++)
+        if (!(s->sources[i] = sy_strdup(a, cfg->sources[i])))
+            return SY_ENOMEM;
+    struct sy_service *const *svc =
+        cfg->replace_services ? cfg->services
+                              : (base ? base->services : NULL);
+    size_t nsvc = cfg->replace_services ? cfg->service_count
+                                        : (base ? base->service_count : 0);
+    s->services = sy_calloc(a, nsvc + 1, sizeof *s->services);
+    if (!s->services)
+        return SY_ENOMEM;
+    for (size_t i = 0; i < nsvc; i++)
+        s->services[s->service_count++] = sy_service_ref(svc[i]);
+    return SY_OK;
+}
+
+int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
+                       const sy_snapshot_config *cfg,
+                       const sy_route_change *changes, size_t n,
+                       uint64_t generation, sy_snapshot **out,
+                       sy_error *err) {
+    *out = NULL;
+    sy_snapshot *s = sy_pub_obj_alloc(a, sizeof *s);
+    if (!s)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    s->alloc = a;
+    s->generation = generation;
+    int rc = copy_config(s, base, cfg);
+    if (rc)
+        goto fail;
+
+    /* slots: the base's live slots (shared routes) + one per set change */
+    uint32_t base_slots = base ? base->slot_count : 0;
+    size_t cap = (size_t)base_slots + n;
+    s->slots = sy_calloc(a, cap ? cap : 1, sizeof *s->slots);
+    size_t live = base ? base->route_count : 0;
+    if (!s->slots || !id_table_alloc(s, live + n)) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
+    s->slot_count = base_slots;
+    s->route_fp_sum = base ? base->route_fp_sum : 0;
+    if (base) {
+        memcpy(s->slots, base->slots, base_slots * sizeof *s->slots);
+        for (uint32_t i = 0; i < base_slots; i++)
+            if (s->slots[i].route)
+                sy_route_ref(s->slots[i].route);
+        if (s->id_mask == base->id_mask)
+            memcpy(s->ids, base->ids, (size_t)(s->id_mask + 1) * sizeof *s->ids);
+        else
+            for (uint32_t i = 0; i < base_slots; i++)
+                if (s->slots[i].route) {
+                    uint32_t pos;
+                    uint64_t h = id_hash(s->slots[i].route->id);
+                    id_find(s, s->slots[i].route->id, h, &pos);
+                    s->ids[pos] = (sy_id_entry){h, i};
+                }
+    }
+    uint32_t *added = sy_malloc(a, (n ? n : 1) * sizeof *added);
+    size_t added_count = 0;
+    if (!added) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
+    for (size_t c = 0; c < n; c++) {
+        const sy_route_change *ch = &changes[c];
+        uint64_t h = id_hash(ch->id);
+        uint32_t pos;
+        uint32_t old = id_find(s, ch->id, h, &pos);
+        if (old != NONE) {
+            sy_slot *os = &s->slots[old];
+            s->route_fp_sum -= route_term(os->key, os->route);
+            sy_route_unref(os->route);
+            os->route = NULL;
+            id_remove_at(s, pos);
+            live--;
+            id_find(s, ch->id, h, &pos);
+        }
+        if (!ch->route)
+            continue;
+        uint32_t slot = s->slot_count++;
+        s->slots[slot] = (sy_slot){sy_route_ref(ch->route), ch->key,
+                                   ch->source, NONE};
+        s->route_fp_sum += route_term(ch->key, ch->route);
+        s->ids[pos] = (sy_id_entry){h, slot};
+        added[added_count++] = slot;
+        live++;
+    }
+
+    /* rank order: merge the base's surviving order with the sorted adds */
+    s->route_count = live;
+    s->rank = sy_malloc(a, (live ? live : 1) * sizeof *s->rank);
+    if (!s->rank) {
+        sy_free(a, added);
+        rc = SY_ENOMEM;
+        goto fail;
+    }
+    sort_by_key(added, added_count, s->slots);
+    {
+        size_t i = 0, j = 0, k = 0;
+        size_t bn = base ? base->route_count : 0;
+        for (;;) {
+            while (i < bn && !s->slots[base->rank[i]].route)
+                i++;
+            bool more_base = i < bn, more_added = j < added_count;
+            if (!more_base && !more_added)
+                break;
+            if (more_base &&
+                (!more_added ||
+                 s->slots[base->rank[i]].key <= s->slots[added[j]].key))
+                s->rank[k++] = base->rank[i++];
+            else
+                s->rank[k++] = added[j++];
+        }
+        s->route_count = k;
+    }
+
+    /* index: share the base, index the changed slots in an overlay, or
+     * rebuild everything when the overlay would grow too large */
+    size_t prev_overlay = base ? base->overlay_count : 0;
+    size_t limit = live / 16 > 1024 ? live / 16 : 1024;
+    bool rebuild = cfg->rebuild || !base || !base->base ||
+                   prev_overlay + added_count > limit;
+    if (rebuild) {
+        /* compact: live slots in rank order become slots 0..live-1 */
+        sy_slot *compact = sy_calloc(a, live ? live : 1, sizeof *compact);
+        if (!compact) {
+            sy_free(a, added);
+            rc = SY_ENOMEM;
+            goto fail;
+        }
+        for (size_t i = 0; i < s->route_count; i++) {
+            compact[i] = s->slots[s->rank[i]];
+            s->rank[i] = (uint32_t)i;
+        }
+        sy_free(a, s->slots);
+        s->slots = compact;
+        s->slot_count = (uint32_t)s->route_count;
+        for (uint32_t i = 0; i <= s->id_mask; i++)
+            s->ids[i].slot = NONE;
+        for (uint32_t i = 0; i < s->slot_count; i++) {
+            uint32_t pos;
+            uint64_t h = id_hash(s->slots[i].route->id);
+            id_find(s, s->slots[i].route->id, h, &pos);
+            s->ids[pos] = (sy_id_entry){h, i};
+        }
+        rc = index_over(s, s->rank, s->route_count, &s->base);
+    } else {
+        s->base = sy_index_ref(base->base);
+        s->overlay_slots =
+            sy_malloc(a, (prev_overlay + added_count + 1) * sizeof(uint32_t));
+        if (!s->overlay_slots) {
+            rc = SY_ENOMEM;
+        } else {
+            for (size_t i = 0; i < prev_overlay; i++)
+                if (s->slots[base->overlay_slots[i]].route)
+                    s->overlay_slots[s->overlay_count++] =
+                        base->overlay_slots[i];
+            memcpy(s->overlay_slots + s->overlay_count, added,
+                   added_count * sizeof *added);
+            s->overlay_count += added_count;
+            rc = s->overlay_count ? index_over(s, s->overlay_slots,
+                                               s->overlay_count, &s->overlay)
+                                  : SY_OK;
+        }
+    }
+    sy_free(a, added);
+    if (rc)
+        goto fail;
+    if ((rc = build_weights(s)))
+        goto fail;
+    if (base && !rebuild) {
+        if (base->max_groups > s->max_groups)
+            s->max_groups = base->max_groups;
+        if (base->max_vars > s->max_vars)
+            s->max_vars = base->max_vars;
+        for (size_t i = 0; i < s->overlay_count; i++)
+            scratch_needs(s, s->slots[s->overlay_slots[i]].route);
+    } else {
+        for (size_t i = 0; i < s->route_count; i++)
+            scratch_needs(s, s->slots[s->rank[i]].route);
+    }
+    uint64_t svc_fp = 0;
+    for (size_t i = 0; i < s->service_count; i++)
+        svc_fp = sy_hash_mix(svc_fp, service_fingerprint(s->services[i]));
+    s->fingerprint = sy_hash_mix(s->route_fp_sum, svc_fp);
+    s->bytes = sizeof *s + (size_t)s->slot_count * sizeof(sy_slot) +
+               s->route_count * sizeof(uint32_t) +
+               (size_t)(s->id_mask + 1) * sizeof(sy_id_entry) +
+               (s->overlay ? sy_index_bytes(s->overlay) : 0) +
+               (rebuild && s->base ? sy_index_bytes(s->base) : 0);
+    s->pub.bytes = s->bytes;
+    *out = s;
+    return SY_OK;
+
+fail:
+    snapshot_free_parts(s);
+    sy_pub_obj_free(a, &s->pub);
+    return sy_error_set(err, rc ? rc : SY_ENOMEM, "", "%s",
+                        sy_strerror(rc ? rc : SY_ENOMEM));
+}
+
+const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
+                                             const char *name, size_t len) {
+    size_t lo = 0, hi = s->service_count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const char *nm = sy_service_name(s->services[mid]);
+        size_t nl = strlen(nm);
+        int c = memcmp(nm, name, nl < len ? nl : len);
+        if (c == 0)
+            c = nl < len ? -1 : nl > len;
+        if (c == 0)
+            return s->services[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* ---- public read-only API ---- */
+
+const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle) {
+    return (const sy_snapshot *)sy_pub_ref_obj((sy_pub_ref)handle);
+}
+
+uint64_t sy_snapshot_generation(const sy_snapshot *h) {
+    return sy_snapshot_from_handle(h)->generation;
+}
+
+uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
+    return sy_snapshot_from_handle(h)->fingerprint;
+}
+
+size_t sy_snapshot_route_count(const sy_snapshot *h) {
+    return sy_snapshot_from_handle(h)->route_count;
+}
+
+const sy_route *sy_snapshot_route_at(const sy_snapshot *h, size_t i) {
+    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    return i < s->route_count ? s->slots[s->rank[i]].route : NULL;
+}
+
+const sy_route *sy_snapshot_find_route(const sy_snapshot *h, const char *id,
+                                       const char **source) {
+    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    if (!id)
+        return NULL;
+    uint32_t slot = sy_snapshot_find_slot(s, id);
+    if (slot == NONE)
+        return NULL;
+    if (source)
+        *source = s->slots[slot].source < s->source_count
+                      ? s->sources[s->slots[slot].source]
+                      : NULL;
+    return s->slots[slot].route;
+}

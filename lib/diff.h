@@ -1,0 +1,19 @@
+/*
+ * diff.h - three-way diffs of route lists by id and fingerprint: added,
+ * updated (with which parts changed) and removed ids, and the unchanged
+ * count. One core serves documents, snapshots and router applies.
+ */
+#ifndef SY_DIFF_H
+#define SY_DIFF_H
+
+#include "route.h"
+
+/* Diff two route lists (any order, unique ids within each). */
+int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
+                   size_t old_count, const struct sy_route *const *new_routes,
+                   size_t new_count, sy_diff **out);
+/* Which parts differ between two versions of one route (SY_CHANGED_*). */
+unsigned sy_diff_route_changes(const struct sy_route *a,
+                               const struct sy_route *b);
+
+#endif

@@ -1,0 +1,732 @@
+/* test_pattern.c - request splitting, PathPattern and Ant host patterns
+ * (route model 4.1): matching tables, captures, compile errors with
+ * offsets, introspection, and sy_regex. */
+#include "pattern.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+
+static sy_alloc A;
+
+static void setup(void) {
+    sy_alloc_init(&A, NULL);
+}
+
+/* Everything one match needs, built from text. */
+typedef struct mt {
+    sy_pattern *p;
+    sy_segments segs;
+    sy_arena scratch;
+    pcre2_match_data *md;
+    sy_capture caps[16];
+    size_t ncaps;
+} mt;
+
+static void mt_open(mt *m, const char *pat, bool host) {
+    memset(m, 0, sizeof *m);
+    sy_error err;
+    int rc = host ? sy_pattern_compile_host(&A, pat, &m->p, &err)
+                  : sy_pattern_compile_path(&A, pat, &m->p, &err);
+    ck_assert_msg(rc == 0, "%s: %s at %zu", pat, err.message, err.offset);
+    sy_arena_init(&m->scratch, &A, 256);
+    m->md = pcre2_match_data_create(sy_pattern_max_groups(m->p), NULL);
+}
+
+static bool mt_run(mt *m, const char *input, bool mts) {
+    m->ncaps = 0;
+    sy_arena_reset(&m->scratch);
+    sy_str s = {input, strlen(input)};
+    ck_assert(sy_segments_split(&m->segs, s, &m->scratch, &A));
+    return sy_pattern_match_path(m->p, &m->segs, mts, m->caps, &m->ncaps, m->md,
+                                 &m->scratch);
+}
+
+static bool mt_host(mt *m, const char *input) {
+    m->ncaps = 0;
+    sy_str s = {input, strlen(input)};
+    ck_assert(sy_segments_split_host(&m->segs, s, &A));
+    return sy_pattern_match_host(m->p, &m->segs, m->caps, &m->ncaps, m->md);
+}
+
+static void mt_close(mt *m) {
+    sy_pattern_free(m->p);
+    sy_segments_free(&m->segs, &A);
+    sy_arena_free(&m->scratch);
+    pcre2_match_data_free(m->md);
+}
+
+/* Does `pat` match `path` (matchTrailingSlash as given)? */
+static bool pm(const char *pat, const char *path, bool mts) {
+    mt m;
+    mt_open(&m, pat, false);
+    bool r = mt_run(&m, path, mts);
+    mt_close(&m);
+    return r;
+}
+
+static bool hm(const char *pat, const char *host) {
+    mt m;
+    mt_open(&m, pat, true);
+    bool r = mt_host(&m, host);
+    mt_close(&m);
+    return r;
+}
+
+/* The value captured for `name`, as a malloc'd string, or NULL when the
+ * pattern did not match or has no such capture. */
+static char *pcap(const char *pat, const char *path, const char *name) {
+    mt m;
+    mt_open(&m, pat, false);
+    char *v = NULL;
+    if (mt_run(&m, path, true))
+        for (size_t i = 0; i < m.ncaps; i++)
+            if (sy_str_eq(m.caps[i].name, name, strlen(name)))
+                v = strndup(m.caps[i].value.ptr, m.caps[i].value.len);
+    mt_close(&m);
+    return v;
+}
+
+static char *hcap(const char *pat, const char *host, const char *name) {
+    mt m;
+    mt_open(&m, pat, true);
+    char *v = NULL;
+    if (mt_host(&m, host))
+        for (size_t i = 0; i < m.ncaps; i++)
+            if (sy_str_eq(m.caps[i].name, name, strlen(name)))
+                v = strndup(m.caps[i].value.ptr, m.caps[i].value.len);
+    mt_close(&m);
+    return v;
+}
+
+#define ck_cap(got, want)                                                      \
+    do {                                                                       \
+        char *g_ = (got);                                                      \
+        ck_assert_ptr_nonnull(g_);                                             \
+        ck_assert_str_eq(g_, want);                                            \
+        free(g_);                                                              \
+    } while (0)
+
+static void ck_err(const char *pat, bool host, int code, size_t offset) {
+    sy_pattern *p = NULL;
+    sy_error err;
+    int rc = host ? sy_pattern_compile_host(&A, pat, &p, &err)
+                  : sy_pattern_compile_path(&A, pat, &p, &err);
+    ck_assert_msg(rc == code, "%s: rc %d, want %d", pat, rc, code);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(err.code, code);
+    ck_assert_msg(err.offset == offset, "%s: offset %zu, want %zu (%s)", pat,
+                  err.offset, offset, err.message);
+    ck_assert_str_eq(err.path, "");
+    ck_assert(err.message[0] != '\0');
+}
+
+/* ---- splitting ---- */
+
+static void ck_seg(const sy_segments *s, size_t i, const char *dec,
+                   const char *raw) {
+    ck_assert_uint_gt(s->count, i);
+    ck_assert_msg(sy_str_eq(s->dec[i], dec, strlen(dec)), "dec[%zu] '%.*s'", i,
+                  (int)s->dec[i].len, s->dec[i].ptr);
+    ck_assert_msg(sy_str_eq(s->raw[i], raw, strlen(raw)), "raw[%zu] '%.*s'", i,
+                  (int)s->raw[i].len, s->raw[i].ptr);
+}
+
+static sy_segments split(const char *path, sy_arena *ar) {
+    sy_segments s = {0};
+    ck_assert(sy_segments_split(&s, (sy_str){path, strlen(path)}, ar, &A));
+    return s;
+}
+
+START_TEST(split_decodes_each_segment_after_splitting) {
+    sy_arena ar;
+    sy_arena_init(&ar, &A, 128);
+    sy_segments s = split("/a/b%2Fc/%41", &ar);
+    ck_assert_uint_eq(s.count, 3);
+    ck_seg(&s, 0, "a", "a");
+    ck_seg(&s, 1, "b/c", "b%2Fc");
+    ck_seg(&s, 2, "A", "%41");
+    sy_segments_free(&s, &A);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+START_TEST(split_drops_matrix_params_before_decoding) {
+    sy_arena ar;
+    sy_arena_init(&ar, &A, 128);
+    sy_segments s = split("/a;x=1;y=2/b%3Bc;z/", &ar);
+    ck_assert_uint_eq(s.count, 3);
+    ck_seg(&s, 0, "a", "a;x=1;y=2");
+    ck_seg(&s, 1, "b;c", "b%3Bc;z");
+    ck_seg(&s, 2, "", "");
+    sy_segments_free(&s, &A);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+START_TEST(split_keeps_empty_segments) {
+    sy_arena ar;
+    sy_arena_init(&ar, &A, 128);
+    sy_segments s = split("/a//b", &ar);
+    ck_assert_uint_eq(s.count, 3);
+    ck_seg(&s, 1, "", "");
+    ck_seg(&s, 2, "b", "b");
+    sy_segments_free(&s, &A);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+START_TEST(split_root_is_one_empty_segment_and_empty_is_none) {
+    sy_arena ar;
+    sy_arena_init(&ar, &A, 128);
+    sy_segments s = split("/", &ar);
+    ck_assert_uint_eq(s.count, 1);
+    ck_seg(&s, 0, "", "");
+    ck_assert(sy_segments_split(&s, (sy_str){"", 0}, &ar, &A));
+    ck_assert_uint_eq(s.count, 0);
+    sy_segments_free(&s, &A);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+START_TEST(split_treats_missing_leading_slash_as_present) {
+    sy_arena ar;
+    sy_arena_init(&ar, &A, 128);
+    sy_segments s = split("a/b", &ar);
+    ck_assert_uint_eq(s.count, 2);
+    ck_seg(&s, 0, "a", "a");
+    sy_segments_free(&s, &A);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+START_TEST(split_keeps_invalid_escapes) {
+    sy_arena ar;
+    sy_arena_init(&ar, &A, 128);
+    sy_segments s = split("/%zz%4/%", &ar);
+    ck_seg(&s, 0, "%zz%4", "%zz%4");
+    ck_seg(&s, 1, "%", "%");
+    sy_segments_free(&s, &A);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+START_TEST(split_grows_arrays_only_when_too_small) {
+    sy_arena ar;
+    sy_arena_init(&ar, &A, 128);
+    sy_segments s = split("/a/b/c/d/e/f/g/h/i/j", &ar);
+    ck_assert_uint_eq(s.count, 10);
+    size_t cap = s.cap;
+    sy_str *dec = s.dec;
+    ck_assert(sy_segments_split(&s, (sy_str){"/x/y", 4}, &ar, &A));
+    ck_assert_uint_eq(s.count, 2);
+    ck_assert_uint_eq(s.cap, cap);
+    ck_assert_ptr_eq(s.dec, dec);
+    sy_segments_free(&s, &A);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+START_TEST(split_without_escapes_points_into_the_path) {
+    sy_arena ar;
+    sy_arena_init(&ar, &A, 128);
+    const char *path = "/plain/text";
+    sy_segments s = split(path, &ar);
+    ck_assert_ptr_eq(s.dec[0].ptr, path + 1);
+    ck_assert_ptr_eq(s.dec[1].ptr, path + 7);
+    sy_segments_free(&s, &A);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+START_TEST(split_host_on_dots_keeps_the_port) {
+    sy_segments s = {0};
+    ck_assert(sy_segments_split_host(&s, (sy_str){"example.com:8080", 16}, &A));
+    ck_assert_uint_eq(s.count, 2);
+    ck_seg(&s, 0, "example", "example");
+    ck_seg(&s, 1, "com:8080", "com:8080");
+    sy_segments_free(&s, &A);
+}
+END_TEST
+
+/* ---- path matching ---- */
+
+typedef struct row {
+    const char *pat, *path;
+    bool want;
+} row;
+
+static void table(const row *rows, size_t n, bool mts) {
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(pm(rows[i].pat, rows[i].path, mts) == rows[i].want,
+                      "'%s' vs '%s' (mts=%d): want %d", rows[i].pat,
+                      rows[i].path, mts, rows[i].want);
+}
+
+START_TEST(literal_segments_are_case_sensitive) {
+    static const row r[] = {
+        {"/api/users", "/api/users", true},
+        {"/api/users", "/API/users", false},
+        {"/api/users", "/api/users/x", false},
+        {"/api/users", "/api", false},
+        {"/", "/", true},
+        {"/", "/a", false},
+    };
+    table(r, SY_ARRAY_LEN(r), false);
+}
+END_TEST
+
+START_TEST(question_mark_matches_exactly_one_character) {
+    static const row r[] = {
+        {"/a?c", "/abc", true},   {"/a?c", "/ac", false},
+        {"/a?c", "/abbc", false}, {"/a?c", "/a%C3%A9c", true},
+        {"/???", "/xyz", true},   {"/???", "/xy", false},
+        {"/a?c", "/a%2Fc", true},
+    };
+    table(r, SY_ARRAY_LEN(r), false);
+}
+END_TEST
+
+START_TEST(star_stays_within_one_segment) {
+    static const row r[] = {
+        {"/a/*/c", "/a/b/c", true},         {"/a/*/c", "/a/b/x/c", false},
+        {"/file*.txt", "/file.txt", true},  {"/file*.txt", "/file-1.txt", true},
+        {"/file*.txt", "/fileXtxt", false}, {"/*.json", "/x/y.json", false},
+    };
+    table(r, SY_ARRAY_LEN(r), false);
+}
+END_TEST
+
+START_TEST(star_last_may_match_the_empty_last_segment) {
+    static const row r[] = {
+        {"/a/*", "/a/", true},
+        {"/a/*", "/a", false},
+        {"/a/*", "/a/b", true},
+        {"/a/*", "/a/b/", false},
+    };
+    table(r, SY_ARRAY_LEN(r), false);
+}
+END_TEST
+
+START_TEST(star_in_the_middle_needs_a_nonempty_segment) {
+    ck_assert(!pm("/a/*/c", "/a//c", false));
+    ck_assert(pm("/a/*/c", "/a/b/c", false));
+}
+END_TEST
+
+START_TEST(empty_segments_keep_their_separators) {
+    static const row r[] = {
+        {"/a/b", "/a//b", false},
+        {"/a//b", "/a//b", true},
+        {"/a//b", "/a/b", false},
+        {"/a/{x}", "/a//", false},
+    };
+    table(r, SY_ARRAY_LEN(r), true);
+}
+END_TEST
+
+START_TEST(var_captures_one_decoded_nonempty_segment) {
+    ck_cap(pcap("/users/{id}", "/users/42", "id"), "42");
+    ck_cap(pcap("/users/{id}", "/users/a%20b", "id"), "a b");
+    ck_assert_ptr_null(pcap("/users/{id}", "/users/", "id"));
+    ck_assert(!pm("/users/{id}", "/users/1/2", false));
+}
+END_TEST
+
+START_TEST(percent_encoded_slash_stays_inside_its_segment) {
+    ck_cap(pcap("/files/{name}", "/files/a%2Fb", "name"), "a/b");
+    ck_assert(!pm("/files/{name}", "/files/a/b", false));
+}
+END_TEST
+
+START_TEST(matrix_params_are_ignored_when_matching) {
+    ck_assert(pm("/cars/{make}/x", "/cars/vw;color=red/x", false));
+    ck_cap(pcap("/cars/{make}", "/cars/vw;color=red", "make"), "vw");
+    ck_assert(pm("/cars", "/cars;a=b", false));
+}
+END_TEST
+
+START_TEST(regex_var_must_match_the_whole_segment) {
+    static const row r[] = {
+        {"/o/{id:\\d+}", "/o/123", true},
+        {"/o/{id:\\d+}", "/o/12a", false},
+        {"/o/{id:\\d+}", "/o/a12", false},
+        {"/o/{id:a|ab}", "/o/ab", true},
+        {"/o/{id:[a-z]{2}}", "/o/ab", true},
+        {"/o/{id:[a-z]{2}}", "/o/abc", false},
+    };
+    table(r, SY_ARRAY_LEN(r), false);
+    ck_cap(pcap("/o/{id:(\\d)(\\d)}", "/o/12", "id"), "12");
+}
+END_TEST
+
+START_TEST(mixed_segment_captures_each_variable) {
+    ck_cap(pcap("/img/{name}-{size}.png", "/img/logo-64.png", "name"), "logo");
+    ck_cap(pcap("/img/{name}-{size}.png", "/img/logo-64.png", "size"), "64");
+    ck_cap(pcap("/v{major:\\d+}.{minor:\\d+}", "/v1.20", "minor"), "20");
+    ck_assert(!pm("/img/{name}.png", "/img/logoXpng", false));
+    ck_assert(!pm("/v{major:\\d+}", "/vx", false));
+}
+END_TEST
+
+START_TEST(double_star_last_matches_zero_or_more_segments) {
+    static const row r[] = {
+        {"/a/**", "/a", true},     {"/a/**", "/a/", true},
+        {"/a/**", "/a/b/c", true}, {"/a/**", "/b", false},
+        {"/a/**", "/ab", false},   {"/**", "/", true},
+        {"/**", "/x/y", true},     {"/a/b/**", "/a", false},
+    };
+    table(r, SY_ARRAY_LEN(r), false);
+}
+END_TEST
+
+START_TEST(double_star_first_matches_any_prefix) {
+    static const row r[] = {
+        {"/**/x.json", "/x.json", true},
+        {"/**/x.json", "/a/b/x.json", true},
+        {"/**/x.json", "/a/b/y.json", false},
+        {"/**/{f}.json", "/a/b.json", true},
+    };
+    table(r, SY_ARRAY_LEN(r), false);
+}
+END_TEST
+
+START_TEST(capture_rest_includes_the_leading_slash) {
+    ck_cap(pcap("/static/{*path}", "/static/css/a%2Fb.css", "path"),
+           "/css/a/b.css");
+    ck_cap(pcap("/static/{*path}", "/static", "path"), "");
+    ck_cap(pcap("/static/{*path}", "/static/", "path"), "/");
+    ck_cap(pcap("/{*path}/x", "/a/b/x", "path"), "/a/b");
+}
+END_TEST
+
+START_TEST(trailing_slash_matches_when_enabled) {
+    static const row on[] = {
+        {"/a", "/a/", true},
+        {"/a/{x}", "/a/b/", true},
+        {"/a", "/a//", false},
+        {"/a/", "/a/", true},
+    };
+    table(on, SY_ARRAY_LEN(on), true);
+    static const row off[] = {
+        {"/a", "/a/", false},
+        {"/a/{x}", "/a/b/", false},
+    };
+    table(off, SY_ARRAY_LEN(off), false);
+}
+END_TEST
+
+START_TEST(trailing_slash_is_not_a_matrix_only_segment) {
+    ck_assert(!pm("/a", "/a/;x=1", true));
+}
+END_TEST
+
+START_TEST(pattern_without_leading_slash_behaves_as_with_one) {
+    ck_assert(pm("a/{b}", "/a/x", false));
+}
+END_TEST
+
+START_TEST(failed_match_leaves_capture_count_unchanged) {
+    mt m;
+    mt_open(&m, "/{a}/{b}/z", false);
+    m.ncaps = 0;
+    sy_arena_reset(&m.scratch);
+    ck_assert(
+        sy_segments_split(&m.segs, (sy_str){"/x/y/q", 6}, &m.scratch, &A));
+    m.ncaps = 3;
+    ck_assert(!sy_pattern_match_path(m.p, &m.segs, true, m.caps, &m.ncaps, m.md,
+                                     &m.scratch));
+    ck_assert_uint_eq(m.ncaps, 3);
+    mt_close(&m);
+}
+END_TEST
+
+START_TEST(captures_append_after_existing_ones) {
+    mt m;
+    mt_open(&m, "/{a}/{b}", false);
+    ck_assert(sy_segments_split(&m.segs, (sy_str){"/x/y", 4}, &m.scratch, &A));
+    m.ncaps = 2;
+    ck_assert(sy_pattern_match_path(m.p, &m.segs, true, m.caps, &m.ncaps, m.md,
+                                    &m.scratch));
+    ck_assert_uint_eq(m.ncaps, 4);
+    ck_assert(sy_str_eq(m.caps[2].name, "a", 1));
+    ck_assert(sy_str_eq(m.caps[3].value, "y", 1));
+    mt_close(&m);
+}
+END_TEST
+
+START_TEST(null_caps_matches_without_capturing) {
+    mt m;
+    mt_open(&m, "/{a}/{*rest}", false);
+    ck_assert(sy_segments_split(&m.segs, (sy_str){"/x/y", 4}, &m.scratch, &A));
+    size_t n = 7;
+    ck_assert(sy_pattern_match_path(m.p, &m.segs, true, NULL, &n, m.md, NULL));
+    ck_assert_uint_eq(n, 7);
+    mt_close(&m);
+}
+END_TEST
+
+START_TEST(pathological_regex_is_bounded_by_the_match_limit) {
+    ck_assert(
+        !pm("/{x:(a+)+b}", "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false));
+    ck_assert(pm("/{x:(a+)+b}", "/aaab", false));
+}
+END_TEST
+
+/* ---- errors ---- */
+
+START_TEST(double_star_in_the_middle_is_an_error_at_its_offset) {
+    ck_err("/a/**/b", false, SY_EPATTERN, 3);
+    ck_err("/a/{*rest}/b", false, SY_EPATTERN, 3);
+}
+END_TEST
+
+START_TEST(second_multi_segment_is_an_error_at_its_offset) {
+    ck_err("/**/a/**", false, SY_EPATTERN, 6);
+    ck_err("/{*x}/{*y}", false, SY_EPATTERN, 6);
+}
+END_TEST
+
+START_TEST(capture_rest_must_be_a_whole_segment) {
+    ck_err("/a/x{*y}", false, SY_EPATTERN, 4);
+}
+END_TEST
+
+START_TEST(duplicate_variable_is_an_error_at_the_second) {
+    ck_err("/{a}/{a}", false, SY_EPATTERN, 5);
+    ck_err("/{a}-{b}/{*b}", false, SY_EPATTERN, 9);
+}
+END_TEST
+
+START_TEST(bad_regex_reports_offset_inside_the_pattern) {
+    sy_pattern *p = NULL;
+    sy_error err;
+    ck_assert_int_eq(sy_pattern_compile_path(&A, "/x/{id:a)b}", &p, &err),
+                     SY_EREGEX);
+    ck_assert_uint_eq(err.offset, 8); /* the ')' */
+    ck_assert_ptr_nonnull(strstr(err.message, "parenthesis"));
+    ck_err("/x/{a}-{id:[z}", false, SY_EREGEX, 13); /* end of "[z" */
+}
+END_TEST
+
+START_TEST(unbalanced_braces_are_errors) {
+    ck_err("/a/{x", false, SY_EPATTERN, 3);
+    ck_err("/a}", false, SY_EPATTERN, 2);
+    ck_err("/{}", false, SY_EPATTERN, 1);
+}
+END_TEST
+
+START_TEST(capturing_group_in_a_mixed_segment_is_an_error) {
+    ck_err("/{a}-{b:(x)}", false, SY_EPATTERN, 8);
+}
+END_TEST
+
+/* ---- host patterns ---- */
+
+START_TEST(host_patterns_match_labels) {
+    static const struct {
+        const char *pat, *host;
+        bool want;
+    } r[] = {
+        {"example.com", "example.com", true},
+        {"example.com", "Example.com", false},
+        {"example.com", "example.com:8080", false},
+        {"example.com:8080", "example.com:8080", true},
+        {"*.example.com", "api.example.com", true},
+        {"*.example.com", "example.com", false},
+        {"*.example.com", "a.b.example.com", false},
+        {"**.example.com", "example.com", true},
+        {"**.example.com", "a.b.example.com", true},
+        {"api.**", "api.example.com:8443", true},
+        {"ap?.example.com", "api.example.com", true},
+        {"ap?.example.com", "ap.example.com", false},
+        {"web-*.example.com", "web-1.example.com", true},
+        {"{sub:[a-z]+\\.x}.com", "ab.x.com", false},
+        {"{sub:[a-z]+}.com", "ab.com", true},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(r); i++)
+        ck_assert_msg(hm(r[i].pat, r[i].host) == r[i].want, "%s vs %s",
+                      r[i].pat, r[i].host);
+}
+END_TEST
+
+START_TEST(host_variables_are_captured) {
+    ck_cap(hcap("{sub}.example.com", "api.example.com", "sub"), "api");
+    ck_cap(hcap("{sub}.example.com:{port}", "api.example.com:8080", "sub"),
+           "api");
+    ck_cap(hcap("{sub}.example.{tld:com|org}", "a.example.org", "tld"), "org");
+}
+END_TEST
+
+START_TEST(host_pattern_errors) {
+    ck_err("**.a.**", true, SY_EPATTERN, 5);
+    ck_err("{*x}.com", true, SY_EPATTERN, 0);
+    ck_err("{a}.{a}", true, SY_EPATTERN, 4);
+    ck_err("{a:(}.com", true, SY_EREGEX, 4);
+}
+END_TEST
+
+/* ---- introspection, regex, memory ---- */
+
+START_TEST(introspection_reports_segment_kinds_and_literals) {
+    sy_pattern *p;
+    ck_assert_int_eq(
+        sy_pattern_compile_path(&A, "/api/{v}/f*.txt/*/**", &p, NULL), 0);
+    ck_assert_uint_eq(sy_pattern_segment_count(p), 5);
+    ck_assert_int_eq(sy_pattern_segment_kind(p, 0), SY_SEG_LITERAL);
+    ck_assert(sy_str_eq(sy_pattern_literal(p, 0), "api", 3));
+    ck_assert_int_eq(sy_pattern_segment_kind(p, 1), SY_SEG_SINGLE);
+    ck_assert_int_eq(sy_pattern_segment_kind(p, 2), SY_SEG_SINGLE);
+    ck_assert_int_eq(sy_pattern_segment_kind(p, 3), SY_SEG_SINGLE);
+    ck_assert_int_eq(sy_pattern_segment_kind(p, 4), SY_SEG_MULTI);
+    ck_assert_str_eq(sy_pattern_source(p), "/api/{v}/f*.txt/*/**");
+    ck_assert_uint_eq(sy_pattern_var_count(p), 1);
+    sy_pattern_free(p);
+}
+END_TEST
+
+START_TEST(max_groups_covers_every_regex) {
+    sy_pattern *p;
+    ck_assert_int_eq(
+        sy_pattern_compile_path(&A, "/{a}-{b}/{c:(x)(y)(z)}", &p, NULL), 0);
+    ck_assert_uint_eq(sy_pattern_max_groups(p), 4);
+    ck_assert_uint_eq(sy_pattern_var_count(p), 3);
+    sy_pattern_free(p);
+}
+END_TEST
+
+START_TEST(regex_full_match_is_anchored_at_both_ends) {
+    sy_regex *re;
+    ck_assert_int_eq(sy_regex_compile(&A, "ab|abc", &re, NULL), 0);
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    ck_assert(sy_regex_full_match(re, "abc", 3, md));
+    ck_assert(sy_regex_full_match(re, "ab", 2, md));
+    ck_assert(!sy_regex_full_match(re, "xab", 3, md));
+    ck_assert(!sy_regex_full_match(re, "abcd", 4, md));
+    ck_assert_uint_eq(sy_regex_groups(re), 1);
+    pcre2_match_data_free(md);
+    sy_regex_free(re);
+}
+END_TEST
+
+START_TEST(regex_error_reports_pcre2_offset) {
+    sy_regex *re = (sy_regex *)1;
+    sy_error err;
+    ck_assert_int_eq(sy_regex_compile(&A, "ab[", &re, &err), SY_EREGEX);
+    ck_assert_ptr_null(re);
+    ck_assert_uint_eq(err.offset, 3);
+    ck_assert_ptr_nonnull(strstr(err.message, "]"));
+}
+END_TEST
+
+typedef struct counting {
+    long live, calls;
+} counting;
+static void *c_malloc(void *d, size_t n) {
+    ((counting *)d)->live++;
+    ((counting *)d)->calls++;
+    return malloc(n);
+}
+static void *c_realloc(void *d, void *p, size_t n) {
+    if (!p)
+        ((counting *)d)->live++;
+    ((counting *)d)->calls++;
+    return realloc(p, n);
+}
+static void c_free(void *d, void *p) {
+    ((counting *)d)->live--;
+    free(p);
+}
+
+START_TEST(all_pattern_memory_goes_through_the_hooks) {
+    counting c = {0, 0};
+    sy_allocator user = {c_malloc, c_realloc, c_free, &c};
+    sy_alloc ca;
+    sy_alloc_init(&ca, &user);
+    sy_pattern *p;
+    ck_assert_int_eq(
+        sy_pattern_compile_path(&ca, "/a/{x:\\d+}/{y}-{z}.png/**", &p, NULL),
+        0);
+    long after_compile = c.calls;
+    ck_assert_int_gt(after_compile, 5); /* PCRE2 used the hooks too */
+    sy_pattern_free(p);
+    sy_regex *re;
+    ck_assert_int_eq(sy_regex_compile(&ca, "x+", &re, NULL), 0);
+    sy_regex_free(re);
+    ck_assert_int_eq(sy_pattern_compile_path(&ca, "/{a:(}", &p, NULL),
+                     SY_EREGEX);
+    ck_assert_int_eq(c.live, 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("pattern");
+    TCase *t = tcase_create("split");
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_test(t, split_decodes_each_segment_after_splitting);
+    tcase_add_test(t, split_drops_matrix_params_before_decoding);
+    tcase_add_test(t, split_keeps_empty_segments);
+    tcase_add_test(t, split_root_is_one_empty_segment_and_empty_is_none);
+    tcase_add_test(t, split_treats_missing_leading_slash_as_present);
+    tcase_add_test(t, split_keeps_invalid_escapes);
+    tcase_add_test(t, split_grows_arrays_only_when_too_small);
+    tcase_add_test(t, split_without_escapes_points_into_the_path);
+    tcase_add_test(t, split_host_on_dots_keeps_the_port);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("path");
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_test(t, literal_segments_are_case_sensitive);
+    tcase_add_test(t, question_mark_matches_exactly_one_character);
+    tcase_add_test(t, star_stays_within_one_segment);
+    tcase_add_test(t, star_last_may_match_the_empty_last_segment);
+    tcase_add_test(t, star_in_the_middle_needs_a_nonempty_segment);
+    tcase_add_test(t, empty_segments_keep_their_separators);
+    tcase_add_test(t, var_captures_one_decoded_nonempty_segment);
+    tcase_add_test(t, percent_encoded_slash_stays_inside_its_segment);
+    tcase_add_test(t, matrix_params_are_ignored_when_matching);
+    tcase_add_test(t, regex_var_must_match_the_whole_segment);
+    tcase_add_test(t, mixed_segment_captures_each_variable);
+    tcase_add_test(t, double_star_last_matches_zero_or_more_segments);
+    tcase_add_test(t, double_star_first_matches_any_prefix);
+    tcase_add_test(t, capture_rest_includes_the_leading_slash);
+    tcase_add_test(t, trailing_slash_matches_when_enabled);
+    tcase_add_test(t, trailing_slash_is_not_a_matrix_only_segment);
+    tcase_add_test(t, pattern_without_leading_slash_behaves_as_with_one);
+    tcase_add_test(t, failed_match_leaves_capture_count_unchanged);
+    tcase_add_test(t, captures_append_after_existing_ones);
+    tcase_add_test(t, null_caps_matches_without_capturing);
+    tcase_add_test(t, pathological_regex_is_bounded_by_the_match_limit);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("errors");
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_test(t, double_star_in_the_middle_is_an_error_at_its_offset);
+    tcase_add_test(t, second_multi_segment_is_an_error_at_its_offset);
+    tcase_add_test(t, capture_rest_must_be_a_whole_segment);
+    tcase_add_test(t, duplicate_variable_is_an_error_at_the_second);
+    tcase_add_test(t, bad_regex_reports_offset_inside_the_pattern);
+    tcase_add_test(t, unbalanced_braces_are_errors);
+    tcase_add_test(t, capturing_group_in_a_mixed_segment_is_an_error);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("host");
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_test(t, host_patterns_match_labels);
+    tcase_add_test(t, host_variables_are_captured);
+    tcase_add_test(t, host_pattern_errors);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("misc");
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_test(t, introspection_reports_segment_kinds_and_literals);
+    tcase_add_test(t, max_groups_covers_every_regex);
+    tcase_add_test(t, regex_full_match_is_anchored_at_both_ends);
+    tcase_add_test(t, regex_error_reports_pcre2_offset);
+    tcase_add_test(t, all_pattern_memory_goes_through_the_hooks);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    return sy_test_run(suite());
+}

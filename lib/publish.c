@@ -520,3 +520,19 @@ double sy_pub_bench_acquire_release_ns(int threads, bool storm,
     sy_pub_free(b.pub);
     return ok ? sum / threads : -1;
 }
+
+#ifdef SY_PUBLISH_BROKEN
+#undef sy_pub_obj_alloc
+#undef sy_pub_obj_free
+#undef sy_pub_obj_dead
+#undef sy_pub_new
+#undef sy_pub_free
+#undef sy_pub_acquire
+#undef sy_pub_release
+#undef sy_pub_publish
+#undef sy_pub_current
+#undef sy_pub_reclaim
+#undef sy_pub_check_held
+#undef sy_pub_metrics_get
+#undef sy_pub_bench_acquire_release_ns
+#endif

@@ -1,0 +1,64 @@
+/*
+ * filter_int.h - the compiled filter, shared by filter.c (compiling) and
+ * filter_plan.c (computing the plan). Private to those two files.
+ */
+#ifndef SY_FILTER_INT_H
+#define SY_FILTER_INT_H
+
+#include "filter.h"
+
+/* Default of RequestHeaderSize's and RequestSize's error header. */
+#define SY_FILTER_ERROR_HEADER "errorMessage"
+
+/*
+ * One compiled filter. Which members are used depends on `id`:
+ *
+ *   AddRequestHeader, SetRequestHeader,     name, value (template)
+ *   AddRequestParameter, SetResponseHeader
+ *   AddResponseHeader                       name, value, flag = override
+ *   AddRequestHeadersIfNotPresent           items (name, value template)
+ *   DedupeResponseHeader                    name (space separated), arg
+ *   MapRequestHeader                        name = from, value = to
+ *   PrefixPath                              value = prefix
+ *   RedirectTo                              status, value = url,
+ *                                           flag = includeRequestParams
+ *   Remove{Request,Response}Header,         name
+ *   RemoveRequestParameter
+ *   RequestHeaderSize                       size, name = error header
+ *   RequestSize                             size
+ *   RewritePath                             re, mctx, value = replacement
+ *                                           in pcre2_substitute syntax
+ *   RewriteResponseHeader                   name, arg = regexp, value =
+ *                                           replacement (PCRE2 syntax)
+ *   RewriteLocationResponseHeader           name = locationHeaderName,
+ *                                           value = hostValue, arg =
+ *                                           stripVersion, entry (all args)
+ *   SetPath                                 value = template
+ *   SetRequestHostHeader                    value = host template
+ *   SetStatus                               status
+ *   StripPrefix                             size = parts
+ *   Retry, RequestRateLimiter,              entry
+ *   CircuitBreaker, host filters
+ *
+ * Every string is NUL-terminated and lives in `arena`.
+ */
+struct sy_filter {
+    sy_builtin id; /* a SY_F_* value, or SY_HOST_FACTORY */
+    const sy_alloc *alloc;
+    sy_arena arena;
+    sy_str name;
+    sy_str value;
+    sy_str arg;
+    bool flag;
+    bool value_has_vars; /* value contains '{' */
+    int status;
+    int64_t size;
+    sy_header *items;
+    size_t item_count;
+    pcre2_code *re;
+    pcre2_match_context *mctx;
+    uint32_t groups; /* capture groups of re + 1 */
+    sy_filter_entry entry;
+};
+
+#endif

@@ -1,0 +1,948 @@
+/* test_filter.c - compiling filters and computing the filter plan
+ * (route model section 5): every pure filter's effect, ordering, {var}
+ * expansion, short-circuits, host entries and compile errors. */
+#include "filter.h"
+#include "testutil.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ENTRY_PATH "routes[0].filters[0]"
+
+static sy_alloc A;
+static sy_compile_env ENV;
+static sy_request REQ;
+static sy_header HDRS[16];
+static sy_capture VARS[8];
+static size_t NVARS;
+static sy_arena SCRATCH;
+static pcre2_match_data *MD;
+static sy_plan P;
+static sy_filter *ROUTE[16], *DEFAULTS[16];
+static size_t NROUTE, NDEFAULTS;
+static sy_kv KVS[64];
+static size_t NKVS;
+static sy_error ERR;
+
+static void setup(void) {
+    sy_alloc_init(&A, NULL);
+    ENV.alloc = &A;
+    ENV.registry = NULL;
+    sy_request r = SY_REQUEST_INIT;
+    REQ = r;
+    REQ.method = (sy_str){"GET", 3};
+    REQ.path = (sy_str){"/", 1};
+    REQ.headers = HDRS;
+    NVARS = NROUTE = NDEFAULTS = NKVS = 0;
+    sy_arena_init(&SCRATCH, &A, 512);
+    MD = pcre2_match_data_create(16, NULL);
+    memset(&P, 0, sizeof P);
+    sy_error_clear(&ERR);
+}
+
+static void teardown(void) {
+    for (size_t i = 0; i < NROUTE; i++)
+        sy_filter_free(ROUTE[i], &A);
+    for (size_t i = 0; i < NDEFAULTS; i++)
+        sy_filter_free(DEFAULTS[i], &A);
+    sy_arena_free(&SCRATCH);
+    pcre2_match_data_free(MD);
+}
+
+static sy_str S(const char *s) {
+    return (sy_str){s, strlen(s)};
+}
+
+static void eq(sy_str got, const char *want) {
+    ck_assert_msg(got.len == strlen(want) &&
+                      (got.len == 0 || memcmp(got.ptr, want, got.len) == 0),
+                  "got \"%.*s\", want \"%s\"", (int)got.len,
+                  got.ptr ? got.ptr : "", want);
+}
+
+static void header(const char *name, const char *value) {
+    HDRS[REQ.header_count++] = (sy_header){S(name), S(value)};
+}
+
+static void var(const char *name, const char *value) {
+    VARS[NVARS++] = (sy_capture){S(name), S(value)};
+}
+
+/* Build an entry: filter name then key, value pairs, NULL-terminated. */
+static sy_def_entry entry_v(const char *name, va_list ap) {
+    sy_def_entry e = {name,
+                      sy_factory_find(SY_FACTORY_FILTER, name, strlen(name)),
+                      NULL, &KVS[NKVS], 0};
+    const char *k;
+    while ((k = va_arg(ap, const char *)) != NULL) {
+        KVS[NKVS++] = (sy_kv){k, va_arg(ap, const char *)};
+        e.arg_count++;
+    }
+    return e;
+}
+
+/* Compile and expect success. */
+static sy_filter *filt(const char *name, ...) {
+    va_list ap;
+    va_start(ap, name);
+    sy_def_entry e = entry_v(name, ap);
+    va_end(ap);
+    sy_filter *f = NULL;
+    int rc = sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR);
+    ck_assert_msg(rc == 0, "%s: %d %s: %s", name, rc, ERR.path, ERR.message);
+    ck_assert_ptr_nonnull(f);
+    return f;
+}
+
+/* Compile and expect failure; returns the code. */
+static int filt_err(const char *name, ...) {
+    va_list ap;
+    va_start(ap, name);
+    sy_def_entry e = entry_v(name, ap);
+    va_end(ap);
+    sy_filter *f = (sy_filter *)&e; /* must be reset to NULL */
+    int rc = sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_ptr_null(f);
+    return rc;
+}
+
+static void route(sy_filter *f) {
+    ROUTE[NROUTE++] = f;
+}
+static void dflt(sy_filter *f) {
+    DEFAULTS[NDEFAULTS++] = f;
+}
+
+static sy_plan *run(void) {
+    int rc = sy_plan_compute(&P, (const sy_filter *const *)DEFAULTS, NDEFAULTS,
+                             (const sy_filter *const *)ROUTE, NROUTE, &REQ,
+                             VARS, NVARS, MD, &SCRATCH);
+    ck_assert_int_eq(rc, 0);
+    return &P;
+}
+
+static void has_header(size_t i, const char *name, const char *value) {
+    ck_assert_uint_gt(P.header_count, i);
+    eq(P.headers[i].name, name);
+    eq(P.headers[i].value, value);
+}
+
+/* ------------------------------------------------------------------ */
+
+START_TEST(plan_starts_from_the_request) {
+    REQ.path = S("/a/b");
+    REQ.query = S("x=1");
+    header("Accept", "*/*");
+    run();
+    ck_assert_int_eq(P.action, SY_ACTION_PROXY);
+    ck_assert_int_eq(P.status, 0);
+    eq(P.path, "/a/b");
+    eq(P.query, "x=1");
+    ck_assert_uint_eq(P.header_count, 1);
+    ck_assert_ptr_ne(P.headers, HDRS);
+    has_header(0, "Accept", "*/*");
+    ck_assert(!P.preserve_host);
+    ck_assert_uint_eq(P.resp_count, 0);
+    ck_assert_uint_eq(P.host_filter_count, 0);
+}
+END_TEST
+
+START_TEST(add_request_header_appends_a_header) {
+    header("X-A", "1");
+    route(filt("AddRequestHeader", "name", "X-A", "value", "2", NULL));
+    run();
+    ck_assert_uint_eq(P.header_count, 2);
+    has_header(0, "X-A", "1");
+    has_header(1, "X-A", "2");
+    ck_assert_uint_eq(REQ.header_count, 1); /* the request is untouched */
+}
+END_TEST
+
+START_TEST(add_request_header_expands_captured_vars) {
+    var("segment", "42");
+    var("host", "eu");
+    route(filt("AddRequestHeader", "name", "X-Seg", "value",
+               "id-{segment}@{host}", NULL));
+    run();
+    has_header(0, "X-Seg", "id-42@eu");
+}
+END_TEST
+
+START_TEST(expansion_uses_the_last_capture_of_a_name) {
+    var("x", "host-value");
+    var("x", "path-value");
+    route(filt("AddRequestHeader", "name", "X", "value", "{x}", NULL));
+    run();
+    has_header(0, "X", "path-value");
+}
+END_TEST
+
+START_TEST(expansion_of_an_unknown_var_is_empty) {
+    route(filt("AddRequestHeader", "name", "X", "value", "a{nope}b", NULL));
+    run();
+    has_header(0, "X", "ab");
+}
+END_TEST
+
+START_TEST(expansion_leaves_braces_with_a_slash_alone) {
+    var("a", "1");
+    route(filt("AddRequestHeader", "name", "X", "value", "{a/b}{a}", NULL));
+    run();
+    has_header(0, "X", "{a/b}1");
+}
+END_TEST
+
+START_TEST(add_request_headers_if_not_present_adds_missing_ones) {
+    header("x-present", "yes");
+    var("v", "7");
+    route(filt("AddRequestHeadersIfNotPresent", "headers", "X-Present:no",
+               "headers", "X-New:a{v}", "headers", "X-New:b", NULL));
+    run();
+    ck_assert_uint_eq(P.header_count, 3);
+    has_header(0, "x-present", "yes");
+    has_header(1, "X-New", "a7");
+    has_header(2, "X-New", "b");
+}
+END_TEST
+
+START_TEST(add_request_headers_if_not_present_adds_when_blank) {
+    header("X-B", "  ");
+    route(filt("AddRequestHeadersIfNotPresent", "headers", "X-B:v", NULL));
+    run();
+    ck_assert_uint_eq(P.header_count, 2);
+    has_header(1, "X-B", "v");
+}
+END_TEST
+
+START_TEST(add_request_headers_if_not_present_rejects_item_without_colon) {
+    ck_assert_int_eq(
+        filt_err("AddRequestHeadersIfNotPresent", "headers", "NoColon", NULL),
+        SY_EARG);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.headers");
+}
+END_TEST
+
+START_TEST(add_request_parameter_on_empty_query_has_no_separator) {
+    route(filt("AddRequestParameter", "name", "a", "value", "b", NULL));
+    run();
+    eq(P.query, "a=b");
+}
+END_TEST
+
+START_TEST(add_request_parameter_appends_with_ampersand) {
+    REQ.query = S("x=1");
+    var("v", "9");
+    route(filt("AddRequestParameter", "name", "a", "value", "{v}", NULL));
+    run();
+    eq(P.query, "x=1&a=9");
+}
+END_TEST
+
+START_TEST(add_request_parameter_after_trailing_ampersand_adds_none) {
+    REQ.query = S("x=1&");
+    route(filt("AddRequestParameter", "name", "a", "value", "b", NULL));
+    run();
+    eq(P.query, "x=1&a=b");
+}
+END_TEST
+
+START_TEST(add_response_header_adds_by_default) {
+    var("v", "1");
+    route(filt("AddResponseHeader", "name", "X-R", "value", "v{v}", NULL));
+    run();
+    ck_assert_uint_eq(P.resp_count, 1);
+    ck_assert_int_eq(P.resp[0].kind, SY_RESP_ADD);
+    eq(P.resp[0].name, "X-R");
+    eq(P.resp[0].value, "v1");
+}
+END_TEST
+
+START_TEST(add_response_header_without_override_adds_if_absent) {
+    route(filt("AddResponseHeader", "name", "X-R", "value", "v", "override",
+               "false", NULL));
+    run();
+    ck_assert_int_eq(P.resp[0].kind, SY_RESP_ADD_IF_ABSENT);
+}
+END_TEST
+
+START_TEST(dedupe_response_header_is_a_response_op_with_strategy) {
+    route(filt("DedupeResponseHeader", "name",
+               "Access-Control-Allow-Origin Vary", NULL));
+    route(filt("DedupeResponseHeader", "name", "Vary", "strategy",
+               "RETAIN_LAST", NULL));
+    run();
+    ck_assert_uint_eq(P.resp_count, 2);
+    ck_assert_int_eq(P.resp[0].kind, SY_RESP_DEDUPE);
+    eq(P.resp[0].name, "Access-Control-Allow-Origin Vary");
+    eq(P.resp[0].arg, "RETAIN_FIRST");
+    eq(P.resp[1].arg, "RETAIN_LAST");
+}
+END_TEST
+
+START_TEST(map_request_header_appends_every_value_to_target) {
+    header("X-From", "a");
+    header("x-from", "b");
+    header("X-To", "z");
+    route(filt("MapRequestHeader", "fromHeader", "X-From", "toHeader", "X-To",
+               NULL));
+    run();
+    ck_assert_uint_eq(P.header_count, 5);
+    has_header(3, "X-To", "a");
+    has_header(4, "X-To", "b");
+}
+END_TEST
+
+START_TEST(map_request_header_without_source_does_nothing) {
+    route(filt("MapRequestHeader", "fromHeader", "X-From", "toHeader", "X-To",
+               NULL));
+    run();
+    ck_assert_uint_eq(P.header_count, 0);
+}
+END_TEST
+
+START_TEST(prefix_path_prepends_the_prefix) {
+    REQ.path = S("/hello");
+    route(filt("PrefixPath", "prefix", "/mypath", NULL));
+    run();
+    eq(P.path, "/mypath/hello");
+}
+END_TEST
+
+START_TEST(preserve_host_header_sets_the_flag) {
+    route(filt("PreserveHostHeader", NULL));
+    run();
+    ck_assert(P.preserve_host);
+}
+END_TEST
+
+START_TEST(redirect_to_answers_with_status_and_url_as_given) {
+    REQ.query = S("q=1");
+    route(filt("RedirectTo", "status", "302", "url", "https://acme.org/x?y=%20",
+               NULL));
+    run();
+    ck_assert_int_eq(P.action, SY_ACTION_REDIRECT);
+    ck_assert_int_eq(P.status, 302);
+    eq(P.redirect, "https://acme.org/x?y=%20");
+}
+END_TEST
+
+START_TEST(redirect_to_with_request_params_appends_the_query) {
+    REQ.query = S("a=1&b=2");
+    route(filt("RedirectTo", "status", "301", "url", "https://acme.org/x",
+               "includeRequestParams", "true", NULL));
+    run();
+    eq(P.redirect, "https://acme.org/x?a=1&b=2");
+}
+END_TEST
+
+START_TEST(redirect_to_with_request_params_joins_an_existing_query) {
+    REQ.query = S("a=1");
+    route(filt("RedirectTo", "status", "MOVED_PERMANENTLY", "url",
+               "/x?k=v#frag", "includeRequestParams", "true", NULL));
+    run();
+    ck_assert_int_eq(P.status, 301);
+    eq(P.redirect, "/x?k=v&a=1#frag");
+}
+END_TEST
+
+START_TEST(redirect_to_rejects_a_status_outside_3xx) {
+    ck_assert_int_eq(
+        filt_err("RedirectTo", "status", "200", "url", "https://x", NULL),
+        SY_EARG);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.status");
+}
+END_TEST
+
+START_TEST(remove_request_header_removes_all_case_insensitively) {
+    header("X-Gone", "1");
+    header("Keep", "k");
+    header("x-gone", "2");
+    route(filt("RemoveRequestHeader", "name", "X-GONE", NULL));
+    run();
+    ck_assert_uint_eq(P.header_count, 1);
+    has_header(0, "Keep", "k");
+}
+END_TEST
+
+START_TEST(remove_response_header_is_a_response_op) {
+    route(filt("RemoveResponseHeader", "name", "Server", NULL));
+    run();
+    ck_assert_int_eq(P.resp[0].kind, SY_RESP_REMOVE);
+    eq(P.resp[0].name, "Server");
+}
+END_TEST
+
+START_TEST(remove_request_parameter_matches_the_decoded_name) {
+    REQ.query = S("a%20b=1&c=2&a+b=3");
+    route(filt("RemoveRequestParameter", "name", "a b", NULL));
+    run();
+    eq(P.query, "c=2");
+}
+END_TEST
+
+START_TEST(remove_request_parameter_groups_and_reencodes_the_rest) {
+    REQ.query = S("a=1&b=x&c=%41+b&a=2&flag&e=");
+    route(filt("RemoveRequestParameter", "name", "b", NULL));
+    run();
+    eq(P.query, "a=1&a=2&c=A%20b&flag&e=");
+}
+END_TEST
+
+START_TEST(remove_request_parameter_without_match_keeps_query_bytes) {
+    REQ.query = S("x=%7e&y");
+    route(filt("RemoveRequestParameter", "name", "z", NULL));
+    run();
+    eq(P.query, "x=%7e&y");
+}
+END_TEST
+
+START_TEST(request_header_size_answers_431_with_error_header) {
+    header("X-Big", "0123456789");
+    route(filt("RequestHeaderSize", "maxSize", "10B", NULL));
+    run();
+    ck_assert_int_eq(P.action, SY_ACTION_RESPOND);
+    ck_assert_int_eq(P.status, 431);
+    ck_assert_uint_eq(P.resp_count, 1);
+    ck_assert_int_eq(P.resp[0].kind, SY_RESP_ADD);
+    eq(P.resp[0].name, "errorMessage");
+    eq(P.resp[0].value, "Request Header/s size is larger than permissible "
+                        "limit (10B). Request Header/s size for 'X-Big' is "
+                        "15B.");
+}
+END_TEST
+
+START_TEST(request_header_size_sums_all_values_of_one_name) {
+    header("X-A", "12345");
+    header("x-a", "12345");
+    route(filt("RequestHeaderSize", "maxSize", "12B", "errorHeaderName",
+               "X-Why", NULL));
+    run();
+    ck_assert_int_eq(P.status, 431);
+    eq(P.resp[0].name, "X-Why");
+}
+END_TEST
+
+START_TEST(request_header_size_within_limit_proxies) {
+    header("X-A", "12345");
+    route(filt("RequestHeaderSize", "maxSize", "8B", NULL));
+    run();
+    ck_assert_int_eq(P.action, SY_ACTION_PROXY);
+    ck_assert_uint_eq(P.resp_count, 0);
+}
+END_TEST
+
+START_TEST(request_size_answers_413_when_content_length_is_larger) {
+    REQ.content_length = 6000000;
+    route(filt("RequestSize", "maxSize", "5MB", NULL));
+    run();
+    ck_assert_int_eq(P.action, SY_ACTION_RESPOND);
+    ck_assert_int_eq(P.status, 413);
+    eq(P.resp[0].name, "errorMessage");
+    eq(P.resp[0].value, "Request size is larger than permissible limit. "
+                        "Request size is 6.0 MB where permissible limit is "
+                        "5.2 MB");
+}
+END_TEST
+
+START_TEST(request_size_default_limit_is_five_million_bytes) {
+    REQ.content_length = 5000001;
+    route(filt("RequestSize", NULL));
+    run();
+    ck_assert_int_eq(P.status, 413);
+}
+END_TEST
+
+START_TEST(request_size_with_unknown_length_proxies) {
+    REQ.content_length = -1;
+    route(filt("RequestSize", "maxSize", "1B", NULL));
+    run();
+    ck_assert_int_eq(P.action, SY_ACTION_PROXY);
+}
+END_TEST
+
+START_TEST(request_size_rejects_zero) {
+    ck_assert_int_eq(filt_err("RequestSize", "maxSize", "0", NULL), SY_EARG);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.maxSize");
+}
+END_TEST
+
+START_TEST(rewrite_path_uses_numbered_groups) {
+    REQ.path = S("/foo/bar");
+    route(
+        filt("RewritePath", "regexp", "/foo/(.*)", "replacement", "/$1", NULL));
+    run();
+    eq(P.path, "/bar");
+}
+END_TEST
+
+START_TEST(rewrite_path_reads_dollar_backslash_as_dollar) {
+    REQ.path = S("/red/blue");
+    route(filt("RewritePath", "regexp", "/red/?(?<segment>.*)", "replacement",
+               "/$\\{segment}", NULL));
+    run();
+    eq(P.path, "/blue");
+}
+END_TEST
+
+START_TEST(rewrite_path_replaces_every_match_unanchored) {
+    REQ.path = S("/a-b/c-d");
+    route(filt("RewritePath", "regexp", "-", "replacement", "_", NULL));
+    run();
+    eq(P.path, "/a_b/c_d");
+}
+END_TEST
+
+START_TEST(rewrite_path_escaped_dollar_is_literal) {
+    REQ.path = S("/x");
+    route(filt("RewritePath", "regexp", "x", "replacement", "\\$1\\\\", NULL));
+    run();
+    eq(P.path, "/$1\\");
+}
+END_TEST
+
+START_TEST(rewrite_path_takes_the_longest_existing_group_number) {
+    REQ.path = S("/ab");
+    route(filt("RewritePath", "regexp", "/(a)b", "replacement", "/$12", NULL));
+    run();
+    eq(P.path, "/a2");
+}
+END_TEST
+
+START_TEST(rewrite_path_unset_group_is_empty) {
+    REQ.path = S("/b");
+    route(
+        filt("RewritePath", "regexp", "/(a)?b", "replacement", "/[$1]", NULL));
+    run();
+    eq(P.path, "/[]");
+}
+END_TEST
+
+START_TEST(rewrite_path_grows_the_output_when_needed) {
+    REQ.path = S("/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    route(
+        filt("RewritePath", "regexp", "a", "replacement", "0123456789", NULL));
+    run();
+    ck_assert_uint_eq(P.path.len, 1 + 48 * 10);
+    ck_assert(memcmp(P.path.ptr, "/0123456789012", 14) == 0);
+}
+END_TEST
+
+START_TEST(rewrite_path_bad_regex_reports_offset) {
+    ck_assert_int_eq(
+        filt_err("RewritePath", "regexp", "/a(b", "replacement", "/", NULL),
+        SY_EREGEX);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.regexp");
+    ck_assert_uint_eq(ERR.offset, 4);
+}
+END_TEST
+
+START_TEST(rewrite_path_unknown_group_name_is_rejected) {
+    ck_assert_int_eq(filt_err("RewritePath", "regexp", "/(?<a>.*)",
+                              "replacement", "/${b}", NULL),
+                     SY_EARG);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.replacement");
+}
+END_TEST
+
+START_TEST(rewrite_path_group_number_beyond_count_is_rejected) {
+    ck_assert_int_eq(
+        filt_err("RewritePath", "regexp", "/(a)", "replacement", "/$2", NULL),
+        SY_EARG);
+}
+END_TEST
+
+START_TEST(rewrite_path_trailing_escape_is_rejected) {
+    ck_assert_int_eq(
+        filt_err("RewritePath", "regexp", "/a", "replacement", "/b\\", NULL),
+        SY_EARG);
+}
+END_TEST
+
+START_TEST(rewrite_path_needs_groups_in_match_data) {
+    sy_filter *f =
+        filt("RewritePath", "regexp", "/(a)(?<n>b)", "replacement", "/", NULL);
+    route(f);
+    ck_assert_uint_eq(sy_filter_max_groups(f), 3);
+    sy_filter *g = filt("PrefixPath", "prefix", "/p", NULL);
+    route(g);
+    ck_assert_uint_eq(sy_filter_max_groups(g), 0);
+}
+END_TEST
+
+START_TEST(rewrite_location_response_header_is_an_op_with_its_entry) {
+    route(filt("RewriteLocationResponseHeader", "stripVersion", "ALWAYS_STRIP",
+               "hostValue", "api.example.com", NULL));
+    run();
+    ck_assert_uint_eq(P.resp_count, 1);
+    ck_assert_int_eq(P.resp[0].kind, SY_RESP_REWRITE_LOCATION);
+    eq(P.resp[0].name, "Location");
+    eq(P.resp[0].value, "api.example.com");
+    eq(P.resp[0].arg, "ALWAYS_STRIP");
+    ck_assert_uint_eq(P.host_filter_count, 1);
+    const sy_filter_entry *e = P.host_filters[0];
+    ck_assert_str_eq(e->name, "RewriteLocationResponseHeader");
+    ck_assert_uint_eq(e->arg_count, 4);
+    ck_assert_str_eq(e->args[3].key, "protocols");
+    ck_assert_str_eq(e->args[3].value, "https?|ftps?");
+}
+END_TEST
+
+START_TEST(rewrite_location_response_header_checks_protocols_regex) {
+    ck_assert_int_eq(
+        filt_err("RewriteLocationResponseHeader", "protocols", "http(", NULL),
+        SY_EREGEX);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.protocols");
+}
+END_TEST
+
+START_TEST(rewrite_response_header_gives_pcre2_replacement) {
+    route(filt("RewriteResponseHeader", "name", "X-R", "regexp",
+               "pw=(?<p>[^&]+)", "replacement", "pw=$\\{p}\\$", NULL));
+    run();
+    ck_assert_int_eq(P.resp[0].kind, SY_RESP_REWRITE);
+    eq(P.resp[0].name, "X-R");
+    eq(P.resp[0].arg, "pw=(?<p>[^&]+)");
+    eq(P.resp[0].value, "pw=${1}$$");
+}
+END_TEST
+
+START_TEST(rewrite_response_header_bad_regex_is_rejected) {
+    ck_assert_int_eq(filt_err("RewriteResponseHeader", "name", "X", "regexp",
+                              "a[", "replacement", "b", NULL),
+                     SY_EREGEX);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.regexp");
+    ck_assert_uint_eq(ERR.offset, 2);
+}
+END_TEST
+
+START_TEST(set_path_expands_and_encodes_vars) {
+    REQ.path = S("/red/x");
+    var("segment", "a b/c");
+    route(filt("SetPath", "template", "/{segment}/end", NULL));
+    run();
+    eq(P.path, "/a%20b/c/end");
+}
+END_TEST
+
+START_TEST(set_request_header_replaces_every_value) {
+    header("X-S", "1");
+    header("Other", "o");
+    header("x-s", "2");
+    var("v", "new");
+    route(filt("SetRequestHeader", "name", "X-S", "value", "{v}", NULL));
+    run();
+    ck_assert_uint_eq(P.header_count, 2);
+    has_header(0, "X-S", "new");
+    has_header(1, "Other", "o");
+}
+END_TEST
+
+START_TEST(set_request_header_adds_when_absent) {
+    route(filt("SetRequestHeader", "name", "X-S", "value", "v", NULL));
+    run();
+    has_header(0, "X-S", "v");
+}
+END_TEST
+
+START_TEST(set_response_header_is_a_set_op) {
+    route(filt("SetResponseHeader", "name", "X-S", "value", "v", NULL));
+    run();
+    ck_assert_int_eq(P.resp[0].kind, SY_RESP_SET);
+    eq(P.resp[0].value, "v");
+}
+END_TEST
+
+START_TEST(set_request_host_header_replaces_host_and_preserves_it) {
+    header("Host", "client.example");
+    header("Accept", "*/*");
+    route(filt("SetRequestHostHeader", "host", "upstream.example", NULL));
+    run();
+    ck_assert(P.preserve_host);
+    ck_assert_uint_eq(P.header_count, 2);
+    has_header(0, "Accept", "*/*");
+    has_header(1, "Host", "upstream.example");
+}
+END_TEST
+
+START_TEST(set_status_accepts_a_status_name) {
+    route(filt("SetStatus", "status", "NOT_FOUND", NULL));
+    run();
+    ck_assert_int_eq(P.action, SY_ACTION_PROXY);
+    ck_assert_int_eq(P.status, 404);
+}
+END_TEST
+
+START_TEST(set_status_rejects_an_unknown_name) {
+    ck_assert_int_eq(filt_err("SetStatus", "status", "NOPE", NULL), SY_EARG);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.status");
+}
+END_TEST
+
+START_TEST(strip_prefix_drops_one_segment_by_default) {
+    REQ.path = S("/name/blue/red");
+    route(filt("StripPrefix", NULL));
+    run();
+    eq(P.path, "/blue/red");
+}
+END_TEST
+
+START_TEST(strip_prefix_keeps_a_trailing_slash) {
+    REQ.path = S("/a/b/c/");
+    route(filt("StripPrefix", "parts", "2", NULL));
+    run();
+    eq(P.path, "/c/");
+}
+END_TEST
+
+START_TEST(strip_prefix_of_all_segments_gives_root) {
+    REQ.path = S("/a/b/");
+    route(filt("StripPrefix", "parts", "2", NULL));
+    run();
+    eq(P.path, "/");
+}
+END_TEST
+
+START_TEST(strip_prefix_beyond_the_segments_gives_root) {
+    REQ.path = S("/a");
+    route(filt("StripPrefix", "parts", "3", NULL));
+    run();
+    eq(P.path, "/");
+}
+END_TEST
+
+START_TEST(strip_prefix_ignores_empty_segments) {
+    REQ.path = S("//a//b///c");
+    route(filt("StripPrefix", "parts", "1", NULL));
+    run();
+    eq(P.path, "/b/c");
+}
+END_TEST
+
+START_TEST(strip_prefix_zero_normalises_only) {
+    REQ.path = S("/a/b");
+    route(filt("StripPrefix", "parts", "0", NULL));
+    run();
+    eq(P.path, "/a/b");
+}
+END_TEST
+
+START_TEST(strip_prefix_rejects_a_non_number) {
+    ck_assert_int_eq(filt_err("StripPrefix", "parts", "x", NULL), SY_EARG);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.parts");
+}
+END_TEST
+
+START_TEST(default_filters_run_before_route_filters) {
+    REQ.path = S("/api/v1/x");
+    dflt(filt("StripPrefix", "parts", "1", NULL));
+    dflt(filt("AddRequestHeader", "name", "X-Order", "value", "default", NULL));
+    route(filt("PrefixPath", "prefix", "/svc", NULL));
+    route(filt("AddRequestHeader", "name", "X-Order", "value", "route", NULL));
+    run();
+    eq(P.path, "/svc/v1/x");
+    has_header(0, "X-Order", "default");
+    has_header(1, "X-Order", "route");
+}
+END_TEST
+
+START_TEST(filters_see_the_edits_of_earlier_filters) {
+    REQ.path = S("/a/b/c");
+    route(filt("StripPrefix", "parts", "1", NULL));
+    route(filt("RewritePath", "regexp", "^/b", "replacement", "/z", NULL));
+    run();
+    eq(P.path, "/z/c");
+}
+END_TEST
+
+START_TEST(first_short_circuit_wins) {
+    header("X-Big", "0123456789");
+    REQ.content_length = 100;
+    route(filt("RequestSize", "maxSize", "10B", NULL));
+    route(filt("RequestHeaderSize", "maxSize", "5B", NULL));
+    route(filt("RedirectTo", "status", "302", "url", "/elsewhere", NULL));
+    route(filt("SetStatus", "status", "200", NULL));
+    route(filt("AddResponseHeader", "name", "X-After", "value", "1", NULL));
+    run();
+    ck_assert_int_eq(P.action, SY_ACTION_RESPOND);
+    ck_assert_int_eq(P.status, 413);
+    ck_assert_ptr_null(P.redirect.ptr);
+    ck_assert_uint_eq(P.resp_count, 2);
+    eq(P.resp[1].name, "X-After");
+}
+END_TEST
+
+START_TEST(short_circuit_overrides_an_earlier_set_status) {
+    REQ.content_length = 100;
+    route(filt("SetStatus", "status", "201", NULL));
+    route(filt("RequestSize", "maxSize", "10B", NULL));
+    run();
+    ck_assert_int_eq(P.status, 413);
+}
+END_TEST
+
+START_TEST(stateful_filters_are_handed_to_the_host_in_chain_order) {
+    route(filt("CircuitBreaker", "name", "cb", "fallbackUri", "forward:/fb",
+               NULL));
+    route(filt("AddRequestHeader", "name", "X", "value", "1", NULL));
+    route(filt("Retry", "retries", "3", NULL));
+    route(filt("RequestRateLimiter", "redis-rate-limiter.replenishRate", "10",
+               NULL));
+    run();
+    ck_assert_uint_eq(P.host_filter_count, 3);
+    ck_assert_str_eq(P.host_filters[0]->name, "CircuitBreaker");
+    ck_assert_uint_eq(P.host_filters[0]->arg_count, 2);
+    ck_assert_str_eq(P.host_filters[0]->args[1].value, "forward:/fb");
+    ck_assert_str_eq(P.host_filters[1]->name, "Retry");
+    ck_assert_str_eq(P.host_filters[2]->name, "RequestRateLimiter");
+    ck_assert_str_eq(P.host_filters[2]->args[0].key,
+                     "redis-rate-limiter.replenishRate");
+}
+END_TEST
+
+static int validate_calls;
+
+static int validate_needs_key(void *data, const sy_kv *args, size_t n,
+                              sy_error *err) {
+    validate_calls++;
+    ck_assert_ptr_eq(data, &validate_calls);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(args[i].key, "key") == 0)
+            return 0;
+    snprintf(err->path, sizeof err->path, "args.key");
+    snprintf(err->message, sizeof err->message, "key is required");
+    return SY_EMISSING;
+}
+
+static const sy_filter_factory host_factory = {
+    NULL, SY_SHORTCUT_DEFAULT, validate_needs_key, &validate_calls};
+
+START_TEST(host_filter_is_validated_and_handed_over) {
+    validate_calls = 0;
+    sy_kv args[] = {{"key", "v"}};
+    sy_def_entry e = {"MyAuth", NULL, &host_factory, args, 1};
+    sy_filter *f = NULL;
+    ck_assert_int_eq(sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR), 0);
+    ck_assert_int_eq(validate_calls, 1);
+    route(f);
+    run();
+    ck_assert_uint_eq(P.host_filter_count, 1);
+    ck_assert_str_eq(P.host_filters[0]->name, "MyAuth");
+    ck_assert_str_eq(P.host_filters[0]->args[0].value, "v");
+}
+END_TEST
+
+START_TEST(host_filter_validation_failure_names_the_path) {
+    sy_kv args[] = {{"other", "v"}};
+    sy_def_entry e = {"MyAuth", NULL, &host_factory, args, 1};
+    sy_filter *f = NULL;
+    ck_assert_int_eq(sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
+                     SY_EMISSING);
+    ck_assert_ptr_null(f);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.key");
+    ck_assert_str_eq(ERR.message, "key is required");
+}
+END_TEST
+
+START_TEST(unknown_filter_without_host_factory_is_rejected) {
+    sy_def_entry e = {"Nope", NULL, NULL, NULL, 0};
+    sy_filter *f = NULL;
+    ck_assert_int_eq(sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
+                     SY_EUNKNOWN);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH);
+}
+END_TEST
+
+START_TEST(missing_required_argument_names_the_field) {
+    ck_assert_int_eq(filt_err("AddRequestHeader", "name", "X", NULL),
+                     SY_EMISSING);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.value");
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("filter");
+    TCase *tc = tcase_create("filter");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, plan_starts_from_the_request);
+    tcase_add_test(tc, add_request_header_appends_a_header);
+    tcase_add_test(tc, add_request_header_expands_captured_vars);
+    tcase_add_test(tc, expansion_uses_the_last_capture_of_a_name);
+    tcase_add_test(tc, expansion_of_an_unknown_var_is_empty);
+    tcase_add_test(tc, expansion_leaves_braces_with_a_slash_alone);
+    tcase_add_test(tc, add_request_headers_if_not_present_adds_missing_ones);
+    tcase_add_test(tc, add_request_headers_if_not_present_adds_when_blank);
+    tcase_add_test(
+        tc, add_request_headers_if_not_present_rejects_item_without_colon);
+    tcase_add_test(tc, add_request_parameter_on_empty_query_has_no_separator);
+    tcase_add_test(tc, add_request_parameter_appends_with_ampersand);
+    tcase_add_test(tc,
+                   add_request_parameter_after_trailing_ampersand_adds_none);
+    tcase_add_test(tc, add_response_header_adds_by_default);
+    tcase_add_test(tc, add_response_header_without_override_adds_if_absent);
+    tcase_add_test(tc, dedupe_response_header_is_a_response_op_with_strategy);
+    tcase_add_test(tc, map_request_header_appends_every_value_to_target);
+    tcase_add_test(tc, map_request_header_without_source_does_nothing);
+    tcase_add_test(tc, prefix_path_prepends_the_prefix);
+    tcase_add_test(tc, preserve_host_header_sets_the_flag);
+    tcase_add_test(tc, redirect_to_answers_with_status_and_url_as_given);
+    tcase_add_test(tc, redirect_to_with_request_params_appends_the_query);
+    tcase_add_test(tc, redirect_to_with_request_params_joins_an_existing_query);
+    tcase_add_test(tc, redirect_to_rejects_a_status_outside_3xx);
+    tcase_add_test(tc, remove_request_header_removes_all_case_insensitively);
+    tcase_add_test(tc, remove_response_header_is_a_response_op);
+    tcase_add_test(tc, remove_request_parameter_matches_the_decoded_name);
+    tcase_add_test(tc, remove_request_parameter_groups_and_reencodes_the_rest);
+    tcase_add_test(tc,
+                   remove_request_parameter_without_match_keeps_query_bytes);
+    tcase_add_test(tc, request_header_size_answers_431_with_error_header);
+    tcase_add_test(tc, request_header_size_sums_all_values_of_one_name);
+    tcase_add_test(tc, request_header_size_within_limit_proxies);
+    tcase_add_test(tc, request_size_answers_413_when_content_length_is_larger);
+    tcase_add_test(tc, request_size_default_limit_is_five_million_bytes);
+    tcase_add_test(tc, request_size_with_unknown_length_proxies);
+    tcase_add_test(tc, request_size_rejects_zero);
+    tcase_add_test(tc, rewrite_path_uses_numbered_groups);
+    tcase_add_test(tc, rewrite_path_reads_dollar_backslash_as_dollar);
+    tcase_add_test(tc, rewrite_path_replaces_every_match_unanchored);
+    tcase_add_test(tc, rewrite_path_escaped_dollar_is_literal);
+    tcase_add_test(tc, rewrite_path_takes_the_longest_existing_group_number);
+    tcase_add_test(tc, rewrite_path_unset_group_is_empty);
+    tcase_add_test(tc, rewrite_path_grows_the_output_when_needed);
+    tcase_add_test(tc, rewrite_path_bad_regex_reports_offset);
+    tcase_add_test(tc, rewrite_path_unknown_group_name_is_rejected);
+    tcase_add_test(tc, rewrite_path_group_number_beyond_count_is_rejected);
+    tcase_add_test(tc, rewrite_path_trailing_escape_is_rejected);
+    tcase_add_test(tc, rewrite_path_needs_groups_in_match_data);
+    tcase_add_test(tc,
+                   rewrite_location_response_header_is_an_op_with_its_entry);
+    tcase_add_test(tc, rewrite_location_response_header_checks_protocols_regex);
+    tcase_add_test(tc, rewrite_response_header_gives_pcre2_replacement);
+    tcase_add_test(tc, rewrite_response_header_bad_regex_is_rejected);
+    tcase_add_test(tc, set_path_expands_and_encodes_vars);
+    tcase_add_test(tc, set_request_header_replaces_every_value);
+    tcase_add_test(tc, set_request_header_adds_when_absent);
+    tcase_add_test(tc, set_response_header_is_a_set_op);
+    tcase_add_test(tc, set_request_host_header_replaces_host_and_preserves_it);
+    tcase_add_test(tc, set_status_accepts_a_status_name);
+    tcase_add_test(tc, set_status_rejects_an_unknown_name);
+    tcase_add_test(tc, strip_prefix_drops_one_segment_by_default);
+    tcase_add_test(tc, strip_prefix_keeps_a_trailing_slash);
+    tcase_add_test(tc, strip_prefix_of_all_segments_gives_root);
+    tcase_add_test(tc, strip_prefix_beyond_the_segments_gives_root);
+    tcase_add_test(tc, strip_prefix_ignores_empty_segments);
+    tcase_add_test(tc, strip_prefix_zero_normalises_only);
+    tcase_add_test(tc, strip_prefix_rejects_a_non_number);
+    tcase_add_test(tc, default_filters_run_before_route_filters);
+    tcase_add_test(tc, filters_see_the_edits_of_earlier_filters);
+    tcase_add_test(tc, first_short_circuit_wins);
+    tcase_add_test(tc, short_circuit_overrides_an_earlier_set_status);
+    tcase_add_test(tc, stateful_filters_are_handed_to_the_host_in_chain_order);
+    tcase_add_test(tc, host_filter_is_validated_and_handed_over);
+    tcase_add_test(tc, host_filter_validation_failure_names_the_path);
+    tcase_add_test(tc, unknown_filter_without_host_factory_is_rejected);
+    tcase_add_test(tc, missing_required_argument_names_the_field);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

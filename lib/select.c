@@ -1,0 +1,90 @@
+/*
+ * select.c - instance selection for a matched lb:// route: reads the
+ * route's metadata (version-header, version-fallback, lb-policy,
+ * lb-hash-header, lb-hash-cookie, lb-zone) and the request's headers, then
+ * asks the service module (service.c) to choose. Lock-free, no allocation.
+ */
+#include "predicate.h"
+#include "service.h"
+#include "snapshot.h"
+
+/* First value of a request header (case-insensitive name), or ptr NULL. */
+static sy_str header_value(const sy_request *req, const char *name) {
+    size_t len = strlen(name);
+    for (size_t i = 0; i < req->header_count; i++)
+        if (sy_str_ieq(req->headers[i].name, name, len))
+            return req->headers[i].value;
+    return (sy_str){NULL, 0};
+}
+
+/* The value of cookie `name` in the request's Cookie headers. */
+static sy_str cookie_value(const sy_request *req, const char *name) {
+    size_t nlen = strlen(name);
+    for (size_t i = 0; i < req->header_count; i++) {
+        if (!sy_str_ieq(req->headers[i].name, "cookie", 6))
+            continue;
+        const char *p = req->headers[i].value.ptr;
+        const char *end = p + req->headers[i].value.len;
+        while (p < end) {
+            while (p < end && (*p == ' ' || *p == ';'))
+                p++;
+            const char *eq = p;
+            while (eq < end && *eq != '=' && *eq != ';')
+                eq++;
+            const char *v = eq < end && *eq == '=' ? eq + 1 : eq;
+            const char *ve = v;
+            while (ve < end && *ve != ';')
+                ve++;
+            if ((size_t)(eq - p) == nlen && memcmp(p, name, nlen) == 0)
+                return (sy_str){v, (size_t)(ve - v)};
+            p = ve;
+        }
+    }
+    return (sy_str){NULL, 0};
+}
+
+static sy_str cstr(const char *s) {
+    return s ? (sy_str){s, strlen(s)} : (sy_str){NULL, 0};
+}
+
+int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx, sy_match *m,
+                       const sy_request *req, sy_selection *out,
+                       sy_error *err) {
+    SY_UNUSED(ctx);
+    if (!h || !m || !req || !out)
+        return sy_error_set(err, SY_EINVAL, "", "NULL argument");
+    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    const sy_route *r = sy_match_route(m);
+    sy_upstream up;
+    sy_route_upstream(r, &up);
+    if (up.kind != SY_UPSTREAM_SERVICE)
+        return sy_error_set(err, SY_EINVAL, "",
+                            "route '%s' is not an lb:// route", sy_route_id(r));
+    const struct sy_service *svc =
+        sy_snapshot_service(s, up.host, strlen(up.host));
+    if (!svc)
+        return sy_error_set(err, SY_ENOINSTANCE, "",
+                            "service '%s' has no known instances", up.host);
+
+    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    const char *vh = sy_route_metadata(r, "version-header");
+    sy_str version = header_value(req, vh ? vh : "version");
+    p.has_version = version.ptr != NULL;
+    p.version = version;
+    const char *v;
+    if ((v = sy_route_metadata(r, "version-fallback")))
+        sy_version_fallback_parse(v, strlen(v), &p.fallback);
+    p.hint = header_value(req, "X-SC-LB-Hint");
+    if (!p.hint.ptr)
+        p.hint = (sy_str){NULL, 0};
+    p.zone = cstr(sy_route_metadata(r, "lb-zone"));
+    if ((v = sy_route_metadata(r, "lb-policy")))
+        sy_lb_policy_parse(v, strlen(v), &p.policy);
+    if ((v = sy_route_metadata(r, "lb-hash-header")))
+        p.hash_key = header_value(req, v);
+    else if ((v = sy_route_metadata(r, "lb-hash-cookie")))
+        p.hash_key = cookie_value(req, v);
+    p.seed = req->seed;
+    p.websocket = strncmp(sy_route_uri(r), "lb:ws", 5) == 0;
+    return sy_service_select(svc, &p, out, err);
+}

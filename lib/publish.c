@@ -184,7 +184,9 @@ sy_pub_ref sy_pub_acquire(sy_pub *p) {
 #endif
     uint64_t w = (uint64_t)atomic_fetch_add_explicit(&p->word[s].n, 1,
                                                      memory_order_acquire);
-    sy_pub_table *t = atomic_load_explicit(&p->table, memory_order_relaxed);
+    /* Acquire: the table may have grown after the publish our word came
+     * from; its entries must be visible too (a plain load on x86). */
+    sy_pub_table *t = atomic_load_explicit(&p->table, memory_order_acquire);
     sy_pub_obj *o = atomic_load_explicit(&t->entry[w >> SY_PUB_SLOT_SHIFT],
                                          memory_order_relaxed);
     return (sy_pub_ref)o | s;

@@ -106,7 +106,7 @@ static int pat_error(sy_error *err, int code, size_t off, const char *msg) {
 /* ------------------------------------------------------------------ */
 
 struct sy_regex {
-    const sy_alloc *a;
+    sy_alloc a; /* a copy: PCRE2 keeps a pointer to it */
     pcre2_code *code;
     pcre2_match_context *mctx;
     uint32_t groups;
@@ -117,14 +117,15 @@ int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
     *out = NULL;
     sy_regex *re = sy_calloc(a, 1, sizeof *re);
     re_env env = {0};
-    if (!re || !re_env_init(&env, a)) {
+    if (re)
+        re->a = *a;
+    if (!re || !re_env_init(&env, &re->a)) {
         re_env_done(&env, false);
         sy_free(a, re);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     }
     int ec = 0;
     size_t eo = 0;
-    re->a = a;
     re->code = re_compile(&env, src, strlen(src), &ec, &eo);
     if (!re->code) {
         re_env_done(&env, false);
@@ -143,7 +144,8 @@ void sy_regex_free(sy_regex *re) {
         return;
     pcre2_code_free(re->code);
     pcre2_match_context_free(re->mctx);
-    sy_free(re->a, re);
+    sy_alloc a = re->a;
+    sy_free(&a, re);
 }
 
 uint32_t sy_regex_groups(const sy_regex *re) {
@@ -297,7 +299,7 @@ typedef struct sy_pelem {
 } sy_pelem;
 
 struct sy_pattern {
-    const sy_alloc *a;
+    sy_alloc a; /* a copy: PCRE2 keeps a pointer to it */
     char *src;
     bool host;
     size_t n;
@@ -385,7 +387,7 @@ static int compile_mixed(sy_pattern *p, re_env *env, sy_pelem *el, const tok *t,
                              "inside a mixed segment; use (?:...)");
     }
     sy_buf b;
-    sy_buf_init(&b, p->a);
+    sy_buf_init(&b, &p->a);
     for (size_t i = 0; i < nt; i++) {
         switch (t[i].kind) {
         case T_LIT: put_literal(&b, s + t[i].off, t[i].len); break;
@@ -577,7 +579,8 @@ static int compile(const sy_alloc *a, const char *src, bool host,
         nseg += src[i] == (host ? '.' : '/');
         nbrace += src[i] == '{';
     }
-    p->a = a;
+    p->a = *a;
+    a = &p->a;
     p->host = host;
     p->multi = SY_NONE;
     p->max_groups = 1;
@@ -619,10 +622,11 @@ void sy_pattern_free(sy_pattern *p) {
         for (size_t i = 0; i < p->n; i++)
             pcre2_code_free(p->elems[i].re);
     pcre2_match_context_free(p->mctx);
-    sy_free(p->a, p->elems);
-    sy_free(p->a, p->vars);
-    sy_free(p->a, p->src);
-    sy_free(p->a, p);
+    sy_alloc a = p->a;
+    sy_free(&a, p->elems);
+    sy_free(&a, p->vars);
+    sy_free(&a, p->src);
+    sy_free(&a, p);
 }
 
 uint32_t sy_pattern_max_groups(const sy_pattern *p) {

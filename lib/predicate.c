@@ -1,17 +1,747 @@
-/* predicate.c - placeholder: compiles nothing until the module lands. */
+/*
+ * predicate.c - owns the compiled predicates of route model section 4:
+ * compiling each built-in kind (and host-registered ones) from its mapped
+ * definition entry once, and testing it per request. A compiled predicate
+ * is immutable; testing reads the request and sy_eval only, takes no lock
+ * and allocates nothing except, rarely, from the per-request scratch arena
+ * (joined {*x} captures, long escaped header values or query values).
+ *
+ * switchyard choices documented here:
+ *   - Header: a quoted value "a, b" is one value; backslash escapes inside
+ *     quotes are undone; empty values count as absent when no regexp.
+ *   - Query: a pair without '=' (?x) is present with the empty value.
+ *   - Cookie: "a=1; b=2"; a value in double quotes is unquoted; a cookie
+ *     without '=' has the empty value.
+ *   - XForwardedRemoteAddr: entries of every X-Forwarded-For header in
+ *     order, comma separated, trimmed, empty ones skipped; maxTrustedIndex
+ *     N picks the N-th from the right, or the left-most when N exceeds the
+ *     entry count; no entry at all: the socket address (as SCG).
+ *   - Addresses may carry a port ("1.2.3.4:80", "[::1]:80"); it is ignored.
+ */
 #include "predicate.h"
+
+#include "values.h"
+
+#include <stdio.h>
+
+struct sy_pred {
+    sy_pred_kind kind;
+    uint32_t max_groups, var_count;
+    /* Path, Host */
+    sy_pattern **pats;
+    size_t npats;
+    bool trailing;
+    /* Method: standard ones in the mask, others listed */
+    uint32_t mask;
+    char **others;
+    size_t nothers;
+    /* Header, Query, Cookie (re may be NULL); Weight: name = group */
+    char *name;
+    size_t name_len;
+    sy_regex *re;
+    /* After / Before / Between: lo < now < hi, each bound optional */
+    bool has_lo, has_hi;
+    int64_t lo, hi;
+    /* RemoteAddr, XForwardedRemoteAddr */
+    sy_cidr *cidrs;
+    size_t ncidrs;
+    int64_t trusted;
+    /* Weight */
+    uint32_t weight;
+    /* host factory */
+    const sy_predicate_factory *hf;
+    void *state;
+};
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                               */
+/* ------------------------------------------------------------------ */
+
+static void path_append(sy_error *err, size_t *o, const char *s) {
+    size_t cap = sizeof err->path - 1;
+    while (*s && *o < cap)
+        err->path[(*o)++] = *s++;
+    err->path[*o] = '\0';
+}
+
+/* "<path>.args.<field>" (field NULL: "<path>.args"), code, message, offset
+ * inside the value. */
+static int fail(sy_error *err, int code, const char *path, const char *field,
+                size_t offset, const char *msg) {
+    sy_error_set(err, code, "", "%s", msg);
+    if (!err)
+        return code;
+    size_t o = 0;
+    if (path && *path) {
+        path_append(err, &o, path);
+        path_append(err, &o, ".");
+    }
+    path_append(err, &o, "args");
+    if (field) {
+        path_append(err, &o, ".");
+        path_append(err, &o, field);
+    }
+    err->offset = offset;
+    return code;
+}
+
+static int fail_nomem(sy_error *err, const char *path) {
+    return fail(err, SY_ENOMEM, path, NULL, 0, "out of memory");
+}
+
+/* Re-file an error of a pattern or regex compile under the field. */
+static int refile(sy_error *err, int rc, const sy_error *local,
+                  const char *path, const char *field, const char *value) {
+    char msg[sizeof local->message];
+    snprintf(msg, sizeof msg, "%s", local->message);
+    int code = fail(err, rc, path, field, local->offset, msg);
+    if (err && rc != SY_ENOMEM) {
+        size_t n = strlen(err->message);
+        snprintf(err->message + n, sizeof err->message - n, " in \"%.80s\"",
+                 value);
+    }
+    return code;
+}
+
+/* ------------------------------------------------------------------ */
+/* Compiling                                                            */
+/* ------------------------------------------------------------------ */
+
+static size_t count_args(const sy_def_entry *e, const char *key) {
+    size_t n = 0;
+    for (size_t i = 0; i < e->arg_count; i++)
+        n += strcmp(e->args[i].key, key) == 0;
+    return n;
+}
+
+static void note(sy_pred *p, uint32_t groups, uint32_t vars) {
+    if (groups > p->max_groups)
+        p->max_groups = groups;
+    if (vars > p->var_count)
+        p->var_count = vars;
+}
+
+static int compile_patterns(sy_pred *p, const sy_def_entry *e,
+                            const sy_compile_env *env, const char *path,
+                            bool host, sy_error *err) {
+    size_t n = count_args(e, "patterns");
+    if (n == 0)
+        return fail(err, SY_EMISSING, path, "patterns", 0,
+                    "at least one pattern is required");
+    p->pats = sy_calloc(env->alloc, n, sizeof *p->pats);
+    if (!p->pats)
+        return fail_nomem(err, path);
+    for (size_t i = 0; i < e->arg_count; i++) {
+        if (strcmp(e->args[i].key, "patterns") != 0)
+            continue;
+        const char *v = e->args[i].value;
+        sy_error local = {0};
+        sy_pattern *pat = NULL;
+        int rc = host ? sy_pattern_compile_host(env->alloc, v, &pat, &local)
+                      : sy_pattern_compile_path(env->alloc, v, &pat, &local);
+        if (rc)
+            return refile(err, rc, &local, path, "patterns", v);
+        p->pats[p->npats++] = pat;
+        note(p, sy_pattern_max_groups(pat), sy_pattern_var_count(pat));
+    }
+    p->trailing = true;
+    if (!host) {
+        const char *v = sy_def_arg_or_default(e, "matchTrailingSlash");
+        const char *why = NULL;
+        if (v && !sy_value_bool(v, &p->trailing, &why))
+            return fail(err, SY_EARG, path, "matchTrailingSlash", 0,
+                        why ? why : "expected true or false");
+    }
+    return SY_OK;
+}
+
+static const char *const method_names[] = {"GET",     "HEAD",  "POST",
+                                           "PUT",     "PATCH", "DELETE",
+                                           "OPTIONS", "TRACE", "CONNECT"};
+
+int sy_method_bit(sy_str method) {
+    for (size_t i = 0; i < SY_ARRAY_LEN(method_names); i++)
+        if (sy_str_eq(method, method_names[i], strlen(method_names[i])))
+            return (int)i;
+    return 31;
+}
+
+static int compile_methods(sy_pred *p, const sy_def_entry *e,
+                           const sy_compile_env *env, const char *path,
+                           sy_error *err) {
+    size_t n = count_args(e, "methods");
+    if (n == 0)
+        return fail(err, SY_EMISSING, path, "methods", 0,
+                    "at least one method is required");
+    p->others = sy_calloc(env->alloc, n, sizeof *p->others);
+    if (!p->others)
+        return fail_nomem(err, path);
+    for (size_t i = 0; i < e->arg_count; i++) {
+        if (strcmp(e->args[i].key, "methods") != 0)
+            continue;
+        const char *v = e->args[i].value, *why = NULL;
+        char *up = sy_malloc(env->alloc, strlen(v) + 1);
+        if (!up)
+            return fail_nomem(err, path);
+        if (!sy_value_method(v, up, &why)) {
+            sy_free(env->alloc, up);
+            return fail(err, SY_EARG, path, "methods", 0,
+                        why ? why : "expected an HTTP method");
+        }
+        int bit = sy_method_bit((sy_str){up, strlen(up)});
+        p->mask |= 1u << bit;
+        if (bit == 31)
+            p->others[p->nothers++] = up;
+        else
+            sy_free(env->alloc, up);
+    }
+    return SY_OK;
+}
+
+/* name field (copied) and optional regexp field ("" counts as absent). */
+static int compile_name_regex(sy_pred *p, const sy_def_entry *e,
+                              const sy_compile_env *env, const char *path,
+                              const char *field, bool regex_required,
+                              sy_error *err) {
+    const char *name = sy_def_arg(e, field);
+    if (!name || !*name)
+        return fail(err, SY_EMISSING, path, field, 0, "a name is required");
+    p->name = sy_strdup(env->alloc, name);
+    if (!p->name)
+        return fail_nomem(err, path);
+    p->name_len = strlen(name);
+    const char *rx = sy_def_arg(e, "regexp");
+    if (!rx || !*rx) {
+        if (regex_required)
+            return fail(err, SY_EMISSING, path, "regexp", 0,
+                        "a regexp is required");
+        return SY_OK;
+    }
+    sy_error local = {0};
+    int rc = sy_regex_compile(env->alloc, rx, &p->re, &local);
+    if (rc)
+        return refile(err, rc, &local, path, "regexp", rx);
+    note(p, sy_regex_groups(p->re), 0);
+    return SY_OK;
+}
+
+static int compile_time(sy_pred *p, const sy_def_entry *e, sy_builtin id,
+                        const char *path, sy_error *err) {
+    static const char *const fields[] = {"datetime", "datetime1", "datetime2"};
+    const char *lo = id == SY_P_AFTER     ? fields[0]
+                     : id == SY_P_BETWEEN ? fields[1]
+                                          : NULL;
+    const char *hi = id == SY_P_BEFORE    ? fields[0]
+                     : id == SY_P_BETWEEN ? fields[2]
+                                          : NULL;
+    const char *f[2] = {lo, hi};
+    int64_t *dst[2] = {&p->lo, &p->hi};
+    for (int i = 0; i < 2; i++) {
+        if (!f[i])
+            continue;
+        const char *why = NULL;
+        if (!sy_value_datetime_ms(sy_def_arg(e, f[i]), dst[i], &why))
+            return fail(err, SY_EARG, path, f[i], 0,
+                        why ? why : "expected a date-time");
+    }
+    p->has_lo = lo != NULL;
+    p->has_hi = hi != NULL;
+    if (p->has_lo && p->has_hi && !(p->lo < p->hi))
+        return fail(err, SY_EARG, path, "datetime2", 0,
+                    "datetime2 must be after datetime1");
+    return SY_OK;
+}
+
+static int compile_cidrs(sy_pred *p, const sy_def_entry *e,
+                         const sy_compile_env *env, const char *path, bool xff,
+                         sy_error *err) {
+    size_t n = count_args(e, "sources");
+    if (n == 0)
+        return fail(err, SY_EMISSING, path, "sources", 0,
+                    "at least one source is required");
+    p->cidrs = sy_calloc(env->alloc, n, sizeof *p->cidrs);
+    if (!p->cidrs)
+        return fail_nomem(err, path);
+    for (size_t i = 0; i < e->arg_count; i++) {
+        if (strcmp(e->args[i].key, "sources") != 0)
+            continue;
+        const char *why = NULL;
+        if (!sy_value_cidr(e->args[i].value, &p->cidrs[p->ncidrs], &why))
+            return fail(err, SY_EARG, path, "sources", 0,
+                        why ? why : "expected an address or CIDR");
+        p->ncidrs++;
+    }
+    if (xff) {
+        const char *v = sy_def_arg_or_default(e, "maxTrustedIndex"), *why;
+        why = NULL;
+        if (!v)
+            v = "1";
+        if (!sy_value_int64(v, 1, INT32_MAX, &p->trusted, &why))
+            return fail(err, SY_EARG, path, "maxTrustedIndex", 0,
+                        "maxTrustedIndex must be a positive integer");
+    }
+    return SY_OK;
+}
+
+static int compile_weight(sy_pred *p, const sy_def_entry *e,
+                          const sy_compile_env *env, const char *path,
+                          sy_error *err) {
+    const char *g = sy_def_arg(e, "weight.group");
+    if (!g || !*g)
+        return fail(err, SY_EMISSING, path, "weight.group", 0,
+                    "a weight group is required");
+    int64_t w = 0;
+    const char *why = NULL;
+    if (!sy_value_int64(sy_def_arg(e, "weight.weight"), 0, UINT32_MAX, &w,
+                        &why))
+        return fail(err, SY_EARG, path, "weight.weight", 0,
+                    why ? why : "expected an integer >= 0");
+    p->weight = (uint32_t)w;
+    p->name = sy_strdup(env->alloc, g);
+    if (!p->name)
+        return fail_nomem(err, path);
+    p->name_len = strlen(g);
+    return SY_OK;
+}
+
+static int compile_host_factory(sy_pred *p, const sy_def_entry *e,
+                                const char *path, sy_error *err) {
+    p->hf = e->host_factory;
+    if (!p->hf)
+        return fail(err, SY_EUNKNOWN, path, NULL, 0,
+                    "no factory for this predicate");
+    if (!p->hf->compile)
+        return SY_OK;
+    sy_error local = {0};
+    int rc =
+        p->hf->compile(p->hf->data, e->args, e->arg_count, &p->state, &local);
+    if (rc == 0)
+        return SY_OK;
+    p->state = NULL; /* a failed compile owns nothing */
+    char msg[sizeof local.message];
+    snprintf(msg, sizeof msg, "%s",
+             local.message[0] ? local.message : "host predicate rejected");
+    return fail(err, rc < 0 ? rc : SY_ECALLBACK, path,
+                local.path[0] ? local.path : NULL, local.offset, msg);
+}
 
 int sy_pred_compile(const sy_def_entry *e, const sy_compile_env *env,
                     const char *path, sy_pred **out, sy_error *err) {
-    SY_UNUSED(e);
-    SY_UNUSED(env);
-    SY_UNUSED(path);
-    SY_UNUSED(err);
     *out = NULL;
-    return 0;
+    sy_pred *p = sy_calloc(env->alloc, 1, sizeof *p);
+    if (!p)
+        return fail_nomem(err, path);
+    p->max_groups = 1;
+    int rc;
+    sy_builtin id = e->spec ? e->spec->id : SY_HOST_FACTORY;
+    if (e->spec && e->spec->kind != SY_FACTORY_PREDICATE)
+        id = SY_BUILTIN_COUNT;
+    switch (id) {
+    case SY_P_PATH:
+        p->kind = SY_PK_PATH;
+        rc = compile_patterns(p, e, env, path, false, err);
+        break;
+    case SY_P_HOST:
+        p->kind = SY_PK_HOST;
+        rc = compile_patterns(p, e, env, path, true, err);
+        break;
+    case SY_P_METHOD:
+        p->kind = SY_PK_METHOD;
+        rc = compile_methods(p, e, env, path, err);
+        break;
+    case SY_P_HEADER:
+        p->kind = SY_PK_HEADER;
+        rc = compile_name_regex(p, e, env, path, "header", false, err);
+        break;
+    case SY_P_QUERY:
+        p->kind = SY_PK_QUERY;
+        rc = compile_name_regex(p, e, env, path, "param", false, err);
+        break;
+    case SY_P_COOKIE:
+        p->kind = SY_PK_COOKIE;
+        rc = compile_name_regex(p, e, env, path, "name", true, err);
+        break;
+    case SY_P_AFTER:
+    case SY_P_BEFORE:
+    case SY_P_BETWEEN:
+        p->kind = SY_PK_TIME;
+        rc = compile_time(p, e, id, path, err);
+        break;
+    case SY_P_REMOTE_ADDR:
+        p->kind = SY_PK_REMOTE_ADDR;
+        rc = compile_cidrs(p, e, env, path, false, err);
+        break;
+    case SY_P_XFORWARDED_REMOTE_ADDR:
+        p->kind = SY_PK_XFF;
+        rc = compile_cidrs(p, e, env, path, true, err);
+        break;
+    case SY_P_WEIGHT:
+        p->kind = SY_PK_WEIGHT;
+        rc = compile_weight(p, e, env, path, err);
+        break;
+    case SY_HOST_FACTORY:
+        p->kind = SY_PK_HOST_FACTORY;
+        rc = compile_host_factory(p, e, path, err);
+        break;
+    default:
+        p->kind = SY_PK_METHOD; /* nothing to free */
+        rc = fail(err, SY_EUNKNOWN, path, NULL, 0, "not a predicate");
+        break;
+    }
+    if (rc) {
+        sy_pred_free(p, env->alloc);
+        return rc;
+    }
+    *out = p;
+    return SY_OK;
 }
 
 void sy_pred_free(sy_pred *p, const sy_alloc *a) {
-    SY_UNUSED(p);
-    SY_UNUSED(a);
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->npats; i++)
+        sy_pattern_free(p->pats[i]);
+    sy_free(a, p->pats);
+    for (size_t i = 0; i < p->nothers; i++)
+        sy_free(a, p->others[i]);
+    sy_free(a, p->others);
+    sy_free(a, p->name);
+    sy_regex_free(p->re);
+    sy_free(a, p->cidrs);
+    if (p->hf && p->state && p->hf->free)
+        p->hf->free(p->hf->data, p->state);
+    sy_free(a, p);
+}
+
+/* ------------------------------------------------------------------ */
+/* Introspection                                                        */
+/* ------------------------------------------------------------------ */
+
+sy_pred_kind sy_pred_get_kind(const sy_pred *p) {
+    return p->kind;
+}
+size_t sy_pred_pattern_count(const sy_pred *p) {
+    return p->npats;
+}
+const sy_pattern *sy_pred_pattern(const sy_pred *p, size_t i) {
+    return i < p->npats ? p->pats[i] : NULL;
+}
+uint32_t sy_pred_method_mask(const sy_pred *p) {
+    return p->kind == SY_PK_METHOD ? p->mask : 0;
+}
+const char *sy_pred_weight_group(const sy_pred *p) {
+    return p->kind == SY_PK_WEIGHT ? p->name : NULL;
+}
+uint32_t sy_pred_weight_value(const sy_pred *p) {
+    return p->kind == SY_PK_WEIGHT ? p->weight : 0;
+}
+uint32_t sy_pred_max_groups(const sy_pred *p) {
+    return p->max_groups;
+}
+uint32_t sy_pred_var_count(const sy_pred *p) {
+    return p->var_count;
+}
+
+double sy_weight_draw(uint64_t seed, uint32_t group) {
+    uint64_t h = sy_hash_mix(seed ^ 0x5741594452415721ull,
+                             0x9e3779b97f4a7c15ull * ((uint64_t)group + 1));
+    return (double)(h >> 11) * (1.0 / 9007199254740992.0); /* 2^-53 */
+}
+
+/* ------------------------------------------------------------------ */
+/* Testing                                                              */
+/* ------------------------------------------------------------------ */
+
+static bool is_ows(char c) {
+    return c == ' ' || c == '\t';
+}
+
+static sy_str trim(sy_str s) {
+    while (s.len && is_ows(s.ptr[0])) {
+        s.ptr++;
+        s.len--;
+    }
+    while (s.len && is_ows(s.ptr[s.len - 1]))
+        s.len--;
+    return s;
+}
+
+/* A buffer for a rewritten value: the stack one when it fits, else the
+ * scratch arena. NULL when neither can hold n bytes. */
+static char *value_buf(char *stack, size_t stack_len, size_t n,
+                       sy_arena *scratch) {
+    if (n <= stack_len)
+        return stack;
+    return scratch ? sy_arena_alloc(scratch, n) : NULL;
+}
+
+/* Next comma-separated element of a header value (commas inside double
+ * quotes do not split); trimmed. Returns false when none is left. */
+static bool next_element(sy_str *rest, bool *done, sy_str *out) {
+    if (*done)
+        return false;
+    const char *p = rest->ptr, *end = rest->ptr + rest->len, *q = p;
+    bool quoted = false;
+    for (; q < end; q++) {
+        if (*q == '"')
+            quoted = !quoted;
+        else if (*q == '\\' && quoted && q + 1 < end)
+            q++;
+        else if (*q == ',' && !quoted)
+            break;
+    }
+    *out = trim((sy_str){p, (size_t)(q - p)});
+    if (q >= end)
+        *done = true;
+    else
+        *rest = (sy_str){q + 1, (size_t)(end - q - 1)};
+    return true;
+}
+
+/* Strip surrounding double quotes and undo backslash escapes inside. */
+static sy_str unquote(sy_str v, char *stack, size_t stack_len,
+                      sy_arena *scratch) {
+    if (v.len < 2 || v.ptr[0] != '"' || v.ptr[v.len - 1] != '"')
+        return v;
+    sy_str in = {v.ptr + 1, v.len - 2};
+    if (!memchr(in.ptr, '\\', in.len))
+        return in;
+    char *buf = value_buf(stack, stack_len, in.len, scratch);
+    if (!buf)
+        return in;
+    size_t o = 0;
+    for (size_t i = 0; i < in.len; i++) {
+        if (in.ptr[i] == '\\' && i + 1 < in.len)
+            i++;
+        buf[o++] = in.ptr[i];
+    }
+    return (sy_str){buf, o};
+}
+
+static bool value_ok(const sy_pred *p, sy_str v, const sy_eval *ev) {
+    if (!p->re)
+        return v.len > 0;
+    return sy_regex_full_match(p->re, v.ptr, v.len, ev->md);
+}
+
+static bool test_header(const sy_pred *p, sy_eval *ev) {
+    const sy_request *r = ev->req;
+    char stack[512];
+    for (size_t i = 0; i < r->header_count; i++) {
+        const sy_header *h = &r->headers[i];
+        if (!sy_str_ieq(h->name, p->name, p->name_len))
+            continue;
+        sy_str rest = h->value, el;
+        bool done = false;
+        while (next_element(&rest, &done, &el))
+            if (value_ok(p, unquote(el, stack, sizeof stack, ev->scratch), ev))
+                return true;
+    }
+    return false;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Form decoding: '+' is a space, %XX a byte, bad escapes kept. */
+static sy_str form_decode(sy_str s, char *stack, size_t stack_len,
+                          sy_arena *scratch) {
+    if (s.len == 0 ||
+        (!memchr(s.ptr, '%', s.len) && !memchr(s.ptr, '+', s.len)))
+        return s;
+    char *buf = value_buf(stack, stack_len, s.len, scratch);
+    if (!buf)
+        return s;
+    size_t o = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        char c = s.ptr[i];
+        int hi, lo;
+        if (c == '+') {
+            c = ' ';
+        } else if (c == '%' && i + 2 < s.len &&
+                   (hi = hexval(s.ptr[i + 1])) >= 0 &&
+                   (lo = hexval(s.ptr[i + 2])) >= 0) {
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        }
+        buf[o++] = c;
+    }
+    return (sy_str){buf, o};
+}
+
+static bool test_query(const sy_pred *p, sy_eval *ev) {
+    sy_str q = ev->req->query;
+    const char *s = q.ptr, *end = q.ptr + q.len;
+    char kbuf[256], vbuf[512];
+    while (s && s < end) {
+        const char *amp = memchr(s, '&', (size_t)(end - s));
+        const char *pe = amp ? amp : end;
+        const char *eq = memchr(s, '=', (size_t)(pe - s));
+        sy_str k = {s, (size_t)((eq ? eq : pe) - s)};
+        sy_str v =
+            eq ? (sy_str){eq + 1, (size_t)(pe - eq - 1)} : (sy_str){"", 0};
+        s = pe + 1;
+        if (pe == k.ptr && !eq)
+            continue; /* empty pair */
+        k = form_decode(k, kbuf, sizeof kbuf, ev->scratch);
+        if (!sy_str_eq(k, p->name, p->name_len))
+            continue;
+        if (!p->re)
+            return true;
+        v = form_decode(v, vbuf, sizeof vbuf, ev->scratch);
+        if (sy_regex_full_match(p->re, v.ptr, v.len, ev->md))
+            return true;
+    }
+    return false;
+}
+
+static bool test_cookie(const sy_pred *p, sy_eval *ev) {
+    const sy_request *r = ev->req;
+    for (size_t i = 0; i < r->header_count; i++) {
+        const sy_header *h = &r->headers[i];
+        if (!sy_str_ieq(h->name, "cookie", 6))
+            continue;
+        const char *s = h->value.ptr, *end = s + h->value.len;
+        while (s && s < end) {
+            const char *semi = memchr(s, ';', (size_t)(end - s));
+            const char *pe = semi ? semi : end;
+            const char *eq = memchr(s, '=', (size_t)(pe - s));
+            sy_str name = trim((sy_str){s, (size_t)((eq ? eq : pe) - s)});
+            sy_str val = eq ? trim((sy_str){eq + 1, (size_t)(pe - eq - 1)})
+                            : (sy_str){"", 0};
+            s = pe + 1;
+            if (!sy_str_eq(name, p->name, p->name_len))
+                continue;
+            if (val.len >= 2 && val.ptr[0] == '"' &&
+                val.ptr[val.len - 1] == '"')
+                val = (sy_str){val.ptr + 1, val.len - 2};
+            if (sy_regex_full_match(p->re, val.ptr, val.len, ev->md))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* An address as a client or proxy writes it: "1.2.3.4", "1.2.3.4:80",
+ * "::1", "[::1]", "[::1]:80". */
+static bool parse_client(sy_str s, sy_cidr *out) {
+    s = trim(s);
+    if (sy_value_ip(s, out))
+        return true;
+    if (s.len && s.ptr[0] == '[') {
+        const char *rb = memchr(s.ptr, ']', s.len);
+        return rb &&
+               sy_value_ip((sy_str){s.ptr + 1, (size_t)(rb - s.ptr - 1)}, out);
+    }
+    const char *colon = s.len ? memchr(s.ptr, ':', s.len) : NULL;
+    if (colon && !memchr(colon + 1, ':', (size_t)(s.ptr + s.len - colon - 1)))
+        return sy_value_ip((sy_str){s.ptr, (size_t)(colon - s.ptr)}, out);
+    return false;
+}
+
+static bool in_cidrs(const sy_pred *p, sy_str addr) {
+    sy_cidr ip;
+    if (!parse_client(addr, &ip))
+        return false;
+    for (size_t i = 0; i < p->ncidrs; i++)
+        if (sy_cidr_contains(&p->cidrs[i], &ip))
+            return true;
+    return false;
+}
+
+static bool is_xff(const sy_header *h) {
+    return sy_str_ieq(h->name, "x-forwarded-for", 15);
+}
+
+/* Visit X-Forwarded-For entries in order; returns entry `want` (counting
+ * from 0) in *out, and the total count. */
+static size_t xff_entries(const sy_request *r, size_t want, sy_str *out) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->header_count; i++) {
+        if (!is_xff(&r->headers[i]))
+            continue;
+        sy_str rest = r->headers[i].value, el;
+        bool done = false;
+        while (next_element(&rest, &done, &el)) {
+            if (el.len == 0)
+                continue;
+            if (n == want)
+                *out = el;
+            n++;
+        }
+    }
+    return n;
+}
+
+static bool test_xff(const sy_pred *p, sy_eval *ev) {
+    sy_str entry = {0};
+    size_t n = xff_entries(ev->req, SIZE_MAX, &entry);
+    if (n == 0)
+        return in_cidrs(p, ev->req->remote_addr);
+    size_t idx = (uint64_t)p->trusted >= n ? 0 : n - (size_t)p->trusted;
+    xff_entries(ev->req, idx, &entry);
+    return in_cidrs(p, entry);
+}
+
+static bool test_method(const sy_pred *p, sy_str m) {
+    int bit = sy_method_bit(m);
+    if (bit != 31)
+        return (p->mask >> bit) & 1u;
+    for (size_t i = 0; i < p->nothers; i++)
+        if (sy_str_eq(m, p->others[i], strlen(p->others[i])))
+            return true;
+    return false;
+}
+
+static bool test_patterns(const sy_pred *p, sy_eval *ev) {
+    const sy_segments *segs = p->kind == SY_PK_PATH ? ev->path : ev->host;
+    if (!segs)
+        return false;
+    sy_capture *caps = ev->caps;
+    if (!caps || ev->caps_cap < ev->ncaps ||
+        ev->caps_cap - ev->ncaps < p->var_count)
+        caps = NULL; /* no room: match without capturing */
+    for (size_t i = 0; i < p->npats; i++) {
+        bool ok =
+            p->kind == SY_PK_PATH
+                ? sy_pattern_match_path(p->pats[i], segs, p->trailing, caps,
+                                        &ev->ncaps, ev->md, ev->scratch)
+                : sy_pattern_match_host(p->pats[i], segs, caps, &ev->ncaps,
+                                        ev->md);
+        if (ok)
+            return true;
+    }
+    return false;
+}
+
+bool sy_pred_test(const sy_pred *p, sy_eval *ev) {
+    switch (p->kind) {
+    case SY_PK_PATH:
+    case SY_PK_HOST: return test_patterns(p, ev);
+    case SY_PK_METHOD: return test_method(p, ev->req->method);
+    case SY_PK_HEADER: return test_header(p, ev);
+    case SY_PK_QUERY: return test_query(p, ev);
+    case SY_PK_COOKIE: return test_cookie(p, ev);
+    case SY_PK_TIME:
+        return (!p->has_lo || ev->now_ms > p->lo) &&
+               (!p->has_hi || ev->now_ms < p->hi);
+    case SY_PK_REMOTE_ADDR: return in_cidrs(p, ev->req->remote_addr);
+    case SY_PK_XFF: return test_xff(p, ev);
+    case SY_PK_WEIGHT: {
+        if (!ev->weight)
+            return false;
+        double r = sy_weight_draw(ev->req->seed, ev->weight->group);
+        return ev->weight->lo <= r && r < ev->weight->hi;
+    }
+    case SY_PK_HOST_FACTORY:
+        return p->hf->test && p->hf->test(p->state, ev->req);
+    }
+    return false;
 }

@@ -1,0 +1,689 @@
+/*
+ * cli_route.c - the `match`, `explain` and `diff` subcommands of the
+ * switchyard tool. Everything goes through the public API: files become
+ * sources of a router, the URL becomes an sy_request, and the result is
+ * printed as text or as one JSON object.
+ */
+#include "cli.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define MAX_HEADERS 64
+#define MAX_FILES 64
+
+typedef struct request_args {
+    bool json;
+    const char *files[MAX_FILES];
+    size_t file_count;
+    sy_header headers[MAX_HEADERS];
+    size_t header_count;
+    const char *remote_addr;
+    const char *now;
+    const char *instances;
+    uint64_t seed;
+    const char *method;
+    const char *url;
+} request_args;
+
+static int usage_error(const char *cmd, const char *msg) {
+    fprintf(stderr, "switchyard %s: %s\n", cmd, msg);
+    fprintf(stderr,
+            "usage: switchyard %s [--json] [-H 'Name: value']... "
+            "[--remote-addr IP] [--now ISO8601|EPOCH_MS] [--seed N] "
+            "[--instances FILE] FILE... METHOD URL\n",
+            cmd);
+    return 2;
+}
+
+static sy_str cs(const char *s) { return (sy_str){s, s ? strlen(s) : 0}; }
+
+static int parse_request_args(const char *cmd, int argc, char **argv,
+                              request_args *a) {
+    memset(a, 0, sizeof *a);
+    const char *pos[MAX_FILES + 2];
+    size_t npos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i];
+        bool has_next = i + 1 < argc;
+        if (strcmp(s, "--json") == 0) {
+            a->json = true;
+        } else if (strcmp(s, "-H") == 0 && has_next) {
+            const char *h = argv[++i];
+            const char *colon = strchr(h, ':');
+            if (!colon || colon == h)
+                return usage_error(cmd, "a header must look like 'Name: value'");
+            if (a->header_count == MAX_HEADERS)
+                return usage_error(cmd, "too many headers");
+            const char *v = colon + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            a->headers[a->header_count++] =
+                (sy_header){{h, (size_t)(colon - h)}, cs(v)};
+        } else if (strcmp(s, "--remote-addr") == 0 && has_next) {
+            a->remote_addr = argv[++i];
+        } else if (strcmp(s, "--now") == 0 && has_next) {
+            a->now = argv[++i];
+        } else if (strcmp(s, "--instances") == 0 && has_next) {
+            a->instances = argv[++i];
+        } else if (strcmp(s, "--seed") == 0 && has_next) {
+            char *end;
+            errno = 0;
+            a->seed = strtoull(argv[++i], &end, 10);
+            if (errno || *end)
+                return usage_error(cmd, "--seed takes a non-negative integer");
+        } else if (s[0] == '-' && s[1] == '-') {
+            return usage_error(cmd, "unknown option or missing value");
+        } else if (npos < MAX_FILES + 2) {
+            pos[npos++] = s;
+        } else {
+            return usage_error(cmd, "too many arguments");
+        }
+    }
+    if (npos < 3)
+        return usage_error(cmd, "needs FILE... METHOD URL");
+    for (size_t i = 0; i + 2 < npos; i++)
+        a->files[a->file_count++] = pos[i];
+    a->method = pos[npos - 2];
+    a->url = pos[npos - 1];
+    return 0;
+}
+
+/* "2024-01-02T03:04:05[.678](Z|+01:00)" or epoch milliseconds. */
+static bool parse_now(const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long ms = strtoll(s, &end, 10);
+    if (!errno && *end == '\0') {
+        *out = ms;
+        return true;
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    int frac = 0, n = 0;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+               &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6)
+        return false;
+    const char *p = s + n;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (digits < 3)
+                frac = frac * 10 + (*p - '0');
+        for (; digits < 3; digits++)
+            frac *= 10;
+    }
+    long offset = 0;
+    if (*p == '+' || *p == '-') {
+        int hh, mm;
+        if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+            return false;
+        offset = (hh * 60L + mm) * 60L * (*p == '-' ? -1 : 1);
+    } else if (*p != 'Z' && *p != '\0') {
+        return false;
+    }
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    time_t t = timegm(&tm);
+    *out = ((int64_t)t - offset) * 1000 + frac;
+    return true;
+}
+
+/* Split "scheme://authority/path?query" (or "/path?query"). */
+static void split_url(const char *url, sy_request *req) {
+    const char *p = url;
+    const char *sep = strstr(url, "://");
+    if (sep) {
+        req->scheme = (sy_str){url, (size_t)(sep - url)};
+        p = sep + 3;
+        const char *end = p + strcspn(p, "/?");
+        req->host = (sy_str){p, (size_t)(end - p)};
+        p = end;
+    }
+    const char *q = strchr(p, '?');
+    if (q) {
+        req->path = (sy_str){p, (size_t)(q - p)};
+        req->query = cs(q + 1);
+    } else {
+        req->path = cs(p);
+    }
+    if (req->path.len == 0)
+        req->path = cs("/");
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = nb;
+        }
+    }
+    fclose(f);
+    if (buf)
+        *len = n;
+    return buf;
+}
+
+static const char *jstr(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* {"services": {"name": [{"id","host","port","weight","state","secure",
+ * "metadata"}]}} -> sy_router_set_instances per service. */
+static int load_instances(sy_router *r, const char *path) {
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) {
+        fprintf(stderr, "switchyard: cannot read %s: %s\n", path,
+                strerror(errno));
+        return 2;
+    }
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON *services = cJSON_GetObjectItemCaseSensitive(root, "services");
+    if (!cJSON_IsObject(services)) {
+        fprintf(stderr, "%s: expected {\"services\": {...}}\n", path);
+        cJSON_Delete(root);
+        return 2;
+    }
+    int rc = 0;
+    const cJSON *svc;
+    cJSON_ArrayForEach(svc, services) {
+        size_t n = (size_t)cJSON_GetArraySize(svc);
+        sy_instance *list = calloc(n + 1, sizeof *list);
+        sy_kv *kvs = NULL;
+        size_t nkv = 0, i = 0;
+        const cJSON *in;
+        cJSON_ArrayForEach(in, svc) {
+            const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
+            nkv += (size_t)cJSON_GetArraySize(md);
+        }
+        kvs = calloc(nkv + 1, sizeof *kvs);
+        size_t k = 0;
+        cJSON_ArrayForEach(in, svc) {
+            sy_instance *x = &list[i++];
+            x->id = jstr(in, "id");
+            x->host = jstr(in, "host");
+            const cJSON *port = cJSON_GetObjectItemCaseSensitive(in, "port");
+            x->port = cJSON_IsNumber(port) ? (uint16_t)port->valuedouble : 0;
+            const cJSON *w = cJSON_GetObjectItemCaseSensitive(in, "weight");
+            x->weight = cJSON_IsNumber(w) ? (uint32_t)w->valuedouble : 1;
+            x->secure =
+                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
+            const char *st = jstr(in, "state");
+            x->state = !st || strcmp(st, "up") == 0 ? SY_INSTANCE_UP
+                       : strcmp(st, "draining") == 0 ? SY_INSTANCE_DRAINING
+                                                     : SY_INSTANCE_DOWN;
+            const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
+            x->metadata = kvs + k;
+            const cJSON *kv;
+            cJSON_ArrayForEach(kv, md) {
+                if (cJSON_IsString(kv))
+                    kvs[k++] = (sy_kv){kv->string, kv->valuestring};
+            }
+            x->metadata_count = (size_t)(kvs + k - x->metadata);
+        }
+        sy_error err;
+        if (sy_router_set_instances(r, svc->string, list, n, NULL, &err)) {
+            fprintf(stderr, "%s: services.%s.%s: %s\n", path, svc->string,
+                    err.path, err.message);
+            rc = 2;
+        }
+        free(list);
+        free(kvs);
+        if (rc)
+            break;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* A router with one source per file, every file applied (strict). */
+static int load_router(const char *cmd, const request_args *a,
+                       sy_router **out) {
+    sy_error err;
+    sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
+    if (sy_router_new(&opts, out, &err)) {
+        fprintf(stderr, "switchyard %s: %s\n", cmd, err.message);
+        return 2;
+    }
+    for (size_t i = 0; i < a->file_count; i++) {
+        size_t len;
+        char *text = read_file(a->files[i], &len);
+        if (!text) {
+            fprintf(stderr, "switchyard %s: cannot read %s: %s\n", cmd,
+                    a->files[i], strerror(errno));
+            return 2;
+        }
+        int rc = sy_router_add_source(*out, a->files[i], &err);
+        if (!rc)
+            rc = sy_router_apply(*out, a->files[i], text, len, NULL, &err);
+        free(text);
+        if (rc) {
+            if (err.line)
+                fprintf(stderr, "%s: line %u, column %u: %s\n", a->files[i],
+                        err.line, err.column, err.message);
+            else
+                fprintf(stderr, "%s: %s: %s\n", a->files[i],
+                        err.path[0] ? err.path : "$", err.message);
+            return 2;
+        }
+    }
+    return a->instances ? load_instances(*out, a->instances) : 0;
+}
+
+static int build_request(const char *cmd, request_args *a, sy_request *req) {
+    split_url(a->url, req);
+    req->method = cs(a->method);
+    bool has_host = false;
+    for (size_t i = 0; i < a->header_count; i++)
+        if (a->headers[i].name.len == 4 &&
+            strncasecmp(a->headers[i].name.ptr, "host", 4) == 0) {
+            has_host = true;
+            req->host = a->headers[i].value;
+        }
+    if (!has_host && req->host.len && a->header_count < MAX_HEADERS)
+        a->headers[a->header_count++] = (sy_header){cs("Host"), req->host};
+    req->headers = a->headers;
+    req->header_count = a->header_count;
+    req->remote_addr = cs(a->remote_addr ? a->remote_addr : "127.0.0.1");
+    req->seed = a->seed;
+    if (a->now && !parse_now(a->now, &req->now_ms))
+        return usage_error(cmd, "--now takes ISO-8601 (2024-01-02T03:04:05Z) "
+                                "or epoch milliseconds");
+    for (size_t i = 0; i < a->header_count; i++)
+        if (a->headers[i].name.len == 14 &&
+            strncasecmp(a->headers[i].name.ptr, "content-length", 14) == 0)
+            req->content_length = strtoll(a->headers[i].value.ptr, NULL, 10);
+    return 0;
+}
+
+static const char *op_name(sy_response_op_kind k) {
+    switch (k) {
+    case SY_RESP_ADD: return "add";
+    case SY_RESP_ADD_IF_ABSENT: return "add-if-absent";
+    case SY_RESP_SET: return "set";
+    case SY_RESP_REMOVE: return "remove";
+    case SY_RESP_DEDUPE: return "dedupe";
+    case SY_RESP_REWRITE: return "rewrite";
+    case SY_RESP_REWRITE_LOCATION: return "rewrite-location";
+    }
+    return "?";
+}
+
+static cJSON *str_json(sy_str s) {
+    char *tmp = strndup(s.ptr ? s.ptr : "", s.len);
+    cJSON *j = cJSON_CreateString(tmp ? tmp : "");
+    free(tmp);
+    return j;
+}
+
+static void print_match_json(const sy_route *route, sy_match *m,
+                             const sy_selection *sel, int sel_rc,
+                             const char *sel_why) {
+    cJSON *o = cJSON_CreateObject();
+    if (!route) {
+        cJSON_AddNullToObject(o, "route");
+    } else {
+        cJSON_AddStringToObject(o, "route", sy_route_id(route));
+        cJSON *vars = cJSON_AddObjectToObject(o, "vars");
+        for (size_t i = 0; i < sy_match_var_count(m); i++) {
+            sy_str n, v;
+            sy_match_var(m, i, &n, &v);
+            char *name = strndup(n.ptr, n.len);
+            cJSON_AddItemToObject(vars, name, str_json(v));
+            free(name);
+        }
+        cJSON_AddItemToObject(o, "path", str_json(sy_match_path(m)));
+        cJSON_AddItemToObject(o, "query", str_json(sy_match_query(m)));
+        cJSON *hs = cJSON_AddArrayToObject(o, "headers");
+        for (size_t i = 0; i < sy_match_header_count(m); i++) {
+            sy_header h = sy_match_header(m, i);
+            cJSON *pair = cJSON_CreateArray();
+            cJSON_AddItemToArray(pair, str_json(h.name));
+            cJSON_AddItemToArray(pair, str_json(h.value));
+            cJSON_AddItemToArray(hs, pair);
+        }
+        cJSON *rs = cJSON_AddArrayToObject(o, "response_headers");
+        for (size_t i = 0; i < sy_match_response_op_count(m); i++) {
+            sy_response_op op = sy_match_response_op(m, i);
+            cJSON *e = cJSON_CreateArray();
+            cJSON_AddItemToArray(e, cJSON_CreateString(op_name(op.kind)));
+            cJSON_AddItemToArray(e, str_json(op.name));
+            cJSON_AddItemToArray(e, str_json(op.value));
+            cJSON_AddItemToArray(rs, e);
+        }
+        int status = sy_match_status(m);
+        if (status)
+            cJSON_AddNumberToObject(o, "status", status);
+        else
+            cJSON_AddNullToObject(o, "status");
+        sy_str redirect = sy_match_redirect(m);
+        if (redirect.ptr)
+            cJSON_AddItemToObject(o, "redirect", str_json(redirect));
+        else
+            cJSON_AddNullToObject(o, "redirect");
+        cJSON_AddStringToObject(o, "upstream", sy_route_uri(route));
+        cJSON *hf = cJSON_AddArrayToObject(o, "filters");
+        for (size_t i = 0; i < sy_match_host_filter_count(m); i++) {
+            const sy_filter_entry *f = sy_match_host_filter(m, i);
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", f->name);
+            cJSON *args = cJSON_AddObjectToObject(e, "args");
+            for (size_t k = 0; k < f->arg_count; k++)
+                cJSON_AddStringToObject(args, f->args[k].key, f->args[k].value);
+            cJSON_AddItemToArray(hf, e);
+        }
+        if (sel_rc == 0) {
+            cJSON *in = cJSON_AddObjectToObject(o, "instance");
+            cJSON_AddStringToObject(in, "id", sel->id);
+            cJSON_AddStringToObject(in, "host", sel->host);
+            cJSON_AddNumberToObject(in, "port", sel->port);
+            cJSON_AddStringToObject(in, "scheme", sel->scheme);
+        } else {
+            cJSON_AddNullToObject(o, "instance");
+            if (sel_why)
+                cJSON_AddStringToObject(o, "instance_error", sel_why);
+        }
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+static void print_match_text(const request_args *a, const sy_route *route,
+                             sy_match *m, const sy_selection *sel, int sel_rc,
+                             const char *sel_why) {
+    if (!route) {
+        printf("no route matches %s %s (the gateway answers 404)\n", a->method,
+               a->url);
+        return;
+    }
+    printf("route:    %s (order %d)\n", sy_route_id(route),
+           sy_route_order(route));
+    for (size_t i = 0; i < sy_match_var_count(m); i++) {
+        sy_str n, v;
+        sy_match_var(m, i, &n, &v);
+        printf("var:      %.*s = %.*s\n", (int)n.len, n.ptr, (int)v.len,
+               v.ptr);
+    }
+    printf("upstream: %s\n", sy_route_uri(route));
+    if (sel_rc == 0)
+        printf("instance: %s %s://%s:%u\n", sel->id, sel->scheme, sel->host,
+               sel->port);
+    else if (sel_why)
+        printf("instance: none (%s)\n", sel_why);
+    sy_action act = sy_match_action(m);
+    if (act == SY_ACTION_REDIRECT) {
+        sy_str loc = sy_match_redirect(m);
+        printf("answer:   %d redirect to %.*s\n", sy_match_status(m),
+               (int)loc.len, loc.ptr);
+    } else if (act == SY_ACTION_RESPOND) {
+        printf("answer:   %d without calling upstream\n", sy_match_status(m));
+    }
+    sy_str path = sy_match_path(m), query = sy_match_query(m);
+    printf("request:  %s %.*s%s%.*s\n", a->method, (int)path.len, path.ptr,
+           query.len ? "?" : "", (int)query.len, query.ptr);
+    for (size_t i = 0; i < sy_match_header_count(m); i++) {
+        sy_header h = sy_match_header(m, i);
+        printf("  header: %.*s: %.*s\n", (int)h.name.len, h.name.ptr,
+               (int)h.value.len, h.value.ptr);
+    }
+    if (act == SY_ACTION_PROXY && sy_match_status(m))
+        printf("status:   %d\n", sy_match_status(m));
+    for (size_t i = 0; i < sy_match_response_op_count(m); i++) {
+        sy_response_op op = sy_match_response_op(m, i);
+        printf("response: %s %.*s%s%.*s\n", op_name(op.kind), (int)op.name.len,
+               op.name.ptr, op.value.len ? ": " : "", (int)op.value.len,
+               op.value.ptr);
+    }
+    for (size_t i = 0; i < sy_match_host_filter_count(m); i++)
+        printf("filter:   %s (run by the host)\n",
+               sy_match_host_filter(m, i)->name);
+}
+
+int sy_cli_match(int argc, char **argv) {
+    request_args a;
+    int rc = parse_request_args("match", argc, argv, &a);
+    if (rc)
+        return rc;
+    sy_router *r = NULL;
+    sy_request req = SY_REQUEST_INIT;
+    if ((rc = load_router("match", &a, &r)) ||
+        (rc = build_request("match", &a, &req))) {
+        sy_router_free(r);
+        return rc;
+    }
+    sy_match_ctx *ctx;
+    sy_error err;
+    if (sy_match_ctx_new(NULL, &ctx, &err)) {
+        sy_router_free(r);
+        return 2;
+    }
+    sy_snapshot *snap = sy_router_acquire(r);
+    sy_match *m = NULL;
+    rc = sy_snapshot_match(snap, ctx, &req, &m);
+    const sy_route *route = m ? sy_match_route(m) : NULL;
+    sy_selection sel;
+    int sel_rc = -1;
+    const char *why = NULL;
+    if (route) {
+        sy_upstream up;
+        sy_route_upstream(route, &up);
+        if (up.kind == SY_UPSTREAM_SERVICE) {
+            sel_rc = sy_snapshot_select(snap, ctx, m, &req, &sel, &err);
+            if (sel_rc)
+                why = err.message;
+        }
+    }
+    if (rc)
+        fprintf(stderr, "switchyard match: %s\n", sy_strerror(rc));
+    else if (a.json)
+        print_match_json(route, m, &sel, sel_rc, why);
+    else
+        print_match_text(&a, route, m, &sel, sel_rc, why);
+    sy_snapshot_release(snap);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+    return rc ? 2 : (route ? 0 : 1);
+}
+
+typedef struct explain_state {
+    bool json;
+    cJSON *list;
+    int rank;
+} explain_state;
+
+static int explain_one(void *data, const sy_route *route, bool matched,
+                       int failed, const char *failed_name) {
+    explain_state *st = data;
+    st->rank++;
+    if (st->json) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "route", sy_route_id(route));
+        cJSON_AddNumberToObject(e, "order", sy_route_order(route));
+        cJSON_AddBoolToObject(e, "matched", matched);
+        if (!matched) {
+            if (failed >= 0)
+                cJSON_AddNumberToObject(e, "failed_predicate", failed);
+            cJSON_AddStringToObject(e, "failed", failed_name);
+        }
+        cJSON_AddItemToArray(st->list, e);
+    } else if (matched) {
+        printf("%3d. %-24s order %-6d MATCH\n", st->rank, sy_route_id(route),
+               sy_route_order(route));
+    } else if (failed < 0) {
+        printf("%3d. %-24s order %-6d skipped: %s\n", st->rank,
+               sy_route_id(route), sy_route_order(route), failed_name);
+    } else {
+        printf("%3d. %-24s order %-6d predicates[%d] %s does not hold\n",
+               st->rank, sy_route_id(route), sy_route_order(route), failed,
+               failed_name);
+    }
+    return 0;
+}
+
+int sy_cli_explain(int argc, char **argv) {
+    request_args a;
+    int rc = parse_request_args("explain", argc, argv, &a);
+    if (rc)
+        return rc;
+    sy_router *r = NULL;
+    sy_request req = SY_REQUEST_INIT;
+    if ((rc = load_router("explain", &a, &r)) ||
+        (rc = build_request("explain", &a, &req))) {
+        sy_router_free(r);
+        return rc;
+    }
+    sy_match_ctx *ctx;
+    sy_error err;
+    if (sy_match_ctx_new(NULL, &ctx, &err)) {
+        sy_router_free(r);
+        return 2;
+    }
+    sy_snapshot *snap = sy_router_acquire(r);
+    explain_state st = {a.json, a.json ? cJSON_CreateArray() : NULL, 0};
+    rc = sy_snapshot_explain(snap, ctx, &req, explain_one, &st);
+    sy_match *m = NULL;
+    if (!rc)
+        rc = sy_snapshot_match(snap, ctx, &req, &m);
+    const char *winner = m ? sy_route_id(sy_match_route(m)) : NULL;
+    if (a.json) {
+        cJSON *o = cJSON_CreateObject();
+        if (winner)
+            cJSON_AddStringToObject(o, "route", winner);
+        else
+            cJSON_AddNullToObject(o, "route");
+        cJSON_AddItemToObject(o, "routes", st.list);
+        char *text = cJSON_PrintUnformatted(o);
+        printf("%s\n", text);
+        free(text);
+        cJSON_Delete(o);
+    } else {
+        printf("=> %s\n", winner ? winner : "no route (404)");
+    }
+    sy_snapshot_release(snap);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+    return rc ? 2 : (winner ? 0 : 1);
+}
+
+static const char *const part_names[] = {"predicates", "filters", "uri",
+                                         "metadata", "order"};
+
+static sy_document *load_doc(const char *path) {
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) {
+        fprintf(stderr, "switchyard diff: cannot read %s: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+    sy_document *doc = NULL;
+    sy_error err;
+    if (sy_document_parse(text, len, &po, &doc, &err)) {
+        if (err.line)
+            fprintf(stderr, "%s: line %u, column %u: %s\n", path, err.line,
+                    err.column, err.message);
+        else
+            fprintf(stderr, "%s: %s: %s\n", path, err.path[0] ? err.path : "$",
+                    err.message);
+    }
+    free(text);
+    return doc;
+}
+
+int sy_cli_diff(int argc, char **argv) {
+    bool json = false;
+    const char *files[2];
+    int nf = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (nf < 2 && argv[i][0] != '-')
+            files[nf++] = argv[i];
+        else
+            nf = 3;
+    }
+    if (nf != 2) {
+        fprintf(stderr, "usage: switchyard diff [--json] OLD NEW\n");
+        return 2;
+    }
+    sy_document *a = load_doc(files[0]), *b = a ? load_doc(files[1]) : NULL;
+    sy_diff *d = NULL;
+    sy_error err;
+    int rc = 2;
+    if (a && b && sy_diff_documents(a, b, NULL, &d, &err) == 0) {
+        rc = 0;
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON *add = cJSON_AddArrayToObject(o, "added");
+            for (size_t i = 0; i < sy_diff_added_count(d); i++)
+                cJSON_AddItemToArray(add, cJSON_CreateString(sy_diff_added(d, i)));
+            cJSON *rem = cJSON_AddArrayToObject(o, "removed");
+            for (size_t i = 0; i < sy_diff_removed_count(d); i++)
+                cJSON_AddItemToArray(rem,
+                                     cJSON_CreateString(sy_diff_removed(d, i)));
+            cJSON *upd = cJSON_AddArrayToObject(o, "updated");
+            for (size_t i = 0; i < sy_diff_updated_count(d); i++) {
+                unsigned mask;
+                const char *id = sy_diff_updated(d, i, &mask);
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "id", id);
+                cJSON *ch = cJSON_AddArrayToObject(e, "changed");
+                for (unsigned k = 0; k < 5; k++)
+                    if (mask & (1u << k))
+                        cJSON_AddItemToArray(ch,
+                                             cJSON_CreateString(part_names[k]));
+                cJSON_AddItemToArray(upd, e);
+            }
+            cJSON_AddNumberToObject(o, "unchanged",
+                                    (double)sy_diff_unchanged_count(d));
+            char *text = cJSON_PrintUnformatted(o);
+            printf("%s\n", text);
+            free(text);
+            cJSON_Delete(o);
+        } else {
+            for (size_t i = 0; i < sy_diff_added_count(d); i++)
+                printf("+ %s\n", sy_diff_added(d, i));
+            for (size_t i = 0; i < sy_diff_removed_count(d); i++)
+                printf("- %s\n", sy_diff_removed(d, i));
+            for (size_t i = 0; i < sy_diff_updated_count(d); i++) {
+                unsigned mask;
+                const char *id = sy_diff_updated(d, i, &mask);
+                printf("~ %s (", id);
+                const char *sep = "";
+                for (unsigned k = 0; k < 5; k++)
+                    if (mask & (1u << k)) {
+                        printf("%s%s", sep, part_names[k]);
+                        sep = ", ";
+                    }
+                printf(")\n");
+            }
+            printf("%zu unchanged\n", sy_diff_unchanged_count(d));
+        }
+    }
+    sy_diff_free(d);
+    sy_document_free(a);
+    sy_document_free(b);
+    return rc;
+}

@@ -4,6 +4,7 @@
  * sources of a router, the URL becomes an sy_request, and the result is
  * printed as text or as one JSON object.
  */
+#define _DEFAULT_SOURCE /* timegm */
 #include "cli.h"
 
 #include <cJSON.h>

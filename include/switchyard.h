@@ -559,7 +559,7 @@ typedef struct sy_router_options {
     void *callback_data;
 } sy_router_options;
 
-#define SY_ROUTER_OPTIONS_INIT {sizeof(sy_router_options)}
+#define SY_ROUTER_OPTIONS_INIT {.size = sizeof(sy_router_options)}
 
 /* Create a router with an empty published snapshot. */
 SY_API int sy_router_new(const sy_router_options *opts, sy_router **out,

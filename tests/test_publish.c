@@ -102,8 +102,8 @@ START_TEST(test_publish_makes_next_current_and_stamps_generation) {
     w_init(&w);
     ck_assert_uint_eq(sy_pub_current(w.pub)->generation, 0);
     tobj *a = w_publish(&w);
-    tobj *b = w_publish(&w);
     ck_assert_uint_eq(a->hdr.generation, 1);
+    tobj *b = w_publish(&w); /* frees a: nobody holds it */
     ck_assert_uint_eq(b->hdr.generation, 2);
     sy_pub_ref r = sy_pub_acquire(w.pub);
     ck_assert_ptr_eq(ref_tobj(r), b);

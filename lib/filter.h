@@ -12,9 +12,22 @@
 
 typedef struct sy_filter sy_filter;
 
+/*
+ * Compile one filter entry (args mapped and type-checked by the parser;
+ * defaults applied here). `e->spec == NULL` means a host-registered filter:
+ * e->host_factory is its `const sy_filter_factory *`, whose validate runs
+ * now. `path` is the entry's JSON path ("routes[3].filters[1]"); errors
+ * name "<path>.args.<field>" (SY_EREGEX with err->offset inside the regex,
+ * SY_EARG, SY_EMISSING), or "<path>" plus the host's own path for host
+ * validation failures. The filter keeps `env->alloc`, which must outlive
+ * it. Returns 0 and *out, or a negative code and *out = NULL.
+ */
 int sy_filter_compile(const sy_def_entry *e, const sy_compile_env *env,
                       const char *path, sy_filter **out, sy_error *err);
+/* NULL is fine. `a` may be NULL (the allocator given at compile time). */
 void sy_filter_free(sy_filter *f, const sy_alloc *a);
+/* Capture groups + 1 that the match data passed to sy_plan_compute needs
+ * (RewritePath), or 0. */
 uint32_t sy_filter_max_groups(const sy_filter *f);
 
 /* The plan, built in the match context's scratch arena. */
@@ -35,7 +48,28 @@ typedef struct sy_plan {
 
 /*
  * Compute the plan: default filters first, then the route's, each in
- * order. Strings come from the request, the compiled filters or `scratch`.
+ * order, each seeing the edits of the ones before. The plan starts from
+ * the request (path, query, a scratch copy of the header array; action
+ * PROXY, status 0) and is overwritten whole. Strings come from the
+ * request, the compiled filters or `scratch`; nothing else is allocated.
+ * NULL entries in either list are skipped. `vars` are the captures of the
+ * match (the last one of a name wins). `md` should hold at least
+ * sy_filter_max_groups() pairs for every filter (smaller or NULL: PCRE2
+ * allocates one through the filter's allocator).
+ *
+ * Short-circuits: the first RESPOND/REDIRECT wins; later filters still run
+ * (their response ops count), but later short-circuit filters and SetStatus
+ * change nothing. A RewritePath that fails at run time (match limit)
+ * answers RESPOND 500.
+ *
+ * Response ops: ADD / ADD_IF_ABSENT / SET carry the expanded value;
+ * DEDUPE: name = the space-separated names, arg = strategy; REWRITE: arg =
+ * the regex, value = the replacement already in pcre2_substitute syntax
+ * (use PCRE2_SUBSTITUTE_GLOBAL | PCRE2_SUBSTITUTE_UNSET_EMPTY);
+ * REWRITE_LOCATION: name = locationHeaderName, value = hostValue (may be
+ * empty), arg = stripVersion, and the same filter also appears in
+ * host_filters with all four args (protocols included).
+ *
  * Returns 0 or SY_ENOMEM (scratch exhausted and the allocator failed).
  */
 int sy_plan_compute(sy_plan *plan, const sy_filter *const *defaults,

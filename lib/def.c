@@ -1,2 +1,502 @@
-/* def.c - placeholder until its module lands. */
-#include "util.h"
+/*
+ * def.c - route documents (route model section 1): limits, JSON syntax
+ * errors with line and column, the two document shapes, strict and
+ * lenient modes, duplicate ids, document fingerprints and the public
+ * sy_document_* calls; single-route, enable/disable and default-filter
+ * parsing. One route object is built by def_route.c.
+ */
+#include "def_build.h"
+#include "filter.h"
+
+#include <stdio.h>
+
+#define SY_DEFAULT_MAX_DOC ((size_t)64 << 20)
+#define SY_DEFAULT_MAX_ROUTES ((size_t)1000000)
+#define SY_DEFAULT_MAX_STRING ((size_t)64 << 10)
+#define SY_DEFAULT_MAX_DEPTH 32u
+#define SEED_DOC 0x5359444f43ull /* "SYDOC" */
+
+void sy_limits_resolve(sy_limits *out, const sy_limits *in) {
+    sy_limits l = {0, 0, 0, 0};
+    if (in)
+        l = *in;
+    if (!l.max_document_bytes)
+        l.max_document_bytes = SY_DEFAULT_MAX_DOC;
+    if (!l.max_routes)
+        l.max_routes = SY_DEFAULT_MAX_ROUTES;
+    if (!l.max_string_bytes)
+        l.max_string_bytes = SY_DEFAULT_MAX_STRING;
+    if (!l.max_depth)
+        l.max_depth = SY_DEFAULT_MAX_DEPTH;
+    *out = l;
+}
+
+/* ---- JSON text ---- */
+
+static void locate(const char *json, size_t len, size_t off, sy_error *err) {
+    if (!err)
+        return;
+    if (off > len)
+        off = len;
+    uint32_t line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < off; i++)
+        if (json[i] == '\n') {
+            line++;
+            line_start = i + 1;
+        }
+    err->line = line;
+    err->column = (uint32_t)(off - line_start + 1);
+    err->offset = off;
+}
+
+/* Nesting depth, scanned before parsing (cJSON's own cap is 1000). */
+static int check_depth(const char *json, size_t len, uint32_t max,
+                       sy_error *err) {
+    uint32_t depth = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = json[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max) {
+                sy_error_set(err, SY_ELIMIT, "",
+                             "JSON nesting deeper than %u levels", max);
+                locate(json, len, i, err);
+                return SY_ELIMIT;
+            }
+        } else if ((c == ']' || c == '}') && depth) {
+            depth--;
+        }
+    }
+    return 0;
+}
+
+/* Every string (keys and values) within the length limit. */
+static int check_strings(const cJSON *item, char *path, size_t plen, size_t cap,
+                         size_t max, sy_error *err) {
+    for (const cJSON *c = item->child; c; c = c->next) {
+        size_t n = plen;
+        if (cJSON_IsObject(item) && c->string) {
+            if (strlen(c->string) > max) {
+                path[plen] = '\0';
+                return sy_error_set(err, SY_ELIMIT, path,
+                                    "a key is longer than %zu bytes", max);
+            }
+            n += (size_t)snprintf(path + plen, cap - plen, "%s%s",
+                                  plen ? "." : "", c->string);
+        } else {
+            size_t idx = 0;
+            for (const cJSON *s = item->child; s != c; s = s->next)
+                idx++;
+            n += (size_t)snprintf(path + plen, cap - plen, "[%zu]", idx);
+        }
+        if (n >= cap)
+            n = cap - 1;
+        if (cJSON_IsString(c) && strlen(c->valuestring) > max)
+            return sy_error_set(err, SY_ELIMIT, path,
+                                "string longer than %zu bytes", max);
+        if (c->child) {
+            int rc = check_strings(c, path, n, cap, max, err);
+            if (rc)
+                return rc;
+        }
+        path[plen] = '\0';
+    }
+    return 0;
+}
+
+/* Parse `json` under the limits into a cJSON tree (caller deletes). */
+static int parse_json(const char *json, size_t len, const sy_limits *lim,
+                      cJSON **out, sy_error *err) {
+    *out = NULL;
+    if (len > lim->max_document_bytes)
+        return sy_error_set(err, SY_ELIMIT, "",
+                            "document of %zu bytes exceeds the limit of %zu",
+                            len, lim->max_document_bytes);
+    int rc = check_depth(json, len, lim->max_depth, err);
+    if (rc)
+        return rc;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (!root) {
+        size_t off = end && end >= json ? (size_t)(end - json) : 0;
+        if (off >= len && len > 0)
+            sy_error_set(err, SY_ESYNTAX, "",
+                         "JSON syntax error: unexpected end of document");
+        else
+            sy_error_set(err, SY_ESYNTAX, "", "JSON syntax error");
+        locate(json, len, off, err);
+        return SY_ESYNTAX;
+    }
+    size_t off = end ? (size_t)(end - json) : len;
+    while (off < len && (json[off] == ' ' || json[off] == '\t' ||
+                         json[off] == '\n' || json[off] == '\r'))
+        off++;
+    if (off < len) {
+        cJSON_Delete(root);
+        sy_error_set(err, SY_ESYNTAX, "",
+                     "JSON syntax error: unexpected data after the document");
+        locate(json, len, off, err);
+        return SY_ESYNTAX;
+    }
+    char path[256] = "";
+    rc = check_strings(root, path, 0, sizeof path, lim->max_string_bytes, err);
+    if (rc) {
+        cJSON_Delete(root);
+        return rc;
+    }
+    *out = root;
+    return 0;
+}
+
+/* ---- documents ---- */
+
+static bool add_issue(sy_document *d, const sy_error *e) {
+    sy_error *p =
+        sy_realloc(&d->alloc, d->issues, (d->issue_count + 1) * sizeof *p);
+    if (!p)
+        return false;
+    d->issues = p;
+    d->issues[d->issue_count++] = *e;
+    return true;
+}
+
+void sy_document_free(sy_document *doc) {
+    if (!doc)
+        return;
+    sy_alloc a = doc->alloc;
+    for (size_t i = 0; i < doc->route_count; i++)
+        sy_route_unref(doc->routes[i]);
+    sy_free(&a, doc->routes);
+    sy_free(&a, doc->issues);
+    sy_free(&a, doc->version);
+    sy_free(&a, doc);
+}
+
+/* Open-addressing set of route ids seen in one document. */
+typedef struct id_set {
+    const char **slots;
+    size_t cap;
+} id_set;
+
+static bool id_set_init(id_set *s, const sy_alloc *a, size_t n) {
+    s->cap = 16;
+    while (s->cap < n * 2 + 1)
+        s->cap *= 2;
+    s->slots = sy_calloc(a, s->cap, sizeof *s->slots);
+    return s->slots != NULL;
+}
+
+/* Insert id; false when already present. */
+static bool id_set_add(id_set *s, const char *id) {
+    size_t mask = s->cap - 1, i = sy_hash64(id, strlen(id), 0) & mask;
+    while (s->slots[i]) {
+        if (strcmp(s->slots[i], id) == 0)
+            return false;
+        i = (i + 1) & mask;
+    }
+    s->slots[i] = id;
+    return true;
+}
+
+static int read_version(sy_document *d, const cJSON *v, sy_error *err) {
+    char num[64];
+    const char *text;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (cJSON_IsString(v)) {
+        text = v->valuestring;
+    } else if (cJSON_IsNumber(v) &&
+               v->valuedouble == (double)(int64_t)v->valuedouble) {
+        sy_def_number_text(v->valuedouble, num, sizeof num);
+        text = num;
+    } else {
+        return sy_error_set(err, SY_ETYPE, "version",
+                            "version must be a string or an integer");
+    }
+    d->version = sy_strdup(&d->alloc, text);
+    if (!d->version)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    return 0;
+}
+
+static int build_routes(sy_document *d, const sy_parse_options *opts,
+                        const sy_limits *lim, const cJSON *routes,
+                        const char *prefix, sy_error *err) {
+    size_t n = (size_t)cJSON_GetArraySize(routes);
+    if (n > lim->max_routes)
+        return sy_error_set(err, SY_ELIMIT, prefix,
+                            "%zu routes exceed the limit of %zu", n,
+                            lim->max_routes);
+    if (n > UINT32_MAX)
+        return sy_error_set(err, SY_ELIMIT, prefix, "too many routes");
+    sy_def_ctx ctx = {&d->alloc, opts->registry};
+    id_set ids;
+    d->routes = n ? sy_calloc(&d->alloc, n, sizeof *d->routes) : NULL;
+    if ((n && !d->routes) || !id_set_init(&ids, &d->alloc, n))
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    uint64_t fp = SEED_DOC;
+    size_t i = 0;
+    int rc = 0;
+    for (const cJSON *c = routes->child; c; c = c->next, i++) {
+        char path[64];
+        sy_def_path(path, sizeof path, "%s[%zu]", prefix, i);
+        sy_error e;
+        sy_error_clear(&e);
+        struct sy_route *r = NULL;
+        rc = sy_def_build_route(&ctx, c, path, &r, &e);
+        if (!rc && !id_set_add(&ids, r->id)) {
+            char p[96];
+            sy_def_path(p, sizeof p, "%s.id", path);
+            rc = sy_error_set(&e, SY_EDUPLICATE, p,
+                              "route id '%.120s' is already used", r->id);
+            sy_route_unref(r);
+        }
+        if (rc == SY_ENOMEM || (rc && !opts->lenient)) {
+            if (err)
+                *err = e;
+            break;
+        }
+        if (rc) {
+            if (!add_issue(d, &e)) {
+                rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+                break;
+            }
+            rc = 0;
+            continue;
+        }
+        r->doc_index = (uint32_t)i;
+        d->routes[d->route_count++] = r;
+        fp = sy_hash_mix(fp, r->fingerprint);
+    }
+    sy_free(&d->alloc, ids.slots);
+    d->fingerprint = sy_hash_mix(fp, d->route_count);
+    return rc;
+}
+
+int sy_document_parse(const char *json, size_t len,
+                      const sy_parse_options *opts, sy_document **out,
+                      sy_error *err) {
+    static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
+    if (!out || (!json && len))
+        return sy_error_set(err, SY_EINVAL, "", "json and out are required");
+    *out = NULL;
+    if (!opts)
+        opts = &defaults;
+    if (opts->size < sizeof(sy_parse_options))
+        return sy_error_set(err, SY_EINVAL, "",
+                            "sy_parse_options.size is not set");
+    if (!json)
+        json = "";
+    sy_limits lim;
+    sy_limits_resolve(&lim, &opts->limits);
+    sy_alloc a;
+    sy_alloc_init(&a, opts->allocator);
+    sy_document *d = sy_calloc(&a, 1, sizeof *d);
+    if (!d)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    d->alloc = a;
+    d->checksum = sy_hash64(json, len, 0);
+    cJSON *root = NULL;
+    int rc = parse_json(json, len, &lim, &root, err);
+    if (!rc) {
+        const cJSON *routes = root;
+        const char *prefix = "";
+        if (cJSON_IsObject(root)) {
+            prefix = "routes";
+            routes = cJSON_GetObjectItemCaseSensitive(root, "routes");
+            rc = read_version(
+                d, cJSON_GetObjectItemCaseSensitive(root, "version"), err);
+            if (!rc && !routes)
+                rc = sy_error_set(err, SY_EMISSING, "routes",
+                                  "the document object has no \"routes\"");
+            else if (!rc && !cJSON_IsArray(routes))
+                rc = sy_error_set(err, SY_ETYPE, "routes",
+                                  "routes must be an array");
+        } else if (!cJSON_IsArray(root)) {
+            rc = sy_error_set(err, SY_ETYPE, "",
+                              "a document is an array of routes or an "
+                              "object with \"routes\"");
+        }
+        if (!rc)
+            rc = build_routes(d, opts, &lim, routes, prefix, err);
+    }
+    cJSON_Delete(root);
+    if (rc) {
+        sy_document_free(d);
+        return rc;
+    }
+    *out = d;
+    return SY_OK;
+}
+
+const char *sy_document_version(const sy_document *doc) {
+    return doc ? doc->version : NULL;
+}
+
+uint64_t sy_document_fingerprint(const sy_document *doc) {
+    return doc ? doc->fingerprint : 0;
+}
+
+uint64_t sy_document_checksum(const sy_document *doc) {
+    return doc ? doc->checksum : 0;
+}
+
+size_t sy_document_route_count(const sy_document *doc) {
+    return doc ? doc->route_count : 0;
+}
+
+const sy_route *sy_document_route(const sy_document *doc, size_t i) {
+    return doc && i < doc->route_count ? doc->routes[i] : NULL;
+}
+
+size_t sy_document_issue_count(const sy_document *doc) {
+    return doc ? doc->issue_count : 0;
+}
+
+const sy_error *sy_document_issue(const sy_document *doc, size_t i) {
+    return doc && i < doc->issue_count ? &doc->issues[i] : NULL;
+}
+
+/* ---- single routes and default filters ---- */
+
+static int resolve_opts(const sy_parse_options **opts, sy_alloc *a,
+                        sy_limits *lim, sy_error *err) {
+    static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
+    if (!*opts)
+        *opts = &defaults;
+    if ((*opts)->size < sizeof(sy_parse_options))
+        return sy_error_set(err, SY_EINVAL, "",
+                            "sy_parse_options.size is not set");
+    sy_alloc_init(a, (*opts)->allocator);
+    sy_limits_resolve(lim, &(*opts)->limits);
+    return 0;
+}
+
+int sy_def_parse_route(const char *json, size_t len,
+                       const sy_parse_options *opts, const char *path,
+                       struct sy_route **out, sy_error *err) {
+    if (!out || (!json && len))
+        return sy_error_set(err, SY_EINVAL, "", "json and out are required");
+    *out = NULL;
+    sy_alloc a;
+    sy_limits lim = {0, 0, 0, 0};
+    int rc = resolve_opts(&opts, &a, &lim, err);
+    if (rc)
+        return rc;
+    cJSON *root = NULL;
+    if ((rc = parse_json(json ? json : "", len, &lim, &root, err)))
+        return rc;
+    sy_def_ctx ctx = {&a, opts->registry};
+    rc = sy_def_build_route(&ctx, root, path ? path : "", out, err);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int sy_def_route_with_enabled(const struct sy_route *r, bool enabled,
+                              const sy_parse_options *opts,
+                              struct sy_route **out, sy_error *err) {
+    if (!r || !out)
+        return sy_error_set(err, SY_EINVAL, "", "route and out are required");
+    *out = NULL;
+    sy_alloc a;
+    sy_limits lim = {0, 0, 0, 0};
+    int rc = resolve_opts(&opts, &a, &lim, err);
+    if (rc)
+        return rc;
+    struct sy_route *c = sy_def_clone(r);
+    if (!c)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    /* metadata without "status", then "status": "disabled" if wanted */
+    size_t n = 0;
+    sy_kv *md = sy_arena_alloc(&c->arena, (c->metadata_count + 1) * sizeof *md);
+    if (!md) {
+        sy_route_unref(c);
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    bool placed = enabled;
+    for (size_t i = 0; i < c->metadata_count; i++) {
+        int cmp = strcmp(c->metadata[i].key, "status");
+        if (!placed && cmp > 0) {
+            md[n++] = (sy_kv){"status", "disabled"};
+            placed = true;
+        }
+        if (cmp != 0)
+            md[n++] = c->metadata[i];
+    }
+    if (!placed)
+        md[n++] = (sy_kv){"status", "disabled"};
+    c->metadata = md;
+    c->metadata_count = n;
+    c->disabled = !enabled;
+    sy_compile_env env = {c->alloc, opts->registry};
+    if (sy_def_canonicalize(c)) {
+        sy_route_unref(c);
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    if ((rc = sy_route_compile(c, &env, "", err))) {
+        sy_route_unref(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int sy_def_parse_filters(const char *json, size_t len,
+                         const sy_parse_options *opts, struct sy_route **out,
+                         sy_error *err) {
+    static const char *path = "defaultFilters";
+    if (!out || (!json && len))
+        return sy_error_set(err, SY_EINVAL, "", "json and out are required");
+    *out = NULL;
+    sy_alloc a;
+    sy_limits lim = {0, 0, 0, 0};
+    int rc = resolve_opts(&opts, &a, &lim, err);
+    if (rc)
+        return rc;
+    cJSON *root = NULL;
+    if ((rc = parse_json(json ? json : "", len, &lim, &root, err)))
+        return rc;
+    struct sy_route *r = sy_route_new(&a);
+    sy_def_ctx ctx = {&a, opts->registry};
+    bool *sc = NULL;
+    if (!r)
+        rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    else if (!cJSON_IsArray(root))
+        rc = sy_error_set(err, SY_ETYPE, path,
+                          "default filters must be an array");
+    else
+        rc = sy_def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, &sc,
+                                  err);
+    cJSON_Delete(root);
+    if (!rc && sy_def_canonicalize(r))
+        rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    if (!rc && r->filter_count) {
+        sy_compile_env env = {&a, opts->registry};
+        r->cfilters = sy_calloc(r->alloc, r->filter_count, sizeof *r->cfilters);
+        if (!r->cfilters)
+            rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        for (size_t i = 0; !rc && i < r->filter_count; i++) {
+            char p[64];
+            sy_def_path(p, sizeof p, "%s[%zu]", path, i);
+            rc = sy_filter_compile(&r->filters[i], &env, p, &r->cfilters[i],
+                                   err);
+            if (rc && sc && sc[i])
+                sy_def_shortcut_error(err, p);
+        }
+    }
+    sy_free(&a, sc);
+    if (rc) {
+        sy_route_unref(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}

@@ -1,0 +1,58 @@
+/*
+ * def_build.h - internals shared by the document modules: def.c (document
+ * level), def_route.c (one route object: fields, entries, argument mapping
+ * and validation) and def_canon.c (canonical form, fingerprints, copies).
+ */
+#ifndef SY_DEF_BUILD_H
+#define SY_DEF_BUILD_H
+
+#include "def.h"
+
+#include <cJSON.h>
+
+/* What building a route needs from the caller. */
+typedef struct sy_def_ctx {
+    const sy_alloc *alloc;
+    const sy_registry *registry;
+} sy_def_ctx;
+
+/*
+ * Build, canonicalise and compile one route from its JSON object. `path`
+ * names the route ("routes[3]", "[3]", "route"). Returns 0 and *out
+ * (refs = 1), or a negative code with err filled.
+ */
+int sy_def_build_route(const sy_def_ctx *ctx, const cJSON *obj,
+                       const char *path, struct sy_route **out, sy_error *err);
+
+/*
+ * Parse an array of predicate or filter entries into r (arena-owned).
+ * Entry i is named "<path>[i]". *shortcut (may be NULL) receives a
+ * sy_malloc'd array of per-entry flags: true for shortcut strings.
+ */
+int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
+                         sy_factory_kind kind, const cJSON *arr,
+                         const char *path, bool **shortcut, sy_error *err);
+
+/*
+ * After a compile error on entry i of a shortcut string, move the error
+ * to the entry's path and name the field in the message.
+ */
+void sy_def_shortcut_error(sy_error *err, const char *entry_path);
+
+/* Set r->canonical and all fingerprints from r's fields. SY_ENOMEM. */
+int sy_def_canonicalize(struct sy_route *r);
+
+/* A deep copy of r's definition (not compiled, no canonical form). */
+struct sy_route *sy_def_clone(const struct sy_route *r);
+
+/* Sort kv pairs by key with strcmp, keeping equal keys in order. */
+bool sy_def_sort_kv(const sy_alloc *a, sy_kv *kv, size_t n);
+
+/* JSON number as argument text: integers without fraction, others %.17g. */
+void sy_def_number_text(double v, char *buf, size_t size);
+
+/* snprintf for JSON paths: truncation is accepted silently. */
+void sy_def_path(char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

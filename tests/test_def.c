@@ -1,0 +1,882 @@
+/* test_def.c - route documents: the valid/invalid corpus under
+ * tests/data, shapes, strict and lenient modes, limits, syntax positions,
+ * shortcut mapping, upstreams, metadata and the internal def.h calls. */
+#include "def.h"
+#include "testutil.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static sy_document *parse_ok(const char *json, bool lenient) {
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.lenient = lenient;
+    sy_document *d = NULL;
+    sy_error e;
+    sy_error_clear(&e);
+    int rc = sy_document_parse(json, strlen(json), &o, &d, &e);
+    ck_assert_msg(rc == 0, "parse failed: %d %s: %s", rc, e.path, e.message);
+    ck_assert_ptr_nonnull(d);
+    return d;
+}
+
+static int parse_err(const char *json, const sy_parse_options *o, sy_error *e) {
+    sy_document *d = (sy_document *)1;
+    sy_error_clear(e);
+    int rc = sy_document_parse(json, strlen(json), o, &d, e);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_ptr_null(d);
+    ck_assert_int_eq(e->code, rc);
+    ck_assert(e->message[0] != '\0');
+    return rc;
+}
+
+static const sy_route *route0(const sy_document *d) {
+    ck_assert_uint_ge(sy_document_route_count(d), 1);
+    return sy_document_route(d, 0);
+}
+
+/* ---- corpus ---- */
+
+static int code_by_name(const char *name) {
+    static const struct {
+        const char *n;
+        int c;
+    } t[] = {{"SY_ESYNTAX", SY_ESYNTAX},   {"SY_ETYPE", SY_ETYPE},
+             {"SY_EMISSING", SY_EMISSING}, {"SY_EDUPLICATE", SY_EDUPLICATE},
+             {"SY_ERANGE", SY_ERANGE},     {"SY_EURI", SY_EURI},
+             {"SY_EUNKNOWN", SY_EUNKNOWN}, {"SY_EARG", SY_EARG},
+             {"SY_ESPEL", SY_ESPEL},       {"SY_ELIMIT", SY_ELIMIT},
+             {"SY_EREGEX", SY_EREGEX},     {"SY_EPATTERN", SY_EPATTERN}};
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++)
+        if (strcmp(t[i].n, name) == 0)
+            return t[i].c;
+    ck_abort_msg("unknown code name %s", name);
+    return 0;
+}
+
+START_TEST(corpus_valid_documents_parse_strictly) {
+    DIR *dir = opendir(sy_test_data("valid"));
+    ck_assert_ptr_nonnull(dir);
+    int files = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        size_t n = strlen(de->d_name);
+        if (n < 5 || strcmp(de->d_name + n - 5, ".json") != 0)
+            continue;
+        char rel[512];
+        snprintf(rel, sizeof rel, "valid/%s", de->d_name);
+        size_t len;
+        char *json = sy_test_read(rel, &len);
+        ck_assert_ptr_nonnull(json);
+        sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+        sy_document *d = NULL;
+        sy_error e;
+        sy_error_clear(&e);
+        int rc = sy_document_parse(json, len, &o, &d, &e);
+        ck_assert_msg(rc == 0, "%s: %s: %s", rel, e.path, e.message);
+        ck_assert_uint_eq(sy_document_issue_count(d), 0);
+        for (size_t i = 0; i < sy_document_route_count(d); i++) {
+            const sy_route *r = sy_document_route(d, i);
+            ck_assert(sy_route_canonical(r)[0] == '{');
+            ck_assert_uint_ne(sy_route_fingerprint(r), 0);
+        }
+        sy_document_free(d);
+        free(json);
+        files++;
+    }
+    closedir(dir);
+    ck_assert_int_ge(files, 10);
+}
+END_TEST
+
+typedef void (*expect_fn)(const char *file, int code, const char *path,
+                          const char *linecol);
+
+static int for_each_expectation(expect_fn fn) {
+    char *tsv = sy_test_read("invalid/expect.tsv", NULL);
+    ck_assert_ptr_nonnull(tsv);
+    int n = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(tsv, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#' || !line[0])
+            continue;
+        char *cols[4] = {NULL, NULL, NULL, NULL};
+        int c = 0;
+        char *s2 = NULL;
+        for (char *t = strtok_r(line, "\t", &s2); t && c < 4;
+             t = strtok_r(NULL, "\t", &s2))
+            cols[c++] = t;
+        ck_assert_int_ge(c, 3);
+        const char *path = strcmp(cols[2], "\"\"") == 0 ? "" : cols[2];
+        fn(cols[0], code_by_name(cols[1]), path, cols[3] ? cols[3] : "");
+        n++;
+    }
+    free(tsv);
+    return n;
+}
+
+static void expect_strict(const char *file, int code, const char *path,
+                          const char *linecol) {
+    char rel[512];
+    snprintf(rel, sizeof rel, "invalid/%s", file);
+    size_t len;
+    char *json = sy_test_read(rel, &len);
+    ck_assert_msg(json != NULL, "cannot read %s", rel);
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    sy_document *d = NULL;
+    sy_error e;
+    sy_error_clear(&e);
+    int rc = sy_document_parse(json, len, &o, &d, &e);
+    ck_assert_msg(rc == code, "%s: got %d (%s: %s), want %d", file, rc, e.path,
+                  e.message, code);
+    ck_assert_msg(strcmp(e.path, path) == 0, "%s: path '%s', want '%s' (%s)",
+                  file, e.path, path, e.message);
+    ck_assert_msg(e.message[0], "%s: empty message", file);
+    if (linecol[0]) {
+        char got[32];
+        snprintf(got, sizeof got, "%u:%u", e.line, e.column);
+        ck_assert_msg(strcmp(got, linecol) == 0, "%s: at %s, want %s", file,
+                      got, linecol);
+    }
+    free(json);
+}
+
+START_TEST(corpus_invalid_documents_fail_with_expected_code_and_path) {
+    ck_assert_int_ge(for_each_expectation(expect_strict), 50);
+}
+END_TEST
+
+static void expect_lenient(const char *file, int code, const char *path,
+                           const char *linecol) {
+    SY_UNUSED(linecol);
+    if (strncmp(path, "routes[", 7) != 0 && path[0] != '[')
+        return; /* document-level errors fail in both modes */
+    char rel[512];
+    snprintf(rel, sizeof rel, "invalid/%s", file);
+    size_t len;
+    char *json = sy_test_read(rel, &len);
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.lenient = true;
+    sy_document *d = NULL;
+    int rc = sy_document_parse(json, len, &o, &d, NULL);
+    ck_assert_msg(rc == 0, "%s: lenient parse failed %d", file, rc);
+    ck_assert_uint_eq(sy_document_issue_count(d), 1);
+    const sy_error *is = sy_document_issue(d, 0);
+    ck_assert_int_eq(is->code, code);
+    ck_assert_str_eq(is->path, path);
+    sy_document_free(d);
+    free(json);
+}
+
+START_TEST(corpus_invalid_routes_become_issues_in_lenient_mode) {
+    ck_assert_int_ge(for_each_expectation(expect_lenient), 50);
+}
+END_TEST
+
+/* ---- shapes and modes ---- */
+
+START_TEST(envelope_version_may_be_string_or_integer) {
+    sy_document *d = parse_ok("{\"version\": \"v42\", \"routes\": []}", false);
+    ck_assert_str_eq(sy_document_version(d), "v42");
+    sy_document_free(d);
+    d = parse_ok("{\"version\": 42, \"routes\": []}", false);
+    ck_assert_str_eq(sy_document_version(d), "42");
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(bare_array_has_no_version_and_paths_start_with_index) {
+    sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"http://x\"}]", false);
+    ck_assert_ptr_null(sy_document_version(d));
+    ck_assert_uint_eq(sy_document_route_count(d), 1);
+    sy_document_free(d);
+    sy_error e;
+    parse_err("[{\"id\":\"a\",\"uri\":\"http://x\",\"predicates\":[\"X=1\"]}]",
+              NULL, &e);
+    ck_assert_str_eq(e.path, "[0].predicates[0]");
+}
+END_TEST
+
+static const char *mixed =
+    "{\"routes\": ["
+    "{\"id\":\"a\",\"uri\":\"http://x\"},"
+    "{\"id\":\"b\",\"uri\":\"ftp://x\"},"
+    "{\"id\":\"c\",\"uri\":\"http://x\",\"predicates\":[\"Path=/c\"]},"
+    "{\"id\":\"a\",\"uri\":\"http://y\"},"
+    "{\"id\":\"d\",\"uri\":\"http://x\",\"filters\":[\"Nope\"]}]}";
+
+START_TEST(lenient_keeps_valid_routes_and_lists_each_issue) {
+    sy_document *d = parse_ok(mixed, true);
+    ck_assert_uint_eq(sy_document_route_count(d), 2);
+    ck_assert_str_eq(sy_route_id(sy_document_route(d, 0)), "a");
+    ck_assert_str_eq(sy_route_id(sy_document_route(d, 1)), "c");
+    ck_assert_uint_eq(sy_document_route(d, 1)->doc_index, 2);
+    ck_assert_uint_eq(sy_document_issue_count(d), 3);
+    ck_assert_int_eq(sy_document_issue(d, 0)->code, SY_EURI);
+    ck_assert_str_eq(sy_document_issue(d, 0)->path, "routes[1].uri");
+    ck_assert_int_eq(sy_document_issue(d, 1)->code, SY_EDUPLICATE);
+    ck_assert_str_eq(sy_document_issue(d, 1)->path, "routes[3].id");
+    ck_assert_int_eq(sy_document_issue(d, 2)->code, SY_EUNKNOWN);
+    ck_assert_str_eq(sy_document_issue(d, 2)->path, "routes[4].filters[0]");
+    ck_assert_ptr_null(sy_document_issue(d, 3));
+    ck_assert_ptr_null(sy_document_route(d, 2));
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(strict_fails_on_the_first_invalid_route) {
+    sy_error e;
+    ck_assert_int_eq(parse_err(mixed, NULL, &e), SY_EURI);
+    ck_assert_str_eq(e.path, "routes[1].uri");
+}
+END_TEST
+
+START_TEST(lenient_document_without_valid_routes_still_parses) {
+    sy_document *d = parse_ok("[{\"id\":\"a\"}]", true);
+    ck_assert_uint_eq(sy_document_route_count(d), 0);
+    ck_assert_uint_eq(sy_document_issue_count(d), 1);
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(lenient_mode_still_fails_on_syntax_errors) {
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.lenient = true;
+    sy_error e;
+    ck_assert_int_eq(parse_err("[{]", &o, &e), SY_ESYNTAX);
+}
+END_TEST
+
+START_TEST(syntax_error_reports_line_column_and_offset) {
+    sy_error e;
+    parse_err("[\n  {\"id\": \"a\",\n   \"uri\" \"x\"}]", NULL, &e);
+    ck_assert_int_eq(e.code, SY_ESYNTAX);
+    ck_assert_uint_eq(e.line, 3);
+    ck_assert_uint_eq(e.column, 10);
+    ck_assert_uint_eq(e.offset, 25);
+    ck_assert_str_eq(e.path, "");
+}
+END_TEST
+
+START_TEST(trailing_data_after_the_document_is_a_syntax_error) {
+    sy_error e;
+    ck_assert_int_eq(parse_err("[] []", NULL, &e), SY_ESYNTAX);
+    ck_assert_uint_eq(e.column, 4);
+    sy_document *d = NULL;
+    const char buf[] = "[]\0garbage";
+    ck_assert_int_eq(sy_document_parse(buf, sizeof buf - 1, NULL, &d, &e),
+                     SY_ESYNTAX);
+    ck_assert_int_eq(sy_document_parse(buf, 2, NULL, &d, &e), 0);
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(input_need_not_be_nul_terminated) {
+    const char *s = "[{\"id\":\"a\",\"uri\":\"http://x\"}]XXXX";
+    sy_document *d = NULL;
+    ck_assert_int_eq(sy_document_parse(s, strlen(s) - 4, NULL, &d, NULL), 0);
+    ck_assert_uint_eq(sy_document_route_count(d), 1);
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(bad_arguments_are_einval) {
+    sy_document *d;
+    sy_error e;
+    ck_assert_int_eq(sy_document_parse(NULL, 3, NULL, &d, &e), SY_EINVAL);
+    ck_assert_int_eq(sy_document_parse("[]", 2, NULL, NULL, &e), SY_EINVAL);
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.size = 0;
+    ck_assert_int_eq(sy_document_parse("[]", 2, &o, &d, &e), SY_EINVAL);
+}
+END_TEST
+
+/* ---- limits ---- */
+
+START_TEST(limit_on_document_bytes) {
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.limits.max_document_bytes = 10;
+    sy_error e;
+    ck_assert_int_eq(parse_err("[          ]", &o, &e), SY_ELIMIT);
+    sy_document *d = NULL;
+    ck_assert_int_eq(sy_document_parse("[        ]", 10, &o, &d, &e), 0);
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(limit_on_route_count) {
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.limits.max_routes = 1;
+    o.lenient = true;
+    sy_error e;
+    ck_assert_int_eq(
+        parse_err("{\"routes\":[{\"id\":\"a\",\"uri\":\"no://op\"},"
+                  "{\"id\":\"b\",\"uri\":\"no://op\"}]}",
+                  &o, &e),
+        SY_ELIMIT);
+    ck_assert_str_eq(e.path, "routes");
+}
+END_TEST
+
+START_TEST(limit_on_string_length_names_the_path) {
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.limits.max_string_bytes = 8;
+    sy_error e;
+    ck_assert_int_eq(
+        parse_err("[{\"id\":\"a\",\"uri\":\"http://very-long-host\"}]", &o, &e),
+        SY_ELIMIT);
+    ck_assert_str_eq(e.path, "[0].uri");
+    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"no://op\","
+                               "\"metadata\":{\"a-very-long-key\":1}}]",
+                               &o, &e),
+                     SY_ELIMIT);
+    ck_assert_str_eq(e.path, "[0].metadata");
+}
+END_TEST
+
+START_TEST(limit_on_nesting_depth) {
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.limits.max_depth = 4;
+    sy_error e;
+    const char *deep = "[{\"id\":\"a\",\"uri\":\"no://op\",\"metadata\":"
+                       "{\"x\":[[1]]}}]";
+    ck_assert_int_eq(parse_err(deep, &o, &e), SY_ELIMIT);
+    ck_assert_uint_eq(e.offset, 44);
+    ck_assert_uint_eq(e.line, 1);
+    o.limits.max_depth = 5;
+    sy_document *d = NULL;
+    ck_assert_int_eq(sy_document_parse(deep, strlen(deep), &o, &d, &e), 0);
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(default_depth_limit_is_32) {
+    char buf[200];
+    size_t n = 0;
+    for (int i = 0; i < 33; i++)
+        buf[n++] = '[';
+    for (int i = 0; i < 33; i++)
+        buf[n++] = ']';
+    buf[n] = '\0';
+    sy_error e;
+    ck_assert_int_eq(parse_err(buf, NULL, &e), SY_ELIMIT);
+    /* brackets inside strings do not count */
+    sy_document *d =
+        parse_ok("[{\"id\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\","
+                 "\"uri\":\"no://op\"}]",
+                 false);
+    sy_document_free(d);
+}
+END_TEST
+
+/* ---- entries ---- */
+
+static const sy_def_entry *pred(const sy_document *d, size_t r, size_t i) {
+    const sy_route *rt = sy_document_route(d, r);
+    ck_assert_uint_gt(rt->predicate_count, i);
+    return &rt->predicates[i];
+}
+
+static const sy_def_entry *filt(const sy_document *d, size_t r, size_t i) {
+    const sy_route *rt = sy_document_route(d, r);
+    ck_assert_uint_gt(rt->filter_count, i);
+    return &rt->filters[i];
+}
+
+START_TEST(shortcut_default_maps_genkeys_to_field_order) {
+    sy_document *d =
+        parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":"
+                 "[\"Cookie= chocolate ,  ch.p \"]}]",
+                 false);
+    const sy_def_entry *e = pred(d, 0, 0);
+    ck_assert_str_eq(e->name, "Cookie");
+    ck_assert_ptr_nonnull(e->spec);
+    ck_assert_uint_eq(e->arg_count, 2);
+    ck_assert_str_eq(e->args[0].key, "name");
+    ck_assert_str_eq(e->args[0].value, "chocolate");
+    ck_assert_str_eq(e->args[1].key, "regexp");
+    ck_assert_str_eq(e->args[1].value, "ch.p");
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(object_args_are_put_in_field_order) {
+    sy_document *d = parse_ok(
+        "[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":[{\"name\":"
+        "\"AddResponseHeader\",\"args\":{\"override\":\"false\",\"value\":"
+        "\"v\",\"name\":\"X-A\"}}]}]",
+        false);
+    const sy_def_entry *e = filt(d, 0, 0);
+    ck_assert_uint_eq(e->arg_count, 3);
+    ck_assert_str_eq(e->args[0].key, "name");
+    ck_assert_str_eq(e->args[1].key, "value");
+    ck_assert_str_eq(e->args[2].key, "override");
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(gather_list_collects_every_value_in_order) {
+    sy_document *d =
+        parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":"
+                 "[\"Method=GET,,POST, PUT\",{\"name\":\"Host\",\"args\":"
+                 "{\"z\":\"a.org\",\"a\":\"b.org\"}}]}]",
+                 false);
+    const sy_def_entry *e = pred(d, 0, 0);
+    ck_assert_uint_eq(e->arg_count, 3);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_str_eq(e->args[i].key, "methods");
+    ck_assert_str_eq(e->args[2].value, "PUT");
+    e = pred(d, 0, 1);
+    ck_assert_uint_eq(e->arg_count, 2);
+    ck_assert_str_eq(e->args[0].key, "patterns");
+    ck_assert_str_eq(e->args[0].value, "a.org");
+    ck_assert_str_eq(e->args[1].value, "b.org");
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(tail_flag_takes_a_last_boolean_value) {
+    sy_document *d = parse_ok(
+        "[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":"
+        "[\"Path=/a,/b,FALSE\",\"Path=/a,/b\",\"Path=/true,/b,true\"]}]",
+        false);
+    const sy_def_entry *e = pred(d, 0, 0);
+    ck_assert_uint_eq(e->arg_count, 3);
+    ck_assert_str_eq(e->args[2].key, "matchTrailingSlash");
+    ck_assert_str_eq(e->args[2].value, "FALSE");
+    ck_assert_str_eq(sy_def_arg_or_default(pred(d, 0, 1), "matchTrailingSlash"),
+                     "true");
+    ck_assert_ptr_null(sy_def_arg(pred(d, 0, 1), "matchTrailingSlash"));
+    e = pred(d, 0, 2);
+    ck_assert_str_eq(e->args[0].value, "/true");
+    ck_assert_str_eq(sy_def_arg(e, "matchTrailingSlash"), "true");
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(filter_without_equals_has_no_args) {
+    sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":"
+                              "[\"PreserveHostHeader\",\"StripPrefix\"]}]",
+                              false);
+    ck_assert_uint_eq(filt(d, 0, 0)->arg_count, 0);
+    ck_assert_str_eq(sy_def_arg_or_default(filt(d, 0, 1), "parts"), "1");
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(json_numbers_and_booleans_become_text) {
+    sy_document *d = parse_ok(
+        "[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":[{\"name\":"
+        "\"Weight\",\"args\":{\"weight.group\":\"g\",\"weight.weight\":8}}],"
+        "\"filters\":[{\"name\":\"AddResponseHeader\",\"args\":{\"name\":"
+        "\"X\",\"value\":2.5,\"override\":false}}]}]",
+        false);
+    ck_assert_str_eq(sy_def_arg(pred(d, 0, 0), "weight.weight"), "8");
+    ck_assert_str_eq(sy_def_arg(filt(d, 0, 0), "value"), "2.5");
+    ck_assert_str_eq(sy_def_arg(filt(d, 0, 0), "override"), "false");
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(open_args_filters_keep_extra_keys_sorted) {
+    sy_document *d = parse_ok(
+        "[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":[{\"name\":"
+        "\"RequestRateLimiter\",\"args\":{\"z\":\"1\",\"b\":\"2\"}}]}]",
+        false);
+    const sy_def_entry *e = filt(d, 0, 0);
+    ck_assert_uint_eq(e->arg_count, 2);
+    ck_assert_str_eq(e->args[0].key, "b");
+    ck_assert_str_eq(e->args[1].key, "z");
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(shortcut_arg_errors_name_the_field_in_the_message) {
+    sy_error e;
+    parse_err("[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":"
+              "[\"After=soon\"]}]",
+              NULL, &e);
+    ck_assert_str_eq(e.path, "[0].predicates[0]");
+    ck_assert_ptr_nonnull(strstr(e.message, "datetime"));
+}
+END_TEST
+
+START_TEST(spel_is_rejected_only_when_the_whole_value_is_an_expression) {
+    sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":"
+                              "[\"SetPath=/a#{b}/c\"]}]",
+                              false);
+    sy_document_free(d);
+    sy_error e;
+    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":"
+                               "[\"SetPath= #{b} \"]}]",
+                               NULL, &e),
+                     SY_ESPEL);
+}
+END_TEST
+
+/* ---- routes ---- */
+
+static void check_upstream(const char *uri, sy_upstream_kind kind,
+                           const char *scheme, const char *host, int port,
+                           const char *path) {
+    char json[256];
+    snprintf(json, sizeof json, "[{\"id\":\"a\",\"uri\":\"%s\"}]", uri);
+    sy_document *d = parse_ok(json, false);
+    sy_upstream u;
+    sy_route_upstream(route0(d), &u);
+    ck_assert_int_eq(u.kind, kind);
+    ck_assert_str_eq(u.scheme, scheme);
+    ck_assert_str_eq(u.host, host);
+    ck_assert_int_eq(u.port, port);
+    ck_assert_str_eq(u.path, path);
+    ck_assert_str_eq(sy_route_uri(route0(d)), uri);
+    sy_document_free(d);
+}
+
+START_TEST(upstream_of_every_uri_scheme) {
+    check_upstream("http://h", SY_UPSTREAM_URL, "http", "h", 80, "");
+    check_upstream("https://h", SY_UPSTREAM_URL, "https", "h", 443, "");
+    check_upstream("ws://h", SY_UPSTREAM_URL, "ws", "h", 80, "");
+    check_upstream("wss://h", SY_UPSTREAM_URL, "wss", "h", 443, "");
+    check_upstream("http://h:8080/x?y", SY_UPSTREAM_URL, "http", "h", 8080, "");
+    check_upstream("https://[::1]:8443", SY_UPSTREAM_URL, "https", "::1", 8443,
+                   "");
+    check_upstream("lb://orders", SY_UPSTREAM_SERVICE, "lb", "orders", 0, "");
+    check_upstream("lb:ws://chat", SY_UPSTREAM_SERVICE, "lb:ws", "chat", 0, "");
+    check_upstream("forward:/local", SY_UPSTREAM_FORWARD, "forward", "", 0,
+                   "/local");
+    check_upstream("no://op", SY_UPSTREAM_NONE, "no", "", 0, "");
+}
+END_TEST
+
+START_TEST(metadata_is_sorted_and_non_strings_are_json_text) {
+    sy_document *d = parse_ok(
+        "[{\"id\":\"a\",\"uri\":\"no://op\",\"metadata\":{\"z\":\"s\","
+        "\"n\":1,\"b\":true,\"o\":{\"k\": [1, \"x\"]},\"z\":\"last\"}}]",
+        false);
+    const sy_route *r = route0(d);
+    ck_assert_uint_eq(sy_route_metadata_count(r), 4);
+    ck_assert_str_eq(sy_route_metadata_at(r, 0).key, "b");
+    ck_assert_str_eq(sy_route_metadata_at(r, 0).value, "true");
+    ck_assert_str_eq(sy_route_metadata(r, "n"), "1");
+    ck_assert_str_eq(sy_route_metadata(r, "o"), "{\"k\":[1,\"x\"]}");
+    ck_assert_str_eq(sy_route_metadata(r, "z"), "last");
+    ck_assert_ptr_null(sy_route_metadata(r, "missing"));
+    ck_assert_ptr_null(sy_route_metadata_at(r, 4).key);
+    ck_assert(!sy_route_disabled(r));
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(metadata_status_disabled_disables_the_route) {
+    sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"metadata\":"
+                              "{\"status\":\"disabled\"}}]",
+                              false);
+    ck_assert(sy_route_disabled(route0(d)));
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(order_defaults_to_zero_and_accepts_int32) {
+    sy_document *d =
+        parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\"},{\"id\":\"b\",\"uri\":"
+                 "\"no://op\",\"order\":-2147483648}]",
+                 false);
+    ck_assert_int_eq(sy_route_order(sy_document_route(d, 0)), 0);
+    ck_assert_int_eq(sy_route_order(sy_document_route(d, 1)), INT32_MIN);
+    sy_document_free(d);
+    sy_error e;
+    ck_assert_int_eq(parse_err("[{\"id\":\"b\",\"uri\":\"no://op\",\"order\":"
+                               "-2147483649}]",
+                               NULL, &e),
+                     SY_ERANGE);
+}
+END_TEST
+
+START_TEST(route_accessors_report_predicates) {
+    sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\","
+                              "\"predicates\":[\"Path=/a\",\"Method=GET\"]}]",
+                              false);
+    const sy_route *r = route0(d);
+    ck_assert_str_eq(sy_route_id(r), "a");
+    ck_assert_uint_eq(sy_route_predicate_count(r), 2);
+    ck_assert_str_eq(sy_route_predicate_name(r, 1), "Method");
+    ck_assert_ptr_null(sy_route_predicate_name(r, 2));
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(routes_outlive_their_document) {
+    sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"lb://svc\"}]", false);
+    struct sy_route *r = sy_route_ref(route0(d));
+    sy_document_free(d);
+    ck_assert_str_eq(sy_route_id(r), "a");
+    sy_upstream u;
+    sy_route_upstream(r, &u);
+    ck_assert_str_eq(u.host, "svc");
+    sy_route_unref(r);
+}
+END_TEST
+
+START_TEST(checksum_follows_bytes_and_fingerprint_follows_meaning) {
+    sy_document *a = parse_ok("[{\"id\":\"a\",\"uri\":\"http://x\"}]", false);
+    sy_document *b =
+        parse_ok("[ {\"uri\":\"http://x:80\", \"id\":\"a\"} ]", false);
+    sy_document *c = parse_ok("[{\"id\":\"a\",\"uri\":\"http://y\"}]", false);
+    ck_assert_uint_ne(sy_document_checksum(a), sy_document_checksum(b));
+    ck_assert_uint_eq(sy_document_fingerprint(a), sy_document_fingerprint(b));
+    ck_assert_uint_ne(sy_document_fingerprint(a), sy_document_fingerprint(c));
+    sy_document_free(a);
+    sy_document_free(b);
+    sy_document_free(c);
+}
+END_TEST
+
+/* ---- internal entry points ---- */
+
+START_TEST(parse_route_prefixes_error_paths) {
+    const char *ok = "{\"id\":\"a\",\"uri\":\"http://x\",\"predicates\":"
+                     "[\"Path=/a\"]}";
+    struct sy_route *r = NULL;
+    ck_assert_int_eq(
+        sy_def_parse_route(ok, strlen(ok), NULL, "route", &r, NULL), 0);
+    ck_assert_str_eq(r->id, "a");
+    sy_route_unref(r);
+    const char *bad = "{\"id\":\"a\",\"uri\":\"http://x\",\"predicates\":"
+                      "[\"Path=/a\", {\"name\":\"Method\"}]}";
+    sy_error e;
+    ck_assert_int_eq(
+        sy_def_parse_route(bad, strlen(bad), NULL, "route", &r, &e),
+        SY_EMISSING);
+    ck_assert_str_eq(e.path, "route.predicates[1].args.methods");
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
+START_TEST(route_with_enabled_toggles_status_and_fingerprint) {
+    const char *js = "{\"id\":\"a\",\"uri\":\"http://x\",\"metadata\":"
+                     "{\"a\":\"1\",\"z\":\"2\"}}";
+    struct sy_route *r = NULL, *off = NULL, *on = NULL;
+    ck_assert_int_eq(sy_def_parse_route(js, strlen(js), NULL, "", &r, NULL), 0);
+    ck_assert_int_eq(sy_def_route_with_enabled(r, false, NULL, &off, NULL), 0);
+    ck_assert(sy_route_disabled(off));
+    ck_assert_str_eq(sy_route_metadata(off, "status"), "disabled");
+    ck_assert_str_eq(sy_route_metadata_at(off, 1).key, "status");
+    ck_assert_uint_ne(off->fingerprint, r->fingerprint);
+    ck_assert_uint_eq(off->fp_predicates, r->fp_predicates);
+    ck_assert_uint_ne(off->fp_metadata, r->fp_metadata);
+    ck_assert_int_eq(sy_def_route_with_enabled(off, true, NULL, &on, NULL), 0);
+    ck_assert(!sy_route_disabled(on));
+    ck_assert_ptr_null(sy_route_metadata(on, "status"));
+    ck_assert_uint_eq(on->fingerprint, r->fingerprint);
+    ck_assert_str_eq(on->canonical, r->canonical);
+    sy_route_unref(r);
+    sy_route_unref(off);
+    sy_route_unref(on);
+}
+END_TEST
+
+START_TEST(default_filters_parse_with_their_own_path) {
+    const char *js = "[\"AddRequestHeader=X-A, 1\", {\"name\":\"StripPrefix\","
+                     "\"args\":{\"parts\":\"x\"}}]";
+    struct sy_route *r = NULL;
+    sy_error e;
+    ck_assert_int_eq(sy_def_parse_filters(js, strlen(js), NULL, &r, &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "defaultFilters[1].args.parts");
+    js = "[\"AddRequestHeader=X-A, 1\", \"PreserveHostHeader\"]";
+    ck_assert_int_eq(sy_def_parse_filters(js, strlen(js), NULL, &r, &e), 0);
+    ck_assert_uint_eq(r->filter_count, 2);
+    ck_assert_uint_eq(r->predicate_count, 0);
+    sy_route_unref(r);
+    ck_assert_int_eq(sy_def_parse_filters("{}", 2, NULL, &r, &e), SY_ETYPE);
+    ck_assert_str_eq(e.path, "defaultFilters");
+}
+END_TEST
+
+START_TEST(limits_resolve_fills_defaults) {
+    sy_limits in = {0, 5, 0, 0}, out;
+    sy_limits_resolve(&out, &in);
+    ck_assert_uint_eq(out.max_document_bytes, (size_t)64 << 20);
+    ck_assert_uint_eq(out.max_routes, 5);
+    ck_assert_uint_eq(out.max_string_bytes, (size_t)64 << 10);
+    ck_assert_uint_eq(out.max_depth, 32);
+}
+END_TEST
+
+/* ---- registry ---- */
+
+static int host_compile(void *data, const sy_kv *args, size_t n, void **state,
+                        sy_error *err) {
+    SY_UNUSED(data);
+    SY_UNUSED(args);
+    SY_UNUSED(n);
+    SY_UNUSED(err);
+    *state = NULL;
+    return 0;
+}
+
+static bool host_test(void *state, const sy_request *req) {
+    SY_UNUSED(state);
+    SY_UNUSED(req);
+    return true;
+}
+
+START_TEST(registry_rejects_clashing_names) {
+    sy_registry *reg = NULL;
+    ck_assert_int_eq(sy_registry_new(NULL, &reg, NULL), 0);
+    sy_predicate_factory pf = {
+        NULL, SY_SHORTCUT_DEFAULT, host_compile, host_test, NULL, NULL};
+    sy_filter_factory ff = {NULL, SY_SHORTCUT_DEFAULT, NULL, NULL};
+    sy_error e;
+    ck_assert_int_eq(sy_registry_add_predicate(reg, "Path", &pf, &e),
+                     SY_EEXIST);
+    ck_assert_int_eq(sy_registry_add_predicate(reg, "Tenant", &pf, &e), 0);
+    ck_assert_int_eq(sy_registry_add_predicate(reg, "Tenant", &pf, &e),
+                     SY_EEXIST);
+    ck_assert_int_eq(sy_registry_add_filter(reg, "StripPrefix", &ff, &e),
+                     SY_EEXIST);
+    ck_assert_int_eq(sy_registry_add_filter(reg, "Tenant", &ff, &e), 0);
+    ck_assert_int_eq(sy_registry_add_filter(reg, "", &ff, &e), SY_EINVAL);
+    ck_assert_ptr_nonnull(sy_registry_find_predicate(reg, "Tenant", 6));
+    ck_assert_ptr_null(sy_registry_find_predicate(reg, "Tenan", 5));
+    sy_registry_free(reg);
+}
+END_TEST
+
+START_TEST(host_factories_map_shortcuts_and_accept_any_keys) {
+    sy_registry *reg = NULL;
+    ck_assert_int_eq(sy_registry_new(NULL, &reg, NULL), 0);
+    static const char *const fields[] = {"tenant", "region", NULL};
+    const char *dyn[] = {"tenant", "region", NULL};
+    sy_predicate_factory pf = {
+        dyn, SY_SHORTCUT_DEFAULT, host_compile, host_test, NULL, NULL};
+    ck_assert_int_eq(sy_registry_add_predicate(reg, "Tenant", &pf, NULL), 0);
+    dyn[0] = "changed"; /* the registry keeps its own copy */
+    sy_filter_factory ff = {fields, SY_SHORTCUT_GATHER_LIST, NULL, NULL};
+    ck_assert_int_eq(sy_registry_add_filter(reg, "Audit", &ff, NULL), 0);
+    const char *js = "[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":"
+                     "[\"Tenant=acme,eu,extra\",{\"name\":\"Tenant\",\"args\":"
+                     "{\"zz\":\"1\",\"tenant\":\"t\"}}],\"filters\":"
+                     "[\"Audit=a,b\"]}]";
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.registry = reg;
+    sy_document *d = NULL;
+    sy_error e;
+    ck_assert_int_eq(sy_document_parse(js, strlen(js), &o, &d, &e), 0);
+    const sy_def_entry *p = pred(d, 0, 0);
+    ck_assert_ptr_null(p->spec);
+    ck_assert_ptr_nonnull(p->host_factory);
+    ck_assert_str_eq(sy_def_arg(p, "tenant"), "acme");
+    ck_assert_str_eq(sy_def_arg(p, "region"), "eu");
+    ck_assert_str_eq(sy_def_arg(p, "_genkey_2"), "extra");
+    ck_assert_str_eq(sy_def_arg(pred(d, 0, 1), "zz"), "1");
+    const sy_def_entry *f = filt(d, 0, 0);
+    ck_assert_uint_eq(f->arg_count, 2);
+    ck_assert_str_eq(f->args[1].key, "tenant");
+    ck_assert_str_eq(f->args[1].value, "b");
+    sy_document_free(d);
+    /* without the registry the names are unknown */
+    ck_assert_int_eq(sy_document_parse(js, strlen(js), NULL, &d, &e),
+                     SY_EUNKNOWN);
+    sy_registry_free(reg);
+}
+END_TEST
+
+/* ---- allocation ---- */
+
+typedef struct counting {
+    long live, total;
+} counting;
+
+static void *c_malloc(void *data, size_t n) {
+    counting *c = data;
+    c->live++;
+    c->total++;
+    return malloc(n);
+}
+static void *c_realloc(void *data, void *p, size_t n) {
+    counting *c = data;
+    if (!p) {
+        c->live++;
+        c->total++;
+    }
+    return realloc(p, n);
+}
+static void c_free(void *data, void *p) {
+    counting *c = data;
+    c->live--;
+    free(p);
+}
+
+START_TEST(every_allocation_goes_through_the_hooks_and_is_freed) {
+    counting c = {0, 0};
+    sy_allocator al = {c_malloc, c_realloc, c_free, &c};
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.allocator = &al;
+    o.lenient = true;
+    size_t len;
+    char *json = sy_test_read("valid/filters-shortcut.json", &len);
+    sy_document *d = NULL;
+    ck_assert_int_eq(sy_document_parse(json, len, &o, &d, NULL), 0);
+    ck_assert_int_gt(c.total, 0);
+    sy_document_free(d);
+    ck_assert_int_eq(c.live, 0);
+    ck_assert_int_eq(sy_document_parse(mixed, strlen(mixed), &o, &d, NULL), 0);
+    sy_document_free(d);
+    ck_assert_int_eq(c.live, 0);
+    free(json);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("def");
+    TCase *tc = tcase_create("def");
+    tcase_add_test(tc, corpus_valid_documents_parse_strictly);
+    tcase_add_test(tc,
+                   corpus_invalid_documents_fail_with_expected_code_and_path);
+    tcase_add_test(tc, corpus_invalid_routes_become_issues_in_lenient_mode);
+    tcase_add_test(tc, envelope_version_may_be_string_or_integer);
+    tcase_add_test(tc, bare_array_has_no_version_and_paths_start_with_index);
+    tcase_add_test(tc, lenient_keeps_valid_routes_and_lists_each_issue);
+    tcase_add_test(tc, strict_fails_on_the_first_invalid_route);
+    tcase_add_test(tc, lenient_document_without_valid_routes_still_parses);
+    tcase_add_test(tc, lenient_mode_still_fails_on_syntax_errors);
+    tcase_add_test(tc, syntax_error_reports_line_column_and_offset);
+    tcase_add_test(tc, trailing_data_after_the_document_is_a_syntax_error);
+    tcase_add_test(tc, input_need_not_be_nul_terminated);
+    tcase_add_test(tc, bad_arguments_are_einval);
+    tcase_add_test(tc, limit_on_document_bytes);
+    tcase_add_test(tc, limit_on_route_count);
+    tcase_add_test(tc, limit_on_string_length_names_the_path);
+    tcase_add_test(tc, limit_on_nesting_depth);
+    tcase_add_test(tc, default_depth_limit_is_32);
+    tcase_add_test(tc, shortcut_default_maps_genkeys_to_field_order);
+    tcase_add_test(tc, object_args_are_put_in_field_order);
+    tcase_add_test(tc, gather_list_collects_every_value_in_order);
+    tcase_add_test(tc, tail_flag_takes_a_last_boolean_value);
+    tcase_add_test(tc, filter_without_equals_has_no_args);
+    tcase_add_test(tc, json_numbers_and_booleans_become_text);
+    tcase_add_test(tc, open_args_filters_keep_extra_keys_sorted);
+    tcase_add_test(tc, shortcut_arg_errors_name_the_field_in_the_message);
+    tcase_add_test(tc,
+                   spel_is_rejected_only_when_the_whole_value_is_an_expression);
+    tcase_add_test(tc, upstream_of_every_uri_scheme);
+    tcase_add_test(tc, metadata_is_sorted_and_non_strings_are_json_text);
+    tcase_add_test(tc, metadata_status_disabled_disables_the_route);
+    tcase_add_test(tc, order_defaults_to_zero_and_accepts_int32);
+    tcase_add_test(tc, route_accessors_report_predicates);
+    tcase_add_test(tc, routes_outlive_their_document);
+    tcase_add_test(tc, checksum_follows_bytes_and_fingerprint_follows_meaning);
+    tcase_add_test(tc, parse_route_prefixes_error_paths);
+    tcase_add_test(tc, route_with_enabled_toggles_status_and_fingerprint);
+    tcase_add_test(tc, default_filters_parse_with_their_own_path);
+    tcase_add_test(tc, limits_resolve_fills_defaults);
+    tcase_add_test(tc, registry_rejects_clashing_names);
+    tcase_add_test(tc, host_factories_map_shortcuts_and_accept_any_keys);
+    tcase_add_test(tc, every_allocation_goes_through_the_hooks_and_is_freed);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

@@ -82,7 +82,9 @@ typedef struct svc_group {
     uint32_t n;
     uint32_t fill;
     uint64_t total;  /* sum of weights / gcd */
-    uint64_t *cum;   /* cumulative reduced weights */
+    uint64_t *cum;   /* cumulative reduced weights (permutation RR) */
+    uint64_t *prob;  /* alias table for weighted random: keep position k */
+    uint32_t *alias; /* when u < prob[k], else take alias[k] */
     uint32_t *sched; /* smooth WRR cycle of instance indices, or NULL */
     uint64_t step;   /* when sched is NULL: permutation multiplier */
     const svc_ring *ring;
@@ -539,6 +541,49 @@ static int svc_build_ring(sy_service *s, svc_ring *r, const uint32_t *members,
     return 0;
 }
 
+/*
+ * Walker/Vose alias table in integers: n buckets of capacity W (the total
+ * weight), member k brings w_k * n. A bucket keeps its own member up to
+ * prob[k] and lends the rest to alias[k], so member k is drawn with
+ * probability exactly w_k / W in O(1): one bucket draw, one threshold.
+ */
+static int svc_build_alias(sy_service *s, svc_group *g, const uint64_t *w) {
+    uint32_t n = g->n;
+    uint64_t W = g->total;
+    uint64_t *left = sy_calloc(&s->alloc, n, sizeof *left);
+    uint32_t *stack = sy_calloc(&s->alloc, n, sizeof *stack);
+    g->prob = svc_arena_array(s, n, sizeof *g->prob);
+    g->alias = svc_arena_array(s, n, sizeof *g->alias);
+    if (!left || !stack || !g->prob || !g->alias) {
+        sy_free(&s->alloc, left);
+        sy_free(&s->alloc, stack);
+        return SY_ENOMEM;
+    }
+    uint32_t small = 0, large = n; /* small grows up, large grows down */
+    for (uint32_t k = 0; k < n; k++) {
+        left[k] = w[k] * n;
+        g->prob[k] = W;
+        g->alias[k] = k;
+        if (left[k] < W)
+            stack[small++] = k;
+        else
+            stack[--large] = k;
+    }
+    while (small > 0 && large < n) {
+        uint32_t l = stack[--small], h = stack[large];
+        g->prob[l] = left[l];
+        g->alias[l] = h;
+        left[h] -= W - left[l];
+        if (left[h] < W) {
+            large++;
+            stack[small++] = h;
+        }
+    }
+    sy_free(&s->alloc, left);
+    sy_free(&s->alloc, stack);
+    return 0;
+}
+
 static int svc_finish_group(sy_service *s, svc_group *g) {
     if (g->n == 0)
         return 0;
@@ -560,10 +605,15 @@ static int svc_finish_group(sy_service *s, svc_group *g) {
         g->cum[k] = total;
     }
     g->total = total;
+    int rc = svc_build_alias(s, g, w);
+    if (rc) {
+        sy_free(&s->alloc, w);
+        return rc;
+    }
     uint64_t limit = (uint64_t)g->n * SVC_SCHED_PER_MEMBER;
     if (limit < SVC_SCHED_MIN)
         limit = SVC_SCHED_MIN;
-    int rc = 1;
+    rc = 1;
     if (total <= limit)
         rc = svc_build_schedule(s, g, w);
     sy_free(&s->alloc, w);
@@ -1098,7 +1148,10 @@ static uint32_t svc_pick_rr(const svc_group *g) {
 
 static uint32_t svc_pick_random(const svc_group *g, uint64_t seed) {
     uint64_t r = sy_hash_mix(seed, SVC_HASH_SEED);
-    return svc_cum_pick(g, (uint64_t)(((svc_u128)r * g->total) >> 64));
+    uint64_t r2 = sy_hash_mix(r, seed);
+    size_t k = (size_t)(((svc_u128)r * g->n) >> 64);
+    uint64_t u = (uint64_t)(((svc_u128)r2 * g->total) >> 64);
+    return g->members[u < g->prob[k] ? k : g->alias[k]];
 }
 
 static uint32_t svc_pick_hash(const svc_group *g, sy_str key) {
@@ -1192,7 +1245,7 @@ double sy_service_bench_select_ns(const char *policy, size_t instances,
     sy_alloc a;
     sy_alloc_init(&a, NULL);
     sy_instance *list = sy_calloc(&a, instances, sizeof *list);
-    char *names = sy_calloc(&a, instances, 48);
+    char *names = sy_calloc(&a, instances, 64);
     enum { NKEYS = 1024 };
     char(*keys)[24] = sy_calloc(&a, NKEYS, sizeof *keys);
     static const sy_kv zones[3][1] = {
@@ -1202,9 +1255,9 @@ double sy_service_bench_select_ns(const char *policy, size_t instances,
     if (!list || !names || !keys)
         goto out;
     for (size_t i = 0; i < instances; i++) {
-        char *id = names + i * 48, *host = id + 24;
-        snprintf(id, 24, "inst-%zu", i);
-        snprintf(host, 24, "10.%zu.%zu.%zu", i >> 16 & 255, i >> 8 & 255,
+        char *id = names + i * 64, *host = id + 32;
+        snprintf(id, 32, "inst-%zu", i);
+        snprintf(host, 32, "10.%zu.%zu.%zu", i >> 16 & 255, i >> 8 & 255,
                  i & 255);
         list[i] = (sy_instance){.id = id,
                                 .host = host,

@@ -1,0 +1,851 @@
+/* test_predicate.c - every built-in predicate of route model section 4 and
+ * host-registered ones: tables of matching and non-matching requests,
+ * captures, and compile errors with their paths and offsets. */
+#include "predicate.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static sy_alloc A;
+static sy_compile_env ENV;
+
+static void setup(void) {
+    sy_alloc_init(&A, NULL);
+    ENV.alloc = &A;
+    ENV.registry = NULL;
+}
+
+#define ROUTE_PATH "routes[0].predicates[1]"
+#define ARGS(...) (sy_kv[]){__VA_ARGS__}, SY_ARRAY_LEN(((sy_kv[]){__VA_ARGS__}))
+
+static sy_def_entry entry(const char *name, sy_kv *args, size_t n) {
+    sy_def_entry e = {name,
+                      sy_factory_find(SY_FACTORY_PREDICATE, name, strlen(name)),
+                      NULL, args, n};
+    ck_assert_ptr_nonnull(e.spec);
+    return e;
+}
+
+static sy_pred *pred(const char *name, sy_kv *args, size_t n) {
+    sy_def_entry e = entry(name, args, n);
+    sy_pred *p = NULL;
+    sy_error err;
+    int rc = sy_pred_compile(&e, &ENV, ROUTE_PATH, &p, &err);
+    ck_assert_msg(rc == 0, "%s: %s (%s)", name, err.message, err.path);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* Compile must fail with `code` at `path` and `offset`. */
+static void pred_err(const char *name, sy_kv *args, size_t n, int code,
+                     const char *path, size_t offset) {
+    sy_def_entry e = entry(name, args, n);
+    sy_pred *p = (sy_pred *)&e;
+    sy_error err;
+    int rc = sy_pred_compile(&e, &ENV, ROUTE_PATH, &p, &err);
+    ck_assert_msg(rc == code, "%s: rc %d want %d (%s)", name, rc, code,
+                  err.message);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(err.code, code);
+    ck_assert_str_eq(err.path, path);
+    ck_assert_uint_eq(err.offset, offset);
+    ck_assert(err.message[0] != '\0');
+}
+
+/* A request under construction plus what one evaluation needs. */
+typedef struct rq {
+    sy_request req;
+    sy_header h[8];
+    sy_segments path, host;
+    sy_arena scratch;
+    pcre2_match_data *md;
+    sy_capture caps[8];
+    sy_eval ev;
+} rq;
+
+static void rq_init(rq *r, const char *path) {
+    memset(r, 0, sizeof *r);
+    sy_request init = SY_REQUEST_INIT;
+    r->req = init;
+    r->req.method = (sy_str){"GET", 3};
+    r->req.host = (sy_str){"example.com", 11};
+    r->req.remote_addr = (sy_str){"10.1.2.3", 8};
+    r->req.headers = r->h;
+    const char *q = strchr(path, '?');
+    r->req.path = (sy_str){path, q ? (size_t)(q - path) : strlen(path)};
+    if (q)
+        r->req.query = (sy_str){q + 1, strlen(q + 1)};
+    sy_arena_init(&r->scratch, &A, 256);
+}
+
+static void rq_header(rq *r, const char *name, const char *value) {
+    ck_assert_uint_lt(r->req.header_count, SY_ARRAY_LEN(r->h));
+    r->h[r->req.header_count++] =
+        (sy_header){{name, strlen(name)}, {value, strlen(value)}};
+}
+
+static void rq_free(rq *r) {
+    sy_segments_free(&r->path, &A);
+    sy_segments_free(&r->host, &A);
+    sy_arena_free(&r->scratch);
+    pcre2_match_data_free(r->md);
+}
+
+static bool eval(const sy_pred *p, rq *r) {
+    sy_arena_reset(&r->scratch);
+    ck_assert(sy_segments_split(&r->path, r->req.path, &r->scratch, &A));
+    ck_assert(sy_segments_split_host(&r->host, r->req.host, &A));
+    pcre2_match_data_free(r->md);
+    r->md = pcre2_match_data_create(sy_pred_max_groups(p), NULL);
+    r->ev.req = &r->req;
+    r->ev.path = &r->path;
+    r->ev.host = &r->host;
+    r->ev.host_str = r->req.host;
+    r->ev.caps = r->caps;
+    r->ev.caps_cap = SY_ARRAY_LEN(r->caps);
+    r->ev.ncaps = 0;
+    r->ev.md = r->md;
+    r->ev.scratch = &r->scratch;
+    if (!r->ev.now_ms)
+        r->ev.now_ms = r->req.now_ms;
+    return sy_pred_test(p, &r->ev);
+}
+
+/* Evaluate `p` on a request with just this path (and query). */
+static bool on_path(const sy_pred *p, const char *path) {
+    rq r;
+    rq_init(&r, path);
+    bool ok = eval(p, &r);
+    rq_free(&r);
+    return ok;
+}
+
+/* ... with one header. */
+static bool on_header(const sy_pred *p, const char *name, const char *value) {
+    rq r;
+    rq_init(&r, "/");
+    rq_header(&r, name, value);
+    bool ok = eval(p, &r);
+    rq_free(&r);
+    return ok;
+}
+
+static bool cap_is(const rq *r, const char *name, const char *value) {
+    for (size_t i = 0; i < r->ev.ncaps; i++)
+        if (sy_str_eq(r->caps[i].name, name, strlen(name)))
+            return sy_str_eq(r->caps[i].value, value, strlen(value));
+    return false;
+}
+
+/* ---- Path ---- */
+
+START_TEST(path_first_matching_pattern_wins_and_captures_its_vars) {
+    sy_pred *p =
+        pred("Path", ARGS({"patterns", "/a/{x}"}, {"patterns", "/{y}/b"}));
+    rq r;
+    rq_init(&r, "/a/b");
+    ck_assert(eval(p, &r));
+    ck_assert_uint_eq(r.ev.ncaps, 1);
+    ck_assert(cap_is(&r, "x", "b"));
+    rq_free(&r);
+    rq_init(&r, "/z/b");
+    ck_assert(eval(p, &r));
+    ck_assert(cap_is(&r, "y", "z"));
+    rq_free(&r);
+    ck_assert(!on_path(p, "/z/c"));
+    ck_assert_int_eq(sy_pred_get_kind(p), SY_PK_PATH);
+    ck_assert_uint_eq(sy_pred_pattern_count(p), 2);
+    ck_assert_uint_eq(sy_pred_var_count(p), 1);
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(path_matches_trailing_slash_by_default) {
+    sy_pred *p = pred("Path", ARGS({"patterns", "/a"}));
+    ck_assert(on_path(p, "/a/"));
+    ck_assert(on_path(p, "/a?x=1"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(path_match_trailing_slash_false_is_exact) {
+    sy_pred *p =
+        pred("Path", ARGS({"patterns", "/a"}, {"matchTrailingSlash", "false"}));
+    ck_assert(!on_path(p, "/a/"));
+    ck_assert(on_path(p, "/a"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(path_table_from_the_route_model) {
+    static const struct {
+        const char *pat, *path;
+        bool want;
+    } t[] = {
+        {"/red/{segment}", "/red/blue", true},
+        {"/red/{segment}", "/red/blue/green", false},
+        {"/a/**", "/a", true},
+        {"/**/x.json", "/deep/down/x.json", true},
+        {"/f/{name}", "/f/a%2Fb", true},
+        {"/f/{name}", "/f/a/b", false},
+        {"/m/{id}", "/m/7;v=1", true},
+        {"/a/b", "/a//b", false},
+        {"/a/*", "/a/", true},
+        {"/a/*", "/a", false},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
+        sy_pred *p = pred("Path", ARGS({"patterns", t[i].pat}));
+        ck_assert_msg(on_path(p, t[i].path) == t[i].want, "%s vs %s", t[i].pat,
+                      t[i].path);
+        sy_pred_free(p, &A);
+    }
+}
+END_TEST
+
+START_TEST(path_capture_rest_is_joined_into_scratch) {
+    sy_pred *p = pred("Path", ARGS({"patterns", "/s/{*rest}"}));
+    rq r;
+    rq_init(&r, "/s/x/y%20z");
+    ck_assert(eval(p, &r));
+    ck_assert(cap_is(&r, "rest", "/x/y z"));
+    rq_free(&r);
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(path_without_room_for_captures_matches_without_them) {
+    sy_pred *p = pred("Path", ARGS({"patterns", "/{a}/{b}"}));
+    rq r;
+    rq_init(&r, "/x/y");
+    ck_assert(sy_segments_split(&r.path, r.req.path, &r.scratch, &A));
+    r.ev.req = &r.req;
+    r.ev.path = &r.path;
+    r.ev.caps = r.caps;
+    r.ev.caps_cap = 1;
+    r.ev.md = r.md = pcre2_match_data_create(1, NULL);
+    ck_assert(sy_pred_test(p, &r.ev));
+    ck_assert_uint_eq(r.ev.ncaps, 0);
+    rq_free(&r);
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(path_pattern_error_names_the_field_and_offset) {
+    pred_err("Path", ARGS({"patterns", "/ok"}, {"patterns", "/a/**/b"}),
+             SY_EPATTERN, ROUTE_PATH ".args.patterns", 3);
+}
+END_TEST
+
+START_TEST(path_regex_error_has_offset_inside_the_pattern) {
+    pred_err("Path", ARGS({"patterns", "/x/{id:a)b}"}), SY_EREGEX,
+             ROUTE_PATH ".args.patterns", 8);
+}
+END_TEST
+
+START_TEST(path_bad_trailing_slash_flag_is_an_arg_error) {
+    pred_err("Path", ARGS({"patterns", "/a"}, {"matchTrailingSlash", "maybe"}),
+             SY_EARG, ROUTE_PATH ".args.matchTrailingSlash", 0);
+}
+END_TEST
+
+/* ---- Host ---- */
+
+START_TEST(host_matches_the_host_with_its_port_as_sent) {
+    sy_pred *p = pred("Host", ARGS({"patterns", "**.example.com"},
+                                   {"patterns", "*.example.com:8080"}));
+    rq r;
+    rq_init(&r, "/");
+    r.req.host = (sy_str){"api.example.com:8080", 20};
+    ck_assert(eval(p, &r));
+    r.req.host = (sy_str){"a.b.example.com", 15};
+    ck_assert(eval(p, &r));
+    r.req.host = (sy_str){"example.org", 11};
+    ck_assert(!eval(p, &r));
+    r.req.host = (sy_str){"a.b.example.com:8080", 20};
+    ck_assert(!eval(p, &r));
+    rq_free(&r);
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(host_captures_the_vars_of_the_matching_pattern) {
+    sy_pred *p = pred("Host", ARGS({"patterns", "{sub}.example.com"}));
+    rq r;
+    rq_init(&r, "/");
+    r.req.host = (sy_str){"shop.example.com", 16};
+    ck_assert(eval(p, &r));
+    ck_assert(cap_is(&r, "sub", "shop"));
+    rq_free(&r);
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(host_pattern_error_names_the_field) {
+    pred_err("Host", ARGS({"patterns", "{a}.{a}.com"}), SY_EPATTERN,
+             ROUTE_PATH ".args.patterns", 4);
+}
+END_TEST
+
+/* ---- Method ---- */
+
+START_TEST(method_matches_listed_methods_upper_cased) {
+    sy_pred *p = pred("Method", ARGS({"methods", "get"}, {"methods", "POST"}));
+    rq r;
+    rq_init(&r, "/");
+    ck_assert(eval(p, &r));
+    r.req.method = (sy_str){"POST", 4};
+    ck_assert(eval(p, &r));
+    r.req.method = (sy_str){"PUT", 3};
+    ck_assert(!eval(p, &r));
+    r.req.method = (sy_str){"get", 3};
+    ck_assert(!eval(p, &r));
+    rq_free(&r);
+    ck_assert_uint_eq(sy_pred_method_mask(p), (1u << 0) | (1u << 2));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(method_nonstandard_sets_bit_31_and_matches_exactly) {
+    sy_pred *p = pred("Method", ARGS({"methods", "purge"}));
+    ck_assert_uint_eq(sy_pred_method_mask(p), 1u << 31);
+    rq r;
+    rq_init(&r, "/");
+    r.req.method = (sy_str){"PURGE", 5};
+    ck_assert(eval(p, &r));
+    r.req.method = (sy_str){"MKCOL", 5};
+    ck_assert(!eval(p, &r));
+    rq_free(&r);
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(method_bits_follow_the_documented_order) {
+    ck_assert_int_eq(sy_method_bit((sy_str){"GET", 3}), 0);
+    ck_assert_int_eq(sy_method_bit((sy_str){"HEAD", 4}), 1);
+    ck_assert_int_eq(sy_method_bit((sy_str){"DELETE", 6}), 5);
+    ck_assert_int_eq(sy_method_bit((sy_str){"CONNECT", 7}), 8);
+    ck_assert_int_eq(sy_method_bit((sy_str){"get", 3}), 31);
+}
+END_TEST
+
+/* ---- Header ---- */
+
+START_TEST(header_name_is_case_insensitive) {
+    sy_pred *p =
+        pred("Header", ARGS({"header", "X-Request-Id"}, {"regexp", "\\d+"}));
+    ck_assert(on_header(p, "x-request-id", "123"));
+    ck_assert(!on_header(p, "x-request-id", "12a"));
+    ck_assert(!on_header(p, "x-request", "123"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(header_without_regexp_needs_a_nonempty_value) {
+    sy_pred *p = pred("Header", ARGS({"header", "X-Flag"}));
+    ck_assert(on_header(p, "X-Flag", "1"));
+    ck_assert(!on_header(p, "X-Flag", ""));
+    ck_assert(!on_header(p, "X-Flag", " , "));
+    ck_assert(!on_header(p, "X-Flag", "\"\""));
+    ck_assert(!on_header(p, "X-Other", "1"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(header_values_split_on_commas_outside_quotes) {
+    sy_pred *p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "b, c"}));
+    ck_assert(on_header(p, "X-V", "a, \"b, c\""));
+    ck_assert(!on_header(p, "X-V", "a, b, c"));
+    sy_pred_free(p, &A);
+    p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "b"}));
+    ck_assert(on_header(p, "X-V", "a,  b  ,c"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(header_quoted_values_are_unescaped) {
+    sy_pred *p =
+        pred("Header", ARGS({"header", "X-V"}, {"regexp", "say \"hi\""}));
+    ck_assert(on_header(p, "X-V", "x, \"say \\\"hi\\\"\""));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(header_values_of_repeated_headers_all_count) {
+    sy_pred *p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "two"}));
+    rq r;
+    rq_init(&r, "/");
+    rq_header(&r, "X-V", "one");
+    rq_header(&r, "Other", "two");
+    ck_assert(!eval(p, &r));
+    rq_header(&r, "x-v", "zero, two");
+    ck_assert(eval(p, &r));
+    rq_free(&r);
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(header_regexp_must_match_the_whole_value) {
+    sy_pred *p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "ab"}));
+    ck_assert(!on_header(p, "X-V", "abc"));
+    ck_assert(!on_header(p, "X-V", "xab"));
+    ck_assert(on_header(p, "X-V", "ab"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(header_bad_regexp_is_an_error_with_offset) {
+    pred_err("Header", ARGS({"header", "X-V"}, {"regexp", "a(b"}), SY_EREGEX,
+             ROUTE_PATH ".args.regexp", 3);
+}
+END_TEST
+
+/* ---- Query ---- */
+
+START_TEST(query_param_without_regexp_is_present_even_without_value) {
+    sy_pred *p = pred("Query", ARGS({"param", "x"}));
+    ck_assert(on_path(p, "/?x"));
+    ck_assert(on_path(p, "/?a=1&x="));
+    ck_assert(on_path(p, "/?a=1&&x=2"));
+    ck_assert(!on_path(p, "/?xx=1"));
+    ck_assert(!on_path(p, "/"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(query_param_name_is_case_sensitive) {
+    sy_pred *p = pred("Query", ARGS({"param", "Id"}));
+    ck_assert(!on_path(p, "/?id=1"));
+    ck_assert(on_path(p, "/?Id=1"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(query_values_are_url_decoded_with_plus_as_space) {
+    sy_pred *p = pred("Query", ARGS({"param", "q"}, {"regexp", "a b!"}));
+    ck_assert(on_path(p, "/?q=a+b%21"));
+    ck_assert(on_path(p, "/?q=a%20b!"));
+    ck_assert(!on_path(p, "/?q=a+b"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(query_names_are_decoded_too) {
+    sy_pred *p = pred("Query", ARGS({"param", "a[b]"}));
+    ck_assert(on_path(p, "/?a%5Bb%5D=1"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(query_some_value_must_fully_match) {
+    sy_pred *p = pred("Query", ARGS({"param", "v"}, {"regexp", "\\d+"}));
+    ck_assert(on_path(p, "/?v=x&v=12"));
+    ck_assert(!on_path(p, "/?v=12x"));
+    ck_assert(!on_path(p, "/?v"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+/* ---- Cookie ---- */
+
+START_TEST(cookie_needs_exact_name_and_fully_matching_value) {
+    sy_pred *p = pred("Cookie", ARGS({"name", "sid"}, {"regexp", "ab.*"}));
+    ck_assert(on_header(p, "Cookie", "a=1; sid=abc; b=2"));
+    ck_assert(on_header(p, "cookie", "sid=ab"));
+    ck_assert(!on_header(p, "Cookie", "SID=abc"));
+    ck_assert(!on_header(p, "Cookie", "xsid=abc"));
+    ck_assert(!on_header(p, "Cookie", "sid=xab"));
+    ck_assert(!on_header(p, "Set-Cookie", "sid=abc"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(cookie_in_any_cookie_header_and_quoted_values_count) {
+    sy_pred *p = pred("Cookie", ARGS({"name", "v"}, {"regexp", "1 2"}));
+    rq r;
+    rq_init(&r, "/");
+    rq_header(&r, "Cookie", "a=1");
+    rq_header(&r, "Cookie", "v=\"1 2\"");
+    ck_assert(eval(p, &r));
+    rq_free(&r);
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+/* ---- After / Before / Between ---- */
+
+static bool at(const sy_pred *p, int64_t now) {
+    rq r;
+    rq_init(&r, "/");
+    r.ev.now_ms = now;
+    bool ok = eval(p, &r);
+    rq_free(&r);
+    return ok;
+}
+
+START_TEST(after_is_strict) {
+    sy_pred *p = pred("After", ARGS({"datetime", "1000"}));
+    ck_assert(!at(p, 999));
+    ck_assert(!at(p, 1000));
+    ck_assert(at(p, 1001));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(before_is_strict) {
+    sy_pred *p = pred("Before", ARGS({"datetime", "1000"}));
+    ck_assert(at(p, 999));
+    ck_assert(!at(p, 1000));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(between_excludes_both_ends) {
+    sy_pred *p =
+        pred("Between", ARGS({"datetime1", "1000"}, {"datetime2", "2000"}));
+    ck_assert(!at(p, 1000));
+    ck_assert(at(p, 1001));
+    ck_assert(at(p, 1999));
+    ck_assert(!at(p, 2000));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(after_reads_iso_dates_with_zone) {
+    sy_pred *p = pred(
+        "After",
+        ARGS({"datetime", "2017-01-20T17:42:47.789-07:00[America/Denver]"}));
+    ck_assert(!at(p, 1484959367789));
+    ck_assert(at(p, 1484959367790));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(between_needs_datetime1_before_datetime2) {
+    pred_err("Between", ARGS({"datetime1", "2000"}, {"datetime2", "2000"}),
+             SY_EARG, ROUTE_PATH ".args.datetime2", 0);
+}
+END_TEST
+
+START_TEST(bad_datetime_is_an_arg_error) {
+    pred_err("Before", ARGS({"datetime", "tomorrow"}), SY_EARG,
+             ROUTE_PATH ".args.datetime", 0);
+}
+END_TEST
+
+/* ---- RemoteAddr ---- */
+
+static bool from(const sy_pred *p, const char *addr) {
+    rq r;
+    rq_init(&r, "/");
+    r.req.remote_addr = (sy_str){addr, strlen(addr)};
+    bool ok = eval(p, &r);
+    rq_free(&r);
+    return ok;
+}
+
+START_TEST(remote_addr_ipv4_cidr) {
+    sy_pred *p = pred("RemoteAddr", ARGS({"sources", "192.168.1.1/24"}));
+    ck_assert(from(p, "192.168.1.200"));
+    ck_assert(!from(p, "192.168.2.1"));
+    ck_assert(from(p, "192.168.1.7:5555"));
+    ck_assert(from(p, "::ffff:192.168.1.9"));
+    ck_assert(!from(p, "not-an-ip"));
+    ck_assert(!from(p, ""));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(remote_addr_bare_address_is_a_host_route) {
+    sy_pred *p = pred("RemoteAddr", ARGS({"sources", "10.0.0.1"},
+                                         {"sources", "2001:db8::1"}));
+    ck_assert(from(p, "10.0.0.1"));
+    ck_assert(!from(p, "10.0.0.2"));
+    ck_assert(from(p, "2001:db8::1"));
+    ck_assert(from(p, "[2001:db8::1]:443"));
+    ck_assert(!from(p, "2001:db8::2"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(remote_addr_ipv6_cidr) {
+    sy_pred *p = pred("RemoteAddr", ARGS({"sources", "2001:db8::/32"}));
+    ck_assert(from(p, "2001:db8:ffff::1"));
+    ck_assert(!from(p, "2001:db9::1"));
+    ck_assert(!from(p, "32.1.13.184"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(remote_addr_bad_source_is_an_arg_error) {
+    pred_err("RemoteAddr", ARGS({"sources", "10.0.0.0/8"}, {"sources", "x"}),
+             SY_EARG, ROUTE_PATH ".args.sources", 0);
+}
+END_TEST
+
+/* ---- XForwardedRemoteAddr ---- */
+
+static bool xff(const sy_pred *p, const char *h1, const char *h2) {
+    rq r;
+    rq_init(&r, "/");
+    r.req.remote_addr = (sy_str){"172.16.0.1", 10};
+    if (h1)
+        rq_header(&r, "X-Forwarded-For", h1);
+    if (h2)
+        rq_header(&r, "x-forwarded-for", h2);
+    bool ok = eval(p, &r);
+    rq_free(&r);
+    return ok;
+}
+
+START_TEST(xff_default_index_uses_the_right_most_entry) {
+    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"}));
+    ck_assert(xff(p, "1.1.1.1, 10.0.0.5", NULL));
+    ck_assert(!xff(p, "10.0.0.5, 1.1.1.1", NULL));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(xff_max_trusted_index_counts_from_the_right) {
+    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"},
+                                                   {"maxTrustedIndex", "2"}));
+    ck_assert(xff(p, "1.1.1.1, 10.0.0.5, 2.2.2.2", NULL));
+    ck_assert(!xff(p, "10.0.0.5, 1.1.1.1, 2.2.2.2", NULL));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(xff_index_beyond_the_entries_uses_the_left_most) {
+    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"},
+                                                   {"maxTrustedIndex", "9"}));
+    ck_assert(xff(p, "10.0.0.5, 1.1.1.1", NULL));
+    ck_assert(!xff(p, "1.1.1.1, 10.0.0.5", NULL));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(xff_entries_span_every_header) {
+    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"},
+                                                   {"maxTrustedIndex", "2"}));
+    ck_assert(xff(p, "1.1.1.1, 10.0.0.5", "2.2.2.2"));
+    ck_assert(!xff(p, "10.0.0.5, 1.1.1.1", "2.2.2.2"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(xff_without_entries_uses_the_socket_address) {
+    sy_pred *p =
+        pred("XForwardedRemoteAddr", ARGS({"sources", "172.16.0.0/12"}));
+    ck_assert(xff(p, NULL, NULL));
+    ck_assert(!xff(p, "1.1.1.1", NULL));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(xff_ipv6_entries) {
+    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "fd00::/8"}));
+    ck_assert(xff(p, "1.1.1.1, fd00::7", NULL));
+    ck_assert(xff(p, "1.1.1.1,[fd00::7]:8080", NULL));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(xff_max_trusted_index_must_be_positive) {
+    pred_err("XForwardedRemoteAddr",
+             ARGS({"sources", "10.0.0.0/8"}, {"maxTrustedIndex", "0"}), SY_EARG,
+             ROUTE_PATH ".args.maxTrustedIndex", 0);
+}
+END_TEST
+
+/* ---- Weight ---- */
+
+static bool weighted(const sy_pred *p, uint64_t seed,
+                     const sy_weight_slot *slot) {
+    rq r;
+    rq_init(&r, "/");
+    r.req.seed = seed;
+    r.ev.weight = slot;
+    bool ok = eval(p, &r);
+    rq_free(&r);
+    return ok;
+}
+
+START_TEST(weight_holds_only_when_the_draw_falls_in_the_slot) {
+    sy_pred *p =
+        pred("Weight", ARGS({"weight.group", "g"}, {"weight.weight", "8"}));
+    ck_assert_str_eq(sy_pred_weight_group(p), "g");
+    ck_assert_uint_eq(sy_pred_weight_value(p), 8);
+    double r = sy_weight_draw(42, 3);
+    sy_weight_slot below = {3, 0.0, r}; /* hi is exclusive */
+    sy_weight_slot at_lo = {3, r, 1.0}; /* lo is inclusive */
+    sy_weight_slot all = {3, 0.0, 1.0};
+    ck_assert(!weighted(p, 42, &below));
+    ck_assert(weighted(p, 42, &at_lo));
+    ck_assert(weighted(p, 42, &all));
+    ck_assert(!weighted(p, 42, NULL));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+START_TEST(weight_draw_is_deterministic_in_unit_range_and_spread) {
+    ck_assert(sy_weight_draw(7, 1) == sy_weight_draw(7, 1));
+    ck_assert(sy_weight_draw(7, 1) != sy_weight_draw(7, 2));
+    ck_assert(sy_weight_draw(7, 1) != sy_weight_draw(8, 1));
+    int low = 0;
+    for (uint64_t s = 0; s < 4000; s++) {
+        double r = sy_weight_draw(s, 0);
+        ck_assert(r >= 0.0 && r < 1.0);
+        low += r < 0.25;
+    }
+    ck_assert_int_gt(low, 850);
+    ck_assert_int_lt(low, 1150);
+}
+END_TEST
+
+START_TEST(weight_must_not_be_negative) {
+    pred_err("Weight", ARGS({"weight.group", "g"}, {"weight.weight", "-1"}),
+             SY_EARG, ROUTE_PATH ".args.weight.weight", 0);
+}
+END_TEST
+
+/* ---- host factories ---- */
+
+typedef struct hf_count {
+    int compiles, frees;
+} hf_count;
+
+static int hf_compile(void *data, const sy_kv *args, size_t n, void **state,
+                      sy_error *err) {
+    hf_count *c = data;
+    c->compiles++;
+    if (n != 1 || strcmp(args[0].key, "prefix") != 0) {
+        snprintf(err->message, sizeof err->message, "needs a prefix");
+        snprintf(err->path, sizeof err->path, "prefix");
+        return SY_EARG;
+    }
+    char *s = strdup(args[0].value);
+    *state = s;
+    return s ? 0 : SY_ENOMEM;
+}
+
+static bool hf_test(void *state, const sy_request *req) {
+    size_t n = strlen(state);
+    return req->path.len >= n && memcmp(req->path.ptr, state, n) == 0;
+}
+
+static int hf_count_tests;
+static bool hf_test_counting(void *state, const sy_request *req) {
+    hf_count_tests++;
+    return hf_test(state, req);
+}
+
+static void hf_free(void *data, void *state) {
+    ((hf_count *)data)->frees++;
+    free(state);
+}
+
+START_TEST(host_factory_compiles_once_tests_per_request_and_frees) {
+    hf_count c = {0, 0};
+    sy_predicate_factory f = {
+        NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test_counting, hf_free, &c};
+    sy_kv args[] = {{"prefix", "/in"}};
+    sy_def_entry e = {"InHouse", NULL, &f, args, 1};
+    sy_pred *p;
+    ck_assert_int_eq(sy_pred_compile(&e, &ENV, ROUTE_PATH, &p, NULL), 0);
+    ck_assert_int_eq(sy_pred_get_kind(p), SY_PK_HOST_FACTORY);
+    hf_count_tests = 0;
+    ck_assert(on_path(p, "/inside"));
+    ck_assert(!on_path(p, "/out"));
+    ck_assert_int_eq(hf_count_tests, 2);
+    ck_assert_int_eq(c.compiles, 1);
+    sy_pred_free(p, &A);
+    ck_assert_int_eq(c.frees, 1);
+}
+END_TEST
+
+START_TEST(host_factory_error_gets_the_entry_path) {
+    hf_count c = {0, 0};
+    sy_predicate_factory f = {
+        NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test, hf_free, &c};
+    sy_kv args[] = {{"other", "x"}};
+    sy_def_entry e = {"InHouse", NULL, &f, args, 1};
+    sy_pred *p;
+    sy_error err;
+    ck_assert_int_eq(sy_pred_compile(&e, &ENV, ROUTE_PATH, &p, &err), SY_EARG);
+    ck_assert_ptr_null(p);
+    ck_assert_str_eq(err.path, ROUTE_PATH ".args.prefix");
+    ck_assert_str_eq(err.message, "needs a prefix");
+    ck_assert_int_eq(c.frees, 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("predicate");
+    TCase *t = tcase_create("path_host_method");
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_test(t, path_first_matching_pattern_wins_and_captures_its_vars);
+    tcase_add_test(t, path_matches_trailing_slash_by_default);
+    tcase_add_test(t, path_match_trailing_slash_false_is_exact);
+    tcase_add_test(t, path_table_from_the_route_model);
+    tcase_add_test(t, path_capture_rest_is_joined_into_scratch);
+    tcase_add_test(t, path_without_room_for_captures_matches_without_them);
+    tcase_add_test(t, path_pattern_error_names_the_field_and_offset);
+    tcase_add_test(t, path_regex_error_has_offset_inside_the_pattern);
+    tcase_add_test(t, path_bad_trailing_slash_flag_is_an_arg_error);
+    tcase_add_test(t, host_matches_the_host_with_its_port_as_sent);
+    tcase_add_test(t, host_captures_the_vars_of_the_matching_pattern);
+    tcase_add_test(t, host_pattern_error_names_the_field);
+    tcase_add_test(t, method_matches_listed_methods_upper_cased);
+    tcase_add_test(t, method_nonstandard_sets_bit_31_and_matches_exactly);
+    tcase_add_test(t, method_bits_follow_the_documented_order);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("header_query_cookie");
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_test(t, header_name_is_case_insensitive);
+    tcase_add_test(t, header_without_regexp_needs_a_nonempty_value);
+    tcase_add_test(t, header_values_split_on_commas_outside_quotes);
+    tcase_add_test(t, header_quoted_values_are_unescaped);
+    tcase_add_test(t, header_values_of_repeated_headers_all_count);
+    tcase_add_test(t, header_regexp_must_match_the_whole_value);
+    tcase_add_test(t, header_bad_regexp_is_an_error_with_offset);
+    tcase_add_test(t, query_param_without_regexp_is_present_even_without_value);
+    tcase_add_test(t, query_param_name_is_case_sensitive);
+    tcase_add_test(t, query_values_are_url_decoded_with_plus_as_space);
+    tcase_add_test(t, query_names_are_decoded_too);
+    tcase_add_test(t, query_some_value_must_fully_match);
+    tcase_add_test(t, cookie_needs_exact_name_and_fully_matching_value);
+    tcase_add_test(t, cookie_in_any_cookie_header_and_quoted_values_count);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("time_addr_weight");
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_test(t, after_is_strict);
+    tcase_add_test(t, before_is_strict);
+    tcase_add_test(t, between_excludes_both_ends);
+    tcase_add_test(t, after_reads_iso_dates_with_zone);
+    tcase_add_test(t, between_needs_datetime1_before_datetime2);
+    tcase_add_test(t, bad_datetime_is_an_arg_error);
+    tcase_add_test(t, remote_addr_ipv4_cidr);
+    tcase_add_test(t, remote_addr_bare_address_is_a_host_route);
+    tcase_add_test(t, remote_addr_ipv6_cidr);
+    tcase_add_test(t, remote_addr_bad_source_is_an_arg_error);
+    tcase_add_test(t, xff_default_index_uses_the_right_most_entry);
+    tcase_add_test(t, xff_max_trusted_index_counts_from_the_right);
+    tcase_add_test(t, xff_index_beyond_the_entries_uses_the_left_most);
+    tcase_add_test(t, xff_entries_span_every_header);
+    tcase_add_test(t, xff_without_entries_uses_the_socket_address);
+    tcase_add_test(t, xff_ipv6_entries);
+    tcase_add_test(t, xff_max_trusted_index_must_be_positive);
+    tcase_add_test(t, weight_holds_only_when_the_draw_falls_in_the_slot);
+    tcase_add_test(t, weight_draw_is_deterministic_in_unit_range_and_spread);
+    tcase_add_test(t, weight_must_not_be_negative);
+    tcase_add_test(t, host_factory_compiles_once_tests_per_request_and_frees);
+    tcase_add_test(t, host_factory_error_gets_the_entry_path);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    return sy_test_run(suite());
+}

@@ -626,6 +626,22 @@ START_TEST(set_path_expands_and_encodes_vars) {
 }
 END_TEST
 
+START_TEST(set_path_keeps_template_literals_as_written) {
+    route(filt("SetPath", "template", "/a%20b/{missing}", NULL));
+    run();
+    eq(P.path, "/a%20b/");
+}
+END_TEST
+
+START_TEST(redirect_to_with_request_params_and_no_query_keeps_url) {
+    route(filt("RedirectTo", "status", "307", "url", "https://acme.org/x",
+               "includeRequestParams", "true", NULL));
+    run();
+    ck_assert_int_eq(P.status, 307);
+    eq(P.redirect, "https://acme.org/x");
+}
+END_TEST
+
 START_TEST(set_request_header_replaces_every_value) {
     header("X-S", "1");
     header("Other", "o");
@@ -921,6 +937,8 @@ int main(void) {
     tcase_add_test(tc, rewrite_response_header_gives_pcre2_replacement);
     tcase_add_test(tc, rewrite_response_header_bad_regex_is_rejected);
     tcase_add_test(tc, set_path_expands_and_encodes_vars);
+    tcase_add_test(tc, set_path_keeps_template_literals_as_written);
+    tcase_add_test(tc, redirect_to_with_request_params_and_no_query_keeps_url);
     tcase_add_test(tc, set_request_header_replaces_every_value);
     tcase_add_test(tc, set_request_header_adds_when_absent);
     tcase_add_test(tc, set_response_header_is_a_set_op);

@@ -1,0 +1,287 @@
+/* test_fingerprint.c - canonical forms and fingerprints: equivalent
+ * spellings of a route are equal, every change of meaning is not. */
+#include "def.h"
+#include "testutil.h"
+
+#include <stdio.h>
+
+/* Parse one route (JSON object text); the caller unrefs. */
+static struct sy_route *route(const char *json) {
+    struct sy_route *r = NULL;
+    sy_error e;
+    sy_error_clear(&e);
+    int rc = sy_def_parse_route(json, strlen(json), NULL, "route", &r, &e);
+    ck_assert_msg(rc == 0, "%s: %s: %s", json, e.path, e.message);
+    return r;
+}
+
+static void assert_same(const char *a, const char *b) {
+    struct sy_route *ra = route(a), *rb = route(b);
+    ck_assert_msg(ra->fingerprint == rb->fingerprint, "differ:\n%s\n%s",
+                  ra->canonical, rb->canonical);
+    ck_assert_str_eq(ra->canonical, rb->canonical);
+    sy_route_unref(ra);
+    sy_route_unref(rb);
+}
+
+#define ROUTE(preds, filters)                                                  \
+    "{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":[" preds                \
+    "],\"filters\":[" filters "]}"
+
+START_TEST(canonical_form_is_compact_json_with_defaults) {
+    struct sy_route *r =
+        route("{\"uri\":\"HTTP://Backend\",\"id\":\"r\",\"order\":3,"
+              "\"predicates\":[\"Path=/a/**\",\"Method=get\"],\"filters\":"
+              "[\"StripPrefix\"],\"metadata\":{\"z\":1,\"a\":\"x\"}}");
+    ck_assert_str_eq(
+        r->canonical,
+        "{\"id\":\"r\",\"uri\":\"http://backend:80\",\"order\":3,"
+        "\"predicates\":[{\"name\":\"Path\",\"args\":{\"patterns\":[\"/a/**\"],"
+        "\"matchTrailingSlash\":\"true\"}},{\"name\":\"Method\",\"args\":"
+        "{\"methods\":[\"GET\"]}}],\"filters\":[{\"name\":\"StripPrefix\","
+        "\"args\":{\"parts\":\"1\"}}],\"metadata\":{\"a\":\"x\",\"z\":\"1\"}}");
+    ck_assert_str_eq(sy_route_canonical(r), r->canonical);
+    ck_assert_uint_eq(sy_route_fingerprint(r), r->fingerprint);
+    sy_route_unref(r);
+}
+END_TEST
+
+START_TEST(shortcut_and_object_forms_are_equal) {
+    assert_same(ROUTE("\"Cookie=c, v.*\"", ""),
+                ROUTE("{\"name\":\"Cookie\",\"args\":{\"name\":\"c\","
+                      "\"regexp\":\"v.*\"}}",
+                      ""));
+    assert_same(ROUTE("\"Cookie=c, v.*\"", ""),
+                ROUTE("{\"name\":\"Cookie\",\"args\":{\"_genkey_0\":\"c\","
+                      "\"_genkey_1\":\"v.*\"}}",
+                      ""));
+    assert_same(ROUTE("\"Path=/a,/b,false\"", ""),
+                ROUTE("{\"name\":\"Path\",\"args\":{\"patterns\":\"/a\","
+                      "\"p2\":\"/b\",\"matchTrailingSlash\":false}}",
+                      ""));
+    assert_same(ROUTE("\"Weight=g, 8\"", ""),
+                ROUTE("{\"name\":\"Weight\",\"args\":{\"weight.weight\":8,"
+                      "\"weight.group\":\"g\"}}",
+                      ""));
+    assert_same(ROUTE("", "\"AddResponseHeader=X-A, v, false\""),
+                ROUTE("", "{\"name\":\"AddResponseHeader\",\"args\":{"
+                          "\"override\":\"false\",\"value\":\"v\","
+                          "\"name\":\"X-A\"}}"));
+    assert_same(ROUTE("", "\"PreserveHostHeader\""),
+                ROUTE("", "{\"name\":\"PreserveHostHeader\",\"args\":{}}"));
+    assert_same(ROUTE("\"RemoteAddr=10.0.0.0/8,::1\"", ""),
+                ROUTE("{\"name\":\"RemoteAddr\",\"args\":{\"sources\":"
+                      "\"10.0.0.0/8\",\"x\":\"::1\"}}",
+                      ""));
+}
+END_TEST
+
+START_TEST(key_order_anywhere_does_not_matter) {
+    assert_same("{\"id\":\"r\",\"uri\":\"http://b\",\"order\":1,"
+                "\"metadata\":{\"a\":\"1\",\"b\":\"2\"}}",
+                "{\"metadata\":{\"b\":\"2\",\"a\":\"1\"},\"order\":1,"
+                "\"uri\":\"http://b\",\"id\":\"r\"}");
+    assert_same(ROUTE("", "{\"name\":\"RequestRateLimiter\",\"args\":{"
+                          "\"a\":\"1\",\"b\":\"2\"}}"),
+                ROUTE("", "{\"name\":\"RequestRateLimiter\",\"args\":{"
+                          "\"b\":\"2\",\"a\":\"1\"}}"));
+}
+END_TEST
+
+START_TEST(defaults_written_or_omitted_are_equal) {
+    assert_same(ROUTE("", "\"StripPrefix\""), ROUTE("", "\"StripPrefix=1\""));
+    assert_same(ROUTE("\"Path=/a\"", ""), ROUTE("\"Path=/a,true\"", ""));
+    assert_same(ROUTE("", "\"DedupeResponseHeader=X-A\""),
+                ROUTE("", "\"DedupeResponseHeader=X-A, RETAIN_FIRST\""));
+    assert_same(ROUTE("", "{\"name\":\"RequestSize\"}"),
+                ROUTE("", "{\"name\":\"RequestSize\",\"args\":{\"maxSize\":"
+                          "\"5MB\"}}"));
+    assert_same(ROUTE("\"XForwardedRemoteAddr=10.0.0.0/8\"", ""),
+                ROUTE("{\"name\":\"XForwardedRemoteAddr\",\"args\":{"
+                      "\"sources\":\"10.0.0.0/8\",\"maxTrustedIndex\":1}}",
+                      ""));
+    assert_same("{\"id\":\"r\",\"uri\":\"http://b\"}",
+                "{\"id\":\"r\",\"uri\":\"http://b\",\"order\":0,"
+                "\"predicates\":[],\"filters\":[],\"metadata\":{}}");
+}
+END_TEST
+
+START_TEST(normalised_values_are_equal) {
+    assert_same(ROUTE("\"Method=get,Post\"", ""),
+                ROUTE("\"Method=GET,POST\"", ""));
+    assert_same(ROUTE("\"Path=/a,FALSE\"", ""), ROUTE("\"Path=/a,false\"", ""));
+    assert_same(ROUTE("", "\"SetStatus=NOT_FOUND\""),
+                ROUTE("", "\"SetStatus=404\""));
+    assert_same(ROUTE("", "\"StripPrefix=002\""),
+                ROUTE("", "\"StripPrefix=2\""));
+    assert_same(
+        ROUTE("\"After=2017-01-20T17:42:47.789-07:00[America/Denver]\"", ""),
+        ROUTE("\"After=1484959367789\"", ""));
+    assert_same(ROUTE("\"After=2017-01-21T00:42:47.789Z\"", ""),
+                ROUTE("\"After=2017-01-21T01:42:47.789+01:00\"", ""));
+    assert_same(ROUTE("", "\"RequestHeaderSize=1KB\""),
+                ROUTE("", "\"RequestHeaderSize=1024\""));
+    assert_same(ROUTE("", "{\"name\":\"Retry\",\"args\":{"
+                          "\"backoff.firstBackoff\":\"1s\"}}"),
+                ROUTE("", "{\"name\":\"Retry\",\"args\":{"
+                          "\"backoff.firstBackoff\":\"PT1S\"}}"));
+    assert_same("{\"id\":\"r\",\"uri\":\"http://b\"}",
+                "{\"id\":\"r\",\"uri\":\"HTTP://B:80/some/path?q\"}");
+    assert_same("{\"id\":\"r\",\"uri\":\"https://b\"}",
+                "{\"id\":\"r\",\"uri\":\"https://b:443\"}");
+    assert_same(
+        "{\"id\":\"r\",\"uri\":\"no://op\",\"metadata\":{\"n\":1}}",
+        "{\"id\":\"r\",\"uri\":\"no://op\",\"metadata\":{\"n\":\"1\"}}");
+}
+END_TEST
+
+/* Every variant differs from the base and from each other. */
+static const char *const variants[] = {
+    ROUTE("\"Path=/a\"", "\"StripPrefix=1\""),
+    "{\"id\":\"r2\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
+    "\"filters\":[\"StripPrefix=1\"]}",
+    "{\"id\":\"r\",\"uri\":\"http://c\",\"predicates\":[\"Path=/a\"],"
+    "\"filters\":[\"StripPrefix=1\"]}",
+    "{\"id\":\"r\",\"uri\":\"http://b:81\",\"predicates\":[\"Path=/a\"],"
+    "\"filters\":[\"StripPrefix=1\"]}",
+    "{\"id\":\"r\",\"uri\":\"https://b\",\"predicates\":[\"Path=/a\"],"
+    "\"filters\":[\"StripPrefix=1\"]}",
+    "{\"id\":\"r\",\"uri\":\"lb://b\",\"predicates\":[\"Path=/a\"],"
+    "\"filters\":[\"StripPrefix=1\"]}",
+    "{\"id\":\"r\",\"uri\":\"lb:ws://b\",\"predicates\":[\"Path=/a\"],"
+    "\"filters\":[\"StripPrefix=1\"]}",
+    "{\"id\":\"r\",\"uri\":\"http://b\",\"order\":1,\"predicates\":"
+    "[\"Path=/a\"],\"filters\":[\"StripPrefix=1\"]}",
+    "{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
+    "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}",
+    "{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
+    "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"status\":\"disabled\"}}",
+    ROUTE("\"Path=/A\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a,false\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a,/b\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/b,/a\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\",\"Method=GET\"", "\"StripPrefix=1\""),
+    ROUTE("\"Method=GET\",\"Path=/a\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\"", "\"StripPrefix=2\""),
+    ROUTE("\"Path=/a\"", "\"StripPrefix=1\",\"PreserveHostHeader\""),
+    ROUTE("\"Path=/a\"", "\"PreserveHostHeader\",\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\"", ""),
+    ROUTE("", "\"StripPrefix=1\""),
+    ROUTE("\"Host=a.org\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\"", "\"PrefixPath=1\""),
+    ROUTE("\"Path=/a\",\"Header=X-A\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\",\"Header=X-A, .*\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\",\"Header=X-a\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\",\"Weight=g,1\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\",\"Weight=g,2\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\",\"Weight=h,1\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\",\"After=1000\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\",\"After=1001\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\",\"Before=1000\"", "\"StripPrefix=1\""),
+    ROUTE("\"Path=/a\"", "\"StripPrefix=1\",\"AddRequestHeader=X-A, a b\""),
+    ROUTE("\"Path=/a\"", "\"StripPrefix=1\",\"AddRequestHeader=X-A, a  b\""),
+    ROUTE("\"Path=/a\"", "\"StripPrefix=1\",\"AddRequestHeader=X-A, \\\"\""),
+    ROUTE("\"Path=/a\"", "\"StripPrefix=1\",\"AddResponseHeader=X-A, v\""),
+    ROUTE("\"Path=/a\"",
+          "\"StripPrefix=1\",\"AddResponseHeader=X-A, v, false\""),
+    ROUTE("\"Path=/a\"", "\"StripPrefix=1\",\"SetStatus=FOUND\""),
+    ROUTE("\"Path=/a\"", "\"StripPrefix=1\",\"SetStatus=303\""),
+    ROUTE("\"Path=/a\"", "{\"name\":\"RequestRateLimiter\",\"args\":{\"a\":"
+                         "\"1\"}}"),
+    ROUTE("\"Path=/a\"", "{\"name\":\"RequestRateLimiter\",\"args\":{\"a\":"
+                         "\"2\"}}"),
+    ROUTE("\"Path=/a\"", "{\"name\":\"RequestRateLimiter\",\"args\":{\"b\":"
+                         "\"1\"}}"),
+};
+
+START_TEST(every_change_of_meaning_changes_the_fingerprint) {
+    size_t n = SY_ARRAY_LEN(variants);
+    struct sy_route *rs[SY_ARRAY_LEN(variants)];
+    for (size_t i = 0; i < n; i++)
+        rs[i] = route(variants[i]);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            ck_assert_msg(rs[i]->fingerprint != rs[j]->fingerprint,
+                          "equal fingerprints:\n%s\n%s", variants[i],
+                          variants[j]);
+    for (size_t i = 0; i < n; i++)
+        sy_route_unref(rs[i]);
+}
+END_TEST
+
+START_TEST(part_fingerprints_follow_their_part) {
+    struct sy_route *base = route(variants[0]);
+    struct sy_route *uri = route(variants[2]);
+    struct sy_route *ord = route(variants[7]);
+    struct sy_route *md = route(variants[8]);
+    struct sy_route *pr = route(variants[10]);
+    struct sy_route *fi = route(variants[16]);
+    ck_assert_uint_ne(base->fp_uri, uri->fp_uri);
+    ck_assert_uint_eq(base->fp_predicates, uri->fp_predicates);
+    ck_assert_uint_eq(base->fp_filters, uri->fp_filters);
+    ck_assert_uint_eq(base->fp_metadata, uri->fp_metadata);
+    ck_assert_uint_eq(base->fp_uri, ord->fp_uri);
+    ck_assert_uint_eq(base->fp_predicates, ord->fp_predicates);
+    ck_assert_int_ne(base->order, ord->order);
+    ck_assert_uint_ne(base->fp_metadata, md->fp_metadata);
+    ck_assert_uint_eq(base->fp_filters, md->fp_filters);
+    ck_assert_uint_ne(base->fp_predicates, pr->fp_predicates);
+    ck_assert_uint_eq(base->fp_filters, pr->fp_filters);
+    ck_assert_uint_eq(base->fp_uri, pr->fp_uri);
+    ck_assert_uint_ne(base->fp_filters, fi->fp_filters);
+    ck_assert_uint_eq(base->fp_predicates, fi->fp_predicates);
+    struct sy_route *all[] = {base, uri, ord, md, pr, fi};
+    for (size_t i = 0; i < SY_ARRAY_LEN(all); i++)
+        sy_route_unref(all[i]);
+}
+END_TEST
+
+START_TEST(document_fingerprint_follows_routes_in_order) {
+    const char *ab = "[{\"id\":\"a\",\"uri\":\"no://op\"},"
+                     "{\"id\":\"b\",\"uri\":\"no://op\"}]";
+    const char *ba = "[{\"id\":\"b\",\"uri\":\"no://op\"},"
+                     "{\"id\":\"a\",\"uri\":\"no://op\"}]";
+    const char *env = "{\"version\":\"9\",\"routes\":[{\"id\":\"a\",\"uri\":"
+                      "\"no://op\"},{\"uri\":\"no://op\",\"id\":\"b\"}]}";
+    sy_document *d1, *d2, *d3, *d4;
+    ck_assert_int_eq(sy_document_parse(ab, strlen(ab), NULL, &d1, NULL), 0);
+    ck_assert_int_eq(sy_document_parse(ba, strlen(ba), NULL, &d2, NULL), 0);
+    ck_assert_int_eq(sy_document_parse(env, strlen(env), NULL, &d3, NULL), 0);
+    ck_assert_int_eq(sy_document_parse("[]", 2, NULL, &d4, NULL), 0);
+    ck_assert_uint_ne(sy_document_fingerprint(d1), sy_document_fingerprint(d2));
+    ck_assert_uint_eq(sy_document_fingerprint(d1), sy_document_fingerprint(d3));
+    ck_assert_uint_ne(sy_document_fingerprint(d4), sy_document_fingerprint(d1));
+    ck_assert_uint_eq(sy_document_checksum(d4), sy_hash64("[]", 2, 0));
+    sy_document_free(d1);
+    sy_document_free(d2);
+    sy_document_free(d3);
+    sy_document_free(d4);
+}
+END_TEST
+
+START_TEST(fingerprints_are_stable_across_runs) {
+    struct sy_route *a = route(variants[0]), *b = route(variants[0]);
+    ck_assert_uint_eq(a->fingerprint, b->fingerprint);
+    ck_assert_uint_eq(
+        a->fingerprint,
+        sy_hash64(a->canonical, strlen(a->canonical), 0x5359524f555445ull));
+    sy_route_unref(a);
+    sy_route_unref(b);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("fingerprint");
+    TCase *tc = tcase_create("fingerprint");
+    tcase_add_test(tc, canonical_form_is_compact_json_with_defaults);
+    tcase_add_test(tc, shortcut_and_object_forms_are_equal);
+    tcase_add_test(tc, key_order_anywhere_does_not_matter);
+    tcase_add_test(tc, defaults_written_or_omitted_are_equal);
+    tcase_add_test(tc, normalised_values_are_equal);
+    tcase_add_test(tc, every_change_of_meaning_changes_the_fingerprint);
+    tcase_add_test(tc, part_fingerprints_follow_their_part);
+    tcase_add_test(tc, document_fingerprint_follows_routes_in_order);
+    tcase_add_test(tc, fingerprints_are_stable_across_runs);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

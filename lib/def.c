@@ -479,7 +479,7 @@ int sy_def_parse_filters(const char *json, size_t len,
     if (!rc && sy_def_canonicalize(r))
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
     if (!rc && r->filter_count) {
-        sy_compile_env env = {&a, opts->registry};
+        sy_compile_env env = {r->alloc, opts->registry};
         r->cfilters = sy_calloc(r->alloc, r->filter_count, sizeof *r->cfilters);
         if (!r->cfilters)
             rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");

@@ -76,6 +76,10 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
     const char *sep = path && *path ? "." : "";
     if (!path)
         path = "";
+    /* compiled objects keep the allocator: use the route's own, which
+     * lives exactly as long as they do */
+    sy_compile_env own = {r->alloc, env ? env->registry : NULL};
+    env = &own;
     free_compiled(r);
     if (r->predicate_count) {
         r->cpreds = sy_calloc(r->alloc, r->predicate_count, sizeof *r->cpreds);

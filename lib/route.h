@@ -59,7 +59,8 @@ struct sy_route {
     struct sy_filter **cfilters;
 };
 
-/* Environment for compiling predicates and filters. */
+/* Environment for compiling predicates and filters. `alloc` must live as
+ * long as the compiled objects: pass the route's own r->alloc. */
 typedef struct sy_compile_env {
     const sy_alloc *alloc;
     const sy_registry *registry; /* may be NULL */

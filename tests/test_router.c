@@ -1,0 +1,492 @@
+/* test_router.c - the router: sources, apply, skip, strict/lenient, id
+ * clashes, one-route changes, rollback, pull sources, events, retired cap,
+ * metrics. Everything through the public API. */
+#include "testutil.h"
+
+#include "switchyard.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sy_router *router_with(const char *const *sources, size_t n,
+                              const sy_router_options *opts) {
+    sy_router *r;
+    sy_error err;
+    sy_router_options def = SY_ROUTER_OPTIONS_INIT;
+    ck_assert_int_eq(sy_router_new(opts ? opts : &def, &r, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(sy_router_add_source(r, sources[i], &err), 0);
+    return r;
+}
+
+static int apply(sy_router *r, const char *src, const char *json,
+                 sy_error *err) {
+    return sy_router_apply(r, src, json, strlen(json), NULL, err);
+}
+
+/* The id of the route matching GET path on host h, or NULL. */
+static const char *route_for(sy_router *r, const char *host, const char *path) {
+    static char id[128];
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.host = (sy_str){host, strlen(host)};
+    req.path = (sy_str){path, strlen(path)};
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    const char *res = NULL;
+    if (m) {
+        snprintf(id, sizeof id, "%s", sy_route_id(sy_match_route(m)));
+        res = id;
+    }
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    return res;
+}
+
+static const char *const ONE[] = {"main"};
+static const char *const TWO[] = {"first", "second"};
+
+#define DOC_AB                                                                 \
+    "{\"version\":\"1\",\"routes\":["                                          \
+    "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":[\"Path=/a/**\"]},"  \
+    "{\"id\":\"b\",\"uri\":\"http://b:80\",\"predicates\":[\"Path=/b/**\"]}]}"
+
+START_TEST(apply_publishes_routes_and_reports_counts) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    sy_report *rep;
+    sy_error err;
+    ck_assert_int_eq(
+        sy_router_apply(r, "main", DOC_AB, strlen(DOC_AB), &rep, &err), 0);
+    ck_assert_str_eq(sy_report_version(rep), "1");
+    ck_assert(!sy_report_skipped(rep));
+    ck_assert_uint_eq(sy_diff_added_count(sy_report_diff(rep)), 2);
+    ck_assert_uint_eq(sy_report_generation(rep), 1);
+    sy_report_free(rep);
+    ck_assert_str_eq(route_for(r, "h", "/a/x"), "a");
+    ck_assert_str_eq(route_for(r, "h", "/b"), "b");
+    ck_assert_ptr_null(route_for(r, "h", "/c"));
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(same_version_or_same_bytes_is_skipped) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    sy_report *rep;
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    ck_assert_int_eq(
+        sy_router_apply(r, "main", DOC_AB, strlen(DOC_AB), &rep, NULL), 0);
+    ck_assert(sy_report_skipped(rep));
+    ck_assert_uint_eq(sy_report_generation(rep), 1);
+    sy_report_free(rep);
+    /* same version, different content: skipped by version */
+    const char *v1 = "{\"version\":\"1\",\"routes\":[]}";
+    ck_assert_int_eq(sy_router_apply(r, "main", v1, strlen(v1), &rep, NULL), 0);
+    ck_assert(sy_report_skipped(rep));
+    sy_report_free(rep);
+    ck_assert_str_eq(route_for(r, "h", "/a"), "a");
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(strict_mode_rejects_the_document_and_keeps_serving) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_error err;
+    const char *bad = "{\"version\":\"2\",\"routes\":["
+                      "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":"
+                      "[\"Path=/new/**\"]},"
+                      "{\"id\":\"c\",\"uri\":\"nowhere\",\"predicates\":[]}]}";
+    ck_assert_int_eq(apply(r, "main", bad, &err), SY_EURI);
+    ck_assert_str_eq(err.path, "routes[1].uri");
+    ck_assert_str_eq(route_for(r, "h", "/a/x"), "a");
+    ck_assert_ptr_null(route_for(r, "h", "/new/x"));
+    sy_metrics mt;
+    sy_router_metrics(r, &mt);
+    ck_assert_uint_eq(mt.generation, 1);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(lenient_mode_drops_invalid_routes_and_keeps_valid_ones) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.lenient = true;
+    sy_router *r = router_with(ONE, 1, &o);
+    const char *doc = "[{\"id\":\"ok\",\"uri\":\"http://a:80\",\"predicates\":"
+                      "[\"Path=/ok\"]},"
+                      "{\"id\":\"bad\",\"uri\":\"http://a:80\",\"predicates\":"
+                      "[\"Nope=1\"]}]";
+    sy_report *rep;
+    ck_assert_int_eq(sy_router_apply(r, "main", doc, strlen(doc), &rep, NULL),
+                     0);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    ck_assert_int_eq(sy_report_issue(rep, 0)->code, SY_EUNKNOWN);
+    sy_report_free(rep);
+    ck_assert_str_eq(route_for(r, "h", "/ok"), "ok");
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(id_used_by_another_source_is_an_error_of_the_later_document) {
+    sy_router *r = router_with(TWO, 2, NULL);
+    ck_assert_int_eq(apply(r, "first",
+                           "[{\"id\":\"x\",\"uri\":\"http://a:80\","
+                           "\"predicates\":[\"Path=/x\"]}]",
+                           NULL),
+                     0);
+    sy_error err;
+    ck_assert_int_eq(apply(r, "second",
+                           "[{\"id\":\"y\",\"uri\":\"http://b:80\"},"
+                           "{\"id\":\"x\",\"uri\":\"http://b:80\"}]",
+                           &err),
+                     SY_EDUPLICATE);
+    ck_assert_str_eq(err.path, "routes[1].id");
+    ck_assert_ptr_nonnull(strstr(err.message, "first"));
+    ck_assert_str_eq(route_for(r, "h", "/x"), "x");
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(equal_orders_tie_break_by_source_registration_then_position) {
+    sy_router *r = router_with(TWO, 2, NULL);
+    /* applied in reverse order of registration */
+    ck_assert_int_eq(apply(r, "second",
+                           "[{\"id\":\"s2\",\"uri\":\"http://b:80\","
+                           "\"predicates\":[\"Path=/p\"]}]",
+                           NULL),
+                     0);
+    ck_assert_int_eq(apply(r, "first",
+                           "[{\"id\":\"s1a\",\"uri\":\"http://a:80\","
+                           "\"predicates\":[\"Path=/q\"]},"
+                           "{\"id\":\"s1b\",\"uri\":\"http://a:80\","
+                           "\"predicates\":[\"Path=/p\"]}]",
+                           NULL),
+                     0);
+    ck_assert_str_eq(route_for(r, "h", "/p"), "s1b");
+    /* a lower order beats registration order */
+    ck_assert_int_eq(apply(r, "second",
+                           "[{\"id\":\"s2\",\"uri\":\"http://b:80\","
+                           "\"order\":-1,\"predicates\":[\"Path=/p\"]}]",
+                           NULL),
+                     0);
+    ck_assert_str_eq(route_for(r, "h", "/p"), "s2");
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(a_held_snapshot_keeps_its_routes_across_an_apply) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_snapshot *old = sy_router_acquire(r);
+    ck_assert_int_eq(apply(r, "main",
+                           "{\"version\":\"2\",\"routes\":[{\"id\":\"c\","
+                           "\"uri\":\"http://c:80\"}]}",
+                           NULL),
+                     0);
+    ck_assert_uint_eq(sy_snapshot_route_count(old), 2);
+    ck_assert_ptr_nonnull(sy_snapshot_find_route(old, "a", NULL));
+    sy_snapshot *now = sy_router_acquire(r);
+    ck_assert_uint_eq(sy_snapshot_route_count(now), 1);
+    ck_assert_ptr_null(sy_snapshot_find_route(now, "a", NULL));
+    ck_assert_uint_gt(sy_snapshot_generation(now), sy_snapshot_generation(old));
+    sy_snapshot_release(now);
+    sy_snapshot_release(old);
+    sy_metrics mt;
+    sy_router_reclaim(r);
+    sy_router_metrics(r, &mt);
+    ck_assert_uint_eq(mt.retired_snapshots, 0);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(unchanged_routes_are_shared_between_snapshots) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_snapshot *s1 = sy_router_acquire(r);
+    /* b written differently but meaning the same; a changed */
+    const char *doc2 =
+        "{\"version\":\"2\",\"routes\":["
+        "{\"id\":\"a\",\"uri\":\"http://a2:80\",\"predicates\":[\"Path=/a/**\"]},"
+        "{\"predicates\":[{\"name\":\"Path\",\"args\":{\"patterns\":\"/b/**\"}}],"
+        "\"uri\":\"http://b:80\",\"id\":\"b\"}]}";
+    sy_report *rep;
+    ck_assert_int_eq(sy_router_apply(r, "main", doc2, strlen(doc2), &rep, NULL),
+                     0);
+    const sy_diff *d = sy_report_diff(rep);
+    ck_assert_uint_eq(sy_diff_unchanged_count(d), 1);
+    ck_assert_uint_eq(sy_diff_updated_count(d), 1);
+    unsigned mask;
+    ck_assert_str_eq(sy_diff_updated(d, 0, &mask), "a");
+    ck_assert_uint_eq(mask, SY_CHANGED_URI);
+    sy_report_free(rep);
+    sy_snapshot *s2 = sy_router_acquire(r);
+    ck_assert_ptr_eq(sy_snapshot_find_route(s1, "b", NULL),
+                     sy_snapshot_find_route(s2, "b", NULL));
+    ck_assert_ptr_ne(sy_snapshot_find_route(s1, "a", NULL),
+                     sy_snapshot_find_route(s2, "a", NULL));
+    sy_snapshot_release(s1);
+    sy_snapshot_release(s2);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(one_route_changes_are_visible_at_the_next_acquire) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_error err;
+    const char *c = "{\"id\":\"c\",\"uri\":\"http://c:80\",\"predicates\":"
+                    "[\"Path=/c\"]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "main", c, strlen(c), &err), 0);
+    ck_assert_str_eq(route_for(r, "h", "/c"), "c");
+    const char *a2 = "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":"
+                     "[\"Path=/a2\"]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "main", a2, strlen(a2), &err),
+                     0);
+    ck_assert_ptr_null(route_for(r, "h", "/a/x"));
+    ck_assert_str_eq(route_for(r, "h", "/a2"), "a");
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "c", false, &err), 0);
+    ck_assert_ptr_null(route_for(r, "h", "/c"));
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "c", true, &err), 0);
+    ck_assert_str_eq(route_for(r, "h", "/c"), "c");
+    ck_assert_int_eq(sy_router_remove_route(r, "b", &err), 0);
+    ck_assert_ptr_null(route_for(r, "h", "/b"));
+    ck_assert_int_eq(sy_router_remove_route(r, "b", &err), SY_ENOTFOUND);
+    const char *bad = "{\"id\":\"d\",\"uri\":\"x\"}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "main", bad, strlen(bad), &err),
+                     SY_EURI);
+    ck_assert_str_eq(err.path, "route.uri");
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(rollback_restores_an_earlier_version) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    ck_assert_int_eq(apply(r, "main",
+                           "{\"version\":\"2\",\"routes\":[{\"id\":\"c\","
+                           "\"uri\":\"http://c:80\",\"predicates\":"
+                           "[\"Path=/c\"]}]}",
+                           NULL),
+                     0);
+    ck_assert_ptr_null(route_for(r, "h", "/a"));
+    sy_report *rep;
+    ck_assert_int_eq(sy_router_rollback(r, "main", "1", &rep, NULL), 0);
+    ck_assert_str_eq(sy_report_version(rep), "1");
+    sy_report_free(rep);
+    ck_assert_str_eq(route_for(r, "h", "/a"), "a");
+    ck_assert_ptr_null(route_for(r, "h", "/c"));
+    sy_error err;
+    ck_assert_int_eq(sy_router_rollback(r, "main", "nope", NULL, &err),
+                     SY_ENOTFOUND);
+    sy_router_free(r);
+}
+END_TEST
+
+typedef struct loader_state {
+    sy_router *r;
+    int calls;
+    int nested; /* notifications sent from inside the loader */
+} loader_state;
+
+static int counting_loader(void *data, const char *source, sy_loaded *out,
+                           sy_error *err) {
+    (void)err;
+    loader_state *st = data;
+    st->calls++;
+    /* three notifications arrive while this apply runs */
+    for (int i = 0; i < st->nested; i++)
+        ck_assert_int_eq(sy_router_notify(st->r, source, NULL), 0);
+    st->nested = 0;
+    out->bytes = DOC_AB;
+    out->len = strlen(DOC_AB);
+    out->release = NULL;
+    return 0;
+}
+
+START_TEST(notifications_during_an_apply_are_coalesced) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    loader_state st = {r, 0, 3};
+    ck_assert_int_eq(sy_router_set_loader(r, "main", counting_loader, &st, NULL),
+                     0);
+    ck_assert_int_eq(sy_router_notify(r, "main", NULL), 0);
+    ck_assert_int_eq(st.calls, 2); /* the first, plus one for the three */
+    ck_assert_str_eq(route_for(r, "h", "/a"), "a");
+    sy_router_free(r);
+}
+END_TEST
+
+static void count_events(void *data, const sy_report *rep) {
+    int *n = data;
+    if (!sy_report_skipped(rep))
+        (*n)++;
+}
+
+START_TEST(every_publish_reaches_the_event_callback) {
+    int events = 0;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.on_event = count_events;
+    o.callback_data = &events;
+    sy_router *r = router_with(ONE, 1, &o);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_instance in = {"i1", "10.0.0.1", 80, false, 1, SY_INSTANCE_UP, NULL, 0};
+    ck_assert_int_eq(sy_router_set_instances(r, "svc", &in, 1, NULL, NULL), 0);
+    ck_assert_int_eq(events, 2);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(retired_cap_refuses_to_publish_and_keeps_the_live_snapshot) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.max_retired = 1;
+    sy_router *r = router_with(ONE, 1, &o);
+    sy_snapshot *h0 = sy_router_acquire(r);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_snapshot *h1 = sy_router_acquire(r);
+    sy_error err;
+    int rc = apply(r, "main",
+                   "{\"version\":\"2\",\"routes\":[{\"id\":\"c\","
+                   "\"uri\":\"http://c:80\"}]}",
+                   &err);
+    ck_assert_int_eq(rc, SY_EBUSY);
+    ck_assert_str_eq(route_for(r, "h", "/a"), "a");
+    sy_snapshot_release(h0);
+    sy_snapshot_release(h1);
+    ck_assert_int_eq(apply(r, "main",
+                           "{\"version\":\"2\",\"routes\":[{\"id\":\"c\","
+                           "\"uri\":\"http://c:80\"}]}",
+                           &err),
+                     0);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(metrics_count_publishes_and_routes) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_metrics mt;
+    sy_router_metrics(r, &mt);
+    ck_assert_uint_eq(mt.routes, 2);
+    ck_assert_uint_eq(mt.publishes, 1);
+    ck_assert_uint_eq(mt.generation, 1);
+    ck_assert_uint_eq(mt.live_snapshots, 1);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(two_routers_with_the_same_routes_have_equal_fingerprints) {
+    sy_router *a = router_with(ONE, 1, NULL), *b = router_with(ONE, 1, NULL);
+    ck_assert_int_eq(apply(a, "main", DOC_AB, NULL), 0);
+    ck_assert_int_eq(apply(b, "main",
+                           "[{\"id\":\"a\",\"uri\":\"http://a:80\","
+                           "\"predicates\":[{\"name\":\"Path\",\"args\":"
+                           "{\"_genkey_0\":\"/a/**\"}}]},"
+                           "{\"id\":\"b\",\"uri\":\"http://b:80\","
+                           "\"predicates\":[\"Path=/b/**\"]}]",
+                           NULL),
+                     0);
+    sy_snapshot *sa = sy_router_acquire(a), *sb = sy_router_acquire(b);
+    ck_assert_uint_eq(sy_snapshot_fingerprint(sa), sy_snapshot_fingerprint(sb));
+    sy_snapshot_release(sa);
+    sy_snapshot_release(sb);
+    ck_assert_int_eq(sy_router_remove_route(b, "b", NULL), 0);
+    sb = sy_router_acquire(b);
+    sa = sy_router_acquire(a);
+    ck_assert_uint_ne(sy_snapshot_fingerprint(sa), sy_snapshot_fingerprint(sb));
+    sy_snapshot_release(sa);
+    sy_snapshot_release(sb);
+    sy_router_free(a);
+    sy_router_free(b);
+}
+END_TEST
+
+typedef struct reader_arg {
+    sy_router *r;
+    volatile int *stop;
+    long matches;
+    long misses;
+} reader_arg;
+
+static void *reader(void *p) {
+    reader_arg *a = p;
+    sy_match_ctx *ctx;
+    sy_match_ctx_new(NULL, &ctx, NULL);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/stable/x", 9};
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
+        sy_snapshot *s = sy_router_acquire(a->r);
+        sy_match *m;
+        sy_snapshot_match(s, ctx, &req, &m);
+        if (m && strcmp(sy_route_id(sy_match_route(m)), "stable") == 0)
+            a->matches++;
+        else
+            a->misses++;
+        sy_snapshot_release(s);
+    }
+    sy_match_ctx_free(ctx);
+    return NULL;
+}
+
+START_TEST(readers_never_miss_a_stable_route_while_documents_change) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    char doc[512];
+    snprintf(doc, sizeof doc,
+             "{\"version\":\"0\",\"routes\":[{\"id\":\"stable\",\"uri\":"
+             "\"http://s:80\",\"predicates\":[\"Path=/stable/**\"]}]}");
+    ck_assert_int_eq(apply(r, "main", doc, NULL), 0);
+    volatile int stop = 0;
+    reader_arg args[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        args[i] = (reader_arg){r, &stop, 0, 0};
+        pthread_create(&th[i], NULL, reader, &args[i]);
+    }
+    for (int v = 1; v <= 300; v++) {
+        snprintf(doc, sizeof doc,
+                 "{\"version\":\"%d\",\"routes\":[{\"id\":\"stable\",\"uri\":"
+                 "\"http://s:80\",\"predicates\":[\"Path=/stable/**\"]},"
+                 "{\"id\":\"churn%d\",\"uri\":\"http://c:80\",\"predicates\":"
+                 "[\"Path=/churn/%d\"]}]}",
+                 v, v, v);
+        ck_assert_int_eq(apply(r, "main", doc, NULL), 0);
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(args[i].misses, 0);
+    }
+    sy_router_free(r);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("router");
+    TCase *tc = tcase_create("router");
+    tcase_add_test(tc, apply_publishes_routes_and_reports_counts);
+    tcase_add_test(tc, same_version_or_same_bytes_is_skipped);
+    tcase_add_test(tc, strict_mode_rejects_the_document_and_keeps_serving);
+    tcase_add_test(tc, lenient_mode_drops_invalid_routes_and_keeps_valid_ones);
+    tcase_add_test(tc,
+                   id_used_by_another_source_is_an_error_of_the_later_document);
+    tcase_add_test(tc,
+                   equal_orders_tie_break_by_source_registration_then_position);
+    tcase_add_test(tc, a_held_snapshot_keeps_its_routes_across_an_apply);
+    tcase_add_test(tc, unchanged_routes_are_shared_between_snapshots);
+    tcase_add_test(tc, one_route_changes_are_visible_at_the_next_acquire);
+    tcase_add_test(tc, rollback_restores_an_earlier_version);
+    tcase_add_test(tc, notifications_during_an_apply_are_coalesced);
+    tcase_add_test(tc, every_publish_reaches_the_event_callback);
+    tcase_add_test(tc,
+                   retired_cap_refuses_to_publish_and_keeps_the_live_snapshot);
+    tcase_add_test(tc, metrics_count_publishes_and_routes);
+    tcase_add_test(tc,
+                   two_routers_with_the_same_routes_have_equal_fingerprints);
+    tcase_add_test(tc,
+                   readers_never_miss_a_stable_route_while_documents_change);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

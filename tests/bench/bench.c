@@ -1,0 +1,922 @@
+/*
+ * bench.c - switchyard-bench, the benchmark program of docs/performance.md.
+ *
+ * Prints one line per case and table size, `name routes value unit`, and
+ * comment lines starting with '#'. Arguments select cases: a full case name
+ * runs that case, any other argument runs every case whose name starts with
+ * it (`match/` runs all match cases); no argument runs everything.
+ *
+ * Method: every table is generated as a route document and applied to a
+ * real router; requests are built beforehand; a timed batch is a loop of
+ * calls between two CLOCK_MONOTONIC reads, sized by calibration so one
+ * batch lasts tens of milliseconds; the figure is the median of several
+ * batches. One sy_match_ctx per thread, reused.
+ */
+#include "bench_tables.h"
+#include "bench_util.h"
+#include "publish.h"
+#include "service.h"
+#include "snapshot.h"
+
+#include <cJSON.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#ifndef SY_BENCH_DATA_DIR
+#define SY_BENCH_DATA_DIR "tests/data"
+#endif
+
+#define MATCH_BATCH_NS 60000000u /* 60 ms per timed batch */
+#define MATCH_REPS 7
+#define SCAN_REPS 5
+#define NREQ 8192 /* distinct requests per large table */
+
+/* ---------------------------------------------------------------- */
+/* Case selection and output                                         */
+/* ---------------------------------------------------------------- */
+
+static const char *const case_names[] = {
+    "memory/route",
+    "match/github",
+    "scan/github",
+    "match/static",
+    "scan/static",
+    "match/param",
+    "scan/param",
+    "match/prefix",
+    "scan/prefix",
+    "match/hosts",
+    "scan/hosts",
+    "match/mixed",
+    "scan/mixed",
+    "compile/json",
+    "update/one-route",
+    "update/instances",
+    "snapshot/acquire-release",
+    "snapshot/acquire-release-2t",
+    "snapshot/acquire-release-storm",
+    "select/round-robin",
+    "select/random",
+    "select/hash",
+};
+#define NCASES (sizeof case_names / sizeof case_names[0])
+
+static int g_argc;
+static char **g_argv;
+
+static bool is_case_name(const char *s) {
+    for (size_t i = 0; i < NCASES; i++)
+        if (strcmp(case_names[i], s) == 0)
+            return true;
+    return false;
+}
+
+/* Does argument `arg` select case `name`? */
+static bool arg_selects(const char *arg, const char *name) {
+    if (strcmp(arg, name) == 0)
+        return true;
+    return !is_case_name(arg) && strncmp(arg, name, strlen(arg)) == 0;
+}
+
+static bool want(const char *name) {
+    if (g_argc <= 1)
+        return true;
+    for (int i = 1; i < g_argc; i++)
+        if (arg_selects(g_argv[i], name))
+            return true;
+    return false;
+}
+
+static void result(const char *name, size_t routes, double value,
+                   const char *unit) {
+    if (value >= 100)
+        printf("%s %zu %.0f %s\n", name, routes, value, unit);
+    else
+        printf("%s %zu %.1f %s\n", name, routes, value, unit);
+    fflush(stdout);
+}
+
+static void comment(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void comment(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("# ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+}
+
+static void fail(const char *what, int rc, const sy_error *e) {
+    comment("SKIPPED %s: %s (%d)%s%s%s%s", what, sy_strerror(rc), rc,
+            e && e->message[0] ? ": " : "", e ? e->message : "",
+            e && e->path[0] ? " at " : "", e ? e->path : "");
+}
+
+/* ---------------------------------------------------------------- */
+/* Timing                                                            */
+/* ---------------------------------------------------------------- */
+
+typedef void (*batch_fn)(void *arg, uint64_t count);
+
+/* Calibrate a batch size so one batch lasts at least `batch_ns`, then time
+ * `reps` batches and return the median ns per operation. */
+static double measure(batch_fn fn, void *arg, uint64_t batch_ns, int reps,
+                      uint64_t *batch_out) {
+    uint64_t n = 1;
+    for (;;) {
+        uint64_t t0 = bench_now_ns();
+        fn(arg, n);
+        uint64_t dt = bench_now_ns() - t0;
+        if (dt >= batch_ns || n >= (1ull << 34))
+            break;
+        double scale = dt ? 1.25 * (double)batch_ns / (double)dt : 16;
+        if (scale > 16)
+            scale = 16;
+        if (scale < 2)
+            scale = 2;
+        n = (uint64_t)((double)n * scale) + 1;
+    }
+    double v[16];
+    if (reps > 16)
+        reps = 16;
+    for (int r = 0; r < reps; r++) {
+        uint64_t t0 = bench_now_ns();
+        fn(arg, n);
+        v[r] = (double)(bench_now_ns() - t0) / (double)n;
+    }
+    if (batch_out)
+        *batch_out = n;
+    return bench_median(v, (size_t)reps);
+}
+
+/* ---------------------------------------------------------------- */
+/* Routers                                                           */
+/* ---------------------------------------------------------------- */
+
+typedef struct table {
+    sy_router *router;
+    bench_buf doc;
+    bench_reqs reqs;
+    size_t routes; /* routes in the published snapshot */
+    double apply_ms;
+} table;
+
+static int router_fresh(sy_router **out, sy_error *e) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    int rc = sy_router_new(&o, out, e);
+    if (rc)
+        return rc;
+    rc = sy_router_add_source(*out, "bench", e);
+    if (rc) {
+        sy_router_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static void table_free(table *t) {
+    if (t->router)
+        sy_router_free(t->router);
+    bench_buf_free(&t->doc);
+    bench_reqs_free(&t->reqs);
+    memset(t, 0, sizeof *t);
+}
+
+/* Apply t->doc to a fresh router. Returns 0 or prints why not. */
+static int table_load(table *t, const char *what) {
+    sy_error e;
+    memset(&e, 0, sizeof e);
+    int rc = router_fresh(&t->router, &e);
+    if (rc) {
+        fail(what, rc, &e);
+        return rc;
+    }
+    sy_report *rep = NULL;
+    uint64_t t0 = bench_now_ns();
+    rc = sy_router_apply(t->router, "bench", t->doc.ptr, t->doc.len, &rep, &e);
+    t->apply_ms = (double)(bench_now_ns() - t0) / 1e6;
+    if (rep)
+        sy_report_free(rep);
+    if (rc) {
+        fail(what, rc, &e);
+        sy_router_free(t->router);
+        t->router = NULL;
+        return rc;
+    }
+    sy_snapshot *s = sy_router_acquire(t->router);
+    t->routes = sy_snapshot_route_count(s);
+    sy_snapshot_release(s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Lookups                                                           */
+/* ---------------------------------------------------------------- */
+
+typedef struct lookups {
+    const sy_snapshot *snap;
+    sy_match_ctx *ctx;
+    const bench_reqs *rs;
+    uint64_t hits, errors;
+} lookups;
+
+static void run_match(void *arg, uint64_t count) {
+    lookups *l = arg;
+    const sy_request *reqs = l->rs->reqs;
+    size_t n = l->rs->n, pos = 0;
+    uint64_t hits = 0, errors = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        sy_match *m = NULL;
+        errors += sy_snapshot_match(l->snap, l->ctx, &reqs[pos], &m) != 0;
+        hits += m != NULL;
+        if (++pos == n)
+            pos = 0;
+    }
+    l->hits += hits;
+    l->errors += errors;
+}
+
+static void run_scan(void *arg, uint64_t count) {
+    lookups *l = arg;
+    const sy_request *reqs = l->rs->reqs;
+    size_t n = l->rs->n, pos = 0;
+    uint64_t hits = 0, errors = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        sy_match *m = NULL;
+        errors +=
+            sy_snapshot_match_linear(l->snap, l->ctx, &reqs[pos], &m) != 0;
+        hits += m != NULL;
+        if (++pos == n)
+            pos = 0;
+    }
+    l->hits += hits;
+    l->errors += errors;
+}
+
+/* Compare the indexed matcher with the linear scan on up to `max`
+ * requests; returns the number of requests where they differ and counts
+ * the hits of the indexed matcher. */
+static size_t cross_check(const sy_snapshot *s, sy_match_ctx *ctx,
+                          const bench_reqs *rs, size_t max, size_t *hits) {
+    size_t differ = 0;
+    *hits = 0;
+    for (size_t i = 0; i < rs->n && i < max; i++) {
+        sy_match *m = NULL;
+        const sy_route *a = NULL, *b = NULL;
+        if (sy_snapshot_match(s, ctx, &rs->reqs[i], &m) == 0 && m)
+            a = sy_match_route(m);
+        m = NULL;
+        if (sy_snapshot_match_linear(s, ctx, &rs->reqs[i], &m) == 0 && m)
+            b = sy_match_route(m);
+        *hits += a != NULL;
+        if (a != b) {
+            if (differ < 3)
+                comment("  differs: %.*s %.*s%s%.*s -> index %s, scan %s",
+                        (int)rs->reqs[i].method.len, rs->reqs[i].method.ptr,
+                        (int)rs->reqs[i].host.len,
+                        rs->reqs[i].host.ptr ? rs->reqs[i].host.ptr : "",
+                        rs->reqs[i].host.len ? "" : "",
+                        (int)rs->reqs[i].path.len, rs->reqs[i].path.ptr,
+                        a ? sy_route_id(a) : "(none)",
+                        b ? sy_route_id(b) : "(none)");
+            differ++;
+        }
+    }
+    return differ;
+}
+
+/* Run match/<name> and scan/<name> on a loaded table. */
+static void lookup_case(const char *name, table *t, size_t check_max) {
+    char mname[64], sname[64];
+    snprintf(mname, sizeof mname, "match/%s", name);
+    snprintf(sname, sizeof sname, "scan/%s", name);
+    sy_match_ctx *ctx = NULL;
+    sy_error e;
+    int rc = sy_match_ctx_new(NULL, &ctx, &e);
+    if (rc) {
+        fail(mname, rc, &e);
+        return;
+    }
+    sy_snapshot *s = sy_router_acquire(t->router);
+    size_t hits = 0;
+    size_t checked = t->reqs.n < check_max ? t->reqs.n : check_max;
+    size_t differ = cross_check(s, ctx, &t->reqs, check_max, &hits);
+    comment("%s %zu: applied in %.1f ms, %zu requests; %zu checked against "
+            "the scan: %zu hit, %zu differ",
+            name, t->routes, t->apply_ms, t->reqs.n, checked, hits, differ);
+    lookups l = {s, ctx, &t->reqs, 0, 0};
+    double ns_match = -1, ns_scan = -1;
+    uint64_t batch = 0;
+    if (want(mname)) {
+        ns_match = measure(run_match, &l, MATCH_BATCH_NS, MATCH_REPS, &batch);
+        if (l.errors)
+            comment("%s: %llu match calls failed", mname,
+                    (unsigned long long)l.errors);
+        result(mname, t->routes, ns_match, "ns");
+    }
+    if (want(sname)) {
+        l.errors = 0;
+        ns_scan = measure(run_scan, &l, MATCH_BATCH_NS, SCAN_REPS, &batch);
+        if (l.errors)
+            comment("%s: %llu scan calls failed", sname,
+                    (unsigned long long)l.errors);
+        result(sname, t->routes, ns_scan, "ns");
+        comment("%s: %llu lookups per batch", sname,
+                (unsigned long long)batch);
+    }
+    if (ns_match > 0 && ns_scan > 0)
+        comment("%s %zu: scan / index = %.0fx", name, t->routes,
+                ns_scan / ns_match);
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+}
+
+static bool want_pair(const char *name) {
+    char m[64], s[64];
+    snprintf(m, sizeof m, "match/%s", name);
+    snprintf(s, sizeof s, "scan/%s", name);
+    return want(m) || want(s);
+}
+
+typedef void (*table_gen)(size_t n, size_t nreq, bench_buf *doc,
+                          bench_reqs *rs);
+
+static void generated_case(const char *name, table_gen gen, size_t n,
+                           size_t check_max) {
+    if (!want_pair(name))
+        return;
+    table t;
+    memset(&t, 0, sizeof t);
+    gen(n, NREQ, &t.doc, &t.reqs);
+    if (table_load(&t, name) == 0)
+        lookup_case(name, &t, check_max);
+    table_free(&t);
+}
+
+/* ---------------------------------------------------------------- */
+/* The GitHub API table                                              */
+/* ---------------------------------------------------------------- */
+
+static char *data_path(const char *file) {
+    const char *dir = getenv("SY_TEST_DATA");
+    if (!dir || !*dir)
+        dir = SY_BENCH_DATA_DIR;
+    bench_buf b = {0};
+    bench_buf_printf(&b, "%s/%s", dir, file);
+    return b.ptr;
+}
+
+/* Load the GitHub table and its requests; 0 on success. */
+static int github_load(table *t) {
+    char *rp = data_path("github-api-routes.json");
+    char *qp = data_path("github-api-requests.json");
+    size_t len = 0, qlen = 0;
+    char *doc = bench_read_file(rp, &len);
+    char *reqs = bench_read_file(qp, &qlen);
+    int rc = -1;
+    if (!doc || !reqs) {
+        comment("SKIPPED github: cannot read %s or %s (set SY_TEST_DATA)", rp,
+                qp);
+        goto out;
+    }
+    t->doc.ptr = doc;
+    t->doc.len = len;
+    t->doc.cap = len + 1;
+    doc = NULL;
+    cJSON *arr = cJSON_ParseWithLength(reqs, qlen);
+    if (!cJSON_IsArray(arr)) {
+        comment("SKIPPED github: %s is not a JSON array", qp);
+        cJSON_Delete(arr);
+        goto out;
+    }
+    cJSON *it;
+    cJSON_ArrayForEach(it, arr) {
+        cJSON *m = cJSON_GetArrayItem(it, 0), *p = cJSON_GetArrayItem(it, 1);
+        if (cJSON_IsString(m) && cJSON_IsString(p))
+            bench_reqs_add(&t->reqs, m->valuestring, "api.github.com",
+                           p->valuestring, NULL, 0);
+    }
+    cJSON_Delete(arr);
+    rc = table_load(t, "github");
+out:
+    free(doc);
+    free(reqs);
+    free(rp);
+    free(qp);
+    return rc;
+}
+
+static void case_github(void) {
+    if (!want_pair("github"))
+        return;
+    table t;
+    memset(&t, 0, sizeof t);
+    if (github_load(&t) == 0)
+        lookup_case("github", &t, SIZE_MAX);
+    table_free(&t);
+}
+
+/* ---------------------------------------------------------------- */
+/* memory/route                                                      */
+/* ---------------------------------------------------------------- */
+
+static void memory_child(size_t n) {
+    table t;
+    memset(&t, 0, sizeof t);
+    table_static(n, 1, &t.doc, &t.reqs);
+    sy_error e;
+    int rc = router_fresh(&t.router, &e);
+    if (rc) {
+        fail("memory/route", rc, &e);
+        return;
+    }
+    uint64_t before = bench_rss_bytes();
+    sy_report *rep = NULL;
+    rc = sy_router_apply(t.router, "bench", t.doc.ptr, t.doc.len, &rep, &e);
+    if (rep)
+        sy_report_free(rep);
+    if (rc) {
+        fail("memory/route", rc, &e);
+        return;
+    }
+    uint64_t after = bench_rss_bytes();
+    sy_snapshot *h = sy_router_acquire(t.router);
+    size_t routes = sy_snapshot_route_count(h);
+    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    size_t snap_bytes = s->bytes;
+    size_t base_bytes = s->base ? sy_index_bytes(s->base) : 0;
+    sy_snapshot_release(h);
+    if (!routes)
+        routes = n;
+    result("memory/route", n, (double)(after - before) / (double)routes,
+           "bytes");
+    comment("memory/route: VmRSS %.1f MiB -> %.1f MiB for %zu routes "
+            "(document text allocated before, not counted)",
+            (double)before / 1048576, (double)after / 1048576, routes);
+#ifdef __GLIBC__
+    malloc_trim(0);
+    uint64_t trimmed = bench_rss_bytes();
+    comment("memory/route: after malloc_trim(0): %.0f bytes/route (heap "
+            "kept by glibc after parsing returned)",
+            (double)(trimmed - before) / (double)routes);
+#endif
+    comment("memory/route: library accounting: snapshot %zu bytes (%.0f "
+            "bytes/route), index %zu bytes (%.0f bytes/route)",
+            snap_bytes, (double)snap_bytes / (double)routes, base_bytes,
+            (double)base_bytes / (double)routes);
+    table_free(&t);
+}
+
+/* Measured in a child process so the rest of the run (and its freed heap)
+ * cannot hide or inflate the figure. */
+static void case_memory(void) {
+    if (!want("memory/route"))
+        return;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        memory_child(100000);
+        fflush(stdout);
+        _exit(0);
+    }
+    if (pid < 0) {
+        memory_child(100000);
+        return;
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        comment("memory/route: the measuring child failed (status %d)", st);
+}
+
+/* ---------------------------------------------------------------- */
+/* compile/json                                                      */
+/* ---------------------------------------------------------------- */
+
+static void compile_size(size_t n, int reps) {
+    bench_buf doc = {0};
+    bench_reqs rs = {0};
+    table_mixed(n, 1, &doc, &rs);
+    double ms[8], parse[8], pub[8];
+    int done = 0;
+    for (int r = 0; r < reps && r < 8; r++) {
+        sy_router *router = NULL;
+        sy_error e;
+        int rc = router_fresh(&router, &e);
+        if (rc) {
+            fail("compile/json", rc, &e);
+            break;
+        }
+        sy_report *rep = NULL;
+        uint64_t t0 = bench_now_ns();
+        rc = sy_router_apply(router, "bench", doc.ptr, doc.len, &rep, &e);
+        uint64_t dt = bench_now_ns() - t0;
+        if (rc) {
+            fail("compile/json", rc, &e);
+            if (rep)
+                sy_report_free(rep);
+            sy_router_free(router);
+            break;
+        }
+        ms[done] = (double)dt / 1e6;
+        parse[done] = rep ? (double)sy_report_parse_us(rep) / 1e3 : 0;
+        pub[done] = rep ? (double)sy_report_publish_us(rep) / 1e3 : 0;
+        done++;
+        if (rep)
+            sy_report_free(rep);
+        sy_router_free(router);
+    }
+    if (done) {
+        result("compile/json", n, bench_median(ms, (size_t)done), "ms");
+        comment("compile/json %zu: document %.1f MiB; report: parse+compile "
+                "%.1f ms, build+publish %.1f ms (medians of %d)",
+                n, (double)doc.len / 1048576,
+                bench_median(parse, (size_t)done),
+                bench_median(pub, (size_t)done), done);
+    }
+    bench_buf_free(&doc);
+    bench_reqs_free(&rs);
+}
+
+static void case_compile(void) {
+    if (!want("compile/json"))
+        return;
+    compile_size(10000, 5);
+    compile_size(100000, 3);
+}
+
+/* ---------------------------------------------------------------- */
+/* The shared 100k static router: match/static, updates              */
+/* ---------------------------------------------------------------- */
+
+static table g_static;
+static bool g_static_tried;
+
+static table *static_table(void) {
+    if (!g_static_tried) {
+        g_static_tried = true;
+        table_static(100000, NREQ, &g_static.doc, &g_static.reqs);
+        if (table_load(&g_static, "static 100000") != 0)
+            table_free(&g_static);
+    }
+    return g_static.router ? &g_static : NULL;
+}
+
+static void case_static(void) {
+    if (!want_pair("static"))
+        return;
+    table *t = static_table();
+    if (t)
+        lookup_case("static", t, 2000);
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void print_spread(const char *name, double *v, size_t n,
+                         const char *unit) {
+    qsort(v, n, sizeof *v, cmp_d);
+    comment("%s: %zu runs: min %.1f, median %.1f, p90 %.1f, max %.1f %s",
+            name, n, v[0], bench_quantile(v, n, 0.5), bench_quantile(v, n, 0.9),
+            v[n - 1], unit);
+}
+
+static void case_update_one(void) {
+    if (!want("update/one-route"))
+        return;
+    table *t = static_table();
+    if (!t)
+        return;
+    enum { RUNS = 101 };
+    double us[RUNS];
+    size_t done = 0;
+    bench_buf a = {0}, b = {0};
+    table_static_route(50000, "2", &a);
+    table_static_route(50000, "", &b);
+    sy_error e;
+    for (size_t r = 0; r < RUNS; r++) {
+        const bench_buf *doc = r % 2 ? &b : &a;
+        uint64_t t0 = bench_now_ns();
+        int rc = sy_router_upsert_route(t->router, "bench", doc->ptr,
+                                        doc->len, &e);
+        uint64_t dt = bench_now_ns() - t0;
+        if (rc) {
+            fail("update/one-route", rc, &e);
+            break;
+        }
+        us[done++] = (double)dt / 1e3;
+    }
+    /* Leave the table as it was. */
+    if (done % 2)
+        sy_router_upsert_route(t->router, "bench", b.ptr, b.len, &e);
+    if (done) {
+        double copy[RUNS];
+        memcpy(copy, us, done * sizeof *us);
+        result("update/one-route", t->routes, bench_median(copy, done), "us");
+        print_spread("update/one-route", us, done, "us");
+    }
+    sy_metrics m;
+    sy_router_metrics(t->router, &m);
+    comment("update/one-route: after the runs: generation %llu, %llu live "
+            "snapshots, %llu retired",
+            (unsigned long long)m.generation,
+            (unsigned long long)m.live_snapshots,
+            (unsigned long long)m.retired_snapshots);
+    bench_buf_free(&a);
+    bench_buf_free(&b);
+}
+
+static void case_update_instances(void) {
+    if (!want("update/instances"))
+        return;
+    table *t = static_table();
+    if (!t)
+        return;
+    enum { NINST = 1000, RUNS = 41 };
+    sy_instance *a = bench_xmalloc(NINST * sizeof *a);
+    sy_instance *b = bench_xmalloc(NINST * sizeof *b);
+    char *names = bench_xmalloc((size_t)NINST * 64);
+    static const sy_kv zone[3][1] = {
+        {{"zone", "z0"}}, {{"zone", "z1"}}, {{"zone", "z2"}}};
+    for (size_t i = 0; i < NINST; i++) {
+        char *id = names + i * 64, *host = id + 32;
+        snprintf(id, 32, "inst-%zu", i);
+        snprintf(host, 32, "10.0.%zu.%zu", i / 256, i % 256);
+        a[i] = (sy_instance){.id = id,
+                             .host = host,
+                             .port = 8080,
+                             .weight = (uint32_t)(i % 4 + 1),
+                             .state = SY_INSTANCE_UP,
+                             .metadata = zone[i % 3],
+                             .metadata_count = 1};
+        b[i] = a[i];
+        b[i].weight = (uint32_t)((i + 1) % 4 + 1);
+    }
+    double us[RUNS];
+    size_t done = 0;
+    sy_error e;
+    for (size_t r = 0; r < RUNS; r++) {
+        uint64_t t0 = bench_now_ns();
+        int rc = sy_router_set_instances(t->router, "svc", r % 2 ? b : a,
+                                         NINST, NULL, &e);
+        uint64_t dt = bench_now_ns() - t0;
+        if (rc) {
+            fail("update/instances", rc, &e);
+            break;
+        }
+        us[done++] = (double)dt / 1e3;
+    }
+    if (done) {
+        double copy[RUNS];
+        memcpy(copy, us, done * sizeof *us);
+        result("update/instances", t->routes, bench_median(copy, done), "us");
+        print_spread("update/instances", us, done, "us");
+    }
+    free(a);
+    free(b);
+    free(names);
+}
+
+/* ---------------------------------------------------------------- */
+/* snapshot/acquire-release                                          */
+/* ---------------------------------------------------------------- */
+
+typedef struct ar_shared {
+    sy_router *router;
+    _Atomic int go;    /* 0 wait, 1 run */
+    _Atomic int stop;  /* storm writer: stop */
+    _Atomic int ready; /* threads waiting at the start line */
+    uint64_t iters;
+    uint64_t publishes;
+    int publish_errors;
+} ar_shared;
+
+typedef struct ar_reader {
+    ar_shared *sh;
+    double ns;
+    uint64_t sink;
+} ar_reader;
+
+static void ar_wait(ar_shared *sh) {
+    atomic_fetch_add(&sh->ready, 1);
+    while (!atomic_load_explicit(&sh->go, memory_order_acquire))
+        ;
+}
+
+static void *ar_read(void *arg) {
+    ar_reader *r = arg;
+    ar_shared *sh = r->sh;
+    sy_router *router = sh->router;
+    uint64_t sink = 0, n = sh->iters;
+    ar_wait(sh);
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        sy_snapshot *s = sy_router_acquire(router);
+        sink += sy_snapshot_generation(s);
+        sy_snapshot_release(s);
+    }
+    r->ns = (double)(bench_now_ns() - t0) / (double)n;
+    r->sink = sink;
+    return NULL;
+}
+
+/* The storm: one-route upserts without pause, alternating two versions. */
+static void *ar_write(void *arg) {
+    ar_shared *sh = arg;
+    static const char *const v[2] = {
+        "{\"id\":\"storm\",\"uri\":\"http://a:80\","
+        "\"predicates\":[\"Path=/storm/a\"]}",
+        "{\"id\":\"storm\",\"uri\":\"http://a:80\","
+        "\"predicates\":[\"Path=/storm/b\"]}"};
+    ar_wait(sh);
+    uint64_t k = 0;
+    while (!atomic_load_explicit(&sh->stop, memory_order_acquire)) {
+        const char *doc = v[k & 1];
+        if (sy_router_upsert_route(sh->router, "bench", doc, strlen(doc),
+                                   NULL))
+            sh->publish_errors++;
+        else
+            k++;
+    }
+    sh->publishes = k;
+    return NULL;
+}
+
+/* One timed round: `threads` readers (and a storm writer if asked); returns
+ * the mean ns per acquire+release pair per reader, or -1. */
+static double ar_round(sy_router *router, int threads, bool storm,
+                       uint64_t iters, uint64_t *publishes) {
+    ar_shared sh;
+    memset(&sh, 0, sizeof sh);
+    sh.router = router;
+    sh.iters = iters;
+    ar_reader rd[2];
+    pthread_t tid[3];
+    int nt = 0;
+    for (int i = 0; i < threads; i++) {
+        rd[i] = (ar_reader){&sh, 0, 0};
+        if (pthread_create(&tid[nt], NULL, ar_read, &rd[i]) != 0)
+            break;
+        nt++;
+    }
+    bool wok = !storm;
+    if (storm && nt == threads)
+        wok = pthread_create(&tid[nt], NULL, ar_write, &sh) == 0;
+    int expect = nt + (storm && wok ? 1 : 0);
+    while (atomic_load(&sh.ready) < expect)
+        ;
+    atomic_store_explicit(&sh.go, 1, memory_order_release);
+    double sum = 0;
+    for (int i = 0; i < nt; i++) {
+        pthread_join(tid[i], NULL);
+        sum += rd[i].ns;
+    }
+    atomic_store_explicit(&sh.stop, 1, memory_order_release);
+    if (storm && wok)
+        pthread_join(tid[nt], NULL);
+    if (publishes)
+        *publishes = sh.publishes;
+    if (nt != threads || !wok || sh.publish_errors)
+        return -1;
+    return sum / threads;
+}
+
+static void ar_case(const char *name, sy_router *router, size_t routes,
+                    int threads, bool storm) {
+    if (!want(name))
+        return;
+    enum { REPS = 5 };
+    uint64_t iters = storm ? 2000000 : 4000000;
+    double v[REPS], pubs[REPS];
+    int done = 0;
+    ar_round(router, threads, storm, iters / 8, NULL); /* warm up */
+    for (int r = 0; r < REPS; r++) {
+        uint64_t p = 0;
+        uint64_t t0 = bench_now_ns();
+        double ns = ar_round(router, threads, storm, iters, &p);
+        double secs = (double)(bench_now_ns() - t0) / 1e9;
+        if (ns < 0) {
+            comment("SKIPPED %s: a thread could not start or a publish "
+                    "failed", name);
+            return;
+        }
+        pubs[done] = (double)p / secs;
+        v[done++] = ns;
+    }
+    result(name, routes, bench_median(v, (size_t)done), "ns");
+    if (storm)
+        comment("%s: the writer published %.0f snapshots/s (one-route "
+                "upserts)", name, bench_median(pubs, (size_t)done));
+    /* The publication domain alone, through the library's own hook. */
+    double d = sy_pub_bench_acquire_release_ns(threads, storm, iters);
+    comment("%s: bare publication domain (sy_pub_bench_acquire_release_ns): "
+            "%.1f ns", name, d);
+}
+
+static void case_snapshot(void) {
+    if (!want("snapshot/acquire-release") &&
+        !want("snapshot/acquire-release-2t") &&
+        !want("snapshot/acquire-release-storm"))
+        return;
+    table t;
+    memset(&t, 0, sizeof t);
+    if (github_load(&t) != 0) {
+        table_free(&t);
+        return;
+    }
+    ar_case("snapshot/acquire-release", t.router, t.routes, 1, false);
+    ar_case("snapshot/acquire-release-2t", t.router, t.routes, 2, false);
+    ar_case("snapshot/acquire-release-storm", t.router, t.routes, 1, true);
+    sy_router_reclaim(t.router);
+    table_free(&t);
+}
+
+/* ---------------------------------------------------------------- */
+/* select/<policy>                                                   */
+/* ---------------------------------------------------------------- */
+
+static void case_select(void) {
+    static const char *const policies[] = {"round-robin", "random", "hash"};
+    for (size_t p = 0; p < 3; p++) {
+        char name[64];
+        snprintf(name, sizeof name, "select/%s", policies[p]);
+        if (!want(name))
+            continue;
+        enum { REPS = 7 };
+        double v[REPS];
+        int done = 0;
+        sy_service_bench_select_ns(policies[p], 1000, 100000); /* warm */
+        for (int r = 0; r < REPS; r++) {
+            double ns = sy_service_bench_select_ns(policies[p], 1000, 2000000);
+            if (ns < 0)
+                break;
+            v[done++] = ns;
+        }
+        if (done == REPS)
+            result(name, 1000, bench_median(v, REPS), "ns");
+        else
+            comment("SKIPPED %s: sy_service_bench_select_ns failed", name);
+    }
+}
+
+/* ---------------------------------------------------------------- */
+
+static void usage(void) {
+    printf("usage: switchyard-bench [case-or-prefix...]\n"
+           "  no argument runs every case; a full case name runs that case,\n"
+           "  any other argument every case whose name starts with it.\n"
+           "  SY_TEST_DATA overrides the directory of the GitHub table.\n"
+           "cases:\n");
+    for (size_t i = 0; i < NCASES; i++)
+        printf("  %s\n", case_names[i]);
+}
+
+int main(int argc, char **argv) {
+    g_argc = argc;
+    g_argv = argv;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 ||
+            strcmp(argv[i], "--list") == 0) {
+            usage();
+            return 0;
+        }
+        bool any = false;
+        for (size_t c = 0; c < NCASES; c++)
+            any |= arg_selects(argv[i], case_names[c]);
+        if (!any) {
+            fprintf(stderr, "switchyard-bench: no case matches '%s'\n",
+                    argv[i]);
+            usage();
+            return 2;
+        }
+    }
+    uint64_t t0 = bench_now_ns();
+    bench_print_machine();
+    case_memory(); /* first, in a child, before this heap grows */
+    case_github();
+    case_static();
+    generated_case("param", table_param, 100000, 2000);
+    generated_case("prefix", table_prefix, 100000, 2000);
+    generated_case("hosts", table_hosts, 1000, SIZE_MAX);
+    generated_case("mixed", table_mixed, 1000, SIZE_MAX);
+    generated_case("mixed", table_mixed, 100000, 300);
+    case_compile();
+    case_update_one();
+    case_update_instances();
+    table_free(&g_static);
+    case_snapshot();
+    case_select();
+    comment("total run time %.1f s", (double)(bench_now_ns() - t0) / 1e9);
+    return 0;
+}

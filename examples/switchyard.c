@@ -1,9 +1,178 @@
-/* switchyard.c - the command-line tool (placeholder until `check` lands). */
+/*
+ * switchyard.c - the command-line tool: main() and its subcommand table,
+ * `--version`, `--help`, and the `check` subcommand (validate route
+ * documents, one line per error). Other subcommands live in their own
+ * files and are declared in cli.h. Uses only the public API.
+ */
+#include "cli.h"
+
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "switchyard.h"
+/* ---- check ---- */
 
-int main(void) {
-    printf("switchyard %s\n", sy_version());
-    return 0;
+/* Read a whole file into a malloc'd buffer; NULL with errno on failure. */
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) {
+            if (ferror(f)) {
+                free(buf);
+                buf = NULL;
+                errno = EIO;
+            }
+            break;
+        }
+        char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            errno = ENOMEM;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    if (f != stdin)
+        fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* One line per error: FILE: PATH: message, or FILE: line L, column C:
+ * message for errors at a position of the text. */
+static void print_error(const char *file, const sy_error *e) {
+    if (e->line)
+        printf("%s: line %u, column %u: %s\n", file, (unsigned)e->line,
+               (unsigned)e->column, e->message);
+    else if (e->path[0])
+        printf("%s: %s: %s\n", file, e->path, e->message);
+    else
+        printf("%s: %s\n", file, e->message);
+}
+
+static int check_usage(FILE *out) {
+    fprintf(out, "usage: switchyard check [--quiet] FILE...\n"
+                 "Validate route documents (a JSON array of routes or "
+                 "{\"version\", \"routes\"}).\n"
+                 "Prints one line per error; exit status 0 when every file "
+                 "is valid,\n1 when any is not, 2 on usage errors or "
+                 "unreadable files.\n"
+                 "FILE may be - for standard input.\n");
+    return out == stderr ? 2 : 0;
+}
+
+static int cli_check(int argc, char **argv) {
+    bool quiet = false;
+    int first = 0;
+    for (; first < argc; first++) {
+        const char *a = argv[first];
+        if (strcmp(a, "--") == 0) {
+            first++;
+            break;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return check_usage(stdout);
+        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = true;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "switchyard check: unknown option '%s'\n", a);
+            return check_usage(stderr);
+        }
+        break;
+    }
+    if (first >= argc) {
+        fprintf(stderr, "switchyard check: no file given\n");
+        return check_usage(stderr);
+    }
+    int status = 0;
+    for (int i = first; i < argc; i++) {
+        const char *file = argv[i];
+        size_t len = 0;
+        char *json = read_file(file, &len);
+        if (!json) {
+            fprintf(stderr, "switchyard check: %s: %s\n", file,
+                    strerror(errno));
+            status = 2;
+            continue;
+        }
+        sy_parse_options opts = SY_PARSE_OPTIONS_INIT;
+        opts.lenient = true; /* list every bad route, not just the first */
+        sy_document *doc = NULL;
+        sy_error err;
+        memset(&err, 0, sizeof err);
+        int rc = sy_document_parse(json, len, &opts, &doc, &err);
+        free(json);
+        if (rc) {
+            print_error(file, &err);
+            if (status == 0)
+                status = 1;
+            continue;
+        }
+        size_t issues = sy_document_issue_count(doc);
+        for (size_t k = 0; k < issues; k++)
+            print_error(file, sy_document_issue(doc, k));
+        if (issues && status == 0)
+            status = 1;
+        if (!issues && !quiet) {
+            size_t n = sy_document_route_count(doc);
+            printf("%s: ok, %zu route%s\n", file, n, n == 1 ? "" : "s");
+        }
+        sy_document_free(doc);
+    }
+    return status;
+}
+
+/* ---- dispatch ---- */
+
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* args after the name */
+    const char *summary;
+} cli_command;
+
+/* Add a subcommand here; implement it in its own file, declare it in
+ * cli.h and list the file in examples/meson.build. */
+static const cli_command commands[] = {
+    {"check", cli_check, "validate route documents"},
+    {"match", sy_cli_match, "find the route a request would take"},
+    {"explain", sy_cli_explain, "show why each route matches or not"},
+    {"diff", sy_cli_diff, "compare two route documents"},
+};
+
+static int usage(FILE *out) {
+    fprintf(out, "usage: switchyard COMMAND [ARGS...]\n"
+                 "       switchyard --version\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nswitchyard COMMAND --help shows a command's options.\n");
+    return out == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2)
+        return usage(stderr);
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("switchyard %s\n", sy_version());
+        return 0;
+    }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+        strcmp(cmd, "help") == 0)
+        return usage(stdout);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "switchyard: unknown command '%s'\n", cmd);
+    return usage(stderr);
 }

@@ -127,11 +127,21 @@ static int parse_json(const char *json, size_t len, const sy_limits *lim,
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!root) {
         size_t off = end && end >= json ? (size_t)(end - json) : 0;
-        if (off >= len && len > 0)
+        size_t ws = off;
+        while (ws < len && (json[ws] == ' ' || json[ws] == '\t' ||
+                            json[ws] == '\n' || json[ws] == '\r'))
+            ws++;
+        if (ws >= len)
             sy_error_set(err, SY_ESYNTAX, "",
-                         "JSON syntax error: unexpected end of document");
+                         len ? "JSON syntax error: unexpected end of document"
+                             : "JSON syntax error: the document is empty");
+        else if (json[off] > 0x20 && json[off] < 0x7f)
+            sy_error_set(err, SY_ESYNTAX, "",
+                         "JSON syntax error: unexpected '%c'", json[off]);
         else
-            sy_error_set(err, SY_ESYNTAX, "", "JSON syntax error");
+            sy_error_set(err, SY_ESYNTAX, "",
+                         "JSON syntax error: unexpected byte 0x%02x",
+                         (unsigned)(unsigned char)json[off]);
         locate(json, len, off, err);
         return SY_ESYNTAX;
     }

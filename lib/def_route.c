@@ -290,16 +290,26 @@ static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
                     continue;
                 }
                 char why[160];
-                if (!v->shortcut_allowed)
+                if (v->shortcut_allowed && v->nfields == 0)
+                    snprintf(why, sizeof why, "takes no arguments");
+                else if (!v->shortcut_allowed)
                     snprintf(why, sizeof why,
                              "takes its arguments in object form only "
                              "({\"name\": ..., \"args\": {...}})");
-                else
-                    snprintf(why, sizeof why,
-                             "too many arguments (takes at most %zu)",
-                             v->nfields);
+                else {
+                    int off = snprintf(why, sizeof why,
+                                       "too many arguments (takes at most "
+                                       "%zu:",
+                                       v->nfields);
+                    for (size_t j = 0;
+                         j < v->nfields && off > 0 && off < (int)sizeof why;
+                         j++)
+                        off += snprintf(why + off, sizeof why - (size_t)off,
+                                        " %s%s", v->names[j],
+                                        j + 1 < v->nfields ? "," : ")");
+                }
                 if (ec->shortcut)
-                    return sy_error_set(err, SY_EARG, ec->path, "%s %s",
+                    return sy_error_set(err, SY_EARG, ec->path, "%s: %s",
                                         ec->name, why);
                 return arg_error(ec, SY_EARG, k, why, err);
             }

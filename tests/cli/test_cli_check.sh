@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# test_cli_check.sh - TAP tests of `switchyard check` and `--version`:
+# exit codes (0 valid, 1 invalid, 2 usage/unreadable) and exact lines.
+# Usage: test_cli_check.sh PATH/TO/switchyard SOURCE_ROOT
+set -u
+bin=${1:?switchyard binary}
+root=${2:?source root}
+data="$root/tests/data"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+    n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+    shift
+    for l in "$@"; do echo "# $l"; done
+}
+
+# run NAME WANT_STATUS WANT_STDOUT [ARGS...]: stdout compared exactly
+run() {
+    local name=$1 want_rc=$2 want_out=$3
+    shift 3
+    local out rc
+    out=$(cd "$tmp" && "$bin" "$@" 2>"$tmp/stderr")
+    rc=$?
+    if [[ $rc -ne $want_rc ]]; then
+        not_ok "$name" "exit $rc, want $want_rc" "stdout: $out" \
+            "stderr: $(cat "$tmp/stderr")"
+    elif [[ "$out" != "$want_out" ]]; then
+        not_ok "$name" "stdout:" "$out" "want:" "$want_out"
+    else
+        ok "$name"
+    fi
+}
+
+cp "$data/valid/uris.json" "$tmp/good.json"
+cp "$data/valid/empty-array.json" "$tmp/empty.json"
+cat >"$tmp/bad.json" <<'JSON'
+{"version": "1", "routes": [
+  {"id": "a", "uri": "http://x", "predicates": ["Path=/a"]},
+  {"id": "b", "uri": "ftp://x"},
+  {"id": "a", "uri": "http://y"},
+  {"id": "c", "uri": "http://x", "predicates": [{"name": "Cookie", "args": {"name": "n"}}]},
+  {"id": "d", "uri": "http://x", "filters": ["StripPrefix=-1"]}
+]}
+JSON
+printf '[\n  {"id": "a",\n   "uri" "x"}\n]\n' >"$tmp/syntax.json"
+printf '[] []' >"$tmp/trailing.json"
+printf '"text"' >"$tmp/shape.json"
+
+run "--version prints the version" 0 "switchyard 0.1.0" --version
+run "valid file: one ok line, exit 0" 0 "good.json: ok, 12 routes" \
+    check good.json
+run "several valid files" 0 "good.json: ok, 12 routes
+empty.json: ok, 0 routes" check good.json empty.json
+run "--quiet prints nothing for valid files" 0 "" check --quiet good.json
+run "every bad route is listed with its path, exit 1" 1 \
+"bad.json: routes[1].uri: unsupported uri scheme 'ftp' (use http, https, ws, wss, lb, forward or no)
+bad.json: routes[2].id: route id 'a' is already used
+bad.json: routes[3].predicates[0].args.regexp: Cookie: regexp: missing required argument
+bad.json: routes[4].filters[0]: StripPrefix: parts: must be an integer from 0 to 2147483647" \
+    check bad.json
+run "syntax errors give line and column" 1 \
+    "syntax.json: line 3, column 10: JSON syntax error: unexpected '\"'" \
+    check syntax.json
+run "trailing data is a syntax error" 1 \
+    "trailing.json: line 1, column 4: JSON syntax error: unexpected data after the document" \
+    check trailing.json
+run "document-level errors have no path" 1 \
+    "shape.json: a document is an array of routes or an object with \"routes\"" \
+    check shape.json
+run "a bad file among good ones fails the run" 1 "good.json: ok, 12 routes
+trailing.json: line 1, column 4: JSON syntax error: unexpected data after the document
+empty.json: ok, 0 routes" check good.json trailing.json empty.json
+run "standard input with -" 0 "-: ok, 12 routes" check - <"$tmp/good.json"
+
+run "unreadable file exits 2" 2 "" check missing.json
+if grep -q "missing.json" "$tmp/stderr"; then
+    ok "unreadable file is named on stderr"
+else
+    not_ok "unreadable file is named on stderr" "$(cat "$tmp/stderr")"
+fi
+run "unreadable file wins over invalid ones" 2 \
+    "trailing.json: line 1, column 4: JSON syntax error: unexpected data after the document" \
+    check trailing.json missing.json
+run "check without files is a usage error" 2 "" check
+run "unknown option is a usage error" 2 "" check --bogus good.json
+run "unknown command is a usage error" 2 "" frobnicate
+run "no command is a usage error" 2 ""
+if "$bin" check --help | grep -q "usage: switchyard check"; then
+    ok "check --help prints usage"
+else
+    not_ok "check --help prints usage"
+fi
+
+# Every corpus file: valid ones pass, invalid ones fail with their path.
+for f in "$data"/valid/*.json; do
+    "$bin" check --quiet "$f" >/dev/null 2>&1
+    rc=$?
+    if [[ $rc -eq 0 ]]; then ok "corpus valid/$(basename "$f")"
+    else not_ok "corpus valid/$(basename "$f")" "exit $rc"; fi
+done
+while IFS=$'\t' read -r file code path lc; do
+    [[ $file == \#* || -z $file ]] && continue
+    out=$("$bin" check "$data/invalid/$file" 2>&1)
+    rc=$?
+    if [[ $path == '""' ]]; then
+        want="$data/invalid/$file: "
+    else
+        want="$data/invalid/$file: $path: "
+    fi
+    [[ -n ${lc:-} ]] && want="$data/invalid/$file: line ${lc%%:*}, column ${lc##*:}: "
+    if [[ $rc -eq 1 && $out == "$want"* ]]; then
+        ok "corpus invalid/$file ($code)"
+    else
+        not_ok "corpus invalid/$file ($code)" "exit $rc" "$out" "want prefix: $want"
+    fi
+done <"$data/invalid/expect.tsv"
+
+echo "1..$n"
+[[ $failed -eq 0 ]]

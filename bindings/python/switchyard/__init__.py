@@ -1,0 +1,71 @@
+"""switchyard: Spring Cloud Gateway routes, compiled and matched in C.
+
+Python bindings of libswitchyard (cffi, API mode). The tour::
+
+    import switchyard as sy
+
+    with sy.Router() as router:
+        router.add_source("public")
+        report = router.apply("public", [
+            {"id": "users", "uri": "lb://users",
+             "predicates": ["Path=/users/{id}"]}])
+        with router.acquire() as snap:
+            m = snap.match(method="GET", url="http://gw/users/42")
+            print(m.route_id, m.vars["id"])
+
+See docs/python.md for the whole API.
+"""
+from __future__ import annotations
+
+from ._native import ffi as _ffi, lib as _lib
+from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
+from ._core import Document, Registry, Snapshot, diff, parse, parse_file
+from ._errors import (BusyError, CallbackError, ClosedError, DuplicateError,
+                      ExistsError, InvalidArgumentError, InvalidDocumentError,
+                      LimitError, NoInstanceError, NotFoundError,
+                      OutOfMemoryError, ParseError, PatternError, RegexError,
+                      SpelError, SwitchyardError, UnknownNameError,
+                      ValidationError, code_name, error_for_code, strerror)
+from ._router import Router
+from ._types import (Action, Changed, Diff, ExplainStep, HostFilter,
+                     Instance, InstanceDelta, InstanceOp, InstanceState,
+                     Issue, Limits, Match, Metrics, Report, Request,
+                     ResponseOp, ResponseOpKind, Route, Selection,
+                     ShortcutType, Upstream, UpstreamKind)
+
+#: The version of the libswitchyard this module runs against.
+library_version: str = _ffi.string(_lib.sy_version()).decode()
+#: The version of the header the binding was compiled against.
+header_version: str = "%d.%d.%d" % (_lib.SY_VERSION_MAJOR,
+                                    _lib.SY_VERSION_MINOR,
+                                    _lib.SY_VERSION_PATCH)
+__version__ = library_version
+
+
+def version() -> str:
+    """The library's version string (``sy_version()``)."""
+    return library_version
+
+
+def version_number() -> int:
+    """The library's SY_VERSION_NUMBER (MAJOR*10000 + MINOR*100 + PATCH)."""
+    return int(_lib.sy_version_number())
+
+
+__all__ = [
+    "Router", "Snapshot", "Document", "Registry", "parse", "parse_file",
+    "diff", "version", "version_number", "library_version",
+    "header_version",
+    # values
+    "Request", "Match", "Route", "Upstream", "UpstreamKind", "ResponseOp",
+    "ResponseOpKind", "HostFilter", "Action", "ExplainStep", "Selection",
+    "Instance", "InstanceDelta", "InstanceOp", "InstanceState", "Issue",
+    "Diff", "Changed", "Report", "Metrics", "Limits", "ShortcutType",
+    # errors
+    "SwitchyardError", "OutOfMemoryError", "InvalidArgumentError",
+    "ParseError", "ValidationError", "DuplicateError", "UnknownNameError",
+    "RegexError", "PatternError", "SpelError", "InvalidDocumentError",
+    "LimitError", "NotFoundError", "ExistsError", "BusyError",
+    "NoInstanceError", "CallbackError", "ClosedError", "code_name",
+    "error_for_code", "strerror",
+]

@@ -1,0 +1,282 @@
+"""The C callbacks, implemented in Python with cffi's ``extern "Python"``.
+
+Each callback receives a ``void *`` made with ``ffi.new_handle`` from one of
+the small state objects below (never from a Router itself, so no reference
+cycle runs through a handle). A callback never lets an exception escape
+into C: it stashes it (see _convert.trap) and returns a failure value; the
+Python call that triggered it re-raises it.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ._convert import (ENC, ERRORS, report_from_c, request_from_c,
+                       route_from_c, set_error, stash, text, to_bytes)
+from ._native import ffi, lib
+
+logger = logging.getLogger("switchyard")
+
+_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING,
+           3: logging.ERROR}
+
+SY_ENOTFOUND = -15
+SY_ECALLBACK = -19
+SY_EARG = -10
+
+
+class RouterCallbacks:
+    """The Python side of a router's ``callback_data``."""
+
+    def __init__(self, on_event: Optional[Callable[[Any], None]],
+                 on_retired_held: Optional[Callable[[int, int], None]],
+                 clock: Optional[Callable[[], int]],
+                 random: Optional[Callable[[], int]],
+                 log: logging.Logger) -> None:
+        self.on_event = on_event
+        self.on_retired_held = on_retired_held
+        self.clock = clock
+        self.random = random
+        self.log = log
+
+
+@ffi.def_extern()
+def _sy_py_on_log(data: Any, level: int, message: Any) -> None:
+    try:
+        cb: RouterCallbacks = ffi.from_handle(data)
+        cb.log.log(_LEVELS.get(int(level), logging.INFO), "%s", text(message))
+    except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
+        stash(exc)
+
+
+@ffi.def_extern()
+def _sy_py_on_event(data: Any, report: Any) -> None:
+    try:
+        cb: RouterCallbacks = ffi.from_handle(data)
+        if cb.on_event is not None:
+            cb.on_event(report_from_c(report))
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+
+
+@ffi.def_extern()
+def _sy_py_on_retired_held(data: Any, generation: int, age_ms: int) -> None:
+    try:
+        cb: RouterCallbacks = ffi.from_handle(data)
+        if cb.on_retired_held is not None:
+            cb.on_retired_held(int(generation), int(age_ms))
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+
+
+@ffi.def_extern()
+def _sy_py_clock_ms(data: Any) -> int:
+    try:
+        cb: RouterCallbacks = ffi.from_handle(data)
+        assert cb.clock is not None
+        return int(cb.clock())
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        return 0
+
+
+@ffi.def_extern()
+def _sy_py_random(data: Any) -> int:
+    try:
+        cb: RouterCallbacks = ffi.from_handle(data)
+        assert cb.random is not None
+        return int(cb.random()) & 0xFFFFFFFFFFFFFFFF
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        return 0
+
+
+# ------------------------------------------------------------------------
+# Loaders
+# ------------------------------------------------------------------------
+
+class _Loan:
+    """Document bytes lent to the router until it calls release."""
+    __slots__ = ("buf", "owner", "handle")
+
+    def __init__(self, buf: Any, owner: "Loader") -> None:
+        self.buf = buf
+        self.owner = owner
+        self.handle = None
+
+
+class Loader:
+    """A Python function that returns a source's document."""
+
+    def __init__(self, fn: Callable[[str], Any]) -> None:
+        self.fn = fn
+        self.loans: Dict[int, Any] = {}
+        self.lock = threading.Lock()
+
+    def lend(self, data: bytes) -> Tuple[Any, Any]:
+        loan = _Loan(ffi.new("char[]", data), self)
+        handle = ffi.new_handle(loan)
+        with self.lock:
+            self.loans[id(loan)] = handle  # keeps loan (and buf) alive
+        return loan.buf, handle
+
+    def give_back(self, loan: _Loan) -> None:
+        with self.lock:
+            self.loans.pop(id(loan), None)
+
+
+@ffi.def_extern()
+def _sy_py_load(data: Any, source: Any, out: Any, err: Any) -> int:
+    try:
+        loader: Loader = ffi.from_handle(data)
+        name = text(source)
+        doc = loader.fn(name)
+        if doc is None:
+            set_error(err, f"loader has no document for source '{name}'")
+            return SY_ENOTFOUND
+        raw = to_bytes(doc)
+        buf, handle = loader.lend(raw)
+        out.bytes = buf
+        out.len = len(raw)
+        out.release = lib._sy_py_release_loaded
+        out.data = handle
+        return 0
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        set_error(err, f"loader raised {type(exc).__name__}: {exc}")
+        return SY_ECALLBACK
+
+
+@ffi.def_extern()
+def _sy_py_release_loaded(data: Any, raw: Any) -> None:
+    try:
+        loan: _Loan = ffi.from_handle(data)
+        loan.owner.give_back(loan)
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+
+
+# ------------------------------------------------------------------------
+# Explain
+# ------------------------------------------------------------------------
+
+class ExplainCollector:
+    def __init__(self) -> None:
+        self.steps: List[Any] = []
+
+
+@ffi.def_extern()
+def _sy_py_explain(data: Any, route: Any, matched: bool, failed: int,
+                   failed_name: Any) -> int:
+    from ._types import ExplainStep
+    try:
+        col: ExplainCollector = ffi.from_handle(data)
+        col.steps.append(ExplainStep(
+            route_id=text(lib.sy_route_id(route)), matched=bool(matched),
+            failed_predicate=None if matched else int(failed),
+            failed_name=None if matched or failed_name == ffi.NULL
+            else text(failed_name)))
+        return 0
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        return 1
+
+
+# ------------------------------------------------------------------------
+# Host-registered predicate and filter factories
+# ------------------------------------------------------------------------
+
+def _args(args: Any, n: int) -> List[Tuple[str, str]]:
+    return [(text(args[i].key), text(args[i].value)) for i in range(n)]
+
+
+class PredicateFactory:
+    def __init__(self, compile: Callable[[List[Tuple[str, str]]],
+                                         Callable[[Any], bool]]) -> None:
+        self.compile = compile
+        self.states: Dict[int, Any] = {}
+        self.lock = threading.Lock()
+
+
+class _PredicateState:
+    __slots__ = ("test",)
+
+    def __init__(self, test: Callable[[Any], bool]) -> None:
+        self.test = test
+
+
+class FilterFactory:
+    def __init__(self, validate: Optional[Callable[[List[Tuple[str, str]]],
+                                                   None]]) -> None:
+        self.validate = validate
+
+
+@ffi.def_extern()
+def _sy_py_pred_compile(data: Any, args: Any, n: int, state: Any,
+                        err: Any) -> int:
+    try:
+        factory: PredicateFactory = ffi.from_handle(data)
+        try:
+            test = factory.compile(_args(args, n))
+        except ValueError as exc:  # invalid args: a document error
+            set_error(err, str(exc) or type(exc).__name__)
+            return SY_EARG
+        if not callable(test):
+            raise TypeError("a predicate factory must return a callable")
+        st = _PredicateState(test)
+        handle = ffi.new_handle(st)
+        with factory.lock:
+            factory.states[id(st)] = handle
+        state[0] = handle
+        return 0
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        set_error(err, f"predicate factory raised {type(exc).__name__}: {exc}")
+        return SY_ECALLBACK
+
+
+@ffi.def_extern()
+def _sy_py_pred_test(state: Any, req: Any) -> bool:
+    try:
+        st: _PredicateState = ffi.from_handle(state)
+        return bool(st.test(request_from_c(req)))
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        return False
+
+
+@ffi.def_extern()
+def _sy_py_pred_free(data: Any, state: Any) -> None:
+    try:
+        if state == ffi.NULL:
+            return
+        factory: PredicateFactory = ffi.from_handle(data)
+        st = ffi.from_handle(state)
+        with factory.lock:
+            factory.states.pop(id(st), None)
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+
+
+@ffi.def_extern()
+def _sy_py_filter_validate(data: Any, args: Any, n: int, err: Any) -> int:
+    try:
+        factory: FilterFactory = ffi.from_handle(data)
+        if factory.validate is None:
+            return 0
+        try:
+            factory.validate(_args(args, n))
+        except ValueError as exc:
+            set_error(err, str(exc) or type(exc).__name__)
+            return SY_EARG
+        return 0
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        set_error(err, f"filter validator raised {type(exc).__name__}: {exc}")
+        return SY_ECALLBACK
+
+
+__all__ = ["RouterCallbacks", "Loader", "ExplainCollector",
+           "PredicateFactory", "FilterFactory", "route_from_c", "ENC",
+           "ERRORS"]

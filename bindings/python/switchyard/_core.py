@@ -1,0 +1,452 @@
+"""Documents, diffs, snapshots and host factory registries."""
+from __future__ import annotations
+
+import os
+import weakref
+from types import MappingProxyType
+from typing import (Any, Callable, Iterator, List, Optional, Sequence, Tuple,
+                    Union, overload)
+
+from . import _callbacks as cb
+from ._convert import (CRequest, as_request, check, cstr, diff_from_c,
+                       fill_limits, issue_from_c, match_context, new_error,
+                       opt_text, route_from_c, route_upstream, slice_text, text,
+                       to_bytes, trap)
+from ._errors import ClosedError
+from ._native import ffi, lib
+from ._types import (Action, Diff, ExplainStep, HostFilter, Issue, Limits,
+                     Match, Request, ResponseOp, ResponseOpKind, Route,
+                     Selection, ShortcutType)
+
+DocumentLike = Union[str, bytes, bytearray, memoryview, list, dict]
+
+
+# ------------------------------------------------------------------------
+# Registry
+# ------------------------------------------------------------------------
+
+class Registry:
+    """Host predicate and filter factories, registered by name.
+
+    Fill it before handing it to :func:`parse` or :class:`Router`; after
+    that it is frozen. It stays alive as long as any document or router
+    that uses it.
+
+    A predicate factory is ``compile(args) -> test`` where ``args`` is a
+    list of ``(field, value)`` pairs and ``test(request) -> bool`` runs per
+    request on the matching thread (it must not mutate shared state without
+    a lock). ``compile`` raising ValueError makes the route invalid with
+    that message; any other exception propagates out of the parse/apply.
+    """
+
+    def __init__(self) -> None:
+        out = ffi.new("sy_registry **")
+        err = new_error()
+        check(lib.sy_registry_new(ffi.NULL, out, err), err)
+        self._ptr = ffi.gc(out[0], lib.sy_registry_free)
+        self._keep: List[Any] = []
+        self._frozen = False
+        self.names: List[str] = []
+
+    def _fields(self, fields: Sequence[str]) -> Any:
+        if not fields:
+            return ffi.NULL
+        strs = [ffi.new("char[]", cstr(f)) for f in fields]
+        arr = ffi.new("char *[]", strs + [ffi.NULL])
+        self._keep.extend(strs)
+        self._keep.append(arr)
+        return arr
+
+    def _check_open(self) -> None:
+        if self._frozen:
+            raise ClosedError("registry is in use by a document or router; "
+                              "it can no longer change")
+
+    def add_predicate(self, name: str,
+                      compile: Callable[[List[Tuple[str, str]]],
+                                        Callable[[Request], bool]], *,
+                      shortcut_fields: Sequence[str] = (),
+                      shortcut_type: ShortcutType = ShortcutType.DEFAULT
+                      ) -> None:
+        """Register a predicate factory under ``name``."""
+        self._check_open()
+        factory = cb.PredicateFactory(compile)
+        handle = ffi.new_handle(factory)
+        f = ffi.new("sy_predicate_factory *")
+        f.shortcut_fields = self._fields(shortcut_fields)
+        f.shortcut_type = int(shortcut_type)
+        f.compile = lib._sy_py_pred_compile
+        f.test = lib._sy_py_pred_test
+        f.free = lib._sy_py_pred_free
+        f.data = handle
+        err = new_error()
+        check(lib.sy_registry_add_predicate(self._ptr, cstr(name), f, err),
+              err)
+        self._keep.append(handle)
+        self.names.append(name)
+
+    def add_filter(self, name: str,
+                   validate: Optional[Callable[[List[Tuple[str, str]]],
+                                               None]] = None, *,
+                   shortcut_fields: Sequence[str] = (),
+                   shortcut_type: ShortcutType = ShortcutType.DEFAULT
+                   ) -> None:
+        """Register a host-run filter under ``name``; ``validate(args)``
+        raising ValueError rejects the route."""
+        self._check_open()
+        factory = cb.FilterFactory(validate)
+        handle = ffi.new_handle(factory)
+        f = ffi.new("sy_filter_factory *")
+        f.shortcut_fields = self._fields(shortcut_fields)
+        f.shortcut_type = int(shortcut_type)
+        f.validate = lib._sy_py_filter_validate
+        f.data = handle
+        err = new_error()
+        check(lib.sy_registry_add_filter(self._ptr, cstr(name), f, err), err)
+        self._keep.append(handle)
+        self.names.append(name)
+
+    def _use(self) -> Any:
+        self._frozen = True
+        return self._ptr
+
+
+# ------------------------------------------------------------------------
+# Documents
+# ------------------------------------------------------------------------
+
+class Document:
+    """A parsed and compiled route document (see :func:`parse`).
+
+    Routes are copied out as :class:`Route` values; the C document is freed
+    by :meth:`close`, by the ``with`` statement, or by garbage collection.
+    """
+
+    def __init__(self, ptr: Any, registry: Optional[Registry]) -> None:
+        self._ptr = ffi.gc(ptr, lib.sy_document_free)
+        self._registry = registry  # must outlive the document
+        self._routes: Optional[Tuple[Route, ...]] = None
+
+    def _p(self) -> Any:
+        if self._ptr is None:
+            raise ClosedError("document is closed")
+        return self._ptr
+
+    def close(self) -> None:
+        """Free the C document now (idempotent)."""
+        if self._ptr is not None:
+            p, self._ptr = self._ptr, None
+            with trap():
+                ffi.release(p)
+
+    def __enter__(self) -> "Document":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    @property
+    def version(self) -> Optional[str]:
+        """The envelope's version, or None."""
+        return opt_text(lib.sy_document_version(self._p()))
+
+    @property
+    def fingerprint(self) -> int:
+        return int(lib.sy_document_fingerprint(self._p()))
+
+    @property
+    def checksum(self) -> int:
+        return int(lib.sy_document_checksum(self._p()))
+
+    @property
+    def routes(self) -> Tuple[Route, ...]:
+        """The valid routes in document order."""
+        if self._routes is None:
+            p = self._p()
+            self._routes = tuple(
+                route_from_c(lib.sy_document_route(p, i))
+                for i in range(lib.sy_document_route_count(p)))
+        return self._routes
+
+    @property
+    def issues(self) -> Tuple[Issue, ...]:
+        """Lenient mode: the dropped routes, one issue each."""
+        p = self._p()
+        return tuple(issue_from_c(lib.sy_document_issue(p, i))
+                     for i in range(lib.sy_document_issue_count(p)))
+
+    def __len__(self) -> int:
+        return int(lib.sy_document_route_count(self._p()))
+
+    def __iter__(self) -> Iterator[Route]:
+        return iter(self.routes)
+
+    def __getitem__(self, index: int) -> Route:
+        return self.routes[index]
+
+    def get(self, route_id: str) -> Optional[Route]:
+        for r in self.routes:
+            if r.id == route_id:
+                return r
+        return None
+
+    def __repr__(self) -> str:
+        if self._ptr is None:
+            return "<switchyard.Document closed>"
+        return (f"<switchyard.Document version={self.version!r} "
+                f"routes={len(self)} fingerprint={self.fingerprint:#018x}>")
+
+
+def parse(document: DocumentLike, *, lenient: bool = False,
+          limits: Optional[Limits] = None,
+          registry: Optional[Registry] = None) -> Document:
+    """Parse, validate and compile a route document.
+
+    ``document`` is JSON text (str or bytes) or an already-decoded JSON
+    value (list of routes or ``{"version":..., "routes": [...]}``). Strict
+    mode raises on the first invalid route; lenient mode drops invalid
+    routes and lists them in :attr:`Document.issues`. The GIL is released
+    while the library works.
+    """
+    raw = to_bytes(document)
+    opts = ffi.new("sy_parse_options *")
+    opts.size = ffi.sizeof("sy_parse_options")
+    opts.lenient = lenient
+    fill_limits(opts.limits, limits)
+    if registry is not None:
+        opts.registry = registry._use()
+    out = ffi.new("sy_document **")
+    err = new_error()
+    with trap():
+        rc = lib.sy_document_parse(raw, len(raw), opts, out, err)
+        check(rc, err)
+    return Document(out[0], registry)
+
+
+def parse_file(path: Union[str, "os.PathLike[str]"], **kwargs: Any
+               ) -> Document:
+    """:func:`parse` the contents of a file."""
+    with open(path, "rb") as f:
+        return parse(f.read(), **kwargs)
+
+
+# ------------------------------------------------------------------------
+# Snapshots
+# ------------------------------------------------------------------------
+
+def _release_snapshot(ptr: Any, owner: Any) -> None:
+    lib.sy_snapshot_release(ptr)
+    owner.decref()
+
+
+class Snapshot:
+    """A published, immutable route table (acquired from a Router).
+
+    Release it with :meth:`release` or a ``with`` block; if you forget,
+    garbage collection releases it. It is released exactly once either
+    way. A snapshot may be used from any thread, but not released while
+    another thread is using it.
+    """
+
+    def __init__(self, ptr: Any, owner: Any) -> None:
+        self._ptr = ptr
+        self._release = weakref.finalize(self, _release_snapshot, ptr, owner)
+
+    def _p(self) -> Any:
+        if not self._release.alive:
+            raise ClosedError("snapshot is released")
+        return self._ptr
+
+    def release(self) -> None:
+        """Give the snapshot back (idempotent)."""
+        self._release()
+
+    @property
+    def released(self) -> bool:
+        return not self._release.alive
+
+    def __enter__(self) -> "Snapshot":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    @property
+    def generation(self) -> int:
+        return int(lib.sy_snapshot_generation(self._p()))
+
+    @property
+    def fingerprint(self) -> int:
+        return int(lib.sy_snapshot_fingerprint(self._p()))
+
+    def __len__(self) -> int:
+        return int(lib.sy_snapshot_route_count(self._p()))
+
+    def _route(self, r: Any) -> Route:
+        src = ffi.new("char **")
+        lib.sy_snapshot_find_route(self._p(), lib.sy_route_id(r), src)
+        return route_from_c(r, opt_text(src[0]))
+
+    def __getitem__(self, index: int) -> Route:
+        """The index-th route in rank order."""
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("snapshot route index out of range")
+        return self._route(lib.sy_snapshot_route_at(self._p(), index))
+
+    def __iter__(self) -> Iterator[Route]:
+        """Routes in rank order (order, then source, then position)."""
+        for i in range(len(self)):
+            yield self[i]
+
+    @property
+    def routes(self) -> Tuple[Route, ...]:
+        return tuple(self)
+
+    def get(self, route_id: str) -> Optional[Route]:
+        """The route with this id (with its source), or None."""
+        src = ffi.new("char **")
+        r = lib.sy_snapshot_find_route(self._p(), cstr(route_id), src)
+        if r == ffi.NULL:
+            return None
+        return route_from_c(r, opt_text(src[0]))
+
+    def __contains__(self, route_id: object) -> bool:
+        return isinstance(route_id, str) and lib.sy_snapshot_find_route(
+            self._p(), cstr(route_id), ffi.NULL) != ffi.NULL
+
+    def match(self, request: Optional[Request] = None, *,
+              linear: bool = False, **kwargs: Any) -> Optional[Match]:
+        """Match a request: a :class:`Match`, or None when no route matches.
+
+        Pass a :class:`Request` (or a dict) or its fields as keywords.
+        ``linear=True`` uses the reference linear scan (the oracle).
+        """
+        creq = CRequest(as_request(request, kwargs))
+        fn = lib.sy_snapshot_match_linear if linear else lib.sy_snapshot_match
+        out = ffi.new("sy_match **")
+        p = self._p()
+        with trap(), match_context() as ctx:
+            check(fn(p, ctx, creq.ptr, out), ffi.NULL)
+            if out[0] == ffi.NULL:
+                return None
+            return _match_from_c(out[0])
+
+    def explain(self, request: Optional[Request] = None,
+                **kwargs: Any) -> List[ExplainStep]:
+        """For every route in rank order: did it match, and if not, which
+        predicate failed first."""
+        creq = CRequest(as_request(request, kwargs))
+        col = cb.ExplainCollector()
+        handle = ffi.new_handle(col)
+        p = self._p()
+        with trap(), match_context() as ctx:
+            check(lib.sy_snapshot_explain(p, ctx, creq.ptr,
+                                          lib._sy_py_explain, handle),
+                  ffi.NULL)
+        return col.steps
+
+    def select(self, request: Optional[Request] = None,
+               **kwargs: Any) -> Optional[Selection]:
+        """Match the request and choose an instance for its lb:// route.
+
+        None when no route matches; raises NoInstanceError when nothing is
+        eligible, InvalidArgumentError when the route is not lb://.
+        """
+        creq = CRequest(as_request(request, kwargs))
+        out = ffi.new("sy_match **")
+        sel = ffi.new("sy_selection *")
+        err = new_error()
+        p = self._p()
+        with trap(), match_context() as ctx:
+            check(lib.sy_snapshot_match(p, ctx, creq.ptr, out), ffi.NULL)
+            if out[0] == ffi.NULL:
+                return None
+            route_id = text(lib.sy_route_id(lib.sy_match_route(out[0])))
+            check(lib.sy_snapshot_select(p, ctx, out[0], creq.ptr, sel, err),
+                  err)
+            return Selection(route_id=route_id, id=text(sel.id),
+                             host=text(sel.host), port=int(sel.port),
+                             scheme=text(sel.scheme),
+                             service=text(sel.service))
+
+    def __repr__(self) -> str:
+        if self.released:
+            return "<switchyard.Snapshot released>"
+        return (f"<switchyard.Snapshot generation={self.generation} "
+                f"routes={len(self)}>")
+
+
+def _match_from_c(m: Any) -> Match:
+    r = lib.sy_match_route(m)
+    name = ffi.new("sy_str *")
+    value = ffi.new("sy_str *")
+    vars_ = {}
+    for i in range(lib.sy_match_var_count(m)):
+        lib.sy_match_var(m, i, name, value)
+        vars_[slice_text(name[0])] = slice_text(value[0])
+    headers = []
+    for i in range(lib.sy_match_header_count(m)):
+        h = lib.sy_match_header(m, i)
+        headers.append((slice_text(h.name), slice_text(h.value)))
+    ops = []
+    for i in range(lib.sy_match_response_op_count(m)):
+        op = lib.sy_match_response_op(m, i)
+        ops.append(ResponseOp(ResponseOpKind(op.kind), slice_text(op.name),
+                              slice_text(op.value), slice_text(op.arg)))
+    filters = []
+    for i in range(lib.sy_match_host_filter_count(m)):
+        f = lib.sy_match_host_filter(m, i)
+        filters.append(HostFilter(text(f.name), tuple(
+            (text(f.args[j].key), text(f.args[j].value))
+            for j in range(f.arg_count))))
+    redirect = lib.sy_match_redirect(m)
+    return Match(
+        route_id=text(lib.sy_route_id(r)), upstream=route_upstream(r),
+        action=Action(lib.sy_match_action(m)),
+        status=int(lib.sy_match_status(m)),
+        redirect=None if redirect.ptr == ffi.NULL else slice_text(redirect),
+        path=slice_text(lib.sy_match_path(m)),
+        query=slice_text(lib.sy_match_query(m)), headers=tuple(headers),
+        preserve_host=bool(lib.sy_match_preserve_host(m)),
+        response_ops=tuple(ops), host_filters=tuple(filters),
+        vars=MappingProxyType(vars_))
+
+
+# ------------------------------------------------------------------------
+# Diffs
+# ------------------------------------------------------------------------
+
+@overload
+def diff(old: Document, new: Document) -> Diff: ...
+@overload
+def diff(old: Snapshot, new: Snapshot) -> Diff: ...
+
+
+def diff(old: Any, new: Any) -> Diff:
+    """Diff two documents or two snapshots by route id and fingerprint.
+
+    Documents may also be given as JSON text or values (parsed strictly).
+    """
+    out = ffi.new("sy_diff **")
+    err = new_error()
+    if isinstance(old, Snapshot) and isinstance(new, Snapshot):
+        check(lib.sy_diff_snapshots(old._p(), new._p(), ffi.NULL, out, err),
+              err)
+    else:
+        if isinstance(old, Snapshot) or isinstance(new, Snapshot):
+            raise TypeError("diff() takes two documents or two snapshots")
+        a = old if isinstance(old, Document) else parse(old)
+        b = new if isinstance(new, Document) else parse(new)
+        check(lib.sy_diff_documents(a._p(), b._p(), ffi.NULL, out, err), err)
+    try:
+        return diff_from_c(out[0])
+    finally:
+        lib.sy_diff_free(out[0])
+

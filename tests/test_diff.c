@@ -1,0 +1,198 @@
+/* test_diff.c - three-way diffs: added, removed, updated with the parts
+ * that changed, unchanged; equivalent spellings are unchanged; the same
+ * diff from documents, snapshots and apply reports; instance diffs. */
+#include "testutil.h"
+
+#include "switchyard.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static sy_document *doc(const char *json) {
+    sy_document *d;
+    sy_error err;
+    sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+    ck_assert_msg(sy_document_parse(json, strlen(json), &po, &d, &err) == 0,
+                  "%s: %s", err.path, err.message);
+    return d;
+}
+
+static sy_diff *diff_of(const char *a, const char *b) {
+    sy_document *da = doc(a), *db = doc(b);
+    sy_diff *d;
+    ck_assert_int_eq(sy_diff_documents(da, db, NULL, &d, NULL), 0);
+    sy_document_free(da);
+    sy_document_free(db);
+    return d;
+}
+
+#define BASE "{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"           \
+             "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"               \
+             "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"
+
+static unsigned changed_mask(const char *other) {
+    char a[1024], b[1024];
+    snprintf(a, sizeof a, "[%s]", BASE);
+    snprintf(b, sizeof b, "[%s]", other);
+    sy_diff *d = diff_of(a, b);
+    unsigned mask = 0;
+    ck_assert_uint_eq(sy_diff_updated_count(d) + sy_diff_unchanged_count(d), 1);
+    if (sy_diff_updated_count(d))
+        ck_assert_str_eq(sy_diff_updated(d, 0, &mask), "r");
+    sy_diff_free(d);
+    return mask;
+}
+
+START_TEST(added_removed_and_unchanged_are_counted) {
+    sy_diff *d = diff_of("[{\"id\":\"a\",\"uri\":\"http://a:80\"},"
+                         "{\"id\":\"b\",\"uri\":\"http://b:80\"}]",
+                         "[{\"id\":\"b\",\"uri\":\"http://b:80\"},"
+                         "{\"id\":\"c\",\"uri\":\"http://c:80\"}]");
+    ck_assert_uint_eq(sy_diff_added_count(d), 1);
+    ck_assert_str_eq(sy_diff_added(d, 0), "c");
+    ck_assert_uint_eq(sy_diff_removed_count(d), 1);
+    ck_assert_str_eq(sy_diff_removed(d, 0), "a");
+    ck_assert_uint_eq(sy_diff_updated_count(d), 0);
+    ck_assert_uint_eq(sy_diff_unchanged_count(d), 1);
+    ck_assert_ptr_null(sy_diff_added(d, 1));
+    sy_diff_free(d);
+}
+END_TEST
+
+START_TEST(each_changed_part_is_named) {
+    ck_assert_uint_eq(
+        changed_mask("{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"
+                     "\"predicates\":[\"Path=/b/**\",\"Method=GET\"],"
+                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
+        SY_CHANGED_PREDICATES);
+    ck_assert_uint_eq(
+        changed_mask("{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"
+                     "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
+                     "\"filters\":[\"StripPrefix=2\"],\"metadata\":{\"k\":\"v\"}}"),
+        SY_CHANGED_FILTERS);
+    ck_assert_uint_eq(
+        changed_mask("{\"id\":\"r\",\"uri\":\"http://b:80\",\"order\":1,"
+                     "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
+                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
+        SY_CHANGED_URI);
+    ck_assert_uint_eq(
+        changed_mask("{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"
+                     "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
+                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"w\"}}"),
+        SY_CHANGED_METADATA);
+    ck_assert_uint_eq(
+        changed_mask("{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":2,"
+                     "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
+                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
+        SY_CHANGED_ORDER);
+    ck_assert_uint_eq(
+        changed_mask("{\"id\":\"r\",\"uri\":\"http://b:80\",\"order\":3,"
+                     "\"predicates\":[\"Path=/a/**\"],"
+                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
+        SY_CHANGED_URI | SY_CHANGED_ORDER | SY_CHANGED_PREDICATES);
+}
+END_TEST
+
+START_TEST(the_same_route_written_differently_is_unchanged) {
+    /* object form, keys reordered, defaults spelled out, method case */
+    ck_assert_uint_eq(
+        changed_mask("{\"metadata\":{\"k\":\"v\"},\"order\":1,"
+                     "\"filters\":[{\"name\":\"StripPrefix\",\"args\":"
+                     "{\"parts\":\"1\"}}],"
+                     "\"predicates\":[{\"name\":\"Path\",\"args\":{"
+                     "\"patterns\":\"/a/**\",\"matchTrailingSlash\":true}},"
+                     "{\"args\":{\"methods\":\"get\"},\"name\":\"Method\"}],"
+                     "\"uri\":\"http://a:80\",\"id\":\"r\"}"),
+        0);
+}
+END_TEST
+
+static sy_router *router_with(const char *json) {
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(NULL, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    if (json)
+        ck_assert_int_eq(sy_router_apply(r, "s", json, strlen(json), NULL, NULL),
+                         0);
+    return r;
+}
+
+START_TEST(snapshot_diff_agrees_with_the_apply_report) {
+    const char *v1 = "[{\"id\":\"a\",\"uri\":\"http://a:80\"},"
+                     "{\"id\":\"b\",\"uri\":\"http://b:80\"}]";
+    const char *v2 = "[{\"id\":\"a\",\"uri\":\"http://a:80\",\"order\":5},"
+                     "{\"id\":\"c\",\"uri\":\"http://c:80\"}]";
+    sy_router *r = router_with(v1);
+    sy_snapshot *s1 = sy_router_acquire(r);
+    sy_report *rep;
+    ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), &rep, NULL), 0);
+    sy_snapshot *s2 = sy_router_acquire(r);
+    sy_diff *d;
+    ck_assert_int_eq(sy_diff_snapshots(s1, s2, NULL, &d, NULL), 0);
+    const sy_diff *rd = sy_report_diff(rep);
+    const sy_diff *both[2] = {d, rd};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_uint_eq(sy_diff_added_count(both[i]), 1);
+        ck_assert_str_eq(sy_diff_added(both[i], 0), "c");
+        ck_assert_uint_eq(sy_diff_removed_count(both[i]), 1);
+        ck_assert_str_eq(sy_diff_removed(both[i], 0), "b");
+        unsigned mask;
+        ck_assert_uint_eq(sy_diff_updated_count(both[i]), 1);
+        ck_assert_str_eq(sy_diff_updated(both[i], 0, &mask), "a");
+        ck_assert_uint_eq(mask, SY_CHANGED_ORDER);
+        ck_assert_uint_eq(sy_diff_unchanged_count(both[i]), 0);
+    }
+    sy_diff_free(d);
+    sy_report_free(rep);
+    sy_snapshot_release(s1);
+    sy_snapshot_release(s2);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(instance_changes_are_reported_by_id) {
+    sy_router *r = router_with(NULL);
+    sy_instance v1[] = {
+        {"i1", "10.0.0.1", 80, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"i2", "10.0.0.2", 80, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"i3", "10.0.0.3", 80, false, 1, SY_INSTANCE_UP, NULL, 0}};
+    sy_report *rep;
+    ck_assert_int_eq(sy_router_set_instances(r, "svc", v1, 3, &rep, NULL), 0);
+    const char *const *ids;
+    ck_assert_uint_eq(sy_report_instances_added(rep, &ids), 3);
+    sy_report_free(rep);
+    sy_instance v2[] = {
+        {"i1", "10.0.0.1", 80, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"i2", "10.0.0.2", 80, false, 5, SY_INSTANCE_UP, NULL, 0},
+        {"i4", "10.0.0.4", 80, false, 1, SY_INSTANCE_UP, NULL, 0}};
+    ck_assert_int_eq(sy_router_set_instances(r, "svc", v2, 3, &rep, NULL), 0);
+    ck_assert_uint_eq(sy_report_instances_added(rep, &ids), 1);
+    ck_assert_str_eq(ids[0], "i4");
+    ck_assert_uint_eq(sy_report_instances_removed(rep, &ids), 1);
+    ck_assert_str_eq(ids[0], "i3");
+    ck_assert_uint_eq(sy_report_instances_changed(rep, &ids), 1);
+    ck_assert_str_eq(ids[0], "i2");
+    sy_report_free(rep);
+    sy_instance_delta down = {SY_INSTANCE_STATE, {0}};
+    down.instance.id = "i1";
+    down.instance.state = SY_INSTANCE_DOWN;
+    ck_assert_int_eq(sy_router_update_instances(r, "svc", &down, 1, &rep, NULL),
+                     0);
+    ck_assert_uint_eq(sy_report_instances_changed(rep, &ids), 1);
+    ck_assert_str_eq(ids[0], "i1");
+    sy_report_free(rep);
+    sy_router_free(r);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("diff");
+    TCase *tc = tcase_create("diff");
+    tcase_add_test(tc, added_removed_and_unchanged_are_counted);
+    tcase_add_test(tc, each_changed_part_is_named);
+    tcase_add_test(tc, the_same_route_written_differently_is_unchanged);
+    tcase_add_test(tc, snapshot_diff_agrees_with_the_apply_report);
+    tcase_add_test(tc, instance_changes_are_reported_by_id);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

@@ -1,0 +1,235 @@
+/* test_gray.c - gray release end to end: each recipe of
+ * docs/gray-release.md (by header, by percentage, by user hash, rollback)
+ * and instance removal taking effect at the next acquire. */
+#include "testutil.h"
+
+#include "switchyard.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static sy_router *router_with(const char *json) {
+    sy_router *r;
+    sy_error err;
+    ck_assert_int_eq(sy_router_new(NULL, &r, &err), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "gw", &err), 0);
+    ck_assert_msg(sy_router_apply(r, "gw", json, strlen(json), NULL, &err) == 0,
+                  "%s: %s", err.path, err.message);
+    return r;
+}
+
+static void set_orders(sy_router *r, bool with_canary) {
+    sy_kv v2[] = {{"version", "2.0"}};
+    sy_instance list[] = {
+        {"stable-1", "10.0.0.1", 8080, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"stable-2", "10.0.0.2", 8080, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"canary-1", "10.0.1.1", 8080, false, 1, SY_INSTANCE_UP, v2, 1}};
+    ck_assert_int_eq(
+        sy_router_set_instances(r, "orders", list, with_canary ? 3 : 2, NULL,
+                                NULL),
+        0);
+}
+
+/* Route and instance chosen for one request; returns the instance id (or
+ * "" when none) and stores the route id in *route. */
+static const char *pick(sy_router *r, const char *path, const char *hname,
+                        const char *hvalue, uint64_t seed,
+                        const char **route) {
+    static char inst[64], rid[64];
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_header h = {{hname, hname ? strlen(hname) : 0},
+                   {hvalue, hvalue ? strlen(hvalue) : 0}};
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.host = (sy_str){"shop", 4};
+    req.path = (sy_str){path, strlen(path)};
+    req.headers = hname ? &h : NULL;
+    req.header_count = hname ? 1 : 0;
+    req.seed = seed;
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    ck_assert_ptr_nonnull(m);
+    snprintf(rid, sizeof rid, "%s", sy_route_id(sy_match_route(m)));
+    if (route)
+        *route = rid;
+    sy_selection sel;
+    inst[0] = '\0';
+    if (sy_snapshot_select(s, ctx, m, &req, &sel, NULL) == 0)
+        snprintf(inst, sizeof inst, "%s", sel.id);
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    return inst;
+}
+
+static const char *BY_HEADER =
+    "[{\"id\":\"orders\",\"uri\":\"lb://orders\","
+    "\"predicates\":[\"Path=/orders/**\"],"
+    "\"metadata\":{\"version-header\":\"X-Version\"}}]";
+
+START_TEST(recipe_by_header_sends_only_tagged_requests_to_the_canary) {
+    sy_router *r = router_with(BY_HEADER);
+    set_orders(r, true);
+    for (uint64_t seed = 0; seed < 200; seed++) {
+        ck_assert_str_eq(pick(r, "/orders/1", "X-Version", "2.0", seed, NULL),
+                         "canary-1");
+        const char *plain = pick(r, "/orders/1", NULL, NULL, seed, NULL);
+        ck_assert_msg(strncmp(plain, "stable-", 7) == 0, "got %s", plain);
+    }
+    /* an unknown version gets no instance (503), not a random one */
+    ck_assert_str_eq(pick(r, "/orders/1", "X-Version", "9.9", 1, NULL), "");
+    sy_router_free(r);
+}
+END_TEST
+
+static const char *BY_PERCENT =
+    "[{\"id\":\"orders-canary\",\"uri\":\"lb://orders-canary\","
+    "\"predicates\":[\"Path=/orders/**\",\"Weight=orders,10\"]},"
+    "{\"id\":\"orders-stable\",\"uri\":\"lb://orders\","
+    "\"predicates\":[\"Path=/orders/**\",\"Weight=orders,90\"]}]";
+
+START_TEST(recipe_by_percentage_splits_traffic_by_weight) {
+    sy_router *r = router_with(BY_PERCENT);
+    int canary = 0, n = 20000;
+    for (int seed = 0; seed < n; seed++) {
+        const char *route;
+        pick(r, "/orders/1", NULL, NULL, (uint64_t)seed * 7919u + 1, &route);
+        canary += strcmp(route, "orders-canary") == 0;
+    }
+    /* 10% +- 1.5 points over 20,000 draws */
+    ck_assert_msg(canary > n * 85 / 1000 && canary < n * 115 / 1000,
+                  "canary share %d of %d", canary, n);
+    /* the same seed always takes the same side */
+    const char *a, *b;
+    pick(r, "/orders/1", NULL, NULL, 42, &a);
+    char first[64];
+    snprintf(first, sizeof first, "%s", a);
+    pick(r, "/orders/1", NULL, NULL, 42, &b);
+    ck_assert_str_eq(first, b);
+    sy_router_free(r);
+}
+END_TEST
+
+static const char *BY_USER =
+    "[{\"id\":\"orders-canary\",\"uri\":\"lb://orders\",\"order\":-1,"
+    "\"predicates\":[\"Path=/orders/**\",\"Header=X-User-Id,.*[0-1]\"],"
+    "\"metadata\":{\"version-header\":\"X-Never\",\"version-fallback\":"
+    "\"latest\",\"lb-policy\":\"hash\",\"lb-hash-header\":\"X-User-Id\"}},"
+    "{\"id\":\"orders-stable\",\"uri\":\"lb://orders\","
+    "\"predicates\":[\"Path=/orders/**\"],"
+    "\"metadata\":{\"lb-policy\":\"hash\",\"lb-hash-header\":\"X-User-Id\"}}]";
+
+START_TEST(recipe_by_user_hash_keeps_each_user_on_one_side) {
+    sy_router *r = router_with(BY_USER);
+    set_orders(r, true);
+    for (int u = 0; u < 100; u++) {
+        char user[16];
+        snprintf(user, sizeof user, "user%d", u);
+        const char *route;
+        char inst[64];
+        snprintf(inst, sizeof inst, "%s",
+                 pick(r, "/orders/1", "X-User-Id", user, 1, &route));
+        bool canary_user = u % 10 <= 1;
+        ck_assert_str_eq(route, canary_user ? "orders-canary" : "orders-stable");
+        /* sticky: other seeds, same user, same instance */
+        for (uint64_t seed = 2; seed < 6; seed++)
+            ck_assert_str_eq(pick(r, "/orders/1", "X-User-Id", user, seed, NULL),
+                             inst);
+        if (!canary_user)
+            ck_assert_msg(strncmp(inst, "stable-", 7) == 0, "%s -> %s", user,
+                          inst);
+    }
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(recipe_rollback_returns_all_traffic_to_stable) {
+    sy_router *r = router_with(
+        "{\"version\":\"1\",\"routes\":[{\"id\":\"orders-stable\",\"uri\":"
+        "\"lb://orders\",\"predicates\":[\"Path=/orders/**\"]}]}");
+    const char *v2 =
+        "{\"version\":\"2\",\"routes\":[{\"id\":\"orders-canary\",\"uri\":"
+        "\"lb://orders-canary\",\"predicates\":[\"Path=/orders/**\","
+        "\"Weight=orders,50\"]},{\"id\":\"orders-stable\",\"uri\":"
+        "\"lb://orders\",\"predicates\":[\"Path=/orders/**\","
+        "\"Weight=orders,50\"]}]}";
+    ck_assert_int_eq(sy_router_apply(r, "gw", v2, strlen(v2), NULL, NULL), 0);
+    int canary = 0;
+    for (uint64_t seed = 0; seed < 200; seed++) {
+        const char *route;
+        pick(r, "/orders/1", NULL, NULL, seed, &route);
+        canary += strcmp(route, "orders-canary") == 0;
+    }
+    ck_assert_int_gt(canary, 50);
+    ck_assert_int_eq(sy_router_rollback(r, "gw", "1", NULL, NULL), 0);
+    for (uint64_t seed = 0; seed < 200; seed++) {
+        const char *route;
+        pick(r, "/orders/1", NULL, NULL, seed, &route);
+        ck_assert_str_eq(route, "orders-stable");
+    }
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(a_removed_instance_is_never_chosen_after_the_publish) {
+    sy_router *r = router_with(BY_HEADER);
+    set_orders(r, true);
+    sy_snapshot *old = sy_router_acquire(r); /* an in-flight request */
+    sy_instance_delta rm = {SY_INSTANCE_REMOVE, {0}};
+    rm.instance.id = "stable-2";
+    ck_assert_int_eq(sy_router_update_instances(r, "orders", &rm, 1, NULL, NULL),
+                     0);
+    for (uint64_t seed = 0; seed < 500; seed++)
+        ck_assert_str_ne(pick(r, "/orders/1", NULL, NULL, seed, NULL),
+                         "stable-2");
+    /* the old snapshot may still finish on it */
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/orders/1", 9};
+    int seen = 0;
+    for (uint64_t seed = 0; seed < 50; seed++) {
+        req.seed = seed;
+        sy_match *m;
+        ck_assert_int_eq(sy_snapshot_match(old, ctx, &req, &m), 0);
+        sy_selection sel;
+        ck_assert_int_eq(sy_snapshot_select(old, ctx, m, &req, &sel, NULL), 0);
+        seen += strcmp(sel.id, "stable-2") == 0;
+    }
+    ck_assert_int_gt(seen, 0);
+    sy_match_ctx_free(ctx);
+    sy_snapshot_release(old);
+    /* a downed instance is skipped at once as well */
+    sy_instance_delta down = {SY_INSTANCE_STATE, {0}};
+    down.instance.id = "stable-1";
+    down.instance.state = SY_INSTANCE_DOWN;
+    ck_assert_int_eq(
+        sy_router_update_instances(r, "orders", &down, 1, NULL, NULL), 0);
+    /* only the canary is left: unversioned requests fall to the latest */
+    ck_assert_str_eq(pick(r, "/orders/1", NULL, NULL, 3, NULL), "canary-1");
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(a_service_without_instances_gives_no_instance_not_a_crash) {
+    sy_router *r = router_with(BY_HEADER);
+    ck_assert_str_eq(pick(r, "/orders/1", NULL, NULL, 1, NULL), "");
+    sy_router_free(r);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("gray");
+    TCase *tc = tcase_create("gray");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, recipe_by_header_sends_only_tagged_requests_to_the_canary);
+    tcase_add_test(tc, recipe_by_percentage_splits_traffic_by_weight);
+    tcase_add_test(tc, recipe_by_user_hash_keeps_each_user_on_one_side);
+    tcase_add_test(tc, recipe_rollback_returns_all_traffic_to_stable);
+    tcase_add_test(tc, a_removed_instance_is_never_chosen_after_the_publish);
+    tcase_add_test(tc, a_service_without_instances_gives_no_instance_not_a_crash);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

@@ -160,8 +160,10 @@ void sy_pub_metrics_get(const sy_pub *p, sy_pub_metrics *out);
 /*
  * Benchmark: `threads` threads each do `iters` acquire + release pairs on one
  * domain (touching the object in between), while, if `storm`, one more
- * thread publishes new objects without pause. Returns the mean ns per pair
- * per thread, or a negative value on failure. Not for the library's users.
+ * thread publishes new objects without pause. Returns the mean, over the
+ * reader threads, of each thread's CPU time per pair in ns (CPU time, so a
+ * loaded machine does not inflate it), or a negative value on failure. Not
+ * for the library's users.
  */
 double sy_pub_bench_acquire_release_ns(int threads, bool storm, uint64_t iters);
 

@@ -25,6 +25,9 @@
  * child (one lookup each), and balance inside that group. Because every
  * candidate set is a precomputed group, round robin is exact over each
  * cycle of the group's schedule.
+ *
+ * (One file over the usual size: the build side and the select path read
+ * the same private structures, and splitting them would expose those.)
  */
 #include "service.h"
 
@@ -790,7 +793,8 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
     memset(s, 0, sizeof *s);
     atomic_init(&s->refs, 1);
     s->alloc = *a;
-    sy_arena_init(&s->arena, &s->alloc, 16384);
+    size_t chunk = 2048 + n * 256; /* small services stay small */
+    sy_arena_init(&s->arena, &s->alloc, chunk < 262144 ? chunk : 262144);
     s->map_cap = 16;
     s->map = sy_malloc(&s->alloc, s->map_cap * sizeof *s->map);
     s->name = sy_arena_strdup(&s->arena, name);

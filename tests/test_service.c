@@ -3,6 +3,7 @@
 #include "service.h"
 #include "testutil.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -983,6 +984,108 @@ START_TEST(references_keep_the_service_alive) {
 }
 END_TEST
 
+typedef struct rr_thread {
+    const sy_service *s;
+    int seen[3];
+} rr_thread;
+
+static void *rr_worker(void *arg) {
+    rr_thread *t = arg;
+    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    for (int i = 0; i < 50000; i++) {
+        sy_selection sel;
+        if (sy_service_select(t->s, &p, &sel, NULL) == 0)
+            t->seen[sel.id[0] - 'a']++;
+    }
+    return NULL;
+}
+
+START_TEST(round_robin_stays_exact_across_concurrent_threads) {
+    spec sp[] = {{.id = "a", .weight = 1},
+                 {.id = "b", .weight = 2},
+                 {.id = "c", .weight = 7}};
+    sy_service *s = mk(sp, 3);
+    rr_thread t[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        t[i] = (rr_thread){.s = s};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, rr_worker, &t[i]), 0);
+    }
+    int seen[3] = {0};
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        for (int k = 0; k < 3; k++)
+            seen[k] += t[i].seen[k];
+    }
+    /* 200k picks = 20k whole cycles, whoever took which turn */
+    ck_assert_int_eq(seen[0], 20000);
+    ck_assert_int_eq(seen[1], 40000);
+    ck_assert_int_eq(seen[2], 140000);
+    sy_service_unref(s);
+}
+END_TEST
+
+typedef struct fail_state {
+    long budget; /* allocations left; < 0 = unlimited */
+} fail_state;
+
+static void *fail_malloc(void *data, size_t n) {
+    fail_state *f = data;
+    if (f->budget == 0)
+        return NULL;
+    if (f->budget > 0)
+        f->budget--;
+    return malloc(n);
+}
+
+static void *fail_realloc(void *data, void *p, size_t n) {
+    fail_state *f = data;
+    if (f->budget == 0)
+        return NULL;
+    if (f->budget > 0)
+        f->budget--;
+    return realloc(p, n);
+}
+
+static void fail_free(void *data, void *p) {
+    (void)data;
+    free(p);
+}
+
+START_TEST(build_and_deltas_fail_cleanly_at_every_allocation) {
+    spec sp[] = {{.id = "a", .version = "1.0", .zone = "eu", .hint = "x"},
+                 {.id = "b", .version = "1.0", .zone = "us", .weight = 3},
+                 {.id = "c", .zone = "eu"},
+                 {.id = "d", .version = "2.0", .state = SY_INSTANCE_DOWN}};
+    sy_instance list[4];
+    sy_kv md[12];
+    fill(sp, 4, list, md);
+    fail_state f;
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    int failures = 0;
+    for (long budget = 0;; budget++) {
+        f.budget = budget;
+        sy_service *s = NULL, *t = NULL;
+        sy_error err;
+        int rc = sy_service_new(&a, "svc", list, 4, &s, &err);
+        if (rc == 0) {
+            sy_instance_delta d = delta(SY_INSTANCE_REMOVE, "a");
+            rc = sy_service_apply_deltas(s, &d, 1, &t, &err);
+            sy_service_unref(s);
+            sy_service_unref(t);
+        }
+        if (rc == 0)
+            break;
+        ck_assert_int_eq(rc, SY_ENOMEM);
+        ck_assert_ptr_null(t);
+        failures++;
+    }
+    ck_assert_int_gt(failures, 5); /* LeakSanitizer checks the cleanup */
+}
+END_TEST
+
 START_TEST(route_metadata_values_parse) {
     sy_lb_policy pol;
     sy_version_fallback fb;
@@ -1070,6 +1173,8 @@ int main(void) {
     tcase_add_test(tc, duplicate_metadata_key_is_reported);
     tcase_add_test(tc, instances_are_copied_and_weight_zero_becomes_one);
     tcase_add_test(tc, references_keep_the_service_alive);
+    tcase_add_test(tc, round_robin_stays_exact_across_concurrent_threads);
+    tcase_add_test(tc, build_and_deltas_fail_cleanly_at_every_allocation);
     tcase_add_test(tc, route_metadata_values_parse);
     tcase_add_test(tc, bench_hook_measures_every_policy);
     suite_add_tcase(s, tc);

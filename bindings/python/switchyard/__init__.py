@@ -17,6 +17,8 @@ See docs/python.md for the whole API.
 """
 from __future__ import annotations
 
+import logging as _logging
+
 from ._native import ffi as _ffi, lib as _lib
 from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
 from ._core import Document, Registry, Snapshot, diff, parse, parse_file
@@ -32,6 +34,10 @@ from ._types import (Action, Changed, Diff, ExplainStep, HostFilter,
                      Issue, Limits, Match, Metrics, Report, Request,
                      ResponseOp, ResponseOpKind, Route, Selection,
                      ShortcutType, Upstream, UpstreamKind)
+
+# Library logs go to the "switchyard" logger; like any library, stay quiet
+# unless the application configures logging.
+_logging.getLogger("switchyard").addHandler(_logging.NullHandler())
 
 #: The version of the libswitchyard this module runs against.
 library_version: str = _ffi.string(_lib.sy_version()).decode()

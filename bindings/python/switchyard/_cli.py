@@ -1,29 +1,47 @@
-"""The command-line tool, mirroring the C ``switchyard`` program.
+"""The command-line tool, mirroring the C ``switchyard`` program
+(examples/switchyard.c and examples/cli_route.c): same arguments, same
+output lines, same JSON shapes, same exit statuses.
 
-    python3 -m switchyard check FILE...
+    python3 -m switchyard --version
+    python3 -m switchyard check [--quiet] FILE...
     python3 -m switchyard match [--json] [-H 'Name: value']... [--remote-addr IP]
-                                [--now ISO8601|MS] [--seed N] FILE... METHOD URL
+        [--now ISO8601|EPOCH_MS] [--seed N] [--instances FILE] FILE... METHOD URL
     python3 -m switchyard explain [same options as match] FILE... METHOD URL
     python3 -m switchyard diff [--json] OLD NEW
 
-Exit status: 0 ok (check: all valid; match: a route matched), 1 a document
-is invalid or no route matched, 2 usage or I/O errors. All the routing
-logic is the library's.
+Exit status: 0 ok (match/explain: a route matched), 1 an invalid document
+(check) or no route matched, 2 usage errors, unreadable files, documents
+that do not load. All the routing logic is the library's.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from datetime import datetime
-from typing import Any, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ._core import diff, parse
 from ._errors import SwitchyardError
 from ._router import Router
-from ._types import Request
+from ._types import (Action, Changed, Instance, InstanceState, Issue,
+                     Request, UpstreamKind)
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+COMMANDS = (("check", "validate route documents"),
+            ("match", "find the route a request would take"),
+            ("explain", "show why each route matches or not"),
+            ("diff", "compare two route documents"))
+
+_OP_NAMES = {0: "add", 1: "add-if-absent", 2: "set", 3: "remove",
+             4: "dedupe", 5: "rewrite", 6: "rewrite-location"}
+
+
+class _Usage(Exception):
+    pass
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _read(path: str) -> bytes:
@@ -33,222 +51,487 @@ def _read(path: str) -> bytes:
         return f.read()
 
 
-def _describe(exc: SwitchyardError) -> str:
-    return f"{exc} [{exc.code_name}]"
+def _where(file: str, line: int, column: int, path: str, message: str,
+           dollar: bool = False) -> str:
+    if line:
+        return f"{file}: line {line}, column {column}: {message}"
+    if path or dollar:
+        return f"{file}: {path or '$'}: {message}"
+    return f"{file}: {message}"
 
 
-def _header(value: str) -> Tuple[str, str]:
-    name, sep, val = value.partition(":")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(
-            f"header must look like 'Name: value', got {value!r}")
-    return name.strip(), val.strip()
+def _exc_line(file: str, e: SwitchyardError, dollar: bool = False) -> str:
+    return _where(file, e.line, e.column, e.path, e.message, dollar)
 
 
-def _now(value: str) -> Any:
-    if value.lstrip("-").isdigit():
-        return int(value)
-    text = value.split("[", 1)[0]  # drop an SCG-style [Zone/Id] suffix
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--now wants ISO-8601 or epoch milliseconds, got {value!r}")
+def _issue_line(file: str, i: Issue) -> str:
+    return _where(file, i.line, i.column, i.path, i.message)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python3 -m switchyard",
-        description="Check, match, explain and diff Spring Cloud Gateway "
-                    "route documents with libswitchyard.")
-    sub = p.add_subparsers(dest="command", required=True)
+# ------------------------------------------------------------------------
+# check
+# ------------------------------------------------------------------------
 
-    c = sub.add_parser("check", help="validate route documents")
-    c.add_argument("files", nargs="+", metavar="FILE")
-
-    for name, help_ in (("match", "match one request"),
-                        ("explain", "why each route does or does not match")):
-        m = sub.add_parser(name, help=help_)
-        m.add_argument("--json", action="store_true", help="JSON output")
-        m.add_argument("-H", "--header", dest="headers", action="append",
-                       type=_header, default=[], metavar="'Name: value'")
-        m.add_argument("--remote-addr", default=None, metavar="IP")
-        m.add_argument("--now", type=_now, default=None, metavar="ISO8601")
-        m.add_argument("--seed", type=int, default=0, metavar="N")
-        m.add_argument("files", nargs="+", metavar="FILE")
-        m.add_argument("method", metavar="METHOD")
-        m.add_argument("url", metavar="URL")
-
-    d = sub.add_parser("diff", help="diff two route documents")
-    d.add_argument("--json", action="store_true", help="JSON output")
-    d.add_argument("old", metavar="OLD")
-    d.add_argument("new", metavar="NEW")
-    return p
+_CHECK_USAGE = (
+    "usage: switchyard check [--quiet] FILE...\n"
+    "Validate route documents (a JSON array of routes or "
+    "{\"version\", \"routes\"}).\n"
+    "Prints one line per error; exit status 0 when every file is valid,\n"
+    "1 when any is not, 2 on usage errors or unreadable files.\n"
+    "FILE may be - for standard input.\n")
 
 
-def _check(files: Sequence[str], out: TextIO, err: TextIO) -> int:
-    rc = EXIT_OK
-    for path in files:
-        try:
-            raw = _read(path)
-        except OSError as exc:
-            print(f"{path}: {exc.strerror or exc}", file=err)
-            rc = max(rc, EXIT_USAGE)
+def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+    quiet = False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            i += 1
+            break
+        if a in ("-h", "--help"):
+            out.write(_CHECK_USAGE)
+            return EXIT_OK
+        if a in ("-q", "--quiet"):
+            quiet = True
+            i += 1
             continue
-        try:
-            with parse(raw) as doc:
-                version = doc.version
-                n = len(doc)
-        except SwitchyardError as exc:
-            print(f"{path}: {_describe(exc)}", file=err)
-            rc = max(rc, EXIT_FAIL)
-            continue
-        v = f", version {version}" if version is not None else ""
-        print(f"{path}: ok, {n} route{'s' if n != 1 else ''}{v}", file=out)
-    return rc
-
-
-def _router(files: Sequence[str], err: TextIO) -> Optional[Router]:
-    router = Router()
-    for path in files:
-        try:
-            raw = _read(path)
-            router.add_source(path)
-            router.apply(path, raw)
-        except OSError as exc:
-            print(f"{path}: {exc.strerror or exc}", file=err)
-            router.close()
-            return None
-        except SwitchyardError as exc:
-            print(f"{path}: {_describe(exc)}", file=err)
-            router.close()
-            return None
-    return router
-
-
-def _request(args: argparse.Namespace) -> Request:
-    return Request(method=args.method.upper(), url=args.url,
-                   headers=tuple(args.headers), remote_addr=args.remote_addr,
-                   now=args.now, seed=args.seed)
-
-
-def _match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    router = _router(args.files, err)
-    if router is None:
+        if a.startswith("-") and len(a) > 1:
+            err.write(f"switchyard check: unknown option '{a}'\n")
+            err.write(_CHECK_USAGE)
+            return EXIT_USAGE
+        break
+    files = argv[i:]
+    if not files:
+        err.write("switchyard check: no file given\n")
+        err.write(_CHECK_USAGE)
         return EXIT_USAGE
-    with router, router.acquire() as snap:
-        m = snap.match(_request(args))
-    if args.json:
-        json.dump(None if m is None else m.to_dict(), out, indent=2)
-        out.write("\n")
-        return EXIT_OK if m is not None else EXIT_FAIL
-    if m is None:
-        print("no match", file=out)
-        return EXIT_FAIL
-    u = m.upstream
-    print(f"route: {m.route_id}", file=out)
-    if u.kind.name == "URL":
-        target = f"{u.scheme}://{u.host}:{u.port}"
-    elif u.kind.name == "SERVICE":
-        target = f"lb://{u.host}"
-    elif u.kind.name == "FORWARD":
-        target = f"forward:{u.path}"
-    else:
-        target = "no://op"
-    print(f"upstream: {target}", file=out)
-    print(f"action: {m.action.name.lower()}", file=out)
-    if m.status:
-        print(f"status: {m.status}", file=out)
-    if m.redirect is not None:
-        print(f"location: {m.redirect}", file=out)
-    print(f"path: {m.path}", file=out)
-    if m.query:
-        print(f"query: {m.query}", file=out)
-    for name, value in m.vars.items():
-        print(f"var: {name}={value}", file=out)
-    for name, value in m.headers:
-        print(f"header: {name}: {value}", file=out)
-    if m.preserve_host:
-        print("preserve-host: true", file=out)
-    for op in m.response_ops:
-        print(f"response: {op.kind.name.lower()} {op.name}"
-              f"{' ' + op.value if op.value else ''}"
-              f"{' (' + op.arg + ')' if op.arg else ''}", file=out)
-    for f in m.host_filters:
-        args_ = ", ".join(f"{k}={v}" for k, v in f.args)
-        print(f"filter: {f.name}({args_})", file=out)
+    status = EXIT_OK
+    for file in files:
+        try:
+            raw = _read(file)
+        except OSError as exc:
+            err.write(f"switchyard check: {file}: {exc.strerror or exc}\n")
+            status = EXIT_USAGE
+            continue
+        try:
+            doc = parse(raw, lenient=True)  # list every bad route
+        except SwitchyardError as exc:
+            out.write(_exc_line(file, exc) + "\n")
+            status = status or EXIT_FAIL
+            continue
+        with doc:
+            issues = doc.issues
+            for issue in issues:
+                out.write(_issue_line(file, issue) + "\n")
+            if issues:
+                status = status or EXIT_FAIL
+            elif not quiet:
+                n = len(doc)
+                out.write(f"{file}: ok, {n} route{'' if n == 1 else 's'}\n")
+    return status
+
+
+# ------------------------------------------------------------------------
+# match and explain
+# ------------------------------------------------------------------------
+
+class _RequestArgs:
+    def __init__(self) -> None:
+        self.json = False
+        self.files: List[str] = []
+        self.headers: List[Tuple[str, str]] = []
+        self.remote_addr: Optional[str] = None
+        self.now: Optional[str] = None
+        self.instances: Optional[str] = None
+        self.seed = 0
+        self.method = ""
+        self.url = ""
+
+
+def _request_usage(cmd: str) -> str:
+    return (f"usage: switchyard {cmd} [--json] [-H 'Name: value']... "
+            "[--remote-addr IP] [--now ISO8601|EPOCH_MS] [--seed N] "
+            "[--instances FILE] FILE... METHOD URL\n")
+
+
+def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
+    a = _RequestArgs()
+    pos: List[str] = []
+    i = 0
+    while i < len(argv):
+        s = argv[i]
+        has_next = i + 1 < len(argv)
+        if s == "--json":
+            a.json = True
+        elif s == "-H" and has_next:
+            i += 1
+            name, colon, value = argv[i].partition(":")
+            if not colon or not name:
+                raise _Usage("a header must look like 'Name: value'")
+            a.headers.append((name, value.lstrip(" \t")))
+        elif s == "--remote-addr" and has_next:
+            i += 1
+            a.remote_addr = argv[i]
+        elif s == "--now" and has_next:
+            i += 1
+            a.now = argv[i]
+        elif s == "--instances" and has_next:
+            i += 1
+            a.instances = argv[i]
+        elif s == "--seed" and has_next:
+            i += 1
+            if not argv[i].isdigit() or int(argv[i]) >= 1 << 64:
+                raise _Usage("--seed takes a non-negative integer")
+            a.seed = int(argv[i])
+        elif s.startswith("--"):
+            raise _Usage("unknown option or missing value")
+        else:
+            pos.append(s)
+        i += 1
+    if len(pos) < 3:
+        raise _Usage("needs FILE... METHOD URL")
+    a.files, a.method, a.url = pos[:-2], pos[-2], pos[-1]
+    return a
+
+
+def _parse_now(text: str) -> int:
+    """ISO-8601 (2024-01-02T03:04:05[.678](Z|+01:00)) or epoch ms, parsed by
+    the same rules as the C tool."""
+    from datetime import datetime, timezone
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    t = text[:-1] + "+00:00" if text.endswith("Z") else text
+    try:
+        dt = datetime.fromisoformat(t)
+    except ValueError:
+        raise _Usage("--now takes ISO-8601 (2024-01-02T03:04:05Z) "
+                     "or epoch milliseconds") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp()) * 1000 + dt.microsecond // 1000
+
+
+def _split_url(url: str) -> Tuple[str, str, str, str]:
+    """(scheme, host, path, query) the way the C tool splits a URL."""
+    scheme = host = ""
+    rest = url
+    if "://" in url:
+        scheme, _, rest = url.partition("://")
+        cut = min((rest.find(c) for c in "/?" if c in rest),
+                  default=len(rest))
+        host, rest = rest[:cut], rest[cut:]
+    path, _, query = rest.partition("?")
+    return scheme, host, path or "/", query
+
+
+def _build_request(a: _RequestArgs) -> Request:
+    scheme, host, path, query = _split_url(a.url)
+    headers = list(a.headers)
+    host_headers = [v for n, v in headers if n.lower() == "host"]
+    if host_headers:
+        host = host_headers[-1]
+    elif host:
+        headers.append(("Host", host))
+    content_length = None
+    for n, v in headers:
+        if n.lower() == "content-length":
+            digits = v.strip()
+            sign = -1 if digits.startswith("-") else 1
+            digits = digits.lstrip("+-")
+            num = ""
+            for ch in digits:
+                if not ch.isdigit():
+                    break
+                num += ch
+            content_length = sign * int(num) if num else 0
+    now = _parse_now(a.now) if a.now else None
+    return Request(method=a.method, scheme=scheme, host=host, path=path,
+                   query=query, headers=tuple(headers),
+                   remote_addr=a.remote_addr or "127.0.0.1", now=now,
+                   seed=a.seed, content_length=content_length)
+
+
+def _load_instances(router: Router, path: str, err: TextIO) -> int:
+    try:
+        root = json.loads(_read(path))
+    except OSError as exc:
+        err.write(f"switchyard: cannot read {path}: {exc.strerror or exc}\n")
+        return EXIT_USAGE
+    except ValueError:
+        root = None
+    services = root.get("services") if isinstance(root, dict) else None
+    if not isinstance(services, dict):
+        err.write(f"{path}: expected {{\"services\": {{...}}}}\n")
+        return EXIT_USAGE
+    for name, items in services.items():
+        instances = []
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                item = {}
+            st = item.get("state")
+            state = (InstanceState.UP if st in (None, "up") else
+                     InstanceState.DRAINING if st == "draining" else
+                     InstanceState.DOWN)
+            meta = item.get("metadata")
+            port, weight = item.get("port"), item.get("weight")
+            instances.append(Instance(
+                id=item.get("id") if isinstance(item.get("id"), str) else "",
+                host=item.get("host") if isinstance(item.get("host"), str)
+                else "",
+                port=int(port) & 0xFFFF if isinstance(port, (int, float))
+                else 0,
+                secure=item.get("secure") is True,
+                weight=int(weight) if isinstance(weight, (int, float)) else 1,
+                state=state,
+                metadata={k: v for k, v in meta.items()
+                          if isinstance(v, str)}
+                if isinstance(meta, dict) else {}))
+        try:
+            router.set_instances(name, instances)
+        except SwitchyardError as exc:
+            err.write(f"{path}: services.{name}.{exc.path}: {exc.message}\n")
+            return EXIT_USAGE
     return EXIT_OK
 
 
-def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    router = _router(args.files, err)
-    if router is None:
-        return EXIT_USAGE
-    with router, router.acquire() as snap:
-        steps = snap.explain(_request(args))
-    matched = any(s.matched for s in steps)
-    if args.json:
-        json.dump([{"id": s.route_id, "matched": s.matched,
-                    "failed_predicate": s.failed_predicate,
-                    "failed_name": s.failed_name} for s in steps],
-                  out, indent=2)
-        out.write("\n")
-        return EXIT_OK if matched else EXIT_FAIL
-    for s in steps:
-        if s.matched:
-            print(f"{s.route_id}: matched", file=out)
-        elif s.failed_predicate is not None and s.failed_predicate < 0:
-            print(f"{s.route_id}: {s.failed_name}", file=out)
-        else:
-            print(f"{s.route_id}: failed predicates[{s.failed_predicate}] "
-                  f"{s.failed_name}", file=out)
-    return EXIT_OK if matched else EXIT_FAIL
-
-
-def _diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    docs = []
-    for path in (args.old, args.new):
+def _load_router(cmd: str, a: _RequestArgs, err: TextIO
+                 ) -> Tuple[int, Optional[Router]]:
+    router = Router()
+    for file in a.files:
         try:
-            docs.append(parse(_read(path)))
+            raw = _read(file)
         except OSError as exc:
-            print(f"{path}: {exc.strerror or exc}", file=err)
-            return EXIT_USAGE
+            err.write(f"switchyard {cmd}: cannot read {file}: "
+                      f"{exc.strerror or exc}\n")
+            router.close()
+            return EXIT_USAGE, None
+        try:
+            router.add_source(file)
+            router.apply(file, raw)
         except SwitchyardError as exc:
-            print(f"{path}: {_describe(exc)}", file=err)
+            err.write(_exc_line(file, exc, dollar=True) + "\n")
+            router.close()
+            return EXIT_USAGE, None
+    if a.instances:
+        rc = _load_instances(router, a.instances, err)
+        if rc:
+            router.close()
+            return rc, None
+    return EXIT_OK, router
+
+
+def _match(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+    a = _parse_request_args("match", argv)
+    rc, router = _load_router("match", a, err)
+    if router is None:
+        return rc
+    req = _build_request(a)
+    with router, router.acquire() as snap:
+        m = snap.match(req)
+        route = snap.get(m.route_id) if m is not None else None
+        sel = None
+        why: Optional[str] = None
+        if m is not None and m.upstream.kind == UpstreamKind.SERVICE:
+            try:
+                sel = snap.select(req)
+            except SwitchyardError as exc:
+                why = exc.message
+    if a.json:
+        if m is None or route is None:
+            out.write(_dumps({"route": None}) + "\n")
             return EXIT_FAIL
-    d = diff(docs[0], docs[1])
-    for doc in docs:
-        doc.close()
-    if args.json:
-        json.dump(d.to_dict(), out)
-        out.write("\n")
+        o: Dict[str, Any] = {
+            "route": m.route_id,
+            "vars": dict(m.vars),
+            "path": m.path,
+            "query": m.query,
+            "headers": [[n, v] for n, v in m.headers],
+            "response_headers": [[_OP_NAMES.get(int(op.kind), "?"), op.name,
+                                  op.value] for op in m.response_ops],
+            "status": m.status or None,
+            "redirect": m.redirect,
+            "upstream": route.uri,
+            "filters": [{"name": f.name, "args": dict(f.args)}
+                        for f in m.host_filters],
+        }
+        if sel is not None:
+            o["instance"] = {"id": sel.id, "host": sel.host,
+                             "port": sel.port, "scheme": sel.scheme}
+        else:
+            o["instance"] = None
+            if why is not None:
+                o["instance_error"] = why
+        out.write(_dumps(o) + "\n")
+        return EXIT_OK
+    if m is None or route is None:
+        out.write(f"no route matches {a.method} {a.url} "
+                  "(the gateway answers 404)\n")
+        return EXIT_FAIL
+    out.write(f"route:    {m.route_id} (order {route.order})\n")
+    for name, value in m.vars.items():
+        out.write(f"var:      {name} = {value}\n")
+    out.write(f"upstream: {route.uri}\n")
+    if sel is not None:
+        out.write(f"instance: {sel.id} {sel.scheme}://{sel.host}:{sel.port}\n")
+    elif why is not None:
+        out.write(f"instance: none ({why})\n")
+    if m.action == Action.REDIRECT:
+        out.write(f"answer:   {m.status} redirect to {m.redirect or ''}\n")
+    elif m.action == Action.RESPOND:
+        out.write(f"answer:   {m.status} without calling upstream\n")
+    out.write(f"request:  {a.method} {m.path}"
+              f"{'?' if m.query else ''}{m.query}\n")
+    for name, value in m.headers:
+        out.write(f"  header: {name}: {value}\n")
+    if m.action == Action.PROXY and m.status:
+        out.write(f"status:   {m.status}\n")
+    for op in m.response_ops:
+        out.write(f"response: {_OP_NAMES.get(int(op.kind), '?')} {op.name}"
+                  f"{': ' if op.value else ''}{op.value}\n")
+    for f in m.host_filters:
+        out.write(f"filter:   {f.name} (run by the host)\n")
+    return EXIT_OK
+
+
+def _explain(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+    a = _parse_request_args("explain", argv)
+    rc, router = _load_router("explain", a, err)
+    if router is None:
+        return rc
+    req = _build_request(a)
+    with router, router.acquire() as snap:
+        steps = snap.explain(req)
+        orders = {r.id: r.order for r in snap}
+        m = snap.match(req)
+    winner = m.route_id if m is not None else None
+    if a.json:
+        routes = []
+        for s in steps:
+            e: Dict[str, Any] = {"route": s.route_id,
+                                 "order": orders.get(s.route_id, 0),
+                                 "matched": s.matched}
+            if not s.matched:
+                if s.failed_predicate is not None and s.failed_predicate >= 0:
+                    e["failed_predicate"] = s.failed_predicate
+                e["failed"] = s.failed_name
+            routes.append(e)
+        out.write(_dumps({"route": winner, "routes": routes}) + "\n")
+    else:
+        for rank, s in enumerate(steps, 1):
+            order = orders.get(s.route_id, 0)
+            head = f"{rank:3d}. {s.route_id:<24} order {order:<6d} "
+            if s.matched:
+                out.write(head + "MATCH\n")
+            elif s.failed_predicate is None or s.failed_predicate < 0:
+                out.write(head + f"skipped: {s.failed_name}\n")
+            else:
+                out.write(head + f"predicates[{s.failed_predicate}] "
+                          f"{s.failed_name} does not hold\n")
+        out.write(f"=> {winner if winner else 'no route (404)'}\n")
+    return EXIT_OK if winner else EXIT_FAIL
+
+
+# ------------------------------------------------------------------------
+# diff
+# ------------------------------------------------------------------------
+
+def _diff(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+    as_json = False
+    files: List[str] = []
+    bad = False
+    for s in argv:
+        if s == "--json":
+            as_json = True
+        elif len(files) < 2 and not s.startswith("-"):
+            files.append(s)
+        else:
+            bad = True
+    if bad or len(files) != 2:
+        err.write("usage: switchyard diff [--json] OLD NEW\n")
+        return EXIT_USAGE
+    docs = []
+    for file in files:
+        try:
+            raw = _read(file)
+        except OSError as exc:
+            err.write(f"switchyard diff: cannot read {file}: "
+                      f"{exc.strerror or exc}\n")
+            return EXIT_USAGE
+        try:
+            docs.append(parse(raw))
+        except SwitchyardError as exc:
+            err.write(_exc_line(file, exc, dollar=True) + "\n")
+            return EXIT_USAGE
+    try:
+        d = diff(docs[0], docs[1])
+    finally:
+        for doc in docs:
+            doc.close()
+    if as_json:
+        out.write(_dumps(d.to_dict()) + "\n")
         return EXIT_OK
     for rid in d.added:
-        print(f"+ {rid}", file=out)
+        out.write(f"+ {rid}\n")
     for rid in d.removed:
-        print(f"- {rid}", file=out)
+        out.write(f"- {rid}\n")
     for rid, changed in d.updated:
-        print(f"~ {rid} ({', '.join(changed.names())})", file=out)
-    print(f"{d.unchanged} unchanged", file=out)
+        out.write(f"~ {rid} ({', '.join(Changed(changed).names())})\n")
+    out.write(f"{d.unchanged} unchanged\n")
     return EXIT_OK
 
 
-def main(argv: Optional[List[str]] = None, out: Optional[TextIO] = None,
+# ------------------------------------------------------------------------
+# dispatch
+# ------------------------------------------------------------------------
+
+def _usage(out: TextIO) -> None:
+    out.write("usage: switchyard COMMAND [ARGS...]\n"
+              "       switchyard --version\n\ncommands:\n")
+    for name, summary in COMMANDS:
+        out.write(f"  {name:<8} {summary}\n")
+    out.write("\nswitchyard COMMAND --help shows a command's options.\n")
+
+
+def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None,
          err: Optional[TextIO] = None) -> int:
-    """Run the tool; returns the exit status."""
+    """Run the tool with ``argv`` (default: sys.argv[1:]); returns the exit
+    status instead of exiting."""
+    args = list(sys.argv[1:] if argv is None else argv)
     out = out or sys.stdout
     err = err or sys.stderr
-    args = _parser().parse_args(argv)
-    try:
-        if args.command == "check":
-            return _check(args.files, out, err)
-        if args.command == "match":
-            return _match(args, out, err)
-        if args.command == "explain":
-            return _explain(args, out, err)
-        return _diff(args, out, err)
-    except SwitchyardError as exc:
-        print(f"switchyard: {_describe(exc)}", file=err)
+    if not args:
+        _usage(err)
         return EXIT_USAGE
+    cmd, rest = args[0], args[1:]
+    if cmd in ("--version", "-V"):
+        from . import library_version
+        out.write(f"switchyard {library_version}\n")
+        return EXIT_OK
+    if cmd in ("-h", "--help", "help"):
+        _usage(out)
+        return EXIT_OK
+    try:
+        if cmd == "check":
+            return _check(rest, out, err)
+        if cmd in ("match", "explain"):
+            if any(x in ("-h", "--help") for x in rest):
+                out.write(_request_usage(cmd))
+                return EXIT_OK
+            return (_match if cmd == "match" else _explain)(rest, out, err)
+        if cmd == "diff":
+            return _diff(rest, out, err)
+    except _Usage as exc:
+        err.write(f"switchyard {cmd}: {exc}\n")
+        err.write(_request_usage(cmd))
+        return EXIT_USAGE
+    except SwitchyardError as exc:
+        err.write(f"switchyard {cmd}: {exc.message}\n")
+        return EXIT_USAGE
+    err.write(f"switchyard: unknown command '{cmd}'\n")
+    _usage(err)
+    return EXIT_USAGE
+
+

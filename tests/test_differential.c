@@ -337,6 +337,9 @@ static void gen_route(rng *r, text *t, const char *id, bool allow_disabled) {
     /* most routes have a Path, some a Host, some neither */
     bool path = chance(r, 75), host = chance(r, 30);
     unsigned extra = below(r, 3);
+    /* a bare catch-all would hide everything ranked after it */
+    if (!path && !host && extra == 0 && chance(r, 85))
+        extra = 1 + below(r, 2);
     unsigned kinds[8];
     unsigned nk = 0;
     if (host && chance(r, 30))

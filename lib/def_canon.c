@@ -148,8 +148,8 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
     }
     /* extra keys (open factories) or host factory args: sorted by key */
     size_t start = i;
-    sy_kv *rest = e->args + start;
     size_t n = e->arg_count - start;
+    const sy_kv *rest = n ? e->args + start : NULL;
     bool sorted = true;
     for (size_t k = 1; k < n; k++)
         sorted = sorted && strcmp(rest[k - 1].key, rest[k].key) <= 0;
@@ -157,7 +157,7 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
     sy_kv small[32];
     sy_def_entry view = *e;
     if (!sorted && n <= SY_ARRAY_LEN(small)) {
-        memcpy(small, rest, n * sizeof *small);
+        memcpy(small, rest, n * sizeof *small); /* n > 1 here */
         for (size_t a = 1; a < n; a++) /* stable insertion sort */
             for (size_t c = a;
                  c > 0 && strcmp(small[c - 1].key, small[c].key) > 0; c--) {

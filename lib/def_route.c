@@ -607,7 +607,7 @@ static int finish_entry(struct sy_route *r, const factory_view *v,
             e->args[k].value = raw[i].value;
             k++;
         }
-    if (!sy_def_sort_kv(a, e->args + extra, k - extra))
+    if (k > extra && !sy_def_sort_kv(a, e->args + extra, k - extra))
         return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
     e->arg_count = k;
     if (!v->spec)

@@ -466,6 +466,20 @@ START_TEST(filter_without_equals_has_no_args) {
 }
 END_TEST
 
+/* found by fuzz_document: entries without args under UBSan */
+START_TEST(entries_without_args_have_an_empty_arg_list) {
+    sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":"
+                              "[{\"name\":\"PreserveHostHeader\"},{\"name\":"
+                              "\"RequestRateLimiter\",\"args\":{}}]}]",
+                              false);
+    ck_assert_uint_eq(filt(d, 0, 0)->arg_count, 0);
+    ck_assert_uint_eq(filt(d, 0, 1)->arg_count, 0);
+    ck_assert_ptr_nonnull(strstr(
+        route0(d)->canonical, "{\"name\":\"RequestRateLimiter\",\"args\":{}}"));
+    sy_document_free(d);
+}
+END_TEST
+
 START_TEST(json_numbers_and_booleans_become_text) {
     sy_document *d = parse_ok(
         "[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":[{\"name\":"
@@ -858,6 +872,7 @@ int main(void) {
     tcase_add_test(tc, gather_list_collects_every_value_in_order);
     tcase_add_test(tc, tail_flag_takes_a_last_boolean_value);
     tcase_add_test(tc, filter_without_equals_has_no_args);
+    tcase_add_test(tc, entries_without_args_have_an_empty_arg_list);
     tcase_add_test(tc, json_numbers_and_booleans_become_text);
     tcase_add_test(tc, open_args_filters_keep_extra_keys_sorted);
     tcase_add_test(tc, shortcut_arg_errors_name_the_field_in_the_message);

@@ -1,0 +1,642 @@
+/*
+ * def_entry.c - predicate and filter entries of a route (route model
+ * section 2): object and shortcut-string forms, mapping args to the
+ * factory's fields (DEFAULT, GATHER_LIST, GATHER_LIST_TAIL_FLAG), SpEL
+ * rejection and validation of every value by its field type.
+ */
+#include "def_build.h"
+#include "values.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define GENKEY "_genkey_"
+
+static bool is_genkey(const char *k) {
+    return strncmp(k, GENKEY, sizeof GENKEY - 1) == 0;
+}
+
+void sy_def_path(char *out, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, cap, fmt, ap);
+    va_end(ap);
+}
+
+void sy_def_number_text(double v, char *buf, size_t size) {
+    if (isfinite(v) && v == floor(v) && fabs(v) < 9007199254740992.0)
+        snprintf(buf, size, "%.0f", v);
+    else
+        snprintf(buf, size, "%.17g", v);
+}
+
+/* ---- entries ---- */
+
+/* The factory being mapped: built-in spec or host field list. */
+typedef struct factory_view {
+    const sy_factory_spec *spec;
+    const void *host;
+    sy_shortcut_type type;
+    bool shortcut_allowed, open;
+    size_t nfields;
+    const char *names[SY_MAX_FIELDS + 8];
+    bool list[SY_MAX_FIELDS + 8];
+} factory_view;
+
+typedef struct raw_arg {
+    const char *key;
+    const char *value;
+    int field; /* index in view, or -1 for an extra key */
+} raw_arg;
+
+/* Error helpers: shortcut entries report at the entry, object entries at
+ * the argument. */
+typedef struct entry_ctx {
+    const char *path; /* entry path */
+    bool shortcut;
+    const char *name;
+} entry_ctx;
+
+static int arg_error(const entry_ctx *ec, int code, const char *key,
+                     const char *reason, sy_error *err) {
+    char p[256];
+    if (ec->shortcut) {
+        return sy_error_set(err, code, ec->path, "%s: %s: %s", ec->name, key,
+                            reason);
+    }
+    sy_def_path(p, sizeof p, "%s.args.%s", ec->path, key);
+    return sy_error_set(err, code, p, "%s: %s: %s", ec->name, key, reason);
+}
+
+static int find_view(const sy_def_ctx *ctx, sy_factory_kind kind,
+                     const char *name, factory_view *v) {
+    memset(v, 0, sizeof *v);
+    size_t len = strlen(name);
+    v->spec = sy_factory_find(kind, name, len);
+    if (v->spec) {
+        v->type = v->spec->shortcut;
+        v->shortcut_allowed = v->spec->shortcut_allowed;
+        v->open = v->spec->open_args;
+        v->nfields = v->spec->field_count;
+        for (size_t i = 0; i < v->nfields; i++) {
+            v->names[i] = v->spec->fields[i].name;
+            v->list[i] = v->spec->fields[i].list;
+        }
+        return 0;
+    }
+    const char *const *fields = NULL;
+    if (kind == SY_FACTORY_PREDICATE) {
+        const sy_predicate_factory *f =
+            sy_registry_find_predicate(ctx->registry, name, len);
+        if (f) {
+            v->host = f;
+            v->type = f->shortcut_type;
+            fields = f->shortcut_fields;
+        }
+    } else {
+        const sy_filter_factory *f =
+            sy_registry_find_filter(ctx->registry, name, len);
+        if (f) {
+            v->host = f;
+            v->type = f->shortcut_type;
+            fields = f->shortcut_fields;
+        }
+    }
+    if (!v->host)
+        return -1;
+    v->shortcut_allowed = true;
+    v->open = true;
+    for (size_t i = 0; fields && fields[i] && i < SY_ARRAY_LEN(v->names); i++) {
+        v->names[i] = fields[i];
+        v->list[i] = i == 0 && v->type != SY_SHORTCUT_DEFAULT;
+        v->nfields++;
+    }
+    return 0;
+}
+
+static int field_index(const factory_view *v, const char *key) {
+    for (size_t i = 0; i < v->nfields; i++)
+        if (strcmp(v->names[i], key) == 0)
+            return (int)i;
+    return -1;
+}
+
+static bool is_spel(const char *s) {
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' ||
+                 s[n - 1] == '\r'))
+        n--;
+    return n >= 3 && s[0] == '#' && s[1] == '{' && s[n - 1] == '}';
+}
+
+/* Map raw args onto fields (sets raw[i].field). */
+static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
+                    size_t n, sy_error *err) {
+    bool set[SY_ARRAY_LEN(v->names)] = {false};
+    size_t gen = 0;
+    int list_field = -1;
+    for (size_t i = 0; i < v->nfields; i++)
+        if (v->list[i] && list_field < 0)
+            list_field = (int)i;
+    if (v->type != SY_SHORTCUT_DEFAULT && list_field < 0) {
+        /* a host GATHER_LIST factory without fields: keep keys as given */
+        for (size_t i = 0; i < n; i++)
+            raw[i].field = -1;
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *k = raw[i].key;
+        int f = field_index(v, k);
+        if (v->type != SY_SHORTCUT_DEFAULT) {
+            /* gathered: named non-list fields keep their key, every other
+             * value joins the list in order */
+            if (f < 0 || v->list[f])
+                f = list_field;
+        } else if (is_genkey(k)) {
+            size_t limit = v->shortcut_allowed ? v->nfields : 0;
+            if (gen >= limit) {
+                if (v->host) {
+                    raw[i].field = -1;
+                    continue;
+                }
+                char why[160];
+                if (v->shortcut_allowed && v->nfields == 0)
+                    snprintf(why, sizeof why, "takes no arguments");
+                else if (!v->shortcut_allowed)
+                    snprintf(why, sizeof why,
+                             "takes its arguments in object form only "
+                             "({\"name\": ..., \"args\": {...}})");
+                else {
+                    int off = snprintf(why, sizeof why,
+                                       "too many arguments (takes at most "
+                                       "%zu:",
+                                       v->nfields);
+                    for (size_t j = 0;
+                         j < v->nfields && off > 0 && off < (int)sizeof why;
+                         j++)
+                        off += snprintf(why + off, sizeof why - (size_t)off,
+                                        " %s%s", v->names[j],
+                                        j + 1 < v->nfields ? "," : ")");
+                }
+                if (ec->shortcut)
+                    return sy_error_set(err, SY_EARG, ec->path, "%s: %s",
+                                        ec->name, why);
+                return arg_error(ec, SY_EARG, k, why, err);
+            }
+            f = (int)gen++;
+        } else if (f < 0 && !v->open) {
+            char why[200];
+            int off = snprintf(why, sizeof why, "unknown argument (expected ");
+            for (size_t j = 0; j < v->nfields && off < (int)sizeof why; j++)
+                off += snprintf(why + off, sizeof why - (size_t)off, "%s%s",
+                                j ? ", " : "", v->names[j]);
+            if (v->nfields == 0 && off < (int)sizeof why)
+                off += snprintf(why + off, sizeof why - (size_t)off, "none");
+            if (off < (int)sizeof why)
+                snprintf(why + off, sizeof why - (size_t)off, ")");
+            return arg_error(ec, SY_EARG, k, why, err);
+        }
+        if (f >= 0 && !v->list[f]) {
+            if (set[f])
+                return arg_error(ec, SY_EARG, v->names[f], "given twice", err);
+            set[f] = true;
+        }
+        raw[i].field = f;
+    }
+    if (v->type == SY_SHORTCUT_GATHER_LIST_TAIL_FLAG) {
+        int flag = -1;
+        for (size_t i = 0; i < v->nfields; i++)
+            if (!v->list[i]) {
+                flag = (int)i;
+                break;
+            }
+        if (flag >= 0 && !set[flag]) {
+            for (size_t i = n; i-- > 0;) {
+                if (raw[i].field != list_field)
+                    continue;
+                if (sy_value_bool(raw[i].value, NULL, NULL))
+                    raw[i].field = flag;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Validate one value by its field type. */
+static int check_value(const sy_field_spec *f, const entry_ctx *ec,
+                       const char *v, sy_error *err) {
+    const char *why = NULL;
+    int64_t iv;
+    bool ok = true;
+    int code = SY_EARG;
+    switch (f->type) {
+    case SY_FT_STRING:
+    case SY_FT_REGEX:
+    case SY_FT_PATH_PATTERN:
+    case SY_FT_HOST_PATTERN: break;
+    case SY_FT_NONEMPTY:
+        if (!*v)
+            return arg_error(ec, SY_EMISSING, f->name, "must not be empty",
+                             err);
+        break;
+    case SY_FT_INT:
+    case SY_FT_UINT:
+    case SY_FT_POSINT: {
+        int64_t lo =
+            f->type == SY_FT_INT ? INT32_MIN : (f->type == SY_FT_UINT ? 0 : 1);
+        if (!sy_value_int64(v, INT64_MIN, INT64_MAX, &iv, &why)) {
+            ok = false;
+            if (strcmp(why, "integer out of range") == 0)
+                code = SY_ERANGE;
+        } else if (iv < lo || iv > INT32_MAX) {
+            ok = false;
+            code = SY_ERANGE;
+            why = lo == 0   ? "must be an integer from 0 to 2147483647"
+                  : lo == 1 ? "must be an integer from 1 to 2147483647"
+                            : "out of the 32-bit integer range";
+        }
+        break;
+    }
+    case SY_FT_BOOL: ok = sy_value_bool(v, NULL, &why); break;
+    case SY_FT_DURATION: ok = sy_value_duration_ms(v, NULL, &why); break;
+    case SY_FT_SIZE: ok = sy_value_size(v, NULL, &why); break;
+    case SY_FT_DATETIME: ok = sy_value_datetime_ms(v, NULL, &why); break;
+    case SY_FT_CIDR: ok = sy_value_cidr(v, NULL, &why); break;
+    case SY_FT_STATUS: {
+        int st;
+        ok = sy_value_status(v, &st, &why);
+        if (!ok && strstr(why, "out of range"))
+            code = SY_ERANGE;
+        break;
+    }
+    case SY_FT_METHOD:
+    case SY_FT_HEADER_NAME: ok = sy_value_token(v, &why); break;
+    case SY_FT_KEYVALUE: {
+        const char *colon = strchr(v, ':');
+        if (!colon || colon == v) {
+            ok = false;
+            why = "expected Name:Value";
+        } else {
+            char name[256];
+            size_t n = (size_t)(colon - v);
+            ok = n < sizeof name;
+            why = "header name too long";
+            if (ok) {
+                memcpy(name, v, n);
+                name[n] = '\0';
+                ok = sy_value_token(name, &why);
+            }
+        }
+        break;
+    }
+    case SY_FT_STRATEGY:
+        ok = strcmp(v, "RETAIN_FIRST") == 0 || strcmp(v, "RETAIN_LAST") == 0 ||
+             strcmp(v, "RETAIN_UNIQUE") == 0;
+        why = "expected RETAIN_FIRST, RETAIN_LAST or RETAIN_UNIQUE";
+        break;
+    case SY_FT_STRIP_MODE:
+        ok = strcmp(v, "NEVER_STRIP") == 0 || strcmp(v, "AS_IN_REQUEST") == 0 ||
+             strcmp(v, "ALWAYS_STRIP") == 0;
+        why = "expected NEVER_STRIP, AS_IN_REQUEST or ALWAYS_STRIP";
+        break;
+    case SY_FT_URL:
+        if (!*v)
+            return arg_error(ec, SY_EMISSING, f->name, "must not be empty",
+                             err);
+        for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+            if (*p <= 0x20 || *p == 0x7f) {
+                ok = false;
+                why = "a URL must not contain spaces or control characters";
+                break;
+            }
+        break;
+    }
+    if (!ok)
+        return arg_error(ec, code, f->name, why, err);
+    return 0;
+}
+
+/* Cross-field rules of particular factories. */
+static int check_rules(const sy_def_entry *e, const entry_ctx *ec,
+                       sy_error *err) {
+    if (!e->spec)
+        return 0;
+    if (e->spec->id == SY_P_BETWEEN) {
+        int64_t a = 0, b = 0;
+        sy_value_datetime_ms(sy_def_arg(e, "datetime1"), &a, NULL);
+        sy_value_datetime_ms(sy_def_arg(e, "datetime2"), &b, NULL);
+        if (a >= b)
+            return arg_error(ec, SY_EARG, "datetime2",
+                             "must be later than datetime1", err);
+    }
+    if (e->spec->id == SY_F_REDIRECT_TO) {
+        int st = 0;
+        sy_value_status(sy_def_arg(e, "status"), &st, NULL);
+        if (st < 300 || st > 399)
+            return arg_error(ec, SY_ERANGE, "status",
+                             "a redirect status must be 3xx", err);
+    }
+    return 0;
+}
+
+/* Gather the raw (key, value) args of one entry. Values are arena text. */
+static int raw_from_object(struct sy_route *r, const cJSON *args,
+                           const entry_ctx *ec, raw_arg **out, size_t *n,
+                           const sy_alloc *a, sy_error *err) {
+    char p[256];
+    size_t count = (size_t)cJSON_GetArraySize(args);
+    *out = NULL;
+    *n = 0;
+    if (count == 0)
+        return 0;
+    raw_arg *raw = sy_calloc(a, count, sizeof *raw);
+    if (!raw)
+        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+    size_t i = 0;
+    for (const cJSON *c = args->child; c; c = c->next, i++) {
+        const char *val;
+        char num[64];
+        if (cJSON_IsString(c)) {
+            val = c->valuestring;
+        } else if (cJSON_IsNumber(c)) {
+            sy_def_number_text(c->valuedouble, num, sizeof num);
+            val = num;
+        } else if (cJSON_IsBool(c)) {
+            val = cJSON_IsTrue(c) ? "true" : "false";
+        } else {
+            sy_free(a, raw);
+            sy_def_path(p, sizeof p, "%s.args.%s", ec->path, c->string);
+            return sy_error_set(err, SY_ETYPE, p,
+                                "%s: %s: expected a string, number or "
+                                "boolean",
+                                ec->name, c->string);
+        }
+        raw[i].key = sy_arena_strdup(&r->arena, c->string);
+        raw[i].value = sy_arena_strdup(&r->arena, val);
+        if (!raw[i].key || !raw[i].value) {
+            sy_free(a, raw);
+            return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+        }
+    }
+    *out = raw;
+    *n = count;
+    return 0;
+}
+
+/* Split "Name=a, b,,c" into name and trimmed non-empty tokens. */
+static int raw_from_shortcut(struct sy_route *r, const char *text,
+                             sy_factory_kind kind, entry_ctx *ec, raw_arg **out,
+                             size_t *n, const sy_alloc *a, sy_error *err) {
+    *out = NULL;
+    *n = 0;
+    const char *eq = strchr(text, '=');
+    if (!eq && kind == SY_FACTORY_PREDICATE)
+        return sy_error_set(err, SY_EARG, ec->path,
+                            "predicate '%.80s' has no '=' (expected "
+                            "Name=arg1,arg2)",
+                            text);
+    size_t nlen = eq ? (size_t)(eq - text) : strlen(text);
+    char *name = sy_arena_strndup(&r->arena, text, nlen);
+    if (!name)
+        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+    ec->name = name;
+    if (!eq)
+        return 0;
+    size_t cap = 1;
+    for (const char *p = eq + 1; *p; p++)
+        cap += *p == ',';
+    raw_arg *raw = sy_calloc(a, cap, sizeof *raw);
+    if (!raw)
+        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+    size_t count = 0;
+    const char *p = eq + 1;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        const char *s = p, *e = end;
+        while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' ||
+                         e[-1] == '\r'))
+            e--;
+        if (e > s) {
+            char key[32];
+            snprintf(key, sizeof key, GENKEY "%zu", count);
+            raw[count].key = sy_arena_strdup(&r->arena, key);
+            raw[count].value = sy_arena_strndup(&r->arena, s, (size_t)(e - s));
+            if (!raw[count].key || !raw[count].value) {
+                sy_free(a, raw);
+                return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+            }
+            count++;
+        }
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    *out = raw;
+    *n = count;
+    return 0;
+}
+
+/* Order the mapped args (fields in order, list values in order, then
+ * extra keys sorted), check required fields and types. */
+static int finish_entry(struct sy_route *r, const factory_view *v,
+                        const entry_ctx *ec, raw_arg *raw, size_t n,
+                        sy_def_entry *e, const sy_alloc *a, sy_error *err) {
+    e->args = n ? sy_arena_alloc(&r->arena, n * sizeof *e->args) : NULL;
+    if (n && !e->args)
+        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+    size_t k = 0;
+    for (size_t f = 0; f < v->nfields; f++) {
+        size_t found = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (raw[i].field != (int)f)
+                continue;
+            e->args[k].key = v->names[f];
+            e->args[k].value = raw[i].value;
+            k++;
+            found++;
+        }
+        const sy_field_spec *fs = v->spec ? &v->spec->fields[f] : NULL;
+        if (fs && fs->required && found == 0) {
+            if (ec->shortcut)
+                return sy_error_set(err, SY_EMISSING, ec->path,
+                                    "%s: missing required argument '%s'",
+                                    ec->name, fs->name);
+            return arg_error(ec, SY_EMISSING, fs->name,
+                             "missing required argument", err);
+        }
+    }
+    size_t extra = k;
+    for (size_t i = 0; i < n; i++)
+        if (raw[i].field < 0) {
+            e->args[k].key = raw[i].key;
+            e->args[k].value = raw[i].value;
+            k++;
+        }
+    if (k > extra && !sy_def_sort_kv(a, e->args + extra, k - extra))
+        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+    e->arg_count = k;
+    if (!v->spec)
+        return 0;
+    for (size_t i = 0; i < k; i++) {
+        const sy_field_spec *fs = sy_factory_field(v->spec, e->args[i].key);
+        if (!fs)
+            continue;
+        if (fs->list && !*e->args[i].value)
+            return arg_error(ec, SY_EMISSING, fs->name,
+                             "list values must not be empty", err);
+        int rc = check_value(fs, ec, e->args[i].value, err);
+        if (rc)
+            return rc;
+    }
+    return check_rules(e, ec, err);
+}
+
+static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
+                       sy_factory_kind kind, const cJSON *item,
+                       const char *path, sy_def_entry *e, bool *shortcut,
+                       sy_error *err) {
+    entry_ctx ec = {path, false, ""};
+    raw_arg *raw = NULL;
+    size_t n = 0;
+    int rc;
+    char p[256];
+    const char *what = kind == SY_FACTORY_PREDICATE ? "predicate" : "filter";
+    if (cJSON_IsString(item)) {
+        ec.shortcut = true;
+        rc = raw_from_shortcut(r, item->valuestring, kind, &ec, &raw, &n,
+                               ctx->alloc, err);
+        if (rc)
+            return rc;
+        if (!*ec.name) {
+            sy_free(ctx->alloc, raw);
+            return sy_error_set(err, SY_EMISSING, path, "%s name is empty",
+                                what);
+        }
+    } else if (cJSON_IsObject(item)) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(item, "args");
+        sy_def_path(p, sizeof p, "%s.name", path);
+        if (!name)
+            return sy_error_set(err, SY_EMISSING, p, "%s name is missing",
+                                what);
+        if (!cJSON_IsString(name))
+            return sy_error_set(err, SY_ETYPE, p, "%s name must be a string",
+                                what);
+        if (!*name->valuestring)
+            return sy_error_set(err, SY_EMISSING, p, "%s name is empty", what);
+        ec.name = sy_arena_strdup(&r->arena, name->valuestring);
+        if (!ec.name)
+            return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        if (args && !cJSON_IsNull(args)) {
+            if (!cJSON_IsObject(args)) {
+                sy_def_path(p, sizeof p, "%s.args", path);
+                return sy_error_set(err, SY_ETYPE, p,
+                                    "%s: args must be an object", ec.name);
+            }
+            rc = raw_from_object(r, args, &ec, &raw, &n, ctx->alloc, err);
+            if (rc)
+                return rc;
+        }
+    } else {
+        return sy_error_set(err, SY_ETYPE, path,
+                            "a %s must be a string (\"Name=args\") or an "
+                            "object ({\"name\", \"args\"})",
+                            what);
+    }
+    *shortcut = ec.shortcut;
+    factory_view v;
+    if (find_view(ctx, kind, ec.name, &v) != 0) {
+        sy_free(ctx->alloc, raw);
+        if (ec.shortcut)
+            return sy_error_set(err, SY_EUNKNOWN, path, "unknown %s '%.80s'",
+                                what, ec.name);
+        sy_def_path(p, sizeof p, "%s.name", path);
+        return sy_error_set(err, SY_EUNKNOWN, p, "unknown %s '%.80s'", what,
+                            ec.name);
+    }
+    e->name = ec.name;
+    e->spec = v.spec;
+    e->host_factory = v.host;
+    for (size_t i = 0; i < n; i++)
+        if (is_spel(raw[i].value)) {
+            rc = arg_error(&ec, SY_ESPEL, raw[i].key,
+                           "SpEL expressions (#{...}) are not supported", err);
+            sy_free(ctx->alloc, raw);
+            return rc;
+        }
+    rc = map_args(&v, &ec, raw, n, err);
+    if (!rc)
+        rc = finish_entry(r, &v, &ec, raw, n, e, ctx->alloc, err);
+    sy_free(ctx->alloc, raw);
+    return rc;
+}
+
+int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
+                         sy_factory_kind kind, const cJSON *arr,
+                         const char *path, bool **shortcut, sy_error *err) {
+    sy_def_entry **list =
+        kind == SY_FACTORY_PREDICATE ? &r->predicates : &r->filters;
+    size_t *count =
+        kind == SY_FACTORY_PREDICATE ? &r->predicate_count : &r->filter_count;
+    *list = NULL;
+    *count = 0;
+    if (shortcut)
+        *shortcut = NULL;
+    if (!arr || cJSON_IsNull(arr))
+        return 0;
+    if (!cJSON_IsArray(arr))
+        return sy_error_set(err, SY_ETYPE, path, "%s must be an array",
+                            kind == SY_FACTORY_PREDICATE ? "predicates"
+                                                         : "filters");
+    size_t n = (size_t)cJSON_GetArraySize(arr);
+    if (n == 0)
+        return 0;
+    sy_def_entry *es = sy_arena_alloc(&r->arena, n * sizeof *es);
+    bool *sc = sy_calloc(ctx->alloc, n, sizeof *sc);
+    if (!es || !sc) {
+        sy_free(ctx->alloc, sc);
+        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    }
+    memset(es, 0, n * sizeof *es);
+    size_t i = 0;
+    char p[256];
+    for (const cJSON *c = arr->child; c; c = c->next, i++) {
+        sy_def_path(p, sizeof p, "%s[%zu]", path, i);
+        int rc = build_entry(ctx, r, kind, c, p, &es[i], &sc[i], err);
+        if (rc) {
+            sy_free(ctx->alloc, sc);
+            return rc;
+        }
+    }
+    *list = es;
+    *count = n;
+    if (shortcut)
+        *shortcut = sc;
+    else
+        sy_free(ctx->alloc, sc);
+    return 0;
+}
+
+void sy_def_shortcut_error(sy_error *err, const char *entry_path) {
+    if (!err)
+        return;
+    size_t n = strlen(entry_path);
+    if (strncmp(err->path, entry_path, n) != 0 ||
+        strncmp(err->path + n, ".args.", 6) != 0)
+        return;
+    char field[sizeof err->path], msg[2 * sizeof err->message + 8];
+    snprintf(field, sizeof field, "%s", err->path + n + 6);
+    err->path[n] = '\0';
+    if (strstr(err->message, field))
+        return;
+    snprintf(msg, sizeof msg, "%s: %s", field, err->message);
+    msg[sizeof err->message - 1] = '\0';
+    memcpy(err->message, msg, sizeof err->message);
+}

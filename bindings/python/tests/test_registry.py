@@ -1,0 +1,141 @@
+"""Host-registered predicate and filter factories written in Python."""
+from __future__ import annotations
+
+import pytest
+
+import switchyard as sy
+
+
+def make_registry(calls=None):
+    reg = sy.Registry()
+
+    def compile_tenant(args):
+        fields = dict(args)
+        if not fields.get("tenant"):
+            raise ValueError("tenant: missing required argument")
+        wanted = fields["tenant"]
+        if calls is not None:
+            calls.append(args)
+        return lambda req: dict((k.lower(), v) for k, v in req.headers).get(
+            "x-tenant") == wanted
+
+    reg.add_predicate("Tenant", compile_tenant, shortcut_fields=["tenant"])
+
+    def validate_audit(args):
+        if dict(args).get("level") not in ("low", "high"):
+            raise ValueError("level: must be low or high")
+
+    reg.add_filter("Audit", validate_audit, shortcut_fields=["level"])
+    reg.add_filter("Plain")
+    return reg
+
+
+def test_host_predicate_compiles_once_and_tests_per_request():
+    calls = []
+    reg = make_registry(calls)
+    assert reg.names == ["Tenant", "Audit", "Plain"]
+    with sy.Router(registry=reg) as r:
+        r.add_source("s")
+        r.apply("s", [
+            {"id": "acme", "uri": "http://acme", "predicates": ["Tenant=acme"],
+             "filters": ["Audit=high", "Plain"]},
+            {"id": "other", "uri": "http://other"}])
+        assert calls == [[("tenant", "acme")]]
+        m = r.match(url="/", headers={"X-Tenant": "acme"})
+        assert m.route_id == "acme"
+        assert [f.name for f in m.host_filters] == ["Audit", "Plain"]
+        assert m.host_filters[0].args == (("level", "high"),)
+        assert r.match(url="/", headers={"X-Tenant": "zzz"}).route_id == "other"
+
+
+def test_host_predicate_value_error_is_a_document_error():
+    reg = make_registry()
+    with pytest.raises(sy.SwitchyardError) as info:
+        sy.parse({"routes": [{"id": "a", "uri": "http://x",
+                              "predicates": [{"name": "Tenant", "args": {}}]}]},
+                 registry=reg)
+    assert "tenant" in info.value.message
+    assert info.value.path.startswith("routes[0].predicates[0]")
+
+
+def test_filter_validation_error_is_a_document_error():
+    reg = make_registry()
+    with pytest.raises(sy.SwitchyardError) as info:
+        sy.parse([{"id": "a", "uri": "http://x", "filters": ["Audit=medium"]}],
+                 registry=reg)
+    assert "low or high" in info.value.message
+    assert info.value.path.startswith("[0].filters[0]")
+
+
+def test_exception_in_compile_propagates_from_parse():
+    reg = sy.Registry()
+
+    def compile_(args):
+        raise KeyError("compile exploded")
+    reg.add_predicate("Explode", compile_)
+    with pytest.raises(KeyError, match="compile exploded"):
+        sy.parse([{"id": "a", "uri": "http://x", "predicates": ["Explode=1"]}],
+                 registry=reg)
+
+
+def test_exception_in_test_propagates_from_match():
+    reg = sy.Registry()
+
+    def test(req):
+        raise RuntimeError("test exploded")
+    reg.add_predicate("Explode", lambda args: test)
+    with sy.Router(registry=reg) as r:
+        r.add_source("s")
+        r.apply("s", [{"id": "a", "uri": "http://x", "predicates": ["Explode=1"]}])
+        with pytest.raises(RuntimeError, match="test exploded"):
+            r.match(url="/")
+        with pytest.raises(RuntimeError, match="test exploded"):
+            r.explain(url="/")
+
+
+def test_exception_in_filter_validation_propagates():
+    reg = sy.Registry()
+
+    def validate(args):
+        raise ZeroDivisionError("validate exploded")
+    reg.add_filter("Bad", validate)
+    with pytest.raises(ZeroDivisionError):
+        sy.parse([{"id": "a", "uri": "http://x", "filters": ["Bad=1"]}],
+                 registry=reg)
+
+
+def test_predicate_sees_the_request():
+    seen = []
+    reg = sy.Registry()
+    reg.add_predicate("Spy", lambda args: (lambda req: seen.append(req) or True))
+    with sy.Router(registry=reg) as r:
+        r.add_source("s")
+        r.apply("s", [{"id": "a", "uri": "http://x", "predicates": ["Spy=1"]}])
+        r.match(method="PUT", url="http://h:81/p/q?x=1", remote_addr="10.0.0.1",
+                headers={"A": "b"}, seed=9, now=1234, content_length=5)
+    (req,) = seen
+    assert (req.method, req.host, req.path, req.query) == ("PUT", "h:81", "/p/q", "x=1")
+    assert req.remote_addr == "10.0.0.1" and ("A", "b") in req.headers
+    assert req.seed == 9 and req.now == 1234 and req.content_length == 5
+
+
+def test_registry_is_frozen_once_used_and_names_must_be_unique():
+    reg = make_registry()
+    with pytest.raises(sy.SwitchyardError):
+        reg.add_predicate("Tenant", lambda args: (lambda req: True))
+    with pytest.raises(sy.SwitchyardError):
+        reg.add_predicate("Path", lambda args: (lambda req: True))  # built-in
+    sy.parse([], registry=reg)
+    with pytest.raises(sy.ClosedError):
+        reg.add_filter("Late")
+
+
+def test_gather_list_shortcut():
+    got = []
+    reg = sy.Registry()
+    reg.add_predicate("AnyOf", lambda args: got.append(args) or (lambda r: True),
+                      shortcut_fields=["values"],
+                      shortcut_type=sy.ShortcutType.GATHER_LIST)
+    sy.parse([{"id": "a", "uri": "http://x", "predicates": ["AnyOf=a,b,c"]}],
+             registry=reg)
+    assert got == [[("values", "a"), ("values", "b"), ("values", "c")]]

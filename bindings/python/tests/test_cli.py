@@ -1,0 +1,218 @@
+"""python3 -m switchyard: check, match, explain, diff — and, when the C
+tool is built (SY_CLI), byte-for-byte the same output and exit status."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from switchyard._cli import main
+
+from conftest import GATEWAY
+
+INSTANCES = {"services": {"orders": [
+    {"id": "o1", "host": "10.0.0.1", "port": 8080, "metadata": {"version": "1.9"}},
+    {"id": "o2", "host": "10.0.0.2", "port": 8080, "metadata": {"version": "1.10"}},
+    {"id": "o3", "host": "10.0.0.3", "port": 8080, "state": "down"}]}}
+
+
+@pytest.fixture
+def files(tmp_path):
+    gw = tmp_path / "gw.json"
+    gw.write_text(json.dumps(GATEWAY))
+    v2 = json.loads(json.dumps(GATEWAY))
+    v2["version"] = "2"
+    v2["routes"][0]["uri"] = "lb://orders-v2"
+    v2["routes"][0]["order"] = 3
+    del v2["routes"][2]
+    v2["routes"].append({"id": "new", "uri": "http://new"})
+    (tmp_path / "v2.json").write_text(json.dumps(v2))
+    (tmp_path / "bad.json").write_text(json.dumps({"version": "1", "routes": [
+        {"id": "a", "uri": "http://x", "predicates": ["Path=/a"]},
+        {"id": "b", "uri": "ftp://x"},
+        {"id": "c", "uri": "http://x", "predicates": [
+            {"name": "Header", "args": {"header": "X", "regexp": "[0-9"}}]}]}))
+    (tmp_path / "syntax.json").write_text('[\n  {"id": "a",\n   "uri" "x"}\n]\n')
+    (tmp_path / "inst.json").write_text(json.dumps(INSTANCES))
+    return tmp_path
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    rc = main(list(argv), out, err)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_version_and_help():
+    rc, out, _ = run("--version")
+    assert rc == 0 and out.startswith("switchyard 0.")
+    rc, out, _ = run("--help")
+    assert rc == 0 and "check" in out and "diff" in out
+    rc, _, err = run()
+    assert rc == 2 and "usage" in err
+    rc, _, err = run("frobnicate")
+    assert rc == 2 and "unknown command 'frobnicate'" in err
+
+
+def test_check_valid_and_invalid(files):
+    rc, out, _ = run("check", str(files / "gw.json"))
+    assert rc == 0 and out == f"{files / 'gw.json'}: ok, 6 routes\n"
+    rc, out, _ = run("check", "--quiet", str(files / "gw.json"))
+    assert rc == 0 and out == ""
+    rc, out, _ = run("check", str(files / "bad.json"))
+    bad = files / "bad.json"
+    assert rc == 1
+    assert out.splitlines() == [
+        f"{bad}: routes[1].uri: unsupported uri scheme 'ftp' "
+        "(use http, https, ws, wss, lb, forward or no)",
+        f"{bad}: routes[2].predicates[0].args.regexp: "
+        + out.splitlines()[1].split("args.regexp: ", 1)[1]]
+    rc, out, _ = run("check", str(files / "syntax.json"))
+    assert rc == 1 and "line 3, column 10: JSON syntax error" in out
+    rc, _, err = run("check", str(files / "missing.json"))
+    assert rc == 2 and "missing.json" in err
+    rc, _, err = run("check")
+    assert rc == 2 and "no file given" in err
+
+
+def test_match_text_and_json(files):
+    gw = str(files / "gw.json")
+    rc, out, _ = run("match", gw, "GET", "http://shop/api/orders/42?x=1")
+    assert rc == 0
+    assert out.splitlines()[0] == "route:    orders (order 1)"
+    assert "var:      id = 42" in out and "request:  GET /orders/42?x=1" in out
+    rc, out, _ = run("match", "--json", "--instances", str(files / "inst.json"),
+                     "-H", "version: 1.9", gw, "GET", "http://shop/api/orders/7")
+    o = json.loads(out)
+    assert rc == 0 and o["route"] == "orders" and o["vars"] == {"id": "7"}
+    assert o["instance"] == {"id": "o1", "host": "10.0.0.1", "port": 8080,
+                             "scheme": "http"}
+    assert ["Host", "shop"] in o["headers"]
+    rc, out, _ = run("match", gw, "GET", "http://acme.example.com/users/1")
+    assert "filter:   Retry (run by the host)" in out
+    assert "response: add X-Tenant: acme" in out
+    rc, out, _ = run("match", "--json", gw, "GET", "/docs/x")
+    assert json.loads(out)["status"] == 302
+
+
+def test_match_without_a_route_exits_1(files):
+    doc = files / "one.json"
+    doc.write_text(json.dumps([{"id": "a", "uri": "http://x", "predicates": ["Path=/a"]}]))
+    rc, out, _ = run("match", str(doc), "GET", "/b")
+    assert rc == 1 and out == "no route matches GET /b (the gateway answers 404)\n"
+    rc, out, _ = run("match", "--json", str(doc), "GET", "/b")
+    assert rc == 1 and json.loads(out) == {"route": None}
+
+
+def test_match_options(files):
+    doc = files / "t.json"
+    doc.write_text(json.dumps([
+        {"id": "new", "uri": "http://x", "predicates": ["After=2025-01-01T00:00:00Z"]},
+        {"id": "lan", "uri": "http://x", "predicates": ["RemoteAddr=10.0.0.0/8"]}]))
+    rc, out, _ = run("match", "--now", "2024-01-01T00:00:00Z", "--remote-addr",
+                     "10.1.1.1", str(doc), "GET", "/")
+    assert rc == 0 and out.startswith("route:    lan")
+    rc, out, _ = run("match", "--now", "2026-01-01T00:00:00+02:00", str(doc), "GET", "/")
+    assert out.startswith("route:    new")
+    rc, out, _ = run("match", "--now", str(1_900_000_000_000), str(doc), "GET", "/")
+    assert out.startswith("route:    new")
+
+
+def test_match_usage_errors(files):
+    gw = str(files / "gw.json")
+    for argv in (["match", gw, "GET"], ["match", "--bogus", gw, "GET", "/"],
+                 ["match", "-H", "nocolon", gw, "GET", "/"],
+                 ["match", "--seed", "x", gw, "GET", "/"],
+                 ["match", "--now", "yesterday", gw, "GET", "/"]):
+        rc, _, err = run(*argv)
+        assert rc == 2 and "usage: switchyard match" in err, argv
+    rc, _, err = run("match", str(files / "bad.json"), "GET", "/")
+    assert rc == 2 and "routes[1].uri" in err
+
+
+def test_explain(files):
+    gw = str(files / "gw.json")
+    rc, out, _ = run("explain", gw, "POST", "/api/orders/1")
+    lines = out.splitlines()
+    assert rc == 0 and lines[-1] == "=> fallback"
+    assert any("predicates[1] Method does not hold" in line for line in lines)
+    assert any("skipped: disabled" in line for line in lines)
+    rc, out, _ = run("explain", "--json", gw, "POST", "/api/orders/1")
+    o = json.loads(out)
+    assert o["route"] == "fallback"
+    first = next(e for e in o["routes"] if e["route"] == "orders")
+    assert first == {"route": "orders", "order": 1, "matched": False,
+                     "failed_predicate": 1, "failed": "Method"}
+
+
+def test_diff(files):
+    a, b = str(files / "gw.json"), str(files / "v2.json")
+    rc, out, _ = run("diff", a, b)
+    assert rc == 0 and out.splitlines() == [
+        "+ new", "- docs", "~ orders (uri, order)", "4 unchanged"]
+    rc, out, _ = run("diff", "--json", a, b)
+    assert json.loads(out) == {"added": ["new"], "removed": ["docs"],
+                               "updated": [{"id": "orders", "changed": ["uri", "order"]}],
+                               "unchanged": 4}
+    rc, _, err = run("diff", a)
+    assert rc == 2 and "usage: switchyard diff" in err
+    rc, _, err = run("diff", a, str(files / "syntax.json"))
+    assert rc == 2 and "line 3, column 10" in err
+
+
+def test_module_entry_point_runs():
+    proc = subprocess.run([sys.executable, "-m", "switchyard", "--version"],
+                          capture_output=True, text=True, check=False,
+                          env=_env())
+    assert proc.returncode == 0 and proc.stdout.startswith("switchyard ")
+
+
+C_TOOL = os.environ.get("SY_CLI") or shutil.which("switchyard")
+if C_TOOL:
+    C_TOOL = os.path.abspath(C_TOOL)
+
+
+def _env():
+    """This interpreter's view of the package, for a child with another cwd."""
+    import switchyard
+    env = dict(os.environ)
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(switchyard.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [pkg_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+@pytest.mark.skipif(not C_TOOL, reason="the C switchyard tool is not built")
+@pytest.mark.parametrize("argv", [
+    ["--version"], ["--help"], ["nope"],
+    ["check", "gw.json", "bad.json", "syntax.json"], ["check", "-q", "gw.json"],
+    ["check", "missing.json"],
+    ["match", "gw.json", "GET", "http://shop/api/orders/42?x=1"],
+    ["match", "--json", "gw.json", "GET", "http://shop/api/orders/42?x=1"],
+    ["match", "--instances", "inst.json", "gw.json", "GET", "/api/orders/1"],
+    ["match", "--json", "--instances", "inst.json", "-H", "version: 2",
+     "gw.json", "GET", "/api/orders/1"],
+    ["match", "gw.json", "GET", "http://acme.example.com/users/1/x"],
+    ["match", "--json", "gw.json", "GET", "http://acme.example.com/users/1/x"],
+    ["match", "gw.json", "GET", "/docs/a"],
+    ["match", "-H", "Content-Length: 5000", "gw.json", "POST", "/upload"],
+    ["match", "--json", "-H", "Content-Length: 5000", "gw.json", "POST", "/upload"],
+    ["match", "--seed", "5", "--now", "2024-05-01T10:00:00.250Z",
+     "--remote-addr", "::1", "gw.json", "GET", "/z"],
+    ["match", "bad.json", "GET", "/"], ["match", "gw.json", "GET"],
+    ["explain", "gw.json", "POST", "/api/orders/1"],
+    ["explain", "--json", "gw.json", "POST", "/api/orders/1"],
+    ["diff", "gw.json", "v2.json"], ["diff", "--json", "gw.json", "v2.json"],
+    ["diff", "gw.json", "syntax.json"],
+])
+def test_same_output_as_the_c_tool(files, argv):
+    c = subprocess.run([C_TOOL, *argv], cwd=files, capture_output=True,
+                       text=True, check=False)
+    py = subprocess.run([sys.executable, "-m", "switchyard", *argv], cwd=files,
+                        capture_output=True, text=True, check=False, env=_env())
+    assert (py.returncode, py.stdout, py.stderr) == (c.returncode, c.stdout, c.stderr)

@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 from . import _errors
 from ._native import ffi, lib
-from ._types import (Changed, Diff, HeadersLike, HostFilter, Instance,
-                     InstanceState, Issue, Limits, Report, Request,
-                     ResponseOp, Route, Upstream, UpstreamKind)
+from ._types import (Changed, Diff, HeadersLike, Instance, InstanceState,
+                     Issue, Limits, Report, Request, Route, Upstream,
+                     UpstreamKind)
 
 ENC = "utf-8"
 ERRORS = "surrogateescape"  # bytes that are not UTF-8 survive a round trip

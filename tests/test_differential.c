@@ -566,6 +566,34 @@ static void check_int(diff_ctx *d, const sy_snapshot *s, const req_buf *rb,
     CHECK_SAME(0, what, x, y);
 }
 
+typedef struct first_hit {
+    const sy_route *route;
+} first_hit;
+
+static int first_hit_cb(void *data, const sy_route *route, bool matched,
+                        int failed_predicate, const char *failed_name) {
+    (void)failed_predicate;
+    (void)failed_name;
+    if (!matched)
+        return 0;
+    ((first_hit *)data)->route = route;
+    return 1;
+}
+
+/* Explain (on a sample of requests) must call the same route the first
+ * match. It reuses the linear context, so it runs after every other
+ * comparison. */
+static void check_explain(diff_ctx *d, const sy_snapshot *s,
+                          const req_buf *rb, const sy_route *want) {
+    first_hit f = {NULL};
+    ck_assert_int_eq(sy_snapshot_explain(s, d->lin, &rb->req, first_hit_cb, &f),
+                     0);
+    if (f.route != want)
+        CHECK_SAME(0, "explain's first match",
+                   f.route ? sy_route_id(f.route) : "(none)",
+                   want ? sy_route_id(want) : "(none)");
+}
+
 /* Both matchers on one request; every observable result must agree. */
 static void check_request(diff_ctx *d, const sy_snapshot *s,
                           const req_buf *rb) {
@@ -579,8 +607,11 @@ static void check_request(diff_ctx *d, const sy_snapshot *s,
     if (ri != rl)
         CHECK_SAME(0, "route", ri ? sy_route_id(ri) : "(none)",
                    rl ? sy_route_id(rl) : "(none)");
-    if (!mi)
+    if (!mi) {
+        if (d->checks % 16 == 0)
+            check_explain(d, s, rb, NULL);
         return;
+    }
     d->matched++;
     check_int(d, s, rb, "var count", (long long)sy_match_var_count(mi),
               (long long)sy_match_var_count(ml));
@@ -629,6 +660,8 @@ static void check_request(diff_ctx *d, const sy_snapshot *s,
             CHECK_SAME(0, "host filter", fi ? fi->name : "(null)",
                        fl ? fl->name : "(null)");
     }
+    if (d->checks % 16 == 0)
+        check_explain(d, s, rb, ri);
 }
 
 /* ------------------------------------------------------------------ */

@@ -927,7 +927,7 @@ START_TEST(indexed_equals_linear_after_one_route_changes) {
         run_seed(seeds[i] ^ 0x0bedu, &cfg, "overlay changes", &checks,
                  &matched);
     report("overlay changes", checks, matched);
-    ck_assert_uint_ge(checks, 400000 * scale);
+    ck_assert_uint_ge(checks, 360000 * scale);
     ck_assert_uint_ge(matched * 5, checks);
 }
 END_TEST

@@ -81,7 +81,8 @@ static int check_depth(const char *json, size_t len, uint32_t max,
 /* Every string (keys and values) within the length limit. */
 static int check_strings(const cJSON *item, char *path, size_t plen, size_t cap,
                          size_t max, sy_error *err) {
-    for (const cJSON *c = item->child; c; c = c->next) {
+    size_t idx = 0;
+    for (const cJSON *c = item->child; c; c = c->next, idx++) {
         size_t n = plen;
         if (cJSON_IsObject(item) && c->string) {
             if (strlen(c->string) > max) {
@@ -92,9 +93,6 @@ static int check_strings(const cJSON *item, char *path, size_t plen, size_t cap,
             n += (size_t)snprintf(path + plen, cap - plen, "%s%s",
                                   plen ? "." : "", c->string);
         } else {
-            size_t idx = 0;
-            for (const cJSON *s = item->child; s != c; s = s->next)
-                idx++;
             n += (size_t)snprintf(path + plen, cap - plen, "[%zu]", idx);
         }
         if (n >= cap)

@@ -64,6 +64,7 @@ struct sy_index {
     uint32_t *ids;
     list_ref generic[GENERIC_LISTS];
     size_t route_count;
+    size_t host_routes; /* routes placed in the host trie */
     size_t bytes;
 };
 
@@ -91,8 +92,21 @@ typedef struct builder {
     bool failed;
 } builder;
 
+/* Edge hash = the segment's own hash combined with the parent node, so a
+ * lookup hashes each request segment once, whatever node it is tried at. */
+static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
+    uint64_t h = seg_hash ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
+static inline uint64_t seg_hash(const char *s, size_t len) {
+    return sy_hash64(s, len, 0x5e9);
+}
+
 static uint64_t edge_hash(uint32_t parent, const char *s, size_t len) {
-    return sy_hash64(s, len, (uint64_t)parent * 0x9e3779b97f4a7c15ull + 1);
+    return edge_combine(parent, seg_hash(s, len));
 }
 
 static uint32_t new_node(builder *b) {
@@ -393,10 +407,12 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in,
     }
     for (size_t r = 0; r < n; r++) {
         uint32_t pc = pcost[r * 2], hc = pcost[r * 2 + 1];
-        if (pc && (!hc || pc <= hc))
+        if (pc && (!hc || pc <= hc)) {
             placement[r] = 0;
-        else if (hc)
+        } else if (hc) {
             placement[r] = 1;
+            ix->host_routes++;
+        }
     }
     if (!flatten(&b, ix, placement, slot_pos))
         goto fail;
@@ -456,11 +472,17 @@ size_t sy_index_bytes(const sy_index *ix) { return ix->bytes; }
 
 /* ---- lookup ---- */
 
+#define HASHED_SEGMENTS 32
+
 typedef struct collector {
     const sy_index *ix;
     sy_cand_list *out;
     size_t n, cap;
     bool overflow;
+    const sy_segments *segs;
+    bool reversed;
+    uint64_t hash[HASHED_SEGMENTS]; /* per request segment, lazily */
+    uint32_t hashed;                /* bit i: hash[i] is set */
 } collector;
 
 static inline void collect(collector *c, list_ref l) {
@@ -473,23 +495,41 @@ static inline void collect(collector *c, list_ref l) {
     c->out[c->n++] = (sy_cand_list){c->ix->ids + l.off, l.len};
 }
 
-static inline uint32_t find_literal(const sy_index *ix, uint32_t parent,
+static inline bool same_bytes(const char *a, const char *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
                                     sy_str seg) {
-    uint64_t h = edge_hash(parent, seg.ptr, seg.len);
-    for (uint32_t i = (uint32_t)h & ix->edge_mask;; i = (i + 1) & ix->edge_mask) {
-        const edge *e = &ix->edges[i];
+    const sy_index *ix = c->ix;
+    uint64_t sh;
+    if (i < HASHED_SEGMENTS) {
+        if (!(c->hashed & (1u << i))) {
+            c->hash[i] = seg_hash(seg.ptr, seg.len);
+            c->hashed |= 1u << i;
+        }
+        sh = c->hash[i];
+    } else {
+        sh = seg_hash(seg.ptr, seg.len);
+    }
+    uint64_t h = edge_combine(parent, sh);
+    for (uint32_t k = (uint32_t)h & ix->edge_mask;; k = (k + 1) & ix->edge_mask) {
+        const edge *e = &ix->edges[k];
         if (e->child == NONE)
             return NONE;
         if (e->hash == h && e->parent == parent && e->len == seg.len &&
-            memcmp(ix->strings + e->str_off, seg.ptr, seg.len) == 0)
+            same_bytes(ix->strings + e->str_off, seg.ptr, seg.len))
             return e->child;
     }
 }
 
 /* Depth-first walk over literal and wildcard edges. */
-static void walk(collector *c, uint32_t node, const sy_segments *segs,
-                 size_t depth, bool reversed) {
+static void walk(collector *c, uint32_t node, size_t depth) {
     const sy_index *ix = c->ix;
+    const sy_segments *segs = c->segs;
     while (node != NONE && !c->overflow) {
         const inode *nd = &ix->nodes[node];
         collect(c, nd->multi);
@@ -497,16 +537,14 @@ static void walk(collector *c, uint32_t node, const sy_segments *segs,
             collect(c, nd->term);
             return;
         }
-        size_t i = reversed ? segs->count - 1 - depth : depth;
+        size_t i = c->reversed ? segs->count - 1 - depth : depth;
         sy_str seg = segs->dec[i];
         /* matchTrailingSlash: "/a" also matches "/a/" */
-        if (!reversed && depth + 1 == segs->count && seg.len == 0)
+        if (!c->reversed && depth + 1 == segs->count && seg.len == 0)
             collect(c, nd->term);
         if (nd->wild != NONE)
-            walk(c, nd->wild, segs, depth + 1, reversed);
-        if (ix->edge_mask == 0)
-            return;
-        node = find_literal(ix, node, seg);
+            walk(c, nd->wild, depth + 1);
+        node = find_literal(c, node, i, seg);
         depth++;
     }
 }
@@ -514,10 +552,22 @@ static void walk(collector *c, uint32_t node, const sy_segments *segs,
 size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
                        const sy_segments *host_labels, int method_bit,
                        sy_cand_list *out, size_t cap) {
-    collector c = {ix, out, 0, cap, false};
-    walk(&c, ROOT_PATH, path, 0, false);
-    if (host_labels)
-        walk(&c, ROOT_HOST, host_labels, 0, true);
+    collector c;
+    c.ix = ix;
+    c.out = out;
+    c.n = 0;
+    c.cap = cap;
+    c.overflow = false;
+    c.segs = path;
+    c.reversed = false;
+    c.hashed = 0;
+    walk(&c, ROOT_PATH, 0);
+    if (host_labels && ix->host_routes) {
+        c.segs = host_labels;
+        c.reversed = true;
+        c.hashed = 0;
+        walk(&c, ROOT_HOST, 0);
+    }
     collect(&c, ix->generic[GENERIC_ANY]);
     collect(&c, ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
                                                                : GENERIC_OTHER]);

@@ -30,6 +30,7 @@ struct sy_match {
 
 struct sy_match_ctx {
     sy_alloc alloc;
+    sy_request req_copy; /* a shorter (older) sy_request, completed */
     sy_arena scratch;
     sy_segments path, host;
     sy_capture *caps;
@@ -123,6 +124,18 @@ static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
     return (sy_str){host.ptr, end};
 }
 
+/* A request from a host built against an older, shorter sy_request is
+ * completed with defaults so nothing past its size is ever read. */
+static const sy_request *full_request(sy_match_ctx *c, const sy_request *req) {
+    if (req->size >= sizeof(sy_request))
+        return req;
+    static const sy_request defaults = SY_REQUEST_INIT;
+    c->req_copy = defaults;
+    memcpy(&c->req_copy, req, req->size);
+    c->req_copy.size = sizeof(sy_request);
+    return &c->req_copy;
+}
+
 static int prepare(sy_match_ctx *c, const sy_snapshot *s,
                    const sy_request *req) {
     int rc = ctx_fit(c, s);
@@ -132,14 +145,16 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
     if (!sy_segments_split(&c->path, req->path, &c->scratch, &c->alloc))
         return SY_ENOMEM;
     sy_str host = host_for_match(s, req->host);
-    if (!sy_segments_split_host(&c->host, host, &c->alloc))
+    c->host.count = 0;
+    if (s->needs_host && !sy_segments_split_host(&c->host, host, &c->alloc))
         return SY_ENOMEM;
     sy_eval *ev = &c->ev;
     ev->req = req;
     ev->path = &c->path;
     ev->host = &c->host;
     ev->host_str = host;
-    ev->now_ms = req->now_ms ? req->now_ms : sy_now_realtime_ms();
+    ev->now_ms = req->now_ms || !s->needs_time ? req->now_ms
+                                                : sy_now_realtime_ms();
     ev->weight = NULL;
     ev->caps = c->caps;
     ev->ncaps = 0;
@@ -198,6 +213,7 @@ int sy_snapshot_match_linear(const sy_snapshot *h, sy_match_ctx *c,
         return SY_EINVAL;
     *out = NULL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
+    req = full_request(c, req);
     int rc = prepare(c, s, req);
     return rc ? rc : match_linear(c, s, req, out);
 }
@@ -208,6 +224,7 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
         return SY_EINVAL;
     *out = NULL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
+    req = full_request(c, req);
     int rc = prepare(c, s, req);
     if (rc)
         return rc;
@@ -261,6 +278,7 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
     if (!h || !c || !fn || !valid_request(req))
         return SY_EINVAL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
+    req = full_request(c, req);
     int rc = prepare(c, s, req);
     if (rc)
         return rc;

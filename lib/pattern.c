@@ -227,32 +227,65 @@ static bool decode_segment(sy_str raw, sy_arena *scratch, sy_str *out) {
     return true;
 }
 
-/* Split on `sep` after an optional leading separator (paths only). */
-static bool split(sy_segments *segs, sy_str s, char sep, bool lead,
-                  sy_arena *scratch, const sy_alloc *alloc) {
+static bool push_segment(sy_segments *segs, size_t n, sy_str raw,
+                         bool special, sy_arena *scratch,
+                         const sy_alloc *alloc) {
+    if (n == segs->cap && !segs_reserve(segs, n + 1, alloc))
+        return false;
+    segs->raw[n] = raw;
+    if (special)
+        return decode_segment(raw, scratch, &segs->dec[n]);
+    segs->dec[n] = raw;
+    return true;
+}
+
+/* Split a path after its leading '/'. A segment is decoded only when it
+ * holds a '%' or a ';'; when the whole path has neither (the common case)
+ * segments are plain slices found with memchr. */
+static bool split_path(sy_segments *segs, sy_str s, sy_arena *scratch,
+                       const sy_alloc *alloc) {
     segs->count = 0;
     if (s.len == 0)
         return true;
     const char *p = s.ptr, *end = s.ptr + s.len;
-    if (lead && *p == sep)
+    if (*p == '/')
         p++;
-    size_t n = 1;
-    for (const char *q = p; q < end; q++)
-        n += *q == sep;
-    if (!segs_reserve(segs, n, alloc))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        const char *q = p;
-        while (q < end && *q != sep)
-            q++;
+    bool any_special = memchr(p, '%', (size_t)(end - p)) ||
+                       memchr(p, ';', (size_t)(end - p));
+    size_t n = 0;
+    for (;;) {
+        const char *q = memchr(p, '/', (size_t)(end - p));
+        if (!q)
+            q = end;
         sy_str raw = {p, (size_t)(q - p)};
-        segs->raw[i] = raw;
-        if (lead) {
-            if (!decode_segment(raw, scratch, &segs->dec[i]))
-                return false;
-        } else {
-            segs->dec[i] = raw;
-        }
+        bool special = any_special && (memchr(p, '%', raw.len) ||
+                                       memchr(p, ';', raw.len));
+        if (!push_segment(segs, n++, raw, special, scratch, alloc))
+            return false;
+        if (q == end)
+            break;
+        p = q + 1;
+    }
+    segs->count = n;
+    return true;
+}
+
+/* Split a host on '.', raw. */
+static bool split_host(sy_segments *segs, sy_str s, const sy_alloc *alloc) {
+    segs->count = 0;
+    if (s.len == 0)
+        return true;
+    const char *p = s.ptr, *end = s.ptr + s.len;
+    size_t n = 0;
+    for (;;) {
+        const char *q = memchr(p, '.', (size_t)(end - p));
+        if (!q)
+            q = end;
+        if (!push_segment(segs, n++, (sy_str){p, (size_t)(q - p)}, false,
+                          NULL, alloc))
+            return false;
+        if (q == end)
+            break;
         p = q + 1;
     }
     segs->count = n;
@@ -261,12 +294,12 @@ static bool split(sy_segments *segs, sy_str s, char sep, bool lead,
 
 bool sy_segments_split(sy_segments *segs, sy_str path, sy_arena *scratch,
                        const sy_alloc *alloc) {
-    return split(segs, path, '/', true, scratch, alloc);
+    return split_path(segs, path, scratch, alloc);
 }
 
 bool sy_segments_split_host(sy_segments *segs, sy_str host,
                             const sy_alloc *alloc) {
-    return split(segs, host, '.', false, NULL, alloc);
+    return split_host(segs, host, alloc);
 }
 
 void sy_segments_free(sy_segments *segs, const sy_alloc *alloc) {

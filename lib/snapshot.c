@@ -9,7 +9,7 @@
  * An updated route tombstones its old slot and takes a new one with the
  * same rank key; the base index is shared and its dead slots are skipped,
  * the overlay indexes only new slots. When the overlay grows past
- * max(1024, live/16) slots, or keys of kept routes change, the snapshot
+ * max(64, live/16) slots, or keys of kept routes change, the snapshot
  * compacts its slots and builds a fresh base index.
  */
 #include "snapshot.h"
@@ -40,10 +40,6 @@ static uint64_t service_fingerprint(const struct sy_service *svc) {
         sum += h;
     }
     return sum;
-}
-
-static uint64_t route_term(uint64_t key, const struct sy_route *r) {
-    return sy_hash_mix(key, r->fingerprint);
 }
 
 static void snapshot_free_parts(sy_snapshot *s) {
@@ -139,24 +135,31 @@ uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id) {
 
 /* ---- derive ---- */
 
-static int cmp_slot_key(const void *x, const void *y, void *ctx) {
-    const sy_slot *slots = ctx;
-    uint64_t a = slots[*(const uint32_t *)x].key,
-             b = slots[*(const uint32_t *)y].key;
-    return a < b ? -1 : a > b;
+typedef struct keyed_slot {
+    uint64_t key;
+    uint32_t slot;
+} keyed_slot;
+
+static int cmp_keyed(const void *x, const void *y) {
+    const keyed_slot *a = x, *b = y;
+    return a->key < b->key ? -1 : a->key > b->key;
 }
 
-/* insertion-friendly sort of a small array of slot ids by key */
-static void sort_by_key(uint32_t *ids, size_t n, const sy_slot *slots) {
-    for (size_t i = 1; i < n; i++) {
-        uint32_t v = ids[i];
-        size_t j = i;
-        while (j > 0 && cmp_slot_key(&ids[j - 1], &v, (void *)slots) > 0) {
-            ids[j] = ids[j - 1];
-            j--;
-        }
-        ids[j] = v;
-    }
+/* Sort slot ids by rank key (ids of one change list: usually few). */
+static bool sort_by_key(const sy_alloc *a, uint32_t *ids, size_t n,
+                        const sy_slot *slots) {
+    if (n < 2)
+        return true;
+    keyed_slot *tmp = sy_malloc(a, n * sizeof *tmp);
+    if (!tmp)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = (keyed_slot){slots[ids[i]].key, ids[i]};
+    qsort(tmp, n, sizeof *tmp, cmp_keyed);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = tmp[i].slot;
+    sy_free(a, tmp);
+    return true;
 }
 
 static int index_over(sy_snapshot *s, const uint32_t *slots, size_t n,
@@ -275,6 +278,9 @@ static void scratch_needs(sy_snapshot *s, const struct sy_route *r) {
     uint32_t groups = 0, vars = 0;
     for (size_t i = 0; i < r->predicate_count; i++)
         if (r->cpreds[i]) {
+            sy_pred_kind k = sy_pred_get_kind(r->cpreds[i]);
+            s->needs_host |= k == SY_PK_HOST;
+            s->needs_time |= k == SY_PK_TIME;
             uint32_t g = sy_pred_max_groups(r->cpreds[i]);
             if (g > groups)
                 groups = g;
@@ -344,7 +350,6 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         goto fail;
     }
     s->slot_count = base_slots;
-    s->route_fp_sum = base ? base->route_fp_sum : 0;
     if (base) {
         memcpy(s->slots, base->slots, base_slots * sizeof *s->slots);
         for (uint32_t i = 0; i < base_slots; i++)
@@ -374,7 +379,6 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         uint32_t old = id_find(s, ch->id, h, &pos);
         if (old != NONE) {
             sy_slot *os = &s->slots[old];
-            s->route_fp_sum -= route_term(os->key, os->route);
             sy_route_unref(os->route);
             os->route = NULL;
             id_remove_at(s, pos);
@@ -386,7 +390,6 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         uint32_t slot = s->slot_count++;
         s->slots[slot] = (sy_slot){sy_route_ref(ch->route), ch->key,
                                    ch->source, NONE};
-        s->route_fp_sum += route_term(ch->key, ch->route);
         s->ids[pos] = (sy_id_entry){h, slot};
         added[added_count++] = slot;
         live++;
@@ -400,7 +403,11 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         rc = SY_ENOMEM;
         goto fail;
     }
-    sort_by_key(added, added_count, s->slots);
+    if (!sort_by_key(a, added, added_count, s->slots)) {
+        sy_free(a, added);
+        rc = SY_ENOMEM;
+        goto fail;
+    }
     {
         size_t i = 0, j = 0, k = 0;
         size_t bn = base ? base->route_count : 0;
@@ -423,7 +430,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     /* index: share the base, index the changed slots in an overlay, or
      * rebuild everything when the overlay would grow too large */
     size_t prev_overlay = base ? base->overlay_count : 0;
-    size_t limit = live / 16 > 1024 ? live / 16 : 1024;
+    size_t limit = live / 16 > 64 ? live / 16 : 64;
     bool rebuild = cfg->rebuild || !base || !base->base ||
                    prev_overlay + added_count > limit;
     if (rebuild) {
@@ -479,16 +486,14 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             s->max_groups = base->max_groups;
         if (base->max_vars > s->max_vars)
             s->max_vars = base->max_vars;
+        s->needs_host |= base->needs_host;
+        s->needs_time |= base->needs_time;
         for (size_t i = 0; i < s->overlay_count; i++)
             scratch_needs(s, s->slots[s->overlay_slots[i]].route);
     } else {
         for (size_t i = 0; i < s->route_count; i++)
             scratch_needs(s, s->slots[s->rank[i]].route);
     }
-    uint64_t svc_fp = 0;
-    for (size_t i = 0; i < s->service_count; i++)
-        svc_fp = sy_hash_mix(svc_fp, service_fingerprint(s->services[i]));
-    s->fingerprint = sy_hash_mix(s->route_fp_sum, svc_fp);
     s->bytes = sizeof *s + (size_t)s->slot_count * sizeof(sy_slot) +
                s->route_count * sizeof(uint32_t) +
                (size_t)(s->id_mask + 1) * sizeof(sy_id_entry) +
@@ -535,8 +540,22 @@ uint64_t sy_snapshot_generation(const sy_snapshot *h) {
     return sy_snapshot_from_handle(h)->generation;
 }
 
+/* Routes in rank order, then services by name: equal content gives equal
+ * fingerprints whatever history led to it. Computed once per snapshot; two
+ * readers racing compute the same value. */
 uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
-    return sy_snapshot_from_handle(h)->fingerprint;
+    sy_snapshot *s = (sy_snapshot *)sy_snapshot_from_handle(h);
+    if (atomic_load_explicit(&s->fingerprint_done, memory_order_acquire))
+        return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
+    uint64_t fp = 0x5170;
+    for (size_t i = 0; i < s->route_count; i++)
+        fp = sy_hash_mix(fp, s->slots[s->rank[i]].route->fingerprint);
+    fp = sy_hash_mix(fp, s->route_count);
+    for (size_t i = 0; i < s->service_count; i++)
+        fp = sy_hash_mix(fp, service_fingerprint(s->services[i]));
+    atomic_store_explicit(&s->fingerprint, fp, memory_order_relaxed);
+    atomic_store_explicit(&s->fingerprint_done, true, memory_order_release);
+    return fp;
 }
 
 size_t sy_snapshot_route_count(const sy_snapshot *h) {

@@ -39,8 +39,9 @@ struct sy_snapshot {
     sy_pub_obj pub; /* first: the publication header */
     const sy_alloc *alloc;
     uint64_t generation;
-    uint64_t fingerprint;
-    uint64_t route_fp_sum; /* order-independent sum over (key, fp) */
+    /* content fingerprint, computed on first request (O(routes)) */
+    _Atomic uint64_t fingerprint;
+    _Atomic bool fingerprint_done;
 
     sy_slot *slots;
     uint32_t slot_count;
@@ -67,6 +68,8 @@ struct sy_snapshot {
     size_t service_count;
 
     bool strip_host_port;
+    bool needs_host; /* some route has a Host predicate */
+    bool needs_time; /* some route has After/Before/Between */
     uint32_t max_groups, max_vars;
     size_t bytes;
 };

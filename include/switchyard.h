@@ -550,7 +550,10 @@ typedef struct sy_router_options {
     size_t history;                /* documents kept per source (0: 8) */
     size_t max_retired;            /* cap on retired snapshots (0: none) */
     uint64_t retired_warn_ms;      /* age that triggers on_retired_held */
-    /* Callbacks, all optional, all called on the writer's thread. */
+    /* Callbacks, all optional. on_log, on_event and on_retired_held are
+     * called on the writer's thread; clock_ms is called by matching threads
+     * (concurrently) for requests with now_ms == 0 when a route has a time
+     * predicate, so it must be thread-safe. */
     void (*on_log)(void *data, sy_log_level level, const char *message);
     void (*on_event)(void *data, const sy_report *report);
     void (*on_retired_held)(void *data, uint64_t generation, uint64_t age_ms);

@@ -154,6 +154,7 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
     ev->host = &c->host;
     ev->host_str = host;
     ev->now_ms = req->now_ms || !s->needs_time ? req->now_ms
+                 : s->clock_ms                  ? s->clock_ms(s->clock_data)
                                                 : sy_now_realtime_ms();
     ev->weight = NULL;
     ev->caps = c->caps;

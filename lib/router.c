@@ -114,6 +114,8 @@ static void held_cb(void *data, uint64_t gen, uint64_t age) {
 static sy_snapshot_config base_config(sy_router *r) {
     sy_snapshot_config cfg = {0};
     cfg.strip_host_port = r->opts.strip_host_port;
+    cfg.clock_ms = r->opts.clock_ms;
+    cfg.clock_data = r->opts.callback_data;
     cfg.defaults = r->defaults;
     cfg.sources = r->source_names;
     cfg.source_count = r->source_count;
@@ -417,6 +419,14 @@ static int apply_locked(sy_router *r, source *src, const char *json,
     }
     for (size_t i = 0; i < sy_document_issue_count(doc); i++)
         report_add_issue(rep, sy_document_issue(doc, i));
+    if (sy_document_route_count(doc) == 0 && sy_document_issue_count(doc)) {
+        rc = sy_error_set(err, SY_EINVALIDDOC, "",
+                          "no route of the document is valid (%zu invalid); "
+                          "nothing changed",
+                          sy_document_issue_count(doc));
+        sy_document_free(doc);
+        return rc;
+    }
     if (!force && src->applied &&
         ((version && same_text(version, src->version)) ||
          sy_document_checksum(doc) == src->checksum)) {
@@ -595,6 +605,24 @@ int sy_router_rollback(sy_router *r, const char *name, const char *version,
 
 /* ---- one-route changes ---- */
 
+/* Tell on_event about a one-route change (added, updated or removed). */
+static void report_one(sy_router *r, const char *source,
+                       const struct sy_route *old, const struct sy_route *now,
+                       uint64_t generation) {
+    if (!r->opts.on_event)
+        return;
+    sy_report *rep = report_new(r, source);
+    if (!rep)
+        return;
+    rep->generation = generation;
+    const struct sy_route *o[1] = {old}, *n[1] = {now};
+    if (sy_diff_routes(&r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
+                       &rep->diff) == SY_OK)
+        deliver(r, rep, NULL);
+    else
+        sy_report_free(rep);
+}
+
 int sy_router_upsert_route(sy_router *r, const char *name,
                            const char *route_json, size_t len,
                            sy_error *err) {
@@ -630,7 +658,13 @@ int sy_router_upsert_route(sy_router *r, const char *name,
     rt->doc_index = pos;
     sy_route_change ch = {rt->id, rt, sy_rank_key(rt->order, si, pos), si};
     sy_snapshot_config cfg = base_config(r);
-    rc = derive_publish(r, &cfg, &ch, 1, NULL, err);
+    struct sy_route *old =
+        slot != NONE ? sy_route_ref(cur->slots[slot].route) : NULL;
+    uint64_t gen;
+    rc = derive_publish(r, &cfg, &ch, 1, &gen, err);
+    if (rc == SY_OK)
+        report_one(r, src->name, old, rt, gen);
+    sy_route_unref(old);
 done:
     pthread_mutex_unlock(&r->lock);
     sy_route_unref(rt);
@@ -647,9 +681,15 @@ int sy_router_remove_route(sy_router *r, const char *id, sy_error *err) {
     if (slot == NONE) {
         rc = sy_error_set(err, SY_ENOTFOUND, "", "no route '%s'", id);
     } else {
-        sy_route_change ch = {id, NULL, 0, cur->slots[slot].source};
+        uint32_t si = cur->slots[slot].source;
+        struct sy_route *old = sy_route_ref(cur->slots[slot].route);
+        sy_route_change ch = {id, NULL, 0, si};
         sy_snapshot_config cfg = base_config(r);
-        rc = derive_publish(r, &cfg, &ch, 1, NULL, err);
+        uint64_t gen;
+        rc = derive_publish(r, &cfg, &ch, 1, &gen, err);
+        if (rc == SY_OK)
+            report_one(r, r->sources[si].name, old, NULL, gen);
+        sy_route_unref(old);
     }
     pthread_mutex_unlock(&r->lock);
     return rc;
@@ -671,10 +711,15 @@ int sy_router_set_route_enabled(sy_router *r, const char *id, bool enabled,
                                        &r->popts, &nr, err);
         if (rc == SY_OK) {
             nr->doc_index = cur->slots[slot].route->doc_index;
-            sy_route_change ch = {id, nr, cur->slots[slot].key,
-                                  cur->slots[slot].source};
+            uint32_t si = cur->slots[slot].source;
+            struct sy_route *old = sy_route_ref(cur->slots[slot].route);
+            sy_route_change ch = {id, nr, cur->slots[slot].key, si};
             sy_snapshot_config cfg = base_config(r);
-            rc = derive_publish(r, &cfg, &ch, 1, NULL, err);
+            uint64_t gen;
+            rc = derive_publish(r, &cfg, &ch, 1, &gen, err);
+            if (rc == SY_OK)
+                report_one(r, r->sources[si].name, old, nr, gen);
+            sy_route_unref(old);
             sy_route_unref(nr);
         }
     }

@@ -302,6 +302,8 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
                        const sy_snapshot_config *cfg) {
     const sy_alloc *a = s->alloc;
     s->strip_host_port = cfg->strip_host_port;
+    s->clock_ms = cfg->clock_ms;
+    s->clock_data = cfg->clock_data;
     s->defaults = cfg->defaults ? sy_route_ref(cfg->defaults) : NULL;
     if (s->defaults)
         scratch_needs(s, s->defaults);

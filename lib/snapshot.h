@@ -68,6 +68,8 @@ struct sy_snapshot {
     size_t service_count;
 
     bool strip_host_port;
+    int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
+    void *clock_data;
     bool needs_host; /* some route has a Host predicate */
     bool needs_time; /* some route has After/Before/Between */
     uint32_t max_groups, max_vars;
@@ -84,6 +86,8 @@ typedef struct sy_route_change {
 
 typedef struct sy_snapshot_config {
     bool strip_host_port;
+    int64_t (*clock_ms)(void *data);
+    void *clock_data;
     struct sy_route *defaults;
     const char *const *sources;
     size_t source_count;

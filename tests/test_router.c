@@ -463,6 +463,92 @@ START_TEST(readers_never_miss_a_stable_route_while_documents_change) {
 }
 END_TEST
 
+
+typedef struct event_log {
+    int count;
+    char last[64];
+    size_t added, removed, updated;
+} event_log;
+
+static void log_event(void *data, const sy_report *rep) {
+    event_log *e = data;
+    const sy_diff *d = sy_report_diff(rep);
+    e->count++;
+    e->added = d ? sy_diff_added_count(d) : 0;
+    e->removed = d ? sy_diff_removed_count(d) : 0;
+    e->updated = d ? sy_diff_updated_count(d) : 0;
+    snprintf(e->last, sizeof e->last, "%s",
+             sy_report_source(rep) ? sy_report_source(rep) : "");
+}
+
+START_TEST(one_route_changes_reach_the_event_callback_with_their_diff) {
+    event_log ev = {0};
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.on_event = log_event;
+    o.callback_data = &ev;
+    sy_router *r = router_with(ONE, 1, &o);
+    const char *c = "{\"id\":\"c\",\"uri\":\"http://c:80\"}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "main", c, strlen(c), NULL), 0);
+    ck_assert_int_eq(ev.count, 1);
+    ck_assert_uint_eq(ev.added, 1);
+    ck_assert_str_eq(ev.last, "main");
+    const char *c2 = "{\"id\":\"c\",\"uri\":\"http://c2:80\"}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "main", c2, strlen(c2), NULL), 0);
+    ck_assert_uint_eq(ev.updated, 1);
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "c", false, NULL), 0);
+    ck_assert_int_eq(ev.count, 3);
+    ck_assert_uint_eq(ev.updated, 1);
+    ck_assert_int_eq(sy_router_remove_route(r, "c", NULL), 0);
+    ck_assert_int_eq(ev.count, 4);
+    ck_assert_uint_eq(ev.removed, 1);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(lenient_document_without_any_valid_route_changes_nothing) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.lenient = true;
+    sy_router *r = router_with(ONE, 1, &o);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_error err;
+    sy_report *rep = NULL;
+    const char *bad = "[{\"id\":\"x\",\"uri\":\"nope\"}]";
+    ck_assert_int_eq(sy_router_apply(r, "main", bad, strlen(bad), &rep, &err),
+                     SY_EINVALIDDOC);
+    ck_assert_ptr_nonnull(rep);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    ck_assert_str_eq(sy_report_issue(rep, 0)->path, "[0].uri");
+    sy_report_free(rep);
+    ck_assert_str_eq(route_for(r, "h", "/a"), "a");
+    /* an empty document is valid and empties the source */
+    ck_assert_int_eq(apply(r, "main", "[]", NULL), 0);
+    ck_assert_ptr_null(route_for(r, "h", "/a"));
+    sy_router_free(r);
+}
+END_TEST
+
+static int64_t fixed_clock(void *data) {
+    return *(int64_t *)data;
+}
+
+START_TEST(requests_without_a_time_use_the_router_clock) {
+    int64_t now = 1000;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.clock_ms = fixed_clock;
+    o.callback_data = &now;
+    sy_router *r = router_with(ONE, 1, &o);
+    ck_assert_int_eq(apply(r, "main",
+                           "[{\"id\":\"late\",\"uri\":\"http://a:80\","
+                           "\"predicates\":[\"After=5000\"]}]",
+                           NULL),
+                     0);
+    ck_assert_ptr_null(route_for(r, "h", "/"));
+    now = 6000;
+    ck_assert_str_eq(route_for(r, "h", "/"), "late");
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("router");
     TCase *tc = tcase_create("router");
@@ -487,6 +573,10 @@ int main(void) {
                    two_routers_with_the_same_routes_have_equal_fingerprints);
     tcase_add_test(tc,
                    readers_never_miss_a_stable_route_while_documents_change);
+    tcase_add_test(tc,
+                   one_route_changes_reach_the_event_callback_with_their_diff);
+    tcase_add_test(tc, lenient_document_without_any_valid_route_changes_nothing);
+    tcase_add_test(tc, requests_without_a_time_use_the_router_clock);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -343,11 +343,29 @@ static int check_rules(const sy_def_entry *e, const entry_ctx *ec,
 }
 
 /* Gather the raw (key, value) args of one entry. Values are arena text. */
+/* The text of a scalar JSON value (numbers and booleans as text), or NULL
+ * for anything else. */
+static const char *scalar_text(const cJSON *c, char *num, size_t cap) {
+    if (cJSON_IsString(c))
+        return c->valuestring;
+    if (cJSON_IsNumber(c)) {
+        sy_def_number_text(c->valuedouble, num, cap);
+        return num;
+    }
+    if (cJSON_IsBool(c))
+        return cJSON_IsTrue(c) ? "true" : "false";
+    return NULL;
+}
+
+/* Object-form args. A JSON array gives one arg per element under the same
+ * key (as Spring binds `methods[0]`, `methods[1]`). */
 static int raw_from_object(struct sy_route *r, const cJSON *args,
                            const entry_ctx *ec, raw_arg **out, size_t *n,
                            const sy_alloc *a, sy_error *err) {
     char p[256];
-    size_t count = (size_t)cJSON_GetArraySize(args);
+    size_t count = 0;
+    for (const cJSON *c = args->child; c; c = c->next)
+        count += cJSON_IsArray(c) ? (size_t)cJSON_GetArraySize(c) : 1;
     *out = NULL;
     *n = 0;
     if (count == 0)
@@ -356,33 +374,93 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
     if (!raw)
         return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t i = 0;
-    for (const cJSON *c = args->child; c; c = c->next, i++) {
-        const char *val;
-        char num[64];
-        if (cJSON_IsString(c)) {
-            val = c->valuestring;
-        } else if (cJSON_IsNumber(c)) {
-            sy_def_number_text(c->valuedouble, num, sizeof num);
-            val = num;
-        } else if (cJSON_IsBool(c)) {
-            val = cJSON_IsTrue(c) ? "true" : "false";
-        } else {
-            sy_free(a, raw);
-            sy_def_path(p, sizeof p, "%s.args.%s", ec->path, c->string);
-            return sy_error_set(err, SY_ETYPE, p,
-                                "%s: %s: expected a string, number or "
-                                "boolean",
-                                ec->name, c->string);
-        }
-        raw[i].key = sy_arena_strdup(&r->arena, c->string);
-        raw[i].value = sy_arena_strdup(&r->arena, val);
-        if (!raw[i].key || !raw[i].value) {
-            sy_free(a, raw);
-            return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+    for (const cJSON *c = args->child; c; c = c->next) {
+        const cJSON *one = cJSON_IsArray(c) ? c->child : c;
+        size_t k = 0;
+        for (; one; one = cJSON_IsArray(c) ? one->next : NULL, k++) {
+            char num[64];
+            const char *val = scalar_text(one, num, sizeof num);
+            if (!val) {
+                sy_free(a, raw);
+                if (cJSON_IsArray(c))
+                    sy_def_path(p, sizeof p, "%s.args.%s[%zu]", ec->path,
+                                c->string, k);
+                else
+                    sy_def_path(p, sizeof p, "%s.args.%s", ec->path,
+                                c->string);
+                return sy_error_set(err, SY_ETYPE, p,
+                                    "%s: %s: expected a string, number, "
+                                    "boolean or an array of them",
+                                    ec->name, c->string);
+            }
+            raw[i].key = sy_arena_strdup(&r->arena, c->string);
+            raw[i].value = sy_arena_strdup(&r->arena, val);
+            if (!raw[i].key || !raw[i].value) {
+                sy_free(a, raw);
+                return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+            }
+            i++;
         }
     }
     *out = raw;
-    *n = count;
+    *n = i;
+    return 0;
+}
+
+/* Object form: a list field given by name as one string is split on
+ * commas, trimmed, empty items dropped (Spring's conversion of
+ * "GET,POST" to a list). `_genkey_N` values are never split. */
+static int split_named_lists(const factory_view *v, struct sy_route *r,
+                             raw_arg **rawp, size_t *np, const sy_alloc *a,
+                             sy_error *err, const char *path) {
+    raw_arg *raw = *rawp;
+    size_t n = *np, extra = 0;
+    for (size_t i = 0; i < n; i++) {
+        int f = raw[i].field;
+        if (f >= 0 && v->list[f] && strcmp(raw[i].key, v->names[f]) == 0)
+            for (const char *c = raw[i].value; *c; c++)
+                extra += *c == ',';
+    }
+    if (!extra)
+        return 0;
+    raw_arg *out = sy_calloc(a, n + extra, sizeof *out);
+    if (!out)
+        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int f = raw[i].field;
+        if (!(f >= 0 && v->list[f] && strcmp(raw[i].key, v->names[f]) == 0 &&
+              strchr(raw[i].value, ','))) {
+            out[k++] = raw[i];
+            continue;
+        }
+        const char *p = raw[i].value;
+        for (;;) {
+            const char *e = strchr(p, ',');
+            const char *end = e ? e : p + strlen(p);
+            const char *b = p;
+            while (b < end && (*b == ' ' || *b == '\t'))
+                b++;
+            const char *t = end;
+            while (t > b && (t[-1] == ' ' || t[-1] == '\t'))
+                t--;
+            if (t > b) {
+                char *item = sy_arena_strndup(&r->arena, b, (size_t)(t - b));
+                if (!item) {
+                    sy_free(a, out);
+                    return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+                }
+                out[k] = raw[i];
+                out[k++].value = item;
+            }
+            if (!e)
+                break;
+            p = e + 1;
+        }
+    }
+    sy_free(a, raw);
+    *rawp = out;
+    *np = k;
     return 0;
 }
 
@@ -572,6 +650,8 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
             return rc;
         }
     rc = map_args(&v, &ec, raw, n, err);
+    if (!rc && !ec.shortcut)
+        rc = split_named_lists(&v, r, &raw, &n, ctx->alloc, err, path);
     if (!rc)
         rc = finish_entry(r, &v, &ec, raw, n, e, ctx->alloc, err);
     sy_free(ctx->alloc, raw);

@@ -28,6 +28,21 @@ static void assert_same(const char *a, const char *b) {
     "{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":[" preds                \
     "],\"filters\":[" filters "]}"
 
+START_TEST(list_fields_as_arrays_or_comma_strings_are_equal) {
+    const char *shortcut = ROUTE("\"Method=GET,POST\",\"Path=/a,/b\"", "");
+    assert_same(shortcut,
+                ROUTE("{\"name\":\"Method\",\"args\":{\"methods\":"
+                      "[\"GET\",\"POST\"]}},{\"name\":\"Path\",\"args\":"
+                      "{\"patterns\":[\"/a\",\"/b\"]}}",
+                      ""));
+    assert_same(shortcut,
+                ROUTE("{\"name\":\"Method\",\"args\":{\"methods\":"
+                      "\"GET, POST\"}},{\"name\":\"Path\",\"args\":"
+                      "{\"patterns\":\"/a,/b\"}}",
+                      ""));
+}
+END_TEST
+
 START_TEST(canonical_form_is_compact_json_with_defaults) {
     struct sy_route *r =
         route("{\"uri\":\"HTTP://Backend\",\"id\":\"r\",\"order\":3,"
@@ -274,6 +289,7 @@ int main(void) {
     Suite *s = suite_create("fingerprint");
     TCase *tc = tcase_create("fingerprint");
     tcase_add_test(tc, canonical_form_is_compact_json_with_defaults);
+    tcase_add_test(tc, list_fields_as_arrays_or_comma_strings_are_equal);
     tcase_add_test(tc, shortcut_and_object_forms_are_equal);
     tcase_add_test(tc, key_order_anywhere_does_not_matter);
     tcase_add_test(tc, defaults_written_or_omitted_are_equal);

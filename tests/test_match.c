@@ -1390,6 +1390,31 @@ START_TEST(fingerprint_does_not_depend_on_how_positions_were_reached) {
 }
 END_TEST
 
+static int64_t fixed_clock(void *data) { return *(const int64_t *)data; }
+
+START_TEST(request_without_time_uses_the_router_clock) {
+    static int64_t now = 1700000005000LL;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.clock_ms = fixed_clock;
+    o.callback_data = &now;
+    sy_router *r = new_router(&o, "main");
+    apply(r, "main",
+          "[{\"id\":\"before\",\"uri\":\"http://a\",\"predicates\":"
+          "[\"Before=1700000004000\"]},"
+          " {\"id\":\"after\",\"uri\":\"http://a\",\"predicates\":"
+          "[\"After=1700000004000\"]}]");
+    rq q = request("GET", "h", "/");
+    q.req.now_ms = 0; /* the router's clock */
+    ck_assert_match(r, &q, "after");
+    now = 1700000003000LL;
+    ck_assert_match(r, &q, "before");
+    /* a request that carries its own time ignores the clock */
+    q.req.now_ms = 1700000009000LL;
+    ck_assert_match(r, &q, "after");
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("match");
     TCase *tc = tcase_create("match");
@@ -1464,6 +1489,7 @@ int main(void) {
     tcase_add_test(tc, weight_chosen_member_failing_its_path_does_not_fall_back);
     tcase_add_test(tc, time_predicates_use_the_request_clock);
     tcase_add_test(tc, remote_addr_matches_cidrs);
+    tcase_add_test(tc, request_without_time_uses_the_router_clock);
     tcase_add_test(tc,
                    request_without_content_length_field_is_treated_as_unknown);
     tcase_add_test(tc,

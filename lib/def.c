@@ -183,6 +183,7 @@ void sy_document_free(sy_document *doc) {
     for (size_t i = 0; i < doc->route_count; i++)
         sy_route_unref(doc->routes[i]);
     sy_free(&a, doc->routes);
+    sy_free(&a, doc->positions);
     sy_free(&a, doc->issues);
     sy_free(&a, doc->version);
     sy_free(&a, doc);
@@ -237,7 +238,8 @@ static int read_version(sy_document *d, const cJSON *v, sy_error *err) {
 
 static int build_routes(sy_document *d, const sy_parse_options *opts,
                         const sy_limits *lim, const cJSON *routes,
-                        const char *prefix, sy_error *err) {
+                        const char *prefix, sy_def_reuse_fn reuse,
+                        void *reuse_data, sy_error *err) {
     size_t n = (size_t)cJSON_GetArraySize(routes);
     if (n > lim->max_routes)
         return sy_error_set(err, SY_ELIMIT, prefix,
@@ -245,10 +247,12 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                             lim->max_routes);
     if (n > UINT32_MAX)
         return sy_error_set(err, SY_ELIMIT, prefix, "too many routes");
-    sy_def_ctx ctx = {&d->alloc, opts->registry};
+    sy_def_ctx ctx = {&d->alloc, opts->registry, reuse, reuse_data};
     id_set ids;
     d->routes = n ? sy_calloc(&d->alloc, n, sizeof *d->routes) : NULL;
-    if ((n && !d->routes) || !id_set_init(&ids, &d->alloc, n))
+    d->positions = n ? sy_calloc(&d->alloc, n, sizeof *d->positions) : NULL;
+    if ((n && (!d->routes || !d->positions)) ||
+        !id_set_init(&ids, &d->alloc, n))
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     uint64_t fp = SEED_DOC;
     size_t i = 0;
@@ -280,7 +284,9 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             rc = 0;
             continue;
         }
-        r->doc_index = (uint32_t)i;
+        if (atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
+            r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
+        d->positions[d->route_count] = (uint32_t)i;
         d->routes[d->route_count++] = r;
         fp = sy_hash_mix(fp, r->fingerprint);
     }
@@ -292,6 +298,13 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
 int sy_document_parse(const char *json, size_t len,
                       const sy_parse_options *opts, sy_document **out,
                       sy_error *err) {
+    return sy_document_parse_reusing(json, len, opts, NULL, NULL, out, err);
+}
+
+int sy_document_parse_reusing(const char *json, size_t len,
+                              const sy_parse_options *opts,
+                              sy_def_reuse_fn reuse, void *reuse_data,
+                              sy_document **out, sy_error *err) {
     static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
     if (!out || (!json && len))
         return sy_error_set(err, SY_EINVAL, "", "json and out are required");
@@ -319,6 +332,7 @@ int sy_document_parse(const char *json, size_t len,
         const char *prefix = "";
         if (cJSON_IsObject(root)) {
             prefix = "routes";
+            d->envelope = true;
             routes = cJSON_GetObjectItemCaseSensitive(root, "routes");
             rc = read_version(
                 d, cJSON_GetObjectItemCaseSensitive(root, "version"), err);
@@ -334,7 +348,8 @@ int sy_document_parse(const char *json, size_t len,
                               "object with \"routes\"");
         }
         if (!rc)
-            rc = build_routes(d, opts, &lim, routes, prefix, err);
+            rc = build_routes(d, opts, &lim, routes, prefix, reuse,
+                              reuse_data, err);
     }
     cJSON_Delete(root);
     if (rc) {
@@ -402,7 +417,7 @@ int sy_def_parse_route(const char *json, size_t len,
     cJSON *root = NULL;
     if ((rc = parse_json(json ? json : "", len, &lim, &root, err)))
         return rc;
-    sy_def_ctx ctx = {&a, opts->registry};
+    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL};
     rc = sy_def_build_route(&ctx, root, path ? path : "", out, err);
     cJSON_Delete(root);
     return rc;
@@ -473,7 +488,7 @@ int sy_def_parse_filters(const char *json, size_t len,
     if ((rc = parse_json(json ? json : "", len, &lim, &root, err)))
         return rc;
     struct sy_route *r = sy_route_new(&a);
-    sy_def_ctx ctx = {&a, opts->registry};
+    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL};
     bool *sc = NULL;
     if (!r)
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");

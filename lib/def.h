@@ -11,6 +11,8 @@
 
 struct sy_document {
     sy_alloc alloc;
+    uint32_t *positions; /* position in the JSON array of routes[i] */
+    bool envelope;       /* {"version", "routes"} shape: paths "routes[i]" */
     char *version;        /* NULL when the envelope has none */
     uint64_t fingerprint; /* of the routes' fingerprints in order */
     uint64_t checksum;    /* of the bytes */
@@ -19,6 +21,20 @@ struct sy_document {
     sy_error *issues;
     size_t issue_count;
 };
+
+/*
+ * Asked for each valid route before it is compiled: a live route with this
+ * id and fingerprint to share instead (the document takes a reference), or
+ * NULL to compile. Lets an apply compile only added and updated routes.
+ */
+typedef const struct sy_route *(*sy_def_reuse_fn)(void *data, const char *id,
+                                                  uint64_t fingerprint);
+
+/* sy_document_parse with reuse of already compiled routes. */
+int sy_document_parse_reusing(const char *json, size_t len,
+                              const sy_parse_options *opts,
+                              sy_def_reuse_fn reuse, void *reuse_data,
+                              sy_document **out, sy_error *err);
 
 /* Resolved limits (defaults filled in). */
 void sy_limits_resolve(sy_limits *out, const sy_limits *in);

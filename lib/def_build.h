@@ -14,6 +14,8 @@
 typedef struct sy_def_ctx {
     const sy_alloc *alloc;
     const sy_registry *registry;
+    sy_def_reuse_fn reuse; /* may be NULL */
+    void *reuse_data;
 } sy_def_ctx;
 
 /*

@@ -312,6 +312,17 @@ int sy_def_build_route(const sy_def_ctx *ctx, const cJSON *obj,
     int rc = fill_route(ctx, r, obj, path, &scp, &scf, err);
     if (!rc && sy_def_canonicalize(r))
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    const struct sy_route *same =
+        !rc && ctx->reuse ? ctx->reuse(ctx->reuse_data, r->id, r->fingerprint)
+                          : NULL;
+    if (same && same->fingerprint == r->fingerprint) {
+        /* already compiled and live: share it */
+        sy_free(ctx->alloc, scp);
+        sy_free(ctx->alloc, scf);
+        sy_route_unref(r);
+        *out = sy_route_ref(same);
+        return 0;
+    }
     if (!rc)
         rc = compile_route(ctx, r, path, scp, scf, err);
     sy_free(ctx->alloc, scp);

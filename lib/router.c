@@ -400,13 +400,32 @@ static const struct sy_route **live_routes(sy_router *r, const sy_snapshot *cur,
     return v;
 }
 
+typedef struct reuse_ctx {
+    const sy_snapshot *cur;
+    uint32_t source;
+} reuse_ctx;
+
+/* A live route of the same source with the same meaning: share it rather
+ * than compile it again. */
+static const struct sy_route *reuse_live(void *data, const char *id,
+                                         uint64_t fingerprint) {
+    const reuse_ctx *rc = data;
+    uint32_t slot = sy_snapshot_find_slot(rc->cur, id);
+    if (slot == NONE || rc->cur->slots[slot].source != rc->source ||
+        rc->cur->slots[slot].route->fingerprint != fingerprint)
+        return NULL;
+    return rc->cur->slots[slot].route;
+}
+
 static int apply_locked(sy_router *r, source *src, const char *json,
                         size_t len, bool force, sy_report *rep,
                         sy_error *err) {
     uint32_t si = (uint32_t)(src - r->sources);
     uint64_t t0 = sy_now_monotonic_us();
     sy_document *doc = NULL;
-    int rc = sy_document_parse(json, len, &r->popts, &doc, err);
+    reuse_ctx rctx = {current(r), si};
+    int rc = sy_document_parse_reusing(json, len, &r->popts, reuse_live,
+                                       &rctx, &doc, err);
     if (rc) {
         if (err)
             report_add_issue(rep, err);
@@ -450,11 +469,13 @@ static int apply_locked(sy_router *r, source *src, const char *json,
     }
     for (size_t i = 0; i < n; i++) {
         const struct sy_route *rt = sy_document_route(doc, i);
+        uint32_t pos = doc->positions[i];
         uint32_t slot = sy_snapshot_find_slot(cur, rt->id);
         if (slot != NONE && cur->slots[slot].source != si) {
             sy_error e;
             char path[64];
-            snprintf(path, sizeof path, "routes[%u].id", rt->doc_index);
+            snprintf(path, sizeof path, "%s[%u].id",
+                     doc->envelope ? "routes" : "", pos);
             sy_error_set(&e, SY_EDUPLICATE, path,
                          "route id '%s' is already defined by source '%s'",
                          rt->id, r->sources[cur->slots[slot].source].name);
@@ -468,7 +489,7 @@ static int apply_locked(sy_router *r, source *src, const char *json,
             continue;
         }
         keep[kept++] = rt;
-        uint64_t key = sy_rank_key(rt->order, si, rt->doc_index);
+        uint64_t key = sy_rank_key(rt->order, si, pos);
         if (slot != NONE && cur->slots[slot].key == key &&
             cur->slots[slot].route->fingerprint == rt->fingerprint)
             continue; /* unchanged, same rank: shared as it is */

@@ -144,7 +144,7 @@ START_TEST(id_used_by_another_source_is_an_error_of_the_later_document) {
                            "{\"id\":\"x\",\"uri\":\"http://b:80\"}]",
                            &err),
                      SY_EDUPLICATE);
-    ck_assert_str_eq(err.path, "routes[1].id");
+    ck_assert_str_eq(err.path, "[1].id");
     ck_assert_ptr_nonnull(strstr(err.message, "first"));
     ck_assert_str_eq(route_for(r, "h", "/x"), "x");
     sy_router_free(r);
@@ -199,6 +199,29 @@ START_TEST(a_held_snapshot_keeps_its_routes_across_an_apply) {
     sy_router_reclaim(r);
     sy_router_metrics(r, &mt);
     ck_assert_uint_eq(mt.retired_snapshots, 0);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(an_apply_compiles_only_added_and_updated_routes) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_snapshot *s1 = sy_router_acquire(r);
+    const sy_route *a1 = sy_snapshot_find_route(s1, "a", NULL);
+    /* same meaning for a, new position (c inserted before it) */
+    const char *doc2 =
+        "{\"version\":\"2\",\"routes\":["
+        "{\"id\":\"c\",\"uri\":\"http://c:80\",\"predicates\":[\"Path=/a/x\"]},"
+        "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":[\"Path=/a/**\"]}]}";
+    ck_assert_int_eq(apply(r, "main", doc2, NULL), 0);
+    sy_snapshot *s2 = sy_router_acquire(r);
+    /* the very same compiled object, now ranked after c */
+    ck_assert_ptr_eq(sy_snapshot_find_route(s2, "a", NULL), a1);
+    ck_assert_str_eq(sy_route_id(sy_snapshot_route_at(s2, 0)), "c");
+    ck_assert_str_eq(route_for(r, "h", "/a/x"), "c");
+    ck_assert_str_eq(route_for(r, "h", "/a/y"), "a");
+    sy_snapshot_release(s1);
+    sy_snapshot_release(s2);
     sy_router_free(r);
 }
 END_TEST
@@ -562,6 +585,7 @@ int main(void) {
                    equal_orders_tie_break_by_source_registration_then_position);
     tcase_add_test(tc, a_held_snapshot_keeps_its_routes_across_an_apply);
     tcase_add_test(tc, unchanged_routes_are_shared_between_snapshots);
+    tcase_add_test(tc, an_apply_compiles_only_added_and_updated_routes);
     tcase_add_test(tc, one_route_changes_are_visible_at_the_next_acquire);
     tcase_add_test(tc, rollback_restores_an_earlier_version);
     tcase_add_test(tc, notifications_during_an_apply_are_coalesced);

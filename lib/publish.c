@@ -61,6 +61,7 @@
 #define sy_pub_publish sy_pub_broken_publish
 #define sy_pub_current sy_pub_broken_current
 #define sy_pub_reclaim sy_pub_broken_reclaim
+#define sy_pub_oldest_generation sy_pub_broken_oldest_generation
 #define sy_pub_check_held sy_pub_broken_check_held
 #define sy_pub_metrics_get sy_pub_broken_metrics_get
 #define sy_pub_bench_acquire_release_ns sy_pub_broken_bench
@@ -307,6 +308,11 @@ void sy_pub_free(sy_pub *p) {
 
 sy_pub_obj *sy_pub_current(const sy_pub *p) {
     return p->current;
+}
+
+uint64_t sy_pub_oldest_generation(const sy_pub *p) {
+    return p->retired_head ? p->retired_head->generation
+                           : p->current->generation;
 }
 
 size_t sy_pub_reclaim(sy_pub *p) {

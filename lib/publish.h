@@ -141,6 +141,10 @@ int sy_pub_publish(sy_pub *p, sy_pub_obj *next);
 /* The current object (borrowed until the next publish). Writer side. */
 sy_pub_obj *sy_pub_current(const sy_pub *p);
 
+/* Generation of the oldest object still alive: the oldest retired object
+ * not yet freed, else the current one. Writer side. */
+uint64_t sy_pub_oldest_generation(const sy_pub *p);
+
 /* Free every dead retired object; returns how many. Writer side. */
 size_t sy_pub_reclaim(sy_pub *p);
 

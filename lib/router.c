@@ -55,8 +55,17 @@ struct sy_report {
     sy_service_diff instances;
 };
 
+/* A route that left the live table at `generation`: its reference is
+ * dropped once no snapshot older than that generation is alive. */
+typedef struct grave {
+    struct sy_route *route;
+    uint64_t generation;
+} grave;
+
 struct sy_router {
     sy_alloc alloc;
+    grave *graves;
+    size_t grave_count, grave_cap;
     sy_router_options opts;
     sy_parse_options popts;
     pthread_mutex_t lock;
@@ -122,18 +131,52 @@ static sy_snapshot_config base_config(sy_router *r) {
     return cfg;
 }
 
+/* Drop the references of removed routes no live snapshot can still use. */
+static void bury(sy_router *r) {
+    uint64_t oldest = sy_pub_oldest_generation(r->pub);
+    size_t k = 0;
+    for (size_t i = 0; i < r->grave_count; i++) {
+        if (r->graves[i].generation <= oldest)
+            sy_route_unref(r->graves[i].route);
+        else
+            r->graves[k++] = r->graves[i];
+    }
+    r->grave_count = k;
+}
+
+static bool graves_reserve(sy_router *r, size_t extra) {
+    if (r->grave_count + extra <= r->grave_cap)
+        return true;
+    size_t cap = r->grave_cap ? r->grave_cap * 2 : 64;
+    while (cap < r->grave_count + extra)
+        cap *= 2;
+    grave *g = sy_realloc(&r->alloc, r->graves, cap * sizeof *g);
+    if (!g)
+        return false;
+    r->graves = g;
+    r->grave_cap = cap;
+    return true;
+}
+
 /* Derive from the live snapshot and publish; on failure nothing changes. */
 static int derive_publish(sy_router *r, const sy_snapshot_config *cfg,
                           const sy_route_change *ch, size_t n,
                           uint64_t *generation, sy_error *err) {
     const sy_snapshot *cur = current(r);
     sy_snapshot *next;
+    struct sy_route **removed;
+    size_t nremoved;
     int rc = sy_snapshot_derive(&r->alloc, cur, cfg, ch, n,
-                                cur->pub.generation + 1, &next, err);
+                                cur->pub.generation + 1, &next, &removed,
+                                &nremoved, err);
     if (rc)
         return rc;
-    rc = sy_pub_publish(r->pub, &next->pub);
+    if (!graves_reserve(r, nremoved))
+        rc = SY_ENOMEM;
+    else
+        rc = sy_pub_publish(r->pub, &next->pub);
     if (rc) {
+        sy_free(&r->alloc, removed);
         sy_snapshot_destroy(next);
         return sy_error_set(err, rc, "",
                             rc == SY_EBUSY
@@ -142,7 +185,16 @@ static int derive_publish(sy_router *r, const sy_snapshot_config *cfg,
                                 : "%s",
                             sy_strerror(rc));
     }
-    next->generation = next->pub.generation;
+    /* the live table now holds the added routes and lets go of the
+     * removed ones once no older snapshot is alive */
+    for (size_t i = 0; i < n; i++)
+        if (ch[i].route)
+            sy_route_ref(ch[i].route);
+    for (size_t i = 0; i < nremoved; i++)
+        r->graves[r->grave_count++] =
+            (grave){removed[i], next->pub.generation};
+    sy_free(&r->alloc, removed);
+    bury(r);
     if (generation)
         *generation = next->pub.generation;
     if (r->opts.retired_warn_ms)
@@ -269,9 +321,13 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
     }
     sy_snapshot_config cfg = base_config(r);
     sy_snapshot *first;
-    rc = sy_snapshot_derive(&r->alloc, NULL, &cfg, NULL, 0, 0, &first, err);
+    struct sy_route **none;
+    size_t nnone;
+    rc = sy_snapshot_derive(&r->alloc, NULL, &cfg, NULL, 0, 0, &first, &none,
+                            &nnone, err);
     if (rc)
         goto fail;
+    sy_free(&r->alloc, none);
     sy_pub_options po = {destroy_snapshot, pub_clock, r, o.max_retired};
     rc = sy_pub_new(&r->alloc, &po, &first->pub, &r->pub);
     if (rc) {
@@ -300,6 +356,14 @@ static void free_history(sy_router *r, source *s) {
 void sy_router_free(sy_router *r) {
     if (!r)
         return;
+    /* the live table's references, then the buried ones */
+    const sy_snapshot *cur = current(r);
+    for (uint32_t i = 0; i < cur->slot_count; i++)
+        if (cur->slots[i].route)
+            sy_route_unref(cur->slots[i].route);
+    for (size_t i = 0; i < r->grave_count; i++)
+        sy_route_unref(r->graves[i].route);
+    sy_free(&r->alloc, r->graves);
     sy_pub_free(r->pub);
     for (size_t i = 0; i < r->source_count; i++) {
         source *s = &r->sources[i];
@@ -926,6 +990,7 @@ void sy_snapshot_release(sy_snapshot *s) {
 size_t sy_router_reclaim(sy_router *r) {
     pthread_mutex_lock(&r->lock);
     size_t n = sy_pub_reclaim(r->pub);
+    bury(r);
     if (r->opts.retired_warn_ms)
         sy_pub_check_held(r->pub, r->opts.retired_warn_ms, held_cb, r);
     pthread_mutex_unlock(&r->lock);

@@ -9,7 +9,7 @@
  * An updated route tombstones its old slot and takes a new one with the
  * same rank key; the base index is shared and its dead slots are skipped,
  * the overlay indexes only new slots. When the overlay grows past
- * max(64, live/16) slots, or keys of kept routes change, the snapshot
+ * min(2048, max(64, live/16)) slots, or keys of kept routes change, the snapshot
  * compacts its slots and builds a fresh base index.
  */
 #include "snapshot.h"
@@ -44,9 +44,6 @@ static uint64_t service_fingerprint(const struct sy_service *svc) {
 
 static void snapshot_free_parts(sy_snapshot *s) {
     const sy_alloc *a = s->alloc;
-    for (uint32_t i = 0; s->slots && i < s->slot_count; i++)
-        if (s->slots[i].route)
-            sy_route_unref(s->slots[i].route);
     sy_free(a, s->slots);
     sy_free(a, s->rank);
     sy_index_unref(s->base);
@@ -117,7 +114,7 @@ static void id_remove_at(sy_snapshot *s, uint32_t pos) {
 
 static bool id_table_alloc(sy_snapshot *s, size_t live) {
     uint32_t cap = 16;
-    while (cap < live * 2 + 16)
+    while (cap < live + live / 3 + 16)
         cap *= 2;
     s->ids = sy_malloc(s->alloc, (size_t)cap * sizeof *s->ids);
     if (!s->ids)
@@ -178,65 +175,70 @@ static int index_over(sy_snapshot *s, const uint32_t *slots, size_t n,
     return rc;
 }
 
-/* Weight groups: members in definition order (source, position). */
-static int build_weights(sy_snapshot *s) {
-    size_t n = 0;
-    for (size_t i = 0; i < s->route_count; i++) {
-        const struct sy_route *r = s->slots[s->rank[i]].route;
-        for (size_t p = 0; p < r->predicate_count; p++)
-            if (r->cpreds[p] && sy_pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
-                n++;
+static bool has_weight(const struct sy_route *r) {
+    for (size_t p = 0; p < r->predicate_count; p++)
+        if (r->cpreds[p] && sy_pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
+            return true;
+    return false;
+}
+
+static const sy_pred *weight_pred(const struct sy_route *r) {
+    for (size_t p = 0; p < r->predicate_count; p++)
+        if (r->cpreds[p] && sy_pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
+            return r->cpreds[p];
+    return NULL;
+}
+
+static int cmp_def_order(const void *x, const void *y) {
+    const keyed_slot *a = x, *b = y;
+    uint64_t ka = a->key & 0xffffffffu, kb = b->key & 0xffffffffu;
+    return ka < kb ? -1 : ka > kb;
+}
+
+/*
+ * Weight groups over the live weight routes among `cand` (slot ids):
+ * members in definition order (source, position), ranges of [0,1)
+ * proportional to their weights, recomputed at every publish. Touches only
+ * weight routes, so a one-route change stays cheap.
+ */
+static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
+    const sy_alloc *a = s->alloc;
+    keyed_slot *ws = sy_malloc(a, (n ? n : 1) * sizeof *ws);
+    if (!ws)
+        return SY_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const sy_slot *sl = &s->slots[cand[i]];
+        if (sl->route && !sl->route->disabled && has_weight(sl->route))
+            ws[k++] = (keyed_slot){sl->key, cand[i]};
     }
-    for (uint32_t i = 0; i < s->slot_count; i++)
-        s->slots[i].weight = NONE;
-    if (!n)
+    if (!k) {
+        sy_free(a, ws);
         return SY_OK;
-    s->weight_slots = sy_malloc(s->alloc, n * sizeof *s->weight_slots);
-    s->weights = sy_calloc(s->alloc, n, sizeof *s->weights);
-    const char **names = sy_malloc(s->alloc, n * sizeof *names);
-    uint32_t *wv = sy_malloc(s->alloc, n * sizeof *wv);
+    }
+    qsort(ws, k, sizeof *ws, cmp_def_order);
+    s->weight_slots = sy_malloc(a, k * sizeof *s->weight_slots);
+    s->weights = sy_calloc(a, k, sizeof *s->weights);
+    const char **names = sy_malloc(a, k * sizeof *names);
+    uint32_t *wv = sy_malloc(a, k * sizeof *wv);
     if (!s->weight_slots || !s->weights || !names || !wv) {
-        sy_free(s->alloc, names);
-        sy_free(s->alloc, wv);
+        sy_free(a, ws);
+        sy_free(a, names);
+        sy_free(a, wv);
         return SY_ENOMEM;
     }
-    size_t k = 0;
-    for (size_t i = 0; i < s->route_count; i++) {
-        uint32_t slot = s->rank[i];
-        const struct sy_route *r = s->slots[slot].route;
-        for (size_t p = 0; p < r->predicate_count; p++) {
-            const sy_pred *pr = r->cpreds[p];
-            if (pr && sy_pred_get_kind(pr) == SY_PK_WEIGHT &&
-                s->slots[slot].weight == NONE) {
-                s->weight_slots[k] = slot;
-                names[k] = sy_pred_weight_group(pr);
-                wv[k] = sy_pred_weight_value(pr);
-                s->slots[slot].weight = (uint32_t)k;
-                k++;
-            }
-        }
+    for (size_t i = 0; i < k; i++) {
+        const sy_pred *pr = weight_pred(s->slots[ws[i].slot].route);
+        s->weight_slots[i] = ws[i].slot;
+        names[i] = sy_pred_weight_group(pr);
+        wv[i] = sy_pred_weight_value(pr);
+        s->slots[ws[i].slot].weight = (uint32_t)i;
     }
     s->weight_count = k;
-    /* definition order: key without the order bits */
-    for (size_t i = 1; i < k; i++) {
-        uint32_t sl = s->weight_slots[i], w = wv[i];
-        const char *nm = names[i];
-        uint64_t dk = s->slots[sl].key & 0xffffffffu;
-        size_t j = i;
-        while (j > 0 && (s->slots[s->weight_slots[j - 1]].key & 0xffffffffu) > dk) {
-            s->weight_slots[j] = s->weight_slots[j - 1];
-            names[j] = names[j - 1];
-            wv[j] = wv[j - 1];
-            j--;
-        }
-        s->weight_slots[j] = sl;
-        names[j] = nm;
-        wv[j] = w;
-    }
+    sy_free(a, ws);
     /* group numbers by first appearance; ranges proportional to weight */
     uint32_t groups = 0;
     for (size_t i = 0; i < k; i++) {
-        s->slots[s->weight_slots[i]].weight = (uint32_t)i;
         size_t first = i;
         for (size_t j = 0; j < i; j++)
             if (strcmp(names[j], names[i]) == 0) {
@@ -261,16 +263,15 @@ static int build_weights(sy_snapshot *s) {
             s->weights[j].hi = lo + w;
             lo += w;
         }
-        /* the last member closes the range exactly at 1 */
+        /* the last member with a weight closes the range exactly at 1 */
         for (size_t j = k; j-- > i;)
-            if (strcmp(names[j], names[i]) == 0) {
-                if (total > 0 && wv[j] > 0)
-                    s->weights[j].hi = 1.0;
+            if (strcmp(names[j], names[i]) == 0 && wv[j] > 0) {
+                s->weights[j].hi = 1.0;
                 break;
             }
     }
-    sy_free(s->alloc, names);
-    sy_free(s->alloc, wv);
+    sy_free(a, names);
+    sy_free(a, wv);
     return SY_OK;
 }
 
@@ -327,12 +328,75 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
     return SY_OK;
 }
 
+/* Put every live slot's id in the (empty) id table. */
+static void id_fill(sy_snapshot *s) {
+    for (uint32_t i = 0; i <= s->id_mask; i++)
+        s->ids[i].slot = NONE;
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        if (!s->slots[i].route)
+            continue;
+        uint32_t pos;
+        uint64_t h = id_hash(s->slots[i].route->id);
+        id_find(s, s->slots[i].route->id, h, &pos);
+        s->ids[pos] = (sy_id_entry){h, i};
+    }
+}
+
+/* Rank order: the base's surviving order merged with the sorted adds. */
+static void merge_rank(sy_snapshot *s, const sy_snapshot *base,
+                       const uint32_t *added, size_t added_count) {
+    size_t i = 0, j = 0, k = 0;
+    size_t bn = base ? base->route_count : 0;
+    for (;;) {
+        while (i < bn && !s->slots[base->rank[i]].route)
+            i++;
+        bool more_base = i < bn, more_added = j < added_count;
+        if (!more_base && !more_added)
+            break;
+        if (more_base &&
+            (!more_added ||
+             s->slots[base->rank[i]].key <= s->slots[added[j]].key))
+            s->rank[k++] = base->rank[i++];
+        else
+            s->rank[k++] = added[j++];
+    }
+    s->route_count = k;
+}
+
+/* Compact live slots into rank order (slot i = rank i) and rebuild the id
+ * table and the base index over them. */
+static int compact_and_index(sy_snapshot *s) {
+    const sy_alloc *a = s->alloc;
+    sy_slot *compact = sy_calloc(a, s->route_count ? s->route_count : 1,
+                                 sizeof *compact);
+    if (!compact)
+        return SY_ENOMEM;
+    for (size_t i = 0; i < s->route_count; i++) {
+        compact[i] = s->slots[s->rank[i]];
+        compact[i].weight = NONE;
+        s->rank[i] = (uint32_t)i;
+    }
+    sy_free(a, s->slots);
+    s->slots = compact;
+    s->slot_count = (uint32_t)s->route_count;
+    id_fill(s);
+    for (size_t i = 0; i < s->route_count; i++)
+        scratch_needs(s, s->slots[i].route);
+    return index_over(s, s->rank, s->route_count, &s->base);
+}
+
 int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
                        const sy_snapshot_config *cfg,
                        const sy_route_change *changes, size_t n,
                        uint64_t generation, sy_snapshot **out,
+                       struct sy_route ***removed_out, size_t *removed_count,
                        sy_error *err) {
     *out = NULL;
+    *removed_out = NULL;
+    *removed_count = 0;
+    uint32_t *added = NULL;
+    struct sy_route **removed = NULL;
+    size_t added_count = 0, nremoved = 0;
     sy_snapshot *s = sy_pub_obj_alloc(a, sizeof *s);
     if (!s)
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
@@ -342,37 +406,25 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     if (rc)
         goto fail;
 
-    /* slots: the base's live slots (shared routes) + one per set change */
+    /* slots: the base's (routes shared, not counted) + one per set change */
     uint32_t base_slots = base ? base->slot_count : 0;
     size_t cap = (size_t)base_slots + n;
-    s->slots = sy_calloc(a, cap ? cap : 1, sizeof *s->slots);
     size_t live = base ? base->route_count : 0;
-    if (!s->slots || !id_table_alloc(s, live + n)) {
+    s->slots = sy_malloc(a, (cap ? cap : 1) * sizeof *s->slots);
+    added = sy_malloc(a, (n ? n : 1) * sizeof *added);
+    removed = sy_malloc(a, (n ? n : 1) * sizeof *removed);
+    if (!s->slots || !added || !removed || !id_table_alloc(s, live + n)) {
         rc = SY_ENOMEM;
         goto fail;
     }
     s->slot_count = base_slots;
     if (base) {
         memcpy(s->slots, base->slots, base_slots * sizeof *s->slots);
-        for (uint32_t i = 0; i < base_slots; i++)
-            if (s->slots[i].route)
-                sy_route_ref(s->slots[i].route);
         if (s->id_mask == base->id_mask)
-            memcpy(s->ids, base->ids, (size_t)(s->id_mask + 1) * sizeof *s->ids);
+            memcpy(s->ids, base->ids,
+                   (size_t)(s->id_mask + 1) * sizeof *s->ids);
         else
-            for (uint32_t i = 0; i < base_slots; i++)
-                if (s->slots[i].route) {
-                    uint32_t pos;
-                    uint64_t h = id_hash(s->slots[i].route->id);
-                    id_find(s, s->slots[i].route->id, h, &pos);
-                    s->ids[pos] = (sy_id_entry){h, i};
-                }
-    }
-    uint32_t *added = sy_malloc(a, (n ? n : 1) * sizeof *added);
-    size_t added_count = 0;
-    if (!added) {
-        rc = SY_ENOMEM;
-        goto fail;
+            id_fill(s);
     }
     for (size_t c = 0; c < n; c++) {
         const sy_route_change *ch = &changes[c];
@@ -380,9 +432,9 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         uint32_t pos;
         uint32_t old = id_find(s, ch->id, h, &pos);
         if (old != NONE) {
-            sy_slot *os = &s->slots[old];
-            sy_route_unref(os->route);
-            os->route = NULL;
+            if (old < base_slots) /* a route of the base: hand it back */
+                removed[nremoved++] = s->slots[old].route;
+            s->slots[old].route = NULL;
             id_remove_at(s, pos);
             live--;
             id_find(s, ch->id, h, &pos);
@@ -390,122 +442,100 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         if (!ch->route)
             continue;
         uint32_t slot = s->slot_count++;
-        s->slots[slot] = (sy_slot){sy_route_ref(ch->route), ch->key,
-                                   ch->source, NONE};
+        s->slots[slot] = (sy_slot){ch->route, ch->key, ch->source, NONE};
         s->ids[pos] = (sy_id_entry){h, slot};
         added[added_count++] = slot;
         live++;
     }
-
-    /* rank order: merge the base's surviving order with the sorted adds */
-    s->route_count = live;
-    s->rank = sy_malloc(a, (live ? live : 1) * sizeof *s->rank);
-    if (!s->rank) {
-        sy_free(a, added);
-        rc = SY_ENOMEM;
-        goto fail;
-    }
-    if (!sort_by_key(a, added, added_count, s->slots)) {
-        sy_free(a, added);
-        rc = SY_ENOMEM;
-        goto fail;
-    }
+    /* a route set twice in one change list: only the last slot is live */
+    for (size_t i = 0; i < added_count; i++)
+        if (!s->slots[added[i]].route)
+            added[i] = NONE;
     {
-        size_t i = 0, j = 0, k = 0;
-        size_t bn = base ? base->route_count : 0;
-        for (;;) {
-            while (i < bn && !s->slots[base->rank[i]].route)
-                i++;
-            bool more_base = i < bn, more_added = j < added_count;
-            if (!more_base && !more_added)
-                break;
-            if (more_base &&
-                (!more_added ||
-                 s->slots[base->rank[i]].key <= s->slots[added[j]].key))
-                s->rank[k++] = base->rank[i++];
-            else
-                s->rank[k++] = added[j++];
-        }
-        s->route_count = k;
+        size_t k = 0;
+        for (size_t i = 0; i < added_count; i++)
+            if (added[i] != NONE)
+                added[k++] = added[i];
+        added_count = k;
     }
 
-    /* index: share the base, index the changed slots in an overlay, or
-     * rebuild everything when the overlay would grow too large */
+    s->rank = sy_malloc(a, (live ? live : 1) * sizeof *s->rank);
+    if (!s->rank || !sort_by_key(a, added, added_count, s->slots)) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
+    merge_rank(s, base, added, added_count);
+
+    /* index: share the base and index the changed slots in an overlay, or
+     * compact and rebuild when the overlay would grow too large */
     size_t prev_overlay = base ? base->overlay_count : 0;
     size_t limit = live / 16 > 64 ? live / 16 : 64;
+    if (limit > 2048)
+        limit = 2048;
     bool rebuild = cfg->rebuild || !base || !base->base ||
                    prev_overlay + added_count > limit;
     if (rebuild) {
-        /* compact: live slots in rank order become slots 0..live-1 */
-        sy_slot *compact = sy_calloc(a, live ? live : 1, sizeof *compact);
-        if (!compact) {
-            sy_free(a, added);
-            rc = SY_ENOMEM;
-            goto fail;
-        }
-        for (size_t i = 0; i < s->route_count; i++) {
-            compact[i] = s->slots[s->rank[i]];
-            s->rank[i] = (uint32_t)i;
-        }
-        sy_free(a, s->slots);
-        s->slots = compact;
-        s->slot_count = (uint32_t)s->route_count;
-        for (uint32_t i = 0; i <= s->id_mask; i++)
-            s->ids[i].slot = NONE;
-        for (uint32_t i = 0; i < s->slot_count; i++) {
-            uint32_t pos;
-            uint64_t h = id_hash(s->slots[i].route->id);
-            id_find(s, s->slots[i].route->id, h, &pos);
-            s->ids[pos] = (sy_id_entry){h, i};
-        }
-        rc = index_over(s, s->rank, s->route_count, &s->base);
+        rc = compact_and_index(s);
+        if (!rc)
+            rc = build_weights(s, s->rank, s->route_count);
     } else {
         s->base = sy_index_ref(base->base);
-        s->overlay_slots =
-            sy_malloc(a, (prev_overlay + added_count + 1) * sizeof(uint32_t));
-        if (!s->overlay_slots) {
-            rc = SY_ENOMEM;
-        } else {
-            for (size_t i = 0; i < prev_overlay; i++)
-                if (s->slots[base->overlay_slots[i]].route)
-                    s->overlay_slots[s->overlay_count++] =
-                        base->overlay_slots[i];
-            memcpy(s->overlay_slots + s->overlay_count, added,
-                   added_count * sizeof *added);
-            s->overlay_count += added_count;
-            rc = s->overlay_count ? index_over(s, s->overlay_slots,
-                                               s->overlay_count, &s->overlay)
-                                  : SY_OK;
-        }
-    }
-    sy_free(a, added);
-    if (rc)
-        goto fail;
-    if ((rc = build_weights(s)))
-        goto fail;
-    if (base && !rebuild) {
         if (base->max_groups > s->max_groups)
             s->max_groups = base->max_groups;
         if (base->max_vars > s->max_vars)
             s->max_vars = base->max_vars;
         s->needs_host |= base->needs_host;
         s->needs_time |= base->needs_time;
-        for (size_t i = 0; i < s->overlay_count; i++)
-            scratch_needs(s, s->slots[s->overlay_slots[i]].route);
-    } else {
-        for (size_t i = 0; i < s->route_count; i++)
-            scratch_needs(s, s->slots[s->rank[i]].route);
+        s->overlay_slots =
+            sy_malloc(a, (prev_overlay + added_count + 1) * sizeof(uint32_t));
+        /* weight candidates: the base's weight routes and the new slots */
+        size_t wn = (base ? base->weight_count : 0) + added_count;
+        uint32_t *wc = sy_malloc(a, (wn ? wn : 1) * sizeof *wc);
+        if (!s->overlay_slots || !wc) {
+            sy_free(a, wc);
+            rc = SY_ENOMEM;
+            goto fail;
+        }
+        for (size_t i = 0; i < prev_overlay; i++)
+            if (s->slots[base->overlay_slots[i]].route)
+                s->overlay_slots[s->overlay_count++] = base->overlay_slots[i];
+        memcpy(s->overlay_slots + s->overlay_count, added,
+               added_count * sizeof *added);
+        s->overlay_count += added_count;
+        for (size_t i = 0; i < added_count; i++)
+            scratch_needs(s, s->slots[added[i]].route);
+        rc = s->overlay_count ? index_over(s, s->overlay_slots,
+                                           s->overlay_count, &s->overlay)
+                              : SY_OK;
+        size_t k = 0;
+        for (size_t i = 0; base && i < base->weight_count; i++)
+            wc[k++] = base->weight_slots[i];
+        memcpy(wc + k, added, added_count * sizeof *added);
+        k += added_count;
+        /* weight indices of the base belong to the base's table */
+        for (size_t i = 0; base && i < base->weight_count; i++)
+            s->slots[base->weight_slots[i]].weight = NONE;
+        if (!rc)
+            rc = build_weights(s, wc, k);
+        sy_free(a, wc);
     }
+    if (rc)
+        goto fail;
     s->bytes = sizeof *s + (size_t)s->slot_count * sizeof(sy_slot) +
                s->route_count * sizeof(uint32_t) +
                (size_t)(s->id_mask + 1) * sizeof(sy_id_entry) +
                (s->overlay ? sy_index_bytes(s->overlay) : 0) +
                (rebuild && s->base ? sy_index_bytes(s->base) : 0);
     s->pub.bytes = s->bytes;
+    sy_free(a, added);
     *out = s;
+    *removed_out = removed;
+    *removed_count = nremoved;
     return SY_OK;
 
 fail:
+    sy_free(a, added);
+    sy_free(a, removed);
     snapshot_free_parts(s);
     sy_pub_obj_free(a, &s->pub);
     return sy_error_set(err, rc ? rc : SY_ENOMEM, "", "%s",

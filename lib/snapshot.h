@@ -103,11 +103,20 @@ typedef struct sy_snapshot_config {
  * Derive a snapshot from `base` (NULL: empty) with `changes` applied, in
  * the given order. Every failure leaves `base` untouched and frees what was
  * built. The result has generation `generation`.
+ *
+ * Ownership: snapshots do not count references to their routes (that
+ * would touch every route at every publish). The caller holds one
+ * reference per live route: once the derived snapshot is published it
+ * takes a reference to every route a change added, and *removed (array
+ * from `a`, caller frees it) lists the routes that left, whose references
+ * it keeps until no snapshot older than the derived one is alive.
  */
 int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
                        const sy_snapshot_config *cfg,
                        const sy_route_change *changes, size_t n,
-                       uint64_t generation, sy_snapshot **out, sy_error *err);
+                       uint64_t generation, sy_snapshot **out,
+                       struct sy_route ***removed, size_t *removed_count,
+                       sy_error *err);
 void sy_snapshot_destroy(sy_snapshot *s);
 
 /* The slot of a route id, or UINT32_MAX. */

@@ -18,7 +18,10 @@ build() { # dir, meson options...
   else
     meson configure "$dir" "$@" >/dev/null || return 1
   fi
-  ninja -C "$dir" >/dev/null || { ninja -C "$dir" | tail -30; return 1; }
+  if ! ninja -C "$dir" > "$dir/ninja.log" 2>&1; then
+    tail -30 "$dir/ninja.log"
+    return 1
+  fi
 }
 
 run() { # dir, meson test args...

@@ -17,6 +17,7 @@
 #include "publish.h"
 #include "service.h"
 #include "snapshot.h"
+#include "util.h"
 
 #include <cJSON.h>
 #include <pthread.h>
@@ -893,6 +894,64 @@ static void case_select(void) {
 }
 
 /* ---------------------------------------------------------------- */
+/* Baseline: the machine's own speed, measured in the same run        */
+/* ---------------------------------------------------------------- */
+
+typedef struct hash_arg {
+    char (*paths)[32];
+    uint64_t sink;
+} hash_arg;
+
+static void run_hash(void *arg, uint64_t count) {
+    hash_arg *h = arg;
+    uint64_t sink = 0;
+    for (uint64_t i = 0; i < count; i++)
+        sink += sy_hash64(h->paths[i & 1023], 30, sink);
+    h->sink += sink;
+}
+
+typedef struct chase_arg {
+    uint32_t *next;
+    uint32_t at;
+} chase_arg;
+
+static void run_chase(void *arg, uint64_t count) {
+    chase_arg *c = arg;
+    uint32_t at = c->at;
+    for (uint64_t i = 0; i < count; i++)
+        at = c->next[at];
+    c->at = at;
+}
+
+/* Two figures to read the others against on a shared, noisy machine: the
+ * physical floor of a lookup (hash a 30-byte path) and the latency of one
+ * dependent load that misses every cache (a 64 MiB random cycle). */
+static void baseline(const char *when) {
+    hash_arg h = {bench_xmalloc(1024 * sizeof *h.paths), 0};
+    for (size_t i = 0; i < 1024; i++)
+        snprintf(h.paths[i], sizeof h.paths[i], "/repos/owner%05zu/repo/events",
+                 i * 7919 % 100000);
+    double ns_hash = measure(run_hash, &h, 20000000u, 5, NULL);
+    free(h.paths);
+    enum { N = 16u << 20 };
+    chase_arg c = {bench_xmalloc(N * sizeof *c.next), 0};
+    for (uint32_t i = 0; i < N; i++)
+        c.next[i] = i;
+    uint64_t st = 42;
+    for (uint32_t i = N - 1; i > 0; i--) { /* Sattolo: one cycle */
+        uint32_t j = (uint32_t)(bench_rand(&st) % i);
+        uint32_t t = c.next[i];
+        c.next[i] = c.next[j];
+        c.next[j] = t;
+    }
+    double ns_load = measure(run_chase, &c, 20000000u, 5, NULL);
+    free(c.next);
+    comment("baseline (%s): sy_hash64 of a 30-byte path %.1f ns; one "
+            "dependent load missing every cache (64 MiB) %.1f ns",
+            when, ns_hash, ns_load);
+}
+
+/* ---------------------------------------------------------------- */
 
 static void usage(void) {
     printf("usage: switchyard-bench [case-or-prefix...]\n"
@@ -925,6 +984,7 @@ int main(int argc, char **argv) {
     }
     uint64_t t0 = bench_now_ns();
     bench_print_machine();
+    baseline("start");
     case_memory(); /* first, in a child, before this heap grows */
     case_github();
     case_static();
@@ -939,6 +999,7 @@ int main(int argc, char **argv) {
     table_free(&g_static);
     case_snapshot();
     case_select();
+    baseline("end");
     comment("total run time %.1f s", (double)(bench_now_ns() - t0) / 1e9);
     return 0;
 }

@@ -78,34 +78,40 @@ static int check_depth(const char *json, size_t len, uint32_t max,
     return 0;
 }
 
-/* Every string (keys and values) within the length limit. */
-static int check_strings(const cJSON *item, char *path, size_t plen, size_t cap,
+/* Every string (keys and values) within the length limit. The JSON path
+ * is built only on the way back from a violation, so a valid document
+ * costs one walk without any formatting. */
+static int check_strings(const cJSON *item, char *path, size_t cap,
                          size_t max, sy_error *err) {
     size_t idx = 0;
     for (const cJSON *c = item->child; c; c = c->next, idx++) {
-        size_t n = plen;
-        if (cJSON_IsObject(item) && c->string) {
-            if (strlen(c->string) > max) {
-                path[plen] = '\0';
-                return sy_error_set(err, SY_ELIMIT, path,
-                                    "a key is longer than %zu bytes", max);
-            }
-            n += (size_t)snprintf(path + plen, cap - plen, "%s%s",
-                                  plen ? "." : "", c->string);
-        } else {
-            n += (size_t)snprintf(path + plen, cap - plen, "[%zu]", idx);
+        const char *what = NULL;
+        bool long_key = cJSON_IsObject(item) && c->string &&
+                        strlen(c->string) > max;
+        if (long_key)
+            what = "a key is longer than";
+        else if (cJSON_IsString(c) && strlen(c->valuestring) > max)
+            what = "a string is longer than";
+        int rc = what ? sy_error_set(err, SY_ELIMIT, "", "%s %zu bytes",
+                                     what, max)
+                      : c->child ? check_strings(c, path, cap, max, err)
+                                 : 0;
+        if (!rc)
+            continue;
+        if (long_key) /* the path names the key's object */
+            return rc;
+        /* prepend this level's step to the path built so far */
+        char step[160];
+        if (cJSON_IsObject(item) && c->string)
+            snprintf(step, sizeof step, ".%.150s", c->string);
+        else
+            snprintf(step, sizeof step, "[%zu]", idx);
+        size_t sl = strlen(step), pl = strlen(path);
+        if (sl + pl < cap) {
+            memmove(path + sl, path, pl + 1);
+            memcpy(path, step, sl);
         }
-        if (n >= cap)
-            n = cap - 1;
-        if (cJSON_IsString(c) && strlen(c->valuestring) > max)
-            return sy_error_set(err, SY_ELIMIT, path,
-                                "string longer than %zu bytes", max);
-        if (c->child) {
-            int rc = check_strings(c, path, n, cap, max, err);
-            if (rc)
-                return rc;
-        }
-        path[plen] = '\0';
+        return rc;
     }
     return 0;
 }
@@ -155,7 +161,12 @@ static int parse_json(const char *json, size_t len, const sy_limits *lim,
         return SY_ESYNTAX;
     }
     char path[256] = "";
-    rc = check_strings(root, path, 0, sizeof path, lim->max_string_bytes, err);
+    path[0] = '\0';
+    rc = check_strings(root, path, sizeof path, lim->max_string_bytes, err);
+    if (rc && err) {
+        const char *p = path[0] == '.' ? path + 1 : path;
+        snprintf(err->path, sizeof err->path, "%s", p);
+    }
     if (rc) {
         cJSON_Delete(root);
         return rc;

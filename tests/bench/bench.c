@@ -953,14 +953,14 @@ static void baseline(const char *when) {
 
 /* ---------------------------------------------------------------- */
 
-static void usage(void) {
-    printf("usage: switchyard-bench [case-or-prefix...]\n"
+static void usage(FILE *out) {
+    fprintf(out, "usage: switchyard-bench [case-or-prefix...]\n"
            "  no argument runs every case; a full case name runs that case,\n"
            "  any other argument every case whose name starts with it.\n"
            "  SY_TEST_DATA overrides the directory of the GitHub table.\n"
            "cases:\n");
     for (size_t i = 0; i < NCASES; i++)
-        printf("  %s\n", case_names[i]);
+        fprintf(out, "  %s\n", case_names[i]);
 }
 
 int main(int argc, char **argv) {
@@ -969,7 +969,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 ||
             strcmp(argv[i], "--list") == 0) {
-            usage();
+            usage(stdout);
             return 0;
         }
         bool any = false;
@@ -978,7 +978,7 @@ int main(int argc, char **argv) {
         if (!any) {
             fprintf(stderr, "switchyard-bench: no case matches '%s'\n",
                     argv[i]);
-            usage();
+            usage(stderr);
             return 2;
         }
     }

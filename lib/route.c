@@ -24,7 +24,7 @@ struct sy_route *sy_route_new(const sy_alloc *alloc) {
     struct sy_route *r = &b->route;
     atomic_init(&r->refs, 1);
     r->alloc = &b->alloc;
-    sy_arena_init(&r->arena, &b->alloc, 1024);
+    sy_arena_init(&r->arena, &b->alloc, 384);
     r->id = "";
     r->uri = "";
     r->canonical = "";

@@ -258,13 +258,15 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                             lim->max_routes);
     if (n > UINT32_MAX)
         return sy_error_set(err, SY_ELIMIT, prefix, "too many routes");
-    sy_def_ctx ctx = {&d->alloc, opts->registry, reuse, reuse_data};
     id_set ids;
     d->routes = n ? sy_calloc(&d->alloc, n, sizeof *d->routes) : NULL;
     d->positions = n ? sy_calloc(&d->alloc, n, sizeof *d->positions) : NULL;
     if ((n && (!d->routes || !d->positions)) ||
         !id_set_init(&ids, &d->alloc, n))
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    /* without a cache (out of memory) every regex is compiled on its own */
+    sy_def_ctx ctx = {&d->alloc, opts->registry, reuse, reuse_data,
+                      sy_regex_cache_new(&d->alloc)};
     uint64_t fp = SEED_DOC;
     size_t i = 0;
     int rc = 0;
@@ -302,6 +304,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         fp = sy_hash_mix(fp, r->fingerprint);
     }
     sy_free(&d->alloc, ids.slots);
+    sy_regex_cache_free(ctx.regex_cache);
     d->fingerprint = sy_hash_mix(fp, d->route_count);
     return rc;
 }
@@ -428,7 +431,7 @@ int sy_def_parse_route(const char *json, size_t len,
     cJSON *root = NULL;
     if ((rc = parse_json(json ? json : "", len, &lim, &root, err)))
         return rc;
-    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL};
+    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL};
     rc = sy_def_build_route(&ctx, root, path ? path : "", out, err);
     cJSON_Delete(root);
     return rc;
@@ -470,7 +473,7 @@ int sy_def_route_with_enabled(const struct sy_route *r, bool enabled,
     c->metadata = md;
     c->metadata_count = n;
     c->disabled = !enabled;
-    sy_compile_env env = {c->alloc, opts->registry};
+    sy_compile_env env = {c->alloc, opts->registry, NULL};
     if (sy_def_canonicalize(c)) {
         sy_route_unref(c);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
@@ -499,7 +502,7 @@ int sy_def_parse_filters(const char *json, size_t len,
     if ((rc = parse_json(json ? json : "", len, &lim, &root, err)))
         return rc;
     struct sy_route *r = sy_route_new(&a);
-    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL};
+    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL};
     bool *sc = NULL;
     if (!r)
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
@@ -513,7 +516,7 @@ int sy_def_parse_filters(const char *json, size_t len,
     if (!rc && sy_def_canonicalize(r))
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
     if (!rc && r->filter_count) {
-        sy_compile_env env = {r->alloc, opts->registry};
+        sy_compile_env env = {r->alloc, opts->registry, NULL};
         r->cfilters = sy_calloc(r->alloc, r->filter_count, sizeof *r->cfilters);
         if (!r->cfilters)
             rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");

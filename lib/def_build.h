@@ -16,6 +16,7 @@ typedef struct sy_def_ctx {
     const sy_registry *registry;
     sy_def_reuse_fn reuse; /* may be NULL */
     void *reuse_data;
+    struct sy_regex_cache *regex_cache; /* may be NULL */
 } sy_def_ctx;
 
 /*

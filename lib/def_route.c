@@ -277,7 +277,7 @@ static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
 static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
                          const char *path, const bool *sc_preds,
                          const bool *sc_filters, sy_error *err) {
-    sy_compile_env env = {r->alloc, ctx->registry};
+    sy_compile_env env = {r->alloc, ctx->registry, ctx->regex_cache};
     sy_error local;
     sy_error_clear(&local);
     int rc = sy_route_compile(r, &env, path, &local);

@@ -106,6 +106,7 @@ static int pat_error(sy_error *err, int code, size_t off, const char *msg) {
 /* ------------------------------------------------------------------ */
 
 struct sy_regex {
+    _Atomic long refs;
     sy_alloc a; /* a copy: PCRE2 keeps a pointer to it */
     pcre2_code *code;
     pcre2_match_context *mctx;
@@ -135,17 +136,100 @@ int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
     re_env_done(&env, true);
     re->mctx = env.m;
     re->groups = re_capture_count(re->code) + 1;
+    atomic_init(&re->refs, 1);
     *out = re;
     return SY_OK;
 }
 
+/* Drop one reference; the last frees the regex. */
 void sy_regex_free(sy_regex *re) {
-    if (!re)
+    if (!re ||
+        atomic_fetch_sub_explicit(&re->refs, 1, memory_order_acq_rel) != 1)
         return;
     pcre2_code_free(re->code);
     pcre2_match_context_free(re->mctx);
     sy_alloc a = re->a;
     sy_free(&a, re);
+}
+
+typedef struct regex_entry {
+    uint64_t hash;
+    char *src;
+    sy_regex *re;
+} regex_entry;
+
+struct sy_regex_cache {
+    sy_alloc a;
+    regex_entry *e;
+    size_t cap, count; /* cap: power of two, or 0 */
+};
+
+sy_regex_cache *sy_regex_cache_new(const sy_alloc *a) {
+    sy_regex_cache *c = sy_calloc(a, 1, sizeof *c);
+    if (c)
+        c->a = *a;
+    return c;
+}
+
+void sy_regex_cache_free(sy_regex_cache *c) {
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->cap; i++)
+        if (c->e[i].re) {
+            sy_regex_free(c->e[i].re);
+            sy_free(&c->a, c->e[i].src);
+        }
+    sy_free(&c->a, c->e);
+    sy_alloc a = c->a;
+    sy_free(&a, c);
+}
+
+static regex_entry *cache_slot(regex_entry *e, size_t cap, uint64_t h,
+                               const char *src) {
+    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (!e[i].re || (e[i].hash == h && strcmp(e[i].src, src) == 0))
+            return &e[i];
+}
+
+static bool cache_grow(sy_regex_cache *c) {
+    size_t cap = c->cap ? c->cap * 2 : 16;
+    regex_entry *e = sy_calloc(&c->a, cap, sizeof *e);
+    if (!e)
+        return false;
+    for (size_t i = 0; i < c->cap; i++)
+        if (c->e[i].re)
+            *cache_slot(e, cap, c->e[i].hash, c->e[i].src) = c->e[i];
+    sy_free(&c->a, c->e);
+    c->e = e;
+    c->cap = cap;
+    return true;
+}
+
+int sy_regex_compile_cached(sy_regex_cache *c, const sy_alloc *a,
+                            const char *src, sy_regex **out, sy_error *err) {
+    if (!c)
+        return sy_regex_compile(a, src, out, err);
+    uint64_t h = sy_hash64(src, strlen(src), 0x7e);
+    regex_entry *slot = c->cap ? cache_slot(c->e, c->cap, h, src) : NULL;
+    if (slot && slot->re) {
+        atomic_fetch_add_explicit(&slot->re->refs, 1, memory_order_relaxed);
+        *out = slot->re;
+        return SY_OK;
+    }
+    int rc = sy_regex_compile(a, src, out, err);
+    if (rc)
+        return rc;
+    /* remember it when there is room; a full cache only costs speed */
+    if ((c->count + 1) * 4 > c->cap * 3 && !cache_grow(c))
+        return SY_OK;
+    char *copy = sy_strdup(&c->a, src);
+    if (!copy)
+        return SY_OK;
+    slot = cache_slot(c->e, c->cap, h, src);
+    atomic_fetch_add_explicit(&(*out)->refs, 1, memory_order_relaxed);
+    *slot = (regex_entry){h, copy, *out};
+    c->count++;
+    return SY_OK;
 }
 
 uint32_t sy_regex_groups(const sy_regex *re) {

@@ -78,7 +78,8 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
         path = "";
     /* compiled objects keep the allocator: use the route's own, which
      * lives exactly as long as they do */
-    sy_compile_env own = {r->alloc, env ? env->registry : NULL};
+    sy_compile_env own = {r->alloc, env ? env->registry : NULL,
+                          env ? env->regex_cache : NULL};
     env = &own;
     free_compiled(r);
     if (r->predicate_count) {

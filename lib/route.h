@@ -61,9 +61,11 @@ struct sy_route {
 
 /* Environment for compiling predicates and filters. `alloc` must live as
  * long as the compiled objects: pass the route's own r->alloc. */
+struct sy_regex_cache;
 typedef struct sy_compile_env {
     const sy_alloc *alloc;
     const sy_registry *registry; /* may be NULL */
+    struct sy_regex_cache *regex_cache; /* shares regexes; may be NULL */
 } sy_compile_env;
 
 /*

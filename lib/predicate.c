@@ -579,6 +579,8 @@ static sy_str form_decode(sy_str s, char *stack, size_t stack_len,
 
 static bool test_query(const sy_pred *p, sy_eval *ev) {
     sy_str q = ev->req->query;
+    if (!q.ptr || !q.len)
+        return false;
     const char *s = q.ptr, *end = q.ptr + q.len;
     char kbuf[256], vbuf[512];
     while (s && s < end) {
@@ -588,7 +590,7 @@ static bool test_query(const sy_pred *p, sy_eval *ev) {
         sy_str k = {s, (size_t)((eq ? eq : pe) - s)};
         sy_str v =
             eq ? (sy_str){eq + 1, (size_t)(pe - eq - 1)} : (sy_str){"", 0};
-        s = pe + 1;
+        s = amp ? amp + 1 : NULL; /* never past the end */
         if (pe == k.ptr && !eq)
             continue; /* empty pair */
         k = form_decode(k, kbuf, sizeof kbuf, ev->scratch);

@@ -1415,6 +1415,24 @@ START_TEST(request_without_time_uses_the_router_clock) {
 }
 END_TEST
 
+/* Found by fuzz_match: a request without a query (NULL slice) or with a
+ * trailing '&' made the Query predicate compute pointers past the query
+ * (undefined behaviour, caught by UBSan). */
+START_TEST(query_predicate_handles_absent_and_trailing_separators) {
+    sy_router *r = router_with(
+        "[{\"id\":\"q\",\"uri\":\"http://a\",\"predicates\":[\"Query=x\"]}]");
+    rq q = request("GET", "h", "/");
+    ck_assert_ptr_null(match_id(r, &q)); /* query {NULL, 0} */
+    q.req.query = S("x&");
+    ck_assert_match(r, &q, "q");
+    q.req.query = S("a=1&");
+    ck_assert_ptr_null(match_id(r, &q));
+    q.req.query = S("&&x");
+    ck_assert_match(r, &q, "q");
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("match");
     TCase *tc = tcase_create("match");
@@ -1494,6 +1512,7 @@ int main(void) {
                    request_without_content_length_field_is_treated_as_unknown);
     tcase_add_test(tc,
                    fingerprint_does_not_depend_on_how_positions_were_reached);
+    tcase_add_test(tc, query_predicate_handles_absent_and_trailing_separators);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

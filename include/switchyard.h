@@ -159,7 +159,9 @@ typedef struct sy_request {
     sy_str remote_addr;  /* client socket address, textual IPv4 or IPv6 */
     int64_t now_ms;      /* epoch milliseconds for After/Before/Between;
                             0: the router's clock callback, else real time */
-    uint64_t seed;       /* seed for the Weight draws of this request */
+    uint64_t seed;       /* seed for the Weight draws of this request;
+                            0: the router's random callback, else the
+                            match context's own generator */
     int64_t content_length; /* -1 when unknown (RequestSize) */
 } sy_request;
 
@@ -553,12 +555,13 @@ typedef struct sy_router_options {
     /* Callbacks, all optional. on_log, on_event and on_retired_held are
      * called on the writer's thread; clock_ms is called by matching threads
      * (concurrently) for requests with now_ms == 0 when a route has a time
-     * predicate, so it must be thread-safe. */
+     * predicate, and random for requests with seed == 0 when a route has a
+     * Weight predicate: both must be thread-safe. */
     void (*on_log)(void *data, sy_log_level level, const char *message);
     void (*on_event)(void *data, const sy_report *report);
     void (*on_retired_held)(void *data, uint64_t generation, uint64_t age_ms);
     int64_t (*clock_ms)(void *data);  /* epoch ms; NULL: real time */
-    uint64_t (*random)(void *data);   /* NULL: an internal generator */
+    uint64_t (*random)(void *data);   /* NULL: per-context generator */
     void *callback_data;
 } sy_router_options;
 

@@ -30,7 +30,8 @@ struct sy_match {
 
 struct sy_match_ctx {
     sy_alloc alloc;
-    sy_request req_copy; /* a shorter (older) sy_request, completed */
+    sy_request req_copy; /* a completed or seeded copy of the request */
+    uint64_t rng;        /* Weight seeds when the host passes none */
     sy_arena scratch;
     sy_segments path, host;
     sy_capture *caps;
@@ -60,6 +61,7 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     if (!c)
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     c->alloc = a;
+    c->rng = sy_hash_mix((uint64_t)(uintptr_t)c, sy_now_monotonic_us()) | 1;
     sy_arena_init(&c->scratch, &c->alloc, 16384);
     c->gctx = pcre2_general_context_create(pcre_malloc, pcre_free, &c->alloc);
     if (!c->gctx) {
@@ -125,14 +127,28 @@ static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
 }
 
 /* A request from a host built against an older, shorter sy_request is
- * completed with defaults so nothing past its size is ever read. */
-static const sy_request *full_request(sy_match_ctx *c, const sy_request *req) {
-    if (req->size >= sizeof(sy_request))
+ * completed with defaults so nothing past its size is ever read; one
+ * without a seed gets one when some route draws a Weight. */
+static const sy_request *full_request(sy_match_ctx *c, const sy_snapshot *s,
+                                      const sy_request *req) {
+    bool seed = req->seed == 0 && s->weight_count > 0;
+    if (req->size >= sizeof(sy_request) && !seed)
         return req;
     static const sy_request defaults = SY_REQUEST_INIT;
     c->req_copy = defaults;
-    memcpy(&c->req_copy, req, req->size);
+    memcpy(&c->req_copy, req,
+           req->size < sizeof(sy_request) ? req->size : sizeof(sy_request));
     c->req_copy.size = sizeof(sy_request);
+    if (seed) {
+        if (s->random) {
+            c->req_copy.seed = s->random(s->clock_data);
+        } else { /* xorshift64* */
+            c->rng ^= c->rng >> 12;
+            c->rng ^= c->rng << 25;
+            c->rng ^= c->rng >> 27;
+            c->req_copy.seed = c->rng * 0x2545f4914f6cdd1dull;
+        }
+    }
     return &c->req_copy;
 }
 
@@ -214,7 +230,7 @@ int sy_snapshot_match_linear(const sy_snapshot *h, sy_match_ctx *c,
         return SY_EINVAL;
     *out = NULL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
-    req = full_request(c, req);
+    req = full_request(c, s, req);
     int rc = prepare(c, s, req);
     return rc ? rc : match_linear(c, s, req, out);
 }
@@ -225,7 +241,7 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
         return SY_EINVAL;
     *out = NULL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
-    req = full_request(c, req);
+    req = full_request(c, s, req);
     int rc = prepare(c, s, req);
     if (rc)
         return rc;
@@ -279,7 +295,7 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
     if (!h || !c || !fn || !valid_request(req))
         return SY_EINVAL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
-    req = full_request(c, req);
+    req = full_request(c, s, req);
     int rc = prepare(c, s, req);
     if (rc)
         return rc;

@@ -125,6 +125,7 @@ static sy_snapshot_config base_config(sy_router *r) {
     cfg.strip_host_port = r->opts.strip_host_port;
     cfg.clock_ms = r->opts.clock_ms;
     cfg.clock_data = r->opts.callback_data;
+    cfg.random = r->opts.random;
     cfg.defaults = r->defaults;
     cfg.sources = r->source_names;
     cfg.source_count = r->source_count;

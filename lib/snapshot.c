@@ -305,6 +305,7 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
     s->strip_host_port = cfg->strip_host_port;
     s->clock_ms = cfg->clock_ms;
     s->clock_data = cfg->clock_data;
+    s->random = cfg->random;
     s->defaults = cfg->defaults ? sy_route_ref(cfg->defaults) : NULL;
     if (s->defaults)
         scratch_needs(s, s->defaults);

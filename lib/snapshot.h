@@ -70,6 +70,7 @@ struct sy_snapshot {
     bool strip_host_port;
     int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
     void *clock_data;
+    uint64_t (*random)(void *data); /* for requests with seed == 0 */
     bool needs_host; /* some route has a Host predicate */
     bool needs_time; /* some route has After/Before/Between */
     uint32_t max_groups, max_vars;
@@ -87,7 +88,8 @@ typedef struct sy_route_change {
 typedef struct sy_snapshot_config {
     bool strip_host_port;
     int64_t (*clock_ms)(void *data);
-    void *clock_data;
+    void *clock_data; /* also passed to random */
+    uint64_t (*random)(void *data);
     struct sy_route *defaults;
     const char *const *sources;
     size_t source_count;

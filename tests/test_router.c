@@ -572,6 +572,64 @@ START_TEST(requests_without_a_time_use_the_router_clock) {
 }
 END_TEST
 
+static uint64_t fixed_random(void *data) {
+    return *(uint64_t *)data;
+}
+
+/* The route chosen for GET /w with the given seed. */
+static const char *weighted(sy_router *r, uint64_t seed) {
+    static char id[32];
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/w", 2};
+    req.seed = seed;
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    ck_assert_ptr_nonnull(m);
+    snprintf(id, sizeof id, "%s", sy_route_id(sy_match_route(m)));
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    return id;
+}
+
+#define WEIGHTED                                                               \
+    "[{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":"                  \
+    "[\"Path=/w\",\"Weight=g,50\"]},"                                          \
+    "{\"id\":\"b\",\"uri\":\"http://b:80\",\"predicates\":"                   \
+    "[\"Path=/w\",\"Weight=g,50\"]}]"
+
+START_TEST(requests_without_a_seed_draw_from_the_router_random_callback) {
+    uint64_t next = 12345;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.random = fixed_random;
+    o.callback_data = &next;
+    sy_router *r = router_with(ONE, 1, &o);
+    ck_assert_int_eq(apply(r, "main", WEIGHTED, NULL), 0);
+    for (int i = 0; i < 20; i++) {
+        next = (uint64_t)i * 7919u + 1;
+        char want[32];
+        snprintf(want, sizeof want, "%s", weighted(r, next));
+        ck_assert_str_eq(weighted(r, 0), want);
+    }
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(requests_without_a_seed_and_no_callback_still_spread) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    ck_assert_int_eq(apply(r, "main", WEIGHTED, NULL), 0);
+    int a = 0;
+    for (int i = 0; i < 200; i++)
+        a += strcmp(weighted(r, 0), "a") == 0;
+    ck_assert_int_gt(a, 40);
+    ck_assert_int_lt(a, 160);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("router");
     TCase *tc = tcase_create("router");
@@ -601,6 +659,9 @@ int main(void) {
                    one_route_changes_reach_the_event_callback_with_their_diff);
     tcase_add_test(tc, lenient_document_without_any_valid_route_changes_nothing);
     tcase_add_test(tc, requests_without_a_time_use_the_router_clock);
+    tcase_add_test(tc,
+                   requests_without_a_seed_draw_from_the_router_random_callback);
+    tcase_add_test(tc, requests_without_a_seed_and_no_callback_still_spread);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -176,8 +176,6 @@ def test_events_are_delivered_to_a_callable(gateway):
         assert r.on_event is None
 
 
-@pytest.mark.xfail(reason="libswitchyard: one-route changes publish without "
-                          "calling on_event (reported)", strict=False)
 def test_one_route_changes_are_events_too():
     events = []
     with sy.Router(on_event=events.append) as r:
@@ -292,8 +290,6 @@ def test_random_callback_is_accepted():
         assert r.match(url="/a").route_id == "a"
 
 
-@pytest.mark.xfail(reason="libswitchyard: now_ms == 0 uses real time, not the "
-                          "router's clock_ms (reported)", strict=False)
 def test_clock_callback_drives_time_predicates():
     now = [0]
     draws = []
@@ -313,8 +309,6 @@ def test_clock_callback_drives_time_predicates():
         assert r.match(url="/", now=1_500_000_000_000) is None
 
 
-@pytest.mark.xfail(reason="libswitchyard: the matcher never calls clock_ms "
-                          "(reported)", strict=False)
 def test_clock_exception_is_raised_from_match():
     def clock():
         raise Boom("clock")

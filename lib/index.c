@@ -495,13 +495,6 @@ static inline void collect(collector *c, list_ref l) {
     c->out[c->n++] = (sy_cand_list){c->ix->ids + l.off, l.len};
 }
 
-static inline bool same_bytes(const char *a, const char *b, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i])
-            return false;
-    return true;
-}
-
 static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
                                     sy_str seg) {
     const sy_index *ix = c->ix;
@@ -520,8 +513,11 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
         const edge *e = &ix->edges[k];
         if (e->child == NONE)
             return NONE;
-        if (e->hash == h && e->parent == parent && e->len == seg.len &&
-            same_bytes(ix->strings + e->str_off, seg.ptr, seg.len))
+        /* no byte compare: the lists only need to be a superset of the
+         * routes that can match (every candidate's predicates are tested
+         * in full), so a 64-bit hash collision costs a wasted candidate,
+         * never a wrong answer, and the lookup saves a cache miss */
+        if (e->hash == h && e->parent == parent && e->len == seg.len)
             return e->child;
     }
 }

@@ -746,7 +746,7 @@ int sy_router_upsert_route(sy_router *r, const char *name,
     sy_snapshot_config cfg = base_config(r);
     struct sy_route *old =
         slot != NONE ? sy_route_ref(cur->slots[slot].route) : NULL;
-    uint64_t gen;
+    uint64_t gen = 0;
     rc = derive_publish(r, &cfg, &ch, 1, &gen, err);
     if (rc == SY_OK)
         report_one(r, src->name, old, rt, gen);
@@ -771,7 +771,7 @@ int sy_router_remove_route(sy_router *r, const char *id, sy_error *err) {
         struct sy_route *old = sy_route_ref(cur->slots[slot].route);
         sy_route_change ch = {id, NULL, 0, si};
         sy_snapshot_config cfg = base_config(r);
-        uint64_t gen;
+        uint64_t gen = 0;
         rc = derive_publish(r, &cfg, &ch, 1, &gen, err);
         if (rc == SY_OK)
             report_one(r, r->sources[si].name, old, NULL, gen);
@@ -801,7 +801,7 @@ int sy_router_set_route_enabled(sy_router *r, const char *id, bool enabled,
             struct sy_route *old = sy_route_ref(cur->slots[slot].route);
             sy_route_change ch = {id, nr, cur->slots[slot].key, si};
             sy_snapshot_config cfg = base_config(r);
-            uint64_t gen;
+            uint64_t gen = 0;
             rc = derive_publish(r, &cfg, &ch, 1, &gen, err);
             if (rc == SY_OK)
                 report_one(r, r->sources[si].name, old, nr, gen);

@@ -1240,7 +1240,7 @@ START_TEST(weight_draw_is_fixed_by_the_request_seed) {
         q.req.seed = seed;
         const char *a = match_id(r, &q);
         ck_assert_ptr_nonnull(a);
-        char first[16];
+        char first[64];
         snprintf(first, sizeof first, "%s", a);
         ck_assert_str_eq(match_id(r, &q), first);
         if (strcmp(first, "w1") == 0)

@@ -461,25 +461,53 @@ static void print_match_text(const request_args *a, const sy_route *route,
                sy_match_host_filter(m, i)->name);
 }
 
-int sy_cli_match(int argc, char **argv) {
+/* Everything a match or explain run needs: arguments, a router loaded
+ * with the files, the request, a match context and a held snapshot. */
+typedef struct session {
     request_args a;
-    int rc = parse_request_args("match", argc, argv, &a);
+    sy_router *r;
+    sy_request req;
+    sy_match_ctx *ctx;
+    sy_snapshot *snap;
+} session;
+
+static void session_close(session *s) {
+    if (s->snap)
+        sy_snapshot_release(s->snap);
+    sy_match_ctx_free(s->ctx);
+    sy_router_free(s->r);
+}
+
+/* 0, or the exit status to return (everything already released). */
+static int session_open(const char *cmd, int argc, char **argv, session *s) {
+    memset(s, 0, sizeof *s);
+    static const sy_request init = SY_REQUEST_INIT;
+    s->req = init;
+    int rc = parse_request_args(cmd, argc, argv, &s->a);
+    if (!rc)
+        rc = load_router(cmd, &s->a, &s->r);
+    if (!rc)
+        rc = build_request(cmd, &s->a, &s->req);
+    if (!rc && sy_match_ctx_new(NULL, &s->ctx, NULL))
+        rc = 2;
+    if (rc) {
+        session_close(s);
+        return rc;
+    }
+    s->snap = sy_router_acquire(s->r);
+    return 0;
+}
+
+int sy_cli_match(int argc, char **argv) {
+    session ss;
+    int rc = session_open("match", argc, argv, &ss);
     if (rc)
         return rc;
-    sy_router *r = NULL;
-    sy_request req = SY_REQUEST_INIT;
-    if ((rc = load_router("match", &a, &r)) ||
-        (rc = build_request("match", &a, &req))) {
-        sy_router_free(r);
-        return rc;
-    }
-    sy_match_ctx *ctx;
+    request_args a = ss.a;
+    sy_request req = ss.req;
+    sy_match_ctx *ctx = ss.ctx;
+    sy_snapshot *snap = ss.snap;
     sy_error err;
-    if (sy_match_ctx_new(NULL, &ctx, &err)) {
-        sy_router_free(r);
-        return 2;
-    }
-    sy_snapshot *snap = sy_router_acquire(r);
     sy_match *m = NULL;
     rc = sy_snapshot_match(snap, ctx, &req, &m);
     const sy_route *route = m ? sy_match_route(m) : NULL;
@@ -501,9 +529,7 @@ int sy_cli_match(int argc, char **argv) {
         print_match_json(route, m, &sel, sel_rc, why);
     else
         print_match_text(&a, route, m, &sel, sel_rc, why);
-    sy_snapshot_release(snap);
-    sy_match_ctx_free(ctx);
-    sy_router_free(r);
+    session_close(&ss);
     return rc ? 2 : (route ? 0 : 1);
 }
 
@@ -543,24 +569,14 @@ static int explain_one(void *data, const sy_route *route, bool matched,
 }
 
 int sy_cli_explain(int argc, char **argv) {
-    request_args a;
-    int rc = parse_request_args("explain", argc, argv, &a);
+    session ss;
+    int rc = session_open("explain", argc, argv, &ss);
     if (rc)
         return rc;
-    sy_router *r = NULL;
-    sy_request req = SY_REQUEST_INIT;
-    if ((rc = load_router("explain", &a, &r)) ||
-        (rc = build_request("explain", &a, &req))) {
-        sy_router_free(r);
-        return rc;
-    }
-    sy_match_ctx *ctx;
-    sy_error err;
-    if (sy_match_ctx_new(NULL, &ctx, &err)) {
-        sy_router_free(r);
-        return 2;
-    }
-    sy_snapshot *snap = sy_router_acquire(r);
+    request_args a = ss.a;
+    sy_request req = ss.req;
+    sy_match_ctx *ctx = ss.ctx;
+    sy_snapshot *snap = ss.snap;
     explain_state st = {a.json, a.json ? cJSON_CreateArray() : NULL, 0};
     rc = sy_snapshot_explain(snap, ctx, &req, explain_one, &st);
     sy_match *m = NULL;
@@ -581,9 +597,7 @@ int sy_cli_explain(int argc, char **argv) {
     } else {
         printf("=> %s\n", winner ? winner : "no route (404)");
     }
-    sy_snapshot_release(snap);
-    sy_match_ctx_free(ctx);
-    sy_router_free(r);
+    session_close(&ss);
     return rc ? 2 : (winner ? 0 : 1);
 }
 

@@ -224,19 +224,12 @@ static bool valid_request(const sy_request *req) {
     return req && req->size >= sizeof(sy_request) - sizeof(int64_t);
 }
 
-int sy_snapshot_match_linear(const sy_snapshot *h, sy_match_ctx *c,
-                             const sy_request *req, sy_match **out) {
-    if (!h || !c || !out || !valid_request(req))
-        return SY_EINVAL;
-    *out = NULL;
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
-    req = full_request(c, s, req);
-    int rc = prepare(c, s, req);
-    return rc ? rc : match_linear(c, s, req, out);
-}
+static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
+                         const sy_request *req, sy_match **out);
 
-int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
-                      const sy_request *req, sy_match **out) {
+/* Both matchers: check arguments, complete the request, prepare. */
+static int match_common(const sy_snapshot *h, sy_match_ctx *c,
+                        const sy_request *req, sy_match **out, bool linear) {
     if (!h || !c || !out || !valid_request(req))
         return SY_EINVAL;
     *out = NULL;
@@ -245,6 +238,22 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
     int rc = prepare(c, s, req);
     if (rc)
         return rc;
+    return linear ? match_linear(c, s, req, out)
+                  : match_indexed(c, s, req, out);
+}
+
+int sy_snapshot_match_linear(const sy_snapshot *h, sy_match_ctx *c,
+                             const sy_request *req, sy_match **out) {
+    return match_common(h, c, req, out, true);
+}
+
+int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
+                      const sy_request *req, sy_match **out) {
+    return match_common(h, c, req, out, false);
+}
+
+static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
+                         const sy_request *req, sy_match **out) {
     int mbit = sy_method_bit(req->method);
     size_t n = sy_index_lookup(s->base, &c->path, &c->host, mbit, c->lists,
                                MAX_LISTS);

@@ -238,6 +238,19 @@ static uint32_t insert_pattern(builder *b, uint32_t root,
     return node;
 }
 
+/* Every pattern of a Path (dim 0) or Host (dim 1, labels reversed)
+ * predicate, as pending entries of `slot`. */
+static void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
+                            uint32_t slot, uint32_t dim) {
+    for (size_t i = 0; pred && i < sy_pred_pattern_count(pred); i++) {
+        uint32_t kind;
+        uint32_t node = insert_pattern(b, root, sy_pred_pattern(pred, i),
+                                       dim == 1, &kind);
+        if (node != NONE)
+            add_pending(b, node, kind, slot, dim);
+    }
+}
+
 /* The first built-in predicate of `kind` of a route, or NULL. */
 static const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count; i++)
@@ -345,22 +358,8 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in,
         const sy_pred *path = find_pred(rt, SY_PK_PATH);
         const sy_pred *host = find_pred(rt, SY_PK_HOST);
         const sy_pred *method = find_pred(rt, SY_PK_METHOD);
-        for (size_t i = 0; path && i < sy_pred_pattern_count(path); i++) {
-            uint32_t kind;
-            uint32_t node = insert_pattern(&b, ROOT_PATH,
-                                           sy_pred_pattern(path, i), false,
-                                           &kind);
-            if (node != NONE)
-                add_pending(&b, node, kind, slot, 0);
-        }
-        for (size_t i = 0; host && i < sy_pred_pattern_count(host); i++) {
-            uint32_t kind;
-            uint32_t node = insert_pattern(&b, ROOT_HOST,
-                                           sy_pred_pattern(host, i), true,
-                                           &kind);
-            if (node != NONE)
-                add_pending(&b, node, kind, slot, 1);
-        }
+        insert_patterns(&b, path, ROOT_PATH, slot, 0);
+        insert_patterns(&b, host, ROOT_HOST, slot, 1);
         if (!path && !host) {
             uint32_t mask = method ? sy_pred_method_mask(method) : 0;
             if (!mask) {

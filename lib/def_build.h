@@ -55,7 +55,6 @@ bool sy_def_sort_kv(const sy_alloc *a, sy_kv *kv, size_t n);
 void sy_def_number_text(double v, char *buf, size_t size);
 
 /* snprintf for JSON paths: truncation is accepted silently. */
-void sy_def_path(char *out, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define sy_def_path sy_path_printf
 
 #endif

@@ -16,13 +16,6 @@ static bool is_genkey(const char *k) {
     return strncmp(k, GENKEY, sizeof GENKEY - 1) == 0;
 }
 
-void sy_def_path(char *out, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out, cap, fmt, ap);
-    va_end(ap);
-}
-
 void sy_def_number_text(double v, char *buf, size_t size) {
     if (isfinite(v) && v == floor(v) && fabs(v) < 9007199254740992.0)
         snprintf(buf, size, "%.0f", v);

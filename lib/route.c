@@ -95,7 +95,7 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
         }
     }
     for (size_t i = 0; i < r->predicate_count; i++) {
-        snprintf(p, sizeof p, "%s%spredicates[%zu]", path, sep, i);
+        sy_path_printf(p, sizeof p, "%s%spredicates[%zu]", path, sep, i);
         int rc = sy_pred_compile(&r->predicates[i], env, p, &r->cpreds[i], err);
         if (rc) {
             free_compiled(r);
@@ -103,7 +103,7 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
         }
     }
     for (size_t i = 0; i < r->filter_count; i++) {
-        snprintf(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
+        sy_path_printf(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
         int rc =
             sy_filter_compile(&r->filters[i], env, p, &r->cfilters[i], err);
         if (rc) {

@@ -230,6 +230,17 @@ void sy_buf_json_string(sy_buf *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     sy_buf_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
+        /* a run of characters that need no escape, appended at once */
+        size_t j = i;
+        while (j < n && (unsigned char)s[j] >= 0x20 && s[j] != '"' &&
+               s[j] != '\\')
+            j++;
+        if (j > i) {
+            sy_buf_append(b, s + i, j - i);
+            i = j;
+            if (i == n)
+                break;
+        }
         unsigned char c = (unsigned char)s[i];
         switch (c) {
         case '"': sy_buf_append(b, "\\\"", 2); break;
@@ -295,6 +306,41 @@ uint64_t sy_hash64(const void *data, size_t len, uint64_t seed) {
         a = ((uint64_t)p[0] << 16) | ((uint64_t)p[len >> 1] << 8) | p[len - 1];
     }
     return mum(mum(a ^ k1, b ^ h), (uint64_t)len ^ k2);
+}
+
+/* ---- paths ---- */
+
+/* Paths are built for every route and entry, so this formats only what
+ * they use (%s and %zu) without going through vsnprintf. Truncates to
+ * cap - 1 bytes like snprintf. */
+void sy_path_printf(char *out, size_t cap, const char *fmt, ...) {
+    if (!cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    size_t o = 0;
+    for (const char *f = fmt; *f && o + 1 < cap; f++) {
+        if (f[0] == '%' && f[1] == 's') {
+            const char *a = va_arg(ap, const char *);
+            while (a && *a && o + 1 < cap)
+                out[o++] = *a++;
+            f++;
+        } else if (f[0] == '%' && f[1] == 'z' && f[2] == 'u') {
+            char digits[24];
+            size_t v = va_arg(ap, size_t), n = 0;
+            do {
+                digits[n++] = (char)('0' + v % 10);
+                v /= 10;
+            } while (v);
+            while (n && o + 1 < cap)
+                out[o++] = digits[--n];
+            f += 2;
+        } else {
+            out[o++] = *f;
+        }
+    }
+    out[o] = '\0';
+    va_end(ap);
 }
 
 /* ---- errors ---- */

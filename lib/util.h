@@ -80,6 +80,9 @@ void sy_buf_json_string(sy_buf *b, const char *s, size_t n);
 uint64_t sy_hash64(const void *data, size_t len, uint64_t seed);
 uint64_t sy_hash_mix(uint64_t a, uint64_t b);
 
+/* snprintf for JSON paths, fast: only %s and %zu conversions. */
+void sy_path_printf(char *out, size_t cap, const char *fmt, ...);
+
 /* Fill err (if non-NULL) with code, path and a formatted message. Returns
  * code, so `return sy_error_set(...)` reads naturally. */
 int sy_error_set(sy_error *err, int code, const char *path, const char *fmt,

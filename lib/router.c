@@ -395,21 +395,16 @@ int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
         rc = sy_error_set(err, SY_ELIMIT, "", "at most %d sources",
                           MAX_SOURCES);
     } else {
-        source *ns = sy_realloc(&r->alloc, r->sources,
-                                (r->source_count + 1) * sizeof *ns);
-        char *nm = ns ? sy_strdup(&r->alloc, name) : NULL;
-        if (!ns || !nm) {
-            if (ns)
-                r->sources = ns;
+        /* sources never move: notify uses a source outside the lock */
+        if (!r->sources)
+            r->sources = sy_calloc(&r->alloc, MAX_SOURCES, sizeof *r->sources);
+        char *nm = r->sources ? sy_strdup(&r->alloc, name) : NULL;
+        if (!nm) {
             rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
         } else {
-            r->sources = ns;
-            /* source_names point into sources[]: refresh after realloc */
-            memset(&ns[r->source_count], 0, sizeof *ns);
-            ns[r->source_count].name = nm;
+            r->sources[r->source_count].name = nm;
+            r->source_names[r->source_count] = nm;
             r->source_count++;
-            for (size_t i = 0; i < r->source_count; i++)
-                r->source_names[i] = r->sources[i].name;
         }
     }
     pthread_mutex_unlock(&r->lock);

@@ -42,7 +42,9 @@ static int usage_error(const char *cmd, const char *msg) {
     return 2;
 }
 
-static sy_str cs(const char *s) { return (sy_str){s, s ? strlen(s) : 0}; }
+static sy_str cs(const char *s) {
+    return (sy_str){s, s ? strlen(s) : 0};
+}
 
 static int parse_request_args(const char *cmd, int argc, char **argv,
                               request_args *a) {
@@ -58,7 +60,8 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
             const char *h = argv[++i];
             const char *colon = strchr(h, ':');
             if (!colon || colon == h)
-                return usage_error(cmd, "a header must look like 'Name: value'");
+                return usage_error(cmd,
+                                   "a header must look like 'Name: value'");
             if (a->header_count == MAX_HEADERS)
                 return usage_error(cmd, "too many headers");
             const char *v = colon + 1;
@@ -229,7 +232,7 @@ static int load_instances(sy_router *r, const char *path) {
             x->secure =
                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
             const char *st = jstr(in, "state");
-            x->state = !st || strcmp(st, "up") == 0 ? SY_INSTANCE_UP
+            x->state = !st || strcmp(st, "up") == 0  ? SY_INSTANCE_UP
                        : strcmp(st, "draining") == 0 ? SY_INSTANCE_DRAINING
                                                      : SY_INSTANCE_DOWN;
             const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
@@ -423,8 +426,7 @@ static void print_match_text(const request_args *a, const sy_route *route,
     for (size_t i = 0; i < sy_match_var_count(m); i++) {
         sy_str n, v;
         sy_match_var(m, i, &n, &v);
-        printf("var:      %.*s = %.*s\n", (int)n.len, n.ptr, (int)v.len,
-               v.ptr);
+        printf("var:      %.*s = %.*s\n", (int)n.len, n.ptr, (int)v.len, v.ptr);
     }
     printf("upstream: %s\n", sy_route_uri(route));
     if (sel_rc == 0)
@@ -653,7 +655,8 @@ int sy_cli_diff(int argc, char **argv) {
             cJSON *o = cJSON_CreateObject();
             cJSON *add = cJSON_AddArrayToObject(o, "added");
             for (size_t i = 0; i < sy_diff_added_count(d); i++)
-                cJSON_AddItemToArray(add, cJSON_CreateString(sy_diff_added(d, i)));
+                cJSON_AddItemToArray(add,
+                                     cJSON_CreateString(sy_diff_added(d, i)));
             cJSON *rem = cJSON_AddArrayToObject(o, "removed");
             for (size_t i = 0; i < sy_diff_removed_count(d); i++)
                 cJSON_AddItemToArray(rem,

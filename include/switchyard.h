@@ -55,26 +55,26 @@ SY_API int sy_version_number(void);
 
 typedef enum sy_code {
     SY_OK = 0,
-    SY_ENOMEM = -1,      /* an allocation failed */
-    SY_EINVAL = -2,      /* bad argument to an API call */
-    SY_ESYNTAX = -3,     /* JSON syntax error or trailing garbage */
-    SY_ETYPE = -4,       /* a JSON value of the wrong type */
-    SY_EMISSING = -5,    /* a required field is missing or empty */
-    SY_EDUPLICATE = -6,  /* a route id already used (document or source) */
-    SY_ERANGE = -7,      /* a number outside its range */
-    SY_EURI = -8,        /* uri without scheme or with an unsupported one */
-    SY_EUNKNOWN = -9,    /* unknown predicate or filter name */
-    SY_EARG = -10,       /* an argument value invalid for its type */
-    SY_ESPEL = -11,      /* a SpEL #{...} value (not supported) */
-    SY_ELIMIT = -12,     /* a configured limit was exceeded */
-    SY_EREGEX = -13,     /* a regular expression does not compile */
-    SY_EPATTERN = -14,   /* a path or host pattern does not compile */
-    SY_ENOTFOUND = -15,  /* no such source, route, service or version */
-    SY_EEXIST = -16,     /* already exists (e.g. a source name) */
-    SY_EBUSY = -17,      /* too many retired snapshots still held */
-    SY_ENOINSTANCE = -18,/* no instance is eligible for this request */
-    SY_ECALLBACK = -19,  /* a host callback reported failure */
-    SY_EINVALIDDOC = -20 /* lenient apply: no route of the document is valid */
+    SY_ENOMEM = -1,       /* an allocation failed */
+    SY_EINVAL = -2,       /* bad argument to an API call */
+    SY_ESYNTAX = -3,      /* JSON syntax error or trailing garbage */
+    SY_ETYPE = -4,        /* a JSON value of the wrong type */
+    SY_EMISSING = -5,     /* a required field is missing or empty */
+    SY_EDUPLICATE = -6,   /* a route id already used (document or source) */
+    SY_ERANGE = -7,       /* a number outside its range */
+    SY_EURI = -8,         /* uri without scheme or with an unsupported one */
+    SY_EUNKNOWN = -9,     /* unknown predicate or filter name */
+    SY_EARG = -10,        /* an argument value invalid for its type */
+    SY_ESPEL = -11,       /* a SpEL #{...} value (not supported) */
+    SY_ELIMIT = -12,      /* a configured limit was exceeded */
+    SY_EREGEX = -13,      /* a regular expression does not compile */
+    SY_EPATTERN = -14,    /* a path or host pattern does not compile */
+    SY_ENOTFOUND = -15,   /* no such source, route, service or version */
+    SY_EEXIST = -16,      /* already exists (e.g. a source name) */
+    SY_EBUSY = -17,       /* too many retired snapshots still held */
+    SY_ENOINSTANCE = -18, /* no instance is eligible for this request */
+    SY_ECALLBACK = -19,   /* a host callback reported failure */
+    SY_EINVALIDDOC = -20  /* lenient apply: no route of the document is valid */
 } sy_code;
 
 /*
@@ -148,26 +148,28 @@ typedef struct sy_kv {
  * set what you have; this struct only ever grows at the end.
  */
 typedef struct sy_request {
-    uint32_t size;       /* sizeof(sy_request) */
-    sy_str method;       /* "GET" */
-    sy_str scheme;       /* "http" or "https"; may be empty */
-    sy_str host;         /* the Host header / :authority, port included */
-    sy_str path;         /* raw path, still percent-encoded, no query */
-    sy_str query;        /* raw query without '?'; empty if none */
+    uint32_t size; /* sizeof(sy_request) */
+    sy_str method; /* "GET" */
+    sy_str scheme; /* "http" or "https"; may be empty */
+    sy_str host;   /* the Host header / :authority, port included */
+    sy_str path;   /* raw path, still percent-encoded, no query */
+    sy_str query;  /* raw query without '?'; empty if none */
     const sy_header *headers;
     size_t header_count;
-    sy_str remote_addr;  /* client socket address, textual IPv4 or IPv6 */
-    int64_t now_ms;      /* epoch milliseconds for After/Before/Between;
-                            0: the router's clock callback, else real time */
-    uint64_t seed;       /* seed for the Weight draws of this request;
-                            0: the router's random callback, else the
-                            match context's own generator */
+    sy_str remote_addr;     /* client socket address, textual IPv4 or IPv6 */
+    int64_t now_ms;         /* epoch milliseconds for After/Before/Between;
+                               0: the router's clock callback, else real time */
+    uint64_t seed;          /* seed for the Weight draws of this request;
+                               0: the router's random callback, else the
+                               match context's own generator */
     int64_t content_length; /* -1 when unknown (RequestSize) */
 } sy_request;
 
 #define SY_REQUEST_INIT                                                        \
-    {sizeof(sy_request), {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, 0, 0, {0, 0}, \
-     0, 0, -1}
+    {                                                                          \
+        sizeof(sy_request), {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, 0, 0,      \
+            {0, 0}, 0, 0, -1                                                   \
+    }
 
 /* ------------------------------------------------------------------ */
 /* Host-registered predicate and filter factories                       */
@@ -232,15 +234,16 @@ SY_API int sy_registry_add_filter(sy_registry *reg, const char *name,
 /* ------------------------------------------------------------------ */
 
 typedef struct sy_parse_options {
-    uint32_t size;                 /* sizeof(sy_parse_options) */
-    bool lenient;                  /* false (strict): any invalid route
-                                      fails the whole document */
+    uint32_t size; /* sizeof(sy_parse_options) */
+    bool lenient;  /* false (strict): any invalid route
+                      fails the whole document */
     sy_limits limits;
     const sy_allocator *allocator; /* NULL: malloc */
     const sy_registry *registry;   /* host factories, may be NULL */
 } sy_parse_options;
 
-#define SY_PARSE_OPTIONS_INIT {sizeof(sy_parse_options), false, {0, 0, 0, 0}, 0, 0}
+#define SY_PARSE_OPTIONS_INIT                                                  \
+    { sizeof(sy_parse_options), false, {0, 0, 0, 0}, 0, 0 }
 
 /* A compiled route: immutable, shared between documents and snapshots. */
 typedef struct sy_route sy_route;
@@ -285,10 +288,10 @@ typedef enum sy_upstream_kind {
 
 typedef struct sy_upstream {
     sy_upstream_kind kind;
-    const char *scheme;  /* "http", "https", "ws", "wss", "lb", "forward" */
-    const char *host;    /* URL: host; SERVICE: service name; else "" */
-    uint16_t port;       /* URL: explicit or 80/443; else 0 */
-    const char *path;    /* FORWARD: the path; else "" */
+    const char *scheme; /* "http", "https", "ws", "wss", "lb", "forward" */
+    const char *host;   /* URL: host; SERVICE: service name; else "" */
+    uint16_t port;      /* URL: explicit or 80/443; else 0 */
+    const char *path;   /* FORWARD: the path; else "" */
 } sy_upstream;
 
 SY_API const char *sy_route_id(const sy_route *r);
@@ -374,19 +377,19 @@ SY_API void sy_match_var(const sy_match *m, size_t i, sy_str *name,
 SY_API sy_str sy_match_var_get(const sy_match *m, const char *name);
 
 typedef enum sy_action {
-    SY_ACTION_PROXY = 0,    /* send upstream (the plan says how) */
-    SY_ACTION_RESPOND = 1,  /* answer now with sy_match_status()
-                               (431 from RequestHeaderSize, 413 RequestSize)*/
-    SY_ACTION_REDIRECT = 2  /* answer sy_match_status() + Location */
+    SY_ACTION_PROXY = 0,   /* send upstream (the plan says how) */
+    SY_ACTION_RESPOND = 1, /* answer now with sy_match_status()
+                              (431 from RequestHeaderSize, 413 RequestSize)*/
+    SY_ACTION_REDIRECT = 2 /* answer sy_match_status() + Location */
 } sy_action;
 
 typedef enum sy_response_op_kind {
-    SY_RESP_ADD = 0,           /* add header name: value */
-    SY_RESP_ADD_IF_ABSENT = 1, /* AddResponseHeader override=false */
-    SY_RESP_SET = 2,           /* replace all values of name */
-    SY_RESP_REMOVE = 3,        /* remove header name */
-    SY_RESP_DEDUPE = 4,        /* name (space separated), arg = strategy */
-    SY_RESP_REWRITE = 5,       /* name, regexp = arg, replacement = value */
+    SY_RESP_ADD = 0,             /* add header name: value */
+    SY_RESP_ADD_IF_ABSENT = 1,   /* AddResponseHeader override=false */
+    SY_RESP_SET = 2,             /* replace all values of name */
+    SY_RESP_REMOVE = 3,          /* remove header name */
+    SY_RESP_DEDUPE = 4,          /* name (space separated), arg = strategy */
+    SY_RESP_REWRITE = 5,         /* name, regexp = arg, replacement = value */
     SY_RESP_REWRITE_LOCATION = 6 /* args in the filter entry */
 } sy_response_op_kind;
 
@@ -456,9 +459,9 @@ typedef struct sy_instance {
     const char *host;
     uint16_t port;
     bool secure;
-    uint32_t weight;           /* 0 means 1 */
+    uint32_t weight; /* 0 means 1 */
     sy_instance_state state;
-    const sy_kv *metadata;     /* version, zone, hint, ... */
+    const sy_kv *metadata; /* version, zone, hint, ... */
     size_t metadata_count;
 } sy_instance;
 
@@ -546,12 +549,12 @@ typedef struct sy_router_options {
     const sy_allocator *allocator; /* NULL: malloc */
     bool lenient;                  /* drop invalid routes, keep the rest */
     sy_limits limits;
-    bool strip_host_port;          /* Host predicates ignore ":port" */
-    const char *default_filters;   /* JSON array of filter entries, or NULL */
-    const sy_registry *registry;   /* host factories, may be NULL */
-    size_t history;                /* documents kept per source (0: 8) */
-    size_t max_retired;            /* cap on retired snapshots (0: none) */
-    uint64_t retired_warn_ms;      /* age that triggers on_retired_held */
+    bool strip_host_port;        /* Host predicates ignore ":port" */
+    const char *default_filters; /* JSON array of filter entries, or NULL */
+    const sy_registry *registry; /* host factories, may be NULL */
+    size_t history;              /* documents kept per source (0: 8) */
+    size_t max_retired;          /* cap on retired snapshots (0: none) */
+    uint64_t retired_warn_ms;    /* age that triggers on_retired_held */
     /* Callbacks, all optional. on_log, on_event and on_retired_held are
      * called on the writer's thread; clock_ms is called by matching threads
      * (concurrently) for requests with now_ms == 0 when a route has a time
@@ -560,12 +563,13 @@ typedef struct sy_router_options {
     void (*on_log)(void *data, sy_log_level level, const char *message);
     void (*on_event)(void *data, const sy_report *report);
     void (*on_retired_held)(void *data, uint64_t generation, uint64_t age_ms);
-    int64_t (*clock_ms)(void *data);  /* epoch ms; NULL: real time */
-    uint64_t (*random)(void *data);   /* NULL: per-context generator */
+    int64_t (*clock_ms)(void *data); /* epoch ms; NULL: real time */
+    uint64_t (*random)(void *data);  /* NULL: per-context generator */
     void *callback_data;
 } sy_router_options;
 
-#define SY_ROUTER_OPTIONS_INIT {.size = sizeof(sy_router_options)}
+#define SY_ROUTER_OPTIONS_INIT                                                 \
+    { .size = sizeof(sy_router_options) }
 
 /* Create a router with an empty published snapshot. */
 SY_API int sy_router_new(const sy_router_options *opts, sy_router **out,
@@ -578,8 +582,7 @@ SY_API void *sy_router_data(const sy_router *r);
 
 /* Register a named config source; registration order is the tie-break
  * order between sources. Writer side (serialized internally). */
-SY_API int sy_router_add_source(sy_router *r, const char *name,
-                                sy_error *err);
+SY_API int sy_router_add_source(sy_router *r, const char *name, sy_error *err);
 
 /*
  * Apply a whole document for a source: parse, validate, skip if its version
@@ -646,8 +649,8 @@ SY_API size_t sy_router_reclaim(sy_router *r);
 typedef struct sy_metrics {
     uint64_t generation;
     uint64_t publishes;
-    uint64_t live_snapshots;     /* current + retired still referenced */
-    uint64_t retired_snapshots;  /* retired, not yet freed */
+    uint64_t live_snapshots;    /* current + retired still referenced */
+    uint64_t retired_snapshots; /* retired, not yet freed */
     uint64_t reclaimed_snapshots;
     uint64_t retired_bytes;
     uint64_t oldest_retired_age_ms;

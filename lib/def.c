@@ -81,21 +81,21 @@ static int check_depth(const char *json, size_t len, uint32_t max,
 /* Every string (keys and values) within the length limit. The JSON path
  * is built only on the way back from a violation, so a valid document
  * costs one walk without any formatting. */
-static int check_strings(const cJSON *item, char *path, size_t cap,
-                         size_t max, sy_error *err) {
+static int check_strings(const cJSON *item, char *path, size_t cap, size_t max,
+                         sy_error *err) {
     size_t idx = 0;
     for (const cJSON *c = item->child; c; c = c->next, idx++) {
         const char *what = NULL;
-        bool long_key = cJSON_IsObject(item) && c->string &&
-                        strlen(c->string) > max;
+        bool long_key =
+            cJSON_IsObject(item) && c->string && strlen(c->string) > max;
         if (long_key)
             what = "a key is longer than";
         else if (cJSON_IsString(c) && strlen(c->valuestring) > max)
             what = "a string is longer than";
-        int rc = what ? sy_error_set(err, SY_ELIMIT, "", "%s %zu bytes",
-                                     what, max)
-                      : c->child ? check_strings(c, path, cap, max, err)
-                                 : 0;
+        int rc =
+            what ? sy_error_set(err, SY_ELIMIT, "", "%s %zu bytes", what, max)
+            : c->child ? check_strings(c, path, cap, max, err)
+                       : 0;
         if (!rc)
             continue;
         if (long_key) /* the path names the key's object */
@@ -362,8 +362,8 @@ int sy_document_parse_reusing(const char *json, size_t len,
                               "object with \"routes\"");
         }
         if (!rc)
-            rc = build_routes(d, opts, &lim, routes, prefix, reuse,
-                              reuse_data, err);
+            rc = build_routes(d, opts, &lim, routes, prefix, reuse, reuse_data,
+                              err);
     }
     cJSON_Delete(root);
     if (rc) {

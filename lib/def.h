@@ -11,8 +11,8 @@
 
 struct sy_document {
     sy_alloc alloc;
-    uint32_t *positions; /* position in the JSON array of routes[i] */
-    bool envelope;       /* {"version", "routes"} shape: paths "routes[i]" */
+    uint32_t *positions;  /* position in the JSON array of routes[i] */
+    bool envelope;        /* {"version", "routes"} shape: paths "routes[i]" */
     char *version;        /* NULL when the envelope has none */
     uint64_t fingerprint; /* of the routes' fingerprints in order */
     uint64_t checksum;    /* of the bytes */

@@ -158,7 +158,7 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
     sy_def_entry view = *e;
     if (!sorted && n <= SY_ARRAY_LEN(small)) {
         memcpy(small, rest, n * sizeof *small); /* n > 1 here */
-        for (size_t a = 1; a < n; a++) /* stable insertion sort */
+        for (size_t a = 1; a < n; a++)          /* stable insertion sort */
             for (size_t c = a;
                  c > 0 && strcmp(small[c - 1].key, small[c].key) > 0; c--) {
                 sy_kv t = small[c];

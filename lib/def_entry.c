@@ -379,8 +379,7 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
                     sy_def_path(p, sizeof p, "%s.args.%s[%zu]", ec->path,
                                 c->string, k);
                 else
-                    sy_def_path(p, sizeof p, "%s.args.%s", ec->path,
-                                c->string);
+                    sy_def_path(p, sizeof p, "%s.args.%s", ec->path, c->string);
                 return sy_error_set(err, SY_ETYPE, p,
                                     "%s: %s: expected a string, number, "
                                     "boolean or an array of them",

@@ -111,8 +111,7 @@ fail:
 }
 
 int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
-                      const sy_allocator *alloc, sy_diff **out,
-                      sy_error *err) {
+                      const sy_allocator *alloc, sy_diff **out, sy_error *err) {
     if (!old_doc || !new_doc || !out)
         return sy_error_set(err, SY_EINVAL, "", "document or out is NULL");
     sy_alloc a;
@@ -135,8 +134,7 @@ int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
 }
 
 int sy_diff_snapshots(const sy_snapshot *old_snap, const sy_snapshot *new_snap,
-                      const sy_allocator *alloc, sy_diff **out,
-                      sy_error *err) {
+                      const sy_allocator *alloc, sy_diff **out, sy_error *err) {
     if (!old_snap || !new_snap || !out)
         return sy_error_set(err, SY_EINVAL, "", "snapshot or out is NULL");
     sy_alloc a;
@@ -166,15 +164,21 @@ void sy_diff_free(sy_diff *d) {
     sy_free(&a, d);
 }
 
-size_t sy_diff_added_count(const sy_diff *d) { return d->added_count; }
+size_t sy_diff_added_count(const sy_diff *d) {
+    return d->added_count;
+}
 const char *sy_diff_added(const sy_diff *d, size_t i) {
     return i < d->added_count ? d->added[i] : NULL;
 }
-size_t sy_diff_removed_count(const sy_diff *d) { return d->removed_count; }
+size_t sy_diff_removed_count(const sy_diff *d) {
+    return d->removed_count;
+}
 const char *sy_diff_removed(const sy_diff *d, size_t i) {
     return i < d->removed_count ? d->removed[i] : NULL;
 }
-size_t sy_diff_updated_count(const sy_diff *d) { return d->updated_count; }
+size_t sy_diff_updated_count(const sy_diff *d) {
+    return d->updated_count;
+}
 const char *sy_diff_updated(const sy_diff *d, size_t i, unsigned *changed) {
     if (i >= d->updated_count)
         return NULL;
@@ -182,4 +186,6 @@ const char *sy_diff_updated(const sy_diff *d, size_t i, unsigned *changed) {
         *changed = d->updated_mask[i];
     return d->updated[i];
 }
-size_t sy_diff_unchanged_count(const sy_diff *d) { return d->unchanged; }
+size_t sy_diff_unchanged_count(const sy_diff *d) {
+    return d->unchanged;
+}

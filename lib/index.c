@@ -127,8 +127,7 @@ static uint32_t new_node(builder *b) {
 }
 
 static edge *edge_find(edge *edges, uint32_t mask, const char *strings,
-                       uint32_t parent, const char *s, size_t len,
-                       uint64_t h) {
+                       uint32_t parent, const char *s, size_t len, uint64_t h) {
     for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
         edge *e = &edges[i];
         if (e->child == NONE)
@@ -150,7 +149,8 @@ static bool edges_grow(builder *b) {
         edge *e = &b->edges[i];
         if (e->child == NONE)
             continue;
-        for (uint32_t j = (uint32_t)e->hash & (cap - 1);; j = (j + 1) & (cap - 1))
+        for (uint32_t j = (uint32_t)e->hash & (cap - 1);;
+             j = (j + 1) & (cap - 1))
             if (n[j].child == NONE) {
                 n[j] = *e;
                 break;
@@ -168,8 +168,8 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
         return NONE;
     }
     uint64_t h = edge_hash(parent, seg.ptr, seg.len);
-    edge *e = edge_find(b->edges, b->edge_mask, b->strings.ptr, parent,
-                        seg.ptr, seg.len, h);
+    edge *e = edge_find(b->edges, b->edge_mask, b->strings.ptr, parent, seg.ptr,
+                        seg.len, h);
     if (e->child != NONE)
         return e->child;
     uint32_t off = (uint32_t)b->strings.len;
@@ -199,8 +199,8 @@ static uint32_t wild_child(builder *b, uint32_t parent) {
     return b->nodes[parent].wild;
 }
 
-static void add_pending(builder *b, uint32_t node, uint32_t kind,
-                        uint32_t slot, uint32_t dim) {
+static void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
+                        uint32_t dim) {
     if (b->pend_count == b->pend_cap) {
         size_t cap = b->pend_cap ? b->pend_cap * 2 : 256;
         pending *p = sy_realloc(b->a, b->pend, cap * sizeof *p);
@@ -218,9 +218,8 @@ static void add_pending(builder *b, uint32_t node, uint32_t kind,
  * Walk a pattern's segments from `root` (reversed for hosts), creating
  * nodes; returns the node where it ends and whether it ends in a MULTI.
  */
-static uint32_t insert_pattern(builder *b, uint32_t root,
-                               const sy_pattern *p, bool reversed,
-                               uint32_t *kind) {
+static uint32_t insert_pattern(builder *b, uint32_t root, const sy_pattern *p,
+                               bool reversed, uint32_t *kind) {
     size_t n = sy_pattern_segment_count(p);
     uint32_t node = root;
     *kind = L_TERM;
@@ -244,8 +243,8 @@ static void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
                             uint32_t slot, uint32_t dim) {
     for (size_t i = 0; pred && i < sy_pred_pattern_count(pred); i++) {
         uint32_t kind;
-        uint32_t node = insert_pattern(b, root, sy_pred_pattern(pred, i),
-                                       dim == 1, &kind);
+        uint32_t node =
+            insert_pattern(b, root, sy_pred_pattern(pred, i), dim == 1, &kind);
         if (node != NONE)
             add_pending(b, node, kind, slot, dim);
     }
@@ -323,8 +322,8 @@ static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
     return b->list_len ? b->list_len[node * 2 + kind] : 0;
 }
 
-int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in,
-                   size_t n, sy_index **out) {
+int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
+                   sy_index **out) {
     *out = NULL;
     sy_index *ix = sy_calloc(a, 1, sizeof *ix);
     sy_index_route *routes = sy_malloc(a, (n ? n : 1) * sizeof *routes);
@@ -379,7 +378,8 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in,
     /* Count list sizes, then place each route where its lists are
      * shortest: the path trie unless the host trie is more selective. */
     b.list_len = sy_calloc(a, (size_t)b.node_count * 2, sizeof *b.list_len);
-    slot_pos = sy_malloc(a, (b.pend_count ? b.pend_count : 1) * sizeof *slot_pos);
+    slot_pos =
+        sy_malloc(a, (b.pend_count ? b.pend_count : 1) * sizeof *slot_pos);
     if (!b.list_len || !slot_pos)
         goto fail;
     for (size_t i = 0; i < b.pend_count; i++)
@@ -455,7 +455,8 @@ sy_index *sy_index_ref(sy_index *ix) {
 }
 
 void sy_index_unref(sy_index *ix) {
-    if (!ix || atomic_fetch_sub_explicit(&ix->refs, 1, memory_order_acq_rel) != 1)
+    if (!ix ||
+        atomic_fetch_sub_explicit(&ix->refs, 1, memory_order_acq_rel) != 1)
         return;
     const sy_alloc *a = ix->alloc;
     sy_free(a, ix->nodes);
@@ -465,9 +466,13 @@ void sy_index_unref(sy_index *ix) {
     sy_free(a, ix);
 }
 
-size_t sy_index_route_count(const sy_index *ix) { return ix->route_count; }
+size_t sy_index_route_count(const sy_index *ix) {
+    return ix->route_count;
+}
 
-size_t sy_index_bytes(const sy_index *ix) { return ix->bytes; }
+size_t sy_index_bytes(const sy_index *ix) {
+    return ix->bytes;
+}
 
 /* ---- lookup ---- */
 
@@ -508,7 +513,8 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
         sh = seg_hash(seg.ptr, seg.len);
     }
     uint64_t h = edge_combine(parent, sh);
-    for (uint32_t k = (uint32_t)h & ix->edge_mask;; k = (k + 1) & ix->edge_mask) {
+    for (uint32_t k = (uint32_t)h & ix->edge_mask;;
+         k = (k + 1) & ix->edge_mask) {
         const edge *e = &ix->edges[k];
         if (e->child == NONE)
             return NONE;
@@ -565,6 +571,6 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     }
     collect(&c, ix->generic[GENERIC_ANY]);
     collect(&c, ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
-                                                               : GENERIC_OTHER]);
+                                                              : GENERIC_OTHER]);
     return c.overflow ? SIZE_MAX : c.n;
 }

@@ -49,7 +49,9 @@ static void *pcre_malloc(size_t n, void *d) {
     return sy_malloc((const sy_alloc *)d, n);
 }
 
-static void pcre_free(void *p, void *d) { sy_free((const sy_alloc *)d, p); }
+static void pcre_free(void *p, void *d) {
+    sy_free((const sy_alloc *)d, p);
+}
 
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
@@ -170,8 +172,8 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
     ev->host = &c->host;
     ev->host_str = host;
     ev->now_ms = req->now_ms || !s->needs_time ? req->now_ms
-                 : s->clock_ms                  ? s->clock_ms(s->clock_data)
-                                                : sy_now_realtime_ms();
+                 : s->clock_ms                 ? s->clock_ms(s->clock_data)
+                                               : sy_now_realtime_ms();
     ev->weight = NULL;
     ev->caps = c->caps;
     ev->ncaps = 0;
@@ -255,8 +257,8 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
     int mbit = sy_method_bit(req->method);
-    size_t n = sy_index_lookup(s->base, &c->path, &c->host, mbit, c->lists,
-                               MAX_LISTS);
+    size_t n =
+        sy_index_lookup(s->base, &c->path, &c->host, mbit, c->lists, MAX_LISTS);
     if (n != SIZE_MAX && s->overlay) {
         size_t m = sy_index_lookup(s->overlay, &c->path, &c->host, mbit,
                                    c->lists + n, MAX_LISTS - n);
@@ -326,9 +328,13 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
 
 /* ---- results ---- */
 
-const sy_route *sy_match_route(const sy_match *m) { return m->route; }
+const sy_route *sy_match_route(const sy_match *m) {
+    return m->route;
+}
 
-size_t sy_match_var_count(const sy_match *m) { return m->ctx->ev.ncaps; }
+size_t sy_match_var_count(const sy_match *m) {
+    return m->ctx->ev.ncaps;
+}
 
 void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
     const sy_eval *ev = &m->ctx->ev;
@@ -364,13 +370,27 @@ static sy_plan *plan_of(sy_match *m) {
     return &m->plan;
 }
 
-sy_action sy_match_action(sy_match *m) { return plan_of(m)->action; }
-int sy_match_status(sy_match *m) { return plan_of(m)->status; }
-sy_str sy_match_redirect(sy_match *m) { return plan_of(m)->redirect; }
-sy_str sy_match_path(sy_match *m) { return plan_of(m)->path; }
-sy_str sy_match_query(sy_match *m) { return plan_of(m)->query; }
-size_t sy_match_header_count(sy_match *m) { return plan_of(m)->header_count; }
-bool sy_match_preserve_host(sy_match *m) { return plan_of(m)->preserve_host; }
+sy_action sy_match_action(sy_match *m) {
+    return plan_of(m)->action;
+}
+int sy_match_status(sy_match *m) {
+    return plan_of(m)->status;
+}
+sy_str sy_match_redirect(sy_match *m) {
+    return plan_of(m)->redirect;
+}
+sy_str sy_match_path(sy_match *m) {
+    return plan_of(m)->path;
+}
+sy_str sy_match_query(sy_match *m) {
+    return plan_of(m)->query;
+}
+size_t sy_match_header_count(sy_match *m) {
+    return plan_of(m)->header_count;
+}
+bool sy_match_preserve_host(sy_match *m) {
+    return plan_of(m)->preserve_host;
+}
 
 sy_header sy_match_header(sy_match *m, size_t i) {
     sy_plan *p = plan_of(m);

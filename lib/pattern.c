@@ -311,9 +311,8 @@ static bool decode_segment(sy_str raw, sy_arena *scratch, sy_str *out) {
     return true;
 }
 
-static bool push_segment(sy_segments *segs, size_t n, sy_str raw,
-                         bool special, sy_arena *scratch,
-                         const sy_alloc *alloc) {
+static bool push_segment(sy_segments *segs, size_t n, sy_str raw, bool special,
+                         sy_arena *scratch, const sy_alloc *alloc) {
     if (n == segs->cap && !segs_reserve(segs, n + 1, alloc))
         return false;
     segs->raw[n] = raw;
@@ -334,16 +333,16 @@ static bool split_path(sy_segments *segs, sy_str s, sy_arena *scratch,
     const char *p = s.ptr, *end = s.ptr + s.len;
     if (*p == '/')
         p++;
-    bool any_special = memchr(p, '%', (size_t)(end - p)) ||
-                       memchr(p, ';', (size_t)(end - p));
+    bool any_special =
+        memchr(p, '%', (size_t)(end - p)) || memchr(p, ';', (size_t)(end - p));
     size_t n = 0;
     for (;;) {
         const char *q = memchr(p, '/', (size_t)(end - p));
         if (!q)
             q = end;
         sy_str raw = {p, (size_t)(q - p)};
-        bool special = any_special && (memchr(p, '%', raw.len) ||
-                                       memchr(p, ';', raw.len));
+        bool special =
+            any_special && (memchr(p, '%', raw.len) || memchr(p, ';', raw.len));
         if (!push_segment(segs, n++, raw, special, scratch, alloc))
             return false;
         if (q == end)
@@ -365,8 +364,8 @@ static bool split_host(sy_segments *segs, sy_str s, const sy_alloc *alloc) {
         const char *q = memchr(p, '.', (size_t)(end - p));
         if (!q)
             q = end;
-        if (!push_segment(segs, n++, (sy_str){p, (size_t)(q - p)}, false,
-                          NULL, alloc))
+        if (!push_segment(segs, n++, (sy_str){p, (size_t)(q - p)}, false, NULL,
+                          alloc))
             return false;
         if (q == end)
             break;

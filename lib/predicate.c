@@ -218,8 +218,8 @@ static int compile_name_regex(sy_pred *p, const sy_def_entry *e,
         return SY_OK;
     }
     sy_error local = {0};
-    int rc = sy_regex_compile_cached(env->regex_cache, env->alloc, rx,
-                                     &p->re, &local);
+    int rc = sy_regex_compile_cached(env->regex_cache, env->alloc, rx, &p->re,
+                                     &local);
     if (rc)
         return refile(err, rc, &local, path, "regexp", rx);
     note(p, sy_regex_groups(p->re), 0);

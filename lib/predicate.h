@@ -12,8 +12,8 @@
 
 /* Weight: position of a route inside its group, computed per snapshot. */
 typedef struct sy_weight_slot {
-    uint32_t group;  /* group number within the snapshot */
-    double lo, hi;   /* owned range of [0,1) */
+    uint32_t group; /* group number within the snapshot */
+    double lo, hi;  /* owned range of [0,1) */
 } sy_weight_slot;
 
 /*
@@ -22,9 +22,9 @@ typedef struct sy_weight_slot {
  */
 typedef struct sy_eval {
     const sy_request *req;
-    const sy_segments *path;   /* split request path */
-    const sy_segments *host;   /* host labels (port stripped if option) */
-    sy_str host_str;           /* host as matched (port stripped if option) */
+    const sy_segments *path; /* split request path */
+    const sy_segments *host; /* host labels (port stripped if option) */
+    sy_str host_str;         /* host as matched (port stripped if option) */
     int64_t now_ms;
     /* Weight: the weight slot of the route being tested, or NULL. */
     const sy_weight_slot *weight;
@@ -37,8 +37,16 @@ typedef struct sy_eval {
 } sy_eval;
 
 typedef enum sy_pred_kind {
-    SY_PK_PATH, SY_PK_HOST, SY_PK_METHOD, SY_PK_HEADER, SY_PK_QUERY,
-    SY_PK_COOKIE, SY_PK_TIME, SY_PK_REMOTE_ADDR, SY_PK_XFF, SY_PK_WEIGHT,
+    SY_PK_PATH,
+    SY_PK_HOST,
+    SY_PK_METHOD,
+    SY_PK_HEADER,
+    SY_PK_QUERY,
+    SY_PK_COOKIE,
+    SY_PK_TIME,
+    SY_PK_REMOTE_ADDR,
+    SY_PK_XFF,
+    SY_PK_WEIGHT,
     SY_PK_HOST_FACTORY
 } sy_pred_kind;
 

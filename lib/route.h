@@ -52,7 +52,7 @@ struct sy_route {
     const char *canonical; /* canonical JSON (fingerprinted) */
     uint64_t fingerprint;  /* of the whole canonical form */
     uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
-    uint32_t doc_index;    /* position in its document */
+    uint32_t doc_index; /* position in its document */
 
     /* compiled, parallel to predicates[] / filters[] */
     struct sy_pred **cpreds;
@@ -64,7 +64,7 @@ struct sy_route {
 struct sy_regex_cache;
 typedef struct sy_compile_env {
     const sy_alloc *alloc;
-    const sy_registry *registry; /* may be NULL */
+    const sy_registry *registry;        /* may be NULL */
     struct sy_regex_cache *regex_cache; /* shares regexes; may be NULL */
 } sy_compile_env;
 

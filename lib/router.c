@@ -167,9 +167,9 @@ static int derive_publish(sy_router *r, const sy_snapshot_config *cfg,
     sy_snapshot *next;
     struct sy_route **removed;
     size_t nremoved;
-    int rc = sy_snapshot_derive(&r->alloc, cur, cfg, ch, n,
-                                cur->pub.generation + 1, &next, &removed,
-                                &nremoved, err);
+    int rc =
+        sy_snapshot_derive(&r->alloc, cur, cfg, ch, n, cur->pub.generation + 1,
+                           &next, &removed, &nremoved, err);
     if (rc)
         return rc;
     if (!graves_reserve(r, nremoved))
@@ -192,8 +192,7 @@ static int derive_publish(sy_router *r, const sy_snapshot_config *cfg,
         if (ch[i].route)
             sy_route_ref(ch[i].route);
     for (size_t i = 0; i < nremoved; i++)
-        r->graves[r->grave_count++] =
-            (grave){removed[i], next->pub.generation};
+        r->graves[r->grave_count++] = (grave){removed[i], next->pub.generation};
     sy_free(&r->alloc, removed);
     bury(r);
     if (generation)
@@ -248,14 +247,30 @@ static void deliver(sy_router *r, sy_report *rep, sy_report **out) {
         sy_report_free(rep);
 }
 
-const char *sy_report_source(const sy_report *rep) { return rep->source; }
-const char *sy_report_version(const sy_report *rep) { return rep->version; }
-bool sy_report_skipped(const sy_report *rep) { return rep->skipped; }
-uint64_t sy_report_generation(const sy_report *rep) { return rep->generation; }
-const sy_diff *sy_report_diff(const sy_report *rep) { return rep->diff; }
-uint64_t sy_report_parse_us(const sy_report *rep) { return rep->parse_us; }
-uint64_t sy_report_publish_us(const sy_report *rep) { return rep->publish_us; }
-size_t sy_report_issue_count(const sy_report *rep) { return rep->issue_count; }
+const char *sy_report_source(const sy_report *rep) {
+    return rep->source;
+}
+const char *sy_report_version(const sy_report *rep) {
+    return rep->version;
+}
+bool sy_report_skipped(const sy_report *rep) {
+    return rep->skipped;
+}
+uint64_t sy_report_generation(const sy_report *rep) {
+    return rep->generation;
+}
+const sy_diff *sy_report_diff(const sy_report *rep) {
+    return rep->diff;
+}
+uint64_t sy_report_parse_us(const sy_report *rep) {
+    return rep->parse_us;
+}
+uint64_t sy_report_publish_us(const sy_report *rep) {
+    return rep->publish_us;
+}
+size_t sy_report_issue_count(const sy_report *rep) {
+    return rep->issue_count;
+}
 const sy_error *sy_report_issue(const sy_report *rep, size_t i) {
     return i < rep->issue_count ? &rep->issues[i] : NULL;
 }
@@ -380,8 +395,12 @@ void sy_router_free(sy_router *r) {
     sy_free(&a, r);
 }
 
-void sy_router_set_data(sy_router *r, void *data) { r->data = data; }
-void *sy_router_data(const sy_router *r) { return r->data; }
+void sy_router_set_data(sy_router *r, void *data) {
+    r->data = data;
+}
+void *sy_router_data(const sy_router *r) {
+    return r->data;
+}
 
 int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
     if (!r || !name || !*name)
@@ -392,8 +411,8 @@ int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
         rc = sy_error_set(err, SY_EEXIST, "", "source '%s' already exists",
                           name);
     } else if (r->source_count >= MAX_SOURCES) {
-        rc = sy_error_set(err, SY_ELIMIT, "", "at most %d sources",
-                          MAX_SOURCES);
+        rc =
+            sy_error_set(err, SY_ELIMIT, "", "at most %d sources", MAX_SOURCES);
     } else {
         /* sources never move: notify uses a source outside the lock */
         if (!r->sources)
@@ -477,15 +496,14 @@ static const struct sy_route *reuse_live(void *data, const char *id,
     return rc->cur->slots[slot].route;
 }
 
-static int apply_locked(sy_router *r, source *src, const char *json,
-                        size_t len, bool force, sy_report *rep,
-                        sy_error *err) {
+static int apply_locked(sy_router *r, source *src, const char *json, size_t len,
+                        bool force, sy_report *rep, sy_error *err) {
     uint32_t si = (uint32_t)(src - r->sources);
     uint64_t t0 = sy_now_monotonic_us();
     sy_document *doc = NULL;
     reuse_ctx rctx = {current(r), si};
-    int rc = sy_document_parse_reusing(json, len, &r->popts, reuse_live,
-                                       &rctx, &doc, err);
+    int rc = sy_document_parse_reusing(json, len, &r->popts, reuse_live, &rctx,
+                                       &doc, err);
     if (rc) {
         if (err)
             report_add_issue(rep, err);
@@ -567,8 +585,8 @@ static int apply_locked(sy_router *r, source *src, const char *json,
         goto done;
     }
     for (size_t i = 0; i < sy_diff_removed_count(rep->diff); i++)
-        ch[nch++] = (sy_route_change){sy_diff_removed(rep->diff, i), NULL, 0,
-                                      si};
+        ch[nch++] =
+            (sy_route_change){sy_diff_removed(rep->diff, i), NULL, 0, si};
     rep->parse_us = sy_now_monotonic_us() - t0;
     uint64_t t1 = sy_now_monotonic_us();
     sy_snapshot_config cfg = base_config(r);
@@ -590,9 +608,8 @@ static int apply_locked(sy_router *r, source *src, const char *json,
     log_msg(r, SY_LOG_INFO,
             "source %s: applied version %s: %zu added, %zu updated, %zu "
             "removed, %zu unchanged (generation %llu)",
-            src->name, version ? version : "-",
-            sy_diff_added_count(rep->diff), sy_diff_updated_count(rep->diff),
-            sy_diff_removed_count(rep->diff),
+            src->name, version ? version : "-", sy_diff_added_count(rep->diff),
+            sy_diff_updated_count(rep->diff), sy_diff_removed_count(rep->diff),
             sy_diff_unchanged_count(rep->diff),
             (unsigned long long)rep->generation);
 done:
@@ -622,8 +639,8 @@ static int apply_common(sy_router *r, const char *name, const char *json,
     } else {
         rc = apply_locked(r, src, json, len, force, rep, err);
         if (rc)
-            log_msg(r, SY_LOG_ERROR, "source %s: document rejected: %s",
-                    name, err ? err->message : sy_strerror(rc));
+            log_msg(r, SY_LOG_ERROR, "source %s: document rejected: %s", name,
+                    err ? err->message : sy_strerror(rc));
     }
     if (rep && rc == SY_OK)
         deliver(r, rep, report);
@@ -697,16 +714,15 @@ static void report_one(sy_router *r, const char *source,
         return;
     rep->generation = generation;
     const struct sy_route *o[1] = {old}, *n[1] = {now};
-    if (sy_diff_routes(&r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
-                       &rep->diff) == SY_OK)
+    if (sy_diff_routes(&r->alloc, o, old ? 1 : 0, n, now ? 1 : 0, &rep->diff) ==
+        SY_OK)
         deliver(r, rep, NULL);
     else
         sy_report_free(rep);
 }
 
 int sy_router_upsert_route(sy_router *r, const char *name,
-                           const char *route_json, size_t len,
-                           sy_error *err) {
+                           const char *route_json, size_t len, sy_error *err) {
     if (!r || !route_json)
         return sy_error_set(err, SY_EINVAL, "", "router or route is NULL");
     struct sy_route *rt;
@@ -874,8 +890,8 @@ int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
 
 /* ---- instances ---- */
 
-static int publish_service(sy_router *r, struct sy_service *svc,
-                           sy_report *rep, sy_error *err) {
+static int publish_service(sy_router *r, struct sy_service *svc, sy_report *rep,
+                           sy_error *err) {
     const sy_snapshot *cur = current(r);
     const char *name = sy_service_name(svc);
     const struct sy_service *old = sy_snapshot_service(cur, name, strlen(name));
@@ -958,8 +974,7 @@ int sy_router_set_instances(sy_router *r, const char *service,
                             sy_report **report, sy_error *err) {
     if (count && !instances)
         return sy_error_set(err, SY_EINVAL, "", "instances is NULL");
-    return instances_common(r, service, instances, count, NULL, 0, report,
-                            err);
+    return instances_common(r, service, instances, count, NULL, 0, report, err);
 }
 
 int sy_router_update_instances(sy_router *r, const char *service,

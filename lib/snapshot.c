@@ -9,8 +9,8 @@
  * An updated route tombstones its old slot and takes a new one with the
  * same rank key; the base index is shared and its dead slots are skipped,
  * the overlay indexes only new slots. When the overlay grows past
- * min(2048, max(64, live/16)) slots, or keys of kept routes change, the snapshot
- * compacts its slots and builds a fresh base index.
+ * min(2048, max(64, live/16)) slots, or keys of kept routes change, the
+ * snapshot compacts its slots and builds a fresh base index.
  */
 #include "snapshot.h"
 
@@ -102,8 +102,8 @@ static void id_remove_at(sy_snapshot *s, uint32_t pos) {
                 return;
             uint32_t home = (uint32_t)s->ids[j].hash & mask;
             /* can entry j move to hole i? (home not in (i, j]) */
-            bool between = i <= j ? (home > i && home <= j)
-                                  : (home > i || home <= j);
+            bool between =
+                i <= j ? (home > i && home <= j) : (home > i || home <= j);
             if (!between)
                 break;
         }
@@ -317,8 +317,7 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
         if (!(s->sources[i] = sy_strdup(a, cfg->sources[i])))
             return SY_ENOMEM;
     struct sy_service *const *svc =
-        cfg->replace_services ? cfg->services
-                              : (base ? base->services : NULL);
+        cfg->replace_services ? cfg->services : (base ? base->services : NULL);
     size_t nsvc = cfg->replace_services ? cfg->service_count
                                         : (base ? base->service_count : 0);
     s->services = sy_calloc(a, nsvc + 1, sizeof *s->services);
@@ -354,9 +353,8 @@ static void merge_rank(sy_snapshot *s, const sy_snapshot *base,
         bool more_base = i < bn, more_added = j < added_count;
         if (!more_base && !more_added)
             break;
-        if (more_base &&
-            (!more_added ||
-             s->slots[base->rank[i]].key <= s->slots[added[j]].key))
+        if (more_base && (!more_added || s->slots[base->rank[i]].key <=
+                                             s->slots[added[j]].key))
             s->rank[k++] = base->rank[i++];
         else
             s->rank[k++] = added[j++];
@@ -368,8 +366,8 @@ static void merge_rank(sy_snapshot *s, const sy_snapshot *base,
  * table and the base index over them. */
 static int compact_and_index(sy_snapshot *s) {
     const sy_alloc *a = s->alloc;
-    sy_slot *compact = sy_calloc(a, s->route_count ? s->route_count : 1,
-                                 sizeof *compact);
+    sy_slot *compact =
+        sy_calloc(a, s->route_count ? s->route_count : 1, sizeof *compact);
     if (!compact)
         return SY_ENOMEM;
     for (size_t i = 0; i < s->route_count; i++) {

@@ -71,8 +71,8 @@ struct sy_snapshot {
     int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
     void *clock_data;
     uint64_t (*random)(void *data); /* for requests with seed == 0 */
-    bool needs_host; /* some route has a Host predicate */
-    bool needs_time; /* some route has After/Before/Between */
+    bool needs_host;                /* some route has a Host predicate */
+    bool needs_time;                /* some route has After/Before/Between */
     uint32_t max_groups, max_vars;
     size_t bytes;
 };

@@ -200,9 +200,13 @@ void sy_buf_append(sy_buf *b, const char *s, size_t n) {
     b->ptr[b->len] = '\0';
 }
 
-void sy_buf_puts(sy_buf *b, const char *s) { sy_buf_append(b, s, strlen(s)); }
+void sy_buf_puts(sy_buf *b, const char *s) {
+    sy_buf_append(b, s, strlen(s));
+}
 
-void sy_buf_putc(sy_buf *b, char c) { sy_buf_append(b, &c, 1); }
+void sy_buf_putc(sy_buf *b, char c) {
+    sy_buf_append(b, &c, 1);
+}
 
 void sy_buf_printf(sy_buf *b, const char *fmt, ...) {
     va_list ap;
@@ -405,9 +409,13 @@ bool sy_str_ieq(sy_str a, const char *b, size_t blen) {
     return true;
 }
 
-const char *sy_version(void) { return SY_VERSION_STRING; }
+const char *sy_version(void) {
+    return SY_VERSION_STRING;
+}
 
-int sy_version_number(void) { return SY_VERSION_NUMBER; }
+int sy_version_number(void) {
+    return SY_VERSION_NUMBER;
+}
 
 const char *sy_strerror(int code) {
     switch (code) {

@@ -26,9 +26,10 @@ static sy_diff *diff_of(const char *a, const char *b) {
     return d;
 }
 
-#define BASE "{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"           \
-             "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"               \
-             "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"
+#define BASE                                                                   \
+    "{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"                       \
+    "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"                          \
+    "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"
 
 static unsigned changed_mask(const char *other) {
     char a[1024], b[1024];
@@ -61,34 +62,40 @@ END_TEST
 
 START_TEST(each_changed_part_is_named) {
     ck_assert_uint_eq(
-        changed_mask("{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"
-                     "\"predicates\":[\"Path=/b/**\",\"Method=GET\"],"
-                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
+        changed_mask(
+            "{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"
+            "\"predicates\":[\"Path=/b/**\",\"Method=GET\"],"
+            "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
         SY_CHANGED_PREDICATES);
     ck_assert_uint_eq(
-        changed_mask("{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"
-                     "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
-                     "\"filters\":[\"StripPrefix=2\"],\"metadata\":{\"k\":\"v\"}}"),
+        changed_mask(
+            "{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"
+            "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
+            "\"filters\":[\"StripPrefix=2\"],\"metadata\":{\"k\":\"v\"}}"),
         SY_CHANGED_FILTERS);
     ck_assert_uint_eq(
-        changed_mask("{\"id\":\"r\",\"uri\":\"http://b:80\",\"order\":1,"
-                     "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
-                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
+        changed_mask(
+            "{\"id\":\"r\",\"uri\":\"http://b:80\",\"order\":1,"
+            "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
+            "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
         SY_CHANGED_URI);
     ck_assert_uint_eq(
-        changed_mask("{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"
-                     "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
-                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"w\"}}"),
+        changed_mask(
+            "{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":1,"
+            "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
+            "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"w\"}}"),
         SY_CHANGED_METADATA);
     ck_assert_uint_eq(
-        changed_mask("{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":2,"
-                     "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
-                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
+        changed_mask(
+            "{\"id\":\"r\",\"uri\":\"http://a:80\",\"order\":2,"
+            "\"predicates\":[\"Path=/a/**\",\"Method=GET\"],"
+            "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
         SY_CHANGED_ORDER);
     ck_assert_uint_eq(
-        changed_mask("{\"id\":\"r\",\"uri\":\"http://b:80\",\"order\":3,"
-                     "\"predicates\":[\"Path=/a/**\"],"
-                     "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
+        changed_mask(
+            "{\"id\":\"r\",\"uri\":\"http://b:80\",\"order\":3,"
+            "\"predicates\":[\"Path=/a/**\"],"
+            "\"filters\":[\"StripPrefix=1\"],\"metadata\":{\"k\":\"v\"}}"),
         SY_CHANGED_URI | SY_CHANGED_ORDER | SY_CHANGED_PREDICATES);
 }
 END_TEST
@@ -112,8 +119,8 @@ static sy_router *router_with(const char *json) {
     ck_assert_int_eq(sy_router_new(NULL, &r, NULL), 0);
     ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
     if (json)
-        ck_assert_int_eq(sy_router_apply(r, "s", json, strlen(json), NULL, NULL),
-                         0);
+        ck_assert_int_eq(
+            sy_router_apply(r, "s", json, strlen(json), NULL, NULL), 0);
     return r;
 }
 

@@ -47,7 +47,9 @@ static uint32_t below(rng *r, uint32_t n) {
     return n ? (uint32_t)(rnext(r) % n) : 0;
 }
 
-static bool chance(rng *r, unsigned pct) { return below(r, 100) < pct; }
+static bool chance(rng *r, unsigned pct) {
+    return below(r, 100) < pct;
+}
 
 #define PICK(r, arr) ((arr)[below((r), sizeof(arr) / sizeof((arr)[0]))])
 
@@ -97,8 +99,8 @@ static void tfree(text *t) {
 
 #define T0 1700000000000LL /* 2023-11-14T22:13:20Z */
 
-static const char *const path_lits[] = {"api",   "v1",     "v2",     "users",
-                                        "orders", "a",     "b",      "static",
+static const char *const path_lits[] = {"api",    "v1",      "v2",    "users",
+                                        "orders", "a",       "b",     "static",
                                         "x.json", "img.png", "Users", "42"};
 
 /* One path pattern; vars are p<k>, numbered per pattern. */
@@ -169,17 +171,16 @@ static void gen_host_pattern(rng *r, text *t) {
         tput(t, "**");
         return;
     }
-    static const char *const heads[] = {"", "www.", "api.", "*.", "**.",
-                                        "{h0}.", "{h0:[a-z]+}.", "a?i.",
+    static const char *const heads[] = {"",    "www.",  "api.",         "*.",
+                                        "**.", "{h0}.", "{h0:[a-z]+}.", "a?i.",
                                         "*.*."};
     tput(t, "%s%s", PICK(r, heads), PICK(r, host_tails));
     if (chance(r, 20))
         tput(t, "%s", chance(r, 50) ? ":8080" : ":443");
 }
 
-static const char *const methods_cfg[] = {"GET",     "POST",   "PUT",
-                                          "DELETE",  "PATCH",  "HEAD",
-                                          "OPTIONS", "PURGE",  "get"};
+static const char *const methods_cfg[] = {
+    "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "PURGE", "get"};
 
 /* Append one predicate entry (JSON value) to t. `kind` chooses it. */
 static void gen_predicate(rng *r, text *t, unsigned kind) {
@@ -269,9 +270,8 @@ static void gen_predicate(rng *r, text *t, unsigned kind) {
         break;
     }
     case 7: { /* RemoteAddr */
-        static const char *const cidrs[] = {"10.0.0.0/8", "192.168.1.1",
-                                            "::1", "172.16.0.0/12",
-                                            "127.0.0.1/32"};
+        static const char *const cidrs[] = {"10.0.0.0/8", "192.168.1.1", "::1",
+                                            "172.16.0.0/12", "127.0.0.1/32"};
         unsigned n = 1 + below(r, 2);
         tput(t, "\"RemoteAddr=");
         for (unsigned i = 0; i < n; i++)
@@ -394,27 +394,35 @@ typedef struct req_buf {
     text desc;
 } req_buf;
 
-static sy_str S(const char *s) { return (sy_str){s, strlen(s)}; }
+static sy_str S(const char *s) {
+    return (sy_str){s, strlen(s)};
+}
 
 static const char *const req_segs[] = {
-    "api",   "v1",   "v2",      "users",     "orders",   "a",     "b",
-    "static", "x.json", "img.png", "Users",  "42",     "123",   "abc",
-    "x",     "",     "a.png",   "foo-bar.png", "%61pi", "users;v=1",
-    "us%2Fx", "vv",  "x.y",     "API"};
+    "api",   "v1",        "v2",     "users",   "orders", "a",
+    "b",     "static",    "x.json", "img.png", "Users",  "42",
+    "123",   "abc",       "x",      "",        "a.png",  "foo-bar.png",
+    "%61pi", "users;v=1", "us%2Fx", "vv",      "x.y",    "API"};
 
-static const char *const req_hosts[] = {
-    "example.com",  "www.example.com", "api.example.com",
-    "a.b.example.com", "x.org",        "api.x.org",
-    "Example.com",  "localhost",       "",
-    "api.example.com.", "aqi.example.com", "www.api.example.com",
-    "[::1]"};
+static const char *const req_hosts[] = {"example.com",
+                                        "www.example.com",
+                                        "api.example.com",
+                                        "a.b.example.com",
+                                        "x.org",
+                                        "api.x.org",
+                                        "Example.com",
+                                        "localhost",
+                                        "",
+                                        "api.example.com.",
+                                        "aqi.example.com",
+                                        "www.api.example.com",
+                                        "[::1]"};
 
 static void gen_request(rng *r, req_buf *b, const char *const *hostv,
                         size_t nhost) {
-    static const char *const methods[] = {"GET",  "GET",    "GET",   "POST",
-                                          "POST", "PUT",    "DELETE", "PATCH",
-                                          "HEAD", "OPTIONS", "PURGE", "get",
-                                          "FOO",  ""};
+    static const char *const methods[] = {
+        "GET",   "GET",  "GET",     "POST",  "POST", "PUT", "DELETE",
+        "PATCH", "HEAD", "OPTIONS", "PURGE", "get",  "FOO", ""};
     sy_request init = SY_REQUEST_INIT;
     b->req = init;
     b->req.method = S(PICK(r, methods));
@@ -437,12 +445,21 @@ static void gen_request(rng *r, req_buf *b, const char *const *hostv,
     const char *h = hostv[below(r, (uint32_t)nhost)];
     unsigned port = below(r, 100);
     snprintf(b->host, sizeof b->host, "%s%s", h,
-             port < 15 ? ":8080" : port < 20 ? ":443" : "");
+             port < 15   ? ":8080"
+             : port < 20 ? ":443"
+                         : "");
     b->req.host = S(b->host);
     /* query */
-    static const char *const queries[] = {
-        "", "", "debug", "debug=true", "color=green&q=a+b", "color=greeen",
-        "q=%41", "debug=false&color=red", "q=hello+world", "debug=&x=1"};
+    static const char *const queries[] = {"",
+                                          "",
+                                          "debug",
+                                          "debug=true",
+                                          "color=green&q=a+b",
+                                          "color=greeen",
+                                          "q=%41",
+                                          "debug=false&color=red",
+                                          "q=hello+world",
+                                          "debug=&x=1"};
     b->req.query = S(PICK(r, queries));
     /* headers */
     static const sy_header pool[] = {
@@ -465,10 +482,9 @@ static void gen_request(rng *r, req_buf *b, const char *const *hostv,
         b->hdr[i] = PICK(r, pool);
     b->req.headers = nh ? b->hdr : NULL;
     b->req.header_count = nh;
-    static const char *const addrs[] = {"10.1.2.3", "192.168.1.1",
-                                        "127.0.0.1", "::1",
-                                        "172.16.0.5", "",
-                                        "[::1]:5555", "203.0.113.7"};
+    static const char *const addrs[] = {
+        "10.1.2.3", "192.168.1.1", "127.0.0.1",  "::1", "172.16.0.5",
+        "",         "[::1]:5555",  "203.0.113.7"};
     b->req.remote_addr = S(PICK(r, addrs));
     b->req.now_ms = T0 + ((int64_t)below(r, 13) - 6) * 500;
     b->req.seed = rnext(r);
@@ -476,16 +492,16 @@ static void gen_request(rng *r, req_buf *b, const char *const *hostv,
     b->req.content_length = PICK(r, lens);
 
     treset(&b->desc);
-    tput(&b->desc, "%.*s %s host=%s query=%.*s remote=%.*s now=%" PRId64
-                   " seed=%" PRIu64 " clen=%" PRId64 " headers=[",
+    tput(&b->desc,
+         "%.*s %s host=%s query=%.*s remote=%.*s now=%" PRId64 " seed=%" PRIu64
+         " clen=%" PRId64 " headers=[",
          (int)b->req.method.len, b->req.method.ptr, b->path, b->host,
-         (int)b->req.query.len, b->req.query.ptr,
-         (int)b->req.remote_addr.len, b->req.remote_addr.ptr, b->req.now_ms,
-         b->req.seed, b->req.content_length);
+         (int)b->req.query.len, b->req.query.ptr, (int)b->req.remote_addr.len,
+         b->req.remote_addr.ptr, b->req.now_ms, b->req.seed,
+         b->req.content_length);
     for (size_t i = 0; i < nh; i++)
-        tput(&b->desc, "%s%.*s: %.*s", i ? "; " : "",
-             (int)b->hdr[i].name.len, b->hdr[i].name.ptr,
-             (int)b->hdr[i].value.len, b->hdr[i].value.ptr);
+        tput(&b->desc, "%s%.*s: %.*s", i ? "; " : "", (int)b->hdr[i].name.len,
+             b->hdr[i].name.ptr, (int)b->hdr[i].value.len, b->hdr[i].value.ptr);
     tput(&b->desc, "]");
 }
 
@@ -506,8 +522,8 @@ static bool str_same(sy_str a, sy_str b) {
 }
 
 static void dump_table(const sy_snapshot *s) {
-    fprintf(stderr, "---- live table (rank order), generation %" PRIu64
-                    " ----\n",
+    fprintf(stderr,
+            "---- live table (rank order), generation %" PRIu64 " ----\n",
             sy_snapshot_generation(s));
     for (size_t i = 0; i < sy_snapshot_route_count(s); i++) {
         const sy_route *rt = sy_snapshot_route_at(s, i);
@@ -520,9 +536,9 @@ static void dump_table(const sy_snapshot *s) {
 }
 
 /* Describe a mismatch (stderr) and return the message for ck_assert_msg. */
-static const char *mismatch(diff_ctx *d, const sy_snapshot *s,
-                            const req_buf *b, const char *what,
-                            const char *ixv, const char *linv) {
+static const char *mismatch(diff_ctx *d, const sy_snapshot *s, const req_buf *b,
+                            const char *what, const char *ixv,
+                            const char *linv) {
     static char msg[1024];
     snprintf(msg, sizeof msg,
              "seed %" PRIu64 " (%s): %s differs: indexed=%s linear=%s; "
@@ -583,8 +599,8 @@ static int first_hit_cb(void *data, const sy_route *route, bool matched,
 /* Explain (on a sample of requests) must call the same route the first
  * match. It reuses the linear context, so it runs after every other
  * comparison. */
-static void check_explain(diff_ctx *d, const sy_snapshot *s,
-                          const req_buf *rb, const sy_route *want) {
+static void check_explain(diff_ctx *d, const sy_snapshot *s, const req_buf *rb,
+                          const sy_route *want) {
     first_hit f = {NULL};
     ck_assert_int_eq(sy_snapshot_explain(s, d->lin, &rb->req, first_hit_cb, &f),
                      0);
@@ -626,8 +642,7 @@ static void check_request(diff_ctx *d, const sy_snapshot *s,
     check_int(d, s, rb, "status", sy_match_status(mi), sy_match_status(ml));
     check_str(d, s, rb, "redirect", sy_match_redirect(mi),
               sy_match_redirect(ml));
-    check_str(d, s, rb, "upstream path", sy_match_path(mi),
-              sy_match_path(ml));
+    check_str(d, s, rb, "upstream path", sy_match_path(mi), sy_match_path(ml));
     check_str(d, s, rb, "upstream query", sy_match_query(mi),
               sy_match_query(ml));
     check_int(d, s, rb, "preserve host", sy_match_preserve_host(mi),
@@ -736,8 +751,8 @@ static size_t gen_document(rng *r, model *m, unsigned source, size_t n,
 static void apply_doc(diff_ctx *d, unsigned source, const text *doc) {
     sy_error err;
     memset(&err, 0, sizeof err);
-    int rc = sy_router_apply(d->router, source_names[source], doc->p,
-                             doc->len, NULL, &err);
+    int rc = sy_router_apply(d->router, source_names[source], doc->p, doc->len,
+                             NULL, &err);
     if (rc)
         fprintf(stderr, "document rejected: %s\n%s\n", err.message, doc->p);
     ck_assert_msg(rc == 0,
@@ -780,8 +795,8 @@ static void mutate(diff_ctx *d, rng *r, model *m, text *scratch) {
         model_route *mr = model_pick_alive(r, m);
         if (!mr)
             return;
-        rc = sy_router_set_route_enabled(d->router, mr->id, chance(r, 50),
-                                         &err);
+        rc =
+            sy_router_set_route_enabled(d->router, mr->id, chance(r, 50), &err);
         what = "set enabled";
     } else { /* re-apply a whole source */
         unsigned src = below(r, NSOURCES);
@@ -792,8 +807,8 @@ static void mutate(diff_ctx *d, rng *r, model *m, text *scratch) {
     if (rc)
         fprintf(stderr, "%s failed: %s\n%s\n", what, err.message,
                 scratch->len ? scratch->p : "");
-    ck_assert_msg(rc == 0, "seed %" PRIu64 ": %s failed: %d %s", d->seed,
-                  what, rc, err.message);
+    ck_assert_msg(rc == 0, "seed %" PRIu64 ": %s failed: %d %s", d->seed, what,
+                  rc, err.message);
 }
 
 /* ------------------------------------------------------------------ */
@@ -869,10 +884,9 @@ static void run_seed(uint64_t seed, const run_cfg *cfg, const char *phase,
         model_route *mr = model_add(&m, src);
         treset(&doc);
         gen_route(&r, &doc, mr->id, true);
-        ck_assert_msg(sy_router_upsert_route(d.router, source_names[src],
-                                             doc.p, doc.len, &err) == 0,
-                      "seed %" PRIu64 ": upsert failed: %s", seed,
-                      err.message);
+        ck_assert_msg(sy_router_upsert_route(d.router, source_names[src], doc.p,
+                                             doc.len, &err) == 0,
+                      "seed %" PRIu64 ": upsert failed: %s", seed, err.message);
         if (i % 64 == 63)
             run_checks(&d, &r, cfg->requests_per_mutation, req_hosts,
                        sizeof req_hosts / sizeof req_hosts[0]);
@@ -892,16 +906,17 @@ static void run_seed(uint64_t seed, const run_cfg *cfg, const char *phase,
 }
 
 static const uint64_t seeds[] = {
-    1,    2,    3,    4,    5,    6,    7,    8,    42,   99,
-    1234, 2024, 7777, 31337, 65535, 0xdeadbeef, 0xc0ffee, 17, 23, 101,
-    0x5eed0001, 0x5eed0002, 0x5eed0003, 0x5eed0004, 0x5eed0005,
-    0x5eed0006, 0x5eed0007, 0x5eed0008, 0x5eed0009, 0x5eed000a};
+    1,          2,          3,          4,          5,          6,
+    7,          8,          42,         99,         1234,       2024,
+    7777,       31337,      65535,      0xdeadbeef, 0xc0ffee,   17,
+    23,         101,        0x5eed0001, 0x5eed0002, 0x5eed0003, 0x5eed0004,
+    0x5eed0005, 0x5eed0006, 0x5eed0007, 0x5eed0008, 0x5eed0009, 0x5eed000a};
 #define NSEEDS (sizeof seeds / sizeof seeds[0])
 
 static void report(const char *name, size_t checks, size_t matched) {
     fprintf(stderr, "%s: %zu request checks, %zu matched (%.0f%%)\n", name,
-            checks, matched, checks ? 100.0 * (double)matched / (double)checks
-                                    : 0.0);
+            checks, matched,
+            checks ? 100.0 * (double)matched / (double)checks : 0.0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -951,11 +966,9 @@ END_TEST
  * slots and add overlay slots, and both indexes are merged per request. */
 START_TEST(indexed_equals_linear_on_large_base_index) {
     size_t scale = (size_t)sy_test_scale(), checks = 0, matched = 0;
-    run_cfg cfg = {1100, 2500, 4000 * scale, 200 * scale, 20, false, false,
-                   0};
+    run_cfg cfg = {1100, 2500, 4000 * scale, 200 * scale, 20, false, false, 0};
     for (size_t i = 0; i < 4; i++)
-        run_seed(seeds[i] + 0xb16, &cfg, "large base index", &checks,
-                 &matched);
+        run_seed(seeds[i] + 0xb16, &cfg, "large base index", &checks, &matched);
     report("large base index", checks, matched);
     ck_assert_uint_ge(checks, 30000 * scale);
 }
@@ -965,8 +978,7 @@ START_TEST(indexed_equals_linear_with_strip_host_port) {
     size_t scale = (size_t)sy_test_scale(), checks = 0, matched = 0;
     run_cfg cfg = {5, 120, 8000 * scale, 60, 50, true, false, 0};
     for (size_t i = 0; i < 10; i++)
-        run_seed(seeds[i] + 1000, &cfg, "strip host port", &checks,
-                 &matched);
+        run_seed(seeds[i] + 1000, &cfg, "strip host port", &checks, &matched);
     report("strip host port", checks, matched);
     ck_assert_uint_ge(checks, 80000 * scale);
 }
@@ -976,8 +988,7 @@ START_TEST(indexed_equals_linear_with_default_filters) {
     size_t scale = (size_t)sy_test_scale(), checks = 0, matched = 0;
     run_cfg cfg = {5, 120, 8000 * scale, 60, 50, false, true, 0};
     for (size_t i = 0; i < 10; i++)
-        run_seed(seeds[i] + 2000, &cfg, "default filters", &checks,
-                 &matched);
+        run_seed(seeds[i] + 2000, &cfg, "default filters", &checks, &matched);
     report("default filters", checks, matched);
     ck_assert_uint_ge(checks, 80000 * scale);
 }
@@ -995,8 +1006,8 @@ START_TEST(indexed_equals_linear_for_env_seed) {
     run_seed(seed, &cfg, "SY_SEED", &checks, &matched);
     cfg.strip_host_port = true;
     cfg.default_filters = true;
-    run_seed(seed, &cfg, "SY_SEED, strip host port, default filters",
-             &checks, &matched);
+    run_seed(seed, &cfg, "SY_SEED, strip host port, default filters", &checks,
+             &matched);
     report("SY_SEED", checks, matched);
     ck_assert_uint_gt(checks, 0);
 }

@@ -35,11 +35,10 @@ START_TEST(list_fields_as_arrays_or_comma_strings_are_equal) {
                       "[\"GET\",\"POST\"]}},{\"name\":\"Path\",\"args\":"
                       "{\"patterns\":[\"/a\",\"/b\"]}}",
                       ""));
-    assert_same(shortcut,
-                ROUTE("{\"name\":\"Method\",\"args\":{\"methods\":"
-                      "\"GET, POST\"}},{\"name\":\"Path\",\"args\":"
-                      "{\"patterns\":\"/a,/b\"}}",
-                      ""));
+    assert_same(shortcut, ROUTE("{\"name\":\"Method\",\"args\":{\"methods\":"
+                                "\"GET, POST\"}},{\"name\":\"Path\",\"args\":"
+                                "{\"patterns\":\"/a,/b\"}}",
+                                ""));
 }
 END_TEST
 

@@ -24,17 +24,15 @@ static void set_orders(sy_router *r, bool with_canary) {
         {"stable-1", "10.0.0.1", 8080, false, 1, SY_INSTANCE_UP, NULL, 0},
         {"stable-2", "10.0.0.2", 8080, false, 1, SY_INSTANCE_UP, NULL, 0},
         {"canary-1", "10.0.1.1", 8080, false, 1, SY_INSTANCE_UP, v2, 1}};
-    ck_assert_int_eq(
-        sy_router_set_instances(r, "orders", list, with_canary ? 3 : 2, NULL,
-                                NULL),
-        0);
+    ck_assert_int_eq(sy_router_set_instances(r, "orders", list,
+                                             with_canary ? 3 : 2, NULL, NULL),
+                     0);
 }
 
 /* Route and instance chosen for one request; returns the instance id (or
  * "" when none) and stores the route id in *route. */
 static const char *pick(sy_router *r, const char *path, const char *hname,
-                        const char *hvalue, uint64_t seed,
-                        const char **route) {
+                        const char *hvalue, uint64_t seed, const char **route) {
     static char inst[64], rid[64];
     sy_match_ctx *ctx;
     ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
@@ -131,11 +129,12 @@ START_TEST(recipe_by_user_hash_keeps_each_user_on_one_side) {
         snprintf(inst, sizeof inst, "%s",
                  pick(r, "/orders/1", "X-User-Id", user, 1, &route));
         bool canary_user = u % 10 <= 1;
-        ck_assert_str_eq(route, canary_user ? "orders-canary" : "orders-stable");
+        ck_assert_str_eq(route,
+                         canary_user ? "orders-canary" : "orders-stable");
         /* sticky: other seeds, same user, same instance */
         for (uint64_t seed = 2; seed < 6; seed++)
-            ck_assert_str_eq(pick(r, "/orders/1", "X-User-Id", user, seed, NULL),
-                             inst);
+            ck_assert_str_eq(
+                pick(r, "/orders/1", "X-User-Id", user, seed, NULL), inst);
         if (!canary_user)
             ck_assert_msg(strncmp(inst, "stable-", 7) == 0, "%s -> %s", user,
                           inst);
@@ -178,8 +177,8 @@ START_TEST(a_removed_instance_is_never_chosen_after_the_publish) {
     sy_snapshot *old = sy_router_acquire(r); /* an in-flight request */
     sy_instance_delta rm = {SY_INSTANCE_REMOVE, {0}};
     rm.instance.id = "stable-2";
-    ck_assert_int_eq(sy_router_update_instances(r, "orders", &rm, 1, NULL, NULL),
-                     0);
+    ck_assert_int_eq(
+        sy_router_update_instances(r, "orders", &rm, 1, NULL, NULL), 0);
     for (uint64_t seed = 0; seed < 500; seed++)
         ck_assert_str_ne(pick(r, "/orders/1", NULL, NULL, seed, NULL),
                          "stable-2");
@@ -224,12 +223,14 @@ int main(void) {
     Suite *s = suite_create("gray");
     TCase *tc = tcase_create("gray");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, recipe_by_header_sends_only_tagged_requests_to_the_canary);
+    tcase_add_test(tc,
+                   recipe_by_header_sends_only_tagged_requests_to_the_canary);
     tcase_add_test(tc, recipe_by_percentage_splits_traffic_by_weight);
     tcase_add_test(tc, recipe_by_user_hash_keeps_each_user_on_one_side);
     tcase_add_test(tc, recipe_rollback_returns_all_traffic_to_stable);
     tcase_add_test(tc, a_removed_instance_is_never_chosen_after_the_publish);
-    tcase_add_test(tc, a_service_without_instances_gives_no_instance_not_a_crash);
+    tcase_add_test(tc,
+                   a_service_without_instances_gives_no_instance_not_a_crash);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

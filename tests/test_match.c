@@ -22,7 +22,9 @@
 /* Helpers                                                              */
 /* ------------------------------------------------------------------ */
 
-static sy_str S(const char *s) { return (sy_str){s, s ? strlen(s) : 0}; }
+static sy_str S(const char *s) {
+    return (sy_str){s, s ? strlen(s) : 0};
+}
 
 static bool eq(sy_str a, const char *b) {
     return a.ptr && a.len == strlen(b) && memcmp(a.ptr, b, a.len) == 0;
@@ -31,7 +33,7 @@ static bool eq(sy_str a, const char *b) {
 #define ck_assert_sy_str(a, b)                                                 \
     do {                                                                       \
         sy_str a_ = (a);                                                       \
-        ck_assert_msg(eq(a_, (b)), "'%.*s' != '%s'", (int)a_.len,             \
+        ck_assert_msg(eq(a_, (b)), "'%.*s' != '%s'", (int)a_.len,              \
                       a_.ptr ? a_.ptr : "(null)", (b));                        \
     } while (0)
 
@@ -127,7 +129,7 @@ static const char *match_id(sy_router *r, const rq *q) {
 #define ck_assert_match(r, q, id)                                              \
     do {                                                                       \
         const char *got_ = match_id((r), (q));                                 \
-        ck_assert_msg(got_ && strcmp(got_, (id)) == 0, "matched %s, want %s",  \
+        ck_assert_msg(got_ &&strcmp(got_, (id)) == 0, "matched %s, want %s",   \
                       got_ ? got_ : "(none)", (id));                           \
     } while (0)
 
@@ -142,11 +144,11 @@ static const char *match_id(sy_router *r, const rq *q) {
 /* ------------------------------------------------------------------ */
 
 START_TEST(lower_order_wins_over_document_position) {
-    sy_router *r = router_with(
-        "[{\"id\":\"wide\",\"uri\":\"http://a\",\"order\":1,"
-        "\"predicates\":[\"Path=/x/**\"]},"
-        " {\"id\":\"narrow\",\"uri\":\"http://b\",\"order\":0,"
-        "\"predicates\":[\"Path=/x/y\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"wide\",\"uri\":\"http://a\",\"order\":1,"
+                    "\"predicates\":[\"Path=/x/**\"]},"
+                    " {\"id\":\"narrow\",\"uri\":\"http://b\",\"order\":0,"
+                    "\"predicates\":[\"Path=/x/y\"]}]");
     rq q = request("GET", "h", "/x/y");
     ck_assert_match(r, &q, "narrow");
     q = request("GET", "h", "/x/z");
@@ -156,11 +158,11 @@ START_TEST(lower_order_wins_over_document_position) {
 END_TEST
 
 START_TEST(equal_order_keeps_document_position) {
-    sy_router *r = router_with(
-        "[{\"id\":\"first\",\"uri\":\"http://a\","
-        "\"predicates\":[\"Path=/x/**\"]},"
-        " {\"id\":\"second\",\"uri\":\"http://b\",\"order\":0,"
-        "\"predicates\":[\"Path=/x/y\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"first\",\"uri\":\"http://a\","
+                    "\"predicates\":[\"Path=/x/**\"]},"
+                    " {\"id\":\"second\",\"uri\":\"http://b\",\"order\":0,"
+                    "\"predicates\":[\"Path=/x/y\"]}]");
     rq q = request("GET", "h", "/x/y");
     ck_assert_match(r, &q, "first");
     sy_router_free(r);
@@ -194,11 +196,11 @@ START_TEST(no_matching_route_gives_no_match) {
 END_TEST
 
 START_TEST(empty_predicate_list_matches_everything) {
-    sy_router *r = router_with(
-        "[{\"id\":\"p\",\"uri\":\"http://a\",\"order\":1,"
-        "\"predicates\":[\"Path=/p\"]},"
-        " {\"id\":\"any\",\"uri\":\"http://b\",\"order\":2,"
-        "\"predicates\":[]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"p\",\"uri\":\"http://a\",\"order\":1,"
+                    "\"predicates\":[\"Path=/p\"]},"
+                    " {\"id\":\"any\",\"uri\":\"http://b\",\"order\":2,"
+                    "\"predicates\":[]}]");
     rq q = request("DELETE", "", "/anything/at/all");
     ck_assert_match(r, &q, "any");
     q = request("GET", "h", "/p");
@@ -212,10 +214,12 @@ START_TEST(ties_across_sources_follow_registration_order) {
     sy_error err = {0};
     ck_assert_int_eq(sy_router_add_source(r, "second", &err), 0);
     /* applied in the opposite order of registration */
-    apply(r, "second",
-          "[{\"id\":\"s2\",\"uri\":\"http://b\",\"predicates\":[\"Path=/x\"]}]");
-    apply(r, "first",
-          "[{\"id\":\"s1\",\"uri\":\"http://a\",\"predicates\":[\"Path=/x\"]}]");
+    apply(
+        r, "second",
+        "[{\"id\":\"s2\",\"uri\":\"http://b\",\"predicates\":[\"Path=/x\"]}]");
+    apply(
+        r, "first",
+        "[{\"id\":\"s1\",\"uri\":\"http://a\",\"predicates\":[\"Path=/x\"]}]");
     rq q = request("GET", "h", "/x");
     ck_assert_match(r, &q, "s1");
     sy_router_free(r);
@@ -256,9 +260,9 @@ START_TEST(disabled_route_is_skipped) {
 END_TEST
 
 START_TEST(disabled_only_route_gives_no_match) {
-    sy_router *r = router_with(
-        "[{\"id\":\"off\",\"uri\":\"http://a\",\"predicates\":[],"
-        "\"metadata\":{\"status\":\"disabled\"}}]");
+    sy_router *r =
+        router_with("[{\"id\":\"off\",\"uri\":\"http://a\",\"predicates\":[],"
+                    "\"metadata\":{\"status\":\"disabled\"}}]");
     rq q = request("GET", "h", "/x");
     ck_assert_no_match(r, &q);
     sy_router_free(r);
@@ -266,17 +270,17 @@ START_TEST(disabled_only_route_gives_no_match) {
 END_TEST
 
 START_TEST(routes_without_path_or_host_are_found_in_rank_order) {
-    sy_router *r = router_with(
-        "[{\"id\":\"path\",\"uri\":\"http://a\",\"order\":0,"
-        "\"predicates\":[\"Path=/x\"]},"
-        " {\"id\":\"hdr\",\"uri\":\"http://b\",\"order\":-1,"
-        "\"predicates\":[\"Header=X-A\"]},"
-        " {\"id\":\"get\",\"uri\":\"http://c\",\"order\":1,"
-        "\"predicates\":[\"Method=GET\"]},"
-        " {\"id\":\"purge\",\"uri\":\"http://d\",\"order\":2,"
-        "\"predicates\":[\"Method=PURGE\"]},"
-        " {\"id\":\"host\",\"uri\":\"http://e\",\"order\":3,"
-        "\"predicates\":[\"Host=**.example.com\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"path\",\"uri\":\"http://a\",\"order\":0,"
+                    "\"predicates\":[\"Path=/x\"]},"
+                    " {\"id\":\"hdr\",\"uri\":\"http://b\",\"order\":-1,"
+                    "\"predicates\":[\"Header=X-A\"]},"
+                    " {\"id\":\"get\",\"uri\":\"http://c\",\"order\":1,"
+                    "\"predicates\":[\"Method=GET\"]},"
+                    " {\"id\":\"purge\",\"uri\":\"http://d\",\"order\":2,"
+                    "\"predicates\":[\"Method=PURGE\"]},"
+                    " {\"id\":\"host\",\"uri\":\"http://e\",\"order\":3,"
+                    "\"predicates\":[\"Host=**.example.com\"]}]");
     rq q = request("GET", "h", "/x");
     add_header(&q, "X-A", "1");
     ck_assert_match(r, &q, "hdr");
@@ -308,9 +312,8 @@ START_TEST(trailing_slash_matches_by_default) {
 END_TEST
 
 START_TEST(trailing_slash_false_requires_exact_path) {
-    sy_router *r = router_with(
-        "[{\"id\":\"a\",\"uri\":\"http://a\","
-        "\"predicates\":[\"Path=/a,false\"]}]");
+    sy_router *r = router_with("[{\"id\":\"a\",\"uri\":\"http://a\","
+                               "\"predicates\":[\"Path=/a,false\"]}]");
     rq q = request("GET", "h", "/a/");
     ck_assert_no_match(r, &q);
     q = request("GET", "h", "/a");
@@ -320,8 +323,8 @@ START_TEST(trailing_slash_false_requires_exact_path) {
 END_TEST
 
 START_TEST(double_star_matches_zero_or_more_segments) {
-    sy_router *r = router_with(
-        "[{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":[\"Path=/a/**\"]}]");
+    sy_router *r = router_with("[{\"id\":\"a\",\"uri\":\"http://"
+                               "a\",\"predicates\":[\"Path=/a/**\"]}]");
     const char *yes[] = {"/a", "/a/", "/a/b", "/a/b/c"};
     for (size_t i = 0; i < 4; i++) {
         rq q = request("GET", "h", yes[i]);
@@ -334,9 +337,8 @@ START_TEST(double_star_matches_zero_or_more_segments) {
 END_TEST
 
 START_TEST(leading_double_star_matches_any_prefix) {
-    sy_router *r = router_with(
-        "[{\"id\":\"j\",\"uri\":\"http://a\","
-        "\"predicates\":[\"Path=/**/x.json\"]}]");
+    sy_router *r = router_with("[{\"id\":\"j\",\"uri\":\"http://a\","
+                               "\"predicates\":[\"Path=/**/x.json\"]}]");
     rq q = request("GET", "h", "/x.json");
     ck_assert_match(r, &q, "j");
     q = request("GET", "h", "/a/b/x.json");
@@ -348,9 +350,8 @@ START_TEST(leading_double_star_matches_any_prefix) {
 END_TEST
 
 START_TEST(encoded_slash_stays_inside_its_segment) {
-    sy_router *r = router_with(
-        "[{\"id\":\"one\",\"uri\":\"http://a\","
-        "\"predicates\":[\"Path=/f/{name}\"]}]");
+    sy_router *r = router_with("[{\"id\":\"one\",\"uri\":\"http://a\","
+                               "\"predicates\":[\"Path=/f/{name}\"]}]");
     rq q = request("GET", "h", "/f/a%2Fb");
     sy_snapshot *s = sy_router_acquire(r);
     sy_match *m = match_on(s, &q);
@@ -364,9 +365,8 @@ START_TEST(encoded_slash_stays_inside_its_segment) {
 END_TEST
 
 START_TEST(matrix_parameters_are_ignored_for_matching) {
-    sy_router *r = router_with(
-        "[{\"id\":\"u\",\"uri\":\"http://a\","
-        "\"predicates\":[\"Path=/users/{id}\"]}]");
+    sy_router *r = router_with("[{\"id\":\"u\",\"uri\":\"http://a\","
+                               "\"predicates\":[\"Path=/users/{id}\"]}]");
     rq q = request("GET", "h", "/users;v=1/42;x=y");
     sy_snapshot *s = sy_router_acquire(r);
     sy_match *m = match_on(s, &q);
@@ -378,8 +378,8 @@ START_TEST(matrix_parameters_are_ignored_for_matching) {
 END_TEST
 
 START_TEST(empty_segments_keep_their_separators) {
-    sy_router *r = router_with(
-        "[{\"id\":\"ab\",\"uri\":\"http://a\",\"predicates\":[\"Path=/a/b\"]}]");
+    sy_router *r = router_with("[{\"id\":\"ab\",\"uri\":\"http://"
+                               "a\",\"predicates\":[\"Path=/a/b\"]}]");
     rq q = request("GET", "h", "/a//b");
     ck_assert_no_match(r, &q);
     sy_router_free(r);
@@ -417,9 +417,8 @@ START_TEST(path_variables_are_captured_in_order) {
 END_TEST
 
 START_TEST(regex_variable_must_match_the_whole_segment) {
-    sy_router *r = router_with(
-        "[{\"id\":\"o\",\"uri\":\"http://a\","
-        "\"predicates\":[\"Path=/o/{id:[0-9]+}\"]}]");
+    sy_router *r = router_with("[{\"id\":\"o\",\"uri\":\"http://a\","
+                               "\"predicates\":[\"Path=/o/{id:[0-9]+}\"]}]");
     rq q = request("GET", "h", "/o/42x");
     ck_assert_no_match(r, &q);
     q = request("GET", "h", "/o/42");
@@ -429,9 +428,8 @@ START_TEST(regex_variable_must_match_the_whole_segment) {
 END_TEST
 
 START_TEST(catch_all_variable_is_empty_for_no_segments) {
-    sy_router *r = router_with(
-        "[{\"id\":\"f\",\"uri\":\"http://a\","
-        "\"predicates\":[\"Path=/f/{*rest}\"]}]");
+    sy_router *r = router_with("[{\"id\":\"f\",\"uri\":\"http://a\","
+                               "\"predicates\":[\"Path=/f/{*rest}\"]}]");
     rq q = request("GET", "h", "/f");
     sy_snapshot *s = sy_router_acquire(r);
     sy_match *m = match_on(s, &q);
@@ -445,9 +443,9 @@ START_TEST(catch_all_variable_is_empty_for_no_segments) {
 END_TEST
 
 START_TEST(host_and_path_variables_follow_predicate_order) {
-    sy_router *r = router_with(
-        "[{\"id\":\"t\",\"uri\":\"http://a\",\"predicates\":"
-        "[\"Host={tenant}.example.com\",\"Path=/items/{item}\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"t\",\"uri\":\"http://a\",\"predicates\":"
+                    "[\"Host={tenant}.example.com\",\"Path=/items/{item}\"]}]");
     rq q = request("GET", "acme.example.com", "/items/7");
     sy_snapshot *s = sy_router_acquire(r);
     sy_match *m = match_on(s, &q);
@@ -466,9 +464,9 @@ START_TEST(host_and_path_variables_follow_predicate_order) {
 END_TEST
 
 START_TEST(variables_come_from_the_first_matching_pattern) {
-    sy_router *r = router_with(
-        "[{\"id\":\"t\",\"uri\":\"http://a\",\"predicates\":"
-        "[\"Path=/a/{x},/{y}/{z}\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"t\",\"uri\":\"http://a\",\"predicates\":"
+                    "[\"Path=/a/{x},/{y}/{z}\"]}]");
     rq q = request("GET", "h", "/a/b");
     sy_snapshot *s = sy_router_acquire(r);
     sy_match *m = match_on(s, &q);
@@ -504,11 +502,11 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 START_TEST(host_patterns_use_dot_as_separator) {
-    sy_router *r = router_with(
-        "[{\"id\":\"one\",\"uri\":\"http://a\",\"order\":1,"
-        "\"predicates\":[\"Host=*.example.com\"]},"
-        " {\"id\":\"any\",\"uri\":\"http://b\",\"order\":2,"
-        "\"predicates\":[\"Host=**.example.com\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"one\",\"uri\":\"http://a\",\"order\":1,"
+                    "\"predicates\":[\"Host=*.example.com\"]},"
+                    " {\"id\":\"any\",\"uri\":\"http://b\",\"order\":2,"
+                    "\"predicates\":[\"Host=**.example.com\"]}]");
     rq q = request("GET", "www.example.com", "/");
     ck_assert_match(r, &q, "one");
     q = request("GET", "a.b.example.com", "/");
@@ -522,11 +520,10 @@ START_TEST(host_patterns_use_dot_as_separator) {
 END_TEST
 
 START_TEST(host_port_is_part_of_the_host_by_default) {
-    sy_router *r = router_with(
-        "[{\"id\":\"h\",\"uri\":\"http://a\","
-        "\"predicates\":[\"Host=example.com\"]},"
-        " {\"id\":\"hp\",\"uri\":\"http://a\","
-        "\"predicates\":[\"Host=example.com:8080\"]}]");
+    sy_router *r = router_with("[{\"id\":\"h\",\"uri\":\"http://a\","
+                               "\"predicates\":[\"Host=example.com\"]},"
+                               " {\"id\":\"hp\",\"uri\":\"http://a\","
+                               "\"predicates\":[\"Host=example.com:8080\"]}]");
     rq q = request("GET", "example.com:8080", "/");
     ck_assert_match(r, &q, "hp");
     q = request("GET", "example.com:9090", "/");
@@ -566,8 +563,7 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 /* Router with one route `filters` (a JSON array) on Path=`pattern`. */
-static sy_router *route_with_filters(const char *pattern,
-                                     const char *filters) {
+static sy_router *route_with_filters(const char *pattern, const char *filters) {
     char doc[2048];
     snprintf(doc, sizeof doc,
              "[{\"id\":\"r\",\"uri\":\"http://up\",\"predicates\":"
@@ -702,9 +698,9 @@ START_TEST(add_request_header_expands_variables) {
 END_TEST
 
 START_TEST(set_and_remove_request_header) {
-    sy_router *r = route_with_filters(
-        "/**", "[\"SetRequestHeader=X-Env,prod\","
-               "\"RemoveRequestHeader=X-Secret\"]");
+    sy_router *r =
+        route_with_filters("/**", "[\"SetRequestHeader=X-Env,prod\","
+                                  "\"RemoveRequestHeader=X-Secret\"]");
     rq q = request("GET", "h", "/");
     add_header(&q, "X-Env", "dev");
     add_header(&q, "X-Secret", "s3");
@@ -728,11 +724,11 @@ START_TEST(add_request_parameter_appends_to_the_query) {
 END_TEST
 
 START_TEST(response_header_filters_become_response_ops) {
-    sy_router *r = route_with_filters(
-        "/**", "[\"AddResponseHeader=X-A,1\","
-               "\"AddResponseHeader=X-B,2,false\","
-               "\"SetResponseHeader=X-C,3\","
-               "\"RemoveResponseHeader=X-D\"]");
+    sy_router *r =
+        route_with_filters("/**", "[\"AddResponseHeader=X-A,1\","
+                                  "\"AddResponseHeader=X-B,2,false\","
+                                  "\"SetResponseHeader=X-C,3\","
+                                  "\"RemoveResponseHeader=X-D\"]");
     rq q = request("GET", "h", "/");
     held h = match_held(r, &q);
     ck_assert_uint_eq(sy_match_response_op_count(h.m), 4);
@@ -765,8 +761,7 @@ START_TEST(set_status_sets_the_response_status) {
 END_TEST
 
 START_TEST(request_header_size_answers_431_when_a_header_is_too_large) {
-    sy_router *r =
-        route_with_filters("/**", "[\"RequestHeaderSize=32B\"]");
+    sy_router *r = route_with_filters("/**", "[\"RequestHeaderSize=32B\"]");
     rq q = request("GET", "h", "/");
     add_header(&q, "X-Big", "0123456789012345678901234567890123456789");
     held h = match_held(r, &q);
@@ -777,8 +772,7 @@ START_TEST(request_header_size_answers_431_when_a_header_is_too_large) {
 END_TEST
 
 START_TEST(request_header_size_lets_small_headers_through) {
-    sy_router *r =
-        route_with_filters("/**", "[\"RequestHeaderSize=32B\"]");
+    sy_router *r = route_with_filters("/**", "[\"RequestHeaderSize=32B\"]");
     rq q = request("GET", "h", "/");
     add_header(&q, "X-Small", "ok");
     held h = match_held(r, &q);
@@ -861,8 +855,8 @@ END_TEST
 
 START_TEST(route_filters_apply_in_list_order) {
     /* StripPrefix then PrefixPath: /a/b -> /b -> /p/b */
-    sy_router *r = route_with_filters(
-        "/a/**", "[\"StripPrefix=1\",\"PrefixPath=/p\"]");
+    sy_router *r =
+        route_with_filters("/a/**", "[\"StripPrefix=1\",\"PrefixPath=/p\"]");
     rq q = request("GET", "h", "/a/b");
     held h = match_held(r, &q);
     ck_assert_sy_str(sy_match_path(h.m), "/p/b");
@@ -874,9 +868,10 @@ START_TEST(default_filters_are_applied_before_route_filters) {
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
     o.default_filters = "[\"PrefixPath=/gw\",\"SetRequestHeader=X-From,gw\"]";
     sy_router *r = new_router(&o, "main");
-    apply(r, "main",
-          "[{\"id\":\"r\",\"uri\":\"http://up\",\"predicates\":[\"Path=/a/**\"],"
-          "\"filters\":[\"StripPrefix=1\",\"SetRequestHeader=X-From,route\"]}]");
+    apply(
+        r, "main",
+        "[{\"id\":\"r\",\"uri\":\"http://up\",\"predicates\":[\"Path=/a/**\"],"
+        "\"filters\":[\"StripPrefix=1\",\"SetRequestHeader=X-From,route\"]}]");
     rq q = request("GET", "h", "/a/b");
     held h = match_held(r, &q);
     /* defaults first: /a/b -> /gw/a/b -> /a/b (route-first gives /gw/b) */
@@ -952,8 +947,7 @@ START_TEST(explain_reports_every_route_in_rank_order) {
     sy_snapshot *s = sy_router_acquire(r);
     explained e;
     memset(&e, 0, sizeof e);
-    ck_assert_int_eq(sy_snapshot_explain(s, ctx_ix, &q.req, explain_cb, &e),
-                     0);
+    ck_assert_int_eq(sy_snapshot_explain(s, ctx_ix, &q.req, explain_cb, &e), 0);
     ck_assert_uint_eq(e.n, 5);
     ck_assert_str_eq(e.id[0], "post");
     ck_assert(!e.matched[0]);
@@ -983,8 +977,7 @@ START_TEST(explain_stops_when_the_callback_says_so) {
     explained e;
     memset(&e, 0, sizeof e);
     e.stop_after = 2;
-    ck_assert_int_eq(sy_snapshot_explain(s, ctx_ix, &q.req, explain_cb, &e),
-                     0);
+    ck_assert_int_eq(sy_snapshot_explain(s, ctx_ix, &q.req, explain_cb, &e), 0);
     ck_assert_uint_eq(e.n, 2);
     sy_snapshot_release(s);
     sy_router_free(r);
@@ -999,8 +992,9 @@ START_TEST(snapshot_held_across_apply_keeps_matching_old_routes) {
     sy_router *r = router_with(
         "[{\"id\":\"old\",\"uri\":\"http://a\",\"predicates\":[\"Path=/x\"]}]");
     sy_snapshot *before = sy_router_acquire(r);
-    apply(r, "main",
-          "[{\"id\":\"new\",\"uri\":\"http://a\",\"predicates\":[\"Path=/x\"]}]");
+    apply(
+        r, "main",
+        "[{\"id\":\"new\",\"uri\":\"http://a\",\"predicates\":[\"Path=/x\"]}]");
     rq q = request("GET", "h", "/x");
     sy_match *m = match_on(before, &q);
     ck_assert_ptr_nonnull(m);
@@ -1229,11 +1223,11 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 START_TEST(weight_draw_is_fixed_by_the_request_seed) {
-    sy_router *r = router_with(
-        "[{\"id\":\"w1\",\"uri\":\"http://a\",\"predicates\":"
-        "[\"Path=/w\",\"Weight=g,1\"]},"
-        " {\"id\":\"w2\",\"uri\":\"http://b\",\"predicates\":"
-        "[\"Path=/w\",\"Weight=g,1\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"w1\",\"uri\":\"http://a\",\"predicates\":"
+                    "[\"Path=/w\",\"Weight=g,1\"]},"
+                    " {\"id\":\"w2\",\"uri\":\"http://b\",\"predicates\":"
+                    "[\"Path=/w\",\"Weight=g,1\"]}]");
     size_t n1 = 0, n2 = 0;
     for (uint64_t seed = 1; seed <= 400; seed++) {
         rq q = request("GET", "h", "/w");
@@ -1256,11 +1250,11 @@ START_TEST(weight_draw_is_fixed_by_the_request_seed) {
 END_TEST
 
 START_TEST(weight_zero_member_is_never_drawn) {
-    sy_router *r = router_with(
-        "[{\"id\":\"w0\",\"uri\":\"http://a\",\"predicates\":"
-        "[\"Path=/w\",\"Weight=g,0\"]},"
-        " {\"id\":\"w1\",\"uri\":\"http://b\",\"predicates\":"
-        "[\"Path=/w\",\"Weight=g,5\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"w0\",\"uri\":\"http://a\",\"predicates\":"
+                    "[\"Path=/w\",\"Weight=g,0\"]},"
+                    " {\"id\":\"w1\",\"uri\":\"http://b\",\"predicates\":"
+                    "[\"Path=/w\",\"Weight=g,5\"]}]");
     for (uint64_t seed = 1; seed <= 200; seed++) {
         rq q = request("GET", "h", "/w");
         q.req.seed = seed * 0x9e3779b97f4a7c15ull;
@@ -1271,11 +1265,11 @@ START_TEST(weight_zero_member_is_never_drawn) {
 END_TEST
 
 START_TEST(weight_removed_member_leaves_no_stale_range) {
-    sy_router *r = router_with(
-        "[{\"id\":\"w1\",\"uri\":\"http://a\",\"predicates\":"
-        "[\"Path=/w\",\"Weight=g,1\"]},"
-        " {\"id\":\"w2\",\"uri\":\"http://b\",\"predicates\":"
-        "[\"Path=/w\",\"Weight=g,3\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"w1\",\"uri\":\"http://a\",\"predicates\":"
+                    "[\"Path=/w\",\"Weight=g,1\"]},"
+                    " {\"id\":\"w2\",\"uri\":\"http://b\",\"predicates\":"
+                    "[\"Path=/w\",\"Weight=g,3\"]}]");
     ck_assert_int_eq(sy_router_remove_route(r, "w2", NULL), 0);
     for (uint64_t seed = 1; seed <= 200; seed++) {
         rq q = request("GET", "h", "/w");
@@ -1289,11 +1283,11 @@ END_TEST
 START_TEST(weight_chosen_member_failing_its_path_does_not_fall_back) {
     /* w1 owns all of group g's range but only serves /one: a request for
      * /two draws w1, so w2 (weight 0) cannot take it either */
-    sy_router *r = router_with(
-        "[{\"id\":\"w1\",\"uri\":\"http://a\",\"predicates\":"
-        "[\"Path=/one\",\"Weight=g,1\"]},"
-        " {\"id\":\"w2\",\"uri\":\"http://b\",\"predicates\":"
-        "[\"Path=/two\",\"Weight=g,0\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"w1\",\"uri\":\"http://a\",\"predicates\":"
+                    "[\"Path=/one\",\"Weight=g,1\"]},"
+                    " {\"id\":\"w2\",\"uri\":\"http://b\",\"predicates\":"
+                    "[\"Path=/two\",\"Weight=g,0\"]}]");
     rq q = request("GET", "h", "/two");
     q.req.seed = 12345;
     ck_assert_no_match(r, &q);
@@ -1306,11 +1300,11 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 START_TEST(time_predicates_use_the_request_clock) {
-    sy_router *r = router_with(
-        "[{\"id\":\"later\",\"uri\":\"http://a\",\"predicates\":"
-        "[\"Path=/t\",\"After=1700000001000\"]},"
-        " {\"id\":\"earlier\",\"uri\":\"http://a\",\"predicates\":"
-        "[\"Path=/t\",\"Before=1700000001000\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"later\",\"uri\":\"http://a\",\"predicates\":"
+                    "[\"Path=/t\",\"After=1700000001000\"]},"
+                    " {\"id\":\"earlier\",\"uri\":\"http://a\",\"predicates\":"
+                    "[\"Path=/t\",\"Before=1700000001000\"]}]");
     rq q = request("GET", "h", "/t");
     q.req.now_ms = 1700000000999LL;
     ck_assert_match(r, &q, "earlier");
@@ -1323,9 +1317,9 @@ START_TEST(time_predicates_use_the_request_clock) {
 END_TEST
 
 START_TEST(remote_addr_matches_cidrs) {
-    sy_router *r = router_with(
-        "[{\"id\":\"lan\",\"uri\":\"http://a\",\"predicates\":"
-        "[\"RemoteAddr=10.0.0.0/8\"]}]");
+    sy_router *r =
+        router_with("[{\"id\":\"lan\",\"uri\":\"http://a\",\"predicates\":"
+                    "[\"RemoteAddr=10.0.0.0/8\"]}]");
     rq q = request("GET", "h", "/");
     q.req.remote_addr = S("10.9.8.7");
     ck_assert_match(r, &q, "lan");
@@ -1334,7 +1328,6 @@ START_TEST(remote_addr_matches_cidrs) {
     sy_router_free(r);
 }
 END_TEST
-
 
 /* ------------------------------------------------------------------ */
 /* Struct versioning and fingerprints                                   */
@@ -1369,8 +1362,7 @@ START_TEST(fingerprint_does_not_depend_on_how_positions_were_reached) {
     ck_assert_int_eq(sy_router_remove_route(r1, "x", NULL), 0);
     const char *b =
         "{\"id\":\"b\",\"uri\":\"http://b\",\"predicates\":[\"Path=/b\"]}";
-    ck_assert_int_eq(sy_router_upsert_route(r1, "main", b, strlen(b), NULL),
-                     0);
+    ck_assert_int_eq(sy_router_upsert_route(r1, "main", b, strlen(b), NULL), 0);
     sy_router *r2 = router_with(
         "[{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":[\"Path=/a\"]},"
         " {\"id\":\"b\",\"uri\":\"http://b\",\"predicates\":[\"Path=/b\"]}]");
@@ -1378,9 +1370,8 @@ START_TEST(fingerprint_does_not_depend_on_how_positions_were_reached) {
     ck_assert_uint_eq(sy_snapshot_route_count(s1), 2);
     ck_assert_uint_eq(sy_snapshot_route_count(s2), 2);
     for (size_t i = 0; i < 2; i++)
-        ck_assert_uint_eq(
-            sy_route_fingerprint(sy_snapshot_route_at(s1, i)),
-            sy_route_fingerprint(sy_snapshot_route_at(s2, i)));
+        ck_assert_uint_eq(sy_route_fingerprint(sy_snapshot_route_at(s1, i)),
+                          sy_route_fingerprint(sy_snapshot_route_at(s2, i)));
     uint64_t f1 = sy_snapshot_fingerprint(s1), f2 = sy_snapshot_fingerprint(s2);
     sy_snapshot_release(s1);
     sy_snapshot_release(s2);
@@ -1390,7 +1381,9 @@ START_TEST(fingerprint_does_not_depend_on_how_positions_were_reached) {
 }
 END_TEST
 
-static int64_t fixed_clock(void *data) { return *(const int64_t *)data; }
+static int64_t fixed_clock(void *data) {
+    return *(const int64_t *)data;
+}
 
 START_TEST(request_without_time_uses_the_router_clock) {
     static int64_t now = 1700000005000LL;
@@ -1504,7 +1497,8 @@ int main(void) {
     tcase_add_test(tc, weight_draw_is_fixed_by_the_request_seed);
     tcase_add_test(tc, weight_zero_member_is_never_drawn);
     tcase_add_test(tc, weight_removed_member_leaves_no_stale_range);
-    tcase_add_test(tc, weight_chosen_member_failing_its_path_does_not_fall_back);
+    tcase_add_test(tc,
+                   weight_chosen_member_failing_its_path_does_not_fall_back);
     tcase_add_test(tc, time_predicates_use_the_request_clock);
     tcase_add_test(tc, remote_addr_matches_cidrs);
     tcase_add_test(tc, request_without_time_uses_the_router_clock);

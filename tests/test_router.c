@@ -212,7 +212,8 @@ START_TEST(an_apply_compiles_only_added_and_updated_routes) {
     const char *doc2 =
         "{\"version\":\"2\",\"routes\":["
         "{\"id\":\"c\",\"uri\":\"http://c:80\",\"predicates\":[\"Path=/a/x\"]},"
-        "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":[\"Path=/a/**\"]}]}";
+        "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":[\"Path=/a/"
+        "**\"]}]}";
     ck_assert_int_eq(apply(r, "main", doc2, NULL), 0);
     sy_snapshot *s2 = sy_router_acquire(r);
     /* the very same compiled object, now ranked after c */
@@ -231,11 +232,12 @@ START_TEST(unchanged_routes_are_shared_between_snapshots) {
     ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
     sy_snapshot *s1 = sy_router_acquire(r);
     /* b written differently but meaning the same; a changed */
-    const char *doc2 =
-        "{\"version\":\"2\",\"routes\":["
-        "{\"id\":\"a\",\"uri\":\"http://a2:80\",\"predicates\":[\"Path=/a/**\"]},"
-        "{\"predicates\":[{\"name\":\"Path\",\"args\":{\"patterns\":\"/b/**\"}}],"
-        "\"uri\":\"http://b:80\",\"id\":\"b\"}]}";
+    const char *doc2 = "{\"version\":\"2\",\"routes\":["
+                       "{\"id\":\"a\",\"uri\":\"http://"
+                       "a2:80\",\"predicates\":[\"Path=/a/**\"]},"
+                       "{\"predicates\":[{\"name\":\"Path\",\"args\":{"
+                       "\"patterns\":\"/b/**\"}}],"
+                       "\"uri\":\"http://b:80\",\"id\":\"b\"}]}";
     sy_report *rep;
     ck_assert_int_eq(sy_router_apply(r, "main", doc2, strlen(doc2), &rep, NULL),
                      0);
@@ -333,8 +335,8 @@ static int counting_loader(void *data, const char *source, sy_loaded *out,
 START_TEST(notifications_during_an_apply_are_coalesced) {
     sy_router *r = router_with(ONE, 1, NULL);
     loader_state st = {r, 0, 3};
-    ck_assert_int_eq(sy_router_set_loader(r, "main", counting_loader, &st, NULL),
-                     0);
+    ck_assert_int_eq(
+        sy_router_set_loader(r, "main", counting_loader, &st, NULL), 0);
     ck_assert_int_eq(sy_router_notify(r, "main", NULL), 0);
     ck_assert_int_eq(st.calls, 2); /* the first, plus one for the three */
     ck_assert_str_eq(route_for(r, "h", "/a"), "a");
@@ -486,7 +488,6 @@ START_TEST(readers_never_miss_a_stable_route_while_documents_change) {
 }
 END_TEST
 
-
 typedef struct event_log {
     int count;
     char last[64];
@@ -516,7 +517,8 @@ START_TEST(one_route_changes_reach_the_event_callback_with_their_diff) {
     ck_assert_uint_eq(ev.added, 1);
     ck_assert_str_eq(ev.last, "main");
     const char *c2 = "{\"id\":\"c\",\"uri\":\"http://c2:80\"}";
-    ck_assert_int_eq(sy_router_upsert_route(r, "main", c2, strlen(c2), NULL), 0);
+    ck_assert_int_eq(sy_router_upsert_route(r, "main", c2, strlen(c2), NULL),
+                     0);
     ck_assert_uint_eq(ev.updated, 1);
     ck_assert_int_eq(sy_router_set_route_enabled(r, "c", false, NULL), 0);
     ck_assert_int_eq(ev.count, 3);
@@ -596,9 +598,9 @@ static const char *weighted(sy_router *r, uint64_t seed) {
 }
 
 #define WEIGHTED                                                               \
-    "[{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":"                  \
+    "[{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":"                   \
     "[\"Path=/w\",\"Weight=g,50\"]},"                                          \
-    "{\"id\":\"b\",\"uri\":\"http://b:80\",\"predicates\":"                   \
+    "{\"id\":\"b\",\"uri\":\"http://b:80\",\"predicates\":"                    \
     "[\"Path=/w\",\"Weight=g,50\"]}]"
 
 START_TEST(requests_without_a_seed_draw_from_the_router_random_callback) {
@@ -657,10 +659,11 @@ int main(void) {
                    readers_never_miss_a_stable_route_while_documents_change);
     tcase_add_test(tc,
                    one_route_changes_reach_the_event_callback_with_their_diff);
-    tcase_add_test(tc, lenient_document_without_any_valid_route_changes_nothing);
-    tcase_add_test(tc, requests_without_a_time_use_the_router_clock);
     tcase_add_test(tc,
-                   requests_without_a_seed_draw_from_the_router_random_callback);
+                   lenient_document_without_any_valid_route_changes_nothing);
+    tcase_add_test(tc, requests_without_a_time_use_the_router_clock);
+    tcase_add_test(
+        tc, requests_without_a_seed_draw_from_the_router_random_callback);
     tcase_add_test(tc, requests_without_a_seed_and_no_callback_still_spread);
     suite_add_tcase(s, tc);
     return sy_test_run(s);

@@ -338,8 +338,7 @@ static void lookup_case(const char *name, table *t, size_t check_max) {
             comment("%s: %llu match calls failed", mname,
                     (unsigned long long)l.errors);
         result(mname, t->routes, ns_match, "ns");
-        comment("%s: thread CPU time %.1f ns per lookup", mname,
-                g_last_cpu_ns);
+        comment("%s: thread CPU time %.1f ns per lookup", mname, g_last_cpu_ns);
     }
     if (want(sname)) {
         l.errors = 0;
@@ -349,7 +348,8 @@ static void lookup_case(const char *name, table *t, size_t check_max) {
                     (unsigned long long)l.errors);
         result(sname, t->routes, ns_scan, "ns");
         comment("%s: thread CPU time %.1f ns per lookup, %llu lookups per "
-                "batch", sname, g_last_cpu_ns, (unsigned long long)batch);
+                "batch",
+                sname, g_last_cpu_ns, (unsigned long long)batch);
     }
     if (ns_match > 0 && ns_scan > 0)
         comment("%s %zu: scan / index = %.0fx", name, t->routes,
@@ -554,7 +554,8 @@ static void compile_size(size_t n, int reps) {
         sy_router_free(router);
         if (ms[done - 1] > 5000) {
             comment("compile/json %zu: one apply took over 5 s: not "
-                    "repeated", n);
+                    "repeated",
+                    n);
             break;
         }
     }
@@ -562,8 +563,7 @@ static void compile_size(size_t n, int reps) {
         result("compile/json", n, bench_median(ms, (size_t)done), "ms");
         comment("compile/json %zu: document %.1f MiB; report: parse+compile "
                 "%.1f ms, build+publish %.1f ms (medians of %d)",
-                n, (double)doc.len / 1048576,
-                bench_median(parse, (size_t)done),
+                n, (double)doc.len / 1048576, bench_median(parse, (size_t)done),
                 bench_median(pub, (size_t)done), done);
     }
     bench_buf_free(&doc);
@@ -610,8 +610,8 @@ static int cmp_d(const void *a, const void *b) {
 static void print_spread(const char *name, double *v, size_t n,
                          const char *unit) {
     qsort(v, n, sizeof *v, cmp_d);
-    comment("%s: %zu runs: min %.1f, median %.1f, p90 %.1f, max %.1f %s",
-            name, n, v[0], bench_quantile(v, n, 0.5), bench_quantile(v, n, 0.9),
+    comment("%s: %zu runs: min %.1f, median %.1f, p90 %.1f, max %.1f %s", name,
+            n, v[0], bench_quantile(v, n, 0.5), bench_quantile(v, n, 0.9),
             v[n - 1], unit);
 }
 
@@ -631,8 +631,8 @@ static void case_update_one(void) {
     for (size_t r = 0; r < RUNS; r++) {
         const bench_buf *doc = r % 2 ? &b : &a;
         uint64_t t0 = bench_now_ns();
-        int rc = sy_router_upsert_route(t->router, "bench", doc->ptr,
-                                        doc->len, &e);
+        int rc =
+            sy_router_upsert_route(t->router, "bench", doc->ptr, doc->len, &e);
         uint64_t dt = bench_now_ns() - t0;
         if (rc) {
             fail("update/one-route", rc, &e);
@@ -691,8 +691,8 @@ static void case_update_instances(void) {
     sy_error e;
     for (size_t r = 0; r < RUNS; r++) {
         uint64_t t0 = bench_now_ns();
-        int rc = sy_router_set_instances(t->router, "svc", r % 2 ? b : a,
-                                         NINST, NULL, &e);
+        int rc = sy_router_set_instances(t->router, "svc", r % 2 ? b : a, NINST,
+                                         NULL, &e);
         uint64_t dt = bench_now_ns() - t0;
         if (rc) {
             fail("update/instances", rc, &e);
@@ -766,8 +766,7 @@ static void *ar_write(void *arg) {
     uint64_t k = 0;
     while (!atomic_load_explicit(&sh->stop, memory_order_acquire)) {
         const char *doc = v[k & 1];
-        if (sy_router_upsert_route(sh->router, "bench", doc, strlen(doc),
-                                   NULL))
+        if (sy_router_upsert_route(sh->router, "bench", doc, strlen(doc), NULL))
             sh->publish_errors++;
         else
             k++;
@@ -831,7 +830,8 @@ static void ar_case(const char *name, sy_router *router, size_t routes,
         double secs = (double)(bench_now_ns() - t0) / 1e9;
         if (ns < 0) {
             comment("SKIPPED %s: a thread could not start or a publish "
-                    "failed", name);
+                    "failed",
+                    name);
             return;
         }
         pubs[done] = (double)p / secs;
@@ -840,11 +840,13 @@ static void ar_case(const char *name, sy_router *router, size_t routes,
     result(name, routes, bench_median(v, (size_t)done), "ns");
     if (storm)
         comment("%s: the writer published %.0f snapshots/s (one-route "
-                "upserts)", name, bench_median(pubs, (size_t)done));
+                "upserts)",
+                name, bench_median(pubs, (size_t)done));
     /* The publication domain alone, through the library's own hook. */
     double d = sy_pub_bench_acquire_release_ns(threads, storm, iters);
     comment("%s: bare publication domain (sy_pub_bench_acquire_release_ns): "
-            "%.1f ns", name, d);
+            "%.1f ns",
+            name, d);
 }
 
 static void case_snapshot(void) {
@@ -954,11 +956,12 @@ static void baseline(const char *when) {
 /* ---------------------------------------------------------------- */
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: switchyard-bench [case-or-prefix...]\n"
-           "  no argument runs every case; a full case name runs that case,\n"
-           "  any other argument every case whose name starts with it.\n"
-           "  SY_TEST_DATA overrides the directory of the GitHub table.\n"
-           "cases:\n");
+    fprintf(out,
+            "usage: switchyard-bench [case-or-prefix...]\n"
+            "  no argument runs every case; a full case name runs that case,\n"
+            "  any other argument every case whose name starts with it.\n"
+            "  SY_TEST_DATA overrides the directory of the GitHub table.\n"
+            "cases:\n");
     for (size_t i = 0; i < NCASES; i++)
         fprintf(out, "  %s\n", case_names[i]);
 }

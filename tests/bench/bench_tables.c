@@ -31,7 +31,9 @@ static void doc_begin(bench_buf *b) {
     bench_buf_printf(b, "{\"version\":\"bench-1\",\"routes\":[\n");
 }
 
-static void doc_end(bench_buf *b) { bench_buf_printf(b, "\n]}\n"); }
+static void doc_end(bench_buf *b) {
+    bench_buf_printf(b, "\n]}\n");
+}
 
 /* The routes the requests hit: a random permutation of 0..n-1 when
  * nreq >= n, else nreq distinct routes drawn at random. */
@@ -51,8 +53,7 @@ static size_t *sample(size_t n, size_t nreq, size_t *count) {
 }
 
 static const char *const common_headers[] = {
-    "User-Agent", "bench/1.0", "Accept", "*/*",
-    "Accept-Encoding", "gzip"};
+    "User-Agent", "bench/1.0", "Accept", "*/*", "Accept-Encoding", "gzip"};
 
 void table_static(size_t n, size_t nreq, bench_buf *doc, bench_reqs *rs) {
     char p[64], path[64];
@@ -60,9 +61,8 @@ void table_static(size_t n, size_t nreq, bench_buf *doc, bench_reqs *rs) {
     for (size_t i = 0; i < n; i++) {
         snprintf(p, sizeof p, "Path=/user%zu/ljj", i);
         const char *preds[] = {p};
-        route(doc, i, "s", 0,
-              i % 100 == 0 ? "lb://svc" : "http://backend:80", preds, 1, NULL,
-              0);
+        route(doc, i, "s", 0, i % 100 == 0 ? "lb://svc" : "http://backend:80",
+              preds, 1, NULL, 0);
     }
     doc_end(doc);
     size_t k, *s = sample(n, nreq, &k);

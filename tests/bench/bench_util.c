@@ -104,9 +104,9 @@ static sy_str copy_str(bench_reqs *rs, const char *s) {
     return (sy_str){p, n};
 }
 
-sy_request *bench_reqs_add(bench_reqs *rs, const char *method,
-                           const char *host, const char *path,
-                           const char *const *headers, size_t header_count) {
+sy_request *bench_reqs_add(bench_reqs *rs, const char *method, const char *host,
+                           const char *path, const char *const *headers,
+                           size_t header_count) {
     if (rs->n == rs->cap) {
         rs->cap = rs->cap ? rs->cap * 2 : 256;
         rs->reqs = xrealloc(rs->reqs, rs->cap * sizeof *rs->reqs);
@@ -196,7 +196,9 @@ static uint64_t status_kb(const char *key) {
     return kb;
 }
 
-uint64_t bench_rss_bytes(void) { return status_kb("VmRSS") * 1024; }
+uint64_t bench_rss_bytes(void) {
+    return status_kb("VmRSS") * 1024;
+}
 
 static void cpu_model(char *out, size_t cap, int *cpus) {
     snprintf(out, cap, "unknown");
@@ -262,7 +264,8 @@ void bench_print_machine(void) {
     time_t now = time(NULL);
     struct tm tm;
     char when[64];
-    if (gmtime_r(&now, &tm) && strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm))
+    if (gmtime_r(&now, &tm) &&
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm))
         printf("# date: %s\n", when);
     printf("# format: name routes value unit; values are medians of "
            "repetitions\n");

@@ -45,9 +45,9 @@ typedef struct bench_reqs {
 
 /* Add a request. `host` may be NULL; headers come as name/value pairs
  * (2 * header_count strings). Returns the request for further edits. */
-sy_request *bench_reqs_add(bench_reqs *rs, const char *method,
-                           const char *host, const char *path,
-                           const char *const *headers, size_t header_count);
+sy_request *bench_reqs_add(bench_reqs *rs, const char *method, const char *host,
+                           const char *path, const char *const *headers,
+                           size_t header_count);
 void bench_reqs_free(bench_reqs *rs);
 
 /* A small deterministic generator (splitmix64). */

@@ -39,7 +39,9 @@ static const char *const builtin[] = {
     "GET h ",
 };
 
-static sy_str S(const char *p, size_t n) { return (sy_str){p, n}; }
+static sy_str S(const char *p, size_t n) {
+    return (sy_str){p, n};
+}
 
 static bool same(sy_str a, sy_str b) {
     return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
@@ -171,7 +173,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     sy_match_ctx *ci = NULL, *cl = NULL;
-    if (sy_match_ctx_new(NULL, &ci, NULL) || sy_match_ctx_new(NULL, &cl, NULL)) {
+    if (sy_match_ctx_new(NULL, &ci, NULL) ||
+        sy_match_ctx_new(NULL, &cl, NULL)) {
         sy_match_ctx_free(ci);
         sy_router_free(r);
         return 0;

@@ -548,6 +548,12 @@ static int apply_locked(sy_router *r, source *src, const char *json, size_t len,
     for (size_t i = 0; i < n; i++) {
         const struct sy_route *rt = sy_document_route(doc, i);
         uint32_t pos = doc->positions[i];
+        if (pos > SY_RANK_POS_MAX) {
+            rc = sy_error_set(err, SY_ELIMIT, "routes",
+                              "a source holds at most %u routes",
+                              SY_RANK_POS_MAX + 1);
+            goto done;
+        }
         uint32_t slot = sy_snapshot_find_slot(cur, rt->id);
         if (slot != NONE && cur->slots[slot].source != si) {
             sy_error e;
@@ -600,8 +606,12 @@ static int apply_locked(sy_router *r, source *src, const char *json, size_t len,
     src->version = v;
     src->checksum = sy_document_checksum(doc);
     src->applied = true;
-    if (src->next_pos < n)
-        src->next_pos = (uint32_t)n;
+    /* positions restart after the document: upserted routes that the
+     * document does not hold are gone with this apply */
+    src->next_pos = 0;
+    for (size_t i = 0; i < n; i++)
+        if (doc->positions[i] >= src->next_pos)
+            src->next_pos = doc->positions[i] + 1;
     if (push_history(r, src, version, json, len))
         log_msg(r, SY_LOG_WARN, "source %s: history not kept (out of memory)",
                 src->name);
@@ -750,6 +760,13 @@ int sy_router_upsert_route(sy_router *r, const char *name,
         }
         pos = (uint32_t)(cur->slots[slot].key & 0xffffffu);
     } else {
+        if (src->next_pos > SY_RANK_POS_MAX) {
+            rc = sy_error_set(err, SY_ELIMIT, "route",
+                              "source '%s' has used all %u route positions; "
+                              "apply its whole document again to renumber",
+                              src->name, SY_RANK_POS_MAX + 1);
+            goto done;
+        }
         pos = src->next_pos++;
     }
     rt->doc_index = pos;

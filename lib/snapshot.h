@@ -16,6 +16,9 @@
 
 struct sy_service;
 
+/* Largest position of a route within its source (24 bits of the key). */
+#define SY_RANK_POS_MAX 0xffffffu
+
 /* Rank key: order, then source, then position in the source's document. */
 static inline uint64_t sy_rank_key(int32_t order, uint32_t source,
                                    uint32_t pos) {

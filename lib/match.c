@@ -267,6 +267,18 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     if (n == SIZE_MAX)
         return match_linear(c, s, req, out);
 
+    if (n == 1) { /* the common case: one list, already in rank order */
+        const sy_cand_list *l = &c->lists[0];
+        for (uint32_t i = 0; i < l->len; i++) {
+            uint32_t slot = l->ids[i];
+            if (s->slots[slot].route && first_failing(s, slot, &c->ev) < 0) {
+                *out = found(c, s, req, slot);
+                return SY_OK;
+            }
+        }
+        return SY_OK;
+    }
+
     /* k-way merge by rank key; the first route that holds wins */
     for (size_t i = 0; i < n; i++)
         c->heads[i] = 0;

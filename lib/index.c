@@ -34,12 +34,17 @@
 #define GENERIC_OTHER 9
 #define GENERIC_ANY 10
 
+#define INLINE_BYTES 10
+
+/* 32 bytes: segments of up to INLINE_BYTES are compared in the edge's own
+ * cache line; longer ones in the string pool. */
 typedef struct edge {
     uint64_t hash;
     uint32_t parent;
     uint32_t child;
     uint32_t str_off;
-    uint32_t len;
+    uint16_t len;
+    char inl[INLINE_BYTES];
 } edge;
 
 typedef struct list_ref {
@@ -184,7 +189,9 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
     e->parent = parent;
     e->child = child;
     e->str_off = off;
-    e->len = (uint32_t)seg.len;
+    e->len = (uint16_t)seg.len;
+    if (seg.len <= INLINE_BYTES)
+        memcpy(e->inl, seg.ptr, seg.len);
     b->edge_count++;
     return child;
 }
@@ -230,8 +237,9 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy_pattern *p,
             *kind = L_MULTI;
             return node;
         }
-        node = sk == SY_SEG_LITERAL
-                   ? literal_child(b, node, sy_pattern_literal(p, i))
+        sy_str lit = sy_pattern_literal(p, i);
+        node = sk == SY_SEG_LITERAL && lit.len <= UINT16_MAX
+                   ? literal_child(b, node, lit)
                    : wild_child(b, node);
     }
     return node;
@@ -489,14 +497,14 @@ typedef struct collector {
     uint32_t hashed;                /* bit i: hash[i] is set */
 } collector;
 
-static inline void collect(collector *c, list_ref l) {
+static inline void collect(collector *c, list_ref l, bool exact) {
     if (!l.len)
         return;
     if (c->n == c->cap) {
         c->overflow = true;
         return;
     }
-    c->out[c->n++] = (sy_cand_list){c->ix->ids + l.off, l.len};
+    c->out[c->n++] = (sy_cand_list){c->ix->ids + l.off, l.len, exact};
 }
 
 static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
@@ -518,33 +526,36 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
         const edge *e = &ix->edges[k];
         if (e->child == NONE)
             return NONE;
-        /* no byte compare: the lists only need to be a superset of the
-         * routes that can match (every candidate's predicates are tested
-         * in full), so a 64-bit hash collision costs a wasted candidate,
-         * never a wrong answer, and the lookup saves a cache miss */
-        if (e->hash == h && e->parent == parent && e->len == seg.len)
+        /* bytes compared in the edge itself for short segments, so an
+         * exact match proves the literal without touching the pool */
+        if (e->hash == h && e->parent == parent && e->len == seg.len &&
+            memcmp(seg.len <= INLINE_BYTES ? e->inl
+                                           : ix->strings + e->str_off,
+                   seg.ptr, seg.len) == 0)
             return e->child;
     }
 }
 
-/* Depth-first walk over literal and wildcard edges. */
-static void walk(collector *c, uint32_t node, size_t depth) {
+/* Depth-first walk over literal and wildcard edges; `literal` says every
+ * segment so far was matched by a literal edge. */
+static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
     const sy_index *ix = c->ix;
     const sy_segments *segs = c->segs;
+    bool path = !c->reversed;
     while (node != NONE && !c->overflow) {
         const inode *nd = &ix->nodes[node];
-        collect(c, nd->multi);
+        collect(c, nd->multi, false);
         if (depth == segs->count) {
-            collect(c, nd->term);
+            collect(c, nd->term, path && literal);
             return;
         }
         size_t i = c->reversed ? segs->count - 1 - depth : depth;
         sy_str seg = segs->dec[i];
         /* matchTrailingSlash: "/a" also matches "/a/" */
-        if (!c->reversed && depth + 1 == segs->count && seg.len == 0)
-            collect(c, nd->term);
+        if (path && depth + 1 == segs->count && seg.len == 0)
+            collect(c, nd->term, false);
         if (nd->wild != NONE)
-            walk(c, nd->wild, depth + 1);
+            walk(c, nd->wild, depth + 1, false);
         node = find_literal(c, node, i, seg);
         depth++;
     }
@@ -562,15 +573,17 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.segs = path;
     c.reversed = false;
     c.hashed = 0;
-    walk(&c, ROOT_PATH, 0);
+    walk(&c, ROOT_PATH, 0, true);
     if (host_labels && ix->host_routes) {
         c.segs = host_labels;
         c.reversed = true;
         c.hashed = 0;
-        walk(&c, ROOT_HOST, 0);
+        walk(&c, ROOT_HOST, 0, false);
     }
-    collect(&c, ix->generic[GENERIC_ANY]);
-    collect(&c, ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
-                                                              : GENERIC_OTHER]);
+    collect(&c, ix->generic[GENERIC_ANY], false);
+    collect(&c,
+            ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
+                                                          : GENERIC_OTHER],
+            false);
     return c.overflow ? SIZE_MAX : c.n;
 }

@@ -26,6 +26,10 @@ typedef struct sy_index_route {
 typedef struct sy_cand_list {
     const uint32_t *ids;
     uint32_t len;
+    /* every segment of the request equalled a literal segment on the way
+     * to this list (no wildcard, no trailing-slash or ** shortcut): a
+     * route's all-literal Path predicate is proven to hold */
+    bool exact_path;
 } sy_cand_list;
 
 /* Build an index over `routes` (any order). The index is immutable and

@@ -183,16 +183,30 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
     return SY_OK;
 }
 
-/* Index of the first predicate that fails, or -1 when all hold. */
-static int first_failing(const sy_snapshot *s, uint32_t slot, sy_eval *ev) {
+/* Index of the first predicate that fails, or -1 when all hold. `proven`
+ * is a predicate the index already proved (skipped), or -1. */
+static int first_failing_but(const sy_snapshot *s, uint32_t slot,
+                             sy_eval *ev, int32_t proven) {
     const sy_slot *sl = &s->slots[slot];
     const struct sy_route *r = sl->route;
     ev->ncaps = 0;
     ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
     for (size_t i = 0; i < r->predicate_count; i++)
-        if (!sy_pred_test(r->cpreds[i], ev))
+        if ((int32_t)i != proven && !sy_pred_test(r->cpreds[i], ev))
             return (int)i;
     return -1;
+}
+
+static int first_failing(const sy_snapshot *s, uint32_t slot, sy_eval *ev) {
+    return first_failing_but(s, slot, ev, -1);
+}
+
+/* A candidate from a list reached through literal edges only: its
+ * all-literal Path predicate holds (no captures to take). */
+static int candidate_fails(const sy_snapshot *s, uint32_t slot, sy_eval *ev,
+                           bool exact_path) {
+    return first_failing_but(
+        s, slot, ev, exact_path ? s->slots[slot].route->literal_path : -1);
 }
 
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
@@ -271,7 +285,8 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
             uint32_t slot = l->ids[i];
-            if (s->slots[slot].route && first_failing(s, slot, &c->ev) < 0) {
+            if (s->slots[slot].route &&
+                candidate_fails(s, slot, &c->ev, l->exact_path) < 0) {
                 *out = found(c, s, req, slot);
                 return SY_OK;
             }
@@ -306,7 +321,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             return SY_OK;
         uint32_t slot = c->lists[best].ids[c->heads[best]++];
         last = best_key;
-        if (first_failing(s, slot, &c->ev) < 0) {
+        if (candidate_fails(s, slot, &c->ev, c->lists[best].exact_path) < 0) {
             *out = found(c, s, req, slot);
             return SY_OK;
         }

@@ -32,6 +32,7 @@ struct sy_route *sy_route_new(const sy_alloc *alloc) {
     r->upstream.scheme = "";
     r->upstream.host = "";
     r->upstream.path = "";
+    r->literal_path = -1;
     return r;
 }
 
@@ -70,6 +71,23 @@ void sy_route_unref(struct sy_route *r) {
     sy_free(&a, r);
 }
 
+/* The first Path predicate, if all its patterns are literal segments. */
+static int32_t literal_path_index(const struct sy_route *r) {
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        const sy_pred *p = r->cpreds[i];
+        if (!p || sy_pred_get_kind(p) != SY_PK_PATH)
+            continue;
+        for (size_t k = 0; k < sy_pred_pattern_count(p); k++) {
+            const sy_pattern *pat = sy_pred_pattern(p, k);
+            for (size_t j = 0; j < sy_pattern_segment_count(pat); j++)
+                if (sy_pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
+                    return -1;
+        }
+        return (int32_t)i;
+    }
+    return -1;
+}
+
 int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
                      const char *path, sy_error *err) {
     char p[200];
@@ -102,6 +120,7 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
             return rc;
         }
     }
+    r->literal_path = literal_path_index(r);
     for (size_t i = 0; i < r->filter_count; i++) {
         sy_path_printf(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
         int rc =

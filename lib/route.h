@@ -53,6 +53,9 @@ struct sy_route {
     uint64_t fingerprint;  /* of the whole canonical form */
     uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
     uint32_t doc_index; /* position in its document */
+    /* index of the first Path predicate when every one of its patterns is
+     * all literal segments (the index can prove it), else -1 */
+    int32_t literal_path;
 
     /* compiled, parallel to predicates[] / filters[] */
     struct sy_pred **cpreds;

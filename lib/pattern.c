@@ -35,13 +35,26 @@ static void re_free(void *p, void *data) {
 /* Contexts for one compile: compile and general contexts are dropped at the
  * end; the match context is kept by the compiled object. */
 typedef struct re_env {
+    const sy_alloc *a;
     pcre2_general_context *g;
     pcre2_compile_context *c;
     pcre2_match_context *m;
 } re_env;
 
+/* Contexts are created on the first regex: most path and host patterns
+ * have none and then cost no PCRE2 allocation at all. */
 static bool re_env_init(re_env *env, const sy_alloc *a) {
-    env->g = pcre2_general_context_create(re_malloc, re_free, (void *)a);
+    env->a = a;
+    env->g = NULL;
+    env->c = NULL;
+    env->m = NULL;
+    return true;
+}
+
+static bool re_env_ready(re_env *env) {
+    if (env->c && env->m)
+        return true;
+    env->g = pcre2_general_context_create(re_malloc, re_free, (void *)env->a);
     env->c = env->g ? pcre2_compile_context_create(env->g) : NULL;
     env->m = env->g ? pcre2_match_context_create(env->g) : NULL;
     if (!env->c || !env->m)
@@ -65,6 +78,11 @@ static void re_env_done(re_env *env, bool keep_match) {
 
 static pcre2_code *re_compile(re_env *env, const char *src, size_t len, int *ec,
                               size_t *eo) {
+    if (!re_env_ready(env)) {
+        *ec = PCRE2_ERROR_HEAP_FAILED;
+        *eo = 0;
+        return NULL;
+    }
     PCRE2_SIZE off = 0;
     pcre2_code *re =
         pcre2_compile((PCRE2_SPTR)src, len, PCRE2_ANCHORED | PCRE2_ENDANCHORED,
@@ -687,26 +705,34 @@ static int compile(const sy_alloc *a, const char *src, bool host,
     *out = NULL;
     if (!src)
         return sy_error_set(err, SY_EINVAL, "", "no pattern");
-    sy_pattern *p = sy_calloc(a, 1, sizeof *p);
-    if (!p)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     size_t len = strlen(src), nseg = 1, nbrace = 1;
     for (size_t i = 0; i < len; i++) {
         nseg += src[i] == (host ? '.' : '/');
         nbrace += src[i] == '{';
     }
+    /* one block: the pattern, its elements, variable names and source,
+     * so matching touches adjacent memory */
+    if (nseg > SIZE_MAX / 4 / sizeof(sy_pelem) ||
+        nbrace > SIZE_MAX / 4 / sizeof(sy_str))
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    size_t size = sizeof(sy_pattern) + nseg * sizeof(sy_pelem) +
+                  nbrace * sizeof(sy_str) + len + 1;
+    sy_pattern *p = sy_calloc(a, 1, size);
+    if (!p)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     p->a = *a;
     a = &p->a;
     p->host = host;
     p->multi = SY_NONE;
     p->max_groups = 1;
-    p->src = sy_strndup(a, src, len);
-    p->elems = sy_calloc(a, nseg, sizeof *p->elems);
-    p->vars = sy_calloc(a, nbrace, sizeof *p->vars);
+    p->elems = (sy_pelem *)(void *)(p + 1);
+    p->vars = (sy_str *)(void *)(p->elems + nseg);
+    p->src = (char *)(p->vars + nbrace);
+    memcpy(p->src, src, len);
     tok *t = sy_calloc(a, len + 1, sizeof *t);
     re_env env = {0};
     int rc;
-    if (!p->src || !p->elems || !p->vars || !t || !re_env_init(&env, a))
+    if (!t || !re_env_init(&env, a))
         rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
     else
         rc = parse(p, &env, t, err);
@@ -739,10 +765,7 @@ void sy_pattern_free(sy_pattern *p) {
             pcre2_code_free(p->elems[i].re);
     pcre2_match_context_free(p->mctx);
     sy_alloc a = p->a;
-    sy_free(&a, p->elems);
-    sy_free(&a, p->vars);
-    sy_free(&a, p->src);
-    sy_free(&a, p);
+    sy_free(&a, p); /* elements, names and source live in the same block */
 }
 
 uint32_t sy_pattern_max_groups(const sy_pattern *p) {

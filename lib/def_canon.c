@@ -198,7 +198,8 @@ static void canon_uri(sy_buf *b, const struct sy_route *r) {
     sy_buf_init(&tmp, b->alloc);
     switch (u->kind) {
     case SY_UPSTREAM_URL: {
-        sy_buf_printf(&tmp, "%s://", u->scheme);
+        sy_buf_puts(&tmp, u->scheme);
+        sy_buf_puts(&tmp, "://");
         bool v6 = strchr(u->host, ':') != NULL;
         if (v6)
             sy_buf_putc(&tmp, '[');
@@ -206,13 +207,19 @@ static void canon_uri(sy_buf *b, const struct sy_route *r) {
             sy_buf_putc(&tmp, (*p >= 'A' && *p <= 'Z') ? (char)(*p + 32) : *p);
         if (v6)
             sy_buf_putc(&tmp, ']');
-        sy_buf_printf(&tmp, ":%u", (unsigned)u->port);
+        sy_buf_putc(&tmp, ':');
+        sy_buf_put_int(&tmp, u->port);
         break;
     }
     case SY_UPSTREAM_SERVICE:
-        sy_buf_printf(&tmp, "%s://%s", u->scheme, u->host);
+        sy_buf_puts(&tmp, u->scheme);
+        sy_buf_puts(&tmp, "://");
+        sy_buf_puts(&tmp, u->host);
         break;
-    case SY_UPSTREAM_FORWARD: sy_buf_printf(&tmp, "forward:%s", u->path); break;
+    case SY_UPSTREAM_FORWARD:
+        sy_buf_puts(&tmp, "forward:");
+        sy_buf_puts(&tmp, u->path);
+        break;
     case SY_UPSTREAM_NONE: sy_buf_puts(&tmp, *r->uri ? "no://op" : ""); break;
     }
     if (tmp.failed)
@@ -231,7 +238,9 @@ int sy_def_canonicalize(struct sy_route *r) {
     u0 = b.len;
     canon_uri(&b, r);
     u1 = b.len;
-    sy_buf_printf(&b, ",\"order\":%ld,\"predicates\":", (long)r->order);
+    sy_buf_puts(&b, ",\"order\":");
+    sy_buf_put_int(&b, r->order);
+    sy_buf_puts(&b, ",\"predicates\":");
     p0 = b.len;
     canon_entries(&b, r->predicates, r->predicate_count);
     p1 = b.len;

@@ -529,8 +529,7 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
         /* bytes compared in the edge itself for short segments, so an
          * exact match proves the literal without touching the pool */
         if (e->hash == h && e->parent == parent && e->len == seg.len &&
-            memcmp(seg.len <= INLINE_BYTES ? e->inl
-                                           : ix->strings + e->str_off,
+            memcmp(seg.len <= INLINE_BYTES ? e->inl : ix->strings + e->str_off,
                    seg.ptr, seg.len) == 0)
             return e->child;
     }

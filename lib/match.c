@@ -185,8 +185,8 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
 
 /* Index of the first predicate that fails, or -1 when all hold. `proven`
  * is a predicate the index already proved (skipped), or -1. */
-static int first_failing_but(const sy_snapshot *s, uint32_t slot,
-                             sy_eval *ev, int32_t proven) {
+static int first_failing_but(const sy_snapshot *s, uint32_t slot, sy_eval *ev,
+                             int32_t proven) {
     const sy_slot *sl = &s->slots[slot];
     const struct sy_route *r = sl->route;
     ev->ncaps = 0;

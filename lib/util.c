@@ -230,6 +230,19 @@ void sy_buf_printf(sy_buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
+void sy_buf_put_int(sy_buf *b, int64_t v) {
+    char digits[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        digits[sizeof digits - 1 - n++] = '-';
+    sy_buf_append(b, digits + sizeof digits - n, n);
+}
+
 void sy_buf_json_string(sy_buf *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     sy_buf_putc(b, '"');

@@ -248,26 +248,16 @@ static char *concat(sy_arena *ar, sy_str a, sy_str b, sy_str c, sy_str d,
 
 /* ---- the query string ---- */
 
-static int hex_val(char ch) {
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* The next byte of s form-decoded ('+' is space, %XX a byte, a bad
  * escape kept as it is), advancing *i. */
 static unsigned char next_decoded(sy_str s, size_t *i) {
     unsigned char ch = (unsigned char)s.ptr[*i];
     if (ch == '+') {
         ch = ' ';
-    } else if (ch == '%' && *i + 2 < s.len && hex_val(s.ptr[*i + 1]) >= 0 &&
-               hex_val(s.ptr[*i + 2]) >= 0) {
-        ch = (unsigned char)(hex_val(s.ptr[*i + 1]) * 16 +
-                             hex_val(s.ptr[*i + 2]));
+    } else if (ch == '%' && *i + 2 < s.len && sy_hexval(s.ptr[*i + 1]) >= 0 &&
+               sy_hexval(s.ptr[*i + 2]) >= 0) {
+        ch = (unsigned char)(sy_hexval(s.ptr[*i + 1]) * 16 +
+                             sy_hexval(s.ptr[*i + 2]));
         *i += 2;
     }
     (*i)++;

@@ -289,16 +289,6 @@ static bool segs_reserve(sy_segments *s, size_t n, const sy_alloc *a) {
     return true;
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Matrix parameters dropped, then percent-decoded (into scratch only when
  * there is a '%'). Invalid escapes stay as they are. */
 static bool decode_segment(sy_str raw, sy_arena *scratch, sy_str *out) {
@@ -317,8 +307,8 @@ static bool decode_segment(sy_str raw, sy_arena *scratch, sy_str *out) {
     for (size_t i = 0; i < n; i++) {
         int hi, lo;
         if (raw.ptr[i] == '%' && i + 2 < n &&
-            (hi = hexval(raw.ptr[i + 1])) >= 0 &&
-            (lo = hexval(raw.ptr[i + 2])) >= 0) {
+            (hi = sy_hexval(raw.ptr[i + 1])) >= 0 &&
+            (lo = sy_hexval(raw.ptr[i + 2])) >= 0) {
             buf[o++] = (char)(hi * 16 + lo);
             i += 2;
         } else {

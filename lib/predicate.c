@@ -541,16 +541,6 @@ static bool test_header(const sy_pred *p, sy_eval *ev) {
     return false;
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Form decoding: '+' is a space, %XX a byte, bad escapes kept. */
 static sy_str form_decode(sy_str s, char *stack, size_t stack_len,
                           sy_arena *scratch) {
@@ -567,8 +557,8 @@ static sy_str form_decode(sy_str s, char *stack, size_t stack_len,
         if (c == '+') {
             c = ' ';
         } else if (c == '%' && i + 2 < s.len &&
-                   (hi = hexval(s.ptr[i + 1])) >= 0 &&
-                   (lo = hexval(s.ptr[i + 2])) >= 0) {
+                   (hi = sy_hexval(s.ptr[i + 1])) >= 0 &&
+                   (lo = sy_hexval(s.ptr[i + 2])) >= 0) {
             c = (char)(hi * 16 + lo);
             i += 2;
         }

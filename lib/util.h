@@ -102,4 +102,15 @@ static inline bool sy_str_eq(sy_str a, const char *b, size_t blen) {
 }
 bool sy_str_ieq(sy_str a, const char *b, size_t blen); /* ASCII nocase */
 
+/* The value of a hex digit, or -1 (percent-decoding). */
+static inline int sy_hexval(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 #endif

@@ -52,7 +52,8 @@ struct sy_route {
     const char *canonical; /* canonical JSON (fingerprinted) */
     uint64_t fingerprint;  /* of the whole canonical form */
     uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
-    uint32_t doc_index; /* position in its document */
+    uint32_t doc_index; /* position in the document that built it (ranks
+                           come from the snapshot slot key, not this) */
     /* index of the first Path predicate when every one of its patterns is
      * all literal segments (the index can prove it), else -1 */
     int32_t literal_path;

@@ -430,9 +430,14 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         uint64_t h = id_hash(ch->id);
         uint32_t pos;
         uint32_t old = id_find(s, ch->id, h, &pos);
+        if (old != NONE && old >= base_slots) {
+            /* the caller takes one reference per set change: an id may
+             * appear once per change list */
+            rc = SY_EINVAL;
+            goto fail;
+        }
         if (old != NONE) {
-            if (old < base_slots) /* a route of the base: hand it back */
-                removed[nremoved++] = s->slots[old].route;
+            removed[nremoved++] = s->slots[old].route; /* hand it back */
             s->slots[old].route = NULL;
             id_remove_at(s, pos);
             live--;
@@ -446,18 +451,6 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         added[added_count++] = slot;
         live++;
     }
-    /* a route set twice in one change list: only the last slot is live */
-    for (size_t i = 0; i < added_count; i++)
-        if (!s->slots[added[i]].route)
-            added[i] = NONE;
-    {
-        size_t k = 0;
-        for (size_t i = 0; i < added_count; i++)
-            if (added[i] != NONE)
-                added[k++] = added[i];
-        added_count = k;
-    }
-
     s->rank = sy_malloc(a, (live ? live : 1) * sizeof *s->rank);
     if (!s->rank || !sort_by_key(a, added, added_count, s->slots)) {
         rc = SY_ENOMEM;

@@ -106,7 +106,8 @@ typedef struct sy_snapshot_config {
 
 /*
  * Derive a snapshot from `base` (NULL: empty) with `changes` applied, in
- * the given order. Every failure leaves `base` untouched and frees what was
+ * the given order; an id appears at most once per change list (SY_EINVAL
+ * otherwise). Every failure leaves `base` untouched and frees what was
  * built. The result has generation `generation`.
  *
  * Ownership: snapshots do not count references to their routes (that

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static sy_router *router_with(const char *const *sources, size_t n,
                               const sy_router_options *opts) {
@@ -632,6 +633,47 @@ START_TEST(requests_without_a_seed_and_no_callback_still_spread) {
 }
 END_TEST
 
+typedef struct held_log {
+    int calls;
+    uint64_t generation;
+} held_log;
+
+static void on_held(void *data, uint64_t generation, uint64_t age_ms) {
+    held_log *h = data;
+    (void)age_ms;
+    h->calls++;
+    h->generation = generation;
+}
+
+START_TEST(a_snapshot_held_too_long_is_reported_once) {
+    held_log h = {0, 0};
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.retired_warn_ms = 1;
+    o.on_retired_held = on_held;
+    o.callback_data = &h;
+    sy_router *r = router_with(ONE, 1, &o);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    sy_snapshot *old = sy_router_acquire(r); /* generation 1 */
+    ck_assert_int_eq(apply(r, "main", "[]", NULL), 0);
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    sy_router_reclaim(r);
+    ck_assert_int_eq(h.calls, 1);
+    ck_assert_uint_eq(h.generation, 1);
+    sy_router_reclaim(r);
+    ck_assert_int_eq(h.calls, 1); /* once per snapshot */
+    sy_metrics mt;
+    sy_router_metrics(r, &mt);
+    ck_assert_uint_eq(mt.retired_snapshots, 1);
+    ck_assert_uint_ge(mt.oldest_retired_age_ms, 20);
+    sy_snapshot_release(old);
+    sy_router_reclaim(r);
+    sy_router_metrics(r, &mt);
+    ck_assert_uint_eq(mt.retired_snapshots, 0);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("router");
     TCase *tc = tcase_create("router");
@@ -665,6 +707,7 @@ int main(void) {
     tcase_add_test(
         tc, requests_without_a_seed_draw_from_the_router_random_callback);
     tcase_add_test(tc, requests_without_a_seed_and_no_callback_still_spread);
+    tcase_add_test(tc, a_snapshot_held_too_long_is_reported_once);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

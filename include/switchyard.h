@@ -643,7 +643,10 @@ SY_API int sy_router_update_instances(sy_router *r, const char *service,
 SY_API sy_snapshot *sy_router_acquire(sy_router *r);
 SY_API void sy_snapshot_release(sy_snapshot *s);
 
-/* Free retired snapshots whose readers are gone (also done at publish). */
+/* Free retired snapshots whose readers are gone (also done at publish),
+ * and renew the readers' borrow counters, which would overflow after ~2^40
+ * acquires on one shard without a publish: a host that publishes rarely
+ * should call this now and then (say, every minute). Writer side. */
 SY_API size_t sy_router_reclaim(sy_router *r);
 
 typedef struct sy_metrics {

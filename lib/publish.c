@@ -62,6 +62,7 @@
 #define sy_pub_current sy_pub_broken_current
 #define sy_pub_reclaim sy_pub_broken_reclaim
 #define sy_pub_oldest_generation sy_pub_broken_oldest_generation
+#define sy_pub_set_renew_threshold sy_pub_broken_set_renew_threshold
 #define sy_pub_check_held sy_pub_broken_check_held
 #define sy_pub_metrics_get sy_pub_broken_metrics_get
 #define sy_pub_bench_acquire_release_ns sy_pub_broken_bench
@@ -104,6 +105,7 @@ struct sy_pub {
     uint64_t retired;
     uint64_t reclaimed;
     uint64_t retired_bytes;
+    uint64_t renew_at; /* borrows in a word that trigger a renewal */
 };
 
 /* ---------------------------------------------------------------- */
@@ -269,6 +271,7 @@ int sy_pub_new(const sy_alloc *alloc, const sy_pub_options *opts,
         return SY_ENOMEM;
     p->alloc = *alloc;
     p->opts = *opts;
+    p->renew_at = UINT64_C(1) << 40;
     p->base = base;
     atomic_init(&p->table, NULL);
     if (sy_pub_grow(p, SY_PUB_FIRST_SLOTS) != SY_OK) {
@@ -315,8 +318,39 @@ uint64_t sy_pub_oldest_generation(const sy_pub *p) {
                            : p->current->generation;
 }
 
+/* Move shard i's borrows from the word to the old object's counter. */
+static void sy_pub_transfer(sy_pub_obj *o, int i, uint64_t borrows);
+
+/*
+ * A word counts borrows in 48 bits: without a publish, ~2^48 acquires on
+ * one shard would overflow into the slot bits. Renewal swaps such a word
+ * for the same slot with no borrows and adds the borrows to the current
+ * object's counter, which stays above zero (it starts at BIAS) until the
+ * object is retired. Readers racing with the swap land on one side of it.
+ */
+static void sy_pub_renew(sy_pub *p) {
+    sy_pub_obj *cur = p->current;
+    int64_t fresh = (int64_t)((uint64_t)cur->slot << SY_PUB_SLOT_SHIFT);
+    for (int i = 0; i < SY_PUB_SHARDS; i++) {
+        uint64_t w =
+            (uint64_t)atomic_load_explicit(&p->word[i].n, memory_order_relaxed);
+        if ((w & SY_PUB_BORROWS) < p->renew_at)
+            continue;
+        w = (uint64_t)atomic_exchange_explicit(&p->word[i].n, fresh,
+                                               memory_order_acq_rel);
+        atomic_fetch_add_explicit(&cur->internal[i].n,
+                                  (int64_t)(w & SY_PUB_BORROWS),
+                                  memory_order_acq_rel);
+    }
+}
+
+void sy_pub_set_renew_threshold(sy_pub *p, uint64_t borrows) {
+    p->renew_at = borrows ? borrows : 1;
+}
+
 size_t sy_pub_reclaim(sy_pub *p) {
     size_t n = 0;
+    sy_pub_renew(p);
     sy_pub_obj **link = &p->retired_head;
     sy_pub_obj *prev = NULL;
     while (*link) {

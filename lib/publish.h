@@ -145,7 +145,10 @@ sy_pub_obj *sy_pub_current(const sy_pub *p);
  * not yet freed, else the current one. Writer side. */
 uint64_t sy_pub_oldest_generation(const sy_pub *p);
 
-/* Free every dead retired object; returns how many. Writer side. */
+/* Free every dead retired object; returns how many. Also renews the
+ * borrow counters of the current object before they can overflow (after
+ * 2^40 acquires on one shard without a publish), so a host that never
+ * publishes should call this now and then. Writer side. */
 size_t sy_pub_reclaim(sy_pub *p);
 
 /*
@@ -160,6 +163,9 @@ size_t sy_pub_check_held(sy_pub *p, uint64_t limit_ms,
                          void *data);
 
 void sy_pub_metrics_get(const sy_pub *p, sy_pub_metrics *out);
+
+/* Tests only: renew a shard's word once it holds this many borrows. */
+void sy_pub_set_renew_threshold(sy_pub *p, uint64_t borrows);
 
 /*
  * Benchmark: `threads` threads each do `iters` acquire + release pairs on one

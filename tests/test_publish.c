@@ -140,6 +140,36 @@ START_TEST(test_held_old_object_survives_publish) {
 }
 END_TEST
 
+START_TEST(test_renewed_borrow_counters_still_free_at_last_release) {
+    world w;
+    w_init(&w);
+    sy_pub_set_renew_threshold(w.pub, 4);
+    enum { N = 200 };
+    static sy_pub_ref r[N];
+    /* borrows pile up on one shard past the threshold, renewals move them
+     * to the object's counter while the object is current */
+    for (int i = 0; i < N; i++) {
+        r[i] = sy_pub_acquire(w.pub);
+        if (i % 7 == 0)
+            sy_pub_reclaim(w.pub);
+    }
+    sy_pub_obj *old = sy_pub_ref_obj(r[0]);
+    for (int i = 0; i < N / 2; i++)
+        sy_pub_release(r[i]);
+    sy_pub_reclaim(w.pub);
+    w_publish(&w);
+    for (int i = N / 2; i < N - 1; i++) {
+        sy_pub_release(r[i]);
+        ck_assert(!sy_pub_obj_dead(old));
+    }
+    ck_assert_uint_eq(sy_pub_reclaim(w.pub), 0);
+    sy_pub_release(r[N - 1]);
+    ck_assert(sy_pub_obj_dead(old));
+    ck_assert_uint_eq(sy_pub_reclaim(w.pub), 1);
+    sy_pub_free(w.pub);
+}
+END_TEST
+
 START_TEST(test_old_object_dies_exactly_at_last_release) {
     world w;
     w_init(&w);
@@ -581,6 +611,7 @@ static Suite *publish_suite(void) {
     tcase_add_test(tc, test_unheld_old_object_is_freed_by_publish);
     tcase_add_test(tc, test_held_old_object_survives_publish);
     tcase_add_test(tc, test_old_object_dies_exactly_at_last_release);
+    tcase_add_test(tc, test_renewed_borrow_counters_still_free_at_last_release);
     tcase_add_test(tc, test_releases_before_publish_are_counted);
     tcase_add_test(tc, test_release_on_another_thread);
     tcase_add_test(tc, test_refs_taken_on_many_threads_all_count);

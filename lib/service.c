@@ -482,6 +482,37 @@ static int svc_point_cmp(const void *a, const void *b) {
     return x->idh < y->idh ? -1 : x->idh > y->idh;
 }
 
+/* Sort ring points as svc_point_cmp orders them: an LSD radix sort on the
+ * 64-bit point (4 passes of 16 bits; qsort with a comparator was most of an
+ * instance update), then runs of equal points (practically never) by idh.
+ * `tmp` has room for n points. */
+static void svc_sort_points(svc_point *pts, svc_point *tmp, size_t n,
+                            size_t *count /* 65536 + 1 */) {
+    svc_point *src = pts, *dst = tmp;
+    for (unsigned shift = 0; shift < 64; shift += 16) {
+        memset(count, 0, 65537 * sizeof *count);
+        for (size_t i = 0; i < n; i++)
+            count[((src[i].point >> shift) & 0xffff) + 1]++;
+        for (size_t d = 0; d < 65536; d++)
+            count[d + 1] += count[d];
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i].point >> shift) & 0xffff]++] = src[i];
+        svc_point *t = src;
+        src = dst;
+        dst = t;
+    }
+    /* four passes: the result is back in pts */
+    for (size_t i = 1; i < n; i++) {
+        size_t j = i;
+        while (j > 0 && svc_point_cmp(&pts[j - 1], &pts[j]) > 0) {
+            svc_point t = pts[j];
+            pts[j] = pts[j - 1];
+            pts[j - 1] = t;
+            j--;
+        }
+    }
+}
+
 static uint64_t svc_vnodes(const svc_inst *in) {
     uint32_t w = in->pub.weight;
     return (uint64_t)SVC_RING_VNODES *
@@ -499,9 +530,16 @@ static int svc_build_ring(sy_service *s, svc_ring *r, const uint32_t *members,
     r->vnodes = total;
     if (total == 0 || total > UINT32_MAX)
         return total ? SY_ENOMEM : 0;
-    svc_point *pts = sy_calloc(&s->alloc, total, sizeof *pts);
-    if (!pts)
+    /* small rings: qsort; large ones: radix sort (needs scratch) */
+    bool radix = total >= 4096;
+    svc_point *pts =
+        sy_calloc(&s->alloc, radix ? total * 2 : total, sizeof *pts);
+    size_t *count = radix ? sy_malloc(&s->alloc, 65537 * sizeof *count) : NULL;
+    if (!pts || (radix && !count)) {
+        sy_free(&s->alloc, pts);
+        sy_free(&s->alloc, count);
         return SY_ENOMEM;
+    }
     size_t p = 0;
     for (uint32_t k = 0; k < n; k++) {
         const svc_inst *in = &s->inst[members[k]];
@@ -514,7 +552,11 @@ static int svc_build_ring(sy_service *s, svc_ring *r, const uint32_t *members,
             p++;
         }
     }
-    qsort(pts, total, sizeof *pts, svc_point_cmp);
+    if (radix)
+        svc_sort_points(pts, pts + total, total, count);
+    else
+        qsort(pts, total, sizeof *pts, svc_point_cmp);
+    sy_free(&s->alloc, count);
     size_t nb = 2;
     unsigned bits = 1;
     while (nb * 4 < total && bits < 24) { /* ~4 points per bucket */

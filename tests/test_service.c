@@ -621,6 +621,39 @@ START_TEST(hash_removing_one_of_ten_moves_only_its_keys) {
 }
 END_TEST
 
+/* Rings of 4,096 points or more are sorted by radix: the same guarantees
+ * must hold there (300 instances, 32 points per unit of weight). */
+static sy_service *many(int skip) {
+    static char ids[300][8];
+    spec sp[300];
+    size_t n = 0;
+    for (int i = 0; i < 300; i++) {
+        snprintf(ids[i], sizeof ids[i], "m%d", i);
+        if (i != skip)
+            sp[n++] = (spec){.id = ids[i], .weight = (uint32_t)(i % 4 + 1)};
+    }
+    return mk(sp, n);
+}
+
+START_TEST(hash_on_a_large_ring_moves_only_the_removed_instance_keys) {
+    sy_service *full = many(-1), *less = many(123);
+    int moved = 0;
+    for (int k = 0; k < 20000; k++) {
+        char before[16];
+        snprintf(before, sizeof before, "%s", hash_pick(full, k));
+        const char *after = hash_pick(less, k);
+        if (strcmp(before, "m123") != 0)
+            ck_assert_str_eq(before, after);
+        else
+            moved++;
+        ck_assert_str_eq(hash_pick(full, k), before); /* sticky */
+    }
+    ck_assert_int_gt(moved, 0);
+    sy_service_unref(full);
+    sy_service_unref(less);
+}
+END_TEST
+
 START_TEST(hash_adding_one_moves_only_keys_to_it) {
     sy_service *before = ten(-1, false), *after = ten(-1, true);
     int moved = 0;
@@ -1153,6 +1186,8 @@ int main(void) {
     tcase_add_test(tc, hash_spreads_keys_over_all_instances);
     tcase_add_test(tc, hash_removing_one_of_ten_moves_only_its_keys);
     tcase_add_test(tc, hash_adding_one_moves_only_keys_to_it);
+    tcase_add_test(tc,
+                   hash_on_a_large_ring_moves_only_the_removed_instance_keys);
     tcase_add_test(tc, hash_within_a_zone_is_stable_when_another_zone_changes);
     tcase_add_test(tc, hash_without_key_balances_by_round_robin);
     tcase_add_test(tc, delta_add_appends_a_new_instance);

@@ -497,14 +497,14 @@ typedef struct collector {
     uint32_t hashed;                /* bit i: hash[i] is set */
 } collector;
 
-static inline void collect(collector *c, list_ref l, bool exact) {
+static inline void collect(collector *c, list_ref l, uint8_t proof) {
     if (!l.len)
         return;
     if (c->n == c->cap) {
         c->overflow = true;
         return;
     }
-    c->out[c->n++] = (sy_cand_list){c->ix->ids + l.off, l.len, exact};
+    c->out[c->n++] = (sy_cand_list){c->ix->ids + l.off, l.len, proof};
 }
 
 static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
@@ -543,16 +543,19 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
     bool path = !c->reversed;
     while (node != NONE && !c->overflow) {
         const inode *nd = &ix->nodes[node];
-        collect(c, nd->multi, false);
+        collect(c, nd->multi, SY_PROOF_NONE);
         if (depth == segs->count) {
-            collect(c, nd->term, path && literal);
+            collect(c, nd->term,
+                    !literal ? SY_PROOF_NONE
+                    : path   ? SY_PROOF_PATH
+                             : SY_PROOF_HOST);
             return;
         }
         size_t i = c->reversed ? segs->count - 1 - depth : depth;
         sy_str seg = segs->dec[i];
         /* matchTrailingSlash: "/a" also matches "/a/" */
         if (path && depth + 1 == segs->count && seg.len == 0)
-            collect(c, nd->term, false);
+            collect(c, nd->term, SY_PROOF_NONE);
         if (nd->wild != NONE)
             walk(c, nd->wild, depth + 1, false);
         node = find_literal(c, node, i, seg);
@@ -577,12 +580,12 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
         c.segs = host_labels;
         c.reversed = true;
         c.hashed = 0;
-        walk(&c, ROOT_HOST, 0, false);
+        walk(&c, ROOT_HOST, 0, true);
     }
-    collect(&c, ix->generic[GENERIC_ANY], false);
+    collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE);
     collect(&c,
             ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
                                                           : GENERIC_OTHER],
-            false);
+            SY_PROOF_NONE);
     return c.overflow ? SIZE_MAX : c.n;
 }

@@ -26,11 +26,13 @@ typedef struct sy_index_route {
 typedef struct sy_cand_list {
     const uint32_t *ids;
     uint32_t len;
-    /* every segment of the request equalled a literal segment on the way
-     * to this list (no wildcard, no trailing-slash or ** shortcut): a
-     * route's all-literal Path predicate is proven to hold */
-    bool exact_path;
+    /* every segment (path) or label (host) of the request equalled a
+     * literal on the way to this list (no wildcard, no trailing-slash or **
+     * shortcut): a route's all-literal Path (or Host) predicate is proven */
+    uint8_t proof;
 } sy_cand_list;
+
+enum { SY_PROOF_NONE = 0, SY_PROOF_PATH = 1, SY_PROOF_HOST = 2 };
 
 /* Build an index over `routes` (any order). The index is immutable and
  * refcounted (refs = 1), so snapshots can share it. */

@@ -202,11 +202,14 @@ static int first_failing(const sy_snapshot *s, uint32_t slot, sy_eval *ev) {
 }
 
 /* A candidate from a list reached through literal edges only: its
- * all-literal Path predicate holds (no captures to take). */
+ * all-literal Path (or Host) predicate is proven (no captures to take). */
 static int candidate_fails(const sy_snapshot *s, uint32_t slot, sy_eval *ev,
-                           bool exact_path) {
-    return first_failing_but(
-        s, slot, ev, exact_path ? s->slots[slot].route->literal_path : -1);
+                           uint8_t proof) {
+    const struct sy_route *r = s->slots[slot].route;
+    int32_t skip = proof == SY_PROOF_PATH   ? r->literal_path
+                   : proof == SY_PROOF_HOST ? r->literal_host
+                                            : -1;
+    return first_failing_but(s, slot, ev, skip);
 }
 
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
@@ -286,7 +289,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         for (uint32_t i = 0; i < l->len; i++) {
             uint32_t slot = l->ids[i];
             if (s->slots[slot].route &&
-                candidate_fails(s, slot, &c->ev, l->exact_path) < 0) {
+                candidate_fails(s, slot, &c->ev, l->proof) < 0) {
                 *out = found(c, s, req, slot);
                 return SY_OK;
             }
@@ -321,7 +324,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             return SY_OK;
         uint32_t slot = c->lists[best].ids[c->heads[best]++];
         last = best_key;
-        if (candidate_fails(s, slot, &c->ev, c->lists[best].exact_path) < 0) {
+        if (candidate_fails(s, slot, &c->ev, c->lists[best].proof) < 0) {
             *out = found(c, s, req, slot);
             return SY_OK;
         }

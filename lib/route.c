@@ -33,6 +33,7 @@ struct sy_route *sy_route_new(const sy_alloc *alloc) {
     r->upstream.host = "";
     r->upstream.path = "";
     r->literal_path = -1;
+    r->literal_host = -1;
     return r;
 }
 
@@ -71,11 +72,12 @@ void sy_route_unref(struct sy_route *r) {
     sy_free(&a, r);
 }
 
-/* The first Path predicate, if all its patterns are literal segments. */
-static int32_t literal_path_index(const struct sy_route *r) {
+/* The first predicate of `kind` (Path or Host), if all its patterns are
+ * literal segments or labels; else -1. */
+static int32_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count; i++) {
         const sy_pred *p = r->cpreds[i];
-        if (!p || sy_pred_get_kind(p) != SY_PK_PATH)
+        if (!p || sy_pred_get_kind(p) != kind)
             continue;
         for (size_t k = 0; k < sy_pred_pattern_count(p); k++) {
             const sy_pattern *pat = sy_pred_pattern(p, k);
@@ -120,7 +122,8 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
             return rc;
         }
     }
-    r->literal_path = literal_path_index(r);
+    r->literal_path = literal_pred_index(r, SY_PK_PATH);
+    r->literal_host = literal_pred_index(r, SY_PK_HOST);
     for (size_t i = 0; i < r->filter_count; i++) {
         sy_path_printf(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
         int rc =

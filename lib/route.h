@@ -54,9 +54,9 @@ struct sy_route {
     uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
     uint32_t doc_index; /* position in the document that built it (ranks
                            come from the snapshot slot key, not this) */
-    /* index of the first Path predicate when every one of its patterns is
-     * all literal segments (the index can prove it), else -1 */
-    int32_t literal_path;
+    /* index of the first Path (Host) predicate when every one of its
+     * patterns is all literal segments (labels): the index can prove it */
+    int32_t literal_path, literal_host;
 
     /* compiled, parallel to predicates[] / filters[] */
     struct sy_pred **cpreds;

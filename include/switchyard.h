@@ -595,7 +595,8 @@ SY_API int sy_router_apply(sy_router *r, const char *source, const char *json,
                            size_t len, sy_report **report, sy_error *err);
 
 /* One-route changes, each published at once. `route_json` is one route
- * object. A route keeps its rank position on update. */
+ * object. A route keeps its rank position on update. The next document
+ * applied to the source replaces all its routes, upserted ones included. */
 SY_API int sy_router_upsert_route(sy_router *r, const char *source,
                                   const char *route_json, size_t len,
                                   sy_error *err);

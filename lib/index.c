@@ -68,7 +68,6 @@ struct sy_index {
     char *strings;
     uint32_t *ids;
     list_ref generic[GENERIC_LISTS];
-    size_t route_count;
     size_t host_routes; /* routes placed in the host trie */
     size_t bytes;
 };
@@ -429,7 +428,6 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
     ix->edges = b.edges;
     ix->edge_mask = b.edge_mask;
     ix->strings = b.strings.ptr;
-    ix->route_count = n;
     ix->bytes += sizeof *ix + (size_t)b.node_cap * sizeof(inode) +
                  (size_t)(b.edge_mask + 1) * sizeof(edge) + b.strings.cap;
     sy_free(a, b.pend);
@@ -472,10 +470,6 @@ void sy_index_unref(sy_index *ix) {
     sy_free(a, ix->strings);
     sy_free(a, ix->ids);
     sy_free(a, ix);
-}
-
-size_t sy_index_route_count(const sy_index *ix) {
-    return ix->route_count;
 }
 
 size_t sy_index_bytes(const sy_index *ix) {

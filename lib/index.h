@@ -40,7 +40,6 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes, size_t n,
                    sy_index **out);
 sy_index *sy_index_ref(sy_index *ix);
 void sy_index_unref(sy_index *ix);
-size_t sy_index_route_count(const sy_index *ix);
 size_t sy_index_bytes(const sy_index *ix);
 
 /*

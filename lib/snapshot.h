@@ -100,8 +100,6 @@ typedef struct sy_snapshot_config {
     struct sy_service *const *services;
     size_t service_count;
     bool replace_services;
-    /* rebuild the index from scratch (keys of kept routes changed) */
-    bool rebuild;
 } sy_snapshot_config;
 
 /*

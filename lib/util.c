@@ -208,28 +208,6 @@ void sy_buf_putc(sy_buf *b, char c) {
     sy_buf_append(b, &c, 1);
 }
 
-void sy_buf_printf(sy_buf *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char small[256];
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->failed = true;
-        return;
-    }
-    if ((size_t)n < sizeof small) {
-        sy_buf_append(b, small, (size_t)n);
-        return;
-    }
-    if (!sy_buf_reserve(b, (size_t)n))
-        return;
-    va_start(ap, fmt);
-    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
 void sy_buf_put_int(sy_buf *b, int64_t v) {
     char digits[24];
     size_t n = 0;

@@ -71,8 +71,6 @@ bool sy_buf_reserve(sy_buf *b, size_t extra);
 void sy_buf_append(sy_buf *b, const char *s, size_t n);
 void sy_buf_puts(sy_buf *b, const char *s);
 void sy_buf_putc(sy_buf *b, char c);
-void sy_buf_printf(sy_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 /* Append a decimal integer. */
 void sy_buf_put_int(sy_buf *b, int64_t v);
 /* Append s as a JSON string literal (quoted, escaped). */

@@ -110,22 +110,21 @@ fail:
     return SY_ENOMEM;
 }
 
-int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
+/* Diff two route lists read through `get` (documents or snapshots). */
+static int diff_lists(const void *old_c, size_t on, const void *new_c,
+                      size_t nn,
+                      const sy_route *(*get)(const void *c, size_t i),
                       const sy_allocator *alloc, sy_diff **out, sy_error *err) {
-    if (!old_doc || !new_doc || !out)
-        return sy_error_set(err, SY_EINVAL, "", "document or out is NULL");
     sy_alloc a;
     sy_alloc_init(&a, alloc);
-    size_t on = sy_document_route_count(old_doc),
-           nn = sy_document_route_count(new_doc);
     const struct sy_route **o = sy_malloc(&a, (on + 1) * sizeof *o);
     const struct sy_route **n = sy_malloc(&a, (nn + 1) * sizeof *n);
     int rc = SY_ENOMEM;
     if (o && n) {
         for (size_t i = 0; i < on; i++)
-            o[i] = sy_document_route(old_doc, i);
+            o[i] = get(old_c, i);
         for (size_t i = 0; i < nn; i++)
-            n[i] = sy_document_route(new_doc, i);
+            n[i] = get(new_c, i);
         rc = sy_diff_routes(&a, o, on, n, nn, out);
     }
     sy_free(&a, o);
@@ -133,27 +132,30 @@ int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
     return rc ? sy_error_set(err, rc, "", "out of memory") : SY_OK;
 }
 
+static const sy_route *doc_route(const void *c, size_t i) {
+    return sy_document_route(c, i);
+}
+
+static const sy_route *snap_route(const void *c, size_t i) {
+    return sy_snapshot_route_at(c, i);
+}
+
+int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
+                      const sy_allocator *alloc, sy_diff **out, sy_error *err) {
+    if (!old_doc || !new_doc || !out)
+        return sy_error_set(err, SY_EINVAL, "", "document or out is NULL");
+    return diff_lists(old_doc, sy_document_route_count(old_doc), new_doc,
+                      sy_document_route_count(new_doc), doc_route, alloc, out,
+                      err);
+}
+
 int sy_diff_snapshots(const sy_snapshot *old_snap, const sy_snapshot *new_snap,
                       const sy_allocator *alloc, sy_diff **out, sy_error *err) {
     if (!old_snap || !new_snap || !out)
         return sy_error_set(err, SY_EINVAL, "", "snapshot or out is NULL");
-    sy_alloc a;
-    sy_alloc_init(&a, alloc);
-    size_t on = sy_snapshot_route_count(old_snap),
-           nn = sy_snapshot_route_count(new_snap);
-    const struct sy_route **o = sy_malloc(&a, (on + 1) * sizeof *o);
-    const struct sy_route **n = sy_malloc(&a, (nn + 1) * sizeof *n);
-    int rc = SY_ENOMEM;
-    if (o && n) {
-        for (size_t i = 0; i < on; i++)
-            o[i] = sy_snapshot_route_at(old_snap, i);
-        for (size_t i = 0; i < nn; i++)
-            n[i] = sy_snapshot_route_at(new_snap, i);
-        rc = sy_diff_routes(&a, o, on, n, nn, out);
-    }
-    sy_free(&a, o);
-    sy_free(&a, n);
-    return rc ? sy_error_set(err, rc, "", "out of memory") : SY_OK;
+    return diff_lists(old_snap, sy_snapshot_route_count(old_snap), new_snap,
+                      sy_snapshot_route_count(new_snap), snap_route, alloc, out,
+                      err);
 }
 
 void sy_diff_free(sy_diff *d) {

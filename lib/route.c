@@ -7,6 +7,7 @@
 
 #include "filter.h"
 #include "predicate.h"
+#include "service.h"
 
 #include <stdio.h>
 
@@ -90,6 +91,25 @@ static int32_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
     return -1;
 }
 
+/* Selection settings from the metadata, so selection reads no strings. */
+static void read_select(struct sy_route *r) {
+    const char *v;
+    r->select.version_header =
+        (v = sy_route_metadata(r, "version-header")) ? v : "version";
+    r->select.hash_header = sy_route_metadata(r, "lb-hash-header");
+    r->select.hash_cookie = sy_route_metadata(r, "lb-hash-cookie");
+    r->select.zone = sy_route_metadata(r, "lb-zone");
+    sy_version_fallback fb = SY_VERSION_FALLBACK_NONE;
+    if ((v = sy_route_metadata(r, "version-fallback")))
+        sy_version_fallback_parse(v, strlen(v), &fb);
+    sy_lb_policy pol = SY_LB_ROUND_ROBIN;
+    if ((v = sy_route_metadata(r, "lb-policy")))
+        sy_lb_policy_parse(v, strlen(v), &pol);
+    r->select.fallback = (int)fb;
+    r->select.policy = (int)pol;
+    r->select.websocket = strncmp(r->uri, "lb:ws", 5) == 0;
+}
+
 int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
                      const char *path, sy_error *err) {
     char p[200];
@@ -122,6 +142,7 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
             return rc;
         }
     }
+    read_select(r);
     r->literal_path = literal_pred_index(r, SY_PK_PATH);
     r->literal_host = literal_pred_index(r, SY_PK_HOST);
     for (size_t i = 0; i < r->filter_count; i++) {

@@ -58,6 +58,16 @@ struct sy_route {
      * patterns is all literal segments (labels): the index can prove it */
     int32_t literal_path, literal_host;
 
+    /* instance selection settings read from the metadata once, at compile
+     * (version-header, version-fallback, lb-policy, lb-hash-header,
+     * lb-hash-cookie, lb-zone); strings point into the metadata */
+    struct {
+        const char *version_header;                   /* "version" unless set */
+        const char *hash_header, *hash_cookie, *zone; /* or NULL */
+        int fallback, policy; /* sy_version_fallback, sy_lb_policy */
+        bool websocket;       /* lb:ws:// */
+    } select;
+
     /* compiled, parallel to predicates[] / filters[] */
     struct sy_pred **cpreds;
     struct sy_filter **cfilters;

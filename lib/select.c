@@ -1,8 +1,9 @@
 /*
- * select.c - instance selection for a matched lb:// route: reads the
- * route's metadata (version-header, version-fallback, lb-policy,
- * lb-hash-header, lb-hash-cookie, lb-zone) and the request's headers, then
- * asks the service module (service.c) to choose. Lock-free, no allocation.
+ * select.c - instance selection for a matched lb:// route: the route's
+ * selection settings (read from its metadata at compile: version-header,
+ * version-fallback, lb-policy, lb-hash-header, lb-hash-cookie, lb-zone) and
+ * the request's headers go to the service module (service.c), which
+ * chooses. Lock-free, no allocation.
  */
 #include "predicate.h"
 #include "service.h"
@@ -66,25 +67,20 @@ int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx, sy_match *m,
         return sy_error_set(err, SY_ENOINSTANCE, "",
                             "service '%s' has no known instances", up.host);
 
+    /* settings were read from the route's metadata at compile */
     sy_select_params p = SY_SELECT_PARAMS_INIT;
-    const char *vh = sy_route_metadata(r, "version-header");
-    sy_str version = header_value(req, vh ? vh : "version");
+    sy_str version = header_value(req, r->select.version_header);
     p.has_version = version.ptr != NULL;
     p.version = version;
-    const char *v;
-    if ((v = sy_route_metadata(r, "version-fallback")))
-        sy_version_fallback_parse(v, strlen(v), &p.fallback);
+    p.fallback = (sy_version_fallback)r->select.fallback;
     p.hint = header_value(req, "X-SC-LB-Hint");
-    if (!p.hint.ptr)
-        p.hint = (sy_str){NULL, 0};
-    p.zone = cstr(sy_route_metadata(r, "lb-zone"));
-    if ((v = sy_route_metadata(r, "lb-policy")))
-        sy_lb_policy_parse(v, strlen(v), &p.policy);
-    if ((v = sy_route_metadata(r, "lb-hash-header")))
-        p.hash_key = header_value(req, v);
-    else if ((v = sy_route_metadata(r, "lb-hash-cookie")))
-        p.hash_key = cookie_value(req, v);
+    p.zone = cstr(r->select.zone);
+    p.policy = (sy_lb_policy)r->select.policy;
+    if (r->select.hash_header)
+        p.hash_key = header_value(req, r->select.hash_header);
+    else if (r->select.hash_cookie)
+        p.hash_key = cookie_value(req, r->select.hash_cookie);
     p.seed = req->seed;
-    p.websocket = strncmp(sy_route_uri(r), "lb:ws", 5) == 0;
+    p.websocket = r->select.websocket;
     return sy_service_select(svc, &p, out, err);
 }

@@ -514,8 +514,13 @@ static int apply_locked(sy_router *r, source *src, const char *json, size_t len,
         sy_document_free(doc);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     }
+    /* a lenient apply must not drop routes silently: no room to report
+     * an issue fails the apply */
     for (size_t i = 0; i < sy_document_issue_count(doc); i++)
-        report_add_issue(rep, sy_document_issue(doc, i));
+        if (report_add_issue(rep, sy_document_issue(doc, i))) {
+            sy_document_free(doc);
+            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        }
     if (sy_document_route_count(doc) == 0 && sy_document_issue_count(doc)) {
         rc = sy_error_set(err, SY_EINVALIDDOC, "",
                           "no route of the document is valid (%zu invalid); "
@@ -563,7 +568,10 @@ static int apply_locked(sy_router *r, source *src, const char *json, size_t len,
             sy_error_set(&e, SY_EDUPLICATE, path,
                          "route id '%s' is already defined by source '%s'",
                          rt->id, r->sources[cur->slots[slot].source].name);
-            report_add_issue(rep, &e);
+            if (report_add_issue(rep, &e) && r->opts.lenient) {
+                rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+                goto done;
+            }
             if (!r->opts.lenient) {
                 if (err)
                     *err = e;

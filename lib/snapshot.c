@@ -464,8 +464,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     size_t limit = live / 16 > 64 ? live / 16 : 64;
     if (limit > 2048)
         limit = 2048;
-    bool rebuild = !base || !base->base ||
-                   prev_overlay + added_count > limit;
+    bool rebuild = !base || !base->base || prev_overlay + added_count > limit;
     if (rebuild) {
         rc = compact_and_index(s);
         if (!rc)

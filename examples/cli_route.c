@@ -226,9 +226,16 @@ static int load_instances(sy_router *r, const char *path) {
             x->id = jstr(in, "id");
             x->host = jstr(in, "host");
             const cJSON *port = cJSON_GetObjectItemCaseSensitive(in, "port");
-            x->port = cJSON_IsNumber(port) ? (uint16_t)port->valuedouble : 0;
+            /* out-of-range numbers become 0 (rejected by the library) */
+            x->port = cJSON_IsNumber(port) && port->valuedouble >= 0 &&
+                              port->valuedouble <= 65535
+                          ? (uint16_t)port->valuedouble
+                          : 0;
             const cJSON *w = cJSON_GetObjectItemCaseSensitive(in, "weight");
-            x->weight = cJSON_IsNumber(w) ? (uint32_t)w->valuedouble : 1;
+            x->weight = cJSON_IsNumber(w) && w->valuedouble >= 0 &&
+                                w->valuedouble <= 4294967295.0
+                            ? (uint32_t)w->valuedouble
+                            : 1;
             x->secure =
                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
             const char *st = jstr(in, "state");

@@ -233,7 +233,8 @@ static int read_version(sy_document *d, const cJSON *v, sy_error *err) {
         return 0;
     if (cJSON_IsString(v)) {
         text = v->valuestring;
-    } else if (cJSON_IsNumber(v) &&
+    } else if (cJSON_IsNumber(v) && v->valuedouble > -9.2e18 &&
+               v->valuedouble < 9.2e18 && /* the cast below is defined */
                v->valuedouble == (double)(int64_t)v->valuedouble) {
         sy_def_number_text(v->valuedouble, num, sizeof num);
         text = num;

@@ -187,6 +187,20 @@ START_TEST(envelope_version_may_be_string_or_integer) {
 }
 END_TEST
 
+/* Found by fuzz_document under UBSan: a version too large for an integer
+ * was cast to int64_t (undefined); it is now a type error. */
+START_TEST(envelope_version_too_large_for_an_integer_is_a_type_error) {
+    sy_error e;
+    ck_assert_int_eq(
+        parse_err("{\"version\": 1e300, \"routes\": []}", NULL, &e), SY_ETYPE);
+    ck_assert_str_eq(e.path, "version");
+    ck_assert_int_eq(
+        parse_err("{\"version\": -88888888888888888888888, \"routes\": []}",
+                  NULL, &e),
+        SY_ETYPE);
+}
+END_TEST
+
 START_TEST(bare_array_has_no_version_and_paths_start_with_index) {
     sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"http://x\"}]", false);
     ck_assert_ptr_null(sy_document_version(d));
@@ -853,6 +867,8 @@ int main(void) {
                    corpus_invalid_documents_fail_with_expected_code_and_path);
     tcase_add_test(tc, corpus_invalid_routes_become_issues_in_lenient_mode);
     tcase_add_test(tc, envelope_version_may_be_string_or_integer);
+    tcase_add_test(tc,
+                   envelope_version_too_large_for_an_integer_is_a_type_error);
     tcase_add_test(tc, bare_array_has_no_version_and_paths_start_with_index);
     tcase_add_test(tc, lenient_keeps_valid_routes_and_lists_each_issue);
     tcase_add_test(tc, strict_fails_on_the_first_invalid_route);

@@ -251,6 +251,8 @@ static int svc_group_get(sy_service *s, uint32_t parent, char tag,
 
 static void svc_destroy(sy_service *s) {
     sy_alloc a = s->alloc;
+    for (size_t i = 0; s->inst && i < s->n; i++)
+        svc_health_release(&a, &s->inst[i]);
     sy_free(&a, s->groups);
     sy_free(&a, s->map);
     sy_arena_free(&s->arena);
@@ -404,6 +406,8 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
         if ((rc = svc_copy_instance(s, &s->inst[i], &list[i])))
             goto fail;
         s->n = i + 1;
+        if ((rc = svc_health_init(s, &s->inst[i])))
+            goto fail;
         size_t mask = s->id_cap - 1, k = sy_hash64(list[i].id, len, 0) & mask;
         while (s->id_map[k])
             k = (k + 1) & mask;

@@ -476,6 +476,16 @@ static int step_instances(commit *c, const sy_change *ch, sy_report *rep,
         sy_snapshot_service(c->work, name, strlen(name));
     struct sy_service *svc = NULL, *empty = NULL;
     int rc;
+    for (size_t i = 0;
+         !old && ch->kind == SY_CHANGE_UPDATE_INSTANCES && i < ch->count; i++)
+        if (ch->deltas[i].op != SY_INSTANCE_ADD) {
+            char path[48];
+            snprintf(path, sizeof path, "deltas[%zu].instance.id", i);
+            return sy_error_set(err, SY_ENOTFOUND, path,
+                                "service '%s' is unknown: it has no instance "
+                                "list to change",
+                                name);
+        }
     if (ch->kind == SY_CHANGE_UPDATE_INSTANCES) {
         rc =
             old ? SY_OK : sy_service_new(&r->alloc, name, NULL, 0, &empty, err);

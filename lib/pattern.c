@@ -1,267 +1,27 @@
 /*
  * pattern.c - owns Spring PathPatterns (route model 4.1), Ant host patterns
- * ('.' separator), request path/host splitting, and sy_regex (the
- * whole-value regex predicates use). A pattern is parsed into one element
- * per segment; only segments that need one get a PCRE2 regex:
+ * ('.' separator) and request path/host splitting. A pattern is parsed into one
+ * element per segment; only segments that need one get a PCRE2 regex:
  *
  *   pattern  /api  /{v}  /file*.txt    /{id:\d+}  /{*rest}
  *   element  LIT   VAR   REGEX (mixed) REGEX      MULTI
  *   test     cmp   !=""  file.*\.txt   \d+        0..n segments
  *
- * Regexes are compiled anchored at both ends (never at match time, which
- * would turn the JIT off), JIT-compiled, and matched with a match context
- * that caps backtracking. Matching only reads the pattern.
+ * Regexes are compiled through regex.c, anchored at both ends (never at
+ * match time, which would turn the JIT off), JIT-compiled, and matched with
+ * a match context that caps backtracking. Matching only reads the pattern.
  */
 #include "pattern.h"
 
 #include <stdio.h>
 
-#define SY_RE_MATCH_LIMIT 200000u
-#define SY_RE_DEPTH_LIMIT 10000u
 #define SY_NONE ((size_t)-1)
-
-/* ------------------------------------------------------------------ */
-/* PCRE2 plumbing                                                       */
-/* ------------------------------------------------------------------ */
-
-static void *re_malloc(size_t n, void *data) {
-    return sy_malloc((const sy_alloc *)data, n);
-}
-
-static void re_free(void *p, void *data) {
-    sy_free((const sy_alloc *)data, p);
-}
-
-/* Contexts for one compile: compile and general contexts are dropped at the
- * end; the match context is kept by the compiled object. */
-typedef struct re_env {
-    const sy_alloc *a;
-    pcre2_general_context *g;
-    pcre2_compile_context *c;
-    pcre2_match_context *m;
-} re_env;
-
-/* Contexts are created on the first regex: most path and host patterns
- * have none and then cost no PCRE2 allocation at all. */
-static bool re_env_init(re_env *env, const sy_alloc *a) {
-    env->a = a;
-    env->g = NULL;
-    env->c = NULL;
-    env->m = NULL;
-    return true;
-}
-
-static bool re_env_ready(re_env *env) {
-    if (env->c && env->m)
-        return true;
-    env->g = pcre2_general_context_create(re_malloc, re_free, (void *)env->a);
-    env->c = env->g ? pcre2_compile_context_create(env->g) : NULL;
-    env->m = env->g ? pcre2_match_context_create(env->g) : NULL;
-    if (!env->c || !env->m)
-        return false;
-    pcre2_set_match_limit(env->m, SY_RE_MATCH_LIMIT);
-    pcre2_set_depth_limit(env->m, SY_RE_DEPTH_LIMIT);
-    return true;
-}
-
-/* Drop the compile-time contexts; the match context too unless kept. */
-static void re_env_done(re_env *env, bool keep_match) {
-    pcre2_compile_context_free(env->c);
-    pcre2_general_context_free(env->g);
-    env->c = NULL;
-    env->g = NULL;
-    if (!keep_match) {
-        pcre2_match_context_free(env->m);
-        env->m = NULL;
-    }
-}
-
-static pcre2_code *re_compile(re_env *env, const char *src, size_t len, int *ec,
-                              size_t *eo) {
-    if (!re_env_ready(env)) {
-        *ec = PCRE2_ERROR_HEAP_FAILED;
-        *eo = 0;
-        return NULL;
-    }
-    PCRE2_SIZE off = 0;
-    pcre2_code *re =
-        pcre2_compile((PCRE2_SPTR)src, len, PCRE2_ANCHORED | PCRE2_ENDANCHORED,
-                      ec, &off, env->c);
-    *eo = off;
-    if (re)
-        (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back */
-    return re;
-}
-
-static uint32_t re_capture_count(const pcre2_code *re) {
-    uint32_t n = 0;
-    (void)pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &n);
-    return n;
-}
-
-/* Fill err for a failed pcre2_compile at `off` (offset in the pattern). */
-static int re_error(sy_error *err, int ec, size_t off) {
-    if (ec == PCRE2_ERROR_HEAP_FAILED)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    PCRE2_UCHAR msg[200];
-    if (pcre2_get_error_message(ec, msg, sizeof msg) < 0)
-        snprintf((char *)msg, sizeof msg, "invalid regular expression");
-    sy_error_set(err, SY_EREGEX, "", "%s", (const char *)msg);
-    if (err)
-        err->offset = off;
-    return SY_EREGEX;
-}
 
 static int pat_error(sy_error *err, int code, size_t off, const char *msg) {
     sy_error_set(err, code, "", "%s", msg);
     if (err)
         err->offset = off;
     return code;
-}
-
-/* ------------------------------------------------------------------ */
-/* sy_regex                                                             */
-/* ------------------------------------------------------------------ */
-
-struct sy_regex {
-    _Atomic long refs;
-    sy_alloc a; /* a copy: PCRE2 keeps a pointer to it */
-    pcre2_code *code;
-    pcre2_match_context *mctx;
-    uint32_t groups;
-};
-
-int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
-                     sy_error *err) {
-    *out = NULL;
-    sy_regex *re = sy_calloc(a, 1, sizeof *re);
-    re_env env = {0};
-    if (re)
-        re->a = *a;
-    if (!re || !re_env_init(&env, &re->a)) {
-        re_env_done(&env, false);
-        sy_free(a, re);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    }
-    int ec = 0;
-    size_t eo = 0;
-    re->code = re_compile(&env, src, strlen(src), &ec, &eo);
-    if (!re->code) {
-        re_env_done(&env, false);
-        sy_free(a, re);
-        return re_error(err, ec, eo);
-    }
-    re_env_done(&env, true);
-    re->mctx = env.m;
-    re->groups = re_capture_count(re->code) + 1;
-    atomic_init(&re->refs, 1);
-    *out = re;
-    return SY_OK;
-}
-
-/* Drop one reference; the last frees the regex. */
-void sy_regex_free(sy_regex *re) {
-    if (!re ||
-        atomic_fetch_sub_explicit(&re->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    pcre2_code_free(re->code);
-    pcre2_match_context_free(re->mctx);
-    sy_alloc a = re->a;
-    sy_free(&a, re);
-}
-
-typedef struct regex_entry {
-    uint64_t hash;
-    char *src;
-    sy_regex *re;
-} regex_entry;
-
-struct sy_regex_cache {
-    sy_alloc a;
-    regex_entry *e;
-    size_t cap, count; /* cap: power of two, or 0 */
-};
-
-sy_regex_cache *sy_regex_cache_new(const sy_alloc *a) {
-    sy_regex_cache *c = sy_calloc(a, 1, sizeof *c);
-    if (c)
-        c->a = *a;
-    return c;
-}
-
-void sy_regex_cache_free(sy_regex_cache *c) {
-    if (!c)
-        return;
-    for (size_t i = 0; i < c->cap; i++)
-        if (c->e[i].re) {
-            sy_regex_free(c->e[i].re);
-            sy_free(&c->a, c->e[i].src);
-        }
-    sy_free(&c->a, c->e);
-    sy_alloc a = c->a;
-    sy_free(&a, c);
-}
-
-static regex_entry *cache_slot(regex_entry *e, size_t cap, uint64_t h,
-                               const char *src) {
-    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
-        if (!e[i].re || (e[i].hash == h && strcmp(e[i].src, src) == 0))
-            return &e[i];
-}
-
-static bool cache_grow(sy_regex_cache *c) {
-    size_t cap = c->cap ? c->cap * 2 : 16;
-    regex_entry *e = sy_calloc(&c->a, cap, sizeof *e);
-    if (!e)
-        return false;
-    for (size_t i = 0; i < c->cap; i++)
-        if (c->e[i].re)
-            *cache_slot(e, cap, c->e[i].hash, c->e[i].src) = c->e[i];
-    sy_free(&c->a, c->e);
-    c->e = e;
-    c->cap = cap;
-    return true;
-}
-
-int sy_regex_compile_cached(sy_regex_cache *c, const sy_alloc *a,
-                            const char *src, sy_regex **out, sy_error *err) {
-    if (!c)
-        return sy_regex_compile(a, src, out, err);
-    uint64_t h = sy_hash64(src, strlen(src), 0x7e);
-    regex_entry *slot = c->cap ? cache_slot(c->e, c->cap, h, src) : NULL;
-    if (slot && slot->re) {
-        atomic_fetch_add_explicit(&slot->re->refs, 1, memory_order_relaxed);
-        *out = slot->re;
-        return SY_OK;
-    }
-    int rc = sy_regex_compile(a, src, out, err);
-    if (rc)
-        return rc;
-    /* remember it when there is room; a full cache only costs speed */
-    if ((c->count + 1) * 4 > c->cap * 3 && !cache_grow(c))
-        return SY_OK;
-    char *copy = sy_strdup(&c->a, src);
-    if (!copy)
-        return SY_OK;
-    slot = cache_slot(c->e, c->cap, h, src);
-    atomic_fetch_add_explicit(&(*out)->refs, 1, memory_order_relaxed);
-    *slot = (regex_entry){h, copy, *out};
-    c->count++;
-    return SY_OK;
-}
-
-uint32_t sy_regex_groups(const sy_regex *re) {
-    return re ? re->groups : 1;
-}
-
-bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
-                         pcre2_match_data *md) {
-    if (!re || !md)
-        return false;
-    if (!s)
-        s = "";
-    /* rc == 0: matched, the match data just has no room for groups */
-    return pcre2_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx) >= 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -485,25 +245,26 @@ static void put_literal(sy_buf *b, const char *s, size_t n) {
 }
 
 static void note_groups(sy_pattern *p, const pcre2_code *re) {
-    uint32_t g = re_capture_count(re) + 1;
+    uint32_t g = sy_re_capture_count(re) + 1;
     if (g > p->max_groups)
         p->max_groups = g;
 }
 
 /* A segment that is neither literal, "*", "{x}" nor "{x:re}": one regex
  * with literal parts quoted and one group per variable. */
-static int compile_mixed(sy_pattern *p, re_env *env, sy_pelem *el, const tok *t,
-                         size_t nt, sy_error *err) {
+static int compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
+                         const tok *t, size_t nt, sy_error *err) {
     const char *s = p->src;
     int ec = 0;
     size_t eo = 0;
     for (size_t i = 0; i < nt; i++) {
         if (t[i].kind != T_RVAR)
             continue;
-        pcre2_code *re = re_compile(env, s + t[i].roff, t[i].rlen, &ec, &eo);
+        pcre2_code *re = sy_re_env_compile(env, s + t[i].roff, t[i].rlen,
+                                           SY_RE_WHOLE, &ec, &eo);
         if (!re)
-            return re_error(err, ec, t[i].roff + eo);
-        uint32_t groups = re_capture_count(re);
+            return sy_re_error(err, "", ec, t[i].roff + eo);
+        uint32_t groups = sy_re_capture_count(re);
         pcre2_code_free(re);
         if (groups)
             return pat_error(err, SY_EPATTERN, t[i].roff,
@@ -531,11 +292,11 @@ static int compile_mixed(sy_pattern *p, re_env *env, sy_pelem *el, const tok *t,
         sy_buf_free(&b);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     }
-    el->re = re_compile(env, b.ptr, b.len, &ec, &eo);
+    el->re = sy_re_env_compile(env, b.ptr, b.len, SY_RE_WHOLE, &ec, &eo);
     sy_buf_free(&b);
     if (!el->re)
-        return re_error(err, ec, el->offset);
-    if (re_capture_count(el->re) != el->nvars)
+        return sy_re_error(err, "", ec, el->offset);
+    if (sy_re_capture_count(el->re) != el->nvars)
         return pat_error(err, SY_EPATTERN, el->offset,
                          "a regex changes the groups of its segment");
     note_groups(p, el->re);
@@ -559,7 +320,7 @@ static int add_multi(sy_pattern *p, size_t off, const sy_str *name,
 }
 
 /* Parse and compile one segment src[s0, e). */
-static int segment(sy_pattern *p, re_env *env, tok *t, size_t s0, size_t e,
+static int segment(sy_pattern *p, sy_re_env *env, tok *t, size_t s0, size_t e,
                    sy_error *err) {
     const char *s = p->src;
     if (e - s0 == 2 && s[s0] == '*' && s[s0 + 1] == '*')
@@ -638,16 +399,17 @@ static int segment(sy_pattern *p, re_env *env, tok *t, size_t s0, size_t e,
         int ec = 0;
         size_t eo = 0;
         el->whole = true;
-        el->re = re_compile(env, s + t[0].roff, t[0].rlen, &ec, &eo);
+        el->re = sy_re_env_compile(env, s + t[0].roff, t[0].rlen, SY_RE_WHOLE,
+                                   &ec, &eo);
         if (!el->re)
-            return re_error(err, ec, t[0].roff + eo);
+            return sy_re_error(err, "", ec, t[0].roff + eo);
         note_groups(p, el->re);
         return SY_OK;
     }
     return compile_mixed(p, env, el, t, nt, err);
 }
 
-static int parse(sy_pattern *p, re_env *env, tok *t, sy_error *err) {
+static int parse(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
     const char *s = p->src;
     size_t len = strlen(s);
     char sep = p->host ? '.' : '/';
@@ -720,14 +482,15 @@ static int compile(const sy_alloc *a, const char *src, bool host,
     p->src = (char *)(p->vars + nbrace);
     memcpy(p->src, src, len);
     tok *t = sy_calloc(a, len + 1, sizeof *t);
-    re_env env = {0};
+    sy_re_env env;
+    sy_re_env_init(&env, a, SY_RE_MATCH_LIMIT, SY_RE_DEPTH_LIMIT);
     int rc;
-    if (!t || !re_env_init(&env, a))
+    if (!t)
         rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
     else
         rc = parse(p, &env, t, err);
     sy_free(a, t);
-    re_env_done(&env, rc == SY_OK);
+    sy_re_env_done(&env, rc == SY_OK);
     if (rc) {
         sy_pattern_free(p);
         return rc;

@@ -6,10 +6,7 @@
 #ifndef SY_PATTERN_H
 #define SY_PATTERN_H
 
-#include "util.h"
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
+#include "regex.h"
 
 /*
  * A request path split once per request: the raw path "/a/b%2Fc;x=1/"
@@ -75,36 +72,6 @@ bool sy_pattern_match_path(const sy_pattern *p, const sy_segments *segs,
 bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
                            sy_capture *caps, size_t *ncaps,
                            pcre2_match_data *md);
-
-/*
- * A standalone regex that must match a whole value (Header, Query, Cookie):
- * compiled anchored at both ends, JIT-compiled, with a match limit, all
- * memory from `a`. On error SY_EREGEX, err->offset = offset in `src` and
- * PCRE2's message, err->path empty. Matching is read-only: any number of
- * threads at once, each with its own match data.
- */
-typedef struct sy_regex sy_regex;
-
-/*
- * A cache of compiled whole-value regexes for one document parse: the same
- * pattern text used by many routes (a Header regex in 30,000 routes) is
- * compiled and JIT-compiled once and shared. Compiled regexes are
- * refcounted and immutable, so routes may outlive the cache.
- */
-typedef struct sy_regex_cache sy_regex_cache;
-sy_regex_cache *sy_regex_cache_new(const sy_alloc *a);
-void sy_regex_cache_free(sy_regex_cache *c);
-/* sy_regex_compile through `cache` (may be NULL). */
-int sy_regex_compile_cached(sy_regex_cache *cache, const sy_alloc *a,
-                            const char *src, sy_regex **out, sy_error *err);
-int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
-                     sy_error *err);
-void sy_regex_free(sy_regex *re);
-/* Capture groups + 1 (the size of match data it needs to report groups). */
-uint32_t sy_regex_groups(const sy_regex *re);
-/* True when s[0..n) matches as a whole. md: any match data (NULL: false). */
-bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
-                         pcre2_match_data *md);
 
 /* Introspection for the index. */
 typedef enum sy_seg_kind {

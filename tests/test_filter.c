@@ -4,6 +4,7 @@
 #include "filter.h"
 #include "testutil.h"
 
+#include <cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,127 @@ static void has_header(size_t i, const char *name, const char *value) {
     eq(P.headers[i].name, name);
     eq(P.headers[i].value, value);
 }
+
+/* ---- end to end: tests/data/spring/routes.json (issue 13 cases, each
+ * naming its source): document and default filters in, route and upstream
+ * path out, the indexed matcher agreeing with the linear scan ---- */
+
+static const char *jstr(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *matched_id(const sy_match *m) {
+    return m ? sy_route_id(sy_match_route(m)) : "(none)";
+}
+
+static void e2e_request(const sy_snapshot *snap, sy_match_ctx *ix,
+                        sy_match_ctx *lin, const cJSON *q, const char *src) {
+    sy_header hdrs[8];
+    sy_request req = SY_REQUEST_INIT;
+    req.method = S(jstr(q, "method"));
+    req.host = S(jstr(q, "host"));
+    req.path = S(jstr(q, "path"));
+    req.remote_addr = S(jstr(q, "remote"));
+    req.now_ms = 1700000000000LL;
+    const cJSON *h;
+    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(q, "headers")) {
+        ck_assert_uint_lt(req.header_count, 8);
+        hdrs[req.header_count++] =
+            (sy_header){S(cJSON_GetArrayItem(h, 0)->valuestring),
+                        S(cJSON_GetArrayItem(h, 1)->valuestring)};
+    }
+    req.headers = hdrs;
+    sy_match *m = NULL, *l = NULL;
+    ck_assert_int_eq(sy_snapshot_match(snap, ix, &req, &m), 0);
+    ck_assert_int_eq(sy_snapshot_match_linear(snap, lin, &req, &l), 0);
+    const char *want = jstr(q, "route");
+    ck_assert_msg(strcmp(matched_id(m), matched_id(l)) == 0,
+                  "%s: %s: indexed chose %s, linear %s", src, req.path.ptr,
+                  matched_id(m), matched_id(l));
+    ck_assert_msg(strcmp(matched_id(m), want ? want : "(none)") == 0,
+                  "%s: %s (host %s): matched %s, want %s", src, req.path.ptr,
+                  req.host.ptr, matched_id(m), want ? want : "(none)");
+    const char *up = jstr(q, "upstream_path");
+    if (up) {
+        sy_str got = sy_match_path(m);
+        ck_assert_msg(sy_str_eq(got, up, strlen(up)),
+                      "%s: upstream path '%.*s', want '%s'", src, (int)got.len,
+                      got.ptr, up);
+    }
+    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(q, "headers_out")) {
+        const char *name = cJSON_GetArrayItem(h, 0)->valuestring;
+        const char *value = cJSON_GetArrayItem(h, 1)->valuestring;
+        bool found = false;
+        for (size_t i = 0; i < sy_match_header_count(m); i++) {
+            sy_header x = sy_match_header(m, i);
+            found = found || (sy_str_ieq(x.name, name, strlen(name)) &&
+                              sy_str_eq(x.value, value, strlen(value)));
+        }
+        ck_assert_msg(found, "%s: no upstream header %s: %s", src, name, value);
+    }
+}
+
+static void e2e_case(const cJSON *c, sy_match_ctx *ix, sy_match_ctx *lin) {
+    const char *src = jstr(c, "source");
+    char *dflt = NULL;
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "default_filters");
+    if (d)
+        dflt = cJSON_PrintUnformatted(d);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.default_filters = dflt;
+    sy_router *r = NULL;
+    sy_error err;
+    ck_assert_msg(sy_router_new(&o, &r, &err) == 0, "%s: %s", src, err.message);
+    ck_assert_int_eq(sy_router_add_source(r, "main", &err), 0);
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddItemToObject(
+        doc, "routes",
+        cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c, "routes"), true));
+    char *json = cJSON_PrintUnformatted(doc);
+    int rc = sy_router_apply(r, "main", json, strlen(json), NULL, &err);
+    const char *want_err = jstr(c, "error");
+    if (want_err) {
+        int want = strcmp(want_err, "SY_EREGEX") == 0 ? SY_EREGEX : SY_EPATTERN;
+        ck_assert_msg(rc == want, "%s: apply gave %d, want %s", src, rc,
+                      want_err);
+        ck_assert_msg(strncmp(err.path, "routes[0].predicates[0]", 23) == 0,
+                      "%s: error at '%s'", src, err.path);
+    } else {
+        ck_assert_msg(rc == 0, "%s: apply: %s at %s", src, err.message,
+                      err.path);
+        sy_snapshot *snap = sy_router_acquire(r);
+        const cJSON *q;
+        cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(c, "requests"))
+            e2e_request(snap, ix, lin, q, src);
+        sy_snapshot_release(snap);
+    }
+    cJSON_free(json);
+    cJSON_Delete(doc);
+    cJSON_free(dflt);
+    sy_router_free(r);
+}
+
+START_TEST(spring_end_to_end_cases) {
+    char *text = sy_test_read("spring/routes.json", NULL);
+    cJSON *root = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(root);
+    sy_match_ctx *ix = NULL, *lin = NULL;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ix, NULL), 0);
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &lin, NULL), 0);
+    int n = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(root, "cases")) {
+        e2e_case(c, ix, lin);
+        n++;
+    }
+    ck_assert_int_ge(n, 10);
+    sy_match_ctx_free(ix);
+    sy_match_ctx_free(lin);
+    cJSON_Delete(root);
+    free(text);
+}
+END_TEST
 
 /* ------------------------------------------------------------------ */
 
@@ -1084,6 +1206,7 @@ int main(void) {
     tcase_add_test(tc, host_filter_validation_failure_names_the_path);
     tcase_add_test(tc, unknown_filter_without_host_factory_is_rejected);
     tcase_add_test(tc, missing_required_argument_names_the_field);
+    tcase_add_test(tc, spring_end_to_end_cases);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

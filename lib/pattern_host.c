@@ -201,7 +201,10 @@ bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
     size_t dummy = 0;
     if (!ncaps)
         ncaps = &dummy;
-    if (p->lead != labels->lead ||
+    /* no labels at all: the Host was empty or missing; SCG reads a missing
+     * Host as null, which AntPathMatcher never matches (switchyard cannot
+     * tell the two apart, so an empty Host matches nothing either) */
+    if (labels->count == 0 || p->lead != labels->lead ||
         labels->count < (size_t)labels->lead + labels->trail)
         return false;
     const sy_pelem *pt = p->elems + p->first;

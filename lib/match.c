@@ -128,6 +128,21 @@ static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
     return (sy_str){host.ptr, end};
 }
 
+/* A seed for a request that brought none (seed 0): the router's random
+ * callback, else the context's own xorshift64* generator. */
+static uint64_t draw_seed(sy_match_ctx *c, const sy_snapshot *s) {
+    uint64_t v;
+    if (s->random) {
+        v = s->random(s->clock_data);
+    } else {
+        c->rng ^= c->rng >> 12;
+        c->rng ^= c->rng << 25;
+        c->rng ^= c->rng >> 27;
+        v = c->rng * 0x2545f4914f6cdd1dull;
+    }
+    return v;
+}
+
 /* A request from a host built against an older, shorter sy_request is
  * completed with defaults so nothing past its size is ever read; one
  * without a seed gets one when some route draws a Weight. */
@@ -141,17 +156,13 @@ static const sy_request *full_request(sy_match_ctx *c, const sy_snapshot *s,
     memcpy(&c->req_copy, req,
            req->size < sizeof(sy_request) ? req->size : sizeof(sy_request));
     c->req_copy.size = sizeof(sy_request);
-    if (seed) {
-        if (s->random) {
-            c->req_copy.seed = s->random(s->clock_data);
-        } else { /* xorshift64* */
-            c->rng ^= c->rng >> 12;
-            c->rng ^= c->rng << 25;
-            c->rng ^= c->rng >> 27;
-            c->req_copy.seed = c->rng * 0x2545f4914f6cdd1dull;
-        }
-    }
+    if (seed)
+        c->req_copy.seed = draw_seed(c, s);
     return &c->req_copy;
+}
+
+uint64_t sy_match_draw_seed(const sy_match *m) {
+    return draw_seed(m->ctx, m->snap);
 }
 
 static int prepare(sy_match_ctx *c, const sy_snapshot *s,

@@ -80,7 +80,10 @@ int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx, sy_match *m,
         p.hash_key = header_value(req, r->select.hash_header);
     else if (r->select.hash_cookie)
         p.hash_key = cookie_value(req, r->select.hash_cookie);
-    p.seed = req->seed;
+    /* seed 0: the router's random callback or the context's generator,
+     * as for Weight draws (never the constant 0) */
+    p.seed = req->seed || p.policy != SY_LB_RANDOM ? req->seed
+                                                   : sy_match_draw_seed(m);
     p.websocket = r->select.websocket;
     return sy_service_select(svc, &p, out, err);
 }

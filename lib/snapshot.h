@@ -129,6 +129,11 @@ uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id);
 const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
                                              const char *name, size_t len);
 
+/* A fresh random seed for the request of match m, which brought seed 0:
+ * from the router's random callback, else from m's context generator
+ * (match.c). For every draw that needs randomness (Weight, lb random). */
+uint64_t sy_match_draw_seed(const sy_match *m);
+
 /* The snapshot behind a handle returned by acquire (untags it). */
 const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle);
 

@@ -32,6 +32,7 @@ struct sy_match_ctx {
     sy_alloc alloc;
     sy_request req_copy; /* a completed or seeded copy of the request */
     uint64_t rng;        /* Weight seeds when the host passes none */
+    bool bad_path;       /* the last match: path refused by normalisation */
     sy_arena scratch;
     sy_segments path, host;
     sy_capture *caps;
@@ -165,12 +166,40 @@ uint64_t sy_match_draw_seed(const sy_match *m) {
     return draw_seed(m->ctx, m->snap);
 }
 
+/* Normalise the request path (path_normalize.c); a changed path goes
+ * into a copy of the request, so matching, captures and the filter plan's
+ * upstream path all see it. SY_PN_BAD_PATH: route nothing. */
+static int normalize_path(sy_match_ctx *c, const sy_snapshot *s,
+                          const sy_request **req) {
+    sy_str np;
+    int rc = sy_path_normalize(&s->path_norm, (*req)->path, &c->scratch, &np);
+    if (rc == SY_PN_BAD_PATH)
+        c->bad_path = true;
+    if (rc || np.ptr == (*req)->path.ptr)
+        return rc;
+    if (*req != &c->req_copy)
+        c->req_copy = **req;
+    c->req_copy.path = np;
+    *req = &c->req_copy;
+    return 0;
+}
+
+bool sy_match_ctx_bad_path(const sy_match_ctx *ctx) {
+    return ctx && ctx->bad_path;
+}
+
+/* Fit the context, normalise the path (may replace *reqp), split. Returns
+ * SY_PN_BAD_PATH (positive) when the path is refused. */
 static int prepare(sy_match_ctx *c, const sy_snapshot *s,
-                   const sy_request *req) {
+                   const sy_request **reqp) {
     int rc = ctx_fit(c, s);
     if (rc)
         return rc;
     sy_arena_reset(&c->scratch);
+    c->bad_path = false;
+    if ((rc = normalize_path(c, s, reqp)))
+        return rc;
+    const sy_request *req = *reqp;
     if (!sy_segments_split(&c->path, req->path, &c->scratch, &c->alloc))
         return SY_ENOMEM;
     sy_str host = host_for_match(s, req->host);
@@ -265,9 +294,9 @@ static int match_common(const sy_snapshot *h, sy_match_ctx *c,
     *out = NULL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
     req = full_request(c, s, req);
-    int rc = prepare(c, s, req);
+    int rc = prepare(c, s, &req);
     if (rc)
-        return rc;
+        return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match */
     return linear ? match_linear(c, s, req, out)
                   : match_indexed(c, s, req, out);
 }
@@ -348,9 +377,9 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
         return SY_EINVAL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
     req = full_request(c, s, req);
-    int rc = prepare(c, s, req);
+    int rc = prepare(c, s, &req);
     if (rc)
-        return rc;
+        return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* nothing can match */
     for (size_t i = 0; i < s->route_count; i++) {
         uint32_t slot = s->rank[i];
         const struct sy_route *r = s->slots[slot].route;

@@ -10,6 +10,7 @@
 #define SY_SNAPSHOT_H
 
 #include "index.h"
+#include "path_normalize.h"
 #include "predicate.h"
 #include "publish.h"
 #include "route.h"
@@ -71,6 +72,7 @@ struct sy_snapshot {
     size_t service_count;
 
     bool strip_host_port;
+    sy_path_norm_opts path_norm;     /* request path normalisation */
     int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
     void *clock_data;
     uint64_t (*random)(void *data); /* for requests with seed == 0 */
@@ -90,6 +92,7 @@ typedef struct sy_route_change {
 
 typedef struct sy_snapshot_config {
     bool strip_host_port;
+    sy_path_norm_opts path_norm; /* all zero: the secure default */
     int64_t (*clock_ms)(void *data);
     void *clock_data; /* also passed to random */
     uint64_t (*random)(void *data);
@@ -133,6 +136,12 @@ const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
  * from the router's random callback, else from m's context generator
  * (match.c). For every draw that needs randomness (Weight, lb random). */
 uint64_t sy_match_draw_seed(const sy_match *m);
+
+/* Why the last match on ctx found no route, beyond "no route matched"
+ * (match.c): the request path was refused by normalisation (climbs above
+ * the root, or a rejected encoded slash). For the host's no-match reason
+ * (SY_NOMATCH_BAD_PATH). */
+bool sy_match_ctx_bad_path(const sy_match_ctx *ctx);
 
 /* The snapshot behind a handle returned by acquire (untags it). */
 const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle);

@@ -76,6 +76,7 @@ struct sy_snapshot {
     int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
     void *clock_data;
     uint64_t (*random)(void *data); /* for requests with seed == 0 */
+    uint32_t key_limit;             /* above every sy_route_key of its routes */
     bool needs_host;                /* some route has a Host predicate */
     bool needs_time;                /* some route has After/Before/Between */
     uint32_t max_groups, max_vars;
@@ -97,6 +98,7 @@ typedef struct sy_snapshot_config {
     void *clock_data; /* also passed to random */
     uint64_t (*random)(void *data);
     struct sy_route *defaults;
+    uint32_t key_limit; /* above every live route's key */
     const char *const *sources;
     size_t source_count;
     /* services replacing the base's (NULL: keep the base's) */
@@ -136,12 +138,6 @@ const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
  * from the router's random callback, else from m's context generator
  * (match.c). For every draw that needs randomness (Weight, lb random). */
 uint64_t sy_match_draw_seed(const sy_match *m);
-
-/* Why the last match on ctx found no route, beyond "no route matched"
- * (match.c): the request path was refused by normalisation (climbs above
- * the root, or a rejected encoded slash). For the host's no-match reason
- * (SY_NOMATCH_BAD_PATH). */
-bool sy_match_ctx_bad_path(const sy_match_ctx *ctx);
 
 /* The snapshot behind a handle returned by acquire (untags it). */
 const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle);

@@ -153,7 +153,7 @@ static outcome route(const char *path) {
     sy_snapshot *s = sy_router_acquire(r);
     sy_match *m = NULL;
     ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
-    o.bad_path = sy_match_ctx_bad_path(ctx);
+    o.bad_path = (sy_match_ctx_nomatch(ctx, NULL) == SY_NOMATCH_BAD_PATH);
     if (m) {
         snprintf(o.route, sizeof o.route, "%s", sy_route_id(sy_match_route(m)));
         sy_str p = sy_match_path(m);
@@ -261,7 +261,7 @@ static outcome route_with(int k, const char *path) {
     req.path = (sy_str){path, strlen(path)};
     sy_match *m = NULL;
     ck_assert_int_eq(sy_snapshot_match(snap, ctx, &req, &m), 0);
-    o.bad_path = sy_match_ctx_bad_path(ctx);
+    o.bad_path = (sy_match_ctx_nomatch(ctx, NULL) == SY_NOMATCH_BAD_PATH);
     if (m) {
         snprintf(o.route, sizeof o.route, "%s", sy_route_id(sy_match_route(m)));
         sy_str p = sy_match_path(m);

@@ -183,7 +183,7 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
  * is a predicate the index already proved (skipped), or -1. */
 static int first_failing_but(const sy_snapshot *s, uint32_t slot, sy_eval *ev,
                              int32_t proven) {
-    const sy_slot *sl = &s->slots[slot];
+    const sy_slot *sl = sy_snapshot_slot(s, slot);
     const struct sy_route *r = sl->route;
     ev->ncaps = 0;
     ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
@@ -201,7 +201,7 @@ static int first_failing(const sy_snapshot *s, uint32_t slot, sy_eval *ev) {
  * route, so a miss can tell 405 from 404. Costs one load per failure. */
 static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                          int f) {
-    const struct sy_route *r = s->slots[slot].route;
+    const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
     if (f >= 0 && c->method_miss_count < MAX_METHOD_MISSES &&
         sy_pred_get_kind(r->cpreds[f]) == SY_PK_METHOD)
         c->method_misses[c->method_miss_count++] = slot;
@@ -211,7 +211,7 @@ static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
  * all-literal Path (or Host) predicate is proven (no captures to take). */
 static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                            uint8_t proof) {
-    const struct sy_route *r = s->slots[slot].route;
+    const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
     int32_t skip = proof == SY_PROOF_PATH   ? r->literal_path
                    : proof == SY_PROOF_HOST ? r->literal_host
                                             : -1;
@@ -228,7 +228,7 @@ static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
     m->snap = s;
     m->req = req;
     m->slot = slot;
-    m->route = s->slots[slot].route;
+    m->route = sy_snapshot_slot(s, slot)->route;
     m->plan_done = false;
     m->plan_rc = 0;
     return m;
@@ -237,8 +237,8 @@ static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
 static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
                         const sy_request *req, sy_match **out) {
     for (size_t i = 0; i < s->route_count; i++) {
-        uint32_t slot = s->rank[i];
-        if (s->slots[slot].route->disabled)
+        uint32_t slot = sy_snapshot_rank_at(s, i);
+        if (sy_snapshot_slot(s, slot)->route->disabled)
             continue;
         int f = first_failing(s, slot, &c->ev);
         if (f < 0) {
@@ -281,7 +281,7 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
     c->allow_len = 0;
     c->allow[0] = '\0';
     for (size_t k = 0; k < c->method_miss_count; k++) {
-        const sy_slot *sl = &s->slots[c->method_misses[k]];
+        const sy_slot *sl = sy_snapshot_slot(s, c->method_misses[k]);
         const struct sy_route *r = sl->route;
         c->ev.ncaps = 0;
         c->ev.weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
@@ -364,7 +364,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
             uint32_t slot = l->ids[i];
-            if (s->slots[slot].route &&
+            if (sy_snapshot_slot(s, slot)->route &&
                 candidate_fails(c, s, slot, l->proof) < 0) {
                 *out = found(c, s, req, slot);
                 return SY_OK;
@@ -383,13 +383,13 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         for (size_t i = 0; i < n; i++) {
             const sy_cand_list *l = &c->lists[i];
             while (c->heads[i] < l->len) {
-                const sy_slot *sl = &s->slots[l->ids[c->heads[i]]];
+                const sy_slot *sl = sy_snapshot_slot(s, l->ids[c->heads[i]]);
                 if (sl->route && sl->key != last)
                     break;
                 c->heads[i]++;
             }
             if (c->heads[i] < l->len) {
-                uint64_t k = s->slots[l->ids[c->heads[i]]].key;
+                uint64_t k = sy_snapshot_slot(s, l->ids[c->heads[i]])->key;
                 if (k < best_key) {
                     best_key = k;
                     best = i;
@@ -417,8 +417,8 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
     if (rc)
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* nothing can match */
     for (size_t i = 0; i < s->route_count; i++) {
-        uint32_t slot = s->rank[i];
-        const struct sy_route *r = s->slots[slot].route;
+        uint32_t slot = sy_snapshot_rank_at(s, i);
+        const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
         int stop;
         if (r->disabled) {
             stop = fn(data, r, false, -1, "disabled");

@@ -299,8 +299,8 @@ void sy_router_free(sy_router *r) {
     /* the live table's references, then the buried ones */
     const sy_snapshot *cur = sy_router_current(r);
     for (uint32_t i = 0; i < cur->slot_count; i++)
-        if (cur->slots[i].route)
-            sy_route_unref(cur->slots[i].route);
+        if (sy_snapshot_slot(cur, i)->route)
+            sy_route_unref(sy_snapshot_slot(cur, i)->route);
     for (size_t i = 0; i < r->grave_count; i++)
         sy_route_unref(r->graves[i].route);
     sy_free(&r->alloc, r->graves);
@@ -449,7 +449,7 @@ static const struct sy_route **source_routes(sy_router *r, const sy_snapshot *s,
     size_t n = 0;
     if (v)
         for (size_t i = 0; i < s->route_count; i++) {
-            const sy_slot *sl = &s->slots[s->rank[i]];
+            const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
             if (sl->source == si)
                 v[n++] = sl->route;
         }
@@ -468,10 +468,11 @@ static const struct sy_route *reuse_live(void *data, const char *id,
                                          uint64_t fingerprint) {
     const reuse_ctx *rc = data;
     uint32_t slot = sy_snapshot_find_slot(rc->work, id);
-    if (slot == NONE || rc->work->slots[slot].source != rc->source ||
-        rc->work->slots[slot].route->fingerprint != fingerprint)
+    if (slot == NONE ||
+        sy_snapshot_slot(rc->work, slot)->source != rc->source ||
+        sy_snapshot_slot(rc->work, slot)->route->fingerprint != fingerprint)
         return NULL;
-    return rc->work->slots[slot].route;
+    return sy_snapshot_slot(rc->work, slot)->route;
 }
 
 static bool same_text(const char *a, const char *b) {
@@ -505,7 +506,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
             break;
         }
         uint32_t slot = sy_snapshot_find_slot(w, rt->id);
-        if (slot != NONE && w->slots[slot].source != si) {
+        if (slot != NONE && sy_snapshot_slot(w, slot)->source != si) {
             /* an id owned by another source is an error of this document */
             sy_error e;
             char path[64];
@@ -513,7 +514,8 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
                      doc->envelope ? "routes" : "", pos);
             sy_error_set(&e, SY_EDUPLICATE, path,
                          "route id '%s' is already defined by source '%s'",
-                         rt->id, r->sources[w->slots[slot].source].name);
+                         rt->id,
+                         r->sources[sy_snapshot_slot(w, slot)->source].name);
             if (!r->opts.lenient) {
                 if (err)
                     *err = e;
@@ -525,13 +527,14 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
         }
         keep[kept++] = rt;
         uint64_t key = sy_rank_key(rt->order, si, pos);
-        if (slot != NONE && w->slots[slot].key == key &&
-            w->slots[slot].route->fingerprint == rt->fingerprint)
+        if (slot != NONE && sy_snapshot_slot(w, slot)->key == key &&
+            sy_snapshot_slot(w, slot)->route->fingerprint == rt->fingerprint)
             continue; /* unchanged, same rank: shared as it is */
         /* same meaning at a new rank: keep sharing the compiled route */
         struct sy_route *use =
-            slot != NONE && w->slots[slot].route->fingerprint == rt->fingerprint
-                ? w->slots[slot].route
+            slot != NONE && sy_snapshot_slot(w, slot)->route->fingerprint ==
+                                rt->fingerprint
+                ? sy_snapshot_slot(w, slot)->route
                 : (struct sy_route *)rt;
         ch[nch++] = (sy_route_change){rt->id, use, key, si};
     }
@@ -679,12 +682,13 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
     uint32_t slot = sy_snapshot_find_slot(w, rt->id);
     uint32_t pos;
     if (slot != NONE) {
-        if (w->slots[slot].source != si)
-            return sy_error_set(err, SY_EDUPLICATE, "route.id",
-                                "route id '%s' is already defined by source "
-                                "'%s'",
-                                rt->id, r->sources[w->slots[slot].source].name);
-        pos = (uint32_t)(w->slots[slot].key & 0xffffffu);
+        if (sy_snapshot_slot(w, slot)->source != si)
+            return sy_error_set(
+                err, SY_EDUPLICATE, "route.id",
+                "route id '%s' is already defined by source "
+                "'%s'",
+                rt->id, r->sources[sy_snapshot_slot(w, slot)->source].name);
+        pos = (uint32_t)(sy_snapshot_slot(w, slot)->key & 0xffffffu);
     } else {
         if (st->next_pos > SY_RANK_POS_MAX)
             return sy_error_set(err, SY_ELIMIT, "route",
@@ -694,8 +698,9 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
         pos = st->next_pos++;
     }
     rt->doc_index = pos;
-    rc = one_route_diff(c, slot != NONE ? w->slots[slot].route : NULL, rt, rep,
-                        err);
+    rc = one_route_diff(c,
+                        slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
+                        rt, rep, err);
     if (rc)
         return rc;
     sy_route_change ch = {rt->id, rt, sy_rank_key(rt->order, si, pos), si};
@@ -720,7 +725,7 @@ static int step_remove(commit *c, const char *id, sy_report **rep,
     int rc = find_live(c, id, &slot, err);
     if (rc)
         return rc;
-    const sy_slot *sl = &c->work->slots[slot];
+    const sy_slot *sl = sy_snapshot_slot(c->work, slot);
     uint32_t si = sl->source;
     if (!(*rep = sy_report_new(&c->r->alloc, c->r->sources[si].name)))
         return nomem(err);
@@ -741,7 +746,7 @@ static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
     int rc = find_live(c, id, &slot, err);
     if (rc)
         return rc;
-    const sy_slot *sl = &c->work->slots[slot];
+    const sy_slot *sl = sy_snapshot_slot(c->work, slot);
     uint32_t si = sl->source;
     if (!(*rep = sy_report_new(&c->r->alloc, c->r->sources[si].name)))
         return nomem(err);
@@ -878,7 +883,7 @@ static int cmp_ptr(const void *a, const void *b) {
 
 static bool holds(const sy_snapshot *s, const struct sy_route *rt) {
     uint32_t slot = sy_snapshot_find_slot(s, rt->id);
-    return slot != NONE && s->slots[slot].route == rt;
+    return slot != NONE && sy_snapshot_slot(s, slot)->route == rt;
 }
 
 /*
@@ -891,7 +896,8 @@ static int publish_work(commit *c, sy_error *err) {
     sy_router *r = c->r;
     sy_snapshot *f = c->inter.v[c->inter.n - 1];
     ptr_vec *t = &c->touched;
-    qsort(t->v, t->n, sizeof *t->v, cmp_ptr);
+    if (t->n > 1) /* qsort(NULL, 0, ...) is undefined */
+        qsort(t->v, t->n, sizeof *t->v, cmp_ptr);
     size_t u = 0, graves = 0;
     for (size_t i = 0; i < t->n; i++)
         if (u == 0 || t->v[u - 1] != t->v[i])

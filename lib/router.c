@@ -896,7 +896,7 @@ static int publish_work(commit *c, sy_error *err) {
     sy_router *r = c->r;
     sy_snapshot *f = c->inter.v[c->inter.n - 1];
     ptr_vec *t = &c->touched;
-    if (t->n > 1) /* qsort(NULL, 0, ...) is undefined */
+    if (t->n)
         qsort(t->v, t->n, sizeof *t->v, cmp_ptr);
     size_t u = 0, graves = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -1090,7 +1090,7 @@ static int commit_locked(sy_router *r, const sy_change *items, size_t n,
     if (rc == SY_OK && c.inter.n)
         rc = publish_work(&c, err);
     uint64_t publish_us = sy_now_monotonic_us() - t1 + c.derive_us;
-    int64_t now = r->source_count ? sy_router_now_ms(r) : 0;
+    int64_t now = sy_now_realtime_ms(); /* wall time, for operators */
     if (rc) {
         if (n && failed < n)
             note_failure(&c, &items[failed], now, err);

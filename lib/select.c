@@ -81,6 +81,10 @@ int sy_select_for_match(const sy_match *m, const char *const *exclude,
                             "service '%s' has no known instances", name);
     sy_select_params p = SY_SELECT_PARAMS_INIT;
     params_of(r, m->req, &p);
+    /* seed 0: the router's random callback or the context's generator,
+     * as for Weight draws (never the constant 0) */
+    if (!p.seed && p.policy == SY_LB_RANDOM)
+        p.seed = sy_match_draw_seed(m);
     p.exclude = exclude;
     p.exclude_count = exclude_count;
     p.clock_ms = s->clock_ms;

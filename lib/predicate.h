@@ -8,7 +8,7 @@
 #define SY_PREDICATE_H
 
 #include "pattern.h"
-#include "route.h"
+#include "compile_env.h"
 
 /* Weight: position of a route inside its group, computed per snapshot. */
 typedef struct sy_weight_slot {

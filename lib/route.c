@@ -1,7 +1,7 @@
 /*
  * route.c - the compiled route object: creation, reference counting,
- * compiling its predicate and filter entries, argument lookups for the
- * compilers, and the public sy_route_* accessors.
+ * compiling its predicate and filter entries, and the public sy_route_*
+ * accessors.
  */
 #include "route.h"
 
@@ -155,25 +155,6 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
         }
     }
     return SY_OK;
-}
-
-/* ---- argument lookups ---- */
-
-const char *sy_def_arg(const sy_def_entry *e, const char *key) {
-    if (!e || !key)
-        return NULL;
-    for (size_t i = 0; i < e->arg_count; i++)
-        if (strcmp(e->args[i].key, key) == 0)
-            return e->args[i].value;
-    return NULL;
-}
-
-const char *sy_def_arg_or_default(const sy_def_entry *e, const char *key) {
-    const char *v = sy_def_arg(e, key);
-    if (v || !e || !e->spec)
-        return v;
-    const sy_field_spec *f = sy_factory_field(e->spec, key);
-    return f ? f->dflt : NULL;
 }
 
 /* ---- public accessors ---- */

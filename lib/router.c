@@ -1,9 +1,10 @@
 /*
  * router.c - the router: named config sources, applying documents and
  * one-route changes, rollback, pull sources with coalesced notifications,
- * service instance lists, reports and events. Every change is built off to
- * the side as a new snapshot (snapshot.c) and published in one step
- * (publish.c); a failure at any step leaves the live snapshot untouched.
+ * service instance lists and events (the reports it fills live in
+ * report.c). Every change is built off to the side as a new snapshot
+ * (snapshot.c) and published in one step (publish.c); a failure at any step
+ * leaves the live snapshot untouched.
  *
  *   apply(source, bytes)
  *     parse+validate -> skip if same version/checksum -> diff vs the
@@ -13,6 +14,7 @@
  */
 #include "def.h"
 #include "diff.h"
+#include "report.h"
 #include "service.h"
 #include "snapshot.h"
 
@@ -41,19 +43,6 @@ typedef struct source {
     _Atomic int dirty;
     _Atomic int running;
 } source;
-
-struct sy_report {
-    sy_alloc alloc;
-    char *source;
-    char *version;
-    bool skipped;
-    uint64_t generation;
-    sy_diff *diff;
-    uint64_t parse_us, publish_us;
-    sy_error *issues;
-    size_t issue_count;
-    sy_service_diff instances;
-};
 
 /* A route that left the live table at `generation`: its reference is
  * dropped once no snapshot older than that generation is alive. */
@@ -204,40 +193,6 @@ static int derive_publish(sy_router *r, const sy_snapshot_config *cfg,
 
 /* ---- reports ---- */
 
-static sy_report *report_new(sy_router *r, const char *src) {
-    sy_report *rep = sy_calloc(&r->alloc, 1, sizeof *rep);
-    if (!rep)
-        return NULL;
-    rep->alloc = r->alloc;
-    if (src && !(rep->source = sy_strdup(&r->alloc, src))) {
-        sy_free(&r->alloc, rep);
-        return NULL;
-    }
-    return rep;
-}
-
-void sy_report_free(sy_report *rep) {
-    if (!rep)
-        return;
-    sy_alloc a = rep->alloc;
-    sy_free(&a, rep->source);
-    sy_free(&a, rep->version);
-    sy_diff_free(rep->diff);
-    sy_free(&a, rep->issues);
-    sy_service_diff_free(&rep->instances);
-    sy_free(&a, rep);
-}
-
-static int report_add_issue(sy_report *rep, const sy_error *e) {
-    sy_error *n = sy_realloc(&rep->alloc, rep->issues,
-                             (rep->issue_count + 1) * sizeof *n);
-    if (!n)
-        return SY_ENOMEM;
-    rep->issues = n;
-    rep->issues[rep->issue_count++] = *e;
-    return SY_OK;
-}
-
 static void deliver(sy_router *r, sy_report *rep, sy_report **out) {
     if (rep && r->opts.on_event)
         r->opts.on_event(r->opts.callback_data, rep);
@@ -245,52 +200,6 @@ static void deliver(sy_router *r, sy_report *rep, sy_report **out) {
         *out = rep;
     else
         sy_report_free(rep);
-}
-
-const char *sy_report_source(const sy_report *rep) {
-    return rep->source;
-}
-const char *sy_report_version(const sy_report *rep) {
-    return rep->version;
-}
-bool sy_report_skipped(const sy_report *rep) {
-    return rep->skipped;
-}
-uint64_t sy_report_generation(const sy_report *rep) {
-    return rep->generation;
-}
-const sy_diff *sy_report_diff(const sy_report *rep) {
-    return rep->diff;
-}
-uint64_t sy_report_parse_us(const sy_report *rep) {
-    return rep->parse_us;
-}
-uint64_t sy_report_publish_us(const sy_report *rep) {
-    return rep->publish_us;
-}
-size_t sy_report_issue_count(const sy_report *rep) {
-    return rep->issue_count;
-}
-const sy_error *sy_report_issue(const sy_report *rep, size_t i) {
-    return i < rep->issue_count ? &rep->issues[i] : NULL;
-}
-size_t sy_report_instances_added(const sy_report *rep,
-                                 const char *const **ids) {
-    if (ids)
-        *ids = rep->instances.added;
-    return rep->instances.added_count;
-}
-size_t sy_report_instances_removed(const sy_report *rep,
-                                   const char *const **ids) {
-    if (ids)
-        *ids = rep->instances.removed;
-    return rep->instances.removed_count;
-}
-size_t sy_report_instances_changed(const sy_report *rep,
-                                   const char *const **ids) {
-    if (ids)
-        *ids = rep->instances.changed;
-    return rep->instances.changed_count;
 }
 
 /* ---- lifecycle ---- */
@@ -506,7 +415,7 @@ static int apply_locked(sy_router *r, source *src, const char *json, size_t len,
                                        &doc, err);
     if (rc) {
         if (err)
-            report_add_issue(rep, err);
+            sy_report_add_issue(rep, err);
         return rc;
     }
     const char *version = sy_document_version(doc);
@@ -517,7 +426,7 @@ static int apply_locked(sy_router *r, source *src, const char *json, size_t len,
     /* a lenient apply must not drop routes silently: no room to report
      * an issue fails the apply */
     for (size_t i = 0; i < sy_document_issue_count(doc); i++)
-        if (report_add_issue(rep, sy_document_issue(doc, i))) {
+        if (sy_report_add_issue(rep, sy_document_issue(doc, i))) {
             sy_document_free(doc);
             return sy_error_set(err, SY_ENOMEM, "", "out of memory");
         }
@@ -568,7 +477,7 @@ static int apply_locked(sy_router *r, source *src, const char *json, size_t len,
             sy_error_set(&e, SY_EDUPLICATE, path,
                          "route id '%s' is already defined by source '%s'",
                          rt->id, r->sources[cur->slots[slot].source].name);
-            if (report_add_issue(rep, &e) && r->opts.lenient) {
+            if (sy_report_add_issue(rep, &e) && r->opts.lenient) {
                 rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
                 goto done;
             }
@@ -652,7 +561,7 @@ static int apply_common(sy_router *r, const char *name, const char *json,
     if (!src) {
         rc = sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
                           name ? name : "(null)");
-    } else if (!(rep = report_new(r, name))) {
+    } else if (!(rep = sy_report_new(&r->alloc, name))) {
         rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
     } else {
         rc = apply_locked(r, src, json, len, force, rep, err);
@@ -727,7 +636,7 @@ static void report_one(sy_router *r, const char *source,
                        uint64_t generation) {
     if (!r->opts.on_event)
         return;
-    sy_report *rep = report_new(r, source);
+    sy_report *rep = sy_report_new(&r->alloc, source);
     if (!rep)
         return;
     rep->generation = generation;
@@ -964,7 +873,7 @@ static int instances_common(sy_router *r, const char *service,
     if (!r || !service || !*service)
         return sy_error_set(err, SY_EINVAL, "", "router or service is NULL");
     pthread_mutex_lock(&r->lock);
-    sy_report *rep = report_new(r, NULL);
+    sy_report *rep = sy_report_new(&r->alloc, NULL);
     struct sy_service *svc = NULL;
     int rc;
     if (!rep) {

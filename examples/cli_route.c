@@ -56,36 +56,35 @@ static int request_help(const char *cmd) {
                  : "List every route in rank order: whether it matches the "
                    "request and, if\nnot, the first predicate that does not "
                    "hold.\n");
-    printf(
-        "\n"
-        "options:\n"
-        "  --json               print one JSON object instead of text\n"
-        "  --strict             fail (exit 2) on any invalid route; by "
-        "default invalid\n"
-        "                       routes are reported on stderr, as check "
-        "lists them,\n"
-        "                       and skipped\n"
-        "  -H 'Name: value'     a request header (repeatable); Host "
-        "defaults to the\n"
-        "                       URL's authority\n"
-        "  --remote-addr IP     client address for RemoteAddr (default "
-        "127.0.0.1)\n"
-        "  --now TIME           ISO-8601 (2024-01-02T03:04:05Z) or epoch "
-        "milliseconds,\n"
-        "                       for After, Before and Between\n"
-        "  --seed N             seed for Weight draws and random "
-        "balancing\n"
-        "  --instances FILE     service instances for lb:// routes "
-        "(format:\n"
-        "                       docs/route-definitions.md, \"Instances "
-        "documents\")\n"
-        "  -h, --help           show this help\n"
-        "FILE... are route documents, one source each, in precedence "
-        "order.\n"
-        "METHOD is an HTTP method token (GET, POST, ...); URL is\n"
-        "http://host[:port]/path[?query] or /path[?query], "
-        "percent-encoded.\n"
-        "\n");
+    printf("\n"
+           "options:\n"
+           "  --json               print one JSON object instead of text\n"
+           "  --strict             fail (exit 2) on any invalid route; by "
+           "default invalid\n"
+           "                       routes are reported on stderr, as check "
+           "lists them,\n"
+           "                       and skipped\n"
+           "  -H 'Name: value'     a request header (repeatable); Host "
+           "defaults to the\n"
+           "                       URL's authority\n"
+           "  --remote-addr IP     client address for RemoteAddr (default "
+           "127.0.0.1)\n"
+           "  --now TIME           ISO-8601 (2024-01-02T03:04:05Z) or epoch "
+           "milliseconds,\n"
+           "                       for After, Before and Between\n"
+           "  --seed N             seed for Weight draws and random "
+           "balancing\n"
+           "  --instances FILE     service instances for lb:// routes "
+           "(format:\n"
+           "                       docs/route-definitions.md, \"Instances "
+           "documents\")\n"
+           "  -h, --help           show this help\n"
+           "FILE... are route documents, one source each, in precedence "
+           "order.\n"
+           "METHOD is an HTTP method token (GET, POST, ...); URL is\n"
+           "http://host[:port]/path[?query] or /path[?query], "
+           "percent-encoded.\n"
+           "\n");
     if (match)
         printf("exit status: 0 a route matches (and, for an lb:// route, "
                "an instance\ncan be chosen), 1 no route matches or no "
@@ -177,8 +176,7 @@ static bool valid_url(const char *url, char *why, size_t size) {
         }
         if (close + 1 < host + hlen) {
             if (close[1] != ':') {
-                snprintf(why, size, "URL '%s': unexpected text after ']'",
-                         url);
+                snprintf(why, size, "URL '%s': unexpected text after ']'", url);
                 return false;
             }
             colon = close + 1;
@@ -199,9 +197,8 @@ static bool valid_url(const char *url, char *why, size_t size) {
             port = port * 10 + (unsigned long)(colon[i] - '0');
         }
         if (!digits || port == 0 || port > 65535) {
-            snprintf(why, size,
-                     "URL '%s' has a bad port '%.*s' (1 to 65535)", url,
-                     (int)plen, colon + 1);
+            snprintf(why, size, "URL '%s' has a bad port '%.*s' (1 to 65535)",
+                     url, (int)plen, colon + 1);
             return false;
         }
     }
@@ -440,8 +437,8 @@ static int load_instances(sy_router *r, const char *path) {
 static void print_file_error(FILE *out, const char *file, const sy_error *e,
                              const char *suffix) {
     if (e->line)
-        fprintf(out, "%s: line %u, column %u: %s%s\n", file, e->line,
-                e->column, e->message, suffix);
+        fprintf(out, "%s: line %u, column %u: %s%s\n", file, e->line, e->column,
+                e->message, suffix);
     else
         fprintf(out, "%s: %s: %s%s\n", file, e->path[0] ? e->path : "$",
                 e->message, suffix);
@@ -474,8 +471,8 @@ static int load_router(const char *cmd, const request_args *a,
         free(text);
         if (!a->strict && (rc == 0 || rc == SY_EINVALIDDOC)) {
             for (size_t k = 0; rep && k < sy_report_issue_count(rep); k++)
-                print_file_error(stderr, a->files[i],
-                                 sy_report_issue(rep, k), " (route skipped)");
+                print_file_error(stderr, a->files[i], sy_report_issue(rep, k),
+                                 " (route skipped)");
             rc = 0;
         }
         sy_report_free(rep);

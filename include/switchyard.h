@@ -257,8 +257,9 @@ typedef struct sy_document sy_document;
  * Parse, validate and compile one route document (JSON array of routes, or
  * {"version": ..., "routes": [...]}). `json` need not be NUL-terminated.
  * Strict mode: the first invalid route fails the call (err says where).
- * Lenient mode: invalid routes are dropped and listed as issues; the call
- * fails only for document-level errors (syntax, shape, limits).
+ * Lenient mode: invalid routes are dropped and listed as issues, every
+ * error of each route (not only the first); the call fails only for
+ * document-level errors (syntax, shape, limits).
  * Thread-safe: any thread, any number at once.
  */
 SY_API int sy_document_parse(const char *json, size_t len,
@@ -274,7 +275,8 @@ SY_API uint64_t sy_document_checksum(const sy_document *doc);
 SY_API size_t sy_document_route_count(const sy_document *doc);
 /* Valid routes in document order; borrowed until the document is freed. */
 SY_API const sy_route *sy_document_route(const sy_document *doc, size_t i);
-/* Lenient mode: the invalid routes that were dropped, one error each. */
+/* Lenient mode: the errors of the invalid routes that were dropped, in
+ * document order, every error of a route (one or more per route). */
 SY_API size_t sy_document_issue_count(const sy_document *doc);
 SY_API const sy_error *sy_document_issue(const sy_document *doc, size_t i);
 

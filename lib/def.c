@@ -278,6 +278,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         sy_error_clear(&e);
         struct sy_route *r = NULL;
         rc = sy_def_build_route(&ctx, c, path, &r, &e);
+        bool built = rc == 0;
         if (!rc && !id_set_add(&ids, r->id)) {
             char p[96];
             sy_def_path(p, sizeof p, "%s.id", path);
@@ -291,10 +292,18 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             break;
         }
         if (rc) {
-            if (!add_issue(d, &e)) {
-                rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+            /* lenient: every error of the route, not only the first */
+            sy_error all[SY_DEF_ROUTE_ERRORS_MAX];
+            size_t k = built ? (all[0] = e, 1)
+                             : sy_def_route_errors(&ctx, c, path, &e, all,
+                                                   SY_DEF_ROUTE_ERRORS_MAX);
+            for (size_t j = 0; j < k; j++)
+                if (!add_issue(d, &all[j])) {
+                    rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+                    break;
+                }
+            if (rc == SY_ENOMEM)
                 break;
-            }
             rc = 0;
             continue;
         }

@@ -351,13 +351,8 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-static const char *jstr(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* {"services": {"name": [{"id","host","port","weight","state","secure",
- * "metadata"}]}} -> sy_router_set_instances per service. */
+/* An instances document (sy_instances_parse: the format of
+ * docs/route-definitions.md) -> sy_router_set_instances per service. */
 static int load_instances(sy_router *r, const char *path) {
     size_t len;
     char *text = read_file(path, &len);
@@ -366,71 +361,30 @@ static int load_instances(sy_router *r, const char *path) {
                 strerror(errno));
         return 2;
     }
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    sy_instances *doc = NULL;
+    sy_error err;
+    int rc = sy_instances_parse(text, len, NULL, &doc, &err);
     free(text);
-    const cJSON *services = cJSON_GetObjectItemCaseSensitive(root, "services");
-    if (!cJSON_IsObject(services)) {
-        fprintf(stderr, "%s: expected {\"services\": {...}}\n", path);
-        cJSON_Delete(root);
-        return 2;
+    for (size_t i = 0; !rc && i < sy_instances_service_count(doc); i++) {
+        const char *name = sy_instances_service(doc, i);
+        rc = sy_router_set_instances(r, name, sy_instances_list(doc, i),
+                                     sy_instances_count(doc, i), NULL, &err);
+        if (rc) { /* checked by the parse already: a library limit */
+            char where[sizeof err.path];
+            snprintf(where, sizeof where, "services.%s", name);
+            memcpy(err.path, where, sizeof where);
+        }
     }
-    int rc = 0;
-    const cJSON *svc;
-    cJSON_ArrayForEach(svc, services) {
-        size_t n = (size_t)cJSON_GetArraySize(svc);
-        sy_instance *list = calloc(n + 1, sizeof *list);
-        sy_kv *kvs = NULL;
-        size_t nkv = 0, i = 0;
-        const cJSON *in;
-        cJSON_ArrayForEach(in, svc) {
-            const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
-            nkv += (size_t)cJSON_GetArraySize(md);
-        }
-        kvs = calloc(nkv + 1, sizeof *kvs);
-        size_t k = 0;
-        cJSON_ArrayForEach(in, svc) {
-            sy_instance *x = &list[i++];
-            x->id = jstr(in, "id");
-            x->host = jstr(in, "host");
-            const cJSON *port = cJSON_GetObjectItemCaseSensitive(in, "port");
-            /* out-of-range numbers become 0 (rejected by the library) */
-            x->port = cJSON_IsNumber(port) && port->valuedouble >= 0 &&
-                              port->valuedouble <= 65535
-                          ? (uint16_t)port->valuedouble
-                          : 0;
-            const cJSON *w = cJSON_GetObjectItemCaseSensitive(in, "weight");
-            x->weight = cJSON_IsNumber(w) && w->valuedouble >= 0 &&
-                                w->valuedouble <= 4294967295.0
-                            ? (uint32_t)w->valuedouble
-                            : 1;
-            x->secure =
-                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
-            const char *st = jstr(in, "state");
-            x->state = !st || strcmp(st, "up") == 0  ? SY_INSTANCE_UP
-                       : strcmp(st, "draining") == 0 ? SY_INSTANCE_DRAINING
-                                                     : SY_INSTANCE_DOWN;
-            const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
-            x->metadata = kvs + k;
-            const cJSON *kv;
-            cJSON_ArrayForEach(kv, md) {
-                if (cJSON_IsString(kv))
-                    kvs[k++] = (sy_kv){kv->string, kv->valuestring};
-            }
-            x->metadata_count = (size_t)(kvs + k - x->metadata);
-        }
-        sy_error err;
-        if (sy_router_set_instances(r, svc->string, list, n, NULL, &err)) {
-            fprintf(stderr, "%s: services.%s.%s: %s\n", path, svc->string,
-                    err.path, err.message);
-            rc = 2;
-        }
-        free(list);
-        free(kvs);
-        if (rc)
-            break;
-    }
-    cJSON_Delete(root);
-    return rc;
+    sy_instances_free(doc);
+    if (!rc)
+        return 0;
+    if (err.line)
+        fprintf(stderr, "%s: line %u, column %u: %s\n", path, err.line,
+                err.column, err.message);
+    else
+        fprintf(stderr, "%s: %s: %s\n", path, err.path[0] ? err.path : "$",
+                err.message);
+    return 2;
 }
 
 /* One line for an error of FILE, as check prints it. */

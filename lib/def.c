@@ -547,3 +547,8 @@ int sy_def_parse_filters(const char *json, size_t len,
     *out = r;
     return 0;
 }
+
+int sy_def_parse_json(const char *json, size_t len, const sy_limits *lim,
+                      cJSON **out, sy_error *err) {
+    return parse_json(json, len, lim, out, err);
+}

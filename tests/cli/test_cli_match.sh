@@ -122,6 +122,34 @@ expect "--strict fails on the first invalid route" 2 "broken.json: routes[1].pre
 out=$("$bin" match "$r/broken.json" GET /ok 2>/dev/null)
 if [[ $out != *skipped* && $out == "route:    ok"* ]]; then ok "warnings go to stderr, not stdout"
 else not_ok "warnings go to stderr, not stdout" "$out"; fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/inst-num.json" <<'JSON'
+{"orders": [
+  {"id": "n2", "host": "10.0.0.2", "port": 8080, "state": "UP", "metadata": {"version": 2}},
+  {"id": "n1", "host": "10.0.0.1", "port": 8080, "state": "Down", "metadata": {"version": 1}}
+]}
+JSON
+cat >"$tmp/inst-port.json" <<'JSON'
+{"services": {"orders": [
+  {"id": "p1", "host": "10.0.0.1", "port": 8080},
+  {"id": "p2", "host": "10.0.0.2", "port": "8080"}
+]}}
+JSON
+cat >"$tmp/inst-state.json" <<'JSON'
+{"services": {"orders": [{"id": "s1", "host": "h", "port": 1, "state": "healthy"}]}}
+JSON
+expect "instances: a numeric version is text, UP is up (bare map form)" 0 "instance: n2 http://10.0.0.2:8080" \
+    -- match --instances "$tmp/inst-num.json" -H 'X-Version: 2' "$r/gateway.json" GET http://shop.example.com/api/orders/7
+expect "instances: a Down instance is never chosen" 1 "instance: none (" \
+    -- match --instances "$tmp/inst-num.json" -H 'version: 1' -H 'Authorization: Bearer a' \
+    "$r/gateway.json" POST http://shop.example.com/api/orders/7
+expect "instances: a string port is rejected with its path" 2 \
+    "inst-port.json: services.orders[1].port: port must be a number, not a string" \
+    -- match --instances "$tmp/inst-port.json" "$r/gateway.json" GET http://shop.example.com/api/orders/7
+expect "instances: an unknown state is rejected with its path" 2 \
+    "inst-state.json: services.orders[0].state: state must be up, draining or down" \
+    -- match --instances "$tmp/inst-state.json" "$r/gateway.json" GET http://shop.example.com/api/orders/7
 for c in check match explain diff; do
     out=$("$bin" $c --help); rc=$?
     if [[ $rc -eq 0 && $out == "usage: switchyard $c"* && $out == *"options:"* && \

@@ -22,11 +22,10 @@ import json
 import sys
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from ._core import diff, parse
+from ._core import diff, parse, parse_instances
 from ._errors import InvalidDocumentError, SwitchyardError
 from ._router import Router
-from ._types import (Action, Changed, Instance, InstanceState, Issue,
-                     Request, UpstreamKind)
+from ._types import Action, Changed, Issue, Request, UpstreamKind
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -395,44 +394,23 @@ def _build_request(a: _RequestArgs) -> Request:
 
 
 def _load_instances(router: Router, path: str, err: TextIO) -> int:
+    """An instances document, parsed and checked by the library
+    (sy_instances_parse), then one set_instances per service."""
     try:
-        root = json.loads(_read(path))
+        raw = _read(path)
     except OSError as exc:
         err.write(f"switchyard: cannot read {path}: {exc.strerror or exc}\n")
         return EXIT_USAGE
-    except ValueError:
-        root = None
-    services = root.get("services") if isinstance(root, dict) else None
-    if not isinstance(services, dict):
-        err.write(f"{path}: expected {{\"services\": {{...}}}}\n")
+    try:
+        services = parse_instances(raw)
+    except SwitchyardError as exc:
+        err.write(_exc_line(path, exc, dollar=True) + "\n")
         return EXIT_USAGE
-    for name, items in services.items():
-        instances = []
-        for item in items if isinstance(items, list) else []:
-            if not isinstance(item, dict):
-                item = {}
-            st = item.get("state")
-            state = (InstanceState.UP if st in (None, "up") else
-                     InstanceState.DRAINING if st == "draining" else
-                     InstanceState.DOWN)
-            meta = item.get("metadata")
-            port, weight = item.get("port"), item.get("weight")
-            instances.append(Instance(
-                id=item.get("id") if isinstance(item.get("id"), str) else "",
-                host=item.get("host") if isinstance(item.get("host"), str)
-                else "",
-                port=int(port) & 0xFFFF if isinstance(port, (int, float))
-                else 0,
-                secure=item.get("secure") is True,
-                weight=int(weight) if isinstance(weight, (int, float)) else 1,
-                state=state,
-                metadata={k: v for k, v in meta.items()
-                          if isinstance(v, str)}
-                if isinstance(meta, dict) else {}))
+    for name, instances in services.items():
         try:
             router.set_instances(name, instances)
         except SwitchyardError as exc:
-            err.write(f"{path}: services.{name}.{exc.path}: {exc.message}\n")
+            err.write(f"{path}: services.{name}: {exc.message}\n")
             return EXIT_USAGE
     return EXIT_OK
 

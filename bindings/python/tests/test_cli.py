@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+import switchyard as sy
 from switchyard._cli import main
 
 from conftest import GATEWAY
@@ -39,6 +40,11 @@ def files(tmp_path):
             {"name": "Header", "args": {"header": "X", "regexp": "[0-9"}}]}]}))
     (tmp_path / "syntax.json").write_text('[\n  {"id": "a",\n   "uri" "x"}\n]\n')
     (tmp_path / "inst.json").write_text(json.dumps(INSTANCES))
+    (tmp_path / "inst-num.json").write_text(json.dumps({"orders": [
+        {"id": "n2", "host": "10.0.0.2", "port": 8080, "state": "UP",
+         "metadata": {"version": 2}}]}))
+    (tmp_path / "inst-port.json").write_text(json.dumps({"services": {"orders": [
+        {"id": "p", "host": "10.0.0.2", "port": "8080"}]}}))
     return tmp_path
 
 
@@ -175,6 +181,30 @@ def test_match_lb_route_without_instance_exits_1(files):
     assert rc == 0 and "instance: o" in out
 
 
+def test_parse_instances_checks_and_converts(files):
+    got = sy.parse_instances({"services": {"orders": [
+        {"id": "a", "host": "h", "port": 1, "state": "UP",
+         "metadata": {"version": 2}},
+        {"id": "b", "host": "h", "port": 2, "weight": 3, "state": "Draining",
+         "secure": True}]}})
+    assert list(got) == ["orders"]
+    a, b = got["orders"]
+    assert (a.id, a.port, a.state, dict(a.metadata)) == (
+        "a", 1, sy.InstanceState.UP, {"version": "2"})
+    assert (b.weight, b.state, b.secure) == (3, sy.InstanceState.DRAINING, True)
+    assert sy.parse_instances('{"users": []}') == {"users": []}
+    with pytest.raises(sy.SwitchyardError) as exc:
+        sy.parse_instances({"orders": [{"id": "a", "host": "h", "port": "80"}]})
+    assert exc.value.path == "orders[0].port" and "not a string" in exc.value.message
+    bad = files / "inst-bad.json"
+    bad.write_text(json.dumps({"services": {"orders": [
+        {"id": "a", "host": "h", "port": 1, "state": "healthy"}]}}))
+    rc, _, err = run("match", "--instances", str(bad), str(files / "gw.json"),
+                     "GET", "/api/orders/1")
+    assert rc == 2 and err == (f"{bad}: services.orders[0].state: state must be "
+                               "up, draining or down (any case), not 'healthy'\n")
+
+
 @pytest.mark.parametrize("cmd", ["check", "match", "explain", "diff"])
 def test_every_command_has_help_with_an_example(cmd):
     rc, out, _ = run(cmd, "--help")
@@ -260,6 +290,8 @@ def _env():
     ["match", "gw.json", "GET", "/a b"],
     ["match", "--json", "gw.json", "GET", "/api/orders/1"],
     ["check", "--help"], ["match", "--help"], ["explain", "-h"], ["diff", "--help"],
+    ["match", "--instances", "inst-num.json", "-H", "version: 2", "gw.json", "GET", "/api/orders/1"],
+    ["match", "--instances", "inst-port.json", "gw.json", "GET", "/api/orders/1"],
     ["explain", "gw.json", "POST", "/api/orders/1"],
     ["explain", "--json", "gw.json", "POST", "/api/orders/1"],
     ["diff", "gw.json", "v2.json"], ["diff", "--json", "gw.json", "v2.json"],

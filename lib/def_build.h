@@ -46,8 +46,8 @@ void sy_def_shortcut_error(sy_error *err, const char *entry_path);
  * by key, the last of repeated keys kept, non-string values as JSON text;
  * checks the timeout keys and that selection keys are strings (their
  * values are checked by sy_route_check_select). */
-int sy_def_build_metadata(struct sy_route *r, const cJSON *md,
-                          const char *path, const sy_alloc *a, sy_error *err);
+int sy_def_build_metadata(struct sy_route *r, const cJSON *md, const char *path,
+                          const sy_alloc *a, sy_error *err);
 
 /*
  * Every error of a route whose build failed with `first` (lenient parses):

@@ -212,6 +212,34 @@ static int candidate_fails(const sy_snapshot *s, uint32_t slot, sy_eval *ev,
     return first_failing_but(s, slot, ev, skip);
 }
 
+/* Does candidate `cd` of list `l` hold? The index's inline data first:
+ * a method bit the route refuses fails it without touching the route; a
+ * whole route (SY_CAND_WHOLE) reached by an exact walk holds with its
+ * captures taken from the request's segments; anything else is tested. */
+static bool cand_holds(const sy_snapshot *s, sy_eval *ev, const sy_cand_list *l,
+                       const sy_cand *cd, int mbit) {
+    if (!((cd->methods >> mbit) & 1u))
+        return false;
+    if ((cd->flags & SY_CAND_WHOLE) && l->exact &&
+        (mbit != 31 || cd->methods == UINT32_MAX)) {
+        const sy_segments *segs = l->host ? ev->host : ev->path;
+        const sy_cand_var *v = l->vars + cd->vars;
+        size_t k = 0;
+        for (; k < cd->nvars; k++) {
+            sy_str val = segs->dec[v[k].seg];
+            if (!val.len)
+                break; /* a {var} needs a non-empty segment */
+            ev->caps[k] = (sy_capture){v[k].name, val};
+        }
+        if (k == cd->nvars) {
+            ev->ncaps = k;
+            ev->weight = NULL;
+            return true;
+        }
+    }
+    return candidate_fails(s, cd->slot, ev, l->proof) < 0;
+}
+
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
                        const sy_request *req, uint32_t slot) {
     sy_match *m = &c->m;
@@ -287,10 +315,10 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     if (n == 1) { /* the common case: one list, already in rank order */
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
-            uint32_t slot = l->ids[i];
-            if (s->slots[slot].route &&
-                candidate_fails(s, slot, &c->ev, l->proof) < 0) {
-                *out = found(c, s, req, slot);
+            const sy_cand *cd = &l->c[i];
+            if (s->slots[cd->slot].route &&
+                cand_holds(s, &c->ev, l, cd, mbit)) {
+                *out = found(c, s, req, cd->slot);
                 return SY_OK;
             }
         }
@@ -307,13 +335,13 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         for (size_t i = 0; i < n; i++) {
             const sy_cand_list *l = &c->lists[i];
             while (c->heads[i] < l->len) {
-                const sy_slot *sl = &s->slots[l->ids[c->heads[i]]];
+                const sy_slot *sl = &s->slots[l->c[c->heads[i]].slot];
                 if (sl->route && sl->key != last)
                     break;
                 c->heads[i]++;
             }
             if (c->heads[i] < l->len) {
-                uint64_t k = s->slots[l->ids[c->heads[i]]].key;
+                uint64_t k = s->slots[l->c[c->heads[i]].slot].key;
                 if (k < best_key) {
                     best_key = k;
                     best = i;
@@ -322,10 +350,11 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         }
         if (best == SIZE_MAX)
             return SY_OK;
-        uint32_t slot = c->lists[best].ids[c->heads[best]++];
+        const sy_cand_list *l = &c->lists[best];
+        const sy_cand *cd = &l->c[c->heads[best]++];
         last = best_key;
-        if (candidate_fails(s, slot, &c->ev, c->lists[best].proof) < 0) {
-            *out = found(c, s, req, slot);
+        if (cand_holds(s, &c->ev, l, cd, mbit)) {
+            *out = found(c, s, req, cd->slot);
             return SY_OK;
         }
     }

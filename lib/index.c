@@ -277,16 +277,27 @@ static const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
 }
 
 /* A pattern the trie walk proves on its own: literal segments (labels)
- * short enough for a literal edge and plain {var}s, nothing else. */
-static bool pattern_walkable(const sy_pattern *p) {
-    size_t n = sy_pattern_segment_count(p);
+ * short enough for a literal edge, plain {var}s, and at most one "**"
+ * (capturing nothing) as the last segment the walk meets (the last of a
+ * path, the first label of a host): the walk then collects it in the multi
+ * list at the node where every segment before it matched. */
+static bool pattern_walkable(const sy_pattern *p, bool host) {
+    size_t n = sy_pattern_segment_count(p), vars = 0;
     for (size_t i = 0; i < n; i++) {
         sy_seg_kind k = sy_pattern_segment_kind(p, i);
-        if (k == SY_SEG_LITERAL ? sy_pattern_literal(p, i).len > UINT16_MAX
-                                : !sy_pattern_segment_var(p, i).ptr)
+        if (k == SY_SEG_MULTI) {
+            if (i != (host ? 0 : n - 1))
+                return false;
+        } else if (k == SY_SEG_LITERAL) {
+            if (sy_pattern_literal(p, i).len > UINT16_MAX)
+                return false;
+        } else if (sy_pattern_segment_var(p, i).ptr) {
+            vars++;
+        } else {
             return false;
+        }
     }
-    return true;
+    return vars == sy_pattern_var_count(p); /* no {*name} */
 }
 
 static bool add_var(builder *b, sy_str name, uint32_t seg) {
@@ -326,13 +337,16 @@ static rinfo route_info(builder *b, const struct sy_route *r) {
     if (sy_pred_pattern_count(dims[d]) != 1)
         return ri;
     const sy_pattern *pat = sy_pred_pattern(dims[d], 0);
-    if (!pattern_walkable(pat))
+    if (!pattern_walkable(pat, d == 1))
         return ri;
     ri.vars = b->var_count;
     size_t n = sy_pattern_segment_count(pat);
     for (size_t i = 0; i < n; i++) {
         sy_str name = sy_pattern_segment_var(pat, i);
-        if (name.ptr && !add_var(b, name, (uint32_t)i)) {
+        /* hosts: counted from the last label (a leading ** takes any
+         * number of labels before the others) */
+        uint32_t seg = (uint32_t)(d == 1 ? n - 1 - i : i);
+        if (name.ptr && !add_var(b, name, seg)) {
             b->failed = true;
             return ri;
         }
@@ -631,7 +645,7 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
     bool path = !c->reversed;
     while (node != NONE && !c->overflow) {
         const inode *nd = &ix->nodes[node];
-        collect(c, nd->multi, SY_PROOF_NONE, false);
+        collect(c, nd->multi, SY_PROOF_NONE, true);
         if (depth == segs->count) {
             collect(c, nd->term,
                     !literal ? SY_PROOF_NONE

@@ -44,13 +44,15 @@ typedef struct sy_cand {
 } sy_cand;
 
 /* The route's predicates are one Path (or Host, by the trie it sits in)
- * predicate of one pattern made of literal and plain {var} segments, plus
- * Method predicates: an exact walk to its list proves everything but the
- * method, and its captures are the request's segments at its {var}s. */
+ * predicate of one pattern made of literal and plain {var} segments (and
+ * perhaps a "**" the walk meets last), plus Method predicates: an exact
+ * walk to its list proves everything but the method, and its captures are
+ * the request's segments at its {var}s. */
 enum { SY_CAND_WHOLE = 1 };
 
 /* A {var} of a SY_CAND_WHOLE pattern: its name (into the pattern's text,
- * valid while the slot's route is) and the segment (label) it captures. */
+ * valid while the slot's route is) and the segment it captures (a path
+ * segment's index; for a host, the label's index counted from the last). */
 typedef struct sy_cand_var {
     sy_str name;
     uint32_t seg;
@@ -65,9 +67,10 @@ typedef struct sy_cand_list {
      * literal on the way to this list (no wildcard, no trailing-slash or **
      * shortcut): a route's all-literal Path (or Host) predicate is proven */
     uint8_t proof;
-    /* the list is where patterns end and the walk consumed every segment
-     * (label) one edge each, literal or wildcard: SY_CAND_WHOLE entries
-     * hold when their method bit is set and their {var}s are non-empty */
+    /* a term list where the walk consumed every segment (label) one edge
+     * each, literal or wildcard, or a multi list ("**" starts here, every
+     * segment before it consumed so): SY_CAND_WHOLE entries hold when
+     * their method bit is set and their {var}s are non-empty */
     uint8_t exact;
     uint8_t host; /* found in the host trie (captures are labels) */
 } sy_cand_list;

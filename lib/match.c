@@ -226,7 +226,8 @@ static bool cand_holds(const sy_snapshot *s, sy_eval *ev, const sy_cand_list *l,
         const sy_cand_var *v = l->vars + cd->vars;
         size_t k = 0;
         for (; k < cd->nvars; k++) {
-            sy_str val = segs->dec[v[k].seg];
+            sy_str val =
+                segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
             if (!val.len)
                 break; /* a {var} needs a non-empty segment */
             ev->caps[k] = (sy_capture){v[k].name, val};

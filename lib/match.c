@@ -384,10 +384,13 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
     int mbit = sy_method_bit(req->method);
+    /* an empty Host matches no Host pattern (as SCG's null host): its
+     * routes are no candidates, and no walk may prove them */
+    const sy_segments *host = c->ev.host_str.len ? &c->host : NULL;
     size_t n =
-        sy_index_lookup(s->base, &c->path, &c->host, mbit, c->lists, MAX_LISTS);
+        sy_index_lookup(s->base, &c->path, host, mbit, c->lists, MAX_LISTS);
     if (n != SIZE_MAX && s->overlay) {
-        size_t m = sy_index_lookup(s->overlay, &c->path, &c->host, mbit,
+        size_t m = sy_index_lookup(s->overlay, &c->path, host, mbit,
                                    c->lists + n, MAX_LISTS - n);
         n = m == SIZE_MAX ? SIZE_MAX : n + m;
     }

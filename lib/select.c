@@ -71,7 +71,7 @@ static void params_of(const struct sy_route *r, const sy_request *req,
     p->websocket = r->select.websocket;
 }
 
-int sy_select_for_match(sy_match *m, const char *const *exclude,
+int sy_select_for_match(const sy_match *m, const char *const *exclude,
                         size_t exclude_count, sy_selection *out,
                         const sy_instance **instance, const void **health,
                         sy_error *err) {
@@ -87,6 +87,10 @@ int sy_select_for_match(sy_match *m, const char *const *exclude,
                             "service '%s' has no known instances", name);
     sy_select_params p = SY_SELECT_PARAMS_INIT;
     params_of(r, m->req, &p);
+    /* seed 0: the router's random callback or the context's generator,
+     * as for Weight draws (never the constant 0) */
+    if (!p.seed && p.policy == SY_LB_RANDOM)
+        p.seed = sy_match_draw_seed(m);
     p.exclude = exclude;
     p.exclude_count = exclude_count;
     p.clock_ms = s->clock_ms;
@@ -94,9 +98,9 @@ int sy_select_for_match(sy_match *m, const char *const *exclude,
     return sy_service_select_ex(svc, &p, out, instance, health, err);
 }
 
-int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx, sy_match *m,
-                       const sy_request *req, sy_selection *out,
-                       sy_error *err) {
+int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx,
+                       const sy_match *m, const sy_request *req,
+                       sy_selection *out, sy_error *err) {
     SY_UNUSED(ctx);
     if (!h || !m || !req || !out)
         return sy_error_set(err, SY_EINVAL, "", "NULL argument");

@@ -181,19 +181,12 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         sy_error e;
         sy_error_clear(&e);
         struct sy_route *r = NULL;
-        cJSON *c = NULL;
+        cJSON *c = NULL; /* this route's tree only: parsed, used, deleted */
         rc = parse_scanned(json, scan->routes[i].start, scan->routes[i].end, &c,
                            &e);
         if (!rc)
             rc = sy_def_build_route(&ctx, c, path, &r, &e);
-        /* lenient: every error of a route that does not build, not only
-         * the first; the probes need its tree, freed right after */
-        sy_error all[SY_DEF_ROUTE_ERRORS_MAX];
-        size_t nall = 0;
-        if (rc && rc != SY_ENOMEM && opts->lenient && c)
-            nall = sy_def_route_errors(&ctx, c, path, &e, all,
-                                       SY_DEF_ROUTE_ERRORS_MAX);
-        cJSON_Delete(c);
+        bool built = rc == 0;
         if (!rc && !id_set_add(&ids, r->id)) {
             char p[96];
             sy_def_path(p, sizeof p, "%s.id", path);
@@ -204,12 +197,18 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         if (rc == SY_ENOMEM || (rc && !opts->lenient)) {
             if (err)
                 *err = e;
+            cJSON_Delete(c);
             break;
         }
         if (rc) {
-            if (nall == 0) /* built, but its id is taken */
-                all[nall++] = e;
-            for (size_t j = 0; j < nall; j++)
+            /* lenient: every error of the route, not only the first */
+            sy_error all[SY_DEF_ROUTE_ERRORS_MAX];
+            size_t k = built || !c
+                           ? (all[0] = e, 1)
+                           : sy_def_route_errors(&ctx, c, path, &e, all,
+                                                 SY_DEF_ROUTE_ERRORS_MAX);
+            cJSON_Delete(c);
+            for (size_t j = 0; j < k; j++)
                 if (!add_issue(d, &all[j])) {
                     rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
                     break;
@@ -219,6 +218,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             rc = 0;
             continue;
         }
+        cJSON_Delete(c);
         if (atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
             r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
         d->positions[d->route_count] = (uint32_t)i;
@@ -464,7 +464,9 @@ int sy_def_parse_filters(const char *json, size_t len,
     return 0;
 }
 
-int sy_def_parse_json(const sy_alloc *a, const char *json, size_t len,
-                      const sy_limits *lim, cJSON **out, sy_error *err) {
-    return parse_json(a, json, len, lim, out, err);
+int sy_def_parse_json(const char *json, size_t len, const sy_limits *lim,
+                      cJSON **out, sy_error *err) {
+    sy_alloc a;
+    sy_alloc_init(&a, NULL); /* the scan's scratch only */
+    return parse_json(&a, json, len, lim, out, err);
 }

@@ -41,8 +41,8 @@ int sy_document_parse_reusing(const char *json, size_t len,
  * string lengths, NUL bytes, at most SY_MAX_ROUTE_VALUES values): the
  * route documents' rules, shared with instances documents. */
 struct cJSON;
-int sy_def_parse_json(const sy_alloc *a, const char *json, size_t len,
-                      const sy_limits *lim, struct cJSON **out, sy_error *err);
+int sy_def_parse_json(const char *json, size_t len, const sy_limits *lim,
+                      struct cJSON **out, sy_error *err);
 
 /* Resolved limits (defaults filled in). */
 void sy_limits_resolve(sy_limits *out, const sy_limits *in);

@@ -293,7 +293,7 @@ int sy_instances_parse(const char *json, size_t len, const sy_allocator *alloc,
     sy_limits lim;
     sy_limits_resolve(&lim, NULL);
     cJSON *root = NULL;
-    int rc = sy_def_parse_json(&a, json ? json : "", len, &lim, &root, err);
+    int rc = sy_def_parse_json(json ? json : "", len, &lim, &root, err);
     if (rc)
         return rc;
     struct sy_instances *doc = sy_calloc(&a, 1, sizeof *doc);

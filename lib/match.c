@@ -221,6 +221,40 @@ static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
     return f;
 }
 
+/* Does candidate `cd` of list `l` hold? The index's inline data first:
+ * a method bit the route refuses fails it without touching the route; a
+ * whole route (SY_CAND_WHOLE) reached by an exact walk holds with its
+ * captures taken from the request's segments; anything else is tested. */
+static bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_cand_list *l, const sy_cand *cd, int mbit) {
+    sy_eval *ev = &c->ev;
+    if (!((cd->methods >> mbit) & 1u)) {
+        /* for a 405: method_reason() checks its other predicates */
+        if (c->method_miss_count < MAX_METHOD_MISSES)
+            c->method_misses[c->method_miss_count++] = cd->slot;
+        return false;
+    }
+    if ((cd->flags & SY_CAND_WHOLE) && l->exact &&
+        (mbit != 31 || cd->methods == UINT32_MAX)) {
+        const sy_segments *segs = l->host ? ev->host : ev->path;
+        const sy_cand_var *v = l->vars + cd->vars;
+        size_t k = 0;
+        for (; k < cd->nvars; k++) {
+            sy_str val =
+                segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
+            if (!val.len)
+                break; /* a {var} needs a non-empty segment */
+            ev->caps[k] = (sy_capture){v[k].name, val};
+        }
+        if (k == cd->nvars) {
+            ev->ncaps = k;
+            ev->weight = NULL;
+            return true;
+        }
+    }
+    return candidate_fails(c, s, cd->slot, l->proof) < 0;
+}
+
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
                        const sy_request *req, uint32_t slot) {
     sy_match *m = &c->m;
@@ -363,10 +397,10 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     if (n == 1) { /* the common case: one list, already in rank order */
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
-            uint32_t slot = l->ids[i];
-            if (sy_snapshot_slot(s, slot)->route &&
-                candidate_fails(c, s, slot, l->proof) < 0) {
-                *out = found(c, s, req, slot);
+            const sy_cand *cd = &l->c[i];
+            if (sy_snapshot_slot(s, cd->slot)->route &&
+                cand_holds(c, s, l, cd, mbit)) {
+                *out = found(c, s, req, cd->slot);
                 return SY_OK;
             }
         }
@@ -383,13 +417,13 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         for (size_t i = 0; i < n; i++) {
             const sy_cand_list *l = &c->lists[i];
             while (c->heads[i] < l->len) {
-                const sy_slot *sl = sy_snapshot_slot(s, l->ids[c->heads[i]]);
+                const sy_slot *sl = sy_snapshot_slot(s, l->c[c->heads[i]].slot);
                 if (sl->route && sl->key != last)
                     break;
                 c->heads[i]++;
             }
             if (c->heads[i] < l->len) {
-                uint64_t k = sy_snapshot_slot(s, l->ids[c->heads[i]])->key;
+                uint64_t k = sy_snapshot_slot(s, l->c[c->heads[i]].slot)->key;
                 if (k < best_key) {
                     best_key = k;
                     best = i;
@@ -398,10 +432,11 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         }
         if (best == SIZE_MAX)
             return SY_OK;
-        uint32_t slot = c->lists[best].ids[c->heads[best]++];
+        const sy_cand_list *l = &c->lists[best];
+        const sy_cand *cd = &l->c[c->heads[best]++];
         last = best_key;
-        if (candidate_fails(c, s, slot, c->lists[best].proof) < 0) {
-            *out = found(c, s, req, slot);
+        if (cand_holds(c, s, l, cd, mbit)) {
+            *out = found(c, s, req, cd->slot);
             return SY_OK;
         }
     }

@@ -388,12 +388,12 @@ int main(void) {
     tcase_add_test(tc,
                    recipe_by_header_sends_only_tagged_requests_to_the_canary);
     tcase_add_test(tc, recipe_by_percentage_splits_traffic_by_weight);
+    tcase_add_test(tc, lb_random_with_seed_0_uses_the_context_generator);
+    tcase_add_test(tc, lb_random_with_seed_0_uses_the_router_random_callback);
     tcase_add_test(tc, untagged_traffic_goes_to_the_latest_version_by_default);
     tcase_add_test(tc, version_default_oldest_keeps_untagged_traffic_on_stable);
     tcase_add_test(tc,
                    version_default_pins_untagged_traffic_to_a_named_version);
-    tcase_add_test(tc, lb_random_with_seed_0_uses_the_context_generator);
-    tcase_add_test(tc, lb_random_with_seed_0_uses_the_router_random_callback);
     tcase_add_test(tc, recipe_by_user_hash_keeps_each_user_on_one_side);
     tcase_add_test(tc, recipe_rollback_returns_all_traffic_to_stable);
     tcase_add_test(tc, a_removed_instance_is_never_chosen_after_the_publish);

@@ -24,16 +24,6 @@ typedef struct sy_fc {
     sy_error *err;
 } sy_fc;
 
-/* ---- PCRE2 on the sy_alloc hooks ---- */
-
-static void *pcre_malloc(PCRE2_SIZE size, void *data) {
-    return sy_malloc((const sy_alloc *)data, size);
-}
-
-static void pcre_free(void *ptr, void *data) {
-    sy_free((const sy_alloc *)data, ptr);
-}
-
 /* ---- small helpers ---- */
 
 static int fail(sy_fc *c, int code, const char *field, const char *fmt,
@@ -121,7 +111,7 @@ static int name_value(sy_fc *c, const char *name_field,
 static int compile_regex(sy_fc *c, const char *field, const char *src,
                          pcre2_code **out) {
     pcre2_general_context *gc = pcre2_general_context_create(
-        pcre_malloc, pcre_free, (void *)c->f->alloc);
+        sy_pcre2_malloc, sy_pcre2_free, (void *)c->f->alloc);
     if (!gc)
         return oom(c);
     pcre2_compile_context *cc = pcre2_compile_context_create(gc);

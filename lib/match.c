@@ -14,7 +14,7 @@
 #include "predicate.h"
 #include "snapshot.h"
 
-#define NONE UINT32_MAX
+#define NONE SY_NONE /* short local name */
 #define MAX_LISTS 64
 
 struct sy_match {
@@ -45,14 +45,6 @@ struct sy_match_ctx {
     sy_match m;
 };
 
-static void *pcre_malloc(size_t n, void *d) {
-    return sy_malloc((const sy_alloc *)d, n);
-}
-
-static void pcre_free(void *p, void *d) {
-    sy_free((const sy_alloc *)d, p);
-}
-
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
     sy_alloc a;
@@ -65,7 +57,8 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     c->alloc = a;
     c->rng = sy_hash_mix((uint64_t)(uintptr_t)c, sy_now_monotonic_us()) | 1;
     sy_arena_init(&c->scratch, &c->alloc, 16384);
-    c->gctx = pcre2_general_context_create(pcre_malloc, pcre_free, &c->alloc);
+    c->gctx =
+        pcre2_general_context_create(sy_pcre2_malloc, sy_pcre2_free, &c->alloc);
     if (!c->gctx) {
         sy_free(&a, c);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");

@@ -18,19 +18,10 @@
 
 #define SY_RE_MATCH_LIMIT 200000u
 #define SY_RE_DEPTH_LIMIT 10000u
-#define SY_NONE ((size_t)-1)
 
 /* ------------------------------------------------------------------ */
 /* PCRE2 plumbing                                                       */
 /* ------------------------------------------------------------------ */
-
-static void *re_malloc(size_t n, void *data) {
-    return sy_malloc((const sy_alloc *)data, n);
-}
-
-static void re_free(void *p, void *data) {
-    sy_free((const sy_alloc *)data, p);
-}
 
 /* Contexts for one compile: compile and general contexts are dropped at the
  * end; the match context is kept by the compiled object. */
@@ -54,7 +45,8 @@ static bool re_env_init(re_env *env, const sy_alloc *a) {
 static bool re_env_ready(re_env *env) {
     if (env->c && env->m)
         return true;
-    env->g = pcre2_general_context_create(re_malloc, re_free, (void *)env->a);
+    env->g = pcre2_general_context_create(sy_pcre2_malloc, sy_pcre2_free,
+                                          (void *)env->a);
     env->c = env->g ? pcre2_compile_context_create(env->g) : NULL;
     env->m = env->g ? pcre2_match_context_create(env->g) : NULL;
     if (!env->c || !env->m)

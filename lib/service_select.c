@@ -247,8 +247,8 @@ int sy_service_select(const sy_service *s, const sy_select_params *p,
                                   s->name);
     uint32_t g = s->deflt;
     if (p->has_version) {
-        g = svc_group_find(s, SVC_NONE, 'v', p->version.ptr, p->version.len);
-        if (g == SVC_NONE || s->groups[g].n == 0) {
+        g = svc_group_find(s, SY_NONE, 'v', p->version.ptr, p->version.len);
+        if (g == SY_NONE || s->groups[g].n == 0) {
             if (p->fallback == SY_VERSION_FALLBACK_LATEST)
                 g = s->latest;
             else if (p->fallback == SY_VERSION_FALLBACK_ANY)
@@ -259,17 +259,17 @@ int sy_service_select(const sy_service *s, const sy_select_params *p,
                     "no instance of version %.*s of service \"%s\"%s",
                     (int)(p->version.len > 64 ? 64 : p->version.len),
                     p->version.ptr ? p->version.ptr : "", s->name,
-                    g == SVC_NONE ? "" : " is up");
+                    g == SY_NONE ? "" : " is up");
         }
     }
     if (p->hint.len) {
         uint32_t h = svc_group_find(s, g, 'h', p->hint.ptr, p->hint.len);
-        if (h != SVC_NONE)
+        if (h != SY_NONE)
             g = h;
     }
     if (p->zone.len) {
         uint32_t z = svc_group_find(s, g, 'z', p->zone.ptr, p->zone.len);
-        if (z != SVC_NONE)
+        if (z != SY_NONE)
             g = z;
     }
     const svc_group *gr = &s->groups[g];

@@ -19,7 +19,7 @@
 
 #include <stdlib.h>
 
-#define NONE UINT32_MAX
+#define NONE SY_NONE /* short local name */
 
 /* Fingerprint of a service's instance list (order-independent). */
 static uint64_t service_fingerprint(const struct sy_service *svc) {
@@ -69,59 +69,35 @@ void sy_snapshot_destroy(sy_snapshot *s) {
     sy_pub_obj_free(s->alloc, &s->pub);
 }
 
-/* ---- id table (open addressing, linear probing) ---- */
+/* ---- id table (idtab.h over the slots' route ids) ---- */
 
-static uint64_t id_hash(const char *id) {
-    return sy_hash64(id, strlen(id), 0x1d);
+static uint32_t id_hash(const char *id) {
+    return sy_idtab_hash(id, strlen(id));
 }
 
-static uint32_t id_find(const sy_snapshot *s, const char *id, uint64_t h,
+static const char *slot_id(const void *ctx, uint32_t slot) {
+    return ((const sy_snapshot *)ctx)->slots[slot].route->id;
+}
+
+static uint32_t id_find(const sy_snapshot *s, const char *id, uint32_t h,
                         uint32_t *pos) {
-    for (uint32_t i = (uint32_t)h & s->id_mask;; i = (i + 1) & s->id_mask) {
-        const sy_id_entry *e = &s->ids[i];
-        if (e->slot == NONE) {
-            *pos = i;
-            return NONE;
-        }
-        if (e->hash == h && strcmp(s->slots[e->slot].route->id, id) == 0) {
-            *pos = i;
-            return e->slot;
-        }
-    }
+    sy_idtab t = {s->ids, s->id_mask};
+    return sy_idtab_find(&t, id, strlen(id), h, slot_id, s, pos);
 }
 
-/* Remove entry at pos with backward-shift deletion. */
 static void id_remove_at(sy_snapshot *s, uint32_t pos) {
-    uint32_t mask = s->id_mask, i = pos;
-    for (;;) {
-        s->ids[i].slot = NONE;
-        uint32_t j = i;
-        for (;;) {
-            j = (j + 1) & mask;
-            if (s->ids[j].slot == NONE)
-                return;
-            uint32_t home = (uint32_t)s->ids[j].hash & mask;
-            /* can entry j move to hole i? (home not in (i, j]) */
-            bool between =
-                i <= j ? (home > i && home <= j) : (home > i || home <= j);
-            if (!between)
-                break;
-        }
-        s->ids[i] = s->ids[j];
-        i = j;
-    }
+    sy_idtab t = {s->ids, s->id_mask};
+    sy_idtab_remove_at(&t, pos);
 }
 
 static bool id_table_alloc(sy_snapshot *s, size_t live) {
-    uint32_t cap = 16;
-    while (cap < live + live / 3 + 16)
-        cap *= 2;
-    s->ids = sy_malloc(s->alloc, (size_t)cap * sizeof *s->ids);
+    size_t cap = sy_idtab_capacity(live);
+    s->ids = sy_malloc(s->alloc, cap * sizeof *s->ids);
     if (!s->ids)
         return false;
-    for (uint32_t i = 0; i < cap; i++)
-        s->ids[i].slot = NONE;
-    s->id_mask = cap - 1;
+    sy_idtab t;
+    sy_idtab_init(&t, s->ids, cap);
+    s->id_mask = t.mask;
     return true;
 }
 
@@ -330,16 +306,11 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
 
 /* Put every live slot's id in the (empty) id table. */
 static void id_fill(sy_snapshot *s) {
-    for (uint32_t i = 0; i <= s->id_mask; i++)
-        s->ids[i].slot = NONE;
-    for (uint32_t i = 0; i < s->slot_count; i++) {
-        if (!s->slots[i].route)
-            continue;
-        uint32_t pos;
-        uint64_t h = id_hash(s->slots[i].route->id);
-        id_find(s, s->slots[i].route->id, h, &pos);
-        s->ids[pos] = (sy_id_entry){h, i};
-    }
+    sy_idtab t;
+    sy_idtab_init(&t, s->ids, (size_t)s->id_mask + 1);
+    for (uint32_t i = 0; i < s->slot_count; i++)
+        if (s->slots[i].route)
+            sy_idtab_add(&t, id_hash(s->slots[i].route->id), i);
 }
 
 /* Rank order: the base's surviving order merged with the sorted adds. */

@@ -9,6 +9,7 @@
 #ifndef SY_SNAPSHOT_H
 #define SY_SNAPSHOT_H
 
+#include "idtab.h"
 #include "index.h"
 #include "predicate.h"
 #include "publish.h"
@@ -30,13 +31,11 @@ typedef struct sy_slot {
     struct sy_route *route; /* NULL: removed */
     uint64_t key;
     uint32_t source;
-    uint32_t weight; /* index into weights[], or UINT32_MAX */
+    uint32_t weight; /* index into weights[], or SY_NONE */
 } sy_slot;
 
-typedef struct sy_id_entry {
-    uint64_t hash;
-    uint32_t slot; /* UINT32_MAX: empty */
-} sy_id_entry;
+/* An entry of the id table (idtab.h): {hash, slot}; slot SY_NONE: empty. */
+typedef sy_idtab_entry sy_id_entry;
 
 struct sy_snapshot {
     sy_pub_obj pub; /* first: the publication header */
@@ -123,7 +122,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
                        sy_error *err);
 void sy_snapshot_destroy(sy_snapshot *s);
 
-/* The slot of a route id, or UINT32_MAX. */
+/* The slot of a route id, or SY_NONE. */
 uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id);
 /* The service of that name, or NULL. */
 const struct sy_service *sy_snapshot_service(const sy_snapshot *s,

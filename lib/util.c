@@ -70,6 +70,14 @@ char *sy_strdup(const sy_alloc *a, const char *s) {
     return sy_strndup(a, s, strlen(s));
 }
 
+void *sy_pcre2_malloc(size_t size, void *alloc) {
+    return sy_malloc((const sy_alloc *)alloc, size);
+}
+
+void sy_pcre2_free(void *ptr, void *alloc) {
+    sy_free((const sy_alloc *)alloc, ptr);
+}
+
 /* ---- arena ---- */
 
 void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size) {

@@ -13,6 +13,9 @@
 
 #define SY_UNUSED(x) ((void)(x))
 #define SY_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* "No slot": an empty entry, or a missing index, in every uint32_t table
+ * of lib/ (slots, groups, nodes, instances). The one definition. */
+#define SY_NONE UINT32_MAX
 
 /* A resolved allocator: every member non-NULL. */
 typedef struct sy_alloc {
@@ -30,6 +33,11 @@ void *sy_realloc(const sy_alloc *a, void *ptr, size_t size);
 void sy_free(const sy_alloc *a, void *ptr);
 char *sy_strndup(const sy_alloc *a, const char *s, size_t n);
 char *sy_strdup(const sy_alloc *a, const char *s);
+/* PCRE2's memory hooks on an sy_alloc, for pcre2_general_context_create
+ * with the `const sy_alloc *` as its data (PCRE2_SIZE is size_t). The one
+ * shim every PCRE2 context in lib/ uses. */
+void *sy_pcre2_malloc(size_t size, void *alloc);
+void sy_pcre2_free(void *ptr, void *alloc);
 
 /*
  * Arena: bump allocation in chunks, freed all at once. Used for everything

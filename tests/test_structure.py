@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""test_layers.py - TAP check that lib/ keeps the layering of
-docs/architecture.md ("Modules"): every #include "x.h" and every call of a
-function defined in another lib/*.c file goes to the same or a lower layer,
-so the modules have no loop. A new lib/ file must be given a layer here.
+"""test_structure.py - TAP checks of the structure docs/architecture.md
+promises:
+- layers ("Modules"): every #include "x.h" and every call of a function
+  defined in another lib/*.c file goes to the same or a lower layer, so the
+  modules have no loop. A new lib/ file must be given a layer here.
+- names ("Names"): the shared library exports only calls declared with
+  SY_API in include/switchyard.h; nothing internal leaks out.
 
-Usage: test_layers.py SOURCE_ROOT
+Usage: test_structure.py SOURCE_ROOT [PATH/TO/libswitchyard.so]
 """
 import glob
 import os
 import re
+import subprocess
 import sys
 
 # lowest first; a module may use its own layer and the ones before it
@@ -74,6 +78,27 @@ def main():
                     up.append("%s calls %s (%s.c)" %
                               (os.path.basename(f), fn, d))
     report(not up, "no include or call goes to a higher layer", up)
+
+    if len(sys.argv) > 2:
+        nm = subprocess.run(["nm", "-D", "--defined-only", sys.argv[2]],
+                            capture_output=True, text=True)
+        exported = {f[2] for f in (l.split() for l in nm.stdout.splitlines())
+                    if len(f) == 3 and f[1] in "TDBRVW"}
+        header = open(os.path.join(root, "include", "switchyard.h"),
+                      encoding="utf-8").read()
+        declared = set(re.findall(r"^SY_API[^;(]*?\b(sy_[a-z0-9_]+)\s*\(",
+                                  header, re.M))
+        report(nm.returncode == 0 and exported,
+               "the library exports symbols (%d)" % len(exported),
+               [nm.stderr.strip()] if nm.returncode else [])
+        report(len(declared) >= 50,
+               "switchyard.h declares the public API (%d calls)" %
+               len(declared))
+        leaked = sorted(exported - declared)
+        report(not leaked,
+               "every exported symbol is an SY_API call of switchyard.h",
+               ["exported but not public: " + " ".join(leaked)] if leaked
+               else [])
     print("1..%d" % n)
     return 1 if failed else 0
 

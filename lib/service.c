@@ -248,6 +248,8 @@ static int svc_group_get(sy_service *s, uint32_t parent, char tag,
 
 static void svc_destroy(sy_service *s) {
     sy_alloc a = s->alloc;
+    for (size_t i = 0; s->inst && i < s->n; i++)
+        svc_health_release(&a, &s->inst[i]);
     sy_free(&a, s->groups);
     sy_free(&a, s->map);
     sy_arena_free(&s->arena);
@@ -328,6 +330,7 @@ static int svc_build_groups(sy_service *s) {
     s->counters =
         (svc_counter *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64);
     s->latest = SY_NONE;
+    uint32_t oldest = SY_NONE;
     for (uint32_t g = 0; g < s->ngroups; g++) {
         svc_group *gr = &s->groups[g];
         gr->rr = &s->counters[g];
@@ -340,9 +343,16 @@ static int svc_build_groups(sy_service *s) {
                                     s->groups[s->latest].key,
                                     s->groups[s->latest].key_len) > 0))
             s->latest = g;
+        if (gr->tag == 'v' && gr->n &&
+            (oldest == SY_NONE ||
+             sy_service_version_cmp(gr->key, gr->key_len, s->groups[oldest].key,
+                                    s->groups[oldest].key_len) < 0))
+            oldest = g;
     }
     s->deflt =
         s->groups[SVC_G_UNV].n || s->latest == SY_NONE ? SVC_G_UNV : s->latest;
+    s->deflt_oldest =
+        s->groups[SVC_G_UNV].n || oldest == SY_NONE ? SVC_G_UNV : oldest;
     if (s->latest == SY_NONE)
         s->latest = SVC_G_UNV;
 out:
@@ -403,6 +413,8 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
         if ((rc = svc_copy_instance(s, &s->inst[i], &list[i])))
             goto fail;
         s->n = i + 1;
+        if ((rc = svc_health_init(s, &s->inst[i])))
+            goto fail;
         sy_idtab_set(&s->ids, pos, h, (uint32_t)i);
     }
     if ((rc = svc_build_groups(s)))

@@ -44,10 +44,22 @@
 
 __extension__ typedef unsigned __int128 svc_u128;
 
+/* Passive health of one instance (service_health.c): shared by every
+ * version of its service that holds an instance of that id, so outcomes
+ * and ejections survive publishes. */
+typedef struct svc_health {
+    _Atomic size_t refs;
+    _Atomic uint32_t failures;     /* consecutive failed outcomes */
+    _Atomic uint32_t ejections;    /* times ejected, for the growing time */
+    _Atomic int64_t ejected_until; /* epoch ms; 0: not ejected */
+} svc_health;
+
 typedef struct svc_inst {
     sy_instance pub; /* strings in the arena, weight >= 1 */
     const char *version, *zone, *hint;
     size_t version_len, zone_len, hint_len;
+    svc_health *health; /* never NULL once built */
+    const struct sy_service *owner;
 } svc_inst;
 
 typedef struct svc_ring {
@@ -102,8 +114,9 @@ struct sy_service {
     size_t ngroups, groups_cap;
     svc_slot *map; /* sy_malloc'd */
     size_t map_cap, map_used;
-    uint32_t deflt;  /* no version header */
-    uint32_t latest; /* fallback latest */
+    uint32_t deflt;        /* no version header */
+    uint32_t deflt_oldest; /* no version header, version-default oldest */
+    uint32_t latest;       /* fallback latest */
     svc_ring ring;
     svc_counter *counters;
 };
@@ -160,6 +173,17 @@ int svc_ring_attach(sy_service *s, svc_group *g, uint32_t id);
 /* The member of non-empty group `g` that owns `key` on its ring. Lock-free,
  * no allocation. */
 uint32_t svc_ring_pick(const svc_group *g, sy_str key);
+
+/* ---- passive health (service_health.c) ---- */
+
+/* Give instance i of `s` a fresh health record: SY_OK or SY_ENOMEM. */
+int svc_health_init(sy_service *s, svc_inst *in);
+/* Drop the instance's reference to its record. */
+void svc_health_release(const sy_alloc *a, svc_inst *in);
+/* True when `in` is ejected at `*now` (read through the clock lazily: *now
+ * is 0 until needed). */
+bool svc_health_ejected(const svc_inst *in, const sy_select_params *p,
+                        int64_t *now);
 
 /* ---- balancing structures (service_select.c) ---- */
 

@@ -232,8 +232,39 @@ static uint32_t svc_pick_random(const svc_group *g, uint64_t seed) {
     return g->members[u < g->prob[k] ? k : g->alias[k]];
 }
 
-int sy_service_select(const sy_service *s, const sy_select_params *p,
-                      sy_selection *out, sy_error *err) {
+/* Whether instance i may be chosen: not excluded, and (unless `panic`)
+ * not ejected. */
+static bool svc_eligible(const sy_service *s, uint32_t i,
+                         const sy_select_params *p, bool panic, int64_t *now) {
+    const svc_inst *in = &s->inst[i];
+    for (size_t k = 0; k < p->exclude_count; k++)
+        if (p->exclude[k] && strcmp(p->exclude[k], in->pub.id) == 0)
+            return false;
+    return panic || !svc_health_ejected(in, p, now);
+}
+
+/* The first eligible member of g or of its enclosing groups, starting
+ * after `from` so retries spread; SY_NONE when there is none. */
+static uint32_t svc_next_eligible(const sy_service *s, uint32_t g,
+                                  uint32_t from, const sy_select_params *p,
+                                  bool panic, int64_t *now) {
+    for (; g != SY_NONE; g = s->groups[g].parent) {
+        const svc_group *gr = &s->groups[g];
+        uint32_t start = 0;
+        while (start < gr->n && gr->members[start] <= from)
+            start++;
+        for (uint32_t k = 0; k < gr->n; k++) {
+            uint32_t i = gr->members[(start + k) % gr->n];
+            if (svc_eligible(s, i, p, panic, now))
+                return i;
+        }
+    }
+    return SY_NONE;
+}
+
+int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
+                         sy_selection *out, const sy_instance **instance,
+                         const void **health, sy_error *err) {
     if (!s)
         return sy_error_set(err, SY_ENOINSTANCE, "", "unknown service");
     if (!p || !out)
@@ -245,7 +276,7 @@ int sy_service_select(const sy_service *s, const sy_select_params *p,
                    : sy_error_set(err, SY_ENOINSTANCE, "",
                                   "no instance of service \"%s\" is up",
                                   s->name);
-    uint32_t g = s->deflt;
+    uint32_t g = p->untagged_oldest ? s->deflt_oldest : s->deflt;
     if (p->has_version) {
         g = svc_group_find(s, SY_NONE, 'v', p->version.ptr, p->version.len);
         if (g == SY_NONE || s->groups[g].n == 0) {
@@ -280,6 +311,18 @@ int sy_service_select(const sy_service *s, const sy_select_params *p,
         i = svc_ring_pick(gr, p->hash_key);
     else
         i = svc_pick_rr(gr);
+    int64_t now = 0;
+    if (!svc_eligible(s, i, p, false, &now)) {
+        uint32_t alt = svc_next_eligible(s, g, i, p, false, &now);
+        if (alt == SY_NONE) /* every candidate left is ejected */
+            alt = svc_next_eligible(s, g, i, p, true, &now);
+        if (alt == SY_NONE)
+            return sy_error_set(err, SY_ENOINSTANCE, "",
+                                "every eligible instance of service \"%s\" "
+                                "was already tried",
+                                s->name);
+        i = alt;
+    }
     const svc_inst *in = &s->inst[i];
     out->id = in->pub.id;
     out->host = in->pub.host;
@@ -287,5 +330,14 @@ int sy_service_select(const sy_service *s, const sy_select_params *p,
     out->scheme = p->websocket ? (in->pub.secure ? "wss" : "ws")
                                : (in->pub.secure ? "https" : "http");
     out->service = s->name;
+    if (instance)
+        *instance = &in->pub;
+    if (health)
+        *health = in;
     return 0;
+}
+
+int sy_service_select(const sy_service *s, const sy_select_params *p,
+                      sy_selection *out, sy_error *err) {
+    return sy_service_select_ex(s, p, out, NULL, NULL, err);
 }

@@ -33,11 +33,6 @@ void *sy_realloc(const sy_alloc *a, void *ptr, size_t size);
 void sy_free(const sy_alloc *a, void *ptr);
 char *sy_strndup(const sy_alloc *a, const char *s, size_t n);
 char *sy_strdup(const sy_alloc *a, const char *s);
-/* PCRE2's memory hooks on an sy_alloc, for pcre2_general_context_create
- * with the `const sy_alloc *` as its data (PCRE2_SIZE is size_t). The one
- * shim every PCRE2 context in lib/ uses. */
-void *sy_pcre2_malloc(size_t size, void *alloc);
-void sy_pcre2_free(void *ptr, void *alloc);
 
 /*
  * Arena: bump allocation in chunks, freed all at once. Used for everything

@@ -15,27 +15,66 @@ import re
 import subprocess
 import sys
 
-# lowest first; a module may use its own layer and the ones before it
+# Lowest layer first. A layer holds modules; a module is one file or a
+# family of files that share a private header (service*.c with
+# service_int.h). A file may use its own layer and the layers below, and
+# the modules must not use each other in a loop (files of one module may).
 LAYERS = [
-    ["util", "idtab"],
-    ["factory", "registry", "values", "publish", "publish_int",
-     "service", "service_int", "service_ring", "service_select"],
-    ["compile_env"],
-    ["regex", "pattern", "predicate", "filter", "filter_int", "filter_plan"],
-    ["route"],
-    ["index"],
-    ["def", "def_build", "def_route", "def_entry", "def_canon"],
-    ["snapshot"],
-    ["diff"],
-    ["match", "select"],
-    ["report"],
-    ["router"],
+    [("util",), ("idtab",)],
+    [("factory",), ("registry",), ("values",), ("path_normalize",),
+     ("publish", "publish_int"),
+     ("service", "service_int", "service_ring", "service_select",
+      "service_health")],
+    [("compile_env",)],
+    [("regex",), ("pattern", "pattern_int", "pattern_host"), ("predicate",),
+     ("filter", "filter_int", "filter_plan")],
+    [("route",)],
+    [("index",)],
+    [("def", "def_build", "def_route", "def_entry", "def_canon", "def_probe",
+      "def_scan"), ("instances",)],
+    [("snapshot",)],
+    [("diff",)],
+    [("match",), ("select",), ("target",)],
+    [("report",)],
+    [("router", "router_int", "router_status", "commit", "change_set")],
 ]
+
+
+def loops(edges):
+    """Strongly connected groups of more than one node (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
 
 
 def main():
     root = sys.argv[1]
-    layer = {m: i for i, ms in enumerate(LAYERS) for m in ms}
+    layer = {f: i for i, mods in enumerate(LAYERS) for m in mods for f in m}
+    module = {f: m[0] for mods in LAYERS for m in mods for f in m}
     files = sorted(glob.glob(os.path.join(root, "lib", "*.[ch]")))
     name = lambda f: os.path.basename(f)[:-2]
     texts = {f: open(f, encoding="utf-8").read() for f in files}
@@ -63,21 +102,29 @@ def main():
            ["no layer for: " + ", ".join(unknown)] if unknown else [])
     report(len(files) > 20, "found lib/ (%d files)" % len(files))
     up = []
+    uses = {}  # module -> modules it uses
     for f in files:
         m = name(f)
         if m not in layer:
             continue
-        for inc in re.findall(r'#include "([a-z_]+)\.h"', texts[f]):
-            if inc in layer and layer[inc] > layer[m]:
-                up.append("%s includes %s.h" % (os.path.basename(f), inc))
+        used = [(inc, "includes %s.h" % inc) for inc in
+                re.findall(r'#include "([a-z_]+)\.h"', texts[f])]
         if f.endswith(".c"):
-            for fn in sorted(set(re.findall(r"\b((?:sy|svc)_[a-z0-9_]+)\(",
-                                            texts[f]))):
-                d = defined.get(fn)
-                if d and d != m and d in layer and layer[d] > layer[m]:
-                    up.append("%s calls %s (%s.c)" %
-                              (os.path.basename(f), fn, d))
+            used += [(defined[fn], "calls %s (%s.c)" % (fn, defined[fn]))
+                     for fn in sorted(set(re.findall(
+                         r"\b((?:sy|svc)_[a-z0-9_]+)\(", texts[f])))
+                     if fn in defined]
+        for d, how in used:
+            if d == m or d not in layer:
+                continue
+            if layer[d] > layer[m]:
+                up.append("%s %s" % (os.path.basename(f), how))
+            if module[d] != module[m]:
+                uses.setdefault(module[m], set()).add(module[d])
     report(not up, "no include or call goes to a higher layer", up)
+    found = loops(uses)
+    report(not found, "no modules use each other in a loop",
+           ["loop: " + " -> ".join(g) for g in found])
 
     if len(sys.argv) > 2:
         nm = subprocess.run(["nm", "-D", "--defined-only", sys.argv[2]],

@@ -27,7 +27,7 @@
 
 #include <stdlib.h>
 
-#define NONE UINT32_MAX
+#define NONE SY_NONE /* short local name */
 #define ROOT_PATH 0u
 #define ROOT_HOST 1u
 #define GENERIC_LISTS 11 /* 9 standard methods, "other", any */

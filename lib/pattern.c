@@ -15,8 +15,6 @@
 
 #include <stdio.h>
 
-#define SY_NONE SY_PAT_NONE
-
 int sy_pat_error(sy_error *err, int code, size_t off, const char *msg) {
     sy_error_set(err, code, "", "%s", msg);
     if (err)

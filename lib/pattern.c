@@ -746,6 +746,12 @@ size_t sy_pattern_segment_count(const sy_pattern *p) {
 }
 
 sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i) {
+    /* a last path regex without variables may also take the separators
+     * that end the path ("/" + "****" matches "///"): to the index it
+     * stands for more than one segment */
+    if (!p->host && i + 1 == p->n && p->multi == SY_NONE &&
+        p->elems[i].kind == PE_REGEX && !p->elems[i].nvars)
+        return SY_SEG_MULTI;
     switch (p->elems[i].kind) {
     case PE_LITERAL: return SY_SEG_LITERAL;
     case PE_MULTI: return SY_SEG_MULTI;

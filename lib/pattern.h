@@ -97,7 +97,10 @@ bool sy_pattern_can_match(const sy_pattern *p);
 typedef enum sy_seg_kind {
     SY_SEG_LITERAL = 0, /* plain text, compare with sy_pattern_literal */
     SY_SEG_SINGLE = 1,  /* matches exactly one segment (*, ?, {x}, regex) */
-    SY_SEG_MULTI = 2    /* ** or {*x}: zero or more segments */
+    SY_SEG_MULTI = 2    /* ** or {*x}: zero or more segments; also a last
+                           regex segment without variables (it may take the
+                           path's final separators) and a host's virtual
+                           last label after a last "*" */
 } sy_seg_kind;
 size_t sy_pattern_segment_count(const sy_pattern *p);
 sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i);

@@ -74,7 +74,10 @@ typedef enum sy_code {
     SY_EBUSY = -17,       /* too many retired snapshots still held */
     SY_ENOINSTANCE = -18, /* no instance is eligible for this request */
     SY_ECALLBACK = -19,   /* a host callback reported failure */
-    SY_EINVALIDDOC = -20  /* lenient apply: no route of the document is valid */
+    SY_EINVALIDDOC = -20, /* lenient apply: no route of the document is valid */
+    SY_EREENTRANT = -21,  /* a writer call made from inside a router callback */
+    SY_ETOOSMALL = -22    /* a caller buffer is too small (*needed says how
+                             much) */
 } sy_code;
 
 /*
@@ -310,6 +313,15 @@ SY_API const char *sy_route_metadata(const sy_route *r, const char *key);
 SY_API const char *sy_route_canonical(const sy_route *r);
 SY_API size_t sy_route_predicate_count(const sy_route *r);
 SY_API const char *sy_route_predicate_name(const sy_route *r, size_t i);
+/* The host's data for this route (sy_router_options.route_attach), or
+ * NULL. Any thread, while the route is reachable. */
+SY_API void *sy_route_host_data(const sy_route *r);
+/* A small integer naming this live route in its router, usable as an array
+ * index: unique among the router's live routes, stable while the route is
+ * unchanged, below sy_snapshot_route_key_limit() of every snapshot that
+ * holds it; reused only after the route is freed. UINT32_MAX for a route
+ * that is not live in a router (e.g. from sy_document_parse). */
+SY_API uint32_t sy_route_key(const sy_route *r);
 
 /* ------------------------------------------------------------------ */
 /* Snapshots                                                            */
@@ -335,6 +347,9 @@ SY_API const sy_route *sy_snapshot_route_at(const sy_snapshot *s, size_t i);
 SY_API const sy_route *sy_snapshot_find_route(const sy_snapshot *s,
                                               const char *id,
                                               const char **source);
+/* One more than the largest sy_route_key() of this snapshot's routes: size
+ * per-route arrays with it. */
+SY_API uint32_t sy_snapshot_route_key_limit(const sy_snapshot *s);
 
 /* ------------------------------------------------------------------ */
 /* Matching                                                             */
@@ -367,6 +382,29 @@ SY_API int sy_snapshot_match(const sy_snapshot *s, sy_match_ctx *ctx,
 /* The same through the reference linear scan (the oracle; slow). */
 SY_API int sy_snapshot_match_linear(const sy_snapshot *s, sy_match_ctx *ctx,
                                     const sy_request *req, sy_match **out);
+
+/* Why the last match on a context found no route. */
+typedef enum sy_nomatch {
+    SY_NOMATCH_NONE = 0,     /* the last match found a route */
+    SY_NOMATCH_NO_ROUTE = 1, /* no route: answer 404 */
+    SY_NOMATCH_METHOD = 2,   /* a route's other predicates held but not its
+                                Method: answer 405 with *allow */
+    SY_NOMATCH_BAD_PATH = 3, /* the path was rejected by normalisation
+                                (climbs above the root, or an encoded slash
+                                with SY_SLASHES_REJECT): answer 400 */
+    SY_NOMATCH_BUDGET = 4    /* the request exhausted its CPU budget
+                                (docs/security.md): answer 400 or 503 and
+                                count it */
+} sy_nomatch;
+
+/*
+ * The reason the last sy_snapshot_match() on `ctx` returned no route.
+ * For SY_NOMATCH_METHOD, *allow (may be NULL) receives the allowed methods
+ * of the routes that failed only on their Method predicate, as an Allow
+ * header value ("GET, HEAD"); borrowed from ctx until its next match.
+ * Computed during the match at no cost when a route matches.
+ */
+SY_API sy_nomatch sy_match_ctx_nomatch(const sy_match_ctx *ctx, sy_str *allow);
 
 SY_API const sy_route *sy_match_route(const sy_match *m);
 /* Captured variables ({name} in Path and Host patterns), in capture order. */
@@ -413,23 +451,23 @@ typedef struct sy_filter_entry {
  * of any of these calls after a match (pure filters are evaluated by the
  * library; the host applies the outcome).
  */
-SY_API sy_action sy_match_action(sy_match *m);
+SY_API sy_action sy_match_action(const sy_match *m);
 /* Status to answer with (SetStatus, redirect, 431/413), or 0. */
-SY_API int sy_match_status(sy_match *m);
+SY_API int sy_match_status(const sy_match *m);
 /* Location of a redirect, or {NULL, 0}. */
-SY_API sy_str sy_match_redirect(sy_match *m);
+SY_API sy_str sy_match_redirect(const sy_match *m);
 /* Upstream path and raw query after filters. */
-SY_API sy_str sy_match_path(sy_match *m);
-SY_API sy_str sy_match_query(sy_match *m);
+SY_API sy_str sy_match_path(const sy_match *m);
+SY_API sy_str sy_match_query(const sy_match *m);
 /* The full upstream request header list after the filters, in order. */
-SY_API size_t sy_match_header_count(sy_match *m);
-SY_API sy_header sy_match_header(sy_match *m, size_t i);
+SY_API size_t sy_match_header_count(const sy_match *m);
+SY_API sy_header sy_match_header(const sy_match *m, size_t i);
 /* True when the client's Host header must be kept (PreserveHostHeader). */
-SY_API bool sy_match_preserve_host(sy_match *m);
-SY_API size_t sy_match_response_op_count(sy_match *m);
-SY_API sy_response_op sy_match_response_op(sy_match *m, size_t i);
-SY_API size_t sy_match_host_filter_count(sy_match *m);
-SY_API const sy_filter_entry *sy_match_host_filter(sy_match *m, size_t i);
+SY_API bool sy_match_preserve_host(const sy_match *m);
+SY_API size_t sy_match_response_op_count(const sy_match *m);
+SY_API sy_response_op sy_match_response_op(const sy_match *m, size_t i);
+SY_API size_t sy_match_host_filter_count(const sy_match *m);
+SY_API const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i);
 
 /*
  * Explain: for every route in rank order, call `fn` with whether it matched
@@ -481,8 +519,49 @@ typedef struct sy_selection {
  * SY_EINVAL when the route is not an lb:// route. Lock-free, no allocation.
  */
 SY_API int sy_snapshot_select(const sy_snapshot *s, sy_match_ctx *ctx,
-                              sy_match *m, const sy_request *req,
+                              const sy_match *m, const sy_request *req,
                               sy_selection *out, sy_error *err);
+
+/*
+ * Everything a proxy needs to send a matched request upstream. All
+ * pointers are borrowed from the match context and the snapshot: valid
+ * until the next match on the context or the snapshot's release.
+ */
+typedef struct sy_target {
+    sy_upstream_kind kind; /* URL or SERVICE; FORWARD/NONE fill path/query */
+    const char *scheme;    /* "http", "https", "ws" or "wss" */
+    const char *host;      /* to connect to (the instance's for lb://) */
+    uint16_t port;
+    sy_str path;              /* path to send, after filters, percent-encoded */
+    sy_str query;             /* raw query to send, without '?'; may be empty */
+    sy_str host_header;       /* Host header to send: the upstream's authority
+                                 ("host" or "host:port" for a non-default port),
+                                 or the client's Host with PreserveHostHeader */
+    const sy_header *headers; /* request headers after filters, in order,
+                                 without Host (send host_header instead) */
+    size_t header_count;
+    /* lb:// routes: the chosen instance (all NULL/0 otherwise) */
+    const char *service;
+    const char *instance_id;
+    const char *version; /* its metadata "version", or NULL */
+    const char *zone;    /* its metadata "zone", or NULL */
+    const sy_kv *metadata;
+    size_t metadata_count;
+    const void *health; /* private: what sy_router_report_outcome uses */
+} sy_target;
+
+/*
+ * The target of a match whose action is SY_ACTION_PROXY, in one call:
+ * computes the filter plan if needed and, for lb:// routes, selects an
+ * instance as sy_snapshot_select() does, skipping the instances whose ids
+ * are in `exclude` (the ones already tried for this request; may be NULL)
+ * and the instances ejected by passive health. SY_ENOINSTANCE (answer 503)
+ * when no instance is eligible, err->message saying why; SY_EINVAL when
+ * the action is not PROXY. Lock-free, allocation-free once warm; same
+ * thread rules as sy_snapshot_match.
+ */
+SY_API int sy_match_target(const sy_match *m, const char *const *exclude,
+                           size_t exclude_count, sy_target *out, sy_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Diffs                                                                */
@@ -544,6 +623,46 @@ typedef struct sy_loaded {
 typedef int (*sy_load_fn)(void *data, const char *source, sy_loaded *out,
                           sy_error *err);
 
+/*
+ * Request path normalisation, applied before matching: captures, filters
+ * and the path sent upstream all see the normalised path.
+ */
+typedef enum sy_path_normalization {
+    /* remove "." and ".." segments of the decoded path (RFC 3986 5.2.4);
+     * a path that climbs above the root does not match
+     * (SY_NOMATCH_BAD_PATH) */
+    SY_PATH_NORMALIZE = 0,
+    SY_PATH_AS_IS = 1 /* match the path exactly as received (unsafe) */
+} sy_path_normalization;
+
+/* What an encoded slash (%2F, %2f) or backslash (%5C, %5c) in the request
+ * path becomes. */
+typedef enum sy_escaped_slashes {
+    SY_SLASHES_KEEP = 0,   /* stays encoded: part of one segment, and sent
+                              upstream still encoded (default) */
+    SY_SLASHES_REJECT = 1, /* the request does not match
+                              (SY_NOMATCH_BAD_PATH) */
+    SY_SLASHES_DECODE = 2  /* decoded to '/' (or '\\') before normalisation */
+} sy_escaped_slashes;
+
+/*
+ * Passive health, as Envoy's outlier detection: an instance that fails
+ * `consecutive_failures` times in a row (sy_router_report_outcome) is
+ * ejected for base_ejection_ms times the number of times it has been
+ * ejected, at most max_ejection_ms, then returns by itself. At most
+ * max_ejected_percent of a service's instances are ejected at once (at
+ * least one may always be). No publish is needed; ejections are carried
+ * across publishes for instances that stay. Zero members take the
+ * defaults shown.
+ */
+typedef struct sy_outlier_options {
+    uint32_t consecutive_failures; /* 5 */
+    uint32_t base_ejection_ms;     /* 30000 */
+    uint32_t max_ejection_ms;      /* 300000 */
+    uint32_t max_ejected_percent;  /* 50 */
+    bool disabled;                 /* true: outcomes are ignored */
+} sy_outlier_options;
+
 typedef struct sy_router_options {
     uint32_t size;                 /* sizeof(sy_router_options) */
     const sy_allocator *allocator; /* NULL: malloc */
@@ -566,6 +685,32 @@ typedef struct sy_router_options {
     int64_t (*clock_ms)(void *data); /* epoch ms; NULL: real time */
     uint64_t (*random)(void *data);  /* NULL: per-context generator */
     void *callback_data;
+
+    /* ---- since 0.2 (append only) ---- */
+
+    /*
+     * Host data per route. route_attach runs on the writer's thread when a
+     * compiled route is about to become live (before the snapshot holding
+     * it is published); its result is what sy_route_host_data() returns,
+     * at no cost per request. A route that is unchanged by an apply keeps
+     * its data across publishes; an updated (or re-enabled) route is a new
+     * route and gets new data. route_detach runs on the writer's thread
+     * when the route is finally freed: no snapshot can reach it any more.
+     * Both optional; neither may call a writer call (SY_EREENTRANT).
+     */
+    void *(*route_attach)(void *data, const sy_route *route);
+    void (*route_detach)(void *data, const sy_route *route, void *host_data);
+    /* true: a document whose version equals the live one is skipped even
+     * when its bytes differ (0.1 behaviour). false (default): it is applied
+     * and the report says the version was not bumped. */
+    bool skip_same_version;
+    /* Request path normalisation (docs/security.md); the defaults are the
+     * safe choice. */
+    sy_path_normalization path_normalization; /* default SY_PATH_NORMALIZE */
+    bool merge_slashes;                       /* "//" -> "/"; default false */
+    sy_escaped_slashes escaped_slashes;       /* %2F and %5C; default KEEP */
+    /* Passive health (outlier detection) for lb:// instances. */
+    sy_outlier_options outlier;
 } sy_router_options;
 
 #define SY_ROUTER_OPTIONS_INIT                                                 \
@@ -638,6 +783,64 @@ SY_API int sy_router_update_instances(sy_router *r, const char *service,
                                       sy_error *err);
 
 /*
+ * Change sets: stage any number of changes, then publish them as ONE
+ * snapshot, all or nothing. A config tick that brings two documents and an
+ * instance list publishes once, and a new route never points at a service
+ * whose instances are not there yet.
+ *
+ *   sy_change_set *cs;
+ *   sy_change_set_new(router, &cs, &err);
+ *   sy_change_set_apply(cs, "orders", json, len, &err);
+ *   sy_change_set_set_instances(cs, "orders", list, n, &err);
+ *   if (sy_router_commit(router, cs, &rep, &err))  ... nothing changed
+ *   sy_change_set_free(cs);
+ *
+ * Staging copies its arguments and checks only what needs no router state
+ * (NULL arguments, SY_EINVAL); everything else is checked at commit, in
+ * staging order, each change seeing the ones before it. The single calls
+ * (sy_router_apply, sy_router_upsert_route, ...) are one-change sets.
+ * A change set belongs to one router and may be committed once; staging is
+ * not thread-safe on one change set (use one per thread).
+ */
+typedef struct sy_change_set sy_change_set;
+SY_API int sy_change_set_new(sy_router *r, sy_change_set **out, sy_error *err);
+SY_API void sy_change_set_free(sy_change_set *cs);
+/* Number of staged changes. */
+SY_API size_t sy_change_set_count(const sy_change_set *cs);
+SY_API int sy_change_set_apply(sy_change_set *cs, const char *source,
+                               const char *json, size_t len, sy_error *err);
+SY_API int sy_change_set_upsert_route(sy_change_set *cs, const char *source,
+                                      const char *route_json, size_t len,
+                                      sy_error *err);
+SY_API int sy_change_set_remove_route(sy_change_set *cs, const char *id,
+                                      sy_error *err);
+SY_API int sy_change_set_set_route_enabled(sy_change_set *cs, const char *id,
+                                           bool enabled, sy_error *err);
+/* version NULL: the document before the current one. */
+SY_API int sy_change_set_rollback(sy_change_set *cs, const char *source,
+                                  const char *version, sy_error *err);
+SY_API int sy_change_set_set_instances(sy_change_set *cs, const char *service,
+                                       const sy_instance *instances,
+                                       size_t count, sy_error *err);
+SY_API int sy_change_set_update_instances(sy_change_set *cs,
+                                          const char *service,
+                                          const sy_instance_delta *deltas,
+                                          size_t count, sy_error *err);
+/*
+ * Publish every staged change as one snapshot. On success *report (may be
+ * NULL) holds one part per change (sy_report_part) and on_event is called
+ * once per change that was not skipped, after the publish. On failure
+ * nothing is published, *err is the failing change's error (its JSON path
+ * as the change's own call would give it), the message starts with
+ * "change N: ", and *report (when possible) says which change failed
+ * (sy_report_failed_change). An empty change set publishes nothing and
+ * succeeds. Any thread; writers are serialized; SY_EREENTRANT from a
+ * callback.
+ */
+SY_API int sy_router_commit(sy_router *r, const sy_change_set *cs,
+                            sy_report **report, sy_error *err);
+
+/*
  * Acquire the current snapshot: wait-free (one atomic add), any thread, no
  * registration. Never NULL. Must be released exactly once, on any thread.
  */
@@ -659,8 +862,66 @@ typedef struct sy_metrics {
     uint64_t retired_bytes;
     uint64_t oldest_retired_age_ms;
     uint64_t routes;
+    /* since 0.2 */
+    uint64_t commits;          /* successful commits (single calls included) */
+    uint64_t failed_commits;   /* commits that published nothing on error */
+    uint64_t skipped_applies;  /* documents skipped as already live */
+    uint64_t instance_updates; /* instance list changes published */
+    uint64_t services;         /* services in the live snapshot */
+    uint64_t instances;        /* instances in the live snapshot */
+    uint64_t ejections;        /* passive-health ejections so far */
+    uint64_t outcomes;         /* outcomes reported */
+    uint64_t fingerprint;      /* of the live snapshot */
 } sy_metrics;
 SY_API void sy_router_metrics(sy_router *r, sy_metrics *out);
+
+/*
+ * Write every router metric, per-source status and snapshot gauge in the
+ * Prometheus text exposition format (version 0.0.4) into buf, names
+ * prefixed "switchyard_", NUL-terminated. *len (may be NULL) gets the
+ * length written, or the size needed (NUL included) when cap is too small,
+ * in which case the call returns SY_ETOOSMALL. Any thread.
+ */
+SY_API int sy_router_metrics_text(sy_router *r, char *buf, size_t cap,
+                                  size_t *len, sy_error *err);
+
+/* The status of one config source, copied out (no borrowed pointers). */
+typedef struct sy_source_status {
+    char name[128];        /* source names are at most 127 bytes */
+    char version[128];     /* live document's version ("" when none; longer
+                              versions are cut at 127 bytes) */
+    bool applied;          /* a document has been applied */
+    uint64_t checksum;     /* of the live document's bytes */
+    uint64_t fingerprint;  /* of the source's live routes (rank order) */
+    size_t routes;         /* live routes of the source */
+    int64_t last_apply_ms; /* epoch ms (wall clock) of the last attempt, or 0 */
+    int last_result;       /* SY_OK or the code of the last attempt */
+    sy_error last_error;   /* the last failed attempt's error (code SY_OK if
+                              the last attempt succeeded) */
+    uint64_t applied_count, skipped_count, failed_count;
+} sy_source_status;
+/* Number of sources (registration order). Any thread. */
+SY_API size_t sy_router_source_count(sy_router *r);
+/* The status of source i (registration order); SY_ENOTFOUND past the end.
+ * Any thread (takes the writer lock briefly). */
+SY_API int sy_router_source_status(sy_router *r, size_t i,
+                                   sy_source_status *out, sy_error *err);
+
+/* Outcome of one attempt to an upstream (sy_router_report_outcome). */
+typedef enum sy_outcome {
+    SY_OUTCOME_SUCCESS = 0,         /* a response other than 5xx */
+    SY_OUTCOME_CONNECT_FAILURE = 1, /* refused, reset, connect timeout */
+    SY_OUTCOME_5XX = 2,             /* a 5xx response (502, 503, 504...) */
+    SY_OUTCOME_TIMEOUT = 3          /* no response in time */
+} sy_outcome;
+/*
+ * Feed passive health (sy_router_options.outlier) with the outcome of an
+ * attempt to the instance of `t` (a target of an lb:// route; others are
+ * ignored). The snapshot the target came from must still be held. Any
+ * thread, lock-free, no allocation.
+ */
+SY_API void sy_router_report_outcome(sy_router *r, const sy_target *t,
+                                     sy_outcome outcome);
 
 /* Reports. Borrowed strings live as long as the report. */
 SY_API void sy_report_free(sy_report *rep);
@@ -674,13 +935,25 @@ SY_API uint64_t sy_report_parse_us(const sy_report *rep);
 SY_API uint64_t sy_report_publish_us(const sy_report *rep);
 SY_API size_t sy_report_issue_count(const sy_report *rep);
 SY_API const sy_error *sy_report_issue(const sy_report *rep, size_t i);
-/* Instance changes: ids added, removed, changed. */
-SY_API size_t sy_report_instances_added(const sy_report *rep,
-                                        const char *const **ids);
-SY_API size_t sy_report_instances_removed(const sy_report *rep,
-                                          const char *const **ids);
-SY_API size_t sy_report_instances_changed(const sy_report *rep,
-                                          const char *const **ids);
+/* Instance changes, by id: added, removed and changed (any field). Ids
+ * are borrowed from the report; NULL past the end. */
+SY_API size_t sy_report_instances_added_count(const sy_report *rep);
+SY_API const char *sy_report_instance_added(const sy_report *rep, size_t i);
+SY_API size_t sy_report_instances_removed_count(const sy_report *rep);
+SY_API const char *sy_report_instance_removed(const sy_report *rep, size_t i);
+SY_API size_t sy_report_instances_changed_count(const sy_report *rep);
+SY_API const char *sy_report_instance_changed(const sy_report *rep, size_t i);
+/* The service of an instance change, or NULL. */
+SY_API const char *sy_report_service(const sy_report *rep);
+/* True when the document was applied although its version equals the live
+ * one (its bytes differ): the publisher forgot to bump it. */
+SY_API bool sy_report_version_not_bumped(const sy_report *rep);
+/* A commit's report: one part per staged change, in order (a single
+ * call's report has no parts: it is the part). Borrowed from rep. */
+SY_API size_t sy_report_part_count(const sy_report *rep);
+SY_API const sy_report *sy_report_part(const sy_report *rep, size_t i);
+/* The index of the change that failed a commit, or -1. */
+SY_API long sy_report_failed_change(const sy_report *rep);
 
 #ifdef __cplusplus
 }

@@ -11,14 +11,6 @@
  */
 #include "match.h"
 
-static void *pcre_malloc(size_t n, void *d) {
-    return sy_malloc((const sy_alloc *)d, n);
-}
-
-static void pcre_free(void *p, void *d) {
-    sy_free((const sy_alloc *)d, p);
-}
-
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
     sy_alloc a;
@@ -31,7 +23,7 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     c->alloc = a;
     c->rng = sy_hash_mix((uint64_t)(uintptr_t)c, sy_now_monotonic_us()) | 1;
     sy_arena_init(&c->scratch, &c->alloc, 16384);
-    c->gctx = pcre2_general_context_create(pcre_malloc, pcre_free, &c->alloc);
+    c->gctx = sy_re_general_context_new(&c->alloc);
     if (!c->gctx) {
         sy_free(&a, c);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");

@@ -188,7 +188,7 @@ int sy_pat_parse_host(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
     add_literal(p, len - 1, (sy_str){"", 0});
     /* Ant lets a last "*" stand for nothing when the host ends with '.'
      * ("*.*." matches "a."): then the labels need not line up, and the
-     * index is told "anything may follow" instead */
+     * index is told "anything may follow" instead (SY_SEG_REST) */
     if (!any_multi && p->last > p->first &&
         p->elems[p->last - 1].kind == PE_STAR)
         p->elems[p->n - 1].kind = PE_MULTI;

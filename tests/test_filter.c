@@ -342,6 +342,22 @@ START_TEST(spring_pattern_forms_index_agrees_with_linear_scan) {
             ck_assert_msg(strcmp(matched_id(a), matched_id(b)) == 0,
                           "host '%s' path '%s': indexed %s, linear %s in %s", h,
                           pa, matched_id(a), matched_id(b), doc);
+            /* and the same variables (the value a name ends with) */
+            for (size_t v = 0; b && v < sy_match_var_count(b); v++) {
+                sy_str name, val;
+                sy_match_var(b, v, &name, &val);
+                char nm[64];
+                snprintf(nm, sizeof nm, "%.*s", (int)name.len, name.ptr);
+                sy_str got = sy_match_var_get(a, nm);
+                sy_str want = sy_match_var_get(b, nm);
+                ck_assert_msg(
+                    got.len == want.len &&
+                        (!got.len || memcmp(got.ptr, want.ptr, got.len) == 0),
+                    "host '%s' path '%s': %s is '%.*s' indexed, "
+                    "'%.*s' linear in %s",
+                    h, pa, nm, (int)got.len, got.ptr, (int)want.len, want.ptr,
+                    doc);
+            }
             checked++;
             matched += b != NULL;
         }

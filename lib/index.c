@@ -243,7 +243,7 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy_pattern *p,
     for (size_t k = 0; k < n && node != NONE; k++) {
         size_t i = reversed ? n - 1 - k : k;
         sy_seg_kind sk = sy_pattern_segment_kind(p, i);
-        if (sk == SY_SEG_MULTI) {
+        if (sk == SY_SEG_MULTI || sk == SY_SEG_REST) {
             *kind = L_MULTI;
             return node;
         }
@@ -652,7 +652,9 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
     bool path = !c->reversed;
     while (node != NONE && !c->overflow) {
         const inode *nd = &ix->nodes[node];
-        collect(c, nd->multi, SY_PROOF_NONE, true);
+        /* a walkable host pattern starting with "**" has no leading '.',
+         * which Ant compares: a host with one is not proven */
+        collect(c, nd->multi, SY_PROOF_NONE, path || !segs->lead);
         if (depth == segs->count) {
             collect(c, nd->term,
                     !literal ? SY_PROOF_NONE
@@ -686,7 +688,8 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.reversed = false;
     c.hashed = 0;
     walk(&c, ROOT_PATH, 0, true);
-    if (host_labels && ix->host_routes) {
+    /* an empty or missing Host matches no Host pattern */
+    if (host_labels && host_labels->count && ix->host_routes) {
         c.segs = host_labels;
         c.reversed = true;
         c.hashed = 0;

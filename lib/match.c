@@ -484,7 +484,9 @@ void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
 sy_str sy_match_var_get(const sy_match *m, const char *name) {
     const sy_eval *ev = &m->ctx->ev;
     size_t len = strlen(name);
-    for (size_t i = 0; i < ev->ncaps; i++)
+    /* the last capture of a name wins, as SCG merges the predicates'
+     * variable maps (and as the filters expand {name}) */
+    for (size_t i = ev->ncaps; i-- > 0;)
         if (sy_str_eq(ev->caps[i].name, name, len))
             return ev->caps[i].value;
     return (sy_str){NULL, 0};

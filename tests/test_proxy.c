@@ -789,6 +789,36 @@ START_TEST(check_runs_a_change_set_without_publishing_it) {
 }
 END_TEST
 
+/* Issue 14: re-applying a source's document restores its routes over
+ * the one-route changes made since, instead of being skipped as "same". */
+START_TEST(reapplying_a_document_undoes_one_route_changes) {
+    sy_router *r = new_router(NULL);
+    const char *doc = "{\"version\":\"7\",\"routes\":["
+                      "{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":"
+                      "[\"Path=/a\"]}]}";
+    ck_assert_int_eq(apply(r, "main", doc), 0);
+    const char *c = "{\"id\":\"c\",\"uri\":\"http://c\","
+                    "\"predicates\":[\"Path=/c\"]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "main", c, strlen(c), NULL), 0);
+    ck_assert_int_eq(sy_router_remove_route(r, "a", NULL), 0);
+    sy_report *rep;
+    ck_assert_int_eq(sy_router_apply(r, "main", doc, strlen(doc), &rep, NULL),
+                     0);
+    ck_assert(!sy_report_skipped(rep));
+    sy_report_free(rep);
+    session s = {0};
+    ck_assert_ptr_nonnull(match(&s, r, "GET", "h", "/a"));
+    ck_assert_ptr_null(match(&s, r, "GET", "h", "/c"));
+    session_end(&s);
+    /* and now, with nothing changed since, the same bytes are skipped */
+    ck_assert_int_eq(sy_router_apply(r, "main", doc, strlen(doc), &rep, NULL),
+                     0);
+    ck_assert(sy_report_skipped(rep));
+    sy_report_free(rep);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("proxy");
     TCase *tc = tcase_create("proxy");
@@ -809,6 +839,7 @@ int main(void) {
     tcase_add_test(tc, metrics_text_parses_back);
     tcase_add_test(tc, router_path_options_reach_matching);
     tcase_add_test(tc, check_runs_a_change_set_without_publishing_it);
+    tcase_add_test(tc, reapplying_a_document_undoes_one_route_changes);
     tcase_add_test(tc,
                    delta_for_an_unknown_service_says_the_service_is_unknown);
     suite_add_tcase(s, tc);

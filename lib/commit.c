@@ -375,24 +375,27 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
     return rc;
 }
 
-/* The slot of route `id` in the working snapshot, or an error. */
-static int find_live(commit *c, const char *id, uint32_t *slot, sy_error *err) {
-    *slot = sy_snapshot_find_slot(c->work, id);
-    if (*slot == NONE)
+/* The live slot of route `id` in the working snapshot and a new part
+ * report for its source, or an error. */
+static int find_live(commit *c, const char *id, const sy_slot **sl,
+                     sy_report **rep, sy_error *err) {
+    uint32_t slot = sy_snapshot_find_slot(c->work, id);
+    if (slot == NONE)
         return sy_error_set(err, SY_ENOTFOUND, "", "no route '%s'", id);
+    *sl = sy_snapshot_slot(c->work, slot);
+    if (!(*rep =
+              sy_report_new(&c->r->alloc, c->r->sources[(*sl)->source].name)))
+        return nomem(err);
     return SY_OK;
 }
 
 static int step_remove(commit *c, const char *id, sy_report **rep,
                        sy_error *err) {
-    uint32_t slot;
-    int rc = find_live(c, id, &slot, err);
+    const sy_slot *sl;
+    int rc = find_live(c, id, &sl, rep, err);
     if (rc)
         return rc;
-    const sy_slot *sl = sy_snapshot_slot(c->work, slot);
     uint32_t si = sl->source;
-    if (!(*rep = sy_report_new(&c->r->alloc, c->r->sources[si].name)))
-        return nomem(err);
     rc = one_route_diff(c, sl->route, NULL, *rep, err);
     if (rc)
         return rc;
@@ -406,14 +409,11 @@ static int step_remove(commit *c, const char *id, sy_report **rep,
 
 static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
                        sy_error *err) {
-    uint32_t slot;
-    int rc = find_live(c, id, &slot, err);
+    const sy_slot *sl;
+    int rc = find_live(c, id, &sl, rep, err);
     if (rc)
         return rc;
-    const sy_slot *sl = sy_snapshot_slot(c->work, slot);
     uint32_t si = sl->source;
-    if (!(*rep = sy_report_new(&c->r->alloc, c->r->sources[si].name)))
-        return nomem(err);
     if (sl->route->disabled == !enabled) {
         (*rep)->skipped = (*rep)->noop = true; /* already so: no event */
         return SY_OK;

@@ -372,8 +372,9 @@ static int commit_one(sy_router *r, const sy_change *ch, sy_report **report,
     return rc;
 }
 
-int sy_router_commit(sy_router *r, const sy_change_set *cs, sy_report **report,
-                     sy_error *err) {
+/* Commit (or with `dry`, check) a change set. */
+static int commit_set(sy_router *r, const sy_change_set *cs, bool dry,
+                      sy_report **report, sy_error *err) {
     if (report)
         *report = NULL;
     if (!r || !cs)
@@ -384,26 +385,19 @@ int sy_router_commit(sy_router *r, const sy_change_set *cs, sy_report **report,
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
-    rc = sy_commit_run(r, cs->items, cs->count, false, false, report, err);
+    rc = sy_commit_run(r, cs->items, cs->count, false, dry, report, err);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
+int sy_router_commit(sy_router *r, const sy_change_set *cs, sy_report **report,
+                     sy_error *err) {
+    return commit_set(r, cs, false, report, err);
+}
+
 int sy_router_check(sy_router *r, const sy_change_set *cs, sy_report **report,
                     sy_error *err) {
-    if (report)
-        *report = NULL;
-    if (!r || !cs)
-        return sy_error_set(err, SY_EINVAL, "", "router or change set is NULL");
-    if (cs->router != r)
-        return sy_error_set(err, SY_EINVAL, "",
-                            "the change set belongs to another router");
-    int rc = writer_enter(r, err);
-    if (rc)
-        return rc;
-    rc = sy_commit_run(r, cs->items, cs->count, false, true, report, err);
-    pthread_mutex_unlock(&r->lock);
-    return rc;
+    return commit_set(r, cs, true, report, err);
 }
 
 /* ---- the single calls: one-change commits ---- */

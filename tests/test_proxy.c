@@ -819,6 +819,36 @@ START_TEST(reapplying_a_document_undoes_one_route_changes) {
 }
 END_TEST
 
+/* Issue 9: "%2F" captured in a variable must not become a real '/' after
+ * SetPath (with the default SY_SLASHES_KEEP): no traversal upstream. */
+START_TEST(encoded_slash_in_a_capture_stays_encoded_upstream) {
+    sy_router *r = new_router(NULL);
+    ck_assert_int_eq(
+        apply(
+            r, "main",
+            "[{\"id\":\"one\",\"uri\":\"http://s\",\"predicates\":"
+            "[\"Path=/files/{name}\"],\"filters\":[\"SetPath=/store/{name}\"]},"
+            "{\"id\":\"rest\",\"uri\":\"http://s\",\"predicates\":"
+            "[\"Path=/all/{*rest}\"],\"filters\":[\"SetPath=/store{rest}\"]}]"),
+        0);
+    session s = {0};
+    sy_target t;
+    ck_assert_ptr_nonnull(match(&s, r, "GET", "h", "/files/..%2F..%2Fetc"));
+    ck_assert(str_is(sy_match_var_get(s.m, "name"), "..%2F..%2Fetc"));
+    ck_assert_int_eq(sy_match_target(s.m, NULL, 0, &t, NULL), 0);
+    ck_assert(str_is(t.path, "/store/..%2F..%2Fetc"));
+    ck_assert_ptr_nonnull(match(&s, r, "GET", "h", "/all/a/..%5c..%2fx"));
+    ck_assert_int_eq(sy_match_target(s.m, NULL, 0, &t, NULL), 0);
+    ck_assert(str_is(t.path, "/store/a/..%5c..%2fx"));
+    /* a plain space in a capture is still encoded as a path needs */
+    ck_assert_ptr_nonnull(match(&s, r, "GET", "h", "/files/a%20b"));
+    ck_assert_int_eq(sy_match_target(s.m, NULL, 0, &t, NULL), 0);
+    ck_assert(str_is(t.path, "/store/a%20b"));
+    session_end(&s);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("proxy");
     TCase *tc = tcase_create("proxy");
@@ -840,6 +870,7 @@ int main(void) {
     tcase_add_test(tc, router_path_options_reach_matching);
     tcase_add_test(tc, check_runs_a_change_set_without_publishing_it);
     tcase_add_test(tc, reapplying_a_document_undoes_one_route_changes);
+    tcase_add_test(tc, encoded_slash_in_a_capture_stays_encoded_upstream);
     tcase_add_test(tc,
                    delta_for_an_unknown_service_says_the_service_is_unknown);
     suite_add_tcase(s, tc);

@@ -14,6 +14,8 @@
  */
 #include "pattern.h"
 
+#include "budget.h"
+
 #include <stdio.h>
 
 #define SY_RE_MATCH_LIMIT 200000u
@@ -261,7 +263,8 @@ bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
     if (!s)
         s = "";
     /* rc == 0: matched, the match data just has no room for groups */
-    return pcre2_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx) >= 0;
+    return sy_re_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx,
+                       SY_RE_MATCH_LIMIT) >= 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -795,8 +798,8 @@ static bool elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
     }
     if (seg.len == 0 || !md)
         return false;
-    int rc =
-        pcre2_match(el->re, (PCRE2_SPTR)seg.ptr, seg.len, 0, 0, md, p->mctx);
+    int rc = sy_re_match(el->re, (PCRE2_SPTR)seg.ptr, seg.len, 0, 0, md,
+                         p->mctx, SY_RE_MATCH_LIMIT);
     if (rc < 0)
         return false;
     if (el->whole) {

@@ -386,6 +386,46 @@ START_TEST(request_header_size_sums_each_name_once_in_order) {
 }
 END_TEST
 
+START_TEST(router_options_set_the_budget) {
+    static const char *doc =
+        "[{\"id\":\"h\",\"uri\":\"http://h\",\"predicates\":"
+        "[\"Header=X, (a+)+b\"]},"
+        "{\"id\":\"any\",\"uri\":\"http://a\",\"predicates\":"
+        "[\"Path=/**\"]}]";
+    sy_header h = {{"X", 1}, {EVIL, strlen(EVIL)}};
+    for (int small = 0; small < 2; small++) {
+        sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+        o.regex_budget = small ? 10000 : 0;
+        sy_router *r;
+        ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+        ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+        ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL),
+                         0);
+        sy_match_ctx *ctx;
+        ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+        sy_request req = SY_REQUEST_INIT;
+        req.method = (sy_str){"GET", 3};
+        req.path = (sy_str){"/", 1};
+        req.headers = &h;
+        req.header_count = 1;
+        sy_snapshot *s = sy_router_acquire(r);
+        sy_match *m = NULL;
+        ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+        if (small) { /* 10,000 units: less than the call's own limit */
+            ck_assert_ptr_null(m);
+            ck_assert_int_eq(sy_match_ctx_nomatch(ctx, NULL),
+                             SY_NOMATCH_BUDGET);
+        } else { /* default: the call's limit stops it, "any" matches */
+            ck_assert_ptr_nonnull(m);
+            ck_assert_str_eq(sy_route_id(sy_match_route(m)), "any");
+        }
+        sy_snapshot_release(s);
+        sy_match_ctx_free(ctx);
+        sy_router_free(r);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("budget");
     TCase *tc = tcase_create("budget");
@@ -399,6 +439,7 @@ int main(void) {
     tcase_add_test(tc, rewrite_path_matches_draw_on_the_pool);
     tcase_add_test(tc, rewrite_path_equals_pcre2_global_substitution);
     tcase_add_test(tc, request_header_size_sums_each_name_once_in_order);
+    tcase_add_test(tc, router_options_set_the_budget);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

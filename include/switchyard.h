@@ -257,8 +257,9 @@ typedef struct sy_document sy_document;
  * Parse, validate and compile one route document (JSON array of routes, or
  * {"version": ..., "routes": [...]}). `json` need not be NUL-terminated.
  * Strict mode: the first invalid route fails the call (err says where).
- * Lenient mode: invalid routes are dropped and listed as issues; the call
- * fails only for document-level errors (syntax, shape, limits).
+ * Lenient mode: invalid routes are dropped and listed as issues, every
+ * error of each route (not only the first); the call fails only for
+ * document-level errors (syntax, shape, limits).
  * Thread-safe: any thread, any number at once.
  */
 SY_API int sy_document_parse(const char *json, size_t len,
@@ -274,7 +275,8 @@ SY_API uint64_t sy_document_checksum(const sy_document *doc);
 SY_API size_t sy_document_route_count(const sy_document *doc);
 /* Valid routes in document order; borrowed until the document is freed. */
 SY_API const sy_route *sy_document_route(const sy_document *doc, size_t i);
-/* Lenient mode: the invalid routes that were dropped, one error each. */
+/* Lenient mode: the errors of the invalid routes that were dropped, in
+ * document order, every error of a route (one or more per route). */
 SY_API size_t sy_document_issue_count(const sy_document *doc);
 SY_API const sy_error *sy_document_issue(const sy_document *doc, size_t i);
 
@@ -451,23 +453,23 @@ typedef struct sy_filter_entry {
  * of any of these calls after a match (pure filters are evaluated by the
  * library; the host applies the outcome).
  */
-SY_API sy_action sy_match_action(sy_match *m);
+SY_API sy_action sy_match_action(const sy_match *m);
 /* Status to answer with (SetStatus, redirect, 431/413), or 0. */
-SY_API int sy_match_status(sy_match *m);
+SY_API int sy_match_status(const sy_match *m);
 /* Location of a redirect, or {NULL, 0}. */
-SY_API sy_str sy_match_redirect(sy_match *m);
+SY_API sy_str sy_match_redirect(const sy_match *m);
 /* Upstream path and raw query after filters. */
-SY_API sy_str sy_match_path(sy_match *m);
-SY_API sy_str sy_match_query(sy_match *m);
+SY_API sy_str sy_match_path(const sy_match *m);
+SY_API sy_str sy_match_query(const sy_match *m);
 /* The full upstream request header list after the filters, in order. */
-SY_API size_t sy_match_header_count(sy_match *m);
-SY_API sy_header sy_match_header(sy_match *m, size_t i);
+SY_API size_t sy_match_header_count(const sy_match *m);
+SY_API sy_header sy_match_header(const sy_match *m, size_t i);
 /* True when the client's Host header must be kept (PreserveHostHeader). */
-SY_API bool sy_match_preserve_host(sy_match *m);
-SY_API size_t sy_match_response_op_count(sy_match *m);
-SY_API sy_response_op sy_match_response_op(sy_match *m, size_t i);
-SY_API size_t sy_match_host_filter_count(sy_match *m);
-SY_API const sy_filter_entry *sy_match_host_filter(sy_match *m, size_t i);
+SY_API bool sy_match_preserve_host(const sy_match *m);
+SY_API size_t sy_match_response_op_count(const sy_match *m);
+SY_API sy_response_op sy_match_response_op(const sy_match *m, size_t i);
+SY_API size_t sy_match_host_filter_count(const sy_match *m);
+SY_API const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i);
 
 /*
  * Explain: for every route in rank order, call `fn` with whether it matched
@@ -519,7 +521,7 @@ typedef struct sy_selection {
  * SY_EINVAL when the route is not an lb:// route. Lock-free, no allocation.
  */
 SY_API int sy_snapshot_select(const sy_snapshot *s, sy_match_ctx *ctx,
-                              sy_match *m, const sy_request *req,
+                              const sy_match *m, const sy_request *req,
                               sy_selection *out, sy_error *err);
 
 /*
@@ -560,7 +562,7 @@ typedef struct sy_target {
  * the action is not PROXY. Lock-free, allocation-free once warm; same
  * thread rules as sy_snapshot_match.
  */
-SY_API int sy_match_target(sy_match *m, const char *const *exclude,
+SY_API int sy_match_target(const sy_match *m, const char *const *exclude,
                            size_t exclude_count, sy_target *out, sy_error *err);
 
 /* ------------------------------------------------------------------ */
@@ -947,13 +949,14 @@ SY_API uint64_t sy_report_parse_us(const sy_report *rep);
 SY_API uint64_t sy_report_publish_us(const sy_report *rep);
 SY_API size_t sy_report_issue_count(const sy_report *rep);
 SY_API const sy_error *sy_report_issue(const sy_report *rep, size_t i);
-/* Instance changes: ids added, removed, changed. */
-SY_API size_t sy_report_instances_added(const sy_report *rep,
-                                        const char *const **ids);
-SY_API size_t sy_report_instances_removed(const sy_report *rep,
-                                          const char *const **ids);
-SY_API size_t sy_report_instances_changed(const sy_report *rep,
-                                          const char *const **ids);
+/* Instance changes, by id: added, removed and changed (any field). Ids
+ * are borrowed from the report; NULL past the end. */
+SY_API size_t sy_report_instances_added_count(const sy_report *rep);
+SY_API const char *sy_report_instance_added(const sy_report *rep, size_t i);
+SY_API size_t sy_report_instances_removed_count(const sy_report *rep);
+SY_API const char *sy_report_instance_removed(const sy_report *rep, size_t i);
+SY_API size_t sy_report_instances_changed_count(const sy_report *rep);
+SY_API const char *sy_report_instance_changed(const sy_report *rep, size_t i);
 /* The service of an instance change, or NULL. */
 SY_API const char *sy_report_service(const sy_report *rep);
 /* True when the document was applied although its version equals the live
@@ -965,6 +968,51 @@ SY_API size_t sy_report_part_count(const sy_report *rep);
 SY_API const sy_report *sy_report_part(const sy_report *rep, size_t i);
 /* The index of the change that failed a commit, or -1. */
 SY_API long sy_report_failed_change(const sy_report *rep);
+
+/* ------------------------------------------------------------------ */
+/* Instances documents                                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An instances document: service instance lists as JSON, the format that
+ * `switchyard match --instances` reads and that hosts can keep in files
+ * (docs/route-definitions.md, "Instances documents"). Either the envelope
+ *   {"services": {"orders": [{"id": "o1", "host": "10.0.0.1", "port": 8080,
+ *                             "weight": 2, "state": "up", "secure": false,
+ *                             "metadata": {"version": "1.2"}}, ...], ...}}
+ * or the bare map {"orders": [...], ...}. id, host and port are required;
+ * port is a number 1..65535 (a string port is SY_ETYPE); weight 1..2^32-1
+ * (default 1); state up / draining / down in any case (default up);
+ * metadata values are strings, or integers and booleans taken as text
+ * ("version": 2 is "2"). Unknown keys, duplicate ids and duplicate services
+ * are errors. Errors name the place: services.orders[1].port.
+ */
+typedef struct sy_instances sy_instances;
+
+/* Parse and check a whole instances document (need not be NUL-terminated;
+ * the route documents' default limits apply, and at most 65,536 JSON values
+ * in the whole document, SY_ELIMIT). Returns 0 and *out, to free
+ * with sy_instances_free(), or a negative code with err filled (nothing to
+ * free). Thread-safe: any thread. */
+SY_API int sy_instances_parse(const char *json, size_t len,
+                              const sy_allocator *alloc, sy_instances **out,
+                              sy_error *err);
+SY_API void sy_instances_free(sy_instances *doc);
+/* Services in document order; borrowed strings and arrays stay valid until
+ * sy_instances_free(). */
+SY_API size_t sy_instances_service_count(const sy_instances *doc);
+SY_API const char *sy_instances_service(const sy_instances *doc, size_t i);
+/* Service i's instances, as an array ready for sy_router_set_instances():
+ *   sy_router_set_instances(r, sy_instances_service(d, i),
+ *                           sy_instances_list(d, i),
+ *                           sy_instances_count(d, i), NULL, &err); */
+SY_API size_t sy_instances_count(const sy_instances *doc, size_t i);
+SY_API const sy_instance *sy_instances_list(const sy_instances *doc, size_t i);
+/* Instance k of service i, or NULL. */
+SY_API const sy_instance *sy_instances_at(const sy_instances *doc, size_t i,
+                                          size_t k);
+/* The index of a service by name, or SIZE_MAX. */
+SY_API size_t sy_instances_find(const sy_instances *doc, const char *service);
 
 #ifdef __cplusplus
 }

@@ -11,14 +11,6 @@
  */
 #include "match.h"
 
-static void *pcre_malloc(size_t n, void *d) {
-    return sy_malloc((const sy_alloc *)d, n);
-}
-
-static void pcre_free(void *p, void *d) {
-    sy_free((const sy_alloc *)d, p);
-}
-
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
     sy_alloc a;
@@ -31,7 +23,7 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     c->alloc = a;
     c->rng = sy_hash_mix((uint64_t)(uintptr_t)c, sy_now_monotonic_us()) | 1;
     sy_arena_init(&c->scratch, &c->alloc, 16384);
-    c->gctx = pcre2_general_context_create(pcre_malloc, pcre_free, &c->alloc);
+    c->gctx = sy_re_general_context_new(&c->alloc);
     if (!c->gctx || !sy_budget_init(&c->budget, c->gctx)) {
         if (c->gctx)
             pcre2_general_context_free(c->gctx);
@@ -224,6 +216,72 @@ static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
     return f;
 }
 
+/* Append the captures of a walk-proven pattern (SY_CAND_WALK): the
+ * request's segments (labels) at its {var}s; false when one is empty (a
+ * {var} needs a non-empty segment: the pattern does not hold after all). */
+static bool walk_caps(sy_eval *ev, const sy_cand_list *l, const sy_cand *cd) {
+    const sy_segments *segs = l->host ? ev->host : ev->path;
+    const sy_cand_var *v = l->vars + cd->vars;
+    size_t n = ev->ncaps;
+    if (ev->caps_cap - n < cd->nvars)
+        return false;
+    for (size_t k = 0; k < cd->nvars; k++) {
+        sy_str val = segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
+        if (!val.len)
+            return false;
+        ev->caps[n + k] = (sy_capture){v[k].name, val};
+    }
+    ev->ncaps = n + cd->nvars;
+    return true;
+}
+
+/* A walk-proven candidate: test its other predicates in order, taking the
+ * proven one's captures at its place. */
+static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
+                            const sy_cand_list *l, const sy_cand *cd) {
+    const sy_slot *sl = sy_snapshot_slot(s, cd->slot);
+    const struct sy_route *r = sl->route;
+    sy_eval *ev = &c->ev;
+    ev->ncaps = 0;
+    ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        if (i == cd->pred) {
+            if (!walk_caps(ev, l, cd))
+                return candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
+        } else if (!sy_pred_test(r->cpreds[i], ev)) {
+            note_failure(c, s, cd->slot, (int)i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Does candidate `cd` of list `l` hold? The index's inline data first:
+ * a method bit the route refuses fails it without touching the route; a
+ * whole route (SY_CAND_WHOLE) reached by an exact walk holds with its
+ * captures taken from the request's segments; a walk-proven one has only
+ * its other predicates tested; anything else is tested in full. */
+static bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_cand_list *l, const sy_cand *cd, int mbit) {
+    sy_eval *ev = &c->ev;
+    if (!((cd->methods >> mbit) & 1u)) {
+        /* for a 405: method_reason() checks its other predicates */
+        if (c->method_miss_count < MAX_METHOD_MISSES)
+            c->method_misses[c->method_miss_count++] = cd->slot;
+        return false;
+    }
+    if ((cd->flags & SY_CAND_WALK) && l->exact) {
+        if (!(cd->flags & SY_CAND_WHOLE) ||
+            (mbit == 31 && cd->methods != UINT32_MAX))
+            return walk_rest_holds(c, s, l, cd);
+        ev->ncaps = 0;
+        ev->weight = NULL;
+        if (walk_caps(ev, l, cd))
+            return true;
+    }
+    return candidate_fails(c, s, cd->slot, l->proof) < 0;
+}
+
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
                        const sy_request *req, uint32_t slot) {
     sy_match *m = &c->m;
@@ -364,10 +422,13 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
     int mbit = sy_method_bit(req->method);
+    /* an empty Host matches no Host pattern (as SCG's null host): its
+     * routes are no candidates, and no walk may prove them */
+    const sy_segments *host = c->ev.host_str.len ? &c->host : NULL;
     size_t n =
-        sy_index_lookup(s->base, &c->path, &c->host, mbit, c->lists, MAX_LISTS);
+        sy_index_lookup(s->base, &c->path, host, mbit, c->lists, MAX_LISTS);
     if (n != SIZE_MAX && s->overlay) {
-        size_t m = sy_index_lookup(s->overlay, &c->path, &c->host, mbit,
+        size_t m = sy_index_lookup(s->overlay, &c->path, host, mbit,
                                    c->lists + n, MAX_LISTS - n);
         n = m == SIZE_MAX ? SIZE_MAX : n + m;
     }
@@ -377,10 +438,10 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     if (n == 1) { /* the common case: one list, already in rank order */
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
-            uint32_t slot = l->ids[i];
-            if (sy_snapshot_slot(s, slot)->route &&
-                candidate_fails(c, s, slot, l->proof) < 0) {
-                *out = found(c, s, req, slot);
+            const sy_cand *cd = &l->c[i];
+            if (sy_snapshot_slot(s, cd->slot)->route &&
+                cand_holds(c, s, l, cd, mbit)) {
+                *out = found(c, s, req, cd->slot);
                 return SY_OK;
             }
             if (c->budget.exhausted)
@@ -399,13 +460,13 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         for (size_t i = 0; i < n; i++) {
             const sy_cand_list *l = &c->lists[i];
             while (c->heads[i] < l->len) {
-                const sy_slot *sl = sy_snapshot_slot(s, l->ids[c->heads[i]]);
+                const sy_slot *sl = sy_snapshot_slot(s, l->c[c->heads[i]].slot);
                 if (sl->route && sl->key != last)
                     break;
                 c->heads[i]++;
             }
             if (c->heads[i] < l->len) {
-                uint64_t k = sy_snapshot_slot(s, l->ids[c->heads[i]])->key;
+                uint64_t k = sy_snapshot_slot(s, l->c[c->heads[i]].slot)->key;
                 if (k < best_key) {
                     best_key = k;
                     best = i;
@@ -414,10 +475,11 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         }
         if (best == SIZE_MAX)
             return SY_OK;
-        uint32_t slot = c->lists[best].ids[c->heads[best]++];
+        const sy_cand_list *l = &c->lists[best];
+        const sy_cand *cd = &l->c[c->heads[best]++];
         last = best_key;
-        if (candidate_fails(c, s, slot, c->lists[best].proof) < 0) {
-            *out = found(c, s, req, slot);
+        if (cand_holds(c, s, l, cd, mbit)) {
+            *out = found(c, s, req, cd->slot);
             return SY_OK;
         }
         if (c->budget.exhausted)
@@ -476,13 +538,18 @@ void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
 sy_str sy_match_var_get(const sy_match *m, const char *name) {
     const sy_eval *ev = &m->ctx->ev;
     size_t len = strlen(name);
-    for (size_t i = 0; i < ev->ncaps; i++)
+    /* the last capture of a name wins, as SCG merges the predicates'
+     * variable maps (and as the filters expand {name}) */
+    for (size_t i = ev->ncaps; i-- > 0;)
         if (sy_str_eq(ev->caps[i].name, name, len))
             return ev->caps[i].value;
     return (sy_str){NULL, 0};
 }
 
-sy_plan *sy_match_plan(sy_match *m) {
+sy_plan *sy_match_plan(const sy_match *cm) {
+    /* the plan is computed on first use; the result lives in the context,
+     * which the caller owns (one thread at a time) */
+    sy_match *m = (sy_match *)(uintptr_t)cm;
     if (!m->plan_done) {
         const struct sy_route *d = m->snap->defaults;
         const sy_eval *ev = &m->ctx->ev;
@@ -501,49 +568,49 @@ sy_plan *sy_match_plan(sy_match *m) {
     return &m->plan;
 }
 
-sy_action sy_match_action(sy_match *m) {
+sy_action sy_match_action(const sy_match *m) {
     return sy_match_plan(m)->action;
 }
-int sy_match_status(sy_match *m) {
+int sy_match_status(const sy_match *m) {
     return sy_match_plan(m)->status;
 }
-sy_str sy_match_redirect(sy_match *m) {
+sy_str sy_match_redirect(const sy_match *m) {
     return sy_match_plan(m)->redirect;
 }
-sy_str sy_match_path(sy_match *m) {
+sy_str sy_match_path(const sy_match *m) {
     return sy_match_plan(m)->path;
 }
-sy_str sy_match_query(sy_match *m) {
+sy_str sy_match_query(const sy_match *m) {
     return sy_match_plan(m)->query;
 }
-size_t sy_match_header_count(sy_match *m) {
+size_t sy_match_header_count(const sy_match *m) {
     return sy_match_plan(m)->header_count;
 }
-bool sy_match_preserve_host(sy_match *m) {
+bool sy_match_preserve_host(const sy_match *m) {
     return sy_match_plan(m)->preserve_host;
 }
 
-sy_header sy_match_header(sy_match *m, size_t i) {
+sy_header sy_match_header(const sy_match *m, size_t i) {
     sy_plan *p = sy_match_plan(m);
     sy_header none = {{NULL, 0}, {NULL, 0}};
     return i < p->header_count ? p->headers[i] : none;
 }
 
-size_t sy_match_response_op_count(sy_match *m) {
+size_t sy_match_response_op_count(const sy_match *m) {
     return sy_match_plan(m)->resp_count;
 }
 
-sy_response_op sy_match_response_op(sy_match *m, size_t i) {
+sy_response_op sy_match_response_op(const sy_match *m, size_t i) {
     sy_plan *p = sy_match_plan(m);
     sy_response_op none = {SY_RESP_ADD, {NULL, 0}, {NULL, 0}, {NULL, 0}};
     return i < p->resp_count ? p->resp[i] : none;
 }
 
-size_t sy_match_host_filter_count(sy_match *m) {
+size_t sy_match_host_filter_count(const sy_match *m) {
     return sy_match_plan(m)->host_filter_count;
 }
 
-const sy_filter_entry *sy_match_host_filter(sy_match *m, size_t i) {
+const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i) {
     sy_plan *p = sy_match_plan(m);
     return i < p->host_filter_count ? p->host_filters[i] : NULL;
 }

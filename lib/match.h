@@ -13,7 +13,7 @@
 #include "snapshot.h"
 
 #ifndef NONE
-#define NONE UINT32_MAX
+#define NONE SY_NONE /* short local name */
 #endif
 #define MAX_LISTS 64
 /* routes that failed only on Method, remembered to answer 405 */
@@ -55,6 +55,6 @@ struct sy_match_ctx {
 };
 
 /* The filter plan of a match, computed on first use. */
-sy_plan *sy_match_plan(sy_match *m);
+sy_plan *sy_match_plan(const sy_match *m);
 
 #endif

@@ -53,6 +53,12 @@ static void params_of(const struct sy_route *r, const sy_request *req,
     sy_str version = header_value(req, r->select.version_header);
     p->has_version = version.ptr != NULL;
     p->version = version;
+    /* untagged traffic: metadata version-default (the latest unless set) */
+    if (!p->has_version && r->select.untagged == SY_UNTAGGED_PINNED) {
+        p->has_version = true;
+        p->version = cstr(r->select.default_version);
+    }
+    p->untagged_oldest = r->select.untagged == SY_UNTAGGED_OLDEST;
     p->fallback = (sy_version_fallback)r->select.fallback;
     p->hint = header_value(req, "X-SC-LB-Hint");
     p->zone = cstr(r->select.zone);
@@ -65,7 +71,7 @@ static void params_of(const struct sy_route *r, const sy_request *req,
     p->websocket = r->select.websocket;
 }
 
-int sy_select_for_match(sy_match *m, const char *const *exclude,
+int sy_select_for_match(const sy_match *m, const char *const *exclude,
                         size_t exclude_count, sy_selection *out,
                         const sy_instance **instance, const void **health,
                         sy_error *err) {
@@ -92,9 +98,9 @@ int sy_select_for_match(sy_match *m, const char *const *exclude,
     return sy_service_select_ex(svc, &p, out, instance, health, err);
 }
 
-int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx, sy_match *m,
-                       const sy_request *req, sy_selection *out,
-                       sy_error *err) {
+int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx,
+                       const sy_match *m, const sy_request *req,
+                       sy_selection *out, sy_error *err) {
     SY_UNUSED(ctx);
     if (!h || !m || !req || !out)
         return sy_error_set(err, SY_EINVAL, "", "NULL argument");

@@ -123,6 +123,9 @@ typedef struct sy_select_params {
     sy_str hash_key;
     uint64_t seed;  /* per-request random seed (SY_LB_RANDOM) */
     bool websocket; /* route was lb:ws: report ws/wss instead of http/s */
+    /* without has_version: when no up instance is unversioned, the oldest
+     * version instead of the latest (route metadata version-default) */
+    bool untagged_oldest;
     /* ids of instances already tried for this request: never chosen */
     const char *const *exclude;
     size_t exclude_count;
@@ -147,7 +150,8 @@ int sy_lb_policy_parse(const char *s, size_t len, sy_lb_policy *out);
  *     equals p->version; if none: SY_ENOINSTANCE, or with fallback LATEST
  *     the latest version among up instances (the unversioned ones if no up
  *     instance has a version), with ANY every up instance. Without the
- *     header: the instances without `version`; if none, the latest version;
+ *     header: the instances without `version`; if none, the latest version
+ *     (the oldest with p->untagged_oldest);
  *  3. hint (metadata `hint` == p->hint), then zone (metadata `zone` ==
  *     p->zone), each only when it matches at least one instance of the
  *     current set;
@@ -198,14 +202,5 @@ void sy_service_inherit_health(sy_service *dst, const sy_service *src);
  */
 int sy_service_version_cmp(const char *a, size_t alen, const char *b,
                            size_t blen);
-
-/*
- * Benchmark hook for switchyard-bench: build a service of `instances`
- * instances (weights 1..4, three zones, unversioned) and return the mean
- * ns per sy_service_select over `iters` calls with policy "round-robin",
- * "random" or "hash" (hash keys vary per call). Negative on error.
- */
-double sy_service_bench_select_ns(const char *policy, size_t instances,
-                                  uint64_t iters);
 
 #endif

@@ -197,7 +197,7 @@ END_TEST
 
 START_TEST(path_pattern_regexes_draw_on_the_pool) {
     const char *defs[] = {"{\"id\":\"p\",\"uri\":\"http://p\",\"predicates\":"
-                          "[\"Path=/{v:(a+)+b}/x\"]}",
+                          "[\"Path=/{v:(?:a+)+b}/x\"]}",
                           "{\"id\":\"any\",\"uri\":\"http://a\","
                           "\"predicates\":[\"Path=/**\"]}"};
     sy_budget_limits lim = {50000, 0, 0};

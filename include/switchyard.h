@@ -713,6 +713,18 @@ typedef struct sy_router_options {
     sy_escaped_slashes escaped_slashes;       /* %2F and %5C; default KEEP */
     /* Passive health (outlier detection) for lb:// instances. */
     sy_outlier_options outlier;
+    /*
+     * The CPU budget of one request (docs/security.md), 0 = default. One
+     * pool of PCRE2 match-limit units shared by every regex the request
+     * runs (predicates, pattern regexes, RewritePath): a request that
+     * empties it gets no route (SY_NOMATCH_BUDGET). At most
+     * max_repeated_values values of one header, query parameter or cookie
+     * are examined per predicate (the rest are ignored). A RewritePath
+     * result longer than max_rewritten_path bytes answers 500.
+     */
+    uint64_t regex_budget;        /* default 1,000,000 units (~4 ms) */
+    uint32_t max_repeated_values; /* default 32 */
+    size_t max_rewritten_path;    /* default 16,384 bytes */
 } sy_router_options;
 
 #define SY_ROUTER_OPTIONS_INIT                                                 \

@@ -12,7 +12,6 @@
 #include <stdio.h>
 
 /* Backtracking budget of RewritePath's regex per request. */
-#define SY_FILTER_MATCH_LIMIT 1000000u
 
 /* RequestSize's default in SCG is DataSize.ofBytes(5000000), not 5MB. */
 #define SY_REQUEST_SIZE_DEFAULT 5000000

@@ -7,6 +7,10 @@
 
 #include "filter.h"
 
+/* PCRE2 match limit of one RewritePath match (the request's budget,
+ * budget.h, bounds them all together). */
+#define SY_FILTER_MATCH_LIMIT 1000000u
+
 /* Default of RequestHeaderSize's and RequestSize's error header. */
 #define SY_FILTER_ERROR_HEADER "errorMessage"
 

@@ -6,6 +6,7 @@
  * answers and the entries the host runs. Everything it builds lives in the
  * scratch arena.
  */
+#include "budget.h"
 #include "filter_int.h"
 
 #include <stdio.h>
@@ -472,34 +473,107 @@ static bool strip_prefix(sy_run *r, int64_t parts) {
     return true;
 }
 
-/* RewritePath: replace-all on the current raw path with pcre2_substitute.
- * switchyard: a regex failure at run time (match limit) answers 500, as
- * SCG's exception would. */
+/* Room for `need` more bytes in the rewrite output (*out holding *o of
+ * *cap bytes, grown in the arena, never past `max`). */
+static bool rw_reserve(sy_run *r, char **out, size_t o, size_t *cap, size_t max,
+                       size_t need) {
+    if (need > max - o)
+        return false;
+    if (o + need <= *cap)
+        return true;
+    size_t ncap = *cap * 2 > o + need ? *cap * 2 : o + need;
+    if (ncap > max)
+        ncap = max;
+    char *b = sy_arena_alloc(r->ar, ncap + 1);
+    if (!b)
+        return false;
+    memcpy(b, *out, o);
+    *out = b;
+    *cap = ncap;
+    return true;
+}
+
+static bool rw_put(sy_run *r, char **out, size_t *o, size_t *cap, size_t max,
+                   const char *src, size_t n) {
+    if (!rw_reserve(r, out, *o, cap, max, n))
+        return false;
+    memcpy(*out + *o, src, n);
+    *o += n;
+    return true;
+}
+
+/* RewritePath: replace-all on the current raw path, as pcre2_substitute's
+ * global mode does (after an empty match, retry at the same place with
+ * NOTEMPTY_ATSTART | ANCHORED, else step one byte), but one match at a
+ * time under the request's budget (budget.h) and with the output capped
+ * at its max_rewrite bytes; each replacement is expanded by
+ * pcre2_substitute from the match already made (SUBSTITUTE_MATCHED).
+ * switchyard: a regex failure at run time (match limit, budget) or an
+ * output over the cap answers 500, as SCG's exception would. */
 static int rewrite_path(sy_run *r, const sy_filter *f) {
     sy_str p = r->plan->path;
-    const char *subject = p.ptr ? p.ptr : "";
+    PCRE2_SPTR subject = (PCRE2_SPTR)(p.ptr ? p.ptr : "");
+    size_t len = p.len, max = sy_budget_max_rewrite();
     pcre2_match_data *md = r->md;
-    if (md && pcre2_get_ovector_count(md) < f->groups)
-        md = NULL; /* too small: PCRE2 makes one (sy_alloc hooks) */
-    const uint32_t opts = PCRE2_SUBSTITUTE_GLOBAL |
-                          PCRE2_SUBSTITUTE_OVERFLOW_LENGTH |
-                          PCRE2_SUBSTITUTE_UNSET_EMPTY;
-    PCRE2_SIZE cap = p.len + f->value.len + 64;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        char *out = sy_arena_alloc(r->ar, cap + 1);
-        if (!out)
-            return SY_ENOMEM;
-        PCRE2_SIZE len = cap + 1;
-        int rc = pcre2_substitute(f->re, (PCRE2_SPTR)subject, p.len, 0, opts,
-                                  md, f->mctx, (PCRE2_SPTR)f->value.ptr,
-                                  f->value.len, (PCRE2_UCHAR *)out, &len);
-        if (rc >= 0) {
-            r->plan->path = (sy_str){out, len};
-            return 0;
+    size_t cap = len + f->value.len + 64, o = 0, copied = 0, start = 0;
+    if (cap > max)
+        cap = max;
+    char *out = sy_arena_alloc(r->ar, cap + 1);
+    if (!out)
+        return SY_ENOMEM;
+    bool ok = md && pcre2_get_ovector_count(md) >= f->groups;
+    uint32_t retry = 0; /* after an empty match */
+    while (ok) {
+        int rc = sy_re_match(f->re, subject, len, start, retry, md, f->mctx,
+                             SY_FILTER_MATCH_LIMIT);
+        if (rc == PCRE2_ERROR_NOMATCH) {
+            if (!retry || start >= len)
+                break;
+            start++; /* copied with the next fragment */
+            retry = 0;
+            continue;
         }
-        if (rc != PCRE2_ERROR_NOMEMORY)
+        const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        if (rc < 0 || ov[0] < copied || ov[1] < ov[0]) {
+            ok = false;
             break;
-        cap = len; /* the length needed, terminator included */
+        }
+        ok = rw_put(r, &out, &o, &cap, max, (const char *)subject + copied,
+                    ov[0] - copied);
+        for (int attempt = 0; ok && attempt < 2; attempt++) {
+            PCRE2_SIZE n = cap - o + 1;
+            rc = pcre2_substitute(f->re, subject, len, start,
+                                  PCRE2_SUBSTITUTE_MATCHED |
+                                      PCRE2_SUBSTITUTE_REPLACEMENT_ONLY |
+                                      PCRE2_SUBSTITUTE_UNSET_EMPTY |
+                                      PCRE2_SUBSTITUTE_OVERFLOW_LENGTH,
+                                  md, f->mctx, (PCRE2_SPTR)f->value.ptr,
+                                  f->value.len, (PCRE2_UCHAR *)out + o, &n);
+            if (rc >= 0) {
+                o += n;
+                break;
+            }
+            /* n: the bytes needed, terminator included; grow, retry once */
+            ok = rc == PCRE2_ERROR_NOMEMORY && attempt == 0 &&
+                 rw_reserve(r, &out, o, &cap, max, n - 1);
+        }
+        copied = ov[1];
+        if (ov[0] == ov[1]) {
+            if (ov[0] >= len)
+                break;
+            retry = PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED;
+        } else {
+            retry = 0;
+        }
+        start = ov[1];
+    }
+    if (ok)
+        ok = rw_put(r, &out, &o, &cap, max, (const char *)subject + copied,
+                    len - copied);
+    if (ok) {
+        out[o] = '\0';
+        r->plan->path = (sy_str){out, o};
+        return 0;
     }
     if (!short_circuited(r))
         respond(r, SY_ACTION_RESPOND, 500);
@@ -533,41 +607,64 @@ static bool redirect_to(sy_run *r, const sy_filter *f) {
     return true;
 }
 
+/* A header name's case-insensitive hash. */
+static uint64_t name_hash(sy_str n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n.len; i++) {
+        unsigned char c = (unsigned char)n.ptr[i];
+        h = (h ^ (uint64_t)(c >= 'A' && c <= 'Z' ? c + 32 : c)) *
+            0x100000001b3ull;
+    }
+    return h;
+}
+
 /* RequestHeaderSize: per header name (case-insensitive), the bytes of the
- * name plus those of all its values. */
+ * name plus those of all its values; names in first-seen order. Linear in
+ * the number of headers: the totals are summed in a hash table of first
+ * occurrences (from the arena), not by comparing every pair. */
 static bool header_size(sy_run *r, const sy_filter *f) {
     const sy_plan *p = r->plan;
-    char small[1024]; /* the message, copied to the arena at the end */
-    size_t o = 0;
+    size_t n = p->header_count, cap = 16;
+    while (cap < n * 2)
+        cap *= 2;
+    /* slot: 1 + index of the name's first header, 0: empty */
+    size_t *slot = sy_arena_alloc(r->ar, cap * sizeof *slot);
+    int64_t *total = sy_arena_alloc(r->ar, (n ? n : 1) * sizeof *total);
+    if (!slot || !total)
+        return false;
+    memset(slot, 0, cap * sizeof *slot);
     bool any = false;
-    o += (size_t)snprintf(small, sizeof small,
-                          "Request Header/s size is larger than permissible "
-                          "limit (%lldB).",
-                          (long long)f->size);
-    for (size_t i = 0; i < p->header_count; i++) {
+    for (size_t i = 0; i < n; i++) {
         sy_str name = p->headers[i].name;
-        bool first = true;
-        for (size_t j = 0; j < i && first; j++)
-            if (sy_str_ieq(p->headers[j].name, name.ptr, name.len))
-                first = false;
-        if (!first)
-            continue;
-        int64_t total = (int64_t)name.len;
-        for (size_t j = i; j < p->header_count; j++)
-            if (sy_str_ieq(p->headers[j].name, name.ptr, name.len))
-                total += (int64_t)p->headers[j].value.len;
-        if (total <= f->size)
-            continue;
-        any = true;
-        if (o < sizeof small)
-            o += (size_t)snprintf(small + o, sizeof small - o,
-                                  " Request Header/s size for '%.*s' is "
-                                  "%lldB.",
-                                  (int)(name.len > 200 ? 200 : name.len),
-                                  name.ptr, (long long)total);
+        size_t k = (size_t)name_hash(name) & (cap - 1);
+        while (slot[k] &&
+               !sy_str_ieq(p->headers[slot[k] - 1].name, name.ptr, name.len))
+            k = (k + 1) & (cap - 1);
+        if (!slot[k]) {
+            slot[k] = i + 1;
+            total[i] = (int64_t)name.len;
+        }
+        size_t first = slot[k] - 1;
+        total[first] += (int64_t)p->headers[i].value.len;
+        total[i] = i == first ? total[i] : -1; /* not a first occurrence */
+        any |= total[first] > f->size;
     }
     if (!any)
         return true;
+    char small[1024]; /* the message, copied to the arena at the end */
+    size_t o = (size_t)snprintf(small, sizeof small,
+                                "Request Header/s size is larger than "
+                                "permissible limit (%lldB).",
+                                (long long)f->size);
+    for (size_t i = 0; i < n && o < sizeof small; i++) {
+        if (total[i] <= f->size) /* -1: a repeat, counted at its first */
+            continue;
+        sy_str name = p->headers[i].name;
+        o += (size_t)snprintf(small + o, sizeof small - o,
+                              " Request Header/s size for '%.*s' is %lldB.",
+                              (int)(name.len > 200 ? 200 : name.len), name.ptr,
+                              (long long)total[i]);
+    }
     if (o >= sizeof small)
         o = sizeof small - 1;
     char *text = sy_arena_strndup(r->ar, small, o);

@@ -24,7 +24,9 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     c->rng = sy_hash_mix((uint64_t)(uintptr_t)c, sy_now_monotonic_us()) | 1;
     sy_arena_init(&c->scratch, &c->alloc, 16384);
     c->gctx = sy_re_general_context_new(&c->alloc);
-    if (!c->gctx) {
+    if (!c->gctx || !sy_budget_init(&c->budget, c->gctx)) {
+        if (c->gctx)
+            pcre2_general_context_free(c->gctx);
         sy_free(&a, c);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     }
@@ -41,6 +43,7 @@ void sy_match_ctx_free(sy_match_ctx *c) {
     sy_free(&c->alloc, c->caps);
     if (c->md)
         pcre2_match_data_free(c->md);
+    sy_budget_free(&c->budget);
     pcre2_general_context_free(c->gctx);
     sy_free(&c->alloc, c);
 }
@@ -307,6 +310,8 @@ static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
             return SY_OK;
         }
         note_failure(c, s, slot, f);
+        if (c->budget.exhausted)
+            return SY_OK; /* no lower route may match instead */
     }
     return SY_OK;
 }
@@ -384,7 +389,16 @@ static int match_common(const sy_snapshot *h, sy_match_ctx *c,
     int rc = prepare(c, s, &req);
     if (rc)
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match, a reason */
+    /* one CPU budget for the whole request, filters included (budget.h) */
+    sy_budget *saved;
+    sy_budget_start(&c->budget, &s->budget);
+    sy_budget_enter(&c->budget, &saved);
     rc = linear ? match_linear(c, s, req, out) : match_indexed(c, s, req, out);
+    sy_budget_leave(saved);
+    if (rc == SY_OK && c->budget.exhausted) {
+        *out = NULL; /* stopped: no route, whatever was left to try */
+        c->nomatch = SY_NOMATCH_BUDGET;
+    }
     if (rc == SY_OK && !*out && c->nomatch == SY_NOMATCH_NONE)
         c->nomatch = method_reason(c, s);
     return rc;
@@ -433,6 +447,8 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                 *out = found(c, s, req, cd->slot);
                 return SY_OK;
             }
+            if (c->budget.exhausted)
+                return SY_OK;
         }
         return SY_OK;
     }
@@ -469,6 +485,8 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             *out = found(c, s, req, cd->slot);
             return SY_OK;
         }
+        if (c->budget.exhausted)
+            return SY_OK;
     }
 }
 
@@ -481,6 +499,9 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
     int rc = prepare(c, s, &req);
     if (rc)
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* nothing can match */
+    sy_budget *saved;
+    sy_budget_start(&c->budget, &s->budget);
+    sy_budget_enter(&c->budget, &saved);
     for (size_t i = 0; i < s->route_count; i++) {
         uint32_t slot = sy_snapshot_rank_at(s, i);
         const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
@@ -494,6 +515,7 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
         if (stop)
             break;
     }
+    sy_budget_leave(saved);
     return SY_OK;
 }
 
@@ -535,12 +557,15 @@ sy_plan *sy_match_plan(const sy_match *cm) {
         const struct sy_route *d = m->snap->defaults;
         const sy_eval *ev = &m->ctx->ev;
         memset(&m->plan, 0, sizeof m->plan);
+        sy_budget *saved;
+        sy_budget_enter(&m->ctx->budget, &saved);
         m->plan_rc = sy_plan_compute(
             &m->plan, d ? (const sy_filter *const *)d->cfilters : NULL,
             d ? d->filter_count : 0,
             (const sy_filter *const *)m->route->cfilters,
             m->route->filter_count, m->req, ev->caps, ev->ncaps, m->ctx->md,
             &m->ctx->scratch);
+        sy_budget_leave(saved);
         m->plan_done = true;
     }
     return &m->plan;

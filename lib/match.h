@@ -6,6 +6,7 @@
 #ifndef SY_MATCH_H
 #define SY_MATCH_H
 
+#include "budget.h"
 #include "filter.h"
 #include "index.h"
 #include "predicate.h"
@@ -44,6 +45,7 @@ struct sy_match_ctx {
     sy_cand_list lists[MAX_LISTS];
     uint32_t heads[MAX_LISTS];
     sy_match m;
+    sy_budget budget; /* the CPU budget of the current request */
     /* why the last match found nothing (sy_match_ctx_nomatch) */
     sy_nomatch nomatch;
     uint32_t method_misses[MAX_METHOD_MISSES]; /* slots */

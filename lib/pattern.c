@@ -13,6 +13,8 @@
  */
 #include "pattern_int.h"
 
+#include "budget.h"
+
 #include <stdio.h>
 
 int sy_pat_error(sy_error *err, int code, size_t off, const char *msg) {
@@ -616,8 +618,9 @@ bool sy_pat_elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
      * empty segment (Spring's "/" + "****" matches "/") */
     if (!md || (seg.len == 0 && (!last || el->nvars)))
         return false;
-    int rc = pcre2_match(el->re, (PCRE2_SPTR)(seg.len ? seg.ptr : ""), seg.len,
-                         0, 0, md, p->mctx);
+    /* under the request's budget (budget.h) */
+    int rc = sy_re_match(el->re, (PCRE2_SPTR)(seg.len ? seg.ptr : ""), seg.len,
+                         0, 0, md, p->mctx, SY_RE_MATCH_LIMIT);
     if (rc < 0)
         return false;
     if (el->whole) {

@@ -21,6 +21,7 @@
  */
 #include "predicate.h"
 
+#include "budget.h"
 #include "values.h"
 
 #include <stdio.h>
@@ -537,18 +538,24 @@ static bool value_ok(const sy_pred *p, sy_str v, const sy_eval *ev) {
     return sy_regex_full_match(p->re, v.ptr, v.len, ev->md);
 }
 
+/* Values of one name a predicate examines are capped by the request's
+ * budget (budget.h): the ones past the cap are not looked at. */
 static bool test_header(const sy_pred *p, sy_eval *ev) {
     const sy_request *r = ev->req;
     char stack[512];
+    uint32_t left = sy_budget_max_repeats();
     for (size_t i = 0; i < r->header_count; i++) {
         const sy_header *h = &r->headers[i];
         if (!sy_str_ieq(h->name, p->name, p->name_len))
             continue;
         sy_str rest = h->value, el;
         bool done = false;
-        while (next_element(&rest, &done, &el))
+        while (next_element(&rest, &done, &el)) {
+            if (left-- == 0)
+                return false;
             if (value_ok(p, unquote(el, stack, sizeof stack, ev->scratch), ev))
                 return true;
+        }
     }
     return false;
 }
@@ -585,6 +592,7 @@ static bool test_query(const sy_pred *p, sy_eval *ev) {
         return false;
     const char *s = q.ptr, *end = q.ptr + q.len;
     char kbuf[256], vbuf[512];
+    uint32_t left = sy_budget_max_repeats();
     while (s && s < end) {
         const char *amp = memchr(s, '&', (size_t)(end - s));
         const char *pe = amp ? amp : end;
@@ -600,6 +608,8 @@ static bool test_query(const sy_pred *p, sy_eval *ev) {
             continue;
         if (!p->re)
             return true;
+        if (left-- == 0)
+            return false;
         v = form_decode(v, vbuf, sizeof vbuf, ev->scratch);
         if (sy_regex_full_match(p->re, v.ptr, v.len, ev->md))
             return true;
@@ -609,6 +619,7 @@ static bool test_query(const sy_pred *p, sy_eval *ev) {
 
 static bool test_cookie(const sy_pred *p, sy_eval *ev) {
     const sy_request *r = ev->req;
+    uint32_t left = sy_budget_max_repeats();
     for (size_t i = 0; i < r->header_count; i++) {
         const sy_header *h = &r->headers[i];
         if (!sy_str_ieq(h->name, "cookie", 6))
@@ -627,6 +638,8 @@ static bool test_cookie(const sy_pred *p, sy_eval *ev) {
             if (val.len >= 2 && val.ptr[0] == '"' &&
                 val.ptr[val.len - 1] == '"')
                 val = (sy_str){val.ptr + 1, val.len - 2};
+            if (left-- == 0)
+                return false;
             if (sy_regex_full_match(p->re, val.ptr, val.len, ev->md))
                 return true;
         }

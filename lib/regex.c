@@ -7,6 +7,8 @@
  */
 #include "regex.h"
 
+#include "budget.h"
+
 #include <stdio.h>
 
 /* ------------------------------------------------------------------ */
@@ -162,7 +164,9 @@ bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
     if (!s)
         s = "";
     /* rc == 0: matched, the match data just has no room for groups */
-    return pcre2_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx) >= 0;
+    /* under the request's budget (budget.h) */
+    return sy_re_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx,
+                       SY_RE_MATCH_LIMIT) >= 0;
 }
 
 /* ------------------------------------------------------------------ */

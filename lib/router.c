@@ -132,6 +132,9 @@ sy_snapshot_config sy_router_snapshot_config(sy_router *r) {
     cfg.path_norm.mode = (int)r->opts.path_normalization;
     cfg.path_norm.merge_slashes = r->opts.merge_slashes;
     cfg.path_norm.escaped_slashes = (int)r->opts.escaped_slashes;
+    cfg.budget.regex_units = r->opts.regex_budget;
+    cfg.budget.max_repeats = r->opts.max_repeated_values;
+    cfg.budget.max_rewrite = r->opts.max_rewritten_path;
     cfg.clock_ms = r->opts.clock_ms;
     cfg.clock_data = r->opts.callback_data;
     cfg.random = r->opts.random;

@@ -557,6 +557,7 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
     const sy_alloc *a = s->alloc;
     s->strip_host_port = cfg->strip_host_port;
     s->path_norm = cfg->path_norm;
+    s->budget = cfg->budget;
     s->clock_ms = cfg->clock_ms;
     s->clock_data = cfg->clock_data;
     s->random = cfg->random;

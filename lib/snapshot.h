@@ -9,6 +9,7 @@
 #ifndef SY_SNAPSHOT_H
 #define SY_SNAPSHOT_H
 
+#include "budget.h"
 #include "index.h"
 #include "path_normalize.h"
 #include "predicate.h"
@@ -109,6 +110,7 @@ struct sy_snapshot {
 
     bool strip_host_port;
     sy_path_norm_opts path_norm;     /* request path normalisation */
+    sy_budget_limits budget;         /* CPU budget per request (0: defaults) */
     int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
     void *clock_data;
     uint64_t (*random)(void *data); /* for requests with seed == 0 */
@@ -131,6 +133,7 @@ typedef struct sy_route_change {
 typedef struct sy_snapshot_config {
     bool strip_host_port;
     sy_path_norm_opts path_norm; /* all zero: the secure default */
+    sy_budget_limits budget;     /* per request; zero fields: defaults */
     int64_t (*clock_ms)(void *data);
     void *clock_data; /* also passed to random */
     uint64_t (*random)(void *data);

@@ -315,6 +315,65 @@ START_TEST(as_is_leaves_the_path_alone) {
 }
 END_TEST
 
+/* The router options reach the snapshots it publishes. */
+START_TEST(router_options_select_the_behaviour) {
+    static const char *doc =
+        "[{\"id\":\"files\",\"uri\":\"http://files\",\"predicates\":"
+        "[\"Path=/files/{name}\"]}]";
+    struct {
+        sy_path_normalization mode;
+        bool merge;
+        sy_escaped_slashes slashes;
+        const char *path, *want; /* want NULL: bad path */
+    } cases[] = {
+        {SY_PATH_NORMALIZE, false, SY_SLASHES_REJECT, "/files/a%2Fb", NULL},
+        {SY_PATH_NORMALIZE, false, SY_SLASHES_KEEP, "/files/a%2Fb",
+         "/files/a%2Fb"},
+        {SY_PATH_NORMALIZE, true, SY_SLASHES_KEEP, "//files//x", "/files/x"},
+        {SY_PATH_AS_IS, false, SY_SLASHES_KEEP, "/files/../files/x", ""},
+        {SY_PATH_NORMALIZE, false, SY_SLASHES_KEEP, "/files/../files/x",
+         "/files/x"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+        o.path_normalization = cases[i].mode;
+        o.merge_slashes = cases[i].merge;
+        o.escaped_slashes = cases[i].slashes;
+        sy_router *rt;
+        ck_assert_int_eq(sy_router_new(&o, &rt, NULL), 0);
+        ck_assert_int_eq(sy_router_add_source(rt, "s", NULL), 0);
+        ck_assert_int_eq(sy_router_apply(rt, "s", doc, strlen(doc), NULL, NULL),
+                         0);
+        sy_match_ctx *ctx;
+        ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+        sy_request req = SY_REQUEST_INIT;
+        req.method = (sy_str){"GET", 3};
+        req.path = (sy_str){cases[i].path, strlen(cases[i].path)};
+        sy_snapshot *s = sy_router_acquire(rt);
+        sy_match *m = NULL;
+        ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+        if (!cases[i].want) {
+            ck_assert_ptr_null(m);
+            ck_assert_int_eq(sy_match_ctx_nomatch(ctx, NULL),
+                             SY_NOMATCH_BAD_PATH);
+        } else if (!cases[i].want[0]) {
+            ck_assert_ptr_null(m);
+            ck_assert_int_eq(sy_match_ctx_nomatch(ctx, NULL),
+                             SY_NOMATCH_NO_ROUTE);
+        } else {
+            ck_assert_ptr_nonnull(m);
+            sy_str p = sy_match_path(m);
+            ck_assert_msg(p.len == strlen(cases[i].want) &&
+                              memcmp(p.ptr, cases[i].want, p.len) == 0,
+                          "%s: '%.*s'", cases[i].path, (int)p.len, p.ptr);
+        }
+        sy_snapshot_release(s);
+        sy_match_ctx_free(ctx);
+        sy_router_free(rt);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("path_normalize");
     TCase *tc = tcase_create("path_normalize");
@@ -328,6 +387,7 @@ int main(void) {
     tcase_add_test(tc, escaped_slash_options_end_to_end);
     tcase_add_test(tc, merge_slashes_end_to_end);
     tcase_add_test(tc, as_is_leaves_the_path_alone);
+    tcase_add_test(tc, router_options_select_the_behaviour);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

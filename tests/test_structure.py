@@ -21,7 +21,7 @@ import sys
 # the modules must not use each other in a loop (files of one module may).
 LAYERS = [
     [("util",), ("idtab",)],
-    [("factory",), ("registry",), ("values",), ("path_normalize",),
+    [("factory",), ("registry",), ("values",), ("path_normalize",), ("budget",),
      ("publish", "publish_int"),
      ("service", "service_int", "service_ring", "service_select",
       "service_health")],

@@ -1,0 +1,90 @@
+/*
+ * budget.c - the per-request CPU budget (budget.h): escalating PCRE2 match
+ * limits charged against one pool, and the thread's current budget while
+ * a match or a filter plan runs.
+ */
+#include "budget.h"
+
+/* The budget of the match or plan running on this thread (stack-scoped:
+ * set on entry, restored on exit, so nested matches on other routers from
+ * host callbacks each see their own). */
+static _Thread_local sy_budget *current;
+
+bool sy_budget_init(sy_budget *b, pcre2_general_context *g) {
+    memset(b, 0, sizeof *b);
+    b->mctx = pcre2_match_context_create(g);
+    if (!b->mctx)
+        return false;
+    pcre2_set_depth_limit(b->mctx, 10000u);
+    sy_budget_start(b, NULL);
+    return true;
+}
+
+void sy_budget_free(sy_budget *b) {
+    pcre2_match_context_free(b->mctx);
+    b->mctx = NULL;
+}
+
+void sy_budget_start(sy_budget *b, const sy_budget_limits *lim) {
+    b->left =
+        lim && lim->regex_units ? lim->regex_units : SY_BUDGET_DEFAULT_UNITS;
+    b->max_repeats =
+        lim && lim->max_repeats ? lim->max_repeats : SY_BUDGET_DEFAULT_REPEATS;
+    b->max_rewrite =
+        lim && lim->max_rewrite ? lim->max_rewrite : SY_BUDGET_DEFAULT_REWRITE;
+    b->used = 0;
+    b->exhausted = false;
+}
+
+void sy_budget_enter(sy_budget *b, sy_budget **saved) {
+    *saved = current;
+    current = b;
+}
+
+void sy_budget_leave(sy_budget *saved) {
+    current = saved;
+}
+
+sy_budget *sy_budget_current(void) {
+    return current;
+}
+
+int sy_re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
+                PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,
+                pcre2_match_context *mctx, uint32_t per_call) {
+    sy_budget *b = current;
+    if (!b || !b->mctx)
+        return pcre2_match(code, subject, len, start, options, md, mctx);
+    uint64_t step = SY_BUDGET_FIRST_LIMIT;
+    for (;;) {
+        uint64_t lim = step < per_call ? step : per_call;
+        bool by_pool = lim >= b->left;
+        if (by_pool)
+            lim = b->left;
+        if (lim == 0) {
+            b->exhausted = true;
+            return PCRE2_ERROR_MATCHLIMIT;
+        }
+        pcre2_set_match_limit(b->mctx, (uint32_t)lim);
+        int rc = pcre2_match(code, subject, len, start, options, md, b->mctx);
+        b->left -= lim; /* an upper bound of what the attempt did */
+        b->used += lim;
+        if (rc != PCRE2_ERROR_MATCHLIMIT)
+            return rc;
+        if (by_pool) {
+            b->exhausted = true;
+            return rc;
+        }
+        if (lim >= per_call)
+            return rc; /* the call's own limit, as without a budget */
+        step *= 8;
+    }
+}
+
+uint32_t sy_budget_max_repeats(void) {
+    return current ? current->max_repeats : UINT32_MAX;
+}
+
+size_t sy_budget_max_rewrite(void) {
+    return current ? current->max_rewrite : SIZE_MAX;
+}

@@ -413,7 +413,8 @@ SY_API const sy_route *sy_match_route(const sy_match *m);
 SY_API size_t sy_match_var_count(const sy_match *m);
 SY_API void sy_match_var(const sy_match *m, size_t i, sy_str *name,
                          sy_str *value);
-/* The value of one variable, or {NULL, 0}. */
+/* The value of one variable (the last capture of that name, as the
+ * filters expand it), or {NULL, 0}. */
 SY_API sy_str sy_match_var_get(const sy_match *m, const char *name);
 
 typedef enum sy_action {
@@ -644,7 +645,7 @@ typedef enum sy_escaped_slashes {
                               upstream still encoded (default) */
     SY_SLASHES_REJECT = 1, /* the request does not match
                               (SY_NOMATCH_BAD_PATH) */
-    SY_SLASHES_DECODE = 2  /* decoded to '/' (or '\\') before normalisation */
+    SY_SLASHES_DECODE = 2  /* both decoded to '/' before normalisation */
 } sy_escaped_slashes;
 
 /*
@@ -685,7 +686,8 @@ typedef struct sy_router_options {
     void (*on_event)(void *data, const sy_report *report);
     void (*on_retired_held)(void *data, uint64_t generation, uint64_t age_ms);
     int64_t (*clock_ms)(void *data); /* epoch ms; NULL: real time */
-    uint64_t (*random)(void *data);  /* NULL: per-context generator */
+    uint64_t (*random)(void *data);  /* Weight and lb-policy random draws for
+                                        seed 0; NULL: per-context generator */
     void *callback_data;
 
     /* ---- since 0.2 (append only) ---- */

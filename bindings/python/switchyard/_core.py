@@ -458,15 +458,15 @@ class _Live:
     """What a Match needs to reach its C match again: the snapshot (held by
     the caller), the request buffers the match borrows, and the context
     slot and serial it was made on."""
-    __slots__ = ("snapshot", "creq", "slot", "serial", "m", "route")
+    __slots__ = ("snapshot", "creq", "where", "route")
 
     def __init__(self, snapshot: "Snapshot", creq: CRequest, slot: Any,
                  m: Any) -> None:
         self.snapshot = snapshot
         self.creq = creq
-        self.slot = slot
-        self.serial = slot.serial
-        self.m = m
+        # (slot, serial, C match): replaced as one value, so that a thread
+        # never pairs one thread's slot with another thread's match
+        self.where = (slot, slot.serial, m)
         self.route = lib.sy_match_route(m)
 
 
@@ -513,15 +513,14 @@ def match_target(match: Match, exclude: Iterable[str]) -> Target:
     t = ffi.new("sy_target *")
     err = new_error()
     with trap(), match_context() as slot:
-        if slot is live.slot and slot.serial == live.serial:
-            m = live.m
-        else:
+        where_slot, serial, m = live.where
+        if where_slot is not slot or slot.serial != serial:
             m = snap._run_match(live.creq, slot, False)
             if m == ffi.NULL or lib.sy_match_route(m) != live.route:
                 raise InvalidArgumentError(
                     f"the request no longer matches route "
                     f"'{match.route_id}' (a Weight draw?): match it again")
-            live.slot, live.serial, live.m = slot, slot.serial, m
+            live.where = (slot, slot.serial, m)
         check(lib.sy_match_target(m, arr, n, t, err), err)
         result = _target_from_c(t, match.route_id, snap)
     del keep

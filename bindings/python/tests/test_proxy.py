@@ -518,11 +518,6 @@ FILES = [{"id": "files", "uri": "http://files",
          {"id": "deep", "uri": "http://deep",
           "predicates": ["Path=/files/{a}/{b}"]}]
 
-NOT_WIRED = pytest.mark.xfail(
-    strict=True, reason="lib: sy_router_new does not pass the path options "
-    "to its snapshots yet (lib/router.c)")
-
-
 def test_path_options_are_checked():
     with pytest.raises(KeyError):
         sy.Router(escaped_slashes="sometimes")
@@ -533,7 +528,6 @@ def test_path_options_are_checked():
         sy.Router(**kw).close()
 
 
-@NOT_WIRED
 def test_escaped_slashes_reject_is_a_bad_path():
     with new_router(escaped_slashes="reject") as r:
         r.apply("main", FILES)
@@ -541,7 +535,6 @@ def test_escaped_slashes_reject_is_a_bad_path():
             sy.NoMatchReason.BAD_PATH
 
 
-@NOT_WIRED
 def test_escaped_slashes_decode_makes_two_segments():
     with new_router(escaped_slashes="decode") as r:
         r.apply("main", FILES)
@@ -549,14 +542,38 @@ def test_escaped_slashes_decode_makes_two_segments():
         assert m.route_id == "deep" and m.path == "/files/a/b"
 
 
-@NOT_WIRED
-def test_merge_slashes_and_as_is():
+def test_encoded_slashes_stay_encoded_by_default():
+    with new_router() as r:
+        r.apply("main", FILES)
+        m = r.resolve(url="/files/a%2Fb")
+        assert m.route_id == "files" and m.vars["name"] == "a/b"
+
+
+def test_merge_slashes():
+    with new_router() as r:
+        r.apply("main", FILES)
+        res = r.resolve(url="/files//a")  # an empty segment: no {name}
+        assert res.reason is sy.NoMatchReason.NO_ROUTE
     with new_router(merge_slashes=True) as r:
         r.apply("main", FILES)
         assert r.resolve(url="//files//a").path == "/store/a"
+
+
+def test_as_is_leaves_the_path_alone():
     with new_router(path_normalization="as_is") as r:
         r.apply("main", FILES)
-        assert not r.resolve(url="/files/x/../y")
+        assert not r.resolve(url="/files/x/../y")  # four segments
+    with new_router() as r:
+        r.apply("main", FILES)
+        assert r.resolve(url="/files/x/../y").path == "/store/y"
+
+
+def test_escaped_slashes_decode_turns_an_encoded_climb_into_a_bad_path():
+    with new_router(escaped_slashes=sy.EscapedSlashes.DECODE) as r:
+        r.apply("main", FILES)
+        assert r.resolve(url="/files/x%2F..%2Freport").path == "/store/report"
+        res = r.resolve(url="/files/..%2F..%2F..%2Fetc")
+        assert res.reason is sy.NoMatchReason.BAD_PATH
 
 
 # ---- version not bumped ------------------------------------------------------

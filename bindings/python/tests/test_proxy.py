@@ -735,3 +735,31 @@ def test_target_uses_the_match_in_place_until_the_context_is_reused():
             assert len(calls) == 2
             assert m.target().path == "/a"
             assert len(calls) == 3  # matched again, on the same snapshot
+
+
+def test_event_handler_exception_after_a_commit_carries_its_report():
+    def on_event(report):
+        raise LookupError("dashboard is down")
+    with new_router(on_event=on_event) as r:
+        with pytest.raises(sy.CallbackAfterPublishError) as info:
+            with r.change_set() as cs:
+                cs.apply("main", ROUTES_LB)
+                cs.set_instances("orders", TWO)
+        assert cs.committed
+        assert [p.service for p in info.value.report.parts] == [None,
+                                                               "orders"]
+        assert isinstance(info.value.__cause__, LookupError)
+        r.on_event = None
+        with r.acquire() as snap:
+            assert snap.match(url="/orders/1").target().service == "orders"
+
+
+def test_route_detach_exception_with_no_caller_is_logged(caplog):
+    def detach(route, data):
+        raise ValueError("detach exploded")
+    r = new_router(route_detach=detach)
+    r.apply("main", ROUTES_LB)
+    with caplog.at_level("ERROR", logger="switchyard"):
+        r.close()  # frees the router: nobody to raise into
+    assert any(rec.exc_info and rec.exc_info[0] is ValueError
+               for rec in caplog.records)

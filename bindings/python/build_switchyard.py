@@ -38,6 +38,9 @@ extern "Python" {
     void _sy_py_pred_free(void *data, void *state);
     int _sy_py_filter_validate(void *data, const sy_kv *args,
                                size_t arg_count, sy_error *err);
+    void *_sy_py_route_attach(void *data, const sy_route *route);
+    void _sy_py_route_detach(void *data, const sy_route *route,
+                             void *host_data);
 }
 """
 

@@ -23,18 +23,21 @@ from ._native import ffi as _ffi, lib as _lib
 from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
 from ._core import (Document, Registry, Snapshot, diff, parse, parse_file,
                     parse_instances)
-from ._errors import (BusyError, CallbackError, ClosedError, DuplicateError,
-                      ExistsError, InvalidArgumentError, InvalidDocumentError,
-                      LimitError, NoInstanceError, NotFoundError,
-                      OutOfMemoryError, ParseError, PatternError, RegexError,
+from ._errors import (BusyError, CallbackAfterPublishError, CallbackError,
+                      ClosedError, DuplicateError, ExistsError,
+                      InvalidArgumentError, InvalidDocumentError, LimitError,
+                      NoInstanceError, NotFoundError, OutOfMemoryError,
+                      ParseError, PatternError, ReentrantError, RegexError,
                       SpelError, SwitchyardError, UnknownNameError,
                       ValidationError, code_name, error_for_code, strerror)
-from ._router import Router
-from ._types import (Action, Changed, Diff, ExplainStep, HostFilter,
-                     Instance, InstanceDelta, InstanceOp, InstanceState,
-                     Issue, Limits, Match, Metrics, Report, Request,
-                     ResponseOp, ResponseOpKind, Route, Selection,
-                     ShortcutType, Upstream, UpstreamKind)
+from ._router import ChangeSet, Router
+from ._types import (Action, Changed, Diff, EscapedSlashes, ExplainStep,
+                     HostFilter, Instance, InstanceDelta, InstanceOp,
+                     InstanceState, Issue, Limits, Match, Metrics, NoMatch,
+                     NoMatchReason, Outcome, OutlierOptions,
+                     PathNormalization, Report, Request, ResponseOp,
+                     ResponseOpKind, Route, Selection, ShortcutType,
+                     SourceStatus, Target, Upstream, UpstreamKind)
 
 # Library logs go to the "switchyard" logger; like any library, stay quiet
 # unless the application configures logging.
@@ -60,7 +63,7 @@ def version_number() -> int:
 
 
 __all__ = [
-    "Router", "Snapshot", "Document", "Registry", "parse", "parse_file",
+    "Router", "ChangeSet", "Snapshot", "Document", "Registry", "parse", "parse_file",
     "parse_instances",
     "diff", "version", "version_number", "library_version",
     "header_version",
@@ -69,11 +72,14 @@ __all__ = [
     "ResponseOpKind", "HostFilter", "Action", "ExplainStep", "Selection",
     "Instance", "InstanceDelta", "InstanceOp", "InstanceState", "Issue",
     "Diff", "Changed", "Report", "Metrics", "Limits", "ShortcutType",
+    "Target", "NoMatch", "NoMatchReason", "Outcome", "OutlierOptions",
+    "PathNormalization", "EscapedSlashes", "SourceStatus",
     # errors
     "SwitchyardError", "OutOfMemoryError", "InvalidArgumentError",
     "ParseError", "ValidationError", "DuplicateError", "UnknownNameError",
     "RegexError", "PatternError", "SpelError", "InvalidDocumentError",
     "LimitError", "NotFoundError", "ExistsError", "BusyError",
-    "NoInstanceError", "CallbackError", "ClosedError", "code_name",
+    "NoInstanceError", "CallbackError", "ClosedError", "ReentrantError",
+    "CallbackAfterPublishError", "code_name",
     "error_for_code", "strerror",
 ]

@@ -39,6 +39,12 @@ class RouterCallbacks:
         self.clock = clock
         self.random = random
         self.log = log
+        self.route_attach: Optional[Callable[[Any], Any]] = None
+        self.route_detach: Optional[Callable[[Any, Any], None]] = None
+        # host data handles by address: kept alive from route_attach until
+        # the route's route_detach, which drops them exactly once
+        self.host_data: Dict[int, Any] = {}
+        self.host_lock = threading.Lock()
 
 
 @ffi.def_extern()
@@ -90,6 +96,45 @@ def _sy_py_random(data: Any) -> int:
     except BaseException as exc:  # noqa: BLE001
         stash(exc)
         return 0
+
+
+def _addr(p: Any) -> int:
+    return int(ffi.cast("uintptr_t", p))
+
+
+@ffi.def_extern()
+def _sy_py_route_attach(data: Any, route: Any) -> Any:
+    try:
+        cb: RouterCallbacks = ffi.from_handle(data)
+        if cb.route_attach is None:
+            return ffi.NULL
+        obj = cb.route_attach(route_from_c(route))
+        if obj is None:
+            return ffi.NULL
+        handle = ffi.new_handle(obj)
+        with cb.host_lock:
+            cb.host_data[_addr(handle)] = handle
+        return handle
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        return ffi.NULL
+
+
+@ffi.def_extern()
+def _sy_py_route_detach(data: Any, route: Any, host_data: Any) -> None:
+    try:
+        cb: RouterCallbacks = ffi.from_handle(data)
+        obj = None
+        if host_data != ffi.NULL:
+            with cb.host_lock:
+                handle = cb.host_data.pop(_addr(host_data))
+            obj = ffi.from_handle(handle)
+        if cb.route_detach is not None:
+            # the route as it was, without the data being released
+            r = route_from_c(route)
+            cb.route_detach(r, obj)
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
 
 
 # ------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 from . import _errors
 from ._native import ffi, lib
 from ._types import (Changed, Diff, HeadersLike, Instance, InstanceState,
-                     Issue, Limits, Report, Request, Route, Upstream,
-                     UpstreamKind)
+                     Issue, Limits, OutlierOptions, Report, Request, Route,
+                     Upstream, UpstreamKind)
 
 ENC = "utf-8"
 ERRORS = "surrogateescape"  # bytes that are not UTF-8 survive a round trip
@@ -66,7 +66,16 @@ _pending = _Pending()
 
 
 def stash(exc: BaseException) -> None:
-    """Keep the first exception a callback raised on this thread."""
+    """Keep the first exception a callback raised on this thread, for the
+    trap around the C call to re-raise. A callback that runs outside any
+    trap (a route_detach run by the garbage collector freeing a router)
+    has no caller to raise into: its exception is logged."""
+    if _pending.depth == 0:
+        import logging
+        logging.getLogger("switchyard").error(
+            "exception in a switchyard callback outside any call",
+            exc_info=(type(exc), exc, exc.__traceback__))
+        return
     if _pending.exc is None:
         _pending.exc = exc
 
@@ -77,18 +86,35 @@ class trap:
     An exception a callback raised (and stashed) is re-raised when the
     outermost trap exits, even if the C call itself reported success; it
     takes precedence over the library error the callback may have caused.
+    A writer call that succeeded marks the trap with :meth:`published`:
+    then the callback's exception is wrapped in CallbackAfterPublishError
+    carrying the report, because the change was made.
     """
-    __slots__ = ()
+    __slots__ = ("_published", "_report")
 
-    def __enter__(self) -> None:
+    def __init__(self) -> None:
+        self._published = False
+        self._report: Any = None
+
+    def published(self, rc: int, report: Any = None) -> None:
+        """The C writer call returned rc: a change was published if rc >= 0."""
+        if rc >= 0:
+            self._published = True
+            self._report = report
+
+    def __enter__(self) -> "trap":
         if _pending.depth == 0:
             _pending.exc = None
         _pending.depth += 1
+        return self
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
         _pending.depth -= 1
         if _pending.depth == 0 and _pending.exc is not None:
             exc, _pending.exc = _pending.exc, None
+            if self._published and ev is None:
+                raise _errors.CallbackAfterPublishError(
+                    exc, self._report) from exc
             if ev is not None and ev is not exc:
                 raise exc from ev
             raise exc
@@ -115,43 +141,56 @@ def set_error(err: Any, message: str) -> None:
 # Per-thread match contexts
 # ------------------------------------------------------------------------
 
+class CtxSlot:
+    """A match context and a count of the matches run on it: a Match
+    remembers (slot, serial) so that target() can use the C match in place
+    while no other match has run on the context since."""
+    __slots__ = ("ptr", "serial", "__weakref__")
+
+    def __init__(self) -> None:
+        out = ffi.new("sy_match_ctx **")
+        err = new_error()
+        check(lib.sy_match_ctx_new(ffi.NULL, out, err), err)
+        self.ptr: Any = ffi.gc(out[0], lib.sy_match_ctx_free)
+        self.serial = 0
+
+    def free(self) -> None:
+        p, self.ptr = self.ptr, None
+        if p is not None:
+            ffi.release(p)
+
+
 class _Contexts(threading.local):
-    ctx: Any = None
+    slot: Optional[CtxSlot] = None
     busy = False
 
 
 _contexts = _Contexts()
 
 
-def _new_ctx() -> Any:
-    out = ffi.new("sy_match_ctx **")
-    err = new_error()
-    check(lib.sy_match_ctx_new(ffi.NULL, out, err), err)
-    return ffi.gc(out[0], lib.sy_match_ctx_free)
-
-
 class match_context:
     """This thread's match context, or a fresh one when it is in use (a
-    host predicate that matches from inside a match)."""
-    __slots__ = ("ctx", "mine")
+    host predicate that matches from inside a match). ``with`` gives the
+    CtxSlot; its ``ptr`` is the sy_match_ctx."""
+    __slots__ = ("slot", "mine")
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> CtxSlot:
         if _contexts.busy:
             self.mine = False
-            self.ctx = _new_ctx()
-            return self.ctx
-        if _contexts.ctx is None:
-            _contexts.ctx = _new_ctx()
+            self.slot = CtxSlot()
+            return self.slot
+        if _contexts.slot is None:
+            _contexts.slot = CtxSlot()
         _contexts.busy = True
         self.mine = True
-        self.ctx = _contexts.ctx
-        return self.ctx
+        self.slot = _contexts.slot
+        return self.slot
 
     def __exit__(self, *exc: Any) -> None:
         if self.mine:
             _contexts.busy = False
         else:
-            ffi.release(self.ctx)
+            self.slot.free()
 
 
 # ------------------------------------------------------------------------
@@ -284,6 +323,22 @@ def route_upstream(r: Any) -> Upstream:
     return upstream_from_c(u)
 
 
+UINT32_MAX = 0xFFFFFFFF
+
+
+def route_key(r: Any) -> Optional[int]:
+    key = int(lib.sy_route_key(r))
+    return None if key == UINT32_MAX else key
+
+
+def route_host_data(r: Any) -> Any:
+    """The Python object route_attach returned for this C route, or None.
+    Only the binding's route_attach sets host data, always to a handle kept
+    alive until route_detach."""
+    p = lib.sy_route_host_data(r)
+    return None if p == ffi.NULL else ffi.from_handle(p)
+
+
 def route_from_c(r: Any, source: Optional[str] = None) -> Route:
     meta = {}
     for i in range(lib.sy_route_metadata_count(r)):
@@ -297,7 +352,8 @@ def route_from_c(r: Any, source: Optional[str] = None) -> Route:
         fingerprint=int(lib.sy_route_fingerprint(r)),
         disabled=bool(lib.sy_route_disabled(r)), upstream=route_upstream(r),
         metadata=MappingProxyType(meta), predicates=preds,
-        canonical=text(lib.sy_route_canonical(r)), source=source)
+        canonical=text(lib.sy_route_canonical(r)), source=source,
+        key=route_key(r), host_data=route_host_data(r))
 
 
 def issue_from_c(e: Any) -> Issue:
@@ -327,6 +383,7 @@ def _ids(count: Callable[[Any], int], at: Callable[[Any, int], Any],
 
 def report_from_c(rep: Any) -> Report:
     d = lib.sy_report_diff(rep)
+    failed = int(lib.sy_report_failed_change(rep))
     return Report(
         source=opt_text(lib.sy_report_source(rep)),
         version=opt_text(lib.sy_report_version(rep)),
@@ -342,7 +399,12 @@ def report_from_c(rep: Any) -> Report:
         instances_removed=_ids(lib.sy_report_instances_removed_count,
                              lib.sy_report_instance_removed, rep),
         instances_changed=_ids(lib.sy_report_instances_changed_count,
-                             lib.sy_report_instance_changed, rep))
+                               lib.sy_report_instance_changed, rep),
+        service=opt_text(lib.sy_report_service(rep)),
+        version_not_bumped=bool(lib.sy_report_version_not_bumped(rep)),
+        parts=tuple(report_from_c(lib.sy_report_part(rep, i))
+                    for i in range(lib.sy_report_part_count(rep))),
+        failed_change=None if failed < 0 else failed)
 
 
 def take_report(out: Any) -> Optional[Report]:
@@ -363,6 +425,18 @@ def fill_limits(c: Any, limits: Optional[Limits]) -> None:
     c.max_routes = limits.max_routes
     c.max_string_bytes = limits.max_string_bytes
     c.max_depth = limits.max_depth
+
+
+def fill_outlier(c: Any, o: Any) -> None:
+    if o is None:
+        return
+    if isinstance(o, Mapping):
+        o = OutlierOptions(**o)
+    c.consecutive_failures = o.consecutive_failures
+    c.base_ejection_ms = o.base_ejection_ms
+    c.max_ejection_ms = o.max_ejection_ms
+    c.max_ejected_percent = o.max_ejected_percent
+    c.disabled = bool(o.disabled)
 
 
 def fill_instance(c: Any, inst: Instance, keep: List[Any]) -> None:

@@ -4,20 +4,20 @@ from __future__ import annotations
 import os
 import weakref
 from types import MappingProxyType
-from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence,
-                    Tuple, Union, overload)
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
+                    Sequence, Tuple, Union, overload)
 
 from . import _callbacks as cb
 from ._convert import (CRequest, as_request, check, cstr, diff_from_c,
                        fill_limits, issue_from_c, match_context, new_error,
-                       opt_text, route_from_c, route_upstream, slice_text, text,
-                       to_bytes, trap)
-from ._errors import ClosedError
+                       opt_text, route_from_c, route_host_data, route_key,
+                       route_upstream, slice_text, text, to_bytes, trap)
+from ._errors import ClosedError, InvalidArgumentError
 from ._native import ffi, lib
 from ._types import (Action, Diff, ExplainStep, HostFilter, Instance,
-                     InstanceState, Issue, Limits,
-                     Match, Request, ResponseOp, ResponseOpKind, Route,
-                     Selection, ShortcutType)
+                     InstanceState, Issue, Limits, Match, NoMatch,
+                     NoMatchReason, Request, ResponseOp, ResponseOpKind,
+                     Route, Selection, ShortcutType, Target, UpstreamKind)
 
 DocumentLike = Union[str, bytes, bytearray, memoryview, list, dict]
 
@@ -288,6 +288,7 @@ class Snapshot:
 
     def __init__(self, ptr: Any, owner: Any) -> None:
         self._ptr = ptr
+        self._owner = owner
         self._release = weakref.finalize(self, _release_snapshot, ptr, owner)
 
     def _p(self) -> Any:
@@ -355,22 +356,50 @@ class Snapshot:
         return isinstance(route_id, str) and lib.sy_snapshot_find_route(
             self._p(), cstr(route_id), ffi.NULL) != ffi.NULL
 
+    @property
+    def route_key_limit(self) -> int:
+        """One more than the largest route key of this snapshot: the size
+        of a per-route list indexed by ``Route.key`` / ``Match.route_key``."""
+        return int(lib.sy_snapshot_route_key_limit(self._p()))
+
+    def _run_match(self, creq: CRequest, slot: Any, linear: bool) -> Any:
+        fn = lib.sy_snapshot_match_linear if linear else lib.sy_snapshot_match
+        out = ffi.new("sy_match **")
+        slot.serial += 1
+        check(fn(self._p(), slot.ptr, creq.ptr, out), ffi.NULL)
+        return out[0]
+
     def match(self, request: Optional[Request] = None, *,
               linear: bool = False, **kwargs: Any) -> Optional[Match]:
         """Match a request: a :class:`Match`, or None when no route matches.
 
         Pass a :class:`Request` (or a dict) or its fields as keywords.
         ``linear=True`` uses the reference linear scan (the oracle).
+        :meth:`resolve` says why nothing matched.
         """
         creq = CRequest(as_request(request, kwargs))
-        fn = lib.sy_snapshot_match_linear if linear else lib.sy_snapshot_match
-        out = ffi.new("sy_match **")
-        p = self._p()
-        with trap(), match_context() as ctx:
-            check(fn(p, ctx, creq.ptr, out), ffi.NULL)
-            if out[0] == ffi.NULL:
+        with trap(), match_context() as slot:
+            m = self._run_match(creq, slot, linear)
+            if m == ffi.NULL:
                 return None
-            return _match_from_c(out[0])
+            return _match_from_c(m, _Live(self, creq, slot, m))
+
+    def resolve(self, request: Optional[Request] = None, *,
+                linear: bool = False,
+                **kwargs: Any) -> Union[Match, NoMatch]:
+        """Match a request: a :class:`Match`, or a falsy :class:`NoMatch`
+        that says why no route matched (404 no route, 405 with the Allow
+        value, 400 bad path) — ``sy_match_ctx_nomatch``, at no extra cost.
+        """
+        creq = CRequest(as_request(request, kwargs))
+        with trap(), match_context() as slot:
+            m = self._run_match(creq, slot, linear)
+            if m != ffi.NULL:
+                return _match_from_c(m, _Live(self, creq, slot, m))
+            allow = ffi.new("sy_str *")
+            reason = NoMatchReason(int(lib.sy_match_ctx_nomatch(slot.ptr,
+                                                                allow)))
+            return NoMatch(reason, slice_text(allow[0]))
 
     def explain(self, request: Optional[Request] = None,
                 **kwargs: Any) -> List[ExplainStep]:
@@ -380,8 +409,9 @@ class Snapshot:
         col = cb.ExplainCollector()
         handle = ffi.new_handle(col)
         p = self._p()
-        with trap(), match_context() as ctx:
-            check(lib.sy_snapshot_explain(p, ctx, creq.ptr,
+        with trap(), match_context() as slot:
+            slot.serial += 1
+            check(lib.sy_snapshot_explain(p, slot.ptr, creq.ptr,
                                           lib._sy_py_explain, handle),
                   ffi.NULL)
         return col.steps
@@ -394,21 +424,28 @@ class Snapshot:
         eligible, InvalidArgumentError when the route is not lb://.
         """
         creq = CRequest(as_request(request, kwargs))
-        out = ffi.new("sy_match **")
         sel = ffi.new("sy_selection *")
         err = new_error()
         p = self._p()
-        with trap(), match_context() as ctx:
-            check(lib.sy_snapshot_match(p, ctx, creq.ptr, out), ffi.NULL)
-            if out[0] == ffi.NULL:
+        with trap(), match_context() as slot:
+            m = self._run_match(creq, slot, False)
+            if m == ffi.NULL:
                 return None
-            route_id = text(lib.sy_route_id(lib.sy_match_route(out[0])))
-            check(lib.sy_snapshot_select(p, ctx, out[0], creq.ptr, sel, err),
+            route_id = text(lib.sy_route_id(lib.sy_match_route(m)))
+            check(lib.sy_snapshot_select(p, slot.ptr, m, creq.ptr, sel, err),
                   err)
             return Selection(route_id=route_id, id=text(sel.id),
                              host=text(sel.host), port=int(sel.port),
                              scheme=text(sel.scheme),
                              service=text(sel.service))
+
+    def target(self, request: Optional[Request] = None, *,
+               exclude: Iterable[str] = (),
+               **kwargs: Any) -> Optional[Target]:
+        """Match the request and return its :class:`Target` (None when no
+        route matches): ``snap.match(request).target(exclude)`` in one."""
+        m = self.match(request, **kwargs)
+        return None if m is None else m.target(exclude)
 
     def __repr__(self) -> str:
         if self.released:
@@ -417,7 +454,80 @@ class Snapshot:
                 f"routes={len(self)}>")
 
 
-def _match_from_c(m: Any) -> Match:
+class _Live:
+    """What a Match needs to reach its C match again: the snapshot (held by
+    the caller), the request buffers the match borrows, and the context
+    slot and serial it was made on."""
+    __slots__ = ("snapshot", "creq", "where", "route")
+
+    def __init__(self, snapshot: "Snapshot", creq: CRequest, slot: Any,
+                 m: Any) -> None:
+        self.snapshot = snapshot
+        self.creq = creq
+        # (slot, serial, C match): replaced as one value, so that a thread
+        # never pairs one thread's slot with another thread's match
+        self.where = (slot, slot.serial, m)
+        self.route = lib.sy_match_route(m)
+
+
+def _exclusions(exclude: Iterable[str]) -> Tuple[Any, int, List[Any]]:
+    if isinstance(exclude, str):
+        exclude = [exclude]
+    ids = [ffi.new("char[]", cstr(str(x))) for x in exclude]
+    if not ids:
+        return ffi.NULL, 0, []
+    arr = ffi.new("char *[]", ids)
+    return arr, len(ids), ids + [arr]
+
+
+def _target_from_c(t: Any, route_id: str, snapshot: "Snapshot") -> Target:
+    headers = tuple((slice_text(t.headers[i].name),
+                     slice_text(t.headers[i].value))
+                    for i in range(t.header_count))
+    meta = {text(t.metadata[i].key): text(t.metadata[i].value)
+            for i in range(t.metadata_count)}
+    return Target(
+        kind=UpstreamKind(int(t.kind)), scheme=text(t.scheme),
+        host=text(t.host), port=int(t.port), path=slice_text(t.path),
+        query=slice_text(t.query), host_header=slice_text(t.host_header),
+        headers=headers, service=opt_text(t.service),
+        instance_id=opt_text(t.instance_id), version=opt_text(t.version),
+        zone=opt_text(t.zone), metadata=MappingProxyType(meta),
+        route_id=route_id,
+        _health=None if t.health == ffi.NULL else t.health,
+        _snapshot=snapshot)
+
+
+def match_target(match: Match, exclude: Iterable[str]) -> Target:
+    """Match.target(): sy_match_target on the match's C result. The C match
+    lives in the per-thread context until the next match on it; when one has
+    run since (or target() is called on another thread), the request is
+    matched again on this thread's context, on the same snapshot."""
+    live = match._live
+    if live is None:
+        raise InvalidArgumentError(
+            "this Match was not made by a snapshot: it has no target")
+    snap: Snapshot = live.snapshot
+    snap._p()  # ClosedError once the snapshot is released
+    arr, n, keep = _exclusions(exclude)
+    t = ffi.new("sy_target *")
+    err = new_error()
+    with trap(), match_context() as slot:
+        where_slot, serial, m = live.where
+        if where_slot is not slot or slot.serial != serial:
+            m = snap._run_match(live.creq, slot, False)
+            if m == ffi.NULL or lib.sy_match_route(m) != live.route:
+                raise InvalidArgumentError(
+                    f"the request no longer matches route "
+                    f"'{match.route_id}' (a Weight draw?): match it again")
+            live.where = (slot, slot.serial, m)
+        check(lib.sy_match_target(m, arr, n, t, err), err)
+        result = _target_from_c(t, match.route_id, snap)
+    del keep
+    return result
+
+
+def _match_from_c(m: Any, live: Optional[_Live] = None) -> Match:
     r = lib.sy_match_route(m)
     name = ffi.new("sy_str *")
     value = ffi.new("sy_str *")
@@ -450,7 +560,8 @@ def _match_from_c(m: Any) -> Match:
         query=slice_text(lib.sy_match_query(m)), headers=tuple(headers),
         preserve_host=bool(lib.sy_match_preserve_host(m)),
         response_ops=tuple(ops), host_filters=tuple(filters),
-        vars=MappingProxyType(vars_))
+        vars=MappingProxyType(vars_), route_key=route_key(r),
+        host_data=route_host_data(r), _live=live)
 
 
 # ------------------------------------------------------------------------

@@ -15,7 +15,8 @@ __all__ = [
     "ParseError", "ValidationError", "DuplicateError", "UnknownNameError",
     "RegexError", "PatternError", "SpelError", "InvalidDocumentError",
     "LimitError", "NotFoundError", "ExistsError", "BusyError",
-    "NoInstanceError", "CallbackError", "ClosedError", "error_for_code",
+    "NoInstanceError", "CallbackError", "ClosedError", "ReentrantError",
+    "CallbackAfterPublishError", "error_for_code",
 ]
 
 _CODE_NAMES = {
@@ -25,6 +26,7 @@ _CODE_NAMES = {
     -12: "SY_ELIMIT", -13: "SY_EREGEX", -14: "SY_EPATTERN",
     -15: "SY_ENOTFOUND", -16: "SY_EEXIST", -17: "SY_EBUSY",
     -18: "SY_ENOINSTANCE", -19: "SY_ECALLBACK", -20: "SY_EINVALIDDOC",
+    -21: "SY_EREENTRANT", -22: "SY_ETOOSMALL",
 }
 
 
@@ -46,15 +48,18 @@ class SwitchyardError(Exception):
     ("SY_EREGEX"), ``message`` (the library's text), ``path`` (JSON path such
     as ``routes[0].predicates[0].args.regexp``, "" when not about one
     place), ``line``/``column`` (1-based, JSON syntax errors only, else 0),
-    ``offset`` (byte offset in the document or in the pattern), and
-    ``report`` (the :class:`Report` of a failed apply, when there is one).
+    ``offset`` (byte offset in the document or in the pattern),
+    ``report`` (the :class:`Report` of a failed apply or commit, when there
+    is one) and ``change`` (for a failed commit: the index of the staged
+    change that failed, else None).
     """
 
     default_code = -2
 
     def __init__(self, message: str = "", *, code: Optional[int] = None,
                  path: str = "", line: int = 0, column: int = 0,
-                 offset: int = 0, report: Any = None) -> None:
+                 offset: int = 0, report: Any = None,
+                 change: Optional[int] = None) -> None:
         self.code: int = self.default_code if code is None else code
         self.message: str = message or strerror(self.code)
         self.path: str = path
@@ -62,6 +67,7 @@ class SwitchyardError(Exception):
         self.column: int = column
         self.offset: int = offset
         self.report: Any = report
+        self.change: Optional[int] = change
         super().__init__(self.__str__())
 
     @property
@@ -160,8 +166,39 @@ class CallbackError(SwitchyardError):
     default_code = -19
 
 
+class ReentrantError(SwitchyardError, RuntimeError):
+    """SY_EREENTRANT: a writer call (apply, upsert, commit, ...) made from
+    inside a router callback (on_event, route_attach, ...). The library
+    refuses it at once instead of deadlocking; make the change after the
+    call that ran the callback returns."""
+    default_code = -21
+
+
 class ClosedError(InvalidArgumentError):
     """Use of a router, snapshot or document after close()/release()."""
+
+
+class CallbackAfterPublishError(Exception):
+    """A Python callback raised while a writer call ran, but the change WAS
+    published: the call succeeded.
+
+    Raised instead of the callback's exception by apply, upsert, remove,
+    set_enabled, rollback, notify, set_instances, update_instances and
+    commit when, for instance, an ``on_event`` handler (which runs after
+    the publish) or a ``route_attach`` callback raised. It is deliberately
+    not a :class:`SwitchyardError`, so that ``except SwitchyardError``
+    around a writer call only catches changes that were NOT published.
+
+    Attributes: ``report`` (the applied :class:`Report`, None for notify)
+    and ``error`` (the callback's exception, also ``__cause__``).
+    """
+
+    def __init__(self, error: BaseException, report: Any = None) -> None:
+        self.error = error
+        self.report = report
+        super().__init__(
+            f"the change was published, but a callback raised "
+            f"{type(error).__name__}: {error}")
 
 
 _CLASSES: dict[int, type[SwitchyardError]] = {
@@ -171,6 +208,7 @@ _CLASSES: dict[int, type[SwitchyardError]] = {
     -10: ValidationError, -11: SpelError, -12: LimitError, -13: RegexError,
     -14: PatternError, -15: NotFoundError, -16: ExistsError, -17: BusyError,
     -18: NoInstanceError, -19: CallbackError, -20: InvalidDocumentError,
+    -21: ReentrantError,
 }
 
 
@@ -186,8 +224,10 @@ def _text(buf: Any) -> str:
 def from_c(rc: int, err: Any, report: Any = None) -> SwitchyardError:
     """Build the exception for a failed call from its rc and sy_error."""
     code = err.code if err is not None and err.code < 0 else rc
+    change = getattr(report, "failed_change", None)
     if err is None:
-        return error_for_code(code)("", code=code, report=report)
+        return error_for_code(code)("", code=code, report=report,
+                                    change=change)
     return error_for_code(code)(
         _text(err.message), code=code, path=_text(err.path), line=err.line,
-        column=err.column, offset=err.offset, report=report)
+        column=err.column, offset=err.offset, report=report, change=change)

@@ -2,21 +2,51 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import threading
 import weakref
-from typing import (Any, Callable, Iterable, Iterator, List, Optional,
-                    Sequence, Union)
+from typing import (Any, Callable, Iterable, Iterator, List, Mapping,
+                    Optional, Sequence, Tuple, Union)
 
 from . import _callbacks as cb
 from ._convert import (as_instance, check, cstr, fill_instance, fill_limits,
-                       new_error, take_report, to_bytes, trap)
+                       fill_outlier, issue_from_c, new_error, take_report,
+                       text, to_bytes, trap)
 from ._core import DocumentLike, Registry, Snapshot
-from ._errors import ClosedError
+from ._errors import ClosedError, InvalidArgumentError
 from ._native import ffi, lib
-from ._types import (ExplainStep, Instance, InstanceDelta, InstanceOp, Limits,
-                     Match, Metrics, Report, Request, Selection)
+from ._types import (EscapedSlashes, ExplainStep, Instance, InstanceDelta,
+                     InstanceOp, Limits, Match, Metrics, NoMatch,
+                     OutlierOptions, Outcome, PathNormalization, Report,
+                     Request, Route, Selection, SourceStatus, Target,
+                     _enum_of)
+
+_SY_ETOOSMALL = -22
+
+
+def _instance_array(instances: Iterable[Union[Instance, dict]]
+                    ) -> Tuple[Any, int, List[Any]]:
+    items = [as_instance(i) for i in instances]
+    keep: List[Any] = []
+    arr = ffi.new("sy_instance[]", max(len(items), 1))
+    for i, inst in enumerate(items):
+        fill_instance(arr[i], inst, keep)
+    keep.append(arr)
+    return arr, len(items), keep
+
+
+def _delta_array(deltas: Iterable[InstanceDelta]
+                 ) -> Tuple[Any, int, List[Any]]:
+    items = list(deltas)
+    keep: List[Any] = []
+    arr = ffi.new("sy_instance_delta[]", max(len(items), 1))
+    for i, d in enumerate(items):
+        arr[i].op = int(InstanceOp(d.op))
+        fill_instance(arr[i].instance, as_instance(d.instance), keep)
+    keep.append(arr)
+    return arr, len(items), keep
 
 
 class _Owner:
@@ -83,7 +113,18 @@ class Router:
     ``on_retired_held(generation, age_ms)``, ``clock() -> epoch ms``,
     ``random() -> int``. Library logs go to ``logger`` (default: the
     "switchyard" logger). An exception raised by a callback is re-raised
-    from the call that triggered it.
+    from the call that triggered it; when that call is a writer call that
+    published its change anyway, it is wrapped in
+    :class:`CallbackAfterPublishError` (carrying the report).
+
+    Since 0.2: ``route_attach(route) -> object`` and
+    ``route_detach(route, object)`` (host data per route, see
+    :attr:`Match.host_data`), ``skip_same_version`` (skip a document whose
+    version equals the live one even when its bytes differ),
+    ``path_normalization`` (:class:`PathNormalization` or "normalize" /
+    "as_is"), ``merge_slashes``, ``escaped_slashes``
+    (:class:`EscapedSlashes` or "keep" / "reject" / "decode") and
+    ``outlier`` (:class:`OutlierOptions` or a dict of its fields).
     """
 
     def __init__(self, *, lenient: bool = False,
@@ -96,9 +137,21 @@ class Router:
                  on_retired_held: Optional[Callable[[int, int], None]] = None,
                  clock: Optional[Callable[[], int]] = None,
                  random: Optional[Callable[[], int]] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None,
+                 route_attach: Optional[Callable[[Route], Any]] = None,
+                 route_detach: Optional[Callable[[Route, Any], None]] = None,
+                 skip_same_version: bool = False,
+                 path_normalization: Union[PathNormalization, str] =
+                 PathNormalization.NORMALIZE,
+                 merge_slashes: bool = False,
+                 escaped_slashes: Union[EscapedSlashes, str] =
+                 EscapedSlashes.KEEP,
+                 outlier: Union[OutlierOptions, Mapping[str, Any],
+                                None] = None) -> None:
         callbacks = cb.RouterCallbacks(on_event, on_retired_held, clock,
                                        random, logger or cb.logger)
+        callbacks.route_attach = route_attach
+        callbacks.route_detach = route_detach
         handle = ffi.new_handle(callbacks)
         keep: List[Any] = [handle, callbacks]
         o = ffi.new("sy_router_options *")
@@ -126,6 +179,16 @@ class Router:
             o.clock_ms = lib._sy_py_clock_ms
         if random is not None:
             o.random = lib._sy_py_random
+        if route_attach is not None:
+            o.route_attach = lib._sy_py_route_attach
+        if route_attach is not None or route_detach is not None:
+            o.route_detach = lib._sy_py_route_detach
+        o.skip_same_version = skip_same_version
+        o.path_normalization = int(_enum_of(PathNormalization,
+                                            path_normalization))
+        o.merge_slashes = merge_slashes
+        o.escaped_slashes = int(_enum_of(EscapedSlashes, escaped_slashes))
+        fill_outlier(o.outlier, outlier)
         o.callback_data = handle
         out = ffi.new("sy_router **")
         err = new_error()
@@ -179,9 +242,10 @@ class Router:
         raw = to_bytes(document)
         out = ffi.new("sy_report **")
         err = new_error()
-        with self._owner.use() as p, trap():
+        with self._owner.use() as p, trap() as t:
             rc = lib.sy_router_apply(p, cstr(source), raw, len(raw), out, err)
             report = take_report(out)
+            t.published(rc, report)
             check(rc, err, report)
         assert report is not None
         return report
@@ -191,21 +255,27 @@ class Router:
         updated route keeps its rank position."""
         raw = to_bytes(route)
         err = new_error()
-        with self._owner.use() as p, trap():
-            check(lib.sy_router_upsert_route(p, cstr(source), raw, len(raw),
-                                             err), err)
+        with self._owner.use() as p, trap() as t:
+            rc = lib.sy_router_upsert_route(p, cstr(source), raw, len(raw),
+                                            err)
+            t.published(rc)
+            check(rc, err)
 
     def remove(self, route_id: str) -> None:
         """Remove one route by id (NotFoundError if absent)."""
         err = new_error()
-        with self._owner.use() as p, trap():
-            check(lib.sy_router_remove_route(p, cstr(route_id), err), err)
+        with self._owner.use() as p, trap() as t:
+            rc = lib.sy_router_remove_route(p, cstr(route_id), err)
+            t.published(rc)
+            check(rc, err)
 
     def set_enabled(self, route_id: str, enabled: bool) -> None:
         err = new_error()
-        with self._owner.use() as p, trap():
-            check(lib.sy_router_set_route_enabled(p, cstr(route_id),
-                                                  enabled, err), err)
+        with self._owner.use() as p, trap() as t:
+            rc = lib.sy_router_set_route_enabled(p, cstr(route_id), enabled,
+                                                 err)
+            t.published(rc)
+            check(rc, err)
 
     def disable(self, route_id: str) -> None:
         """Keep the route defined but never match it."""
@@ -218,10 +288,11 @@ class Router:
         """Re-apply an earlier applied version of a source."""
         out = ffi.new("sy_report **")
         err = new_error()
-        with self._owner.use() as p, trap():
+        with self._owner.use() as p, trap() as t:
             rc = lib.sy_router_rollback(p, cstr(source), cstr(str(version)),
                                         out, err)
             report = take_report(out)
+            t.published(rc, report)
             check(rc, err, report)
         assert report is not None
         return report
@@ -247,25 +318,24 @@ class Router:
         """The source changed: load and apply it (on this thread, unless an
         apply is already running, which then does one more)."""
         err = new_error()
-        with self._owner.use() as p, trap():
-            check(lib.sy_router_notify(p, cstr(source), err), err)
+        with self._owner.use() as p, trap() as t:
+            rc = lib.sy_router_notify(p, cstr(source), err)
+            t.published(rc)
+            check(rc, err)
 
     # -- instances ---------------------------------------------------------
 
     def set_instances(self, service: str,
                       instances: Iterable[Union[Instance, dict]]) -> Report:
         """Replace a service's whole instance list; published at once."""
-        items = [as_instance(i) for i in instances]
-        keep: List[Any] = []
-        arr = ffi.new("sy_instance[]", max(len(items), 1))
-        for i, inst in enumerate(items):
-            fill_instance(arr[i], inst, keep)
+        arr, n, keep = _instance_array(instances)
         out = ffi.new("sy_report **")
         err = new_error()
-        with self._owner.use() as p, trap():
-            rc = lib.sy_router_set_instances(p, cstr(service), arr,
-                                             len(items), out, err)
+        with self._owner.use() as p, trap() as t:
+            rc = lib.sy_router_set_instances(p, cstr(service), arr, n, out,
+                                             err)
             report = take_report(out)
+            t.published(rc, report)
             check(rc, err, report)
         assert report is not None
         return report
@@ -273,21 +343,123 @@ class Router:
     def update_instances(self, service: str,
                          deltas: Iterable[InstanceDelta]) -> Report:
         """Apply instance changes (:class:`InstanceDelta`) to a service."""
-        items = list(deltas)
-        keep: List[Any] = []
-        arr = ffi.new("sy_instance_delta[]", max(len(items), 1))
-        for i, d in enumerate(items):
-            arr[i].op = int(InstanceOp(d.op))
-            fill_instance(arr[i].instance, as_instance(d.instance), keep)
+        arr, n, keep = _delta_array(deltas)
         out = ffi.new("sy_report **")
         err = new_error()
-        with self._owner.use() as p, trap():
-            rc = lib.sy_router_update_instances(p, cstr(service), arr,
-                                                len(items), out, err)
+        with self._owner.use() as p, trap() as t:
+            rc = lib.sy_router_update_instances(p, cstr(service), arr, n,
+                                                out, err)
             report = take_report(out)
+            t.published(rc, report)
             check(rc, err, report)
         assert report is not None
         return report
+
+    # -- change sets ---------------------------------------------------------
+
+    def change_set(self) -> "ChangeSet":
+        """A new, empty :class:`ChangeSet` of this router. As a context
+        manager it commits on a clean exit of the ``with`` block (nothing is
+        committed when the block raises); or call :meth:`commit`."""
+        return ChangeSet(self)
+
+    def commit(self, change_set: "ChangeSet") -> Report:
+        """Publish every change staged in ``change_set`` as ONE snapshot,
+        all or nothing (``sy_router_commit``).
+
+        Returns the :class:`Report`, with one part per change
+        (``report.parts``). On failure nothing is published and the error
+        raised (the class of its code: RegexError, ValidationError, ...)
+        has ``change`` (the index of the change that failed), ``path``
+        (where in that change) and ``report``. A change set is committed
+        at most once.
+        """
+        if change_set._router is not self:
+            raise InvalidArgumentError(
+                "the change set belongs to another router")
+        cs = change_set._p()
+        out = ffi.new("sy_report **")
+        err = new_error()
+        with self._owner.use() as p, trap() as t:
+            rc = lib.sy_router_commit(p, cs, out, err)
+            report = take_report(out)
+            t.published(rc, report)
+            if rc >= 0:
+                change_set._committed = True
+                change_set.report = report
+            check(rc, err, report)
+        assert report is not None
+        return report
+
+    # -- passive health ------------------------------------------------------
+
+    def report_outcome(self, target: Target,
+                       outcome: Union[Outcome, str, int]) -> None:
+        """Feed passive health with the outcome of an attempt to the
+        instance of ``target`` (``sy_router_report_outcome``): "success",
+        "connect_failure", "5xx" or "timeout" (or an :class:`Outcome`).
+        After ``outlier.consecutive_failures`` failures in a row the
+        instance is ejected for a while, without a publish. Targets of URL
+        routes are ignored. The snapshot the target came from must still be
+        held (ClosedError otherwise). Lock-free; any thread."""
+        o = Outcome.of(outcome)
+        snap = target._snapshot
+        if snap is None:
+            raise InvalidArgumentError(
+                "this Target was not made by Match.target()")
+        if snap._owner is not self._owner:
+            raise InvalidArgumentError("the target comes from another router")
+        snap._p()  # ClosedError once released: the instance may be gone
+        if target._health is None:
+            return
+        t = ffi.new("sy_target *")
+        t.kind = int(target.kind)
+        t.health = target._health
+        with self._owner.use() as p, trap():
+            lib.sy_router_report_outcome(p, t, int(o))
+
+    # -- status ----------------------------------------------------------------
+
+    def source_status(self) -> List[SourceStatus]:
+        """The status of every source, in registration order."""
+        st = ffi.new("sy_source_status *")
+        err = new_error()
+        result: List[SourceStatus] = []
+        with self._owner.use() as p:
+            n = int(lib.sy_router_source_count(p))
+            for i in range(n):
+                check(lib.sy_router_source_status(p, i, st, err), err)
+                le = st.last_error
+                version = text(st.version)
+                result.append(SourceStatus(
+                    name=text(st.name), version=version or None,
+                    applied=bool(st.applied), checksum=int(st.checksum),
+                    fingerprint=int(st.fingerprint), routes=int(st.routes),
+                    last_apply_ms=int(st.last_apply_ms),
+                    last_result=int(st.last_result),
+                    last_error=issue_from_c(le) if le.code < 0 else None,
+                    applied_count=int(st.applied_count),
+                    skipped_count=int(st.skipped_count),
+                    failed_count=int(st.failed_count)))
+        return result
+
+    def metrics_text(self) -> str:
+        """Every metric, source status and snapshot gauge in the
+        Prometheus text exposition format (0.0.4), ready to serve on
+        ``/metrics`` (``sy_router_metrics_text``)."""
+        cap = 8192
+        need = ffi.new("size_t *")
+        err = new_error()
+        with self._owner.use() as p:
+            while True:
+                buf = ffi.new("char[]", cap)
+                rc = lib.sy_router_metrics_text(p, buf, cap, need, err)
+                if rc == _SY_ETOOSMALL:
+                    cap = max(int(need[0]), cap * 2)
+                    continue
+                check(rc, err)
+                return ffi.unpack(buf, int(need[0])).decode("utf-8",
+                                                            "replace")
 
     # -- readers --------------------------------------------------------------
 
@@ -318,6 +490,14 @@ class Router:
         with self.acquire() as snap:
             return snap.select(request, **kwargs)
 
+    def resolve(self, request: Optional[Request] = None,
+                **kwargs: Any) -> Union[Match, NoMatch]:
+        """Acquire, :meth:`Snapshot.resolve`, release. The Match can no
+        longer give a target (its snapshot is released): to forward, use
+        ``with router.acquire() as snap:`` and the snapshot's methods."""
+        with self.acquire() as snap:
+            return snap.resolve(request, **kwargs)
+
     def reclaim(self) -> int:
         """Free retired snapshots whose readers are gone; how many."""
         with self._owner.use() as p, trap():
@@ -327,10 +507,8 @@ class Router:
         m = ffi.new("sy_metrics *")
         with self._owner.use() as p:
             lib.sy_router_metrics(p, m)
-        return Metrics(int(m.generation), int(m.publishes),
-                       int(m.live_snapshots), int(m.retired_snapshots),
-                       int(m.reclaimed_snapshots), int(m.retired_bytes),
-                       int(m.oldest_retired_age_ms), int(m.routes))
+        return Metrics(**{f.name: int(getattr(m, f.name))
+                          for f in dataclasses.fields(Metrics)})
 
     def __repr__(self) -> str:
         if self.closed:
@@ -338,3 +516,144 @@ class Router:
         m = self.metrics()
         return (f"<switchyard.Router generation={m.generation} "
                 f"routes={m.routes}>")
+
+
+def _free_change_set(ptr: Any, owner: Any) -> None:
+    lib.sy_change_set_free(ptr)
+    owner.decref()
+
+
+class ChangeSet:
+    """Changes staged to be published as ONE snapshot, all or nothing
+    (``sy_change_set_*``). Make it with :meth:`Router.change_set`::
+
+        with router.change_set() as cs:
+            cs.apply("orders", document)
+            cs.set_instances("orders", instances)
+        print(cs.report.parts)
+
+    Staging copies its arguments and checks only their types; everything
+    else is checked at commit, in staging order, each change seeing the
+    ones before it. Each staging method returns the change's index (what
+    ``error.change`` and ``report.parts`` refer to). The ``with`` block
+    commits when it ends without an exception and discards the changes
+    otherwise; a commit failure is raised from the end of the block. A
+    change set is committed at most once, and staged from one thread at a
+    time.
+    """
+
+    def __init__(self, router: Router) -> None:
+        owner = router._owner
+        p = owner.incref()
+        out = ffi.new("sy_change_set **")
+        err = new_error()
+        try:
+            check(lib.sy_change_set_new(p, out, err), err)
+        except BaseException:
+            owner.decref()
+            raise
+        self._router = router
+        self._ptr = out[0]
+        self._free = weakref.finalize(self, _free_change_set, out[0], owner)
+        self._committed = False
+        #: the commit's Report, once committed
+        self.report: Optional[Report] = None
+
+    def _p(self) -> Any:
+        if not self._free.alive:
+            raise ClosedError("change set is closed")
+        if self._committed:
+            raise ClosedError("change set is already committed")
+        return self._ptr
+
+    def close(self) -> None:
+        """Free the change set (idempotent); uncommitted changes are
+        dropped."""
+        self._free()
+
+    @property
+    def committed(self) -> bool:
+        return self._committed
+
+    def __len__(self) -> int:
+        if not self._free.alive:
+            return 0
+        return int(lib.sy_change_set_count(self._ptr))
+
+    def __enter__(self) -> "ChangeSet":
+        return self
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+        try:
+            if et is None and not self._committed:
+                self.commit()
+        finally:
+            self.close()
+
+    def commit(self) -> Report:
+        """:meth:`Router.commit` this change set."""
+        return self._router.commit(self)
+
+    def _staged(self, rc: int, err: Any) -> int:
+        check(rc, err)
+        return len(self) - 1
+
+    def apply(self, source: str, document: DocumentLike) -> int:
+        """Stage a whole document for a source (as Router.apply)."""
+        raw = to_bytes(document)
+        err = new_error()
+        return self._staged(lib.sy_change_set_apply(
+            self._p(), cstr(source), raw, len(raw), err), err)
+
+    def upsert(self, source: str, route: Union[str, bytes, dict]) -> int:
+        """Stage adding or replacing one route (as Router.upsert)."""
+        raw = to_bytes(route)
+        err = new_error()
+        return self._staged(lib.sy_change_set_upsert_route(
+            self._p(), cstr(source), raw, len(raw), err), err)
+
+    def remove(self, route_id: str) -> int:
+        """Stage removing one route by id."""
+        err = new_error()
+        return self._staged(lib.sy_change_set_remove_route(
+            self._p(), cstr(route_id), err), err)
+
+    def set_enabled(self, route_id: str, enabled: bool) -> int:
+        err = new_error()
+        return self._staged(lib.sy_change_set_set_route_enabled(
+            self._p(), cstr(route_id), bool(enabled), err), err)
+
+    def disable(self, route_id: str) -> int:
+        return self.set_enabled(route_id, False)
+
+    def enable(self, route_id: str) -> int:
+        return self.set_enabled(route_id, True)
+
+    def rollback(self, source: str, version: Optional[str] = None) -> int:
+        """Stage a rollback of a source to an earlier applied version (None:
+        the document before the current one)."""
+        err = new_error()
+        v = ffi.NULL if version is None else cstr(str(version))
+        return self._staged(lib.sy_change_set_rollback(
+            self._p(), cstr(source), v, err), err)
+
+    def set_instances(self, service: str,
+                      instances: Iterable[Union[Instance, dict]]) -> int:
+        """Stage replacing a service's whole instance list."""
+        arr, n, keep = _instance_array(instances)
+        err = new_error()
+        return self._staged(lib.sy_change_set_set_instances(
+            self._p(), cstr(service), arr, n, err), err)
+
+    def update_instances(self, service: str,
+                         deltas: Iterable[InstanceDelta]) -> int:
+        """Stage instance changes (:class:`InstanceDelta`)."""
+        arr, n, keep = _delta_array(deltas)
+        err = new_error()
+        return self._staged(lib.sy_change_set_update_instances(
+            self._p(), cstr(service), arr, n, err), err)
+
+    def __repr__(self) -> str:
+        state = ("committed" if self._committed else
+                 "closed" if not self._free.alive else "open")
+        return f"<switchyard.ChangeSet {state} changes={len(self)}>"

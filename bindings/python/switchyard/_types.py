@@ -18,7 +18,9 @@ __all__ = [
     "InstanceOp", "ShortcutType", "Changed", "Request", "Upstream", "Route",
     "ResponseOp", "HostFilter", "Match", "ExplainStep", "Selection",
     "Instance", "InstanceDelta", "Issue", "Diff", "Report", "Metrics",
-    "Limits", "HeadersLike",
+    "Limits", "HeadersLike", "NoMatchReason", "NoMatch", "Outcome",
+    "PathNormalization", "EscapedSlashes", "OutlierOptions", "Target",
+    "SourceStatus",
 ]
 
 HeadersLike = Union[Mapping[str, Union[str, Sequence[str]]],
@@ -78,6 +80,64 @@ class ShortcutType(enum.IntEnum):
     GATHER_LIST_TAIL_FLAG = 2
 
 
+class NoMatchReason(enum.IntEnum):
+    """Why a request matched no route (sy_nomatch)."""
+    NONE = 0       # a route matched
+    NO_ROUTE = 1   # 404
+    METHOD = 2     # a route's other predicates held, not its Method: 405
+    BAD_PATH = 3   # the path was rejected by normalisation: 400
+    BUDGET = 4     # the request exhausted its CPU budget
+
+    @property
+    def status(self) -> int:
+        """The HTTP status to answer with (0 for NONE)."""
+        return {0: 0, 1: 404, 2: 405, 3: 400, 4: 503}[int(self)]
+
+
+class Outcome(enum.IntEnum):
+    """The outcome of one attempt to an upstream (sy_outcome); also
+    accepted as "success", "connect_failure", "5xx" or "timeout"."""
+    SUCCESS = 0
+    CONNECT_FAILURE = 1
+    HTTP_5XX = 2
+    TIMEOUT = 3
+
+    @classmethod
+    def of(cls, value: Union["Outcome", int, str]) -> "Outcome":
+        if isinstance(value, str):
+            key = value.strip().lower().replace("-", "_")
+            names = {"success": cls.SUCCESS, "ok": cls.SUCCESS,
+                     "connect_failure": cls.CONNECT_FAILURE,
+                     "5xx": cls.HTTP_5XX, "http_5xx": cls.HTTP_5XX,
+                     "timeout": cls.TIMEOUT}
+            if key not in names:
+                raise ValueError(f"unknown outcome {value!r}: expected one "
+                                 f"of success, connect_failure, 5xx, timeout")
+            return names[key]
+        return cls(value)
+
+
+class PathNormalization(enum.IntEnum):
+    """Request path normalisation before matching (sy_path_normalization):
+    NORMALIZE (default, the safe choice) removes dot segments and refuses a
+    path that climbs above the root; AS_IS matches the path as received."""
+    NORMALIZE = 0
+    AS_IS = 1
+
+
+class EscapedSlashes(enum.IntEnum):
+    """What %2F / %5C in a request path become (sy_escaped_slashes)."""
+    KEEP = 0    # stay encoded, part of one segment (default)
+    REJECT = 1  # the request does not match (NoMatchReason.BAD_PATH)
+    DECODE = 2  # decoded to '/' or '\\' before normalisation
+
+
+def _enum_of(cls: Any, value: Any) -> Any:
+    if isinstance(value, str):
+        return cls[value.strip().upper().replace("-", "_")]
+    return cls(value)
+
+
 class Changed(enum.IntFlag):
     """SY_CHANGED_* bits of an updated route in a diff."""
     PREDICATES = 1 << 0
@@ -99,6 +159,21 @@ class Limits:
     max_routes: int = 0
     max_string_bytes: int = 0
     max_depth: int = 0
+
+
+@dataclass(frozen=True)
+class OutlierOptions:
+    """Passive health (sy_outlier_options), as Envoy's outlier detection:
+    an instance failing ``consecutive_failures`` times in a row is ejected
+    for ``base_ejection_ms`` times its ejection count, at most
+    ``max_ejection_ms``; at most ``max_ejected_percent`` of a service is
+    ejected at once. 0 takes the library's default (5, 30000, 300000, 50).
+    """
+    consecutive_failures: int = 0
+    base_ejection_ms: int = 0
+    max_ejection_ms: int = 0
+    max_ejected_percent: int = 0
+    disabled: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,6 +224,11 @@ class Route:
     predicates: Tuple[str, ...] = ()
     canonical: str = field(default="", repr=False, compare=False)
     source: Optional[str] = None
+    #: the route's small integer key in its router (array index), or None
+    #: outside a router (documents)
+    key: Optional[int] = field(default=None, compare=False)
+    #: what the router's ``route_attach`` returned for this route
+    host_data: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical form parsed back into a dict."""
@@ -186,6 +266,32 @@ class Match:
     response_ops: Tuple[ResponseOp, ...]
     host_filters: Tuple[HostFilter, ...]
     vars: Mapping[str, str] = field(default_factory=_empty_map, hash=False)
+    #: the route's key in its router (an array index), see Route.key
+    route_key: Optional[int] = field(default=None, compare=False)
+    #: what ``route_attach`` returned for the matched route (no lookup)
+    host_data: Any = field(default=None, repr=False, compare=False)
+    # the C match, while it can still be used (see target())
+    _live: Any = field(default=None, repr=False, compare=False)
+
+    def __bool__(self) -> bool:
+        return True
+
+    @property
+    def matched(self) -> bool:
+        return True
+
+    def target(self, exclude: Iterable[str] = ()) -> "Target":
+        """Everything needed to send this request upstream, in one call
+        (``sy_match_target``): for ``lb://`` routes an instance is chosen,
+        skipping the ids in ``exclude`` (the ones already tried for this
+        request) and the instances ejected by passive health.
+
+        The snapshot the match came from must still be held (ClosedError
+        otherwise). Raises NoInstanceError (answer 503) when no instance is
+        eligible, InvalidArgumentError when the action is not PROXY.
+        """
+        from ._core import match_target
+        return match_target(self, exclude)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (used by ``python3 -m switchyard match --json``)."""
@@ -210,6 +316,71 @@ class Match:
             "host_filters": [{"name": f.name, "args": [list(a) for a in f.args]}
                              for f in self.host_filters],
         }
+
+
+@dataclass(frozen=True)
+class NoMatch:
+    """Why :meth:`Snapshot.resolve` found no route. Falsy, so that
+    ``if not result:`` reads as "no match"; ``status`` is the HTTP status
+    to answer with and ``allow`` the Allow header value of a 405
+    ("GET, HEAD"), "" otherwise."""
+    reason: NoMatchReason
+    allow: str = ""
+
+    def __bool__(self) -> bool:
+        return False
+
+    @property
+    def matched(self) -> bool:
+        return False
+
+    @property
+    def status(self) -> int:
+        return self.reason.status
+
+    @property
+    def allowed_methods(self) -> Tuple[str, ...]:
+        """The allowed methods as a tuple (405 only)."""
+        return tuple(m.strip() for m in self.allow.split(",") if m.strip())
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where and what to send for a matched request (sy_target).
+
+    ``host``/``port`` are what to connect to (the chosen instance for
+    ``lb://``), ``host_header`` the Host header to send (the upstream's
+    authority, or the client's with PreserveHostHeader), ``headers`` the
+    request headers after filters without Host, ``path``/``query`` the
+    request line to send. For ``lb://`` routes ``service``, ``instance_id``,
+    ``version``, ``zone`` and ``metadata`` name the chosen instance (None /
+    empty otherwise). Pass it to :meth:`Router.report_outcome` after the
+    attempt, while the snapshot is still held.
+    """
+    kind: UpstreamKind
+    scheme: str
+    host: str
+    port: int
+    path: str
+    query: str
+    host_header: str
+    headers: Tuple[Tuple[str, str], ...]
+    service: Optional[str] = None
+    instance_id: Optional[str] = None
+    version: Optional[str] = None
+    zone: Optional[str] = None
+    metadata: Mapping[str, str] = field(default_factory=_empty_map,
+                                        hash=False)
+    route_id: str = ""
+    _health: Any = field(default=None, repr=False, compare=False)
+    _snapshot: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def url(self) -> str:
+        """``scheme://host:port/path?query`` to send to."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        q = f"?{self.query}" if self.query else ""
+        return f"{self.scheme}://{host}:{self.port}{self.path}{q}"
 
 
 @dataclass(frozen=True)
@@ -323,6 +494,36 @@ class Report:
     instances_added: Tuple[str, ...] = ()
     instances_removed: Tuple[str, ...] = ()
     instances_changed: Tuple[str, ...] = ()
+    #: the service of an instance change
+    service: Optional[str] = None
+    #: applied although its version equals the live one (bytes differ):
+    #: the publisher forgot to bump the version
+    version_not_bumped: bool = False
+    #: a commit's report: one part per staged change, in staging order
+    parts: Tuple["Report", ...] = ()
+    #: a failed commit's report: the index of the change that failed
+    failed_change: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """The status of one config source (sy_source_status)."""
+    name: str
+    version: Optional[str]   # live document's version, None when none
+    applied: bool            # a document has been applied
+    checksum: int
+    fingerprint: int
+    routes: int
+    last_apply_ms: int       # epoch ms of the last attempt, 0 if none
+    last_result: int         # 0 or the SY_E* code of the last attempt
+    last_error: Optional[Issue]  # the last failed attempt's error
+    applied_count: int
+    skipped_count: int
+    failed_count: int
+
+    @property
+    def ok(self) -> bool:
+        return self.last_result == 0
 
 
 @dataclass(frozen=True)
@@ -336,3 +537,13 @@ class Metrics:
     retired_bytes: int
     oldest_retired_age_ms: int
     routes: int
+    # since 0.2
+    commits: int = 0
+    failed_commits: int = 0
+    skipped_applies: int = 0
+    instance_updates: int = 0
+    services: int = 0
+    instances: int = 0
+    ejections: int = 0
+    outcomes: int = 0
+    fingerprint: int = 0

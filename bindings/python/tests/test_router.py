@@ -190,16 +190,60 @@ class Boom(Exception):
     pass
 
 
-def test_exception_in_event_callback_is_raised_from_apply(gateway):
+def test_exception_in_event_callback_does_not_look_like_a_failed_apply(
+        gateway):
     def on_event(report):
         raise Boom("from on_event")
     with sy.Router(on_event=on_event) as r:
         r.add_source("s")
-        with pytest.raises(Boom, match="from on_event"):
+        with pytest.raises(sy.CallbackAfterPublishError) as info:
             r.apply("s", gateway)
-        # the apply itself happened; the next call is clean
+        # not a library error: `except SwitchyardError` means "not applied"
+        assert not isinstance(info.value, sy.SwitchyardError)
+        assert isinstance(info.value.error, Boom)
+        assert info.value.__cause__ is info.value.error
+        # it carries the applied report, and the apply did happen
+        assert info.value.report.version == "1"
+        assert "docs" in info.value.report.diff.added
         r.on_event = None
         assert r.match(url="/docs/x").route_id == "docs"
+        assert r.source_status()[0].version == "1"
+
+
+def test_exception_in_event_callback_of_a_one_route_change(gateway):
+    def on_event(report):
+        raise Boom("from on_event")
+    with sy.Router(on_event=on_event) as r:
+        r.add_source("s")
+        with pytest.raises(sy.CallbackAfterPublishError) as info:
+            r.upsert("s", route("x", "/x"))
+        assert info.value.report is None
+        r.on_event = None
+        assert r.match(url="/x").route_id == "x"
+
+
+def test_exception_in_a_callback_of_a_failed_apply_is_raised_as_is():
+    def on_event(report):
+        raise Boom("never called: nothing is published")
+
+    class Raising(logging.Handler):
+        def emit(self, record):
+            raise Boom("from logging")
+    logger = logging.getLogger("switchyard.test-raising-failed")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    handler = Raising()
+    handler.handleError = lambda record: (_ for _ in ()).throw(
+        Boom("from logging"))
+    logger.addHandler(handler)
+    try:
+        with sy.Router(on_event=on_event, logger=logger) as r:
+            r.add_source("s")
+            with pytest.raises(Boom, match="from logging") as info:
+                r.apply("s", "[")
+            assert isinstance(info.value.__cause__, sy.ParseError)
+    finally:
+        logger.removeHandler(handler)
 
 
 def test_logs_go_to_the_switchyard_logger(gateway, caplog):
@@ -227,8 +271,10 @@ def test_exception_in_a_log_handler_is_raised(gateway):
     try:
         with sy.Router(logger=logger) as r:
             r.add_source("s")
-            with pytest.raises(Boom):
+            # the apply succeeded: the handler's exception comes wrapped
+            with pytest.raises(sy.CallbackAfterPublishError) as info:
                 r.apply("s", gateway)
+            assert isinstance(info.value.error, Boom)
     finally:
         logger.removeHandler(handler)
 

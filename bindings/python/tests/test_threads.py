@@ -102,6 +102,77 @@ def test_parallel_writers_are_serialized():
             assert router.match(url=f"/{name}/49").route_id == f"{name}-r"
 
 
+def test_change_sets_commit_while_readers_target_and_report_outcomes():
+    """A config thread commits change sets (a document and the instance
+    list it needs, together) while readers match, take targets with
+    exclusions and report outcomes: a reader never sees a route without its
+    instances, never gets an excluded instance, and outcomes are counted."""
+    services = [f"svc{i}" for i in range(3)]
+
+    def tick(k: int):
+        svc = services[k % len(services)]
+        doc = {"version": str(k), "routes": [
+            {"id": "probe", "uri": f"lb://{svc}",
+             "predicates": ["Path=/probe/{x}"], "metadata": {"k": str(k)}}]}
+        insts = [sy.Instance(f"{svc}-{j}", f"10.0.{k % 250}.{j}", 8000 + j,
+                             metadata={"version": str(k)}) for j in range(3)]
+        return doc, svc, insts
+
+    router = sy.Router(outlier=sy.OutlierOptions(consecutive_failures=2,
+                                                 base_ejection_ms=1))
+    router.add_source("s")
+    with router.change_set() as cs:
+        doc, svc, insts = tick(0)
+        cs.apply("s", doc)
+        cs.set_instances(svc, insts)
+    stop = threading.Event()
+    failures: list = []
+    reported = [0] * READERS
+
+    def reader(n: int) -> None:
+        try:
+            while not stop.is_set():
+                with router.acquire() as snap:
+                    m = snap.match(url=f"/probe/{n}")
+                    k = m.route_id and snap.get("probe").metadata["k"]
+                    tried = [f"svc{int(k) % 3}-{n % 3}"]
+                    t = m.target(exclude=tried)  # NoInstanceError = a gap
+                    if t.instance_id in tried:
+                        failures.append(f"excluded {t.instance_id} returned")
+                    if t.version != k or t.service != f"svc{int(k) % 3}":
+                        failures.append(f"torn: {t.service} v{t.version} "
+                                        f"for k={k}")
+                    router.report_outcome(
+                        t, "connect_failure" if reported[n] % 3 else "success")
+                    reported[n] += 1
+        except BaseException as exc:  # noqa: BLE001
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=reader, args=(i,))
+               for i in range(READERS)]
+    for th in threads:
+        th.start()
+    try:
+        for k in range(1, 201):
+            doc, svc, insts = tick(k)
+            old = services[(k - 1) % len(services)]
+            with router.change_set() as cs:
+                cs.apply("s", doc)
+                cs.set_instances(svc, insts)
+                cs.set_instances(old, [])
+            assert len(cs.report.parts) == 3
+    finally:
+        stop.set()
+        for th in threads:
+            th.join()
+    assert failures == []
+    assert all(c > 0 for c in reported), reported
+    m = router.metrics()
+    assert m.outcomes == sum(reported)
+    assert m.commits == 201 and m.failed_commits == 0
+    router.close()
+
+
 def test_generated_code_releases_the_gil_around_library_calls():
     """cffi API mode wraps each call in Py_BEGIN/END_ALLOW_THREADS; check the
     generated source of the extension for the calls that may run long."""
@@ -113,7 +184,8 @@ def test_generated_code_releases_the_gil_around_library_calls():
     text = src.read_text()
     for fn in ("sy_document_parse", "sy_router_apply", "sy_snapshot_match",
                "sy_snapshot_explain", "sy_router_notify", "sy_diff_documents",
-               "sy_router_set_instances"):
+               "sy_router_set_instances", "sy_router_commit", "sy_match_target",
+               "sy_router_report_outcome", "sy_router_metrics_text"):
         body = re.search(r"_cffi_f_%s\(PyObject \*self, PyObject \*args\)\n\{(.*?)\n\}"
                          % fn, text, re.S)
         assert body, fn

@@ -120,10 +120,65 @@ static const struct sy_route **source_routes(sy_router *r, const sy_snapshot *s,
     return v;
 }
 
+/* The live routes of one source by the hash of the bytes that built them
+ * (route.h span_hash): an open-addressing table built once per apply, so
+ * each route object of the document costs one lookup. */
+typedef struct span_entry {
+    uint64_t hash;
+    size_t len;
+    const struct sy_route *route; /* NULL: empty */
+} span_entry;
+
 typedef struct reuse_ctx {
     const sy_snapshot *work;
     uint32_t source;
+    span_entry *spans; /* NULL: none (no live route, or out of memory) */
+    size_t mask;
 } reuse_ctx;
+
+/* Fill rc->spans from the source's live routes that carry a span. Out of
+ * memory leaves it NULL: the apply then only loses the shortcut. */
+static void spans_build(const sy_alloc *a, reuse_ctx *rc) {
+    const sy_snapshot *s = rc->work;
+    size_t n = 0;
+    for (size_t i = 0; i < s->route_count; i++) {
+        const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
+        n += sl->source == rc->source && sl->route->span_len;
+    }
+    if (!n)
+        return;
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    rc->spans = sy_calloc(a, cap, sizeof *rc->spans);
+    if (!rc->spans)
+        return;
+    rc->mask = cap - 1;
+    for (size_t i = 0; i < s->route_count; i++) {
+        const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
+        const struct sy_route *rt = sl->route;
+        if (sl->source != rc->source || !rt->span_len)
+            continue;
+        size_t k = (size_t)rt->span_hash & rc->mask;
+        while (rc->spans[k].route)
+            k = (k + 1) & rc->mask;
+        rc->spans[k] = (span_entry){rt->span_hash, rt->span_len, rt};
+    }
+}
+
+/* A live route of the same source built from the same bytes: the route
+ * those bytes build (def.c build_routes says why), without parsing them. */
+static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
+                                          size_t len) {
+    const reuse_ctx *rc = data;
+    if (!rc->spans)
+        return NULL;
+    for (size_t k = (size_t)hash & rc->mask; rc->spans[k].route;
+         k = (k + 1) & rc->mask)
+        if (rc->spans[k].hash == hash && rc->spans[k].len == len)
+            return rc->spans[k].route;
+    return NULL;
+}
 
 /* A live route of the same source with the same meaning: share it rather
  * than compile it again. */
@@ -224,9 +279,12 @@ static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
     src_state *st = &c->st[si];
     uint64_t t0 = sy_now_monotonic_us();
     sy_document *doc = NULL;
-    reuse_ctx rctx = {c->work, si};
-    int rc = sy_document_parse_reusing(json, len, &r->popts, reuse_live, &rctx,
-                                       &doc, err);
+    /* the router's own options, the same for every parse (router.c) */
+    reuse_ctx rctx = {c->work, si, NULL, 0};
+    spans_build(&r->alloc, &rctx);
+    sy_def_reuse reuse = {reuse_live, reuse_bytes, &rctx};
+    int rc = sy_document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
+    sy_free(&r->alloc, rctx.spans);
     if (rc)
         return rc;
     if (vec_push(&r->alloc, &c->docs, doc)) {

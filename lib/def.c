@@ -134,8 +134,7 @@ static int read_version(sy_document *d, const char *json,
 static int build_routes(sy_document *d, const sy_parse_options *opts,
                         const sy_limits *lim, const char *json,
                         const sy_json_scan *scan, const char *prefix,
-                        sy_def_reuse_fn reuse, void *reuse_data,
-                        sy_error *err) {
+                        const sy_def_reuse *reuse, sy_error *err) {
     size_t n = scan->route_count;
     if (n > lim->max_routes)
         return sy_error_set(err, SY_ELIMIT, prefix,
@@ -154,8 +153,9 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     }
     sy_idtab_init(&ids, entries, cap);
     /* without a cache (out of memory) every regex is compiled on its own */
-    sy_def_ctx ctx = {&d->alloc, opts->registry, reuse, reuse_data,
-                      sy_regex_cache_new(&d->alloc)};
+    sy_def_ctx ctx = {
+        &d->alloc, opts->registry, reuse ? reuse->by_fingerprint : NULL,
+        reuse ? reuse->data : NULL, sy_regex_cache_new(&d->alloc)};
     uint64_t fp = SEED_DOC;
     size_t i = 0;
     int rc = 0;
@@ -166,9 +166,25 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         sy_error_clear(&e);
         struct sy_route *r = NULL;
         cJSON *c = NULL; /* this route's tree only: parsed, used, deleted */
-        rc = parse_scanned(json, scan->routes[i].start, scan->routes[i].end, &c,
-                           &e);
-        if (!rc)
+        /* A live route built from exactly these bytes is this route: the
+         * caller offers only routes of one router, whose options (registry,
+         * limits, lenient or strict) never change after it is created, so
+         * equal bytes mean the same route; an invalid route never became
+         * live, so it is never found here. Only the id check below and the
+         * position are left to do. */
+        const sy_json_span *sp = &scan->routes[i];
+        bool by_bytes = reuse && reuse->by_bytes;
+        size_t span_len = by_bytes ? sp->end - sp->start : 0;
+        uint64_t span_hash =
+            by_bytes ? sy_hash64(json + sp->start, span_len, SY_ROUTE_SPAN_SEED)
+                     : 0;
+        const struct sy_route *same =
+            by_bytes ? reuse->by_bytes(reuse->data, span_hash, span_len) : NULL;
+        if (same && same->span_hash == span_hash && same->span_len == span_len)
+            r = sy_route_ref(same);
+        else
+            rc = parse_scanned(json, sp->start, sp->end, &c, &e);
+        if (!rc && !r)
             rc = sy_def_build_route(&ctx, c, path, &r, &e);
         bool built = rc == 0;
         uint32_t pos = 0, h = 0;
@@ -211,6 +227,14 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         cJSON_Delete(c);
         if (atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
             r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
+        /* fresh, or shared for bytes of the same meaning (the caller is the
+         * only writer of the routes it offers): these bytes now find it.
+         * Routes of a parse without byte reuse (sy_document_parse) never
+         * enter a router and carry no span. */
+        if (by_bytes) {
+            r->span_hash = span_hash;
+            r->span_len = span_len;
+        }
         sy_idtab_set(&ids, pos, h, (uint32_t)d->route_count);
         d->positions[d->route_count] = (uint32_t)i;
         d->routes[d->route_count++] = r;
@@ -225,13 +249,13 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
 int sy_document_parse(const char *json, size_t len,
                       const sy_parse_options *opts, sy_document **out,
                       sy_error *err) {
-    return sy_document_parse_reusing(json, len, opts, NULL, NULL, out, err);
+    return sy_document_parse_reusing(json, len, opts, NULL, out, err);
 }
 
 int sy_document_parse_reusing(const char *json, size_t len,
                               const sy_parse_options *opts,
-                              sy_def_reuse_fn reuse, void *reuse_data,
-                              sy_document **out, sy_error *err) {
+                              const sy_def_reuse *reuse, sy_document **out,
+                              sy_error *err) {
     static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
     if (!out || (!json && len))
         return sy_error_set(err, SY_EINVAL, "", "json and out are required");
@@ -279,8 +303,7 @@ int sy_document_parse_reusing(const char *json, size_t len,
                               "object with \"routes\"");
         }
         if (!rc)
-            rc = build_routes(d, opts, &lim, json, &scan, prefix, reuse,
-                              reuse_data, err);
+            rc = build_routes(d, opts, &lim, json, &scan, prefix, reuse, err);
     }
     sy_free(&a, scan.routes);
     if (rc) {

@@ -136,28 +136,25 @@ typedef struct reuse_ctx {
     size_t mask;
 } reuse_ctx;
 
-/* Fill rc->spans from the source's live routes that carry a span. Out of
- * memory leaves it NULL: the apply then only loses the shortcut. */
+/* Fill rc->spans from the source's live routes that carry a span: one
+ * pass over the slots in slot order (sequential memory), sized for every
+ * route of the snapshot. Out of memory leaves it NULL: the apply then only
+ * loses the shortcut. */
 static void spans_build(const sy_alloc *a, reuse_ctx *rc) {
     const sy_snapshot *s = rc->work;
-    size_t n = 0;
-    for (size_t i = 0; i < s->route_count; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
-        n += sl->source == rc->source && sl->route->span_len;
-    }
-    if (!n)
+    if (!s->route_count)
         return;
     size_t cap = 16;
-    while (cap < 2 * n)
+    while (cap < 2 * (size_t)s->route_count)
         cap *= 2;
     rc->spans = sy_calloc(a, cap, sizeof *rc->spans);
     if (!rc->spans)
         return;
     rc->mask = cap - 1;
-    for (size_t i = 0; i < s->route_count; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const sy_slot *sl = sy_snapshot_slot(s, i);
         const struct sy_route *rt = sl->route;
-        if (sl->source != rc->source || !rt->span_len)
+        if (!rt || sl->source != rc->source || !rt->span_len)
             continue;
         size_t k = (size_t)rt->span_hash & rc->mask;
         while (rc->spans[k].route)

@@ -8,7 +8,7 @@
 #define SY_FILTER_H
 
 #include "pattern.h"
-#include "route.h"
+#include "compile_env.h"
 
 typedef struct sy_filter sy_filter;
 

@@ -23,6 +23,12 @@ void gw_worker_client_closed(gw_worker *w);
 
 static http_parser_settings settings;
 static void client_parse(gw_client *c);
+/* Parse what is buffered, unless a parse loop is running further up the
+ * stack (it goes on by itself). */
+static void client_kick(gw_client *c) {
+    if (!c->in_parse)
+        client_parse(c);
+}
 static void client_close(gw_client *c);
 static void request_finish(gw_request *q);
 
@@ -538,9 +544,7 @@ void gw_request_connect_failed(gw_request *q, bool timeout) {
 
 void gw_request_body_flow(gw_request *q) {
     q->body_flow = true;
-    if (!q->has_body)
-        return; /* the message completes at the next parse */
-    client_parse(q->c);
+    client_kick(q->c);
 }
 
 static void begin_proxy(gw_request *q, sy_match *m) {
@@ -702,7 +706,7 @@ void gw_request_response_done(gw_request *q) {
     if (q->msg_done || !q->keep_alive)
         request_finish(q);
     else
-        client_parse(q->c);
+        client_kick(q->c);
 }
 
 static void request_finish(gw_request *q) {
@@ -728,7 +732,7 @@ static void request_finish(gw_request *q) {
     c->start = 0;
     c->body_base = 0;
     uv_timer_start(&c->timer, on_client_timer, G.cfg.idle_timeout_ms, 0);
-    client_parse(c);
+    client_kick(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -736,6 +740,7 @@ static void request_finish(gw_request *q) {
 /* ------------------------------------------------------------------ */
 
 static void client_parse(gw_client *c) {
+    c->in_parse = true;
     while (!c->closing) {
         gw_request *q = c->req;
         if (q && (!q->body_flow || q->msg_done))
@@ -757,10 +762,12 @@ static void client_parse(gw_client *c) {
             continue;
         }
         if (e != HPE_OK) {
+            c->in_parse = false;
             bad_request(c, c->error ? c->error : 400);
             return;
         }
     }
+    c->in_parse = false;
     if (c->closing)
         return;
     if (c->start == c->end) {

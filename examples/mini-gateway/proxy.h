@@ -36,7 +36,7 @@ struct gw_client {
     int error;     /* a status to answer a bad request with */
     gw_client_state state;
     gw_request *req;
-    bool reading, closing;
+    bool reading, closing, in_parse;
     int open_handles;
     char peer[64];
 };

@@ -94,12 +94,18 @@ static void get_status(httpd_conn *c) {
     gw_buf_printf(&b,
                   "{\"fingerprint\":\"%s\",\"generation\":%llu,"
                   "\"routes\":%zu,\"services\":%llu,\"instances\":%llu,"
-                  "\"publishes\":%llu,\"active_connections\":%ld,"
+                  "\"publishes\":%llu,\"commits\":%llu,"
+                  "\"failed_commits\":%llu,\"instance_updates\":%llu,"
+                  "\"ejections\":%llu,\"active_connections\":%ld,"
                   "\"active_requests\":%ld,\"sources\":[",
                   fp, (unsigned long long)gen, nroutes,
                   (unsigned long long)m.services,
                   (unsigned long long)m.instances,
                   (unsigned long long)m.publishes,
+                  (unsigned long long)m.commits,
+                  (unsigned long long)m.failed_commits,
+                  (unsigned long long)m.instance_updates,
+                  (unsigned long long)m.ejections,
                   atomic_load(&G.active_clients),
                   atomic_load(&G.active_requests));
     size_t n = sy_router_source_count(G.router);

@@ -242,4 +242,14 @@ def run(name, body):
     finally:
         signal.alarm(0)
         procs.stop_all()
+    for name in os.listdir(procs.dir):  # sanitizer reports fail the test
+        log = procs.log(name)
+        checks.ok("ERROR: AddressSanitizer" not in log and
+                  "ERROR: LeakSanitizer" not in log and
+                  "runtime error:" not in log and
+                  "ThreadSanitizer" not in log,
+                  "no sanitizer report in %s" % name)
+    if not checks.failed:
+        import shutil
+        shutil.rmtree(procs.dir, ignore_errors=True)
     checks.done(procs)

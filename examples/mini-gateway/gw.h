@@ -92,7 +92,7 @@ typedef struct gw_wmetrics {
     uint64_t lat_buckets[GW_LAT_BUCKETS + 1]; /* last: +Inf */
     double lat_sum;
     uint64_t lat_count;
-    uint64_t retries, upstream_connects, upstream_reuses;
+    atomic_ullong retries, upstream_connects, upstream_reuses; /* lock-free */
 } gw_wmetrics;
 
 void gw_metrics_init(gw_wmetrics *m);

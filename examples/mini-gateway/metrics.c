@@ -106,9 +106,9 @@ void gw_metrics_text(gw_buf *out) {
             buckets[b] += m->lat_buckets[b];
         lat_sum += m->lat_sum;
         lat_count += m->lat_count;
-        retries += m->retries;
-        connects += m->upstream_connects;
-        reuses += m->upstream_reuses;
+        retries += atomic_load(&m->retries);
+        connects += atomic_load(&m->upstream_connects);
+        reuses += atomic_load(&m->upstream_reuses);
         uv_mutex_unlock(&m->lock);
     }
     gw_buf_adds(out, "# HELP gateway_requests_total Requests answered, by "

@@ -59,15 +59,15 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
+/* The client is read all along (a request's body, the next pipelined
+ * request, or its EOF) while the buffer has room; only backpressure from a
+ * slow upstream or a full buffer stops it. */
 static bool want_read(gw_client *c) {
-    if (c->closing || c->end == c->cap)
+    if (c->closing || c->eof || c->end == c->cap)
         return false;
     gw_request *q = c->req;
-    if (!q)
-        return true;
-    if (!q->body_flow || q->msg_done)
-        return false;
-    return !q->up || gw_upstream_queue(q->up) < GW_WRITE_HIGH;
+    return !q || !q->up || !q->body_flow || q->msg_done ||
+           gw_upstream_queue(q->up) < GW_WRITE_HIGH;
 }
 
 static void update_read(gw_client *c) {
@@ -109,24 +109,43 @@ static void on_written(uv_write_t *w, int status) {
 }
 
 void gw_client_write(gw_client *c, const char *data, size_t len) {
-    if (c->closing || len == 0)
+    if (!c->closing && len)
+        gw_buf_add(&c->out, data, len);
+}
+
+void gw_client_flush(gw_client *c) {
+    if (c->closing || c->out.len == 0)
         return;
-    wreq *wr = malloc(sizeof *wr + len);
+    uv_stream_t *s = (uv_stream_t *)&c->tcp;
+    size_t off = 0, len = c->out.len;
+    c->out.len = 0;
+    if (uv_stream_get_write_queue_size(s) == 0) {
+        uv_buf_t b = uv_buf_init(c->out.p, (unsigned)len);
+        int n = uv_try_write(s, &b, 1);
+        if (n > 0)
+            off = (size_t)n;
+        else if (n != UV_EAGAIN) {
+            client_close(c);
+            return;
+        }
+    }
+    if (off == len)
+        return;
+    wreq *wr = malloc(sizeof *wr + (len - off));
     if (!wr) {
         client_close(c);
         return;
     }
-    memcpy(wr->data, data, len);
+    memcpy(wr->data, c->out.p + off, len - off);
     wr->c = c;
-    uv_buf_t b = uv_buf_init(wr->data, (unsigned)len);
-    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_written)) {
+    uv_buf_t b = uv_buf_init(wr->data, (unsigned)(len - off));
+    if (uv_write(&wr->w, s, &b, 1, on_written)) {
         free(wr);
         client_close(c);
         return;
     }
     gw_request *q = c->req;
-    if (q && q->up &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > GW_WRITE_HIGH)
+    if (q && q->up && uv_stream_get_write_queue_size(s) > GW_WRITE_HIGH)
         gw_upstream_pause(q->up, true);
 }
 
@@ -146,6 +165,7 @@ static void on_client_handle_closed(uv_handle_t *h) {
     if (c->next)
         c->next->prev = c->prev;
     free(c->buf);
+    gw_buf_free(&c->out);
     free(c);
     w->clients--;
     atomic_fetch_sub(&G.active_clients, 1);
@@ -201,6 +221,9 @@ static void on_shutdown(uv_shutdown_t *s, int status) {
 
 /* Close once every queued write has gone out. */
 static void client_close_after_writes(gw_client *c) {
+    if (c->closing)
+        return;
+    gw_client_flush(c);
     if (c->closing)
         return;
     if (c->reading) {
@@ -362,6 +385,7 @@ void gw_request_respond(gw_request *q, int status, const char *headers,
         gw_buf_add(&out, body, blen);
     gw_client_write(c, out.p, out.len);
     gw_buf_free(&out);
+    gw_client_flush(c);
     q->resp_started = true;
     q->body_flow = true; /* let the parser reach the end of the message */
     gw_request_response_done(q);
@@ -528,7 +552,7 @@ void gw_request_connect_failed(gw_request *q, bool timeout) {
                                          : SY_OUTCOME_CONNECT_FAILURE);
         if (q->attempts <= G.cfg.retries && q->ntried < GW_MAX_TRIES) {
             q->tried[q->ntried++] = strdup(q->instance);
-            q->w->metrics.retries++;
+            atomic_fetch_add(&q->w->metrics.retries, 1);
             int st = rematch_attempt(q);
             if (st == 0) {
                 q->attempts++;
@@ -768,6 +792,8 @@ static void client_parse(gw_client *c) {
         }
     }
     c->in_parse = false;
+    if (c->req && c->req->up)
+        gw_upstream_flush(c->req->up);
     if (c->closing)
         return;
     if (c->start == c->end) {
@@ -786,6 +812,14 @@ static void client_parse(gw_client *c) {
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     (void)buf;
     gw_client *c = s->data;
+    if (nread == UV_EOF && c->req && c->req->msg_done &&
+        !c->req->resp_done) {
+        /* half-closed after its request: answer it, then close */
+        c->eof = true;
+        c->req->keep_alive = false;
+        update_read(c);
+        return;
+    }
     if (nread < 0) {
         client_close(c);
         return;

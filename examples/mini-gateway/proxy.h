@@ -36,7 +36,8 @@ struct gw_client {
     int error;     /* a status to answer a bad request with */
     gw_client_state state;
     gw_request *req;
-    bool reading, closing, in_parse;
+    bool reading, closing, in_parse, eof;
+    gw_buf out; /* response bytes not yet handed to the socket */
     int open_handles;
     char peer[64];
 };
@@ -98,13 +99,17 @@ struct gw_upconn {
     http_parser p;
     gw_request *req;
     bool connected, closing, reused, got_bytes, reading;
+    gw_buf out; /* request bytes not yet handed to the socket */
     int open_handles;
 };
 
 /* proxy.c */
 void gw_client_accept(gw_worker *w, uv_stream_t *server);
-/* Write to the client; copies. */
+/* Queue bytes for the client (copied); gw_client_flush hands them to the
+ * socket (one write for everything queued, no copy when it goes at once).
+ */
 void gw_client_write(gw_client *c, const char *data, size_t len);
+void gw_client_flush(gw_client *c);
 /* The response head went out, or the response is finished. */
 void gw_request_response_done(gw_request *q);
 /* Answer the request from the gateway (before any upstream byte). */
@@ -121,6 +126,7 @@ void gw_client_resume_upstream(gw_client *c);
 /* upstream.c */
 void gw_upstream_start(gw_request *q); /* pool or connect, then send */
 void gw_upstream_write(gw_upconn *u, const char *data, size_t len);
+void gw_upstream_flush(gw_upconn *u);
 void gw_upstream_detach(gw_upconn *u, bool reusable);
 void gw_upstream_close(gw_upconn *u);
 void gw_upstream_pause(gw_upconn *u, bool pause);

@@ -57,6 +57,7 @@ static void on_up_closed(uv_handle_t *h) {
     if (--u->open_handles > 0)
         return;
     list_remove(u);
+    gw_buf_free(&u->out);
     free(u);
 }
 
@@ -169,15 +170,33 @@ static void on_up_written(uv_write_t *w, int status) {
 }
 
 void gw_upstream_write(gw_upconn *u, const char *data, size_t len) {
-    if (u->closing || len == 0)
+    if (!u->closing && len)
+        gw_buf_add(&u->out, data, len);
+}
+
+void gw_upstream_flush(gw_upconn *u) {
+    if (u->closing || u->out.len == 0 || !u->connected)
         return;
-    uwreq *wr = malloc(sizeof *wr + len);
+    uv_stream_t *s = (uv_stream_t *)&u->tcp;
+    size_t off = 0, len = u->out.len;
+    u->out.len = 0;
+    if (uv_stream_get_write_queue_size(s) == 0) {
+        uv_buf_t b = uv_buf_init(u->out.p, (unsigned)len);
+        int n = uv_try_write(s, &b, 1);
+        if (n > 0)
+            off = (size_t)n;
+        else if (n != UV_EAGAIN)
+            return; /* the read side or the timeout reports it */
+    }
+    if (off == len)
+        return;
+    uwreq *wr = malloc(sizeof *wr + (len - off));
     if (!wr)
         return;
-    memcpy(wr->data, data, len);
+    memcpy(wr->data, u->out.p + off, len - off);
     wr->u = u;
-    uv_buf_t b = uv_buf_init(wr->data, (unsigned)len);
-    if (uv_write(&wr->w, (uv_stream_t *)&u->tcp, &b, 1, on_up_written))
+    uv_buf_t b = uv_buf_init(wr->data, (unsigned)(len - off));
+    if (uv_write(&wr->w, s, &b, 1, on_up_written))
         free(wr);
 }
 
@@ -223,7 +242,8 @@ static void send_head(gw_upconn *u) {
         uv_read_start((uv_stream_t *)&u->tcp, up_alloc, up_read);
         u->reading = true;
     }
-    gw_request_body_flow(q);
+    gw_request_body_flow(q); /* body bytes already here join the head */
+    gw_upstream_flush(u);
 }
 
 static void attach(gw_upconn *u, gw_request *q) {
@@ -251,7 +271,7 @@ static void on_connect(uv_connect_t *cr, int status) {
     }
     u->connected = true;
     uv_tcp_nodelay(&u->tcp, 1);
-    u->w->metrics.upstream_connects++;
+    atomic_fetch_add(&u->w->metrics.upstream_connects, 1);
     if (q)
         send_head(u);
     else
@@ -300,7 +320,7 @@ void gw_upstream_start(gw_request *q) {
         u->next_idle = NULL;
         attach(u, q);
         u->reused = true;
-        w->metrics.upstream_reuses++;
+        atomic_fetch_add(&w->metrics.upstream_reuses, 1);
         send_head(u);
         return;
     }
@@ -655,14 +675,14 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     size_t len = nread > 0 ? (size_t)nread : 0;
     if (nread > 0)
         u->got_bytes = true;
+    gw_client *c = u->req->c;
     http_parser_execute(&u->p, &up_settings, data, len);
     enum http_errno e = HTTP_PARSER_ERRNO(&u->p);
-    if (e == HPE_PAUSED) {
+    if (e == HPE_PAUSED)
         response_complete(u);
-        return;
-    }
-    if (e != HPE_OK || nread < 0)
+    else if (e != HPE_OK || nread < 0)
         response_failed(u);
+    gw_client_flush(c); /* everything this read produced, in one write */
 }
 
 __attribute__((constructor)) static void init_settings(void) {

@@ -96,20 +96,26 @@ static void part_json(gw_buf *b, const sy_report *p) {
         ids_json(b, "removed", sy_diff_removed_count(d), sy_diff_removed, d);
         ids_json(b, "updated", sy_diff_updated_count(d), updated_at, d);
     }
-    const char *const *ids;
-    size_t n = sy_report_instances_added(p, &ids);
-    if (svc || n) {
-        const char *names[3] = {"instances_added", "instances_removed",
-                                "instances_changed"};
+    static const struct {
+        const char *key;
+        size_t (*count)(const sy_report *);
+        const char *(*at)(const sy_report *, size_t);
+    } kinds[3] = {
+        {"instances_added", sy_report_instances_added_count,
+         sy_report_instance_added},
+        {"instances_removed", sy_report_instances_removed_count,
+         sy_report_instance_removed},
+        {"instances_changed", sy_report_instances_changed_count,
+         sy_report_instance_changed}};
+    if (svc) {
         for (int k = 0; k < 3; k++) {
-            n = k == 0   ? sy_report_instances_added(p, &ids)
-                : k == 1 ? sy_report_instances_removed(p, &ids)
-                         : sy_report_instances_changed(p, &ids);
-            gw_buf_printf(b, ",\"%s\":[", names[k]);
+            size_t n = kinds[k].count(p);
+            gw_buf_printf(b, ",\"%s\":[", kinds[k].key);
             for (size_t i = 0; i < n; i++) {
+                const char *id = kinds[k].at(p, i);
                 if (i)
                     gw_buf_add(b, ",", 1);
-                gw_buf_json_str(b, ids[i], strlen(ids[i]));
+                gw_buf_json_str(b, id, strlen(id));
             }
             gw_buf_add(b, "]", 1);
         }

@@ -6,12 +6,15 @@
 # (one admin publish every 10 ms). Prints requests/s, p50/p99 latency,
 # errors, and the gateway/nginx ratios. A benchmark, not a test: it prints
 # figures and asserts nothing.
-#   DURATION=10 CONNECTIONS=50 bash examples/mini-gateway/bench/run.sh
+# Each case runs ROUNDS times, interleaved, and the median round is shown
+# (a shared machine is noisy: compare figures of one run only).
+#   DURATION=10 CONNECTIONS=50 ROUNDS=3 bash examples/mini-gateway/bench/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-50}
 ROUTES=${ROUTES:-10000}
+ROUNDS=${ROUNDS:-3}
 bash tests/install-deps.sh
 [ -d build-bench ] || meson setup build-bench --buildtype=release \
   -Dtests=false -Dbench=false >/dev/null
@@ -110,9 +113,8 @@ open(res, "a").write("%s|%f|%f|%f|%d\n" % (name, rps, p50, p99, errs))
 PY
 }
 
-echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s; $(nproc) cores; $(uname -r)"
+echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-28s %10s %9s %9s %8s %9s\n" case "req/s" "p50 ms" "p99 ms" errors requests
-run_wrk "backend direct" "http://127.0.0.1:$BP/r$((ROUTES-1))/x"
 
 start_gw() { # routes file
   "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers 1 --quiet \
@@ -127,26 +129,29 @@ start_nginx() { # conf
   ngpid=$!; pids+=($ngpid)
   wait_port $NP
 }
-
-start_gw "$work/one.json"
-run_wrk "mini-gateway, 1 route" "http://127.0.0.1:$GP/r$((ROUTES-1))/x"
-stop_pid $gwpid
-start_nginx "$work/nginx-one.conf"
-run_wrk "nginx, 1 location" "http://127.0.0.1:$NP/r$((ROUTES-1))/x"
-stop_pid $ngpid
-
+url_end="r$((ROUTES-1))/x"
+cp "$work/one.json" "$work/single.json"
 cp "$work/many.json" "$work/bench-routes.json"
-start_gw "$work/bench-routes.json"
-run_wrk "mini-gateway, $ROUTES routes" "http://127.0.0.1:$GP/r$((ROUTES-1))/x"
-stop_pid $gwpid
-start_nginx "$work/nginx-many.conf"
-run_wrk "nginx, $ROUTES locations" "http://127.0.0.1:$NP/r$((ROUTES-1))/x"
-stop_pid $ngpid
+storm_total=0; storm_bad_total=0
+for round in $(seq "$ROUNDS"); do
+  run_wrk "backend direct" "http://127.0.0.1:$BP/$url_end"
+  start_gw "$work/single.json"
+  run_wrk "mini-gateway, 1 route" "http://127.0.0.1:$GP/$url_end"
+  stop_pid $gwpid
+  start_nginx "$work/nginx-one.conf"
+  run_wrk "nginx, 1 location" "http://127.0.0.1:$NP/$url_end"
+  stop_pid $ngpid
+  start_gw "$work/bench-routes.json"
+  run_wrk "mini-gateway, $ROUTES routes" "http://127.0.0.1:$GP/$url_end"
+  stop_pid $gwpid
+  start_nginx "$work/nginx-many.conf"
+  run_wrk "nginx, $ROUTES locations" "http://127.0.0.1:$NP/$url_end"
+  stop_pid $ngpid
 
-# the reload storm: one publish every 10 ms through the admin API (a
-# route other than the one under load changes, as in a real fleet)
-start_gw "$work/one.json"
-python3 - "$AP" "$BP" "$DURATION" > "$work/storm.txt" <<'PY' &
+  # the reload storm: one publish every 10 ms through the admin API (a
+  # route other than the one under load changes, as in a real fleet)
+  start_gw "$work/single.json"
+  python3 - "$AP" "$BP" "$DURATION" > "$work/storm.txt" <<'PY' &
 import http.client, json, sys, time
 ap, bp, dur = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 c = http.client.HTTPConnection("127.0.0.1", ap, timeout=5)
@@ -157,25 +162,37 @@ while time.time() < end:
     body = json.dumps({"id": "storm", "uri": "http://127.0.0.1:%d" % bp,
                        "predicates": ["Path=/storm/%d/**" % n],
                        "filters": ["AddRequestHeader=X-Storm,%d" % n]})
-    c.request("PUT", "/routes/one/storm", body=body)
+    c.request("PUT", "/routes/single/storm", body=body)
     r = c.getresponse(); r.read()
     n += 1; bad += r.status != 200
     time.sleep(max(0, 0.01 - (time.time() - t)))
 print(n, bad)
 PY
-stormpid=$!
-run_wrk "mini-gateway, reload storm" "http://127.0.0.1:$GP/r$((ROUTES-1))/x"
-wait $stormpid || true
-read -r publishes storm_bad < "$work/storm.txt"
-stop_pid $gwpid
-echo "reload storm: $publishes publishes in ~${DURATION}s ($storm_bad rejected)"
+  stormpid=$!
+  run_wrk "mini-gateway, reload storm" "http://127.0.0.1:$GP/$url_end"
+  wait $stormpid || true
+  read -r publishes storm_bad < "$work/storm.txt"
+  storm_total=$((storm_total + publishes)); storm_bad_total=$((storm_bad_total + storm_bad))
+  stop_pid $gwpid
+done
+echo "reload storm: $storm_total publishes in $ROUNDS x ~${DURATION}s ($storm_bad_total rejected)"
 
 python3 - "$results" <<'PY'
 import sys
-rows = {}
+runs = {}
 for line in open(sys.argv[1]):
     name, rps, p50, p99, errs = line.strip().split("|")
-    rows[name] = (float(rps), float(p50), float(p99), int(errs))
+    runs.setdefault(name, []).append((float(rps), float(p50), float(p99),
+                                      int(errs)))
+rows = {}
+print("\nmedian round (by req/s) of each case:")
+print("%-28s %10s %9s %9s %8s" % ("case", "req/s", "p50 ms", "p99 ms",
+                                   "errors"))
+for name, rs in runs.items():
+    rs.sort()
+    m = rs[len(rs) // 2]
+    rows[name] = m[:3] + (sum(r[3] for r in rs),)
+    print("%-28s %10.0f %9.3f %9.3f %8d" % ((name,) + rows[name]))
 def ratio(a, b, label):
     if a in rows and b in rows:
         ra, rb = rows[a], rows[b]

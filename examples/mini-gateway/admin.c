@@ -91,23 +91,19 @@ static void get_status(httpd_conn *c) {
     size_t nroutes = sy_snapshot_route_count(s);
     sy_snapshot_release(s);
     gw_buf b = {0};
-    gw_buf_printf(&b,
-                  "{\"fingerprint\":\"%s\",\"generation\":%llu,"
-                  "\"routes\":%zu,\"services\":%llu,\"instances\":%llu,"
-                  "\"publishes\":%llu,\"commits\":%llu,"
-                  "\"failed_commits\":%llu,\"instance_updates\":%llu,"
-                  "\"ejections\":%llu,\"active_connections\":%ld,"
-                  "\"active_requests\":%ld,\"sources\":[",
-                  fp, (unsigned long long)gen, nroutes,
-                  (unsigned long long)m.services,
-                  (unsigned long long)m.instances,
-                  (unsigned long long)m.publishes,
-                  (unsigned long long)m.commits,
-                  (unsigned long long)m.failed_commits,
-                  (unsigned long long)m.instance_updates,
-                  (unsigned long long)m.ejections,
-                  atomic_load(&G.active_clients),
-                  atomic_load(&G.active_requests));
+    gw_buf_printf(
+        &b,
+        "{\"fingerprint\":\"%s\",\"generation\":%llu,"
+        "\"routes\":%zu,\"services\":%llu,\"instances\":%llu,"
+        "\"publishes\":%llu,\"commits\":%llu,"
+        "\"failed_commits\":%llu,\"instance_updates\":%llu,"
+        "\"ejections\":%llu,\"active_connections\":%ld,"
+        "\"active_requests\":%ld,\"sources\":[",
+        fp, (unsigned long long)gen, nroutes, (unsigned long long)m.services,
+        (unsigned long long)m.instances, (unsigned long long)m.publishes,
+        (unsigned long long)m.commits, (unsigned long long)m.failed_commits,
+        (unsigned long long)m.instance_updates, (unsigned long long)m.ejections,
+        atomic_load(&G.active_clients), atomic_load(&G.active_requests));
     size_t n = sy_router_source_count(G.router);
     for (size_t i = 0; i < n; i++) {
         sy_source_status st;
@@ -225,8 +221,7 @@ static bool authorized(const httpd_req *r) {
     return diff == 0;
 }
 
-static void query_param(const char *q, const char *key, char *out,
-                        size_t cap) {
+static void query_param(const char *q, const char *key, char *out, size_t cap) {
     out[0] = 0;
     size_t kl = strlen(key);
     for (const char *p = q; p && *p;) {
@@ -297,47 +292,44 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
             reply_msg(c, 400, err.message);
             return;
         }
-        if (sy_change_set_new(G.router, &cs, &err))
-            {
-                reply_msg(c, 500, err.message);
-                return;
-            }
-        if (sy_change_set_apply(cs, seg[1], r->body, r->body_len, &err))
-            {
-                staged_fail(c, cs, &err);
-                return;
-            }
+        if (sy_change_set_new(G.router, &cs, &err)) {
+            reply_msg(c, 500, err.message);
+            return;
+        }
+        if (sy_change_set_apply(cs, seg[1], r->body, r->body_len, &err)) {
+            staged_fail(c, cs, &err);
+            return;
+        }
         snprintf(what, sizeof what, "admin: document for %s", seg[1]);
         commit_reply(c, cs, what);
     } else if (ns == 3 && strcmp(seg[0], "routes") == 0 && (put || del)) {
-        if (sy_change_set_new(G.router, &cs, &err))
-            {
-                reply_msg(c, 500, err.message);
-                return;
-            }
+        if (sy_change_set_new(G.router, &cs, &err)) {
+            reply_msg(c, 500, err.message);
+            return;
+        }
         if (put) {
             cJSON *j = cJSON_ParseWithLength(r->body, r->body_len);
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
-            bool same = cJSON_IsString(id) && strcmp(id->valuestring, seg[2]) == 0;
+            bool same =
+                cJSON_IsString(id) && strcmp(id->valuestring, seg[2]) == 0;
             cJSON_Delete(j);
             if (j && !same) {
                 sy_change_set_free(cs);
                 {
-                reply_msg(c, 400, "the route's \"id\" must be the "
-                                         "<id> of the URL");
-                return;
-            }
+                    reply_msg(c, 400,
+                              "the route's \"id\" must be the "
+                              "<id> of the URL");
+                    return;
+                }
             }
             if (sy_change_set_upsert_route(cs, seg[1], r->body, r->body_len,
-                                           &err))
-                {
+                                           &err)) {
                 staged_fail(c, cs, &err);
                 return;
             }
             snprintf(what, sizeof what, "admin: upsert %s/%s", seg[1], seg[2]);
         } else {
-            if (sy_change_set_remove_route(cs, seg[2], &err))
-                {
+            if (sy_change_set_remove_route(cs, seg[2], &err)) {
                 staged_fail(c, cs, &err);
                 return;
             }
@@ -348,44 +340,38 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
                (strcmp(seg[3], "disable") == 0 ||
                 strcmp(seg[3], "enable") == 0)) {
         bool en = strcmp(seg[3], "enable") == 0;
-        if (sy_change_set_new(G.router, &cs, &err))
-            {
-                reply_msg(c, 500, err.message);
-                return;
-            }
-        if (sy_change_set_set_route_enabled(cs, seg[2], en, &err))
-            {
-                staged_fail(c, cs, &err);
-                return;
-            }
+        if (sy_change_set_new(G.router, &cs, &err)) {
+            reply_msg(c, 500, err.message);
+            return;
+        }
+        if (sy_change_set_set_route_enabled(cs, seg[2], en, &err)) {
+            staged_fail(c, cs, &err);
+            return;
+        }
         snprintf(what, sizeof what, "admin: %s %s/%s", seg[3], seg[1], seg[2]);
         commit_reply(c, cs, what);
     } else if (ns == 2 && strcmp(seg[0], "instances") == 0 && put) {
-        if (sy_change_set_new(G.router, &cs, &err))
-            {
-                reply_msg(c, 500, err.message);
-                return;
-            }
-        if (gw_instances_stage(cs, r->body, r->body_len, seg[1], &err))
-            {
-                staged_fail(c, cs, &err);
-                return;
-            }
+        if (sy_change_set_new(G.router, &cs, &err)) {
+            reply_msg(c, 500, err.message);
+            return;
+        }
+        if (gw_instances_stage(cs, r->body, r->body_len, seg[1], &err)) {
+            staged_fail(c, cs, &err);
+            return;
+        }
         snprintf(what, sizeof what, "admin: instances of %s", seg[1]);
         commit_reply(c, cs, what);
     } else if (ns == 2 && strcmp(seg[0], "rollback") == 0 && (post || put)) {
         char ver[256];
         query_param(r->query, "version", ver, sizeof ver);
-        if (sy_change_set_new(G.router, &cs, &err))
-            {
-                reply_msg(c, 500, err.message);
-                return;
-            }
-        if (sy_change_set_rollback(cs, seg[1], ver[0] ? ver : NULL, &err))
-            {
-                staged_fail(c, cs, &err);
-                return;
-            }
+        if (sy_change_set_new(G.router, &cs, &err)) {
+            reply_msg(c, 500, err.message);
+            return;
+        }
+        if (sy_change_set_rollback(cs, seg[1], ver[0] ? ver : NULL, &err)) {
+            staged_fail(c, cs, &err);
+            return;
+        }
         snprintf(what, sizeof what, "admin: rollback %s to %s", seg[1],
                  ver[0] ? ver : "the previous version");
         commit_reply(c, cs, what);
@@ -403,9 +389,9 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
 int gw_admin_start(uv_loop_t *loop) {
     if (G.cfg.admin_port <= 0)
         return 0;
-    admin = httpd_new(loop, G.cfg.admin_host, G.cfg.admin_port, handle, NULL,
-                      G.cfg.max_body_bytes > (64u << 20) ? (64u << 20)
-                                                         : 64u << 20);
+    admin =
+        httpd_new(loop, G.cfg.admin_host, G.cfg.admin_port, handle, NULL,
+                  G.cfg.max_body_bytes > (64u << 20) ? (64u << 20) : 64u << 20);
     return admin ? 0 : -1;
 }
 

@@ -72,8 +72,7 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
         gw_buf_adds(&out, i ? ",[" : "[");
         gw_buf_json_str(&out, r->headers[i].name.ptr, r->headers[i].name.len);
         gw_buf_adds(&out, ",");
-        gw_buf_json_str(&out, r->headers[i].value.ptr,
-                        r->headers[i].value.len);
+        gw_buf_json_str(&out, r->headers[i].value.ptr, r->headers[i].value.len);
         gw_buf_adds(&out, "]");
     }
     gw_buf_printf(&out, "],\"body_bytes\":%zu", r->body_len);

@@ -100,13 +100,12 @@ static void part_json(gw_buf *b, const sy_report *p) {
         const char *key;
         size_t (*count)(const sy_report *);
         const char *(*at)(const sy_report *, size_t);
-    } kinds[3] = {
-        {"instances_added", sy_report_instances_added_count,
-         sy_report_instance_added},
-        {"instances_removed", sy_report_instances_removed_count,
-         sy_report_instance_removed},
-        {"instances_changed", sy_report_instances_changed_count,
-         sy_report_instance_changed}};
+    } kinds[3] = {{"instances_added", sy_report_instances_added_count,
+                   sy_report_instance_added},
+                  {"instances_removed", sy_report_instances_removed_count,
+                   sy_report_instance_removed},
+                  {"instances_changed", sy_report_instances_changed_count,
+                   sy_report_instance_changed}};
     if (svc) {
         for (int k = 0; k < 3; k++) {
             size_t n = kinds[k].count(p);
@@ -179,7 +178,8 @@ static int stage_service(sy_change_set *cs, const char *service,
                          const cJSON *arr, const char *where, sy_error *err) {
     char path[200];
     if (!cJSON_IsArray(arr))
-        return inst_fail(err, SY_ETYPE, where, "expected an array of instances");
+        return inst_fail(err, SY_ETYPE, where,
+                         "expected an array of instances");
     size_t n = (size_t)cJSON_GetArraySize(arr), nkv = 0, i = 0, k = 0;
     const cJSON *in;
     cJSON_ArrayForEach(in, arr) {
@@ -211,20 +211,22 @@ static int stage_service(sy_change_set *cs, const char *service,
         char p2[256];
         if (!cJSON_IsString(id) || !id->valuestring[0]) {
             snprintf(p2, sizeof p2, "%s.id", path);
-            rc = inst_fail(err, SY_EMISSING, p2, "a non-empty string is needed");
+            rc =
+                inst_fail(err, SY_EMISSING, p2, "a non-empty string is needed");
             goto out;
         }
         if (!cJSON_IsString(host) || !host->valuestring[0]) {
             snprintf(p2, sizeof p2, "%s.host", path);
-            rc = inst_fail(err, SY_EMISSING, p2, "a non-empty string is needed");
+            rc =
+                inst_fail(err, SY_EMISSING, p2, "a non-empty string is needed");
             goto out;
         }
         if (!cJSON_IsNumber(port) || port->valuedouble < 1 ||
             port->valuedouble > 65535 ||
             port->valuedouble != (double)(int)port->valuedouble) {
             snprintf(p2, sizeof p2, "%s.port", path);
-            rc = inst_fail(err, cJSON_IsNumber(port) ? SY_ERANGE : SY_ETYPE,
-                           p2, "an integer from 1 to 65535 is needed");
+            rc = inst_fail(err, cJSON_IsNumber(port) ? SY_ERANGE : SY_ETYPE, p2,
+                           "an integer from 1 to 65535 is needed");
             goto out;
         }
         x->id = id->valuestring;
@@ -241,7 +243,8 @@ static int stage_service(sy_change_set *cs, const char *service,
             }
             x->weight = (uint32_t)w->valuedouble;
         }
-        x->secure = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
+        x->secure =
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
         x->state = SY_INSTANCE_UP;
         if (st) {
             const char *s = cJSON_IsString(st) ? st->valuestring : "";
@@ -303,8 +306,8 @@ int gw_instances_stage(sy_change_set *cs, const char *json, size_t len,
                            "expected {\"services\": {NAME: [...]}}");
         } else {
             const cJSON *svc;
-            char **names = calloc((size_t)cJSON_GetArraySize(svcs) + 1,
-                                  sizeof *names);
+            char **names =
+                calloc((size_t)cJSON_GetArraySize(svcs) + 1, sizeof *names);
             size_t nn = 0;
             cJSON_ArrayForEach(svc, svcs) {
                 char where[160];
@@ -320,8 +323,8 @@ int gw_instances_stage(sy_change_set *cs, const char *json, size_t len,
                 for (size_t j = 0; j < nn; j++)
                     still |= strcmp(names[j], file_services[i]) == 0;
                 if (!still)
-                    rc = sy_change_set_set_instances(cs, file_services[i],
-                                                     NULL, 0, err);
+                    rc = sy_change_set_set_instances(cs, file_services[i], NULL,
+                                                     0, err);
             }
             if (!rc) { /* remembered once staged (a failed commit keeps
                           the old instances, and so the old names) */
@@ -392,7 +395,8 @@ int gw_config_init(void) {
     for (size_t i = 0; i < file_count; i++) {
         watched_file *f = &files[i];
         const char *slash = strrchr(f->path, '/');
-        f->dir = slash ? strndup(f->path, (size_t)(slash - f->path) + (slash == f->path))
+        f->dir = slash ? strndup(f->path,
+                                 (size_t)(slash - f->path) + (slash == f->path))
                        : strdup(".");
         f->base = strdup(slash ? slash + 1 : f->path);
     }

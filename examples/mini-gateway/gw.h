@@ -54,7 +54,7 @@ typedef struct gw_config {
     size_t route_count;
     const char *instances;
     int workers;
-    const char *admin_token; /* NULL: no token */
+    const char *admin_token;      /* NULL: no token */
     uint64_t header_timeout_ms;   /* request head must arrive within */
     uint64_t idle_timeout_ms;     /* keep-alive client connection idle */
     uint64_t connect_timeout_ms;  /* default; route metadata overrides */
@@ -145,10 +145,10 @@ struct gw_worker {
     sy_match_ctx *ctx;
     uint64_t rng;
     bool draining, started;
-    size_t clients;     /* open client connections */
-    void *client_list;  /* gw_client list (proxy.c) */
-    void *upconn_list;  /* every gw_upconn (upstream.c) */
-    char rbuf[65536];   /* shared read buffer for upstream reads */
+    size_t clients;    /* open client connections */
+    void *client_list; /* gw_client list (proxy.c) */
+    void *upconn_list; /* every gw_upconn (upstream.c) */
+    char rbuf[65536];  /* shared read buffer for upstream reads */
     bool rbuf_busy;
     gw_wmetrics metrics;
 };
@@ -174,9 +174,9 @@ typedef struct gw_state {
 extern gw_state G;
 
 /* proxy.c: worker threads */
-int gw_workers_init(void);    /* loops, listeners, contexts (main thread) */
-int gw_workers_start(void);   /* threads */
-void gw_workers_stop(void);   /* drain and join */
+int gw_workers_init(void);  /* loops, listeners, contexts (main thread) */
+int gw_workers_start(void); /* threads */
+void gw_workers_stop(void); /* drain and join */
 void gw_worker_post(gw_worker *w, gw_msg *msg);
 void *gw_route_attach(void *data, const sy_route *route);
 void gw_route_detach(void *data, const sy_route *route, void *host_data);
@@ -234,8 +234,8 @@ typedef struct httpd_req {
 /* Called once per request; answer now or later with httpd_respond. */
 typedef void (*httpd_handler)(httpd_conn *c, httpd_req *r, void *data);
 
-httpd *httpd_new(uv_loop_t *loop, const char *host, int port,
-                 httpd_handler h, void *data, size_t max_body);
+httpd *httpd_new(uv_loop_t *loop, const char *host, int port, httpd_handler h,
+                 void *data, size_t max_body);
 void httpd_close(httpd *s);
 /* Answer the current request of c; `headers` is "Name: v\r\n"... or NULL.
  * Copies everything. */

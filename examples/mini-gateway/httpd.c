@@ -181,8 +181,8 @@ static void send_error(httpd_conn *c, int status) {
 
 /* Parse the pending bytes; stops at the end of one request. */
 static void parse_pending(httpd_conn *c) {
-    size_t n = http_parser_execute(&c->p, &settings, c->pending.p,
-                                   c->pending.len);
+    size_t n =
+        http_parser_execute(&c->p, &settings, c->pending.p, c->pending.len);
     enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
     if (e == HPE_PAUSED) {
         memmove(c->pending.p, c->pending.p + n, c->pending.len - n);
@@ -194,9 +194,7 @@ static void parse_pending(httpd_conn *c) {
     }
     if (e != HPE_OK) {
         uv_read_stop((uv_stream_t *)&c->tcp);
-        send_error(c, c->too_big    ? 413
-                      : c->too_many ? 431
-                                    : 400);
+        send_error(c, c->too_big ? 413 : c->too_many ? 431 : 400);
         return;
     }
     c->pending.len = 0;
@@ -262,8 +260,7 @@ void httpd_respond(httpd_conn *c, int status, const char *content_type,
                   "Content-Length: %zu\r\n%s%s\r\n",
                   status, gw_status_text(status),
                   content_type ? content_type : "text/plain", len,
-                  headers ? headers : "",
-                  keep ? "" : "Connection: close\r\n");
+                  headers ? headers : "", keep ? "" : "Connection: close\r\n");
     bool head = strcmp(c->req.method ? c->req.method : "", "HEAD") == 0;
     if (!head)
         gw_buf_add(&out, body, len);
@@ -333,8 +330,8 @@ static void on_connection(uv_stream_t *server, int status) {
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
-httpd *httpd_new(uv_loop_t *loop, const char *host, int port,
-                 httpd_handler h, void *data, size_t max_body) {
+httpd *httpd_new(uv_loop_t *loop, const char *host, int port, httpd_handler h,
+                 void *data, size_t max_body) {
     settings.on_message_begin = on_begin;
     settings.on_url = on_url;
     settings.on_header_field = on_field;

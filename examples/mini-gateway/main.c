@@ -139,38 +139,37 @@ static int run_demo_setup(void) {
 
 static void print_demo(void) {
     int gp = G.cfg.listen_port, ap = G.cfg.admin_port;
-    printf(
-        "\nmini-gateway demo: gateway on http://127.0.0.1:%d, admin API on "
-        "http://127.0.0.1:%d\n"
-        "backends greeter-v1 (127.0.0.1:9101) and greeter-v2 "
-        "(127.0.0.1:9102); Ctrl-C stops.\n\n"
-        "Try:\n"
-        "  # path routing to lb://greeter (StripPrefix=1): v1 is the stable "
-        "version\n"
-        "  curl -s http://127.0.0.1:%d/greet/hello\n"
-        "  # gray release: the 'version' header picks the v2 instances\n"
-        "  curl -s -H 'version: 2' http://127.0.0.1:%d/greet/hello\n"
-        "  # a filter at work: SetPath and AddRequestHeader from the "
-        "captured {name}\n"
-        "  curl -s http://127.0.0.1:%d/hello/world\n"
-        "  # SetStatus answered by the gateway, and a redirect\n"
-        "  curl -si http://127.0.0.1:%d/teapot | head -1\n"
-        "  curl -si http://127.0.0.1:%d/docs/intro | grep -i location\n"
-        "  # no route: 404; a route that only takes GET: 405 with Allow\n"
-        "  curl -si http://127.0.0.1:%d/nowhere | head -1\n"
-        "  curl -si -X POST http://127.0.0.1:%d/orders/1 | grep -iE "
-        "'^HTTP|^allow'\n"
-        "  # change a route through the admin API: effective at the next "
-        "request\n"
-        "  curl -s -X PUT http://127.0.0.1:%d/routes/demo/hello -d "
-        "'{\"id\":\"hello\",\"uri\":\"http://127.0.0.1:9102\","
-        "\"predicates\":[\"Path=/hello/{name}\"],"
-        "\"filters\":[\"SetPath=/v2/{name}\"]}'\n"
-        "  curl -s http://127.0.0.1:%d/hello/world\n"
-        "  # status, fingerprint and metrics\n"
-        "  curl -s http://127.0.0.1:%d/status\n"
-        "  curl -s http://127.0.0.1:%d/metrics | grep gateway_requests\n\n",
-        gp, ap, gp, gp, gp, gp, gp, gp, gp, ap, gp, ap, ap);
+    printf("\nmini-gateway demo: gateway on http://127.0.0.1:%d, admin API on "
+           "http://127.0.0.1:%d\n"
+           "backends greeter-v1 (127.0.0.1:9101) and greeter-v2 "
+           "(127.0.0.1:9102); Ctrl-C stops.\n\n"
+           "Try:\n"
+           "  # path routing to lb://greeter (StripPrefix=1): v1 is the stable "
+           "version\n"
+           "  curl -s http://127.0.0.1:%d/greet/hello\n"
+           "  # gray release: the 'version' header picks the v2 instances\n"
+           "  curl -s -H 'version: 2' http://127.0.0.1:%d/greet/hello\n"
+           "  # a filter at work: SetPath and AddRequestHeader from the "
+           "captured {name}\n"
+           "  curl -s http://127.0.0.1:%d/hello/world\n"
+           "  # SetStatus answered by the gateway, and a redirect\n"
+           "  curl -si http://127.0.0.1:%d/teapot | head -1\n"
+           "  curl -si http://127.0.0.1:%d/docs/intro | grep -i location\n"
+           "  # no route: 404; a route that only takes GET: 405 with Allow\n"
+           "  curl -si http://127.0.0.1:%d/nowhere | head -1\n"
+           "  curl -si -X POST http://127.0.0.1:%d/orders/1 | grep -iE "
+           "'^HTTP|^allow'\n"
+           "  # change a route through the admin API: effective at the next "
+           "request\n"
+           "  curl -s -X PUT http://127.0.0.1:%d/routes/demo/hello -d "
+           "'{\"id\":\"hello\",\"uri\":\"http://127.0.0.1:9102\","
+           "\"predicates\":[\"Path=/hello/{name}\"],"
+           "\"filters\":[\"SetPath=/v2/{name}\"]}'\n"
+           "  curl -s http://127.0.0.1:%d/hello/world\n"
+           "  # status, fingerprint and metrics\n"
+           "  curl -s http://127.0.0.1:%d/status\n"
+           "  curl -s http://127.0.0.1:%d/metrics | grep gateway_requests\n\n",
+           gp, ap, gp, gp, gp, gp, gp, gp, gp, ap, gp, ap, ap);
     fflush(stdout);
 }
 
@@ -329,8 +328,8 @@ int main(int argc, char **argv) {
 #ifdef GW_HAVE_ETCD
     if (cfg->etcd_url) {
         char err[256];
-        if (gw_etcd_start(&main_loop, G.router, cfg->etcd_url,
-                          cfg->etcd_prefix, &etcd, err, sizeof err)) {
+        if (gw_etcd_start(&main_loop, G.router, cfg->etcd_url, cfg->etcd_prefix,
+                          &etcd, err, sizeof err)) {
             gw_log("--etcd: %s", err);
             return 1;
         }

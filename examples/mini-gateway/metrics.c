@@ -162,7 +162,6 @@ void gw_metrics_text(gw_buf *out) {
                   "# TYPE gateway_upstream_reuses_total counter\n"
                   "gateway_upstream_reuses_total %llu\n",
                   atomic_load(&G.active_clients),
-                  atomic_load(&G.active_requests),
-                  (unsigned long long)retries, (unsigned long long)connects,
-                  (unsigned long long)reuses);
+                  atomic_load(&G.active_requests), (unsigned long long)retries,
+                  (unsigned long long)connects, (unsigned long long)reuses);
 }

@@ -103,8 +103,9 @@ static void on_written(uv_write_t *w, int status) {
     }
     /* the response may have been held back by this queue */
     gw_request *q = c->req;
-    if (q && q->up && uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) <
-                          GW_WRITE_HIGH / 2)
+    if (q && q->up &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) <
+            GW_WRITE_HIGH / 2)
         gw_upstream_pause(q->up, false);
 }
 
@@ -436,14 +437,42 @@ static bool name_is(sy_str n, const char *s) {
 }
 
 static bool hop_by_hop(sy_str n) {
-    static const char *const hop[] = {
-        "connection",  "keep-alive",        "proxy-connection",
-        "te",          "trailer",           "transfer-encoding",
-        "upgrade",     "content-length",    "expect",
-        "host",        "proxy-authorization"};
+    static const char *const hop[] = {"connection",
+                                      "keep-alive",
+                                      "proxy-connection",
+                                      "te",
+                                      "trailer",
+                                      "transfer-encoding",
+                                      "upgrade",
+                                      "content-length",
+                                      "expect",
+                                      "host",
+                                      "proxy-authorization"};
     for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
         if (name_is(n, hop[i]))
             return true;
+    return false;
+}
+
+/* True when the client's Connection header lists this header name (a
+ * hop-by-hop header of its own, RFC 9110 7.6.1). */
+static bool named_by_connection(const gw_client *c, sy_str name) {
+    for (size_t i = 0; i < c->nh; i++) {
+        if (!name_is(c->hdrs[i].name, "connection"))
+            continue;
+        const char *p = c->hdrs[i].value.ptr;
+        const char *end = p + c->hdrs[i].value.len;
+        while (p < end) {
+            while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+                p++;
+            const char *tok = p;
+            while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+                p++;
+            if ((size_t)(p - tok) == name.len &&
+                strncasecmp(tok, name.ptr, name.len) == 0)
+                return true;
+        }
+    }
     return false;
 }
 
@@ -470,8 +499,8 @@ static void copy_response_ops(gw_request *q, sy_match *m) {
 static int build_attempt(gw_request *q, sy_match *m) {
     sy_target t;
     sy_error err;
-    int rc = sy_match_target(m, (const char *const *)q->tried, q->ntried, &t,
-                             &err);
+    int rc =
+        sy_match_target(m, (const char *const *)q->tried, q->ntried, &t, &err);
     if (rc == SY_ENOINSTANCE)
         return q->ntried ? 502 : 503;
     if (rc)
@@ -503,7 +532,7 @@ static int build_attempt(gw_request *q, sy_match *m) {
     bool xff = false, xfp = false, xfh = false;
     for (size_t i = 0; i < t.header_count; i++) {
         sy_header hd = t.headers[i];
-        if (hop_by_hop(hd.name))
+        if (hop_by_hop(hd.name) || named_by_connection(q->c, hd.name))
             continue;
         gw_buf_add(h, hd.name.ptr, hd.name.len);
         gw_buf_adds(h, ": ");
@@ -674,15 +703,11 @@ static void request_begin(gw_client *c) {
             gw_request_respond(q, 405, hdr, body);
             return;
         }
-        case SY_NOMATCH_BAD_PATH:
-            respond_error(q, 400, "bad path");
-            return;
+        case SY_NOMATCH_BAD_PATH: respond_error(q, 400, "bad path"); return;
         case SY_NOMATCH_BUDGET:
             respond_error(q, 503, "matching budget exhausted");
             return;
-        default:
-            respond_error(q, 404, "no route");
-            return;
+        default: respond_error(q, 404, "no route"); return;
         }
     }
     const sy_route *route = sy_match_route(m);
@@ -704,9 +729,7 @@ static void request_begin(gw_client *c) {
         respond_error(q, st ? st : 500, NULL);
         return;
     }
-    case SY_ACTION_PROXY:
-        begin_proxy(q, m);
-        return;
+    case SY_ACTION_PROXY: begin_proxy(q, m); return;
     }
 }
 
@@ -812,8 +835,7 @@ static void client_parse(gw_client *c) {
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     (void)buf;
     gw_client *c = s->data;
-    if (nread == UV_EOF && c->req && c->req->msg_done &&
-        !c->req->resp_done) {
+    if (nread == UV_EOF && c->req && c->req->msg_done && !c->req->resp_done) {
         /* half-closed after its request: answer it, then close */
         c->eof = true;
         c->req->keep_alive = false;

@@ -31,9 +31,9 @@ struct gw_client {
     size_t url_len;
     sy_header hdrs[GW_MAX_HEADERS];
     size_t nh;
-    int last;      /* 0 none, 1 field, 2 value */
-    int event;     /* what paused the parser: 1 head, 2 message */
-    int error;     /* a status to answer a bad request with */
+    int last;  /* 0 none, 1 field, 2 value */
+    int event; /* what paused the parser: 1 head, 2 message */
+    int error; /* a status to answer a bad request with */
     gw_client_state state;
     gw_request *req;
     bool reading, closing, in_parse, eof;

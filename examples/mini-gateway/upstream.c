@@ -308,10 +308,10 @@ static int resolve(const char *host, uint16_t port,
 
 void gw_upstream_start(gw_request *q) {
     gw_worker *w = q->w;
-    q->connect_ms = q->rd ? q->rd->connect_timeout_ms
-                          : G.cfg.connect_timeout_ms;
-    q->response_ms = q->rd ? q->rd->response_timeout_ms
-                           : G.cfg.response_timeout_ms;
+    q->connect_ms =
+        q->rd ? q->rd->connect_timeout_ms : G.cfg.connect_timeout_ms;
+    q->response_ms =
+        q->rd ? q->rd->response_timeout_ms : G.cfg.response_timeout_ms;
     gw_pool *pool = pool_find(q);
     if (pool && pool->idle && !q->fresh) {
         gw_upconn *u = pool->idle;
@@ -345,8 +345,7 @@ void gw_upstream_start(gw_request *q) {
         u->lnext->lprev = u;
     w->upconn_list = u;
     attach(u, q);
-    if (uv_tcp_connect(&u->creq, &u->tcp, (struct sockaddr *)&ss,
-                       on_connect)) {
+    if (uv_tcp_connect(&u->creq, &u->tcp, (struct sockaddr *)&ss, on_connect)) {
         gw_upstream_close(u);
         gw_request_connect_failed(q, false);
         return;
@@ -477,8 +476,8 @@ static void rewrite(hlist *l, const char *name, const char *regexp,
                     const char *repl) {
     int ec;
     PCRE2_SIZE eo;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)regexp, PCRE2_ZERO_TERMINATED,
-                                   0, &ec, &eo, NULL);
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)regexp, PCRE2_ZERO_TERMINATED, 0,
+                                   &ec, &eo, NULL);
     if (!re)
         return;
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
@@ -487,11 +486,10 @@ static void rewrite(hlist *l, const char *name, const char *regexp,
             continue;
         char out[4096];
         PCRE2_SIZE olen = sizeof out;
-        int rc = pcre2_substitute(re, (PCRE2_SPTR)l->a[i].v,
-                                  PCRE2_ZERO_TERMINATED, 0,
-                                  PCRE2_SUBSTITUTE_GLOBAL, md, NULL,
-                                  (PCRE2_SPTR)repl, PCRE2_ZERO_TERMINATED,
-                                  (PCRE2_UCHAR *)out, &olen);
+        int rc = pcre2_substitute(
+            re, (PCRE2_SPTR)l->a[i].v, PCRE2_ZERO_TERMINATED, 0,
+            PCRE2_SUBSTITUTE_GLOBAL, md, NULL, (PCRE2_SPTR)repl,
+            PCRE2_ZERO_TERMINATED, (PCRE2_UCHAR *)out, &olen);
         if (rc >= 0) {
             free(l->a[i].v);
             l->a[i].v = strndup(out, olen);
@@ -531,7 +529,7 @@ static void apply_ops(gw_request *q, hlist *l) {
 
 static bool resp_hop(const char *n) {
     static const char *const hop[] = {
-        "connection", "keep-alive", "proxy-connection", "te",
+        "connection", "keep-alive", "proxy-connection",  "te",
         "trailer",    "upgrade",    "transfer-encoding", "content-length"};
     for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
         if (strcasecmp(n, hop[i]) == 0)

@@ -67,6 +67,13 @@ def body(procs, c):
     st, _, data = gw.request("GET", "/keep-host/x",
                              headers={"Host": "front.example"})
     c.eq(h.echoed_header(data, "Host"), "front.example", "PreserveHostHeader")
+    st, _, data = gw.request("GET", "/echo/carol",
+                             headers={"Connection": "keep-alive, X-Hop",
+                                      "X-Hop": "1", "X-Kept": "2"})
+    c.eq(h.echoed_header(data, "X-Hop"), None,
+         "a header named by Connection is not forwarded")
+    c.eq(h.echoed_header(data, "X-Kept"), "2", "other headers are")
+    c.eq(h.echoed_header(data, "Connection"), None, "Connection dropped")
     st, _, data = gw.request("GET", "/echo/bob",
                              headers={"X-Forwarded-For": "10.1.2.3"})
     c.eq(h.echoed_header(data, "X-Forwarded-For"), "10.1.2.3, 127.0.0.1",

@@ -22,6 +22,9 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#ifdef GW_HAVE_ETCD
+#include "etcd_source.h"
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,7 +141,18 @@ static void get_status(httpd_conn *c) {
             gw_buf_adds(&b, "null");
         gw_buf_add(&b, "}", 1);
     }
-    gw_buf_adds(&b, "]}\n");
+    gw_buf_adds(&b, "]");
+#ifdef GW_HAVE_ETCD
+    if (G.etcd) { /* the etcd source's own view (etcd_source.h) */
+        char *e = gw_etcd_status_json(G.etcd);
+        if (e) {
+            gw_buf_adds(&b, ",\"etcd\":");
+            gw_buf_adds(&b, e);
+            free(e);
+        }
+    }
+#endif
+    gw_buf_adds(&b, "}\n");
     reply_json(c, 200, &b);
     gw_buf_free(&b);
 }
@@ -183,6 +197,14 @@ static void get_metrics(httpd_conn *c) {
     }
     b.len = rc == 0 ? need : 0;
     gw_metrics_text(&b);
+#ifdef GW_HAVE_ETCD
+    if (G.etcd) {
+        size_t n = gw_etcd_metrics_text(G.etcd, NULL, 0);
+        gw_buf_reserve(&b, n + 1);
+        gw_etcd_metrics_text(G.etcd, b.p + b.len, n + 1);
+        b.len += n;
+    }
+#endif
     httpd_respond(c, 200, "text/plain; version=0.0.4", NULL, b.p, b.len);
     gw_buf_free(&b);
 }

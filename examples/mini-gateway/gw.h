@@ -169,6 +169,7 @@ typedef struct gw_state {
     uv_loop_t *main_loop;
     /* the last apply report as JSON (admin GET /report), main thread */
     gw_buf last_report;
+    void *etcd; /* the gw_etcd source (etcd_source.h) when --etcd is on */
 } gw_state;
 
 extern gw_state G;

@@ -16,7 +16,6 @@
 
 #ifdef GW_HAVE_ETCD
 #include "etcd_source.h"
-static gw_etcd *etcd;
 #endif
 
 gw_state G;
@@ -79,9 +78,9 @@ static void on_signal(uv_signal_t *s, int sig) {
     gw_admin_close();
     gw_config_close();
 #ifdef GW_HAVE_ETCD
-    if (etcd)
-        gw_etcd_stop(etcd);
-    etcd = NULL;
+    if (G.etcd)
+        gw_etcd_stop(G.etcd);
+    G.etcd = NULL;
 #endif
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
@@ -328,11 +327,13 @@ int main(int argc, char **argv) {
 #ifdef GW_HAVE_ETCD
     if (cfg->etcd_url) {
         char err[256];
+        gw_etcd *etcd = NULL;
         if (gw_etcd_start(&main_loop, G.router, cfg->etcd_url, cfg->etcd_prefix,
                           &etcd, err, sizeof err)) {
             gw_log("--etcd: %s", err);
             return 1;
         }
+        G.etcd = etcd;
     }
 #endif
     uv_signal_init(&main_loop, &sig_term);

@@ -10,7 +10,6 @@
 #define _DEFAULT_SOURCE
 #include "gw.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,174 +172,82 @@ static int inst_fail(sy_error *err, int code, const char *path,
     return code;
 }
 
-/* One service's instance array, staged into cs; `where` prefixes paths. */
-static int stage_service(sy_change_set *cs, const char *service,
-                         const cJSON *arr, const char *where, sy_error *err) {
-    char path[200];
-    if (!cJSON_IsArray(arr))
-        return inst_fail(err, SY_ETYPE, where,
-                         "expected an array of instances");
-    size_t n = (size_t)cJSON_GetArraySize(arr), nkv = 0, i = 0, k = 0;
-    const cJSON *in;
-    cJSON_ArrayForEach(in, arr) {
-        nkv += (size_t)cJSON_GetArraySize(
-            cJSON_GetObjectItemCaseSensitive(in, "metadata"));
+/* Stage every service of a parsed instances document; with `file`, the
+ * services the file named last time and no longer does lose their
+ * instances. */
+static int stage_doc(sy_change_set *cs, const sy_instances *d, bool file,
+                     sy_error *err) {
+    size_t n = sy_instances_service_count(d);
+    for (size_t i = 0; i < n; i++) {
+        int rc = sy_change_set_set_instances(cs, sy_instances_service(d, i),
+                                             sy_instances_list(d, i),
+                                             sy_instances_count(d, i), err);
+        if (rc)
+            return rc;
     }
-    sy_instance *list = calloc(n + 1, sizeof *list);
-    sy_kv *kvs = calloc(nkv + 1, sizeof *kvs);
-    char **texts = calloc(nkv + 1, sizeof *texts); /* non-string values */
-    int rc = 0;
-    if (!list || !kvs || !texts) {
-        rc = inst_fail(err, SY_ENOMEM, where, "out of memory");
-        goto out;
-    }
-    cJSON_ArrayForEach(in, arr) {
-        sy_instance *x = &list[i];
-        snprintf(path, sizeof path, "%s[%zu]", where, i);
-        i++;
-        if (!cJSON_IsObject(in)) {
-            rc = inst_fail(err, SY_ETYPE, path, "expected an object");
-            goto out;
+    if (!file)
+        return 0;
+    for (size_t i = 0; i < file_service_count; i++)
+        if (sy_instances_find(d, file_services[i]) == SIZE_MAX) {
+            int rc = sy_change_set_set_instances(cs, file_services[i], NULL,
+                                                 0, err);
+            if (rc)
+                return rc;
         }
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(in, "id");
-        const cJSON *host = cJSON_GetObjectItemCaseSensitive(in, "host");
-        const cJSON *port = cJSON_GetObjectItemCaseSensitive(in, "port");
-        const cJSON *w = cJSON_GetObjectItemCaseSensitive(in, "weight");
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(in, "state");
-        const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
-        char p2[256];
-        if (!cJSON_IsString(id) || !id->valuestring[0]) {
-            snprintf(p2, sizeof p2, "%s.id", path);
-            rc =
-                inst_fail(err, SY_EMISSING, p2, "a non-empty string is needed");
-            goto out;
-        }
-        if (!cJSON_IsString(host) || !host->valuestring[0]) {
-            snprintf(p2, sizeof p2, "%s.host", path);
-            rc =
-                inst_fail(err, SY_EMISSING, p2, "a non-empty string is needed");
-            goto out;
-        }
-        if (!cJSON_IsNumber(port) || port->valuedouble < 1 ||
-            port->valuedouble > 65535 ||
-            port->valuedouble != (double)(int)port->valuedouble) {
-            snprintf(p2, sizeof p2, "%s.port", path);
-            rc = inst_fail(err, cJSON_IsNumber(port) ? SY_ERANGE : SY_ETYPE, p2,
-                           "an integer from 1 to 65535 is needed");
-            goto out;
-        }
-        x->id = id->valuestring;
-        x->host = host->valuestring;
-        x->port = (uint16_t)port->valuedouble;
-        x->weight = 1;
-        if (w) {
-            if (!cJSON_IsNumber(w) || w->valuedouble < 0 ||
-                w->valuedouble > 4294967295.0) {
-                snprintf(p2, sizeof p2, "%s.weight", path);
-                rc = inst_fail(err, SY_ERANGE, p2,
-                               "a number from 0 to 4294967295 is needed");
-                goto out;
-            }
-            x->weight = (uint32_t)w->valuedouble;
-        }
-        x->secure =
-            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
-        x->state = SY_INSTANCE_UP;
-        if (st) {
-            const char *s = cJSON_IsString(st) ? st->valuestring : "";
-            if (strcasecmp(s, "up") == 0)
-                x->state = SY_INSTANCE_UP;
-            else if (strcasecmp(s, "draining") == 0)
-                x->state = SY_INSTANCE_DRAINING;
-            else if (strcasecmp(s, "down") == 0)
-                x->state = SY_INSTANCE_DOWN;
-            else {
-                snprintf(p2, sizeof p2, "%s.state", path);
-                rc = inst_fail(err, SY_EARG, p2,
-                               "expected \"up\", \"draining\" or \"down\"");
-                goto out;
-            }
-        }
-        x->metadata = kvs + k;
-        const cJSON *kv;
-        cJSON_ArrayForEach(kv, md) {
-            if (cJSON_IsString(kv)) {
-                kvs[k++] = (sy_kv){kv->string, kv->valuestring};
-            } else if (cJSON_IsNumber(kv) || cJSON_IsBool(kv)) {
-                texts[k] = cJSON_PrintUnformatted(kv);
-                kvs[k] = (sy_kv){kv->string, texts[k] ? texts[k] : ""};
-                k++;
-            }
-        }
-        x->metadata_count = (size_t)(kvs + k - x->metadata);
-    }
-    rc = sy_change_set_set_instances(cs, service, list, n, err);
-out:
-    for (size_t j = 0; texts && j < nkv; j++)
-        cJSON_free(texts[j]);
-    free(texts);
-    free(list);
-    free(kvs);
-    return rc;
+    /* the names staged now (a failed commit leaves the old instances with
+     * these names gone from the list: the next file read stages them
+     * again anyway, since it re-reads the whole file) */
+    for (size_t i = 0; i < file_service_count; i++)
+        free(file_services[i]);
+    free(file_services);
+    file_services = calloc(n + 1, sizeof *file_services);
+    file_service_count = 0;
+    for (size_t i = 0; file_services && i < n; i++)
+        file_services[file_service_count++] =
+            strdup(sy_instances_service(d, i));
+    return 0;
 }
 
 int gw_instances_stage(sy_change_set *cs, const char *json, size_t len,
                        const char *service, sy_error *err) {
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, false);
-    if (!root) {
-        memset(err, 0, sizeof *err);
-        err->code = SY_ESYNTAX;
-        err->offset = end ? (size_t)(end - json) : 0;
-        snprintf(err->message, sizeof err->message,
-                 "JSON syntax error at offset %zu", err->offset);
-        return SY_ESYNTAX;
+    sy_instances *d = NULL;
+    int rc;
+    if (!service) {
+        rc = sy_instances_parse(json, len, NULL, &d, err);
+        if (!rc)
+            rc = stage_doc(cs, d, true, err);
+        sy_instances_free(d);
+        return rc;
     }
-    int rc = 0;
-    if (service) {
-        rc = stage_service(cs, service, root, "", err);
-    } else {
-        const cJSON *svcs = cJSON_GetObjectItemCaseSensitive(root, "services");
-        if (!cJSON_IsObject(svcs)) {
-            rc = inst_fail(err, SY_EMISSING, "services",
-                           "expected {\"services\": {NAME: [...]}}");
-        } else {
-            const cJSON *svc;
-            char **names =
-                calloc((size_t)cJSON_GetArraySize(svcs) + 1, sizeof *names);
-            size_t nn = 0;
-            cJSON_ArrayForEach(svc, svcs) {
-                char where[160];
-                snprintf(where, sizeof where, "services.%s", svc->string);
-                if ((rc = stage_service(cs, svc->string, svc, where, err)))
-                    break;
-                if (names)
-                    names[nn++] = strdup(svc->string);
-            }
-            /* services gone from the file lose their instances */
-            for (size_t i = 0; !rc && i < file_service_count; i++) {
-                bool still = false;
-                for (size_t j = 0; j < nn; j++)
-                    still |= strcmp(names[j], file_services[i]) == 0;
-                if (!still)
-                    rc = sy_change_set_set_instances(cs, file_services[i], NULL,
-                                                     0, err);
-            }
-            if (!rc) { /* remembered once staged (a failed commit keeps
-                          the old instances, and so the old names) */
-                for (size_t i = 0; i < file_service_count; i++)
-                    free(file_services[i]);
-                free(file_services);
-                file_services = names;
-                file_service_count = nn;
-            } else {
-                for (size_t i = 0; i < nn; i++)
-                    free(names[i]);
-                free(names);
-            }
+    /* one service's bare array: parsed as {"services": {NAME: ARRAY}} by
+     * the library, error positions given back relative to the array */
+    gw_buf doc = {0};
+    gw_buf_adds(&doc, "{\"services\":{");
+    gw_buf_json_str(&doc, service, strlen(service));
+    gw_buf_adds(&doc, ":");
+    size_t pre = doc.len;
+    gw_buf_add(&doc, json, len);
+    gw_buf_adds(&doc, "\n}}");
+    rc = sy_instances_parse(doc.p, doc.len, NULL, &d, err);
+    gw_buf_free(&doc);
+    if (rc) {
+        if (err->offset >= pre)
+            err->offset -= pre;
+        if (err->line == 1 && err->column > pre)
+            err->column -= (uint32_t)pre;
+        /* "services.NAME[1].port" -> "[1].port" */
+        size_t sl = strlen("services.") + strlen(service);
+        if (strncmp(err->path, "services.", 9) == 0 &&
+            strlen(err->path) >= sl) {
+            memmove(err->path, err->path + sl, strlen(err->path + sl) + 1);
         }
+        if (rc == SY_EMISSING && strcmp(err->path, "services") == 0)
+            return inst_fail(err, SY_ETYPE, "",
+                             "expected an array of instances");
+        return rc;
     }
-    cJSON_Delete(root);
+    rc = stage_doc(cs, d, false, err);
+    sy_instances_free(d);
     return rc;
 }
 

@@ -189,8 +189,8 @@ static int stage_doc(sy_change_set *cs, const sy_instances *d, bool file,
         return 0;
     for (size_t i = 0; i < file_service_count; i++)
         if (sy_instances_find(d, file_services[i]) == SIZE_MAX) {
-            int rc = sy_change_set_set_instances(cs, file_services[i], NULL,
-                                                 0, err);
+            int rc =
+                sy_change_set_set_instances(cs, file_services[i], NULL, 0, err);
             if (rc)
                 return rc;
         }

@@ -505,6 +505,10 @@ static int build_attempt(gw_request *q, sy_match *m) {
         return q->ntried ? 502 : 503;
     if (rc)
         return 502;
+    if (t.kind == SY_UPSTREAM_NONE)
+        return -1; /* no://op: the gateway answers */
+    if (t.kind == SY_UPSTREAM_FORWARD)
+        return 501; /* forward: is not supported here */
     snprintf(q->host, sizeof q->host, "%s", t.host ? t.host : "");
     q->port = t.port;
     q->lb = t.kind == SY_UPSTREAM_SERVICE;
@@ -604,6 +608,19 @@ static void begin_proxy(gw_request *q, sy_match *m) {
     copy_response_ops(q, m);
     q->status_override = sy_match_status(m);
     int st = build_attempt(q, m);
+    if (st < 0) { /* no://op: its status (SetStatus, else 200) and headers */
+        gw_buf hdr = {0};
+        for (size_t i = 0; i < q->nops; i++)
+            if (q->ops[i].kind == SY_RESP_ADD ||
+                q->ops[i].kind == SY_RESP_ADD_IF_ABSENT ||
+                q->ops[i].kind == SY_RESP_SET)
+                gw_buf_printf(&hdr, "%s: %s\r\n", q->ops[i].name,
+                              q->ops[i].value);
+        gw_request_respond(q, q->status_override ? q->status_override : 200,
+                           hdr.p, NULL);
+        gw_buf_free(&hdr);
+        return;
+    }
     if (st) {
         respond_error(q, st,
                       st == 503 ? "no instance available" : "bad upstream");

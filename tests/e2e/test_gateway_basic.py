@@ -24,6 +24,8 @@ def routes_doc(b1, dead, version="1"):
          "predicates": ["Path=/only-get/**", "Method=GET"]},
         {"id": "teapot", "uri": "http://127.0.0.1:%d" % b1,
          "predicates": ["Path=/teapot"], "filters": ["SetStatus=418"]},
+        {"id": "gone", "uri": "no://op", "predicates": ["Path=/gone/**"],
+         "filters": ["SetStatus=410", "AddResponseHeader=X-Why,retired"]},
         {"id": "moved", "uri": "no://op", "predicates": ["Path=/old/**"],
          "filters": ["RedirectTo=301,http://example.org/new"]},
         {"id": "slow", "uri": "http://127.0.0.1:%d" % b1,
@@ -97,6 +99,9 @@ def body(procs, c):
     c.ok("GET" in hd.get("allow", ""), "405 has Allow: %r" % hd.get("allow"))
     st, hd, _ = gw.request("GET", "/teapot")
     c.eq(st, 418, "SetStatus applied to the upstream's answer")
+    st, hd, _ = gw.request("GET", "/gone/x")
+    c.eq(st, 410, "no://op with SetStatus answered by the gateway")
+    c.eq(hd.get("x-why"), "retired", "its response header")
     st, hd, _ = gw.request("GET", "/old/page")
     c.eq(st, 301, "RedirectTo status")
     c.eq(hd.get("location"), "http://example.org/new", "RedirectTo location")

@@ -96,11 +96,20 @@ import re, sys
 out = """$out"""
 name, res = sys.argv[1], sys.argv[2]
 def ms(s):
-    v, u = float(re.match(r"([\d.]+)", s).group(1)), re.sub(r"[\d.]", "", s)
-    return v * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[u]
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-p50 = ms(re.search(r"50%\s+(\S+)", out).group(1))
-p99 = ms(re.search(r"99%\s+(\S+)", out).group(1))
+    m = re.match(r"([\d.]+)(us|ms|s|m)$", s)
+    if not m:
+        return float("nan")
+    return float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000,
+                                "m": 60000}[m.group(2)]
+m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+if not m:
+    print("%-28s wrk failed: %s" % (name, out.strip()[-200:]))
+    sys.exit(0)
+rps = float(m.group(1))
+m50 = re.search(r"50%\s+(\S+)", out)
+m99 = re.search(r"99%\s+(\S+)", out)
+p50 = ms(m50.group(1)) if m50 else float("nan")
+p99 = ms(m99.group(1)) if m99 else float("nan")
 errs = 0
 m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
 if m: errs += int(m.group(1))

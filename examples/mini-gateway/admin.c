@@ -228,6 +228,16 @@ static void url_decode(char *s) {
     *o = 0;
 }
 
+/* True when the live snapshot has route `id` from `source`. */
+static bool route_in_source(const char *source, const char *id) {
+    sy_snapshot *s = sy_router_acquire(G.router);
+    const char *src = NULL;
+    bool found = sy_snapshot_find_route(s, id, &src) != NULL && src &&
+                 strcmp(src, source) == 0;
+    sy_snapshot_release(s);
+    return found;
+}
+
 static bool authorized(const httpd_req *r) {
     if (!G.cfg.admin_token)
         return true;
@@ -325,6 +335,16 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
         snprintf(what, sizeof what, "admin: document for %s", seg[1]);
         commit_reply(c, cs, what);
     } else if (ns == 3 && strcmp(seg[0], "routes") == 0 && (put || del)) {
+        if (put) { /* a new source is registered, as for a document */
+            int rc = sy_router_add_source(G.router, seg[1], &err);
+            if (rc && rc != SY_EEXIST) {
+                reply_msg(c, 400, err.message);
+                return;
+            }
+        } else if (!route_in_source(seg[1], seg[2])) {
+            reply_msg(c, 404, "no such route in this source");
+            return;
+        }
         if (sy_change_set_new(G.router, &cs, &err)) {
             reply_msg(c, 500, err.message);
             return;
@@ -362,6 +382,10 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
                (strcmp(seg[3], "disable") == 0 ||
                 strcmp(seg[3], "enable") == 0)) {
         bool en = strcmp(seg[3], "enable") == 0;
+        if (!route_in_source(seg[1], seg[2])) {
+            reply_msg(c, 404, "no such route in this source");
+            return;
+        }
         if (sy_change_set_new(G.router, &cs, &err)) {
             reply_msg(c, 500, err.message);
             return;

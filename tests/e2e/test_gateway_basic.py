@@ -175,11 +175,20 @@ def body(procs, c):
     c.eq(gw.request("GET", "/added/x")[0], 404, "disabled route: 404")
     st, _, _ = gw.admin_call("POST", "/routes/public/added/enable")
     c.eq(gw.request("GET", "/added/x")[0], 200, "enabled again")
+    st, _, _ = gw.admin_call("DELETE", "/routes/other/added")
+    c.eq(st, 404, "DELETE names the route's own source")
     st, _, _ = gw.admin_call("DELETE", "/routes/public/added")
     c.eq(st, 200, "DELETE one route")
     c.eq(gw.request("GET", "/added/x")[0], 404, "deleted route: 404")
     st, _, _ = gw.admin_call("DELETE", "/routes/public/added")
     c.eq(st, 404, "DELETE of a missing route: 404")
+
+    st, _, _ = gw.admin_call("PUT", "/routes/ops/ops-only", {
+        "id": "ops-only", "uri": "http://127.0.0.1:%d" % b1,
+        "predicates": ["Path=/ops/**"]})
+    c.eq(st, 200, "PUT one route into a new source")
+    c.ok(gw.source("ops") is not None, "the new source is listed")
+    c.eq(gw.request("GET", "/ops/x")[0], 200, "and its route serves")
 
     bad = {"id": "broken", "uri": "http://x",
            "predicates": ["Path=/b/**", "Nope=1"]}

@@ -92,6 +92,10 @@ typedef struct gw_wmetrics {
     uint64_t lat_buckets[GW_LAT_BUCKETS + 1]; /* last: +Inf */
     double lat_sum;
     uint64_t lat_count;
+    uint64_t up_buckets[GW_LAT_BUCKETS + 1]; /* upstream: head sent ->
+                                                response head */
+    double up_sum;
+    uint64_t up_count;
     atomic_ullong retries, upstream_connects, upstream_reuses; /* lock-free */
 } gw_wmetrics;
 
@@ -99,6 +103,7 @@ void gw_metrics_init(gw_wmetrics *m);
 void gw_metrics_destroy(gw_wmetrics *m);
 void gw_metrics_request(gw_wmetrics *m, const char *route, int status);
 void gw_metrics_latency(gw_wmetrics *m, double seconds);
+void gw_metrics_upstream_latency(gw_wmetrics *m, double seconds);
 /* The gateway's own series in Prometheus text (all workers). */
 void gw_metrics_text(gw_buf *out);
 

@@ -62,6 +62,34 @@ void gw_metrics_latency(gw_wmetrics *m, double s) {
     uv_mutex_unlock(&m->lock);
 }
 
+void gw_metrics_upstream_latency(gw_wmetrics *m, double s) {
+    size_t b = 0;
+    while (b < GW_LAT_BUCKETS && s > gw_lat_bounds_s[b])
+        b++;
+    uv_mutex_lock(&m->lock);
+    m->up_buckets[b]++;
+    m->up_sum += s;
+    m->up_count++;
+    uv_mutex_unlock(&m->lock);
+}
+
+static void histogram(gw_buf *out, const char *name, const char *help,
+                      const uint64_t *buckets, double sum, uint64_t count) {
+    gw_buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (size_t b = 0; b < GW_LAT_BUCKETS; b++) {
+        cum += buckets[b];
+        gw_buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name,
+                      gw_lat_bounds_s[b], (unsigned long long)cum);
+    }
+    cum += buckets[GW_LAT_BUCKETS];
+    gw_buf_printf(out,
+                  "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n"
+                  "%s_count %llu\n",
+                  name, (unsigned long long)cum, name, sum, name,
+                  (unsigned long long)count);
+}
+
 static void label(gw_buf *out, const char *s) {
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
@@ -79,7 +107,8 @@ void gw_metrics_text(gw_buf *out) {
     gw_route_count *all = NULL;
     size_t n = 0, cap = 0;
     uint64_t buckets[GW_LAT_BUCKETS + 1] = {0}, lat_count = 0;
-    double lat_sum = 0;
+    uint64_t ubuckets[GW_LAT_BUCKETS + 1] = {0}, up_count = 0;
+    double lat_sum = 0, up_sum = 0;
     uint64_t retries = 0, connects = 0, reuses = 0;
     for (int w = 0; w < G.nworkers; w++) {
         gw_wmetrics *m = &G.workers[w].metrics;
@@ -106,6 +135,10 @@ void gw_metrics_text(gw_buf *out) {
             buckets[b] += m->lat_buckets[b];
         lat_sum += m->lat_sum;
         lat_count += m->lat_count;
+        for (size_t b = 0; b <= GW_LAT_BUCKETS; b++)
+            ubuckets[b] += m->up_buckets[b];
+        up_sum += m->up_sum;
+        up_count += m->up_count;
         retries += atomic_load(&m->retries);
         connects += atomic_load(&m->upstream_connects);
         reuses += atomic_load(&m->upstream_reuses);
@@ -122,25 +155,12 @@ void gw_metrics_text(gw_buf *out) {
         free(all[i].route);
     }
     free(all);
-    gw_buf_adds(out, "# HELP gateway_request_duration_seconds Time from the "
-                     "request head to the end of the response.\n"
-                     "# TYPE gateway_request_duration_seconds histogram\n");
-    uint64_t cum = 0;
-    for (size_t b = 0; b < GW_LAT_BUCKETS; b++) {
-        cum += buckets[b];
-        gw_buf_printf(out,
-                      "gateway_request_duration_seconds_bucket{le=\"%g\"} "
-                      "%llu\n",
-                      gw_lat_bounds_s[b], (unsigned long long)cum);
-    }
-    cum += buckets[GW_LAT_BUCKETS];
-    gw_buf_printf(out,
-                  "gateway_request_duration_seconds_bucket{le=\"+Inf\"} "
-                  "%llu\n"
-                  "gateway_request_duration_seconds_sum %.6f\n"
-                  "gateway_request_duration_seconds_count %llu\n",
-                  (unsigned long long)cum, lat_sum,
-                  (unsigned long long)lat_count);
+    histogram(out, "gateway_request_duration_seconds",
+              "Time from the request head to the end of the response.", buckets,
+              lat_sum, lat_count);
+    histogram(out, "gateway_upstream_latency_seconds",
+              "Time from sending the request upstream to its response head.",
+              ubuckets, up_sum, up_count);
     gw_buf_printf(out,
                   "# HELP gateway_active_connections Open client "
                   "connections.\n"

@@ -32,7 +32,7 @@ static void client_kick(gw_client *c) {
 static void client_close(gw_client *c);
 static void request_finish(gw_request *q);
 
-static uint64_t now_ns(void) {
+uint64_t gw_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -642,7 +642,7 @@ static void request_begin(gw_client *c) {
     q->c = c;
     q->w = w;
     q->route_id = "";
-    q->t_start_ns = now_ns();
+    q->t_start_ns = gw_now_ns();
     c->req = q;
     c->state = C_ACTIVE;
     uv_timer_stop(&c->timer);
@@ -778,7 +778,7 @@ static void request_finish(gw_request *q) {
     if (q->finished)
         return;
     q->finished = true;
-    double secs = (double)(now_ns() - q->t_start_ns) / 1e9;
+    double secs = (double)(gw_now_ns() - q->t_start_ns) / 1e9;
     gw_metrics_request(&c->w->metrics, q->route_id, q->status);
     gw_metrics_latency(&c->w->metrics, secs);
     bool keep = q->keep_alive && !c->w->draining;

@@ -55,6 +55,7 @@ struct gw_request {
     sy_header *fwd_src; /* c->hdrs */
     uint64_t t_start;   /* ms */
     uint64_t t_start_ns;
+    uint64_t t_sent_ns;   /* the upstream head went out */
     const char *route_id; /* borrowed from snap, or "" */
     gw_route_data *rd;
     /* the current attempt */
@@ -117,6 +118,7 @@ void gw_request_respond(gw_request *q, int status, const char *headers,
                         const char *body);
 /* Upstream connected and head written: let the request body flow. */
 void gw_request_body_flow(gw_request *q);
+uint64_t gw_now_ns(void);
 /* The attempt failed to connect: retry elsewhere or answer 502/503. */
 void gw_request_connect_failed(gw_request *q, bool timeout);
 /* Abort the client connection (a response already under way broke). */

@@ -237,6 +237,7 @@ void gw_upstream_request_done(gw_upconn *u) {
 static void send_head(gw_upconn *u) {
     gw_request *q = u->req;
     gw_upstream_write(u, q->head.p, q->head.len);
+    q->t_sent_ns = gw_now_ns();
     uv_timer_start(&u->timer, on_response_timeout, q->response_ms, 0);
     if (!u->reading) {
         uv_read_start((uv_stream_t *)&u->tcp, up_alloc, up_read);
@@ -544,6 +545,8 @@ static int r_headers_complete(http_parser *p) {
     if (st >= 100 && st < 200)
         return 0; /* interim: the final response follows */
     uv_timer_stop(&u->timer);
+    gw_metrics_upstream_latency(&u->w->metrics,
+                                (double)(gw_now_ns() - q->t_sent_ns) / 1e9);
     if (q->lb)
         sy_router_report_outcome(G.router, &q->health,
                                  st >= 500 ? SY_OUTCOME_5XX

@@ -231,6 +231,7 @@ def body(procs, c):
     text = data.decode()
     for name in ("switchyard_generation", "gateway_requests_total",
                  "gateway_request_duration_seconds_bucket",
+                 "gateway_upstream_latency_seconds_bucket",
                  "gateway_active_connections"):
         c.ok(name in text, "metrics have %s" % name)
     c.ok('gateway_requests_total{route="echo",status="200"}' in text,

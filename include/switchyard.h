@@ -978,7 +978,8 @@ SY_API long sy_report_failed_change(const sy_report *rep);
 typedef struct sy_instances sy_instances;
 
 /* Parse and check a whole instances document (need not be NUL-terminated;
- * the route documents' default limits apply). Returns 0 and *out, to free
+ * the route documents' default limits apply, and at most 65,536 JSON values
+ * in the whole document, SY_ELIMIT). Returns 0 and *out, to free
  * with sy_instances_free(), or a negative code with err filled (nothing to
  * free). Thread-safe: any thread. */
 SY_API int sy_instances_parse(const char *json, size_t len,

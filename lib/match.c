@@ -236,7 +236,7 @@ static bool walk_caps(sy_eval *ev, const sy_cand_list *l, const sy_cand *cd) {
  * proven one's captures at its place. */
 static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
                             const sy_cand_list *l, const sy_cand *cd) {
-    const sy_slot *sl = &s->slots[cd->slot];
+    const sy_slot *sl = sy_snapshot_slot(s, cd->slot);
     const struct sy_route *r = sl->route;
     sy_eval *ev = &c->ev;
     ev->ncaps = 0;

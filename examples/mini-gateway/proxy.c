@@ -668,6 +668,10 @@ static void request_begin(gw_client *c) {
         respond_error(q, 413, "request body too large");
         return;
     }
+    if (p->method == HTTP_CONNECT) {
+        respond_error(q, 405, "CONNECT is not proxied");
+        return;
+    }
     struct http_parser_url u;
     http_parser_url_init(&u);
     if (!c->url || http_parser_parse_url(c->url, c->url_len,
@@ -687,11 +691,14 @@ static void request_begin(gw_client *c) {
     if (u.field_set & (1 << UF_QUERY))
         r->query = (sy_str){c->url + u.field_data[UF_QUERY].off,
                             u.field_data[UF_QUERY].len};
+    size_t hosts = 0;
     for (size_t i = 0; i < c->nh; i++)
-        if (name_is(c->hdrs[i].name, "host")) {
+        if (name_is(c->hdrs[i].name, "host") && hosts++ == 0)
             r->host = c->hdrs[i].value;
-            break;
-        }
+    if (hosts > 1) { /* RFC 9112 3.2: ambiguous, a smuggling vector */
+        respond_error(q, 400, "more than one Host header");
+        return;
+    }
     if (u.field_set & (1 << UF_HOST)) { /* absolute-form wins */
         r->host = (sy_str){c->url + u.field_data[UF_HOST].off,
                            u.field_data[UF_HOST].len};

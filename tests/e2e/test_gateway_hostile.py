@@ -104,6 +104,8 @@ def body(procs, c):
          "Content-Length with chunked: 400")
     c.eq(status_of(h.raw(port, b"GET /api/x HTTP/1.1\r\n\r\n")), 400,
          "HTTP/1.1 without Host: 400")
+    c.eq(status_of(h.raw(port, b"GET /api/x HTTP/1.1\r\nHost: a\r\n"
+                         b"Host: b\r\n\r\n")), 400, "two Host headers: 400")
     alive("malformed requests")
 
     for path in (b"/api/../../etc/passwd", b"/api/%2e%2e/%2e%2e/etc/passwd",

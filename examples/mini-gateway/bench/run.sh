@@ -106,8 +106,8 @@ if not m:
     print("%-28s wrk failed: %s" % (name, out.strip()[-200:]))
     sys.exit(0)
 rps = float(m.group(1))
-m50 = re.search(r"50%\s+(\S+)", out)
-m99 = re.search(r"99%\s+(\S+)", out)
+m50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
+m99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
 p50 = ms(m50.group(1)) if m50 else float("nan")
 p99 = ms(m99.group(1)) if m99 else float("nan")
 errs = 0

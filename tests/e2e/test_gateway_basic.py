@@ -150,6 +150,20 @@ def body(procs, c):
     c.ok(out.startswith(b"HTTP/1.1 413 "),
          "body over --max-body-bytes: 413 (%r)" % out[:40])
 
+    # pipelining: three requests in one write, answered in order
+    out = h.raw(gw.port, b"GET /echo/p1 HTTP/1.1\r\nHost: a\r\n\r\n"
+                b"POST /echo/p2 HTTP/1.1\r\nHost: a\r\nContent-Length: 3"
+                b"\r\n\r\nabc"
+                b"GET /echo/p3 HTTP/1.1\r\nHost: a\r\nConnection: close"
+                b"\r\n\r\n")
+    paths = [json.loads(part.split(b"\r\n\r\n", 1)[1].split(b"\n")[0])
+             ["path"] for part in out.split(b"HTTP/1.1 200 OK")[1:]]
+    c.eq(paths, ["/p1", "/p2", "/p3"], "pipelined requests answered in order")
+    # HTTP/1.0: answered and closed
+    out = h.raw(gw.port, b"GET /echo/old HTTP/1.0\r\nHost: a\r\n\r\n")
+    c.ok(out.startswith(b"HTTP/1.1 200") and b"Connection: close" in out,
+         "HTTP/1.0 request answered with Connection: close")
+
     # --- admin API
     st, _, _ = gw.admin_call("GET", "/status", token=False)
     c.eq(st, 401, "admin without the token: 401")

@@ -521,7 +521,8 @@ static int build_attempt(gw_request *q, sy_match *m) {
     gw_buf *h = &q->head;
     h->len = 0;
     const sy_request *r = &q->sreq;
-    gw_buf_printf(h, "%.*s ", (int)r->method.len, r->method.ptr);
+    gw_buf_add(h, r->method.ptr, r->method.len);
+    gw_buf_add(h, " ", 1);
     if (t.path.len)
         gw_buf_add(h, t.path.ptr, t.path.len);
     else
@@ -539,18 +540,22 @@ static int build_attempt(gw_request *q, sy_match *m) {
         if (hop_by_hop(hd.name) || named_by_connection(q->c, hd.name))
             continue;
         gw_buf_add(h, hd.name.ptr, hd.name.len);
-        gw_buf_adds(h, ": ");
+        gw_buf_add(h, ": ", 2);
         gw_buf_add(h, hd.value.ptr, hd.value.len);
         if (name_is(hd.name, "x-forwarded-for")) {
             xff = true;
-            gw_buf_printf(h, ", %s", q->c->peer);
+            gw_buf_add(h, ", ", 2);
+            gw_buf_adds(h, q->c->peer);
         }
         xfp |= name_is(hd.name, "x-forwarded-proto");
         xfh |= name_is(hd.name, "x-forwarded-host");
         gw_buf_adds(h, "\r\n");
     }
-    if (!xff)
-        gw_buf_printf(h, "X-Forwarded-For: %s\r\n", q->c->peer);
+    if (!xff) {
+        gw_buf_adds(h, "X-Forwarded-For: ");
+        gw_buf_adds(h, q->c->peer);
+        gw_buf_add(h, "\r\n", 2);
+    }
     if (!xfp)
         gw_buf_adds(h, "X-Forwarded-Proto: http\r\n");
     if (!xfh && r->host.len) {

@@ -392,30 +392,37 @@ static int r_value(http_parser *p, const char *at, size_t len) {
     return q->rh.len > 256 * 1024;
 }
 
+/* A response header list: names and values borrowed from the response
+ * buffer (q->rh) or from the request's response edits, which outlive it;
+ * a value made here (RewriteResponseHeader) is owned. */
 typedef struct hv {
-    char *n, *v;
+    const char *n, *v;
+    char *owned; /* v when it was made here, else NULL */
 } hv;
 
 typedef struct hlist {
     hv *a;
     size_t n, cap;
+    hv local[32]; /* no allocation for the usual response */
 } hlist;
 
 static void hl_add(hlist *l, const char *n, const char *v) {
     if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        hv *a = realloc(l->a, cap * sizeof *a);
+        size_t cap = l->cap * 2;
+        hv *a = l->a == l->local ? malloc(cap * sizeof *a)
+                                 : realloc(l->a, cap * sizeof *a);
         if (!a)
             return;
+        if (l->a == l->local)
+            memcpy(a, l->local, l->n * sizeof *a);
         l->a = a;
         l->cap = cap;
     }
-    l->a[l->n++] = (hv){strdup(n), strdup(v)};
+    l->a[l->n++] = (hv){n, v, NULL};
 }
 
 static void hl_del(hlist *l, size_t i) {
-    free(l->a[i].n);
-    free(l->a[i].v);
+    free(l->a[i].owned);
     memmove(&l->a[i], &l->a[i + 1], (l->n - i - 1) * sizeof *l->a);
     l->n--;
 }
@@ -434,11 +441,10 @@ static bool hl_has(const hlist *l, const char *name) {
 }
 
 static void hl_free(hlist *l) {
-    for (size_t i = 0; i < l->n; i++) {
-        free(l->a[i].n);
-        free(l->a[i].v);
-    }
-    free(l->a);
+    for (size_t i = 0; i < l->n; i++)
+        free(l->a[i].owned);
+    if (l->a != l->local)
+        free(l->a);
 }
 
 static void dedupe(hlist *l, const char *name, const char *strategy) {
@@ -492,8 +498,11 @@ static void rewrite(hlist *l, const char *name, const char *regexp,
             PCRE2_SUBSTITUTE_GLOBAL, md, NULL, (PCRE2_SPTR)repl,
             PCRE2_ZERO_TERMINATED, (PCRE2_UCHAR *)out, &olen);
         if (rc >= 0) {
-            free(l->a[i].v);
-            l->a[i].v = strndup(out, olen);
+            char *v = strndup(out, olen);
+            if (v) {
+                free(l->a[i].owned);
+                l->a[i].v = l->a[i].owned = v;
+            }
         }
     }
     pcre2_match_data_free(md);
@@ -556,7 +565,10 @@ static int r_headers_complete(http_parser *p) {
         q->rval[q->rn - 1] = q->rh.len;
     }
     gw_buf_add(&q->rh, "", 1);
-    hlist l = {0};
+    hlist l;
+    l.a = l.local;
+    l.n = 0;
+    l.cap = sizeof l.local / sizeof *l.local;
     for (size_t i = 0; i < q->rn; i++) {
         const char *n = q->rh.p + q->rname[i];
         if (!resp_hop(n))
@@ -570,8 +582,12 @@ static int r_headers_complete(http_parser *p) {
     gw_buf out = {0};
     gw_buf_printf(&out, "HTTP/1.1 %d %s\r\n", q->status,
                   gw_status_text(q->status));
-    for (size_t i = 0; i < l.n; i++)
-        gw_buf_printf(&out, "%s: %s\r\n", l.a[i].n, l.a[i].v);
+    for (size_t i = 0; i < l.n; i++) {
+        gw_buf_adds(&out, l.a[i].n);
+        gw_buf_add(&out, ": ", 2);
+        gw_buf_adds(&out, l.a[i].v);
+        gw_buf_add(&out, "\r\n", 2);
+    }
     hl_free(&l);
     if (has_cl)
         gw_buf_printf(&out, "Content-Length: %llu\r\n",

@@ -24,6 +24,12 @@ def routes_doc(b1, dead, version="1"):
          "predicates": ["Path=/only-get/**", "Method=GET"]},
         {"id": "teapot", "uri": "http://127.0.0.1:%d" % b1,
          "predicates": ["Path=/teapot"], "filters": ["SetStatus=418"]},
+        {"id": "resp", "uri": "http://127.0.0.1:%d" % b1,
+         "predicates": ["Path=/resp/**"],
+         "filters": ["AddResponseHeader=X-D,1", "AddResponseHeader=X-D,1",
+                     "DedupeResponseHeader=X-D",
+                     "RewriteResponseHeader=Content-Type,json,JSON",
+                     "SetResponseHeader=X-Set,yes"]},
         {"id": "gone", "uri": "no://op", "predicates": ["Path=/gone/**"],
          "filters": ["SetStatus=410", "AddResponseHeader=X-Why,retired"]},
         {"id": "moved", "uri": "no://op", "predicates": ["Path=/old/**"],
@@ -99,6 +105,15 @@ def body(procs, c):
     c.ok("GET" in hd.get("allow", ""), "405 has Allow: %r" % hd.get("allow"))
     st, hd, _ = gw.request("GET", "/teapot")
     c.eq(st, 418, "SetStatus applied to the upstream's answer")
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10)
+    conn.request("GET", "/resp/x")
+    r = conn.getresponse()
+    r.read()
+    c.eq(r.msg.get_all("X-D"), ["1"], "DedupeResponseHeader")
+    c.eq(r.getheader("Content-Type"), "application/JSON",
+         "RewriteResponseHeader")
+    c.eq(r.getheader("X-Set"), "yes", "SetResponseHeader")
+    conn.close()
     st, hd, _ = gw.request("GET", "/gone/x")
     c.eq(st, 410, "no://op with SetStatus answered by the gateway")
     c.eq(hd.get("x-why"), "retired", "its response header")

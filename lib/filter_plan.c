@@ -152,13 +152,28 @@ static bool path_char(unsigned char ch) {
 
 static const char hex_digits[] = "0123456789ABCDEF";
 
-/* Append s to dst (if non-NULL), percent-encoding for a path when asked;
- * returns the bytes written. */
-static size_t put(char *dst, sy_str s, bool encode) {
+/* How put() writes: as it is; percent-encoded for a path (the template's
+ * own text, as Spring's UriTemplate encodes it); or encoded for a path but
+ * with an encoded slash or backslash ("%2F", "%5c") kept as it is: a
+ * variable's value, where such a sequence is one the capture kept encoded
+ * (SY_SLASHES_KEEP), so it reaches the upstream still encoded instead of
+ * becoming a separator. */
+typedef enum put_mode { PUT_RAW, PUT_PATH, PUT_PATH_VALUE } put_mode;
+
+static bool escaped_slash_at(sy_str s, size_t i) {
+    return i + 2 < s.len && s.ptr[i] == '%' &&
+           ((s.ptr[i + 1] == '2' && (s.ptr[i + 2] | 0x20) == 'f') ||
+            (s.ptr[i + 1] == '5' && (s.ptr[i + 2] | 0x20) == 'c'));
+}
+
+/* Append s to dst (if non-NULL) as `mode` says; returns the bytes
+ * written. */
+static size_t put(char *dst, sy_str s, put_mode mode) {
     size_t n = 0;
     for (size_t i = 0; i < s.len; i++) {
         unsigned char ch = (unsigned char)s.ptr[i];
-        if (!encode || path_char(ch)) {
+        if (mode == PUT_RAW || path_char(ch) ||
+            (mode == PUT_PATH_VALUE && escaped_slash_at(s, i))) {
             if (dst)
                 dst[n] = (char)ch;
             n++;
@@ -176,8 +191,9 @@ static size_t put(char *dst, sy_str s, bool encode) {
 
 /* One pass of expansion: writes into dst when non-NULL, returns length.
  * Spring's rule: "{name}" or "{name:regex}" with no '/' inside is a
- * variable; anything else stays as written. */
-static size_t expand_pass(const sy_run *r, sy_str t, char *dst) {
+ * variable; anything else stays as written. `path`: the result is a URI
+ * path (template text and values percent-encoded, see put_mode). */
+static size_t expand_pass(const sy_run *r, sy_str t, char *dst, bool path) {
     size_t o = 0;
     for (size_t i = 0; i < t.len;) {
         if (t.ptr[i] == '{') {
@@ -199,42 +215,48 @@ static size_t expand_pass(const sy_run *r, sy_str t, char *dst) {
                 /* switchyard: an unknown variable expands to "" (SCG
                  * throws and answers 500). */
                 (void)var_get(r, t.ptr + s, e - s, &v);
-                o += put(dst ? dst + o : NULL, v, false);
+                o += put(dst ? dst + o : NULL, v,
+                         path ? PUT_PATH_VALUE : PUT_RAW);
                 i = j + 1;
                 continue;
             }
         }
-        if (dst)
-            dst[o] = t.ptr[i];
-        o++;
+        o += put(dst ? dst + o : NULL, (sy_str){t.ptr + i, 1},
+                 path ? PUT_PATH : PUT_RAW);
         i++;
     }
     return o;
 }
 
-/* Expand `t` into the arena; `t` itself when it has no '{'. */
-static bool expand(const sy_run *r, sy_str t, sy_str *out) {
-    if (!memchr(t.ptr, '{', t.len)) {
-        *out = t;
+/* Expand `t` into the arena (as a URI path with `path`); `t` itself when
+ * nothing changes. */
+static bool expand_as(const sy_run *r, sy_str t, bool path, sy_str *out) {
+    size_t n = expand_pass(r, t, NULL, path);
+    if (n == t.len && !memchr(t.ptr, '{', t.len)) {
+        *out = t; /* no variable, nothing encoded */
         return true;
     }
-    size_t n = expand_pass(r, t, NULL);
     char *buf = sy_arena_alloc(r->ar, n + 1);
     if (!buf)
         return false;
-    expand_pass(r, t, buf);
+    expand_pass(r, t, buf, path);
     buf[n] = '\0';
     *out = (sy_str){buf, n};
     return true;
 }
 
+static bool expand(const sy_run *r, sy_str t, sy_str *out) {
+    return expand_as(r, t, false, out);
+}
+
 /*
  * The raw path of Spring's UriTemplate(t).expand(vars) (SetPath,
  * PrefixPath): the template is read as a URI, so its path ends at the
- * first '?' or '#' outside a {var}; the variables are expanded, and then
- * the whole path - the template's own text as much as the values - is
+ * first '?' or '#' outside a {var}; the variables are expanded, and the
+ * whole path - the template's own text as much as the values - is
  * percent-encoded as a path ("%20" in a template goes out as "%2520", a
- * space as "%20"; '/' stays).
+ * space as "%20"; '/' stays). switchyard: an encoded slash a capture kept
+ * encoded stays so (put_mode).
  */
 static bool expand_uri_path(const sy_run *r, sy_str t, sy_str *out) {
     size_t depth = 0, end = 0;
@@ -247,21 +269,7 @@ static bool expand_uri_path(const sy_run *r, sy_str t, sy_str *out) {
         else if ((ch == '?' || ch == '#') && !depth)
             break;
     }
-    sy_str v;
-    if (!expand(r, (sy_str){t.ptr, end}, &v))
-        return false;
-    size_t n = put(NULL, v, true);
-    if (n == v.len) {
-        *out = v;
-        return true;
-    }
-    char *buf = sy_arena_alloc(r->ar, n + 1);
-    if (!buf)
-        return false;
-    put(buf, v, true);
-    buf[n] = '\0';
-    *out = (sy_str){buf, n};
-    return true;
+    return expand_as(r, (sy_str){t.ptr, end}, true, out);
 }
 
 /* ---- string building ---- */

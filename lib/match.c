@@ -148,6 +148,9 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
     if ((rc = normalize_path(c, s, reqp)))
         return rc;
     const sy_request *req = *reqp;
+    c->path.keep_escaped_slashes =
+        s->path_norm.mode == SY_PN_NORMALIZE &&
+        s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
     if (!sy_segments_split(&c->path, req->path, &c->scratch, &c->alloc))
         return SY_ENOMEM;
     sy_str host = host_for_match(s, req->host);

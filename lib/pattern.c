@@ -48,8 +48,10 @@ static bool segs_reserve(sy_segments *s, size_t n, const sy_alloc *a) {
 }
 
 /* Matrix parameters dropped, then percent-decoded (into scratch only when
- * there is a '%'). Invalid escapes stay as they are. */
-static bool decode_segment(sy_str raw, sy_arena *scratch, sy_str *out) {
+ * there is a '%'). Invalid escapes stay as they are, and so do %2F and %5C
+ * with `keep_slashes`. */
+static bool decode_segment(sy_str raw, bool keep_slashes, sy_arena *scratch,
+                           sy_str *out) {
     size_t n = raw.len;
     const char *semi = n ? memchr(raw.ptr, ';', n) : NULL;
     if (semi)
@@ -66,7 +68,8 @@ static bool decode_segment(sy_str raw, sy_arena *scratch, sy_str *out) {
         int hi, lo;
         if (raw.ptr[i] == '%' && i + 2 < n &&
             (hi = sy_hexval(raw.ptr[i + 1])) >= 0 &&
-            (lo = sy_hexval(raw.ptr[i + 2])) >= 0) {
+            (lo = sy_hexval(raw.ptr[i + 2])) >= 0 &&
+            !(keep_slashes && (hi * 16 + lo == '/' || hi * 16 + lo == '\\'))) {
             buf[o++] = (char)(hi * 16 + lo);
             i += 2;
         } else {
@@ -83,7 +86,8 @@ static bool push_segment(sy_segments *segs, size_t n, sy_str raw, bool special,
         return false;
     segs->raw[n] = raw;
     if (special)
-        return decode_segment(raw, scratch, &segs->dec[n]);
+        return decode_segment(raw, segs->keep_escaped_slashes, scratch,
+                              &segs->dec[n]);
     segs->dec[n] = raw;
     return true;
 }

@@ -21,7 +21,10 @@ typedef struct sy_segments {
     sy_str *dec; /* decoded, matrix parameters removed */
     sy_str *raw; /* raw slices of the request path */
     bool lead;   /* host: starts with '.'; dec[0] is then a virtual "" */
-    bool trail;  /* host: ends with '.'; dec[count - 1] is a virtual "" */
+    /* path, set by the caller before splitting: %2F and %5C stay encoded
+     * in dec (SY_SLASHES_KEEP), so no capture turns them into separators */
+    bool keep_escaped_slashes;
+    bool trail; /* host: ends with '.'; dec[count - 1] is a virtual "" */
 } sy_segments;
 
 /* Split `path` into segs (arrays grown from `alloc` only when cap is too

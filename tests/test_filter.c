@@ -309,12 +309,14 @@ START_TEST(spring_pattern_forms_index_agrees_with_linear_scan) {
             char pp[300], hp[200];
             snprintf(pp, sizeof pp, path_pred, q, rnd(2) ? "true" : "false");
             snprintf(hp, sizeof hp, host_pred, h);
+            static const char *const extra[] = {"", ",\"Method=GET,POST\"",
+                                                ",\"Query=q\""};
             unsigned k = rnd(3);
             snprintf(r, sizeof r,
                      "%s{\"id\":\"r%d\",\"uri\":\"http://x\","
-                     "\"predicates\":[%s%s%s]}",
+                     "\"predicates\":[%s%s%s%s]}",
                      i ? "," : "", i, k != 1 ? hp : "", k == 2 ? "," : "",
-                     k != 0 ? pp : "");
+                     k != 0 ? pp : "", extra[rnd(3)]);
             strncat(doc, r, sizeof doc - strlen(doc) - 2);
         }
         strcat(doc, "]");
@@ -333,7 +335,9 @@ START_TEST(spring_pattern_forms_index_agrees_with_linear_scan) {
             random_name(h, sizeof h, true, false);
             random_name(pa, sizeof pa, false, false);
             sy_request req = SY_REQUEST_INIT;
-            req.method = S("GET");
+            static const char *const methods[] = {"GET", "POST", "PUT"};
+            req.method = S(methods[rnd(3)]);
+            req.query = S(rnd(2) ? "q=1" : "");
             req.host = S(h);
             req.path = S(pa);
             sy_match *a = NULL, *b = NULL;

@@ -356,7 +356,9 @@ START_TEST(encoded_slash_stays_inside_its_segment) {
     sy_snapshot *s = sy_router_acquire(r);
     sy_match *m = match_on(s, &q);
     ck_assert_ptr_nonnull(m);
-    ck_assert_sy_str(sy_match_var_get(m, "name"), "a/b");
+    /* the default SY_SLASHES_KEEP keeps it encoded in the capture too, so
+     * no filter can turn it into a separator (docs/security.md) */
+    ck_assert_sy_str(sy_match_var_get(m, "name"), "a%2Fb");
     q = request("GET", "h", "/f/a/b");
     ck_assert_ptr_null(match_on(s, &q));
     sy_snapshot_release(s);

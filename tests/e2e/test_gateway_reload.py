@@ -7,8 +7,8 @@ and admin), and pushes broken documents. Asserted:
   - no request fails (every answer is 200);
   - each answer comes from the route version live when its request started
     or a later one (never an older one), and never from one not yet issued;
-  - an instance removed by a publish gets no request started after that
-    publish (unless a later publish brought it back);
+  - an instance removed (or marked down) by a publish gets no request
+    started after that publish (unless a later publish brought it back);
   - a broken document is rejected with its located error (admin: 400;
     file: the source's error in /status) and the old routes keep serving.
 """
@@ -39,8 +39,17 @@ def admin_route(version):
             "filters": ["AddRequestHeader=X-Route-Version,%d" % version]}
 
 
-def inst_list(ids, ports):
-    return [{"id": i, "host": "127.0.0.1", "port": ports[i]} for i in ids]
+def inst_list(ids, ports, mark_down=False):
+    """The instances of `ids`; with mark_down the others are listed too,
+    in state "down" (an instance going down rather than away)."""
+    out = []
+    for i in sorted(ports):
+        if i in ids:
+            out.append({"id": i, "host": "127.0.0.1", "port": ports[i]})
+        elif mark_down:
+            out.append({"id": i, "host": "127.0.0.1", "port": ports[i],
+                        "state": "DOWN"})
+    return out
 
 
 SETS = [("b1", "b2", "b3"), ("b1", "b2"), ("b2", "b3"), ("b3",), ("b1",),
@@ -143,14 +152,15 @@ def body(procs, c):
             ids = SETS[set_i]
             before = gw.status()["instance_updates"]
             issued = time.monotonic()
+            down = step % 30 == 0  # every third move: down, not away
             if step % 20 == 0:
                 st, _, data = gw.admin_call("PUT", "/instances/svc",
-                                            inst_list(ids, ports))
+                                            inst_list(ids, ports, down))
                 c.eq(st, 200, "PUT instances: %s" % data[:200])
                 confirmed = time.monotonic()
             else:
                 procs.write_file("inst.json", json.dumps(
-                    {"services": {"svc": inst_list(ids, ports)}}))
+                    {"services": {"svc": inst_list(ids, ports, down)}}))
                 confirmed = wait_instances(before)
             hist["inst"].append((issued, confirmed, frozenset(ids)))
         if step == CHANGES // 2 and not broken_checked:

@@ -1,0 +1,308 @@
+/*
+ * ngx_http_switchyard_admin.c - the admin location (switchyard_admin):
+ * PUT <admin>/routes/<source> and PUT <admin>/instances/<service> validate
+ * a document against this worker's router and store it in the zone;
+ * GET <admin>/status reports every worker's generation and fingerprint.
+ */
+#include "ngx_http_switchyard.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+u_char *sw_json_str(u_char *p, const u_char *s, size_t len) {
+    static const char hex[] = "0123456789abcdef";
+    *p++ = '"';
+    for (size_t i = 0; i < len; i++) {
+        u_char c = s[i];
+        if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = c;
+        } else if (c < 0x20) {
+            p = ngx_cpymem(p, "\\u00", 4);
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        } else {
+            *p++ = c;
+        }
+    }
+    *p++ = '"';
+    return p;
+}
+
+static ngx_int_t sw_send_json(ngx_http_request_t *r, ngx_uint_t status,
+                              ngx_buf_t *b) {
+    ngx_chain_t out = {b, NULL};
+    ngx_int_t rc;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = b->last - b->pos;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    b->last_buf = (r == r->main);
+    b->last_in_chain = 1;
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only)
+        return rc;
+    return ngx_http_output_filter(r, &out);
+}
+
+static ngx_int_t sw_send_error(ngx_http_request_t *r, ngx_uint_t status,
+                               const sy_error *err) {
+    size_t pl = strlen(err->path), ml = strlen(err->message);
+    const char *name = sy_strerror(err->code);
+    ngx_buf_t *b =
+        ngx_create_temp_buf(r->pool, 6 * (pl + ml + strlen(name)) + 256);
+    if (b == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    b->last =
+        ngx_sprintf(b->last, "{\"error\":{\"code\":%d,\"name\":", err->code);
+    b->last = sw_json_str(b->last, (u_char *)name, strlen(name));
+    b->last = ngx_cpymem(b->last, ",\"path\":", 8);
+    b->last = sw_json_str(b->last, (u_char *)err->path, pl);
+    b->last = ngx_cpymem(b->last, ",\"message\":", 11);
+    b->last = sw_json_str(b->last, (u_char *)err->message, ml);
+    b->last =
+        ngx_sprintf(b->last, ",\"line\":%uD,\"column\":%uD,\"offset\":%uz}}\n",
+                    err->line, err->column, err->offset);
+    return sw_send_json(r, status, b);
+}
+
+static ngx_int_t sw_send_message(ngx_http_request_t *r, ngx_uint_t status,
+                                 int code, const char *msg) {
+    sy_error err;
+    ngx_memzero(&err, sizeof err);
+    err.code = code;
+    snprintf(err.message, sizeof err.message, "%s", msg);
+    return sw_send_error(r, status, &err);
+}
+
+/* GET <admin>/status */
+static ngx_int_t sw_status(ngx_http_request_t *r) {
+    sw_zone_ctx_t *z = sw_worker.zone;
+    sw_shm_doc_t *d;
+    size_t size = 512 + SW_MAX_WORKERS * (200 + 6 * 520), ndocs = 0;
+    ngx_buf_t *b;
+    sw_slot_t slots[SW_MAX_WORKERS];
+    uint64_t gen, epoch;
+    bool converged = true, first = true;
+    uint64_t fp0 = 0;
+    int nslots = 0;
+
+    sw_worker_sync(r->connection->log);
+    ngx_shmtx_lock(&z->shpool->mutex);
+    for (d = z->sh->docs; d; d = d->next)
+        ndocs++, size += 6 * d->name_len + 120;
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        ngx_shmtx_unlock(&z->shpool->mutex);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    gen = z->sh->generation;
+    epoch = z->sh->epoch;
+    ngx_memcpy(slots, z->sh->slots, sizeof slots);
+    b->last = ngx_sprintf(b->last,
+                          "{\"generation\":%uL,\"epoch\":%uL,"
+                          "\"documents\":[",
+                          gen, epoch);
+    for (d = z->sh->docs; d; d = d->next) {
+        b->last = ngx_sprintf(
+            b->last,
+            "%s{\"kind\":\"%s\",\"name\":", d == z->sh->docs ? "" : ",",
+            d->kind == SW_DOC_ROUTES ? "routes" : "instances");
+        b->last = sw_json_str(b->last, d->name, d->name_len);
+        b->last = ngx_sprintf(b->last, ",\"generation\":%uL,\"bytes\":%uz}",
+                              d->seq, d->len);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+
+    b->last = ngx_cpymem(b->last, "],\"workers\":[", 13);
+    for (int i = 0; i < SW_MAX_WORKERS; i++) {
+        sw_slot_t *s = &slots[i];
+        if (s->pid == 0 || s->epoch != epoch)
+            continue;
+        if (first)
+            fp0 = s->fingerprint, first = false;
+        if (s->fingerprint != fp0 || s->generation != gen)
+            converged = false;
+        b->last = ngx_sprintf(b->last,
+                              "%s{\"worker\":%d,\"pid\":%P,\"generation\":%uL,"
+                              "\"fingerprint\":\"%016uxL\",\"routes\":%uL,"
+                              "\"updated_ms\":%L,\"error\":",
+                              nslots ? "," : "", i, s->pid, s->generation,
+                              s->fingerprint, s->routes, s->updated_ms);
+        if (s->last_rc)
+            b->last = sw_json_str(b->last, (u_char *)s->last_error,
+                                  strlen(s->last_error));
+        else
+            b->last = ngx_cpymem(b->last, "null", 4);
+        *b->last++ = '}';
+        nslots++;
+    }
+    b->last = ngx_sprintf(b->last, "],\"converged\":%s,\"this_worker\":%P}\n",
+                          converged && nslots ? "true" : "false", ngx_pid);
+    return sw_send_json(r, NGX_HTTP_OK, b);
+}
+
+/* The request body as one malloc'ed buffer. */
+static u_char *sw_body(ngx_http_request_t *r, size_t *len) {
+    size_t n = 0;
+    u_char *buf, *p;
+    ngx_chain_t *cl;
+
+    if (r->request_body == NULL) {
+        *len = 0;
+        return malloc(1);
+    }
+    for (cl = r->request_body->bufs; cl; cl = cl->next)
+        n += (size_t)ngx_buf_size(cl->buf);
+    buf = malloc(n + 1);
+    if (buf == NULL)
+        return NULL;
+    p = buf;
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        ngx_buf_t *b = cl->buf;
+        if (b->in_file) {
+            ssize_t got = ngx_read_file(
+                b->file, p, (size_t)(b->file_last - b->file_pos), b->file_pos);
+            if (got != b->file_last - b->file_pos) {
+                free(buf);
+                return NULL;
+            }
+            p += got;
+        } else {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+        }
+    }
+    *p = '\0';
+    *len = (size_t)(p - buf);
+    return buf;
+}
+
+typedef struct {
+    ngx_uint_t kind;
+    ngx_str_t name;
+} sw_admin_ctx_t;
+
+static ngx_int_t sw_put(ngx_http_request_t *r, sw_admin_ctx_t *a) {
+    size_t len;
+    u_char *body = sw_body(r, &len);
+    char name[256];
+    sy_error err;
+    uint64_t seq, before = sw_worker.generation;
+    int rc;
+
+    if (body == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ngx_cpystrn((u_char *)name, a->name.data, ngx_min(a->name.len + 1, 256));
+
+    /* validate against this worker's router, brought up to date first:
+     * a document that fails here changes nothing anywhere */
+    sw_worker_sync(r->connection->log);
+    before = sw_worker.generation;
+    rc = sw_worker_apply(a->kind, name, (char *)body, len, &err);
+    if (rc) {
+        free(body);
+        return sw_send_error(r, NGX_HTTP_BAD_REQUEST, &err);
+    }
+    if (sw_zone_store(sw_worker.zone, a->kind, &a->name, body, len, &seq) !=
+        NGX_OK) {
+        free(body);
+        /* this worker applied a document nobody else will see: rebuild
+         * from the zone at the next request */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: zone is full, document not stored");
+        return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,
+                               "the switchyard zone is full "
+                               "(switchyard_zone)");
+    }
+    free(body);
+    /* nothing else was stored in between: this worker is current */
+    if (seq == before + 1)
+        sw_worker.generation = seq;
+    sw_worker_publish(0, &err);
+
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 200);
+    if (b == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    b->last = ngx_sprintf(b->last, "{\"kind\":\"%s\",\"name\":",
+                          a->kind == SW_DOC_ROUTES ? "routes" : "instances");
+    b->last = sw_json_str(b->last, a->name.data, a->name.len);
+    b->last =
+        ngx_sprintf(b->last,
+                    ",\"generation\":%uL,\"fingerprint\":\"%016uxL\","
+                    "\"routes\":%uL}\n",
+                    seq, sw_worker.slot.fingerprint, sw_worker.slot.routes);
+    return sw_send_json(r, NGX_HTTP_OK, b);
+}
+
+static void sw_body_handler(ngx_http_request_t *r) {
+    sw_admin_ctx_t *a = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_http_finalize_request(r, sw_put(r, a));
+}
+
+static bool sw_is_source(ngx_str_t *name) {
+    sw_file_t *f = sw_worker.mcf->route_files.elts;
+    for (ngx_uint_t i = 0; i < sw_worker.mcf->route_files.nelts; i++)
+        if (f[i].name.len == name->len &&
+            ngx_strncmp(f[i].name.data, name->data, name->len) == 0)
+            return true;
+    return false;
+}
+
+ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
+    ngx_http_core_loc_conf_t *clcf =
+        ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+    u_char *p = r->uri.data, *end = r->uri.data + r->uri.len;
+    sw_admin_ctx_t *a;
+    ngx_str_t rest;
+    ngx_int_t rc;
+
+    if (sw_worker.router == NULL)
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    if (r->uri.len >= clcf->name.len)
+        p += clcf->name.len;
+    while (p < end && *p == '/')
+        p++;
+    rest.data = p;
+    rest.len = end - p;
+
+    if (rest.len == 6 && ngx_strncmp(p, "status", 6) == 0) {
+        if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)))
+            return NGX_HTTP_NOT_ALLOWED;
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK)
+            return rc;
+        return sw_status(r);
+    }
+    a = ngx_pcalloc(r->pool, sizeof *a);
+    if (a == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (rest.len > 7 && ngx_strncmp(p, "routes/", 7) == 0) {
+        a->kind = SW_DOC_ROUTES;
+        a->name.data = p + 7, a->name.len = rest.len - 7;
+    } else if (rest.len > 10 && ngx_strncmp(p, "instances/", 10) == 0) {
+        a->kind = SW_DOC_INSTANCES;
+        a->name.data = p + 10, a->name.len = rest.len - 10;
+    } else {
+        return NGX_HTTP_NOT_FOUND;
+    }
+    if (a->name.len > 127 ||
+        ngx_strlchr(a->name.data, a->name.data + a->name.len, '/'))
+        return NGX_HTTP_NOT_FOUND;
+    if (r->method != NGX_HTTP_PUT)
+        return NGX_HTTP_NOT_ALLOWED;
+    if (a->kind == SW_DOC_ROUTES && !sw_is_source(&a->name)) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK)
+            return rc;
+        return sw_send_message(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
+                               "no such source: sources are the files of "
+                               "switchyard_routes");
+    }
+    ngx_http_set_ctx(r, a, ngx_http_switchyard_module);
+    rc = ngx_http_read_client_request_body(r, sw_body_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE)
+        return rc;
+    return NGX_DONE;
+}

@@ -1,0 +1,368 @@
+/*
+ * ngx_http_switchyard_worker.c - each nginx worker's own sy_router: built
+ * at worker start from the configured files and the zone's documents,
+ * brought up to the zone's generation at the next request or timer tick,
+ * and published (fingerprint, generation, last error) into the worker's
+ * slot of the zone.
+ */
+#include "ngx_http_switchyard.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+sw_worker_t sw_worker;
+
+int64_t sw_now_ms(void) {
+    ngx_time_t *tp = ngx_timeofday();
+    return (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
+}
+
+static void sw_set_error(sy_error *err, int code, const char *path,
+                         const char *msg) {
+    ngx_memzero(err, sizeof *err);
+    err->code = code;
+    snprintf(err->path, sizeof err->path, "%s", path);
+    snprintf(err->message, sizeof err->message, "%s", msg);
+}
+
+/* ---- instances lists ---- */
+
+typedef struct {
+    sy_instance *list;
+    sy_kv *kvs;
+    size_t count;
+} sw_instances_t;
+
+static void sw_instances_free(sw_instances_t *in) {
+    free(in->list);
+    free(in->kvs);
+}
+
+/* Borrows strings from arr (a cJSON array of instance objects). */
+static int sw_instances_from_json(const cJSON *arr, const char *where,
+                                  sw_instances_t *out, sy_error *err) {
+    char path[200];
+    const cJSON *in, *kv;
+    size_t n, nkv = 0, i = 0, k = 0;
+
+    ngx_memzero(out, sizeof *out);
+    if (!cJSON_IsArray(arr)) {
+        sw_set_error(err, SY_ETYPE, where, "expected an array of instances");
+        return SY_ETYPE;
+    }
+    n = (size_t)cJSON_GetArraySize(arr);
+    cJSON_ArrayForEach(in, arr) {
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
+        nkv += (size_t)cJSON_GetArraySize(md);
+    }
+    out->list = calloc(n + 1, sizeof *out->list);
+    out->kvs = calloc(nkv + 1, sizeof *out->kvs);
+    if (out->list == NULL || out->kvs == NULL) {
+        sw_instances_free(out);
+        sw_set_error(err, SY_ENOMEM, where, "out of memory");
+        return SY_ENOMEM;
+    }
+    cJSON_ArrayForEach(in, arr) {
+        sy_instance *x = &out->list[i];
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(in, "id");
+        const cJSON *host = cJSON_GetObjectItemCaseSensitive(in, "host");
+        const cJSON *port = cJSON_GetObjectItemCaseSensitive(in, "port");
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(in, "weight");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(in, "state");
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
+        int code = 0;
+        const char *field = "", *msg = "";
+
+        if (!cJSON_IsObject(in))
+            code = SY_ETYPE, msg = "expected an object";
+        else if (!cJSON_IsString(id) || !id->valuestring[0])
+            code = SY_EMISSING, field = ".id", msg = "needs a string id";
+        else if (!cJSON_IsString(host) || !host->valuestring[0])
+            code = SY_EMISSING, field = ".host", msg = "needs a string host";
+        else if (!cJSON_IsNumber(port) || port->valuedouble < 1 ||
+                 port->valuedouble > 65535 ||
+                 port->valuedouble != (double)(int)port->valuedouble)
+            code = SY_ERANGE, field = ".port",
+            msg = "port must be an integer from 1 to 65535";
+        else if (w && (!cJSON_IsNumber(w) || w->valuedouble < 0 ||
+                       w->valuedouble > 4294967295.0))
+            code = SY_ERANGE, field = ".weight",
+            msg = "weight must be a number from 0 to 4294967295";
+        else if (st && !cJSON_IsString(st))
+            code = SY_ETYPE, field = ".state", msg = "state must be a string";
+        else if (md && !cJSON_IsObject(md))
+            code = SY_ETYPE, field = ".metadata",
+            msg = "metadata must be an object";
+        if (code) {
+            snprintf(path, sizeof path, "%s[%zu]%s", where, i, field);
+            sw_set_error(err, code, path, msg);
+            sw_instances_free(out);
+            return code;
+        }
+        x->id = id->valuestring;
+        x->host = host->valuestring;
+        x->port = (uint16_t)port->valuedouble;
+        x->weight = w ? (uint32_t)w->valuedouble : 1;
+        x->secure =
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
+        x->state = SY_INSTANCE_UP;
+        if (st && strcasecmp(st->valuestring, "up") != 0) {
+            if (strcasecmp(st->valuestring, "draining") == 0)
+                x->state = SY_INSTANCE_DRAINING;
+            else if (strcasecmp(st->valuestring, "down") == 0)
+                x->state = SY_INSTANCE_DOWN;
+            else {
+                snprintf(path, sizeof path, "%s[%zu].state", where, i);
+                sw_set_error(err, SY_EARG, path,
+                             "state must be up, draining or down");
+                sw_instances_free(out);
+                return SY_EARG;
+            }
+        }
+        x->metadata = out->kvs + k;
+        cJSON_ArrayForEach(kv, md) {
+            if (!cJSON_IsString(kv)) {
+                snprintf(path, sizeof path, "%s[%zu].metadata.%s", where, i,
+                         kv->string);
+                sw_set_error(err, SY_ETYPE, path,
+                             "metadata values must be strings");
+                sw_instances_free(out);
+                return SY_ETYPE;
+            }
+            out->kvs[k++] = (sy_kv){kv->string, kv->valuestring};
+        }
+        x->metadata_count = (size_t)(out->kvs + k - x->metadata);
+        i++;
+    }
+    out->count = n;
+    return 0;
+}
+
+static cJSON *sw_parse_json(const char *json, size_t len, sy_error *err) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (root == NULL) {
+        sw_set_error(err, SY_ESYNTAX, "", "JSON syntax error");
+        err->offset = end ? (size_t)(end - json) : 0;
+        return NULL;
+    }
+    return root;
+}
+
+int sw_instances_apply(sy_router *r, const char *service, const char *json,
+                       size_t len, sy_error *err) {
+    sw_instances_t in;
+    cJSON *root = sw_parse_json(json, len, err);
+    if (root == NULL)
+        return SY_ESYNTAX;
+    const cJSON *arr = root;
+    if (cJSON_IsObject(root))
+        arr = cJSON_GetObjectItemCaseSensitive(root, "instances");
+    int rc = sw_instances_from_json(
+        arr, cJSON_IsObject(root) ? "instances" : "", &in, err);
+    if (rc == 0) {
+        rc = r ? sy_router_set_instances(r, service, in.list, in.count, NULL,
+                                         err)
+               : 0;
+        sw_instances_free(&in);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* {"services": {name: [instances]}}: every service, in order; r NULL
+ * only checks. */
+static int sw_instances_file(sy_router *r, const char *json, size_t len,
+                             sy_error *err) {
+    char where[160];
+    const cJSON *svc;
+    sw_instances_t in;
+    int rc = 0;
+    cJSON *root = sw_parse_json(json, len, err);
+    if (root == NULL)
+        return SY_ESYNTAX;
+    const cJSON *services = cJSON_GetObjectItemCaseSensitive(root, "services");
+    if (!cJSON_IsObject(services)) {
+        sw_set_error(err, SY_EMISSING, "services",
+                     "expected {\"services\": {name: [instances]}}");
+        cJSON_Delete(root);
+        return SY_EMISSING;
+    }
+    cJSON_ArrayForEach(svc, services) {
+        snprintf(where, sizeof where, "services.%s", svc->string);
+        rc = sw_instances_from_json(svc, where, &in, err);
+        if (rc)
+            break;
+        if (r)
+            rc = sy_router_set_instances(r, svc->string, in.list, in.count,
+                                         NULL, err);
+        sw_instances_free(&in);
+        if (rc)
+            break;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+int sw_instances_file_check(const char *json, size_t len, sy_error *err) {
+    return sw_instances_file(NULL, json, len, err);
+}
+
+/* ---- applying documents ---- */
+
+int sw_worker_apply(ngx_uint_t kind, const char *name, const char *data,
+                    size_t len, sy_error *err) {
+    if (kind == SW_DOC_ROUTES)
+        return sy_router_apply(sw_worker.router, name, data, len, NULL, err);
+    return sw_instances_apply(sw_worker.router, name, data, len, err);
+}
+
+void sw_worker_publish(int rc, const sy_error *err) {
+    sw_slot_t *s = &sw_worker.slot;
+    sy_snapshot *snap = sy_router_acquire(sw_worker.router);
+
+    s->pid = ngx_pid;
+    s->epoch = sw_worker.epoch;
+    s->generation = sw_worker.generation;
+    s->fingerprint = sy_snapshot_fingerprint(snap);
+    s->routes = sy_snapshot_route_count(snap);
+    s->updated_ms = sw_now_ms();
+    sy_snapshot_release(snap);
+    if (rc) {
+        s->last_rc = rc;
+        snprintf(s->last_error, sizeof s->last_error, "%s%s%s", err->path,
+                 err->path[0] ? ": " : "", err->message);
+    }
+    sw_zone_publish(sw_worker.zone, ngx_worker, s);
+}
+
+/* Apply zone documents (sorted by seq); the first error is kept. */
+static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
+                         ngx_log_t *log) {
+    int first = 0;
+    sy_error e;
+
+    for (size_t i = 0; i < n; i++) {
+        int rc = sw_worker_apply(docs[i].kind, docs[i].name, docs[i].data,
+                                 docs[i].len, &e);
+        if (rc) {
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "switchyard: stored %s \"%s\" (generation %uL) "
+                          "not applied: %s%s%s",
+                          docs[i].kind == SW_DOC_ROUTES ? "routes"
+                                                        : "instances",
+                          docs[i].name, docs[i].seq, e.path,
+                          e.path[0] ? ": " : "", e.message);
+            if (!first) {
+                first = rc;
+                *err = e;
+            }
+        }
+    }
+    return first;
+}
+
+void sw_worker_sync(ngx_log_t *log) {
+    sw_doc_copy_t *docs;
+    size_t n;
+    uint64_t gen;
+    sy_error err;
+    int rc;
+
+    if (sw_worker.router == NULL || sw_worker.zone == NULL ||
+        sw_worker.zone->sh->generation == sw_worker.generation)
+        return;
+    ngx_int_t zrc = sw_zone_copy(sw_worker.zone, sw_worker.epoch,
+                                 sw_worker.generation, &docs, &n, &gen);
+    if (zrc == NGX_DECLINED) {
+        /* a reload replaced this configuration: keep serving the old one
+         * until this worker exits */
+        sw_worker.generation = gen;
+        return;
+    }
+    if (zrc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "switchyard: out of memory");
+        return;
+    }
+    rc = sw_apply_docs(docs, n, &err, log);
+    sw_docs_free(docs, n);
+    sw_worker.generation = gen;
+    sw_worker_publish(rc, &err);
+}
+
+static void sw_timer_handler(ngx_event_t *ev) {
+    sw_worker_sync(ev->log);
+    if (!ngx_exiting && !ngx_terminate && !ngx_quit)
+        ngx_add_timer(ev, SW_POLL_MS);
+}
+
+ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
+    sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
+    sy_error err;
+    sw_file_t *f;
+    sw_doc_copy_t *docs = NULL;
+    size_t n = 0;
+    uint64_t gen = 0;
+    int rc = 0;
+
+    ngx_memzero(&sw_worker, sizeof sw_worker);
+    sw_worker.mcf = mcf;
+    sw_worker.zone = mcf->zone->data;
+    if (sy_router_new(&opts, &sw_worker.router, &err) ||
+        sy_match_ctx_new(NULL, &sw_worker.mctx, &err)) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "switchyard: %s",
+                      err.message);
+        return NGX_ERROR;
+    }
+    f = mcf->route_files.elts;
+    for (ngx_uint_t i = 0; i < mcf->route_files.nelts; i++) {
+        if (sy_router_add_source(sw_worker.router, (char *)f[i].name.data,
+                                 &err) ||
+            sy_router_apply(sw_worker.router, (char *)f[i].name.data,
+                            (char *)f[i].text.data, f[i].text.len, NULL,
+                            &err)) {
+            ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                          "switchyard: %V: %s%s%s", &f[i].path, err.path,
+                          err.path[0] ? ": " : "", err.message);
+            return NGX_ERROR;
+        }
+    }
+    f = mcf->instance_files.elts;
+    for (ngx_uint_t i = 0; i < mcf->instance_files.nelts; i++) {
+        if (sw_instances_file(sw_worker.router, (char *)f[i].text.data,
+                              f[i].text.len, &err)) {
+            ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                          "switchyard: %V: %s%s%s", &f[i].path, err.path,
+                          err.path[0] ? ": " : "", err.message);
+            return NGX_ERROR;
+        }
+    }
+
+    /* the documents stored since this configuration was loaded */
+    sw_worker.epoch = sw_worker.zone->sh->epoch;
+    if (sw_zone_copy(sw_worker.zone, sw_worker.epoch, 0, &docs, &n, &gen) ==
+        NGX_OK) {
+        rc = sw_apply_docs(docs, n, &err, cycle->log);
+        sw_docs_free(docs, n);
+    }
+    sw_worker.generation = gen;
+    sw_worker_publish(rc, &err);
+
+    sw_worker.timer.handler = sw_timer_handler;
+    sw_worker.timer.log = cycle->log;
+    sw_worker.timer.data = &sw_worker;
+    sw_worker.timer.cancelable = 1;
+    ngx_add_timer(&sw_worker.timer, SW_POLL_MS);
+    return NGX_OK;
+}
+
+void sw_worker_stop(void) {
+    if (sw_worker.mctx)
+        sy_match_ctx_free(sw_worker.mctx);
+    if (sw_worker.router)
+        sy_router_free(sw_worker.router);
+    free(sw_worker.hdrs);
+    ngx_memzero(&sw_worker, sizeof sw_worker);
+}

@@ -430,6 +430,17 @@ const sy_pattern *sy_pred_pattern(const sy_pred *p, size_t i) {
 uint32_t sy_pred_method_mask(const sy_pred *p) {
     return p->kind == SY_PK_METHOD ? p->mask : 0;
 }
+size_t sy_pred_method_other_count(const sy_pred *p) {
+    return p->kind == SY_PK_METHOD ? p->nothers : 0;
+}
+const char *sy_pred_method_other(const sy_pred *p, size_t i) {
+    return i < sy_pred_method_other_count(p) ? p->others[i] : NULL;
+}
+const char *sy_method_name(int bit) {
+    return bit >= 0 && (size_t)bit < SY_ARRAY_LEN(method_names)
+               ? method_names[bit]
+               : NULL;
+}
 const char *sy_pred_weight_group(const sy_pred *p) {
     return p->kind == SY_PK_WEIGHT ? p->name : NULL;
 }

@@ -10,6 +10,7 @@ sy_report *sy_report_new(const sy_alloc *a, const char *src) {
     if (!rep)
         return NULL;
     rep->alloc = *a;
+    rep->failed_change = -1;
     if (src && !(rep->source = sy_strdup(a, src))) {
         sy_free(a, rep);
         return NULL;
@@ -26,6 +27,10 @@ void sy_report_free(sy_report *rep) {
     sy_diff_free(rep->diff);
     sy_free(&a, rep->issues);
     sy_service_diff_free(&rep->instances);
+    sy_free(&a, rep->service);
+    for (size_t i = 0; i < rep->part_count; i++)
+        sy_report_free(rep->parts[i]);
+    sy_free(&a, rep->parts);
     sy_free(&a, rep);
 }
 
@@ -85,4 +90,30 @@ size_t sy_report_instances_changed(const sy_report *rep,
     if (ids)
         *ids = rep->instances.changed;
     return rep->instances.changed_count;
+}
+
+int sy_report_add_part(sy_report *rep, sy_report *part) {
+    sy_report **v =
+        sy_realloc(&rep->alloc, rep->parts, (rep->part_count + 1) * sizeof *v);
+    if (!v)
+        return SY_ENOMEM;
+    rep->parts = v;
+    rep->parts[rep->part_count++] = part;
+    return SY_OK;
+}
+
+const char *sy_report_service(const sy_report *rep) {
+    return rep ? rep->service : NULL;
+}
+bool sy_report_version_not_bumped(const sy_report *rep) {
+    return rep && rep->version_not_bumped;
+}
+size_t sy_report_part_count(const sy_report *rep) {
+    return rep ? rep->part_count : 0;
+}
+const sy_report *sy_report_part(const sy_report *rep, size_t i) {
+    return rep && i < rep->part_count ? rep->parts[i] : NULL;
+}
+long sy_report_failed_change(const sy_report *rep) {
+    return rep ? rep->failed_change : -1;
 }

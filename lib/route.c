@@ -35,6 +35,7 @@ struct sy_route *sy_route_new(const sy_alloc *alloc) {
     r->upstream.path = "";
     r->literal_path = -1;
     r->literal_host = -1;
+    r->key = UINT32_MAX;
     return r;
 }
 
@@ -67,6 +68,8 @@ void sy_route_unref(struct sy_route *r) {
         return;
     if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
         return;
+    if (r->owner)
+        r->owner->released(r->owner->data, r);
     free_compiled(r);
     sy_arena_free(&r->arena);
     sy_alloc a = *r->alloc; /* the box holding it is freed below */
@@ -231,4 +234,10 @@ const char *sy_route_predicate_name(const sy_route *r, size_t i) {
     if (!r || i >= r->predicate_count)
         return NULL;
     return r->predicates[i].name;
+}
+void *sy_route_host_data(const sy_route *r) {
+    return r ? r->host_data : NULL;
+}
+uint32_t sy_route_key(const sy_route *r) {
+    return r ? r->key : UINT32_MAX;
 }

@@ -53,7 +53,20 @@ struct sy_route {
     /* compiled, parallel to predicates[] / filters[] */
     struct sy_pred **cpreds;
     struct sy_filter **cfilters;
+
+    /* Set by the router when the route first becomes live: the host's
+     * data (route_attach), a small key, and who to tell when the route is
+     * freed. Written before the route is published; read-only after. */
+    void *host_data;
+    uint32_t key; /* UINT32_MAX until live */
+    const struct sy_route_owner *owner;
 };
+
+/* Told when a live route is freed (its last reference dropped). */
+typedef struct sy_route_owner {
+    void (*released)(void *data, struct sy_route *r);
+    void *data;
+} sy_route_owner;
 
 /*
  * Compile every predicate and filter of `r` (sets cpreds / cfilters).

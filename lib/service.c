@@ -1,125 +1,15 @@
 /*
- * service.c - immutable service objects and instance selection (route model
- * section 7): building and validating instance lists, deltas, diffs, and
- * the lock-free select path.
- *
- * Everything selection needs is computed when the service is built:
- *
- *   sy_service
- *    |- inst[]            copied instances (metadata sorted by key)
- *    |- id_map            id -> index (open addressing)
- *    |- groups[]          candidate sets, all over UP instances only:
- *    |    0  "a"          every up instance            (fallback any)
- *    |    1  "u"          up instances without version (no header)
- *    |    k  "v" 1.2      up instances of version 1.2  (one per version)
- *    |    .. "h" x  <- child of a base group: its members with hint x
- *    |    .. "z" eu <- child of a base or hint group: members in zone eu
- *    |   each group: members[], cum[] weights, smooth WRR schedule,
- *    |               ring (shared + membership bitmap, or its own),
- *    |               one cache-line-padded atomic round-robin counter
- *    |- map               (parent group, tag, string) -> group
- *    `- ring              consistent-hash ring of all up instances
- *
- * Selection is then: pick the base group (one map lookup when a version
- * header is present), optionally descend to the hint child and the zone
- * child (one lookup each), and balance inside that group. Because every
- * candidate set is a precomputed group, round robin is exact over each
- * cycle of the group's schedule.
- *
- * (One file over the usual size: the build side and the select path read
- * the same private structures, and splitting them would expose those.)
+ * service.c - immutable service objects (route model section 7): building
+ * and validating instance lists, the version order, candidate groups and
+ * their lookup table, reference counting and accessors, deltas, and
+ * instance diffs. The private layout is drawn in service_int.h; rings live
+ * in service_ring.c and selection in service_select.c.
  */
-#include "service.h"
+#include "service_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-#define SVC_NONE UINT32_MAX
-#define SVC_G_ALL 0u
-#define SVC_G_UNV 1u
-/* Ring: virtual nodes per unit of weight; weights above the cap count as
- * the cap (a node's share must not depend on the other instances). */
-#define SVC_RING_VNODES 32u
-#define SVC_RING_WEIGHT_CAP 64u
-/* A group shares the service ring when it holds at least 1/4 of its
- * virtual nodes (expected walk <= 4 entries); smaller groups get their own
- * ring. */
-#define SVC_RING_DENSE_DIV 4u
-/* Smooth WRR schedules are precomputed up to this length (and this much
- * build work); longer cycles use an exact multiplicative permutation. */
-#define SVC_SCHED_MIN 4096u
-#define SVC_SCHED_PER_MEMBER 64u
-#define SVC_SCHED_WORK (1ull << 24)
-#define SVC_MEMBERSHIPS 8 /* groups one instance can be in */
-#define SVC_HASH_SEED 0x5e1ec7ab1e5eedull
-
-__extension__ typedef unsigned __int128 svc_u128;
-
-typedef struct svc_inst {
-    sy_instance pub; /* strings in the arena, weight >= 1 */
-    const char *version, *zone, *hint;
-    size_t version_len, zone_len, hint_len;
-} svc_inst;
-
-typedef struct svc_ring {
-    uint64_t *points; /* sorted */
-    uint32_t *inst;   /* instance index of each point */
-    size_t n;
-    uint32_t *bucket; /* first point index per top-bits bucket */
-    unsigned shift;
-    uint64_t vnodes;
-} svc_ring;
-
-typedef struct svc_counter {
-    _Atomic uint64_t v;
-    char pad[64 - sizeof(uint64_t)];
-} svc_counter;
-
-typedef struct svc_group {
-    uint32_t parent; /* SVC_NONE for base groups */
-    char tag;        /* 'a', 'u', 'v', 'h', 'z' */
-    const char *key; /* version, hint or zone (borrowed from inst) */
-    size_t key_len;
-    uint32_t *members; /* instance indices, ascending */
-    uint32_t n;
-    uint32_t fill;
-    uint64_t total;  /* sum of weights / gcd */
-    uint64_t *cum;   /* cumulative reduced weights (permutation RR) */
-    uint64_t *prob;  /* alias table for weighted random: keep position k */
-    uint32_t *alias; /* when u < prob[k], else take alias[k] */
-    uint32_t *sched; /* smooth WRR cycle of instance indices, or NULL */
-    uint64_t step;   /* when sched is NULL: permutation multiplier */
-    const svc_ring *ring;
-    uint64_t *bits; /* membership bitmap when sharing the service ring */
-    svc_ring own;
-    svc_counter *rr;
-} svc_group;
-
-typedef struct svc_slot {
-    uint64_t hash;
-    uint32_t group; /* SVC_NONE = empty */
-} svc_slot;
-
-struct sy_service {
-    _Atomic size_t refs;
-    sy_alloc alloc;
-    sy_arena arena;
-    const char *name;
-    svc_inst *inst;
-    size_t n;
-    size_t up;
-    uint32_t *id_map; /* index + 1; 0 = empty */
-    size_t id_cap;
-    svc_group *groups; /* sy_malloc'd */
-    size_t ngroups, groups_cap;
-    svc_slot *map; /* sy_malloc'd */
-    size_t map_cap, map_used;
-    uint32_t deflt;  /* no version header */
-    uint32_t latest; /* fallback latest */
-    svc_ring ring;
-    svc_counter *counters;
-};
 
 /* ---------------------------------------------------------------- */
 /* Versions                                                           */
@@ -189,28 +79,6 @@ int sy_service_version_cmp(const char *a, size_t alen, const char *b,
 /* ---------------------------------------------------------------- */
 /* Small helpers                                                      */
 /* ---------------------------------------------------------------- */
-
-static size_t svc_pow2(size_t n) {
-    size_t c = 16;
-    while (c < n)
-        c <<= 1;
-    return c;
-}
-
-static void *svc_arena_array(sy_service *s, size_t n, size_t size) {
-    if (size && n > (SIZE_MAX - 64) / size)
-        return NULL;
-    return sy_arena_alloc(&s->arena, n * size);
-}
-
-static uint64_t svc_gcd(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
 
 static const char *svc_meta(const sy_kv *md, size_t n, const char *key,
                             size_t *len) {
@@ -324,27 +192,6 @@ static int svc_copy_instance(sy_service *s, svc_inst *dst,
 /* Group table                                                        */
 /* ---------------------------------------------------------------- */
 
-static uint64_t svc_gkey(uint32_t parent, char tag, const char *k, size_t len) {
-    return sy_hash64(k, len, ((uint64_t)parent << 8) ^ (unsigned char)tag);
-}
-
-static uint32_t svc_group_find(const sy_service *s, uint32_t parent, char tag,
-                               const char *k, size_t len) {
-    uint64_t h = svc_gkey(parent, tag, k, len);
-    size_t mask = s->map_cap - 1, i = h & mask;
-    for (;; i = (i + 1) & mask) {
-        const svc_slot *sl = &s->map[i];
-        if (sl->group == SVC_NONE)
-            return SVC_NONE;
-        if (sl->hash != h)
-            continue;
-        const svc_group *g = &s->groups[sl->group];
-        if (g->parent == parent && g->tag == tag && g->key_len == len &&
-            memcmp(g->key, k, len) == 0)
-            return sl->group;
-    }
-}
-
 static void svc_map_put(svc_slot *map, size_t cap, uint64_t h, uint32_t g) {
     size_t mask = cap - 1, i = h & mask;
     while (map[i].group != SVC_NONE)
@@ -399,314 +246,13 @@ static int svc_group_get(sy_service *s, uint32_t parent, char tag,
 }
 
 /* ---------------------------------------------------------------- */
-/* Balancing structures                                               */
-/* ---------------------------------------------------------------- */
-
-static int svc_u64_cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/*
- * nginx's smooth weighted round robin, simulated per weight class: every
- * step each member's current weight grows by its weight, the largest wins
- * (first in order on ties) and loses the total. After t steps member i
- * holds t*w_i - W*picks_i, so members of one class differ only by their
- * pick count and take turns in index order: one candidate per class.
- */
-static int svc_build_schedule(sy_service *s, svc_group *g, const uint64_t *w) {
-    uint64_t W = g->total, n = g->n;
-    uint64_t *order = sy_calloc(&s->alloc, n, sizeof *order);
-    if (!order)
-        return SY_ENOMEM;
-    for (uint32_t k = 0; k < n; k++)
-        order[k] = (w[k] << 32) | k;
-    qsort(order, n, sizeof *order, svc_u64_cmp);
-    size_t nclass = 0;
-    for (size_t k = 0; k < n; k++)
-        if (k == 0 || (order[k] >> 32) != (order[k - 1] >> 32))
-            nclass++;
-    if (nclass * W > SVC_SCHED_WORK) {
-        sy_free(&s->alloc, order);
-        return 1; /* too much work: caller uses the permutation */
-    }
-    struct cls {
-        uint64_t w, start, m, q;
-    } *cl = sy_calloc(&s->alloc, nclass, sizeof *cl);
-    g->sched = svc_arena_array(s, W, sizeof *g->sched);
-    if (!cl || !g->sched) {
-        sy_free(&s->alloc, order);
-        sy_free(&s->alloc, cl);
-        return SY_ENOMEM;
-    }
-    size_t c = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (k == 0 || (order[k] >> 32) != (order[k - 1] >> 32)) {
-            cl[c].w = order[k] >> 32;
-            cl[c].start = k;
-            c++;
-        }
-        cl[c - 1].m++;
-    }
-    for (uint64_t t = 1; t <= W; t++) {
-        size_t best = 0;
-        long long bestv = 0;
-        uint32_t bestpos = 0;
-        for (size_t k = 0; k < nclass; k++) {
-            uint32_t pos = (uint32_t)order[cl[k].start + cl[k].q % cl[k].m];
-            long long v =
-                (long long)(t * cl[k].w) - (long long)(W * (cl[k].q / cl[k].m));
-            if (k == 0 || v > bestv || (v == bestv && pos < bestpos)) {
-                best = k;
-                bestv = v;
-                bestpos = pos;
-            }
-        }
-        cl[best].q++;
-        g->sched[t - 1] = g->members[bestpos];
-    }
-    sy_free(&s->alloc, order);
-    sy_free(&s->alloc, cl);
-    return 0;
-}
-
-typedef struct svc_point {
-    uint64_t point, idh;
-    uint32_t inst;
-} svc_point;
-
-static int svc_point_cmp(const void *a, const void *b) {
-    const svc_point *x = a, *y = b;
-    if (x->point != y->point)
-        return x->point < y->point ? -1 : 1;
-    return x->idh < y->idh ? -1 : x->idh > y->idh;
-}
-
-/* Sort ring points as svc_point_cmp orders them: an LSD radix sort on the
- * 64-bit point (4 passes of 16 bits; qsort with a comparator was most of an
- * instance update), then runs of equal points (practically never) by idh.
- * `tmp` has room for n points. */
-static void svc_sort_points(svc_point *pts, svc_point *tmp, size_t n,
-                            size_t *count /* 65536 + 1 */) {
-    svc_point *src = pts, *dst = tmp;
-    for (unsigned shift = 0; shift < 64; shift += 16) {
-        memset(count, 0, 65537 * sizeof *count);
-        for (size_t i = 0; i < n; i++)
-            count[((src[i].point >> shift) & 0xffff) + 1]++;
-        for (size_t d = 0; d < 65536; d++)
-            count[d + 1] += count[d];
-        for (size_t i = 0; i < n; i++)
-            dst[count[(src[i].point >> shift) & 0xffff]++] = src[i];
-        svc_point *t = src;
-        src = dst;
-        dst = t;
-    }
-    /* four passes: the result is back in pts */
-    for (size_t i = 1; i < n; i++) {
-        size_t j = i;
-        while (j > 0 && svc_point_cmp(&pts[j - 1], &pts[j]) > 0) {
-            svc_point t = pts[j];
-            pts[j] = pts[j - 1];
-            pts[j - 1] = t;
-            j--;
-        }
-    }
-}
-
-static uint64_t svc_vnodes(const svc_inst *in) {
-    uint32_t w = in->pub.weight;
-    return (uint64_t)SVC_RING_VNODES *
-           (w > SVC_RING_WEIGHT_CAP ? SVC_RING_WEIGHT_CAP : w);
-}
-
-/* Virtual node j of an instance sits at hash(id, seed j): it depends on
- * the instance alone, so adding or removing one instance moves only the
- * keys that land on (or leave) its own nodes. */
-static int svc_build_ring(sy_service *s, svc_ring *r, const uint32_t *members,
-                          uint32_t n) {
-    uint64_t total = 0;
-    for (uint32_t k = 0; k < n; k++)
-        total += svc_vnodes(&s->inst[members[k]]);
-    r->vnodes = total;
-    if (total == 0 || total > UINT32_MAX)
-        return total ? SY_ENOMEM : 0;
-    /* small rings: qsort; large ones: radix sort (needs scratch) */
-    bool radix = total >= 4096;
-    svc_point *pts =
-        sy_calloc(&s->alloc, radix ? total * 2 : total, sizeof *pts);
-    size_t *count = radix ? sy_malloc(&s->alloc, 65537 * sizeof *count) : NULL;
-    if (!pts || (radix && !count)) {
-        sy_free(&s->alloc, pts);
-        sy_free(&s->alloc, count);
-        return SY_ENOMEM;
-    }
-    size_t p = 0;
-    for (uint32_t k = 0; k < n; k++) {
-        const svc_inst *in = &s->inst[members[k]];
-        size_t idlen = strlen(in->pub.id);
-        uint64_t idh = sy_hash64(in->pub.id, idlen, ~0ull);
-        for (uint64_t j = 0, v = svc_vnodes(in); j < v; j++) {
-            pts[p].point = sy_hash64(in->pub.id, idlen, j);
-            pts[p].idh = idh;
-            pts[p].inst = members[k];
-            p++;
-        }
-    }
-    if (radix)
-        svc_sort_points(pts, pts + total, total, count);
-    else
-        qsort(pts, total, sizeof *pts, svc_point_cmp);
-    sy_free(&s->alloc, count);
-    size_t nb = 2;
-    unsigned bits = 1;
-    while (nb * 4 < total && bits < 24) { /* ~4 points per bucket */
-        nb <<= 1;
-        bits++;
-    }
-    r->n = total;
-    r->shift = 64 - bits;
-    r->points = svc_arena_array(s, total, sizeof *r->points);
-    r->inst = svc_arena_array(s, total, sizeof *r->inst);
-    r->bucket = svc_arena_array(s, nb, sizeof *r->bucket);
-    if (!r->points || !r->inst || !r->bucket) {
-        sy_free(&s->alloc, pts);
-        return SY_ENOMEM;
-    }
-    for (size_t i = 0; i < total; i++) {
-        r->points[i] = pts[i].point;
-        r->inst[i] = pts[i].inst;
-    }
-    sy_free(&s->alloc, pts);
-    size_t i = 0;
-    for (size_t b = 0; b < nb; b++) {
-        while (i < total && (r->points[i] >> r->shift) < b)
-            i++;
-        r->bucket[b] = (uint32_t)i;
-    }
-    return 0;
-}
-
-/*
- * Walker/Vose alias table in integers: n buckets of capacity W (the total
- * weight), member k brings w_k * n. A bucket keeps its own member up to
- * prob[k] and lends the rest to alias[k], so member k is drawn with
- * probability exactly w_k / W in O(1): one bucket draw, one threshold.
- */
-static int svc_build_alias(sy_service *s, svc_group *g, const uint64_t *w) {
-    uint32_t n = g->n;
-    uint64_t W = g->total;
-    uint64_t *left = sy_calloc(&s->alloc, n, sizeof *left);
-    uint32_t *stack = sy_calloc(&s->alloc, n, sizeof *stack);
-    g->prob = svc_arena_array(s, n, sizeof *g->prob);
-    g->alias = svc_arena_array(s, n, sizeof *g->alias);
-    if (!left || !stack || !g->prob || !g->alias) {
-        sy_free(&s->alloc, left);
-        sy_free(&s->alloc, stack);
-        return SY_ENOMEM;
-    }
-    uint32_t small = 0, large = n; /* small grows up, large grows down */
-    for (uint32_t k = 0; k < n; k++) {
-        left[k] = w[k] * n;
-        g->prob[k] = W;
-        g->alias[k] = k;
-        if (left[k] < W)
-            stack[small++] = k;
-        else
-            stack[--large] = k;
-    }
-    while (small > 0 && large < n) {
-        uint32_t l = stack[--small], h = stack[large];
-        g->prob[l] = left[l];
-        g->alias[l] = h;
-        left[h] -= W - left[l];
-        if (left[h] < W) {
-            large++;
-            stack[small++] = h;
-        }
-    }
-    sy_free(&s->alloc, left);
-    sy_free(&s->alloc, stack);
-    return 0;
-}
-
-static int svc_finish_group(sy_service *s, svc_group *g) {
-    if (g->n == 0)
-        return 0;
-    uint64_t *w = sy_calloc(&s->alloc, g->n, sizeof *w);
-    if (!w)
-        return SY_ENOMEM;
-    uint64_t d = 0;
-    for (uint32_t k = 0; k < g->n; k++)
-        d = svc_gcd(s->inst[g->members[k]].pub.weight, d);
-    g->cum = svc_arena_array(s, g->n, sizeof *g->cum);
-    if (!g->cum) {
-        sy_free(&s->alloc, w);
-        return SY_ENOMEM;
-    }
-    uint64_t total = 0;
-    for (uint32_t k = 0; k < g->n; k++) {
-        w[k] = s->inst[g->members[k]].pub.weight / d;
-        total += w[k];
-        g->cum[k] = total;
-    }
-    g->total = total;
-    int rc = svc_build_alias(s, g, w);
-    if (rc) {
-        sy_free(&s->alloc, w);
-        return rc;
-    }
-    uint64_t limit = (uint64_t)g->n * SVC_SCHED_PER_MEMBER;
-    if (limit < SVC_SCHED_MIN)
-        limit = SVC_SCHED_MIN;
-    rc = 1;
-    if (total <= limit)
-        rc = svc_build_schedule(s, g, w);
-    sy_free(&s->alloc, w);
-    if (rc < 0)
-        return rc;
-    if (rc > 0) {
-        /* A step near total/phi, coprime with total: i -> i*step mod total
-         * is a permutation, so each cycle is still exact. */
-        uint64_t step =
-            (uint64_t)(((svc_u128)total * 0x9e3779b97f4a7c15ull) >> 64);
-        while (svc_gcd(step, total) != 1)
-            step++;
-        g->step = step;
-    }
-    return 0;
-}
-
-static int svc_attach_ring(sy_service *s, svc_group *g, uint32_t id) {
-    if (g->n == 0)
-        return 0;
-    if (id == SVC_G_ALL) {
-        g->ring = &s->ring;
-        return 0;
-    }
-    uint64_t v = 0;
-    for (uint32_t k = 0; k < g->n; k++)
-        v += svc_vnodes(&s->inst[g->members[k]]);
-    if (v * SVC_RING_DENSE_DIV >= s->ring.vnodes) {
-        size_t words = (s->n + 63) / 64;
-        g->bits = svc_arena_array(s, words, sizeof *g->bits);
-        if (!g->bits)
-            return SY_ENOMEM;
-        memset(g->bits, 0, words * sizeof *g->bits);
-        for (uint32_t k = 0; k < g->n; k++)
-            g->bits[g->members[k] / 64] |= 1ull << (g->members[k] % 64);
-        g->ring = &s->ring;
-        return 0;
-    }
-    g->ring = &g->own;
-    return svc_build_ring(s, &g->own, g->members, g->n);
-}
-
-/* ---------------------------------------------------------------- */
 /* Building                                                           */
 /* ---------------------------------------------------------------- */
 
 static void svc_destroy(sy_service *s) {
     sy_alloc a = s->alloc;
+    for (size_t i = 0; s->inst && i < s->n; i++)
+        svc_health_release(&a, &s->inst[i]);
     sy_free(&a, s->groups);
     sy_free(&a, s->map);
     sy_arena_free(&s->arena);
@@ -776,7 +322,7 @@ static int svc_build_groups(sy_service *s) {
             svc_group *g = &s->groups[memb[i * SVC_MEMBERSHIPS + j]];
             g->members[g->fill++] = (uint32_t)i;
         }
-    if ((rc = svc_build_ring(s, &s->ring, s->groups[SVC_G_ALL].members,
+    if ((rc = svc_ring_build(s, &s->ring, s->groups[SVC_G_ALL].members,
                              s->groups[SVC_G_ALL].n)))
         goto out;
     char *raw = svc_arena_array(s, s->ngroups + 1, sizeof(svc_counter));
@@ -791,7 +337,7 @@ static int svc_build_groups(sy_service *s) {
         svc_group *gr = &s->groups[g];
         gr->rr = &s->counters[g];
         atomic_init(&gr->rr->v, 0);
-        if ((rc = svc_finish_group(s, gr)) || (rc = svc_attach_ring(s, gr, g)))
+        if ((rc = svc_finish_group(s, gr)) || (rc = svc_ring_attach(s, gr, g)))
             goto out;
         if (gr->tag == 'v' && gr->n &&
             (s->latest == SVC_NONE ||
@@ -860,6 +406,8 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
         if ((rc = svc_copy_instance(s, &s->inst[i], &list[i])))
             goto fail;
         s->n = i + 1;
+        if ((rc = svc_health_init(s, &s->inst[i])))
+            goto fail;
         size_t mask = s->id_cap - 1, k = sy_hash64(list[i].id, len, 0) & mask;
         while (s->id_map[k])
             k = (k + 1) & mask;
@@ -1140,136 +688,6 @@ void sy_service_diff_free(sy_service_diff *d) {
     d->block = NULL;
     d->added = d->removed = d->changed = NULL;
     d->added_count = d->removed_count = d->changed_count = 0;
-}
-
-/* ---------------------------------------------------------------- */
-/* Selection                                                          */
-/* ---------------------------------------------------------------- */
-
-int sy_version_fallback_parse(const char *s, size_t len,
-                              sy_version_fallback *out) {
-    sy_str v = {s, len};
-    if (sy_str_eq(v, "none", 4))
-        *out = SY_VERSION_FALLBACK_NONE;
-    else if (sy_str_eq(v, "latest", 6))
-        *out = SY_VERSION_FALLBACK_LATEST;
-    else if (sy_str_eq(v, "any", 3))
-        *out = SY_VERSION_FALLBACK_ANY;
-    else
-        return SY_EINVAL;
-    return 0;
-}
-
-int sy_lb_policy_parse(const char *s, size_t len, sy_lb_policy *out) {
-    sy_str v = {s, len};
-    if (sy_str_eq(v, "round-robin", 11))
-        *out = SY_LB_ROUND_ROBIN;
-    else if (sy_str_eq(v, "random", 6))
-        *out = SY_LB_RANDOM;
-    else if (sy_str_eq(v, "hash", 4))
-        *out = SY_LB_HASH;
-    else
-        return SY_EINVAL;
-    return 0;
-}
-
-static uint32_t svc_cum_pick(const svc_group *g, uint64_t x) {
-    const uint64_t *base = g->cum;
-    size_t len = g->n;
-    while (len > 1) {
-        size_t half = len / 2;
-        base += base[half - 1] <= x ? half : 0;
-        len -= half;
-    }
-    return g->members[base - g->cum];
-}
-
-static uint32_t svc_pick_rr(const svc_group *g) {
-    uint64_t c = atomic_fetch_add_explicit(&g->rr->v, 1, memory_order_relaxed);
-    if (g->sched)
-        return g->sched[c % g->total];
-    uint64_t pos = (uint64_t)(((svc_u128)(c % g->total) * g->step) % g->total);
-    return svc_cum_pick(g, pos);
-}
-
-static uint32_t svc_pick_random(const svc_group *g, uint64_t seed) {
-    uint64_t r = sy_hash_mix(seed, SVC_HASH_SEED);
-    uint64_t r2 = sy_hash_mix(r, seed);
-    size_t k = (size_t)(((svc_u128)r * g->n) >> 64);
-    uint64_t u = (uint64_t)(((svc_u128)r2 * g->total) >> 64);
-    return g->members[u < g->prob[k] ? k : g->alias[k]];
-}
-
-static uint32_t svc_pick_hash(const svc_group *g, sy_str key) {
-    const svc_ring *r = g->ring;
-    uint64_t h = sy_hash64(key.ptr, key.len, SVC_HASH_SEED);
-    size_t i = r->bucket[h >> r->shift];
-    while (i < r->n && r->points[i] < h)
-        i++;
-    if (i == r->n)
-        i = 0;
-    if (g->bits)
-        while (!(g->bits[r->inst[i] / 64] >> (r->inst[i] % 64) & 1))
-            i = i + 1 == r->n ? 0 : i + 1;
-    return r->inst[i];
-}
-
-int sy_service_select(const sy_service *s, const sy_select_params *p,
-                      sy_selection *out, sy_error *err) {
-    if (!s)
-        return sy_error_set(err, SY_ENOINSTANCE, "", "unknown service");
-    if (!p || !out)
-        return sy_error_set(err, SY_EINVAL, "", "NULL params or selection");
-    if (s->up == 0)
-        return s->n == 0
-                   ? sy_error_set(err, SY_ENOINSTANCE, "",
-                                  "service \"%s\" has no instances", s->name)
-                   : sy_error_set(err, SY_ENOINSTANCE, "",
-                                  "no instance of service \"%s\" is up",
-                                  s->name);
-    uint32_t g = s->deflt;
-    if (p->has_version) {
-        g = svc_group_find(s, SVC_NONE, 'v', p->version.ptr, p->version.len);
-        if (g == SVC_NONE || s->groups[g].n == 0) {
-            if (p->fallback == SY_VERSION_FALLBACK_LATEST)
-                g = s->latest;
-            else if (p->fallback == SY_VERSION_FALLBACK_ANY)
-                g = SVC_G_ALL;
-            else
-                return sy_error_set(
-                    err, SY_ENOINSTANCE, "",
-                    "no instance of version %.*s of service \"%s\"%s",
-                    (int)(p->version.len > 64 ? 64 : p->version.len),
-                    p->version.ptr ? p->version.ptr : "", s->name,
-                    g == SVC_NONE ? "" : " is up");
-        }
-    }
-    if (p->hint.len) {
-        uint32_t h = svc_group_find(s, g, 'h', p->hint.ptr, p->hint.len);
-        if (h != SVC_NONE)
-            g = h;
-    }
-    if (p->zone.len) {
-        uint32_t z = svc_group_find(s, g, 'z', p->zone.ptr, p->zone.len);
-        if (z != SVC_NONE)
-            g = z;
-    }
-    const svc_group *gr = &s->groups[g];
-    uint32_t i;
-    if (p->policy == SY_LB_RANDOM)
-        i = svc_pick_random(gr, p->seed);
-    else if (p->policy == SY_LB_HASH && p->hash_key.ptr)
-        i = svc_pick_hash(gr, p->hash_key);
-    else
-        i = svc_pick_rr(gr);
-    const svc_inst *in = &s->inst[i];
-    out->id = in->pub.id;
-    out->host = in->pub.host;
-    out->port = in->pub.port;
-    out->scheme = p->websocket ? (in->pub.secure ? "wss" : "ws")
-                               : (in->pub.secure ? "https" : "http");
-    out->service = s->name;
-    return 0;
 }
 
 /* ---------------------------------------------------------------- */

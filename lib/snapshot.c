@@ -306,6 +306,7 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
     s->clock_ms = cfg->clock_ms;
     s->clock_data = cfg->clock_data;
     s->random = cfg->random;
+    s->key_limit = cfg->key_limit;
     s->defaults = cfg->defaults ? sy_route_ref(cfg->defaults) : NULL;
     if (s->defaults)
         scratch_needs(s, s->defaults);
@@ -603,4 +604,8 @@ const sy_route *sy_snapshot_find_route(const sy_snapshot *h, const char *id,
                       ? s->sources[s->slots[slot].source]
                       : NULL;
     return s->slots[slot].route;
+}
+
+uint32_t sy_snapshot_route_key_limit(const sy_snapshot *h) {
+    return h ? sy_snapshot_from_handle(h)->key_limit : 0;
 }

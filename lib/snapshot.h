@@ -74,6 +74,7 @@ struct sy_snapshot {
     int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
     void *clock_data;
     uint64_t (*random)(void *data); /* for requests with seed == 0 */
+    uint32_t key_limit;             /* above every sy_route_key of its routes */
     bool needs_host;                /* some route has a Host predicate */
     bool needs_time;                /* some route has After/Before/Between */
     uint32_t max_groups, max_vars;
@@ -94,6 +95,7 @@ typedef struct sy_snapshot_config {
     void *clock_data; /* also passed to random */
     uint64_t (*random)(void *data);
     struct sy_route *defaults;
+    uint32_t key_limit; /* above every live route's key */
     const char *const *sources;
     size_t source_count;
     /* services replacing the base's (NULL: keep the base's) */

@@ -129,10 +129,6 @@ void sw_worker_sync(ngx_log_t *log);
 int sw_worker_apply(ngx_uint_t kind, const char *name, const char *data,
                     size_t len, sy_error *err);
 void sw_worker_publish(int rc, const sy_error *err);
-/* Parse an instances list for one service and stage it: JSON array of
- * {"id","host","port","weight","state","secure","metadata"}. */
-int sw_instances_apply(sy_router *r, const char *service, const char *json,
-                       size_t len, sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);
 

@@ -374,97 +374,89 @@ static ngx_int_t sw_set_headers(ngx_http_request_t *r, const sy_header *hs,
     return NGX_OK;
 }
 
-static ngx_int_t sw_answer_nomatch(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
-    (void)ctx;
-    return NGX_HTTP_NOT_FOUND;
+/* 404, 405 with Allow, or 400 from the library's no-match reason. */
+static ngx_int_t sw_answer_nomatch(ngx_http_request_t *r) {
+    sy_str allow = {NULL, 0};
+
+    switch (sy_match_ctx_nomatch(sw_worker.mctx, &allow)) {
+    case SY_NOMATCH_METHOD: {
+        ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL)
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        h->hash = 1;
+        ngx_str_set(&h->key, "Allow");
+        if (sw_pstr(r, &h->value, allow.ptr ? allow.ptr : "", allow.len) !=
+            NGX_OK)
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+    case SY_NOMATCH_BAD_PATH: return NGX_HTTP_BAD_REQUEST;
+    case SY_NOMATCH_BUDGET: return NGX_HTTP_SERVICE_UNAVAILABLE;
+    default: return NGX_HTTP_NOT_FOUND;
+    }
 }
 
-/* The proxied target: where to connect, what to send. */
+/* The proxied target in one library call: where to connect, the path and
+ * query, the Host to send and the request headers after filters. */
 static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
-                           sy_snapshot *snap, sy_match *m,
-                           const sy_request *req) {
-    const sy_route *route = sy_match_route(m);
-    sy_upstream up;
-    const char *scheme, *host;
-    uint16_t port;
+                           sy_match *m) {
+    sy_target t;
     sy_error err;
-    size_t hn = 0;
+    const char *scheme;
+    size_t hl;
+    bool v6;
+    u_char *p;
 
-    sy_route_upstream(route, &up);
-    if (up.kind == SY_UPSTREAM_SERVICE) {
-        sy_selection sel;
-        if (sy_snapshot_select(snap, sw_worker.mctx, m, req, &sel, &err)) {
-            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                          "switchyard: route \"%V\": %s", &ctx->route,
-                          err.message);
-            return NGX_HTTP_SERVICE_UNAVAILABLE;
-        }
-        scheme = sel.scheme, host = sel.host, port = sel.port;
-        if (sw_pstr(r, &ctx->instance, sel.id, strlen(sel.id)) != NGX_OK)
-            return NGX_ERROR;
-    } else if (up.kind == SY_UPSTREAM_URL) {
-        scheme = up.scheme, host = up.host, port = up.port;
-    } else {
+    if (sy_match_target(m, NULL, 0, &t, &err)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "switchyard: route \"%V\": %s", &ctx->route, err.message);
+        return err.code == SY_ENOINSTANCE ? NGX_HTTP_SERVICE_UNAVAILABLE
+                                          : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (t.kind != SY_UPSTREAM_URL && t.kind != SY_UPSTREAM_SERVICE) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "switchyard: route \"%V\": forward: and no:// routes "
+                      "are not supported by the module",
+                      &ctx->route);
         return NGX_HTTP_BAD_GATEWAY;
     }
+    /* nginx proxies WebSocket over http(s) with the Upgrade headers */
+    scheme = t.scheme;
     if (ngx_strcmp(scheme, "ws") == 0)
         scheme = "http";
     else if (ngx_strcmp(scheme, "wss") == 0)
         scheme = "https";
 
-    /* upstream: scheme://host:port */
-    size_t hl = strlen(host);
-    ctx->upstream.data = ngx_pnalloc(r->pool, strlen(scheme) + hl + 12);
+    hl = ngx_strlen(t.host);
+    v6 = ngx_strlchr((u_char *)t.host, (u_char *)t.host + hl, ':') != NULL;
+    ctx->upstream.data = ngx_pnalloc(r->pool, ngx_strlen(scheme) + hl + 12);
     if (ctx->upstream.data == NULL)
         return NGX_ERROR;
-    bool v6 = memchr(host, ':', hl) != NULL;
     ctx->upstream.len =
         ngx_sprintf(ctx->upstream.data, v6 ? "%s://[%s]:%uD" : "%s://%s:%uD",
-                    scheme, host, (uint32_t)port) -
+                    scheme, t.host, (uint32_t)t.port) -
         ctx->upstream.data;
 
-    sy_str path = sy_match_path(m), query = sy_match_query(m);
-    ctx->uri.data = ngx_pnalloc(r->pool, path.len + query.len + 2);
+    ctx->uri.data = ngx_pnalloc(r->pool, t.path.len + t.query.len + 2);
     if (ctx->uri.data == NULL)
         return NGX_ERROR;
-    u_char *p = ngx_cpymem(ctx->uri.data, path.ptr, path.len);
-    if (query.len) {
+    p = ngx_cpymem(ctx->uri.data, t.path.ptr, t.path.len);
+    if (t.query.len) {
         *p++ = '?';
-        p = ngx_cpymem(p, query.ptr, query.len);
+        p = ngx_cpymem(p, t.query.ptr, t.query.len);
     }
     ctx->uri.len = p - ctx->uri.data;
 
-    if (sy_match_preserve_host(m)) {
-        ctx->host = r->headers_in.server;
-        if (r->headers_in.host)
-            ctx->host = r->headers_in.host->value;
-    } else {
-        bool dflt = (port == 80 && ngx_strcmp(scheme, "http") == 0) ||
-                    (port == 443 && ngx_strcmp(scheme, "https") == 0);
-        ctx->host.data = ngx_pnalloc(r->pool, hl + 10);
-        if (ctx->host.data == NULL)
-            return NGX_ERROR;
-        ctx->host.len =
-            (dflt ? ngx_sprintf(ctx->host.data, v6 ? "[%s]" : "%s", host)
-                  : ngx_sprintf(ctx->host.data, v6 ? "[%s]:%uD" : "%s:%uD",
-                                host, (uint32_t)port)) -
-            ctx->host.data;
-    }
-
-    size_t count = sy_match_header_count(m);
-    sy_header *hs = ngx_palloc(r->pool, (count + 1) * sizeof *hs);
-    if (hs == NULL)
+    if (sw_pstr(r, &ctx->host, t.host_header.ptr ? t.host_header.ptr : "",
+                t.host_header.len) != NGX_OK)
         return NGX_ERROR;
-    for (size_t i = 0; i < count; i++) {
-        sy_header h = sy_match_header(m, i);
-        if (h.name.len == 4 &&
-            ngx_strncasecmp((u_char *)h.name.ptr, (u_char *)"host", 4) == 0)
-            continue;
-        hs[hn++] = h;
-    }
-    if (sw_set_headers(r, hs, hn) != NGX_OK)
+    if (t.instance_id && sw_pstr(r, &ctx->instance, t.instance_id,
+                                 ngx_strlen(t.instance_id)) != NGX_OK)
         return NGX_ERROR;
-    return NGX_OK;
+    if (t.version &&
+        sw_pstr(r, &ctx->version, t.version, ngx_strlen(t.version)) != NGX_OK)
+        return NGX_ERROR;
+    return sw_set_headers(r, t.headers, t.header_count);
 }
 
 /* Copy the response operations and SetStatus for the header filter. */
@@ -495,6 +487,7 @@ static ngx_int_t sw_keep_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx,
 
 static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                           sy_snapshot *snap) {
+    /* req stays on this frame: every use of the match is in this call */
     sy_request req = SY_REQUEST_INIT;
     sy_match *m = NULL;
     u_char *q;
@@ -524,7 +517,7 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (sy_snapshot_match(snap, sw_worker.mctx, &req, &m) < 0)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     if (m == NULL)
-        return sw_answer_nomatch(r, ctx);
+        return sw_answer_nomatch(r);
     const char *id = sy_route_id(sy_match_route(m));
     if (sw_pstr(r, &ctx->route, id, strlen(id)) != NGX_OK)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -546,7 +539,7 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     }
     case SY_ACTION_PROXY: break;
     }
-    ngx_int_t rc = sw_target(r, ctx, snap, m, &req);
+    ngx_int_t rc = sw_target(r, ctx, m);
     if (rc != NGX_OK)
         return rc == NGX_ERROR ? NGX_HTTP_INTERNAL_SERVER_ERROR : rc;
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK)

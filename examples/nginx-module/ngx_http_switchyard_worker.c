@@ -151,8 +151,9 @@ static cJSON *sw_parse_json(const char *json, size_t len, sy_error *err) {
     return root;
 }
 
-int sw_instances_apply(sy_router *r, const char *service, const char *json,
-                       size_t len, sy_error *err) {
+/* Stage a service's instance list (cs NULL: only check it). */
+static int sw_stage_instances(sy_change_set *cs, const char *service,
+                              const char *json, size_t len, sy_error *err) {
     sw_instances_t in;
     cJSON *root = sw_parse_json(json, len, err);
     if (root == NULL)
@@ -163,18 +164,18 @@ int sw_instances_apply(sy_router *r, const char *service, const char *json,
     int rc = sw_instances_from_json(
         arr, cJSON_IsObject(root) ? "instances" : "", &in, err);
     if (rc == 0) {
-        rc = r ? sy_router_set_instances(r, service, in.list, in.count, NULL,
-                                         err)
-               : 0;
+        rc = cs ? sy_change_set_set_instances(cs, service, in.list, in.count,
+                                              err)
+                : 0;
         sw_instances_free(&in);
     }
     cJSON_Delete(root);
     return rc;
 }
 
-/* {"services": {name: [instances]}}: every service, in order; r NULL
- * only checks. */
-static int sw_instances_file(sy_router *r, const char *json, size_t len,
+/* {"services": {name: [instances]}}: every service staged, in order; cs
+ * NULL only checks. */
+static int sw_instances_file(sy_change_set *cs, const char *json, size_t len,
                              sy_error *err) {
     char where[160];
     const cJSON *svc;
@@ -195,9 +196,9 @@ static int sw_instances_file(sy_router *r, const char *json, size_t len,
         rc = sw_instances_from_json(svc, where, &in, err);
         if (rc)
             break;
-        if (r)
-            rc = sy_router_set_instances(r, svc->string, in.list, in.count,
-                                         NULL, err);
+        if (cs)
+            rc = sy_change_set_set_instances(cs, svc->string, in.list, in.count,
+                                             err);
         sw_instances_free(&in);
         if (rc)
             break;
@@ -212,11 +213,24 @@ int sw_instances_file_check(const char *json, size_t len, sy_error *err) {
 
 /* ---- applying documents ---- */
 
+static int sw_stage(sy_change_set *cs, ngx_uint_t kind, const char *name,
+                    const char *data, size_t len, sy_error *err) {
+    if (kind == SW_DOC_ROUTES)
+        return sy_change_set_apply(cs, name, data, len, err);
+    return sw_stage_instances(cs, name, data, len, err);
+}
+
 int sw_worker_apply(ngx_uint_t kind, const char *name, const char *data,
                     size_t len, sy_error *err) {
-    if (kind == SW_DOC_ROUTES)
-        return sy_router_apply(sw_worker.router, name, data, len, NULL, err);
-    return sw_instances_apply(sw_worker.router, name, data, len, err);
+    sy_change_set *cs;
+    int rc = sy_change_set_new(sw_worker.router, &cs, err);
+    if (rc)
+        return rc;
+    rc = sw_stage(cs, kind, name, data, len, err);
+    if (rc == 0)
+        rc = sy_router_commit(sw_worker.router, cs, NULL, err);
+    sy_change_set_free(cs);
+    return rc;
 }
 
 void sw_worker_publish(int rc, const sy_error *err) {
@@ -238,23 +252,46 @@ void sw_worker_publish(int rc, const sy_error *err) {
     sw_zone_publish(sw_worker.zone, ngx_worker, s);
 }
 
-/* Apply zone documents (sorted by seq); the first error is kept. */
+static void sw_log_doc_error(ngx_log_t *log, const sw_doc_copy_t *d,
+                             const sy_error *e) {
+    ngx_log_error(NGX_LOG_ERR, log, 0,
+                  "switchyard: stored %s \"%s\" (generation %uL) not "
+                  "applied: %s%s%s",
+                  d->kind == SW_DOC_ROUTES ? "routes" : "instances", d->name,
+                  d->seq, e->path, e->path[0] ? ": " : "", e->message);
+}
+
+/* Apply zone documents (sorted by seq) as one change set: one publish.
+ * Should one of them fail (a conflict between documents stored by two
+ * workers at once), apply the others one by one so that one bad document
+ * does not hold the rest back; the first error is kept. */
 static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
                          ngx_log_t *log) {
-    int first = 0;
+    sy_change_set *cs;
+    int rc, first = 0;
     sy_error e;
 
+    if (n == 0)
+        return 0;
+    rc = sy_change_set_new(sw_worker.router, &cs, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = sw_stage(cs, docs[i].kind, docs[i].name, docs[i].data, docs[i].len,
+                      err);
+    if (rc == 0)
+        rc = sy_router_commit(sw_worker.router, cs, NULL, err);
+    sy_change_set_free(cs);
+    if (rc == 0 || n == 1) {
+        if (rc)
+            sw_log_doc_error(log, &docs[0], err);
+        return rc;
+    }
     for (size_t i = 0; i < n; i++) {
-        int rc = sw_worker_apply(docs[i].kind, docs[i].name, docs[i].data,
-                                 docs[i].len, &e);
+        rc = sw_worker_apply(docs[i].kind, docs[i].name, docs[i].data,
+                             docs[i].len, &e);
         if (rc) {
-            ngx_log_error(NGX_LOG_ERR, log, 0,
-                          "switchyard: stored %s \"%s\" (generation %uL) "
-                          "not applied: %s%s%s",
-                          docs[i].kind == SW_DOC_ROUTES ? "routes"
-                                                        : "instances",
-                          docs[i].name, docs[i].seq, e.path,
-                          e.path[0] ? ": " : "", e.message);
+            sw_log_doc_error(log, &docs[i], &e);
             if (!first) {
                 first = rc;
                 *err = e;
@@ -316,31 +353,30 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
                       err.message);
         return NGX_ERROR;
     }
+    /* the files, as one change set: they were checked at configuration
+     * time, so a failure here is an emergency */
+    sy_change_set *cs = NULL;
     f = mcf->route_files.elts;
-    for (ngx_uint_t i = 0; i < mcf->route_files.nelts; i++) {
+    for (ngx_uint_t i = 0; i < mcf->route_files.nelts; i++)
         if (sy_router_add_source(sw_worker.router, (char *)f[i].name.data,
-                                 &err) ||
-            sy_router_apply(sw_worker.router, (char *)f[i].name.data,
-                            (char *)f[i].text.data, f[i].text.len, NULL,
-                            &err)) {
-            ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                          "switchyard: %V: %s%s%s", &f[i].path, err.path,
-                          err.path[0] ? ": " : "", err.message);
-            return NGX_ERROR;
-        }
-    }
+                                 &err))
+            goto failed;
+    if (sy_change_set_new(sw_worker.router, &cs, &err))
+        goto failed;
+    for (ngx_uint_t i = 0; i < mcf->route_files.nelts; i++)
+        if (sy_change_set_apply(cs, (char *)f[i].name.data,
+                                (char *)f[i].text.data, f[i].text.len, &err))
+            goto failed;
     f = mcf->instance_files.elts;
-    for (ngx_uint_t i = 0; i < mcf->instance_files.nelts; i++) {
-        if (sw_instances_file(sw_worker.router, (char *)f[i].text.data,
-                              f[i].text.len, &err)) {
-            ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                          "switchyard: %V: %s%s%s", &f[i].path, err.path,
-                          err.path[0] ? ": " : "", err.message);
-            return NGX_ERROR;
-        }
-    }
+    for (ngx_uint_t i = 0; i < mcf->instance_files.nelts; i++)
+        if (sw_instances_file(cs, (char *)f[i].text.data, f[i].text.len, &err))
+            goto failed;
+    if (sy_router_commit(sw_worker.router, cs, NULL, &err))
+        goto failed;
+    sy_change_set_free(cs);
+    cs = NULL;
 
-    /* the documents stored since this configuration was loaded */
+    /* then the documents stored since this configuration was loaded */
     sw_worker.epoch = sw_worker.zone->sh->epoch;
     if (sw_zone_copy(sw_worker.zone, sw_worker.epoch, 0, &docs, &n, &gen) ==
         NGX_OK) {
@@ -356,6 +392,13 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     sw_worker.timer.cancelable = 1;
     ngx_add_timer(&sw_worker.timer, SW_POLL_MS);
     return NGX_OK;
+
+failed:
+    if (cs)
+        sy_change_set_free(cs);
+    ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "switchyard: %s%s%s", err.path,
+                  err.path[0] ? ": " : "", err.message);
+    return NGX_ERROR;
 }
 
 void sw_worker_stop(void) {

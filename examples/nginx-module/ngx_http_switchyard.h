@@ -113,7 +113,9 @@ typedef struct {
     ngx_event_t timer;
     sy_header *hdrs; /* scratch for a request's headers */
     size_t hdr_cap;
-    sw_slot_t slot; /* what this worker last published */
+    sw_slot_t slot;   /* what this worker last published */
+    ngx_flag_t dirty; /* the router holds a document the zone does not:
+                         rebuild it from the files and the zone */
 } sw_worker_t;
 
 extern sw_worker_t sw_worker;

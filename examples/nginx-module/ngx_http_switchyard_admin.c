@@ -77,11 +77,56 @@ static ngx_int_t sw_send_message(ngx_http_request_t *r, ngx_uint_t status,
     return sw_send_error(r, status, &err);
 }
 
+/* This worker's view of its sources (sy_router_source_status). Needs
+ * SW_SOURCE_JSON_MAX bytes per source. */
+#define SW_SOURCE_JSON_MAX (6 * (128 + 128 + 256 + 256) + 400)
+static u_char *sw_sources_json(u_char *p) {
+    size_t n = sy_router_source_count(sw_worker.router);
+    sy_source_status st;
+    sy_error err;
+
+    p = ngx_cpymem(p, ",\"sources\":[", 12);
+    for (size_t i = 0; i < n; i++) {
+        if (sy_router_source_status(sw_worker.router, i, &st, &err))
+            break;
+        p = ngx_cpymem(p, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
+        p = sw_json_str(p, (u_char *)st.name, ngx_strlen(st.name));
+        p = ngx_cpymem(p, ",\"version\":", 11);
+        p = sw_json_str(p, (u_char *)st.version, ngx_strlen(st.version));
+        p = ngx_sprintf(p,
+                        ",\"applied\":%s,\"checksum\":\"%016uxL\","
+                        "\"fingerprint\":\"%016uxL\",\"routes\":%uz,"
+                        "\"last_apply_ms\":%L,\"last_result\":%d,"
+                        "\"applied_count\":%uL,\"skipped_count\":%uL,"
+                        "\"failed_count\":%uL,\"last_error\":",
+                        st.applied ? "true" : "false", st.checksum,
+                        st.fingerprint, st.routes, st.last_apply_ms,
+                        st.last_result, st.applied_count, st.skipped_count,
+                        st.failed_count);
+        if (st.last_error.code) {
+            p = ngx_cpymem(p, "{\"path\":", 8);
+            p = sw_json_str(p, (u_char *)st.last_error.path,
+                            ngx_strlen(st.last_error.path));
+            p = ngx_cpymem(p, ",\"message\":", 11);
+            p = sw_json_str(p, (u_char *)st.last_error.message,
+                            ngx_strlen(st.last_error.message));
+            *p++ = '}';
+        } else {
+            p = ngx_cpymem(p, "null", 4);
+        }
+        *p++ = '}';
+    }
+    *p++ = ']';
+    return p;
+}
+
 /* GET <admin>/status */
 static ngx_int_t sw_status(ngx_http_request_t *r) {
     sw_zone_ctx_t *z = sw_worker.zone;
     sw_shm_doc_t *d;
-    size_t size = 512 + SW_MAX_WORKERS * (200 + 6 * 520), ndocs = 0;
+    size_t size = 512 + SW_MAX_WORKERS * (200 + 6 * 520) +
+                  sy_router_source_count(sw_worker.router) * SW_SOURCE_JSON_MAX,
+           ndocs = 0;
     ngx_buf_t *b;
     sw_slot_t slots[SW_MAX_WORKERS];
     uint64_t gen, epoch;
@@ -139,8 +184,10 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
         *b->last++ = '}';
         nslots++;
     }
-    b->last = ngx_sprintf(b->last, "],\"converged\":%s,\"this_worker\":%P}\n",
+    b->last = ngx_sprintf(b->last, "],\"converged\":%s,\"this_worker\":%P",
                           converged && nslots ? "true" : "false", ngx_pid);
+    b->last = sw_sources_json(b->last);
+    b->last = ngx_cpymem(b->last, "}\n", 2);
     return sw_send_json(r, NGX_HTTP_OK, b);
 }
 
@@ -209,7 +256,8 @@ static ngx_int_t sw_put(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         NGX_OK) {
         free(body);
         /* this worker applied a document nobody else will see: rebuild
-         * from the zone at the next request */
+         * from the files and the zone at the next request */
+        sw_worker.dirty = 1;
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "switchyard: zone is full, document not stored");
         return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,

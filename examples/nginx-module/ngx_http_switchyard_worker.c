@@ -301,6 +301,49 @@ static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
     return first;
 }
 
+/* The configured files as one change set (they were checked at
+ * configuration time). */
+static int sw_apply_files(sy_error *err) {
+    sw_main_conf_t *mcf = sw_worker.mcf;
+    sw_file_t *f = mcf->route_files.elts;
+    sy_change_set *cs;
+    int rc = sy_change_set_new(sw_worker.router, &cs, err);
+
+    for (ngx_uint_t i = 0; rc == 0 && i < mcf->route_files.nelts; i++)
+        rc = sy_change_set_apply(cs, (char *)f[i].name.data,
+                                 (char *)f[i].text.data, f[i].text.len, err);
+    f = mcf->instance_files.elts;
+    for (ngx_uint_t i = 0; rc == 0 && i < mcf->instance_files.nelts; i++)
+        rc = sw_instances_file(cs, (char *)f[i].text.data, f[i].text.len, err);
+    if (rc == 0)
+        rc = sy_router_commit(sw_worker.router, cs, NULL, err);
+    if (cs)
+        sy_change_set_free(cs);
+    return rc;
+}
+
+/* Every document of the zone, as of now. */
+static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
+    sw_doc_copy_t *docs;
+    size_t n;
+    uint64_t gen;
+    int rc;
+
+    if (sw_zone_copy(sw_worker.zone, sw_worker.epoch, 0, &docs, &n, &gen) !=
+        NGX_OK)
+        return 0;
+    rc = sw_apply_docs(docs, n, err, log);
+    sw_docs_free(docs, n);
+    sw_worker.generation = gen;
+    return rc;
+}
+
+/* Files, then every document of the zone: the whole configuration. */
+static int sw_full_sync(ngx_log_t *log, sy_error *err) {
+    int rc = sw_apply_files(err);
+    return rc ? rc : sw_apply_zone(log, err);
+}
+
 void sw_worker_sync(ngx_log_t *log) {
     sw_doc_copy_t *docs;
     size_t n;
@@ -308,8 +351,15 @@ void sw_worker_sync(ngx_log_t *log) {
     sy_error err;
     int rc;
 
-    if (sw_worker.router == NULL || sw_worker.zone == NULL ||
-        sw_worker.zone->sh->generation == sw_worker.generation)
+    if (sw_worker.router == NULL || sw_worker.zone == NULL)
+        return;
+    if (sw_worker.dirty) {
+        sw_worker.dirty = 0;
+        rc = sw_full_sync(log, &err);
+        sw_worker_publish(rc, &err);
+        return;
+    }
+    if (sw_worker.zone->sh->generation == sw_worker.generation)
         return;
     ngx_int_t zrc = sw_zone_copy(sw_worker.zone, sw_worker.epoch,
                                  sw_worker.generation, &docs, &n, &gen);
@@ -339,51 +389,25 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
     sy_error err;
     sw_file_t *f;
-    sw_doc_copy_t *docs = NULL;
-    size_t n = 0;
-    uint64_t gen = 0;
-    int rc = 0;
+    int rc;
 
     ngx_memzero(&sw_worker, sizeof sw_worker);
     sw_worker.mcf = mcf;
     sw_worker.zone = mcf->zone->data;
+    sw_worker.epoch = sw_worker.zone->sh->epoch;
     if (sy_router_new(&opts, &sw_worker.router, &err) ||
-        sy_match_ctx_new(NULL, &sw_worker.mctx, &err)) {
-        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "switchyard: %s",
-                      err.message);
-        return NGX_ERROR;
-    }
-    /* the files, as one change set: they were checked at configuration
-     * time, so a failure here is an emergency */
-    sy_change_set *cs = NULL;
+        sy_match_ctx_new(NULL, &sw_worker.mctx, &err))
+        goto failed;
     f = mcf->route_files.elts;
     for (ngx_uint_t i = 0; i < mcf->route_files.nelts; i++)
         if (sy_router_add_source(sw_worker.router, (char *)f[i].name.data,
                                  &err))
             goto failed;
-    if (sy_change_set_new(sw_worker.router, &cs, &err))
+    /* the files must apply; documents stored since this configuration was
+     * loaded are reported per document */
+    if (sw_apply_files(&err))
         goto failed;
-    for (ngx_uint_t i = 0; i < mcf->route_files.nelts; i++)
-        if (sy_change_set_apply(cs, (char *)f[i].name.data,
-                                (char *)f[i].text.data, f[i].text.len, &err))
-            goto failed;
-    f = mcf->instance_files.elts;
-    for (ngx_uint_t i = 0; i < mcf->instance_files.nelts; i++)
-        if (sw_instances_file(cs, (char *)f[i].text.data, f[i].text.len, &err))
-            goto failed;
-    if (sy_router_commit(sw_worker.router, cs, NULL, &err))
-        goto failed;
-    sy_change_set_free(cs);
-    cs = NULL;
-
-    /* then the documents stored since this configuration was loaded */
-    sw_worker.epoch = sw_worker.zone->sh->epoch;
-    if (sw_zone_copy(sw_worker.zone, sw_worker.epoch, 0, &docs, &n, &gen) ==
-        NGX_OK) {
-        rc = sw_apply_docs(docs, n, &err, cycle->log);
-        sw_docs_free(docs, n);
-    }
-    sw_worker.generation = gen;
+    rc = sw_apply_zone(cycle->log, &err);
     sw_worker_publish(rc, &err);
 
     sw_worker.timer.handler = sw_timer_handler;
@@ -394,8 +418,6 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     return NGX_OK;
 
 failed:
-    if (cs)
-        sy_change_set_free(cs);
     ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "switchyard: %s%s%s", err.path,
                   err.path[0] ? ": " : "", err.message);
     return NGX_ERROR;

@@ -427,6 +427,12 @@ def test_workers_converge(env):
     pids = {w["pid"] for w in s["workers"]}
     check(len(pids) == 2, "worker pids %r" % pids)
     check(all(w["error"] is None for w in s["workers"]), repr(s))
+    src = {x["name"]: x for x in s["sources"]}
+    check(list(src) == ["main", "live"], "sources %r" % list(src))
+    check(src["live"]["version"] == "200" and src["live"]["routes"] == 1,
+          "live source %r" % src["live"])
+    check(src["main"]["version"] == "1" and src["main"]["routes"] == 7,
+          "main source %r" % src["main"])
 
 
 def test_reload_rereads_files(env):

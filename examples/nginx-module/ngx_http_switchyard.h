@@ -20,7 +20,18 @@
 #define SW_POLL_MS 100
 #define SW_DEFAULT_ZONE_SIZE (32 * 1024 * 1024)
 
-typedef enum { SW_DOC_ROUTES = 0, SW_DOC_INSTANCES = 1 } sw_doc_kind;
+/* What a stored document is. One entry per (kind, name) for the first
+ * two kinds, one per route id for the last two (the newest change of a
+ * route wins); a routes document for a source supersedes the stored route
+ * changes of that source (the library replaces upserted routes too). */
+typedef enum {
+    SW_DOC_ROUTES = 0,      /* name: source; data: routes document */
+    SW_DOC_INSTANCES = 1,   /* name: service; data: instances list */
+    SW_DOC_ROUTE = 2,       /* name: route id; source; data: one route */
+    SW_DOC_ROUTE_REMOVE = 3 /* name: route id; source; no data */
+} sw_doc_kind;
+
+#define SW_IS_ROUTE_OP(k) ((k) == SW_DOC_ROUTE || (k) == SW_DOC_ROUTE_REMOVE)
 
 /* A document read from a file at configuration time (cycle pool). */
 typedef struct {
@@ -52,6 +63,8 @@ struct sw_shm_doc_s {
     uint64_t seq;    /* zone generation that stored it */
     size_t name_len;
     u_char *name;
+    size_t source_len; /* route changes: the route's source */
+    u_char *source;
     size_t len;
     u_char *data;
 };
@@ -84,8 +97,9 @@ typedef struct {
 typedef struct {
     ngx_uint_t kind;
     uint64_t seq;
-    char *name; /* NUL-terminated, malloc */
-    char *data; /* malloc */
+    char *name;   /* NUL-terminated, malloc */
+    char *source; /* NUL-terminated, malloc ("" unless a route change) */
+    char *data;   /* malloc */
     size_t len;
 } sw_doc_copy_t;
 
@@ -98,7 +112,8 @@ ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
 void sw_docs_free(sw_doc_copy_t *docs, size_t count);
 /* Store a document; *seq receives its generation. */
 ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
-                        const u_char *data, size_t len, uint64_t *seq);
+                        ngx_str_t *source, const u_char *data, size_t len,
+                        uint64_t *seq);
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
 
 /* ---- the worker's router ---- */
@@ -128,8 +143,10 @@ void sw_worker_stop(void);
 void sw_worker_sync(ngx_log_t *log);
 /* Apply one document to this worker's router (the admin location's
  * validation); err is filled on failure. */
-int sw_worker_apply(ngx_uint_t kind, const char *name, const char *data,
-                    size_t len, sy_error *err);
+int sw_worker_apply(ngx_uint_t kind, const char *name, const char *source,
+                    const char *data, size_t len, sy_error *err);
+/* "routes", "instances", "route", "route-remove" */
+const char *sw_kind_name(ngx_uint_t kind);
 void sw_worker_publish(int rc, const sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);

@@ -6,6 +6,7 @@
  */
 #include "ngx_http_switchyard.h"
 
+#include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +138,7 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     sw_worker_sync(r->connection->log);
     ngx_shmtx_lock(&z->shpool->mutex);
     for (d = z->sh->docs; d; d = d->next)
-        ndocs++, size += 6 * d->name_len + 120;
+        ndocs++, size += 6 * (d->name_len + d->source_len) + 140;
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {
         ngx_shmtx_unlock(&z->shpool->mutex);
@@ -151,11 +152,14 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
                           "\"documents\":[",
                           gen, epoch);
     for (d = z->sh->docs; d; d = d->next) {
-        b->last = ngx_sprintf(
-            b->last,
-            "%s{\"kind\":\"%s\",\"name\":", d == z->sh->docs ? "" : ",",
-            d->kind == SW_DOC_ROUTES ? "routes" : "instances");
+        b->last =
+            ngx_sprintf(b->last, "%s{\"kind\":\"%s\",\"name\":",
+                        d == z->sh->docs ? "" : ",", sw_kind_name(d->kind));
         b->last = sw_json_str(b->last, d->name, d->name_len);
+        if (SW_IS_ROUTE_OP(d->kind)) {
+            b->last = ngx_cpymem(b->last, ",\"source\":", 10);
+            b->last = sw_json_str(b->last, d->source, d->source_len);
+        }
         b->last = ngx_sprintf(b->last, ",\"generation\":%uL,\"bytes\":%uz}",
                               d->seq, d->len);
     }
@@ -228,38 +232,75 @@ static u_char *sw_body(ngx_http_request_t *r, size_t *len) {
 
 typedef struct {
     ngx_uint_t kind;
-    ngx_str_t name;
+    ngx_str_t name;   /* source, service or route id */
+    ngx_str_t source; /* route changes: the source */
 } sw_admin_ctx_t;
 
-static ngx_int_t sw_put(ngx_http_request_t *r, sw_admin_ctx_t *a) {
-    size_t len;
-    u_char *body = sw_body(r, &len);
-    char name[256];
+static void sw_cstr(char *dst, size_t cap, ngx_str_t *s) {
+    size_t n = ngx_min(s->len, cap - 1);
+    ngx_memcpy(dst, s->data, n);
+    dst[n] = '\0';
+}
+
+/* A one-route body must name the route of its URL. */
+static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
+                             sy_error *err) {
+    cJSON *root = cJSON_ParseWithLength((const char *)body, len);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
+    int rc = 0;
+
+    if (root && cJSON_IsString(id) &&
+        (ngx_strlen(id->valuestring) != a->name.len ||
+         ngx_strncmp(id->valuestring, a->name.data, a->name.len) != 0)) {
+        ngx_memzero(err, sizeof *err);
+        err->code = rc = SY_EARG;
+        ngx_cpystrn((u_char *)err->path, (u_char *)"id", sizeof err->path);
+        ngx_snprintf((u_char *)err->message, sizeof err->message - 1,
+                     "the route's id is not the one of the URL (%V)%Z",
+                     &a->name);
+    }
+    cJSON_Delete(root); /* other shape errors are the library's to report */
+    return rc;
+}
+
+/* Validate a change against this worker's router, then store it. */
+static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
+    size_t len = 0;
+    u_char *body = a->kind == SW_DOC_ROUTE_REMOVE ? NULL : sw_body(r, &len);
+    char name[256], source[256];
     sy_error err;
-    uint64_t seq, before = sw_worker.generation;
+    uint64_t seq, before;
     int rc;
 
-    if (body == NULL)
+    if (body == NULL && a->kind != SW_DOC_ROUTE_REMOVE)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    ngx_cpystrn((u_char *)name, a->name.data, ngx_min(a->name.len + 1, 256));
+    sw_cstr(name, sizeof name, &a->name);
+    sw_cstr(source, sizeof source, &a->source);
 
     /* validate against this worker's router, brought up to date first:
-     * a document that fails here changes nothing anywhere */
+     * a change that fails here changes nothing anywhere */
     sw_worker_sync(r->connection->log);
     before = sw_worker.generation;
-    rc = sw_worker_apply(a->kind, name, (char *)body, len, &err);
+    rc = a->kind == SW_DOC_ROUTE ? sw_check_route_id(a, body, len, &err) : 0;
+    if (rc == 0)
+        rc = sw_worker_apply(a->kind, name, source, (char *)body, len, &err);
     if (rc) {
         free(body);
-        return sw_send_error(r, NGX_HTTP_BAD_REQUEST, &err);
+        return sw_send_error(r,
+                             rc == SY_ENOTFOUND &&
+                                     a->kind == SW_DOC_ROUTE_REMOVE
+                                 ? NGX_HTTP_NOT_FOUND
+                                 : NGX_HTTP_BAD_REQUEST,
+                             &err);
     }
-    if (sw_zone_store(sw_worker.zone, a->kind, &a->name, body, len, &seq) !=
-        NGX_OK) {
+    if (sw_zone_store(sw_worker.zone, a->kind, &a->name, &a->source,
+                      body ? body : (u_char *)"", len, &seq) != NGX_OK) {
         free(body);
-        /* this worker applied a document nobody else will see: rebuild
+        /* this worker applied a change nobody else will see: rebuild
          * from the files and the zone at the next request */
         sw_worker.dirty = 1;
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "switchyard: zone is full, document not stored");
+                      "switchyard: zone is full, change not stored");
         return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,
                                "the switchyard zone is full "
                                "(switchyard_zone)");
@@ -273,8 +314,8 @@ static ngx_int_t sw_put(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 200);
     if (b == NULL)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    b->last = ngx_sprintf(b->last, "{\"kind\":\"%s\",\"name\":",
-                          a->kind == SW_DOC_ROUTES ? "routes" : "instances");
+    b->last = ngx_sprintf(b->last,
+                          "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
     b->last = sw_json_str(b->last, a->name.data, a->name.len);
     b->last =
         ngx_sprintf(b->last,
@@ -286,7 +327,7 @@ static ngx_int_t sw_put(ngx_http_request_t *r, sw_admin_ctx_t *a) {
 
 static void sw_body_handler(ngx_http_request_t *r) {
     sw_admin_ctx_t *a = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
-    ngx_http_finalize_request(r, sw_put(r, a));
+    ngx_http_finalize_request(r, sw_change(r, a));
 }
 
 static bool sw_is_source(ngx_str_t *name) {
@@ -298,12 +339,30 @@ static bool sw_is_source(ngx_str_t *name) {
     return false;
 }
 
+/* Split "a/b" (or "a"); false for empty parts, more slashes or names
+ * longer than 127 bytes. */
+static bool sw_split(ngx_str_t *s, ngx_str_t *first, ngx_str_t *second) {
+    u_char *slash = ngx_strlchr(s->data, s->data + s->len, '/');
+    first->data = s->data;
+    first->len = slash ? (size_t)(slash - s->data) : s->len;
+    second->len = 0;
+    second->data = NULL;
+    if (slash) {
+        second->data = slash + 1;
+        second->len = s->len - first->len - 1;
+        if (second->len == 0 || second->len > 127 ||
+            ngx_strlchr(second->data, second->data + second->len, '/'))
+            return false;
+    }
+    return first->len > 0 && first->len <= 127;
+}
+
 ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
     ngx_http_core_loc_conf_t *clcf =
         ngx_http_get_module_loc_conf(r, ngx_http_core_module);
     u_char *p = r->uri.data, *end = r->uri.data + r->uri.len;
     sw_admin_ctx_t *a;
-    ngx_str_t rest;
+    ngx_str_t rest, first, second;
     ngx_int_t rc;
 
     if (sw_worker.router == NULL)
@@ -327,26 +386,59 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
     if (a == NULL)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     if (rest.len > 7 && ngx_strncmp(p, "routes/", 7) == 0) {
-        a->kind = SW_DOC_ROUTES;
-        a->name.data = p + 7, a->name.len = rest.len - 7;
+        rest.data += 7, rest.len -= 7;
+        if (!sw_split(&rest, &first, &second))
+            return NGX_HTTP_NOT_FOUND;
+        if (second.len == 0) {
+            if (r->method != NGX_HTTP_PUT)
+                return NGX_HTTP_NOT_ALLOWED;
+            a->kind = SW_DOC_ROUTES;
+            a->name = first;
+        } else {
+            if (!(r->method & (NGX_HTTP_PUT | NGX_HTTP_DELETE)))
+                return NGX_HTTP_NOT_ALLOWED;
+            a->kind =
+                r->method == NGX_HTTP_PUT ? SW_DOC_ROUTE : SW_DOC_ROUTE_REMOVE;
+            a->name = second;
+        }
+        a->source = first;
+        if (!sw_is_source(&first)) {
+            rc = ngx_http_discard_request_body(r);
+            if (rc != NGX_OK)
+                return rc;
+            return sw_send_message(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
+                                   "no such source: sources are the files "
+                                   "of switchyard_routes");
+        }
     } else if (rest.len > 10 && ngx_strncmp(p, "instances/", 10) == 0) {
+        rest.data += 10, rest.len -= 10;
+        if (!sw_split(&rest, &first, &second) || second.len)
+            return NGX_HTTP_NOT_FOUND;
+        if (r->method != NGX_HTTP_PUT)
+            return NGX_HTTP_NOT_ALLOWED;
         a->kind = SW_DOC_INSTANCES;
-        a->name.data = p + 10, a->name.len = rest.len - 10;
+        a->name = first;
     } else {
         return NGX_HTTP_NOT_FOUND;
     }
-    if (a->name.len > 127 ||
-        ngx_strlchr(a->name.data, a->name.data + a->name.len, '/'))
-        return NGX_HTTP_NOT_FOUND;
-    if (r->method != NGX_HTTP_PUT)
-        return NGX_HTTP_NOT_ALLOWED;
-    if (a->kind == SW_DOC_ROUTES && !sw_is_source(&a->name)) {
+    if (a->kind == SW_DOC_ROUTE_REMOVE) {
+        /* the route must live in that source */
+        const char *src = NULL;
+        char id[256];
+        sw_cstr(id, sizeof id, &a->name);
+        sw_worker_sync(r->connection->log);
+        sy_snapshot *snap = sy_router_acquire(sw_worker.router);
+        bool found = sy_snapshot_find_route(snap, id, &src) != NULL && src &&
+                     ngx_strlen(src) == a->source.len &&
+                     ngx_strncmp(src, a->source.data, a->source.len) == 0;
+        sy_snapshot_release(snap);
         rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK)
             return rc;
-        return sw_send_message(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
-                               "no such source: sources are the files of "
-                               "switchyard_routes");
+        if (!found)
+            return sw_send_message(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
+                                   "no such route in this source");
+        return sw_change(r, a);
     }
     ngx_http_set_ctx(r, a, ngx_http_switchyard_module);
     rc = ngx_http_read_client_request_body(r, sw_body_handler);

@@ -214,19 +214,30 @@ int sw_instances_file_check(const char *json, size_t len, sy_error *err) {
 /* ---- applying documents ---- */
 
 static int sw_stage(sy_change_set *cs, ngx_uint_t kind, const char *name,
-                    const char *data, size_t len, sy_error *err) {
-    if (kind == SW_DOC_ROUTES)
-        return sy_change_set_apply(cs, name, data, len, err);
-    return sw_stage_instances(cs, name, data, len, err);
+                    const char *source, const char *data, size_t len,
+                    sy_error *err) {
+    switch (kind) {
+    case SW_DOC_ROUTES: return sy_change_set_apply(cs, name, data, len, err);
+    case SW_DOC_ROUTE:
+        return sy_change_set_upsert_route(cs, source, data, len, err);
+    case SW_DOC_ROUTE_REMOVE: return sy_change_set_remove_route(cs, name, err);
+    default: return sw_stage_instances(cs, name, data, len, err);
+    }
 }
 
-int sw_worker_apply(ngx_uint_t kind, const char *name, const char *data,
-                    size_t len, sy_error *err) {
+const char *sw_kind_name(ngx_uint_t kind) {
+    static const char *names[] = {"routes", "instances", "route",
+                                  "route-remove"};
+    return kind < 4 ? names[kind] : "?";
+}
+
+int sw_worker_apply(ngx_uint_t kind, const char *name, const char *source,
+                    const char *data, size_t len, sy_error *err) {
     sy_change_set *cs;
     int rc = sy_change_set_new(sw_worker.router, &cs, err);
     if (rc)
         return rc;
-    rc = sw_stage(cs, kind, name, data, len, err);
+    rc = sw_stage(cs, kind, name, source, data, len, err);
     if (rc == 0)
         rc = sy_router_commit(sw_worker.router, cs, NULL, err);
     sy_change_set_free(cs);
@@ -257,8 +268,8 @@ static void sw_log_doc_error(ngx_log_t *log, const sw_doc_copy_t *d,
     ngx_log_error(NGX_LOG_ERR, log, 0,
                   "switchyard: stored %s \"%s\" (generation %uL) not "
                   "applied: %s%s%s",
-                  d->kind == SW_DOC_ROUTES ? "routes" : "instances", d->name,
-                  d->seq, e->path, e->path[0] ? ": " : "", e->message);
+                  sw_kind_name(d->kind), d->name, d->seq, e->path,
+                  e->path[0] ? ": " : "", e->message);
 }
 
 /* Apply zone documents (sorted by seq) as one change set: one publish.
@@ -277,8 +288,8 @@ static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
     if (rc)
         return rc;
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = sw_stage(cs, docs[i].kind, docs[i].name, docs[i].data, docs[i].len,
-                      err);
+        rc = sw_stage(cs, docs[i].kind, docs[i].name, docs[i].source,
+                      docs[i].data, docs[i].len, err);
     if (rc == 0)
         rc = sy_router_commit(sw_worker.router, cs, NULL, err);
     sy_change_set_free(cs);
@@ -288,8 +299,8 @@ static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
         return rc;
     }
     for (size_t i = 0; i < n; i++) {
-        rc = sw_worker_apply(docs[i].kind, docs[i].name, docs[i].data,
-                             docs[i].len, &e);
+        rc = sw_worker_apply(docs[i].kind, docs[i].name, docs[i].source,
+                             docs[i].data, docs[i].len, &e);
         if (rc) {
             sw_log_doc_error(log, &docs[i], &e);
             if (!first) {

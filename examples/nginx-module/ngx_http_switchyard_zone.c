@@ -10,6 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void sw_doc_free_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
+    ngx_slab_free_locked(z->shpool, d->name);
+    ngx_slab_free_locked(z->shpool, d->source);
+    ngx_slab_free_locked(z->shpool, d->data);
+    ngx_slab_free_locked(z->shpool, d);
+}
+
 /* A reload maps the same zone again (same name and size): the new
  * configuration starts from its files, so the documents stored under the
  * old one are dropped, and the epoch tells the old workers to stop
@@ -20,9 +27,7 @@ static void sw_zone_reset(sw_zone_ctx_t *z) {
     ngx_shmtx_lock(&z->shpool->mutex);
     for (d = z->sh->docs; d; d = next) {
         next = d->next;
-        ngx_slab_free_locked(z->shpool, d->name);
-        ngx_slab_free_locked(z->shpool, d->data);
-        ngx_slab_free_locked(z->shpool, d);
+        sw_doc_free_locked(z, d);
     }
     z->sh->docs = NULL;
     ngx_memzero(z->sh->slots, sizeof(z->sh->slots));
@@ -61,6 +66,7 @@ static int sw_doc_cmp(const void *a, const void *b) {
 void sw_docs_free(sw_doc_copy_t *docs, size_t count) {
     for (size_t i = 0; i < count; i++) {
         free(docs[i].name);
+        free(docs[i].source);
         free(docs[i].data);
     }
     free(docs);
@@ -99,15 +105,19 @@ ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
         c->seq = d->seq;
         c->len = d->len;
         c->name = malloc(d->name_len + 1);
+        c->source = malloc(d->source_len + 1);
         c->data = malloc(d->len + 1);
-        if (c->name == NULL || c->data == NULL) {
+        if (c->name == NULL || c->source == NULL || c->data == NULL) {
             free(c->name);
+            free(c->source);
             free(c->data);
             rc = NGX_ERROR;
             break;
         }
         memcpy(c->name, d->name, d->name_len);
         c->name[d->name_len] = '\0';
+        memcpy(c->source, d->source, d->source_len);
+        c->source[d->source_len] = '\0';
         memcpy(c->data, d->data, d->len);
         c->data[d->len] = '\0';
         n++;
@@ -123,42 +133,69 @@ ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
     return NGX_OK;
 }
 
-ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
-                        const u_char *data, size_t len, uint64_t *seq) {
-    sw_shm_doc_t *d;
-    u_char *copy;
+static u_char *sw_slab_copy(sw_zone_ctx_t *z, const u_char *p, size_t len) {
+    u_char *c = ngx_slab_alloc_locked(z->shpool, len ? len : 1);
+    if (c)
+        ngx_memcpy(c, p, len);
+    return c;
+}
 
+static bool sw_same(const u_char *a, size_t alen, ngx_str_t *b) {
+    return alen == b->len && ngx_memcmp(a, b->data, alen) == 0;
+}
+
+ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
+                        ngx_str_t *source, const u_char *data, size_t len,
+                        uint64_t *seq) {
+    sw_shm_doc_t *d, **pp;
+    u_char *copy, *src;
+    ngx_str_t none = ngx_null_string;
+
+    if (source == NULL)
+        source = &none;
     ngx_shmtx_lock(&z->shpool->mutex);
     for (d = z->sh->docs; d; d = d->next)
-        if (d->kind == kind && d->name_len == name->len &&
-            ngx_memcmp(d->name, name->data, name->len) == 0)
+        if ((d->kind == kind ||
+             (SW_IS_ROUTE_OP(d->kind) && SW_IS_ROUTE_OP(kind))) &&
+            sw_same(d->name, d->name_len, name))
             break;
-    copy = ngx_slab_alloc_locked(z->shpool, len ? len : 1);
-    if (copy == NULL)
+    copy = sw_slab_copy(z, data, len);
+    src = sw_slab_copy(z, source->data, source->len);
+    if (copy == NULL || src == NULL)
         goto nomem;
     if (d == NULL) {
         d = ngx_slab_calloc_locked(z->shpool, sizeof *d);
-        u_char *nm = ngx_slab_alloc_locked(z->shpool, name->len + 1);
-        if (d == NULL || nm == NULL) {
-            if (d)
-                ngx_slab_free_locked(z->shpool, d);
-            if (nm)
-                ngx_slab_free_locked(z->shpool, nm);
-            ngx_slab_free_locked(z->shpool, copy);
+        if (d == NULL)
+            goto nomem;
+        d->name = sw_slab_copy(z, name->data, name->len);
+        if (d->name == NULL) {
+            ngx_slab_free_locked(z->shpool, d);
             goto nomem;
         }
-        ngx_memcpy(nm, name->data, name->len);
-        d->name = nm;
         d->name_len = name->len;
-        d->kind = kind;
         d->next = z->sh->docs;
         z->sh->docs = d;
     } else {
         ngx_slab_free_locked(z->shpool, d->data);
+        ngx_slab_free_locked(z->shpool, d->source);
     }
-    ngx_memcpy(copy, data, len);
+    d->kind = kind;
     d->data = copy;
     d->len = len;
+    d->source = src;
+    d->source_len = source->len;
+    /* a source's document replaces the route changes stored for it */
+    if (kind == SW_DOC_ROUTES)
+        for (pp = &z->sh->docs; *pp;) {
+            sw_shm_doc_t *o = *pp;
+            if (SW_IS_ROUTE_OP(o->kind) &&
+                sw_same(o->source, o->source_len, name)) {
+                *pp = o->next;
+                sw_doc_free_locked(z, o);
+            } else {
+                pp = &o->next;
+            }
+        }
     /* the new generation becomes visible only with the document in place */
     d->seq = z->sh->generation + 1;
     ngx_memory_barrier();
@@ -167,6 +204,10 @@ ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
     ngx_shmtx_unlock(&z->shpool->mutex);
     return NGX_OK;
 nomem:
+    if (copy)
+        ngx_slab_free_locked(z->shpool, copy);
+    if (src)
+        ngx_slab_free_locked(z->shpool, src);
     ngx_shmtx_unlock(&z->shpool->mutex);
     return NGX_DECLINED;
 }

@@ -368,6 +368,61 @@ def test_instances_put(env):
     env.converged()
 
 
+def test_single_route_changes(env):
+    b = "http://127.0.0.1:%d" % env.pb
+    route = {"id": "extra", "uri": b, "predicates": ["Path=/extra/**"]}
+    r = env.put("routes/live/extra", route)
+    check(r.status == 200, "upsert: %d %r" % (r.status, r.body))
+    r = request(env.port, "GET", "/extra/x")
+    check(r.status == 200 and r.json()["id"] == "B", "upserted route")
+    r = env.put("routes/live/other", route)
+    check(r.status == 400 and r.json()["error"]["path"] == "id",
+          "id mismatch: %d %r" % (r.status, r.body))
+    r = env.put("routes/live/bad", {"id": "bad", "uri": b,
+                                    "predicates": ["Nope=1"]})
+    check(r.status == 400 and "predicates[0]" in r.json()["error"]["path"],
+          "bad route: %d %r" % (r.status, r.body))
+    r = request(env.port, "DELETE", "/switchyard/routes/main/extra")
+    check(r.status == 404, "remove from the wrong source: %d" % r.status)
+    s = env.converged()
+    kinds = sorted((d["kind"], d["name"]) for d in s["documents"])
+    check(("route", "extra") in kinds, "stored changes %r" % kinds)
+    r = request(env.port, "DELETE", "/switchyard/routes/live/extra")
+    check(r.status == 200, "remove: %d %r" % (r.status, r.body))
+    r = request(env.port, "GET", "/extra/x")
+    check(r.status == 404, "removed route answered %d" % r.status)
+    r = request(env.port, "DELETE", "/switchyard/routes/live/extra")
+    check(r.status == 404, "second remove: %d" % r.status)
+    env.put("routes/live/extra", route)
+    # a document for the source replaces its upserted routes
+    r = env.put("routes/live", env.live_routes(0))
+    check(r.status == 200, "document: %d" % r.status)
+    r = request(env.port, "GET", "/extra/x")
+    check(r.status == 404, "upsert survived the document: %d" % r.status)
+    s = env.converged()
+    check(not [d for d in s["documents"] if d["kind"].startswith("route-")
+               or d["kind"] == "route"],
+          "route changes kept: %r" % s["documents"])
+
+
+def test_broken_file_fails_configuration_test(env):
+    d = env.dir
+    with open(os.path.join(d, "broken.json"), "w") as f:
+        json.dump([{"id": "x", "uri": "http://127.0.0.1:1",
+                    "predicates": ["Path=/x", "Paht=/typo"]}], f)
+    with open(os.path.join(d, "nginx.conf")) as f:
+        conf = f.read()
+    conf = conf.replace("live.json;", "live.json;\n    switchyard_routes "
+                        + d + "/broken.json;")
+    with open(os.path.join(d, "broken.conf"), "w") as f:
+        f.write(conf)
+    p = subprocess.run([NGINX, "-t", "-p", d, "-c", d + "/broken.conf"],
+                       capture_output=True, text=True, timeout=10)
+    check(p.returncode != 0, "nginx -t accepted a broken routes file")
+    check("broken.json" in p.stderr and "[0].predicates[1]" in p.stderr,
+          "error not located: %r" % p.stderr[-500:])
+
+
 def test_route_changes_under_load(env):
     """200 PUTs while 4 clients request the changing route: no request
     fails, and each response comes from the version acknowledged before
@@ -436,6 +491,7 @@ def test_workers_converge(env):
 
 
 def test_reload_rereads_files(env):
+    old_pids = {w["pid"] for w in env.converged()["workers"]}
     env.write("live.json", env.live_routes(1000))
     env.reload()
     deadline = time.time() + 10
@@ -445,7 +501,12 @@ def test_reload_rereads_files(env):
             break
         check(time.time() < deadline, "reload not served")
         time.sleep(0.1)
+    # old workers keep their configuration until they exit
+    while any(os.path.exists("/proc/%d" % p) for p in old_pids):
+        check(time.time() < deadline, "old workers did not exit")
+        time.sleep(0.05)
     s = env.converged(timeout=10)
+    check(not old_pids & {w["pid"] for w in s["workers"]}, "old pids")
     check(s["documents"] == [], "documents kept across reload: %r"
           % s["documents"])
     r = env.put("routes/live", env.live_routes(1001))
@@ -466,6 +527,8 @@ TESTS = [
     test_set_status,
     test_broken_document_rejected,
     test_instances_put,
+    test_single_route_changes,
+    test_broken_file_fails_configuration_test,
     test_route_changes_under_load,
     test_workers_converge,
     test_reload_rereads_files,

@@ -19,6 +19,10 @@ typedef struct {
     ngx_int_t status; /* SetStatus on a proxied response, or 0 */
     sy_response_op *ops;
     ngx_uint_t op_count;
+    /* lb:// routes: the target, for the outcome report at the log phase,
+     * and the snapshot it came from, held until the request's pool goes */
+    sy_target target;
+    sy_snapshot *snap;
 } sw_req_ctx_t;
 
 static ngx_int_t sw_preconfiguration(ngx_conf_t *cf);
@@ -450,6 +454,8 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (sw_pstr(r, &ctx->host, t.host_header.ptr ? t.host_header.ptr : "",
                 t.host_header.len) != NGX_OK)
         return NGX_ERROR;
+    if (t.health)
+        ctx->target = t;
     if (t.instance_id && sw_pstr(r, &ctx->instance, t.instance_id,
                                  ngx_strlen(t.instance_id)) != NGX_OK)
         return NGX_ERROR;
@@ -547,6 +553,10 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     return NGX_DECLINED;
 }
 
+static void sw_release_snapshot(void *data) {
+    sy_snapshot_release(data);
+}
+
 static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
     sw_loc_conf_t *lcf =
         ngx_http_get_module_loc_conf(r, ngx_http_switchyard_module);
@@ -565,8 +575,46 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
 
     sy_snapshot *snap = sy_router_acquire(sw_worker.router);
     ngx_int_t rc = sw_route(r, ctx, snap);
+    if (rc == NGX_DECLINED && ctx->target.health) {
+        /* keep the snapshot for the outcome report (sw_log_handler) */
+        ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
+        if (cln) {
+            cln->handler = sw_release_snapshot;
+            cln->data = snap;
+            ctx->snap = snap;
+            return rc;
+        }
+        ctx->target.health = NULL;
+    }
     sy_snapshot_release(snap);
     return rc;
+}
+
+/* Passive health: tell the library how the attempt to the chosen
+ * instance went (consecutive failures eject it for a while). */
+static ngx_int_t sw_log_handler(ngx_http_request_t *r) {
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_http_upstream_state_t *st;
+    sy_outcome outcome;
+
+    if (ctx == NULL || ctx->snap == NULL || ctx->target.health == NULL ||
+        r->upstream_states == NULL || r->upstream_states->nelts == 0 ||
+        sw_worker.router == NULL)
+        return NGX_OK;
+    st = r->upstream_states->elts;
+    st = &st[r->upstream_states->nelts - 1];
+    if (st->connect_time == (ngx_msec_t)-1)
+        outcome = st->status == NGX_HTTP_GATEWAY_TIME_OUT
+                      ? SY_OUTCOME_TIMEOUT
+                      : SY_OUTCOME_CONNECT_FAILURE;
+    else if (st->status == NGX_HTTP_GATEWAY_TIME_OUT)
+        outcome = SY_OUTCOME_TIMEOUT;
+    else if (st->status >= 500 || st->status == 0)
+        outcome = SY_OUTCOME_5XX;
+    else
+        outcome = SY_OUTCOME_SUCCESS;
+    sy_router_report_outcome(sw_worker.router, &ctx->target, outcome);
+    return NGX_OK;
 }
 
 /* ---- response filters ---- */
@@ -657,6 +705,10 @@ static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
     if (h == NULL)
         return NGX_ERROR;
     *h = sw_phase_handler;
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL)
+        return NGX_ERROR;
+    *h = sw_log_handler;
 
     sw_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = sw_header_filter;

@@ -143,6 +143,8 @@ class Env:
              "filters": ["SetStatus=418"]},
             {"id": "keep", "uri": b, "predicates": ["Path=/keep/**"],
              "filters": ["PreserveHostHeader"]},
+            {"id": "flaky", "uri": "lb://flaky",
+             "predicates": ["Path=/flaky/**"]},
         ]}
 
     def live_routes(self, version, backend=None):
@@ -368,6 +370,28 @@ def test_instances_put(env):
     env.converged()
 
 
+def test_passive_health_ejects_a_failing_instance(env):
+    """Half the picks go to an instance nobody listens on; after 5
+    consecutive failures in a worker (the library's default), that worker
+    ejects it, so at most 10 requests fail (2 workers) before 20 in a row
+    succeed (without ejection: a chance of one in a million)."""
+    dead = free_port()
+    r = env.put("instances/flaky", [
+        {"id": "up", "host": "127.0.0.1", "port": env.pa},
+        {"id": "dead", "host": "127.0.0.1", "port": dead}])
+    check(r.status == 200, "PUT instances: %d" % r.status)
+    statuses, streak = [], 0
+    while streak < 20:
+        check(len(statuses) < 300, "no 20 successes in a row: %r"
+              % statuses[-40:])
+        st = request(env.port, "GET", "/flaky/x").status
+        statuses.append(st)
+        streak = streak + 1 if st == 200 else 0
+    check(set(statuses) <= {200, 502}, "statuses %r" % set(statuses))
+    check(1 <= statuses.count(502) <= 10, "%d failures before ejection"
+          % statuses.count(502))
+
+
 def test_single_route_changes(env):
     b = "http://127.0.0.1:%d" % env.pb
     route = {"id": "extra", "uri": b, "predicates": ["Path=/extra/**"]}
@@ -486,7 +510,7 @@ def test_workers_converge(env):
     check(list(src) == ["main", "live"], "sources %r" % list(src))
     check(src["live"]["version"] == "200" and src["live"]["routes"] == 1,
           "live source %r" % src["live"])
-    check(src["main"]["version"] == "1" and src["main"]["routes"] == 7,
+    check(src["main"]["version"] == "1" and src["main"]["routes"] == 8,
           "main source %r" % src["main"])
 
 
@@ -528,6 +552,7 @@ TESTS = [
     test_broken_document_rejected,
     test_instances_put,
     test_single_route_changes,
+    test_passive_health_ejects_a_failing_instance,
     test_broken_file_fails_configuration_test,
     test_route_changes_under_load,
     test_workers_converge,

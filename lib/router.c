@@ -891,7 +891,8 @@ static int publish_work(commit *c, sy_error *err) {
     sy_router *r = c->r;
     sy_snapshot *f = c->inter.v[c->inter.n - 1];
     ptr_vec *t = &c->touched;
-    qsort(t->v, t->n, sizeof *t->v, cmp_ptr);
+    if (t->n)
+        qsort(t->v, t->n, sizeof *t->v, cmp_ptr);
     size_t u = 0, graves = 0;
     for (size_t i = 0; i < t->n; i++)
         if (u == 0 || t->v[u - 1] != t->v[i])

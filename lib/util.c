@@ -431,6 +431,8 @@ const char *sy_strerror(int code) {
     case SY_ENOINSTANCE: return "no eligible instance";
     case SY_ECALLBACK: return "host callback failed";
     case SY_EINVALIDDOC: return "no valid route in document";
+    case SY_EREENTRANT: return "writer call from inside a callback";
+    case SY_ETOOSMALL: return "buffer too small";
     default: return "unknown error";
     }
 }

@@ -31,14 +31,15 @@ u_char *sw_json_str(u_char *p, const u_char *s, size_t len) {
     return p;
 }
 
-static ngx_int_t sw_send_json(ngx_http_request_t *r, ngx_uint_t status,
-                              ngx_buf_t *b) {
+static ngx_int_t sw_send(ngx_http_request_t *r, ngx_uint_t status, ngx_buf_t *b,
+                         const char *type) {
     ngx_chain_t out = {b, NULL};
     ngx_int_t rc;
 
     r->headers_out.status = status;
     r->headers_out.content_length_n = b->last - b->pos;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type.data = (u_char *)type;
+    r->headers_out.content_type.len = ngx_strlen(type);
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     b->last_buf = (r == r->main);
     b->last_in_chain = 1;
@@ -46,6 +47,11 @@ static ngx_int_t sw_send_json(ngx_http_request_t *r, ngx_uint_t status,
     if (rc == NGX_ERROR || rc > NGX_OK || r->header_only)
         return rc;
     return ngx_http_output_filter(r, &out);
+}
+
+static ngx_int_t sw_send_json(ngx_http_request_t *r, ngx_uint_t status,
+                              ngx_buf_t *b) {
+    return sw_send(r, status, b, "application/json");
 }
 
 static ngx_int_t sw_send_error(ngx_http_request_t *r, ngx_uint_t status,
@@ -193,6 +199,28 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     b->last = sw_sources_json(b->last);
     b->last = ngx_cpymem(b->last, "}\n", 2);
     return sw_send_json(r, NGX_HTTP_OK, b);
+}
+
+/* GET <admin>/metrics: the answering worker's router metrics in the
+ * Prometheus text format. */
+static ngx_int_t sw_metrics(ngx_http_request_t *r) {
+    size_t need = 0;
+    ngx_buf_t *b;
+    ngx_int_t rc;
+
+    sw_worker_sync(r->connection->log);
+    if (sy_router_metrics_text(sw_worker.router, NULL, 0, &need, NULL) !=
+            SY_ETOOSMALL &&
+        need == 0)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    need += 256; /* room for a source added meanwhile */
+    b = ngx_create_temp_buf(r->pool, need);
+    if (b == NULL || sy_router_metrics_text(sw_worker.router, (char *)b->pos,
+                                            need, &need, NULL) != SY_OK)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    b->last = b->pos + need;
+    rc = sw_send(r, NGX_HTTP_OK, b, "text/plain; version=0.0.4");
+    return rc;
 }
 
 /* The request body as one malloc'ed buffer. */
@@ -381,6 +409,14 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
         if (rc != NGX_OK)
             return rc;
         return sw_status(r);
+    }
+    if (rest.len == 7 && ngx_strncmp(p, "metrics", 7) == 0) {
+        if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)))
+            return NGX_HTTP_NOT_ALLOWED;
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK)
+            return rc;
+        return sw_metrics(r);
     }
     a = ngx_pcalloc(r->pool, sizeof *a);
     if (a == NULL)

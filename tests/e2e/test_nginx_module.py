@@ -512,6 +512,12 @@ def test_workers_converge(env):
           "live source %r" % src["live"])
     check(src["main"]["version"] == "1" and src["main"]["routes"] == 8,
           "main source %r" % src["main"])
+    r = request(env.port, "GET", "/switchyard/metrics")
+    check(r.status == 200 and r.header("Content-Type").startswith(
+        "text/plain"), "metrics: %d" % r.status)
+    lines = r.body.decode().splitlines()
+    routes = [ln for ln in lines if ln.startswith("switchyard_routes ")]
+    check(routes and routes[0].split()[1] == "9", "routes gauge %r" % routes)
 
 
 def test_reload_rereads_files(env):

@@ -233,8 +233,10 @@ static u_char *sw_body(ngx_http_request_t *r, size_t *len) {
         *len = 0;
         return malloc(1);
     }
+    /* a buffer is read from its file when it has one (as below) */
     for (cl = r->request_body->bufs; cl; cl = cl->next)
-        n += (size_t)ngx_buf_size(cl->buf);
+        n += cl->buf->in_file ? (size_t)(cl->buf->file_last - cl->buf->file_pos)
+                              : (size_t)(cl->buf->last - cl->buf->pos);
     buf = malloc(n + 1);
     if (buf == NULL)
         return NULL;

@@ -115,6 +115,9 @@ def check(cond, what):
 class Env:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="sy-nginx-e2e-")
+        # workers of a root master run as nobody: they need to reach the
+        # temporary files under this directory
+        os.chmod(self.dir, 0o755)
         self.procs = []
         self.nginx = None
         self.pa, self.pb, self.port = free_port(), free_port(), free_port()
@@ -190,7 +193,7 @@ http {{
         location /switchyard/ {{
             switchyard_admin;
             client_max_body_size 16m;
-            client_body_buffer_size 1m;
+            client_body_buffer_size 128;  # larger bodies go through a file
         }}
         location / {{
             switchyard on;

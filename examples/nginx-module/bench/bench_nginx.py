@@ -70,6 +70,7 @@ def get(port, path, method="GET", body=None):
 class Nginx:
     def __init__(self, name, conf_text):
         self.dir = tempfile.mkdtemp(prefix="sy-bench-%s-" % name)
+        os.chmod(self.dir, 0o755)  # workers of a root master run as nobody
         self.conf = os.path.join(self.dir, "nginx.conf")
         self.write(conf_text)
         self.proc = None

@@ -46,6 +46,10 @@ typedef struct {
     size_t zone_size;
     ngx_shm_zone_t *zone;
     ngx_flag_t used; /* any switchyard directive was seen */
+    /* router options */
+    ngx_flag_t strip_host_port;
+    ngx_flag_t merge_slashes;
+    ngx_uint_t escaped_slashes; /* sy_escaped_slashes */
 } sw_main_conf_t;
 
 typedef struct {

@@ -40,6 +40,12 @@ static void sw_exit_process(ngx_cycle_t *cycle);
 
 static ngx_http_output_header_filter_pt sw_next_header_filter;
 
+static ngx_conf_enum_t sw_escaped_slashes[] = {
+    {ngx_string("keep"), SY_SLASHES_KEEP},
+    {ngx_string("reject"), SY_SLASHES_REJECT},
+    {ngx_string("decode"), SY_SLASHES_DECODE},
+    {ngx_null_string, 0}};
+
 static ngx_command_t sw_commands[] = {
     {ngx_string("switchyard_routes"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
      sw_routes, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
@@ -47,6 +53,17 @@ static ngx_command_t sw_commands[] = {
      sw_instances, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
     {ngx_string("switchyard_zone"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
      sw_zone, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
+    {ngx_string("switchyard_strip_host_port"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(sw_main_conf_t, strip_host_port),
+     NULL},
+    {ngx_string("switchyard_merge_slashes"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot, NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(sw_main_conf_t, merge_slashes), NULL},
+    {ngx_string("switchyard_escaped_slashes"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_enum_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(sw_main_conf_t, escaped_slashes),
+     sw_escaped_slashes},
     {ngx_string("switchyard"),
      NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
      ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET,
@@ -84,12 +101,18 @@ static void *sw_create_main_conf(ngx_conf_t *cf) {
             NGX_OK)
         return NULL;
     mcf->zone_size = NGX_CONF_UNSET_SIZE;
+    mcf->strip_host_port = NGX_CONF_UNSET;
+    mcf->merge_slashes = NGX_CONF_UNSET;
+    mcf->escaped_slashes = NGX_CONF_UNSET_UINT;
     return mcf;
 }
 
 static char *sw_init_main_conf(ngx_conf_t *cf, void *conf) {
     sw_main_conf_t *mcf = conf;
     ngx_conf_init_size_value(mcf->zone_size, SW_DEFAULT_ZONE_SIZE);
+    ngx_conf_init_value(mcf->strip_host_port, 0);
+    ngx_conf_init_value(mcf->merge_slashes, 0);
+    ngx_conf_init_uint_value(mcf->escaped_slashes, SY_SLASHES_KEEP);
     return NGX_CONF_OK;
 }
 

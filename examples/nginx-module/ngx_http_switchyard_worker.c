@@ -406,6 +406,9 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     sw_worker.mcf = mcf;
     sw_worker.zone = mcf->zone->data;
     sw_worker.epoch = sw_worker.zone->sh->epoch;
+    opts.strip_host_port = mcf->strip_host_port;
+    opts.merge_slashes = mcf->merge_slashes;
+    opts.escaped_slashes = (sy_escaped_slashes)mcf->escaped_slashes;
     if (sy_router_new(&opts, &sw_worker.router, &err) ||
         sy_match_ctx_new(NULL, &sw_worker.mctx, &err))
         goto failed;

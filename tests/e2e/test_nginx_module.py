@@ -148,6 +148,8 @@ class Env:
              "filters": ["PreserveHostHeader"]},
             {"id": "flaky", "uri": "lb://flaky",
              "predicates": ["Path=/flaky/**"]},
+            {"id": "hosted", "uri": b,
+             "predicates": ["Host=hosted.example", "Path=/hosted"]},
         ]}
 
     def live_routes(self, version, backend=None):
@@ -188,6 +190,7 @@ http {{
     switchyard_routes {d}/live.json;
     switchyard_instances {d}/instances.json;
     switchyard_zone 8m;
+    switchyard_strip_host_port on;
     server {{
         listen 127.0.0.1:{port};
         location /switchyard/ {{
@@ -303,6 +306,15 @@ def test_gray_release_by_version_header(env):
             for _ in range(6)]
     check(set(plain) == {"A"}, "without the header: %r" % plain)
     check(set(gray) == {"B"}, "with X-Version: 2: %r" % gray)
+
+
+def test_host_predicate_ignores_port(env):
+    r = request(env.port, "GET", "/hosted",
+                headers={"Host": "hosted.example:8443"})
+    check(r.status == 200 and r.json()["id"] == "B",
+          "switchyard_strip_host_port: %d" % r.status)
+    r = request(env.port, "GET", "/hosted", headers={"Host": "other.example"})
+    check(r.status == 404, "other host: %d" % r.status)
 
 
 def test_no_route_is_404(env):
@@ -513,14 +525,14 @@ def test_workers_converge(env):
     check(list(src) == ["main", "live"], "sources %r" % list(src))
     check(src["live"]["version"] == "200" and src["live"]["routes"] == 1,
           "live source %r" % src["live"])
-    check(src["main"]["version"] == "1" and src["main"]["routes"] == 8,
+    check(src["main"]["version"] == "1" and src["main"]["routes"] == 9,
           "main source %r" % src["main"])
     r = request(env.port, "GET", "/switchyard/metrics")
     check(r.status == 200 and r.header("Content-Type").startswith(
         "text/plain"), "metrics: %d" % r.status)
     lines = r.body.decode().splitlines()
     routes = [ln for ln in lines if ln.startswith("switchyard_routes ")]
-    check(routes and routes[0].split()[1] == "9", "routes gauge %r" % routes)
+    check(routes and routes[0].split()[1] == "10", "routes gauge %r" % routes)
 
 
 def test_reload_rereads_files(env):
@@ -554,6 +566,7 @@ TESTS = [
     test_setpath_and_response_header,
     test_preserve_host_header,
     test_gray_release_by_version_header,
+    test_host_predicate_ignores_port,
     test_no_route_is_404,
     test_method_mismatch_is_405_with_allow,
     test_redirect_answered_by_module,

@@ -488,6 +488,10 @@ def test_route_changes_under_load(env):
                     failures.append("status %d" % r.status)
                 elif int(v) < start:
                     stale.append((start, int(v)))
+                elif r.json()["id"] != ("A" if int(v) % 2 or not int(v)
+                                        else "B"):
+                    failures.append("version %s from backend %s"
+                                    % (v, r.json()["id"]))
 
     threads = [threading.Thread(target=client) for _ in range(4)]
     for t in threads:

@@ -539,6 +539,28 @@ def test_workers_converge(env):
     check(routes and routes[0].split()[1] == "10", "routes gauge %r" % routes)
 
 
+def test_respawned_worker_catches_up(env):
+    """A worker started by the master after a crash builds its router from
+    the files and the zone's documents: it reaches its peer's fingerprint."""
+    before = env.converged()
+    victim = before["workers"][0]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.time() + 10
+    while True:
+        s = env.status()
+        pids = {w["pid"] for w in s["workers"]}
+        if victim not in pids and len(pids) == 2:
+            break
+        check(time.time() < deadline, "no respawned worker: %r" % s)
+        time.sleep(0.05)
+    after = env.converged()
+    check({w["fingerprint"] for w in after["workers"]} ==
+          {before["workers"][1]["fingerprint"]}, "fingerprints %r -> %r"
+          % (before["workers"], after["workers"]))
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "200", "live version")
+
+
 def test_reload_rereads_files(env):
     old_pids = {w["pid"] for w in env.converged()["workers"]}
     env.write("live.json", env.live_routes(1000))
@@ -582,6 +604,7 @@ TESTS = [
     test_broken_file_fails_configuration_test,
     test_route_changes_under_load,
     test_workers_converge,
+    test_respawned_worker_catches_up,
     test_reload_rereads_files,
 ]
 

@@ -894,7 +894,7 @@ typedef struct sy_source_status {
     uint64_t checksum;     /* of the live document's bytes */
     uint64_t fingerprint;  /* of the source's live routes (rank order) */
     size_t routes;         /* live routes of the source */
-    int64_t last_apply_ms; /* epoch ms (clock_ms) of the last attempt, or 0 */
+    int64_t last_apply_ms; /* epoch ms (wall clock) of the last attempt, or 0 */
     int last_result;       /* SY_OK or the code of the last attempt */
     sy_error last_error;   /* the last failed attempt's error (code SY_OK if
                               the last attempt succeeded) */

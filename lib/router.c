@@ -1085,7 +1085,7 @@ static int commit_locked(sy_router *r, const sy_change *items, size_t n,
     if (rc == SY_OK && c.inter.n)
         rc = publish_work(&c, err);
     uint64_t publish_us = sy_now_monotonic_us() - t1 + c.derive_us;
-    int64_t now = r->source_count ? sy_router_now_ms(r) : 0;
+    int64_t now = sy_now_realtime_ms(); /* wall time, for operators */
     if (rc) {
         if (n && failed < n)
             note_failure(&c, &items[failed], now, err);

@@ -133,6 +133,7 @@ typedef struct {
     sy_header *hdrs; /* scratch for a request's headers */
     size_t hdr_cap;
     sw_slot_t slot;   /* what this worker last published */
+    ngx_uint_t ticks; /* of the timer */
     ngx_flag_t dirty; /* the router holds a document the zone does not:
                          rebuild it from the files and the zone */
 } sw_worker_t;

@@ -392,6 +392,10 @@ void sw_worker_sync(ngx_log_t *log) {
 
 static void sw_timer_handler(ngx_event_t *ev) {
     sw_worker_sync(ev->log);
+    /* free retired snapshots and renew the readers' counters now and then
+     * (the library asks hosts that publish rarely to do so) */
+    if (++sw_worker.ticks % (60000 / SW_POLL_MS) == 0 && sw_worker.router)
+        sy_router_reclaim(sw_worker.router);
     if (!ngx_exiting && !ngx_terminate && !ngx_quit)
         ngx_add_timer(ev, SW_POLL_MS);
 }

@@ -17,7 +17,7 @@ src=${NGINX_SRC:-/usr/share/nginx/src}
 [ -f "$src/conf_flags" ] || { echo "build.sh: $src/conf_flags not found (apt-get install nginx-dev)" >&2; exit 1; }
 
 export SWITCHYARD_INC="$inc $(pkg-config --cflags-only-I libcjson | sed "s/-I//g")"
-export SWITCHYARD_LIBS="$lib $(pkg-config --libs libpcre2-8 libcjson) -lm -lpthread"
+export SWITCHYARD_LIBS="$lib $(pkg-config --libs libpcre2-8 libcjson) -lm -lpthread -Wl,--version-script=$moddir/exports.map"
 stamp="$moddir/config $SWITCHYARD_INC $SWITCHYARD_LIBS $src"
 
 mkdir -p "$scratch"

@@ -326,6 +326,7 @@ def test_method_mismatch_is_405_with_allow(env):
     r = request(env.port, "POST", "/post", body="x")
     check(r.status == 200 and r.json()["method"] == "POST",
           "POST answered %d" % r.status)
+    check(r.json()["body"] == "x", "request body %r" % r.json()["body"])
     r = request(env.port, "GET", "/post")
     check(r.status == 405, "status %d" % r.status)
     allow = (r.header("Allow") or "").replace(" ", "").split(",")

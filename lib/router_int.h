@@ -88,4 +88,23 @@ const struct sy_snapshot *sy_router_current(sy_router *r);
 /* The router's clock in epoch ms (clock_ms callback, else real time). */
 int64_t sy_router_now_ms(sy_router *r);
 
+/* ---- for commit.c (writer side, lock held) ---- */
+
+/* on_log, as a callback (re-entrancy guarded). */
+void sy_router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* on_event, as a callback. */
+void sy_router_event(sy_router *r, const sy_report *rep);
+/* on_retired_held, in the shape sy_pub_check_held calls it. */
+void sy_router_held_cb(void *data, uint64_t gen, uint64_t age);
+sy_source *sy_router_find_source(sy_router *r, const char *name);
+/* The configuration every derived snapshot gets from the router. */
+struct sy_snapshot_config sy_router_snapshot_config(sy_router *r);
+/* Drop the references of removed routes no live snapshot can still use. */
+void sy_router_bury(sy_router *r);
+bool sy_router_graves_reserve(sy_router *r, size_t extra);
+/* A route about to become live for the first time: its key and host data
+ * (route_attach). */
+void sy_router_attach_route(sy_router *r, struct sy_route *rt);
+
 #endif

@@ -203,6 +203,8 @@ http {{
             proxy_pass $switchyard_upstream$switchyard_uri;
             proxy_set_header Host $switchyard_host;
             add_header X-Switchyard-Route $switchyard_route always;
+            add_header X-Switchyard-Instance $switchyard_instance always;
+            add_header X-Switchyard-Version $switchyard_version always;
         }}
     }}
 }}
@@ -306,6 +308,12 @@ def test_gray_release_by_version_header(env):
             for _ in range(6)]
     check(set(plain) == {"A"}, "without the header: %r" % plain)
     check(set(gray) == {"B"}, "with X-Version: 2: %r" % gray)
+    r = request(env.port, "GET", "/shop/p", headers={"X-Version": "2"})
+    check(r.header("X-Switchyard-Instance") == "shop-b" and
+          r.header("X-Switchyard-Version") == "2",
+          "$switchyard_instance/$switchyard_version: %r"
+          % [r.header("X-Switchyard-Instance"),
+             r.header("X-Switchyard-Version")])
 
 
 def test_host_predicate_ignores_port(env):

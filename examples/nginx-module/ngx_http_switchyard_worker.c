@@ -40,7 +40,51 @@ static void sw_instances_free(sw_instances_t *in) {
     free(in->kvs);
 }
 
-/* Borrows strings from arr (a cJSON array of instance objects). */
+/* Integers and booleans in metadata are taken as text ("version": 2 is
+ * "2"), in place. */
+static int sw_metadata_as_text(cJSON *md) {
+    char buf[32];
+    cJSON *kv = md ? md->child : NULL;
+    while (kv) {
+        cJSON *next = kv->next, *text = NULL;
+        if (cJSON_IsBool(kv))
+            text = cJSON_CreateString(cJSON_IsTrue(kv) ? "true" : "false");
+        else if (cJSON_IsNumber(kv) && kv->valuedouble >= -9007199254740992.0 &&
+                 kv->valuedouble <= 9007199254740992.0 &&
+                 kv->valuedouble == (double)(long long)kv->valuedouble) {
+            snprintf(buf, sizeof buf, "%lld", (long long)kv->valuedouble);
+            text = cJSON_CreateString(buf);
+        }
+        /* the replacement takes over the key (cJSON frees it) */
+        if (text && (text->string = strdup(kv->string)) == NULL) {
+            cJSON_Delete(text);
+            return SY_ENOMEM;
+        }
+        if ((cJSON_IsBool(kv) || text) &&
+            (text == NULL || !cJSON_ReplaceItemViaPointer(md, kv, text))) {
+            cJSON_Delete(text);
+            return SY_ENOMEM;
+        }
+        kv = next;
+    }
+    return 0;
+}
+
+static const char *sw_unknown_key(const cJSON *in) {
+    static const char *known[] = {"id",    "host",   "port",     "weight",
+                                  "state", "secure", "metadata", NULL};
+    for (const cJSON *kv = in->child; kv; kv = kv->next) {
+        size_t i = 0;
+        while (known[i] && strcmp(known[i], kv->string) != 0)
+            i++;
+        if (!known[i])
+            return kv->string;
+    }
+    return NULL;
+}
+
+/* Borrows strings from arr (a cJSON array of instance objects; metadata
+ * values are turned into text in place). */
 static int sw_instances_from_json(const cJSON *arr, const char *where,
                                   sw_instances_t *out, sy_error *err) {
     char path[200];
@@ -77,6 +121,8 @@ static int sw_instances_from_json(const cJSON *arr, const char *where,
 
         if (!cJSON_IsObject(in))
             code = SY_ETYPE, msg = "expected an object";
+        else if (sw_unknown_key(in))
+            code = SY_EUNKNOWN, msg = "unknown key";
         else if (!cJSON_IsString(id) || !id->valuestring[0])
             code = SY_EMISSING, field = ".id", msg = "needs a string id";
         else if (!cJSON_IsString(host) || !host->valuestring[0])
@@ -86,17 +132,30 @@ static int sw_instances_from_json(const cJSON *arr, const char *where,
                  port->valuedouble != (double)(int)port->valuedouble)
             code = SY_ERANGE, field = ".port",
             msg = "port must be an integer from 1 to 65535";
-        else if (w && (!cJSON_IsNumber(w) || w->valuedouble < 0 ||
+        else if (w && (!cJSON_IsNumber(w) || w->valuedouble < 1 ||
                        w->valuedouble > 4294967295.0))
             code = SY_ERANGE, field = ".weight",
-            msg = "weight must be a number from 0 to 4294967295";
+            msg = "weight must be a number from 1 to 4294967295";
         else if (st && !cJSON_IsString(st))
             code = SY_ETYPE, field = ".state", msg = "state must be a string";
         else if (md && !cJSON_IsObject(md))
             code = SY_ETYPE, field = ".metadata",
             msg = "metadata must be an object";
+        else if (sw_metadata_as_text((cJSON *)md))
+            code = SY_ENOMEM, msg = "out of memory";
+        else
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(out->list[j].id, id->valuestring) == 0) {
+                    code = SY_EDUPLICATE, field = ".id",
+                    msg = "duplicate instance id";
+                    break;
+                }
         if (code) {
-            snprintf(path, sizeof path, "%s[%zu]%s", where, i, field);
+            if (code == SY_EUNKNOWN)
+                snprintf(path, sizeof path, "%s[%zu].%s", where, i,
+                         sw_unknown_key(in));
+            else
+                snprintf(path, sizeof path, "%s[%zu]%s", where, i, field);
             sw_set_error(err, code, path, msg);
             sw_instances_free(out);
             return code;
@@ -127,7 +186,8 @@ static int sw_instances_from_json(const cJSON *arr, const char *where,
                 snprintf(path, sizeof path, "%s[%zu].metadata.%s", where, i,
                          kv->string);
                 sw_set_error(err, SY_ETYPE, path,
-                             "metadata values must be strings");
+                             "metadata values must be strings, integers or "
+                             "booleans");
                 sw_instances_free(out);
                 return SY_ETYPE;
             }

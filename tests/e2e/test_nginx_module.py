@@ -381,7 +381,7 @@ def test_broken_document_rejected(env):
 def test_instances_put(env):
     doc = [{"id": "shop-a", "host": "127.0.0.1", "port": env.pa},
            {"id": "shop-b", "host": "127.0.0.1", "port": env.pb,
-            "metadata": {"version": "3"}}]
+            "metadata": {"version": 3}}]  # a number is taken as text
     r = env.put("instances/shop", doc)
     check(r.status == 200, "status %d %r" % (r.status, r.body))
     ids = {request(env.port, "GET", "/shop/p",
@@ -391,6 +391,14 @@ def test_instances_put(env):
     r = env.put("instances/shop", [{"id": "x", "host": "h", "port": "80"}])
     check(r.status == 400 and r.json()["error"]["path"] == "[0].port",
           "string port: %d %r" % (r.status, r.body))
+    r = env.put("instances/shop", [{"id": "x", "host": "h", "port": 80,
+                                    "wieght": 2}])
+    check(r.status == 400 and r.json()["error"]["path"] == "[0].wieght",
+          "unknown key: %d %r" % (r.status, r.body))
+    r = env.put("instances/shop", [{"id": "x", "host": "h", "port": 80},
+                                   {"id": "x", "host": "h", "port": 81}])
+    check(r.status == 400 and r.json()["error"]["path"] == "[1].id",
+          "duplicate id: %d %r" % (r.status, r.body))
     env.converged()
 
 

@@ -476,6 +476,16 @@ static int step_instances(commit *c, const sy_change *ch, sy_report *rep,
         sy_snapshot_service(c->work, name, strlen(name));
     struct sy_service *svc = NULL, *empty = NULL;
     int rc;
+    for (size_t i = 0;
+         !old && ch->kind == SY_CHANGE_UPDATE_INSTANCES && i < ch->count; i++)
+        if (ch->deltas[i].op != SY_INSTANCE_ADD) {
+            char path[48];
+            snprintf(path, sizeof path, "deltas[%zu].instance.id", i);
+            return sy_error_set(err, SY_ENOTFOUND, path,
+                                "service '%s' is unknown: it has no instance "
+                                "list to change",
+                                name);
+        }
     if (ch->kind == SY_CHANGE_UPDATE_INSTANCES) {
         rc =
             old ? SY_OK : sy_service_new(&r->alloc, name, NULL, 0, &empty, err);
@@ -540,6 +550,41 @@ static int cmp_ptr(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Keep the first occurrence of each pointer, in order (so new routes are
+ * attached in the order the steps met them). */
+static int dedupe_in_order(const sy_alloc *a, ptr_vec *t) {
+    if (t->n < 2)
+        return SY_OK;
+    void **sorted = sy_malloc(a, t->n * sizeof *sorted);
+    bool *seen = sy_calloc(a, t->n, sizeof *seen);
+    if (!sorted || !seen) {
+        sy_free(a, sorted);
+        sy_free(a, seen);
+        return SY_ENOMEM;
+    }
+    memcpy(sorted, t->v, t->n * sizeof *sorted);
+    qsort(sorted, t->n, sizeof *sorted, cmp_ptr);
+    size_t u = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t lo = 0, hi = t->n; /* first position of t->v[i] */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if ((uintptr_t)sorted[mid] < (uintptr_t)t->v[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (!seen[lo]) {
+            seen[lo] = true;
+            t->v[u++] = t->v[i];
+        }
+    }
+    t->n = u;
+    sy_free(a, sorted);
+    sy_free(a, seen);
+    return SY_OK;
+}
+
 static bool holds(const sy_snapshot *s, const struct sy_route *rt) {
     uint32_t slot = sy_snapshot_find_slot(s, rt->id);
     return slot != NONE && s->slots[slot].route == rt;
@@ -555,13 +600,9 @@ static int publish_work(commit *c, sy_error *err) {
     sy_router *r = c->r;
     sy_snapshot *f = c->inter.v[c->inter.n - 1];
     ptr_vec *t = &c->touched;
-    if (t->n)
-        qsort(t->v, t->n, sizeof *t->v, cmp_ptr);
-    size_t u = 0, graves = 0;
-    for (size_t i = 0; i < t->n; i++)
-        if (u == 0 || t->v[u - 1] != t->v[i])
-            t->v[u++] = t->v[i];
-    t->n = u;
+    if (dedupe_in_order(&r->alloc, t))
+        return nomem(err);
+    size_t graves = 0;
     /* 2 bits per route: held by the published / the old snapshot */
     uint8_t *held = sy_malloc(&r->alloc, t->n + 1);
     if (!held)

@@ -430,7 +430,10 @@ sy_str sy_match_var_get(const sy_match *m, const char *name) {
     return (sy_str){NULL, 0};
 }
 
-sy_plan *sy_match_plan(sy_match *m) {
+sy_plan *sy_match_plan(const sy_match *cm) {
+    /* the plan is computed on first use; the result lives in the context,
+     * which the caller owns (one thread at a time) */
+    sy_match *m = (sy_match *)(uintptr_t)cm;
     if (!m->plan_done) {
         const struct sy_route *d = m->snap->defaults;
         const sy_eval *ev = &m->ctx->ev;
@@ -446,49 +449,49 @@ sy_plan *sy_match_plan(sy_match *m) {
     return &m->plan;
 }
 
-sy_action sy_match_action(sy_match *m) {
+sy_action sy_match_action(const sy_match *m) {
     return sy_match_plan(m)->action;
 }
-int sy_match_status(sy_match *m) {
+int sy_match_status(const sy_match *m) {
     return sy_match_plan(m)->status;
 }
-sy_str sy_match_redirect(sy_match *m) {
+sy_str sy_match_redirect(const sy_match *m) {
     return sy_match_plan(m)->redirect;
 }
-sy_str sy_match_path(sy_match *m) {
+sy_str sy_match_path(const sy_match *m) {
     return sy_match_plan(m)->path;
 }
-sy_str sy_match_query(sy_match *m) {
+sy_str sy_match_query(const sy_match *m) {
     return sy_match_plan(m)->query;
 }
-size_t sy_match_header_count(sy_match *m) {
+size_t sy_match_header_count(const sy_match *m) {
     return sy_match_plan(m)->header_count;
 }
-bool sy_match_preserve_host(sy_match *m) {
+bool sy_match_preserve_host(const sy_match *m) {
     return sy_match_plan(m)->preserve_host;
 }
 
-sy_header sy_match_header(sy_match *m, size_t i) {
+sy_header sy_match_header(const sy_match *m, size_t i) {
     sy_plan *p = sy_match_plan(m);
     sy_header none = {{NULL, 0}, {NULL, 0}};
     return i < p->header_count ? p->headers[i] : none;
 }
 
-size_t sy_match_response_op_count(sy_match *m) {
+size_t sy_match_response_op_count(const sy_match *m) {
     return sy_match_plan(m)->resp_count;
 }
 
-sy_response_op sy_match_response_op(sy_match *m, size_t i) {
+sy_response_op sy_match_response_op(const sy_match *m, size_t i) {
     sy_plan *p = sy_match_plan(m);
     sy_response_op none = {SY_RESP_ADD, {NULL, 0}, {NULL, 0}, {NULL, 0}};
     return i < p->resp_count ? p->resp[i] : none;
 }
 
-size_t sy_match_host_filter_count(sy_match *m) {
+size_t sy_match_host_filter_count(const sy_match *m) {
     return sy_match_plan(m)->host_filter_count;
 }
 
-const sy_filter_entry *sy_match_host_filter(sy_match *m, size_t i) {
+const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i) {
     sy_plan *p = sy_match_plan(m);
     return i < p->host_filter_count ? p->host_filters[i] : NULL;
 }

@@ -53,6 +53,6 @@ struct sy_match_ctx {
 };
 
 /* The filter plan of a match, computed on first use. */
-sy_plan *sy_match_plan(sy_match *m);
+sy_plan *sy_match_plan(const sy_match *m);
 
 #endif

@@ -73,23 +73,23 @@ size_t sy_report_issue_count(const sy_report *rep) {
 const sy_error *sy_report_issue(const sy_report *rep, size_t i) {
     return i < rep->issue_count ? &rep->issues[i] : NULL;
 }
-size_t sy_report_instances_added(const sy_report *rep,
-                                 const char *const **ids) {
-    if (ids)
-        *ids = rep->instances.added;
+size_t sy_report_instances_added_count(const sy_report *rep) {
     return rep->instances.added_count;
 }
-size_t sy_report_instances_removed(const sy_report *rep,
-                                   const char *const **ids) {
-    if (ids)
-        *ids = rep->instances.removed;
+const char *sy_report_instance_added(const sy_report *rep, size_t i) {
+    return i < rep->instances.added_count ? rep->instances.added[i] : NULL;
+}
+size_t sy_report_instances_removed_count(const sy_report *rep) {
     return rep->instances.removed_count;
 }
-size_t sy_report_instances_changed(const sy_report *rep,
-                                   const char *const **ids) {
-    if (ids)
-        *ids = rep->instances.changed;
+const char *sy_report_instance_removed(const sy_report *rep, size_t i) {
+    return i < rep->instances.removed_count ? rep->instances.removed[i] : NULL;
+}
+size_t sy_report_instances_changed_count(const sy_report *rep) {
     return rep->instances.changed_count;
+}
+const char *sy_report_instance_changed(const sy_report *rep, size_t i) {
+    return i < rep->instances.changed_count ? rep->instances.changed[i] : NULL;
 }
 
 int sy_report_add_part(sy_report *rep, sy_report *part) {

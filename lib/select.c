@@ -65,7 +65,7 @@ static void params_of(const struct sy_route *r, const sy_request *req,
     p->websocket = r->select.websocket;
 }
 
-int sy_select_for_match(sy_match *m, const char *const *exclude,
+int sy_select_for_match(const sy_match *m, const char *const *exclude,
                         size_t exclude_count, sy_selection *out,
                         const sy_instance **instance, const void **health,
                         sy_error *err) {
@@ -88,9 +88,9 @@ int sy_select_for_match(sy_match *m, const char *const *exclude,
     return sy_service_select_ex(svc, &p, out, instance, health, err);
 }
 
-int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx, sy_match *m,
-                       const sy_request *req, sy_selection *out,
-                       sy_error *err) {
+int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx,
+                       const sy_match *m, const sy_request *req,
+                       sy_selection *out, sy_error *err) {
     SY_UNUSED(ctx);
     if (!h || !m || !req || !out)
         return sy_error_set(err, SY_EINVAL, "", "NULL argument");

@@ -14,7 +14,7 @@
  * ejected by passive health. *instance gets the chosen instance (borrowed
  * from the snapshot), *health the handle sy_router_report_outcome takes.
  */
-int sy_select_for_match(sy_match *m, const char *const *exclude,
+int sy_select_for_match(const sy_match *m, const char *const *exclude,
                         size_t exclude_count, sy_selection *out,
                         const sy_instance **instance, const void **health,
                         sy_error *err);

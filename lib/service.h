@@ -199,13 +199,4 @@ void sy_service_inherit_health(sy_service *dst, const sy_service *src);
 int sy_service_version_cmp(const char *a, size_t alen, const char *b,
                            size_t blen);
 
-/*
- * Benchmark hook for switchyard-bench: build a service of `instances`
- * instances (weights 1..4, three zones, unversioned) and return the mean
- * ns per sy_service_select over `iters` calls with policy "round-robin",
- * "random" or "hash" (hash keys vary per call). Negative on error.
- */
-double sy_service_bench_select_ns(const char *policy, size_t instances,
-                                  uint64_t iters);
-
 #endif

@@ -76,7 +76,7 @@ static const char *metadata_value(const sy_instance *in, const char *key) {
     return NULL;
 }
 
-int sy_match_target(sy_match *m, const char *const *exclude,
+int sy_match_target(const sy_match *m, const char *const *exclude,
                     size_t exclude_count, sy_target *out, sy_error *err) {
     if (!m || !out || (exclude_count && !exclude))
         return sy_error_set(err, SY_EINVAL, "", "NULL argument");

@@ -714,6 +714,24 @@ START_TEST(metrics_text_parses_back) {
 }
 END_TEST
 
+START_TEST(delta_for_an_unknown_service_says_the_service_is_unknown) {
+    sy_router *r = new_router(NULL);
+    sy_instance_delta d = {SY_INSTANCE_STATE, {.id = "x"}};
+    sy_error err;
+    ck_assert_int_eq(sy_router_update_instances(r, "ghost", &d, 1, NULL, &err),
+                     SY_ENOTFOUND);
+    ck_assert_str_eq(err.path, "deltas[0].instance.id");
+    ck_assert_ptr_nonnull(strstr(err.message, "service 'ghost' is unknown"));
+    sy_instance dup[2] = {{.id = "a", .host = "h", .port = 1},
+                          {.id = "a", .host = "h", .port = 2}};
+    ck_assert_int_eq(sy_router_set_instances(r, "svc", dup, 2, NULL, &err),
+                     SY_EDUPLICATE);
+    ck_assert_ptr_nonnull(strstr(err.message, "instance id"));
+    ck_assert_ptr_null(strstr(err.message, "route"));
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("proxy");
     TCase *tc = tcase_create("proxy");
@@ -732,6 +750,8 @@ int main(void) {
     tcase_add_test(tc, method_mismatch_is_told_from_no_route);
     tcase_add_test(tc, writer_calls_from_a_callback_fail_at_once);
     tcase_add_test(tc, metrics_text_parses_back);
+    tcase_add_test(tc,
+                   delta_for_an_unknown_service_says_the_service_is_unknown);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

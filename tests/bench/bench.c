@@ -14,6 +14,7 @@
  */
 #include "bench_tables.h"
 #include "bench_util.h"
+#include "hooks.h"
 #include "publish.h"
 #include "service.h"
 #include "snapshot.h"

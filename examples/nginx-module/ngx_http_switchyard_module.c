@@ -531,6 +531,9 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (r->headers_in.host)
         req.host = (sy_str){(char *)r->headers_in.host->value.data,
                             r->headers_in.host->value.len};
+    else /* HTTP/1.0 without Host, or the host of an absolute URI */
+        req.host = (sy_str){(char *)r->headers_in.server.data,
+                            r->headers_in.server.len};
     q = ngx_strlchr(r->unparsed_uri.data,
                     r->unparsed_uri.data + r->unparsed_uri.len, '?');
     req.path =

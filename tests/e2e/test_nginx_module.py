@@ -58,6 +58,13 @@ def run_backend(ident, port):
 
 # ---------------------------------------------------------------- helpers
 
+def die_with_parent():
+    """preexec_fn: the child gets SIGTERM when this script dies, so that
+    nothing outlives a killed test run (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -168,7 +175,8 @@ class Env:
     def start(self):
         for ident, port in (("A", self.pa), ("B", self.pb)):
             self.procs.append(subprocess.Popen(
-                [sys.executable, __file__, "--backend", ident, str(port)]))
+                [sys.executable, __file__, "--backend", ident, str(port)],
+                preexec_fn=die_with_parent))
         self.write("main.json", self.main_routes())
         self.write("live.json", self.live_routes(0))
         self.write("instances.json", self.instances())
@@ -213,7 +221,8 @@ http {{
             f.write(conf)
         self.nginx = subprocess.Popen(
             [NGINX, "-p", d, "-c", d + "/nginx.conf", "-g", "daemon off;"],
-            stderr=open(os.path.join(d, "stderr.log"), "w"))
+            stderr=open(os.path.join(d, "stderr.log"), "w"),
+            preexec_fn=die_with_parent)
         deadline = time.time() + 10
         for p in (self.pa, self.pb, self.port):
             wait_port(p, deadline)
@@ -630,6 +639,8 @@ def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--backend":
         run_backend(sys.argv[2], int(sys.argv[3]))
         return 0
+    # meson's timeout sends SIGTERM: unwind through the cleanup below
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     print("1..%d" % len(TESTS))
     if not os.path.isfile(MODULE):
         for i, t in enumerate(TESTS, 1):

@@ -40,6 +40,12 @@ TEMPS = """
 """
 
 
+def die_with_parent():
+    """preexec_fn: nginx gets SIGTERM when this script dies."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,7 +88,7 @@ class Nginx:
     def start(self, port):
         self.proc = subprocess.Popen(
             [NGINX, "-p", self.dir, "-c", self.conf, "-g", "daemon off;"],
-            stderr=subprocess.DEVNULL)
+            stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
         wait_port(port)
 
     def reload(self):
@@ -203,6 +209,7 @@ def main():
     ap.add_argument("--sizes", default="10,10000")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     module = os.path.abspath(args.module)
 
     bport = free_port()

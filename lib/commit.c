@@ -112,7 +112,7 @@ static const struct sy_route **source_routes(sy_router *r, const sy_snapshot *s,
     size_t n = 0;
     if (v)
         for (size_t i = 0; i < s->route_count; i++) {
-            const sy_slot *sl = &s->slots[s->rank[i]];
+            const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
             if (sl->source == si)
                 v[n++] = sl->route;
         }
@@ -131,10 +131,11 @@ static const struct sy_route *reuse_live(void *data, const char *id,
                                          uint64_t fingerprint) {
     const reuse_ctx *rc = data;
     uint32_t slot = sy_snapshot_find_slot(rc->work, id);
-    if (slot == NONE || rc->work->slots[slot].source != rc->source ||
-        rc->work->slots[slot].route->fingerprint != fingerprint)
+    if (slot == NONE ||
+        sy_snapshot_slot(rc->work, slot)->source != rc->source ||
+        sy_snapshot_slot(rc->work, slot)->route->fingerprint != fingerprint)
         return NULL;
-    return rc->work->slots[slot].route;
+    return sy_snapshot_slot(rc->work, slot)->route;
 }
 
 static bool same_text(const char *a, const char *b) {
@@ -168,7 +169,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
             break;
         }
         uint32_t slot = sy_snapshot_find_slot(w, rt->id);
-        if (slot != NONE && w->slots[slot].source != si) {
+        if (slot != NONE && sy_snapshot_slot(w, slot)->source != si) {
             /* an id owned by another source is an error of this document */
             sy_error e;
             char path[64];
@@ -176,7 +177,8 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
                      doc->envelope ? "routes" : "", pos);
             sy_error_set(&e, SY_EDUPLICATE, path,
                          "route id '%s' is already defined by source '%s'",
-                         rt->id, r->sources[w->slots[slot].source].name);
+                         rt->id,
+                         r->sources[sy_snapshot_slot(w, slot)->source].name);
             if (!r->opts.lenient) {
                 if (err)
                     *err = e;
@@ -188,13 +190,14 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
         }
         keep[kept++] = rt;
         uint64_t key = sy_rank_key(rt->order, si, pos);
-        if (slot != NONE && w->slots[slot].key == key &&
-            w->slots[slot].route->fingerprint == rt->fingerprint)
+        if (slot != NONE && sy_snapshot_slot(w, slot)->key == key &&
+            sy_snapshot_slot(w, slot)->route->fingerprint == rt->fingerprint)
             continue; /* unchanged, same rank: shared as it is */
         /* same meaning at a new rank: keep sharing the compiled route */
         struct sy_route *use =
-            slot != NONE && w->slots[slot].route->fingerprint == rt->fingerprint
-                ? w->slots[slot].route
+            slot != NONE && sy_snapshot_slot(w, slot)->route->fingerprint ==
+                                rt->fingerprint
+                ? sy_snapshot_slot(w, slot)->route
                 : (struct sy_route *)rt;
         ch[nch++] = (sy_route_change){rt->id, use, key, si};
     }
@@ -343,12 +346,13 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
     uint32_t slot = sy_snapshot_find_slot(w, rt->id);
     uint32_t pos;
     if (slot != NONE) {
-        if (w->slots[slot].source != si)
-            return sy_error_set(err, SY_EDUPLICATE, "route.id",
-                                "route id '%s' is already defined by source "
-                                "'%s'",
-                                rt->id, r->sources[w->slots[slot].source].name);
-        pos = (uint32_t)(w->slots[slot].key & 0xffffffu);
+        if (sy_snapshot_slot(w, slot)->source != si)
+            return sy_error_set(
+                err, SY_EDUPLICATE, "route.id",
+                "route id '%s' is already defined by source "
+                "'%s'",
+                rt->id, r->sources[sy_snapshot_slot(w, slot)->source].name);
+        pos = (uint32_t)(sy_snapshot_slot(w, slot)->key & 0xffffffu);
     } else {
         if (st->next_pos > SY_RANK_POS_MAX)
             return sy_error_set(err, SY_ELIMIT, "route",
@@ -358,8 +362,9 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
         pos = st->next_pos++;
     }
     rt->doc_index = pos;
-    rc = one_route_diff(c, slot != NONE ? w->slots[slot].route : NULL, rt, rep,
-                        err);
+    rc = one_route_diff(c,
+                        slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
+                        rt, rep, err);
     if (rc)
         return rc;
     sy_route_change ch = {rt->id, rt, sy_rank_key(rt->order, si, pos), si};
@@ -384,7 +389,7 @@ static int step_remove(commit *c, const char *id, sy_report **rep,
     int rc = find_live(c, id, &slot, err);
     if (rc)
         return rc;
-    const sy_slot *sl = &c->work->slots[slot];
+    const sy_slot *sl = sy_snapshot_slot(c->work, slot);
     uint32_t si = sl->source;
     if (!(*rep = sy_report_new(&c->r->alloc, c->r->sources[si].name)))
         return nomem(err);
@@ -405,7 +410,7 @@ static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
     int rc = find_live(c, id, &slot, err);
     if (rc)
         return rc;
-    const sy_slot *sl = &c->work->slots[slot];
+    const sy_slot *sl = sy_snapshot_slot(c->work, slot);
     uint32_t si = sl->source;
     if (!(*rep = sy_report_new(&c->r->alloc, c->r->sources[si].name)))
         return nomem(err);
@@ -587,7 +592,7 @@ static int dedupe_in_order(const sy_alloc *a, ptr_vec *t) {
 
 static bool holds(const sy_snapshot *s, const struct sy_route *rt) {
     uint32_t slot = sy_snapshot_find_slot(s, rt->id);
-    return slot != NONE && s->slots[slot].route == rt;
+    return slot != NONE && sy_snapshot_slot(s, slot)->route == rt;
 }
 
 /*

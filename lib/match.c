@@ -94,6 +94,17 @@ static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
     return (sy_str){host.ptr, end};
 }
 
+/* A seed for a request that brought none (seed 0): the router's random
+ * callback, else the context's own xorshift64* generator. */
+static uint64_t draw_seed(sy_match_ctx *c, const sy_snapshot *s) {
+    if (s->random)
+        return s->random(s->clock_data);
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return c->rng * 0x2545f4914f6cdd1dull;
+}
+
 /* A request from a host built against an older, shorter sy_request is
  * completed with defaults so nothing past its size is ever read; one
  * without a seed gets one when some route draws a Weight. */
@@ -107,25 +118,44 @@ static const sy_request *full_request(sy_match_ctx *c, const sy_snapshot *s,
     memcpy(&c->req_copy, req,
            req->size < sizeof(sy_request) ? req->size : sizeof(sy_request));
     c->req_copy.size = sizeof(sy_request);
-    if (seed) {
-        if (s->random) {
-            c->req_copy.seed = s->random(s->clock_data);
-        } else { /* xorshift64* */
-            c->rng ^= c->rng >> 12;
-            c->rng ^= c->rng << 25;
-            c->rng ^= c->rng >> 27;
-            c->req_copy.seed = c->rng * 0x2545f4914f6cdd1dull;
-        }
-    }
+    if (seed)
+        c->req_copy.seed = draw_seed(c, s);
     return &c->req_copy;
 }
 
+uint64_t sy_match_draw_seed(const sy_match *m) {
+    return draw_seed(m->ctx, m->snap);
+}
+
+/* Normalise the request path (path_normalize.c); a changed path goes
+ * into a copy of the request, so matching, captures and the filter plan's
+ * upstream path all see it. SY_PN_BAD_PATH: route nothing. */
+static int normalize_path(sy_match_ctx *c, const sy_snapshot *s,
+                          const sy_request **req) {
+    sy_str np;
+    int rc = sy_path_normalize(&s->path_norm, (*req)->path, &c->scratch, &np);
+    if (rc == SY_PN_BAD_PATH)
+        c->nomatch = SY_NOMATCH_BAD_PATH;
+    if (rc || np.ptr == (*req)->path.ptr)
+        return rc;
+    if (*req != &c->req_copy)
+        c->req_copy = **req;
+    c->req_copy.path = np;
+    *req = &c->req_copy;
+    return 0;
+}
+
+/* Fit the context, normalise the path (may replace *reqp), split. Returns
+ * SY_PN_BAD_PATH (positive) when the path is refused. */
 static int prepare(sy_match_ctx *c, const sy_snapshot *s,
-                   const sy_request *req) {
+                   const sy_request **reqp) {
     int rc = ctx_fit(c, s);
     if (rc)
         return rc;
     sy_arena_reset(&c->scratch);
+    if ((rc = normalize_path(c, s, reqp)))
+        return rc;
+    const sy_request *req = *reqp;
     if (!sy_segments_split(&c->path, req->path, &c->scratch, &c->alloc))
         return SY_ENOMEM;
     sy_str host = host_for_match(s, req->host);
@@ -153,7 +183,7 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
  * is a predicate the index already proved (skipped), or -1. */
 static int first_failing_but(const sy_snapshot *s, uint32_t slot, sy_eval *ev,
                              int32_t proven) {
-    const sy_slot *sl = &s->slots[slot];
+    const sy_slot *sl = sy_snapshot_slot(s, slot);
     const struct sy_route *r = sl->route;
     ev->ncaps = 0;
     ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
@@ -171,7 +201,7 @@ static int first_failing(const sy_snapshot *s, uint32_t slot, sy_eval *ev) {
  * route, so a miss can tell 405 from 404. Costs one load per failure. */
 static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                          int f) {
-    const struct sy_route *r = s->slots[slot].route;
+    const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
     if (f >= 0 && c->method_miss_count < MAX_METHOD_MISSES &&
         sy_pred_get_kind(r->cpreds[f]) == SY_PK_METHOD)
         c->method_misses[c->method_miss_count++] = slot;
@@ -181,7 +211,7 @@ static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
  * all-literal Path (or Host) predicate is proven (no captures to take). */
 static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                            uint8_t proof) {
-    const struct sy_route *r = s->slots[slot].route;
+    const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
     int32_t skip = proof == SY_PROOF_PATH   ? r->literal_path
                    : proof == SY_PROOF_HOST ? r->literal_host
                                             : -1;
@@ -191,6 +221,40 @@ static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
     return f;
 }
 
+/* Does candidate `cd` of list `l` hold? The index's inline data first:
+ * a method bit the route refuses fails it without touching the route; a
+ * whole route (SY_CAND_WHOLE) reached by an exact walk holds with its
+ * captures taken from the request's segments; anything else is tested. */
+static bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_cand_list *l, const sy_cand *cd, int mbit) {
+    sy_eval *ev = &c->ev;
+    if (!((cd->methods >> mbit) & 1u)) {
+        /* for a 405: method_reason() checks its other predicates */
+        if (c->method_miss_count < MAX_METHOD_MISSES)
+            c->method_misses[c->method_miss_count++] = cd->slot;
+        return false;
+    }
+    if ((cd->flags & SY_CAND_WHOLE) && l->exact &&
+        (mbit != 31 || cd->methods == UINT32_MAX)) {
+        const sy_segments *segs = l->host ? ev->host : ev->path;
+        const sy_cand_var *v = l->vars + cd->vars;
+        size_t k = 0;
+        for (; k < cd->nvars; k++) {
+            sy_str val =
+                segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
+            if (!val.len)
+                break; /* a {var} needs a non-empty segment */
+            ev->caps[k] = (sy_capture){v[k].name, val};
+        }
+        if (k == cd->nvars) {
+            ev->ncaps = k;
+            ev->weight = NULL;
+            return true;
+        }
+    }
+    return candidate_fails(c, s, cd->slot, l->proof) < 0;
+}
+
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
                        const sy_request *req, uint32_t slot) {
     sy_match *m = &c->m;
@@ -198,7 +262,7 @@ static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
     m->snap = s;
     m->req = req;
     m->slot = slot;
-    m->route = s->slots[slot].route;
+    m->route = sy_snapshot_slot(s, slot)->route;
     m->plan_done = false;
     m->plan_rc = 0;
     return m;
@@ -207,8 +271,8 @@ static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
 static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
                         const sy_request *req, sy_match **out) {
     for (size_t i = 0; i < s->route_count; i++) {
-        uint32_t slot = s->rank[i];
-        if (s->slots[slot].route->disabled)
+        uint32_t slot = sy_snapshot_rank_at(s, i);
+        if (sy_snapshot_slot(s, slot)->route->disabled)
             continue;
         int f = first_failing(s, slot, &c->ev);
         if (f < 0) {
@@ -251,7 +315,7 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
     c->allow_len = 0;
     c->allow[0] = '\0';
     for (size_t k = 0; k < c->method_miss_count; k++) {
-        const sy_slot *sl = &s->slots[c->method_misses[k]];
+        const sy_slot *sl = sy_snapshot_slot(s, c->method_misses[k]);
         const struct sy_route *r = sl->route;
         c->ev.ncaps = 0;
         c->ev.weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
@@ -290,9 +354,9 @@ static int match_common(const sy_snapshot *h, sy_match_ctx *c,
     c->method_miss_count = 0;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
     req = full_request(c, s, req);
-    int rc = prepare(c, s, req);
+    int rc = prepare(c, s, &req);
     if (rc)
-        return rc;
+        return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match, a reason */
     rc = linear ? match_linear(c, s, req, out) : match_indexed(c, s, req, out);
     if (rc == SY_OK && !*out && c->nomatch == SY_NOMATCH_NONE)
         c->nomatch = method_reason(c, s);
@@ -333,10 +397,10 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     if (n == 1) { /* the common case: one list, already in rank order */
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
-            uint32_t slot = l->ids[i];
-            if (s->slots[slot].route &&
-                candidate_fails(c, s, slot, l->proof) < 0) {
-                *out = found(c, s, req, slot);
+            const sy_cand *cd = &l->c[i];
+            if (sy_snapshot_slot(s, cd->slot)->route &&
+                cand_holds(c, s, l, cd, mbit)) {
+                *out = found(c, s, req, cd->slot);
                 return SY_OK;
             }
         }
@@ -353,13 +417,13 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         for (size_t i = 0; i < n; i++) {
             const sy_cand_list *l = &c->lists[i];
             while (c->heads[i] < l->len) {
-                const sy_slot *sl = &s->slots[l->ids[c->heads[i]]];
+                const sy_slot *sl = sy_snapshot_slot(s, l->c[c->heads[i]].slot);
                 if (sl->route && sl->key != last)
                     break;
                 c->heads[i]++;
             }
             if (c->heads[i] < l->len) {
-                uint64_t k = s->slots[l->ids[c->heads[i]]].key;
+                uint64_t k = sy_snapshot_slot(s, l->c[c->heads[i]].slot)->key;
                 if (k < best_key) {
                     best_key = k;
                     best = i;
@@ -368,10 +432,11 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         }
         if (best == SIZE_MAX)
             return SY_OK;
-        uint32_t slot = c->lists[best].ids[c->heads[best]++];
+        const sy_cand_list *l = &c->lists[best];
+        const sy_cand *cd = &l->c[c->heads[best]++];
         last = best_key;
-        if (candidate_fails(c, s, slot, c->lists[best].proof) < 0) {
-            *out = found(c, s, req, slot);
+        if (cand_holds(c, s, l, cd, mbit)) {
+            *out = found(c, s, req, cd->slot);
             return SY_OK;
         }
     }
@@ -383,12 +448,12 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
         return SY_EINVAL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
     req = full_request(c, s, req);
-    int rc = prepare(c, s, req);
+    int rc = prepare(c, s, &req);
     if (rc)
-        return rc;
+        return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* nothing can match */
     for (size_t i = 0; i < s->route_count; i++) {
-        uint32_t slot = s->rank[i];
-        const struct sy_route *r = s->slots[slot].route;
+        uint32_t slot = sy_snapshot_rank_at(s, i);
+        const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
         int stop;
         if (r->disabled) {
             stop = fn(data, r, false, -1, "disabled");

@@ -759,6 +759,12 @@ sy_str sy_pattern_literal(const sy_pattern *p, size_t i) {
     return p->elems[i].lit;
 }
 
+sy_str sy_pattern_segment_var(const sy_pattern *p, size_t i) {
+    if (p->elems[i].kind != PE_VAR)
+        return (sy_str){NULL, 0};
+    return p->vars[p->elems[i].var];
+}
+
 const char *sy_pattern_source(const sy_pattern *p) {
     return p->src;
 }

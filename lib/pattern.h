@@ -102,6 +102,11 @@ typedef enum sy_seg_kind {
 size_t sy_pattern_segment_count(const sy_pattern *p);
 sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i);
 sy_str sy_pattern_literal(const sy_pattern *p, size_t i);
+/* Segment i is a plain "{name}" (any one non-empty segment or label,
+ * captured whole, as decoded): its name; anything else gives {NULL, 0}.
+ * The index relies on exactly this to prove such a pattern by its walk and
+ * take the captures itself. */
+sy_str sy_pattern_segment_var(const sy_pattern *p, size_t i);
 const char *sy_pattern_source(const sy_pattern *p);
 
 #endif

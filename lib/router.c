@@ -295,8 +295,8 @@ void sy_router_free(sy_router *r) {
     /* the live table's references, then the buried ones */
     const sy_snapshot *cur = sy_router_current(r);
     for (uint32_t i = 0; i < cur->slot_count; i++)
-        if (cur->slots[i].route)
-            sy_route_unref(cur->slots[i].route);
+        if (sy_snapshot_slot(cur, i)->route)
+            sy_route_unref(sy_snapshot_slot(cur, i)->route);
     for (size_t i = 0; i < r->grave_count; i++)
         sy_route_unref(r->graves[i].route);
     sy_free(&r->alloc, r->graves);

@@ -64,7 +64,7 @@ static uint64_t source_fingerprint(const sy_snapshot *s, uint32_t si,
     uint64_t h = 0x5359u; /* "SY" */
     size_t n = 0;
     for (size_t i = 0; i < s->route_count; i++) {
-        const sy_slot *sl = &s->slots[s->rank[i]];
+        const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
         if (sl->source != si)
             continue;
         h = sy_hash_mix(h, sl->route->fingerprint);

@@ -53,6 +53,12 @@ static void params_of(const struct sy_route *r, const sy_request *req,
     sy_str version = header_value(req, r->select.version_header);
     p->has_version = version.ptr != NULL;
     p->version = version;
+    /* untagged traffic: metadata version-default (the latest unless set) */
+    if (!p->has_version && r->select.untagged == SY_UNTAGGED_PINNED) {
+        p->has_version = true;
+        p->version = cstr(r->select.default_version);
+    }
+    p->untagged_oldest = r->select.untagged == SY_UNTAGGED_OLDEST;
     p->fallback = (sy_version_fallback)r->select.fallback;
     p->hint = header_value(req, "X-SC-LB-Hint");
     p->zone = cstr(r->select.zone);
@@ -81,6 +87,10 @@ int sy_select_for_match(const sy_match *m, const char *const *exclude,
                             "service '%s' has no known instances", name);
     sy_select_params p = SY_SELECT_PARAMS_INIT;
     params_of(r, m->req, &p);
+    /* seed 0: the router's random callback or the context's generator,
+     * as for Weight draws (never the constant 0) */
+    if (!p.seed && p.policy == SY_LB_RANDOM)
+        p.seed = sy_match_draw_seed(m);
     p.exclude = exclude;
     p.exclude_count = exclude_count;
     p.clock_ms = s->clock_ms;

@@ -332,6 +332,7 @@ static int svc_build_groups(sy_service *s) {
     s->counters =
         (svc_counter *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64);
     s->latest = SVC_NONE;
+    uint32_t oldest = SVC_NONE;
     for (uint32_t g = 0; g < s->ngroups; g++) {
         svc_group *gr = &s->groups[g];
         gr->rr = &s->counters[g];
@@ -344,9 +345,16 @@ static int svc_build_groups(sy_service *s) {
                                     s->groups[s->latest].key,
                                     s->groups[s->latest].key_len) > 0))
             s->latest = g;
+        if (gr->tag == 'v' && gr->n &&
+            (oldest == SVC_NONE ||
+             sy_service_version_cmp(gr->key, gr->key_len, s->groups[oldest].key,
+                                    s->groups[oldest].key_len) < 0))
+            oldest = g;
     }
     s->deflt =
         s->groups[SVC_G_UNV].n || s->latest == SVC_NONE ? SVC_G_UNV : s->latest;
+    s->deflt_oldest =
+        s->groups[SVC_G_UNV].n || oldest == SVC_NONE ? SVC_G_UNV : oldest;
     if (s->latest == SVC_NONE)
         s->latest = SVC_G_UNV;
 out:

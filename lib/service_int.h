@@ -115,8 +115,9 @@ struct sy_service {
     size_t ngroups, groups_cap;
     svc_slot *map; /* sy_malloc'd */
     size_t map_cap, map_used;
-    uint32_t deflt;  /* no version header */
-    uint32_t latest; /* fallback latest */
+    uint32_t deflt;        /* no version header */
+    uint32_t deflt_oldest; /* no version header, version-default oldest */
+    uint32_t latest;       /* fallback latest */
     svc_ring ring;
     svc_counter *counters;
 };

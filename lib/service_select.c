@@ -276,7 +276,7 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
                    : sy_error_set(err, SY_ENOINSTANCE, "",
                                   "no instance of service \"%s\" is up",
                                   s->name);
-    uint32_t g = s->deflt;
+    uint32_t g = p->untagged_oldest ? s->deflt_oldest : s->deflt;
     if (p->has_version) {
         g = svc_group_find(s, SVC_NONE, 'v', p->version.ptr, p->version.len);
         if (g == SVC_NONE || s->groups[g].n == 0) {

@@ -7,7 +7,6 @@
  */
 #include "ngx_http_switchyard.h"
 
-#include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,243 +26,91 @@ static void sw_set_error(sy_error *err, int code, const char *path,
     snprintf(err->message, sizeof err->message, "%s", msg);
 }
 
-/* ---- instances lists ---- */
+/* ---- instances lists (sy_instances_parse) ---- */
 
-typedef struct {
-    sy_instance *list;
-    sy_kv *kvs;
-    size_t count;
-} sw_instances_t;
-
-static void sw_instances_free(sw_instances_t *in) {
-    free(in->list);
-    free(in->kvs);
-}
-
-/* Integers and booleans in metadata are taken as text ("version": 2 is
- * "2"), in place. */
-static int sw_metadata_as_text(cJSON *md) {
-    char buf[32];
-    cJSON *kv = md ? md->child : NULL;
-    while (kv) {
-        cJSON *next = kv->next, *text = NULL;
-        if (cJSON_IsBool(kv))
-            text = cJSON_CreateString(cJSON_IsTrue(kv) ? "true" : "false");
-        else if (cJSON_IsNumber(kv) && kv->valuedouble >= -9007199254740992.0 &&
-                 kv->valuedouble <= 9007199254740992.0 &&
-                 kv->valuedouble == (double)(long long)kv->valuedouble) {
-            snprintf(buf, sizeof buf, "%lld", (long long)kv->valuedouble);
-            text = cJSON_CreateString(buf);
-        }
-        /* the replacement takes over the key (cJSON frees it) */
-        if (text && (text->string = strdup(kv->string)) == NULL) {
-            cJSON_Delete(text);
-            return SY_ENOMEM;
-        }
-        if ((cJSON_IsBool(kv) || text) &&
-            (text == NULL || !cJSON_ReplaceItemViaPointer(md, kv, text))) {
-            cJSON_Delete(text);
-            return SY_ENOMEM;
-        }
-        kv = next;
+/* Stage every service of a parsed document, or only `only`. */
+static int sw_stage_parsed(sy_change_set *cs, const sy_instances *doc,
+                           const char *only, sy_error *err) {
+    size_t n = sy_instances_service_count(doc);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = sy_instances_service(doc, i);
+        if (only && strcmp(name, only) != 0)
+            continue;
+        int rc =
+            sy_change_set_set_instances(cs, name, sy_instances_list(doc, i),
+                                        sy_instances_count(doc, i), err);
+        if (rc)
+            return rc;
     }
     return 0;
 }
 
-static const char *sw_unknown_key(const cJSON *in) {
-    static const char *known[] = {"id",    "host",   "port",     "weight",
-                                  "state", "secure", "metadata", NULL};
-    for (const cJSON *kv = in->child; kv; kv = kv->next) {
-        size_t i = 0;
-        while (known[i] && strcmp(known[i], kv->string) != 0)
-            i++;
-        if (!known[i])
-            return kv->string;
-    }
-    return NULL;
-}
-
-/* Borrows strings from arr (a cJSON array of instance objects; metadata
- * values are turned into text in place). */
-static int sw_instances_from_json(const cJSON *arr, const char *where,
-                                  sw_instances_t *out, sy_error *err) {
-    char path[200];
-    const cJSON *in, *kv;
-    size_t n, nkv = 0, i = 0, k = 0;
-
-    ngx_memzero(out, sizeof *out);
-    if (!cJSON_IsArray(arr)) {
-        sw_set_error(err, SY_ETYPE, where, "expected an array of instances");
-        return SY_ETYPE;
-    }
-    n = (size_t)cJSON_GetArraySize(arr);
-    cJSON_ArrayForEach(in, arr) {
-        const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
-        nkv += (size_t)cJSON_GetArraySize(md);
-    }
-    out->list = calloc(n + 1, sizeof *out->list);
-    out->kvs = calloc(nkv + 1, sizeof *out->kvs);
-    if (out->list == NULL || out->kvs == NULL) {
-        sw_instances_free(out);
-        sw_set_error(err, SY_ENOMEM, where, "out of memory");
-        return SY_ENOMEM;
-    }
-    cJSON_ArrayForEach(in, arr) {
-        sy_instance *x = &out->list[i];
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(in, "id");
-        const cJSON *host = cJSON_GetObjectItemCaseSensitive(in, "host");
-        const cJSON *port = cJSON_GetObjectItemCaseSensitive(in, "port");
-        const cJSON *w = cJSON_GetObjectItemCaseSensitive(in, "weight");
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(in, "state");
-        const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
-        int code = 0;
-        const char *field = "", *msg = "";
-
-        if (!cJSON_IsObject(in))
-            code = SY_ETYPE, msg = "expected an object";
-        else if (sw_unknown_key(in))
-            code = SY_EUNKNOWN, msg = "unknown key";
-        else if (!cJSON_IsString(id) || !id->valuestring[0])
-            code = SY_EMISSING, field = ".id", msg = "needs a string id";
-        else if (!cJSON_IsString(host) || !host->valuestring[0])
-            code = SY_EMISSING, field = ".host", msg = "needs a string host";
-        else if (!cJSON_IsNumber(port) || port->valuedouble < 1 ||
-                 port->valuedouble > 65535 ||
-                 port->valuedouble != (double)(int)port->valuedouble)
-            code = SY_ERANGE, field = ".port",
-            msg = "port must be an integer from 1 to 65535";
-        else if (w && (!cJSON_IsNumber(w) || w->valuedouble < 1 ||
-                       w->valuedouble > 4294967295.0))
-            code = SY_ERANGE, field = ".weight",
-            msg = "weight must be a number from 1 to 4294967295";
-        else if (st && !cJSON_IsString(st))
-            code = SY_ETYPE, field = ".state", msg = "state must be a string";
-        else if (md && !cJSON_IsObject(md))
-            code = SY_ETYPE, field = ".metadata",
-            msg = "metadata must be an object";
-        else if (sw_metadata_as_text((cJSON *)md))
-            code = SY_ENOMEM, msg = "out of memory";
-        else
-            for (size_t j = 0; j < i; j++)
-                if (strcmp(out->list[j].id, id->valuestring) == 0) {
-                    code = SY_EDUPLICATE, field = ".id",
-                    msg = "duplicate instance id";
-                    break;
-                }
-        if (code) {
-            if (code == SY_EUNKNOWN)
-                snprintf(path, sizeof path, "%s[%zu].%s", where, i,
-                         sw_unknown_key(in));
-            else
-                snprintf(path, sizeof path, "%s[%zu]%s", where, i, field);
-            sw_set_error(err, code, path, msg);
-            sw_instances_free(out);
-            return code;
-        }
-        x->id = id->valuestring;
-        x->host = host->valuestring;
-        x->port = (uint16_t)port->valuedouble;
-        x->weight = w ? (uint32_t)w->valuedouble : 1;
-        x->secure =
-            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
-        x->state = SY_INSTANCE_UP;
-        if (st && strcasecmp(st->valuestring, "up") != 0) {
-            if (strcasecmp(st->valuestring, "draining") == 0)
-                x->state = SY_INSTANCE_DRAINING;
-            else if (strcasecmp(st->valuestring, "down") == 0)
-                x->state = SY_INSTANCE_DOWN;
-            else {
-                snprintf(path, sizeof path, "%s[%zu].state", where, i);
-                sw_set_error(err, SY_EARG, path,
-                             "state must be up, draining or down");
-                sw_instances_free(out);
-                return SY_EARG;
-            }
-        }
-        x->metadata = out->kvs + k;
-        cJSON_ArrayForEach(kv, md) {
-            if (!cJSON_IsString(kv)) {
-                snprintf(path, sizeof path, "%s[%zu].metadata.%s", where, i,
-                         kv->string);
-                sw_set_error(err, SY_ETYPE, path,
-                             "metadata values must be strings, integers or "
-                             "booleans");
-                sw_instances_free(out);
-                return SY_ETYPE;
-            }
-            out->kvs[k++] = (sy_kv){kv->string, kv->valuestring};
-        }
-        x->metadata_count = (size_t)(out->kvs + k - x->metadata);
-        i++;
-    }
-    out->count = n;
-    return 0;
-}
-
-static cJSON *sw_parse_json(const char *json, size_t len, sy_error *err) {
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-    if (root == NULL) {
-        sw_set_error(err, SY_ESYNTAX, "", "JSON syntax error");
-        err->offset = end ? (size_t)(end - json) : 0;
-        return NULL;
-    }
-    return root;
-}
-
-/* Stage a service's instance list (cs NULL: only check it). */
+/* The body of PUT <admin>/instances/<service>, staged (cs NULL: checked
+ * only): an array of instances, given to the library's parser as the
+ * instances document {"<service>": BODY} (error paths and positions are
+ * then made relative to the body again), or an instances document holding
+ * that service. */
 static int sw_stage_instances(sy_change_set *cs, const char *service,
                               const char *json, size_t len, sy_error *err) {
-    sw_instances_t in;
-    cJSON *root = sw_parse_json(json, len, err);
-    if (root == NULL)
-        return SY_ESYNTAX;
-    const cJSON *arr = root;
-    if (cJSON_IsObject(root))
-        arr = cJSON_GetObjectItemCaseSensitive(root, "instances");
-    int rc = sw_instances_from_json(
-        arr, cJSON_IsObject(root) ? "instances" : "", &in, err);
-    if (rc == 0) {
-        rc = cs ? sy_change_set_set_instances(cs, service, in.list, in.count,
-                                              err)
-                : 0;
-        sw_instances_free(&in);
+    sy_instances *doc = NULL;
+    size_t i = 0, pre = 0;
+    int rc;
+
+    while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' ||
+                       json[i] == '\r'))
+        i++;
+    if (i < len && json[i] == '[') {
+        size_t sl = strlen(service), wl;
+        u_char *w = malloc(6 * sl + len + 8);
+        if (w == NULL) {
+            sw_set_error(err, SY_ENOMEM, "", "out of memory");
+            return SY_ENOMEM;
+        }
+        w[0] = '{';
+        pre = (size_t)(sw_json_str(w + 1, (const u_char *)service, sl) - w);
+        w[pre++] = ':';
+        ngx_memcpy(w + pre, json, len);
+        wl = pre + len;
+        w[wl++] = '}';
+        rc = sy_instances_parse((char *)w, wl, NULL, &doc, err);
+        free(w);
+        if (rc) {
+            /* "<service>[1].port" -> "[1].port"; positions in the body */
+            if (strncmp(err->path, service, sl) == 0)
+                memmove(err->path, err->path + sl, strlen(err->path + sl) + 1);
+            err->offset = err->offset >= pre ? err->offset - pre : 0;
+            if (err->line == 1)
+                err->column =
+                    err->column > pre ? err->column - (uint32_t)pre : 1;
+            return rc;
+        }
+    } else {
+        rc = sy_instances_parse(json, len, NULL, &doc, err);
+        if (rc)
+            return rc;
+        if (sy_instances_find(doc, service) == SIZE_MAX) {
+            sy_instances_free(doc);
+            sw_set_error(err, SY_ENOTFOUND, "",
+                         "the instances document does not list this "
+                         "service");
+            return SY_ENOTFOUND;
+        }
     }
-    cJSON_Delete(root);
+    rc = cs ? sw_stage_parsed(cs, doc, service, err) : 0;
+    sy_instances_free(doc);
     return rc;
 }
 
-/* {"services": {name: [instances]}}: every service staged, in order; cs
- * NULL only checks. */
+/* An instances file: every service staged, in order; cs NULL only
+ * checks. */
 static int sw_instances_file(sy_change_set *cs, const char *json, size_t len,
                              sy_error *err) {
-    char where[160];
-    const cJSON *svc;
-    sw_instances_t in;
-    int rc = 0;
-    cJSON *root = sw_parse_json(json, len, err);
-    if (root == NULL)
-        return SY_ESYNTAX;
-    const cJSON *services = cJSON_GetObjectItemCaseSensitive(root, "services");
-    if (!cJSON_IsObject(services)) {
-        sw_set_error(err, SY_EMISSING, "services",
-                     "expected {\"services\": {name: [instances]}}");
-        cJSON_Delete(root);
-        return SY_EMISSING;
-    }
-    cJSON_ArrayForEach(svc, services) {
-        snprintf(where, sizeof where, "services.%s", svc->string);
-        rc = sw_instances_from_json(svc, where, &in, err);
-        if (rc)
-            break;
-        if (cs)
-            rc = sy_change_set_set_instances(cs, svc->string, in.list, in.count,
-                                             err);
-        sw_instances_free(&in);
-        if (rc)
-            break;
-    }
-    cJSON_Delete(root);
+    sy_instances *doc;
+    int rc = sy_instances_parse(json, len, NULL, &doc, err);
+    if (rc)
+        return rc;
+    rc = cs ? sw_stage_parsed(cs, doc, NULL, err) : 0;
+    sy_instances_free(doc);
     return rc;
 }
 

@@ -408,6 +408,16 @@ def test_instances_put(env):
                                    {"id": "x", "host": "h", "port": 81}])
     check(r.status == 400 and r.json()["error"]["path"] == "[1].id",
           "duplicate id: %d %r" % (r.status, r.body))
+    body = '[{"id": "x", "host": }]'
+    r = env.put("instances/shop", body)
+    e = r.json()["error"] if r.status == 400 else {}
+    check(e.get("line") == 1 and 0 < e.get("column", 0) <= len(body) and
+          e.get("offset", len(body)) < len(body),
+          "syntax error located in the body: %d %r" % (r.status, r.body))
+    r = env.put("instances/shop", {"services": {"other": doc}})
+    check(r.status == 400, "document without the service: %d" % r.status)
+    r = env.put("instances/shop", {"services": {"shop": doc}})
+    check(r.status == 200, "instances document: %d %r" % (r.status, r.body))
     env.converged()
 
 

@@ -302,6 +302,22 @@ def test_setpath_and_response_header(env):
     check(r.header("X-Resp") == "on", "AddResponseHeader missing")
 
 
+def test_path_normalised_before_matching(env):
+    """The module gives the library the raw path: dot segments (also
+    encoded ones) are removed before matching and in the path sent; an
+    encoded slash stays encoded (switchyard_escaped_slashes keep, the
+    default)."""
+    for raw in ("/a/../b/thing", "/a/%2e%2e/b/thing", "/b/./thing"):
+        r = request(env.port, "GET", raw)
+        check(r.status == 200, "%s: status %d" % (raw, r.status))
+        j = r.json()
+        check(j["id"] == "B" and j["path"] == "/set/thing",
+              "%s went to %s %s" % (raw, j["id"], j["path"]))
+    r = request(env.port, "GET", "/a/x%2Fy")
+    check(r.status == 200 and r.json()["path"] == "/x%2Fy",
+          "encoded slash: %d %r" % (r.status, r.body[:200]))
+
+
 def test_preserve_host_header(env):
     r = request(env.port, "GET", "/keep/1", headers={"Host": "shop.example"})
     check(r.status == 200, "status %d" % r.status)
@@ -626,6 +642,7 @@ def test_reload_rereads_files(env):
 TESTS = [
     test_routes_and_request_filters,
     test_setpath_and_response_header,
+    test_path_normalised_before_matching,
     test_preserve_host_header,
     test_gray_release_by_version_header,
     test_host_predicate_ignores_port,

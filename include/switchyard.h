@@ -841,6 +841,16 @@ SY_API int sy_change_set_update_instances(sy_change_set *cs,
  */
 SY_API int sy_router_commit(sy_router *r, const sy_change_set *cs,
                             sy_report **report, sy_error *err);
+/*
+ * A dry run of sy_router_commit: every change is checked against the live
+ * state exactly as a commit would (parse, validate, duplicate ids across
+ * sources, unknown routes...), then nothing is published and nothing
+ * changes; no event is delivered. Same result, error and report. Use it to
+ * validate before storing a change elsewhere (shared memory, a config
+ * store), then commit. The live state may change between the two calls.
+ */
+SY_API int sy_router_check(sy_router *r, const sy_change_set *cs,
+                           sy_report **report, sy_error *err);
 
 /*
  * Acquire the current snapshot: wait-free (one atomic add), any thread, no
@@ -919,8 +929,9 @@ typedef enum sy_outcome {
 /*
  * Feed passive health (sy_router_options.outlier) with the outcome of an
  * attempt to the instance of `t` (a target of an lb:// route; others are
- * ignored). The snapshot the target came from must still be held. Any
- * thread, lock-free, no allocation.
+ * ignored). Only t->health is read, so `t` may be a copy kept past later
+ * matches on the context; the snapshot the target came from must still be
+ * held. Any thread, lock-free, no allocation.
  */
 SY_API void sy_router_report_outcome(sy_router *r, const sy_target *t,
                                      sy_outcome outcome);
@@ -978,7 +989,8 @@ SY_API long sy_report_failed_change(const sy_report *rep);
 typedef struct sy_instances sy_instances;
 
 /* Parse and check a whole instances document (need not be NUL-terminated;
- * the route documents' default limits apply). Returns 0 and *out, to free
+ * the route documents' default limits apply, and at most 65,536 JSON values
+ * in the whole document, SY_ELIMIT). Returns 0 and *out, to free
  * with sy_instances_free(), or a negative code with err filled (nothing to
  * free). Thread-safe: any thread. */
 SY_API int sy_instances_parse(const char *json, size_t len,

@@ -27,7 +27,7 @@
 
 #include <stdlib.h>
 
-#define NONE UINT32_MAX
+#define NONE SY_NONE /* short local name */
 #define ROOT_PATH 0u
 #define ROOT_HOST 1u
 #define GENERIC_LISTS 11 /* 9 standard methods, "other", any */
@@ -87,9 +87,10 @@ typedef struct pending {
 /* What a route's candidate entries carry, computed once per route. */
 typedef struct rinfo {
     uint32_t methods;
-    uint32_t vars; /* offset in the var pool */
-    uint16_t nvars;
-    uint8_t whole; /* 1 + the dimension it is whole in, or 0 */
+    uint32_t vars[2]; /* per trie: offset in the var pool */
+    uint16_t nvars[2];
+    uint8_t pred[2];  /* the predicate the walk proves */
+    uint8_t flags[2]; /* SY_CAND_WALK, SY_CAND_WHOLE */
 } rinfo;
 
 typedef struct builder {
@@ -243,7 +244,7 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy_pattern *p,
     for (size_t k = 0; k < n && node != NONE; k++) {
         size_t i = reversed ? n - 1 - k : k;
         sy_seg_kind sk = sy_pattern_segment_kind(p, i);
-        if (sk == SY_SEG_MULTI) {
+        if (sk == SY_SEG_MULTI || sk == SY_SEG_REST) {
             *kind = L_MULTI;
             return node;
         }
@@ -320,46 +321,55 @@ static bool add_var(builder *b, sy_str name, uint32_t seg) {
     return true;
 }
 
-/* The methods a route accepts and whether it is whole (see SY_CAND_WHOLE):
- * one Path (or Host) predicate of one walkable pattern, Method predicates,
- * nothing else. */
+/* The methods a route accepts and, per trie (0 path, 1 host), whether
+ * the walk proves its Path (Host) predicate (SY_CAND_WALK: one such
+ * predicate, of one walkable pattern) and whether that leaves only its
+ * Method predicates (SY_CAND_WHOLE). */
 static rinfo route_info(builder *b, const struct sy_route *r) {
-    rinfo ri = {UINT32_MAX, 0, 0, 0};
-    const sy_pred *dims[2] = {NULL, NULL};
-    size_t ndims[2] = {0, 0};
+    rinfo ri;
+    memset(&ri, 0, sizeof ri);
+    ri.methods = UINT32_MAX;
+    size_t at[2] = {0, 0}, ndims[2] = {0, 0};
     bool other = false;
     for (size_t i = 0; i < r->predicate_count; i++) {
         const sy_pred *p = r->cpreds[i];
         sy_pred_kind k = p ? sy_pred_get_kind(p) : SY_PK_HOST_FACTORY;
-        if (k == SY_PK_METHOD)
+        if (k == SY_PK_METHOD) {
             ri.methods &= sy_pred_method_mask(p);
-        else if (k == SY_PK_PATH || k == SY_PK_HOST)
-            dims[k == SY_PK_HOST] = p, ndims[k == SY_PK_HOST]++;
-        else
+        } else if (k == SY_PK_PATH || k == SY_PK_HOST) {
+            at[k == SY_PK_HOST] = i;
+            ndims[k == SY_PK_HOST]++;
+        } else {
             other = true;
-    }
-    if (other || ndims[0] + ndims[1] != 1)
-        return ri;
-    int d = ndims[1] ? 1 : 0;
-    if (sy_pred_pattern_count(dims[d]) != 1)
-        return ri;
-    const sy_pattern *pat = sy_pred_pattern(dims[d], 0);
-    if (!pattern_walkable(pat, d == 1))
-        return ri;
-    ri.vars = b->var_count;
-    size_t n = sy_pattern_segment_count(pat);
-    for (size_t i = 0; i < n; i++) {
-        sy_str name = sy_pattern_segment_var(pat, i);
-        /* hosts: counted from the last label (a leading ** takes any
-         * number of labels before the others) */
-        uint32_t seg = (uint32_t)(d == 1 ? n - 1 - i : i);
-        if (name.ptr && !add_var(b, name, seg)) {
-            b->failed = true;
-            return ri;
         }
     }
-    ri.nvars = (uint16_t)(b->var_count - ri.vars);
-    ri.whole = (uint8_t)(d + 1);
+    for (int d = 0; d < 2; d++) {
+        if (ndims[d] != 1 || at[d] >= UINT8_MAX)
+            continue;
+        const sy_pred *pred = r->cpreds[at[d]];
+        if (sy_pred_pattern_count(pred) != 1)
+            continue;
+        const sy_pattern *pat = sy_pred_pattern(pred, 0);
+        if (!pattern_walkable(pat, d == 1))
+            continue;
+        ri.vars[d] = b->var_count;
+        size_t n = sy_pattern_segment_count(pat);
+        for (size_t i = 0; i < n; i++) {
+            sy_str name = sy_pattern_segment_var(pat, i);
+            /* hosts: counted from the last label (a leading ** takes any
+             * number of labels before the others) */
+            uint32_t seg = (uint32_t)(d == 1 ? n - 1 - i : i);
+            if (name.ptr && !add_var(b, name, seg)) {
+                b->failed = true;
+                return ri;
+            }
+        }
+        ri.nvars[d] = (uint16_t)(b->var_count - ri.vars[d]);
+        ri.pred[d] = (uint8_t)at[d];
+        ri.flags[d] = SY_CAND_WALK;
+        if (!other && !ndims[1 - d])
+            ri.flags[d] |= SY_CAND_WHOLE;
+    }
     return ri;
 }
 
@@ -407,13 +417,14 @@ static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
         if (*pos > start[p->node] && ix->cands[*pos - 1].slot == p->slot)
             continue;
         const rinfo *ri = &info[slot_pos[i]];
-        bool whole = ri->whole == p->dim + 1;
+        int d = p->dim < 2 ? (int)p->dim : 0;
+        bool walk = p->dim < 2 && ri->flags[d];
         ix->cands[(*pos)++] = (sy_cand){p->slot,
                                         ri->methods,
-                                        whole ? ri->vars : 0,
-                                        whole ? ri->nvars : 0,
-                                        whole ? SY_CAND_WHOLE : 0,
-                                        0};
+                                        walk ? ri->vars[d] : 0,
+                                        walk ? ri->nvars[d] : 0,
+                                        walk ? ri->flags[d] : 0,
+                                        walk ? ri->pred[d] : 0};
     }
     for (uint32_t n = 0; n < b->node_count; n++) {
         b->nodes[n].term = (list_ref){start[n * 2], fill[n * 2] - start[n * 2]};
@@ -652,7 +663,9 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
     bool path = !c->reversed;
     while (node != NONE && !c->overflow) {
         const inode *nd = &ix->nodes[node];
-        collect(c, nd->multi, SY_PROOF_NONE, true);
+        /* a walkable host pattern starting with "**" has no leading '.',
+         * which Ant compares: a host with one is not proven */
+        collect(c, nd->multi, SY_PROOF_NONE, path || !segs->lead);
         if (depth == segs->count) {
             collect(c, nd->term,
                     !literal ? SY_PROOF_NONE
@@ -686,7 +699,8 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.reversed = false;
     c.hashed = 0;
     walk(&c, ROOT_PATH, 0, true);
-    if (host_labels && ix->host_routes) {
+    /* an empty or missing Host matches no Host pattern */
+    if (host_labels && host_labels->count && ix->host_routes) {
         c.segs = host_labels;
         c.reversed = true;
         c.hashed = 0;

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,11 +121,51 @@ START_TEST(change_sets_and_outcomes_under_concurrency) {
 }
 END_TEST
 
+static int load_doc(void *data, const char *source, sy_loaded *out,
+                    sy_error *err) {
+    (void)data;
+    (void)source;
+    (void)err;
+    out->bytes = "[{\"id\":\"l\",\"uri\":\"http://l\"}]";
+    out->len = strlen(out->bytes);
+    out->release = NULL;
+    return 0;
+}
+
+static void *notifier(void *arg) {
+    sy_router *r = arg;
+    for (int i = 0; i < 200; i++)
+        ck_assert_int_eq(sy_router_notify(r, "pull", NULL), 0);
+    return NULL;
+}
+
+/* Issue 14: registering a loader while another thread notifies is no
+ * data race (TSan) and every notification applies through a loader. */
+START_TEST(loader_registration_races_no_notification) {
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(NULL, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "pull", NULL), 0);
+    ck_assert_int_eq(sy_router_set_loader(r, "pull", load_doc, NULL, NULL), 0);
+    pthread_t th;
+    pthread_create(&th, NULL, notifier, r);
+    for (int i = 0; i < 200; i++)
+        ck_assert_int_eq(sy_router_set_loader(r, "pull", load_doc,
+                                              (void *)(intptr_t)i, NULL),
+                         0);
+    pthread_join(th, NULL);
+    sy_snapshot *s = sy_router_acquire(r);
+    ck_assert_ptr_nonnull(sy_snapshot_find_route(s, "l", NULL));
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("proxy_stress");
     TCase *tc = tcase_create("proxy_stress");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, change_sets_and_outcomes_under_concurrency);
+    tcase_add_test(tc, loader_registration_races_no_notification);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

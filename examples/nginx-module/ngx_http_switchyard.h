@@ -134,8 +134,6 @@ typedef struct {
     size_t hdr_cap;
     sw_slot_t slot;   /* what this worker last published */
     ngx_uint_t ticks; /* of the timer */
-    ngx_flag_t dirty; /* the router holds a document the zone does not:
-                         rebuild it from the files and the zone */
 } sw_worker_t;
 
 extern sw_worker_t sw_worker;
@@ -149,6 +147,10 @@ void sw_worker_sync(ngx_log_t *log);
 /* Apply one document to this worker's router (the admin location's
  * validation); err is filled on failure. */
 int sw_worker_apply(ngx_uint_t kind, const char *name, const char *source,
+                    const char *data, size_t len, sy_error *err);
+/* The same checked against this worker's live state without publishing
+ * (sy_router_check): the admin location's validation. */
+int sw_worker_check(ngx_uint_t kind, const char *name, const char *source,
                     const char *data, size_t len, sy_error *err);
 /* "routes", "instances", "route", "route-remove" */
 const char *sw_kind_name(ngx_uint_t kind);

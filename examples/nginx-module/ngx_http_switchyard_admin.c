@@ -293,13 +293,15 @@ static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
     return rc;
 }
 
-/* Validate a change against this worker's router, then store it. */
+/* Check a change against this worker's router (sy_router_check: nothing
+ * is published), store it in the zone and answer. The caller then applies
+ * it (sw_worker_sync), after the answer is on its way. */
 static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     size_t len = 0;
     u_char *body = a->kind == SW_DOC_ROUTE_REMOVE ? NULL : sw_body(r, &len);
     char name[256], source[256];
     sy_error err;
-    uint64_t seq, before;
+    uint64_t seq;
     int rc;
 
     if (body == NULL && a->kind != SW_DOC_ROUTE_REMOVE)
@@ -307,13 +309,12 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     sw_cstr(name, sizeof name, &a->name);
     sw_cstr(source, sizeof source, &a->source);
 
-    /* validate against this worker's router, brought up to date first:
-     * a change that fails here changes nothing anywhere */
+    /* check against this worker's router, brought up to date first: a
+     * change that fails here is stored nowhere */
     sw_worker_sync(r->connection->log);
-    before = sw_worker.generation;
     rc = a->kind == SW_DOC_ROUTE ? sw_check_route_id(a, body, len, &err) : 0;
     if (rc == 0)
-        rc = sw_worker_apply(a->kind, name, source, (char *)body, len, &err);
+        rc = sw_worker_check(a->kind, name, source, (char *)body, len, &err);
     if (rc) {
         free(body);
         return sw_send_error(r,
@@ -326,9 +327,6 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     if (sw_zone_store(sw_worker.zone, a->kind, &a->name, &a->source,
                       body ? body : (u_char *)"", len, &seq) != NGX_OK) {
         free(body);
-        /* this worker applied a change nobody else will see: rebuild
-         * from the files and the zone at the next request */
-        sw_worker.dirty = 1;
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "switchyard: zone is full, change not stored");
         return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,
@@ -336,10 +334,6 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                                "(switchyard_zone)");
     }
     free(body);
-    /* nothing else was stored in between: this worker is current */
-    if (seq == before + 1)
-        sw_worker.generation = seq;
-    sw_worker_publish(0, &err);
 
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 200);
     if (b == NULL)
@@ -347,17 +341,16 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     b->last = ngx_sprintf(b->last,
                           "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
     b->last = sw_json_str(b->last, a->name.data, a->name.len);
-    b->last =
-        ngx_sprintf(b->last,
-                    ",\"generation\":%uL,\"fingerprint\":\"%016uxL\","
-                    "\"routes\":%uL}\n",
-                    seq, sw_worker.slot.fingerprint, sw_worker.slot.routes);
+    b->last = ngx_sprintf(b->last, ",\"generation\":%uL}\n", seq);
     return sw_send_json(r, NGX_HTTP_OK, b);
 }
 
 static void sw_body_handler(ngx_http_request_t *r) {
     sw_admin_ctx_t *a = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
     ngx_http_finalize_request(r, sw_change(r, a));
+    /* the answer is written: now apply the change here too (the request
+     * and its connection may be gone: the cycle's log) */
+    sw_worker_sync(ngx_cycle->log);
 }
 
 static bool sw_is_source(ngx_str_t *name) {
@@ -476,7 +469,9 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
         if (!found)
             return sw_send_message(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
                                    "no such route in this source");
-        return sw_change(r, a);
+        rc = sw_change(r, a);
+        sw_worker_sync(r->connection->log);
+        return rc;
     }
     ngx_http_set_ctx(r, a, ngx_http_switchyard_module);
     rc = ngx_http_read_client_request_body(r, sw_body_handler);

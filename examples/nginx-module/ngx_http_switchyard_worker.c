@@ -138,17 +138,31 @@ const char *sw_kind_name(ngx_uint_t kind) {
     return kind < 4 ? names[kind] : "?";
 }
 
-int sw_worker_apply(ngx_uint_t kind, const char *name, const char *source,
-                    const char *data, size_t len, sy_error *err) {
+/* One change as a one-change change set: committed, or (dry) only
+ * checked against the live state with sy_router_check. */
+static int sw_one_change(ngx_uint_t kind, const char *name, const char *source,
+                         const char *data, size_t len, bool dry,
+                         sy_error *err) {
     sy_change_set *cs;
     int rc = sy_change_set_new(sw_worker.router, &cs, err);
     if (rc)
         return rc;
     rc = sw_stage(cs, kind, name, source, data, len, err);
     if (rc == 0)
-        rc = sy_router_commit(sw_worker.router, cs, NULL, err);
+        rc = dry ? sy_router_check(sw_worker.router, cs, NULL, err)
+                 : sy_router_commit(sw_worker.router, cs, NULL, err);
     sy_change_set_free(cs);
     return rc;
+}
+
+int sw_worker_apply(ngx_uint_t kind, const char *name, const char *source,
+                    const char *data, size_t len, sy_error *err) {
+    return sw_one_change(kind, name, source, data, len, false, err);
+}
+
+int sw_worker_check(ngx_uint_t kind, const char *name, const char *source,
+                    const char *data, size_t len, sy_error *err) {
+    return sw_one_change(kind, name, source, data, len, true, err);
 }
 
 void sw_worker_publish(int rc, const sy_error *err) {
@@ -256,12 +270,6 @@ static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
     return rc;
 }
 
-/* Files, then every document of the zone: the whole configuration. */
-static int sw_full_sync(ngx_log_t *log, sy_error *err) {
-    int rc = sw_apply_files(err);
-    return rc ? rc : sw_apply_zone(log, err);
-}
-
 void sw_worker_sync(ngx_log_t *log) {
     sw_doc_copy_t *docs;
     size_t n;
@@ -271,12 +279,6 @@ void sw_worker_sync(ngx_log_t *log) {
 
     if (sw_worker.router == NULL || sw_worker.zone == NULL)
         return;
-    if (sw_worker.dirty) {
-        sw_worker.dirty = 0;
-        rc = sw_full_sync(log, &err);
-        sw_worker_publish(rc, &err);
-        return;
-    }
     if (sw_worker.zone->sh->generation == sw_worker.generation)
         return;
     ngx_int_t zrc = sw_zone_copy(sw_worker.zone, sw_worker.epoch,

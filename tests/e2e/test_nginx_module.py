@@ -199,6 +199,7 @@ http {{
     switchyard_instances {d}/instances.json;
     switchyard_zone 8m;
     switchyard_strip_host_port on;
+    switchyard_escaped_slashes reject;
     server {{
         listen 127.0.0.1:{port};
         location /switchyard/ {{
@@ -305,8 +306,9 @@ def test_setpath_and_response_header(env):
 def test_path_normalised_before_matching(env):
     """The module gives the library the raw path: dot segments (also
     encoded ones) are removed before matching and in the path sent; an
-    encoded slash stays encoded (switchyard_escaped_slashes keep, the
-    default)."""
+    encoded slash is refused with 400 (switchyard_escaped_slashes reject:
+    the library's SY_NOMATCH_BAD_PATH); other escapes are sent as they
+    came."""
     for raw in ("/a/../b/thing", "/a/%2e%2e/b/thing", "/b/./thing"):
         r = request(env.port, "GET", raw)
         check(r.status == 200, "%s: status %d" % (raw, r.status))
@@ -314,8 +316,10 @@ def test_path_normalised_before_matching(env):
         check(j["id"] == "B" and j["path"] == "/set/thing",
               "%s went to %s %s" % (raw, j["id"], j["path"]))
     r = request(env.port, "GET", "/a/x%2Fy")
-    check(r.status == 200 and r.json()["path"] == "/x%2Fy",
-          "encoded slash: %d %r" % (r.status, r.body[:200]))
+    check(r.status == 400, "encoded slash: %d %r" % (r.status, r.body[:200]))
+    r = request(env.port, "GET", "/a/x%41y")
+    check(r.status == 200 and r.json()["path"] == "/x%41y",
+          "other escapes: %d %r" % (r.status, r.body[:200]))
 
 
 def test_preserve_host_header(env):

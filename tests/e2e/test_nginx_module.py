@@ -500,6 +500,20 @@ def test_single_route_changes(env):
           "route changes kept: %r" % s["documents"])
 
 
+def test_full_zone_changes_nothing(env):
+    """A valid document larger than the zone (8m) is refused with 507."""
+    before = env.converged()
+    doc = env.live_routes(7)
+    doc["routes"][0]["metadata"] = {"pad%d" % i: "x" * 60000
+                                    for i in range(160)}  # 9.6 MB
+    r = env.put("routes/live", doc)
+    check(r.status == 507, "status %d %r" % (r.status, r.body[:200]))
+    after = env.converged()
+    check(after["generation"] == before["generation"], "generation moved")
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "0", "live route changed")
+
+
 def test_broken_file_fails_configuration_test(env):
     d = env.dir
     with open(os.path.join(d, "broken.json"), "w") as f:
@@ -658,6 +672,7 @@ TESTS = [
     test_instances_put,
     test_single_route_changes,
     test_passive_health_ejects_a_failing_instance,
+    test_full_zone_changes_nothing,
     test_broken_file_fails_configuration_test,
     test_route_changes_under_load,
     test_workers_converge,

@@ -554,8 +554,13 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (sw_pstr(r, &ctx->route, id, strlen(id)) != NGX_OK)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
 
+    /* an answer the module gives must be a real status (0 would let the
+     * request go on) */
+    int status = sy_match_status(m);
+    if (sy_match_action(m) != SY_ACTION_PROXY && (status < 200 || status > 599))
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     switch (sy_match_action(m)) {
-    case SY_ACTION_RESPOND: return sy_match_status(m);
+    case SY_ACTION_RESPOND: return status;
     case SY_ACTION_REDIRECT: {
         sy_str loc = sy_match_redirect(m);
         ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
@@ -567,7 +572,7 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         ngx_http_clear_location(r);
         r->headers_out.location = h;
-        return sy_match_status(m);
+        return status;
     }
     case SY_ACTION_PROXY: break;
     }

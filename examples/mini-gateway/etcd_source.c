@@ -1001,10 +1001,11 @@ static void apply_route(gw_etcd *e, change *c) {
 
 /*
  * Apply a list of changes as one step and record `revision` as what the
- * router reflects. Instances go first, so a new route never points at a
- * service whose instances are not there yet.
+ * router reflects (a watch only moves it forward). Instances go first, so a new
+ * route never points at a service whose instances are not there yet.
  */
-static void apply_changes(gw_etcd *e, change_list *l, int64_t revision) {
+static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
+                          bool full_read) {
     uv_mutex_lock(&e->mu);
     for (size_t i = 0; i < l->n; i++)
         if (!l->v[i].is_route)
@@ -1016,7 +1017,8 @@ static void apply_changes(gw_etcd *e, change_list *l, int64_t revision) {
         if (l->v[i].is_route)
             apply_route(e, &l->v[i]);
     e->events += l->n;
-    if (revision > e->revision)
+    /* A full read is the truth, even when etcd went back (lost data). */
+    if (full_read || revision > e->revision)
         e->revision = revision;
     sy_snapshot *snap = sy_router_acquire(e->router);
     e->fingerprint = sy_snapshot_fingerprint(snap);
@@ -1186,7 +1188,7 @@ static void finish_full_read(gw_etcd *e) {
     etcd_log(e, GW_ETCD_LOG_INFO,
              "full read at revision %" PRId64 ": %zu change(s)",
              e->read_revision, diff.n);
-    apply_changes(e, &diff, e->read_revision);
+    apply_changes(e, &diff, e->read_revision, true);
     changes_clear(&diff);
     e->need_full_read = false;
     start_watch(e);
@@ -1371,7 +1373,7 @@ static void on_watch_line(gw_etcd *e, const char *line, size_t n) {
     }
     cJSON_Delete(o);
     if (top > applied)
-        apply_changes(e, &l, top);
+        apply_changes(e, &l, top, false);
     changes_clear(&l);
 }
 

@@ -261,6 +261,7 @@ struct gw_etcd {
     uint64_t fingerprint;
     char *last_error;
     uint64_t reconnects, full_reads, commits, events, rejected;
+    uint64_t last_commit_us, commit_us_total; /* time spent committing */
     source_rec *src;
     size_t src_n, src_cap;
     service_rec *svc;
@@ -328,6 +329,7 @@ struct gw_http {
     bool complete;    /* message complete */
     bool closing;     /* the owner is done with it */
     bool gai_pending; /* getaddrinfo not called back yet */
+    size_t scanned;   /* streaming: body bytes already searched for '\n' */
     int handles;      /* open libuv handles */
     http_line_fn on_line;
     http_done_fn on_done;
@@ -393,9 +395,9 @@ static int on_hp_body(http_parser *p, const char *at, size_t n) {
         return -1;
     if (!h->streaming || h->status != 200)
         return 0;
-    /* One JSON object per line. */
+    /* One JSON object per line; bytes before `scanned` hold no newline. */
     size_t start = 0;
-    for (size_t i = 0; i < h->body.len; i++) {
+    for (size_t i = h->scanned; i < h->body.len; i++) {
         if (h->body.p[i] != '\n')
             continue;
         if (i > start)
@@ -409,6 +411,7 @@ static int on_hp_body(http_parser *p, const char *at, size_t n) {
         h->body.len -= start;
         h->body.p[h->body.len] = '\0';
     }
+    h->scanned = h->body.len;
     return 0;
 }
 
@@ -1006,6 +1009,7 @@ static void apply_route(gw_etcd *e, change *c) {
  */
 static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
                           bool full_read) {
+    uint64_t t0 = uv_hrtime();
     uv_mutex_lock(&e->mu);
     for (size_t i = 0; i < l->n; i++)
         if (!l->v[i].is_route)
@@ -1024,6 +1028,8 @@ static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
     e->fingerprint = sy_snapshot_fingerprint(snap);
     sy_snapshot_release(snap);
     e->commits++;
+    e->last_commit_us = (uv_hrtime() - t0) / 1000;
+    e->commit_us_total += e->last_commit_us;
     int64_t rev = e->revision;
     uint64_t fp = e->fingerprint;
     uv_mutex_unlock(&e->mu);
@@ -1610,6 +1616,8 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     cJSON_AddNumberToObject(o, "commits", (double)e->commits);
     cJSON_AddNumberToObject(o, "events", (double)e->events);
     cJSON_AddNumberToObject(o, "rejected", (double)e->rejected);
+    cJSON_AddNumberToObject(o, "last_commit_us", (double)e->last_commit_us);
+    cJSON_AddNumberToObject(o, "commit_us_total", (double)e->commit_us_total);
     cJSON *srcs = cJSON_AddArrayToObject(o, "sources");
     for (size_t i = 0; i < e->src_n; i++) {
         const source_rec *s = &e->src[i];

@@ -81,7 +81,9 @@ int64_t gw_etcd_revision(gw_etcd *e);
  *    "connected": bool, "revision": N (etcd revision the router reflects),
  *    "fingerprint": "hex16" (router's snapshot fingerprint right after the
  *    commit of that revision), "last_error": string|null,
- *    "reconnects", "full_reads", "commits", "events": counters,
+ *    "reconnects", "full_reads", "commits", "events", "rejected":
+ *    counters, "last_commit_us" / "commit_us_total": time spent applying
+ *    changes to the router (the last commit's, all commits'),
  *    "sources": [{"name", "key", "mod_revision", "version" (string|null),
  *                 "checksum" ("hex16"|null), "error" (string|null)}],
  *    "services": [{"name", "instances", "error" (string|null)}]}

@@ -451,23 +451,23 @@ typedef struct sy_filter_entry {
  * of any of these calls after a match (pure filters are evaluated by the
  * library; the host applies the outcome).
  */
-SY_API sy_action sy_match_action(sy_match *m);
+SY_API sy_action sy_match_action(const sy_match *m);
 /* Status to answer with (SetStatus, redirect, 431/413), or 0. */
-SY_API int sy_match_status(sy_match *m);
+SY_API int sy_match_status(const sy_match *m);
 /* Location of a redirect, or {NULL, 0}. */
-SY_API sy_str sy_match_redirect(sy_match *m);
+SY_API sy_str sy_match_redirect(const sy_match *m);
 /* Upstream path and raw query after filters. */
-SY_API sy_str sy_match_path(sy_match *m);
-SY_API sy_str sy_match_query(sy_match *m);
+SY_API sy_str sy_match_path(const sy_match *m);
+SY_API sy_str sy_match_query(const sy_match *m);
 /* The full upstream request header list after the filters, in order. */
-SY_API size_t sy_match_header_count(sy_match *m);
-SY_API sy_header sy_match_header(sy_match *m, size_t i);
+SY_API size_t sy_match_header_count(const sy_match *m);
+SY_API sy_header sy_match_header(const sy_match *m, size_t i);
 /* True when the client's Host header must be kept (PreserveHostHeader). */
-SY_API bool sy_match_preserve_host(sy_match *m);
-SY_API size_t sy_match_response_op_count(sy_match *m);
-SY_API sy_response_op sy_match_response_op(sy_match *m, size_t i);
-SY_API size_t sy_match_host_filter_count(sy_match *m);
-SY_API const sy_filter_entry *sy_match_host_filter(sy_match *m, size_t i);
+SY_API bool sy_match_preserve_host(const sy_match *m);
+SY_API size_t sy_match_response_op_count(const sy_match *m);
+SY_API sy_response_op sy_match_response_op(const sy_match *m, size_t i);
+SY_API size_t sy_match_host_filter_count(const sy_match *m);
+SY_API const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i);
 
 /*
  * Explain: for every route in rank order, call `fn` with whether it matched
@@ -519,7 +519,7 @@ typedef struct sy_selection {
  * SY_EINVAL when the route is not an lb:// route. Lock-free, no allocation.
  */
 SY_API int sy_snapshot_select(const sy_snapshot *s, sy_match_ctx *ctx,
-                              sy_match *m, const sy_request *req,
+                              const sy_match *m, const sy_request *req,
                               sy_selection *out, sy_error *err);
 
 /*
@@ -560,7 +560,7 @@ typedef struct sy_target {
  * the action is not PROXY. Lock-free, allocation-free once warm; same
  * thread rules as sy_snapshot_match.
  */
-SY_API int sy_match_target(sy_match *m, const char *const *exclude,
+SY_API int sy_match_target(const sy_match *m, const char *const *exclude,
                            size_t exclude_count, sy_target *out, sy_error *err);
 
 /* ------------------------------------------------------------------ */
@@ -894,7 +894,7 @@ typedef struct sy_source_status {
     uint64_t checksum;     /* of the live document's bytes */
     uint64_t fingerprint;  /* of the source's live routes (rank order) */
     size_t routes;         /* live routes of the source */
-    int64_t last_apply_ms; /* epoch ms (clock_ms) of the last attempt, or 0 */
+    int64_t last_apply_ms; /* epoch ms (wall clock) of the last attempt, or 0 */
     int last_result;       /* SY_OK or the code of the last attempt */
     sy_error last_error;   /* the last failed attempt's error (code SY_OK if
                               the last attempt succeeded) */
@@ -935,13 +935,14 @@ SY_API uint64_t sy_report_parse_us(const sy_report *rep);
 SY_API uint64_t sy_report_publish_us(const sy_report *rep);
 SY_API size_t sy_report_issue_count(const sy_report *rep);
 SY_API const sy_error *sy_report_issue(const sy_report *rep, size_t i);
-/* Instance changes: ids added, removed, changed. */
-SY_API size_t sy_report_instances_added(const sy_report *rep,
-                                        const char *const **ids);
-SY_API size_t sy_report_instances_removed(const sy_report *rep,
-                                          const char *const **ids);
-SY_API size_t sy_report_instances_changed(const sy_report *rep,
-                                          const char *const **ids);
+/* Instance changes, by id: added, removed and changed (any field). Ids
+ * are borrowed from the report; NULL past the end. */
+SY_API size_t sy_report_instances_added_count(const sy_report *rep);
+SY_API const char *sy_report_instance_added(const sy_report *rep, size_t i);
+SY_API size_t sy_report_instances_removed_count(const sy_report *rep);
+SY_API const char *sy_report_instance_removed(const sy_report *rep, size_t i);
+SY_API size_t sy_report_instances_changed_count(const sy_report *rep);
+SY_API const char *sy_report_instance_changed(const sy_report *rep, size_t i);
 /* The service of an instance change, or NULL. */
 SY_API const char *sy_report_service(const sy_report *rep);
 /* True when the document was applied although its version equals the live

@@ -6,6 +6,7 @@
  * parsing. One route object is built by def_route.c.
  */
 #include "def_build.h"
+#include "def_scan.h"
 #include "filter.h"
 
 #include <stdio.h>
@@ -33,146 +34,33 @@ void sy_limits_resolve(sy_limits *out, const sy_limits *in) {
 
 /* ---- JSON text ---- */
 
-static void locate(const char *json, size_t len, size_t off, sy_error *err) {
-    if (!err)
-        return;
-    if (off > len)
-        off = len;
-    uint32_t line = 1;
-    size_t line_start = 0;
-    for (size_t i = 0; i < off; i++)
-        if (json[i] == '\n') {
-            line++;
-            line_start = i + 1;
-        }
-    err->line = line;
-    err->column = (uint32_t)(off - line_start + 1);
-    err->offset = off;
+/* cJSON text that def_scan.c accepted: a NULL from cJSON can only be an
+ * allocation failure (cJSON allocates with malloc, outside the router's
+ * allocator), reported as such and never as a syntax error. */
+static int parse_scanned(const char *json, size_t start, size_t end,
+                         cJSON **out, sy_error *err) {
+    const char *stop = NULL;
+    *out = cJSON_ParseWithLengthOpts(json + start, end - start, &stop, 0);
+    if (*out)
+        return 0;
+    return sy_error_set(err, SY_ENOMEM, "",
+                        "out of memory while parsing the JSON text");
 }
 
-/* Nesting depth, scanned before parsing (cJSON's own cap is 1000). */
-static int check_depth(const char *json, size_t len, uint32_t max,
-                       sy_error *err) {
-    uint32_t depth = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = json[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-        } else if (c == '"') {
-            in_str = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max) {
-                sy_error_set(err, SY_ELIMIT, "",
-                             "JSON nesting deeper than %u levels", max);
-                locate(json, len, i, err);
-                return SY_ELIMIT;
-            }
-        } else if ((c == ']' || c == '}') && depth) {
-            depth--;
-        }
-    }
-    return 0;
-}
-
-/* Every string (keys and values) within the length limit. The JSON path
- * is built only on the way back from a violation, so a valid document
- * costs one walk without any formatting. */
-static int check_strings(const cJSON *item, char *path, size_t cap, size_t max,
-                         sy_error *err) {
-    size_t idx = 0;
-    for (const cJSON *c = item->child; c; c = c->next, idx++) {
-        const char *what = NULL;
-        bool long_key =
-            cJSON_IsObject(item) && c->string && strlen(c->string) > max;
-        if (long_key)
-            what = "a key is longer than";
-        else if (cJSON_IsString(c) && strlen(c->valuestring) > max)
-            what = "a string is longer than";
-        int rc =
-            what ? sy_error_set(err, SY_ELIMIT, "", "%s %zu bytes", what, max)
-            : c->child ? check_strings(c, path, cap, max, err)
-                       : 0;
-        if (!rc)
-            continue;
-        if (long_key) /* the path names the key's object */
-            return rc;
-        /* prepend this level's step to the path built so far */
-        char step[160];
-        if (cJSON_IsObject(item) && c->string)
-            snprintf(step, sizeof step, ".%.150s", c->string);
-        else
-            snprintf(step, sizeof step, "[%zu]", idx);
-        size_t sl = strlen(step), pl = strlen(path);
-        if (sl + pl < cap) {
-            memmove(path + sl, path, pl + 1);
-            memcpy(path, step, sl);
-        }
-        return rc;
-    }
-    return 0;
-}
-
-/* Parse `json` under the limits into a cJSON tree (caller deletes). */
-static int parse_json(const char *json, size_t len, const sy_limits *lim,
-                      cJSON **out, sy_error *err) {
+/* Scan `json` under the limits (def_scan.c) and parse it whole into a
+ * cJSON tree (caller deletes): for single routes and default filters,
+ * whose size the scan caps at SY_MAX_ROUTE_VALUES values. */
+static int parse_json(const sy_alloc *a, const char *json, size_t len,
+                      const sy_limits *lim, cJSON **out, sy_error *err) {
     *out = NULL;
     if (len > lim->max_document_bytes)
         return sy_error_set(err, SY_ELIMIT, "",
                             "document of %zu bytes exceeds the limit of %zu",
                             len, lim->max_document_bytes);
-    int rc = check_depth(json, len, lim->max_depth, err);
-    if (rc)
-        return rc;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-    if (!root) {
-        size_t off = end && end >= json ? (size_t)(end - json) : 0;
-        size_t ws = off;
-        while (ws < len && (json[ws] == ' ' || json[ws] == '\t' ||
-                            json[ws] == '\n' || json[ws] == '\r'))
-            ws++;
-        if (ws >= len)
-            sy_error_set(err, SY_ESYNTAX, "",
-                         len ? "JSON syntax error: unexpected end of document"
-                             : "JSON syntax error: the document is empty");
-        else if (json[off] > 0x20 && json[off] < 0x7f)
-            sy_error_set(err, SY_ESYNTAX, "",
-                         "JSON syntax error: unexpected '%c'", json[off]);
-        else
-            sy_error_set(err, SY_ESYNTAX, "",
-                         "JSON syntax error: unexpected byte 0x%02x",
-                         (unsigned)(unsigned char)json[off]);
-        locate(json, len, off, err);
-        return SY_ESYNTAX;
-    }
-    size_t off = end ? (size_t)(end - json) : len;
-    while (off < len && (json[off] == ' ' || json[off] == '\t' ||
-                         json[off] == '\n' || json[off] == '\r'))
-        off++;
-    if (off < len) {
-        cJSON_Delete(root);
-        sy_error_set(err, SY_ESYNTAX, "",
-                     "JSON syntax error: unexpected data after the document");
-        locate(json, len, off, err);
-        return SY_ESYNTAX;
-    }
-    char path[256] = "";
-    path[0] = '\0';
-    rc = check_strings(root, path, sizeof path, lim->max_string_bytes, err);
-    if (rc && err) {
-        const char *p = path[0] == '.' ? path + 1 : path;
-        snprintf(err->path, sizeof err->path, "%s", p);
-    }
-    if (rc) {
-        cJSON_Delete(root);
-        return rc;
-    }
-    *out = root;
-    return 0;
+    sy_json_scan scan;
+    int rc = sy_json_scan_text(a, json, len, lim, false, &scan, err);
+    sy_free(a, scan.routes);
+    return rc ? rc : parse_scanned(json, 0, len, out, err);
 }
 
 /* ---- documents ---- */
@@ -226,7 +114,7 @@ static bool id_set_add(id_set *s, const char *id) {
     return true;
 }
 
-static int read_version(sy_document *d, const cJSON *v, sy_error *err) {
+static int read_version_value(sy_document *d, const cJSON *v, sy_error *err) {
     char num[64];
     const char *text;
     if (!v || cJSON_IsNull(v))
@@ -248,11 +136,27 @@ static int read_version(sy_document *d, const cJSON *v, sy_error *err) {
     return 0;
 }
 
+static int read_version(sy_document *d, const char *json,
+                        const sy_json_span *span, sy_error *err) {
+    if (!span->end)
+        return 0;
+    cJSON *v = NULL;
+    int rc = parse_scanned(json, span->start, span->end, &v, err);
+    if (!rc)
+        rc = read_version_value(d, v, err);
+    cJSON_Delete(v);
+    return rc;
+}
+
+/* Build the routes one at a time: each span is parsed into its own cJSON
+ * tree, built and deleted before the next, so only one route's tree is
+ * ever alive. */
 static int build_routes(sy_document *d, const sy_parse_options *opts,
-                        const sy_limits *lim, const cJSON *routes,
-                        const char *prefix, sy_def_reuse_fn reuse,
-                        void *reuse_data, sy_error *err) {
-    size_t n = (size_t)cJSON_GetArraySize(routes);
+                        const sy_limits *lim, const char *json,
+                        const sy_json_scan *scan, const char *prefix,
+                        sy_def_reuse_fn reuse, void *reuse_data,
+                        sy_error *err) {
+    size_t n = scan->route_count;
     if (n > lim->max_routes)
         return sy_error_set(err, SY_ELIMIT, prefix,
                             "%zu routes exceed the limit of %zu", n,
@@ -271,13 +175,18 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     uint64_t fp = SEED_DOC;
     size_t i = 0;
     int rc = 0;
-    for (const cJSON *c = routes->child; c; c = c->next, i++) {
+    for (; i < n; i++) {
         char path[64];
         sy_def_path(path, sizeof path, "%s[%zu]", prefix, i);
         sy_error e;
         sy_error_clear(&e);
         struct sy_route *r = NULL;
-        rc = sy_def_build_route(&ctx, c, path, &r, &e);
+        cJSON *c = NULL;
+        rc = parse_scanned(json, scan->routes[i].start, scan->routes[i].end, &c,
+                           &e);
+        if (!rc)
+            rc = sy_def_build_route(&ctx, c, path, &r, &e);
+        cJSON_Delete(c);
         if (!rc && !id_set_add(&ids, r->id)) {
             char p[96];
             sy_def_path(p, sizeof p, "%s.id", path);
@@ -340,33 +249,37 @@ int sy_document_parse_reusing(const char *json, size_t len,
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     d->alloc = a;
     d->checksum = sy_hash64(json, len, 0);
-    cJSON *root = NULL;
-    int rc = parse_json(json, len, &lim, &root, err);
+    sy_json_scan scan;
+    memset(&scan, 0, sizeof scan);
+    int rc = 0;
+    if (len > lim.max_document_bytes)
+        rc = sy_error_set(err, SY_ELIMIT, "",
+                          "document of %zu bytes exceeds the limit of %zu", len,
+                          lim.max_document_bytes);
+    else
+        rc = sy_json_scan_text(&a, json, len, &lim, true, &scan, err);
     if (!rc) {
-        const cJSON *routes = root;
         const char *prefix = "";
-        if (cJSON_IsObject(root)) {
+        if (scan.root == '{') {
             prefix = "routes";
             d->envelope = true;
-            routes = cJSON_GetObjectItemCaseSensitive(root, "routes");
-            rc = read_version(
-                d, cJSON_GetObjectItemCaseSensitive(root, "version"), err);
-            if (!rc && !routes)
+            rc = read_version(d, json, &scan.version, err);
+            if (!rc && !scan.has_routes)
                 rc = sy_error_set(err, SY_EMISSING, "routes",
                                   "the document object has no \"routes\"");
-            else if (!rc && !cJSON_IsArray(routes))
+            else if (!rc && scan.routes_first != '[')
                 rc = sy_error_set(err, SY_ETYPE, "routes",
                                   "routes must be an array");
-        } else if (!cJSON_IsArray(root)) {
+        } else if (scan.root != '[') {
             rc = sy_error_set(err, SY_ETYPE, "",
                               "a document is an array of routes or an "
                               "object with \"routes\"");
         }
         if (!rc)
-            rc = build_routes(d, opts, &lim, routes, prefix, reuse, reuse_data,
-                              err);
+            rc = build_routes(d, opts, &lim, json, &scan, prefix, reuse,
+                              reuse_data, err);
     }
-    cJSON_Delete(root);
+    sy_free(&a, scan.routes);
     if (rc) {
         sy_document_free(d);
         return rc;
@@ -430,7 +343,7 @@ int sy_def_parse_route(const char *json, size_t len,
     if (rc)
         return rc;
     cJSON *root = NULL;
-    if ((rc = parse_json(json ? json : "", len, &lim, &root, err)))
+    if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
         return rc;
     sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL};
     rc = sy_def_build_route(&ctx, root, path ? path : "", out, err);
@@ -500,7 +413,7 @@ int sy_def_parse_filters(const char *json, size_t len,
     if (rc)
         return rc;
     cJSON *root = NULL;
-    if ((rc = parse_json(json ? json : "", len, &lim, &root, err)))
+    if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
         return rc;
     struct sy_route *r = sy_route_new(&a);
     sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL};

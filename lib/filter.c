@@ -1,7 +1,7 @@
 /*
  * filter.c - compiling filter entries (route model section 5) into
  * sy_filter objects: argument parsing and defaults, regexes compiled once
- * through PCRE2 on the sy_alloc hooks, Java replacement strings translated
+ * (through regex.c's PCRE2 environment), Java replacement strings translated
  * to pcre2_substitute syntax, and the entries handed to the host
  * (stateful built-ins and host-registered filters, validated here).
  * The plan itself is computed in filter_plan.c.
@@ -23,16 +23,6 @@ typedef struct sy_fc {
     sy_filter *f;
     sy_error *err;
 } sy_fc;
-
-/* ---- PCRE2 on the sy_alloc hooks ---- */
-
-static void *pcre_malloc(PCRE2_SIZE size, void *data) {
-    return sy_malloc((const sy_alloc *)data, size);
-}
-
-static void pcre_free(void *ptr, void *data) {
-    sy_free((const sy_alloc *)data, ptr);
-}
 
 /* ---- small helpers ---- */
 
@@ -120,46 +110,26 @@ static int name_value(sy_fc *c, const char *name_field,
  * non-NULL, else freed (validation only). */
 static int compile_regex(sy_fc *c, const char *field, const char *src,
                          pcre2_code **out) {
-    pcre2_general_context *gc = pcre2_general_context_create(
-        pcre_malloc, pcre_free, (void *)c->f->alloc);
-    if (!gc)
-        return oom(c);
-    pcre2_compile_context *cc = pcre2_compile_context_create(gc);
-    if (!cc) {
-        pcre2_general_context_free(gc);
-        return oom(c);
-    }
+    sy_re_env env;
+    sy_re_env_init(&env, c->f->alloc, SY_FILTER_MATCH_LIMIT, 0);
     int code = 0;
-    PCRE2_SIZE off = 0;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, 0,
-                                   &code, &off, cc);
-    pcre2_compile_context_free(cc);
-    int rc = 0;
+    size_t off = 0;
+    pcre2_code *re = sy_re_env_compile(&env, src, strlen(src), 0, &code, &off);
     if (!re) {
-        PCRE2_UCHAR msg[200];
-        if (pcre2_get_error_message(code, msg, sizeof msg) < 0)
-            snprintf((char *)msg, sizeof msg, "error %d", code);
-        rc = code == PCRE2_ERROR_NOMEMORY
-                 ? oom(c)
-                 : fail(c, SY_EREGEX, field, "%s", (const char *)msg);
-        if (c->err && code != PCRE2_ERROR_NOMEMORY)
-            c->err->offset = off;
-    } else if (out) {
-        /* JIT is an optimisation: failure leaves the interpreter. */
-        (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
-        c->f->mctx = pcre2_match_context_create(gc);
-        if (!c->f->mctx) {
-            pcre2_code_free(re);
-            rc = oom(c);
-        } else {
-            pcre2_set_match_limit(c->f->mctx, SY_FILTER_MATCH_LIMIT);
-            *out = re;
-        }
-    } else {
-        pcre2_code_free(re);
+        sy_re_env_done(&env, false);
+        char p[600];
+        snprintf(p, sizeof p, "%s.args.%s", c->path ? c->path : "", field);
+        return sy_re_error(c->err, p, code, off);
     }
-    pcre2_general_context_free(gc);
-    return rc;
+    if (!out) { /* validation only */
+        pcre2_code_free(re);
+        sy_re_env_done(&env, false);
+        return 0;
+    }
+    sy_re_env_done(&env, true);
+    c->f->mctx = env.m;
+    *out = re;
+    return 0;
 }
 
 static bool is_alnum(char ch) {

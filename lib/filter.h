@@ -8,7 +8,7 @@
 #define SY_FILTER_H
 
 #include "pattern.h"
-#include "route.h"
+#include "compile_env.h"
 
 typedef struct sy_filter sy_filter;
 
@@ -47,8 +47,10 @@ typedef struct sy_plan {
 } sy_plan;
 
 /*
- * Compute the plan: default filters first, then the route's, each in
- * order, each seeing the edits of the ones before. The plan starts from
+ * Compute the plan: default and route filters interleaved as SCG orders
+ * them (default 1, route 1, default 2, route 2, ...: each list numbered
+ * in its own order, stably merged, defaults first on ties), each seeing
+ * the edits of the ones before. The plan starts from
  * the request (path, query, a scratch copy of the header array; action
  * PROXY, status 0) and is overwritten whole. Strings come from the
  * request, the compiled filters or `scratch`; nothing else is allocated.

@@ -1,9 +1,10 @@
 /*
  * filter_plan.c - computing the filter plan of a matched request: runs the
- * compiled pure filters (default filters, then the route's) over a working
- * copy of the request (path, raw query, header list) and collects response
- * header operations, status, redirect, short-circuit answers and the
- * entries the host runs. Everything it builds lives in the scratch arena.
+ * compiled pure filters (default and route filters merged as SCG orders
+ * them) over a working copy of the request (path, raw query, header list)
+ * and collects response header operations, status, redirect, short-circuit
+ * answers and the entries the host runs. Everything it builds lives in the
+ * scratch arena.
  */
 #include "filter_int.h"
 
@@ -16,6 +17,7 @@ typedef struct sy_run {
     size_t var_count;
     pcre2_match_data *md;
     sy_arena *ar;
+    bool prefixed; /* a PrefixPath ran (SCG's GATEWAY_ALREADY_PREFIXED) */
 } sy_run;
 
 static const sy_str empty_str = {"", 0};
@@ -175,7 +177,7 @@ static size_t put(char *dst, sy_str s, bool encode) {
 /* One pass of expansion: writes into dst when non-NULL, returns length.
  * Spring's rule: "{name}" or "{name:regex}" with no '/' inside is a
  * variable; anything else stays as written. */
-static size_t expand_pass(const sy_run *r, sy_str t, bool encode, char *dst) {
+static size_t expand_pass(const sy_run *r, sy_str t, char *dst) {
     size_t o = 0;
     for (size_t i = 0; i < t.len;) {
         if (t.ptr[i] == '{') {
@@ -197,7 +199,7 @@ static size_t expand_pass(const sy_run *r, sy_str t, bool encode, char *dst) {
                 /* switchyard: an unknown variable expands to "" (SCG
                  * throws and answers 500). */
                 (void)var_get(r, t.ptr + s, e - s, &v);
-                o += put(dst ? dst + o : NULL, v, encode);
+                o += put(dst ? dst + o : NULL, v, false);
                 i = j + 1;
                 continue;
             }
@@ -211,16 +213,52 @@ static size_t expand_pass(const sy_run *r, sy_str t, bool encode, char *dst) {
 }
 
 /* Expand `t` into the arena; `t` itself when it has no '{'. */
-static bool expand(const sy_run *r, sy_str t, bool encode, sy_str *out) {
+static bool expand(const sy_run *r, sy_str t, sy_str *out) {
     if (!memchr(t.ptr, '{', t.len)) {
         *out = t;
         return true;
     }
-    size_t n = expand_pass(r, t, encode, NULL);
+    size_t n = expand_pass(r, t, NULL);
     char *buf = sy_arena_alloc(r->ar, n + 1);
     if (!buf)
         return false;
-    expand_pass(r, t, encode, buf);
+    expand_pass(r, t, buf);
+    buf[n] = '\0';
+    *out = (sy_str){buf, n};
+    return true;
+}
+
+/*
+ * The raw path of Spring's UriTemplate(t).expand(vars) (SetPath,
+ * PrefixPath): the template is read as a URI, so its path ends at the
+ * first '?' or '#' outside a {var}; the variables are expanded, and then
+ * the whole path - the template's own text as much as the values - is
+ * percent-encoded as a path ("%20" in a template goes out as "%2520", a
+ * space as "%20"; '/' stays).
+ */
+static bool expand_uri_path(const sy_run *r, sy_str t, sy_str *out) {
+    size_t depth = 0, end = 0;
+    for (; end < t.len; end++) {
+        char ch = t.ptr[end];
+        if (ch == '{')
+            depth++;
+        else if (ch == '}' && depth)
+            depth--;
+        else if ((ch == '?' || ch == '#') && !depth)
+            break;
+    }
+    sy_str v;
+    if (!expand(r, (sy_str){t.ptr, end}, &v))
+        return false;
+    size_t n = put(NULL, v, true);
+    if (n == v.len) {
+        *out = v;
+        return true;
+    }
+    char *buf = sy_arena_alloc(r->ar, n + 1);
+    if (!buf)
+        return false;
+    put(buf, v, true);
     buf[n] = '\0';
     *out = (sy_str){buf, n};
     return true;
@@ -582,7 +620,7 @@ static bool headers_if_not_present(sy_run *r, const sy_filter *f) {
         if (!blank)
             continue;
         sy_str v;
-        if (!expand(r, f->items[i].value, false, &v) || !hdr_add(r, name, v))
+        if (!expand(r, f->items[i].value, &v) || !hdr_add(r, name, v))
             return false;
     }
     return true;
@@ -590,7 +628,7 @@ static bool headers_if_not_present(sy_run *r, const sy_filter *f) {
 
 static bool add_param(sy_run *r, const sy_filter *f) {
     sy_str v;
-    if (!expand(r, f->value, false, &v))
+    if (!expand(r, f->value, &v))
         return false;
     sy_str q = r->plan->query, sep = empty_str;
     if (!has_text(q))
@@ -628,14 +666,14 @@ static int apply(sy_run *r, const sy_filter *f) {
     bool ok = true;
     switch (f->id) {
     case SY_F_ADD_REQUEST_HEADER:
-        ok = expand(r, f->value, false, &v) && hdr_add(r, f->name, v);
+        ok = expand(r, f->value, &v) && hdr_add(r, f->name, v);
         break;
     case SY_F_ADD_REQUEST_HEADERS_IF_NOT_PRESENT:
         ok = headers_if_not_present(r, f);
         break;
     case SY_F_ADD_REQUEST_PARAMETER: ok = add_param(r, f); break;
     case SY_F_ADD_RESPONSE_HEADER:
-        ok = expand(r, f->value, false, &v) &&
+        ok = expand(r, f->value, &v) &&
              resp_add(r, f->flag ? SY_RESP_ADD : SY_RESP_ADD_IF_ABSENT, f->name,
                       v, empty_str);
         break;
@@ -644,9 +682,13 @@ static int apply(sy_run *r, const sy_filter *f) {
         break;
     case SY_F_MAP_REQUEST_HEADER: ok = map_header(r, f); break;
     case SY_F_PREFIX_PATH: {
-        char *buf =
-            concat(r->ar, f->value, p->path, empty_str, empty_str, &len);
-        ok = buf != NULL;
+        /* SCG: only the first PrefixPath of the chain applies */
+        if (r->prefixed)
+            break;
+        r->prefixed = true;
+        char *buf = NULL;
+        ok = expand_uri_path(r, f->value, &v) &&
+             (buf = concat(r->ar, v, p->path, empty_str, empty_str, &len));
         if (ok)
             p->path = (sy_str){buf, len};
         break;
@@ -681,20 +723,20 @@ static int apply(sy_run *r, const sy_filter *f) {
         ok = resp_add(r, SY_RESP_REWRITE, f->name, f->value, f->arg);
         break;
     case SY_F_SET_PATH:
-        ok = expand(r, f->value, true, &v);
+        ok = expand_uri_path(r, f->value, &v);
         if (ok)
             p->path = v;
         break;
     case SY_F_SET_REQUEST_HEADER:
-        ok = expand(r, f->value, false, &v) && hdr_set(r, f->name, v);
+        ok = expand(r, f->value, &v) && hdr_set(r, f->name, v);
         break;
     case SY_F_SET_RESPONSE_HEADER:
-        ok = expand(r, f->value, false, &v) &&
+        ok = expand(r, f->value, &v) &&
              resp_add(r, SY_RESP_SET, f->name, v, empty_str);
         break;
     case SY_F_SET_REQUEST_HOST_HEADER:
         /* SCG: remove Host, add the new one, keep it upstream */
-        ok = expand(r, f->value, false, &v);
+        ok = expand(r, f->value, &v);
         if (ok) {
             hdr_remove(p, cstr("Host"), 0);
             ok = hdr_add(r, cstr("Host"), v);
@@ -713,17 +755,13 @@ static int apply(sy_run *r, const sy_filter *f) {
     return ok ? 0 : SY_ENOMEM;
 }
 
-static int apply_list(sy_run *r, const sy_filter *const *list, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (!list[i])
-            continue; /* a placeholder compiler produced nothing */
-        int rc = apply(r, list[i]);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
+/*
+ * The chain as SCG builds it (RouteDefinitionRouteLocator.getFilters):
+ * each list numbered from 1 in its own order, both stably sorted together
+ * by that number, defaults first on ties - default 1, route 1, default 2,
+ * route 2, ... NULL entries (a compiler that produced nothing) keep their
+ * number and are skipped.
+ */
 int sy_plan_compute(sy_plan *plan, const sy_filter *const *defaults,
                     size_t default_count, const sy_filter *const *filters,
                     size_t filter_count, const sy_request *req,
@@ -743,9 +781,16 @@ int sy_plan_compute(sy_plan *plan, const sy_filter *const *defaults,
         plan->header_count = req->header_count;
         plan->header_cap = cap;
     }
-    sy_run r = {plan, req, vars, var_count, md, scratch};
-    int rc = apply_list(&r, defaults, default_count);
-    if (rc == 0)
-        rc = apply_list(&r, filters, filter_count);
-    return rc;
+    sy_run r = {plan, req, vars, var_count, md, scratch, false};
+    size_t n = default_count > filter_count ? default_count : filter_count;
+    for (size_t i = 0; i < n; i++) {
+        const sy_filter *pair[2] = {i < default_count ? defaults[i] : NULL,
+                                    i < filter_count ? filters[i] : NULL};
+        for (size_t k = 0; k < 2; k++) {
+            int rc = pair[k] ? apply(&r, pair[k]) : 0;
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
 }

@@ -245,13 +245,20 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy_pattern *p,
 }
 
 /* Every pattern of a Path (dim 0) or Host (dim 1, labels reversed)
- * predicate, as pending entries of `slot`. */
+ * predicate, as pending entries of `slot`. Host patterns and requests are
+ * both split as Ant tokenizes them (empty labels dropped, a virtual empty
+ * label for a leading or trailing '.'), and a host pattern is walked from
+ * its end down to its last "**", which Ant matches label for label. */
 static void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
                             uint32_t slot, uint32_t dim) {
     for (size_t i = 0; pred && i < sy_pred_pattern_count(pred); i++) {
+        const sy_pattern *pat = sy_pred_pattern(pred, i);
+        /* a path pattern that matches nothing ("foo" without '/') is left
+         * out: its segments would otherwise prove a literal "/foo" */
+        if (!sy_pattern_can_match(pat))
+            continue;
         uint32_t kind;
-        uint32_t node =
-            insert_pattern(b, root, sy_pred_pattern(pred, i), dim == 1, &kind);
+        uint32_t node = insert_pattern(b, root, pat, dim == 1, &kind);
         if (node != NONE)
             add_pending(b, node, kind, slot, dim);
     }

@@ -9,41 +9,7 @@
  *   -> first route whose predicates all hold wins; its captures are the vars
  * Nothing here allocates once the context has seen the snapshot's needs.
  */
-#include "filter.h"
-#include "index.h"
-#include "predicate.h"
-#include "snapshot.h"
-
-#define NONE UINT32_MAX
-#define MAX_LISTS 64
-
-struct sy_match {
-    sy_match_ctx *ctx;
-    const sy_snapshot *snap;
-    const sy_request *req;
-    const struct sy_route *route;
-    uint32_t slot;
-    bool plan_done;
-    int plan_rc;
-    sy_plan plan;
-};
-
-struct sy_match_ctx {
-    sy_alloc alloc;
-    sy_request req_copy; /* a completed or seeded copy of the request */
-    uint64_t rng;        /* Weight seeds when the host passes none */
-    sy_arena scratch;
-    sy_segments path, host;
-    sy_capture *caps;
-    size_t caps_cap;
-    pcre2_general_context *gctx;
-    pcre2_match_data *md;
-    uint32_t md_groups;
-    sy_eval ev;
-    sy_cand_list lists[MAX_LISTS];
-    uint32_t heads[MAX_LISTS];
-    sy_match m;
-};
+#include "match.h"
 
 static void *pcre_malloc(size_t n, void *d) {
     return sy_malloc((const sy_alloc *)d, n);
@@ -128,6 +94,17 @@ static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
     return (sy_str){host.ptr, end};
 }
 
+/* A seed for a request that brought none (seed 0): the router's random
+ * callback, else the context's own xorshift64* generator. */
+static uint64_t draw_seed(sy_match_ctx *c, const sy_snapshot *s) {
+    if (s->random)
+        return s->random(s->clock_data);
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return c->rng * 0x2545f4914f6cdd1dull;
+}
+
 /* A request from a host built against an older, shorter sy_request is
  * completed with defaults so nothing past its size is ever read; one
  * without a seed gets one when some route draws a Weight. */
@@ -141,25 +118,44 @@ static const sy_request *full_request(sy_match_ctx *c, const sy_snapshot *s,
     memcpy(&c->req_copy, req,
            req->size < sizeof(sy_request) ? req->size : sizeof(sy_request));
     c->req_copy.size = sizeof(sy_request);
-    if (seed) {
-        if (s->random) {
-            c->req_copy.seed = s->random(s->clock_data);
-        } else { /* xorshift64* */
-            c->rng ^= c->rng >> 12;
-            c->rng ^= c->rng << 25;
-            c->rng ^= c->rng >> 27;
-            c->req_copy.seed = c->rng * 0x2545f4914f6cdd1dull;
-        }
-    }
+    if (seed)
+        c->req_copy.seed = draw_seed(c, s);
     return &c->req_copy;
 }
 
+uint64_t sy_match_draw_seed(const sy_match *m) {
+    return draw_seed(m->ctx, m->snap);
+}
+
+/* Normalise the request path (path_normalize.c); a changed path goes
+ * into a copy of the request, so matching, captures and the filter plan's
+ * upstream path all see it. SY_PN_BAD_PATH: route nothing. */
+static int normalize_path(sy_match_ctx *c, const sy_snapshot *s,
+                          const sy_request **req) {
+    sy_str np;
+    int rc = sy_path_normalize(&s->path_norm, (*req)->path, &c->scratch, &np);
+    if (rc == SY_PN_BAD_PATH)
+        c->nomatch = SY_NOMATCH_BAD_PATH;
+    if (rc || np.ptr == (*req)->path.ptr)
+        return rc;
+    if (*req != &c->req_copy)
+        c->req_copy = **req;
+    c->req_copy.path = np;
+    *req = &c->req_copy;
+    return 0;
+}
+
+/* Fit the context, normalise the path (may replace *reqp), split. Returns
+ * SY_PN_BAD_PATH (positive) when the path is refused. */
 static int prepare(sy_match_ctx *c, const sy_snapshot *s,
-                   const sy_request *req) {
+                   const sy_request **reqp) {
     int rc = ctx_fit(c, s);
     if (rc)
         return rc;
     sy_arena_reset(&c->scratch);
+    if ((rc = normalize_path(c, s, reqp)))
+        return rc;
+    const sy_request *req = *reqp;
     if (!sy_segments_split(&c->path, req->path, &c->scratch, &c->alloc))
         return SY_ENOMEM;
     sy_str host = host_for_match(s, req->host);
@@ -187,7 +183,7 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
  * is a predicate the index already proved (skipped), or -1. */
 static int first_failing_but(const sy_snapshot *s, uint32_t slot, sy_eval *ev,
                              int32_t proven) {
-    const sy_slot *sl = &s->slots[slot];
+    const sy_slot *sl = sy_snapshot_slot(s, slot);
     const struct sy_route *r = sl->route;
     ev->ncaps = 0;
     ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
@@ -201,15 +197,28 @@ static int first_failing(const sy_snapshot *s, uint32_t slot, sy_eval *ev) {
     return first_failing_but(s, slot, ev, -1);
 }
 
+/* A candidate failed at predicate `f`: if that is its Method, remember the
+ * route, so a miss can tell 405 from 404. Costs one load per failure. */
+static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
+                         int f) {
+    const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
+    if (f >= 0 && c->method_miss_count < MAX_METHOD_MISSES &&
+        sy_pred_get_kind(r->cpreds[f]) == SY_PK_METHOD)
+        c->method_misses[c->method_miss_count++] = slot;
+}
+
 /* A candidate from a list reached through literal edges only: its
  * all-literal Path (or Host) predicate is proven (no captures to take). */
-static int candidate_fails(const sy_snapshot *s, uint32_t slot, sy_eval *ev,
+static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                            uint8_t proof) {
-    const struct sy_route *r = s->slots[slot].route;
+    const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
     int32_t skip = proof == SY_PROOF_PATH   ? r->literal_path
                    : proof == SY_PROOF_HOST ? r->literal_host
                                             : -1;
-    return first_failing_but(s, slot, ev, skip);
+    int f = first_failing_but(s, slot, &c->ev, skip);
+    if (f >= 0)
+        note_failure(c, s, slot, f);
+    return f;
 }
 
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
@@ -219,7 +228,7 @@ static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
     m->snap = s;
     m->req = req;
     m->slot = slot;
-    m->route = s->slots[slot].route;
+    m->route = sy_snapshot_slot(s, slot)->route;
     m->plan_done = false;
     m->plan_rc = 0;
     return m;
@@ -228,13 +237,15 @@ static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
 static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
                         const sy_request *req, sy_match **out) {
     for (size_t i = 0; i < s->route_count; i++) {
-        uint32_t slot = s->rank[i];
-        if (s->slots[slot].route->disabled)
+        uint32_t slot = sy_snapshot_rank_at(s, i);
+        if (sy_snapshot_slot(s, slot)->route->disabled)
             continue;
-        if (first_failing(s, slot, &c->ev) < 0) {
+        int f = first_failing(s, slot, &c->ev);
+        if (f < 0) {
             *out = found(c, s, req, slot);
             return SY_OK;
         }
+        note_failure(c, s, slot, f);
     }
     return SY_OK;
 }
@@ -246,19 +257,84 @@ static bool valid_request(const sy_request *req) {
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out);
 
+/* Append `name` to the Allow list unless it is there already. */
+static void allow_add(sy_match_ctx *c, const char *name, size_t len) {
+    for (const char *p = c->allow, *end = c->allow + c->allow_len; p < end;) {
+        const char *q = memchr(p, ',', (size_t)(end - p));
+        size_t n = (size_t)((q ? q : end) - p);
+        if (n == len && memcmp(p, name, len) == 0)
+            return;
+        p = q ? q + 2 : end;
+    }
+    size_t sep = c->allow_len ? 2 : 0;
+    if (c->allow_len + sep + len >= sizeof c->allow)
+        return; /* a very long list is cut; the status stays 405 */
+    memcpy(c->allow + c->allow_len, ", ", sep);
+    memcpy(c->allow + c->allow_len + sep, name, len);
+    c->allow_len += sep + len;
+    c->allow[c->allow_len] = '\0';
+}
+
+/* After a miss: 405 when a route failed only on its Method predicate(s):
+ * every other predicate of it holds. Runs on misses only. */
+static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
+    c->allow_len = 0;
+    c->allow[0] = '\0';
+    for (size_t k = 0; k < c->method_miss_count; k++) {
+        const sy_slot *sl = sy_snapshot_slot(s, c->method_misses[k]);
+        const struct sy_route *r = sl->route;
+        c->ev.ncaps = 0;
+        c->ev.weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+        bool others_hold = true;
+        for (size_t i = 0; i < r->predicate_count && others_hold; i++)
+            if (sy_pred_get_kind(r->cpreds[i]) != SY_PK_METHOD)
+                others_hold = sy_pred_test(r->cpreds[i], &c->ev);
+        if (!others_hold)
+            continue;
+        for (size_t i = 0; i < r->predicate_count; i++) {
+            const sy_pred *p = r->cpreds[i];
+            if (sy_pred_get_kind(p) != SY_PK_METHOD)
+                continue;
+            uint32_t mask = sy_pred_method_mask(p);
+            for (int bit = 0; bit < 31; bit++) {
+                const char *name = sy_method_name(bit);
+                if ((mask & (1u << bit)) && name)
+                    allow_add(c, name, strlen(name));
+            }
+            for (size_t j = 0; j < sy_pred_method_other_count(p); j++) {
+                const char *name = sy_pred_method_other(p, j);
+                allow_add(c, name, strlen(name));
+            }
+        }
+    }
+    return c->allow_len ? SY_NOMATCH_METHOD : SY_NOMATCH_NO_ROUTE;
+}
+
 /* Both matchers: check arguments, complete the request, prepare. */
 static int match_common(const sy_snapshot *h, sy_match_ctx *c,
                         const sy_request *req, sy_match **out, bool linear) {
     if (!h || !c || !out || !valid_request(req))
         return SY_EINVAL;
     *out = NULL;
+    c->nomatch = SY_NOMATCH_NONE;
+    c->method_miss_count = 0;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
     req = full_request(c, s, req);
-    int rc = prepare(c, s, req);
+    int rc = prepare(c, s, &req);
     if (rc)
-        return rc;
-    return linear ? match_linear(c, s, req, out)
-                  : match_indexed(c, s, req, out);
+        return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match, a reason */
+    rc = linear ? match_linear(c, s, req, out) : match_indexed(c, s, req, out);
+    if (rc == SY_OK && !*out && c->nomatch == SY_NOMATCH_NONE)
+        c->nomatch = method_reason(c, s);
+    return rc;
+}
+
+sy_nomatch sy_match_ctx_nomatch(const sy_match_ctx *c, sy_str *allow) {
+    if (allow)
+        *allow = c && c->nomatch == SY_NOMATCH_METHOD
+                     ? (sy_str){c->allow, c->allow_len}
+                     : (sy_str){NULL, 0};
+    return c ? c->nomatch : SY_NOMATCH_NONE;
 }
 
 int sy_snapshot_match_linear(const sy_snapshot *h, sy_match_ctx *c,
@@ -288,8 +364,8 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
             uint32_t slot = l->ids[i];
-            if (s->slots[slot].route &&
-                candidate_fails(s, slot, &c->ev, l->proof) < 0) {
+            if (sy_snapshot_slot(s, slot)->route &&
+                candidate_fails(c, s, slot, l->proof) < 0) {
                 *out = found(c, s, req, slot);
                 return SY_OK;
             }
@@ -307,13 +383,13 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         for (size_t i = 0; i < n; i++) {
             const sy_cand_list *l = &c->lists[i];
             while (c->heads[i] < l->len) {
-                const sy_slot *sl = &s->slots[l->ids[c->heads[i]]];
+                const sy_slot *sl = sy_snapshot_slot(s, l->ids[c->heads[i]]);
                 if (sl->route && sl->key != last)
                     break;
                 c->heads[i]++;
             }
             if (c->heads[i] < l->len) {
-                uint64_t k = s->slots[l->ids[c->heads[i]]].key;
+                uint64_t k = sy_snapshot_slot(s, l->ids[c->heads[i]])->key;
                 if (k < best_key) {
                     best_key = k;
                     best = i;
@@ -324,7 +400,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             return SY_OK;
         uint32_t slot = c->lists[best].ids[c->heads[best]++];
         last = best_key;
-        if (candidate_fails(s, slot, &c->ev, c->lists[best].proof) < 0) {
+        if (candidate_fails(c, s, slot, c->lists[best].proof) < 0) {
             *out = found(c, s, req, slot);
             return SY_OK;
         }
@@ -337,12 +413,12 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
         return SY_EINVAL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
     req = full_request(c, s, req);
-    int rc = prepare(c, s, req);
+    int rc = prepare(c, s, &req);
     if (rc)
-        return rc;
+        return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* nothing can match */
     for (size_t i = 0; i < s->route_count; i++) {
-        uint32_t slot = s->rank[i];
-        const struct sy_route *r = s->slots[slot].route;
+        uint32_t slot = sy_snapshot_rank_at(s, i);
+        const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
         int stop;
         if (r->disabled) {
             stop = fn(data, r, false, -1, "disabled");
@@ -384,7 +460,10 @@ sy_str sy_match_var_get(const sy_match *m, const char *name) {
     return (sy_str){NULL, 0};
 }
 
-static sy_plan *plan_of(sy_match *m) {
+sy_plan *sy_match_plan(const sy_match *cm) {
+    /* the plan is computed on first use; the result lives in the context,
+     * which the caller owns (one thread at a time) */
+    sy_match *m = (sy_match *)(uintptr_t)cm;
     if (!m->plan_done) {
         const struct sy_route *d = m->snap->defaults;
         const sy_eval *ev = &m->ctx->ev;
@@ -400,49 +479,49 @@ static sy_plan *plan_of(sy_match *m) {
     return &m->plan;
 }
 
-sy_action sy_match_action(sy_match *m) {
-    return plan_of(m)->action;
+sy_action sy_match_action(const sy_match *m) {
+    return sy_match_plan(m)->action;
 }
-int sy_match_status(sy_match *m) {
-    return plan_of(m)->status;
+int sy_match_status(const sy_match *m) {
+    return sy_match_plan(m)->status;
 }
-sy_str sy_match_redirect(sy_match *m) {
-    return plan_of(m)->redirect;
+sy_str sy_match_redirect(const sy_match *m) {
+    return sy_match_plan(m)->redirect;
 }
-sy_str sy_match_path(sy_match *m) {
-    return plan_of(m)->path;
+sy_str sy_match_path(const sy_match *m) {
+    return sy_match_plan(m)->path;
 }
-sy_str sy_match_query(sy_match *m) {
-    return plan_of(m)->query;
+sy_str sy_match_query(const sy_match *m) {
+    return sy_match_plan(m)->query;
 }
-size_t sy_match_header_count(sy_match *m) {
-    return plan_of(m)->header_count;
+size_t sy_match_header_count(const sy_match *m) {
+    return sy_match_plan(m)->header_count;
 }
-bool sy_match_preserve_host(sy_match *m) {
-    return plan_of(m)->preserve_host;
+bool sy_match_preserve_host(const sy_match *m) {
+    return sy_match_plan(m)->preserve_host;
 }
 
-sy_header sy_match_header(sy_match *m, size_t i) {
-    sy_plan *p = plan_of(m);
+sy_header sy_match_header(const sy_match *m, size_t i) {
+    sy_plan *p = sy_match_plan(m);
     sy_header none = {{NULL, 0}, {NULL, 0}};
     return i < p->header_count ? p->headers[i] : none;
 }
 
-size_t sy_match_response_op_count(sy_match *m) {
-    return plan_of(m)->resp_count;
+size_t sy_match_response_op_count(const sy_match *m) {
+    return sy_match_plan(m)->resp_count;
 }
 
-sy_response_op sy_match_response_op(sy_match *m, size_t i) {
-    sy_plan *p = plan_of(m);
+sy_response_op sy_match_response_op(const sy_match *m, size_t i) {
+    sy_plan *p = sy_match_plan(m);
     sy_response_op none = {SY_RESP_ADD, {NULL, 0}, {NULL, 0}, {NULL, 0}};
     return i < p->resp_count ? p->resp[i] : none;
 }
 
-size_t sy_match_host_filter_count(sy_match *m) {
-    return plan_of(m)->host_filter_count;
+size_t sy_match_host_filter_count(const sy_match *m) {
+    return sy_match_plan(m)->host_filter_count;
 }
 
-const sy_filter_entry *sy_match_host_filter(sy_match *m, size_t i) {
-    sy_plan *p = plan_of(m);
+const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i) {
+    sy_plan *p = sy_match_plan(m);
     return i < p->host_filter_count ? p->host_filters[i] : NULL;
 }

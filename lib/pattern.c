@@ -1,267 +1,27 @@
 /*
  * pattern.c - owns Spring PathPatterns (route model 4.1), Ant host patterns
- * ('.' separator), request path/host splitting, and sy_regex (the
- * whole-value regex predicates use). A pattern is parsed into one element
- * per segment; only segments that need one get a PCRE2 regex:
+ * ('.' separator) and request path/host splitting. A pattern is parsed into one
+ * element per segment; only segments that need one get a PCRE2 regex:
  *
  *   pattern  /api  /{v}  /file*.txt    /{id:\d+}  /{*rest}
  *   element  LIT   VAR   REGEX (mixed) REGEX      MULTI
  *   test     cmp   !=""  file.*\.txt   \d+        0..n segments
  *
- * Regexes are compiled anchored at both ends (never at match time, which
- * would turn the JIT off), JIT-compiled, and matched with a match context
- * that caps backtracking. Matching only reads the pattern.
+ * Regexes are compiled through regex.c, anchored at both ends (never at
+ * match time, which would turn the JIT off), JIT-compiled, and matched with
+ * a match context that caps backtracking. Matching only reads the pattern.
  */
-#include "pattern.h"
+#include "pattern_int.h"
 
 #include <stdio.h>
 
-#define SY_RE_MATCH_LIMIT 200000u
-#define SY_RE_DEPTH_LIMIT 10000u
-#define SY_NONE ((size_t)-1)
+#define SY_NONE SY_PAT_NONE
 
-/* ------------------------------------------------------------------ */
-/* PCRE2 plumbing                                                       */
-/* ------------------------------------------------------------------ */
-
-static void *re_malloc(size_t n, void *data) {
-    return sy_malloc((const sy_alloc *)data, n);
-}
-
-static void re_free(void *p, void *data) {
-    sy_free((const sy_alloc *)data, p);
-}
-
-/* Contexts for one compile: compile and general contexts are dropped at the
- * end; the match context is kept by the compiled object. */
-typedef struct re_env {
-    const sy_alloc *a;
-    pcre2_general_context *g;
-    pcre2_compile_context *c;
-    pcre2_match_context *m;
-} re_env;
-
-/* Contexts are created on the first regex: most path and host patterns
- * have none and then cost no PCRE2 allocation at all. */
-static bool re_env_init(re_env *env, const sy_alloc *a) {
-    env->a = a;
-    env->g = NULL;
-    env->c = NULL;
-    env->m = NULL;
-    return true;
-}
-
-static bool re_env_ready(re_env *env) {
-    if (env->c && env->m)
-        return true;
-    env->g = pcre2_general_context_create(re_malloc, re_free, (void *)env->a);
-    env->c = env->g ? pcre2_compile_context_create(env->g) : NULL;
-    env->m = env->g ? pcre2_match_context_create(env->g) : NULL;
-    if (!env->c || !env->m)
-        return false;
-    pcre2_set_match_limit(env->m, SY_RE_MATCH_LIMIT);
-    pcre2_set_depth_limit(env->m, SY_RE_DEPTH_LIMIT);
-    return true;
-}
-
-/* Drop the compile-time contexts; the match context too unless kept. */
-static void re_env_done(re_env *env, bool keep_match) {
-    pcre2_compile_context_free(env->c);
-    pcre2_general_context_free(env->g);
-    env->c = NULL;
-    env->g = NULL;
-    if (!keep_match) {
-        pcre2_match_context_free(env->m);
-        env->m = NULL;
-    }
-}
-
-static pcre2_code *re_compile(re_env *env, const char *src, size_t len, int *ec,
-                              size_t *eo) {
-    if (!re_env_ready(env)) {
-        *ec = PCRE2_ERROR_HEAP_FAILED;
-        *eo = 0;
-        return NULL;
-    }
-    PCRE2_SIZE off = 0;
-    pcre2_code *re =
-        pcre2_compile((PCRE2_SPTR)src, len, PCRE2_ANCHORED | PCRE2_ENDANCHORED,
-                      ec, &off, env->c);
-    *eo = off;
-    if (re)
-        (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back */
-    return re;
-}
-
-static uint32_t re_capture_count(const pcre2_code *re) {
-    uint32_t n = 0;
-    (void)pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &n);
-    return n;
-}
-
-/* Fill err for a failed pcre2_compile at `off` (offset in the pattern). */
-static int re_error(sy_error *err, int ec, size_t off) {
-    if (ec == PCRE2_ERROR_HEAP_FAILED)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    PCRE2_UCHAR msg[200];
-    if (pcre2_get_error_message(ec, msg, sizeof msg) < 0)
-        snprintf((char *)msg, sizeof msg, "invalid regular expression");
-    sy_error_set(err, SY_EREGEX, "", "%s", (const char *)msg);
-    if (err)
-        err->offset = off;
-    return SY_EREGEX;
-}
-
-static int pat_error(sy_error *err, int code, size_t off, const char *msg) {
+int sy_pat_error(sy_error *err, int code, size_t off, const char *msg) {
     sy_error_set(err, code, "", "%s", msg);
     if (err)
         err->offset = off;
     return code;
-}
-
-/* ------------------------------------------------------------------ */
-/* sy_regex                                                             */
-/* ------------------------------------------------------------------ */
-
-struct sy_regex {
-    _Atomic long refs;
-    sy_alloc a; /* a copy: PCRE2 keeps a pointer to it */
-    pcre2_code *code;
-    pcre2_match_context *mctx;
-    uint32_t groups;
-};
-
-int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
-                     sy_error *err) {
-    *out = NULL;
-    sy_regex *re = sy_calloc(a, 1, sizeof *re);
-    re_env env = {0};
-    if (re)
-        re->a = *a;
-    if (!re || !re_env_init(&env, &re->a)) {
-        re_env_done(&env, false);
-        sy_free(a, re);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    }
-    int ec = 0;
-    size_t eo = 0;
-    re->code = re_compile(&env, src, strlen(src), &ec, &eo);
-    if (!re->code) {
-        re_env_done(&env, false);
-        sy_free(a, re);
-        return re_error(err, ec, eo);
-    }
-    re_env_done(&env, true);
-    re->mctx = env.m;
-    re->groups = re_capture_count(re->code) + 1;
-    atomic_init(&re->refs, 1);
-    *out = re;
-    return SY_OK;
-}
-
-/* Drop one reference; the last frees the regex. */
-void sy_regex_free(sy_regex *re) {
-    if (!re ||
-        atomic_fetch_sub_explicit(&re->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    pcre2_code_free(re->code);
-    pcre2_match_context_free(re->mctx);
-    sy_alloc a = re->a;
-    sy_free(&a, re);
-}
-
-typedef struct regex_entry {
-    uint64_t hash;
-    char *src;
-    sy_regex *re;
-} regex_entry;
-
-struct sy_regex_cache {
-    sy_alloc a;
-    regex_entry *e;
-    size_t cap, count; /* cap: power of two, or 0 */
-};
-
-sy_regex_cache *sy_regex_cache_new(const sy_alloc *a) {
-    sy_regex_cache *c = sy_calloc(a, 1, sizeof *c);
-    if (c)
-        c->a = *a;
-    return c;
-}
-
-void sy_regex_cache_free(sy_regex_cache *c) {
-    if (!c)
-        return;
-    for (size_t i = 0; i < c->cap; i++)
-        if (c->e[i].re) {
-            sy_regex_free(c->e[i].re);
-            sy_free(&c->a, c->e[i].src);
-        }
-    sy_free(&c->a, c->e);
-    sy_alloc a = c->a;
-    sy_free(&a, c);
-}
-
-static regex_entry *cache_slot(regex_entry *e, size_t cap, uint64_t h,
-                               const char *src) {
-    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
-        if (!e[i].re || (e[i].hash == h && strcmp(e[i].src, src) == 0))
-            return &e[i];
-}
-
-static bool cache_grow(sy_regex_cache *c) {
-    size_t cap = c->cap ? c->cap * 2 : 16;
-    regex_entry *e = sy_calloc(&c->a, cap, sizeof *e);
-    if (!e)
-        return false;
-    for (size_t i = 0; i < c->cap; i++)
-        if (c->e[i].re)
-            *cache_slot(e, cap, c->e[i].hash, c->e[i].src) = c->e[i];
-    sy_free(&c->a, c->e);
-    c->e = e;
-    c->cap = cap;
-    return true;
-}
-
-int sy_regex_compile_cached(sy_regex_cache *c, const sy_alloc *a,
-                            const char *src, sy_regex **out, sy_error *err) {
-    if (!c)
-        return sy_regex_compile(a, src, out, err);
-    uint64_t h = sy_hash64(src, strlen(src), 0x7e);
-    regex_entry *slot = c->cap ? cache_slot(c->e, c->cap, h, src) : NULL;
-    if (slot && slot->re) {
-        atomic_fetch_add_explicit(&slot->re->refs, 1, memory_order_relaxed);
-        *out = slot->re;
-        return SY_OK;
-    }
-    int rc = sy_regex_compile(a, src, out, err);
-    if (rc)
-        return rc;
-    /* remember it when there is room; a full cache only costs speed */
-    if ((c->count + 1) * 4 > c->cap * 3 && !cache_grow(c))
-        return SY_OK;
-    char *copy = sy_strdup(&c->a, src);
-    if (!copy)
-        return SY_OK;
-    slot = cache_slot(c->e, c->cap, h, src);
-    atomic_fetch_add_explicit(&(*out)->refs, 1, memory_order_relaxed);
-    *slot = (regex_entry){h, copy, *out};
-    c->count++;
-    return SY_OK;
-}
-
-uint32_t sy_regex_groups(const sy_regex *re) {
-    return re ? re->groups : 1;
-}
-
-bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
-                         pcre2_match_data *md) {
-    if (!re || !md)
-        return false;
-    if (!s)
-        s = "";
-    /* rc == 0: matched, the match data just has no room for groups */
-    return pcre2_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx) >= 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -361,30 +121,38 @@ static bool split_path(sy_segments *segs, sy_str s, sy_arena *scratch,
     return true;
 }
 
-/* Split a host on '.', raw. */
+/* Split a host as AntPathMatcher tokenizes it: on '.', empty labels
+ * dropped. Ant also compares whether host and pattern start and end with
+ * '.': a leading '.' gives one empty first label and a trailing '.' one
+ * empty last label (lead, trail), so the index walks them too. */
 static bool split_host(sy_segments *segs, sy_str s, const sy_alloc *alloc) {
     segs->count = 0;
-    if (s.len == 0)
-        return true;
-    const char *p = s.ptr, *end = s.ptr + s.len;
+    segs->lead = s.len > 0 && s.ptr[0] == '.';
+    segs->trail = s.len > 0 && s.ptr[s.len - 1] == '.';
     size_t n = 0;
-    for (;;) {
+    if (segs->lead &&
+        !push_segment(segs, n++, (sy_str){"", 0}, false, NULL, alloc))
+        return false;
+    const char *p = s.ptr, *end = s.ptr + s.len;
+    while (p < end) {
         const char *q = memchr(p, '.', (size_t)(end - p));
         if (!q)
             q = end;
-        if (!push_segment(segs, n++, (sy_str){p, (size_t)(q - p)}, false, NULL,
-                          alloc))
+        if (q > p && !push_segment(segs, n++, (sy_str){p, (size_t)(q - p)},
+                                   false, NULL, alloc))
             return false;
-        if (q == end)
-            break;
         p = q + 1;
     }
+    if (segs->trail &&
+        !push_segment(segs, n++, (sy_str){"", 0}, false, NULL, alloc))
+        return false;
     segs->count = n;
     return true;
 }
 
 bool sy_segments_split(sy_segments *segs, sy_str path, sy_arena *scratch,
                        const sy_alloc *alloc) {
+    segs->lead = segs->trail = false;
     return split_path(segs, path, scratch, alloc);
 }
 
@@ -401,69 +169,17 @@ void sy_segments_free(sy_segments *segs, const sy_alloc *alloc) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Patterns                                                             */
+/* Compiling path patterns                                              */
 /* ------------------------------------------------------------------ */
 
-typedef enum pe_kind {
-    PE_LITERAL, /* memcmp */
-    PE_STAR,    /* "*": any non-empty segment, or the empty last one */
-    PE_VAR,     /* "{name}": any non-empty segment, captured */
-    PE_REGEX,   /* anything else within one segment: one anchored regex */
-    PE_MULTI    /* "**" or "{*name}" */
-} pe_kind;
-
-typedef struct sy_pelem {
-    pe_kind kind;
-    bool whole;     /* PE_REGEX from "{name:regex}" alone: capture = segment */
-    uint32_t var;   /* index of the element's first variable in vars[] */
-    uint32_t nvars; /* PE_REGEX (mixed): variable i is group i + 1 */
-    sy_str lit;     /* PE_LITERAL text, into src */
-    size_t offset;  /* of the segment in src */
-    pcre2_code *re;
-} sy_pelem;
-
-struct sy_pattern {
-    sy_alloc a; /* a copy: PCRE2 keeps a pointer to it */
-    char *src;
-    bool host;
-    size_t n;
-    sy_pelem *elems;
-    size_t multi; /* index of the PE_MULTI element, or SY_NONE */
-    uint32_t nvars;
-    sy_str *vars; /* names, into src */
-    uint32_t max_groups;
-    pcre2_match_context *mctx;
-};
-
-typedef enum tok_kind { T_LIT, T_Q, T_STAR, T_VAR, T_RVAR } tok_kind;
-typedef struct tok {
-    tok_kind kind;
-    size_t off, len;   /* T_LIT: the text */
-    size_t roff, rlen; /* T_RVAR: the regex */
-} tok;
-
-/* Index of the '}' closing the '{' at i (nesting counted, backslash
- * escapes skipped), or SY_NONE. */
-static size_t find_close(const char *s, size_t end, size_t i) {
-    unsigned depth = 0;
-    for (; i < end; i++) {
-        if (s[i] == '\\' && i + 1 < end)
-            i++;
-        else if (s[i] == '{')
-            depth++;
-        else if (s[i] == '}' && --depth == 0)
-            return i;
-    }
-    return SY_NONE;
-}
-
-static int add_var(sy_pattern *p, sy_str name, size_t off, sy_error *err) {
-    for (uint32_t i = 0; i < p->nvars; i++) {
+int sy_pat_add_var(sy_pattern *p, sy_str name, size_t off, bool unique,
+                   sy_error *err) {
+    for (uint32_t i = 0; unique && i < p->nvars; i++) {
         if (sy_str_eq(p->vars[i], name.ptr, name.len)) {
             char msg[160];
             snprintf(msg, sizeof msg, "duplicate variable name '%.*s'",
                      (int)(name.len > 100 ? 100 : name.len), name.ptr);
-            return pat_error(err, SY_EPATTERN, off, msg);
+            return sy_pat_error(err, SY_EPATTERN, off, msg);
         }
     }
     p->vars[p->nvars++] = name;
@@ -485,30 +201,51 @@ static void put_literal(sy_buf *b, const char *s, size_t n) {
 }
 
 static void note_groups(sy_pattern *p, const pcre2_code *re) {
-    uint32_t g = re_capture_count(re) + 1;
+    uint32_t g = sy_re_capture_count(re) + 1;
     if (g > p->max_groups)
         p->max_groups = g;
 }
 
-/* A segment that is neither literal, "*", "{x}" nor "{x:re}": one regex
- * with literal parts quoted and one group per variable. */
-static int compile_mixed(sy_pattern *p, re_env *env, sy_pelem *el, const tok *t,
-                         size_t nt, sy_error *err) {
+/* Spring compiles every regex of a pattern with Pattern.DOTALL. */
+#define SY_PAT_RE_FLAGS (SY_RE_WHOLE | PCRE2_DOTALL)
+
+static const char no_groups_msg[] =
+    "capturing groups are not allowed in {name:regex}; use (?:...)";
+
+int sy_pat_compile_whole(sy_pattern *p, sy_re_env *env, sy_pelem *el,
+                         const tok *t, sy_error *err) {
+    int ec = 0;
+    size_t eo = 0;
+    el->kind = PE_REGEX;
+    el->whole = true;
+    el->re = sy_re_env_compile(env, p->src + t->roff, t->rlen, SY_PAT_RE_FLAGS,
+                               &ec, &eo);
+    if (!el->re)
+        return sy_re_error(err, "", ec, t->roff + eo);
+    /* Spring: "No capture groups allowed in the constraint regex" */
+    if (sy_re_capture_count(el->re))
+        return sy_pat_error(err, SY_EPATTERN, t->roff, no_groups_msg);
+    note_groups(p, el->re);
+    return SY_OK;
+}
+
+int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
+                         const tok *t, size_t nt, sy_error *err) {
     const char *s = p->src;
     int ec = 0;
     size_t eo = 0;
+    el->kind = PE_REGEX;
     for (size_t i = 0; i < nt; i++) {
         if (t[i].kind != T_RVAR)
             continue;
-        pcre2_code *re = re_compile(env, s + t[i].roff, t[i].rlen, &ec, &eo);
+        pcre2_code *re = sy_re_env_compile(env, s + t[i].roff, t[i].rlen,
+                                           SY_PAT_RE_FLAGS, &ec, &eo);
         if (!re)
-            return re_error(err, ec, t[i].roff + eo);
-        uint32_t groups = re_capture_count(re);
+            return sy_re_error(err, "", ec, t[i].roff + eo);
+        uint32_t groups = sy_re_capture_count(re);
         pcre2_code_free(re);
         if (groups)
-            return pat_error(err, SY_EPATTERN, t[i].roff,
-                             "capturing groups are not allowed in a regex "
-                             "inside a mixed segment; use (?:...)");
+            return sy_pat_error(err, SY_EPATTERN, t[i].roff, no_groups_msg);
     }
     sy_buf b;
     sy_buf_init(&b, &p->a);
@@ -518,27 +255,123 @@ static int compile_mixed(sy_pattern *p, re_env *env, sy_pelem *el, const tok *t,
         case T_Q: /* one UTF-8 character (or one stray byte) */
             sy_buf_puts(&b, "(?:[^\\x80-\\xbf][\\x80-\\xbf]*|[\\x80-\\xbf])");
             break;
-        case T_STAR: sy_buf_puts(&b, "(?s:.*)"); break;
-        case T_VAR: sy_buf_puts(&b, "((?s:.*))"); break;
+        case T_STAR: sy_buf_puts(&b, ".*"); break;
+        case T_VAR: sy_buf_puts(&b, "(.*)"); break;
         case T_RVAR:
             sy_buf_putc(&b, '(');
             sy_buf_append(&b, s + t[i].roff, t[i].rlen);
             sy_buf_putc(&b, ')');
             break;
+        case T_REST: break; /* rejected before */
         }
     }
     if (b.failed) {
         sy_buf_free(&b);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     }
-    el->re = re_compile(env, b.ptr, b.len, &ec, &eo);
+    el->re = sy_re_env_compile(env, b.ptr, b.len, SY_PAT_RE_FLAGS, &ec, &eo);
     sy_buf_free(&b);
     if (!el->re)
-        return re_error(err, ec, el->offset);
-    if (re_capture_count(el->re) != el->nvars)
-        return pat_error(err, SY_EPATTERN, el->offset,
-                         "a regex changes the groups of its segment");
+        return sy_re_error(err, "", ec, el->offset);
+    if (sy_re_capture_count(el->re) != el->nvars)
+        return sy_pat_error(err, SY_EPATTERN, el->offset,
+                            "a regex changes the groups of its segment");
     note_groups(p, el->re);
+    return SY_OK;
+}
+
+/* Character.isJavaIdentifierStart / Part as Spring's parser uses them for
+ * variable names ('-' is also allowed after the first character). Bytes
+ * of multi-byte UTF-8 characters count as letters. */
+static bool id_start(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+           c == '$' || c >= 0x80;
+}
+
+static bool id_part(unsigned char c) {
+    return id_start(c) || (c >= '0' && c <= '9') || c == '-';
+}
+
+/*
+ * Spring's skipCaptureRegex: from the ':' at `colon`, find the '}' that
+ * closes the variable. Nested {...} pairs are counted, a backslash escapes
+ * the next character, and an unescaped '/' cuts the variable.
+ */
+static int skip_regex(const sy_pattern *p, size_t len, size_t colon,
+                      size_t *close, sy_error *err) {
+    const char *s = p->src;
+    size_t start = colon + 1, depth = 0;
+    for (size_t i = start; i < len; i++) {
+        char c = s[i];
+        if (c == '\\') {
+            i++;
+            continue;
+        }
+        if (c == '{') {
+            depth++;
+        } else if (c == '}') {
+            if (depth == 0) {
+                if (i == start)
+                    return sy_pat_error(err, SY_EPATTERN, start,
+                                        "empty regex in {name:regex}");
+                *close = i;
+                return SY_OK;
+            }
+            depth--;
+        } else if (c == '/') {
+            return sy_pat_error(err, SY_EPATTERN, i,
+                                "'{' is not closed before this '/'");
+        }
+    }
+    return sy_pat_error(err, SY_EPATTERN, len ? len - 1 : 0,
+                        "'{' is not closed");
+}
+
+/* Scan the variable starting with the '{' at `j` into *t (T_VAR, T_RVAR or
+ * T_REST), as Spring's parser checks it; *next = after its '}'. */
+static int scan_var(const sy_pattern *p, size_t len, size_t j, tok *t,
+                    size_t *next, sy_error *err) {
+    const char *s = p->src;
+    size_t k = j + 1, close = 0;
+    bool rest = k < len && s[k] == '*';
+    if (rest)
+        k++;
+    size_t name = k;
+    *t = (tok){rest ? T_REST : T_VAR, j, 0, name, 0, 0, 0};
+    for (;; k++) {
+        if (k >= len)
+            return sy_pat_error(err, SY_EPATTERN, len, "'{' is not closed");
+        unsigned char c = (unsigned char)s[k];
+        if (c == '}') {
+            close = k;
+            break;
+        }
+        if (c == ':' && !rest) {
+            int rc = skip_regex(p, len, k, &close, err);
+            if (rc)
+                return rc;
+            t->kind = T_RVAR;
+            t->roff = k + 1;
+            t->rlen = close - k - 1;
+            break;
+        }
+        if (c == '/')
+            return sy_pat_error(err, SY_EPATTERN, k,
+                                "'{' is not closed before this '/'");
+        if (c == '{')
+            return sy_pat_error(err, SY_EPATTERN, k,
+                                "'{' inside a variable name");
+        if (k == name ? !id_start(c) : !id_part(c))
+            return sy_pat_error(err, SY_EPATTERN, k,
+                                k == name
+                                    ? "a variable name must start with a "
+                                      "letter, '_' or '$'"
+                                    : "a variable name holds only letters, "
+                                      "digits, '_', '$' and '-'");
+    }
+    t->nlen = (t->kind == T_RVAR ? t->roff - 1 : close) - name;
+    t->len = close + 1 - j;
+    *next = close + 1;
     return SY_OK;
 }
 
@@ -549,7 +382,7 @@ static int add_multi(sy_pattern *p, size_t off, const sy_str *name,
     el->offset = off;
     el->var = p->nvars;
     if (name) {
-        int rc = add_var(p, *name, off, err);
+        int rc = sy_pat_add_var(p, *name, off, true, err);
         if (rc)
             return rc;
         el->nvars = 1;
@@ -558,69 +391,70 @@ static int add_multi(sy_pattern *p, size_t off, const sy_str *name,
     return SY_OK;
 }
 
-/* Parse and compile one segment src[s0, e). */
-static int segment(sy_pattern *p, re_env *env, tok *t, size_t s0, size_t e,
-                   sy_error *err) {
+/* Scan the segment starting at s0 up to the next '/' (or the end) into
+ * tokens; *end = where it stops. */
+static int scan_segment(const sy_pattern *p, size_t len, size_t s0, tok *t,
+                        size_t *nt, size_t *end, sy_error *err) {
     const char *s = p->src;
-    if (e - s0 == 2 && s[s0] == '*' && s[s0 + 1] == '*')
-        return add_multi(p, s0, NULL, err);
-    sy_pelem *el = &p->elems[p->n];
-    el->offset = s0;
-    el->var = p->nvars;
-    size_t nt = 0;
-    for (size_t j = s0; j < e;) {
+    size_t j = s0, n = 0;
+    while (j < len && s[j] != '/') {
         char c = s[j];
         if (c == '{') {
-            size_t k = find_close(s, e, j); /* balanced: checked by caller */
-            size_t nb = j + 1, ne = nb;
-            while (ne < k && s[ne] != ':')
-                ne++;
-            if (nb < k && s[nb] == '*') {
-                if (p->host)
-                    return pat_error(err, SY_EPATTERN, j,
-                                     "{*name} is not allowed in a host "
-                                     "pattern");
-                if (j != s0 || k != e - 1)
-                    return pat_error(err, SY_EPATTERN, j,
-                                     "{*name} must be a whole segment");
-                if (ne != k)
-                    return pat_error(err, SY_EPATTERN, j,
-                                     "{*name} takes no regex");
-                if (ne == nb + 1)
-                    return pat_error(err, SY_EPATTERN, j,
-                                     "empty variable name");
-                sy_str name = {s + nb + 1, ne - nb - 1};
-                return add_multi(p, j, &name, err);
-            }
-            if (ne == nb)
-                return pat_error(err, SY_EPATTERN, j, "empty variable name");
-            tok v = {T_VAR, j, k + 1 - j, 0, 0};
-            if (ne < k) {
-                v.kind = T_RVAR;
-                v.roff = ne + 1;
-                v.rlen = k - ne - 1;
-                if (v.rlen == 0)
-                    return pat_error(err, SY_EPATTERN, j,
-                                     "empty regex in {name:regex}");
-            }
-            int rc = add_var(p, (sy_str){s + nb, ne - nb}, j, err);
+            int rc = scan_var(p, len, j, &t[n++], &j, err);
             if (rc)
                 return rc;
-            t[nt++] = v;
-            j = k + 1;
+        } else if (c == '}') {
+            return sy_pat_error(err, SY_EPATTERN, j,
+                                "'}' without a matching '{'");
         } else if (c == '?' || c == '*') {
-            t[nt++] = (tok){c == '?' ? T_Q : T_STAR, j, 1, 0, 0};
+            t[n++] = (tok){c == '?' ? T_Q : T_STAR, j, 1, 0, 0, 0, 0};
             j++;
         } else {
             size_t b = j;
-            while (j < e && s[j] != '{' && s[j] != '?' && s[j] != '*')
+            while (j < len && !strchr("/{}?*", s[j]))
                 j++;
-            t[nt++] = (tok){T_LIT, b, j - b, 0, 0};
+            t[n++] = (tok){T_LIT, b, j - b, 0, 0, 0, 0};
         }
     }
+    *nt = n;
+    *end = j;
+    return SY_OK;
+}
+
+/* Build the element of segment src[s0, e) from its tokens. */
+static int segment(sy_pattern *p, sy_re_env *env, tok *t, size_t nt, size_t s0,
+                   size_t e, sy_error *err) {
+    const char *s = p->src;
+    if (e - s0 == 2 && s[s0] == '*' && s[s0 + 1] == '*')
+        return add_multi(p, s0, NULL, err);
+    for (size_t i = 0; i < nt; i++)
+        if (t[i].kind == T_REST) {
+            if (nt != 1)
+                return sy_pat_error(err, SY_EPATTERN, s0,
+                                    "{*name} must be a whole segment");
+            sy_str name = {s + t[i].noff, t[i].nlen};
+            return add_multi(p, s0, &name, err);
+        }
+    /* a nameless "{}" inside a longer segment is literal text to Spring's
+     * RegexPathElement (its glob needs a character) */
+    for (size_t i = 0; nt > 1 && i < nt; i++)
+        if (t[i].kind == T_VAR && t[i].nlen == 0)
+            t[i].kind = T_LIT;
+    sy_pelem *el = &p->elems[p->n++];
+    el->offset = s0;
+    el->var = p->nvars;
+    for (size_t i = 0; i < nt; i++)
+        if (t[i].kind == T_VAR || t[i].kind == T_RVAR) {
+            int rc = sy_pat_add_var(p, (sy_str){s + t[i].noff, t[i].nlen}, s0,
+                                    true, err);
+            if (rc)
+                return rc;
+        }
     el->nvars = p->nvars - el->var;
-    p->n++;
-    if (nt == 0 || (nt == 1 && t[0].kind == T_LIT)) {
+    bool lit = true;
+    for (size_t i = 0; i < nt; i++)
+        lit = lit && t[i].kind == T_LIT;
+    if (lit) {
         el->kind = PE_LITERAL;
         el->lit = (sy_str){s + s0, e - s0};
         return SY_OK;
@@ -633,58 +467,38 @@ static int segment(sy_pattern *p, re_env *env, tok *t, size_t s0, size_t e,
         el->kind = PE_VAR;
         return SY_OK;
     }
-    el->kind = PE_REGEX;
-    if (nt == 1 && t[0].kind == T_RVAR) {
-        int ec = 0;
-        size_t eo = 0;
-        el->whole = true;
-        el->re = re_compile(env, s + t[0].roff, t[0].rlen, &ec, &eo);
-        if (!el->re)
-            return re_error(err, ec, t[0].roff + eo);
-        note_groups(p, el->re);
-        return SY_OK;
-    }
-    return compile_mixed(p, env, el, t, nt, err);
+    if (nt == 1 && t[0].kind == T_RVAR)
+        return sy_pat_compile_whole(p, env, el, &t[0], err);
+    return sy_pat_compile_mixed(p, env, el, t, nt, err);
 }
 
-static int parse(sy_pattern *p, re_env *env, tok *t, sy_error *err) {
+static int parse_path(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
     const char *s = p->src;
     size_t len = strlen(s);
-    char sep = p->host ? '.' : '/';
+    p->rooted = len > 0 && s[0] == '/';
     if (len == 0)
         return SY_OK;
-    size_t i = (!p->host && s[0] == '/') ? 1 : 0;
-    for (;;) {
-        size_t start = i;
-        while (i < len && s[i] != sep) {
-            if (s[i] == '{') {
-                size_t k = find_close(s, len, i);
-                if (k == SY_NONE)
-                    return pat_error(err, SY_EPATTERN, i, "unclosed '{'");
-                i = k + 1;
-            } else if (s[i] == '}') {
-                return pat_error(err, SY_EPATTERN, i,
-                                 "'}' without a matching '{'");
-            } else {
-                i++;
-            }
-        }
-        int rc = segment(p, env, t, start, i, err);
+    for (size_t i = p->rooted ? 1 : 0;; i++) {
+        size_t start = i, nt = 0;
+        int rc = scan_segment(p, len, start, t, &nt, &i, err);
+        if (rc == SY_OK)
+            rc = segment(p, env, t, nt, start, i, err);
         if (rc)
             return rc;
         if (i >= len)
             break;
-        i++;
     }
+    /* Spring: one ** or {*x}, in the first segment or ending the pattern */
     for (size_t k = 0; k < p->n; k++) {
         if (p->elems[k].kind != PE_MULTI)
             continue;
         if (p->multi != SY_NONE)
-            return pat_error(err, SY_EPATTERN, p->elems[k].offset,
-                             "at most one ** or {*name} per pattern");
-        if (!p->host && k != 0 && k != p->n - 1)
-            return pat_error(err, SY_EPATTERN, p->elems[k].offset,
-                             "** and {*name} may only stand first or last");
+            return sy_pat_error(err, SY_EPATTERN, p->elems[k].offset,
+                                "at most one ** or {*name} per pattern");
+        if (k != 0 && k != p->n - 1)
+            return sy_pat_error(err, SY_EPATTERN, p->elems[k].offset,
+                                "** and {*name} may only stand first or "
+                                "last");
         p->multi = k;
     }
     return SY_OK;
@@ -695,7 +509,8 @@ static int compile(const sy_alloc *a, const char *src, bool host,
     *out = NULL;
     if (!src)
         return sy_error_set(err, SY_EINVAL, "", "no pattern");
-    size_t len = strlen(src), nseg = 1, nbrace = 1;
+    /* elements: one per separator + 1, and a host's two virtual labels */
+    size_t len = strlen(src), nseg = 3, nbrace = 1;
     for (size_t i = 0; i < len; i++) {
         nseg += src[i] == (host ? '.' : '/');
         nbrace += src[i] == '{';
@@ -720,14 +535,16 @@ static int compile(const sy_alloc *a, const char *src, bool host,
     p->src = (char *)(p->vars + nbrace);
     memcpy(p->src, src, len);
     tok *t = sy_calloc(a, len + 1, sizeof *t);
-    re_env env = {0};
+    sy_re_env env;
+    sy_re_env_init(&env, a, SY_RE_MATCH_LIMIT, SY_RE_DEPTH_LIMIT);
     int rc;
-    if (!t || !re_env_init(&env, a))
+    if (!t)
         rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
     else
-        rc = parse(p, &env, t, err);
+        rc = host ? sy_pat_parse_host(p, &env, t, err)
+                  : parse_path(p, &env, t, err);
     sy_free(a, t);
-    re_env_done(&env, rc == SY_OK);
+    sy_re_env_done(&env, rc == SY_OK);
     if (rc) {
         sy_pattern_free(p);
         return rc;
@@ -766,7 +583,7 @@ uint32_t sy_pattern_var_count(const sy_pattern *p) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Matching                                                             */
+/* Matching path patterns                                               */
 /* ------------------------------------------------------------------ */
 
 static void put_cap(sy_capture *caps, size_t *nc, sy_str name, sy_str v) {
@@ -777,7 +594,7 @@ static void put_cap(sy_capture *caps, size_t *nc, sy_str name, sy_str v) {
     }
 }
 
-static bool elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
+bool sy_pat_elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
                        bool last, sy_capture *caps, size_t *nc,
                        pcre2_match_data *md) {
     switch (el->kind) {
@@ -793,10 +610,12 @@ static bool elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
     case PE_REGEX: break;
     case PE_MULTI: return false;
     }
-    if (seg.len == 0 || !md)
+    /* Spring: only a last regex element without variables may match an
+     * empty segment (Spring's "/" + "****" matches "/") */
+    if (!md || (seg.len == 0 && (!last || el->nvars)))
         return false;
-    int rc =
-        pcre2_match(el->re, (PCRE2_SPTR)seg.ptr, seg.len, 0, 0, md, p->mctx);
+    int rc = pcre2_match(el->re, (PCRE2_SPTR)(seg.len ? seg.ptr : ""), seg.len,
+                         0, 0, md, p->mctx);
     if (rc < 0)
         return false;
     if (el->whole) {
@@ -839,17 +658,29 @@ static bool join_rest(const sy_segments *segs, size_t b, size_t e,
     return true;
 }
 
+/* An empty segment that is only a separator (no matrix parameters). */
+static bool bare_empty(const sy_segments *segs, size_t i) {
+    return segs->dec[i].len == 0 && (!segs->raw || segs->raw[i].len == 0);
+}
+
 /* Match against the first `count` segments. */
 static bool match_core(const sy_pattern *p, const sy_segments *segs,
                        size_t count, sy_capture *caps, size_t *ncaps,
                        pcre2_match_data *md, sy_arena *scratch) {
     size_t n = p->n, nc = *ncaps;
     if (p->multi == SY_NONE) {
+        /* Spring: a last regex element without variables that matches ""
+         * also takes a separator that ends the path (pattern "/" + "****"
+         * matches "//"): one more, empty, segment. */
+        if (count == n + 1 && n > 0 && p->elems[n - 1].kind == PE_REGEX &&
+            !p->elems[n - 1].nvars && bare_empty(segs, n - 1) &&
+            bare_empty(segs, n))
+            count = n;
         if (count != n)
             return false;
         for (size_t i = 0; i < n; i++)
-            if (!elem_match(p, &p->elems[i], segs->dec[i], i + 1 == n, caps,
-                            &nc, md))
+            if (!sy_pat_elem_match(p, &p->elems[i], segs->dec[i], i + 1 == n,
+                                   caps, &nc, md))
                 return false;
         *ncaps = nc;
         return true;
@@ -858,7 +689,8 @@ static bool match_core(const sy_pattern *p, const sy_segments *segs,
     if (count < n - 1)
         return false;
     for (size_t i = 0; i < m; i++)
-        if (!elem_match(p, &p->elems[i], segs->dec[i], false, caps, &nc, md))
+        if (!sy_pat_elem_match(p, &p->elems[i], segs->dec[i], false, caps, &nc,
+                               md))
             return false;
     const sy_pelem *mul = &p->elems[m];
     size_t slot = nc;
@@ -866,8 +698,8 @@ static bool match_core(const sy_pattern *p, const sy_segments *segs,
         nc++;
     size_t rest = count - tail;
     for (size_t t = 0; t < tail; t++)
-        if (!elem_match(p, &p->elems[m + 1 + t], segs->dec[rest + t],
-                        t + 1 == tail, caps, &nc, md))
+        if (!sy_pat_elem_match(p, &p->elems[m + 1 + t], segs->dec[rest + t],
+                               t + 1 == tail, caps, &nc, md))
             return false;
     if (caps && mul->nvars) {
         caps[slot].name = p->vars[mul->var];
@@ -885,28 +717,29 @@ bool sy_pattern_match_path(const sy_pattern *p, const sy_segments *segs,
     size_t dummy = 0;
     if (!ncaps)
         ncaps = &dummy;
-    if (match_core(p, segs, segs->count, caps, ncaps, md, scratch))
-        return true;
+    if (!sy_pattern_can_match(p))
+        return false;
     size_t c = segs->count;
+    if (p->n == 0) /* "": the empty path, or "/" with the option */
+        return c == 0 ||
+               (match_trailing_slash && c == 1 && bare_empty(segs, 0));
+    if (match_core(p, segs, c, caps, ncaps, md, scratch))
+        return true;
     /* "/a" also matches "/a/": retry without the empty last segment. */
-    if (match_trailing_slash && c >= 2 && segs->dec[c - 1].len == 0 &&
-        (!segs->raw || segs->raw[c - 1].len == 0))
+    if (match_trailing_slash && c >= 2 && bare_empty(segs, c - 1))
         return match_core(p, segs, c - 1, caps, ncaps, md, scratch);
     return false;
-}
-
-bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
-                           sy_capture *caps, size_t *ncaps,
-                           pcre2_match_data *md) {
-    size_t dummy = 0;
-    if (!ncaps)
-        ncaps = &dummy;
-    return match_core(p, labels, labels->count, caps, ncaps, md, NULL);
 }
 
 /* ------------------------------------------------------------------ */
 /* Introspection                                                        */
 /* ------------------------------------------------------------------ */
+
+bool sy_pattern_can_match(const sy_pattern *p) {
+    /* Spring: "foo" never matches "/foo"; "**" and "{*x}" stand for the
+     * leading separator themselves */
+    return p->host || p->rooted || p->n == 0 || p->elems[0].kind == PE_MULTI;
+}
 
 size_t sy_pattern_segment_count(const sy_pattern *p) {
     return p->n;

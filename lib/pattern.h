@@ -1,15 +1,13 @@
 /*
  * pattern.h - Spring PathPattern (route model 4.1) and Ant host patterns
- * with '.' separator: compiling, matching against a pre-split request,
- * captures, and introspection of literal segments for the index.
+ * (AntPathMatcher with '.' separator, as SCG's Host predicate): compiling,
+ * matching against a pre-split request, captures, and introspection of
+ * literal segments for the index.
  */
 #ifndef SY_PATTERN_H
 #define SY_PATTERN_H
 
-#include "util.h"
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
+#include "regex.h"
 
 /*
  * A request path split once per request: the raw path "/a/b%2Fc;x=1/"
@@ -22,6 +20,8 @@ typedef struct sy_segments {
     size_t cap;
     sy_str *dec; /* decoded, matrix parameters removed */
     sy_str *raw; /* raw slices of the request path */
+    bool lead;   /* host: starts with '.'; dec[0] is then a virtual "" */
+    bool trail;  /* host: ends with '.'; dec[count - 1] is a virtual "" */
 } sy_segments;
 
 /* Split `path` into segs (arrays grown from `alloc` only when cap is too
@@ -31,7 +31,10 @@ bool sy_segments_split(sy_segments *segs, sy_str path, sy_arena *scratch,
                        const sy_alloc *alloc);
 void sy_segments_free(sy_segments *segs, const sy_alloc *alloc);
 
-/* Host names split on '.' (raw, no decoding), same struct. */
+/* Host names split as AntPathMatcher tokenizes them: on '.', raw, empty
+ * labels dropped; a leading '.' adds one empty first label and a trailing
+ * '.' one empty last label (lead, trail), so "..a.b." gives {"", "a", "b",
+ * ""} and "a..b" gives {"a", "b"}. */
 bool sy_segments_split_host(sy_segments *segs, sy_str host,
                             const sy_alloc *alloc);
 
@@ -43,12 +46,16 @@ typedef struct sy_capture {
 
 typedef struct sy_pattern sy_pattern;
 
-/* Compile a PathPattern. On error: SY_EPATTERN (or SY_EREGEX for a bad
- * {name:regex}), err->offset = byte offset in `src`, err->path empty. */
+/* Compile a PathPattern as Spring's parser does (variable names are Java
+ * identifiers, '-' allowed after the first character; a '{' never spans a
+ * '/'; {name:regex} compiled with DOTALL and without capturing groups).
+ * On error: SY_EPATTERN (or SY_EREGEX for a bad {name:regex}),
+ * err->offset = byte offset in `src`, err->path empty. */
 int sy_pattern_compile_path(const sy_alloc *a, const char *src,
                             sy_pattern **out, sy_error *err);
-/* Compile an Ant host pattern ('.' separator, '*', '?', '**', {var},
- * {var:regex}). Same errors. */
+/* Compile an Ant host pattern ('.' separator, '*', '?', any number of
+ * '**', {var}, {var:regex}; empty labels skipped). Errors: a bad regex
+ * (SY_EREGEX), capturing groups in a regex or {*name} (SY_EPATTERN). */
 int sy_pattern_compile_host(const sy_alloc *a, const char *src,
                             sy_pattern **out, sy_error *err);
 void sy_pattern_free(sy_pattern *p);
@@ -71,42 +78,22 @@ bool sy_pattern_match_path(const sy_pattern *p, const sy_segments *segs,
                            bool match_trailing_slash, sy_capture *caps,
                            size_t *ncaps, pcre2_match_data *md,
                            sy_arena *scratch);
-/* Match a host pattern against the host split on '.'. */
+/* Match a host pattern against the host split by split_host, as
+ * AntPathMatcher.match does (labels in order, several **, the leading and
+ * trailing '.' compared as Ant does). Captures: every variable, in Ant's
+ * order; a repeated name is captured again (the last one wins). */
 bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
                            sy_capture *caps, size_t *ncaps,
                            pcre2_match_data *md);
 
-/*
- * A standalone regex that must match a whole value (Header, Query, Cookie):
- * compiled anchored at both ends, JIT-compiled, with a match limit, all
- * memory from `a`. On error SY_EREGEX, err->offset = offset in `src` and
- * PCRE2's message, err->path empty. Matching is read-only: any number of
- * threads at once, each with its own match data.
- */
-typedef struct sy_regex sy_regex;
-
-/*
- * A cache of compiled whole-value regexes for one document parse: the same
- * pattern text used by many routes (a Header regex in 30,000 routes) is
- * compiled and JIT-compiled once and shared. Compiled regexes are
- * refcounted and immutable, so routes may outlive the cache.
- */
-typedef struct sy_regex_cache sy_regex_cache;
-sy_regex_cache *sy_regex_cache_new(const sy_alloc *a);
-void sy_regex_cache_free(sy_regex_cache *c);
-/* sy_regex_compile through `cache` (may be NULL). */
-int sy_regex_compile_cached(sy_regex_cache *cache, const sy_alloc *a,
-                            const char *src, sy_regex **out, sy_error *err);
-int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
-                     sy_error *err);
-void sy_regex_free(sy_regex *re);
-/* Capture groups + 1 (the size of match data it needs to report groups). */
-uint32_t sy_regex_groups(const sy_regex *re);
-/* True when s[0..n) matches as a whole. md: any match data (NULL: false). */
-bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
-                         pcre2_match_data *md);
-
-/* Introspection for the index. */
+/* Introspection for the index. A host pattern reports its labels with
+ * the virtual empty first/last labels split_host gives a request that
+ * starts/ends with '.' (none after a last "**", which Ant lets match any
+ * end). */
+/* False for a path pattern that can match no request path: one without a
+ * leading '/' (Spring's "foo" never matches "/foo") that does not start
+ * with ** or {*name}. */
+bool sy_pattern_can_match(const sy_pattern *p);
 typedef enum sy_seg_kind {
     SY_SEG_LITERAL = 0, /* plain text, compare with sy_pattern_literal */
     SY_SEG_SINGLE = 1,  /* matches exactly one segment (*, ?, {x}, regex) */

@@ -12,10 +12,11 @@
  *   - Query: a pair without '=' (?x) is present with the empty value.
  *   - Cookie: "a=1; b=2"; a value in double quotes is unquoted; a cookie
  *     without '=' has the empty value.
- *   - XForwardedRemoteAddr: entries of every X-Forwarded-For header in
- *     order, comma separated, trimmed, empty ones skipped; maxTrustedIndex
- *     N picks the N-th from the right, or the left-most when N exceeds the
- *     entry count; no entry at all: the socket address (as SCG).
+ *   - XForwardedRemoteAddr (as SCG): the entries of the one
+ *     X-Forwarded-For header line, comma separated, trimmed, empty ones
+ *     skipped; maxTrustedIndex N picks the N-th from the right, or the
+ *     left-most when N exceeds the entry count. No line, several lines or
+ *     no entry: the socket address.
  *   - Addresses may carry a port ("1.2.3.4:80", "[::1]:80"); it is ignored.
  */
 #include "predicate.h"
@@ -430,6 +431,17 @@ const sy_pattern *sy_pred_pattern(const sy_pred *p, size_t i) {
 uint32_t sy_pred_method_mask(const sy_pred *p) {
     return p->kind == SY_PK_METHOD ? p->mask : 0;
 }
+size_t sy_pred_method_other_count(const sy_pred *p) {
+    return p->kind == SY_PK_METHOD ? p->nothers : 0;
+}
+const char *sy_pred_method_other(const sy_pred *p, size_t i) {
+    return i < sy_pred_method_other_count(p) ? p->others[i] : NULL;
+}
+const char *sy_method_name(int bit) {
+    return bit >= 0 && (size_t)bit < SY_ARRAY_LEN(method_names)
+               ? method_names[bit]
+               : NULL;
+}
 const char *sy_pred_weight_group(const sy_pred *p) {
     return p->kind == SY_PK_WEIGHT ? p->name : NULL;
 }
@@ -653,33 +665,54 @@ static bool is_xff(const sy_header *h) {
     return sy_str_ieq(h->name, "x-forwarded-for", 15);
 }
 
-/* Visit X-Forwarded-For entries in order; returns entry `want` (counting
- * from 0) in *out, and the total count. */
-static size_t xff_entries(const sy_request *r, size_t want, sy_str *out) {
+/* Character.isWhitespace for the bytes an address list can hold. */
+static bool xff_space(char ch) {
+    return ch == ' ' || (ch >= '\t' && ch <= '\r') ||
+           (ch >= 0x1c && ch <= 0x1f);
+}
+
+/* Entries of one X-Forwarded-For value as SCG tokenizes it: split on every
+ * ',' (quotes mean nothing here), trimmed, empty ones dropped. Returns
+ * entry `want` (counting from 0) in *out, and the total count. */
+static size_t xff_entries(sy_str v, size_t want, sy_str *out) {
     size_t n = 0;
-    for (size_t i = 0; i < r->header_count; i++) {
-        if (!is_xff(&r->headers[i]))
+    for (size_t i = 0; i <= v.len;) {
+        size_t s = i, e = i;
+        while (e < v.len && v.ptr[e] != ',')
+            e++;
+        i = e + 1;
+        while (s < e && xff_space(v.ptr[s]))
+            s++;
+        while (e > s && xff_space(v.ptr[e - 1]))
+            e--;
+        if (e == s)
             continue;
-        sy_str rest = r->headers[i].value, el;
-        bool done = false;
-        while (next_element(&rest, &done, &el)) {
-            if (el.len == 0)
-                continue;
-            if (n == want)
-                *out = el;
-            n++;
-        }
+        if (n == want)
+            *out = (sy_str){v.ptr + s, e - s};
+        n++;
     }
     return n;
 }
 
+/* XForwardedRemoteAddressResolver: exactly one X-Forwarded-For header
+ * line is read; none, several (SCG discards them all, out of caution) or
+ * one without entries: the socket address. */
 static bool test_xff(const sy_pred *p, sy_eval *ev) {
+    const sy_request *r = ev->req;
+    const sy_header *line = NULL;
+    for (size_t i = 0; i < r->header_count; i++) {
+        if (!is_xff(&r->headers[i]))
+            continue;
+        if (line)
+            return in_cidrs(p, r->remote_addr);
+        line = &r->headers[i];
+    }
     sy_str entry = {0};
-    size_t n = xff_entries(ev->req, SIZE_MAX, &entry);
+    size_t n = line ? xff_entries(line->value, SIZE_MAX, &entry) : 0;
     if (n == 0)
-        return in_cidrs(p, ev->req->remote_addr);
+        return in_cidrs(p, r->remote_addr);
     size_t idx = (uint64_t)p->trusted >= n ? 0 : n - (size_t)p->trusted;
-    xff_entries(ev->req, idx, &entry);
+    xff_entries(line->value, idx, &entry);
     return in_cidrs(p, entry);
 }
 

@@ -7,8 +7,8 @@
 #ifndef SY_PREDICATE_H
 #define SY_PREDICATE_H
 
+#include "compile_env.h"
 #include "pattern.h"
-#include "route.h"
 
 /* Weight: position of a route inside its group, computed per snapshot. */
 typedef struct sy_weight_slot {
@@ -72,6 +72,11 @@ uint32_t sy_pred_method_mask(const sy_pred *p);
 /* Bit of a standard method (GET=0, HEAD, POST, PUT, PATCH, DELETE,
  * OPTIONS, TRACE, CONNECT=8), or 31 for anything else. */
 int sy_method_bit(sy_str method);
+/* The name of a standard method bit ("GET"...), or NULL (bit 31 too). */
+const char *sy_method_name(int bit);
+/* Method: the non-standard methods listed (bit 31), in order. */
+size_t sy_pred_method_other_count(const sy_pred *p);
+const char *sy_pred_method_other(const sy_pred *p, size_t i);
 /* Weight: group name and weight. */
 const char *sy_pred_weight_group(const sy_pred *p);
 uint32_t sy_pred_weight_value(const sy_pred *p);

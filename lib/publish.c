@@ -37,76 +37,7 @@
  * A slot is reused only after its object is DEAD, i.e. after every reader
  * that read it has released.
  */
-#include "publish.h"
-
-#include <pthread.h>
-#include <sched.h>
-#include <string.h>
-#include <time.h>
-
-#ifdef SY_PUBLISH_BROKEN
-/*
- * Test builds only (tests/test_publish_stress.c): a second copy of this file
- * under other names, with the protocol deliberately weakened when the
- * expression SY_PUBLISH_BROKEN is 1 (free on swap: retired objects count as
- * dead at once) or 2 (acquire reads the slot and counts in two steps).
- */
-#define sy_pub_obj_alloc sy_pub_broken_obj_alloc
-#define sy_pub_obj_free sy_pub_broken_obj_free
-#define sy_pub_obj_dead sy_pub_broken_obj_dead
-#define sy_pub_new sy_pub_broken_new
-#define sy_pub_free sy_pub_broken_free
-#define sy_pub_acquire sy_pub_broken_acquire
-#define sy_pub_release sy_pub_broken_release
-#define sy_pub_publish sy_pub_broken_publish
-#define sy_pub_current sy_pub_broken_current
-#define sy_pub_reclaim sy_pub_broken_reclaim
-#define sy_pub_oldest_generation sy_pub_broken_oldest_generation
-#define sy_pub_set_renew_threshold sy_pub_broken_set_renew_threshold
-#define sy_pub_check_held sy_pub_broken_check_held
-#define sy_pub_metrics_get sy_pub_broken_metrics_get
-#define sy_pub_bench_acquire_release_ns sy_pub_broken_bench
-#endif
-
-#define SY_PUB_BIAS ((int64_t)1 << 62)
-#define SY_PUB_SLOT_SHIFT 48
-#define SY_PUB_BORROWS ((UINT64_C(1) << SY_PUB_SLOT_SHIFT) - 1)
-#define SY_PUB_MAX_SLOTS ((uint32_t)1 << (64 - SY_PUB_SLOT_SHIFT))
-#define SY_PUB_FIRST_SLOTS 16
-
-_Static_assert((SY_PUB_SHARDS & (SY_PUB_SHARDS - 1)) == 0 &&
-                   SY_PUB_SHARDS <= SY_PUB_ALIGN,
-               "shards: a power of two that fits the low address bits");
-_Static_assert(sizeof(sy_pub_obj) % SY_PUB_ALIGN == 0,
-               "the embedding object's own fields start on a fresh line");
-
-/* The slot table. Readers load the newest one; a grown table copies every
- * entry and older tables stay readable until the domain is freed. */
-typedef struct sy_pub_table {
-    struct sy_pub_table *older;
-    uint32_t size;
-    _Atomic(sy_pub_obj *) entry[];
-} sy_pub_table;
-
-struct sy_pub {
-    sy_pub_line word[SY_PUB_SHARDS]; /* written by readers */
-    /* read by readers, written by the writer when the table grows */
-    _Alignas(SY_PUB_ALIGN) _Atomic(sy_pub_table *) table;
-    /* writer only below */
-    _Alignas(SY_PUB_ALIGN) sy_alloc alloc;
-    sy_pub_options opts;
-    void *base;
-    sy_pub_obj *current;
-    sy_pub_obj *retired_head; /* oldest first */
-    sy_pub_obj *retired_tail;
-    uint32_t *free_slots; /* stack of unused slots */
-    uint32_t free_count;
-    uint64_t publishes;
-    uint64_t retired;
-    uint64_t reclaimed;
-    uint64_t retired_bytes;
-    uint64_t renew_at; /* borrows in a word that trigger a renewal */
-};
+#include "publish_int.h"
 
 /* ---------------------------------------------------------------- */
 /* Aligned allocation                                                */
@@ -147,10 +78,6 @@ void sy_pub_obj_free(const sy_alloc *alloc, void *obj) {
 }
 
 bool sy_pub_obj_dead(const sy_pub_obj *obj) {
-#ifdef SY_PUBLISH_BROKEN
-    if (SY_PUBLISH_BROKEN == 1)
-        return true;
-#endif
     return atomic_load_explicit(&obj->remaining, memory_order_acquire) == 0;
 }
 
@@ -158,33 +85,12 @@ bool sy_pub_obj_dead(const sy_pub_obj *obj) {
 /* Reader side                                                       */
 /* ---------------------------------------------------------------- */
 
-static inline unsigned sy_pub_shard(void) {
-    pthread_t self = pthread_self();
-    uint64_t x = 0;
-    memcpy(&x, &self, sizeof self < sizeof x ? sizeof self : sizeof x);
-    x ^= x >> 29;
-    x *= UINT64_C(0x9E3779B97F4A7C15);
-    return (unsigned)(x >> 58) & (SY_PUB_SHARDS - 1);
-}
-
 static inline void sy_pub_shard_done(sy_pub_obj *o) {
     atomic_fetch_sub_explicit(&o->remaining, 1, memory_order_acq_rel);
 }
 
 sy_pub_ref sy_pub_acquire(sy_pub *p) {
     unsigned s = sy_pub_shard();
-#ifdef SY_PUBLISH_BROKEN
-    if (SY_PUBLISH_BROKEN == 2) {
-        uint64_t w0 = atomic_load_explicit(&p->word[s].n, memory_order_acquire);
-        sy_pub_table *t0 =
-            atomic_load_explicit(&p->table, memory_order_acquire);
-        sy_pub_obj *o0 = atomic_load_explicit(
-            &t0->entry[w0 >> SY_PUB_SLOT_SHIFT], memory_order_relaxed);
-        sched_yield();
-        atomic_fetch_add_explicit(&p->word[s].n, 1, memory_order_acquire);
-        return (sy_pub_ref)o0 | s;
-    }
-#endif
     uint64_t w = (uint64_t)atomic_fetch_add_explicit(&p->word[s].n, 1,
                                                      memory_order_acquire);
     /* Acquire: the table may have grown after the publish our word came
@@ -344,10 +250,6 @@ static void sy_pub_renew(sy_pub *p) {
     }
 }
 
-void sy_pub_set_renew_threshold(sy_pub *p, uint64_t borrows) {
-    p->renew_at = borrows ? borrows : 1;
-}
-
 size_t sy_pub_reclaim(sy_pub *p) {
     size_t n = 0;
     sy_pub_renew(p);
@@ -449,134 +351,3 @@ void sy_pub_metrics_get(const sy_pub *p, sy_pub_metrics *out) {
         out->oldest_retired_age_ms = now > at ? now - at : 0;
     }
 }
-
-/* ---------------------------------------------------------------- */
-/* Benchmark                                                         */
-/* ---------------------------------------------------------------- */
-
-typedef struct sy_pub_bench {
-    sy_pub *pub;
-    sy_alloc alloc;
-    _Atomic int go; /* 0: wait, 1: run, -1: give up */
-    _Atomic int readers_left;
-    uint64_t iters;
-} sy_pub_bench;
-
-typedef struct sy_pub_bench_reader {
-    sy_pub_bench *b;
-    double ns;
-    uint64_t sink;
-} sy_pub_bench_reader;
-
-/* The reader's own CPU time: other processes on a busy machine do not
- * inflate it, cache-line traffic between our threads still does. */
-static uint64_t sy_pub_bench_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sy_pub_bench_destroy(void *data, sy_pub_obj *o) {
-    sy_pub_obj_free(data, o);
-}
-
-static bool sy_pub_bench_wait(sy_pub_bench *b) {
-    int go;
-    while ((go = atomic_load_explicit(&b->go, memory_order_acquire)) == 0)
-        sched_yield();
-    return go > 0;
-}
-
-static void *sy_pub_bench_read(void *arg) {
-    sy_pub_bench_reader *r = arg;
-    sy_pub_bench *b = r->b;
-    uint64_t sink = 0;
-    if (sy_pub_bench_wait(b)) {
-        uint64_t t0 = sy_pub_bench_now_ns();
-        for (uint64_t i = 0; i < b->iters; i++) {
-            sy_pub_ref ref = sy_pub_acquire(b->pub);
-            sink += sy_pub_ref_obj(ref)->generation;
-            sy_pub_release(ref);
-        }
-        r->ns = (double)(sy_pub_bench_now_ns() - t0) / (double)b->iters;
-    }
-    r->sink = sink;
-    atomic_fetch_sub_explicit(&b->readers_left, 1, memory_order_acq_rel);
-    return NULL;
-}
-
-static void *sy_pub_bench_write(void *arg) {
-    sy_pub_bench *b = arg;
-    if (!sy_pub_bench_wait(b))
-        return NULL;
-    while (atomic_load_explicit(&b->readers_left, memory_order_acquire) > 0) {
-        sy_pub_obj *o = sy_pub_obj_alloc(&b->alloc, sizeof(sy_pub_obj));
-        if (o && sy_pub_publish(b->pub, o) != SY_OK)
-            sy_pub_obj_free(&b->alloc, o);
-    }
-    return NULL;
-}
-
-double sy_pub_bench_acquire_release_ns(int threads, bool storm,
-                                       uint64_t iters) {
-    if (threads < 1 || threads > 256 || iters == 0)
-        return -1;
-    sy_pub_bench b;
-    memset(&b, 0, sizeof b);
-    sy_alloc_init(&b.alloc, NULL);
-    b.iters = iters;
-    atomic_init(&b.go, 0);
-    atomic_init(&b.readers_left, threads);
-    sy_pub_options opts = {sy_pub_bench_destroy, NULL, &b.alloc, 0};
-    sy_pub_obj *first = sy_pub_obj_alloc(&b.alloc, sizeof(sy_pub_obj));
-    if (!first)
-        return -1;
-    if (sy_pub_new(&b.alloc, &opts, first, &b.pub) != SY_OK) {
-        sy_pub_obj_free(&b.alloc, first);
-        return -1;
-    }
-    sy_pub_bench_reader *r = sy_calloc(&b.alloc, (size_t)threads, sizeof *r);
-    pthread_t *tid = sy_calloc(&b.alloc, (size_t)threads + 1, sizeof *tid);
-    int started = 0;
-    bool writer = false;
-    if (r && tid) {
-        for (; started < threads; started++) {
-            r[started].b = &b;
-            if (pthread_create(&tid[started], NULL, sy_pub_bench_read,
-                               &r[started]) != 0)
-                break;
-        }
-        if (started == threads && storm)
-            writer = pthread_create(&tid[threads], NULL, sy_pub_bench_write,
-                                    &b) == 0;
-    }
-    bool ok = r && tid && started == threads && (!storm || writer);
-    atomic_store_explicit(&b.go, ok ? 1 : -1, memory_order_release);
-    double sum = 0;
-    for (int i = 0; i < started; i++) {
-        pthread_join(tid[i], NULL);
-        sum += r[i].ns;
-    }
-    if (writer)
-        pthread_join(tid[threads], NULL);
-    sy_free(&b.alloc, r);
-    sy_free(&b.alloc, tid);
-    sy_pub_free(b.pub);
-    return ok ? sum / threads : -1;
-}
-
-#ifdef SY_PUBLISH_BROKEN
-#undef sy_pub_obj_alloc
-#undef sy_pub_obj_free
-#undef sy_pub_obj_dead
-#undef sy_pub_new
-#undef sy_pub_free
-#undef sy_pub_acquire
-#undef sy_pub_release
-#undef sy_pub_publish
-#undef sy_pub_current
-#undef sy_pub_reclaim
-#undef sy_pub_check_held
-#undef sy_pub_metrics_get
-#undef sy_pub_bench_acquire_release_ns
-#endif

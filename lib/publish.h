@@ -164,17 +164,4 @@ size_t sy_pub_check_held(sy_pub *p, uint64_t limit_ms,
 
 void sy_pub_metrics_get(const sy_pub *p, sy_pub_metrics *out);
 
-/* Tests only: renew a shard's word once it holds this many borrows. */
-void sy_pub_set_renew_threshold(sy_pub *p, uint64_t borrows);
-
-/*
- * Benchmark: `threads` threads each do `iters` acquire + release pairs on one
- * domain (touching the object in between), while, if `storm`, one more
- * thread publishes new objects without pause. Returns the mean, over the
- * reader threads, of each thread's CPU time per pair in ns (CPU time, so a
- * loaded machine does not inflate it), or a negative value on failure. Not
- * for the library's users.
- */
-double sy_pub_bench_acquire_release_ns(int threads, bool storm, uint64_t iters);
-
 #endif

@@ -1,7 +1,7 @@
 /*
  * route.c - the compiled route object: creation, reference counting,
- * compiling its predicate and filter entries, argument lookups for the
- * compilers, and the public sy_route_* accessors.
+ * compiling its predicate and filter entries, and the public sy_route_*
+ * accessors.
  */
 #include "route.h"
 
@@ -35,6 +35,7 @@ struct sy_route *sy_route_new(const sy_alloc *alloc) {
     r->upstream.path = "";
     r->literal_path = -1;
     r->literal_host = -1;
+    r->key = UINT32_MAX;
     return r;
 }
 
@@ -67,6 +68,8 @@ void sy_route_unref(struct sy_route *r) {
         return;
     if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
         return;
+    if (r->owner)
+        r->owner->released(r->owner->data, r);
     free_compiled(r);
     sy_arena_free(&r->arena);
     sy_alloc a = *r->alloc; /* the box holding it is freed below */
@@ -157,25 +160,6 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
     return SY_OK;
 }
 
-/* ---- argument lookups ---- */
-
-const char *sy_def_arg(const sy_def_entry *e, const char *key) {
-    if (!e || !key)
-        return NULL;
-    for (size_t i = 0; i < e->arg_count; i++)
-        if (strcmp(e->args[i].key, key) == 0)
-            return e->args[i].value;
-    return NULL;
-}
-
-const char *sy_def_arg_or_default(const sy_def_entry *e, const char *key) {
-    const char *v = sy_def_arg(e, key);
-    if (v || !e || !e->spec)
-        return v;
-    const sy_field_spec *f = sy_factory_field(e->spec, key);
-    return f ? f->dflt : NULL;
-}
-
 /* ---- public accessors ---- */
 
 const char *sy_route_id(const sy_route *r) {
@@ -250,4 +234,10 @@ const char *sy_route_predicate_name(const sy_route *r, size_t i) {
     if (!r || i >= r->predicate_count)
         return NULL;
     return r->predicates[i].name;
+}
+void *sy_route_host_data(const sy_route *r) {
+    return r ? r->host_data : NULL;
+}
+uint32_t sy_route_key(const sy_route *r) {
+    return r ? r->key : UINT32_MAX;
 }

@@ -8,28 +8,10 @@
 #ifndef SY_ROUTE_H
 #define SY_ROUTE_H
 
-#include "factory.h"
-#include "util.h"
+#include "compile_env.h"
 
 struct sy_pred;
 struct sy_filter;
-
-/* One predicate or filter entry after shortcut/field mapping. Args are in
- * canonical order: the factory's fields in shortcut order (list fields
- * repeat the key, values in order), then other keys sorted by name.
- * Defaults are NOT filled in (compilers apply them). */
-typedef struct sy_def_entry {
-    const char *name;
-    const sy_factory_spec *spec; /* built-in spec, or NULL */
-    const void *host_factory;    /* registry entry when spec == NULL */
-    sy_kv *args;
-    size_t arg_count;
-} sy_def_entry;
-
-/* First value of `key`, or NULL. */
-const char *sy_def_arg(const sy_def_entry *e, const char *key);
-/* The value of `key`, or the field's default from the spec, or NULL. */
-const char *sy_def_arg_or_default(const sy_def_entry *e, const char *key);
 
 struct sy_route {
     _Atomic long refs;
@@ -71,16 +53,20 @@ struct sy_route {
     /* compiled, parallel to predicates[] / filters[] */
     struct sy_pred **cpreds;
     struct sy_filter **cfilters;
+
+    /* Set by the router when the route first becomes live: the host's
+     * data (route_attach), a small key, and who to tell when the route is
+     * freed. Written before the route is published; read-only after. */
+    void *host_data;
+    uint32_t key; /* UINT32_MAX until live */
+    const struct sy_route_owner *owner;
 };
 
-/* Environment for compiling predicates and filters. `alloc` must live as
- * long as the compiled objects: pass the route's own r->alloc. */
-struct sy_regex_cache;
-typedef struct sy_compile_env {
-    const sy_alloc *alloc;
-    const sy_registry *registry;        /* may be NULL */
-    struct sy_regex_cache *regex_cache; /* shares regexes; may be NULL */
-} sy_compile_env;
+/* Told when a live route is freed (its last reference dropped). */
+typedef struct sy_route_owner {
+    void (*released)(void *data, struct sy_route *r);
+    void *data;
+} sy_route_owner;
 
 /*
  * Compile every predicate and filter of `r` (sets cpreds / cfilters).

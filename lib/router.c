@@ -1,88 +1,70 @@
 /*
- * router.c - the router: named config sources, applying documents and
- * one-route changes, rollback, pull sources with coalesced notifications,
- * service instance lists, reports and events. Every change is built off to
- * the side as a new snapshot (snapshot.c) and published in one step
- * (publish.c); a failure at any step leaves the live snapshot untouched.
+ * router.c - the router: named config sources and commits. Every change a
+ * host makes (a document for a source, a rollback, one-route upserts,
+ * removes and enables, instance lists) is a step of a commit; the steps of
+ * one commit are derived one after the other off to the side and the last
+ * derived snapshot is published in one step (publish.c). A failure at any
+ * step publishes nothing and leaves every source as it was. The single
+ * calls (sy_router_apply, ...) are one-step commits; change sets
+ * (change_set.c) stage several.
  *
- *   apply(source, bytes)
- *     parse+validate -> skip if same version/checksum -> diff vs the
- *     source's live routes -> changes -> derive snapshot -> publish -> report
+ * The commit itself (steps, publish, references) is in commit.c; this file
+ * holds the router's lifecycle, sources, callbacks, the single calls, pull
+ * sources and the reader calls.
  *
- * Writers are serialized by one mutex; readers never touch it.
+ * Writers are serialized by one mutex; readers never touch it. A writer
+ * call from inside a callback gets SY_EREENTRANT instead of a deadlock.
  */
+#include "commit.h"
 #include "def.h"
 #include "diff.h"
+#include "report.h"
+#include "router_int.h"
 #include "service.h"
 #include "snapshot.h"
 
-#include <pthread.h>
 #include <stdio.h>
 
 #define NONE UINT32_MAX
-#define MAX_SOURCES 256
 
-typedef struct history_entry {
-    char *version; /* may be NULL */
-    char *bytes;
-    size_t len;
-} history_entry;
+/* ---- callbacks and re-entrancy ---- */
 
-typedef struct source {
-    char *name;
-    char *version;     /* of the last applied document */
-    uint64_t checksum; /* of the last applied document */
-    bool applied;
-    uint32_t next_pos; /* position for routes upserted without a document */
-    history_entry *history;
-    size_t history_count; /* newest last */
-    sy_load_fn load;
-    void *load_data;
-    _Atomic int dirty;
-    _Atomic int running;
-} source;
+static uintptr_t self_token(void) {
+    return (uintptr_t)pthread_self();
+}
 
-struct sy_report {
-    sy_alloc alloc;
-    char *source;
-    char *version;
-    bool skipped;
-    uint64_t generation;
-    sy_diff *diff;
-    uint64_t parse_us, publish_us;
-    sy_error *issues;
-    size_t issue_count;
-    sy_service_diff instances;
-};
+bool sy_router_in_callback(sy_router *r) {
+    return atomic_load_explicit(&r->callback_thread, memory_order_acquire) ==
+           self_token();
+}
 
-/* A route that left the live table at `generation`: its reference is
- * dropped once no snapshot older than that generation is alive. */
-typedef struct grave {
-    struct sy_route *route;
-    uint64_t generation;
-} grave;
+static void cb_enter(sy_router *r) {
+    atomic_store_explicit(&r->callback_thread, self_token(),
+                          memory_order_release);
+}
 
-struct sy_router {
-    sy_alloc alloc;
-    grave *graves;
-    size_t grave_count, grave_cap;
-    sy_router_options opts;
-    sy_parse_options popts;
-    pthread_mutex_t lock;
-    source *sources;
-    size_t source_count;
-    const char *source_names[MAX_SOURCES];
-    sy_pub *pub;
-    struct sy_route *defaults;
-    void *data;
-    uint64_t rng;
-};
+static void cb_leave(sy_router *r) {
+    atomic_store_explicit(&r->callback_thread, 0, memory_order_release);
+}
 
-/* ---- helpers ---- */
+bool sy_router_lock_for_read(sy_router *r) {
+    if (sy_router_in_callback(r))
+        return false;
+    pthread_mutex_lock(&r->lock);
+    return true;
+}
 
-static void log_msg(sy_router *r, sy_log_level lvl, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void log_msg(sy_router *r, sy_log_level lvl, const char *fmt, ...) {
+/* Every writer entry point: a call from a callback would deadlock. */
+static int writer_enter(sy_router *r, sy_error *err) {
+    if (sy_router_in_callback(r))
+        return sy_error_set(err, SY_EREENTRANT, "",
+                            "a writer call was made from inside a router "
+                            "callback; make it after the callback returns");
+    pthread_mutex_lock(&r->lock);
+    return SY_OK;
+}
+
+void sy_router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...) {
     if (!r->opts.on_log)
         return;
     char buf[512];
@@ -90,17 +72,47 @@ static void log_msg(sy_router *r, sy_log_level lvl, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    cb_enter(r);
     r->opts.on_log(r->opts.callback_data, lvl, buf);
+    cb_leave(r);
 }
 
-static source *find_source(sy_router *r, const char *name) {
+void sy_router_held_cb(void *data, uint64_t gen, uint64_t age) {
+    sy_router *r = data;
+    if (!r->opts.on_retired_held)
+        return;
+    cb_enter(r);
+    r->opts.on_retired_held(r->opts.callback_data, gen, age);
+    cb_leave(r);
+}
+
+void sy_router_event(sy_router *r, const sy_report *rep) {
+    if (!r->opts.on_event)
+        return;
+    cb_enter(r);
+    r->opts.on_event(r->opts.callback_data, rep);
+    cb_leave(r);
+}
+
+/* ---- helpers ---- */
+
+const sy_alloc *sy_router_allocator(sy_router *r) {
+    return &r->alloc;
+}
+
+int64_t sy_router_now_ms(sy_router *r) {
+    return r->opts.clock_ms ? r->opts.clock_ms(r->opts.callback_data)
+                            : sy_now_realtime_ms();
+}
+
+sy_source *sy_router_find_source(sy_router *r, const char *name) {
     for (size_t i = 0; name && i < r->source_count; i++)
         if (strcmp(r->sources[i].name, name) == 0)
             return &r->sources[i];
     return NULL;
 }
 
-static const sy_snapshot *current(sy_router *r) {
+const sy_snapshot *sy_router_current(sy_router *r) {
     return (const sy_snapshot *)sy_pub_current(r->pub);
 }
 
@@ -114,26 +126,21 @@ static uint64_t pub_clock(void *data) {
     return sy_now_monotonic_us() / 1000u;
 }
 
-static void held_cb(void *data, uint64_t gen, uint64_t age) {
-    sy_router *r = data;
-    if (r->opts.on_retired_held)
-        r->opts.on_retired_held(r->opts.callback_data, gen, age);
-}
-
-static sy_snapshot_config base_config(sy_router *r) {
+sy_snapshot_config sy_router_snapshot_config(sy_router *r) {
     sy_snapshot_config cfg = {0};
     cfg.strip_host_port = r->opts.strip_host_port;
     cfg.clock_ms = r->opts.clock_ms;
     cfg.clock_data = r->opts.callback_data;
     cfg.random = r->opts.random;
     cfg.defaults = r->defaults;
+    cfg.key_limit = r->key_limit;
     cfg.sources = r->source_names;
     cfg.source_count = r->source_count;
     return cfg;
 }
 
 /* Drop the references of removed routes no live snapshot can still use. */
-static void bury(sy_router *r) {
+void sy_router_bury(sy_router *r) {
     uint64_t oldest = sy_pub_oldest_generation(r->pub);
     size_t k = 0;
     for (size_t i = 0; i < r->grave_count; i++) {
@@ -145,13 +152,13 @@ static void bury(sy_router *r) {
     r->grave_count = k;
 }
 
-static bool graves_reserve(sy_router *r, size_t extra) {
+bool sy_router_graves_reserve(sy_router *r, size_t extra) {
     if (r->grave_count + extra <= r->grave_cap)
         return true;
     size_t cap = r->grave_cap ? r->grave_cap * 2 : 64;
     while (cap < r->grave_count + extra)
         cap *= 2;
-    grave *g = sy_realloc(&r->alloc, r->graves, cap * sizeof *g);
+    sy_grave *g = sy_realloc(&r->alloc, r->graves, cap * sizeof *g);
     if (!g)
         return false;
     r->graves = g;
@@ -159,138 +166,40 @@ static bool graves_reserve(sy_router *r, size_t extra) {
     return true;
 }
 
-/* Derive from the live snapshot and publish; on failure nothing changes. */
-static int derive_publish(sy_router *r, const sy_snapshot_config *cfg,
-                          const sy_route_change *ch, size_t n,
-                          uint64_t *generation, sy_error *err) {
-    const sy_snapshot *cur = current(r);
-    sy_snapshot *next;
-    struct sy_route **removed;
-    size_t nremoved;
-    int rc =
-        sy_snapshot_derive(&r->alloc, cur, cfg, ch, n, cur->pub.generation + 1,
-                           &next, &removed, &nremoved, err);
-    if (rc)
-        return rc;
-    if (!graves_reserve(r, nremoved))
-        rc = SY_ENOMEM;
-    else
-        rc = sy_pub_publish(r->pub, &next->pub);
-    if (rc) {
-        sy_free(&r->alloc, removed);
-        sy_snapshot_destroy(next);
-        return sy_error_set(err, rc, "",
-                            rc == SY_EBUSY
-                                ? "too many retired snapshots are still held "
-                                  "by readers (max_retired reached)"
-                                : "%s",
-                            sy_strerror(rc));
+/* ---- route keys and host data ---- */
+
+/* The last reference of a live route is gone: tell the host, free its key.
+ * Runs on the writer's side (bury, a commit's cleanup, sy_router_free). */
+static void route_released(void *data, struct sy_route *rt) {
+    sy_router *r = data;
+    if (r->opts.route_detach) {
+        cb_enter(r);
+        r->opts.route_detach(r->opts.callback_data, rt, rt->host_data);
+        cb_leave(r);
     }
-    /* the live table now holds the added routes and lets go of the
-     * removed ones once no older snapshot is alive */
-    for (size_t i = 0; i < n; i++)
-        if (ch[i].route)
-            sy_route_ref(ch[i].route);
-    for (size_t i = 0; i < nremoved; i++)
-        r->graves[r->grave_count++] = (grave){removed[i], next->pub.generation};
-    sy_free(&r->alloc, removed);
-    bury(r);
-    if (generation)
-        *generation = next->pub.generation;
-    if (r->opts.retired_warn_ms)
-        sy_pub_check_held(r->pub, r->opts.retired_warn_ms, held_cb, r);
-    return SY_OK;
-}
-
-/* ---- reports ---- */
-
-static sy_report *report_new(sy_router *r, const char *src) {
-    sy_report *rep = sy_calloc(&r->alloc, 1, sizeof *rep);
-    if (!rep)
-        return NULL;
-    rep->alloc = r->alloc;
-    if (src && !(rep->source = sy_strdup(&r->alloc, src))) {
-        sy_free(&r->alloc, rep);
-        return NULL;
-    }
-    return rep;
-}
-
-void sy_report_free(sy_report *rep) {
-    if (!rep)
+    if (rt->key == UINT32_MAX)
         return;
-    sy_alloc a = rep->alloc;
-    sy_free(&a, rep->source);
-    sy_free(&a, rep->version);
-    sy_diff_free(rep->diff);
-    sy_free(&a, rep->issues);
-    sy_service_diff_free(&rep->instances);
-    sy_free(&a, rep);
+    if (r->free_key_count == r->free_key_cap) {
+        size_t cap = r->free_key_cap ? r->free_key_cap * 2 : 64;
+        uint32_t *v = sy_realloc(&r->alloc, r->free_keys, cap * sizeof *v);
+        if (!v)
+            return; /* the key is not reused: key_limit grows, no harm */
+        r->free_keys = v;
+        r->free_key_cap = cap;
+    }
+    r->free_keys[r->free_key_count++] = rt->key;
 }
 
-static int report_add_issue(sy_report *rep, const sy_error *e) {
-    sy_error *n = sy_realloc(&rep->alloc, rep->issues,
-                             (rep->issue_count + 1) * sizeof *n);
-    if (!n)
-        return SY_ENOMEM;
-    rep->issues = n;
-    rep->issues[rep->issue_count++] = *e;
-    return SY_OK;
-}
-
-static void deliver(sy_router *r, sy_report *rep, sy_report **out) {
-    if (rep && r->opts.on_event)
-        r->opts.on_event(r->opts.callback_data, rep);
-    if (out)
-        *out = rep;
-    else
-        sy_report_free(rep);
-}
-
-const char *sy_report_source(const sy_report *rep) {
-    return rep->source;
-}
-const char *sy_report_version(const sy_report *rep) {
-    return rep->version;
-}
-bool sy_report_skipped(const sy_report *rep) {
-    return rep->skipped;
-}
-uint64_t sy_report_generation(const sy_report *rep) {
-    return rep->generation;
-}
-const sy_diff *sy_report_diff(const sy_report *rep) {
-    return rep->diff;
-}
-uint64_t sy_report_parse_us(const sy_report *rep) {
-    return rep->parse_us;
-}
-uint64_t sy_report_publish_us(const sy_report *rep) {
-    return rep->publish_us;
-}
-size_t sy_report_issue_count(const sy_report *rep) {
-    return rep->issue_count;
-}
-const sy_error *sy_report_issue(const sy_report *rep, size_t i) {
-    return i < rep->issue_count ? &rep->issues[i] : NULL;
-}
-size_t sy_report_instances_added(const sy_report *rep,
-                                 const char *const **ids) {
-    if (ids)
-        *ids = rep->instances.added;
-    return rep->instances.added_count;
-}
-size_t sy_report_instances_removed(const sy_report *rep,
-                                   const char *const **ids) {
-    if (ids)
-        *ids = rep->instances.removed;
-    return rep->instances.removed_count;
-}
-size_t sy_report_instances_changed(const sy_report *rep,
-                                   const char *const **ids) {
-    if (ids)
-        *ids = rep->instances.changed;
-    return rep->instances.changed_count;
+/* A route about to become live for the first time: key and host data. */
+void sy_router_attach_route(sy_router *r, struct sy_route *rt) {
+    rt->key =
+        r->free_key_count ? r->free_keys[--r->free_key_count] : r->key_limit++;
+    rt->owner = &r->owner;
+    if (r->opts.route_attach) {
+        cb_enter(r);
+        rt->host_data = r->opts.route_attach(r->opts.callback_data, rt);
+        cb_leave(r);
+    }
 }
 
 /* ---- lifecycle ---- */
@@ -308,6 +217,13 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
             return sy_error_set(err, SY_EINVAL, "", "options size too small");
         memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
     }
+    if ((unsigned)o.path_normalization > SY_PATH_AS_IS ||
+        (unsigned)o.escaped_slashes > SY_SLASHES_DECODE)
+        return sy_error_set(err, SY_EINVAL, "",
+                            "unknown path_normalization or escaped_slashes");
+    if (o.outlier.max_ejected_percent > 100)
+        return sy_error_set(err, SY_EINVAL, "",
+                            "outlier.max_ejected_percent is above 100");
     sy_alloc a;
     sy_alloc_init(&a, o.allocator);
     sy_router *r = sy_calloc(&a, 1, sizeof *r);
@@ -324,6 +240,10 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
     r->popts.allocator = o.allocator;
     r->popts.registry = o.registry;
     r->rng = (uint64_t)(uintptr_t)r ^ sy_now_monotonic_us();
+    r->owner = (sy_route_owner){route_released, r};
+    atomic_init(&r->callback_thread, 0);
+    atomic_init(&r->ejections, 0);
+    atomic_init(&r->outcomes, 0);
     int rc = SY_ENOMEM;
     if (pthread_mutex_init(&r->lock, NULL) != 0) {
         sy_free(&a, r);
@@ -335,7 +255,7 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
         if (rc)
             goto fail;
     }
-    sy_snapshot_config cfg = base_config(r);
+    sy_snapshot_config cfg = sy_router_snapshot_config(r);
     sy_snapshot *first;
     struct sy_route **none;
     size_t nnone;
@@ -361,7 +281,7 @@ fail:
     return rc;
 }
 
-static void free_history(sy_router *r, source *s) {
+static void free_history(sy_router *r, sy_source *s) {
     for (size_t i = 0; i < s->history_count; i++) {
         sy_free(&r->alloc, s->history[i].version);
         sy_free(&r->alloc, s->history[i].bytes);
@@ -373,16 +293,16 @@ void sy_router_free(sy_router *r) {
     if (!r)
         return;
     /* the live table's references, then the buried ones */
-    const sy_snapshot *cur = current(r);
+    const sy_snapshot *cur = sy_router_current(r);
     for (uint32_t i = 0; i < cur->slot_count; i++)
-        if (cur->slots[i].route)
-            sy_route_unref(cur->slots[i].route);
+        if (sy_snapshot_slot(cur, i)->route)
+            sy_route_unref(sy_snapshot_slot(cur, i)->route);
     for (size_t i = 0; i < r->grave_count; i++)
         sy_route_unref(r->graves[i].route);
     sy_free(&r->alloc, r->graves);
     sy_pub_free(r->pub);
     for (size_t i = 0; i < r->source_count; i++) {
-        source *s = &r->sources[i];
+        sy_source *s = &r->sources[i];
         free_history(r, s);
         sy_free(&r->alloc, s->name);
         sy_free(&r->alloc, s->version);
@@ -390,6 +310,7 @@ void sy_router_free(sy_router *r) {
     sy_free(&r->alloc, r->sources);
     if (r->defaults)
         sy_route_unref(r->defaults);
+    sy_free(&r->alloc, r->free_keys);
     pthread_mutex_destroy(&r->lock);
     sy_alloc a = r->alloc;
     sy_free(&a, r);
@@ -405,18 +326,24 @@ void *sy_router_data(const sy_router *r) {
 int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
     if (!r || !name || !*name)
         return sy_error_set(err, SY_EINVAL, "", "source name is empty");
-    pthread_mutex_lock(&r->lock);
-    int rc = SY_OK;
-    if (find_source(r, name)) {
+    if (strlen(name) > SY_MAX_SOURCE_NAME)
+        return sy_error_set(err, SY_ELIMIT, "",
+                            "a source name has at most %d bytes",
+                            SY_MAX_SOURCE_NAME);
+    int rc = writer_enter(r, err);
+    if (rc)
+        return rc;
+    if (sy_router_find_source(r, name)) {
         rc = sy_error_set(err, SY_EEXIST, "", "source '%s' already exists",
                           name);
-    } else if (r->source_count >= MAX_SOURCES) {
-        rc =
-            sy_error_set(err, SY_ELIMIT, "", "at most %d sources", MAX_SOURCES);
+    } else if (r->source_count >= SY_MAX_SOURCES) {
+        rc = sy_error_set(err, SY_ELIMIT, "", "at most %d sources",
+                          SY_MAX_SOURCES);
     } else {
         /* sources never move: notify uses a source outside the lock */
         if (!r->sources)
-            r->sources = sy_calloc(&r->alloc, MAX_SOURCES, sizeof *r->sources);
+            r->sources =
+                sy_calloc(&r->alloc, SY_MAX_SOURCES, sizeof *r->sources);
         char *nm = r->sources ? sy_strdup(&r->alloc, name) : NULL;
         if (!nm) {
             rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
@@ -430,423 +357,119 @@ int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
     return rc;
 }
 
-/* ---- apply ---- */
-
-static bool same_text(const char *a, const char *b) {
-    return a && b && strcmp(a, b) == 0;
-}
-
-static int push_history(sy_router *r, source *s, const char *version,
-                        const char *bytes, size_t len) {
-    history_entry e = {NULL, sy_strndup(&r->alloc, bytes, len), len};
-    if (!e.bytes || (version && !(e.version = sy_strdup(&r->alloc, version)))) {
-        sy_free(&r->alloc, e.bytes);
-        return SY_ENOMEM;
-    }
-    if (s->history_count == r->opts.history) {
-        sy_free(&r->alloc, s->history[0].version);
-        sy_free(&r->alloc, s->history[0].bytes);
-        memmove(s->history, s->history + 1,
-                (s->history_count - 1) * sizeof *s->history);
-        s->history_count--;
-    } else {
-        history_entry *h = sy_realloc(&r->alloc, s->history,
-                                      (s->history_count + 1) * sizeof *h);
-        if (!h) {
-            sy_free(&r->alloc, e.bytes);
-            sy_free(&r->alloc, e.version);
-            return SY_ENOMEM;
-        }
-        s->history = h;
-    }
-    s->history[s->history_count++] = e;
-    return SY_OK;
-}
-
-/* The live routes of source `si`, in document position order. */
-static const struct sy_route **live_routes(sy_router *r, const sy_snapshot *cur,
-                                           uint32_t si, size_t *count) {
-    const struct sy_route **v =
-        sy_malloc(&r->alloc, (cur->route_count + 1) * sizeof *v);
-    size_t n = 0;
-    if (v)
-        for (size_t i = 0; i < cur->route_count; i++) {
-            const sy_slot *sl = &cur->slots[cur->rank[i]];
-            if (sl->source == si)
-                v[n++] = sl->route;
-        }
-    *count = n;
-    return v;
-}
-
-typedef struct reuse_ctx {
-    const sy_snapshot *cur;
-    uint32_t source;
-} reuse_ctx;
-
-/* A live route of the same source with the same meaning: share it rather
- * than compile it again. */
-static const struct sy_route *reuse_live(void *data, const char *id,
-                                         uint64_t fingerprint) {
-    const reuse_ctx *rc = data;
-    uint32_t slot = sy_snapshot_find_slot(rc->cur, id);
-    if (slot == NONE || rc->cur->slots[slot].source != rc->source ||
-        rc->cur->slots[slot].route->fingerprint != fingerprint)
-        return NULL;
-    return rc->cur->slots[slot].route;
-}
-
-static int apply_locked(sy_router *r, source *src, const char *json, size_t len,
-                        bool force, sy_report *rep, sy_error *err) {
-    uint32_t si = (uint32_t)(src - r->sources);
-    uint64_t t0 = sy_now_monotonic_us();
-    sy_document *doc = NULL;
-    reuse_ctx rctx = {current(r), si};
-    int rc = sy_document_parse_reusing(json, len, &r->popts, reuse_live, &rctx,
-                                       &doc, err);
-    if (rc) {
-        if (err)
-            report_add_issue(rep, err);
-        return rc;
-    }
-    const char *version = sy_document_version(doc);
-    if (version && !(rep->version = sy_strdup(&r->alloc, version))) {
-        sy_document_free(doc);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    }
-    /* a lenient apply must not drop routes silently: no room to report
-     * an issue fails the apply */
-    for (size_t i = 0; i < sy_document_issue_count(doc); i++)
-        if (report_add_issue(rep, sy_document_issue(doc, i))) {
-            sy_document_free(doc);
-            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-        }
-    if (sy_document_route_count(doc) == 0 && sy_document_issue_count(doc)) {
-        rc = sy_error_set(err, SY_EINVALIDDOC, "",
-                          "no route of the document is valid (%zu invalid); "
-                          "nothing changed",
-                          sy_document_issue_count(doc));
-        sy_document_free(doc);
-        return rc;
-    }
-    if (!force && src->applied &&
-        ((version && same_text(version, src->version)) ||
-         sy_document_checksum(doc) == src->checksum)) {
-        rep->skipped = true;
-        rep->generation = current(r)->pub.generation;
-        rep->parse_us = sy_now_monotonic_us() - t0;
-        sy_document_free(doc);
-        return SY_OK;
-    }
-    const sy_snapshot *cur = current(r);
-    size_t n = sy_document_route_count(doc);
-    /* ids owned by another source are an error of this document */
-    const struct sy_route **keep = sy_malloc(&r->alloc, (n + 1) * sizeof *keep);
-    sy_route_change *ch =
-        sy_malloc(&r->alloc, (n + cur->route_count + 1) * sizeof *ch);
-    size_t kept = 0, nch = 0, old_count = 0;
-    const struct sy_route **old = live_routes(r, cur, si, &old_count);
-    if (!keep || !ch || !old) {
-        rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct sy_route *rt = sy_document_route(doc, i);
-        uint32_t pos = doc->positions[i];
-        if (pos > SY_RANK_POS_MAX) {
-            rc = sy_error_set(err, SY_ELIMIT, "routes",
-                              "a source holds at most %u routes",
-                              SY_RANK_POS_MAX + 1);
-            goto done;
-        }
-        uint32_t slot = sy_snapshot_find_slot(cur, rt->id);
-        if (slot != NONE && cur->slots[slot].source != si) {
-            sy_error e;
-            char path[64];
-            snprintf(path, sizeof path, "%s[%u].id",
-                     doc->envelope ? "routes" : "", pos);
-            sy_error_set(&e, SY_EDUPLICATE, path,
-                         "route id '%s' is already defined by source '%s'",
-                         rt->id, r->sources[cur->slots[slot].source].name);
-            if (report_add_issue(rep, &e) && r->opts.lenient) {
-                rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
-                goto done;
-            }
-            if (!r->opts.lenient) {
-                if (err)
-                    *err = e;
-                rc = SY_EDUPLICATE;
-                goto done;
-            }
-            continue;
-        }
-        keep[kept++] = rt;
-        uint64_t key = sy_rank_key(rt->order, si, pos);
-        if (slot != NONE && cur->slots[slot].key == key &&
-            cur->slots[slot].route->fingerprint == rt->fingerprint)
-            continue; /* unchanged, same rank: shared as it is */
-        /* same meaning at a new rank: keep sharing the compiled route */
-        struct sy_route *use =
-            slot != NONE &&
-                    cur->slots[slot].route->fingerprint == rt->fingerprint
-                ? cur->slots[slot].route
-                : (struct sy_route *)rt;
-        ch[nch++] = (sy_route_change){rt->id, use, key, si};
-    }
-    rc = sy_diff_routes(&r->alloc, old, old_count, keep, kept, &rep->diff);
-    if (rc) {
-        sy_error_set(err, rc, "", "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < sy_diff_removed_count(rep->diff); i++)
-        ch[nch++] =
-            (sy_route_change){sy_diff_removed(rep->diff, i), NULL, 0, si};
-    rep->parse_us = sy_now_monotonic_us() - t0;
-    uint64_t t1 = sy_now_monotonic_us();
-    sy_snapshot_config cfg = base_config(r);
-    rc = derive_publish(r, &cfg, ch, nch, &rep->generation, err);
-    rep->publish_us = sy_now_monotonic_us() - t1;
-    if (rc)
-        goto done;
-    /* the source's state follows the published snapshot */
-    char *v = version ? sy_strdup(&r->alloc, version) : NULL;
-    sy_free(&r->alloc, src->version);
-    src->version = v;
-    src->checksum = sy_document_checksum(doc);
-    src->applied = true;
-    /* positions restart after the document: upserted routes that the
-     * document does not hold are gone with this apply */
-    src->next_pos = 0;
-    for (size_t i = 0; i < n; i++)
-        if (doc->positions[i] >= src->next_pos)
-            src->next_pos = doc->positions[i] + 1;
-    if (push_history(r, src, version, json, len))
-        log_msg(r, SY_LOG_WARN, "source %s: history not kept (out of memory)",
-                src->name);
-    log_msg(r, SY_LOG_INFO,
-            "source %s: applied version %s: %zu added, %zu updated, %zu "
-            "removed, %zu unchanged (generation %llu)",
-            src->name, version ? version : "-", sy_diff_added_count(rep->diff),
-            sy_diff_updated_count(rep->diff), sy_diff_removed_count(rep->diff),
-            sy_diff_unchanged_count(rep->diff),
-            (unsigned long long)rep->generation);
-done:
-    sy_free(&r->alloc, keep);
-    sy_free(&r->alloc, ch);
-    sy_free(&r->alloc, old);
-    sy_document_free(doc);
-    return rc;
-}
-
-static int apply_common(sy_router *r, const char *name, const char *json,
-                        size_t len, bool force, sy_report **report,
-                        sy_error *err) {
+static int commit_one(sy_router *r, const sy_change *ch, sy_report **report,
+                      sy_error *err) {
     if (report)
         *report = NULL;
-    if (!r || !json)
-        return sy_error_set(err, SY_EINVAL, "", "router or document is NULL");
-    pthread_mutex_lock(&r->lock);
-    source *src = find_source(r, name);
-    int rc;
-    sy_report *rep = NULL;
-    if (!src) {
-        rc = sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                          name ? name : "(null)");
-    } else if (!(rep = report_new(r, name))) {
-        rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    } else {
-        rc = apply_locked(r, src, json, len, force, rep, err);
-        if (rc)
-            log_msg(r, SY_LOG_ERROR, "source %s: document rejected: %s", name,
-                    err ? err->message : sy_strerror(rc));
-    }
-    if (rep && rc == SY_OK)
-        deliver(r, rep, report);
-    else if (report)
-        *report = rep;
-    else
-        sy_report_free(rep);
+    int rc = writer_enter(r, err);
+    if (rc)
+        return rc;
+    rc = sy_commit_run(r, ch, 1, true, report, err);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
-int sy_router_apply(sy_router *r, const char *source_name, const char *json,
-                    size_t len, sy_report **report, sy_error *err) {
-    return apply_common(r, source_name, json, len, false, report, err);
+int sy_router_commit(sy_router *r, const sy_change_set *cs, sy_report **report,
+                     sy_error *err) {
+    if (report)
+        *report = NULL;
+    if (!r || !cs)
+        return sy_error_set(err, SY_EINVAL, "", "router or change set is NULL");
+    if (cs->router != r)
+        return sy_error_set(err, SY_EINVAL, "",
+                            "the change set belongs to another router");
+    int rc = writer_enter(r, err);
+    if (rc)
+        return rc;
+    rc = sy_commit_run(r, cs->items, cs->count, false, report, err);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
 }
 
-int sy_router_rollback(sy_router *r, const char *name, const char *version,
+/* ---- the single calls: one-change commits ---- */
+
+int sy_router_apply(sy_router *r, const char *source, const char *json,
+                    size_t len, sy_report **report, sy_error *err) {
+    if (report)
+        *report = NULL;
+    if (!r || !json)
+        return sy_error_set(err, SY_EINVAL, "", "router or document is NULL");
+    sy_change ch = {.kind = SY_CHANGE_APPLY,
+                    .name = source ? source : "",
+                    .bytes = json,
+                    .len = len};
+    return commit_one(r, &ch, report, err);
+}
+
+int sy_router_rollback(sy_router *r, const char *source, const char *version,
                        sy_report **report, sy_error *err) {
     if (report)
         *report = NULL;
     if (!r)
         return sy_error_set(err, SY_EINVAL, "", "router is NULL");
-    pthread_mutex_lock(&r->lock);
-    source *src = find_source(r, name);
-    char *bytes = NULL;
-    size_t len = 0;
-    int rc = SY_OK;
-    if (!src) {
-        rc = sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                          name ? name : "(null)");
-    } else {
-        /* version NULL: the document before the current one */
-        const history_entry *e = NULL;
-        if (!version) {
-            if (src->history_count >= 2)
-                e = &src->history[src->history_count - 2];
-        } else {
-            for (size_t i = src->history_count; i-- > 0;)
-                if (same_text(src->history[i].version, version)) {
-                    e = &src->history[i];
-                    break;
-                }
-        }
-        if (!e)
-            rc = sy_error_set(err, SY_ENOTFOUND, "",
-                              "source '%s' has no kept version '%s'", name,
-                              version ? version : "(previous)");
-        else if (!(bytes = sy_strndup(&r->alloc, e->bytes, e->len)))
-            rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
-        else
-            len = e->len;
-    }
-    pthread_mutex_unlock(&r->lock);
-    if (rc == SY_OK)
-        rc = apply_common(r, name, bytes, len, true, report, err);
-    if (r)
-        sy_free(&r->alloc, bytes);
-    return rc;
+    sy_change ch = {.kind = SY_CHANGE_ROLLBACK,
+                    .name = source ? source : "",
+                    .text = version};
+    return commit_one(r, &ch, report, err);
 }
 
-/* ---- one-route changes ---- */
-
-/* Tell on_event about a one-route change (added, updated or removed). */
-static void report_one(sy_router *r, const char *source,
-                       const struct sy_route *old, const struct sy_route *now,
-                       uint64_t generation) {
-    if (!r->opts.on_event)
-        return;
-    sy_report *rep = report_new(r, source);
-    if (!rep)
-        return;
-    rep->generation = generation;
-    const struct sy_route *o[1] = {old}, *n[1] = {now};
-    if (sy_diff_routes(&r->alloc, o, old ? 1 : 0, n, now ? 1 : 0, &rep->diff) ==
-        SY_OK)
-        deliver(r, rep, NULL);
-    else
-        sy_report_free(rep);
-}
-
-int sy_router_upsert_route(sy_router *r, const char *name,
+int sy_router_upsert_route(sy_router *r, const char *source,
                            const char *route_json, size_t len, sy_error *err) {
     if (!r || !route_json)
         return sy_error_set(err, SY_EINVAL, "", "router or route is NULL");
-    struct sy_route *rt;
-    int rc = sy_def_parse_route(route_json, len, &r->popts, "route", &rt, err);
-    if (rc)
-        return rc;
-    pthread_mutex_lock(&r->lock);
-    source *src = find_source(r, name);
-    if (!src) {
-        rc = sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                          name ? name : "(null)");
-        goto done;
-    }
-    uint32_t si = (uint32_t)(src - r->sources);
-    const sy_snapshot *cur = current(r);
-    uint32_t slot = sy_snapshot_find_slot(cur, rt->id);
-    uint32_t pos;
-    if (slot != NONE) {
-        if (cur->slots[slot].source != si) {
-            rc = sy_error_set(err, SY_EDUPLICATE, "route.id",
-                              "route id '%s' is already defined by source "
-                              "'%s'",
-                              rt->id, r->sources[cur->slots[slot].source].name);
-            goto done;
-        }
-        pos = (uint32_t)(cur->slots[slot].key & 0xffffffu);
-    } else {
-        if (src->next_pos > SY_RANK_POS_MAX) {
-            rc = sy_error_set(err, SY_ELIMIT, "route",
-                              "source '%s' has used all %u route positions; "
-                              "apply its whole document again to renumber",
-                              src->name, SY_RANK_POS_MAX + 1);
-            goto done;
-        }
-        pos = src->next_pos++;
-    }
-    rt->doc_index = pos;
-    sy_route_change ch = {rt->id, rt, sy_rank_key(rt->order, si, pos), si};
-    sy_snapshot_config cfg = base_config(r);
-    struct sy_route *old =
-        slot != NONE ? sy_route_ref(cur->slots[slot].route) : NULL;
-    uint64_t gen = 0;
-    rc = derive_publish(r, &cfg, &ch, 1, &gen, err);
-    if (rc == SY_OK)
-        report_one(r, src->name, old, rt, gen);
-    sy_route_unref(old);
-done:
-    pthread_mutex_unlock(&r->lock);
-    sy_route_unref(rt);
-    return rc;
+    sy_change ch = {.kind = SY_CHANGE_UPSERT,
+                    .name = source ? source : "",
+                    .bytes = route_json,
+                    .len = len};
+    return commit_one(r, &ch, NULL, err);
 }
 
 int sy_router_remove_route(sy_router *r, const char *id, sy_error *err) {
     if (!r || !id)
         return sy_error_set(err, SY_EINVAL, "", "router or id is NULL");
-    pthread_mutex_lock(&r->lock);
-    const sy_snapshot *cur = current(r);
-    uint32_t slot = sy_snapshot_find_slot(cur, id);
-    int rc;
-    if (slot == NONE) {
-        rc = sy_error_set(err, SY_ENOTFOUND, "", "no route '%s'", id);
-    } else {
-        uint32_t si = cur->slots[slot].source;
-        struct sy_route *old = sy_route_ref(cur->slots[slot].route);
-        sy_route_change ch = {id, NULL, 0, si};
-        sy_snapshot_config cfg = base_config(r);
-        uint64_t gen = 0;
-        rc = derive_publish(r, &cfg, &ch, 1, &gen, err);
-        if (rc == SY_OK)
-            report_one(r, r->sources[si].name, old, NULL, gen);
-        sy_route_unref(old);
-    }
-    pthread_mutex_unlock(&r->lock);
-    return rc;
+    sy_change ch = {.kind = SY_CHANGE_REMOVE, .name = id};
+    return commit_one(r, &ch, NULL, err);
 }
 
 int sy_router_set_route_enabled(sy_router *r, const char *id, bool enabled,
                                 sy_error *err) {
     if (!r || !id)
         return sy_error_set(err, SY_EINVAL, "", "router or id is NULL");
-    pthread_mutex_lock(&r->lock);
-    const sy_snapshot *cur = current(r);
-    uint32_t slot = sy_snapshot_find_slot(cur, id);
-    int rc = SY_OK;
-    if (slot == NONE) {
-        rc = sy_error_set(err, SY_ENOTFOUND, "", "no route '%s'", id);
-    } else if (cur->slots[slot].route->disabled != !enabled) {
-        struct sy_route *nr;
-        rc = sy_def_route_with_enabled(cur->slots[slot].route, enabled,
-                                       &r->popts, &nr, err);
-        if (rc == SY_OK) {
-            nr->doc_index = cur->slots[slot].route->doc_index;
-            uint32_t si = cur->slots[slot].source;
-            struct sy_route *old = sy_route_ref(cur->slots[slot].route);
-            sy_route_change ch = {id, nr, cur->slots[slot].key, si};
-            sy_snapshot_config cfg = base_config(r);
-            uint64_t gen = 0;
-            rc = derive_publish(r, &cfg, &ch, 1, &gen, err);
-            if (rc == SY_OK)
-                report_one(r, r->sources[si].name, old, nr, gen);
-            sy_route_unref(old);
-            sy_route_unref(nr);
-        }
-    }
-    pthread_mutex_unlock(&r->lock);
-    return rc;
+    sy_change ch = {.kind = SY_CHANGE_ENABLE, .name = id, .enabled = enabled};
+    return commit_one(r, &ch, NULL, err);
+}
+
+int sy_router_set_instances(sy_router *r, const char *service,
+                            const sy_instance *instances, size_t count,
+                            sy_report **report, sy_error *err) {
+    if (report)
+        *report = NULL;
+    if (!r || !service || !*service)
+        return sy_error_set(err, SY_EINVAL, "", "router or service is NULL");
+    if (count && !instances)
+        return sy_error_set(err, SY_EINVAL, "", "instances is NULL");
+    sy_change ch = {.kind = SY_CHANGE_SET_INSTANCES,
+                    .name = service,
+                    .instances = instances,
+                    .count = count};
+    return commit_one(r, &ch, report, err);
+}
+
+int sy_router_update_instances(sy_router *r, const char *service,
+                               const sy_instance_delta *deltas, size_t count,
+                               sy_report **report, sy_error *err) {
+    if (report)
+        *report = NULL;
+    if (!r || !service || !*service)
+        return sy_error_set(err, SY_EINVAL, "", "router or service is NULL");
+    if (!deltas && count)
+        return sy_error_set(err, SY_EINVAL, "", "deltas is NULL");
+    static const sy_instance_delta none[1];
+    sy_change ch = {.kind = SY_CHANGE_UPDATE_INSTANCES,
+                    .name = service,
+                    .deltas = deltas ? deltas : none,
+                    .count = count};
+    return commit_one(r, &ch, report, err);
 }
 
 /* ---- pull sources ---- */
@@ -855,9 +478,10 @@ int sy_router_set_loader(sy_router *r, const char *name, sy_load_fn load,
                          void *data, sy_error *err) {
     if (!r || !load)
         return sy_error_set(err, SY_EINVAL, "", "router or loader is NULL");
-    pthread_mutex_lock(&r->lock);
-    source *src = find_source(r, name);
-    int rc = SY_OK;
+    int rc = writer_enter(r, err);
+    if (rc)
+        return rc;
+    sy_source *src = sy_router_find_source(r, name);
     if (!src)
         rc = sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
                           name ? name : "(null)");
@@ -869,17 +493,23 @@ int sy_router_set_loader(sy_router *r, const char *name, sy_load_fn load,
     return rc;
 }
 
-static int load_and_apply(sy_router *r, source *src, sy_error *err) {
+static int load_and_apply(sy_router *r, sy_source *src, sy_error *err) {
+    pthread_mutex_lock(&r->lock);
+    sy_load_fn load = src->load;
+    void *load_data = src->load_data;
+    pthread_mutex_unlock(&r->lock);
     sy_loaded ld = {0};
-    int rc = src->load(src->load_data, src->name, &ld, err);
+    int rc = load(load_data, src->name, &ld, err);
     if (rc) {
         if (err && err->code == SY_OK)
             sy_error_set(err, SY_ECALLBACK, "", "loader for '%s' failed",
                          src->name);
-        log_msg(r, SY_LOG_ERROR, "source %s: loader failed", src->name);
+        pthread_mutex_lock(&r->lock);
+        sy_router_log(r, SY_LOG_ERROR, "source %s: loader failed", src->name);
+        pthread_mutex_unlock(&r->lock);
         return rc < 0 ? rc : SY_ECALLBACK;
     }
-    rc = apply_common(r, src->name, ld.bytes, ld.len, false, NULL, err);
+    rc = sy_router_apply(r, src->name, ld.bytes, ld.len, NULL, err);
     if (ld.release)
         ld.release(ld.data, ld.bytes);
     return rc;
@@ -888,8 +518,10 @@ static int load_and_apply(sy_router *r, source *src, sy_error *err) {
 int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
     if (!r)
         return sy_error_set(err, SY_EINVAL, "", "router is NULL");
-    pthread_mutex_lock(&r->lock);
-    source *src = find_source(r, name);
+    int rc = writer_enter(r, err);
+    if (rc)
+        return rc;
+    sy_source *src = sy_router_find_source(r, name);
     bool has_loader = src && src->load;
     pthread_mutex_unlock(&r->lock);
     if (!src)
@@ -901,7 +533,7 @@ int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
     /* Mark dirty; whoever holds `running` keeps applying until clean. A
      * notification arriving during an apply costs one more apply, not one
      * per notification. */
-    int rc = SY_OK;
+    rc = SY_OK;
     atomic_store_explicit(&src->dirty, 1, memory_order_release);
     while (atomic_load_explicit(&src->dirty, memory_order_acquire)) {
         if (atomic_exchange_explicit(&src->running, 1, memory_order_acq_rel))
@@ -913,106 +545,7 @@ int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
     return rc;
 }
 
-/* ---- instances ---- */
-
-static int publish_service(sy_router *r, struct sy_service *svc, sy_report *rep,
-                           sy_error *err) {
-    const sy_snapshot *cur = current(r);
-    const char *name = sy_service_name(svc);
-    const struct sy_service *old = sy_snapshot_service(cur, name, strlen(name));
-    int rc = sy_service_diff_compute(&r->alloc, old, svc, &rep->instances, err);
-    if (rc)
-        return rc;
-    if (old)
-        sy_service_inherit_rr(svc, old);
-    size_t n = cur->service_count;
-    struct sy_service **list = sy_malloc(&r->alloc, (n + 1) * sizeof *list);
-    if (!list)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    size_t k = 0;
-    bool placed = false;
-    for (size_t i = 0; i < n; i++) {
-        int c = strcmp(sy_service_name(cur->services[i]), name);
-        if (c == 0) {
-            list[k++] = svc;
-            placed = true;
-            continue;
-        }
-        if (c > 0 && !placed) {
-            list[k++] = svc;
-            placed = true;
-        }
-        list[k++] = cur->services[i];
-    }
-    if (!placed)
-        list[k++] = svc;
-    sy_snapshot_config cfg = base_config(r);
-    cfg.services = list;
-    cfg.service_count = k;
-    cfg.replace_services = true;
-    rc = derive_publish(r, &cfg, NULL, 0, &rep->generation, err);
-    sy_free(&r->alloc, list);
-    return rc;
-}
-
-static int instances_common(sy_router *r, const char *service,
-                            const sy_instance *list, size_t count,
-                            const sy_instance_delta *deltas, size_t ndeltas,
-                            sy_report **report, sy_error *err) {
-    if (report)
-        *report = NULL;
-    if (!r || !service || !*service)
-        return sy_error_set(err, SY_EINVAL, "", "router or service is NULL");
-    pthread_mutex_lock(&r->lock);
-    sy_report *rep = report_new(r, NULL);
-    struct sy_service *svc = NULL;
-    int rc;
-    if (!rep) {
-        rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    } else if (deltas) {
-        const struct sy_service *old =
-            sy_snapshot_service(current(r), service, strlen(service));
-        struct sy_service *empty = NULL;
-        rc = old ? SY_OK
-                 : sy_service_new(&r->alloc, service, NULL, 0, &empty, err);
-        if (rc == SY_OK)
-            rc = sy_service_apply_deltas(old ? old : empty, deltas, ndeltas,
-                                         &svc, err);
-        sy_service_unref(empty);
-    } else {
-        rc = sy_service_new(&r->alloc, service, list, count, &svc, err);
-    }
-    if (rc == SY_OK)
-        rc = publish_service(r, svc, rep, err);
-    sy_service_unref(svc);
-    if (rc == SY_OK) {
-        deliver(r, rep, report);
-    } else {
-        sy_report_free(rep);
-    }
-    pthread_mutex_unlock(&r->lock);
-    return rc;
-}
-
-int sy_router_set_instances(sy_router *r, const char *service,
-                            const sy_instance *instances, size_t count,
-                            sy_report **report, sy_error *err) {
-    if (count && !instances)
-        return sy_error_set(err, SY_EINVAL, "", "instances is NULL");
-    return instances_common(r, service, instances, count, NULL, 0, report, err);
-}
-
-int sy_router_update_instances(sy_router *r, const char *service,
-                               const sy_instance_delta *deltas, size_t count,
-                               sy_report **report, sy_error *err) {
-    if (!deltas && count)
-        return sy_error_set(err, SY_EINVAL, "", "deltas is NULL");
-    static const sy_instance_delta none[1];
-    return instances_common(r, service, NULL, 0, deltas ? deltas : none, count,
-                            report, err);
-}
-
-/* ---- readers and metrics ---- */
+/* ---- readers ---- */
 
 sy_snapshot *sy_router_acquire(sy_router *r) {
     return (sy_snapshot *)sy_pub_acquire(r->pub);
@@ -1024,26 +557,14 @@ void sy_snapshot_release(sy_snapshot *s) {
 }
 
 size_t sy_router_reclaim(sy_router *r) {
+    if (sy_router_in_callback(r))
+        return 0;
     pthread_mutex_lock(&r->lock);
     size_t n = sy_pub_reclaim(r->pub);
-    bury(r);
+    sy_router_bury(r);
     if (r->opts.retired_warn_ms)
-        sy_pub_check_held(r->pub, r->opts.retired_warn_ms, held_cb, r);
+        sy_pub_check_held(r->pub, r->opts.retired_warn_ms, sy_router_held_cb,
+                          r);
     pthread_mutex_unlock(&r->lock);
     return n;
-}
-
-void sy_router_metrics(sy_router *r, sy_metrics *out) {
-    pthread_mutex_lock(&r->lock);
-    sy_pub_metrics pm;
-    sy_pub_metrics_get(r->pub, &pm);
-    out->generation = pm.generation;
-    out->publishes = pm.publishes;
-    out->live_snapshots = pm.live;
-    out->retired_snapshots = pm.retired;
-    out->reclaimed_snapshots = pm.reclaimed;
-    out->retired_bytes = pm.retired_bytes;
-    out->oldest_retired_age_ms = pm.oldest_retired_age_ms;
-    out->routes = current(r)->route_count;
-    pthread_mutex_unlock(&r->lock);
 }

@@ -5,9 +5,8 @@
  * the request's headers go to the service module (service.c), which
  * chooses. Lock-free, no allocation.
  */
-#include "predicate.h"
+#include "select.h"
 #include "service.h"
-#include "snapshot.h"
 
 /* First value of a request header (case-insensitive name), or ptr NULL. */
 static sy_str header_value(const sy_request *req, const char *name) {
@@ -48,39 +47,58 @@ static sy_str cstr(const char *s) {
     return s ? (sy_str){s, strlen(s)} : (sy_str){NULL, 0};
 }
 
-int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx, sy_match *m,
-                       const sy_request *req, sy_selection *out,
-                       sy_error *err) {
+/* The route's settings and the request's headers as selection input. */
+static void params_of(const struct sy_route *r, const sy_request *req,
+                      sy_select_params *p) {
+    sy_str version = header_value(req, r->select.version_header);
+    p->has_version = version.ptr != NULL;
+    p->version = version;
+    p->fallback = (sy_version_fallback)r->select.fallback;
+    p->hint = header_value(req, "X-SC-LB-Hint");
+    p->zone = cstr(r->select.zone);
+    p->policy = (sy_lb_policy)r->select.policy;
+    if (r->select.hash_header)
+        p->hash_key = header_value(req, r->select.hash_header);
+    else if (r->select.hash_cookie)
+        p->hash_key = cookie_value(req, r->select.hash_cookie);
+    p->seed = req->seed;
+    p->websocket = r->select.websocket;
+}
+
+int sy_select_for_match(const sy_match *m, const char *const *exclude,
+                        size_t exclude_count, sy_selection *out,
+                        const sy_instance **instance, const void **health,
+                        sy_error *err) {
+    const sy_snapshot *s = m->snap;
+    const struct sy_route *r = m->route;
+    if (r->upstream.kind != SY_UPSTREAM_SERVICE)
+        return sy_error_set(err, SY_EINVAL, "",
+                            "route '%s' is not an lb:// route", r->id);
+    const char *name = r->upstream.host;
+    const struct sy_service *svc = sy_snapshot_service(s, name, strlen(name));
+    if (!svc)
+        return sy_error_set(err, SY_ENOINSTANCE, "",
+                            "service '%s' has no known instances", name);
+    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    params_of(r, m->req, &p);
+    /* seed 0: the router's random callback or the context's generator,
+     * as for Weight draws (never the constant 0) */
+    if (!p.seed && p.policy == SY_LB_RANDOM)
+        p.seed = sy_match_draw_seed(m);
+    p.exclude = exclude;
+    p.exclude_count = exclude_count;
+    p.clock_ms = s->clock_ms;
+    p.clock_data = s->clock_data;
+    return sy_service_select_ex(svc, &p, out, instance, health, err);
+}
+
+int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx,
+                       const sy_match *m, const sy_request *req,
+                       sy_selection *out, sy_error *err) {
     SY_UNUSED(ctx);
     if (!h || !m || !req || !out)
         return sy_error_set(err, SY_EINVAL, "", "NULL argument");
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
-    const sy_route *r = sy_match_route(m);
-    sy_upstream up;
-    sy_route_upstream(r, &up);
-    if (up.kind != SY_UPSTREAM_SERVICE)
-        return sy_error_set(err, SY_EINVAL, "",
-                            "route '%s' is not an lb:// route", sy_route_id(r));
-    const struct sy_service *svc =
-        sy_snapshot_service(s, up.host, strlen(up.host));
-    if (!svc)
-        return sy_error_set(err, SY_ENOINSTANCE, "",
-                            "service '%s' has no known instances", up.host);
-
-    /* settings were read from the route's metadata at compile */
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
-    sy_str version = header_value(req, r->select.version_header);
-    p.has_version = version.ptr != NULL;
-    p.version = version;
-    p.fallback = (sy_version_fallback)r->select.fallback;
-    p.hint = header_value(req, "X-SC-LB-Hint");
-    p.zone = cstr(r->select.zone);
-    p.policy = (sy_lb_policy)r->select.policy;
-    if (r->select.hash_header)
-        p.hash_key = header_value(req, r->select.hash_header);
-    else if (r->select.hash_cookie)
-        p.hash_key = cookie_value(req, r->select.hash_cookie);
-    p.seed = req->seed;
-    p.websocket = r->select.websocket;
-    return sy_service_select(svc, &p, out, err);
+    const sy_instance *in;
+    const void *health;
+    return sy_select_for_match(m, NULL, 0, out, &in, &health, err);
 }

@@ -123,6 +123,12 @@ typedef struct sy_select_params {
     sy_str hash_key;
     uint64_t seed;  /* per-request random seed (SY_LB_RANDOM) */
     bool websocket; /* route was lb:ws: report ws/wss instead of http/s */
+    /* ids of instances already tried for this request: never chosen */
+    const char *const *exclude;
+    size_t exclude_count;
+    /* clock for passive-health ejections (NULL: real time) */
+    int64_t (*clock_ms)(void *data);
+    void *clock_data;
 } sy_select_params;
 
 #define SY_SELECT_PARAMS_INIT                                                  \
@@ -155,6 +161,32 @@ int sy_service_select(const sy_service *svc, const sy_select_params *p,
                       sy_selection *out, sy_error *err);
 
 /*
+ * sy_service_select, and also: instances whose ids are in p->exclude are
+ * never chosen, and instances ejected by passive health are chosen only
+ * when nothing else is left (all of the candidates ejected). When the
+ * balancing pick is not eligible, the next eligible member of its group
+ * is taken, then of the enclosing groups (zone -> hint -> version).
+ * *instance and *health (may be NULL) receive the chosen instance and its
+ * handle for sy_service_report_outcome.
+ */
+int sy_service_select_ex(const sy_service *svc, const sy_select_params *p,
+                         sy_selection *out, const sy_instance **instance,
+                         const void **health, sy_error *err);
+
+/*
+ * Passive health: record the outcome of an attempt to the instance behind
+ * `health` (from sy_service_select_ex) at time `now_ms`. Returns true when
+ * this outcome ejected the instance. Any thread, lock-free.
+ */
+bool sy_service_report_outcome(const void *health, sy_outcome outcome,
+                               int64_t now_ms, const sy_outlier_options *o);
+
+/* Share `src`'s health records with the instances of `dst` that have the
+ * same id, so outcomes and ejections carry across publishes. Call before
+ * `dst` is published. */
+void sy_service_inherit_health(sy_service *dst, const sy_service *src);
+
+/*
  * Version order used for "latest": segments split on '.', compared left to
  * right. A segment's leading digits compare as a number (any length:
  * 1.10 > 1.9); a segment starting with digits is smaller than one that does
@@ -166,14 +198,5 @@ int sy_service_select(const sy_service *svc, const sy_select_params *p,
  */
 int sy_service_version_cmp(const char *a, size_t alen, const char *b,
                            size_t blen);
-
-/*
- * Benchmark hook for switchyard-bench: build a service of `instances`
- * instances (weights 1..4, three zones, unversioned) and return the mean
- * ns per sy_service_select over `iters` calls with policy "round-robin",
- * "random" or "hash" (hash keys vary per call). Negative on error.
- */
-double sy_service_bench_select_ns(const char *policy, size_t instances,
-                                  uint64_t iters);
 
 #endif

@@ -11,6 +11,11 @@
  * the overlay indexes only new slots. When the overlay grows past
  * min(2048, max(64, live/16)) slots, or keys of kept routes change, the
  * snapshot compacts its slots and builds a fresh base index.
+ *
+ * Slots, rank order and id table are chunked and shared with the base
+ * (snapshot.h): deriving copies the chunk pointer vectors and then copies
+ * only the chunks a change writes to (copy on write), so one change costs
+ * O(n / 1024) pointer copies plus a few 1024-entry chunks, whatever n is.
  */
 #include "snapshot.h"
 
@@ -42,14 +47,81 @@ static uint64_t service_fingerprint(const struct sy_service *svc) {
     return sum;
 }
 
+/* ---- shared chunks (snapshot.h) ---- */
+
+/* Every chunk type starts with its _Atomic uint32_t reference count. */
+typedef struct chunk_head {
+    _Atomic uint32_t refs;
+} chunk_head;
+
+static void chunk_ref(void *c) {
+    atomic_fetch_add_explicit(&((chunk_head *)c)->refs, 1,
+                              memory_order_relaxed);
+}
+
+static void chunk_unref(const sy_alloc *a, void *c) {
+    if (c && atomic_fetch_sub_explicit(&((chunk_head *)c)->refs, 1,
+                                       memory_order_acq_rel) == 1)
+        sy_free(a, c);
+}
+
+/* A new chunk of `size` bytes, refs 1, zeroed past the header. */
+static void *chunk_new(sy_snapshot *s, size_t size) {
+    chunk_head *c = sy_calloc(s->alloc, 1, size);
+    if (!c)
+        return NULL;
+    atomic_init(&c->refs, 1);
+    s->chunk_bytes += size;
+    return c;
+}
+
+/* `c` itself when this snapshot is its only holder, else a private copy
+ * (the shared one loses this snapshot's reference). NULL: out of memory. */
+static void *chunk_own(sy_snapshot *s, void *c, size_t size) {
+    if (atomic_load_explicit(&((chunk_head *)c)->refs, memory_order_acquire) ==
+        1)
+        return c;
+    chunk_head *n = sy_malloc(s->alloc, size);
+    if (!n)
+        return NULL;
+    memcpy(n, c, size);
+    atomic_init(&n->refs, 1);
+    chunk_unref(s->alloc, c);
+    s->chunk_bytes += size;
+    return n;
+}
+
+static void free_chunks(const sy_alloc *a, void **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++)
+        chunk_unref(a, v[i]);
+    sy_free(a, v);
+}
+
+/* Slot i, writable (its chunk made private or created). NULL: no memory. */
+static sy_slot *slot_mut(sy_snapshot *s, uint32_t i) {
+    uint32_t k = i >> SY_CHUNK_BITS;
+    sy_slot_chunk *c = s->slot_chunks[k];
+    c = c ? chunk_own(s, c, sizeof *c) : chunk_new(s, sizeof *c);
+    if (!c)
+        return NULL;
+    s->slot_chunks[k] = c;
+    return &c->e[i & (SY_CHUNK - 1)];
+}
+
+static uint64_t key_of(const sy_snapshot *s, uint32_t slot) {
+    return sy_snapshot_slot(s, slot)->key;
+}
+
 static void snapshot_free_parts(sy_snapshot *s) {
     const sy_alloc *a = s->alloc;
-    sy_free(a, s->slots);
-    sy_free(a, s->rank);
+    free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+    free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy_free(a, s->rank_start);
+    free_chunks(a, (void **)s->id_chunks,
+                s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
     sy_index_unref(s->base);
     sy_index_unref(s->overlay);
     sy_free(a, s->overlay_slots);
-    sy_free(a, s->ids);
     sy_free(a, s->weights);
     sy_free(a, s->weight_slots);
     if (s->defaults)
@@ -69,65 +141,240 @@ void sy_snapshot_destroy(sy_snapshot *s) {
     sy_pub_obj_free(s->alloc, &s->pub);
 }
 
-/* ---- id table (open addressing, linear probing) ---- */
+/* ---- id table (open addressing, linear probing, chunked) ---- */
 
 static uint64_t id_hash(const char *id) {
     return sy_hash64(id, strlen(id), 0x1d);
 }
 
+static const sy_id_entry *id_at(const sy_snapshot *s, uint32_t i) {
+    return &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
+}
+
+/* Entry i, writable. NULL: out of memory. */
+static sy_id_entry *id_mut(sy_snapshot *s, uint32_t i) {
+    uint32_t k = i >> SY_CHUNK_BITS;
+    sy_id_chunk *c = chunk_own(s, s->id_chunks[k], sizeof *c);
+    if (!c)
+        return NULL;
+    s->id_chunks[k] = c;
+    return &c->e[i & (SY_CHUNK - 1)];
+}
+
 static uint32_t id_find(const sy_snapshot *s, const char *id, uint64_t h,
                         uint32_t *pos) {
     for (uint32_t i = (uint32_t)h & s->id_mask;; i = (i + 1) & s->id_mask) {
-        const sy_id_entry *e = &s->ids[i];
+        const sy_id_entry *e = id_at(s, i);
         if (e->slot == NONE) {
             *pos = i;
             return NONE;
         }
-        if (e->hash == h && strcmp(s->slots[e->slot].route->id, id) == 0) {
+        if (e->hash == h &&
+            strcmp(sy_snapshot_slot(s, e->slot)->route->id, id) == 0) {
             *pos = i;
             return e->slot;
         }
     }
 }
 
+static bool id_set(sy_snapshot *s, uint32_t pos, sy_id_entry v) {
+    sy_id_entry *e = id_mut(s, pos);
+    if (e)
+        *e = v;
+    return e != NULL;
+}
+
 /* Remove entry at pos with backward-shift deletion. */
-static void id_remove_at(sy_snapshot *s, uint32_t pos) {
+static bool id_remove_at(sy_snapshot *s, uint32_t pos) {
     uint32_t mask = s->id_mask, i = pos;
     for (;;) {
-        s->ids[i].slot = NONE;
+        if (!id_set(s, i, (sy_id_entry){0, NONE}))
+            return false;
         uint32_t j = i;
         for (;;) {
             j = (j + 1) & mask;
-            if (s->ids[j].slot == NONE)
-                return;
-            uint32_t home = (uint32_t)s->ids[j].hash & mask;
+            if (id_at(s, j)->slot == NONE)
+                return true;
+            uint32_t home = (uint32_t)id_at(s, j)->hash & mask;
             /* can entry j move to hole i? (home not in (i, j]) */
             bool between =
                 i <= j ? (home > i && home <= j) : (home > i || home <= j);
             if (!between)
                 break;
         }
-        s->ids[i] = s->ids[j];
+        if (!id_set(s, i, *id_at(s, j)))
+            return false;
         i = j;
     }
 }
 
-static bool id_table_alloc(sy_snapshot *s, size_t live) {
-    uint32_t cap = 16;
+/* Capacity for `live` ids: a power of two, at least one chunk. */
+static uint32_t id_cap_for(size_t live) {
+    uint32_t cap = SY_CHUNK;
     while (cap < live + live / 3 + 16)
         cap *= 2;
-    s->ids = sy_malloc(s->alloc, (size_t)cap * sizeof *s->ids);
-    if (!s->ids)
+    return cap;
+}
+
+/* A fresh, empty table of `cap` entries. */
+static bool id_table_alloc(sy_snapshot *s, uint32_t cap) {
+    uint32_t nk = cap >> SY_CHUNK_BITS;
+    s->id_chunks = sy_calloc(s->alloc, nk, sizeof *s->id_chunks);
+    if (!s->id_chunks)
         return false;
-    for (uint32_t i = 0; i < cap; i++)
-        s->ids[i].slot = NONE;
     s->id_mask = cap - 1;
+    for (uint32_t k = 0; k < nk; k++) {
+        sy_id_chunk *c = chunk_new(s, sizeof *c);
+        if (!c)
+            return false;
+        for (uint32_t i = 0; i < SY_CHUNK; i++)
+            c->e[i].slot = NONE;
+        s->id_chunks[k] = c;
+    }
+    return true;
+}
+
+/* The base's table shared chunk by chunk. */
+static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
+    uint32_t nk = (base->id_mask >> SY_CHUNK_BITS) + 1;
+    s->id_chunks = sy_malloc(s->alloc, nk * sizeof *s->id_chunks);
+    if (!s->id_chunks)
+        return false;
+    s->id_mask = base->id_mask;
+    for (uint32_t k = 0; k < nk; k++) {
+        s->id_chunks[k] = base->id_chunks[k];
+        chunk_ref(s->id_chunks[k]);
+    }
     return true;
 }
 
 uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id) {
     uint32_t pos;
     return id_find(s, id, id_hash(id), &pos);
+}
+
+/* Put every live slot's id in the (fresh, empty) id table. */
+static void id_fill(sy_snapshot *s) {
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const sy_slot *sl = sy_snapshot_slot(s, i);
+        if (!sl->route)
+            continue;
+        uint32_t pos;
+        uint64_t h = id_hash(sl->route->id);
+        id_find(s, sl->route->id, h, &pos);
+        /* a fresh table's chunks are private: no copy, cannot fail */
+        *id_mut(s, pos) = (sy_id_entry){h, i};
+    }
+}
+
+/* ---- rank order (chunked runs of slot ids) ---- */
+
+uint32_t sy_snapshot_rank_at(const sy_snapshot *s, size_t i) {
+    size_t lo = 0, hi = s->rank_nchunks;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (s->rank_start[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return s->rank_chunks[lo]->e[i - s->rank_start[lo]];
+}
+
+/* Recount rank_start and route_count after changes. */
+static void rank_recount(sy_snapshot *s) {
+    size_t r = 0;
+    for (size_t k = 0; k < s->rank_nchunks; k++) {
+        s->rank_start[k] = r;
+        r += s->rank_chunks[k]->n;
+    }
+    s->route_count = r;
+}
+
+/* Index of the chunk where `key` belongs: the last whose first key is
+ * below it (or `<=` with after_equal), else 0. */
+static size_t rank_chunk_for(const sy_snapshot *s, uint64_t key,
+                             bool after_equal) {
+    size_t lo = 0, hi = s->rank_nchunks;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        uint64_t k0 = key_of(s, s->rank_chunks[mid]->e[0]);
+        if (k0 < key || (after_equal && k0 == key))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? lo - 1 : 0;
+}
+
+/* Insert `slot` after every entry with a key <= its own. */
+static bool rank_insert(sy_snapshot *s, uint32_t slot) {
+    uint64_t key = key_of(s, slot);
+    if (!s->rank_nchunks) {
+        sy_rank_chunk *c = chunk_new(s, sizeof *c);
+        if (!c)
+            return false;
+        s->rank_chunks[s->rank_nchunks++] = c;
+    }
+    size_t k = rank_chunk_for(s, key, true);
+    sy_rank_chunk *c = chunk_own(s, s->rank_chunks[k], sizeof *c);
+    if (!c)
+        return false;
+    s->rank_chunks[k] = c;
+    if (c->n == SY_RANK_CHUNK_MAX) { /* split: the upper half moves on */
+        sy_rank_chunk *n = chunk_new(s, sizeof *n);
+        if (!n)
+            return false;
+        n->n = c->n / 2;
+        c->n -= n->n;
+        memcpy(n->e, c->e + c->n, n->n * sizeof *n->e);
+        memmove(s->rank_chunks + k + 2, s->rank_chunks + k + 1,
+                (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
+        s->rank_chunks[k + 1] = n;
+        s->rank_nchunks++;
+        if (key_of(s, n->e[0]) <= key)
+            c = n;
+    }
+    uint32_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (key_of(s, c->e[mid]) <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(c->e + lo + 1, c->e + lo, (c->n - lo) * sizeof *c->e);
+    c->e[lo] = slot;
+    c->n++;
+    return true;
+}
+
+/* Remove `slot` (present) from the rank order. */
+static bool rank_remove(sy_snapshot *s, uint32_t slot) {
+    uint64_t key = key_of(s, slot);
+    for (size_t k = rank_chunk_for(s, key, false); k < s->rank_nchunks; k++) {
+        const sy_rank_chunk *r = s->rank_chunks[k];
+        if (key_of(s, r->e[0]) > key)
+            break; /* past every entry with this key */
+        for (uint32_t i = 0; i < r->n; i++) {
+            if (r->e[i] != slot)
+                continue;
+            sy_rank_chunk *c = chunk_own(s, s->rank_chunks[k], sizeof *c);
+            if (!c)
+                return false;
+            memmove(c->e + i, c->e + i + 1, (c->n - i - 1) * sizeof *c->e);
+            if (--c->n == 0) {
+                chunk_unref(s->alloc, c);
+                memmove(s->rank_chunks + k, s->rank_chunks + k + 1,
+                        (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
+                s->rank_nchunks--;
+            } else {
+                s->rank_chunks[k] = c;
+            }
+            return true;
+        }
+    }
+    return true; /* not ranked (cannot happen for a live slot) */
 }
 
 /* ---- derive ---- */
@@ -143,19 +390,18 @@ static int cmp_keyed(const void *x, const void *y) {
 }
 
 /* Sort slot ids by rank key (ids of one change list: usually few). */
-static bool sort_by_key(const sy_alloc *a, uint32_t *ids, size_t n,
-                        const sy_slot *slots) {
+static bool sort_by_key(const sy_snapshot *s, uint32_t *ids, size_t n) {
     if (n < 2)
         return true;
-    keyed_slot *tmp = sy_malloc(a, n * sizeof *tmp);
+    keyed_slot *tmp = sy_malloc(s->alloc, n * sizeof *tmp);
     if (!tmp)
         return false;
     for (size_t i = 0; i < n; i++)
-        tmp[i] = (keyed_slot){slots[ids[i]].key, ids[i]};
+        tmp[i] = (keyed_slot){key_of(s, ids[i]), ids[i]};
     qsort(tmp, n, sizeof *tmp, cmp_keyed);
     for (size_t i = 0; i < n; i++)
         ids[i] = tmp[i].slot;
-    sy_free(a, tmp);
+    sy_free(s->alloc, tmp);
     return true;
 }
 
@@ -166,7 +412,7 @@ static int index_over(sy_snapshot *s, const uint32_t *slots, size_t n,
         return SY_ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        const sy_slot *sl = &s->slots[slots[i]];
+        const sy_slot *sl = sy_snapshot_slot(s, slots[i]);
         if (sl->route)
             in[m++] = (sy_index_route){slots[i], sl->key, sl->route};
     }
@@ -208,7 +454,7 @@ static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
         return SY_ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        const sy_slot *sl = &s->slots[cand[i]];
+        const sy_slot *sl = sy_snapshot_slot(s, cand[i]);
         if (sl->route && !sl->route->disabled && has_weight(sl->route))
             ws[k++] = (keyed_slot){sl->key, cand[i]};
     }
@@ -228,11 +474,18 @@ static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
         return SY_ENOMEM;
     }
     for (size_t i = 0; i < k; i++) {
-        const sy_pred *pr = weight_pred(s->slots[ws[i].slot].route);
+        const sy_pred *pr = weight_pred(sy_snapshot_slot(s, ws[i].slot)->route);
         s->weight_slots[i] = ws[i].slot;
         names[i] = sy_pred_weight_group(pr);
         wv[i] = sy_pred_weight_value(pr);
-        s->slots[ws[i].slot].weight = (uint32_t)i;
+        sy_slot *sl = slot_mut(s, ws[i].slot);
+        if (!sl) {
+            sy_free(a, ws);
+            sy_free(a, names);
+            sy_free(a, wv);
+            return SY_ENOMEM;
+        }
+        sl->weight = (uint32_t)i;
     }
     s->weight_count = k;
     sy_free(a, ws);
@@ -303,9 +556,11 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
                        const sy_snapshot_config *cfg) {
     const sy_alloc *a = s->alloc;
     s->strip_host_port = cfg->strip_host_port;
+    s->path_norm = cfg->path_norm;
     s->clock_ms = cfg->clock_ms;
     s->clock_data = cfg->clock_data;
     s->random = cfg->random;
+    s->key_limit = cfg->key_limit;
     s->defaults = cfg->defaults ? sy_route_ref(cfg->defaults) : NULL;
     if (s->defaults)
         scratch_needs(s, s->defaults);
@@ -328,60 +583,102 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
     return SY_OK;
 }
 
-/* Put every live slot's id in the (empty) id table. */
-static void id_fill(sy_snapshot *s) {
-    for (uint32_t i = 0; i <= s->id_mask; i++)
-        s->ids[i].slot = NONE;
-    for (uint32_t i = 0; i < s->slot_count; i++) {
-        if (!s->slots[i].route)
-            continue;
-        uint32_t pos;
-        uint64_t h = id_hash(s->slots[i].route->id);
-        id_find(s, s->slots[i].route->id, h, &pos);
-        s->ids[pos] = (sy_id_entry){h, i};
-    }
-}
-
-/* Rank order: the base's surviving order merged with the sorted adds. */
-static void merge_rank(sy_snapshot *s, const sy_snapshot *base,
-                       const uint32_t *added, size_t added_count) {
-    size_t i = 0, j = 0, k = 0;
-    size_t bn = base ? base->route_count : 0;
-    for (;;) {
-        while (i < bn && !s->slots[base->rank[i]].route)
-            i++;
-        bool more_base = i < bn, more_added = j < added_count;
-        if (!more_base && !more_added)
-            break;
-        if (more_base && (!more_added || s->slots[base->rank[i]].key <=
-                                             s->slots[added[j]].key))
-            s->rank[k++] = base->rank[i++];
-        else
-            s->rank[k++] = added[j++];
-    }
-    s->route_count = k;
-}
-
-/* Compact live slots into rank order (slot i = rank i) and rebuild the id
- * table and the base index over them. */
+/* Compact live slots into rank order (slot i = rank i) in fresh chunks,
+ * rebuild the rank chunks, the id table and the base index over them. */
 static int compact_and_index(sy_snapshot *s) {
     const sy_alloc *a = s->alloc;
-    sy_slot *compact =
-        sy_calloc(a, s->route_count ? s->route_count : 1, sizeof *compact);
-    if (!compact)
-        return SY_ENOMEM;
-    for (size_t i = 0; i < s->route_count; i++) {
-        compact[i] = s->slots[s->rank[i]];
-        compact[i].weight = NONE;
-        s->rank[i] = (uint32_t)i;
+    size_t n = s->route_count;
+    size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
+    /* fresh rank chunks, half full so later inserts rarely split */
+    size_t half = SY_RANK_CHUNK_MAX / 2, nrk = (n + half - 1) / half;
+    sy_slot_chunk **sc = sy_calloc(a, nsk ? nsk : 1, sizeof *sc);
+    sy_rank_chunk **rc = sy_calloc(a, nrk + 1, sizeof *rc);
+    size_t *rs = sy_calloc(a, nrk + 1, sizeof *rs);
+    bool ok = sc && rc && rs;
+    for (size_t k = 0; ok && k < nsk; k++)
+        ok = (sc[k] = chunk_new(s, sizeof **sc)) != NULL;
+    for (size_t k = 0; ok && k < nrk; k++)
+        ok = (rc[k] = chunk_new(s, sizeof **rc)) != NULL;
+    if (ok) {
+        size_t i = 0;
+        for (size_t k = 0; k < s->rank_nchunks; k++)
+            for (uint32_t j = 0; j < s->rank_chunks[k]->n; j++, i++) {
+                sy_slot *d = &sc[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
+                *d = *sy_snapshot_slot(s, s->rank_chunks[k]->e[j]);
+                d->weight = NONE;
+                sy_rank_chunk *r = rc[i / half];
+                r->e[r->n++] = (uint32_t)i;
+            }
     }
-    sy_free(a, s->slots);
-    s->slots = compact;
-    s->slot_count = (uint32_t)s->route_count;
+    if (!ok) {
+        free_chunks(a, (void **)sc, nsk);
+        free_chunks(a, (void **)rc, nrk);
+        sy_free(a, rs);
+        return SY_ENOMEM;
+    }
+    free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+    free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy_free(a, s->rank_start);
+    s->slot_chunks = sc;
+    s->slot_chunk_cap = nsk;
+    s->slot_count = (uint32_t)n;
+    s->rank_chunks = rc;
+    s->rank_start = rs;
+    s->rank_nchunks = nrk;
+    rank_recount(s);
+    free_chunks(a, (void **)s->id_chunks, (s->id_mask >> SY_CHUNK_BITS) + 1);
+    s->id_chunks = NULL;
+    if (!id_table_alloc(s, id_cap_for(n)))
+        return SY_ENOMEM;
     id_fill(s);
-    for (size_t i = 0; i < s->route_count; i++)
-        scratch_needs(s, s->slots[i].route);
-    return index_over(s, s->rank, s->route_count, &s->base);
+    uint32_t *all = sy_malloc(a, (n ? n : 1) * sizeof *all);
+    if (!all)
+        return SY_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        all[i] = (uint32_t)i;
+        scratch_needs(s, sy_snapshot_slot(s, (uint32_t)i)->route);
+    }
+    int r = index_over(s, all, n, &s->base);
+    sy_free(a, all);
+    return r;
+}
+
+/* Share the base's chunk vectors (a reference per chunk) with room for
+ * `n` more slots and `n` more rank chunks; the id table is shared when
+ * its capacity suits live + n ids, else rebuilt. */
+static int share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
+                      size_t live) {
+    const sy_alloc *a = s->alloc;
+    uint32_t base_slots = base ? base->slot_count : 0;
+    size_t cap = ((size_t)base_slots + n + SY_CHUNK - 1) / SY_CHUNK;
+    size_t base_chunks = ((size_t)base_slots + SY_CHUNK - 1) / SY_CHUNK;
+    s->slot_chunks = sy_calloc(a, cap ? cap : 1, sizeof *s->slot_chunks);
+    if (!s->slot_chunks)
+        return SY_ENOMEM;
+    s->slot_chunk_cap = cap;
+    for (size_t k = 0; k < base_chunks; k++) {
+        s->slot_chunks[k] = base->slot_chunks[k];
+        chunk_ref(s->slot_chunks[k]);
+    }
+    s->slot_count = base_slots;
+    size_t rn = base ? base->rank_nchunks : 0;
+    s->rank_chunks = sy_calloc(a, rn + n + 1, sizeof *s->rank_chunks);
+    s->rank_start = sy_calloc(a, rn + n + 1, sizeof *s->rank_start);
+    if (!s->rank_chunks || !s->rank_start)
+        return SY_ENOMEM;
+    for (size_t k = 0; k < rn; k++) {
+        s->rank_chunks[k] = base->rank_chunks[k];
+        chunk_ref(s->rank_chunks[k]);
+    }
+    s->rank_nchunks = rn;
+    uint32_t want = id_cap_for(live + n);
+    uint32_t have = base ? base->id_mask + 1 : 0;
+    if (base && have >= want && have / 4 <= want)
+        return id_table_share(s, base) ? SY_OK : SY_ENOMEM;
+    if (!id_table_alloc(s, want))
+        return SY_ENOMEM;
+    id_fill(s);
+    return SY_OK;
 }
 
 int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
@@ -407,24 +704,14 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
 
     /* slots: the base's (routes shared, not counted) + one per set change */
     uint32_t base_slots = base ? base->slot_count : 0;
-    size_t cap = (size_t)base_slots + n;
     size_t live = base ? base->route_count : 0;
-    s->slots = sy_malloc(a, (cap ? cap : 1) * sizeof *s->slots);
     added = sy_malloc(a, (n ? n : 1) * sizeof *added);
     removed = sy_malloc(a, (n ? n : 1) * sizeof *removed);
-    if (!s->slots || !added || !removed || !id_table_alloc(s, live + n)) {
+    if (!added || !removed || (rc = share_base(s, base, n, live))) {
         rc = SY_ENOMEM;
         goto fail;
     }
-    s->slot_count = base_slots;
-    if (base) {
-        memcpy(s->slots, base->slots, base_slots * sizeof *s->slots);
-        if (s->id_mask == base->id_mask)
-            memcpy(s->ids, base->ids,
-                   (size_t)(s->id_mask + 1) * sizeof *s->ids);
-        else
-            id_fill(s);
-    }
+    rc = SY_ENOMEM; /* what a failed chunk copy below means */
     for (size_t c = 0; c < n; c++) {
         const sy_route_change *ch = &changes[c];
         uint64_t h = id_hash(ch->id);
@@ -437,26 +724,30 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             goto fail;
         }
         if (old != NONE) {
-            removed[nremoved++] = s->slots[old].route; /* hand it back */
-            s->slots[old].route = NULL;
-            id_remove_at(s, pos);
+            sy_slot *os = slot_mut(s, old);
+            if (!os || !rank_remove(s, old) || !id_remove_at(s, pos))
+                goto fail;
+            removed[nremoved++] = os->route; /* hand it back */
+            os->route = NULL;
             live--;
             id_find(s, ch->id, h, &pos);
         }
         if (!ch->route)
             continue;
-        uint32_t slot = s->slot_count++;
-        s->slots[slot] = (sy_slot){ch->route, ch->key, ch->source, NONE};
-        s->ids[pos] = (sy_id_entry){h, slot};
+        uint32_t slot = s->slot_count;
+        sy_slot *ns = slot_mut(s, slot);
+        if (!ns)
+            goto fail;
+        *ns = (sy_slot){ch->route, ch->key, ch->source, NONE};
+        s->slot_count++;
+        if (!id_set(s, pos, (sy_id_entry){h, slot}) || !rank_insert(s, slot))
+            goto fail;
         added[added_count++] = slot;
         live++;
     }
-    s->rank = sy_malloc(a, (live ? live : 1) * sizeof *s->rank);
-    if (!s->rank || !sort_by_key(a, added, added_count, s->slots)) {
-        rc = SY_ENOMEM;
+    rank_recount(s);
+    if (!sort_by_key(s, added, added_count))
         goto fail;
-    }
-    merge_rank(s, base, added, added_count);
 
     /* index: share the base and index the changed slots in an overlay, or
      * compact and rebuild when the overlay would grow too large */
@@ -466,9 +757,16 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         limit = 2048;
     bool rebuild = !base || !base->base || prev_overlay + added_count > limit;
     if (rebuild) {
+        uint32_t *all = NULL;
         rc = compact_and_index(s);
+        if (!rc && !(all = sy_malloc(a, (s->route_count ? s->route_count : 1) *
+                                            sizeof *all)))
+            rc = SY_ENOMEM;
+        for (size_t i = 0; !rc && i < s->route_count; i++)
+            all[i] = (uint32_t)i;
         if (!rc)
-            rc = build_weights(s, s->rank, s->route_count);
+            rc = build_weights(s, all, s->route_count);
+        sy_free(a, all);
     } else {
         s->base = sy_index_ref(base->base);
         if (base->max_groups > s->max_groups)
@@ -488,13 +786,13 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             goto fail;
         }
         for (size_t i = 0; i < prev_overlay; i++)
-            if (s->slots[base->overlay_slots[i]].route)
+            if (sy_snapshot_slot(s, base->overlay_slots[i])->route)
                 s->overlay_slots[s->overlay_count++] = base->overlay_slots[i];
         memcpy(s->overlay_slots + s->overlay_count, added,
                added_count * sizeof *added);
         s->overlay_count += added_count;
         for (size_t i = 0; i < added_count; i++)
-            scratch_needs(s, s->slots[added[i]].route);
+            scratch_needs(s, sy_snapshot_slot(s, added[i])->route);
         rc = s->overlay_count ? index_over(s, s->overlay_slots,
                                            s->overlay_count, &s->overlay)
                               : SY_OK;
@@ -504,18 +802,23 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         memcpy(wc + k, added, added_count * sizeof *added);
         k += added_count;
         /* weight indices of the base belong to the base's table */
-        for (size_t i = 0; base && i < base->weight_count; i++)
-            s->slots[base->weight_slots[i]].weight = NONE;
+        for (size_t i = 0; !rc && base && i < base->weight_count; i++) {
+            sy_slot *ws = slot_mut(s, base->weight_slots[i]);
+            if (!ws)
+                rc = SY_ENOMEM;
+            else
+                ws->weight = NONE;
+        }
         if (!rc)
             rc = build_weights(s, wc, k);
         sy_free(a, wc);
     }
     if (rc)
         goto fail;
-    s->bytes = sizeof *s + (size_t)s->slot_count * sizeof(sy_slot) +
-               s->route_count * sizeof(uint32_t) +
-               (size_t)(s->id_mask + 1) * sizeof(sy_id_entry) +
-               (s->overlay ? sy_index_bytes(s->overlay) : 0) +
+    s->bytes = sizeof *s + s->slot_chunk_cap * sizeof(void *) +
+               s->rank_nchunks * (sizeof(void *) + sizeof(size_t)) +
+               ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(void *) +
+               s->chunk_bytes + (s->overlay ? sy_index_bytes(s->overlay) : 0) +
                (rebuild && s->base ? sy_index_bytes(s->base) : 0);
     s->pub.bytes = s->bytes;
     sy_free(a, added);
@@ -571,8 +874,10 @@ uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
     if (atomic_load_explicit(&s->fingerprint_done, memory_order_acquire))
         return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
     uint64_t fp = 0x5170;
-    for (size_t i = 0; i < s->route_count; i++)
-        fp = sy_hash_mix(fp, s->slots[s->rank[i]].route->fingerprint);
+    for (size_t k = 0; k < s->rank_nchunks; k++)
+        for (uint32_t i = 0; i < s->rank_chunks[k]->n; i++)
+            fp = sy_hash_mix(fp, sy_snapshot_slot(s, s->rank_chunks[k]->e[i])
+                                     ->route->fingerprint);
     fp = sy_hash_mix(fp, s->route_count);
     for (size_t i = 0; i < s->service_count; i++)
         fp = sy_hash_mix(fp, service_fingerprint(s->services[i]));
@@ -587,7 +892,9 @@ size_t sy_snapshot_route_count(const sy_snapshot *h) {
 
 const sy_route *sy_snapshot_route_at(const sy_snapshot *h, size_t i) {
     const sy_snapshot *s = sy_snapshot_from_handle(h);
-    return i < s->route_count ? s->slots[s->rank[i]].route : NULL;
+    return i < s->route_count
+               ? sy_snapshot_slot(s, sy_snapshot_rank_at(s, i))->route
+               : NULL;
 }
 
 const sy_route *sy_snapshot_find_route(const sy_snapshot *h, const char *id,
@@ -599,8 +906,12 @@ const sy_route *sy_snapshot_find_route(const sy_snapshot *h, const char *id,
     if (slot == NONE)
         return NULL;
     if (source)
-        *source = s->slots[slot].source < s->source_count
-                      ? s->sources[s->slots[slot].source]
+        *source = sy_snapshot_slot(s, slot)->source < s->source_count
+                      ? s->sources[sy_snapshot_slot(s, slot)->source]
                       : NULL;
-    return s->slots[slot].route;
+    return sy_snapshot_slot(s, slot)->route;
+}
+
+uint32_t sy_snapshot_route_key_limit(const sy_snapshot *h) {
+    return h ? sy_snapshot_from_handle(h)->key_limit : 0;
 }

@@ -4,12 +4,13 @@
  * small overlay for routes changed since the base was built), weight groups,
  * an id table, default filters and services. A new snapshot is always
  * derived from the previous one and a list of changes, so a one-route change
- * costs a few array copies, not a rebuild.
+ * costs a few chunk copies (the arrays are shared), not a rebuild.
  */
 #ifndef SY_SNAPSHOT_H
 #define SY_SNAPSHOT_H
 
 #include "index.h"
+#include "path_normalize.h"
 #include "predicate.h"
 #include "publish.h"
 #include "route.h"
@@ -38,6 +39,39 @@ typedef struct sy_id_entry {
     uint32_t slot; /* UINT32_MAX: empty */
 } sy_id_entry;
 
+/*
+ * Slots, the rank order and the id table are chunked arrays whose chunks
+ * are shared between a snapshot and the ones derived from it (copy on
+ * write, refcounted): a one-route change copies the chunk pointer vectors
+ * (n / 1024 pointers) and the few chunks it touches, never the whole
+ * arrays, so its cost barely depends on the table size.
+ *
+ *   snapshot A  slot_chunks: [c0][c1][c2]
+ *   snapshot B  slot_chunks: [c0][c1'][c2][c3]   c1' = c1 with one change
+ *
+ * Rank chunks hold a variable number of slot ids (a run of the rank
+ * order), split when full; rank_start[k] is the rank of chunk k's first.
+ */
+#define SY_CHUNK_BITS 10u
+#define SY_CHUNK (1u << SY_CHUNK_BITS)
+#define SY_RANK_CHUNK_MAX (2u * SY_CHUNK)
+
+typedef struct sy_slot_chunk {
+    _Atomic uint32_t refs;
+    sy_slot e[SY_CHUNK];
+} sy_slot_chunk;
+
+typedef struct sy_id_chunk {
+    _Atomic uint32_t refs;
+    sy_id_entry e[SY_CHUNK];
+} sy_id_chunk;
+
+typedef struct sy_rank_chunk {
+    _Atomic uint32_t refs;
+    uint32_t n;
+    uint32_t e[SY_RANK_CHUNK_MAX];
+} sy_rank_chunk;
+
 struct sy_snapshot {
     sy_pub_obj pub; /* first: the publication header */
     const sy_alloc *alloc;
@@ -46,9 +80,12 @@ struct sy_snapshot {
     _Atomic uint64_t fingerprint;
     _Atomic bool fingerprint_done;
 
-    sy_slot *slots;
+    sy_slot_chunk **slot_chunks; /* slot i: chunk i / SY_CHUNK */
+    size_t slot_chunk_cap;       /* entries of slot_chunks (NULL past use) */
     uint32_t slot_count;
-    uint32_t *rank; /* live slot ids in rank order */
+    sy_rank_chunk **rank_chunks; /* live slot ids in rank order */
+    size_t *rank_start;          /* rank of each chunk's first entry */
+    size_t rank_nchunks;
     size_t route_count;
 
     sy_index *base;    /* shared with other snapshots */
@@ -56,7 +93,7 @@ struct sy_snapshot {
     uint32_t *overlay_slots;
     size_t overlay_count;
 
-    sy_id_entry *ids;
+    sy_id_chunk **id_chunks; /* open addressing over id_mask + 1 >= 1024 */
     uint32_t id_mask;
 
     sy_weight_slot *weights; /* per weight route */
@@ -71,12 +108,15 @@ struct sy_snapshot {
     size_t service_count;
 
     bool strip_host_port;
+    sy_path_norm_opts path_norm;     /* request path normalisation */
     int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
     void *clock_data;
     uint64_t (*random)(void *data); /* for requests with seed == 0 */
+    uint32_t key_limit;             /* above every sy_route_key of its routes */
     bool needs_host;                /* some route has a Host predicate */
     bool needs_time;                /* some route has After/Before/Between */
     uint32_t max_groups, max_vars;
+    size_t chunk_bytes; /* chunks this snapshot made (not shared ones) */
     size_t bytes;
 };
 
@@ -90,10 +130,12 @@ typedef struct sy_route_change {
 
 typedef struct sy_snapshot_config {
     bool strip_host_port;
+    sy_path_norm_opts path_norm; /* all zero: the secure default */
     int64_t (*clock_ms)(void *data);
     void *clock_data; /* also passed to random */
     uint64_t (*random)(void *data);
     struct sy_route *defaults;
+    uint32_t key_limit; /* above every live route's key */
     const char *const *sources;
     size_t source_count;
     /* services replacing the base's (NULL: keep the base's) */
@@ -123,11 +165,25 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
                        sy_error *err);
 void sy_snapshot_destroy(sy_snapshot *s);
 
+/* Slot i (i < slot_count). */
+static inline const sy_slot *sy_snapshot_slot(const sy_snapshot *s,
+                                              uint32_t i) {
+    return &s->slot_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
+}
+
+/* The slot id of rank i (i < route_count): a binary search over chunks. */
+uint32_t sy_snapshot_rank_at(const sy_snapshot *s, size_t i);
+
 /* The slot of a route id, or UINT32_MAX. */
 uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id);
 /* The service of that name, or NULL. */
 const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
                                              const char *name, size_t len);
+
+/* A fresh random seed for the request of match m, which brought seed 0:
+ * from the router's random callback, else from m's context generator
+ * (match.c). For every draw that needs randomness (Weight, lb random). */
+uint64_t sy_match_draw_seed(const sy_match *m);
 
 /* The snapshot behind a handle returned by acquire (untags it). */
 const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle);

@@ -264,16 +264,18 @@ static inline uint64_t mum(uint64_t a, uint64_t b) {
     return (uint64_t)r ^ (uint64_t)(r >> 64);
 }
 
+/* Words are read little-endian byte by byte, so a hash (and every
+ * fingerprint built on it) is the same on every machine whatever its byte
+ * order; compilers turn these into one load on little-endian targets. */
 static inline uint64_t rd64(const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+           (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 |
+           (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
 }
 
 static inline uint64_t rd32(const unsigned char *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+           (uint64_t)p[3] << 24;
 }
 
 uint64_t sy_hash_mix(uint64_t a, uint64_t b) {
@@ -431,6 +433,8 @@ const char *sy_strerror(int code) {
     case SY_ENOINSTANCE: return "no eligible instance";
     case SY_ECALLBACK: return "host callback failed";
     case SY_EINVALIDDOC: return "no valid route in document";
+    case SY_EREENTRANT: return "writer call from inside a callback";
+    case SY_ETOOSMALL: return "buffer too small";
     default: return "unknown error";
     }
 }

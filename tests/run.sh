@@ -49,11 +49,18 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
   if CC=clang build build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
        -Dc_args=-fsanitize=fuzzer-no-link -Dpython=false -Dbench=false -Dtests=true; then
     bash tests/fuzz/run.sh build-fuzz "$FUZZ_SECONDS" > build-fuzz/fuzz.tap 2>build-fuzz/fuzz.log
-    python3 - "$PWD/build-fuzz/fuzz.tap" > build-fuzz/fuzz.json <<'PY'
-import json, sys
+    fuzz_rc=$?
+    # Passed only when run.sh exited 0, announced a plan of at least one
+    # target and printed exactly that many "ok" lines and no "not ok".
+    python3 - "$PWD/build-fuzz/fuzz.tap" "$fuzz_rc" > build-fuzz/fuzz.json <<'PY'
+import json, re, sys
 out = open(sys.argv[1]).read()
-bad = "not ok" in out
-print(json.dumps({"name": "fuzz", "result": "FAIL" if bad else "OK", "stdout": out}))
+plan = re.search(r"^1\.\.(\d+)$", out, re.M)
+oks = len(re.findall(r"^ok \d+", out, re.M))
+bad = len(re.findall(r"^not ok \d+", out, re.M))
+good = (sys.argv[2] == "0" and plan is not None and int(plan.group(1)) > 0
+        and oks == int(plan.group(1)) and bad == 0)
+print(json.dumps({"name": "fuzz", "result": "OK" if good else "FAIL", "stdout": out}))
 PY
     grep -E '^(ok|not ok)' build-fuzz/fuzz.tap || true
     logs+=("build-fuzz/fuzz.json")

@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """Sum test results over meson test logs: TAP suites count their subtests,
-other tests count once. Prints 'N passed, N failed' as the last line."""
+other tests count once. A test meson reports as SKIP (or a TAP line
+"ok N # SKIP") is counted as skipped, never as passed. Prints
+"N passed, N failed" as the last line, preceded by "N skipped" when any
+test was skipped."""
 import json
 import re
 import sys
 
-passed = failed = 0
+passed = failed = skipped = 0
 for path in sys.argv[1:]:
     try:
         lines = open(path, encoding="utf-8").read().splitlines()
@@ -18,9 +21,15 @@ for path in sys.argv[1:]:
             continue
         t = json.loads(line)
         out = t.get("stdout") or ""
-        oks = len(re.findall(r"^ok \d+", out, re.M))
+        skips = len(re.findall(r"^ok \d+[^\n]*#\s*SKIP", out, re.M | re.I))
+        oks = len(re.findall(r"^ok \d+", out, re.M)) - skips
         bad = len(re.findall(r"^not ok \d+", out, re.M))
-        ok = t.get("result") in ("OK", "EXPECTEDFAIL", "SKIP")
+        if t.get("result") == "SKIP" and oks + bad == 0:
+            skipped += 1
+            print(f"SKIPPED: {t.get('name')} in {path}")
+            continue
+        ok = t.get("result") in ("OK", "EXPECTEDFAIL")
+        skipped += skips
         if oks + bad:
             passed += oks
             failed += bad
@@ -33,4 +42,6 @@ for path in sys.argv[1:]:
                 failed += 1
         if not ok:
             print(f"FAILED: {t.get('name')} in {path}")
+if skipped:
+    print(f"{skipped} skipped (counted neither as passed nor as failed)")
 print(f"{passed} passed, {failed} failed")

@@ -165,28 +165,31 @@ START_TEST(instance_changes_are_reported_by_id) {
         {"i3", "10.0.0.3", 80, false, 1, SY_INSTANCE_UP, NULL, 0}};
     sy_report *rep;
     ck_assert_int_eq(sy_router_set_instances(r, "svc", v1, 3, &rep, NULL), 0);
-    const char *const *ids;
-    ck_assert_uint_eq(sy_report_instances_added(rep, &ids), 3);
+    ck_assert_uint_eq(sy_report_instances_added_count(rep), 3);
     sy_report_free(rep);
     sy_instance v2[] = {
         {"i1", "10.0.0.1", 80, false, 1, SY_INSTANCE_UP, NULL, 0},
         {"i2", "10.0.0.2", 80, false, 5, SY_INSTANCE_UP, NULL, 0},
         {"i4", "10.0.0.4", 80, false, 1, SY_INSTANCE_UP, NULL, 0}};
     ck_assert_int_eq(sy_router_set_instances(r, "svc", v2, 3, &rep, NULL), 0);
-    ck_assert_uint_eq(sy_report_instances_added(rep, &ids), 1);
-    ck_assert_str_eq(ids[0], "i4");
-    ck_assert_uint_eq(sy_report_instances_removed(rep, &ids), 1);
-    ck_assert_str_eq(ids[0], "i3");
-    ck_assert_uint_eq(sy_report_instances_changed(rep, &ids), 1);
-    ck_assert_str_eq(ids[0], "i2");
+    ck_assert_uint_eq(sy_report_instances_added_count(rep), 1);
+    ck_assert_str_eq(sy_report_instance_added(rep, 0), "i4");
+    ck_assert_ptr_null(sy_report_instance_added(rep, 1));
+    ck_assert_uint_eq(sy_report_instances_removed_count(rep), 1);
+    ck_assert_str_eq(sy_report_instance_removed(rep, 0), "i3");
+    ck_assert_ptr_null(sy_report_instance_removed(rep, 1));
+    ck_assert_uint_eq(sy_report_instances_changed_count(rep), 1);
+    ck_assert_str_eq(sy_report_instance_changed(rep, 0), "i2");
+    ck_assert_ptr_null(sy_report_instance_changed(rep, 1));
     sy_report_free(rep);
     sy_instance_delta down = {SY_INSTANCE_STATE, {0}};
     down.instance.id = "i1";
     down.instance.state = SY_INSTANCE_DOWN;
     ck_assert_int_eq(sy_router_update_instances(r, "svc", &down, 1, &rep, NULL),
                      0);
-    ck_assert_uint_eq(sy_report_instances_changed(rep, &ids), 1);
-    ck_assert_str_eq(ids[0], "i1");
+    ck_assert_uint_eq(sy_report_instances_changed_count(rep), 1);
+    ck_assert_str_eq(sy_report_instance_changed(rep, 0), "i1");
+    ck_assert_ptr_null(sy_report_instance_changed(rep, 1));
     sy_report_free(rep);
     sy_router_free(r);
 }

@@ -1,11 +1,14 @@
-/* test_failalloc.c - failure atomicity: for every allocation point of an
- * apply (and of a one-route change and an instance update), an allocator
- * that fails the Nth allocation makes the call fail cleanly: the live
- * snapshot still matches as before, and nothing leaks. */
+/* test_failalloc.c - failure atomicity: for every allocation point of
+ * every writer call (apply, upsert, remove, disable, enable, rollback,
+ * instance lists and instance deltas), an allocator that fails the Nth
+ * allocation either makes the call fail cleanly (the live state is exactly
+ * the old one) or, when the call still succeeds, leaves exactly the state
+ * and events of a run without failures; nothing leaks either way. */
 #include "testutil.h"
 
 #include "switchyard.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,20 +64,52 @@ static const char *DOC2 =
     "{\"id\":\"d\",\"uri\":\"http://d:80\",\"predicates\":[\"Path=/c/**\","
     "\"Weight=g,5\"]}]}";
 
-static const char *match_id(sy_router *r, sy_match_ctx *ctx, const char *path) {
-    sy_request req = SY_REQUEST_INIT;
-    req.method = (sy_str){"GET", 3};
-    req.host = (sy_str){"x.b.com", 7};
-    req.path = (sy_str){path, strlen(path)};
+/* Everything a caller can observe of the live table: every route in rank
+ * order (id, source, disabled, fingerprint), the snapshot fingerprint
+ * (which covers the instances) and what a few requests match. Two states
+ * with equal signatures serve the same. */
+static void signature(sy_router *r, sy_match_ctx *ctx, char *out, size_t cap) {
+    static const char *const paths[] = {"/a/1", "/a2/1", "/c/x", "/z/1"};
+    sy_header h = {{"X-Id", 4}, {"7", 1}};
+    size_t o = 0;
     sy_snapshot *s = sy_router_acquire(r);
-    sy_match *m = NULL;
-    int rc = sy_snapshot_match(s, ctx, &req, &m);
-    const char *id = rc == 0 && m ? sy_route_id(sy_match_route(m)) : NULL;
+    for (size_t i = 0; i < sy_snapshot_route_count(s); i++) {
+        const sy_route *rt = sy_snapshot_route_at(s, i);
+        const char *src = NULL;
+        sy_snapshot_find_route(s, sy_route_id(rt), &src);
+        o += (size_t)snprintf(out + o, cap - o, "%s@%s:%d:%llx;",
+                              sy_route_id(rt), src ? src : "?",
+                              sy_route_disabled(rt),
+                              (unsigned long long)sy_route_fingerprint(rt));
+        ck_assert_uint_lt(o, cap);
+    }
+    o += (size_t)snprintf(out + o, cap - o, "fp=%llx;",
+                          (unsigned long long)sy_snapshot_fingerprint(s));
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        sy_request req = SY_REQUEST_INIT;
+        req.method = (sy_str){"GET", 3};
+        req.host = (sy_str){"x.b.com", 7};
+        req.path = (sy_str){paths[i], strlen(paths[i])};
+        req.headers = &h;
+        req.header_count = 1;
+        req.seed = 42; /* Weight draws repeatable */
+        sy_match *m = NULL;
+        int rc = sy_snapshot_match(s, ctx, &req, &m);
+        const char *id = rc == 0 && m ? sy_route_id(sy_match_route(m)) : "-";
+        o += (size_t)snprintf(out + o, cap - o, "%s->%s;", paths[i], id);
+        ck_assert_uint_lt(o, cap);
+    }
     sy_snapshot_release(s);
-    return id;
 }
 
 typedef int (*change_fn)(sy_router *r, sy_error *err);
+
+/* One kind of writer call: `setup` brings a fresh router (DOC1 applied to
+ * "main") to the state the call starts from; `fn` is the call. */
+typedef struct change {
+    change_fn setup; /* may be NULL */
+    change_fn fn;
+} change;
 
 static int change_apply(sy_router *r, sy_error *err) {
     return sy_router_apply(r, "main", DOC2, strlen(DOC2), NULL, err);
@@ -86,6 +121,22 @@ static int change_upsert(sy_router *r, sy_error *err) {
     return sy_router_upsert_route(r, "main", route, strlen(route), err);
 }
 
+static int change_remove(sy_router *r, sy_error *err) {
+    return sy_router_remove_route(r, "a", err);
+}
+
+static int change_disable(sy_router *r, sy_error *err) {
+    return sy_router_set_route_enabled(r, "a", false, err);
+}
+
+static int change_enable(sy_router *r, sy_error *err) {
+    return sy_router_set_route_enabled(r, "a", true, err);
+}
+
+static int change_rollback(sy_router *r, sy_error *err) {
+    return sy_router_rollback(r, "main", "1", NULL, err);
+}
+
 static int change_instances(sy_router *r, sy_error *err) {
     sy_kv md[] = {{"version", "1.0"}};
     sy_instance in[] = {
@@ -94,66 +145,138 @@ static int change_instances(sy_router *r, sy_error *err) {
     return sy_router_set_instances(r, "svc", in, 2, NULL, err);
 }
 
-/* Run `fn` with allocation N failing for N = 1, 2, ... until it succeeds;
- * every failure must leave the old routes serving and leak nothing. */
-static void every_allocation_point(change_fn fn) {
-    long points = 0;
-    for (long n = 1;; n++) {
-        counting c = {0, 0, 0};
-        sy_allocator al = {c_malloc, c_realloc, c_free, &c};
-        sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-        o.allocator = &al;
-        sy_router *r;
-        ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-        ck_assert_int_eq(sy_router_add_source(r, "main", NULL), 0);
-        ck_assert_int_eq(
-            sy_router_apply(r, "main", DOC1, strlen(DOC1), NULL, NULL), 0);
-        sy_match_ctx *ctx;
-        ck_assert_int_eq(sy_match_ctx_new(&al, &ctx, NULL), 0);
-        ck_assert_str_eq(match_id(r, ctx, "/a/1"), "a");
+static int change_instance_deltas(sy_router *r, sy_error *err) {
+    sy_instance_delta d[3];
+    memset(d, 0, sizeof d);
+    d[0].op = SY_INSTANCE_ADD;
+    d[0].instance =
+        (sy_instance){"i3", "10.0.0.3", 81, false, 1, SY_INSTANCE_UP, NULL, 0};
+    d[1].op = SY_INSTANCE_REMOVE;
+    d[1].instance.id = "i1";
+    d[2].op = SY_INSTANCE_WEIGHT;
+    d[2].instance.id = "i2";
+    d[2].instance.weight = 9;
+    return sy_router_update_instances(r, "svc", d, 3, NULL, err);
+}
 
-        c.calls = 0;
-        c.fail_at = n;
+static int setup_two_versions(sy_router *r, sy_error *err) {
+    return sy_router_apply(r, "main", DOC2, strlen(DOC2), NULL, err);
+}
+
+static void count_event(void *data, const sy_report *rep) {
+    (void)rep;
+    ++*(long *)data;
+}
+
+typedef struct world {
+    counting c;
+    sy_allocator al;
+    sy_router *r;
+    sy_match_ctx *ctx;
+    long events;
+} world;
+
+/* A router with DOC1 applied and the change's setup done. */
+static void world_open(world *w, const change *ch) {
+    memset(w, 0, sizeof *w);
+    w->al = (sy_allocator){c_malloc, c_realloc, c_free, &w->c};
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.allocator = &w->al;
+    o.on_event = count_event;
+    o.callback_data = &w->events;
+    ck_assert_int_eq(sy_router_new(&o, &w->r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(w->r, "main", NULL), 0);
+    ck_assert_int_eq(
+        sy_router_apply(w->r, "main", DOC1, strlen(DOC1), NULL, NULL), 0);
+    if (ch->setup)
+        ck_assert_int_eq(ch->setup(w->r, NULL), 0);
+    ck_assert_int_eq(sy_match_ctx_new(&w->al, &w->ctx, NULL), 0);
+    w->events = 0;
+}
+
+static void world_close(world *w) {
+    sy_match_ctx_free(w->ctx);
+    sy_router_free(w->r);
+}
+
+/* Run the change with allocation N failing for N = 1, 2, ... until it
+ * succeeds with no failure injected. A call that fails must leave the old
+ * state serving; a call that succeeds despite the failure (it recovered,
+ * or the failed allocation was optional) must leave exactly the state and
+ * the events of a run without failures. Nothing may leak either way. */
+static void every_allocation_point(const change *ch) {
+    char before[4096], after[4096], now[4096];
+    long want_events;
+    world w;
+    world_open(&w, ch);
+    signature(w.r, w.ctx, before, sizeof before);
+    ck_assert_int_eq(ch->fn(w.r, NULL), 0);
+    signature(w.r, w.ctx, after, sizeof after);
+    want_events = w.events;
+    ck_assert_str_ne(before, after); /* the change is visible */
+    world_close(&w);
+
+    long points = 0, recovered = 0;
+    for (long n = 1;; n++) {
+        world_open(&w, ch);
+        signature(w.r, w.ctx, now, sizeof now);
+        ck_assert_str_eq(now, before);
+        w.c.calls = 0;
+        w.c.fail_at = n;
         sy_error err;
         memset(&err, 0, sizeof err);
-        int rc = fn(r, &err);
-        bool hit = c.calls >= n;
-        c.fail_at = 0;
+        int rc = ch->fn(w.r, &err);
+        bool hit = w.c.calls >= n;
+        w.c.fail_at = 0;
+        signature(w.r, w.ctx, now, sizeof now);
         if (rc != 0) {
             ck_assert_msg(hit, "failed (%d: %s) without an injected failure",
                           rc, err.message);
             ck_assert_msg(err.code != 0, "allocation %ld: no error code", n);
-            /* the live snapshot is the old one */
-            const char *id = match_id(r, ctx, "/a/1");
-            ck_assert_msg(id && strcmp(id, "a") == 0,
-                          "allocation %ld: old route a lost", n);
+            ck_assert_msg(strcmp(now, before) == 0,
+                          "allocation %ld: failed call changed the state:\n"
+                          "%s\nwas\n%s",
+                          n, now, before);
             points++;
+        } else {
+            ck_assert_msg(strcmp(now, after) == 0,
+                          "allocation %ld: call succeeded under an injected "
+                          "failure but the state is\n%s\nnot\n%s",
+                          n, now, after);
+            ck_assert_msg(w.events == want_events,
+                          "allocation %ld: %ld events, want %ld", n, w.events,
+                          want_events);
+            recovered += hit;
         }
-        sy_match_ctx_free(ctx);
-        sy_router_free(r);
-        ck_assert_msg(c.live == 0, "allocation %ld: %ld blocks leaked", n,
-                      c.live);
+        world_close(&w);
+        ck_assert_msg(w.c.live == 0, "allocation %ld: %ld blocks leaked", n,
+                      w.c.live);
         if (rc == 0 && !hit)
             break; /* succeeded with no failure injected: all points seen */
         ck_assert_msg(n < 100000, "did not converge");
     }
-    ck_assert_int_gt(points, 5);
+    ck_assert_int_gt(points + recovered, 3);
 }
 
-START_TEST(apply_fails_cleanly_at_every_allocation) {
-    every_allocation_point(change_apply);
-}
-END_TEST
+#define FAILALLOC_TEST(name, setup, fn)                                        \
+    START_TEST(name) {                                                         \
+        const change ch = {setup, fn};                                         \
+        every_allocation_point(&ch);                                           \
+    }                                                                          \
+    END_TEST
 
-START_TEST(upsert_fails_cleanly_at_every_allocation) {
-    every_allocation_point(change_upsert);
-}
-END_TEST
-
-START_TEST(instance_update_fails_cleanly_at_every_allocation) {
-    every_allocation_point(change_instances);
-}
-END_TEST
+FAILALLOC_TEST(apply_fails_cleanly_at_every_allocation, NULL, change_apply)
+FAILALLOC_TEST(upsert_fails_cleanly_at_every_allocation, NULL, change_upsert)
+FAILALLOC_TEST(remove_fails_cleanly_at_every_allocation, NULL, change_remove)
+FAILALLOC_TEST(disable_fails_cleanly_at_every_allocation, NULL, change_disable)
+FAILALLOC_TEST(enable_fails_cleanly_at_every_allocation, change_disable,
+               change_enable)
+FAILALLOC_TEST(rollback_fails_cleanly_at_every_allocation, setup_two_versions,
+               change_rollback)
+FAILALLOC_TEST(instance_update_fails_cleanly_at_every_allocation, NULL,
+               change_instances)
+FAILALLOC_TEST(instance_deltas_fail_cleanly_at_every_allocation,
+               change_instances, change_instance_deltas)
 
 int main(void) {
     Suite *s = suite_create("failalloc");
@@ -161,7 +284,12 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, apply_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, upsert_fails_cleanly_at_every_allocation);
+    tcase_add_test(tc, remove_fails_cleanly_at_every_allocation);
+    tcase_add_test(tc, disable_fails_cleanly_at_every_allocation);
+    tcase_add_test(tc, enable_fails_cleanly_at_every_allocation);
+    tcase_add_test(tc, rollback_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, instance_update_fails_cleanly_at_every_allocation);
+    tcase_add_test(tc, instance_deltas_fail_cleanly_at_every_allocation);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

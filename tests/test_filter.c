@@ -4,6 +4,7 @@
 #include "filter.h"
 #include "testutil.h"
 
+#include <cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,127 @@ static void has_header(size_t i, const char *name, const char *value) {
     eq(P.headers[i].name, name);
     eq(P.headers[i].value, value);
 }
+
+/* ---- end to end: tests/data/spring/routes.json (issue 13 cases, each
+ * naming its source): document and default filters in, route and upstream
+ * path out, the indexed matcher agreeing with the linear scan ---- */
+
+static const char *jstr(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *matched_id(const sy_match *m) {
+    return m ? sy_route_id(sy_match_route(m)) : "(none)";
+}
+
+static void e2e_request(const sy_snapshot *snap, sy_match_ctx *ix,
+                        sy_match_ctx *lin, const cJSON *q, const char *src) {
+    sy_header hdrs[8];
+    sy_request req = SY_REQUEST_INIT;
+    req.method = S(jstr(q, "method"));
+    req.host = S(jstr(q, "host"));
+    req.path = S(jstr(q, "path"));
+    req.remote_addr = S(jstr(q, "remote"));
+    req.now_ms = 1700000000000LL;
+    const cJSON *h;
+    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(q, "headers")) {
+        ck_assert_uint_lt(req.header_count, 8);
+        hdrs[req.header_count++] =
+            (sy_header){S(cJSON_GetArrayItem(h, 0)->valuestring),
+                        S(cJSON_GetArrayItem(h, 1)->valuestring)};
+    }
+    req.headers = hdrs;
+    sy_match *m = NULL, *l = NULL;
+    ck_assert_int_eq(sy_snapshot_match(snap, ix, &req, &m), 0);
+    ck_assert_int_eq(sy_snapshot_match_linear(snap, lin, &req, &l), 0);
+    const char *want = jstr(q, "route");
+    ck_assert_msg(strcmp(matched_id(m), matched_id(l)) == 0,
+                  "%s: %s: indexed chose %s, linear %s", src, req.path.ptr,
+                  matched_id(m), matched_id(l));
+    ck_assert_msg(strcmp(matched_id(m), want ? want : "(none)") == 0,
+                  "%s: %s (host %s): matched %s, want %s", src, req.path.ptr,
+                  req.host.ptr, matched_id(m), want ? want : "(none)");
+    const char *up = jstr(q, "upstream_path");
+    if (up) {
+        sy_str got = sy_match_path(m);
+        ck_assert_msg(sy_str_eq(got, up, strlen(up)),
+                      "%s: upstream path '%.*s', want '%s'", src, (int)got.len,
+                      got.ptr, up);
+    }
+    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(q, "headers_out")) {
+        const char *name = cJSON_GetArrayItem(h, 0)->valuestring;
+        const char *value = cJSON_GetArrayItem(h, 1)->valuestring;
+        bool found = false;
+        for (size_t i = 0; i < sy_match_header_count(m); i++) {
+            sy_header x = sy_match_header(m, i);
+            found = found || (sy_str_ieq(x.name, name, strlen(name)) &&
+                              sy_str_eq(x.value, value, strlen(value)));
+        }
+        ck_assert_msg(found, "%s: no upstream header %s: %s", src, name, value);
+    }
+}
+
+static void e2e_case(const cJSON *c, sy_match_ctx *ix, sy_match_ctx *lin) {
+    const char *src = jstr(c, "source");
+    char *dflt = NULL;
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "default_filters");
+    if (d)
+        dflt = cJSON_PrintUnformatted(d);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.default_filters = dflt;
+    sy_router *r = NULL;
+    sy_error err;
+    ck_assert_msg(sy_router_new(&o, &r, &err) == 0, "%s: %s", src, err.message);
+    ck_assert_int_eq(sy_router_add_source(r, "main", &err), 0);
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddItemToObject(
+        doc, "routes",
+        cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c, "routes"), true));
+    char *json = cJSON_PrintUnformatted(doc);
+    int rc = sy_router_apply(r, "main", json, strlen(json), NULL, &err);
+    const char *want_err = jstr(c, "error");
+    if (want_err) {
+        int want = strcmp(want_err, "SY_EREGEX") == 0 ? SY_EREGEX : SY_EPATTERN;
+        ck_assert_msg(rc == want, "%s: apply gave %d, want %s", src, rc,
+                      want_err);
+        ck_assert_msg(strncmp(err.path, "routes[0].predicates[0]", 23) == 0,
+                      "%s: error at '%s'", src, err.path);
+    } else {
+        ck_assert_msg(rc == 0, "%s: apply: %s at %s", src, err.message,
+                      err.path);
+        sy_snapshot *snap = sy_router_acquire(r);
+        const cJSON *q;
+        cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(c, "requests"))
+            e2e_request(snap, ix, lin, q, src);
+        sy_snapshot_release(snap);
+    }
+    cJSON_free(json);
+    cJSON_Delete(doc);
+    cJSON_free(dflt);
+    sy_router_free(r);
+}
+
+START_TEST(spring_end_to_end_cases) {
+    char *text = sy_test_read("spring/routes.json", NULL);
+    cJSON *root = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(root);
+    sy_match_ctx *ix = NULL, *lin = NULL;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ix, NULL), 0);
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &lin, NULL), 0);
+    int n = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(root, "cases")) {
+        e2e_case(c, ix, lin);
+        n++;
+    }
+    ck_assert_int_ge(n, 10);
+    sy_match_ctx_free(ix);
+    sy_match_ctx_free(lin);
+    cJSON_Delete(root);
+    free(text);
+}
+END_TEST
 
 /* ------------------------------------------------------------------ */
 
@@ -302,11 +424,66 @@ START_TEST(map_request_header_without_source_does_nothing) {
 }
 END_TEST
 
+/* SCG PrefixPathGatewayFilterFactoryTest testPrefixPath */
 START_TEST(prefix_path_prepends_the_prefix) {
     REQ.path = S("/hello");
     route(filt("PrefixPath", "prefix", "/mypath", NULL));
     run();
     eq(P.path, "/mypath/hello");
+    teardown();
+    setup();
+    REQ.path = S("/hello%20world");
+    route(filt("PrefixPath", "prefix", "/foo", NULL));
+    run();
+    eq(P.path, "/foo/hello%20world");
+}
+END_TEST
+
+/* issue 13 item 2; SCG PrefixPathGatewayFilterFactoryTest
+ * testPrefixPathWithVariable, testPrefixPathWithMultipleVariables */
+START_TEST(prefix_path_expands_captured_vars) {
+    REQ.path = S("/bar");
+    var("id", "foo");
+    route(filt("PrefixPath", "prefix", "/{id}", NULL));
+    run();
+    eq(P.path, "/foo/bar");
+    teardown();
+    setup();
+    REQ.path = S("/test");
+    var("id", "foo");
+    var("hello", "world");
+    var("product", "bar");
+    route(filt("PrefixPath", "prefix", "/{id}/v1/{hello}/{product}", NULL));
+    run();
+    eq(P.path, "/foo/v1/world/bar/test");
+}
+END_TEST
+
+/* issue 13 item 2: SCG marks the exchange GATEWAY_ALREADY_PREFIXED, so a
+ * chain's later PrefixPaths do nothing (defaults included). */
+START_TEST(prefix_path_only_the_first_of_a_chain_applies) {
+    REQ.path = S("/x");
+    route(filt("PrefixPath", "prefix", "/one", NULL));
+    route(filt("PrefixPath", "prefix", "/two", NULL));
+    run();
+    eq(P.path, "/one/x");
+    teardown();
+    setup();
+    REQ.path = S("/x");
+    dflt(filt("PrefixPath", "prefix", "/d", NULL));
+    route(filt("PrefixPath", "prefix", "/r", NULL));
+    run();
+    eq(P.path, "/d/x");
+}
+END_TEST
+
+/* The prefix is a UriTemplate too: its text is encoded as a path. */
+START_TEST(prefix_path_encodes_the_prefix_text) {
+    REQ.path = S("/x");
+    var("v", "a b");
+    route(filt("PrefixPath", "prefix", "/p%2F/{v}", NULL));
+    run();
+    eq(P.path, "/p%252F/a%20b/x");
 }
 END_TEST
 
@@ -626,10 +803,56 @@ START_TEST(set_path_expands_and_encodes_vars) {
 }
 END_TEST
 
-START_TEST(set_path_keeps_template_literals_as_written) {
-    route(filt("SetPath", "template", "/a%20b/{missing}", NULL));
+/* issue 13 item 3; SCG SetPathGatewayFilterFactoryTests
+ * setEncodedPathFilterWorks: the template's own text is encoded as a path
+ * too, so a literal "%20" goes out as "%2520" and a space as "%20". */
+START_TEST(set_path_encodes_the_template_text) {
+    route(filt("SetPath", "template", "/baz/foo%20bar", NULL));
+    run();
+    eq(P.path, "/baz/foo%2520bar");
+}
+END_TEST
+
+START_TEST(set_path_never_sends_a_raw_space) {
+    route(filt("SetPath", "template", "/a b/{missing}", NULL));
     run();
     eq(P.path, "/a%20b/");
+}
+END_TEST
+
+/* SCG SetPathGatewayFilterFactoryTests setPathFilterWithTemplateVarsWorks,
+ * setPathFilterWithTemplatePrefixVarsWorks,
+ * setPathFilterWithEncodedCharactersWorks */
+START_TEST(set_path_ports_scg_template_cases) {
+    var("id", "123");
+    route(filt("SetPath", "template", "/bar/baz/{id}", NULL));
+    run();
+    eq(P.path, "/bar/baz/123");
+    teardown();
+    setup();
+    var("org", "123");
+    var("scope", "abc");
+    route(filt("SetPath", "template", "/{org}/{scope}/function", NULL));
+    run();
+    eq(P.path, "/123/abc/function");
+    teardown();
+    setup();
+    var("id", "12 3");
+    route(filt("SetPath", "template", "/bar/baz/{id}", NULL));
+    run();
+    eq(P.path, "/bar/baz/12%203");
+}
+END_TEST
+
+/* Spring's UriTemplate reads the template as a URI: '?' or '#' outside a
+ * {var} ends its path. */
+START_TEST(set_path_template_path_ends_at_a_query_mark) {
+    REQ.query = S("q=1");
+    var("v", "x?y");
+    route(filt("SetPath", "template", "/a/{v}?z=1#f", NULL));
+    run();
+    eq(P.path, "/a/x%3Fy");
+    eq(P.query, "q=1");
 }
 END_TEST
 
@@ -750,16 +973,31 @@ START_TEST(strip_prefix_rejects_a_non_number) {
 }
 END_TEST
 
-START_TEST(default_filters_run_before_route_filters) {
+/* issue 13 item 1 (route model section 5): defaults and route filters
+ * interleave - default 1, route 1, default 2, route 2. */
+START_TEST(default_filters_interleave_with_route_filters) {
+    REQ.path = S("/foo/bar/get");
+    dflt(filt("AddRequestHeader", "name", "X-A", "value", "1", NULL));
+    dflt(filt("PrefixPath", "prefix", "/httpbin", NULL));
+    route(filt("StripPrefix", "parts", "2", NULL));
+    run();
+    eq(P.path, "/httpbin/get");
+    has_header(0, "X-A", "1");
+}
+END_TEST
+
+START_TEST(default_filters_come_first_on_equal_positions) {
     REQ.path = S("/api/v1/x");
     dflt(filt("StripPrefix", "parts", "1", NULL));
     dflt(filt("AddRequestHeader", "name", "X-Order", "value", "default", NULL));
     route(filt("PrefixPath", "prefix", "/svc", NULL));
     route(filt("AddRequestHeader", "name", "X-Order", "value", "route", NULL));
+    route(filt("AddRequestHeader", "name", "X-Order", "value", "last", NULL));
     run();
     eq(P.path, "/svc/v1/x");
     has_header(0, "X-Order", "default");
     has_header(1, "X-Order", "route");
+    has_header(2, "X-Order", "last");
 }
 END_TEST
 
@@ -901,6 +1139,9 @@ int main(void) {
     tcase_add_test(tc, map_request_header_appends_every_value_to_target);
     tcase_add_test(tc, map_request_header_without_source_does_nothing);
     tcase_add_test(tc, prefix_path_prepends_the_prefix);
+    tcase_add_test(tc, prefix_path_expands_captured_vars);
+    tcase_add_test(tc, prefix_path_only_the_first_of_a_chain_applies);
+    tcase_add_test(tc, prefix_path_encodes_the_prefix_text);
     tcase_add_test(tc, preserve_host_header_sets_the_flag);
     tcase_add_test(tc, redirect_to_answers_with_status_and_url_as_given);
     tcase_add_test(tc, redirect_to_with_request_params_appends_the_query);
@@ -937,7 +1178,10 @@ int main(void) {
     tcase_add_test(tc, rewrite_response_header_gives_pcre2_replacement);
     tcase_add_test(tc, rewrite_response_header_bad_regex_is_rejected);
     tcase_add_test(tc, set_path_expands_and_encodes_vars);
-    tcase_add_test(tc, set_path_keeps_template_literals_as_written);
+    tcase_add_test(tc, set_path_encodes_the_template_text);
+    tcase_add_test(tc, set_path_never_sends_a_raw_space);
+    tcase_add_test(tc, set_path_ports_scg_template_cases);
+    tcase_add_test(tc, set_path_template_path_ends_at_a_query_mark);
     tcase_add_test(tc, redirect_to_with_request_params_and_no_query_keeps_url);
     tcase_add_test(tc, set_request_header_replaces_every_value);
     tcase_add_test(tc, set_request_header_adds_when_absent);
@@ -952,7 +1196,8 @@ int main(void) {
     tcase_add_test(tc, strip_prefix_ignores_empty_segments);
     tcase_add_test(tc, strip_prefix_zero_normalises_only);
     tcase_add_test(tc, strip_prefix_rejects_a_non_number);
-    tcase_add_test(tc, default_filters_run_before_route_filters);
+    tcase_add_test(tc, default_filters_interleave_with_route_filters);
+    tcase_add_test(tc, default_filters_come_first_on_equal_positions);
     tcase_add_test(tc, filters_see_the_edits_of_earlier_filters);
     tcase_add_test(tc, first_short_circuit_wins);
     tcase_add_test(tc, short_circuit_overrides_an_earlier_set_status);
@@ -961,6 +1206,7 @@ int main(void) {
     tcase_add_test(tc, host_filter_validation_failure_names_the_path);
     tcase_add_test(tc, unknown_filter_without_host_factory_is_rejected);
     tcase_add_test(tc, missing_required_argument_names_the_field);
+    tcase_add_test(tc, spring_end_to_end_cases);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

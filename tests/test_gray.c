@@ -219,6 +219,76 @@ START_TEST(a_service_without_instances_gives_no_instance_not_a_crash) {
 }
 END_TEST
 
+/* lb-policy random with the default seed (0, "the router chooses"): the
+ * draw comes from the router's random callback or from the context's own
+ * generator, never from the constant 0 (which sent every request to one
+ * instance). */
+static const char *LB_RANDOM =
+    "[{\"id\":\"r\",\"uri\":\"lb://pool\",\"predicates\":[\"Path=/**\"],"
+    "\"metadata\":{\"lb-policy\":\"random\"}}]";
+
+static void spread_over_four(sy_router *r, int *counts, int n) {
+    sy_instance list[] = {
+        {"i0", "10.0.0.1", 80, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"i1", "10.0.0.2", 80, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"i2", "10.0.0.3", 80, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"i3", "10.0.0.4", 80, false, 1, SY_INSTANCE_UP, NULL, 0}};
+    ck_assert_int_eq(sy_router_set_instances(r, "pool", list, 4, NULL, NULL),
+                     0);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT; /* seed 0 */
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/x", 2};
+    sy_snapshot *s = sy_router_acquire(r);
+    for (int i = 0; i < n; i++) {
+        sy_match *m;
+        ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+        ck_assert_ptr_nonnull(m);
+        sy_selection sel;
+        ck_assert_int_eq(sy_snapshot_select(s, ctx, m, &req, &sel, NULL), 0);
+        counts[sel.id[1] - '0']++;
+    }
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+}
+
+START_TEST(lb_random_with_seed_0_uses_the_context_generator) {
+    sy_router *r = router_with(LB_RANDOM);
+    int counts[4] = {0, 0, 0, 0};
+    spread_over_four(r, counts, 1000);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(counts[i] > 150 && counts[i] < 350,
+                      "instance %d got %d of 1000", i, counts[i]);
+    sy_router_free(r);
+}
+END_TEST
+
+static uint64_t counting_random(void *data) {
+    uint64_t *calls = data;
+    return 0x9e3779b97f4a7c15ull * ++*calls;
+}
+
+START_TEST(lb_random_with_seed_0_uses_the_router_random_callback) {
+    uint64_t calls = 0;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.random = counting_random;
+    o.callback_data = &calls;
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "gw", NULL), 0);
+    ck_assert_int_eq(
+        sy_router_apply(r, "gw", LB_RANDOM, strlen(LB_RANDOM), NULL, NULL), 0);
+    int counts[4] = {0, 0, 0, 0};
+    spread_over_four(r, counts, 400);
+    ck_assert_uint_eq(calls, 400); /* one draw per selection */
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(counts[i] > 40, "instance %d got %d of 400", i,
+                      counts[i]);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gray");
     TCase *tc = tcase_create("gray");
@@ -226,6 +296,8 @@ int main(void) {
     tcase_add_test(tc,
                    recipe_by_header_sends_only_tagged_requests_to_the_canary);
     tcase_add_test(tc, recipe_by_percentage_splits_traffic_by_weight);
+    tcase_add_test(tc, lb_random_with_seed_0_uses_the_context_generator);
+    tcase_add_test(tc, lb_random_with_seed_0_uses_the_router_random_callback);
     tcase_add_test(tc, recipe_by_user_hash_keeps_each_user_on_one_side);
     tcase_add_test(tc, recipe_rollback_returns_all_traffic_to_stable);
     tcase_add_test(tc, a_removed_instance_is_never_chosen_after_the_publish);

@@ -282,8 +282,8 @@ START_TEST(host_captures_the_vars_of_the_matching_pattern) {
 END_TEST
 
 START_TEST(host_pattern_error_names_the_field) {
-    pred_err("Host", ARGS({"patterns", "{a}.{a}.com"}), SY_EPATTERN,
-             ROUTE_PATH ".args.patterns", 4);
+    pred_err("Host", ARGS({"patterns", "{a:(x)}.com"}), SY_EPATTERN,
+             ROUTE_PATH ".args.patterns", 3);
 }
 END_TEST
 
@@ -624,11 +624,50 @@ START_TEST(xff_index_beyond_the_entries_uses_the_left_most) {
 }
 END_TEST
 
-START_TEST(xff_entries_span_every_header) {
-    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"},
-                                                   {"maxTrustedIndex", "2"}));
-    ck_assert(xff(p, "1.1.1.1, 10.0.0.5", "2.2.2.2"));
-    ck_assert(!xff(p, "10.0.0.5, 1.1.1.1", "2.2.2.2"));
+/* issue 13 item 4; SCG XForwardedRemoteAddressResolverTest
+ * trustOneFallsBackOnMultipleHeaders / trustAllFallsBackOnMultipleHeaders:
+ * several X-Forwarded-For lines are all discarded, the socket address is
+ * tested instead. */
+static bool xff_from(const sy_pred *p, const char *remote, const char *h1,
+                     const char *h2) {
+    rq r;
+    rq_init(&r, "/");
+    r.req.remote_addr = (sy_str){remote, strlen(remote)};
+    if (h1)
+        rq_header(&r, "X-Forwarded-For", h1);
+    if (h2)
+        rq_header(&r, "X-Forwarded-For", h2);
+    bool ok = eval(p, &r);
+    rq_free(&r);
+    return ok;
+}
+
+START_TEST(xff_several_header_lines_fall_back_to_the_socket_address) {
+    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "0.0.0.0"}));
+    ck_assert(xff_from(p, "0.0.0.0", "0.0.0.1", "0.0.0.2"));
+    ck_assert(!xff_from(p, "0.0.0.9", "0.0.0.1", "0.0.0.0"));
+    sy_pred_free(p, &A);
+    p = pred("XForwardedRemoteAddr",
+             ARGS({"sources", "0.0.0.1"}, {"maxTrustedIndex", "9"}));
+    ck_assert(!xff_from(p, "0.0.0.0", "0.0.0.1", "0.0.0.2"));
+    ck_assert(xff_from(p, "0.0.0.0", "0.0.0.1,0.0.0.2, 0.0.0.3", NULL));
+    sy_pred_free(p, &A);
+    /* the two spellings of the name are one header */
+    p = pred("XForwardedRemoteAddr", ARGS({"sources", "172.16.0.0/12"}));
+    ck_assert(xff(p, "1.1.1.1", "2.2.2.2"));
+    sy_pred_free(p, &A);
+}
+END_TEST
+
+/* SCG XForwardedRemoteAddressResolverTest trustOneFallsBackOnEmptyHeader;
+ * maxIndexOneReturnsLastForwardedIp. Entries are split on every comma:
+ * quotes do not group them. */
+START_TEST(xff_one_line_is_split_on_every_comma) {
+    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "0.0.0.3"}));
+    ck_assert(xff_from(p, "0.0.0.0", "0.0.0.1,0.0.0.2, 0.0.0.3", NULL));
+    ck_assert(xff_from(p, "0.0.0.3", "", NULL));
+    ck_assert(xff_from(p, "0.0.0.3", " , ", NULL));
+    ck_assert(xff_from(p, "0.0.0.0", "\"a,0.0.0.3", NULL));
     sy_pred_free(p, &A);
 }
 END_TEST
@@ -833,7 +872,8 @@ static Suite *suite(void) {
     tcase_add_test(t, xff_default_index_uses_the_right_most_entry);
     tcase_add_test(t, xff_max_trusted_index_counts_from_the_right);
     tcase_add_test(t, xff_index_beyond_the_entries_uses_the_left_most);
-    tcase_add_test(t, xff_entries_span_every_header);
+    tcase_add_test(t, xff_several_header_lines_fall_back_to_the_socket_address);
+    tcase_add_test(t, xff_one_line_is_split_on_every_comma);
     tcase_add_test(t, xff_without_entries_uses_the_socket_address);
     tcase_add_test(t, xff_ipv6_entries);
     tcase_add_test(t, xff_max_trusted_index_must_be_positive);

@@ -3,6 +3,7 @@
  * acquire/release, retirement, reclamation, the retired cap, the held
  * callback, metrics and allocation.
  */
+#include "hooks.h"
 #include "publish.h"
 #include "testutil.h"
 

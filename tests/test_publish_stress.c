@@ -5,9 +5,10 @@
  * of thousands of objects. Destroyed objects are poisoned and quarantined
  * (never freed before the end), so a reader touching one sees the poison
  * and a late write shows as a changed poison. The same checker must fail on
- * deliberately broken copies of lib/publish.c, compiled into this file with
- * SY_PUBLISH_BROKEN (renamed sy_pub_broken_*).
+ * deliberately broken versions of the protocol (sy_pub_broken_*, from
+ * tests/hooks/publish_broken.c).
  */
+#include "hooks.h"
 #include "publish.h"
 #include "testutil.h"
 
@@ -17,11 +18,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* Which weakening the broken copy applies (set before threads start). */
-static int stress_broken_mode;
-#define SY_PUBLISH_BROKEN stress_broken_mode
-#include "publish.c"
-#undef SY_PUBLISH_BROKEN
+/* Which weakening the broken protocol applies (set before threads start). */
+#define stress_broken_mode sy_pub_broken_mode
 
 #if defined(__SANITIZE_THREAD__)
 #define STRESS_TSAN 1

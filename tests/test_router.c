@@ -75,16 +75,43 @@ START_TEST(apply_publishes_routes_and_reports_counts) {
 }
 END_TEST
 
-START_TEST(same_version_or_same_bytes_is_skipped) {
+START_TEST(same_bytes_is_skipped) {
     sy_router *r = router_with(ONE, 1, NULL);
     sy_report *rep;
     ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
     ck_assert_int_eq(
         sy_router_apply(r, "main", DOC_AB, strlen(DOC_AB), &rep, NULL), 0);
     ck_assert(sy_report_skipped(rep));
+    ck_assert(!sy_report_version_not_bumped(rep));
     ck_assert_uint_eq(sy_report_generation(rep), 1);
     sy_report_free(rep);
-    /* same version, different content: skipped by version */
+    ck_assert_str_eq(route_for(r, "h", "/a"), "a");
+    sy_router_free(r);
+}
+END_TEST
+
+/* A changed document whose version was not bumped is not lost. */
+START_TEST(same_version_with_new_content_is_applied_and_reported) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    sy_report *rep;
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
+    const char *v1 = "{\"version\":\"1\",\"routes\":[]}";
+    ck_assert_int_eq(sy_router_apply(r, "main", v1, strlen(v1), &rep, NULL), 0);
+    ck_assert(!sy_report_skipped(rep));
+    ck_assert(sy_report_version_not_bumped(rep));
+    ck_assert_uint_eq(sy_report_generation(rep), 2);
+    sy_report_free(rep);
+    ck_assert_ptr_null(route_for(r, "h", "/a"));
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(skip_same_version_option_keeps_the_version_only_skip) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.skip_same_version = true;
+    sy_router *r = router_with(ONE, 1, &o);
+    sy_report *rep;
+    ck_assert_int_eq(apply(r, "main", DOC_AB, NULL), 0);
     const char *v1 = "{\"version\":\"1\",\"routes\":[]}";
     ck_assert_int_eq(sy_router_apply(r, "main", v1, strlen(v1), &rep, NULL), 0);
     ck_assert(sy_report_skipped(rep));
@@ -678,7 +705,9 @@ int main(void) {
     Suite *s = suite_create("router");
     TCase *tc = tcase_create("router");
     tcase_add_test(tc, apply_publishes_routes_and_reports_counts);
-    tcase_add_test(tc, same_version_or_same_bytes_is_skipped);
+    tcase_add_test(tc, same_bytes_is_skipped);
+    tcase_add_test(tc, same_version_with_new_content_is_applied_and_reported);
+    tcase_add_test(tc, skip_same_version_option_keeps_the_version_only_skip);
     tcase_add_test(tc, strict_mode_rejects_the_document_and_keeps_serving);
     tcase_add_test(tc, lenient_mode_drops_invalid_routes_and_keeps_valid_ones);
     tcase_add_test(tc,

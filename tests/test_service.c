@@ -1,5 +1,6 @@
 /* test_service.c - services, deltas, diffs and version-aware selection
  * (route model section 7). */
+#include "hooks.h"
 #include "service.h"
 #include "testutil.h"
 

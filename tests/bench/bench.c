@@ -11,9 +11,15 @@
  * calls between two CLOCK_MONOTONIC reads, sized by calibration so one
  * batch lasts tens of milliseconds; the figure is the median of several
  * batches. One sy_match_ctx per thread, reused.
+ *
+ * Every lookup table is first cross-checked: the indexed matcher and the
+ * linear scan must agree on every checked request. Any disagreement is a
+ * bug, so the program then exits with status 1 (after printing all the
+ * figures).
  */
 #include "bench_tables.h"
 #include "bench_util.h"
+#include "hooks.h"
 #include "publish.h"
 #include "service.h"
 #include "snapshot.h"
@@ -115,6 +121,9 @@ static void comment(const char *fmt, ...) {
     va_end(ap);
     fflush(stdout);
 }
+
+/* Requests where the index and the scan chose differently, over all cases. */
+static size_t g_disagreements;
 
 static void fail(const char *what, int rc, const sy_error *e) {
     comment("SKIPPED %s: %s (%d)%s%s%s%s", what, sy_strerror(rc), rc,
@@ -326,6 +335,7 @@ static void lookup_case(const char *name, table *t, size_t check_max) {
     size_t hits = 0;
     size_t checked = t->reqs.n < check_max ? t->reqs.n : check_max;
     size_t differ = cross_check(s, ctx, &t->reqs, check_max, &hits);
+    g_disagreements += differ;
     comment("%s %zu: applied in %.1f ms, %zu requests; %zu checked against "
             "the scan: %zu hit, %zu differ",
             name, t->routes, t->apply_ms, t->reqs.n, checked, hits, differ);
@@ -1004,5 +1014,12 @@ int main(int argc, char **argv) {
     case_select();
     baseline("end");
     comment("total run time %.1f s", (double)(bench_now_ns() - t0) / 1e9);
+    if (g_disagreements) {
+        fprintf(stderr,
+                "switchyard-bench: the index and the scan disagree on %zu "
+                "requests (see the 'differs' comments)\n",
+                g_disagreements);
+        return 1;
+    }
     return 0;
 }

@@ -4,8 +4,10 @@
 # Builds nothing: configure and build BUILD_DIR as tests/fuzz/meson.build
 # says. Seeds are tests/data/valid and tests/data/invalid (copied to a
 # temporary corpus directory). Leak detection is on. Exits non-zero when a
-# target crashes, leaks or times out; the crashing input is kept under
-# BUILD_DIR/fuzz-artifacts/.
+# target crashes, leaks or times out, when an expected target is missing
+# from the build, or when a target stopped before its time was up (no
+# "Done N runs in S second(s)" line with N > 0 and S close to SECONDS);
+# the crashing input is kept under BUILD_DIR/fuzz-artifacts/.
 set -u
 build=${1:?usage: run.sh BUILD_DIR [SECONDS]}
 secs=${2:-60}
@@ -13,8 +15,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 data="$here/../data"
 [[ -d $build/tests/fuzz ]] || { echo "run.sh: no $build/tests/fuzz (configure with -Dfuzz=true)" >&2; exit 2; }
 
-mapfile -t targets < <(find "$build/tests/fuzz" -maxdepth 1 -type f -name 'fuzz_*' -perm -u+x | sort)
-[[ ${#targets[@]} -gt 0 ]] || { echo "run.sh: no fuzz_* binaries in $build/tests/fuzz" >&2; exit 2; }
+# Every target of tests/fuzz/meson.build: a missing binary is a failure,
+# never a silently shorter run.
+expected=(fuzz_document fuzz_match fuzz_pattern)
+targets=()
+for name in "${expected[@]}"; do targets+=("$build/tests/fuzz/$name"); done
 
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
@@ -24,6 +29,12 @@ echo "1..${#targets[@]}"
 for t in "${targets[@]}"; do
     n=$((n + 1))
     name=$(basename "$t")
+    if [[ ! -x $t ]]; then
+        echo "not ok $n - $name: not built"
+        echo "run.sh: $t missing" >&2
+        status=1
+        continue
+    fi
     corpus=$(mktemp -d)
     cp "$data"/valid/*.json "$data"/invalid/*.json "$corpus"/ 2>/dev/null
     [[ -d "$here/corpus/$name" ]] && cp "$here/corpus/$name"/* "$corpus"/ 2>/dev/null
@@ -35,8 +46,21 @@ for t in "${targets[@]}"; do
         -artifact_prefix="$artifacts/$name-" >"$artifacts/$name.log" 2>&1
     rc=$?
     tail -n 3 "$artifacts/$name.log" | sed 's/^/# /'
-    if [[ $rc -eq 0 ]]; then
-        echo "ok $n - $name: no crash, leak or timeout in ${secs}s"
+    # libFuzzer ends a full run with "Done <runs> runs in <s> second(s)".
+    done_line=$(grep -Eo 'Done [0-9]+ runs in [0-9]+ second' "$artifacts/$name.log" | tail -n 1)
+    runs=$(echo "$done_line" | awk '{print $2}')
+    took=$(echo "$done_line" | awk '{print $5}')
+    if [[ $rc -eq 0 && -z $done_line ]]; then
+        echo "not ok $n - $name: no final 'Done N runs' line (stopped early?)"
+        status=1
+    elif [[ $rc -eq 0 && ${runs:-0} -eq 0 ]]; then
+        echo "not ok $n - $name: ran no input"
+        status=1
+    elif [[ $rc -eq 0 && ${took:-0} -lt $((secs - 1)) ]]; then
+        echo "not ok $n - $name: stopped after ${took}s of ${secs}s"
+        status=1
+    elif [[ $rc -eq 0 ]]; then
+        echo "ok $n - $name: no crash, leak or timeout in ${took}s ($runs runs)"
     else
         echo "not ok $n - $name (exit $rc)"
         echo "run.sh: $name failed (exit $rc); see $artifacts/$name.log" >&2

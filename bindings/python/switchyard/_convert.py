@@ -320,12 +320,9 @@ def diff_from_c(d: Any) -> Diff:
                 int(lib.sy_diff_unchanged_count(d)))
 
 
-def _ids(fn: Callable[[Any, Any], int], rep: Any) -> Tuple[str, ...]:
-    out = ffi.new("char const * const * *")
-    n = fn(rep, out)
-    if n == 0 or out[0] == ffi.NULL:
-        return ()
-    return tuple(text(out[0][i]) for i in range(n))
+def _ids(count: Callable[[Any], int], at: Callable[[Any, int], Any],
+         rep: Any) -> Tuple[str, ...]:
+    return tuple(text(at(rep, i)) for i in range(count(rep)))
 
 
 def report_from_c(rep: Any) -> Report:
@@ -340,9 +337,12 @@ def report_from_c(rep: Any) -> Report:
         publish_us=int(lib.sy_report_publish_us(rep)),
         issues=tuple(issue_from_c(lib.sy_report_issue(rep, i))
                      for i in range(lib.sy_report_issue_count(rep))),
-        instances_added=_ids(lib.sy_report_instances_added, rep),
-        instances_removed=_ids(lib.sy_report_instances_removed, rep),
-        instances_changed=_ids(lib.sy_report_instances_changed, rep))
+        instances_added=_ids(lib.sy_report_instances_added_count,
+                             lib.sy_report_instance_added, rep),
+        instances_removed=_ids(lib.sy_report_instances_removed_count,
+                             lib.sy_report_instance_removed, rep),
+        instances_changed=_ids(lib.sy_report_instances_changed_count,
+                             lib.sy_report_instance_changed, rep))
 
 
 def take_report(out: Any) -> Optional[Report]:

@@ -1,0 +1,45 @@
+/*
+ * change_set.h - staged changes (internal layout). A change set is a list
+ * of changes copied at staging time (documents, routes, instance lists),
+ * committed by the router (router.c) as one snapshot. This module only
+ * stages and owns the copies; it knows nothing of snapshots.
+ */
+#ifndef SY_CHANGE_SET_H
+#define SY_CHANGE_SET_H
+
+#include "util.h"
+
+typedef enum sy_change_kind {
+    SY_CHANGE_APPLY,            /* name = source, bytes = document */
+    SY_CHANGE_ROLLBACK,         /* name = source, text = version or NULL */
+    SY_CHANGE_UPSERT,           /* name = source, bytes = route object */
+    SY_CHANGE_REMOVE,           /* name = route id */
+    SY_CHANGE_ENABLE,           /* name = route id, enabled */
+    SY_CHANGE_SET_INSTANCES,    /* name = service, instances */
+    SY_CHANGE_UPDATE_INSTANCES, /* name = service, deltas */
+} sy_change_kind;
+
+typedef struct sy_change {
+    sy_change_kind kind;
+    const char *name;
+    const char *bytes; /* APPLY / UPSERT (NUL-terminated copy) */
+    size_t len;
+    const char *text; /* ROLLBACK version, may be NULL */
+    bool enabled;
+    const sy_instance *instances; /* deep copies */
+    const sy_instance_delta *deltas;
+    size_t count;
+} sy_change;
+
+struct sy_change_set {
+    sy_router *router;
+    sy_alloc alloc;
+    sy_arena arena; /* every copy */
+    sy_change *items;
+    size_t count, cap;
+};
+
+/* What a change is, for messages: "apply 'orders'", "remove 'r1'"... */
+const char *sy_change_kind_name(sy_change_kind k);
+
+#endif

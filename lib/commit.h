@@ -1,0 +1,20 @@
+/*
+ * commit.h - running a commit (commit.c): the router's single calls and
+ * sy_router_commit both come here, with the writer lock held.
+ */
+#ifndef SY_COMMIT_H
+#define SY_COMMIT_H
+
+#include "change_set.h"
+#include "router_int.h"
+
+/*
+ * Run `n` changes as one commit; the caller holds r->lock. `single`: a
+ * one-change call, whose report is the part itself and whose messages
+ * carry no "change N: " prefix. *report (may be NULL) as the public calls
+ * document.
+ */
+int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
+                  sy_report **report, sy_error *err);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * compile_env.c - argument lookups on a definition entry, shared by the
+ * predicate and filter compilers (see compile_env.h).
+ */
+#include "compile_env.h"
+
+const char *sy_def_arg(const sy_def_entry *e, const char *key) {
+    if (!e || !key)
+        return NULL;
+    for (size_t i = 0; i < e->arg_count; i++)
+        if (strcmp(e->args[i].key, key) == 0)
+            return e->args[i].value;
+    return NULL;
+}
+
+const char *sy_def_arg_or_default(const sy_def_entry *e, const char *key) {
+    const char *v = sy_def_arg(e, key);
+    if (v || !e || !e->spec)
+        return v;
+    const sy_field_spec *f = sy_factory_field(e->spec, key);
+    return f ? f->dflt : NULL;
+}

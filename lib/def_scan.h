@@ -1,0 +1,53 @@
+/*
+ * def_scan.h - one pass over a document's JSON text before any tree is
+ * built (def_scan.c): strict syntax, nesting depth, string lengths, NUL
+ * bytes, the number of values per route and the number of routes, each
+ * violation located (JSON path, line, column, offset). It also finds where
+ * each route of the routes array starts and ends, so def.c can build the
+ * cJSON tree of one route at a time: peak memory stays near the document
+ * size plus one route's tree, whatever the document holds.
+ */
+#ifndef SY_DEF_SCAN_H
+#define SY_DEF_SCAN_H
+
+#include "util.h"
+
+/* At most this many JSON values (scalars, arrays, objects) in one route,
+ * one default-filters array or one single-route text: caps one cJSON
+ * tree at a few MiB. */
+#define SY_MAX_ROUTE_VALUES 65536u
+
+/* cJSON's own nesting limit (CJSON_NESTING_LIMIT): the scan never lets a
+ * deeper document through, whatever max_depth says. */
+#define SY_JSON_MAX_DEPTH 1000u
+
+typedef struct sy_json_span {
+    size_t start, end; /* byte offsets, end exclusive */
+} sy_json_span;
+
+typedef struct sy_json_scan {
+    char root;            /* first byte of the top-level value */
+    bool has_routes;      /* object root: a "routes" key (first one) */
+    char routes_first;    /* first byte of that key's value */
+    sy_json_span version; /* object root: the "version" value; 0,0: none */
+    sy_json_span *routes; /* the route elements, sy_malloc'd */
+    size_t route_count;
+} sy_json_scan;
+
+/*
+ * Scan `json`. With `routes` true the routes array (the root array, or the
+ * root object's "routes") is split into spans, at most lim->max_routes of
+ * them, each of at most SY_MAX_ROUTE_VALUES values; with `routes` false
+ * the whole text may hold at most SY_MAX_ROUTE_VALUES values. A string
+ * holding a NUL byte (raw or \u0000) is an error. Returns 0, or SY_ESYNTAX
+ * / SY_ELIMIT / SY_EARG / SY_ENOMEM with err located. Free out->routes with
+ * sy_free(a, ...) in both cases.
+ */
+int sy_json_scan_text(const sy_alloc *a, const char *json, size_t len,
+                      const sy_limits *lim, bool routes, sy_json_scan *out,
+                      sy_error *err);
+
+/* Fill err's line, column and offset for byte `off` of `json`. */
+void sy_json_locate(const char *json, size_t len, size_t off, sy_error *err);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * match.h - the match context and the match result, shared by the
+ * matcher (match.c), instance selection (select.c) and the target of a
+ * match (target.c). Internal: the public API sees opaque handles.
+ */
+#ifndef SY_MATCH_H
+#define SY_MATCH_H
+
+#include "filter.h"
+#include "index.h"
+#include "predicate.h"
+#include "snapshot.h"
+
+#ifndef NONE
+#define NONE UINT32_MAX
+#endif
+#define MAX_LISTS 64
+/* routes that failed only on Method, remembered to answer 405 */
+#define MAX_METHOD_MISSES 16
+
+struct sy_match {
+    sy_match_ctx *ctx;
+    const sy_snapshot *snap;
+    const sy_request *req;
+    const struct sy_route *route;
+    uint32_t slot;
+    bool plan_done;
+    int plan_rc;
+    sy_plan plan;
+};
+
+struct sy_match_ctx {
+    sy_alloc alloc;
+    sy_request req_copy; /* a completed or seeded copy of the request */
+    uint64_t rng;        /* Weight seeds when the host passes none */
+    sy_arena scratch;
+    sy_segments path, host;
+    sy_capture *caps;
+    size_t caps_cap;
+    pcre2_general_context *gctx;
+    pcre2_match_data *md;
+    uint32_t md_groups;
+    sy_eval ev;
+    sy_cand_list lists[MAX_LISTS];
+    uint32_t heads[MAX_LISTS];
+    sy_match m;
+    /* why the last match found nothing (sy_match_ctx_nomatch) */
+    sy_nomatch nomatch;
+    uint32_t method_misses[MAX_METHOD_MISSES]; /* slots */
+    size_t method_miss_count;
+    char allow[128];
+    size_t allow_len;
+};
+
+/* The filter plan of a match, computed on first use. */
+sy_plan *sy_match_plan(const sy_match *m);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * pattern_int.h - the compiled pattern, shared by pattern.c (request
+ * splitting, PathPatterns, introspection) and pattern_host.c (Ant host
+ * patterns). Private to those two files.
+ */
+#ifndef SY_PATTERN_INT_H
+#define SY_PATTERN_INT_H
+
+#include "pattern.h"
+
+#define SY_PAT_NONE ((size_t)-1)
+
+typedef enum pe_kind {
+    PE_LITERAL, /* memcmp */
+    PE_STAR,    /* "*": any non-empty segment, or the empty last one */
+    PE_VAR,     /* "{name}": any non-empty segment, captured */
+    PE_REGEX,   /* anything else within one segment: one anchored regex */
+    PE_MULTI    /* "**" or "{*name}" */
+} pe_kind;
+
+typedef struct sy_pelem {
+    pe_kind kind;
+    bool whole;     /* PE_REGEX from "{name:regex}" alone: capture = segment */
+    uint32_t var;   /* index of the element's first variable in vars[] */
+    uint32_t nvars; /* PE_REGEX (mixed): variable i is group i + 1 */
+    sy_str lit;     /* PE_LITERAL text, into src */
+    size_t offset;  /* of the segment in src */
+    pcre2_code *re;
+} sy_pelem;
+
+struct sy_pattern {
+    sy_alloc a; /* a copy: PCRE2 keeps a pointer to it */
+    char *src;
+    bool host;
+    bool rooted;      /* path: starts with '/' */
+    bool lead, trail; /* host: starts / ends with '.' (Ant compares both) */
+    size_t first;     /* host: real labels are elems[first, last) */
+    size_t last;
+    size_t n;
+    sy_pelem *elems;
+    size_t multi; /* path: index of the PE_MULTI element, or SY_PAT_NONE */
+    uint32_t nvars;
+    sy_str *vars; /* names, into src */
+    uint32_t max_groups;
+    pcre2_match_context *mctx;
+};
+
+/* One piece of a segment (path) or label (host) being compiled. */
+typedef enum tok_kind { T_LIT, T_Q, T_STAR, T_VAR, T_RVAR, T_REST } tok_kind;
+typedef struct tok {
+    tok_kind kind;
+    size_t off, len;   /* the text of the piece */
+    size_t noff, nlen; /* T_VAR, T_RVAR, T_REST: the name */
+    size_t roff, rlen; /* T_RVAR: the regex */
+} tok;
+
+int sy_pat_error(sy_error *err, int code, size_t off, const char *msg);
+/* Record a variable name; `unique`: a second use is an error at `off`. */
+int sy_pat_add_var(sy_pattern *p, sy_str name, size_t off, bool unique,
+                   sy_error *err);
+/* Compile a whole "{name:regex}" element (no capturing groups allowed). */
+int sy_pat_compile_whole(sy_pattern *p, sy_re_env *env, sy_pelem *el,
+                         const tok *t, sy_error *err);
+/* Compile a mixed element: one regex, literal parts quoted, one group per
+ * variable, matched with DOTALL (as Spring compiles it). */
+int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
+                         const tok *t, size_t nt, sy_error *err);
+/* Match one element against one segment; `last`: it is the pattern's last
+ * element (a "*" or a regex without variables may then match ""). */
+bool sy_pat_elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
+                       bool last, sy_capture *caps, size_t *nc,
+                       pcre2_match_data *md);
+
+/* pattern_host.c: parse and compile p->src as an Ant host pattern. */
+int sy_pat_parse_host(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * regex.h - the PCRE2 environment every compiler shares: memory from the
+ * sy_alloc hooks (the one PCRE2 allocator shim), compiling with a match
+ * limit and JIT, PCRE2 error messages as located sy_errors, and sy_regex,
+ * the whole-value regex predicates use, with its per-document cache.
+ */
+#ifndef SY_REGEX_H
+#define SY_REGEX_H
+
+#include "util.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+/* Compile flags for a regex that must match a whole subject: anchored at
+ * compile time (never at match time, which would turn the JIT off). */
+#define SY_RE_WHOLE (PCRE2_ANCHORED | PCRE2_ENDANCHORED)
+
+/* Backtracking budgets of the match contexts made by sy_re_env. */
+#define SY_RE_MATCH_LIMIT 200000u
+#define SY_RE_DEPTH_LIMIT 10000u
+
+/* A PCRE2 general context whose memory comes from `a` (which must outlive
+ * it and everything made from it). NULL when out of memory. */
+pcre2_general_context *sy_re_general_context_new(const sy_alloc *a);
+
+/*
+ * The contexts for compiling one or more regexes with the same limits.
+ * They are created on the first compile (a path pattern without a regex
+ * costs no PCRE2 allocation). sy_re_env_done drops the compile contexts and,
+ * unless kept, the match context; a kept match context belongs to the
+ * caller (pcre2_match_context_free).
+ */
+typedef struct sy_re_env {
+    const sy_alloc *a;
+    uint32_t match_limit, depth_limit;
+    pcre2_general_context *g;
+    pcre2_compile_context *c;
+    pcre2_match_context *m;
+} sy_re_env;
+
+/* Limits of 0 mean PCRE2's defaults. `a` must outlive the env and the
+ * codes and match context it makes. */
+void sy_re_env_init(sy_re_env *env, const sy_alloc *a, uint32_t match_limit,
+                    uint32_t depth_limit);
+/* Compile src[0..len) with PCRE2 `flags` and JIT-compile it (falling back
+ * to the interpreter). NULL on error: *ec = PCRE2 error code (or
+ * PCRE2_ERROR_HEAP_FAILED when out of memory), *eo = offset in src. */
+pcre2_code *sy_re_env_compile(sy_re_env *env, const char *src, size_t len,
+                              uint32_t flags, int *ec, size_t *eo);
+/* The match context (created if needed; NULL when out of memory). */
+pcre2_match_context *sy_re_env_match_context(sy_re_env *env);
+void sy_re_env_done(sy_re_env *env, bool keep_match);
+
+/* Fill err (code SY_EREGEX with PCRE2's message, or SY_ENOMEM) for a
+ * failed compile at offset `off`; err->path = `path`. Returns the code. */
+int sy_re_error(sy_error *err, const char *path, int ec, size_t off);
+/* Number of capturing groups in `re`. */
+uint32_t sy_re_capture_count(const pcre2_code *re);
+
+/*
+ * A standalone regex that must match a whole value (Header, Query, Cookie):
+ * compiled anchored at both ends, JIT-compiled, with a match limit, all
+ * memory from `a`. On error SY_EREGEX, err->offset = offset in `src` and
+ * PCRE2's message, err->path empty. Matching is read-only: any number of
+ * threads at once, each with its own match data.
+ */
+typedef struct sy_regex sy_regex;
+
+/*
+ * A cache of compiled whole-value regexes for one document parse: the same
+ * pattern text used by many routes (a Header regex in 30,000 routes) is
+ * compiled and JIT-compiled once and shared. Compiled regexes are
+ * refcounted and immutable, so routes may outlive the cache.
+ */
+typedef struct sy_regex_cache sy_regex_cache;
+sy_regex_cache *sy_regex_cache_new(const sy_alloc *a);
+void sy_regex_cache_free(sy_regex_cache *c);
+/* sy_regex_compile through `cache` (may be NULL). */
+int sy_regex_compile_cached(sy_regex_cache *cache, const sy_alloc *a,
+                            const char *src, sy_regex **out, sy_error *err);
+int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
+                     sy_error *err);
+void sy_regex_free(sy_regex *re);
+/* Capture groups + 1 (the size of match data it needs to report groups). */
+uint32_t sy_regex_groups(const sy_regex *re);
+/* True when s[0..n) matches as a whole. md: any match data (NULL: false). */
+bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
+                         pcre2_match_data *md);
+
+#endif

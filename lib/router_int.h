@@ -1,0 +1,110 @@
+/*
+ * router_int.h - the router's layout (internal), shared by the router's
+ * modules: router.c (sources, commits, readers), change_set.c (staging),
+ * router_status.c (status, metrics, Prometheus text) and health.c
+ * (passive-health outcomes).
+ */
+#ifndef SY_ROUTER_INT_H
+#define SY_ROUTER_INT_H
+
+#include "publish.h"
+#include "route.h"
+
+#include <pthread.h>
+
+#define SY_MAX_SOURCES 256
+#define SY_MAX_SOURCE_NAME 127
+
+typedef struct sy_history_entry {
+    char *version; /* may be NULL */
+    char *bytes;
+    size_t len;
+} sy_history_entry;
+
+typedef struct sy_source {
+    char *name;
+    char *version;     /* of the last applied document */
+    uint64_t checksum; /* of the last applied document */
+    bool applied;
+    bool modified;     /* one-route changes since the last document */
+    uint32_t next_pos; /* position for routes upserted without a document */
+    sy_history_entry *history;
+    size_t history_count; /* newest last */
+    sy_load_fn load;
+    void *load_data;
+    _Atomic int dirty;
+    _Atomic int running;
+    /* status (sy_router_source_status) */
+    int64_t last_apply_ms;
+    int last_result;
+    sy_error last_error;
+    uint64_t applied_count, skipped_count, failed_count;
+} sy_source;
+
+/* A route that left the live table at `generation`: its reference is
+ * dropped once no snapshot older than that generation is alive. */
+typedef struct sy_grave {
+    struct sy_route *route;
+    uint64_t generation;
+} sy_grave;
+
+struct sy_router {
+    sy_alloc alloc;
+    sy_grave *graves;
+    size_t grave_count, grave_cap;
+    sy_router_options opts;
+    sy_parse_options popts;
+    pthread_mutex_t lock;
+    sy_source *sources; /* fixed array of SY_MAX_SOURCES: never moves */
+    size_t source_count;
+    const char *source_names[SY_MAX_SOURCES];
+    sy_pub *pub;
+    struct sy_route *defaults;
+    void *data;
+    uint64_t rng;
+    /* route keys (sy_route_key): a free list below key_limit */
+    sy_route_owner owner;
+    uint32_t *free_keys;
+    size_t free_key_count, free_key_cap;
+    uint32_t key_limit;
+    /* the thread running a host callback, or 0 (re-entrancy check) */
+    _Atomic uintptr_t callback_thread;
+    /* counters (writer side, under the lock) */
+    uint64_t commits, failed_commits, skipped_applies, instance_updates;
+    /* counters (any thread) */
+    _Atomic uint64_t ejections, outcomes;
+};
+
+/* The router's allocator (for change sets). */
+const sy_alloc *sy_router_allocator(sy_router *r);
+/* True when the calling thread is inside one of r's callbacks (it then
+ * holds the writer lock already). */
+bool sy_router_in_callback(sy_router *r);
+/* Take the writer lock unless the calling thread is inside a callback
+ * (and so holds it already); returns whether it was taken. */
+bool sy_router_lock_for_read(sy_router *r);
+/* The live snapshot (writer side or under the lock). */
+const struct sy_snapshot *sy_router_current(sy_router *r);
+/* The router's clock in epoch ms (clock_ms callback, else real time). */
+int64_t sy_router_now_ms(sy_router *r);
+
+/* ---- for commit.c (writer side, lock held) ---- */
+
+/* on_log, as a callback (re-entrancy guarded). */
+void sy_router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* on_event, as a callback. */
+void sy_router_event(sy_router *r, const sy_report *rep);
+/* on_retired_held, in the shape sy_pub_check_held calls it. */
+void sy_router_held_cb(void *data, uint64_t gen, uint64_t age);
+sy_source *sy_router_find_source(sy_router *r, const char *name);
+/* The configuration every derived snapshot gets from the router. */
+struct sy_snapshot_config sy_router_snapshot_config(sy_router *r);
+/* Drop the references of removed routes no live snapshot can still use. */
+void sy_router_bury(sy_router *r);
+bool sy_router_graves_reserve(sy_router *r, size_t extra);
+/* A route about to become live for the first time: its key and host data
+ * (route_attach). */
+void sy_router_attach_route(sy_router *r, struct sy_route *rt);
+
+#endif

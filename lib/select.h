@@ -1,0 +1,22 @@
+/*
+ * select.h - instance selection for a matched lb:// route (select.c):
+ * the route's selection settings and the request's headers go to the
+ * service module, which chooses.
+ */
+#ifndef SY_SELECT_H
+#define SY_SELECT_H
+
+#include "match.h"
+
+/*
+ * Choose an instance for match `m` (an lb:// route), skipping the
+ * instances whose ids are in `exclude` and, while others remain, the ones
+ * ejected by passive health. *instance gets the chosen instance (borrowed
+ * from the snapshot), *health the handle sy_router_report_outcome takes.
+ */
+int sy_select_for_match(const sy_match *m, const char *const *exclude,
+                        size_t exclude_count, sy_selection *out,
+                        const sy_instance **instance, const void **health,
+                        sy_error *err);
+
+#endif

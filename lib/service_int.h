@@ -1,0 +1,201 @@
+/*
+ * service_int.h - the private layout of a service, shared by the files that
+ * build it (service.c), its consistent-hash rings (service_ring.c) and
+ * selection (service_select.c). Private to those three files.
+ *
+ *   sy_service
+ *    |- inst[]            copied instances (metadata sorted by key)
+ *    |- id_map            id -> index (open addressing)
+ *    |- groups[]          candidate sets, all over UP instances only:
+ *    |    0  "a"          every up instance            (fallback any)
+ *    |    1  "u"          up instances without version (no header)
+ *    |    k  "v" 1.2      up instances of version 1.2  (one per version)
+ *    |    .. "h" x  <- child of a base group: its members with hint x
+ *    |    .. "z" eu <- child of a base or hint group: members in zone eu
+ *    |   each group: members[], cum[] weights, smooth WRR schedule,
+ *    |               alias table, ring (shared + membership bitmap, or its
+ *    |               own), one cache-line-padded atomic round-robin counter
+ *    |- map               (parent group, tag, string) -> group
+ *    `- ring              consistent-hash ring of all up instances
+ */
+#ifndef SY_SERVICE_INT_H
+#define SY_SERVICE_INT_H
+
+#include "service.h"
+
+#define SVC_NONE UINT32_MAX
+#define SVC_G_ALL 0u
+#define SVC_G_UNV 1u
+/* Ring: virtual nodes per unit of weight; weights above the cap count as
+ * the cap (a node's share must not depend on the other instances). */
+#define SVC_RING_VNODES 32u
+#define SVC_RING_WEIGHT_CAP 64u
+/* A group shares the service ring when it holds at least 1/4 of its
+ * virtual nodes (expected walk <= 4 entries); smaller groups get their own
+ * ring. */
+#define SVC_RING_DENSE_DIV 4u
+/* Smooth WRR schedules are precomputed up to this length (and this much
+ * build work); longer cycles use an exact multiplicative permutation. */
+#define SVC_SCHED_MIN 4096u
+#define SVC_SCHED_PER_MEMBER 64u
+#define SVC_SCHED_WORK (1ull << 24)
+#define SVC_MEMBERSHIPS 8 /* groups one instance can be in */
+#define SVC_HASH_SEED 0x5e1ec7ab1e5eedull
+
+__extension__ typedef unsigned __int128 svc_u128;
+
+/* Passive health of one instance (service_health.c): shared by every
+ * version of its service that holds an instance of that id, so outcomes
+ * and ejections survive publishes. */
+typedef struct svc_health {
+    _Atomic size_t refs;
+    _Atomic uint32_t failures;     /* consecutive failed outcomes */
+    _Atomic uint32_t ejections;    /* times ejected, for the growing time */
+    _Atomic int64_t ejected_until; /* epoch ms; 0: not ejected */
+} svc_health;
+
+typedef struct svc_inst {
+    sy_instance pub; /* strings in the arena, weight >= 1 */
+    const char *version, *zone, *hint;
+    size_t version_len, zone_len, hint_len;
+    svc_health *health; /* never NULL once built */
+    const struct sy_service *owner;
+} svc_inst;
+
+typedef struct svc_ring {
+    uint64_t *points; /* sorted */
+    uint32_t *inst;   /* instance index of each point */
+    size_t n;
+    uint32_t *bucket; /* first point index per top-bits bucket */
+    unsigned shift;
+    uint64_t vnodes;
+} svc_ring;
+
+typedef struct svc_counter {
+    _Atomic uint64_t v;
+    char pad[64 - sizeof(uint64_t)];
+} svc_counter;
+
+typedef struct svc_group {
+    uint32_t parent; /* SVC_NONE for base groups */
+    char tag;        /* 'a', 'u', 'v', 'h', 'z' */
+    const char *key; /* version, hint or zone (borrowed from inst) */
+    size_t key_len;
+    uint32_t *members; /* instance indices, ascending */
+    uint32_t n;
+    uint32_t fill;
+    uint64_t total;  /* sum of weights / gcd */
+    uint64_t *cum;   /* cumulative reduced weights (permutation RR) */
+    uint64_t *prob;  /* alias table for weighted random: keep position k */
+    uint32_t *alias; /* when u < prob[k], else take alias[k] */
+    uint32_t *sched; /* smooth WRR cycle of instance indices, or NULL */
+    uint64_t step;   /* when sched is NULL: permutation multiplier */
+    const svc_ring *ring;
+    uint64_t *bits; /* membership bitmap when sharing the service ring */
+    svc_ring own;
+    svc_counter *rr;
+} svc_group;
+
+typedef struct svc_slot {
+    uint64_t hash;
+    uint32_t group; /* SVC_NONE = empty */
+} svc_slot;
+
+struct sy_service {
+    _Atomic size_t refs;
+    sy_alloc alloc;
+    sy_arena arena;
+    const char *name;
+    svc_inst *inst;
+    size_t n;
+    size_t up;
+    uint32_t *id_map; /* index + 1; 0 = empty */
+    size_t id_cap;
+    svc_group *groups; /* sy_malloc'd */
+    size_t ngroups, groups_cap;
+    svc_slot *map; /* sy_malloc'd */
+    size_t map_cap, map_used;
+    uint32_t deflt;  /* no version header */
+    uint32_t latest; /* fallback latest */
+    svc_ring ring;
+    svc_counter *counters;
+};
+
+/* ---- small helpers ---- */
+
+static inline size_t svc_pow2(size_t n) {
+    size_t c = 16;
+    while (c < n)
+        c <<= 1;
+    return c;
+}
+
+static inline void *svc_arena_array(sy_service *s, size_t n, size_t size) {
+    if (size && n > (SIZE_MAX - 64) / size)
+        return NULL;
+    return sy_arena_alloc(&s->arena, n * size);
+}
+
+static inline uint64_t svc_gcd(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static inline uint64_t svc_gkey(uint32_t parent, char tag, const char *k,
+                                size_t len) {
+    return sy_hash64(k, len, ((uint64_t)parent << 8) ^ (unsigned char)tag);
+}
+
+static inline uint32_t svc_group_find(const sy_service *s, uint32_t parent,
+                                      char tag, const char *k, size_t len) {
+    uint64_t h = svc_gkey(parent, tag, k, len);
+    size_t mask = s->map_cap - 1, i = h & mask;
+    for (;; i = (i + 1) & mask) {
+        const svc_slot *sl = &s->map[i];
+        if (sl->group == SVC_NONE)
+            return SVC_NONE;
+        if (sl->hash != h)
+            continue;
+        const svc_group *g = &s->groups[sl->group];
+        if (g->parent == parent && g->tag == tag && g->key_len == len &&
+            memcmp(g->key, k, len) == 0)
+            return sl->group;
+    }
+}
+
+/* ---- rings (service_ring.c) ---- */
+
+/* Build ring `r` over the virtual nodes of `members` (n of them): SY_OK or
+ * SY_ENOMEM. The ring's arrays live in the service's arena. */
+int svc_ring_build(sy_service *s, svc_ring *r, const uint32_t *members,
+                   uint32_t n);
+/* Give group `g` (number `id`) its ring: the service ring, shared through
+ * a membership bitmap when g is dense enough, else a ring of its own.
+ * Call after the service ring is built. */
+int svc_ring_attach(sy_service *s, svc_group *g, uint32_t id);
+/* The member of non-empty group `g` that owns `key` on its ring. Lock-free,
+ * no allocation. */
+uint32_t svc_ring_pick(const svc_group *g, sy_str key);
+
+/* ---- passive health (service_health.c) ---- */
+
+/* Give instance i of `s` a fresh health record: SY_OK or SY_ENOMEM. */
+int svc_health_init(sy_service *s, svc_inst *in);
+/* Drop the instance's reference to its record. */
+void svc_health_release(const sy_alloc *a, svc_inst *in);
+/* True when `in` is ejected at `*now` (read through the clock lazily: *now
+ * is 0 until needed). */
+bool svc_health_ejected(const svc_inst *in, const sy_select_params *p,
+                        int64_t *now);
+
+/* ---- balancing structures (service_select.c) ---- */
+
+/* Fill g->cum, g->total, the alias table and the round-robin schedule (or
+ * permutation step) of group `g` from its members' weights. */
+int svc_finish_group(sy_service *s, svc_group *g);
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * target.c - the target of a match: everything a proxy needs to send the
+ * request upstream, in one call. It joins the filter plan (path, query,
+ * headers, PreserveHostHeader) with the route's upstream or, for lb://
+ * routes, the instance chosen by select.c (skipping the instances the host
+ * already tried), and works out the Host header to send as SCG does: the
+ * upstream's authority unless PreserveHostHeader keeps the client's.
+ * Strings it builds live in the match context's scratch arena.
+ */
+#include "match.h"
+#include "select.h"
+#include "service.h"
+
+static bool is_default_port(const char *scheme, uint16_t port) {
+    bool secure = strcmp(scheme, "https") == 0 || strcmp(scheme, "wss") == 0;
+    return port == (secure ? 443 : 80);
+}
+
+/* "host", "host:port", "[v6]" or "[v6]:port" in the scratch arena. */
+static sy_str authority(sy_arena *scratch, const char *scheme, const char *host,
+                        uint16_t port) {
+    bool v6 = strchr(host, ':') != NULL;
+    size_t hl = strlen(host);
+    char *buf = sy_arena_alloc(scratch, hl + 3 + 6 + 1);
+    if (!buf)
+        return (sy_str){NULL, 0};
+    size_t n = 0;
+    if (v6)
+        buf[n++] = '[';
+    memcpy(buf + n, host, hl);
+    n += hl;
+    if (v6)
+        buf[n++] = ']';
+    if (!is_default_port(scheme, port)) {
+        buf[n++] = ':';
+        char digits[6];
+        size_t d = 0;
+        do
+            digits[d++] = (char)('0' + port % 10);
+        while ((port /= 10) != 0);
+        while (d)
+            buf[n++] = digits[--d];
+    }
+    buf[n] = '\0';
+    return (sy_str){buf, n};
+}
+
+/* The plan's headers without Host: the target carries it apart. */
+static int headers_without_host(sy_arena *scratch, const sy_plan *p,
+                                sy_target *out) {
+    size_t hosts = 0;
+    for (size_t i = 0; i < p->header_count; i++)
+        hosts += sy_str_ieq(p->headers[i].name, "host", 4);
+    if (!hosts) {
+        out->headers = p->headers;
+        out->header_count = p->header_count;
+        return SY_OK;
+    }
+    size_t n = p->header_count - hosts;
+    sy_header *h = sy_arena_alloc(scratch, (n ? n : 1) * sizeof *h);
+    if (!h)
+        return SY_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < p->header_count; i++)
+        if (!sy_str_ieq(p->headers[i].name, "host", 4))
+            h[k++] = p->headers[i];
+    out->headers = h;
+    out->header_count = k;
+    return SY_OK;
+}
+
+static const char *metadata_value(const sy_instance *in, const char *key) {
+    for (size_t i = 0; i < in->metadata_count; i++)
+        if (strcmp(in->metadata[i].key, key) == 0)
+            return in->metadata[i].value;
+    return NULL;
+}
+
+int sy_match_target(const sy_match *m, const char *const *exclude,
+                    size_t exclude_count, sy_target *out, sy_error *err) {
+    if (!m || !out || (exclude_count && !exclude))
+        return sy_error_set(err, SY_EINVAL, "", "NULL argument");
+    memset(out, 0, sizeof *out);
+    sy_plan *p = sy_match_plan(m);
+    if (m->plan_rc)
+        return sy_error_set(err, m->plan_rc, "", "%s", sy_strerror(m->plan_rc));
+    if (p->action != SY_ACTION_PROXY)
+        return sy_error_set(err, SY_EINVAL, "",
+                            "route '%s' answers the request itself (status "
+                            "%d): it has no upstream target",
+                            m->route->id, p->status);
+    sy_arena *scratch = &m->ctx->scratch;
+    const sy_upstream *up = &m->route->upstream;
+    out->kind = up->kind;
+    out->path = p->path;
+    out->query = p->query;
+    if (headers_without_host(scratch, p, out))
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    if (up->kind == SY_UPSTREAM_URL) {
+        out->scheme = up->scheme;
+        out->host = up->host;
+        out->port = up->port;
+    } else if (up->kind == SY_UPSTREAM_SERVICE) {
+        sy_selection sel;
+        const sy_instance *in;
+        int rc = sy_select_for_match(m, exclude, exclude_count, &sel, &in,
+                                     &out->health, err);
+        if (rc)
+            return rc;
+        out->scheme = sel.scheme;
+        out->host = sel.host;
+        out->port = sel.port;
+        out->service = sel.service;
+        out->instance_id = sel.id;
+        out->version = metadata_value(in, "version");
+        out->zone = metadata_value(in, "zone");
+        out->metadata = in->metadata;
+        out->metadata_count = in->metadata_count;
+    } else {
+        return SY_OK; /* forward: / no://: path and query only */
+    }
+    if (p->preserve_host) {
+        out->host_header = m->req->host;
+    } else {
+        out->host_header =
+            authority(scratch, out->scheme, out->host, out->port);
+        if (!out->host_header.ptr)
+            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    return SY_OK;
+}

@@ -1,0 +1,60 @@
+/*
+ * publish_broken.c - the publication protocol of lib/publish.c weakened on
+ * purpose, so tests/test_publish_stress.c can show its checker catches a
+ * broken protocol (see hooks.h for the two weakenings). Everything not
+ * weakened is the library's own code; the weakened steps reach the
+ * domain's layout through lib/publish_int.h.
+ */
+#include "hooks.h"
+#include "publish_int.h"
+
+#include <sched.h>
+
+int sy_pub_broken_mode;
+
+/* Not weakened: the library's own calls. */
+int sy_pub_broken_new(const sy_alloc *alloc, const sy_pub_options *opts,
+                      sy_pub_obj *initial, sy_pub **out) {
+    return sy_pub_new(alloc, opts, initial, out);
+}
+void sy_pub_broken_free(sy_pub *p) {
+    sy_pub_free(p);
+}
+void sy_pub_broken_release(sy_pub_ref ref) {
+    sy_pub_release(ref);
+}
+void sy_pub_broken_metrics_get(const sy_pub *p, sy_pub_metrics *out) {
+    sy_pub_metrics_get(p, out);
+}
+
+/* Mode 2: read the slot the word names, yield, and only then count the
+ * borrow on whatever the word names by now. */
+sy_pub_ref sy_pub_broken_acquire(sy_pub *p) {
+    if (sy_pub_broken_mode != 2)
+        return sy_pub_acquire(p);
+    unsigned s = sy_pub_shard();
+    uint64_t w =
+        (uint64_t)atomic_load_explicit(&p->word[s].n, memory_order_acquire);
+    sy_pub_table *t = atomic_load_explicit(&p->table, memory_order_acquire);
+    sy_pub_obj *o = atomic_load_explicit(&t->entry[w >> SY_PUB_SLOT_SHIFT],
+                                         memory_order_relaxed);
+    sched_yield();
+    atomic_fetch_add_explicit(&p->word[s].n, 1, memory_order_acquire);
+    return (sy_pub_ref)o | s;
+}
+
+/* Mode 1: mark every retired object dead (no reader counted), then let
+ * the library's reclaim destroy them. */
+size_t sy_pub_broken_reclaim(sy_pub *p) {
+    if (sy_pub_broken_mode == 1)
+        for (sy_pub_obj *o = p->retired_head; o; o = o->retired_next)
+            atomic_store_explicit(&o->remaining, 0, memory_order_release);
+    return sy_pub_reclaim(p);
+}
+
+int sy_pub_broken_publish(sy_pub *p, sy_pub_obj *next) {
+    int rc = sy_pub_publish(p, next);
+    if (rc == SY_OK && sy_pub_broken_mode == 1)
+        sy_pub_broken_reclaim(p);
+    return rc;
+}

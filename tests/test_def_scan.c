@@ -1,0 +1,278 @@
+/* test_def_scan.c - hostile documents (issue 14 items 2 and 3): NUL bytes
+ * anywhere in a string are rejected with their path and offset instead of
+ * truncating the string; the size of a route, the number of routes and the
+ * syntax are checked by the pre-scan before any tree is built. */
+#include "def.h"
+#include "def_scan.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int parse(const char *json, size_t len, bool lenient, sy_error *e) {
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.lenient = lenient;
+    sy_document *d = NULL;
+    sy_error_clear(e);
+    int rc = sy_document_parse(json, len, &o, &d, e);
+    sy_document_free(d);
+    return rc;
+}
+
+/* Each document holds one NUL byte, written \u0000, in the place named by
+ * `path`; strict and lenient parses both reject it there. */
+static const struct {
+    const char *json, *path;
+} nul_cases[] = {
+    {"[{\"id\":\"a\\u0000b\",\"uri\":\"http://a\"}]", "[0].id"},
+    {"[{\"id\":\"a\",\"uri\":\"http://a\\u0000.evil\"}]", "[0].uri"},
+    {"[{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":[\"Path=/a\\u0000/b\"]"
+     "}]",
+     "[0].predicates[0]"},
+    {"[{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":[{\"name\":\"Header\","
+     "\"args\":{\"header\":\"X\",\"regexp\":\"a\\u0000|.*\"}}]}]",
+     "[0].predicates[0].args.regexp"},
+    {"[{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":[{\"name\":"
+     "\"Pa\\u0000th\",\"args\":{}}]}]",
+     "[0].predicates[0].name"},
+    {"[{\"id\":\"a\",\"uri\":\"http://a\",\"filters\":[\"AddRequestHeader=X,"
+     "v\\u0000w\"]}]",
+     "[0].filters[0]"},
+    {"[{\"id\":\"a\",\"uri\":\"http://a\",\"metadata\":{\"k\":\"v\\u0000\"}}]",
+     "[0].metadata.k"},
+    {"[{\"id\":\"a\",\"uri\":\"http://a\",\"metadata\":{\"k\\u0000\":1}}]",
+     "[0].metadata"},
+    {"{\"version\":\"1\\u0000\",\"routes\":[]}", "version"},
+};
+
+START_TEST(nul_escape_in_any_string_is_rejected_with_its_path) {
+    for (size_t i = 0; i < sizeof nul_cases / sizeof nul_cases[0]; i++) {
+        const char *j = nul_cases[i].json;
+        for (int lenient = 0; lenient < 2; lenient++) {
+            sy_error e;
+            int rc = parse(j, strlen(j), lenient, &e);
+            ck_assert_msg(rc == SY_EARG, "%s: rc %d (%s)", j, rc, e.message);
+            ck_assert_msg(strcmp(e.path, nul_cases[i].path) == 0,
+                          "%s: path '%s', want '%s'", j, e.path,
+                          nul_cases[i].path);
+            ck_assert_ptr_nonnull(strstr(e.message, "NUL"));
+            /* located at the backslash of \u0000 */
+            ck_assert_uint_eq(e.offset, (size_t)(strstr(j, "\\u0000") - j));
+            ck_assert_uint_eq(e.line, 1);
+        }
+    }
+}
+END_TEST
+
+START_TEST(raw_nul_byte_in_a_string_is_rejected) {
+    static const char doc[] = "[{\"id\":\"a\0b\",\"uri\":\"http://a\"}]";
+    sy_error e;
+    ck_assert_int_eq(parse(doc, sizeof doc - 1, false, &e), SY_EARG);
+    ck_assert_str_eq(e.path, "[0].id");
+    ck_assert_uint_eq(e.offset, 9);
+}
+END_TEST
+
+START_TEST(ids_differing_after_a_nul_do_not_collide_they_fail) {
+    const char *j = "[{\"id\":\"a\\u0000b\",\"uri\":\"http://a\"},"
+                    "{\"id\":\"a\\u0000c\",\"uri\":\"http://a\"}]";
+    sy_error e;
+    ck_assert_int_eq(parse(j, strlen(j), true, &e), SY_EARG);
+    ck_assert_str_eq(e.path, "[0].id");
+}
+END_TEST
+
+START_TEST(nul_in_a_single_route_and_in_default_filters_is_rejected) {
+    const char *r = "{\"id\":\"a\",\"uri\":\"http://a\\u0000b\"}";
+    struct sy_route *out = NULL;
+    sy_error e;
+    ck_assert_int_eq(sy_def_parse_route(r, strlen(r), NULL, "route", &out, &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "uri");
+    const char *f = "[\"AddRequestHeader=X,a\\u0000\"]";
+    ck_assert_int_eq(sy_def_parse_filters(f, strlen(f), NULL, &out, &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "[0]");
+}
+END_TEST
+
+START_TEST(other_escapes_still_decode) {
+    const char *j = "[{\"id\":\"a\\u00e9\\ud83d\\ude00\\n\",\"uri\":"
+                    "\"http://a\"}]";
+    sy_document *d = NULL;
+    sy_error e;
+    ck_assert_int_eq(sy_document_parse(j, strlen(j), NULL, &d, &e), 0);
+    ck_assert_str_eq(sy_route_id(sy_document_route(d, 0)),
+                     "a\xc3\xa9\xf0\x9f\x98\x80\n");
+    sy_document_free(d);
+}
+END_TEST
+
+/* A document of many tiny values is refused by the scan, before cJSON
+ * builds a node (~64 bytes) for each 2-byte value. */
+static char *zeros_doc(const char *head, size_t n, const char *tail,
+                       size_t *len) {
+    size_t hl = strlen(head), tl = strlen(tail);
+    char *s = malloc(hl + 2 * n + tl + 1);
+    ck_assert_ptr_nonnull(s);
+    memcpy(s, head, hl);
+    size_t o = hl;
+    for (size_t i = 0; i < n; i++) {
+        s[o++] = '0';
+        s[o++] = ',';
+    }
+    o--; /* no comma after the last value */
+    memcpy(s + o, tail, tl + 1);
+    *len = o + tl;
+    return s;
+}
+
+START_TEST(a_route_with_too_many_values_is_rejected_before_parsing) {
+    size_t len;
+    char *j = zeros_doc("[{\"id\":\"a\",\"uri\":\"http://a\",\"metadata\":"
+                        "{\"big\":[",
+                        SY_MAX_ROUTE_VALUES + 10, "]}}]", &len);
+    sy_error e;
+    for (int lenient = 0; lenient < 2; lenient++) {
+        ck_assert_int_eq(parse(j, len, lenient, &e), SY_ELIMIT);
+        ck_assert_str_eq(e.path, "[0]");
+        /* stopped at the first value over the cap, not at the end */
+        ck_assert_uint_lt(e.offset, len - 2 * 9);
+    }
+    /* the same array within the cap is accepted */
+    free(j);
+    j = zeros_doc("[{\"id\":\"a\",\"uri\":\"http://a\",\"metadata\":"
+                  "{\"big\":[",
+                  SY_MAX_ROUTE_VALUES - 100, "]}}]", &len);
+    ck_assert_int_eq(parse(j, len, false, &e), 0);
+    free(j);
+}
+END_TEST
+
+START_TEST(a_single_route_with_too_many_values_is_rejected) {
+    size_t len;
+    char *j = zeros_doc("{\"id\":\"a\",\"uri\":\"http://a\",\"metadata\":"
+                        "{\"big\":[",
+                        SY_MAX_ROUTE_VALUES + 10, "]}}", &len);
+    struct sy_route *out = NULL;
+    sy_error e;
+    ck_assert_int_eq(sy_def_parse_route(j, len, NULL, "route", &out, &e),
+                     SY_ELIMIT);
+    ck_assert_ptr_null(out);
+    free(j);
+}
+END_TEST
+
+START_TEST(too_many_routes_stop_the_scan_at_the_first_one_over) {
+    size_t len;
+    char *j = zeros_doc("[", 100000, "]", &len);
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.limits.max_routes = 10;
+    o.lenient = true;
+    sy_document *d = NULL;
+    sy_error e;
+    ck_assert_int_eq(sy_document_parse(j, len, &o, &d, &e), SY_ELIMIT);
+    ck_assert_str_eq(e.path, "");
+    ck_assert_uint_eq(e.offset, 1 + 2 * 10); /* the 11th value */
+    free(j);
+    j = zeros_doc("{\"routes\":[", 100, "]}", &len);
+    ck_assert_int_eq(sy_document_parse(j, len, &o, &d, &e), SY_ELIMIT);
+    ck_assert_str_eq(e.path, "routes");
+    free(j);
+}
+END_TEST
+
+START_TEST(values_outside_the_routes_are_capped_too) {
+    size_t len;
+    char *j = zeros_doc("{\"routes\":[],\"version\":[",
+                        SY_MAX_ROUTE_VALUES + 10, "]}", &len);
+    sy_error e;
+    ck_assert_int_eq(parse(j, len, false, &e), SY_ELIMIT);
+    free(j);
+}
+END_TEST
+
+START_TEST(syntax_is_strict_json) {
+    static const char *const bad[] = {
+        "[01]",
+        "[1.]",
+        "[.5]",
+        "[+1]",
+        "[-]",
+        "[1e]",
+        "[\"\\x\"]",
+        "[\"\\u12\"]",
+        "[\"\\udc00\"]",
+        "[\"\\ud800x\"]",
+        "[tru]",
+        "[nul]",
+        "[1,]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "[\"a\" \"b\"]",
+        "[",
+        "\"abc",
+        "[]]",
+        "{1:2}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sy_error e;
+        int rc = parse(bad[i], strlen(bad[i]), true, &e);
+        ck_assert_msg(rc == SY_ESYNTAX, "%s: %d (%s)", bad[i], rc, e.message);
+        ck_assert_msg(e.line == 1 && e.column >= 1, "%s: not located", bad[i]);
+    }
+}
+END_TEST
+
+START_TEST(byte_order_mark_and_whitespace_are_accepted) {
+    const char *j =
+        "\xEF\xBB\xBF \r\n\t[ {\"id\" : \"a\" , \"uri\":\"http://a\","
+        "\"order\":-1.5e1} ] \n";
+    sy_document *d = NULL;
+    sy_error e;
+    int rc = sy_document_parse(j, strlen(j), NULL, &d, &e);
+    ck_assert_msg(rc == 0 || rc == SY_ERANGE || rc == SY_ETYPE, "%d %s", rc,
+                  e.message);
+    sy_document_free(d);
+    j = "\xEF\xBB\xBF[{\"id\":\"a\",\"uri\":\"http://a\",\"order\":-15}]";
+    ck_assert_int_eq(sy_document_parse(j, strlen(j), NULL, &d, &e), 0);
+    ck_assert_int_eq(sy_route_order(sy_document_route(d, 0)), -15);
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(the_first_routes_and_version_keys_are_the_ones_read) {
+    const char *j = "{\"version\":\"7\",\"routes\":[{\"id\":\"a\",\"uri\":"
+                    "\"http://a\"}],\"version\":\"8\",\"routes\":[]}";
+    sy_document *d = NULL;
+    sy_error e;
+    ck_assert_int_eq(sy_document_parse(j, strlen(j), NULL, &d, &e), 0);
+    ck_assert_str_eq(sy_document_version(d), "7");
+    ck_assert_uint_eq(sy_document_route_count(d), 1);
+    sy_document_free(d);
+    j = "{\"rout\\u0065s\":[{\"id\":\"a\",\"uri\":\"http://a\"}]}";
+    ck_assert_int_eq(sy_document_parse(j, strlen(j), NULL, &d, &e), 0);
+    ck_assert_uint_eq(sy_document_route_count(d), 1);
+    sy_document_free(d);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("def_scan");
+    TCase *tc = tcase_create("def_scan");
+    tcase_add_test(tc, nul_escape_in_any_string_is_rejected_with_its_path);
+    tcase_add_test(tc, raw_nul_byte_in_a_string_is_rejected);
+    tcase_add_test(tc, ids_differing_after_a_nul_do_not_collide_they_fail);
+    tcase_add_test(tc,
+                   nul_in_a_single_route_and_in_default_filters_is_rejected);
+    tcase_add_test(tc, other_escapes_still_decode);
+    tcase_add_test(tc, a_route_with_too_many_values_is_rejected_before_parsing);
+    tcase_add_test(tc, a_single_route_with_too_many_values_is_rejected);
+    tcase_add_test(tc, too_many_routes_stop_the_scan_at_the_first_one_over);
+    tcase_add_test(tc, values_outside_the_routes_are_capped_too);
+    tcase_add_test(tc, syntax_is_strict_json);
+    tcase_add_test(tc, byte_order_mark_and_whitespace_are_accepted);
+    tcase_add_test(tc, the_first_routes_and_version_keys_are_the_ones_read);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

@@ -1,0 +1,333 @@
+/* test_path_normalize.c - request path normalisation (issue 9 item 7): the
+ * normalisation table (dot segments, "//", %2F, %2e%2e, traversal above the
+ * root) under each option, and end to end with the router's default
+ * (normalise, keep "//", keep %2F encoded): what matches, what is captured
+ * and the path forwarded upstream. */
+#include "def.h"
+#include "path_normalize.h"
+#include "snapshot.h"
+#include "testutil.h"
+
+#include "switchyard.h"
+
+#include <stdio.h>
+
+#define BAD NULL /* the path is refused: SY_PN_BAD_PATH */
+
+enum { DEF, MERGE, REJECT, DECODE, AS_IS };
+
+static const struct {
+    int opts;
+    const char *in, *want;
+} table[] = {
+    /* dot segments, RFC 3986 5.2.4 */
+    {DEF, "/a/./b", "/a/b"},
+    {DEF, "/a/b/../c", "/a/c"},
+    {DEF, "/a/b/..", "/a/"},
+    {DEF, "/a/b/.", "/a/b/"},
+    {DEF, "/a/..", "/"},
+    {DEF, "/.", "/"},
+    {DEF, "/api/../admin", "/admin"},
+    {DEF, "/a/%2e%2e/b", "/b"},
+    {DEF, "/a/%2E./b", "/b"},
+    {DEF, "/a/.%2e/b", "/b"},
+    {DEF, "/a/%2e/b", "/a/b"},
+    {DEF, "/a/..;jsessionid=1/b", "/b"}, /* matrix params do not hide .. */
+    {DEF, "/a/.../b", "/a/.../b"},       /* not a dot segment */
+    {DEF, "/a/.b/c.", "/a/.b/c."},
+    {DEF, "/a/%2e%2e%2e/b", "/a/%2e%2e%2e/b"},
+    {DEF, "a/../b", "/b"},
+    {DEF, "", ""},
+    {DEF, "/", "/"},
+    {DEF, "/plain/path", "/plain/path"},
+    /* traversal above the root */
+    {DEF, "/..", BAD},
+    {DEF, "/../a", BAD},
+    {DEF, "/a/../../b", BAD},
+    {DEF, "/%2e%2e/etc/passwd", BAD},
+    {DEF, "/a/./../..", BAD},
+    /* repeated slashes */
+    {DEF, "/a//b", "/a//b"},
+    {DEF, "/a//../b", "/a/b"}, /* ".." pops the empty segment */
+    {MERGE, "/a//b", "/a/b"},
+    {MERGE, "//a///b//", "/a/b/"},
+    {MERGE, "/a//..//b", "/b"},
+    /* encoded slashes */
+    {DEF, "/a%2Fb", "/a%2Fb"},
+    {DEF, "/a/%2F../b", "/a/%2F../b"}, /* one segment "/.." decoded: kept */
+    {REJECT, "/a%2Fb", BAD},
+    {REJECT, "/a%2fb", BAD},
+    {REJECT, "/a%5Cb", BAD},
+    {REJECT, "/a/b", "/a/b"},
+    {DECODE, "/a%2Fb", "/a/b"},
+    {DECODE, "/a%5cb", "/a/b"},
+    {DECODE, "/a/%2F../b", "/a/b"},
+    {DECODE, "/a%2F..%2F..%2Fb", BAD},
+    /* as is: nothing touched */
+    {AS_IS, "/api/../admin", "/api/../admin"},
+    {AS_IS, "/..", "/.."},
+};
+
+static sy_path_norm_opts opts_of(int k) {
+    sy_path_norm_opts o = {SY_PN_NORMALIZE, false, SY_PN_SLASHES_KEEP};
+    if (k == MERGE)
+        o.merge_slashes = true;
+    else if (k == REJECT)
+        o.escaped_slashes = SY_PN_SLASHES_REJECT;
+    else if (k == DECODE)
+        o.escaped_slashes = SY_PN_SLASHES_DECODE;
+    else if (k == AS_IS)
+        o.mode = SY_PN_AS_IS;
+    return o;
+}
+
+START_TEST(normalisation_table) {
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    sy_arena ar;
+    sy_arena_init(&ar, &a, 256);
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        sy_path_norm_opts o = opts_of(table[i].opts);
+        sy_str in = {table[i].in, strlen(table[i].in)}, out = {NULL, 0};
+        int rc = sy_path_normalize(&o, in, &ar, &out);
+        if (!table[i].want) {
+            ck_assert_msg(rc == SY_PN_BAD_PATH, "%s (opts %d): rc %d, '%.*s'",
+                          table[i].in, table[i].opts, rc, (int)out.len,
+                          out.ptr ? out.ptr : "");
+            continue;
+        }
+        ck_assert_msg(rc == 0, "%s (opts %d): rc %d", table[i].in,
+                      table[i].opts, rc);
+        ck_assert_msg(out.len == strlen(table[i].want) &&
+                          memcmp(out.ptr, table[i].want, out.len) == 0,
+                      "%s (opts %d): '%.*s', want '%s'", table[i].in,
+                      table[i].opts, (int)out.len, out.ptr, table[i].want);
+        /* an unchanged path is the caller's own slice, not a copy */
+        if (strcmp(table[i].in, table[i].want) == 0)
+            ck_assert_ptr_eq(out.ptr, in.ptr);
+    }
+    sy_arena_free(&ar);
+}
+END_TEST
+
+/* End to end, router defaults. */
+static const char *ROUTES =
+    "[{\"id\":\"api\",\"uri\":\"http://api\",\"predicates\":[\"Path=/api/"
+    "**\"]},"
+    "{\"id\":\"admin\",\"uri\":\"http://admin\",\"predicates\":"
+    "[\"Path=/admin/**\"]},"
+    "{\"id\":\"files\",\"uri\":\"http://files\",\"predicates\":"
+    "[\"Path=/files/{name}\"],\"filters\":[\"SetPath=/store/{name}\"]},"
+    "{\"id\":\"strip\",\"uri\":\"http://strip\",\"predicates\":"
+    "[\"Path=/s/**\"],\"filters\":[\"StripPrefix=1\"]}]";
+
+typedef struct outcome {
+    char route[32]; /* "" when nothing matched */
+    char path[128]; /* the path sent upstream */
+    char name[64];  /* the {name} capture, when any */
+    bool bad_path;
+} outcome;
+
+static sy_router *r;
+
+static void router_up(void) {
+    ck_assert_int_eq(sy_router_new(NULL, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    ck_assert_int_eq(
+        sy_router_apply(r, "s", ROUTES, strlen(ROUTES), NULL, NULL), 0);
+}
+
+static void router_down(void) {
+    sy_router_free(r);
+    r = NULL;
+}
+
+static outcome route(const char *path) {
+    outcome o;
+    memset(&o, 0, sizeof o);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){path, strlen(path)};
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m = NULL;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    o.bad_path = (sy_match_ctx_nomatch(ctx, NULL) == SY_NOMATCH_BAD_PATH);
+    if (m) {
+        snprintf(o.route, sizeof o.route, "%s", sy_route_id(sy_match_route(m)));
+        sy_str p = sy_match_path(m);
+        snprintf(o.path, sizeof o.path, "%.*s", (int)p.len, p.ptr);
+        sy_str v = sy_match_var_get(m, "name");
+        if (v.ptr)
+            snprintf(o.name, sizeof o.name, "%.*s", (int)v.len, v.ptr);
+    }
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    return o;
+}
+
+START_TEST(dot_segments_cannot_escape_a_path_prefix) {
+    outcome o = route("/api/../admin/users");
+    ck_assert_str_eq(o.route, "admin");
+    ck_assert_str_eq(o.path, "/admin/users");
+    o = route("/api/%2e%2e/admin/users");
+    ck_assert_str_eq(o.route, "admin");
+    ck_assert_str_eq(o.path, "/admin/users");
+    o = route("/api/./v1/../v2");
+    ck_assert_str_eq(o.route, "api");
+    ck_assert_str_eq(o.path, "/api/v2");
+}
+END_TEST
+
+START_TEST(a_path_above_the_root_matches_nothing_with_a_reason) {
+    static const char *const bad[] = {"/..", "/api/../../admin",
+                                      "/%2e%2e/api/x", "/s/../../x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        outcome o = route(bad[i]);
+        ck_assert_msg(o.route[0] == '\0', "%s matched %s", bad[i], o.route);
+        ck_assert_msg(o.bad_path, "%s: no bad-path reason", bad[i]);
+    }
+    outcome o = route("/nothing/here");
+    ck_assert_str_eq(o.route, "");
+    ck_assert(!o.bad_path); /* an ordinary miss is not a bad path */
+}
+END_TEST
+
+START_TEST(captures_and_filters_see_the_normalised_path) {
+    outcome o = route("/files/x/../report.pdf");
+    ck_assert_str_eq(o.route, "files");
+    ck_assert_str_eq(o.name, "report.pdf");
+    ck_assert_str_eq(o.path, "/store/report.pdf");
+    o = route("/s/a/./b/../c");
+    ck_assert_str_eq(o.route, "strip");
+    ck_assert_str_eq(o.path, "/a/c");
+}
+END_TEST
+
+START_TEST(encoded_slashes_stay_encoded_by_default) {
+    outcome o = route("/files/a%2Fb");
+    ck_assert_str_eq(o.route, "files"); /* one segment */
+    ck_assert_str_eq(o.name, "a/b");
+    o = route("/api/%2F..%2Fadmin");
+    ck_assert_str_eq(o.route, "api"); /* "%2F..%2F" is no dot segment */
+    ck_assert_str_eq(o.path, "/api/%2F..%2Fadmin");
+}
+END_TEST
+
+START_TEST(repeated_slashes_are_kept_by_default) {
+    outcome o = route("/api//x");
+    ck_assert_str_eq(o.route, "api");
+    ck_assert_str_eq(o.path, "/api//x");
+}
+END_TEST
+
+/* End to end under each option: a snapshot derived with the option set
+ * in its config (what the router option will set). */
+static outcome route_with(int k, const char *path) {
+    static const char *const defs[] = {
+        "{\"id\":\"files\",\"uri\":\"http://files\",\"predicates\":"
+        "[\"Path=/files/{name}\"],\"filters\":[\"SetPath=/store/{name}\"]}",
+        "{\"id\":\"deep\",\"uri\":\"http://deep\",\"predicates\":"
+        "[\"Path=/files/{a}/{b}\"]}"};
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    struct sy_route *rt[2];
+    sy_route_change ch[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(sy_def_parse_route(defs[i], strlen(defs[i]), NULL,
+                                            "route", &rt[i], NULL),
+                         0);
+        ch[i] = (sy_route_change){rt[i]->id, rt[i], sy_rank_key(0, 0, i), 0};
+    }
+    const char *const sources[] = {"s"};
+    sy_snapshot_config cfg = {0};
+    cfg.path_norm = opts_of(k);
+    cfg.sources = sources;
+    cfg.source_count = 1;
+    sy_snapshot *snap;
+    struct sy_route **removed;
+    size_t nremoved;
+    ck_assert_int_eq(sy_snapshot_derive(&a, NULL, &cfg, ch, 2, 1, &snap,
+                                        &removed, &nremoved, NULL),
+                     0);
+    sy_free(&a, removed);
+    outcome o;
+    memset(&o, 0, sizeof o);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){path, strlen(path)};
+    sy_match *m = NULL;
+    ck_assert_int_eq(sy_snapshot_match(snap, ctx, &req, &m), 0);
+    o.bad_path = (sy_match_ctx_nomatch(ctx, NULL) == SY_NOMATCH_BAD_PATH);
+    if (m) {
+        snprintf(o.route, sizeof o.route, "%s", sy_route_id(sy_match_route(m)));
+        sy_str p = sy_match_path(m);
+        snprintf(o.path, sizeof o.path, "%.*s", (int)p.len, p.ptr);
+    }
+    sy_match_ctx_free(ctx);
+    sy_snapshot_destroy(snap);
+    sy_route_unref(rt[0]);
+    sy_route_unref(rt[1]);
+    return o;
+}
+
+START_TEST(escaped_slash_options_end_to_end) {
+    /* keep: %2F is inside one segment, the capture holds a '/' */
+    outcome o = route_with(DEF, "/files/a%2Fb");
+    ck_assert_str_eq(o.route, "files");
+    /* reject: nothing matches, with the bad-path reason */
+    o = route_with(REJECT, "/files/a%2Fb");
+    ck_assert_str_eq(o.route, "");
+    ck_assert(o.bad_path);
+    /* decode: two segments, forwarded as such */
+    o = route_with(DECODE, "/files/a%2Fb");
+    ck_assert_str_eq(o.route, "deep");
+    ck_assert_str_eq(o.path, "/files/a/b");
+    /* decode turns an encoded traversal into dot segments */
+    o = route_with(DECODE, "/files/x%2F..%2Freport");
+    ck_assert_str_eq(o.route, "files");
+    ck_assert_str_eq(o.path, "/store/report");
+    o = route_with(DECODE, "/files/..%2F..%2F..%2Fetc");
+    ck_assert_str_eq(o.route, "");
+    ck_assert(o.bad_path);
+}
+END_TEST
+
+START_TEST(merge_slashes_end_to_end) {
+    outcome o = route_with(DEF, "/files//a");
+    ck_assert_str_eq(o.route, ""); /* an empty segment: no {name} */
+    ck_assert(!o.bad_path);
+    o = route_with(MERGE, "//files//a");
+    ck_assert_str_eq(o.route, "files");
+    ck_assert_str_eq(o.path, "/store/a");
+}
+END_TEST
+
+START_TEST(as_is_leaves_the_path_alone) {
+    outcome o = route_with(AS_IS, "/files/x/../y");
+    ck_assert_str_eq(o.route, ""); /* four segments */
+    o = route_with(DEF, "/files/x/../y");
+    ck_assert_str_eq(o.route, "files");
+    ck_assert_str_eq(o.path, "/store/y");
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("path_normalize");
+    TCase *tc = tcase_create("path_normalize");
+    tcase_add_unchecked_fixture(tc, router_up, router_down);
+    tcase_add_test(tc, normalisation_table);
+    tcase_add_test(tc, dot_segments_cannot_escape_a_path_prefix);
+    tcase_add_test(tc, a_path_above_the_root_matches_nothing_with_a_reason);
+    tcase_add_test(tc, captures_and_filters_see_the_normalised_path);
+    tcase_add_test(tc, encoded_slashes_stay_encoded_by_default);
+    tcase_add_test(tc, repeated_slashes_are_kept_by_default);
+    tcase_add_test(tc, escaped_slash_options_end_to_end);
+    tcase_add_test(tc, merge_slashes_end_to_end);
+    tcase_add_test(tc, as_is_leaves_the_path_alone);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,17 +149,6 @@ static int64_t json_i64(const cJSON *o, const char *name) {
     return 0;
 }
 
-/* FNV-1a 64 of bytes (the checksum shown until the library's source
- * status reports its own). */
-static uint64_t fnv64(const char *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* ------------------------------------------------------------------ */
 /* State                                                                */
 /* ------------------------------------------------------------------ */
@@ -180,6 +170,7 @@ typedef struct source_rec {
     bool has_version;
     uint64_t checksum; /* of the live document's bytes */
     char *error;       /* last attempt's error, NULL if it succeeded */
+    size_t lib_index;  /* the router's index of the source, or SIZE_MAX */
 } source_rec;
 
 /* One instance: PREFIX instances/<service>/<id>. */
@@ -197,6 +188,7 @@ typedef struct service_rec {
     inst_rec *v; /* sorted by id */
     size_t n, cap;
     bool touched;
+    char *error; /* the router rejected the list (NULL: accepted) */
 } service_rec;
 
 /* A key change to apply (from a watch event or a full read). */
@@ -933,79 +925,101 @@ static void stage_instance(gw_etcd *e, change *c) {
     s->touched = true;
 }
 
-/* Publish a touched service's whole list (valid instances, id order). */
-static void commit_service(gw_etcd *e, service_rec *s) {
-    s->touched = false;
-    sy_instance *list = calloc(s->n + 1, sizeof *list);
-    if (!list)
-        return;
-    size_t k = 0;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->v[i].json)
-            list[k++] = s->v[i].inst;
-    sy_error err;
-    if (sy_router_set_instances(e->router, s->name, list, k, NULL, &err)) {
-        char msg[512];
-        format_error(msg, sizeof msg, &err);
-        etcd_log(e, GW_ETCD_LOG_ERROR, "instances of %s: %s", s->name, msg);
-        e->rejected++;
+/* The router's index of a source (registration order), cached. */
+static size_t lib_source_index(gw_etcd *e, source_rec *s) {
+    size_t n = sy_router_source_count(e->router);
+    if (s->lib_index < n)
+        return s->lib_index;
+    for (size_t i = 0; i < n; i++) {
+        sy_source_status st;
+        if (sy_router_source_status(e->router, i, &st, NULL) == 0 &&
+            strcmp(st.name, s->name) == 0)
+            return s->lib_index = i;
     }
-    free(list);
+    return SIZE_MAX;
 }
 
-/* Apply one route document change (under mu). */
-static void apply_route(gw_etcd *e, change *c) {
+/* The source's record, registering it with the router on first sight. */
+static source_rec *source_for(gw_etcd *e, change *c) {
     source_rec *s = find_source(e, c->name);
-    if (!s) {
-        if (c->del)
-            return;
-        sy_error err;
-        int rc = sy_router_add_source(e->router, c->name, &err);
-        if (rc && rc != SY_EEXIST) {
-            etcd_log(e, GW_ETCD_LOG_ERROR, "source %s: %s", c->name,
-                     err.message);
-            return;
-        }
-        s = add_source(e, c->name, c->key);
-        if (!s)
-            return;
-    }
-    s->mod_revision = c->mod_revision;
-    s->present = !c->del;
-    if (!c->del)
-        s->create_revision = c->create_revision;
-    /* A deleted key empties its source. */
-    const char *doc = c->del ? "[]" : c->value;
-    size_t len = c->del ? 2 : c->len;
-    sy_report *rep = NULL;
+    if (s)
+        return s;
     sy_error err;
-    if (sy_router_apply(e->router, s->name, doc, len, &rep, &err)) {
-        char msg[768];
-        format_error(msg, sizeof msg, &err);
-        char full[1024];
-        snprintf(full, sizeof full, "%s", msg);
-        set_str(&s->error, full);
-        e->rejected++;
-        etcd_log(e, GW_ETCD_LOG_WARN,
-                 "%s rejected (mod_revision %" PRId64 "): %s", s->key,
-                 c->mod_revision, msg);
-    } else {
-        set_str(&s->error, NULL);
-        const char *v = rep ? sy_report_version(rep) : NULL;
-        if (!rep || !sy_report_skipped(rep)) {
-            s->has_version = v != NULL;
-            snprintf(s->version, sizeof s->version, "%s", v ? v : "");
-            s->checksum = fnv64(doc, len);
-        }
-        s->applied = !c->del;
+    int rc = sy_router_add_source(e->router, c->name, &err);
+    if (rc && rc != SY_EEXIST) {
+        etcd_log(e, GW_ETCD_LOG_ERROR, "source %s: %s", c->name, err.message);
+        return NULL;
     }
-    sy_report_free(rep);
+    s = add_source(e, c->name, c->key);
+    if (s)
+        s->lib_index = SIZE_MAX;
+    return s;
+}
+
+/* One staged change of a commit: a route document or a service's list. */
+typedef struct staged {
+    change *c;        /* route change, or NULL */
+    service_rec *svc; /* instance list, or NULL */
+    bool dropped;     /* rejected by an earlier commit attempt */
+    char *error;      /* why, when dropped */
+} staged;
+
+/* The error of a failed commit without its "change N (kind 'name'): ". */
+static void commit_error(char *out, size_t cap, sy_error *err) {
+    const char *m = err->message;
+    if (strncmp(m, "change ", 7) == 0) {
+        const char *p = strstr(m, "): ");
+        if (p)
+            m = p + 3;
+    }
+    char msg[sizeof err->message];
+    snprintf(msg, sizeof msg, "%s", m);
+    memcpy(err->message, msg, sizeof msg);
+    format_error(out, cap, err);
+}
+
+/* Stage every change not dropped yet; instance lists first. */
+static int stage_all(gw_etcd *e, sy_change_set *cs, staged *st, size_t n,
+                     size_t *map, size_t *count) {
+    sy_error err;
+    *count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (st[i].dropped)
+            continue;
+        int rc;
+        if (st[i].svc) {
+            service_rec *s = st[i].svc;
+            sy_instance *list = calloc(s->n + 1, sizeof *list);
+            if (!list)
+                return SY_ENOMEM;
+            size_t k = 0;
+            for (size_t j = 0; j < s->n; j++)
+                if (s->v[j].json)
+                    list[k++] = s->v[j].inst;
+            rc = sy_change_set_set_instances(cs, s->name, list, k, &err);
+            free(list);
+        } else {
+            change *c = st[i].c;
+            /* A deleted key empties its source. */
+            rc = sy_change_set_apply(cs, c->name, c->del ? "[]" : c->value,
+                                     c->del ? 2 : c->len, &err);
+        }
+        if (rc) {
+            etcd_log(e, GW_ETCD_LOG_ERROR, "staging: %s", err.message);
+            return rc;
+        }
+        map[(*count)++] = i;
+    }
+    return 0;
 }
 
 /*
- * Apply a list of changes as one step and record `revision` as what the
- * router reflects (a watch only moves it forward). Instances go first, so a new
- * route never points at a service whose instances are not there yet.
+ * Apply a list of changes as ONE commit (sy_router_commit: one publish)
+ * and record `revision` as what the router reflects (a watch only moves
+ * it forward). Instance lists are staged first, so a new route never
+ * points at a service whose instances are not there yet. A change the
+ * router rejects (a broken document) is dropped with its error and the
+ * rest committed again: the other sources keep going.
  */
 static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
                           bool full_read) {
@@ -1014,12 +1028,93 @@ static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
     for (size_t i = 0; i < l->n; i++)
         if (!l->v[i].is_route)
             stage_instance(e, &l->v[i]);
-    for (size_t i = 0; i < e->svc_n; i++)
-        if (e->svc[i].touched)
-            commit_service(e, &e->svc[i]);
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].is_route)
-            apply_route(e, &l->v[i]);
+    size_t n = 0;
+    staged *st = calloc(l->n + e->svc_n + 1, sizeof *st);
+    size_t *map = calloc(l->n + e->svc_n + 1, sizeof *map);
+    for (size_t i = 0; st && map && i < e->svc_n; i++)
+        if (e->svc[i].touched) {
+            e->svc[i].touched = false;
+            st[n++] = (staged){.svc = &e->svc[i]};
+        }
+    for (size_t i = 0; st && map && i < l->n; i++) {
+        change *c = &l->v[i];
+        if (!c->is_route)
+            continue;
+        source_rec *s = c->del ? find_source(e, c->name) : source_for(e, c);
+        if (!s)
+            continue;
+        s->mod_revision = c->mod_revision;
+        s->present = !c->del;
+        if (!c->del)
+            s->create_revision = c->create_revision;
+        st[n++] = (staged){.c = c};
+    }
+    bool committed = false;
+    while (st && map && !committed) {
+        sy_change_set *cs = NULL;
+        sy_report *rep = NULL;
+        sy_error err;
+        size_t count = 0;
+        if (sy_change_set_new(e->router, &cs, &err) ||
+            stage_all(e, cs, st, n, map, &count)) {
+            sy_change_set_free(cs);
+            break;
+        }
+        int rc = count ? sy_router_commit(e->router, cs, &rep, &err) : 0;
+        sy_change_set_free(cs);
+        if (!rc) {
+            committed = true;
+            sy_report_free(rep);
+            break;
+        }
+        long f = rep ? sy_report_failed_change(rep) : -1;
+        sy_report_free(rep);
+        char msg[1024];
+        commit_error(msg, sizeof msg, &err);
+        if (f < 0 || (size_t)f >= count) {
+            etcd_log(e, GW_ETCD_LOG_ERROR, "commit failed: %s", msg);
+            break;
+        }
+        staged *bad = &st[map[f]];
+        bad->dropped = true;
+        bad->error = xstrdup(msg);
+        e->rejected++;
+        if (bad->c)
+            etcd_log(e, GW_ETCD_LOG_WARN,
+                     "%s rejected (mod_revision %" PRId64 "): %s", bad->c->key,
+                     bad->c->mod_revision, msg);
+        else
+            etcd_log(e, GW_ETCD_LOG_WARN, "instances of %s rejected: %s",
+                     bad->svc->name, msg);
+    }
+    /* Per-source outcome, in staging order: the last attempt wins. */
+    for (size_t i = 0; i < n; i++) {
+        if (st[i].svc) {
+            set_str(&st[i].svc->error, st[i].dropped ? st[i].error : NULL);
+            continue;
+        }
+        source_rec *s = find_source(e, st[i].c->name);
+        if (!s)
+            continue;
+        if (st[i].dropped || !committed) {
+            set_str(&s->error, st[i].error ? st[i].error : "commit failed");
+            continue;
+        }
+        set_str(&s->error, NULL);
+        sy_source_status ss;
+        size_t k = lib_source_index(e, s);
+        if (k != SIZE_MAX &&
+            sy_router_source_status(e->router, k, &ss, NULL) == 0) {
+            s->applied = ss.applied && s->present;
+            s->has_version = ss.applied && ss.version[0];
+            snprintf(s->version, sizeof s->version, "%s", ss.version);
+            s->checksum = ss.checksum;
+        }
+    }
+    for (size_t i = 0; st && i < n; i++)
+        free(st[i].error);
+    free(st);
+    free(map);
     e->events += l->n;
     /* A full read is the truth, even when etcd went back (lost data). */
     if (full_read || revision > e->revision)
@@ -1477,6 +1572,7 @@ static void free_records(gw_etcd *e) {
             inst_free(&e->svc[i].v[j]);
         free(e->svc[i].v);
         free(e->svc[i].name);
+        free(e->svc[i].error);
     }
     free(e->svc);
 }
@@ -1638,7 +1734,7 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     for (size_t i = 0; i < e->svc_n; i++) {
         const service_rec *s = &e->svc[i];
         size_t live = 0;
-        const char *error = NULL;
+        const char *error = s->error;
         for (size_t k = 0; k < s->n; k++) {
             live += s->v[k].json != NULL;
             if (!error)

@@ -52,7 +52,8 @@ t.ok(st["etcd"]["fingerprint"] == st["fingerprint"],
      "the module's fingerprint is the live snapshot's", st)
 
 # --- watch: one commit per watch response ------------------------------
-c0 = d.status()["etcd"]["commits"]
+s0 = d.status()
+c0, g0 = s0["etcd"]["commits"], s0["generation"]
 rev = etcd.txn_put([
     (P + "routes/users", routes_doc(8, [
         route("users", "/users/**", uri="http://users:8080"),
@@ -64,8 +65,9 @@ st = d.status()
 t.ok("users-v2" in st["routes"] and
      st["etcd"]["services"][0]["instances"] == 2,
      "a transaction's route and instance changes are applied", st)
-t.ok(st["etcd"]["commits"] == c0 + 1,
-     "one watch response is one commit", (c0, st["etcd"]["commits"]))
+t.ok(st["etcd"]["commits"] == c0 + 1 and st["generation"] == g0 + 1,
+     "one watch response is one commit and one publish",
+     (c0, st["etcd"]["commits"], g0, st["generation"]))
 
 # --- a broken document is rejected, the rest keeps serving -------------
 broken = routes_doc(9, [
@@ -87,12 +89,25 @@ t.ok(d.match("GET", "h", "/orders/9").get("route") == "orders",
 metrics = d.cmd("metrics")["text"]
 t.ok('switchyard_etcd_source_error{source="users"} 1' in metrics,
      "the error shows in the metrics", metrics)
-rev = etcd.put(P + "routes/users", routes_doc(10, [
-    route("users", "/users/**", uri="http://users:8080")]))
+g0 = d.status()["generation"]
+rev = etcd.txn_put([
+    (P + "routes/users", routes_doc(10, [
+        route("users", "/users/**", uri="http://users:8080")])),
+    (P + "routes/third", broken),
+    (P + "routes/fourth", routes_doc(1, [route("fourth", "/fourth")]))])
 d.wait_revision(rev)
-src = {s["name"]: s for s in d.status()["etcd"]["sources"]}
+st = d.status()
+src = {s["name"]: s for s in st["etcd"]["sources"]}
 t.ok(src["users"]["error"] is None and src["users"]["version"] == "10",
      "a fixed document clears the error", src["users"])
+t.ok("routes[1]" in (src["third"]["error"] or "") and
+     src["fourth"]["error"] is None and "fourth" in st["routes"] and
+     st["generation"] == g0 + 1,
+     "a broken document in a transaction is dropped, the rest is "
+     "published once", st)
+rev = etcd.delete(P + "routes/third")
+rev = etcd.delete(P + "routes/fourth")
+d.wait_revision(rev)
 
 # --- instances: bad value rejected, delete, lease expiry ----------------
 rev = etcd.put(P + "instances/orders/o3", '{"host": "10.0.0.3", "port": 0}')

@@ -12,10 +12,18 @@ minus the time the put was sent. Also shown: the put's own round trip
 (etcd's raft + fsync), which is part of the latency.
 
     ETCD_DRIVER=build/tests/e2e/etcd_driver python3 tests/e2e/bench_etcd.py \
-        [routes-per-source ...]        (default: 10 10000)
+        [--gateways] [routes-per-source ...]        (default: 10 10000)
+
+--gateways: three mini-gateways (MINI_GATEWAY=path/to/mini-gateway) instead
+of the drivers; "serving" is then seen by polling each gateway's admin
+GET /status until its "etcd"."revision" reaches the write's revision (one
+thread and one keep-alive connection per gateway, polling back to back),
+so the figures include up to one poll round trip.
 """
+import http.client
 import json
 import os
+import threading
 import statistics
 import sys
 import time
@@ -45,12 +53,62 @@ def pct(v, p):
     return v[k]
 
 
-def run(n):
+class GatewayWatcher:
+    """A mini-gateway, and a thread that polls its /status: the time each
+    etcd revision was first seen applied (queued like driver commits)."""
+
+    def __init__(self, procs, etcd_url):
+        import queue
+        self.g = procs.gateway("--etcd", etcd_url)
+        self.commits = queue.Queue()
+        self.stop = False
+        self.seen = 0
+        threading.Thread(target=self.poll, daemon=True).start()
+
+    def revision(self):
+        c = self.conn
+        c.request("GET", "/status")
+        return json.loads(c.getresponse().read())["etcd"]["revision"]
+
+    def poll(self):
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.g.admin,
+                                               timeout=30)
+        while not self.stop:
+            try:
+                rev = self.revision()
+            except Exception:
+                self.conn = http.client.HTTPConnection(
+                    "127.0.0.1", self.g.admin, timeout=30)
+                time.sleep(0.01)
+                continue
+            if rev > self.seen:
+                self.seen = rev
+                self.commits.put({"commit": rev, "us": time.time() * 1e6})
+
+    def wait_revision(self, rev, timeout):
+        end = time.time() + timeout
+        while self.seen < rev and time.time() < end:
+            time.sleep(0.01)
+
+    def status(self):
+        return self.g.status()
+
+    def quit(self):
+        self.stop = True
+
+
+def run(n, gateways=False):
     etcd = Etcd("bench").start()
     names = ["src%d" % i for i in range(SOURCES)]
     for s in names:
         etcd.put(P + "routes/" + s, doc(s, n, 0, -1))
-    drivers = [Driver(etcd.url, commits=True) for _ in range(3)]
+    if gateways:
+        import gwharness
+        gwharness.BINARY = os.environ["MINI_GATEWAY"]
+        procs = gwharness.Procs()
+        drivers = [GatewayWatcher(procs, etcd.url) for _ in range(3)]
+    else:
+        drivers = [Driver(etcd.url, commits=True) for _ in range(3)]
     rev = etcd.revision()
     for d in drivers:
         d.wait_revision(rev, 60)
@@ -79,21 +137,24 @@ def run(n):
         e = d.status()["etcd"]
         apply_ms.append(e["commit_us_total"] / 1000.0 / max(1, e["commits"]))
         d.quit()
+    if gateways:
+        procs.stop_all()
     etcd.kill()
     ms = [x * 1000 for x in lat]
     pr = [x * 1000 for x in put_rt]
-    print("routes/source %6d  doc %8d bytes  changes %d  write->all 3 serving:"
+    print("%s routes/source %6d  doc %8d bytes  changes %d  write->all 3 serving:"
           " median %.2f ms  p99 %.2f ms  max %.2f ms  (put round trip median"
           " %.2f ms; mean commit in a router %.2f ms)" %
-          (n, size, CHANGES, statistics.median(ms), pct(ms, 99), max(ms),
+          ("gateways" if gateways else "drivers ", n, size, CHANGES, statistics.median(ms), pct(ms, 99), max(ms),
            statistics.median(pr), statistics.mean(apply_ms)))
     sys.stdout.flush()
 
 
 if __name__ == "__main__":
-    sizes = [int(a) for a in sys.argv[1:]] or [10, 10000]
+    gw = "--gateways" in sys.argv
+    sizes = [int(a) for a in sys.argv[1:] if a != "--gateways"] or [10, 10000]
     try:
         for n in sizes:
-            run(n)
+            run(n, gw)
     finally:
         _cleanup()

@@ -221,8 +221,8 @@ full = [d.status()["etcd"]["full_reads"] for d in drivers]
 t.ok(all(f >= 2 for f in full), "each router re-read in full after the "
      "compaction", full)
 
-for d in drivers:
-    d.quit()
+codes = [d.quit() for d in drivers]
+t.ok(codes == [0, 0, 0], "the routers stop cleanly", codes)
 t.ok(time.monotonic() - started < 110, "within the time bound (%.1f s)" %
      (time.monotonic() - started))
 t.done()

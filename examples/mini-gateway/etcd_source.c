@@ -243,6 +243,7 @@ struct gw_etcd {
     int64_t read_revision;
     change_list pending;
     bool need_full_read;
+    bool force_full; /* the next full read applies every key */
     char cluster_id[32];
 
     /* everything below is shared with status readers: under mu */
@@ -1021,7 +1022,7 @@ static int stage_all(gw_etcd *e, sy_change_set *cs, staged *st, size_t n,
  * router rejects (a broken document) is dropped with its error and the
  * rest committed again: the other sources keep going.
  */
-static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
+static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
                           bool full_read) {
     uint64_t t0 = uv_hrtime();
     uv_mutex_lock(&e->mu);
@@ -1049,7 +1050,7 @@ static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
             s->create_revision = c->create_revision;
         st[n++] = (staged){.c = c};
     }
-    bool committed = false;
+    bool committed = false, failed_all = !st || !map;
     while (st && map && !committed) {
         sy_change_set *cs = NULL;
         sy_report *rep = NULL;
@@ -1073,6 +1074,7 @@ static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
         commit_error(msg, sizeof msg, &err);
         if (f < 0 || (size_t)f >= count) {
             etcd_log(e, GW_ETCD_LOG_ERROR, "commit failed: %s", msg);
+            failed_all = true;
             break;
         }
         staged *bad = &st[map[f]];
@@ -1115,6 +1117,14 @@ static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
         free(st[i].error);
     free(st);
     free(map);
+    if (failed_all) {
+        /* Nothing was published (out of memory, most likely) but the
+         * records moved on: the revision stays, and the caller reads
+         * everything again, applying every key. */
+        e->force_full = true;
+        uv_mutex_unlock(&e->mu);
+        return false;
+    }
     e->events += l->n;
     /* A full read is the truth, even when etcd went back (lost data). */
     if (full_read || revision > e->revision)
@@ -1130,6 +1140,7 @@ static void apply_changes(gw_etcd *e, change_list *l, int64_t revision,
     uv_mutex_unlock(&e->mu);
     if (e->opts.on_commit)
         e->opts.on_commit(e->opts.data, rev, fp);
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1228,8 +1239,10 @@ static void finish_full_read(gw_etcd *e) {
     uv_mutex_lock(&e->mu);
     for (size_t i = 0; i < got->n; i++) {
         change *c = &got->v[i];
-        bool same = false;
-        if (c->is_route) {
+        bool same = false; /* already applied at this mod revision */
+        if (e->force_full) {
+            /* a failed commit left the records ahead of the router */
+        } else if (c->is_route) {
             source_rec *s = find_source(e, c->name);
             same = s && s->present && s->mod_revision == c->mod_revision;
         } else {
@@ -1289,8 +1302,14 @@ static void finish_full_read(gw_etcd *e) {
     etcd_log(e, GW_ETCD_LOG_INFO,
              "full read at revision %" PRId64 ": %zu change(s)",
              e->read_revision, diff.n);
-    apply_changes(e, &diff, e->read_revision, true);
+    e->force_full = false;
+    bool ok = apply_changes(e, &diff, e->read_revision, true);
     changes_clear(&diff);
+    if (!ok) {
+        e->need_full_read = true;
+        fail(e, "commit", "the router refused the changes");
+        return;
+    }
     e->need_full_read = false;
     start_watch(e);
 }
@@ -1473,9 +1492,12 @@ static void on_watch_line(gw_etcd *e, const char *line, size_t n) {
             change_free(&c);
     }
     cJSON_Delete(o);
-    if (top > applied)
-        apply_changes(e, &l, top, false);
+    bool ok = top <= applied || apply_changes(e, &l, top, false);
     changes_clear(&l);
+    if (!ok) {
+        e->need_full_read = true;
+        fail(e, "commit", "the router refused the changes");
+    }
 }
 
 static void on_watch_done(gw_etcd *e, int status, const char *body, size_t n,

@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 typedef struct request_args {
     bool json;
+    bool strict; /* any invalid route fails the load (default: skip it) */
     const char *files[MAX_FILES];
     size_t file_count;
     sy_header headers[MAX_HEADERS];
@@ -32,18 +34,175 @@ typedef struct request_args {
     const char *url;
 } request_args;
 
+static const char request_synopsis[] =
+    "usage: switchyard %s [--json] [--strict] [-H 'Name: value']... "
+    "[--remote-addr IP] [--now ISO8601|EPOCH_MS] [--seed N] "
+    "[--instances FILE] FILE... METHOD URL\n";
+
 static int usage_error(const char *cmd, const char *msg) {
     fprintf(stderr, "switchyard %s: %s\n", cmd, msg);
-    fprintf(stderr,
-            "usage: switchyard %s [--json] [-H 'Name: value']... "
-            "[--remote-addr IP] [--now ISO8601|EPOCH_MS] [--seed N] "
-            "[--instances FILE] FILE... METHOD URL\n",
-            cmd);
+    fprintf(stderr, request_synopsis, cmd);
     return 2;
+}
+
+/* `match --help` and `explain --help`: options and an example. */
+static int request_help(const char *cmd) {
+    bool match = strcmp(cmd, "match") == 0;
+    printf(request_synopsis, cmd);
+    printf("%s",
+           match ? "Find the route a request takes, the instance an lb:// "
+                   "route sends it to,\nand the upstream request after "
+                   "filters.\n"
+                 : "List every route in rank order: whether it matches the "
+                   "request and, if\nnot, the first predicate that does not "
+                   "hold.\n");
+    printf("\n"
+           "options:\n"
+           "  --json               print one JSON object instead of text\n"
+           "  --strict             fail (exit 2) on any invalid route; by "
+           "default invalid\n"
+           "                       routes are reported on stderr, as check "
+           "lists them,\n"
+           "                       and skipped\n"
+           "  -H 'Name: value'     a request header (repeatable); Host "
+           "defaults to the\n"
+           "                       URL's authority\n"
+           "  --remote-addr IP     client address for RemoteAddr (default "
+           "127.0.0.1)\n"
+           "  --now TIME           ISO-8601 (2024-01-02T03:04:05Z) or epoch "
+           "milliseconds,\n"
+           "                       for After, Before and Between\n"
+           "  --seed N             seed for Weight draws and random "
+           "balancing\n"
+           "  --instances FILE     service instances for lb:// routes "
+           "(format:\n"
+           "                       docs/route-definitions.md, \"Instances "
+           "documents\")\n"
+           "  -h, --help           show this help\n"
+           "FILE... are route documents, one source each, in precedence "
+           "order.\n"
+           "METHOD is an HTTP method token (GET, POST, ...); URL is\n"
+           "http://host[:port]/path[?query] or /path[?query], "
+           "percent-encoded.\n"
+           "\n");
+    if (match)
+        printf("exit status: 0 a route matches (and, for an lb:// route, "
+               "an instance\ncan be chosen), 1 no route matches or no "
+               "instance can be chosen (the\ngateway answers 404 or 503), "
+               "2 usage errors, unreadable or invalid\ninput.\n"
+               "\n"
+               "examples:\n"
+               "  switchyard match routes.json GET "
+               "'http://shop.example.com/api/orders/42?x=1'\n"
+               "  switchyard match --json -H 'version: 2.0' --instances "
+               "instances.json \\\n"
+               "      routes.json GET http://shop.example.com/api/orders/42\n");
+    else
+        printf("exit status: 0 a route matches, 1 none does, 2 usage "
+               "errors, unreadable\nor invalid input.\n"
+               "\n"
+               "example:\n"
+               "  switchyard explain -H 'Authorization: Bearer x' "
+               "routes.json POST /api/orders/42\n");
+    return 0;
 }
 
 static sy_str cs(const char *s) {
     return (sy_str){s, s ? strlen(s) : 0};
+}
+
+/* RFC 9110 tchar: the characters of a method token. */
+static bool is_tchar(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static bool valid_method(const char *m, char *why, size_t size) {
+    const char *p = m;
+    while (is_tchar((unsigned char)*p))
+        p++;
+    if (*m && !*p)
+        return true;
+    snprintf(why, size,
+             "method '%s' is not an HTTP method token (letters, digits and "
+             "!#$%%&'*+-.^_`|~, e.g. GET)",
+             m);
+    return false;
+}
+
+/* "/path[?query]" or "scheme://host[:port][/path][?query]": no spaces,
+ * control bytes or fragment; a scheme of letters, digits, + - .; a
+ * non-empty host; a port of 1 to 5 digits up to 65535. */
+static bool valid_url(const char *url, char *why, size_t size) {
+    for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+        if (*p <= ' ' || *p == 0x7f) {
+            snprintf(why, size,
+                     "URL '%s' has a space or control character at offset "
+                     "%zu (percent-encode it)",
+                     url, (size_t)(p - (const unsigned char *)url));
+            return false;
+        }
+    if (strchr(url, '#')) {
+        snprintf(why, size,
+                 "URL '%s' has a fragment ('#'), which is never sent to a "
+                 "server",
+                 url);
+        return false;
+    }
+    if (url[0] == '/')
+        return true;
+    const char *sep = strstr(url, "://");
+    size_t slen = sep ? (size_t)(sep - url) : 0;
+    bool scheme_ok = slen > 0 && ((url[0] >= 'a' && url[0] <= 'z') ||
+                                  (url[0] >= 'A' && url[0] <= 'Z'));
+    for (size_t i = 1; scheme_ok && i < slen; i++)
+        scheme_ok = isalnum((unsigned char)url[i]) || url[i] == '+' ||
+                    url[i] == '-' || url[i] == '.';
+    if (!scheme_ok) {
+        snprintf(why, size,
+                 "URL '%s' is neither /path[?query] nor "
+                 "scheme://host[:port]/path[?query]",
+                 url);
+        return false;
+    }
+    const char *host = sep + 3;
+    size_t hlen = strcspn(host, "/?");
+    const char *colon = NULL;
+    if (hlen && host[0] == '[') { /* IPv6 literal */
+        const char *close = memchr(host, ']', hlen);
+        if (!close || close == host + 1) {
+            snprintf(why, size, "URL '%s' has an unclosed IPv6 address", url);
+            return false;
+        }
+        if (close + 1 < host + hlen) {
+            if (close[1] != ':') {
+                snprintf(why, size, "URL '%s': unexpected text after ']'", url);
+                return false;
+            }
+            colon = close + 1;
+        }
+    } else {
+        colon = memchr(host, ':', hlen);
+    }
+    if (hlen == 0 || colon == host) {
+        snprintf(why, size, "URL '%s' has no host after '://'", url);
+        return false;
+    }
+    if (colon) {
+        size_t plen = (size_t)(host + hlen - colon - 1);
+        unsigned long port = 0;
+        bool digits = plen >= 1 && plen <= 5;
+        for (size_t i = 1; digits && i <= plen; i++) {
+            digits = colon[i] >= '0' && colon[i] <= '9';
+            port = port * 10 + (unsigned long)(colon[i] - '0');
+        }
+        if (!digits || port == 0 || port > 65535) {
+            snprintf(why, size, "URL '%s' has a bad port '%.*s' (1 to 65535)",
+                     url, (int)plen, colon + 1);
+            return false;
+        }
+    }
+    return true;
 }
 
 static int parse_request_args(const char *cmd, int argc, char **argv,
@@ -54,8 +213,12 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
         bool has_next = i + 1 < argc;
-        if (strcmp(s, "--json") == 0) {
+        if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+            return -1; /* the caller prints the help */
+        } else if (strcmp(s, "--json") == 0) {
             a->json = true;
+        } else if (strcmp(s, "--strict") == 0) {
+            a->strict = true;
         } else if (strcmp(s, "-H") == 0 && has_next) {
             const char *h = argv[++i];
             const char *colon = strchr(h, ':');
@@ -95,6 +258,10 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
         a->files[a->file_count++] = pos[i];
     a->method = pos[npos - 2];
     a->url = pos[npos - 1];
+    char why[160];
+    if (!valid_method(a->method, why, sizeof why) ||
+        !valid_url(a->url, why, sizeof why))
+        return usage_error(cmd, why);
     return 0;
 }
 
@@ -184,13 +351,8 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-static const char *jstr(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* {"services": {"name": [{"id","host","port","weight","state","secure",
- * "metadata"}]}} -> sy_router_set_instances per service. */
+/* An instances document (sy_instances_parse: the format of
+ * docs/route-definitions.md) -> sy_router_set_instances per service. */
 static int load_instances(sy_router *r, const char *path) {
     size_t len;
     char *text = read_file(path, &len);
@@ -199,78 +361,51 @@ static int load_instances(sy_router *r, const char *path) {
                 strerror(errno));
         return 2;
     }
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    sy_instances *doc = NULL;
+    sy_error err;
+    int rc = sy_instances_parse(text, len, NULL, &doc, &err);
     free(text);
-    const cJSON *services = cJSON_GetObjectItemCaseSensitive(root, "services");
-    if (!cJSON_IsObject(services)) {
-        fprintf(stderr, "%s: expected {\"services\": {...}}\n", path);
-        cJSON_Delete(root);
-        return 2;
+    for (size_t i = 0; !rc && i < sy_instances_service_count(doc); i++) {
+        const char *name = sy_instances_service(doc, i);
+        rc = sy_router_set_instances(r, name, sy_instances_list(doc, i),
+                                     sy_instances_count(doc, i), NULL, &err);
+        if (rc) { /* checked by the parse already: a library limit */
+            char where[sizeof err.path];
+            snprintf(where, sizeof where, "services.%s", name);
+            memcpy(err.path, where, sizeof where);
+        }
     }
-    int rc = 0;
-    const cJSON *svc;
-    cJSON_ArrayForEach(svc, services) {
-        size_t n = (size_t)cJSON_GetArraySize(svc);
-        sy_instance *list = calloc(n + 1, sizeof *list);
-        sy_kv *kvs = NULL;
-        size_t nkv = 0, i = 0;
-        const cJSON *in;
-        cJSON_ArrayForEach(in, svc) {
-            const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
-            nkv += (size_t)cJSON_GetArraySize(md);
-        }
-        kvs = calloc(nkv + 1, sizeof *kvs);
-        size_t k = 0;
-        cJSON_ArrayForEach(in, svc) {
-            sy_instance *x = &list[i++];
-            x->id = jstr(in, "id");
-            x->host = jstr(in, "host");
-            const cJSON *port = cJSON_GetObjectItemCaseSensitive(in, "port");
-            /* out-of-range numbers become 0 (rejected by the library) */
-            x->port = cJSON_IsNumber(port) && port->valuedouble >= 0 &&
-                              port->valuedouble <= 65535
-                          ? (uint16_t)port->valuedouble
-                          : 0;
-            const cJSON *w = cJSON_GetObjectItemCaseSensitive(in, "weight");
-            x->weight = cJSON_IsNumber(w) && w->valuedouble >= 0 &&
-                                w->valuedouble <= 4294967295.0
-                            ? (uint32_t)w->valuedouble
-                            : 1;
-            x->secure =
-                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "secure"));
-            const char *st = jstr(in, "state");
-            x->state = !st || strcmp(st, "up") == 0  ? SY_INSTANCE_UP
-                       : strcmp(st, "draining") == 0 ? SY_INSTANCE_DRAINING
-                                                     : SY_INSTANCE_DOWN;
-            const cJSON *md = cJSON_GetObjectItemCaseSensitive(in, "metadata");
-            x->metadata = kvs + k;
-            const cJSON *kv;
-            cJSON_ArrayForEach(kv, md) {
-                if (cJSON_IsString(kv))
-                    kvs[k++] = (sy_kv){kv->string, kv->valuestring};
-            }
-            x->metadata_count = (size_t)(kvs + k - x->metadata);
-        }
-        sy_error err;
-        if (sy_router_set_instances(r, svc->string, list, n, NULL, &err)) {
-            fprintf(stderr, "%s: services.%s.%s: %s\n", path, svc->string,
-                    err.path, err.message);
-            rc = 2;
-        }
-        free(list);
-        free(kvs);
-        if (rc)
-            break;
-    }
-    cJSON_Delete(root);
-    return rc;
+    sy_instances_free(doc);
+    if (!rc)
+        return 0;
+    if (err.line)
+        fprintf(stderr, "%s: line %u, column %u: %s\n", path, err.line,
+                err.column, err.message);
+    else
+        fprintf(stderr, "%s: %s: %s\n", path, err.path[0] ? err.path : "$",
+                err.message);
+    return 2;
 }
 
-/* A router with one source per file, every file applied (strict). */
+/* One line for an error of FILE, as check prints it. */
+static void print_file_error(FILE *out, const char *file, const sy_error *e,
+                             const char *suffix) {
+    if (e->line)
+        fprintf(out, "%s: line %u, column %u: %s%s\n", file, e->line, e->column,
+                e->message, suffix);
+    else
+        fprintf(out, "%s: %s: %s%s\n", file, e->path[0] ? e->path : "$",
+                e->message, suffix);
+}
+
+/* A router with one source per file. Documents load as `check` reads them:
+ * an invalid route is reported on stderr and skipped (the others load);
+ * --strict makes it fail the run. Document-level errors always do. */
 static int load_router(const char *cmd, const request_args *a,
                        sy_router **out) {
     sy_error err;
     sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
+    opts.lenient = !a->strict;
     if (sy_router_new(&opts, out, &err)) {
         fprintf(stderr, "switchyard %s: %s\n", cmd, err.message);
         return 2;
@@ -283,17 +418,20 @@ static int load_router(const char *cmd, const request_args *a,
                     a->files[i], strerror(errno));
             return 2;
         }
+        sy_report *rep = NULL;
         int rc = sy_router_add_source(*out, a->files[i], &err);
         if (!rc)
-            rc = sy_router_apply(*out, a->files[i], text, len, NULL, &err);
+            rc = sy_router_apply(*out, a->files[i], text, len, &rep, &err);
         free(text);
+        if (!a->strict && (rc == 0 || rc == SY_EINVALIDDOC)) {
+            for (size_t k = 0; rep && k < sy_report_issue_count(rep); k++)
+                print_file_error(stderr, a->files[i], sy_report_issue(rep, k),
+                                 " (route skipped)");
+            rc = 0;
+        }
+        sy_report_free(rep);
         if (rc) {
-            if (err.line)
-                fprintf(stderr, "%s: line %u, column %u: %s\n", a->files[i],
-                        err.line, err.column, err.message);
-            else
-                fprintf(stderr, "%s: %s: %s\n", a->files[i],
-                        err.path[0] ? err.path : "$", err.message);
+            print_file_error(stderr, a->files[i], &err, "");
             return 2;
         }
     }
@@ -440,7 +578,7 @@ static void print_match_text(const request_args *a, const sy_route *route,
         printf("instance: %s %s://%s:%u\n", sel->id, sel->scheme, sel->host,
                sel->port);
     else if (sel_why)
-        printf("instance: none (%s)\n", sel_why);
+        printf("instance: none (%s; the gateway answers 503)\n", sel_why);
     sy_action act = sy_match_action(m);
     if (act == SY_ACTION_REDIRECT) {
         sy_str loc = sy_match_redirect(m);
@@ -487,12 +625,17 @@ static void session_close(session *s) {
     sy_router_free(s->r);
 }
 
-/* 0, or the exit status to return (everything already released). */
+/* 0, or the exit status to return (everything already released), or -1
+ * when the help was printed (exit status 0). */
 static int session_open(const char *cmd, int argc, char **argv, session *s) {
     memset(s, 0, sizeof *s);
     static const sy_request init = SY_REQUEST_INIT;
     s->req = init;
     int rc = parse_request_args(cmd, argc, argv, &s->a);
+    if (rc < 0) { /* --help */
+        request_help(cmd);
+        return -1;
+    }
     if (!rc)
         rc = load_router(cmd, &s->a, &s->r);
     if (!rc)
@@ -511,7 +654,7 @@ int sy_cli_match(int argc, char **argv) {
     session ss;
     int rc = session_open("match", argc, argv, &ss);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     request_args a = ss.a;
     sy_request req = ss.req;
     sy_match_ctx *ctx = ss.ctx;
@@ -539,7 +682,8 @@ int sy_cli_match(int argc, char **argv) {
     else
         print_match_text(&a, route, m, &sel, sel_rc, why);
     session_close(&ss);
-    return rc ? 2 : (route ? 0 : 1);
+    /* an lb:// route without an instance is a 503, not a success */
+    return rc ? 2 : (route && !why ? 0 : 1);
 }
 
 typedef struct explain_state {
@@ -581,7 +725,7 @@ int sy_cli_explain(int argc, char **argv) {
     session ss;
     int rc = session_open("explain", argc, argv, &ss);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     request_args a = ss.a;
     sy_request req = ss.req;
     sy_match_ctx *ctx = ss.ctx;
@@ -636,11 +780,33 @@ static sy_document *load_doc(const char *path) {
     return doc;
 }
 
+static const char diff_help[] =
+    "usage: switchyard diff [--json] OLD NEW\n"
+    "Compare two route documents by route id and meaning: routes added, "
+    "removed,\nupdated (with the parts that changed: predicates, filters, "
+    "uri, metadata,\norder) and the number unchanged. Both documents must "
+    "be valid (strict).\n"
+    "\n"
+    "options:\n"
+    "  --json       print one JSON object: added, removed, updated, "
+    "unchanged\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "exit status: 0 the diff was printed (changes or not), 2 usage errors, "
+    "unreadable\nor invalid documents.\n"
+    "\n"
+    "example:\n"
+    "  switchyard diff routes-v1.json routes-v2.json\n";
+
 int sy_cli_diff(int argc, char **argv) {
     bool json = false;
     const char *files[2];
     int nf = 0;
     for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("%s", diff_help);
+            return 0;
+        }
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else if (nf < 2 && argv[i][0] != '-')

@@ -26,7 +26,7 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@" || true; }
 
 step $sy check $r/gateway.json
 step $sy check $r/broken.json
-step $sy match $r/gateway.json GET 'http://shop.example.com/api/orders/42?expand=items'
+step $sy match --instances $r/instances.json $r/gateway.json GET 'http://shop.example.com/api/orders/42?expand=items'
 step $sy match --json --instances $r/instances.json -H 'X-Version: 1.10' $r/gateway.json GET http://shop.example.com/api/orders/7
 step $sy match $r/gateway.json GET http://acme.example.com/users/17/profile
 step $sy match --seed 3 $r/gateway.json GET http://shop.example.com/search/q

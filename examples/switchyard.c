@@ -63,10 +63,19 @@ static int check_usage(FILE *out) {
     fprintf(out, "usage: switchyard check [--quiet] FILE...\n"
                  "Validate route documents (a JSON array of routes or "
                  "{\"version\", \"routes\"}).\n"
-                 "Prints one line per error; exit status 0 when every file "
-                 "is valid,\n1 when any is not, 2 on usage errors or "
-                 "unreadable files.\n"
-                 "FILE may be - for standard input.\n");
+                 "Prints one line per error, every error of every route: "
+                 "FILE: PATH: message.\n"
+                 "\n"
+                 "options:\n"
+                 "  -q, --quiet   print nothing for valid files\n"
+                 "  -h, --help    show this help\n"
+                 "FILE may be - for standard input.\n"
+                 "\n"
+                 "exit status: 0 every file is valid, 1 any is not, 2 usage "
+                 "errors or\nunreadable files.\n"
+                 "\n"
+                 "example:\n"
+                 "  switchyard check routes.json other-routes.json\n");
     return out == stderr ? 2 : 0;
 }
 

@@ -257,8 +257,9 @@ typedef struct sy_document sy_document;
  * Parse, validate and compile one route document (JSON array of routes, or
  * {"version": ..., "routes": [...]}). `json` need not be NUL-terminated.
  * Strict mode: the first invalid route fails the call (err says where).
- * Lenient mode: invalid routes are dropped and listed as issues; the call
- * fails only for document-level errors (syntax, shape, limits).
+ * Lenient mode: invalid routes are dropped and listed as issues, every
+ * error of each route (not only the first); the call fails only for
+ * document-level errors (syntax, shape, limits).
  * Thread-safe: any thread, any number at once.
  */
 SY_API int sy_document_parse(const char *json, size_t len,
@@ -274,7 +275,8 @@ SY_API uint64_t sy_document_checksum(const sy_document *doc);
 SY_API size_t sy_document_route_count(const sy_document *doc);
 /* Valid routes in document order; borrowed until the document is freed. */
 SY_API const sy_route *sy_document_route(const sy_document *doc, size_t i);
-/* Lenient mode: the invalid routes that were dropped, one error each. */
+/* Lenient mode: the errors of the invalid routes that were dropped, in
+ * document order, every error of a route (one or more per route). */
 SY_API size_t sy_document_issue_count(const sy_document *doc);
 SY_API const sy_error *sy_document_issue(const sy_document *doc, size_t i);
 
@@ -839,6 +841,16 @@ SY_API int sy_change_set_update_instances(sy_change_set *cs,
  */
 SY_API int sy_router_commit(sy_router *r, const sy_change_set *cs,
                             sy_report **report, sy_error *err);
+/*
+ * A dry run of sy_router_commit: every change is checked against the live
+ * state exactly as a commit would (parse, validate, duplicate ids across
+ * sources, unknown routes...), then nothing is published and nothing
+ * changes; no event is delivered. Same result, error and report. Use it to
+ * validate before storing a change elsewhere (shared memory, a config
+ * store), then commit. The live state may change between the two calls.
+ */
+SY_API int sy_router_check(sy_router *r, const sy_change_set *cs,
+                           sy_report **report, sy_error *err);
 
 /*
  * Acquire the current snapshot: wait-free (one atomic add), any thread, no
@@ -917,8 +929,9 @@ typedef enum sy_outcome {
 /*
  * Feed passive health (sy_router_options.outlier) with the outcome of an
  * attempt to the instance of `t` (a target of an lb:// route; others are
- * ignored). The snapshot the target came from must still be held. Any
- * thread, lock-free, no allocation.
+ * ignored). Only t->health is read, so `t` may be a copy kept past later
+ * matches on the context; the snapshot the target came from must still be
+ * held. Any thread, lock-free, no allocation.
  */
 SY_API void sy_router_report_outcome(sy_router *r, const sy_target *t,
                                      sy_outcome outcome);
@@ -954,6 +967,51 @@ SY_API size_t sy_report_part_count(const sy_report *rep);
 SY_API const sy_report *sy_report_part(const sy_report *rep, size_t i);
 /* The index of the change that failed a commit, or -1. */
 SY_API long sy_report_failed_change(const sy_report *rep);
+
+/* ------------------------------------------------------------------ */
+/* Instances documents                                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An instances document: service instance lists as JSON, the format that
+ * `switchyard match --instances` reads and that hosts can keep in files
+ * (docs/route-definitions.md, "Instances documents"). Either the envelope
+ *   {"services": {"orders": [{"id": "o1", "host": "10.0.0.1", "port": 8080,
+ *                             "weight": 2, "state": "up", "secure": false,
+ *                             "metadata": {"version": "1.2"}}, ...], ...}}
+ * or the bare map {"orders": [...], ...}. id, host and port are required;
+ * port is a number 1..65535 (a string port is SY_ETYPE); weight 1..2^32-1
+ * (default 1); state up / draining / down in any case (default up);
+ * metadata values are strings, or integers and booleans taken as text
+ * ("version": 2 is "2"). Unknown keys, duplicate ids and duplicate services
+ * are errors. Errors name the place: services.orders[1].port.
+ */
+typedef struct sy_instances sy_instances;
+
+/* Parse and check a whole instances document (need not be NUL-terminated;
+ * the route documents' default limits apply, and at most 65,536 JSON values
+ * in the whole document, SY_ELIMIT). Returns 0 and *out, to free
+ * with sy_instances_free(), or a negative code with err filled (nothing to
+ * free). Thread-safe: any thread. */
+SY_API int sy_instances_parse(const char *json, size_t len,
+                              const sy_allocator *alloc, sy_instances **out,
+                              sy_error *err);
+SY_API void sy_instances_free(sy_instances *doc);
+/* Services in document order; borrowed strings and arrays stay valid until
+ * sy_instances_free(). */
+SY_API size_t sy_instances_service_count(const sy_instances *doc);
+SY_API const char *sy_instances_service(const sy_instances *doc, size_t i);
+/* Service i's instances, as an array ready for sy_router_set_instances():
+ *   sy_router_set_instances(r, sy_instances_service(d, i),
+ *                           sy_instances_list(d, i),
+ *                           sy_instances_count(d, i), NULL, &err); */
+SY_API size_t sy_instances_count(const sy_instances *doc, size_t i);
+SY_API const sy_instance *sy_instances_list(const sy_instances *doc, size_t i);
+/* Instance k of service i, or NULL. */
+SY_API const sy_instance *sy_instances_at(const sy_instances *doc, size_t i,
+                                          size_t k);
+/* The index of a service by name, or SIZE_MAX. */
+SY_API size_t sy_instances_find(const sy_instances *doc, const char *service);
 
 #ifdef __cplusplus
 }

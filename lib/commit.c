@@ -22,7 +22,7 @@
 
 #include <stdio.h>
 
-#define NONE UINT32_MAX
+#define NONE SY_NONE
 
 /* ---- the working state ---- */
 
@@ -753,7 +753,7 @@ static void log_part(sy_router *r, const sy_report *p) {
 }
 
 int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
-                  sy_report **report, sy_error *err) {
+                  bool dry, sy_report **report, sy_error *err) {
     commit c;
     memset(&c, 0, sizeof c);
     c.r = r;
@@ -789,12 +789,12 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             part = NULL;
     }
     uint64_t t1 = sy_now_monotonic_us();
-    if (rc == SY_OK && c.inter.n)
+    if (rc == SY_OK && c.inter.n && !dry)
         rc = publish_work(&c, err);
     uint64_t publish_us = sy_now_monotonic_us() - t1 + c.derive_us;
     int64_t now = sy_now_realtime_ms(); /* wall time, for operators */
     if (rc) {
-        if (n && failed < n)
+        if (n && failed < n && !dry)
             note_failure(&c, &items[failed], now, err);
         if (!single && n > 1) {
             char msg[sizeof err->message + 128];
@@ -808,7 +808,8 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             memcpy(err->message, msg, sizeof err->message);
             err->message[sizeof err->message - 1] = '\0';
         }
-        r->failed_commits++;
+        if (!dry)
+            r->failed_commits++;
         sy_report *rep = single ? part : all;
         if (rep) {
             /* best effort: the error is also in *err */
@@ -823,10 +824,20 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             *report = rep;
         else
             sy_report_free(rep);
-        sy_router_log(r, SY_LOG_ERROR,
-                      "commit rejected, nothing changed: %s%s%s", err->path,
-                      *err->path ? ": " : "", err->message);
+        if (!dry)
+            sy_router_log(r, SY_LOG_ERROR,
+                          "commit rejected, nothing changed: %s%s%s", err->path,
+                          *err->path ? ": " : "", err->message);
         return rc;
+    }
+    if (dry) { /* a check: everything held, nothing published or kept */
+        commit_cleanup(&c);
+        sy_report *rep = single ? part : all;
+        if (report)
+            *report = rep;
+        else
+            sy_report_free(rep);
+        return SY_OK;
     }
     uint64_t gen = sy_router_current(r)->pub.generation;
     sources_follow(&c, now);

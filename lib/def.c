@@ -8,6 +8,7 @@
 #include "def_build.h"
 #include "def_scan.h"
 #include "filter.h"
+#include "idtab.h"
 
 #include <stdio.h>
 
@@ -88,30 +89,9 @@ void sy_document_free(sy_document *doc) {
     sy_free(&a, doc);
 }
 
-/* Open-addressing set of route ids seen in one document. */
-typedef struct id_set {
-    const char **slots;
-    size_t cap;
-} id_set;
-
-static bool id_set_init(id_set *s, const sy_alloc *a, size_t n) {
-    s->cap = 16;
-    while (s->cap < n * 2 + 1)
-        s->cap *= 2;
-    s->slots = sy_calloc(a, s->cap, sizeof *s->slots);
-    return s->slots != NULL;
-}
-
-/* Insert id; false when already present. */
-static bool id_set_add(id_set *s, const char *id) {
-    size_t mask = s->cap - 1, i = sy_hash64(id, strlen(id), 0) & mask;
-    while (s->slots[i]) {
-        if (strcmp(s->slots[i], id) == 0)
-            return false;
-        i = (i + 1) & mask;
-    }
-    s->slots[i] = id;
-    return true;
+/* Route ids seen in one document: an id table over d->routes. */
+static const char *doc_route_id(const void *ctx, uint32_t i) {
+    return ((const sy_document *)ctx)->routes[i]->id;
 }
 
 static int read_version_value(sy_document *d, const cJSON *v, sy_error *err) {
@@ -163,12 +143,16 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                             lim->max_routes);
     if (n > UINT32_MAX)
         return sy_error_set(err, SY_ELIMIT, prefix, "too many routes");
-    id_set ids;
+    sy_idtab ids;
+    size_t cap = sy_idtab_capacity(n);
     d->routes = n ? sy_calloc(&d->alloc, n, sizeof *d->routes) : NULL;
     d->positions = n ? sy_calloc(&d->alloc, n, sizeof *d->positions) : NULL;
-    if ((n && (!d->routes || !d->positions)) ||
-        !id_set_init(&ids, &d->alloc, n))
+    sy_idtab_entry *entries = sy_malloc(&d->alloc, cap * sizeof *entries);
+    if ((n && (!d->routes || !d->positions)) || !entries) {
+        sy_free(&d->alloc, entries);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    sy_idtab_init(&ids, entries, cap);
     /* without a cache (out of memory) every regex is compiled on its own */
     sy_def_ctx ctx = {&d->alloc, opts->registry, reuse, reuse_data,
                       sy_regex_cache_new(&d->alloc)};
@@ -181,39 +165,58 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         sy_error e;
         sy_error_clear(&e);
         struct sy_route *r = NULL;
-        cJSON *c = NULL;
+        cJSON *c = NULL; /* this route's tree only: parsed, used, deleted */
         rc = parse_scanned(json, scan->routes[i].start, scan->routes[i].end, &c,
                            &e);
         if (!rc)
             rc = sy_def_build_route(&ctx, c, path, &r, &e);
-        cJSON_Delete(c);
-        if (!rc && !id_set_add(&ids, r->id)) {
-            char p[96];
-            sy_def_path(p, sizeof p, "%s.id", path);
-            rc = sy_error_set(&e, SY_EDUPLICATE, p,
-                              "route id '%.120s' is already used", r->id);
-            sy_route_unref(r);
+        bool built = rc == 0;
+        uint32_t pos = 0, h = 0;
+        if (!rc) {
+            size_t len = strlen(r->id);
+            h = sy_idtab_hash(r->id, len);
+            if (sy_idtab_find(&ids, r->id, len, h, doc_route_id, d, &pos) !=
+                SY_NONE) {
+                char p[96];
+                sy_def_path(p, sizeof p, "%s.id", path);
+                rc = sy_error_set(&e, SY_EDUPLICATE, p,
+                                  "route id '%.120s' is already used", r->id);
+                sy_route_unref(r);
+            }
         }
         if (rc == SY_ENOMEM || (rc && !opts->lenient)) {
             if (err)
                 *err = e;
+            cJSON_Delete(c);
             break;
         }
         if (rc) {
-            if (!add_issue(d, &e)) {
-                rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+            /* lenient: every error of the route, not only the first */
+            sy_error all[SY_DEF_ROUTE_ERRORS_MAX];
+            size_t k = built || !c
+                           ? (all[0] = e, 1)
+                           : sy_def_route_errors(&ctx, c, path, &e, all,
+                                                 SY_DEF_ROUTE_ERRORS_MAX);
+            cJSON_Delete(c);
+            for (size_t j = 0; j < k; j++)
+                if (!add_issue(d, &all[j])) {
+                    rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+                    break;
+                }
+            if (rc == SY_ENOMEM)
                 break;
-            }
             rc = 0;
             continue;
         }
+        cJSON_Delete(c);
         if (atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
             r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
+        sy_idtab_set(&ids, pos, h, (uint32_t)d->route_count);
         d->positions[d->route_count] = (uint32_t)i;
         d->routes[d->route_count++] = r;
         fp = sy_hash_mix(fp, r->fingerprint);
     }
-    sy_free(&d->alloc, ids.slots);
+    sy_free(&d->alloc, ids.e);
     sy_regex_cache_free(ctx.regex_cache);
     d->fingerprint = sy_hash_mix(fp, d->route_count);
     return rc;
@@ -450,4 +453,11 @@ int sy_def_parse_filters(const char *json, size_t len,
     }
     *out = r;
     return 0;
+}
+
+int sy_def_parse_json(const char *json, size_t len, const sy_limits *lim,
+                      cJSON **out, sy_error *err) {
+    sy_alloc a;
+    sy_alloc_init(&a, NULL); /* the scan's scratch only */
+    return parse_json(&a, json, len, lim, out, err);
 }

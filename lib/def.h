@@ -36,6 +36,14 @@ int sy_document_parse_reusing(const char *json, size_t len,
                               sy_def_reuse_fn reuse, void *reuse_data,
                               sy_document **out, sy_error *err);
 
+/* Parse JSON text into a cJSON tree (caller deletes) under resolved limits
+ * and the scan's rules (def_scan.h: syntax with line and column, depth,
+ * string lengths, NUL bytes, at most SY_MAX_ROUTE_VALUES values): the
+ * route documents' rules, shared with instances documents. */
+struct cJSON;
+int sy_def_parse_json(const char *json, size_t len, const sy_limits *lim,
+                      struct cJSON **out, sy_error *err);
+
 /* Resolved limits (defaults filled in). */
 void sy_limits_resolve(sy_limits *out, const sy_limits *in);
 

@@ -42,6 +42,25 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
  */
 void sy_def_shortcut_error(sy_error *err, const char *entry_path);
 
+/* Set r->metadata from the route's "metadata" object (NULL: none): sorted
+ * by key, the last of repeated keys kept, non-string values as JSON text;
+ * checks the timeout keys and that selection keys are strings (their
+ * values are checked by sy_route_check_select). */
+int sy_def_build_metadata(struct sy_route *r, const cJSON *md, const char *path,
+                          const sy_alloc *a, sy_error *err);
+
+/*
+ * Every error of a route whose build failed with `first` (lenient parses):
+ * builds each part of the route object alone (id, uri, order, each
+ * predicate, each filter, metadata) and collects its errors, with paths
+ * in the whole route. Writes up to `max` errors to out[] in route order,
+ * `first` among them; returns how many. Lives in def_probe.c.
+ */
+#define SY_DEF_ROUTE_ERRORS_MAX 32
+size_t sy_def_route_errors(const sy_def_ctx *ctx, const cJSON *obj,
+                           const char *path, const sy_error *first,
+                           sy_error *out, size_t max);
+
 /* Set r->canonical and all fingerprints from r's fields. SY_ENOMEM. */
 int sy_def_canonicalize(struct sy_route *r);
 

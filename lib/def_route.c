@@ -139,7 +139,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
 
 /* ---- the route object ---- */
 
-static int build_metadata(struct sy_route *r, const cJSON *md, const char *path,
+int sy_def_build_metadata(struct sy_route *r, const cJSON *md, const char *path,
                           const sy_alloc *a, sy_error *err) {
     char p[256];
     sy_def_path(p, sizeof p, "%s.metadata", path);
@@ -155,6 +155,11 @@ static int build_metadata(struct sy_route *r, const cJSON *md, const char *path,
         return sy_error_set(err, SY_ENOMEM, p, "out of memory");
     size_t i = 0;
     for (const cJSON *c = md->child; c; c = c->next, i++) {
+        if (!cJSON_IsString(c) && sy_route_is_select_key(c->string)) {
+            sy_def_path(p, sizeof p, "%s.metadata.%s", path, c->string);
+            return sy_error_set(err, SY_ETYPE, p, "%s must be a string",
+                                c->string);
+        }
         kv[i].key = sy_arena_strdup(&r->arena, c->string);
         if (cJSON_IsString(c)) {
             kv[i].value = sy_arena_strdup(&r->arena, c->valuestring);
@@ -269,8 +274,12 @@ static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
                               p, sc_filters, err);
     if (rc)
         return rc;
-    return build_metadata(r, cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-                          path, ctx->alloc, err);
+    rc = sy_def_build_metadata(
+        r, cJSON_GetObjectItemCaseSensitive(obj, "metadata"), path, ctx->alloc,
+        err);
+    if (!rc && sy_route_check_select(r, path, err, err ? 1 : 0))
+        rc = SY_EARG;
+    return rc;
 }
 
 /* Compile, moving errors of shortcut entries to the entry's path. */

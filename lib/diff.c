@@ -4,6 +4,7 @@
  * list; the diff owns copies of every id it reports.
  */
 #include "diff.h"
+#include "idtab.h"
 
 #include "snapshot.h"
 
@@ -36,8 +37,8 @@ unsigned sy_diff_route_changes(const struct sy_route *a,
     return m;
 }
 
-static uint64_t hash_id(const char *id) {
-    return sy_hash64(id, strlen(id), 0x51);
+static const char *old_id(const void *ctx, uint32_t i) {
+    return ((const struct sy_route *const *)ctx)[i]->id;
 }
 
 int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
@@ -49,10 +50,8 @@ int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
         return SY_ENOMEM;
     d->alloc = *a;
     sy_arena_init(&d->arena, &d->alloc, 4096);
-    size_t cap = 16;
-    while (cap < old_count * 2 + 16)
-        cap *= 2;
-    uint32_t *table = sy_malloc(a, cap * sizeof *table);
+    size_t cap = sy_idtab_capacity(old_count);
+    sy_idtab_entry *table = sy_malloc(a, cap * sizeof *table);
     bool *seen = sy_calloc(a, old_count + 1, sizeof *seen);
     d->added = sy_arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
     d->removed = sy_arena_alloc(&d->arena, (old_count + 1) * sizeof(char *));
@@ -62,24 +61,21 @@ int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
     if (!table || !seen || !d->added || !d->removed || !d->updated ||
         !d->updated_mask)
         goto fail;
-    for (size_t i = 0; i < cap; i++)
-        table[i] = UINT32_MAX;
+    sy_idtab t;
+    sy_idtab_init(&t, table, cap);
     for (size_t i = 0; i < old_count; i++) {
-        size_t p = hash_id(old_routes[i]->id) & (cap - 1);
-        while (table[p] != UINT32_MAX)
-            p = (p + 1) & (cap - 1);
-        table[p] = (uint32_t)i;
+        const char *id = old_routes[i]->id;
+        sy_idtab_add(&t, sy_idtab_hash(id, strlen(id)), (uint32_t)i);
     }
     for (size_t i = 0; i < new_count; i++) {
         const struct sy_route *n = new_routes[i];
-        size_t p = hash_id(n->id) & (cap - 1);
-        const struct sy_route *o = NULL;
-        for (; table[p] != UINT32_MAX; p = (p + 1) & (cap - 1))
-            if (strcmp(old_routes[table[p]]->id, n->id) == 0) {
-                o = old_routes[table[p]];
-                seen[table[p]] = true;
-                break;
-            }
+        size_t len = strlen(n->id);
+        uint32_t pos,
+            k = sy_idtab_find(&t, n->id, len, sy_idtab_hash(n->id, len), old_id,
+                              old_routes, &pos);
+        const struct sy_route *o = k == SY_NONE ? NULL : old_routes[k];
+        if (o)
+            seen[k] = true;
         char *id = sy_arena_strdup(&d->arena, n->id);
         if (!id)
             goto fail;

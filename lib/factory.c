@@ -368,13 +368,6 @@ const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
     return NULL;
 }
 
-const sy_factory_spec *sy_factory_by_id(sy_builtin id) {
-    for (size_t i = 0; i < SY_ARRAY_LEN(builtins); i++)
-        if (builtins[i].id == id)
-            return &builtins[i];
-    return NULL;
-}
-
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,
                                       const char *name) {
     for (size_t i = 0; i < spec->field_count; i++)

@@ -107,7 +107,6 @@ typedef struct sy_factory_spec {
 /* The built-in spec of that name and kind, or NULL. */
 const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
                                        size_t len);
-const sy_factory_spec *sy_factory_by_id(sy_builtin id);
 /* The field spec of that name, or NULL. */
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,
                                       const char *name);

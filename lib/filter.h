@@ -7,8 +7,8 @@
 #ifndef SY_FILTER_H
 #define SY_FILTER_H
 
-#include "pattern.h"
 #include "compile_env.h"
+#include "pattern.h"
 
 typedef struct sy_filter sy_filter;
 

@@ -27,7 +27,7 @@
 
 #include <stdlib.h>
 
-#define NONE UINT32_MAX
+#define NONE SY_NONE /* short local name */
 #define ROOT_PATH 0u
 #define ROOT_HOST 1u
 #define GENERIC_LISTS 11 /* 9 standard methods, "other", any */
@@ -66,7 +66,8 @@ struct sy_index {
     edge *edges; /* capacity edge_mask + 1; child == NONE means empty */
     uint32_t edge_mask;
     char *strings;
-    uint32_t *ids;
+    sy_cand *cands; /* every list, flattened */
+    sy_cand_var *vars;
     list_ref generic[GENERIC_LISTS];
     size_t host_routes; /* routes placed in the host trie */
     size_t bytes;
@@ -83,8 +84,19 @@ typedef struct pending {
     uint32_t dim; /* 0 path, 1 host, 2 generic */
 } pending;
 
+/* What a route's candidate entries carry, computed once per route. */
+typedef struct rinfo {
+    uint32_t methods;
+    uint32_t vars[2]; /* per trie: offset in the var pool */
+    uint16_t nvars[2];
+    uint8_t pred[2];  /* the predicate the walk proves */
+    uint8_t flags[2]; /* SY_CAND_WALK, SY_CAND_WHOLE */
+} rinfo;
+
 typedef struct builder {
     const sy_alloc *a;
+    sy_cand_var *vars;
+    uint32_t var_count, var_cap;
     inode *nodes;
     uint32_t node_count, node_cap;
     edge *edges;
@@ -232,7 +244,7 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy_pattern *p,
     for (size_t k = 0; k < n && node != NONE; k++) {
         size_t i = reversed ? n - 1 - k : k;
         sy_seg_kind sk = sy_pattern_segment_kind(p, i);
-        if (sk == SY_SEG_MULTI) {
+        if (sk == SY_SEG_MULTI || sk == SY_SEG_REST) {
             *kind = L_MULTI;
             return node;
         }
@@ -272,6 +284,95 @@ static const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
     return NULL;
 }
 
+/* A pattern the trie walk proves on its own: literal segments (labels)
+ * short enough for a literal edge, plain {var}s, and at most one "**"
+ * (capturing nothing) as the last segment the walk meets (the last of a
+ * path, the first label of a host): the walk then collects it in the multi
+ * list at the node where every segment before it matched. */
+static bool pattern_walkable(const sy_pattern *p, bool host) {
+    size_t n = sy_pattern_segment_count(p), vars = 0;
+    for (size_t i = 0; i < n; i++) {
+        sy_seg_kind k = sy_pattern_segment_kind(p, i);
+        if (k == SY_SEG_MULTI) {
+            if (i != (host ? 0 : n - 1))
+                return false;
+        } else if (k == SY_SEG_LITERAL) {
+            if (sy_pattern_literal(p, i).len > UINT16_MAX)
+                return false;
+        } else if (sy_pattern_segment_var(p, i).ptr) {
+            vars++;
+        } else {
+            return false;
+        }
+    }
+    return vars == sy_pattern_var_count(p); /* no {*name} */
+}
+
+static bool add_var(builder *b, sy_str name, uint32_t seg) {
+    if (b->var_count == b->var_cap) {
+        uint32_t cap = b->var_cap ? b->var_cap * 2 : 64;
+        sy_cand_var *v = sy_realloc(b->a, b->vars, cap * sizeof *v);
+        if (!v)
+            return false;
+        b->vars = v;
+        b->var_cap = cap;
+    }
+    b->vars[b->var_count++] = (sy_cand_var){name, seg};
+    return true;
+}
+
+/* The methods a route accepts and, per trie (0 path, 1 host), whether
+ * the walk proves its Path (Host) predicate (SY_CAND_WALK: one such
+ * predicate, of one walkable pattern) and whether that leaves only its
+ * Method predicates (SY_CAND_WHOLE). */
+static rinfo route_info(builder *b, const struct sy_route *r) {
+    rinfo ri;
+    memset(&ri, 0, sizeof ri);
+    ri.methods = UINT32_MAX;
+    size_t at[2] = {0, 0}, ndims[2] = {0, 0};
+    bool other = false;
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        const sy_pred *p = r->cpreds[i];
+        sy_pred_kind k = p ? sy_pred_get_kind(p) : SY_PK_HOST_FACTORY;
+        if (k == SY_PK_METHOD) {
+            ri.methods &= sy_pred_method_mask(p);
+        } else if (k == SY_PK_PATH || k == SY_PK_HOST) {
+            at[k == SY_PK_HOST] = i;
+            ndims[k == SY_PK_HOST]++;
+        } else {
+            other = true;
+        }
+    }
+    for (int d = 0; d < 2; d++) {
+        if (ndims[d] != 1 || at[d] >= UINT8_MAX)
+            continue;
+        const sy_pred *pred = r->cpreds[at[d]];
+        if (sy_pred_pattern_count(pred) != 1)
+            continue;
+        const sy_pattern *pat = sy_pred_pattern(pred, 0);
+        if (!pattern_walkable(pat, d == 1))
+            continue;
+        ri.vars[d] = b->var_count;
+        size_t n = sy_pattern_segment_count(pat);
+        for (size_t i = 0; i < n; i++) {
+            sy_str name = sy_pattern_segment_var(pat, i);
+            /* hosts: counted from the last label (a leading ** takes any
+             * number of labels before the others) */
+            uint32_t seg = (uint32_t)(d == 1 ? n - 1 - i : i);
+            if (name.ptr && !add_var(b, name, seg)) {
+                b->failed = true;
+                return ri;
+            }
+        }
+        ri.nvars[d] = (uint16_t)(b->var_count - ri.vars[d]);
+        ri.pred[d] = (uint8_t)at[d];
+        ri.flags[d] = SY_CAND_WALK;
+        if (!other && !ndims[1 - d])
+            ri.flags[d] |= SY_CAND_WHOLE;
+    }
+    return ri;
+}
+
 static int cmp_key(const void *x, const void *y) {
     const sy_index_route *a = x, *b = y;
     return a->key < b->key ? -1 : a->key > b->key;
@@ -279,7 +380,7 @@ static int cmp_key(const void *x, const void *y) {
 
 /* Stable counting sort of pending entries into per-(node, kind) lists. */
 static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
-                    const uint32_t *slot_pos) {
+                    const uint32_t *slot_pos, const rinfo *info) {
     size_t nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
     uint32_t *start = sy_calloc(b->a, nlists + 1, sizeof *start);
     if (!start)
@@ -299,9 +400,9 @@ static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
     }
     for (size_t i = 0; i < nlists; i++)
         start[i + 1] += start[i];
-    ix->ids = sy_malloc(b->a, (kept ? kept : 1) * sizeof *ix->ids);
+    ix->cands = sy_malloc(b->a, (kept ? kept : 1) * sizeof *ix->cands);
     uint32_t *fill = sy_malloc(b->a, nlists * sizeof *fill);
-    if (!ix->ids || !fill) {
+    if (!ix->cands || !fill) {
         sy_free(b->a, fill);
         sy_free(b->a, start);
         return false;
@@ -313,9 +414,17 @@ static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
             continue;
         uint32_t *pos = &fill[p->node];
         /* a route with several patterns landing on one list: keep one */
-        if (*pos > start[p->node] && ix->ids[*pos - 1] == p->slot)
+        if (*pos > start[p->node] && ix->cands[*pos - 1].slot == p->slot)
             continue;
-        ix->ids[(*pos)++] = p->slot;
+        const rinfo *ri = &info[slot_pos[i]];
+        int d = p->dim < 2 ? (int)p->dim : 0;
+        bool walk = p->dim < 2 && ri->flags[d];
+        ix->cands[(*pos)++] = (sy_cand){p->slot,
+                                        ri->methods,
+                                        walk ? ri->vars[d] : 0,
+                                        walk ? ri->nvars[d] : 0,
+                                        walk ? ri->flags[d] : 0,
+                                        walk ? ri->pred[d] : 0};
     }
     for (uint32_t n = 0; n < b->node_count; n++) {
         b->nodes[n].term = (list_ref){start[n * 2], fill[n * 2] - start[n * 2]};
@@ -326,7 +435,7 @@ static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
         size_t li = (size_t)b->node_count * 2 + g;
         ix->generic[g] = (list_ref){start[li], fill[li] - start[li]};
     }
-    ix->bytes += kept * sizeof *ix->ids;
+    ix->bytes += kept * sizeof *ix->cands;
     sy_free(b->a, fill);
     sy_free(b->a, start);
     return true;
@@ -343,10 +452,11 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
     sy_index_route *routes = sy_malloc(a, (n ? n : 1) * sizeof *routes);
     uint8_t *placement = sy_malloc(a, n ? n : 1);
     uint32_t *pcost = sy_malloc(a, (n ? n : 1) * 2 * sizeof *pcost);
+    rinfo *info = sy_malloc(a, (n ? n : 1) * sizeof *info);
     builder b = {.a = a};
     sy_buf_init(&b.strings, a);
     uint32_t *slot_pos = NULL;
-    if (!ix || !routes || !placement || !pcost)
+    if (!ix || !routes || !placement || !pcost || !info)
         goto fail;
     if (n)
         memcpy(routes, routes_in, n * sizeof *routes);
@@ -368,6 +478,7 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
         uint32_t slot = routes[r].slot;
         if (rt->disabled)
             continue;
+        info[r] = route_info(&b, rt);
         const sy_pred *path = find_pred(rt, SY_PK_PATH);
         const sy_pred *host = find_pred(rt, SY_PK_HOST);
         const sy_pred *method = find_pred(rt, SY_PK_METHOD);
@@ -427,7 +538,7 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
             ix->host_routes++;
         }
     }
-    if (!flatten(&b, ix, placement, slot_pos))
+    if (!flatten(&b, ix, placement, slot_pos, info))
         goto fail;
 
     ix->nodes = b.nodes;
@@ -435,14 +546,17 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
     ix->edges = b.edges;
     ix->edge_mask = b.edge_mask;
     ix->strings = b.strings.ptr;
+    ix->vars = b.vars;
     ix->bytes += sizeof *ix + (size_t)b.node_cap * sizeof(inode) +
-                 (size_t)(b.edge_mask + 1) * sizeof(edge) + b.strings.cap;
+                 (size_t)(b.edge_mask + 1) * sizeof(edge) + b.strings.cap +
+                 (size_t)b.var_cap * sizeof *b.vars;
     sy_free(a, b.pend);
     sy_free(a, b.list_len);
     sy_free(a, slot_pos);
     sy_free(a, routes);
     sy_free(a, placement);
     sy_free(a, pcost);
+    sy_free(a, info);
     *out = ix;
     return SY_OK;
 
@@ -456,8 +570,10 @@ fail:
     sy_free(a, routes);
     sy_free(a, placement);
     sy_free(a, pcost);
+    sy_free(a, info);
+    sy_free(a, b.vars);
     if (ix)
-        sy_free(a, ix->ids);
+        sy_free(a, ix->cands);
     sy_free(a, ix);
     return SY_ENOMEM;
 }
@@ -475,7 +591,8 @@ void sy_index_unref(sy_index *ix) {
     sy_free(a, ix->nodes);
     sy_free(a, ix->edges);
     sy_free(a, ix->strings);
-    sy_free(a, ix->ids);
+    sy_free(a, ix->cands);
+    sy_free(a, ix->vars);
     sy_free(a, ix);
 }
 
@@ -498,14 +615,16 @@ typedef struct collector {
     uint32_t hashed;                /* bit i: hash[i] is set */
 } collector;
 
-static inline void collect(collector *c, list_ref l, uint8_t proof) {
+static inline void collect(collector *c, list_ref l, uint8_t proof,
+                           bool exact) {
     if (!l.len)
         return;
     if (c->n == c->cap) {
         c->overflow = true;
         return;
     }
-    c->out[c->n++] = (sy_cand_list){c->ix->ids + l.off, l.len, proof};
+    c->out[c->n++] = (sy_cand_list){
+        c->ix->cands + l.off, c->ix->vars, l.len, proof, exact, c->reversed};
 }
 
 static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
@@ -544,19 +663,22 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
     bool path = !c->reversed;
     while (node != NONE && !c->overflow) {
         const inode *nd = &ix->nodes[node];
-        collect(c, nd->multi, SY_PROOF_NONE);
+        /* a walkable host pattern starting with "**" has no leading '.',
+         * which Ant compares: a host with one is not proven */
+        collect(c, nd->multi, SY_PROOF_NONE, path || !segs->lead);
         if (depth == segs->count) {
             collect(c, nd->term,
                     !literal ? SY_PROOF_NONE
                     : path   ? SY_PROOF_PATH
-                             : SY_PROOF_HOST);
+                             : SY_PROOF_HOST,
+                    true);
             return;
         }
         size_t i = c->reversed ? segs->count - 1 - depth : depth;
         sy_str seg = segs->dec[i];
         /* matchTrailingSlash: "/a" also matches "/a/" */
         if (path && depth + 1 == segs->count && seg.len == 0)
-            collect(c, nd->term, SY_PROOF_NONE);
+            collect(c, nd->term, SY_PROOF_NONE, false);
         if (nd->wild != NONE)
             walk(c, nd->wild, depth + 1, false);
         node = find_literal(c, node, i, seg);
@@ -577,16 +699,17 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.reversed = false;
     c.hashed = 0;
     walk(&c, ROOT_PATH, 0, true);
-    if (host_labels && ix->host_routes) {
+    /* an empty or missing Host matches no Host pattern */
+    if (host_labels && host_labels->count && ix->host_routes) {
         c.segs = host_labels;
         c.reversed = true;
         c.hashed = 0;
         walk(&c, ROOT_HOST, 0, true);
     }
-    collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE);
+    collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE, false);
     collect(&c,
             ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
                                                           : GENERIC_OTHER],
-            SY_PROOF_NONE);
+            SY_PROOF_NONE, false);
     return c.overflow ? SIZE_MAX : c.n;
 }

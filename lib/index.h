@@ -22,14 +22,58 @@ typedef struct sy_index_route {
     const struct sy_route *route;
 } sy_index_route;
 
-/* A candidate list: slot ids in ascending rank key order. */
+/*
+ * One candidate of a list, with what the matcher needs to decide it
+ * without touching the route when the walk already proved it (16 bytes):
+ *
+ *   slot     | methods              | vars             | nvars | flags
+ *   u32      | u32: bit b = method  | u32: offset in   | u16   | u8
+ *            | bit b passes (all    | the index's var  |       | SY_CAND_WHOLE
+ *            | ones: no Method)     | pool             |       |
+ */
+typedef struct sy_cand {
+    uint32_t slot;
+    /* AND of the route's Method predicate masks (sy_pred_method_mask), all
+     * ones without one: a clear bit is a sure failure; bit 31 (another
+     * method) only a "maybe" */
+    uint32_t methods;
+    uint32_t vars;  /* SY_CAND_WHOLE: first of nvars entries of ix vars */
+    uint16_t nvars; /* captures of the whole pattern */
+    uint8_t flags;
+    uint8_t pred; /* SY_CAND_WALK: the route's predicate it proves */
+} sy_cand;
+
+/* SY_CAND_WALK: the route has one Path (or Host, by the trie it sits in)
+ * predicate, `pred`, of one pattern made of literal and plain {var}
+ * segments (and perhaps a "**" the walk meets last): an exact walk to its
+ * list proves it, and its captures are the request's segments at its
+ * {var}s. SY_CAND_WHOLE: besides, the route has only Method predicates,
+ * so the walk and the method mask decide it without touching the route. */
+enum { SY_CAND_WALK = 1, SY_CAND_WHOLE = 2 };
+
+/* A {var} of a SY_CAND_WHOLE pattern: its name (into the pattern's text,
+ * valid while the slot's route is) and the segment it captures (a path
+ * segment's index; for a host, the label's index counted from the last). */
+typedef struct sy_cand_var {
+    sy_str name;
+    uint32_t seg;
+} sy_cand_var;
+
+/* A candidate list in ascending rank key order. */
 typedef struct sy_cand_list {
-    const uint32_t *ids;
+    const sy_cand *c;
+    const sy_cand_var *vars; /* the index's var pool */
     uint32_t len;
     /* every segment (path) or label (host) of the request equalled a
      * literal on the way to this list (no wildcard, no trailing-slash or **
      * shortcut): a route's all-literal Path (or Host) predicate is proven */
     uint8_t proof;
+    /* a term list where the walk consumed every segment (label) one edge
+     * each, literal or wildcard, or a multi list ("**" starts here, every
+     * segment before it consumed so): SY_CAND_WHOLE entries hold when
+     * their method bit is set and their {var}s are non-empty */
+    uint8_t exact;
+    uint8_t host; /* found in the host trie (captures are labels) */
 } sy_cand_list;
 
 enum { SY_PROOF_NONE = 0, SY_PROOF_PATH = 1, SY_PROOF_HOST = 2 };

@@ -11,14 +11,6 @@
  */
 #include "match.h"
 
-static void *pcre_malloc(size_t n, void *d) {
-    return sy_malloc((const sy_alloc *)d, n);
-}
-
-static void pcre_free(void *p, void *d) {
-    sy_free((const sy_alloc *)d, p);
-}
-
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
     sy_alloc a;
@@ -31,7 +23,7 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     c->alloc = a;
     c->rng = sy_hash_mix((uint64_t)(uintptr_t)c, sy_now_monotonic_us()) | 1;
     sy_arena_init(&c->scratch, &c->alloc, 16384);
-    c->gctx = pcre2_general_context_create(pcre_malloc, pcre_free, &c->alloc);
+    c->gctx = sy_re_general_context_new(&c->alloc);
     if (!c->gctx) {
         sy_free(&a, c);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
@@ -221,6 +213,72 @@ static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
     return f;
 }
 
+/* Append the captures of a walk-proven pattern (SY_CAND_WALK): the
+ * request's segments (labels) at its {var}s; false when one is empty (a
+ * {var} needs a non-empty segment: the pattern does not hold after all). */
+static bool walk_caps(sy_eval *ev, const sy_cand_list *l, const sy_cand *cd) {
+    const sy_segments *segs = l->host ? ev->host : ev->path;
+    const sy_cand_var *v = l->vars + cd->vars;
+    size_t n = ev->ncaps;
+    if (ev->caps_cap - n < cd->nvars)
+        return false;
+    for (size_t k = 0; k < cd->nvars; k++) {
+        sy_str val = segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
+        if (!val.len)
+            return false;
+        ev->caps[n + k] = (sy_capture){v[k].name, val};
+    }
+    ev->ncaps = n + cd->nvars;
+    return true;
+}
+
+/* A walk-proven candidate: test its other predicates in order, taking the
+ * proven one's captures at its place. */
+static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
+                            const sy_cand_list *l, const sy_cand *cd) {
+    const sy_slot *sl = sy_snapshot_slot(s, cd->slot);
+    const struct sy_route *r = sl->route;
+    sy_eval *ev = &c->ev;
+    ev->ncaps = 0;
+    ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        if (i == cd->pred) {
+            if (!walk_caps(ev, l, cd))
+                return candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
+        } else if (!sy_pred_test(r->cpreds[i], ev)) {
+            note_failure(c, s, cd->slot, (int)i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Does candidate `cd` of list `l` hold? The index's inline data first:
+ * a method bit the route refuses fails it without touching the route; a
+ * whole route (SY_CAND_WHOLE) reached by an exact walk holds with its
+ * captures taken from the request's segments; a walk-proven one has only
+ * its other predicates tested; anything else is tested in full. */
+static bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_cand_list *l, const sy_cand *cd, int mbit) {
+    sy_eval *ev = &c->ev;
+    if (!((cd->methods >> mbit) & 1u)) {
+        /* for a 405: method_reason() checks its other predicates */
+        if (c->method_miss_count < MAX_METHOD_MISSES)
+            c->method_misses[c->method_miss_count++] = cd->slot;
+        return false;
+    }
+    if ((cd->flags & SY_CAND_WALK) && l->exact) {
+        if (!(cd->flags & SY_CAND_WHOLE) ||
+            (mbit == 31 && cd->methods != UINT32_MAX))
+            return walk_rest_holds(c, s, l, cd);
+        ev->ncaps = 0;
+        ev->weight = NULL;
+        if (walk_caps(ev, l, cd))
+            return true;
+    }
+    return candidate_fails(c, s, cd->slot, l->proof) < 0;
+}
+
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
                        const sy_request *req, uint32_t slot) {
     sy_match *m = &c->m;
@@ -350,10 +408,13 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
     int mbit = sy_method_bit(req->method);
+    /* an empty Host matches no Host pattern (as SCG's null host): its
+     * routes are no candidates, and no walk may prove them */
+    const sy_segments *host = c->ev.host_str.len ? &c->host : NULL;
     size_t n =
-        sy_index_lookup(s->base, &c->path, &c->host, mbit, c->lists, MAX_LISTS);
+        sy_index_lookup(s->base, &c->path, host, mbit, c->lists, MAX_LISTS);
     if (n != SIZE_MAX && s->overlay) {
-        size_t m = sy_index_lookup(s->overlay, &c->path, &c->host, mbit,
+        size_t m = sy_index_lookup(s->overlay, &c->path, host, mbit,
                                    c->lists + n, MAX_LISTS - n);
         n = m == SIZE_MAX ? SIZE_MAX : n + m;
     }
@@ -363,10 +424,10 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     if (n == 1) { /* the common case: one list, already in rank order */
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
-            uint32_t slot = l->ids[i];
-            if (sy_snapshot_slot(s, slot)->route &&
-                candidate_fails(c, s, slot, l->proof) < 0) {
-                *out = found(c, s, req, slot);
+            const sy_cand *cd = &l->c[i];
+            if (sy_snapshot_slot(s, cd->slot)->route &&
+                cand_holds(c, s, l, cd, mbit)) {
+                *out = found(c, s, req, cd->slot);
                 return SY_OK;
             }
         }
@@ -383,13 +444,13 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         for (size_t i = 0; i < n; i++) {
             const sy_cand_list *l = &c->lists[i];
             while (c->heads[i] < l->len) {
-                const sy_slot *sl = sy_snapshot_slot(s, l->ids[c->heads[i]]);
+                const sy_slot *sl = sy_snapshot_slot(s, l->c[c->heads[i]].slot);
                 if (sl->route && sl->key != last)
                     break;
                 c->heads[i]++;
             }
             if (c->heads[i] < l->len) {
-                uint64_t k = sy_snapshot_slot(s, l->ids[c->heads[i]])->key;
+                uint64_t k = sy_snapshot_slot(s, l->c[c->heads[i]].slot)->key;
                 if (k < best_key) {
                     best_key = k;
                     best = i;
@@ -398,10 +459,11 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         }
         if (best == SIZE_MAX)
             return SY_OK;
-        uint32_t slot = c->lists[best].ids[c->heads[best]++];
+        const sy_cand_list *l = &c->lists[best];
+        const sy_cand *cd = &l->c[c->heads[best]++];
         last = best_key;
-        if (candidate_fails(c, s, slot, c->lists[best].proof) < 0) {
-            *out = found(c, s, req, slot);
+        if (cand_holds(c, s, l, cd, mbit)) {
+            *out = found(c, s, req, cd->slot);
             return SY_OK;
         }
     }
@@ -454,7 +516,9 @@ void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
 sy_str sy_match_var_get(const sy_match *m, const char *name) {
     const sy_eval *ev = &m->ctx->ev;
     size_t len = strlen(name);
-    for (size_t i = 0; i < ev->ncaps; i++)
+    /* the last capture of a name wins, as SCG merges the predicates'
+     * variable maps (and as the filters expand {name}) */
+    for (size_t i = ev->ncaps; i-- > 0;)
         if (sy_str_eq(ev->caps[i].name, name, len))
             return ev->caps[i].value;
     return (sy_str){NULL, 0};

@@ -12,7 +12,7 @@
 #include "snapshot.h"
 
 #ifndef NONE
-#define NONE UINT32_MAX
+#define NONE SY_NONE /* short local name */
 #endif
 #define MAX_LISTS 64
 /* routes that failed only on Method, remembered to answer 405 */

@@ -15,8 +15,6 @@
 
 #include <stdio.h>
 
-#define SY_NONE SY_PAT_NONE
-
 int sy_pat_error(sy_error *err, int code, size_t off, const char *msg) {
     sy_error_set(err, code, "", "%s", msg);
     if (err)
@@ -746,7 +744,13 @@ size_t sy_pattern_segment_count(const sy_pattern *p) {
 }
 
 sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i) {
-    switch (p->elems[i].kind) {
+    const sy_pelem *el = &p->elems[i];
+    /* see SY_SEG_REST; a host's virtual labels lie outside [first, last) */
+    if (p->host ? i >= p->last && el->kind == PE_MULTI
+                : i + 1 == p->n && p->multi == SY_NONE &&
+                      el->kind == PE_REGEX && !el->nvars)
+        return SY_SEG_REST;
+    switch (el->kind) {
     case PE_LITERAL: return SY_SEG_LITERAL;
     case PE_MULTI: return SY_SEG_MULTI;
     default: return SY_SEG_SINGLE;
@@ -757,6 +761,16 @@ sy_str sy_pattern_literal(const sy_pattern *p, size_t i) {
     if (p->elems[i].kind != PE_LITERAL)
         return (sy_str){"", 0};
     return p->elems[i].lit;
+}
+
+sy_str sy_pattern_segment_var(const sy_pattern *p, size_t i) {
+    if (p->elems[i].kind != PE_VAR)
+        return (sy_str){NULL, 0};
+    sy_str name = p->vars[p->elems[i].var];
+    for (uint32_t k = 0; p->host && k < p->nvars; k++)
+        if (k != p->elems[i].var && sy_str_eq(p->vars[k], name.ptr, name.len))
+            return (sy_str){NULL, 0};
+    return name;
 }
 
 const char *sy_pattern_source(const sy_pattern *p) {

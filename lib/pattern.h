@@ -97,11 +97,25 @@ bool sy_pattern_can_match(const sy_pattern *p);
 typedef enum sy_seg_kind {
     SY_SEG_LITERAL = 0, /* plain text, compare with sy_pattern_literal */
     SY_SEG_SINGLE = 1,  /* matches exactly one segment (*, ?, {x}, regex) */
-    SY_SEG_MULTI = 2    /* ** or {*x}: zero or more segments */
+    SY_SEG_MULTI = 2,   /* ** or {*x}: zero or more segments */
+    /* not one segment, and not proven by the index's walk either: anything
+     * may follow, the pattern must still be tested. A last path regex
+     * without variables (Spring lets it take the separators that end the
+     * path: "/" + "****" matches "///"), and a host's virtual last label
+     * after a last "*" (Ant lets that "*" stand for nothing when the host
+     * ends with '.'). */
+    SY_SEG_REST = 3
 } sy_seg_kind;
 size_t sy_pattern_segment_count(const sy_pattern *p);
 sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i);
 sy_str sy_pattern_literal(const sy_pattern *p, size_t i);
+/* Segment i is a plain "{name}" (any one non-empty segment or label,
+ * captured whole, as decoded): its name; anything else gives {NULL, 0}, so
+ * does a host variable whose name the pattern uses twice (which value
+ * wins then follows Ant's matching order, not the label order).
+ * The index relies on exactly this to prove such a pattern by its walk and
+ * take the captures itself. */
+sy_str sy_pattern_segment_var(const sy_pattern *p, size_t i);
 const char *sy_pattern_source(const sy_pattern *p);
 
 #endif

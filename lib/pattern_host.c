@@ -157,7 +157,8 @@ static int label(sy_pattern *p, sy_re_env *env, tok *t, size_t b, size_t e,
  * elems[first, last), and a virtual empty label for a trailing '.' - the
  * same shape split_host gives a request, so the index can walk both. Ant
  * ignores the trailing '.' when the last label is "**", so no virtual
- * label is added then.
+ * label is added then. Virtual labels are never matched: the matcher
+ * reads elems[first, last) and the lead/trail flags.
  */
 int sy_pat_parse_host(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
     const char *s = p->src;
@@ -178,9 +179,19 @@ int sy_pat_parse_host(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
         i = e + 1;
     }
     p->last = p->n;
-    if (p->trail &&
-        !(p->last > p->first && p->elems[p->last - 1].kind == PE_MULTI))
-        add_literal(p, len - 1, (sy_str){"", 0});
+    bool any_multi = false;
+    for (size_t k = p->first; k < p->last; k++)
+        any_multi = any_multi || p->elems[k].kind == PE_MULTI;
+    if (!p->trail ||
+        (p->last > p->first && p->elems[p->last - 1].kind == PE_MULTI))
+        return SY_OK;
+    add_literal(p, len - 1, (sy_str){"", 0});
+    /* Ant lets a last "*" stand for nothing when the host ends with '.'
+     * ("*.*." matches "a."): then the labels need not line up, and the
+     * index is told "anything may follow" instead (SY_SEG_REST) */
+    if (!any_multi && p->last > p->first &&
+        p->elems[p->last - 1].kind == PE_STAR)
+        p->elems[p->n - 1].kind = PE_MULTI;
     return SY_OK;
 }
 

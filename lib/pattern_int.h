@@ -8,8 +8,6 @@
 
 #include "pattern.h"
 
-#define SY_PAT_NONE ((size_t)-1)
-
 typedef enum pe_kind {
     PE_LITERAL, /* memcmp */
     PE_STAR,    /* "*": any non-empty segment, or the empty last one */
@@ -38,7 +36,7 @@ struct sy_pattern {
     size_t last;
     size_t n;
     sy_pelem *elems;
-    size_t multi; /* path: index of the PE_MULTI element, or SY_PAT_NONE */
+    size_t multi; /* path: index of the PE_MULTI element, or SY_NONE */
     uint32_t nvars;
     sy_str *vars; /* names, into src */
     uint32_t max_groups;

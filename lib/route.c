@@ -94,11 +94,140 @@ static int32_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
     return -1;
 }
 
-/* Selection settings from the metadata, so selection reads no strings. */
+/* ---- selection settings ---- */
+
+static const char *const select_keys[] = {
+    "lb-hash-cookie",  "lb-hash-header",   "lb-policy",      "lb-zone",
+    "version-default", "version-fallback", "version-header",
+};
+
+bool sy_route_is_select_key(const char *key) {
+    for (size_t i = 0; i < SY_ARRAY_LEN(select_keys); i++)
+        if (strcmp(key, select_keys[i]) == 0)
+            return true;
+    return false;
+}
+
+/* An HTTP token (RFC 9110 tchar), the shape of header and cookie names. */
+static bool is_token(const char *s) {
+    if (!*s)
+        return false;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c)))
+            return false;
+    }
+    return true;
+}
+
+/* Room for the errors of sy_route_check_select. */
+typedef struct select_errors {
+    const char *path; /* the route's */
+    sy_error *errs;
+    size_t max, n;
+    char msg[256];
+} select_errors;
+
+/* Record se->msg as an error of metadata.<key>. */
+static void select_error(select_errors *se, const char *key) {
+    if (se->n < se->max) {
+        char p[256];
+        sy_path_printf(p, sizeof p, "%s%smetadata.%s", se->path,
+                       *se->path ? "." : "", key);
+        sy_error_set(&se->errs[se->n], SY_EARG, p, "%s", se->msg);
+    }
+    se->n++;
+}
+
+size_t sy_route_check_select(const struct sy_route *r, const char *path,
+                             sy_error *errs, size_t max) {
+    select_errors se = {path ? path : "", errs, max, 0, {0}};
+    const char *v;
+    sy_lb_policy pol = SY_LB_ROUND_ROBIN;
+    if ((v = sy_route_metadata(r, "lb-policy")) &&
+        sy_lb_policy_parse(v, strlen(v), &pol)) {
+        snprintf(se.msg, sizeof se.msg,
+                 "lb-policy must be round-robin, random or hash, not '%.80s'",
+                 v);
+        select_error(&se, "lb-policy");
+    }
+    sy_version_fallback fb;
+    if ((v = sy_route_metadata(r, "version-fallback")) &&
+        sy_version_fallback_parse(v, strlen(v), &fb)) {
+        snprintf(se.msg, sizeof se.msg,
+                 "version-fallback must be none, latest or any, not '%.80s'",
+                 v);
+        select_error(&se, "version-fallback");
+    }
+    if ((v = sy_route_metadata(r, "version-default")) && !*v) {
+        snprintf(se.msg, sizeof se.msg,
+                 "version-default must be latest, oldest or a version, not "
+                 "empty");
+        select_error(&se, "version-default");
+    }
+    static const char *const names[][2] = {
+        {"version-header", "a header name"},
+        {"lb-hash-header", "a header name"},
+        {"lb-hash-cookie", "a cookie name"},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(names); i++)
+        if ((v = sy_route_metadata(r, names[i][0])) && !is_token(v)) {
+            snprintf(se.msg, sizeof se.msg,
+                     "%s must be %s (letters, digits and !#$%%&'*+-.^_`|~), "
+                     "not '%.80s'",
+                     names[i][0], names[i][1], v);
+            select_error(&se, names[i][0]);
+        }
+    if ((v = sy_route_metadata(r, "lb-zone")) && !*v) {
+        snprintf(se.msg, sizeof se.msg,
+                 "lb-zone must name a zone, not be "
+                 "empty");
+        select_error(&se, "lb-zone");
+    }
+    const char *hh = sy_route_metadata(r, "lb-hash-header");
+    const char *hc = sy_route_metadata(r, "lb-hash-cookie");
+    bool hash =
+        (v = sy_route_metadata(r, "lb-policy")) && strcmp(v, "hash") == 0;
+    if (hash && !hh && !hc) {
+        snprintf(se.msg, sizeof se.msg,
+                 "lb-policy hash needs lb-hash-header or lb-hash-cookie (the "
+                 "key to hash)");
+        select_error(&se, "lb-policy");
+    }
+    if (hh && hc) {
+        snprintf(se.msg, sizeof se.msg,
+                 "lb-hash-header and lb-hash-cookie exclude each other (one "
+                 "key is hashed)");
+        select_error(&se, "lb-hash-cookie");
+    }
+    if (!hash && (hh || hc)) {
+        const char *k = hh ? "lb-hash-header" : "lb-hash-cookie";
+        snprintf(se.msg, sizeof se.msg,
+                 "%s is used only with lb-policy hash (the policy is %s)", k,
+                 v ? v : "round-robin by default");
+        select_error(&se, k);
+    }
+    return se.n;
+}
+
+/* Selection settings from the metadata, so selection reads no strings.
+ * Values were checked at parse (sy_route_check_select); an unknown one
+ * here (a route built around the parser) keeps the default. */
 static void read_select(struct sy_route *r) {
     const char *v;
     r->select.version_header =
         (v = sy_route_metadata(r, "version-header")) ? v : "version";
+    r->select.untagged = SY_UNTAGGED_LATEST;
+    r->select.default_version = NULL;
+    if ((v = sy_route_metadata(r, "version-default")) && *v) {
+        if (strcmp(v, "oldest") == 0) {
+            r->select.untagged = SY_UNTAGGED_OLDEST;
+        } else if (strcmp(v, "latest") != 0) {
+            r->select.untagged = SY_UNTAGGED_PINNED;
+            r->select.default_version = v;
+        }
+    }
     r->select.hash_header = sy_route_metadata(r, "lb-hash-header");
     r->select.hash_cookie = sy_route_metadata(r, "lb-hash-cookie");
     r->select.zone = sy_route_metadata(r, "lb-zone");

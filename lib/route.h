@@ -41,13 +41,18 @@ struct sy_route {
     int32_t literal_path, literal_host;
 
     /* instance selection settings read from the metadata once, at compile
-     * (version-header, version-fallback, lb-policy, lb-hash-header,
-     * lb-hash-cookie, lb-zone); strings point into the metadata */
+     * (version-header, version-fallback, version-default, lb-policy,
+     * lb-hash-header, lb-hash-cookie, lb-zone), validated at parse by
+     * sy_route_check_select; strings point into the metadata */
     struct {
         const char *version_header;                   /* "version" unless set */
         const char *hash_header, *hash_cookie, *zone; /* or NULL */
         int fallback, policy; /* sy_version_fallback, sy_lb_policy */
-        bool websocket;       /* lb:ws:// */
+        /* requests without the version header: SY_UNTAGGED_* and, for
+         * SY_UNTAGGED_PINNED, the version they are treated as carrying */
+        int untagged;
+        const char *default_version; /* or NULL */
+        bool websocket;              /* lb:ws:// */
     } select;
 
     /* compiled, parallel to predicates[] / filters[] */
@@ -61,6 +66,29 @@ struct sy_route {
     uint32_t key; /* UINT32_MAX until live */
     const struct sy_route_owner *owner;
 };
+
+/* What metadata.version-default asks for requests without the version
+ * header (route model section 7, step 2). */
+enum {
+    SY_UNTAGGED_LATEST = 0, /* unversioned instances, else the latest */
+    SY_UNTAGGED_OLDEST = 1, /* unversioned instances, else the oldest */
+    SY_UNTAGGED_PINNED = 2  /* as if the header said default_version */
+};
+
+/* True for the metadata keys that configure instance selection. */
+bool sy_route_is_select_key(const char *key);
+
+/*
+ * Check the selection keys of r's metadata (already set, sorted): known
+ * values for lb-policy, version-fallback and version-default; header and
+ * cookie names that are HTTP tokens; a non-empty lb-zone; lb-policy hash
+ * with exactly one of lb-hash-header / lb-hash-cookie, and those only with
+ * it. SY_EARG with path "<path>.metadata.<key>" (path: the route's, e.g.
+ * "routes[0]"). Up to `max` errors go to errs[] (err receives the first);
+ * returns the number found, so lenient checks list them all.
+ */
+size_t sy_route_check_select(const struct sy_route *r, const char *path,
+                             sy_error *errs, size_t max);
 
 /* Told when a live route is freed (its last reference dropped). */
 typedef struct sy_route_owner {

@@ -25,7 +25,7 @@
 
 #include <stdio.h>
 
-#define NONE UINT32_MAX
+#define NONE SY_NONE
 
 /* ---- callbacks and re-entrancy ---- */
 
@@ -129,6 +129,9 @@ static uint64_t pub_clock(void *data) {
 sy_snapshot_config sy_router_snapshot_config(sy_router *r) {
     sy_snapshot_config cfg = {0};
     cfg.strip_host_port = r->opts.strip_host_port;
+    cfg.path_norm.mode = (int)r->opts.path_normalization;
+    cfg.path_norm.merge_slashes = r->opts.merge_slashes;
+    cfg.path_norm.escaped_slashes = (int)r->opts.escaped_slashes;
     cfg.clock_ms = r->opts.clock_ms;
     cfg.clock_data = r->opts.callback_data;
     cfg.random = r->opts.random;
@@ -364,7 +367,7 @@ static int commit_one(sy_router *r, const sy_change *ch, sy_report **report,
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
-    rc = sy_commit_run(r, ch, 1, true, report, err);
+    rc = sy_commit_run(r, ch, 1, true, false, report, err);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
@@ -381,7 +384,24 @@ int sy_router_commit(sy_router *r, const sy_change_set *cs, sy_report **report,
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
-    rc = sy_commit_run(r, cs->items, cs->count, false, report, err);
+    rc = sy_commit_run(r, cs->items, cs->count, false, false, report, err);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+int sy_router_check(sy_router *r, const sy_change_set *cs, sy_report **report,
+                    sy_error *err) {
+    if (report)
+        *report = NULL;
+    if (!r || !cs)
+        return sy_error_set(err, SY_EINVAL, "", "router or change set is NULL");
+    if (cs->router != r)
+        return sy_error_set(err, SY_EINVAL, "",
+                            "the change set belongs to another router");
+    int rc = writer_enter(r, err);
+    if (rc)
+        return rc;
+    rc = sy_commit_run(r, cs->items, cs->count, false, true, report, err);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }

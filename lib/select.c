@@ -53,6 +53,12 @@ static void params_of(const struct sy_route *r, const sy_request *req,
     sy_str version = header_value(req, r->select.version_header);
     p->has_version = version.ptr != NULL;
     p->version = version;
+    /* untagged traffic: metadata version-default (the latest unless set) */
+    if (!p->has_version && r->select.untagged == SY_UNTAGGED_PINNED) {
+        p->has_version = true;
+        p->version = cstr(r->select.default_version);
+    }
+    p->untagged_oldest = r->select.untagged == SY_UNTAGGED_OLDEST;
     p->fallback = (sy_version_fallback)r->select.fallback;
     p->hint = header_value(req, "X-SC-LB-Hint");
     p->zone = cstr(r->select.zone);

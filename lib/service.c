@@ -94,18 +94,16 @@ static int svc_kv_cmp(const void *a, const void *b) {
     return strcmp(((const sy_kv *)a)->key, ((const sy_kv *)b)->key);
 }
 
+static const char *svc_inst_id(const void *ctx, uint32_t i) {
+    return ((const sy_service *)ctx)->inst[i].pub.id;
+}
+
 static uint32_t svc_id_find(const sy_service *s, const char *id, size_t len) {
-    if (!s->id_cap)
-        return SVC_NONE;
-    size_t mask = s->id_cap - 1, i = sy_hash64(id, len, 0) & mask;
-    for (;; i = (i + 1) & mask) {
-        uint32_t v = s->id_map[i];
-        if (!v)
-            return SVC_NONE;
-        const char *o = s->inst[v - 1].pub.id;
-        if (strncmp(o, id, len) == 0 && o[len] == '\0')
-            return v - 1;
-    }
+    if (!s->ids.e)
+        return SY_NONE;
+    uint32_t pos;
+    return sy_idtab_find(&s->ids, id, len, sy_idtab_hash(id, len), svc_inst_id,
+                         s, &pos);
 }
 
 /* ---------------------------------------------------------------- */
@@ -193,7 +191,7 @@ static int svc_copy_instance(sy_service *s, svc_inst *dst,
 
 static void svc_map_put(svc_slot *map, size_t cap, uint64_t h, uint32_t g) {
     size_t mask = cap - 1, i = h & mask;
-    while (map[i].group != SVC_NONE)
+    while (map[i].group != SY_NONE)
         i = (i + 1) & mask;
     map[i].hash = h;
     map[i].group = g;
@@ -215,9 +213,9 @@ static int svc_group_add(sy_service *s, uint32_t parent, char tag,
         if (!nm)
             return SY_ENOMEM;
         for (size_t i = 0; i < cap; i++)
-            nm[i].group = SVC_NONE;
+            nm[i].group = SY_NONE;
         for (size_t i = 0; i < s->map_cap; i++)
-            if (s->map[i].group != SVC_NONE)
+            if (s->map[i].group != SY_NONE)
                 svc_map_put(nm, cap, s->map[i].hash, s->map[i].group);
         sy_free(&s->alloc, s->map);
         s->map = nm;
@@ -241,7 +239,7 @@ static int svc_group_add(sy_service *s, uint32_t parent, char tag,
 static int svc_group_get(sy_service *s, uint32_t parent, char tag,
                          const char *k, size_t len, uint32_t *out) {
     *out = svc_group_find(s, parent, tag, k, len);
-    return *out != SVC_NONE ? 0 : svc_group_add(s, parent, tag, k, len, out);
+    return *out != SY_NONE ? 0 : svc_group_add(s, parent, tag, k, len, out);
 }
 
 /* ---------------------------------------------------------------- */
@@ -261,8 +259,8 @@ static void svc_destroy(sy_service *s) {
 static int svc_build_groups(sy_service *s) {
     uint32_t id;
     int rc;
-    if ((rc = svc_group_add(s, SVC_NONE, 'a', "", 0, &id)) ||
-        (rc = svc_group_add(s, SVC_NONE, 'u', "", 0, &id)))
+    if ((rc = svc_group_add(s, SY_NONE, 'a', "", 0, &id)) ||
+        (rc = svc_group_add(s, SY_NONE, 'u', "", 0, &id)))
         return rc;
     uint32_t *memb =
         sy_calloc(&s->alloc, s->n ? s->n : 1, SVC_MEMBERSHIPS * sizeof *memb);
@@ -273,8 +271,8 @@ static int svc_build_groups(sy_service *s) {
     }
     for (size_t i = 0; i < s->n; i++) {
         const svc_inst *in = &s->inst[i];
-        uint32_t v = SVC_NONE, *m = memb + i * SVC_MEMBERSHIPS;
-        if (in->version && (rc = svc_group_get(s, SVC_NONE, 'v', in->version,
+        uint32_t v = SY_NONE, *m = memb + i * SVC_MEMBERSHIPS;
+        if (in->version && (rc = svc_group_get(s, SY_NONE, 'v', in->version,
                                                in->version_len, &v)))
             goto out;
         if (in->pub.state != SY_INSTANCE_UP)
@@ -283,7 +281,7 @@ static int svc_build_groups(sy_service *s) {
         uint32_t bases[2] = {SVC_G_ALL, in->version ? v : SVC_G_UNV};
         int k = 0;
         for (int b = 0; b < 2; b++) {
-            uint32_t h = SVC_NONE, z;
+            uint32_t h = SY_NONE, z;
             m[k++] = bases[b];
             if (in->hint) {
                 if ((rc = svc_group_get(s, bases[b], 'h', in->hint,
@@ -296,7 +294,7 @@ static int svc_build_groups(sy_service *s) {
                                         in->zone_len, &z)))
                     goto out;
                 m[k++] = z;
-                if (h != SVC_NONE) {
+                if (h != SY_NONE) {
                     if ((rc = svc_group_get(s, h, 'z', in->zone, in->zone_len,
                                             &z)))
                         goto out;
@@ -331,7 +329,8 @@ static int svc_build_groups(sy_service *s) {
     }
     s->counters =
         (svc_counter *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64);
-    s->latest = SVC_NONE;
+    s->latest = SY_NONE;
+    uint32_t oldest = SY_NONE;
     for (uint32_t g = 0; g < s->ngroups; g++) {
         svc_group *gr = &s->groups[g];
         gr->rr = &s->counters[g];
@@ -339,15 +338,22 @@ static int svc_build_groups(sy_service *s) {
         if ((rc = svc_finish_group(s, gr)) || (rc = svc_ring_attach(s, gr, g)))
             goto out;
         if (gr->tag == 'v' && gr->n &&
-            (s->latest == SVC_NONE ||
+            (s->latest == SY_NONE ||
              sy_service_version_cmp(gr->key, gr->key_len,
                                     s->groups[s->latest].key,
                                     s->groups[s->latest].key_len) > 0))
             s->latest = g;
+        if (gr->tag == 'v' && gr->n &&
+            (oldest == SY_NONE ||
+             sy_service_version_cmp(gr->key, gr->key_len, s->groups[oldest].key,
+                                    s->groups[oldest].key_len) < 0))
+            oldest = g;
     }
     s->deflt =
-        s->groups[SVC_G_UNV].n || s->latest == SVC_NONE ? SVC_G_UNV : s->latest;
-    if (s->latest == SVC_NONE)
+        s->groups[SVC_G_UNV].n || s->latest == SY_NONE ? SVC_G_UNV : s->latest;
+    s->deflt_oldest =
+        s->groups[SVC_G_UNV].n || oldest == SY_NONE ? SVC_G_UNV : oldest;
+    if (s->latest == SY_NONE)
         s->latest = SVC_G_UNV;
 out:
     sy_free(&s->alloc, memb);
@@ -364,7 +370,7 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
     if (n && !list)
         return sy_error_set(err, SY_EINVAL, "instances",
                             "instance list is NULL with a non-zero count");
-    if (n >= SVC_NONE / SVC_MEMBERSHIPS)
+    if (n >= SY_NONE / SVC_MEMBERSHIPS)
         return sy_error_set(err, SY_ELIMIT, "instances",
                             "too many instances (%zu)", n);
     char prefix[48];
@@ -386,17 +392,19 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
     s->map = sy_malloc(&s->alloc, s->map_cap * sizeof *s->map);
     s->name = sy_arena_strdup(&s->arena, name);
     s->inst = svc_arena_array(s, n ? n : 1, sizeof *s->inst);
-    s->id_cap = svc_pow2(2 * n);
-    s->id_map = svc_arena_array(s, s->id_cap, sizeof *s->id_map);
+    size_t id_cap = sy_idtab_capacity(n);
+    sy_idtab_entry *ids = svc_arena_array(s, id_cap, sizeof *ids);
     int rc = SY_ENOMEM;
-    if (!s->map || !s->name || !s->inst || !s->id_map)
+    if (!s->map || !s->name || !s->inst || !ids)
         goto fail;
     for (size_t i = 0; i < s->map_cap; i++)
-        s->map[i].group = SVC_NONE;
-    memset(s->id_map, 0, s->id_cap * sizeof *s->id_map);
+        s->map[i].group = SY_NONE;
+    sy_idtab_init(&s->ids, ids, id_cap);
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(list[i].id);
-        if (svc_id_find(s, list[i].id, len) != SVC_NONE) {
+        uint32_t h = sy_idtab_hash(list[i].id, len), pos;
+        if (sy_idtab_find(&s->ids, list[i].id, len, h, svc_inst_id, s, &pos) !=
+            SY_NONE) {
             snprintf(prefix, sizeof prefix, "instances[%zu].id", i);
             rc = sy_error_set(err, SY_EDUPLICATE, prefix,
                               "duplicate instance id \"%s\"", list[i].id);
@@ -407,10 +415,7 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
         s->n = i + 1;
         if ((rc = svc_health_init(s, &s->inst[i])))
             goto fail;
-        size_t mask = s->id_cap - 1, k = sy_hash64(list[i].id, len, 0) & mask;
-        while (s->id_map[k])
-            k = (k + 1) & mask;
-        s->id_map[k] = (uint32_t)i + 1;
+        sy_idtab_set(&s->ids, pos, h, (uint32_t)i);
     }
     if ((rc = svc_build_groups(s)))
         goto fail;
@@ -447,19 +452,19 @@ const sy_instance *sy_service_instance(const sy_service *s, size_t i) {
 }
 
 const sy_instance *sy_service_find(const sy_service *s, const char *id) {
-    uint32_t i = id ? svc_id_find(s, id, strlen(id)) : SVC_NONE;
-    return i == SVC_NONE ? NULL : &s->inst[i].pub;
+    uint32_t i = id ? svc_id_find(s, id, strlen(id)) : SY_NONE;
+    return i == SY_NONE ? NULL : &s->inst[i].pub;
 }
 
-/* The group of `old` that corresponds to group g of `s`, or SVC_NONE. */
+/* The group of `old` that corresponds to group g of `s`, or SY_NONE. */
 static uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
                                 uint32_t g) {
-    if (g == SVC_NONE || g <= SVC_G_UNV)
+    if (g == SY_NONE || g <= SVC_G_UNV)
         return g;
     const svc_group *gr = &s->groups[g];
     uint32_t parent = svc_counterpart(s, old, gr->parent);
-    if (gr->parent != SVC_NONE && parent == SVC_NONE)
-        return SVC_NONE;
+    if (gr->parent != SY_NONE && parent == SY_NONE)
+        return SY_NONE;
     return svc_group_find(old, parent, gr->tag, gr->key, gr->key_len);
 }
 
@@ -468,7 +473,7 @@ void sy_service_inherit_rr(sy_service *dst, const sy_service *src) {
         return;
     for (uint32_t g = 0; g < dst->ngroups; g++) {
         uint32_t o = svc_counterpart(dst, src, g);
-        if (o != SVC_NONE)
+        if (o != SY_NONE)
             atomic_store_explicit(&dst->groups[g].rr->v,
                                   atomic_load_explicit(&src->groups[o].rr->v,
                                                        memory_order_relaxed),
@@ -485,26 +490,23 @@ typedef struct svc_work {
     sy_instance *list;
     bool *gone;
     size_t n, cap;
-    uint32_t *map; /* index + 1 */
-    size_t map_cap;
+    sy_idtab ids; /* id -> index into list[] */
 } svc_work;
 
+static const char *svc_work_id(const void *ctx, uint32_t i) {
+    return ((const svc_work *)ctx)->list[i].id;
+}
+
 static uint32_t svc_work_find(const svc_work *w, const char *id) {
-    size_t mask = w->map_cap - 1, i = sy_hash64(id, strlen(id), 0) & mask;
-    for (;; i = (i + 1) & mask) {
-        if (!w->map[i])
-            return SVC_NONE;
-        if (strcmp(w->list[w->map[i] - 1].id, id) == 0)
-            return w->map[i] - 1;
-    }
+    size_t len = strlen(id);
+    uint32_t pos;
+    return sy_idtab_find(&w->ids, id, len, sy_idtab_hash(id, len), svc_work_id,
+                         w, &pos);
 }
 
 static void svc_work_put(svc_work *w, uint32_t idx) {
     const char *id = w->list[idx].id;
-    size_t mask = w->map_cap - 1, i = sy_hash64(id, strlen(id), 0) & mask;
-    while (w->map[i])
-        i = (i + 1) & mask;
-    w->map[i] = idx + 1;
+    sy_idtab_add(&w->ids, sy_idtab_hash(id, strlen(id)), idx);
 }
 
 static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
@@ -515,13 +517,13 @@ static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
     if (!d->instance.id || !*d->instance.id)
         return sy_error_set(err, SY_EINVAL, path, "instance id is empty");
     uint32_t at = svc_work_find(w, d->instance.id);
-    bool known = at != SVC_NONE && !w->gone[at];
+    bool known = at != SY_NONE && !w->gone[at];
     switch (d->op) {
     case SY_INSTANCE_ADD: {
         int rc = svc_validate(&d->instance, prefix, err);
         if (rc)
             return rc;
-        if (at == SVC_NONE) {
+        if (at == SY_NONE) {
             at = (uint32_t)w->n++;
             w->list[at] = d->instance;
             svc_work_put(w, at);
@@ -564,15 +566,17 @@ int sy_service_apply_deltas(const sy_service *old, const sy_instance_delta *d,
     w.cap = old->n + n;
     if (w.cap < old->n)
         return sy_error_set(err, SY_ELIMIT, "deltas", "too many deltas");
-    w.map_cap = svc_pow2(2 * w.cap);
+    size_t id_cap = sy_idtab_capacity(w.cap);
     w.list = sy_calloc(w.a, w.cap ? w.cap : 1, sizeof *w.list);
     w.gone = sy_calloc(w.a, w.cap ? w.cap : 1, sizeof *w.gone);
-    w.map = sy_calloc(w.a, w.map_cap, sizeof *w.map);
+    sy_idtab_entry *ids = sy_malloc(w.a, id_cap * sizeof *ids);
+    w.ids.e = ids;
     int rc = SY_ENOMEM;
-    if (!w.list || !w.gone || !w.map) {
+    if (!w.list || !w.gone || !ids) {
         sy_error_set(err, rc, "", "out of memory");
         goto out;
     }
+    sy_idtab_init(&w.ids, ids, id_cap);
     for (size_t i = 0; i < old->n; i++) {
         w.list[w.n] = old->inst[i].pub;
         svc_work_put(&w, (uint32_t)w.n++);
@@ -592,7 +596,7 @@ int sy_service_apply_deltas(const sy_service *old, const sy_instance_delta *d,
 out:
     sy_free(w.a, w.list);
     sy_free(w.a, w.gone);
-    sy_free(w.a, w.map);
+    sy_free(w.a, w.ids.e);
     return rc;
 }
 

@@ -123,6 +123,9 @@ typedef struct sy_select_params {
     sy_str hash_key;
     uint64_t seed;  /* per-request random seed (SY_LB_RANDOM) */
     bool websocket; /* route was lb:ws: report ws/wss instead of http/s */
+    /* without has_version: when no up instance is unversioned, the oldest
+     * version instead of the latest (route metadata version-default) */
+    bool untagged_oldest;
     /* ids of instances already tried for this request: never chosen */
     const char *const *exclude;
     size_t exclude_count;
@@ -147,7 +150,8 @@ int sy_lb_policy_parse(const char *s, size_t len, sy_lb_policy *out);
  *     equals p->version; if none: SY_ENOINSTANCE, or with fallback LATEST
  *     the latest version among up instances (the unversioned ones if no up
  *     instance has a version), with ANY every up instance. Without the
- *     header: the instances without `version`; if none, the latest version;
+ *     header: the instances without `version`; if none, the latest version
+ *     (the oldest with p->untagged_oldest);
  *  3. hint (metadata `hint` == p->hint), then zone (metadata `zone` ==
  *     p->zone), each only when it matches at least one instance of the
  *     current set;

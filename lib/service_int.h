@@ -5,7 +5,7 @@
  *
  *   sy_service
  *    |- inst[]            copied instances (metadata sorted by key)
- *    |- id_map            id -> index (open addressing)
+ *    |- ids               id -> index (idtab.h)
  *    |- groups[]          candidate sets, all over UP instances only:
  *    |    0  "a"          every up instance            (fallback any)
  *    |    1  "u"          up instances without version (no header)
@@ -21,9 +21,9 @@
 #ifndef SY_SERVICE_INT_H
 #define SY_SERVICE_INT_H
 
+#include "idtab.h"
 #include "service.h"
 
-#define SVC_NONE UINT32_MAX
 #define SVC_G_ALL 0u
 #define SVC_G_UNV 1u
 /* Ring: virtual nodes per unit of weight; weights above the cap count as
@@ -77,7 +77,7 @@ typedef struct svc_counter {
 } svc_counter;
 
 typedef struct svc_group {
-    uint32_t parent; /* SVC_NONE for base groups */
+    uint32_t parent; /* SY_NONE for base groups */
     char tag;        /* 'a', 'u', 'v', 'h', 'z' */
     const char *key; /* version, hint or zone (borrowed from inst) */
     size_t key_len;
@@ -98,7 +98,7 @@ typedef struct svc_group {
 
 typedef struct svc_slot {
     uint64_t hash;
-    uint32_t group; /* SVC_NONE = empty */
+    uint32_t group; /* SY_NONE = empty */
 } svc_slot;
 
 struct sy_service {
@@ -109,26 +109,19 @@ struct sy_service {
     svc_inst *inst;
     size_t n;
     size_t up;
-    uint32_t *id_map; /* index + 1; 0 = empty */
-    size_t id_cap;
+    sy_idtab ids;      /* id -> index into inst[] (idtab.h) */
     svc_group *groups; /* sy_malloc'd */
     size_t ngroups, groups_cap;
     svc_slot *map; /* sy_malloc'd */
     size_t map_cap, map_used;
-    uint32_t deflt;  /* no version header */
-    uint32_t latest; /* fallback latest */
+    uint32_t deflt;        /* no version header */
+    uint32_t deflt_oldest; /* no version header, version-default oldest */
+    uint32_t latest;       /* fallback latest */
     svc_ring ring;
     svc_counter *counters;
 };
 
 /* ---- small helpers ---- */
-
-static inline size_t svc_pow2(size_t n) {
-    size_t c = 16;
-    while (c < n)
-        c <<= 1;
-    return c;
-}
 
 static inline void *svc_arena_array(sy_service *s, size_t n, size_t size) {
     if (size && n > (SIZE_MAX - 64) / size)
@@ -156,8 +149,8 @@ static inline uint32_t svc_group_find(const sy_service *s, uint32_t parent,
     size_t mask = s->map_cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
         const svc_slot *sl = &s->map[i];
-        if (sl->group == SVC_NONE)
-            return SVC_NONE;
+        if (sl->group == SY_NONE)
+            return SY_NONE;
         if (sl->hash != h)
             continue;
         const svc_group *g = &s->groups[sl->group];

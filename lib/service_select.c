@@ -244,11 +244,11 @@ static bool svc_eligible(const sy_service *s, uint32_t i,
 }
 
 /* The first eligible member of g or of its enclosing groups, starting
- * after `from` so retries spread; SVC_NONE when there is none. */
+ * after `from` so retries spread; SY_NONE when there is none. */
 static uint32_t svc_next_eligible(const sy_service *s, uint32_t g,
                                   uint32_t from, const sy_select_params *p,
                                   bool panic, int64_t *now) {
-    for (; g != SVC_NONE; g = s->groups[g].parent) {
+    for (; g != SY_NONE; g = s->groups[g].parent) {
         const svc_group *gr = &s->groups[g];
         uint32_t start = 0;
         while (start < gr->n && gr->members[start] <= from)
@@ -259,7 +259,7 @@ static uint32_t svc_next_eligible(const sy_service *s, uint32_t g,
                 return i;
         }
     }
-    return SVC_NONE;
+    return SY_NONE;
 }
 
 int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
@@ -276,10 +276,10 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
                    : sy_error_set(err, SY_ENOINSTANCE, "",
                                   "no instance of service \"%s\" is up",
                                   s->name);
-    uint32_t g = s->deflt;
+    uint32_t g = p->untagged_oldest ? s->deflt_oldest : s->deflt;
     if (p->has_version) {
-        g = svc_group_find(s, SVC_NONE, 'v', p->version.ptr, p->version.len);
-        if (g == SVC_NONE || s->groups[g].n == 0) {
+        g = svc_group_find(s, SY_NONE, 'v', p->version.ptr, p->version.len);
+        if (g == SY_NONE || s->groups[g].n == 0) {
             if (p->fallback == SY_VERSION_FALLBACK_LATEST)
                 g = s->latest;
             else if (p->fallback == SY_VERSION_FALLBACK_ANY)
@@ -290,17 +290,17 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
                     "no instance of version %.*s of service \"%s\"%s",
                     (int)(p->version.len > 64 ? 64 : p->version.len),
                     p->version.ptr ? p->version.ptr : "", s->name,
-                    g == SVC_NONE ? "" : " is up");
+                    g == SY_NONE ? "" : " is up");
         }
     }
     if (p->hint.len) {
         uint32_t h = svc_group_find(s, g, 'h', p->hint.ptr, p->hint.len);
-        if (h != SVC_NONE)
+        if (h != SY_NONE)
             g = h;
     }
     if (p->zone.len) {
         uint32_t z = svc_group_find(s, g, 'z', p->zone.ptr, p->zone.len);
-        if (z != SVC_NONE)
+        if (z != SY_NONE)
             g = z;
     }
     const svc_group *gr = &s->groups[g];
@@ -314,9 +314,9 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
     int64_t now = 0;
     if (!svc_eligible(s, i, p, false, &now)) {
         uint32_t alt = svc_next_eligible(s, g, i, p, false, &now);
-        if (alt == SVC_NONE) /* every candidate left is ejected */
+        if (alt == SY_NONE) /* every candidate left is ejected */
             alt = svc_next_eligible(s, g, i, p, true, &now);
-        if (alt == SVC_NONE)
+        if (alt == SY_NONE)
             return sy_error_set(err, SY_ENOINSTANCE, "",
                                 "every eligible instance of service \"%s\" "
                                 "was already tried",

@@ -24,7 +24,7 @@
 
 #include <stdlib.h>
 
-#define NONE UINT32_MAX
+#define NONE SY_NONE /* short local name */
 
 /* Fingerprint of a service's instance list (order-independent). */
 static uint64_t service_fingerprint(const struct sy_service *svc) {

@@ -13,6 +13,9 @@
 
 #define SY_UNUSED(x) ((void)(x))
 #define SY_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* "No slot": an empty entry, or a missing index, in every uint32_t table
+ * of lib/ (slots, groups, nodes, instances). The one definition. */
+#define SY_NONE UINT32_MAX
 
 /* A resolved allocator: every member non-NULL. */
 typedef struct sy_alloc {

@@ -55,6 +55,128 @@ static int code_by_name(const char *name) {
     return 0;
 }
 
+/* ---- selection settings and every error of a route ---- */
+
+START_TEST(selection_settings_are_checked_with_their_path) {
+    static const struct {
+        const char *metadata, *path, *needle;
+        int code;
+    } bad[] = {
+        {"{\"lb-policy\":\"rr\"}", "routes[0].metadata.lb-policy", "'rr'",
+         SY_EARG},
+        {"{\"version-fallback\":\"newest\"}",
+         "routes[0].metadata.version-fallback", "none, latest or any", SY_EARG},
+        {"{\"version-header\":\"\"}", "routes[0].metadata.version-header",
+         "header name", SY_EARG},
+        {"{\"lb-hash-header\":\"a:b\",\"lb-policy\":\"hash\"}",
+         "routes[0].metadata.lb-hash-header", "'a:b'", SY_EARG},
+        {"{\"lb-hash-cookie\":\"\",\"lb-policy\":\"hash\"}",
+         "routes[0].metadata.lb-hash-cookie", "cookie name", SY_EARG},
+        {"{\"lb-zone\":\"\"}", "routes[0].metadata.lb-zone", "zone", SY_EARG},
+        {"{\"lb-policy\":\"hash\"}", "routes[0].metadata.lb-policy",
+         "lb-hash-header or lb-hash-cookie", SY_EARG},
+        {"{\"lb-hash-header\":\"X-U\"}", "routes[0].metadata.lb-hash-header",
+         "only with lb-policy hash", SY_EARG},
+        {"{\"lb-policy\":\"hash\",\"lb-hash-header\":\"X\","
+         "\"lb-hash-cookie\":\"c\"}",
+         "routes[0].metadata.lb-hash-cookie", "exclude each other", SY_EARG},
+        {"{\"version-default\":\"\"}", "routes[0].metadata.version-default",
+         "latest, oldest or a version", SY_EARG},
+        {"{\"version-default\":2}", "routes[0].metadata.version-default",
+         "must be a string", SY_ETYPE},
+        {"{\"lb-policy\":true}", "routes[0].metadata.lb-policy",
+         "must be a string", SY_ETYPE},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(bad); i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"routes\":[{\"id\":\"a\",\"uri\":\"lb://s\","
+                 "\"metadata\":%s}]}",
+                 bad[i].metadata);
+        sy_error e;
+        int rc = parse_err(json, NULL, &e);
+        ck_assert_msg(rc == bad[i].code, "%s: code %d", bad[i].metadata, rc);
+        ck_assert_str_eq(e.path, bad[i].path);
+        ck_assert_msg(strstr(e.message, bad[i].needle), "%s: %s",
+                      bad[i].metadata, e.message);
+    }
+    /* every accepted spelling */
+    static const char *const good[] = {
+        "{\"lb-policy\":\"round-robin\"}",
+        "{\"lb-policy\":\"random\",\"lb-zone\":\"eu-1\"}",
+        "{\"lb-policy\":\"hash\",\"lb-hash-header\":\"X-User-Id\"}",
+        "{\"lb-policy\":\"hash\",\"lb-hash-cookie\":\"JSESSIONID\"}",
+        "{\"version-fallback\":\"none\",\"version-header\":\"X-Version\"}",
+        "{\"version-fallback\":\"latest\"}",
+        "{\"version-fallback\":\"any\",\"version-default\":\"oldest\"}",
+        "{\"version-default\":\"latest\"}",
+        "{\"version-default\":\"1.0\"}",
+        "{\"owner\":7,\"lb-policyx\":\"whatever\"}",
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(good); i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "[{\"id\":\"a\",\"uri\":\"lb://s\",\"metadata\":%s}]",
+                 good[i]);
+        sy_document *d = parse_ok(json, false);
+        sy_document_free(d);
+    }
+}
+END_TEST
+
+START_TEST(lenient_parse_lists_every_error_of_a_route) {
+    const char *json =
+        "{\"routes\":["
+        "{\"id\":\"a\",\"uri\":\"ftp://x\",\"order\":\"x\","
+        "\"predicates\":[\"Path=/a\",\"Paht=/b\",{\"name\":\"Header\","
+        "\"args\":{\"header\":\"X\",\"regexp\":\"[0-9\"}}],"
+        "\"filters\":[\"StripPrefix=-1\",\"AddRequestHeader=X\"],"
+        "\"metadata\":{\"lb-policy\":\"rr\",\"version-fallback\":\"newest\"}},"
+        "{\"id\":\"ok\",\"uri\":\"http://x\"},"
+        "{\"uri\":\"http://x\",\"predicates\":\"Path=/x\"}]}";
+    static const char *const paths[] = {
+        "routes[0].uri",
+        "routes[0].order",
+        "routes[0].predicates[1]",
+        "routes[0].predicates[2].args.regexp",
+        "routes[0].filters[0]",
+        "routes[0].filters[1]",
+        "routes[0].metadata.lb-policy",
+        "routes[0].metadata.version-fallback",
+        "routes[2].id",
+        "routes[2].predicates",
+    };
+    sy_document *d = parse_ok(json, true);
+    ck_assert_uint_eq(sy_document_route_count(d), 1);
+    ck_assert_str_eq(sy_route_id(route0(d)), "ok");
+    ck_assert_uint_eq(sy_document_issue_count(d), SY_ARRAY_LEN(paths));
+    for (size_t i = 0; i < SY_ARRAY_LEN(paths); i++) {
+        const sy_error *e = sy_document_issue(d, i);
+        ck_assert_msg(strcmp(e->path, paths[i]) == 0, "issue %zu: %s, want %s",
+                      i, e->path, paths[i]);
+        ck_assert_int_lt(e->code, 0);
+        ck_assert(e->message[0]);
+    }
+    sy_document_free(d);
+    /* strict mode still stops at the first error */
+    sy_error e;
+    ck_assert_int_eq(parse_err(json, NULL, &e), SY_EURI);
+    ck_assert_str_eq(e.path, "routes[0].uri");
+}
+END_TEST
+
+START_TEST(lenient_errors_of_a_route_are_listed_once) {
+    /* the same mistake in two entries: one issue per place, none twice */
+    const char *json = "[{\"id\":\"a\",\"uri\":\"http://x\","
+                       "\"predicates\":[\"Paht=/a\",\"Paht=/a\"]}]";
+    sy_document *d = parse_ok(json, true);
+    ck_assert_uint_eq(sy_document_issue_count(d), 2);
+    ck_assert_str_eq(sy_document_issue(d, 0)->path, "[0].predicates[0]");
+    ck_assert_str_eq(sy_document_issue(d, 1)->path, "[0].predicates[1]");
+    sy_document_free(d);
+}
+END_TEST
+
 START_TEST(corpus_valid_documents_parse_strictly) {
     DIR *dir = opendir(sy_test_data("valid"));
     ck_assert_ptr_nonnull(dir);
@@ -879,6 +1001,9 @@ int main(void) {
     tcase_add_test(tc, input_need_not_be_nul_terminated);
     tcase_add_test(tc, bad_arguments_are_einval);
     tcase_add_test(tc, limit_on_document_bytes);
+    tcase_add_test(tc, selection_settings_are_checked_with_their_path);
+    tcase_add_test(tc, lenient_parse_lists_every_error_of_a_route);
+    tcase_add_test(tc, lenient_errors_of_a_route_are_listed_once);
     tcase_add_test(tc, limit_on_route_count);
     tcase_add_test(tc, limit_on_string_length_names_the_path);
     tcase_add_test(tc, limit_on_nesting_depth);

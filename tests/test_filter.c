@@ -251,6 +251,128 @@ START_TEST(spring_end_to_end_cases) {
 }
 END_TEST
 
+/* The index must still choose what the linear scan chooses with Spring's
+ * pattern forms (unrooted paths, "/" + "****", DOTALL regexes, several ** in a
+ * host, empty labels, leading and trailing dots): random documents and
+ * requests from a fixed seed. */
+static uint64_t rng_state;
+static unsigned rnd(unsigned n) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (unsigned)(rng_state % n);
+}
+
+static void random_name(char *b, size_t cap, bool host, bool pat) {
+    static const char *const hp[] = {"a", "b", "*",  "**", "{x}", "a*",
+                                     "?", "",  "ab", "b?", "*a*", "{x:a|bb}"};
+    static const char *const hr[] = {"a", "b", "ab", "", "bb"};
+    static const char *const pp[] = {"a",  "b",    "*",      "**",   "{x}",
+                                     "a*", "****", "",       "{*r}", "{y:.*}",
+                                     "?",  "b",    "{z:a?}", "a"};
+    static const char *const pr[] = {"a",     "b",     "ab",   "",
+                                     "x%0Ay", "a;m=1", "a%2Fb"};
+    const char *sep = host ? "." : "/";
+    int n = (int)rnd(5);
+    b[0] = '\0';
+    if (host ? rnd(4) == 0 : (!pat || rnd(5)))
+        strncat(b, sep, cap - strlen(b) - 1);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            strncat(b, sep, cap - strlen(b) - 1);
+        const char *t = host ? (pat ? hp[rnd(12)] : hr[rnd(5)])
+                             : (pat ? pp[rnd(14)] : pr[rnd(7)]);
+        strncat(b, t, cap - strlen(b) - 1);
+    }
+    if (rnd(4) == 0)
+        strncat(b, sep, cap - strlen(b) - 1);
+}
+
+START_TEST(spring_pattern_forms_index_agrees_with_linear_scan) {
+    rng_state = 0x9e3779b97f4a7c15ull;
+    sy_match_ctx *ix = NULL, *lin = NULL;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ix, NULL), 0);
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &lin, NULL), 0);
+    long checked = 0, matched = 0;
+    for (int round = 0; round < 300; round++) {
+        char doc[8192] = "[";
+        int nr = 1 + (int)rnd(8);
+        for (int i = 0; i < nr; i++) {
+            char h[128], q[128], r[600];
+            random_name(h, sizeof h, true, true);
+            random_name(q, sizeof q, false, true);
+            const char *path_pred = "{\"name\":\"Path\",\"args\":{"
+                                    "\"_genkey_0\":\"%s\","
+                                    "\"matchTrailingSlash\":\"%s\"}}";
+            const char *host_pred =
+                "{\"name\":\"Host\",\"args\":{\"_genkey_0\":\"%s\"}}";
+            char pp[300], hp[200];
+            snprintf(pp, sizeof pp, path_pred, q, rnd(2) ? "true" : "false");
+            snprintf(hp, sizeof hp, host_pred, h);
+            unsigned k = rnd(3);
+            snprintf(r, sizeof r,
+                     "%s{\"id\":\"r%d\",\"uri\":\"http://x\","
+                     "\"predicates\":[%s%s%s]}",
+                     i ? "," : "", i, k != 1 ? hp : "", k == 2 ? "," : "",
+                     k != 0 ? pp : "");
+            strncat(doc, r, sizeof doc - strlen(doc) - 2);
+        }
+        strcat(doc, "]");
+        sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+        o.lenient = true; /* an invalid random pattern drops its route */
+        sy_router *rt = NULL;
+        ck_assert_int_eq(sy_router_new(&o, &rt, NULL), 0);
+        ck_assert_int_eq(sy_router_add_source(rt, "m", NULL), 0);
+        if (sy_router_apply(rt, "m", doc, strlen(doc), NULL, NULL) != 0) {
+            sy_router_free(rt);
+            continue;
+        }
+        sy_snapshot *snap = sy_router_acquire(rt);
+        for (int j = 0; j < 40; j++) {
+            char h[128], pa[128];
+            random_name(h, sizeof h, true, false);
+            random_name(pa, sizeof pa, false, false);
+            sy_request req = SY_REQUEST_INIT;
+            req.method = S("GET");
+            req.host = S(h);
+            req.path = S(pa);
+            sy_match *a = NULL, *b = NULL;
+            ck_assert_int_eq(sy_snapshot_match(snap, ix, &req, &a), 0);
+            ck_assert_int_eq(sy_snapshot_match_linear(snap, lin, &req, &b), 0);
+            ck_assert_msg(strcmp(matched_id(a), matched_id(b)) == 0,
+                          "host '%s' path '%s': indexed %s, linear %s in %s", h,
+                          pa, matched_id(a), matched_id(b), doc);
+            /* and the same variables (the value a name ends with) */
+            for (size_t v = 0; b && v < sy_match_var_count(b); v++) {
+                sy_str name, val;
+                sy_match_var(b, v, &name, &val);
+                char nm[64];
+                snprintf(nm, sizeof nm, "%.*s", (int)name.len, name.ptr);
+                sy_str got = sy_match_var_get(a, nm);
+                sy_str want = sy_match_var_get(b, nm);
+                ck_assert_msg(
+                    got.len == want.len &&
+                        (!got.len || memcmp(got.ptr, want.ptr, got.len) == 0),
+                    "host '%s' path '%s': %s is '%.*s' indexed, "
+                    "'%.*s' linear in %s",
+                    h, pa, nm, (int)got.len, got.ptr, (int)want.len, want.ptr,
+                    doc);
+            }
+            checked++;
+            matched += b != NULL;
+        }
+        sy_snapshot_release(snap);
+        sy_router_free(rt);
+    }
+    /* the generator must exercise both outcomes */
+    ck_assert_int_gt(checked, 5000);
+    ck_assert_int_gt(matched, checked / 10);
+    ck_assert_int_lt(matched, checked - checked / 10);
+    sy_match_ctx_free(ix);
+    sy_match_ctx_free(lin);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 START_TEST(plan_starts_from_the_request) {
@@ -1207,6 +1329,7 @@ int main(void) {
     tcase_add_test(tc, unknown_filter_without_host_factory_is_rejected);
     tcase_add_test(tc, missing_required_argument_names_the_field);
     tcase_add_test(tc, spring_end_to_end_cases);
+    tcase_add_test(tc, spring_pattern_forms_index_agrees_with_linear_scan);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -212,6 +212,98 @@ START_TEST(a_removed_instance_is_never_chosen_after_the_publish) {
 }
 END_TEST
 
+/* Every instance versioned: 1.0 (stable), 1.2 (previous canary), 2.0 (the
+ * canary). Optionally an unversioned one too. */
+static void set_all_versioned(sy_router *r, bool with_unversioned) {
+    sy_kv v10[] = {{"version", "1.0"}}, v12[] = {{"version", "1.2"}},
+          v20[] = {{"version", "2.0"}};
+    sy_instance list[] = {
+        {"v10-1", "10.0.0.1", 8080, false, 1, SY_INSTANCE_UP, v10, 1},
+        {"v10-2", "10.0.0.2", 8080, false, 1, SY_INSTANCE_UP, v10, 1},
+        {"v12-1", "10.0.0.3", 8080, false, 1, SY_INSTANCE_UP, v12, 1},
+        {"v20-1", "10.0.1.1", 8080, false, 1, SY_INSTANCE_UP, v20, 1},
+        {"plain", "10.0.2.1", 8080, false, 1, SY_INSTANCE_UP, NULL, 0}};
+    ck_assert_int_eq(sy_router_set_instances(r, "orders", list,
+                                             with_unversioned ? 5 : 4, NULL,
+                                             NULL),
+                     0);
+}
+
+/* The by-header route with metadata version-default / version-fallback
+ * (NULL: not set). */
+static sy_router *router_with_default(const char *version_default,
+                                      const char *fallback) {
+    char extra[128] = "", json[512];
+    if (version_default)
+        snprintf(extra, sizeof extra, ",\"version-default\":\"%s\"",
+                 version_default);
+    if (fallback)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+                 ",\"version-fallback\":\"%s\"", fallback);
+    snprintf(json, sizeof json,
+             "[{\"id\":\"orders\",\"uri\":\"lb://orders\","
+             "\"predicates\":[\"Path=/orders/**\"],\"metadata\":{"
+             "\"version-header\":\"X-Version\"%s}}]",
+             extra);
+    return router_with(json);
+}
+
+START_TEST(untagged_traffic_goes_to_the_latest_version_by_default) {
+    /* the trap the docs warn about: with every instance versioned, requests
+     * without the header reach the canary */
+    sy_router *r = router_with_default(NULL, NULL);
+    set_all_versioned(r, false);
+    for (uint64_t seed = 0; seed < 20; seed++)
+        ck_assert_str_eq(pick(r, "/orders/1", NULL, NULL, seed, NULL), "v20-1");
+    sy_router_free(r);
+    r = router_with_default("latest", NULL); /* the same, spelled out */
+    set_all_versioned(r, false);
+    ck_assert_str_eq(pick(r, "/orders/1", NULL, NULL, 1, NULL), "v20-1");
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(version_default_oldest_keeps_untagged_traffic_on_stable) {
+    sy_router *r = router_with_default("oldest", NULL);
+    set_all_versioned(r, false);
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        const char *got = pick(r, "/orders/1", NULL, NULL, seed, NULL);
+        ck_assert_msg(strncmp(got, "v10-", 4) == 0, "got %s", got);
+    }
+    /* tagged traffic is unchanged */
+    ck_assert_str_eq(pick(r, "/orders/1", "X-Version", "2.0", 1, NULL),
+                     "v20-1");
+    ck_assert_str_eq(pick(r, "/orders/1", "X-Version", "1.2", 1, NULL),
+                     "v12-1");
+    /* unversioned instances still come first for untagged traffic */
+    set_all_versioned(r, true);
+    ck_assert_str_eq(pick(r, "/orders/1", NULL, NULL, 1, NULL), "plain");
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(version_default_pins_untagged_traffic_to_a_named_version) {
+    sy_router *r = router_with_default("1.2", NULL);
+    set_all_versioned(r, true); /* even with an unversioned instance */
+    for (uint64_t seed = 0; seed < 20; seed++)
+        ck_assert_str_eq(pick(r, "/orders/1", NULL, NULL, seed, NULL), "v12-1");
+    ck_assert_str_eq(pick(r, "/orders/1", "X-Version", "2.0", 1, NULL),
+                     "v20-1");
+    sy_router_free(r);
+
+    /* the pinned version is gone: version-fallback decides, as for a
+     * request that asked for it */
+    r = router_with_default("0.9", NULL);
+    set_all_versioned(r, false);
+    ck_assert_str_eq(pick(r, "/orders/1", NULL, NULL, 1, NULL), "");
+    sy_router_free(r);
+    r = router_with_default("0.9", "latest");
+    set_all_versioned(r, false);
+    ck_assert_str_eq(pick(r, "/orders/1", NULL, NULL, 1, NULL), "v20-1");
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(a_service_without_instances_gives_no_instance_not_a_crash) {
     sy_router *r = router_with(BY_HEADER);
     ck_assert_str_eq(pick(r, "/orders/1", NULL, NULL, 1, NULL), "");
@@ -298,6 +390,10 @@ int main(void) {
     tcase_add_test(tc, recipe_by_percentage_splits_traffic_by_weight);
     tcase_add_test(tc, lb_random_with_seed_0_uses_the_context_generator);
     tcase_add_test(tc, lb_random_with_seed_0_uses_the_router_random_callback);
+    tcase_add_test(tc, untagged_traffic_goes_to_the_latest_version_by_default);
+    tcase_add_test(tc, version_default_oldest_keeps_untagged_traffic_on_stable);
+    tcase_add_test(tc,
+                   version_default_pins_untagged_traffic_to_a_named_version);
     tcase_add_test(tc, recipe_by_user_hash_keeps_each_user_on_one_side);
     tcase_add_test(tc, recipe_rollback_returns_all_traffic_to_stable);
     tcase_add_test(tc, a_removed_instance_is_never_chosen_after_the_publish);

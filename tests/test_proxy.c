@@ -732,6 +732,63 @@ START_TEST(delta_for_an_unknown_service_says_the_service_is_unknown) {
 }
 END_TEST
 
+START_TEST(router_path_options_reach_matching) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.escaped_slashes = SY_SLASHES_REJECT;
+    o.merge_slashes = true;
+    sy_router *r = new_router(&o);
+    ck_assert_int_eq(apply(r, "main",
+                           "[{\"id\":\"a\",\"uri\":\"http://a\","
+                           "\"predicates\":[\"Path=/a/**\"]}]"),
+                     0);
+    session s = {0};
+    ck_assert_ptr_null(match(&s, r, "GET", "h", "/a/x%2Fy"));
+    ck_assert_int_eq(sy_match_ctx_nomatch(s.ctx, NULL), SY_NOMATCH_BAD_PATH);
+    ck_assert_ptr_null(match(&s, r, "GET", "h", "/a/../../etc"));
+    ck_assert_int_eq(sy_match_ctx_nomatch(s.ctx, NULL), SY_NOMATCH_BAD_PATH);
+    ck_assert_ptr_nonnull(match(&s, r, "GET", "h", "//a//b/./c"));
+    sy_target t;
+    ck_assert_int_eq(sy_match_target(s.m, NULL, 0, &t, NULL), 0);
+    ck_assert(str_is(t.path, "/a/b/c"));
+    session_end(&s);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(check_runs_a_change_set_without_publishing_it) {
+    sy_router *r = new_router(NULL);
+    ck_assert_int_eq(apply(r, "main", ROUTES_LB), 0);
+    uint64_t gen = generation(r);
+    sy_change_set *cs;
+    sy_error err;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, &err), 0);
+    const char *dup = "[{\"id\":\"orders\",\"uri\":\"http://x\"}]";
+    ck_assert_int_eq(sy_change_set_apply(cs, "extra", dup, strlen(dup), &err),
+                     0);
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &err), SY_EDUPLICATE);
+    ck_assert_str_eq(err.path, "[0].id");
+    sy_change_set_free(cs);
+    ck_assert_int_eq(sy_change_set_new(r, &cs, &err), 0);
+    const char *ok = "[{\"id\":\"other\",\"uri\":\"http://x\"}]";
+    ck_assert_int_eq(sy_change_set_apply(cs, "extra", ok, strlen(ok), &err), 0);
+    sy_report *rep;
+    ck_assert_int_eq(sy_router_check(r, cs, &rep, &err), 0);
+    ck_assert_uint_eq(sy_report_part_count(rep), 1);
+    ck_assert_uint_eq(
+        sy_diff_added_count(sy_report_diff(sy_report_part(rep, 0))), 1);
+    sy_report_free(rep);
+    ck_assert_uint_eq(generation(r), gen);
+    sy_source_status st;
+    ck_assert_int_eq(sy_router_source_status(r, 1, &st, &err), 0);
+    ck_assert(!st.applied);
+    ck_assert_uint_eq(st.failed_count, 0);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &err), 0); /* still valid */
+    ck_assert_uint_eq(generation(r), gen + 1);
+    sy_change_set_free(cs);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("proxy");
     TCase *tc = tcase_create("proxy");
@@ -750,6 +807,8 @@ int main(void) {
     tcase_add_test(tc, method_mismatch_is_told_from_no_route);
     tcase_add_test(tc, writer_calls_from_a_callback_fail_at_once);
     tcase_add_test(tc, metrics_text_parses_back);
+    tcase_add_test(tc, router_path_options_reach_matching);
+    tcase_add_test(tc, check_runs_a_change_set_without_publishing_it);
     tcase_add_test(tc,
                    delta_for_an_unknown_service_says_the_service_is_unknown);
     suite_add_tcase(s, tc);

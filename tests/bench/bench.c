@@ -20,6 +20,9 @@
 #include "bench_tables.h"
 #include "bench_util.h"
 #include "hooks.h"
+#ifdef SY_BENCH_HAVE_R3
+#include "bench_r3.h"
+#endif
 #include "publish.h"
 #include "service.h"
 #include "snapshot.h"
@@ -44,7 +47,14 @@
 #define MATCH_BATCH_NS 60000000u /* 60 ms per timed batch */
 #define MATCH_REPS 7
 #define SCAN_REPS 5
-#define NREQ 8192 /* distinct requests per large table */
+#define NREQ 8192  /* distinct requests per large table */
+#define HOT_REQS 8 /* match-hot/: the first few requests, repeated */
+
+/* The same run's dependent-load baseline (ns), for misses/<table>. */
+static double g_load_ns;
+/* Requests on which the index and the scan disagreed, over the whole run:
+ * the program exits non-zero when any did. */
+static size_t g_differ;
 
 /* ---------------------------------------------------------------- */
 /* Case selection and output                                         */
@@ -53,19 +63,27 @@
 static const char *const case_names[] = {
     "memory/route",
     "match/github",
+    "match-hot/github",
     "scan/github",
+    "peer/r3-github",
     "match/static",
+    "match-hot/static",
     "scan/static",
     "match/param",
+    "match-hot/param",
     "scan/param",
     "match/prefix",
+    "match-hot/prefix",
     "scan/prefix",
     "match/hosts",
+    "match-hot/hosts",
     "scan/hosts",
     "match/mixed",
+    "match-hot/mixed",
     "scan/mixed",
     "compile/json",
     "update/one-route",
+    "update/one-route-max",
     "update/instances",
     "snapshot/acquire-release",
     "snapshot/acquire-release-2t",
@@ -122,8 +140,6 @@ static void comment(const char *fmt, ...) {
     fflush(stdout);
 }
 
-/* Requests where the index and the scan chose differently, over all cases. */
-static size_t g_disagreements;
 
 static void fail(const char *what, int rc, const sy_error *e) {
     comment("SKIPPED %s: %s (%d)%s%s%s%s", what, sy_strerror(rc), rc,
@@ -319,11 +335,15 @@ static size_t cross_check(const sy_snapshot *s, sy_match_ctx *ctx,
     return differ;
 }
 
-/* Run match/<name> and scan/<name> on a loaded table. */
+/* Run match/<name>, match-hot/<name> and scan/<name> on a loaded table;
+ * match/ is followed by misses/<name>, its figure in the same run's
+ * dependent-load baselines (cache misses per lookup). */
 static void lookup_case(const char *name, table *t, size_t check_max) {
-    char mname[64], sname[64];
+    char mname[64], hname[64], sname[64], xname[64];
     snprintf(mname, sizeof mname, "match/%s", name);
+    snprintf(hname, sizeof hname, "match-hot/%s", name);
     snprintf(sname, sizeof sname, "scan/%s", name);
+    snprintf(xname, sizeof xname, "misses/%s", name);
     sy_match_ctx *ctx = NULL;
     sy_error e;
     int rc = sy_match_ctx_new(NULL, &ctx, &e);
@@ -335,7 +355,7 @@ static void lookup_case(const char *name, table *t, size_t check_max) {
     size_t hits = 0;
     size_t checked = t->reqs.n < check_max ? t->reqs.n : check_max;
     size_t differ = cross_check(s, ctx, &t->reqs, check_max, &hits);
-    g_disagreements += differ;
+    g_differ += differ;
     comment("%s %zu: applied in %.1f ms, %zu requests; %zu checked against "
             "the scan: %zu hit, %zu differ",
             name, t->routes, t->apply_ms, t->reqs.n, checked, hits, differ);
@@ -349,6 +369,22 @@ static void lookup_case(const char *name, table *t, size_t check_max) {
                     (unsigned long long)l.errors);
         result(mname, t->routes, ns_match, "ns");
         comment("%s: thread CPU time %.1f ns per lookup", mname, g_last_cpu_ns);
+        if (g_load_ns > 0)
+            result(xname, t->routes, ns_match / g_load_ns, "misses");
+    }
+    if (want(hname)) {
+        bench_reqs hot = t->reqs;
+        if (hot.n > HOT_REQS)
+            hot.n = HOT_REQS;
+        lookups h = {s, ctx, &hot, 0, 0};
+        double ns = measure(run_match, &h, MATCH_BATCH_NS, MATCH_REPS, NULL);
+        if (h.errors)
+            comment("%s: %llu match calls failed", hname,
+                    (unsigned long long)h.errors);
+        result(hname, t->routes, ns, "ns");
+        comment("%s: the first %zu requests repeated; thread CPU time %.1f ns "
+                "per lookup",
+                hname, hot.n, g_last_cpu_ns);
     }
     if (want(sname)) {
         l.errors = 0;
@@ -369,10 +405,11 @@ static void lookup_case(const char *name, table *t, size_t check_max) {
 }
 
 static bool want_pair(const char *name) {
-    char m[64], s[64];
+    char m[64], h[64], s[64];
     snprintf(m, sizeof m, "match/%s", name);
+    snprintf(h, sizeof h, "match-hot/%s", name);
     snprintf(s, sizeof s, "scan/%s", name);
-    return want(m) || want(s);
+    return want(m) || want(h) || want(s);
 }
 
 typedef void (*table_gen)(size_t n, size_t nreq, bench_buf *doc,
@@ -443,13 +480,67 @@ out:
     return rc;
 }
 
+#ifdef SY_BENCH_HAVE_R3
+static void run_r3(void *arg, uint64_t count) {
+    bench_r3_run(arg, count);
+}
+
+/* peer/r3-github: libr3 on the same table and requests, in this run. The
+ * routes each side picks are compared and the agreement printed. */
+static void case_r3(table *t) {
+    char err[256];
+    bench_r3 *r =
+        bench_r3_new(t->doc.ptr, t->doc.len, &t->reqs, err, sizeof err);
+    if (!r) {
+        comment("SKIPPED peer/r3-github: %s", err);
+        return;
+    }
+    sy_match_ctx *ctx = NULL;
+    sy_error e;
+    if (sy_match_ctx_new(NULL, &ctx, &e) == 0) {
+        sy_snapshot *s = sy_router_acquire(t->router);
+        size_t same = 0, hits = 0;
+        for (size_t i = 0; i < t->reqs.n; i++) {
+            sy_match *m = NULL;
+            sy_snapshot_match(s, ctx, &t->reqs.reqs[i], &m);
+            long k = bench_r3_lookup(r, i);
+            hits += k >= 0;
+            const char *ours = m ? sy_route_id(sy_match_route(m)) : "(none)";
+            same += strcmp(ours, bench_r3_route_id(r, k)) == 0;
+        }
+        sy_snapshot_release(s);
+        sy_match_ctx_free(ctx);
+        comment("peer/r3-github: libr3 hit %zu of %zu requests; picked the "
+                "same route as switchyard for %zu",
+                hits, t->reqs.n, same);
+    }
+    double ns = measure(run_r3, r, MATCH_BATCH_NS, MATCH_REPS, NULL);
+    result("peer/r3-github", t->routes, ns, "ns");
+    comment("peer/r3-github: a match entry created and freed per request, as "
+            "r3's API requires; thread CPU time %.1f ns per lookup",
+            g_last_cpu_ns);
+    bench_r3_free(r);
+}
+#endif
+
 static void case_github(void) {
-    if (!want_pair("github"))
+    bool peer = want("peer/r3-github");
+    if (!want_pair("github") && !peer)
         return;
     table t;
     memset(&t, 0, sizeof t);
-    if (github_load(&t) == 0)
-        lookup_case("github", &t, SIZE_MAX);
+    if (github_load(&t) == 0) {
+        if (want_pair("github"))
+            lookup_case("github", &t, SIZE_MAX);
+#ifdef SY_BENCH_HAVE_R3
+        if (peer)
+            case_r3(&t);
+#else
+        if (peer)
+            comment("SKIPPED peer/r3-github: built without libr3 (install "
+                    "libr3-dev and reconfigure)");
+#endif
+    }
     table_free(&t);
 }
 
@@ -668,6 +759,55 @@ static void case_update_one(void) {
             (unsigned long long)m.retired_snapshots);
     bench_buf_free(&a);
     bench_buf_free(&b);
+}
+
+/* update/one-route-max: 10,000 consecutive single-route upserts, each a
+ * different route of the 100k static table (its path gets a suffix), so
+ * every compaction and index rebuild the router does on the way is among
+ * them; the figure is the slowest publish. Leaves those routes changed
+ * (nothing after it reads their paths). */
+static void case_update_max(void) {
+    if (!want("update/one-route-max"))
+        return;
+    table *t = static_table();
+    if (!t)
+        return;
+    enum { RUNS = 10000 };
+    double *us = bench_xmalloc(RUNS * sizeof *us);
+    size_t done = 0;
+    bench_buf doc = {0};
+    sy_error e;
+    uint64_t start = bench_now_ns();
+    for (size_t r = 0; r < RUNS; r++) {
+        /* 7919 is prime to the table size: RUNS distinct routes */
+        table_static_route((50000 + r * 7919) % t->routes, "m", &doc);
+        uint64_t t0 = bench_now_ns();
+        int rc =
+            sy_router_upsert_route(t->router, "bench", doc.ptr, doc.len, &e);
+        uint64_t dt = bench_now_ns() - t0;
+        if (rc) {
+            fail("update/one-route-max", rc, &e);
+            break;
+        }
+        us[done++] = (double)dt / 1e3;
+    }
+    double total_s = (double)(bench_now_ns() - start) / 1e9;
+    if (done) {
+        size_t over = 0, worst = 0;
+        for (size_t i = 0; i < done; i++) {
+            over += us[i] > 2000;
+            if (us[i] > us[worst])
+                worst = i;
+        }
+        double max = us[worst];
+        result("update/one-route-max", t->routes, max, "us");
+        comment("update/one-route-max: %zu upserts of distinct routes in "
+                "%.1f s; the slowest was #%zu; %zu took over 2 ms",
+                done, total_s, worst, over);
+        print_spread("update/one-route-max", us, done, "us");
+    }
+    free(us);
+    bench_buf_free(&doc);
 }
 
 static void case_update_instances(void) {
@@ -938,7 +1078,7 @@ static void run_chase(void *arg, uint64_t count) {
 /* Two figures to read the others against on a shared, noisy machine: the
  * physical floor of a lookup (hash a 30-byte path) and the latency of one
  * dependent load that misses every cache (a 64 MiB random cycle). */
-static void baseline(const char *when) {
+static void baseline(const char *when, double *load_out) {
     hash_arg h = {bench_xmalloc(1024 * sizeof *h.paths), 0};
     for (size_t i = 0; i < 1024; i++)
         snprintf(h.paths[i], sizeof h.paths[i], "/repos/owner%05zu/repo/events",
@@ -958,6 +1098,8 @@ static void baseline(const char *when) {
     }
     double ns_load = measure(run_chase, &c, 20000000u, 5, NULL);
     free(c.next);
+    if (load_out)
+        *load_out = ns_load;
     comment("baseline (%s): sy_hash64 of a 30-byte path %.1f ns; one "
             "dependent load missing every cache (64 MiB) %.1f ns",
             when, ns_hash, ns_load);
@@ -997,7 +1139,7 @@ int main(int argc, char **argv) {
     }
     uint64_t t0 = bench_now_ns();
     bench_print_machine();
-    baseline("start");
+    baseline("start", &g_load_ns);
     case_memory(); /* first, in a child, before this heap grows */
     case_github();
     case_static();
@@ -1008,17 +1150,16 @@ int main(int argc, char **argv) {
     generated_case("mixed", table_mixed, 100000, 300);
     case_compile();
     case_update_one();
+    case_update_max();
     case_update_instances();
     table_free(&g_static);
     case_snapshot();
     case_select();
-    baseline("end");
+    baseline("end", NULL);
     comment("total run time %.1f s", (double)(bench_now_ns() - t0) / 1e9);
-    if (g_disagreements) {
-        fprintf(stderr,
-                "switchyard-bench: the index and the scan disagree on %zu "
-                "requests (see the 'differs' comments)\n",
-                g_disagreements);
+    if (g_differ) {
+        comment("FAILED: the index and the scan disagreed on %zu requests",
+                g_differ);
         return 1;
     }
     return 0;

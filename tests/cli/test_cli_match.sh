@@ -2,7 +2,9 @@
 # test_cli_match.sh - TAP tests of `switchyard match` and `explain` on the
 # example gateway routes: chosen route, variables, upstream request after
 # filters, redirects, instance selection, --json shape, explain's first
-# failing predicate, exit codes (0 matched, 1 no route, 2 usage/bad file).
+# failing predicate, exit codes (0 matched, 1 no route or no instance for an
+# lb:// route, 2 usage/bad file/malformed method or URL), invalid routes
+# reported and skipped unless --strict, --help of every command.
 # Usage: test_cli_match.sh PATH/TO/switchyard SOURCE_ROOT
 set -u
 bin=${1:?switchyard binary}
@@ -14,7 +16,7 @@ n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() {
     n=$((n + 1)); echo "not ok $n - $1"; shift
-    for l in "$@"; do echo "# $l"; done
+    for l in "$@"; do printf '%s\n' "$l" | sed 's/^/# /'; done
 }
 # expect NAME WANT_RC WANT_SUBSTRING... -- ARGS: exit code and every
 # substring in stdout
@@ -45,14 +47,14 @@ json() {
 
 expect "path variable, StripPrefix and AddRequestHeader" 0 \
     "route:    orders-read" "var:      id = 42" "request:  GET /orders/42?expand=items" \
-    "header: X-Order-Id: 42" -- match "$r/gateway.json" GET 'http://shop.example.com/api/orders/42?expand=items'
+    "header: X-Order-Id: 42" -- match --instances "$r/instances.json" "$r/gateway.json" GET 'http://shop.example.com/api/orders/42?expand=items'
 expect "host variable, {*rest} and SetPath" 0 \
     "route:    users" "var:      tenant = acme" "request:  GET /v2/acme/users/17/profile" \
     "response: add X-Tenant: acme" -- match "$r/gateway.json" GET http://acme.example.com/users/17/profile
 expect "RedirectTo answers without upstream" 0 \
     "answer:   302 redirect to https://docs.example.com" -- match "$r/gateway.json" GET http://shop.example.com/docs/intro
 expect "Header regexp decides between routes" 0 "route:    orders-write" \
-    -- match -H 'Authorization: Bearer abc' "$r/gateway.json" POST http://shop.example.com/api/orders/42
+    -- match --instances "$r/instances.json" -H 'Authorization: Bearer abc' "$r/gateway.json" POST http://shop.example.com/api/orders/42
 expect "disabled route is never chosen" 0 "route:    fallback" \
     -- match "$r/gateway.json" GET 'http://shop.example.com/api/x?maintenance'
 expect "no route exits 1" 1 "no route matches" -- match "$root/tests/data/github-api-routes.json" GET /nothing/here
@@ -88,4 +90,73 @@ expect "explain lists every route in rank order" 0 \
 json "explain --json" \
     "d['route']=='fallback' and d['routes'][0]=={'route':'maintenance','order':-10,'matched':False,'failed':'disabled'} and d['routes'][1]['failed_predicate']==1" \
     -- explain --json "$r/gateway.json" POST http://shop.example.com/api/orders/42
+expect "lb:// route without an instance exits 1 and says why" 1 \
+    "route:    orders-read" "instance: none (service 'orders' has no known instances; the gateway answers 503)" \
+    -- match "$r/gateway.json" GET http://shop.example.com/api/orders/7
+expect "unknown version without fallback exits 1" 1 "instance: none (" \
+    -- match --instances "$r/instances.json" -H 'version: 9.9' -H 'Authorization: Bearer a' \
+    "$r/gateway.json" POST http://shop.example.com/api/orders/7
+expect "an instance found exits 0" 0 "instance: orders-" \
+    -- match --instances "$r/instances.json" "$r/gateway.json" GET http://shop.example.com/api/orders/7
+expect "explain does not select: exits 0 on an lb:// match" 0 "=> orders-read" \
+    -- explain "$r/gateway.json" GET http://shop.example.com/api/orders/7
+expect "a method with a space is rejected" 2 "method 'G ET' is not an HTTP method token" \
+    -- match "$r/gateway.json" 'G ET' /
+expect "an empty method is rejected" 2 "method '' is not" -- match "$r/gateway.json" '' /
+expect "a URL without a leading slash or scheme is rejected" 2 \
+    "URL 'shop/x' is neither /path[?query] nor scheme://host[:port]/path[?query]" \
+    -- explain "$r/gateway.json" GET shop/x
+expect "a URL with a space is rejected" 2 "URL '/a b' has a space or control character at offset 2" \
+    -- match "$r/gateway.json" GET '/a b'
+expect "a URL without a host is rejected" 2 "has no host after '://'" \
+    -- match "$r/gateway.json" GET 'http:///x'
+expect "a URL with a bad port is rejected" 2 "has a bad port '65536'" \
+    -- match "$r/gateway.json" GET 'http://h:65536/x'
+expect "a bracketed IPv6 host with a port is accepted" 1 "no route matches" \
+    -- match "$root/tests/data/github-api-routes.json" GET 'http://[::1]:8080/nothing'
+expect "invalid routes are reported and skipped, the rest load" 0 \
+    "broken.json: routes[2].uri: unsupported uri scheme 'backend'" "(route skipped)" "route:    ok" \
+    -- match "$r/broken.json" GET /ok
+expect "--strict fails on the first invalid route" 2 "broken.json: routes[1].predicates[0].args.regexp" \
+    -- match --strict "$r/broken.json" GET /ok
+out=$("$bin" match "$r/broken.json" GET /ok 2>/dev/null)
+if [[ $out != *skipped* && $out == "route:    ok"* ]]; then ok "warnings go to stderr, not stdout"
+else not_ok "warnings go to stderr, not stdout" "$out"; fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/inst-num.json" <<'JSON'
+{"orders": [
+  {"id": "n2", "host": "10.0.0.2", "port": 8080, "state": "UP", "metadata": {"version": 2}},
+  {"id": "n1", "host": "10.0.0.1", "port": 8080, "state": "Down", "metadata": {"version": 1}}
+]}
+JSON
+cat >"$tmp/inst-port.json" <<'JSON'
+{"services": {"orders": [
+  {"id": "p1", "host": "10.0.0.1", "port": 8080},
+  {"id": "p2", "host": "10.0.0.2", "port": "8080"}
+]}}
+JSON
+cat >"$tmp/inst-state.json" <<'JSON'
+{"services": {"orders": [{"id": "s1", "host": "h", "port": 1, "state": "healthy"}]}}
+JSON
+expect "instances: a numeric version is text, UP is up (bare map form)" 0 "instance: n2 http://10.0.0.2:8080" \
+    -- match --instances "$tmp/inst-num.json" -H 'X-Version: 2' "$r/gateway.json" GET http://shop.example.com/api/orders/7
+expect "instances: a Down instance is never chosen" 1 "instance: none (" \
+    -- match --instances "$tmp/inst-num.json" -H 'version: 1' -H 'Authorization: Bearer a' \
+    "$r/gateway.json" POST http://shop.example.com/api/orders/7
+expect "instances: a string port is rejected with its path" 2 \
+    "inst-port.json: services.orders[1].port: port must be a number, not a string" \
+    -- match --instances "$tmp/inst-port.json" "$r/gateway.json" GET http://shop.example.com/api/orders/7
+expect "instances: an unknown state is rejected with its path" 2 \
+    "inst-state.json: services.orders[0].state: state must be up, draining or down" \
+    -- match --instances "$tmp/inst-state.json" "$r/gateway.json" GET http://shop.example.com/api/orders/7
+for c in check match explain diff; do
+    out=$("$bin" $c --help); rc=$?
+    if [[ $rc -eq 0 && $out == "usage: switchyard $c"* && $out == *"options:"* && \
+          $out == *$'\nexample'*"  switchyard $c "* ]]; then
+        ok "$c --help: usage, options and an example"
+    else
+        not_ok "$c --help: usage, options and an example" "exit $rc" "$out"
+    fi
+done
 echo "1..$n"

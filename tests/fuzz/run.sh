@@ -17,7 +17,7 @@ data="$here/../data"
 
 # Every target of tests/fuzz/meson.build: a missing binary is a failure,
 # never a silently shorter run.
-expected=(fuzz_document fuzz_match fuzz_pattern)
+expected=(fuzz_document fuzz_instances fuzz_match fuzz_pattern)
 targets=()
 for name in "${expected[@]}"; do targets+=("$build/tests/fuzz/$name"); done
 

@@ -21,7 +21,8 @@ import logging as _logging
 
 from ._native import ffi as _ffi, lib as _lib
 from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
-from ._core import Document, Registry, Snapshot, diff, parse, parse_file
+from ._core import (Document, Registry, Snapshot, diff, parse, parse_file,
+                    parse_instances)
 from ._errors import (BusyError, CallbackError, ClosedError, DuplicateError,
                       ExistsError, InvalidArgumentError, InvalidDocumentError,
                       LimitError, NoInstanceError, NotFoundError,
@@ -60,6 +61,7 @@ def version_number() -> int:
 
 __all__ = [
     "Router", "Snapshot", "Document", "Registry", "parse", "parse_file",
+    "parse_instances",
     "diff", "version", "version_number", "library_version",
     "header_version",
     # values

@@ -4,14 +4,17 @@ output lines, same JSON shapes, same exit statuses.
 
     python3 -m switchyard --version
     python3 -m switchyard check [--quiet] FILE...
-    python3 -m switchyard match [--json] [-H 'Name: value']... [--remote-addr IP]
+    python3 -m switchyard match [--json] [--strict] [-H 'Name: value']... [--remote-addr IP]
         [--now ISO8601|EPOCH_MS] [--seed N] [--instances FILE] FILE... METHOD URL
     python3 -m switchyard explain [same options as match] FILE... METHOD URL
     python3 -m switchyard diff [--json] OLD NEW
 
-Exit status: 0 ok (match/explain: a route matched), 1 an invalid document
-(check) or no route matched, 2 usage errors, unreadable files, documents
-that do not load. All the routing logic is the library's.
+Exit status: 0 ok (match/explain: a route matched; match: and an lb://
+route has an instance), 1 an invalid document (check), no route matched or
+no instance can be chosen (match), 2 usage errors, unreadable files,
+documents that do not load, a malformed method or URL. match and explain
+skip invalid routes (reported on stderr) unless --strict. All the routing
+logic is the library's.
 """
 from __future__ import annotations
 
@@ -19,11 +22,10 @@ import json
 import sys
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from ._core import diff, parse
-from ._errors import SwitchyardError
+from ._core import diff, parse, parse_instances
+from ._errors import InvalidDocumentError, SwitchyardError
 from ._router import Router
-from ._types import (Action, Changed, Instance, InstanceState, Issue,
-                     Request, UpstreamKind)
+from ._types import Action, Changed, Issue, Request, UpstreamKind
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -76,9 +78,19 @@ _CHECK_USAGE = (
     "usage: switchyard check [--quiet] FILE...\n"
     "Validate route documents (a JSON array of routes or "
     "{\"version\", \"routes\"}).\n"
-    "Prints one line per error; exit status 0 when every file is valid,\n"
-    "1 when any is not, 2 on usage errors or unreadable files.\n"
-    "FILE may be - for standard input.\n")
+    "Prints one line per error, every error of every route: "
+    "FILE: PATH: message.\n"
+    "\n"
+    "options:\n"
+    "  -q, --quiet   print nothing for valid files\n"
+    "  -h, --help    show this help\n"
+    "FILE may be - for standard input.\n"
+    "\n"
+    "exit status: 0 every file is valid, 1 any is not, 2 usage errors or\n"
+    "unreadable files.\n"
+    "\n"
+    "example:\n"
+    "  switchyard check routes.json other-routes.json\n")
 
 
 def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
@@ -136,9 +148,14 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
 # match and explain
 # ------------------------------------------------------------------------
 
+class _Help(Exception):
+    pass
+
+
 class _RequestArgs:
     def __init__(self) -> None:
         self.json = False
+        self.strict = False
         self.files: List[str] = []
         self.headers: List[Tuple[str, str]] = []
         self.remote_addr: Optional[str] = None
@@ -150,9 +167,125 @@ class _RequestArgs:
 
 
 def _request_usage(cmd: str) -> str:
-    return (f"usage: switchyard {cmd} [--json] [-H 'Name: value']... "
+    return (f"usage: switchyard {cmd} [--json] [--strict] [-H 'Name: value']... "
             "[--remote-addr IP] [--now ISO8601|EPOCH_MS] [--seed N] "
             "[--instances FILE] FILE... METHOD URL\n")
+
+
+def _request_help(cmd: str) -> str:
+    """`match --help` / `explain --help`, as the C tool prints it."""
+    text = _request_usage(cmd)
+    if cmd == "match":
+        text += ("Find the route a request takes, the instance an lb:// "
+                 "route sends it to,\nand the upstream request after "
+                 "filters.\n")
+    else:
+        text += ("List every route in rank order: whether it matches the "
+                 "request and, if\nnot, the first predicate that does not "
+                 "hold.\n")
+    text += (
+        "\n"
+        "options:\n"
+        "  --json               print one JSON object instead of text\n"
+        "  --strict             fail (exit 2) on any invalid route; by "
+        "default invalid\n"
+        "                       routes are reported on stderr, as check "
+        "lists them,\n"
+        "                       and skipped\n"
+        "  -H 'Name: value'     a request header (repeatable); Host "
+        "defaults to the\n"
+        "                       URL's authority\n"
+        "  --remote-addr IP     client address for RemoteAddr (default "
+        "127.0.0.1)\n"
+        "  --now TIME           ISO-8601 (2024-01-02T03:04:05Z) or epoch "
+        "milliseconds,\n"
+        "                       for After, Before and Between\n"
+        "  --seed N             seed for Weight draws and random "
+        "balancing\n"
+        "  --instances FILE     service instances for lb:// routes "
+        "(format:\n"
+        "                       docs/route-definitions.md, \"Instances "
+        "documents\")\n"
+        "  -h, --help           show this help\n"
+        "FILE... are route documents, one source each, in precedence "
+        "order.\n"
+        "METHOD is an HTTP method token (GET, POST, ...); URL is\n"
+        "http://host[:port]/path[?query] or /path[?query], "
+        "percent-encoded.\n"
+        "\n")
+    if cmd == "match":
+        text += ("exit status: 0 a route matches (and, for an lb:// route, "
+                 "an instance\ncan be chosen), 1 no route matches or no "
+                 "instance can be chosen (the\ngateway answers 404 or 503), "
+                 "2 usage errors, unreadable or invalid\ninput.\n"
+                 "\n"
+                 "examples:\n"
+                 "  switchyard match routes.json GET "
+                 "'http://shop.example.com/api/orders/42?x=1'\n"
+                 "  switchyard match --json -H 'version: 2.0' --instances "
+                 "instances.json \\\n"
+                 "      routes.json GET http://shop.example.com/api/orders/42\n")
+    else:
+        text += ("exit status: 0 a route matches, 1 none does, 2 usage "
+                 "errors, unreadable\nor invalid input.\n"
+                 "\n"
+                 "example:\n"
+                 "  switchyard explain -H 'Authorization: Bearer x' "
+                 "routes.json POST /api/orders/42\n")
+    return text
+
+
+_TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789"
+                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_SCHEME = frozenset("+-.0123456789"
+                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _check_method(m: str) -> None:
+    if not m or any(c not in _TCHAR for c in m):
+        raise _Usage(f"method '{m}' is not an HTTP method token (letters, "
+                     "digits and !#$%&'*+-.^_`|~, e.g. GET)")
+
+
+def _check_url(url: str) -> None:
+    """The same rules as valid_url() in examples/cli_route.c."""
+    raw = url.encode("utf-8", "surrogateescape")
+    for i, b in enumerate(raw):
+        if b <= 0x20 or b == 0x7F:
+            raise _Usage(f"URL '{url}' has a space or control character at "
+                         f"offset {i} (percent-encode it)")
+    if "#" in url:
+        raise _Usage(f"URL '{url}' has a fragment ('#'), which is never "
+                     "sent to a server")
+    if url.startswith("/"):
+        return
+    scheme, sep, rest = url.partition("://")
+    if (not sep or not scheme or not scheme[0].isascii()
+            or not scheme[0].isalpha() or any(c not in _SCHEME
+                                              for c in scheme)):
+        raise _Usage(f"URL '{url}' is neither /path[?query] nor "
+                     "scheme://host[:port]/path[?query]")
+    cut = min((rest.find(c) for c in "/?" if c in rest), default=len(rest))
+    host = rest[:cut]
+    colon = -1
+    if host.startswith("["):
+        close = host.find("]")
+        if close <= 1:
+            raise _Usage(f"URL '{url}' has an unclosed IPv6 address")
+        if close + 1 < len(host):
+            if host[close + 1] != ":":
+                raise _Usage(f"URL '{url}': unexpected text after ']'")
+            colon = close + 1
+    else:
+        colon = host.find(":")
+    if not host or colon == 0:
+        raise _Usage(f"URL '{url}' has no host after '://'")
+    if colon >= 0:
+        port = host[colon + 1:]
+        ok = (1 <= len(port) <= 5 and all("0" <= c <= "9" for c in port)
+              and 0 < int(port) <= 65535)
+        if not ok:
+            raise _Usage(f"URL '{url}' has a bad port '{port}' (1 to 65535)")
 
 
 def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
@@ -162,8 +295,12 @@ def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
     while i < len(argv):
         s = argv[i]
         has_next = i + 1 < len(argv)
+        if s in ("-h", "--help"):
+            raise _Help()
         if s == "--json":
             a.json = True
+        elif s == "--strict":
+            a.strict = True
         elif s == "-H" and has_next:
             i += 1
             name, colon, value = argv[i].partition(":")
@@ -192,6 +329,8 @@ def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
     if len(pos) < 3:
         raise _Usage("needs FILE... METHOD URL")
     a.files, a.method, a.url = pos[:-2], pos[-2], pos[-1]
+    _check_method(a.method)
+    _check_url(a.url)
     return a
 
 
@@ -255,51 +394,32 @@ def _build_request(a: _RequestArgs) -> Request:
 
 
 def _load_instances(router: Router, path: str, err: TextIO) -> int:
+    """An instances document, parsed and checked by the library
+    (sy_instances_parse), then one set_instances per service."""
     try:
-        root = json.loads(_read(path))
+        raw = _read(path)
     except OSError as exc:
         err.write(f"switchyard: cannot read {path}: {exc.strerror or exc}\n")
         return EXIT_USAGE
-    except ValueError:
-        root = None
-    services = root.get("services") if isinstance(root, dict) else None
-    if not isinstance(services, dict):
-        err.write(f"{path}: expected {{\"services\": {{...}}}}\n")
+    try:
+        services = parse_instances(raw)
+    except SwitchyardError as exc:
+        err.write(_exc_line(path, exc, dollar=True) + "\n")
         return EXIT_USAGE
-    for name, items in services.items():
-        instances = []
-        for item in items if isinstance(items, list) else []:
-            if not isinstance(item, dict):
-                item = {}
-            st = item.get("state")
-            state = (InstanceState.UP if st in (None, "up") else
-                     InstanceState.DRAINING if st == "draining" else
-                     InstanceState.DOWN)
-            meta = item.get("metadata")
-            port, weight = item.get("port"), item.get("weight")
-            instances.append(Instance(
-                id=item.get("id") if isinstance(item.get("id"), str) else "",
-                host=item.get("host") if isinstance(item.get("host"), str)
-                else "",
-                port=int(port) & 0xFFFF if isinstance(port, (int, float))
-                else 0,
-                secure=item.get("secure") is True,
-                weight=int(weight) if isinstance(weight, (int, float)) else 1,
-                state=state,
-                metadata={k: v for k, v in meta.items()
-                          if isinstance(v, str)}
-                if isinstance(meta, dict) else {}))
+    for name, instances in services.items():
         try:
             router.set_instances(name, instances)
         except SwitchyardError as exc:
-            err.write(f"{path}: services.{name}.{exc.path}: {exc.message}\n")
+            err.write(f"{path}: services.{name}: {exc.message}\n")
             return EXIT_USAGE
     return EXIT_OK
 
 
 def _load_router(cmd: str, a: _RequestArgs, err: TextIO
                  ) -> Tuple[int, Optional[Router]]:
-    router = Router()
+    # Documents load as `check` reads them: an invalid route is reported on
+    # stderr and skipped; --strict makes it fail the run.
+    router = Router(lenient=not a.strict)
     for file in a.files:
         try:
             raw = _read(file)
@@ -310,11 +430,21 @@ def _load_router(cmd: str, a: _RequestArgs, err: TextIO
             return EXIT_USAGE, None
         try:
             router.add_source(file)
-            router.apply(file, raw)
+            report = router.apply(file, raw)
+            issues = report.issues
+        except InvalidDocumentError as exc:
+            if a.strict or exc.report is None:
+                err.write(_exc_line(file, exc, dollar=True) + "\n")
+                router.close()
+                return EXIT_USAGE, None
+            issues = exc.report.issues
         except SwitchyardError as exc:
             err.write(_exc_line(file, exc, dollar=True) + "\n")
             router.close()
             return EXIT_USAGE, None
+        for i in issues:
+            err.write(_where(file, i.line, i.column, i.path, i.message,
+                             True) + " (route skipped)\n")
     if a.instances:
         rc = _load_instances(router, a.instances, err)
         if rc:
@@ -365,7 +495,7 @@ def _match(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             if why is not None:
                 o["instance_error"] = why
         out.write(_dumps(o) + "\n")
-        return EXIT_OK
+        return EXIT_FAIL if why is not None else EXIT_OK
     if m is None or route is None:
         out.write(f"no route matches {a.method} {a.url} "
                   "(the gateway answers 404)\n")
@@ -377,7 +507,7 @@ def _match(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     if sel is not None:
         out.write(f"instance: {sel.id} {sel.scheme}://{sel.host}:{sel.port}\n")
     elif why is not None:
-        out.write(f"instance: none ({why})\n")
+        out.write(f"instance: none ({why}; the gateway answers 503)\n")
     if m.action == Action.REDIRECT:
         out.write(f"answer:   {m.status} redirect to {m.redirect or ''}\n")
     elif m.action == Action.RESPOND:
@@ -393,7 +523,8 @@ def _match(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
                   f"{': ' if op.value else ''}{op.value}\n")
     for f in m.host_filters:
         out.write(f"filter:   {f.name} (run by the host)\n")
-    return EXIT_OK
+    # an lb:// route without an instance is a 503, not a success
+    return EXIT_FAIL if why is not None else EXIT_OK
 
 
 def _explain(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
@@ -438,11 +569,33 @@ def _explain(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
 # diff
 # ------------------------------------------------------------------------
 
+_DIFF_HELP = (
+    "usage: switchyard diff [--json] OLD NEW\n"
+    "Compare two route documents by route id and meaning: routes added, "
+    "removed,\nupdated (with the parts that changed: predicates, filters, "
+    "uri, metadata,\norder) and the number unchanged. Both documents must "
+    "be valid (strict).\n"
+    "\n"
+    "options:\n"
+    "  --json       print one JSON object: added, removed, updated, "
+    "unchanged\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "exit status: 0 the diff was printed (changes or not), 2 usage errors, "
+    "unreadable\nor invalid documents.\n"
+    "\n"
+    "example:\n"
+    "  switchyard diff routes-v1.json routes-v2.json\n")
+
+
 def _diff(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     as_json = False
     files: List[str] = []
     bad = False
     for s in argv:
+        if s in ("-h", "--help"):
+            out.write(_DIFF_HELP)
+            return EXIT_OK
         if s == "--json":
             as_json = True
         elif len(files) < 2 and not s.startswith("-"):
@@ -517,12 +670,12 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None,
         if cmd == "check":
             return _check(rest, out, err)
         if cmd in ("match", "explain"):
-            if any(x in ("-h", "--help") for x in rest):
-                out.write(_request_usage(cmd))
-                return EXIT_OK
             return (_match if cmd == "match" else _explain)(rest, out, err)
         if cmd == "diff":
             return _diff(rest, out, err)
+    except _Help:
+        out.write(_request_help(cmd))
+        return EXIT_OK
     except _Usage as exc:
         err.write(f"switchyard {cmd}: {exc}\n")
         err.write(_request_usage(cmd))

@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 import weakref
 from types import MappingProxyType
-from typing import (Any, Callable, Iterator, List, Optional, Sequence, Tuple,
-                    Union, overload)
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence,
+                    Tuple, Union, overload)
 
 from . import _callbacks as cb
 from ._convert import (CRequest, as_request, check, cstr, diff_from_c,
@@ -14,7 +14,8 @@ from ._convert import (CRequest, as_request, check, cstr, diff_from_c,
                        to_bytes, trap)
 from ._errors import ClosedError
 from ._native import ffi, lib
-from ._types import (Action, Diff, ExplainStep, HostFilter, Issue, Limits,
+from ._types import (Action, Diff, ExplainStep, HostFilter, Instance,
+                     InstanceState, Issue, Limits,
                      Match, Request, ResponseOp, ResponseOpKind, Route,
                      Selection, ShortcutType)
 
@@ -225,6 +226,39 @@ def parse(document: DocumentLike, *, lenient: bool = False,
         rc = lib.sy_document_parse(raw, len(raw), opts, out, err)
         check(rc, err)
     return Document(out[0], registry)
+
+
+def parse_instances(document: DocumentLike) -> Dict[str, List[Instance]]:
+    """Parse and check an instances document (sy_instances_parse): the JSON
+    form of service instance lists, ``{"services": {"orders": [...]}}`` or
+    ``{"orders": [...]}`` (format: docs/route-definitions.md, "Instances
+    documents"). Returns ``{service: [Instance, ...]}`` in document order,
+    ready for :meth:`Router.set_instances`; raises on the first error, with
+    its path (``services.orders[1].port``)."""
+    raw = to_bytes(document)
+    out = ffi.new("sy_instances **")
+    err = new_error()
+    with trap():
+        rc = lib.sy_instances_parse(raw, len(raw), ffi.NULL, out, err)
+        check(rc, err)
+    doc = out[0]
+    try:
+        result: Dict[str, List[Instance]] = {}
+        for i in range(lib.sy_instances_service_count(doc)):
+            items = []
+            for k in range(lib.sy_instances_count(doc, i)):
+                c = lib.sy_instances_at(doc, i, k)
+                items.append(Instance(
+                    id=text(c.id), host=text(c.host), port=int(c.port),
+                    secure=bool(c.secure), weight=int(c.weight),
+                    state=InstanceState(int(c.state)),
+                    metadata=MappingProxyType({
+                        text(c.metadata[j].key): text(c.metadata[j].value)
+                        for j in range(c.metadata_count)})))
+            result[text(lib.sy_instances_service(doc, i))] = items
+        return result
+    finally:
+        lib.sy_instances_free(doc)
 
 
 def parse_file(path: Union[str, "os.PathLike[str]"], **kwargs: Any

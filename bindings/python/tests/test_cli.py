@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+import switchyard as sy
 from switchyard._cli import main
 
 from conftest import GATEWAY
@@ -39,6 +40,11 @@ def files(tmp_path):
             {"name": "Header", "args": {"header": "X", "regexp": "[0-9"}}]}]}))
     (tmp_path / "syntax.json").write_text('[\n  {"id": "a",\n   "uri" "x"}\n]\n')
     (tmp_path / "inst.json").write_text(json.dumps(INSTANCES))
+    (tmp_path / "inst-num.json").write_text(json.dumps({"orders": [
+        {"id": "n2", "host": "10.0.0.2", "port": 8080, "state": "UP",
+         "metadata": {"version": 2}}]}))
+    (tmp_path / "inst-port.json").write_text(json.dumps({"services": {"orders": [
+        {"id": "p", "host": "10.0.0.2", "port": "8080"}]}}))
     return tmp_path
 
 
@@ -82,7 +88,8 @@ def test_check_valid_and_invalid(files):
 
 def test_match_text_and_json(files):
     gw = str(files / "gw.json")
-    rc, out, _ = run("match", gw, "GET", "http://shop/api/orders/42?x=1")
+    rc, out, _ = run("match", "--instances", str(files / "inst.json"), gw,
+                     "GET", "http://shop/api/orders/42?x=1")
     assert rc == 0
     assert out.splitlines()[0] == "route:    orders (order 1)"
     assert "var:      id = 42" in out and "request:  GET /orders/42?x=1" in out
@@ -131,8 +138,79 @@ def test_match_usage_errors(files):
                  ["match", "--now", "yesterday", gw, "GET", "/"]):
         rc, _, err = run(*argv)
         assert rc == 2 and "usage: switchyard match" in err, argv
-    rc, _, err = run("match", str(files / "bad.json"), "GET", "/")
-    assert rc == 2 and "routes[1].uri" in err
+    for argv in (["match", gw, "G ET", "/"], ["match", gw, "GET", "shop/x"],
+                 ["match", gw, "GET", "http:///x"],
+                 ["match", gw, "GET", "http://shop:99999/x"],
+                 ["match", gw, "GET", "/a b"], ["match", gw, "GET", "/a#b"]):
+        rc, _, err = run(*argv)
+        assert rc == 2 and "usage: switchyard match" in err, argv
+    rc, _, err = run("match", gw, "G ET", "/")
+    assert "method 'G ET' is not an HTTP method token" in err
+    rc, _, err = run("match", gw, "GET", "http://shop:0/")
+    assert "bad port '0'" in err
+    # every invalid route is reported and skipped, as check lists them
+    bad = str(files / "bad.json")
+    rc, out, err = run("match", bad, "GET", "/a")
+    assert rc == 0 and out.startswith("route:    a ")
+    assert err.splitlines() == [
+        f"{bad}: routes[1].uri: unsupported uri scheme 'ftp' "
+        "(use http, https, ws, wss, lb, forward or no) (route skipped)",
+        f"{bad}: routes[2].predicates[0].args.regexp: "
+        + err.splitlines()[1].split("args.regexp: ", 1)[1]]
+    assert err.endswith(" (route skipped)\n")
+    rc, _, err = run("match", "--strict", bad, "GET", "/a")
+    assert rc == 2 and "routes[1].uri" in err and "skipped" not in err
+
+
+def test_match_lb_route_without_instance_exits_1(files):
+    gw = str(files / "gw.json")
+    rc, out, _ = run("match", gw, "GET", "/api/orders/7")
+    assert rc == 1
+    assert "instance: none (service 'orders' has no known instances; " \
+        "the gateway answers 503)" in out
+    rc, out, _ = run("match", "--json", gw, "GET", "/api/orders/7")
+    assert rc == 1 and json.loads(out)["instance"] is None
+    down = files / "down.json"
+    down.write_text(json.dumps({"services": {"orders": [
+        {"id": "o3", "host": "10.0.0.3", "port": 8080, "state": "down"}]}}))
+    rc, out, _ = run("match", "--instances", str(down), gw, "GET",
+                     "/api/orders/7")
+    assert rc == 1 and "instance: none (" in out
+    rc, out, _ = run("match", "--instances", str(files / "inst.json"), gw,
+                     "GET", "/api/orders/7")
+    assert rc == 0 and "instance: o" in out
+
+
+def test_parse_instances_checks_and_converts(files):
+    got = sy.parse_instances({"services": {"orders": [
+        {"id": "a", "host": "h", "port": 1, "state": "UP",
+         "metadata": {"version": 2}},
+        {"id": "b", "host": "h", "port": 2, "weight": 3, "state": "Draining",
+         "secure": True}]}})
+    assert list(got) == ["orders"]
+    a, b = got["orders"]
+    assert (a.id, a.port, a.state, dict(a.metadata)) == (
+        "a", 1, sy.InstanceState.UP, {"version": "2"})
+    assert (b.weight, b.state, b.secure) == (3, sy.InstanceState.DRAINING, True)
+    assert sy.parse_instances('{"users": []}') == {"users": []}
+    with pytest.raises(sy.SwitchyardError) as exc:
+        sy.parse_instances({"orders": [{"id": "a", "host": "h", "port": "80"}]})
+    assert exc.value.path == "orders[0].port" and "not a string" in exc.value.message
+    bad = files / "inst-bad.json"
+    bad.write_text(json.dumps({"services": {"orders": [
+        {"id": "a", "host": "h", "port": 1, "state": "healthy"}]}}))
+    rc, _, err = run("match", "--instances", str(bad), str(files / "gw.json"),
+                     "GET", "/api/orders/1")
+    assert rc == 2 and err == (f"{bad}: services.orders[0].state: state must be "
+                               "up, draining or down (any case), not 'healthy'\n")
+
+
+@pytest.mark.parametrize("cmd", ["check", "match", "explain", "diff"])
+def test_every_command_has_help_with_an_example(cmd):
+    rc, out, _ = run(cmd, "--help")
+    assert rc == 0 and out.startswith(f"usage: switchyard {cmd}")
+    assert "options:" in out and "\nexample" in out
+    assert f"  switchyard {cmd} " in out.split("\nexample", 1)[1]
 
 
 def test_explain(files):
@@ -205,6 +283,15 @@ def _env():
     ["match", "--seed", "5", "--now", "2024-05-01T10:00:00.250Z",
      "--remote-addr", "::1", "gw.json", "GET", "/z"],
     ["match", "bad.json", "GET", "/"], ["match", "gw.json", "GET"],
+    ["match", "bad.json", "GET", "/a"], ["match", "--strict", "bad.json", "GET", "/a"],
+    ["explain", "bad.json", "GET", "/a"],
+    ["match", "gw.json", "G ET", "/"], ["match", "gw.json", "GET", "shop/x"],
+    ["match", "gw.json", "GET", "http://[::1/x"], ["match", "gw.json", "GET", "http://h:x/"],
+    ["match", "gw.json", "GET", "/a b"],
+    ["match", "--json", "gw.json", "GET", "/api/orders/1"],
+    ["check", "--help"], ["match", "--help"], ["explain", "-h"], ["diff", "--help"],
+    ["match", "--instances", "inst-num.json", "-H", "version: 2", "gw.json", "GET", "/api/orders/1"],
+    ["match", "--instances", "inst-port.json", "gw.json", "GET", "/api/orders/1"],
     ["explain", "gw.json", "POST", "/api/orders/1"],
     ["explain", "--json", "gw.json", "POST", "/api/orders/1"],
     ["diff", "gw.json", "v2.json"], ["diff", "--json", "gw.json", "v2.json"],

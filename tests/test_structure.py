@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""test_structure.py - TAP checks of the structure docs/architecture.md
+promises:
+- layers ("Modules"): every #include "x.h" and every call of a function
+  defined in another lib/*.c file goes to the same or a lower layer, so the
+  modules have no loop. A new lib/ file must be given a layer here.
+- names ("Names"): the shared library exports only calls declared with
+  SY_API in include/switchyard.h; nothing internal leaks out.
+
+Usage: test_structure.py SOURCE_ROOT [PATH/TO/libswitchyard.so]
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+# Lowest layer first. A layer holds modules; a module is one file or a
+# family of files that share a private header (service*.c with
+# service_int.h). A file may use its own layer and the layers below, and
+# the modules must not use each other in a loop (files of one module may).
+LAYERS = [
+    [("util",), ("idtab",)],
+    [("factory",), ("registry",), ("values",), ("path_normalize",),
+     ("publish", "publish_int"),
+     ("service", "service_int", "service_ring", "service_select",
+      "service_health")],
+    [("compile_env",)],
+    [("regex",), ("pattern", "pattern_int", "pattern_host"), ("predicate",),
+     ("filter", "filter_int", "filter_plan")],
+    [("route",)],
+    [("index",)],
+    [("def", "def_build", "def_route", "def_entry", "def_canon", "def_probe",
+      "def_scan"), ("instances",)],
+    [("snapshot",)],
+    [("diff",)],
+    [("match",), ("select",), ("target",)],
+    [("report",)],
+    [("router", "router_int", "router_status", "commit", "change_set")],
+]
+
+
+def loops(edges):
+    """Strongly connected groups of more than one node (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    root = sys.argv[1]
+    layer = {f: i for i, mods in enumerate(LAYERS) for m in mods for f in m}
+    module = {f: m[0] for mods in LAYERS for m in mods for f in m}
+    files = sorted(glob.glob(os.path.join(root, "lib", "*.[ch]")))
+    name = lambda f: os.path.basename(f)[:-2]
+    texts = {f: open(f, encoding="utf-8").read() for f in files}
+    defined = {}
+    for f in files:
+        if f.endswith(".c"):
+            for fn in re.findall(
+                    r"^[A-Za-z_][^\n;(]*?\b((?:sy|svc)_[a-z0-9_]+)\(",
+                    texts[f], re.M):
+                defined.setdefault(fn, name(f))
+    n = 0
+    failed = 0
+
+    def report(ok, what, details=()):
+        nonlocal n, failed
+        n += 1
+        if not ok:
+            failed += 1
+        print(("ok" if ok else "not ok") + " %d - %s" % (n, what))
+        for d in details:
+            print("# " + d)
+
+    unknown = [name(f) for f in files if name(f) not in layer]
+    report(not unknown, "every lib/ file has a layer",
+           ["no layer for: " + ", ".join(unknown)] if unknown else [])
+    report(len(files) > 20, "found lib/ (%d files)" % len(files))
+    up = []
+    uses = {}  # module -> modules it uses
+    for f in files:
+        m = name(f)
+        if m not in layer:
+            continue
+        used = [(inc, "includes %s.h" % inc) for inc in
+                re.findall(r'#include "([a-z_]+)\.h"', texts[f])]
+        if f.endswith(".c"):
+            used += [(defined[fn], "calls %s (%s.c)" % (fn, defined[fn]))
+                     for fn in sorted(set(re.findall(
+                         r"\b((?:sy|svc)_[a-z0-9_]+)\(", texts[f])))
+                     if fn in defined]
+        for d, how in used:
+            if d == m or d not in layer:
+                continue
+            if layer[d] > layer[m]:
+                up.append("%s %s" % (os.path.basename(f), how))
+            if module[d] != module[m]:
+                uses.setdefault(module[m], set()).add(module[d])
+    report(not up, "no include or call goes to a higher layer", up)
+    found = loops(uses)
+    report(not found, "no modules use each other in a loop",
+           ["loop: " + " -> ".join(g) for g in found])
+
+    if len(sys.argv) > 2:
+        nm = subprocess.run(["nm", "-D", "--defined-only", sys.argv[2]],
+                            capture_output=True, text=True)
+        exported = {f[2] for f in (l.split() for l in nm.stdout.splitlines())
+                    if len(f) == 3 and f[1] in "TDBRVW"}
+        header = open(os.path.join(root, "include", "switchyard.h"),
+                      encoding="utf-8").read()
+        declared = set(re.findall(r"^SY_API[^;(]*?\b(sy_[a-z0-9_]+)\s*\(",
+                                  header, re.M))
+        report(nm.returncode == 0 and exported,
+               "the library exports symbols (%d)" % len(exported),
+               [nm.stderr.strip()] if nm.returncode else [])
+        report(len(declared) >= 50,
+               "switchyard.h declares the public API (%d calls)" %
+               len(declared))
+        leaked = sorted(exported - declared)
+        report(not leaked,
+               "every exported symbol is an SY_API call of switchyard.h",
+               ["exported but not public: " + " ".join(leaked)] if leaked
+               else [])
+    print("1..%d" % n)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

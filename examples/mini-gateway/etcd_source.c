@@ -1815,8 +1815,15 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
         buf[0] = '\0';
     uv_mutex_lock(&e->mu);
     add_text(buf, cap, &len,
+             "# HELP switchyard_etcd_revision The etcd revision the router "
+             "reflects.\n"
              "# TYPE switchyard_etcd_revision gauge\n"
              "switchyard_etcd_revision %" PRId64 "\n"
+             "# HELP switchyard_etcd_info The snapshot fingerprint right "
+             "after that revision was committed.\n"
+             "# TYPE switchyard_etcd_info gauge\n"
+             "switchyard_etcd_info{revision=\"%" PRId64
+             "\",fingerprint=\"%016" PRIx64 "\"} 1\n"
              "# TYPE switchyard_etcd_connected gauge\n"
              "switchyard_etcd_connected %d\n"
              "# TYPE switchyard_etcd_reconnects_total counter\n"
@@ -1828,8 +1835,8 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
              "# TYPE switchyard_etcd_rejected_total counter\n"
              "switchyard_etcd_rejected_total %" PRIu64 "\n"
              "# TYPE switchyard_etcd_source_error gauge\n",
-             e->revision, e->connected ? 1 : 0, e->reconnects, e->full_reads,
-             e->commits, e->rejected);
+             e->revision, e->revision, e->fingerprint, e->connected ? 1 : 0,
+             e->reconnects, e->full_reads, e->commits, e->rejected);
     for (size_t i = 0; i < e->src_n; i++) {
         /* label value escaping: backslash, quote, newline */
         char name[300];

@@ -108,7 +108,8 @@ int gw_etcd_source_info_get(gw_etcd *e, const char *source,
                             gw_etcd_source_info *out);
 
 /*
- * Prometheus text lines ("switchyard_etcd_revision", ..._connected,
+ * Prometheus text lines ("switchyard_etcd_revision",
+ * switchyard_etcd_info{revision,fingerprint} 1, ..._connected,
  * ..._reconnects_total, ..._full_reads_total, ..._commits_total,
  * ..._rejected_total, ..._source_error{source="..."}) into buf, NUL-
  * terminated; returns the length needed without the NUL (as snprintf:

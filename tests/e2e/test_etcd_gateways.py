@@ -161,6 +161,12 @@ try:
         t.ok(len(set(fps)) == 1 and
              all(s["etcd"]["fingerprint"] == s["fingerprint"] for s in sts),
              "%s: one snapshot fingerprint on all three" % what, fps)
+        want = 'switchyard_etcd_info{revision="%d",fingerprint="%s"} 1' % (
+            sts[0]["etcd"]["revision"], fps[0])
+        texts = [g.admin_call("GET", "/metrics")[2].decode() for g in gws]
+        t.ok(all(want in x for x in texts),
+             "%s: /metrics shows the revision and its fingerprint" % what,
+             want)
         paths = ["/r/%s/%d/x" % (a, i) for a in "ab" for i in range(5)]
         paths += ["/stable/x", "/nothing"]
         answers = []

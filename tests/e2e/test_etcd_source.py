@@ -161,6 +161,7 @@ t.ok(served and st["fingerprint"] == before["fingerprint"],
 t.ok(wait_until(lambda: not d.status()["etcd"]["connected"], 5),
      "etcd down: the status says disconnected",
      d.status()["etcd"])
+ev0 = d.status()["etcd"]["events"]
 etcd.start()
 rev = etcd.put(P + "routes/users", routes_doc(11, [
     route("users", "/users/**", uri="http://users:8080")]))
@@ -170,6 +171,9 @@ st = d.status()
 t.ok("users" in st["routes"] and st["etcd"]["connected"] and
      st["etcd"]["full_reads"] == 1,
      "resumed from the last revision (no full read)", st["etcd"])
+t.ok(st["etcd"]["events"] == ev0 + 1,
+     "after the restart only the new event was applied (none twice)",
+     (ev0, st["etcd"]["events"]))
 
 # --- compaction while disconnected: a full read -------------------------
 etcd.kill()

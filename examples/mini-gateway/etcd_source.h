@@ -84,8 +84,9 @@ int64_t gw_etcd_revision(gw_etcd *e);
  *    "reconnects", "full_reads", "commits", "events", "rejected":
  *    counters, "last_commit_us" / "commit_us_total": time spent applying
  *    changes to the router (the last commit's, all commits'),
- *    "sources": [{"name", "key", "mod_revision", "version" (string|null),
- *                 "checksum" ("hex16"|null), "error" (string|null)}],
+ *    "sources": [{"name", "key", "mod_revision", "present" (the key
+ *                 exists), "version" (string|null), "checksum"
+ *                 ("hex16"|null), "error" (string|null)}],
  *    "services": [{"name", "instances", "error" (string|null)}]}
  * "error" of a source is the last attempt's located error ("path: message")
  * while the previous good document keeps serving. Any thread.

@@ -232,6 +232,14 @@ rev = etcd2.put(P + "routes/late", routes_doc(1, [route("late", "/late")]))
 t.ok(late.wait_revision(rev, 15) and late.status()["routes"] == ["late"],
      "the driver connects when etcd comes up")
 
+# --- an endpoint list: a dead endpoint first, then a live one ---------
+dead = "http://127.0.0.1:%d" % free_port()
+multi = Driver(dead + "," + etcd2.url)
+t.ok(multi.wait_revision(rev, 15) and multi.status()["routes"] == ["late"],
+     "with a list of endpoints the next one is tried after a failure",
+     multi.status()["etcd"])
+t.ok(multi.quit() == 0, "that driver stops cleanly")
+
 t.ok(d.quit() == 0 and late.quit() == 0, "drivers stop cleanly")
 t.ok(time.monotonic() < deadline, "within the time bound")
 t.done()

@@ -240,6 +240,21 @@ t.ok(multi.wait_revision(rev, 15) and multi.status()["routes"] == ["late"],
      multi.status()["etcd"])
 t.ok(multi.quit() == 0, "that driver stops cleanly")
 
+# --- bad flags are refused at start, naming the value -------------------
+import subprocess
+bad = subprocess.run([os.environ["ETCD_DRIVER"], "--etcd",
+                      "http://127.0.0.1:1,https://h:2379"],
+                     capture_output=True, timeout=10, stdin=subprocess.PIPE)
+t.ok(bad.returncode == 2 and b"https://h:2379" in bad.stderr and
+     b"offset 19" in bad.stderr,
+     "an https or malformed --etcd URL is refused with where it is",
+     bad.stderr)
+bad = subprocess.run([os.environ["ETCD_DRIVER"], "--etcd", etcd2.url,
+                      "--etcd-prefix", ""],
+                     capture_output=True, timeout=10, stdin=subprocess.PIPE)
+t.ok(bad.returncode == 2 and b"--etcd-prefix" in bad.stderr,
+     "an empty --etcd-prefix is refused", bad.stderr)
+
 t.ok(d.quit() == 0 and late.quit() == 0, "drivers stop cleanly")
 t.ok(time.monotonic() < deadline, "within the time bound")
 t.done()

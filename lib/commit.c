@@ -276,7 +276,10 @@ static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
     src_state *st = &c->st[si];
     uint64_t t0 = sy_now_monotonic_us();
     sy_document *doc = NULL;
-    /* the router's own options, the same for every parse (router.c) */
+    /* Parsed with the router's own options (r->popts: registry, limits,
+     * lenient or strict), set when the router is created and never changed:
+     * so a live route built from the same bytes is the route those bytes
+     * build now, and the parse may share it (reuse_bytes). */
     reuse_ctx rctx = {c->work, si, NULL, 0};
     spans_build(&r->alloc, &rctx);
     sy_def_reuse reuse = {reuse_live, reuse_bytes, &rctx};

@@ -3,7 +3,8 @@
  * errors with line and column, the two document shapes, strict and
  * lenient modes, duplicate ids, document fingerprints and the public
  * sy_document_* calls; single-route, enable/disable and default-filter
- * parsing. One route object is built by def_route.c.
+ * parsing. One route object is built by def_route.c; a router's apply
+ * shares the live route built from the same bytes instead (build_routes).
  */
 #include "def_build.h"
 #include "def_scan.h"

@@ -104,16 +104,19 @@ static int step_derive(commit *c, const sy_snapshot_config *cfg,
     return SY_OK;
 }
 
-/* The live routes of source `si` in `s`, in rank order. */
+/* The live routes of source `si` in `s`, in rank order, but those whose
+ * slot is marked in `skip` (may be NULL). */
 static const struct sy_route **source_routes(sy_router *r, const sy_snapshot *s,
-                                             uint32_t si, size_t *count) {
+                                             uint32_t si, const bool *skip,
+                                             size_t *count) {
     const struct sy_route **v =
         sy_malloc(&r->alloc, (s->route_count + 1) * sizeof *v);
     size_t n = 0;
     if (v)
         for (size_t i = 0; i < s->route_count; i++) {
-            const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
-            if (sl->source == si)
+            uint32_t slot = sy_snapshot_rank_at(s, i);
+            const sy_slot *sl = sy_snapshot_slot(s, slot);
+            if (sl->source == si && !(skip && skip[slot]))
                 v[n++] = sl->route;
         }
     *count = n;
@@ -127,6 +130,7 @@ typedef struct span_entry {
     uint64_t hash;
     size_t len;
     const struct sy_route *route; /* NULL: empty */
+    uint32_t slot;                /* of route in the working snapshot */
 } span_entry;
 
 typedef struct reuse_ctx {
@@ -159,22 +163,35 @@ static void spans_build(const sy_alloc *a, reuse_ctx *rc) {
         size_t k = (size_t)rt->span_hash & rc->mask;
         while (rc->spans[k].route)
             k = (k + 1) & rc->mask;
-        rc->spans[k] = (span_entry){rt->span_hash, rt->span_len, rt};
+        rc->spans[k] = (span_entry){rt->span_hash, rt->span_len, rt, i};
     }
+}
+
+static const span_entry *span_find(const reuse_ctx *rc, uint64_t hash,
+                                   size_t len) {
+    if (!rc->spans)
+        return NULL;
+    for (size_t k = (size_t)hash & rc->mask; rc->spans[k].route;
+         k = (k + 1) & rc->mask)
+        if (rc->spans[k].hash == hash && rc->spans[k].len == len)
+            return &rc->spans[k];
+    return NULL;
 }
 
 /* A live route of the same source built from the same bytes: the route
  * those bytes build (def.c build_routes says why), without parsing them. */
 static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
                                           size_t len) {
-    const reuse_ctx *rc = data;
-    if (!rc->spans)
-        return NULL;
-    for (size_t k = (size_t)hash & rc->mask; rc->spans[k].route;
-         k = (k + 1) & rc->mask)
-        if (rc->spans[k].hash == hash && rc->spans[k].len == len)
-            return rc->spans[k].route;
-    return NULL;
+    const span_entry *e = span_find(data, hash, len);
+    return e ? e->route : NULL;
+}
+
+/* The slot of `rt` in the working snapshot when rt is the very route the
+ * span table holds (shared by bytes), else NONE. */
+static uint32_t span_slot(const reuse_ctx *rc, const struct sy_route *rt) {
+    const span_entry *e =
+        rt->span_len ? span_find(rc, rt->span_hash, rt->span_len) : NULL;
+    return e && e->route == rt ? e->slot : NONE;
 }
 
 /* A live route of the same source with the same meaning: share it rather
@@ -198,7 +215,8 @@ static bool same_text(const char *a, const char *b) {
 
 /* The changes that make source `si` hold exactly the document's routes. */
 static int document_changes(commit *c, uint32_t si, const sy_document *doc,
-                            sy_report *rep, sy_route_change **out, size_t *nout,
+                            const reuse_ctx *rctx, sy_report *rep,
+                            sy_route_change **out, size_t *nout,
                             sy_error *err) {
     sy_router *r = c->r;
     const sy_snapshot *w = c->work;
@@ -206,10 +224,14 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     const struct sy_route **keep = sy_malloc(&r->alloc, (n + 1) * sizeof *keep);
     sy_route_change *ch =
         sy_malloc(&r->alloc, (n + w->route_count + 1) * sizeof *ch);
-    size_t kept = 0, nch = 0, old_count = 0;
-    const struct sy_route **old = source_routes(r, w, si, &old_count);
+    /* Routes the parse shared by bytes are the live route object of their
+     * slot: found through the span table without an id lookup, and left
+     * out of the diff (they are unchanged; `shared` marks their slots). */
+    bool *shared = sy_calloc(&r->alloc, (size_t)w->slot_count + 1, 1);
+    size_t kept = 0, nch = 0, old_count = 0, nshared = 0;
+    const struct sy_route **old = NULL;
     int rc = SY_OK;
-    if (!keep || !ch || !old)
+    if (!keep || !ch || !shared)
         rc = nomem(err);
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         const struct sy_route *rt = sy_document_route(doc, i);
@@ -220,7 +242,13 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
                               SY_RANK_POS_MAX + 1);
             break;
         }
-        uint32_t slot = sy_snapshot_find_slot(w, rt->id);
+        uint32_t slot = span_slot(rctx, rt);
+        if (slot != NONE) {
+            shared[slot] = true;
+            nshared++;
+        } else {
+            slot = sy_snapshot_find_slot(w, rt->id);
+        }
         if (slot != NONE && sy_snapshot_slot(w, slot)->source != si) {
             /* an id owned by another source is an error of this document */
             sy_error e;
@@ -240,7 +268,8 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
             }
             continue;
         }
-        keep[kept++] = rt;
+        if (!shared[slot == NONE ? w->slot_count : slot])
+            keep[kept++] = rt;
         uint64_t key = sy_rank_key(rt->order, si, pos);
         if (slot != NONE && sy_snapshot_slot(w, slot)->key == key &&
             sy_snapshot_slot(w, slot)->route->fingerprint == rt->fingerprint)
@@ -253,14 +282,19 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
                 : (struct sy_route *)rt;
         ch[nch++] = (sy_route_change){rt->id, use, key, si};
     }
+    if (rc == SY_OK && !(old = source_routes(r, w, si, shared, &old_count)))
+        rc = nomem(err);
     if (rc == SY_OK &&
         sy_diff_routes(&r->alloc, old, old_count, keep, kept, &rep->diff))
         rc = nomem(err);
+    if (rc == SY_OK)
+        sy_diff_add_unchanged(rep->diff, nshared);
     for (size_t i = 0; rc == SY_OK && i < sy_diff_removed_count(rep->diff); i++)
         ch[nch++] =
             (sy_route_change){sy_diff_removed(rep->diff, i), NULL, 0, si};
     sy_free(&r->alloc, keep);
     sy_free(&r->alloc, old);
+    sy_free(&r->alloc, shared);
     if (rc) {
         sy_free(&r->alloc, ch);
         return rc;
@@ -270,8 +304,9 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     return SY_OK;
 }
 
-static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
-                      bool force, sy_report *rep, sy_error *err) {
+static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
+                          bool force, const reuse_ctx *rctx, sy_report *rep,
+                          sy_error *err) {
     sy_router *r = c->r;
     src_state *st = &c->st[si];
     uint64_t t0 = sy_now_monotonic_us();
@@ -280,11 +315,8 @@ static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
      * lenient or strict), set when the router is created and never changed:
      * so a live route built from the same bytes is the route those bytes
      * build now, and the parse may share it (reuse_bytes). */
-    reuse_ctx rctx = {c->work, si, NULL, 0};
-    spans_build(&r->alloc, &rctx);
-    sy_def_reuse reuse = {reuse_live, reuse_bytes, &rctx};
+    sy_def_reuse reuse = {reuse_live, reuse_bytes, (void *)rctx};
     int rc = sy_document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
-    sy_free(&r->alloc, rctx.spans);
     if (rc)
         return rc;
     if (vec_push(&r->alloc, &c->docs, doc)) {
@@ -316,7 +348,7 @@ static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
     rep->version_not_bumped = st->applied && same_version && !same_bytes;
     sy_route_change *ch;
     size_t nch;
-    rc = document_changes(c, si, doc, rep, &ch, &nch, err);
+    rc = document_changes(c, si, doc, rctx, rep, &ch, &nch, err);
     if (rc)
         return rc;
     rep->parse_us = sy_now_monotonic_us() - t0;
@@ -346,6 +378,17 @@ static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
             "the publisher did not bump the version",
             r->sources[si].name, version);
     return SY_OK;
+}
+
+/* One document applied to source si; the span table of the source's live
+ * routes (by the bytes that built them) lives for the parse and the diff. */
+static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
+                      bool force, sy_report *rep, sy_error *err) {
+    reuse_ctx rctx = {c->work, si, NULL, 0};
+    spans_build(&c->r->alloc, &rctx);
+    int rc = apply_document(c, si, json, len, force, &rctx, rep, err);
+    sy_free(&c->r->alloc, rctx.spans);
+    return rc;
 }
 
 static int step_rollback(commit *c, uint32_t si, const char *version,

@@ -186,6 +186,10 @@ const char *sy_diff_updated(const sy_diff *d, size_t i, unsigned *changed) {
         *changed = d->updated_mask[i];
     return d->updated[i];
 }
+void sy_diff_add_unchanged(sy_diff *d, size_t n) {
+    d->unchanged += n;
+}
+
 size_t sy_diff_unchanged_count(const sy_diff *d) {
     return d->unchanged;
 }

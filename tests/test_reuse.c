@@ -3,7 +3,9 @@
  * build_routes), falls back to the fingerprint for bytes of the same
  * meaning, and gives exactly the routes and errors a fresh router gives
  * for the same document. Route objects are compared by pointer through
- * sy_snapshot_find_route; the span fields through route.h. */
+ * sy_snapshot_find_route; the span fields through route.h. The random
+ * test also checks that a router fed other bytes of the same meaning (no
+ * byte sharing possible) reports the same diffs. */
 #include "testutil.h"
 
 #include "route.h"
@@ -348,15 +350,17 @@ static void edit(rdoc *d, uint64_t *s) {
     }
 }
 
-static char *doc_text(const rdoc *d, unsigned version) {
-    size_t cap = 64 + MAXR * 260, len = 0;
+/* The document text; `pad` spaces after each route object's '{' (other
+ * bytes, same meaning). */
+static char *doc_text(const rdoc *d, unsigned version, int pad) {
+    size_t cap = 64 + MAXR * 264, len = 0;
     char *t = malloc(cap);
     ck_assert_ptr_nonnull(t);
     len +=
         (size_t)snprintf(t, cap, "{\"version\":\"%u\",\"routes\":[", version);
     for (size_t i = 0; i < d->n; i++)
-        len += (size_t)snprintf(t + len, cap - len, "%s%s", i ? "," : "",
-                                d->text[i]);
+        len += (size_t)snprintf(t + len, cap - len, "%s{%*s%s", i ? "," : "",
+                                pad, "", d->text[i] + 1);
     snprintf(t + len, cap - len, "]}");
     return t;
 }
@@ -376,23 +380,49 @@ static void check_equal(sy_router *a, sy_router *b) {
     sy_snapshot_release(sb);
 }
 
+/* Two diffs list the same ids in the same order. */
+static void check_same_diff(const sy_diff *a, const sy_diff *b) {
+    ck_assert_uint_eq(sy_diff_unchanged_count(a), sy_diff_unchanged_count(b));
+    ck_assert_uint_eq(sy_diff_added_count(a), sy_diff_added_count(b));
+    ck_assert_uint_eq(sy_diff_updated_count(a), sy_diff_updated_count(b));
+    ck_assert_uint_eq(sy_diff_removed_count(a), sy_diff_removed_count(b));
+    for (size_t i = 0; i < sy_diff_added_count(a); i++)
+        ck_assert_str_eq(sy_diff_added(a, i), sy_diff_added(b, i));
+    for (size_t i = 0; i < sy_diff_updated_count(a); i++) {
+        unsigned ca = 0, cb = 0;
+        ck_assert_str_eq(sy_diff_updated(a, i, &ca),
+                         sy_diff_updated(b, i, &cb));
+        ck_assert_uint_eq(ca, cb);
+    }
+    for (size_t i = 0; i < sy_diff_removed_count(a); i++)
+        ck_assert_str_eq(sy_diff_removed(a, i), sy_diff_removed(b, i));
+}
+
 START_TEST(random_edits_match_a_fresh_router) {
     bool lenient = _i == 1;
     uint64_t seed = 0x9e3779b97f4a7c15ull + (uint64_t)_i;
     sy_router *keep = new_router(lenient, 1);
+    sy_router *mirror = new_router(lenient, 1);
     rdoc d = {.n = 0}, good = {.n = 0};
     size_t rounds = 300 * (size_t)sy_test_scale(), shared = 0, failed = 0;
     for (size_t k = 0; k < rounds; k++) {
         for (uint64_t e = 1 + rnd(&seed) % 2; e > 0; e--)
             edit(&d, &seed);
-        char *doc = doc_text(&d, (unsigned)k);
+        char *doc = doc_text(&d, (unsigned)k, 0);
+        /* the same document with other bytes in every route object, never
+         * those of the round before: `mirror` shares by fingerprint only */
+        char *padded = doc_text(&d, (unsigned)k, 1 + (int)(k % 2));
         sy_router *fresh = new_router(lenient, 1);
-        sy_error e1, e2;
-        sy_report *r1 = NULL, *r2 = NULL;
+        sy_error e1, e2, e3;
+        sy_report *r1 = NULL, *r2 = NULL, *r3 = NULL;
         sy_snapshot *before = sy_router_acquire(keep);
         int rc1 = apply(keep, "main", doc, &r1, &e1);
         int rc2 = apply(fresh, "main", doc, &r2, &e2);
+        int rc3 = apply(mirror, "main", padded, &r3, &e3);
         ck_assert_int_eq(rc1, rc2);
+        ck_assert_int_eq(rc1, rc3);
+        if (!rc1)
+            check_same_diff(sy_report_diff(r1), sy_report_diff(r3));
         if (rc1) {
             ck_assert_str_eq(e1.path, e2.path);
             ck_assert_str_eq(e1.message, e2.message);
@@ -421,15 +451,19 @@ START_TEST(random_edits_match_a_fresh_router) {
             good = d;
         sy_report_free(r1);
         sy_report_free(r2);
+        sy_report_free(r3);
         sy_router_free(fresh);
         free(doc);
+        free(padded);
     }
     /* the edits kept routes often enough to exercise the sharing */
     ck_assert_uint_gt(shared, rounds / 2);
     /* and both outcomes were seen */
     ck_assert_uint_gt(failed, 0);
     ck_assert_uint_lt(failed, rounds / 2);
+    check_equal(keep, mirror);
     sy_router_free(keep);
+    sy_router_free(mirror);
 }
 END_TEST
 

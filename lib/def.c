@@ -190,8 +190,10 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         bool built = rc == 0;
         uint32_t pos = 0, h = 0;
         if (!rc) {
-            size_t len = strlen(r->id);
-            h = sy_idtab_hash(r->id, len);
+            /* a route shared by bytes carries its id's length and hash */
+            bool known = same && r == same;
+            size_t len = known ? r->id_len : strlen(r->id);
+            h = known ? r->id_hash : sy_idtab_hash(r->id, len);
             if (sy_idtab_find(&ids, r->id, len, h, doc_route_id, d, &pos) !=
                 SY_NONE) {
                 char p[96];
@@ -232,9 +234,12 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
          * only writer of the routes it offers): these bytes now find it.
          * Routes of a parse without byte reuse (sy_document_parse) never
          * enter a router and carry no span. */
-        if (by_bytes) {
+        size_t id_len = by_bytes && !(same && r == same) ? strlen(r->id) : 0;
+        if (id_len && id_len <= UINT32_MAX) {
             r->span_hash = span_hash;
             r->span_len = span_len;
+            r->id_len = (uint32_t)id_len;
+            r->id_hash = h;
         }
         sy_idtab_set(&ids, pos, h, (uint32_t)d->route_count);
         d->positions[d->route_count] = (uint32_t)i;

@@ -46,6 +46,9 @@ struct sy_route {
      * them. Matching threads never read them. */
     uint64_t span_hash;
     size_t span_len;
+    /* the id's length and sy_idtab_hash, set with the span: a route shared
+     * by bytes is checked for a duplicate id without reading the id */
+    uint32_t id_len, id_hash;
     /* index of the first Path (Host) predicate when every one of its
      * patterns is all literal segments (labels): the index can prove it */
     int32_t literal_path, literal_host;

@@ -129,6 +129,36 @@ static int read_version(sy_document *d, const char *json,
     return rc;
 }
 
+/* Routes shared by bytes are cold in memory at large sizes: the span of
+ * route i + SPAN_AHEAD is hashed and looked up while route i is handled,
+ * and the route it finds prefetched, so those cache misses overlap. */
+#define SPAN_AHEAD 8
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+typedef struct span_ahead {
+    uint64_t hash[SPAN_AHEAD];
+    size_t len[SPAN_AHEAD];
+} span_ahead;
+
+/* Hash span i into its ring slot, look it up, prefetch what it finds. */
+static void span_prefetch(span_ahead *ra, const sy_def_reuse *reuse,
+                          const char *json, const sy_json_span *sp, size_t i) {
+    size_t k = i % SPAN_AHEAD;
+    ra->len[k] = sp->end - sp->start;
+    ra->hash[k] = sy_hash64(json + sp->start, ra->len[k], SY_ROUTE_SPAN_SEED);
+    const struct sy_route *r =
+        reuse->by_bytes(reuse->data, ra->hash[k], ra->len[k]);
+    if (r) {
+        PREFETCH(r);
+        PREFETCH(&r->span_hash);
+        PREFETCH(&r->fingerprint);
+    }
+}
+
 /* Build the routes one at a time: each span is parsed into its own cJSON
  * tree, built and deleted before the next, so only one route's tree is
  * ever alive. */
@@ -160,6 +190,10 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     uint64_t fp = SEED_DOC;
     size_t i = 0;
     int rc = 0;
+    bool by_bytes = reuse && reuse->by_bytes;
+    span_ahead ra;
+    for (size_t j = 0; by_bytes && j < n && j < SPAN_AHEAD; j++)
+        span_prefetch(&ra, reuse, json, &scan->routes[j], j);
     for (; i < n; i++) {
         char path[64];
         sy_def_path(path, sizeof path, "%s[%zu]", prefix, i);
@@ -174,13 +208,13 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
          * live, so it is never found here. Only the id check below and the
          * position are left to do. */
         const sy_json_span *sp = &scan->routes[i];
-        bool by_bytes = reuse && reuse->by_bytes;
-        size_t span_len = by_bytes ? sp->end - sp->start : 0;
-        uint64_t span_hash =
-            by_bytes ? sy_hash64(json + sp->start, span_len, SY_ROUTE_SPAN_SEED)
-                     : 0;
+        size_t span_len = by_bytes ? ra.len[i % SPAN_AHEAD] : 0;
+        uint64_t span_hash = by_bytes ? ra.hash[i % SPAN_AHEAD] : 0;
         const struct sy_route *same =
             by_bytes ? reuse->by_bytes(reuse->data, span_hash, span_len) : NULL;
+        if (by_bytes && i + SPAN_AHEAD < n) /* its ring slot is free now */
+            span_prefetch(&ra, reuse, json, &scan->routes[i + SPAN_AHEAD],
+                          i + SPAN_AHEAD);
         if (same && same->span_hash == span_hash && same->span_len == span_len)
             r = sy_route_ref(same);
         else

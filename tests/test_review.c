@@ -1,0 +1,81 @@
+/* test_review.c - regressions found by the 0.2 library review (issue 9):
+ * each test pins one defect that was fixed, through the public API. */
+#include "testutil.h"
+
+#include "switchyard.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sy_router *router_new(const sy_router_options *o, const char *source) {
+    sy_router *r = NULL;
+    sy_error e;
+    ck_assert_msg(sy_router_new(o, &r, &e) == 0, "%s", e.message);
+    if (source)
+        ck_assert_int_eq(sy_router_add_source(r, source, NULL), 0);
+    return r;
+}
+
+static int apply(sy_router *r, const char *source, const char *doc,
+                 sy_error *err) {
+    return sy_router_apply(r, source, doc, strlen(doc), NULL, err);
+}
+
+/* Match method/path on the live snapshot; the no-match reason in *why. */
+static const char *match(sy_router *r, const char *method, const char *path,
+                         const sy_header *h, size_t nh, sy_nomatch *why) {
+    static char id[64];
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){method, strlen(method)};
+    req.path = (sy_str){path, strlen(path)};
+    req.host = (sy_str){"h", 1};
+    req.headers = h;
+    req.header_count = nh;
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m = NULL;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    snprintf(id, sizeof id, "%s", m ? sy_route_id(sy_match_route(m)) : "");
+    if (why)
+        *why = sy_match_ctx_nomatch(ctx, NULL);
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    return id;
+}
+
+/* (a+)+b against "aaa...bx" backtracks until a match limit stops it. */
+#define EVIL "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaabx"
+
+/* The 405 check re-tests a method-missed route's other predicates: those
+ * regexes are part of the request and draw on its CPU budget too. */
+START_TEST(the_405_check_draws_on_the_request_budget) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.regex_budget = 50000; /* far below one backtracking run */
+    sy_router *r = router_new(&o, "s");
+    ck_assert_int_eq(
+        apply(r, "s",
+              "[{\"id\":\"m\",\"uri\":\"http://m\",\"predicates\":"
+              "[\"Path=/x\",\"Method=POST\",\"Header=X-A, (a+)+b\"]}]",
+              NULL),
+        0);
+    sy_header h = {{"X-A", 3}, {EVIL, strlen(EVIL)}};
+    sy_nomatch why;
+    ck_assert_str_eq(match(r, "GET", "/x", &h, 1, &why), "");
+    ck_assert_int_eq(why, SY_NOMATCH_BUDGET);
+    /* a cheap header: the route's other predicates hold, 405 */
+    h.value = (sy_str){"ab", 2};
+    ck_assert_str_eq(match(r, "GET", "/x", &h, 1, &why), "");
+    ck_assert_int_eq(why, SY_NOMATCH_METHOD);
+    sy_router_free(r);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("review");
+    TCase *tc = tcase_create("review");
+    tcase_add_test(tc, the_405_check_draws_on_the_request_budget);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

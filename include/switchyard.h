@@ -849,9 +849,11 @@ SY_API int sy_change_set_update_instances(sy_change_set *cs,
  * nothing is published, *err is the failing change's error (its JSON path
  * as the change's own call would give it), the message starts with
  * "change N: ", and *report (when possible) says which change failed
- * (sy_report_failed_change). An empty change set publishes nothing and
- * succeeds. Any thread; writers are serialized; SY_EREENTRANT from a
- * callback.
+ * (sy_report_failed_change). When every change held but the publish was
+ * refused (SY_EBUSY, SY_ENOMEM), no change is named (failed change -1) and
+ * each source of the set records the failure. An empty change set publishes
+ * nothing and succeeds. Any thread; writers are serialized; SY_EREENTRANT from
+ * a callback.
  */
 SY_API int sy_router_commit(sy_router *r, const sy_change_set *cs,
                             sy_report **report, sy_error *err);

@@ -773,7 +773,7 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             s->next_pos, NULL,        0,          NULL,        0};
     }
     sy_report *part = NULL;
-    size_t failed = 0;
+    size_t failed = n; /* n: no change failed, the publish did */
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         rc = run_step(&c, &items[i], &part, err);
         if (rc) {
@@ -794,9 +794,11 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
     uint64_t publish_us = sy_now_monotonic_us() - t1 + c.derive_us;
     int64_t now = sy_now_realtime_ms(); /* wall time, for operators */
     if (rc) {
-        if (n && failed < n && !dry)
-            note_failure(&c, &items[failed], now, err);
-        if (!single && n > 1) {
+        /* a refused publish is a failed attempt of every change */
+        for (size_t i = failed < n ? failed : 0;
+             !dry && i < (failed < n ? failed + 1 : n); i++)
+            note_failure(&c, &items[i], now, err);
+        if (!single && n > 1 && failed < n) {
             char msg[sizeof err->message + 128];
             int k = snprintf(
                 msg, sizeof msg, "change %zu (%s '%.40s'): ", failed,
@@ -815,7 +817,7 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             /* best effort: the error is also in *err */
             if (err->code && rep->issue_count == 0)
                 (void)sy_report_add_issue(rep, err);
-            rep->failed_change = (long)failed;
+            rep->failed_change = failed < n ? (long)failed : -1;
         }
         if (!single)
             sy_report_free(part);

@@ -72,10 +72,49 @@ START_TEST(the_405_check_draws_on_the_request_budget) {
 }
 END_TEST
 
+/* A commit whose every change held but whose publish was refused
+ * (max_retired) must not blame change 0: no change failed. */
+START_TEST(a_refused_publish_blames_no_change) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.max_retired = 1;
+    sy_router *r = router_new(&o, "a");
+    ck_assert_int_eq(sy_router_add_source(r, "b", NULL), 0);
+    sy_snapshot *h0 = sy_router_acquire(r);
+    ck_assert_int_eq(
+        apply(r, "a", "[{\"id\":\"a1\",\"uri\":\"http://a:80\"}]", NULL), 0);
+    sy_snapshot *h1 = sy_router_acquire(r);
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    const char *da = "[{\"id\":\"a2\",\"uri\":\"http://a:80\"}]";
+    const char *db = "[{\"id\":\"b1\",\"uri\":\"http://b:80\"}]";
+    ck_assert_int_eq(sy_change_set_apply(cs, "a", da, strlen(da), NULL), 0);
+    ck_assert_int_eq(sy_change_set_apply(cs, "b", db, strlen(db), NULL), 0);
+    sy_report *rep = NULL;
+    sy_error err;
+    ck_assert_int_eq(sy_router_commit(r, cs, &rep, &err), SY_EBUSY);
+    ck_assert_msg(strncmp(err.message, "change 0", 8) != 0, "%s", err.message);
+    ck_assert_ptr_nonnull(rep);
+    ck_assert_int_eq(sy_report_failed_change(rep), -1);
+    /* both sources tried and failed, not only the first */
+    sy_source_status st;
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(sy_router_source_status(r, i, &st, NULL), 0);
+        ck_assert_int_eq(st.last_result, SY_EBUSY);
+        ck_assert_uint_eq(st.failed_count, 1);
+    }
+    sy_report_free(rep);
+    sy_change_set_free(cs);
+    sy_snapshot_release(h0);
+    sy_snapshot_release(h1);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("review");
     TCase *tc = tcase_create("review");
     tcase_add_test(tc, the_405_check_draws_on_the_request_budget);
+    tcase_add_test(tc, a_refused_publish_blames_no_change);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -110,11 +110,19 @@ START_TEST(a_refused_publish_blames_no_change) {
 }
 END_TEST
 
+START_TEST(a_null_router_is_named_as_such) {
+    sy_error e;
+    ck_assert_int_eq(sy_router_add_source(NULL, "s", &e), SY_EINVAL);
+    ck_assert_msg(strstr(e.message, "router") != NULL, "%s", e.message);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("review");
     TCase *tc = tcase_create("review");
     tcase_add_test(tc, the_405_check_draws_on_the_request_budget);
     tcase_add_test(tc, a_refused_publish_blames_no_change);
+    tcase_add_test(tc, a_null_router_is_named_as_such);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

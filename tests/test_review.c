@@ -117,12 +117,48 @@ START_TEST(a_null_router_is_named_as_such) {
 }
 END_TEST
 
+/* A route with a Method predicate but no Path or Host: a request with
+ * another method is a 405 for the indexed matcher as for the linear one. */
+START_TEST(a_method_only_route_answers_405_not_404) {
+    sy_router *r = router_new(NULL, "s");
+    ck_assert_int_eq(apply(r, "s",
+                           "[{\"id\":\"m\",\"uri\":\"http://m\","
+                           "\"predicates\":[\"Method=POST\"]}]",
+                           NULL),
+                     0);
+    sy_nomatch why;
+    ck_assert_str_eq(match(r, "POST", "/x", NULL, 0, &why), "m");
+    ck_assert_int_eq(why, SY_NOMATCH_NONE);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/x", 2};
+    req.host = (sy_str){"h", 1};
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m = NULL;
+    sy_str allow;
+    ck_assert_int_eq(sy_snapshot_match_linear(s, ctx, &req, &m), 0);
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(sy_match_ctx_nomatch(ctx, &allow), SY_NOMATCH_METHOD);
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(sy_match_ctx_nomatch(ctx, &allow), SY_NOMATCH_METHOD);
+    ck_assert_uint_eq(allow.len, 4);
+    ck_assert(memcmp(allow.ptr, "POST", 4) == 0);
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("review");
     TCase *tc = tcase_create("review");
     tcase_add_test(tc, the_405_check_draws_on_the_request_budget);
     tcase_add_test(tc, a_refused_publish_blames_no_change);
     tcase_add_test(tc, a_null_router_is_named_as_such);
+    tcase_add_test(tc, a_method_only_route_answers_405_not_404);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# The demo command: installs what it needs, builds switchyard, then walks
-# through the example gateway routes with the `switchyard` tool: check a
-# good and a broken document, match requests (with instance selection),
-# explain a miss, and diff two versions of the routes.
+# The demo command: installs what it needs, builds switchyard and the
+# mini-gateway, then starts the gateway on its built-in example routes with
+# two built-in backends (v1 and v2 of one service) and prints curl lines to
+# try. Ctrl-C stops it.
+#   bash examples/demo.sh          the mini-gateway demo
+#   bash examples/demo.sh --cli    the `switchyard` tool on the example routes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/install-deps.sh
-[ -d build-demo ] || meson setup build-demo -Dtests=false >/dev/null
+[ -d build-demo ] || meson setup build-demo -Dtests=false -Dbench=false >/dev/null
 ninja -C build-demo >/dev/null
+
+if [ "${1:-}" != "--cli" ]; then
+  gw=build-demo/examples/mini-gateway/mini-gateway
+  if [ ! -x "$gw" ]; then
+    echo "mini-gateway was not built (needs libuv1-dev and libhttp-parser-dev)" >&2
+    exit 1
+  fi
+  exec "$gw"
+fi
+
 sy=build-demo/examples/switchyard
 r=examples/routes
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@" || true; }

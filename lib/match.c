@@ -224,7 +224,7 @@ static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
  * {var} needs a non-empty segment: the pattern does not hold after all). */
 static bool walk_caps(sy_eval *ev, const sy_cand_list *l, const sy_cand *cd) {
     const sy_segments *segs = l->host ? ev->host : ev->path;
-    const sy_cand_var *v = l->vars + cd->vars;
+    const sy_cand_var *v = cd->nvars ? l->vars + cd->vars : NULL;
     size_t n = ev->ncaps;
     if (ev->caps_cap - n < cd->nvars)
         return false;

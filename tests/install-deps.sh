@@ -5,7 +5,9 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libpcre2-dev libcjson-dev
       check libsubunit-dev clang llvm libclang-rt-14-dev python3 python3-cffi
-      python3-pytest python3-dev python3-mesonpy python3-venv python3-pip)
+      python3-pytest python3-dev python3-mesonpy python3-venv python3-pip
+      libuv1-dev libhttp-parser-dev wrk nginx-core nginx-dev etcd-server
+      etcd-client curl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Benchmark: wrk against the test backend directly, the mini-gateway, and
+# Debian's nginx as a plain reverse proxy (proxy_pass, keep-alive
+# upstream), one worker each, at 1 route and at 10,000 routes (nginx with
+# the equivalent location blocks), then the gateway during a reload storm
+# (one admin publish every 10 ms). Prints requests/s, p50/p99 latency,
+# errors, and the gateway/nginx ratios. A benchmark, not a test: it prints
+# figures and asserts nothing.
+# Each case runs ROUNDS times, interleaved, and the median round is shown
+# (a shared machine is noisy: compare figures of one run only).
+#   DURATION=10 CONNECTIONS=50 ROUNDS=3 bash examples/mini-gateway/bench/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-50}
+ROUTES=${ROUTES:-10000}
+ROUNDS=${ROUNDS:-3}
+bash tests/install-deps.sh
+[ -d build-bench ] || meson setup build-bench --buildtype=release \
+  -Dtests=false -Dbench=false >/dev/null
+ninja -C build-bench >/dev/null
+GW=$PWD/build-bench/examples/mini-gateway/mini-gateway
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+work=$(mktemp -d /tmp/gw-bench-XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+  for _ in $(seq 200); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "port $1 never opened" >&2; exit 1
+}
+
+BP=$(port); GP=$(port); AP=$(port); NP=$(port)
+"$GW" --backend --id bench --version 1 --listen 127.0.0.1:$BP 2>/dev/null &
+pids+=($!)
+wait_port $BP
+
+# route documents: 1 route, and ROUTES routes (the request hits the last)
+python3 - "$work" "$BP" "$ROUTES" <<'PY'
+import json, sys
+work, bp, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+up = "http://127.0.0.1:%d" % bp
+json.dump({"version": "1", "routes": [
+    {"id": "all", "uri": up, "predicates": ["Path=/**"]}]},
+    open(work + "/one.json", "w"))
+json.dump({"version": "1", "routes": [
+    {"id": "r%d" % i, "uri": up, "predicates": ["Path=/r%d/**" % i]}
+    for i in range(n)]}, open(work + "/many.json", "w"))
+def nginx(locs):
+    return """worker_processes 1;
+pid %(w)s/nginx.pid;
+error_log %(w)s/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %(w)s/tmp-body;
+  proxy_temp_path %(w)s/tmp-proxy;
+  fastcgi_temp_path %(w)s/tmp-fcgi;
+  uwsgi_temp_path %(w)s/tmp-uwsgi;
+  scgi_temp_path %(w)s/tmp-scgi;
+  upstream backend { server 127.0.0.1:%(bp)d; keepalive 64; }
+  server {
+    listen 127.0.0.1:NGINX_PORT;
+%(locs)s
+  }
+}
+""" % {"w": work, "bp": bp, "locs": locs}
+loc = """    location %s {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+"""
+open(work + "/nginx-one.conf", "w").write(nginx(loc % "/"))
+open(work + "/nginx-many.conf", "w").write(
+    nginx("".join(loc % ("/r%d/" % i) for i in range(n))))
+PY
+sed -i "s/NGINX_PORT/$NP/" "$work"/nginx-*.conf
+
+results="$work/results.txt"
+: > "$results"
+run_wrk() { # name url
+  local out
+  out=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$2")
+  python3 - "$1" "$results" <<PY
+import re, sys
+out = """$out"""
+name, res = sys.argv[1], sys.argv[2]
+def ms(s):
+    m = re.match(r"([\d.]+)(us|ms|s|m)$", s)
+    if not m:
+        return float("nan")
+    return float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000,
+                                "m": 60000}[m.group(2)]
+m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+if not m:
+    print("%-28s wrk failed: %s" % (name, out.strip()[-200:]))
+    sys.exit(0)
+rps = float(m.group(1))
+m50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
+m99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
+p50 = ms(m50.group(1)) if m50 else float("nan")
+p99 = ms(m99.group(1)) if m99 else float("nan")
+errs = 0
+m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+if m: errs += int(m.group(1))
+m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+if m: errs += sum(int(x) for x in m.groups())
+total = int(re.search(r"(\d+) requests in", out).group(1))
+line = "%-28s %10.0f %9.3f %9.3f %8d %9d" % (name, rps, p50, p99, errs, total)
+print(line, flush=True)
+open(res, "a").write("%s|%f|%f|%f|%d\n" % (name, rps, p50, p99, errs))
+PY
+}
+
+echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "%-28s %10s %9s %9s %8s %9s\n" case "req/s" "p50 ms" "p99 ms" errors requests
+
+start_gw() { # routes file
+  "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers 1 --quiet \
+    --routes "$1" 2>"$work/gw.log" &
+  gwpid=$!; pids+=($gwpid)
+  wait_port $GP; wait_port $AP
+}
+stop_pid() { kill "$1"; wait "$1" 2>/dev/null || true; }
+start_nginx() { # conf
+  mkdir -p "$work"/tmp-{body,proxy,fcgi,uwsgi,scgi}
+  "$NGINX" -p "$work" -c "$1" -g 'daemon off;' 2>>"$work/nginx-error.log" &
+  ngpid=$!; pids+=($ngpid)
+  wait_port $NP
+}
+url_end="r$((ROUTES-1))/x"
+cp "$work/one.json" "$work/single.json"
+cp "$work/many.json" "$work/bench-routes.json"
+storm_total=0; storm_bad_total=0
+for round in $(seq "$ROUNDS"); do
+  run_wrk "backend direct" "http://127.0.0.1:$BP/$url_end"
+  start_gw "$work/single.json"
+  run_wrk "mini-gateway, 1 route" "http://127.0.0.1:$GP/$url_end"
+  stop_pid $gwpid
+  start_nginx "$work/nginx-one.conf"
+  run_wrk "nginx, 1 location" "http://127.0.0.1:$NP/$url_end"
+  stop_pid $ngpid
+  start_gw "$work/bench-routes.json"
+  run_wrk "mini-gateway, $ROUTES routes" "http://127.0.0.1:$GP/$url_end"
+  stop_pid $gwpid
+  start_nginx "$work/nginx-many.conf"
+  run_wrk "nginx, $ROUTES locations" "http://127.0.0.1:$NP/$url_end"
+  stop_pid $ngpid
+
+  # the reload storm: one publish every 10 ms through the admin API (a
+  # route other than the one under load changes, as in a real fleet)
+  start_gw "$work/single.json"
+  python3 - "$AP" "$BP" "$DURATION" > "$work/storm.txt" <<'PY' &
+import http.client, json, sys, time
+ap, bp, dur = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+c = http.client.HTTPConnection("127.0.0.1", ap, timeout=5)
+n = bad = 0
+end = time.time() + dur + 0.5
+while time.time() < end:
+    t = time.time()
+    body = json.dumps({"id": "storm", "uri": "http://127.0.0.1:%d" % bp,
+                       "predicates": ["Path=/storm/%d/**" % n],
+                       "filters": ["AddRequestHeader=X-Storm,%d" % n]})
+    c.request("PUT", "/routes/single/storm", body=body)
+    r = c.getresponse(); r.read()
+    n += 1; bad += r.status != 200
+    time.sleep(max(0, 0.01 - (time.time() - t)))
+print(n, bad)
+PY
+  stormpid=$!
+  run_wrk "mini-gateway, reload storm" "http://127.0.0.1:$GP/$url_end"
+  wait $stormpid || true
+  read -r publishes storm_bad < "$work/storm.txt"
+  storm_total=$((storm_total + publishes)); storm_bad_total=$((storm_bad_total + storm_bad))
+  stop_pid $gwpid
+done
+echo "reload storm: $storm_total publishes in $ROUNDS x ~${DURATION}s ($storm_bad_total rejected)"
+
+python3 - "$results" <<'PY'
+import sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, rps, p50, p99, errs = line.strip().split("|")
+    runs.setdefault(name, []).append((float(rps), float(p50), float(p99),
+                                      int(errs)))
+rows = {}
+print("\nmedian round (by req/s) of each case:")
+print("%-28s %10s %9s %9s %8s" % ("case", "req/s", "p50 ms", "p99 ms",
+                                   "errors"))
+for name, rs in runs.items():
+    rs.sort()
+    m = rs[len(rs) // 2]
+    rows[name] = m[:3] + (sum(r[3] for r in rs),)
+    print("%-28s %10.0f %9.3f %9.3f %8d" % ((name,) + rows[name]))
+def ratio(a, b, label):
+    if a in rows and b in rows:
+        ra, rb = rows[a], rows[b]
+        print("%-44s req/s %.2f  p99 %.2f" % (label, ra[0] / rb[0],
+                                              ra[2] / rb[2] if rb[2] else 0))
+print()
+names = list(rows)
+ratio(names[1], names[2], "gateway / nginx, 1 route:")
+ratio(names[3], names[4], "gateway / nginx, many routes:")
+ratio(names[5], names[1], "gateway storm / gateway quiet:")
+PY

@@ -1,0 +1,1856 @@
+/*
+ * etcd_source.c - routes and instances from etcd v3 (issue 11).
+ *
+ * Owns: the etcd source of the mini-gateway: HTTP/1.1 exchanges with etcd's
+ * JSON gateway on the host's libuv loop (responses parsed by http-parser,
+ * bodies by cJSON), the base64 codec for keys and values, the full range
+ * read (paged, at one revision), the watch stream, the mapping from keys to
+ * router changes, backoff and resynchronisation, and the per-source status.
+ *
+ * Revision bookkeeping: `revision` is the etcd revision the router
+ * reflects. A full read sets it to the read's header revision; a watch
+ * response sets it to its last event's mod_revision. Reconnecting watches
+ * from revision + 1, so nothing is missed or applied twice; a watch that
+ * is cancelled because that revision was compacted, or an etcd whose
+ * revision went back (data lost) or whose cluster changed, triggers a full
+ * read, which is diffed against what is applied (by mod_revision).
+ */
+#include "etcd_source.h"
+
+#include <http_parser.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_PREFIX "/switchyard/"
+#define RANGE_PAGE 256
+#define READ_CHUNK 65536
+
+/* ------------------------------------------------------------------ */
+/* Small helpers: growable buffer, base64                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+} buf;
+
+static bool buf_add(buf *b, const char *p, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q)
+            return false;
+        b->p = q;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->p + b->len, p, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return true;
+}
+
+static void buf_free(buf *b) {
+    free(b->p);
+    *b = (buf){0};
+}
+
+static const char b64_chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Standard base64 with padding; malloc'd, NUL-terminated. */
+static char *b64_encode(const char *src, size_t n) {
+    const unsigned char *s = (const unsigned char *)src;
+    char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+    if (!out)
+        return NULL;
+    size_t i = 0;
+    for (; i + 2 < n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        *o++ = b64_chars[v >> 18];
+        *o++ = b64_chars[v >> 12 & 63];
+        *o++ = b64_chars[v >> 6 & 63];
+        *o++ = b64_chars[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)s[i + 1] << 8;
+        *o++ = b64_chars[v >> 18];
+        *o++ = b64_chars[v >> 12 & 63];
+        *o++ = i + 1 < n ? b64_chars[v >> 6 & 63] : '=';
+        *o++ = '=';
+    }
+    *o = '\0';
+    return out;
+}
+
+static int b64_value(unsigned char c) {
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+' || c == '-')
+        return 62;
+    if (c == '/' || c == '_')
+        return 63;
+    return -1;
+}
+
+/* Decode base64 (padding optional); malloc'd and NUL-terminated, *n gets
+ * the length. NULL on a bad character or a dangling sextet. */
+static char *b64_decode(const char *src, size_t *n) {
+    size_t len = strlen(src);
+    while (len && src[len - 1] == '=')
+        len--;
+    if (len % 4 == 1)
+        return NULL;
+    char *out = malloc(len / 4 * 3 + 3), *o = out;
+    if (!out)
+        return NULL;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = b64_value((unsigned char)src[i]);
+        if (v < 0) {
+            free(out);
+            return NULL;
+        }
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            *o++ = (char)(acc >> bits & 0xff);
+        }
+    }
+    *o = '\0';
+    *n = (size_t)(o - out);
+    return out;
+}
+
+/* An int64 that etcd's gateway sends as a JSON string (or a number). */
+static int64_t json_i64(const cJSON *o, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (cJSON_IsString(v))
+        return strtoll(v->valuestring, NULL, 10);
+    if (cJSON_IsNumber(v))
+        return (int64_t)v->valuedouble;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* State                                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct endpoint {
+    char host[256];
+    char port[8];
+} endpoint;
+
+/* One route source: PREFIX routes/<name>. */
+typedef struct source_rec {
+    char *name;
+    char *key;
+    int64_t mod_revision;    /* of the last value (or delete) seen */
+    int64_t create_revision; /* of the key's current incarnation */
+    bool present;            /* the key exists */
+    bool applied;            /* a document from etcd is live */
+    char version[128];       /* of the live document, "" if none */
+    bool has_version;
+    uint64_t checksum; /* of the live document's bytes */
+    char *error;       /* last attempt's error, NULL if it succeeded */
+    size_t lib_index;  /* the router's index of the source, or SIZE_MAX */
+} source_rec;
+
+/* One instance: PREFIX instances/<service>/<id>. */
+typedef struct inst_rec {
+    char *id;
+    int64_t mod_revision;
+    cJSON *json; /* the live value (valid), or NULL */
+    sy_instance inst;
+    sy_kv *md;
+    char *error; /* last put's error, NULL if it was accepted */
+} inst_rec;
+
+typedef struct service_rec {
+    char *name;
+    inst_rec *v; /* sorted by id */
+    size_t n, cap;
+    bool touched;
+    char *error; /* the router rejected the list (NULL: accepted) */
+} service_rec;
+
+/* A key change to apply (from a watch event or a full read). */
+typedef struct change {
+    bool is_route;
+    bool del;
+    char *name; /* source, or service */
+    char *id;   /* instance id */
+    char *key;
+    char *value;
+    size_t len;
+    int64_t mod_revision;
+    int64_t create_revision;
+} change;
+
+typedef struct change_list {
+    change *v;
+    size_t n, cap;
+} change_list;
+
+typedef enum state {
+    ST_CONNECTING = 0,
+    ST_READING,
+    ST_WATCHING,
+    ST_BACKOFF,
+    ST_STOPPED
+} state;
+
+static const char *state_names[] = {"connecting", "reading", "watching",
+                                    "backoff", "stopped"};
+
+typedef struct gw_http gw_http;
+
+struct gw_etcd {
+    uv_loop_t *loop;
+    sy_router *router;
+    gw_etcd_options opts;
+    char *url;
+    char *prefix;
+    size_t prefix_len;
+    char *key_b64, *end_b64; /* the prefix range */
+    endpoint *eps;
+    size_t ep_count, ep_index;
+
+    uv_timer_t retry_timer;
+    uint32_t backoff_ms;
+    uint64_t rng;  /* jitter */
+    gw_http *http; /* the one exchange in flight, or NULL */
+    bool stopping;
+
+    /* full read in progress */
+    int64_t read_revision;
+    change_list pending;
+    bool need_full_read;
+    bool force_full; /* the next full read applies every key */
+    char cluster_id[32];
+
+    /* everything below is shared with status readers: under mu */
+    uv_mutex_t mu;
+    state st;
+    bool connected;
+    int64_t revision;
+    uint64_t fingerprint;
+    char *last_error;
+    uint64_t reconnects, full_reads, commits, events, rejected;
+    uint64_t last_commit_us, commit_us_total; /* time spent committing */
+    source_rec *src;
+    size_t src_n, src_cap;
+    service_rec *svc;
+    size_t svc_n, svc_cap;
+};
+
+static void etcd_log(gw_etcd *e, gw_etcd_log_level lvl, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (e->opts.on_log)
+        e->opts.on_log(e->opts.data, lvl, msg);
+    else
+        fprintf(stderr, "etcd: %s\n", msg);
+}
+
+static char *xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static char *xstrndup(const char *s, size_t n) {
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+static void set_str(char **slot, const char *s) {
+    free(*slot);
+    *slot = s ? xstrdup(s) : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* HTTP exchanges with etcd (one request per connection)               */
+/* ------------------------------------------------------------------ */
+
+typedef void (*http_line_fn)(gw_etcd *e, const char *line, size_t n);
+/* Exactly once per exchange unless the owner closed it first: status and
+ * body on a complete response, or err on failure. */
+typedef void (*http_done_fn)(gw_etcd *e, int status, const char *body, size_t n,
+                             const char *err);
+
+struct gw_http {
+    gw_etcd *e;
+    uv_getaddrinfo_t gai;
+    uv_tcp_t tcp;
+    uv_connect_t conn;
+    uv_write_t wr;
+    uv_timer_t timer;
+    http_parser parser;
+    char *req;
+    size_t req_len;
+    buf body;
+    char rbuf[READ_CHUNK];
+    int status;
+    bool streaming;   /* body delivered line by line (watch) */
+    bool complete;    /* message complete */
+    bool closing;     /* the owner is done with it */
+    bool gai_pending; /* getaddrinfo not called back yet */
+    size_t scanned;   /* streaming: body bytes already searched for '\n' */
+    int handles;      /* open libuv handles */
+    http_line_fn on_line;
+    http_done_fn on_done;
+};
+
+static void http_maybe_free(gw_http *h) {
+    if (h->closing && h->handles == 0 && !h->gai_pending) {
+        free(h->req);
+        buf_free(&h->body);
+        free(h);
+    }
+}
+
+static void http_handle_closed(uv_handle_t *hd) {
+    gw_http *h = hd->data;
+    h->handles--;
+    http_maybe_free(h);
+}
+
+/* The owner is done: no more callbacks; freed once libuv lets go. */
+static void http_close(gw_http *h) {
+    if (!h || h->closing)
+        return;
+    h->closing = true;
+    if (h->gai_pending)
+        uv_cancel((uv_req_t *)&h->gai);
+    if (!uv_is_closing((uv_handle_t *)&h->timer))
+        uv_close((uv_handle_t *)&h->timer, http_handle_closed);
+    if (h->handles == 2 && !uv_is_closing((uv_handle_t *)&h->tcp))
+        uv_close((uv_handle_t *)&h->tcp, http_handle_closed);
+    http_maybe_free(h);
+}
+
+static void http_fail(gw_http *h, const char *err) {
+    if (h->closing)
+        return;
+    http_done_fn done = h->on_done;
+    gw_etcd *e = h->e;
+    done(e, h->status, NULL, 0, err);
+}
+
+static int on_hp_status(http_parser *p, const char *at, size_t n) {
+    (void)at;
+    (void)n;
+    gw_http *h = p->data;
+    h->status = (int)p->status_code;
+    return 0;
+}
+
+static int on_hp_headers_complete(http_parser *p) {
+    gw_http *h = p->data;
+    h->status = (int)p->status_code;
+    /* A watch stream stays open: only connecting and the response head
+     * are timed. */
+    if (h->streaming && h->status == 200)
+        uv_timer_stop(&h->timer);
+    return 0;
+}
+
+static int on_hp_body(http_parser *p, const char *at, size_t n) {
+    gw_http *h = p->data;
+    if (!buf_add(&h->body, at, n))
+        return -1;
+    if (!h->streaming || h->status != 200)
+        return 0;
+    /* One JSON object per line; bytes before `scanned` hold no newline. */
+    size_t start = 0;
+    for (size_t i = h->scanned; i < h->body.len; i++) {
+        if (h->body.p[i] != '\n')
+            continue;
+        if (i > start)
+            h->on_line(h->e, h->body.p + start, i - start);
+        start = i + 1;
+        if (h->closing)
+            return -1;
+    }
+    if (start) {
+        memmove(h->body.p, h->body.p + start, h->body.len - start);
+        h->body.len -= start;
+        h->body.p[h->body.len] = '\0';
+    }
+    h->scanned = h->body.len;
+    return 0;
+}
+
+static int on_hp_complete(http_parser *p) {
+    gw_http *h = p->data;
+    h->complete = true;
+    return 0;
+}
+
+static const http_parser_settings hp_settings = {
+    .on_status = on_hp_status,
+    .on_headers_complete = on_hp_headers_complete,
+    .on_body = on_hp_body,
+    .on_message_complete = on_hp_complete,
+};
+
+static void http_finish(gw_http *h) {
+    if (h->closing)
+        return;
+    if (h->streaming && h->status == 200) {
+        /* A watch stream that ends, even cleanly, means reconnecting. */
+        if (h->body.len)
+            h->on_line(h->e, h->body.p, h->body.len);
+        if (!h->closing)
+            http_fail(h, "watch stream ended");
+        return;
+    }
+    h->on_done(h->e, h->status, h->body.p ? h->body.p : "", h->body.len, NULL);
+}
+
+static void http_alloc(uv_handle_t *hd, size_t hint, uv_buf_t *b) {
+    (void)hint;
+    gw_http *h = hd->data;
+    *b = uv_buf_init(h->rbuf, sizeof h->rbuf);
+}
+
+static void http_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b) {
+    gw_http *h = s->data;
+    if (h->closing)
+        return;
+    if (nread == UV_EOF) {
+        http_parser_execute(&h->parser, &hp_settings, NULL, 0);
+        if (h->complete)
+            http_finish(h);
+        else
+            http_fail(h, "connection closed by etcd");
+        return;
+    }
+    if (nread < 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "read: %s", uv_strerror((int)nread));
+        http_fail(h, msg);
+        return;
+    }
+    size_t done =
+        http_parser_execute(&h->parser, &hp_settings, b->base, (size_t)nread);
+    if (h->closing)
+        return;
+    if (h->parser.http_errno != HPE_OK || done != (size_t)nread) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "bad HTTP response at byte %zu: %s", done,
+                 http_errno_description(HTTP_PARSER_ERRNO(&h->parser)));
+        http_fail(h, msg);
+        return;
+    }
+    if (h->complete)
+        http_finish(h);
+}
+
+static void http_written(uv_write_t *w, int status) {
+    gw_http *h = w->data;
+    if (status < 0 && !h->closing) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "write: %s", uv_strerror(status));
+        http_fail(h, msg);
+    }
+}
+
+static void http_connected(uv_connect_t *c, int status) {
+    gw_http *h = c->data;
+    if (h->closing)
+        return;
+    if (status < 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "connect: %s", uv_strerror(status));
+        http_fail(h, msg);
+        return;
+    }
+    uv_tcp_nodelay(&h->tcp, 1);
+    uv_tcp_keepalive(&h->tcp, 1, 10);
+    uv_buf_t b = uv_buf_init(h->req, (unsigned)h->req_len);
+    h->wr.data = h;
+    int rc = uv_write(&h->wr, (uv_stream_t *)&h->tcp, &b, 1, http_written);
+    if (!rc)
+        rc = uv_read_start((uv_stream_t *)&h->tcp, http_alloc, http_read);
+    if (rc) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "write: %s", uv_strerror(rc));
+        http_fail(h, msg);
+    }
+}
+
+static void http_resolved(uv_getaddrinfo_t *g, int status,
+                          struct addrinfo *res) {
+    gw_http *h = g->data;
+    h->gai_pending = false;
+    if (h->closing) {
+        uv_freeaddrinfo(res);
+        http_maybe_free(h);
+        return;
+    }
+    if (status < 0 || !res) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "resolve: %s", uv_strerror(status));
+        uv_freeaddrinfo(res);
+        http_fail(h, msg);
+        return;
+    }
+    int rc = uv_tcp_init(h->e->loop, &h->tcp);
+    if (!rc) {
+        h->tcp.data = h;
+        h->handles++;
+        h->conn.data = h;
+        rc = uv_tcp_connect(&h->conn, &h->tcp, res->ai_addr, http_connected);
+    }
+    uv_freeaddrinfo(res);
+    if (rc) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "connect: %s", uv_strerror(rc));
+        http_fail(h, msg);
+    }
+}
+
+static void http_timeout(uv_timer_t *t) {
+    gw_http *h = t->data;
+    http_fail(h, "timed out");
+}
+
+/* POST `path` with a JSON body to the current endpoint. Streaming: the
+ * body goes to on_line line by line and only the head is timed. */
+static gw_http *http_post(gw_etcd *e, const char *path, const char *json,
+                          bool streaming, http_line_fn on_line,
+                          http_done_fn on_done) {
+    gw_http *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    const endpoint *ep = &e->eps[e->ep_index];
+    size_t jlen = strlen(json);
+    size_t cap = jlen + strlen(path) + strlen(ep->host) + 256;
+    h->req = malloc(cap);
+    if (!h->req) {
+        free(h);
+        return NULL;
+    }
+    int n = snprintf(h->req, cap,
+                     "POST %s HTTP/1.1\r\nHost: %s:%s\r\n"
+                     "Content-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     path, ep->host, ep->port, jlen, json);
+    h->req_len = (size_t)n;
+    h->e = e;
+    h->streaming = streaming;
+    h->on_line = on_line;
+    h->on_done = on_done;
+    http_parser_init(&h->parser, HTTP_RESPONSE);
+    h->parser.data = h;
+    uv_timer_init(e->loop, &h->timer);
+    h->timer.data = h;
+    h->handles = 1;
+    uint32_t tmo = e->opts.request_timeout_ms;
+    uv_timer_start(&h->timer, http_timeout, tmo, 0);
+    struct addrinfo hints = {0};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    h->gai.data = h;
+    h->gai_pending = true;
+    int rc = uv_getaddrinfo(e->loop, &h->gai, http_resolved, ep->host, ep->port,
+                            &hints);
+    if (rc) {
+        h->gai_pending = false;
+        http_close(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* ------------------------------------------------------------------ */
+/* Records                                                              */
+/* ------------------------------------------------------------------ */
+
+static source_rec *find_source(gw_etcd *e, const char *name) {
+    for (size_t i = 0; i < e->src_n; i++)
+        if (strcmp(e->src[i].name, name) == 0)
+            return &e->src[i];
+    return NULL;
+}
+
+static source_rec *add_source(gw_etcd *e, const char *name, const char *key) {
+    if (e->src_n == e->src_cap) {
+        size_t cap = e->src_cap ? e->src_cap * 2 : 8;
+        source_rec *v = realloc(e->src, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        e->src = v;
+        e->src_cap = cap;
+    }
+    source_rec *s = &e->src[e->src_n];
+    *s = (source_rec){0};
+    s->name = xstrdup(name);
+    s->key = xstrdup(key);
+    if (!s->name || !s->key) {
+        free(s->name);
+        free(s->key);
+        return NULL;
+    }
+    e->src_n++;
+    return s;
+}
+
+static service_rec *find_service(gw_etcd *e, const char *name, bool create) {
+    for (size_t i = 0; i < e->svc_n; i++)
+        if (strcmp(e->svc[i].name, name) == 0)
+            return &e->svc[i];
+    if (!create)
+        return NULL;
+    if (e->svc_n == e->svc_cap) {
+        size_t cap = e->svc_cap ? e->svc_cap * 2 : 8;
+        service_rec *v = realloc(e->svc, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        e->svc = v;
+        e->svc_cap = cap;
+    }
+    service_rec *s = &e->svc[e->svc_n];
+    *s = (service_rec){0};
+    s->name = xstrdup(name);
+    if (!s->name)
+        return NULL;
+    e->svc_n++;
+    return s;
+}
+
+/* Index of id in the sorted list, or where it would go (*found false). */
+static size_t find_inst(const service_rec *s, const char *id, bool *found) {
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->v[mid].id, id);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+static void inst_clear_value(inst_rec *r) {
+    cJSON_Delete(r->json);
+    free(r->md);
+    r->json = NULL;
+    r->md = NULL;
+    memset(&r->inst, 0, sizeof r->inst);
+}
+
+static void inst_free(inst_rec *r) {
+    inst_clear_value(r);
+    free(r->id);
+    free(r->error);
+}
+
+/*
+ * Parse one instance object (an entry of the instances file format) into
+ * r (replacing its value only on success). The key's id is the instance's
+ * id; an "id" member, when present, must equal it.
+ */
+static int parse_instance(inst_rec *r, const char *json, size_t len, char *err,
+                          size_t err_len) {
+    cJSON *o = cJSON_ParseWithLength(json, len);
+    if (!o) {
+        const char *at = cJSON_GetErrorPtr();
+        size_t off =
+            at && at >= json && at <= json + len ? (size_t)(at - json) : 0;
+        snprintf(err, err_len, "JSON syntax error at offset %zu", off);
+        return -1;
+    }
+    const char *what = NULL;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+    const cJSON *host = cJSON_GetObjectItemCaseSensitive(o, "host");
+    const cJSON *port = cJSON_GetObjectItemCaseSensitive(o, "port");
+    const cJSON *weight = cJSON_GetObjectItemCaseSensitive(o, "weight");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "state");
+    const cJSON *secure = cJSON_GetObjectItemCaseSensitive(o, "secure");
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    sy_instance in = {0};
+    in.id = r->id;
+    if (!cJSON_IsObject(o))
+        what = "$: expected an object";
+    else if (id && (!cJSON_IsString(id) || strcmp(id->valuestring, r->id)))
+        what = "id: must equal the key's instance id";
+    else if (!cJSON_IsString(host) || !host->valuestring[0])
+        what = "host: expected a non-empty string";
+    else if (!cJSON_IsNumber(port) || port->valuedouble < 1 ||
+             port->valuedouble > 65535 ||
+             port->valuedouble != (double)(int)port->valuedouble)
+        what = "port: expected an integer in 1..65535";
+    else if (weight && (!cJSON_IsNumber(weight) || weight->valuedouble < 0 ||
+                        weight->valuedouble > 4294967295.0))
+        what = "weight: expected an integer in 0..4294967295";
+    else if (secure && !cJSON_IsBool(secure))
+        what = "secure: expected true or false";
+    else if (st && !cJSON_IsString(st))
+        what = "state: expected \"up\", \"draining\" or \"down\"";
+    else if (md && !cJSON_IsObject(md))
+        what = "metadata: expected an object of strings";
+    if (!what && st) {
+        const char *s = st->valuestring;
+        if (strcmp(s, "up") == 0)
+            in.state = SY_INSTANCE_UP;
+        else if (strcmp(s, "draining") == 0)
+            in.state = SY_INSTANCE_DRAINING;
+        else if (strcmp(s, "down") == 0)
+            in.state = SY_INSTANCE_DOWN;
+        else
+            what = "state: expected \"up\", \"draining\" or \"down\"";
+    }
+    size_t nmd = md ? (size_t)cJSON_GetArraySize(md) : 0;
+    sy_kv *kvs = NULL;
+    if (!what && nmd) {
+        kvs = calloc(nmd, sizeof *kvs);
+        if (!kvs)
+            what = "out of memory";
+        size_t k = 0;
+        const cJSON *kv;
+        cJSON_ArrayForEach(kv, md) {
+            if (what)
+                break;
+            if (!cJSON_IsString(kv)) {
+                snprintf(err, err_len, "metadata.%s: expected a string",
+                         kv->string);
+                free(kvs);
+                cJSON_Delete(o);
+                return -1;
+            }
+            kvs[k++] = (sy_kv){kv->string, kv->valuestring};
+        }
+    }
+    if (what) {
+        snprintf(err, err_len, "%s", what);
+        free(kvs);
+        cJSON_Delete(o);
+        return -1;
+    }
+    in.host = host->valuestring;
+    in.port = (uint16_t)port->valuedouble;
+    in.weight = weight ? (uint32_t)weight->valuedouble : 1;
+    in.secure = secure && cJSON_IsTrue(secure);
+    in.metadata = kvs;
+    in.metadata_count = nmd;
+    inst_clear_value(r);
+    r->json = o;
+    r->md = kvs;
+    r->inst = in;
+    return 0;
+}
+
+static void format_error(char *out, size_t cap, const sy_error *err) {
+    if (err->path[0])
+        snprintf(out, cap, "%s: %s", err->path, err->message);
+    else if (err->line)
+        snprintf(out, cap, "line %u, column %u: %s", err->line, err->column,
+                 err->message);
+    else
+        snprintf(out, cap, "%s", err->message);
+}
+
+/* ------------------------------------------------------------------ */
+/* Applying changes                                                     */
+/* ------------------------------------------------------------------ */
+
+static void change_free(change *c) {
+    free(c->name);
+    free(c->id);
+    free(c->key);
+    free(c->value);
+}
+
+static void changes_clear(change_list *l) {
+    for (size_t i = 0; i < l->n; i++)
+        change_free(&l->v[i]);
+    free(l->v);
+    *l = (change_list){0};
+}
+
+/*
+ * Classify a key: PREFIX routes/<source> or PREFIX instances/<service>/<id>.
+ * Fills name/id (malloc'd) and returns true; false for other keys.
+ */
+static bool classify_key(gw_etcd *e, const char *key, size_t klen, change *c) {
+    if (klen <= e->prefix_len || memcmp(key, e->prefix, e->prefix_len))
+        return false;
+    const char *rest = key + e->prefix_len;
+    size_t rlen = klen - e->prefix_len;
+    if (memchr(rest, '\0', rlen))
+        return false;
+    if (rlen > 7 && memcmp(rest, "routes/", 7) == 0) {
+        const char *name = rest + 7;
+        size_t nlen = rlen - 7;
+        if (nlen > 127 || memchr(name, '/', nlen))
+            return false;
+        c->is_route = true;
+        c->name = xstrndup(name, nlen);
+        return c->name != NULL;
+    }
+    if (rlen > 10 && memcmp(rest, "instances/", 10) == 0) {
+        const char *svc = rest + 10;
+        const char *slash = memchr(svc, '/', rlen - 10);
+        if (!slash || slash == svc || slash + 1 == rest + rlen)
+            return false;
+        c->is_route = false;
+        c->name = xstrndup(svc, (size_t)(slash - svc));
+        c->id = xstrndup(slash + 1, (size_t)(rest + rlen - slash - 1));
+        return c->name && c->id;
+    }
+    return false;
+}
+
+/* A kv (or delete) from etcd's JSON into a change; false to ignore it. */
+static bool change_from_kv(gw_etcd *e, const cJSON *kv, bool del, change *c) {
+    *c = (change){0};
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(kv, "key");
+    if (!cJSON_IsString(k))
+        return false;
+    size_t klen;
+    char *key = b64_decode(k->valuestring, &klen);
+    if (!key)
+        return false;
+    if (!classify_key(e, key, klen, c)) {
+        free(key);
+        change_free(c);
+        return false;
+    }
+    c->key = key;
+    c->del = del;
+    c->mod_revision = json_i64(kv, "mod_revision");
+    c->create_revision = json_i64(kv, "create_revision");
+    if (!del) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(kv, "value");
+        /* an empty value is omitted by the gateway */
+        c->value = b64_decode(cJSON_IsString(v) ? v->valuestring : "", &c->len);
+        if (!c->value) {
+            change_free(c);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool changes_push(change_list *l, change *c) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        change *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return false;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *c;
+    return true;
+}
+
+/* Apply one instance change to the records (under mu). */
+static void stage_instance(gw_etcd *e, change *c) {
+    service_rec *s = find_service(e, c->name, !c->del);
+    if (!s)
+        return;
+    bool found;
+    size_t i = find_inst(s, c->id, &found);
+    if (c->del) {
+        if (!found)
+            return;
+        inst_free(&s->v[i]);
+        memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof *s->v);
+        s->n--;
+        s->touched = true;
+        return;
+    }
+    if (!found) {
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 8;
+            inst_rec *v = realloc(s->v, cap * sizeof *v);
+            if (!v)
+                return;
+            s->v = v;
+            s->cap = cap;
+        }
+        memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
+        s->v[i] = (inst_rec){0};
+        s->v[i].id = xstrdup(c->id);
+        s->n++;
+    }
+    inst_rec *r = &s->v[i];
+    r->mod_revision = c->mod_revision;
+    char err[512];
+    if (parse_instance(r, c->value, c->len, err, sizeof err)) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s: %s", c->key, err);
+        set_str(&r->error, msg);
+        e->rejected++;
+        etcd_log(e, GW_ETCD_LOG_WARN, "instance rejected: %s", msg);
+        /* the previous value, if any, keeps serving */
+    } else {
+        set_str(&r->error, NULL);
+    }
+    s->touched = true;
+}
+
+/* The router's index of a source (registration order), cached. */
+static size_t lib_source_index(gw_etcd *e, source_rec *s) {
+    size_t n = sy_router_source_count(e->router);
+    if (s->lib_index < n)
+        return s->lib_index;
+    for (size_t i = 0; i < n; i++) {
+        sy_source_status st;
+        if (sy_router_source_status(e->router, i, &st, NULL) == 0 &&
+            strcmp(st.name, s->name) == 0)
+            return s->lib_index = i;
+    }
+    return SIZE_MAX;
+}
+
+/* The source's record, registering it with the router on first sight. */
+static source_rec *source_for(gw_etcd *e, change *c) {
+    source_rec *s = find_source(e, c->name);
+    if (s)
+        return s;
+    sy_error err;
+    int rc = sy_router_add_source(e->router, c->name, &err);
+    if (rc && rc != SY_EEXIST) {
+        etcd_log(e, GW_ETCD_LOG_ERROR, "source %s: %s", c->name, err.message);
+        return NULL;
+    }
+    s = add_source(e, c->name, c->key);
+    if (s)
+        s->lib_index = SIZE_MAX;
+    return s;
+}
+
+/* One staged change of a commit: a route document or a service's list. */
+typedef struct staged {
+    change *c;        /* route change, or NULL */
+    service_rec *svc; /* instance list, or NULL */
+    bool dropped;     /* rejected by an earlier commit attempt */
+    char *error;      /* why, when dropped */
+} staged;
+
+/* The error of a failed commit without its "change N (kind 'name'): ". */
+static void commit_error(char *out, size_t cap, sy_error *err) {
+    const char *m = err->message;
+    if (strncmp(m, "change ", 7) == 0) {
+        const char *p = strstr(m, "): ");
+        if (p)
+            m = p + 3;
+    }
+    char msg[sizeof err->message];
+    snprintf(msg, sizeof msg, "%s", m);
+    memcpy(err->message, msg, sizeof msg);
+    format_error(out, cap, err);
+}
+
+/* Stage every change not dropped yet; instance lists first. */
+static int stage_all(gw_etcd *e, sy_change_set *cs, staged *st, size_t n,
+                     size_t *map, size_t *count) {
+    sy_error err;
+    *count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (st[i].dropped)
+            continue;
+        int rc;
+        if (st[i].svc) {
+            service_rec *s = st[i].svc;
+            sy_instance *list = calloc(s->n + 1, sizeof *list);
+            if (!list)
+                return SY_ENOMEM;
+            size_t k = 0;
+            for (size_t j = 0; j < s->n; j++)
+                if (s->v[j].json)
+                    list[k++] = s->v[j].inst;
+            rc = sy_change_set_set_instances(cs, s->name, list, k, &err);
+            free(list);
+        } else {
+            change *c = st[i].c;
+            /* A deleted key empties its source. */
+            rc = sy_change_set_apply(cs, c->name, c->del ? "[]" : c->value,
+                                     c->del ? 2 : c->len, &err);
+        }
+        if (rc) {
+            etcd_log(e, GW_ETCD_LOG_ERROR, "staging: %s", err.message);
+            return rc;
+        }
+        map[(*count)++] = i;
+    }
+    return 0;
+}
+
+/*
+ * Apply a list of changes as ONE commit (sy_router_commit: one publish)
+ * and record `revision` as what the router reflects (a watch only moves
+ * it forward). Instance lists are staged first, so a new route never
+ * points at a service whose instances are not there yet. A change the
+ * router rejects (a broken document) is dropped with its error and the
+ * rest committed again: the other sources keep going.
+ */
+static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
+                          bool full_read) {
+    uint64_t t0 = uv_hrtime();
+    uv_mutex_lock(&e->mu);
+    for (size_t i = 0; i < l->n; i++)
+        if (!l->v[i].is_route)
+            stage_instance(e, &l->v[i]);
+    size_t n = 0;
+    staged *st = calloc(l->n + e->svc_n + 1, sizeof *st);
+    size_t *map = calloc(l->n + e->svc_n + 1, sizeof *map);
+    for (size_t i = 0; st && map && i < e->svc_n; i++)
+        if (e->svc[i].touched) {
+            e->svc[i].touched = false;
+            st[n++] = (staged){.svc = &e->svc[i]};
+        }
+    for (size_t i = 0; st && map && i < l->n; i++) {
+        change *c = &l->v[i];
+        if (!c->is_route)
+            continue;
+        source_rec *s = c->del ? find_source(e, c->name) : source_for(e, c);
+        if (!s)
+            continue;
+        s->mod_revision = c->mod_revision;
+        s->present = !c->del;
+        if (!c->del)
+            s->create_revision = c->create_revision;
+        st[n++] = (staged){.c = c};
+    }
+    bool committed = false, failed_all = !st || !map;
+    while (st && map && !committed) {
+        sy_change_set *cs = NULL;
+        sy_report *rep = NULL;
+        sy_error err;
+        size_t count = 0;
+        if (sy_change_set_new(e->router, &cs, &err) ||
+            stage_all(e, cs, st, n, map, &count)) {
+            sy_change_set_free(cs);
+            break;
+        }
+        int rc = count ? sy_router_commit(e->router, cs, &rep, &err) : 0;
+        sy_change_set_free(cs);
+        if (!rc) {
+            committed = true;
+            sy_report_free(rep);
+            break;
+        }
+        long f = rep ? sy_report_failed_change(rep) : -1;
+        sy_report_free(rep);
+        char msg[1024];
+        commit_error(msg, sizeof msg, &err);
+        if (f < 0 || (size_t)f >= count) {
+            etcd_log(e, GW_ETCD_LOG_ERROR, "commit failed: %s", msg);
+            failed_all = true;
+            break;
+        }
+        staged *bad = &st[map[f]];
+        bad->dropped = true;
+        bad->error = xstrdup(msg);
+        e->rejected++;
+        if (bad->c)
+            etcd_log(e, GW_ETCD_LOG_WARN,
+                     "%s rejected (mod_revision %" PRId64 "): %s", bad->c->key,
+                     bad->c->mod_revision, msg);
+        else
+            etcd_log(e, GW_ETCD_LOG_WARN, "instances of %s rejected: %s",
+                     bad->svc->name, msg);
+    }
+    /* Per-source outcome, in staging order: the last attempt wins. */
+    for (size_t i = 0; i < n; i++) {
+        if (st[i].svc) {
+            set_str(&st[i].svc->error, st[i].dropped ? st[i].error : NULL);
+            continue;
+        }
+        source_rec *s = find_source(e, st[i].c->name);
+        if (!s)
+            continue;
+        if (st[i].dropped || !committed) {
+            set_str(&s->error, st[i].error ? st[i].error : "commit failed");
+            continue;
+        }
+        set_str(&s->error, NULL);
+        sy_source_status ss;
+        size_t k = lib_source_index(e, s);
+        if (k != SIZE_MAX &&
+            sy_router_source_status(e->router, k, &ss, NULL) == 0) {
+            s->applied = ss.applied && s->present;
+            s->has_version = ss.applied && ss.version[0];
+            snprintf(s->version, sizeof s->version, "%s", ss.version);
+            s->checksum = ss.checksum;
+        }
+    }
+    for (size_t i = 0; st && i < n; i++)
+        free(st[i].error);
+    free(st);
+    free(map);
+    if (failed_all) {
+        /* Nothing was published (out of memory, most likely) but the
+         * records moved on: the revision stays, and the caller reads
+         * everything again, applying every key. */
+        e->force_full = true;
+        uv_mutex_unlock(&e->mu);
+        return false;
+    }
+    e->events += l->n;
+    /* A full read is the truth, even when etcd went back (lost data). */
+    if (full_read || revision > e->revision)
+        e->revision = revision;
+    sy_snapshot *snap = sy_router_acquire(e->router);
+    e->fingerprint = sy_snapshot_fingerprint(snap);
+    sy_snapshot_release(snap);
+    e->commits++;
+    e->last_commit_us = (uv_hrtime() - t0) / 1000;
+    e->commit_us_total += e->last_commit_us;
+    int64_t rev = e->revision;
+    uint64_t fp = e->fingerprint;
+    uv_mutex_unlock(&e->mu);
+    if (e->opts.on_commit)
+        e->opts.on_commit(e->opts.data, rev, fp);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* The protocol: full read, watch, backoff                              */
+/* ------------------------------------------------------------------ */
+
+static void start_full_read(gw_etcd *e);
+static void start_watch(gw_etcd *e);
+
+static void set_state(gw_etcd *e, state st, const char *err) {
+    uv_mutex_lock(&e->mu);
+    e->st = st;
+    if (st == ST_BACKOFF)
+        e->connected = false;
+    if (err)
+        set_str(&e->last_error, err);
+    uv_mutex_unlock(&e->mu);
+}
+
+static void drop_http(gw_etcd *e) {
+    http_close(e->http);
+    e->http = NULL;
+}
+
+static void on_retry(uv_timer_t *t) {
+    gw_etcd *e = t->data;
+    if (e->stopping)
+        return;
+    uv_mutex_lock(&e->mu);
+    e->reconnects++;
+    bool synced = e->revision > 0;
+    uv_mutex_unlock(&e->mu);
+    if (synced && !e->need_full_read)
+        start_watch(e);
+    else
+        start_full_read(e);
+}
+
+/* Something failed: keep serving, try again after the backoff (the next
+ * endpoint of the list, if any). */
+static void fail(gw_etcd *e, const char *what, const char *err) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %s", what, err);
+    drop_http(e);
+    changes_clear(&e->pending);
+    if (e->stopping)
+        return;
+    uint32_t wait = e->backoff_ms;
+    /* up to a quarter of jitter, so a fleet does not reconnect in step */
+    e->rng ^= e->rng << 13;
+    e->rng ^= e->rng >> 7;
+    e->rng ^= e->rng << 17;
+    wait += (uint32_t)(e->rng % (wait / 4 + 1));
+    etcd_log(e, GW_ETCD_LOG_WARN, "%s (%s); retrying in %u ms", msg,
+             e->eps[e->ep_index].host, wait);
+    set_state(e, ST_BACKOFF, msg);
+    e->ep_index = (e->ep_index + 1) % e->ep_count;
+    e->backoff_ms = e->backoff_ms * 2 > e->opts.backoff_max_ms
+                        ? e->opts.backoff_max_ms
+                        : e->backoff_ms * 2;
+    uv_timer_start(&e->retry_timer, on_retry, wait, 0);
+}
+
+/* The error of a non-200 answer: etcd's "message", else the status. */
+static void answer_error(int status, const char *body, size_t n, char *out,
+                         size_t cap, int *code) {
+    *code = -1;
+    cJSON *o = body ? cJSON_ParseWithLength(body, n) : NULL;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "message");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "code");
+    if (cJSON_IsNumber(c))
+        *code = (int)c->valuedouble;
+    if (cJSON_IsString(m))
+        snprintf(out, cap, "HTTP %d: %s", status, m->valuestring);
+    else
+        snprintf(out, cap, "HTTP %d", status);
+    cJSON_Delete(o);
+}
+
+/* Full read done: diff what etcd holds at read_revision against what is
+ * applied (by mod_revision), apply the difference, then watch. */
+static void finish_full_read(gw_etcd *e) {
+    change_list diff = {0};
+    change_list *got = &e->pending;
+    /* Register new sources in creation order, as watching gateways saw
+     * them: registration order breaks rank ties between sources. */
+    for (size_t i = 1; i < got->n; i++) {
+        change c = got->v[i];
+        size_t j = i;
+        while (j > 0 && got->v[j - 1].create_revision > c.create_revision) {
+            got->v[j] = got->v[j - 1];
+            j--;
+        }
+        got->v[j] = c;
+    }
+    uv_mutex_lock(&e->mu);
+    for (size_t i = 0; i < got->n; i++) {
+        change *c = &got->v[i];
+        bool same = false; /* already applied at this mod revision */
+        if (e->force_full) {
+            /* a failed commit left the records ahead of the router */
+        } else if (c->is_route) {
+            source_rec *s = find_source(e, c->name);
+            same = s && s->present && s->mod_revision == c->mod_revision;
+        } else {
+            service_rec *s = find_service(e, c->name, false);
+            bool found = false;
+            size_t k = s ? find_inst(s, c->id, &found) : 0;
+            same = found && s->v[k].mod_revision == c->mod_revision;
+        }
+        if (!same) {
+            changes_push(&diff, c);
+            *c = (change){0};
+        }
+    }
+    /* Keys that are gone. */
+    for (size_t i = 0; i < e->src_n; i++) {
+        source_rec *s = &e->src[i];
+        if (!s->present)
+            continue;
+        bool seen = false;
+        for (size_t k = 0; k < got->n && !seen; k++)
+            seen = got->v[k].is_route && got->v[k].key &&
+                   strcmp(got->v[k].key, s->key) == 0;
+        for (size_t k = 0; k < diff.n && !seen; k++)
+            seen = diff.v[k].is_route && strcmp(diff.v[k].key, s->key) == 0;
+        if (!seen) {
+            change c = {.is_route = true,
+                        .del = true,
+                        .name = xstrdup(s->name),
+                        .key = xstrdup(s->key),
+                        .mod_revision = e->read_revision};
+            changes_push(&diff, &c);
+        }
+    }
+    for (size_t i = 0; i < e->svc_n; i++) {
+        service_rec *s = &e->svc[i];
+        for (size_t j = 0; j < s->n; j++) {
+            bool seen = false;
+            for (size_t k = 0; k < got->n + diff.n && !seen; k++) {
+                change *c = k < got->n ? &got->v[k] : &diff.v[k - got->n];
+                seen = !c->is_route && c->name && c->id &&
+                       strcmp(c->name, s->name) == 0 &&
+                       strcmp(c->id, s->v[j].id) == 0;
+            }
+            if (!seen) {
+                change c = {.is_route = false,
+                            .del = true,
+                            .name = xstrdup(s->name),
+                            .id = xstrdup(s->v[j].id),
+                            .mod_revision = e->read_revision};
+                changes_push(&diff, &c);
+            }
+        }
+    }
+    e->full_reads++;
+    uv_mutex_unlock(&e->mu);
+    changes_clear(got);
+    etcd_log(e, GW_ETCD_LOG_INFO,
+             "full read at revision %" PRId64 ": %zu change(s)",
+             e->read_revision, diff.n);
+    e->force_full = false;
+    bool ok = apply_changes(e, &diff, e->read_revision, true);
+    changes_clear(&diff);
+    if (!ok) {
+        e->need_full_read = true;
+        fail(e, "commit", "the router refused the changes");
+        return;
+    }
+    e->need_full_read = false;
+    start_watch(e);
+}
+
+static void range_page(gw_etcd *e, const char *from_b64);
+
+static void on_range(gw_etcd *e, int status, const char *body, size_t n,
+                     const char *err) {
+    drop_http(e);
+    if (err) {
+        fail(e, "range", err);
+        return;
+    }
+    if (status != 200) {
+        char msg[512];
+        int code;
+        answer_error(status, body, n, msg, sizeof msg, &code);
+        if (code == 11) { /* compacted between pages: read again */
+            changes_clear(&e->pending);
+            start_full_read(e);
+            return;
+        }
+        fail(e, "range", msg);
+        return;
+    }
+    cJSON *o = cJSON_ParseWithLength(body, n);
+    const cJSON *hdr = cJSON_GetObjectItemCaseSensitive(o, "header");
+    if (!cJSON_IsObject(hdr)) {
+        cJSON_Delete(o);
+        fail(e, "range", "answer without a header");
+        return;
+    }
+    if (!e->read_revision) {
+        e->read_revision = json_i64(hdr, "revision");
+        const cJSON *cid = cJSON_GetObjectItemCaseSensitive(hdr, "cluster_id");
+        snprintf(e->cluster_id, sizeof e->cluster_id, "%s",
+                 cJSON_IsString(cid) ? cid->valuestring : "");
+    }
+    const cJSON *kvs = cJSON_GetObjectItemCaseSensitive(o, "kvs");
+    const cJSON *kv;
+    const char *last = NULL;
+    cJSON_ArrayForEach(kv, kvs) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(kv, "key");
+        if (cJSON_IsString(k))
+            last = k->valuestring;
+        change c;
+        if (change_from_kv(e, kv, false, &c) && !changes_push(&e->pending, &c))
+            change_free(&c);
+    }
+    bool more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "more"));
+    if (more && last) {
+        /* the next page starts just after the last key: key + "\0" */
+        size_t klen;
+        char *key = b64_decode(last, &klen);
+        char *next = NULL;
+        if (key) {
+            char *k2 = malloc(klen + 1);
+            if (k2) {
+                memcpy(k2, key, klen);
+                k2[klen] = '\0';
+                next = b64_encode(k2, klen + 1);
+                free(k2);
+            }
+            free(key);
+        }
+        cJSON_Delete(o);
+        if (!next) {
+            fail(e, "range", "bad key in answer");
+            return;
+        }
+        range_page(e, next);
+        free(next);
+        return;
+    }
+    cJSON_Delete(o);
+    finish_full_read(e);
+}
+
+static void range_page(gw_etcd *e, const char *from_b64) {
+    char *body = malloc(strlen(from_b64) + strlen(e->end_b64) + 160);
+    if (!body) {
+        fail(e, "range", "out of memory");
+        return;
+    }
+    if (e->read_revision)
+        sprintf(body,
+                "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"%d\","
+                "\"revision\":\"%" PRId64 "\"}",
+                from_b64, e->end_b64, RANGE_PAGE, e->read_revision);
+    else
+        sprintf(body, "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"%d\"}",
+                from_b64, e->end_b64, RANGE_PAGE);
+    e->http = http_post(e, "/v3/kv/range", body, false, NULL, on_range);
+    free(body);
+    if (!e->http)
+        fail(e, "range", "cannot start a request");
+}
+
+static void start_full_read(gw_etcd *e) {
+    drop_http(e);
+    changes_clear(&e->pending);
+    e->read_revision = 0;
+    set_state(e, ST_READING, NULL);
+    range_page(e, e->key_b64);
+}
+
+/* One line of the watch stream: a JSON object {"result": {...}}. */
+static void on_watch_line(gw_etcd *e, const char *line, size_t n) {
+    cJSON *o = cJSON_ParseWithLength(line, n);
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(o, "result");
+    if (!cJSON_IsObject(res)) {
+        const cJSON *er = cJSON_GetObjectItemCaseSensitive(o, "error");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(er, "message");
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s",
+                 cJSON_IsString(m) ? m->valuestring : "unexpected message");
+        cJSON_Delete(o);
+        fail(e, "watch", msg);
+        return;
+    }
+    const cJSON *hdr = cJSON_GetObjectItemCaseSensitive(res, "header");
+    uv_mutex_lock(&e->mu);
+    int64_t applied = e->revision;
+    uv_mutex_unlock(&e->mu);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "canceled"))) {
+        int64_t compact = json_i64(res, "compact_revision");
+        cJSON_Delete(o);
+        if (compact) {
+            etcd_log(e, GW_ETCD_LOG_WARN,
+                     "revision %" PRId64
+                     " was compacted (compact revision %" PRId64 "): full read",
+                     applied + 1, compact);
+            drop_http(e);
+            start_full_read(e);
+        } else {
+            fail(e, "watch", "canceled by etcd");
+        }
+        return;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "created"))) {
+        const cJSON *cid = cJSON_GetObjectItemCaseSensitive(hdr, "cluster_id");
+        int64_t now = json_i64(hdr, "revision");
+        bool other_cluster = cJSON_IsString(cid) && e->cluster_id[0] &&
+                             strcmp(cid->valuestring, e->cluster_id) != 0;
+        cJSON_Delete(o);
+        if (now < applied || other_cluster) {
+            /* etcd lost data or is another cluster: what it holds now is
+             * the truth. */
+            etcd_log(e, GW_ETCD_LOG_WARN,
+                     "etcd is at revision %" PRId64 " < %" PRId64
+                     " or another cluster: full read",
+                     now, applied);
+            drop_http(e);
+            start_full_read(e);
+            return;
+        }
+        uv_mutex_lock(&e->mu);
+        e->st = ST_WATCHING;
+        e->connected = true;
+        uv_mutex_unlock(&e->mu);
+        e->backoff_ms = e->opts.backoff_min_ms;
+        return;
+    }
+    const cJSON *events = cJSON_GetObjectItemCaseSensitive(res, "events");
+    change_list l = {0};
+    int64_t top = applied;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, events) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+        bool del =
+            cJSON_IsString(type) && strcmp(type->valuestring, "DELETE") == 0;
+        const cJSON *kv = cJSON_GetObjectItemCaseSensitive(ev, "kv");
+        int64_t rev = json_i64(kv, "mod_revision");
+        if (rev <= applied)
+            continue; /* already applied: never twice */
+        if (rev > top)
+            top = rev;
+        change c;
+        if (change_from_kv(e, kv, del, &c) && !changes_push(&l, &c))
+            change_free(&c);
+    }
+    cJSON_Delete(o);
+    bool ok = top <= applied || apply_changes(e, &l, top, false);
+    changes_clear(&l);
+    if (!ok) {
+        e->need_full_read = true;
+        fail(e, "commit", "the router refused the changes");
+    }
+}
+
+static void on_watch_done(gw_etcd *e, int status, const char *body, size_t n,
+                          const char *err) {
+    char msg[512];
+    if (!err) {
+        int code;
+        answer_error(status, body, n, msg, sizeof msg, &code);
+        err = msg;
+    }
+    fail(e, "watch", err);
+}
+
+static void start_watch(gw_etcd *e) {
+    drop_http(e);
+    uv_mutex_lock(&e->mu);
+    int64_t from = e->revision + 1;
+    uv_mutex_unlock(&e->mu);
+    char *body = malloc(strlen(e->key_b64) + strlen(e->end_b64) + 160);
+    if (!body) {
+        fail(e, "watch", "out of memory");
+        return;
+    }
+    sprintf(body,
+            "{\"create_request\":{\"key\":\"%s\",\"range_end\":\"%s\","
+            "\"start_revision\":\"%" PRId64 "\"}}",
+            e->key_b64, e->end_b64, from);
+    set_state(e, ST_CONNECTING, NULL);
+    e->http =
+        http_post(e, "/v3/watch", body, true, on_watch_line, on_watch_done);
+    free(body);
+    if (!e->http)
+        fail(e, "watch", "cannot start a request");
+}
+
+/* ------------------------------------------------------------------ */
+/* Public calls                                                         */
+/* ------------------------------------------------------------------ */
+
+static int parse_endpoints(gw_etcd *e, const char *url, char *err,
+                           size_t err_len) {
+    size_t count = 1;
+    for (const char *p = url; *p; p++)
+        count += *p == ',';
+    e->eps = calloc(count, sizeof *e->eps);
+    if (!e->eps) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    const char *p = url;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        struct http_parser_url u;
+        http_parser_url_init(&u);
+        if (len == 0 || http_parser_parse_url(p, len, 0, &u) ||
+            !(u.field_set & (1 << UF_SCHEMA)) ||
+            !(u.field_set & (1 << UF_HOST)) ||
+            u.field_data[UF_SCHEMA].len != 4 ||
+            memcmp(p + u.field_data[UF_SCHEMA].off, "http", 4) ||
+            u.field_data[UF_HOST].len >= sizeof e->eps[0].host) {
+            snprintf(err, err_len,
+                     "--etcd: \"%.*s\" (offset %zu) is not an "
+                     "http://host:port URL",
+                     (int)len, p, (size_t)(p - url));
+            return -1;
+        }
+        endpoint *ep = &e->eps[e->ep_count++];
+        memcpy(ep->host, p + u.field_data[UF_HOST].off,
+               u.field_data[UF_HOST].len);
+        ep->host[u.field_data[UF_HOST].len] = '\0';
+        snprintf(ep->port, sizeof ep->port, "%u",
+                 (u.field_set & (1 << UF_PORT)) ? u.port : 2379u);
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (!e->ep_count) {
+        snprintf(err, err_len, "--etcd: no URL given");
+        return -1;
+    }
+    return 0;
+}
+
+static void free_records(gw_etcd *e) {
+    for (size_t i = 0; i < e->src_n; i++) {
+        free(e->src[i].name);
+        free(e->src[i].key);
+        free(e->src[i].error);
+    }
+    free(e->src);
+    for (size_t i = 0; i < e->svc_n; i++) {
+        for (size_t j = 0; j < e->svc[i].n; j++)
+            inst_free(&e->svc[i].v[j]);
+        free(e->svc[i].v);
+        free(e->svc[i].name);
+        free(e->svc[i].error);
+    }
+    free(e->svc);
+}
+
+static void etcd_free(gw_etcd *e) {
+    free_records(e);
+    changes_clear(&e->pending);
+    free(e->url);
+    free(e->prefix);
+    free(e->key_b64);
+    free(e->end_b64);
+    free(e->eps);
+    free(e->last_error);
+    uv_mutex_destroy(&e->mu);
+    free(e);
+}
+
+int gw_etcd_start_opts(uv_loop_t *loop, sy_router *router,
+                       const gw_etcd_options *opts, gw_etcd **out, char *err,
+                       size_t err_len) {
+    *out = NULL;
+    if (!loop || !router || !opts || !opts->url) {
+        snprintf(err, err_len, "etcd: loop, router and URL are required");
+        return -1;
+    }
+    gw_etcd *e = calloc(1, sizeof *e);
+    if (!e || uv_mutex_init(&e->mu)) {
+        free(e);
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    e->loop = loop;
+    e->router = router;
+    e->opts = *opts;
+    if (!e->opts.backoff_min_ms)
+        e->opts.backoff_min_ms = 100;
+    if (!e->opts.backoff_max_ms)
+        e->opts.backoff_max_ms = 5000;
+    if (e->opts.backoff_max_ms < e->opts.backoff_min_ms)
+        e->opts.backoff_max_ms = e->opts.backoff_min_ms;
+    if (!e->opts.request_timeout_ms)
+        e->opts.request_timeout_ms = 10000;
+    e->backoff_ms = e->opts.backoff_min_ms;
+    e->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)e ^ 0x9e3779b97f4a7c15ull;
+    const char *prefix = opts->prefix ? opts->prefix : DEFAULT_PREFIX;
+    e->url = xstrdup(opts->url);
+    e->prefix = xstrdup(prefix);
+    e->prefix_len = strlen(prefix);
+    e->opts.url = e->url;
+    e->opts.prefix = e->prefix;
+    if (!e->url || !e->prefix) {
+        snprintf(err, err_len, "out of memory");
+        etcd_free(e);
+        return -1;
+    }
+    if (!e->prefix_len || (unsigned char)prefix[e->prefix_len - 1] == 0xff) {
+        snprintf(err, err_len,
+                 "--etcd-prefix: \"%s\" must be non-empty and not end in "
+                 "byte 0xff",
+                 prefix);
+        etcd_free(e);
+        return -1;
+    }
+    if (parse_endpoints(e, opts->url, err, err_len)) {
+        etcd_free(e);
+        return -1;
+    }
+    /* The range of the prefix: [prefix, prefix with its last byte + 1). */
+    char *end = xstrdup(prefix);
+    if (end)
+        end[e->prefix_len - 1]++;
+    e->key_b64 = b64_encode(prefix, e->prefix_len);
+    e->end_b64 = end ? b64_encode(end, e->prefix_len) : NULL;
+    free(end);
+    if (!e->key_b64 || !e->end_b64) {
+        snprintf(err, err_len, "out of memory");
+        etcd_free(e);
+        return -1;
+    }
+    uv_timer_init(loop, &e->retry_timer);
+    e->retry_timer.data = e;
+    *out = e;
+    start_full_read(e);
+    return 0;
+}
+
+int gw_etcd_start(uv_loop_t *loop, sy_router *router, const char *url,
+                  const char *prefix, gw_etcd **out, char *err,
+                  size_t err_len) {
+    gw_etcd_options o = {0};
+    o.url = url;
+    o.prefix = prefix;
+    return gw_etcd_start_opts(loop, router, &o, out, err, err_len);
+}
+
+static void retry_timer_closed(uv_handle_t *h) {
+    etcd_free(h->data);
+}
+
+void gw_etcd_stop(gw_etcd *e) {
+    if (!e || e->stopping)
+        return;
+    e->stopping = true;
+    drop_http(e);
+    set_state(e, ST_STOPPED, NULL);
+    uv_timer_stop(&e->retry_timer);
+    uv_close((uv_handle_t *)&e->retry_timer, retry_timer_closed);
+}
+
+int64_t gw_etcd_revision(gw_etcd *e) {
+    uv_mutex_lock(&e->mu);
+    int64_t r = e->revision;
+    uv_mutex_unlock(&e->mu);
+    return r;
+}
+
+static cJSON *str_or_null(const char *s) {
+    return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+cJSON *gw_etcd_status(gw_etcd *e) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    char hex[24];
+    uv_mutex_lock(&e->mu);
+    cJSON_AddStringToObject(o, "url", e->url);
+    cJSON_AddStringToObject(o, "prefix", e->prefix);
+    cJSON_AddStringToObject(o, "state", state_names[e->st]);
+    cJSON_AddBoolToObject(o, "connected", e->connected);
+    cJSON_AddNumberToObject(o, "revision", (double)e->revision);
+    snprintf(hex, sizeof hex, "%016" PRIx64, e->fingerprint);
+    cJSON_AddStringToObject(o, "fingerprint", hex);
+    cJSON_AddItemToObject(o, "last_error", str_or_null(e->last_error));
+    cJSON_AddNumberToObject(o, "reconnects", (double)e->reconnects);
+    cJSON_AddNumberToObject(o, "full_reads", (double)e->full_reads);
+    cJSON_AddNumberToObject(o, "commits", (double)e->commits);
+    cJSON_AddNumberToObject(o, "events", (double)e->events);
+    cJSON_AddNumberToObject(o, "rejected", (double)e->rejected);
+    cJSON_AddNumberToObject(o, "last_commit_us", (double)e->last_commit_us);
+    cJSON_AddNumberToObject(o, "commit_us_total", (double)e->commit_us_total);
+    cJSON *srcs = cJSON_AddArrayToObject(o, "sources");
+    for (size_t i = 0; i < e->src_n; i++) {
+        const source_rec *s = &e->src[i];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "name", s->name);
+        cJSON_AddStringToObject(j, "key", s->key);
+        cJSON_AddNumberToObject(j, "mod_revision", (double)s->mod_revision);
+        cJSON_AddBoolToObject(j, "present", s->present);
+        cJSON_AddItemToObject(j, "version",
+                              str_or_null(s->has_version ? s->version : NULL));
+        snprintf(hex, sizeof hex, "%016" PRIx64, s->checksum);
+        cJSON_AddItemToObject(j, "checksum",
+                              str_or_null(s->applied ? hex : NULL));
+        cJSON_AddItemToObject(j, "error", str_or_null(s->error));
+        cJSON_AddItemToArray(srcs, j);
+    }
+    cJSON *svcs = cJSON_AddArrayToObject(o, "services");
+    for (size_t i = 0; i < e->svc_n; i++) {
+        const service_rec *s = &e->svc[i];
+        size_t live = 0;
+        const char *error = s->error;
+        for (size_t k = 0; k < s->n; k++) {
+            live += s->v[k].json != NULL;
+            if (!error)
+                error = s->v[k].error;
+        }
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "name", s->name);
+        cJSON_AddNumberToObject(j, "instances", (double)live);
+        cJSON_AddItemToObject(j, "error", str_or_null(error));
+        cJSON_AddItemToArray(svcs, j);
+    }
+    uv_mutex_unlock(&e->mu);
+    return o;
+}
+
+char *gw_etcd_status_json(gw_etcd *e) {
+    cJSON *o = gw_etcd_status(e);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return s;
+}
+
+int gw_etcd_source_info_get(gw_etcd *e, const char *source,
+                            gw_etcd_source_info *out) {
+    int rc = -1;
+    uv_mutex_lock(&e->mu);
+    const source_rec *s = find_source(e, source);
+    if (s) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->key, sizeof out->key, "%s", s->key);
+        out->mod_revision = s->mod_revision;
+        snprintf(out->version, sizeof out->version, "%s",
+                 s->has_version ? s->version : "");
+        out->checksum = s->applied ? s->checksum : 0;
+        snprintf(out->error, sizeof out->error, "%s", s->error ? s->error : "");
+        rc = 0;
+    }
+    uv_mutex_unlock(&e->mu);
+    return rc;
+}
+
+/* Append to buf as snprintf does, counting what does not fit. */
+static void add_text(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(*len < cap ? buf + *len : NULL,
+                      *len < cap ? cap - *len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *len += (size_t)n;
+}
+
+size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
+    size_t len = 0;
+    if (cap)
+        buf[0] = '\0';
+    uv_mutex_lock(&e->mu);
+    add_text(buf, cap, &len,
+             "# HELP switchyard_etcd_revision The etcd revision the router "
+             "reflects.\n"
+             "# TYPE switchyard_etcd_revision gauge\n"
+             "switchyard_etcd_revision %" PRId64 "\n"
+             "# HELP switchyard_etcd_info The snapshot fingerprint right "
+             "after that revision was committed.\n"
+             "# TYPE switchyard_etcd_info gauge\n"
+             "switchyard_etcd_info{revision=\"%" PRId64
+             "\",fingerprint=\"%016" PRIx64 "\"} 1\n"
+             "# TYPE switchyard_etcd_connected gauge\n"
+             "switchyard_etcd_connected %d\n"
+             "# TYPE switchyard_etcd_reconnects_total counter\n"
+             "switchyard_etcd_reconnects_total %" PRIu64 "\n"
+             "# TYPE switchyard_etcd_full_reads_total counter\n"
+             "switchyard_etcd_full_reads_total %" PRIu64 "\n"
+             "# TYPE switchyard_etcd_commits_total counter\n"
+             "switchyard_etcd_commits_total %" PRIu64 "\n"
+             "# TYPE switchyard_etcd_rejected_total counter\n"
+             "switchyard_etcd_rejected_total %" PRIu64 "\n"
+             "# TYPE switchyard_etcd_source_error gauge\n",
+             e->revision, e->revision, e->fingerprint, e->connected ? 1 : 0,
+             e->reconnects, e->full_reads, e->commits, e->rejected);
+    for (size_t i = 0; i < e->src_n; i++) {
+        /* label value escaping: backslash, quote, newline */
+        char name[300];
+        size_t k = 0;
+        for (const char *p = e->src[i].name; *p && k + 3 < sizeof name; p++) {
+            if (*p == '\\' || *p == '"' || *p == '\n')
+                name[k++] = '\\';
+            name[k++] = *p == '\n' ? 'n' : *p;
+        }
+        name[k] = '\0';
+        add_text(buf, cap, &len,
+                 "switchyard_etcd_source_error{source=\"%s\"} %d\n", name,
+                 e->src[i].error ? 1 : 0);
+    }
+    uv_mutex_unlock(&e->mu);
+    return len;
+}

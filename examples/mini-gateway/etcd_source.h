@@ -1,0 +1,121 @@
+/*
+ * etcd_source.h - routes and instances from etcd v3 for the mini-gateway.
+ *
+ * A self-contained module: it speaks to etcd 3.4's HTTP/JSON gateway
+ * (/v3/kv/range, /v3/watch) on the host's libuv loop, with http-parser and
+ * cJSON, and feeds a sy_router. Key layout under PREFIX (default
+ * "/switchyard/"):
+ *   PREFIX "routes/<source>"          one route document per source
+ *   PREFIX "instances/<service>/<id>" one instance object (an entry of the
+ *                                     instances file format)
+ * A full range read at start, then a watch from the next revision; each
+ * watch response is applied as one change. etcd down or compacted: the
+ * router keeps its last good snapshot, the module retries with backoff and
+ * resynchronises (from the last applied revision, or with a full read when
+ * that revision was compacted). See docs/config-sources.md.
+ *
+ * Threads: gw_etcd_start and gw_etcd_stop on the loop's thread; the status
+ * and metrics calls on any thread (they copy under an internal mutex).
+ */
+#ifndef GW_ETCD_SOURCE_H
+#define GW_ETCD_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <switchyard.h>
+#include <uv.h>
+
+typedef struct gw_etcd gw_etcd;
+
+typedef enum gw_etcd_log_level {
+    GW_ETCD_LOG_INFO = 0,
+    GW_ETCD_LOG_WARN = 1,
+    GW_ETCD_LOG_ERROR = 2
+} gw_etcd_log_level;
+
+typedef struct gw_etcd_options {
+    const char *url;             /* "http://127.0.0.1:2379"; a comma-separated
+                                    list: the next endpoint after a failure */
+    const char *prefix;          /* NULL: "/switchyard/" */
+    uint32_t backoff_min_ms;     /* 0: 100 */
+    uint32_t backoff_max_ms;     /* 0: 5000 */
+    uint32_t request_timeout_ms; /* 0: 10000 (connect and range reads) */
+    /* Optional, called on the loop's thread after every change from etcd
+     * was committed: the etcd revision the router now reflects and the
+     * router's snapshot fingerprint right after the commit. */
+    void (*on_commit)(void *data, int64_t revision, uint64_t fingerprint);
+    /* Optional log sink (loop's thread); NULL: stderr. */
+    void (*on_log)(void *data, gw_etcd_log_level level, const char *message);
+    void *data;
+} gw_etcd_options;
+
+/*
+ * Start the source on `loop` (which must be running or about to run) for
+ * `router`. Returns 0, or -1 with a message in err (bad URL or prefix, out
+ * of memory). etcd need not be up: the module connects, and retries, from
+ * the loop. The router must outlive the module. Loop's thread.
+ */
+int gw_etcd_start_opts(uv_loop_t *loop, sy_router *router,
+                       const gw_etcd_options *opts, gw_etcd **out, char *err,
+                       size_t err_len);
+/* The same with default options. */
+int gw_etcd_start(uv_loop_t *loop, sy_router *router, const char *url,
+                  const char *prefix, gw_etcd **out, char *err, size_t err_len);
+
+/*
+ * Stop: cancel requests, close connections and timers. The memory is freed
+ * once libuv has closed the handles, so the loop must run again (e.g.
+ * uv_run(loop, UV_RUN_DEFAULT) until it returns). Loop's thread.
+ */
+void gw_etcd_stop(gw_etcd *e);
+
+/* The etcd revision the router reflects (0 before the first full read).
+ * Any thread. */
+int64_t gw_etcd_revision(gw_etcd *e);
+
+/*
+ * The whole status as a new cJSON object the caller owns (cJSON_Delete):
+ *   {"url", "prefix", "state" ("connecting"|"reading"|"watching"|"backoff"),
+ *    "connected": bool, "revision": N (etcd revision the router reflects),
+ *    "fingerprint": "hex16" (router's snapshot fingerprint right after the
+ *    commit of that revision), "last_error": string|null,
+ *    "reconnects", "full_reads", "commits", "events", "rejected":
+ *    counters, "last_commit_us" / "commit_us_total": time spent applying
+ *    changes to the router (the last commit's, all commits'),
+ *    "sources": [{"name", "key", "mod_revision", "present" (the key
+ *                 exists), "version" (string|null), "checksum"
+ *                 ("hex16"|null), "error" (string|null)}],
+ *    "services": [{"name", "instances", "error" (string|null)}]}
+ * "error" of a source is the last attempt's located error ("path: message")
+ * while the previous good document keeps serving. Any thread.
+ */
+cJSON *gw_etcd_status(gw_etcd *e);
+/* The same serialised (unformatted), malloc'd; free() it. Any thread. */
+char *gw_etcd_status_json(gw_etcd *e);
+
+/* One source's etcd view, for merging into a host's own source list. */
+typedef struct gw_etcd_source_info {
+    char key[512];        /* full etcd key */
+    int64_t mod_revision; /* of the last value seen for the key */
+    char version[128];    /* of the live document, "" when none */
+    uint64_t checksum;    /* of the live document's bytes, 0 when none */
+    char error[512];      /* last attempt's error, "" when it succeeded */
+} gw_etcd_source_info;
+/* Fills out and returns 0, or -1 when the source does not come from etcd.
+ * Any thread. */
+int gw_etcd_source_info_get(gw_etcd *e, const char *source,
+                            gw_etcd_source_info *out);
+
+/*
+ * Prometheus text lines ("switchyard_etcd_revision",
+ * switchyard_etcd_info{revision,fingerprint} 1, ..._connected,
+ * ..._reconnects_total, ..._full_reads_total, ..._commits_total,
+ * ..._rejected_total, ..._source_error{source="..."}) into buf, NUL-
+ * terminated; returns the length needed without the NUL (as snprintf:
+ * call again with a bigger buffer when it is >= cap). Any thread.
+ */
+size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap);
+
+#endif /* GW_ETCD_SOURCE_H */

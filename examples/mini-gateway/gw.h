@@ -1,0 +1,254 @@
+/*
+ * gw.h - the mini-gateway's shared types: configuration, workers, the
+ * per-route host data (connection pools), the small HTTP server used by the
+ * admin API and the test backend, and helpers shared by the modules.
+ *
+ * Threads: the main thread runs the config loop (route and instance files,
+ * inotify, the admin API, signals) and is the router's only writer besides
+ * the optional etcd source; each worker thread runs its own libuv loop with
+ * its own SO_REUSEPORT listener and match context.
+ */
+#ifndef GW_H
+#define GW_H
+
+#include <http_parser.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <switchyard.h>
+#include <uv.h>
+
+#define GW_MAX_FILES 64
+#define GW_MAX_WORKERS 64
+#define GW_MAX_HEADERS 128
+
+/* ------------------------------------------------------------------ */
+/* Growable byte buffer                                                 */
+/* ------------------------------------------------------------------ */
+
+typedef struct gw_buf {
+    char *p;
+    size_t len, cap;
+} gw_buf;
+
+void gw_buf_reserve(gw_buf *b, size_t extra);
+void gw_buf_add(gw_buf *b, const void *data, size_t len);
+void gw_buf_adds(gw_buf *b, const char *s);
+void gw_buf_printf(gw_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A JSON string literal (quotes included) for len bytes of s. */
+void gw_buf_json_str(gw_buf *b, const char *s, size_t len);
+void gw_buf_free(gw_buf *b);
+
+/* ------------------------------------------------------------------ */
+/* Configuration                                                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct gw_config {
+    char listen_host[64];
+    int listen_port;
+    char admin_host[64];
+    int admin_port;
+    const char *routes[GW_MAX_FILES];
+    size_t route_count;
+    const char *instances;
+    int workers;
+    const char *admin_token;      /* NULL: no token */
+    uint64_t header_timeout_ms;   /* request head must arrive within */
+    uint64_t idle_timeout_ms;     /* keep-alive client connection idle */
+    uint64_t connect_timeout_ms;  /* default; route metadata overrides */
+    uint64_t response_timeout_ms; /* default; route metadata overrides */
+    uint64_t upstream_idle_ms;    /* pooled upstream connection idle */
+    size_t max_header_bytes;      /* request line + headers */
+    uint64_t max_body_bytes;      /* request body */
+    int retries;                  /* extra attempts on connect failure */
+    size_t pool_max_idle;         /* idle connections kept per instance */
+    sy_escaped_slashes escaped_slashes;
+    bool merge_slashes;
+    const char *etcd_url, *etcd_prefix;
+    bool quiet; /* no access log */
+    bool demo;
+} gw_config;
+
+/* ------------------------------------------------------------------ */
+/* Metrics                                                              */
+/* ------------------------------------------------------------------ */
+
+#define GW_LAT_BUCKETS 14
+extern const double gw_lat_bounds_s[GW_LAT_BUCKETS];
+
+/* One worker's counters; the admin thread reads them under `lock`. */
+typedef struct gw_route_count {
+    char *route; /* route id or "" (no route) */
+    int status;
+    uint64_t count;
+} gw_route_count;
+
+typedef struct gw_wmetrics {
+    uv_mutex_t lock;
+    gw_route_count *counts;
+    size_t count_len, count_cap;
+    uint64_t lat_buckets[GW_LAT_BUCKETS + 1]; /* last: +Inf */
+    double lat_sum;
+    uint64_t lat_count;
+    uint64_t up_buckets[GW_LAT_BUCKETS + 1]; /* upstream: head sent ->
+                                                response head */
+    double up_sum;
+    uint64_t up_count;
+    atomic_ullong retries, upstream_connects, upstream_reuses; /* lock-free */
+} gw_wmetrics;
+
+void gw_metrics_init(gw_wmetrics *m);
+void gw_metrics_destroy(gw_wmetrics *m);
+void gw_metrics_request(gw_wmetrics *m, const char *route, int status);
+void gw_metrics_latency(gw_wmetrics *m, double seconds);
+void gw_metrics_upstream_latency(gw_wmetrics *m, double seconds);
+/* The gateway's own series in Prometheus text (all workers). */
+void gw_metrics_text(gw_buf *out);
+
+/* ------------------------------------------------------------------ */
+/* Workers and per-route host data                                      */
+/* ------------------------------------------------------------------ */
+
+typedef struct gw_worker gw_worker;
+typedef struct gw_upconn gw_upconn;
+
+/* Idle keep-alive connections to one host:port, owned by one worker. */
+typedef struct gw_pool {
+    struct gw_pool *next;
+    char *host;
+    uint16_t port;
+    gw_upconn *idle; /* singly linked through gw_upconn.next_idle */
+    size_t idle_count;
+} gw_pool;
+
+/* The host data of one live route (sy_router_options.route_attach): one
+ * list of pools per worker, each touched only by its worker's thread. */
+typedef struct gw_route_data {
+    atomic_int parts; /* workers that still have to drop their pools */
+    char *id;
+    uint64_t connect_timeout_ms, response_timeout_ms;
+    gw_pool *pools[]; /* [worker count] */
+} gw_route_data;
+
+/* A message to a worker's loop (uv_async). */
+typedef struct gw_msg {
+    struct gw_msg *next;
+    enum { GW_MSG_STOP, GW_MSG_DROP_ROUTE } kind;
+    gw_route_data *rd;
+} gw_msg;
+
+struct gw_worker {
+    int index;
+    uv_loop_t loop;
+    uv_thread_t thread;
+    uv_tcp_t listener;
+    uv_async_t wake;
+    uv_mutex_t mq_lock;
+    gw_msg *mq;
+    sy_match_ctx *ctx;
+    uint64_t rng;
+    bool draining, started;
+    size_t clients;    /* open client connections */
+    void *client_list; /* gw_client list (proxy.c) */
+    void *upconn_list; /* every gw_upconn (upstream.c) */
+    char rbuf[65536];  /* shared read buffer for upstream reads */
+    bool rbuf_busy;
+    gw_wmetrics metrics;
+};
+
+/* ------------------------------------------------------------------ */
+/* The process                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct gw_state {
+    gw_config cfg;
+    sy_router *router;
+    int nworkers;
+    gw_worker *workers;
+    atomic_bool workers_gone; /* loops stopped: host data freed in place */
+    atomic_long active_clients;
+    atomic_long active_requests;
+    atomic_ullong total_requests;
+    uv_loop_t *main_loop;
+    /* the last apply report as JSON (admin GET /report), main thread */
+    gw_buf last_report;
+    void *etcd; /* the gw_etcd source (etcd_source.h) when --etcd is on */
+} gw_state;
+
+extern gw_state G;
+
+/* proxy.c: worker threads */
+int gw_workers_init(void);  /* loops, listeners, contexts (main thread) */
+int gw_workers_start(void); /* threads */
+void gw_workers_stop(void); /* drain and join */
+void gw_worker_post(gw_worker *w, gw_msg *msg);
+void *gw_route_attach(void *data, const sy_route *route);
+void gw_route_detach(void *data, const sy_route *route, void *host_data);
+
+/* config.c: the router and its sources (main thread) */
+int gw_config_init(void);
+int gw_config_load_all(void); /* initial load; non-zero: fatal */
+int gw_config_watch(uv_loop_t *loop);
+void gw_config_close(void);
+/* Parse an instances document ({"services": {...}}, or a bare array for
+ * one service when `service` is set) and stage it into cs. */
+int gw_instances_stage(sy_change_set *cs, const char *json, size_t len,
+                       const char *service, sy_error *err);
+/* Commit cs; on success remember its report for GET /report. */
+int gw_commit(sy_change_set *cs, const char *what, sy_error *err);
+void gw_error_json(gw_buf *b, const sy_error *err);
+
+/* admin.c */
+int gw_admin_start(uv_loop_t *loop);
+void gw_admin_close(void);
+
+/* backend.c: the test backend (also started in-process by the demo) */
+int gw_backend_main(const char *listen, const char *id, const char *version);
+int gw_backend_spawn(const char *host, int port, const char *id,
+                     const char *version);
+
+/* util */
+int gw_parse_addr(const char *s, char *host, size_t hostcap, int *port);
+uint64_t gw_now_ms(void);
+void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *gw_status_text(int status);
+/* A listening socket with SO_REUSEPORT, opened into a uv_tcp_t. */
+int gw_listen_tcp(uv_loop_t *loop, uv_tcp_t *tcp, const char *host, int port,
+                  bool reuseport, uv_connection_cb cb);
+char *gw_read_file(const char *path, size_t *len);
+
+/* ------------------------------------------------------------------ */
+/* httpd.c: a small buffered HTTP/1.1 server (admin API, test backend)  */
+/* ------------------------------------------------------------------ */
+
+typedef struct httpd httpd;
+typedef struct httpd_conn httpd_conn;
+
+typedef struct httpd_req {
+    const char *method;
+    char *url, *path, *query; /* path and query split from url */
+    sy_header headers[GW_MAX_HEADERS];
+    size_t header_count;
+    char *body;
+    size_t body_len;
+    bool keep_alive;
+    int http_minor;
+} httpd_req;
+
+/* Called once per request; answer now or later with httpd_respond. */
+typedef void (*httpd_handler)(httpd_conn *c, httpd_req *r, void *data);
+
+httpd *httpd_new(uv_loop_t *loop, const char *host, int port, httpd_handler h,
+                 void *data, size_t max_body);
+void httpd_close(httpd *s);
+/* Answer the current request of c; `headers` is "Name: v\r\n"... or NULL.
+ * Copies everything. */
+void httpd_respond(httpd_conn *c, int status, const char *content_type,
+                   const char *headers, const char *body, size_t len);
+/* The value of a request header, or NULL (case-insensitive name). */
+const char *httpd_header(const httpd_req *r, const char *name, size_t *len);
+uv_loop_t *httpd_loop(httpd_conn *c);
+
+#endif /* GW_H */

@@ -1,0 +1,948 @@
+/*
+ * proxy.c - the client side of the proxy, on a worker's loop: read and
+ * parse requests with http-parser (keep-alive and pipelining by pausing
+ * the parser after the head and after the message), enforce the header
+ * and body limits and the header-read and idle timeouts, route each
+ * request through switchyard (one snapshot per request, held until its
+ * response is finished), answer 400/404/405/413/431/503 and redirects
+ * itself, and hand proxied requests to upstream.c with the upstream head
+ * built from the library's target (Host, path, filtered headers) plus
+ * X-Forwarded-For/Proto/Host.
+ */
+#define _DEFAULT_SOURCE
+#include "proxy.h"
+
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+void gw_worker_client_closed(gw_worker *w);
+
+static http_parser_settings settings;
+static void client_parse(gw_client *c);
+/* Parse what is buffered, unless a parse loop is running further up the
+ * stack (it goes on by itself). */
+static void client_kick(gw_client *c) {
+    if (!c->in_parse)
+        client_parse(c);
+}
+static void client_close(gw_client *c);
+static void request_finish(gw_request *q);
+
+uint64_t gw_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t next_rand(gw_worker *w) {
+    uint64_t x = w->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    w->rng = x;
+    return x ? x : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading and writing                                                  */
+/* ------------------------------------------------------------------ */
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+    (void)hint;
+    gw_client *c = h->data;
+    *buf = uv_buf_init(c->buf + c->end, (unsigned)(c->cap - c->end));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+/* The client is read all along (a request's body, the next pipelined
+ * request, or its EOF) while the buffer has room; only backpressure from a
+ * slow upstream or a full buffer stops it. */
+static bool want_read(gw_client *c) {
+    if (c->closing || c->eof || c->end == c->cap)
+        return false;
+    gw_request *q = c->req;
+    return !q || !q->up || !q->body_flow || q->msg_done ||
+           gw_upstream_queue(q->up) < GW_WRITE_HIGH;
+}
+
+static void update_read(gw_client *c) {
+    bool want = want_read(c);
+    if (want && !c->reading) {
+        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+            c->reading = true;
+    } else if (!want && c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+}
+
+void gw_client_resume_upstream(gw_client *c) {
+    update_read(c);
+}
+
+typedef struct wreq {
+    uv_write_t w;
+    gw_client *c;
+    char data[];
+} wreq;
+
+static void on_written(uv_write_t *w, int status) {
+    wreq *wr = (wreq *)w;
+    gw_client *c = wr->c;
+    free(wr);
+    if (c->closing)
+        return;
+    if (status) {
+        client_close(c);
+        return;
+    }
+    /* the response may have been held back by this queue */
+    gw_request *q = c->req;
+    if (q && q->up &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) <
+            GW_WRITE_HIGH / 2)
+        gw_upstream_pause(q->up, false);
+}
+
+void gw_client_write(gw_client *c, const char *data, size_t len) {
+    if (!c->closing && len)
+        gw_buf_add(&c->out, data, len);
+}
+
+void gw_client_flush(gw_client *c) {
+    if (c->closing || c->out.len == 0)
+        return;
+    uv_stream_t *s = (uv_stream_t *)&c->tcp;
+    size_t off = 0, len = c->out.len;
+    c->out.len = 0;
+    if (uv_stream_get_write_queue_size(s) == 0) {
+        uv_buf_t b = uv_buf_init(c->out.p, (unsigned)len);
+        int n = uv_try_write(s, &b, 1);
+        if (n > 0)
+            off = (size_t)n;
+        else if (n != UV_EAGAIN) {
+            client_close(c);
+            return;
+        }
+    }
+    if (off == len)
+        return;
+    wreq *wr = malloc(sizeof *wr + (len - off));
+    if (!wr) {
+        client_close(c);
+        return;
+    }
+    memcpy(wr->data, c->out.p + off, len - off);
+    wr->c = c;
+    uv_buf_t b = uv_buf_init(wr->data, (unsigned)(len - off));
+    if (uv_write(&wr->w, s, &b, 1, on_written)) {
+        free(wr);
+        client_close(c);
+        return;
+    }
+    gw_request *q = c->req;
+    if (q && q->up && uv_stream_get_write_queue_size(s) > GW_WRITE_HIGH)
+        gw_upstream_pause(q->up, true);
+}
+
+/* ------------------------------------------------------------------ */
+/* Closing                                                              */
+/* ------------------------------------------------------------------ */
+
+static void on_client_handle_closed(uv_handle_t *h) {
+    gw_client *c = h->data;
+    if (--c->open_handles > 0)
+        return;
+    gw_worker *w = c->w;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->client_list = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    free(c->buf);
+    gw_buf_free(&c->out);
+    free(c);
+    w->clients--;
+    atomic_fetch_sub(&G.active_clients, 1);
+    gw_worker_client_closed(w);
+}
+
+static void request_free(gw_request *q) {
+    if (q->up) {
+        gw_upstream_close(q->up);
+        q->up = NULL;
+    }
+    if (q->snap)
+        sy_snapshot_release(q->snap);
+    for (size_t i = 0; i < q->nops; i++) {
+        free(q->ops[i].name);
+        free(q->ops[i].value);
+        free(q->ops[i].arg);
+    }
+    free(q->ops);
+    for (size_t i = 0; i < q->ntried; i++)
+        free(q->tried[i]);
+    gw_buf_free(&q->head);
+    gw_buf_free(&q->rh);
+    atomic_fetch_sub(&G.active_requests, 1);
+    free(q);
+}
+
+static void client_close(gw_client *c) {
+    if (c->closing)
+        return;
+    c->closing = true;
+    if (c->req) {
+        gw_request *q = c->req;
+        c->req = NULL;
+        gw_metrics_request(&c->w->metrics, q->route_id ? q->route_id : "",
+                           q->status ? q->status : 499);
+        request_free(q);
+    }
+    uv_close((uv_handle_t *)&c->timer, on_client_handle_closed);
+    uv_close((uv_handle_t *)&c->tcp, on_client_handle_closed);
+}
+
+void gw_client_abort(gw_client *c) {
+    client_close(c);
+}
+
+static void on_shutdown(uv_shutdown_t *s, int status) {
+    (void)status;
+    gw_client *c = s->data;
+    free(s);
+    client_close(c);
+}
+
+/* Close once every queued write has gone out. */
+static void client_close_after_writes(gw_client *c) {
+    if (c->closing)
+        return;
+    gw_client_flush(c);
+    if (c->closing)
+        return;
+    if (c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+    uv_shutdown_t *s = malloc(sizeof *s);
+    if (!s || (s->data = c,
+               uv_shutdown(s, (uv_stream_t *)&c->tcp, on_shutdown) != 0)) {
+        free(s);
+        client_close(c);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Timers                                                               */
+/* ------------------------------------------------------------------ */
+
+static void on_client_timer(uv_timer_t *t) {
+    gw_client *c = t->data;
+    if (c->state == C_HEAD) {
+        /* a head that does not arrive in time (slowloris) */
+        static const char r408[] = "HTTP/1.1 408 Request Timeout\r\n"
+                                   "Content-Length: 0\r\n"
+                                   "Connection: close\r\n\r\n";
+        gw_client_write(c, r408, sizeof r408 - 1);
+        gw_metrics_request(&c->w->metrics, "", 408);
+        client_close_after_writes(c);
+    } else if (c->state == C_IDLE) {
+        client_close(c);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Request head parsing                                                 */
+/* ------------------------------------------------------------------ */
+
+static size_t head_bytes(gw_client *c, const char *at, size_t len) {
+    return (size_t)(at + len - (c->buf + c->body_base));
+}
+
+static int on_message_begin(http_parser *p) {
+    gw_client *c = p->data;
+    c->state = C_HEAD;
+    c->url = NULL;
+    c->url_len = 0;
+    c->nh = 0;
+    c->last = 0;
+    c->error = 0;
+    c->body_base = c->start; /* the head starts here */
+    uv_timer_start(&c->timer, on_client_timer, G.cfg.header_timeout_ms, 0);
+    return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len) {
+    gw_client *c = p->data;
+    if (!c->url)
+        c->url = at;
+    c->url_len += len;
+    if (head_bytes(c, at, len) > G.cfg.max_header_bytes) {
+        c->error = 414;
+        return 1;
+    }
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len) {
+    gw_client *c = p->data;
+    if (c->last != 1) {
+        if (c->nh == GW_MAX_HEADERS) {
+            c->error = 431;
+            return 1;
+        }
+        c->hdrs[c->nh++] = (sy_header){{at, 0}, {"", 0}};
+        c->last = 1;
+    }
+    c->hdrs[c->nh - 1].name.len += len;
+    if (head_bytes(c, at, len) > G.cfg.max_header_bytes) {
+        c->error = 431;
+        return 1;
+    }
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len) {
+    gw_client *c = p->data;
+    if (c->last != 2) {
+        c->hdrs[c->nh - 1].value = (sy_str){at, 0};
+        c->last = 2;
+    }
+    c->hdrs[c->nh - 1].value.len += len;
+    if (head_bytes(c, at, len) > G.cfg.max_header_bytes) {
+        c->error = 431;
+        return 1;
+    }
+    return 0;
+}
+
+static int on_headers_complete(http_parser *p) {
+    gw_client *c = p->data;
+    c->event = 1;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len) {
+    gw_client *c = p->data;
+    gw_request *q = c->req;
+    if (!q)
+        return 0;
+    q->body_bytes += len;
+    if (q->body_bytes > G.cfg.max_body_bytes) {
+        c->error = 413;
+        return 1;
+    }
+    if (!q->up)
+        return 0; /* answered by the gateway: the body is dropped */
+    if (q->req_chunked) {
+        char sz[24];
+        int n = snprintf(sz, sizeof sz, "%zx\r\n", len);
+        gw_upstream_write(q->up, sz, (size_t)n);
+        gw_upstream_write(q->up, at, len);
+        gw_upstream_write(q->up, "\r\n", 2);
+    } else {
+        gw_upstream_write(q->up, at, len);
+    }
+    return 0;
+}
+
+static int on_message_complete(http_parser *p) {
+    gw_client *c = p->data;
+    c->event = 2;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers from the gateway                                             */
+/* ------------------------------------------------------------------ */
+
+void gw_request_respond(gw_request *q, int status, const char *headers,
+                        const char *body) {
+    gw_client *c = q->c;
+    if (q->has_body && !q->msg_done)
+        q->keep_alive = false; /* the rest of the body is not read */
+    if (c->w->draining)
+        q->keep_alive = false;
+    q->status = status;
+    size_t blen = body ? strlen(body) : 0;
+    gw_buf out = {0};
+    gw_buf_printf(&out,
+                  "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\n"
+                  "Content-Type: %s\r\n%s\r\n",
+                  status, gw_status_text(status), headers ? headers : "", blen,
+                  blen && body[0] == '{' ? "application/json"
+                                         : "text/plain; charset=utf-8",
+                  q->keep_alive ? "" : "Connection: close\r\n");
+    if (!q->head_req && blen)
+        gw_buf_add(&out, body, blen);
+    gw_client_write(c, out.p, out.len);
+    gw_buf_free(&out);
+    gw_client_flush(c);
+    q->resp_started = true;
+    q->body_flow = true; /* let the parser reach the end of the message */
+    gw_request_response_done(q);
+}
+
+static void error_body(char *out, size_t cap, int status, const char *why) {
+    snprintf(out, cap, "{\"status\":%d,\"error\":\"%s\"}\n", status,
+             why ? why : gw_status_text(status));
+}
+
+static void respond_error(gw_request *q, int status, const char *why) {
+    char body[256];
+    error_body(body, sizeof body, status, why);
+    gw_request_respond(q, status, NULL, body);
+}
+
+/* A request the parser rejected (before or without a gw_request). */
+static void bad_request(gw_client *c, int status) {
+    if (c->req && c->req->resp_started) {
+        client_close(c);
+        return;
+    }
+    if (c->req) {
+        c->req->keep_alive = false;
+        respond_error(c->req, status, NULL);
+        return;
+    }
+    char body[128];
+    error_body(body, sizeof body, status, NULL);
+    gw_buf out = {0};
+    gw_buf_printf(&out,
+                  "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                  "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                  status, gw_status_text(status), strlen(body), body);
+    gw_client_write(c, out.p, out.len);
+    gw_buf_free(&out);
+    gw_metrics_request(&c->w->metrics, "", status);
+    client_close_after_writes(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Routing a request                                                    */
+/* ------------------------------------------------------------------ */
+
+static bool name_is(sy_str n, const char *s) {
+    size_t l = strlen(s);
+    return n.len == l && strncasecmp(n.ptr, s, l) == 0;
+}
+
+static bool hop_by_hop(sy_str n) {
+    static const char *const hop[] = {"connection",
+                                      "keep-alive",
+                                      "proxy-connection",
+                                      "te",
+                                      "trailer",
+                                      "transfer-encoding",
+                                      "upgrade",
+                                      "content-length",
+                                      "expect",
+                                      "host",
+                                      "proxy-authorization"};
+    for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
+        if (name_is(n, hop[i]))
+            return true;
+    return false;
+}
+
+/* True when the client's Connection header lists this header name (a
+ * hop-by-hop header of its own, RFC 9110 7.6.1). */
+static bool named_by_connection(const gw_client *c, sy_str name) {
+    for (size_t i = 0; i < c->nh; i++) {
+        if (!name_is(c->hdrs[i].name, "connection"))
+            continue;
+        const char *p = c->hdrs[i].value.ptr;
+        const char *end = p + c->hdrs[i].value.len;
+        while (p < end) {
+            while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+                p++;
+            const char *tok = p;
+            while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+                p++;
+            if ((size_t)(p - tok) == name.len &&
+                strncasecmp(tok, name.ptr, name.len) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+static void copy_response_ops(gw_request *q, sy_match *m) {
+    size_t n = sy_match_response_op_count(m);
+    if (!n)
+        return;
+    q->ops = calloc(n, sizeof *q->ops);
+    if (!q->ops)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        sy_response_op op = sy_match_response_op(m, i);
+        q->ops[i].kind = op.kind;
+        q->ops[i].name = strndup(op.name.ptr ? op.name.ptr : "", op.name.len);
+        q->ops[i].value =
+            strndup(op.value.ptr ? op.value.ptr : "", op.value.len);
+        q->ops[i].arg = strndup(op.arg.ptr ? op.arg.ptr : "", op.arg.len);
+    }
+    q->nops = n;
+}
+
+/* Build the upstream head for the target of match m, excluding the
+ * instances already tried. 0, or the status to answer with. */
+static int build_attempt(gw_request *q, sy_match *m) {
+    sy_target t;
+    sy_error err;
+    int rc =
+        sy_match_target(m, (const char *const *)q->tried, q->ntried, &t, &err);
+    if (rc == SY_ENOINSTANCE)
+        return q->ntried ? 502 : 503;
+    if (rc)
+        return 502;
+    if (t.kind == SY_UPSTREAM_NONE)
+        return -1; /* no://op: the gateway answers */
+    if (t.kind == SY_UPSTREAM_FORWARD)
+        return 501; /* forward: is not supported here */
+    snprintf(q->host, sizeof q->host, "%s", t.host ? t.host : "");
+    q->port = t.port;
+    q->lb = t.kind == SY_UPSTREAM_SERVICE;
+    snprintf(q->instance, sizeof q->instance, "%s",
+             t.instance_id ? t.instance_id : "");
+    q->health = t;
+    if (t.scheme && strcmp(t.scheme, "http") != 0)
+        return 502; /* https/ws upstreams are not supported here */
+
+    gw_buf *h = &q->head;
+    h->len = 0;
+    const sy_request *r = &q->sreq;
+    gw_buf_add(h, r->method.ptr, r->method.len);
+    gw_buf_add(h, " ", 1);
+    if (t.path.len)
+        gw_buf_add(h, t.path.ptr, t.path.len);
+    else
+        gw_buf_add(h, "/", 1);
+    if (t.query.len) {
+        gw_buf_add(h, "?", 1);
+        gw_buf_add(h, t.query.ptr, t.query.len);
+    }
+    gw_buf_adds(h, " HTTP/1.1\r\nHost: ");
+    gw_buf_add(h, t.host_header.ptr, t.host_header.len);
+    gw_buf_adds(h, "\r\n");
+    bool xff = false, xfp = false, xfh = false;
+    for (size_t i = 0; i < t.header_count; i++) {
+        sy_header hd = t.headers[i];
+        if (hop_by_hop(hd.name) || named_by_connection(q->c, hd.name))
+            continue;
+        gw_buf_add(h, hd.name.ptr, hd.name.len);
+        gw_buf_add(h, ": ", 2);
+        gw_buf_add(h, hd.value.ptr, hd.value.len);
+        if (name_is(hd.name, "x-forwarded-for")) {
+            xff = true;
+            gw_buf_add(h, ", ", 2);
+            gw_buf_adds(h, q->c->peer);
+        }
+        xfp |= name_is(hd.name, "x-forwarded-proto");
+        xfh |= name_is(hd.name, "x-forwarded-host");
+        gw_buf_adds(h, "\r\n");
+    }
+    if (!xff) {
+        gw_buf_adds(h, "X-Forwarded-For: ");
+        gw_buf_adds(h, q->c->peer);
+        gw_buf_add(h, "\r\n", 2);
+    }
+    if (!xfp)
+        gw_buf_adds(h, "X-Forwarded-Proto: http\r\n");
+    if (!xfh && r->host.len) {
+        gw_buf_adds(h, "X-Forwarded-Host: ");
+        gw_buf_add(h, r->host.ptr, r->host.len);
+        gw_buf_adds(h, "\r\n");
+    }
+    if (q->req_chunked)
+        gw_buf_adds(h, "Transfer-Encoding: chunked\r\n");
+    else if (q->has_body)
+        gw_buf_printf(h, "Content-Length: %llu\r\n",
+                      (unsigned long long)q->sreq.content_length);
+    gw_buf_adds(h, "\r\n");
+    return 0;
+}
+
+/* Match the request again on its own snapshot (the match result of the
+ * first try may have been overwritten by other requests of this worker)
+ * and build the next attempt. */
+static int rematch_attempt(gw_request *q) {
+    sy_match *m = NULL;
+    if (sy_snapshot_match(q->snap, q->w->ctx, &q->sreq, &m) || !m)
+        return 502;
+    return build_attempt(q, m);
+}
+
+void gw_request_connect_failed(gw_request *q, bool timeout) {
+    q->up = NULL;
+    if (q->lb) {
+        sy_router_report_outcome(G.router, &q->health,
+                                 timeout ? SY_OUTCOME_TIMEOUT
+                                         : SY_OUTCOME_CONNECT_FAILURE);
+        if (q->attempts <= G.cfg.retries && q->ntried < GW_MAX_TRIES) {
+            q->tried[q->ntried++] = strdup(q->instance);
+            atomic_fetch_add(&q->w->metrics.retries, 1);
+            int st = rematch_attempt(q);
+            if (st == 0) {
+                q->attempts++;
+                gw_upstream_start(q);
+                return;
+            }
+        }
+    }
+    respond_error(q, timeout ? 504 : 502,
+                  timeout ? "upstream connect timeout"
+                          : "upstream connect failed");
+}
+
+void gw_request_body_flow(gw_request *q) {
+    q->body_flow = true;
+    client_kick(q->c);
+}
+
+static void begin_proxy(gw_request *q, sy_match *m) {
+    copy_response_ops(q, m);
+    q->status_override = sy_match_status(m);
+    int st = build_attempt(q, m);
+    if (st < 0) { /* no://op: its status (SetStatus, else 200) and headers */
+        gw_buf hdr = {0};
+        for (size_t i = 0; i < q->nops; i++)
+            if (q->ops[i].kind == SY_RESP_ADD ||
+                q->ops[i].kind == SY_RESP_ADD_IF_ABSENT ||
+                q->ops[i].kind == SY_RESP_SET)
+                gw_buf_printf(&hdr, "%s: %s\r\n", q->ops[i].name,
+                              q->ops[i].value);
+        gw_request_respond(q, q->status_override ? q->status_override : 200,
+                           hdr.p, NULL);
+        gw_buf_free(&hdr);
+        return;
+    }
+    if (st) {
+        respond_error(q, st,
+                      st == 503 ? "no instance available" : "bad upstream");
+        return;
+    }
+    q->attempts = 1;
+    gw_upstream_start(q);
+}
+
+static void request_begin(gw_client *c) {
+    gw_worker *w = c->w;
+    gw_request *q = calloc(1, sizeof *q);
+    if (!q) {
+        client_close(c);
+        return;
+    }
+    atomic_fetch_add(&G.active_requests, 1);
+    atomic_fetch_add(&G.total_requests, 1);
+    q->c = c;
+    q->w = w;
+    q->route_id = "";
+    q->t_start_ns = gw_now_ns();
+    c->req = q;
+    c->state = C_ACTIVE;
+    uv_timer_stop(&c->timer);
+    http_parser *p = &c->p;
+    q->keep_alive = http_should_keep_alive(p) && !w->draining && !p->upgrade;
+    q->head_req = p->method == HTTP_HEAD;
+    q->req_chunked = (p->flags & F_CHUNKED) != 0;
+    bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;
+    q->has_body = q->req_chunked || (has_cl && p->content_length > 0);
+    c->body_base = c->start;
+
+    sy_request *r = &q->sreq;
+    *r = (sy_request)SY_REQUEST_INIT;
+    const char *method = http_method_str((enum http_method)p->method);
+    r->method = (sy_str){method, strlen(method)};
+    r->scheme = (sy_str){"http", 4};
+    r->headers = c->hdrs;
+    r->header_count = c->nh;
+    r->remote_addr = (sy_str){c->peer, strlen(c->peer)};
+    r->seed = next_rand(w);
+    r->content_length = has_cl ? (int64_t)p->content_length : -1;
+    if (has_cl && p->content_length > G.cfg.max_body_bytes) {
+        respond_error(q, 413, "request body too large");
+        return;
+    }
+    if (p->method == HTTP_CONNECT) {
+        respond_error(q, 405, "CONNECT is not proxied");
+        return;
+    }
+    struct http_parser_url u;
+    http_parser_url_init(&u);
+    if (!c->url || http_parser_parse_url(c->url, c->url_len,
+                                         p->method == HTTP_CONNECT, &u)) {
+        respond_error(q, 400, "bad request target");
+        return;
+    }
+    if (u.field_set & (1 << UF_PATH))
+        r->path = (sy_str){c->url + u.field_data[UF_PATH].off,
+                           u.field_data[UF_PATH].len};
+    else
+        r->path = (sy_str){"/", 1};
+    if (r->path.ptr[0] != '/') {
+        respond_error(q, 400, "bad request target");
+        return;
+    }
+    if (u.field_set & (1 << UF_QUERY))
+        r->query = (sy_str){c->url + u.field_data[UF_QUERY].off,
+                            u.field_data[UF_QUERY].len};
+    size_t hosts = 0;
+    for (size_t i = 0; i < c->nh; i++)
+        if (name_is(c->hdrs[i].name, "host") && hosts++ == 0)
+            r->host = c->hdrs[i].value;
+    if (hosts > 1) { /* RFC 9112 3.2: ambiguous, a smuggling vector */
+        respond_error(q, 400, "more than one Host header");
+        return;
+    }
+    if (u.field_set & (1 << UF_HOST)) { /* absolute-form wins */
+        r->host = (sy_str){c->url + u.field_data[UF_HOST].off,
+                           u.field_data[UF_HOST].len};
+    }
+    if (!r->host.len && p->http_major == 1 && p->http_minor >= 1) {
+        respond_error(q, 400, "missing Host header");
+        return;
+    }
+
+    q->snap = sy_router_acquire(G.router);
+    sy_match *m = NULL;
+    int rc = sy_snapshot_match(q->snap, w->ctx, r, &m);
+    if (rc) {
+        respond_error(q, 500, sy_strerror(rc));
+        return;
+    }
+    if (!m) {
+        sy_str allow = {0, 0};
+        switch (sy_match_ctx_nomatch(w->ctx, &allow)) {
+        case SY_NOMATCH_METHOD: {
+            char hdr[300];
+            snprintf(hdr, sizeof hdr, "Allow: %.*s\r\n", (int)allow.len,
+                     allow.ptr ? allow.ptr : "");
+            char body[128];
+            error_body(body, sizeof body, 405, "method not allowed");
+            gw_request_respond(q, 405, hdr, body);
+            return;
+        }
+        case SY_NOMATCH_BAD_PATH: respond_error(q, 400, "bad path"); return;
+        case SY_NOMATCH_BUDGET:
+            respond_error(q, 503, "matching budget exhausted");
+            return;
+        default: respond_error(q, 404, "no route"); return;
+        }
+    }
+    const sy_route *route = sy_match_route(m);
+    q->route_id = sy_route_id(route);
+    q->rd = sy_route_host_data(route);
+    switch (sy_match_action(m)) {
+    case SY_ACTION_REDIRECT: {
+        sy_str loc = sy_match_redirect(m);
+        gw_buf hdr = {0};
+        gw_buf_adds(&hdr, "Location: ");
+        gw_buf_add(&hdr, loc.ptr, loc.len);
+        gw_buf_adds(&hdr, "\r\n");
+        gw_request_respond(q, sy_match_status(m), hdr.p, NULL);
+        gw_buf_free(&hdr);
+        return;
+    }
+    case SY_ACTION_RESPOND: {
+        int st = sy_match_status(m);
+        respond_error(q, st ? st : 500, NULL);
+        return;
+    }
+    case SY_ACTION_PROXY: begin_proxy(q, m); return;
+    }
+}
+
+/* The client's message is complete. */
+static void request_msg_done(gw_client *c) {
+    gw_request *q = c->req;
+    if (!q)
+        return;
+    q->msg_done = true;
+    if (q->up) {
+        if (q->req_chunked)
+            gw_upstream_write(q->up, "0\r\n\r\n", 5);
+        gw_upstream_request_done(q->up);
+    }
+    if (q->resp_done)
+        request_finish(q);
+}
+
+void gw_request_response_done(gw_request *q) {
+    q->resp_done = true;
+    if (q->msg_done || !q->keep_alive)
+        request_finish(q);
+    else
+        client_kick(q->c);
+}
+
+static void request_finish(gw_request *q) {
+    gw_client *c = q->c;
+    if (q->finished)
+        return;
+    q->finished = true;
+    double secs = (double)(gw_now_ns() - q->t_start_ns) / 1e9;
+    gw_metrics_request(&c->w->metrics, q->route_id, q->status);
+    gw_metrics_latency(&c->w->metrics, secs);
+    bool keep = q->keep_alive && !c->w->draining;
+    if (q->up) /* still attached: the response was cut short */
+        keep = false;
+    c->req = NULL;
+    request_free(q);
+    if (!keep) {
+        client_close_after_writes(c);
+        return;
+    }
+    c->state = C_IDLE;
+    memmove(c->buf, c->buf + c->start, c->end - c->start);
+    c->end -= c->start;
+    c->start = 0;
+    c->body_base = 0;
+    uv_timer_start(&c->timer, on_client_timer, G.cfg.idle_timeout_ms, 0);
+    client_kick(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* The parse loop                                                       */
+/* ------------------------------------------------------------------ */
+
+static void client_parse(gw_client *c) {
+    c->in_parse = true;
+    while (!c->closing) {
+        gw_request *q = c->req;
+        if (q && (!q->body_flow || q->msg_done))
+            break;
+        if (c->start == c->end)
+            break;
+        size_t n = http_parser_execute(&c->p, &settings, c->buf + c->start,
+                                       c->end - c->start);
+        c->start += n;
+        enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
+        if (e == HPE_PAUSED) {
+            http_parser_pause(&c->p, 0);
+            int ev = c->event;
+            c->event = 0;
+            if (ev == 1)
+                request_begin(c);
+            else if (ev == 2)
+                request_msg_done(c);
+            continue;
+        }
+        if (e != HPE_OK) {
+            c->in_parse = false;
+            bad_request(c, c->error ? c->error : 400);
+            return;
+        }
+    }
+    c->in_parse = false;
+    if (c->req && c->req->up)
+        gw_upstream_flush(c->req->up);
+    if (c->closing)
+        return;
+    if (c->start == c->end) {
+        if (c->state == C_IDLE)
+            c->start = c->end = 0;
+        else if (c->state == C_ACTIVE && c->req && !c->req->msg_done)
+            c->start = c->end = c->body_base;
+    }
+    if (c->state != C_ACTIVE && c->end == c->cap) {
+        bad_request(c, 431);
+        return;
+    }
+    update_read(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    (void)buf;
+    gw_client *c = s->data;
+    if (nread == UV_EOF && c->req && c->req->msg_done && !c->req->resp_done) {
+        /* half-closed after its request: answer it, then close */
+        c->eof = true;
+        c->req->keep_alive = false;
+        update_read(c);
+        return;
+    }
+    if (nread < 0) {
+        client_close(c);
+        return;
+    }
+    c->end += (size_t)nread;
+    client_parse(c);
+}
+
+void gw_client_accept(gw_worker *w, uv_stream_t *server) {
+    gw_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return;
+    c->cap = G.cfg.max_header_bytes + 65536;
+    c->buf = malloc(c->cap);
+    if (!c->buf) {
+        free(c);
+        return;
+    }
+    c->w = w;
+    uv_tcp_init(&w->loop, &c->tcp);
+    c->tcp.data = c;
+    uv_timer_init(&w->loop, &c->timer);
+    c->timer.data = c;
+    c->open_handles = 2;
+    w->clients++;
+    atomic_fetch_add(&G.active_clients, 1);
+    c->next = w->client_list;
+    if (c->next)
+        c->next->prev = c;
+    w->client_list = c;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp)) {
+        client_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    struct sockaddr_storage ss;
+    int sl = sizeof ss;
+    snprintf(c->peer, sizeof c->peer, "0.0.0.0");
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            uv_ip4_name((struct sockaddr_in *)&ss, c->peer, sizeof c->peer);
+        else if (ss.ss_family == AF_INET6)
+            uv_ip6_name((struct sockaddr_in6 *)&ss, c->peer, sizeof c->peer);
+    }
+    http_parser_init(&c->p, HTTP_REQUEST);
+    c->p.data = c;
+    c->state = C_IDLE;
+    /* the first request must start arriving within the header timeout */
+    uv_timer_start(&c->timer, on_client_timer, G.cfg.header_timeout_ms, 0);
+    update_read(c);
+}
+
+/* Draining: close idle keep-alive connections, let active ones finish. */
+void gw_clients_drain(gw_worker *w);
+void gw_clients_drain(gw_worker *w) {
+    gw_client *c = w->client_list;
+    while (c) {
+        gw_client *next = c->next;
+        if (c->state == C_IDLE && !c->req && c->start == c->end)
+            client_close(c);
+        else if (c->req)
+            c->req->keep_alive = false;
+        c = next;
+    }
+}
+
+__attribute__((constructor)) static void init_settings(void) {
+    settings.on_message_begin = on_message_begin;
+    settings.on_url = on_url;
+    settings.on_header_field = on_header_field;
+    settings.on_header_value = on_header_value;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+}

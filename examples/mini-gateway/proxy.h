@@ -1,0 +1,140 @@
+/*
+ * proxy.h - the proxy's per-connection and per-request state, shared by
+ * proxy.c (the client side: parse, match, answer) and upstream.c (the
+ * upstream side: pools, connect, forward, parse the response). Everything
+ * here belongs to one worker thread.
+ */
+#ifndef GW_PROXY_H
+#define GW_PROXY_H
+
+#include "gw.h"
+
+#define GW_MAX_TRIES 8
+#define GW_WRITE_HIGH (1u << 20) /* stop reading the other side above */
+
+typedef struct gw_client gw_client;
+typedef struct gw_request gw_request;
+
+typedef enum { C_IDLE, C_HEAD, C_ACTIVE } gw_client_state;
+
+struct gw_client {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    gw_worker *w;
+    gw_client *next, *prev;
+    http_parser p;
+    char *buf;
+    size_t cap, start, end;
+    size_t body_base; /* body bytes are parsed from here on */
+    /* the request head being parsed: slices into buf */
+    const char *url;
+    size_t url_len;
+    sy_header hdrs[GW_MAX_HEADERS];
+    size_t nh;
+    int last;  /* 0 none, 1 field, 2 value */
+    int event; /* what paused the parser: 1 head, 2 message */
+    int error; /* a status to answer a bad request with */
+    gw_client_state state;
+    gw_request *req;
+    bool reading, closing, in_parse, eof;
+    gw_buf out; /* response bytes not yet handed to the socket */
+    int open_handles;
+    char peer[64];
+};
+
+typedef struct gw_resp_op {
+    sy_response_op_kind kind;
+    char *name, *value, *arg;
+} gw_resp_op;
+
+struct gw_request {
+    gw_client *c;
+    gw_worker *w;
+    sy_snapshot *snap;
+    sy_request sreq;
+    sy_header *fwd_src; /* c->hdrs */
+    uint64_t t_start;   /* ms */
+    uint64_t t_start_ns;
+    uint64_t t_sent_ns;   /* the upstream head went out */
+    const char *route_id; /* borrowed from snap, or "" */
+    gw_route_data *rd;
+    /* the current attempt */
+    gw_buf head; /* upstream request head */
+    char host[256];
+    uint16_t port;
+    bool lb;
+    char instance[128];
+    sy_target health; /* for sy_router_report_outcome (lb:// only) */
+    char *tried[GW_MAX_TRIES];
+    size_t ntried;
+    int attempts;
+    uint64_t connect_ms, response_ms;
+    gw_upconn *up;
+    /* response edits */
+    gw_resp_op *ops;
+    size_t nops;
+    int status_override;
+    /* request body */
+    bool has_body, req_chunked, msg_done, body_flow, head_req;
+    uint64_t body_bytes;
+    /* response */
+    int status;
+    bool resp_started, resp_chunked, resp_close, resp_done, resp_no_body;
+    gw_buf rh; /* response header names and values, NUL separated */
+    size_t rname[GW_MAX_HEADERS], rval[GW_MAX_HEADERS];
+    size_t rn;
+    int rlast;
+    bool keep_alive; /* to the client after this request */
+    bool finished;
+    bool fresh; /* do not take a pooled connection */
+};
+
+struct gw_upconn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_connect_t creq;
+    gw_worker *w;
+    gw_pool *pool;
+    gw_upconn *next_idle;
+    gw_upconn *lnext, *lprev; /* the worker's list of every connection */
+    http_parser p;
+    gw_request *req;
+    bool connected, closing, reused, got_bytes, reading;
+    gw_buf out; /* request bytes not yet handed to the socket */
+    int open_handles;
+};
+
+/* proxy.c */
+void gw_client_accept(gw_worker *w, uv_stream_t *server);
+/* Queue bytes for the client (copied); gw_client_flush hands them to the
+ * socket (one write for everything queued, no copy when it goes at once).
+ */
+void gw_client_write(gw_client *c, const char *data, size_t len);
+void gw_client_flush(gw_client *c);
+/* The response head went out, or the response is finished. */
+void gw_request_response_done(gw_request *q);
+/* Answer the request from the gateway (before any upstream byte). */
+void gw_request_respond(gw_request *q, int status, const char *headers,
+                        const char *body);
+/* Upstream connected and head written: let the request body flow. */
+void gw_request_body_flow(gw_request *q);
+uint64_t gw_now_ns(void);
+/* The attempt failed to connect: retry elsewhere or answer 502/503. */
+void gw_request_connect_failed(gw_request *q, bool timeout);
+/* Abort the client connection (a response already under way broke). */
+void gw_client_abort(gw_client *c);
+void gw_client_resume_upstream(gw_client *c);
+
+/* upstream.c */
+void gw_upstream_start(gw_request *q); /* pool or connect, then send */
+void gw_upstream_write(gw_upconn *u, const char *data, size_t len);
+void gw_upstream_flush(gw_upconn *u);
+void gw_upstream_detach(gw_upconn *u, bool reusable);
+void gw_upstream_close(gw_upconn *u);
+void gw_upstream_pause(gw_upconn *u, bool pause);
+void gw_upstream_request_done(gw_upconn *u); /* client body complete */
+void gw_pools_drop(gw_worker *w, gw_route_data *rd);
+void gw_upstream_close_all(gw_worker *w);
+size_t gw_upstream_queue(gw_upconn *u);
+
+#endif /* GW_PROXY_H */

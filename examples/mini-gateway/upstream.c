@@ -1,0 +1,712 @@
+/*
+ * upstream.c - the upstream side of the proxy, on a worker's loop:
+ * keep-alive connection pools (one per host:port, kept in the route's host
+ * data), connect with a timeout, send the request head and stream the
+ * body, parse the response with http-parser, apply the route's response
+ * edits and SetStatus, stream the body back (Content-Length passed on,
+ * chunked or close-delimited bodies re-chunked), report outcomes to
+ * passive health, and give the connection back to its pool.
+ */
+#define _DEFAULT_SOURCE
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "proxy.h"
+
+#include <netdb.h>
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+static http_parser_settings up_settings;
+static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+
+/* ------------------------------------------------------------------ */
+/* Connections and pools                                                */
+/* ------------------------------------------------------------------ */
+
+static void list_remove(gw_upconn *u) {
+    gw_worker *w = u->w;
+    if (u->lprev)
+        u->lprev->lnext = u->lnext;
+    else if (w->upconn_list == u)
+        w->upconn_list = u->lnext;
+    if (u->lnext)
+        u->lnext->lprev = u->lprev;
+    u->lnext = u->lprev = NULL;
+}
+
+static void pool_unlink(gw_upconn *u) {
+    gw_pool *p = u->pool;
+    u->pool = NULL;
+    if (!p)
+        return;
+    for (gw_upconn **pp = &p->idle; *pp; pp = &(*pp)->next_idle)
+        if (*pp == u) {
+            *pp = u->next_idle;
+            p->idle_count--;
+            break;
+        }
+    u->next_idle = NULL;
+}
+
+static void on_up_closed(uv_handle_t *h) {
+    gw_upconn *u = h->data;
+    if (--u->open_handles > 0)
+        return;
+    list_remove(u);
+    gw_buf_free(&u->out);
+    free(u);
+}
+
+void gw_upstream_close(gw_upconn *u) {
+    if (u->closing)
+        return;
+    u->closing = true;
+    pool_unlink(u);
+    if (u->req && u->req->up == u)
+        u->req->up = NULL;
+    u->req = NULL;
+    uv_close((uv_handle_t *)&u->timer, on_up_closed);
+    uv_close((uv_handle_t *)&u->tcp, on_up_closed);
+}
+
+static void on_idle_timeout(uv_timer_t *t) {
+    gw_upstream_close(t->data);
+}
+
+/* The request is done with u: back to the pool, or closed. */
+void gw_upstream_detach(gw_upconn *u, bool reusable) {
+    gw_request *q = u->req;
+    if (q && q->up == u)
+        q->up = NULL;
+    u->req = NULL;
+    gw_pool *p = u->pool;
+    if (!reusable || !p || u->closing || u->w->draining ||
+        p->idle_count >= G.cfg.pool_max_idle) {
+        gw_upstream_close(u);
+        return;
+    }
+    u->next_idle = p->idle;
+    p->idle = u;
+    p->idle_count++;
+    if (!u->reading) {
+        uv_read_start((uv_stream_t *)&u->tcp, up_alloc, up_read);
+        u->reading = true;
+    }
+    uv_timer_start(&u->timer, on_idle_timeout, G.cfg.upstream_idle_ms, 0);
+}
+
+static gw_pool *pool_find(gw_request *q) {
+    gw_route_data *rd = q->rd;
+    if (!rd)
+        return NULL; /* no host data: connections are not kept */
+    gw_pool **head = &rd->pools[q->w->index];
+    for (gw_pool *p = *head; p; p = p->next)
+        if (p->port == q->port && strcmp(p->host, q->host) == 0)
+            return p;
+    gw_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->host = strdup(q->host);
+    p->port = q->port;
+    p->next = *head;
+    *head = p;
+    return p;
+}
+
+void gw_pools_drop(gw_worker *w, gw_route_data *rd) {
+    gw_pool *p = rd->pools[w->index];
+    rd->pools[w->index] = NULL;
+    while (p) {
+        gw_pool *next = p->next;
+        while (p->idle) {
+            gw_upconn *u = p->idle;
+            p->idle = u->next_idle;
+            u->next_idle = NULL;
+            u->pool = NULL;
+            if (!atomic_load(&G.workers_gone))
+                gw_upstream_close(u);
+        }
+        free(p->host);
+        free(p);
+        p = next;
+    }
+}
+
+void gw_upstream_close_all(gw_worker *w) {
+    gw_upconn *u = w->upconn_list;
+    while (u) {
+        gw_upconn *next = u->lnext;
+        gw_upstream_close(u);
+        u = next;
+    }
+}
+
+size_t gw_upstream_queue(gw_upconn *u) {
+    return uv_stream_get_write_queue_size((uv_stream_t *)&u->tcp);
+}
+
+/* ------------------------------------------------------------------ */
+/* Writing                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct uwreq {
+    uv_write_t w;
+    gw_upconn *u;
+    char data[];
+} uwreq;
+
+static void on_up_written(uv_write_t *w, int status) {
+    uwreq *wr = (uwreq *)w;
+    gw_upconn *u = wr->u;
+    free(wr);
+    if (status || u->closing || !u->req)
+        return; /* errors surface on the read side or as a timeout */
+    if (gw_upstream_queue(u) < GW_WRITE_HIGH / 2)
+        gw_client_resume_upstream(u->req->c);
+}
+
+void gw_upstream_write(gw_upconn *u, const char *data, size_t len) {
+    if (!u->closing && len)
+        gw_buf_add(&u->out, data, len);
+}
+
+void gw_upstream_flush(gw_upconn *u) {
+    if (u->closing || u->out.len == 0 || !u->connected)
+        return;
+    uv_stream_t *s = (uv_stream_t *)&u->tcp;
+    size_t off = 0, len = u->out.len;
+    u->out.len = 0;
+    if (uv_stream_get_write_queue_size(s) == 0) {
+        uv_buf_t b = uv_buf_init(u->out.p, (unsigned)len);
+        int n = uv_try_write(s, &b, 1);
+        if (n > 0)
+            off = (size_t)n;
+        else if (n != UV_EAGAIN)
+            return; /* the read side or the timeout reports it */
+    }
+    if (off == len)
+        return;
+    uwreq *wr = malloc(sizeof *wr + (len - off));
+    if (!wr)
+        return;
+    memcpy(wr->data, u->out.p + off, len - off);
+    wr->u = u;
+    uv_buf_t b = uv_buf_init(wr->data, (unsigned)(len - off));
+    if (uv_write(&wr->w, s, &b, 1, on_up_written))
+        free(wr);
+}
+
+void gw_upstream_pause(gw_upconn *u, bool pause) {
+    if (u->closing)
+        return;
+    if (pause && u->reading) {
+        uv_read_stop((uv_stream_t *)&u->tcp);
+        u->reading = false;
+    } else if (!pause && !u->reading) {
+        uv_read_start((uv_stream_t *)&u->tcp, up_alloc, up_read);
+        u->reading = true;
+    }
+}
+
+static void on_response_timeout(uv_timer_t *t) {
+    gw_upconn *u = t->data;
+    gw_request *q = u->req;
+    if (!q)
+        return;
+    if (q->lb)
+        sy_router_report_outcome(G.router, &q->health, SY_OUTCOME_TIMEOUT);
+    gw_upstream_close(u);
+    if (q->resp_started) {
+        gw_client_abort(q->c);
+        return;
+    }
+    gw_request_respond(q, 504, NULL,
+                       "{\"status\":504,\"error\":\"upstream timeout\"}\n");
+}
+
+void gw_upstream_request_done(gw_upconn *u) {
+    gw_request *q = u->req;
+    if (q && !q->resp_started)
+        uv_timer_start(&u->timer, on_response_timeout, q->response_ms, 0);
+}
+
+static void send_head(gw_upconn *u) {
+    gw_request *q = u->req;
+    gw_upstream_write(u, q->head.p, q->head.len);
+    q->t_sent_ns = gw_now_ns();
+    uv_timer_start(&u->timer, on_response_timeout, q->response_ms, 0);
+    if (!u->reading) {
+        uv_read_start((uv_stream_t *)&u->tcp, up_alloc, up_read);
+        u->reading = true;
+    }
+    gw_request_body_flow(q); /* body bytes already here join the head */
+    gw_upstream_flush(u);
+}
+
+static void attach(gw_upconn *u, gw_request *q) {
+    u->req = q;
+    q->up = u;
+    http_parser_init(&u->p, HTTP_RESPONSE);
+    u->p.data = u;
+    u->got_bytes = false;
+    q->rh.len = 0;
+    q->rn = 0;
+    q->rlast = 0;
+    uv_timer_stop(&u->timer);
+}
+
+static void on_connect(uv_connect_t *cr, int status) {
+    gw_upconn *u = cr->data;
+    if (status == UV_ECANCELED || u->closing)
+        return;
+    gw_request *q = u->req;
+    if (status) {
+        gw_upstream_close(u);
+        if (q)
+            gw_request_connect_failed(q, false);
+        return;
+    }
+    u->connected = true;
+    uv_tcp_nodelay(&u->tcp, 1);
+    atomic_fetch_add(&u->w->metrics.upstream_connects, 1);
+    if (q)
+        send_head(u);
+    else
+        gw_upstream_close(u);
+}
+
+static void on_connect_timeout(uv_timer_t *t) {
+    gw_upconn *u = t->data;
+    gw_request *q = u->req;
+    gw_upstream_close(u);
+    if (q)
+        gw_request_connect_failed(q, true);
+}
+
+static int resolve(const char *host, uint16_t port,
+                   struct sockaddr_storage *ss) {
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0)
+        return 0;
+    if (uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0)
+        return 0;
+    /* A name: resolved synchronously (the examples use addresses; a real
+     * proxy resolves asynchronously and caches). */
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", port);
+    if (getaddrinfo(host, ps, &hints, &res) || !res)
+        return -1;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+void gw_upstream_start(gw_request *q) {
+    gw_worker *w = q->w;
+    q->connect_ms =
+        q->rd ? q->rd->connect_timeout_ms : G.cfg.connect_timeout_ms;
+    q->response_ms =
+        q->rd ? q->rd->response_timeout_ms : G.cfg.response_timeout_ms;
+    gw_pool *pool = pool_find(q);
+    if (pool && pool->idle && !q->fresh) {
+        gw_upconn *u = pool->idle;
+        pool->idle = u->next_idle;
+        pool->idle_count--;
+        u->next_idle = NULL;
+        attach(u, q);
+        u->reused = true;
+        atomic_fetch_add(&w->metrics.upstream_reuses, 1);
+        send_head(u);
+        return;
+    }
+    struct sockaddr_storage ss;
+    if (resolve(q->host, q->port, &ss)) {
+        gw_request_connect_failed(q, false);
+        return;
+    }
+    gw_upconn *u = calloc(1, sizeof *u);
+    if (!u) {
+        gw_request_connect_failed(q, false);
+        return;
+    }
+    u->w = w;
+    u->pool = pool;
+    uv_tcp_init(&w->loop, &u->tcp);
+    uv_timer_init(&w->loop, &u->timer);
+    u->tcp.data = u->timer.data = u->creq.data = u;
+    u->open_handles = 2;
+    u->lnext = w->upconn_list;
+    if (u->lnext)
+        u->lnext->lprev = u;
+    w->upconn_list = u;
+    attach(u, q);
+    if (uv_tcp_connect(&u->creq, &u->tcp, (struct sockaddr *)&ss, on_connect)) {
+        gw_upstream_close(u);
+        gw_request_connect_failed(q, false);
+        return;
+    }
+    uv_timer_start(&u->timer, on_connect_timeout, q->connect_ms, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* The response                                                         */
+/* ------------------------------------------------------------------ */
+
+static int r_begin(http_parser *p) {
+    gw_upconn *u = p->data;
+    gw_request *q = u->req;
+    q->rh.len = 0;
+    q->rn = 0;
+    q->rlast = 0;
+    return 0;
+}
+
+static int r_field(http_parser *p, const char *at, size_t len) {
+    gw_request *q = ((gw_upconn *)p->data)->req;
+    if (q->rlast != 1) {
+        if (q->rn == GW_MAX_HEADERS)
+            return 1;
+        if (q->rlast == 2)
+            gw_buf_add(&q->rh, "", 1);
+        q->rname[q->rn++] = q->rh.len;
+        q->rlast = 1;
+    }
+    gw_buf_add(&q->rh, at, len);
+    return q->rh.len > 256 * 1024;
+}
+
+static int r_value(http_parser *p, const char *at, size_t len) {
+    gw_request *q = ((gw_upconn *)p->data)->req;
+    if (q->rlast != 2) {
+        gw_buf_add(&q->rh, "", 1);
+        q->rval[q->rn - 1] = q->rh.len;
+        q->rlast = 2;
+    }
+    gw_buf_add(&q->rh, at, len);
+    return q->rh.len > 256 * 1024;
+}
+
+/* A response header list: names and values borrowed from the response
+ * buffer (q->rh) or from the request's response edits, which outlive it;
+ * a value made here (RewriteResponseHeader) is owned. */
+typedef struct hv {
+    const char *n, *v;
+    char *owned; /* v when it was made here, else NULL */
+} hv;
+
+typedef struct hlist {
+    hv *a;
+    size_t n, cap;
+    hv local[32]; /* no allocation for the usual response */
+} hlist;
+
+static void hl_add(hlist *l, const char *n, const char *v) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap * 2;
+        hv *a = l->a == l->local ? malloc(cap * sizeof *a)
+                                 : realloc(l->a, cap * sizeof *a);
+        if (!a)
+            return;
+        if (l->a == l->local)
+            memcpy(a, l->local, l->n * sizeof *a);
+        l->a = a;
+        l->cap = cap;
+    }
+    l->a[l->n++] = (hv){n, v, NULL};
+}
+
+static void hl_del(hlist *l, size_t i) {
+    free(l->a[i].owned);
+    memmove(&l->a[i], &l->a[i + 1], (l->n - i - 1) * sizeof *l->a);
+    l->n--;
+}
+
+static void hl_remove(hlist *l, const char *name) {
+    for (size_t i = l->n; i-- > 0;)
+        if (strcasecmp(l->a[i].n, name) == 0)
+            hl_del(l, i);
+}
+
+static bool hl_has(const hlist *l, const char *name) {
+    for (size_t i = 0; i < l->n; i++)
+        if (strcasecmp(l->a[i].n, name) == 0)
+            return true;
+    return false;
+}
+
+static void hl_free(hlist *l) {
+    for (size_t i = 0; i < l->n; i++)
+        free(l->a[i].owned);
+    if (l->a != l->local)
+        free(l->a);
+}
+
+static void dedupe(hlist *l, const char *name, const char *strategy) {
+    size_t first = SIZE_MAX, last = SIZE_MAX;
+    for (size_t i = 0; i < l->n; i++)
+        if (strcasecmp(l->a[i].n, name) == 0) {
+            if (first == SIZE_MAX)
+                first = i;
+            last = i;
+        }
+    if (first == SIZE_MAX)
+        return;
+    if (strcasecmp(strategy, "RETAIN_LAST") == 0) {
+        for (size_t i = last; i-- > 0;)
+            if (strcasecmp(l->a[i].n, name) == 0)
+                hl_del(l, i);
+    } else if (strcasecmp(strategy, "RETAIN_UNIQUE") == 0) {
+        for (size_t i = l->n; i-- > 0;) {
+            if (strcasecmp(l->a[i].n, name) != 0)
+                continue;
+            for (size_t j = 0; j < i; j++)
+                if (strcasecmp(l->a[j].n, name) == 0 &&
+                    strcmp(l->a[j].v, l->a[i].v) == 0) {
+                    hl_del(l, i);
+                    break;
+                }
+        }
+    } else { /* RETAIN_FIRST (default) */
+        for (size_t i = l->n; i-- > first + 1;)
+            if (strcasecmp(l->a[i].n, name) == 0)
+                hl_del(l, i);
+    }
+}
+
+static void rewrite(hlist *l, const char *name, const char *regexp,
+                    const char *repl) {
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)regexp, PCRE2_ZERO_TERMINATED, 0,
+                                   &ec, &eo, NULL);
+    if (!re)
+        return;
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    for (size_t i = 0; md && i < l->n; i++) {
+        if (strcasecmp(l->a[i].n, name) != 0)
+            continue;
+        char out[4096];
+        PCRE2_SIZE olen = sizeof out;
+        int rc = pcre2_substitute(
+            re, (PCRE2_SPTR)l->a[i].v, PCRE2_ZERO_TERMINATED, 0,
+            PCRE2_SUBSTITUTE_GLOBAL, md, NULL, (PCRE2_SPTR)repl,
+            PCRE2_ZERO_TERMINATED, (PCRE2_UCHAR *)out, &olen);
+        if (rc >= 0) {
+            char *v = strndup(out, olen);
+            if (v) {
+                free(l->a[i].owned);
+                l->a[i].v = l->a[i].owned = v;
+            }
+        }
+    }
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+}
+
+static void apply_ops(gw_request *q, hlist *l) {
+    for (size_t i = 0; i < q->nops; i++) {
+        gw_resp_op *op = &q->ops[i];
+        switch (op->kind) {
+        case SY_RESP_ADD: hl_add(l, op->name, op->value); break;
+        case SY_RESP_ADD_IF_ABSENT:
+            if (!hl_has(l, op->name))
+                hl_add(l, op->name, op->value);
+            break;
+        case SY_RESP_SET:
+            hl_remove(l, op->name);
+            hl_add(l, op->name, op->value);
+            break;
+        case SY_RESP_REMOVE: hl_remove(l, op->name); break;
+        case SY_RESP_DEDUPE: {
+            char *names = strdup(op->name), *save = NULL;
+            for (char *n = names ? strtok_r(names, " ", &save) : NULL; n;
+                 n = strtok_r(NULL, " ", &save))
+                dedupe(l, n, op->arg[0] ? op->arg : "RETAIN_FIRST");
+            free(names);
+            break;
+        }
+        case SY_RESP_REWRITE: rewrite(l, op->name, op->arg, op->value); break;
+        case SY_RESP_REWRITE_LOCATION: break; /* not done (docs) */
+        }
+    }
+}
+
+static bool resp_hop(const char *n) {
+    static const char *const hop[] = {
+        "connection", "keep-alive", "proxy-connection",  "te",
+        "trailer",    "upgrade",    "transfer-encoding", "content-length"};
+    for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
+        if (strcasecmp(n, hop[i]) == 0)
+            return true;
+    return false;
+}
+
+static int r_headers_complete(http_parser *p) {
+    gw_upconn *u = p->data;
+    gw_request *q = u->req;
+    int st = p->status_code;
+    if (st >= 100 && st < 200)
+        return 0; /* interim: the final response follows */
+    uv_timer_stop(&u->timer);
+    gw_metrics_upstream_latency(&u->w->metrics,
+                                (double)(gw_now_ns() - q->t_sent_ns) / 1e9);
+    if (q->lb)
+        sy_router_report_outcome(G.router, &q->health,
+                                 st >= 500 ? SY_OUTCOME_5XX
+                                           : SY_OUTCOME_SUCCESS);
+    if (q->rlast == 1) {
+        gw_buf_add(&q->rh, "", 1);
+        q->rval[q->rn - 1] = q->rh.len;
+    }
+    gw_buf_add(&q->rh, "", 1);
+    hlist l;
+    l.a = l.local;
+    l.n = 0;
+    l.cap = sizeof l.local / sizeof *l.local;
+    for (size_t i = 0; i < q->rn; i++) {
+        const char *n = q->rh.p + q->rname[i];
+        if (!resp_hop(n))
+            hl_add(&l, n, q->rh.p + q->rval[i]);
+    }
+    apply_ops(q, &l);
+    q->status = q->status_override ? q->status_override : st;
+    q->resp_no_body = q->head_req || st == 204 || st == 304;
+    bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;
+    gw_client *c = q->c;
+    gw_buf out = {0};
+    gw_buf_printf(&out, "HTTP/1.1 %d %s\r\n", q->status,
+                  gw_status_text(q->status));
+    for (size_t i = 0; i < l.n; i++) {
+        gw_buf_adds(&out, l.a[i].n);
+        gw_buf_add(&out, ": ", 2);
+        gw_buf_adds(&out, l.a[i].v);
+        gw_buf_add(&out, "\r\n", 2);
+    }
+    hl_free(&l);
+    if (has_cl)
+        gw_buf_printf(&out, "Content-Length: %llu\r\n",
+                      (unsigned long long)p->content_length);
+    else if (!q->resp_no_body) {
+        if (c->p.http_major == 1 && c->p.http_minor >= 1) {
+            q->resp_chunked = true;
+            gw_buf_adds(&out, "Transfer-Encoding: chunked\r\n");
+        } else {
+            q->keep_alive = false; /* close-delimited */
+        }
+    }
+    if (!q->keep_alive || c->w->draining) {
+        q->keep_alive = false;
+        gw_buf_adds(&out, "Connection: close\r\n");
+    }
+    gw_buf_adds(&out, "\r\n");
+    q->resp_started = true;
+    gw_client_write(c, out.p, out.len);
+    gw_buf_free(&out);
+    return q->head_req ? 1 : 0;
+}
+
+static int r_body(http_parser *p, const char *at, size_t len) {
+    gw_upconn *u = p->data;
+    gw_request *q = u->req;
+    if (q->resp_no_body)
+        return 0;
+    if (q->resp_chunked) {
+        char sz[24];
+        int n = snprintf(sz, sizeof sz, "%zx\r\n", len);
+        gw_client_write(q->c, sz, (size_t)n);
+        gw_client_write(q->c, at, len);
+        gw_client_write(q->c, "\r\n", 2);
+    } else {
+        gw_client_write(q->c, at, len);
+    }
+    return 0;
+}
+
+static int r_message_complete(http_parser *p) {
+    int st = p->status_code;
+    if (st >= 100 && st < 200)
+        return 0;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+/* After the parser paused at the end of the response. */
+static void response_complete(gw_upconn *u) {
+    gw_request *q = u->req;
+    if (q->resp_chunked)
+        gw_client_write(q->c, "0\r\n\r\n", 5);
+    bool reusable = http_should_keep_alive(&u->p) && q->msg_done;
+    gw_upstream_detach(u, reusable);
+    if (!q->msg_done)
+        q->keep_alive = false; /* the request body is cut short */
+    gw_request_response_done(q);
+}
+
+/* The connection broke before the response was complete. */
+static void response_failed(gw_upconn *u) {
+    gw_request *q = u->req;
+    bool retry_fresh = u->reused && !u->got_bytes && !q->has_body;
+    bool started = q->resp_started;
+    gw_upstream_close(u);
+    if (started) {
+        gw_client_abort(q->c);
+        return;
+    }
+    if (retry_fresh) {
+        /* a pooled connection the upstream had closed: once more, fresh */
+        q->fresh = true;
+        gw_upstream_start(q);
+        return;
+    }
+    if (q->lb)
+        sy_router_report_outcome(G.router, &q->health,
+                                 SY_OUTCOME_CONNECT_FAILURE);
+    gw_request_respond(q, 502, NULL,
+                       "{\"status\":502,\"error\":\"upstream failed\"}\n");
+}
+
+static void up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+    (void)hint;
+    gw_upconn *u = h->data;
+    *buf = uv_buf_init(u->w->rbuf, sizeof u->w->rbuf);
+}
+
+static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    gw_upconn *u = s->data;
+    if (u->closing)
+        return;
+    if (!u->req) { /* idle in the pool: EOF or stray bytes end it */
+        if (nread != 0)
+            gw_upstream_close(u);
+        return;
+    }
+    if (nread == 0)
+        return;
+    const char *data = nread > 0 ? buf->base : NULL;
+    size_t len = nread > 0 ? (size_t)nread : 0;
+    if (nread > 0)
+        u->got_bytes = true;
+    gw_client *c = u->req->c;
+    http_parser_execute(&u->p, &up_settings, data, len);
+    enum http_errno e = HTTP_PARSER_ERRNO(&u->p);
+    if (e == HPE_PAUSED)
+        response_complete(u);
+    else if (e != HPE_OK || nread < 0)
+        response_failed(u);
+    gw_client_flush(c); /* everything this read produced, in one write */
+}
+
+__attribute__((constructor)) static void init_settings(void) {
+    up_settings.on_message_begin = r_begin;
+    up_settings.on_header_field = r_field;
+    up_settings.on_header_value = r_value;
+    up_settings.on_headers_complete = r_headers_complete;
+    up_settings.on_body = r_body;
+    up_settings.on_message_complete = r_message_complete;
+}

@@ -1,0 +1,216 @@
+/*
+ * util.c - small helpers for the mini-gateway: a growable buffer, address
+ * parsing, the clock, logging, status reasons, SO_REUSEPORT listeners.
+ */
+#define _DEFAULT_SOURCE
+#include "gw.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static void oom(void) {
+    fputs("mini-gateway: out of memory\n", stderr);
+    abort();
+}
+
+void gw_buf_reserve(gw_buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p)
+        oom();
+    b->p = p;
+    b->cap = cap;
+}
+
+void gw_buf_add(gw_buf *b, const void *data, size_t len) {
+    gw_buf_reserve(b, len);
+    if (len)
+        memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len] = 0;
+}
+
+void gw_buf_adds(gw_buf *b, const char *s) {
+    gw_buf_add(b, s, strlen(s));
+}
+
+void gw_buf_printf(gw_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[512];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof tmp) {
+        gw_buf_add(b, tmp, (size_t)n);
+        return;
+    }
+    gw_buf_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void gw_buf_json_str(gw_buf *b, const char *s, size_t len) {
+    gw_buf_reserve(b, len + 2);
+    gw_buf_add(b, "\"", 1);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') {
+            char e[2] = {'\\', (char)ch};
+            gw_buf_add(b, e, 2);
+        } else if (ch < 0x20 || ch == 0x7f) {
+            gw_buf_printf(b, "\\u%04x", ch);
+        } else {
+            gw_buf_add(b, &s[i], 1);
+        }
+    }
+    gw_buf_add(b, "\"", 1);
+}
+
+void gw_buf_free(gw_buf *b) {
+    free(b->p);
+    *b = (gw_buf){0};
+}
+
+int gw_parse_addr(const char *s, char *host, size_t hostcap, int *port) {
+    const char *colon = strrchr(s, ':');
+    if (!colon) { /* a bare port */
+        char *end;
+        long p = strtol(s, &end, 10);
+        if (*s == 0 || *end || p < 0 || p > 65535)
+            return -1;
+        snprintf(host, hostcap, "0.0.0.0");
+        *port = (int)p;
+        return 0;
+    }
+    size_t hl = (size_t)(colon - s);
+    if (hl >= hostcap)
+        return -1;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (colon[1] == 0 || *end || p < 0 || p > 65535)
+        return -1;
+    memcpy(host, s, hl);
+    host[hl] = 0;
+    if (hl == 0)
+        snprintf(host, hostcap, "0.0.0.0");
+    *port = (int)p;
+    return 0;
+}
+
+uint64_t gw_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void gw_log(const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "mini-gateway: %s\n", line);
+}
+
+const char *gw_status_text(int s) {
+    switch (s) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 418: return "I'm a teapot";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    }
+    return "Status";
+}
+
+int gw_listen_tcp(uv_loop_t *loop, uv_tcp_t *tcp, const char *host, int port,
+                  bool reuseport, uv_connection_cb cb) {
+    struct sockaddr_in sa;
+    int rc = uv_ip4_addr(host, port, &sa);
+    if (rc)
+        return rc;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    void *data = tcp->data;
+    if ((rc = uv_tcp_init(loop, tcp))) {
+        close(fd);
+        return rc;
+    }
+    tcp->data = data;
+    if ((rc = uv_tcp_open(tcp, fd)))
+        return rc;
+    return uv_listen((uv_stream_t *)tcp, 1024, cb);
+}
+
+char *gw_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    gw_buf b = {0};
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+        gw_buf_add(&b, tmp, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        gw_buf_free(&b);
+        return NULL;
+    }
+    if (!b.p)
+        gw_buf_reserve(&b, 0), b.p[0] = 0;
+    *len = b.len;
+    return b.p;
+}

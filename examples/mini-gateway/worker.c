@@ -1,0 +1,250 @@
+/*
+ * worker.c - the worker threads: one libuv loop each, with its own
+ * SO_REUSEPORT listener and sy_match_ctx; the message queue the config
+ * side uses to reach them (stop, drop a route's pools); and the route host
+ * data (sy_router_options.route_attach / route_detach) that holds each
+ * route's connection pools, one list per worker.
+ */
+#define _DEFAULT_SOURCE
+#include "proxy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t meta_ms(const sy_route *r, const char *key, uint64_t dflt) {
+    const char *v = sy_route_metadata(r, key);
+    if (!v)
+        return dflt;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    return end != v && n > 0 ? (uint64_t)n : dflt;
+}
+
+void *gw_route_attach(void *data, const sy_route *route) {
+    (void)data;
+    size_t n = (size_t)G.nworkers;
+    gw_route_data *rd = calloc(1, sizeof *rd + n * sizeof(gw_pool *));
+    if (!rd)
+        return NULL; /* the route works without pools */
+    rd->id = strdup(sy_route_id(route));
+    atomic_init(&rd->parts, (int)n);
+    rd->connect_timeout_ms =
+        meta_ms(route, "connect-timeout", G.cfg.connect_timeout_ms);
+    rd->response_timeout_ms =
+        meta_ms(route, "response-timeout", G.cfg.response_timeout_ms);
+    return rd;
+}
+
+static void rd_free(gw_route_data *rd) {
+    free(rd->id);
+    free(rd);
+}
+
+/* One worker is done with rd: its pools are gone. */
+static void rd_part_done(gw_route_data *rd) {
+    if (atomic_fetch_sub(&rd->parts, 1) == 1)
+        rd_free(rd);
+}
+
+static void pools_free_in_place(gw_route_data *rd) {
+    for (int i = 0; i < G.nworkers; i++) {
+        gw_pool *p = rd->pools[i];
+        while (p) {
+            gw_pool *next = p->next;
+            free(p->host);
+            free(p);
+            p = next;
+        }
+        rd->pools[i] = NULL;
+    }
+}
+
+void gw_route_detach(void *data, const sy_route *route, void *host_data) {
+    (void)data;
+    (void)route;
+    gw_route_data *rd = host_data;
+    if (!rd)
+        return;
+    bool running = false;
+    for (int i = 0; i < G.nworkers; i++)
+        running |= G.workers[i].started;
+    if (!running || atomic_load(&G.workers_gone)) {
+        pools_free_in_place(rd);
+        rd_free(rd);
+        return;
+    }
+    for (int i = 0; i < G.nworkers; i++) {
+        gw_msg *m = calloc(1, sizeof *m);
+        if (!m)
+            abort();
+        m->kind = GW_MSG_DROP_ROUTE;
+        m->rd = rd;
+        gw_worker_post(&G.workers[i], m);
+    }
+}
+
+void gw_worker_post(gw_worker *w, gw_msg *msg) {
+    uv_mutex_lock(&w->mq_lock);
+    msg->next = w->mq;
+    w->mq = msg;
+    uv_mutex_unlock(&w->mq_lock);
+    uv_async_send(&w->wake);
+}
+
+static void worker_maybe_exit(gw_worker *w);
+
+void gw_clients_drain(gw_worker *w);
+
+static void start_drain(gw_worker *w) {
+    if (w->draining)
+        return;
+    w->draining = true;
+    uv_close((uv_handle_t *)&w->listener, NULL);
+    gw_clients_drain(w);
+    worker_maybe_exit(w);
+}
+
+/* Messages are handled in arrival order. */
+static void on_wake(uv_async_t *a) {
+    gw_worker *w = a->data;
+    uv_mutex_lock(&w->mq_lock);
+    gw_msg *m = w->mq;
+    w->mq = NULL;
+    uv_mutex_unlock(&w->mq_lock);
+    gw_msg *rev = NULL;
+    while (m) {
+        gw_msg *next = m->next;
+        m->next = rev;
+        rev = m;
+        m = next;
+    }
+    while (rev) {
+        gw_msg *next = rev->next;
+        if (rev->kind == GW_MSG_DROP_ROUTE) {
+            gw_pools_drop(w, rev->rd);
+            rd_part_done(rev->rd);
+        } else {
+            start_drain(w);
+        }
+        free(rev);
+        rev = next;
+    }
+}
+
+/* Called by proxy.c whenever a client connection closes. */
+void gw_worker_client_closed(gw_worker *w);
+void gw_worker_client_closed(gw_worker *w) {
+    worker_maybe_exit(w);
+}
+
+static void worker_maybe_exit(gw_worker *w) {
+    if (!w->draining || w->clients > 0)
+        return;
+    gw_upstream_close_all(w);
+    if (!uv_is_closing((uv_handle_t *)&w->wake))
+        uv_close((uv_handle_t *)&w->wake, NULL);
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+    gw_worker *w = server->data;
+    if (status < 0 || w->draining)
+        return;
+    gw_client_accept(w, server);
+}
+
+static void worker_main(void *arg) {
+    gw_worker *w = arg;
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+}
+
+int gw_workers_init(void) {
+    G.nworkers = G.cfg.workers > 0 ? G.cfg.workers : 1;
+    if (G.nworkers > GW_MAX_WORKERS)
+        G.nworkers = GW_MAX_WORKERS;
+    G.workers = calloc((size_t)G.nworkers, sizeof *G.workers);
+    if (!G.workers)
+        return -1;
+    for (int i = 0; i < G.nworkers; i++) {
+        gw_worker *w = &G.workers[i];
+        w->index = i;
+        w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ gw_now_ms();
+        uv_loop_init(&w->loop);
+        uv_mutex_init(&w->mq_lock);
+        uv_async_init(&w->loop, &w->wake, on_wake);
+        w->wake.data = w;
+        gw_metrics_init(&w->metrics);
+        sy_error err;
+        if (sy_match_ctx_new(NULL, &w->ctx, &err)) {
+            gw_log("match context: %s", err.message);
+            return -1;
+        }
+        w->listener.data = w;
+        int rc = gw_listen_tcp(&w->loop, &w->listener, G.cfg.listen_host,
+                               G.cfg.listen_port, true, on_connection);
+        if (rc) {
+            gw_log("cannot listen on %s:%d: %s", G.cfg.listen_host,
+                   G.cfg.listen_port, uv_strerror(rc));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int gw_workers_start(void) {
+    for (int i = 0; i < G.nworkers; i++) {
+        gw_worker *w = &G.workers[i];
+        w->started = true;
+        if (uv_thread_create(&w->thread, worker_main, w)) {
+            w->started = false;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void gw_workers_stop(void) {
+    for (int i = 0; i < G.nworkers; i++) {
+        gw_msg *m = calloc(1, sizeof *m);
+        if (!m)
+            abort();
+        m->kind = GW_MSG_STOP;
+        gw_worker_post(&G.workers[i], m);
+    }
+    for (int i = 0; i < G.nworkers; i++)
+        if (G.workers[i].started)
+            uv_thread_join(&G.workers[i].thread);
+    atomic_store(&G.workers_gone, true);
+    /* messages that arrived after a loop ended */
+    for (int i = 0; i < G.nworkers; i++) {
+        gw_worker *w = &G.workers[i];
+        uv_mutex_lock(&w->mq_lock);
+        gw_msg *m = w->mq;
+        w->mq = NULL;
+        uv_mutex_unlock(&w->mq_lock);
+        while (m) {
+            gw_msg *next = m->next;
+            if (m->kind == GW_MSG_DROP_ROUTE) {
+                gw_pools_drop(w, m->rd);
+                rd_part_done(m->rd);
+            }
+            free(m);
+            m = next;
+        }
+        sy_match_ctx_free(w->ctx);
+        w->ctx = NULL;
+    }
+}
+
+/* After sy_router_free: the loops have no handles left. */
+void gw_workers_free(void);
+void gw_workers_free(void) {
+    for (int i = 0; i < G.nworkers; i++) {
+        gw_worker *w = &G.workers[i];
+        uv_loop_close(&w->loop);
+        uv_mutex_destroy(&w->mq_lock);
+        gw_metrics_destroy(&w->metrics);
+    }
+    free(G.workers);
+    G.workers = NULL;
+}

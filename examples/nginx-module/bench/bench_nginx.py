@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Benchmark: nginx with N static location blocks vs nginx routing with
+ngx_http_switchyard_module, at 10 and 10,000 routes; and how long a route
+change takes to be served: the module's admin PUT vs `nginx -s reload` of
+the 10,000-location configuration.
+
+  bench_nginx.py MODULE.so [--duration S] [--connections C] [--threads T]
+
+Everything runs on 127.0.0.1 free ports: a backend nginx (one worker,
+`return 200`), the measured nginx (2 workers) and wrk (with a Lua script
+that spreads requests over all routes). Prints figures; asserts nothing.
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+NGINX = os.environ.get("SY_NGINX", "/usr/sbin/nginx")
+COMMON = """
+worker_processes {workers};
+error_log {d}/error.log warn;
+pid {d}/nginx.pid;
+events {{ worker_connections 4096; }}
+"""
+TEMPS = """
+    access_log off;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+"""
+
+
+def die_with_parent():
+    """preexec_fn: nginx gets SIGTERM when this script dies."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("port %d did not open" % port)
+
+
+def get(port, path, method="GET", body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request(method, path, body=body)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+class Nginx:
+    def __init__(self, name, conf_text):
+        self.dir = tempfile.mkdtemp(prefix="sy-bench-%s-" % name)
+        os.chmod(self.dir, 0o755)  # workers of a root master run as nobody
+        self.conf = os.path.join(self.dir, "nginx.conf")
+        self.write(conf_text)
+        self.proc = None
+
+    def write(self, text):
+        with open(self.conf, "w") as f:
+            f.write(text.replace("{d}", self.dir))
+
+    def start(self, port):
+        self.proc = subprocess.Popen(
+            [NGINX, "-p", self.dir, "-c", self.conf, "-g", "daemon off;"],
+            stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
+        wait_port(port)
+
+    def reload(self):
+        subprocess.run([NGINX, "-p", self.dir, "-c", self.conf, "-s",
+                        "reload"], check=True, timeout=60,
+                       capture_output=True)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def static_conf(n, port, backend, probe_version):
+    locs = ["        location /svc%d/ { proxy_pass http://127.0.0.1:%d/; }"
+            % (i, backend) for i in range(n)]
+    locs.append("        location /probe/ { proxy_pass "
+                "http://127.0.0.1:%d/v%d/; }" % (backend, probe_version))
+    return (COMMON.format(workers=2, d="{d}") + "http {\n" +
+            TEMPS.format(d="{d}") +
+            "    server {\n        listen 127.0.0.1:%d;\n" % port +
+            "\n".join(locs) + "\n    }\n}\n")
+
+
+def routes_doc(n, backend, probe_version):
+    uri = "http://127.0.0.1:%d" % backend
+    routes = [{"id": "svc%d" % i, "uri": uri,
+               "predicates": ["Path=/svc%d/**" % i],
+               "filters": ["StripPrefix=1"]} for i in range(n)]
+    routes.append({"id": "probe", "uri": uri, "predicates": ["Path=/probe/**"],
+                   "filters": ["StripPrefix=1",
+                               "PrefixPath=/v%d" % probe_version]})
+    return {"version": str(probe_version), "routes": routes}
+
+
+def module_conf(module, port):
+    return ("load_module %s;\n" % module +
+            COMMON.format(workers=2, d="{d}") + "http {\n" +
+            TEMPS.format(d="{d}") +
+            "    switchyard_routes {d}/bench.json;\n"
+            "    switchyard_zone 64m;\n"
+            "    server {\n        listen 127.0.0.1:%d;\n" % port +
+            "        location /switchyard/ { switchyard_admin; "
+            "client_max_body_size 64m; client_body_buffer_size 8m; }\n"
+            "        location / { switchyard on; "
+            "proxy_pass $switchyard_upstream$switchyard_uri; "
+            "proxy_set_header Host $switchyard_host; }\n"
+            "    }\n}\n")
+
+
+LUA = """
+local n = %d
+request = function()
+  return wrk.format("GET", "/svc" .. math.random(0, n - 1) .. "/x")
+end
+"""
+
+
+def run_wrk(port, n, args, workdir):
+    script = os.path.join(workdir, "routes.lua")
+    with open(script, "w") as f:
+        f.write(LUA % n)
+    out = subprocess.run(
+        ["wrk", "-t%d" % args.threads, "-c%d" % args.connections,
+         "-d%ds" % args.duration, "--latency", "-s", script,
+         "http://127.0.0.1:%d" % port],
+        check=True, capture_output=True, text=True,
+        timeout=args.duration + 60).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[p99.group(2)]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    sockerr = re.search(r"Socket errors: (.*)", out)
+    return {"rps": rps, "p99_ms": float(p99.group(1)) * scale,
+            "non2xx": int(errors.group(1)) if errors else 0,
+            "socket_errors": sockerr.group(1) if sockerr else ""}
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def wait_served(port, version, timeout=120):
+    """Seconds until 20 consecutive fresh-connection requests to /probe/
+    are answered by the new route version, and until the first one."""
+    t0 = time.perf_counter()
+    first, streak = None, 0
+    want = ("/v%d/x" % version).encode()
+    while streak < 20:
+        if time.perf_counter() - t0 > timeout:
+            raise RuntimeError("version %d not served" % version)
+        try:
+            status, body = get(port, "/probe/x")
+        except OSError:
+            streak = 0
+            continue
+        if status == 200 and want in body:
+            streak += 1
+            if first is None:
+                first = time.perf_counter() - t0
+        else:
+            streak = 0
+    return first, time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("module")
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--sizes", default="10,10000")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    module = os.path.abspath(args.module)
+
+    bport = free_port()
+    backend = Nginx("backend", COMMON.format(workers=1, d="{d}") +
+                    "http {\n" + TEMPS.format(d="{d}") +
+                    "    server { listen 127.0.0.1:%d; "
+                    "location / { return 200 \"$uri\\n\"; } }\n}\n" % bport)
+    results = {}
+    change = {}
+    try:
+        backend.start(bport)
+        for n in [int(x) for x in args.sizes.split(",")]:
+            sport, mport = free_port(), free_port()
+            st = Nginx("static%d" % n, static_conf(n, sport, bport, 1))
+            md = Nginx("module%d" % n, module_conf(module, mport))
+            try:
+                with open(os.path.join(md.dir, "bench.json"), "w") as f:
+                    json.dump(routes_doc(n, bport, 1), f)
+                st.start(sport)
+                md.start(mport)
+                # alternate the two on a shared machine; keep the medians
+                runs = {"static": [], "module": []}
+                for _ in range(args.repeat):
+                    runs["static"].append(run_wrk(sport, n, args, st.dir))
+                    runs["module"].append(run_wrk(mport, n, args, md.dir))
+                for kind, rs in runs.items():
+                    results[(kind, n)] = {
+                        "rps": median([r["rps"] for r in rs]),
+                        "p99_ms": median([r["p99_ms"] for r in rs]),
+                        "non2xx": sum(r["non2xx"] for r in rs),
+                        "socket_errors": "; ".join(r["socket_errors"]
+                                                   for r in rs
+                                                   if r["socket_errors"]),
+                        "all_rps": [r["rps"] for r in rs]}
+                if n >= 10000:
+                    st.write(static_conf(n, sport, bport, 2))
+                    t0 = time.perf_counter()
+                    st.reload()
+                    signal_s = time.perf_counter() - t0
+                    first, all_ = wait_served(sport, 2)
+                    # `nginx -s reload` parses the configuration itself
+                    # before it signals the master: its time counts
+                    change["reload"] = {"signal_s": signal_s,
+                                        "first_s": signal_s + first,
+                                        "all_s": signal_s + all_}
+                    body = json.dumps(routes_doc(n, bport, 2))
+                    t0 = time.perf_counter()
+                    status, reply = get(mport, "/switchyard/routes/bench",
+                                        "PUT", body)
+                    put_s = time.perf_counter() - t0
+                    if status != 200:
+                        raise RuntimeError("PUT: %d %r" % (status, reply[:300]))
+                    first, all_ = wait_served(mport, 2)
+                    change["admin PUT document"] = {
+                        "signal_s": put_s, "first_s": put_s + first,
+                        "all_s": put_s + all_}
+                    probe = routes_doc(0, bport, 3)["routes"][0]
+                    t0 = time.perf_counter()
+                    status, reply = get(mport, "/switchyard/routes/bench/probe",
+                                        "PUT", json.dumps(probe))
+                    put_s = time.perf_counter() - t0
+                    if status != 200:
+                        raise RuntimeError("PUT: %d %r" % (status, reply[:300]))
+                    first, all_ = wait_served(mport, 3)
+                    change["admin PUT one route"] = {
+                        "signal_s": put_s, "first_s": put_s + first,
+                        "all_s": put_s + all_}
+            finally:
+                st.stop()
+                md.stop()
+    finally:
+        backend.stop()
+
+    print("nginx %s, wrk -t%d -c%d -d%ds, requests spread over all routes; "
+          "median of %d alternating runs"
+          % (subprocess.run([NGINX, "-v"], capture_output=True,
+                            text=True).stderr.strip().split("/")[-1],
+             args.threads, args.connections, args.duration, args.repeat))
+    print("%-8s %8s %12s %10s %8s" % ("routes", "config", "req/s", "p99 ms",
+                                      "errors"))
+    for (kind, n), r in sorted(results.items(), key=lambda x: (x[0][1],
+                                                               x[0][0])):
+        print("%-8d %8s %12.0f %10.2f %8s   runs: %s" % (
+            n, kind, r["rps"], r["p99_ms"],
+            r["non2xx"] or r["socket_errors"] or 0,
+            " ".join("%.0f" % x for x in r["all_rps"])))
+    for n in sorted({n for _, n in results}):
+        s, m = results.get(("static", n)), results.get(("module", n))
+        if s and m:
+            print("routes %d: module/static req/s = %.3f" % (n, m["rps"] /
+                                                             s["rps"]))
+    for k, v in change.items():
+        print("route change (%s): call %.3f s; from the call's start: first "
+              "new response %.3f s, 20 in a row %.3f s" % (k, v["signal_s"], v["first_s"],
+                                      v["all_s"]))
+    for k in ("admin PUT document", "admin PUT one route"):
+        if "reload" in change and k in change:
+            print("reload / %s: %.1fx (first new response), %.1fx (20 in a "
+                  "row)" % (k, change["reload"]["first_s"] /
+                            change[k]["first_s"],
+                            change["reload"]["all_s"] / change[k]["all_s"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

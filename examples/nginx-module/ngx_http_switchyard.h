@@ -1,0 +1,167 @@
+/*
+ * ngx_http_switchyard.h - types shared by the files of
+ * ngx_http_switchyard_module: configuration, the shared-memory zone that
+ * carries route and instance documents between nginx workers, and the
+ * per-worker router state. docs/nginx.md describes the protocol.
+ */
+#ifndef NGX_HTTP_SWITCHYARD_H
+#define NGX_HTTP_SWITCHYARD_H
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <switchyard.h>
+
+/* Worker slots in the zone (status per worker); workers past this many
+ * route normally but do not report a fingerprint. */
+#define SW_MAX_WORKERS 64
+/* How often an idle worker looks at the zone's generation. */
+#define SW_POLL_MS 100
+#define SW_DEFAULT_ZONE_SIZE (32 * 1024 * 1024)
+
+/* What a stored document is. One entry per (kind, name) for the first
+ * two kinds, one per route id for the last two (the newest change of a
+ * route wins); a routes document for a source supersedes the stored route
+ * changes of that source (the library replaces upserted routes too). */
+typedef enum {
+    SW_DOC_ROUTES = 0,      /* name: source; data: routes document */
+    SW_DOC_INSTANCES = 1,   /* name: service; data: instances list */
+    SW_DOC_ROUTE = 2,       /* name: route id; source; data: one route */
+    SW_DOC_ROUTE_REMOVE = 3 /* name: route id; source; no data */
+} sw_doc_kind;
+
+#define SW_IS_ROUTE_OP(k) ((k) == SW_DOC_ROUTE || (k) == SW_DOC_ROUTE_REMOVE)
+
+/* A document read from a file at configuration time (cycle pool). */
+typedef struct {
+    ngx_str_t path;
+    ngx_str_t name; /* source name (routes) */
+    ngx_str_t text;
+} sw_file_t;
+
+typedef struct {
+    ngx_array_t route_files;    /* sw_file_t, one source each */
+    ngx_array_t instance_files; /* sw_file_t */
+    size_t zone_size;
+    ngx_shm_zone_t *zone;
+    ngx_flag_t used; /* any switchyard directive was seen */
+    /* router options */
+    ngx_flag_t strip_host_port;
+    ngx_flag_t merge_slashes;
+    ngx_uint_t escaped_slashes; /* sy_escaped_slashes */
+} sw_main_conf_t;
+
+typedef struct {
+    ngx_flag_t enable;
+    ngx_flag_t admin;
+} sw_loc_conf_t;
+
+/* ---- the shared zone ---- */
+
+/* One document stored by the admin location (slab memory). */
+typedef struct sw_shm_doc_s sw_shm_doc_t;
+struct sw_shm_doc_s {
+    sw_shm_doc_t *next;
+    ngx_uint_t kind; /* sw_doc_kind */
+    uint64_t seq;    /* zone generation that stored it */
+    size_t name_len;
+    u_char *name;
+    size_t source_len; /* route changes: the route's source */
+    u_char *source;
+    size_t len;
+    u_char *data;
+};
+
+/* What each worker publishes after applying the zone's documents. */
+typedef struct {
+    ngx_pid_t pid;
+    ngx_uint_t epoch;     /* configuration epoch the worker belongs to */
+    uint64_t generation;  /* zone generation applied */
+    uint64_t fingerprint; /* of the worker's live snapshot */
+    uint64_t routes;
+    int64_t updated_ms;
+    int last_rc; /* SY_OK or the code of the last failed sync */
+    char last_error[520];
+} sw_slot_t;
+
+typedef struct {
+    ngx_atomic_t generation; /* bumped by every stored document */
+    ngx_atomic_t epoch;      /* bumped by every (re)load of the config */
+    sw_shm_doc_t *docs;
+    sw_slot_t slots[SW_MAX_WORKERS];
+} sw_shm_t;
+
+typedef struct {
+    sw_shm_t *sh;
+    ngx_slab_pool_t *shpool;
+} sw_zone_ctx_t;
+
+/* A copy of stored documents taken under the zone lock. */
+typedef struct {
+    ngx_uint_t kind;
+    uint64_t seq;
+    char *name;   /* NUL-terminated, malloc */
+    char *source; /* NUL-terminated, malloc ("" unless a route change) */
+    char *data;   /* malloc */
+    size_t len;
+} sw_doc_copy_t;
+
+ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data);
+/* Copies of the documents stored after generation `after` (all: 0),
+ * sorted by seq; *gen gets the generation they bring the reader to.
+ * NGX_DECLINED when the zone belongs to a newer configuration epoch. */
+ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
+                       sw_doc_copy_t **out, size_t *count, uint64_t *gen);
+void sw_docs_free(sw_doc_copy_t *docs, size_t count);
+/* Store a document; *seq receives its generation. */
+ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
+                        ngx_str_t *source, const u_char *data, size_t len,
+                        uint64_t *seq);
+void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
+
+/* ---- the worker's router ---- */
+
+typedef struct {
+    sy_router *router;
+    sy_match_ctx *mctx;
+    sw_main_conf_t *mcf;
+    sw_zone_ctx_t *zone;
+    ngx_uint_t epoch;
+    uint64_t generation; /* zone generation applied */
+    ngx_event_t timer;
+    sy_header *hdrs; /* scratch for a request's headers */
+    size_t hdr_cap;
+    sw_slot_t slot;   /* what this worker last published */
+    ngx_uint_t ticks; /* of the timer */
+} sw_worker_t;
+
+extern sw_worker_t sw_worker;
+extern ngx_module_t ngx_http_switchyard_module;
+
+ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf);
+void sw_worker_stop(void);
+/* Bring the worker's router up to the zone's generation: one atomic read
+ * when nothing changed. */
+void sw_worker_sync(ngx_log_t *log);
+/* Apply one document to this worker's router (the admin location's
+ * validation); err is filled on failure. */
+int sw_worker_apply(ngx_uint_t kind, const char *name, const char *source,
+                    const char *data, size_t len, sy_error *err);
+/* The same checked against this worker's live state without publishing
+ * (sy_router_check): the admin location's validation. */
+int sw_worker_check(ngx_uint_t kind, const char *name, const char *source,
+                    const char *data, size_t len, sy_error *err);
+/* "routes", "instances", "route", "route-remove" */
+const char *sw_kind_name(ngx_uint_t kind);
+void sw_worker_publish(int rc, const sy_error *err);
+/* Check an instances file {"services": {name: [...]}} at config time. */
+int sw_instances_file_check(const char *json, size_t len, sy_error *err);
+
+ngx_int_t sw_admin_handler(ngx_http_request_t *r);
+/* Write a JSON string literal (quotes included) of s into p; returns the
+ * end. p needs 6 * len + 2 bytes. */
+u_char *sw_json_str(u_char *p, const u_char *s, size_t len);
+int64_t sw_now_ms(void);
+
+#endif

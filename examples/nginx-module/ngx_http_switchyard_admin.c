@@ -1,0 +1,481 @@
+/*
+ * ngx_http_switchyard_admin.c - the admin location (switchyard_admin):
+ * PUT <admin>/routes/<source> and PUT <admin>/instances/<service> validate
+ * a document against this worker's router and store it in the zone;
+ * GET <admin>/status reports every worker's generation and fingerprint.
+ */
+#include "ngx_http_switchyard.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+u_char *sw_json_str(u_char *p, const u_char *s, size_t len) {
+    static const char hex[] = "0123456789abcdef";
+    *p++ = '"';
+    for (size_t i = 0; i < len; i++) {
+        u_char c = s[i];
+        if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = c;
+        } else if (c < 0x20) {
+            p = ngx_cpymem(p, "\\u00", 4);
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        } else {
+            *p++ = c;
+        }
+    }
+    *p++ = '"';
+    return p;
+}
+
+static ngx_int_t sw_send(ngx_http_request_t *r, ngx_uint_t status, ngx_buf_t *b,
+                         const char *type) {
+    ngx_chain_t out = {b, NULL};
+    ngx_int_t rc;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = b->last - b->pos;
+    r->headers_out.content_type.data = (u_char *)type;
+    r->headers_out.content_type.len = ngx_strlen(type);
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    b->last_buf = (r == r->main);
+    b->last_in_chain = 1;
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only)
+        return rc;
+    return ngx_http_output_filter(r, &out);
+}
+
+static ngx_int_t sw_send_json(ngx_http_request_t *r, ngx_uint_t status,
+                              ngx_buf_t *b) {
+    return sw_send(r, status, b, "application/json");
+}
+
+static ngx_int_t sw_send_error(ngx_http_request_t *r, ngx_uint_t status,
+                               const sy_error *err) {
+    size_t pl = strlen(err->path), ml = strlen(err->message);
+    const char *name = sy_strerror(err->code);
+    ngx_buf_t *b =
+        ngx_create_temp_buf(r->pool, 6 * (pl + ml + strlen(name)) + 256);
+    if (b == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    b->last =
+        ngx_sprintf(b->last, "{\"error\":{\"code\":%d,\"name\":", err->code);
+    b->last = sw_json_str(b->last, (u_char *)name, strlen(name));
+    b->last = ngx_cpymem(b->last, ",\"path\":", 8);
+    b->last = sw_json_str(b->last, (u_char *)err->path, pl);
+    b->last = ngx_cpymem(b->last, ",\"message\":", 11);
+    b->last = sw_json_str(b->last, (u_char *)err->message, ml);
+    b->last =
+        ngx_sprintf(b->last, ",\"line\":%uD,\"column\":%uD,\"offset\":%uz}}\n",
+                    err->line, err->column, err->offset);
+    return sw_send_json(r, status, b);
+}
+
+static ngx_int_t sw_send_message(ngx_http_request_t *r, ngx_uint_t status,
+                                 int code, const char *msg) {
+    sy_error err;
+    ngx_memzero(&err, sizeof err);
+    err.code = code;
+    snprintf(err.message, sizeof err.message, "%s", msg);
+    return sw_send_error(r, status, &err);
+}
+
+/* This worker's view of its sources (sy_router_source_status). Needs
+ * SW_SOURCE_JSON_MAX bytes per source. */
+#define SW_SOURCE_JSON_MAX (6 * (128 + 128 + 256 + 256) + 400)
+static u_char *sw_sources_json(u_char *p) {
+    size_t n = sy_router_source_count(sw_worker.router);
+    sy_source_status st;
+    sy_error err;
+
+    p = ngx_cpymem(p, ",\"sources\":[", 12);
+    for (size_t i = 0; i < n; i++) {
+        if (sy_router_source_status(sw_worker.router, i, &st, &err))
+            break;
+        p = ngx_cpymem(p, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
+        p = sw_json_str(p, (u_char *)st.name, ngx_strlen(st.name));
+        p = ngx_cpymem(p, ",\"version\":", 11);
+        p = sw_json_str(p, (u_char *)st.version, ngx_strlen(st.version));
+        p = ngx_sprintf(p,
+                        ",\"applied\":%s,\"checksum\":\"%016uxL\","
+                        "\"fingerprint\":\"%016uxL\",\"routes\":%uz,"
+                        "\"last_apply_ms\":%L,\"last_result\":%d,"
+                        "\"applied_count\":%uL,\"skipped_count\":%uL,"
+                        "\"failed_count\":%uL,\"last_error\":",
+                        st.applied ? "true" : "false", st.checksum,
+                        st.fingerprint, st.routes, st.last_apply_ms,
+                        st.last_result, st.applied_count, st.skipped_count,
+                        st.failed_count);
+        if (st.last_error.code) {
+            p = ngx_cpymem(p, "{\"path\":", 8);
+            p = sw_json_str(p, (u_char *)st.last_error.path,
+                            ngx_strlen(st.last_error.path));
+            p = ngx_cpymem(p, ",\"message\":", 11);
+            p = sw_json_str(p, (u_char *)st.last_error.message,
+                            ngx_strlen(st.last_error.message));
+            *p++ = '}';
+        } else {
+            p = ngx_cpymem(p, "null", 4);
+        }
+        *p++ = '}';
+    }
+    *p++ = ']';
+    return p;
+}
+
+/* GET <admin>/status */
+static ngx_int_t sw_status(ngx_http_request_t *r) {
+    sw_zone_ctx_t *z = sw_worker.zone;
+    sw_shm_doc_t *d;
+    size_t size = 512 + SW_MAX_WORKERS * (200 + 6 * 520) +
+                  sy_router_source_count(sw_worker.router) * SW_SOURCE_JSON_MAX,
+           ndocs = 0;
+    ngx_buf_t *b;
+    sw_slot_t slots[SW_MAX_WORKERS];
+    uint64_t gen, epoch;
+    bool converged = true, first = true;
+    uint64_t fp0 = 0;
+    int nslots = 0;
+
+    sw_worker_sync(r->connection->log);
+    ngx_shmtx_lock(&z->shpool->mutex);
+    for (d = z->sh->docs; d; d = d->next)
+        ndocs++, size += 6 * (d->name_len + d->source_len) + 140;
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        ngx_shmtx_unlock(&z->shpool->mutex);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    gen = z->sh->generation;
+    epoch = z->sh->epoch;
+    ngx_memcpy(slots, z->sh->slots, sizeof slots);
+    b->last = ngx_sprintf(b->last,
+                          "{\"generation\":%uL,\"epoch\":%uL,"
+                          "\"documents\":[",
+                          gen, epoch);
+    for (d = z->sh->docs; d; d = d->next) {
+        b->last =
+            ngx_sprintf(b->last, "%s{\"kind\":\"%s\",\"name\":",
+                        d == z->sh->docs ? "" : ",", sw_kind_name(d->kind));
+        b->last = sw_json_str(b->last, d->name, d->name_len);
+        if (SW_IS_ROUTE_OP(d->kind)) {
+            b->last = ngx_cpymem(b->last, ",\"source\":", 10);
+            b->last = sw_json_str(b->last, d->source, d->source_len);
+        }
+        b->last = ngx_sprintf(b->last, ",\"generation\":%uL,\"bytes\":%uz}",
+                              d->seq, d->len);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+
+    b->last = ngx_cpymem(b->last, "],\"workers\":[", 13);
+    for (int i = 0; i < SW_MAX_WORKERS; i++) {
+        sw_slot_t *s = &slots[i];
+        if (s->pid == 0 || s->epoch != epoch)
+            continue;
+        if (first)
+            fp0 = s->fingerprint, first = false;
+        if (s->fingerprint != fp0 || s->generation != gen)
+            converged = false;
+        b->last = ngx_sprintf(b->last,
+                              "%s{\"worker\":%d,\"pid\":%P,\"generation\":%uL,"
+                              "\"fingerprint\":\"%016uxL\",\"routes\":%uL,"
+                              "\"updated_ms\":%L,\"error\":",
+                              nslots ? "," : "", i, s->pid, s->generation,
+                              s->fingerprint, s->routes, s->updated_ms);
+        if (s->last_rc)
+            b->last = sw_json_str(b->last, (u_char *)s->last_error,
+                                  strlen(s->last_error));
+        else
+            b->last = ngx_cpymem(b->last, "null", 4);
+        *b->last++ = '}';
+        nslots++;
+    }
+    b->last = ngx_sprintf(b->last, "],\"converged\":%s,\"this_worker\":%P",
+                          converged && nslots ? "true" : "false", ngx_pid);
+    b->last = sw_sources_json(b->last);
+    b->last = ngx_cpymem(b->last, "}\n", 2);
+    return sw_send_json(r, NGX_HTTP_OK, b);
+}
+
+/* GET <admin>/metrics: the answering worker's router metrics in the
+ * Prometheus text format. */
+static ngx_int_t sw_metrics(ngx_http_request_t *r) {
+    size_t need = 0;
+    ngx_buf_t *b;
+    ngx_int_t rc;
+
+    sw_worker_sync(r->connection->log);
+    if (sy_router_metrics_text(sw_worker.router, NULL, 0, &need, NULL) !=
+            SY_ETOOSMALL &&
+        need == 0)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    need += 256; /* room for a source added meanwhile */
+    b = ngx_create_temp_buf(r->pool, need);
+    if (b == NULL || sy_router_metrics_text(sw_worker.router, (char *)b->pos,
+                                            need, &need, NULL) != SY_OK)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    b->last = b->pos + need;
+    rc = sw_send(r, NGX_HTTP_OK, b, "text/plain; version=0.0.4");
+    return rc;
+}
+
+/* The request body as one malloc'ed buffer. */
+static u_char *sw_body(ngx_http_request_t *r, size_t *len) {
+    size_t n = 0;
+    u_char *buf, *p;
+    ngx_chain_t *cl;
+
+    if (r->request_body == NULL) {
+        *len = 0;
+        return malloc(1);
+    }
+    /* a buffer is read from its file when it has one (as below) */
+    for (cl = r->request_body->bufs; cl; cl = cl->next)
+        n += cl->buf->in_file ? (size_t)(cl->buf->file_last - cl->buf->file_pos)
+                              : (size_t)(cl->buf->last - cl->buf->pos);
+    buf = malloc(n + 1);
+    if (buf == NULL)
+        return NULL;
+    p = buf;
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        ngx_buf_t *b = cl->buf;
+        if (b->in_file) {
+            ssize_t got = ngx_read_file(
+                b->file, p, (size_t)(b->file_last - b->file_pos), b->file_pos);
+            if (got != b->file_last - b->file_pos) {
+                free(buf);
+                return NULL;
+            }
+            p += got;
+        } else {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+        }
+    }
+    *p = '\0';
+    *len = (size_t)(p - buf);
+    return buf;
+}
+
+typedef struct {
+    ngx_uint_t kind;
+    ngx_str_t name;   /* source, service or route id */
+    ngx_str_t source; /* route changes: the source */
+} sw_admin_ctx_t;
+
+static void sw_cstr(char *dst, size_t cap, ngx_str_t *s) {
+    size_t n = ngx_min(s->len, cap - 1);
+    ngx_memcpy(dst, s->data, n);
+    dst[n] = '\0';
+}
+
+/* A one-route body must name the route of its URL. */
+static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
+                             sy_error *err) {
+    cJSON *root = cJSON_ParseWithLength((const char *)body, len);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
+    int rc = 0;
+
+    if (root && cJSON_IsString(id) &&
+        (ngx_strlen(id->valuestring) != a->name.len ||
+         ngx_strncmp(id->valuestring, a->name.data, a->name.len) != 0)) {
+        ngx_memzero(err, sizeof *err);
+        err->code = rc = SY_EARG;
+        ngx_cpystrn((u_char *)err->path, (u_char *)"id", sizeof err->path);
+        ngx_snprintf((u_char *)err->message, sizeof err->message - 1,
+                     "the route's id is not the one of the URL (%V)%Z",
+                     &a->name);
+    }
+    cJSON_Delete(root); /* other shape errors are the library's to report */
+    return rc;
+}
+
+/* Check a change against this worker's router (sy_router_check: nothing
+ * is published), store it in the zone and answer. The caller then applies
+ * it (sw_worker_sync), after the answer is on its way. */
+static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
+    size_t len = 0;
+    u_char *body = a->kind == SW_DOC_ROUTE_REMOVE ? NULL : sw_body(r, &len);
+    char name[256], source[256];
+    sy_error err;
+    uint64_t seq;
+    int rc;
+
+    if (body == NULL && a->kind != SW_DOC_ROUTE_REMOVE)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    sw_cstr(name, sizeof name, &a->name);
+    sw_cstr(source, sizeof source, &a->source);
+
+    /* check against this worker's router, brought up to date first: a
+     * change that fails here is stored nowhere */
+    sw_worker_sync(r->connection->log);
+    rc = a->kind == SW_DOC_ROUTE ? sw_check_route_id(a, body, len, &err) : 0;
+    if (rc == 0)
+        rc = sw_worker_check(a->kind, name, source, (char *)body, len, &err);
+    if (rc) {
+        free(body);
+        return sw_send_error(r,
+                             rc == SY_ENOTFOUND &&
+                                     a->kind == SW_DOC_ROUTE_REMOVE
+                                 ? NGX_HTTP_NOT_FOUND
+                                 : NGX_HTTP_BAD_REQUEST,
+                             &err);
+    }
+    if (sw_zone_store(sw_worker.zone, a->kind, &a->name, &a->source,
+                      body ? body : (u_char *)"", len, &seq) != NGX_OK) {
+        free(body);
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: zone is full, change not stored");
+        return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,
+                               "the switchyard zone is full "
+                               "(switchyard_zone)");
+    }
+    free(body);
+
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 200);
+    if (b == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    b->last = ngx_sprintf(b->last,
+                          "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
+    b->last = sw_json_str(b->last, a->name.data, a->name.len);
+    b->last = ngx_sprintf(b->last, ",\"generation\":%uL}\n", seq);
+    return sw_send_json(r, NGX_HTTP_OK, b);
+}
+
+static void sw_body_handler(ngx_http_request_t *r) {
+    sw_admin_ctx_t *a = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_http_finalize_request(r, sw_change(r, a));
+    /* the answer is written: now apply the change here too (the request
+     * and its connection may be gone: the cycle's log) */
+    sw_worker_sync(ngx_cycle->log);
+}
+
+static bool sw_is_source(ngx_str_t *name) {
+    sw_file_t *f = sw_worker.mcf->route_files.elts;
+    for (ngx_uint_t i = 0; i < sw_worker.mcf->route_files.nelts; i++)
+        if (f[i].name.len == name->len &&
+            ngx_strncmp(f[i].name.data, name->data, name->len) == 0)
+            return true;
+    return false;
+}
+
+/* Split "a/b" (or "a"); false for empty parts, more slashes or names
+ * longer than 127 bytes. */
+static bool sw_split(ngx_str_t *s, ngx_str_t *first, ngx_str_t *second) {
+    u_char *slash = ngx_strlchr(s->data, s->data + s->len, '/');
+    first->data = s->data;
+    first->len = slash ? (size_t)(slash - s->data) : s->len;
+    second->len = 0;
+    second->data = NULL;
+    if (slash) {
+        second->data = slash + 1;
+        second->len = s->len - first->len - 1;
+        if (second->len == 0 || second->len > 127 ||
+            ngx_strlchr(second->data, second->data + second->len, '/'))
+            return false;
+    }
+    return first->len > 0 && first->len <= 127;
+}
+
+ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
+    ngx_http_core_loc_conf_t *clcf =
+        ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+    u_char *p = r->uri.data, *end = r->uri.data + r->uri.len;
+    sw_admin_ctx_t *a;
+    ngx_str_t rest, first, second;
+    ngx_int_t rc;
+
+    if (sw_worker.router == NULL)
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    if (r->uri.len >= clcf->name.len)
+        p += clcf->name.len;
+    while (p < end && *p == '/')
+        p++;
+    rest.data = p;
+    rest.len = end - p;
+
+    if (rest.len == 6 && ngx_strncmp(p, "status", 6) == 0) {
+        if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)))
+            return NGX_HTTP_NOT_ALLOWED;
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK)
+            return rc;
+        return sw_status(r);
+    }
+    if (rest.len == 7 && ngx_strncmp(p, "metrics", 7) == 0) {
+        if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)))
+            return NGX_HTTP_NOT_ALLOWED;
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK)
+            return rc;
+        return sw_metrics(r);
+    }
+    a = ngx_pcalloc(r->pool, sizeof *a);
+    if (a == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (rest.len > 7 && ngx_strncmp(p, "routes/", 7) == 0) {
+        rest.data += 7, rest.len -= 7;
+        if (!sw_split(&rest, &first, &second))
+            return NGX_HTTP_NOT_FOUND;
+        if (second.len == 0) {
+            if (r->method != NGX_HTTP_PUT)
+                return NGX_HTTP_NOT_ALLOWED;
+            a->kind = SW_DOC_ROUTES;
+            a->name = first;
+        } else {
+            if (!(r->method & (NGX_HTTP_PUT | NGX_HTTP_DELETE)))
+                return NGX_HTTP_NOT_ALLOWED;
+            a->kind =
+                r->method == NGX_HTTP_PUT ? SW_DOC_ROUTE : SW_DOC_ROUTE_REMOVE;
+            a->name = second;
+        }
+        a->source = first;
+        if (!sw_is_source(&first)) {
+            rc = ngx_http_discard_request_body(r);
+            if (rc != NGX_OK)
+                return rc;
+            return sw_send_message(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
+                                   "no such source: sources are the files "
+                                   "of switchyard_routes");
+        }
+    } else if (rest.len > 10 && ngx_strncmp(p, "instances/", 10) == 0) {
+        rest.data += 10, rest.len -= 10;
+        if (!sw_split(&rest, &first, &second) || second.len)
+            return NGX_HTTP_NOT_FOUND;
+        if (r->method != NGX_HTTP_PUT)
+            return NGX_HTTP_NOT_ALLOWED;
+        a->kind = SW_DOC_INSTANCES;
+        a->name = first;
+    } else {
+        return NGX_HTTP_NOT_FOUND;
+    }
+    if (a->kind == SW_DOC_ROUTE_REMOVE) {
+        /* the route must live in that source */
+        const char *src = NULL;
+        char id[256];
+        sw_cstr(id, sizeof id, &a->name);
+        sw_worker_sync(r->connection->log);
+        sy_snapshot *snap = sy_router_acquire(sw_worker.router);
+        bool found = sy_snapshot_find_route(snap, id, &src) != NULL && src &&
+                     ngx_strlen(src) == a->source.len &&
+                     ngx_strncmp(src, a->source.data, a->source.len) == 0;
+        sy_snapshot_release(snap);
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK)
+            return rc;
+        if (!found)
+            return sw_send_message(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
+                                   "no such route in this source");
+        rc = sw_change(r, a);
+        sw_worker_sync(r->connection->log);
+        return rc;
+    }
+    ngx_http_set_ctx(r, a, ngx_http_switchyard_module);
+    rc = ngx_http_read_client_request_body(r, sw_body_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE)
+        return rc;
+    return NGX_DONE;
+}

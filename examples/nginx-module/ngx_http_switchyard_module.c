@@ -1,0 +1,765 @@
+/*
+ * ngx_http_switchyard_module.c - the module's directives, configuration,
+ * worker start and stop, the request phase that routes a request with the
+ * worker's sy_router, the $switchyard_* variables, and the header filter
+ * that applies a route's response filters. docs/nginx.md is the manual.
+ */
+#include "ngx_http_switchyard.h"
+
+#include <string.h>
+
+/* What routing decided for one request; strings live in r->pool. */
+typedef struct {
+    ngx_str_t route;
+    ngx_str_t upstream; /* scheme://host:port */
+    ngx_str_t uri;      /* path?query */
+    ngx_str_t host;     /* Host header to send */
+    ngx_str_t instance;
+    ngx_str_t version;
+    ngx_int_t status; /* SetStatus on a proxied response, or 0 */
+    sy_response_op *ops;
+    ngx_uint_t op_count;
+    /* lb:// routes: the target, for the outcome report at the log phase,
+     * and the snapshot it came from, held until the request's pool goes */
+    sy_target target;
+    sy_snapshot *snap;
+} sw_req_ctx_t;
+
+static ngx_int_t sw_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t sw_postconfiguration(ngx_conf_t *cf);
+static void *sw_create_main_conf(ngx_conf_t *cf);
+static char *sw_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *sw_create_loc_conf(ngx_conf_t *cf);
+static char *sw_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child);
+static char *sw_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *sw_instances(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *sw_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *sw_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static ngx_int_t sw_init_process(ngx_cycle_t *cycle);
+static void sw_exit_process(ngx_cycle_t *cycle);
+
+static ngx_http_output_header_filter_pt sw_next_header_filter;
+
+static ngx_conf_enum_t sw_escaped_slashes[] = {
+    {ngx_string("keep"), SY_SLASHES_KEEP},
+    {ngx_string("reject"), SY_SLASHES_REJECT},
+    {ngx_string("decode"), SY_SLASHES_DECODE},
+    {ngx_null_string, 0}};
+
+static ngx_command_t sw_commands[] = {
+    {ngx_string("switchyard_routes"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     sw_routes, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
+    {ngx_string("switchyard_instances"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     sw_instances, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
+    {ngx_string("switchyard_zone"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     sw_zone, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
+    {ngx_string("switchyard_strip_host_port"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(sw_main_conf_t, strip_host_port),
+     NULL},
+    {ngx_string("switchyard_merge_slashes"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot, NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(sw_main_conf_t, merge_slashes), NULL},
+    {ngx_string("switchyard_escaped_slashes"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_enum_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(sw_main_conf_t, escaped_slashes),
+     sw_escaped_slashes},
+    {ngx_string("switchyard"),
+     NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(sw_loc_conf_t, enable), NULL},
+    {ngx_string("switchyard_admin"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+     sw_admin, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL},
+    ngx_null_command};
+
+static ngx_http_module_t sw_module_ctx = {
+    sw_preconfiguration,  /* preconfiguration */
+    sw_postconfiguration, /* postconfiguration */
+    sw_create_main_conf,  /* create main configuration */
+    sw_init_main_conf,    /* init main configuration */
+    NULL,                 /* create server configuration */
+    NULL,                 /* merge server configuration */
+    sw_create_loc_conf,   /* create location configuration */
+    sw_merge_loc_conf     /* merge location configuration */
+};
+
+ngx_module_t ngx_http_switchyard_module = {
+    NGX_MODULE_V1,   &sw_module_ctx, sw_commands,
+    NGX_HTTP_MODULE, NULL,           NULL,
+    sw_init_process, NULL,           NULL,
+    sw_exit_process, NULL,           NGX_MODULE_V1_PADDING};
+
+/* ---- configuration ---- */
+
+static void *sw_create_main_conf(ngx_conf_t *cf) {
+    sw_main_conf_t *mcf = ngx_pcalloc(cf->pool, sizeof *mcf);
+    if (mcf == NULL)
+        return NULL;
+    if (ngx_array_init(&mcf->route_files, cf->pool, 4, sizeof(sw_file_t)) !=
+            NGX_OK ||
+        ngx_array_init(&mcf->instance_files, cf->pool, 2, sizeof(sw_file_t)) !=
+            NGX_OK)
+        return NULL;
+    mcf->zone_size = NGX_CONF_UNSET_SIZE;
+    mcf->strip_host_port = NGX_CONF_UNSET;
+    mcf->merge_slashes = NGX_CONF_UNSET;
+    mcf->escaped_slashes = NGX_CONF_UNSET_UINT;
+    return mcf;
+}
+
+static char *sw_init_main_conf(ngx_conf_t *cf, void *conf) {
+    sw_main_conf_t *mcf = conf;
+    ngx_conf_init_size_value(mcf->zone_size, SW_DEFAULT_ZONE_SIZE);
+    ngx_conf_init_value(mcf->strip_host_port, 0);
+    ngx_conf_init_value(mcf->merge_slashes, 0);
+    ngx_conf_init_uint_value(mcf->escaped_slashes, SY_SLASHES_KEEP);
+    return NGX_CONF_OK;
+}
+
+static void *sw_create_loc_conf(ngx_conf_t *cf) {
+    sw_loc_conf_t *lcf = ngx_pcalloc(cf->pool, sizeof *lcf);
+    if (lcf == NULL)
+        return NULL;
+    lcf->enable = NGX_CONF_UNSET;
+    lcf->admin = 0;
+    return lcf;
+}
+
+static char *sw_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
+    sw_loc_conf_t *prev = parent, *conf = child;
+    ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    if (conf->enable) {
+        sw_main_conf_t *mcf =
+            ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
+        mcf->used = 1;
+    }
+    return NGX_CONF_OK;
+}
+
+/* Read a whole file into the configuration pool, NUL-terminated. */
+static char *sw_read_conf_file(ngx_conf_t *cf, ngx_str_t *name, sw_file_t *f) {
+    ngx_file_t file;
+    ngx_file_info_t fi;
+    ssize_t n;
+
+    f->path = *name;
+    if (ngx_conf_full_name(cf->cycle, &f->path, 1) != NGX_OK)
+        return NGX_CONF_ERROR;
+    ngx_memzero(&file, sizeof file);
+    file.name = f->path;
+    file.log = cf->log;
+    file.fd = ngx_open_file(f->path.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (file.fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_open_file_n " \"%V\" failed", &f->path);
+        return NGX_CONF_ERROR;
+    }
+    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR) {
+        ngx_close_file(file.fd);
+        return NGX_CONF_ERROR;
+    }
+    size_t size = (size_t)ngx_file_size(&fi);
+    f->text.data = ngx_pnalloc(cf->pool, size + 1);
+    if (f->text.data == NULL) {
+        ngx_close_file(file.fd);
+        return NGX_CONF_ERROR;
+    }
+    n = ngx_read_file(&file, f->text.data, size, 0);
+    ngx_close_file(file.fd);
+    if (n != (ssize_t)size) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "cannot read \"%V\"",
+                           &f->path);
+        return NGX_CONF_ERROR;
+    }
+    f->text.data[size] = '\0';
+    f->text.len = size;
+    return NGX_CONF_OK;
+}
+
+static void sw_conf_error(ngx_conf_t *cf, ngx_str_t *path,
+                          const sy_error *err) {
+    if (err->line)
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "switchyard: %V: line %uD, column %uD: %s", path,
+                           err->line, err->column, err->message);
+    else
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "switchyard: %V: %s: %s", path,
+                           err->path[0] ? err->path : "$", err->message);
+}
+
+static char *sw_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    sw_main_conf_t *mcf = conf;
+    ngx_str_t *value = cf->args->elts;
+    sw_file_t *f, *all;
+    sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+    sy_document *doc;
+    sy_error err;
+    u_char *base, *end;
+
+    f = ngx_array_push(&mcf->route_files);
+    if (f == NULL || sw_read_conf_file(cf, &value[1], f) != NGX_CONF_OK)
+        return NGX_CONF_ERROR;
+    /* the source is the file's base name without ".json" */
+    end = f->path.data + f->path.len;
+    base = end;
+    while (base > f->path.data && base[-1] != '/')
+        base--;
+    if (end - base > 5 && ngx_strncmp(end - 5, ".json", 5) == 0)
+        end -= 5;
+    f->name.len = (size_t)(end - base);
+    if (f->name.len == 0 || f->name.len > 127) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "switchyard: \"%V\": a source name (the file's "
+                           "base name) must be 1 to 127 bytes",
+                           &f->path);
+        return NGX_CONF_ERROR;
+    }
+    f->name.data = ngx_pnalloc(cf->pool, f->name.len + 1);
+    if (f->name.data == NULL)
+        return NGX_CONF_ERROR;
+    ngx_memcpy(f->name.data, base, f->name.len);
+    f->name.data[f->name.len] = '\0';
+    all = mcf->route_files.elts;
+    for (ngx_uint_t i = 0; i + 1 < mcf->route_files.nelts; i++)
+        if (all[i].name.len == f->name.len &&
+            ngx_strncmp(all[i].name.data, f->name.data, f->name.len) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "switchyard: source \"%V\" is defined twice",
+                               &f->name);
+            return NGX_CONF_ERROR;
+        }
+    /* a bad file fails the configuration (nginx -t, reload) */
+    if (sy_document_parse((char *)f->text.data, f->text.len, &po, &doc, &err)) {
+        sw_conf_error(cf, &f->path, &err);
+        return NGX_CONF_ERROR;
+    }
+    sy_document_free(doc);
+    mcf->used = 1;
+    return NGX_CONF_OK;
+}
+
+static char *sw_instances(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    sw_main_conf_t *mcf = conf;
+    ngx_str_t *value = cf->args->elts;
+    sy_error err;
+    sw_file_t *f = ngx_array_push(&mcf->instance_files);
+
+    if (f == NULL || sw_read_conf_file(cf, &value[1], f) != NGX_CONF_OK)
+        return NGX_CONF_ERROR;
+    if (sw_instances_file_check((char *)f->text.data, f->text.len, &err)) {
+        sw_conf_error(cf, &f->path, &err);
+        return NGX_CONF_ERROR;
+    }
+    mcf->used = 1;
+    return NGX_CONF_OK;
+}
+
+static char *sw_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    sw_main_conf_t *mcf = conf;
+    ngx_str_t *value = cf->args->elts;
+    ssize_t size;
+
+    if (mcf->zone_size != NGX_CONF_UNSET_SIZE)
+        return "is duplicate";
+    size = ngx_parse_size(&value[1]);
+    if (size == NGX_ERROR || size < (ssize_t)(8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "switchyard_zone: invalid size \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+    mcf->zone_size = (size_t)size;
+    mcf->used = 1;
+    return NGX_CONF_OK;
+}
+
+static char *sw_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    sw_loc_conf_t *lcf = conf;
+    ngx_http_core_loc_conf_t *clcf;
+    sw_main_conf_t *mcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
+
+    if (lcf->admin)
+        return "is duplicate";
+    lcf->admin = 1;
+    mcf->used = 1;
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = sw_admin_handler;
+    return NGX_CONF_OK;
+}
+
+/* ---- variables ---- */
+
+static ngx_int_t sw_var(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+                        uintptr_t data) {
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_str_t *s;
+
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+    s = (ngx_str_t *)((u_char *)ctx + data);
+    if (s->data == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+    v->data = s->data;
+    v->len = s->len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    return NGX_OK;
+}
+
+static ngx_http_variable_t sw_vars[] = {
+    {ngx_string("switchyard_route"), NULL, sw_var,
+     offsetof(sw_req_ctx_t, route), NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("switchyard_upstream"), NULL, sw_var,
+     offsetof(sw_req_ctx_t, upstream), NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("switchyard_uri"), NULL, sw_var, offsetof(sw_req_ctx_t, uri),
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("switchyard_host"), NULL, sw_var, offsetof(sw_req_ctx_t, host),
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("switchyard_instance"), NULL, sw_var,
+     offsetof(sw_req_ctx_t, instance), NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("switchyard_version"), NULL, sw_var,
+     offsetof(sw_req_ctx_t, version), NGX_HTTP_VAR_NOCACHEABLE, 0},
+    ngx_http_null_variable};
+
+static ngx_int_t sw_preconfiguration(ngx_conf_t *cf) {
+    for (ngx_http_variable_t *v = sw_vars; v->name.len; v++) {
+        ngx_http_variable_t *var =
+            ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL)
+            return NGX_ERROR;
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+    return NGX_OK;
+}
+
+/* ---- routing a request ---- */
+
+static ngx_int_t sw_pstr(ngx_http_request_t *r, ngx_str_t *dst, const char *src,
+                         size_t len) {
+    dst->data = ngx_pnalloc(r->pool, len + 1);
+    if (dst->data == NULL)
+        return NGX_ERROR;
+    ngx_memcpy(dst->data, src, len);
+    dst->data[len] = '\0';
+    dst->len = len;
+    return NGX_OK;
+}
+
+/* The request's headers as sy_header slices (worker scratch). */
+static ngx_int_t sw_request_headers(ngx_http_request_t *r, sy_request *req) {
+    ngx_list_part_t *part = &r->headers_in.headers.part;
+    size_t n = 0;
+
+    for (; part; part = part->next) {
+        ngx_table_elt_t *h = part->elts;
+        for (ngx_uint_t i = 0; i < part->nelts; i++) {
+            if (n == sw_worker.hdr_cap) {
+                size_t cap = sw_worker.hdr_cap ? 2 * sw_worker.hdr_cap : 32;
+                sy_header *nh = realloc(sw_worker.hdrs, cap * sizeof *nh);
+                if (nh == NULL)
+                    return NGX_ERROR;
+                sw_worker.hdrs = nh;
+                sw_worker.hdr_cap = cap;
+            }
+            sw_worker.hdrs[n].name =
+                (sy_str){(char *)h[i].key.data, h[i].key.len};
+            sw_worker.hdrs[n].value =
+                (sy_str){(char *)h[i].value.data, h[i].value.len};
+            n++;
+        }
+    }
+    req->headers = sw_worker.hdrs;
+    req->header_count = n;
+    return NGX_OK;
+}
+
+/* Replace the request's headers by the filter plan's list. */
+static ngx_int_t sw_set_headers(ngx_http_request_t *r, const sy_header *hs,
+                                size_t n) {
+    ngx_list_t list;
+    if (ngx_list_init(&list, r->pool, n ? n : 1, sizeof(ngx_table_elt_t)) !=
+        NGX_OK)
+        return NGX_ERROR;
+    for (size_t i = 0; i < n; i++) {
+        ngx_table_elt_t *h = ngx_list_push(&list);
+        if (h == NULL ||
+            sw_pstr(r, &h->key, hs[i].name.ptr, hs[i].name.len) != NGX_OK ||
+            sw_pstr(r, &h->value, hs[i].value.ptr, hs[i].value.len) != NGX_OK)
+            return NGX_ERROR;
+        h->lowcase_key = ngx_pnalloc(r->pool, h->key.len);
+        if (h->lowcase_key == NULL)
+            return NGX_ERROR;
+        h->hash = ngx_hash_strlow(h->lowcase_key, h->key.data, h->key.len);
+    }
+    r->headers_in.headers = list;
+    return NGX_OK;
+}
+
+/* 404, 405 with Allow, or 400 from the library's no-match reason. */
+static ngx_int_t sw_answer_nomatch(ngx_http_request_t *r) {
+    sy_str allow = {NULL, 0};
+
+    switch (sy_match_ctx_nomatch(sw_worker.mctx, &allow)) {
+    case SY_NOMATCH_METHOD: {
+        ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL)
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        h->hash = 1;
+        ngx_str_set(&h->key, "Allow");
+        if (sw_pstr(r, &h->value, allow.ptr ? allow.ptr : "", allow.len) !=
+            NGX_OK)
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+    case SY_NOMATCH_BAD_PATH: return NGX_HTTP_BAD_REQUEST;
+    case SY_NOMATCH_BUDGET: return NGX_HTTP_SERVICE_UNAVAILABLE;
+    default: return NGX_HTTP_NOT_FOUND;
+    }
+}
+
+/* The proxied target in one library call: where to connect, the path and
+ * query, the Host to send and the request headers after filters. */
+static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                           sy_match *m) {
+    sy_target t;
+    sy_error err;
+    const char *scheme;
+    size_t hl;
+    bool v6;
+    u_char *p;
+
+    if (sy_match_target(m, NULL, 0, &t, &err)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "switchyard: route \"%V\": %s", &ctx->route, err.message);
+        return err.code == SY_ENOINSTANCE ? NGX_HTTP_SERVICE_UNAVAILABLE
+                                          : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (t.kind != SY_UPSTREAM_URL && t.kind != SY_UPSTREAM_SERVICE) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "switchyard: route \"%V\": forward: and no:// routes "
+                      "are not supported by the module",
+                      &ctx->route);
+        return NGX_HTTP_BAD_GATEWAY;
+    }
+    /* nginx proxies WebSocket over http(s) with the Upgrade headers */
+    scheme = t.scheme;
+    if (ngx_strcmp(scheme, "ws") == 0)
+        scheme = "http";
+    else if (ngx_strcmp(scheme, "wss") == 0)
+        scheme = "https";
+
+    hl = ngx_strlen(t.host);
+    v6 = ngx_strlchr((u_char *)t.host, (u_char *)t.host + hl, ':') != NULL;
+    ctx->upstream.data = ngx_pnalloc(r->pool, ngx_strlen(scheme) + hl + 12);
+    if (ctx->upstream.data == NULL)
+        return NGX_ERROR;
+    ctx->upstream.len =
+        ngx_sprintf(ctx->upstream.data, v6 ? "%s://[%s]:%uD" : "%s://%s:%uD",
+                    scheme, t.host, (uint32_t)t.port) -
+        ctx->upstream.data;
+
+    ctx->uri.data = ngx_pnalloc(r->pool, t.path.len + t.query.len + 2);
+    if (ctx->uri.data == NULL)
+        return NGX_ERROR;
+    p = ngx_cpymem(ctx->uri.data, t.path.ptr, t.path.len);
+    if (t.query.len) {
+        *p++ = '?';
+        p = ngx_cpymem(p, t.query.ptr, t.query.len);
+    }
+    ctx->uri.len = p - ctx->uri.data;
+
+    if (sw_pstr(r, &ctx->host, t.host_header.ptr ? t.host_header.ptr : "",
+                t.host_header.len) != NGX_OK)
+        return NGX_ERROR;
+    if (t.health)
+        ctx->target = t;
+    if (t.instance_id && sw_pstr(r, &ctx->instance, t.instance_id,
+                                 ngx_strlen(t.instance_id)) != NGX_OK)
+        return NGX_ERROR;
+    if (t.version &&
+        sw_pstr(r, &ctx->version, t.version, ngx_strlen(t.version)) != NGX_OK)
+        return NGX_ERROR;
+    return sw_set_headers(r, t.headers, t.header_count);
+}
+
+/* Copy the response operations and SetStatus for the header filter. */
+static ngx_int_t sw_keep_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                                      sy_match *m) {
+    size_t n = sy_match_response_op_count(m);
+    ctx->status = sy_match_status(m);
+    if (n == 0)
+        return NGX_OK;
+    ctx->ops = ngx_palloc(r->pool, n * sizeof *ctx->ops);
+    if (ctx->ops == NULL)
+        return NGX_ERROR;
+    for (size_t i = 0; i < n; i++) {
+        sy_response_op op = sy_match_response_op(m, i);
+        ngx_str_t s[3];
+        if (sw_pstr(r, &s[0], op.name.ptr ? op.name.ptr : "", op.name.len) ||
+            sw_pstr(r, &s[1], op.value.ptr ? op.value.ptr : "", op.value.len) ||
+            sw_pstr(r, &s[2], op.arg.ptr ? op.arg.ptr : "", op.arg.len))
+            return NGX_ERROR;
+        op.name = (sy_str){(char *)s[0].data, s[0].len};
+        op.value = (sy_str){(char *)s[1].data, s[1].len};
+        op.arg = (sy_str){(char *)s[2].data, s[2].len};
+        ctx->ops[i] = op;
+    }
+    ctx->op_count = n;
+    return NGX_OK;
+}
+
+static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                          sy_snapshot *snap) {
+    /* req stays on this frame: every use of the match is in this call */
+    sy_request req = SY_REQUEST_INIT;
+    sy_match *m = NULL;
+    u_char *q;
+
+    req.method = (sy_str){(char *)r->method_name.data, r->method_name.len};
+#if (NGX_HTTP_SSL)
+    req.scheme =
+        r->connection->ssl ? (sy_str){"https", 5} : (sy_str){"http", 4};
+#else
+    req.scheme = (sy_str){"http", 4};
+#endif
+    if (r->headers_in.host)
+        req.host = (sy_str){(char *)r->headers_in.host->value.data,
+                            r->headers_in.host->value.len};
+    else /* HTTP/1.0 without Host, or the host of an absolute URI */
+        req.host = (sy_str){(char *)r->headers_in.server.data,
+                            r->headers_in.server.len};
+    q = ngx_strlchr(r->unparsed_uri.data,
+                    r->unparsed_uri.data + r->unparsed_uri.len, '?');
+    req.path =
+        (sy_str){(char *)r->unparsed_uri.data,
+                 q ? (size_t)(q - r->unparsed_uri.data) : r->unparsed_uri.len};
+    req.query = (sy_str){(char *)r->args.data, r->args.len};
+    req.remote_addr = (sy_str){(char *)r->connection->addr_text.data,
+                               r->connection->addr_text.len};
+    req.content_length = r->headers_in.content_length_n;
+    if (sw_request_headers(r, &req) != NGX_OK)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+
+    if (sy_snapshot_match(snap, sw_worker.mctx, &req, &m) < 0)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (m == NULL)
+        return sw_answer_nomatch(r);
+    const char *id = sy_route_id(sy_match_route(m));
+    if (sw_pstr(r, &ctx->route, id, strlen(id)) != NGX_OK)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+
+    /* an answer the module gives must be a real status (0 would let the
+     * request go on) */
+    int status = sy_match_status(m);
+    if (sy_match_action(m) != SY_ACTION_PROXY && (status < 200 || status > 599))
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    switch (sy_match_action(m)) {
+    case SY_ACTION_RESPOND: return status;
+    case SY_ACTION_REDIRECT: {
+        sy_str loc = sy_match_redirect(m);
+        ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL)
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        h->hash = 1;
+        ngx_str_set(&h->key, "Location");
+        if (sw_pstr(r, &h->value, loc.ptr ? loc.ptr : "", loc.len) != NGX_OK)
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        ngx_http_clear_location(r);
+        r->headers_out.location = h;
+        return status;
+    }
+    case SY_ACTION_PROXY: break;
+    }
+    ngx_int_t rc = sw_target(r, ctx, m);
+    if (rc != NGX_OK)
+        return rc == NGX_ERROR ? NGX_HTTP_INTERNAL_SERVER_ERROR : rc;
+    if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return NGX_DECLINED;
+}
+
+static void sw_release_snapshot(void *data) {
+    sy_snapshot_release(data);
+}
+
+static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
+    sw_loc_conf_t *lcf =
+        ngx_http_get_module_loc_conf(r, ngx_http_switchyard_module);
+    sw_req_ctx_t *ctx;
+
+    if (!lcf->enable || lcf->admin ||
+        ngx_http_get_module_ctx(r, ngx_http_switchyard_module) != NULL)
+        return NGX_DECLINED;
+    if (sw_worker.router == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    sw_worker_sync(r->connection->log);
+    ctx = ngx_pcalloc(r->pool, sizeof *ctx);
+    if (ctx == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ngx_http_set_ctx(r, ctx, ngx_http_switchyard_module);
+
+    sy_snapshot *snap = sy_router_acquire(sw_worker.router);
+    ngx_int_t rc = sw_route(r, ctx, snap);
+    if (rc == NGX_DECLINED && ctx->target.health) {
+        /* keep the snapshot for the outcome report (sw_log_handler) */
+        ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
+        if (cln) {
+            cln->handler = sw_release_snapshot;
+            cln->data = snap;
+            ctx->snap = snap;
+            return rc;
+        }
+        ctx->target.health = NULL;
+    }
+    sy_snapshot_release(snap);
+    return rc;
+}
+
+/* Passive health: tell the library how the attempt to the chosen
+ * instance went (consecutive failures eject it for a while). */
+static ngx_int_t sw_log_handler(ngx_http_request_t *r) {
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_http_upstream_state_t *st;
+    sy_outcome outcome;
+
+    if (ctx == NULL || ctx->snap == NULL || ctx->target.health == NULL ||
+        r->upstream_states == NULL || r->upstream_states->nelts == 0 ||
+        sw_worker.router == NULL)
+        return NGX_OK;
+    st = r->upstream_states->elts;
+    st = &st[r->upstream_states->nelts - 1];
+    if (st->connect_time == (ngx_msec_t)-1)
+        outcome = st->status == NGX_HTTP_GATEWAY_TIME_OUT
+                      ? SY_OUTCOME_TIMEOUT
+                      : SY_OUTCOME_CONNECT_FAILURE;
+    else if (st->status == NGX_HTTP_GATEWAY_TIME_OUT)
+        outcome = SY_OUTCOME_TIMEOUT;
+    else if (st->status >= 500 || st->status == 0)
+        outcome = SY_OUTCOME_5XX;
+    else
+        outcome = SY_OUTCOME_SUCCESS;
+    sy_router_report_outcome(sw_worker.router, &ctx->target, outcome);
+    return NGX_OK;
+}
+
+/* ---- response filters ---- */
+
+static void sw_remove_header(ngx_http_request_t *r, ngx_str_t *name) {
+    ngx_list_part_t *part = &r->headers_out.headers.part;
+    for (; part; part = part->next) {
+        ngx_table_elt_t *h = part->elts;
+        for (ngx_uint_t i = 0; i < part->nelts; i++)
+            if (h[i].hash && h[i].key.len == name->len &&
+                ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
+                h[i].hash = 0;
+    }
+}
+
+static bool sw_has_header(ngx_http_request_t *r, ngx_str_t *name) {
+    ngx_list_part_t *part = &r->headers_out.headers.part;
+    for (; part; part = part->next) {
+        ngx_table_elt_t *h = part->elts;
+        for (ngx_uint_t i = 0; i < part->nelts; i++)
+            if (h[i].hash && h[i].key.len == name->len &&
+                ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
+                return true;
+    }
+    return false;
+}
+
+static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
+    sw_loc_conf_t *lcf =
+        ngx_http_get_module_loc_conf(r, ngx_http_switchyard_module);
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+
+    if (lcf->admin || ctx == NULL || ctx->upstream.data == NULL || r != r->main)
+        return sw_next_header_filter(r);
+    if (ctx->status) {
+        r->headers_out.status = ctx->status;
+        r->headers_out.status_line.len = 0;
+    }
+    for (ngx_uint_t i = 0; i < ctx->op_count; i++) {
+        sy_response_op *op = &ctx->ops[i];
+        ngx_str_t name = {op->name.len, (u_char *)op->name.ptr};
+        switch (op->kind) {
+        case SY_RESP_SET:
+        case SY_RESP_REMOVE: sw_remove_header(r, &name); break;
+        case SY_RESP_ADD_IF_ABSENT:
+            if (sw_has_header(r, &name))
+                continue;
+            break;
+        case SY_RESP_ADD: break;
+        default: continue; /* not supported by the module (docs/nginx.md) */
+        }
+        if (op->kind == SY_RESP_REMOVE)
+            continue;
+        ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL)
+            return NGX_ERROR;
+        h->hash = 1;
+        h->key = name;
+        h->value = (ngx_str_t){op->value.len, (u_char *)op->value.ptr};
+    }
+    return sw_next_header_filter(r);
+}
+
+/* ---- module life cycle ---- */
+
+static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
+    sw_main_conf_t *mcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
+    ngx_http_core_main_conf_t *cmcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    ngx_http_handler_pt *h;
+    static ngx_str_t name = ngx_string("switchyard");
+
+    if (!mcf->used)
+        return NGX_OK;
+    mcf->zone = ngx_shared_memory_add(cf, &name, mcf->zone_size,
+                                      &ngx_http_switchyard_module);
+    if (mcf->zone == NULL)
+        return NGX_ERROR;
+    if (mcf->zone->data == NULL) {
+        mcf->zone->data = ngx_pcalloc(cf->pool, sizeof(sw_zone_ctx_t));
+        if (mcf->zone->data == NULL)
+            return NGX_ERROR;
+    }
+    mcf->zone->init = sw_zone_init;
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);
+    if (h == NULL)
+        return NGX_ERROR;
+    *h = sw_phase_handler;
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL)
+        return NGX_ERROR;
+    *h = sw_log_handler;
+
+    sw_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = sw_header_filter;
+    return NGX_OK;
+}
+
+static ngx_int_t sw_init_process(ngx_cycle_t *cycle) {
+    sw_main_conf_t *mcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER && ngx_process != NGX_PROCESS_SINGLE)
+        return NGX_OK;
+    if (cycle->conf_ctx[ngx_http_module.index] == NULL)
+        return NGX_OK;
+    mcf =
+        ngx_http_cycle_get_module_main_conf(cycle, ngx_http_switchyard_module);
+    if (mcf == NULL || !mcf->used)
+        return NGX_OK;
+    return sw_worker_start(cycle, mcf);
+}
+
+static void sw_exit_process(ngx_cycle_t *cycle) {
+    sw_worker_stop();
+}

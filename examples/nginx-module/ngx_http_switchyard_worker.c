@@ -1,0 +1,360 @@
+/*
+ * ngx_http_switchyard_worker.c - each nginx worker's own sy_router: built
+ * at worker start from the configured files and the zone's documents,
+ * brought up to the zone's generation at the next request or timer tick,
+ * and published (fingerprint, generation, last error) into the worker's
+ * slot of the zone.
+ */
+#include "ngx_http_switchyard.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+sw_worker_t sw_worker;
+
+int64_t sw_now_ms(void) {
+    ngx_time_t *tp = ngx_timeofday();
+    return (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
+}
+
+static void sw_set_error(sy_error *err, int code, const char *path,
+                         const char *msg) {
+    ngx_memzero(err, sizeof *err);
+    err->code = code;
+    snprintf(err->path, sizeof err->path, "%s", path);
+    snprintf(err->message, sizeof err->message, "%s", msg);
+}
+
+/* ---- instances lists (sy_instances_parse) ---- */
+
+/* Stage every service of a parsed document, or only `only`. */
+static int sw_stage_parsed(sy_change_set *cs, const sy_instances *doc,
+                           const char *only, sy_error *err) {
+    size_t n = sy_instances_service_count(doc);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = sy_instances_service(doc, i);
+        if (only && strcmp(name, only) != 0)
+            continue;
+        int rc =
+            sy_change_set_set_instances(cs, name, sy_instances_list(doc, i),
+                                        sy_instances_count(doc, i), err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The body of PUT <admin>/instances/<service>, staged (cs NULL: checked
+ * only): an array of instances, given to the library's parser as the
+ * instances document {"<service>": BODY} (error paths and positions are
+ * then made relative to the body again), or an instances document holding
+ * that service. */
+static int sw_stage_instances(sy_change_set *cs, const char *service,
+                              const char *json, size_t len, sy_error *err) {
+    sy_instances *doc = NULL;
+    size_t i = 0, pre = 0;
+    int rc;
+
+    while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' ||
+                       json[i] == '\r'))
+        i++;
+    if (i < len && json[i] == '[') {
+        size_t sl = strlen(service), wl;
+        u_char *w = malloc(6 * sl + len + 8);
+        if (w == NULL) {
+            sw_set_error(err, SY_ENOMEM, "", "out of memory");
+            return SY_ENOMEM;
+        }
+        w[0] = '{';
+        pre = (size_t)(sw_json_str(w + 1, (const u_char *)service, sl) - w);
+        w[pre++] = ':';
+        ngx_memcpy(w + pre, json, len);
+        wl = pre + len;
+        w[wl++] = '}';
+        rc = sy_instances_parse((char *)w, wl, NULL, &doc, err);
+        free(w);
+        if (rc) {
+            /* "<service>[1].port" -> "[1].port"; positions in the body */
+            if (strncmp(err->path, service, sl) == 0)
+                memmove(err->path, err->path + sl, strlen(err->path + sl) + 1);
+            err->offset = err->offset >= pre ? err->offset - pre : 0;
+            if (err->line == 1)
+                err->column =
+                    err->column > pre ? err->column - (uint32_t)pre : 1;
+            return rc;
+        }
+    } else {
+        rc = sy_instances_parse(json, len, NULL, &doc, err);
+        if (rc)
+            return rc;
+        if (sy_instances_find(doc, service) == SIZE_MAX) {
+            sy_instances_free(doc);
+            sw_set_error(err, SY_ENOTFOUND, "",
+                         "the instances document does not list this "
+                         "service");
+            return SY_ENOTFOUND;
+        }
+    }
+    rc = cs ? sw_stage_parsed(cs, doc, service, err) : 0;
+    sy_instances_free(doc);
+    return rc;
+}
+
+/* An instances file: every service staged, in order; cs NULL only
+ * checks. */
+static int sw_instances_file(sy_change_set *cs, const char *json, size_t len,
+                             sy_error *err) {
+    sy_instances *doc;
+    int rc = sy_instances_parse(json, len, NULL, &doc, err);
+    if (rc)
+        return rc;
+    rc = cs ? sw_stage_parsed(cs, doc, NULL, err) : 0;
+    sy_instances_free(doc);
+    return rc;
+}
+
+int sw_instances_file_check(const char *json, size_t len, sy_error *err) {
+    return sw_instances_file(NULL, json, len, err);
+}
+
+/* ---- applying documents ---- */
+
+static int sw_stage(sy_change_set *cs, ngx_uint_t kind, const char *name,
+                    const char *source, const char *data, size_t len,
+                    sy_error *err) {
+    switch (kind) {
+    case SW_DOC_ROUTES: return sy_change_set_apply(cs, name, data, len, err);
+    case SW_DOC_ROUTE:
+        return sy_change_set_upsert_route(cs, source, data, len, err);
+    case SW_DOC_ROUTE_REMOVE: return sy_change_set_remove_route(cs, name, err);
+    default: return sw_stage_instances(cs, name, data, len, err);
+    }
+}
+
+const char *sw_kind_name(ngx_uint_t kind) {
+    static const char *names[] = {"routes", "instances", "route",
+                                  "route-remove"};
+    return kind < 4 ? names[kind] : "?";
+}
+
+/* One change as a one-change change set: committed, or (dry) only
+ * checked against the live state with sy_router_check. */
+static int sw_one_change(ngx_uint_t kind, const char *name, const char *source,
+                         const char *data, size_t len, bool dry,
+                         sy_error *err) {
+    sy_change_set *cs;
+    int rc = sy_change_set_new(sw_worker.router, &cs, err);
+    if (rc)
+        return rc;
+    rc = sw_stage(cs, kind, name, source, data, len, err);
+    if (rc == 0)
+        rc = dry ? sy_router_check(sw_worker.router, cs, NULL, err)
+                 : sy_router_commit(sw_worker.router, cs, NULL, err);
+    sy_change_set_free(cs);
+    return rc;
+}
+
+int sw_worker_apply(ngx_uint_t kind, const char *name, const char *source,
+                    const char *data, size_t len, sy_error *err) {
+    return sw_one_change(kind, name, source, data, len, false, err);
+}
+
+int sw_worker_check(ngx_uint_t kind, const char *name, const char *source,
+                    const char *data, size_t len, sy_error *err) {
+    return sw_one_change(kind, name, source, data, len, true, err);
+}
+
+void sw_worker_publish(int rc, const sy_error *err) {
+    sw_slot_t *s = &sw_worker.slot;
+    sy_snapshot *snap = sy_router_acquire(sw_worker.router);
+
+    s->pid = ngx_pid;
+    s->epoch = sw_worker.epoch;
+    s->generation = sw_worker.generation;
+    s->fingerprint = sy_snapshot_fingerprint(snap);
+    s->routes = sy_snapshot_route_count(snap);
+    s->updated_ms = sw_now_ms();
+    sy_snapshot_release(snap);
+    if (rc) {
+        s->last_rc = rc;
+        snprintf(s->last_error, sizeof s->last_error, "%s%s%s", err->path,
+                 err->path[0] ? ": " : "", err->message);
+    }
+    sw_zone_publish(sw_worker.zone, ngx_worker, s);
+}
+
+static void sw_log_doc_error(ngx_log_t *log, const sw_doc_copy_t *d,
+                             const sy_error *e) {
+    ngx_log_error(NGX_LOG_ERR, log, 0,
+                  "switchyard: stored %s \"%s\" (generation %uL) not "
+                  "applied: %s%s%s",
+                  sw_kind_name(d->kind), d->name, d->seq, e->path,
+                  e->path[0] ? ": " : "", e->message);
+}
+
+/* Apply zone documents (sorted by seq) as one change set: one publish.
+ * Should one of them fail (a conflict between documents stored by two
+ * workers at once), apply the others one by one so that one bad document
+ * does not hold the rest back; the first error is kept. */
+static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
+                         ngx_log_t *log) {
+    sy_change_set *cs;
+    int rc, first = 0;
+    sy_error e;
+
+    if (n == 0)
+        return 0;
+    rc = sy_change_set_new(sw_worker.router, &cs, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = sw_stage(cs, docs[i].kind, docs[i].name, docs[i].source,
+                      docs[i].data, docs[i].len, err);
+    if (rc == 0)
+        rc = sy_router_commit(sw_worker.router, cs, NULL, err);
+    sy_change_set_free(cs);
+    if (rc == 0 || n == 1) {
+        if (rc)
+            sw_log_doc_error(log, &docs[0], err);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rc = sw_worker_apply(docs[i].kind, docs[i].name, docs[i].source,
+                             docs[i].data, docs[i].len, &e);
+        if (rc) {
+            sw_log_doc_error(log, &docs[i], &e);
+            if (!first) {
+                first = rc;
+                *err = e;
+            }
+        }
+    }
+    return first;
+}
+
+/* The configured files as one change set (they were checked at
+ * configuration time). */
+static int sw_apply_files(sy_error *err) {
+    sw_main_conf_t *mcf = sw_worker.mcf;
+    sw_file_t *f = mcf->route_files.elts;
+    sy_change_set *cs;
+    int rc = sy_change_set_new(sw_worker.router, &cs, err);
+
+    for (ngx_uint_t i = 0; rc == 0 && i < mcf->route_files.nelts; i++)
+        rc = sy_change_set_apply(cs, (char *)f[i].name.data,
+                                 (char *)f[i].text.data, f[i].text.len, err);
+    f = mcf->instance_files.elts;
+    for (ngx_uint_t i = 0; rc == 0 && i < mcf->instance_files.nelts; i++)
+        rc = sw_instances_file(cs, (char *)f[i].text.data, f[i].text.len, err);
+    if (rc == 0)
+        rc = sy_router_commit(sw_worker.router, cs, NULL, err);
+    if (cs)
+        sy_change_set_free(cs);
+    return rc;
+}
+
+/* Every document of the zone, as of now. */
+static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
+    sw_doc_copy_t *docs;
+    size_t n;
+    uint64_t gen;
+    int rc;
+
+    if (sw_zone_copy(sw_worker.zone, sw_worker.epoch, 0, &docs, &n, &gen) !=
+        NGX_OK)
+        return 0;
+    rc = sw_apply_docs(docs, n, err, log);
+    sw_docs_free(docs, n);
+    sw_worker.generation = gen;
+    return rc;
+}
+
+void sw_worker_sync(ngx_log_t *log) {
+    sw_doc_copy_t *docs;
+    size_t n;
+    uint64_t gen;
+    sy_error err;
+    int rc;
+
+    if (sw_worker.router == NULL || sw_worker.zone == NULL)
+        return;
+    if (sw_worker.zone->sh->generation == sw_worker.generation)
+        return;
+    ngx_int_t zrc = sw_zone_copy(sw_worker.zone, sw_worker.epoch,
+                                 sw_worker.generation, &docs, &n, &gen);
+    if (zrc == NGX_DECLINED) {
+        /* a reload replaced this configuration: keep serving the old one
+         * until this worker exits */
+        sw_worker.generation = gen;
+        return;
+    }
+    if (zrc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "switchyard: out of memory");
+        return;
+    }
+    rc = sw_apply_docs(docs, n, &err, log);
+    sw_docs_free(docs, n);
+    sw_worker.generation = gen;
+    sw_worker_publish(rc, &err);
+}
+
+static void sw_timer_handler(ngx_event_t *ev) {
+    sw_worker_sync(ev->log);
+    /* free retired snapshots and renew the readers' counters now and then
+     * (the library asks hosts that publish rarely to do so) */
+    if (++sw_worker.ticks % (60000 / SW_POLL_MS) == 0 && sw_worker.router)
+        sy_router_reclaim(sw_worker.router);
+    if (!ngx_exiting && !ngx_terminate && !ngx_quit)
+        ngx_add_timer(ev, SW_POLL_MS);
+}
+
+ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
+    sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
+    sy_error err;
+    sw_file_t *f;
+    int rc;
+
+    ngx_memzero(&sw_worker, sizeof sw_worker);
+    sw_worker.mcf = mcf;
+    sw_worker.zone = mcf->zone->data;
+    sw_worker.epoch = sw_worker.zone->sh->epoch;
+    opts.strip_host_port = mcf->strip_host_port;
+    opts.merge_slashes = mcf->merge_slashes;
+    opts.escaped_slashes = (sy_escaped_slashes)mcf->escaped_slashes;
+    if (sy_router_new(&opts, &sw_worker.router, &err) ||
+        sy_match_ctx_new(NULL, &sw_worker.mctx, &err))
+        goto failed;
+    f = mcf->route_files.elts;
+    for (ngx_uint_t i = 0; i < mcf->route_files.nelts; i++)
+        if (sy_router_add_source(sw_worker.router, (char *)f[i].name.data,
+                                 &err))
+            goto failed;
+    /* the files must apply; documents stored since this configuration was
+     * loaded are reported per document */
+    if (sw_apply_files(&err))
+        goto failed;
+    rc = sw_apply_zone(cycle->log, &err);
+    sw_worker_publish(rc, &err);
+
+    sw_worker.timer.handler = sw_timer_handler;
+    sw_worker.timer.log = cycle->log;
+    sw_worker.timer.data = &sw_worker;
+    sw_worker.timer.cancelable = 1;
+    ngx_add_timer(&sw_worker.timer, SW_POLL_MS);
+    return NGX_OK;
+
+failed:
+    ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "switchyard: %s%s%s", err.path,
+                  err.path[0] ? ": " : "", err.message);
+    return NGX_ERROR;
+}
+
+void sw_worker_stop(void) {
+    if (sw_worker.mctx)
+        sy_match_ctx_free(sw_worker.mctx);
+    if (sw_worker.router)
+        sy_router_free(sw_worker.router);
+    free(sw_worker.hdrs);
+    ngx_memzero(&sw_worker, sizeof sw_worker);
+}

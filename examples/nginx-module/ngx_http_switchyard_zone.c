@@ -1,0 +1,222 @@
+/*
+ * ngx_http_switchyard_zone.c - the shared-memory zone: the documents PUT
+ * to the admin location (one per routes source or service, the newest
+ * wins), the zone generation workers poll, and the slots where workers
+ * publish what they applied. Everything is changed under the slab pool's
+ * mutex; workers read the generation without it (one atomic load).
+ */
+#include "ngx_http_switchyard.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void sw_doc_free_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
+    ngx_slab_free_locked(z->shpool, d->name);
+    ngx_slab_free_locked(z->shpool, d->source);
+    ngx_slab_free_locked(z->shpool, d->data);
+    ngx_slab_free_locked(z->shpool, d);
+}
+
+/* A reload maps the same zone again (same name and size): the new
+ * configuration starts from its files, so the documents stored under the
+ * old one are dropped, and the epoch tells the old workers to stop
+ * following the zone. */
+static void sw_zone_reset(sw_zone_ctx_t *z) {
+    sw_shm_doc_t *d, *next;
+
+    ngx_shmtx_lock(&z->shpool->mutex);
+    for (d = z->sh->docs; d; d = next) {
+        next = d->next;
+        sw_doc_free_locked(z, d);
+    }
+    z->sh->docs = NULL;
+    ngx_memzero(z->sh->slots, sizeof(z->sh->slots));
+    z->sh->epoch++;
+    ngx_shmtx_unlock(&z->shpool->mutex);
+}
+
+ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
+    sw_zone_ctx_t *octx = data, *ctx = zone->data;
+
+    if (octx) {
+        ctx->sh = octx->sh;
+        ctx->shpool = octx->shpool;
+        sw_zone_reset(ctx);
+        return NGX_OK;
+    }
+    ctx->shpool = (ngx_slab_pool_t *)zone->shm.addr;
+    if (zone->shm.exists) {
+        ctx->sh = ctx->shpool->data;
+        return NGX_OK;
+    }
+    ctx->sh = ngx_slab_calloc(ctx->shpool, sizeof(sw_shm_t));
+    if (ctx->sh == NULL)
+        return NGX_ERROR;
+    ctx->sh->epoch = 1;
+    ctx->shpool->data = ctx->sh;
+    ctx->shpool->log_nomem = 0;
+    return NGX_OK;
+}
+
+static int sw_doc_cmp(const void *a, const void *b) {
+    const sw_doc_copy_t *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void sw_docs_free(sw_doc_copy_t *docs, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        free(docs[i].name);
+        free(docs[i].source);
+        free(docs[i].data);
+    }
+    free(docs);
+}
+
+ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
+                       sw_doc_copy_t **out, size_t *count, uint64_t *gen) {
+    sw_shm_doc_t *d;
+    sw_doc_copy_t *docs = NULL;
+    size_t n = 0, cap = 0;
+    ngx_int_t rc = NGX_OK;
+
+    *out = NULL;
+    *count = 0;
+    ngx_shmtx_lock(&z->shpool->mutex);
+    *gen = z->sh->generation;
+    if (z->sh->epoch != epoch) {
+        ngx_shmtx_unlock(&z->shpool->mutex);
+        return NGX_DECLINED;
+    }
+    for (d = z->sh->docs; d; d = d->next) {
+        if (d->seq <= after)
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? 2 * cap : 8;
+            sw_doc_copy_t *nd = realloc(docs, ncap * sizeof *nd);
+            if (nd == NULL) {
+                rc = NGX_ERROR;
+                break;
+            }
+            docs = nd;
+            cap = ncap;
+        }
+        sw_doc_copy_t *c = &docs[n];
+        c->kind = d->kind;
+        c->seq = d->seq;
+        c->len = d->len;
+        c->name = malloc(d->name_len + 1);
+        c->source = malloc(d->source_len + 1);
+        c->data = malloc(d->len + 1);
+        if (c->name == NULL || c->source == NULL || c->data == NULL) {
+            free(c->name);
+            free(c->source);
+            free(c->data);
+            rc = NGX_ERROR;
+            break;
+        }
+        memcpy(c->name, d->name, d->name_len);
+        c->name[d->name_len] = '\0';
+        memcpy(c->source, d->source, d->source_len);
+        c->source[d->source_len] = '\0';
+        memcpy(c->data, d->data, d->len);
+        c->data[d->len] = '\0';
+        n++;
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    if (rc != NGX_OK) {
+        sw_docs_free(docs, n);
+        return rc;
+    }
+    qsort(docs, n, sizeof *docs, sw_doc_cmp);
+    *out = docs;
+    *count = n;
+    return NGX_OK;
+}
+
+static u_char *sw_slab_copy(sw_zone_ctx_t *z, const u_char *p, size_t len) {
+    u_char *c = ngx_slab_alloc_locked(z->shpool, len ? len : 1);
+    if (c)
+        ngx_memcpy(c, p, len);
+    return c;
+}
+
+static bool sw_same(const u_char *a, size_t alen, ngx_str_t *b) {
+    return alen == b->len && ngx_memcmp(a, b->data, alen) == 0;
+}
+
+ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
+                        ngx_str_t *source, const u_char *data, size_t len,
+                        uint64_t *seq) {
+    sw_shm_doc_t *d, **pp;
+    u_char *copy, *src;
+    ngx_str_t none = ngx_null_string;
+
+    if (source == NULL)
+        source = &none;
+    ngx_shmtx_lock(&z->shpool->mutex);
+    for (d = z->sh->docs; d; d = d->next)
+        if ((d->kind == kind ||
+             (SW_IS_ROUTE_OP(d->kind) && SW_IS_ROUTE_OP(kind))) &&
+            sw_same(d->name, d->name_len, name))
+            break;
+    copy = sw_slab_copy(z, data, len);
+    src = sw_slab_copy(z, source->data, source->len);
+    if (copy == NULL || src == NULL)
+        goto nomem;
+    if (d == NULL) {
+        d = ngx_slab_calloc_locked(z->shpool, sizeof *d);
+        if (d == NULL)
+            goto nomem;
+        d->name = sw_slab_copy(z, name->data, name->len);
+        if (d->name == NULL) {
+            ngx_slab_free_locked(z->shpool, d);
+            goto nomem;
+        }
+        d->name_len = name->len;
+        d->next = z->sh->docs;
+        z->sh->docs = d;
+    } else {
+        ngx_slab_free_locked(z->shpool, d->data);
+        ngx_slab_free_locked(z->shpool, d->source);
+    }
+    d->kind = kind;
+    d->data = copy;
+    d->len = len;
+    d->source = src;
+    d->source_len = source->len;
+    /* a source's document replaces the route changes stored for it */
+    if (kind == SW_DOC_ROUTES)
+        for (pp = &z->sh->docs; *pp;) {
+            sw_shm_doc_t *o = *pp;
+            if (SW_IS_ROUTE_OP(o->kind) &&
+                sw_same(o->source, o->source_len, name)) {
+                *pp = o->next;
+                sw_doc_free_locked(z, o);
+            } else {
+                pp = &o->next;
+            }
+        }
+    /* the new generation becomes visible only with the document in place */
+    d->seq = z->sh->generation + 1;
+    ngx_memory_barrier();
+    z->sh->generation = d->seq;
+    *seq = d->seq;
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    return NGX_OK;
+nomem:
+    if (copy)
+        ngx_slab_free_locked(z->shpool, copy);
+    if (src)
+        ngx_slab_free_locked(z->shpool, src);
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    return NGX_DECLINED;
+}
+
+void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s) {
+    if (slot >= SW_MAX_WORKERS)
+        return;
+    ngx_shmtx_lock(&z->shpool->mutex);
+    if (z->sh->epoch == s->epoch)
+        z->sh->slots[slot] = *s;
+    ngx_shmtx_unlock(&z->shpool->mutex);
+}

@@ -1,0 +1,264 @@
+"""etcd_harness.py - what the etcd end-to-end tests share.
+
+A real etcd (started and killed by the test, loopback, free ports, its own
+data dir), a client for its JSON gateway (urllib; keys and values base64),
+the etcd driver (tests/e2e/etcd_driver.c) as a subprocess spoken to over
+stdin/stdout, and a small TAP writer. Every process started here is killed
+at exit, also on failure.
+"""
+import atexit
+import base64
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+_procs = []
+_dirs = []
+
+
+def _cleanup():
+    for p in _procs:
+        if p.poll() is None:
+            try:
+                p.kill()
+                p.wait(timeout=5)
+            except Exception:
+                pass
+    for d in _dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_cleanup)
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tmpdir(name):
+    d = tempfile.mkdtemp(prefix="sy-" + name + "-")
+    _dirs.append(d)
+    return d
+
+
+def b64(s):
+    if isinstance(s, str):
+        s = s.encode()
+    return base64.b64encode(s).decode()
+
+
+def unb64(s):
+    return base64.b64decode(s)
+
+
+def prefix_end(prefix):
+    p = prefix.encode()
+    return p[:-1] + bytes([p[-1] + 1])
+
+
+def wait_until(fn, timeout, step=0.02):
+    """fn() until it is truthy or timeout seconds passed; its last value."""
+    end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v or time.monotonic() > end:
+            return v
+        time.sleep(step)
+
+
+class Etcd:
+    """One etcd member on loopback; kill() and start() keep its data."""
+
+    def __init__(self, name="etcd"):
+        self.dir = tmpdir(name)
+        self.port = free_port()
+        self.peer = free_port()
+        self.proc = None
+        self.bin = os.environ.get("ETCD_BIN", "etcd")
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self, ports=None, data_dir=None, wait=True):
+        """Listen on `ports` (default: its own client port)."""
+        ports = ports or [self.port]
+        urls = ",".join("http://127.0.0.1:%d" % p for p in ports)
+        peer = "http://127.0.0.1:%d" % self.peer
+        log = open(os.path.join(self.dir, "etcd.log"), "ab")
+        self.proc = subprocess.Popen(
+            [self.bin, "--name", "default",
+             "--data-dir", data_dir or os.path.join(self.dir, "data"),
+             "--listen-client-urls", urls, "--advertise-client-urls", urls,
+             "--listen-peer-urls", peer,
+             "--initial-advertise-peer-urls", peer,
+             "--initial-cluster", "default=" + peer,
+             "--max-request-bytes", str(64 << 20),
+             "--quota-backend-bytes", str(4 << 30),
+             "--log-level", "error"],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        _procs.append(self.proc)
+        if wait:
+            base = "http://127.0.0.1:%d" % ports[0]
+            ok = wait_until(lambda: self._ready(base), 20, 0.05)
+            if not ok:
+                raise RuntimeError("etcd did not start; see " + self.dir)
+        return self
+
+    def _ready(self, base):
+        try:
+            self.call("/v3/kv/range", {"key": b64("\0")}, base=base, timeout=1)
+            return True
+        except Exception:
+            return False
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def call(self, path, body, base=None, timeout=10):
+        req = urllib.request.Request(
+            (base or self.url) + path, data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())
+
+    def put(self, key, value, lease=None, base=None):
+        body = {"key": b64(key), "value": b64(value)}
+        if lease:
+            body["lease"] = str(lease)
+        return int(self.call("/v3/kv/put", body, base)["header"]["revision"])
+
+    def delete(self, key, base=None):
+        r = self.call("/v3/kv/deleterange", {"key": b64(key)}, base)
+        return int(r["header"]["revision"])
+
+    def txn_put(self, pairs, base=None):
+        """Several puts in one revision (one watch response)."""
+        ops = [{"request_put": {"key": b64(k), "value": b64(v)}}
+               for k, v in pairs]
+        r = self.call("/v3/kv/txn", {"success": ops}, base)
+        return int(r["header"]["revision"])
+
+    def revision(self, base=None):
+        r = self.call("/v3/kv/range", {"key": b64("\0")}, base)
+        return int(r["header"]["revision"])
+
+    def compact(self, revision, base=None):
+        self.call("/v3/kv/compaction", {"revision": str(revision)}, base)
+
+    def grant(self, ttl, base=None):
+        return int(self.call("/v3/lease/grant", {"TTL": str(ttl)}, base)["ID"])
+
+    def revoke(self, lease, base=None):
+        self.call("/v3/lease/revoke", {"ID": str(lease)}, base)
+
+
+class Driver:
+    """tests/e2e/etcd_driver: a router fed by the etcd source."""
+
+    def __init__(self, url, prefix=None, commits=False):
+        args = [os.environ["ETCD_DRIVER"], "--etcd", url]
+        if prefix:
+            args += ["--etcd-prefix", prefix]
+        if commits:
+            args.append("--commits")
+        self.errlog = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE,
+                                     stderr=self.errlog)
+        _procs.append(self.proc)
+        self.answers = queue.Queue()
+        self.commits = queue.Queue()
+        threading.Thread(target=self._reader, daemon=True).start()
+
+    def _reader(self):
+        for line in self.proc.stdout:
+            o = json.loads(line)
+            (self.commits if "commit" in o else self.answers).put(o)
+        self.answers.put(None)
+
+    def cmd(self, line, timeout=10):
+        self.proc.stdin.write((line + "\n").encode())
+        self.proc.stdin.flush()
+        o = self.answers.get(timeout=timeout)
+        if o is None:
+            raise RuntimeError("driver exited: " + self.stderr())
+        return o
+
+    def status(self):
+        return self.cmd("status")
+
+    def match(self, method, host, path):
+        return self.cmd("match %s %s %s" % (method, host, path))
+
+    def wait_revision(self, rev, timeout=10):
+        return wait_until(
+            lambda: self.status()["etcd"]["revision"] >= rev, timeout)
+
+    def stderr(self):
+        self.errlog.seek(0)
+        return self.errlog.read().decode(errors="replace")
+
+    def quit(self):
+        try:
+            self.proc.stdin.write(b"quit\n")
+            self.proc.stdin.flush()
+            return self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+            return -1
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name, detail=None):
+        self.n += 1
+        print("%s %d - %s" % ("ok" if cond else "not ok", self.n, name))
+        if not cond:
+            self.failed += 1
+            if detail is not None:
+                for line in str(detail).splitlines()[:40]:
+                    print("# " + line)
+        sys.stdout.flush()
+        return cond
+
+    def done(self):
+        print("1..%d" % self.n)
+        sys.stdout.flush()
+        _cleanup()
+        sys.exit(1 if self.failed else 0)
+
+
+def routes_doc(version, routes):
+    return json.dumps({"version": str(version), "routes": routes})
+
+
+def route(rid, path, uri="http://backend:80", order=0, extra=None):
+    r = {"id": rid, "uri": uri, "order": order, "predicates": ["Path=" + path]}
+    if extra:
+        r.update(extra)
+    return r
+
+
+def instance(host, port, **kw):
+    o = {"host": host, "port": port}
+    o.update(kw)
+    return json.dumps(o)

@@ -1,0 +1,255 @@
+"""Shared harness for the mini-gateway end-to-end tests (stdlib only).
+
+Starts the gateway and test backends on free loopback ports, waits until
+they answer, and stops them (SIGTERM, then SIGKILL) even when a test fails.
+Each test script takes the mini-gateway binary as its first argument.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BINARY = None
+
+
+def binary():
+    global BINARY
+    if BINARY is None:
+        if len(sys.argv) < 2:
+            sys.exit("usage: %s path/to/mini-gateway" % sys.argv[0])
+        BINARY = os.path.abspath(sys.argv[1])
+    return BINARY
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_port(port, deadline_s=10.0, proc=None):
+    end = time.time() + deadline_s
+    while time.time() < end:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("process exited with %s" % proc.returncode)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError("port %d never opened" % port)
+
+
+class Procs:
+    """Every process started by a test; all stopped by stop_all()."""
+
+    def __init__(self):
+        self.procs = []
+        self.dir = tempfile.mkdtemp(prefix="gw-e2e-")
+
+    def start(self, args, log_name):
+        log = open(os.path.join(self.dir, log_name), "wb")
+        p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        return p
+
+    def backend(self, ident, version="1"):
+        port = free_port()
+        p = self.start([binary(), "--backend", "--id", ident, "--version",
+                        version, "--listen", "127.0.0.1:%d" % port],
+                       "backend-%s.log" % ident)
+        wait_port(port, proc=p)
+        return p, port
+
+    def gateway(self, *extra, workers=1, admin_token=None):
+        port, admin = free_port(), free_port()
+        args = [binary(), "--listen", "127.0.0.1:%d" % port, "--admin",
+                "127.0.0.1:%d" % admin, "--workers", str(workers), "--quiet"]
+        if admin_token:
+            args += ["--admin-token", admin_token]
+        args += list(extra)
+        p = self.start(args, "gateway.log")
+        wait_port(port, proc=p)
+        wait_port(admin, proc=p)
+        return Gateway(p, port, admin, admin_token, self)
+
+    def log(self, name):
+        try:
+            with open(os.path.join(self.dir, name), "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stop_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        end = time.time() + 5
+        for p in self.procs:
+            try:
+                p.wait(timeout=max(0.1, end - time.time()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def write_file(self, name, text):
+        """Write atomically (temp file + rename), as config tools do."""
+        path = os.path.join(self.dir, name)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.rename(tmp, path)
+        return path
+
+
+class Gateway:
+    def __init__(self, proc, port, admin, token, procs):
+        self.proc, self.port, self.admin, self.token = proc, port, admin, token
+        self.procs = procs
+
+    def request(self, method, path, body=None, headers=None, timeout=10):
+        return http_call(self.port, method, path, body, headers, timeout)
+
+    def admin_call(self, method, path, body=None, token=True):
+        h = {}
+        if token and self.token:
+            h["Authorization"] = "Bearer " + self.token
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        return http_call(self.admin, method, path, body, h, 10)
+
+    def status(self):
+        st, _, body = self.admin_call("GET", "/status")
+        assert st == 200, (st, body)
+        return json.loads(body)
+
+    def source(self, name):
+        for s in self.status()["sources"]:
+            if s["name"] == name:
+                return s
+        return None
+
+    def wait_source_version(self, name, version, deadline_s=5.0):
+        end = time.time() + deadline_s
+        while time.time() < end:
+            s = self.source(name)
+            if s and s["version"] == version:
+                return time.time()
+            time.sleep(0.003)
+        raise AssertionError("source %s never reached version %s (now %r)"
+                             % (name, version, self.source(name)))
+
+    def metric(self, name):
+        st, _, body = self.admin_call("GET", "/metrics")
+        total = 0.0
+        found = False
+        for line in body.decode().splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                total += float(line.rsplit(" ", 1)[1])
+                found = True
+        return total if found else None
+
+
+def http_call(port, method, path, body=None, headers=None, timeout=10):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+    finally:
+        c.close()
+
+
+def raw(port, data, timeout=5.0, read_all=True):
+    """Send raw bytes, return what comes back until close or timeout."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        out = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not read_all and b"\r\n\r\n" in out:
+                break
+        return out
+    finally:
+        s.close()
+
+
+def echoed_header(body, name):
+    """A header the backend received, from its JSON echo."""
+    d = json.loads(body)
+    for k, v in d["headers"]:
+        if k.lower() == name.lower():
+            return v
+    return None
+
+
+class Checks:
+    """Counts assertions and prints a summary; exit code 1 on failure."""
+
+    def __init__(self, name):
+        self.name, self.n, self.failed = name, 0, []
+
+    def ok(self, cond, what):
+        self.n += 1
+        if not cond:
+            self.failed.append(what)
+            print("FAIL: %s" % what, flush=True)
+        return cond
+
+    def eq(self, got, want, what):
+        return self.ok(got == want, "%s: got %r, want %r" % (what, got, want))
+
+    def done(self, procs=None):
+        if self.failed and procs is not None:
+            print("--- gateway log ---\n" + procs.log("gateway.log")[-4000:])
+        print("%s: %d checks, %d failed" % (self.name, self.n,
+                                            len(self.failed)), flush=True)
+        sys.exit(1 if self.failed else 0)
+
+
+def run(name, body):
+    """Run body(procs, checks) with cleanup and a hard time limit."""
+    binary()
+    procs = Procs()
+    checks = Checks(name)
+
+    def on_alarm(sig, frame):
+        raise TimeoutError("%s took too long" % name)
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(85)
+    try:
+        body(procs, checks)
+    except Exception as e:  # reported as a failed check, with the log
+        import traceback
+        traceback.print_exc()
+        checks.ok(False, "exception: %r" % (e,))
+    finally:
+        signal.alarm(0)
+        procs.stop_all()
+    for name in os.listdir(procs.dir):  # sanitizer reports fail the test
+        log = procs.log(name)
+        checks.ok("ERROR: AddressSanitizer" not in log and
+                  "ERROR: LeakSanitizer" not in log and
+                  "runtime error:" not in log and
+                  "ThreadSanitizer" not in log,
+                  "no sanitizer report in %s" % name)
+    if not checks.failed:
+        import shutil
+        shutil.rmtree(procs.dir, ignore_errors=True)
+    checks.done(procs)

@@ -1,0 +1,270 @@
+"""mini-gateway end to end: routing, filters, answers from the gateway,
+keep-alive and pools, bodies both ways, timeouts, and the admin API
+(its contract: /status fields, PUT/DELETE routes, PUT instances, 400 with
+the located error, bearer token, /metrics)."""
+import http.client
+import json
+import time
+
+import gwharness as h
+
+TOKEN = "s3cret-token"
+
+
+def routes_doc(b1, dead, version="1"):
+    return json.dumps({"version": version, "routes": [
+        {"id": "echo", "uri": "http://127.0.0.1:%d" % b1,
+         "predicates": ["Path=/echo/{name}"],
+         "filters": ["StripPrefix=1", "AddRequestHeader=X-Name,{name}",
+                     "AddResponseHeader=X-Via,mini-gateway",
+                     "RemoveResponseHeader=X-Drop"]},
+        {"id": "svc", "uri": "lb://svc", "predicates": ["Path=/svc/**"],
+         "metadata": {"version-header": "version"}},
+        {"id": "get-only", "uri": "lb://svc",
+         "predicates": ["Path=/only-get/**", "Method=GET"]},
+        {"id": "teapot", "uri": "http://127.0.0.1:%d" % b1,
+         "predicates": ["Path=/teapot"], "filters": ["SetStatus=418"]},
+        {"id": "resp", "uri": "http://127.0.0.1:%d" % b1,
+         "predicates": ["Path=/resp/**"],
+         "filters": ["AddResponseHeader=X-D,1", "AddResponseHeader=X-D,1",
+                     "DedupeResponseHeader=X-D",
+                     "RewriteResponseHeader=Content-Type,json,JSON",
+                     "SetResponseHeader=X-Set,yes"]},
+        {"id": "gone", "uri": "no://op", "predicates": ["Path=/gone/**"],
+         "filters": ["SetStatus=410", "AddResponseHeader=X-Why,retired"]},
+        {"id": "moved", "uri": "no://op", "predicates": ["Path=/old/**"],
+         "filters": ["RedirectTo=301,http://example.org/new"]},
+        {"id": "slow", "uri": "http://127.0.0.1:%d" % b1,
+         "predicates": ["Path=/slow/**"],
+         "metadata": {"response-timeout": 300}},
+        {"id": "dead", "uri": "http://127.0.0.1:%d" % dead,
+         "predicates": ["Path=/dead/**"]},
+        {"id": "preserve", "uri": "http://127.0.0.1:%d" % b1,
+         "predicates": ["Path=/keep-host/**"],
+         "filters": ["PreserveHostHeader"]},
+    ]})
+
+
+def body(procs, c):
+    _, b1 = procs.backend("b1", "1")
+    _, b2 = procs.backend("b2", "2")
+    dead = h.free_port()
+    routes = procs.write_file("public.json", routes_doc(b1, dead))
+    inst = procs.write_file("instances.json", json.dumps({"services": {"svc": [
+        {"id": "b1", "host": "127.0.0.1", "port": b1},
+        {"id": "b2", "host": "127.0.0.1", "port": b2,
+         "metadata": {"version": "2"}}]}}))
+    gw = procs.gateway("--routes", routes, "--instances", inst,
+                       admin_token=TOKEN)
+
+    # --- routing and request filters
+    st, hd, data = gw.request("GET", "/echo/alice?q=1",
+                              headers={"Host": "front.example"})
+    d = json.loads(data)
+    c.eq(st, 200, "echo status")
+    c.eq(d["path"], "/alice", "StripPrefix path")
+    c.eq(d["query"], "q=1", "query forwarded")
+    c.eq(h.echoed_header(data, "X-Name"), "alice", "AddRequestHeader {name}")
+    c.eq(h.echoed_header(data, "Host"), "127.0.0.1:%d" % b1,
+         "Host is the upstream authority")
+    c.eq(h.echoed_header(data, "X-Forwarded-For"), "127.0.0.1", "XFF")
+    c.eq(h.echoed_header(data, "X-Forwarded-Proto"), "http", "XF-Proto")
+    c.eq(h.echoed_header(data, "X-Forwarded-Host"), "front.example",
+         "XF-Host")
+    c.eq(hd.get("x-via"), "mini-gateway", "AddResponseHeader")
+    st, _, data = gw.request("GET", "/keep-host/x",
+                             headers={"Host": "front.example"})
+    c.eq(h.echoed_header(data, "Host"), "front.example", "PreserveHostHeader")
+    st, _, data = gw.request("GET", "/echo/carol",
+                             headers={"Connection": "keep-alive, X-Hop",
+                                      "X-Hop": "1", "X-Kept": "2"})
+    c.eq(h.echoed_header(data, "X-Hop"), None,
+         "a header named by Connection is not forwarded")
+    c.eq(h.echoed_header(data, "X-Kept"), "2", "other headers are")
+    c.eq(h.echoed_header(data, "Connection"), None, "Connection dropped")
+    st, _, data = gw.request("GET", "/echo/bob",
+                             headers={"X-Forwarded-For": "10.1.2.3"})
+    c.eq(h.echoed_header(data, "X-Forwarded-For"), "10.1.2.3, 127.0.0.1",
+         "XFF appended")
+
+    # --- lb:// and gray release by header
+    seen = set()
+    for _ in range(4):
+        st, _, data = gw.request("GET", "/svc/x")
+        seen.add(json.loads(data)["instance"])
+    c.eq(seen, {"b1"}, "no version header: the unversioned instances")
+    for _ in range(3):
+        st, _, data = gw.request("GET", "/svc/x", headers={"version": "2"})
+        c.eq(json.loads(data)["instance"], "b2", "version: 2 goes to b2")
+
+    # --- answers from the gateway
+    st, hd, data = gw.request("GET", "/nothing/here")
+    c.eq(st, 404, "no route: 404")
+    st, hd, data = gw.request("POST", "/only-get/1", body=b"x")
+    c.eq(st, 405, "method mismatch: 405")
+    c.ok("GET" in hd.get("allow", ""), "405 has Allow: %r" % hd.get("allow"))
+    st, hd, _ = gw.request("GET", "/teapot")
+    c.eq(st, 418, "SetStatus applied to the upstream's answer")
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10)
+    conn.request("GET", "/resp/x")
+    r = conn.getresponse()
+    r.read()
+    c.eq(r.msg.get_all("X-D"), ["1"], "DedupeResponseHeader")
+    c.eq(r.getheader("Content-Type"), "application/JSON",
+         "RewriteResponseHeader")
+    c.eq(r.getheader("X-Set"), "yes", "SetResponseHeader")
+    conn.close()
+    st, hd, _ = gw.request("GET", "/gone/x")
+    c.eq(st, 410, "no://op with SetStatus answered by the gateway")
+    c.eq(hd.get("x-why"), "retired", "its response header")
+    st, hd, _ = gw.request("GET", "/old/page")
+    c.eq(st, 301, "RedirectTo status")
+    c.eq(hd.get("location"), "http://example.org/new", "RedirectTo location")
+    st, _, _ = gw.request("GET", "/dead/x")
+    c.eq(st, 502, "connection refused: 502")
+    t0 = time.time()
+    st, _, _ = gw.request("GET", "/slow/x?delay=2000")
+    c.eq(st, 504, "response-timeout metadata: 504")
+    c.ok(time.time() - t0 < 1.5, "504 came after ~300 ms, not 2 s")
+
+    # --- bodies both ways, keep-alive on one connection
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10)
+    payload = bytes(range(256)) * 4000  # ~1 MB
+    conn.request("POST", "/echo/up", body=payload)
+    r = conn.getresponse()
+    d = json.loads(r.read())
+    c.eq(d["body_bytes"], len(payload), "Content-Length body forwarded")
+
+    def chunks():
+        for i in range(50):
+            yield b"y" * (1000 + i)
+    conn.request("POST", "/echo/up", body=chunks(),
+                 encode_chunked=True,
+                 headers={"Transfer-Encoding": "chunked"})
+    r = conn.getresponse()
+    d = json.loads(r.read())
+    c.eq(d["body_bytes"], sum(1000 + i for i in range(50)),
+         "chunked body forwarded")
+    conn.request("GET", "/echo/big?size=3000000")
+    r = conn.getresponse()
+    big = r.read()
+    c.ok(len(big) >= 3000000, "3 MB response streamed (%d)" % len(big))
+    conn.request("HEAD", "/echo/head")
+    r = conn.getresponse()
+    c.eq(r.read(), b"", "HEAD has no body")
+    c.eq(r.status, 200, "HEAD status")
+    conn.request("GET", "/echo/last")
+    r = conn.getresponse()
+    r.read()
+    c.eq(r.status, 200, "still the same keep-alive connection")
+    conn.close()
+    c.ok((gw.metric("gateway_upstream_reuses_total") or 0) > 0,
+         "upstream connections reused from the pool")
+    out = h.raw(gw.port, b"POST /echo/x HTTP/1.1\r\nHost: a\r\n"
+                b"Content-Length: %d\r\n\r\n" % (11 << 20))
+    c.ok(out.startswith(b"HTTP/1.1 413 "),
+         "body over --max-body-bytes: 413 (%r)" % out[:40])
+
+    # pipelining: three requests in one write, answered in order
+    out = h.raw(gw.port, b"GET /echo/p1 HTTP/1.1\r\nHost: a\r\n\r\n"
+                b"POST /echo/p2 HTTP/1.1\r\nHost: a\r\nContent-Length: 3"
+                b"\r\n\r\nabc"
+                b"GET /echo/p3 HTTP/1.1\r\nHost: a\r\nConnection: close"
+                b"\r\n\r\n")
+    paths = [json.loads(part.split(b"\r\n\r\n", 1)[1].split(b"\n")[0])
+             ["path"] for part in out.split(b"HTTP/1.1 200 OK")[1:]]
+    c.eq(paths, ["/p1", "/p2", "/p3"], "pipelined requests answered in order")
+    # HTTP/1.0: answered and closed
+    out = h.raw(gw.port, b"GET /echo/old HTTP/1.0\r\nHost: a\r\n\r\n")
+    c.ok(out.startswith(b"HTTP/1.1 200") and b"Connection: close" in out,
+         "HTTP/1.0 request answered with Connection: close")
+
+    # --- admin API
+    st, _, _ = gw.admin_call("GET", "/status", token=False)
+    c.eq(st, 401, "admin without the token: 401")
+    s = gw.status()
+    c.ok(isinstance(s["fingerprint"], str) and len(s["fingerprint"]) == 16,
+         "fingerprint is hex")
+    c.ok(isinstance(s["generation"], int), "generation")
+    src = [x for x in s["sources"] if x["name"] == "public"]
+    c.eq(len(src), 1, "source named by the file's base name")
+    for k in ("name", "version", "checksum", "error"):
+        c.ok(k in src[0], "source has %s" % k)
+    c.eq(src[0]["version"], "1", "source version")
+    c.eq(src[0]["error"], None, "no error")
+
+    new_route = {"id": "added", "uri": "http://127.0.0.1:%d" % b2,
+                 "predicates": ["Path=/added/**"]}
+    st, _, data = gw.admin_call("PUT", "/routes/public/added", new_route)
+    c.eq(st, 200, "PUT one route")
+    st, _, data = gw.request("GET", "/added/x")
+    c.eq(json.loads(data)["instance"], "b2", "new route live at once")
+    st, _, _ = gw.admin_call("POST", "/routes/public/added/disable")
+    c.eq(st, 200, "disable")
+    c.eq(gw.request("GET", "/added/x")[0], 404, "disabled route: 404")
+    st, _, _ = gw.admin_call("POST", "/routes/public/added/enable")
+    c.eq(gw.request("GET", "/added/x")[0], 200, "enabled again")
+    st, _, _ = gw.admin_call("DELETE", "/routes/other/added")
+    c.eq(st, 404, "DELETE names the route's own source")
+    st, _, _ = gw.admin_call("DELETE", "/routes/public/added")
+    c.eq(st, 200, "DELETE one route")
+    c.eq(gw.request("GET", "/added/x")[0], 404, "deleted route: 404")
+    st, _, _ = gw.admin_call("DELETE", "/routes/public/added")
+    c.eq(st, 404, "DELETE of a missing route: 404")
+
+    st, _, _ = gw.admin_call("PUT", "/routes/ops/ops-only", {
+        "id": "ops-only", "uri": "http://127.0.0.1:%d" % b1,
+        "predicates": ["Path=/ops/**"]})
+    c.eq(st, 200, "PUT one route into a new source")
+    c.ok(gw.source("ops") is not None, "the new source is listed")
+    c.eq(gw.request("GET", "/ops/x")[0], 200, "and its route serves")
+
+    bad = {"id": "broken", "uri": "http://x",
+           "predicates": ["Path=/b/**", "Nope=1"]}
+    st, _, data = gw.admin_call("PUT", "/routes/public/broken", bad)
+    c.eq(st, 400, "broken route: 400")
+    err = json.loads(data)["error"]
+    c.ok("predicates[1]" in err["path"], "located error: %r" % err)
+    doc = {"version": "9", "routes": [{"id": "x", "uri": "http://h",
+                                        "predicates": ["Path=/x/{"]}]}
+    st, _, data = gw.admin_call("PUT", "/routes/public", doc)
+    c.eq(st, 400, "broken document: 400")
+    c.ok("routes[0].predicates[0]" in json.loads(data)["error"]["path"],
+         "document error located: %s" % data)
+    c.eq(gw.request("GET", "/echo/still")[0], 200, "old routes serve on")
+
+    st, _, data = gw.admin_call("PUT", "/instances/svc", [
+        {"id": "b2", "host": "127.0.0.1", "port": b2}])
+    c.eq(st, 200, "PUT instances")
+    c.eq(json.loads(gw.request("GET", "/svc/x")[2])["instance"], "b2",
+         "instances replaced")
+    st, _, data = gw.admin_call("PUT", "/instances/svc", [
+        {"id": "b9", "host": "127.0.0.1", "port": "80"}])
+    c.eq(st, 400, "bad instance list: 400")
+    c.ok("port" in json.loads(data)["error"]["path"], "instance error path")
+
+    doc2 = json.loads(routes_doc(b1, dead, "2"))
+    doc2["routes"] = doc2["routes"][:1]
+    st, _, _ = gw.admin_call("PUT", "/routes/public", doc2)
+    c.eq(st, 200, "PUT a whole document")
+    c.eq(gw.request("GET", "/teapot")[0], 404, "document replaced routes")
+    st, _, data = gw.admin_call("POST", "/rollback/public?version=1")
+    c.eq(st, 200, "rollback: %s" % data)
+    c.eq(gw.request("GET", "/teapot")[0], 418, "rolled back")
+    st, _, data = gw.admin_call("GET", "/report")
+    c.eq(json.loads(data)["ok"], True, "last report")
+    st, _, data = gw.admin_call("GET", "/fingerprint")
+    c.eq(json.loads(data)["fingerprint"], gw.status()["fingerprint"],
+         "/fingerprint agrees with /status")
+    st, _, data = gw.admin_call("GET", "/metrics")
+    text = data.decode()
+    for name in ("switchyard_generation", "gateway_requests_total",
+                 "gateway_request_duration_seconds_bucket",
+                 "gateway_upstream_latency_seconds_bucket",
+                 "gateway_active_connections"):
+        c.ok(name in text, "metrics have %s" % name)
+    c.ok('gateway_requests_total{route="echo",status="200"}' in text,
+         "requests by route and status")
+
+
+h.run("gateway_basic", body)

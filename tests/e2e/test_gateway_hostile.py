@@ -1,0 +1,135 @@
+"""mini-gateway end to end: hostile clients each get their error status
+and the gateway stays up: a slowloris head (408 after --header-timeout),
+silent connections, an oversized header and too many headers (431), a
+malformed request line and header (400), request smuggling with both
+Content-Length and chunked (400), a path climbing above the root with
+`..` or `%2e%2e` (400, never forwarded), an encoded slash `%2F` (400 by
+default: --escaped-slashes reject), and dot segments inside the root
+normalised before matching and forwarding."""
+import json
+import socket
+import threading
+import time
+
+import gwharness as h
+
+
+def status_of(resp):
+    try:
+        return int(resp.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def body(procs, c):
+    _, b1 = procs.backend("b1")
+    routes = procs.write_file("routes.json", json.dumps({"version": "1",
+        "routes": [
+            {"id": "api", "uri": "http://127.0.0.1:%d" % b1,
+             "predicates": ["Path=/api/**"]},
+            {"id": "files", "uri": "http://127.0.0.1:%d" % b1,
+             "predicates": ["Path=/files/{name}"],
+             "filters": ["SetPath=/store/{name}"]}]}))
+    gw = procs.gateway("--routes", routes, "--header-timeout", "1000",
+                       "--max-header-bytes", "16384")
+    port = gw.port
+
+    def alive(what):
+        st, _, data = gw.request("GET", "/api/ok")
+        c.eq(st, 200, "still serving after %s" % what)
+
+    # slowloris: a head trickling in, one byte at a time
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"GET /api/x HTTP/1.1\r\nHost: a\r\n")
+    t0 = time.time()
+    got = b""
+    try:
+        for ch in b"X-Slow: " + b"z" * 100:
+            s.sendall(bytes([ch]))
+            time.sleep(0.05)
+            s.setblocking(False)
+            try:
+                got += s.recv(4096)
+            except BlockingIOError:
+                pass
+            s.setblocking(True)
+            if got:
+                break
+    except OSError:
+        pass
+    s.settimeout(3)
+    try:
+        while b"\r\n\r\n" not in got:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        pass
+    s.close()
+    c.eq(status_of(got), 408, "slowloris: 408")
+    c.ok(time.time() - t0 < 3, "slowloris cut after ~1 s")
+
+    # many silent connections do not block others, and are closed
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(50)]
+    alive("50 silent connections")
+    time.sleep(1.5)
+    closed = 0
+    for s in silent:
+        s.settimeout(1)
+        try:
+            if s.recv(100) == b"":
+                closed += 1
+        except OSError:
+            pass
+        s.close()
+    c.eq(closed, 50, "silent connections closed after the header timeout")
+
+    big = b"GET /api/x HTTP/1.1\r\nHost: a\r\nX-Big: " + b"a" * 20000 + \
+        b"\r\n\r\n"
+    c.eq(status_of(h.raw(port, big)), 431, "oversized header: 431")
+    many = b"GET /api/x HTTP/1.1\r\nHost: a\r\n" + \
+        b"".join(b"X-H%d: v\r\n" % i for i in range(300)) + b"\r\n"
+    c.eq(status_of(h.raw(port, many)), 431, "too many headers: 431")
+    c.eq(status_of(h.raw(port, b"GARBAGE\r\n\r\n")), 400,
+         "malformed request line: 400")
+    c.eq(status_of(h.raw(port, b"GET /api/x HTTP/1.1 extra\r\n\r\n")), 400,
+         "junk after the version: 400")
+    c.eq(status_of(h.raw(port, b"GET /api/x HTTP/1.1\r\nBad Header\r\n\r\n")),
+         400, "malformed header: 400")
+    smuggle = (b"POST /api/x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /api/evil "
+               b"HTTP/1.1\r\nHost: a\r\n\r\n")
+    c.eq(status_of(h.raw(port, smuggle)), 400,
+         "Content-Length with chunked: 400")
+    c.eq(status_of(h.raw(port, b"GET /api/x HTTP/1.1\r\n\r\n")), 400,
+         "HTTP/1.1 without Host: 400")
+    c.eq(status_of(h.raw(port, b"GET /api/x HTTP/1.1\r\nHost: a\r\n"
+                         b"Host: b\r\n\r\n")), 400, "two Host headers: 400")
+    alive("malformed requests")
+
+    for path in (b"/api/../../etc/passwd", b"/api/%2e%2e/%2e%2e/etc/passwd",
+                 b"/../api/x"):
+        resp = h.raw(port, b"GET " + path + b" HTTP/1.1\r\nHost: a\r\n"
+                     b"Connection: close\r\n\r\n")
+        c.eq(status_of(resp), 400, "%s climbs above the root: 400" %
+             path.decode())
+    resp = h.raw(port, b"GET /files/a%2Fb HTTP/1.1\r\nHost: a\r\n"
+                 b"Connection: close\r\n\r\n")
+    c.eq(status_of(resp), 400, "encoded slash: 400")
+    resp = h.raw(port, b"GET /api/x/../y/./z HTTP/1.1\r\nHost: a\r\n"
+                 b"Connection: close\r\n\r\n")
+    c.eq(status_of(resp), 200, "dot segments inside the root: routed")
+    if status_of(resp) == 200:
+        d = json.loads(resp.split(b"\r\n\r\n", 1)[1])
+        c.eq(d["path"], "/api/y/z", "forwarded path is normalised")
+    resp = h.raw(port, b"GET /admin/../api/x HTTP/1.1\r\nHost: a\r\n"
+                 b"Connection: close\r\n\r\n")
+    if status_of(resp) == 200:
+        d = json.loads(resp.split(b"\r\n\r\n", 1)[1])
+        c.eq(d["path"], "/api/x", "/admin/../api/x forwarded as /api/x")
+    alive("hostile paths")
+    c.eq(gw.proc.poll(), None, "the gateway process is up")
+
+
+h.run("gateway_hostile", body)

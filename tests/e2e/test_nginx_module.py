@@ -1,0 +1,726 @@
+#!/usr/bin/env python3
+"""End-to-end tests of ngx_http_switchyard_module (TAP for meson, suite e2e).
+
+Starts Debian's nginx (2 workers) with the module built by -Dnginx=true and
+two backends (this script in --backend mode: each answers with its id, the
+path, method and headers it received), all on 127.0.0.1 free ports, runs the
+checks below and stops everything, also on failure. Environment:
+SY_NGINX_MODULE (the .so), SY_NGINX (the nginx binary).
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+MODULE = os.environ.get("SY_NGINX_MODULE", "")
+NGINX = os.environ.get("SY_NGINX", "/usr/sbin/nginx")
+TIMEOUT = 5.0
+
+
+# ---------------------------------------------------------------- backend
+
+def run_backend(ident, port):
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            body_in = self.rfile.read(n) if n else b""
+            body = json.dumps({
+                "id": ident, "method": self.command, "path": self.path,
+                "headers": [[k, v] for k, v in self.headers.items()],
+                "body": body_in.decode("utf-8", "replace"),
+            }).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = answer
+
+        def log_message(self, *args):
+            pass
+
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.request_queue_size = 256
+    srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    srv.serve_forever()
+
+
+# ---------------------------------------------------------------- helpers
+
+def die_with_parent():
+    """preexec_fn: the child gets SIGTERM when this script dies, so that
+    nothing outlives a killed test run (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, deadline):
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("port %d did not open" % port)
+
+
+class Resp:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    def header(self, name):
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def json(self):
+        return json.loads(self.body)
+
+    def echo_header(self, name):
+        """A header as the backend received it."""
+        for k, v in self.json()["headers"]:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+
+def request(port, method, path, headers=None, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return Resp(r.status, r.getheaders(), r.read())
+    finally:
+        c.close()
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+# ---------------------------------------------------------------- fixture
+
+class Env:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sy-nginx-e2e-")
+        # workers of a root master run as nobody: they need to reach the
+        # temporary files under this directory
+        os.chmod(self.dir, 0o755)
+        self.procs = []
+        self.nginx = None
+        self.pa, self.pb, self.port = free_port(), free_port(), free_port()
+
+    def write(self, name, obj):
+        with open(os.path.join(self.dir, name), "w") as f:
+            json.dump(obj, f)
+
+    def main_routes(self):
+        a = "http://127.0.0.1:%d" % self.pa
+        b = "http://127.0.0.1:%d" % self.pb
+        return {"version": "1", "routes": [
+            {"id": "a", "uri": a, "predicates": ["Path=/a/**"],
+             "filters": ["StripPrefix=1", "AddRequestHeader=X-Added,yes",
+                         "RemoveRequestHeader=X-Secret"]},
+            {"id": "b", "uri": b, "predicates": ["Path=/b/{seg}"],
+             "filters": ["SetPath=/set/{seg}",
+                         "AddResponseHeader=X-Resp,on"]},
+            {"id": "gray", "uri": "lb://shop", "predicates": ["Path=/shop/**"],
+             "metadata": {"version-header": "X-Version"}},
+            {"id": "post-only", "uri": a,
+             "predicates": ["Path=/post", "Method=POST,PUT"]},
+            {"id": "redir", "uri": a, "predicates": ["Path=/old"],
+             "filters": ["RedirectTo=301,http://example.com/new"]},
+            {"id": "teapot", "uri": a, "predicates": ["Path=/tea"],
+             "filters": ["SetStatus=418"]},
+            {"id": "keep", "uri": b, "predicates": ["Path=/keep/**"],
+             "filters": ["PreserveHostHeader"]},
+            {"id": "flaky", "uri": "lb://flaky",
+             "predicates": ["Path=/flaky/**"]},
+            {"id": "hosted", "uri": b,
+             "predicates": ["Host=hosted.example", "Path=/hosted"]},
+        ]}
+
+    def live_routes(self, version, backend=None):
+        port = backend or self.pa
+        return {"version": str(version), "routes": [
+            {"id": "live", "uri": "http://127.0.0.1:%d" % port,
+             "predicates": ["Path=/live/**"],
+             "filters": ["AddRequestHeader=X-Route-Version,%s" % version]}]}
+
+    def instances(self):
+        return {"services": {"shop": [
+            {"id": "shop-a", "host": "127.0.0.1", "port": self.pa},
+            {"id": "shop-b", "host": "127.0.0.1", "port": self.pb,
+             "metadata": {"version": "2"}}]}}
+
+    def start(self):
+        for ident, port in (("A", self.pa), ("B", self.pb)):
+            self.procs.append(subprocess.Popen(
+                [sys.executable, __file__, "--backend", ident, str(port)],
+                preexec_fn=die_with_parent))
+        self.write("main.json", self.main_routes())
+        self.write("live.json", self.live_routes(0))
+        self.write("instances.json", self.instances())
+        d = self.dir
+        conf = """
+load_module {module};
+worker_processes 2;
+error_log {d}/error.log notice;
+pid {d}/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    switchyard_routes {d}/main.json;
+    switchyard_routes {d}/live.json;
+    switchyard_instances {d}/instances.json;
+    switchyard_zone 8m;
+    switchyard_strip_host_port on;
+    switchyard_escaped_slashes reject;
+    server {{
+        listen 127.0.0.1:{port};
+        location /switchyard/ {{
+            switchyard_admin;
+            client_max_body_size 16m;
+            client_body_buffer_size 128;  # larger bodies go through a file
+        }}
+        location / {{
+            switchyard on;
+            proxy_pass $switchyard_upstream$switchyard_uri;
+            proxy_set_header Host $switchyard_host;
+            add_header X-Switchyard-Route $switchyard_route always;
+            add_header X-Switchyard-Instance $switchyard_instance always;
+            add_header X-Switchyard-Version $switchyard_version always;
+        }}
+    }}
+}}
+""".format(module=MODULE, d=d, port=self.port)
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(conf)
+        self.nginx = subprocess.Popen(
+            [NGINX, "-p", d, "-c", d + "/nginx.conf", "-g", "daemon off;"],
+            stderr=open(os.path.join(d, "stderr.log"), "w"),
+            preexec_fn=die_with_parent)
+        deadline = time.time() + 10
+        for p in (self.pa, self.pb, self.port):
+            wait_port(p, deadline)
+
+    def reload(self):
+        subprocess.run([NGINX, "-p", self.dir, "-c", self.dir + "/nginx.conf",
+                        "-s", "reload"], check=True, timeout=10,
+                       capture_output=True)
+
+    def put(self, what, doc):
+        body = doc if isinstance(doc, (bytes, str)) else json.dumps(doc)
+        return request(self.port, "PUT", "/switchyard/" + what, body=body,
+                       headers={"Content-Type": "application/json"})
+
+    def status(self):
+        r = request(self.port, "GET", "/switchyard/status")
+        check(r.status == 200, "status answered %d" % r.status)
+        return r.json()
+
+    def converged(self, timeout=5.0):
+        """Poll until both workers report the zone's generation and the
+        same fingerprint; returns the last status."""
+        deadline = time.time() + timeout
+        while True:
+            s = self.status()
+            fps = {w["fingerprint"] for w in s["workers"]}
+            if (len(s["workers"]) == 2 and len(fps) == 1 and s["converged"]
+                    and all(w["generation"] == s["generation"]
+                            for w in s["workers"])):
+                return s
+            if time.time() > deadline:
+                raise AssertionError("workers did not converge: %r" % s)
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.nginx and self.nginx.poll() is None:
+            self.nginx.send_signal(signal.SIGTERM)
+            try:
+                self.nginx.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.nginx.kill()
+                self.nginx.wait()
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+    def error_log(self):
+        try:
+            with open(os.path.join(self.dir, "error.log")) as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+
+# ---------------------------------------------------------------- tests
+
+def test_routes_and_request_filters(env):
+    r = request(env.port, "GET", "/a/x/y?q=1&r=2",
+                headers={"X-Secret": "s", "X-Keep": "k"})
+    check(r.status == 200, "status %d" % r.status)
+    j = r.json()
+    check(j["id"] == "A", "backend %s" % j["id"])
+    check(j["path"] == "/x/y?q=1&r=2", "path %s" % j["path"])
+    check(r.echo_header("X-Added") == "yes", "AddRequestHeader missing")
+    check(r.echo_header("X-Secret") is None, "RemoveRequestHeader ignored")
+    check(r.echo_header("X-Keep") == "k", "client header lost")
+    check(r.echo_header("Host") == "127.0.0.1:%d" % env.pa,
+          "Host sent %s" % r.echo_header("Host"))
+    check(r.header("X-Switchyard-Route") == "a", "$switchyard_route")
+
+
+def test_setpath_and_response_header(env):
+    r = request(env.port, "GET", "/b/thing")
+    check(r.status == 200, "status %d" % r.status)
+    j = r.json()
+    check(j["id"] == "B" and j["path"] == "/set/thing", repr(j))
+    check(r.header("X-Resp") == "on", "AddResponseHeader missing")
+
+
+def test_path_normalised_before_matching(env):
+    """The module gives the library the raw path: dot segments (also
+    encoded ones) are removed before matching and in the path sent; an
+    encoded slash is refused with 400 (switchyard_escaped_slashes reject:
+    the library's SY_NOMATCH_BAD_PATH); other escapes are sent as they
+    came."""
+    for raw in ("/a/../b/thing", "/a/%2e%2e/b/thing", "/b/./thing"):
+        r = request(env.port, "GET", raw)
+        check(r.status == 200, "%s: status %d" % (raw, r.status))
+        j = r.json()
+        check(j["id"] == "B" and j["path"] == "/set/thing",
+              "%s went to %s %s" % (raw, j["id"], j["path"]))
+    r = request(env.port, "GET", "/a/x%2Fy")
+    check(r.status == 400, "encoded slash: %d %r" % (r.status, r.body[:200]))
+    r = request(env.port, "GET", "/a/x%41y")
+    check(r.status == 200 and r.json()["path"] == "/x%41y",
+          "other escapes: %d %r" % (r.status, r.body[:200]))
+
+
+def test_preserve_host_header(env):
+    r = request(env.port, "GET", "/keep/1", headers={"Host": "shop.example"})
+    check(r.status == 200, "status %d" % r.status)
+    check(r.echo_header("Host") == "shop.example",
+          "Host sent %s" % r.echo_header("Host"))
+
+
+def test_gray_release_by_version_header(env):
+    plain = [request(env.port, "GET", "/shop/p").json()["id"]
+             for _ in range(6)]
+    gray = [request(env.port, "GET", "/shop/p",
+                    headers={"X-Version": "2"}).json()["id"]
+            for _ in range(6)]
+    check(set(plain) == {"A"}, "without the header: %r" % plain)
+    check(set(gray) == {"B"}, "with X-Version: 2: %r" % gray)
+    r = request(env.port, "GET", "/shop/p", headers={"X-Version": "2"})
+    check(r.header("X-Switchyard-Instance") == "shop-b" and
+          r.header("X-Switchyard-Version") == "2",
+          "$switchyard_instance/$switchyard_version: %r"
+          % [r.header("X-Switchyard-Instance"),
+             r.header("X-Switchyard-Version")])
+
+
+def test_host_predicate_ignores_port(env):
+    r = request(env.port, "GET", "/hosted",
+                headers={"Host": "hosted.example:8443"})
+    check(r.status == 200 and r.json()["id"] == "B",
+          "switchyard_strip_host_port: %d" % r.status)
+    r = request(env.port, "GET", "/hosted", headers={"Host": "other.example"})
+    check(r.status == 404, "other host: %d" % r.status)
+
+
+def test_no_route_is_404(env):
+    r = request(env.port, "GET", "/nowhere")
+    check(r.status == 404, "status %d" % r.status)
+
+
+def test_method_mismatch_is_405_with_allow(env):
+    r = request(env.port, "POST", "/post", body="x")
+    check(r.status == 200 and r.json()["method"] == "POST",
+          "POST answered %d" % r.status)
+    check(r.json()["body"] == "x", "request body %r" % r.json()["body"])
+    r = request(env.port, "GET", "/post")
+    check(r.status == 405, "status %d" % r.status)
+    allow = (r.header("Allow") or "").replace(" ", "").split(",")
+    check(sorted(allow) == ["POST", "PUT"], "Allow %r" % r.header("Allow"))
+
+
+def test_redirect_answered_by_module(env):
+    r = request(env.port, "GET", "/old")
+    check(r.status == 301, "status %d" % r.status)
+    check(r.header("Location") == "http://example.com/new",
+          "Location %r" % r.header("Location"))
+
+
+def test_set_status(env):
+    r = request(env.port, "GET", "/tea")
+    check(r.status == 418, "status %d" % r.status)
+    check(r.json()["id"] == "A", "body not from the backend")
+
+
+def test_broken_document_rejected(env):
+    before = env.converged()
+    bad = env.live_routes(99)
+    bad["routes"][0]["predicates"] = ["Path=/live/**", "Paht=/typo"]
+    r = env.put("routes/live", bad)
+    check(r.status == 400, "status %d" % r.status)
+    err = r.json()["error"]
+    check(err["path"] == "routes[0].predicates[1]", "path %r" % err["path"])
+    check(err["message"], "no message")
+    r = env.put("routes/live", b'{"version": "x", "routes": [')
+    check(r.status == 400, "syntax: status %d" % r.status)
+    check(r.json()["error"]["name"], "no error name")
+    r = env.put("routes/nosuch", env.live_routes(1))
+    check(r.status == 404, "unknown source: status %d" % r.status)
+    after = env.converged()
+    check(after["generation"] == before["generation"],
+          "generation moved: %r -> %r" % (before, after))
+    check({w["fingerprint"] for w in after["workers"]} ==
+          {w["fingerprint"] for w in before["workers"]}, "routes changed")
+    r = request(env.port, "GET", "/live/x")
+    check(r.status == 200 and r.echo_header("X-Route-Version") == "0",
+          "live route changed")
+
+
+def test_instances_put(env):
+    doc = [{"id": "shop-a", "host": "127.0.0.1", "port": env.pa},
+           {"id": "shop-b", "host": "127.0.0.1", "port": env.pb,
+            "metadata": {"version": 3}}]  # a number is taken as text
+    r = env.put("instances/shop", doc)
+    check(r.status == 200, "status %d %r" % (r.status, r.body))
+    ids = {request(env.port, "GET", "/shop/p",
+                   headers={"X-Version": "3"}).json()["id"]
+           for _ in range(6)}
+    check(ids == {"B"}, "X-Version: 3 went to %r" % ids)
+    r = env.put("instances/shop", [{"id": "x", "host": "h", "port": "80"}])
+    check(r.status == 400 and r.json()["error"]["path"] == "[0].port",
+          "string port: %d %r" % (r.status, r.body))
+    r = env.put("instances/shop", [{"id": "x", "host": "h", "port": 80,
+                                    "wieght": 2}])
+    check(r.status == 400 and r.json()["error"]["path"] == "[0].wieght",
+          "unknown key: %d %r" % (r.status, r.body))
+    r = env.put("instances/shop", [{"id": "x", "host": "h", "port": 80},
+                                   {"id": "x", "host": "h", "port": 81}])
+    check(r.status == 400 and r.json()["error"]["path"] == "[1].id",
+          "duplicate id: %d %r" % (r.status, r.body))
+    body = '[{"id": "x", "host": }]'
+    r = env.put("instances/shop", body)
+    e = r.json()["error"] if r.status == 400 else {}
+    check(e.get("line") == 1 and 0 < e.get("column", 0) <= len(body) and
+          e.get("offset", len(body)) < len(body),
+          "syntax error located in the body: %d %r" % (r.status, r.body))
+    r = env.put("instances/shop", {"services": {"other": doc}})
+    check(r.status == 400, "document without the service: %d" % r.status)
+    r = env.put("instances/shop", {"services": {"shop": doc}})
+    check(r.status == 200, "instances document: %d %r" % (r.status, r.body))
+    env.converged()
+
+
+def test_passive_health_ejects_a_failing_instance(env):
+    """Half the picks go to an instance nobody listens on; after 5
+    consecutive failures in a worker (the library's default), that worker
+    ejects it, so at most 10 requests fail (2 workers) before 20 in a row
+    succeed (without ejection: a chance of one in a million)."""
+    dead = free_port()
+    r = env.put("instances/flaky", [
+        {"id": "up", "host": "127.0.0.1", "port": env.pa},
+        {"id": "dead", "host": "127.0.0.1", "port": dead}])
+    check(r.status == 200, "PUT instances: %d" % r.status)
+    statuses, streak = [], 0
+    while streak < 20:
+        check(len(statuses) < 300, "no 20 successes in a row: %r"
+              % statuses[-40:])
+        st = request(env.port, "GET", "/flaky/x").status
+        statuses.append(st)
+        streak = streak + 1 if st == 200 else 0
+    check(set(statuses) <= {200, 502}, "statuses %r" % set(statuses))
+    check(1 <= statuses.count(502) <= 10, "%d failures before ejection"
+          % statuses.count(502))
+
+
+def test_single_route_changes(env):
+    b = "http://127.0.0.1:%d" % env.pb
+    route = {"id": "extra", "uri": b, "predicates": ["Path=/extra/**"]}
+    r = env.put("routes/live/extra", route)
+    check(r.status == 200, "upsert: %d %r" % (r.status, r.body))
+    r = request(env.port, "GET", "/extra/x")
+    check(r.status == 200 and r.json()["id"] == "B", "upserted route")
+    r = env.put("routes/live/other", route)
+    check(r.status == 400 and r.json()["error"]["path"] == "id",
+          "id mismatch: %d %r" % (r.status, r.body))
+    r = env.put("routes/live/bad", {"id": "bad", "uri": b,
+                                    "predicates": ["Nope=1"]})
+    check(r.status == 400 and "predicates[0]" in r.json()["error"]["path"],
+          "bad route: %d %r" % (r.status, r.body))
+    r = request(env.port, "DELETE", "/switchyard/routes/main/extra")
+    check(r.status == 404, "remove from the wrong source: %d" % r.status)
+    s = env.converged()
+    kinds = sorted((d["kind"], d["name"]) for d in s["documents"])
+    check(("route", "extra") in kinds, "stored changes %r" % kinds)
+    r = request(env.port, "DELETE", "/switchyard/routes/live/extra")
+    check(r.status == 200, "remove: %d %r" % (r.status, r.body))
+    r = request(env.port, "GET", "/extra/x")
+    check(r.status == 404, "removed route answered %d" % r.status)
+    r = request(env.port, "DELETE", "/switchyard/routes/live/extra")
+    check(r.status == 404, "second remove: %d" % r.status)
+    env.put("routes/live/extra", route)
+    # a document for the source replaces its upserted routes
+    r = env.put("routes/live", env.live_routes(0))
+    check(r.status == 200, "document: %d" % r.status)
+    r = request(env.port, "GET", "/extra/x")
+    check(r.status == 404, "upsert survived the document: %d" % r.status)
+    s = env.converged()
+    check(not [d for d in s["documents"] if d["kind"].startswith("route-")
+               or d["kind"] == "route"],
+          "route changes kept: %r" % s["documents"])
+
+
+def test_full_zone_changes_nothing(env):
+    """A valid document larger than the zone (8m) is refused with 507."""
+    before = env.converged()
+    doc = env.live_routes(7)
+    doc["routes"][0]["metadata"] = {"pad%d" % i: "x" * 60000
+                                    for i in range(160)}  # 9.6 MB
+    r = env.put("routes/live", doc)
+    check(r.status == 507, "status %d %r" % (r.status, r.body[:200]))
+    after = env.converged()
+    check(after["generation"] == before["generation"], "generation moved")
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "0", "live route changed")
+
+
+def test_broken_file_fails_configuration_test(env):
+    d = env.dir
+    with open(os.path.join(d, "broken.json"), "w") as f:
+        json.dump([{"id": "x", "uri": "http://127.0.0.1:1",
+                    "predicates": ["Path=/x", "Paht=/typo"]}], f)
+    with open(os.path.join(d, "nginx.conf")) as f:
+        conf = f.read()
+    conf = conf.replace("live.json;", "live.json;\n    switchyard_routes "
+                        + d + "/broken.json;")
+    with open(os.path.join(d, "broken.conf"), "w") as f:
+        f.write(conf)
+    p = subprocess.run([NGINX, "-t", "-p", d, "-c", d + "/broken.conf"],
+                       capture_output=True, text=True, timeout=10)
+    check(p.returncode != 0, "nginx -t accepted a broken routes file")
+    check("broken.json" in p.stderr and "[0].predicates[1]" in p.stderr,
+          "error not located: %r" % p.stderr[-500:])
+
+
+def test_route_changes_under_load(env):
+    """200 PUTs while 4 clients request the changing route: no request
+    fails, and each response comes from the version acknowledged before
+    the request started, or a later one."""
+    acked = [0]
+    stop = threading.Event()
+    failures, stale, counts = [], [], [0]
+    lock = threading.Lock()
+
+    def client():
+        while not stop.is_set():
+            start = acked[0]
+            try:
+                r = request(env.port, "GET", "/live/x")
+                v = r.echo_header("X-Route-Version") if r.status == 200 \
+                    else None
+            except Exception as e:  # noqa: BLE001 - any failure counts
+                with lock:
+                    failures.append(repr(e))
+                continue
+            with lock:
+                counts[0] += 1
+                if r.status != 200 or v is None:
+                    failures.append("status %d" % r.status)
+                elif int(v) < start:
+                    stale.append((start, int(v)))
+                elif r.json()["id"] != ("A" if int(v) % 2 or not int(v)
+                                        else "B"):
+                    failures.append("version %s from backend %s"
+                                    % (v, r.json()["id"]))
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for k in range(1, 201):
+            backend = env.pa if k % 2 else env.pb
+            r = env.put("routes/live", env.live_routes(k, backend))
+            check(r.status == 200, "PUT %d: %d %r" % (k, r.status, r.body))
+            acked[0] = k
+            time.sleep(0.005)
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+    check(counts[0] > 200, "only %d requests completed" % counts[0])
+    check(not failures, "%d failed requests, e.g. %r" % (len(failures),
+                                                         failures[:3]))
+    check(not stale, "%d stale responses (acked, served), e.g. %r"
+          % (len(stale), stale[:3]))
+    s = env.converged()
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "200", "final version")
+    print("# %d requests during 200 route changes; generation %d"
+          % (counts[0], s["generation"]))
+
+
+def test_workers_converge(env):
+    s = env.converged()
+    pids = {w["pid"] for w in s["workers"]}
+    check(len(pids) == 2, "worker pids %r" % pids)
+    check(all(w["error"] is None for w in s["workers"]), repr(s))
+    src = {x["name"]: x for x in s["sources"]}
+    check(list(src) == ["main", "live"], "sources %r" % list(src))
+    check(src["live"]["version"] == "200" and src["live"]["routes"] == 1,
+          "live source %r" % src["live"])
+    check(src["main"]["version"] == "1" and src["main"]["routes"] == 9,
+          "main source %r" % src["main"])
+    r = request(env.port, "GET", "/switchyard/metrics")
+    check(r.status == 200 and r.header("Content-Type").startswith(
+        "text/plain"), "metrics: %d" % r.status)
+    lines = r.body.decode().splitlines()
+    routes = [ln for ln in lines if ln.startswith("switchyard_routes ")]
+    check(routes and routes[0].split()[1] == "10", "routes gauge %r" % routes)
+
+
+def test_respawned_worker_catches_up(env):
+    """A worker started by the master after a crash builds its router from
+    the files and the zone's documents: it reaches its peer's fingerprint."""
+    before = env.converged()
+    victim = before["workers"][0]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.time() + 10
+    while True:
+        s = env.status()
+        pids = {w["pid"] for w in s["workers"]}
+        if victim not in pids and len(pids) == 2:
+            break
+        check(time.time() < deadline, "no respawned worker: %r" % s)
+        time.sleep(0.05)
+    after = env.converged()
+    check({w["fingerprint"] for w in after["workers"]} ==
+          {before["workers"][1]["fingerprint"]}, "fingerprints %r -> %r"
+          % (before["workers"], after["workers"]))
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "200", "live version")
+
+
+def test_reload_rereads_files(env):
+    old_pids = {w["pid"] for w in env.converged()["workers"]}
+    env.write("live.json", env.live_routes(1000))
+    env.reload()
+    deadline = time.time() + 10
+    while True:
+        r = request(env.port, "GET", "/live/x")
+        if r.status == 200 and r.echo_header("X-Route-Version") == "1000":
+            break
+        check(time.time() < deadline, "reload not served")
+        time.sleep(0.1)
+    # old workers keep their configuration until they exit
+    while any(os.path.exists("/proc/%d" % p) for p in old_pids):
+        check(time.time() < deadline, "old workers did not exit")
+        time.sleep(0.05)
+    s = env.converged(timeout=10)
+    check(not old_pids & {w["pid"] for w in s["workers"]}, "old pids")
+    check(s["documents"] == [], "documents kept across reload: %r"
+          % s["documents"])
+    r = env.put("routes/live", env.live_routes(1001))
+    check(r.status == 200, "PUT after reload: %d" % r.status)
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "1001", "PUT after reload")
+    env.converged()
+
+
+TESTS = [
+    test_routes_and_request_filters,
+    test_setpath_and_response_header,
+    test_path_normalised_before_matching,
+    test_preserve_host_header,
+    test_gray_release_by_version_header,
+    test_host_predicate_ignores_port,
+    test_no_route_is_404,
+    test_method_mismatch_is_405_with_allow,
+    test_redirect_answered_by_module,
+    test_set_status,
+    test_broken_document_rejected,
+    test_instances_put,
+    test_single_route_changes,
+    test_passive_health_ejects_a_failing_instance,
+    test_full_zone_changes_nothing,
+    test_broken_file_fails_configuration_test,
+    test_route_changes_under_load,
+    test_workers_converge,
+    test_respawned_worker_catches_up,
+    test_reload_rereads_files,
+]
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--backend":
+        run_backend(sys.argv[2], int(sys.argv[3]))
+        return 0
+    # meson's timeout sends SIGTERM: unwind through the cleanup below
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    print("1..%d" % len(TESTS))
+    if not os.path.isfile(MODULE):
+        for i, t in enumerate(TESTS, 1):
+            print("not ok %d - %s # module not found: %r" % (i, t.__name__,
+                                                            MODULE))
+        return 1
+    env = Env()
+    failed = 0
+    try:
+        env.start()
+        for i, t in enumerate(TESTS, 1):
+            t0 = time.time()
+            try:
+                t(env)
+                print("ok %d - %s (%.2f s)" % (i, t.__name__,
+                                               time.time() - t0))
+            except Exception:  # noqa: BLE001 - reported as a TAP failure
+                failed += 1
+                print("not ok %d - %s" % (i, t.__name__))
+                for line in traceback.format_exc().splitlines():
+                    print("# " + line)
+            sys.stdout.flush()
+    except Exception:  # noqa: BLE001 - setup failure fails everything
+        for line in traceback.format_exc().splitlines():
+            print("# " + line)
+        failed = len(TESTS)
+    finally:
+        env.stop()
+        if failed:
+            for line in env.error_log().splitlines():
+                print("# nginx: " + line)
+        shutil.rmtree(env.dir, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -119,16 +119,18 @@ bool sy_service_report_outcome(const void *handle, sy_outcome outcome,
         return false;
     uint64_t base = o->base_ejection_ms ? o->base_ejection_ms : 30000;
     uint64_t max = o->max_ejection_ms ? o->max_ejection_ms : 300000;
-    uint32_t k =
-        atomic_fetch_add_explicit(&h->ejections, 1, memory_order_relaxed) + 1;
+    uint32_t k = atomic_load_explicit(&h->ejections, memory_order_relaxed) + 1;
     uint64_t ms = base * k;
     if (ms > max || ms / k != base)
         ms = max;
-    /* one thread ejects; concurrent failures of the same instance lose */
+    /* one thread ejects; concurrent failures of the same instance lose,
+     * and only the winner counts the ejection (a loser's count would
+     * lengthen the next one) */
     if (!atomic_compare_exchange_strong_explicit(
             &h->ejected_until, &until, now + (int64_t)ms, memory_order_relaxed,
             memory_order_relaxed))
         return false;
+    atomic_fetch_add_explicit(&h->ejections, 1, memory_order_relaxed);
     atomic_store_explicit(&h->failures, 0, memory_order_relaxed);
     return true;
 }

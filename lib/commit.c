@@ -319,15 +319,21 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     return step_apply(c, si, bytes, e->len, true, rep, err);
 }
 
-/* A one-route change's part report: the diff of old and new. */
-static int one_route_diff(commit *c, const struct sy_route *old,
-                          const struct sy_route *now, sy_report *rep,
-                          sy_error *err) {
+/* A one-route change of source `si`: `old` (or NULL) becomes `now` (or
+ * NULL: removed) at rank `key`; the part report gets their diff. */
+static int one_route_step(commit *c, uint32_t si, const char *id,
+                          const struct sy_route *old, struct sy_route *now,
+                          uint64_t key, sy_report *rep, sy_error *err) {
     const struct sy_route *o[1] = {old}, *n[1] = {now};
     if (sy_diff_routes(&c->r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
                        &rep->diff))
         return nomem(err);
-    return SY_OK;
+    sy_route_change ch = {id, now, key, si};
+    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
+    int rc = step_derive(c, &cfg, &ch, 1, err);
+    if (rc == SY_OK)
+        c->st[si].modified = c->st[si].touched = true;
+    return rc;
 }
 
 static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
@@ -362,17 +368,9 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
         pos = st->next_pos++;
     }
     rt->doc_index = pos;
-    rc = one_route_diff(c,
-                        slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
-                        rt, rep, err);
-    if (rc)
-        return rc;
-    sy_route_change ch = {rt->id, rt, sy_rank_key(rt->order, si, pos), si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(r);
-    rc = step_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
-        st->modified = st->touched = true;
-    return rc;
+    return one_route_step(
+        c, si, rt->id, slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
+        rt, sy_rank_key(rt->order, si, pos), rep, err);
 }
 
 /* The live slot of route `id` in the working snapshot and a new part
@@ -395,16 +393,7 @@ static int step_remove(commit *c, const char *id, sy_report **rep,
     int rc = find_live(c, id, &sl, rep, err);
     if (rc)
         return rc;
-    uint32_t si = sl->source;
-    rc = one_route_diff(c, sl->route, NULL, *rep, err);
-    if (rc)
-        return rc;
-    sy_route_change ch = {id, NULL, 0, si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
-    rc = step_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
-        c->st[si].modified = c->st[si].touched = true;
-    return rc;
+    return one_route_step(c, sl->source, id, sl->route, NULL, 0, *rep, err);
 }
 
 static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
@@ -413,7 +402,6 @@ static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
     int rc = find_live(c, id, &sl, rep, err);
     if (rc)
         return rc;
-    uint32_t si = sl->source;
     if (sl->route->disabled == !enabled) {
         (*rep)->skipped = (*rep)->noop = true; /* already so: no event */
         return SY_OK;
@@ -427,15 +415,7 @@ static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
         return nomem(err);
     }
     nr->doc_index = sl->route->doc_index;
-    rc = one_route_diff(c, sl->route, nr, *rep, err);
-    if (rc)
-        return rc;
-    sy_route_change ch = {id, nr, sl->key, si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
-    rc = step_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
-        c->st[si].modified = c->st[si].touched = true;
-    return rc;
+    return one_route_step(c, sl->source, id, sl->route, nr, sl->key, *rep, err);
 }
 
 /* Replace one service in the working snapshot's sorted service list. */

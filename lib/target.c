@@ -19,7 +19,8 @@ static bool is_default_port(const char *scheme, uint16_t port) {
 /* "host", "host:port", "[v6]" or "[v6]:port" in the scratch arena. */
 static sy_str authority(sy_arena *scratch, const char *scheme, const char *host,
                         uint16_t port) {
-    bool v6 = strchr(host, ':') != NULL;
+    /* an IPv6 address, unless the host gave it bracketed already */
+    bool v6 = host[0] != '[' && strchr(host, ':') != NULL;
     size_t hl = strlen(host);
     char *buf = sy_arena_alloc(scratch, hl + 3 + 6 + 1);
     if (!buf)

@@ -152,6 +152,39 @@ START_TEST(a_method_only_route_answers_405_not_404) {
 }
 END_TEST
 
+/* The Host header of an instance given with a bracketed IPv6 address is
+ * "[v6]:port", not bracketed twice. */
+START_TEST(a_bracketed_ipv6_instance_is_not_bracketed_twice) {
+    sy_router *r = router_new(NULL, "s");
+    ck_assert_int_eq(
+        apply(r, "s", "[{\"id\":\"k\",\"uri\":\"lb://svc\"}]", NULL), 0);
+    const char *hosts[2] = {"[::1]", "::1"};
+    for (size_t i = 0; i < 2; i++) {
+        sy_instance in = {"i", hosts[i],       8080, false,
+                          1,   SY_INSTANCE_UP, NULL, 0};
+        ck_assert_int_eq(sy_router_set_instances(r, "svc", &in, 1, NULL, NULL),
+                         0);
+        sy_request req = SY_REQUEST_INIT;
+        req.method = (sy_str){"GET", 3};
+        req.path = (sy_str){"/", 1};
+        req.host = (sy_str){"h", 1};
+        sy_match_ctx *ctx;
+        ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+        sy_snapshot *s = sy_router_acquire(r);
+        sy_match *m = NULL;
+        ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+        ck_assert_ptr_nonnull(m);
+        sy_target t;
+        ck_assert_int_eq(sy_match_target(m, NULL, 0, &t, NULL), 0);
+        ck_assert_uint_eq(t.host_header.len, strlen("[::1]:8080"));
+        ck_assert(memcmp(t.host_header.ptr, "[::1]:8080", 10) == 0);
+        sy_snapshot_release(s);
+        sy_match_ctx_free(ctx);
+    }
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("review");
     TCase *tc = tcase_create("review");
@@ -159,6 +192,7 @@ int main(void) {
     tcase_add_test(tc, a_refused_publish_blames_no_change);
     tcase_add_test(tc, a_null_router_is_named_as_such);
     tcase_add_test(tc, a_method_only_route_answers_405_not_404);
+    tcase_add_test(tc, a_bracketed_ipv6_instance_is_not_bracketed_twice);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

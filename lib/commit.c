@@ -281,12 +281,6 @@ static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
     st->history_bytes = json;
     st->history_len = len;
     st->history_version = version;
-    if (rep->version_not_bumped)
-        sy_router_log(
-            r, SY_LOG_WARN,
-            "source %s: version %s applied again with different content: "
-            "the publisher did not bump the version",
-            r->sources[si].name, version);
     return SY_OK;
 }
 
@@ -720,7 +714,14 @@ static void note_failure(commit *c, const sy_change *ch, int64_t now,
     s->failed_count++;
 }
 
+/* After the publish: what one part did, for the log. */
 static void log_part(sy_router *r, const sy_report *p) {
+    if (p->version_not_bumped)
+        sy_router_log(
+            r, SY_LOG_WARN,
+            "source %s: version %s applied again with different content: "
+            "the publisher did not bump the version",
+            p->source, p->version);
     if (p->diff && p->source && !p->skipped)
         sy_router_log(
             r, SY_LOG_INFO,

@@ -185,6 +185,44 @@ START_TEST(a_bracketed_ipv6_instance_is_not_bracketed_twice) {
 }
 END_TEST
 
+static int not_bumped_logs;
+static void count_not_bumped(void *d, sy_log_level lvl, const char *msg) {
+    (void)d;
+    (void)lvl;
+    if (strstr(msg, "did not bump"))
+        not_bumped_logs++;
+}
+
+/* "applied again ... did not bump the version" is logged only when the
+ * document was applied: not by a check, not by a commit that failed. */
+START_TEST(version_not_bumped_is_logged_only_when_applied) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.on_log = count_not_bumped;
+    sy_router *r = router_new(&o, "a");
+    ck_assert_int_eq(apply(r, "a",
+                           "{\"version\":\"1\",\"routes\":[{\"id\":\"r1\","
+                           "\"uri\":\"http://a:80\"}]}",
+                           NULL),
+                     0);
+    const char *again = "{\"version\":\"1\",\"routes\":[{\"id\":\"r2\","
+                        "\"uri\":\"http://a:80\"}]}";
+    not_bumped_logs = 0;
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    ck_assert_int_eq(sy_change_set_apply(cs, "a", again, strlen(again), NULL),
+                     0);
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, NULL), 0);
+    ck_assert_int_eq(not_bumped_logs, 0);
+    ck_assert_int_eq(sy_change_set_remove_route(cs, "no-such-route", NULL), 0);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, NULL), SY_ENOTFOUND);
+    ck_assert_int_eq(not_bumped_logs, 0);
+    sy_change_set_free(cs);
+    ck_assert_int_eq(apply(r, "a", again, NULL), 0);
+    ck_assert_int_eq(not_bumped_logs, 1);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("review");
     TCase *tc = tcase_create("review");
@@ -193,6 +231,7 @@ int main(void) {
     tcase_add_test(tc, a_null_router_is_named_as_such);
     tcase_add_test(tc, a_method_only_route_answers_405_not_404);
     tcase_add_test(tc, a_bracketed_ipv6_instance_is_not_bracketed_twice);
+    tcase_add_test(tc, version_not_bumped_is_logged_only_when_applied);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -542,7 +542,8 @@ typedef struct sy_target {
     sy_str query;             /* raw query to send, without '?'; may be empty */
     sy_str host_header;       /* Host header to send: the upstream's authority
                                  ("host" or "host:port" for a non-default port),
-                                 or the client's Host with PreserveHostHeader */
+                                 or with PreserveHostHeader the client's Host
+                                 (the one SetRequestHostHeader set, if any) */
     const sy_header *headers; /* request headers after filters, in order,
                                  without Host (send host_header instead) */
     size_t header_count;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static sy_router *router_new(const sy_router_options *o, const char *source) {
     sy_router *r = NULL;
@@ -223,6 +224,50 @@ START_TEST(version_not_bumped_is_logged_only_when_applied) {
 }
 END_TEST
 
+/* SetRequestHostHeader: the target's Host header is the one the filter
+ * set (SCG keeps it upstream), not the client's. */
+START_TEST(set_request_host_header_reaches_the_target) {
+    sy_router *r = router_new(NULL, "s");
+    ck_assert_int_eq(
+        apply(r, "s",
+              "[{\"id\":\"k\",\"uri\":\"http://up:8080\","
+              "\"predicates\":[\"Path=/k\"],"
+              "\"filters\":[\"SetRequestHostHeader=example.org\"]},"
+              "{\"id\":\"p\",\"uri\":\"http://up:8080\","
+              "\"predicates\":[\"Path=/p\"],"
+              "\"filters\":[\"PreserveHostHeader\"]}]",
+              NULL),
+        0);
+    const char *paths[2] = {"/k", "/p"}, *want[2] = {"example.org", "client"};
+    for (size_t i = 0; i < 2; i++) {
+        sy_request req = SY_REQUEST_INIT;
+        req.method = (sy_str){"GET", 3};
+        req.path = (sy_str){paths[i], strlen(paths[i])};
+        req.host = (sy_str){"client", 6};
+        sy_match_ctx *ctx;
+        ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+        sy_snapshot *s = sy_router_acquire(r);
+        sy_match *m = NULL;
+        ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(sy_route_id(sy_match_route(m)), i ? "p" : "k");
+        sy_target t;
+        ck_assert_int_eq(sy_match_target(m, NULL, 0, &t, NULL), 0);
+        ck_assert_msg(
+            t.host_header.len == strlen(want[i]) &&
+                memcmp(t.host_header.ptr, want[i], t.host_header.len) == 0,
+            "%s: Host %.*s, want %s", paths[i], (int)t.host_header.len,
+            t.host_header.ptr, want[i]);
+        for (size_t k = 0; k < t.header_count; k++)
+            ck_assert(t.headers[k].name.len != 4 ||
+                      strncasecmp(t.headers[k].name.ptr, "host", 4) != 0);
+        sy_snapshot_release(s);
+        sy_match_ctx_free(ctx);
+    }
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("review");
     TCase *tc = tcase_create("review");
@@ -232,6 +277,7 @@ int main(void) {
     tcase_add_test(tc, a_method_only_route_answers_405_not_404);
     tcase_add_test(tc, a_bracketed_ipv6_instance_is_not_bracketed_twice);
     tcase_add_test(tc, version_not_bumped_is_logged_only_when_applied);
+    tcase_add_test(tc, set_request_host_header_reaches_the_target);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

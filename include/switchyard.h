@@ -643,7 +643,7 @@ typedef enum sy_path_normalization {
 } sy_path_normalization;
 
 /* What an encoded slash (%2F, %2f) or backslash (%5C, %5c) in the request
- * path becomes. */
+ * path becomes, with SY_PATH_NORMALIZE (SY_PATH_AS_IS ignores it). */
 typedef enum sy_escaped_slashes {
     SY_SLASHES_KEEP = 0,   /* stays encoded: part of one segment, and sent
                               upstream still encoded (default) */

@@ -10,10 +10,16 @@
  *       +--"users"--> [3] --*--> [5]                               multi: {}
  *                                  multi: {p42}   (pattern users/{u}/ then **)
  *
- *   edges: open-addressing table keyed by (parent node, literal segment)
+ *   edges: open-addressing table keyed by (parent node, literal segment);
+ *          an entry holds the segment's first 16 bytes as two words:
+ *          [ w0 | w1 | parent | child | str_off | len|tag ]  (32 bytes)
  *   node:  wild child (one-segment wildcard), term list (patterns that end
  *          here), multi list (patterns whose ** / {*x} starts here)
- *   lists: slot ids sorted by rank key, flattened into one id pool
+ *   lists: candidates sorted by rank key, flattened into one pool:
+ *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
+ *          so a candidate refused by its method, or proven whole by the
+ *          walk (SY_CAND_WHOLE, captures from the var pool), is decided
+ *          without reading its route (docs/architecture.md has pictures)
  *
  * A lookup walks both literal and wildcard edges with the request's
  * decoded segments and returns the lists it meets. A route sits in the

@@ -336,7 +336,8 @@ static const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
 }
 
 /* A pattern the trie walk proves on its own: literal segments (labels)
- * short enough for a literal edge, plain {var}s, and at most one "**"
+ * short enough for a literal edge, plain {var}s and "*"s, and at most one
+ * "**"
  * (capturing nothing) as the last segment the walk meets (the last of a
  * path, the first label of a host): the walk then collects it in the multi
  * list at the node where every segment before it matched. */
@@ -352,7 +353,7 @@ static bool pattern_walkable(const sy_pattern *p, bool host) {
                 return false;
         } else if (sy_pattern_segment_var(p, i).ptr) {
             vars++;
-        } else {
+        } else if (!sy_pattern_segment_is_star(p, i)) {
             return false;
         }
     }
@@ -410,7 +411,11 @@ static rinfo route_info(builder *b, const struct sy_route *r) {
             /* hosts: counted from the last label (a leading ** takes any
              * number of labels before the others) */
             uint32_t seg = (uint32_t)(d == 1 ? n - 1 - i : i);
-            if (name.ptr && !add_var(b, name, seg)) {
+            /* a "*" but the last needs a non-empty segment: an entry
+             * without a name checks that and captures nothing */
+            bool check =
+                name.ptr || (sy_pattern_segment_is_star(pat, i) && i + 1 < n);
+            if (check && !add_var(b, name, seg)) {
                 b->failed = true;
                 return ri;
             }

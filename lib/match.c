@@ -232,9 +232,10 @@ static bool walk_caps(sy_eval *ev, const sy_cand_list *l, const sy_cand *cd) {
         sy_str val = segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
         if (!val.len)
             return false;
-        ev->caps[n + k] = (sy_capture){v[k].name, val};
+        if (v[k].name.ptr) /* else a "*": checked, not captured */
+            ev->caps[n++] = (sy_capture){v[k].name, val};
     }
-    ev->ncaps = n + cd->nvars;
+    ev->ncaps = n;
     return true;
 }
 

@@ -274,7 +274,10 @@ static bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
             c->method_misses[c->method_miss_count++] = cd->slot;
         return false;
     }
-    if ((cd->flags & SY_CAND_WALK) && l->exact) {
+    /* a host with a leading or trailing '.' has Ant's empty end labels,
+     * which the walk does not model: decide those by the pattern */
+    bool odd_host = l->host && (c->host.lead || c->host.trail);
+    if ((cd->flags & SY_CAND_WALK) && l->exact && !odd_host) {
         if (!(cd->flags & SY_CAND_WHOLE) ||
             (mbit == 31 && cd->methods != UINT32_MAX))
             return walk_rest_holds(c, s, l, cd);

@@ -371,12 +371,6 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     st->history_bytes = json;
     st->history_len = len;
     st->history_version = version;
-    if (rep->version_not_bumped)
-        sy_router_log(
-            r, SY_LOG_WARN,
-            "source %s: version %s applied again with different content: "
-            "the publisher did not bump the version",
-            r->sources[si].name, version);
     return SY_OK;
 }
 
@@ -420,15 +414,21 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     return step_apply(c, si, bytes, e->len, true, rep, err);
 }
 
-/* A one-route change's part report: the diff of old and new. */
-static int one_route_diff(commit *c, const struct sy_route *old,
-                          const struct sy_route *now, sy_report *rep,
-                          sy_error *err) {
+/* A one-route change of source `si`: `old` (or NULL) becomes `now` (or
+ * NULL: removed) at rank `key`; the part report gets their diff. */
+static int one_route_step(commit *c, uint32_t si, const char *id,
+                          const struct sy_route *old, struct sy_route *now,
+                          uint64_t key, sy_report *rep, sy_error *err) {
     const struct sy_route *o[1] = {old}, *n[1] = {now};
     if (sy_diff_routes(&c->r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
                        &rep->diff))
         return nomem(err);
-    return SY_OK;
+    sy_route_change ch = {id, now, key, si};
+    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
+    int rc = step_derive(c, &cfg, &ch, 1, err);
+    if (rc == SY_OK)
+        c->st[si].modified = c->st[si].touched = true;
+    return rc;
 }
 
 static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
@@ -463,17 +463,9 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
         pos = st->next_pos++;
     }
     rt->doc_index = pos;
-    rc = one_route_diff(c,
-                        slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
-                        rt, rep, err);
-    if (rc)
-        return rc;
-    sy_route_change ch = {rt->id, rt, sy_rank_key(rt->order, si, pos), si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(r);
-    rc = step_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
-        st->modified = st->touched = true;
-    return rc;
+    return one_route_step(
+        c, si, rt->id, slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
+        rt, sy_rank_key(rt->order, si, pos), rep, err);
 }
 
 /* The live slot of route `id` in the working snapshot and a new part
@@ -496,16 +488,7 @@ static int step_remove(commit *c, const char *id, sy_report **rep,
     int rc = find_live(c, id, &sl, rep, err);
     if (rc)
         return rc;
-    uint32_t si = sl->source;
-    rc = one_route_diff(c, sl->route, NULL, *rep, err);
-    if (rc)
-        return rc;
-    sy_route_change ch = {id, NULL, 0, si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
-    rc = step_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
-        c->st[si].modified = c->st[si].touched = true;
-    return rc;
+    return one_route_step(c, sl->source, id, sl->route, NULL, 0, *rep, err);
 }
 
 static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
@@ -514,7 +497,6 @@ static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
     int rc = find_live(c, id, &sl, rep, err);
     if (rc)
         return rc;
-    uint32_t si = sl->source;
     if (sl->route->disabled == !enabled) {
         (*rep)->skipped = (*rep)->noop = true; /* already so: no event */
         return SY_OK;
@@ -528,15 +510,7 @@ static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
         return nomem(err);
     }
     nr->doc_index = sl->route->doc_index;
-    rc = one_route_diff(c, sl->route, nr, *rep, err);
-    if (rc)
-        return rc;
-    sy_route_change ch = {id, nr, sl->key, si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
-    rc = step_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
-        c->st[si].modified = c->st[si].touched = true;
-    return rc;
+    return one_route_step(c, sl->source, id, sl->route, nr, sl->key, *rep, err);
 }
 
 /* Replace one service in the working snapshot's sorted service list. */
@@ -841,7 +815,14 @@ static void note_failure(commit *c, const sy_change *ch, int64_t now,
     s->failed_count++;
 }
 
+/* After the publish: what one part did, for the log. */
 static void log_part(sy_router *r, const sy_report *p) {
+    if (p->version_not_bumped)
+        sy_router_log(
+            r, SY_LOG_WARN,
+            "source %s: version %s applied again with different content: "
+            "the publisher did not bump the version",
+            p->source, p->version);
     if (p->diff && p->source && !p->skipped)
         sy_router_log(
             r, SY_LOG_INFO,
@@ -874,7 +855,7 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             s->next_pos, NULL,        0,          NULL,        0};
     }
     sy_report *part = NULL;
-    size_t failed = 0;
+    size_t failed = n; /* n: no change failed, the publish did */
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         rc = run_step(&c, &items[i], &part, err);
         if (rc) {
@@ -895,9 +876,11 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
     uint64_t publish_us = sy_now_monotonic_us() - t1 + c.derive_us;
     int64_t now = sy_now_realtime_ms(); /* wall time, for operators */
     if (rc) {
-        if (n && failed < n && !dry)
-            note_failure(&c, &items[failed], now, err);
-        if (!single && n > 1) {
+        /* a refused publish is a failed attempt of every change */
+        for (size_t i = failed < n ? failed : 0;
+             !dry && i < (failed < n ? failed + 1 : n); i++)
+            note_failure(&c, &items[i], now, err);
+        if (!single && n > 1 && failed < n) {
             char msg[sizeof err->message + 128];
             int k = snprintf(
                 msg, sizeof msg, "change %zu (%s '%.40s'): ", failed,
@@ -916,7 +899,7 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             /* best effort: the error is also in *err */
             if (err->code && rep->issue_count == 0)
                 (void)sy_report_add_issue(rep, err);
-            rep->failed_change = (long)failed;
+            rep->failed_change = failed < n ? (long)failed : -1;
         }
         if (!single)
             sy_report_free(part);

@@ -10,15 +10,21 @@
  *       +--"users"--> [3] --*--> [5]                               multi: {}
  *                                  multi: {p42}   (pattern users/{u}/ then **)
  *
- *   edges: open-addressing table keyed by (parent node, literal segment)
+ *   edges: open-addressing table keyed by (parent node, literal segment);
+ *          an entry holds the segment's first 16 bytes as two words:
+ *          [ w0 | w1 | parent | child | str_off | len|tag ]  (32 bytes)
  *   node:  wild child (one-segment wildcard), term list (patterns that end
  *          here), multi list (patterns whose ** / {*x} starts here)
- *   lists: slot ids sorted by rank key, flattened into one id pool
+ *   lists: candidates sorted by rank key, flattened into one pool:
+ *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
+ *          so a candidate refused by its method, or proven whole by the
+ *          walk (SY_CAND_WHOLE, captures from the var pool), is decided
+ *          without reading its route (docs/architecture.md has pictures)
  *
  * A lookup walks both literal and wildcard edges with the request's
  * decoded segments and returns the lists it meets. A route sits in the
  * path trie, or in the host trie when its Host patterns are more selective
- * than its Path patterns, or in a per-method "generic" list when it has
+ * than its Path patterns, or in the "generic" any-method list when it has
  * neither. Disabled routes are not indexed: they never match.
  */
 #include "index.h"
@@ -34,17 +40,28 @@
 #define GENERIC_OTHER 9
 #define GENERIC_ANY 10
 
-#define INLINE_BYTES 10
+#define KEY_BYTES 16
 
-/* 32 bytes: segments of up to INLINE_BYTES are compared in the edge's own
- * cache line; longer ones in the string pool. */
+/*
+ * A segment as the edges compare it: two words that determine its first
+ * KEY_BYTES bytes given its length (segment_key), its length and a 16-bit
+ * tag from its hash. A segment of up to 16 bytes is compared with three
+ * integer compares in the edge's own cache line, no call, no string pool;
+ * a longer one compares its tail in the pool.
+ */
+typedef struct seg_key {
+    uint64_t w0, w1;
+    uint64_t hash;    /* of the segment alone; combined with the parent */
+    uint32_t len_tag; /* length | tag << 16 */
+} seg_key;
+
+/* 32 bytes. */
 typedef struct edge {
-    uint64_t hash;
+    uint64_t w0, w1;
     uint32_t parent;
-    uint32_t child;
+    uint32_t child; /* NONE: empty */
     uint32_t str_off;
-    uint16_t len;
-    char inl[INLINE_BYTES];
+    uint32_t len_tag;
 } edge;
 
 typedef struct list_ref {
@@ -117,12 +134,53 @@ static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
     return h ^ (h >> 32);
 }
 
-static inline uint64_t seg_hash(const char *s, size_t len) {
-    return sy_hash64(s, len, 0x5e9);
+static inline uint64_t load8(const char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
 }
 
-static uint64_t edge_hash(uint32_t parent, const char *s, size_t len) {
-    return edge_combine(parent, seg_hash(s, len));
+static inline uint32_t load4(const char *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* Words that, with the length, determine the first 16 bytes: overlapping
+ * loads, so no byte past the segment is read. */
+static inline seg_key segment_key(const char *s, size_t len) {
+    seg_key k;
+    if (len >= 8) {
+        k.w0 = load8(s);
+        k.w1 = len >= 16 ? load8(s + 8) : load8(s + len - 8);
+    } else if (len >= 4) {
+        k.w0 = load4(s) | (uint64_t)load4(s + len - 4) << 32;
+        k.w1 = 0;
+    } else if (len) {
+        k.w0 = (uint64_t)(unsigned char)s[0] |
+               (uint64_t)(unsigned char)s[len / 2] << 8 |
+               (uint64_t)(unsigned char)s[len - 1] << 16;
+        k.w1 = 0;
+    } else {
+        k.w0 = k.w1 = 0;
+    }
+    if (len <= KEY_BYTES) {
+        uint64_t h = (k.w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
+        h ^= (k.w1 + (h >> 31)) * 0xc2b2ae3d27d4eb4full;
+        k.hash = h ^ (h >> 29);
+    } else {
+        k.hash = sy_hash64(s, len, 0x5e9);
+    }
+    k.len_tag = (uint32_t)(len & 0xffff) | (uint32_t)(k.hash >> 48) << 16;
+    return k;
+}
+
+static inline bool edge_is(const edge *e, const char *strings, uint32_t parent,
+                           const seg_key *k, const char *s, size_t len) {
+    return e->len_tag == k->len_tag && e->parent == parent && e->w0 == k->w0 &&
+           e->w1 == k->w1 &&
+           (len <= KEY_BYTES || memcmp(strings + e->str_off + KEY_BYTES,
+                                       s + KEY_BYTES, len - KEY_BYTES) == 0);
 }
 
 static uint32_t new_node(builder *b) {
@@ -143,13 +201,11 @@ static uint32_t new_node(builder *b) {
 }
 
 static edge *edge_find(edge *edges, uint32_t mask, const char *strings,
-                       uint32_t parent, const char *s, size_t len, uint64_t h) {
+                       uint32_t parent, const seg_key *k, const char *s,
+                       size_t len, uint64_t h) {
     for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
         edge *e = &edges[i];
-        if (e->child == NONE)
-            return e;
-        if (e->hash == h && e->parent == parent && e->len == len &&
-            memcmp(strings + e->str_off, s, len) == 0)
+        if (e->child == NONE || edge_is(e, strings, parent, k, s, len))
             return e;
     }
 }
@@ -165,8 +221,10 @@ static bool edges_grow(builder *b) {
         edge *e = &b->edges[i];
         if (e->child == NONE)
             continue;
-        for (uint32_t j = (uint32_t)e->hash & (cap - 1);;
-             j = (j + 1) & (cap - 1))
+        size_t len = e->len_tag & 0xffff;
+        seg_key k = segment_key(b->strings.ptr + e->str_off, len);
+        uint64_t h = edge_combine(e->parent, k.hash);
+        for (uint32_t j = (uint32_t)h & (cap - 1);; j = (j + 1) & (cap - 1))
             if (n[j].child == NONE) {
                 n[j] = *e;
                 break;
@@ -183,9 +241,10 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
         b->failed = true;
         return NONE;
     }
-    uint64_t h = edge_hash(parent, seg.ptr, seg.len);
-    edge *e = edge_find(b->edges, b->edge_mask, b->strings.ptr, parent, seg.ptr,
-                        seg.len, h);
+    seg_key k = segment_key(seg.ptr, seg.len);
+    uint64_t h = edge_combine(parent, k.hash);
+    edge *e = edge_find(b->edges, b->edge_mask, b->strings.ptr, parent, &k,
+                        seg.ptr, seg.len, h);
     if (e->child != NONE)
         return e->child;
     uint32_t off = (uint32_t)b->strings.len;
@@ -196,13 +255,12 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
         b->failed = true;
         return NONE;
     }
-    e->hash = h;
+    e->w0 = k.w0;
+    e->w1 = k.w1;
     e->parent = parent;
     e->child = child;
     e->str_off = off;
-    e->len = (uint16_t)seg.len;
-    if (seg.len <= INLINE_BYTES)
-        memcpy(e->inl, seg.ptr, seg.len);
+    e->len_tag = k.len_tag;
     b->edge_count++;
     return child;
 }
@@ -285,7 +343,8 @@ static const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
 }
 
 /* A pattern the trie walk proves on its own: literal segments (labels)
- * short enough for a literal edge, plain {var}s, and at most one "**"
+ * short enough for a literal edge, plain {var}s and "*"s, and at most one
+ * "**"
  * (capturing nothing) as the last segment the walk meets (the last of a
  * path, the first label of a host): the walk then collects it in the multi
  * list at the node where every segment before it matched. */
@@ -301,7 +360,7 @@ static bool pattern_walkable(const sy_pattern *p, bool host) {
                 return false;
         } else if (sy_pattern_segment_var(p, i).ptr) {
             vars++;
-        } else {
+        } else if (!sy_pattern_segment_is_star(p, i)) {
             return false;
         }
     }
@@ -359,7 +418,11 @@ static rinfo route_info(builder *b, const struct sy_route *r) {
             /* hosts: counted from the last label (a leading ** takes any
              * number of labels before the others) */
             uint32_t seg = (uint32_t)(d == 1 ? n - 1 - i : i);
-            if (name.ptr && !add_var(b, name, seg)) {
+            /* a "*" but the last needs a non-empty segment: an entry
+             * without a name checks that and captures nothing */
+            bool check =
+                name.ptr || (sy_pattern_segment_is_star(pat, i) && i + 1 < n);
+            if (check && !add_var(b, name, seg)) {
                 b->failed = true;
                 return ri;
             }
@@ -481,21 +544,13 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
         info[r] = route_info(&b, rt);
         const sy_pred *path = find_pred(rt, SY_PK_PATH);
         const sy_pred *host = find_pred(rt, SY_PK_HOST);
-        const sy_pred *method = find_pred(rt, SY_PK_METHOD);
         insert_patterns(&b, path, ROOT_PATH, slot, 0);
         insert_patterns(&b, host, ROOT_HOST, slot, 1);
-        if (!path && !host) {
-            uint32_t mask = method ? sy_pred_method_mask(method) : 0;
-            if (!mask) {
-                add_pending(&b, GENERIC_ANY, 0, slot, 2);
-            } else {
-                for (uint32_t bit = 0; bit < 9; bit++)
-                    if (mask & (1u << bit))
-                        add_pending(&b, bit, 0, slot, 2);
-                if (mask & (1u << 31))
-                    add_pending(&b, GENERIC_OTHER, 0, slot, 2);
-            }
-        }
+        /* in the any-method list even with a Method predicate: a request
+         * of another method must still meet it (inline method bits reject
+         * it at once), so a miss can answer 405 rather than 404 */
+        if (!path && !host)
+            add_pending(&b, GENERIC_ANY, 0, slot, 2);
     }
     if (b.failed)
         goto fail;
@@ -611,8 +666,8 @@ typedef struct collector {
     bool overflow;
     const sy_segments *segs;
     bool reversed;
-    uint64_t hash[HASHED_SEGMENTS]; /* per request segment, lazily */
-    uint32_t hashed;                /* bit i: hash[i] is set */
+    seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
+    uint32_t hashed;              /* bit i: key[i] is set */
 } collector;
 
 static inline void collect(collector *c, list_ref l, uint8_t proof,
@@ -630,27 +685,26 @@ static inline void collect(collector *c, list_ref l, uint8_t proof,
 static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
                                     sy_str seg) {
     const sy_index *ix = c->ix;
-    uint64_t sh;
+    if (seg.len > UINT16_MAX)
+        return NONE; /* longer literals are indexed as wildcards */
+    seg_key local;
+    const seg_key *k = &local;
     if (i < HASHED_SEGMENTS) {
         if (!(c->hashed & (1u << i))) {
-            c->hash[i] = seg_hash(seg.ptr, seg.len);
+            c->key[i] = segment_key(seg.ptr, seg.len);
             c->hashed |= 1u << i;
         }
-        sh = c->hash[i];
+        k = &c->key[i];
     } else {
-        sh = seg_hash(seg.ptr, seg.len);
+        local = segment_key(seg.ptr, seg.len);
     }
-    uint64_t h = edge_combine(parent, sh);
-    for (uint32_t k = (uint32_t)h & ix->edge_mask;;
-         k = (k + 1) & ix->edge_mask) {
-        const edge *e = &ix->edges[k];
+    uint64_t h = edge_combine(parent, k->hash);
+    for (uint32_t p = (uint32_t)h & ix->edge_mask;;
+         p = (p + 1) & ix->edge_mask) {
+        const edge *e = &ix->edges[p];
         if (e->child == NONE)
             return NONE;
-        /* bytes compared in the edge itself for short segments, so an
-         * exact match proves the literal without touching the pool */
-        if (e->hash == h && e->parent == parent && e->len == seg.len &&
-            memcmp(seg.len <= INLINE_BYTES ? e->inl : ix->strings + e->str_off,
-                   seg.ptr, seg.len) == 0)
+        if (edge_is(e, ix->strings, parent, k, seg.ptr, seg.len))
             return e->child;
     }
 }

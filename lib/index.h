@@ -38,21 +38,22 @@ typedef struct sy_cand {
      * method) only a "maybe" */
     uint32_t methods;
     uint32_t vars;  /* SY_CAND_WHOLE: first of nvars entries of ix vars */
-    uint16_t nvars; /* captures of the whole pattern */
+    uint16_t nvars; /* SY_CAND_WALK: its var pool entries */
     uint8_t flags;
     uint8_t pred; /* SY_CAND_WALK: the route's predicate it proves */
 } sy_cand;
 
 /* SY_CAND_WALK: the route has one Path (or Host, by the trie it sits in)
- * predicate, `pred`, of one pattern made of literal and plain {var}
+ * predicate, `pred`, of one pattern made of literal, "*" and plain {var}
  * segments (and perhaps a "**" the walk meets last): an exact walk to its
  * list proves it, and its captures are the request's segments at its
  * {var}s. SY_CAND_WHOLE: besides, the route has only Method predicates,
  * so the walk and the method mask decide it without touching the route. */
 enum { SY_CAND_WALK = 1, SY_CAND_WHOLE = 2 };
 
-/* A {var} of a SY_CAND_WHOLE pattern: its name (into the pattern's text,
- * valid while the slot's route is) and the segment it captures (a path
+/* A {var} of a walk-proven pattern: its name (into the pattern's text,
+ * valid while the slot's route is; NULL for a "*", which captures nothing
+ * but also needs a non-empty segment) and the segment it captures (a path
  * segment's index; for a host, the label's index counted from the last). */
 typedef struct sy_cand_var {
     sy_str name;

@@ -232,9 +232,10 @@ static bool walk_caps(sy_eval *ev, const sy_cand_list *l, const sy_cand *cd) {
         sy_str val = segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
         if (!val.len)
             return false;
-        ev->caps[n + k] = (sy_capture){v[k].name, val};
+        if (v[k].name.ptr) /* else a "*": checked, not captured */
+            ev->caps[n++] = (sy_capture){v[k].name, val};
     }
-    ev->ncaps = n + cd->nvars;
+    ev->ncaps = n;
     return true;
 }
 
@@ -273,7 +274,10 @@ static bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
             c->method_misses[c->method_miss_count++] = cd->slot;
         return false;
     }
-    if ((cd->flags & SY_CAND_WALK) && l->exact) {
+    /* a host with a leading or trailing '.' has Ant's empty end labels,
+     * which the walk does not model: decide those by the pattern */
+    bool odd_host = l->host && (c->host.lead || c->host.trail);
+    if ((cd->flags & SY_CAND_WALK) && l->exact && !odd_host) {
         if (!(cd->flags & SY_CAND_WHOLE) ||
             (mbit == 31 && cd->methods != UINT32_MAX))
             return walk_rest_holds(c, s, l, cd);
@@ -394,13 +398,14 @@ static int match_common(const sy_snapshot *h, sy_match_ctx *c,
     sy_budget_start(&c->budget, &s->budget);
     sy_budget_enter(&c->budget, &saved);
     rc = linear ? match_linear(c, s, req, out) : match_indexed(c, s, req, out);
+    /* the 405 check runs predicates again: inside the same budget */
+    if (rc == SY_OK && !*out && !c->budget.exhausted)
+        c->nomatch = method_reason(c, s);
     sy_budget_leave(saved);
     if (rc == SY_OK && c->budget.exhausted) {
         *out = NULL; /* stopped: no route, whatever was left to try */
         c->nomatch = SY_NOMATCH_BUDGET;
     }
-    if (rc == SY_OK && !*out && c->nomatch == SY_NOMATCH_NONE)
-        c->nomatch = method_reason(c, s);
     return rc;
 }
 

@@ -780,6 +780,10 @@ sy_str sy_pattern_segment_var(const sy_pattern *p, size_t i) {
     return name;
 }
 
+bool sy_pattern_segment_is_star(const sy_pattern *p, size_t i) {
+    return p->elems[i].kind == PE_STAR;
+}
+
 const char *sy_pattern_source(const sy_pattern *p) {
     return p->src;
 }

@@ -119,6 +119,9 @@ sy_str sy_pattern_literal(const sy_pattern *p, size_t i);
  * The index relies on exactly this to prove such a pattern by its walk and
  * take the captures itself. */
 sy_str sy_pattern_segment_var(const sy_pattern *p, size_t i);
+/* Segment i is a plain "*": any one non-empty segment or label, and the
+ * empty one too when it is the pattern's last segment. */
+bool sy_pattern_segment_is_star(const sy_pattern *p, size_t i);
 const char *sy_pattern_source(const sy_pattern *p);
 
 #endif

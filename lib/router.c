@@ -330,7 +330,9 @@ void *sy_router_data(const sy_router *r) {
 }
 
 int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
-    if (!r || !name || !*name)
+    if (!r)
+        return sy_error_set(err, SY_EINVAL, "", "router is NULL");
+    if (!name || !*name)
         return sy_error_set(err, SY_EINVAL, "", "source name is empty");
     if (strlen(name) > SY_MAX_SOURCE_NAME)
         return sy_error_set(err, SY_ELIMIT, "",

@@ -1,8 +1,8 @@
 /*
  * router_int.h - the router's layout (internal), shared by the router's
  * modules: router.c (sources, commits, readers), change_set.c (staging),
- * router_status.c (status, metrics, Prometheus text) and health.c
- * (passive-health outcomes).
+ * router_status.c (status, metrics, Prometheus text, passive-health
+ * outcomes) and commit.c (running a commit).
  */
 #ifndef SY_ROUTER_INT_H
 #define SY_ROUTER_INT_H

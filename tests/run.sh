@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, then builds and runs every
-# suite three ways (-Werror build; ASan+UBSan; TSan on the concurrency
-# suites), runs the fuzzers for a bounded time, and prints
-# "N passed, N failed" summed over everything as its last line.
+# suite three ways (-Werror build with the Python bindings and the nginx
+# module; ASan+UBSan, the end-to-end suites of the mini-gateway and the
+# etcd source included; TSan on the concurrency suites), runs the fuzzers
+# for a bounded time, and prints "N passed, N failed" summed over
+# everything as its last line. The end-to-end suites start and stop their
+# own nginx, etcd, gateways and backends on loopback.
 #   FUZZ_SECONDS=60 (per target; 0 skips fuzzing)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +34,7 @@ run() { # dir, meson test args...
 }
 
 echo "== build (-Dwerror=true) and test"
-if build build-test -Dwerror=true -Dpython=true; then run build-test; else rc=1; logs+=(build-test/missing); fi
+if build build-test -Dwerror=true -Dpython=true -Dnginx=true; then run build-test; else rc=1; logs+=(build-test/missing); fi
 
 echo "== ASan+UBSan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -435,9 +435,8 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
 int gw_admin_start(uv_loop_t *loop) {
     if (G.cfg.admin_port <= 0)
         return 0;
-    admin =
-        httpd_new(loop, G.cfg.admin_host, G.cfg.admin_port, handle, NULL,
-                  G.cfg.max_body_bytes > (64u << 20) ? (64u << 20) : 64u << 20);
+    admin = httpd_new(loop, G.cfg.admin_host, G.cfg.admin_port, handle, NULL,
+                      64u << 20); /* route documents up to 64 MiB */
     return admin ? 0 : -1;
 }
 

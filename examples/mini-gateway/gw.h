@@ -154,7 +154,6 @@ struct gw_worker {
     void *client_list; /* gw_client list (proxy.c) */
     void *upconn_list; /* every gw_upconn (upstream.c) */
     char rbuf[65536];  /* shared read buffer for upstream reads */
-    bool rbuf_busy;
     gw_wmetrics metrics;
 };
 

@@ -93,6 +93,7 @@ struct gw_upconn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_connect_t creq;
+    uv_getaddrinfo_t gai; /* an upstream given by name */
     gw_worker *w;
     gw_pool *pool;
     gw_upconn *next_idle;

@@ -287,24 +287,40 @@ static void on_connect_timeout(uv_timer_t *t) {
         gw_request_connect_failed(q, true);
 }
 
-static int resolve(const char *host, uint16_t port,
-                   struct sockaddr_storage *ss) {
-    if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0)
-        return 0;
-    if (uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0)
-        return 0;
-    /* A name: resolved synchronously (the examples use addresses; a real
-     * proxy resolves asynchronously and caches). */
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    char ps[8];
-    snprintf(ps, sizeof ps, "%u", port);
-    if (getaddrinfo(host, ps, &hints, &res) || !res)
-        return -1;
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return 0;
+static void connect_to(gw_upconn *u, const struct sockaddr *sa) {
+    gw_request *q = u->req;
+    if (uv_tcp_connect(&u->creq, &u->tcp, sa, on_connect)) {
+        gw_upstream_close(u);
+        if (q)
+            gw_request_connect_failed(q, false);
+    }
+}
+
+/* A host name resolved (uv_getaddrinfo, on the loop's thread pool). The
+ * pending lookup counts as an open handle, so u outlives it. */
+static void on_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res) {
+    gw_upconn *u = g->data;
+    if (u->closing || !u->req) {
+        uv_freeaddrinfo(res);
+        on_up_closed((uv_handle_t *)&u->tcp); /* drops the lookup's count */
+        return;
+    }
+    u->open_handles--;
+    if (status || !res) {
+        uv_freeaddrinfo(res);
+        gw_request *q = u->req;
+        gw_upstream_close(u);
+        gw_request_connect_failed(q, false);
+        return;
+    }
+    const struct addrinfo *a = res; /* IPv4 first, as nginx's resolver */
+    for (const struct addrinfo *i = res; i; i = i->ai_next)
+        if (i->ai_family == AF_INET) {
+            a = i;
+            break;
+        }
+    connect_to(u, a->ai_addr);
+    uv_freeaddrinfo(res);
 }
 
 void gw_upstream_start(gw_request *q) {
@@ -325,11 +341,6 @@ void gw_upstream_start(gw_request *q) {
         send_head(u);
         return;
     }
-    struct sockaddr_storage ss;
-    if (resolve(q->host, q->port, &ss)) {
-        gw_request_connect_failed(q, false);
-        return;
-    }
     gw_upconn *u = calloc(1, sizeof *u);
     if (!u) {
         gw_request_connect_failed(q, false);
@@ -339,19 +350,32 @@ void gw_upstream_start(gw_request *q) {
     u->pool = pool;
     uv_tcp_init(&w->loop, &u->tcp);
     uv_timer_init(&w->loop, &u->timer);
-    u->tcp.data = u->timer.data = u->creq.data = u;
+    u->tcp.data = u->timer.data = u->creq.data = u->gai.data = u;
     u->open_handles = 2;
     u->lnext = w->upconn_list;
     if (u->lnext)
         u->lnext->lprev = u;
     w->upconn_list = u;
     attach(u, q);
-    if (uv_tcp_connect(&u->creq, &u->tcp, (struct sockaddr *)&ss, on_connect)) {
-        gw_upstream_close(u);
-        gw_request_connect_failed(q, false);
+    /* the connect timeout covers the name lookup too */
+    uv_timer_start(&u->timer, on_connect_timeout, q->connect_ms, 0);
+    struct sockaddr_storage ss;
+    if (uv_ip4_addr(q->host, q->port, (struct sockaddr_in *)&ss) == 0 ||
+        uv_ip6_addr(q->host, q->port, (struct sockaddr_in6 *)&ss) == 0) {
+        connect_to(u, (struct sockaddr *)&ss);
         return;
     }
-    uv_timer_start(&u->timer, on_connect_timeout, q->connect_ms, 0);
+    struct addrinfo hints = {0};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", q->port);
+    u->open_handles++;
+    if (uv_getaddrinfo(&w->loop, &u->gai, on_resolved, q->host, ps, &hints)) {
+        u->open_handles--;
+        gw_upstream_close(u);
+        gw_request_connect_failed(q, false);
+    }
 }
 
 /* ------------------------------------------------------------------ */

@@ -240,6 +240,8 @@ int main(int argc, char **argv) {
     char msg[256];
     if (gw_etcd_start_opts(d.loop, d.router, &o, &d.etcd, msg, sizeof msg)) {
         fprintf(stderr, "etcd_driver: %s\n", msg);
+        sy_match_ctx_free(d.ctx); /* a clean exit for the leak checker */
+        sy_router_free(d.router);
         return 2;
     }
     uv_pipe_init(d.loop, &d.in, 0);

@@ -39,6 +39,10 @@ def routes_doc(b1, dead, version="1"):
          "metadata": {"response-timeout": 300}},
         {"id": "dead", "uri": "http://127.0.0.1:%d" % dead,
          "predicates": ["Path=/dead/**"]},
+        {"id": "by-name", "uri": "http://localhost:%d" % b1,
+         "predicates": ["Path=/by-name/**"]},
+        {"id": "no-such-name", "uri": "http://no-such-host.invalid:80",
+         "predicates": ["Path=/bad-name/**"]},
         {"id": "preserve", "uri": "http://127.0.0.1:%d" % b1,
          "predicates": ["Path=/keep-host/**"],
          "filters": ["PreserveHostHeader"]},
@@ -120,6 +124,11 @@ def body(procs, c):
     st, hd, _ = gw.request("GET", "/old/page")
     c.eq(st, 301, "RedirectTo status")
     c.eq(hd.get("location"), "http://example.org/new", "RedirectTo location")
+    st, _, data = gw.request("GET", "/by-name/x")
+    c.eq(st, 200, "upstream given by name (resolved off the loop)")
+    c.eq(h.echoed_header(data, "Host"), "localhost:%d" % b1, "its Host")
+    st, _, _ = gw.request("GET", "/bad-name/x")
+    c.eq(st, 502, "a name that does not resolve: 502")
     st, _, _ = gw.request("GET", "/dead/x")
     c.eq(st, 502, "connection refused: 502")
     t0 = time.time()

@@ -378,7 +378,7 @@ static int commit_one(sy_router *r, const sy_change *ch, sy_report **report,
 }
 
 /* Commit (or with `dry`, check) a change set. */
-static int commit_set(sy_router *r, const sy_change_set *cs, bool dry,
+static int commit_set(sy_router *r, sy_change_set *cs, bool dry,
                       sy_report **report, sy_error *err) {
     if (report)
         *report = NULL;
@@ -387,22 +387,27 @@ static int commit_set(sy_router *r, const sy_change_set *cs, bool dry,
     if (cs->router != r)
         return sy_error_set(err, SY_EINVAL, "",
                             "the change set belongs to another router");
+    if (cs->committed)
+        return sy_error_set(err, SY_EINVAL, "",
+                            "the change set was committed already");
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
     rc = sy_commit_run(r, cs->items, cs->count, false, dry, report, err);
     pthread_mutex_unlock(&r->lock);
+    if (rc == SY_OK && !dry)
+        cs->committed = true;
     return rc;
 }
 
-int sy_router_commit(sy_router *r, const sy_change_set *cs, sy_report **report,
+int sy_router_commit(sy_router *r, sy_change_set *cs, sy_report **report,
                      sy_error *err) {
     return commit_set(r, cs, false, report, err);
 }
 
 int sy_router_check(sy_router *r, const sy_change_set *cs, sy_report **report,
                     sy_error *err) {
-    return commit_set(r, cs, true, report, err);
+    return commit_set(r, (sy_change_set *)(uintptr_t)cs, true, report, err);
 }
 
 /* ---- the single calls: one-change commits ---- */

@@ -140,7 +140,6 @@ static void comment(const char *fmt, ...) {
     fflush(stdout);
 }
 
-
 static void fail(const char *what, int rc, const sy_error *e) {
     comment("SKIPPED %s: %s (%d)%s%s%s%s", what, sy_strerror(rc), rc,
             e && e->message[0] ? ": " : "", e ? e->message : "",

@@ -31,9 +31,9 @@ extern "C" {
 /* ------------------------------------------------------------------ */
 
 #define SY_VERSION_MAJOR 0
-#define SY_VERSION_MINOR 1
+#define SY_VERSION_MINOR 2
 #define SY_VERSION_PATCH 0
-#define SY_VERSION_STRING "0.1.0"
+#define SY_VERSION_STRING "0.2.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SY_VERSION_NUMBER                                                      \
     (SY_VERSION_MAJOR * 10000 + SY_VERSION_MINOR * 100 + SY_VERSION_PATCH)
@@ -44,7 +44,7 @@ extern "C" {
 #define SY_API
 #endif
 
-/* The library's version string, e.g. "0.1.0". Any thread. */
+/* The library's version string, e.g. "0.2.0". Any thread. */
 SY_API const char *sy_version(void);
 /* The library's SY_VERSION_NUMBER, to compare with the header's. */
 SY_API int sy_version_number(void);
@@ -821,8 +821,10 @@ SY_API int sy_router_update_instances(sy_router *r, const char *service,
  * (NULL arguments, SY_EINVAL); everything else is checked at commit, in
  * staging order, each change seeing the ones before it. The single calls
  * (sy_router_apply, sy_router_upsert_route, ...) are one-change sets.
- * A change set belongs to one router and may be committed once; staging is
- * not thread-safe on one change set (use one per thread).
+ * A change set belongs to one router and is published at most once (a
+ * second sy_router_commit after a successful one is SY_EINVAL; a failed
+ * commit may be retried); staging is not thread-safe on one change set
+ * (use one per thread).
  */
 typedef struct sy_change_set sy_change_set;
 SY_API int sy_change_set_new(sy_router *r, sy_change_set **out, sy_error *err);
@@ -861,8 +863,8 @@ SY_API int sy_change_set_update_instances(sy_change_set *cs,
  * nothing and succeeds. Any thread; writers are serialized; SY_EREENTRANT from
  * a callback.
  */
-SY_API int sy_router_commit(sy_router *r, const sy_change_set *cs,
-                            sy_report **report, sy_error *err);
+SY_API int sy_router_commit(sy_router *r, sy_change_set *cs, sy_report **report,
+                            sy_error *err);
 /*
  * A dry run of sy_router_commit: every change is checked against the live
  * state exactly as a commit would (parse, validate, duplicate ids across
@@ -888,6 +890,9 @@ SY_API void sy_snapshot_release(sy_snapshot *s);
  * inside a router callback it does nothing and returns 0. */
 SY_API size_t sy_router_reclaim(sy_router *r);
 
+/* Filled by the library. Like sy_target and sy_source_status it may grow
+ * at the end in a later version, and the library's soversion changes when
+ * it does. */
 typedef struct sy_metrics {
     uint64_t generation;
     uint64_t publishes;

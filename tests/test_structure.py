@@ -37,7 +37,7 @@ LAYERS = [
     [("match",), ("select",), ("target",)],
     [("report",)],
     [("router", "router_int", "router_core", "router_status", "commit",
-      "change_set")],
+      "commit_int", "commit_steps", "change_set")],
 ]
 
 

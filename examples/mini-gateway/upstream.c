@@ -672,10 +672,23 @@ static void response_complete(gw_upconn *u) {
     gw_request_response_done(q);
 }
 
+/* GET, HEAD, OPTIONS, PUT, DELETE and TRACE may be sent twice (RFC 9110
+ * 9.2.2). */
+static bool idempotent(const gw_request *q) {
+    static const char *const ok[] = {"GET", "HEAD",   "OPTIONS",
+                                     "PUT", "DELETE", "TRACE"};
+    sy_str m = q->sreq.method;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (m.len == strlen(ok[i]) && memcmp(m.ptr, ok[i], m.len) == 0)
+            return true;
+    return false;
+}
+
 /* The connection broke before the response was complete. */
 static void response_failed(gw_upconn *u) {
     gw_request *q = u->req;
-    bool retry_fresh = u->reused && !u->got_bytes && !q->has_body;
+    bool nothing_back = !u->got_bytes;
+    bool retry_fresh = u->reused && nothing_back && !q->has_body;
     bool started = q->resp_started;
     gw_upstream_close(u);
     if (started) {
@@ -686,6 +699,13 @@ static void response_failed(gw_upconn *u) {
         /* a pooled connection the upstream had closed: once more, fresh */
         q->fresh = true;
         gw_upstream_start(q);
+        return;
+    }
+    if (q->lb && !q->has_body && nothing_back && idempotent(q)) {
+        /* the instance died with the request: nothing of the answer came
+         * back, so another instance may take it (as nginx's
+         * proxy_next_upstream error does for idempotent requests) */
+        gw_request_connect_failed(q, false);
         return;
     }
     if (q->lb)

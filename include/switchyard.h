@@ -31,9 +31,9 @@ extern "C" {
 /* ------------------------------------------------------------------ */
 
 #define SY_VERSION_MAJOR 0
-#define SY_VERSION_MINOR 1
+#define SY_VERSION_MINOR 2
 #define SY_VERSION_PATCH 0
-#define SY_VERSION_STRING "0.1.0"
+#define SY_VERSION_STRING "0.2.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SY_VERSION_NUMBER                                                      \
     (SY_VERSION_MAJOR * 10000 + SY_VERSION_MINOR * 100 + SY_VERSION_PATCH)
@@ -44,7 +44,7 @@ extern "C" {
 #define SY_API
 #endif
 
-/* The library's version string, e.g. "0.1.0". Any thread. */
+/* The library's version string, e.g. "0.2.0". Any thread. */
 SY_API const char *sy_version(void);
 /* The library's SY_VERSION_NUMBER, to compare with the header's. */
 SY_API int sy_version_number(void);
@@ -322,7 +322,8 @@ SY_API void *sy_route_host_data(const sy_route *r);
  * index: unique among the router's live routes, stable while the route is
  * unchanged, below sy_snapshot_route_key_limit() of every snapshot that
  * holds it; reused only after the route is freed. UINT32_MAX for a route
- * that is not live in a router (e.g. from sy_document_parse). */
+ * that is not live in a router (e.g. from sy_document_parse). Any thread,
+ * while the route is reachable. */
 SY_API uint32_t sy_route_key(const sy_route *r);
 
 /* ------------------------------------------------------------------ */
@@ -349,8 +350,9 @@ SY_API const sy_route *sy_snapshot_route_at(const sy_snapshot *s, size_t i);
 SY_API const sy_route *sy_snapshot_find_route(const sy_snapshot *s,
                                               const char *id,
                                               const char **source);
-/* One more than the largest sy_route_key() of this snapshot's routes: size
- * per-route arrays with it. */
+/* Above every sy_route_key() of this snapshot's routes (the router's
+ * high-water mark when it was published): size per-route arrays with it.
+ * Any thread holding the snapshot. */
 SY_API uint32_t sy_snapshot_route_key_limit(const sy_snapshot *s);
 
 /* ------------------------------------------------------------------ */
@@ -404,7 +406,8 @@ typedef enum sy_nomatch {
  * For SY_NOMATCH_METHOD, *allow (may be NULL) receives the allowed methods
  * of the routes that failed only on their Method predicate, as an Allow
  * header value ("GET, HEAD"); borrowed from ctx until its next match.
- * Computed during the match at no cost when a route matches.
+ * Computed during the match at no cost when a route matches. Same thread
+ * rules as sy_snapshot_match (the context's thread).
  */
 SY_API sy_nomatch sy_match_ctx_nomatch(const sy_match_ctx *ctx, sy_str *allow);
 
@@ -539,7 +542,8 @@ typedef struct sy_target {
     sy_str query;             /* raw query to send, without '?'; may be empty */
     sy_str host_header;       /* Host header to send: the upstream's authority
                                  ("host" or "host:port" for a non-default port),
-                                 or the client's Host with PreserveHostHeader */
+                                 or with PreserveHostHeader the client's Host
+                                 (the one SetRequestHostHeader set, if any) */
     const sy_header *headers; /* request headers after filters, in order,
                                  without Host (send host_header instead) */
     size_t header_count;
@@ -639,7 +643,7 @@ typedef enum sy_path_normalization {
 } sy_path_normalization;
 
 /* What an encoded slash (%2F, %2f) or backslash (%5C, %5c) in the request
- * path becomes. */
+ * path becomes, with SY_PATH_NORMALIZE (SY_PATH_AS_IS ignores it). */
 typedef enum sy_escaped_slashes {
     SY_SLASHES_KEEP = 0,   /* stays encoded: part of one segment, and sent
                               upstream still encoded (default) */
@@ -735,9 +739,11 @@ typedef struct sy_router_options {
 /* Create a router with an empty published snapshot. */
 SY_API int sy_router_new(const sy_router_options *opts, sy_router **out,
                          sy_error *err);
-/* Free the router. Every acquired snapshot must have been released. */
+/* Free the router. Every acquired snapshot must have been released, and
+ * no other call on r may be running or follow (not from a callback). */
 SY_API void sy_router_free(sy_router *r);
-/* The `void *data` slot for the host. */
+/* The `void *data` slot for the host. Not synchronized: set it before
+ * other threads use the router. */
 SY_API void sy_router_set_data(sy_router *r, void *data);
 SY_API void *sy_router_data(const sy_router *r);
 
@@ -815,8 +821,10 @@ SY_API int sy_router_update_instances(sy_router *r, const char *service,
  * (NULL arguments, SY_EINVAL); everything else is checked at commit, in
  * staging order, each change seeing the ones before it. The single calls
  * (sy_router_apply, sy_router_upsert_route, ...) are one-change sets.
- * A change set belongs to one router and may be committed once; staging is
- * not thread-safe on one change set (use one per thread).
+ * A change set belongs to one router and is published at most once (a
+ * second sy_router_commit after a successful one is SY_EINVAL; a failed
+ * commit may be retried); staging is not thread-safe on one change set
+ * (use one per thread).
  */
 typedef struct sy_change_set sy_change_set;
 SY_API int sy_change_set_new(sy_router *r, sy_change_set **out, sy_error *err);
@@ -849,12 +857,14 @@ SY_API int sy_change_set_update_instances(sy_change_set *cs,
  * nothing is published, *err is the failing change's error (its JSON path
  * as the change's own call would give it), the message starts with
  * "change N: ", and *report (when possible) says which change failed
- * (sy_report_failed_change). An empty change set publishes nothing and
- * succeeds. Any thread; writers are serialized; SY_EREENTRANT from a
- * callback.
+ * (sy_report_failed_change). When every change held but the publish was
+ * refused (SY_EBUSY, SY_ENOMEM), no change is named (failed change -1) and
+ * each source of the set records the failure. An empty change set publishes
+ * nothing and succeeds. Any thread; writers are serialized; SY_EREENTRANT from
+ * a callback.
  */
-SY_API int sy_router_commit(sy_router *r, const sy_change_set *cs,
-                            sy_report **report, sy_error *err);
+SY_API int sy_router_commit(sy_router *r, sy_change_set *cs, sy_report **report,
+                            sy_error *err);
 /*
  * A dry run of sy_router_commit: every change is checked against the live
  * state exactly as a commit would (parse, validate, duplicate ids across
@@ -876,9 +886,13 @@ SY_API void sy_snapshot_release(sy_snapshot *s);
 /* Free retired snapshots whose readers are gone (also done at publish),
  * and renew the readers' borrow counters, which would overflow after ~2^40
  * acquires on one shard without a publish: a host that publishes rarely
- * should call this now and then (say, every minute). Writer side. */
+ * should call this now and then (say, every minute). Writer side; from
+ * inside a router callback it does nothing and returns 0. */
 SY_API size_t sy_router_reclaim(sy_router *r);
 
+/* Filled by the library. Like sy_target and sy_source_status it may grow
+ * at the end in a later version, and the library's soversion changes when
+ * it does. */
 typedef struct sy_metrics {
     uint64_t generation;
     uint64_t publishes;

@@ -37,6 +37,7 @@ struct sy_change_set {
     sy_arena arena; /* every copy */
     sy_change *items;
     size_t count, cap;
+    bool committed; /* published once: a second commit is refused */
 };
 
 /* What a change is, for messages: "apply 'orders'", "remove 'r1'"... */

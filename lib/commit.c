@@ -13,7 +13,7 @@
  * every route any step touched is counted once, by whether the published
  * and the previous snapshot hold it (new: +1 and host data; gone: grave).
  */
-#include "commit.h"
+#include "commit_int.h"
 #include "def.h"
 #include "diff.h"
 #include "report.h"
@@ -24,59 +24,9 @@
 
 #define NONE SY_NONE
 
-/* ---- the working state ---- */
-
-typedef struct ptr_vec {
-    void **v;
-    size_t n, cap;
-} ptr_vec;
-
-static int vec_push(const sy_alloc *a, ptr_vec *pv, void *p) {
-    if (pv->n == pv->cap) {
-        size_t cap = pv->cap ? pv->cap * 2 : 16;
-        void **v = sy_realloc(a, pv->v, cap * sizeof *v);
-        if (!v)
-            return SY_ENOMEM;
-        pv->v = v;
-        pv->cap = cap;
-    }
-    pv->v[pv->n++] = p;
-    return SY_OK;
-}
-
-/* A source's state as the commit's steps see it; copied back on success. */
-typedef struct src_state {
-    const char *version; /* borrowed: the source's or a kept document's */
-    uint64_t checksum;
-    bool applied, modified, touched;
-    uint32_t next_pos;
-    const char *history_bytes; /* a document to keep in the history */
-    size_t history_len;
-    const char *history_version;
-    int outcome; /* 0 none, 1 applied, 2 skipped */
-} src_state;
-
-typedef struct commit {
-    sy_router *r;
-    const sy_snapshot *cur;  /* published when the commit started */
-    const sy_snapshot *work; /* cur or the last derived snapshot */
-    uint64_t generation;     /* of every derived snapshot */
-    ptr_vec inter;           /* derived snapshots, unpublished */
-    ptr_vec touched;         /* routes any step added or removed */
-    ptr_vec owned;           /* route references held until the end */
-    ptr_vec docs;            /* parsed documents, freed at the end */
-    ptr_vec bytes;           /* rollback copies, freed at the end */
-    src_state *st;
-    uint64_t derive_us;
-} commit;
-
-static int nomem(sy_error *err) {
-    return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-}
-
 /* Derive the next working snapshot from `ch` (and cfg's services). */
-static int step_derive(commit *c, const sy_snapshot_config *cfg,
-                       const sy_route_change *ch, size_t n, sy_error *err) {
+int sy_commit_derive(commit *c, const sy_snapshot_config *cfg,
+                     const sy_route_change *ch, size_t n, sy_error *err) {
     const sy_alloc *a = &c->r->alloc;
     uint64_t t0 = sy_now_monotonic_us();
     sy_snapshot *next;
@@ -86,465 +36,22 @@ static int step_derive(commit *c, const sy_snapshot_config *cfg,
                                 &removed, &nremoved, err);
     if (rc)
         return rc;
-    rc = vec_push(a, &c->inter, next);
+    rc = sy_vec_push(a, &c->inter, next);
     for (size_t i = 0; rc == SY_OK && i < n; i++)
         if (ch[i].route)
-            rc = vec_push(a, &c->touched, ch[i].route);
+            rc = sy_vec_push(a, &c->touched, ch[i].route);
     for (size_t i = 0; rc == SY_OK && i < nremoved; i++)
-        rc = vec_push(a, &c->touched, removed[i]);
+        rc = sy_vec_push(a, &c->touched, removed[i]);
     sy_free(a, removed);
     if (rc) {
         if (c->inter.n && c->inter.v[c->inter.n - 1] == next)
             c->inter.n--;
         sy_snapshot_destroy(next);
-        return nomem(err);
+        return sy_commit_nomem(err);
     }
     c->work = next;
     c->derive_us += sy_now_monotonic_us() - t0;
     return SY_OK;
-}
-
-/* The live routes of source `si` in `s`, in rank order. */
-static const struct sy_route **source_routes(sy_router *r, const sy_snapshot *s,
-                                             uint32_t si, size_t *count) {
-    const struct sy_route **v =
-        sy_malloc(&r->alloc, (s->route_count + 1) * sizeof *v);
-    size_t n = 0;
-    if (v)
-        for (size_t i = 0; i < s->route_count; i++) {
-            const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
-            if (sl->source == si)
-                v[n++] = sl->route;
-        }
-    *count = n;
-    return v;
-}
-
-typedef struct reuse_ctx {
-    const sy_snapshot *work;
-    uint32_t source;
-} reuse_ctx;
-
-/* A live route of the same source with the same meaning: share it rather
- * than compile it again. */
-static const struct sy_route *reuse_live(void *data, const char *id,
-                                         uint64_t fingerprint) {
-    const reuse_ctx *rc = data;
-    uint32_t slot = sy_snapshot_find_slot(rc->work, id);
-    if (slot == NONE ||
-        sy_snapshot_slot(rc->work, slot)->source != rc->source ||
-        sy_snapshot_slot(rc->work, slot)->route->fingerprint != fingerprint)
-        return NULL;
-    return sy_snapshot_slot(rc->work, slot)->route;
-}
-
-static bool same_text(const char *a, const char *b) {
-    return a && b && strcmp(a, b) == 0;
-}
-
-/* ---- the steps ---- */
-
-/* The changes that make source `si` hold exactly the document's routes. */
-static int document_changes(commit *c, uint32_t si, const sy_document *doc,
-                            sy_report *rep, sy_route_change **out, size_t *nout,
-                            sy_error *err) {
-    sy_router *r = c->r;
-    const sy_snapshot *w = c->work;
-    size_t n = sy_document_route_count(doc);
-    const struct sy_route **keep = sy_malloc(&r->alloc, (n + 1) * sizeof *keep);
-    sy_route_change *ch =
-        sy_malloc(&r->alloc, (n + w->route_count + 1) * sizeof *ch);
-    size_t kept = 0, nch = 0, old_count = 0;
-    const struct sy_route **old = source_routes(r, w, si, &old_count);
-    int rc = SY_OK;
-    if (!keep || !ch || !old)
-        rc = nomem(err);
-    for (size_t i = 0; rc == SY_OK && i < n; i++) {
-        const struct sy_route *rt = sy_document_route(doc, i);
-        uint32_t pos = doc->positions[i];
-        if (pos > SY_RANK_POS_MAX) {
-            rc = sy_error_set(err, SY_ELIMIT, "routes",
-                              "a source holds at most %u routes",
-                              SY_RANK_POS_MAX + 1);
-            break;
-        }
-        uint32_t slot = sy_snapshot_find_slot(w, rt->id);
-        if (slot != NONE && sy_snapshot_slot(w, slot)->source != si) {
-            /* an id owned by another source is an error of this document */
-            sy_error e;
-            char path[64];
-            snprintf(path, sizeof path, "%s[%u].id",
-                     doc->envelope ? "routes" : "", pos);
-            sy_error_set(&e, SY_EDUPLICATE, path,
-                         "route id '%s' is already defined by source '%s'",
-                         rt->id,
-                         r->sources[sy_snapshot_slot(w, slot)->source].name);
-            if (!r->opts.lenient) {
-                if (err)
-                    *err = e;
-                rc = SY_EDUPLICATE;
-            } else if (sy_report_add_issue(rep, &e)) {
-                rc = nomem(err);
-            }
-            continue;
-        }
-        keep[kept++] = rt;
-        uint64_t key = sy_rank_key(rt->order, si, pos);
-        if (slot != NONE && sy_snapshot_slot(w, slot)->key == key &&
-            sy_snapshot_slot(w, slot)->route->fingerprint == rt->fingerprint)
-            continue; /* unchanged, same rank: shared as it is */
-        /* same meaning at a new rank: keep sharing the compiled route */
-        struct sy_route *use =
-            slot != NONE && sy_snapshot_slot(w, slot)->route->fingerprint ==
-                                rt->fingerprint
-                ? sy_snapshot_slot(w, slot)->route
-                : (struct sy_route *)rt;
-        ch[nch++] = (sy_route_change){rt->id, use, key, si};
-    }
-    if (rc == SY_OK &&
-        sy_diff_routes(&r->alloc, old, old_count, keep, kept, &rep->diff))
-        rc = nomem(err);
-    for (size_t i = 0; rc == SY_OK && i < sy_diff_removed_count(rep->diff); i++)
-        ch[nch++] =
-            (sy_route_change){sy_diff_removed(rep->diff, i), NULL, 0, si};
-    sy_free(&r->alloc, keep);
-    sy_free(&r->alloc, old);
-    if (rc) {
-        sy_free(&r->alloc, ch);
-        return rc;
-    }
-    *out = ch;
-    *nout = nch;
-    return SY_OK;
-}
-
-static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
-                      bool force, sy_report *rep, sy_error *err) {
-    sy_router *r = c->r;
-    src_state *st = &c->st[si];
-    uint64_t t0 = sy_now_monotonic_us();
-    sy_document *doc = NULL;
-    reuse_ctx rctx = {c->work, si};
-    int rc = sy_document_parse_reusing(json, len, &r->popts, reuse_live, &rctx,
-                                       &doc, err);
-    if (rc)
-        return rc;
-    if (vec_push(&r->alloc, &c->docs, doc)) {
-        sy_document_free(doc);
-        return nomem(err);
-    }
-    const char *version = sy_document_version(doc);
-    if (version && !(rep->version = sy_strdup(&r->alloc, version)))
-        return nomem(err);
-    /* a lenient apply must not drop routes silently: no room to report
-     * an issue fails the apply */
-    for (size_t i = 0; i < sy_document_issue_count(doc); i++)
-        if (sy_report_add_issue(rep, sy_document_issue(doc, i)))
-            return nomem(err);
-    if (sy_document_route_count(doc) == 0 && sy_document_issue_count(doc))
-        return sy_error_set(err, SY_EINVALIDDOC, "",
-                            "no route of the document is valid (%zu invalid); "
-                            "nothing changed",
-                            sy_document_issue_count(doc));
-    bool same_version = same_text(version, st->version);
-    bool same_bytes = sy_document_checksum(doc) == st->checksum;
-    if (!force && st->applied && !st->modified &&
-        (same_bytes || (same_version && r->opts.skip_same_version))) {
-        rep->skipped = true;
-        rep->parse_us = sy_now_monotonic_us() - t0;
-        st->outcome = st->outcome ? st->outcome : 2;
-        return SY_OK;
-    }
-    rep->version_not_bumped = st->applied && same_version && !same_bytes;
-    sy_route_change *ch;
-    size_t nch;
-    rc = document_changes(c, si, doc, rep, &ch, &nch, err);
-    if (rc)
-        return rc;
-    rep->parse_us = sy_now_monotonic_us() - t0;
-    sy_snapshot_config cfg = sy_router_snapshot_config(r);
-    rc = step_derive(c, &cfg, ch, nch, err);
-    sy_free(&r->alloc, ch);
-    if (rc)
-        return rc;
-    st->version = version;
-    st->checksum = sy_document_checksum(doc);
-    st->applied = st->touched = true;
-    st->modified = false;
-    st->outcome = 1;
-    /* positions restart after the document: upserted routes that the
-     * document does not hold are gone with this apply */
-    st->next_pos = 0;
-    for (size_t i = 0; i < sy_document_route_count(doc); i++)
-        if (doc->positions[i] >= st->next_pos)
-            st->next_pos = doc->positions[i] + 1;
-    st->history_bytes = json;
-    st->history_len = len;
-    st->history_version = version;
-    if (rep->version_not_bumped)
-        sy_router_log(
-            r, SY_LOG_WARN,
-            "source %s: version %s applied again with different content: "
-            "the publisher did not bump the version",
-            r->sources[si].name, version);
-    return SY_OK;
-}
-
-static int step_rollback(commit *c, uint32_t si, const char *version,
-                         sy_report *rep, sy_error *err) {
-    sy_router *r = c->r;
-    const sy_source *src = &r->sources[si];
-    /* version NULL: the document before the current one */
-    const sy_history_entry *e = NULL;
-    if (!version) {
-        if (src->history_count >= 2)
-            e = &src->history[src->history_count - 2];
-    } else {
-        for (size_t i = src->history_count; i-- > 0;)
-            if (same_text(src->history[i].version, version)) {
-                e = &src->history[i];
-                break;
-            }
-    }
-    if (!e)
-        return sy_error_set(err, SY_ENOTFOUND, "",
-                            "source '%s' has no kept version '%s'", src->name,
-                            version ? version : "(previous)");
-    /* a copy: the history may drop this entry when the commit ends */
-    char *bytes = sy_strndup(&r->alloc, e->bytes, e->len);
-    if (!bytes || vec_push(&r->alloc, &c->bytes, bytes)) {
-        sy_free(&r->alloc, bytes);
-        return nomem(err);
-    }
-    return step_apply(c, si, bytes, e->len, true, rep, err);
-}
-
-/* A one-route change's part report: the diff of old and new. */
-static int one_route_diff(commit *c, const struct sy_route *old,
-                          const struct sy_route *now, sy_report *rep,
-                          sy_error *err) {
-    const struct sy_route *o[1] = {old}, *n[1] = {now};
-    if (sy_diff_routes(&c->r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
-                       &rep->diff))
-        return nomem(err);
-    return SY_OK;
-}
-
-static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
-                       sy_report *rep, sy_error *err) {
-    sy_router *r = c->r;
-    src_state *st = &c->st[si];
-    struct sy_route *rt;
-    int rc = sy_def_parse_route(json, len, &r->popts, "route", &rt, err);
-    if (rc)
-        return rc;
-    if (vec_push(&r->alloc, &c->owned, rt)) {
-        sy_route_unref(rt);
-        return nomem(err);
-    }
-    const sy_snapshot *w = c->work;
-    uint32_t slot = sy_snapshot_find_slot(w, rt->id);
-    uint32_t pos;
-    if (slot != NONE) {
-        if (sy_snapshot_slot(w, slot)->source != si)
-            return sy_error_set(
-                err, SY_EDUPLICATE, "route.id",
-                "route id '%s' is already defined by source "
-                "'%s'",
-                rt->id, r->sources[sy_snapshot_slot(w, slot)->source].name);
-        pos = (uint32_t)(sy_snapshot_slot(w, slot)->key & 0xffffffu);
-    } else {
-        if (st->next_pos > SY_RANK_POS_MAX)
-            return sy_error_set(err, SY_ELIMIT, "route",
-                                "source '%s' has used all %u route positions; "
-                                "apply its whole document again to renumber",
-                                r->sources[si].name, SY_RANK_POS_MAX + 1);
-        pos = st->next_pos++;
-    }
-    rt->doc_index = pos;
-    rc = one_route_diff(c,
-                        slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
-                        rt, rep, err);
-    if (rc)
-        return rc;
-    sy_route_change ch = {rt->id, rt, sy_rank_key(rt->order, si, pos), si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(r);
-    rc = step_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
-        st->modified = st->touched = true;
-    return rc;
-}
-
-/* The live slot of route `id` in the working snapshot and a new part
- * report for its source, or an error. */
-static int find_live(commit *c, const char *id, const sy_slot **sl,
-                     sy_report **rep, sy_error *err) {
-    uint32_t slot = sy_snapshot_find_slot(c->work, id);
-    if (slot == NONE)
-        return sy_error_set(err, SY_ENOTFOUND, "", "no route '%s'", id);
-    *sl = sy_snapshot_slot(c->work, slot);
-    if (!(*rep =
-              sy_report_new(&c->r->alloc, c->r->sources[(*sl)->source].name)))
-        return nomem(err);
-    return SY_OK;
-}
-
-static int step_remove(commit *c, const char *id, sy_report **rep,
-                       sy_error *err) {
-    const sy_slot *sl;
-    int rc = find_live(c, id, &sl, rep, err);
-    if (rc)
-        return rc;
-    uint32_t si = sl->source;
-    rc = one_route_diff(c, sl->route, NULL, *rep, err);
-    if (rc)
-        return rc;
-    sy_route_change ch = {id, NULL, 0, si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
-    rc = step_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
-        c->st[si].modified = c->st[si].touched = true;
-    return rc;
-}
-
-static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
-                       sy_error *err) {
-    const sy_slot *sl;
-    int rc = find_live(c, id, &sl, rep, err);
-    if (rc)
-        return rc;
-    uint32_t si = sl->source;
-    if (sl->route->disabled == !enabled) {
-        (*rep)->skipped = (*rep)->noop = true; /* already so: no event */
-        return SY_OK;
-    }
-    struct sy_route *nr;
-    rc = sy_def_route_with_enabled(sl->route, enabled, &c->r->popts, &nr, err);
-    if (rc)
-        return rc;
-    if (vec_push(&c->r->alloc, &c->owned, nr)) {
-        sy_route_unref(nr);
-        return nomem(err);
-    }
-    nr->doc_index = sl->route->doc_index;
-    rc = one_route_diff(c, sl->route, nr, *rep, err);
-    if (rc)
-        return rc;
-    sy_route_change ch = {id, nr, sl->key, si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
-    rc = step_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
-        c->st[si].modified = c->st[si].touched = true;
-    return rc;
-}
-
-/* Replace one service in the working snapshot's sorted service list. */
-static int derive_with_service(commit *c, struct sy_service *svc,
-                               sy_error *err) {
-    const sy_snapshot *w = c->work;
-    const char *name = sy_service_name(svc);
-    size_t n = w->service_count;
-    struct sy_service **list = sy_malloc(&c->r->alloc, (n + 1) * sizeof *list);
-    if (!list)
-        return nomem(err);
-    size_t k = 0;
-    bool placed = false;
-    for (size_t i = 0; i < n; i++) {
-        int cmp = strcmp(sy_service_name(w->services[i]), name);
-        if (cmp == 0) {
-            list[k++] = svc;
-            placed = true;
-            continue;
-        }
-        if (cmp > 0 && !placed) {
-            list[k++] = svc;
-            placed = true;
-        }
-        list[k++] = w->services[i];
-    }
-    if (!placed)
-        list[k++] = svc;
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
-    cfg.services = list;
-    cfg.service_count = k;
-    cfg.replace_services = true;
-    int rc = step_derive(c, &cfg, NULL, 0, err);
-    sy_free(&c->r->alloc, list);
-    return rc;
-}
-
-static int step_instances(commit *c, const sy_change *ch, sy_report *rep,
-                          sy_error *err) {
-    sy_router *r = c->r;
-    const char *name = ch->name;
-    const struct sy_service *old =
-        sy_snapshot_service(c->work, name, strlen(name));
-    struct sy_service *svc = NULL, *empty = NULL;
-    int rc;
-    for (size_t i = 0;
-         !old && ch->kind == SY_CHANGE_UPDATE_INSTANCES && i < ch->count; i++)
-        if (ch->deltas[i].op != SY_INSTANCE_ADD) {
-            char path[48];
-            snprintf(path, sizeof path, "deltas[%zu].instance.id", i);
-            return sy_error_set(err, SY_ENOTFOUND, path,
-                                "service '%s' is unknown: it has no instance "
-                                "list to change",
-                                name);
-        }
-    if (ch->kind == SY_CHANGE_UPDATE_INSTANCES) {
-        rc =
-            old ? SY_OK : sy_service_new(&r->alloc, name, NULL, 0, &empty, err);
-        if (rc == SY_OK)
-            rc = sy_service_apply_deltas(old ? old : empty, ch->deltas,
-                                         ch->count, &svc, err);
-        sy_service_unref(empty);
-    } else {
-        rc = sy_service_new(&r->alloc, name, ch->instances, ch->count, &svc,
-                            err);
-    }
-    if (rc)
-        return rc;
-    if (!(rep->service = sy_strdup(&r->alloc, name)))
-        rc = nomem(err);
-    if (rc == SY_OK)
-        rc = sy_service_diff_compute(&r->alloc, old, svc, &rep->instances, err);
-    if (rc == SY_OK && old) {
-        sy_service_inherit_rr(svc, old);
-        sy_service_inherit_health(svc, old);
-    }
-    if (rc == SY_OK)
-        rc = derive_with_service(c, svc, err);
-    sy_service_unref(svc); /* the snapshots hold their own references */
-    return rc;
-}
-
-/* One staged change: its part report in *rep (also on failure, if any). */
-static int run_step(commit *c, const sy_change *ch, sy_report **rep,
-                    sy_error *err) {
-    sy_router *r = c->r;
-    *rep = NULL;
-    bool by_source = ch->kind == SY_CHANGE_APPLY ||
-                     ch->kind == SY_CHANGE_ROLLBACK ||
-                     ch->kind == SY_CHANGE_UPSERT;
-    sy_source *src = by_source ? sy_router_find_source(r, ch->name) : NULL;
-    if (by_source && !src)
-        return sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                            ch->name);
-    uint32_t si = src ? (uint32_t)(src - r->sources) : 0;
-    if (ch->kind == SY_CHANGE_REMOVE)
-        return step_remove(c, ch->name, rep, err);
-    if (ch->kind == SY_CHANGE_ENABLE)
-        return step_enable(c, ch->name, ch->enabled, rep, err);
-    if (!(*rep = sy_report_new(&r->alloc, src ? src->name : NULL)))
-        return nomem(err);
-    switch (ch->kind) {
-    case SY_CHANGE_APPLY:
-        return step_apply(c, si, ch->bytes, ch->len, false, *rep, err);
-    case SY_CHANGE_ROLLBACK: return step_rollback(c, si, ch->text, *rep, err);
-    case SY_CHANGE_UPSERT:
-        return step_upsert(c, si, ch->bytes, ch->len, *rep, err);
-    default: return step_instances(c, ch, *rep, err);
-    }
 }
 
 /* ---- publishing ---- */
@@ -606,12 +113,12 @@ static int publish_work(commit *c, sy_error *err) {
     sy_snapshot *f = c->inter.v[c->inter.n - 1];
     ptr_vec *t = &c->touched;
     if (dedupe_in_order(&r->alloc, t))
-        return nomem(err);
+        return sy_commit_nomem(err);
     size_t graves = 0;
     /* 2 bits per route: held by the published / the old snapshot */
     uint8_t *held = sy_malloc(&r->alloc, t->n + 1);
     if (!held)
-        return nomem(err);
+        return sy_commit_nomem(err);
     for (size_t i = 0; i < t->n; i++) {
         struct sy_route *rt = t->v[i];
         held[i] = (uint8_t)(holds(f, rt) | holds(c->cur, rt) << 1);
@@ -740,7 +247,14 @@ static void note_failure(commit *c, const sy_change *ch, int64_t now,
     s->failed_count++;
 }
 
+/* After the publish: what one part did, for the log. */
 static void log_part(sy_router *r, const sy_report *p) {
+    if (p->version_not_bumped)
+        sy_router_log(
+            r, SY_LOG_WARN,
+            "source %s: version %s applied again with different content: "
+            "the publisher did not bump the version",
+            p->source, p->version);
     if (p->diff && p->source && !p->skipped)
         sy_router_log(
             r, SY_LOG_INFO,
@@ -765,7 +279,7 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
         err = &local;
     memset(err, 0, sizeof *err);
     c.st = sy_calloc(&r->alloc, r->source_count + 1, sizeof *c.st);
-    int rc = (!single && !all) || !c.st ? nomem(err) : SY_OK;
+    int rc = (!single && !all) || !c.st ? sy_commit_nomem(err) : SY_OK;
     for (size_t i = 0; i < r->source_count && c.st; i++) {
         const sy_source *s = &r->sources[i];
         c.st[i] = (src_state){
@@ -773,16 +287,16 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             s->next_pos, NULL,        0,          NULL,        0};
     }
     sy_report *part = NULL;
-    size_t failed = 0;
+    size_t failed = n; /* n: no change failed, the publish did */
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
-        rc = run_step(&c, &items[i], &part, err);
+        rc = sy_commit_step(&c, &items[i], &part, err);
         if (rc) {
             failed = i;
             break;
         }
         if (!single && sy_report_add_part(all, part)) {
             sy_report_free(part);
-            rc = nomem(err);
+            rc = sy_commit_nomem(err);
             failed = i;
         }
         if (!single)
@@ -794,9 +308,11 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
     uint64_t publish_us = sy_now_monotonic_us() - t1 + c.derive_us;
     int64_t now = sy_now_realtime_ms(); /* wall time, for operators */
     if (rc) {
-        if (n && failed < n && !dry)
-            note_failure(&c, &items[failed], now, err);
-        if (!single && n > 1) {
+        /* a refused publish is a failed attempt of every change */
+        for (size_t i = failed < n ? failed : 0;
+             !dry && i < (failed < n ? failed + 1 : n); i++)
+            note_failure(&c, &items[i], now, err);
+        if (!single && n > 1 && failed < n) {
             char msg[sizeof err->message + 128];
             int k = snprintf(
                 msg, sizeof msg, "change %zu (%s '%.40s'): ", failed,
@@ -815,7 +331,7 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             /* best effort: the error is also in *err */
             if (err->code && rep->issue_count == 0)
                 (void)sy_report_add_issue(rep, err);
-            rep->failed_change = (long)failed;
+            rep->failed_change = failed < n ? (long)failed : -1;
         }
         if (!single)
             sy_report_free(part);

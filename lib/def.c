@@ -3,7 +3,8 @@
  * errors with line and column, the two document shapes, strict and
  * lenient modes, duplicate ids, document fingerprints and the public
  * sy_document_* calls; single-route, enable/disable and default-filter
- * parsing. One route object is built by def_route.c.
+ * parsing. One route object is built by def_route.c; a router's apply
+ * shares the live route built from the same bytes instead (build_routes).
  */
 #include "def_build.h"
 #include "def_scan.h"
@@ -128,14 +129,43 @@ static int read_version(sy_document *d, const char *json,
     return rc;
 }
 
+/* Routes shared by bytes are cold in memory at large sizes: the span of
+ * route i + SPAN_AHEAD is hashed and looked up while route i is handled,
+ * and the route it finds prefetched, so those cache misses overlap. */
+#define SPAN_AHEAD 8
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+typedef struct span_ahead {
+    uint64_t hash[SPAN_AHEAD];
+    size_t len[SPAN_AHEAD];
+} span_ahead;
+
+/* Hash span i into its ring slot, look it up, prefetch what it finds. */
+static void span_prefetch(span_ahead *ra, const sy_def_reuse *reuse,
+                          const char *json, const sy_json_span *sp, size_t i) {
+    size_t k = i % SPAN_AHEAD;
+    ra->len[k] = sp->end - sp->start;
+    ra->hash[k] = sy_hash64(json + sp->start, ra->len[k], SY_ROUTE_SPAN_SEED);
+    const struct sy_route *r =
+        reuse->by_bytes(reuse->data, ra->hash[k], ra->len[k]);
+    if (r) {
+        PREFETCH(r);
+        PREFETCH(&r->span_hash);
+        PREFETCH(&r->fingerprint);
+    }
+}
+
 /* Build the routes one at a time: each span is parsed into its own cJSON
  * tree, built and deleted before the next, so only one route's tree is
  * ever alive. */
 static int build_routes(sy_document *d, const sy_parse_options *opts,
                         const sy_limits *lim, const char *json,
                         const sy_json_scan *scan, const char *prefix,
-                        sy_def_reuse_fn reuse, void *reuse_data,
-                        sy_error *err) {
+                        const sy_def_reuse *reuse, sy_error *err) {
     size_t n = scan->route_count;
     if (n > lim->max_routes)
         return sy_error_set(err, SY_ELIMIT, prefix,
@@ -154,11 +184,16 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     }
     sy_idtab_init(&ids, entries, cap);
     /* without a cache (out of memory) every regex is compiled on its own */
-    sy_def_ctx ctx = {&d->alloc, opts->registry, reuse, reuse_data,
-                      sy_regex_cache_new(&d->alloc)};
+    sy_def_ctx ctx = {
+        &d->alloc, opts->registry, reuse ? reuse->by_fingerprint : NULL,
+        reuse ? reuse->data : NULL, sy_regex_cache_new(&d->alloc)};
     uint64_t fp = SEED_DOC;
     size_t i = 0;
     int rc = 0;
+    bool by_bytes = reuse && reuse->by_bytes;
+    span_ahead ra;
+    for (size_t j = 0; by_bytes && j < n && j < SPAN_AHEAD; j++)
+        span_prefetch(&ra, reuse, json, &scan->routes[j], j);
     for (; i < n; i++) {
         char path[64];
         sy_def_path(path, sizeof path, "%s[%zu]", prefix, i);
@@ -166,15 +201,33 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         sy_error_clear(&e);
         struct sy_route *r = NULL;
         cJSON *c = NULL; /* this route's tree only: parsed, used, deleted */
-        rc = parse_scanned(json, scan->routes[i].start, scan->routes[i].end, &c,
-                           &e);
-        if (!rc)
+        /* A live route built from exactly these bytes is this route: the
+         * caller offers only routes of one router, whose options (registry,
+         * limits, lenient or strict) never change after it is created, so
+         * equal bytes mean the same route; an invalid route never became
+         * live, so it is never found here. Only the id check below and the
+         * position are left to do. */
+        const sy_json_span *sp = &scan->routes[i];
+        size_t span_len = by_bytes ? ra.len[i % SPAN_AHEAD] : 0;
+        uint64_t span_hash = by_bytes ? ra.hash[i % SPAN_AHEAD] : 0;
+        const struct sy_route *same =
+            by_bytes ? reuse->by_bytes(reuse->data, span_hash, span_len) : NULL;
+        if (by_bytes && i + SPAN_AHEAD < n) /* its ring slot is free now */
+            span_prefetch(&ra, reuse, json, &scan->routes[i + SPAN_AHEAD],
+                          i + SPAN_AHEAD);
+        if (same && same->span_hash == span_hash && same->span_len == span_len)
+            r = sy_route_ref(same);
+        else
+            rc = parse_scanned(json, sp->start, sp->end, &c, &e);
+        if (!rc && !r)
             rc = sy_def_build_route(&ctx, c, path, &r, &e);
         bool built = rc == 0;
         uint32_t pos = 0, h = 0;
         if (!rc) {
-            size_t len = strlen(r->id);
-            h = sy_idtab_hash(r->id, len);
+            /* a route shared by bytes carries its id's length and hash */
+            bool known = same && r == same;
+            size_t len = known ? r->id_len : strlen(r->id);
+            h = known ? r->id_hash : sy_idtab_hash(r->id, len);
             if (sy_idtab_find(&ids, r->id, len, h, doc_route_id, d, &pos) !=
                 SY_NONE) {
                 char p[96];
@@ -211,6 +264,17 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         cJSON_Delete(c);
         if (atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
             r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
+        /* fresh, or shared for bytes of the same meaning (the caller is the
+         * only writer of the routes it offers): these bytes now find it.
+         * Routes of a parse without byte reuse (sy_document_parse) never
+         * enter a router and carry no span. */
+        size_t id_len = by_bytes && !(same && r == same) ? strlen(r->id) : 0;
+        if (id_len && id_len <= UINT32_MAX) {
+            r->span_hash = span_hash;
+            r->span_len = span_len;
+            r->id_len = (uint32_t)id_len;
+            r->id_hash = h;
+        }
         sy_idtab_set(&ids, pos, h, (uint32_t)d->route_count);
         d->positions[d->route_count] = (uint32_t)i;
         d->routes[d->route_count++] = r;
@@ -225,13 +289,13 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
 int sy_document_parse(const char *json, size_t len,
                       const sy_parse_options *opts, sy_document **out,
                       sy_error *err) {
-    return sy_document_parse_reusing(json, len, opts, NULL, NULL, out, err);
+    return sy_document_parse_reusing(json, len, opts, NULL, out, err);
 }
 
 int sy_document_parse_reusing(const char *json, size_t len,
                               const sy_parse_options *opts,
-                              sy_def_reuse_fn reuse, void *reuse_data,
-                              sy_document **out, sy_error *err) {
+                              const sy_def_reuse *reuse, sy_document **out,
+                              sy_error *err) {
     static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
     if (!out || (!json && len))
         return sy_error_set(err, SY_EINVAL, "", "json and out are required");
@@ -279,8 +343,7 @@ int sy_document_parse_reusing(const char *json, size_t len,
                               "object with \"routes\"");
         }
         if (!rc)
-            rc = build_routes(d, opts, &lim, json, &scan, prefix, reuse,
-                              reuse_data, err);
+            rc = build_routes(d, opts, &lim, json, &scan, prefix, reuse, err);
     }
     sy_free(&a, scan.routes);
     if (rc) {

@@ -30,11 +30,37 @@ struct sy_document {
 typedef const struct sy_route *(*sy_def_reuse_fn)(void *data, const char *id,
                                                   uint64_t fingerprint);
 
-/* sy_document_parse with reuse of already compiled routes. */
+/*
+ * Asked for each route object of a document before it is parsed: a live
+ * route whose span_hash and span_len (route.h) are `hash` and `len`, i.e.
+ * one built from the very same bytes, to share instead, or NULL to parse.
+ * Lets an apply of a large document in which few routes changed cost a
+ * hash of its bytes for the others, not a parse and canonical form.
+ */
+typedef const struct sy_route *(*sy_def_reuse_bytes_fn)(void *data,
+                                                        uint64_t hash,
+                                                        size_t len);
+
+/*
+ * What a parse may share: both functions may be NULL. The callers own the
+ * routes they return and must be the only writer of them for the parse:
+ * it records the span of the bytes it shared a route for (span_hash,
+ * span_len). Only the routes of ONE router may be offered, parsed with
+ * that router's options (same registry, limits, strict or lenient mode):
+ * then equal bytes mean exactly the same route.
+ */
+typedef struct sy_def_reuse {
+    sy_def_reuse_fn by_fingerprint;
+    sy_def_reuse_bytes_fn by_bytes;
+    void *data;
+} sy_def_reuse;
+
+/* sy_document_parse with reuse of already compiled routes (reuse may be
+ * NULL). */
 int sy_document_parse_reusing(const char *json, size_t len,
                               const sy_parse_options *opts,
-                              sy_def_reuse_fn reuse, void *reuse_data,
-                              sy_document **out, sy_error *err);
+                              const sy_def_reuse *reuse, sy_document **out,
+                              sy_error *err);
 
 /* Parse JSON text into a cJSON tree (caller deletes) under resolved limits
  * and the scan's rules (def_scan.h: syntax with line and column, depth,

@@ -76,13 +76,15 @@ int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
         const struct sy_route *o = k == SY_NONE ? NULL : old_routes[k];
         if (o)
             seen[k] = true;
+        if (o && o->fingerprint == n->fingerprint) {
+            d->unchanged++; /* the common case: no copy of the id */
+            continue;
+        }
         char *id = sy_arena_strdup(&d->arena, n->id);
         if (!id)
             goto fail;
         if (!o) {
             d->added[d->added_count++] = id;
-        } else if (o->fingerprint == n->fingerprint) {
-            d->unchanged++;
         } else {
             d->updated_mask[d->updated_count] = sy_diff_route_changes(o, n);
             d->updated[d->updated_count++] = id;
@@ -184,6 +186,10 @@ const char *sy_diff_updated(const sy_diff *d, size_t i, unsigned *changed) {
         *changed = d->updated_mask[i];
     return d->updated[i];
 }
+void sy_diff_add_unchanged(sy_diff *d, size_t n) {
+    d->unchanged += n;
+}
+
 size_t sy_diff_unchanged_count(const sy_diff *d) {
     return d->unchanged;
 }

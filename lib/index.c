@@ -24,7 +24,7 @@
  * A lookup walks both literal and wildcard edges with the request's
  * decoded segments and returns the lists it meets. A route sits in the
  * path trie, or in the host trie when its Host patterns are more selective
- * than its Path patterns, or in a per-method "generic" list when it has
+ * than its Path patterns, or in the "generic" any-method list when it has
  * neither. Disabled routes are not indexed: they never match.
  */
 #include "index.h"
@@ -544,21 +544,13 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
         info[r] = route_info(&b, rt);
         const sy_pred *path = find_pred(rt, SY_PK_PATH);
         const sy_pred *host = find_pred(rt, SY_PK_HOST);
-        const sy_pred *method = find_pred(rt, SY_PK_METHOD);
         insert_patterns(&b, path, ROOT_PATH, slot, 0);
         insert_patterns(&b, host, ROOT_HOST, slot, 1);
-        if (!path && !host) {
-            uint32_t mask = method ? sy_pred_method_mask(method) : 0;
-            if (!mask) {
-                add_pending(&b, GENERIC_ANY, 0, slot, 2);
-            } else {
-                for (uint32_t bit = 0; bit < 9; bit++)
-                    if (mask & (1u << bit))
-                        add_pending(&b, bit, 0, slot, 2);
-                if (mask & (1u << 31))
-                    add_pending(&b, GENERIC_OTHER, 0, slot, 2);
-            }
-        }
+        /* in the any-method list even with a Method predicate: a request
+         * of another method must still meet it (inline method bits reject
+         * it at once), so a miss can answer 405 rather than 404 */
+        if (!path && !host)
+            add_pending(&b, GENERIC_ANY, 0, slot, 2);
     }
     if (b.failed)
         goto fail;

@@ -398,13 +398,14 @@ static int match_common(const sy_snapshot *h, sy_match_ctx *c,
     sy_budget_start(&c->budget, &s->budget);
     sy_budget_enter(&c->budget, &saved);
     rc = linear ? match_linear(c, s, req, out) : match_indexed(c, s, req, out);
+    /* the 405 check runs predicates again: inside the same budget */
+    if (rc == SY_OK && !*out && !c->budget.exhausted)
+        c->nomatch = method_reason(c, s);
     sy_budget_leave(saved);
     if (rc == SY_OK && c->budget.exhausted) {
         *out = NULL; /* stopped: no route, whatever was left to try */
         c->nomatch = SY_NOMATCH_BUDGET;
     }
-    if (rc == SY_OK && !*out && c->nomatch == SY_NOMATCH_NONE)
-        c->nomatch = method_reason(c, s);
     return rc;
 }
 

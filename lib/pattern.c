@@ -463,17 +463,7 @@ static int segment(sy_pattern *p, sy_re_env *env, tok *t, size_t nt, size_t s0,
         el->lit = (sy_str){s + s0, e - s0};
         return SY_OK;
     }
-    if (nt == 1 && t[0].kind == T_STAR) {
-        el->kind = PE_STAR;
-        return SY_OK;
-    }
-    if (nt == 1 && t[0].kind == T_VAR) {
-        el->kind = PE_VAR;
-        return SY_OK;
-    }
-    if (nt == 1 && t[0].kind == T_RVAR)
-        return sy_pat_compile_whole(p, env, el, &t[0], err);
-    return sy_pat_compile_mixed(p, env, el, t, nt, err);
+    return sy_pat_compile_glob(p, env, el, t, nt, err);
 }
 
 static int parse_path(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
@@ -786,4 +776,19 @@ bool sy_pattern_segment_is_star(const sy_pattern *p, size_t i) {
 
 const char *sy_pattern_source(const sy_pattern *p) {
     return p->src;
+}
+
+int sy_pat_compile_glob(sy_pattern *p, sy_re_env *env, sy_pelem *el,
+                        const tok *t, size_t nt, sy_error *err) {
+    if (nt == 1 && t[0].kind == T_STAR) {
+        el->kind = PE_STAR;
+        return SY_OK;
+    }
+    if (nt == 1 && t[0].kind == T_VAR) {
+        el->kind = PE_VAR;
+        return SY_OK;
+    }
+    if (nt == 1 && t[0].kind == T_RVAR)
+        return sy_pat_compile_whole(p, env, el, &t[0], err);
+    return sy_pat_compile_mixed(p, env, el, t, nt, err);
 }

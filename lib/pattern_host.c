@@ -139,17 +139,7 @@ static int label(sy_pattern *p, sy_re_env *env, tok *t, size_t b, size_t e,
             (void)sy_pat_add_var(p, (sy_str){s + t[i].noff, t[i].nlen}, b,
                                  false, err);
     el->nvars = p->nvars - el->var;
-    if (nt == 1 && t[0].kind == T_STAR) {
-        el->kind = PE_STAR;
-        return SY_OK;
-    }
-    if (nt == 1 && t[0].kind == T_VAR) {
-        el->kind = PE_VAR;
-        return SY_OK;
-    }
-    if (nt == 1 && t[0].kind == T_RVAR)
-        return sy_pat_compile_whole(p, env, el, &t[0], err);
-    return sy_pat_compile_mixed(p, env, el, t, nt, err);
+    return sy_pat_compile_glob(p, env, el, t, nt, err);
 }
 
 /*

@@ -63,6 +63,10 @@ int sy_pat_compile_whole(sy_pattern *p, sy_re_env *env, sy_pelem *el,
  * variable, matched with DOTALL (as Spring compiles it). */
 int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
                          const tok *t, size_t nt, sy_error *err);
+/* Finish a glob element from its tokens: "*" alone, "{name}" alone, one
+ * "{name:regex}" alone, or a mixed regex (path and host patterns alike). */
+int sy_pat_compile_glob(sy_pattern *p, sy_re_env *env, sy_pelem *el,
+                        const tok *t, size_t nt, sy_error *err);
 /* Match one element against one segment; `last`: it is the pattern's last
  * element (a "*" or a regex without variables may then match ""). */
 bool sy_pat_elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,

@@ -36,6 +36,19 @@ struct sy_route {
     uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
     uint32_t doc_index; /* position in the document that built it (ranks
                            come from the snapshot slot key, not this) */
+    /* The exact bytes of a route object of a document that builds this
+     * route (def.c build_routes): sy_hash64 of the span with
+     * SY_ROUTE_SPAN_SEED and its length; span_len 0: none (upserts,
+     * enable/disable copies, default filters), never reused by bytes.
+     * Unlike the rest of the route these two may be rewritten after the
+     * route is live, by the router's writer only (under its lock): a parse
+     * that shares this route for other bytes of the same meaning records
+     * them. Matching threads never read them. */
+    uint64_t span_hash;
+    size_t span_len;
+    /* the id's length and sy_idtab_hash, set with the span: a route shared
+     * by bytes is checked for a duplicate id without reading the id */
+    uint32_t id_len, id_hash;
     /* index of the first Path (Host) predicate when every one of its
      * patterns is all literal segments (labels): the index can prove it */
     int32_t literal_path, literal_host;
@@ -66,6 +79,9 @@ struct sy_route {
     uint32_t key; /* UINT32_MAX until live */
     const struct sy_route_owner *owner;
 };
+
+/* Seed of span_hash. */
+#define SY_ROUTE_SPAN_SEED 0x5359535041ull /* "SYSPA" */
 
 /* What metadata.version-default asks for requests without the version
  * header (route model section 7, step 2). */

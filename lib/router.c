@@ -27,33 +27,6 @@
 
 #define NONE SY_NONE
 
-/* ---- callbacks and re-entrancy ---- */
-
-static uintptr_t self_token(void) {
-    return (uintptr_t)pthread_self();
-}
-
-bool sy_router_in_callback(sy_router *r) {
-    return atomic_load_explicit(&r->callback_thread, memory_order_acquire) ==
-           self_token();
-}
-
-static void cb_enter(sy_router *r) {
-    atomic_store_explicit(&r->callback_thread, self_token(),
-                          memory_order_release);
-}
-
-static void cb_leave(sy_router *r) {
-    atomic_store_explicit(&r->callback_thread, 0, memory_order_release);
-}
-
-bool sy_router_lock_for_read(sy_router *r) {
-    if (sy_router_in_callback(r))
-        return false;
-    pthread_mutex_lock(&r->lock);
-    return true;
-}
-
 /* Every writer entry point: a call from a callback would deadlock. */
 static int writer_enter(sy_router *r, sy_error *err) {
     if (sy_router_in_callback(r))
@@ -64,57 +37,7 @@ static int writer_enter(sy_router *r, sy_error *err) {
     return SY_OK;
 }
 
-void sy_router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...) {
-    if (!r->opts.on_log)
-        return;
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    cb_enter(r);
-    r->opts.on_log(r->opts.callback_data, lvl, buf);
-    cb_leave(r);
-}
-
-void sy_router_held_cb(void *data, uint64_t gen, uint64_t age) {
-    sy_router *r = data;
-    if (!r->opts.on_retired_held)
-        return;
-    cb_enter(r);
-    r->opts.on_retired_held(r->opts.callback_data, gen, age);
-    cb_leave(r);
-}
-
-void sy_router_event(sy_router *r, const sy_report *rep) {
-    if (!r->opts.on_event)
-        return;
-    cb_enter(r);
-    r->opts.on_event(r->opts.callback_data, rep);
-    cb_leave(r);
-}
-
-/* ---- helpers ---- */
-
-const sy_alloc *sy_router_allocator(sy_router *r) {
-    return &r->alloc;
-}
-
-int64_t sy_router_now_ms(sy_router *r) {
-    return r->opts.clock_ms ? r->opts.clock_ms(r->opts.callback_data)
-                            : sy_now_realtime_ms();
-}
-
-sy_source *sy_router_find_source(sy_router *r, const char *name) {
-    for (size_t i = 0; name && i < r->source_count; i++)
-        if (strcmp(r->sources[i].name, name) == 0)
-            return &r->sources[i];
-    return NULL;
-}
-
-const sy_snapshot *sy_router_current(sy_router *r) {
-    return (const sy_snapshot *)sy_pub_current(r->pub);
-}
+/* ---- lifecycle ---- */
 
 static void destroy_snapshot(void *data, sy_pub_obj *obj) {
     SY_UNUSED(data);
@@ -125,90 +48,6 @@ static uint64_t pub_clock(void *data) {
     SY_UNUSED(data);
     return sy_now_monotonic_us() / 1000u;
 }
-
-sy_snapshot_config sy_router_snapshot_config(sy_router *r) {
-    sy_snapshot_config cfg = {0};
-    cfg.strip_host_port = r->opts.strip_host_port;
-    cfg.path_norm.mode = (int)r->opts.path_normalization;
-    cfg.path_norm.merge_slashes = r->opts.merge_slashes;
-    cfg.path_norm.escaped_slashes = (int)r->opts.escaped_slashes;
-    cfg.budget.regex_units = r->opts.regex_budget;
-    cfg.budget.max_repeats = r->opts.max_repeated_values;
-    cfg.budget.max_rewrite = r->opts.max_rewritten_path;
-    cfg.clock_ms = r->opts.clock_ms;
-    cfg.clock_data = r->opts.callback_data;
-    cfg.random = r->opts.random;
-    cfg.defaults = r->defaults;
-    cfg.key_limit = r->key_limit;
-    cfg.sources = r->source_names;
-    cfg.source_count = r->source_count;
-    return cfg;
-}
-
-/* Drop the references of removed routes no live snapshot can still use. */
-void sy_router_bury(sy_router *r) {
-    uint64_t oldest = sy_pub_oldest_generation(r->pub);
-    size_t k = 0;
-    for (size_t i = 0; i < r->grave_count; i++) {
-        if (r->graves[i].generation <= oldest)
-            sy_route_unref(r->graves[i].route);
-        else
-            r->graves[k++] = r->graves[i];
-    }
-    r->grave_count = k;
-}
-
-bool sy_router_graves_reserve(sy_router *r, size_t extra) {
-    if (r->grave_count + extra <= r->grave_cap)
-        return true;
-    size_t cap = r->grave_cap ? r->grave_cap * 2 : 64;
-    while (cap < r->grave_count + extra)
-        cap *= 2;
-    sy_grave *g = sy_realloc(&r->alloc, r->graves, cap * sizeof *g);
-    if (!g)
-        return false;
-    r->graves = g;
-    r->grave_cap = cap;
-    return true;
-}
-
-/* ---- route keys and host data ---- */
-
-/* The last reference of a live route is gone: tell the host, free its key.
- * Runs on the writer's side (bury, a commit's cleanup, sy_router_free). */
-static void route_released(void *data, struct sy_route *rt) {
-    sy_router *r = data;
-    if (r->opts.route_detach) {
-        cb_enter(r);
-        r->opts.route_detach(r->opts.callback_data, rt, rt->host_data);
-        cb_leave(r);
-    }
-    if (rt->key == UINT32_MAX)
-        return;
-    if (r->free_key_count == r->free_key_cap) {
-        size_t cap = r->free_key_cap ? r->free_key_cap * 2 : 64;
-        uint32_t *v = sy_realloc(&r->alloc, r->free_keys, cap * sizeof *v);
-        if (!v)
-            return; /* the key is not reused: key_limit grows, no harm */
-        r->free_keys = v;
-        r->free_key_cap = cap;
-    }
-    r->free_keys[r->free_key_count++] = rt->key;
-}
-
-/* A route about to become live for the first time: key and host data. */
-void sy_router_attach_route(sy_router *r, struct sy_route *rt) {
-    rt->key =
-        r->free_key_count ? r->free_keys[--r->free_key_count] : r->key_limit++;
-    rt->owner = &r->owner;
-    if (r->opts.route_attach) {
-        cb_enter(r);
-        rt->host_data = r->opts.route_attach(r->opts.callback_data, rt);
-        cb_leave(r);
-    }
-}
-
-/* ---- lifecycle ---- */
 
 int sy_router_new(const sy_router_options *opts, sy_router **out,
                   sy_error *err) {
@@ -246,7 +85,7 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
     r->popts.allocator = o.allocator;
     r->popts.registry = o.registry;
     r->rng = (uint64_t)(uintptr_t)r ^ sy_now_monotonic_us();
-    r->owner = (sy_route_owner){route_released, r};
+    r->owner = (sy_route_owner){sy_router_route_released, r};
     atomic_init(&r->callback_thread, 0);
     atomic_init(&r->ejections, 0);
     atomic_init(&r->outcomes, 0);
@@ -330,7 +169,9 @@ void *sy_router_data(const sy_router *r) {
 }
 
 int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
-    if (!r || !name || !*name)
+    if (!r)
+        return sy_error_set(err, SY_EINVAL, "", "router is NULL");
+    if (!name || !*name)
         return sy_error_set(err, SY_EINVAL, "", "source name is empty");
     if (strlen(name) > SY_MAX_SOURCE_NAME)
         return sy_error_set(err, SY_ELIMIT, "",
@@ -376,7 +217,7 @@ static int commit_one(sy_router *r, const sy_change *ch, sy_report **report,
 }
 
 /* Commit (or with `dry`, check) a change set. */
-static int commit_set(sy_router *r, const sy_change_set *cs, bool dry,
+static int commit_set(sy_router *r, sy_change_set *cs, bool dry,
                       sy_report **report, sy_error *err) {
     if (report)
         *report = NULL;
@@ -385,22 +226,27 @@ static int commit_set(sy_router *r, const sy_change_set *cs, bool dry,
     if (cs->router != r)
         return sy_error_set(err, SY_EINVAL, "",
                             "the change set belongs to another router");
+    if (cs->committed)
+        return sy_error_set(err, SY_EINVAL, "",
+                            "the change set was committed already");
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
     rc = sy_commit_run(r, cs->items, cs->count, false, dry, report, err);
     pthread_mutex_unlock(&r->lock);
+    if (rc == SY_OK && !dry)
+        cs->committed = true;
     return rc;
 }
 
-int sy_router_commit(sy_router *r, const sy_change_set *cs, sy_report **report,
+int sy_router_commit(sy_router *r, sy_change_set *cs, sy_report **report,
                      sy_error *err) {
     return commit_set(r, cs, false, report, err);
 }
 
 int sy_router_check(sy_router *r, const sy_change_set *cs, sy_report **report,
                     sy_error *err) {
-    return commit_set(r, cs, true, report, err);
+    return commit_set(r, (sy_change_set *)(uintptr_t)cs, true, report, err);
 }
 
 /* ---- the single calls: one-change commits ---- */

@@ -1,8 +1,8 @@
 /*
  * router_int.h - the router's layout (internal), shared by the router's
  * modules: router.c (sources, commits, readers), change_set.c (staging),
- * router_status.c (status, metrics, Prometheus text) and health.c
- * (passive-health outcomes).
+ * router_status.c (status, metrics, Prometheus text, passive-health
+ * outcomes) and commit.c (running a commit).
  */
 #ifndef SY_ROUTER_INT_H
 #define SY_ROUTER_INT_H
@@ -88,8 +88,14 @@ const struct sy_snapshot *sy_router_current(sy_router *r);
 /* The router's clock in epoch ms (clock_ms callback, else real time). */
 int64_t sy_router_now_ms(sy_router *r);
 
-/* ---- for commit.c (writer side, lock held) ---- */
+/* ---- router_core.c, for router.c and commit.c (writer side, lock held) ----
+ */
 
+/* Mark the calling thread as running a callback of r, and clear it. */
+void sy_router_cb_enter(sy_router *r);
+void sy_router_cb_leave(sy_router *r);
+/* The owner callback of live routes: route_detach and the key's return. */
+void sy_router_route_released(void *data, struct sy_route *rt);
 /* on_log, as a callback (re-entrancy guarded). */
 void sy_router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

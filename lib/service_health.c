@@ -94,14 +94,19 @@ bool sy_service_report_outcome(const void *handle, sy_outcome outcome,
         atomic_load_explicit(&h->ejected_until, memory_order_relaxed);
     if (outcome == SY_OUTCOME_SUCCESS) {
         atomic_store_explicit(&h->failures, 0, memory_order_relaxed);
-        if (until != 0 && now >= until) {
-            /* back and well: the next ejection is a little shorter */
-            atomic_store_explicit(&h->ejected_until, 0, memory_order_relaxed);
+        /* back and well: the next ejection is a little shorter. Only the
+         * success that clears the ejection takes a step off (racing
+         * successes would take one each) */
+        if (until != 0 && now >= until &&
+            atomic_compare_exchange_strong_explicit(&h->ejected_until, &until,
+                                                    0, memory_order_relaxed,
+                                                    memory_order_relaxed)) {
             uint32_t e =
                 atomic_load_explicit(&h->ejections, memory_order_relaxed);
-            if (e)
-                atomic_store_explicit(&h->ejections, e - 1,
-                                      memory_order_relaxed);
+            while (e && !atomic_compare_exchange_weak_explicit(
+                            &h->ejections, &e, e - 1, memory_order_relaxed,
+                            memory_order_relaxed))
+                ;
         }
         return false;
     }
@@ -119,16 +124,18 @@ bool sy_service_report_outcome(const void *handle, sy_outcome outcome,
         return false;
     uint64_t base = o->base_ejection_ms ? o->base_ejection_ms : 30000;
     uint64_t max = o->max_ejection_ms ? o->max_ejection_ms : 300000;
-    uint32_t k =
-        atomic_fetch_add_explicit(&h->ejections, 1, memory_order_relaxed) + 1;
+    uint32_t k = atomic_load_explicit(&h->ejections, memory_order_relaxed) + 1;
     uint64_t ms = base * k;
     if (ms > max || ms / k != base)
         ms = max;
-    /* one thread ejects; concurrent failures of the same instance lose */
+    /* one thread ejects; concurrent failures of the same instance lose,
+     * and only the winner counts the ejection (a loser's count would
+     * lengthen the next one) */
     if (!atomic_compare_exchange_strong_explicit(
             &h->ejected_until, &until, now + (int64_t)ms, memory_order_relaxed,
             memory_order_relaxed))
         return false;
+    atomic_fetch_add_explicit(&h->ejections, 1, memory_order_relaxed);
     atomic_store_explicit(&h->failures, 0, memory_order_relaxed);
     return true;
 }

@@ -19,7 +19,8 @@ static bool is_default_port(const char *scheme, uint16_t port) {
 /* "host", "host:port", "[v6]" or "[v6]:port" in the scratch arena. */
 static sy_str authority(sy_arena *scratch, const char *scheme, const char *host,
                         uint16_t port) {
-    bool v6 = strchr(host, ':') != NULL;
+    /* an IPv6 address, unless the host gave it bracketed already */
+    bool v6 = host[0] != '[' && strchr(host, ':') != NULL;
     size_t hl = strlen(host);
     char *buf = sy_arena_alloc(scratch, hl + 3 + 6 + 1);
     if (!buf)
@@ -45,12 +46,17 @@ static sy_str authority(sy_arena *scratch, const char *scheme, const char *host,
     return (sy_str){buf, n};
 }
 
-/* The plan's headers without Host: the target carries it apart. */
+/* The plan's headers without Host: the target carries it apart. *host
+ * gets the plan's last Host header (SetRequestHostHeader, or the client's
+ * when the host passed it among the headers), or stays as it was. */
 static int headers_without_host(sy_arena *scratch, const sy_plan *p,
-                                sy_target *out) {
+                                sy_target *out, sy_str *host) {
     size_t hosts = 0;
     for (size_t i = 0; i < p->header_count; i++)
-        hosts += sy_str_ieq(p->headers[i].name, "host", 4);
+        if (sy_str_ieq(p->headers[i].name, "host", 4)) {
+            *host = p->headers[i].value;
+            hosts++;
+        }
     if (!hosts) {
         out->headers = p->headers;
         out->header_count = p->header_count;
@@ -94,7 +100,8 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
     out->kind = up->kind;
     out->path = p->path;
     out->query = p->query;
-    if (headers_without_host(scratch, p, out))
+    sy_str kept_host = m->req->host; /* with PreserveHostHeader */
+    if (headers_without_host(scratch, p, out, &kept_host))
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     if (up->kind == SY_UPSTREAM_URL) {
         out->scheme = up->scheme;
@@ -120,7 +127,7 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
         return SY_OK; /* forward: / no://: path and query only */
     }
     if (p->preserve_host) {
-        out->host_header = m->req->host;
+        out->host_header = kept_host;
     } else {
         out->host_header =
             authority(scratch, out->scheme, out->host, out->port);

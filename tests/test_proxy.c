@@ -116,6 +116,9 @@ START_TEST(change_set_publishes_documents_and_instances_once) {
     ck_assert_uint_eq(sy_change_set_count(cs), 3);
     sy_report *rep;
     ck_assert_int_eq(sy_router_commit(r, cs, &rep, &err), 0);
+    sy_report *again = NULL;
+    ck_assert_int_eq(sy_router_commit(r, cs, &again, &err), SY_EINVAL);
+    ck_assert_ptr_null(again);
     sy_change_set_free(cs);
     sy_router_metrics(r, &after);
     ck_assert_uint_eq(after.publishes, before.publishes + 1);

@@ -36,7 +36,8 @@ LAYERS = [
     [("diff",)],
     [("match",), ("select",), ("target",)],
     [("report",)],
-    [("router", "router_int", "router_status", "commit", "change_set")],
+    [("router", "router_int", "router_core", "router_status", "commit",
+      "commit_int", "commit_steps", "change_set")],
 ]
 
 

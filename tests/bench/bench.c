@@ -85,6 +85,7 @@ static const char *const case_names[] = {
     "update/one-route",
     "update/one-route-max",
     "update/instances",
+    "update/document-one-changed",
     "snapshot/acquire-release",
     "snapshot/acquire-release-2t",
     "snapshot/acquire-release-storm",
@@ -861,6 +862,108 @@ static void case_update_instances(void) {
 }
 
 /* ---------------------------------------------------------------- */
+/* update/document-one-changed                                       */
+/* ---------------------------------------------------------------- */
+
+/* A copy of `doc` with every occurrence of `from` replaced by `to` (same
+ * length); aborts when `from` is absent. */
+static void doc_replace(const bench_buf *doc, const char *from, const char *to,
+                        bench_buf *out) {
+    size_t fl = strlen(from);
+    out->len = 0;
+    bench_buf_printf(out, "%.*s", (int)doc->len, doc->ptr);
+    size_t hits = 0;
+    for (char *p = out->ptr; (p = strstr(p, from)) != NULL; p += fl, hits++)
+        memcpy(p, to, fl);
+    if (!hits || strlen(to) != fl) {
+        fprintf(stderr, "switchyard-bench: '%s' not in the document\n", from);
+        exit(1);
+    }
+}
+
+/* The mixed table of n routes applied, then the whole document applied
+ * again and again with one route changed (route n/2's path, and the
+ * version), alternating between the two variants: what a config centre
+ * that stores all routes under one key sends for a one-route edit. */
+static void document_one_changed(size_t n, size_t runs) {
+    static const char *name = "update/document-one-changed";
+    table t = {0};
+    table_mixed(n, 1, &t.doc, &t.reqs);
+    if (table_load(&t, name) != 0) {
+        table_free(&t);
+        return;
+    }
+    char from[48], to[48];
+    snprintf(from, sizeof from, "/r%zu/", n / 2);
+    snprintf(to, sizeof to, "/x%zu/", n / 2);
+    bench_buf a = {0}, b = {0};
+    doc_replace(&t.doc, "\"version\":\"bench-1\"", "\"version\":\"bench-a\"",
+                &a);
+    doc_replace(&t.doc, "\"version\":\"bench-1\"", "\"version\":\"bench-b\"",
+                &b);
+    bench_buf tmp = {0};
+    doc_replace(&b, from, to, &tmp);
+    bench_buf_free(&b);
+    b = tmp;
+    double *ms = bench_xmalloc(runs * sizeof *ms);
+    double *parse = bench_xmalloc(runs * sizeof *parse);
+    double *cpu = bench_xmalloc(runs * sizeof *cpu);
+    size_t done = 0, changed = 0;
+    sy_error e;
+    for (size_t r = 0; r < runs; r++) {
+        const bench_buf *doc = r % 2 ? &a : &b;
+        sy_report *rep = NULL;
+        uint64_t c0 = thread_cpu_ns();
+        uint64_t t0 = bench_now_ns();
+        int rc =
+            sy_router_apply(t.router, "bench", doc->ptr, doc->len, &rep, &e);
+        uint64_t dt = bench_now_ns() - t0;
+        cpu[done] = (double)(thread_cpu_ns() - c0) / 1e6;
+        if (rc) {
+            fail(name, rc, &e);
+            if (rep)
+                sy_report_free(rep);
+            break;
+        }
+        const sy_diff *d = rep ? sy_report_diff(rep) : NULL;
+        /* every apply but the first changes exactly one route */
+        if (d && sy_diff_updated_count(d) + sy_diff_added_count(d) +
+                         sy_diff_removed_count(d) ==
+                     1)
+            changed++;
+        ms[done] = (double)dt / 1e6;
+        parse[done++] = rep ? (double)sy_report_parse_us(rep) / 1e3 : 0;
+        if (rep)
+            sy_report_free(rep);
+    }
+    if (done) {
+        double *copy = bench_xmalloc(done * sizeof *copy);
+        memcpy(copy, ms, done * sizeof *ms);
+        result(name, t.routes, bench_median(copy, done), "ms");
+        comment("%s %zu: document %.1f MiB; %zu applies, %zu with exactly one "
+                "route changed; medians: report parse %.2f ms, thread CPU "
+                "%.2f ms (below the wall time: the thread was preempted)",
+                name, n, (double)a.len / 1048576, done, changed,
+                bench_median(parse, done), bench_median(cpu, done));
+        print_spread(name, ms, done, "ms");
+        free(copy);
+    }
+    free(ms);
+    free(parse);
+    free(cpu);
+    bench_buf_free(&a);
+    bench_buf_free(&b);
+    table_free(&t);
+}
+
+static void case_update_document(void) {
+    if (!want("update/document-one-changed"))
+        return;
+    document_one_changed(10000, 41);
+    document_one_changed(100000, 11);
+}
+
+/* ---------------------------------------------------------------- */
 /* snapshot/acquire-release                                          */
 /* ---------------------------------------------------------------- */
 
@@ -1151,6 +1254,7 @@ int main(int argc, char **argv) {
     case_update_one();
     case_update_max();
     case_update_instances();
+    case_update_document();
     table_free(&g_static);
     case_snapshot();
     case_select();

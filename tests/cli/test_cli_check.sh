@@ -50,7 +50,7 @@ printf '[\n  {"id": "a",\n   "uri" "x"}\n]\n' >"$tmp/syntax.json"
 printf '[] []' >"$tmp/trailing.json"
 printf '"text"' >"$tmp/shape.json"
 
-run "--version prints the version" 0 "switchyard 0.1.0" --version
+run "--version prints the version" 0 "switchyard 0.2.0" --version
 run "valid file: one ok line, exit 0" 0 "good.json: ok, 12 routes" \
     check good.json
 run "several valid files" 0 "good.json: ok, 12 routes

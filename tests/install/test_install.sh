@@ -34,11 +34,11 @@ fi
 clean_env=(env -u LD_LIBRARY_PATH -u PYTHONPATH -u LD_PRELOAD)
 
 tool=$(find "$tmp/root" -path '*/bin/switchyard' -type f | head -n 1)
-lib=$(find "$tmp/root" -name 'libswitchyard.so.0' | head -n 1)
+lib=$(find "$tmp/root" -regex '.*/libswitchyard\.so\.[0-9]+' | head -n 1)
 if [[ -x $tool && -n $lib ]]; then
-    ok "the tool and libswitchyard.so.0 are installed"
+    ok "the tool and libswitchyard.so.N are installed"
 else
-    not_ok "the tool and libswitchyard.so.0 are installed" "tool: $tool" "lib: $lib"
+    not_ok "the tool and libswitchyard.so.N are installed" "tool: $tool" "lib: $lib"
     finish
 fi
 
@@ -50,7 +50,7 @@ else
 fi
 
 # The run path resolves to the installed library, not the build's.
-resolved=$(cd / && "${clean_env[@]}" ldd "$tool" | sed -n 's/.*libswitchyard\.so\.0 => \([^ ]*\).*/\1/p')
+resolved=$(cd / && "${clean_env[@]}" ldd "$tool" | sed -n 's/.*libswitchyard\.so\.[0-9]* => \([^ ]*\).*/\1/p')
 if [[ -n $resolved && $(readlink -f "$resolved") == "$(readlink -f "$lib")" ]]; then
     ok "the tool loads the installed libswitchyard"
 else

@@ -1,0 +1,71 @@
+/*
+ * commit_int.h - a commit's working state, shared by the commit engine
+ * (commit.c: running the steps, publishing, references, sources) and the
+ * steps themselves (commit_steps.c: documents, rollbacks, one-route
+ * changes, instance lists). Private to those two files.
+ */
+#ifndef SY_COMMIT_INT_H
+#define SY_COMMIT_INT_H
+
+#include "commit.h"
+#include "snapshot.h"
+
+typedef struct ptr_vec {
+    void **v;
+    size_t n, cap;
+} ptr_vec;
+
+static inline int sy_vec_push(const sy_alloc *a, ptr_vec *pv, void *p) {
+    if (pv->n == pv->cap) {
+        size_t cap = pv->cap ? pv->cap * 2 : 16;
+        void **v = sy_realloc(a, pv->v, cap * sizeof *v);
+        if (!v)
+            return SY_ENOMEM;
+        pv->v = v;
+        pv->cap = cap;
+    }
+    pv->v[pv->n++] = p;
+    return SY_OK;
+}
+
+/* A source's state as the commit's steps see it; copied back on success. */
+typedef struct src_state {
+    const char *version; /* borrowed: the source's or a kept document's */
+    uint64_t checksum;
+    bool applied, modified, touched;
+    uint32_t next_pos;
+    const char *history_bytes; /* a document to keep in the history */
+    size_t history_len;
+    const char *history_version;
+    int outcome; /* 0 none, 1 applied, 2 skipped */
+} src_state;
+
+typedef struct commit {
+    sy_router *r;
+    const sy_snapshot *cur;  /* published when the commit started */
+    const sy_snapshot *work; /* cur or the last derived snapshot */
+    uint64_t generation;     /* of every derived snapshot */
+    ptr_vec inter;           /* derived snapshots, unpublished */
+    ptr_vec touched;         /* routes any step added or removed */
+    ptr_vec owned;           /* route references held until the end */
+    ptr_vec docs;            /* parsed documents, freed at the end */
+    ptr_vec bytes;           /* rollback copies, freed at the end */
+    src_state *st;
+    uint64_t derive_us;
+} commit;
+
+static inline int sy_commit_nomem(sy_error *err) {
+    return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+}
+
+/* Derive the next working snapshot from `ch` (and cfg's services): the
+ * changes' routes and the removed ones are noted as touched. */
+int sy_commit_derive(commit *c, const sy_snapshot_config *cfg,
+                     const sy_route_change *ch, size_t n, sy_error *err);
+
+/* Run one staged change on the working state: its part report in *rep
+ * (also on failure, when there is one). */
+int sy_commit_step(commit *c, const sy_change *ch, sy_report **rep,
+                   sy_error *err);
+
+#endif

@@ -1,0 +1,536 @@
+/*
+ * commit_steps.c - the steps of a commit, each run on the working
+ * snapshot the step before left (commit_int.h): a source's document (parse
+ * reusing live routes by bytes or by meaning, skip when already live, diff
+ * against the source's working routes), a rollback to a kept document,
+ * one-route upserts, removes and enables, and instance lists. A step
+ * derives the next working snapshot and fills its part report; it never
+ * publishes.
+ */
+#include "commit_int.h"
+#include "def.h"
+#include "diff.h"
+#include "report.h"
+#include "service.h"
+
+#include <stdio.h>
+
+#define NONE SY_NONE
+
+/* The live routes of source `si` in `s`, in rank order, but those whose
+ * slot is marked in `skip` (may be NULL). */
+static const struct sy_route **source_routes(sy_router *r, const sy_snapshot *s,
+                                             uint32_t si, const bool *skip,
+                                             size_t *count) {
+    const struct sy_route **v =
+        sy_malloc(&r->alloc, (s->route_count + 1) * sizeof *v);
+    size_t n = 0;
+    if (v)
+        for (size_t i = 0; i < s->route_count; i++) {
+            uint32_t slot = sy_snapshot_rank_at(s, i);
+            const sy_slot *sl = sy_snapshot_slot(s, slot);
+            if (sl->source == si && !(skip && skip[slot]))
+                v[n++] = sl->route;
+        }
+    *count = n;
+    return v;
+}
+
+/* The live routes of one source by the hash of the bytes that built them
+ * (route.h span_hash): an open-addressing table built once per apply, so
+ * each route object of the document costs one lookup. */
+typedef struct span_entry {
+    uint64_t hash;
+    size_t len;
+    const struct sy_route *route; /* NULL: empty */
+    uint32_t slot;                /* of route in the working snapshot */
+} span_entry;
+
+typedef struct reuse_ctx {
+    const sy_snapshot *work;
+    uint32_t source;
+    span_entry *spans; /* NULL: none (no live route, or out of memory) */
+    size_t mask;
+} reuse_ctx;
+
+/* Fill rc->spans from the source's live routes that carry a span: one
+ * pass over the slots in slot order (sequential memory), sized for every
+ * route of the snapshot. Out of memory leaves it NULL: the apply then only
+ * loses the shortcut. */
+static void spans_build(const sy_alloc *a, reuse_ctx *rc) {
+    const sy_snapshot *s = rc->work;
+    if (!s->route_count)
+        return;
+    size_t cap = 16;
+    while (cap < 2 * (size_t)s->route_count)
+        cap *= 2;
+    rc->spans = sy_calloc(a, cap, sizeof *rc->spans);
+    if (!rc->spans)
+        return;
+    rc->mask = cap - 1;
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const sy_slot *sl = sy_snapshot_slot(s, i);
+        const struct sy_route *rt = sl->route;
+        if (!rt || sl->source != rc->source || !rt->span_len)
+            continue;
+        size_t k = (size_t)rt->span_hash & rc->mask;
+        while (rc->spans[k].route)
+            k = (k + 1) & rc->mask;
+        rc->spans[k] = (span_entry){rt->span_hash, rt->span_len, rt, i};
+    }
+}
+
+static const span_entry *span_find(const reuse_ctx *rc, uint64_t hash,
+                                   size_t len) {
+    if (!rc->spans)
+        return NULL;
+    for (size_t k = (size_t)hash & rc->mask; rc->spans[k].route;
+         k = (k + 1) & rc->mask)
+        if (rc->spans[k].hash == hash && rc->spans[k].len == len)
+            return &rc->spans[k];
+    return NULL;
+}
+
+/* A live route of the same source built from the same bytes: the route
+ * those bytes build (def.c build_routes says why), without parsing them. */
+static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
+                                          size_t len) {
+    const span_entry *e = span_find(data, hash, len);
+    return e ? e->route : NULL;
+}
+
+/* The slot of `rt` in the working snapshot when rt is the very route the
+ * span table holds (shared by bytes), else NONE. */
+static uint32_t span_slot(const reuse_ctx *rc, const struct sy_route *rt) {
+    const span_entry *e =
+        rt->span_len ? span_find(rc, rt->span_hash, rt->span_len) : NULL;
+    return e && e->route == rt ? e->slot : NONE;
+}
+
+/* A live route of the same source with the same meaning: share it rather
+ * than compile it again. */
+static const struct sy_route *reuse_live(void *data, const char *id,
+                                         uint64_t fingerprint) {
+    const reuse_ctx *rc = data;
+    uint32_t slot = sy_snapshot_find_slot(rc->work, id);
+    if (slot == NONE ||
+        sy_snapshot_slot(rc->work, slot)->source != rc->source ||
+        sy_snapshot_slot(rc->work, slot)->route->fingerprint != fingerprint)
+        return NULL;
+    return sy_snapshot_slot(rc->work, slot)->route;
+}
+
+static bool same_text(const char *a, const char *b) {
+    return a && b && strcmp(a, b) == 0;
+}
+
+/* ---- the steps ---- */
+
+/* The changes that make source `si` hold exactly the document's routes. */
+static int document_changes(commit *c, uint32_t si, const sy_document *doc,
+                            const reuse_ctx *rctx, sy_report *rep,
+                            sy_route_change **out, size_t *nout,
+                            sy_error *err) {
+    sy_router *r = c->r;
+    const sy_snapshot *w = c->work;
+    size_t n = sy_document_route_count(doc);
+    const struct sy_route **keep = sy_malloc(&r->alloc, (n + 1) * sizeof *keep);
+    sy_route_change *ch =
+        sy_malloc(&r->alloc, (n + w->route_count + 1) * sizeof *ch);
+    /* Routes the parse shared by bytes are the live route object of their
+     * slot: found through the span table without an id lookup, and left
+     * out of the diff (they are unchanged; `shared` marks their slots). */
+    bool *shared = sy_calloc(&r->alloc, (size_t)w->slot_count + 1, 1);
+    size_t kept = 0, nch = 0, old_count = 0, nshared = 0;
+    const struct sy_route **old = NULL;
+    int rc = SY_OK;
+    if (!keep || !ch || !shared)
+        rc = sy_commit_nomem(err);
+    for (size_t i = 0; rc == SY_OK && i < n; i++) {
+        const struct sy_route *rt = sy_document_route(doc, i);
+        uint32_t pos = doc->positions[i];
+        if (pos > SY_RANK_POS_MAX) {
+            rc = sy_error_set(err, SY_ELIMIT, "routes",
+                              "a source holds at most %u routes",
+                              SY_RANK_POS_MAX + 1);
+            break;
+        }
+        uint32_t slot = span_slot(rctx, rt);
+        if (slot != NONE) {
+            shared[slot] = true;
+            nshared++;
+        } else {
+            slot = sy_snapshot_find_slot(w, rt->id);
+        }
+        if (slot != NONE && sy_snapshot_slot(w, slot)->source != si) {
+            /* an id owned by another source is an error of this document */
+            sy_error e;
+            char path[64];
+            snprintf(path, sizeof path, "%s[%u].id",
+                     doc->envelope ? "routes" : "", pos);
+            sy_error_set(&e, SY_EDUPLICATE, path,
+                         "route id '%s' is already defined by source '%s'",
+                         rt->id,
+                         r->sources[sy_snapshot_slot(w, slot)->source].name);
+            if (!r->opts.lenient) {
+                if (err)
+                    *err = e;
+                rc = SY_EDUPLICATE;
+            } else if (sy_report_add_issue(rep, &e)) {
+                rc = sy_commit_nomem(err);
+            }
+            continue;
+        }
+        if (!shared[slot == NONE ? w->slot_count : slot])
+            keep[kept++] = rt;
+        uint64_t key = sy_rank_key(rt->order, si, pos);
+        if (slot != NONE && sy_snapshot_slot(w, slot)->key == key &&
+            sy_snapshot_slot(w, slot)->route->fingerprint == rt->fingerprint)
+            continue; /* unchanged, same rank: shared as it is */
+        /* same meaning at a new rank: keep sharing the compiled route */
+        struct sy_route *use =
+            slot != NONE && sy_snapshot_slot(w, slot)->route->fingerprint ==
+                                rt->fingerprint
+                ? sy_snapshot_slot(w, slot)->route
+                : (struct sy_route *)rt;
+        ch[nch++] = (sy_route_change){rt->id, use, key, si};
+    }
+    if (rc == SY_OK && !(old = source_routes(r, w, si, shared, &old_count)))
+        rc = sy_commit_nomem(err);
+    if (rc == SY_OK &&
+        sy_diff_routes(&r->alloc, old, old_count, keep, kept, &rep->diff))
+        rc = sy_commit_nomem(err);
+    if (rc == SY_OK)
+        sy_diff_add_unchanged(rep->diff, nshared);
+    for (size_t i = 0; rc == SY_OK && i < sy_diff_removed_count(rep->diff); i++)
+        ch[nch++] =
+            (sy_route_change){sy_diff_removed(rep->diff, i), NULL, 0, si};
+    sy_free(&r->alloc, keep);
+    sy_free(&r->alloc, old);
+    sy_free(&r->alloc, shared);
+    if (rc) {
+        sy_free(&r->alloc, ch);
+        return rc;
+    }
+    *out = ch;
+    *nout = nch;
+    return SY_OK;
+}
+
+static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
+                          bool force, const reuse_ctx *rctx, sy_report *rep,
+                          sy_error *err) {
+    sy_router *r = c->r;
+    src_state *st = &c->st[si];
+    uint64_t t0 = sy_now_monotonic_us();
+    sy_document *doc = NULL;
+    /* Parsed with the router's own options (r->popts: registry, limits,
+     * lenient or strict), set when the router is created and never changed:
+     * so a live route built from the same bytes is the route those bytes
+     * build now, and the parse may share it (reuse_bytes). */
+    sy_def_reuse reuse = {reuse_live, reuse_bytes, (void *)rctx};
+    int rc = sy_document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
+    if (rc)
+        return rc;
+    if (sy_vec_push(&r->alloc, &c->docs, doc)) {
+        sy_document_free(doc);
+        return sy_commit_nomem(err);
+    }
+    const char *version = sy_document_version(doc);
+    if (version && !(rep->version = sy_strdup(&r->alloc, version)))
+        return sy_commit_nomem(err);
+    /* a lenient apply must not drop routes silently: no room to report
+     * an issue fails the apply */
+    for (size_t i = 0; i < sy_document_issue_count(doc); i++)
+        if (sy_report_add_issue(rep, sy_document_issue(doc, i)))
+            return sy_commit_nomem(err);
+    if (sy_document_route_count(doc) == 0 && sy_document_issue_count(doc))
+        return sy_error_set(err, SY_EINVALIDDOC, "",
+                            "no route of the document is valid (%zu invalid); "
+                            "nothing changed",
+                            sy_document_issue_count(doc));
+    bool same_version = same_text(version, st->version);
+    bool same_bytes = sy_document_checksum(doc) == st->checksum;
+    if (!force && st->applied && !st->modified &&
+        (same_bytes || (same_version && r->opts.skip_same_version))) {
+        rep->skipped = true;
+        rep->parse_us = sy_now_monotonic_us() - t0;
+        st->outcome = st->outcome ? st->outcome : 2;
+        return SY_OK;
+    }
+    rep->version_not_bumped = st->applied && same_version && !same_bytes;
+    sy_route_change *ch;
+    size_t nch;
+    rc = document_changes(c, si, doc, rctx, rep, &ch, &nch, err);
+    if (rc)
+        return rc;
+    rep->parse_us = sy_now_monotonic_us() - t0;
+    sy_snapshot_config cfg = sy_router_snapshot_config(r);
+    rc = sy_commit_derive(c, &cfg, ch, nch, err);
+    sy_free(&r->alloc, ch);
+    if (rc)
+        return rc;
+    st->version = version;
+    st->checksum = sy_document_checksum(doc);
+    st->applied = st->touched = true;
+    st->modified = false;
+    st->outcome = 1;
+    /* positions restart after the document: upserted routes that the
+     * document does not hold are gone with this apply */
+    st->next_pos = 0;
+    for (size_t i = 0; i < sy_document_route_count(doc); i++)
+        if (doc->positions[i] >= st->next_pos)
+            st->next_pos = doc->positions[i] + 1;
+    st->history_bytes = json;
+    st->history_len = len;
+    st->history_version = version;
+    return SY_OK;
+}
+
+/* One document applied to source si; the span table of the source's live
+ * routes (by the bytes that built them) lives for the parse and the diff. */
+static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
+                      bool force, sy_report *rep, sy_error *err) {
+    reuse_ctx rctx = {c->work, si, NULL, 0};
+    spans_build(&c->r->alloc, &rctx);
+    int rc = apply_document(c, si, json, len, force, &rctx, rep, err);
+    sy_free(&c->r->alloc, rctx.spans);
+    return rc;
+}
+
+static int step_rollback(commit *c, uint32_t si, const char *version,
+                         sy_report *rep, sy_error *err) {
+    sy_router *r = c->r;
+    const sy_source *src = &r->sources[si];
+    /* version NULL: the document before the current one */
+    const sy_history_entry *e = NULL;
+    if (!version) {
+        if (src->history_count >= 2)
+            e = &src->history[src->history_count - 2];
+    } else {
+        for (size_t i = src->history_count; i-- > 0;)
+            if (same_text(src->history[i].version, version)) {
+                e = &src->history[i];
+                break;
+            }
+    }
+    if (!e)
+        return sy_error_set(err, SY_ENOTFOUND, "",
+                            "source '%s' has no kept version '%s'", src->name,
+                            version ? version : "(previous)");
+    /* a copy: the history may drop this entry when the commit ends */
+    char *bytes = sy_strndup(&r->alloc, e->bytes, e->len);
+    if (!bytes || sy_vec_push(&r->alloc, &c->bytes, bytes)) {
+        sy_free(&r->alloc, bytes);
+        return sy_commit_nomem(err);
+    }
+    return step_apply(c, si, bytes, e->len, true, rep, err);
+}
+
+/* A one-route change of source `si`: `old` (or NULL) becomes `now` (or
+ * NULL: removed) at rank `key`; the part report gets their diff. */
+static int one_route_step(commit *c, uint32_t si, const char *id,
+                          const struct sy_route *old, struct sy_route *now,
+                          uint64_t key, sy_report *rep, sy_error *err) {
+    const struct sy_route *o[1] = {old}, *n[1] = {now};
+    if (sy_diff_routes(&c->r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
+                       &rep->diff))
+        return sy_commit_nomem(err);
+    sy_route_change ch = {id, now, key, si};
+    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
+    int rc = sy_commit_derive(c, &cfg, &ch, 1, err);
+    if (rc == SY_OK)
+        c->st[si].modified = c->st[si].touched = true;
+    return rc;
+}
+
+static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
+                       sy_report *rep, sy_error *err) {
+    sy_router *r = c->r;
+    src_state *st = &c->st[si];
+    struct sy_route *rt;
+    int rc = sy_def_parse_route(json, len, &r->popts, "route", &rt, err);
+    if (rc)
+        return rc;
+    if (sy_vec_push(&r->alloc, &c->owned, rt)) {
+        sy_route_unref(rt);
+        return sy_commit_nomem(err);
+    }
+    const sy_snapshot *w = c->work;
+    uint32_t slot = sy_snapshot_find_slot(w, rt->id);
+    uint32_t pos;
+    if (slot != NONE) {
+        if (sy_snapshot_slot(w, slot)->source != si)
+            return sy_error_set(
+                err, SY_EDUPLICATE, "route.id",
+                "route id '%s' is already defined by source "
+                "'%s'",
+                rt->id, r->sources[sy_snapshot_slot(w, slot)->source].name);
+        pos = (uint32_t)(sy_snapshot_slot(w, slot)->key & 0xffffffu);
+    } else {
+        if (st->next_pos > SY_RANK_POS_MAX)
+            return sy_error_set(err, SY_ELIMIT, "route",
+                                "source '%s' has used all %u route positions; "
+                                "apply its whole document again to renumber",
+                                r->sources[si].name, SY_RANK_POS_MAX + 1);
+        pos = st->next_pos++;
+    }
+    rt->doc_index = pos;
+    return one_route_step(
+        c, si, rt->id, slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
+        rt, sy_rank_key(rt->order, si, pos), rep, err);
+}
+
+/* The live slot of route `id` in the working snapshot and a new part
+ * report for its source, or an error. */
+static int find_live(commit *c, const char *id, const sy_slot **sl,
+                     sy_report **rep, sy_error *err) {
+    uint32_t slot = sy_snapshot_find_slot(c->work, id);
+    if (slot == NONE)
+        return sy_error_set(err, SY_ENOTFOUND, "", "no route '%s'", id);
+    *sl = sy_snapshot_slot(c->work, slot);
+    if (!(*rep =
+              sy_report_new(&c->r->alloc, c->r->sources[(*sl)->source].name)))
+        return sy_commit_nomem(err);
+    return SY_OK;
+}
+
+static int step_remove(commit *c, const char *id, sy_report **rep,
+                       sy_error *err) {
+    const sy_slot *sl;
+    int rc = find_live(c, id, &sl, rep, err);
+    if (rc)
+        return rc;
+    return one_route_step(c, sl->source, id, sl->route, NULL, 0, *rep, err);
+}
+
+static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
+                       sy_error *err) {
+    const sy_slot *sl;
+    int rc = find_live(c, id, &sl, rep, err);
+    if (rc)
+        return rc;
+    if (sl->route->disabled == !enabled) {
+        (*rep)->skipped = (*rep)->noop = true; /* already so: no event */
+        return SY_OK;
+    }
+    struct sy_route *nr;
+    rc = sy_def_route_with_enabled(sl->route, enabled, &c->r->popts, &nr, err);
+    if (rc)
+        return rc;
+    if (sy_vec_push(&c->r->alloc, &c->owned, nr)) {
+        sy_route_unref(nr);
+        return sy_commit_nomem(err);
+    }
+    nr->doc_index = sl->route->doc_index;
+    return one_route_step(c, sl->source, id, sl->route, nr, sl->key, *rep, err);
+}
+
+/* Replace one service in the working snapshot's sorted service list. */
+static int derive_with_service(commit *c, struct sy_service *svc,
+                               sy_error *err) {
+    const sy_snapshot *w = c->work;
+    const char *name = sy_service_name(svc);
+    size_t n = w->service_count;
+    struct sy_service **list = sy_malloc(&c->r->alloc, (n + 1) * sizeof *list);
+    if (!list)
+        return sy_commit_nomem(err);
+    size_t k = 0;
+    bool placed = false;
+    for (size_t i = 0; i < n; i++) {
+        int cmp = strcmp(sy_service_name(w->services[i]), name);
+        if (cmp == 0) {
+            list[k++] = svc;
+            placed = true;
+            continue;
+        }
+        if (cmp > 0 && !placed) {
+            list[k++] = svc;
+            placed = true;
+        }
+        list[k++] = w->services[i];
+    }
+    if (!placed)
+        list[k++] = svc;
+    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
+    cfg.services = list;
+    cfg.service_count = k;
+    cfg.replace_services = true;
+    int rc = sy_commit_derive(c, &cfg, NULL, 0, err);
+    sy_free(&c->r->alloc, list);
+    return rc;
+}
+
+static int step_instances(commit *c, const sy_change *ch, sy_report *rep,
+                          sy_error *err) {
+    sy_router *r = c->r;
+    const char *name = ch->name;
+    const struct sy_service *old =
+        sy_snapshot_service(c->work, name, strlen(name));
+    struct sy_service *svc = NULL, *empty = NULL;
+    int rc;
+    for (size_t i = 0;
+         !old && ch->kind == SY_CHANGE_UPDATE_INSTANCES && i < ch->count; i++)
+        if (ch->deltas[i].op != SY_INSTANCE_ADD) {
+            char path[48];
+            snprintf(path, sizeof path, "deltas[%zu].instance.id", i);
+            return sy_error_set(err, SY_ENOTFOUND, path,
+                                "service '%s' is unknown: it has no instance "
+                                "list to change",
+                                name);
+        }
+    if (ch->kind == SY_CHANGE_UPDATE_INSTANCES) {
+        rc =
+            old ? SY_OK : sy_service_new(&r->alloc, name, NULL, 0, &empty, err);
+        if (rc == SY_OK)
+            rc = sy_service_apply_deltas(old ? old : empty, ch->deltas,
+                                         ch->count, &svc, err);
+        sy_service_unref(empty);
+    } else {
+        rc = sy_service_new(&r->alloc, name, ch->instances, ch->count, &svc,
+                            err);
+    }
+    if (rc)
+        return rc;
+    if (!(rep->service = sy_strdup(&r->alloc, name)))
+        rc = sy_commit_nomem(err);
+    if (rc == SY_OK)
+        rc = sy_service_diff_compute(&r->alloc, old, svc, &rep->instances, err);
+    if (rc == SY_OK && old) {
+        sy_service_inherit_rr(svc, old);
+        sy_service_inherit_health(svc, old);
+    }
+    if (rc == SY_OK)
+        rc = derive_with_service(c, svc, err);
+    sy_service_unref(svc); /* the snapshots hold their own references */
+    return rc;
+}
+
+/* One staged change: its part report in *rep (also on failure, if any). */
+int sy_commit_step(commit *c, const sy_change *ch, sy_report **rep,
+                   sy_error *err) {
+    sy_router *r = c->r;
+    *rep = NULL;
+    bool by_source = ch->kind == SY_CHANGE_APPLY ||
+                     ch->kind == SY_CHANGE_ROLLBACK ||
+                     ch->kind == SY_CHANGE_UPSERT;
+    sy_source *src = by_source ? sy_router_find_source(r, ch->name) : NULL;
+    if (by_source && !src)
+        return sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
+                            ch->name);
+    uint32_t si = src ? (uint32_t)(src - r->sources) : 0;
+    if (ch->kind == SY_CHANGE_REMOVE)
+        return step_remove(c, ch->name, rep, err);
+    if (ch->kind == SY_CHANGE_ENABLE)
+        return step_enable(c, ch->name, ch->enabled, rep, err);
+    if (!(*rep = sy_report_new(&r->alloc, src ? src->name : NULL)))
+        return sy_commit_nomem(err);
+    switch (ch->kind) {
+    case SY_CHANGE_APPLY:
+        return step_apply(c, si, ch->bytes, ch->len, false, *rep, err);
+    case SY_CHANGE_ROLLBACK: return step_rollback(c, si, ch->text, *rep, err);
+    case SY_CHANGE_UPSERT:
+        return step_upsert(c, si, ch->bytes, ch->len, *rep, err);
+    default: return step_instances(c, ch, *rep, err);
+    }
+}

@@ -164,8 +164,8 @@ END_TEST
 
 START_TEST(values_past_the_repeat_cap_are_not_examined) {
     const char *defs[] = {
-        "{\"id\":\"h\",\"uri\":\"http://h\",\"predicates\":[\"Header=X-B, "
-        "x\"]}",
+        ("{\"id\":\"h\",\"uri\":\"http://h\",\"predicates\":[\"Header=X-B, "
+         "x\"]}"),
         "{\"id\":\"q\",\"uri\":\"http://q\",\"predicates\":[\"Query=p, x\"]}",
         "{\"id\":\"k\",\"uri\":\"http://k\",\"predicates\":[\"Cookie=c, x\"]}",
         "{\"id\":\"any\",\"uri\":\"http://a\",\"predicates\":[\"Path=/**\"]}"};

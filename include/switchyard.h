@@ -479,7 +479,9 @@ SY_API const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i);
  * Explain: for every route in rank order, call `fn` with whether it matched
  * and, if not, the index and name of the first predicate that failed
  * (index -1 and name "disabled" for disabled routes). Stops early when fn
- * returns non-zero. Same threading as sy_snapshot_match.
+ * returns non-zero. Same threading as sy_snapshot_match, and it uses the
+ * context as a match does: the last match's result and no-match reason
+ * are gone.
  */
 typedef int (*sy_explain_fn)(void *data, const sy_route *route, bool matched,
                              int failed_predicate, const char *failed_name);

@@ -235,10 +235,16 @@ static void sources_follow(commit *c, int64_t now) {
 static void note_failure(commit *c, const sy_change *ch, int64_t now,
                          const sy_error *e) {
     sy_router *r = c->r;
-    if (ch->kind != SY_CHANGE_APPLY && ch->kind != SY_CHANGE_ROLLBACK &&
-        ch->kind != SY_CHANGE_UPSERT)
-        return;
-    sy_source *s = sy_router_find_source(r, ch->name);
+    sy_source *s = NULL;
+    if (ch->kind == SY_CHANGE_APPLY || ch->kind == SY_CHANGE_ROLLBACK ||
+        ch->kind == SY_CHANGE_UPSERT) {
+        s = sy_router_find_source(r, ch->name);
+    } else if (ch->kind == SY_CHANGE_REMOVE || ch->kind == SY_CHANGE_ENABLE) {
+        /* a change of one route is its source's failure */
+        uint32_t slot = sy_snapshot_find_slot(c->work, ch->name);
+        if (slot != NONE)
+            s = &r->sources[sy_snapshot_slot(c->work, slot)->source];
+    }
     if (!s)
         return;
     s->last_apply_ms = now;

@@ -500,6 +500,8 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
     if (!h || !c || !fn || !valid_request(req))
         return SY_EINVAL;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
+    c->nomatch = SY_NOMATCH_NONE; /* the last match's reason is gone */
+    c->method_miss_count = 0;
     req = full_request(c, s, req);
     int rc = prepare(c, s, &req);
     if (rc)

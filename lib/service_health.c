@@ -47,7 +47,9 @@ void sy_service_inherit_health(sy_service *dst, const sy_service *src) {
     for (size_t i = 0; i < dst->n; i++) {
         svc_inst *in = &dst->inst[i];
         const sy_instance *o = sy_service_find(src, in->pub.id);
-        if (!o)
+        /* an id moved to another address is another upstream: its
+         * predecessor's failures and ejection are not its own */
+        if (!o || o->port != in->pub.port || strcmp(o->host, in->pub.host))
             continue;
         svc_health *h = ((const svc_inst *)(const void *)o)->health;
         if (!h || h == in->health)

@@ -852,6 +852,89 @@ START_TEST(encoded_slash_in_a_capture_stays_encoded_upstream) {
 }
 END_TEST
 
+START_TEST(a_failed_remove_shows_in_its_source_status) {
+    sy_router *r = new_router(NULL);
+    ck_assert_int_eq(apply(r, "extra", ROUTES_LB), 0);
+    sy_change_set *cs;
+    sy_error err;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, &err), 0);
+    ck_assert_int_eq(sy_change_set_remove_route(cs, "orders", &err), 0);
+    ck_assert_int_eq(sy_change_set_set_route_enabled(cs, "orders", false, &err),
+                     0); /* removed by the step before: not found */
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &err), SY_ENOTFOUND);
+    sy_change_set_free(cs);
+    sy_source_status st;
+    ck_assert_int_eq(sy_router_source_status(r, 1, &st, &err), 0);
+    ck_assert_str_eq(st.name, "extra");
+    ck_assert_uint_eq(st.failed_count, 0); /* the route was gone: no owner */
+    /* a failing enable of a live route is its source's failure */
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.max_retired = 1;
+    sy_router_free(r);
+    r = new_router(&o);
+    ck_assert_int_eq(apply(r, "extra", ROUTES_LB), 0);
+    sy_snapshot *held1 = sy_router_acquire(r);
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "orders", false, NULL), 0);
+    sy_snapshot *held2 = sy_router_acquire(r);
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "orders", true, &err),
+                     SY_EBUSY);
+    ck_assert_int_eq(sy_router_source_status(r, 1, &st, &err), 0);
+    ck_assert_uint_eq(st.failed_count, 1);
+    ck_assert_int_eq(st.last_result, SY_EBUSY);
+    sy_snapshot_release(held1);
+    sy_snapshot_release(held2);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(a_readdressed_instance_does_not_inherit_an_ejection) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.clock_ms = fake_clock;
+    o.outlier.consecutive_failures = 1;
+    sy_router *r = new_router(&o);
+    ck_assert_int_eq(apply(r, "main", ROUTES_LB), 0);
+    ck_assert_int_eq(
+        sy_router_set_instances(r, "orders", two_instances(), 2, NULL, NULL),
+        0);
+    report(r, "o1", SY_OUTCOME_CONNECT_FAILURE, 1);
+    ck_assert_int_eq(picks_of(r, "o1", 10), 0);
+    sy_instance moved[2];
+    memcpy(moved, two_instances(), sizeof moved);
+    moved[0].host = "10.0.9.9"; /* same id, another address */
+    ck_assert_int_eq(sy_router_set_instances(r, "orders", moved, 2, NULL, NULL),
+                     0);
+    ck_assert_int_gt(picks_of(r, "o1", 10), 0);
+    sy_router_free(r);
+}
+END_TEST
+
+static int count_routes(void *data, const sy_route *route, bool matched,
+                        int failed, const char *name) {
+    (void)data;
+    (void)route;
+    (void)matched;
+    (void)failed;
+    (void)name;
+    return 0;
+}
+
+START_TEST(explain_forgets_the_last_no_match_reason) {
+    sy_router *r = new_router(NULL);
+    ck_assert_int_eq(apply(r, "main",
+                           "[{\"id\":\"w\",\"uri\":\"http://a\",\"predicates\":"
+                           "[\"Path=/w\",\"Method=POST\"]}]"),
+                     0);
+    session s = {0};
+    ck_assert_ptr_null(match(&s, r, "GET", "h", "/w"));
+    ck_assert_int_eq(sy_match_ctx_nomatch(s.ctx, NULL), SY_NOMATCH_METHOD);
+    ck_assert_int_eq(
+        sy_snapshot_explain(s.snap, s.ctx, &s.req, count_routes, NULL), 0);
+    ck_assert_int_eq(sy_match_ctx_nomatch(s.ctx, NULL), SY_NOMATCH_NONE);
+    session_end(&s);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("proxy");
     TCase *tc = tcase_create("proxy");
@@ -874,6 +957,9 @@ int main(void) {
     tcase_add_test(tc, check_runs_a_change_set_without_publishing_it);
     tcase_add_test(tc, reapplying_a_document_undoes_one_route_changes);
     tcase_add_test(tc, encoded_slash_in_a_capture_stays_encoded_upstream);
+    tcase_add_test(tc, a_failed_remove_shows_in_its_source_status);
+    tcase_add_test(tc, a_readdressed_instance_does_not_inherit_an_ejection);
+    tcase_add_test(tc, explain_forgets_the_last_no_match_reason);
     tcase_add_test(tc,
                    delta_for_an_unknown_service_says_the_service_is_unknown);
     suite_add_tcase(s, tc);

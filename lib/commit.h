@@ -12,8 +12,8 @@
  * Run `n` changes as one commit; the caller holds r->lock. `single`: a
  * one-change call, whose report is the part itself and whose messages
  * carry no "change N: " prefix. `dry`: run every step, then publish
- * nothing and change nothing (sy_router_check). *report (may be NULL) as the public calls
- * document.
+ * nothing and change nothing (sy_router_check). *report (may be NULL) as the
+ * public calls document.
  */
 int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
                   bool dry, sy_report **report, sy_error *err);

@@ -208,7 +208,7 @@ END_TEST
 START_TEST(encoded_slashes_stay_encoded_by_default) {
     outcome o = route("/files/a%2Fb");
     ck_assert_str_eq(o.route, "files"); /* one segment */
-    ck_assert_str_eq(o.name, "a%2Fb"); /* kept encoded in the capture too */
+    ck_assert_str_eq(o.name, "a%2Fb");  /* kept encoded in the capture too */
     o = route("/api/%2F..%2Fadmin");
     ck_assert_str_eq(o.route, "api"); /* "%2F..%2F" is no dot segment */
     ck_assert_str_eq(o.path, "/api/%2F..%2Fadmin");

@@ -336,6 +336,7 @@ struct sy_route *sy_def_clone(const struct sy_route *r) {
     c->upstream.host = dup_or_static(ar, r->upstream.host, &fail);
     c->upstream.path = dup_or_static(ar, r->upstream.path, &fail);
     c->upstream.scheme = dup_or_static(ar, r->upstream.scheme, &fail);
+    c->authority = dup_or_static(ar, r->authority, &fail);
     c->predicates = clone_entries(ar, r->predicates, r->predicate_count, &fail);
     c->predicate_count = r->predicate_count;
     c->filters = clone_entries(ar, r->filters, r->filter_count, &fail);

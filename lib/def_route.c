@@ -134,6 +134,11 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     up->host = h;
     up->kind = lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL;
+    bool secure =
+        strcmp(up->scheme, "https") == 0 || strcmp(up->scheme, "wss") == 0;
+    if (!lb &&
+        !(r->authority = sy_arena_authority(&r->arena, h, up->port, secure)))
+        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     return SY_OK;
 }
 

@@ -23,6 +23,7 @@ struct sy_route {
     int32_t order;
     bool disabled; /* metadata.status == "disabled" */
     sy_upstream upstream;
+    const char *authority; /* URL upstreams: the Host header to send */
 
     sy_def_entry *predicates;
     size_t predicate_count;

@@ -72,8 +72,7 @@ static void params_of(const struct sy_route *r, const sy_request *req,
 }
 
 int sy_select_for_match(const sy_match *m, const char *const *exclude,
-                        size_t exclude_count, sy_selection *out,
-                        const sy_instance **instance, const void **health,
+                        size_t exclude_count, sy_selection *out, sy_pick *pick,
                         sy_error *err) {
     const sy_snapshot *s = m->snap;
     const struct sy_route *r = m->route;
@@ -95,7 +94,7 @@ int sy_select_for_match(const sy_match *m, const char *const *exclude,
     p.exclude_count = exclude_count;
     p.clock_ms = s->clock_ms;
     p.clock_data = s->clock_data;
-    return sy_service_select_ex(svc, &p, out, instance, health, err);
+    return sy_service_select_ex(svc, &p, out, pick, err);
 }
 
 int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx,
@@ -104,7 +103,5 @@ int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx,
     SY_UNUSED(ctx);
     if (!h || !m || !req || !out)
         return sy_error_set(err, SY_EINVAL, "", "NULL argument");
-    const sy_instance *in;
-    const void *health;
-    return sy_select_for_match(m, NULL, 0, out, &in, &health, err);
+    return sy_select_for_match(m, NULL, 0, out, NULL, err);
 }

@@ -7,16 +7,17 @@
 #define SY_SELECT_H
 
 #include "match.h"
+#include "service.h"
 
 /*
  * Choose an instance for match `m` (an lb:// route), skipping the
  * instances whose ids are in `exclude` and, while others remain, the ones
- * ejected by passive health. *instance gets the chosen instance (borrowed
- * from the snapshot), *health the handle sy_router_report_outcome takes.
+ * ejected by passive health. *pick (may be NULL) gets the chosen instance,
+ * its version, zone and Host header, and the handle
+ * sy_router_report_outcome takes (borrowed from the snapshot).
  */
 int sy_select_for_match(const sy_match *m, const char *const *exclude,
-                        size_t exclude_count, sy_selection *out,
-                        const sy_instance **instance, const void **health,
+                        size_t exclude_count, sy_selection *out, sy_pick *pick,
                         sy_error *err);
 
 #endif

@@ -182,7 +182,9 @@ static int svc_copy_instance(sy_service *s, svc_inst *dst,
         svc_meta(md, in->metadata_count, "version", &dst->version_len);
     dst->zone = svc_meta(md, in->metadata_count, "zone", &dst->zone_len);
     dst->hint = svc_meta(md, in->metadata_count, "hint", &dst->hint_len);
-    return 0;
+    dst->authority = sy_arena_authority(&s->arena, dst->pub.host, dst->pub.port,
+                                        dst->pub.secure);
+    return dst->authority ? 0 : SY_ENOMEM;
 }
 
 /* ---------------------------------------------------------------- */

@@ -164,18 +164,25 @@ int sy_lb_policy_parse(const char *s, size_t len, sy_lb_policy *out);
 int sy_service_select(const sy_service *svc, const sy_select_params *p,
                       sy_selection *out, sy_error *err);
 
+/* What sy_service_select_ex chose, beyond the public selection: all
+ * borrowed from the service and worked out when it was built. */
+typedef struct sy_pick {
+    const sy_instance *instance;
+    const char *version, *zone; /* its metadata values, or NULL */
+    const char *authority;      /* the Host header it expects */
+    const void *health;         /* for sy_service_report_outcome */
+} sy_pick;
+
 /*
  * sy_service_select, and also: instances whose ids are in p->exclude are
  * never chosen, and instances ejected by passive health are chosen only
  * when nothing else is left (all of the candidates ejected). When the
  * balancing pick is not eligible, the next eligible member of its group
  * is taken, then of the enclosing groups (zone -> hint -> version).
- * *instance and *health (may be NULL) receive the chosen instance and its
- * handle for sy_service_report_outcome.
+ * *pick (may be NULL) receives what the caller needs beyond `out`.
  */
 int sy_service_select_ex(const sy_service *svc, const sy_select_params *p,
-                         sy_selection *out, const sy_instance **instance,
-                         const void **health, sy_error *err);
+                         sy_selection *out, sy_pick *pick, sy_error *err);
 
 /*
  * Passive health: record the outcome of an attempt to the instance behind

@@ -58,7 +58,8 @@ typedef struct svc_inst {
     sy_instance pub; /* strings in the arena, weight >= 1 */
     const char *version, *zone, *hint;
     size_t version_len, zone_len, hint_len;
-    svc_health *health; /* never NULL once built */
+    const char *authority; /* the Host header it expects (host[:port]) */
+    svc_health *health;    /* never NULL once built */
     const struct sy_service *owner;
 } svc_inst;
 

@@ -263,8 +263,7 @@ static uint32_t svc_next_eligible(const sy_service *s, uint32_t g,
 }
 
 int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
-                         sy_selection *out, const sy_instance **instance,
-                         const void **health, sy_error *err) {
+                         sy_selection *out, sy_pick *pick, sy_error *err) {
     if (!s)
         return sy_error_set(err, SY_ENOINSTANCE, "", "unknown service");
     if (!p || !out)
@@ -330,14 +329,12 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
     out->scheme = p->websocket ? (in->pub.secure ? "wss" : "ws")
                                : (in->pub.secure ? "https" : "http");
     out->service = s->name;
-    if (instance)
-        *instance = &in->pub;
-    if (health)
-        *health = in;
+    if (pick)
+        *pick = (sy_pick){&in->pub, in->version, in->zone, in->authority, in};
     return 0;
 }
 
 int sy_service_select(const sy_service *s, const sy_select_params *p,
                       sy_selection *out, sy_error *err) {
-    return sy_service_select_ex(s, p, out, NULL, NULL, err);
+    return sy_service_select_ex(s, p, out, NULL, err);
 }

@@ -4,47 +4,13 @@
  * headers, PreserveHostHeader) with the route's upstream or, for lb://
  * routes, the instance chosen by select.c (skipping the instances the host
  * already tried), and works out the Host header to send as SCG does: the
- * upstream's authority unless PreserveHostHeader keeps the client's.
- * Strings it builds live in the match context's scratch arena.
+ * upstream's authority (worked out once, when the route or the instance
+ * was built) unless PreserveHostHeader keeps the client's. The header list
+ * without Host lives in the match context's scratch arena.
  */
 #include "match.h"
 #include "select.h"
 #include "service.h"
-
-static bool is_default_port(const char *scheme, uint16_t port) {
-    bool secure = strcmp(scheme, "https") == 0 || strcmp(scheme, "wss") == 0;
-    return port == (secure ? 443 : 80);
-}
-
-/* "host", "host:port", "[v6]" or "[v6]:port" in the scratch arena. */
-static sy_str authority(sy_arena *scratch, const char *scheme, const char *host,
-                        uint16_t port) {
-    /* an IPv6 address, unless the host gave it bracketed already */
-    bool v6 = host[0] != '[' && strchr(host, ':') != NULL;
-    size_t hl = strlen(host);
-    char *buf = sy_arena_alloc(scratch, hl + 3 + 6 + 1);
-    if (!buf)
-        return (sy_str){NULL, 0};
-    size_t n = 0;
-    if (v6)
-        buf[n++] = '[';
-    memcpy(buf + n, host, hl);
-    n += hl;
-    if (v6)
-        buf[n++] = ']';
-    if (!is_default_port(scheme, port)) {
-        buf[n++] = ':';
-        char digits[6];
-        size_t d = 0;
-        do
-            digits[d++] = (char)('0' + port % 10);
-        while ((port /= 10) != 0);
-        while (d)
-            buf[n++] = digits[--d];
-    }
-    buf[n] = '\0';
-    return (sy_str){buf, n};
-}
 
 /* The plan's headers without Host: the target carries it apart. *host
  * gets the plan's last Host header (SetRequestHostHeader, or the client's
@@ -75,13 +41,6 @@ static int headers_without_host(sy_arena *scratch, const sy_plan *p,
     return SY_OK;
 }
 
-static const char *metadata_value(const sy_instance *in, const char *key) {
-    for (size_t i = 0; i < in->metadata_count; i++)
-        if (strcmp(in->metadata[i].key, key) == 0)
-            return in->metadata[i].value;
-    return NULL;
-}
-
 int sy_match_target(const sy_match *m, const char *const *exclude,
                     size_t exclude_count, sy_target *out, sy_error *err) {
     if (!m || !out || (exclude_count && !exclude))
@@ -103,15 +62,16 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
     sy_str kept_host = m->req->host; /* with PreserveHostHeader */
     if (headers_without_host(scratch, p, out, &kept_host))
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    const char *authority = m->route->authority;
     if (up->kind == SY_UPSTREAM_URL) {
         out->scheme = up->scheme;
         out->host = up->host;
         out->port = up->port;
     } else if (up->kind == SY_UPSTREAM_SERVICE) {
         sy_selection sel;
-        const sy_instance *in;
-        int rc = sy_select_for_match(m, exclude, exclude_count, &sel, &in,
-                                     &out->health, err);
+        sy_pick pick;
+        int rc =
+            sy_select_for_match(m, exclude, exclude_count, &sel, &pick, err);
         if (rc)
             return rc;
         out->scheme = sel.scheme;
@@ -119,20 +79,16 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
         out->port = sel.port;
         out->service = sel.service;
         out->instance_id = sel.id;
-        out->version = metadata_value(in, "version");
-        out->zone = metadata_value(in, "zone");
-        out->metadata = in->metadata;
-        out->metadata_count = in->metadata_count;
+        out->version = pick.version;
+        out->zone = pick.zone;
+        out->metadata = pick.instance->metadata;
+        out->metadata_count = pick.instance->metadata_count;
+        out->health = pick.health;
+        authority = pick.authority;
     } else {
         return SY_OK; /* forward: / no://: path and query only */
     }
-    if (p->preserve_host) {
-        out->host_header = kept_host;
-    } else {
-        out->host_header =
-            authority(scratch, out->scheme, out->host, out->port);
-        if (!out->host_header.ptr)
-            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    }
+    out->host_header =
+        p->preserve_host ? kept_host : (sy_str){authority, strlen(authority)};
     return SY_OK;
 }

@@ -115,6 +115,34 @@ char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n) {
     return p;
 }
 
+char *sy_arena_authority(sy_arena *ar, const char *host, uint16_t port,
+                         bool secure) {
+    size_t hl = strlen(host);
+    bool v6 = memchr(host, ':', hl) && host[0] != '[';
+    char *buf = sy_arena_alloc(ar, hl + 2 + 6 + 1);
+    if (!buf)
+        return NULL;
+    size_t n = 0;
+    if (v6)
+        buf[n++] = '[';
+    memcpy(buf + n, host, hl);
+    n += hl;
+    if (v6)
+        buf[n++] = ']';
+    if (port != (secure ? 443 : 80)) {
+        char digits[6];
+        size_t d = 0;
+        do
+            digits[d++] = (char)('0' + port % 10);
+        while ((port /= 10) != 0);
+        buf[n++] = ':';
+        while (d)
+            buf[n++] = digits[--d];
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 char *sy_arena_strdup(sy_arena *ar, const char *s) {
     return sy_arena_strndup(ar, s, strlen(s));
 }

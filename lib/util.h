@@ -55,6 +55,11 @@ void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size);
 void *sy_arena_alloc(sy_arena *ar, size_t size); /* 16-byte aligned */
 char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n);
 char *sy_arena_strdup(sy_arena *ar, const char *s);
+/* "host", "host:port", "[v6]" or "[v6]:port" (the port left out when it is
+ * the scheme's default: 443 when `secure`, else 80), in the arena: the
+ * Host header an upstream expects. NULL when out of memory. */
+char *sy_arena_authority(sy_arena *ar, const char *host, uint16_t port,
+                         bool secure);
 /* Forget all allocations but keep the largest chunk for reuse. */
 void sy_arena_reset(sy_arena *ar);
 void sy_arena_free(sy_arena *ar);

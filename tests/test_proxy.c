@@ -638,9 +638,9 @@ START_TEST(writer_calls_from_a_callback_fail_at_once) {
     ck_assert_int_eq(e.apply_rc, SY_EREENTRANT);
     ck_assert_int_eq(e.commit_rc, SY_EREENTRANT);
     ck_assert_int_eq(e.metrics_routes, 1);
-    ck_assert_str_eq(sy_strerror(SY_EREENTRANT),
-                     sy_strerror(SY_EREENTRANT)); /* has a name */
-    ck_assert_int_eq(apply(r, "main", "[]"), 0);  /* and later it works */
+    ck_assert_str_ne(sy_strerror(SY_EREENTRANT), sy_strerror(-999));
+    ck_assert_str_ne(sy_strerror(SY_ETOOSMALL), sy_strerror(-999));
+    ck_assert_int_eq(apply(r, "main", "[]"), 0); /* and later it works */
     sy_router_free(r);
 }
 END_TEST

@@ -55,10 +55,6 @@ static bool env_ready(sy_re_env *env) {
     return env->c && env->m;
 }
 
-pcre2_match_context *sy_re_env_match_context(sy_re_env *env) {
-    return env_ready(env) ? env->m : NULL;
-}
-
 void sy_re_env_done(sy_re_env *env, bool keep_match) {
     pcre2_compile_context_free(env->c);
     env->c = NULL;

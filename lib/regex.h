@@ -48,8 +48,6 @@ void sy_re_env_init(sy_re_env *env, const sy_alloc *a, uint32_t match_limit,
  * PCRE2_ERROR_HEAP_FAILED when out of memory), *eo = offset in src. */
 pcre2_code *sy_re_env_compile(sy_re_env *env, const char *src, size_t len,
                               uint32_t flags, int *ec, size_t *eo);
-/* The match context (created if needed; NULL when out of memory). */
-pcre2_match_context *sy_re_env_match_context(sy_re_env *env);
 void sy_re_env_done(sy_re_env *env, bool keep_match);
 
 /* Fill err (code SY_EREGEX with PCRE2's message, or SY_ENOMEM) for a

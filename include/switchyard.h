@@ -311,7 +311,9 @@ SY_API sy_kv sy_route_metadata_at(const sy_route *r, size_t i);
 /* The value of one metadata key, or NULL. */
 SY_API const char *sy_route_metadata(const sy_route *r, const char *key);
 /* The route's canonical form as JSON (what the fingerprint hashes);
- * borrowed, valid as long as the route. */
+ * borrowed, valid as long as the route. Built on the first call for a
+ * route (through the allocator hooks of the router or document that made
+ * it) and kept; NULL when out of memory. Any thread. */
 SY_API const char *sy_route_canonical(const sy_route *r);
 SY_API size_t sy_route_predicate_count(const sy_route *r);
 SY_API const char *sy_route_predicate_name(const sy_route *r, size_t i);

@@ -184,9 +184,14 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     }
     sy_idtab_init(&ids, entries, cap);
     /* without a cache (out of memory) every regex is compiled on its own */
-    sy_def_ctx ctx = {
-        &d->alloc, opts->registry, reuse ? reuse->by_fingerprint : NULL,
-        reuse ? reuse->data : NULL, sy_regex_cache_new(&d->alloc)};
+    sy_buf scratch;
+    sy_buf_init(&scratch, &d->alloc);
+    sy_def_ctx ctx = {&d->alloc,
+                      opts->registry,
+                      reuse ? reuse->by_fingerprint : NULL,
+                      reuse ? reuse->data : NULL,
+                      sy_regex_cache_new(&d->alloc),
+                      &scratch};
     uint64_t fp = SEED_DOC;
     size_t i = 0;
     int rc = 0;
@@ -282,6 +287,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     }
     sy_free(&d->alloc, ids.e);
     sy_regex_cache_free(ctx.regex_cache);
+    sy_buf_free(&scratch);
     d->fingerprint = sy_hash_mix(fp, d->route_count);
     return rc;
 }
@@ -411,7 +417,7 @@ int sy_def_parse_route(const char *json, size_t len,
     cJSON *root = NULL;
     if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
         return rc;
-    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL};
+    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL};
     rc = sy_def_build_route(&ctx, root, path ? path : "", out, err);
     cJSON_Delete(root);
     return rc;
@@ -482,7 +488,7 @@ int sy_def_parse_filters(const char *json, size_t len,
     if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
         return rc;
     struct sy_route *r = sy_route_new(&a);
-    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL};
+    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL};
     bool *sc = NULL;
     if (!r)
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");

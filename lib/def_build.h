@@ -17,6 +17,7 @@ typedef struct sy_def_ctx {
     sy_def_reuse_fn reuse; /* may be NULL */
     void *reuse_data;
     struct sy_regex_cache *regex_cache; /* may be NULL */
+    sy_buf *scratch; /* canonical forms, reused route to route; may be NULL */
 } sy_def_ctx;
 
 /*
@@ -61,8 +62,12 @@ size_t sy_def_route_errors(const sy_def_ctx *ctx, const cJSON *obj,
                            const char *path, const sy_error *first,
                            sy_error *out, size_t max);
 
-/* Set r->canonical and all fingerprints from r's fields. SY_ENOMEM. */
+/* Set all fingerprints of r from its fields (the canonical form is
+ * written, hashed and not kept: sy_route_canonical builds it again when
+ * asked). SY_ENOMEM. The _into form writes into `scratch` (reused from
+ * route to route; its text is the canonical form until the next call). */
 int sy_def_canonicalize(struct sy_route *r);
+int sy_def_canonicalize_into(struct sy_route *r, sy_buf *scratch);
 
 /* A deep copy of r's definition (not compiled, no canonical form). */
 struct sy_route *sy_def_clone(const struct sy_route *r);

@@ -41,18 +41,81 @@ bool sy_def_sort_kv(const sy_alloc *a, sy_kv *kv, size_t n) {
     return true;
 }
 
+/* ---- writing: sy_buf appends with the common case inline ---- */
+
+static inline void put(sy_buf *b, const char *s, size_t n) {
+    if (b->len + n < b->cap) {
+        memcpy(b->ptr + b->len, s, n);
+        b->len += n;
+        b->ptr[b->len] = '\0';
+    } else {
+        sy_buf_append(b, s, n);
+    }
+}
+
+static inline void putc1(sy_buf *b, char c) {
+    if (b->len + 1 < b->cap) {
+        b->ptr[b->len++] = c;
+        b->ptr[b->len] = '\0';
+    } else {
+        sy_buf_append(b, &c, 1);
+    }
+}
+
+#define PUTS(b, lit) put((b), (lit), sizeof(lit) - 1)
+
+/* s as a JSON string literal: runs that need no escape copied at once;
+ * the escapes are sy_buf_json_string's. */
+static void put_json(sy_buf *b, const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == '"' || c == '\\')
+            break;
+        i++;
+    }
+    if (i < n) {
+        sy_buf_json_string(b, s, n);
+        return;
+    }
+    putc1(b, '"');
+    put(b, s, n);
+    putc1(b, '"');
+}
+
+static void put_json_str(sy_buf *b, const char *s) {
+    put_json(b, s, strlen(s));
+}
+
+/* Decimal text of v into num (at least 24 bytes); returns its length. */
+static size_t int_text(int64_t v, char *num) {
+    char d[24];
+    size_t n = 0, k = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        d[n++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0)
+        num[k++] = '-';
+    while (n)
+        num[k++] = d[--n];
+    num[k] = '\0';
+    return k;
+}
+
 /* Append the normalised form of a value of type t. */
 static void canon_value(sy_buf *b, sy_field_type t, const char *v) {
     char num[32];
     int64_t iv;
     bool bv;
     int st;
+    size_t n;
     switch (t) {
     case SY_FT_INT:
     case SY_FT_UINT:
     case SY_FT_POSINT:
         if (sy_value_int64(v, INT64_MIN, INT64_MAX, &iv, NULL)) {
-            snprintf(num, sizeof num, "%lld", (long long)iv);
+            int_text(iv, num);
             v = num;
         }
         break;
@@ -62,64 +125,66 @@ static void canon_value(sy_buf *b, sy_field_type t, const char *v) {
         break;
     case SY_FT_DURATION:
         if (sy_value_duration_ms(v, &iv, NULL)) {
-            snprintf(num, sizeof num, "%lldms", (long long)iv);
+            n = int_text(iv, num);
+            memcpy(num + n, "ms", 3);
             v = num;
         }
         break;
     case SY_FT_SIZE:
         if (sy_value_size(v, &iv, NULL)) {
-            snprintf(num, sizeof num, "%lldB", (long long)iv);
+            n = int_text(iv, num);
+            memcpy(num + n, "B", 2);
             v = num;
         }
         break;
     case SY_FT_DATETIME:
         if (sy_value_datetime_ms(v, &iv, NULL)) {
-            snprintf(num, sizeof num, "%lld", (long long)iv);
+            int_text(iv, num);
             v = num;
         }
         break;
     case SY_FT_STATUS:
         if (sy_value_status(v, &st, NULL)) {
-            snprintf(num, sizeof num, "%d", st);
+            int_text(st, num);
             v = num;
         }
         break;
     case SY_FT_METHOD: {
-        sy_buf_putc(b, '"');
+        putc1(b, '"');
         for (const char *p = v; *p; p++)
-            sy_buf_putc(b, (*p >= 'a' && *p <= 'z') ? (char)(*p - 32) : *p);
-        sy_buf_putc(b, '"');
+            putc1(b, (*p >= 'a' && *p <= 'z') ? (char)(*p - 32) : *p);
+        putc1(b, '"');
         return;
     }
     default: break;
     }
-    sy_buf_json_string(b, v, strlen(v));
+    put_json_str(b, v);
 }
 
 /* Args of one entry from i (all with the same key, consecutive) as a JSON
  * value: one string, or an array when `list` or repeated. */
 static size_t canon_group(sy_buf *b, const sy_def_entry *e, size_t i,
                           sy_field_type t, bool list) {
-    size_t j = i;
+    size_t j = i + 1;
     while (j < e->arg_count && strcmp(e->args[j].key, e->args[i].key) == 0)
         j++;
     bool arr = list || j - i > 1;
     if (arr)
-        sy_buf_putc(b, '[');
+        putc1(b, '[');
     for (size_t k = i; k < j; k++) {
         if (k > i)
-            sy_buf_putc(b, ',');
+            putc1(b, ',');
         canon_value(b, t, e->args[k].value);
     }
     if (arr)
-        sy_buf_putc(b, ']');
+        putc1(b, ']');
     return j;
 }
 
 static void canon_entry(sy_buf *b, const sy_def_entry *e) {
-    sy_buf_puts(b, "{\"name\":");
-    sy_buf_json_string(b, e->name, strlen(e->name));
-    sy_buf_puts(b, ",\"args\":{");
+    PUTS(b, "{\"name\":");
+    put_json_str(b, e->name);
+    PUTS(b, ",\"args\":{");
     bool first = true;
     size_t i = 0;
     if (e->spec) {
@@ -131,16 +196,16 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
             if (!present && !fs->dflt)
                 continue;
             if (!first)
-                sy_buf_putc(b, ',');
+                putc1(b, ',');
             first = false;
-            sy_buf_json_string(b, fs->name, strlen(fs->name));
-            sy_buf_putc(b, ':');
+            put_json_str(b, fs->name);
+            putc1(b, ':');
             if (present) {
                 i = canon_group(b, e, i, fs->type, fs->list);
             } else if (fs->list) {
-                sy_buf_putc(b, '[');
+                putc1(b, '[');
                 canon_value(b, fs->type, fs->dflt);
-                sy_buf_putc(b, ']');
+                putc1(b, ']');
             } else {
                 canon_value(b, fs->type, fs->dflt);
             }
@@ -173,112 +238,175 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
     }
     for (size_t k = start; k < view.arg_count;) {
         if (!first)
-            sy_buf_putc(b, ',');
+            putc1(b, ',');
         first = false;
-        sy_buf_json_string(b, view.args[k].key, strlen(view.args[k].key));
-        sy_buf_putc(b, ':');
+        put_json_str(b, view.args[k].key);
+        putc1(b, ':');
         k = canon_group(b, &view, k, SY_FT_STRING, false);
     }
-    sy_buf_puts(b, "}}");
+    PUTS(b, "}}");
 }
 
 static void canon_entries(sy_buf *b, const sy_def_entry *es, size_t n) {
-    sy_buf_putc(b, '[');
+    putc1(b, '[');
     for (size_t i = 0; i < n; i++) {
         if (i)
-            sy_buf_putc(b, ',');
+            putc1(b, ',');
         canon_entry(b, &es[i]);
     }
-    sy_buf_putc(b, ']');
+    putc1(b, ']');
 }
 
+/* The uri's canonical text, quoted: written in place, then quoted and
+ * escaped if it has to be (hosts and paths rarely need escapes). */
 static void canon_uri(sy_buf *b, const struct sy_route *r) {
     const sy_upstream *u = &r->upstream;
-    sy_buf tmp;
-    sy_buf_init(&tmp, b->alloc);
+    size_t at = b->len;
+    char num[24];
     switch (u->kind) {
     case SY_UPSTREAM_URL: {
-        sy_buf_puts(&tmp, u->scheme);
-        sy_buf_puts(&tmp, "://");
+        put(b, u->scheme, strlen(u->scheme));
+        PUTS(b, "://");
         bool v6 = strchr(u->host, ':') != NULL;
         if (v6)
-            sy_buf_putc(&tmp, '[');
+            putc1(b, '[');
         for (const char *p = u->host; *p; p++)
-            sy_buf_putc(&tmp, (*p >= 'A' && *p <= 'Z') ? (char)(*p + 32) : *p);
+            putc1(b, (*p >= 'A' && *p <= 'Z') ? (char)(*p + 32) : *p);
         if (v6)
-            sy_buf_putc(&tmp, ']');
-        sy_buf_putc(&tmp, ':');
-        sy_buf_put_int(&tmp, u->port);
+            putc1(b, ']');
+        putc1(b, ':');
+        put(b, num, int_text(u->port, num));
         break;
     }
     case SY_UPSTREAM_SERVICE:
-        sy_buf_puts(&tmp, u->scheme);
-        sy_buf_puts(&tmp, "://");
-        sy_buf_puts(&tmp, u->host);
+        put(b, u->scheme, strlen(u->scheme));
+        PUTS(b, "://");
+        put(b, u->host, strlen(u->host));
         break;
     case SY_UPSTREAM_FORWARD:
-        sy_buf_puts(&tmp, "forward:");
-        sy_buf_puts(&tmp, u->path);
+        PUTS(b, "forward:");
+        put(b, u->path, strlen(u->path));
         break;
-    case SY_UPSTREAM_NONE: sy_buf_puts(&tmp, *r->uri ? "no://op" : ""); break;
+    case SY_UPSTREAM_NONE:
+        if (*r->uri)
+            PUTS(b, "no://op");
+        break;
     }
-    if (tmp.failed)
+    if (b->failed)
+        return;
+    size_t n = b->len - at;
+    bool plain = true;
+    for (size_t i = 0; i < n && plain; i++) {
+        unsigned char c = (unsigned char)b->ptr[at + i];
+        plain = c >= 0x20 && c != '"' && c != '\\';
+    }
+    if (plain) { /* open the quote in front, close it behind */
+        if (!sy_buf_reserve(b, 2))
+            return;
+        memmove(b->ptr + at + 1, b->ptr + at, n);
+        b->ptr[at] = '"';
+        b->len++;
+        putc1(b, '"');
+        return;
+    }
+    /* rare: escapes needed; quote a copy of the text */
+    char *t = sy_strndup(b->alloc, b->ptr + at, n);
+    if (!t) {
         b->failed = true;
-    sy_buf_json_string(b, tmp.ptr ? tmp.ptr : "", tmp.len);
-    sy_buf_free(&tmp);
+        return;
+    }
+    b->len = at;
+    sy_buf_json_string(b, t, n);
+    sy_free(b->alloc, t);
+}
+
+/* The canonical form of r into b (from b->len); the offsets of its parts
+ * go to off[] (uri, predicates, filters, metadata: start and end). */
+static void canon_write(sy_buf *b, const struct sy_route *r, size_t off[8]) {
+    PUTS(b, "{\"id\":");
+    put_json_str(b, r->id);
+    PUTS(b, ",\"uri\":");
+    off[0] = b->len;
+    canon_uri(b, r);
+    off[1] = b->len;
+    PUTS(b, ",\"order\":");
+    char num[24];
+    put(b, num, int_text(r->order, num));
+    PUTS(b, ",\"predicates\":");
+    off[2] = b->len;
+    canon_entries(b, r->predicates, r->predicate_count);
+    off[3] = b->len;
+    PUTS(b, ",\"filters\":");
+    off[4] = b->len;
+    canon_entries(b, r->filters, r->filter_count);
+    off[5] = b->len;
+    PUTS(b, ",\"metadata\":");
+    off[6] = b->len;
+    putc1(b, '{');
+    for (size_t i = 0; i < r->metadata_count; i++) {
+        if (i)
+            putc1(b, ',');
+        put_json_str(b, r->metadata[i].key);
+        putc1(b, ':');
+        put_json_str(b, r->metadata[i].value);
+    }
+    putc1(b, '}');
+    off[7] = b->len;
+    putc1(b, '}');
+}
+
+int sy_def_canonicalize_into(struct sy_route *r, sy_buf *scratch) {
+    size_t off[8];
+    scratch->len = 0;
+    scratch->failed = false;
+    if (scratch->ptr)
+        scratch->ptr[0] = '\0';
+    canon_write(scratch, r, off);
+    if (scratch->failed)
+        return SY_ENOMEM;
+    const char *c = scratch->ptr;
+    r->fingerprint = sy_hash64(c, scratch->len, SEED_ROUTE);
+    r->fp_uri = sy_hash64(c + off[0], off[1] - off[0], SEED_ROUTE + 1);
+    r->fp_predicates = sy_hash64(c + off[2], off[3] - off[2], SEED_ROUTE + 2);
+    r->fp_filters = sy_hash64(c + off[4], off[5] - off[4], SEED_ROUTE + 3);
+    r->fp_metadata = sy_hash64(c + off[6], off[7] - off[6], SEED_ROUTE + 4);
+    return SY_OK;
 }
 
 int sy_def_canonicalize(struct sy_route *r) {
     sy_buf b;
     sy_buf_init(&b, r->alloc);
-    size_t m0, m1, p0, p1, f0, f1, u0, u1;
-    sy_buf_puts(&b, "{\"id\":");
-    sy_buf_json_string(&b, r->id, strlen(r->id));
-    sy_buf_puts(&b, ",\"uri\":");
-    u0 = b.len;
-    canon_uri(&b, r);
-    u1 = b.len;
-    sy_buf_puts(&b, ",\"order\":");
-    sy_buf_put_int(&b, r->order);
-    sy_buf_puts(&b, ",\"predicates\":");
-    p0 = b.len;
-    canon_entries(&b, r->predicates, r->predicate_count);
-    p1 = b.len;
-    sy_buf_puts(&b, ",\"filters\":");
-    f0 = b.len;
-    canon_entries(&b, r->filters, r->filter_count);
-    f1 = b.len;
-    sy_buf_puts(&b, ",\"metadata\":");
-    m0 = b.len;
-    sy_buf_putc(&b, '{');
-    for (size_t i = 0; i < r->metadata_count; i++) {
-        if (i)
-            sy_buf_putc(&b, ',');
-        sy_buf_json_string(&b, r->metadata[i].key, strlen(r->metadata[i].key));
-        sy_buf_putc(&b, ':');
-        sy_buf_json_string(&b, r->metadata[i].value,
-                           strlen(r->metadata[i].value));
-    }
-    sy_buf_putc(&b, '}');
-    m1 = b.len;
-    sy_buf_putc(&b, '}');
-    if (b.failed) {
-        sy_buf_free(&b);
-        return SY_ENOMEM;
-    }
-    char *c = sy_arena_strndup(&r->arena, b.ptr, b.len);
-    if (!c) {
-        sy_buf_free(&b);
-        return SY_ENOMEM;
-    }
-    r->canonical = c;
-    r->fingerprint = sy_hash64(c, b.len, SEED_ROUTE);
-    r->fp_uri = sy_hash64(c + u0, u1 - u0, SEED_ROUTE + 1);
-    r->fp_predicates = sy_hash64(c + p0, p1 - p0, SEED_ROUTE + 2);
-    r->fp_filters = sy_hash64(c + f0, f1 - f0, SEED_ROUTE + 3);
-    r->fp_metadata = sy_hash64(c + m0, m1 - m0, SEED_ROUTE + 4);
+    int rc = sy_def_canonicalize_into(r, &b);
     sy_buf_free(&b);
-    return SY_OK;
+    return rc;
+}
+
+/* Built on the first call, from the route's fields (the same text the
+ * fingerprints hashed), and kept with the route: most routes are never
+ * asked, and the text is about a quarter of a small route. */
+const char *sy_route_canonical(const sy_route *r) {
+    if (!r)
+        return NULL;
+    struct sy_route *m = (struct sy_route *)(uintptr_t)r;
+    char *c = atomic_load_explicit(&m->canonical, memory_order_acquire);
+    if (c)
+        return c;
+    sy_buf b;
+    size_t off[8];
+    sy_buf_init(&b, r->alloc);
+    canon_write(&b, r, off);
+    if (b.failed || !b.ptr) {
+        sy_buf_free(&b);
+        return NULL;
+    }
+    char *expect = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&m->canonical, &expect, b.ptr,
+                                                 memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        sy_buf_free(&b); /* another thread was first: use its text */
+        return expect;
+    }
+    return b.ptr;
 }
 
 /* ---- copies ---- */

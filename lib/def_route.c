@@ -324,7 +324,8 @@ int sy_def_build_route(const sy_def_ctx *ctx, const cJSON *obj,
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     bool *scp = NULL, *scf = NULL;
     int rc = fill_route(ctx, r, obj, path, &scp, &scf, err);
-    if (!rc && sy_def_canonicalize(r))
+    if (!rc && (ctx->scratch ? sy_def_canonicalize_into(r, ctx->scratch)
+                             : sy_def_canonicalize(r)))
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
     const struct sy_route *same =
         !rc && ctx->reuse ? ctx->reuse(ctx->reuse_data, r->id, r->fingerprint)

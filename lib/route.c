@@ -28,7 +28,7 @@ struct sy_route *sy_route_new(const sy_alloc *alloc) {
     sy_arena_init(&r->arena, &b->alloc, 384);
     r->id = "";
     r->uri = "";
-    r->canonical = "";
+    atomic_init(&r->canonical, NULL);
     r->upstream.kind = SY_UPSTREAM_NONE;
     r->upstream.scheme = "";
     r->upstream.host = "";
@@ -71,6 +71,8 @@ void sy_route_unref(struct sy_route *r) {
     if (r->owner)
         r->owner->released(r->owner->data, r);
     free_compiled(r);
+    sy_free(r->alloc,
+            atomic_load_explicit(&r->canonical, memory_order_relaxed));
     sy_arena_free(&r->arena);
     sy_alloc a = *r->alloc; /* the box holding it is freed below */
     sy_free(&a, r);
@@ -349,10 +351,6 @@ const char *sy_route_metadata(const sy_route *r, const char *key) {
             hi = mid;
     }
     return NULL;
-}
-
-const char *sy_route_canonical(const sy_route *r) {
-    return r ? r->canonical : NULL;
 }
 
 size_t sy_route_predicate_count(const sy_route *r) {

@@ -32,8 +32,11 @@ struct sy_route {
     sy_kv *metadata; /* sorted by key; values JSON text unless strings */
     size_t metadata_count;
 
-    const char *canonical; /* canonical JSON (fingerprinted) */
-    uint64_t fingerprint;  /* of the whole canonical form */
+    /* The canonical JSON the fingerprints hash: not kept by the parse,
+     * built by the first sy_route_canonical (def_canon.c) and then kept
+     * (r->alloc); NULL until then. */
+    _Atomic(char *) canonical;
+    uint64_t fingerprint; /* of the whole canonical form */
     uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
     uint32_t doc_index; /* position in the document that built it (ranks
                            come from the snapshot slot key, not this) */

@@ -199,9 +199,10 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     span_ahead ra;
     for (size_t j = 0; by_bytes && j < n && j < SPAN_AHEAD; j++)
         span_prefetch(&ra, reuse, json, &scan->routes[j], j);
+    char path[64];
+    size_t at = sy_path_join(path, sizeof path, "", prefix);
     for (; i < n; i++) {
-        char path[64];
-        sy_def_path(path, sizeof path, "%s[%zu]", prefix, i);
+        sy_path_index(path, sizeof path, at, i);
         sy_error e;
         sy_error_clear(&e);
         struct sy_route *r = NULL;

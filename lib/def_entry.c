@@ -456,6 +456,21 @@ static int split_named_lists(const factory_view *v, struct sy_route *r,
     return 0;
 }
 
+/* The key of the i-th shortcut value: "_genkey_<i>" (static text for the
+ * first ones, which is every real entry). NULL when out of memory. */
+static const char *genkey(struct sy_route *r, size_t i) {
+    static const char *const keys[] = {
+        GENKEY "0",  GENKEY "1",  GENKEY "2",  GENKEY "3",
+        GENKEY "4",  GENKEY "5",  GENKEY "6",  GENKEY "7",
+        GENKEY "8",  GENKEY "9",  GENKEY "10", GENKEY "11",
+        GENKEY "12", GENKEY "13", GENKEY "14", GENKEY "15"};
+    if (i < SY_ARRAY_LEN(keys))
+        return keys[i];
+    char key[32];
+    snprintf(key, sizeof key, GENKEY "%zu", i);
+    return sy_arena_strdup(&r->arena, key);
+}
+
 /* Split "Name=a, b,,c" into name and trimmed non-empty tokens. */
 static int raw_from_shortcut(struct sy_route *r, const char *text,
                              sy_factory_kind kind, entry_ctx *ec, raw_arg **out,
@@ -494,9 +509,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
                          e[-1] == '\r'))
             e--;
         if (e > s) {
-            char key[32];
-            snprintf(key, sizeof key, GENKEY "%zu", count);
-            raw[count].key = sy_arena_strdup(&r->arena, key);
+            raw[count].key = genkey(r, count);
             raw[count].value = sy_arena_strndup(&r->arena, s, (size_t)(e - s));
             if (!raw[count].key || !raw[count].value) {
                 sy_free(a, raw);
@@ -679,8 +692,9 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
     memset(es, 0, n * sizeof *es);
     size_t i = 0;
     char p[256];
+    size_t at = sy_path_join(p, sizeof p, "", path);
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
-        sy_def_path(p, sizeof p, "%s[%zu]", path, i);
+        sy_path_index(p, sizeof p, at, i);
         int rc = build_entry(ctx, r, kind, c, p, &es[i], &sc[i], err);
         if (rc) {
             sy_free(ctx->alloc, sc);

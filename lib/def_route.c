@@ -147,9 +147,9 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
 int sy_def_build_metadata(struct sy_route *r, const cJSON *md, const char *path,
                           const sy_alloc *a, sy_error *err) {
     char p[256];
-    sy_def_path(p, sizeof p, "%s.metadata", path);
     if (!md || cJSON_IsNull(md))
         return 0;
+    sy_def_path(p, sizeof p, "%s.metadata", path);
     if (!cJSON_IsObject(md))
         return sy_error_set(err, SY_ETYPE, p, "metadata must be an object");
     size_t n = (size_t)cJSON_GetArraySize(md);
@@ -210,10 +210,16 @@ int sy_def_build_metadata(struct sy_route *r, const cJSON *md, const char *path,
 static int build_order(struct sy_route *r, const cJSON *o, const char *path,
                        sy_error *err) {
     char p[256];
-    sy_def_path(p, sizeof p, "%s.order", path);
     r->order = 0;
     if (!o || cJSON_IsNull(o))
         return 0;
+    if (cJSON_IsNumber(o) && o->valuedouble >= (double)INT32_MIN &&
+        o->valuedouble <= (double)INT32_MAX &&
+        o->valuedouble == (double)(int32_t)o->valuedouble) {
+        r->order = (int32_t)o->valuedouble; /* the common case */
+        return 0;
+    }
+    sy_def_path(p, sizeof p, "%s.order", path);
     if (!cJSON_IsNumber(o))
         return sy_error_set(err, SY_ETYPE, p, "order must be an integer");
     double v = o->valuedouble;
@@ -232,17 +238,18 @@ static int build_order(struct sy_route *r, const cJSON *o, const char *path,
 
 static int required_string(const cJSON *obj, const char *key, const char *path,
                            const char **out, sy_error *err) {
-    char p[256];
-    sy_def_path(p, sizeof p, "%s%s%s", path, *path ? "." : "", key);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (v && cJSON_IsString(v) && *v->valuestring) {
+        *out = v->valuestring;
+        return 0;
+    }
+    char p[256];
+    sy_path_join(p, sizeof p, path, key);
     if (!v || cJSON_IsNull(v))
         return sy_error_set(err, SY_EMISSING, p, "%s is missing", key);
     if (!cJSON_IsString(v))
         return sy_error_set(err, SY_ETYPE, p, "%s must be a string", key);
-    if (!*v->valuestring)
-        return sy_error_set(err, SY_EMISSING, p, "%s is empty", key);
-    *out = v->valuestring;
-    return 0;
+    return sy_error_set(err, SY_EMISSING, p, "%s is empty", key);
 }
 
 static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
@@ -261,19 +268,21 @@ static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
         return rc;
     if (!(r->uri = sy_arena_strdup(&r->arena, uri)))
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
-    sy_def_path(p, sizeof p, "%s%suri", path, *path ? "." : "");
-    if ((rc = parse_uri(r, p, err)))
+    if ((rc = parse_uri(r, "", err))) {
+        if (err) /* its errors are the uri's: named here, not per call */
+            sy_path_join(err->path, sizeof err->path, path, "uri");
         return rc;
+    }
     if ((rc = build_order(r, cJSON_GetObjectItemCaseSensitive(obj, "order"),
                           path, err)))
         return rc;
-    sy_def_path(p, sizeof p, "%s%spredicates", path, *path ? "." : "");
+    sy_path_join(p, sizeof p, path, "predicates");
     rc = sy_def_build_entries(
         ctx, r, SY_FACTORY_PREDICATE,
         cJSON_GetObjectItemCaseSensitive(obj, "predicates"), p, sc_preds, err);
     if (rc)
         return rc;
-    sy_def_path(p, sizeof p, "%s%sfilters", path, *path ? "." : "");
+    sy_path_join(p, sizeof p, path, "filters");
     rc = sy_def_build_entries(ctx, r, SY_FACTORY_FILTER,
                               cJSON_GetObjectItemCaseSensitive(obj, "filters"),
                               p, sc_filters, err);

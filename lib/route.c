@@ -247,7 +247,6 @@ static void read_select(struct sy_route *r) {
 int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
                      const char *path, sy_error *err) {
     char p[200];
-    const char *sep = path && *path ? "." : "";
     if (!path)
         path = "";
     /* compiled objects keep the allocator: use the route's own, which
@@ -268,8 +267,9 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
             return sy_error_set(err, SY_ENOMEM, path, "out of memory");
         }
     }
+    size_t at = sy_path_join(p, sizeof p, path, "predicates");
     for (size_t i = 0; i < r->predicate_count; i++) {
-        sy_path_printf(p, sizeof p, "%s%spredicates[%zu]", path, sep, i);
+        sy_path_index(p, sizeof p, at, i);
         int rc = sy_pred_compile(&r->predicates[i], env, p, &r->cpreds[i], err);
         if (rc) {
             free_compiled(r);
@@ -279,8 +279,9 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
     read_select(r);
     r->literal_path = literal_pred_index(r, SY_PK_PATH);
     r->literal_host = literal_pred_index(r, SY_PK_HOST);
+    at = sy_path_join(p, sizeof p, path, "filters");
     for (size_t i = 0; i < r->filter_count; i++) {
-        sy_path_printf(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
+        sy_path_index(p, sizeof p, at, i);
         int rc =
             sy_filter_compile(&r->filters[i], env, p, &r->cfilters[i], err);
         if (rc) {

@@ -368,6 +368,40 @@ void sy_path_printf(char *out, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 
+size_t sy_path_join(char *out, size_t cap, const char *base,
+                    const char *field) {
+    if (!cap)
+        return 0;
+    size_t o = 0;
+    for (const char *a = base; *a && o + 1 < cap; a++)
+        out[o++] = *a;
+    if (*base && o + 1 < cap)
+        out[o++] = '.';
+    for (const char *a = field; *a && o + 1 < cap; a++)
+        out[o++] = *a;
+    out[o] = '\0';
+    return o;
+}
+
+void sy_path_index(char *out, size_t cap, size_t at, size_t i) {
+    if (!cap || at + 1 >= cap) {
+        if (cap && at < cap)
+            out[at] = '\0';
+        return;
+    }
+    char digits[24];
+    size_t n = 0, o = at;
+    do
+        digits[n++] = (char)('0' + i % 10);
+    while ((i /= 10) != 0);
+    out[o++] = '[';
+    while (n && o + 1 < cap)
+        out[o++] = digits[--n];
+    if (o + 1 < cap)
+        out[o++] = ']';
+    out[o] = '\0';
+}
+
 /* ---- errors ---- */
 
 int sy_error_set(sy_error *err, int code, const char *path, const char *fmt,

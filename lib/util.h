@@ -90,6 +90,13 @@ uint64_t sy_hash_mix(uint64_t a, uint64_t b);
 
 /* snprintf for JSON paths, fast: only %s and %zu conversions. */
 void sy_path_printf(char *out, size_t cap, const char *fmt, ...);
+/* "<base>.<field>" ("<field>" when base is empty) into out, truncated as
+ * sy_path_printf truncates; returns its length. */
+size_t sy_path_join(char *out, size_t cap, const char *base, const char *field);
+/* "[i]" written at out + at, where out holds a path of `at` bytes (from
+ * sy_path_join or strlen): each index of a list formatted without
+ * formatting the list's path again. Truncated as sy_path_printf. */
+void sy_path_index(char *out, size_t cap, size_t at, size_t i);
 
 /* Fill err (if non-NULL) with code, path and a formatted message. Returns
  * code, so `return sy_error_set(...)` reads naturally. */

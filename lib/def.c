@@ -186,6 +186,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     /* without a cache (out of memory) every regex is compiled on its own */
     sy_buf scratch;
     sy_buf_init(&scratch, &d->alloc);
+    sy_arena tree; /* the tree of the route being built (def_tree.c) */
+    sy_arena_init(&tree, &d->alloc, 4096);
     sy_def_ctx ctx = {&d->alloc,
                       opts->registry,
                       reuse ? reuse->by_fingerprint : NULL,
@@ -221,10 +223,19 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         if (by_bytes && i + SPAN_AHEAD < n) /* its ring slot is free now */
             span_prefetch(&ra, reuse, json, &scan->routes[i + SPAN_AHEAD],
                           i + SPAN_AHEAD);
+        bool own = false; /* c is cJSON's (deleted), not the arena's */
         if (same && same->span_hash == span_hash && same->span_len == span_len)
             r = sy_route_ref(same);
-        else
-            rc = parse_scanned(json, sp->start, sp->end, &c, &e);
+        else {
+            sy_arena_reset(&tree);
+            rc = sy_def_tree_parse(&tree, json, sp->start, sp->end, &c);
+            if (rc == SY_DEF_TREE_CJSON)
+                own = true,
+                rc = parse_scanned(json, sp->start, sp->end, &c, &e);
+            else if (rc)
+                rc = sy_error_set(&e, SY_ENOMEM, "",
+                                  "out of memory while parsing the JSON text");
+        }
         if (!rc && !r)
             rc = sy_def_build_route(&ctx, c, path, &r, &e);
         bool built = rc == 0;
@@ -246,7 +257,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         if (rc == SY_ENOMEM || (rc && !opts->lenient)) {
             if (err)
                 *err = e;
-            cJSON_Delete(c);
+            if (own)
+                cJSON_Delete(c);
             break;
         }
         if (rc) {
@@ -256,7 +268,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                            ? (all[0] = e, 1)
                            : sy_def_route_errors(&ctx, c, path, &e, all,
                                                  SY_DEF_ROUTE_ERRORS_MAX);
-            cJSON_Delete(c);
+            if (own)
+                cJSON_Delete(c);
             for (size_t j = 0; j < k; j++)
                 if (!add_issue(d, &all[j])) {
                     rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
@@ -267,7 +280,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             rc = 0;
             continue;
         }
-        cJSON_Delete(c);
+        if (own)
+            cJSON_Delete(c);
         if (atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
             r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
         /* fresh, or shared for bytes of the same meaning (the caller is the
@@ -289,6 +303,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     sy_free(&d->alloc, ids.e);
     sy_regex_cache_free(ctx.regex_cache);
     sy_buf_free(&scratch);
+    sy_arena_free(&tree);
     d->fingerprint = sy_hash_mix(fp, d->route_count);
     return rc;
 }

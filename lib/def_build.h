@@ -78,6 +78,18 @@ bool sy_def_sort_kv(const sy_alloc *a, sy_kv *kv, size_t n);
 /* JSON number as argument text: integers without fraction, others %.17g. */
 void sy_def_number_text(double v, char *buf, size_t size);
 
+/*
+ * The cJSON tree of the JSON value in json[start, end), text that
+ * sy_json_scan_text accepted, with every node and string in `ar`
+ * (def_tree.c): read it with cJSON's calls, never cJSON_Delete it; it lives
+ * until the arena is reset. Returns 0, SY_ENOMEM, or SY_DEF_TREE_CJSON
+ * when the text holds what only cJSON's own parse reads as it does (a
+ * number of more than 63 characters): then parse it with cJSON.
+ */
+#define SY_DEF_TREE_CJSON 1
+int sy_def_tree_parse(sy_arena *ar, const char *json, size_t start, size_t end,
+                      cJSON **out);
+
 /* snprintf for JSON paths: truncation is accepted silently. */
 #define sy_def_path sy_path_printf
 

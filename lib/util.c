@@ -79,26 +79,46 @@ void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size) {
     ar->bytes = 0;
 }
 
+/* A new chunk of at least `size` bytes at the head. */
+static sy_arena_chunk *arena_grow(sy_arena *ar, size_t size) {
+    size_t want = ar->chunk_size;
+    if (want < size)
+        want = size;
+    if (want > SIZE_MAX - sizeof(sy_arena_chunk))
+        return NULL;
+    sy_arena_chunk *n = sy_malloc(ar->alloc, sizeof(sy_arena_chunk) + want);
+    if (!n)
+        return NULL;
+    n->size = want;
+    n->used = 0;
+    n->next = ar->head;
+    ar->head = n;
+    ar->bytes += want;
+    return n;
+}
+
 void *sy_arena_alloc(sy_arena *ar, size_t size) {
     size = (size + 15u) & ~(size_t)15u;
     if (size == 0)
         size = 16;
     sy_arena_chunk *c = ar->head;
+    size_t at = c ? (c->used + 15u) & ~(size_t)15u : 0;
+    if (!c || at > c->size || c->size - at < size) {
+        if (!(c = arena_grow(ar, size)))
+            return NULL;
+        at = 0;
+    }
+    c->used = at + size;
+    return c->data + at;
+}
+
+void *sy_arena_alloc_bytes(sy_arena *ar, size_t size) {
+    if (size == 0)
+        size = 1;
+    sy_arena_chunk *c = ar->head;
     if (!c || c->size - c->used < size) {
-        size_t want = ar->chunk_size;
-        if (want < size)
-            want = size;
-        if (want > SIZE_MAX - sizeof(sy_arena_chunk))
+        if (!(c = arena_grow(ar, size)))
             return NULL;
-        sy_arena_chunk *n = sy_malloc(ar->alloc, sizeof(sy_arena_chunk) + want);
-        if (!n)
-            return NULL;
-        n->size = want;
-        n->used = 0;
-        n->next = ar->head;
-        ar->head = n;
-        ar->bytes += want;
-        c = n;
     }
     void *p = c->data + c->used;
     c->used += size;
@@ -106,7 +126,7 @@ void *sy_arena_alloc(sy_arena *ar, size_t size) {
 }
 
 char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n) {
-    char *p = sy_arena_alloc(ar, n + 1);
+    char *p = sy_arena_alloc_bytes(ar, n + 1);
     if (p) {
         if (n)
             memcpy(p, s, n);
@@ -119,7 +139,7 @@ char *sy_arena_authority(sy_arena *ar, const char *host, uint16_t port,
                          bool secure) {
     size_t hl = strlen(host);
     bool v6 = memchr(host, ':', hl) && host[0] != '[';
-    char *buf = sy_arena_alloc(ar, hl + 2 + 6 + 1);
+    char *buf = sy_arena_alloc_bytes(ar, hl + 2 + 6 + 1);
     if (!buf)
         return NULL;
     size_t n = 0;

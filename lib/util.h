@@ -53,6 +53,8 @@ typedef struct sy_arena {
 
 void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size);
 void *sy_arena_alloc(sy_arena *ar, size_t size); /* 16-byte aligned */
+/* Bytes without alignment (text): no padding between strings. */
+void *sy_arena_alloc_bytes(sy_arena *ar, size_t size);
 char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n);
 char *sy_arena_strdup(sy_arena *ar, const char *s);
 /* "host", "host:port", "[v6]" or "[v6]:port" (the port left out when it is

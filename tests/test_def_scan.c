@@ -2,7 +2,7 @@
  * anywhere in a string are rejected with their path and offset instead of
  * truncating the string; the size of a route, the number of routes and the
  * syntax are checked by the pre-scan before any tree is built. */
-#include "def.h"
+#include "def_build.h"
 #include "def_scan.h"
 #include "testutil.h"
 
@@ -257,6 +257,110 @@ START_TEST(the_first_routes_and_version_keys_are_the_ones_read) {
 }
 END_TEST
 
+/* Walk two trees in step: the same types, keys, strings, numbers (double
+ * and int), and cJSON's list links (the first child's prev is the last). */
+static void same_tree(const cJSON *a, const cJSON *b) {
+    ck_assert_int_eq(a->type, b->type);
+    ck_assert(!a->string == !b->string);
+    if (a->string)
+        ck_assert_str_eq(a->string, b->string);
+    ck_assert(!a->valuestring == !b->valuestring);
+    if (a->valuestring)
+        ck_assert_str_eq(a->valuestring, b->valuestring);
+    ck_assert(a->valuedouble == b->valuedouble);
+    ck_assert_int_eq(a->valueint, b->valueint);
+    const cJSON *x = a->child, *y = b->child;
+    if (x)
+        ck_assert_ptr_nonnull(y);
+    if (x)
+        ck_assert(x->prev && y->prev);
+    const cJSON *lx = NULL, *ly = NULL;
+    for (; x && y; x = x->next, y = y->next) {
+        same_tree(x, y);
+        lx = x, ly = y;
+    }
+    ck_assert(!x && !y);
+    if (lx) {
+        ck_assert_ptr_eq(a->child->prev, lx);
+        ck_assert_ptr_eq(b->child->prev, ly);
+    }
+}
+
+/* def_tree.c builds, from scanned text, the very tree cJSON parses. */
+START_TEST(the_arena_tree_is_the_tree_cjson_parses) {
+    static const char *const texts[] = {
+        "{\"id\":\"a\",\"uri\":\"http://a\",\"order\":-7,\"predicates\":"
+        "[\"Path=/a/{x}\",{\"name\":\"Header\",\"args\":{\"header\":\"X\","
+        "\"regexp\":\"\\\\d+\"}}],\"filters\":[],\"metadata\":{\"n\":1.5,"
+        "\"big\":3e9,\"neg\":-2147483649,\"t\":true,\"f\":false,\"z\":null,"
+        "\"o\":{},\"a\":[],\"deep\":{\"k\":[1,[2,{\"q\":\"r\"}]]}}}",
+        "  {\"id\" : "
+        "\"\\u00e9\\u4e2d\\ud83d\\ude00\\n\\t\\\"\\\\\\/\\b\\f\\r\","
+        "\"uri\":\"x\", \"id\":\"dup\"}\n",
+        "[1, 2.25, -0, 0.1e-3, 12345678901234567890, \"\", [], {}]",
+        "\"just a string\"",
+        "17",
+        "true",
+        "null",
+        "{\"\":\"empty key\",\"k\\u0041\":\"kA\"}",
+    };
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    sy_arena ar;
+    sy_arena_init(&ar, &a, 64); /* small: trees span several chunks */
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        const char *t = texts[i];
+        size_t n = strlen(t);
+        sy_limits lim;
+        sy_limits_resolve(&lim, NULL);
+        sy_json_scan sc;
+        sy_error e;
+        ck_assert_int_eq(sy_json_scan_text(&a, t, n, &lim, false, &sc, &e), 0);
+        sy_free(&a, sc.routes);
+        const char *stop = NULL;
+        cJSON *ref = cJSON_ParseWithLengthOpts(t, n, &stop, 0);
+        ck_assert_ptr_nonnull(ref);
+        cJSON *mine = NULL;
+        sy_arena_reset(&ar);
+        ck_assert_int_eq(sy_def_tree_parse(&ar, t, 0, n, &mine), 0);
+        same_tree(mine, ref);
+        char *p1 = cJSON_PrintUnformatted(mine),
+             *p2 = cJSON_PrintUnformatted(ref);
+        ck_assert_str_eq(p1, p2);
+        cJSON_free(p1);
+        cJSON_free(p2);
+        cJSON_Delete(ref);
+    }
+    /* a number cJSON would cut at 63 characters is left to cJSON */
+    char longnum[80];
+    memset(longnum, '1', 70);
+    longnum[70] = '\0';
+    cJSON *mine = NULL;
+    ck_assert_int_eq(sy_def_tree_parse(&ar, longnum, 0, 70, &mine),
+                     SY_DEF_TREE_CJSON);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+/* A route with a number of more than 63 characters is parsed by cJSON
+ * (def_tree.c leaves it to it) and reads as cJSON reads it. */
+START_TEST(a_route_with_a_very_long_number_still_parses) {
+    char j[256];
+    snprintf(j, sizeof j,
+             "[{\"id\":\"a\",\"uri\":\"http://a\",\"metadata\":{\"n\":%s}}]",
+             "1234567890123456789012345678901234567890123456789012345678901234"
+             "5");
+    sy_document *d = NULL;
+    sy_error e;
+    int rc = sy_document_parse(j, strlen(j), NULL, &d, &e);
+    ck_assert_msg(rc == 0, "%s: %s", e.path, e.message);
+    const char *v = sy_route_metadata(sy_document_route(d, 0), "n");
+    ck_assert_ptr_nonnull(v);
+    ck_assert_msg(strncmp(v, "1.23456789012345", 16) == 0, "%s", v);
+    sy_document_free(d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("def_scan");
     TCase *tc = tcase_create("def_scan");
@@ -273,6 +377,8 @@ int main(void) {
     tcase_add_test(tc, syntax_is_strict_json);
     tcase_add_test(tc, byte_order_mark_and_whitespace_are_accepted);
     tcase_add_test(tc, the_first_routes_and_version_keys_are_the_ones_read);
+    tcase_add_test(tc, the_arena_tree_is_the_tree_cjson_parses);
+    tcase_add_test(tc, a_route_with_a_very_long_number_still_parses);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

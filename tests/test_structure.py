@@ -31,7 +31,7 @@ LAYERS = [
     [("route",)],
     [("index",)],
     [("def", "def_build", "def_route", "def_entry", "def_canon", "def_probe",
-      "def_scan"), ("instances",)],
+      "def_scan", "def_tree"), ("instances",)],
     [("snapshot",)],
     [("diff",)],
     [("match",), ("select",), ("target",)],

@@ -40,6 +40,10 @@ typedef struct sy_compile_env {
     const sy_alloc *alloc;
     const sy_registry *registry;        /* may be NULL */
     struct sy_regex_cache *regex_cache; /* shares regexes; may be NULL */
+    /* The route's arena, for the compiled objects themselves (a predicate
+     * and its pattern list, a filter): they live exactly as long as the
+     * route. NULL: they are allocated with `alloc`. */
+    sy_arena *arena;
 } sy_compile_env;
 
 #endif

@@ -193,7 +193,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                       reuse ? reuse->by_fingerprint : NULL,
                       reuse ? reuse->data : NULL,
                       sy_regex_cache_new(&d->alloc),
-                      &scratch};
+                      &scratch,
+                      0};
     uint64_t fp = SEED_DOC;
     size_t i = 0;
     int rc = 0;
@@ -236,6 +237,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                 rc = sy_error_set(&e, SY_ENOMEM, "",
                                   "out of memory while parsing the JSON text");
         }
+        ctx.text_len = sp->end - sp->start;
         if (!rc && !r)
             rc = sy_def_build_route(&ctx, c, path, &r, &e);
         bool built = rc == 0;
@@ -433,7 +435,7 @@ int sy_def_parse_route(const char *json, size_t len,
     cJSON *root = NULL;
     if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
         return rc;
-    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL};
+    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, len};
     rc = sy_def_build_route(&ctx, root, path ? path : "", out, err);
     cJSON_Delete(root);
     return rc;
@@ -475,7 +477,7 @@ int sy_def_route_with_enabled(const struct sy_route *r, bool enabled,
     c->metadata = md;
     c->metadata_count = n;
     c->disabled = !enabled;
-    sy_compile_env env = {c->alloc, opts->registry, NULL};
+    sy_compile_env env = {c->alloc, opts->registry, NULL, NULL};
     if (sy_def_canonicalize(c)) {
         sy_route_unref(c);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
@@ -504,7 +506,7 @@ int sy_def_parse_filters(const char *json, size_t len,
     if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
         return rc;
     struct sy_route *r = sy_route_new(&a);
-    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL};
+    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, 0};
     bool *sc = NULL;
     if (!r)
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
@@ -518,8 +520,8 @@ int sy_def_parse_filters(const char *json, size_t len,
     if (!rc && sy_def_canonicalize(r))
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
     if (!rc && r->filter_count) {
-        sy_compile_env env = {r->alloc, opts->registry, NULL};
-        r->cfilters = sy_calloc(r->alloc, r->filter_count, sizeof *r->cfilters);
+        sy_compile_env env = {r->alloc, opts->registry, NULL, &r->arena};
+        r->cfilters = sy_route_calloc(r, r->filter_count, sizeof *r->cfilters);
         if (!r->cfilters)
             rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
         for (size_t i = 0; !rc && i < r->filter_count; i++) {

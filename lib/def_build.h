@@ -18,6 +18,7 @@ typedef struct sy_def_ctx {
     void *reuse_data;
     struct sy_regex_cache *regex_cache; /* may be NULL */
     sy_buf *scratch; /* canonical forms, reused route to route; may be NULL */
+    size_t text_len; /* bytes of the route's JSON text; 0: unknown */
 } sy_def_ctx;
 
 /*

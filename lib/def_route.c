@@ -4,6 +4,8 @@
  * def_entry.c; then the canonical form and compilation.
  */
 #include "def_build.h"
+#include "filter.h"
+#include "predicate.h"
 #include "values.h"
 
 #include <math.h>
@@ -300,7 +302,7 @@ static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
 static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
                          const char *path, const bool *sc_preds,
                          const bool *sc_filters, sy_error *err) {
-    sy_compile_env env = {r->alloc, ctx->registry, ctx->regex_cache};
+    sy_compile_env env = {r->alloc, ctx->registry, ctx->regex_cache, NULL};
     sy_error local;
     sy_error_clear(&local);
     int rc = sy_route_compile(r, &env, path, &local);
@@ -325,10 +327,31 @@ static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
     return rc;
 }
 
+/* What a route built from `obj` will hold in its arena, about: its text
+ * (ids, values and names are copied from it; the uri's parts twice), and
+ * per predicate and filter its entry, args, compiled object and slot. */
+static size_t arena_estimate(const sy_def_ctx *ctx, const cJSON *obj) {
+    size_t text = ctx->text_len ? ctx->text_len : 256;
+    if (!cJSON_IsObject(obj))
+        return 0;
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(obj, "uri");
+    size_t n = text + (cJSON_IsString(u) ? strlen(u->valuestring) : 0);
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(obj, "predicates");
+    if (cJSON_IsArray(l))
+        n += (size_t)cJSON_GetArraySize(l) *
+             (sizeof(sy_def_entry) + 32 + 8 + SY_PRED_OBJECT_BYTES);
+    l = cJSON_GetObjectItemCaseSensitive(obj, "filters");
+    if (cJSON_IsArray(l))
+        n += (size_t)cJSON_GetArraySize(l) *
+             (sizeof(sy_def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES);
+    return n;
+}
+
 int sy_def_build_route(const sy_def_ctx *ctx, const cJSON *obj,
                        const char *path, struct sy_route **out, sy_error *err) {
     *out = NULL;
-    struct sy_route *r = sy_route_new(ctx->alloc);
+    struct sy_route *r =
+        sy_route_new_sized(ctx->alloc, arena_estimate(ctx, obj));
     if (!r)
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     bool *scp = NULL, *scf = NULL;

@@ -486,6 +486,10 @@ static int compile_kind(sy_fc *c) {
     }
 }
 
+_Static_assert(((sizeof(struct sy_filter) + 15) & ~(size_t)15) <=
+                   SY_FILTER_OBJECT_BYTES,
+               "SY_FILTER_OBJECT_BYTES is what a filter takes");
+
 int sy_filter_compile(const sy_def_entry *e, const sy_compile_env *env,
                       const char *path, sy_filter **out, sy_error *err) {
     *out = NULL;
@@ -494,9 +498,12 @@ int sy_filter_compile(const sy_def_entry *e, const sy_compile_env *env,
     if (e->spec && e->spec->kind != SY_FACTORY_FILTER)
         return sy_error_set(err, SY_EUNKNOWN, path, "%s is not a filter",
                             e->spec->name);
-    sy_filter *f = sy_calloc(env->alloc, 1, sizeof *f);
+    sy_filter *f = env->arena ? sy_arena_alloc(env->arena, sizeof *f)
+                              : sy_malloc(env->alloc, sizeof *f);
     if (!f)
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    memset(f, 0, sizeof *f);
+    f->in_arena = env->arena != NULL;
     f->id = e->spec ? e->spec->id : SY_HOST_FACTORY;
     f->alloc = env->alloc;
     sy_arena_init(&f->arena, env->alloc, 256);
@@ -516,7 +523,8 @@ void sy_filter_free(sy_filter *f, const sy_alloc *a) {
     pcre2_match_context_free(f->mctx);
     pcre2_code_free(f->re);
     sy_arena_free(&f->arena);
-    sy_free(a ? a : f->alloc, f);
+    if (!f->in_arena)
+        sy_free(a ? a : f->alloc, f);
 }
 
 uint32_t sy_filter_max_groups(const sy_filter *f) {

@@ -80,4 +80,8 @@ int sy_plan_compute(sy_plan *plan, const sy_filter *const *defaults,
                     const sy_capture *vars, size_t var_count,
                     pcre2_match_data *md, sy_arena *scratch);
 
+/* What a compiled filter object takes in its route's arena: for sizing
+ * the arena ahead (def_route.c). */
+#define SY_FILTER_OBJECT_BYTES 176
+
 #endif

@@ -48,6 +48,7 @@
  */
 struct sy_filter {
     sy_builtin id; /* a SY_F_* value, or SY_HOST_FACTORY */
+    bool in_arena; /* this object lives in its route's arena */
     const sy_alloc *alloc;
     sy_arena arena;
     sy_str name;

@@ -28,6 +28,7 @@
 
 struct sy_pred {
     sy_pred_kind kind;
+    bool in_arena; /* this object and pats[] live in the route's arena */
     uint32_t max_groups, var_count;
     /* Path, Host */
     sy_pattern **pats;
@@ -109,6 +110,23 @@ static int refile(sy_error *err, int rc, const sy_error *local,
 /* Compiling                                                            */
 /* ------------------------------------------------------------------ */
 
+_Static_assert(((sizeof(struct sy_pred) + 15) & ~(size_t)15) + 16 <=
+                   SY_PRED_OBJECT_BYTES,
+               "SY_PRED_OBJECT_BYTES is what a predicate takes");
+
+/* Zeroed memory for the predicate object and its pattern list: from the
+ * route's arena when there is one. */
+static void *obj_calloc(const sy_compile_env *env, size_t n, size_t size) {
+    if (!env->arena)
+        return sy_calloc(env->alloc, n, size);
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = sy_arena_alloc(env->arena, n * size);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
 static size_t count_args(const sy_def_entry *e, const char *key) {
     size_t n = 0;
     for (size_t i = 0; i < e->arg_count; i++)
@@ -130,7 +148,7 @@ static int compile_patterns(sy_pred *p, const sy_def_entry *e,
     if (n == 0)
         return fail(err, SY_EMISSING, path, "patterns", 0,
                     "at least one pattern is required");
-    p->pats = sy_calloc(env->alloc, n, sizeof *p->pats);
+    p->pats = obj_calloc(env, n, sizeof *p->pats);
     if (!p->pats)
         return fail_nomem(err, path);
     for (size_t i = 0; i < e->arg_count; i++) {
@@ -331,9 +349,10 @@ static int compile_host_factory(sy_pred *p, const sy_def_entry *e,
 int sy_pred_compile(const sy_def_entry *e, const sy_compile_env *env,
                     const char *path, sy_pred **out, sy_error *err) {
     *out = NULL;
-    sy_pred *p = sy_calloc(env->alloc, 1, sizeof *p);
+    sy_pred *p = obj_calloc(env, 1, sizeof *p);
     if (!p)
         return fail_nomem(err, path);
+    p->in_arena = env->arena != NULL;
     p->max_groups = 1;
     int rc;
     sy_builtin id = e->spec ? e->spec->id : SY_HOST_FACTORY;
@@ -404,7 +423,8 @@ void sy_pred_free(sy_pred *p, const sy_alloc *a) {
         return;
     for (size_t i = 0; i < p->npats; i++)
         sy_pattern_free(p->pats[i]);
-    sy_free(a, p->pats);
+    if (!p->in_arena)
+        sy_free(a, p->pats);
     for (size_t i = 0; i < p->nothers; i++)
         sy_free(a, p->others[i]);
     sy_free(a, p->others);
@@ -413,7 +433,8 @@ void sy_pred_free(sy_pred *p, const sy_alloc *a) {
     sy_free(a, p->cidrs);
     if (p->hf && p->state && p->hf->free)
         p->hf->free(p->hf->data, p->state);
-    sy_free(a, p);
+    if (!p->in_arena)
+        sy_free(a, p);
 }
 
 /* ------------------------------------------------------------------ */

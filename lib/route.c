@@ -11,21 +11,43 @@
 
 #include <stdio.h>
 
-/* A route and the allocator it owns (routes outlive their documents). */
+/* A route, the allocator it owns and, in the same block, the first chunk
+ * of its arena (sized by the caller's estimate of what the route holds:
+ * its strings, entries and compiled objects), so a route is usually one
+ * allocation plus its patterns. */
 typedef struct sy_route_box {
     struct sy_route route;
     sy_alloc alloc;
+    sy_arena_chunk *first; /* the embedded chunk, or NULL */
+    _Alignas(16) unsigned char chunk[];
 } sy_route_box;
 
-struct sy_route *sy_route_new(const sy_alloc *alloc) {
-    sy_route_box *b = sy_calloc(alloc, 1, sizeof *b);
+/* Chunks after the first: a route that outgrew its estimate. */
+#define SY_ROUTE_CHUNK 256
+
+struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
+    if (arena_bytes > SIZE_MAX / 2)
+        return NULL;
+    arena_bytes = (arena_bytes + 15u) & ~(size_t)15u;
+    size_t extra = arena_bytes ? sizeof(sy_arena_chunk) + arena_bytes : 0;
+    sy_route_box *b = sy_malloc(alloc, sizeof *b + extra);
     if (!b)
         return NULL;
+    memset(b, 0, sizeof *b);
     b->alloc = *alloc;
     struct sy_route *r = &b->route;
     atomic_init(&r->refs, 1);
     r->alloc = &b->alloc;
-    sy_arena_init(&r->arena, &b->alloc, 384);
+    sy_arena_init(&r->arena, &b->alloc, SY_ROUTE_CHUNK);
+    if (arena_bytes) {
+        sy_arena_chunk *c = (sy_arena_chunk *)(void *)b->chunk;
+        c->next = NULL;
+        c->size = arena_bytes;
+        c->used = 0;
+        r->arena.head = c;
+        r->arena.bytes = arena_bytes;
+        b->first = c;
+    }
     r->id = "";
     r->uri = "";
     atomic_init(&r->canonical, NULL);
@@ -39,6 +61,10 @@ struct sy_route *sy_route_new(const sy_alloc *alloc) {
     return r;
 }
 
+struct sy_route *sy_route_new(const sy_alloc *alloc) {
+    return sy_route_new_sized(alloc, 0);
+}
+
 struct sy_route *sy_route_ref(const struct sy_route *r) {
     struct sy_route *m = (struct sy_route *)(uintptr_t)r;
     if (m)
@@ -46,21 +72,30 @@ struct sy_route *sy_route_ref(const struct sy_route *r) {
     return m;
 }
 
+/* The compiled objects' own resources (patterns, regexes, host state);
+ * the arrays and the objects themselves are in the route's arena. */
 static void free_compiled(struct sy_route *r) {
     if (r->cpreds) {
         for (size_t i = 0; i < r->predicate_count; i++)
             if (r->cpreds[i])
                 sy_pred_free(r->cpreds[i], r->alloc);
-        sy_free(r->alloc, r->cpreds);
         r->cpreds = NULL;
     }
     if (r->cfilters) {
         for (size_t i = 0; i < r->filter_count; i++)
             if (r->cfilters[i])
                 sy_filter_free(r->cfilters[i], r->alloc);
-        sy_free(r->alloc, r->cfilters);
         r->cfilters = NULL;
     }
+}
+
+void *sy_route_calloc(struct sy_route *r, size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = sy_arena_alloc(&r->arena, n * size);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
 }
 
 void sy_route_unref(struct sy_route *r) {
@@ -73,6 +108,15 @@ void sy_route_unref(struct sy_route *r) {
     free_compiled(r);
     sy_free(r->alloc,
             atomic_load_explicit(&r->canonical, memory_order_relaxed));
+    /* the first chunk is part of the box: out of the list before the
+     * arena frees its chunks (it is the last one, the oldest) */
+    sy_arena_chunk *first = ((sy_route_box *)(void *)r)->first;
+    if (first) {
+        sy_arena_chunk **c = &r->arena.head;
+        while (*c && *c != first)
+            c = &(*c)->next;
+        *c = NULL;
+    }
     sy_arena_free(&r->arena);
     sy_alloc a = *r->alloc; /* the box holding it is freed below */
     sy_free(&a, r);
@@ -252,16 +296,16 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
     /* compiled objects keep the allocator: use the route's own, which
      * lives exactly as long as they do */
     sy_compile_env own = {r->alloc, env ? env->registry : NULL,
-                          env ? env->regex_cache : NULL};
+                          env ? env->regex_cache : NULL, &r->arena};
     env = &own;
     free_compiled(r);
     if (r->predicate_count) {
-        r->cpreds = sy_calloc(r->alloc, r->predicate_count, sizeof *r->cpreds);
+        r->cpreds = sy_route_calloc(r, r->predicate_count, sizeof *r->cpreds);
         if (!r->cpreds)
             return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     }
     if (r->filter_count) {
-        r->cfilters = sy_calloc(r->alloc, r->filter_count, sizeof *r->cfilters);
+        r->cfilters = sy_route_calloc(r, r->filter_count, sizeof *r->cfilters);
         if (!r->cfilters) {
             free_compiled(r);
             return sy_error_set(err, SY_ENOMEM, path, "out of memory");

@@ -127,6 +127,13 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
 /* A new empty route (refs = 1) that owns a copy of `alloc` and an arena
  * built on it; NULL when out of memory. */
 struct sy_route *sy_route_new(const sy_alloc *alloc);
+/* The same with the arena's first `arena_bytes` in the same block as the
+ * route: an estimate of what it will hold (more is allocated when it
+ * holds more). */
+struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes);
+/* Zeroed memory in r's arena (freed with the route); NULL on overflow or
+ * out of memory. */
+void *sy_route_calloc(struct sy_route *r, size_t n, size_t size);
 struct sy_route *sy_route_ref(const struct sy_route *r);
 void sy_route_unref(struct sy_route *r); /* frees at zero */
 

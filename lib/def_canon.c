@@ -64,23 +64,28 @@ static inline void putc1(sy_buf *b, char c) {
 
 #define PUTS(b, lit) put((b), (lit), sizeof(lit) - 1)
 
-/* s as a JSON string literal: runs that need no escape copied at once;
- * the escapes are sy_buf_json_string's. */
+/* s as a JSON string literal: copied and checked in one pass; text that
+ * needs an escape (rare) goes to sy_buf_json_string instead. */
 static void put_json(sy_buf *b, const char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == '"' || c == '\\')
-            break;
-        i++;
+    if (b->len + n + 2 < b->cap) {
+        char *o = b->ptr + b->len;
+        o[0] = '"';
+        size_t i = 0;
+        for (; i < n; i++) {
+            unsigned char c = (unsigned char)s[i];
+            if (c < 0x20 || c == '"' || c == '\\')
+                break;
+            o[i + 1] = (char)c;
+        }
+        if (i == n) {
+            o[n + 1] = '"';
+            b->len += n + 2;
+            b->ptr[b->len] = '\0';
+            return;
+        }
+        b->ptr[b->len] = '\0'; /* nothing written: escape it below */
     }
-    if (i < n) {
-        sy_buf_json_string(b, s, n);
-        return;
-    }
-    putc1(b, '"');
-    put(b, s, n);
-    putc1(b, '"');
+    sy_buf_json_string(b, s, n);
 }
 
 static void put_json_str(sy_buf *b, const char *s) {

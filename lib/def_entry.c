@@ -42,6 +42,23 @@ typedef struct raw_arg {
     int field; /* index in view, or -1 for an extra key */
 } raw_arg;
 
+/* The raw args of one entry: in the caller's stack buffer of RAW_STACK
+ * when they fit (nearly always), else allocated. */
+#define RAW_STACK 16
+
+static raw_arg *raw_get(const sy_alloc *a, size_t n, raw_arg *stack) {
+    if (n <= RAW_STACK) {
+        memset(stack, 0, n * sizeof *stack);
+        return stack;
+    }
+    return sy_calloc(a, n, sizeof(raw_arg));
+}
+
+static void raw_put(const sy_alloc *a, raw_arg *raw, const raw_arg *stack) {
+    if (raw != stack)
+        sy_free(a, raw);
+}
+
 /* Error helpers: shortcut entries report at the entry, object entries at
  * the argument. */
 typedef struct entry_ctx {
@@ -354,7 +371,7 @@ static const char *scalar_text(const cJSON *c, char *num, size_t cap) {
  * key (as Spring binds `methods[0]`, `methods[1]`). */
 static int raw_from_object(struct sy_route *r, const cJSON *args,
                            const entry_ctx *ec, raw_arg **out, size_t *n,
-                           const sy_alloc *a, sy_error *err) {
+                           const sy_alloc *a, raw_arg *stack, sy_error *err) {
     char p[256];
     size_t count = 0;
     for (const cJSON *c = args->child; c; c = c->next)
@@ -363,7 +380,7 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
     *n = 0;
     if (count == 0)
         return 0;
-    raw_arg *raw = sy_calloc(a, count, sizeof *raw);
+    raw_arg *raw = raw_get(a, count, stack);
     if (!raw)
         return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t i = 0;
@@ -374,7 +391,7 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
             char num[64];
             const char *val = scalar_text(one, num, sizeof num);
             if (!val) {
-                sy_free(a, raw);
+                raw_put(a, raw, stack);
                 if (cJSON_IsArray(c))
                     sy_def_path(p, sizeof p, "%s.args.%s[%zu]", ec->path,
                                 c->string, k);
@@ -388,7 +405,7 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
             raw[i].key = sy_arena_strdup(&r->arena, c->string);
             raw[i].value = sy_arena_strdup(&r->arena, val);
             if (!raw[i].key || !raw[i].value) {
-                sy_free(a, raw);
+                raw_put(a, raw, stack);
                 return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
             }
             i++;
@@ -404,7 +421,8 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
  * "GET,POST" to a list). `_genkey_N` values are never split. */
 static int split_named_lists(const factory_view *v, struct sy_route *r,
                              raw_arg **rawp, size_t *np, const sy_alloc *a,
-                             sy_error *err, const char *path) {
+                             const raw_arg *stack, sy_error *err,
+                             const char *path) {
     raw_arg *raw = *rawp;
     size_t n = *np, extra = 0;
     for (size_t i = 0; i < n; i++) {
@@ -450,7 +468,7 @@ static int split_named_lists(const factory_view *v, struct sy_route *r,
             p = e + 1;
         }
     }
-    sy_free(a, raw);
+    raw_put(a, raw, stack);
     *rawp = out;
     *np = k;
     return 0;
@@ -474,7 +492,8 @@ static const char *genkey(struct sy_route *r, size_t i) {
 /* Split "Name=a, b,,c" into name and trimmed non-empty tokens. */
 static int raw_from_shortcut(struct sy_route *r, const char *text,
                              sy_factory_kind kind, entry_ctx *ec, raw_arg **out,
-                             size_t *n, const sy_alloc *a, sy_error *err) {
+                             size_t *n, const sy_alloc *a, raw_arg *stack,
+                             sy_error *err) {
     *out = NULL;
     *n = 0;
     const char *eq = strchr(text, '=');
@@ -493,7 +512,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
     size_t cap = 1;
     for (const char *p = eq + 1; *p; p++)
         cap += *p == ',';
-    raw_arg *raw = sy_calloc(a, cap, sizeof *raw);
+    raw_arg *raw = raw_get(a, cap, stack);
     if (!raw)
         return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t count = 0;
@@ -512,7 +531,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
             raw[count].key = genkey(r, count);
             raw[count].value = sy_arena_strndup(&r->arena, s, (size_t)(e - s));
             if (!raw[count].key || !raw[count].value) {
-                sy_free(a, raw);
+                raw_put(a, raw, stack);
                 return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
             }
             count++;
@@ -586,6 +605,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
                        const char *path, sy_def_entry *e, bool *shortcut,
                        sy_error *err) {
     entry_ctx ec = {path, false, ""};
+    raw_arg stack[RAW_STACK];
     raw_arg *raw = NULL;
     size_t n = 0;
     int rc;
@@ -594,11 +614,11 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
     if (cJSON_IsString(item)) {
         ec.shortcut = true;
         rc = raw_from_shortcut(r, item->valuestring, kind, &ec, &raw, &n,
-                               ctx->alloc, err);
+                               ctx->alloc, stack, err);
         if (rc)
             return rc;
         if (!*ec.name) {
-            sy_free(ctx->alloc, raw);
+            raw_put(ctx->alloc, raw, stack);
             return sy_error_set(err, SY_EMISSING, path, "%s name is empty",
                                 what);
         }
@@ -623,7 +643,8 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
                 return sy_error_set(err, SY_ETYPE, p,
                                     "%s: args must be an object", ec.name);
             }
-            rc = raw_from_object(r, args, &ec, &raw, &n, ctx->alloc, err);
+            rc =
+                raw_from_object(r, args, &ec, &raw, &n, ctx->alloc, stack, err);
             if (rc)
                 return rc;
         }
@@ -636,7 +657,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
     *shortcut = ec.shortcut;
     factory_view v;
     if (find_view(ctx, kind, ec.name, &v) != 0) {
-        sy_free(ctx->alloc, raw);
+        raw_put(ctx->alloc, raw, stack);
         if (ec.shortcut)
             return sy_error_set(err, SY_EUNKNOWN, path, "unknown %s '%.80s'",
                                 what, ec.name);
@@ -651,15 +672,15 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
         if (is_spel(raw[i].value)) {
             rc = arg_error(&ec, SY_ESPEL, raw[i].key,
                            "SpEL expressions (#{...}) are not supported", err);
-            sy_free(ctx->alloc, raw);
+            raw_put(ctx->alloc, raw, stack);
             return rc;
         }
     rc = map_args(&v, &ec, raw, n, err);
     if (!rc && !ec.shortcut)
-        rc = split_named_lists(&v, r, &raw, &n, ctx->alloc, err, path);
+        rc = split_named_lists(&v, r, &raw, &n, ctx->alloc, stack, err, path);
     if (!rc)
         rc = finish_entry(r, &v, &ec, raw, n, e, ctx->alloc, err);
-    sy_free(ctx->alloc, raw);
+    raw_put(ctx->alloc, raw, stack);
     return rc;
 }
 

@@ -361,8 +361,9 @@ const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
                                        size_t len) {
     for (size_t i = 0; i < SY_ARRAY_LEN(builtins); i++) {
         const sy_factory_spec *s = &builtins[i];
-        if (s->kind == kind && strlen(s->name) == len &&
-            memcmp(s->name, name, len) == 0)
+        if (s->kind != kind || (len && s->name[0] != name[0]))
+            continue; /* most names differ in their first letter */
+        if (strlen(s->name) == len && memcmp(s->name, name, len) == 0)
             return s;
     }
     return NULL;
@@ -370,6 +371,9 @@ const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
 
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,
                                       const char *name) {
+    for (size_t i = 0; i < spec->field_count; i++) /* mapped args: the */
+        if (spec->fields[i].name == name)          /* spec's own text */
+            return &spec->fields[i];
     for (size_t i = 0; i < spec->field_count; i++)
         if (strcmp(spec->fields[i].name, name) == 0)
             return &spec->fields[i];

@@ -392,13 +392,15 @@ size_t sy_path_join(char *out, size_t cap, const char *base,
                     const char *field) {
     if (!cap)
         return 0;
-    size_t o = 0;
-    for (const char *a = base; *a && o + 1 < cap; a++)
-        out[o++] = *a;
-    if (*base && o + 1 < cap)
+    size_t bl = strlen(base), fl = strlen(field), o = 0;
+    size_t n = bl < cap - 1 ? bl : cap - 1;
+    memcpy(out, base, n);
+    o = n;
+    if (bl && o + 1 < cap)
         out[o++] = '.';
-    for (const char *a = field; *a && o + 1 < cap; a++)
-        out[o++] = *a;
+    n = fl < cap - 1 - o ? fl : cap - 1 - o;
+    memcpy(out + o, field, n);
+    o += n;
     out[o] = '\0';
     return o;
 }

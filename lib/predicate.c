@@ -28,32 +28,41 @@
 
 struct sy_pred {
     sy_pred_kind kind;
-    bool in_arena; /* this object and pats[] live in the route's arena */
+    bool in_arena;       /* this object and pats[] live in the route's arena */
+    bool trailing;       /* Path */
+    bool has_lo, has_hi; /* After / Before / Between */
     uint32_t max_groups, var_count;
-    /* Path, Host */
-    sy_pattern **pats;
-    size_t npats;
-    bool trailing;
-    /* Method: standard ones in the mask, others listed */
-    uint32_t mask;
-    char **others;
-    size_t nothers;
-    /* Header, Query, Cookie (re may be NULL); Weight: name = group */
-    char *name;
-    size_t name_len;
-    sy_regex *re;
-    /* After / Before / Between: lo < now < hi, each bound optional */
-    bool has_lo, has_hi;
-    int64_t lo, hi;
-    /* RemoteAddr, XForwardedRemoteAddr */
-    sy_cidr *cidrs;
-    size_t ncidrs;
-    int64_t trusted;
-    /* Weight */
-    uint32_t weight;
-    /* host factory */
-    const sy_predicate_factory *hf;
-    void *state;
+    /* what each kind holds (a predicate is one kind: they overlap) */
+    union {
+        struct { /* Path, Host */
+            sy_pattern **pats;
+            size_t npats;
+        };
+        struct { /* Method: standard ones in the mask, others listed */
+            uint32_t mask;
+            char **others;
+            size_t nothers;
+        };
+        struct { /* Header, Query, Cookie (re may be NULL); Weight: the
+                  * group's name and the weight */
+            char *name;
+            size_t name_len;
+            sy_regex *re;
+            uint32_t weight;
+        };
+        struct { /* After / Before / Between: lo < now < hi */
+            int64_t lo, hi;
+        };
+        struct { /* RemoteAddr, XForwardedRemoteAddr */
+            sy_cidr *cidrs;
+            size_t ncidrs;
+            int64_t trusted;
+        };
+        struct { /* host factory */
+            const sy_predicate_factory *hf;
+            void *state;
+        };
+    };
 };
 
 /* ------------------------------------------------------------------ */
@@ -421,18 +430,34 @@ int sy_pred_compile(const sy_def_entry *e, const sy_compile_env *env,
 void sy_pred_free(sy_pred *p, const sy_alloc *a) {
     if (!p)
         return;
-    for (size_t i = 0; i < p->npats; i++)
-        sy_pattern_free(p->pats[i]);
-    if (!p->in_arena)
-        sy_free(a, p->pats);
-    for (size_t i = 0; i < p->nothers; i++)
-        sy_free(a, p->others[i]);
-    sy_free(a, p->others);
-    sy_free(a, p->name);
-    sy_regex_free(p->re);
-    sy_free(a, p->cidrs);
-    if (p->hf && p->state && p->hf->free)
-        p->hf->free(p->hf->data, p->state);
+    switch (p->kind) {
+    case SY_PK_PATH:
+    case SY_PK_HOST:
+        for (size_t i = 0; i < p->npats; i++)
+            sy_pattern_free(p->pats[i]);
+        if (!p->in_arena)
+            sy_free(a, p->pats);
+        break;
+    case SY_PK_METHOD:
+        for (size_t i = 0; i < p->nothers; i++)
+            sy_free(a, p->others[i]);
+        sy_free(a, p->others);
+        break;
+    case SY_PK_HEADER:
+    case SY_PK_QUERY:
+    case SY_PK_COOKIE:
+    case SY_PK_WEIGHT:
+        sy_free(a, p->name);
+        sy_regex_free(p->re);
+        break;
+    case SY_PK_REMOTE_ADDR:
+    case SY_PK_XFF: sy_free(a, p->cidrs); break;
+    case SY_PK_HOST_FACTORY:
+        if (p->hf && p->state && p->hf->free)
+            p->hf->free(p->hf->data, p->state);
+        break;
+    case SY_PK_TIME: break;
+    }
     if (!p->in_arena)
         sy_free(a, p);
 }
@@ -445,10 +470,10 @@ sy_pred_kind sy_pred_get_kind(const sy_pred *p) {
     return p->kind;
 }
 size_t sy_pred_pattern_count(const sy_pred *p) {
-    return p->npats;
+    return p->kind == SY_PK_PATH || p->kind == SY_PK_HOST ? p->npats : 0;
 }
 const sy_pattern *sy_pred_pattern(const sy_pred *p, size_t i) {
-    return i < p->npats ? p->pats[i] : NULL;
+    return i < sy_pred_pattern_count(p) ? p->pats[i] : NULL;
 }
 uint32_t sy_pred_method_mask(const sy_pred *p) {
     return p->kind == SY_PK_METHOD ? p->mask : 0;

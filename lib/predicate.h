@@ -89,6 +89,6 @@ double sy_weight_draw(uint64_t seed, uint32_t group);
 
 /* What a compiled predicate takes in its route's arena (the object and
  * a pattern list): for sizing the arena ahead (def_route.c). */
-#define SY_PRED_OBJECT_BYTES 176
+#define SY_PRED_OBJECT_BYTES 64
 
 #endif

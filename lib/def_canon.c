@@ -171,7 +171,8 @@ static void canon_value(sy_buf *b, sy_field_type t, const char *v) {
 static size_t canon_group(sy_buf *b, const sy_def_entry *e, size_t i,
                           sy_field_type t, bool list) {
     size_t j = i + 1;
-    while (j < e->arg_count && strcmp(e->args[j].key, e->args[i].key) == 0)
+    while (j < e->arg_count && (e->args[j].key == e->args[i].key ||
+                                strcmp(e->args[j].key, e->args[i].key) == 0))
         j++;
     bool arr = list || j - i > 1;
     if (arr)
@@ -196,8 +197,10 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
         /* fields in spec order, defaults filled in */
         for (size_t f = 0; f < e->spec->field_count; f++) {
             const sy_field_spec *fs = &e->spec->fields[f];
+            /* mapped args carry the spec's own name: equal pointers */
             bool present =
-                i < e->arg_count && strcmp(e->args[i].key, fs->name) == 0;
+                i < e->arg_count && (e->args[i].key == fs->name ||
+                                     strcmp(e->args[i].key, fs->name) == 0);
             if (!present && !fs->dflt)
                 continue;
             if (!first)

@@ -151,6 +151,14 @@ static int scan_string(scanner *sc, bool is_key) {
     size_t start = ++sc->pos, decoded = 0;
     const char *s = sc->s;
     for (;;) {
+        /* a run of plain bytes at once, in locals (the scanner's fields
+         * would be stored back at every byte) */
+        size_t p = sc->pos, len = sc->len;
+        const unsigned char *u = (const unsigned char *)s;
+        while (p < len && u[p] != '"' && u[p] != '\\' && u[p] != 0)
+            p++;
+        decoded += p - sc->pos;
+        sc->pos = p;
         if (sc->pos >= sc->len)
             return unexpected(sc);
         unsigned char c = (unsigned char)s[sc->pos];

@@ -503,7 +503,10 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
                             "Name=arg1,arg2)",
                             text);
     size_t nlen = eq ? (size_t)(eq - text) : strlen(text);
-    char *name = sy_arena_strndup(&r->arena, text, nlen);
+    /* a built-in's name is its spec's text; only others are copied */
+    const sy_factory_spec *spec = sy_factory_find(kind, text, nlen);
+    const char *name =
+        spec ? spec->name : sy_arena_strndup(&r->arena, text, nlen);
     if (!name)
         return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
     ec->name = name;
@@ -634,7 +637,10 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
                                 what);
         if (!*name->valuestring)
             return sy_error_set(err, SY_EMISSING, p, "%s name is empty", what);
-        ec.name = sy_arena_strdup(&r->arena, name->valuestring);
+        const sy_factory_spec *spec =
+            sy_factory_find(kind, name->valuestring, strlen(name->valuestring));
+        ec.name =
+            spec ? spec->name : sy_arena_strdup(&r->arena, name->valuestring);
         if (!ec.name)
             return sy_error_set(err, SY_ENOMEM, path, "out of memory");
         if (args && !cJSON_IsNull(args)) {

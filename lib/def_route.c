@@ -20,13 +20,14 @@ static bool scheme_char(char c, bool first) {
            ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.');
 }
 
-static char *lower_dup(sy_arena *ar, const char *s, size_t n) {
-    char *p = sy_arena_strndup(ar, s, n);
-    if (p)
-        for (size_t i = 0; i < n; i++)
-            if (p[i] >= 'A' && p[i] <= 'Z')
-                p[i] = (char)(p[i] + 32);
-    return p;
+/* The scheme in lower case, for comparing: kept only when it is named in
+ * an error (the upstream's scheme is one of the static names below). */
+static void lower_copy(char *out, size_t cap, const char *s, size_t n) {
+    if (n >= cap)
+        n = cap - 1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (char)(s[i] + 32) : s[i];
+    out[n] = '\0';
 }
 
 /* Fill r->upstream from r->uri (section 2 and 6). */
@@ -39,9 +40,8 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     if (n == 0 || u[n] != ':')
         return sy_error_set(err, SY_EURI, path,
                             "uri '%.100s' has no scheme (such as http://)", u);
-    char *scheme = lower_dup(&r->arena, u, n);
-    if (!scheme)
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    char scheme[48]; /* longer than any scheme we take: none matches */
+    lower_copy(scheme, sizeof scheme, u, n);
     const char *rest = u + n + 1;
     up->port = 0;
     up->host = "";
@@ -138,8 +138,12 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     up->kind = lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL;
     bool secure =
         strcmp(up->scheme, "https") == 0 || strcmp(up->scheme, "wss") == 0;
-    if (!lb &&
-        !(r->authority = sy_arena_authority(&r->arena, h, up->port, secure)))
+    if (lb)
+        return SY_OK;
+    if (up->port == (secure ? 443 : 80) && !strchr(h, ':'))
+        r->authority = h; /* the Host header is the host itself */
+    else if (!(r->authority =
+                   sy_arena_authority(&r->arena, h, up->port, secure)))
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     return SY_OK;
 }

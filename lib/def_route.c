@@ -332,14 +332,14 @@ static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
 }
 
 /* What a route built from `obj` will hold in its arena, about: its text
- * (ids, values and names are copied from it; the uri's parts twice), and
- * per predicate and filter its entry, args, compiled object and slot. */
+ * (ids, values and the uri's parts are copied from it: fewer bytes than
+ * its JSON spelling) and per predicate and filter its entry, args,
+ * compiled object and slot. A route that holds more gets another chunk. */
 static size_t arena_estimate(const sy_def_ctx *ctx, const cJSON *obj) {
     size_t text = ctx->text_len ? ctx->text_len : 256;
     if (!cJSON_IsObject(obj))
         return 0;
-    const cJSON *u = cJSON_GetObjectItemCaseSensitive(obj, "uri");
-    size_t n = text + (cJSON_IsString(u) ? strlen(u->valuestring) : 0);
+    size_t n = text;
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(obj, "predicates");
     if (cJSON_IsArray(l))
         n += (size_t)cJSON_GetArraySize(l) *

@@ -506,7 +506,12 @@ int sy_filter_compile(const sy_def_entry *e, const sy_compile_env *env,
     f->in_arena = env->arena != NULL;
     f->id = e->spec ? e->spec->id : SY_HOST_FACTORY;
     f->alloc = env->alloc;
-    sy_arena_init(&f->arena, env->alloc, 256);
+    /* its strings are the entry's, reworked: a first chunk near their
+     * size (a filter's arena used to start at 256 bytes whatever it held) */
+    size_t text = 64;
+    for (size_t i = 0; i < e->arg_count; i++)
+        text += 2 * (strlen(e->args[i].key) + strlen(e->args[i].value) + 2);
+    sy_arena_init(&f->arena, env->alloc, text < 256 ? text : 256);
     sy_fc c = {e, path, f, err};
     int rc = compile_kind(&c);
     if (rc) {

@@ -65,6 +65,7 @@ typedef struct entry_ctx {
     const char *path; /* entry path */
     bool shortcut;
     const char *name;
+    const sy_factory_spec *spec; /* the built-in named, once looked up */
 } entry_ctx;
 
 static int arg_error(const entry_ctx *ec, int code, const char *key,
@@ -79,10 +80,11 @@ static int arg_error(const entry_ctx *ec, int code, const char *key,
 }
 
 static int find_view(const sy_def_ctx *ctx, sy_factory_kind kind,
-                     const char *name, factory_view *v) {
+                     const char *name, const sy_factory_spec *spec,
+                     factory_view *v) {
     memset(v, 0, sizeof *v);
     size_t len = strlen(name);
-    v->spec = sy_factory_find(kind, name, len);
+    v->spec = spec ? spec : sy_factory_find(kind, name, len);
     if (v->spec) {
         v->type = v->spec->shortcut;
         v->shortcut_allowed = v->spec->shortcut_allowed;
@@ -134,6 +136,8 @@ static int field_index(const factory_view *v, const char *key) {
 static bool is_spel(const char *s) {
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
         s++;
+    if (s[0] != '#')
+        return false;
     size_t n = strlen(s);
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' ||
                  s[n - 1] == '\r'))
@@ -510,6 +514,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
     if (!name)
         return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
     ec->name = name;
+    ec->spec = spec;
     if (!eq)
         return 0;
     size_t cap = 1;
@@ -607,7 +612,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
                        sy_factory_kind kind, const cJSON *item,
                        const char *path, sy_def_entry *e, bool *shortcut,
                        sy_error *err) {
-    entry_ctx ec = {path, false, ""};
+    entry_ctx ec = {path, false, "", NULL};
     raw_arg stack[RAW_STACK];
     raw_arg *raw = NULL;
     size_t n = 0;
@@ -643,6 +648,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
             spec ? spec->name : sy_arena_strdup(&r->arena, name->valuestring);
         if (!ec.name)
             return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        ec.spec = spec;
         if (args && !cJSON_IsNull(args)) {
             if (!cJSON_IsObject(args)) {
                 sy_def_path(p, sizeof p, "%s.args", path);
@@ -662,7 +668,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
     }
     *shortcut = ec.shortcut;
     factory_view v;
-    if (find_view(ctx, kind, ec.name, &v) != 0) {
+    if (find_view(ctx, kind, ec.name, ec.spec, &v) != 0) {
         raw_put(ctx->alloc, raw, stack);
         if (ec.shortcut)
             return sy_error_set(err, SY_EUNKNOWN, path, "unknown %s '%.80s'",

@@ -64,6 +64,14 @@ static inline void putc1(sy_buf *b, char c) {
 
 #define PUTS(b, lit) put((b), (lit), sizeof(lit) - 1)
 
+/* Bytes a JSON string spells with an escape: controls, '"' and '\\'. */
+static const unsigned char needs_escape[256] = {
+    [0] = 1,  [1] = 1,  [2] = 1,  [3] = 1,  [4] = 1,   [5] = 1,   [6] = 1,
+    [7] = 1,  [8] = 1,  [9] = 1,  [10] = 1, [11] = 1,  [12] = 1,  [13] = 1,
+    [14] = 1, [15] = 1, [16] = 1, [17] = 1, [18] = 1,  [19] = 1,  [20] = 1,
+    [21] = 1, [22] = 1, [23] = 1, [24] = 1, [25] = 1,  [26] = 1,  [27] = 1,
+    [28] = 1, [29] = 1, [30] = 1, [31] = 1, ['"'] = 1, ['\\'] = 1};
+
 /* s as a JSON string literal: copied and checked in one pass; text that
  * needs an escape (rare) goes to sy_buf_json_string instead. */
 static void put_json(sy_buf *b, const char *s, size_t n) {
@@ -73,7 +81,7 @@ static void put_json(sy_buf *b, const char *s, size_t n) {
         size_t i = 0;
         for (; i < n; i++) {
             unsigned char c = (unsigned char)s[i];
-            if (c < 0x20 || c == '"' || c == '\\')
+            if (needs_escape[c])
                 break;
             o[i + 1] = (char)c;
         }

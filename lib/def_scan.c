@@ -145,6 +145,9 @@ static int hex4(const char *p, unsigned *out) {
     return 0;
 }
 
+/* Bytes that end a run of plain string bytes: NUL, '"' and '\\'. */
+static const unsigned char string_stop[256] = {[0] = 1, ['"'] = 1, ['\\'] = 1};
+
 /* A string at sc->pos (on its opening quote). Checks escapes, NUL bytes
  * and the decoded length; is_key: the frame on top records it. */
 static int scan_string(scanner *sc, bool is_key) {
@@ -155,7 +158,7 @@ static int scan_string(scanner *sc, bool is_key) {
          * would be stored back at every byte) */
         size_t p = sc->pos, len = sc->len;
         const unsigned char *u = (const unsigned char *)s;
-        while (p < len && u[p] != '"' && u[p] != '\\' && u[p] != 0)
+        while (p < len && !string_stop[u[p]])
             p++;
         decoded += p - sc->pos;
         sc->pos = p;

@@ -188,6 +188,8 @@ static void select_error(select_errors *se, const char *key) {
 
 size_t sy_route_check_select(const struct sy_route *r, const char *path,
                              sy_error *errs, size_t max) {
+    if (!r->metadata_count)
+        return 0; /* nothing set: nothing to check */
     select_errors se = {path ? path : "", errs, max, 0, {0}};
     const char *v;
     sy_lb_policy pol = SY_LB_ROUND_ROBIN;
@@ -262,6 +264,16 @@ size_t sy_route_check_select(const struct sy_route *r, const char *path,
  * here (a route built around the parser) keeps the default. */
 static void read_select(struct sy_route *r) {
     const char *v;
+    if (!r->metadata_count) { /* the defaults, without seven lookups */
+        r->select.version_header = "version";
+        r->select.untagged = SY_UNTAGGED_LATEST;
+        r->select.default_version = NULL;
+        r->select.hash_header = r->select.hash_cookie = r->select.zone = NULL;
+        r->select.fallback = (int)SY_VERSION_FALLBACK_NONE;
+        r->select.policy = (int)SY_LB_ROUND_ROBIN;
+        r->select.websocket = strncmp(r->uri, "lb:ws", 5) == 0;
+        return;
+    }
     r->select.version_header =
         (v = sy_route_metadata(r, "version-header")) ? v : "version";
     r->select.untagged = SY_UNTAGGED_LATEST;

@@ -53,14 +53,18 @@ static unsigned hex4(const char *p) {
 
 /* The string at t->pos (its opening quote), decoded into the arena. */
 static char *parse_string(tree_parser *t) {
+    static const unsigned char stop[256] = {['"'] = 1, ['\\'] = 1};
+    const unsigned char *u = (const unsigned char *)t->s;
     size_t start = ++t->pos, i = start;
     bool esc = false;
-    while (t->s[i] != '"') { /* the scan saw the closing quote */
-        if (t->s[i] == '\\') {
-            esc = true;
+    for (;;) { /* the scan saw the closing quote */
+        while (!stop[u[i]])
             i++;
-        }
-        i++;
+        if (u[i] == '"')
+            break;
+        esc = true;
+        i += 2; /* the escape's first byte after the backslash; \uXXXX's
+                 * hex digits are plain bytes */
     }
     t->pos = i + 1;
     /* decoded text is never longer than its JSON spelling */

@@ -475,7 +475,7 @@ int sy_def_route_with_enabled(const struct sy_route *r, bool enabled,
     if (!placed)
         md[n++] = (sy_kv){"status", "disabled"};
     c->metadata = md;
-    c->metadata_count = n;
+    c->metadata_count = (uint32_t)n;
     c->disabled = !enabled;
     sy_compile_env env = {c->alloc, opts->registry, NULL, NULL};
     if (sy_def_canonicalize(c)) {

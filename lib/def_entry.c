@@ -701,7 +701,7 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
                          const char *path, bool **shortcut, sy_error *err) {
     sy_def_entry **list =
         kind == SY_FACTORY_PREDICATE ? &r->predicates : &r->filters;
-    size_t *count =
+    uint32_t *count =
         kind == SY_FACTORY_PREDICATE ? &r->predicate_count : &r->filter_count;
     *list = NULL;
     *count = 0;
@@ -735,7 +735,7 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
         }
     }
     *list = es;
-    *count = n;
+    *count = (uint32_t)n; /* a cJSON array size: an int */
     if (shortcut)
         *shortcut = sc;
     else

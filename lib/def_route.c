@@ -193,7 +193,7 @@ int sy_def_build_metadata(struct sy_route *r, const cJSON *md, const char *path,
             kv[k++] = kv[i];
     }
     r->metadata = kv;
-    r->metadata_count = k;
+    r->metadata_count = (uint32_t)k; /* a cJSON object size: an int */
     static const char *const ms_keys[] = {"response-timeout",
                                           "connect-timeout"};
     for (i = 0; i < k; i++) {

@@ -18,8 +18,8 @@
 typedef struct sy_route_box {
     struct sy_route route;
     sy_alloc alloc;
-    sy_arena_chunk *first; /* the embedded chunk, or NULL */
-    _Alignas(16) unsigned char chunk[];
+    _Alignas(16) unsigned char chunk[]; /* route.arena_embedded: the first
+                                           chunk of the arena */
 } sy_route_box;
 
 /* Chunks after the first: a route that outgrew its estimate. */
@@ -46,7 +46,7 @@ struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
         c->used = 0;
         r->arena.head = c;
         r->arena.bytes = arena_bytes;
-        b->first = c;
+        r->arena_embedded = true;
     }
     r->id = "";
     r->uri = "";
@@ -110,8 +110,9 @@ void sy_route_unref(struct sy_route *r) {
             atomic_load_explicit(&r->canonical, memory_order_relaxed));
     /* the first chunk is part of the box: out of the list before the
      * arena frees its chunks (it is the last one, the oldest) */
-    sy_arena_chunk *first = ((sy_route_box *)(void *)r)->first;
-    if (first) {
+    if (r->arena_embedded) {
+        sy_arena_chunk *first =
+            (sy_arena_chunk *)(void *)((sy_route_box *)(void *)r)->chunk;
         sy_arena_chunk **c = &r->arena.head;
         while (*c && *c != first)
             c = &(*c)->next;
@@ -269,8 +270,8 @@ static void read_select(struct sy_route *r) {
         r->select.untagged = SY_UNTAGGED_LATEST;
         r->select.default_version = NULL;
         r->select.hash_header = r->select.hash_cookie = r->select.zone = NULL;
-        r->select.fallback = (int)SY_VERSION_FALLBACK_NONE;
-        r->select.policy = (int)SY_LB_ROUND_ROBIN;
+        r->select.fallback = (int8_t)SY_VERSION_FALLBACK_NONE;
+        r->select.policy = (int8_t)SY_LB_ROUND_ROBIN;
         r->select.websocket = strncmp(r->uri, "lb:ws", 5) == 0;
         return;
     }
@@ -295,8 +296,8 @@ static void read_select(struct sy_route *r) {
     sy_lb_policy pol = SY_LB_ROUND_ROBIN;
     if ((v = sy_route_metadata(r, "lb-policy")))
         sy_lb_policy_parse(v, strlen(v), &pol);
-    r->select.fallback = (int)fb;
-    r->select.policy = (int)pol;
+    r->select.fallback = (int8_t)fb;
+    r->select.policy = (int8_t)pol;
     r->select.websocket = strncmp(r->uri, "lb:ws", 5) == 0;
 }
 

@@ -21,16 +21,17 @@ struct sy_route {
     const char *id;
     const char *uri;
     int32_t order;
-    bool disabled; /* metadata.status == "disabled" */
+    bool disabled;       /* metadata.status == "disabled" */
+    bool arena_embedded; /* the arena's first chunk is in the route's block */
     sy_upstream upstream;
     const char *authority; /* URL upstreams: the Host header to send */
 
     sy_def_entry *predicates;
-    size_t predicate_count;
     sy_def_entry *filters;
-    size_t filter_count;
     sy_kv *metadata; /* sorted by key; values JSON text unless strings */
-    size_t metadata_count;
+    uint32_t predicate_count, filter_count, metadata_count;
+    uint32_t doc_index; /* position in the document that built it (ranks
+                           come from the snapshot slot key, not this) */
 
     /* The canonical JSON the fingerprints hash: not kept by the parse,
      * built by the first sy_route_canonical (def_canon.c) and then kept
@@ -38,8 +39,6 @@ struct sy_route {
     _Atomic(char *) canonical;
     uint64_t fingerprint; /* of the whole canonical form */
     uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
-    uint32_t doc_index; /* position in the document that built it (ranks
-                           come from the snapshot slot key, not this) */
     /* The exact bytes of a route object of a document that builds this
      * route (def.c build_routes): sy_hash64 of the span with
      * SY_ROUTE_SPAN_SEED and its length; span_len 0: none (upserts,
@@ -56,6 +55,9 @@ struct sy_route {
     /* index of the first Path (Host) predicate when every one of its
      * patterns is all literal segments (labels): the index can prove it */
     int32_t literal_path, literal_host;
+    /* Set by the router when the route first becomes live (with host_data
+     * and owner below): a small key, UINT32_MAX until live. */
+    uint32_t key;
 
     /* instance selection settings read from the metadata once, at compile
      * (version-header, version-fallback, version-default, lb-policy,
@@ -64,12 +66,13 @@ struct sy_route {
     struct {
         const char *version_header;                   /* "version" unless set */
         const char *hash_header, *hash_cookie, *zone; /* or NULL */
-        int fallback, policy; /* sy_version_fallback, sy_lb_policy */
+        const char *default_version; /* or NULL: see untagged */
+        int8_t fallback, policy;     /* sy_version_fallback, sy_lb_policy */
         /* requests without the version header: SY_UNTAGGED_* and, for
-         * SY_UNTAGGED_PINNED, the version they are treated as carrying */
-        int untagged;
-        const char *default_version; /* or NULL */
-        bool websocket;              /* lb:ws:// */
+         * SY_UNTAGGED_PINNED, the version they are treated as carrying
+         * (default_version) */
+        int8_t untagged;
+        bool websocket; /* lb:ws:// */
     } select;
 
     /* compiled, parallel to predicates[] / filters[] */
@@ -77,10 +80,9 @@ struct sy_route {
     struct sy_filter **cfilters;
 
     /* Set by the router when the route first becomes live: the host's
-     * data (route_attach), a small key, and who to tell when the route is
-     * freed. Written before the route is published; read-only after. */
+     * data (route_attach), the key (above), and who to tell when the route
+     * is freed. Written before the route is published; read-only after. */
     void *host_data;
-    uint32_t key; /* UINT32_MAX until live */
     const struct sy_route_owner *owner;
 };
 

@@ -242,9 +242,40 @@ static int build_order(struct sy_route *r, const cJSON *o, const char *path,
     return 0;
 }
 
-static int required_string(const cJSON *obj, const char *key, const char *path,
+/* The members of a route object that a route reads, found in one walk
+ * over its keys: the first of repeated keys, as
+ * cJSON_GetObjectItemCaseSensitive finds. */
+typedef struct route_fields {
+    const cJSON *id, *uri, *order, *predicates, *filters, *metadata;
+} route_fields;
+
+static void find_fields(const cJSON *obj, route_fields *f) {
+    memset(f, 0, sizeof *f);
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        const char *k = c->string;
+        const cJSON **slot = NULL;
+        if (!k)
+            continue;
+        switch (k[0]) {
+        case 'i': slot = strcmp(k, "id") == 0 ? &f->id : NULL; break;
+        case 'u': slot = strcmp(k, "uri") == 0 ? &f->uri : NULL; break;
+        case 'o': slot = strcmp(k, "order") == 0 ? &f->order : NULL; break;
+        case 'p':
+            slot = strcmp(k, "predicates") == 0 ? &f->predicates : NULL;
+            break;
+        case 'f': slot = strcmp(k, "filters") == 0 ? &f->filters : NULL; break;
+        case 'm':
+            slot = strcmp(k, "metadata") == 0 ? &f->metadata : NULL;
+            break;
+        default: break;
+        }
+        if (slot && !*slot)
+            *slot = c;
+    }
+}
+
+static int required_string(const cJSON *v, const char *key, const char *path,
                            const char **out, sy_error *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (v && cJSON_IsString(v) && *v->valuestring) {
         *out = v->valuestring;
         return 0;
@@ -259,18 +290,16 @@ static int required_string(const cJSON *obj, const char *key, const char *path,
 }
 
 static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
-                      const cJSON *obj, const char *path, bool **sc_preds,
+                      const route_fields *f, const char *path, bool **sc_preds,
                       bool **sc_filters, sy_error *err) {
     char p[256];
     const char *id, *uri;
-    if (!cJSON_IsObject(obj))
-        return sy_error_set(err, SY_ETYPE, path, "a route must be an object");
-    int rc = required_string(obj, "id", path, &id, err);
+    int rc = required_string(f->id, "id", path, &id, err);
     if (rc)
         return rc;
     if (!(r->id = sy_arena_strdup(&r->arena, id)))
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
-    if ((rc = required_string(obj, "uri", path, &uri, err)))
+    if ((rc = required_string(f->uri, "uri", path, &uri, err)))
         return rc;
     if (!(r->uri = sy_arena_strdup(&r->arena, uri)))
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
@@ -279,24 +308,19 @@ static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
             sy_path_join(err->path, sizeof err->path, path, "uri");
         return rc;
     }
-    if ((rc = build_order(r, cJSON_GetObjectItemCaseSensitive(obj, "order"),
-                          path, err)))
+    if ((rc = build_order(r, f->order, path, err)))
         return rc;
     sy_path_join(p, sizeof p, path, "predicates");
-    rc = sy_def_build_entries(
-        ctx, r, SY_FACTORY_PREDICATE,
-        cJSON_GetObjectItemCaseSensitive(obj, "predicates"), p, sc_preds, err);
+    rc = sy_def_build_entries(ctx, r, SY_FACTORY_PREDICATE, f->predicates, p,
+                              sc_preds, err);
     if (rc)
         return rc;
     sy_path_join(p, sizeof p, path, "filters");
-    rc = sy_def_build_entries(ctx, r, SY_FACTORY_FILTER,
-                              cJSON_GetObjectItemCaseSensitive(obj, "filters"),
-                              p, sc_filters, err);
+    rc = sy_def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p,
+                              sc_filters, err);
     if (rc)
         return rc;
-    rc = sy_def_build_metadata(
-        r, cJSON_GetObjectItemCaseSensitive(obj, "metadata"), path, ctx->alloc,
-        err);
+    rc = sy_def_build_metadata(r, f->metadata, path, ctx->alloc, err);
     if (!rc && sy_route_check_select(r, path, err, err ? 1 : 0))
         rc = SY_EARG;
     return rc;
@@ -335,18 +359,13 @@ static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
  * (ids, values and the uri's parts are copied from it: fewer bytes than
  * its JSON spelling) and per predicate and filter its entry, args,
  * compiled object and slot. A route that holds more gets another chunk. */
-static size_t arena_estimate(const sy_def_ctx *ctx, const cJSON *obj) {
-    size_t text = ctx->text_len ? ctx->text_len : 256;
-    if (!cJSON_IsObject(obj))
-        return 0;
-    size_t n = text;
-    const cJSON *l = cJSON_GetObjectItemCaseSensitive(obj, "predicates");
-    if (cJSON_IsArray(l))
-        n += (size_t)cJSON_GetArraySize(l) *
+static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
+    size_t n = ctx->text_len ? ctx->text_len : 256;
+    if (cJSON_IsArray(f->predicates))
+        n += (size_t)cJSON_GetArraySize(f->predicates) *
              (sizeof(sy_def_entry) + 32 + 8 + SY_PRED_OBJECT_BYTES);
-    l = cJSON_GetObjectItemCaseSensitive(obj, "filters");
-    if (cJSON_IsArray(l))
-        n += (size_t)cJSON_GetArraySize(l) *
+    if (cJSON_IsArray(f->filters))
+        n += (size_t)cJSON_GetArraySize(f->filters) *
              (sizeof(sy_def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES);
     return n;
 }
@@ -354,12 +373,16 @@ static size_t arena_estimate(const sy_def_ctx *ctx, const cJSON *obj) {
 int sy_def_build_route(const sy_def_ctx *ctx, const cJSON *obj,
                        const char *path, struct sy_route **out, sy_error *err) {
     *out = NULL;
+    if (!cJSON_IsObject(obj))
+        return sy_error_set(err, SY_ETYPE, path, "a route must be an object");
+    route_fields f;
+    find_fields(obj, &f);
     struct sy_route *r =
-        sy_route_new_sized(ctx->alloc, arena_estimate(ctx, obj));
+        sy_route_new_sized(ctx->alloc, arena_estimate(ctx, &f));
     if (!r)
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     bool *scp = NULL, *scf = NULL;
-    int rc = fill_route(ctx, r, obj, path, &scp, &scf, err);
+    int rc = fill_route(ctx, r, &f, path, &scp, &scf, err);
     if (!rc && (ctx->scratch ? sy_def_canonicalize_into(r, ctx->scratch)
                              : sy_def_canonicalize(r)))
         rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");

@@ -202,27 +202,38 @@ static int compile_methods(sy_pred *p, const sy_def_entry *e,
     if (n == 0)
         return fail(err, SY_EMISSING, path, "methods", 0,
                     "at least one method is required");
-    p->others = sy_calloc(env->alloc, n, sizeof *p->others);
-    if (!p->others)
-        return fail_nomem(err, path);
     for (size_t i = 0; i < e->arg_count; i++) {
         if (strcmp(e->args[i].key, "methods") != 0)
             continue;
         const char *v = e->args[i].value, *why = NULL;
-        char *up = sy_malloc(env->alloc, strlen(v) + 1);
-        if (!up)
+        /* upper-cased on the stack; kept (allocated) only when it is not
+         * a standard method, the others array made for the first such */
+        char small[16], *up = small;
+        size_t len = strlen(v);
+        if (len >= sizeof small && !(up = sy_malloc(env->alloc, len + 1)))
             return fail_nomem(err, path);
         if (!sy_value_method(v, up, &why)) {
-            sy_free(env->alloc, up);
+            if (up != small)
+                sy_free(env->alloc, up);
             return fail(err, SY_EARG, path, "methods", 0,
                         why ? why : "expected an HTTP method");
         }
         int bit = sy_method_bit((sy_str){up, strlen(up)});
         p->mask |= 1u << bit;
-        if (bit == 31)
-            p->others[p->nothers++] = up;
-        else
-            sy_free(env->alloc, up);
+        if (bit != 31) {
+            if (up != small)
+                sy_free(env->alloc, up);
+            continue;
+        }
+        if (!p->others &&
+            !(p->others = sy_calloc(env->alloc, n, sizeof *p->others))) {
+            if (up != small)
+                sy_free(env->alloc, up);
+            return fail_nomem(err, path);
+        }
+        if (up == small && !(up = sy_strdup(env->alloc, small)))
+            return fail_nomem(err, path);
+        p->others[p->nothers++] = up;
     }
     return SY_OK;
 }

@@ -136,6 +136,13 @@ static void *obj_calloc(const sy_compile_env *env, size_t n, size_t size) {
     return p;
 }
 
+/* A string of the predicate (a header or group name): in the route's
+ * arena when there is one. */
+static char *obj_strdup(const sy_compile_env *env, const char *s) {
+    return env->arena ? sy_arena_strdup(env->arena, s)
+                      : sy_strdup(env->alloc, s);
+}
+
 static size_t count_args(const sy_def_entry *e, const char *key) {
     size_t n = 0;
     for (size_t i = 0; i < e->arg_count; i++)
@@ -246,7 +253,7 @@ static int compile_name_regex(sy_pred *p, const sy_def_entry *e,
     const char *name = sy_def_arg(e, field);
     if (!name || !*name)
         return fail(err, SY_EMISSING, path, field, 0, "a name is required");
-    p->name = sy_strdup(env->alloc, name);
+    p->name = obj_strdup(env, name);
     if (!p->name)
         return fail_nomem(err, path);
     p->name_len = strlen(name);
@@ -338,7 +345,7 @@ static int compile_weight(sy_pred *p, const sy_def_entry *e,
         return fail(err, SY_EARG, path, "weight.weight", 0,
                     why ? why : "expected an integer >= 0");
     p->weight = (uint32_t)w;
-    p->name = sy_strdup(env->alloc, g);
+    p->name = obj_strdup(env, g);
     if (!p->name)
         return fail_nomem(err, path);
     p->name_len = strlen(g);
@@ -458,7 +465,8 @@ void sy_pred_free(sy_pred *p, const sy_alloc *a) {
     case SY_PK_QUERY:
     case SY_PK_COOKIE:
     case SY_PK_WEIGHT:
-        sy_free(a, p->name);
+        if (!p->in_arena)
+            sy_free(a, p->name);
         sy_regex_free(p->re);
         break;
     case SY_PK_REMOTE_ADDR:

@@ -533,7 +533,6 @@ int sy_def_parse_filters(const char *json, size_t len,
                 sy_def_shortcut_error(err, p);
         }
     }
-    sy_free(&a, sc);
     if (rc) {
         sy_route_unref(r);
         return rc;

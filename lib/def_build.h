@@ -31,8 +31,8 @@ int sy_def_build_route(const sy_def_ctx *ctx, const cJSON *obj,
 
 /*
  * Parse an array of predicate or filter entries into r (arena-owned).
- * Entry i is named "<path>[i]". *shortcut (may be NULL) receives a
- * sy_malloc'd array of per-entry flags: true for shortcut strings.
+ * Entry i is named "<path>[i]". *shortcut (may be NULL) receives an
+ * array of per-entry flags in r's arena: true for shortcut strings.
  */
 int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
                          sy_factory_kind kind, const cJSON *arr,

@@ -717,11 +717,10 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
     if (n == 0)
         return 0;
     sy_def_entry *es = sy_arena_alloc(&r->arena, n * sizeof *es);
-    bool *sc = sy_calloc(ctx->alloc, n, sizeof *sc);
-    if (!es || !sc) {
-        sy_free(ctx->alloc, sc);
+    bool *sc = sy_arena_alloc_bytes(&r->arena, n * sizeof *sc);
+    if (!es || !sc)
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
-    }
+    memset(sc, 0, n * sizeof *sc);
     memset(es, 0, n * sizeof *es);
     size_t i = 0;
     char p[256];
@@ -729,17 +728,13 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
         sy_path_index(p, sizeof p, at, i);
         int rc = build_entry(ctx, r, kind, c, p, &es[i], &sc[i], err);
-        if (rc) {
-            sy_free(ctx->alloc, sc);
+        if (rc)
             return rc;
-        }
     }
     *list = es;
     *count = (uint32_t)n; /* a cJSON array size: an int */
     if (shortcut)
         *shortcut = sc;
-    else
-        sy_free(ctx->alloc, sc);
     return 0;
 }
 

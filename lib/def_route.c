@@ -391,16 +391,12 @@ int sy_def_build_route(const sy_def_ctx *ctx, const cJSON *obj,
                           : NULL;
     if (same && same->fingerprint == r->fingerprint) {
         /* already compiled and live: share it */
-        sy_free(ctx->alloc, scp);
-        sy_free(ctx->alloc, scf);
         sy_route_unref(r);
         *out = sy_route_ref(same);
         return 0;
     }
     if (!rc)
         rc = compile_route(ctx, r, path, scp, scf, err);
-    sy_free(ctx->alloc, scp);
-    sy_free(ctx->alloc, scf);
     if (rc) {
         sy_route_unref(r);
         return rc;

@@ -3,6 +3,7 @@
 #include "def.h"
 #include "testutil.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 /* Parse one route (JSON object text); the caller unrefs. */
@@ -333,10 +334,42 @@ START_TEST(document_fingerprint_matches_pinned_value) {
 }
 END_TEST
 
+/* The canonical form is built by the first sy_route_canonical of a
+ * route, from any thread: racing first calls agree on one text. */
+static void *canonical_of(void *r) {
+    return (void *)(uintptr_t)sy_route_canonical(r);
+}
+
+START_TEST(racing_first_calls_get_one_canonical_text) {
+    for (int round = 0; round < 20; round++) {
+        struct sy_route *r = route(ROUTE("\"Path=/a/{x}\",\"Method=GET\"",
+                                         "\"AddRequestHeader=X-A, b\""));
+        pthread_t t[4];
+        const char *got[4];
+        for (int i = 0; i < 4; i++)
+            ck_assert_int_eq(pthread_create(&t[i], NULL, canonical_of, r), 0);
+        for (int i = 0; i < 4; i++) {
+            void *v = NULL;
+            ck_assert_int_eq(pthread_join(t[i], &v), 0);
+            got[i] = v;
+        }
+        for (int i = 0; i < 4; i++) {
+            ck_assert_ptr_nonnull(got[i]);
+            ck_assert_ptr_eq(got[i], got[0]);
+        }
+        ck_assert_ptr_eq(sy_route_canonical(r), got[0]);
+        ck_assert_uint_eq(r->fingerprint, sy_hash64(got[0], strlen(got[0]),
+                                                    0x5359524f555445ull));
+        sy_route_unref(r);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("fingerprint");
     TCase *tc = tcase_create("fingerprint");
     tcase_add_test(tc, canonical_form_is_compact_json_with_defaults);
+    tcase_add_test(tc, racing_first_calls_get_one_canonical_text);
     tcase_add_test(tc, list_fields_as_arrays_or_comma_strings_are_equal);
     tcase_add_test(tc, shortcut_and_object_forms_are_equal);
     tcase_add_test(tc, key_order_anywhere_does_not_matter);

@@ -126,7 +126,35 @@ static char *parse_string(tree_parser *t) {
 
 /* As cJSON's parse_number: '.' as the locale's decimal point, strtod; at
  * most 63 characters here (longer: SY_DEF_TREE_CJSON). */
+static cJSON *number_node(tree_parser *t, double v) {
+    cJSON *node = new_node(t, cJSON_Number);
+    if (!node)
+        return NULL;
+    node->valuedouble = v;
+    node->valueint = v >= INT_MAX           ? INT_MAX
+                     : v <= (double)INT_MIN ? INT_MIN
+                                            : (int)v;
+    return node;
+}
+
 static cJSON *parse_number(tree_parser *t) {
+    /* an integer of at most 15 digits (an order, a count) is exact in a
+     * double: what strtod returns for it, without strtod */
+    size_t k = t->pos + (t->s[t->pos] == '-');
+    size_t d = k;
+    int64_t iv = 0;
+    while (d < t->end && d - k < 16 && t->s[d] >= '0' && t->s[d] <= '9')
+        iv = iv * 10 + (t->s[d++] - '0');
+    if (d > k && d - k <= 15 &&
+        (d == t->end ||
+         !((t->s[d] >= '0' && t->s[d] <= '9') || t->s[d] == '.' ||
+           t->s[d] == 'e' || t->s[d] == 'E'))) {
+        double v = t->s[t->pos] == '-' ? -(double)iv : (double)iv;
+        cJSON *node = number_node(t, v);
+        if (node)
+            t->pos = d;
+        return node;
+    }
     char buf[64];
     size_t n = 0;
     char point = *localeconv()->decimal_point;
@@ -148,14 +176,9 @@ static cJSON *parse_number(tree_parser *t) {
         t->rc = SY_DEF_TREE_CJSON;
         return NULL;
     }
-    cJSON *node = new_node(t, cJSON_Number);
-    if (!node)
-        return NULL;
-    node->valuedouble = v;
-    node->valueint = v >= INT_MAX           ? INT_MAX
-                     : v <= (double)INT_MIN ? INT_MIN
-                                            : (int)v;
-    t->pos += n;
+    cJSON *node = number_node(t, v);
+    if (node)
+        t->pos += n;
     return node;
 }
 

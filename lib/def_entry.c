@@ -517,9 +517,14 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
     ec->spec = spec;
     if (!eq)
         return 0;
-    size_t cap = 1;
-    for (const char *p = eq + 1; *p; p++)
-        cap += *p == ',';
+    /* at most one value per comma plus one: fewer than RAW_STACK when the
+     * text is shorter than that (the commas are counted only if not) */
+    size_t cap = strlen(eq + 1) + 1;
+    if (cap > RAW_STACK) {
+        cap = 1;
+        for (const char *p = eq + 1; *p; p++)
+            cap += *p == ',';
+    }
     raw_arg *raw = raw_get(a, cap, stack);
     if (!raw)
         return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");

@@ -312,10 +312,8 @@ static void canon_uri(sy_buf *b, const struct sy_route *r) {
         return;
     size_t n = b->len - at;
     bool plain = true;
-    for (size_t i = 0; i < n && plain; i++) {
-        unsigned char c = (unsigned char)b->ptr[at + i];
-        plain = c >= 0x20 && c != '"' && c != '\\';
-    }
+    for (size_t i = 0; i < n && plain; i++)
+        plain = !needs_escape[(unsigned char)b->ptr[at + i]];
     if (plain) { /* open the quote in front, close it behind */
         if (!sy_buf_reserve(b, 2))
             return;

@@ -406,6 +406,13 @@ size_t sy_path_join(char *out, size_t cap, const char *base,
 }
 
 void sy_path_index(char *out, size_t cap, size_t at, size_t i) {
+    if (i < 10 && cap > 4 && at < cap - 4) { /* "[i]": most lists */
+        out[at] = '[';
+        out[at + 1] = (char)('0' + i);
+        out[at + 2] = ']';
+        out[at + 3] = '\0';
+        return;
+    }
     if (!cap || at + 1 >= cap) {
         if (cap && at < cap)
             out[at] = '\0';

@@ -57,6 +57,55 @@ START_TEST(error_prefix_joins_paths) {
 }
 END_TEST
 
+/* sy_path_join and sy_path_index write what sy_path_printf writes for
+ * "%s.%s" and "%s[%zu]", truncated alike, at every buffer size. */
+START_TEST(path_join_and_index_match_path_printf) {
+    static const char *const bases[] = {"", "routes[3]", "a"};
+    static const char *const fields[] = {"predicates", "uri", ""};
+    static const size_t idx[] = {0, 7, 9, 10, 123, 999999};
+    for (size_t b = 0; b < 3; b++)
+        for (size_t f = 0; f < 3; f++)
+            for (size_t cap = 1; cap < 40; cap++) {
+                char want[64], got[64];
+                sy_path_printf(want, cap, "%s%s%s", bases[b],
+                               *bases[b] ? "." : "", fields[f]);
+                size_t at = sy_path_join(got, cap, bases[b], fields[f]);
+                ck_assert_str_eq(got, want);
+                ck_assert_uint_eq(at, strlen(want));
+                for (size_t i = 0; i < 6; i++) {
+                    char w2[64], g2[64];
+                    sy_path_printf(w2, cap, "%s[%zu]", want, idx[i]);
+                    memcpy(g2, got, at + 1);
+                    sy_path_index(g2, cap, at, idx[i]);
+                    ck_assert_str_eq(g2, w2);
+                }
+            }
+}
+END_TEST
+
+/* Text allocations pack without padding; aligned ones stay aligned after
+ * them. */
+START_TEST(arena_bytes_pack_and_alignment_holds_after_them) {
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    sy_arena ar;
+    sy_arena_init(&ar, &a, 256);
+    char *x = sy_arena_alloc_bytes(&ar, 3);
+    char *y = sy_arena_alloc_bytes(&ar, 5);
+    ck_assert_ptr_eq(y, x + 3);
+    void *p = sy_arena_alloc(&ar, 24);
+    ck_assert_uint_eq((uintptr_t)p % 16, 0);
+    char *s = sy_arena_strdup(&ar, "abc");
+    ck_assert_ptr_eq(s, (char *)p + 32);
+    ck_assert_str_eq(s, "abc");
+    /* a request larger than what is left opens a chunk */
+    void *big = sy_arena_alloc(&ar, 512);
+    ck_assert_ptr_nonnull(big);
+    ck_assert_uint_eq((uintptr_t)big % 16, 0);
+    sy_arena_free(&ar);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("util");
@@ -64,6 +113,8 @@ int main(void) {
     tcase_add_test(tc, arena_allocations_are_aligned_and_reset_keeps_a_chunk);
     tcase_add_test(tc, buf_escapes_json_strings);
     tcase_add_test(tc, hash_is_stable_and_sensitive);
+    tcase_add_test(tc, path_join_and_index_match_path_printf);
+    tcase_add_test(tc, arena_bytes_pack_and_alignment_holds_after_them);
     tcase_add_test(tc, error_prefix_joins_paths);
     suite_add_tcase(s, tc);
     return sy_test_run(s);

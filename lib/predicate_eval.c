@@ -1,0 +1,336 @@
+/*
+ * predicate_eval.c - testing a compiled predicate (predicate_int.h)
+ * against a request: reads the request and sy_eval only, takes no lock
+ * and allocates nothing except, rarely, from the per-request scratch
+ * arena (joined {*x} captures, long escaped header values or query
+ * values). The choices of how values are read are listed in predicate.c.
+ */
+#include "predicate_int.h"
+
+#include "budget.h"
+#include "values.h"
+
+#include <stdio.h>
+
+/* ------------------------------------------------------------------ */
+/* Testing                                                              */
+/* ------------------------------------------------------------------ */
+
+static bool is_ows(char c) {
+    return c == ' ' || c == '\t';
+}
+
+static sy_str trim(sy_str s) {
+    while (s.len && is_ows(s.ptr[0])) {
+        s.ptr++;
+        s.len--;
+    }
+    while (s.len && is_ows(s.ptr[s.len - 1]))
+        s.len--;
+    return s;
+}
+
+/* A buffer for a rewritten value: the stack one when it fits, else the
+ * scratch arena. NULL when neither can hold n bytes. */
+static char *value_buf(char *stack, size_t stack_len, size_t n,
+                       sy_arena *scratch) {
+    if (n <= stack_len)
+        return stack;
+    return scratch ? sy_arena_alloc(scratch, n) : NULL;
+}
+
+/* Next comma-separated element of a header value (commas inside double
+ * quotes do not split); trimmed. Returns false when none is left. */
+static bool next_element(sy_str *rest, bool *done, sy_str *out) {
+    if (*done)
+        return false;
+    const char *p = rest->ptr, *end = rest->ptr + rest->len, *q = p;
+    bool quoted = false;
+    for (; q < end; q++) {
+        if (*q == '"')
+            quoted = !quoted;
+        else if (*q == '\\' && quoted && q + 1 < end)
+            q++;
+        else if (*q == ',' && !quoted)
+            break;
+    }
+    *out = trim((sy_str){p, (size_t)(q - p)});
+    if (q >= end)
+        *done = true;
+    else
+        *rest = (sy_str){q + 1, (size_t)(end - q - 1)};
+    return true;
+}
+
+/* Strip surrounding double quotes and undo backslash escapes inside. */
+static sy_str unquote(sy_str v, char *stack, size_t stack_len,
+                      sy_arena *scratch) {
+    if (v.len < 2 || v.ptr[0] != '"' || v.ptr[v.len - 1] != '"')
+        return v;
+    sy_str in = {v.ptr + 1, v.len - 2};
+    if (!memchr(in.ptr, '\\', in.len))
+        return in;
+    char *buf = value_buf(stack, stack_len, in.len, scratch);
+    if (!buf)
+        return in;
+    size_t o = 0;
+    for (size_t i = 0; i < in.len; i++) {
+        if (in.ptr[i] == '\\' && i + 1 < in.len)
+            i++;
+        buf[o++] = in.ptr[i];
+    }
+    return (sy_str){buf, o};
+}
+
+static bool value_ok(const sy_pred *p, sy_str v, const sy_eval *ev) {
+    if (!p->re)
+        return v.len > 0;
+    return sy_regex_full_match(p->re, v.ptr, v.len, ev->md);
+}
+
+/* Values of one name a predicate examines are capped by the request's
+ * budget (budget.h): the ones past the cap are not looked at. */
+static bool test_header(const sy_pred *p, sy_eval *ev) {
+    const sy_request *r = ev->req;
+    char stack[512];
+    uint32_t left = sy_budget_max_repeats();
+    for (size_t i = 0; i < r->header_count; i++) {
+        const sy_header *h = &r->headers[i];
+        if (!sy_str_ieq(h->name, p->name, p->name_len))
+            continue;
+        sy_str rest = h->value, el;
+        bool done = false;
+        while (next_element(&rest, &done, &el)) {
+            if (left-- == 0)
+                return false;
+            if (value_ok(p, unquote(el, stack, sizeof stack, ev->scratch), ev))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Form decoding: '+' is a space, %XX a byte, bad escapes kept. */
+static sy_str form_decode(sy_str s, char *stack, size_t stack_len,
+                          sy_arena *scratch) {
+    if (s.len == 0 ||
+        (!memchr(s.ptr, '%', s.len) && !memchr(s.ptr, '+', s.len)))
+        return s;
+    char *buf = value_buf(stack, stack_len, s.len, scratch);
+    if (!buf)
+        return s;
+    size_t o = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        char c = s.ptr[i];
+        int hi, lo;
+        if (c == '+') {
+            c = ' ';
+        } else if (c == '%' && i + 2 < s.len &&
+                   (hi = sy_hexval(s.ptr[i + 1])) >= 0 &&
+                   (lo = sy_hexval(s.ptr[i + 2])) >= 0) {
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        }
+        buf[o++] = c;
+    }
+    return (sy_str){buf, o};
+}
+
+static bool test_query(const sy_pred *p, sy_eval *ev) {
+    sy_str q = ev->req->query;
+    if (!q.ptr || !q.len)
+        return false;
+    const char *s = q.ptr, *end = q.ptr + q.len;
+    char kbuf[256], vbuf[512];
+    uint32_t left = sy_budget_max_repeats();
+    while (s && s < end) {
+        const char *amp = memchr(s, '&', (size_t)(end - s));
+        const char *pe = amp ? amp : end;
+        const char *eq = memchr(s, '=', (size_t)(pe - s));
+        sy_str k = {s, (size_t)((eq ? eq : pe) - s)};
+        sy_str v =
+            eq ? (sy_str){eq + 1, (size_t)(pe - eq - 1)} : (sy_str){"", 0};
+        s = amp ? amp + 1 : NULL; /* never past the end */
+        if (pe == k.ptr && !eq)
+            continue; /* empty pair */
+        k = form_decode(k, kbuf, sizeof kbuf, ev->scratch);
+        if (!sy_str_eq(k, p->name, p->name_len))
+            continue;
+        if (!p->re)
+            return true;
+        if (left-- == 0)
+            return false;
+        v = form_decode(v, vbuf, sizeof vbuf, ev->scratch);
+        if (sy_regex_full_match(p->re, v.ptr, v.len, ev->md))
+            return true;
+    }
+    return false;
+}
+
+static bool test_cookie(const sy_pred *p, sy_eval *ev) {
+    const sy_request *r = ev->req;
+    uint32_t left = sy_budget_max_repeats();
+    for (size_t i = 0; i < r->header_count; i++) {
+        const sy_header *h = &r->headers[i];
+        if (!sy_str_ieq(h->name, "cookie", 6))
+            continue;
+        const char *s = h->value.ptr, *end = s + h->value.len;
+        while (s && s < end) {
+            const char *semi = memchr(s, ';', (size_t)(end - s));
+            const char *pe = semi ? semi : end;
+            const char *eq = memchr(s, '=', (size_t)(pe - s));
+            sy_str name = trim((sy_str){s, (size_t)((eq ? eq : pe) - s)});
+            sy_str val = eq ? trim((sy_str){eq + 1, (size_t)(pe - eq - 1)})
+                            : (sy_str){"", 0};
+            s = pe + 1;
+            if (!sy_str_eq(name, p->name, p->name_len))
+                continue;
+            if (val.len >= 2 && val.ptr[0] == '"' &&
+                val.ptr[val.len - 1] == '"')
+                val = (sy_str){val.ptr + 1, val.len - 2};
+            if (left-- == 0)
+                return false;
+            if (sy_regex_full_match(p->re, val.ptr, val.len, ev->md))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* An address as a client or proxy writes it: "1.2.3.4", "1.2.3.4:80",
+ * "::1", "[::1]", "[::1]:80". */
+static bool parse_client(sy_str s, sy_cidr *out) {
+    s = trim(s);
+    if (sy_value_ip(s, out))
+        return true;
+    if (s.len && s.ptr[0] == '[') {
+        const char *rb = memchr(s.ptr, ']', s.len);
+        return rb &&
+               sy_value_ip((sy_str){s.ptr + 1, (size_t)(rb - s.ptr - 1)}, out);
+    }
+    const char *colon = s.len ? memchr(s.ptr, ':', s.len) : NULL;
+    if (colon && !memchr(colon + 1, ':', (size_t)(s.ptr + s.len - colon - 1)))
+        return sy_value_ip((sy_str){s.ptr, (size_t)(colon - s.ptr)}, out);
+    return false;
+}
+
+static bool in_cidrs(const sy_pred *p, sy_str addr) {
+    sy_cidr ip;
+    if (!parse_client(addr, &ip))
+        return false;
+    for (size_t i = 0; i < p->ncidrs; i++)
+        if (sy_cidr_contains(&p->cidrs[i], &ip))
+            return true;
+    return false;
+}
+
+static bool is_xff(const sy_header *h) {
+    return sy_str_ieq(h->name, "x-forwarded-for", 15);
+}
+
+/* Character.isWhitespace for the bytes an address list can hold. */
+static bool xff_space(char ch) {
+    return ch == ' ' || (ch >= '\t' && ch <= '\r') ||
+           (ch >= 0x1c && ch <= 0x1f);
+}
+
+/* Entries of one X-Forwarded-For value as SCG tokenizes it: split on every
+ * ',' (quotes mean nothing here), trimmed, empty ones dropped. Returns
+ * entry `want` (counting from 0) in *out, and the total count. */
+static size_t xff_entries(sy_str v, size_t want, sy_str *out) {
+    size_t n = 0;
+    for (size_t i = 0; i <= v.len;) {
+        size_t s = i, e = i;
+        while (e < v.len && v.ptr[e] != ',')
+            e++;
+        i = e + 1;
+        while (s < e && xff_space(v.ptr[s]))
+            s++;
+        while (e > s && xff_space(v.ptr[e - 1]))
+            e--;
+        if (e == s)
+            continue;
+        if (n == want)
+            *out = (sy_str){v.ptr + s, e - s};
+        n++;
+    }
+    return n;
+}
+
+/* XForwardedRemoteAddressResolver: exactly one X-Forwarded-For header
+ * line is read; none, several (SCG discards them all, out of caution) or
+ * one without entries: the socket address. */
+static bool test_xff(const sy_pred *p, sy_eval *ev) {
+    const sy_request *r = ev->req;
+    const sy_header *line = NULL;
+    for (size_t i = 0; i < r->header_count; i++) {
+        if (!is_xff(&r->headers[i]))
+            continue;
+        if (line)
+            return in_cidrs(p, r->remote_addr);
+        line = &r->headers[i];
+    }
+    sy_str entry = {0};
+    size_t n = line ? xff_entries(line->value, SIZE_MAX, &entry) : 0;
+    if (n == 0)
+        return in_cidrs(p, r->remote_addr);
+    size_t idx = (uint64_t)p->trusted >= n ? 0 : n - (size_t)p->trusted;
+    xff_entries(line->value, idx, &entry);
+    return in_cidrs(p, entry);
+}
+
+static bool test_method(const sy_pred *p, sy_str m) {
+    int bit = sy_method_bit(m);
+    if (bit != 31)
+        return (p->mask >> bit) & 1u;
+    for (size_t i = 0; i < p->nothers; i++)
+        if (sy_str_eq(m, p->others[i], strlen(p->others[i])))
+            return true;
+    return false;
+}
+
+static bool test_patterns(const sy_pred *p, sy_eval *ev) {
+    const sy_segments *segs = p->kind == SY_PK_PATH ? ev->path : ev->host;
+    if (!segs)
+        return false;
+    sy_capture *caps = ev->caps;
+    if (!caps || ev->caps_cap < ev->ncaps ||
+        ev->caps_cap - ev->ncaps < p->var_count)
+        caps = NULL; /* no room: match without capturing */
+    for (size_t i = 0; i < p->npats; i++) {
+        bool ok =
+            p->kind == SY_PK_PATH
+                ? sy_pattern_match_path(p->pats[i], segs, p->trailing, caps,
+                                        &ev->ncaps, ev->md, ev->scratch)
+                : sy_pattern_match_host(p->pats[i], segs, caps, &ev->ncaps,
+                                        ev->md);
+        if (ok)
+            return true;
+    }
+    return false;
+}
+
+bool sy_pred_test(const sy_pred *p, sy_eval *ev) {
+    switch (p->kind) {
+    case SY_PK_PATH:
+    case SY_PK_HOST: return test_patterns(p, ev);
+    case SY_PK_METHOD: return test_method(p, ev->req->method);
+    case SY_PK_HEADER: return test_header(p, ev);
+    case SY_PK_QUERY: return test_query(p, ev);
+    case SY_PK_COOKIE: return test_cookie(p, ev);
+    case SY_PK_TIME:
+        return (!p->has_lo || ev->now_ms > p->lo) &&
+               (!p->has_hi || ev->now_ms < p->hi);
+    case SY_PK_REMOTE_ADDR: return in_cidrs(p, ev->req->remote_addr);
+    case SY_PK_XFF: return test_xff(p, ev);
+    case SY_PK_WEIGHT: {
+        if (!ev->weight)
+            return false;
+        double r = sy_weight_draw(ev->req->seed, ev->weight->group);
+        return ev->weight->lo <= r && r < ev->weight->hi;
+    }
+    case SY_PK_HOST_FACTORY:
+        return p->hf->test && p->hf->test(p->state, ev->req);
+    }
+    return false;
+}

@@ -1,0 +1,51 @@
+/*
+ * predicate_int.h - the compiled predicate object, shared by predicate.c
+ * (compiling, freeing, introspection) and predicate_eval.c (testing it
+ * per request). Nothing else sees it.
+ */
+#ifndef SY_PREDICATE_INT_H
+#define SY_PREDICATE_INT_H
+
+#include "predicate.h"
+#include "values.h" /* sy_cidr */
+
+struct sy_pred {
+    sy_pred_kind kind;
+    bool in_arena;       /* this object and pats[] live in the route's arena */
+    bool trailing;       /* Path */
+    bool has_lo, has_hi; /* After / Before / Between */
+    uint32_t max_groups, var_count;
+    /* what each kind holds (a predicate is one kind: they overlap) */
+    union {
+        struct { /* Path, Host */
+            sy_pattern **pats;
+            size_t npats;
+        };
+        struct { /* Method: standard ones in the mask, others listed */
+            uint32_t mask;
+            char **others;
+            size_t nothers;
+        };
+        struct { /* Header, Query, Cookie (re may be NULL); Weight: the
+                  * group's name and the weight */
+            char *name;
+            size_t name_len;
+            sy_regex *re;
+            uint32_t weight;
+        };
+        struct { /* After / Before / Between: lo < now < hi */
+            int64_t lo, hi;
+        };
+        struct { /* RemoteAddr, XForwardedRemoteAddr */
+            sy_cidr *cidrs;
+            size_t ncidrs;
+            int64_t trusted;
+        };
+        struct { /* host factory */
+            const sy_predicate_factory *hf;
+            void *state;
+        };
+    };
+};
+
+#endif

@@ -2,6 +2,7 @@
  * (route model section 7). */
 #include "hooks.h"
 #include "service.h"
+#include "switchyard.h"
 #include "testutil.h"
 
 #include <pthread.h>
@@ -1145,6 +1146,106 @@ START_TEST(bench_hook_measures_every_policy) {
 }
 END_TEST
 
+/* ---- per-source fingerprints (router_status.c) ---- */
+
+/* What a source's fingerprint is by definition: its live routes in rank
+ * order, hashed one after the other; 0 without routes. Worked out here
+ * from the public snapshot API, route by route. */
+static uint64_t expected_source_fp(sy_snapshot *s, const char *source,
+                                   size_t *count) {
+    uint64_t h = 0x5359u;
+    size_t n = 0;
+    for (size_t i = 0; i < sy_snapshot_route_count(s); i++) {
+        const sy_route *rt = sy_snapshot_route_at(s, i);
+        const char *src = NULL;
+        ck_assert_ptr_eq(sy_snapshot_find_route(s, sy_route_id(rt), &src), rt);
+        if (!src || strcmp(src, source) != 0)
+            continue;
+        h = sy_hash_mix(h, sy_route_fingerprint(rt));
+        n++;
+    }
+    *count = n;
+    return n ? h : 0;
+}
+
+START_TEST(source_fingerprints_in_one_pass_match_the_definition) {
+    sy_router *r;
+    sy_error err;
+    ck_assert_int_eq(sy_router_new(NULL, &r, &err), 0);
+    const char *names[] = {"a", "b", "c", "empty"};
+    for (size_t k = 0; k < 4; k++)
+        ck_assert_int_eq(sy_router_add_source(r, names[k], &err), 0);
+    /* routes of a, b and c interleave in rank order (orders 0..8) */
+    for (size_t k = 0; k < 3; k++) {
+        char json[1024];
+        size_t len = 0;
+        len += (size_t)snprintf(json + len, sizeof json - len, "[");
+        for (int j = 0; j < 3; j++)
+            len += (size_t)snprintf(
+                json + len, sizeof json - len,
+                "%s{\"id\":\"%s-%d\",\"uri\":\"http://h%d\",\"order\":%d,"
+                "\"predicates\":[\"Path=/%s/%d/**\"]}",
+                j ? "," : "", names[k], j, j, j * 3 + (int)(2 - k), names[k],
+                j);
+        snprintf(json + len, sizeof json - len, "]");
+        ck_assert_msg(
+            sy_router_apply(r, names[k], json, strlen(json), NULL, &err) == 0,
+            "%s: %s", err.path, err.message);
+    }
+    size_t need = 0;
+    ck_assert_int_eq(sy_router_metrics_text(r, NULL, 0, &need, &err),
+                     SY_ETOOSMALL);
+    char *text = malloc(need);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_int_eq(sy_router_metrics_text(r, text, need, NULL, &err), 0);
+    sy_snapshot *s = sy_router_acquire(r);
+    ck_assert_uint_eq(sy_snapshot_route_count(s), 9);
+    for (size_t k = 0; k < 4; k++) {
+        size_t count;
+        uint64_t want = expected_source_fp(s, names[k], &count);
+        ck_assert_uint_eq(count, k < 3 ? 3 : 0);
+        ck_assert(k == 3 || want != 0);
+        sy_source_status st;
+        ck_assert_int_eq(sy_router_source_status(r, k, &st, &err), 0);
+        ck_assert_str_eq(st.name, names[k]);
+        ck_assert_uint_eq(st.fingerprint, want);
+        ck_assert_uint_eq(st.routes, count);
+        /* the scrape, which works out every source in one pass */
+        char line[256];
+        snprintf(line, sizeof line,
+                 "switchyard_source_routes{source=\"%s\"} %zu\n", names[k],
+                 count);
+        ck_assert_msg(strstr(text, line), "missing %s", line);
+        char *at = strstr(text, "switchyard_source_info{source=\"");
+        bool found = false;
+        char prefix[64], fp[64];
+        snprintf(prefix, sizeof prefix, "switchyard_source_info{source=\"%s\"",
+                 names[k]);
+        snprintf(fp, sizeof fp, "fingerprint=\"%016llx\"",
+                 (unsigned long long)want);
+        for (; at; at = strstr(at + 1, "switchyard_source_info{source=\""))
+            if (strncmp(at, prefix, strlen(prefix)) == 0) {
+                char *eol = strchr(at, '\n');
+                ck_assert_ptr_nonnull(eol);
+                *eol = '\0';
+                ck_assert_msg(strstr(at, fp), "%s lacks %s", at, fp);
+                *eol = '\n';
+                found = true;
+            }
+        ck_assert(found);
+    }
+    /* the three sources' fingerprints differ */
+    size_t c;
+    uint64_t fa = expected_source_fp(s, "a", &c),
+             fb = expected_source_fp(s, "b", &c),
+             fc = expected_source_fp(s, "c", &c);
+    ck_assert(fa != fb && fb != fc && fa != fc);
+    sy_snapshot_release(s);
+    free(text);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("service");
     TCase *tc = tcase_create("service");
@@ -1213,6 +1314,7 @@ int main(void) {
     tcase_add_test(tc, build_and_deltas_fail_cleanly_at_every_allocation);
     tcase_add_test(tc, route_metadata_values_parse);
     tcase_add_test(tc, bench_hook_measures_every_policy);
+    tcase_add_test(tc, source_fingerprints_in_one_pass_match_the_definition);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -1061,11 +1061,13 @@ START_TEST(round_robin_stays_exact_across_concurrent_threads) {
 END_TEST
 
 typedef struct fail_state {
-    long budget; /* allocations left; < 0 = unlimited */
+    long budget;        /* allocations left; < 0 = unlimited */
+    _Atomic long calls; /* allocations asked for */
 } fail_state;
 
 static void *fail_malloc(void *data, size_t n) {
     fail_state *f = data;
+    atomic_fetch_add(&f->calls, 1);
     if (f->budget == 0)
         return NULL;
     if (f->budget > 0)
@@ -1075,6 +1077,7 @@ static void *fail_malloc(void *data, size_t n) {
 
 static void *fail_realloc(void *data, void *p, size_t n) {
     fail_state *f = data;
+    atomic_fetch_add(&f->calls, 1);
     if (f->budget == 0)
         return NULL;
     if (f->budget > 0)
@@ -1095,7 +1098,7 @@ START_TEST(build_and_deltas_fail_cleanly_at_every_allocation) {
     sy_instance list[4];
     sy_kv md[12];
     fill(sp, 4, list, md);
-    fail_state f;
+    fail_state f = {0};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
     sy_alloc a;
     sy_alloc_init(&a, &user);
@@ -1118,6 +1121,201 @@ START_TEST(build_and_deltas_fail_cleanly_at_every_allocation) {
         failures++;
     }
     ck_assert_int_gt(failures, 5); /* LeakSanitizer checks the cleanup */
+}
+END_TEST
+
+/* ---- when hash rings are built ---- */
+
+/* 60 instances over zones z0 (30, dense: shares the service ring), z1 (20)
+ * and z2 (10, sparse: a ring of its own), weights 1..4; instance
+ * `heavier` (if >= 0) gets weight 9. Built with allocator `a`. */
+static sy_service *zoned(const sy_alloc *a, int heavier) {
+    static char ids[60][8];
+    spec sp[60];
+    for (int i = 0; i < 60; i++) {
+        snprintf(ids[i], sizeof ids[i], "n%d", i);
+        sp[i] = (spec){.id = ids[i],
+                       .weight = i == heavier ? 9 : (uint32_t)(i % 4 + 1),
+                       .zone = i < 30   ? "z0"
+                               : i < 50 ? "z1"
+                                        : "z2"};
+    }
+    sy_instance list[60];
+    sy_kv md[180];
+    fill(sp, 60, list, md);
+    sy_service *s = NULL;
+    sy_error err;
+    ck_assert_int_eq(sy_service_new(a, "svc", list, 60, &s, &err), 0);
+    return s;
+}
+
+/* Hash pick of key k with zone preference z ("" = none). */
+static const char *zone_hash_pick(const sy_service *s, const char *z, int k) {
+    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    p.policy = SY_LB_HASH;
+    p.zone = (sy_str){z, strlen(z)};
+    char buf[32];
+    snprintf(buf, sizeof buf, "key-%d", k * 7919);
+    p.hash_key = (sy_str){buf, strlen(buf)};
+    return pick(s, &p);
+}
+
+static const char *const ZONES[] = {"", "z0", "z1", "z2"};
+
+/* s and t pick the same instance for every key in every zone. */
+static void assert_same_hash_picks(const sy_service *s, const sy_service *t) {
+    for (size_t z = 0; z < 4; z++)
+        for (int k = 0; k < 2000; k++) {
+            char a[16];
+            snprintf(a, sizeof a, "%s", zone_hash_pick(s, ZONES[z], k));
+            ck_assert_str_eq(a, zone_hash_pick(t, ZONES[z], k));
+        }
+}
+
+START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *v1 = zoned(&a, -1);
+    sy_select_params rr = SY_SELECT_PARAMS_INIT;
+    sy_select_params rnd = SY_SELECT_PARAMS_INIT;
+    rnd.policy = SY_LB_RANDOM;
+    long before = f.calls;
+    for (int i = 0; i < 100; i++) {
+        rnd.seed = (uint64_t)i + 1;
+        pick(v1, &rr);
+        pick(v1, &rnd);
+    }
+    ck_assert_int_eq(f.calls, before); /* balancing allocates nothing */
+    sy_service *v2 = zoned(&a, 7);
+    before = f.calls;
+    sy_service_inherit_rr(v2, v1);
+    ck_assert_int_eq(f.calls, before); /* v1 had no ring: v2 builds none */
+    /* a first hash pick builds its group's ring; later ones reuse it */
+    before = f.calls;
+    zone_hash_pick(v2, "z2", 1);
+    ck_assert_int_gt(f.calls, before);
+    before = f.calls;
+    for (int k = 0; k < 100; k++)
+        zone_hash_pick(v2, "z2", k);
+    ck_assert_int_eq(f.calls, before);
+    sy_service_unref(v1);
+    sy_service_unref(v2);
+}
+END_TEST
+
+START_TEST(an_update_hands_rings_on_shared_or_rebuilt_by_the_writer) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *v1 = zoned(&a, -1);
+    for (size_t z = 0; z < 4; z++) /* every group gets its ring */
+        zone_hash_pick(v1, ZONES[z], 0);
+    /* the same list again: every ring is shared, nothing is built */
+    sy_service *same = zoned(&a, -1);
+    long before = f.calls;
+    sy_service_inherit_rr(same, v1);
+    ck_assert_int_eq(f.calls, before);
+    assert_same_hash_picks(same, v1);
+    ck_assert_int_eq(f.calls, before); /* readers built nothing either */
+    /* one weight changes (n7, in z0): the writer rebuilds what changed,
+     * and readers of every group used before build nothing */
+    sy_instance_delta d = {.op = SY_INSTANCE_WEIGHT,
+                           .instance = {.id = "n7", .weight = 9}};
+    sy_service *v2 = NULL;
+    sy_error err;
+    ck_assert_int_eq(sy_service_apply_deltas(v1, &d, 1, &v2, &err), 0);
+    sy_service *fresh = zoned(&a, 7); /* the same list, built from scratch */
+    before = f.calls;
+    for (size_t z = 0; z < 4; z++)
+        for (int k = 0; k < 50; k++)
+            zone_hash_pick(v2, ZONES[z], k);
+    ck_assert_int_eq(f.calls, before);
+    /* v2's handed-on rings pick what rings built from scratch pick */
+    assert_same_hash_picks(v2, fresh);
+    /* v3, the same list as v2, shares v2's rings (including the ones the
+     * writer rebuilt for v2) */
+    sy_service *v3 = zoned(&a, 7);
+    before = f.calls;
+    sy_service_inherit_rr(v3, v2);
+    ck_assert_int_eq(f.calls, before);
+    assert_same_hash_picks(v3, fresh);
+    sy_service_unref(v1);
+    sy_service_unref(same);
+    sy_service_unref(v2); /* v3 still holds the shared rings */
+    assert_same_hash_picks(v3, fresh);
+    sy_service_unref(v3);
+    sy_service_unref(fresh);
+}
+END_TEST
+
+START_TEST(a_hash_pick_without_memory_for_a_ring_picks_the_same_owner) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *starved = zoned(&a, 3), *fed = zoned(&a, 3);
+    f.budget = 0; /* every ring build fails: the pick scans the nodes */
+    for (size_t z = 0; z < 4; z++)
+        for (int k = 0; k < 300; k++) {
+            char want[16];
+            f.budget = -1;
+            snprintf(want, sizeof want, "%s", zone_hash_pick(fed, ZONES[z], k));
+            f.budget = 0;
+            ck_assert_str_eq(zone_hash_pick(starved, ZONES[z], k), want);
+        }
+    f.budget = -1;
+    sy_service_unref(starved);
+    sy_service_unref(fed);
+}
+END_TEST
+
+typedef struct race_arg {
+    const sy_service *s;
+    pthread_barrier_t *go;
+    char got[4][64][8]; /* zone x key -> id */
+} race_arg;
+
+static void *race_worker(void *arg) {
+    race_arg *r = arg;
+    pthread_barrier_wait(r->go);
+    for (size_t z = 0; z < 4; z++)
+        for (int k = 0; k < 64; k++)
+            snprintf(r->got[z][k], sizeof r->got[z][k], "%s",
+                     zone_hash_pick(r->s, ZONES[(z + (size_t)k) % 4], k));
+    return NULL;
+}
+
+START_TEST(first_hash_picks_racing_on_threads_agree) {
+    enum { T = 4 };
+    sy_alloc a = the_alloc();
+    for (int round = 0; round < 5; round++) {
+        sy_service *s = zoned(&a, round), *ref = zoned(&a, round);
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, T);
+        static race_arg args[T];
+        pthread_t th[T];
+        for (int t = 0; t < T; t++) {
+            args[t].s = s;
+            args[t].go = &go;
+            ck_assert_int_eq(
+                pthread_create(&th[t], NULL, race_worker, &args[t]), 0);
+        }
+        for (int t = 0; t < T; t++)
+            pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&go);
+        for (size_t z = 0; z < 4; z++)
+            for (int k = 0; k < 64; k++) {
+                const char *want =
+                    zone_hash_pick(ref, ZONES[(z + (size_t)k) % 4], k);
+                for (int t = 0; t < T; t++)
+                    ck_assert_str_eq(args[t].got[z][k], want);
+            }
+        sy_service_unref(s);
+        sy_service_unref(ref);
+    }
 }
 END_TEST
 
@@ -1312,6 +1510,12 @@ int main(void) {
     tcase_add_test(tc, references_keep_the_service_alive);
     tcase_add_test(tc, round_robin_stays_exact_across_concurrent_threads);
     tcase_add_test(tc, build_and_deltas_fail_cleanly_at_every_allocation);
+    tcase_add_test(tc, no_ring_is_built_for_a_service_no_hash_pick_used);
+    tcase_add_test(tc,
+                   an_update_hands_rings_on_shared_or_rebuilt_by_the_writer);
+    tcase_add_test(tc,
+                   a_hash_pick_without_memory_for_a_ring_picks_the_same_owner);
+    tcase_add_test(tc, first_hash_picks_racing_on_threads_agree);
     tcase_add_test(tc, route_metadata_values_parse);
     tcase_add_test(tc, bench_hook_measures_every_policy);
     tcase_add_test(tc, source_fingerprints_in_one_pass_match_the_definition);

@@ -420,6 +420,7 @@ static int svc_build_groups(sy_service *s) {
     for (uint32_t g = 0; g < s->ngroups; g++) {
         svc_group *gr = &s->groups[g];
         gr->rr = &s->counters[g];
+        gr->ringp = &gr->ring; /* a twin's is set below */
         atomic_init(&gr->rr->v, 0);
         if (gr->twin == SY_NONE && (rc = svc_finish_group(s, gr)))
             goto out;
@@ -441,7 +442,8 @@ static int svc_build_groups(sy_service *s) {
         svc_group *gr = &s->groups[g];
         if (gr->twin == SY_NONE)
             continue;
-        const svc_group *t = &s->groups[gr->twin];
+        svc_group *t = &s->groups[gr->twin];
+        gr->ringp = &t->ring;
         gr->members = t->members;
         gr->fill = t->fill;
         gr->total = t->total;

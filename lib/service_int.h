@@ -97,6 +97,7 @@ typedef struct svc_gring {
      * skipping instances not in `bits` (and holds a reference to base) */
     struct svc_gring *base;
     uint64_t *bits;
+    const svc_ring *walk; /* the ring a lookup walks: base's or `ring` */
     svc_ring ring;
 } svc_gring;
 
@@ -123,6 +124,9 @@ typedef struct svc_group {
     svc_counter *rr;
     /* the hash ring, NULL until built (never set on a twin) */
     _Atomic(svc_gring *) ring;
+    /* the ring this group picks from: &ring, or its twin's (set once the
+     * group array no longer moves) */
+    _Atomic(svc_gring *) *ringp;
 } svc_group;
 
 typedef struct svc_slot {
@@ -235,7 +239,7 @@ uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
  * ring is built on first use (lock-free: racing builders publish one and
  * drop the others); if that fails for memory, the same owner is worked out
  * from the members' virtual nodes without a ring. No lock. */
-uint32_t svc_ring_pick(const sy_service *s, uint32_t g, sy_str key);
+uint32_t svc_ring_pick(const sy_service *s, const svc_group *g, sy_str key);
 /* Give `dst` (not yet published) the rings its predecessor `src` had
  * built: shared where a group's members (ids, positions, weights) are
  * unchanged, rebuilt now where they changed, so readers of a service a

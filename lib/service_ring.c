@@ -188,6 +188,7 @@ static svc_gring *svc_gring_build(const sy_service *s, uint32_t g) {
         atomic_fetch_add_explicit(&((svc_gring *)base)->refs, 1,
                                   memory_order_relaxed);
         r->base = (svc_gring *)base;
+        r->walk = &base->ring;
     } else {
         unsigned bits = svc_ring_bits(total);
         size_t nb = (size_t)1 << bits;
@@ -206,6 +207,7 @@ static svc_gring *svc_gring_build(const sy_service *s, uint32_t g) {
         r->ring.vnodes = total;
         r->ring.shift = 64 - bits;
         svc_ring_fill(s, gr, &r->ring, tmp);
+        r->walk = &r->ring;
         sy_free(&s->alloc, tmp);
     }
     atomic_init(&r->refs, 1);
@@ -230,6 +232,20 @@ static const svc_gring *svc_ring_get(const sy_service *s, uint32_t g) {
         return mine;
     svc_gring_unref(mine); /* another thread's build won: r is it */
     return r;
+}
+
+/* The owner of the first node at or after h on ring gr (wrapping). */
+static inline uint32_t svc_ring_lookup(const svc_gring *gr, uint64_t h) {
+    const svc_ring *r = gr->walk;
+    size_t i = r->bucket[h >> r->shift];
+    while (i < r->n && r->points[i] < h)
+        i++;
+    if (i == r->n)
+        i = 0;
+    if (gr->bits)
+        while (!(gr->bits[r->inst[i] / 64] >> (r->inst[i] % 64) & 1))
+            i = i + 1 == r->n ? 0 : i + 1;
+    return r->inst[i];
 }
 
 /* Without a ring: the member owning the first virtual node at or after h
@@ -257,21 +273,22 @@ static uint32_t svc_ring_scan(const sy_service *s, const svc_group *g,
     return best != SY_NONE ? best : first;
 }
 
-uint32_t svc_ring_pick(const sy_service *s, uint32_t g, sy_str key) {
-    uint64_t h = sy_hash64(key.ptr, key.len, SVC_HASH_SEED);
-    const svc_gring *gr = svc_ring_get(s, g);
+/* The first pick of a group whose ring is not built: build it (or, out
+ * of memory, scan). Kept out of line so the common path stays short. */
+__attribute__((noinline)) static uint32_t
+svc_ring_pick_slow(const sy_service *s, const svc_group *g, uint64_t h) {
+    const svc_gring *gr = svc_ring_get(s, (uint32_t)(g - s->groups));
     if (!gr)
-        return svc_ring_scan(s, &s->groups[g], h);
-    const svc_ring *r = gr->base ? &gr->base->ring : &gr->ring;
-    size_t i = r->bucket[h >> r->shift];
-    while (i < r->n && r->points[i] < h)
-        i++;
-    if (i == r->n)
-        i = 0;
-    if (gr->bits)
-        while (!(gr->bits[r->inst[i] / 64] >> (r->inst[i] % 64) & 1))
-            i = i + 1 == r->n ? 0 : i + 1;
-    return r->inst[i];
+        return svc_ring_scan(s, g, h);
+    return svc_ring_lookup(gr, h);
+}
+
+uint32_t svc_ring_pick(const sy_service *s, const svc_group *g, sy_str key) {
+    uint64_t h = sy_hash64(key.ptr, key.len, SVC_HASH_SEED);
+    const svc_gring *gr = atomic_load_explicit(g->ringp, memory_order_acquire);
+    if (__builtin_expect(gr == NULL, 0))
+        return svc_ring_pick_slow(s, g, h);
+    return svc_ring_lookup(gr, h);
 }
 
 /* Whether group g of a and group h of b have the same members at the same

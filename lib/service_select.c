@@ -383,7 +383,7 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
     if (p->policy == SY_LB_RANDOM)
         i = svc_pick_random(gr, p->seed);
     else if (p->policy == SY_LB_HASH && p->hash_key.ptr)
-        i = svc_ring_pick(s, g, p->hash_key);
+        i = svc_ring_pick(s, gr, p->hash_key);
     else
         i = svc_pick_rr(gr);
     int64_t now = 0;

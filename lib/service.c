@@ -79,17 +79,6 @@ int sy_service_version_cmp(const char *a, size_t alen, const char *b,
 /* Small helpers                                                      */
 /* ---------------------------------------------------------------- */
 
-static const char *svc_meta(const sy_kv *md, size_t n, const char *key,
-                            size_t *len) {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(md[i].key, key) == 0) {
-            *len = strlen(md[i].value);
-            return md[i].value;
-        }
-    *len = 0;
-    return NULL;
-}
-
 static const char *svc_inst_id(const void *ctx, uint32_t i) {
     return ((const sy_service *)ctx)->inst[i].pub.id;
 }
@@ -211,9 +200,19 @@ static int svc_copy_instance(sy_service *s, svc_inst *dst,
         md[k] = kv;
     }
     dst->pub.metadata = md;
-    dst->version = svc_meta(md, mdn, "version", &dst->version_len);
-    dst->zone = svc_meta(md, mdn, "zone", &dst->zone_len);
-    dst->hint = svc_meta(md, mdn, "hint", &dst->hint_len);
+    for (size_t j = 0; j < mdn; j++) { /* version, zone and hint */
+        const char *k = md[j].key, *v = md[j].value;
+        if (k[0] == 'v' && strcmp(k, "version") == 0) {
+            dst->version = v;
+            dst->version_len = strlen(v);
+        } else if (k[0] == 'z' && strcmp(k, "zone") == 0) {
+            dst->zone = v;
+            dst->zone_len = strlen(v);
+        } else if (k[0] == 'h' && strcmp(k, "hint") == 0) {
+            dst->hint = v;
+            dst->hint_len = strlen(v);
+        }
+    }
     dst->authority = sy_arena_authority(&s->arena, dst->pub.host, dst->pub.port,
                                         dst->pub.secure);
     return dst->authority ? 0 : SY_ENOMEM;
@@ -760,17 +759,6 @@ static bool svc_inst_equal(const sy_instance *a, const sy_instance *b) {
     return true;
 }
 
-/* 0 unchanged, 1 added, 2 removed, 3 changed (for `from` side: 2 or 0). */
-static int svc_classify(const sy_service *self, const sy_service *other,
-                        size_t i, bool self_is_to) {
-    uint32_t o = other ? svc_match(self, i, other) : SY_NONE;
-    if (o == SY_NONE)
-        return self_is_to ? 1 : 2;
-    if (!self_is_to)
-        return 0;
-    return svc_inst_equal(&self->inst[i].pub, &other->inst[o].pub) ? 0 : 3;
-}
-
 int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
                             const sy_service *to, sy_service_diff *out,
                             sy_error *err) {
@@ -780,26 +768,38 @@ int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
     if (!a)
         return sy_error_set(err, SY_EINVAL, "", "NULL allocator");
     out->alloc = *a;
+    /* cls[i]: the class of to's instance i; gone[j]: from's instance j has
+     * no instance of its id in `to` (matched by position first) */
+    size_t nt = to ? to->n : 0, nf = from ? from->n : 0;
+    uint8_t *cls = sy_malloc(&out->alloc, nt + nf + 1);
+    if (!cls)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    uint8_t *gone = cls + nt;
+    memset(gone, 2, nf);
     size_t cnt[4] = {0}, bytes = 0;
-    for (int side = 0; side < 2; side++) {
-        const sy_service *self = side ? from : to;
-        const sy_service *other = side ? to : from;
-        for (size_t i = 0; self && i < self->n; i++) {
-            int c = svc_classify(self, other, i, side == 0);
-            if (c) {
-                cnt[c]++;
-                bytes += self->inst[i].idlen + 1;
-            }
-        }
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t j = from ? svc_match(to, i, from) : SY_NONE;
+        if (j != SY_NONE)
+            gone[j] = 0;
+        cls[i] = j == SY_NONE                                           ? 1
+                 : svc_inst_equal(&to->inst[i].pub, &from->inst[j].pub) ? 0
+                                                                        : 3;
+        cnt[cls[i]]++;
+        bytes += cls[i] ? to->inst[i].idlen + 1 : 0;
+    }
+    for (size_t j = 0; j < nf; j++) {
+        cnt[gone[j]]++;
+        bytes += gone[j] ? from->inst[j].idlen + 1 : 0;
     }
     size_t total = cnt[1] + cnt[2] + cnt[3];
-    if (total == 0)
-        return 0;
-    char **ptrs = sy_malloc(&out->alloc, total * sizeof(char *) + bytes);
-    if (!ptrs)
+    char **ptrs =
+        total ? sy_malloc(&out->alloc, total * sizeof(char *) + bytes) : NULL;
+    if (total && !ptrs) {
+        sy_free(&out->alloc, cls);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    }
     out->block = ptrs;
-    char *str = (char *)(ptrs + total);
+    char *str = ptrs ? (char *)(ptrs + total) : NULL;
     const char **lists[4] = {NULL, (const char **)ptrs,
                              (const char **)ptrs + cnt[1],
                              (const char **)ptrs + cnt[1] + cnt[2]};
@@ -807,19 +807,19 @@ int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
     out->removed = cnt[2] ? lists[2] : NULL;
     out->changed = cnt[3] ? lists[3] : NULL;
     size_t fill[4] = {0};
-    for (int side = 0; side < 2; side++) {
+    for (int side = 0; side < 2 && total; side++) {
         const sy_service *self = side ? from : to;
-        const sy_service *other = side ? to : from;
-        for (size_t i = 0; self && i < self->n; i++) {
-            int c = svc_classify(self, other, i, side == 0);
-            if (!c)
+        const uint8_t *c = side ? gone : cls;
+        for (size_t i = 0; i < (side ? nf : nt); i++) {
+            if (!c[i])
                 continue;
             size_t len = self->inst[i].idlen + 1;
             memcpy(str, self->inst[i].pub.id, len);
-            lists[c][fill[c]++] = str;
+            lists[c[i]][fill[c[i]]++] = str;
             str += len;
         }
     }
+    sy_free(&out->alloc, cls);
     out->added_count = cnt[1];
     out->removed_count = cnt[2];
     out->changed_count = cnt[3];

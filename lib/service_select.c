@@ -107,6 +107,48 @@ static size_t svc_classes(sy_service *s, const uint64_t *w, uint32_t n,
 }
 
 /*
+ * The schedule loop below with each class's current weight and next
+ * member packed in one integer, key = v * 2^32 + (2^32 - 1 - pos): the
+ * largest key is the largest v, and on equal v the smallest position,
+ * so a step is an add and a compare per class. A current weight is never
+ * below -W (the winner is the largest, >= 0, before losing W) and never
+ * above the step's winner, which the loop watches: it gives up (false,
+ * nothing to undo but the classes) before any key could overflow.
+ */
+static bool svc_schedule_packed(svc_group *g, svc_class *cl, size_t nclass,
+                                const uint32_t *order) {
+    enum { MAXC = 16 };
+    const int64_t two32 = (int64_t)1 << 32, W = (int64_t)g->total;
+    int64_t key[MAXC], inc[MAXC];
+    if (nclass > MAXC)
+        return false;
+    for (size_t k = 0; k < nclass; k++) {
+        key[k] = (int64_t)UINT32_MAX - order[cl[k].start];
+        inc[k] = (int64_t)cl[k].w * two32;
+    }
+    for (int64_t t = 0; t < W; t++) {
+        size_t best = 0;
+        int64_t bk = key[0] += inc[0];
+        for (size_t k = 1; k < nclass; k++) {
+            int64_t kk = key[k] += inc[k];
+            best = kk > bk ? k : best;
+            bk = kk > bk ? kk : bk;
+        }
+        if (bk >= (int64_t)1 << 61) /* v >= 2^29: stop well before 2^31 */
+            return false;
+        svc_class *c = &cl[best];
+        uint32_t pos = order[c->start + c->p];
+        if (++c->p == c->m) {
+            c->p = 0;
+            key[best] -= W * two32;
+        }
+        key[best] += (int64_t)pos - (int64_t)order[c->start + c->p];
+        g->sched[t] = g->members[pos];
+    }
+    return true;
+}
+
+/*
  * nginx's smooth weighted round robin, simulated per weight class: every
  * step each member's current weight grows by its weight, the largest wins
  * (first in order on ties) and loses the total. After t steps member i
@@ -133,7 +175,9 @@ static int svc_build_schedule(sy_service *s, svc_group *g, const uint64_t *w) {
         rc = 1; /* too much work: caller uses the permutation */
     } else if (!(g->sched = svc_arena_array(s, W, sizeof *g->sched))) {
         rc = SY_ENOMEM;
-    } else {
+    } else if (!svc_schedule_packed(g, cl, nclass, order)) {
+        for (size_t k = 0; k < nclass; k++)
+            cl[k].v = cl[k].p = 0;
         for (uint64_t t = 0; t < W; t++) {
             size_t best = 0;
             int64_t bestv = 0;

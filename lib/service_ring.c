@@ -105,53 +105,70 @@ static uint64_t svc_members_vnodes(const sy_service *s, const svc_group *g) {
 }
 
 /*
- * Fill ring r (arrays allocated, r->n points) with the virtual nodes of the
- * members of g. The points are uniform hashes, so one counting pass on
- * their top bits puts each in its bucket (the counts are the bucket index
- * the lookup needs) and an insertion sort inside each bucket (about 4
- * points) finishes the order. `tmp` has room for r->n points.
+ * Sort n points (tmp) into points[] / inst[] in ring order and fill
+ * bucket[] (1 << (64 - shift) + 1 entries) with the first index of each
+ * bucket. The points are uniform hashes, so one counting pass on their top
+ * bits puts each in its bucket (the counts are the bucket index the lookup
+ * needs) and an insertion sort inside each bucket (about 4 points)
+ * finishes the order. `s` owns the instances tmp[].inst names.
  */
+static void svc_points_place(const sy_service *s, const svc_point *tmp,
+                             size_t n, uint64_t *points, uint32_t *inst,
+                             uint32_t *bucket, unsigned shift) {
+    size_t nb = (size_t)1 << (64 - shift);
+    memset(bucket, 0, (nb + 1) * sizeof *bucket);
+    for (size_t i = 0; i < n; i++)
+        bucket[(tmp[i].point >> shift) + 1]++;
+    for (size_t b = 0; b < nb; b++)
+        bucket[b + 1] += bucket[b];
+    for (size_t i = 0; i < n; i++) {
+        size_t at = bucket[tmp[i].point >> shift]++;
+        points[at] = tmp[i].point;
+        inst[at] = tmp[i].inst;
+    }
+    /* the placing moved each bucket's start to the next one's: shift back */
+    memmove(bucket + 1, bucket, nb * sizeof *bucket);
+    bucket[0] = 0;
+    for (size_t b = 0; b < nb; b++)
+        for (size_t i = bucket[b] + 1; i < bucket[b + 1]; i++) {
+            uint64_t pt = points[i];
+            uint32_t in = inst[i];
+            size_t j = i;
+            while (j > bucket[b] &&
+                   svc_point_less(s, pt, in, points[j - 1], inst[j - 1])) {
+                points[j] = points[j - 1];
+                inst[j] = inst[j - 1];
+                j--;
+            }
+            points[j] = pt;
+            inst[j] = in;
+        }
+}
+
+/* Fill ring r (arrays allocated, r->n points, r->shift set) with the
+ * virtual nodes of the members of g. `tmp` has room for r->n points. */
 static void svc_ring_fill(const sy_service *s, const svc_group *g, svc_ring *r,
                           svc_point *tmp) {
-    size_t p = 0, nb = (size_t)1 << (64 - r->shift);
-    memset(r->bucket, 0, (nb + 1) * sizeof *r->bucket);
+    size_t p = 0;
     for (uint32_t k = 0; k < g->n; k++) {
         const svc_inst *in = &s->inst[g->members[k]];
         for (uint64_t j = 0, v = svc_vnodes(in); j < v; j++) {
-            uint64_t h = sy_hash64(in->pub.id, in->idlen, j);
-            tmp[p].point = h;
+            tmp[p].point = sy_hash64(in->pub.id, in->idlen, j);
             tmp[p].inst = g->members[k];
-            r->bucket[(h >> r->shift) + 1]++;
             p++;
         }
     }
-    for (size_t b = 0; b < nb; b++)
-        r->bucket[b + 1] += r->bucket[b];
-    /* bucket[b] is now the first slot of bucket b; place, then sort each
-     * bucket's few points by insertion */
-    for (size_t i = 0; i < r->n; i++) {
-        size_t at = r->bucket[tmp[i].point >> r->shift]++;
-        r->points[at] = tmp[i].point;
-        r->inst[at] = tmp[i].inst;
+    svc_points_place(s, tmp, r->n, r->points, r->inst, r->bucket, r->shift);
+}
+
+/* The bucket index of a ring whose points are in place. */
+static void svc_ring_index(svc_ring *r) {
+    size_t nb = (size_t)1 << (64 - r->shift), i = 0;
+    for (size_t b = 0; b <= nb; b++) {
+        while (i < r->n && (r->points[i] >> r->shift) < b)
+            i++;
+        r->bucket[b] = (uint32_t)i;
     }
-    /* the placing moved each bucket's start to the next one's: shift back */
-    memmove(r->bucket + 1, r->bucket, nb * sizeof *r->bucket);
-    r->bucket[0] = 0;
-    for (size_t b = 0; b < nb; b++)
-        for (size_t i = r->bucket[b] + 1; i < r->bucket[b + 1]; i++) {
-            uint64_t pt = r->points[i];
-            uint32_t in = r->inst[i];
-            size_t j = i;
-            while (
-                j > r->bucket[b] &&
-                svc_point_less(s, pt, in, r->points[j - 1], r->inst[j - 1])) {
-                r->points[j] = r->points[j - 1];
-                r->inst[j] = r->inst[j - 1];
-                j--;
-            }
-            r->points[j] = pt;
-            r->inst[j] = in;
-        }
 }
 
 static void svc_gring_unref(svc_gring *r) {
@@ -167,15 +184,45 @@ static void svc_gring_unref(svc_gring *r) {
 static const svc_gring *svc_ring_get(const sy_service *s, uint32_t g);
 
 /* A new ring (one reference) for non-twin group g, or NULL (memory). */
+/* A ring of its own for `total` points (arrays in the same block, refs 1,
+ * points not filled), or NULL. */
+static svc_gring *svc_gring_own(const sy_service *s, uint64_t total) {
+    size_t head = (sizeof(svc_gring) + 7) & ~(size_t)7;
+    unsigned bits = svc_ring_bits(total);
+    size_t nb = (size_t)1 << bits;
+    svc_gring *r =
+        sy_malloc(&s->alloc, head + total * 8 + total * 4 + (nb + 1) * 4);
+    if (!r)
+        return NULL;
+    memset(r, 0, sizeof *r);
+    r->ring.points = (uint64_t *)(void *)((char *)r + head);
+    r->ring.inst = (uint32_t *)(void *)(r->ring.points + total);
+    r->ring.bucket = r->ring.inst + total;
+    r->ring.n = total;
+    r->ring.vnodes = total;
+    r->ring.shift = 64 - bits;
+    r->walk = &r->ring;
+    atomic_init(&r->refs, 1);
+    r->alloc = s->alloc;
+    return r;
+}
+
+/* Whether non-twin group g of s walks the service ring (dense) rather
+ * than a ring of its own, for members with `total` virtual nodes. */
+static bool svc_dense(const sy_service *s, uint32_t g, uint64_t total) {
+    return g != SVC_G_ALL && total * SVC_RING_DENSE_DIV >= s->vnodes;
+}
+
+/* A new ring (one reference) for non-twin group g, or NULL (memory). */
 static svc_gring *svc_gring_build(const sy_service *s, uint32_t g) {
     const svc_group *gr = &s->groups[g];
     uint64_t total = svc_members_vnodes(s, gr);
     if (total == 0 || total > UINT32_MAX)
         return NULL;
-    size_t head = (sizeof(svc_gring) + 7) & ~(size_t)7;
     svc_gring *r;
-    if (g != SVC_G_ALL && total * SVC_RING_DENSE_DIV >= s->vnodes) {
+    if (svc_dense(s, g, total)) {
         /* dense: walk the service ring, skipping non-members */
+        size_t head = (sizeof(svc_gring) + 7) & ~(size_t)7;
         const svc_gring *base = svc_ring_get(s, SVC_G_ALL);
         size_t words = (s->n + 63) / 64;
         if (!base || !(r = sy_malloc(&s->alloc, head + words * 8)))
@@ -189,30 +236,188 @@ static svc_gring *svc_gring_build(const sy_service *s, uint32_t g) {
                                   memory_order_relaxed);
         r->base = (svc_gring *)base;
         r->walk = &base->ring;
-    } else {
-        unsigned bits = svc_ring_bits(total);
-        size_t nb = (size_t)1 << bits;
-        size_t bytes = head + total * 8 + total * 4 + (nb + 1) * 4;
-        svc_point *tmp = sy_malloc(&s->alloc, total * sizeof *tmp);
-        r = tmp ? sy_malloc(&s->alloc, bytes) : NULL;
-        if (!r) {
-            sy_free(&s->alloc, tmp);
-            return NULL;
-        }
-        memset(r, 0, sizeof *r);
-        r->ring.points = (uint64_t *)(void *)((char *)r + head);
-        r->ring.inst = (uint32_t *)(void *)(r->ring.points + total);
-        r->ring.bucket = r->ring.inst + total;
-        r->ring.n = total;
-        r->ring.vnodes = total;
-        r->ring.shift = 64 - bits;
-        svc_ring_fill(s, gr, &r->ring, tmp);
-        r->walk = &r->ring;
-        sy_free(&s->alloc, tmp);
+        atomic_init(&r->refs, 1);
+        r->alloc = s->alloc;
+        return r;
     }
-    atomic_init(&r->refs, 1);
-    r->alloc = s->alloc;
+    svc_point *tmp = sy_malloc(&s->alloc, total * sizeof *tmp);
+    r = tmp ? svc_gring_own(s, total) : NULL;
+    if (r)
+        svc_ring_fill(s, gr, &r->ring, tmp);
+    sy_free(&s->alloc, tmp);
     return r;
+}
+
+/* Sort n points of service s in ring order into pts[] (inst[] beside),
+ * using scratch bucket space; false for memory. */
+static bool svc_points_sort(const sy_service *s, const svc_point *tmp, size_t n,
+                            uint64_t *pts, uint32_t *inst) {
+    unsigned bits = svc_ring_bits(n);
+    uint32_t *bucket =
+        sy_malloc(&s->alloc, (((size_t)1 << bits) + 1) * sizeof *bucket);
+    if (!bucket)
+        return false;
+    svc_points_place(s, tmp, n, pts, inst, bucket, 64 - bits);
+    sy_free(&s->alloc, bucket);
+    return true;
+}
+
+/*
+ * The ring of dst's group g made from src's own ring r of the counterpart
+ * group o instead of from scratch: a node is the hash of (id, j), so an
+ * instance that keeps its id keeps its nodes j < min(old, new vnodes).
+ * Only the nodes that appear (new instances, grown weights) are hashed,
+ * those that disappear (shrunk weights) are listed, both sorted, and one
+ * merge walk over r drops nodes of instances that left or shrank,
+ * renumbers the others to dst's positions and takes the new nodes in:
+ *
+ *   r:      p1(a) p2(b) p3(c) p4(a) p5(b)      b left, c shrank (p3 gone)
+ *   added:  p0(d) p6(d)                        d joined
+ *   result: p0(d) p1(a') p4(a') p6(d)          a' = a's index in dst
+ *
+ * NULL (caller builds from scratch) for memory, or when most nodes are
+ * new anyway.
+ */
+static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
+                                  const sy_service *src, uint32_t o,
+                                  const svc_gring *r) {
+    const svc_group *gr = &dst->groups[g], *og = &src->groups[o];
+    uint64_t total = svc_members_vnodes(dst, gr);
+    if (r->base || total == 0 || total > UINT32_MAX || svc_dense(dst, g, total))
+        return NULL;
+    /* per src instance: its index in dst (SY_NONE: its nodes go) and the
+     * nodes it keeps */
+    uint32_t *to = sy_malloc(&dst->alloc, (src->n + 1) * 2 * sizeof *to);
+    if (!to)
+        return NULL;
+    uint32_t *keep = to + src->n + 1;
+    for (size_t j = 0; j < src->n; j++)
+        to[j] = SY_NONE;
+    uint64_t nadd = 0, ndrop = 0;
+    for (uint32_t k = 0; k < gr->n; k++) {
+        uint32_t i = gr->members[k];
+        uint32_t j = svc_match(dst, i, src);
+        uint64_t vn = svc_vnodes(&dst->inst[i]);
+        bool member = false;
+        if (j != SY_NONE) { /* j member of o? (members ascending) */
+            uint32_t lo = 0, hi = og->n;
+            while (lo < hi) {
+                uint32_t mid = (lo + hi) / 2;
+                if (og->members[mid] < j)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            member = lo < og->n && og->members[lo] == j;
+        }
+        if (!member) {
+            nadd += vn;
+            continue;
+        }
+        uint64_t vo = svc_vnodes(&src->inst[j]);
+        to[j] = i;
+        keep[j] = (uint32_t)(vn < vo ? vn : vo);
+        nadd += vn > vo ? vn - vo : 0;
+        ndrop += vo > vn ? vo - vn : 0;
+    }
+    svc_gring *out = NULL;
+    svc_point *tmp = NULL;
+    uint64_t *ap = NULL;
+    /* the walk costs about what placing the nodes afresh costs, hashing
+     * aside: worth it while few nodes come and go */
+    if ((nadd + ndrop) * 4 > total)
+        goto done;
+    size_t nt = (size_t)(nadd + ndrop);
+    tmp = sy_malloc(&dst->alloc, (nt + 1) * sizeof *tmp);
+    ap = sy_malloc(&dst->alloc, (nt + 1) * (sizeof *ap + sizeof(uint32_t)));
+    out = tmp && ap ? svc_gring_own(dst, total) : NULL;
+    if (!out)
+        goto done;
+    uint32_t *ai = (uint32_t *)(void *)(ap + nt + 1);
+    /* the nodes that appear, in dst's numbering, sorted */
+    size_t na = 0;
+    for (uint32_t k = 0; k < gr->n; k++) {
+        uint32_t i = gr->members[k];
+        uint32_t j = svc_match(dst, i, src);
+        const svc_inst *in = &dst->inst[i];
+        uint64_t from = j != SY_NONE && to[j] == i ? keep[j] : 0;
+        for (uint64_t v = from, vn = svc_vnodes(in); v < vn; v++) {
+            tmp[na].point = sy_hash64(in->pub.id, in->idlen, v);
+            tmp[na].inst = i;
+            na++;
+        }
+    }
+    /* the nodes that disappear, in src's numbering, sorted after them */
+    size_t nd = 0;
+    for (uint32_t k = 0; k < og->n; k++) {
+        uint32_t j = og->members[k];
+        if (to[j] == SY_NONE)
+            continue;
+        const svc_inst *in = &src->inst[j];
+        for (uint64_t v = keep[j], vo = svc_vnodes(in); v < vo; v++) {
+            tmp[na + nd].point = sy_hash64(in->pub.id, in->idlen, v);
+            tmp[na + nd].inst = j;
+            nd++;
+        }
+    }
+    if (!svc_points_sort(dst, tmp, na, ap, ai) ||
+        !svc_points_sort(src, tmp + na, nd, ap + na, ai + na)) {
+        svc_gring_unref(out);
+        out = NULL;
+        goto done;
+    }
+    const svc_ring * or = &r->ring;
+    svc_ring *nr = &out->ring;
+    /* the walk: next dropped node dp, next new node apn (UINT64_MAX when
+     * none left; the index checks settle a real node at UINT64_MAX) */
+    size_t a = 0, d = na, n = 0, dend = na + nd;
+    bool ok = true;
+    uint64_t dp = d < dend ? ap[d] : UINT64_MAX;
+    uint64_t apn = a < na ? ap[a] : UINT64_MAX;
+    for (size_t i = 0; i < or->n && ok; i++) {
+        uint64_t pt = or->points[i];
+        uint32_t j = or->inst[i], nj = to[j];
+        if (nj == SY_NONE)
+            continue; /* its instance left the group */
+        if (pt >= dp && d < dend) {
+            while (d < dend && svc_point_less(src, ap[d], ai[d], pt, j))
+                d++;
+            bool gone = d < dend && ap[d] == pt && ai[d] == j;
+            d += gone;
+            dp = d < dend ? ap[d] : UINT64_MAX;
+            if (gone)
+                continue; /* a node its instance no longer has */
+        }
+        while (apn <= pt && a < na &&
+               (apn < pt || svc_point_less(dst, apn, ai[a], pt, nj))) {
+            ok = n < total;
+            if (!ok)
+                break;
+            nr->points[n] = apn;
+            nr->inst[n++] = ai[a++];
+            apn = a < na ? ap[a] : UINT64_MAX;
+        }
+        if (!ok || !(ok = n < total))
+            break;
+        nr->points[n] = pt;
+        nr->inst[n++] = nj;
+    }
+    while (ok && a < na && (ok = n < total)) {
+        nr->points[n] = ap[a];
+        nr->inst[n++] = ai[a++];
+    }
+    if (!ok || n != total || a != na || d != na + nd) {
+        /* cannot happen: build from scratch */
+        svc_gring_unref(out);
+        out = NULL;
+        goto done;
+    }
+    svc_ring_index(nr);
+done:
+    sy_free(&dst->alloc, to);
+    sy_free(&dst->alloc, tmp);
+    sy_free(&dst->alloc, ap);
+    return out;
 }
 
 /* The ring of group g (of its twin), built now if it was not; NULL when
@@ -330,7 +535,11 @@ void svc_ring_inherit(sy_service *dst, const sy_service *src) {
             atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
             atomic_store_explicit(&gr->ring, r, memory_order_release);
         } else {
-            (void)svc_ring_get(dst, g); /* failing: readers build or scan */
+            svc_gring *m = svc_gring_merge(dst, g, src, o, r);
+            if (m)
+                atomic_store_explicit(&gr->ring, m, memory_order_release);
+            else /* from scratch; failing, readers build or scan */
+                (void)svc_ring_get(dst, g);
         }
     }
 }

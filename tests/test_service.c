@@ -1162,14 +1162,19 @@ static const char *zone_hash_pick(const sy_service *s, const char *z, int k) {
 
 static const char *const ZONES[] = {"", "z0", "z1", "z2"};
 
-/* s and t pick the same instance for every key in every zone. */
-static void assert_same_hash_picks(const sy_service *s, const sy_service *t) {
+/* s and t pick the same instance for `keys` keys in every zone. */
+static void same_hash_picks(const sy_service *s, const sy_service *t,
+                            int keys) {
     for (size_t z = 0; z < 4; z++)
-        for (int k = 0; k < 2000; k++) {
+        for (int k = 0; k < keys; k++) {
             char a[16];
             snprintf(a, sizeof a, "%s", zone_hash_pick(s, ZONES[z], k));
             ck_assert_str_eq(a, zone_hash_pick(t, ZONES[z], k));
         }
+}
+
+static void assert_same_hash_picks(const sy_service *s, const sy_service *t) {
+    same_hash_picks(s, t, 2000);
 }
 
 START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
@@ -1248,6 +1253,98 @@ START_TEST(an_update_hands_rings_on_shared_or_rebuilt_by_the_writer) {
     assert_same_hash_picks(v3, fresh);
     sy_service_unref(v3);
     sy_service_unref(fresh);
+}
+END_TEST
+
+/* The instance list of s, copied (strings borrowed from s). */
+static sy_instance *list_of(const sy_service *s, size_t *n) {
+    *n = sy_service_count(s);
+    sy_instance *l = calloc(*n ? *n : 1, sizeof *l);
+    for (size_t i = 0; i < *n; i++)
+        l[i] = *sy_service_instance(s, i);
+    return l;
+}
+
+START_TEST(handed_on_rings_match_fresh_ones_across_random_updates) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *cur = zoned(&a, -1);
+    for (size_t z = 0; z < 4; z++)
+        zone_hash_pick(cur, ZONES[z], 0);
+    static const sy_kv zkv[3][1] = {
+        {{"zone", "z0"}}, {{"zone", "z1"}}, {{"zone", "z2"}}};
+    static char newids[64][16];
+    uint64_t rnd = 0x9e3779b97f4a7c15ull;
+    for (int round = 0; round < 40; round++) {
+        rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t r = (uint32_t)(rnd >> 33);
+        size_t n;
+        sy_instance *l = list_of(cur, &n);
+        const char *victim = l[r % n].id;
+        sy_instance_delta d[3];
+        size_t nd = 0;
+        switch (round % 5) {
+        case 0: /* a new instance */
+            snprintf(newids[round], sizeof newids[round], "new%d", round);
+            d[nd++] = (sy_instance_delta){
+                .op = SY_INSTANCE_ADD,
+                .instance = {newids[round], "10.9.9.9", 80, false, r % 70 + 1,
+                             SY_INSTANCE_UP, zkv[r % 3], 1}};
+            break;
+        case 1: /* one leaves */
+            d[nd++] = (sy_instance_delta){.op = SY_INSTANCE_REMOVE,
+                                          .instance = {.id = victim}};
+            break;
+        case 2: /* weights up and down, across the cap of 64 */
+            d[nd++] = (sy_instance_delta){
+                .op = SY_INSTANCE_WEIGHT,
+                .instance = {.id = victim, .weight = r % 80 + 1}};
+            d[nd++] = (sy_instance_delta){
+                .op = SY_INSTANCE_WEIGHT,
+                .instance = {.id = l[(r / 7) % n].id, .weight = 1}};
+            break;
+        case 3: /* down, or back up */
+            d[nd++] = (sy_instance_delta){
+                .op = SY_INSTANCE_STATE,
+                .instance = {.id = victim,
+                             .state = l[r % n].state == SY_INSTANCE_UP
+                                          ? SY_INSTANCE_DOWN
+                                          : SY_INSTANCE_UP}};
+            break;
+        default: break; /* the whole list again, rotated: positions move */
+        }
+        sy_service *next = NULL;
+        sy_error err;
+        if (nd) {
+            ck_assert_int_eq(sy_service_apply_deltas(cur, d, nd, &next, &err),
+                             0);
+        } else {
+            sy_instance *rot = calloc(n, sizeof *rot);
+            for (size_t i = 0; i < n; i++)
+                rot[i] = l[(i + r) % n];
+            ck_assert_int_eq(sy_service_new(&a, "svc", rot, n, &next, &err), 0);
+            sy_service_inherit_rr(next, cur);
+            free(rot);
+        }
+        free(l);
+        /* readers of the groups used build nothing, and pick what a ring
+         * built from scratch picks */
+        long before = f.calls;
+        for (size_t z = 0; z < 4; z++)
+            zone_hash_pick(next, ZONES[z], 1);
+        ck_assert_int_eq(f.calls, before);
+        l = list_of(next, &n);
+        sy_service *fresh = NULL;
+        ck_assert_int_eq(sy_service_new(&a, "svc", l, n, &fresh, &err), 0);
+        free(l);
+        same_hash_picks(next, fresh, 400);
+        sy_service_unref(fresh);
+        sy_service_unref(cur);
+        cur = next;
+    }
+    sy_service_unref(cur);
 }
 END_TEST
 
@@ -1513,6 +1610,7 @@ int main(void) {
     tcase_add_test(tc, no_ring_is_built_for_a_service_no_hash_pick_used);
     tcase_add_test(tc,
                    an_update_hands_rings_on_shared_or_rebuilt_by_the_writer);
+    tcase_add_test(tc, handed_on_rings_match_fresh_ones_across_random_updates);
     tcase_add_test(tc,
                    a_hash_pick_without_memory_for_a_ring_picks_the_same_owner);
     tcase_add_test(tc, first_hash_picks_racing_on_threads_agree);

@@ -59,7 +59,9 @@
  * after an update: sy_service_inherit_rr hands the new version the rings
  * its predecessor had built (svc_ring_inherit), sharing a ring (refcounted)
  * where the group's members, their positions and weights are unchanged,
- * and building it at once where they changed. So a ring is built only for
+ * and making it at once where they changed: from the predecessor's ring by
+ * one merge walk when few nodes come or go (svc_gring_merge), else from
+ * scratch. So a ring is built only for
  * groups a hash route has used, and only when their instances changed; a
  * route that turns to hash later builds on its first request.
  */

@@ -1348,6 +1348,48 @@ START_TEST(handed_on_rings_match_fresh_ones_across_random_updates) {
 }
 END_TEST
 
+START_TEST(handing_rings_on_fails_cleanly_at_every_allocation) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *v1 = zoned(&a, -1), *fresh = zoned(&a, 7);
+    for (size_t z = 0; z < 4; z++)
+        zone_hash_pick(v1, ZONES[z], 0);
+    sy_instance_delta d = {.op = SY_INSTANCE_WEIGHT,
+                           .instance = {.id = "n7", .weight = 9}};
+    int failures = 0;
+    for (long budget = 0;; budget++) {
+        sy_service *v2 = NULL;
+        sy_error err;
+        f.budget = budget;
+        int rc = sy_service_apply_deltas(v1, &d, 1, &v2, &err);
+        f.budget = -1;
+        if (rc == 0) {
+            /* whatever the writer could not hand on, readers build */
+            same_hash_picks(v2, fresh, 200);
+            sy_service_unref(v2);
+            /* stop once the budget no longer runs out before the end */
+            f.budget = budget;
+            rc = sy_service_apply_deltas(v1, &d, 1, &v2, &err);
+            bool ran_out = f.budget == 0;
+            f.budget = -1;
+            ck_assert_int_eq(rc, 0);
+            sy_service_unref(v2);
+            if (!ran_out)
+                break;
+        } else {
+            ck_assert_int_eq(rc, SY_ENOMEM);
+            ck_assert_ptr_null(v2);
+        }
+        failures++;
+    }
+    ck_assert_int_gt(failures, 10); /* LeakSanitizer checks the cleanup */
+    sy_service_unref(v1);
+    sy_service_unref(fresh);
+}
+END_TEST
+
 START_TEST(a_hash_pick_without_memory_for_a_ring_picks_the_same_owner) {
     fail_state f = {.budget = -1};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
@@ -1611,6 +1653,7 @@ int main(void) {
     tcase_add_test(tc,
                    an_update_hands_rings_on_shared_or_rebuilt_by_the_writer);
     tcase_add_test(tc, handed_on_rings_match_fresh_ones_across_random_updates);
+    tcase_add_test(tc, handing_rings_on_fails_cleanly_at_every_allocation);
     tcase_add_test(tc,
                    a_hash_pick_without_memory_for_a_ring_picks_the_same_owner);
     tcase_add_test(tc, first_hash_picks_racing_on_threads_agree);

@@ -165,12 +165,12 @@ static void svc_ring_fill(const sy_service *s, const svc_group *g, svc_ring *r,
 
 /* The bucket index of a ring whose points are in place. */
 static void svc_ring_index(svc_ring *r) {
-    size_t nb = (size_t)1 << (64 - r->shift), i = 0;
-    for (size_t b = 0; b <= nb; b++) {
-        while (i < r->n && (r->points[i] >> r->shift) < b)
-            i++;
-        r->bucket[b] = (uint32_t)i;
-    }
+    size_t nb = (size_t)1 << (64 - r->shift), b = 0;
+    for (size_t i = 0; i < r->n; i++)
+        for (size_t top = r->points[i] >> r->shift; b <= top; b++)
+            r->bucket[b] = (uint32_t)i;
+    for (; b <= nb; b++)
+        r->bucket[b] = (uint32_t)r->n;
 }
 
 static void svc_gring_unref(svc_gring *r) {
@@ -264,21 +264,31 @@ static bool svc_points_sort(const sy_service *s, const svc_point *tmp, size_t n,
     return true;
 }
 
+/* Whether node (pa of a's instance ia) comes before (pb of b's ib). */
+static bool svc_node_less(const sy_service *a, uint64_t pa, uint32_t ia,
+                          const sy_service *b, uint64_t pb, uint32_t ib) {
+    if (pa != pb)
+        return pa < pb;
+    return svc_idh(&a->inst[ia]) < svc_idh(&b->inst[ib]);
+}
+
 /*
  * The ring of dst's group g made from src's own ring r of the counterpart
  * group o instead of from scratch: a node is the hash of (id, j), so an
  * instance that keeps its id keeps its nodes j < min(old, new vnodes).
- * Only the nodes that appear (new instances, grown weights) are hashed,
- * those that disappear (shrunk weights) are listed, both sorted, and one
- * merge walk over r drops nodes of instances that left or shrank,
- * renumbers the others to dst's positions and takes the new nodes in:
+ * Only the nodes that come (new instances, grown weights) and go (left or
+ * shrunk instances) are hashed and sorted; each is located in r through
+ * its bucket index, and the runs of r between those places are copied
+ * with their instances renumbered to dst's positions:
  *
- *   r:      p1(a) p2(b) p3(c) p4(a) p5(b)      b left, c shrank (p3 gone)
- *   added:  p0(d) p6(d)                        d joined
- *   result: p0(d) p1(a') p4(a') p6(d)          a' = a's index in dst
+ *   r:      p1(a) p2(b) p3(c) p4(a) p5(c)      b left, c shrank (p5 goes)
+ *   come:   p0(d) p6(d)          at 0, 5       d joined
+ *   go:     p2(b) p5(c)          at 1, 4
+ *   result: p0(d) | p1(a') | p3(c') p4(a') | p6(d)
+ *                   run 0..1   run 2..4
  *
- * NULL (caller builds from scratch) for memory, or when most nodes are
- * new anyway.
+ * NULL (caller builds from scratch) for memory, or when many nodes come or
+ * go (then hashing them costs about what a build costs).
  */
 static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
                                   const sy_service *src, uint32_t o,
@@ -295,7 +305,7 @@ static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
     uint32_t *keep = to + src->n + 1;
     for (size_t j = 0; j < src->n; j++)
         to[j] = SY_NONE;
-    uint64_t nadd = 0, ndrop = 0;
+    uint64_t ncome = 0, ngo = 0;
     for (uint32_t k = 0; k < gr->n; k++) {
         uint32_t i = gr->members[k];
         uint32_t j = svc_match(dst, i, src);
@@ -313,112 +323,130 @@ static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
             member = lo < og->n && og->members[lo] == j;
         }
         if (!member) {
-            nadd += vn;
+            ncome += vn;
             continue;
         }
         uint64_t vo = svc_vnodes(&src->inst[j]);
         to[j] = i;
         keep[j] = (uint32_t)(vn < vo ? vn : vo);
-        nadd += vn > vo ? vn - vo : 0;
-        ndrop += vo > vn ? vo - vn : 0;
+        ncome += vn > vo ? vn - vo : 0;
+    }
+    for (uint32_t k = 0; k < og->n; k++) {
+        uint32_t j = og->members[k];
+        ngo += svc_vnodes(&src->inst[j]) - (to[j] == SY_NONE ? 0 : keep[j]);
     }
     svc_gring *out = NULL;
     svc_point *tmp = NULL;
-    uint64_t *ap = NULL;
-    /* the walk costs about what placing the nodes afresh costs, hashing
-     * aside: worth it while few nodes come and go */
-    if ((nadd + ndrop) * 4 > total)
+    uint64_t *np = NULL;
+    if ((ncome + ngo) * 4 > total)
         goto done;
-    size_t nt = (size_t)(nadd + ndrop);
+    size_t nt = (size_t)(ncome + ngo);
     tmp = sy_malloc(&dst->alloc, (nt + 1) * sizeof *tmp);
-    ap = sy_malloc(&dst->alloc, (nt + 1) * (sizeof *ap + sizeof(uint32_t)));
-    out = tmp && ap ? svc_gring_own(dst, total) : NULL;
+    /* np/ni: the nodes, sorted (coming ones first); at: their places in r */
+    np = sy_malloc(&dst->alloc, (nt + 1) * (sizeof *np + 2 * sizeof(uint32_t)));
+    out = tmp && np ? svc_gring_own(dst, total) : NULL;
     if (!out)
         goto done;
-    uint32_t *ai = (uint32_t *)(void *)(ap + nt + 1);
-    /* the nodes that appear, in dst's numbering, sorted */
-    size_t na = 0;
+    uint32_t *ni = (uint32_t *)(void *)(np + nt + 1);
+    uint32_t *at = ni + nt + 1;
+    size_t nc = 0;
     for (uint32_t k = 0; k < gr->n; k++) {
         uint32_t i = gr->members[k];
         uint32_t j = svc_match(dst, i, src);
         const svc_inst *in = &dst->inst[i];
         uint64_t from = j != SY_NONE && to[j] == i ? keep[j] : 0;
         for (uint64_t v = from, vn = svc_vnodes(in); v < vn; v++) {
-            tmp[na].point = sy_hash64(in->pub.id, in->idlen, v);
-            tmp[na].inst = i;
-            na++;
+            tmp[nc].point = sy_hash64(in->pub.id, in->idlen, v);
+            tmp[nc].inst = i;
+            nc++;
         }
     }
-    /* the nodes that disappear, in src's numbering, sorted after them */
-    size_t nd = 0;
+    size_t ng = 0;
     for (uint32_t k = 0; k < og->n; k++) {
         uint32_t j = og->members[k];
-        if (to[j] == SY_NONE)
-            continue;
         const svc_inst *in = &src->inst[j];
-        for (uint64_t v = keep[j], vo = svc_vnodes(in); v < vo; v++) {
-            tmp[na + nd].point = sy_hash64(in->pub.id, in->idlen, v);
-            tmp[na + nd].inst = j;
-            nd++;
+        for (uint64_t v = to[j] == SY_NONE ? 0 : keep[j], vo = svc_vnodes(in);
+             v < vo; v++) {
+            tmp[nc + ng].point = sy_hash64(in->pub.id, in->idlen, v);
+            tmp[nc + ng].inst = j;
+            ng++;
         }
-    }
-    if (!svc_points_sort(dst, tmp, na, ap, ai) ||
-        !svc_points_sort(src, tmp + na, nd, ap + na, ai + na)) {
-        svc_gring_unref(out);
-        out = NULL;
-        goto done;
     }
     const svc_ring * or = &r->ring;
-    svc_ring *nr = &out->ring;
-    /* the walk: next dropped node dp, next new node apn (UINT64_MAX when
-     * none left; the index checks settle a real node at UINT64_MAX) */
-    size_t a = 0, d = na, n = 0, dend = na + nd;
-    bool ok = true;
-    uint64_t dp = d < dend ? ap[d] : UINT64_MAX;
-    uint64_t apn = a < na ? ap[a] : UINT64_MAX;
-    for (size_t i = 0; i < or->n && ok; i++) {
-        uint64_t pt = or->points[i];
-        uint32_t j = or->inst[i], nj = to[j];
-        if (nj == SY_NONE)
-            continue; /* its instance left the group */
-        if (pt >= dp && d < dend) {
-            while (d < dend && svc_point_less(src, ap[d], ai[d], pt, j))
-                d++;
-            bool gone = d < dend && ap[d] == pt && ai[d] == j;
-            d += gone;
-            dp = d < dend ? ap[d] : UINT64_MAX;
-            if (gone)
-                continue; /* a node its instance no longer has */
-        }
-        while (apn <= pt && a < na &&
-               (apn < pt || svc_point_less(dst, apn, ai[a], pt, nj))) {
-            ok = n < total;
-            if (!ok)
-                break;
-            nr->points[n] = apn;
-            nr->inst[n++] = ai[a++];
-            apn = a < na ? ap[a] : UINT64_MAX;
-        }
-        if (!ok || !(ok = n < total))
+    bool ok = nc + ng == nt && svc_points_sort(dst, tmp, nc, np, ni) &&
+              svc_points_sort(src, tmp + nc, ng, np + nc, ni + nc);
+    /* places: a coming node goes before the first node of r after it; a
+     * going node is found where it is */
+    for (size_t e = 0; ok && e < nt; e++) {
+        bool come = e < nc;
+        const sy_service *es = come ? dst : src;
+        size_t i = or->bucket[np[e] >> or->shift];
+        while (i < or->n && (come ? svc_node_less(src, or->points[i],
+                                                  or->inst[i], es, np[e], ni[e])
+                                  : or->points[i] < np[e] ||
+                                        (or->points[i] == np[e] &&
+                                         or->inst[i] != ni[e])))
+            i++;
+        at[e] = (uint32_t)i;
+        ok = come || (i < or->n && or->points[i] == np[e]);
+    }
+    /* the copy: runs of r between the places, renumbered */
+    size_t i = 0, n = 0, c = 0, go = nc;
+    while (ok) {
+        size_t e = or->n;
+        if (c < nc && at[c] < e)
+            e = at[c];
+        if (go < nt && at[go] < e)
+            e = at[go];
+        ok = e >= i && n + (e - i) <= total;
+        if (!ok)
             break;
-        nr->points[n] = pt;
-        nr->inst[n++] = nj;
+        memcpy(out->ring.points + n, or->points + i,
+               (e - i) * sizeof * or->points);
+        bool bad = false;
+        for (; i < e; i++) {
+            uint32_t m = to[or->inst[i]];
+            bad |= m == SY_NONE;
+            out->ring.inst[n++] = m;
+        }
+        ok = !bad;
+        if (c < nc && at[c] == e) { /* coming nodes go before r's node e */
+            ok = ok && n < total;
+            if (ok) {
+                out->ring.points[n] = np[c];
+                out->ring.inst[n++] = ni[c++];
+            }
+        } else if (go < nt && at[go] == e) {
+            i = e + 1; /* r's node e goes */
+            go++;
+        } else {
+            break; /* e == or->n: all copied */
+        }
     }
-    while (ok && a < na && (ok = n < total)) {
-        nr->points[n] = ap[a];
-        nr->inst[n++] = ai[a++];
-    }
-    if (!ok || n != total || a != na || d != na + nd) {
+    if (!ok || n != total || c != nc || go != nt) {
         /* cannot happen: build from scratch */
         svc_gring_unref(out);
         out = NULL;
         goto done;
     }
-    svc_ring_index(nr);
+    if (out->ring.shift == or->shift) {
+        /* the same buckets: r's index moved by the nodes that came and
+         * went before each (both lists sorted) */
+        size_t nb = (size_t)1 << (64 - or->shift), cb = 0, gb = nc;
+        for (size_t b = 0; b <= nb; b++) {
+            while (cb < nc && (np[cb] >> or->shift) < b)
+                cb++;
+            while (gb < nt && (np[gb] >> or->shift) < b)
+                gb++;
+            out->ring.bucket[b] = (uint32_t)(or->bucket[b] + cb - (gb - nc));
+        }
+    } else {
+        svc_ring_index(&out->ring);
+    }
 done:
     sy_free(&dst->alloc, to);
     sy_free(&dst->alloc, tmp);
-    sy_free(&dst->alloc, ap);
+    sy_free(&dst->alloc, np);
     return out;
 }
 

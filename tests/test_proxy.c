@@ -231,6 +231,45 @@ START_TEST(change_set_of_another_router_is_refused) {
 }
 END_TEST
 
+/* A change set is published at most once: a failed commit may be retried,
+ * a check does not count, and after a successful commit both a second
+ * commit and a check are SY_EINVAL and publish nothing. */
+START_TEST(change_set_is_committed_once_and_a_failed_commit_may_be_retried) {
+    sy_router *r = new_router(NULL);
+    sy_change_set *cs;
+    sy_error err;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, &err), 0);
+    ck_assert_int_eq(sy_change_set_set_route_enabled(cs, "w", false, &err), 0);
+    uint64_t gen = generation(r);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &err), SY_ENOTFOUND);
+    ck_assert_int_eq(apply(r, "main",
+                           "[{\"id\":\"w\",\"uri\":\"http://a\","
+                           "\"predicates\":[\"Path=/w\"]}]"),
+                     0);
+    ck_assert_uint_eq(generation(r), gen + 1);
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &err), 0);
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &err), 0);
+    ck_assert_uint_eq(generation(r), gen + 1);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &err), 0); /* retried */
+    ck_assert_uint_eq(generation(r), gen + 2);
+    /* re-enable it elsewhere: a second commit must not disable it again */
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "w", true, &err), 0);
+    ck_assert_uint_eq(generation(r), gen + 3);
+    sy_report *rep = NULL;
+    ck_assert_int_eq(sy_router_commit(r, cs, &rep, &err), SY_EINVAL);
+    ck_assert_ptr_null(rep);
+    ck_assert_str_eq(err.message, "the change set was committed already");
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &err), SY_EINVAL);
+    ck_assert_str_eq(err.message, "the change set was committed already");
+    ck_assert_uint_eq(generation(r), gen + 3);
+    session s = {0};
+    ck_assert_ptr_nonnull(match(&s, r, "GET", "h", "/w"));
+    session_end(&s);
+    sy_change_set_free(cs);
+    sy_router_free(r);
+}
+END_TEST
+
 /* ---- host data and keys ---- */
 
 typedef struct host_log {
@@ -942,6 +981,8 @@ int main(void) {
     tcase_add_test(tc, change_set_failing_at_its_last_change_publishes_nothing);
     tcase_add_test(tc, change_set_steps_see_the_steps_before_them);
     tcase_add_test(tc, change_set_of_another_router_is_refused);
+    tcase_add_test(
+        tc, change_set_is_committed_once_and_a_failed_commit_may_be_retried);
     tcase_add_test(tc, host_data_survives_unchanged_routes_and_is_freed_once);
     tcase_add_test(tc, route_keys_are_reused_after_the_route_is_freed);
     tcase_add_test(tc, target_of_url_routes_sets_host_header_from_the_upstream);

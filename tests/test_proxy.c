@@ -270,6 +270,78 @@ START_TEST(change_set_is_committed_once_and_a_failed_commit_may_be_retried) {
 }
 END_TEST
 
+/* An allocator that fails allocation number `fail_at` (1-based) once
+ * armed. */
+typedef struct failing {
+    long calls, fail_at;
+} failing;
+
+static void *f_malloc(void *d, size_t n) {
+    failing *f = d;
+    return f->fail_at && ++f->calls == f->fail_at ? NULL : malloc(n);
+}
+
+static void *f_realloc(void *d, void *p, size_t n) {
+    failing *f = d;
+    return f->fail_at && ++f->calls == f->fail_at ? NULL : realloc(p, n);
+}
+
+static void f_free(void *d, void *p) {
+    (void)d;
+    free(p);
+}
+
+/* Stage one change of kind k (0..6) with no sy_error. */
+static int stage_kind(sy_change_set *cs, int k) {
+    static const sy_kv md[1] = {{"zone", "a"}};
+    static const sy_instance inst = {.id = "i1",
+                                     .host = "10.0.0.1",
+                                     .port = 80,
+                                     .metadata = md,
+                                     .metadata_count = 1};
+    const sy_instance_delta delta = {SY_INSTANCE_ADD, inst};
+    switch (k) {
+    case 0: return sy_change_set_apply(cs, "main", "[]", 2, NULL);
+    case 1: return sy_change_set_upsert_route(cs, "main", "{}", 2, NULL);
+    case 2: return sy_change_set_remove_route(cs, "r1", NULL);
+    case 3: return sy_change_set_set_route_enabled(cs, "r1", false, NULL);
+    case 4: return sy_change_set_rollback(cs, "main", "1", NULL);
+    case 5: return sy_change_set_set_instances(cs, "svc", &inst, 1, NULL);
+    default: return sy_change_set_update_instances(cs, "svc", &delta, 1, NULL);
+    }
+}
+
+/* Issue 14: out of memory is SY_ENOMEM, never an input error, also for a
+ * caller that passes no sy_error; a failed staging stages nothing. */
+START_TEST(staging_out_of_memory_is_enomem_without_an_error_too) {
+    failing f = {0, 0};
+    sy_allocator a = {f_malloc, f_realloc, f_free, &f};
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.allocator = &a;
+    sy_router *r = new_router(&o);
+    for (int k = 0; k < 7; k++) {
+        long failures = 0;
+        for (long at = 1; at <= 12; at++) {
+            sy_change_set *cs;
+            f.fail_at = 0;
+            ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+            f.calls = 0;
+            f.fail_at = at;
+            int rc = stage_kind(cs, k);
+            f.fail_at = 0;
+            ck_assert_msg(rc == 0 || rc == SY_ENOMEM,
+                          "change kind %d, allocation %ld failed: %d", k, at,
+                          rc);
+            ck_assert_uint_eq(sy_change_set_count(cs), rc ? 0 : 1);
+            failures += rc != 0;
+            sy_change_set_free(cs);
+        }
+        ck_assert_int_gt(failures, 0); /* the failures reached the call */
+    }
+    sy_router_free(r);
+}
+END_TEST
+
 /* ---- host data and keys ---- */
 
 typedef struct host_log {
@@ -983,6 +1055,7 @@ int main(void) {
     tcase_add_test(tc, change_set_of_another_router_is_refused);
     tcase_add_test(
         tc, change_set_is_committed_once_and_a_failed_commit_may_be_retried);
+    tcase_add_test(tc, staging_out_of_memory_is_enomem_without_an_error_too);
     tcase_add_test(tc, host_data_survives_unchanged_routes_and_is_freed_once);
     tcase_add_test(tc, route_keys_are_reused_after_the_route_is_freed);
     tcase_add_test(tc, target_of_url_routes_sets_host_header_from_the_upstream);

@@ -63,32 +63,40 @@ bool sy_plan_set_path(sy_run *r, const sy_filter *f) {
     return sy_plan_expand_uri_path(r, f->value, &r->plan->path);
 }
 
-/* Room for `need` more bytes in the rewrite output (*out holding *o of
- * *cap bytes, grown in the arena, never past `max`). */
-static bool rw_reserve(sy_run *r, char **out, size_t o, size_t *cap, size_t max,
-                       size_t need) {
-    if (need > max - o)
+/* The output of one RewritePath: `len` of `cap` bytes in the arena, never
+ * more than `max`; `oom`: the arena could not grow (as opposed to the
+ * output reaching max). */
+typedef struct rw_out {
+    char *buf;
+    size_t len, cap, max;
+    bool oom;
+} rw_out;
+
+/* Room for `need` more bytes. */
+static bool rw_reserve(sy_run *r, rw_out *w, size_t need) {
+    if (need > w->max - w->len)
         return false;
-    if (o + need <= *cap)
+    if (w->len + need <= w->cap)
         return true;
-    size_t ncap = *cap * 2 > o + need ? *cap * 2 : o + need;
-    if (ncap > max)
-        ncap = max;
+    size_t ncap = w->cap * 2 > w->len + need ? w->cap * 2 : w->len + need;
+    if (ncap > w->max)
+        ncap = w->max;
     char *b = sy_arena_alloc(r->ar, ncap + 1);
-    if (!b)
+    if (!b) {
+        w->oom = true;
         return false;
-    memcpy(b, *out, o);
-    *out = b;
-    *cap = ncap;
+    }
+    memcpy(b, w->buf, w->len);
+    w->buf = b;
+    w->cap = ncap;
     return true;
 }
 
-static bool rw_put(sy_run *r, char **out, size_t *o, size_t *cap, size_t max,
-                   const char *src, size_t n) {
-    if (!rw_reserve(r, out, *o, cap, max, n))
+static bool rw_put(sy_run *r, rw_out *w, const char *src, size_t n) {
+    if (!rw_reserve(r, w, n))
         return false;
-    memcpy(*out + *o, src, n);
-    *o += n;
+    memcpy(w->buf + w->len, src, n);
+    w->len += n;
     return true;
 }
 
@@ -99,17 +107,18 @@ static bool rw_put(sy_run *r, char **out, size_t *o, size_t *cap, size_t max,
  * at its max_rewrite bytes; each replacement is expanded by
  * pcre2_substitute from the match already made (SUBSTITUTE_MATCHED).
  * switchyard: a regex failure at run time (match limit, budget) or an
- * output over the cap answers 500, as SCG's exception would. */
+ * output over the cap answers 500, as SCG's exception would; the arena
+ * running out of memory is SY_ENOMEM. */
 int sy_plan_rewrite_path(sy_run *r, const sy_filter *f) {
     sy_str p = r->plan->path;
     PCRE2_SPTR subject = (PCRE2_SPTR)(p.ptr ? p.ptr : "");
-    size_t len = p.len, max = sy_budget_max_rewrite();
+    size_t len = p.len, copied = 0, start = 0;
     pcre2_match_data *md = r->md;
-    size_t cap = len + f->value.len + 64, o = 0, copied = 0, start = 0;
-    if (cap > max)
-        cap = max;
-    char *out = sy_arena_alloc(r->ar, cap + 1);
-    if (!out)
+    rw_out w = {NULL, 0, len + f->value.len + 64, sy_budget_max_rewrite(),
+                false};
+    if (w.cap > w.max)
+        w.cap = w.max;
+    if (!(w.buf = sy_arena_alloc(r->ar, w.cap + 1)))
         return SY_ENOMEM;
     bool ok = md && pcre2_get_ovector_count(md) >= f->groups;
     uint32_t retry = 0; /* after an empty match */
@@ -125,27 +134,28 @@ int sy_plan_rewrite_path(sy_run *r, const sy_filter *f) {
         }
         const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         if (rc < 0 || ov[0] < copied || ov[1] < ov[0]) {
+            /* pcre2_match's NOMEMORY: its heap frames, not a limit */
+            w.oom = rc == PCRE2_ERROR_NOMEMORY;
             ok = false;
             break;
         }
-        ok = rw_put(r, &out, &o, &cap, max, (const char *)subject + copied,
-                    ov[0] - copied);
+        ok = rw_put(r, &w, (const char *)subject + copied, ov[0] - copied);
         for (int attempt = 0; ok && attempt < 2; attempt++) {
-            PCRE2_SIZE n = cap - o + 1;
-            rc = pcre2_substitute(f->re, subject, len, start,
-                                  PCRE2_SUBSTITUTE_MATCHED |
-                                      PCRE2_SUBSTITUTE_REPLACEMENT_ONLY |
-                                      PCRE2_SUBSTITUTE_UNSET_EMPTY |
-                                      PCRE2_SUBSTITUTE_OVERFLOW_LENGTH,
-                                  md, f->mctx, (PCRE2_SPTR)f->value.ptr,
-                                  f->value.len, (PCRE2_UCHAR *)out + o, &n);
+            PCRE2_SIZE n = w.cap - w.len + 1;
+            rc = pcre2_substitute(
+                f->re, subject, len, start,
+                PCRE2_SUBSTITUTE_MATCHED | PCRE2_SUBSTITUTE_REPLACEMENT_ONLY |
+                    PCRE2_SUBSTITUTE_UNSET_EMPTY |
+                    PCRE2_SUBSTITUTE_OVERFLOW_LENGTH,
+                md, f->mctx, (PCRE2_SPTR)f->value.ptr, f->value.len,
+                (PCRE2_UCHAR *)w.buf + w.len, &n);
             if (rc >= 0) {
-                o += n;
+                w.len += n;
                 break;
             }
             /* n: the bytes needed, terminator included; grow, retry once */
             ok = rc == PCRE2_ERROR_NOMEMORY && attempt == 0 &&
-                 rw_reserve(r, &out, o, &cap, max, n - 1);
+                 rw_reserve(r, &w, n - 1);
         }
         copied = ov[1];
         if (ov[0] == ov[1]) {
@@ -158,13 +168,14 @@ int sy_plan_rewrite_path(sy_run *r, const sy_filter *f) {
         start = ov[1];
     }
     if (ok)
-        ok = rw_put(r, &out, &o, &cap, max, (const char *)subject + copied,
-                    len - copied);
+        ok = rw_put(r, &w, (const char *)subject + copied, len - copied);
     if (ok) {
-        out[o] = '\0';
-        r->plan->path = (sy_str){out, o};
+        w.buf[w.len] = '\0';
+        r->plan->path = (sy_str){w.buf, w.len};
         return 0;
     }
+    if (w.oom)
+        return SY_ENOMEM;
     if (!sy_plan_short_circuited(r))
         sy_plan_respond(r, SY_ACTION_RESPOND, 500);
     return 0;

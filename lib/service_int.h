@@ -242,7 +242,8 @@ uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
 uint32_t svc_ring_pick(const sy_service *s, const svc_group *g, sy_str key);
 /* Give `dst` (not yet published) the rings its predecessor `src` had
  * built: shared where a group's members (ids, positions, weights) are
- * unchanged, rebuilt now where they changed, so readers of a service a
+ * unchanged, made now where they changed (merged from the predecessor's
+ * ring when few nodes come or go, else built), so readers of a service a
  * hash route uses never wait for a build after an instance update. */
 void svc_ring_inherit(sy_service *dst, const sy_service *src);
 /* Drop the service's references to its rings. */

@@ -90,7 +90,7 @@ int sy_change_set_apply(sy_change_set *cs, const char *source, const char *json,
                         size_t len, sy_error *err) {
     if (!json)
         return sy_error_set(err, SY_EINVAL, "", "document is NULL");
-    sy_change *c;
+    sy_change *c = NULL;
     int rc = stage(cs, SY_CHANGE_APPLY, source, "source name", err, &c);
     return rc ? rc : copy_bytes(cs, c, json, len, err);
 }
@@ -100,21 +100,21 @@ int sy_change_set_upsert_route(sy_change_set *cs, const char *source,
                                sy_error *err) {
     if (!route_json)
         return sy_error_set(err, SY_EINVAL, "", "route is NULL");
-    sy_change *c;
+    sy_change *c = NULL;
     int rc = stage(cs, SY_CHANGE_UPSERT, source, "source name", err, &c);
     return rc ? rc : copy_bytes(cs, c, route_json, len, err);
 }
 
 int sy_change_set_remove_route(sy_change_set *cs, const char *id,
                                sy_error *err) {
-    sy_change *c;
+    sy_change *c = NULL;
     int rc = stage(cs, SY_CHANGE_REMOVE, id, "route id", err, &c);
     return rc ? rc : done(cs);
 }
 
 int sy_change_set_set_route_enabled(sy_change_set *cs, const char *id,
                                     bool enabled, sy_error *err) {
-    sy_change *c;
+    sy_change *c = NULL;
     int rc = stage(cs, SY_CHANGE_ENABLE, id, "route id", err, &c);
     if (rc)
         return rc;
@@ -124,7 +124,7 @@ int sy_change_set_set_route_enabled(sy_change_set *cs, const char *id,
 
 int sy_change_set_rollback(sy_change_set *cs, const char *source,
                            const char *version, sy_error *err) {
-    sy_change *c;
+    sy_change *c = NULL;
     int rc = stage(cs, SY_CHANGE_ROLLBACK, source, "source name", err, &c);
     if (rc)
         return rc;
@@ -167,7 +167,7 @@ int sy_change_set_set_instances(sy_change_set *cs, const char *service,
                                 sy_error *err) {
     if (count && !instances)
         return sy_error_set(err, SY_EINVAL, "", "instances is NULL");
-    sy_change *c;
+    sy_change *c = NULL;
     int rc =
         stage(cs, SY_CHANGE_SET_INSTANCES, service, "service name", err, &c);
     if (rc)
@@ -188,7 +188,7 @@ int sy_change_set_update_instances(sy_change_set *cs, const char *service,
                                    size_t count, sy_error *err) {
     if (count && !deltas)
         return sy_error_set(err, SY_EINVAL, "", "deltas is NULL");
-    sy_change *c;
+    sy_change *c = NULL;
     int rc =
         stage(cs, SY_CHANGE_UPDATE_INSTANCES, service, "service name", err, &c);
     if (rc)

@@ -40,12 +40,20 @@ typedef struct {
     ngx_str_t text;
 } sw_file_t;
 
+/* The pipes that wake workers (ngx_http_switchyard_notify.c): fd[i][0]
+ * is read by worker i, fd[i][1] written by the others. */
+typedef struct {
+    ngx_fd_t fd[SW_MAX_WORKERS][2];
+    ngx_uint_t count;
+} sw_notify_t;
+
 typedef struct {
     ngx_array_t route_files;    /* sw_file_t, one source each */
     ngx_array_t instance_files; /* sw_file_t */
     size_t zone_size;
     ngx_shm_zone_t *zone;
-    ngx_flag_t used; /* any switchyard directive was seen */
+    sw_notify_t *notify; /* NULL: one worker, or no master */
+    ngx_flag_t used;     /* any switchyard directive was seen */
     /* router options */
     ngx_flag_t strip_host_port;
     ngx_flag_t merge_slashes;
@@ -81,7 +89,12 @@ typedef struct {
     uint64_t fingerprint; /* of the worker's live snapshot */
     uint64_t routes;
     int64_t updated_ms;
-    int last_rc; /* SY_OK or the code of the last failed sync */
+    /* the last sync that applied something: microseconds spent copying
+     * the documents out of the zone, committing them, and reading the
+     * new snapshot's fingerprint */
+    uint64_t copy_us, apply_us, publish_us;
+    uint64_t wakeups; /* notifications from other workers received */
+    int last_rc;      /* SY_OK or the code of the last failed sync */
     char last_error[520];
 } sw_slot_t;
 
@@ -114,10 +127,18 @@ ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data);
 ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
                        sw_doc_copy_t **out, size_t *count, uint64_t *gen);
 void sw_docs_free(sw_doc_copy_t *docs, size_t count);
-/* Store a document; *seq receives its generation. */
-ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
-                        ngx_str_t *source, const u_char *data, size_t len,
-                        uint64_t *seq);
+/* Storing a document takes two steps, so that a worker can commit a
+ * change to its own router between them and store only what committed:
+ * sw_zone_prepare copies it into the zone, unseen (NULL: the zone is
+ * full); sw_zone_link makes it the newest document of its (kind, name)
+ * and bumps the generation (*seq: the document's, *before: the one it
+ * replaced), or sw_zone_discard frees it. */
+sw_shm_doc_t *sw_zone_prepare(sw_zone_ctx_t *z, ngx_uint_t kind,
+                              ngx_str_t *name, ngx_str_t *source,
+                              const u_char *data, size_t len);
+void sw_zone_link(sw_zone_ctx_t *z, sw_shm_doc_t *d, uint64_t *seq,
+                  uint64_t *before);
+void sw_zone_discard(sw_zone_ctx_t *z, sw_shm_doc_t *d);
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
 
 /* ---- the worker's router ---- */
@@ -132,8 +153,9 @@ typedef struct {
     ngx_event_t timer;
     sy_header *hdrs; /* scratch for a request's headers */
     size_t hdr_cap;
-    sw_slot_t slot;   /* what this worker last published */
-    ngx_uint_t ticks; /* of the timer */
+    sw_slot_t slot;     /* what this worker last published */
+    ngx_uint_t ticks;   /* of the timer */
+    ngx_fd_t notify_fd; /* read end of this worker's pipe, or -1 */
 } sw_worker_t;
 
 extern sw_worker_t sw_worker;
@@ -158,10 +180,22 @@ void sw_worker_publish(int rc, const sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);
 
+/* ---- waking the other workers ---- */
+
+/* In the master, before the workers are forked (init_module): one pipe
+ * per worker in mcf->notify. */
+ngx_int_t sw_notify_init(ngx_cycle_t *cycle, sw_main_conf_t *mcf);
+/* In a worker: sync whenever another worker writes to this one's pipe. */
+ngx_int_t sw_notify_watch(ngx_cycle_t *cycle, sw_notify_t *n);
+/* Wake every other worker (a change was stored). */
+void sw_notify_others(sw_notify_t *n);
+
 ngx_int_t sw_admin_handler(ngx_http_request_t *r);
 /* Write a JSON string literal (quotes included) of s into p; returns the
  * end. p needs 6 * len + 2 bytes. */
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len);
 int64_t sw_now_ms(void);
+/* CLOCK_MONOTONIC in microseconds (durations). */
+uint64_t sw_now_us(void);
 
 #endif

@@ -10,12 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 sw_worker_t sw_worker;
 
 int64_t sw_now_ms(void) {
     ngx_time_t *tp = ngx_timeofday();
     return (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
+}
+
+uint64_t sw_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 static void sw_set_error(sy_error *err, int code, const char *path,
@@ -167,6 +174,7 @@ int sw_worker_check(ngx_uint_t kind, const char *name, const char *source,
 
 void sw_worker_publish(int rc, const sy_error *err) {
     sw_slot_t *s = &sw_worker.slot;
+    uint64_t t0 = sw_now_us();
     sy_snapshot *snap = sy_router_acquire(sw_worker.router);
 
     s->pid = ngx_pid;
@@ -176,6 +184,7 @@ void sw_worker_publish(int rc, const sy_error *err) {
     s->routes = sy_snapshot_route_count(snap);
     s->updated_ms = sw_now_ms();
     sy_snapshot_release(snap);
+    s->publish_us = sw_now_us() - t0;
     if (rc) {
         s->last_rc = rc;
         snprintf(s->last_error, sizeof s->last_error, "%s%s%s", err->path,
@@ -281,6 +290,7 @@ void sw_worker_sync(ngx_log_t *log) {
         return;
     if (sw_worker.zone->sh->generation == sw_worker.generation)
         return;
+    uint64_t t0 = sw_now_us(), t1;
     ngx_int_t zrc = sw_zone_copy(sw_worker.zone, sw_worker.epoch,
                                  sw_worker.generation, &docs, &n, &gen);
     if (zrc == NGX_DECLINED) {
@@ -293,8 +303,11 @@ void sw_worker_sync(ngx_log_t *log) {
         ngx_log_error(NGX_LOG_ERR, log, 0, "switchyard: out of memory");
         return;
     }
+    t1 = sw_now_us();
     rc = sw_apply_docs(docs, n, &err, log);
     sw_docs_free(docs, n);
+    sw_worker.slot.copy_us = t1 - t0;
+    sw_worker.slot.apply_us = sw_now_us() - t1;
     sw_worker.generation = gen;
     sw_worker_publish(rc, &err);
 }
@@ -336,6 +349,12 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
         goto failed;
     rc = sw_apply_zone(cycle->log, &err);
     sw_worker_publish(rc, &err);
+
+    if (sw_notify_watch(cycle, mcf->notify) != NGX_OK)
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                      "switchyard: cannot watch the notification pipe: "
+                      "changes reach this worker at its next request or "
+                      "timer tick");
 
     sw_worker.timer.handler = sw_timer_handler;
     sw_worker.timer.log = cycle->log;

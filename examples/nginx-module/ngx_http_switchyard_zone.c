@@ -135,7 +135,7 @@ ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
 
 static u_char *sw_slab_copy(sw_zone_ctx_t *z, const u_char *p, size_t len) {
     u_char *c = ngx_slab_alloc_locked(z->shpool, len ? len : 1);
-    if (c)
+    if (c && p) /* p NULL: room only, filled by the caller */
         ngx_memcpy(c, p, len);
     return c;
 }
@@ -144,72 +144,75 @@ static bool sw_same(const u_char *a, size_t alen, ngx_str_t *b) {
     return alen == b->len && ngx_memcmp(a, b->data, alen) == 0;
 }
 
-ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
-                        ngx_str_t *source, const u_char *data, size_t len,
-                        uint64_t *seq) {
-    sw_shm_doc_t *d, **pp;
-    u_char *copy, *src;
+sw_shm_doc_t *sw_zone_prepare(sw_zone_ctx_t *z, ngx_uint_t kind,
+                              ngx_str_t *name, ngx_str_t *source,
+                              const u_char *data, size_t len) {
+    sw_shm_doc_t *d;
     ngx_str_t none = ngx_null_string;
 
     if (source == NULL)
         source = &none;
     ngx_shmtx_lock(&z->shpool->mutex);
-    for (d = z->sh->docs; d; d = d->next)
-        if ((d->kind == kind ||
-             (SW_IS_ROUTE_OP(d->kind) && SW_IS_ROUTE_OP(kind))) &&
-            sw_same(d->name, d->name_len, name))
-            break;
-    copy = sw_slab_copy(z, data, len);
-    src = sw_slab_copy(z, source->data, source->len);
-    if (copy == NULL || src == NULL)
-        goto nomem;
-    if (d == NULL) {
-        d = ngx_slab_calloc_locked(z->shpool, sizeof *d);
-        if (d == NULL)
-            goto nomem;
+    d = ngx_slab_calloc_locked(z->shpool, sizeof *d);
+    if (d) {
+        d->kind = kind;
         d->name = sw_slab_copy(z, name->data, name->len);
-        if (d->name == NULL) {
-            ngx_slab_free_locked(z->shpool, d);
-            goto nomem;
-        }
         d->name_len = name->len;
-        d->next = z->sh->docs;
-        z->sh->docs = d;
-    } else {
-        ngx_slab_free_locked(z->shpool, d->data);
-        ngx_slab_free_locked(z->shpool, d->source);
-    }
-    d->kind = kind;
-    d->data = copy;
-    d->len = len;
-    d->source = src;
-    d->source_len = source->len;
-    /* a source's document replaces the route changes stored for it */
-    if (kind == SW_DOC_ROUTES)
-        for (pp = &z->sh->docs; *pp;) {
-            sw_shm_doc_t *o = *pp;
-            if (SW_IS_ROUTE_OP(o->kind) &&
-                sw_same(o->source, o->source_len, name)) {
-                *pp = o->next;
-                sw_doc_free_locked(z, o);
-            } else {
-                pp = &o->next;
-            }
+        d->source = sw_slab_copy(z, source->data, source->len);
+        d->source_len = source->len;
+        d->data = sw_slab_copy(z, data, len);
+        d->len = len;
+        if (d->name == NULL || d->source == NULL || d->data == NULL) {
+            if (d->name)
+                ngx_slab_free_locked(z->shpool, d->name);
+            if (d->source)
+                ngx_slab_free_locked(z->shpool, d->source);
+            if (d->data)
+                ngx_slab_free_locked(z->shpool, d->data);
+            ngx_slab_free_locked(z->shpool, d);
+            d = NULL;
         }
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    return d;
+}
+
+void sw_zone_discard(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
+    ngx_shmtx_lock(&z->shpool->mutex);
+    sw_doc_free_locked(z, d);
+    ngx_shmtx_unlock(&z->shpool->mutex);
+}
+
+void sw_zone_link(sw_zone_ctx_t *z, sw_shm_doc_t *d, uint64_t *seq,
+                  uint64_t *before) {
+    sw_shm_doc_t **pp;
+    ngx_str_t name = {d->name_len, d->name};
+
+    ngx_shmtx_lock(&z->shpool->mutex);
+    /* the newest document of a (kind, name) replaces the stored one; a
+     * source's document also replaces the route changes stored for it */
+    for (pp = &z->sh->docs; *pp;) {
+        sw_shm_doc_t *o = *pp;
+        if (((o->kind == d->kind ||
+              (SW_IS_ROUTE_OP(o->kind) && SW_IS_ROUTE_OP(d->kind))) &&
+             sw_same(o->name, o->name_len, &name)) ||
+            (d->kind == SW_DOC_ROUTES && SW_IS_ROUTE_OP(o->kind) &&
+             sw_same(o->source, o->source_len, &name))) {
+            *pp = o->next;
+            sw_doc_free_locked(z, o);
+        } else {
+            pp = &o->next;
+        }
+    }
+    d->next = z->sh->docs;
+    z->sh->docs = d;
     /* the new generation becomes visible only with the document in place */
+    *before = z->sh->generation;
     d->seq = z->sh->generation + 1;
     ngx_memory_barrier();
     z->sh->generation = d->seq;
     *seq = d->seq;
     ngx_shmtx_unlock(&z->shpool->mutex);
-    return NGX_OK;
-nomem:
-    if (copy)
-        ngx_slab_free_locked(z->shpool, copy);
-    if (src)
-        ngx_slab_free_locked(z->shpool, src);
-    ngx_shmtx_unlock(&z->shpool->mutex);
-    return NGX_DECLINED;
 }
 
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s) {

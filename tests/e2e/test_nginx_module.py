@@ -500,6 +500,34 @@ def test_single_route_changes(env):
           "route changes kept: %r" % s["documents"])
 
 
+def test_other_worker_woken_by_a_change(env):
+    """A stored change wakes the other worker through its pipe: its
+    "wakeups" count grows and it applies the change without a request of
+    its own (the status requests below are answered by either worker)."""
+    before = env.converged()
+    woken = sum(w["wakeups"] for w in before["workers"])
+    r = env.put("routes/live", env.live_routes(50))
+    check(r.status == 200, "PUT: %d %r" % (r.status, r.body))
+    gen = r.json()["generation"]
+    check(r.json()["commit_us"] > 0, "no commit time: %r" % r.json())
+    deadline = time.time() + TIMEOUT
+    while True:
+        s = env.status()
+        if (sum(w["wakeups"] for w in s["workers"]) > woken
+                and all(w["generation"] >= gen for w in s["workers"])):
+            break
+        check(time.time() < deadline, "no worker woken: %r -> %r"
+              % (before["workers"], s["workers"]))
+        time.sleep(0.02)
+    s = env.converged()
+    check(all(w["apply_us"] > 0 for w in s["workers"]),
+          "apply times %r" % s["workers"])
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "50", "new version served")
+    check(env.put("routes/live", env.live_routes(0)).status == 200,
+          "restore version 0")
+
+
 def test_full_zone_changes_nothing(env):
     """A valid document larger than the zone (8m) is refused with 507."""
     before = env.converged()
@@ -672,6 +700,7 @@ TESTS = [
     test_instances_put,
     test_single_route_changes,
     test_passive_health_ejects_a_failing_instance,
+    test_other_worker_woken_by_a_change,
     test_full_zone_changes_nothing,
     test_broken_file_fails_configuration_test,
     test_route_changes_under_load,

@@ -89,10 +89,11 @@ typedef struct {
     uint64_t fingerprint; /* of the worker's live snapshot */
     uint64_t routes;
     int64_t updated_ms;
-    /* the last sync that applied something: microseconds spent copying
-     * the documents out of the zone, committing them, and reading the
-     * new snapshot's fingerprint */
-    uint64_t copy_us, apply_us, publish_us;
+    /* the last change applied, in microseconds: copying the documents
+     * out of the zone (0 for the worker that took the change), committing
+     * them (wall and this thread's CPU time), reading the new snapshot's
+     * fingerprint */
+    uint64_t copy_us, apply_us, apply_cpu_us, publish_us;
     uint64_t wakeups; /* notifications from other workers received */
     int last_rc;      /* SY_OK or the code of the last failed sync */
     char last_error[520];
@@ -197,5 +198,7 @@ u_char *sw_json_str(u_char *p, const u_char *s, size_t len);
 int64_t sw_now_ms(void);
 /* CLOCK_MONOTONIC in microseconds (durations). */
 uint64_t sw_now_us(void);
+/* This thread's CPU time in microseconds. */
+uint64_t sw_cpu_us(void);
 
 #endif

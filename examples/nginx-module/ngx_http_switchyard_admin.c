@@ -180,16 +180,16 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
             fp0 = s->fingerprint, first = false;
         if (s->fingerprint != fp0 || s->generation != gen)
             converged = false;
-        b->last =
-            ngx_sprintf(b->last,
-                        "%s{\"worker\":%d,\"pid\":%P,\"generation\":%uL,"
-                        "\"fingerprint\":\"%016uxL\",\"routes\":%uL,"
-                        "\"updated_ms\":%L,\"copy_us\":%uL,"
-                        "\"apply_us\":%uL,\"publish_us\":%uL,"
-                        "\"wakeups\":%uL,\"error\":",
-                        nslots ? "," : "", i, s->pid, s->generation,
-                        s->fingerprint, s->routes, s->updated_ms, s->copy_us,
-                        s->apply_us, s->publish_us, s->wakeups);
+        b->last = ngx_sprintf(b->last,
+                              "%s{\"worker\":%d,\"pid\":%P,\"generation\":%uL,"
+                              "\"fingerprint\":\"%016uxL\",\"routes\":%uL,"
+                              "\"updated_ms\":%L,\"copy_us\":%uL,"
+                              "\"apply_us\":%uL,\"apply_cpu_us\":%uL,"
+                              "\"publish_us\":%uL,\"wakeups\":%uL,\"error\":",
+                              nslots ? "," : "", i, s->pid, s->generation,
+                              s->fingerprint, s->routes, s->updated_ms,
+                              s->copy_us, s->apply_us, s->apply_cpu_us,
+                              s->publish_us, s->wakeups);
         if (s->last_rc)
             b->last = sw_json_str(b->last, (u_char *)s->last_error,
                                   strlen(s->last_error));
@@ -307,12 +307,13 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     char name[256], source[256];
     sy_error err;
     sw_shm_doc_t *doc;
-    uint64_t seq, before, t0, t1, t2;
+    uint64_t seq, before, t0, t1, t2, c0, c1;
     int rc = 0;
 
     sw_cstr(name, sizeof name, &a->name);
     sw_cstr(source, sizeof source, &a->source);
     t0 = sw_now_us();
+    c0 = sw_cpu_us();
     sw_worker_sync(r->connection->log);
     doc = sw_zone_prepare(sw_worker.zone, a->kind, &a->name, &a->source, NULL,
                           len);
@@ -358,28 +359,34 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                              &err);
     }
     t1 = sw_now_us();
+    c1 = sw_cpu_us();
     sw_zone_link(sw_worker.zone, doc, &seq, &before);
-    sw_notify_others(sw_worker.mcf->notify);
     /* nothing was stored between this worker's last sync and this change:
      * it is up to date without applying its own change again */
     if (before == sw_worker.generation)
         sw_worker.generation = seq;
     t2 = sw_now_us();
-    sw_worker.slot.copy_us = 0;
-    sw_worker.slot.apply_us = t1 - t0;
-    sw_worker_publish(0, NULL);
 
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 250);
-    if (b == NULL)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    b->last = ngx_sprintf(b->last,
-                          "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
-    b->last = sw_json_str(b->last, a->name.data, a->name.len);
-    b->last = ngx_sprintf(b->last,
-                          ",\"generation\":%uL,\"commit_us\":%uL,"
-                          "\"store_us\":%uL}\n",
-                          seq, t1 - t0, t2 - t1);
-    return sw_send_json(r, NGX_HTTP_OK, b);
+    if (b != NULL) {
+        b->last = ngx_sprintf(
+            b->last, "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
+        b->last = sw_json_str(b->last, a->name.data, a->name.len);
+        b->last = ngx_sprintf(b->last,
+                              ",\"generation\":%uL,\"commit_us\":%uL,"
+                              "\"commit_cpu_us\":%uL,\"store_us\":%uL}\n",
+                              seq, t1 - t0, c1 - c0, t2 - t1);
+    }
+    rc = b ? sw_send_json(r, NGX_HTTP_OK, b) : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    /* the answer is on its way: now wake the other workers (on a busy
+     * machine a woken worker may take this one's CPU for its apply) and
+     * publish this worker's state */
+    sw_notify_others(sw_worker.mcf->notify);
+    sw_worker.slot.copy_us = 0;
+    sw_worker.slot.apply_us = t1 - t0;
+    sw_worker.slot.apply_cpu_us = c1 - c0;
+    sw_worker_publish(0, NULL);
+    return rc;
 }
 
 static void sw_body_handler(ngx_http_request_t *r) {

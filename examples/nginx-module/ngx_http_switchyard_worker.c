@@ -19,10 +19,18 @@ int64_t sw_now_ms(void) {
     return (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
 }
 
-uint64_t sw_now_us(void) {
+static uint64_t sw_clock_us(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+uint64_t sw_now_us(void) {
+    return sw_clock_us(CLOCK_MONOTONIC);
+}
+
+uint64_t sw_cpu_us(void) {
+    return sw_clock_us(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void sw_set_error(sy_error *err, int code, const char *path,
@@ -290,7 +298,7 @@ void sw_worker_sync(ngx_log_t *log) {
         return;
     if (sw_worker.zone->sh->generation == sw_worker.generation)
         return;
-    uint64_t t0 = sw_now_us(), t1;
+    uint64_t t0 = sw_now_us(), t1, c1;
     ngx_int_t zrc = sw_zone_copy(sw_worker.zone, sw_worker.epoch,
                                  sw_worker.generation, &docs, &n, &gen);
     if (zrc == NGX_DECLINED) {
@@ -304,10 +312,12 @@ void sw_worker_sync(ngx_log_t *log) {
         return;
     }
     t1 = sw_now_us();
+    c1 = sw_cpu_us();
     rc = sw_apply_docs(docs, n, &err, log);
     sw_docs_free(docs, n);
     sw_worker.slot.copy_us = t1 - t0;
     sw_worker.slot.apply_us = sw_now_us() - t1;
+    sw_worker.slot.apply_cpu_us = sw_cpu_us() - c1;
     sw_worker.generation = gen;
     sw_worker_publish(rc, &err);
 }

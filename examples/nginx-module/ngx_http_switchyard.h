@@ -122,24 +122,29 @@ typedef struct {
 } sw_doc_copy_t;
 
 ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data);
+/* The zone's mutex, held by the admin location from its sync to the
+ * store of a change (the _locked calls). */
+void sw_zone_lock(sw_zone_ctx_t *z);
+void sw_zone_unlock(sw_zone_ctx_t *z);
 /* Copies of the documents stored after generation `after` (all: 0),
  * sorted by seq; *gen gets the generation they bring the reader to.
- * NGX_DECLINED when the zone belongs to a newer configuration epoch. */
-ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
-                       sw_doc_copy_t **out, size_t *count, uint64_t *gen);
+ * NGX_DECLINED when the zone belongs to a newer configuration epoch.
+ * `locked`: the caller holds the zone's mutex. */
+ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, bool locked, ngx_uint_t epoch,
+                       uint64_t after, sw_doc_copy_t **out, size_t *count,
+                       uint64_t *gen);
 void sw_docs_free(sw_doc_copy_t *docs, size_t count);
-/* Storing a document takes two steps, so that a worker can commit a
- * change to its own router between them and store only what committed:
- * sw_zone_prepare copies it into the zone, unseen (NULL: the zone is
- * full); sw_zone_link makes it the newest document of its (kind, name)
- * and bumps the generation (*seq: the document's, *before: the one it
- * replaced), or sw_zone_discard frees it. */
-sw_shm_doc_t *sw_zone_prepare(sw_zone_ctx_t *z, ngx_uint_t kind,
-                              ngx_str_t *name, ngx_str_t *source,
-                              const u_char *data, size_t len);
-void sw_zone_link(sw_zone_ctx_t *z, sw_shm_doc_t *d, uint64_t *seq,
-                  uint64_t *before);
-void sw_zone_discard(sw_zone_ctx_t *z, sw_shm_doc_t *d);
+/* Storing a change takes two steps, so that the admin location can commit
+ * it to its own router in between and store only what committed:
+ * sw_zone_prepare_locked makes room for a document of len bytes (filled
+ * by the caller; NULL: the zone is full), unseen by the workers;
+ * sw_zone_link_locked makes it the newest document of its (kind, name)
+ * and returns its generation, or sw_zone_discard_locked frees it. */
+sw_shm_doc_t *sw_zone_prepare_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
+                                     ngx_str_t *name, ngx_str_t *source,
+                                     size_t len);
+uint64_t sw_zone_link_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
+void sw_zone_discard_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
 
 /* ---- the worker's router ---- */
@@ -167,6 +172,10 @@ void sw_worker_stop(void);
 /* Bring the worker's router up to the zone's generation: one atomic read
  * when nothing changed. */
 void sw_worker_sync(ngx_log_t *log);
+/* The same with the zone's mutex held and without publishing the slot:
+ * true when something was applied (*rc, *err: its outcome; the caller
+ * publishes with sw_worker_publish once it released the mutex). */
+bool sw_worker_follow_locked(ngx_log_t *log, int *rc, sy_error *err);
 /* Apply one document to this worker's router (the admin location's
  * validation); err is filled on failure. */
 int sw_worker_apply(ngx_uint_t kind, const char *name, const char *source,

@@ -295,30 +295,70 @@ static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
     return rc;
 }
 
-/* A change, from the request to the answer: the body is read straight
- * into the zone (not yet visible to the other workers), committed to this
- * worker's router (brought up to date first), and only when that held
- * made the zone's newest document and announced to the other workers; a
- * change that fails is stored nowhere and changes nothing. One parse on
- * this worker (the commit, which reuses the unchanged routes of a
- * document), and the others start applying at once (sw_notify_others). */
+/* A change, from the request to the answer. Under the zone's mutex: this
+ * worker catches up with the zone, the body is read straight into room
+ * made in the zone (unseen by the other workers), the change is committed
+ * to this worker's router, and only when that held is it linked as the
+ * zone's newest document. One change at a time across the workers, so the
+ * zone's order is the order of the commits: a change that conflicts with
+ * one stored just before fails here with its error, and a failed change is
+ * stored nowhere and changes nothing. One parse on this worker (the
+ * commit, which reuses the unchanged routes of a document); the others
+ * are woken once the answer is written (sw_notify_others). */
 static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     size_t len = a->kind == SW_DOC_ROUTE_REMOVE ? 0 : sw_body_len(r);
     char name[256], source[256];
-    sy_error err;
+    sw_zone_ctx_t *z = sw_worker.zone;
+    sy_error err, ferr;
     sw_shm_doc_t *doc;
-    uint64_t seq, before, t0, t1, t2, c0, c1;
-    int rc = 0;
+    uint64_t seq = 0, t0, t1, t2, c0, c1;
+    int rc = 0, frc = 0;
+    bool followed;
 
     sw_cstr(name, sizeof name, &a->name);
     sw_cstr(source, sizeof source, &a->source);
     t0 = sw_now_us();
+    sw_zone_lock(z);
+    if (z->sh->epoch != sw_worker.epoch) {
+        sw_zone_unlock(z);
+        return sw_send_message(r, NGX_HTTP_SERVICE_UNAVAILABLE, SY_EBUSY,
+                               "the configuration is being reloaded: retry");
+    }
+    followed = sw_worker_follow_locked(r->connection->log, &frc, &ferr);
+    t1 = sw_now_us();
     c0 = sw_cpu_us();
-    sw_worker_sync(r->connection->log);
-    doc = sw_zone_prepare(sw_worker.zone, a->kind, &a->name, &a->source, NULL,
-                          len);
+    doc = sw_zone_prepare_locked(z, a->kind, &a->name, &a->source, len);
+    if (doc != NULL) {
+        if (sw_body_copy(r, doc->data) != NGX_OK) {
+            rc = SY_ENOMEM;
+            ngx_memzero(&err, sizeof err);
+            err.code = rc;
+            ngx_cpystrn((u_char *)err.message,
+                        (u_char *)"cannot read the request body",
+                        sizeof err.message);
+        }
+        if (rc == 0 && a->kind == SW_DOC_ROUTE)
+            rc = sw_check_route_id(a, doc->data, len, &err);
+        if (rc == 0)
+            rc = sw_worker_apply(a->kind, name, source, (char *)doc->data, len,
+                                 &err);
+        if (rc) {
+            sw_zone_discard_locked(z, doc);
+        } else {
+            /* this worker was at the zone's generation and committed the
+             * change: it is at the new one without applying it again */
+            seq = sw_zone_link_locked(z, doc);
+            sw_worker.generation = seq;
+        }
+    }
+    sw_zone_unlock(z);
+    c1 = sw_cpu_us();
+    t2 = sw_now_us();
+    if (followed)
+        sw_worker_publish(frc, &ferr);
+
     if (doc == NULL) {
-        /* a bad change is still answered with its error */
+        /* the zone is full; a bad change is still answered with its error */
         u_char *body = malloc(len + 1);
         if (body == NULL || sw_body_copy(r, body) != NGX_OK) {
             free(body);
@@ -337,35 +377,15 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                                    "the switchyard zone is full "
                                    "(switchyard_zone)");
         }
-    } else {
-        if (sw_body_copy(r, doc->data) != NGX_OK) {
-            sw_zone_discard(sw_worker.zone, doc);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-        if (a->kind == SW_DOC_ROUTE)
-            rc = sw_check_route_id(a, doc->data, len, &err);
-        if (rc == 0)
-            rc = sw_worker_apply(a->kind, name, source, (char *)doc->data, len,
-                                 &err);
-        if (rc)
-            sw_zone_discard(sw_worker.zone, doc);
     }
-    if (rc) {
+    if (rc)
         return sw_send_error(r,
                              rc == SY_ENOTFOUND &&
                                      a->kind == SW_DOC_ROUTE_REMOVE
                                  ? NGX_HTTP_NOT_FOUND
-                                 : NGX_HTTP_BAD_REQUEST,
+                             : rc == SY_ENOMEM ? NGX_HTTP_INTERNAL_SERVER_ERROR
+                                               : NGX_HTTP_BAD_REQUEST,
                              &err);
-    }
-    t1 = sw_now_us();
-    c1 = sw_cpu_us();
-    sw_zone_link(sw_worker.zone, doc, &seq, &before);
-    /* nothing was stored between this worker's last sync and this change:
-     * it is up to date without applying its own change again */
-    if (before == sw_worker.generation)
-        sw_worker.generation = seq;
-    t2 = sw_now_us();
 
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 250);
     if (b != NULL) {
@@ -373,9 +393,9 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
             b->last, "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
         b->last = sw_json_str(b->last, a->name.data, a->name.len);
         b->last = ngx_sprintf(b->last,
-                              ",\"generation\":%uL,\"commit_us\":%uL,"
-                              "\"commit_cpu_us\":%uL,\"store_us\":%uL}\n",
-                              seq, t1 - t0, c1 - c0, t2 - t1);
+                              ",\"generation\":%uL,\"wait_us\":%uL,"
+                              "\"commit_us\":%uL,\"commit_cpu_us\":%uL}\n",
+                              seq, t1 - t0, t2 - t1, c1 - c0);
     }
     rc = b ? sw_send_json(r, NGX_HTTP_OK, b) : NGX_HTTP_INTERNAL_SERVER_ERROR;
     /* the answer is on its way: now wake the other workers (on a busy
@@ -383,7 +403,7 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
      * publish this worker's state */
     sw_notify_others(sw_worker.mcf->notify);
     sw_worker.slot.copy_us = 0;
-    sw_worker.slot.apply_us = t1 - t0;
+    sw_worker.slot.apply_us = t2 - t1;
     sw_worker.slot.apply_cpu_us = c1 - c0;
     sw_worker_publish(0, NULL);
     return rc;

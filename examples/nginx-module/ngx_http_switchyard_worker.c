@@ -278,8 +278,8 @@ static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
     uint64_t gen;
     int rc;
 
-    if (sw_zone_copy(sw_worker.zone, sw_worker.epoch, 0, &docs, &n, &gen) !=
-        NGX_OK)
+    if (sw_zone_copy(sw_worker.zone, false, sw_worker.epoch, 0, &docs, &n,
+                     &gen) != NGX_OK)
         return 0;
     rc = sw_apply_docs(docs, n, err, log);
     sw_docs_free(docs, n);
@@ -287,39 +287,52 @@ static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
     return rc;
 }
 
-void sw_worker_sync(ngx_log_t *log) {
+/* Apply the documents stored past this worker's generation; true when it
+ * applied something (then *rc and *err hold the outcome). */
+static bool sw_worker_follow(ngx_log_t *log, bool locked, int *rc,
+                             sy_error *err) {
     sw_doc_copy_t *docs;
     size_t n;
     uint64_t gen;
-    sy_error err;
-    int rc;
 
     if (sw_worker.router == NULL || sw_worker.zone == NULL)
-        return;
+        return false;
     if (sw_worker.zone->sh->generation == sw_worker.generation)
-        return;
+        return false;
     uint64_t t0 = sw_now_us(), t1, c1;
-    ngx_int_t zrc = sw_zone_copy(sw_worker.zone, sw_worker.epoch,
+    ngx_int_t zrc = sw_zone_copy(sw_worker.zone, locked, sw_worker.epoch,
                                  sw_worker.generation, &docs, &n, &gen);
     if (zrc == NGX_DECLINED) {
         /* a reload replaced this configuration: keep serving the old one
          * until this worker exits */
         sw_worker.generation = gen;
-        return;
+        return false;
     }
     if (zrc != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, log, 0, "switchyard: out of memory");
-        return;
+        return false;
     }
     t1 = sw_now_us();
     c1 = sw_cpu_us();
-    rc = sw_apply_docs(docs, n, &err, log);
+    *rc = sw_apply_docs(docs, n, err, log);
     sw_docs_free(docs, n);
     sw_worker.slot.copy_us = t1 - t0;
     sw_worker.slot.apply_us = sw_now_us() - t1;
     sw_worker.slot.apply_cpu_us = sw_cpu_us() - c1;
     sw_worker.generation = gen;
-    sw_worker_publish(rc, &err);
+    return true;
+}
+
+void sw_worker_sync(ngx_log_t *log) {
+    sy_error err;
+    int rc;
+
+    if (sw_worker_follow(log, false, &rc, &err))
+        sw_worker_publish(rc, &err);
+}
+
+bool sw_worker_follow_locked(ngx_log_t *log, int *rc, sy_error *err) {
+    return sw_worker_follow(log, true, rc, err);
 }
 
 static void sw_timer_handler(ngx_event_t *ev) {

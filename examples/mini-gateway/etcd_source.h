@@ -84,6 +84,8 @@ int64_t gw_etcd_revision(gw_etcd *e);
  *    "reconnects", "full_reads", "commits", "events", "rejected":
  *    counters, "last_commit_us" / "commit_us_total": time spent applying
  *    changes to the router (the last commit's, all commits'),
+ *    "last_decode_us" / "decode_us_total": time spent parsing watch
+ *    responses and decoding their values (the last one's, all of them),
  *    "sources": [{"name", "key", "mod_revision", "present" (the key
  *                 exists), "version" (string|null), "checksum"
  *                 ("hex16"|null), "error" (string|null)}],

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_PREFIX "/switchyard/"
 #define RANGE_PAGE 256
@@ -177,6 +178,13 @@ static char *b64_decode_n(const char *src, size_t len, size_t *n) {
 
 static char *b64_decode(const char *src, size_t *n) {
     return b64_decode_n(src, strlen(src), n);
+}
+
+/* This thread's CPU time in microseconds. */
+static uint64_t cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* ------------------------------------------------------------------ */
@@ -533,10 +541,14 @@ struct gw_etcd {
     state st;
     bool connected;
     int64_t revision;
-    uint64_t fingerprint;
+    uint64_t fingerprint; /* of snapshot fingerprint_generation */
+    uint64_t fingerprint_generation;
+    bool fingerprint_valid;
     char *last_error;
     uint64_t reconnects, full_reads, commits, events, rejected;
     uint64_t last_commit_us, commit_us_total; /* time spent committing */
+    /* the CPU time of the commits; the time spent reading fingerprints */
+    uint64_t commit_cpu_us_total, fingerprint_us_total;
     /* time spent parsing watch lines and decoding their values */
     uint64_t last_decode_us, decode_us_total;
     source_rec *src;
@@ -1348,7 +1360,7 @@ static int stage_all(gw_etcd *e, sy_change_set *cs, staged *st, size_t n,
  */
 static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
                           bool full_read) {
-    uint64_t t0 = uv_hrtime();
+    uint64_t t0 = uv_hrtime(), c0 = cpu_us();
     uv_mutex_lock(&e->mu);
     for (size_t i = 0; i < l->n; i++)
         if (!l->v[i].is_route)
@@ -1453,18 +1465,37 @@ static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
     /* A full read is the truth, even when etcd went back (lost data). */
     if (full_read || revision > e->revision)
         e->revision = revision;
+    /* the fingerprint is read when asked (live_fingerprint_locked): a
+     * walk of every route, which need not delay the next change */
     sy_snapshot *snap = sy_router_acquire(e->router);
-    e->fingerprint = sy_snapshot_fingerprint(snap);
+    uint64_t gen = sy_snapshot_generation(snap);
     sy_snapshot_release(snap);
     e->commits++;
     e->last_commit_us = (uv_hrtime() - t0) / 1000;
     e->commit_us_total += e->last_commit_us;
+    e->commit_cpu_us_total += cpu_us() - c0;
     int64_t rev = e->revision;
-    uint64_t fp = e->fingerprint;
     uv_mutex_unlock(&e->mu);
     if (e->opts.on_commit)
-        e->opts.on_commit(e->opts.data, rev, fp);
+        e->opts.on_commit(e->opts.data, rev, gen);
     return true;
+}
+
+/* The fingerprint of the router's live snapshot, computed once per
+ * snapshot (under mu, so that it goes with `revision`: the module commits
+ * under mu too). */
+static uint64_t live_fingerprint_locked(gw_etcd *e) {
+    sy_snapshot *snap = sy_router_acquire(e->router);
+    uint64_t gen = sy_snapshot_generation(snap);
+    if (!e->fingerprint_valid || gen != e->fingerprint_generation) {
+        uint64_t t = uv_hrtime();
+        e->fingerprint = sy_snapshot_fingerprint(snap);
+        e->fingerprint_generation = gen;
+        e->fingerprint_valid = true;
+        e->fingerprint_us_total += (uv_hrtime() - t) / 1000;
+    }
+    sy_snapshot_release(snap);
+    return e->fingerprint;
 }
 
 /* ------------------------------------------------------------------ */
@@ -2072,7 +2103,7 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     cJSON_AddStringToObject(o, "state", state_names[e->st]);
     cJSON_AddBoolToObject(o, "connected", e->connected);
     cJSON_AddNumberToObject(o, "revision", (double)e->revision);
-    snprintf(hex, sizeof hex, "%016" PRIx64, e->fingerprint);
+    snprintf(hex, sizeof hex, "%016" PRIx64, live_fingerprint_locked(e));
     cJSON_AddStringToObject(o, "fingerprint", hex);
     cJSON_AddItemToObject(o, "last_error", str_or_null(e->last_error));
     cJSON_AddNumberToObject(o, "reconnects", (double)e->reconnects);
@@ -2082,6 +2113,10 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     cJSON_AddNumberToObject(o, "rejected", (double)e->rejected);
     cJSON_AddNumberToObject(o, "last_commit_us", (double)e->last_commit_us);
     cJSON_AddNumberToObject(o, "commit_us_total", (double)e->commit_us_total);
+    cJSON_AddNumberToObject(o, "commit_cpu_us_total",
+                            (double)e->commit_cpu_us_total);
+    cJSON_AddNumberToObject(o, "fingerprint_us_total",
+                            (double)e->fingerprint_us_total);
     cJSON_AddNumberToObject(o, "last_decode_us", (double)e->last_decode_us);
     cJSON_AddNumberToObject(o, "decode_us_total", (double)e->decode_us_total);
     cJSON *srcs = cJSON_AddArrayToObject(o, "sources");
@@ -2167,8 +2202,8 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
              "reflects.\n"
              "# TYPE switchyard_etcd_revision gauge\n"
              "switchyard_etcd_revision %" PRId64 "\n"
-             "# HELP switchyard_etcd_info The snapshot fingerprint right "
-             "after that revision was committed.\n"
+             "# HELP switchyard_etcd_info The fingerprint of the router's "
+             "snapshot, which reflects that revision.\n"
              "# TYPE switchyard_etcd_info gauge\n"
              "switchyard_etcd_info{revision=\"%" PRId64
              "\",fingerprint=\"%016" PRIx64 "\"} 1\n"
@@ -2183,8 +2218,9 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
              "# TYPE switchyard_etcd_rejected_total counter\n"
              "switchyard_etcd_rejected_total %" PRIu64 "\n"
              "# TYPE switchyard_etcd_source_error gauge\n",
-             e->revision, e->revision, e->fingerprint, e->connected ? 1 : 0,
-             e->reconnects, e->full_reads, e->commits, e->rejected);
+             e->revision, e->revision, live_fingerprint_locked(e),
+             e->connected ? 1 : 0, e->reconnects, e->full_reads, e->commits,
+             e->rejected);
     for (size_t i = 0; i < e->src_n; i++) {
         /* label value escaping: backslash, quote, newline */
         char name[300];

@@ -460,6 +460,7 @@ typedef struct source_rec {
     uint64_t checksum; /* of the live document's bytes */
     char *error;       /* last attempt's error, NULL if it succeeded */
     size_t lib_index;  /* the router's index of the source, or SIZE_MAX */
+    bool stale;        /* committed since applied/version/checksum were read */
 } source_rec;
 
 /* One instance: PREFIX instances/<service>/<id>. */
@@ -1439,15 +1440,10 @@ static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
             continue;
         }
         set_str(&s->error, NULL);
-        sy_source_status ss;
-        size_t k = lib_source_index(e, s);
-        if (k != SIZE_MAX &&
-            sy_router_source_status(e->router, k, &ss, NULL) == 0) {
-            s->applied = ss.applied && s->present;
-            s->has_version = ss.applied && ss.version[0];
-            snprintf(s->version, sizeof s->version, "%s", ss.version);
-            s->checksum = ss.checksum;
-        }
+        /* version and checksum are read from the router when asked
+         * (refresh_source_locked): its source status walks the source's
+         * routes, which need not delay the next change */
+        s->stale = true;
     }
     for (size_t i = 0; st && i < n; i++)
         free(st[i].error);
@@ -1479,6 +1475,23 @@ static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
     if (e->opts.on_commit)
         e->opts.on_commit(e->opts.data, rev, gen);
     return true;
+}
+
+/* A source's applied/version/checksum from the router, if it committed
+ * since they were read (under mu). */
+static void refresh_source_locked(gw_etcd *e, source_rec *s) {
+    if (!s->stale)
+        return;
+    sy_source_status ss;
+    size_t k = lib_source_index(e, s);
+    if (k != SIZE_MAX &&
+        sy_router_source_status(e->router, k, &ss, NULL) == 0) {
+        s->applied = ss.applied && s->present;
+        s->has_version = ss.applied && ss.version[0];
+        snprintf(s->version, sizeof s->version, "%s", ss.version);
+        s->checksum = ss.checksum;
+    }
+    s->stale = false;
 }
 
 /* The fingerprint of the router's live snapshot, computed once per
@@ -2121,7 +2134,8 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     cJSON_AddNumberToObject(o, "decode_us_total", (double)e->decode_us_total);
     cJSON *srcs = cJSON_AddArrayToObject(o, "sources");
     for (size_t i = 0; i < e->src_n; i++) {
-        const source_rec *s = &e->src[i];
+        source_rec *s = &e->src[i];
+        refresh_source_locked(e, s);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "name", s->name);
         cJSON_AddStringToObject(j, "key", s->key);
@@ -2166,8 +2180,9 @@ int gw_etcd_source_info_get(gw_etcd *e, const char *source,
                             gw_etcd_source_info *out) {
     int rc = -1;
     uv_mutex_lock(&e->mu);
-    const source_rec *s = find_source(e, source);
+    source_rec *s = find_source(e, source);
     if (s) {
+        refresh_source_locked(e, s);
         memset(out, 0, sizeof *out);
         snprintf(out->key, sizeof out->key, "%s", s->key);
         out->mod_revision = s->mod_revision;

@@ -15,8 +15,11 @@
 sw_worker_t sw_worker;
 
 int64_t sw_now_ms(void) {
-    ngx_time_t *tp = ngx_timeofday();
-    return (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
+    /* not nginx's cached time: that is the start of the event loop's
+     * iteration, before the apply being reported */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static uint64_t sw_clock_us(clockid_t id) {

@@ -123,12 +123,12 @@ static const unsigned char b64_tab[256] = {
 
 /* Decode base64 in place (padding optional): 4 characters become 3 bytes,
  * so the output never overtakes the input. Returns the decoded length
- * (the byte after it is set to NUL), or -1 on a character outside the
- * alphabets or a dangling sextet. */
+ * (the byte after it, when it is within the len bytes, is set to NUL), or
+ * -1 on a character outside the alphabets or a dangling sextet. */
 static long b64_decode_inplace(char *s, size_t len) {
     const unsigned char *in = (const unsigned char *)s;
     unsigned char *out = (unsigned char *)s;
-    size_t o = 0, i = 0;
+    size_t o = 0, i = 0, room = len;
 
     while (len && s[len - 1] == '=')
         len--;
@@ -155,7 +155,8 @@ static long b64_decode_inplace(char *s, size_t len) {
         if (i + 2 < len)
             out[o++] = (unsigned char)(v >> 8);
     }
-    out[o] = '\0';
+    if (o < room)
+        out[o] = '\0';
     return (long)o;
 }
 
@@ -172,6 +173,7 @@ static char *b64_decode_n(const char *src, size_t len, size_t *n) {
         free(out);
         return NULL;
     }
+    out[got] = '\0';
     *n = (size_t)got;
     return out;
 }

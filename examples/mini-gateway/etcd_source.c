@@ -544,9 +544,6 @@ struct gw_etcd {
     state st;
     bool connected;
     int64_t revision;
-    uint64_t fingerprint; /* of snapshot fingerprint_generation */
-    uint64_t fingerprint_generation;
-    bool fingerprint_valid;
     char *last_error;
     uint64_t reconnects, full_reads, commits, events, rejected;
     uint64_t last_commit_us, commit_us_total; /* time spent committing */
@@ -1496,21 +1493,16 @@ static void refresh_source_locked(gw_etcd *e, source_rec *s) {
     s->stale = false;
 }
 
-/* The fingerprint of the router's live snapshot, computed once per
- * snapshot (under mu, so that it goes with `revision`: the module commits
- * under mu too). */
+/* The fingerprint of the router's live snapshot (under mu, so that it goes
+ * with `revision`: the module commits under mu too). The library keeps it
+ * per snapshot once computed; the first reader pays a walk of the routes. */
 static uint64_t live_fingerprint_locked(gw_etcd *e) {
+    uint64_t t = uv_hrtime();
     sy_snapshot *snap = sy_router_acquire(e->router);
-    uint64_t gen = sy_snapshot_generation(snap);
-    if (!e->fingerprint_valid || gen != e->fingerprint_generation) {
-        uint64_t t = uv_hrtime();
-        e->fingerprint = sy_snapshot_fingerprint(snap);
-        e->fingerprint_generation = gen;
-        e->fingerprint_valid = true;
-        e->fingerprint_us_total += (uv_hrtime() - t) / 1000;
-    }
+    uint64_t fp = sy_snapshot_fingerprint(snap);
     sy_snapshot_release(snap);
-    return e->fingerprint;
+    e->fingerprint_us_total += (uv_hrtime() - t) / 1000;
+    return fp;
 }
 
 /* ------------------------------------------------------------------ */

@@ -117,9 +117,9 @@ class GatewayWatcher:
             if rev > self.seen:
                 self.seen = rev
                 self.commits.put({"commit": rev, "us": time.time() * 1e6})
-            # a short pause: each status call costs the gateway a walk of
-            # its routes (its snapshot fingerprint), and three pollers
-            # back to back took CPU from the commits being measured
+            # a short pause: three pollers back to back (each status a
+            # JSON document of the gateway's sources) take CPU from the
+            # commits being measured
             time.sleep(POLL_PAUSE)
 
     def wait_revision(self, rev, timeout):
@@ -196,7 +196,7 @@ def run(n, gateways=False):
           "serving: median %.2f ms  p99 %.2f ms  max %.2f ms  (put round "
           "trip median %.2f ms; mean per change in a consumer: watch line "
           "parse+decode %.2f ms, commit %.2f ms wall / %.2f ms CPU; "
-          "fingerprints read for status %.2f ms)  [%s UTC, load average "
+          "fingerprint reads for status %.2f ms)  [%s UTC, load average "
           "%.2f -> %.2f]" %
           ("gateways" if gateways else "drivers ", n, size, CHANGES,
            statistics.median(ms), pct(ms, 99), max(ms),

@@ -313,7 +313,7 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     sw_shm_doc_t *doc;
     uint64_t seq = 0, t0, t1, t2, c0, c1;
     int rc = 0, frc = 0;
-    bool followed;
+    bool followed, current;
 
     sw_cstr(name, sizeof name, &a->name);
     sw_cstr(source, sizeof source, &a->source);
@@ -325,6 +325,8 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                                "the configuration is being reloaded: retry");
     }
     followed = sw_worker_follow_locked(r->connection->log, &frc, &ferr);
+    /* false only when the catch-up could not copy the zone (memory) */
+    current = z->sh->generation == sw_worker.generation;
     t1 = sw_now_us();
     c0 = sw_cpu_us();
     doc = sw_zone_prepare_locked(z, a->kind, &a->name, &a->source, len);
@@ -348,7 +350,8 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
             /* this worker was at the zone's generation and committed the
              * change: it is at the new one without applying it again */
             seq = sw_zone_link_locked(z, doc);
-            sw_worker.generation = seq;
+            if (current)
+                sw_worker.generation = seq;
         }
     }
     sw_zone_unlock(z);

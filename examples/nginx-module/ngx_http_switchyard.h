@@ -89,10 +89,10 @@ typedef struct {
     uint64_t fingerprint; /* of the worker's live snapshot */
     uint64_t routes;
     int64_t updated_ms;
-    /* the last change applied, in microseconds: copying the documents
-     * out of the zone (0 for the worker that took the change), committing
-     * them (wall and this thread's CPU time), reading the new snapshot's
-     * fingerprint */
+    /* the last change applied, in microseconds: reading the documents
+     * out of the zone (staged on a change set under the zone's mutex; 0
+     * for the worker that took the change), committing them (wall; CPU
+     * time of both), reading the new snapshot's fingerprint */
     uint64_t copy_us, apply_us, apply_cpu_us, publish_us;
     uint64_t wakeups; /* notifications from other workers received */
     int last_rc;      /* SY_OK or the code of the last failed sync */

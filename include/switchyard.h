@@ -106,7 +106,11 @@ SY_API const char *sy_strerror(int code);
  * Allocator hooks, per router (or per document). Any member NULL means the
  * whole struct is ignored and malloc/realloc/free are used. `free` receives
  * NULL never. Hooks may be called from the writer thread and from the thread
- * that creates a match context; never from the hot path after warm-up.
+ * that creates a match context; never from the hot path after warm-up. Two
+ * lazy builds may call them from any reader thread, once per object: the
+ * first sy_route_canonical() of a route, and the first hash-policy pick of
+ * a service version (its consistent-hash ring). Hooks must therefore be
+ * thread-safe when either is used off the writer thread.
  */
 typedef struct sy_allocator {
     void *(*malloc)(void *data, size_t size);

@@ -175,10 +175,11 @@ static void get_routes(httpd_conn *c) {
         gw_buf_json_str(&b, src ? src : "", src ? strlen(src) : 0);
         gw_buf_adds(&b, ",\"uri\":");
         gw_buf_json_str(&b, sy_route_uri(r), strlen(sy_route_uri(r)));
+        const char *def = sy_route_canonical(r); /* NULL: out of memory */
         gw_buf_printf(&b, ",\"order\":%d,\"disabled\":%s,\"definition\":%s}",
                       (int)sy_route_order(r),
                       sy_route_disabled(r) ? "true" : "false",
-                      sy_route_canonical(r));
+                      def ? def : "null");
     }
     sy_snapshot_release(s);
     gw_buf_adds(&b, "]}\n");

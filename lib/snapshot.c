@@ -17,14 +17,12 @@
  * only the chunks a change writes to (copy on write), so one change costs
  * O(n / 1024) pointer copies plus a few 1024-entry chunks, whatever n is.
  */
-#include "snapshot.h"
+#include "snapshot_int.h"
 
 #include "filter.h"
 #include "service.h"
 
 #include <stdlib.h>
-
-#define NONE SY_NONE /* short local name */
 
 /* Fingerprint of a service's instance list (order-independent). */
 static uint64_t service_fingerprint(const struct sy_service *svc) {
@@ -47,78 +45,13 @@ static uint64_t service_fingerprint(const struct sy_service *svc) {
     return sum;
 }
 
-/* ---- shared chunks (snapshot.h) ---- */
-
-/* Every chunk type starts with its _Atomic uint32_t reference count. */
-typedef struct chunk_head {
-    _Atomic uint32_t refs;
-} chunk_head;
-
-static void chunk_ref(void *c) {
-    atomic_fetch_add_explicit(&((chunk_head *)c)->refs, 1,
-                              memory_order_relaxed);
-}
-
-static void chunk_unref(const sy_alloc *a, void *c) {
-    if (c && atomic_fetch_sub_explicit(&((chunk_head *)c)->refs, 1,
-                                       memory_order_acq_rel) == 1)
-        sy_free(a, c);
-}
-
-/* A new chunk of `size` bytes, refs 1, zeroed past the header. */
-static void *chunk_new(sy_snapshot *s, size_t size) {
-    chunk_head *c = sy_calloc(s->alloc, 1, size);
-    if (!c)
-        return NULL;
-    atomic_init(&c->refs, 1);
-    s->chunk_bytes += size;
-    return c;
-}
-
-/* `c` itself when this snapshot is its only holder, else a private copy
- * (the shared one loses this snapshot's reference). NULL: out of memory. */
-static void *chunk_own(sy_snapshot *s, void *c, size_t size) {
-    if (atomic_load_explicit(&((chunk_head *)c)->refs, memory_order_acquire) ==
-        1)
-        return c;
-    chunk_head *n = sy_malloc(s->alloc, size);
-    if (!n)
-        return NULL;
-    memcpy(n, c, size);
-    atomic_init(&n->refs, 1);
-    chunk_unref(s->alloc, c);
-    s->chunk_bytes += size;
-    return n;
-}
-
-static void free_chunks(const sy_alloc *a, void **v, size_t n) {
-    for (size_t i = 0; v && i < n; i++)
-        chunk_unref(a, v[i]);
-    sy_free(a, v);
-}
-
-/* Slot i, writable (its chunk made private or created). NULL: no memory. */
-static sy_slot *slot_mut(sy_snapshot *s, uint32_t i) {
-    uint32_t k = i >> SY_CHUNK_BITS;
-    sy_slot_chunk *c = s->slot_chunks[k];
-    c = c ? chunk_own(s, c, sizeof *c) : chunk_new(s, sizeof *c);
-    if (!c)
-        return NULL;
-    s->slot_chunks[k] = c;
-    return &c->e[i & (SY_CHUNK - 1)];
-}
-
-static uint64_t key_of(const sy_snapshot *s, uint32_t slot) {
-    return sy_snapshot_slot(s, slot)->key;
-}
-
 static void snapshot_free_parts(sy_snapshot *s) {
     const sy_alloc *a = s->alloc;
-    free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
-    free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy_snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+    sy_snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
     sy_free(a, s->rank_start);
-    free_chunks(a, (void **)s->id_chunks,
-                s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
+    sy_snap_free_chunks(a, (void **)s->id_chunks,
+                        s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
     sy_index_unref(s->base);
     sy_index_unref(s->overlay);
     sy_free(a, s->overlay_slots);
@@ -141,242 +74,6 @@ void sy_snapshot_destroy(sy_snapshot *s) {
     sy_pub_obj_free(s->alloc, &s->pub);
 }
 
-/* ---- id table (open addressing, linear probing, chunked) ---- */
-
-static uint64_t id_hash(const char *id) {
-    return sy_hash64(id, strlen(id), 0x1d);
-}
-
-static const sy_id_entry *id_at(const sy_snapshot *s, uint32_t i) {
-    return &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
-}
-
-/* Entry i, writable. NULL: out of memory. */
-static sy_id_entry *id_mut(sy_snapshot *s, uint32_t i) {
-    uint32_t k = i >> SY_CHUNK_BITS;
-    sy_id_chunk *c = chunk_own(s, s->id_chunks[k], sizeof *c);
-    if (!c)
-        return NULL;
-    s->id_chunks[k] = c;
-    return &c->e[i & (SY_CHUNK - 1)];
-}
-
-static uint32_t id_find(const sy_snapshot *s, const char *id, uint64_t h,
-                        uint32_t *pos) {
-    for (uint32_t i = (uint32_t)h & s->id_mask;; i = (i + 1) & s->id_mask) {
-        const sy_id_entry *e = id_at(s, i);
-        if (e->slot == NONE) {
-            *pos = i;
-            return NONE;
-        }
-        if (e->hash == h &&
-            strcmp(sy_snapshot_slot(s, e->slot)->route->id, id) == 0) {
-            *pos = i;
-            return e->slot;
-        }
-    }
-}
-
-static bool id_set(sy_snapshot *s, uint32_t pos, sy_id_entry v) {
-    sy_id_entry *e = id_mut(s, pos);
-    if (e)
-        *e = v;
-    return e != NULL;
-}
-
-/* Remove entry at pos with backward-shift deletion. */
-static bool id_remove_at(sy_snapshot *s, uint32_t pos) {
-    uint32_t mask = s->id_mask, i = pos;
-    for (;;) {
-        if (!id_set(s, i, (sy_id_entry){0, NONE}))
-            return false;
-        uint32_t j = i;
-        for (;;) {
-            j = (j + 1) & mask;
-            if (id_at(s, j)->slot == NONE)
-                return true;
-            uint32_t home = (uint32_t)id_at(s, j)->hash & mask;
-            /* can entry j move to hole i? (home not in (i, j]) */
-            bool between =
-                i <= j ? (home > i && home <= j) : (home > i || home <= j);
-            if (!between)
-                break;
-        }
-        if (!id_set(s, i, *id_at(s, j)))
-            return false;
-        i = j;
-    }
-}
-
-/* Capacity for `live` ids: a power of two, at least one chunk. */
-static uint32_t id_cap_for(size_t live) {
-    uint32_t cap = SY_CHUNK;
-    while (cap < live + live / 3 + 16)
-        cap *= 2;
-    return cap;
-}
-
-/* A fresh, empty table of `cap` entries. */
-static bool id_table_alloc(sy_snapshot *s, uint32_t cap) {
-    uint32_t nk = cap >> SY_CHUNK_BITS;
-    s->id_chunks = sy_calloc(s->alloc, nk, sizeof *s->id_chunks);
-    if (!s->id_chunks)
-        return false;
-    s->id_mask = cap - 1;
-    for (uint32_t k = 0; k < nk; k++) {
-        sy_id_chunk *c = chunk_new(s, sizeof *c);
-        if (!c)
-            return false;
-        for (uint32_t i = 0; i < SY_CHUNK; i++)
-            c->e[i].slot = NONE;
-        s->id_chunks[k] = c;
-    }
-    return true;
-}
-
-/* The base's table shared chunk by chunk. */
-static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
-    uint32_t nk = (base->id_mask >> SY_CHUNK_BITS) + 1;
-    s->id_chunks = sy_malloc(s->alloc, nk * sizeof *s->id_chunks);
-    if (!s->id_chunks)
-        return false;
-    s->id_mask = base->id_mask;
-    for (uint32_t k = 0; k < nk; k++) {
-        s->id_chunks[k] = base->id_chunks[k];
-        chunk_ref(s->id_chunks[k]);
-    }
-    return true;
-}
-
-uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id) {
-    uint32_t pos;
-    return id_find(s, id, id_hash(id), &pos);
-}
-
-/* Put every live slot's id in the (fresh, empty) id table. */
-static void id_fill(sy_snapshot *s) {
-    for (uint32_t i = 0; i < s->slot_count; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, i);
-        if (!sl->route)
-            continue;
-        uint32_t pos;
-        uint64_t h = id_hash(sl->route->id);
-        id_find(s, sl->route->id, h, &pos);
-        /* a fresh table's chunks are private: no copy, cannot fail */
-        *id_mut(s, pos) = (sy_id_entry){h, i};
-    }
-}
-
-/* ---- rank order (chunked runs of slot ids) ---- */
-
-uint32_t sy_snapshot_rank_at(const sy_snapshot *s, size_t i) {
-    size_t lo = 0, hi = s->rank_nchunks;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (s->rank_start[mid] <= i)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return s->rank_chunks[lo]->e[i - s->rank_start[lo]];
-}
-
-/* Recount rank_start and route_count after changes. */
-static void rank_recount(sy_snapshot *s) {
-    size_t r = 0;
-    for (size_t k = 0; k < s->rank_nchunks; k++) {
-        s->rank_start[k] = r;
-        r += s->rank_chunks[k]->n;
-    }
-    s->route_count = r;
-}
-
-/* Index of the chunk where `key` belongs: the last whose first key is
- * below it (or `<=` with after_equal), else 0. */
-static size_t rank_chunk_for(const sy_snapshot *s, uint64_t key,
-                             bool after_equal) {
-    size_t lo = 0, hi = s->rank_nchunks;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        uint64_t k0 = key_of(s, s->rank_chunks[mid]->e[0]);
-        if (k0 < key || (after_equal && k0 == key))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo ? lo - 1 : 0;
-}
-
-/* Insert `slot` after every entry with a key <= its own. */
-static bool rank_insert(sy_snapshot *s, uint32_t slot) {
-    uint64_t key = key_of(s, slot);
-    if (!s->rank_nchunks) {
-        sy_rank_chunk *c = chunk_new(s, sizeof *c);
-        if (!c)
-            return false;
-        s->rank_chunks[s->rank_nchunks++] = c;
-    }
-    size_t k = rank_chunk_for(s, key, true);
-    sy_rank_chunk *c = chunk_own(s, s->rank_chunks[k], sizeof *c);
-    if (!c)
-        return false;
-    s->rank_chunks[k] = c;
-    if (c->n == SY_RANK_CHUNK_MAX) { /* split: the upper half moves on */
-        sy_rank_chunk *n = chunk_new(s, sizeof *n);
-        if (!n)
-            return false;
-        n->n = c->n / 2;
-        c->n -= n->n;
-        memcpy(n->e, c->e + c->n, n->n * sizeof *n->e);
-        memmove(s->rank_chunks + k + 2, s->rank_chunks + k + 1,
-                (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
-        s->rank_chunks[k + 1] = n;
-        s->rank_nchunks++;
-        if (key_of(s, n->e[0]) <= key)
-            c = n;
-    }
-    uint32_t lo = 0, hi = c->n;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (key_of(s, c->e[mid]) <= key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    memmove(c->e + lo + 1, c->e + lo, (c->n - lo) * sizeof *c->e);
-    c->e[lo] = slot;
-    c->n++;
-    return true;
-}
-
-/* Remove `slot` (present) from the rank order. */
-static bool rank_remove(sy_snapshot *s, uint32_t slot) {
-    uint64_t key = key_of(s, slot);
-    for (size_t k = rank_chunk_for(s, key, false); k < s->rank_nchunks; k++) {
-        const sy_rank_chunk *r = s->rank_chunks[k];
-        if (key_of(s, r->e[0]) > key)
-            break; /* past every entry with this key */
-        for (uint32_t i = 0; i < r->n; i++) {
-            if (r->e[i] != slot)
-                continue;
-            sy_rank_chunk *c = chunk_own(s, s->rank_chunks[k], sizeof *c);
-            if (!c)
-                return false;
-            memmove(c->e + i, c->e + i + 1, (c->n - i - 1) * sizeof *c->e);
-            if (--c->n == 0) {
-                chunk_unref(s->alloc, c);
-                memmove(s->rank_chunks + k, s->rank_chunks + k + 1,
-                        (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
-                s->rank_nchunks--;
-            } else {
-                s->rank_chunks[k] = c;
-            }
-            return true;
-        }
-    }
-    return true; /* not ranked (cannot happen for a live slot) */
-}
-
 /* ---- derive ---- */
 
 typedef struct keyed_slot {
@@ -397,7 +94,7 @@ static bool sort_by_key(const sy_snapshot *s, uint32_t *ids, size_t n) {
     if (!tmp)
         return false;
     for (size_t i = 0; i < n; i++)
-        tmp[i] = (keyed_slot){key_of(s, ids[i]), ids[i]};
+        tmp[i] = (keyed_slot){sy_snap_key_of(s, ids[i]), ids[i]};
     qsort(tmp, n, sizeof *tmp, cmp_keyed);
     for (size_t i = 0; i < n; i++)
         ids[i] = tmp[i].slot;
@@ -478,7 +175,7 @@ static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
         s->weight_slots[i] = ws[i].slot;
         names[i] = sy_pred_weight_group(pr);
         wv[i] = sy_pred_weight_value(pr);
-        sy_slot *sl = slot_mut(s, ws[i].slot);
+        sy_slot *sl = sy_snap_slot_mut(s, ws[i].slot);
         if (!sl) {
             sy_free(a, ws);
             sy_free(a, names);
@@ -597,9 +294,9 @@ static int compact_and_index(sy_snapshot *s) {
     size_t *rs = sy_calloc(a, nrk + 1, sizeof *rs);
     bool ok = sc && rc && rs;
     for (size_t k = 0; ok && k < nsk; k++)
-        ok = (sc[k] = chunk_new(s, sizeof **sc)) != NULL;
+        ok = (sc[k] = sy_snap_chunk_new(s, sizeof **sc)) != NULL;
     for (size_t k = 0; ok && k < nrk; k++)
-        ok = (rc[k] = chunk_new(s, sizeof **rc)) != NULL;
+        ok = (rc[k] = sy_snap_chunk_new(s, sizeof **rc)) != NULL;
     if (ok) {
         size_t i = 0;
         for (size_t k = 0; k < s->rank_nchunks; k++)
@@ -612,13 +309,13 @@ static int compact_and_index(sy_snapshot *s) {
             }
     }
     if (!ok) {
-        free_chunks(a, (void **)sc, nsk);
-        free_chunks(a, (void **)rc, nrk);
+        sy_snap_free_chunks(a, (void **)sc, nsk);
+        sy_snap_free_chunks(a, (void **)rc, nrk);
         sy_free(a, rs);
         return SY_ENOMEM;
     }
-    free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
-    free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy_snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+    sy_snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
     sy_free(a, s->rank_start);
     s->slot_chunks = sc;
     s->slot_chunk_cap = nsk;
@@ -626,12 +323,13 @@ static int compact_and_index(sy_snapshot *s) {
     s->rank_chunks = rc;
     s->rank_start = rs;
     s->rank_nchunks = nrk;
-    rank_recount(s);
-    free_chunks(a, (void **)s->id_chunks, (s->id_mask >> SY_CHUNK_BITS) + 1);
+    sy_snap_rank_recount(s);
+    sy_snap_free_chunks(a, (void **)s->id_chunks,
+                        (s->id_mask >> SY_CHUNK_BITS) + 1);
     s->id_chunks = NULL;
-    if (!id_table_alloc(s, id_cap_for(n)))
+    if (!sy_snap_id_alloc(s, sy_snap_id_cap_for(n)))
         return SY_ENOMEM;
-    id_fill(s);
+    sy_snap_id_fill(s);
     uint32_t *all = sy_malloc(a, (n ? n : 1) * sizeof *all);
     if (!all)
         return SY_ENOMEM;
@@ -642,44 +340,6 @@ static int compact_and_index(sy_snapshot *s) {
     int r = index_over(s, all, n, &s->base);
     sy_free(a, all);
     return r;
-}
-
-/* Share the base's chunk vectors (a reference per chunk) with room for
- * `n` more slots and `n` more rank chunks; the id table is shared when
- * its capacity suits live + n ids, else rebuilt. */
-static int share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
-                      size_t live) {
-    const sy_alloc *a = s->alloc;
-    uint32_t base_slots = base ? base->slot_count : 0;
-    size_t cap = ((size_t)base_slots + n + SY_CHUNK - 1) / SY_CHUNK;
-    size_t base_chunks = ((size_t)base_slots + SY_CHUNK - 1) / SY_CHUNK;
-    s->slot_chunks = sy_calloc(a, cap ? cap : 1, sizeof *s->slot_chunks);
-    if (!s->slot_chunks)
-        return SY_ENOMEM;
-    s->slot_chunk_cap = cap;
-    for (size_t k = 0; k < base_chunks; k++) {
-        s->slot_chunks[k] = base->slot_chunks[k];
-        chunk_ref(s->slot_chunks[k]);
-    }
-    s->slot_count = base_slots;
-    size_t rn = base ? base->rank_nchunks : 0;
-    s->rank_chunks = sy_calloc(a, rn + n + 1, sizeof *s->rank_chunks);
-    s->rank_start = sy_calloc(a, rn + n + 1, sizeof *s->rank_start);
-    if (!s->rank_chunks || !s->rank_start)
-        return SY_ENOMEM;
-    for (size_t k = 0; k < rn; k++) {
-        s->rank_chunks[k] = base->rank_chunks[k];
-        chunk_ref(s->rank_chunks[k]);
-    }
-    s->rank_nchunks = rn;
-    uint32_t want = id_cap_for(live + n);
-    uint32_t have = base ? base->id_mask + 1 : 0;
-    if (base && have >= want && have / 4 <= want)
-        return id_table_share(s, base) ? SY_OK : SY_ENOMEM;
-    if (!id_table_alloc(s, want))
-        return SY_ENOMEM;
-    id_fill(s);
-    return SY_OK;
 }
 
 int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
@@ -699,6 +359,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     s->alloc = a;
     s->generation = generation;
+    s->fp_seq = base ? base->fp_seq : sy_snap_fp_empty();
     int rc = copy_config(s, base, cfg);
     if (rc)
         goto fail;
@@ -708,16 +369,16 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     size_t live = base ? base->route_count : 0;
     added = sy_malloc(a, (n ? n : 1) * sizeof *added);
     removed = sy_malloc(a, (n ? n : 1) * sizeof *removed);
-    if (!added || !removed || (rc = share_base(s, base, n, live))) {
+    if (!added || !removed || (rc = sy_snap_share_base(s, base, n, live))) {
         rc = SY_ENOMEM;
         goto fail;
     }
     rc = SY_ENOMEM; /* what a failed chunk copy below means */
     for (size_t c = 0; c < n; c++) {
         const sy_route_change *ch = &changes[c];
-        uint64_t h = id_hash(ch->id);
+        uint64_t h = sy_snap_id_hash(ch->id);
         uint32_t pos;
-        uint32_t old = id_find(s, ch->id, h, &pos);
+        uint32_t old = sy_snap_id_find(s, ch->id, h, &pos);
         if (old != NONE && old >= base_slots) {
             /* the caller takes one reference per set change: an id may
              * appear once per change list */
@@ -725,28 +386,30 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             goto fail;
         }
         if (old != NONE) {
-            sy_slot *os = slot_mut(s, old);
-            if (!os || !rank_remove(s, old) || !id_remove_at(s, pos))
+            sy_slot *os = sy_snap_slot_mut(s, old);
+            if (!os || !sy_snap_rank_remove(s, old) ||
+                !sy_snap_id_remove_at(s, pos))
                 goto fail;
             removed[nremoved++] = os->route; /* hand it back */
             os->route = NULL;
             live--;
-            id_find(s, ch->id, h, &pos);
+            sy_snap_id_find(s, ch->id, h, &pos);
         }
         if (!ch->route)
             continue;
         uint32_t slot = s->slot_count;
-        sy_slot *ns = slot_mut(s, slot);
+        sy_slot *ns = sy_snap_slot_mut(s, slot);
         if (!ns)
             goto fail;
         *ns = (sy_slot){ch->route, ch->key, ch->source, NONE};
         s->slot_count++;
-        if (!id_set(s, pos, (sy_id_entry){h, slot}) || !rank_insert(s, slot))
+        if (!sy_snap_id_set(s, pos, (sy_id_entry){h, slot}) ||
+            !sy_snap_rank_insert(s, slot))
             goto fail;
         added[added_count++] = slot;
         live++;
     }
-    rank_recount(s);
+    sy_snap_rank_recount(s);
     if (!sort_by_key(s, added, added_count))
         goto fail;
 
@@ -804,7 +467,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         k += added_count;
         /* weight indices of the base belong to the base's table */
         for (size_t i = 0; !rc && base && i < base->weight_count; i++) {
-            sy_slot *ws = slot_mut(s, base->weight_slots[i]);
+            sy_slot *ws = sy_snap_slot_mut(s, base->weight_slots[i]);
             if (!ws)
                 rc = SY_ENOMEM;
             else
@@ -867,19 +530,16 @@ uint64_t sy_snapshot_generation(const sy_snapshot *h) {
     return sy_snapshot_from_handle(h)->generation;
 }
 
-/* Routes in rank order, then services by name: equal content gives equal
- * fingerprints whatever history led to it. Computed once per snapshot; two
+/* The route sequence's fingerprint (kept per change, snapshot_table.c),
+ * the route count, then services by name: equal content gives equal
+ * fingerprints whatever history led to it. The services part is computed
+ * once per snapshot, on first request (O(services + instances)); two
  * readers racing compute the same value. */
 uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
     sy_snapshot *s = (sy_snapshot *)sy_snapshot_from_handle(h);
     if (atomic_load_explicit(&s->fingerprint_done, memory_order_acquire))
         return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
-    uint64_t fp = 0x5170;
-    for (size_t k = 0; k < s->rank_nchunks; k++)
-        for (uint32_t i = 0; i < s->rank_chunks[k]->n; i++)
-            fp = sy_hash_mix(fp, sy_snapshot_slot(s, s->rank_chunks[k]->e[i])
-                                     ->route->fingerprint);
-    fp = sy_hash_mix(fp, s->route_count);
+    uint64_t fp = sy_hash_mix(s->fp_seq, s->route_count);
     for (size_t i = 0; i < s->service_count; i++)
         fp = sy_hash_mix(fp, service_fingerprint(s->services[i]));
     atomic_store_explicit(&s->fingerprint, fp, memory_order_relaxed);

@@ -77,7 +77,9 @@ struct sy_snapshot {
     sy_pub_obj pub; /* first: the publication header */
     const sy_alloc *alloc;
     uint64_t generation;
-    /* content fingerprint, computed on first request (O(routes)) */
+    /* route-sequence fingerprint, kept up to date per change
+     * (snapshot_table.c); services are added on first request */
+    uint64_t fp_seq;
     _Atomic uint64_t fingerprint;
     _Atomic bool fingerprint_done;
 

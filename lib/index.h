@@ -88,6 +88,24 @@ void sy_index_unref(sy_index *ix);
 size_t sy_index_bytes(const sy_index *ix);
 
 /*
+ * Stepwise build (index_step.c): the same index as sy_index_build, built
+ * a bounded amount of work at a time, so a large index can be built over
+ * many publishes. Routes are added one at a time in ascending key order
+ * (sy_index_step_add: one route's patterns), then sy_index_step_run does at
+ * most `budget` items of the finishing passes (counting, placement, the
+ * flattened lists) per call: 1 when the index is done (*out, refs 1; the
+ * builder keeps nothing of it), 0 when more calls are needed, SY_ENOMEM.
+ * No route is read after its add. Single-threaded: one caller at a time.
+ */
+typedef struct sy_index_step sy_index_step;
+sy_index_step *sy_index_step_new(const sy_alloc *a);
+int sy_index_step_add(sy_index_step *st, const sy_index_route *r);
+int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out);
+/* Items done by sy_index_step_run so far (for tests: work, not time). */
+size_t sy_index_step_work(const sy_index_step *st);
+void sy_index_step_free(sy_index_step *st);
+
+/*
  * Collect the candidate lists for a request into out[0..cap). Returns the
  * number of lists, or SIZE_MAX when more than `cap` lists would be needed
  * (the caller then scans every route). Reads only; allocation-free.

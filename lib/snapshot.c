@@ -53,8 +53,9 @@ static void snapshot_free_parts(sy_snapshot *s) {
     sy_snap_free_chunks(a, (void **)s->id_chunks,
                         s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
     sy_index_unref(s->base);
-    sy_index_unref(s->overlay);
-    sy_free(a, s->overlay_slots);
+    sy_overlay_free(s->ov[0]);
+    sy_overlay_free(s->ov[1]);
+    sy_snap_build_unref(a, s->build);
     sy_free(a, s->weights);
     sy_free(a, s->weight_slots);
     if (s->defaults)
@@ -373,6 +374,17 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         rc = SY_ENOMEM;
         goto fail;
     }
+    /* a change list about as large as the table is indexed from scratch
+     * (its cost is O(n) anyway): compact slots, build a fresh base */
+    bool bulk = !base || !base->base || n * 4 >= live + 64;
+    if (!bulk) {
+        s->base = sy_index_ref(base->base);
+        s->base_dead = base->base_dead;
+        s->build = base->build ? sy_snap_build_ref(base->build) : NULL;
+        if (!(s->ov[0] = sy_overlay_copy(a, base->ov[0])) ||
+            (base->ov[1] && !(s->ov[1] = sy_overlay_copy(a, base->ov[1]))))
+            goto fail;
+    }
     rc = SY_ENOMEM; /* what a failed chunk copy below means */
     for (size_t c = 0; c < n; c++) {
         const sy_route_change *ch = &changes[c];
@@ -390,6 +402,12 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             if (!os || !sy_snap_rank_remove(s, old) ||
                 !sy_snap_id_remove_at(s, pos))
                 goto fail;
+            bool in0 = false, in1 = false;
+            if (!bulk &&
+                (sy_overlay_remove(s->ov[0], old, os->route, &in0) ||
+                 (!in0 && sy_overlay_remove(s->ov[1], old, os->route, &in1))))
+                goto fail;
+            s->base_dead += !bulk && !in0;   /* a dead entry of an index */
             removed[nremoved++] = os->route; /* hand it back */
             os->route = NULL;
             live--;
@@ -406,6 +424,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         if (!sy_snap_id_set(s, pos, (sy_id_entry){h, slot}) ||
             !sy_snap_rank_insert(s, slot))
             goto fail;
+        if (!bulk && sy_overlay_add(s->ov[0], slot, ch->key, ch->route))
+            goto fail;
         added[added_count++] = slot;
         live++;
     }
@@ -413,16 +433,13 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     if (!sort_by_key(s, added, added_count))
         goto fail;
 
-    /* index: share the base and index the changed slots in an overlay, or
-     * compact and rebuild when the overlay would grow too large */
-    size_t prev_overlay = base ? base->overlay_count : 0;
-    size_t limit = live / 16 > 64 ? live / 16 : 64;
-    if (limit > 2048)
-        limit = 2048;
-    bool rebuild = !base || !base->base || prev_overlay + added_count > limit;
-    if (rebuild) {
+    /* index: the base shared, the changes in the overlay (above), a
+     * rebuild advanced by one bounded share; or all from scratch */
+    if (bulk) {
         uint32_t *all = NULL;
         rc = compact_and_index(s);
+        if (!rc && !(s->ov[0] = sy_overlay_copy(a, NULL)))
+            rc = SY_ENOMEM;
         if (!rc && !(all = sy_malloc(a, (s->route_count ? s->route_count : 1) *
                                             sizeof *all)))
             rc = SY_ENOMEM;
@@ -432,34 +449,22 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             rc = build_weights(s, all, s->route_count);
         sy_free(a, all);
     } else {
-        s->base = sy_index_ref(base->base);
         if (base->max_groups > s->max_groups)
             s->max_groups = base->max_groups;
         if (base->max_vars > s->max_vars)
             s->max_vars = base->max_vars;
         s->needs_host |= base->needs_host;
         s->needs_time |= base->needs_time;
-        s->overlay_slots =
-            sy_malloc(a, (prev_overlay + added_count + 1) * sizeof(uint32_t));
         /* weight candidates: the base's weight routes and the new slots */
         size_t wn = (base ? base->weight_count : 0) + added_count;
         uint32_t *wc = sy_malloc(a, (wn ? wn : 1) * sizeof *wc);
-        if (!s->overlay_slots || !wc) {
-            sy_free(a, wc);
+        if (!wc) {
             rc = SY_ENOMEM;
             goto fail;
         }
-        for (size_t i = 0; i < prev_overlay; i++)
-            if (sy_snapshot_slot(s, base->overlay_slots[i])->route)
-                s->overlay_slots[s->overlay_count++] = base->overlay_slots[i];
-        memcpy(s->overlay_slots + s->overlay_count, added,
-               added_count * sizeof *added);
-        s->overlay_count += added_count;
         for (size_t i = 0; i < added_count; i++)
             scratch_needs(s, sy_snapshot_slot(s, added[i])->route);
-        rc = s->overlay_count ? index_over(s, s->overlay_slots,
-                                           s->overlay_count, &s->overlay)
-                              : SY_OK;
+        rc = sy_snap_build_advance(s);
         size_t k = 0;
         for (size_t i = 0; base && i < base->weight_count; i++)
             wc[k++] = base->weight_slots[i];
@@ -482,8 +487,9 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     s->bytes = sizeof *s + s->slot_chunk_cap * sizeof(void *) +
                s->rank_nchunks * (sizeof(void *) + sizeof(size_t)) +
                ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(void *) +
-               s->chunk_bytes + (s->overlay ? sy_index_bytes(s->overlay) : 0) +
-               (rebuild && s->base ? sy_index_bytes(s->base) : 0);
+               s->chunk_bytes + sy_overlay_bytes(s->ov[0]) +
+               sy_overlay_bytes(s->ov[1]) +
+               (bulk && s->base ? sy_index_bytes(s->base) : 0);
     s->pub.bytes = s->bytes;
     sy_free(a, added);
     *out = s;

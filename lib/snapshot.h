@@ -17,6 +17,8 @@
 #include "route.h"
 
 struct sy_service;
+typedef struct sy_overlay sy_overlay;
+typedef struct sy_snap_build sy_snap_build;
 
 /* Largest position of a route within its source (24 bits of the key). */
 #define SY_RANK_POS_MAX 0xffffffu
@@ -91,10 +93,17 @@ struct sy_snapshot {
     size_t rank_nchunks;
     size_t route_count;
 
-    sy_index *base;    /* shared with other snapshots */
-    sy_index *overlay; /* slots added since base; may be NULL */
-    uint32_t *overlay_slots;
-    size_t overlay_count;
+    /* Index: the base (shared, built over the routes of some earlier
+     * snapshot; dead slots are skipped) and persistent overlays holding
+     * every live route the base lacks: ov[0] the ones added since the
+     * running rebuild began (or since the base, when none runs), ov[1]
+     * those the running rebuild covers (NULL when none runs). */
+    sy_index *base;
+    struct sy_overlay *ov[2];
+    struct sy_snap_build *build; /* the running rebuild, or NULL */
+    size_t base_dead;            /* slots the base holds that died since */
+    /* the rebuild work this derive did (tests count it) */
+    size_t build_routes, build_items;
 
     sy_id_chunk **id_chunks; /* open addressing over id_mask + 1 >= 1024 */
     uint32_t id_mask;
@@ -189,6 +198,12 @@ const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
  * from the router's random callback, else from m's context generator
  * (match.c). For every draw that needs randomness (Weight, lb random). */
 uint64_t sy_match_draw_seed(const sy_match *m);
+
+/* Append the candidate lists of overlay `ov` (snapshot_overlay.c) for a
+ * request path to out[0..cap): their number, or SIZE_MAX when they do not
+ * fit. Reads only; allocation-free. */
+size_t sy_overlay_lookup(const sy_overlay *ov, const sy_segments *path,
+                         sy_cand_list *out, size_t cap);
 
 /* The snapshot behind a handle returned by acquire (untags it). */
 const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle);

@@ -54,4 +54,32 @@ uint64_t sy_snap_fp_empty(void);
 int sy_snap_share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
                        size_t live);
 
+/* ---- the persistent overlay (snapshot_overlay.c) ---- */
+
+/* A copy sharing src's chunks (src NULL: empty). NULL: out of memory. */
+sy_overlay *sy_overlay_copy(const sy_alloc *a, const sy_overlay *src);
+void sy_overlay_free(sy_overlay *ov);
+size_t sy_overlay_count(const sy_overlay *ov);
+size_t sy_overlay_bytes(const sy_overlay *ov);
+/* File live slot `slot` (rank key `key`, route r) / take it out again
+ * (*found: it was there). O(its groups), whatever the overlay holds. */
+int sy_overlay_add(sy_overlay *ov, uint32_t slot, uint64_t key,
+                   const struct sy_route *r);
+int sy_overlay_remove(sy_overlay *ov, uint32_t slot, const struct sy_route *r,
+                      bool *found);
+
+/* ---- the spread rebuild (snapshot_build.c) ---- */
+
+/* Routes indexed / finishing items done per derive while a rebuild runs:
+ * the bound on a publish's share of the rebuild. */
+#define SY_BUILD_ROUTES 64
+#define SY_BUILD_ITEMS 16384
+
+/* After a derive's changes: advance the running rebuild by one share and
+ * swap its index in when complete; start one when the overlay and the
+ * base's dead entries outgrow max(256, live / 32). */
+int sy_snap_build_advance(sy_snapshot *s);
+void sy_snap_build_unref(const sy_alloc *a, sy_snap_build *b);
+sy_snap_build *sy_snap_build_ref(sy_snap_build *b);
+
 #endif

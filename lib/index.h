@@ -90,7 +90,8 @@ size_t sy_index_bytes(const sy_index *ix);
 /*
  * Stepwise build (index_step.c): the same index as sy_index_build, built
  * a bounded amount of work at a time, so a large index can be built over
- * many publishes. Routes are added one at a time in ascending key order
+ * many publishes. After sy_index_step_reserve and sy_index_step_prepare,
+ * routes are added one at a time in ascending key order
  * (sy_index_step_add: one route's patterns), then sy_index_step_run does at
  * most `budget` items of the finishing passes (counting, placement, the
  * flattened lists) per call: 1 when the index is done (*out, refs 1; the
@@ -99,6 +100,13 @@ size_t sy_index_bytes(const sy_index *ix);
  */
 typedef struct sy_index_step sy_index_step;
 sy_index_step *sy_index_step_new(const sy_alloc *a);
+/* Room for `routes` routes shaped like `like`'s (NULL: unknown), so that
+ * adding them does not grow (copy, rehash) the builder's arrays. */
+int sy_index_step_reserve(sy_index_step *st, const sy_index *like,
+                          size_t routes);
+/* After a reserve: empty the reserved edge table, at most `budget`
+ * entries per call; 1 when done (add may start), 0 when more is needed. */
+int sy_index_step_prepare(sy_index_step *st, size_t budget);
 int sy_index_step_add(sy_index_step *st, const sy_index_route *r);
 int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out);
 /* Items done by sy_index_step_run so far (for tests: work, not time). */

@@ -45,6 +45,9 @@ struct sy_index_step {
     uint32_t *pcost, *slot_pos, *start, *fill;
     size_t nlists, kept;
     sy_cand *cands;
+    edge *big; /* a reserved edge table being emptied (prepare) */
+    uint32_t big_mask;
+    size_t big_done;
 };
 
 sy_index_step *sy_index_step_new(const sy_alloc *a) {
@@ -88,7 +91,69 @@ void sy_index_step_free(sy_index_step *st) {
     sy_free(a, st->start);
     sy_free(a, st->fill);
     sy_free(a, st->cands);
+    sy_free(a, st->big);
     sy_free(a, st);
+}
+
+/* Room for `routes` routes shaped like those of `like` (NULL: none), so
+ * that adding them rarely grows an array: a growth copies the array, and
+ * a grown edge table rehashes every edge, which would be one long step. */
+int sy_index_step_reserve(sy_index_step *st, const sy_index *like,
+                          size_t routes) {
+    builder *b = &st->b;
+    const sy_alloc *a = b->a;
+    size_t r = routes + routes / 8 + 64;
+    size_t nodes = (like ? like->node_count : 2 * routes) + r / 4 + 64;
+    uint32_t edges = 64;
+    while (edges < UINT32_MAX / 4 && (size_t)edges * 3 < nodes * 4)
+        edges *= 2;
+    sy_index_route *nr = sy_realloc(a, st->routes, r * sizeof *nr);
+    if (nr)
+        st->routes = nr;
+    rinfo *ni = nr ? sy_realloc(a, st->info, r * sizeof *ni) : NULL;
+    if (ni)
+        st->info = ni;
+    pending *np = ni ? sy_realloc(a, b->pend, r * sizeof *np) : NULL;
+    if (np)
+        b->pend = np;
+    inode *nn = np ? sy_realloc(a, b->nodes, nodes * sizeof *nn) : NULL;
+    if (nn)
+        b->nodes = nn;
+    sy_cand_var *nv = nn ? sy_realloc(a, b->vars, r * sizeof *nv) : NULL;
+    if (nv)
+        b->vars = nv;
+    edge *ne = nv && edges > b->edge_mask + 1 && b->edge_count == 0
+                   ? sy_malloc(a, (size_t)edges * sizeof *ne)
+                   : NULL;
+    if (!nv || !sy_buf_reserve(&b->strings, nodes * 12))
+        return SY_ENOMEM;
+    st->cap = r;
+    b->pend_cap = r;
+    b->node_cap = (uint32_t)nodes;
+    b->var_cap = (uint32_t)r;
+    if (ne) { /* emptied by sy_index_step_prepare, a share at a time */
+        st->big = ne;
+        st->big_mask = edges - 1;
+        st->big_done = 0;
+    }
+    return SY_OK;
+}
+
+int sy_index_step_prepare(sy_index_step *st, size_t budget) {
+    if (!st->big)
+        return 1;
+    size_t cap = (size_t)st->big_mask + 1;
+    while (st->big_done < cap && budget--) {
+        st->big[st->big_done++].child = NONE;
+        st->work++;
+    }
+    if (st->big_done < cap)
+        return 0;
+    sy_free(st->b.a, st->b.edges); /* empty: nothing added yet */
+    st->b.edges = st->big;
+    st->b.edge_mask = st->big_mask;
+    st->big = NULL;
+    return 1;
 }
 
 size_t sy_index_step_work(const sy_index_step *st) {
@@ -97,7 +162,7 @@ size_t sy_index_step_work(const sy_index_step *st) {
 
 int sy_index_step_add(sy_index_step *st, const sy_index_route *r) {
     builder *b = &st->b;
-    if (st->phase != PH_ALLOC || b->failed)
+    if (st->phase != PH_ALLOC || b->failed || st->big)
         return SY_EINVAL;
     if (st->n == st->cap) {
         size_t cap = st->cap ? st->cap * 2 : 256;

@@ -32,6 +32,7 @@ struct sy_snap_build {
     uint32_t *skipped; /* frozen slots found dead */
     size_t nskipped, skip_cap;
     size_t dead_at_start; /* the snapshot's base_dead at S0 */
+    size_t nroutes;       /* S0's live routes */
     bool failed;
 };
 
@@ -65,6 +66,13 @@ static int start(sy_snapshot *s) {
         sy_free(a, b);
         return SY_ENOMEM;
     }
+    if (sy_index_step_reserve(b->st, s->base, s->route_count)) {
+        sy_index_step_free(b->st);
+        sy_overlay_free(fresh);
+        sy_free(a, b->frozen);
+        sy_free(a, b);
+        return SY_ENOMEM;
+    }
     atomic_init(&b->refs, 1);
     b->a = a;
     for (size_t k = 0; k < s->rank_nchunks; k++) {
@@ -72,6 +80,7 @@ static int start(sy_snapshot *s) {
         sy_snap_chunk_ref(b->frozen[k]);
     }
     b->nfrozen = s->rank_nchunks;
+    b->nroutes = s->route_count;
     b->dead_at_start = s->base_dead;
     sy_overlay_free(s->ov[1]);
     s->ov[1] = s->ov[0];
@@ -95,6 +104,11 @@ static bool skip(sy_snap_build *b, uint32_t slot) {
 
 /* One share of the rebuild: routes, then finishing items. */
 static int advance(sy_snapshot *s, sy_snap_build *b) {
+    size_t w0 = sy_index_step_work(b->st);
+    int ready = sy_index_step_prepare(b->st, SY_BUILD_ITEMS);
+    s->build_items += sy_index_step_work(b->st) - w0;
+    if (!ready)
+        return SY_OK;
     while (b->k < b->nfrozen && s->build_routes < SY_BUILD_ROUTES) {
         const sy_rank_chunk *c = b->frozen[b->k];
         uint32_t slot = c->e[b->j];
@@ -115,7 +129,7 @@ static int advance(sy_snapshot *s, sy_snap_build *b) {
     }
     if (b->k < b->nfrozen)
         return SY_OK;
-    size_t w0 = sy_index_step_work(b->st);
+    w0 = sy_index_step_work(b->st);
     int rc = sy_index_step_run(b->st, SY_BUILD_ITEMS, &b->done);
     s->build_items += sy_index_step_work(b->st) - w0;
     return rc < 0 ? rc : SY_OK;
@@ -146,8 +160,10 @@ static int swap(sy_snapshot *s, sy_snap_build *b) {
 /* Start the frozen routes over with a fresh builder (after a failure). */
 static bool reset(sy_snap_build *b) {
     sy_index_step *st = sy_index_step_new(b->a);
-    if (!st)
+    if (!st || sy_index_step_reserve(st, NULL, b->nroutes)) {
+        sy_index_step_free(st);
         return false;
+    }
     sy_index_step_free(b->st);
     b->st = st;
     b->k = b->j = 0;

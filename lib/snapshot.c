@@ -437,9 +437,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
      * rebuild advanced by one bounded share; or all from scratch */
     if (bulk) {
         uint32_t *all = NULL;
-        rc = compact_and_index(s);
-        if (!rc && !(s->ov[0] = sy_overlay_copy(a, NULL)))
-            rc = SY_ENOMEM;
+        rc = compact_and_index(s); /* no overlay: lookups skip it */
         if (!rc && !(all = sy_malloc(a, (s->route_count ? s->route_count : 1) *
                                             sizeof *all)))
             rc = SY_ENOMEM;

@@ -24,6 +24,8 @@
 
 #include <stdlib.h>
 
+#define NEW_SLOT (SY_NONE - 1) /* sy_slot.weight during the change loop */
+
 /* Fingerprint of a service's instance list (order-independent). */
 static uint64_t service_fingerprint(const struct sy_service *svc) {
     const char *name = sy_service_name(svc);
@@ -55,6 +57,9 @@ static void snapshot_free_parts(sy_snapshot *s) {
     sy_index_unref(s->base);
     sy_overlay_free(s->ov[0]);
     sy_overlay_free(s->ov[1]);
+    sy_snap_list_free(a, &s->free_slots);
+    sy_snap_list_free(a, &s->graves[0]);
+    sy_snap_list_free(a, &s->graves[1]);
     sy_snap_build_unref(a, s->build);
     sy_free(a, s->weights);
     sy_free(a, s->weight_slots);
@@ -365,8 +370,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     if (rc)
         goto fail;
 
-    /* slots: the base's (routes shared, not counted) + one per set change */
-    uint32_t base_slots = base ? base->slot_count : 0;
+    /* slots: the base's (routes shared, not counted) + one per set change,
+     * a free one reused when there is one */
     size_t live = base ? base->route_count : 0;
     added = sy_malloc(a, (n ? n : 1) * sizeof *added);
     removed = sy_malloc(a, (n ? n : 1) * sizeof *removed);
@@ -382,7 +387,10 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         s->base_dead = base->base_dead;
         s->build = base->build ? sy_snap_build_ref(base->build) : NULL;
         if (!(s->ov[0] = sy_overlay_copy(a, base->ov[0])) ||
-            (base->ov[1] && !(s->ov[1] = sy_overlay_copy(a, base->ov[1]))))
+            (base->ov[1] && !(s->ov[1] = sy_overlay_copy(a, base->ov[1]))) ||
+            !sy_snap_list_copy(a, &s->free_slots, &base->free_slots, n) ||
+            !sy_snap_list_copy(a, &s->graves[0], &base->graves[0], n) ||
+            !sy_snap_list_copy(a, &s->graves[1], &base->graves[1], n))
             goto fail;
     }
     rc = SY_ENOMEM; /* what a failed chunk copy below means */
@@ -391,7 +399,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         uint64_t h = sy_snap_id_hash(ch->id);
         uint32_t pos;
         uint32_t old = sy_snap_id_find(s, ch->id, h, &pos);
-        if (old != NONE && old >= base_slots) {
+        if (old != NONE && sy_snapshot_slot(s, old)->weight == NEW_SLOT) {
             /* the caller takes one reference per set change: an id may
              * appear once per change list */
             rc = SY_EINVAL;
@@ -407,7 +415,14 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
                 (sy_overlay_remove(s->ov[0], old, os->route, &in0) ||
                  (!in0 && sy_overlay_remove(s->ov[1], old, os->route, &in1))))
                 goto fail;
-            s->base_dead += !bulk && !in0;   /* a dead entry of an index */
+            s->base_dead += !bulk && !in0; /* a dead entry of an index */
+            /* only in ov[0]: no index holds it, free now; else a grave
+             * until no base or rebuild can hold it (snapshot_build.c) */
+            sy_slot_list *to = in0        ? &s->free_slots
+                               : s->build ? &s->graves[1]
+                                          : &s->graves[0];
+            if (!bulk && !sy_snap_list_push(a, to, old))
+                goto fail;
             removed[nremoved++] = os->route; /* hand it back */
             os->route = NULL;
             live--;
@@ -415,12 +430,18 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         }
         if (!ch->route)
             continue;
-        uint32_t slot = s->slot_count;
+        bool reuse = !bulk && s->free_slots.n;
+        uint32_t slot =
+            reuse ? s->free_slots.v[s->free_slots.n - 1] : s->slot_count;
         sy_slot *ns = sy_snap_slot_mut(s, slot);
         if (!ns)
             goto fail;
-        *ns = (sy_slot){ch->route, ch->key, ch->source, NONE};
-        s->slot_count++;
+        /* NEW_SLOT marks a slot of this change list until the loop ends */
+        *ns = (sy_slot){ch->route, ch->key, ch->source, NEW_SLOT};
+        if (reuse)
+            s->free_slots.n--;
+        else
+            s->slot_count++;
         if (!sy_snap_id_set(s, pos, (sy_id_entry){h, slot}) ||
             !sy_snap_rank_insert(s, slot))
             goto fail;
@@ -429,6 +450,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         added[added_count++] = slot;
         live++;
     }
+    for (size_t i = 0; i < added_count; i++) /* private chunks: no copy */
+        sy_snap_slot_mut(s, added[i])->weight = NONE;
     sy_snap_rank_recount(s);
     if (!sort_by_key(s, added, added_count))
         goto fail;

@@ -37,6 +37,12 @@ typedef struct sy_slot {
     uint32_t weight; /* index into weights[], or UINT32_MAX */
 } sy_slot;
 
+/* A list of slot ids (private to one snapshot). */
+typedef struct sy_slot_list {
+    uint32_t *v;
+    size_t n, cap;
+} sy_slot_list;
+
 typedef struct sy_id_entry {
     uint64_t hash;
     uint32_t slot; /* UINT32_MAX: empty */
@@ -102,6 +108,11 @@ struct sy_snapshot {
     struct sy_overlay *ov[2];
     struct sy_snap_build *build; /* the running rebuild, or NULL */
     size_t base_dead;            /* slots the base holds that died since */
+    /* Dead slots: free ones are reused by new routes; a grave may still
+     * sit in the base or the running rebuild's routes, and is freed after
+     * graves[0]: the next swap of a rebuilt base, graves[1]: the one after
+     * (snapshot_build.c) */
+    sy_slot_list free_slots, graves[2];
     /* the rebuild work this derive did (tests count it) */
     size_t build_routes, build_items;
 

@@ -146,6 +146,11 @@ static int swap(sy_snapshot *s, sy_snap_build *b) {
                           sy_overlay_add(s->ov[0], slot, sl->key, sl->route)))
             return SY_ENOMEM;
     }
+    /* graves[0] were held by the old base only; graves[1] may be in the
+     * new one, until it is replaced in turn */
+    if (!sy_snap_list_move(s->alloc, &s->free_slots, &s->graves[0]) ||
+        !sy_snap_list_move(s->alloc, &s->graves[0], &s->graves[1]))
+        return SY_ENOMEM;
     sy_index_unref(s->base);
     s->base = sy_index_ref(b->done);
     sy_overlay_free(s->ov[1]);

@@ -26,6 +26,14 @@ void sy_snap_free_chunks(const sy_alloc *a, void **v, size_t n);
 sy_slot *sy_snap_slot_mut(sy_snapshot *s, uint32_t i);
 uint64_t sy_snap_key_of(const sy_snapshot *s, uint32_t slot);
 
+/* Slot id lists: a copy of src with room for `extra` more; push one. */
+bool sy_snap_list_copy(const sy_alloc *a, sy_slot_list *dst,
+                       const sy_slot_list *src, size_t extra);
+bool sy_snap_list_push(const sy_alloc *a, sy_slot_list *l, uint32_t v);
+/* Move every id of `from` to `to` (from emptied). */
+bool sy_snap_list_move(const sy_alloc *a, sy_slot_list *to, sy_slot_list *from);
+void sy_snap_list_free(const sy_alloc *a, sy_slot_list *l);
+
 /* ---- id table ---- */
 
 uint64_t sy_snap_id_hash(const char *id);

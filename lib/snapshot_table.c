@@ -86,6 +86,47 @@ sy_slot *sy_snap_slot_mut(sy_snapshot *s, uint32_t i) {
     return &c->e[i & (SY_CHUNK - 1)];
 }
 
+bool sy_snap_list_copy(const sy_alloc *a, sy_slot_list *dst,
+                       const sy_slot_list *src, size_t extra) {
+    size_t n = src ? src->n : 0;
+    dst->v = sy_malloc(a, (n + extra + 1) * sizeof *dst->v);
+    if (!dst->v)
+        return false;
+    if (n)
+        memcpy(dst->v, src->v, n * sizeof *dst->v);
+    dst->n = n;
+    dst->cap = n + extra + 1;
+    return true;
+}
+
+bool sy_snap_list_push(const sy_alloc *a, sy_slot_list *l, uint32_t v) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        uint32_t *nv = sy_realloc(a, l->v, cap * sizeof *nv);
+        if (!nv)
+            return false;
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = v;
+    return true;
+}
+
+bool sy_snap_list_move(const sy_alloc *a, sy_slot_list *to,
+                       sy_slot_list *from) {
+    for (size_t i = 0; i < from->n; i++)
+        if (!sy_snap_list_push(a, to, from->v[i]))
+            return false;
+    from->n = 0;
+    return true;
+}
+
+void sy_snap_list_free(const sy_alloc *a, sy_slot_list *l) {
+    sy_free(a, l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
 uint64_t sy_snap_key_of(const sy_snapshot *s, uint32_t slot) {
     return sy_snapshot_slot(s, slot)->key;
 }

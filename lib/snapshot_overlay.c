@@ -3,9 +3,10 @@
  * added since its base index was built, findable by request at a cost per
  * change that does not grow with the overlay (snapshot_int.h).
  *
- * A route is filed under keys: the hash of its Path patterns' leading
- * literal segments (one key per pattern), or else under the one root key
- * (always a candidate: no Path, or a pattern that starts with a wildcard).
+ * A route is filed under keys: per Path pattern, the hash of its leading
+ * literal segments, or of one later literal at its position (keys_of);
+ * else under the one root key (always a candidate: no Path, or a pattern
+ * with no literal before its first "**").
  * Each key has a group: its routes' candidates in rank key order. Groups
  * hang off a hash table in 256-bucket chunks:
  *
@@ -16,8 +17,9 @@
  * copies the chunk vector (a few pointers) and a change copies one chunk
  * and one group: O(group + 256), whatever the overlay holds.
  *
- * A lookup hashes the request's path segments one prefix at a time and
- * probes the depths some key has (a bit mask per overlay): the
+ * A lookup hashes the request's path segments one prefix at a time (and
+ * each alone) and probes the depths and positions some key has (bit masks
+ * per overlay): the
  * groups it finds are candidate lists like the index's (no walk proof, so
  * the matcher checks every predicate). The lists are a superset: a route
  * can only match a request whose segments start with its literals.
@@ -27,6 +29,7 @@
 #define OV_CHUNK 256u
 #define OV_KEYS 16 /* a route with more patterns goes to the root group */
 #define SEED_PATH 0x9a7bull
+#define SEED_SINGLE 0x5e91ull
 #define ROOT_KEY 0x726f6f74ull /* "root" */
 
 typedef struct ov_group {
@@ -46,9 +49,10 @@ struct sy_overlay {
     ov_chunk **chunks;
     uint32_t mask; /* buckets - 1; buckets a multiple of OV_CHUNK */
     uint32_t groups;
-    size_t count;    /* live entries */
-    uint64_t depths; /* bit d: some key of depth d (63: or more) */
-    size_t bytes;    /* chunks and groups this overlay made */
+    size_t count;       /* live entries */
+    uint64_t depths;    /* bit d: some prefix key of depth d (63: or more) */
+    uint64_t positions; /* bit p: some single key at position p */
+    size_t bytes;       /* chunks and groups this overlay made */
 };
 
 static uint64_t *group_keys(ov_group *g) {
@@ -129,6 +133,7 @@ sy_overlay *sy_overlay_copy(const sy_alloc *a, const sy_overlay *src) {
     ov->groups = src->groups;
     ov->count = src->count;
     ov->depths = src->depths;
+    ov->positions = src->positions;
     return ov;
 }
 
@@ -211,33 +216,56 @@ static bool grow(sy_overlay *ov) {
 typedef struct route_keys {
     uint64_t hash[OV_KEYS];
     size_t n;
-    uint8_t depth[OV_KEYS];
+    uint8_t depth[OV_KEYS]; /* prefix: its length; single: its position */
+    uint8_t single[OV_KEYS];
 } route_keys;
 
-static uint64_t seg_hash(uint64_t h, sy_str s) {
-    return sy_hash_mix(h, sy_hash64(s.ptr, s.len, 0x0f));
+static uint64_t seg_hash(sy_str s) {
+    return sy_hash64(s.ptr, s.len, 0x0f);
 }
 
-/* The leading literal segments of every Path pattern of `pred`: false
- * when one has none, or there are too many patterns. */
+/* The key of segment `pos` alone. */
+static uint64_t single_key(size_t pos, uint64_t seg) {
+    return sy_hash_mix(SEED_SINGLE + pos, seg);
+}
+
+/*
+ * One key per Path pattern of `pred`: its leading literal segments (a
+ * prefix key), or, when at most one segment leads and a literal comes
+ * after a wildcard, that later literal at its position (a single key:
+ * "/{tenant}/orders/{id}" -> (1, "orders"); "/api/{id}/posts" -> (2,
+ * "posts")). Positions count only before a "**" or {*x}. false: a pattern
+ * has neither, or there are too many patterns (the route goes to root).
+ */
 static bool keys_of(const sy_pred *pred, route_keys *k) {
     k->n = 0;
     for (size_t i = 0; pred && i < sy_pred_pattern_count(pred); i++) {
         const sy_pattern *p = sy_pred_pattern(pred, i);
         if (!sy_pattern_can_match(p))
             continue; /* matches nothing: needs no key */
-        size_t n = sy_pattern_segment_count(p), d = 0;
+        size_t n = sy_pattern_segment_count(p), d = 0, last = SIZE_MAX;
         uint64_t h = SEED_PATH;
         for (; d < n && sy_pattern_segment_kind(p, d) == SY_SEG_LITERAL; d++)
-            h = seg_hash(h, sy_pattern_literal(p, d));
-        if (d == 0 || k->n == OV_KEYS)
+            h = sy_hash_mix(h, seg_hash(sy_pattern_literal(p, d)));
+        for (size_t j = d; j < n && j < 63; j++) {
+            sy_seg_kind sk = sy_pattern_segment_kind(p, j);
+            if (sk == SY_SEG_MULTI || sk == SY_SEG_REST)
+                break;
+            if (sk == SY_SEG_LITERAL)
+                last = j;
+        }
+        bool single = d < 2 && last != SIZE_MAX;
+        if (single)
+            h = single_key(last, seg_hash(sy_pattern_literal(p, last)));
+        if ((d == 0 && !single) || k->n == OV_KEYS)
             return false;
         bool dup = false;
         for (size_t j = 0; j < k->n; j++)
             dup |= k->hash[j] == h;
         if (!dup) {
             k->hash[k->n] = h;
-            k->depth[k->n++] = (uint8_t)(d < 63 ? d : 63);
+            k->single[k->n] = single;
+            k->depth[k->n++] = (uint8_t)(single ? last : d < 63 ? d : 63);
         }
     }
     return pred != NULL;
@@ -259,6 +287,7 @@ static void route_keys_of(const struct sy_route *r, route_keys *k) {
     k->n = 1;
     k->hash[0] = ROOT_KEY;
     k->depth[0] = 0;
+    k->single[0] = 0;
 }
 
 static uint32_t methods_of(const struct sy_route *r) {
@@ -327,7 +356,9 @@ int sy_overlay_add(sy_overlay *ov, uint32_t slot, uint64_t key,
         int rc = regroup(ov, find(ov, k.hash[j]), k.hash[j], &cand, key, slot);
         if (rc)
             return rc;
-        if (k.hash[j] != ROOT_KEY)
+        if (k.single[j])
+            ov->positions |= 1ull << k.depth[j];
+        else if (k.hash[j] != ROOT_KEY)
             ov->depths |= 1ull << k.depth[j];
     }
     ov->count++;
@@ -372,18 +403,23 @@ static bool collect(const sy_overlay *ov, uint64_t hash, sy_cand_list *out,
     return true;
 }
 
-/* Probe every prefix depth of the path some key has. false: no room. */
+/* Probe every prefix depth and single position of the path some key
+ * has. false: out of room. */
 static bool probe(const sy_overlay *ov, const sy_segments *segs,
                   sy_cand_list *out, size_t *n, size_t cap) {
-    uint64_t depths = ov->depths;
-    size_t top = 63;
-    while (top && !((depths >> top) & 1))
+    uint64_t depths = ov->depths, positions = ov->positions;
+    size_t top = 63; /* the deepest segment a key needs */
+    while (top && !((depths >> top) & 1) && !((positions >> (top - 1)) & 1))
         top--;
     size_t last = top == 63 || segs->count < top ? segs->count : top;
     uint64_t h = SEED_PATH;
     for (size_t d = 1; d <= last; d++) {
-        h = seg_hash(h, segs->dec[d - 1]);
+        uint64_t sh = seg_hash(segs->dec[d - 1]);
+        h = sy_hash_mix(h, sh);
         if (((depths >> (d < 63 ? d : 63)) & 1) && !collect(ov, h, out, n, cap))
+            return false;
+        if (d - 1 < 63 && ((positions >> (d - 1)) & 1) &&
+            !collect(ov, single_key(d - 1, sh), out, n, cap))
             return false;
     }
     return true;

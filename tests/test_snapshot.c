@@ -178,7 +178,7 @@ START_TEST(random_changes_keep_rank_ids_and_matching_exact) {
 }
 END_TEST
 
-/* Route i of the mixed table: six shapes, so the overlay files routes by
+/* Route i of the mixed table: eight shapes, so the overlay files routes by
  * literal prefixes, shared prefixes, the root group (a wildcard first, a
  * Host only) and several patterns. `gen` varies the literal parts. */
 static int mixed_route(char *buf, size_t cap, size_t i, unsigned gen) {
@@ -189,9 +189,11 @@ static int mixed_route(char *buf, size_t cap, size_t i, unsigned gen) {
         "\"Host=h%zu-%u.example.com\"",
         "\"Path=/m%zu-%u/**\",\"Method=POST\"",
         "\"Path=/t%zu-%u,/u%zu-%u\"",
+        "\"Path=/{a}/{b}/c%zu-%u/**\"",
+        "\"Path=/**/z%zu-%u\"",
     };
     char preds[128];
-    snprintf(preds, sizeof preds, fmt[i % 6], i, gen, i, gen);
+    snprintf(preds, sizeof preds, fmt[i % 8], i, gen, i, gen);
     return snprintf(buf, cap,
                     "{\"id\":\"r%zu\",\"uri\":\"http://b\",\"order\":%d,"
                     "\"predicates\":[%s]}",
@@ -201,12 +203,13 @@ static int mixed_route(char *buf, size_t cap, size_t i, unsigned gen) {
 /* A request route i (of generation gen) matches. */
 static void mixed_request(size_t i, unsigned gen, char *path, size_t cap,
                           char *host, size_t hcap, sy_request *req) {
-    const char *pfmt[] = {"/a%zu-%u/lit", "/zz/w%zu-%u", "/p/5/v%zu-%u", "/",
-                          "/m%zu-%u/x/y", "/u%zu-%u"};
-    snprintf(path, cap, pfmt[i % 6], i, gen);
+    const char *pfmt[] = {
+        "/a%zu-%u/lit", "/zz/w%zu-%u", "/p/5/v%zu-%u",   "/",
+        "/m%zu-%u/x/y", "/u%zu-%u",    "/x/y/c%zu-%u/d", "/q/r/z%zu-%u"};
+    snprintf(path, cap, pfmt[i % 8], i, gen);
     snprintf(host, hcap, "h%zu-%u.example.com", i, gen);
     *req = (sy_request)SY_REQUEST_INIT;
-    req->method = i % 6 == 4 ? (sy_str){"POST", 4} : (sy_str){"GET", 3};
+    req->method = i % 8 == 4 ? (sy_str){"POST", 4} : (sy_str){"GET", 3};
     req->path = (sy_str){path, strlen(path)};
     req->host = (sy_str){host, strlen(host)};
 }

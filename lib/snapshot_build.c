@@ -188,9 +188,9 @@ int sy_snap_build_advance(sy_snapshot *s) {
     sy_snap_build *b = s->build;
     if (!b || (b->failed && !reset(b)))
         return SY_OK;
-    if (!b->done && advance(s, b) != SY_OK) {
+    if (b->done) /* a derive of its own: the swap frees the old base */
+        return swap(s, b);
+    if (advance(s, b) != SY_OK)
         b->failed = true;
-        return SY_OK;
-    }
-    return b->done ? swap(s, b) : SY_OK;
+    return SY_OK;
 }

@@ -81,7 +81,7 @@ int sy_overlay_remove(sy_overlay *ov, uint32_t slot, const struct sy_route *r,
 /* Routes indexed / finishing items done per derive while a rebuild runs:
  * the bound on a publish's share of the rebuild. */
 #define SY_BUILD_ROUTES 64
-#define SY_BUILD_ITEMS 8192
+#define SY_BUILD_ITEMS 4096
 
 /* After a derive's changes: advance the running rebuild by one share and
  * swap its index in when complete; start one when the overlay and the

@@ -5,6 +5,7 @@
  * random changes that split, copy and empty chunks; and (issue 15 item 4)
  * 10,000 consecutive single changes rebuild the index several times, each
  * publish doing a bounded share of the work, matching exactly throughout. */
+#include "index_int.h"
 #include "snapshot_int.h"
 #include "testutil.h"
 
@@ -319,6 +320,101 @@ START_TEST(ten_thousand_single_changes_rebuild_in_bounded_shares) {
 }
 END_TEST
 
+/* The end of the candidate pool an index's lists use. */
+static size_t cands_used(const sy_index *ix) {
+    size_t end = 0;
+    for (uint32_t i = 0; i < ix->node_count; i++) {
+        size_t t = ix->nodes[i].term.off + ix->nodes[i].term.len;
+        size_t m = ix->nodes[i].multi.off + ix->nodes[i].multi.len;
+        end = t > end ? t : end;
+        end = m > end ? m : end;
+    }
+    for (size_t g = 0; g < GENERIC_LISTS; g++) {
+        size_t e = ix->generic[g].off + ix->generic[g].len;
+        end = e > end ? e : end;
+    }
+    return end;
+}
+
+/* The stepwise build, resumed after every `budget` items, makes the very
+ * index the one-shot build makes: same nodes, edges, lists, candidates. */
+START_TEST(the_stepwise_build_makes_the_one_shot_index) {
+    enum { N = 3000 };
+    char *doc = malloc((size_t)N * 160 + 16);
+    size_t o = 0;
+    doc[o++] = '[';
+    for (size_t i = 0; i < N; i++) {
+        if (i)
+            doc[o++] = ',';
+        o += (size_t)mixed_route(doc + o, 256, i, 0);
+    }
+    doc[o++] = ']';
+    sy_router *r;
+    sy_router_options ro = SY_ROUTER_OPTIONS_INIT;
+    ck_assert_int_eq(sy_router_new(&ro, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, o, NULL, NULL), 0);
+    free(doc);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    size_t n = s->route_count;
+    sy_index_route *in = malloc(n * sizeof *in);
+    for (size_t i = 0; i < n; i++) { /* rank order: ascending keys */
+        uint32_t slot = sy_snapshot_rank_at(s, i);
+        const sy_slot *sl = sy_snapshot_slot(s, slot);
+        in[i] = (sy_index_route){slot, sl->key, sl->route};
+    }
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    sy_index *one;
+    ck_assert_int_eq(sy_index_build(&a, in, n, &one), 0);
+    const size_t budgets[] = {1, 7, 4096};
+    for (size_t bi = 0; bi < 3; bi++) {
+        sy_index_step *st = sy_index_step_new(&a);
+        ck_assert_ptr_nonnull(st);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_int_eq(sy_index_step_add(st, &in[i]), 0);
+        sy_index *ix = NULL;
+        size_t calls = 0;
+        int rc;
+        while ((rc = sy_index_step_run(st, budgets[bi], &ix)) == 0)
+            calls++;
+        ck_assert_int_eq(rc, 1);
+        /* every call but the last did exactly its budget */
+        ck_assert_uint_ge(sy_index_step_work(st), calls * budgets[bi]);
+        ck_assert_uint_le(sy_index_step_work(st), (calls + 1) * budgets[bi]);
+        ck_assert_uint_eq(ix->node_count, one->node_count);
+        ck_assert_int_eq(
+            memcmp(ix->nodes, one->nodes, one->node_count * sizeof *one->nodes),
+            0);
+        ck_assert_uint_eq(ix->edge_mask, one->edge_mask);
+        for (uint32_t e = 0; e <= one->edge_mask; e++) {
+            const edge *x = &ix->edges[e], *y = &one->edges[e];
+            ck_assert_uint_eq(x->child, y->child);
+            if (y->child != NONE) /* an empty entry's other fields: unset */
+                ck_assert(x->w0 == y->w0 && x->w1 == y->w1 &&
+                          x->parent == y->parent && x->str_off == y->str_off &&
+                          x->len_tag == y->len_tag);
+        }
+        ck_assert_int_eq(memcmp(ix->generic, one->generic, sizeof one->generic),
+                         0);
+        size_t used = cands_used(one);
+        ck_assert_uint_gt(used, N / 2);
+        ck_assert_uint_eq(cands_used(ix), used);
+        ck_assert_int_eq(
+            memcmp(ix->cands, one->cands, used * sizeof *one->cands), 0);
+        ck_assert_uint_eq(ix->host_routes, one->host_routes);
+        ck_assert_uint_eq(ix->bytes, one->bytes);
+        sy_index_unref(ix);
+        sy_index_step_free(st);
+    }
+    sy_index_unref(one);
+    free(in);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("snapshot");
     TCase *tc = tcase_create("snapshot");
@@ -327,6 +423,7 @@ int main(void) {
                    a_one_route_change_costs_memory_independent_of_table_size);
     tcase_add_test(tc, random_changes_keep_rank_ids_and_matching_exact);
     tcase_add_test(tc, ten_thousand_single_changes_rebuild_in_bounded_shares);
+    tcase_add_test(tc, the_stepwise_build_makes_the_one_shot_index);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

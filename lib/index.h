@@ -109,6 +109,11 @@ int sy_index_step_reserve(sy_index_step *st, const sy_index *like,
 int sy_index_step_prepare(sy_index_step *st, size_t budget);
 int sy_index_step_add(sy_index_step *st, const sy_index_route *r);
 int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out);
+/* Free one of the big arrays of `ix` when nothing but the caller holds it
+ * (refs 1; else nothing is freed): true when none is left, and the index
+ * may be unref'd for the price of its header. A large index freed at once
+ * is a long step of its own (munmap of tens of MB). */
+bool sy_index_free_step(sy_index *ix);
 /* Items done by sy_index_step_run so far (for tests: work, not time). */
 size_t sy_index_step_work(const sy_index_step *st);
 void sy_index_step_free(sy_index_step *st);

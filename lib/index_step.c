@@ -395,3 +395,18 @@ int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out) {
         st->b.failed = true; /* a failed pass cannot resume */
     return rc;
 }
+
+bool sy_index_free_step(sy_index *ix) {
+    if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
+        return false; /* another holder would free it all at once */
+    void **parts[] = {(void **)&ix->cands, (void **)&ix->vars,
+                      (void **)&ix->strings, (void **)&ix->edges,
+                      (void **)&ix->nodes};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (*parts[i]) {
+            sy_free(ix->alloc, *parts[i]);
+            *parts[i] = NULL;
+            return false;
+        }
+    return true;
+}

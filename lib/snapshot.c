@@ -61,6 +61,7 @@ static void snapshot_free_parts(sy_snapshot *s) {
     sy_snap_list_free(a, &s->graves[0]);
     sy_snap_list_free(a, &s->graves[1]);
     sy_snap_build_unref(a, s->build);
+    sy_snap_trash_unref(a, s->trash);
     sy_free(a, s->weights);
     sy_free(a, s->weight_slots);
     if (s->defaults)
@@ -386,6 +387,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         s->base = sy_index_ref(base->base);
         s->base_dead = base->base_dead;
         s->build = base->build ? sy_snap_build_ref(base->build) : NULL;
+        s->trash = base->trash ? sy_snap_trash_ref(base->trash) : NULL;
         if (!(s->ov[0] = sy_overlay_copy(a, base->ov[0])) ||
             (base->ov[1] && !(s->ov[1] = sy_overlay_copy(a, base->ov[1]))) ||
             !sy_snap_list_copy(a, &s->free_slots, &base->free_slots, n) ||

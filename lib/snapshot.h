@@ -19,6 +19,7 @@
 struct sy_service;
 typedef struct sy_overlay sy_overlay;
 typedef struct sy_snap_build sy_snap_build;
+typedef struct sy_snap_trash sy_snap_trash;
 
 /* Largest position of a route within its source (24 bits of the key). */
 #define SY_RANK_POS_MAX 0xffffffu
@@ -107,6 +108,7 @@ struct sy_snapshot {
     sy_index *base;
     struct sy_overlay *ov[2];
     struct sy_snap_build *build; /* the running rebuild, or NULL */
+    struct sy_snap_trash *trash; /* what the last swap replaced, or NULL */
     size_t base_dead;            /* slots the base holds that died since */
     /* Dead slots: free ones are reused by new routes; a grave may still
      * sit in the base or the running rebuild's routes, and is freed after

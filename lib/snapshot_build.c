@@ -36,6 +36,42 @@ struct sy_snap_build {
     bool failed;
 };
 
+struct sy_snap_trash {
+    _Atomic uint32_t refs;
+    sy_index *ix;   /* the old base (one reference) */
+    sy_overlay *ov; /* the dropped ov[1] */
+};
+
+sy_snap_trash *sy_snap_trash_ref(sy_snap_trash *t) {
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void sy_snap_trash_unref(const sy_alloc *a, sy_snap_trash *t) {
+    if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    sy_index_unref(t->ix);
+    sy_overlay_free(t->ov);
+    sy_free(a, t);
+}
+
+/* One part of the trash freed, if older snapshots let go of it; the
+ * snapshot drops the trash when nothing is left. */
+static void trash_step(sy_snapshot *s) {
+    sy_snap_trash *t = s->trash;
+    if (t->ov && sy_overlay_free_step(t->ov)) {
+        sy_overlay_free(t->ov);
+        t->ov = NULL;
+    } else if (!t->ov && t->ix && sy_index_free_step(t->ix)) {
+        sy_index_unref(t->ix);
+        t->ix = NULL;
+    }
+    if (!t->ov && !t->ix) {
+        s->trash = NULL;
+        sy_snap_trash_unref(s->alloc, t);
+    }
+}
+
 sy_snap_build *sy_snap_build_ref(sy_snap_build *b) {
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
     return b;
@@ -151,9 +187,17 @@ static int swap(sy_snapshot *s, sy_snap_build *b) {
     if (!sy_snap_list_move(s->alloc, &s->free_slots, &s->graves[0]) ||
         !sy_snap_list_move(s->alloc, &s->graves[0], &s->graves[1]))
         return SY_ENOMEM;
-    sy_index_unref(s->base);
+    /* the old base and ov[1] go to the trash, freed a part per derive
+     * (the trash of a swap before is freed now, if not yet done) */
+    sy_snap_trash *tr = sy_calloc(s->alloc, 1, sizeof *tr);
+    if (!tr)
+        return SY_ENOMEM;
+    atomic_init(&tr->refs, 1);
+    tr->ix = s->base;
+    tr->ov = s->ov[1];
+    sy_snap_trash_unref(s->alloc, s->trash);
+    s->trash = tr;
     s->base = sy_index_ref(b->done);
-    sy_overlay_free(s->ov[1]);
     s->ov[1] = NULL;
     s->base_dead =
         s->base_dead > b->dead_at_start ? s->base_dead - b->dead_at_start : 0;
@@ -178,6 +222,8 @@ static bool reset(sy_snap_build *b) {
 }
 
 int sy_snap_build_advance(sy_snapshot *s) {
+    if (s->trash)
+        trash_step(s);
     size_t live = s->route_count;
     size_t limit = live / 32 > 256 ? live / 32 : 256;
     /* out of memory while starting or advancing: the overlays keep

@@ -68,6 +68,9 @@ int sy_snap_share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
 sy_overlay *sy_overlay_copy(const sy_alloc *a, const sy_overlay *src);
 void sy_overlay_free(sy_overlay *ov);
 size_t sy_overlay_count(const sy_overlay *ov);
+/* Free one chunk (256 buckets' groups) when this overlay is its only
+ * holder: true when none is left (then sy_overlay_free is cheap). */
+bool sy_overlay_free_step(sy_overlay *ov);
 size_t sy_overlay_bytes(const sy_overlay *ov);
 /* File live slot `slot` (rank key `key`, route r) / take it out again
  * (*found: it was there). O(its groups), whatever the overlay holds. */
@@ -89,5 +92,9 @@ int sy_overlay_remove(sy_overlay *ov, uint32_t slot, const struct sy_route *r,
 int sy_snap_build_advance(sy_snapshot *s);
 void sy_snap_build_unref(const sy_alloc *a, sy_snap_build *b);
 sy_snap_build *sy_snap_build_ref(sy_snap_build *b);
+/* What a swap replaced (the old base, the dropped ov[1]), freed a part per
+ * derive once older snapshots no longer hold it (snapshot_build.c). */
+void sy_snap_trash_unref(const sy_alloc *a, sy_snap_trash *t);
+sy_snap_trash *sy_snap_trash_ref(sy_snap_trash *t);
 
 #endif

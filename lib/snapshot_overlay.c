@@ -144,6 +144,21 @@ void sy_overlay_free(sy_overlay *ov) {
     sy_free(ov->a, ov);
 }
 
+bool sy_overlay_free_step(sy_overlay *ov) {
+    uint32_t nk = (ov->mask + 1) / OV_CHUNK;
+    for (uint32_t k = 0; k < nk; k++) {
+        ov_chunk *c = ov->chunks[k];
+        if (!c)
+            continue;
+        if (atomic_load_explicit(&c->refs, memory_order_acquire) != 1)
+            return false; /* shared: its last holder frees its groups */
+        chunk_unref(ov->a, c);
+        ov->chunks[k] = NULL;
+        return false;
+    }
+    return true;
+}
+
 size_t sy_overlay_count(const sy_overlay *ov) {
     return ov ? ov->count : 0;
 }

@@ -296,6 +296,9 @@ static int compact_and_index(sy_snapshot *s) {
     size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
     /* fresh rank chunks, half full so later inserts rarely split */
     size_t half = SY_RANK_CHUNK_MAX / 2, nrk = (n + half - 1) / half;
+    /* every chunk made so far is replaced (and freed) below: count only
+     * the fresh ones */
+    s->chunk_bytes = 0;
     sy_slot_chunk **sc = sy_calloc(a, nsk ? nsk : 1, sizeof *sc);
     sy_rank_chunk **rc = sy_calloc(a, nrk + 1, sizeof *rc);
     size_t *rs = sy_calloc(a, nrk + 1, sizeof *rs);

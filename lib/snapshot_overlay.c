@@ -44,8 +44,20 @@ typedef struct ov_chunk {
     ov_group *g[OV_CHUNK];
 } ov_chunk;
 
+/* A bit filter over the keys present (two bits a key, 8 bits a bucket):
+ * a lookup skips a key whose bits are not both set without touching the
+ * table, which is a cache miss or two at a large overlay; the filter is
+ * small enough to stay in cache. Shared between copies, copied on write;
+ * bits are never cleared (a removed key only costs a false positive). */
+typedef struct ov_filter {
+    _Atomic uint32_t refs;
+    uint32_t mask; /* bits - 1 */
+    uint64_t w[];
+} ov_filter;
+
 struct sy_overlay {
     const sy_alloc *a;
+    ov_filter *filter;
     ov_chunk **chunks;
     uint32_t mask; /* buckets - 1; buckets a multiple of OV_CHUNK */
     uint32_t groups;
@@ -84,8 +96,49 @@ static ov_group *group_new(sy_overlay *ov, uint32_t len, uint64_t hash) {
     return g;
 }
 
+static void filter_unref(const sy_alloc *a, ov_filter *f) {
+    if (f && atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1)
+        sy_free(a, f);
+}
+
+static inline uint32_t filter_bit(const ov_filter *f, uint64_t h, int k) {
+    return (uint32_t)((k ? h * 0x9e3779b97f4a7c15ull : h) >> 40) & f->mask;
+}
+
+static inline bool filter_has(const ov_filter *f, uint64_t h) {
+    uint32_t a = filter_bit(f, h, 0), b = filter_bit(f, h, 1);
+    return ((f->w[a / 64] >> (a % 64)) & 1) && ((f->w[b / 64] >> (b % 64)) & 1);
+}
+
+/* Set h's bits, the filter made private first. false: out of memory. */
+static bool filter_set(sy_overlay *ov, uint64_t h) {
+    ov_filter *f = ov->filter;
+    size_t size = sizeof *f + ((size_t)f->mask + 1) / 8;
+    if (atomic_load_explicit(&f->refs, memory_order_acquire) != 1) {
+        ov_filter *n = sy_malloc(ov->a, size);
+        if (!n)
+            return false;
+        memcpy(n, f, size);
+        atomic_init(&n->refs, 1);
+        filter_unref(ov->a, f);
+        ov->filter = f = n;
+        ov->bytes += size;
+    }
+    uint32_t a = filter_bit(f, h, 0), b = filter_bit(f, h, 1);
+    f->w[a / 64] |= 1ull << (a % 64);
+    f->w[b / 64] |= 1ull << (b % 64);
+    return true;
+}
+
 static bool table_alloc(sy_overlay *ov, uint32_t buckets) {
     uint32_t nk = buckets / OV_CHUNK;
+    size_t fsize = sizeof(ov_filter) + (size_t)buckets; /* 8 bits each */
+    ov->filter = sy_calloc(ov->a, 1, fsize);
+    if (!ov->filter)
+        return false;
+    atomic_init(&ov->filter->refs, 1);
+    ov->filter->mask = buckets * 8 - 1;
+    ov->bytes += fsize;
     ov->chunks = sy_calloc(ov->a, nk, sizeof *ov->chunks);
     if (!ov->chunks)
         return false;
@@ -129,6 +182,8 @@ sy_overlay *sy_overlay_copy(const sy_alloc *a, const sy_overlay *src) {
         atomic_fetch_add_explicit(&ov->chunks[k]->refs, 1,
                                   memory_order_relaxed);
     }
+    ov->filter = src->filter;
+    atomic_fetch_add_explicit(&ov->filter->refs, 1, memory_order_relaxed);
     ov->mask = src->mask;
     ov->groups = src->groups;
     ov->count = src->count;
@@ -140,6 +195,7 @@ sy_overlay *sy_overlay_copy(const sy_alloc *a, const sy_overlay *src) {
 void sy_overlay_free(sy_overlay *ov) {
     if (!ov)
         return;
+    filter_unref(ov->a, ov->filter);
     table_free(ov->a, ov->chunks, ov->mask);
     sy_free(ov->a, ov);
 }
@@ -207,10 +263,15 @@ static ov_group **bucket_mut(sy_overlay *ov, uint32_t i) {
 /* Twice the buckets; every group moves (a reference each). */
 static bool grow(sy_overlay *ov) {
     ov_chunk **old = ov->chunks;
+    ov_filter *old_filter = ov->filter;
     uint32_t old_mask = ov->mask;
+    ov->chunks = NULL;
+    ov->filter = NULL;
     if (!table_alloc(ov, (old_mask + 1) * 2)) {
+        filter_unref(ov->a, ov->filter);
         table_free(ov->a, ov->chunks, ov->mask);
         ov->chunks = old;
+        ov->filter = old_filter;
         ov->mask = old_mask;
         return false;
     }
@@ -219,9 +280,11 @@ static bool grow(sy_overlay *ov) {
         if (!g)
             continue;
         atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
-        /* the fresh chunks are private: no copy, cannot fail */
+        /* the fresh chunks and filter are private: no copy, cannot fail */
         *bucket_mut(ov, find(ov, g->hash)) = g;
+        filter_set(ov, g->hash);
     }
+    filter_unref(ov->a, old_filter);
     table_free(ov->a, old, old_mask);
     return true;
 }
@@ -369,8 +432,8 @@ int sy_overlay_add(sy_overlay *ov, uint32_t slot, uint64_t key,
         if ((ov->groups + 1) * 2 > ov->mask + 1 && !grow(ov))
             return SY_ENOMEM;
         int rc = regroup(ov, find(ov, k.hash[j]), k.hash[j], &cand, key, slot);
-        if (rc)
-            return rc;
+        if (rc || !filter_set(ov, k.hash[j]))
+            return rc ? rc : SY_ENOMEM;
         if (k.single[j])
             ov->positions |= 1ull << k.depth[j];
         else if (k.hash[j] != ROOT_KEY)
@@ -409,6 +472,8 @@ int sy_overlay_remove(sy_overlay *ov, uint32_t slot, const struct sy_route *r,
 
 static bool collect(const sy_overlay *ov, uint64_t hash, sy_cand_list *out,
                     size_t *n, size_t cap) {
+    if (!filter_has(ov->filter, hash))
+        return true;
     const ov_group *g = *bucket(ov, find(ov, hash));
     if (!g || !g->len)
         return true;

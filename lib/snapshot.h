@@ -212,11 +212,12 @@ const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
  * (match.c). For every draw that needs randomness (Weight, lb random). */
 uint64_t sy_match_draw_seed(const sy_match *m);
 
-/* Append the candidate lists of overlay `ov` (snapshot_overlay.c) for a
- * request path to out[0..cap): their number, or SIZE_MAX when they do not
- * fit. Reads only; allocation-free. */
-size_t sy_overlay_lookup(const sy_overlay *ov, const sy_segments *path,
-                         sy_cand_list *out, size_t cap);
+/* Append the candidate lists of overlays ov[0..nov) (NULL ones skipped;
+ * snapshot_overlay.c) for a request path to out[0..cap): their number,
+ * or SIZE_MAX when they do not fit. Reads only; allocation-free. */
+size_t sy_overlay_lookup(const sy_overlay *const *ov, size_t nov,
+                         const sy_segments *path, sy_cand_list *out,
+                         size_t cap);
 
 /* The snapshot behind a handle returned by acquire (untags it). */
 const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle);

@@ -483,11 +483,16 @@ static bool collect(const sy_overlay *ov, uint64_t hash, sy_cand_list *out,
     return true;
 }
 
-/* Probe every prefix depth and single position of the path some key
- * has. false: out of room. */
-static bool probe(const sy_overlay *ov, const sy_segments *segs,
-                  sy_cand_list *out, size_t *n, size_t cap) {
-    uint64_t depths = ov->depths, positions = ov->positions;
+/* Probe every prefix depth and single position of the path some key of
+ * ov[0..nov) has, hashing each segment once for all. false: no room. */
+static bool probe(const sy_overlay *const *ov, size_t nov,
+                  const sy_segments *segs, sy_cand_list *out, size_t *n,
+                  size_t cap) {
+    uint64_t depths = 0, positions = 0;
+    for (size_t o = 0; o < nov; o++) {
+        depths |= ov[o]->depths;
+        positions |= ov[o]->positions;
+    }
     size_t top = 63; /* the deepest segment a key needs */
     while (top && !((depths >> top) & 1) && !((positions >> (top - 1)) & 1))
         top--;
@@ -496,21 +501,32 @@ static bool probe(const sy_overlay *ov, const sy_segments *segs,
     for (size_t d = 1; d <= last; d++) {
         uint64_t sh = seg_hash(segs->dec[d - 1]);
         h = sy_hash_mix(h, sh);
-        if (((depths >> (d < 63 ? d : 63)) & 1) && !collect(ov, h, out, n, cap))
-            return false;
-        if (d - 1 < 63 && ((positions >> (d - 1)) & 1) &&
-            !collect(ov, single_key(d - 1, sh), out, n, cap))
-            return false;
+        size_t bit = d < 63 ? d : 63;
+        for (size_t o = 0; o < nov; o++) {
+            if (((ov[o]->depths >> bit) & 1) && !collect(ov[o], h, out, n, cap))
+                return false;
+            if (d - 1 < 63 && ((ov[o]->positions >> (d - 1)) & 1) &&
+                !collect(ov[o], single_key(d - 1, sh), out, n, cap))
+                return false;
+        }
     }
     return true;
 }
 
-size_t sy_overlay_lookup(const sy_overlay *ov, const sy_segments *path,
-                         sy_cand_list *out, size_t cap) {
-    size_t n = 0;
-    if (!ov || !ov->count)
+size_t sy_overlay_lookup(const sy_overlay *const *ov, size_t nov,
+                         const sy_segments *path, sy_cand_list *out,
+                         size_t cap) {
+    const sy_overlay *live[4];
+    size_t k = 0, n = 0;
+    for (size_t o = 0; o < nov && k < 4; o++)
+        if (ov[o] && ov[o]->count)
+            live[k++] = ov[o];
+    if (!k)
         return 0;
-    if (!probe(ov, path, out, &n, cap) || !collect(ov, ROOT_KEY, out, &n, cap))
+    if (!probe(live, k, path, out, &n, cap))
         return SIZE_MAX;
+    for (size_t o = 0; o < k; o++)
+        if (!collect(live[o], ROOT_KEY, out, &n, cap))
+            return SIZE_MAX;
     return n;
 }

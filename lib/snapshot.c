@@ -26,27 +26,6 @@
 
 #define NEW_SLOT (SY_NONE - 1) /* sy_slot.weight during the change loop */
 
-/* Fingerprint of a service's instance list (order-independent). */
-static uint64_t service_fingerprint(const struct sy_service *svc) {
-    const char *name = sy_service_name(svc);
-    uint64_t sum = sy_hash64(name, strlen(name), 7);
-    for (size_t i = 0; i < sy_service_count(svc); i++) {
-        const sy_instance *in = sy_service_instance(svc, i);
-        uint64_t h = sy_hash64(in->id, strlen(in->id), 1);
-        h = sy_hash_mix(h, sy_hash64(in->host, strlen(in->host), 2));
-        h = sy_hash_mix(h, ((uint64_t)in->port << 32) ^
-                               ((uint64_t)in->weight << 2) ^
-                               ((uint64_t)in->state << 1) ^ in->secure);
-        for (size_t k = 0; k < in->metadata_count; k++) {
-            const sy_kv *kv = &in->metadata[k];
-            h = sy_hash_mix(h, sy_hash64(kv->key, strlen(kv->key), 3));
-            h = sy_hash_mix(h, sy_hash64(kv->value, strlen(kv->value), 4));
-        }
-        sum += h;
-    }
-    return sum;
-}
-
 static void snapshot_free_parts(sy_snapshot *s) {
     const sy_alloc *a = s->alloc;
     sy_snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
@@ -573,7 +552,7 @@ uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
         return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
     uint64_t fp = sy_hash_mix(s->fp_seq, s->route_count);
     for (size_t i = 0; i < s->service_count; i++)
-        fp = sy_hash_mix(fp, service_fingerprint(s->services[i]));
+        fp = sy_hash_mix(fp, sy_service_fingerprint(s->services[i]));
     atomic_store_explicit(&s->fingerprint, fp, memory_order_relaxed);
     atomic_store_explicit(&s->fingerprint_done, true, memory_order_release);
     return fp;

@@ -4,18 +4,20 @@
  *
  *   base snapshot                      derived snapshot
  *   slots: [r0][r1][r2]...[rN]   -->   slots: [r0][--][r2]...[rN][r1']
- *   base index (shared, refcounted) ------^         overlay index: {N+1}
+ *   base index (shared, refcounted) ------^     ov[0]: {N+1} (persistent)
  *
- * An updated route tombstones its old slot and takes a new one with the
- * same rank key; the base index is shared and its dead slots are skipped,
- * the overlay indexes only new slots. When the overlay grows past
- * min(2048, max(64, live/16)) slots, or keys of kept routes change, the
- * snapshot compacts its slots and builds a fresh base index.
+ * An updated route tombstones its old slot and takes a new one (a free
+ * one when there is one) with the same rank key; the base index is shared
+ * and its dead slots are skipped, the overlays (snapshot_overlay.c) hold
+ * the routes the base lacks, at a cost per change that does not grow with
+ * them, and the base is rebuilt a bounded share per derive
+ * (snapshot_build.c). Only a change list about as large as the table
+ * compacts the slots and builds a fresh base at once.
  *
  * Slots, rank order and id table are chunked and shared with the base
- * (snapshot.h): deriving copies the chunk pointer vectors and then copies
- * only the chunks a change writes to (copy on write), so one change costs
- * O(n / 1024) pointer copies plus a few 1024-entry chunks, whatever n is.
+ * (snapshot_table.c): deriving copies the chunk pointer vectors and then
+ * copies only the chunks a change writes to (copy on write), so one change
+ * costs O(n / 1024) pointer copies plus a few 1024-entry chunks.
  */
 #include "snapshot_int.h"
 

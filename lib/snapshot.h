@@ -1,7 +1,8 @@
 /*
  * snapshot.h - building immutable snapshots: routes held in slots (shared,
- * refcounted route objects), the rank order, the index (a shared base plus a
- * small overlay for routes changed since the base was built), weight groups,
+ * refcounted route objects), the rank order, the index (a shared base plus
+ * persistent overlays for routes added since it was built, and its
+ * replacement being built a share per publish), weight groups,
  * an id table, default filters and services. A new snapshot is always
  * derived from the previous one and a list of changes, so a one-route change
  * costs a few chunk copies (the arrays are shared), not a rebuild.

@@ -27,103 +27,11 @@
  * than its Path patterns, or in the "generic" any-method list when it has
  * neither. Disabled routes are not indexed: they never match.
  */
-#include "index.h"
+#include "index_int.h"
 
 #include "predicate.h"
 
 #include <stdlib.h>
-
-#define NONE SY_NONE /* short local name */
-#define ROOT_PATH 0u
-#define ROOT_HOST 1u
-#define GENERIC_LISTS 11 /* 9 standard methods, "other", any */
-#define GENERIC_OTHER 9
-#define GENERIC_ANY 10
-
-#define KEY_BYTES 16
-
-/*
- * A segment as the edges compare it: two words that determine its first
- * KEY_BYTES bytes given its length (segment_key), its length and a 16-bit
- * tag from its hash. A segment of up to 16 bytes is compared with three
- * integer compares in the edge's own cache line, no call, no string pool;
- * a longer one compares its tail in the pool.
- */
-typedef struct seg_key {
-    uint64_t w0, w1;
-    uint64_t hash;    /* of the segment alone; combined with the parent */
-    uint32_t len_tag; /* length | tag << 16 */
-} seg_key;
-
-/* 32 bytes. */
-typedef struct edge {
-    uint64_t w0, w1;
-    uint32_t parent;
-    uint32_t child; /* NONE: empty */
-    uint32_t str_off;
-    uint32_t len_tag;
-} edge;
-
-typedef struct list_ref {
-    uint32_t off;
-    uint32_t len;
-} list_ref;
-
-typedef struct inode {
-    uint32_t wild;
-    list_ref term;
-    list_ref multi;
-} inode;
-
-struct sy_index {
-    _Atomic long refs;
-    const sy_alloc *alloc;
-    inode *nodes;
-    uint32_t node_count;
-    edge *edges; /* capacity edge_mask + 1; child == NONE means empty */
-    uint32_t edge_mask;
-    char *strings;
-    sy_cand *cands; /* every list, flattened */
-    sy_cand_var *vars;
-    list_ref generic[GENERIC_LISTS];
-    size_t host_routes; /* routes placed in the host trie */
-    size_t bytes;
-};
-
-/* ---- build state ---- */
-
-enum { L_TERM = 0, L_MULTI = 1 };
-
-typedef struct pending {
-    uint32_t node; /* node, or NONE-1-g for generic list g */
-    uint32_t kind;
-    uint32_t slot;
-    uint32_t dim; /* 0 path, 1 host, 2 generic */
-} pending;
-
-/* What a route's candidate entries carry, computed once per route. */
-typedef struct rinfo {
-    uint32_t methods;
-    uint32_t vars[2]; /* per trie: offset in the var pool */
-    uint16_t nvars[2];
-    uint8_t pred[2];  /* the predicate the walk proves */
-    uint8_t flags[2]; /* SY_CAND_WALK, SY_CAND_WHOLE */
-} rinfo;
-
-typedef struct builder {
-    const sy_alloc *a;
-    sy_cand_var *vars;
-    uint32_t var_count, var_cap;
-    inode *nodes;
-    uint32_t node_count, node_cap;
-    edge *edges;
-    uint32_t edge_mask, edge_count;
-    sy_buf strings;
-    pending *pend;
-    size_t pend_count, pend_cap;
-    uint32_t *list_len; /* per (node, kind) during counting */
-    bool failed;
-} builder;
 
 /* Edge hash = the segment's own hash combined with the parent node, so a
  * lookup hashes each request segment once, whatever node it is tried at. */
@@ -183,7 +91,7 @@ static inline bool edge_is(const edge *e, const char *strings, uint32_t parent,
                                        s + KEY_BYTES, len - KEY_BYTES) == 0);
 }
 
-static uint32_t new_node(builder *b) {
+uint32_t new_node(builder *b) {
     if (b->node_count == b->node_cap) {
         uint32_t cap = b->node_cap ? b->node_cap * 2 : 64;
         inode *n = sy_realloc(b->a, b->nodes, cap * sizeof *n);
@@ -275,8 +183,8 @@ static uint32_t wild_child(builder *b, uint32_t parent) {
     return b->nodes[parent].wild;
 }
 
-static void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
-                        uint32_t dim) {
+void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
+                 uint32_t dim) {
     if (b->pend_count == b->pend_cap) {
         size_t cap = b->pend_cap ? b->pend_cap * 2 : 256;
         pending *p = sy_realloc(b->a, b->pend, cap * sizeof *p);
@@ -319,8 +227,8 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy_pattern *p,
  * both split as Ant tokenizes them (empty labels dropped, a virtual empty
  * label for a leading or trailing '.'), and a host pattern is walked from
  * its end down to its last "**", which Ant matches label for label. */
-static void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
-                            uint32_t slot, uint32_t dim) {
+void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
+                     uint32_t slot, uint32_t dim) {
     for (size_t i = 0; pred && i < sy_pred_pattern_count(pred); i++) {
         const sy_pattern *pat = sy_pred_pattern(pred, i);
         /* a path pattern that matches nothing ("foo" without '/') is left
@@ -335,7 +243,7 @@ static void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
 }
 
 /* The first built-in predicate of `kind` of a route, or NULL. */
-static const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
+const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count; i++)
         if (r->cpreds[i] && sy_pred_get_kind(r->cpreds[i]) == kind)
             return r->cpreds[i];
@@ -384,7 +292,7 @@ static bool add_var(builder *b, sy_str name, uint32_t seg) {
  * the walk proves its Path (Host) predicate (SY_CAND_WALK: one such
  * predicate, of one walkable pattern) and whether that leaves only its
  * Method predicates (SY_CAND_WHOLE). */
-static rinfo route_info(builder *b, const struct sy_route *r) {
+rinfo route_info(builder *b, const struct sy_route *r) {
     rinfo ri;
     memset(&ri, 0, sizeof ri);
     ri.methods = UINT32_MAX;

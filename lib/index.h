@@ -88,6 +88,37 @@ void sy_index_unref(sy_index *ix);
 size_t sy_index_bytes(const sy_index *ix);
 
 /*
+ * Stepwise build (index_step.c): the same index as sy_index_build, built
+ * a bounded amount of work at a time, so a large index can be built over
+ * many publishes. After sy_index_step_reserve and sy_index_step_prepare,
+ * routes are added one at a time in ascending key order
+ * (sy_index_step_add: one route's patterns), then sy_index_step_run does at
+ * most `budget` items of the finishing passes (counting, placement, the
+ * flattened lists) per call: 1 when the index is done (*out, refs 1; the
+ * builder keeps nothing of it), 0 when more calls are needed, SY_ENOMEM.
+ * No route is read after its add. Single-threaded: one caller at a time.
+ */
+typedef struct sy_index_step sy_index_step;
+sy_index_step *sy_index_step_new(const sy_alloc *a);
+/* Room for `routes` routes shaped like `like`'s (NULL: unknown), so that
+ * adding them does not grow (copy, rehash) the builder's arrays. */
+int sy_index_step_reserve(sy_index_step *st, const sy_index *like,
+                          size_t routes);
+/* After a reserve: empty the reserved edge table, at most `budget`
+ * entries per call; 1 when done (add may start), 0 when more is needed. */
+int sy_index_step_prepare(sy_index_step *st, size_t budget);
+int sy_index_step_add(sy_index_step *st, const sy_index_route *r);
+int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out);
+/* Free one of the big arrays of `ix` when nothing but the caller holds it
+ * (refs 1; else nothing is freed): true when none is left, and the index
+ * may be unref'd for the price of its header. A large index freed at once
+ * is a long step of its own (munmap of tens of MB). */
+bool sy_index_free_step(sy_index *ix);
+/* Items done by sy_index_step_run so far (for tests: work, not time). */
+size_t sy_index_step_work(const sy_index_step *st);
+void sy_index_step_free(sy_index_step *st);
+
+/*
  * Collect the candidate lists for a request into out[0..cap). Returns the
  * number of lists, or SIZE_MAX when more than `cap` lists would be needed
  * (the caller then scans every route). Reads only; allocation-free.

@@ -435,9 +435,9 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     const sy_segments *host = c->ev.host_str.len ? &c->host : NULL;
     size_t n =
         sy_index_lookup(s->base, &c->path, host, mbit, c->lists, MAX_LISTS);
-    if (n != SIZE_MAX && s->overlay) {
-        size_t m = sy_index_lookup(s->overlay, &c->path, host, mbit,
-                                   c->lists + n, MAX_LISTS - n);
+    if (n != SIZE_MAX && s->ov[0]) {
+        size_t m = sy_overlay_lookup((const sy_overlay *const *)s->ov, 2,
+                                     &c->path, c->lists + n, MAX_LISTS - n);
         n = m == SIZE_MAX ? SIZE_MAX : n + m;
     }
     if (n == SIZE_MAX)

@@ -4,103 +4,45 @@
  *
  *   base snapshot                      derived snapshot
  *   slots: [r0][r1][r2]...[rN]   -->   slots: [r0][--][r2]...[rN][r1']
- *   base index (shared, refcounted) ------^         overlay index: {N+1}
+ *   base index (shared, refcounted) ------^     ov[0]: {N+1} (persistent)
  *
- * An updated route tombstones its old slot and takes a new one with the
- * same rank key; the base index is shared and its dead slots are skipped,
- * the overlay indexes only new slots. When the overlay grows past
- * min(2048, max(64, live/16)) slots, or keys of kept routes change, the
- * snapshot compacts its slots and builds a fresh base index.
+ * An updated route tombstones its old slot and takes a new one (a free
+ * one when there is one) with the same rank key; the base index is shared
+ * and its dead slots are skipped, the overlays (snapshot_overlay.c) hold
+ * the routes the base lacks, at a cost per change that does not grow with
+ * them, and the base is rebuilt a bounded share per derive
+ * (snapshot_build.c). Only a change list about as large as the table
+ * compacts the slots and builds a fresh base at once.
  *
  * Slots, rank order and id table are chunked and shared with the base
- * (snapshot.h): deriving copies the chunk pointer vectors and then copies
- * only the chunks a change writes to (copy on write), so one change costs
- * O(n / 1024) pointer copies plus a few 1024-entry chunks, whatever n is.
+ * (snapshot_table.c): deriving copies the chunk pointer vectors and then
+ * copies only the chunks a change writes to (copy on write), so one change
+ * costs O(n / 1024) pointer copies plus a few 1024-entry chunks.
  */
-#include "snapshot.h"
+#include "snapshot_int.h"
 
 #include "filter.h"
 #include "service.h"
 
 #include <stdlib.h>
 
-#define NONE SY_NONE /* short local name */
-
-/* ---- shared chunks (snapshot.h) ---- */
-
-/* Every chunk type starts with its _Atomic uint32_t reference count. */
-typedef struct chunk_head {
-    _Atomic uint32_t refs;
-} chunk_head;
-
-static void chunk_ref(void *c) {
-    atomic_fetch_add_explicit(&((chunk_head *)c)->refs, 1,
-                              memory_order_relaxed);
-}
-
-static void chunk_unref(const sy_alloc *a, void *c) {
-    if (c && atomic_fetch_sub_explicit(&((chunk_head *)c)->refs, 1,
-                                       memory_order_acq_rel) == 1)
-        sy_free(a, c);
-}
-
-/* A new chunk of `size` bytes, refs 1, zeroed past the header. */
-static void *chunk_new(sy_snapshot *s, size_t size) {
-    chunk_head *c = sy_calloc(s->alloc, 1, size);
-    if (!c)
-        return NULL;
-    atomic_init(&c->refs, 1);
-    s->chunk_bytes += size;
-    return c;
-}
-
-/* `c` itself when this snapshot is its only holder, else a private copy
- * (the shared one loses this snapshot's reference). NULL: out of memory. */
-static void *chunk_own(sy_snapshot *s, void *c, size_t size) {
-    if (atomic_load_explicit(&((chunk_head *)c)->refs, memory_order_acquire) ==
-        1)
-        return c;
-    chunk_head *n = sy_malloc(s->alloc, size);
-    if (!n)
-        return NULL;
-    memcpy(n, c, size);
-    atomic_init(&n->refs, 1);
-    chunk_unref(s->alloc, c);
-    s->chunk_bytes += size;
-    return n;
-}
-
-static void free_chunks(const sy_alloc *a, void **v, size_t n) {
-    for (size_t i = 0; v && i < n; i++)
-        chunk_unref(a, v[i]);
-    sy_free(a, v);
-}
-
-/* Slot i, writable (its chunk made private or created). NULL: no memory. */
-static sy_slot *slot_mut(sy_snapshot *s, uint32_t i) {
-    uint32_t k = i >> SY_CHUNK_BITS;
-    sy_slot_chunk *c = s->slot_chunks[k];
-    c = c ? chunk_own(s, c, sizeof *c) : chunk_new(s, sizeof *c);
-    if (!c)
-        return NULL;
-    s->slot_chunks[k] = c;
-    return &c->e[i & (SY_CHUNK - 1)];
-}
-
-static uint64_t key_of(const sy_snapshot *s, uint32_t slot) {
-    return sy_snapshot_slot(s, slot)->key;
-}
+#define NEW_SLOT (SY_NONE - 1) /* sy_slot.weight during the change loop */
 
 static void snapshot_free_parts(sy_snapshot *s) {
     const sy_alloc *a = s->alloc;
-    free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
-    free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy_snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+    sy_snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
     sy_free(a, s->rank_start);
-    free_chunks(a, (void **)s->id_chunks,
-                s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
+    sy_snap_free_chunks(a, (void **)s->id_chunks,
+                        s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
     sy_index_unref(s->base);
-    sy_index_unref(s->overlay);
-    sy_free(a, s->overlay_slots);
+    sy_overlay_free(s->ov[0]);
+    sy_overlay_free(s->ov[1]);
+    sy_snap_list_free(a, &s->free_slots);
+    sy_snap_list_free(a, &s->graves[0]);
+    sy_snap_list_free(a, &s->graves[1]);
+    sy_snap_build_unref(a, s->build);
+    sy_snap_trash_unref(a, s->trash);
     sy_free(a, s->weights);
     sy_free(a, s->weight_slots);
     if (s->defaults)
@@ -118,242 +60,6 @@ void sy_snapshot_destroy(sy_snapshot *s) {
         return;
     snapshot_free_parts(s);
     sy_pub_obj_free(s->alloc, &s->pub);
-}
-
-/* ---- id table (open addressing, linear probing, chunked) ---- */
-
-static uint64_t id_hash(const char *id) {
-    return sy_hash64(id, strlen(id), 0x1d);
-}
-
-static const sy_id_entry *id_at(const sy_snapshot *s, uint32_t i) {
-    return &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
-}
-
-/* Entry i, writable. NULL: out of memory. */
-static sy_id_entry *id_mut(sy_snapshot *s, uint32_t i) {
-    uint32_t k = i >> SY_CHUNK_BITS;
-    sy_id_chunk *c = chunk_own(s, s->id_chunks[k], sizeof *c);
-    if (!c)
-        return NULL;
-    s->id_chunks[k] = c;
-    return &c->e[i & (SY_CHUNK - 1)];
-}
-
-static uint32_t id_find(const sy_snapshot *s, const char *id, uint64_t h,
-                        uint32_t *pos) {
-    for (uint32_t i = (uint32_t)h & s->id_mask;; i = (i + 1) & s->id_mask) {
-        const sy_id_entry *e = id_at(s, i);
-        if (e->slot == NONE) {
-            *pos = i;
-            return NONE;
-        }
-        if (e->hash == h &&
-            strcmp(sy_snapshot_slot(s, e->slot)->route->id, id) == 0) {
-            *pos = i;
-            return e->slot;
-        }
-    }
-}
-
-static bool id_set(sy_snapshot *s, uint32_t pos, sy_id_entry v) {
-    sy_id_entry *e = id_mut(s, pos);
-    if (e)
-        *e = v;
-    return e != NULL;
-}
-
-/* Remove entry at pos with backward-shift deletion. */
-static bool id_remove_at(sy_snapshot *s, uint32_t pos) {
-    uint32_t mask = s->id_mask, i = pos;
-    for (;;) {
-        if (!id_set(s, i, (sy_id_entry){0, NONE}))
-            return false;
-        uint32_t j = i;
-        for (;;) {
-            j = (j + 1) & mask;
-            if (id_at(s, j)->slot == NONE)
-                return true;
-            uint32_t home = (uint32_t)id_at(s, j)->hash & mask;
-            /* can entry j move to hole i? (home not in (i, j]) */
-            bool between =
-                i <= j ? (home > i && home <= j) : (home > i || home <= j);
-            if (!between)
-                break;
-        }
-        if (!id_set(s, i, *id_at(s, j)))
-            return false;
-        i = j;
-    }
-}
-
-/* Capacity for `live` ids: a power of two, at least one chunk. */
-static uint32_t id_cap_for(size_t live) {
-    uint32_t cap = SY_CHUNK;
-    while (cap < live + live / 3 + 16)
-        cap *= 2;
-    return cap;
-}
-
-/* A fresh, empty table of `cap` entries. */
-static bool id_table_alloc(sy_snapshot *s, uint32_t cap) {
-    uint32_t nk = cap >> SY_CHUNK_BITS;
-    s->id_chunks = sy_calloc(s->alloc, nk, sizeof *s->id_chunks);
-    if (!s->id_chunks)
-        return false;
-    s->id_mask = cap - 1;
-    for (uint32_t k = 0; k < nk; k++) {
-        sy_id_chunk *c = chunk_new(s, sizeof *c);
-        if (!c)
-            return false;
-        for (uint32_t i = 0; i < SY_CHUNK; i++)
-            c->e[i].slot = NONE;
-        s->id_chunks[k] = c;
-    }
-    return true;
-}
-
-/* The base's table shared chunk by chunk. */
-static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
-    uint32_t nk = (base->id_mask >> SY_CHUNK_BITS) + 1;
-    s->id_chunks = sy_malloc(s->alloc, nk * sizeof *s->id_chunks);
-    if (!s->id_chunks)
-        return false;
-    s->id_mask = base->id_mask;
-    for (uint32_t k = 0; k < nk; k++) {
-        s->id_chunks[k] = base->id_chunks[k];
-        chunk_ref(s->id_chunks[k]);
-    }
-    return true;
-}
-
-uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id) {
-    uint32_t pos;
-    return id_find(s, id, id_hash(id), &pos);
-}
-
-/* Put every live slot's id in the (fresh, empty) id table. */
-static void id_fill(sy_snapshot *s) {
-    for (uint32_t i = 0; i < s->slot_count; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, i);
-        if (!sl->route)
-            continue;
-        uint32_t pos;
-        uint64_t h = id_hash(sl->route->id);
-        id_find(s, sl->route->id, h, &pos);
-        /* a fresh table's chunks are private: no copy, cannot fail */
-        *id_mut(s, pos) = (sy_id_entry){h, i};
-    }
-}
-
-/* ---- rank order (chunked runs of slot ids) ---- */
-
-uint32_t sy_snapshot_rank_at(const sy_snapshot *s, size_t i) {
-    size_t lo = 0, hi = s->rank_nchunks;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (s->rank_start[mid] <= i)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return s->rank_chunks[lo]->e[i - s->rank_start[lo]];
-}
-
-/* Recount rank_start and route_count after changes. */
-static void rank_recount(sy_snapshot *s) {
-    size_t r = 0;
-    for (size_t k = 0; k < s->rank_nchunks; k++) {
-        s->rank_start[k] = r;
-        r += s->rank_chunks[k]->n;
-    }
-    s->route_count = r;
-}
-
-/* Index of the chunk where `key` belongs: the last whose first key is
- * below it (or `<=` with after_equal), else 0. */
-static size_t rank_chunk_for(const sy_snapshot *s, uint64_t key,
-                             bool after_equal) {
-    size_t lo = 0, hi = s->rank_nchunks;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        uint64_t k0 = key_of(s, s->rank_chunks[mid]->e[0]);
-        if (k0 < key || (after_equal && k0 == key))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo ? lo - 1 : 0;
-}
-
-/* Insert `slot` after every entry with a key <= its own. */
-static bool rank_insert(sy_snapshot *s, uint32_t slot) {
-    uint64_t key = key_of(s, slot);
-    if (!s->rank_nchunks) {
-        sy_rank_chunk *c = chunk_new(s, sizeof *c);
-        if (!c)
-            return false;
-        s->rank_chunks[s->rank_nchunks++] = c;
-    }
-    size_t k = rank_chunk_for(s, key, true);
-    sy_rank_chunk *c = chunk_own(s, s->rank_chunks[k], sizeof *c);
-    if (!c)
-        return false;
-    s->rank_chunks[k] = c;
-    if (c->n == SY_RANK_CHUNK_MAX) { /* split: the upper half moves on */
-        sy_rank_chunk *n = chunk_new(s, sizeof *n);
-        if (!n)
-            return false;
-        n->n = c->n / 2;
-        c->n -= n->n;
-        memcpy(n->e, c->e + c->n, n->n * sizeof *n->e);
-        memmove(s->rank_chunks + k + 2, s->rank_chunks + k + 1,
-                (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
-        s->rank_chunks[k + 1] = n;
-        s->rank_nchunks++;
-        if (key_of(s, n->e[0]) <= key)
-            c = n;
-    }
-    uint32_t lo = 0, hi = c->n;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (key_of(s, c->e[mid]) <= key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    memmove(c->e + lo + 1, c->e + lo, (c->n - lo) * sizeof *c->e);
-    c->e[lo] = slot;
-    c->n++;
-    return true;
-}
-
-/* Remove `slot` (present) from the rank order. */
-static bool rank_remove(sy_snapshot *s, uint32_t slot) {
-    uint64_t key = key_of(s, slot);
-    for (size_t k = rank_chunk_for(s, key, false); k < s->rank_nchunks; k++) {
-        const sy_rank_chunk *r = s->rank_chunks[k];
-        if (key_of(s, r->e[0]) > key)
-            break; /* past every entry with this key */
-        for (uint32_t i = 0; i < r->n; i++) {
-            if (r->e[i] != slot)
-                continue;
-            sy_rank_chunk *c = chunk_own(s, s->rank_chunks[k], sizeof *c);
-            if (!c)
-                return false;
-            memmove(c->e + i, c->e + i + 1, (c->n - i - 1) * sizeof *c->e);
-            if (--c->n == 0) {
-                chunk_unref(s->alloc, c);
-                memmove(s->rank_chunks + k, s->rank_chunks + k + 1,
-                        (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
-                s->rank_nchunks--;
-            } else {
-                s->rank_chunks[k] = c;
-            }
-            return true;
-        }
-    }
-    return true; /* not ranked (cannot happen for a live slot) */
 }
 
 /* ---- derive ---- */
@@ -376,7 +82,7 @@ static bool sort_by_key(const sy_snapshot *s, uint32_t *ids, size_t n) {
     if (!tmp)
         return false;
     for (size_t i = 0; i < n; i++)
-        tmp[i] = (keyed_slot){key_of(s, ids[i]), ids[i]};
+        tmp[i] = (keyed_slot){sy_snap_key_of(s, ids[i]), ids[i]};
     qsort(tmp, n, sizeof *tmp, cmp_keyed);
     for (size_t i = 0; i < n; i++)
         ids[i] = tmp[i].slot;
@@ -457,7 +163,7 @@ static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
         s->weight_slots[i] = ws[i].slot;
         names[i] = sy_pred_weight_group(pr);
         wv[i] = sy_pred_weight_value(pr);
-        sy_slot *sl = slot_mut(s, ws[i].slot);
+        sy_slot *sl = sy_snap_slot_mut(s, ws[i].slot);
         if (!sl) {
             sy_free(a, ws);
             sy_free(a, names);
@@ -571,14 +277,17 @@ static int compact_and_index(sy_snapshot *s) {
     size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
     /* fresh rank chunks, half full so later inserts rarely split */
     size_t half = SY_RANK_CHUNK_MAX / 2, nrk = (n + half - 1) / half;
+    /* every chunk made so far is replaced (and freed) below: count only
+     * the fresh ones */
+    s->chunk_bytes = 0;
     sy_slot_chunk **sc = sy_calloc(a, nsk ? nsk : 1, sizeof *sc);
     sy_rank_chunk **rc = sy_calloc(a, nrk + 1, sizeof *rc);
     size_t *rs = sy_calloc(a, nrk + 1, sizeof *rs);
     bool ok = sc && rc && rs;
     for (size_t k = 0; ok && k < nsk; k++)
-        ok = (sc[k] = chunk_new(s, sizeof **sc)) != NULL;
+        ok = (sc[k] = sy_snap_chunk_new(s, sizeof **sc)) != NULL;
     for (size_t k = 0; ok && k < nrk; k++)
-        ok = (rc[k] = chunk_new(s, sizeof **rc)) != NULL;
+        ok = (rc[k] = sy_snap_chunk_new(s, sizeof **rc)) != NULL;
     if (ok) {
         size_t i = 0;
         for (size_t k = 0; k < s->rank_nchunks; k++)
@@ -591,13 +300,13 @@ static int compact_and_index(sy_snapshot *s) {
             }
     }
     if (!ok) {
-        free_chunks(a, (void **)sc, nsk);
-        free_chunks(a, (void **)rc, nrk);
+        sy_snap_free_chunks(a, (void **)sc, nsk);
+        sy_snap_free_chunks(a, (void **)rc, nrk);
         sy_free(a, rs);
         return SY_ENOMEM;
     }
-    free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
-    free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy_snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+    sy_snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
     sy_free(a, s->rank_start);
     s->slot_chunks = sc;
     s->slot_chunk_cap = nsk;
@@ -605,12 +314,13 @@ static int compact_and_index(sy_snapshot *s) {
     s->rank_chunks = rc;
     s->rank_start = rs;
     s->rank_nchunks = nrk;
-    rank_recount(s);
-    free_chunks(a, (void **)s->id_chunks, (s->id_mask >> SY_CHUNK_BITS) + 1);
+    sy_snap_rank_recount(s);
+    sy_snap_free_chunks(a, (void **)s->id_chunks,
+                        (s->id_mask >> SY_CHUNK_BITS) + 1);
     s->id_chunks = NULL;
-    if (!id_table_alloc(s, id_cap_for(n)))
+    if (!sy_snap_id_alloc(s, sy_snap_id_cap_for(n)))
         return SY_ENOMEM;
-    id_fill(s);
+    sy_snap_id_fill(s);
     uint32_t *all = sy_malloc(a, (n ? n : 1) * sizeof *all);
     if (!all)
         return SY_ENOMEM;
@@ -621,44 +331,6 @@ static int compact_and_index(sy_snapshot *s) {
     int r = index_over(s, all, n, &s->base);
     sy_free(a, all);
     return r;
-}
-
-/* Share the base's chunk vectors (a reference per chunk) with room for
- * `n` more slots and `n` more rank chunks; the id table is shared when
- * its capacity suits live + n ids, else rebuilt. */
-static int share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
-                      size_t live) {
-    const sy_alloc *a = s->alloc;
-    uint32_t base_slots = base ? base->slot_count : 0;
-    size_t cap = ((size_t)base_slots + n + SY_CHUNK - 1) / SY_CHUNK;
-    size_t base_chunks = ((size_t)base_slots + SY_CHUNK - 1) / SY_CHUNK;
-    s->slot_chunks = sy_calloc(a, cap ? cap : 1, sizeof *s->slot_chunks);
-    if (!s->slot_chunks)
-        return SY_ENOMEM;
-    s->slot_chunk_cap = cap;
-    for (size_t k = 0; k < base_chunks; k++) {
-        s->slot_chunks[k] = base->slot_chunks[k];
-        chunk_ref(s->slot_chunks[k]);
-    }
-    s->slot_count = base_slots;
-    size_t rn = base ? base->rank_nchunks : 0;
-    s->rank_chunks = sy_calloc(a, rn + n + 1, sizeof *s->rank_chunks);
-    s->rank_start = sy_calloc(a, rn + n + 1, sizeof *s->rank_start);
-    if (!s->rank_chunks || !s->rank_start)
-        return SY_ENOMEM;
-    for (size_t k = 0; k < rn; k++) {
-        s->rank_chunks[k] = base->rank_chunks[k];
-        chunk_ref(s->rank_chunks[k]);
-    }
-    s->rank_nchunks = rn;
-    uint32_t want = id_cap_for(live + n);
-    uint32_t have = base ? base->id_mask + 1 : 0;
-    if (base && have >= want && have / 4 <= want)
-        return id_table_share(s, base) ? SY_OK : SY_ENOMEM;
-    if (!id_table_alloc(s, want))
-        return SY_ENOMEM;
-    id_fill(s);
-    return SY_OK;
 }
 
 int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
@@ -678,67 +350,103 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     s->alloc = a;
     s->generation = generation;
+    s->fp_seq = base ? base->fp_seq : sy_snap_fp_empty();
     int rc = copy_config(s, base, cfg);
     if (rc)
         goto fail;
 
-    /* slots: the base's (routes shared, not counted) + one per set change */
-    uint32_t base_slots = base ? base->slot_count : 0;
+    /* slots: the base's (routes shared, not counted) + one per set change,
+     * a free one reused when there is one */
     size_t live = base ? base->route_count : 0;
     added = sy_malloc(a, (n ? n : 1) * sizeof *added);
     removed = sy_malloc(a, (n ? n : 1) * sizeof *removed);
-    if (!added || !removed || (rc = share_base(s, base, n, live))) {
+    if (!added || !removed || (rc = sy_snap_share_base(s, base, n, live))) {
         rc = SY_ENOMEM;
         goto fail;
+    }
+    /* a change list about as large as the table is indexed from scratch
+     * (its cost is O(n) anyway): compact slots, build a fresh base */
+    bool bulk = !base || !base->base || n * 4 >= live + 64;
+    if (!bulk) {
+        s->base = sy_index_ref(base->base);
+        s->base_dead = base->base_dead;
+        s->build = base->build ? sy_snap_build_ref(base->build) : NULL;
+        s->trash = base->trash ? sy_snap_trash_ref(base->trash) : NULL;
+        if (!(s->ov[0] = sy_overlay_copy(a, base->ov[0])) ||
+            (base->ov[1] && !(s->ov[1] = sy_overlay_copy(a, base->ov[1]))) ||
+            !sy_snap_list_copy(a, &s->free_slots, &base->free_slots, n) ||
+            !sy_snap_list_copy(a, &s->graves[0], &base->graves[0], n) ||
+            !sy_snap_list_copy(a, &s->graves[1], &base->graves[1], n))
+            goto fail;
     }
     rc = SY_ENOMEM; /* what a failed chunk copy below means */
     for (size_t c = 0; c < n; c++) {
         const sy_route_change *ch = &changes[c];
-        uint64_t h = id_hash(ch->id);
+        uint64_t h = sy_snap_id_hash(ch->id);
         uint32_t pos;
-        uint32_t old = id_find(s, ch->id, h, &pos);
-        if (old != NONE && old >= base_slots) {
+        uint32_t old = sy_snap_id_find(s, ch->id, h, &pos);
+        if (old != NONE && sy_snapshot_slot(s, old)->weight == NEW_SLOT) {
             /* the caller takes one reference per set change: an id may
              * appear once per change list */
             rc = SY_EINVAL;
             goto fail;
         }
         if (old != NONE) {
-            sy_slot *os = slot_mut(s, old);
-            if (!os || !rank_remove(s, old) || !id_remove_at(s, pos))
+            sy_slot *os = sy_snap_slot_mut(s, old);
+            if (!os || !sy_snap_rank_remove(s, old) ||
+                !sy_snap_id_remove_at(s, pos))
+                goto fail;
+            bool in0 = false, in1 = false;
+            if (!bulk &&
+                (sy_overlay_remove(s->ov[0], old, os->route, &in0) ||
+                 (!in0 && sy_overlay_remove(s->ov[1], old, os->route, &in1))))
+                goto fail;
+            s->base_dead += !bulk && !in0; /* a dead entry of an index */
+            /* only in ov[0]: no index holds it, free now; else a grave
+             * until no base or rebuild can hold it (snapshot_build.c) */
+            sy_slot_list *to = in0        ? &s->free_slots
+                               : s->build ? &s->graves[1]
+                                          : &s->graves[0];
+            if (!bulk && !sy_snap_list_push(a, to, old))
                 goto fail;
             removed[nremoved++] = os->route; /* hand it back */
             os->route = NULL;
             live--;
-            id_find(s, ch->id, h, &pos);
+            sy_snap_id_find(s, ch->id, h, &pos);
         }
         if (!ch->route)
             continue;
-        uint32_t slot = s->slot_count;
-        sy_slot *ns = slot_mut(s, slot);
+        bool reuse = !bulk && s->free_slots.n;
+        uint32_t slot =
+            reuse ? s->free_slots.v[s->free_slots.n - 1] : s->slot_count;
+        sy_slot *ns = sy_snap_slot_mut(s, slot);
         if (!ns)
             goto fail;
-        *ns = (sy_slot){ch->route, ch->key, ch->source, NONE};
-        s->slot_count++;
-        if (!id_set(s, pos, (sy_id_entry){h, slot}) || !rank_insert(s, slot))
+        /* NEW_SLOT marks a slot of this change list until the loop ends */
+        *ns = (sy_slot){ch->route, ch->key, ch->source, NEW_SLOT};
+        if (reuse)
+            s->free_slots.n--;
+        else
+            s->slot_count++;
+        if (!sy_snap_id_set(s, pos, (sy_id_entry){h, slot}) ||
+            !sy_snap_rank_insert(s, slot))
+            goto fail;
+        if (!bulk && sy_overlay_add(s->ov[0], slot, ch->key, ch->route))
             goto fail;
         added[added_count++] = slot;
         live++;
     }
-    rank_recount(s);
+    for (size_t i = 0; i < added_count; i++) /* private chunks: no copy */
+        sy_snap_slot_mut(s, added[i])->weight = NONE;
+    sy_snap_rank_recount(s);
     if (!sort_by_key(s, added, added_count))
         goto fail;
 
-    /* index: share the base and index the changed slots in an overlay, or
-     * compact and rebuild when the overlay would grow too large */
-    size_t prev_overlay = base ? base->overlay_count : 0;
-    size_t limit = live / 16 > 64 ? live / 16 : 64;
-    if (limit > 2048)
-        limit = 2048;
-    bool rebuild = !base || !base->base || prev_overlay + added_count > limit;
-    if (rebuild) {
+    /* index: the base shared, the changes in the overlay (above), a
+     * rebuild advanced by one bounded share; or all from scratch */
+    if (bulk) {
         uint32_t *all = NULL;
-        rc = compact_and_index(s);
+        rc = compact_and_index(s); /* no overlay: lookups skip it */
         if (!rc && !(all = sy_malloc(a, (s->route_count ? s->route_count : 1) *
                                             sizeof *all)))
             rc = SY_ENOMEM;
@@ -748,34 +456,22 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             rc = build_weights(s, all, s->route_count);
         sy_free(a, all);
     } else {
-        s->base = sy_index_ref(base->base);
         if (base->max_groups > s->max_groups)
             s->max_groups = base->max_groups;
         if (base->max_vars > s->max_vars)
             s->max_vars = base->max_vars;
         s->needs_host |= base->needs_host;
         s->needs_time |= base->needs_time;
-        s->overlay_slots =
-            sy_malloc(a, (prev_overlay + added_count + 1) * sizeof(uint32_t));
         /* weight candidates: the base's weight routes and the new slots */
         size_t wn = (base ? base->weight_count : 0) + added_count;
         uint32_t *wc = sy_malloc(a, (wn ? wn : 1) * sizeof *wc);
-        if (!s->overlay_slots || !wc) {
-            sy_free(a, wc);
+        if (!wc) {
             rc = SY_ENOMEM;
             goto fail;
         }
-        for (size_t i = 0; i < prev_overlay; i++)
-            if (sy_snapshot_slot(s, base->overlay_slots[i])->route)
-                s->overlay_slots[s->overlay_count++] = base->overlay_slots[i];
-        memcpy(s->overlay_slots + s->overlay_count, added,
-               added_count * sizeof *added);
-        s->overlay_count += added_count;
         for (size_t i = 0; i < added_count; i++)
             scratch_needs(s, sy_snapshot_slot(s, added[i])->route);
-        rc = s->overlay_count ? index_over(s, s->overlay_slots,
-                                           s->overlay_count, &s->overlay)
-                              : SY_OK;
+        rc = sy_snap_build_advance(s);
         size_t k = 0;
         for (size_t i = 0; base && i < base->weight_count; i++)
             wc[k++] = base->weight_slots[i];
@@ -783,7 +479,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         k += added_count;
         /* weight indices of the base belong to the base's table */
         for (size_t i = 0; !rc && base && i < base->weight_count; i++) {
-            sy_slot *ws = slot_mut(s, base->weight_slots[i]);
+            sy_slot *ws = sy_snap_slot_mut(s, base->weight_slots[i]);
             if (!ws)
                 rc = SY_ENOMEM;
             else
@@ -798,8 +494,9 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     s->bytes = sizeof *s + s->slot_chunk_cap * sizeof(void *) +
                s->rank_nchunks * (sizeof(void *) + sizeof(size_t)) +
                ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(void *) +
-               s->chunk_bytes + (s->overlay ? sy_index_bytes(s->overlay) : 0) +
-               (rebuild && s->base ? sy_index_bytes(s->base) : 0);
+               s->chunk_bytes + sy_overlay_bytes(s->ov[0]) +
+               sy_overlay_bytes(s->ov[1]) +
+               (bulk && s->base ? sy_index_bytes(s->base) : 0);
     s->pub.bytes = s->bytes;
     sy_free(a, added);
     *out = s;
@@ -846,19 +543,16 @@ uint64_t sy_snapshot_generation(const sy_snapshot *h) {
     return sy_snapshot_from_handle(h)->generation;
 }
 
-/* Routes in rank order, then services by name: equal content gives equal
- * fingerprints whatever history led to it. Computed once per snapshot; two
+/* The route sequence's fingerprint (kept per change, snapshot_table.c),
+ * the route count, then services by name: equal content gives equal
+ * fingerprints whatever history led to it. The services part is computed
+ * once per snapshot, on first request (O(services + instances)); two
  * readers racing compute the same value. */
 uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
     sy_snapshot *s = (sy_snapshot *)sy_snapshot_from_handle(h);
     if (atomic_load_explicit(&s->fingerprint_done, memory_order_acquire))
         return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
-    uint64_t fp = 0x5170;
-    for (size_t k = 0; k < s->rank_nchunks; k++)
-        for (uint32_t i = 0; i < s->rank_chunks[k]->n; i++)
-            fp = sy_hash_mix(fp, sy_snapshot_slot(s, s->rank_chunks[k]->e[i])
-                                     ->route->fingerprint);
-    fp = sy_hash_mix(fp, s->route_count);
+    uint64_t fp = sy_hash_mix(s->fp_seq, s->route_count);
     for (size_t i = 0; i < s->service_count; i++)
         fp = sy_hash_mix(fp, sy_service_fingerprint(s->services[i]));
     atomic_store_explicit(&s->fingerprint, fp, memory_order_relaxed);

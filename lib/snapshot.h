@@ -1,7 +1,8 @@
 /*
  * snapshot.h - building immutable snapshots: routes held in slots (shared,
- * refcounted route objects), the rank order, the index (a shared base plus a
- * small overlay for routes changed since the base was built), weight groups,
+ * refcounted route objects), the rank order, the index (a shared base plus
+ * persistent overlays for routes added since it was built, and its
+ * replacement being built a share per publish), weight groups,
  * an id table, default filters and services. A new snapshot is always
  * derived from the previous one and a list of changes, so a one-route change
  * costs a few chunk copies (the arrays are shared), not a rebuild.
@@ -17,6 +18,9 @@
 #include "route.h"
 
 struct sy_service;
+typedef struct sy_overlay sy_overlay;
+typedef struct sy_snap_build sy_snap_build;
+typedef struct sy_snap_trash sy_snap_trash;
 
 /* Largest position of a route within its source (24 bits of the key). */
 #define SY_RANK_POS_MAX 0xffffffu
@@ -34,6 +38,12 @@ typedef struct sy_slot {
     uint32_t source;
     uint32_t weight; /* index into weights[], or UINT32_MAX */
 } sy_slot;
+
+/* A list of slot ids (private to one snapshot). */
+typedef struct sy_slot_list {
+    uint32_t *v;
+    size_t n, cap;
+} sy_slot_list;
 
 typedef struct sy_id_entry {
     uint64_t hash;
@@ -77,7 +87,9 @@ struct sy_snapshot {
     sy_pub_obj pub; /* first: the publication header */
     const sy_alloc *alloc;
     uint64_t generation;
-    /* content fingerprint, computed on first request (O(routes)) */
+    /* route-sequence fingerprint, kept up to date per change
+     * (snapshot_table.c); services are added on first request */
+    uint64_t fp_seq;
     _Atomic uint64_t fingerprint;
     _Atomic bool fingerprint_done;
 
@@ -89,10 +101,23 @@ struct sy_snapshot {
     size_t rank_nchunks;
     size_t route_count;
 
-    sy_index *base;    /* shared with other snapshots */
-    sy_index *overlay; /* slots added since base; may be NULL */
-    uint32_t *overlay_slots;
-    size_t overlay_count;
+    /* Index: the base (shared, built over the routes of some earlier
+     * snapshot; dead slots are skipped) and persistent overlays holding
+     * every live route the base lacks: ov[0] the ones added since the
+     * running rebuild began (or since the base, when none runs), ov[1]
+     * those the running rebuild covers (NULL when none runs). */
+    sy_index *base;
+    struct sy_overlay *ov[2];
+    struct sy_snap_build *build; /* the running rebuild, or NULL */
+    struct sy_snap_trash *trash; /* what the last swap replaced, or NULL */
+    size_t base_dead;            /* slots the base holds that died since */
+    /* Dead slots: free ones are reused by new routes; a grave may still
+     * sit in the base or the running rebuild's routes, and is freed after
+     * graves[0]: the next swap of a rebuilt base, graves[1]: the one after
+     * (snapshot_build.c) */
+    sy_slot_list free_slots, graves[2];
+    /* the rebuild work this derive did (tests count it) */
+    size_t build_routes, build_items;
 
     sy_id_chunk **id_chunks; /* open addressing over id_mask + 1 >= 1024 */
     uint32_t id_mask;
@@ -187,6 +212,13 @@ const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
  * from the router's random callback, else from m's context generator
  * (match.c). For every draw that needs randomness (Weight, lb random). */
 uint64_t sy_match_draw_seed(const sy_match *m);
+
+/* Append the candidate lists of overlays ov[0..nov) (NULL ones skipped;
+ * snapshot_overlay.c) for a request path to out[0..cap): their number,
+ * or SIZE_MAX when they do not fit. Reads only; allocation-free. */
+size_t sy_overlay_lookup(const sy_overlay *const *ov, size_t nov,
+                         const sy_segments *path, sy_cand_list *out,
+                         size_t cap);
 
 /* The snapshot behind a handle returned by acquire (untags it). */
 const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle);

@@ -4,6 +4,8 @@
 #include "testutil.h"
 
 #include <pthread.h>
+#include "switchyard.h"
+
 #include <stdio.h>
 
 /* Parse one route (JSON object text); the caller unrefs. */
@@ -362,6 +364,89 @@ START_TEST(racing_first_calls_get_one_canonical_text) {
                                                     0x5359524f555445ull));
         sy_route_unref(r);
     }
+/* ---- snapshot fingerprints ---- */
+
+#define FP_ROUTE(id, order)                                                    \
+    "{\"id\":\"" id "\",\"uri\":\"http://b\",\"order\":" #order                \
+    ",\"predicates\":[\"Path=/" id "\"]}"
+
+static sy_router *fp_router(const char *doc) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_error e;
+    if (doc)
+        ck_assert_msg(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e) == 0,
+                      "%s", e.message);
+    return r;
+}
+
+static uint64_t live_fp(sy_router *r) {
+    sy_snapshot *s = sy_router_acquire(r);
+    uint64_t fp = sy_snapshot_fingerprint(s);
+    sy_snapshot_release(s);
+    return fp;
+}
+
+static void fp_upsert(sy_router *r, const char *json) {
+    sy_error e;
+    ck_assert_msg(sy_router_upsert_route(r, "s", json, strlen(json), &e) == 0,
+                  "%s", e.message);
+}
+
+/* Pinned: the formula (docs/api.md) is part of what a fleet compares;
+ * changing it must be deliberate. */
+START_TEST(snapshot_fingerprint_matches_pinned_value) {
+    sy_router *empty = fp_router(NULL);
+    sy_router *r = fp_router(
+        "[" FP_ROUTE("a", 1) "," FP_ROUTE("b", 2) "," FP_ROUTE("c", 3) "]");
+    uint64_t fe = live_fp(empty), fr = live_fp(r);
+    sy_router_free(empty);
+    sy_router_free(r);
+    ck_assert_uint_eq(fe, 0x2ff12908d930f9bdull);
+    ck_assert_uint_eq(fr, 0xa8e858f5e218f25cull);
+}
+END_TEST
+
+/* Equal content, equal fingerprint, whatever history led to it; another
+ * rank order of the same routes is other content. */
+START_TEST(snapshot_fingerprint_depends_on_content_not_history) {
+    sy_router *r1 = fp_router(
+        "[" FP_ROUTE("a", 1) "," FP_ROUTE("b", 2) "," FP_ROUTE("c", 3) "]");
+    sy_router *r2 = fp_router(NULL);
+    fp_upsert(r2, FP_ROUTE("c", 3));
+    fp_upsert(r2, FP_ROUTE("x", 2));
+    fp_upsert(r2, FP_ROUTE("b", 2));
+    fp_upsert(r2, FP_ROUTE("a", 9));
+    ck_assert_int_eq(sy_router_remove_route(r2, "x", NULL), 0);
+    ck_assert_uint_ne(live_fp(r1), live_fp(r2)); /* a's order differs */
+    fp_upsert(r2, FP_ROUTE("a", 1));
+    ck_assert_uint_eq(live_fp(r1), live_fp(r2));
+    /* hundreds of single changes that leave the content as it was */
+    char buf[160];
+    for (int i = 0; i < 600; i++) {
+        snprintf(buf, sizeof buf,
+                 "{\"id\":\"z%d\",\"uri\":\"http://b\",\"order\":%d,"
+                 "\"predicates\":[\"Path=/z%d\"]}",
+                 i % 300, i % 4, i);
+        fp_upsert(r2, buf);
+    }
+    ck_assert_uint_ne(live_fp(r1), live_fp(r2));
+    for (int i = 299; i >= 0; i--) {
+        snprintf(buf, sizeof buf, "z%d", i);
+        ck_assert_int_eq(sy_router_remove_route(r2, buf, NULL), 0);
+    }
+    ck_assert_uint_eq(live_fp(r1), live_fp(r2));
+    /* the same routes in another rank order (equal orders, swapped
+     * positions) */
+    sy_router *r3 = fp_router("[" FP_ROUTE("a", 0) "," FP_ROUTE("b", 0) "]");
+    sy_router *r4 = fp_router("[" FP_ROUTE("b", 0) "," FP_ROUTE("a", 0) "]");
+    ck_assert_uint_ne(live_fp(r3), live_fp(r4));
+    sy_router_free(r1);
+    sy_router_free(r2);
+    sy_router_free(r3);
+    sy_router_free(r4);
 }
 END_TEST
 
@@ -381,6 +466,8 @@ int main(void) {
     tcase_add_test(tc, hash64_matches_pinned_values);
     tcase_add_test(tc, route_fingerprints_match_pinned_values);
     tcase_add_test(tc, document_fingerprint_matches_pinned_value);
+    tcase_add_test(tc, snapshot_fingerprint_matches_pinned_value);
+    tcase_add_test(tc, snapshot_fingerprint_depends_on_content_not_history);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -1,0 +1,113 @@
+/*
+ * index_int.h - the index's internal layout and build state, shared by
+ * the one-shot build (index.c) and the stepwise build (index_step.c).
+ * index.c's header comment draws the structures.
+ */
+#ifndef SY_INDEX_INT_H
+#define SY_INDEX_INT_H
+
+#include "index.h"
+#include "predicate.h"
+
+#define NONE SY_NONE /* short local name */
+#define ROOT_PATH 0u
+#define ROOT_HOST 1u
+#define GENERIC_LISTS 11 /* 9 standard methods, "other", any */
+#define GENERIC_OTHER 9
+#define GENERIC_ANY 10
+
+#define KEY_BYTES 16
+
+/*
+ * A segment as the edges compare it: two words that determine its first
+ * KEY_BYTES bytes given its length (segment_key), its length and a 16-bit
+ * tag from its hash. A segment of up to 16 bytes is compared with three
+ * integer compares in the edge's own cache line, no call, no string pool;
+ * a longer one compares its tail in the pool.
+ */
+typedef struct seg_key {
+    uint64_t w0, w1;
+    uint64_t hash;    /* of the segment alone; combined with the parent */
+    uint32_t len_tag; /* length | tag << 16 */
+} seg_key;
+
+/* 32 bytes. */
+typedef struct edge {
+    uint64_t w0, w1;
+    uint32_t parent;
+    uint32_t child; /* NONE: empty */
+    uint32_t str_off;
+    uint32_t len_tag;
+} edge;
+
+typedef struct list_ref {
+    uint32_t off;
+    uint32_t len;
+} list_ref;
+
+typedef struct inode {
+    uint32_t wild;
+    list_ref term;
+    list_ref multi;
+} inode;
+
+struct sy_index {
+    _Atomic long refs;
+    const sy_alloc *alloc;
+    inode *nodes;
+    uint32_t node_count;
+    edge *edges; /* capacity edge_mask + 1; child == NONE means empty */
+    uint32_t edge_mask;
+    char *strings;
+    sy_cand *cands; /* every list, flattened */
+    sy_cand_var *vars;
+    list_ref generic[GENERIC_LISTS];
+    size_t host_routes; /* routes placed in the host trie */
+    size_t bytes;
+};
+
+/* ---- build state ---- */
+
+enum { L_TERM = 0, L_MULTI = 1 };
+
+typedef struct pending {
+    uint32_t node; /* node, or NONE-1-g for generic list g */
+    uint32_t kind;
+    uint32_t slot;
+    uint32_t dim; /* 0 path, 1 host, 2 generic */
+} pending;
+
+/* What a route's candidate entries carry, computed once per route. */
+typedef struct rinfo {
+    uint32_t methods;
+    uint32_t vars[2]; /* per trie: offset in the var pool */
+    uint16_t nvars[2];
+    uint8_t pred[2];  /* the predicate the walk proves */
+    uint8_t flags[2]; /* SY_CAND_WALK, SY_CAND_WHOLE */
+} rinfo;
+
+typedef struct builder {
+    const sy_alloc *a;
+    sy_cand_var *vars;
+    uint32_t var_count, var_cap;
+    inode *nodes;
+    uint32_t node_count, node_cap;
+    edge *edges;
+    uint32_t edge_mask, edge_count;
+    sy_buf strings;
+    pending *pend;
+    size_t pend_count, pend_cap;
+    uint32_t *list_len; /* per (node, kind) during counting */
+    bool failed;
+} builder;
+
+/* Build steps shared with index_step.c (index.c). */
+uint32_t new_node(builder *b);
+void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
+                 uint32_t dim);
+void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
+                     uint32_t slot, uint32_t dim);
+const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind);
+rinfo route_info(builder *b, const struct sy_route *r);
+
+#endif

@@ -1,0 +1,412 @@
+/*
+ * index_step.c - the index built a bounded amount of work at a time
+ * (index.h, sy_index_step_*): the same structure sy_index_build makes, in
+ * resumable passes, so a snapshot can spread a full rebuild over many
+ * publishes (snapshot_build.c) instead of stalling one of them.
+ *
+ *   add(r1) add(r2) ... add(rn)          one route's patterns per call
+ *   run(budget) run(budget) ... -> ix    each call: <= budget items of
+ *                                        count | cost | place | lists |
+ *                                        prefix sums | fill | nodes
+ *
+ * Every pass is a loop over an array (pending entries, routes, lists,
+ * nodes) with a cursor kept in the builder, so a call stops after
+ * `budget` items and the next one resumes where it stopped.
+ */
+#include "index_int.h"
+
+enum {
+    PH_ALLOC,  /* per-route and per-list arrays */
+    PH_INIT,   /* routes: no cost, generic placement */
+    PH_COUNT,  /* pending: list lengths */
+    PH_COST,   /* pending: each route's longest list per trie */
+    PH_PLACE,  /* routes: path or host trie */
+    PH_LISTS,  /* pending: list of each kept entry, list sizes */
+    PH_SUM,    /* lists: prefix sums */
+    PH_CANDS,  /* the candidate pool, fill cursors */
+    PH_COPY,   /* lists: fill cursors = starts */
+    PH_FILL,   /* pending: candidates into their lists */
+    PH_NODES,  /* nodes: their list refs */
+    PH_FINISH, /* generic lists, the index */
+    PH_DONE
+};
+
+struct sy_index_step {
+    builder b;
+    sy_index_route *routes; /* in the order added (ascending keys) */
+    rinfo *info;
+    size_t n, cap;
+    int phase;
+    size_t cur;  /* the current pass's cursor */
+    size_t r;    /* PH_COST: route position of pending entry `cur` */
+    size_t work; /* items done by run */
+    size_t host_routes;
+    uint8_t *placement;
+    uint32_t *pcost, *slot_pos, *start, *fill;
+    size_t nlists, kept;
+    sy_cand *cands;
+    edge *big; /* a reserved edge table being emptied (prepare) */
+    uint32_t big_mask;
+    size_t big_done;
+};
+
+sy_index_step *sy_index_step_new(const sy_alloc *a) {
+    sy_index_step *st = sy_calloc(a, 1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->b.a = a;
+    sy_buf_init(&st->b.strings, a);
+    st->b.edge_mask = 63;
+    st->b.edges = sy_malloc(a, 64 * sizeof *st->b.edges);
+    if (!st->b.edges) {
+        sy_index_step_free(st);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < 64; i++)
+        st->b.edges[i].child = NONE;
+    new_node(&st->b); /* ROOT_PATH */
+    new_node(&st->b); /* ROOT_HOST */
+    if (st->b.failed) {
+        sy_index_step_free(st);
+        return NULL;
+    }
+    return st;
+}
+
+void sy_index_step_free(sy_index_step *st) {
+    if (!st)
+        return;
+    const sy_alloc *a = st->b.a;
+    sy_free(a, st->b.nodes);
+    sy_free(a, st->b.edges);
+    sy_buf_free(&st->b.strings);
+    sy_free(a, st->b.pend);
+    sy_free(a, st->b.list_len);
+    sy_free(a, st->b.vars);
+    sy_free(a, st->routes);
+    sy_free(a, st->info);
+    sy_free(a, st->placement);
+    sy_free(a, st->pcost);
+    sy_free(a, st->slot_pos);
+    sy_free(a, st->start);
+    sy_free(a, st->fill);
+    sy_free(a, st->cands);
+    sy_free(a, st->big);
+    sy_free(a, st);
+}
+
+/* Room for `routes` routes shaped like those of `like` (NULL: none), so
+ * that adding them rarely grows an array: a growth copies the array, and
+ * a grown edge table rehashes every edge, which would be one long step. */
+int sy_index_step_reserve(sy_index_step *st, const sy_index *like,
+                          size_t routes) {
+    builder *b = &st->b;
+    const sy_alloc *a = b->a;
+    size_t r = routes + routes / 8 + 64;
+    size_t nodes = (like ? like->node_count : 2 * routes) + r / 4 + 64;
+    uint32_t edges = 64;
+    while (edges < UINT32_MAX / 4 && (size_t)edges * 3 < nodes * 4)
+        edges *= 2;
+    sy_index_route *nr = sy_realloc(a, st->routes, r * sizeof *nr);
+    if (nr)
+        st->routes = nr;
+    rinfo *ni = nr ? sy_realloc(a, st->info, r * sizeof *ni) : NULL;
+    if (ni)
+        st->info = ni;
+    pending *np = ni ? sy_realloc(a, b->pend, r * sizeof *np) : NULL;
+    if (np)
+        b->pend = np;
+    inode *nn = np ? sy_realloc(a, b->nodes, nodes * sizeof *nn) : NULL;
+    if (nn)
+        b->nodes = nn;
+    sy_cand_var *nv = nn ? sy_realloc(a, b->vars, r * sizeof *nv) : NULL;
+    if (nv)
+        b->vars = nv;
+    edge *ne = nv && edges > b->edge_mask + 1 && b->edge_count == 0
+                   ? sy_malloc(a, (size_t)edges * sizeof *ne)
+                   : NULL;
+    if (!nv || !sy_buf_reserve(&b->strings, nodes * 12))
+        return SY_ENOMEM;
+    st->cap = r;
+    b->pend_cap = r;
+    b->node_cap = (uint32_t)nodes;
+    b->var_cap = (uint32_t)r;
+    if (ne) { /* emptied by sy_index_step_prepare, a share at a time */
+        st->big = ne;
+        st->big_mask = edges - 1;
+        st->big_done = 0;
+    }
+    return SY_OK;
+}
+
+int sy_index_step_prepare(sy_index_step *st, size_t budget) {
+    if (!st->big)
+        return 1;
+    size_t cap = (size_t)st->big_mask + 1;
+    while (st->big_done < cap && budget--) {
+        st->big[st->big_done++].child = NONE;
+        st->work++;
+    }
+    if (st->big_done < cap)
+        return 0;
+    sy_free(st->b.a, st->b.edges); /* empty: nothing added yet */
+    st->b.edges = st->big;
+    st->b.edge_mask = st->big_mask;
+    st->big = NULL;
+    return 1;
+}
+
+size_t sy_index_step_work(const sy_index_step *st) {
+    return st->work;
+}
+
+int sy_index_step_add(sy_index_step *st, const sy_index_route *r) {
+    builder *b = &st->b;
+    if (st->phase != PH_ALLOC || b->failed || st->big)
+        return SY_EINVAL;
+    if (st->n == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 256;
+        sy_index_route *nr = sy_realloc(b->a, st->routes, cap * sizeof *nr);
+        if (nr)
+            st->routes = nr;
+        rinfo *ni = nr ? sy_realloc(b->a, st->info, cap * sizeof *ni) : NULL;
+        if (!ni)
+            return SY_ENOMEM;
+        st->info = ni;
+        st->cap = cap;
+    }
+    st->routes[st->n] = *r;
+    memset(&st->info[st->n], 0, sizeof st->info[st->n]);
+    const struct sy_route *rt = r->route;
+    if (!rt->disabled) {
+        size_t pend0 = b->pend_count;
+        st->info[st->n] = route_info(b, rt);
+        const sy_pred *path = find_pred(rt, SY_PK_PATH);
+        const sy_pred *host = find_pred(rt, SY_PK_HOST);
+        insert_patterns(b, path, ROOT_PATH, r->slot, 0);
+        insert_patterns(b, host, ROOT_HOST, r->slot, 1);
+        if (!path && !host)
+            add_pending(b, GENERIC_ANY, 0, r->slot, 2);
+        if (b->failed) {
+            b->pend_count = pend0; /* the route is not in */
+            return SY_ENOMEM;
+        }
+    }
+    st->n++;
+    return SY_OK;
+}
+
+/* One pass over [cur, end): `body` per item, at most *left items. Returns
+ * true when the pass is complete. */
+#define PASS(st, end, left, ...)                                               \
+    do {                                                                       \
+        size_t end_ = (end);                                                   \
+        while ((st)->cur<end_ &&*(left)> 0) {                                  \
+            size_t i = (st)->cur;                                              \
+            __VA_ARGS__;                                                       \
+            (st)->cur++;                                                       \
+            (*(left))--;                                                       \
+            (st)->work++;                                                      \
+        }                                                                      \
+        if ((st)->cur < end_)                                                  \
+            return 0;                                                          \
+        (st)->cur = 0;                                                         \
+    } while (0)
+
+static void next_phase(sy_index_step *st) {
+    st->phase++;
+    st->cur = 0;
+}
+
+static int finish(sy_index_step *st, sy_index **out) {
+    builder *b = &st->b;
+    const sy_alloc *a = b->a;
+    sy_index *ix = sy_calloc(a, 1, sizeof *ix);
+    if (!ix)
+        return SY_ENOMEM;
+    ix->alloc = a;
+    atomic_init(&ix->refs, 1);
+    for (size_t g = 0; g < GENERIC_LISTS; g++) {
+        size_t li = (size_t)b->node_count * 2 + g;
+        ix->generic[g] =
+            (list_ref){st->start[li], st->fill[li] - st->start[li]};
+    }
+    ix->cands = st->cands;
+    st->cands = NULL;
+    ix->host_routes = st->host_routes;
+    ix->nodes = b->nodes;
+    ix->node_count = b->node_count;
+    ix->edges = b->edges;
+    ix->edge_mask = b->edge_mask;
+    ix->strings = b->strings.ptr;
+    ix->vars = b->vars;
+    ix->bytes = st->kept * sizeof *ix->cands + sizeof *ix +
+                (size_t)b->node_cap * sizeof(inode) +
+                (size_t)(b->edge_mask + 1) * sizeof(edge) + b->strings.cap +
+                (size_t)b->var_cap * sizeof *b->vars;
+    b->nodes = NULL;
+    b->edges = NULL;
+    b->vars = NULL;
+    sy_buf_init(&b->strings, a); /* the index owns the old text */
+    *out = ix;
+    return SY_OK;
+}
+
+/* The passes of sy_index_build after insertion (index.c), resumable. */
+static int step(sy_index_step *st, size_t *left, sy_index **out) {
+    builder *b = &st->b;
+    const sy_alloc *a = b->a;
+    size_t n = st->n;
+    switch (st->phase) {
+    case PH_ALLOC:
+        st->b.list_len =
+            sy_calloc(a, (size_t)b->node_count * 2, sizeof *b->list_len);
+        st->slot_pos = sy_malloc(a, (b->pend_count ? b->pend_count : 1) *
+                                        sizeof *st->slot_pos);
+        st->placement = sy_malloc(a, n ? n : 1);
+        st->pcost = sy_malloc(a, (n ? n : 1) * 2 * sizeof *st->pcost);
+        if (!b->list_len || !st->slot_pos || !st->placement || !st->pcost)
+            return SY_ENOMEM;
+        next_phase(st);
+        /* fall through */
+    case PH_INIT:
+        PASS(st, n, left, {
+            st->pcost[i * 2] = st->pcost[i * 2 + 1] = 0;
+            st->placement[i] = 2;
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_COUNT:
+        PASS(st, b->pend_count, left, {
+            if (b->pend[i].dim != 2)
+                b->list_len[b->pend[i].node * 2 + b->pend[i].kind]++;
+        });
+        next_phase(st);
+        st->r = 0;
+        /* fall through */
+    case PH_COST:
+        PASS(st, b->pend_count, left, {
+            while (st->routes[st->r].slot != b->pend[i].slot)
+                st->r++;
+            st->slot_pos[i] = (uint32_t)st->r;
+            if (b->pend[i].dim != 2) {
+                uint32_t len =
+                    b->list_len[b->pend[i].node * 2 + b->pend[i].kind];
+                uint32_t *c = &st->pcost[st->r * 2 + b->pend[i].dim];
+                if (len + 1 > *c)
+                    *c = len + 1;
+            }
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_PLACE:
+        PASS(st, n, left, {
+            uint32_t pc = st->pcost[i * 2], hc = st->pcost[i * 2 + 1];
+            if (pc && (!hc || pc <= hc)) {
+                st->placement[i] = 0;
+            } else if (hc) {
+                st->placement[i] = 1;
+                st->host_routes++;
+            }
+        });
+        next_phase(st);
+        st->nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
+        st->start = sy_calloc(a, st->nlists + 1, sizeof *st->start);
+        if (!st->start)
+            return SY_ENOMEM;
+        /* fall through */
+    case PH_LISTS:
+        PASS(st, b->pend_count, left, {
+            pending *p = &b->pend[i];
+            if (p->dim != st->placement[st->slot_pos[i]]) {
+                p->kind = NONE; /* placed in the other dimension */
+            } else {
+                size_t li = p->dim == 2 ? (size_t)b->node_count * 2 + p->node
+                                        : (size_t)p->node * 2 + p->kind;
+                p->node = (uint32_t)li;
+                st->start[li + 1]++;
+                st->kept++;
+            }
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_SUM:
+        PASS(st, st->nlists, left, st->start[i + 1] += st->start[i]);
+        next_phase(st);
+        st->cands = sy_malloc(a, (st->kept ? st->kept : 1) * sizeof *st->cands);
+        st->fill = sy_malloc(a, st->nlists * sizeof *st->fill);
+        if (!st->cands || !st->fill)
+            return SY_ENOMEM;
+        next_phase(st);
+        /* fall through */
+    case PH_COPY:
+        PASS(st, st->nlists, left, st->fill[i] = st->start[i]);
+        next_phase(st);
+        /* fall through */
+    case PH_FILL:
+        PASS(st, b->pend_count, left, {
+            pending *p = &b->pend[i];
+            uint32_t *pos = p->kind != NONE ? &st->fill[p->node] : NULL;
+            /* a route with several patterns landing on one list: one */
+            if (pos && !(*pos > st->start[p->node] &&
+                         st->cands[*pos - 1].slot == p->slot)) {
+                const rinfo *ri = &st->info[st->slot_pos[i]];
+                int d = p->dim < 2 ? (int)p->dim : 0;
+                bool walk = p->dim < 2 && ri->flags[d];
+                st->cands[(*pos)++] = (sy_cand){p->slot,
+                                                ri->methods,
+                                                walk ? ri->vars[d] : 0,
+                                                walk ? ri->nvars[d] : 0,
+                                                walk ? ri->flags[d] : 0,
+                                                walk ? ri->pred[d] : 0};
+            }
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_NODES:
+        PASS(st, b->node_count, left, {
+            uint32_t *s0 = st->start, *f = st->fill;
+            b->nodes[i].term = (list_ref){s0[i * 2], f[i * 2] - s0[i * 2]};
+            b->nodes[i].multi =
+                (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_FINISH: {
+        int rc = finish(st, out);
+        if (rc)
+            return rc;
+        st->phase = PH_DONE;
+        return 1;
+    }
+    default: return SY_EINVAL;
+    }
+}
+
+int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out) {
+    *out = NULL;
+    if (st->b.failed)
+        return SY_ENOMEM;
+    if (st->phase == PH_DONE)
+        return SY_EINVAL;
+    size_t left = budget ? budget : 1;
+    int rc = step(st, &left, out);
+    if (rc < 0)
+        st->b.failed = true; /* a failed pass cannot resume */
+    return rc;
+}
+
+bool sy_index_free_step(sy_index *ix) {
+    if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
+        return false; /* another holder would free it all at once */
+    void **parts[] = {(void **)&ix->cands, (void **)&ix->vars,
+                      (void **)&ix->strings, (void **)&ix->edges,
+                      (void **)&ix->nodes};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (*parts[i]) {
+            sy_free(ix->alloc, *parts[i]);
+            *parts[i] = NULL;
+            return false;
+        }
+    return true;
+}

@@ -125,8 +125,10 @@ int sy_index_step_reserve(sy_index_step *st, const sy_index *like,
     edge *ne = nv && edges > b->edge_mask + 1 && b->edge_count == 0
                    ? sy_malloc(a, (size_t)edges * sizeof *ne)
                    : NULL;
-    if (!nv || !sy_buf_reserve(&b->strings, nodes * 12))
+    if (!nv || !sy_buf_reserve(&b->strings, nodes * 12)) {
+        sy_free(a, ne); /* the arrays above are kept by st, freed with it */
         return SY_ENOMEM;
+    }
     st->cap = r;
     b->pend_cap = r;
     b->node_cap = (uint32_t)nodes;

@@ -364,6 +364,9 @@ START_TEST(racing_first_calls_get_one_canonical_text) {
                                                     0x5359524f555445ull));
         sy_route_unref(r);
     }
+}
+END_TEST
+
 /* ---- snapshot fingerprints ---- */
 
 #define FP_ROUTE(id, order)                                                    \

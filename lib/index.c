@@ -69,6 +69,12 @@ typedef struct list_ref {
     uint32_t len;
 } list_ref;
 
+/* wild: the one-segment wildcard child (WILD_NONE: none), and LIT_KIDS
+ * when the node has literal children in the edge table: a walk probes the
+ * table only at nodes that have some. */
+#define WILD_NONE 0x7fffffffu
+#define LIT_KIDS 0x80000000u
+
 typedef struct inode {
     uint32_t wild;
     list_ref term;
@@ -195,7 +201,7 @@ static uint32_t new_node(builder *b) {
         b->node_cap = cap;
     }
     inode *n = &b->nodes[b->node_count];
-    n->wild = NONE;
+    n->wild = WILD_NONE;
     n->term = n->multi = (list_ref){0, 0};
     return b->node_count++;
 }
@@ -262,17 +268,18 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
     e->str_off = off;
     e->len_tag = k.len_tag;
     b->edge_count++;
+    b->nodes[parent].wild |= LIT_KIDS;
     return child;
 }
 
 static uint32_t wild_child(builder *b, uint32_t parent) {
-    if (b->nodes[parent].wild == NONE) {
+    if ((b->nodes[parent].wild & ~LIT_KIDS) == WILD_NONE) {
         uint32_t c = new_node(b);
-        if (c == NONE)
+        if (c == NONE || c >= WILD_NONE)
             return NONE;
-        b->nodes[parent].wild = c;
+        b->nodes[parent].wild = (b->nodes[parent].wild & LIT_KIDS) | c;
     }
-    return b->nodes[parent].wild;
+    return b->nodes[parent].wild & ~LIT_KIDS;
 }
 
 static void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
@@ -733,9 +740,17 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
         /* matchTrailingSlash: "/a" also matches "/a/" */
         if (path && depth + 1 == segs->count && seg.len == 0)
             collect(c, nd->term, SY_PROOF_NONE, false);
-        if (nd->wild != NONE)
-            walk(c, nd->wild, depth + 1, false);
-        node = find_literal(c, node, i, seg);
+        uint32_t wild = nd->wild & ~LIT_KIDS;
+        if (!(nd->wild & LIT_KIDS)) { /* no literal child: no probe */
+            if (wild == WILD_NONE)
+                return;
+            node = wild;
+            literal = false;
+        } else {
+            if (wild != WILD_NONE)
+                walk(c, wild, depth + 1, false);
+            node = find_literal(c, node, i, seg);
+        }
         depth++;
     }
 }

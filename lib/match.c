@@ -148,14 +148,26 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
     if (rc)
         return rc;
     sy_arena_reset(&c->scratch);
-    if ((rc = normalize_path(c, s, reqp)))
-        return rc;
-    const sy_request *req = *reqp;
     c->path.keep_escaped_slashes =
         s->path_norm.mode == SY_PN_NORMALIZE &&
         s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
-    if (!sy_segments_split(&c->path, req->path, &c->scratch, &c->alloc))
+    /* split first: the same pass tells whether the normaliser has anything
+     * to look at (a rooted path without '.' or '%' is never changed) */
+    sy_str path = (*reqp)->path;
+    unsigned seen;
+    if (!sy_segments_split_scan(&c->path, path, &c->scratch, &c->alloc, &seen))
         return SY_ENOMEM;
+    if (s->path_norm.mode != SY_PN_AS_IS &&
+        ((seen & (SY_SEEN_DOT | SY_SEEN_PCT)) || s->path_norm.merge_slashes ||
+         !path.len || path.ptr[0] != '/')) {
+        if ((rc = normalize_path(c, s, reqp)))
+            return rc;
+        if ((*reqp)->path.ptr != path.ptr &&
+            !sy_segments_split(&c->path, (*reqp)->path, &c->scratch,
+                               &c->alloc))
+            return SY_ENOMEM;
+    }
+    const sy_request *req = *reqp;
     sy_str host = host_for_match(s, req->host);
     c->host.count = 0;
     if (s->needs_host && !sy_segments_split_host(&c->host, host, &c->alloc))

@@ -26,7 +26,7 @@ LAYERS = [
      ("service", "service_int", "service_ring", "service_select",
       "service_health")],
     [("compile_env",)],
-    [("regex",), ("pattern", "pattern_int", "pattern_host"), ("predicate",),
+    [("regex",), ("pattern", "pattern_int", "pattern_host", "pattern_split"), ("predicate",),
      ("filter", "filter_int", "filter_plan")],
     [("route",)],
     [("index",)],

@@ -670,11 +670,13 @@ typedef struct collector {
     const sy_index *ix;
     sy_cand_list *out;
     size_t n, cap;
+    const sy_str *dec; /* the request's segments (labels) */
+    size_t count;
     bool overflow;
-    const sy_segments *segs;
-    bool reversed;
-    seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
+    bool reversed; /* host trie: labels walked from the last */
+    bool lead;     /* host: a leading '.' */
     uint32_t hashed;              /* bit i: key[i] is set */
+    seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
 } collector;
 
 static inline void collect(collector *c, list_ref l, uint8_t proof,
@@ -689,9 +691,9 @@ static inline void collect(collector *c, list_ref l, uint8_t proof,
         c->ix->cands + l.off, c->ix->vars, l.len, proof, exact, c->reversed};
 }
 
-static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
-                                    sy_str seg) {
+static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
     const sy_index *ix = c->ix;
+    sy_str seg = c->dec[i];
     if (seg.len > UINT16_MAX)
         return NONE; /* longer literals are indexed as wildcards */
     seg_key local;
@@ -717,17 +719,20 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
 }
 
 /* Depth-first walk over literal and wildcard edges; `literal` says every
- * segment so far was matched by a literal edge. */
+ * segment so far was matched by a literal edge. A node without literal
+ * children (LIT_KIDS clear) costs no probe, and one without a wildcard
+ * child no recursion. */
 static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
-    const sy_index *ix = c->ix;
-    const sy_segments *segs = c->segs;
-    bool path = !c->reversed;
-    while (node != NONE && !c->overflow) {
-        const inode *nd = &ix->nodes[node];
+    const inode *nodes = c->ix->nodes;
+    const size_t count = c->count;
+    const bool path = !c->reversed;
+    for (;;) {
+        const inode *nd = &nodes[node];
         /* a walkable host pattern starting with "**" has no leading '.',
          * which Ant compares: a host with one is not proven */
-        collect(c, nd->multi, SY_PROOF_NONE, path || !segs->lead);
-        if (depth == segs->count) {
+        if (nd->multi.len)
+            collect(c, nd->multi, SY_PROOF_NONE, path || !c->lead);
+        if (depth == count) {
             collect(c, nd->term,
                     !literal ? SY_PROOF_NONE
                     : path   ? SY_PROOF_PATH
@@ -735,22 +740,25 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
                     true);
             return;
         }
-        size_t i = c->reversed ? segs->count - 1 - depth : depth;
-        sy_str seg = segs->dec[i];
+        size_t i = path ? depth : count - 1 - depth;
         /* matchTrailingSlash: "/a" also matches "/a/" */
-        if (path && depth + 1 == segs->count && seg.len == 0)
+        if (path && depth + 1 == count && c->dec[i].len == 0)
             collect(c, nd->term, SY_PROOF_NONE, false);
-        uint32_t wild = nd->wild & ~LIT_KIDS;
-        if (!(nd->wild & LIT_KIDS)) { /* no literal child: no probe */
-            if (wild == WILD_NONE)
+        uint32_t w = nd->wild;
+        if (!(w & LIT_KIDS)) { /* no literal child: no probe */
+            if (w == WILD_NONE)
                 return;
-            node = wild;
+            node = w;
             literal = false;
         } else {
-            if (wild != WILD_NONE)
-                walk(c, wild, depth + 1, false);
-            node = find_literal(c, node, i, seg);
+            if (w != (WILD_NONE | LIT_KIDS))
+                walk(c, w & ~LIT_KIDS, depth + 1, false);
+            node = find_literal(c, node, i);
+            if (node == NONE)
+                return;
         }
+        if (c->overflow)
+            return;
         depth++;
     }
 }
@@ -764,14 +772,18 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.n = 0;
     c.cap = cap;
     c.overflow = false;
-    c.segs = path;
+    c.dec = path->dec;
+    c.count = path->count;
     c.reversed = false;
+    c.lead = false;
     c.hashed = 0;
     walk(&c, ROOT_PATH, 0, true);
     /* an empty or missing Host matches no Host pattern */
     if (host_labels && host_labels->count && ix->host_routes) {
-        c.segs = host_labels;
+        c.dec = host_labels->dec;
+        c.count = host_labels->count;
         c.reversed = true;
+        c.lead = host_labels->lead;
         c.hashed = 0;
         walk(&c, ROOT_HOST, 0, true);
     }

@@ -117,6 +117,7 @@ static bool split_path(sy_segments *segs, sy_str s, sy_arena *scratch,
     return true;
 }
 
+#if !defined(__SSE2__)
 /* Split a host as AntPathMatcher tokenizes it: on '.', empty labels
  * dropped. Ant also compares whether host and pattern start and end with
  * '.': a leading '.' gives one empty first label and a trailing '.' one
@@ -145,6 +146,7 @@ static bool split_host(sy_segments *segs, sy_str s, const sy_alloc *alloc) {
     segs->count = n;
     return true;
 }
+#endif
 
 bool sy_segments_split(sy_segments *segs, sy_str path, sy_arena *scratch,
                        const sy_alloc *alloc) {
@@ -170,13 +172,50 @@ static inline uint64_t load8(const char *p) {
 }
 
 /*
- * One pass, sixteen bytes at a time, never reading past the path: a last
- * partial block is the path's last 16 bytes with the bits already seen
- * shifted out; a path of 8 to 15 bytes is two overlapping 8-byte loads,
- * a shorter one is copied into a zeroed block. Every segment is a plain
- * slice; returns false (nothing decided) when a '%' or ';' asks for
- * decoding, else true with *ok false on allocation failure.
+ * The masks of the 16-byte block at `off` of p[0..len), never reading past
+ * the path: a last partial block is the path's last 16 bytes with the bits
+ * already seen shifted out; a path of 8 to 15 bytes is two overlapping
+ * 8-byte loads, a shorter one is copied into a zeroed block.
  */
+static inline unsigned block_at(const char *p, size_t len, size_t off,
+                                unsigned *dot, unsigned *odd) {
+    size_t rest = len - off;
+    if (rest >= 16)
+        return block_scan(_mm_loadu_si128((const void *)(p + off)), dot, odd);
+    if (len >= 16) { /* the last 16 bytes; drop the ones seen */
+        unsigned drop = (unsigned)(16 - rest);
+        unsigned sl = block_scan(
+            _mm_loadu_si128((const void *)(p + len - 16)), dot, odd);
+        *dot >>= drop;
+        *odd >>= drop;
+        return sl >> drop;
+    }
+    if (len >= 8) { /* bytes 0-7, then bytes len-8 .. len-1 */
+        __m128i v =
+            _mm_set_epi64x((long long)load8(p + len - 8), (long long)load8(p));
+        unsigned sl = block_scan(v, dot, odd);
+        unsigned sh = (unsigned)(len - 8);
+        *dot = (*dot & 0xff) | (*dot >> 8) << sh;
+        *odd = (*odd & 0xff) | (*odd >> 8) << sh;
+        return (sl & 0xff) | (sl >> 8) << sh;
+    }
+    char tail[16] = {0};
+    memcpy(tail, p, len);
+    return block_scan(_mm_loadu_si128((const void *)tail), dot, odd);
+}
+
+static inline bool put_plain(sy_segments *segs, size_t n, sy_str seg,
+                             const sy_alloc *alloc) {
+    if (n == segs->cap && !segs_reserve(segs, n + 1, alloc))
+        return false;
+    segs->dec[n] = seg;
+    segs->raw[n] = seg;
+    return true;
+}
+
+/* Every segment a plain slice, split in one pass over the path; returns
+ * false (nothing decided) when a '%' or ';' asks for decoding, else true
+ * with *ok false on allocation failure. */
 static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
                         unsigned *seen, bool *ok) {
     const char *p = s.ptr;
@@ -184,31 +223,8 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
     unsigned dots = 0;
     *ok = true;
     for (size_t off = 0; off < len; off += 16) {
-        unsigned sl, dot, odd;
-        size_t rest = len - off;
-        if (rest >= 16) {
-            sl = block_scan(_mm_loadu_si128((const void *)(p + off)), &dot,
-                            &odd);
-        } else if (len >= 16) { /* the last 16 bytes; drop the seen ones */
-            unsigned drop = (unsigned)(16 - rest);
-            sl = block_scan(_mm_loadu_si128((const void *)(p + len - 16)),
-                            &dot, &odd) >>
-                 drop;
-            dot >>= drop;
-            odd >>= drop;
-        } else if (len >= 8) { /* bytes 0-7, then bytes len-8 .. len-1 */
-            __m128i v = _mm_set_epi64x((long long)load8(p + len - 8),
-                                       (long long)load8(p));
-            sl = block_scan(v, &dot, &odd);
-            unsigned sh = (unsigned)(len - 8);
-            sl = (sl & 0xff) | (sl >> 8) << sh;
-            dot = (dot & 0xff) | (dot >> 8) << sh;
-            odd = (odd & 0xff) | (odd >> 8) << sh;
-        } else {
-            char tail[16] = {0};
-            memcpy(tail, p, len);
-            sl = block_scan(_mm_loadu_si128((const void *)tail), &dot, &odd);
-        }
+        unsigned dot, odd;
+        unsigned sl = block_at(p, len, off, &dot, &odd);
         if (odd) {
             *seen = SY_SEEN_PCT; /* the caller looks again */
             return false;
@@ -218,22 +234,45 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
             sl &= ~(unsigned)begin; /* the leading '/' starts no segment */
         for (; sl; sl &= sl - 1) {
             size_t at = off + (size_t)__builtin_ctz(sl);
-            if (n == segs->cap && !segs_reserve(segs, n + 1, alloc))
+            if (!put_plain(segs, n++, (sy_str){p + begin, at - begin}, alloc))
                 return *ok = false, true;
-            sy_str seg = {p + begin, at - begin};
-            segs->dec[n] = seg;
-            segs->raw[n] = seg;
-            n++;
             begin = at + 1;
         }
     }
-    if (n == segs->cap && !segs_reserve(segs, n + 1, alloc))
+    if (!put_plain(segs, n, (sy_str){p + begin, len - begin}, alloc))
         return *ok = false, true;
-    sy_str seg = {p + begin, len - begin};
-    segs->dec[n] = seg;
-    segs->raw[n] = seg;
     segs->count = n + 1;
     *seen = dots ? SY_SEEN_DOT : 0u;
+    return true;
+}
+
+/* split_host in one pass: the '.' masks give the labels. */
+static bool split_host_fast(sy_segments *segs, sy_str s,
+                            const sy_alloc *alloc) {
+    const char *p = s.ptr;
+    size_t len = s.len, begin = 0, n = 0;
+    segs->count = 0;
+    segs->lead = len > 0 && p[0] == '.';
+    segs->trail = len > 0 && p[len - 1] == '.';
+    if (segs->lead && !put_plain(segs, n++, (sy_str){"", 0}, alloc))
+        return false;
+    for (size_t off = 0; off < len; off += 16) {
+        unsigned dot, odd;
+        block_at(p, len, off, &dot, &odd);
+        for (; dot; dot &= dot - 1) {
+            size_t at = off + (size_t)__builtin_ctz(dot);
+            if (at > begin &&
+                !put_plain(segs, n++, (sy_str){p + begin, at - begin}, alloc))
+                return false;
+            begin = at + 1;
+        }
+    }
+    if (len > begin &&
+        !put_plain(segs, n++, (sy_str){p + begin, len - begin}, alloc))
+        return false;
+    if (segs->trail && !put_plain(segs, n++, (sy_str){"", 0}, alloc))
+        return false;
+    segs->count = n;
     return true;
 }
 #endif
@@ -262,7 +301,11 @@ bool sy_segments_split_scan(sy_segments *segs, sy_str path, sy_arena *scratch,
 
 bool sy_segments_split_host(sy_segments *segs, sy_str host,
                             const sy_alloc *alloc) {
+#if defined(__SSE2__)
+    return split_host_fast(segs, host, alloc);
+#else
     return split_host(segs, host, alloc);
+#endif
 }
 
 void sy_segments_free(sy_segments *segs, const sy_alloc *alloc) {

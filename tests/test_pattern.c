@@ -101,6 +101,50 @@ START_TEST(one_pass_split_equals_the_plain_split) {
 }
 END_TEST
 
+/* Host labels against a plain reading of the rule (split on '.', empty
+ * labels dropped, one empty label for a leading and one for a trailing
+ * '.'), on random hosts of 0-40 bytes in buffers of their exact size. */
+START_TEST(host_split_equals_the_rule) {
+    sy_segments a = {0};
+    uint64_t rng = 0x2545f4914f6cdd1dull;
+    for (int iter = 0; iter < 20000; iter++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        size_t len = (size_t)(rng % 41);
+        char *buf = malloc(len ? len : 1);
+        for (size_t i = 0; i < len; i++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            buf[i] = "ab.cd.e-"[rng % 8];
+        }
+        ck_assert(sy_segments_split_host(&a, (sy_str){buf, len}, &A));
+        size_t n = 0;
+        bool lead = len && buf[0] == '.', trail = len && buf[len - 1] == '.';
+        ck_assert(a.lead == lead && a.trail == trail);
+        if (lead) {
+            ck_assert(n < a.count && a.dec[n].len == 0);
+            n++;
+        }
+        for (size_t i = 0; i < len;) {
+            size_t j = i;
+            while (j < len && buf[j] != '.')
+                j++;
+            if (j > i) {
+                ck_assert(n < a.count);
+                ck_assert(a.dec[n].ptr == buf + i && a.dec[n].len == j - i);
+                n++;
+            }
+            i = j + 1;
+        }
+        if (trail) {
+            ck_assert(n < a.count && a.dec[n].len == 0);
+            n++;
+        }
+        ck_assert_uint_eq(n, a.count);
+        free(buf);
+    }
+    sy_segments_free(&a, &A);
+}
+END_TEST
+
 /* Does `pat` match `path` (matchTrailingSlash as given)? */
 static bool pm(const char *pat, const char *path, bool mts) {
     mt m;
@@ -898,6 +942,7 @@ static Suite *suite(void) {
     tcase_add_checked_fixture(t, setup, NULL);
     tcase_add_test(t, introspection_reports_segment_kinds_and_literals);
     tcase_add_test(t, one_pass_split_equals_the_plain_split);
+    tcase_add_test(t, host_split_equals_the_rule);
     tcase_add_test(t, max_groups_covers_every_regex);
     tcase_add_test(t, regex_full_match_is_anchored_at_both_ends);
     tcase_add_test(t, regex_error_reports_pcre2_offset);

@@ -823,10 +823,12 @@ SY_API int sy_router_update_instances(sy_router *r, const char *service,
  * (NULL arguments, SY_EINVAL); everything else is checked at commit, in
  * staging order, each change seeing the ones before it. The single calls
  * (sy_router_apply, sy_router_upsert_route, ...) are one-change sets.
- * A change set belongs to one router and is published at most once (a
- * second sy_router_commit after a successful one is SY_EINVAL; a failed
- * commit may be retried); staging is not thread-safe on one change set
- * (use one per thread).
+ * A change set belongs to one router and is published at most once: after
+ * a successful sy_router_commit, committing or checking it again is
+ * SY_EINVAL ("the change set was committed already") and changes nothing;
+ * a failed commit may be retried, and sy_router_check does not count as a
+ * commit. Staging is not thread-safe on one change set (use one per
+ * thread).
  */
 typedef struct sy_change_set sy_change_set;
 SY_API int sy_change_set_new(sy_router *r, sy_change_set **out, sy_error *err);

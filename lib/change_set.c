@@ -47,32 +47,28 @@ const char *sy_change_kind_name(sy_change_kind k) {
     return "change";
 }
 
-/* A new item with its name copied, or NULL (err set). */
-static sy_change *stage(sy_change_set *cs, sy_change_kind kind,
-                        const char *name, const char *what, sy_error *err) {
-    if (!cs || !name || !*name) {
-        sy_error_set(err, SY_EINVAL, "", "%s is NULL or empty",
-                     cs ? what : "change set");
-        return NULL;
-    }
+/* A new item with its name copied in *out (counted by done()), or the
+ * error code (err set; SY_ENOMEM stays SY_ENOMEM without an err too). */
+static int stage(sy_change_set *cs, sy_change_kind kind, const char *name,
+                 const char *what, sy_error *err, sy_change **out) {
+    if (!cs || !name || !*name)
+        return sy_error_set(err, SY_EINVAL, "", "%s is NULL or empty",
+                            cs ? what : "change set");
     if (cs->count == cs->cap) {
         size_t cap = cs->cap ? cs->cap * 2 : 8;
         sy_change *v = sy_realloc(&cs->alloc, cs->items, cap * sizeof *v);
-        if (!v) {
-            sy_error_set(err, SY_ENOMEM, "", "out of memory");
-            return NULL;
-        }
+        if (!v)
+            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
         cs->items = v;
         cs->cap = cap;
     }
     sy_change *c = &cs->items[cs->count];
     memset(c, 0, sizeof *c);
     c->kind = kind;
-    if (!(c->name = sy_arena_strdup(&cs->arena, name))) {
-        sy_error_set(err, SY_ENOMEM, "", "out of memory");
-        return NULL;
-    }
-    return c;
+    if (!(c->name = sy_arena_strdup(&cs->arena, name)))
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    *out = c;
+    return SY_OK;
 }
 
 static int done(sy_change_set *cs) {
@@ -94,8 +90,9 @@ int sy_change_set_apply(sy_change_set *cs, const char *source, const char *json,
                         size_t len, sy_error *err) {
     if (!json)
         return sy_error_set(err, SY_EINVAL, "", "document is NULL");
-    sy_change *c = stage(cs, SY_CHANGE_APPLY, source, "source name", err);
-    return c ? copy_bytes(cs, c, json, len, err) : err ? err->code : SY_EINVAL;
+    sy_change *c = NULL;
+    int rc = stage(cs, SY_CHANGE_APPLY, source, "source name", err, &c);
+    return rc ? rc : copy_bytes(cs, c, json, len, err);
 }
 
 int sy_change_set_upsert_route(sy_change_set *cs, const char *source,
@@ -103,32 +100,34 @@ int sy_change_set_upsert_route(sy_change_set *cs, const char *source,
                                sy_error *err) {
     if (!route_json)
         return sy_error_set(err, SY_EINVAL, "", "route is NULL");
-    sy_change *c = stage(cs, SY_CHANGE_UPSERT, source, "source name", err);
-    return c     ? copy_bytes(cs, c, route_json, len, err)
-           : err ? err->code
-                 : SY_EINVAL;
+    sy_change *c = NULL;
+    int rc = stage(cs, SY_CHANGE_UPSERT, source, "source name", err, &c);
+    return rc ? rc : copy_bytes(cs, c, route_json, len, err);
 }
 
 int sy_change_set_remove_route(sy_change_set *cs, const char *id,
                                sy_error *err) {
-    sy_change *c = stage(cs, SY_CHANGE_REMOVE, id, "route id", err);
-    return c ? done(cs) : err ? err->code : SY_EINVAL;
+    sy_change *c = NULL;
+    int rc = stage(cs, SY_CHANGE_REMOVE, id, "route id", err, &c);
+    return rc ? rc : done(cs);
 }
 
 int sy_change_set_set_route_enabled(sy_change_set *cs, const char *id,
                                     bool enabled, sy_error *err) {
-    sy_change *c = stage(cs, SY_CHANGE_ENABLE, id, "route id", err);
-    if (!c)
-        return err ? err->code : SY_EINVAL;
+    sy_change *c = NULL;
+    int rc = stage(cs, SY_CHANGE_ENABLE, id, "route id", err, &c);
+    if (rc)
+        return rc;
     c->enabled = enabled;
     return done(cs);
 }
 
 int sy_change_set_rollback(sy_change_set *cs, const char *source,
                            const char *version, sy_error *err) {
-    sy_change *c = stage(cs, SY_CHANGE_ROLLBACK, source, "source name", err);
-    if (!c)
-        return err ? err->code : SY_EINVAL;
+    sy_change *c = NULL;
+    int rc = stage(cs, SY_CHANGE_ROLLBACK, source, "source name", err, &c);
+    if (rc)
+        return rc;
     if (version && !(c->text = sy_arena_strdup(&cs->arena, version)))
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     return done(cs);
@@ -168,10 +167,11 @@ int sy_change_set_set_instances(sy_change_set *cs, const char *service,
                                 sy_error *err) {
     if (count && !instances)
         return sy_error_set(err, SY_EINVAL, "", "instances is NULL");
-    sy_change *c =
-        stage(cs, SY_CHANGE_SET_INSTANCES, service, "service name", err);
-    if (!c)
-        return err ? err->code : SY_EINVAL;
+    sy_change *c = NULL;
+    int rc =
+        stage(cs, SY_CHANGE_SET_INSTANCES, service, "service name", err, &c);
+    if (rc)
+        return rc;
     sy_instance *v = sy_arena_alloc(&cs->arena, (count + 1) * sizeof *v);
     if (!v)
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
@@ -188,10 +188,11 @@ int sy_change_set_update_instances(sy_change_set *cs, const char *service,
                                    size_t count, sy_error *err) {
     if (count && !deltas)
         return sy_error_set(err, SY_EINVAL, "", "deltas is NULL");
-    sy_change *c =
-        stage(cs, SY_CHANGE_UPDATE_INSTANCES, service, "service name", err);
-    if (!c)
-        return err ? err->code : SY_EINVAL;
+    sy_change *c = NULL;
+    int rc =
+        stage(cs, SY_CHANGE_UPDATE_INSTANCES, service, "service name", err, &c);
+    if (rc)
+        return rc;
     sy_instance_delta *v = sy_arena_alloc(&cs->arena, (count + 1) * sizeof *v);
     if (!v)
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");

@@ -1,6 +1,7 @@
 /*
  * filter_int.h - the compiled filter, shared by filter.c (compiling) and
- * filter_plan.c (computing the plan). Private to those two files.
+ * the filter_plan*.c family (computing the plan, filter_plan_int.h).
+ * Private to the filter module's files.
  */
 #ifndef SY_FILTER_INT_H
 #define SY_FILTER_INT_H

@@ -58,20 +58,30 @@ size_t sy_router_source_count(sy_router *r) {
     return n;
 }
 
-/* Fingerprint of a source's live routes in rank order, and their count. */
-static uint64_t source_fingerprint(const sy_snapshot *s, uint32_t si,
-                                   size_t *count) {
-    uint64_t h = 0x5359u; /* "SY" */
-    size_t n = 0;
+/*
+ * Fingerprint of each source's live routes in rank order, and their
+ * count, for the sources first .. first + n - 1 (router source indices):
+ * st[k] receives source first + k. One pass over the live routes whatever
+ * n is, so a scrape of every source costs O(routes), not O(sources x
+ * routes). A source without live routes gets fingerprint 0.
+ */
+static void source_fingerprints(const sy_snapshot *s, uint32_t first,
+                                sy_source_status *st, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        st[k].fingerprint = 0x5359u; /* "SY" */
+        st[k].routes = 0;
+    }
     for (size_t i = 0; i < s->route_count; i++) {
         const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
-        if (sl->source != si)
+        if (sl->source < first || sl->source - first >= n)
             continue;
-        h = sy_hash_mix(h, sl->route->fingerprint);
-        n++;
+        sy_source_status *o = &st[sl->source - first];
+        o->fingerprint = sy_hash_mix(o->fingerprint, sl->route->fingerprint);
+        o->routes++;
     }
-    *count = n;
-    return n ? h : 0;
+    for (size_t k = 0; k < n; k++)
+        if (!st[k].routes)
+            st[k].fingerprint = 0;
 }
 
 static void copy_text(char *dst, size_t cap, const char *src) {
@@ -83,6 +93,8 @@ static void copy_text(char *dst, size_t cap, const char *src) {
     dst[n] = '\0';
 }
 
+/* Everything of *out but the fingerprint and the route count
+ * (source_fingerprints). */
 static void status_locked(sy_router *r, size_t i, sy_source_status *out) {
     const sy_source *s = &r->sources[i];
     memset(out, 0, sizeof *out);
@@ -90,8 +102,6 @@ static void status_locked(sy_router *r, size_t i, sy_source_status *out) {
     copy_text(out->version, sizeof out->version, s->version);
     out->applied = s->applied;
     out->checksum = s->applied ? s->checksum : 0;
-    out->fingerprint =
-        source_fingerprint(sy_router_current(r), (uint32_t)i, &out->routes);
     out->last_apply_ms = s->last_apply_ms;
     out->last_result = s->last_result;
     out->last_error = s->last_error;
@@ -110,8 +120,10 @@ int sy_router_source_status(sy_router *r, size_t i, sy_source_status *out,
         rc = sy_error_set(err, SY_ENOTFOUND, "",
                           "no source %zu (the router has %zu)", i,
                           r->source_count);
-    else
+    else {
         status_locked(r, i, out);
+        source_fingerprints(sy_router_current(r), (uint32_t)i, out, 1);
+    }
     unlock_if(r, locked);
     return rc;
 }
@@ -199,9 +211,11 @@ int sy_router_metrics_text(sy_router *r, char *buf, size_t cap, size_t *len,
     metrics_locked(r, &m);
     size_t n = r->source_count;
     sy_source_status *st = sy_malloc(&r->alloc, (n ? n : 1) * sizeof *st);
-    if (st)
+    if (st) {
         for (size_t i = 0; i < n; i++)
             status_locked(r, i, &st[i]);
+        source_fingerprints(sy_router_current(r), 0, st, n);
+    }
     unlock_if(r, locked);
     if (!st)
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");

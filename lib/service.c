@@ -79,21 +79,6 @@ int sy_service_version_cmp(const char *a, size_t alen, const char *b,
 /* Small helpers                                                      */
 /* ---------------------------------------------------------------- */
 
-static const char *svc_meta(const sy_kv *md, size_t n, const char *key,
-                            size_t *len) {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(md[i].key, key) == 0) {
-            *len = strlen(md[i].value);
-            return md[i].value;
-        }
-    *len = 0;
-    return NULL;
-}
-
-static int svc_kv_cmp(const void *a, const void *b) {
-    return strcmp(((const sy_kv *)a)->key, ((const sy_kv *)b)->key);
-}
-
 static const char *svc_inst_id(const void *ctx, uint32_t i) {
     return ((const sy_service *)ctx)->inst[i].pub.id;
 }
@@ -110,43 +95,62 @@ static uint32_t svc_id_find(const sy_service *s, const char *id, size_t len) {
 /* Validation and copying                                             */
 /* ---------------------------------------------------------------- */
 
-static int svc_validate(const sy_instance *in, const char *prefix,
-                        sy_error *err) {
+/* Where an instance is in the caller's input: instances[i] of a list, or
+ * deltas[i].instance of a delta list. Formatted only for an error. */
+typedef struct svc_where {
+    bool delta;
+    size_t i;
+} svc_where;
+
+static void svc_path(char *out, size_t cap, svc_where w, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void svc_path(char *out, size_t cap, svc_where w, const char *fmt, ...) {
+    int n = snprintf(out, cap,
+                     w.delta ? "deltas[%zu].instance" : "instances[%zu]", w.i);
+    if (n < 0 || (size_t)n >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out + n, cap - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+static int svc_validate(const sy_instance *in, svc_where w, sy_error *err) {
     char path[160];
     if (!in->id || !*in->id) {
-        snprintf(path, sizeof path, "%s.id", prefix);
+        svc_path(path, sizeof path, w, ".id");
         return sy_error_set(err, SY_EINVAL, path, "instance id is empty");
     }
     if (!in->host || !*in->host) {
-        snprintf(path, sizeof path, "%s.host", prefix);
+        svc_path(path, sizeof path, w, ".host");
         return sy_error_set(err, SY_EINVAL, path,
                             "instance \"%s\" has an empty host", in->id);
     }
     if (in->port == 0) {
-        snprintf(path, sizeof path, "%s.port", prefix);
+        svc_path(path, sizeof path, w, ".port");
         return sy_error_set(err, SY_EINVAL, path, "instance \"%s\" has port 0",
                             in->id);
     }
     if ((unsigned)in->state > SY_INSTANCE_DOWN) {
-        snprintf(path, sizeof path, "%s.state", prefix);
+        svc_path(path, sizeof path, w, ".state");
         return sy_error_set(err, SY_EINVAL, path,
                             "instance \"%s\" has an unknown state %u", in->id,
                             (unsigned)in->state);
     }
     if (in->metadata_count && !in->metadata) {
-        snprintf(path, sizeof path, "%s.metadata", prefix);
+        svc_path(path, sizeof path, w, ".metadata");
         return sy_error_set(err, SY_EINVAL, path,
                             "metadata is NULL with a non-zero count");
     }
     for (size_t j = 0; j < in->metadata_count; j++) {
         if (!in->metadata[j].key || !in->metadata[j].value) {
-            snprintf(path, sizeof path, "%s.metadata[%zu]", prefix, j);
+            svc_path(path, sizeof path, w, ".metadata[%zu]", j);
             return sy_error_set(err, SY_EINVAL, path,
                                 "metadata key or value is NULL");
         }
         for (size_t k = 0; k < j; k++)
             if (strcmp(in->metadata[k].key, in->metadata[j].key) == 0) {
-                snprintf(path, sizeof path, "%s.metadata[%zu].key", prefix, j);
+                svc_path(path, sizeof path, w, ".metadata[%zu].key", j);
                 return sy_error_set(err, SY_EDUPLICATE, path,
                                     "duplicate metadata key \"%s\"",
                                     in->metadata[j].key);
@@ -155,33 +159,60 @@ static int svc_validate(const sy_instance *in, const char *prefix,
     return 0;
 }
 
+/* Copy `in` into dst: its strings in one arena block (id, host, then each
+ * metadata key and value), metadata sorted by key (insertion sort: an
+ * instance has a few entries), the version / zone / hint found once. */
 static int svc_copy_instance(sy_service *s, svc_inst *dst,
-                             const sy_instance *in) {
+                             const sy_instance *in, size_t idlen,
+                             uint32_t idh) {
     memset(dst, 0, sizeof *dst);
     dst->pub = *in;
     dst->pub.weight = in->weight ? in->weight : 1;
-    dst->pub.id = sy_arena_strdup(&s->arena, in->id);
-    dst->pub.host = sy_arena_strdup(&s->arena, in->host);
-    if (!dst->pub.id || !dst->pub.host)
+    dst->idh = idh;
+    dst->idlen = (uint32_t)idlen;
+    size_t mdn = in->metadata_count;
+    size_t hostlen = strlen(in->host), bytes = idlen + hostlen + 2;
+    for (size_t j = 0; j < mdn; j++)
+        bytes +=
+            strlen(in->metadata[j].key) + strlen(in->metadata[j].value) + 2;
+    sy_kv *md = mdn ? svc_arena_array(s, mdn, sizeof *md) : NULL;
+    char *p = sy_arena_alloc(&s->arena, bytes);
+    if (!p || (mdn && !md))
         return SY_ENOMEM;
-    sy_kv *md = NULL;
-    if (in->metadata_count) {
-        md = svc_arena_array(s, in->metadata_count, sizeof *md);
-        if (!md)
-            return SY_ENOMEM;
-        for (size_t j = 0; j < in->metadata_count; j++) {
-            md[j].key = sy_arena_strdup(&s->arena, in->metadata[j].key);
-            md[j].value = sy_arena_strdup(&s->arena, in->metadata[j].value);
-            if (!md[j].key || !md[j].value)
-                return SY_ENOMEM;
+    memcpy(p, in->id, idlen + 1);
+    dst->pub.id = p;
+    p += idlen + 1;
+    memcpy(p, in->host, hostlen + 1);
+    dst->pub.host = p;
+    p += hostlen + 1;
+    for (size_t j = 0; j < mdn; j++) {
+        size_t kl = strlen(in->metadata[j].key) + 1;
+        size_t vl = strlen(in->metadata[j].value) + 1;
+        sy_kv kv = {p, p + kl};
+        memcpy(p, in->metadata[j].key, kl);
+        memcpy(p + kl, in->metadata[j].value, vl);
+        p += kl + vl;
+        size_t k = j;
+        while (k > 0 && strcmp(md[k - 1].key, kv.key) > 0) {
+            md[k] = md[k - 1];
+            k--;
         }
-        qsort(md, in->metadata_count, sizeof *md, svc_kv_cmp);
+        md[k] = kv;
     }
     dst->pub.metadata = md;
-    dst->version =
-        svc_meta(md, in->metadata_count, "version", &dst->version_len);
-    dst->zone = svc_meta(md, in->metadata_count, "zone", &dst->zone_len);
-    dst->hint = svc_meta(md, in->metadata_count, "hint", &dst->hint_len);
+    for (size_t j = 0; j < mdn; j++) { /* version, zone and hint */
+        const char *k = md[j].key, *v = md[j].value;
+        if (k[0] == 'v' && strcmp(k, "version") == 0) {
+            dst->version = v;
+            dst->version_len = strlen(v);
+        } else if (k[0] == 'z' && strcmp(k, "zone") == 0) {
+            dst->zone = v;
+            dst->zone_len = strlen(v);
+        } else if (k[0] == 'h' && strcmp(k, "hint") == 0) {
+            dst->hint = v;
+            dst->hint_len = strlen(v);
+        }
+    }
     dst->authority = sy_arena_authority(&s->arena, dst->pub.host, dst->pub.port,
                                         dst->pub.secure);
     return dst->authority ? 0 : SY_ENOMEM;
@@ -200,7 +231,8 @@ static void svc_map_put(svc_slot *map, size_t cap, uint64_t h, uint32_t g) {
 }
 
 static int svc_group_add(sy_service *s, uint32_t parent, char tag,
-                         const char *k, size_t len, uint32_t *out) {
+                         const char *k, size_t len, uint64_t kh,
+                         uint32_t *out) {
     if (s->ngroups == s->groups_cap) {
         size_t cap = s->groups_cap ? s->groups_cap * 2 : 16;
         svc_group *ng = sy_realloc(&s->alloc, s->groups, cap * sizeof *ng);
@@ -230,8 +262,10 @@ static int svc_group_add(sy_service *s, uint32_t parent, char tag,
     g->tag = tag;
     g->key = k;
     g->key_len = len;
+    g->twin = SY_NONE;
+    atomic_init(&g->ring, NULL);
     if (tag != 'a' && tag != 'u') {
-        svc_map_put(s->map, s->map_cap, svc_gkey(parent, tag, k, len), id);
+        svc_map_put(s->map, s->map_cap, svc_gkey(parent, tag, kh), id);
         s->map_used++;
     }
     *out = id;
@@ -239,9 +273,10 @@ static int svc_group_add(sy_service *s, uint32_t parent, char tag,
 }
 
 static int svc_group_get(sy_service *s, uint32_t parent, char tag,
-                         const char *k, size_t len, uint32_t *out) {
-    *out = svc_group_find(s, parent, tag, k, len);
-    return *out != SY_NONE ? 0 : svc_group_add(s, parent, tag, k, len, out);
+                         const char *k, size_t len, uint64_t kh,
+                         uint32_t *out) {
+    *out = svc_group_find_h(s, parent, tag, k, len, kh);
+    return *out != SY_NONE ? 0 : svc_group_add(s, parent, tag, k, len, kh, out);
 }
 
 /* ---------------------------------------------------------------- */
@@ -250,6 +285,7 @@ static int svc_group_get(sy_service *s, uint32_t parent, char tag,
 
 static void svc_destroy(sy_service *s) {
     sy_alloc a = s->alloc;
+    svc_ring_release(s);
     for (size_t i = 0; s->inst && i < s->n; i++)
         svc_health_release(&a, &s->inst[i]);
     sy_free(&a, s->groups);
@@ -258,14 +294,78 @@ static void svc_destroy(sy_service *s) {
     sy_free(&a, s);
 }
 
+/* The up instance i's groups: its base groups ("a", and "u" or its
+ * version's), and under each its hint group, zone group and hint-zone
+ * group. Written to m[], their number returned (<= SVC_MEMBERSHIPS). */
+static int svc_memberships(sy_service *s, const svc_inst *in, uint32_t v,
+                           uint32_t *m, int *k) {
+    uint64_t hh = in->hint ? svc_khash(in->hint, in->hint_len) : 0;
+    uint64_t zh = in->zone ? svc_khash(in->zone, in->zone_len) : 0;
+    uint32_t bases[2] = {SVC_G_ALL, in->version ? v : SVC_G_UNV};
+    int rc;
+    *k = 0;
+    for (int b = 0; b < 2; b++) {
+        uint32_t h = SY_NONE, z;
+        m[(*k)++] = bases[b];
+        if (in->hint) {
+            if ((rc = svc_group_get(s, bases[b], 'h', in->hint, in->hint_len,
+                                    hh, &h)))
+                return rc;
+            m[(*k)++] = h;
+        }
+        if (in->zone) {
+            if ((rc = svc_group_get(s, bases[b], 'z', in->zone, in->zone_len,
+                                    zh, &z)))
+                return rc;
+            m[(*k)++] = z;
+            if (h != SY_NONE) {
+                if ((rc = svc_group_get(s, h, 'z', in->zone, in->zone_len, zh,
+                                        &z)))
+                    return rc;
+                m[(*k)++] = z;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Twins: a group outside the "a" tree whose counterpart in it (same tags
+ * and strings under "a" instead of its base) has as many members has the
+ * same members (every member of a group is in its counterpart), so it
+ * shares that group's arrays. Parents come before their children. */
+static int svc_find_twins(sy_service *s) {
+    uint32_t *atree = sy_malloc(&s->alloc, s->ngroups * sizeof *atree);
+    if (!atree)
+        return SY_ENOMEM;
+    for (uint32_t g = 0; g < s->ngroups; g++) {
+        svc_group *gr = &s->groups[g];
+        if (g == SVC_G_ALL)
+            atree[g] = g;
+        else if (gr->parent == SY_NONE)
+            atree[g] = SVC_G_ALL; /* "u" and versions */
+        else if (atree[gr->parent] == SY_NONE)
+            atree[g] = SY_NONE;
+        else if (atree[gr->parent] == gr->parent)
+            atree[g] = g; /* in the "a" tree itself */
+        else
+            atree[g] = svc_group_find(s, atree[gr->parent], gr->tag, gr->key,
+                                      gr->key_len);
+        if (atree[g] != SY_NONE && atree[g] != g &&
+            s->groups[atree[g]].n == gr->n && gr->n)
+            gr->twin = atree[g];
+    }
+    sy_free(&s->alloc, atree);
+    return 0;
+}
+
 static int svc_build_groups(sy_service *s) {
     uint32_t id;
     int rc;
-    if ((rc = svc_group_add(s, SY_NONE, 'a', "", 0, &id)) ||
-        (rc = svc_group_add(s, SY_NONE, 'u', "", 0, &id)))
+    if ((rc = svc_group_add(s, SY_NONE, 'a', "", 0, 0, &id)) ||
+        (rc = svc_group_add(s, SY_NONE, 'u', "", 0, 0, &id)))
         return rc;
-    uint32_t *memb =
-        sy_calloc(&s->alloc, s->n ? s->n : 1, SVC_MEMBERSHIPS * sizeof *memb);
+    uint32_t *memb = sy_malloc(&s->alloc, (s->n ? s->n : 1) * SVC_MEMBERSHIPS *
+                                              sizeof *memb);
     uint8_t *nmemb = sy_calloc(&s->alloc, s->n ? s->n : 1, 1);
     if (!memb || !nmemb) {
         rc = SY_ENOMEM;
@@ -274,44 +374,29 @@ static int svc_build_groups(sy_service *s) {
     for (size_t i = 0; i < s->n; i++) {
         const svc_inst *in = &s->inst[i];
         uint32_t v = SY_NONE, *m = memb + i * SVC_MEMBERSHIPS;
-        if (in->version && (rc = svc_group_get(s, SY_NONE, 'v', in->version,
-                                               in->version_len, &v)))
+        if (in->version &&
+            (rc = svc_group_get(s, SY_NONE, 'v', in->version, in->version_len,
+                                svc_khash(in->version, in->version_len), &v)))
             goto out;
         if (in->pub.state != SY_INSTANCE_UP)
             continue;
         s->up++;
-        uint32_t bases[2] = {SVC_G_ALL, in->version ? v : SVC_G_UNV};
-        int k = 0;
-        for (int b = 0; b < 2; b++) {
-            uint32_t h = SY_NONE, z;
-            m[k++] = bases[b];
-            if (in->hint) {
-                if ((rc = svc_group_get(s, bases[b], 'h', in->hint,
-                                        in->hint_len, &h)))
-                    goto out;
-                m[k++] = h;
-            }
-            if (in->zone) {
-                if ((rc = svc_group_get(s, bases[b], 'z', in->zone,
-                                        in->zone_len, &z)))
-                    goto out;
-                m[k++] = z;
-                if (h != SY_NONE) {
-                    if ((rc = svc_group_get(s, h, 'z', in->zone, in->zone_len,
-                                            &z)))
-                        goto out;
-                    m[k++] = z;
-                }
-            }
-        }
+        s->vnodes += svc_vnodes(in);
+        int k;
+        if ((rc = svc_memberships(s, in, v, m, &k)))
+            goto out;
         nmemb[i] = (uint8_t)k;
         for (int j = 0; j < k; j++)
             s->groups[m[j]].n++;
     }
+    if ((rc = svc_find_twins(s)))
+        goto out;
     for (size_t g = 0; g < s->ngroups; g++) {
-        s->groups[g].members =
-            svc_arena_array(s, s->groups[g].n, sizeof(uint32_t));
-        if (!s->groups[g].members) {
+        svc_group *gr = &s->groups[g];
+        if (gr->twin != SY_NONE)
+            continue;
+        gr->members = svc_arena_array(s, gr->n, sizeof(uint32_t));
+        if (!gr->members) {
             rc = SY_ENOMEM;
             goto out;
         }
@@ -319,11 +404,9 @@ static int svc_build_groups(sy_service *s) {
     for (size_t i = 0; i < s->n; i++)
         for (int j = 0; j < nmemb[i]; j++) {
             svc_group *g = &s->groups[memb[i * SVC_MEMBERSHIPS + j]];
-            g->members[g->fill++] = (uint32_t)i;
+            if (g->twin == SY_NONE)
+                g->members[g->fill++] = (uint32_t)i;
         }
-    if ((rc = svc_ring_build(s, &s->ring, s->groups[SVC_G_ALL].members,
-                             s->groups[SVC_G_ALL].n)))
-        goto out;
     char *raw = svc_arena_array(s, s->ngroups + 1, sizeof(svc_counter));
     if (!raw) {
         rc = SY_ENOMEM;
@@ -336,8 +419,9 @@ static int svc_build_groups(sy_service *s) {
     for (uint32_t g = 0; g < s->ngroups; g++) {
         svc_group *gr = &s->groups[g];
         gr->rr = &s->counters[g];
+        gr->ringp = &gr->ring; /* a twin's is set below */
         atomic_init(&gr->rr->v, 0);
-        if ((rc = svc_finish_group(s, gr)) || (rc = svc_ring_attach(s, gr, g)))
+        if (gr->twin == SY_NONE && (rc = svc_finish_group(s, gr)))
             goto out;
         if (gr->tag == 'v' && gr->n &&
             (s->latest == SY_NONE ||
@@ -350,6 +434,23 @@ static int svc_build_groups(sy_service *s) {
              sy_service_version_cmp(gr->key, gr->key_len, s->groups[oldest].key,
                                     s->groups[oldest].key_len) < 0))
             oldest = g;
+    }
+    /* twins take their arrays (not their counters) from groups finished
+     * above */
+    for (uint32_t g = 0; g < s->ngroups; g++) {
+        svc_group *gr = &s->groups[g];
+        if (gr->twin == SY_NONE)
+            continue;
+        svc_group *t = &s->groups[gr->twin];
+        gr->ringp = &t->ring;
+        gr->members = t->members;
+        gr->fill = t->fill;
+        gr->total = t->total;
+        gr->cum = t->cum;
+        gr->prob = t->prob;
+        gr->alias = t->alias;
+        gr->sched = t->sched;
+        gr->step = t->step;
     }
     s->deflt =
         s->groups[SVC_G_UNV].n || s->latest == SY_NONE ? SVC_G_UNV : s->latest;
@@ -375,10 +476,8 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
     if (n >= SY_NONE / SVC_MEMBERSHIPS)
         return sy_error_set(err, SY_ELIMIT, "instances",
                             "too many instances (%zu)", n);
-    char prefix[48];
     for (size_t i = 0; i < n; i++) {
-        snprintf(prefix, sizeof prefix, "instances[%zu]", i);
-        int rc = svc_validate(&list[i], prefix, err);
+        int rc = svc_validate(&list[i], (svc_where){false, i}, err);
         if (rc)
             return rc;
     }
@@ -387,6 +486,8 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     memset(s, 0, sizeof *s);
     atomic_init(&s->refs, 1);
+    atomic_init(&s->fingerprint, 0);
+    atomic_init(&s->fingerprint_done, false);
     s->alloc = *a;
     size_t chunk = 2048 + n * 256; /* small services stay small */
     sy_arena_init(&s->arena, &s->alloc, chunk < 262144 ? chunk : 262144);
@@ -407,19 +508,18 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
         uint32_t h = sy_idtab_hash(list[i].id, len), pos;
         if (sy_idtab_find(&s->ids, list[i].id, len, h, svc_inst_id, s, &pos) !=
             SY_NONE) {
-            snprintf(prefix, sizeof prefix, "instances[%zu].id", i);
-            rc = sy_error_set(err, SY_EDUPLICATE, prefix,
+            char path[48];
+            snprintf(path, sizeof path, "instances[%zu].id", i);
+            rc = sy_error_set(err, SY_EDUPLICATE, path,
                               "duplicate instance id \"%s\"", list[i].id);
             goto fail_set;
         }
-        if ((rc = svc_copy_instance(s, &s->inst[i], &list[i])))
+        if ((rc = svc_copy_instance(s, &s->inst[i], &list[i], len, h)))
             goto fail;
         s->n = i + 1;
-        if ((rc = svc_health_init(s, &s->inst[i])))
-            goto fail;
         sy_idtab_set(&s->ids, pos, h, (uint32_t)i);
     }
-    if ((rc = svc_build_groups(s)))
+    if ((rc = svc_health_init(s)) || (rc = svc_build_groups(s)))
         goto fail;
     *out = s;
     return 0;
@@ -458,9 +558,46 @@ const sy_instance *sy_service_find(const sy_service *s, const char *id) {
     return i == SY_NONE ? NULL : &s->inst[i].pub;
 }
 
-/* The group of `old` that corresponds to group g of `s`, or SY_NONE. */
-static uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
-                                uint32_t g) {
+/* Order-independent: the instances' hashes are summed. Computed on first
+ * use and kept (every snapshot holding the service asks for it); two
+ * readers racing compute the same value. */
+uint64_t sy_service_fingerprint(const sy_service *svc) {
+    sy_service *s = (sy_service *)svc;
+    if (atomic_load_explicit(&s->fingerprint_done, memory_order_acquire))
+        return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
+    uint64_t sum = sy_hash64(s->name, strlen(s->name), 7);
+    for (size_t i = 0; i < s->n; i++) {
+        const sy_instance *in = &s->inst[i].pub;
+        uint64_t h = sy_hash64(in->id, s->inst[i].idlen, 1);
+        h = sy_hash_mix(h, sy_hash64(in->host, strlen(in->host), 2));
+        h = sy_hash_mix(h, ((uint64_t)in->port << 32) ^
+                               ((uint64_t)in->weight << 2) ^
+                               ((uint64_t)in->state << 1) ^ in->secure);
+        for (size_t k = 0; k < in->metadata_count; k++) {
+            const sy_kv *kv = &in->metadata[k];
+            h = sy_hash_mix(h, sy_hash64(kv->key, strlen(kv->key), 3));
+            h = sy_hash_mix(h, sy_hash64(kv->value, strlen(kv->value), 4));
+        }
+        sum += h;
+    }
+    atomic_store_explicit(&s->fingerprint, sum, memory_order_relaxed);
+    atomic_store_explicit(&s->fingerprint_done, true, memory_order_release);
+    return sum;
+}
+
+uint32_t svc_match(const sy_service *s, size_t i, const sy_service *o) {
+    const svc_inst *in = &s->inst[i];
+    if (i < o->n && svc_same_id(s, (uint32_t)i, o, (uint32_t)i))
+        return (uint32_t)i;
+    if (!o->ids.e)
+        return SY_NONE;
+    uint32_t pos;
+    return sy_idtab_find(&o->ids, in->pub.id, in->idlen, in->idh, svc_inst_id,
+                         o, &pos);
+}
+
+uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
+                         uint32_t g) {
     if (g == SY_NONE || g <= SVC_G_UNV)
         return g;
     const svc_group *gr = &s->groups[g];
@@ -481,6 +618,7 @@ void sy_service_inherit_rr(sy_service *dst, const sy_service *src) {
                                                        memory_order_relaxed),
                                   memory_order_relaxed);
     }
+    svc_ring_inherit(dst, src);
 }
 
 /* ---------------------------------------------------------------- */
@@ -513,16 +651,17 @@ static void svc_work_put(svc_work *w, uint32_t idx) {
 
 static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
                          sy_error *err) {
-    char prefix[64], path[80];
-    snprintf(prefix, sizeof prefix, "deltas[%zu].instance", i);
-    snprintf(path, sizeof path, "%s.id", prefix);
-    if (!d->instance.id || !*d->instance.id)
+    svc_where where = {true, i};
+    char path[80];
+    if (!d->instance.id || !*d->instance.id) {
+        svc_path(path, sizeof path, where, ".id");
         return sy_error_set(err, SY_EINVAL, path, "instance id is empty");
+    }
     uint32_t at = svc_work_find(w, d->instance.id);
     bool known = at != SY_NONE && !w->gone[at];
     switch (d->op) {
     case SY_INSTANCE_ADD: {
-        int rc = svc_validate(&d->instance, prefix, err);
+        int rc = svc_validate(&d->instance, where, err);
         if (rc)
             return rc;
         if (at == SY_NONE) {
@@ -538,16 +677,18 @@ static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
     case SY_INSTANCE_REMOVE:
     case SY_INSTANCE_WEIGHT:
     case SY_INSTANCE_STATE:
-        if (!known)
+        if (!known) {
+            svc_path(path, sizeof path, where, ".id");
             return sy_error_set(err, SY_ENOTFOUND, path, "no instance \"%s\"",
                                 d->instance.id);
+        }
         if (d->op == SY_INSTANCE_REMOVE) {
             w->gone[at] = true;
         } else if (d->op == SY_INSTANCE_WEIGHT) {
             w->list[at].weight = d->instance.weight;
         } else {
             if ((unsigned)d->instance.state > SY_INSTANCE_DOWN) {
-                snprintf(path, sizeof path, "%s.state", prefix);
+                svc_path(path, sizeof path, where, ".state");
                 return sy_error_set(err, SY_EINVAL, path, "unknown state %u",
                                     (unsigned)d->instance.state);
             }
@@ -618,18 +759,6 @@ static bool svc_inst_equal(const sy_instance *a, const sy_instance *b) {
     return true;
 }
 
-/* 0 unchanged, 1 added, 2 removed, 3 changed (for `from` side: 2 or 0). */
-static int svc_classify(const sy_service *self, const sy_service *other,
-                        size_t i, bool self_is_to) {
-    const sy_instance *in = &self->inst[i].pub;
-    const sy_instance *o = other ? sy_service_find(other, in->id) : NULL;
-    if (!o)
-        return self_is_to ? 1 : 2;
-    if (!self_is_to)
-        return 0;
-    return svc_inst_equal(in, o) ? 0 : 3;
-}
-
 int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
                             const sy_service *to, sy_service_diff *out,
                             sy_error *err) {
@@ -639,26 +768,38 @@ int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
     if (!a)
         return sy_error_set(err, SY_EINVAL, "", "NULL allocator");
     out->alloc = *a;
+    /* cls[i]: the class of to's instance i; gone[j]: from's instance j has
+     * no instance of its id in `to` (matched by position first) */
+    size_t nt = to ? to->n : 0, nf = from ? from->n : 0;
+    uint8_t *cls = sy_malloc(&out->alloc, nt + nf + 1);
+    if (!cls)
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    uint8_t *gone = cls + nt;
+    memset(gone, 2, nf);
     size_t cnt[4] = {0}, bytes = 0;
-    for (int side = 0; side < 2; side++) {
-        const sy_service *self = side ? from : to;
-        const sy_service *other = side ? to : from;
-        for (size_t i = 0; self && i < self->n; i++) {
-            int c = svc_classify(self, other, i, side == 0);
-            if (c) {
-                cnt[c]++;
-                bytes += strlen(self->inst[i].pub.id) + 1;
-            }
-        }
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t j = from ? svc_match(to, i, from) : SY_NONE;
+        if (j != SY_NONE)
+            gone[j] = 0;
+        cls[i] = j == SY_NONE                                           ? 1
+                 : svc_inst_equal(&to->inst[i].pub, &from->inst[j].pub) ? 0
+                                                                        : 3;
+        cnt[cls[i]]++;
+        bytes += cls[i] ? to->inst[i].idlen + 1 : 0;
+    }
+    for (size_t j = 0; j < nf; j++) {
+        cnt[gone[j]]++;
+        bytes += gone[j] ? from->inst[j].idlen + 1 : 0;
     }
     size_t total = cnt[1] + cnt[2] + cnt[3];
-    if (total == 0)
-        return 0;
-    char **ptrs = sy_malloc(&out->alloc, total * sizeof(char *) + bytes);
-    if (!ptrs)
+    char **ptrs =
+        total ? sy_malloc(&out->alloc, total * sizeof(char *) + bytes) : NULL;
+    if (total && !ptrs) {
+        sy_free(&out->alloc, cls);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    }
     out->block = ptrs;
-    char *str = (char *)(ptrs + total);
+    char *str = ptrs ? (char *)(ptrs + total) : NULL;
     const char **lists[4] = {NULL, (const char **)ptrs,
                              (const char **)ptrs + cnt[1],
                              (const char **)ptrs + cnt[1] + cnt[2]};
@@ -666,19 +807,19 @@ int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
     out->removed = cnt[2] ? lists[2] : NULL;
     out->changed = cnt[3] ? lists[3] : NULL;
     size_t fill[4] = {0};
-    for (int side = 0; side < 2; side++) {
+    for (int side = 0; side < 2 && total; side++) {
         const sy_service *self = side ? from : to;
-        const sy_service *other = side ? to : from;
-        for (size_t i = 0; self && i < self->n; i++) {
-            int c = svc_classify(self, other, i, side == 0);
-            if (!c)
+        const uint8_t *c = side ? gone : cls;
+        for (size_t i = 0; i < (side ? nf : nt); i++) {
+            if (!c[i])
                 continue;
-            size_t len = strlen(self->inst[i].pub.id) + 1;
+            size_t len = self->inst[i].idlen + 1;
             memcpy(str, self->inst[i].pub.id, len);
-            lists[c][fill[c]++] = str;
+            lists[c[i]][fill[c[i]]++] = str;
             str += len;
         }
     }
+    sy_free(&out->alloc, cls);
     out->added_count = cnt[1];
     out->removed_count = cnt[2];
     out->changed_count = cnt[3];

@@ -3,10 +3,13 @@
  * (route model section 7). A sy_service is an immutable, refcounted copy of
  * one service's instance list plus everything selection needs, precomputed
  * at build time: candidate groups per version / hint / zone, a smooth
- * weighted round-robin schedule per group, cumulative weights for weighted
- * random, and a consistent-hash ring with virtual nodes. Selection takes no
- * lock and allocates nothing; the only mutable state is one atomic
- * round-robin counter per candidate group.
+ * weighted round-robin schedule per group and an alias table for weighted
+ * random. A group's consistent-hash ring (virtual nodes) is built the
+ * first time a hash pick needs it, and handed on to the next version of
+ * the service by sy_service_inherit_rr (service_ring.c). Selection takes
+ * no lock; its mutable state is one atomic round-robin counter and one
+ * atomic ring pointer per candidate group. It allocates nothing, except
+ * the first hash pick of a group whose ring nobody built yet.
  */
 #ifndef SY_SERVICE_H
 #define SY_SERVICE_H
@@ -48,8 +51,12 @@ int sy_service_apply_deltas(const sy_service *old, const sy_instance_delta *d,
  * version, hint and zone path). The schedule itself may have changed, so
  * the position continues modulo the new schedule: rotation goes on where it
  * was instead of restarting at the first instance after every update.
- * Called by sy_service_apply_deltas; call it yourself after sy_service_new
- * when replacing a whole list. Call before `dst` is published.
+ * Hash rings too: every group whose counterpart in `src` has a ring (a hash
+ * pick used it) gets one now, shared with `src` when the group's members,
+ * their positions and weights are unchanged, else built, so the first
+ * hash pick after an update does not build one. Called by
+ * sy_service_apply_deltas; call it yourself after sy_service_new when
+ * replacing a whole list. Call before `dst` is published; idempotent.
  */
 void sy_service_inherit_rr(sy_service *dst, const sy_service *src);
 
@@ -67,6 +74,14 @@ size_t sy_service_count(const sy_service *s);
 const sy_instance *sy_service_instance(const sy_service *s, size_t i);
 /* The instance with this id, or NULL. */
 const sy_instance *sy_service_find(const sy_service *s, const char *id);
+
+/*
+ * Fingerprint of the service's name and instance list, independent of the
+ * instances' order: equal lists give equal fingerprints on every machine
+ * (it is part of sy_snapshot_fingerprint). Computed on first use and kept
+ * in the service. Any thread.
+ */
+uint64_t sy_service_fingerprint(const sy_service *s);
 
 /*
  * Instance changes between two versions of a service, by id: added (in

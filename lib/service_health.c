@@ -12,28 +12,52 @@
  *
  * Records are refcounted and shared by id between consecutive versions of
  * a service (sy_service_inherit_health), so a publish neither forgets an
- * ejection nor resets a failure count. Everything on the request path is a
- * relaxed atomic; the ejected share is counted only when an ejection is
- * about to happen.
+ * ejection nor resets a failure count. A build allocates its records in
+ * one block, which counts its live records and is freed with the last:
+ *
+ *   v1: block A [a1 a2 a3]        v2 = v1 + d, inheriting:
+ *   v2: block B [-- -- -- d]      a1..a3 shared (refs 2), B's three fresh
+ *                                 records dropped at once (live 4 -> 1)
+ * Everything on the request path is a relaxed atomic; the ejected share is
+ * counted only when an ejection is about to happen.
  */
 #include "service_int.h"
 
-int svc_health_init(sy_service *s, svc_inst *in) {
-    svc_health *h = sy_calloc(&s->alloc, 1, sizeof *h);
-    if (!h)
+int svc_health_init(sy_service *s) {
+    size_t head = (sizeof(svc_hblock) + 7) & ~(size_t)7;
+    if (s->n == 0)
+        return SY_OK;
+    svc_hblock *b = sy_malloc(&s->alloc, head + s->n * sizeof(svc_health));
+    if (!b)
         return SY_ENOMEM;
-    atomic_init(&h->refs, 1);
-    atomic_init(&h->failures, 0);
-    atomic_init(&h->ejections, 0);
-    atomic_init(&h->ejected_until, 0);
-    in->health = h;
-    in->owner = s;
+    atomic_init(&b->live, s->n);
+    svc_health *h = (svc_health *)(void *)((char *)b + head);
+    for (size_t i = 0; i < s->n; i++) {
+        atomic_init(&h[i].refs, 1);
+        atomic_init(&h[i].failures, 0);
+        atomic_init(&h[i].ejections, 0);
+        atomic_init(&h[i].ejected_until, 0);
+        h[i].block = b;
+        s->inst[i].health = &h[i];
+        s->inst[i].owner = s;
+    }
+    s->hblock = b;
     return SY_OK;
+}
+
+/* k records fewer in block b: the last frees it (returns true). */
+static bool block_drop(const sy_alloc *a, svc_hblock *b, size_t k) {
+    if (k &&
+        atomic_fetch_sub_explicit(&b->live, k, memory_order_acq_rel) == k) {
+        sy_free(a, b);
+        return true;
+    }
+    return false;
 }
 
 static void health_unref(const sy_alloc *a, svc_health *h) {
     if (h && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
-        sy_free(a, h);
+        block_drop(a, h->block, 1);
 }
 
 void svc_health_release(const sy_alloc *a, svc_inst *in) {
@@ -44,20 +68,36 @@ void svc_health_release(const sy_alloc *a, svc_inst *in) {
 void sy_service_inherit_health(sy_service *dst, const sy_service *src) {
     if (!dst || !src)
         return;
+    size_t dropped = 0; /* dst's own fresh records given up */
     for (size_t i = 0; i < dst->n; i++) {
         svc_inst *in = &dst->inst[i];
-        const sy_instance *o = sy_service_find(src, in->pub.id);
+        uint32_t j = svc_match(dst, i, src);
+        if (j == SY_NONE)
+            continue;
+        const svc_inst *o = &src->inst[j];
         /* an id moved to another address is another upstream: its
          * predecessor's failures and ejection are not its own */
-        if (!o || o->port != in->pub.port || strcmp(o->host, in->pub.host))
+        if (o->pub.port != in->pub.port || strcmp(o->pub.host, in->pub.host))
             continue;
-        svc_health *h = ((const svc_inst *)(const void *)o)->health;
+        svc_health *h = o->health;
         if (!h || h == in->health)
             continue;
         atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
-        health_unref(&dst->alloc, in->health);
+        svc_health *mine = in->health;
         in->health = h;
+        /* dst is not published: its own records are still private, so
+         * dropping one needs no atomic step but the block count at the
+         * end */
+        if (mine && mine->block == dst->hblock &&
+            atomic_load_explicit(&mine->refs, memory_order_relaxed) == 1) {
+            atomic_store_explicit(&mine->refs, 0, memory_order_relaxed);
+            dropped++;
+        } else {
+            health_unref(&dst->alloc, mine);
+        }
     }
+    if (block_drop(&dst->alloc, dst->hblock, dropped))
+        dst->hblock = NULL;
 }
 
 static int64_t clock_now(const sy_select_params *p) {

@@ -1,7 +1,8 @@
 /*
  * service_int.h - the private layout of a service, shared by the files that
- * build it (service.c), its consistent-hash rings (service_ring.c) and
- * selection (service_select.c). Private to those three files.
+ * build it (service.c), its consistent-hash rings (service_ring.c),
+ * selection (service_select.c) and passive health (service_health.c).
+ * Private to those files.
  *
  *   sy_service
  *    |- inst[]            copied instances (metadata sorted by key)
@@ -13,10 +14,16 @@
  *    |    .. "h" x  <- child of a base group: its members with hint x
  *    |    .. "z" eu <- child of a base or hint group: members in zone eu
  *    |   each group: members[], cum[] weights, smooth WRR schedule,
- *    |               alias table, ring (shared + membership bitmap, or its
- *    |               own), one cache-line-padded atomic round-robin counter
+ *    |               alias table, one cache-line-padded atomic round-robin
+ *    |               counter, and an atomic pointer to its hash ring, built
+ *    |               on first use (service_ring.c)
+ *    |   a group whose members are exactly those of its counterpart in
+ *    |   the "a" tree ("u" = "a" when no instance has a version; "u"/z eu
+ *    |   = "a"/z eu ...) is that group's twin: it shares its members and
+ *    |   balancing arrays (not its counter) and uses its ring
  *    |- map               (parent group, tag, string) -> group
- *    `- ring              consistent-hash ring of all up instances
+ *    `- health block      one allocation holding every instance's fresh
+ *                         passive-health record (service_health.c)
  */
 #ifndef SY_SERVICE_INT_H
 #define SY_SERVICE_INT_H
@@ -44,6 +51,12 @@
 
 __extension__ typedef unsigned __int128 svc_u128;
 
+/* The records of one service build live in one block, freed when the
+ * last of them is (service_health.c). */
+typedef struct svc_hblock {
+    _Atomic size_t live; /* records whose refs are not 0 */
+} svc_hblock;
+
 /* Passive health of one instance (service_health.c): shared by every
  * version of its service that holds an instance of that id, so outcomes
  * and ejections survive publishes. */
@@ -52,10 +65,13 @@ typedef struct svc_health {
     _Atomic uint32_t failures;     /* consecutive failed outcomes */
     _Atomic uint32_t ejections;    /* times ejected, for the growing time */
     _Atomic int64_t ejected_until; /* epoch ms; 0: not ejected */
+    svc_hblock *block;             /* the block holding this record */
 } svc_health;
 
 typedef struct svc_inst {
     sy_instance pub; /* strings in the arena, weight >= 1 */
+    uint32_t idh;    /* sy_idtab_hash of the id */
+    uint32_t idlen;  /* strlen of the id */
     const char *version, *zone, *hint;
     size_t version_len, zone_len, hint_len;
     const char *authority; /* the Host header it expects (host[:port]) */
@@ -71,6 +87,19 @@ typedef struct svc_ring {
     unsigned shift;
     uint64_t vnodes;
 } svc_ring;
+
+/* The hash ring of one group (service_ring.c), refcounted: a service
+ * whose group has the same members as its predecessor's shares it. */
+typedef struct svc_gring {
+    _Atomic size_t refs;
+    sy_alloc alloc;
+    /* NULL: `ring` is this group's own; else the group walks base->ring
+     * skipping instances not in `bits` (and holds a reference to base) */
+    struct svc_gring *base;
+    uint64_t *bits;
+    const svc_ring *walk; /* the ring a lookup walks: base's or `ring` */
+    svc_ring ring;
+} svc_gring;
 
 typedef struct svc_counter {
     _Atomic uint64_t v;
@@ -91,10 +120,13 @@ typedef struct svc_group {
     uint32_t *alias; /* when u < prob[k], else take alias[k] */
     uint32_t *sched; /* smooth WRR cycle of instance indices, or NULL */
     uint64_t step;   /* when sched is NULL: permutation multiplier */
-    const svc_ring *ring;
-    uint64_t *bits; /* membership bitmap when sharing the service ring */
-    svc_ring own;
+    uint32_t twin;   /* group with the same members, or SY_NONE */
     svc_counter *rr;
+    /* the hash ring, NULL until built (never set on a twin) */
+    _Atomic(svc_gring *) ring;
+    /* the ring this group picks from: &ring, or its twin's (set once the
+     * group array no longer moves) */
+    _Atomic(svc_gring *) *ringp;
 } svc_group;
 
 typedef struct svc_slot {
@@ -118,8 +150,11 @@ struct sy_service {
     uint32_t deflt;        /* no version header */
     uint32_t deflt_oldest; /* no version header, version-default oldest */
     uint32_t latest;       /* fallback latest */
-    svc_ring ring;
+    uint64_t vnodes;       /* virtual nodes of group "a" (every up one) */
     svc_counter *counters;
+    svc_hblock *hblock; /* this build's health records (service_health.c) */
+    _Atomic uint64_t fingerprint; /* sy_service_fingerprint, once computed */
+    _Atomic bool fingerprint_done;
 };
 
 /* ---- small helpers ---- */
@@ -139,14 +174,22 @@ static inline uint64_t svc_gcd(uint64_t a, uint64_t b) {
     return a;
 }
 
-static inline uint64_t svc_gkey(uint32_t parent, char tag, const char *k,
-                                size_t len) {
-    return sy_hash64(k, len, ((uint64_t)parent << 8) ^ (unsigned char)tag);
+/* A group's key in the map: the hash of its string (svc_khash, worked
+ * out once per instance and string when building) mixed with its parent
+ * and tag. */
+static inline uint64_t svc_khash(const char *k, size_t len) {
+    return sy_hash64(k, len, SVC_HASH_SEED);
 }
 
-static inline uint32_t svc_group_find(const sy_service *s, uint32_t parent,
-                                      char tag, const char *k, size_t len) {
-    uint64_t h = svc_gkey(parent, tag, k, len);
+static inline uint64_t svc_gkey(uint32_t parent, char tag, uint64_t khash) {
+    return sy_hash_mix(khash, ((uint64_t)parent << 8) ^ (unsigned char)tag);
+}
+
+/* The group (parent, tag, k), whose string hashes to kh, or SY_NONE. */
+static inline uint32_t svc_group_find_h(const sy_service *s, uint32_t parent,
+                                        char tag, const char *k, size_t len,
+                                        uint64_t kh) {
+    uint64_t h = svc_gkey(parent, tag, kh);
     size_t mask = s->map_cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
         const svc_slot *sl = &s->map[i];
@@ -161,24 +204,56 @@ static inline uint32_t svc_group_find(const sy_service *s, uint32_t parent,
     }
 }
 
+static inline uint32_t svc_group_find(const sy_service *s, uint32_t parent,
+                                      char tag, const char *k, size_t len) {
+    return svc_group_find_h(s, parent, tag, k, len, svc_khash(k, len));
+}
+
+/* The virtual nodes of an instance on a hash ring. */
+static inline uint64_t svc_vnodes(const svc_inst *in) {
+    uint32_t w = in->pub.weight;
+    return (uint64_t)SVC_RING_VNODES *
+           (w > SVC_RING_WEIGHT_CAP ? SVC_RING_WEIGHT_CAP : w);
+}
+
+/* Whether instance i of `a` and instance j of `b` have the same id. */
+static inline bool svc_same_id(const sy_service *a, uint32_t i,
+                               const sy_service *b, uint32_t j) {
+    const svc_inst *x = &a->inst[i], *y = &b->inst[j];
+    return x->idh == y->idh && x->idlen == y->idlen &&
+           memcmp(x->pub.id, y->pub.id, x->idlen) == 0;
+}
+
+/* The index in `o` of the instance with the id of s->inst[i], or SY_NONE:
+ * the same position first (lists usually keep their order from one
+ * version to the next), then o's id table. */
+uint32_t svc_match(const sy_service *s, size_t i, const sy_service *o);
+/* The group of `old` that corresponds to group g of `s` (same tags and
+ * strings from the root), or SY_NONE. */
+uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
+                         uint32_t g);
+
 /* ---- rings (service_ring.c) ---- */
 
-/* Build ring `r` over the virtual nodes of `members` (n of them): SY_OK or
- * SY_ENOMEM. The ring's arrays live in the service's arena. */
-int svc_ring_build(sy_service *s, svc_ring *r, const uint32_t *members,
-                   uint32_t n);
-/* Give group `g` (number `id`) its ring: the service ring, shared through
- * a membership bitmap when g is dense enough, else a ring of its own.
- * Call after the service ring is built. */
-int svc_ring_attach(sy_service *s, svc_group *g, uint32_t id);
-/* The member of non-empty group `g` that owns `key` on its ring. Lock-free,
- * no allocation. */
-uint32_t svc_ring_pick(const svc_group *g, sy_str key);
+/* The member of non-empty group `g` that owns `key` on its hash ring. The
+ * ring is built on first use (lock-free: racing builders publish one and
+ * drop the others); if that fails for memory, the same owner is worked out
+ * from the members' virtual nodes without a ring. No lock. */
+uint32_t svc_ring_pick(const sy_service *s, const svc_group *g, sy_str key);
+/* Give `dst` (not yet published) the rings its predecessor `src` had
+ * built: shared where a group's members (ids, positions, weights) are
+ * unchanged, made now where they changed (merged from the predecessor's
+ * ring when few nodes come or go, else built), so readers of a service a
+ * hash route uses never wait for a build after an instance update. */
+void svc_ring_inherit(sy_service *dst, const sy_service *src);
+/* Drop the service's references to its rings. */
+void svc_ring_release(sy_service *s);
 
 /* ---- passive health (service_health.c) ---- */
 
-/* Give instance i of `s` a fresh health record: SY_OK or SY_ENOMEM. */
-int svc_health_init(sy_service *s, svc_inst *in);
+/* Give every instance of `s` (s->n of them) a fresh health record, all in
+ * one block: SY_OK or SY_ENOMEM. */
+int svc_health_init(sy_service *s);
 /* Drop the instance's reference to its record. */
 void svc_health_release(const sy_alloc *a, svc_inst *in);
 /* True when `in` is ejected at `*now` (read through the clock lazily: *now

@@ -23,67 +23,187 @@ static int svc_u64_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* A weight class of a schedule: members of one weight take turns. */
+typedef struct svc_class {
+    int64_t v;      /* current weight of the class's next member */
+    uint64_t w;     /* the weight */
+    uint32_t start; /* its members in order[start .. start + m) */
+    uint32_t m;
+    uint32_t p; /* position of its next member among them */
+} svc_class;
+
+/* Classes of the weights w[0..n): order[] gets the member positions
+ * grouped by class, ascending inside a class. Distinct weights are few in
+ * practice: a small table finds them; many fall back to a sort. Returns
+ * the class count, 0 for memory. */
+static size_t svc_classes(sy_service *s, const uint64_t *w, uint32_t n,
+                          uint32_t *order, svc_class **out) {
+    enum { FEW = 16 };
+    uint64_t few[FEW];
+    size_t nc = 0;
+    for (uint32_t k = 0; k < n && nc <= FEW; k++) {
+        size_t c = 0;
+        while (c < nc && few[c] != w[k])
+            c++;
+        if (c == nc && nc++ < FEW)
+            few[c] = w[k];
+    }
+    if (nc <= FEW) {
+        svc_class *cl = sy_calloc(&s->alloc, nc, sizeof *cl);
+        uint8_t *of = sy_malloc(&s->alloc, n);
+        if (!cl || !of) {
+            sy_free(&s->alloc, cl);
+            sy_free(&s->alloc, of);
+            return 0;
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            uint8_t c = 0;
+            while (few[c] != w[k])
+                c++;
+            of[k] = c;
+            cl[c].m++;
+        }
+        for (size_t c = 0; c < nc; c++) {
+            cl[c].w = few[c];
+            cl[c].start = c ? cl[c - 1].start + cl[c - 1].m : 0;
+            cl[c].p = cl[c].start; /* fill cursor for now */
+        }
+        for (uint32_t k = 0; k < n; k++)
+            order[cl[of[k]].p++] = k;
+        for (size_t c = 0; c < nc; c++)
+            cl[c].p = 0;
+        sy_free(&s->alloc, of);
+        *out = cl;
+        return nc;
+    }
+    uint64_t *key = sy_malloc(&s->alloc, (size_t)n * sizeof *key);
+    if (!key)
+        return 0;
+    for (uint32_t k = 0; k < n; k++)
+        key[k] = (w[k] << 32) | k;
+    qsort(key, n, sizeof *key, svc_u64_cmp);
+    nc = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (k == 0 || (key[k] >> 32) != (key[k - 1] >> 32))
+            nc++;
+    svc_class *cl = sy_calloc(&s->alloc, nc, sizeof *cl);
+    if (!cl) {
+        sy_free(&s->alloc, key);
+        return 0;
+    }
+    size_t c = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        if (k == 0 || (key[k] >> 32) != (key[k - 1] >> 32)) {
+            cl[c].w = key[k] >> 32;
+            cl[c].start = k;
+            c++;
+        }
+        cl[c - 1].m++;
+        order[k] = (uint32_t)key[k];
+    }
+    sy_free(&s->alloc, key);
+    *out = cl;
+    return nc;
+}
+
+/*
+ * The schedule loop below with each class's current weight and next
+ * member packed in one integer, key = v * 2^32 + (2^32 - 1 - pos): the
+ * largest key is the largest v, and on equal v the smallest position,
+ * so a step is an add and a compare per class. A current weight is never
+ * below -W (the winner is the largest, >= 0, before losing W) and never
+ * above the step's winner, which the loop watches: it gives up (false,
+ * nothing to undo but the classes) before any key could overflow.
+ */
+static bool svc_schedule_packed(svc_group *g, svc_class *cl, size_t nclass,
+                                const uint32_t *order) {
+    enum { MAXC = 16 };
+    const int64_t two32 = (int64_t)1 << 32, W = (int64_t)g->total;
+    int64_t key[MAXC], inc[MAXC];
+    if (nclass > MAXC)
+        return false;
+    for (size_t k = 0; k < nclass; k++) {
+        key[k] = (int64_t)UINT32_MAX - order[cl[k].start];
+        inc[k] = (int64_t)cl[k].w * two32;
+    }
+    for (int64_t t = 0; t < W; t++) {
+        size_t best = 0;
+        int64_t bk = key[0] += inc[0];
+        for (size_t k = 1; k < nclass; k++) {
+            int64_t kk = key[k] += inc[k];
+            best = kk > bk ? k : best;
+            bk = kk > bk ? kk : bk;
+        }
+        if (bk >= (int64_t)1 << 61) /* v >= 2^29: stop well before 2^31 */
+            return false;
+        svc_class *c = &cl[best];
+        uint32_t pos = order[c->start + c->p];
+        if (++c->p == c->m) {
+            c->p = 0;
+            key[best] -= W * two32;
+        }
+        key[best] += (int64_t)pos - (int64_t)order[c->start + c->p];
+        g->sched[t] = g->members[pos];
+    }
+    return true;
+}
+
 /*
  * nginx's smooth weighted round robin, simulated per weight class: every
  * step each member's current weight grows by its weight, the largest wins
  * (first in order on ties) and loses the total. After t steps member i
  * holds t*w_i - W*picks_i, so members of one class differ only by their
- * pick count and take turns in index order: one candidate per class.
+ * pick count and take turns in index order: one candidate per class,
+ * whose current weight grows by w each step and drops by W each time the
+ * class has given every member a turn. One class (equal weights): the
+ * cycle is the members in order, so the schedule is the member array.
  */
 static int svc_build_schedule(sy_service *s, svc_group *g, const uint64_t *w) {
-    uint64_t W = g->total, n = g->n;
-    uint64_t *order = sy_calloc(&s->alloc, n, sizeof *order);
-    if (!order)
-        return SY_ENOMEM;
-    for (uint32_t k = 0; k < n; k++)
-        order[k] = (w[k] << 32) | k;
-    qsort(order, n, sizeof *order, svc_u64_cmp);
-    size_t nclass = 0;
-    for (size_t k = 0; k < n; k++)
-        if (k == 0 || (order[k] >> 32) != (order[k - 1] >> 32))
-            nclass++;
-    if (nclass * W > SVC_SCHED_WORK) {
+    uint64_t W = g->total;
+    uint32_t n = g->n;
+    uint32_t *order = sy_malloc(&s->alloc, (size_t)n * sizeof *order);
+    svc_class *cl = NULL;
+    size_t nclass = order ? svc_classes(s, w, n, order, &cl) : 0;
+    if (nclass == 0) {
         sy_free(&s->alloc, order);
-        return 1; /* too much work: caller uses the permutation */
-    }
-    struct cls {
-        uint64_t w, start, m, q;
-    } *cl = sy_calloc(&s->alloc, nclass, sizeof *cl);
-    g->sched = svc_arena_array(s, W, sizeof *g->sched);
-    if (!cl || !g->sched) {
-        sy_free(&s->alloc, order);
-        sy_free(&s->alloc, cl);
         return SY_ENOMEM;
     }
-    size_t c = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (k == 0 || (order[k] >> 32) != (order[k - 1] >> 32)) {
-            cl[c].w = order[k] >> 32;
-            cl[c].start = k;
-            c++;
-        }
-        cl[c - 1].m++;
-    }
-    for (uint64_t t = 1; t <= W; t++) {
-        size_t best = 0;
-        long long bestv = 0;
-        uint32_t bestpos = 0;
-        for (size_t k = 0; k < nclass; k++) {
-            uint32_t pos = (uint32_t)order[cl[k].start + cl[k].q % cl[k].m];
-            long long v =
-                (long long)(t * cl[k].w) - (long long)(W * (cl[k].q / cl[k].m));
-            if (k == 0 || v > bestv || (v == bestv && pos < bestpos)) {
-                best = k;
-                bestv = v;
-                bestpos = pos;
+    int rc = 0;
+    if (nclass == 1) {
+        g->sched = g->members; /* W == n */
+    } else if (nclass * W > SVC_SCHED_WORK) {
+        rc = 1; /* too much work: caller uses the permutation */
+    } else if (!(g->sched = svc_arena_array(s, W, sizeof *g->sched))) {
+        rc = SY_ENOMEM;
+    } else if (!svc_schedule_packed(g, cl, nclass, order)) {
+        for (size_t k = 0; k < nclass; k++)
+            cl[k].v = cl[k].p = 0;
+        for (uint64_t t = 0; t < W; t++) {
+            size_t best = 0;
+            int64_t bestv = 0;
+            uint32_t bestpos = 0;
+            for (size_t k = 0; k < nclass; k++) {
+                svc_class *c = &cl[k];
+                c->v += (int64_t)c->w;
+                uint32_t pos = order[c->start + c->p];
+                if (k == 0 || c->v > bestv ||
+                    (c->v == bestv && pos < bestpos)) {
+                    best = k;
+                    bestv = c->v;
+                    bestpos = pos;
+                }
             }
+            svc_class *c = &cl[best];
+            if (++c->p == c->m) {
+                c->p = 0;
+                c->v -= (int64_t)W;
+            }
+            g->sched[t] = g->members[bestpos];
         }
-        cl[best].q++;
-        g->sched[t - 1] = g->members[bestpos];
     }
     sy_free(&s->alloc, order);
     sy_free(&s->alloc, cl);
-    return 0;
+    return rc;
 }
 
 /*
@@ -307,7 +427,7 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
     if (p->policy == SY_LB_RANDOM)
         i = svc_pick_random(gr, p->seed);
     else if (p->policy == SY_LB_HASH && p->hash_key.ptr)
-        i = svc_ring_pick(gr, p->hash_key);
+        i = svc_ring_pick(s, gr, p->hash_key);
     else
         i = svc_pick_rr(gr);
     int64_t now = 0;

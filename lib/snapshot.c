@@ -26,27 +26,6 @@
 
 #define NONE SY_NONE /* short local name */
 
-/* Fingerprint of a service's instance list (order-independent). */
-static uint64_t service_fingerprint(const struct sy_service *svc) {
-    const char *name = sy_service_name(svc);
-    uint64_t sum = sy_hash64(name, strlen(name), 7);
-    for (size_t i = 0; i < sy_service_count(svc); i++) {
-        const sy_instance *in = sy_service_instance(svc, i);
-        uint64_t h = sy_hash64(in->id, strlen(in->id), 1);
-        h = sy_hash_mix(h, sy_hash64(in->host, strlen(in->host), 2));
-        h = sy_hash_mix(h, ((uint64_t)in->port << 32) ^
-                               ((uint64_t)in->weight << 2) ^
-                               ((uint64_t)in->state << 1) ^ in->secure);
-        for (size_t k = 0; k < in->metadata_count; k++) {
-            const sy_kv *kv = &in->metadata[k];
-            h = sy_hash_mix(h, sy_hash64(kv->key, strlen(kv->key), 3));
-            h = sy_hash_mix(h, sy_hash64(kv->value, strlen(kv->value), 4));
-        }
-        sum += h;
-    }
-    return sum;
-}
-
 /* ---- shared chunks (snapshot.h) ---- */
 
 /* Every chunk type starts with its _Atomic uint32_t reference count. */
@@ -881,7 +860,7 @@ uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
                                      ->route->fingerprint);
     fp = sy_hash_mix(fp, s->route_count);
     for (size_t i = 0; i < s->service_count; i++)
-        fp = sy_hash_mix(fp, service_fingerprint(s->services[i]));
+        fp = sy_hash_mix(fp, sy_service_fingerprint(s->services[i]));
     atomic_store_explicit(&s->fingerprint, fp, memory_order_relaxed);
     atomic_store_explicit(&s->fingerprint_done, true, memory_order_release);
     return fp;

@@ -832,6 +832,55 @@ START_TEST(rewrite_path_grows_the_output_when_needed) {
 }
 END_TEST
 
+/* An allocator that fails allocation number fail_at (1-based) when set. */
+static long fail_at, fail_calls;
+
+static void *failing_malloc(void *d, size_t n) {
+    (void)d;
+    return fail_at && ++fail_calls == fail_at ? NULL : malloc(n);
+}
+
+static void *failing_realloc(void *d, void *p, size_t n) {
+    (void)d;
+    return fail_at && ++fail_calls == fail_at ? NULL : realloc(p, n);
+}
+
+static void failing_free(void *d, void *p) {
+    (void)d;
+    free(p);
+}
+
+/* Issue 14: the scratch arena running out of memory while RewritePath
+ * grows its output is SY_ENOMEM, never a 500 answer. */
+START_TEST(rewrite_path_out_of_memory_is_enomem_not_an_answer) {
+    REQ.path = S("/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    route(
+        filt("RewritePath", "regexp", "a", "replacement", "0123456789", NULL));
+    sy_allocator fa = {failing_malloc, failing_realloc, failing_free, NULL};
+    sy_alloc FA;
+    sy_alloc_init(&FA, &fa);
+    long failures = 0;
+    for (long at = 1; at <= 8; at++) {
+        sy_arena ar;
+        sy_arena_init(&ar, &FA, 512);
+        fail_calls = 0;
+        fail_at = at;
+        int rc = sy_plan_compute(&P, NULL, 0, (const sy_filter *const *)ROUTE,
+                                 NROUTE, &REQ, VARS, NVARS, MD, &ar);
+        fail_at = 0;
+        if (rc) {
+            ck_assert_int_eq(rc, SY_ENOMEM);
+            failures++;
+        } else {
+            ck_assert_int_eq(P.action, SY_ACTION_PROXY);
+            ck_assert_uint_eq(P.path.len, 1 + 48 * 10);
+        }
+        sy_arena_free(&ar);
+    }
+    ck_assert_int_ge(failures, 2); /* the first block and a growth */
+}
+END_TEST
+
 START_TEST(rewrite_path_bad_regex_reports_offset) {
     ck_assert_int_eq(
         filt_err("RewritePath", "regexp", "/a(b", "replacement", "/", NULL),
@@ -1298,6 +1347,7 @@ int main(void) {
     tcase_add_test(tc, rewrite_path_group_number_beyond_count_is_rejected);
     tcase_add_test(tc, rewrite_path_trailing_escape_is_rejected);
     tcase_add_test(tc, rewrite_path_needs_groups_in_match_data);
+    tcase_add_test(tc, rewrite_path_out_of_memory_is_enomem_not_an_answer);
     tcase_add_test(tc,
                    rewrite_location_response_header_is_an_op_with_its_entry);
     tcase_add_test(tc, rewrite_location_response_header_checks_protocols_regex);

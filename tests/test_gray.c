@@ -381,6 +381,111 @@ START_TEST(lb_random_with_seed_0_uses_the_router_random_callback) {
 }
 END_TEST
 
+/* ---- a route that turns to hash after its instances were published ---- */
+
+static const char *ORDERS_RR = "[{\"id\":\"orders\",\"uri\":\"lb://orders\","
+                               "\"predicates\":[\"Path=/orders/**\"]}]";
+static const char *ORDERS_HASH =
+    "[{\"id\":\"orders\",\"uri\":\"lb://orders\","
+    "\"predicates\":[\"Path=/orders/**\"],"
+    "\"metadata\":{\"lb-policy\":\"hash\",\"lb-hash-header\":\"X-User\"}}]";
+
+/* Twelve instances, weights 1..3; `skip` (if >= 0) left out. */
+static void set_dozen(sy_router *r, int skip) {
+    static char ids[12][16], hosts[12][16];
+    sy_instance list[12];
+    size_t n = 0;
+    for (int i = 0; i < 12; i++) {
+        snprintf(ids[i], sizeof ids[i], "o-%d", i);
+        snprintf(hosts[i], sizeof hosts[i], "10.0.2.%d", i);
+        if (i != skip)
+            list[n++] = (sy_instance){
+                ids[i],         hosts[i], 8080, false, (uint32_t)(i % 3 + 1),
+                SY_INSTANCE_UP, NULL,     0};
+    }
+    ck_assert_int_eq(sy_router_set_instances(r, "orders", list, n, NULL, NULL),
+                     0);
+}
+
+static void apply_doc(sy_router *r, const char *json) {
+    sy_error err;
+    ck_assert_msg(sy_router_apply(r, "gw", json, strlen(json), NULL, &err) == 0,
+                  "%s: %s", err.path, err.message);
+}
+
+enum { USERS = 300 };
+
+/* The instance each user goes to. */
+static void by_user(sy_router *r, char out[USERS][16]) {
+    for (int u = 0; u < USERS; u++) {
+        char user[16];
+        snprintf(user, sizeof user, "u%d", u * 31);
+        snprintf(out[u], sizeof out[u], "%s",
+                 pick(r, "/orders/1", "X-User", user, 0, NULL));
+        ck_assert_str_ne(out[u], "");
+    }
+}
+
+START_TEST(a_route_turned_to_hash_after_the_instances_picks_by_hash) {
+    /* later: round robin first, instances published, then the route alone
+     * changes to hash */
+    sy_router *later = router_with(ORDERS_RR);
+    set_dozen(later, -1);
+    char rr[USERS][16];
+    by_user(later, rr); /* round robin: the user header plays no part */
+    apply_doc(later, ORDERS_HASH);
+    /* first: the hash route was there before the instances */
+    sy_router *first = router_with(ORDERS_HASH);
+    set_dozen(first, -1);
+    static char a[USERS][16], b[USERS][16], again[USERS][16];
+    by_user(later, a);
+    by_user(first, b);
+    by_user(later, again);
+    int spread = 0, differs_from_rr = 0;
+    for (int u = 0; u < USERS; u++) {
+        ck_assert_str_eq(a[u], b[u]);     /* hashed as if always hash */
+        ck_assert_str_eq(a[u], again[u]); /* sticky */
+        spread += u == 0 || strcmp(a[u], a[0]) != 0;
+        differs_from_rr += strcmp(a[u], rr[u]) != 0;
+    }
+    ck_assert_int_gt(spread, 1);
+    ck_assert_int_gt(differs_from_rr, 0);
+    /* an instance update after the rings were used: both routers hand
+     * their rings on; users of the other instances stay where they were,
+     * and both agree with a router that starts from the new list */
+    set_dozen(later, 5);
+    set_dozen(first, 5);
+    sy_router *fresh = router_with(ORDERS_HASH);
+    set_dozen(fresh, 5);
+    static char c[USERS][16], d[USERS][16], e[USERS][16];
+    by_user(later, c);
+    by_user(first, d);
+    by_user(fresh, e);
+    int moved = 0;
+    for (int u = 0; u < USERS; u++) {
+        ck_assert_str_eq(c[u], e[u]);
+        ck_assert_str_eq(d[u], e[u]);
+        ck_assert_str_ne(c[u], "o-5");
+        if (strcmp(a[u], "o-5") != 0)
+            ck_assert_str_eq(c[u], a[u]);
+        else
+            moved++;
+    }
+    ck_assert_int_gt(moved, 0);
+    /* and back to round robin: the hash header no longer decides */
+    apply_doc(later, ORDERS_RR);
+    static char r2[USERS][16];
+    by_user(later, r2);
+    int differs = 0;
+    for (int u = 0; u < USERS; u++)
+        differs += strcmp(r2[u], c[u]) != 0;
+    ck_assert_int_gt(differs, 0);
+    sy_router_free(later);
+    sy_router_free(first);
+    sy_router_free(fresh);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gray");
     TCase *tc = tcase_create("gray");
@@ -399,6 +504,8 @@ int main(void) {
     tcase_add_test(tc, a_removed_instance_is_never_chosen_after_the_publish);
     tcase_add_test(tc,
                    a_service_without_instances_gives_no_instance_not_a_crash);
+    tcase_add_test(tc,
+                   a_route_turned_to_hash_after_the_instances_picks_by_hash);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

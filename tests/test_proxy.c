@@ -231,6 +231,117 @@ START_TEST(change_set_of_another_router_is_refused) {
 }
 END_TEST
 
+/* A change set is published at most once: a failed commit may be retried,
+ * a check does not count, and after a successful commit both a second
+ * commit and a check are SY_EINVAL and publish nothing. */
+START_TEST(change_set_is_committed_once_and_a_failed_commit_may_be_retried) {
+    sy_router *r = new_router(NULL);
+    sy_change_set *cs;
+    sy_error err;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, &err), 0);
+    ck_assert_int_eq(sy_change_set_set_route_enabled(cs, "w", false, &err), 0);
+    uint64_t gen = generation(r);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &err), SY_ENOTFOUND);
+    ck_assert_int_eq(apply(r, "main",
+                           "[{\"id\":\"w\",\"uri\":\"http://a\","
+                           "\"predicates\":[\"Path=/w\"]}]"),
+                     0);
+    ck_assert_uint_eq(generation(r), gen + 1);
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &err), 0);
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &err), 0);
+    ck_assert_uint_eq(generation(r), gen + 1);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &err), 0); /* retried */
+    ck_assert_uint_eq(generation(r), gen + 2);
+    /* re-enable it elsewhere: a second commit must not disable it again */
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "w", true, &err), 0);
+    ck_assert_uint_eq(generation(r), gen + 3);
+    sy_report *rep = NULL;
+    ck_assert_int_eq(sy_router_commit(r, cs, &rep, &err), SY_EINVAL);
+    ck_assert_ptr_null(rep);
+    ck_assert_str_eq(err.message, "the change set was committed already");
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &err), SY_EINVAL);
+    ck_assert_str_eq(err.message, "the change set was committed already");
+    ck_assert_uint_eq(generation(r), gen + 3);
+    session s = {0};
+    ck_assert_ptr_nonnull(match(&s, r, "GET", "h", "/w"));
+    session_end(&s);
+    sy_change_set_free(cs);
+    sy_router_free(r);
+}
+END_TEST
+
+/* An allocator that fails allocation number `fail_at` (1-based) once
+ * armed. */
+typedef struct failing {
+    long calls, fail_at;
+} failing;
+
+static void *f_malloc(void *d, size_t n) {
+    failing *f = d;
+    return f->fail_at && ++f->calls == f->fail_at ? NULL : malloc(n);
+}
+
+static void *f_realloc(void *d, void *p, size_t n) {
+    failing *f = d;
+    return f->fail_at && ++f->calls == f->fail_at ? NULL : realloc(p, n);
+}
+
+static void f_free(void *d, void *p) {
+    (void)d;
+    free(p);
+}
+
+/* Stage one change of kind k (0..6) with no sy_error. */
+static int stage_kind(sy_change_set *cs, int k) {
+    static const sy_kv md[1] = {{"zone", "a"}};
+    static const sy_instance inst = {.id = "i1",
+                                     .host = "10.0.0.1",
+                                     .port = 80,
+                                     .metadata = md,
+                                     .metadata_count = 1};
+    const sy_instance_delta delta = {SY_INSTANCE_ADD, inst};
+    switch (k) {
+    case 0: return sy_change_set_apply(cs, "main", "[]", 2, NULL);
+    case 1: return sy_change_set_upsert_route(cs, "main", "{}", 2, NULL);
+    case 2: return sy_change_set_remove_route(cs, "r1", NULL);
+    case 3: return sy_change_set_set_route_enabled(cs, "r1", false, NULL);
+    case 4: return sy_change_set_rollback(cs, "main", "1", NULL);
+    case 5: return sy_change_set_set_instances(cs, "svc", &inst, 1, NULL);
+    default: return sy_change_set_update_instances(cs, "svc", &delta, 1, NULL);
+    }
+}
+
+/* Issue 14: out of memory is SY_ENOMEM, never an input error, also for a
+ * caller that passes no sy_error; a failed staging stages nothing. */
+START_TEST(staging_out_of_memory_is_enomem_without_an_error_too) {
+    failing f = {0, 0};
+    sy_allocator a = {f_malloc, f_realloc, f_free, &f};
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.allocator = &a;
+    sy_router *r = new_router(&o);
+    for (int k = 0; k < 7; k++) {
+        long failures = 0;
+        for (long at = 1; at <= 12; at++) {
+            sy_change_set *cs;
+            f.fail_at = 0;
+            ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+            f.calls = 0;
+            f.fail_at = at;
+            int rc = stage_kind(cs, k);
+            f.fail_at = 0;
+            ck_assert_msg(rc == 0 || rc == SY_ENOMEM,
+                          "change kind %d, allocation %ld failed: %d", k, at,
+                          rc);
+            ck_assert_uint_eq(sy_change_set_count(cs), rc ? 0 : 1);
+            failures += rc != 0;
+            sy_change_set_free(cs);
+        }
+        ck_assert_int_gt(failures, 0); /* the failures reached the call */
+    }
+    sy_router_free(r);
+}
+END_TEST
+
 /* ---- host data and keys ---- */
 
 typedef struct host_log {
@@ -942,6 +1053,9 @@ int main(void) {
     tcase_add_test(tc, change_set_failing_at_its_last_change_publishes_nothing);
     tcase_add_test(tc, change_set_steps_see_the_steps_before_them);
     tcase_add_test(tc, change_set_of_another_router_is_refused);
+    tcase_add_test(
+        tc, change_set_is_committed_once_and_a_failed_commit_may_be_retried);
+    tcase_add_test(tc, staging_out_of_memory_is_enomem_without_an_error_too);
     tcase_add_test(tc, host_data_survives_unchanged_routes_and_is_freed_once);
     tcase_add_test(tc, route_keys_are_reused_after_the_route_is_freed);
     tcase_add_test(tc, target_of_url_routes_sets_host_header_from_the_upstream);

@@ -2,6 +2,7 @@
  * (route model section 7). */
 #include "hooks.h"
 #include "service.h"
+#include "switchyard.h"
 #include "testutil.h"
 
 #include <pthread.h>
@@ -1060,11 +1061,13 @@ START_TEST(round_robin_stays_exact_across_concurrent_threads) {
 END_TEST
 
 typedef struct fail_state {
-    long budget; /* allocations left; < 0 = unlimited */
+    long budget;        /* allocations left; < 0 = unlimited */
+    _Atomic long calls; /* allocations asked for */
 } fail_state;
 
 static void *fail_malloc(void *data, size_t n) {
     fail_state *f = data;
+    atomic_fetch_add(&f->calls, 1);
     if (f->budget == 0)
         return NULL;
     if (f->budget > 0)
@@ -1074,6 +1077,7 @@ static void *fail_malloc(void *data, size_t n) {
 
 static void *fail_realloc(void *data, void *p, size_t n) {
     fail_state *f = data;
+    atomic_fetch_add(&f->calls, 1);
     if (f->budget == 0)
         return NULL;
     if (f->budget > 0)
@@ -1094,7 +1098,7 @@ START_TEST(build_and_deltas_fail_cleanly_at_every_allocation) {
     sy_instance list[4];
     sy_kv md[12];
     fill(sp, 4, list, md);
-    fail_state f;
+    fail_state f = {0};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
     sy_alloc a;
     sy_alloc_init(&a, &user);
@@ -1120,6 +1124,340 @@ START_TEST(build_and_deltas_fail_cleanly_at_every_allocation) {
 }
 END_TEST
 
+/* ---- when hash rings are built ---- */
+
+/* 60 instances over zones z0 (30, dense: shares the service ring), z1 (20)
+ * and z2 (10, sparse: a ring of its own), weights 1..4; instance
+ * `heavier` (if >= 0) gets weight 9. Built with allocator `a`. */
+static sy_service *zoned(const sy_alloc *a, int heavier) {
+    static char ids[60][8];
+    spec sp[60];
+    for (int i = 0; i < 60; i++) {
+        snprintf(ids[i], sizeof ids[i], "n%d", i);
+        sp[i] = (spec){.id = ids[i],
+                       .weight = i == heavier ? 9 : (uint32_t)(i % 4 + 1),
+                       .zone = i < 30   ? "z0"
+                               : i < 50 ? "z1"
+                                        : "z2"};
+    }
+    sy_instance list[60];
+    sy_kv md[180];
+    fill(sp, 60, list, md);
+    sy_service *s = NULL;
+    sy_error err;
+    ck_assert_int_eq(sy_service_new(a, "svc", list, 60, &s, &err), 0);
+    return s;
+}
+
+/* Hash pick of key k with zone preference z ("" = none). */
+static const char *zone_hash_pick(const sy_service *s, const char *z, int k) {
+    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    p.policy = SY_LB_HASH;
+    p.zone = (sy_str){z, strlen(z)};
+    char buf[32];
+    snprintf(buf, sizeof buf, "key-%d", k * 7919);
+    p.hash_key = (sy_str){buf, strlen(buf)};
+    return pick(s, &p);
+}
+
+static const char *const ZONES[] = {"", "z0", "z1", "z2"};
+
+/* s and t pick the same instance for `keys` keys in every zone. */
+static void same_hash_picks(const sy_service *s, const sy_service *t,
+                            int keys) {
+    for (size_t z = 0; z < 4; z++)
+        for (int k = 0; k < keys; k++) {
+            char a[16];
+            snprintf(a, sizeof a, "%s", zone_hash_pick(s, ZONES[z], k));
+            ck_assert_str_eq(a, zone_hash_pick(t, ZONES[z], k));
+        }
+}
+
+static void assert_same_hash_picks(const sy_service *s, const sy_service *t) {
+    same_hash_picks(s, t, 2000);
+}
+
+START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *v1 = zoned(&a, -1);
+    sy_select_params rr = SY_SELECT_PARAMS_INIT;
+    sy_select_params rnd = SY_SELECT_PARAMS_INIT;
+    rnd.policy = SY_LB_RANDOM;
+    long before = f.calls;
+    for (int i = 0; i < 100; i++) {
+        rnd.seed = (uint64_t)i + 1;
+        pick(v1, &rr);
+        pick(v1, &rnd);
+    }
+    ck_assert_int_eq(f.calls, before); /* balancing allocates nothing */
+    sy_service *v2 = zoned(&a, 7);
+    before = f.calls;
+    sy_service_inherit_rr(v2, v1);
+    ck_assert_int_eq(f.calls, before); /* v1 had no ring: v2 builds none */
+    /* a first hash pick builds its group's ring; later ones reuse it */
+    before = f.calls;
+    zone_hash_pick(v2, "z2", 1);
+    ck_assert_int_gt(f.calls, before);
+    before = f.calls;
+    for (int k = 0; k < 100; k++)
+        zone_hash_pick(v2, "z2", k);
+    ck_assert_int_eq(f.calls, before);
+    sy_service_unref(v1);
+    sy_service_unref(v2);
+}
+END_TEST
+
+START_TEST(an_update_hands_rings_on_shared_or_rebuilt_by_the_writer) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *v1 = zoned(&a, -1);
+    for (size_t z = 0; z < 4; z++) /* every group gets its ring */
+        zone_hash_pick(v1, ZONES[z], 0);
+    /* the same list again: every ring is shared, nothing is built */
+    sy_service *same = zoned(&a, -1);
+    long before = f.calls;
+    sy_service_inherit_rr(same, v1);
+    ck_assert_int_eq(f.calls, before);
+    assert_same_hash_picks(same, v1);
+    ck_assert_int_eq(f.calls, before); /* readers built nothing either */
+    /* one weight changes (n7, in z0): the writer rebuilds what changed,
+     * and readers of every group used before build nothing */
+    sy_instance_delta d = {.op = SY_INSTANCE_WEIGHT,
+                           .instance = {.id = "n7", .weight = 9}};
+    sy_service *v2 = NULL;
+    sy_error err;
+    ck_assert_int_eq(sy_service_apply_deltas(v1, &d, 1, &v2, &err), 0);
+    sy_service *fresh = zoned(&a, 7); /* the same list, built from scratch */
+    before = f.calls;
+    for (size_t z = 0; z < 4; z++)
+        for (int k = 0; k < 50; k++)
+            zone_hash_pick(v2, ZONES[z], k);
+    ck_assert_int_eq(f.calls, before);
+    /* v2's handed-on rings pick what rings built from scratch pick */
+    assert_same_hash_picks(v2, fresh);
+    /* v3, the same list as v2, shares v2's rings (including the ones the
+     * writer rebuilt for v2) */
+    sy_service *v3 = zoned(&a, 7);
+    before = f.calls;
+    sy_service_inherit_rr(v3, v2);
+    ck_assert_int_eq(f.calls, before);
+    assert_same_hash_picks(v3, fresh);
+    sy_service_unref(v1);
+    sy_service_unref(same);
+    sy_service_unref(v2); /* v3 still holds the shared rings */
+    assert_same_hash_picks(v3, fresh);
+    sy_service_unref(v3);
+    sy_service_unref(fresh);
+}
+END_TEST
+
+/* The instance list of s, copied (strings borrowed from s). */
+static sy_instance *list_of(const sy_service *s, size_t *n) {
+    *n = sy_service_count(s);
+    sy_instance *l = calloc(*n ? *n : 1, sizeof *l);
+    for (size_t i = 0; i < *n; i++)
+        l[i] = *sy_service_instance(s, i);
+    return l;
+}
+
+START_TEST(handed_on_rings_match_fresh_ones_across_random_updates) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *cur = zoned(&a, -1);
+    for (size_t z = 0; z < 4; z++)
+        zone_hash_pick(cur, ZONES[z], 0);
+    static const sy_kv zkv[3][1] = {
+        {{"zone", "z0"}}, {{"zone", "z1"}}, {{"zone", "z2"}}};
+    static char newids[64][16];
+    uint64_t rnd = 0x9e3779b97f4a7c15ull;
+    for (int round = 0; round < 40; round++) {
+        rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t r = (uint32_t)(rnd >> 33);
+        size_t n;
+        sy_instance *l = list_of(cur, &n);
+        const char *victim = l[r % n].id;
+        sy_instance_delta d[3];
+        size_t nd = 0;
+        switch (round % 5) {
+        case 0: /* a new instance */
+            snprintf(newids[round], sizeof newids[round], "new%d", round);
+            d[nd++] = (sy_instance_delta){
+                .op = SY_INSTANCE_ADD,
+                .instance = {newids[round], "10.9.9.9", 80, false, r % 70 + 1,
+                             SY_INSTANCE_UP, zkv[r % 3], 1}};
+            break;
+        case 1: /* one leaves */
+            d[nd++] = (sy_instance_delta){.op = SY_INSTANCE_REMOVE,
+                                          .instance = {.id = victim}};
+            break;
+        case 2: /* weights up and down, across the cap of 64 */
+            d[nd++] = (sy_instance_delta){
+                .op = SY_INSTANCE_WEIGHT,
+                .instance = {.id = victim, .weight = r % 80 + 1}};
+            d[nd++] = (sy_instance_delta){
+                .op = SY_INSTANCE_WEIGHT,
+                .instance = {.id = l[(r / 7) % n].id, .weight = 1}};
+            break;
+        case 3: /* down, or back up */
+            d[nd++] = (sy_instance_delta){
+                .op = SY_INSTANCE_STATE,
+                .instance = {.id = victim,
+                             .state = l[r % n].state == SY_INSTANCE_UP
+                                          ? SY_INSTANCE_DOWN
+                                          : SY_INSTANCE_UP}};
+            break;
+        default: break; /* the whole list again, rotated: positions move */
+        }
+        sy_service *next = NULL;
+        sy_error err;
+        if (nd) {
+            ck_assert_int_eq(sy_service_apply_deltas(cur, d, nd, &next, &err),
+                             0);
+        } else {
+            sy_instance *rot = calloc(n, sizeof *rot);
+            for (size_t i = 0; i < n; i++)
+                rot[i] = l[(i + r) % n];
+            ck_assert_int_eq(sy_service_new(&a, "svc", rot, n, &next, &err), 0);
+            sy_service_inherit_rr(next, cur);
+            free(rot);
+        }
+        free(l);
+        /* readers of the groups used build nothing, and pick what a ring
+         * built from scratch picks */
+        long before = f.calls;
+        for (size_t z = 0; z < 4; z++)
+            zone_hash_pick(next, ZONES[z], 1);
+        ck_assert_int_eq(f.calls, before);
+        l = list_of(next, &n);
+        sy_service *fresh = NULL;
+        ck_assert_int_eq(sy_service_new(&a, "svc", l, n, &fresh, &err), 0);
+        free(l);
+        same_hash_picks(next, fresh, 400);
+        sy_service_unref(fresh);
+        sy_service_unref(cur);
+        cur = next;
+    }
+    sy_service_unref(cur);
+}
+END_TEST
+
+START_TEST(handing_rings_on_fails_cleanly_at_every_allocation) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *v1 = zoned(&a, -1), *fresh = zoned(&a, 7);
+    for (size_t z = 0; z < 4; z++)
+        zone_hash_pick(v1, ZONES[z], 0);
+    sy_instance_delta d = {.op = SY_INSTANCE_WEIGHT,
+                           .instance = {.id = "n7", .weight = 9}};
+    int failures = 0;
+    for (long budget = 0;; budget++) {
+        sy_service *v2 = NULL;
+        sy_error err;
+        f.budget = budget;
+        int rc = sy_service_apply_deltas(v1, &d, 1, &v2, &err);
+        f.budget = -1;
+        if (rc == 0) {
+            /* whatever the writer could not hand on, readers build */
+            same_hash_picks(v2, fresh, 200);
+            sy_service_unref(v2);
+            /* stop once the budget no longer runs out before the end */
+            f.budget = budget;
+            rc = sy_service_apply_deltas(v1, &d, 1, &v2, &err);
+            bool ran_out = f.budget == 0;
+            f.budget = -1;
+            ck_assert_int_eq(rc, 0);
+            sy_service_unref(v2);
+            if (!ran_out)
+                break;
+        } else {
+            ck_assert_int_eq(rc, SY_ENOMEM);
+            ck_assert_ptr_null(v2);
+        }
+        failures++;
+    }
+    ck_assert_int_gt(failures, 10); /* LeakSanitizer checks the cleanup */
+    sy_service_unref(v1);
+    sy_service_unref(fresh);
+}
+END_TEST
+
+START_TEST(a_hash_pick_without_memory_for_a_ring_picks_the_same_owner) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy_alloc a;
+    sy_alloc_init(&a, &user);
+    sy_service *starved = zoned(&a, 3), *fed = zoned(&a, 3);
+    f.budget = 0; /* every ring build fails: the pick scans the nodes */
+    for (size_t z = 0; z < 4; z++)
+        for (int k = 0; k < 300; k++) {
+            char want[16];
+            f.budget = -1;
+            snprintf(want, sizeof want, "%s", zone_hash_pick(fed, ZONES[z], k));
+            f.budget = 0;
+            ck_assert_str_eq(zone_hash_pick(starved, ZONES[z], k), want);
+        }
+    f.budget = -1;
+    sy_service_unref(starved);
+    sy_service_unref(fed);
+}
+END_TEST
+
+typedef struct race_arg {
+    const sy_service *s;
+    pthread_barrier_t *go;
+    char got[4][64][8]; /* zone x key -> id */
+} race_arg;
+
+static void *race_worker(void *arg) {
+    race_arg *r = arg;
+    pthread_barrier_wait(r->go);
+    for (size_t z = 0; z < 4; z++)
+        for (int k = 0; k < 64; k++)
+            snprintf(r->got[z][k], sizeof r->got[z][k], "%s",
+                     zone_hash_pick(r->s, ZONES[(z + (size_t)k) % 4], k));
+    return NULL;
+}
+
+START_TEST(first_hash_picks_racing_on_threads_agree) {
+    enum { T = 4 };
+    sy_alloc a = the_alloc();
+    for (int round = 0; round < 5; round++) {
+        sy_service *s = zoned(&a, round), *ref = zoned(&a, round);
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, T);
+        static race_arg args[T];
+        pthread_t th[T];
+        for (int t = 0; t < T; t++) {
+            args[t].s = s;
+            args[t].go = &go;
+            ck_assert_int_eq(
+                pthread_create(&th[t], NULL, race_worker, &args[t]), 0);
+        }
+        for (int t = 0; t < T; t++)
+            pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&go);
+        for (size_t z = 0; z < 4; z++)
+            for (int k = 0; k < 64; k++) {
+                const char *want =
+                    zone_hash_pick(ref, ZONES[(z + (size_t)k) % 4], k);
+                for (int t = 0; t < T; t++)
+                    ck_assert_str_eq(args[t].got[z][k], want);
+            }
+        sy_service_unref(s);
+        sy_service_unref(ref);
+    }
+}
+END_TEST
+
 START_TEST(route_metadata_values_parse) {
     sy_lb_policy pol;
     sy_version_fallback fb;
@@ -1142,6 +1480,106 @@ START_TEST(bench_hook_measures_every_policy) {
     ck_assert_double_gt(sy_service_bench_select_ns("random", 100, 1000), 0);
     ck_assert_double_gt(sy_service_bench_select_ns("hash", 100, 1000), 0);
     ck_assert_double_lt(sy_service_bench_select_ns("nope", 100, 1000), 0);
+}
+END_TEST
+
+/* ---- per-source fingerprints (router_status.c) ---- */
+
+/* What a source's fingerprint is by definition: its live routes in rank
+ * order, hashed one after the other; 0 without routes. Worked out here
+ * from the public snapshot API, route by route. */
+static uint64_t expected_source_fp(sy_snapshot *s, const char *source,
+                                   size_t *count) {
+    uint64_t h = 0x5359u;
+    size_t n = 0;
+    for (size_t i = 0; i < sy_snapshot_route_count(s); i++) {
+        const sy_route *rt = sy_snapshot_route_at(s, i);
+        const char *src = NULL;
+        ck_assert_ptr_eq(sy_snapshot_find_route(s, sy_route_id(rt), &src), rt);
+        if (!src || strcmp(src, source) != 0)
+            continue;
+        h = sy_hash_mix(h, sy_route_fingerprint(rt));
+        n++;
+    }
+    *count = n;
+    return n ? h : 0;
+}
+
+START_TEST(source_fingerprints_in_one_pass_match_the_definition) {
+    sy_router *r;
+    sy_error err;
+    ck_assert_int_eq(sy_router_new(NULL, &r, &err), 0);
+    const char *names[] = {"a", "b", "c", "empty"};
+    for (size_t k = 0; k < 4; k++)
+        ck_assert_int_eq(sy_router_add_source(r, names[k], &err), 0);
+    /* routes of a, b and c interleave in rank order (orders 0..8) */
+    for (size_t k = 0; k < 3; k++) {
+        char json[1024];
+        size_t len = 0;
+        len += (size_t)snprintf(json + len, sizeof json - len, "[");
+        for (int j = 0; j < 3; j++)
+            len += (size_t)snprintf(
+                json + len, sizeof json - len,
+                "%s{\"id\":\"%s-%d\",\"uri\":\"http://h%d\",\"order\":%d,"
+                "\"predicates\":[\"Path=/%s/%d/**\"]}",
+                j ? "," : "", names[k], j, j, j * 3 + (int)(2 - k), names[k],
+                j);
+        snprintf(json + len, sizeof json - len, "]");
+        ck_assert_msg(
+            sy_router_apply(r, names[k], json, strlen(json), NULL, &err) == 0,
+            "%s: %s", err.path, err.message);
+    }
+    size_t need = 0;
+    ck_assert_int_eq(sy_router_metrics_text(r, NULL, 0, &need, &err),
+                     SY_ETOOSMALL);
+    char *text = malloc(need);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_int_eq(sy_router_metrics_text(r, text, need, NULL, &err), 0);
+    sy_snapshot *s = sy_router_acquire(r);
+    ck_assert_uint_eq(sy_snapshot_route_count(s), 9);
+    for (size_t k = 0; k < 4; k++) {
+        size_t count;
+        uint64_t want = expected_source_fp(s, names[k], &count);
+        ck_assert_uint_eq(count, k < 3 ? 3 : 0);
+        ck_assert(k == 3 || want != 0);
+        sy_source_status st;
+        ck_assert_int_eq(sy_router_source_status(r, k, &st, &err), 0);
+        ck_assert_str_eq(st.name, names[k]);
+        ck_assert_uint_eq(st.fingerprint, want);
+        ck_assert_uint_eq(st.routes, count);
+        /* the scrape, which works out every source in one pass */
+        char line[256];
+        snprintf(line, sizeof line,
+                 "switchyard_source_routes{source=\"%s\"} %zu\n", names[k],
+                 count);
+        ck_assert_msg(strstr(text, line), "missing %s", line);
+        char *at = strstr(text, "switchyard_source_info{source=\"");
+        bool found = false;
+        char prefix[64], fp[64];
+        snprintf(prefix, sizeof prefix, "switchyard_source_info{source=\"%s\"",
+                 names[k]);
+        snprintf(fp, sizeof fp, "fingerprint=\"%016llx\"",
+                 (unsigned long long)want);
+        for (; at; at = strstr(at + 1, "switchyard_source_info{source=\""))
+            if (strncmp(at, prefix, strlen(prefix)) == 0) {
+                char *eol = strchr(at, '\n');
+                ck_assert_ptr_nonnull(eol);
+                *eol = '\0';
+                ck_assert_msg(strstr(at, fp), "%s lacks %s", at, fp);
+                *eol = '\n';
+                found = true;
+            }
+        ck_assert(found);
+    }
+    /* the three sources' fingerprints differ */
+    size_t c;
+    uint64_t fa = expected_source_fp(s, "a", &c),
+             fb = expected_source_fp(s, "b", &c),
+             fc = expected_source_fp(s, "c", &c);
+    ck_assert(fa != fb && fb != fc && fa != fc);
+    sy_snapshot_release(s);
+    free(text);
+    sy_router_free(r);
 }
 END_TEST
 
@@ -1211,8 +1649,17 @@ int main(void) {
     tcase_add_test(tc, references_keep_the_service_alive);
     tcase_add_test(tc, round_robin_stays_exact_across_concurrent_threads);
     tcase_add_test(tc, build_and_deltas_fail_cleanly_at_every_allocation);
+    tcase_add_test(tc, no_ring_is_built_for_a_service_no_hash_pick_used);
+    tcase_add_test(tc,
+                   an_update_hands_rings_on_shared_or_rebuilt_by_the_writer);
+    tcase_add_test(tc, handed_on_rings_match_fresh_ones_across_random_updates);
+    tcase_add_test(tc, handing_rings_on_fails_cleanly_at_every_allocation);
+    tcase_add_test(tc,
+                   a_hash_pick_without_memory_for_a_ring_picks_the_same_owner);
+    tcase_add_test(tc, first_hash_picks_racing_on_threads_agree);
     tcase_add_test(tc, route_metadata_values_parse);
     tcase_add_test(tc, bench_hook_measures_every_policy);
+    tcase_add_test(tc, source_fingerprints_in_one_pass_match_the_definition);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -19,6 +19,7 @@
 
 #include <http_parser.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_PREFIX "/switchyard/"
 #define RANGE_PAGE 256
@@ -94,49 +96,338 @@ static char *b64_encode(const char *src, size_t n) {
     return out;
 }
 
-static int b64_value(unsigned char c) {
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
+/* The sextet of each byte in base64 (standard and URL-safe alphabets);
+ * X for every other byte. */
+#define X 0x80
+/* clang-format off */
+static const unsigned char b64_tab[256] = {
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, 62, X, 62, X, 63,
+    52, 53, 54, 55, 56, 57, 58, 59, 60, 61, X, X, X, X, X, X,
+    X, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, X, X, X, X, 63,
+    X, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+    41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,
+};
+/* clang-format on */
+#undef X
+
+/* Decode base64 in place (padding optional): 4 characters become 3 bytes,
+ * so the output never overtakes the input. Returns the decoded length
+ * (the byte after it, when it is within the len bytes, is set to NUL), or
+ * -1 on a character outside the alphabets or a dangling sextet. */
+static long b64_decode_inplace(char *s, size_t len) {
+    const unsigned char *in = (const unsigned char *)s;
+    unsigned char *out = (unsigned char *)s;
+    size_t o = 0, i = 0, room = len;
+
+    while (len && s[len - 1] == '=')
+        len--;
+    if (len % 4 == 1)
+        return -1;
+    for (; i + 4 <= len; i += 4) {
+        uint32_t a = b64_tab[in[i]], b = b64_tab[in[i + 1]],
+                 c = b64_tab[in[i + 2]], d = b64_tab[in[i + 3]];
+        if ((a | b | c | d) & 0x80)
+            return -1;
+        uint32_t v = a << 18 | b << 12 | c << 6 | d;
+        out[o] = (unsigned char)(v >> 16);
+        out[o + 1] = (unsigned char)(v >> 8);
+        out[o + 2] = (unsigned char)v;
+        o += 3;
+    }
+    if (i < len) { /* 2 or 3 characters left: 1 or 2 bytes */
+        uint32_t a = b64_tab[in[i]], b = b64_tab[in[i + 1]],
+                 c = i + 2 < len ? b64_tab[in[i + 2]] : 0;
+        if ((a | b | c) & 0x80)
+            return -1;
+        uint32_t v = a << 18 | b << 12 | c << 6;
+        out[o++] = (unsigned char)(v >> 16);
+        if (i + 2 < len)
+            out[o++] = (unsigned char)(v >> 8);
+    }
+    if (o < room)
+        out[o] = '\0';
+    return (long)o;
+}
+
+/* Decode base64 (padding optional) into a new buffer; malloc'd and
+ * NUL-terminated, *n gets the length. NULL on a bad character or a
+ * dangling sextet. */
+static char *b64_decode_n(const char *src, size_t len, size_t *n) {
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    memcpy(out, src, len);
+    long got = b64_decode_inplace(out, len);
+    if (got < 0) {
+        free(out);
+        return NULL;
+    }
+    out[got] = '\0';
+    *n = (size_t)got;
+    return out;
+}
+
+static char *b64_decode(const char *src, size_t *n) {
+    return b64_decode_n(src, strlen(src), n);
+}
+
+/* This thread's CPU time in microseconds. */
+static uint64_t cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* ------------------------------------------------------------------ */
+/* Watch responses: an in-place JSON tokenizer                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A watch line can carry megabytes of base64 (a route document). cJSON
+ * would copy every string out of the line and build a tree of it; this
+ * tokenizer only records where each value lies in the line, so the big
+ * value is found with two memchr() and decoded in place, once. Tokens are
+ * in document order; `next` is the index of the token after a value and
+ * everything inside it, so a reader skips a subtree in one step. An
+ * object's tokens alternate key, value.
+ */
+typedef enum jt_type { JT_OBJ, JT_ARR, JT_STR, JT_PRIM } jt_type;
+
+typedef struct jtok {
+    uint8_t type;
+    bool escaped;      /* a string with a backslash in it */
+    size_t start, end; /* [start, end) in the line; strings without quotes */
+    uint32_t next;
+} jtok;
+
+typedef struct jdoc {
+    char *s;
+    size_t n;
+    jtok *t;
+    uint32_t count, cap;
+} jdoc;
+
+#define JDOC_MAX_DEPTH 32
+
+static size_t jws(const jdoc *d, size_t i) {
+    while (i < d->n && (d->s[i] == ' ' || d->s[i] == '\t' || d->s[i] == '\n' ||
+                        d->s[i] == '\r'))
+        i++;
+    return i;
+}
+
+static long jpush(jdoc *d, jt_type type, size_t start) {
+    if (d->count == d->cap) {
+        uint32_t cap = d->cap ? d->cap * 2 : 64;
+        jtok *t = realloc(d->t, cap * sizeof *t);
+        if (!t)
+            return -1;
+        d->t = t;
+        d->cap = cap;
+    }
+    d->t[d->count] = (jtok){(uint8_t)type, false, start, start, d->count + 1};
+    return d->count++;
+}
+
+/* A string starting at the quote d->s[*pos]. */
+static bool jstring(jdoc *d, size_t *pos) {
+    size_t i = *pos + 1;
+    const char *q = i < d->n ? memchr(d->s + i, '"', d->n - i) : NULL;
+    if (!q)
+        return false;
+    bool esc = memchr(d->s + i, '\\', (size_t)(q - (d->s + i))) != NULL;
+    if (esc) { /* walk it: a quote may be escaped */
+        size_t j = i;
+        while (j < d->n && d->s[j] != '"')
+            j += d->s[j] == '\\' ? 2 : 1;
+        if (j >= d->n)
+            return false;
+        q = d->s + j;
+    }
+    long k = jpush(d, JT_STR, i);
+    if (k < 0)
+        return false;
+    d->t[k].end = (size_t)(q - d->s);
+    d->t[k].escaped = esc;
+    *pos = d->t[k].end + 1;
+    return true;
+}
+
+static bool jvalue(jdoc *d, size_t *pos, int depth) {
+    size_t i = jws(d, *pos);
+    if (i >= d->n || depth > JDOC_MAX_DEPTH)
+        return false;
+    char c = d->s[i];
+    if (c == '"') {
+        *pos = i;
+        return jstring(d, pos);
+    }
+    if (c == '{' || c == '[') {
+        bool obj = c == '{';
+        long k = jpush(d, obj ? JT_OBJ : JT_ARR, i);
+        if (k < 0)
+            return false;
+        i = jws(d, i + 1);
+        if (i < d->n && d->s[i] == (obj ? '}' : ']')) {
+            i++;
+        } else {
+            for (;;) {
+                if (obj) {
+                    i = jws(d, i);
+                    if (i >= d->n || d->s[i] != '"' || !jstring(d, &i))
+                        return false;
+                    i = jws(d, i);
+                    if (i >= d->n || d->s[i] != ':')
+                        return false;
+                    i++;
+                }
+                if (!jvalue(d, &i, depth + 1))
+                    return false;
+                i = jws(d, i);
+                if (i < d->n && d->s[i] == ',') {
+                    i++;
+                    continue;
+                }
+                if (i < d->n && d->s[i] == (obj ? '}' : ']')) {
+                    i++;
+                    break;
+                }
+                return false;
+            }
+        }
+        d->t[k].end = i;
+        d->t[k].next = d->count;
+        *pos = i;
+        return true;
+    }
+    size_t j = i; /* number, true, false, null */
+    while (j < d->n && (d->s[j] == '-' || d->s[j] == '+' || d->s[j] == '.' ||
+                        (d->s[j] >= '0' && d->s[j] <= '9') ||
+                        (d->s[j] >= 'a' && d->s[j] <= 'z') ||
+                        (d->s[j] >= 'A' && d->s[j] <= 'Z')))
+        j++;
+    if (j == i)
+        return false;
+    long k = jpush(d, JT_PRIM, i);
+    if (k < 0)
+        return false;
+    d->t[k].end = j;
+    *pos = j;
+    return true;
+}
+
+/* Tokenize s[0, n): false on malformed JSON (or out of memory). */
+static bool jparse(jdoc *d, char *s, size_t n) {
+    *d = (jdoc){.s = s, .n = n};
+    size_t pos = 0;
+    return jvalue(d, &pos, 0) && jws(d, pos) == n;
+}
+
+static void jfree(jdoc *d) {
+    free(d->t);
+    d->t = NULL;
+}
+
+/* The value of member `key` of object token `obj`, or -1. */
+static long jget(const jdoc *d, long obj, const char *key) {
+    if (obj < 0 || d->t[obj].type != JT_OBJ)
+        return -1;
+    size_t kl = strlen(key);
+    for (uint32_t i = (uint32_t)obj + 1; i < d->t[obj].next;
+         i = d->t[i + 1].next) {
+        const jtok *k = &d->t[i];
+        if (k->end - k->start == kl && !k->escaped &&
+            memcmp(d->s + k->start, key, kl) == 0)
+            return (long)i + 1;
+    }
     return -1;
 }
 
-/* Decode base64 (padding optional); malloc'd and NUL-terminated, *n gets
- * the length. NULL on a bad character or a dangling sextet. */
-static char *b64_decode(const char *src, size_t *n) {
-    size_t len = strlen(src);
-    while (len && src[len - 1] == '=')
-        len--;
-    if (len % 4 == 1)
-        return NULL;
-    char *out = malloc(len / 4 * 3 + 3), *o = out;
-    if (!out)
-        return NULL;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64_value((unsigned char)src[i]);
-        if (v < 0) {
-            free(out);
-            return NULL;
+static bool jis(const jdoc *d, long k, jt_type type) {
+    return k >= 0 && d->t[k].type == type;
+}
+
+/* A string token equal to `text` / a primitive token `true`. */
+static bool jeq(const jdoc *d, long k, const char *text) {
+    size_t l = strlen(text);
+    return k >= 0 && d->t[k].end - d->t[k].start == l &&
+           memcmp(d->s + d->t[k].start, text, l) == 0;
+}
+
+/* Undo a string token's escapes in place (the text only shrinks);
+ * \uXXXX beyond ASCII becomes '?'. Returns its new length. */
+static size_t junescape(jdoc *d, long k) {
+    jtok *t = &d->t[k];
+    if (!t->escaped)
+        return t->end - t->start;
+    char *p = d->s + t->start, *o = p, *end = d->s + t->end;
+    while (p < end) {
+        if (*p != '\\' || p + 1 >= end) {
+            *o++ = *p++;
+            continue;
         }
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            *o++ = (char)(acc >> bits & 0xff);
+        char c = p[1];
+        p += 2;
+        switch (c) {
+        case 'n': *o++ = '\n'; break;
+        case 't': *o++ = '\t'; break;
+        case 'r': *o++ = '\r'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'u': {
+            unsigned v = 0;
+            int got = 0;
+            while (got < 4 && p < end && isxdigit((unsigned char)*p)) {
+                v = v * 16 +
+                    (unsigned)(isdigit((unsigned char)*p)
+                                   ? *p - '0'
+                                   : (tolower((unsigned char)*p) - 'a' + 10));
+                p++;
+                got++;
+            }
+            *o++ = v < 0x80 ? (char)v : '?';
+            break;
+        }
+        default: *o++ = c; /* \" \\ \/ */
         }
     }
-    *o = '\0';
-    *n = (size_t)(o - out);
-    return out;
+    t->end = t->start + (size_t)(o - (d->s + t->start));
+    t->escaped = false;
+    return t->end - t->start;
+}
+
+/* A string token copied (unescaped) into out, NUL-terminated. */
+static void jcopy(jdoc *d, long k, char *out, size_t cap) {
+    if (!jis(d, k, JT_STR)) {
+        snprintf(out, cap, "%s", "");
+        return;
+    }
+    size_t l = junescape(d, k);
+    snprintf(out, cap, "%.*s", (int)l, d->s + d->t[k].start);
+}
+
+/* An int64 sent as a JSON string or number; 0 when absent or bad. */
+static int64_t jint(const jdoc *d, long k) {
+    if (!jis(d, k, JT_STR) && !jis(d, k, JT_PRIM))
+        return 0;
+    char tmp[32];
+    size_t l = d->t[k].end - d->t[k].start;
+    if (l >= sizeof tmp)
+        return 0;
+    memcpy(tmp, d->s + d->t[k].start, l);
+    tmp[l] = '\0';
+    return strtoll(tmp, NULL, 10);
 }
 
 /* An int64 that etcd's gateway sends as a JSON string (or a number). */
@@ -171,6 +462,7 @@ typedef struct source_rec {
     uint64_t checksum; /* of the live document's bytes */
     char *error;       /* last attempt's error, NULL if it succeeded */
     size_t lib_index;  /* the router's index of the source, or SIZE_MAX */
+    bool stale;        /* committed since applied/version/checksum were read */
 } source_rec;
 
 /* One instance: PREFIX instances/<service>/<id>. */
@@ -200,6 +492,7 @@ typedef struct change {
     char *key;
     char *value;
     size_t len;
+    bool borrowed; /* value points into a watch line: not freed here */
     int64_t mod_revision;
     int64_t create_revision;
 } change;
@@ -251,10 +544,13 @@ struct gw_etcd {
     state st;
     bool connected;
     int64_t revision;
-    uint64_t fingerprint;
     char *last_error;
     uint64_t reconnects, full_reads, commits, events, rejected;
     uint64_t last_commit_us, commit_us_total; /* time spent committing */
+    /* the CPU time of the commits; the time spent reading fingerprints */
+    uint64_t commit_cpu_us_total, fingerprint_us_total;
+    /* time spent parsing watch lines and decoding their values */
+    uint64_t last_decode_us, decode_us_total;
     source_rec *src;
     size_t src_n, src_cap;
     service_rec *svc;
@@ -299,7 +595,9 @@ static void set_str(char **slot, const char *s) {
 /* HTTP exchanges with etcd (one request per connection)               */
 /* ------------------------------------------------------------------ */
 
-typedef void (*http_line_fn)(gw_etcd *e, const char *line, size_t n);
+/* One line of a streamed body; the line may be changed in place (it is
+ * the exchange's buffer, discarded once the callback returns). */
+typedef void (*http_line_fn)(gw_etcd *e, char *line, size_t n);
 /* Exactly once per exchange unless the owner closed it first: status and
  * body on a complete response, or err on failure. */
 typedef void (*http_done_fn)(gw_etcd *e, int status, const char *body, size_t n,
@@ -391,8 +689,10 @@ static int on_hp_body(http_parser *p, const char *at, size_t n) {
     /* One JSON object per line; bytes before `scanned` hold no newline. */
     size_t start = 0;
     for (size_t i = h->scanned; i < h->body.len; i++) {
-        if (h->body.p[i] != '\n')
-            continue;
+        const char *nl = memchr(h->body.p + i, '\n', h->body.len - i);
+        if (!nl)
+            break;
+        i = (size_t)(nl - h->body.p);
         if (i > start)
             h->on_line(h->e, h->body.p + start, i - start);
         start = i + 1;
@@ -793,7 +1093,8 @@ static void change_free(change *c) {
     free(c->name);
     free(c->id);
     free(c->key);
-    free(c->value);
+    if (!c->borrowed)
+        free(c->value);
 }
 
 static void changes_clear(change_list *l) {
@@ -836,14 +1137,24 @@ static bool classify_key(gw_etcd *e, const char *key, size_t klen, change *c) {
     return false;
 }
 
-/* A kv (or delete) from etcd's JSON into a change; false to ignore it. */
-static bool change_from_kv(gw_etcd *e, const cJSON *kv, bool del, change *c) {
+/* A kv as etcd's JSON gives it: key and value in base64. */
+typedef struct kv_view {
+    const char *key;
+    size_t key_len;
+    char *value; /* NULL: absent (the gateway omits an empty value) */
+    size_t value_len;
+    int64_t mod_revision, create_revision;
+} kv_view;
+
+/* A kv (or delete) into a change; false to ignore it. `in_place`: the
+ * value is decoded where it lies and the change borrows it (it must
+ * outlive the change), else the change gets a decoded copy. */
+static bool change_from_view(gw_etcd *e, kv_view *v, bool del, bool in_place,
+                             change *c) {
+    static char empty[1];
     *c = (change){0};
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(kv, "key");
-    if (!cJSON_IsString(k))
-        return false;
     size_t klen;
-    char *key = b64_decode(k->valuestring, &klen);
+    char *key = b64_decode_n(v->key, v->key_len, &klen);
     if (!key)
         return false;
     if (!classify_key(e, key, klen, c)) {
@@ -853,18 +1164,43 @@ static bool change_from_kv(gw_etcd *e, const cJSON *kv, bool del, change *c) {
     }
     c->key = key;
     c->del = del;
-    c->mod_revision = json_i64(kv, "mod_revision");
-    c->create_revision = json_i64(kv, "create_revision");
-    if (!del) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(kv, "value");
-        /* an empty value is omitted by the gateway */
-        c->value = b64_decode(cJSON_IsString(v) ? v->valuestring : "", &c->len);
-        if (!c->value) {
-            change_free(c);
-            return false;
+    c->mod_revision = v->mod_revision;
+    c->create_revision = v->create_revision;
+    if (del)
+        return true;
+    if (!v->value) {
+        c->value = in_place ? empty : xstrdup("");
+        c->borrowed = in_place;
+    } else if (in_place) {
+        long got = b64_decode_inplace(v->value, v->value_len);
+        if (got >= 0) {
+            c->value = v->value;
+            c->len = (size_t)got;
+            c->borrowed = true;
         }
+    } else {
+        c->value = b64_decode_n(v->value, v->value_len, &c->len);
+    }
+    if (!c->value) {
+        change_free(c);
+        return false;
     }
     return true;
+}
+
+/* A kv of a range answer (cJSON) into a change that owns its value. */
+static bool change_from_kv(gw_etcd *e, const cJSON *kv, bool del, change *c) {
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(kv, "key");
+    const cJSON *val = cJSON_GetObjectItemCaseSensitive(kv, "value");
+    if (!cJSON_IsString(k))
+        return false;
+    kv_view v = {k->valuestring,
+                 strlen(k->valuestring),
+                 cJSON_IsString(val) ? val->valuestring : NULL,
+                 cJSON_IsString(val) ? strlen(val->valuestring) : 0,
+                 json_i64(kv, "mod_revision"),
+                 json_i64(kv, "create_revision")};
+    return change_from_view(e, &v, del, false, c);
 }
 
 static bool changes_push(change_list *l, change *c) {
@@ -1024,7 +1360,7 @@ static int stage_all(gw_etcd *e, sy_change_set *cs, staged *st, size_t n,
  */
 static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
                           bool full_read) {
-    uint64_t t0 = uv_hrtime();
+    uint64_t t0 = uv_hrtime(), c0 = cpu_us();
     uv_mutex_lock(&e->mu);
     for (size_t i = 0; i < l->n; i++)
         if (!l->v[i].is_route)
@@ -1103,15 +1439,10 @@ static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
             continue;
         }
         set_str(&s->error, NULL);
-        sy_source_status ss;
-        size_t k = lib_source_index(e, s);
-        if (k != SIZE_MAX &&
-            sy_router_source_status(e->router, k, &ss, NULL) == 0) {
-            s->applied = ss.applied && s->present;
-            s->has_version = ss.applied && ss.version[0];
-            snprintf(s->version, sizeof s->version, "%s", ss.version);
-            s->checksum = ss.checksum;
-        }
+        /* version and checksum are read from the router when asked
+         * (refresh_source_locked): its source status walks the source's
+         * routes, which need not delay the next change */
+        s->stale = true;
     }
     for (size_t i = 0; st && i < n; i++)
         free(st[i].error);
@@ -1129,18 +1460,49 @@ static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
     /* A full read is the truth, even when etcd went back (lost data). */
     if (full_read || revision > e->revision)
         e->revision = revision;
+    /* the fingerprint is read when asked (live_fingerprint_locked): a
+     * walk of every route, which need not delay the next change */
     sy_snapshot *snap = sy_router_acquire(e->router);
-    e->fingerprint = sy_snapshot_fingerprint(snap);
+    uint64_t gen = sy_snapshot_generation(snap);
     sy_snapshot_release(snap);
     e->commits++;
     e->last_commit_us = (uv_hrtime() - t0) / 1000;
     e->commit_us_total += e->last_commit_us;
+    e->commit_cpu_us_total += cpu_us() - c0;
     int64_t rev = e->revision;
-    uint64_t fp = e->fingerprint;
     uv_mutex_unlock(&e->mu);
     if (e->opts.on_commit)
-        e->opts.on_commit(e->opts.data, rev, fp);
+        e->opts.on_commit(e->opts.data, rev, gen);
     return true;
+}
+
+/* A source's applied/version/checksum from the router, if it committed
+ * since they were read (under mu). */
+static void refresh_source_locked(gw_etcd *e, source_rec *s) {
+    if (!s->stale)
+        return;
+    sy_source_status ss;
+    size_t k = lib_source_index(e, s);
+    if (k != SIZE_MAX &&
+        sy_router_source_status(e->router, k, &ss, NULL) == 0) {
+        s->applied = ss.applied && s->present;
+        s->has_version = ss.applied && ss.version[0];
+        snprintf(s->version, sizeof s->version, "%s", ss.version);
+        s->checksum = ss.checksum;
+    }
+    s->stale = false;
+}
+
+/* The fingerprint of the router's live snapshot (under mu, so that it goes
+ * with `revision`: the module commits under mu too). The library keeps it
+ * per snapshot once computed; the first reader pays a walk of the routes. */
+static uint64_t live_fingerprint_locked(gw_etcd *e) {
+    uint64_t t = uv_hrtime();
+    sy_snapshot *snap = sy_router_acquire(e->router);
+    uint64_t fp = sy_snapshot_fingerprint(snap);
+    sy_snapshot_release(snap);
+    e->fingerprint_us_total += (uv_hrtime() - t) / 1000;
+    return fp;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1416,27 +1778,32 @@ static void start_full_read(gw_etcd *e) {
     range_page(e, e->key_b64);
 }
 
-/* One line of the watch stream: a JSON object {"result": {...}}. */
-static void on_watch_line(gw_etcd *e, const char *line, size_t n) {
-    cJSON *o = cJSON_ParseWithLength(line, n);
-    const cJSON *res = cJSON_GetObjectItemCaseSensitive(o, "result");
-    if (!cJSON_IsObject(res)) {
-        const cJSON *er = cJSON_GetObjectItemCaseSensitive(o, "error");
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(er, "message");
+/* One line of the watch stream: a JSON object {"result": {...}}, parsed
+ * in place (jparse); the values of its events are decoded where they lie
+ * and applied from there, without a copy. */
+static void on_watch_line(gw_etcd *e, char *line, size_t n) {
+    uint64_t t0 = uv_hrtime();
+    jdoc d;
+    bool parsed = jparse(&d, line, n);
+    long res = parsed ? jget(&d, 0, "result") : -1;
+    if (!jis(&d, res, JT_OBJ)) {
+        long m = parsed ? jget(&d, jget(&d, 0, "error"), "message") : -1;
         char msg[512];
-        snprintf(msg, sizeof msg, "%s",
-                 cJSON_IsString(m) ? m->valuestring : "unexpected message");
-        cJSON_Delete(o);
-        fail(e, "watch", msg);
+        jcopy(&d, m, msg, sizeof msg);
+        jfree(&d);
+        fail(e, "watch",
+             msg[0]   ? msg
+             : parsed ? "unexpected message"
+                      : "malformed watch response");
         return;
     }
-    const cJSON *hdr = cJSON_GetObjectItemCaseSensitive(res, "header");
+    long hdr = jget(&d, res, "header");
     uv_mutex_lock(&e->mu);
     int64_t applied = e->revision;
     uv_mutex_unlock(&e->mu);
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "canceled"))) {
-        int64_t compact = json_i64(res, "compact_revision");
-        cJSON_Delete(o);
+    if (jeq(&d, jget(&d, res, "canceled"), "true")) {
+        int64_t compact = jint(&d, jget(&d, res, "compact_revision"));
+        jfree(&d);
         if (compact) {
             etcd_log(e, GW_ETCD_LOG_WARN,
                      "revision %" PRId64
@@ -1449,12 +1816,13 @@ static void on_watch_line(gw_etcd *e, const char *line, size_t n) {
         }
         return;
     }
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "created"))) {
-        const cJSON *cid = cJSON_GetObjectItemCaseSensitive(hdr, "cluster_id");
-        int64_t now = json_i64(hdr, "revision");
-        bool other_cluster = cJSON_IsString(cid) && e->cluster_id[0] &&
-                             strcmp(cid->valuestring, e->cluster_id) != 0;
-        cJSON_Delete(o);
+    if (jeq(&d, jget(&d, res, "created"), "true")) {
+        char cid[32];
+        jcopy(&d, jget(&d, hdr, "cluster_id"), cid, sizeof cid);
+        int64_t now = jint(&d, jget(&d, hdr, "revision"));
+        bool other_cluster =
+            cid[0] && e->cluster_id[0] && strcmp(cid, e->cluster_id) != 0;
+        jfree(&d);
         if (now < applied || other_cluster) {
             /* etcd lost data or is another cluster: what it holds now is
              * the truth. */
@@ -1473,25 +1841,41 @@ static void on_watch_line(gw_etcd *e, const char *line, size_t n) {
         e->backoff_ms = e->opts.backoff_min_ms;
         return;
     }
-    const cJSON *events = cJSON_GetObjectItemCaseSensitive(res, "events");
+    long events = jget(&d, res, "events");
     change_list l = {0};
     int64_t top = applied;
-    const cJSON *ev;
-    cJSON_ArrayForEach(ev, events) {
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-        bool del =
-            cJSON_IsString(type) && strcmp(type->valuestring, "DELETE") == 0;
-        const cJSON *kv = cJSON_GetObjectItemCaseSensitive(ev, "kv");
-        int64_t rev = json_i64(kv, "mod_revision");
+    for (uint32_t ev = jis(&d, events, JT_ARR) ? (uint32_t)events + 1 : 0;
+         jis(&d, events, JT_ARR) && ev < d.t[events].next; ev = d.t[ev].next) {
+        bool del = jeq(&d, jget(&d, ev, "type"), "DELETE");
+        long kv = jget(&d, ev, "kv");
+        int64_t rev = jint(&d, jget(&d, kv, "mod_revision"));
         if (rev <= applied)
             continue; /* already applied: never twice */
         if (rev > top)
             top = rev;
+        long k = jget(&d, kv, "key"), v = jget(&d, kv, "value");
+        if (!jis(&d, k, JT_STR))
+            continue;
+        kv_view view = {d.s + d.t[k].start,
+                        junescape(&d, k),
+                        NULL,
+                        0,
+                        rev,
+                        jint(&d, jget(&d, kv, "create_revision"))};
+        if (jis(&d, v, JT_STR)) {
+            view.value_len = junescape(&d, v);
+            view.value = d.s + d.t[v].start;
+        }
         change c;
-        if (change_from_kv(e, kv, del, &c) && !changes_push(&l, &c))
+        if (change_from_view(e, &view, del, true, &c) && !changes_push(&l, &c))
             change_free(&c);
     }
-    cJSON_Delete(o);
+    jfree(&d);
+    uv_mutex_lock(&e->mu);
+    e->last_decode_us = (uv_hrtime() - t0) / 1000;
+    e->decode_us_total += e->last_decode_us;
+    uv_mutex_unlock(&e->mu);
+    /* the changes borrow their values from `line`, alive until we return */
     bool ok = top <= applied || apply_changes(e, &l, top, false);
     changes_clear(&l);
     if (!ok) {
@@ -1726,7 +2110,7 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     cJSON_AddStringToObject(o, "state", state_names[e->st]);
     cJSON_AddBoolToObject(o, "connected", e->connected);
     cJSON_AddNumberToObject(o, "revision", (double)e->revision);
-    snprintf(hex, sizeof hex, "%016" PRIx64, e->fingerprint);
+    snprintf(hex, sizeof hex, "%016" PRIx64, live_fingerprint_locked(e));
     cJSON_AddStringToObject(o, "fingerprint", hex);
     cJSON_AddItemToObject(o, "last_error", str_or_null(e->last_error));
     cJSON_AddNumberToObject(o, "reconnects", (double)e->reconnects);
@@ -1736,9 +2120,16 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     cJSON_AddNumberToObject(o, "rejected", (double)e->rejected);
     cJSON_AddNumberToObject(o, "last_commit_us", (double)e->last_commit_us);
     cJSON_AddNumberToObject(o, "commit_us_total", (double)e->commit_us_total);
+    cJSON_AddNumberToObject(o, "commit_cpu_us_total",
+                            (double)e->commit_cpu_us_total);
+    cJSON_AddNumberToObject(o, "fingerprint_us_total",
+                            (double)e->fingerprint_us_total);
+    cJSON_AddNumberToObject(o, "last_decode_us", (double)e->last_decode_us);
+    cJSON_AddNumberToObject(o, "decode_us_total", (double)e->decode_us_total);
     cJSON *srcs = cJSON_AddArrayToObject(o, "sources");
     for (size_t i = 0; i < e->src_n; i++) {
-        const source_rec *s = &e->src[i];
+        source_rec *s = &e->src[i];
+        refresh_source_locked(e, s);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "name", s->name);
         cJSON_AddStringToObject(j, "key", s->key);
@@ -1783,8 +2174,9 @@ int gw_etcd_source_info_get(gw_etcd *e, const char *source,
                             gw_etcd_source_info *out) {
     int rc = -1;
     uv_mutex_lock(&e->mu);
-    const source_rec *s = find_source(e, source);
+    source_rec *s = find_source(e, source);
     if (s) {
+        refresh_source_locked(e, s);
         memset(out, 0, sizeof *out);
         snprintf(out->key, sizeof out->key, "%s", s->key);
         out->mod_revision = s->mod_revision;
@@ -1819,8 +2211,8 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
              "reflects.\n"
              "# TYPE switchyard_etcd_revision gauge\n"
              "switchyard_etcd_revision %" PRId64 "\n"
-             "# HELP switchyard_etcd_info The snapshot fingerprint right "
-             "after that revision was committed.\n"
+             "# HELP switchyard_etcd_info The fingerprint of the router's "
+             "snapshot, which reflects that revision.\n"
              "# TYPE switchyard_etcd_info gauge\n"
              "switchyard_etcd_info{revision=\"%" PRId64
              "\",fingerprint=\"%016" PRIx64 "\"} 1\n"
@@ -1835,8 +2227,9 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
              "# TYPE switchyard_etcd_rejected_total counter\n"
              "switchyard_etcd_rejected_total %" PRIu64 "\n"
              "# TYPE switchyard_etcd_source_error gauge\n",
-             e->revision, e->revision, e->fingerprint, e->connected ? 1 : 0,
-             e->reconnects, e->full_reads, e->commits, e->rejected);
+             e->revision, e->revision, live_fingerprint_locked(e),
+             e->connected ? 1 : 0, e->reconnects, e->full_reads, e->commits,
+             e->rejected);
     for (size_t i = 0; i < e->src_n; i++) {
         /* label value escaping: backslash, quote, newline */
         char name[300];

@@ -43,9 +43,12 @@ typedef struct gw_etcd_options {
     uint32_t backoff_max_ms;     /* 0: 5000 */
     uint32_t request_timeout_ms; /* 0: 10000 (connect and range reads) */
     /* Optional, called on the loop's thread after every change from etcd
-     * was committed: the etcd revision the router now reflects and the
-     * router's snapshot fingerprint right after the commit. */
-    void (*on_commit)(void *data, int64_t revision, uint64_t fingerprint);
+     * was committed (published: requests are routed by it): the etcd
+     * revision the router now reflects and the generation of the snapshot
+     * the commit published. The module does not read the snapshot's
+     * fingerprint here (a walk of every route); sy_snapshot_fingerprint
+     * does when the host needs it. */
+    void (*on_commit)(void *data, int64_t revision, uint64_t generation);
     /* Optional log sink (loop's thread); NULL: stderr. */
     void (*on_log)(void *data, gw_etcd_log_level level, const char *message);
     void *data;
@@ -79,11 +82,16 @@ int64_t gw_etcd_revision(gw_etcd *e);
  * The whole status as a new cJSON object the caller owns (cJSON_Delete):
  *   {"url", "prefix", "state" ("connecting"|"reading"|"watching"|"backoff"),
  *    "connected": bool, "revision": N (etcd revision the router reflects),
- *    "fingerprint": "hex16" (router's snapshot fingerprint right after the
- *    commit of that revision), "last_error": string|null,
- *    "reconnects", "full_reads", "commits", "events", "rejected":
- *    counters, "last_commit_us" / "commit_us_total": time spent applying
- *    changes to the router (the last commit's, all commits'),
+ *    "fingerprint": "hex16" (of the router's live snapshot, which
+ *    reflects that revision; read when asked, not after every commit),
+ *    "last_error": string|null, "reconnects", "full_reads", "commits",
+ *    "events", "rejected": counters, "last_commit_us" / "commit_us_total":
+ *    time spent applying changes to the router (the last commit's, all
+ *    commits'),
+ *    "commit_cpu_us_total": their CPU time, "fingerprint_us_total": time
+ *    spent reading fingerprints for status and metrics,
+ *    "last_decode_us" / "decode_us_total": time spent parsing watch
+ *    responses and decoding their values (the last one's, all of them),
  *    "sources": [{"name", "key", "mod_revision", "present" (the key
  *                 exists), "version" (string|null), "checksum"
  *                 ("hex16"|null), "error" (string|null)}],

@@ -35,6 +35,7 @@ typedef struct gw_buf {
 void gw_buf_reserve(gw_buf *b, size_t extra);
 void gw_buf_add(gw_buf *b, const void *data, size_t len);
 void gw_buf_adds(gw_buf *b, const char *s);
+void gw_buf_addu(gw_buf *b, uint64_t v); /* decimal, without printf */
 void gw_buf_printf(gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A JSON string literal (quotes included) for len bytes of s. */
@@ -210,7 +211,27 @@ int gw_backend_spawn(const char *host, int port, const char *id,
 
 /* util */
 int gw_parse_addr(const char *s, char *host, size_t hostcap, int *port);
+
+/* A deadline on a libuv timer, re-armed lazily: a connection sets and
+ * clears its deadline on every request (header, response, idle), and
+ * restarting a uv timer each time costs a heap removal and insertion. The
+ * timer stays armed at or before the earliest deadline set: a later
+ * deadline is only stored, a cleared one is only forgotten, and when the
+ * timer fires before the stored deadline it re-arms for the rest. A
+ * deadline never fires late. `timer.data` is the caller's, as with a plain
+ * uv timer; close the handle with uv_close((uv_handle_t *)&d->timer, ...). */
+typedef struct gw_deadline {
+    uv_timer_t timer; /* first: the fire callback casts back */
+    uint64_t due;     /* loop time (ms) of the deadline; 0: none */
+    uint64_t armed;   /* loop time the timer fires at, while active */
+    uv_timer_cb cb;
+} gw_deadline;
+void gw_deadline_init(uv_loop_t *loop, gw_deadline *d, void *data);
+void gw_deadline_set(gw_deadline *d, uv_timer_cb cb, uint64_t ms);
+void gw_deadline_clear(gw_deadline *d);
 uint64_t gw_now_ms(void);
+/* Copy `src` (NULL: "") into dst[cap], cut to fit; always terminated. */
+void gw_copy_str(char *dst, size_t cap, const char *src);
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *gw_status_text(int status);
 /* A listening socket with SO_REUSEPORT, opened into a uv_tcp_t. */

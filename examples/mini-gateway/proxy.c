@@ -205,7 +205,7 @@ static void client_close(gw_client *c) {
                            q->status ? q->status : 499);
         request_free(q);
     }
-    uv_close((uv_handle_t *)&c->timer, on_client_handle_closed);
+    uv_close((uv_handle_t *)&c->timer.timer, on_client_handle_closed);
     uv_close((uv_handle_t *)&c->tcp, on_client_handle_closed);
 }
 
@@ -275,7 +275,7 @@ static int on_message_begin(http_parser *p) {
     c->last = 0;
     c->error = 0;
     c->body_base = c->start; /* the head starts here */
-    uv_timer_start(&c->timer, on_client_timer, G.cfg.header_timeout_ms, 0);
+    gw_deadline_set(&c->timer, on_client_timer, G.cfg.header_timeout_ms);
     return 0;
 }
 
@@ -509,11 +509,10 @@ static int build_attempt(gw_request *q, sy_match *m) {
         return -1; /* no://op: the gateway answers */
     if (t.kind == SY_UPSTREAM_FORWARD)
         return 501; /* forward: is not supported here */
-    snprintf(q->host, sizeof q->host, "%s", t.host ? t.host : "");
+    gw_copy_str(q->host, sizeof q->host, t.host);
     q->port = t.port;
     q->lb = t.kind == SY_UPSTREAM_SERVICE;
-    snprintf(q->instance, sizeof q->instance, "%s",
-             t.instance_id ? t.instance_id : "");
+    gw_copy_str(q->instance, sizeof q->instance, t.instance_id);
     q->health = t;
     if (t.scheme && strcmp(t.scheme, "http") != 0)
         return 502; /* https/ws upstreams are not supported here */
@@ -565,9 +564,11 @@ static int build_attempt(gw_request *q, sy_match *m) {
     }
     if (q->req_chunked)
         gw_buf_adds(h, "Transfer-Encoding: chunked\r\n");
-    else if (q->has_body)
-        gw_buf_printf(h, "Content-Length: %llu\r\n",
-                      (unsigned long long)q->sreq.content_length);
+    else if (q->has_body) {
+        gw_buf_adds(h, "Content-Length: ");
+        gw_buf_addu(h, q->sreq.content_length);
+        gw_buf_adds(h, "\r\n");
+    }
     gw_buf_adds(h, "\r\n");
     return 0;
 }
@@ -650,7 +651,7 @@ static void request_begin(gw_client *c) {
     q->t_start_ns = gw_now_ns();
     c->req = q;
     c->state = C_ACTIVE;
-    uv_timer_stop(&c->timer);
+    gw_deadline_clear(&c->timer);
     http_parser *p = &c->p;
     q->keep_alive = http_should_keep_alive(p) && !w->draining && !p->upgrade;
     q->head_req = p->method == HTTP_HEAD;
@@ -807,7 +808,7 @@ static void request_finish(gw_request *q) {
     c->end -= c->start;
     c->start = 0;
     c->body_base = 0;
-    uv_timer_start(&c->timer, on_client_timer, G.cfg.idle_timeout_ms, 0);
+    gw_deadline_set(&c->timer, on_client_timer, G.cfg.idle_timeout_ms);
     client_kick(c);
 }
 
@@ -892,8 +893,7 @@ void gw_client_accept(gw_worker *w, uv_stream_t *server) {
     c->w = w;
     uv_tcp_init(&w->loop, &c->tcp);
     c->tcp.data = c;
-    uv_timer_init(&w->loop, &c->timer);
-    c->timer.data = c;
+    gw_deadline_init(&w->loop, &c->timer, c);
     c->open_handles = 2;
     w->clients++;
     atomic_fetch_add(&G.active_clients, 1);
@@ -919,7 +919,7 @@ void gw_client_accept(gw_worker *w, uv_stream_t *server) {
     c->p.data = c;
     c->state = C_IDLE;
     /* the first request must start arriving within the header timeout */
-    uv_timer_start(&c->timer, on_client_timer, G.cfg.header_timeout_ms, 0);
+    gw_deadline_set(&c->timer, on_client_timer, G.cfg.header_timeout_ms);
     update_read(c);
 }
 

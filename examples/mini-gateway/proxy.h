@@ -19,7 +19,7 @@ typedef enum { C_IDLE, C_HEAD, C_ACTIVE } gw_client_state;
 
 struct gw_client {
     uv_tcp_t tcp;
-    uv_timer_t timer;
+    gw_deadline timer; /* header, then idle */
     gw_worker *w;
     gw_client *next, *prev;
     http_parser p;
@@ -91,7 +91,7 @@ struct gw_request {
 
 struct gw_upconn {
     uv_tcp_t tcp;
-    uv_timer_t timer;
+    gw_deadline timer; /* connect, response, then idle in the pool */
     uv_connect_t creq;
     uv_getaddrinfo_t gai; /* an upstream given by name */
     gw_worker *w;

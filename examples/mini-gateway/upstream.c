@@ -69,7 +69,7 @@ void gw_upstream_close(gw_upconn *u) {
     if (u->req && u->req->up == u)
         u->req->up = NULL;
     u->req = NULL;
-    uv_close((uv_handle_t *)&u->timer, on_up_closed);
+    uv_close((uv_handle_t *)&u->timer.timer, on_up_closed);
     uv_close((uv_handle_t *)&u->tcp, on_up_closed);
 }
 
@@ -96,7 +96,7 @@ void gw_upstream_detach(gw_upconn *u, bool reusable) {
         uv_read_start((uv_stream_t *)&u->tcp, up_alloc, up_read);
         u->reading = true;
     }
-    uv_timer_start(&u->timer, on_idle_timeout, G.cfg.upstream_idle_ms, 0);
+    gw_deadline_set(&u->timer, on_idle_timeout, G.cfg.upstream_idle_ms);
 }
 
 static gw_pool *pool_find(gw_request *q) {
@@ -231,14 +231,14 @@ static void on_response_timeout(uv_timer_t *t) {
 void gw_upstream_request_done(gw_upconn *u) {
     gw_request *q = u->req;
     if (q && !q->resp_started)
-        uv_timer_start(&u->timer, on_response_timeout, q->response_ms, 0);
+        gw_deadline_set(&u->timer, on_response_timeout, q->response_ms);
 }
 
 static void send_head(gw_upconn *u) {
     gw_request *q = u->req;
     gw_upstream_write(u, q->head.p, q->head.len);
     q->t_sent_ns = gw_now_ns();
-    uv_timer_start(&u->timer, on_response_timeout, q->response_ms, 0);
+    gw_deadline_set(&u->timer, on_response_timeout, q->response_ms);
     if (!u->reading) {
         uv_read_start((uv_stream_t *)&u->tcp, up_alloc, up_read);
         u->reading = true;
@@ -256,7 +256,7 @@ static void attach(gw_upconn *u, gw_request *q) {
     q->rh.len = 0;
     q->rn = 0;
     q->rlast = 0;
-    uv_timer_stop(&u->timer);
+    gw_deadline_clear(&u->timer);
 }
 
 static void on_connect(uv_connect_t *cr, int status) {
@@ -349,8 +349,8 @@ void gw_upstream_start(gw_request *q) {
     u->w = w;
     u->pool = pool;
     uv_tcp_init(&w->loop, &u->tcp);
-    uv_timer_init(&w->loop, &u->timer);
-    u->tcp.data = u->timer.data = u->creq.data = u->gai.data = u;
+    gw_deadline_init(&w->loop, &u->timer, u);
+    u->tcp.data = u->creq.data = u->gai.data = u;
     u->open_handles = 2;
     u->lnext = w->upconn_list;
     if (u->lnext)
@@ -358,7 +358,7 @@ void gw_upstream_start(gw_request *q) {
     w->upconn_list = u;
     attach(u, q);
     /* the connect timeout covers the name lookup too */
-    uv_timer_start(&u->timer, on_connect_timeout, q->connect_ms, 0);
+    gw_deadline_set(&u->timer, on_connect_timeout, q->connect_ms);
     struct sockaddr_storage ss;
     if (uv_ip4_addr(q->host, q->port, (struct sockaddr_in *)&ss) == 0 ||
         uv_ip6_addr(q->host, q->port, (struct sockaddr_in6 *)&ss) == 0) {
@@ -577,7 +577,7 @@ static int r_headers_complete(http_parser *p) {
     int st = p->status_code;
     if (st >= 100 && st < 200)
         return 0; /* interim: the final response follows */
-    uv_timer_stop(&u->timer);
+    gw_deadline_clear(&u->timer);
     gw_metrics_upstream_latency(&u->w->metrics,
                                 (double)(gw_now_ns() - q->t_sent_ns) / 1e9);
     if (q->lb)
@@ -604,8 +604,11 @@ static int r_headers_complete(http_parser *p) {
     bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;
     gw_client *c = q->c;
     gw_buf out = {0};
-    gw_buf_printf(&out, "HTTP/1.1 %d %s\r\n", q->status,
-                  gw_status_text(q->status));
+    gw_buf_adds(&out, "HTTP/1.1 ");
+    gw_buf_addu(&out, (uint64_t)q->status);
+    gw_buf_add(&out, " ", 1);
+    gw_buf_adds(&out, gw_status_text(q->status));
+    gw_buf_add(&out, "\r\n", 2);
     for (size_t i = 0; i < l.n; i++) {
         gw_buf_adds(&out, l.a[i].n);
         gw_buf_add(&out, ": ", 2);
@@ -613,10 +616,11 @@ static int r_headers_complete(http_parser *p) {
         gw_buf_add(&out, "\r\n", 2);
     }
     hl_free(&l);
-    if (has_cl)
-        gw_buf_printf(&out, "Content-Length: %llu\r\n",
-                      (unsigned long long)p->content_length);
-    else if (!q->resp_no_body) {
+    if (has_cl) {
+        gw_buf_adds(&out, "Content-Length: ");
+        gw_buf_addu(&out, p->content_length);
+        gw_buf_add(&out, "\r\n", 2);
+    } else if (!q->resp_no_body) {
         if (c->p.http_major == 1 && c->p.http_minor >= 1) {
             q->resp_chunked = true;
             gw_buf_adds(&out, "Transfer-Encoding: chunked\r\n");

@@ -1,6 +1,7 @@
 /*
  * util.c - small helpers for the mini-gateway: a growable buffer, address
- * parsing, the clock, logging, status reasons, SO_REUSEPORT listeners.
+ * parsing, the clock, lazily re-armed deadlines, logging, status reasons,
+ * SO_REUSEPORT listeners.
  */
 #define _DEFAULT_SOURCE
 #include "gw.h"
@@ -43,6 +44,22 @@ void gw_buf_add(gw_buf *b, const void *data, size_t len) {
 
 void gw_buf_adds(gw_buf *b, const char *s) {
     gw_buf_add(b, s, strlen(s));
+}
+
+void gw_buf_addu(gw_buf *b, uint64_t v) {
+    char d[20];
+    size_t n = 0;
+    do {
+        d[sizeof d - ++n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    gw_buf_add(b, d + sizeof d - n, n);
+}
+
+void gw_copy_str(char *dst, size_t cap, const char *src) {
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+    memcpy(dst, src ? src : "", n);
+    dst[n] = '\0';
 }
 
 void gw_buf_printf(gw_buf *b, const char *fmt, ...) {
@@ -213,4 +230,41 @@ char *gw_read_file(const char *path, size_t *len) {
         gw_buf_reserve(&b, 0), b.p[0] = 0;
     *len = b.len;
     return b.p;
+}
+
+/* ---- deadlines (gw.h) ---- */
+
+static void deadline_fire(uv_timer_t *t) {
+    gw_deadline *d = (gw_deadline *)t;
+    if (!d->due)
+        return; /* cleared since it was armed */
+    uint64_t now = uv_now(t->loop);
+    if (now < d->due) { /* armed for an earlier deadline, since moved on */
+        d->armed = d->due;
+        uv_timer_start(t, deadline_fire, d->due - now, 0);
+        return;
+    }
+    d->due = 0;
+    d->cb(t);
+}
+
+void gw_deadline_init(uv_loop_t *loop, gw_deadline *d, void *data) {
+    uv_timer_init(loop, &d->timer);
+    d->timer.data = data;
+    d->due = d->armed = 0;
+    d->cb = NULL;
+}
+
+void gw_deadline_set(gw_deadline *d, uv_timer_cb cb, uint64_t ms) {
+    uint64_t due = uv_now(d->timer.loop) + ms;
+    d->cb = cb;
+    d->due = due ? due : 1;
+    if (uv_is_active((uv_handle_t *)&d->timer) && d->armed <= due)
+        return; /* fires first, then re-arms for the rest */
+    d->armed = due;
+    uv_timer_start(&d->timer, deadline_fire, ms, 0);
+}
+
+void gw_deadline_clear(gw_deadline *d) {
+    d->due = 0;
 }

@@ -40,12 +40,20 @@ typedef struct {
     ngx_str_t text;
 } sw_file_t;
 
+/* The pipes that wake workers (ngx_http_switchyard_notify.c): fd[i][0]
+ * is read by worker i, fd[i][1] written by the others. */
+typedef struct {
+    ngx_fd_t fd[SW_MAX_WORKERS][2];
+    ngx_uint_t count;
+} sw_notify_t;
+
 typedef struct {
     ngx_array_t route_files;    /* sw_file_t, one source each */
     ngx_array_t instance_files; /* sw_file_t */
     size_t zone_size;
     ngx_shm_zone_t *zone;
-    ngx_flag_t used; /* any switchyard directive was seen */
+    sw_notify_t *notify; /* NULL: one worker, or no master */
+    ngx_flag_t used;     /* any switchyard directive was seen */
     /* router options */
     ngx_flag_t strip_host_port;
     ngx_flag_t merge_slashes;
@@ -81,7 +89,13 @@ typedef struct {
     uint64_t fingerprint; /* of the worker's live snapshot */
     uint64_t routes;
     int64_t updated_ms;
-    int last_rc; /* SY_OK or the code of the last failed sync */
+    /* the last change applied, in microseconds: reading the documents
+     * out of the zone (staged on a change set under the zone's mutex; 0
+     * for the worker that took the change), committing them (wall; CPU
+     * time of both), reading the new snapshot's fingerprint */
+    uint64_t copy_us, apply_us, apply_cpu_us, publish_us;
+    uint64_t wakeups; /* notifications from other workers received */
+    int last_rc;      /* SY_OK or the code of the last failed sync */
     char last_error[520];
 } sw_slot_t;
 
@@ -108,16 +122,29 @@ typedef struct {
 } sw_doc_copy_t;
 
 ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data);
+/* The zone's mutex, held by the admin location from its sync to the
+ * store of a change (the _locked calls). */
+void sw_zone_lock(sw_zone_ctx_t *z);
+void sw_zone_unlock(sw_zone_ctx_t *z);
 /* Copies of the documents stored after generation `after` (all: 0),
  * sorted by seq; *gen gets the generation they bring the reader to.
- * NGX_DECLINED when the zone belongs to a newer configuration epoch. */
-ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
-                       sw_doc_copy_t **out, size_t *count, uint64_t *gen);
+ * NGX_DECLINED when the zone belongs to a newer configuration epoch.
+ * `locked`: the caller holds the zone's mutex. */
+ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, bool locked, ngx_uint_t epoch,
+                       uint64_t after, sw_doc_copy_t **out, size_t *count,
+                       uint64_t *gen);
 void sw_docs_free(sw_doc_copy_t *docs, size_t count);
-/* Store a document; *seq receives its generation. */
-ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
-                        ngx_str_t *source, const u_char *data, size_t len,
-                        uint64_t *seq);
+/* Storing a change takes two steps, so that the admin location can commit
+ * it to its own router in between and store only what committed:
+ * sw_zone_prepare_locked makes room for a document of len bytes (filled
+ * by the caller; NULL: the zone is full), unseen by the workers;
+ * sw_zone_link_locked makes it the newest document of its (kind, name)
+ * and returns its generation, or sw_zone_discard_locked frees it. */
+sw_shm_doc_t *sw_zone_prepare_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
+                                     ngx_str_t *name, ngx_str_t *source,
+                                     size_t len);
+uint64_t sw_zone_link_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
+void sw_zone_discard_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
 
 /* ---- the worker's router ---- */
@@ -132,8 +159,9 @@ typedef struct {
     ngx_event_t timer;
     sy_header *hdrs; /* scratch for a request's headers */
     size_t hdr_cap;
-    sw_slot_t slot;   /* what this worker last published */
-    ngx_uint_t ticks; /* of the timer */
+    sw_slot_t slot;     /* what this worker last published */
+    ngx_uint_t ticks;   /* of the timer */
+    ngx_fd_t notify_fd; /* read end of this worker's pipe, or -1 */
 } sw_worker_t;
 
 extern sw_worker_t sw_worker;
@@ -144,6 +172,10 @@ void sw_worker_stop(void);
 /* Bring the worker's router up to the zone's generation: one atomic read
  * when nothing changed. */
 void sw_worker_sync(ngx_log_t *log);
+/* The same with the zone's mutex held and without publishing the slot:
+ * true when something was applied (*rc, *err: its outcome; the caller
+ * publishes with sw_worker_publish once it released the mutex). */
+bool sw_worker_follow_locked(ngx_log_t *log, int *rc, sy_error *err);
 /* Apply one document to this worker's router (the admin location's
  * validation); err is filled on failure. */
 int sw_worker_apply(ngx_uint_t kind, const char *name, const char *source,
@@ -158,10 +190,24 @@ void sw_worker_publish(int rc, const sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);
 
+/* ---- waking the other workers ---- */
+
+/* In the master, before the workers are forked (init_module): one pipe
+ * per worker in mcf->notify. */
+ngx_int_t sw_notify_init(ngx_cycle_t *cycle, sw_main_conf_t *mcf);
+/* In a worker: sync whenever another worker writes to this one's pipe. */
+ngx_int_t sw_notify_watch(ngx_cycle_t *cycle, sw_notify_t *n);
+/* Wake every other worker (a change was stored). */
+void sw_notify_others(sw_notify_t *n);
+
 ngx_int_t sw_admin_handler(ngx_http_request_t *r);
 /* Write a JSON string literal (quotes included) of s into p; returns the
  * end. p needs 6 * len + 2 bytes. */
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len);
 int64_t sw_now_ms(void);
+/* CLOCK_MONOTONIC in microseconds (durations). */
+uint64_t sw_now_us(void);
+/* This thread's CPU time in microseconds. */
+uint64_t sw_cpu_us(void);
 
 #endif

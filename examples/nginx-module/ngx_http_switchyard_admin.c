@@ -131,7 +131,7 @@ static u_char *sw_sources_json(u_char *p) {
 static ngx_int_t sw_status(ngx_http_request_t *r) {
     sw_zone_ctx_t *z = sw_worker.zone;
     sw_shm_doc_t *d;
-    size_t size = 512 + SW_MAX_WORKERS * (200 + 6 * 520) +
+    size_t size = 512 + SW_MAX_WORKERS * (400 + 6 * 520) +
                   sy_router_source_count(sw_worker.router) * SW_SOURCE_JSON_MAX,
            ndocs = 0;
     ngx_buf_t *b;
@@ -183,9 +183,13 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
         b->last = ngx_sprintf(b->last,
                               "%s{\"worker\":%d,\"pid\":%P,\"generation\":%uL,"
                               "\"fingerprint\":\"%016uxL\",\"routes\":%uL,"
-                              "\"updated_ms\":%L,\"error\":",
+                              "\"updated_ms\":%L,\"copy_us\":%uL,"
+                              "\"apply_us\":%uL,\"apply_cpu_us\":%uL,"
+                              "\"publish_us\":%uL,\"wakeups\":%uL,\"error\":",
                               nslots ? "," : "", i, s->pid, s->generation,
-                              s->fingerprint, s->routes, s->updated_ms);
+                              s->fingerprint, s->routes, s->updated_ms,
+                              s->copy_us, s->apply_us, s->apply_cpu_us,
+                              s->publish_us, s->wakeups);
         if (s->last_rc)
             b->last = sw_json_str(b->last, (u_char *)s->last_error,
                                   strlen(s->last_error));
@@ -223,41 +227,39 @@ static ngx_int_t sw_metrics(ngx_http_request_t *r) {
     return rc;
 }
 
-/* The request body as one malloc'ed buffer. */
-static u_char *sw_body(ngx_http_request_t *r, size_t *len) {
+/* The request body's length (a buffer may be in a temporary file). */
+static size_t sw_body_len(ngx_http_request_t *r) {
     size_t n = 0;
-    u_char *buf, *p;
     ngx_chain_t *cl;
 
-    if (r->request_body == NULL) {
-        *len = 0;
-        return malloc(1);
-    }
-    /* a buffer is read from its file when it has one (as below) */
+    if (r->request_body == NULL)
+        return 0;
     for (cl = r->request_body->bufs; cl; cl = cl->next)
         n += cl->buf->in_file ? (size_t)(cl->buf->file_last - cl->buf->file_pos)
                               : (size_t)(cl->buf->last - cl->buf->pos);
-    buf = malloc(n + 1);
-    if (buf == NULL)
-        return NULL;
-    p = buf;
+    return n;
+}
+
+/* Copy the request body (sw_body_len bytes) to dst. */
+static ngx_int_t sw_body_copy(ngx_http_request_t *r, u_char *dst) {
+    ngx_chain_t *cl;
+
+    if (r->request_body == NULL)
+        return NGX_OK;
     for (cl = r->request_body->bufs; cl; cl = cl->next) {
         ngx_buf_t *b = cl->buf;
         if (b->in_file) {
-            ssize_t got = ngx_read_file(
-                b->file, p, (size_t)(b->file_last - b->file_pos), b->file_pos);
-            if (got != b->file_last - b->file_pos) {
-                free(buf);
-                return NULL;
-            }
-            p += got;
+            ssize_t got = ngx_read_file(b->file, dst,
+                                        (size_t)(b->file_last - b->file_pos),
+                                        b->file_pos);
+            if (got != b->file_last - b->file_pos)
+                return NGX_ERROR;
+            dst += got;
         } else {
-            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            dst = ngx_cpymem(dst, b->pos, b->last - b->pos);
         }
     }
-    *p = '\0';
-    *len = (size_t)(p - buf);
-    return buf;
+    return NGX_OK;
 }
 
 typedef struct {
@@ -293,64 +295,126 @@ static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
     return rc;
 }
 
-/* Check a change against this worker's router (sy_router_check: nothing
- * is published), store it in the zone and answer. The caller then applies
- * it (sw_worker_sync), after the answer is on its way. */
+/* A change, from the request to the answer. Under the zone's mutex: this
+ * worker catches up with the zone, the body is read straight into room
+ * made in the zone (unseen by the other workers), the change is committed
+ * to this worker's router, and only when that held is it linked as the
+ * zone's newest document. One change at a time across the workers, so the
+ * zone's order is the order of the commits: a change that conflicts with
+ * one stored just before fails here with its error, and a failed change is
+ * stored nowhere and changes nothing. One parse on this worker (the
+ * commit, which reuses the unchanged routes of a document); the others
+ * are woken once the answer is written (sw_notify_others). */
 static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
-    size_t len = 0;
-    u_char *body = a->kind == SW_DOC_ROUTE_REMOVE ? NULL : sw_body(r, &len);
+    size_t len = a->kind == SW_DOC_ROUTE_REMOVE ? 0 : sw_body_len(r);
     char name[256], source[256];
-    sy_error err;
-    uint64_t seq;
-    int rc;
+    sw_zone_ctx_t *z = sw_worker.zone;
+    sy_error err, ferr;
+    sw_shm_doc_t *doc;
+    uint64_t seq = 0, t0, t1, t2, c0, c1;
+    int rc = 0, frc = 0;
+    bool followed, current;
 
-    if (body == NULL && a->kind != SW_DOC_ROUTE_REMOVE)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     sw_cstr(name, sizeof name, &a->name);
     sw_cstr(source, sizeof source, &a->source);
+    t0 = sw_now_us();
+    sw_zone_lock(z);
+    if (z->sh->epoch != sw_worker.epoch) {
+        sw_zone_unlock(z);
+        return sw_send_message(r, NGX_HTTP_SERVICE_UNAVAILABLE, SY_EBUSY,
+                               "the configuration is being reloaded: retry");
+    }
+    followed = sw_worker_follow_locked(r->connection->log, &frc, &ferr);
+    /* false only when the catch-up could not copy the zone (memory) */
+    current = z->sh->generation == sw_worker.generation;
+    t1 = sw_now_us();
+    c0 = sw_cpu_us();
+    doc = sw_zone_prepare_locked(z, a->kind, &a->name, &a->source, len);
+    if (doc != NULL) {
+        if (sw_body_copy(r, doc->data) != NGX_OK) {
+            rc = SY_ENOMEM;
+            ngx_memzero(&err, sizeof err);
+            err.code = rc;
+            ngx_cpystrn((u_char *)err.message,
+                        (u_char *)"cannot read the request body",
+                        sizeof err.message);
+        }
+        if (rc == 0 && a->kind == SW_DOC_ROUTE)
+            rc = sw_check_route_id(a, doc->data, len, &err);
+        if (rc == 0)
+            rc = sw_worker_apply(a->kind, name, source, (char *)doc->data, len,
+                                 &err);
+        if (rc) {
+            sw_zone_discard_locked(z, doc);
+        } else {
+            /* this worker was at the zone's generation and committed the
+             * change: it is at the new one without applying it again */
+            seq = sw_zone_link_locked(z, doc);
+            if (current)
+                sw_worker.generation = seq;
+        }
+    }
+    sw_zone_unlock(z);
+    c1 = sw_cpu_us();
+    t2 = sw_now_us();
+    if (followed)
+        sw_worker_publish(frc, &ferr);
 
-    /* check against this worker's router, brought up to date first: a
-     * change that fails here is stored nowhere */
-    sw_worker_sync(r->connection->log);
-    rc = a->kind == SW_DOC_ROUTE ? sw_check_route_id(a, body, len, &err) : 0;
-    if (rc == 0)
-        rc = sw_worker_check(a->kind, name, source, (char *)body, len, &err);
-    if (rc) {
+    if (doc == NULL) {
+        /* the zone is full; a bad change is still answered with its error */
+        u_char *body = malloc(len + 1);
+        if (body == NULL || sw_body_copy(r, body) != NGX_OK) {
+            free(body);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        if (a->kind == SW_DOC_ROUTE)
+            rc = sw_check_route_id(a, body, len, &err);
+        if (rc == 0)
+            rc =
+                sw_worker_check(a->kind, name, source, (char *)body, len, &err);
         free(body);
+        if (rc == 0) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "switchyard: zone is full, change not stored");
+            return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,
+                                   "the switchyard zone is full "
+                                   "(switchyard_zone)");
+        }
+    }
+    if (rc)
         return sw_send_error(r,
                              rc == SY_ENOTFOUND &&
                                      a->kind == SW_DOC_ROUTE_REMOVE
                                  ? NGX_HTTP_NOT_FOUND
-                                 : NGX_HTTP_BAD_REQUEST,
+                             : rc == SY_ENOMEM ? NGX_HTTP_INTERNAL_SERVER_ERROR
+                                               : NGX_HTTP_BAD_REQUEST,
                              &err);
-    }
-    if (sw_zone_store(sw_worker.zone, a->kind, &a->name, &a->source,
-                      body ? body : (u_char *)"", len, &seq) != NGX_OK) {
-        free(body);
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "switchyard: zone is full, change not stored");
-        return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,
-                               "the switchyard zone is full "
-                               "(switchyard_zone)");
-    }
-    free(body);
 
-    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 200);
-    if (b == NULL)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    b->last = ngx_sprintf(b->last,
-                          "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
-    b->last = sw_json_str(b->last, a->name.data, a->name.len);
-    b->last = ngx_sprintf(b->last, ",\"generation\":%uL}\n", seq);
-    return sw_send_json(r, NGX_HTTP_OK, b);
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 250);
+    if (b != NULL) {
+        b->last = ngx_sprintf(
+            b->last, "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
+        b->last = sw_json_str(b->last, a->name.data, a->name.len);
+        b->last = ngx_sprintf(b->last,
+                              ",\"generation\":%uL,\"wait_us\":%uL,"
+                              "\"commit_us\":%uL,\"commit_cpu_us\":%uL}\n",
+                              seq, t1 - t0, t2 - t1, c1 - c0);
+    }
+    rc = b ? sw_send_json(r, NGX_HTTP_OK, b) : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    /* the answer is on its way: now wake the other workers (on a busy
+     * machine a woken worker may take this one's CPU for its apply) and
+     * publish this worker's state */
+    sw_notify_others(sw_worker.mcf->notify);
+    sw_worker.slot.copy_us = 0;
+    sw_worker.slot.apply_us = t2 - t1;
+    sw_worker.slot.apply_cpu_us = c1 - c0;
+    sw_worker_publish(0, NULL);
+    return rc;
 }
 
 static void sw_body_handler(ngx_http_request_t *r) {
     sw_admin_ctx_t *a = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
     ngx_http_finalize_request(r, sw_change(r, a));
-    /* the answer is written: now apply the change here too (the request
-     * and its connection may be gone: the cycle's log) */
-    sw_worker_sync(ngx_cycle->log);
 }
 
 static bool sw_is_source(ngx_str_t *name) {
@@ -469,9 +533,7 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
         if (!found)
             return sw_send_message(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
                                    "no such route in this source");
-        rc = sw_change(r, a);
-        sw_worker_sync(r->connection->log);
-        return rc;
+        return sw_change(r, a);
     }
     ngx_http_set_ctx(r, a, ngx_http_switchyard_module);
     rc = ngx_http_read_client_request_body(r, sw_body_handler);

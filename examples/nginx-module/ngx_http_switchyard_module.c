@@ -35,6 +35,7 @@ static char *sw_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_instances(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static ngx_int_t sw_init_module(ngx_cycle_t *cycle);
 static ngx_int_t sw_init_process(ngx_cycle_t *cycle);
 static void sw_exit_process(ngx_cycle_t *cycle);
 
@@ -85,7 +86,7 @@ static ngx_http_module_t sw_module_ctx = {
 
 ngx_module_t ngx_http_switchyard_module = {
     NGX_MODULE_V1,   &sw_module_ctx, sw_commands,
-    NGX_HTTP_MODULE, NULL,           NULL,
+    NGX_HTTP_MODULE, NULL,           sw_init_module,
     sw_init_process, NULL,           NULL,
     sw_exit_process, NULL,           NGX_MODULE_V1_PADDING};
 
@@ -744,6 +745,22 @@ static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
     sw_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = sw_header_filter;
     return NGX_OK;
+}
+
+static sw_main_conf_t *sw_cycle_conf(ngx_cycle_t *cycle) {
+    sw_main_conf_t *mcf;
+
+    if (cycle->conf_ctx[ngx_http_module.index] == NULL)
+        return NULL;
+    mcf =
+        ngx_http_cycle_get_module_main_conf(cycle, ngx_http_switchyard_module);
+    return mcf && mcf->used ? mcf : NULL;
+}
+
+/* In the master (or the single process), once per configuration. */
+static ngx_int_t sw_init_module(ngx_cycle_t *cycle) {
+    sw_main_conf_t *mcf = sw_cycle_conf(cycle);
+    return mcf ? sw_notify_init(cycle, mcf) : NGX_OK;
 }
 
 static ngx_int_t sw_init_process(ngx_cycle_t *cycle) {

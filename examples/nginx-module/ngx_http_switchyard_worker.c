@@ -10,12 +10,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 sw_worker_t sw_worker;
 
 int64_t sw_now_ms(void) {
-    ngx_time_t *tp = ngx_timeofday();
-    return (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
+    /* not nginx's cached time: that is the start of the event loop's
+     * iteration, before the apply being reported */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t sw_clock_us(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+uint64_t sw_now_us(void) {
+    return sw_clock_us(CLOCK_MONOTONIC);
+}
+
+uint64_t sw_cpu_us(void) {
+    return sw_clock_us(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void sw_set_error(sy_error *err, int code, const char *path,
@@ -167,6 +185,7 @@ int sw_worker_check(ngx_uint_t kind, const char *name, const char *source,
 
 void sw_worker_publish(int rc, const sy_error *err) {
     sw_slot_t *s = &sw_worker.slot;
+    uint64_t t0 = sw_now_us();
     sy_snapshot *snap = sy_router_acquire(sw_worker.router);
 
     s->pid = ngx_pid;
@@ -176,6 +195,7 @@ void sw_worker_publish(int rc, const sy_error *err) {
     s->routes = sy_snapshot_route_count(snap);
     s->updated_ms = sw_now_ms();
     sy_snapshot_release(snap);
+    s->publish_us = sw_now_us() - t0;
     if (rc) {
         s->last_rc = rc;
         snprintf(s->last_error, sizeof s->last_error, "%s%s%s", err->path,
@@ -261,8 +281,8 @@ static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
     uint64_t gen;
     int rc;
 
-    if (sw_zone_copy(sw_worker.zone, sw_worker.epoch, 0, &docs, &n, &gen) !=
-        NGX_OK)
+    if (sw_zone_copy(sw_worker.zone, false, sw_worker.epoch, 0, &docs, &n,
+                     &gen) != NGX_OK)
         return 0;
     rc = sw_apply_docs(docs, n, err, log);
     sw_docs_free(docs, n);
@@ -270,33 +290,133 @@ static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
     return rc;
 }
 
-void sw_worker_sync(ngx_log_t *log) {
+static int sw_doc_ptr_cmp(const void *a, const void *b) {
+    const sw_shm_doc_t *x = *(sw_shm_doc_t *const *)a;
+    const sw_shm_doc_t *y = *(sw_shm_doc_t *const *)b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void sw_cstr_n(char *dst, size_t cap, const u_char *p, size_t len) {
+    size_t n = ngx_min(len, cap - 1);
+    ngx_memcpy(dst, p, n);
+    dst[n] = '\0';
+}
+
+/* The documents stored after this worker's generation, in generation
+ * order, staged on one change set straight from the zone, under its mutex
+ * (the library copies what it keeps: no copy of our own), then committed.
+ * NGX_OK with *n staged (*rc: the commit's or a staging's result, *gen:
+ * the generation they bring the worker to); NGX_DECLINED: the zone
+ * belongs to a newer configuration (*gen set); NGX_ERROR: out of memory.
+ * *t_zone: when the zone was let go. */
+static ngx_int_t sw_follow_from_zone(bool locked, uint64_t *gen, size_t *n,
+                                     int *rc, sy_error *err, uint64_t *t_zone) {
+    sw_zone_ctx_t *z = sw_worker.zone;
+    sw_shm_doc_t **v = NULL, *d;
+    size_t cap = 0;
+    sy_change_set *cs;
+    ngx_int_t zrc = NGX_OK;
+    char name[256], source[256];
+
+    *n = 0;
+    *rc = 0;
+    if (sy_change_set_new(sw_worker.router, &cs, err))
+        return NGX_ERROR;
+    if (!locked)
+        sw_zone_lock(z);
+    *gen = z->sh->generation;
+    if (z->sh->epoch != sw_worker.epoch)
+        zrc = NGX_DECLINED;
+    for (d = z->sh->docs; zrc == NGX_OK && d; d = d->next) {
+        if (d->seq <= sw_worker.generation)
+            continue;
+        if (*n == cap) {
+            size_t ncap = cap ? 2 * cap : 8;
+            sw_shm_doc_t **nv = realloc(v, ncap * sizeof *nv);
+            if (nv == NULL) {
+                zrc = NGX_ERROR;
+                break;
+            }
+            v = nv;
+            cap = ncap;
+        }
+        v[(*n)++] = d;
+    }
+    if (zrc == NGX_OK) {
+        qsort(v, *n, sizeof *v, sw_doc_ptr_cmp);
+        for (size_t i = 0; i < *n && *rc == 0; i++) {
+            sw_cstr_n(name, sizeof name, v[i]->name, v[i]->name_len);
+            sw_cstr_n(source, sizeof source, v[i]->source, v[i]->source_len);
+            *rc = sw_stage(cs, v[i]->kind, name, source, (char *)v[i]->data,
+                           v[i]->len, err);
+        }
+    }
+    if (!locked)
+        sw_zone_unlock(z);
+    *t_zone = sw_now_us();
+    free(v);
+    if (zrc == NGX_OK && *rc == 0 && *n)
+        *rc = sy_router_commit(sw_worker.router, cs, NULL, err);
+    sy_change_set_free(cs);
+    return zrc;
+}
+
+/* Apply the documents stored past this worker's generation; true when it
+ * applied something (then *rc and *err hold the outcome). Should the one
+ * change set fail (two workers stored conflicting changes, or a stored
+ * document does not stage), the documents are copied out of the zone and
+ * applied one by one (sw_apply_docs), so that one does not hold the
+ * others back. */
+static bool sw_worker_follow(ngx_log_t *log, bool locked, int *rc,
+                             sy_error *err) {
     sw_doc_copy_t *docs;
     size_t n;
-    uint64_t gen;
-    sy_error err;
-    int rc;
+    uint64_t gen, t1;
 
     if (sw_worker.router == NULL || sw_worker.zone == NULL)
-        return;
+        return false;
     if (sw_worker.zone->sh->generation == sw_worker.generation)
-        return;
-    ngx_int_t zrc = sw_zone_copy(sw_worker.zone, sw_worker.epoch,
-                                 sw_worker.generation, &docs, &n, &gen);
+        return false;
+    uint64_t t0 = sw_now_us(), c0 = sw_cpu_us();
+    ngx_int_t zrc = sw_follow_from_zone(locked, &gen, &n, rc, err, &t1);
     if (zrc == NGX_DECLINED) {
         /* a reload replaced this configuration: keep serving the old one
          * until this worker exits */
         sw_worker.generation = gen;
-        return;
+        return false;
+    }
+    if (zrc == NGX_OK && *rc) {
+        zrc = sw_zone_copy(sw_worker.zone, locked, sw_worker.epoch,
+                           sw_worker.generation, &docs, &n, &gen);
+        if (zrc == NGX_OK) {
+            *rc = sw_apply_docs(docs, n, err, log);
+            sw_docs_free(docs, n);
+        } else if (zrc == NGX_DECLINED) {
+            sw_worker.generation = gen;
+            return false;
+        }
     }
     if (zrc != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, log, 0, "switchyard: out of memory");
-        return;
+        return false;
     }
-    rc = sw_apply_docs(docs, n, &err, log);
-    sw_docs_free(docs, n);
+    sw_worker.slot.copy_us = t1 - t0;
+    sw_worker.slot.apply_us = sw_now_us() - t1;
+    sw_worker.slot.apply_cpu_us = sw_cpu_us() - c0;
     sw_worker.generation = gen;
-    sw_worker_publish(rc, &err);
+    return true;
+}
+
+void sw_worker_sync(ngx_log_t *log) {
+    sy_error err;
+    int rc;
+
+    if (sw_worker_follow(log, false, &rc, &err))
+        sw_worker_publish(rc, &err);
+}
+
+bool sw_worker_follow_locked(ngx_log_t *log, int *rc, sy_error *err) {
+    return sw_worker_follow(log, true, rc, err);
 }
 
 static void sw_timer_handler(ngx_event_t *ev) {
@@ -336,6 +456,12 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
         goto failed;
     rc = sw_apply_zone(cycle->log, &err);
     sw_worker_publish(rc, &err);
+
+    if (sw_notify_watch(cycle, mcf->notify) != NGX_OK)
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                      "switchyard: cannot watch the notification pipe: "
+                      "changes reach this worker at its next request or "
+                      "timer tick");
 
     sw_worker.timer.handler = sw_timer_handler;
     sw_worker.timer.log = cycle->log;

@@ -72,8 +72,17 @@ void sw_docs_free(sw_doc_copy_t *docs, size_t count) {
     free(docs);
 }
 
-ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
-                       sw_doc_copy_t **out, size_t *count, uint64_t *gen) {
+void sw_zone_lock(sw_zone_ctx_t *z) {
+    ngx_shmtx_lock(&z->shpool->mutex);
+}
+
+void sw_zone_unlock(sw_zone_ctx_t *z) {
+    ngx_shmtx_unlock(&z->shpool->mutex);
+}
+
+ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, bool locked, ngx_uint_t epoch,
+                       uint64_t after, sw_doc_copy_t **out, size_t *count,
+                       uint64_t *gen) {
     sw_shm_doc_t *d;
     sw_doc_copy_t *docs = NULL;
     size_t n = 0, cap = 0;
@@ -81,10 +90,12 @@ ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
 
     *out = NULL;
     *count = 0;
-    ngx_shmtx_lock(&z->shpool->mutex);
+    if (!locked)
+        ngx_shmtx_lock(&z->shpool->mutex);
     *gen = z->sh->generation;
     if (z->sh->epoch != epoch) {
-        ngx_shmtx_unlock(&z->shpool->mutex);
+        if (!locked)
+            ngx_shmtx_unlock(&z->shpool->mutex);
         return NGX_DECLINED;
     }
     for (d = z->sh->docs; d; d = d->next) {
@@ -122,7 +133,8 @@ ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
         c->data[d->len] = '\0';
         n++;
     }
-    ngx_shmtx_unlock(&z->shpool->mutex);
+    if (!locked)
+        ngx_shmtx_unlock(&z->shpool->mutex);
     if (rc != NGX_OK) {
         sw_docs_free(docs, n);
         return rc;
@@ -135,7 +147,7 @@ ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, ngx_uint_t epoch, uint64_t after,
 
 static u_char *sw_slab_copy(sw_zone_ctx_t *z, const u_char *p, size_t len) {
     u_char *c = ngx_slab_alloc_locked(z->shpool, len ? len : 1);
-    if (c)
+    if (c && p) /* p NULL: room only, filled by the caller */
         ngx_memcpy(c, p, len);
     return c;
 }
@@ -144,72 +156,67 @@ static bool sw_same(const u_char *a, size_t alen, ngx_str_t *b) {
     return alen == b->len && ngx_memcmp(a, b->data, alen) == 0;
 }
 
-ngx_int_t sw_zone_store(sw_zone_ctx_t *z, ngx_uint_t kind, ngx_str_t *name,
-                        ngx_str_t *source, const u_char *data, size_t len,
-                        uint64_t *seq) {
-    sw_shm_doc_t *d, **pp;
-    u_char *copy, *src;
+sw_shm_doc_t *sw_zone_prepare_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
+                                     ngx_str_t *name, ngx_str_t *source,
+                                     size_t len) {
+    sw_shm_doc_t *d;
     ngx_str_t none = ngx_null_string;
 
     if (source == NULL)
         source = &none;
-    ngx_shmtx_lock(&z->shpool->mutex);
-    for (d = z->sh->docs; d; d = d->next)
-        if ((d->kind == kind ||
-             (SW_IS_ROUTE_OP(d->kind) && SW_IS_ROUTE_OP(kind))) &&
-            sw_same(d->name, d->name_len, name))
-            break;
-    copy = sw_slab_copy(z, data, len);
-    src = sw_slab_copy(z, source->data, source->len);
-    if (copy == NULL || src == NULL)
-        goto nomem;
-    if (d == NULL) {
-        d = ngx_slab_calloc_locked(z->shpool, sizeof *d);
-        if (d == NULL)
-            goto nomem;
-        d->name = sw_slab_copy(z, name->data, name->len);
-        if (d->name == NULL) {
-            ngx_slab_free_locked(z->shpool, d);
-            goto nomem;
-        }
-        d->name_len = name->len;
-        d->next = z->sh->docs;
-        z->sh->docs = d;
-    } else {
-        ngx_slab_free_locked(z->shpool, d->data);
-        ngx_slab_free_locked(z->shpool, d->source);
-    }
+    d = ngx_slab_calloc_locked(z->shpool, sizeof *d);
+    if (d == NULL)
+        return NULL;
     d->kind = kind;
-    d->data = copy;
-    d->len = len;
-    d->source = src;
+    d->name = sw_slab_copy(z, name->data, name->len);
+    d->name_len = name->len;
+    d->source = sw_slab_copy(z, source->data, source->len);
     d->source_len = source->len;
-    /* a source's document replaces the route changes stored for it */
-    if (kind == SW_DOC_ROUTES)
-        for (pp = &z->sh->docs; *pp;) {
-            sw_shm_doc_t *o = *pp;
-            if (SW_IS_ROUTE_OP(o->kind) &&
-                sw_same(o->source, o->source_len, name)) {
-                *pp = o->next;
-                sw_doc_free_locked(z, o);
-            } else {
-                pp = &o->next;
-            }
+    d->data = sw_slab_copy(z, NULL, len);
+    d->len = len;
+    if (d->name == NULL || d->source == NULL || d->data == NULL) {
+        if (d->name)
+            ngx_slab_free_locked(z->shpool, d->name);
+        if (d->source)
+            ngx_slab_free_locked(z->shpool, d->source);
+        if (d->data)
+            ngx_slab_free_locked(z->shpool, d->data);
+        ngx_slab_free_locked(z->shpool, d);
+        return NULL;
+    }
+    return d;
+}
+
+void sw_zone_discard_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
+    sw_doc_free_locked(z, d);
+}
+
+uint64_t sw_zone_link_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
+    sw_shm_doc_t **pp;
+    ngx_str_t name = {d->name_len, d->name};
+
+    /* the newest document of a (kind, name) replaces the stored one; a
+     * source's document also replaces the route changes stored for it */
+    for (pp = &z->sh->docs; *pp;) {
+        sw_shm_doc_t *o = *pp;
+        if (((o->kind == d->kind ||
+              (SW_IS_ROUTE_OP(o->kind) && SW_IS_ROUTE_OP(d->kind))) &&
+             sw_same(o->name, o->name_len, &name)) ||
+            (d->kind == SW_DOC_ROUTES && SW_IS_ROUTE_OP(o->kind) &&
+             sw_same(o->source, o->source_len, &name))) {
+            *pp = o->next;
+            sw_doc_free_locked(z, o);
+        } else {
+            pp = &o->next;
         }
+    }
+    d->next = z->sh->docs;
+    z->sh->docs = d;
     /* the new generation becomes visible only with the document in place */
     d->seq = z->sh->generation + 1;
     ngx_memory_barrier();
     z->sh->generation = d->seq;
-    *seq = d->seq;
-    ngx_shmtx_unlock(&z->shpool->mutex);
-    return NGX_OK;
-nomem:
-    if (copy)
-        ngx_slab_free_locked(z->shpool, copy);
-    if (src)
-        ngx_slab_free_locked(z->shpool, src);
-    ngx_shmtx_unlock(&z->shpool->mutex);
-    return NGX_DECLINED;
+    return d->seq;
 }
 
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s) {

@@ -17,8 +17,11 @@ minus the time the put was sent. Also shown: the put's own round trip
 --gateways: three mini-gateways (MINI_GATEWAY=path/to/mini-gateway) instead
 of the drivers; "serving" is then seen by polling each gateway's admin
 GET /status until its "etcd"."revision" reaches the write's revision (one
-thread and one keep-alive connection per gateway, polling back to back),
-so the figures include up to one poll round trip.
+thread and one keep-alive connection per gateway, 2 ms between polls), so
+the figures include up to one poll round trip and pause.
+
+The put requests are built before the clock starts and sent on one
+keep-alive connection. SY_BENCH_CHANGES sets the number of changes (200).
 """
 import http.client
 import json
@@ -29,11 +32,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from etcd_harness import Driver, Etcd, _cleanup, routes_doc
+from etcd_harness import Driver, Etcd, _cleanup, b64, routes_doc
 
 P = "/switchyard/"
 CHANGES = int(os.environ.get("SY_BENCH_CHANGES", "200"))
 SOURCES = 3
+POLL_PAUSE = 0.002  # seconds between two status polls of one gateway
 
 
 def doc(src, n, version, changed):
@@ -45,6 +49,35 @@ def doc(src, n, version, changed):
                        "predicates": ["Path=/%s/%d/**" % (src, i),
                                       "Method=GET"]})
     return routes_doc(version, routes)
+
+
+class Writer:
+    """Puts whose request bodies (JSON, base64) are built before the clock
+    starts, on one keep-alive connection: the time measured from the put
+    is etcd's and the consumers', not the Python client's."""
+
+    def __init__(self, etcd):
+        self.port = etcd.port
+        self.conn = None
+
+    def body(self, key, value):
+        return json.dumps({"key": b64(key), "value": b64(value)}).encode()
+
+    def put(self, body):
+        for attempt in (0, 1):
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection(
+                        "127.0.0.1", self.port, timeout=30)
+                self.conn.request("POST", "/v3/kv/put", body,
+                                  {"Content-Type": "application/json"})
+                r = self.conn.getresponse()
+                answer = json.loads(r.read())
+                return int(answer["header"]["revision"])
+            except (OSError, http.client.HTTPException):
+                self.conn = None
+                if attempt:
+                    raise
 
 
 def pct(v, p):
@@ -84,6 +117,10 @@ class GatewayWatcher:
             if rev > self.seen:
                 self.seen = rev
                 self.commits.put({"commit": rev, "us": time.time() * 1e6})
+            # a short pause: three pollers back to back (each status a
+            # JSON document of the gateway's sources) take CPU from the
+            # commits being measured
+            time.sleep(POLL_PAUSE)
 
     def wait_revision(self, rev, timeout):
         end = time.time() + timeout
@@ -114,15 +151,22 @@ def run(n, gateways=False):
         d.wait_revision(rev, 60)
         while not d.commits.empty():
             d.commits.get()
-    # documents built before timing
+    # documents and put requests built before timing
+    writer = Writer(etcd)
     docs = [doc(names[i % SOURCES], n, i + 1, (i * 7919) % n)
             for i in range(CHANGES)]
     size = len(docs[0])
+    bodies = [writer.body(P + "routes/" + names[i % SOURCES], docs[i])
+              for i in range(CHANGES)]
+    del docs
+    # the consumers' counters before the changes (the initial full read's
+    # commit is not one of them)
+    base = [d.status()["etcd"] for d in drivers]
+    load0 = os.getloadavg()[0]
     lat, put_rt = [], []
     for i in range(CHANGES):
-        key = P + "routes/" + names[i % SOURCES]
         t0 = time.time()
-        rev = etcd.put(key, docs[i])
+        rev = writer.put(bodies[i])
         put_rt.append(time.time() - t0)
         last = 0.0
         for d in drivers:
@@ -132,21 +176,35 @@ def run(n, gateways=False):
                     break
             last = max(last, c["us"] / 1e6)
         lat.append(last - t0)
-    apply_ms = []
-    for d in drivers:
+    apply_ms, decode_ms, cpu_ms, fp_ms = [], [], [], []
+    for d, b in zip(drivers, base):
         e = d.status()["etcd"]
-        apply_ms.append(e["commit_us_total"] / 1000.0 / max(1, e["commits"]))
+        k = 1000.0 * max(1, e["commits"] - b["commits"])
+        apply_ms.append((e["commit_us_total"] - b["commit_us_total"]) / k)
+        cpu_ms.append((e["commit_cpu_us_total"] - b["commit_cpu_us_total"])
+                      / k)
+        fp_ms.append((e["fingerprint_us_total"] - b["fingerprint_us_total"])
+                     / k)
+        decode_ms.append((e["decode_us_total"] - b["decode_us_total"]) / k)
         d.quit()
     if gateways:
         procs.stop_all()
     etcd.kill()
     ms = [x * 1000 for x in lat]
     pr = [x * 1000 for x in put_rt]
-    print("%s routes/source %6d  doc %8d bytes  changes %d  write->all 3 serving:"
-          " median %.2f ms  p99 %.2f ms  max %.2f ms  (put round trip median"
-          " %.2f ms; mean commit in a router %.2f ms)" %
-          ("gateways" if gateways else "drivers ", n, size, CHANGES, statistics.median(ms), pct(ms, 99), max(ms),
-           statistics.median(pr), statistics.mean(apply_ms)))
+    print("%s routes/source %6d  doc %8d bytes  changes %d  write->all 3 "
+          "serving: median %.2f ms  p99 %.2f ms  max %.2f ms  (put round "
+          "trip median %.2f ms; mean per change in a consumer: watch line "
+          "parse+decode %.2f ms, commit %.2f ms wall / %.2f ms CPU; "
+          "fingerprint reads for status %.2f ms)  [%s UTC, load average "
+          "%.2f -> %.2f]" %
+          ("gateways" if gateways else "drivers ", n, size, CHANGES,
+           statistics.median(ms), pct(ms, 99), max(ms),
+           statistics.median(pr), statistics.mean(decode_ms),
+           statistics.mean(apply_ms), statistics.mean(cpu_ms),
+           statistics.mean(fp_ms),
+           time.strftime("%H:%M:%S", time.gmtime()), load0,
+           os.getloadavg()[0]))
     sys.stdout.flush()
 
 

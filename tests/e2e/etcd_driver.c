@@ -14,7 +14,8 @@
  *   metrics                 {"text": the module's Prometheus lines}
  *   quit                    stops the module and exits 0
  * With --commits every commit from etcd also prints
- *   {"commit": revision, "fingerprint": "hex", "us": epoch microseconds}.
+ *   {"commit": revision, "fingerprint": "hex", "us": epoch microseconds}
+ * ("us" taken as the commit published; the fingerprint read after it).
  */
 #include "etcd_source.h"
 
@@ -46,14 +47,20 @@ static void emit(cJSON *o) {
     cJSON_Delete(o);
 }
 
-static void on_commit(void *data, int64_t revision, uint64_t fingerprint) {
+static void on_commit(void *data, int64_t revision, uint64_t generation) {
     driver *d = data;
     if (!d->commits)
         return;
+    /* the time first: the snapshot is published, requests see it */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
+    sy_snapshot *s = sy_router_acquire(d->router);
     char hex[24];
-    snprintf(hex, sizeof hex, "%016" PRIx64, fingerprint);
+    snprintf(hex, sizeof hex, "%016" PRIx64,
+             sy_snapshot_generation(s) == generation
+                 ? sy_snapshot_fingerprint(s)
+                 : 0);
+    sy_snapshot_release(s);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "commit", (double)revision);
     cJSON_AddStringToObject(o, "fingerprint", hex);

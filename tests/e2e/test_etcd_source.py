@@ -255,6 +255,29 @@ bad = subprocess.run([os.environ["ETCD_DRIVER"], "--etcd", etcd2.url,
 t.ok(bad.returncode == 2 and b"--etcd-prefix" in bad.stderr,
      "an empty --etcd-prefix is refused", bad.stderr)
 
+# --- values of every length modulo 3, with raw UTF-8 and escapes -------
+# (the watch line is tokenized in place and each value's base64 decoded
+# where it lies: padding of 0, 1 and 2 characters, and bytes above 0x7f)
+seen = set()
+for version in ("1", "12", "123"):
+    doc = json.dumps({"version": version, "routes": [
+        {"id": "caf\u00e9-" + version, "uri": "http://backend:80",
+         "predicates": ["Path=/bytes/**"],
+         "filters": ["AddRequestHeader=X-Quote,\"na\u00efve\" \\ /"]}]},
+        ensure_ascii=False)
+    seen.add(len(doc.encode()) % 3)
+    rev = etcd2.put(P + "routes/bytes", doc)
+    late.wait_revision(rev, 10)
+    st = late.status()
+    src = {x["name"]: x for x in st["etcd"]["sources"]}
+    m = late.match("GET", "h", "/bytes/x")
+    t.ok(src.get("bytes", {}).get("version") == version and
+         src["bytes"]["error"] is None and
+         m.get("route") == "caf\u00e9-" + version,
+         "a %d-byte document (version %s) arrives intact" %
+         (len(doc.encode()), version), (src.get("bytes"), m))
+t.ok(seen == {0, 1, 2}, "documents of every length modulo 3", seen)
+
 t.ok(d.quit() == 0 and late.quit() == 0, "drivers stop cleanly")
 t.ok(time.monotonic() < deadline, "within the time bound")
 t.done()

@@ -5,7 +5,11 @@ malformed request line and header (400), request smuggling with both
 Content-Length and chunked (400), a path climbing above the root with
 `..` or `%2e%2e` (400, never forwarded), an encoded slash `%2F` (400 by
 default: --escaped-slashes reject), and dot segments inside the root
-normalised before matching and forwarding."""
+normalised before matching and forwarding. The connection deadlines (armed
+lazily, examples/mini-gateway/util.c) fire on time in every order: a
+keep-alive connection idle past --idle-timeout is closed, not before and not
+at the earlier header deadline, and a second head trickling in on it gets
+its 408 after --header-timeout."""
 import json
 import socket
 import threading
@@ -130,6 +134,96 @@ def body(procs, c):
         c.eq(d["path"], "/api/x", "/admin/../api/x forwarded as /api/x")
     alive("hostile paths")
     c.eq(gw.proc.poll(), None, "the gateway process is up")
+
+    deadlines(procs, c, routes)
+
+
+def read_response(s):
+    """One response with a Content-Length body from socket s."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = s.recv(4096)
+        if not chunk:
+            return got
+        got += chunk
+    head, rest = got.split(b"\r\n\r\n", 1)
+    n = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            n = int(line.split(b":")[1])
+    while len(rest) < n:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        rest += chunk
+    return head + b"\r\n\r\n" + rest
+
+
+def closed_within(s, seconds):
+    """Seconds until the peer closes s (None: still open after `seconds`)."""
+    t0 = time.time()
+    s.settimeout(seconds)
+    try:
+        if s.recv(100) == b"":
+            return time.time() - t0
+    except socket.timeout:
+        return None
+    except OSError:
+        return time.time() - t0
+    return None
+
+
+def deadlines(procs, c, routes):
+    gw = procs.gateway("--routes", routes, "--header-timeout", "600",
+                       "--idle-timeout", "1500")
+    get = b"GET /api/k HTTP/1.1\r\nHost: a\r\n\r\n"
+    # idle after one request: open past the header deadline (0.6 s), closed
+    # by the idle deadline (1.5 s after the response)
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=5)
+    s.sendall(get)
+    c.eq(status_of(read_response(s)), 200, "keep-alive request answered")
+    t0 = time.time()
+    c.eq(closed_within(s, 1.0), None,
+         "an idle keep-alive connection outlives the header deadline")
+    left = closed_within(s, 2.0)
+    c.ok(left is not None, "an idle keep-alive connection is closed")
+    if left is not None:
+        idle = time.time() - t0
+        c.ok(1.3 <= idle <= 2.3, "closed ~1.5 s after its response (%.2f s)"
+             % idle)
+    s.close()
+    # requests keep a connection alive past both deadlines
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=5)
+    ok = 0
+    for _ in range(8):
+        s.sendall(get)
+        ok += status_of(read_response(s)) == 200
+        time.sleep(0.3)
+    c.eq(ok, 8, "8 requests 0.3 s apart on one connection over 2.4 s")
+    # a second head trickling in after 0.3 s idle: 408 ~0.6 s after it began
+    time.sleep(0.3)
+    s.sendall(b"GET /api/k HTTP/1.1\r\n")
+    t0 = time.time()
+    got = b""
+    s.settimeout(3)
+    try:
+        while b"\r\n\r\n" not in got:
+            s.sendall(b"X-Slow: z\r\n")
+            time.sleep(0.1)
+            s.setblocking(False)
+            try:
+                got += s.recv(4096)
+            except BlockingIOError:
+                pass
+            s.setblocking(True)
+            if time.time() - t0 > 3:
+                break
+    except OSError:
+        pass
+    waited = time.time() - t0
+    c.eq(status_of(got), 408, "a slow second head on a kept connection: 408")
+    c.ok(0.4 <= waited <= 1.5, "408 after the header timeout (%.2f s)" % waited)
+    s.close()
 
 
 h.run("gateway_hostile", body)

@@ -500,6 +500,70 @@ def test_single_route_changes(env):
           "route changes kept: %r" % s["documents"])
 
 
+def test_other_worker_woken_by_a_change(env):
+    """A stored change wakes the other worker through its pipe: its
+    "wakeups" count grows and it applies the change without a request of
+    its own (the status requests below are answered by either worker)."""
+    before = env.converged()
+    woken = sum(w["wakeups"] for w in before["workers"])
+    r = env.put("routes/live", env.live_routes(50))
+    check(r.status == 200, "PUT: %d %r" % (r.status, r.body))
+    gen = r.json()["generation"]
+    check(r.json()["commit_us"] > 0, "no commit time: %r" % r.json())
+    deadline = time.time() + TIMEOUT
+    while True:
+        s = env.status()
+        if (sum(w["wakeups"] for w in s["workers"]) > woken
+                and all(w["generation"] >= gen for w in s["workers"])):
+            break
+        check(time.time() < deadline, "no worker woken: %r -> %r"
+              % (before["workers"], s["workers"]))
+        time.sleep(0.02)
+    s = env.converged()
+    check(all(w["apply_us"] > 0 for w in s["workers"]),
+          "apply times %r" % s["workers"])
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "50", "new version served")
+    check(env.put("routes/live", env.live_routes(0)).status == 200,
+          "restore version 0")
+
+
+def test_conflicting_changes_at_once(env):
+    """Two PUTs of the same route id into two sources, sent at the same
+    time (so usually to both workers): one change at a time is committed
+    and stored, so one is answered 200 and the other 400 (the id is taken),
+    and no worker fails to apply anything."""
+    b = "http://127.0.0.1:%d" % env.pb
+    for k in range(10):
+        rid = "dup%d" % k
+        route = {"id": rid, "uri": b, "predicates": ["Path=/%s/**" % rid]}
+        out = {}
+        go = threading.Barrier(2)
+
+        def send(src):
+            go.wait()
+            out[src] = env.put("routes/%s/%s" % (src, rid), route)
+
+        threads = [threading.Thread(target=send, args=(src,))
+                   for src in ("main", "live")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=2 * TIMEOUT)
+        codes = sorted(r.status for r in out.values())
+        check(codes == [200, 400], "round %d: %r" % (k, {
+            src: (r.status, r.body[:200]) for src, r in out.items()}))
+        loser = [r for r in out.values() if r.status == 400][0]
+        check(loser.json()["error"]["code"] == -6,
+              "not a duplicate id: %r" % loser.body)
+        winner = [src for src, r in out.items() if r.status == 200][0]
+        r = request(env.port, "DELETE",
+                    "/switchyard/routes/%s/%s" % (winner, rid))
+        check(r.status == 200, "remove %s: %d" % (rid, r.status))
+    s = env.converged()
+    check(all(w["error"] is None for w in s["workers"]), repr(s["workers"]))
+
+
 def test_full_zone_changes_nothing(env):
     """A valid document larger than the zone (8m) is refused with 507."""
     before = env.converged()
@@ -672,6 +736,8 @@ TESTS = [
     test_instances_put,
     test_single_route_changes,
     test_passive_health_ejects_a_failing_instance,
+    test_other_worker_woken_by_a_change,
+    test_conflicting_changes_at_once,
     test_full_zone_changes_nothing,
     test_broken_file_fails_configuration_test,
     test_route_changes_under_load,

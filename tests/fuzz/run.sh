@@ -8,6 +8,14 @@
 # from the build, or when a target stopped before its time was up (no
 # "Done N runs in S second(s)" line with N > 0 and S close to SECONDS);
 # the crashing input is kept under BUILD_DIR/fuzz-artifacts/.
+#
+# A longer campaign, on demand (not in CI): FUZZ_KEEP=1 with more seconds,
+#   nice -n 19 env FUZZ_KEEP=1 bash tests/fuzz/run.sh build-fuzz 180
+# then merges (libFuzzer -merge=1) each target's run into
+# tests/fuzz/corpus/<target>/: only the inputs that reach edges the seeds
+# and the corpus already there do not, so the next runs start from them.
+# Crashing inputs are never merged: minimise them (-minimize_crash=1),
+# fix, and add them to the corpus with a regression test.
 set -u
 build=${1:?usage: run.sh BUILD_DIR [SECONDS]}
 secs=${2:-60}
@@ -66,6 +74,27 @@ for t in "${targets[@]}"; do
         echo "run.sh: $name failed (exit $rc); see $artifacts/$name.log" >&2
         grep -E "ERROR|SUMMARY|Test unit written" "$artifacts/$name.log" >&2
         status=1
+    fi
+    if [[ ${FUZZ_KEEP:-0} == 1 && $rc -eq 0 ]]; then
+        keep="$here/corpus/$name"
+        base=$(mktemp -d)
+        cp "$data"/valid/*.json "$data"/invalid/*.json "$base"/ 2>/dev/null
+        mkdir -p "$keep"
+        cp "$keep"/* "$base"/ 2>/dev/null
+        before=$(ls "$base" | wc -l)
+        # new edges only (no counters, no comparison operands): a few
+        # inputs a target, not every variation the run found
+        "$t" -merge=1 "$base" "$corpus" -use_counters=0 -use_cmp=0 \
+            -use_value_profile=0 -max_len=65536 -timeout=10 \
+            -rss_limit_mb=2048 >"$artifacts/$name-merge.log" 2>&1
+        added=0
+        for f in "$base"/*; do
+            b=$(basename "$f")
+            [[ -e "$corpus/$b" && ! -e "$data/valid/$b" && ! -e "$data/invalid/$b" && ! -e "$keep/$b" ]] || continue
+            cp "$f" "$keep/" && added=$((added + 1))
+        done
+        echo "# $name: kept $added new input(s) in tests/fuzz/corpus/$name (base $before)"
+        rm -rf "$base"
     fi
     rm -rf "$corpus"
 done

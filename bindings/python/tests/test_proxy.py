@@ -138,6 +138,31 @@ def test_change_set_is_committed_once_and_by_its_own_router():
         cs.close()
 
 
+def test_a_failed_commit_may_be_retried_and_the_library_refuses_a_second():
+    with new_router() as r:
+        cs = r.change_set()
+        cs.disable("w")
+        with pytest.raises(sy.NotFoundError):
+            r.commit(cs)
+        assert not cs.committed
+        r.apply("main", [{"id": "w", "uri": "http://a",
+                          "predicates": ["Path=/w"]}])
+        gen = r.metrics().generation
+        r.commit(cs)  # the same set, retried
+        assert cs.committed and r.metrics().generation == gen + 1
+        r.enable("w")
+        gen = r.metrics().generation
+        # not only the binding: sy_router_commit itself refuses the set
+        cs._committed = False
+        with pytest.raises(sy.InvalidArgumentError,
+                           match="committed already") as e:
+            r.commit(cs)
+        assert not isinstance(e.value, sy.ClosedError)
+        assert r.metrics().generation == gen
+        assert r.match(url="/w").route_id == "w"  # still enabled
+        cs.close()
+
+
 def test_change_set_rollback_and_instance_deltas():
     with lb_router() as r:
         r.apply("main", {"version": "2", "routes": [

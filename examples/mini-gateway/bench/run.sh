@@ -3,8 +3,11 @@
 # Debian's nginx as a plain reverse proxy (proxy_pass, keep-alive
 # upstream), one worker each, at 1 route and at 10,000 routes (nginx with
 # the equivalent location blocks), then the gateway during a reload storm
-# (one admin publish every 10 ms). Prints requests/s, p50/p99 latency,
-# errors, and the gateway/nginx ratios. A benchmark, not a test: it prints
+# (one admin publish every 10 ms) and beside the same admin client only
+# reading GET /status every 10 ms (the control: what the driver and the
+# admin thread cost without a publish). Prints requests/s, p50/p99 latency,
+# errors, the proxy's own CPU time per request (user+system of its process,
+# all threads), and the gateway/nginx ratios. A benchmark, not a test: it prints
 # figures and asserts nothing.
 # Each case runs ROUNDS times, interleaved, and the median round is shown
 # (a shared machine is noisy: compare figures of one run only).
@@ -88,13 +91,23 @@ sed -i "s/NGINX_PORT/$NP/" "$work"/nginx-*.conf
 
 results="$work/results.txt"
 : > "$results"
-run_wrk() { # name url
-  local out
+cpu_ticks() { # pid -> utime+stime of it and its children (nginx's worker)
+  local t=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$t"
+}
+run_wrk() { # name url [pid of the proxy, for its CPU time]
+  local out c0=0 c1=0
+  [ -n "${3:-}" ] && c0=$(cpu_ticks "$3")
   out=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$2")
-  python3 - "$1" "$results" <<PY
+  [ -n "${3:-}" ] && c1=$(cpu_ticks "$3")
+  python3 - "$1" "$results" "$((c1 - c0))" "$(getconf CLK_TCK)" <<PY
 import re, sys
 out = """$out"""
 name, res = sys.argv[1], sys.argv[2]
+ticks, hz = int(sys.argv[3]), int(sys.argv[4])
 def ms(s):
     m = re.match(r"([\d.]+)(us|ms|s|m)$", s)
     if not m:
@@ -116,14 +129,18 @@ if m: errs += int(m.group(1))
 m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
 if m: errs += sum(int(x) for x in m.groups())
 total = int(re.search(r"(\d+) requests in", out).group(1))
-line = "%-28s %10.0f %9.3f %9.3f %8d %9d" % (name, rps, p50, p99, errs, total)
+cpu = ticks * 1e6 / hz / total if ticks and total else float("nan")
+line = "%-28s %10.0f %9.3f %9.3f %8d %9d %8.1f" % (name, rps, p50, p99, errs,
+                                                   total, cpu)
 print(line, flush=True)
-open(res, "a").write("%s|%f|%f|%f|%d\n" % (name, rps, p50, p99, errs))
+open(res, "a").write("%s|%f|%f|%f|%d|%f\n" % (name, rps, p50, p99, errs, cpu))
 PY
 }
 
 echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-28s %10s %9s %9s %8s %9s\n" case "req/s" "p50 ms" "p99 ms" errors requests
+printf "%-28s %10s %9s %9s %8s %9s %8s\n" case "req/s" "p50 ms" "p99 ms" errors requests "us/req"
+# us/req: the proxy's CPU time (all its threads) per request; none for the
+# backend-direct case
 
 start_gw() { # routes file
   "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers 1 --quiet \
@@ -141,44 +158,55 @@ start_nginx() { # conf
 url_end="r$((ROUTES-1))/x"
 cp "$work/one.json" "$work/single.json"
 cp "$work/many.json" "$work/bench-routes.json"
-storm_total=0; storm_bad_total=0
-for round in $(seq "$ROUNDS"); do
-  run_wrk "backend direct" "http://127.0.0.1:$BP/$url_end"
-  start_gw "$work/single.json"
-  run_wrk "mini-gateway, 1 route" "http://127.0.0.1:$GP/$url_end"
-  stop_pid $gwpid
-  start_nginx "$work/nginx-one.conf"
-  run_wrk "nginx, 1 location" "http://127.0.0.1:$NP/$url_end"
-  stop_pid $ngpid
-  start_gw "$work/bench-routes.json"
-  run_wrk "mini-gateway, $ROUTES routes" "http://127.0.0.1:$GP/$url_end"
-  stop_pid $gwpid
-  start_nginx "$work/nginx-many.conf"
-  run_wrk "nginx, $ROUTES locations" "http://127.0.0.1:$NP/$url_end"
-  stop_pid $ngpid
-
-  # the reload storm: one publish every 10 ms through the admin API (a
-  # route other than the one under load changes, as in a real fleet)
-  start_gw "$work/single.json"
-  python3 - "$AP" "$BP" "$DURATION" > "$work/storm.txt" <<'PY' &
+admin_client() { # storm|control: one admin request every 10 ms, in the background
+  python3 - "$AP" "$BP" "$DURATION" "$1" > "$work/storm.txt" <<'PY' &
 import http.client, json, sys, time
-ap, bp, dur = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+ap, bp, dur, mode = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 c = http.client.HTTPConnection("127.0.0.1", ap, timeout=5)
 n = bad = 0
 end = time.time() + dur + 0.5
 while time.time() < end:
     t = time.time()
-    body = json.dumps({"id": "storm", "uri": "http://127.0.0.1:%d" % bp,
-                       "predicates": ["Path=/storm/%d/**" % n],
-                       "filters": ["AddRequestHeader=X-Storm,%d" % n]})
-    c.request("PUT", "/routes/single/storm", body=body)
+    if mode == "storm":
+        body = json.dumps({"id": "storm", "uri": "http://127.0.0.1:%d" % bp,
+                           "predicates": ["Path=/storm/%d/**" % n],
+                           "filters": ["AddRequestHeader=X-Storm,%d" % n]})
+        c.request("PUT", "/routes/single/storm", body=body)
+    else:
+        c.request("GET", "/status")
     r = c.getresponse(); r.read()
     n += 1; bad += r.status != 200
     time.sleep(max(0, 0.01 - (time.time() - t)))
 print(n, bad)
 PY
   stormpid=$!
-  run_wrk "mini-gateway, reload storm" "http://127.0.0.1:$GP/$url_end"
+}
+storm_total=0; storm_bad_total=0
+for round in $(seq "$ROUNDS"); do
+  run_wrk "backend direct" "http://127.0.0.1:$BP/$url_end"
+  start_gw "$work/single.json"
+  run_wrk "mini-gateway, 1 route" "http://127.0.0.1:$GP/$url_end" $gwpid
+  stop_pid $gwpid
+  start_nginx "$work/nginx-one.conf"
+  run_wrk "nginx, 1 location" "http://127.0.0.1:$NP/$url_end" $ngpid
+  stop_pid $ngpid
+  start_gw "$work/bench-routes.json"
+  run_wrk "mini-gateway, $ROUTES routes" "http://127.0.0.1:$GP/$url_end" $gwpid
+  stop_pid $gwpid
+  start_nginx "$work/nginx-many.conf"
+  run_wrk "nginx, $ROUTES locations" "http://127.0.0.1:$NP/$url_end" $ngpid
+  stop_pid $ngpid
+
+  # the reload storm: one publish every 10 ms through the admin API (a
+  # route other than the one under load changes, as in a real fleet), and
+  # its control: the same client reading GET /status every 10 ms, so the
+  # storm's cost reads apart from the driver's and the admin thread's
+  start_gw "$work/single.json"
+  admin_client control
+  run_wrk "mini-gateway, storm control" "http://127.0.0.1:$GP/$url_end" $gwpid
+  wait $stormpid || true
+  admin_client storm
+  run_wrk "mini-gateway, reload storm" "http://127.0.0.1:$GP/$url_end" $gwpid
   wait $stormpid || true
   read -r publishes storm_bad < "$work/storm.txt"
   storm_total=$((storm_total + publishes)); storm_bad_total=$((storm_bad_total + storm_bad))
@@ -190,26 +218,29 @@ python3 - "$results" <<'PY'
 import sys
 runs = {}
 for line in open(sys.argv[1]):
-    name, rps, p50, p99, errs = line.strip().split("|")
+    name, rps, p50, p99, errs, cpu = line.strip().split("|")
     runs.setdefault(name, []).append((float(rps), float(p50), float(p99),
-                                      int(errs)))
+                                      int(errs), float(cpu)))
 rows = {}
 print("\nmedian round (by req/s) of each case:")
-print("%-28s %10s %9s %9s %8s" % ("case", "req/s", "p50 ms", "p99 ms",
-                                   "errors"))
+print("%-28s %10s %9s %9s %8s %8s" % ("case", "req/s", "p50 ms", "p99 ms",
+                                        "errors", "us/req"))
 for name, rs in runs.items():
     rs.sort()
     m = rs[len(rs) // 2]
-    rows[name] = m[:3] + (sum(r[3] for r in rs),)
-    print("%-28s %10.0f %9.3f %9.3f %8d" % ((name,) + rows[name]))
+    cpus = sorted(r[4] for r in rs)
+    rows[name] = m[:3] + (sum(r[3] for r in rs), cpus[len(cpus) // 2])
+    print("%-28s %10.0f %9.3f %9.3f %8d %8.1f" % ((name,) + rows[name]))
 def ratio(a, b, label):
     if a in rows and b in rows:
         ra, rb = rows[a], rows[b]
-        print("%-44s req/s %.2f  p99 %.2f" % (label, ra[0] / rb[0],
-                                              ra[2] / rb[2] if rb[2] else 0))
+        print("%-44s req/s %.2f  p99 %.2f  cpu/req %.2f" % (
+            label, ra[0] / rb[0], ra[2] / rb[2] if rb[2] else 0,
+            ra[4] / rb[4] if rb[4] else 0))
 print()
 names = list(rows)
 ratio(names[1], names[2], "gateway / nginx, 1 route:")
 ratio(names[3], names[4], "gateway / nginx, many routes:")
-ratio(names[5], names[1], "gateway storm / gateway quiet:")
+ratio(names[6], names[5], "gateway storm / its control:")
+ratio(names[6], names[1], "gateway storm / gateway quiet:")
 PY

@@ -5,6 +5,10 @@ change takes to be served: the module's admin PUT vs `nginx -s reload` of
 the 10,000-location configuration.
 
   bench_nginx.py MODULE.so [--duration S] [--connections C] [--threads T]
+                 [--repeat N] [--sizes 10,10000] [--changes K]
+
+  only the route changes at 10,000 routes, 5 rounds:
+  bench_nginx.py MODULE.so --sizes 10000 --repeat 0 --changes 5
 
 Everything runs on 127.0.0.1 free ports: a backend nginx (one worker,
 `return 200`), the measured nginx (2 workers) and wrk (with a Lua script
@@ -177,6 +181,30 @@ def median(xs):
     return xs[len(xs) // 2]
 
 
+def spread(xs, fmt="%.3f"):
+    """median (min-max) of xs"""
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (median(xs), min(xs),
+                                                    max(xs))
+
+
+def probe_once(port):
+    """GET /probe/x on a fresh connection with a plain socket (a few
+    hundred microseconds; http.client costs several times that, which
+    would dominate the "20 in a row" figure): (status, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET /probe/x HTTP/1.0\r\nHost: bench\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    parts = head.split(b" ", 2)
+    return (int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0,
+            body)
+
+
 def wait_served(port, version, timeout=120):
     """Seconds until 20 consecutive fresh-connection requests to /probe/
     are answered by the new route version, and until the first one."""
@@ -187,7 +215,7 @@ def wait_served(port, version, timeout=120):
         if time.perf_counter() - t0 > timeout:
             raise RuntimeError("version %d not served" % version)
         try:
-            status, body = get(port, "/probe/x")
+            status, body = probe_once(port)
         except OSError:
             streak = 0
             continue
@@ -200,6 +228,83 @@ def wait_served(port, version, timeout=120):
     return first, time.perf_counter() - t0
 
 
+def put(port, path, body):
+    """PUT body (bytes); returns (seconds, the JSON answer, the wall clock
+    time.time() at the start)."""
+    t0_wall = time.time()
+    t0 = time.perf_counter()
+    status, reply = get(port, path, "PUT", body)
+    took = time.perf_counter() - t0
+    if status != 200:
+        raise RuntimeError("PUT %s: %d %r" % (path, status, reply[:300]))
+    return took, json.loads(reply), t0_wall
+
+
+def worker_times(port, generation, t0_wall, timeout=30):
+    """Wait until every worker reports `generation` (or a later one);
+    returns each worker's last apply as the module reports it (copy, apply
+    wall, apply CPU; ms) and the seconds from t0_wall (time.time()) to the
+    last worker's publish of it (updated_ms, wall clock)."""
+    end = time.time() + timeout
+    while True:
+        _, body = get(port, "/switchyard/status")
+        ws = json.loads(body)["workers"]
+        if ws and all(w["generation"] >= generation for w in ws):
+            break
+        if time.time() > end:
+            raise RuntimeError("workers not at generation %d: %r"
+                               % (generation, ws))
+        time.sleep(0.005)
+    return ([(w["copy_us"] / 1e3, w["apply_us"] / 1e3,
+              w["apply_cpu_us"] / 1e3) for w in ws],
+            max(w["updated_ms"] for w in ws) / 1e3 - t0_wall)
+
+
+def measure_changes(st, md, sport, mport, n, bport, args, change):
+    """args.changes rounds of: `nginx -s reload` of the static
+    configuration with the probe's target changed, a PUT of the module's
+    whole document with the probe changed (every other route the same
+    bytes as live), a PUT of the probe route alone. Each records the call
+    and the time until the new target is served (first response, 20 in a
+    row on fresh connections)."""
+    version = 2
+    for _ in range(args.changes):
+        st.write(static_conf(n, sport, bport, version))
+        t0 = time.perf_counter()
+        st.reload()
+        signal_s = time.perf_counter() - t0
+        first, all_ = wait_served(sport, version)
+        # `nginx -s reload` parses the configuration itself before it
+        # signals the master: its time counts
+        change.setdefault("reload", []).append(
+            {"signal_s": signal_s, "first_s": signal_s + first,
+             "all_s": signal_s + all_})
+
+        body = json.dumps(routes_doc(n, bport, version)).encode()
+        put_s, reply, t0_wall = put(mport, "/switchyard/routes/bench", body)
+        first, all_ = wait_served(mport, version)
+        workers, every = worker_times(mport, reply["generation"], t0_wall)
+        change.setdefault("admin PUT document", []).append(
+            {"signal_s": put_s, "first_s": put_s + first,
+             "all_s": put_s + all_, "every_s": every,
+             "commit_ms": reply["commit_us"] / 1e3,
+             "commit_cpu_ms": reply["commit_cpu_us"] / 1e3,
+             "workers": workers})
+
+        probe = routes_doc(0, bport, version + 1)["routes"][0]
+        put_s, reply, t0_wall = put(mport, "/switchyard/routes/bench/probe",
+                                    json.dumps(probe).encode())
+        first, all_ = wait_served(mport, version + 1)
+        workers, every = worker_times(mport, reply["generation"], t0_wall)
+        change.setdefault("admin PUT one route", []).append(
+            {"signal_s": put_s, "first_s": put_s + first,
+             "all_s": put_s + all_, "every_s": every,
+             "commit_ms": reply["commit_us"] / 1e3,
+             "commit_cpu_ms": reply["commit_cpu_us"] / 1e3,
+             "workers": workers})
+        version += 2
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("module")
@@ -207,7 +312,10 @@ def main():
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--sizes", default="10,10000")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="wrk runs per configuration (0: none)")
+    ap.add_argument("--changes", type=int, default=5,
+                    help="rounds of route changes at 10,000 routes")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     module = os.path.abspath(args.module)
@@ -219,6 +327,9 @@ def main():
                     "location / { return 200 \"$uri\\n\"; } }\n}\n" % bport)
     results = {}
     change = {}
+    print("# %s UTC, load average at the start %s" % (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        " ".join("%.2f" % x for x in os.getloadavg())), flush=True)
     try:
         backend.start(bport)
         for n in [int(x) for x in args.sizes.split(",")]:
@@ -236,6 +347,8 @@ def main():
                     runs["static"].append(run_wrk(sport, n, args, st.dir))
                     runs["module"].append(run_wrk(mport, n, args, md.dir))
                 for kind, rs in runs.items():
+                    if not rs:
+                        continue
                     results[(kind, n)] = {
                         "rps": median([r["rps"] for r in rs]),
                         "p99_ms": median([r["p99_ms"] for r in rs]),
@@ -245,44 +358,17 @@ def main():
                                                    if r["socket_errors"]),
                         "all_rps": [r["rps"] for r in rs]}
                 if n >= 10000:
-                    st.write(static_conf(n, sport, bport, 2))
-                    t0 = time.perf_counter()
-                    st.reload()
-                    signal_s = time.perf_counter() - t0
-                    first, all_ = wait_served(sport, 2)
-                    # `nginx -s reload` parses the configuration itself
-                    # before it signals the master: its time counts
-                    change["reload"] = {"signal_s": signal_s,
-                                        "first_s": signal_s + first,
-                                        "all_s": signal_s + all_}
-                    body = json.dumps(routes_doc(n, bport, 2))
-                    t0 = time.perf_counter()
-                    status, reply = get(mport, "/switchyard/routes/bench",
-                                        "PUT", body)
-                    put_s = time.perf_counter() - t0
-                    if status != 200:
-                        raise RuntimeError("PUT: %d %r" % (status, reply[:300]))
-                    first, all_ = wait_served(mport, 2)
-                    change["admin PUT document"] = {
-                        "signal_s": put_s, "first_s": put_s + first,
-                        "all_s": put_s + all_}
-                    probe = routes_doc(0, bport, 3)["routes"][0]
-                    t0 = time.perf_counter()
-                    status, reply = get(mport, "/switchyard/routes/bench/probe",
-                                        "PUT", json.dumps(probe))
-                    put_s = time.perf_counter() - t0
-                    if status != 200:
-                        raise RuntimeError("PUT: %d %r" % (status, reply[:300]))
-                    first, all_ = wait_served(mport, 3)
-                    change["admin PUT one route"] = {
-                        "signal_s": put_s, "first_s": put_s + first,
-                        "all_s": put_s + all_}
+                    measure_changes(st, md, sport, mport, n, bport, args,
+                                    change)
             finally:
                 st.stop()
                 md.stop()
     finally:
         backend.stop()
 
+    print("# %s UTC, load average at the end %s" % (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        " ".join("%.2f" % x for x in os.getloadavg())))
     print("nginx %s, wrk -t%d -c%d -d%ds, requests spread over all routes; "
           "median of %d alternating runs"
           % (subprocess.run([NGINX, "-v"], capture_output=True,
@@ -301,16 +387,36 @@ def main():
         if s and m:
             print("routes %d: module/static req/s = %.3f" % (n, m["rps"] /
                                                              s["rps"]))
-    for k, v in change.items():
-        print("route change (%s): call %.3f s; from the call's start: first "
-              "new response %.3f s, 20 in a row %.3f s" % (k, v["signal_s"], v["first_s"],
-                                      v["all_s"]))
+    for k, rounds in change.items():
+        print("route change (%s), %d rounds: call %s s; from the call's "
+              "start: first new response %s s, 20 in a row %s s" % (
+                  k, len(rounds),
+                  spread([r["signal_s"] for r in rounds]),
+                  spread([r["first_s"] for r in rounds]),
+                  spread([r["all_s"] for r in rounds])))
+        if "commit_ms" in rounds[0]:
+            print("    every worker applied it (the last worker's publish, "
+                  "from the call's start): %s s" %
+                  spread([r["every_s"] for r in rounds]))
+            print("    the answering worker's commit: %s ms wall, %s ms CPU"
+                  % (spread([r["commit_ms"] for r in rounds], "%.1f"),
+                     spread([r["commit_cpu_ms"] for r in rounds], "%.1f")))
+            print("    each worker's last apply (copy + apply wall / CPU ms):"
+                  " %s" % "; ".join(", ".join("%.1f+%.1f/%.1f" % w
+                                              for w in r["workers"])
+                                    for r in rounds))
     for k in ("admin PUT document", "admin PUT one route"):
         if "reload" in change and k in change:
-            print("reload / %s: %.1fx (first new response), %.1fx (20 in a "
-                  "row)" % (k, change["reload"]["first_s"] /
-                            change[k]["first_s"],
-                            change["reload"]["all_s"] / change[k]["all_s"]))
+            rl, ch = change["reload"], change[k]
+            print("reload / %s (medians): %.1fx (first new response), "
+                  "%.1fx (20 in a row), %.1fx (reload's 20 in a row / every "
+                  "worker applied)" % (
+                      k, median([r["first_s"] for r in rl]) /
+                      median([r["first_s"] for r in ch]),
+                      median([r["all_s"] for r in rl]) /
+                      median([r["all_s"] for r in ch]),
+                      median([r["all_s"] for r in rl]) /
+                      median([r["every_s"] for r in ch])))
     return 0
 
 

@@ -13,8 +13,10 @@
  *   edges: open-addressing table keyed by (parent node, literal segment);
  *          an entry holds the segment's first 16 bytes as two words:
  *          [ w0 | w1 | parent | child | str_off | len|tag ]  (32 bytes)
- *   node:  wild child (one-segment wildcard), term list (patterns that end
- *          here), multi list (patterns whose ** / {*x} starts here)
+ *   node:  wild child (one-segment wildcard) with bit 31 (LIT_KIDS) set
+ *          when the node has literal children (else a walk neither hashes
+ *          nor probes there), term list (patterns that end here), multi
+ *          list (patterns whose ** / {*x} starts here)
  *   lists: candidates sorted by rank key, flattened into one pool:
  *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
  *          so a candidate refused by its method, or proven whole by the

@@ -675,8 +675,8 @@ typedef struct collector {
     const sy_str *dec; /* the request's segments (labels) */
     size_t count;
     bool overflow;
-    bool reversed; /* host trie: labels walked from the last */
-    bool lead;     /* host: a leading '.' */
+    bool reversed;                /* host trie: labels walked from the last */
+    bool lead;                    /* host: a leading '.' */
     uint32_t hashed;              /* bit i: key[i] is set */
     seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
 } collector;

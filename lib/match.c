@@ -166,8 +166,7 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
         if ((rc = normalize_path(c, s, reqp)))
             return rc;
         if ((*reqp)->path.ptr != path.ptr &&
-            !sy_segments_split(&c->path, (*reqp)->path, &c->scratch,
-                               &c->alloc))
+            !sy_segments_split(&c->path, (*reqp)->path, &c->scratch, &c->alloc))
             return SY_ENOMEM;
     }
     const sy_request *req = *reqp;

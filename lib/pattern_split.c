@@ -184,8 +184,8 @@ static inline unsigned block_at(const char *p, size_t len, size_t off,
         return block_scan(_mm_loadu_si128((const void *)(p + off)), dot, odd);
     if (len >= 16) { /* the last 16 bytes; drop the ones seen */
         unsigned drop = (unsigned)(16 - rest);
-        unsigned sl = block_scan(
-            _mm_loadu_si128((const void *)(p + len - 16)), dot, odd);
+        unsigned sl =
+            block_scan(_mm_loadu_si128((const void *)(p + len - 16)), dot, odd);
         *dot >>= drop;
         *odd >>= drop;
         return sl >> drop;
@@ -314,4 +314,3 @@ void sy_segments_free(sy_segments *segs, const sy_alloc *alloc) {
     segs->dec = segs->raw = NULL;
     segs->count = segs->cap = 0;
 }
-

@@ -13,8 +13,10 @@
  *   edges: open-addressing table keyed by (parent node, literal segment);
  *          an entry holds the segment's first 16 bytes as two words:
  *          [ w0 | w1 | parent | child | str_off | len|tag ]  (32 bytes)
- *   node:  wild child (one-segment wildcard), term list (patterns that end
- *          here), multi list (patterns whose ** / {*x} starts here)
+ *   node:  wild child (one-segment wildcard) with bit 31 (LIT_KIDS) set
+ *          when the node has literal children (else a walk neither hashes
+ *          nor probes there), term list (patterns that end here), multi
+ *          list (patterns whose ** / {*x} starts here)
  *   lists: candidates sorted by rank key, flattened into one pool:
  *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
  *          so a candidate refused by its method, or proven whole by the
@@ -103,7 +105,7 @@ uint32_t new_node(builder *b) {
         b->node_cap = cap;
     }
     inode *n = &b->nodes[b->node_count];
-    n->wild = NONE;
+    n->wild = WILD_NONE;
     n->term = n->multi = (list_ref){0, 0};
     return b->node_count++;
 }
@@ -170,17 +172,18 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
     e->str_off = off;
     e->len_tag = k.len_tag;
     b->edge_count++;
+    b->nodes[parent].wild |= LIT_KIDS;
     return child;
 }
 
 static uint32_t wild_child(builder *b, uint32_t parent) {
-    if (b->nodes[parent].wild == NONE) {
+    if ((b->nodes[parent].wild & ~LIT_KIDS) == WILD_NONE) {
         uint32_t c = new_node(b);
-        if (c == NONE)
+        if (c == NONE || c >= WILD_NONE)
             return NONE;
-        b->nodes[parent].wild = c;
+        b->nodes[parent].wild = (b->nodes[parent].wild & LIT_KIDS) | c;
     }
-    return b->nodes[parent].wild;
+    return b->nodes[parent].wild & ~LIT_KIDS;
 }
 
 void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
@@ -571,11 +574,13 @@ typedef struct collector {
     const sy_index *ix;
     sy_cand_list *out;
     size_t n, cap;
+    const sy_str *dec; /* the request's segments (labels) */
+    size_t count;
     bool overflow;
-    const sy_segments *segs;
-    bool reversed;
-    seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
+    bool reversed;                /* host trie: labels walked from the last */
+    bool lead;                    /* host: a leading '.' */
     uint32_t hashed;              /* bit i: key[i] is set */
+    seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
 } collector;
 
 static inline void collect(collector *c, list_ref l, uint8_t proof,
@@ -590,9 +595,9 @@ static inline void collect(collector *c, list_ref l, uint8_t proof,
         c->ix->cands + l.off, c->ix->vars, l.len, proof, exact, c->reversed};
 }
 
-static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
-                                    sy_str seg) {
+static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
     const sy_index *ix = c->ix;
+    sy_str seg = c->dec[i];
     if (seg.len > UINT16_MAX)
         return NONE; /* longer literals are indexed as wildcards */
     seg_key local;
@@ -618,17 +623,20 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i,
 }
 
 /* Depth-first walk over literal and wildcard edges; `literal` says every
- * segment so far was matched by a literal edge. */
+ * segment so far was matched by a literal edge. A node without literal
+ * children (LIT_KIDS clear) costs no probe, and one without a wildcard
+ * child no recursion. */
 static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
-    const sy_index *ix = c->ix;
-    const sy_segments *segs = c->segs;
-    bool path = !c->reversed;
-    while (node != NONE && !c->overflow) {
-        const inode *nd = &ix->nodes[node];
+    const inode *nodes = c->ix->nodes;
+    const size_t count = c->count;
+    const bool path = !c->reversed;
+    for (;;) {
+        const inode *nd = &nodes[node];
         /* a walkable host pattern starting with "**" has no leading '.',
          * which Ant compares: a host with one is not proven */
-        collect(c, nd->multi, SY_PROOF_NONE, path || !segs->lead);
-        if (depth == segs->count) {
+        if (nd->multi.len)
+            collect(c, nd->multi, SY_PROOF_NONE, path || !c->lead);
+        if (depth == count) {
             collect(c, nd->term,
                     !literal ? SY_PROOF_NONE
                     : path   ? SY_PROOF_PATH
@@ -636,14 +644,25 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
                     true);
             return;
         }
-        size_t i = c->reversed ? segs->count - 1 - depth : depth;
-        sy_str seg = segs->dec[i];
+        size_t i = path ? depth : count - 1 - depth;
         /* matchTrailingSlash: "/a" also matches "/a/" */
-        if (path && depth + 1 == segs->count && seg.len == 0)
+        if (path && depth + 1 == count && c->dec[i].len == 0)
             collect(c, nd->term, SY_PROOF_NONE, false);
-        if (nd->wild != NONE)
-            walk(c, nd->wild, depth + 1, false);
-        node = find_literal(c, node, i, seg);
+        uint32_t w = nd->wild;
+        if (!(w & LIT_KIDS)) { /* no literal child: no probe */
+            if (w == WILD_NONE)
+                return;
+            node = w;
+            literal = false;
+        } else {
+            if (w != (WILD_NONE | LIT_KIDS))
+                walk(c, w & ~LIT_KIDS, depth + 1, false);
+            node = find_literal(c, node, i);
+            if (node == NONE)
+                return;
+        }
+        if (c->overflow)
+            return;
         depth++;
     }
 }
@@ -657,14 +676,18 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.n = 0;
     c.cap = cap;
     c.overflow = false;
-    c.segs = path;
+    c.dec = path->dec;
+    c.count = path->count;
     c.reversed = false;
+    c.lead = false;
     c.hashed = 0;
     walk(&c, ROOT_PATH, 0, true);
     /* an empty or missing Host matches no Host pattern */
     if (host_labels && host_labels->count && ix->host_routes) {
-        c.segs = host_labels;
+        c.dec = host_labels->dec;
+        c.count = host_labels->count;
         c.reversed = true;
+        c.lead = host_labels->lead;
         c.hashed = 0;
         walk(&c, ROOT_HOST, 0, true);
     }

@@ -45,6 +45,12 @@ typedef struct list_ref {
     uint32_t len;
 } list_ref;
 
+/* wild: the one-segment wildcard child (WILD_NONE: none), and LIT_KIDS
+ * when the node has literal children in the edge table: a walk probes the
+ * table only at nodes that have some. */
+#define WILD_NONE 0x7fffffffu
+#define LIT_KIDS 0x80000000u
+
 typedef struct inode {
     uint32_t wild;
     list_ref term;

@@ -147,15 +147,29 @@ static int prepare(sy_match_ctx *c, const sy_snapshot *s,
     int rc = ctx_fit(c, s);
     if (rc)
         return rc;
-    sy_arena_reset(&c->scratch);
-    if ((rc = normalize_path(c, s, reqp)))
-        return rc;
-    const sy_request *req = *reqp;
+    /* an arena the last request left untouched needs no reset */
+    const sy_arena_chunk *h = c->scratch.head;
+    if (h && (h->next || h->used))
+        sy_arena_reset(&c->scratch);
     c->path.keep_escaped_slashes =
         s->path_norm.mode == SY_PN_NORMALIZE &&
         s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
-    if (!sy_segments_split(&c->path, req->path, &c->scratch, &c->alloc))
+    /* split first: the same pass tells whether the normaliser has anything
+     * to look at (a rooted path without '.' or '%' is never changed) */
+    sy_str path = (*reqp)->path;
+    unsigned seen;
+    if (!sy_segments_split_scan(&c->path, path, &c->scratch, &c->alloc, &seen))
         return SY_ENOMEM;
+    if (s->path_norm.mode != SY_PN_AS_IS &&
+        ((seen & (SY_SEEN_DOT | SY_SEEN_PCT)) || s->path_norm.merge_slashes ||
+         !path.len || path.ptr[0] != '/')) {
+        if ((rc = normalize_path(c, s, reqp)))
+            return rc;
+        if ((*reqp)->path.ptr != path.ptr &&
+            !sy_segments_split(&c->path, (*reqp)->path, &c->scratch, &c->alloc))
+            return SY_ENOMEM;
+    }
+    const sy_request *req = *reqp;
     sy_str host = host_for_match(s, req->host);
     c->host.count = 0;
     if (s->needs_host && !sy_segments_split_host(&c->host, host, &c->alloc))
@@ -289,17 +303,23 @@ static bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
     return candidate_fails(c, s, cd->slot, l->proof) < 0;
 }
 
-static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
-                       const sy_request *req, uint32_t slot) {
+static sy_match *found_route(sy_match_ctx *c, const sy_snapshot *s,
+                             const sy_request *req, uint32_t slot,
+                             const struct sy_route *r) {
     sy_match *m = &c->m;
     m->ctx = c;
     m->snap = s;
     m->req = req;
     m->slot = slot;
-    m->route = sy_snapshot_slot(s, slot)->route;
+    m->route = r;
     m->plan_done = false;
     m->plan_rc = 0;
     return m;
+}
+
+static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_request *req, uint32_t slot) {
+    return found_route(c, s, req, slot, sy_snapshot_slot(s, slot)->route);
 }
 
 static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
@@ -447,9 +467,9 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
             const sy_cand *cd = &l->c[i];
-            if (sy_snapshot_slot(s, cd->slot)->route &&
-                cand_holds(c, s, l, cd, mbit)) {
-                *out = found(c, s, req, cd->slot);
+            const struct sy_route *r = sy_snapshot_slot(s, cd->slot)->route;
+            if (r && cand_holds(c, s, l, cd, mbit)) {
+                *out = found_route(c, s, req, cd->slot, r);
                 return SY_OK;
             }
             if (c->budget.exhausted)

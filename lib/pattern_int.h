@@ -1,7 +1,7 @@
 /*
- * pattern_int.h - the compiled pattern, shared by pattern.c (request
- * splitting, PathPatterns, introspection) and pattern_host.c (Ant host
- * patterns). Private to those two files.
+ * pattern_int.h - the compiled pattern, shared by pattern.c (PathPatterns,
+ * introspection) and pattern_host.c (Ant host patterns). Private to the
+ * pattern files.
  */
 #ifndef SY_PATTERN_INT_H
 #define SY_PATTERN_INT_H

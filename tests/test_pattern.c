@@ -56,6 +56,95 @@ static void mt_close(mt *m) {
     pcre2_match_data_free(m->md);
 }
 
+/* The one-pass split gives the segments of the plain split, and the
+ * characters it reports are exactly the ones the path holds: random paths
+ * of 0-70 bytes over an alphabet rich in separators, every length around
+ * the 8- and 16-byte block edges, each copied into a buffer of its exact
+ * size (so ASan would catch a read past its end). */
+START_TEST(one_pass_split_equals_the_plain_split) {
+    static const char alphabet[] = "//ab.c%2F;x";
+    sy_segments a = {0}, b = {0};
+    sy_arena ar;
+    sy_arena_init(&ar, &A, 256);
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (int iter = 0; iter < 20000; iter++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        size_t len = (size_t)(rng % 71);
+        char *buf = malloc(len ? len : 1);
+        for (size_t i = 0; i < len; i++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            /* mostly plain bytes, so many paths take the fast pass */
+            buf[i] = rng % 4 ? "abcdefgh/"[rng % 9]
+                             : alphabet[(rng >> 8) % (sizeof alphabet - 1)];
+        }
+        sy_str s = {buf, len};
+        unsigned seen = 99;
+        sy_arena_reset(&ar);
+        ck_assert(sy_segments_split(&a, s, &ar, &A));
+        ck_assert(sy_segments_split_scan(&b, s, &ar, &A, &seen));
+        ck_assert_uint_eq(a.count, b.count);
+        for (size_t i = 0; i < a.count; i++) {
+            ck_assert(a.dec[i].len == b.dec[i].len &&
+                      memcmp(a.dec[i].ptr, b.dec[i].ptr, a.dec[i].len) == 0);
+            ck_assert(a.raw[i].ptr == b.raw[i].ptr &&
+                      a.raw[i].len == b.raw[i].len);
+        }
+        unsigned want = (len && memchr(buf, '.', len) ? SY_SEEN_DOT : 0u) |
+                        (len && memchr(buf, '%', len) ? SY_SEEN_PCT : 0u) |
+                        (len && memchr(buf, ';', len) ? SY_SEEN_SEMI : 0u);
+        ck_assert_uint_eq(seen, want);
+        free(buf);
+    }
+    sy_segments_free(&a, &A);
+    sy_segments_free(&b, &A);
+    sy_arena_free(&ar);
+}
+END_TEST
+
+/* Host labels against a plain reading of the rule (split on '.', empty
+ * labels dropped, one empty label for a leading and one for a trailing
+ * '.'), on random hosts of 0-40 bytes in buffers of their exact size. */
+START_TEST(host_split_equals_the_rule) {
+    sy_segments a = {0};
+    uint64_t rng = 0x2545f4914f6cdd1dull;
+    for (int iter = 0; iter < 20000; iter++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        size_t len = (size_t)(rng % 41);
+        char *buf = malloc(len ? len : 1);
+        for (size_t i = 0; i < len; i++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            buf[i] = "ab.cd.e-"[rng % 8];
+        }
+        ck_assert(sy_segments_split_host(&a, (sy_str){buf, len}, &A));
+        size_t n = 0;
+        bool lead = len && buf[0] == '.', trail = len && buf[len - 1] == '.';
+        ck_assert(a.lead == lead && a.trail == trail);
+        if (lead) {
+            ck_assert(n < a.count && a.dec[n].len == 0);
+            n++;
+        }
+        for (size_t i = 0; i < len;) {
+            size_t j = i;
+            while (j < len && buf[j] != '.')
+                j++;
+            if (j > i) {
+                ck_assert(n < a.count);
+                ck_assert(a.dec[n].ptr == buf + i && a.dec[n].len == j - i);
+                n++;
+            }
+            i = j + 1;
+        }
+        if (trail) {
+            ck_assert(n < a.count && a.dec[n].len == 0);
+            n++;
+        }
+        ck_assert_uint_eq(n, a.count);
+        free(buf);
+    }
+    sy_segments_free(&a, &A);
+}
+END_TEST
+
 /* Does `pat` match `path` (matchTrailingSlash as given)? */
 static bool pm(const char *pat, const char *path, bool mts) {
     mt m;
@@ -852,6 +941,8 @@ static Suite *suite(void) {
     t = tcase_create("misc");
     tcase_add_checked_fixture(t, setup, NULL);
     tcase_add_test(t, introspection_reports_segment_kinds_and_literals);
+    tcase_add_test(t, one_pass_split_equals_the_plain_split);
+    tcase_add_test(t, host_split_equals_the_rule);
     tcase_add_test(t, max_groups_covers_every_regex);
     tcase_add_test(t, regex_full_match_is_anchored_at_both_ends);
     tcase_add_test(t, regex_error_reports_pcre2_offset);

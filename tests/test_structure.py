@@ -26,7 +26,7 @@ LAYERS = [
      ("service", "service_int", "service_ring", "service_select",
       "service_health")],
     [("compile_env",)],
-    [("regex",), ("pattern", "pattern_int", "pattern_host"),
+    [("regex",), ("pattern", "pattern_int", "pattern_host", "pattern_split"),
      ("predicate", "predicate_int", "predicate_eval"),
      ("filter", "filter_int", "filter_plan", "filter_plan_int",
       "filter_headers", "filter_template", "filter_query", "filter_path")],

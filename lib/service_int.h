@@ -228,6 +228,19 @@ static inline bool svc_same_id(const sy_service *a, uint32_t i,
  * the same position first (lists usually keep their order from one
  * version to the next), then o's id table. */
 uint32_t svc_match(const sy_service *s, size_t i, const sy_service *o);
+
+/* Where an instance is in the caller's input: instances[i] of a list, or
+ * deltas[i].instance of a delta list. Formatted only for an error. */
+typedef struct svc_where {
+    bool delta;
+    size_t i;
+} svc_where;
+
+/* The JSON path of `w` followed by fmt's text, into out[cap]. */
+void svc_path(char *out, size_t cap, svc_where w, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Checks one instance's fields; SY_EINVAL with its path. */
+int svc_validate(const sy_instance *in, svc_where w, sy_error *err);
 /* The group of `old` that corresponds to group g of `s` (same tags and
  * strings from the root), or SY_NONE. */
 uint32_t svc_counterpart(const sy_service *s, const sy_service *old,

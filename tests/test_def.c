@@ -938,33 +938,11 @@ END_TEST
 
 /* ---- allocation ---- */
 
-typedef struct counting {
-    long live, total;
-} counting;
-
-static void *c_malloc(void *data, size_t n) {
-    counting *c = data;
-    c->live++;
-    c->total++;
-    return malloc(n);
-}
-static void *c_realloc(void *data, void *p, size_t n) {
-    counting *c = data;
-    if (!p) {
-        c->live++;
-        c->total++;
-    }
-    return realloc(p, n);
-}
-static void c_free(void *data, void *p) {
-    counting *c = data;
-    c->live--;
-    free(p);
-}
+typedef sy_test_alloc counting;
 
 START_TEST(every_allocation_goes_through_the_hooks_and_is_freed) {
-    counting c = {0, 0};
-    sy_allocator al = {c_malloc, c_realloc, c_free, &c};
+    counting c = {0};
+    sy_allocator al = sy_test_allocator(&c);
     sy_parse_options o = SY_PARSE_OPTIONS_INIT;
     o.allocator = &al;
     o.lenient = true;

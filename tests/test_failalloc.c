@@ -12,41 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Counting allocator: fails allocation number `fail_at` (1-based) when
- * armed; tracks live blocks to find leaks. */
-typedef struct counting {
-    long calls;
-    long fail_at; /* 0: never */
-    long live;
-} counting;
-
-static void *c_malloc(void *d, size_t n) {
-    counting *c = d;
-    if (c->fail_at && ++c->calls == c->fail_at)
-        return NULL;
-    void *p = malloc(n);
-    if (p)
-        c->live++;
-    return p;
-}
-
-static void *c_realloc(void *d, void *p, size_t n) {
-    counting *c = d;
-    if (c->fail_at && ++c->calls == c->fail_at)
-        return NULL;
-    void *q = realloc(p, n);
-    if (q && !p)
-        c->live++;
-    return q;
-}
-
-static void c_free(void *d, void *p) {
-    counting *c = d;
-    if (p) {
-        c->live--;
-        free(p);
-    }
-}
+/* Counting allocator (testutil.h): fails allocation number `fail_at`
+ * (1-based) when armed; tracks live blocks to find leaks. */
+typedef sy_test_alloc counting;
 
 static const char *DOC1 =
     "{\"version\":\"1\",\"routes\":["
@@ -179,7 +147,7 @@ typedef struct world {
 /* A router with DOC1 applied and the change's setup done. */
 static void world_open(world *w, const change *ch) {
     memset(w, 0, sizeof *w);
-    w->al = (sy_allocator){c_malloc, c_realloc, c_free, &w->c};
+    w->al = sy_test_allocator(&w->c);
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
     o.allocator = &w->al;
     o.on_event = count_event;

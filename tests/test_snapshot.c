@@ -437,41 +437,15 @@ END_TEST
 
 /* Counting allocator: fails allocation number `fail_at` of a call when
  * armed; counts live blocks to find leaks. */
-typedef struct counting {
-    long calls, fail_at, live;
-} counting;
-
-static void *c_malloc(void *d, size_t n) {
-    counting *c = d;
-    if (c->fail_at && ++c->calls == c->fail_at)
-        return NULL;
-    void *p = malloc(n);
-    c->live += p != NULL;
-    return p;
-}
-
-static void *c_realloc(void *d, void *p, size_t n) {
-    counting *c = d;
-    if (c->fail_at && ++c->calls == c->fail_at)
-        return NULL;
-    void *q = realloc(p, n);
-    c->live += q && !p;
-    return q;
-}
-
-static void c_free(void *d, void *p) {
-    counting *c = d;
-    c->live -= p != NULL;
-    free(p);
-}
+typedef sy_test_alloc counting;
 
 /* Single changes that fail at every allocation point, while rebuilds run
  * (failed derives advance the shared rebuild too): each fails cleanly or
  * succeeds, matching stays exact, nothing leaks. */
 START_TEST(failed_single_changes_during_rebuilds_leave_exact_state) {
     enum { N = 700, OPS = 3000 };
-    counting cnt = {0, 0, 0};
-    sy_allocator al = {c_malloc, c_realloc, c_free, &cnt};
+    counting cnt = {0};
+    sy_allocator al = sy_test_allocator(&cnt);
     sy_router_options ro = SY_ROUTER_OPTIONS_INIT;
     ro.allocator = &al;
     sy_router *r;

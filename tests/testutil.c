@@ -49,3 +49,35 @@ int sy_test_run(Suite *s) {
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+/* ---- counting allocator (testutil.h) ---- */
+
+static void *ta_malloc(void *d, size_t n) {
+    sy_test_alloc *c = d;
+    if (c->fail_at && ++c->calls == c->fail_at)
+        return NULL;
+    void *p = malloc(n);
+    c->live += p != NULL;
+    c->total += p != NULL;
+    return p;
+}
+
+static void *ta_realloc(void *d, void *p, size_t n) {
+    sy_test_alloc *c = d;
+    if (c->fail_at && ++c->calls == c->fail_at)
+        return NULL;
+    void *q = realloc(p, n);
+    c->live += q && !p;
+    c->total += q && !p;
+    return q;
+}
+
+static void ta_free(void *d, void *p) {
+    sy_test_alloc *c = d;
+    c->live -= p != NULL;
+    free(p);
+}
+
+sy_allocator sy_test_allocator(sy_test_alloc *c) {
+    return (sy_allocator){ta_malloc, ta_realloc, ta_free, c};
+}

@@ -2,6 +2,8 @@
 #ifndef SY_TESTUTIL_H
 #define SY_TESTUTIL_H
 
+#include "switchyard.h"
+
 #include <check.h>
 #include <stddef.h>
 
@@ -14,5 +16,14 @@ const char *sy_test_data(const char *rel);
 int sy_test_scale(void);
 /* Run one suite, TAP to stdout; returns the process exit status. */
 int sy_test_run(Suite *s);
+
+/* Allocator hooks that count: `live` blocks now, `total` blocks ever, and
+ * `calls` allocations since `calls` was last reset; when `fail_at` is set
+ * (1-based), allocation number fail_at returns NULL. For leak checks and
+ * fault injection. */
+typedef struct sy_test_alloc {
+    long calls, fail_at, live, total;
+} sy_test_alloc;
+sy_allocator sy_test_allocator(sy_test_alloc *c);
 
 #endif

@@ -46,30 +46,7 @@ def body(procs, c):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.sendall(b"GET /api/x HTTP/1.1\r\nHost: a\r\n")
     t0 = time.time()
-    got = b""
-    try:
-        for ch in b"X-Slow: " + b"z" * 100:
-            s.sendall(bytes([ch]))
-            time.sleep(0.05)
-            s.setblocking(False)
-            try:
-                got += s.recv(4096)
-            except BlockingIOError:
-                pass
-            s.setblocking(True)
-            if got:
-                break
-    except OSError:
-        pass
-    s.settimeout(3)
-    try:
-        while b"\r\n\r\n" not in got:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            got += chunk
-    except OSError:
-        pass
+    got = trickle(s, [bytes([ch]) for ch in b"X-Slow: " + b"z" * 100], 0.05)
     s.close()
     c.eq(status_of(got), 408, "slowloris: 408")
     c.ok(time.time() - t0 < 3, "slowloris cut after ~1 s")
@@ -138,6 +115,33 @@ def body(procs, c):
     deadlines(procs, c, routes)
 
 
+def trickle(s, pieces, delay):
+    """Send pieces of a head `delay` seconds apart until the gateway
+    answers; returns the answer's head (b"" if none came)."""
+    got = b""
+    try:
+        for piece in pieces:
+            s.sendall(piece)
+            time.sleep(delay)
+            s.setblocking(False)
+            try:
+                got += s.recv(4096)
+            except BlockingIOError:
+                pass
+            s.setblocking(True)
+            if got:
+                break
+        s.settimeout(3)
+        while b"\r\n\r\n" not in got:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        pass
+    return got
+
+
 def read_response(s):
     """One response with a Content-Length body from socket s."""
     got = b""
@@ -204,22 +208,7 @@ def deadlines(procs, c, routes):
     time.sleep(0.3)
     s.sendall(b"GET /api/k HTTP/1.1\r\n")
     t0 = time.time()
-    got = b""
-    s.settimeout(3)
-    try:
-        while b"\r\n\r\n" not in got:
-            s.sendall(b"X-Slow: z\r\n")
-            time.sleep(0.1)
-            s.setblocking(False)
-            try:
-                got += s.recv(4096)
-            except BlockingIOError:
-                pass
-            s.setblocking(True)
-            if time.time() - t0 > 3:
-                break
-    except OSError:
-        pass
+    got = trickle(s, [b"X-Slow: z\r\n"] * 30, 0.1)
     waited = time.time() - t0
     c.eq(status_of(got), 408, "a slow second head on a kept connection: 408")
     c.ok(0.4 <= waited <= 1.5, "408 after the header timeout (%.2f s)" % waited)

@@ -33,6 +33,7 @@
 
 #include "predicate.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 /* Edge hash = the segment's own hash combined with the parent node, so a
@@ -347,11 +348,6 @@ rinfo route_info(builder *b, const struct sy_route *r) {
     return ri;
 }
 
-static int cmp_key(const void *x, const void *y) {
-    const sy_index_route *a = x, *b = y;
-    return a->key < b->key ? -1 : a->key > b->key;
-}
-
 /* Stable counting sort of pending entries into per-(node, kind) lists. */
 static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
                     const uint32_t *slot_pos, const rinfo *info) {
@@ -434,7 +430,9 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
         goto fail;
     if (n)
         memcpy(routes, routes_in, n * sizeof *routes);
-    qsort(routes, n, sizeof *routes, cmp_key);
+    if (!sy_sort_by_u64(a, routes, n, sizeof *routes,
+                        offsetof(sy_index_route, key)))
+        goto fail;
     ix->alloc = a;
     atomic_init(&ix->refs, 1);
     b.edge_mask = 63;

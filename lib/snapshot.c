@@ -24,6 +24,7 @@
 #include "filter.h"
 #include "service.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 #define NEW_SLOT (SY_NONE - 1) /* sy_slot.weight during the change loop */
@@ -69,11 +70,6 @@ typedef struct keyed_slot {
     uint32_t slot;
 } keyed_slot;
 
-static int cmp_keyed(const void *x, const void *y) {
-    const keyed_slot *a = x, *b = y;
-    return a->key < b->key ? -1 : a->key > b->key;
-}
-
 /* Sort slot ids by rank key (ids of one change list: usually few). */
 static bool sort_by_key(const sy_snapshot *s, uint32_t *ids, size_t n) {
     if (n < 2)
@@ -83,11 +79,12 @@ static bool sort_by_key(const sy_snapshot *s, uint32_t *ids, size_t n) {
         return false;
     for (size_t i = 0; i < n; i++)
         tmp[i] = (keyed_slot){sy_snap_key_of(s, ids[i]), ids[i]};
-    qsort(tmp, n, sizeof *tmp, cmp_keyed);
-    for (size_t i = 0; i < n; i++)
+    bool ok = sy_sort_by_u64(s->alloc, tmp, n, sizeof *tmp,
+                             offsetof(keyed_slot, key));
+    for (size_t i = 0; ok && i < n; i++)
         ids[i] = tmp[i].slot;
     sy_free(s->alloc, tmp);
-    return true;
+    return ok;
 }
 
 static int index_over(sy_snapshot *s, const uint32_t *slots, size_t n,

@@ -529,3 +529,53 @@ const char *sy_strerror(int code) {
     default: return "unknown error";
     }
 }
+
+/* ---- sorting by a 64-bit key (util.h) ---- */
+
+static uint64_t key_at(const unsigned char *rec, size_t key_off) {
+    uint64_t k;
+    memcpy(&k, rec + key_off, sizeof k);
+    return k;
+}
+
+bool sy_sort_by_u64(const sy_alloc *a, void *base, size_t n, size_t size,
+                    size_t key_off) {
+    if (n < 2)
+        return true;
+    /* bytes where the keys differ: a pass over a byte all keys share moves
+     * nothing, so it is skipped */
+    uint64_t first = key_at(base, key_off), differ = 0;
+    for (size_t i = 1; i < n; i++)
+        differ |= key_at((unsigned char *)base + i * size, key_off) ^ first;
+    if (!differ)
+        return true;
+    unsigned char *tmp = sy_malloc(a, n * size);
+    if (!tmp)
+        return false;
+    unsigned char *src = base, *dst = tmp;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xff))
+            continue;
+        size_t count[256] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[(key_at(src + i * size, key_off) >> shift) & 0xff]++;
+        size_t pos = 0;
+        for (size_t d = 0; d < 256; d++) {
+            size_t c = count[d];
+            count[d] = pos;
+            pos += c;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const unsigned char *rec = src + i * size;
+            size_t d = (key_at(rec, key_off) >> shift) & 0xff;
+            memcpy(dst + count[d]++ * size, rec, size);
+        }
+        unsigned char *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != base)
+        memcpy(base, src, n * size);
+    sy_free(a, tmp);
+    return true;
+}

@@ -87,6 +87,12 @@ void sy_buf_put_int(sy_buf *b, int64_t v);
 void sy_buf_json_string(sy_buf *b, const char *s, size_t n);
 
 /* 64-bit hash (wyhash-style mixing); stable across runs and machines. */
+/* Sort n records of `size` bytes at `base` by the uint64_t at byte offset
+ * `key_off` of each, ascending and stable (an LSD radix sort, 8 bits a pass,
+ * passes over bytes every key shares skipped). Needs n * size bytes of
+ * scratch from `a`; false (base untouched) when out of memory. */
+bool sy_sort_by_u64(const sy_alloc *a, void *base, size_t n, size_t size,
+                    size_t key_off);
 uint64_t sy_hash64(const void *data, size_t len, uint64_t seed);
 uint64_t sy_hash_mix(uint64_t a, uint64_t b);
 

@@ -2,6 +2,7 @@
 #include "testutil.h"
 #include "util.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 START_TEST(version_macros_match_runtime) {
@@ -106,6 +107,43 @@ START_TEST(arena_bytes_pack_and_alignment_holds_after_them) {
 }
 END_TEST
 
+/* sy_sort_by_u64: ascending and stable over random keys (many equal, some
+ * differing only in high bytes), for record sizes with the key at an odd
+ * place; equal keys keep their input order (the seq field). */
+typedef struct sort_rec {
+    uint32_t seq;
+    uint64_t key;
+    char pad[5];
+} sort_rec;
+
+START_TEST(sort_by_u64_is_ascending_and_stable) {
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t n = 0; n < 3000; n = n * 3 + 1) {
+        for (int shape = 0; shape < 4; shape++) {
+            sort_rec *r = malloc((n ? n : 1) * sizeof *r);
+            for (size_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                uint64_t k = shape == 0   ? x % 7         /* many equal */
+                             : shape == 1 ? (x % 5) << 56 /* high bytes */
+                             : shape == 2 ? 42            /* all equal */
+                                          : x;            /* spread */
+                r[i] = (sort_rec){(uint32_t)i, k, {0}};
+            }
+            ck_assert(
+                sy_sort_by_u64(&a, r, n, sizeof *r, offsetof(sort_rec, key)));
+            for (size_t i = 1; i < n; i++) {
+                ck_assert(r[i - 1].key <= r[i].key);
+                if (r[i - 1].key == r[i].key)
+                    ck_assert_uint_lt(r[i - 1].seq, r[i].seq);
+            }
+            free(r);
+        }
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("util");
@@ -116,6 +154,7 @@ int main(void) {
     tcase_add_test(tc, path_join_and_index_match_path_printf);
     tcase_add_test(tc, arena_bytes_pack_and_alignment_holds_after_them);
     tcase_add_test(tc, error_prefix_joins_paths);
+    tcase_add_test(tc, sort_by_u64_is_ascending_and_stable);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

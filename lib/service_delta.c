@@ -188,9 +188,12 @@ int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
     }
     out->block = ptrs;
     char *str = ptrs ? (char *)(ptrs + total) : NULL;
-    const char **lists[4] = {NULL, (const char **)ptrs,
-                             (const char **)ptrs + cnt[1],
-                             (const char **)ptrs + cnt[1] + cnt[2]};
+    const char **lists[4] = {NULL, NULL, NULL, NULL};
+    if (ptrs) { /* no offsets from NULL when the diff is empty */
+        lists[1] = (const char **)ptrs;
+        lists[2] = lists[1] + cnt[1];
+        lists[3] = lists[2] + cnt[2];
+    }
     out->added = cnt[1] ? lists[1] : NULL;
     out->removed = cnt[2] ? lists[2] : NULL;
     out->changed = cnt[3] ? lists[3] : NULL;

@@ -3,8 +3,8 @@
 #include "def.h"
 #include "testutil.h"
 
-#include <pthread.h>
 #include "switchyard.h"
+#include <pthread.h>
 
 #include <stdio.h>
 

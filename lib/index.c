@@ -386,15 +386,7 @@ static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
         /* a route with several patterns landing on one list: keep one */
         if (*pos > start[p->node] && ix->cands[*pos - 1].slot == p->slot)
             continue;
-        const rinfo *ri = &info[slot_pos[i]];
-        int d = p->dim < 2 ? (int)p->dim : 0;
-        bool walk = p->dim < 2 && ri->flags[d];
-        ix->cands[(*pos)++] = (sy_cand){p->slot,
-                                        ri->methods,
-                                        walk ? ri->vars[d] : 0,
-                                        walk ? ri->nvars[d] : 0,
-                                        walk ? ri->flags[d] : 0,
-                                        walk ? ri->pred[d] : 0};
+        ix->cands[(*pos)++] = cand_of(p, &info[slot_pos[i]]);
     }
     for (uint32_t n = 0; n < b->node_count; n++) {
         b->nodes[n].term = (list_ref){start[n * 2], fill[n * 2] - start[n * 2]};

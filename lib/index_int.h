@@ -116,4 +116,18 @@ void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
 const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind);
 rinfo route_info(builder *b, const struct sy_route *r);
 
+/* The candidate entry of pending entry `p` of the route described by
+ * `ri`: what the walk proves travels with it only in the trie (path or
+ * host) that proves it. */
+static inline sy_cand cand_of(const pending *p, const rinfo *ri) {
+    int d = p->dim < 2 ? (int)p->dim : 0;
+    bool walk = p->dim < 2 && ri->flags[d];
+    return (sy_cand){p->slot,
+                     ri->methods,
+                     walk ? ri->vars[d] : 0,
+                     walk ? ri->nvars[d] : 0,
+                     walk ? ri->flags[d] : 0,
+                     walk ? ri->pred[d] : 0};
+}
+
 #endif

@@ -351,17 +351,8 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
             uint32_t *pos = p->kind != NONE ? &st->fill[p->node] : NULL;
             /* a route with several patterns landing on one list: one */
             if (pos && !(*pos > st->start[p->node] &&
-                         st->cands[*pos - 1].slot == p->slot)) {
-                const rinfo *ri = &st->info[st->slot_pos[i]];
-                int d = p->dim < 2 ? (int)p->dim : 0;
-                bool walk = p->dim < 2 && ri->flags[d];
-                st->cands[(*pos)++] = (sy_cand){p->slot,
-                                                ri->methods,
-                                                walk ? ri->vars[d] : 0,
-                                                walk ? ri->nvars[d] : 0,
-                                                walk ? ri->flags[d] : 0,
-                                                walk ? ri->pred[d] : 0};
-            }
+                         st->cands[*pos - 1].slot == p->slot))
+                st->cands[(*pos)++] = cand_of(p, &st->info[st->slot_pos[i]]);
         });
         next_phase(st);
         /* fall through */

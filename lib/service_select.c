@@ -18,11 +18,6 @@
 
 /* ---- balancing structures (build side) ---- */
 
-static int svc_u64_cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* A weight class of a schedule: members of one weight take turns. */
 typedef struct svc_class {
     int64_t v;      /* current weight of the class's next member */
@@ -81,7 +76,10 @@ static size_t svc_classes(sy_service *s, const uint64_t *w, uint32_t n,
         return 0;
     for (uint32_t k = 0; k < n; k++)
         key[k] = (w[k] << 32) | k;
-    qsort(key, n, sizeof *key, svc_u64_cmp);
+    if (!sy_sort_by_u64(&s->alloc, key, n, sizeof *key, 0)) {
+        sy_free(&s->alloc, key);
+        return 0;
+    }
     nc = 0;
     for (uint32_t k = 0; k < n; k++)
         if (k == 0 || (key[k] >> 32) != (key[k - 1] >> 32))

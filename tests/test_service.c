@@ -513,6 +513,35 @@ START_TEST(round_robin_1_2_7_has_no_long_runs) {
 }
 END_TEST
 
+/* More distinct weights than the small class table holds (16): the
+ * classes come from the sort, and each cycle is still exact. */
+START_TEST(round_robin_with_40_distinct_weights_is_exact_per_cycle) {
+    enum { N = 40 };
+    static char ids[N][8];
+    static const char *names[N];
+    spec sp[N];
+    int total = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "i%d", i);
+        names[i] = ids[i];
+        /* weights 40, 1, 39, 2, ...: distinct, not in instance order */
+        int w = i % 2 ? i / 2 + 1 : N - i / 2;
+        sp[i] = (spec){.id = ids[i], .weight = (uint32_t)w};
+        total += w;
+    }
+    sy_service *s = mk(sp, N);
+    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    for (int cycle = 0; cycle < 20; cycle++) {
+        int seen[N] = {0};
+        for (int i = 0; i < total; i++)
+            seen[idx_of(pick(s, &p), names, N)]++;
+        for (int i = 0; i < N; i++)
+            ck_assert_int_eq(seen[i], (int)sp[i].weight);
+    }
+    sy_service_unref(s);
+}
+END_TEST
+
 START_TEST(round_robin_with_huge_weights_is_exact_per_cycle) {
     spec sp[] = {{.id = "a", .weight = 100000},
                  {.id = "b", .weight = 3},
@@ -1618,6 +1647,7 @@ int main(void) {
     tcase_add_test(tc, round_robin_is_smooth_like_nginx);
     tcase_add_test(tc, round_robin_breaks_ties_by_instance_order_like_nginx);
     tcase_add_test(tc, round_robin_1_2_7_has_no_long_runs);
+    tcase_add_test(tc, round_robin_with_40_distinct_weights_is_exact_per_cycle);
     tcase_add_test(tc, round_robin_with_huge_weights_is_exact_per_cycle);
     tcase_add_test(tc, random_follows_weights_1_2_7_within_tolerance);
     tcase_add_test(tc, random_is_deterministic_for_a_seed);

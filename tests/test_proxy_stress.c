@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <switchyard.h>
+#include <time.h>
 
 #define READERS 4
 
@@ -106,6 +107,10 @@ START_TEST(change_sets_and_outcomes_under_concurrency) {
             for (int i = 0; i < READERS; i++)
                 pthread_create(&th[i], NULL, reader, NULL);
             started = true;
+            /* the commits below take microseconds: wait until the readers
+             * run, so that they overlap (bounded: 10 s) */
+            for (int w = 0; w < 10000 && atomic_load(&targets) == 0; w++)
+                nanosleep(&(struct timespec){0, 1000000}, NULL);
         }
     }
     atomic_store(&stop, true);

@@ -542,7 +542,10 @@ uint64_t sy_snapshot_generation(const sy_snapshot *h) {
 
 /* The route sequence's fingerprint (kept per change, snapshot_table.c),
  * the route count, then services by name: equal content gives equal
- * fingerprints whatever history led to it. The services part is computed
+ * fingerprints whatever history led to it. A service whose list is empty
+ * adds nothing: a router that saw a service's instances come and go and
+ * one that never saw the service hold the same instances (none), and a
+ * fleet fed by one store must agree. The services part is computed
  * once per snapshot, on first request (O(services + instances)); two
  * readers racing compute the same value. */
 uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
@@ -551,7 +554,8 @@ uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
         return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
     uint64_t fp = sy_hash_mix(s->fp_seq, s->route_count);
     for (size_t i = 0; i < s->service_count; i++)
-        fp = sy_hash_mix(fp, sy_service_fingerprint(s->services[i]));
+        if (sy_service_count(s->services[i]))
+            fp = sy_hash_mix(fp, sy_service_fingerprint(s->services[i]));
     atomic_store_explicit(&s->fingerprint, fp, memory_order_relaxed);
     atomic_store_explicit(&s->fingerprint_done, true, memory_order_release);
     return fp;

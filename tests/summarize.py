@@ -3,12 +3,36 @@
 other tests count once. A test meson reports as SKIP (or a TAP line
 "ok N # SKIP") is counted as skipped, never as passed. Prints
 "N passed, N failed" as the last line, preceded by "N skipped" when any
-test was skipped."""
+test was skipped, and by what failed (the "not ok" lines with their first
+diagnostics, or the end of a crashed test's output)."""
 import json
 import re
 import sys
 
 passed = failed = skipped = 0
+
+
+def explain(t, out):
+    """What failed, in the lines CI keeps: each "not ok" line with the
+    first diagnostics under it and the test's "# seed" lines; for a test
+    that died without a "not ok", the end of its output and errors."""
+    lines = out.splitlines()
+    shown = 0
+    for i, line in enumerate(lines):
+        if line.startswith("# seed"):
+            print("    " + line)
+        if line.startswith("not ok") and shown < 8:
+            shown += 1
+            print("    " + line[:300])
+            for diag in lines[i + 1:i + 6]:
+                if not diag.startswith("#"):
+                    break
+                print("      " + diag[:300])
+    if not shown:
+        tail = (out + "\n" + (t.get("stderr") or "")).strip().splitlines()
+        for line in tail[-12:]:
+            print("    | " + line[:300])
+
 for path in sys.argv[1:]:
     try:
         lines = open(path, encoding="utf-8").read().splitlines()
@@ -42,6 +66,7 @@ for path in sys.argv[1:]:
                 failed += 1
         if not ok:
             print(f"FAILED: {t.get('name')} in {path}")
+            explain(t, out)
 if skipped:
     print(f"{skipped} skipped (counted neither as passed nor as failed)")
 print(f"{passed} passed, {failed} failed")

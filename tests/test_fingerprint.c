@@ -453,6 +453,28 @@ START_TEST(snapshot_fingerprint_depends_on_content_not_history) {
 }
 END_TEST
 
+/* A service whose instances came and went holds what a service never
+ * seen holds: no instances. A router that watched it and one that read
+ * the store later must agree (the etcd fleet test found them apart). */
+START_TEST(an_emptied_service_counts_as_no_service) {
+    sy_router *watched = fp_router("[" FP_ROUTE("a", 1) "]");
+    sy_router *fresh = fp_router("[" FP_ROUTE("a", 1) "]");
+    uint64_t before = live_fp(watched);
+    sy_instance one = {.id = "u1", .host = "10.0.0.1", .port = 80,
+                       .weight = 1};
+    sy_error e;
+    ck_assert_int_eq(
+        sy_router_set_instances(watched, "users", &one, 1, NULL, &e), 0);
+    ck_assert_uint_ne(live_fp(watched), before);
+    ck_assert_int_eq(
+        sy_router_set_instances(watched, "users", NULL, 0, NULL, &e), 0);
+    ck_assert_uint_eq(live_fp(watched), live_fp(fresh));
+    ck_assert_uint_eq(live_fp(watched), before);
+    sy_router_free(watched);
+    sy_router_free(fresh);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("fingerprint");
     TCase *tc = tcase_create("fingerprint");
@@ -471,6 +493,7 @@ int main(void) {
     tcase_add_test(tc, document_fingerprint_matches_pinned_value);
     tcase_add_test(tc, snapshot_fingerprint_matches_pinned_value);
     tcase_add_test(tc, snapshot_fingerprint_depends_on_content_not_history);
+    tcase_add_test(tc, an_emptied_service_counts_as_no_service);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -25,6 +25,13 @@ import urllib.request
 _procs = []
 _dirs = []
 
+# How long a router may still be waiting to reconnect after etcd returns:
+# its backoff doubles up to 5 s plus up to a quarter of jitter
+# (docs/config-sources.md). A bound on convergence after an etcd restart
+# is the usual bound plus this; the longer etcd was down (slow machine,
+# slow disk), the closer a router's next try is to the maximum.
+RECONNECT_S = 5.0 * 1.25
+
 
 def _cleanup():
     for p in _procs:

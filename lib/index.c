@@ -496,6 +496,23 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
     }
     if (!flatten(&b, ix, placement, slot_pos, info))
         goto fail;
+    {
+        uint32_t *up = sy_malloc(a, (size_t)b.node_count * sizeof *up);
+        uint8_t *kids = sy_calloc(a, b.node_count, 1);
+        if (!up || !kids) {
+            sy_free(a, up);
+            sy_free(a, kids);
+            goto fail;
+        }
+        for (size_t i = 0; i <= b.edge_mask; i++)
+            prune_up_edge(&b, up, i);
+        for (uint32_t i = 0; i < b.node_count; i++)
+            prune_up_wild(&b, up, i);
+        for (uint32_t i = b.node_count; i-- > 0;)
+            prune_node(&b, up, kids, i);
+        sy_free(a, up);
+        sy_free(a, kids);
+    }
 
     ix->nodes = b.nodes;
     ix->node_count = b.node_count;

@@ -116,6 +116,39 @@ void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
 const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind);
 rinfo route_info(builder *b, const struct sy_route *r);
 
+/*
+ * Pruning, after the lists are placed (both builds): a branch of a trie
+ * whose subtree holds no list (every route under it was placed in the
+ * other trie) is cut off, so a walk never enters it. up[n] = parent << 1 |
+ * (n is a literal child), filled by prune_up_edge for each edge table
+ * entry and prune_up_wild for each node; then prune_node for every node
+ * from the last to the first (a child is always numbered after its
+ * parent), with kids[] zeroed: it clears LIT_KIDS and the wildcard child
+ * of a node whose literal (wildcard) children are all dead.
+ */
+enum { KID_LIT = 1, KID_WILD = 2 };
+static inline void prune_up_edge(const builder *b, uint32_t *up, size_t i) {
+    const edge *e = &b->edges[i];
+    if (e->child != NONE)
+        up[e->child] = e->parent << 1 | 1u;
+}
+static inline void prune_up_wild(const builder *b, uint32_t *up, uint32_t n) {
+    uint32_t w = b->nodes[n].wild & ~LIT_KIDS;
+    if (w != WILD_NONE)
+        up[w] = n << 1;
+}
+static inline void prune_node(builder *b, const uint32_t *up, uint8_t *kids,
+                              uint32_t n) {
+    inode *nd = &b->nodes[n];
+    if (!(kids[n] & KID_LIT))
+        nd->wild &= ~LIT_KIDS;
+    if (!(kids[n] & KID_WILD))
+        nd->wild = (nd->wild & LIT_KIDS) | WILD_NONE;
+    bool live = kids[n] || nd->term.len || nd->multi.len;
+    if (live && n > ROOT_HOST)
+        kids[up[n] >> 1] |= (up[n] & 1u) ? KID_LIT : KID_WILD;
+}
+
 /* The candidate entry of pending entry `p` of the route described by
  * `ri`: what the walk proves travels with it only in the trie (path or
  * host) that proves it. */

@@ -289,10 +289,70 @@ static bool test_method(const sy_pred *p, sy_str m) {
     return false;
 }
 
+void sy_pred_note_literal(sy_pred *p) {
+    p->lit = NULL;
+    if (p->kind != SY_PK_PATH || p->npats != 1)
+        return;
+    const sy_pattern *pat = p->pats[0];
+    size_t n = sy_pattern_segment_count(pat);
+    const char *src = sy_pattern_source(pat);
+    size_t len = strlen(src), pos = 0;
+    if (n == 0 || n > UINT32_MAX || len > UINT32_MAX ||
+        !sy_pattern_can_match(pat))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (sy_pattern_segment_kind(pat, i) != SY_SEG_LITERAL)
+            return;
+        sy_str lit = sy_pattern_literal(pat, i);
+        if (pos >= len || src[pos] != '/' || len - pos - 1 < lit.len ||
+            (lit.len && memcmp(src + pos + 1, lit.ptr, lit.len) != 0))
+            return;
+        pos += 1 + lit.len;
+    }
+    if (pos != len)
+        return;
+    p->lit = src;
+    p->lit_len = (uint32_t)len;
+    p->lit_segs = (uint32_t)n;
+}
+
+/* The first `c` segments, each after a '/', spell lit exactly. With as
+ * many segments as the literal pattern, that is segment for segment
+ * equality: a literal segment holds no '/', so a decoded "%2F" in a
+ * segment would make one '/' too many. */
+static bool lit_segments_eq(const sy_pred *p, const sy_segments *segs,
+                            size_t c) {
+    const char *lit = p->lit;
+    size_t len = p->lit_len, pos = 0;
+    for (size_t i = 0; i < c; i++) {
+        sy_str d = segs->dec[i];
+        if (pos >= len || lit[pos] != '/' || len - pos - 1 < d.len)
+            return false;
+        if (d.len && memcmp(lit + pos + 1, d.ptr, d.len) != 0)
+            return false;
+        pos += 1 + d.len;
+    }
+    return pos == len;
+}
+
+/* sy_pattern_match_path for a literal pattern: same count of segments
+ * and the same text, or (matchTrailingSlash) one more, bare empty one. */
+static bool test_literal_path(const sy_pred *p, const sy_segments *segs) {
+    size_t c = segs->count;
+    if (c == p->lit_segs)
+        return lit_segments_eq(p, segs, c);
+    return p->trailing && c >= 2 && c - 1 == p->lit_segs &&
+           segs->dec[c - 1].len == 0 &&
+           (!segs->raw || segs->raw[c - 1].len == 0) &&
+           lit_segments_eq(p, segs, c - 1);
+}
+
 static bool test_patterns(const sy_pred *p, sy_eval *ev) {
     const sy_segments *segs = p->kind == SY_PK_PATH ? ev->path : ev->host;
     if (!segs)
         return false;
+    if (p->kind == SY_PK_PATH && p->lit)
+        return test_literal_path(p, segs);
     sy_capture *caps = ev->caps;
     if (!caps || ev->caps_cap < ev->ncaps ||
         ev->caps_cap - ev->ncaps < p->var_count)

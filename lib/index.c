@@ -632,17 +632,21 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
 /* Depth-first walk over literal and wildcard edges; `literal` says every
  * segment so far was matched by a literal edge. A node without literal
  * children (LIT_KIDS clear) costs no probe, and one without a wildcard
- * child no recursion. */
-static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
+ * child no recursion. Compiled once per trie (`path` a constant). */
+static inline __attribute__((always_inline)) void
+walk_in(collector *c, uint32_t node, size_t depth, bool literal,
+        const bool path, void (*self)(collector *, uint32_t, size_t, bool)) {
     const inode *nodes = c->ix->nodes;
     const size_t count = c->count;
-    const bool path = !c->reversed;
     for (;;) {
         const inode *nd = &nodes[node];
         /* a walkable host pattern starting with "**" has no leading '.',
          * which Ant compares: a host with one is not proven */
-        if (nd->multi.len)
+        if (nd->multi.len) {
             collect(c, nd->multi, SY_PROOF_NONE, path || !c->lead);
+            if (c->overflow)
+                return;
+        }
         if (depth == count) {
             collect(c, nd->term,
                     !literal ? SY_PROOF_NONE
@@ -653,8 +657,11 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
         }
         size_t i = path ? depth : count - 1 - depth;
         /* matchTrailingSlash: "/a" also matches "/a/" */
-        if (path && depth + 1 == count && c->dec[i].len == 0)
+        if (path && depth + 1 == count && c->dec[i].len == 0) {
             collect(c, nd->term, SY_PROOF_NONE, false);
+            if (c->overflow)
+                return;
+        }
         uint32_t w = nd->wild;
         if (!(w & LIT_KIDS)) { /* no literal child: no probe */
             if (w == WILD_NONE)
@@ -662,16 +669,27 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
             node = w;
             literal = false;
         } else {
-            if (w != (WILD_NONE | LIT_KIDS))
-                walk(c, w & ~LIT_KIDS, depth + 1, false);
+            if (w != (WILD_NONE | LIT_KIDS)) {
+                self(c, w & ~LIT_KIDS, depth + 1, false);
+                if (c->overflow)
+                    return;
+            }
             node = find_literal(c, node, i);
             if (node == NONE)
                 return;
         }
-        if (c->overflow)
-            return;
         depth++;
     }
+}
+
+static void walk_path(collector *c, uint32_t node, size_t depth,
+                      bool literal) {
+    walk_in(c, node, depth, literal, true, walk_path);
+}
+
+static void walk_host(collector *c, uint32_t node, size_t depth,
+                      bool literal) {
+    walk_in(c, node, depth, literal, false, walk_host);
 }
 
 size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
@@ -688,7 +706,7 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.reversed = false;
     c.lead = false;
     c.hashed = 0;
-    walk(&c, ROOT_PATH, 0, true);
+    walk_path(&c, ROOT_PATH, 0, true);
     /* an empty or missing Host matches no Host pattern */
     if (host_labels && host_labels->count && ix->host_routes) {
         c.dec = host_labels->dec;
@@ -696,7 +714,7 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
         c.reversed = true;
         c.lead = host_labels->lead;
         c.hashed = 0;
-        walk(&c, ROOT_HOST, 0, true);
+        walk_host(&c, ROOT_HOST, 0, true);
     }
     collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE, false);
     collect(&c,

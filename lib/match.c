@@ -409,7 +409,8 @@ static int match_common(const sy_snapshot *h, sy_match_ctx *c,
     c->nomatch = SY_NOMATCH_NONE;
     c->method_miss_count = 0;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
-    req = full_request(c, s, req);
+    if (req->size < sizeof(sy_request) || (!req->seed && s->weight_count))
+        req = full_request(c, s, req);
     int rc = prepare(c, s, &req);
     if (rc)
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match, a reason */

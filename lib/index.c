@@ -94,6 +94,33 @@ static inline bool edge_is(const edge *e, const char *strings, uint32_t parent,
                                        s + KEY_BYTES, len - KEY_BYTES) == 0);
 }
 
+/* Edge `e` is segment `seg` (its words and length; the tail of a long
+ * one in the pool): no hash needed. */
+static inline bool edge_has(const edge *e, const char *strings, sy_str seg) {
+    size_t len = seg.len;
+    const char *s = seg.ptr;
+    if ((e->len_tag & 0xffff) != len || len > UINT16_MAX)
+        return false;
+    uint64_t w0, w1;
+    if (len >= 8) {
+        w0 = load8(s);
+        w1 = len >= 16 ? load8(s + 8) : load8(s + len - 8);
+    } else if (len >= 4) {
+        w0 = load4(s) | (uint64_t)load4(s + len - 4) << 32;
+        w1 = 0;
+    } else if (len) {
+        w0 = (uint64_t)(unsigned char)s[0] |
+             (uint64_t)(unsigned char)s[len / 2] << 8 |
+             (uint64_t)(unsigned char)s[len - 1] << 16;
+        w1 = 0;
+    } else {
+        w0 = w1 = 0;
+    }
+    return e->w0 == w0 && e->w1 == w1 &&
+           (len <= KEY_BYTES || memcmp(strings + e->str_off + KEY_BYTES,
+                                       s + KEY_BYTES, len - KEY_BYTES) == 0);
+}
+
 uint32_t new_node(builder *b) {
     if (b->node_count == b->node_cap) {
         uint32_t cap = b->node_cap ? b->node_cap * 2 : 64;
@@ -178,13 +205,13 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
 }
 
 static uint32_t wild_child(builder *b, uint32_t parent) {
-    if ((b->nodes[parent].wild & ~LIT_KIDS) == WILD_NONE) {
+    if ((b->nodes[parent].wild & WILD_MASK) == WILD_NONE) {
         uint32_t c = new_node(b);
         if (c == NONE || c >= WILD_NONE)
             return NONE;
         b->nodes[parent].wild = (b->nodes[parent].wild & LIT_KIDS) | c;
     }
-    return b->nodes[parent].wild & ~LIT_KIDS;
+    return b->nodes[parent].wild & WILD_MASK;
 }
 
 void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
@@ -497,19 +524,20 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
     if (!flatten(&b, ix, placement, slot_pos, info))
         goto fail;
     {
-        uint32_t *up = sy_malloc(a, (size_t)b.node_count * sizeof *up);
-        uint8_t *kids = sy_calloc(a, b.node_count, 1);
+        size_t nn = b.node_count;
+        uint32_t *up = sy_malloc(a, nn * 3 * sizeof *up);
+        uint8_t *kids = sy_calloc(a, nn, 1);
         if (!up || !kids) {
             sy_free(a, up);
             sy_free(a, kids);
             goto fail;
         }
         for (size_t i = 0; i <= b.edge_mask; i++)
-            prune_up_edge(&b, up, i);
+            prune_up_edge(&b, up, up + nn, i);
         for (uint32_t i = 0; i < b.node_count; i++)
             prune_up_wild(&b, up, i);
         for (uint32_t i = b.node_count; i-- > 0;)
-            prune_node(&b, up, kids, i);
+            prune_node(&b, up, up + nn, up + 2 * nn, kids, i);
         sy_free(a, up);
         sy_free(a, kids);
     }
@@ -668,9 +696,14 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
                 return;
             node = w;
             literal = false;
+        } else if (w & ONE_LIT) { /* one literal child: compare it */
+            const edge *e = &c->ix->edges[w & WILD_MASK];
+            if (!edge_has(e, c->ix->strings, c->dec[i]))
+                return;
+            node = e->child;
         } else {
             if (w != (WILD_NONE | LIT_KIDS)) {
-                self(c, w & ~LIT_KIDS, depth + 1, false);
+                self(c, w & WILD_MASK, depth + 1, false);
                 if (c->overflow)
                     return;
             }

@@ -46,7 +46,7 @@ struct sy_index_step {
     size_t host_routes;
     uint8_t *placement;
     uint32_t *pcost, *slot_pos, *start, *fill;
-    uint32_t *up; /* pruning: parent << 1 | literal, per node */
+    uint32_t *up; /* pruning: up, eslot, one (index_int.h), per node */
     uint8_t *kids;
     size_t nlists, kept;
     sy_cand *cands;
@@ -375,13 +375,14 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
                 (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
         });
         next_phase(st);
-        st->up = sy_malloc(a, (size_t)b->node_count * sizeof *st->up);
+        st->up = sy_malloc(a, (size_t)b->node_count * 3 * sizeof *st->up);
         st->kids = sy_calloc(a, b->node_count, 1);
         if (!st->up || !st->kids)
             return SY_ENOMEM;
         /* fall through */
     case PH_UP_E:
-        PASS(st, (size_t)b->edge_mask + 1, left, prune_up_edge(b, st->up, i));
+        PASS(st, (size_t)b->edge_mask + 1, left,
+             prune_up_edge(b, st->up, st->up + b->node_count, i));
         next_phase(st);
         /* fall through */
     case PH_UP_W:
@@ -390,7 +391,9 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
         /* fall through */
     case PH_PRUNE:
         PASS(st, b->node_count, left,
-             prune_node(b, st->up, st->kids, b->node_count - 1 - (uint32_t)i));
+             prune_node(b, st->up, st->up + b->node_count,
+                        st->up + 2 * (size_t)b->node_count, st->kids,
+                        b->node_count - 1 - (uint32_t)i));
         next_phase(st);
         /* fall through */
     case PH_FINISH: {

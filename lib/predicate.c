@@ -149,8 +149,8 @@ static int compile_patterns(sy_pred *p, const sy_def_entry *e,
         if (v && !sy_value_bool(v, &p->trailing, &why))
             return fail(err, SY_EARG, path, "matchTrailingSlash", 0,
                         why ? why : "expected true or false");
-        sy_pred_note_literal(p);
     }
+    sy_pred_note_literal(p);
     return SY_OK;
 }
 

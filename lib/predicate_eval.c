@@ -293,7 +293,8 @@ static bool test_method(const sy_pred *p, sy_str m) {
 
 void sy_pred_note_literal(sy_pred *p) {
     p->lit = NULL;
-    if (p->kind != SY_PK_PATH || p->npats != 1)
+    bool host = p->kind == SY_PK_HOST;
+    if ((p->kind != SY_PK_PATH && !host) || p->npats != 1)
         return;
     const sy_pattern *pat = p->pats[0];
     size_t n = sy_pattern_segment_count(pat);
@@ -306,16 +307,41 @@ void sy_pred_note_literal(sy_pred *p) {
         if (sy_pattern_segment_kind(pat, i) != SY_SEG_LITERAL)
             return;
         sy_str lit = sy_pattern_literal(pat, i);
-        if (pos >= len || src[pos] != '/' || len - pos - 1 < lit.len ||
-            (lit.len && memcmp(src + pos + 1, lit.ptr, lit.len) != 0))
+        /* a host: "a.b.c", labels never empty (an empty one would be the
+         * virtual label of a leading or trailing '.') */
+        size_t sep = host ? i > 0 : 1;
+        if (host && !lit.len)
             return;
-        pos += 1 + lit.len;
+        if (len - pos < sep + lit.len ||
+            (sep && src[pos] != (host ? '.' : '/')) ||
+            (lit.len && memcmp(src + pos + sep, lit.ptr, lit.len) != 0))
+            return;
+        pos += sep + lit.len;
     }
     if (pos != len)
         return;
     p->lit = src;
     p->lit_len = (uint32_t)len;
     p->lit_segs = (uint32_t)n;
+}
+
+/* sy_pattern_match_host for a literal pattern: no leading or trailing
+ * '.' (either adds a virtual empty label: the count tells), as many
+ * labels, the same text (a label holds no '.'). */
+static bool test_literal_host(const sy_pred *p, const sy_segments *labels) {
+    if (labels->lead || labels->trail || labels->count != p->lit_segs)
+        return false;
+    const char *lit = p->lit;
+    size_t len = p->lit_len, pos = 0;
+    for (size_t i = 0; i < labels->count; i++) {
+        sy_str d = labels->dec[i];
+        if (i && (pos >= len || lit[pos++] != '.'))
+            return false;
+        if (len - pos < d.len || memcmp(lit + pos, d.ptr, d.len) != 0)
+            return false;
+        pos += d.len;
+    }
+    return pos == len;
 }
 
 /* The first `c` segments, each after a '/', spell lit exactly. With as
@@ -353,8 +379,9 @@ static bool test_patterns(const sy_pred *p, sy_eval *ev) {
     const sy_segments *segs = p->kind == SY_PK_PATH ? ev->path : ev->host;
     if (!segs)
         return false;
-    if (p->kind == SY_PK_PATH && p->lit)
-        return test_literal_path(p, segs);
+    if (p->lit)
+        return p->kind == SY_PK_PATH ? test_literal_path(p, segs)
+                                     : test_literal_host(p, segs);
     sy_capture *caps = ev->caps;
     if (!caps || ev->caps_cap < ev->ncaps ||
         ev->caps_cap - ev->ncaps < p->var_count)

@@ -20,9 +20,10 @@ struct sy_pred {
         struct { /* Path, Host */
             sy_pattern **pats;
             size_t npats;
-            /* Path of one all-literal pattern (sy_pred_note_literal): its
-             * text (the pattern's source, "/" + each segment) and segment
-             * count, compared without the pattern matcher; else NULL */
+            /* Path (Host) of one all-literal pattern (sy_pred_note_literal):
+             * its text (the pattern's source, "/" + each segment; the
+             * labels joined by '.') and segment (label) count, compared
+             * without the pattern matcher; else NULL */
             const char *lit;
             uint32_t lit_len, lit_segs;
         };
@@ -53,9 +54,11 @@ struct sy_pred {
     };
 };
 
-/* After compiling a Path predicate: set lit/lit_len/lit_segs when it is
- * one rooted pattern of literal segments only, whose source is exactly "/"
- * + each literal (predicate_eval.c). */
+/* After compiling a Path (Host) predicate: set lit/lit_len/lit_segs when
+ * it is one rooted pattern of literal segments only, whose source is
+ * exactly "/" + each literal (one host pattern of non-empty literal labels,
+ * no leading or trailing '.', whose source is exactly the labels joined by
+ * '.'); predicate_eval.c. */
 void sy_pred_note_literal(sy_pred *p);
 
 #endif

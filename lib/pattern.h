@@ -19,7 +19,7 @@ typedef struct sy_segments {
     size_t count;
     size_t cap;
     sy_str *dec; /* decoded, matrix parameters removed */
-    sy_str *raw; /* raw slices of the request path (paths only) */
+    sy_str *raw; /* raw slices of the request path */
     bool lead;   /* host: starts with '.'; dec[0] is then a virtual "" */
     /* path, set by the caller before splitting: %2F and %5C stay encoded
      * in dec (SY_SLASHES_KEEP), so no capture turns them into separators */

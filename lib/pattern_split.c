@@ -250,15 +250,6 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
     return true;
 }
 
-/* A host label: dec only (nothing reads a host's raw slices). */
-static inline bool put_label(sy_segments *segs, size_t n, sy_str seg,
-                             const sy_alloc *alloc) {
-    if (n == segs->cap && !segs_reserve(segs, n + 1, alloc))
-        return false;
-    segs->dec[n] = seg;
-    return true;
-}
-
 /* split_host in one pass: the '.' masks give the labels. */
 static bool split_host_fast(sy_segments *segs, sy_str s,
                             const sy_alloc *alloc) {
@@ -267,7 +258,7 @@ static bool split_host_fast(sy_segments *segs, sy_str s,
     segs->count = 0;
     segs->lead = len > 0 && p[0] == '.';
     segs->trail = len > 0 && p[len - 1] == '.';
-    if (segs->lead && !put_label(segs, n++, (sy_str){"", 0}, alloc))
+    if (segs->lead && !put_plain(segs, n++, (sy_str){"", 0}, alloc))
         return false;
     for (size_t off = 0; off < len; off += 16) {
         unsigned dot, odd;
@@ -275,15 +266,15 @@ static bool split_host_fast(sy_segments *segs, sy_str s,
         for (; dot; dot &= dot - 1) {
             size_t at = off + (size_t)__builtin_ctz(dot);
             if (at > begin &&
-                !put_label(segs, n++, (sy_str){p + begin, at - begin}, alloc))
+                !put_plain(segs, n++, (sy_str){p + begin, at - begin}, alloc))
                 return false;
             begin = at + 1;
         }
     }
     if (len > begin &&
-        !put_label(segs, n++, (sy_str){p + begin, len - begin}, alloc))
+        !put_plain(segs, n++, (sy_str){p + begin, len - begin}, alloc))
         return false;
-    if (segs->trail && !put_label(segs, n++, (sy_str){"", 0}, alloc))
+    if (segs->trail && !put_plain(segs, n++, (sy_str){"", 0}, alloc))
         return false;
     segs->count = n;
     return true;

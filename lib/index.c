@@ -739,7 +739,7 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.reversed = false;
     c.lead = false;
     c.hashed = 0;
-    walk_path(&c, ROOT_PATH, 0, true);
+    walk_in(&c, ROOT_PATH, 0, true, true, walk_path); /* top level inline */
     /* an empty or missing Host matches no Host pattern */
     if (host_labels && host_labels->count && ix->host_routes) {
         c.dec = host_labels->dec;

@@ -142,7 +142,8 @@ static int normalize_path(sy_match_ctx *c, const sy_snapshot *s,
 
 /* Fit the context, normalise the path (may replace *reqp), split. Returns
  * SY_PN_BAD_PATH (positive) when the path is refused. */
-static int prepare(sy_match_ctx *c, const sy_snapshot *s,
+static inline __attribute__((always_inline)) int
+prepare(sy_match_ctx *c, const sy_snapshot *s,
                    const sy_request **reqp) {
     int rc = ctx_fit(c, s);
     if (rc)
@@ -418,7 +419,8 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
 }
 
 /* Both matchers: check arguments, complete the request, prepare. */
-static int match_common(const sy_snapshot *h, sy_match_ctx *c,
+static inline __attribute__((always_inline)) int
+match_common(const sy_snapshot *h, sy_match_ctx *c,
                         const sy_request *req, sy_match **out, bool linear) {
     if (!h || !c || !out || !valid_request(req))
         return SY_EINVAL;
@@ -465,9 +467,18 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
     return match_common(h, c, req, out, false);
 }
 
+/* sy_method_bit with GET and POST (bits 0 and 2) decided inline. */
+static inline int method_bit(sy_str m) {
+    if (m.len == 3 && memcmp(m.ptr, "GET", 3) == 0)
+        return 0;
+    if (m.len == 4 && memcmp(m.ptr, "POST", 4) == 0)
+        return 2;
+    return sy_method_bit(m);
+}
+
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
-    int mbit = sy_method_bit(req->method);
+    int mbit = method_bit(req->method);
     /* an empty Host matches no Host pattern (as SCG's null host): its
      * routes are no candidates, and no walk may prove them */
     const sy_segments *host = c->ev.host_str.len ? &c->host : NULL;

@@ -13,10 +13,23 @@
  *   edges: open-addressing table keyed by (parent node, literal segment);
  *          an entry holds the segment's first 16 bytes as two words:
  *          [ w0 | w1 | parent | child | str_off | len|tag ]  (32 bytes)
- *   node:  wild child (one-segment wildcard) with bit 31 (LIT_KIDS) set
- *          when the node has literal children (else a walk neither hashes
- *          nor probes there), term list (patterns that end here), multi
- *          list (patterns whose ** / {*x} starts here)
+ *   node:  wild word, term list (patterns that end here), multi list
+ *          (patterns whose ** / {*x} starts here):
+ *
+ *            bit 31  30  29 .. 0
+ *             [ L | O | wild child, or with O the lone child's edge slot ]
+ *
+ *          L (LIT_KIDS): live literal children (else a walk neither
+ *          hashes nor probes there); O (ONE_LIT, with L): exactly one live
+ *          literal child and no wildcard one, its edge at that slot,
+ *          compared directly:
+ *
+ *            [5] L|O|slot 812 ----> edges[812] = "events" -> [15]
+ *            (no hash of "events", no probe: one compare of two words)
+ *
+ *          Set after placement by pruning (index_int.h): branches whose
+ *          subtree holds no list (routes placed in the other trie) lose
+ *          their L / wild, so a walk never enters them
  *   lists: candidates sorted by rank key, flattened into one pool:
  *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
  *          so a candidate refused by its method, or proven whole by the

@@ -728,13 +728,11 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
     }
 }
 
-static void walk_path(collector *c, uint32_t node, size_t depth,
-                      bool literal) {
+static void walk_path(collector *c, uint32_t node, size_t depth, bool literal) {
     walk_in(c, node, depth, literal, true, walk_path);
 }
 
-static void walk_host(collector *c, uint32_t node, size_t depth,
-                      bool literal) {
+static void walk_host(collector *c, uint32_t node, size_t depth, bool literal) {
     walk_in(c, node, depth, literal, false, walk_host);
 }
 

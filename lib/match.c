@@ -143,8 +143,7 @@ static int normalize_path(sy_match_ctx *c, const sy_snapshot *s,
 /* Fit the context, normalise the path (may replace *reqp), split. Returns
  * SY_PN_BAD_PATH (positive) when the path is refused. */
 static inline __attribute__((always_inline)) int
-prepare(sy_match_ctx *c, const sy_snapshot *s,
-                   const sy_request **reqp) {
+prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     int rc = ctx_fit(c, s);
     if (rc)
         return rc;
@@ -420,8 +419,8 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
 
 /* Both matchers: check arguments, complete the request, prepare. */
 static inline __attribute__((always_inline)) int
-match_common(const sy_snapshot *h, sy_match_ctx *c,
-                        const sy_request *req, sy_match **out, bool linear) {
+match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
+             sy_match **out, bool linear) {
     if (!h || !c || !out || !valid_request(req))
         return SY_EINVAL;
     *out = NULL;

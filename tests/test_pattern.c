@@ -58,9 +58,9 @@ static void mt_close(mt *m) {
 
 /* The one-pass split gives the segments of the plain split, and what it
  * reports is exactly what the path holds (a segment-starting '.', a '%',
- * a ';'): random paths of 0-70 bytes over an alphabet rich in separators, every length around
- * the 8- and 16-byte block edges, each copied into a buffer of its exact
- * size (so ASan would catch a read past its end). */
+ * a ';'): random paths of 0-70 bytes over an alphabet rich in separators, every
+ * length around the 8- and 16-byte block edges, each copied into a buffer of
+ * its exact size (so ASan would catch a read past its end). */
 START_TEST(one_pass_split_equals_the_plain_split) {
     static const char alphabet[] = "//ab.c%2F;x";
     sy_segments a = {0}, b = {0};

@@ -183,8 +183,8 @@ END_TEST
  * the same answer on random paths (encoded slashes, matrix parameters,
  * empty segments, trailing slashes), with and without matchTrailingSlash. */
 START_TEST(path_literal_compare_equals_the_pattern_matcher) {
-    static const char *const pats[] = {"/api/data", "/", "/a//b", "/a/b/",
-                                       "/ab", "/a/b", "/a%2Fb", "//"};
+    static const char *const pats[] = {"/api/data", "/",    "/a//b",  "/a/b/",
+                                       "/ab",       "/a/b", "/a%2Fb", "//"};
     static const char alphabet[] = "ab/%2F;d";
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     sy_segments segs = {0};
@@ -193,9 +193,10 @@ START_TEST(path_literal_compare_equals_the_pattern_matcher) {
     size_t agreed_true = 0;
     for (size_t k = 0; k < SY_ARRAY_LEN(pats); k++) {
         for (int trailing = 0; trailing < 2; trailing++) {
-            sy_pred *p = pred("Path", ARGS({"patterns", pats[k]},
-                                           {"matchTrailingSlash",
-                                            trailing ? "true" : "false"}));
+            sy_pred *p =
+                pred("Path",
+                     ARGS({"patterns", pats[k]},
+                          {"matchTrailingSlash", trailing ? "true" : "false"}));
             const sy_pattern *pat = sy_pred_pattern(p, 0);
             for (int t = 0; t < 3000; t++) {
                 char path[16];
@@ -240,8 +241,8 @@ END_TEST
  * (empty labels, leading and trailing dots, prefixes of the pattern)
  * against sy_pattern_match_host. */
 START_TEST(host_literal_compare_equals_the_pattern_matcher) {
-    static const char *const pats[] = {"a.b", "ab", "b.a.ab", "a.b.", ".a.b",
-                                       "a..b"};
+    static const char *const pats[] = {"a.b",  "ab",   "b.a.ab",
+                                       "a.b.", ".a.b", "a..b"};
     static const char alphabet[] = "ab..";
     uint64_t rng = 0x2545f4914f6cdd1dull;
     sy_segments labels = {0};

@@ -96,9 +96,11 @@ static bool test_header(const sy_pred *p, sy_eval *ev) {
     uint32_t left = sy_budget_max_repeats();
     for (size_t i = 0; i < r->header_count; i++) {
         const sy_header *h = &r->headers[i];
-        /* the length first: most names differ in it, without a call */
+        /* the length first (most names differ in it), then the exact
+         * bytes (the usual spelling), without the case-insensitive call */
         if (h->name.len != p->name_len ||
-            !sy_str_ieq(h->name, p->name, p->name_len))
+            (memcmp(h->name.ptr, p->name, p->name_len) != 0 &&
+             !sy_str_ieq(h->name, p->name, p->name_len)))
             continue;
         sy_str rest = h->value, el;
         bool done = false;
@@ -300,9 +302,17 @@ void sy_pred_note_literal(sy_pred *p) {
     size_t n = sy_pattern_segment_count(pat);
     const char *src = sy_pattern_source(pat);
     size_t len = strlen(src), pos = 0;
-    if (n == 0 || n > UINT32_MAX || len > UINT32_MAX ||
+    if (n == 0 || n > UINT16_MAX || len > UINT32_MAX ||
         !sy_pattern_can_match(pat))
         return;
+    /* a path's last "**" (no variable): any rest; its source ends so */
+    bool rest = !host && sy_pattern_segment_kind(pat, n - 1) == SY_SEG_MULTI &&
+                sy_pattern_var_count(pat) == 0 && len >= 3 &&
+                memcmp(src + len - 3, "/**", 3) == 0;
+    if (rest) {
+        n--;
+        len -= 3;
+    }
     for (size_t i = 0; i < n; i++) {
         if (sy_pattern_segment_kind(pat, i) != SY_SEG_LITERAL)
             return;
@@ -322,7 +332,8 @@ void sy_pred_note_literal(sy_pred *p) {
         return;
     p->lit = src;
     p->lit_len = (uint32_t)len;
-    p->lit_segs = (uint32_t)n;
+    p->lit_segs = (uint16_t)n;
+    p->lit_rest = rest;
 }
 
 /* sy_pattern_match_host for a literal pattern: no leading or trailing
@@ -367,6 +378,10 @@ static bool lit_segments_eq(const sy_pred *p, const sy_segments *segs,
  * and the same text, or (matchTrailingSlash) one more, bare empty one. */
 static bool test_literal_path(const sy_pred *p, const sy_segments *segs) {
     size_t c = segs->count;
+    /* literals then "**": at least those segments, spelling the literals
+     * (what follows is the **'s; a trailing slash changes nothing) */
+    if (p->lit_rest)
+        return c >= p->lit_segs && lit_segments_eq(p, segs, p->lit_segs);
     if (c == p->lit_segs)
         return lit_segments_eq(p, segs, c);
     return p->trailing && c >= 2 && c - 1 == p->lit_segs &&

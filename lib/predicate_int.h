@@ -25,7 +25,9 @@ struct sy_pred {
              * labels joined by '.') and segment (label) count, compared
              * without the pattern matcher; else NULL */
             const char *lit;
-            uint32_t lit_len, lit_segs;
+            uint32_t lit_len;
+            uint16_t lit_segs;
+            bool lit_rest; /* Path: the literals, then a last "**" */
         };
         struct { /* Method: standard ones in the mask, others listed */
             uint32_t mask;
@@ -55,9 +57,10 @@ struct sy_pred {
 };
 
 /* After compiling a Path (Host) predicate: set lit/lit_len/lit_segs when
- * it is one rooted pattern of literal segments only, whose source is
- * exactly "/" + each literal (one host pattern of non-empty literal labels,
- * no leading or trailing '.', whose source is exactly the labels joined by
+ * it is one rooted pattern of literal segments only (perhaps then a last
+ * "**": lit_rest), whose source is exactly "/" + each literal (then "/" "**")
+ * (one host pattern of non-empty literal labels, no leading or trailing '.',
+ * whose source is exactly the labels joined by
  * '.'); predicate_eval.c. */
 void sy_pred_note_literal(sy_pred *p);
 

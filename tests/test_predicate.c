@@ -178,13 +178,15 @@ START_TEST(path_match_trailing_slash_false_is_exact) {
 }
 END_TEST
 
-/* A Path predicate of one all-literal pattern is tested by a literal
- * compare (predicate_eval.c), not by the pattern matcher: both must give
+/* A Path predicate of one all-literal pattern (perhaps with a last "**")
+ * is tested by a literal compare (predicate_eval.c), not by the pattern
+ * matcher: both must give
  * the same answer on random paths (encoded slashes, matrix parameters,
  * empty segments, trailing slashes), with and without matchTrailingSlash. */
 START_TEST(path_literal_compare_equals_the_pattern_matcher) {
-    static const char *const pats[] = {"/api/data", "/",    "/a//b",  "/a/b/",
-                                       "/ab",       "/a/b", "/a%2Fb", "//"};
+    static const char *const pats[] = {"/api/data", "/",    "/a//b",   "/a/b/",
+                                       "/ab",       "/a/b", "/a%2Fb",  "//",
+                                       "/a/**",     "/**",  "/ab/b/**"};
     static const char alphabet[] = "ab/%2F;d";
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     sy_segments segs = {0};

@@ -293,6 +293,35 @@ static bool test_method(const sy_pred *p, sy_str m) {
     return false;
 }
 
+/* n bytes at a and b are equal: overlapping word loads, no call (the
+ * segments and labels compared here are short). */
+static inline bool bytes_eq(const char *a, const char *b, size_t n) {
+    if (n >= 8) {
+        uint64_t x, y;
+        for (size_t i = 0; i + 8 <= n; i += 8) {
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return false;
+        }
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    if (n >= 4) {
+        uint32_t x0, y0, x1, y1;
+        memcpy(&x0, a, 4);
+        memcpy(&y0, b, 4);
+        memcpy(&x1, a + n - 4, 4);
+        memcpy(&y1, b + n - 4, 4);
+        return x0 == y0 && x1 == y1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 void sy_pred_note_literal(sy_pred *p) {
     p->lit = NULL;
     bool host = p->kind == SY_PK_HOST;
@@ -348,7 +377,7 @@ static bool test_literal_host(const sy_pred *p, const sy_segments *labels) {
         sy_str d = labels->dec[i];
         if (i && (pos >= len || lit[pos++] != '.'))
             return false;
-        if (len - pos < d.len || memcmp(lit + pos, d.ptr, d.len) != 0)
+        if (len - pos < d.len || !bytes_eq(lit + pos, d.ptr, d.len))
             return false;
         pos += d.len;
     }
@@ -367,7 +396,7 @@ static bool lit_segments_eq(const sy_pred *p, const sy_segments *segs,
         sy_str d = segs->dec[i];
         if (pos >= len || lit[pos] != '/' || len - pos - 1 < d.len)
             return false;
-        if (d.len && memcmp(lit + pos + 1, d.ptr, d.len) != 0)
+        if (!bytes_eq(lit + pos + 1, d.ptr, d.len))
             return false;
         pos += 1 + d.len;
     }

@@ -625,8 +625,12 @@ typedef struct collector {
     const sy_str *dec; /* the request's segments (labels) */
     size_t count;
     bool overflow;
-    bool reversed;                /* host trie: labels walked from the last */
-    bool lead;                    /* host: a leading '.' */
+    bool reversed; /* host trie: labels walked from the last */
+    bool lead;     /* host: a leading '.' */
+    /* a wildcard branch was entered: from then on a segment's key may be
+     * needed twice (by the branch, then by the literal path beside it),
+     * so keys are kept in key[]; before it, each is needed once */
+    bool branched;
     uint32_t hashed;              /* bit i: key[i] is set */
     seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
 } collector;
@@ -650,7 +654,7 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
         return NONE; /* longer literals are indexed as wildcards */
     seg_key local;
     const seg_key *k = &local;
-    if (i < HASHED_SEGMENTS) {
+    if (c->branched && i < HASHED_SEGMENTS) {
         if (!(c->hashed & (1u << i))) {
             c->key[i] = segment_key(seg.ptr, seg.len);
             c->hashed |= 1u << i;
@@ -716,6 +720,7 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
             node = e->child;
         } else {
             if (w != (WILD_NONE | LIT_KIDS)) {
+                c->branched = true;
                 self(c, w & WILD_MASK, depth + 1, false);
                 if (c->overflow)
                     return;
@@ -750,6 +755,7 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.reversed = false;
     c.lead = false;
     c.hashed = 0;
+    c.branched = false;
     walk_in(&c, ROOT_PATH, 0, true, true, walk_path); /* top level inline */
     /* an empty or missing Host matches no Host pattern */
     if (host_labels && host_labels->count && ix->host_routes) {
@@ -758,6 +764,7 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
         c.reversed = true;
         c.lead = host_labels->lead;
         c.hashed = 0;
+        c.branched = false;
         walk_host(&c, ROOT_HOST, 0, true);
     }
     collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE, false);

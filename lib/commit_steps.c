@@ -51,6 +51,10 @@ typedef struct reuse_ctx {
     uint32_t source;
     span_entry *spans; /* NULL: none (no live route, or out of memory) */
     size_t mask;
+    /* the same routes by their position in the source's document (the
+     * slot key's position): NULL where none; NULL: no table */
+    const struct sy_route **at;
+    size_t at_count;
 } reuse_ctx;
 
 /* Fill rc->spans from the source's live routes that carry a span: one
@@ -77,7 +81,22 @@ static void spans_build(const sy_alloc *a, reuse_ctx *rc) {
         while (rc->spans[k].route)
             k = (k + 1) & rc->mask;
         rc->spans[k] = (span_entry){rt->span_hash, rt->span_len, rt, i};
+        size_t pos = (size_t)(sl->key & 0xffffffu);
+        if (pos >= rc->at_count)
+            rc->at_count = pos + 1;
     }
+    /* positions of one document are dense (a lenient apply leaves holes
+     * for invalid routes): a table much larger than the routes is left
+     * out, the apply then only loses the scan's guesses */
+    if (rc->at_count > 4 * (size_t)s->route_count + 64 ||
+        !(rc->at = sy_calloc(a, rc->at_count, sizeof *rc->at))) {
+        rc->at_count = 0;
+        return;
+    }
+    for (size_t k = 0; k <= rc->mask; k++)
+        if (rc->spans[k].route)
+            rc->at[sy_snapshot_slot(s, rc->spans[k].slot)->key & 0xffffffu] =
+                rc->spans[k].route;
 }
 
 static const span_entry *span_find(const reuse_ctx *rc, uint64_t hash,
@@ -97,6 +116,22 @@ static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
                                           size_t len) {
     const span_entry *e = span_find(data, hash, len);
     return e ? e->route : NULL;
+}
+
+/* The live route at position `pos` of the source's document. */
+static const struct sy_route *reuse_at(void *data, size_t pos) {
+    const reuse_ctx *rc = data;
+    return pos < rc->at_count ? rc->at[pos] : NULL;
+}
+
+/* The position of a route reuse_bytes returned. */
+static size_t reuse_position(void *data, const struct sy_route *rt) {
+    const reuse_ctx *rc = data;
+    const span_entry *e =
+        rt->span_len ? span_find(rc, rt->span_hash, rt->span_len) : NULL;
+    if (!e || e->route != rt)
+        return SIZE_MAX;
+    return (size_t)(sy_snapshot_slot(rc->work, e->slot)->key & 0xffffffu);
 }
 
 /* The slot of `rt` in the working snapshot when rt is the very route the
@@ -228,7 +263,8 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
      * lenient or strict), set when the router is created and never changed:
      * so a live route built from the same bytes is the route those bytes
      * build now, and the parse may share it (reuse_bytes). */
-    sy_def_reuse reuse = {reuse_live, reuse_bytes, (void *)rctx};
+    sy_def_reuse reuse = {reuse_live, reuse_bytes, (void *)rctx, reuse_at,
+                          reuse_position};
     int rc = sy_document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
     if (rc)
         return rc;
@@ -291,10 +327,11 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
  * routes (by the bytes that built them) lives for the parse and the diff. */
 static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
                       bool force, sy_report *rep, sy_error *err) {
-    reuse_ctx rctx = {c->work, si, NULL, 0};
+    reuse_ctx rctx = {c->work, si, NULL, 0, NULL, 0};
     spans_build(&c->r->alloc, &rctx);
     int rc = apply_document(c, si, json, len, force, &rctx, rep, err);
     sy_free(&c->r->alloc, rctx.spans);
+    sy_free(&c->r->alloc, rctx.at);
     return rc;
 }
 

@@ -129,9 +129,16 @@ static int read_version(sy_document *d, const char *json,
     return rc;
 }
 
-/* Routes shared by bytes are cold in memory at large sizes: the span of
- * route i + SPAN_AHEAD is hashed and looked up while route i is handled,
- * and the route it finds prefetched, so those cache misses overlap. */
+/* The seed of a route's span hash (route.h span_hash): the routes array's
+ * nesting is part of what the bytes were checked under (the depth limit),
+ * so a route read in a root array and in an envelope hash apart. */
+static uint64_t span_seed(uint32_t depth) {
+    return SY_ROUTE_SPAN_SEED ^ (depth == 2 ? 0 : (uint64_t)depth << 56);
+}
+
+/* Routes shared by bytes are cold in memory at large sizes: the route a
+ * guess will read SPAN_AHEAD elements on is prefetched, so those cache
+ * misses overlap. */
 #define SPAN_AHEAD 8
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(p) __builtin_prefetch(p)
@@ -139,24 +146,71 @@ static int read_version(sy_document *d, const char *json,
 #define PREFETCH(p) ((void)(p))
 #endif
 
-typedef struct span_ahead {
-    uint64_t hash[SPAN_AHEAD];
-    size_t len[SPAN_AHEAD];
-} span_ahead;
+/* The scan's skip hook (def_scan.h) for an apply: element i of the routes
+ * array is guessed to be the route that the document before held at
+ * position i + shift (shift: where the last known element was, relative to
+ * its own index; an insert or a removal moves it). When the element's bytes
+ * are that route's span (length, the closing brace, what follows, then the
+ * hash) they are the very bytes the scan accepted when the route was built
+ * (under the router's fixed limits, at the same nesting: span_seed), so
+ * they are skipped unread. A guess that fails costs a few compares and at
+ * most three hashes of one element; an element the scan read is hashed on
+ * the next call, looked up by its bytes, and the shift follows it. */
+typedef struct skip_state {
+    const sy_def_reuse *reuse;
+    int64_t shift;
+} skip_state;
 
-/* Hash span i into its ring slot, look it up, prefetch what it finds. */
-static void span_prefetch(span_ahead *ra, const sy_def_reuse *reuse,
-                          const char *json, const sy_json_span *sp, size_t i) {
-    size_t k = i % SPAN_AHEAD;
-    ra->len[k] = sp->end - sp->start;
-    ra->hash[k] = sy_hash64(json + sp->start, ra->len[k], SY_ROUTE_SPAN_SEED);
-    const struct sy_route *r =
-        reuse->by_bytes(reuse->data, ra->hash[k], ra->len[k]);
-    if (r) {
-        PREFETCH(r);
-        PREFETCH(&r->span_hash);
-        PREFETCH(&r->fingerprint);
+static const struct sy_route *route_at(const sy_def_reuse *ru, int64_t pos) {
+    return pos < 0 ? NULL : ru->at_position(ru->data, (size_t)pos);
+}
+
+static size_t span_skip(void *data, const char *json, size_t len,
+                        sy_json_scan *out, size_t index, size_t at,
+                        uint32_t depth) {
+    static const int tries[3] = {0, 1, -1};
+    skip_state *ss = data;
+    const sy_def_reuse *ru = ss->reuse;
+    uint64_t seed = span_seed(depth);
+    sy_json_span *pv = index ? &out->routes[index - 1] : NULL;
+    if (pv && !pv->known) {
+        size_t n = pv->end - pv->start;
+        pv->hash = sy_hash64(json + pv->start, n, seed);
+        pv->hashed = true;
+        const struct sy_route *r = ru->by_bytes(ru->data, pv->hash, n);
+        size_t p = r ? ru->position_of(ru->data, r) : SIZE_MAX;
+        if (p != SIZE_MAX)
+            ss->shift = (int64_t)p - (int64_t)(index - 1);
     }
+    const struct sy_route *ahead =
+        route_at(ru, (int64_t)index + ss->shift + SPAN_AHEAD);
+    if (ahead) {
+        PREFETCH(ahead);
+        PREFETCH(&ahead->span_hash);
+    }
+    for (int k = 0; k < 3; k++) {
+        const struct sy_route *r =
+            route_at(ru, (int64_t)index + ss->shift + tries[k]);
+        size_t n = r ? r->span_len : 0;
+        if (!n || n > len - at || json[at + n - 1] != '}')
+            continue;
+        if (at + n < len) {
+            char c = json[at + n];
+            if (c != ',' && c != ']' && c != ' ' && c != '\n' && c != '\r' &&
+                c != '\t')
+                continue;
+        }
+        uint64_t h = sy_hash64(json + at, n, seed);
+        if (h != r->span_hash)
+            continue;
+        sy_json_span *sp = &out->routes[index];
+        sp->hash = h;
+        sp->hashed = true;
+        sp->known = r;
+        ss->shift += tries[k];
+        return n;
+    }
+    return 0;
 }
 
 /* Build the routes one at a time: each span is parsed into its own cJSON
@@ -199,15 +253,12 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     size_t i = 0;
     int rc = 0;
     bool by_bytes = reuse && reuse->by_bytes;
-    span_ahead ra;
-    for (size_t j = 0; by_bytes && j < n && j < SPAN_AHEAD; j++)
-        span_prefetch(&ra, reuse, json, &scan->routes[j], j);
+    uint64_t seed = span_seed(scan->root == '{' ? 2 : 1);
     char path[64];
     size_t at = sy_path_join(path, sizeof path, "", prefix);
     for (; i < n; i++) {
-        sy_path_index(path, sizeof path, at, i);
         sy_error e;
-        sy_error_clear(&e);
+        e.code = 0;
         struct sy_route *r = NULL;
         cJSON *c = NULL; /* this route's tree only: parsed, used, deleted */
         /* A live route built from exactly these bytes is this route: the
@@ -215,19 +266,28 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
          * limits, lenient or strict) never change after it is created, so
          * equal bytes mean the same route; an invalid route never became
          * live, so it is never found here. Only the id check below and the
-         * position are left to do. */
+         * position are left to do. The scan's guess (span_skip) found most
+         * of them already. */
         const sy_json_span *sp = &scan->routes[i];
-        size_t span_len = by_bytes ? ra.len[i % SPAN_AHEAD] : 0;
-        uint64_t span_hash = by_bytes ? ra.hash[i % SPAN_AHEAD] : 0;
-        const struct sy_route *same =
-            by_bytes ? reuse->by_bytes(reuse->data, span_hash, span_len) : NULL;
-        if (by_bytes && i + SPAN_AHEAD < n) /* its ring slot is free now */
-            span_prefetch(&ra, reuse, json, &scan->routes[i + SPAN_AHEAD],
-                          i + SPAN_AHEAD);
+        size_t span_len = by_bytes ? sp->end - sp->start : 0;
+        uint64_t span_hash = 0;
+        const struct sy_route *same = sp->known;
+        if (i + SPAN_AHEAD < n && scan->routes[i + SPAN_AHEAD].known)
+            PREFETCH(scan->routes[i + SPAN_AHEAD].known);
+        if (same) {
+            span_hash = sp->hash;
+        } else if (by_bytes) {
+            span_hash = sp->hashed
+                            ? sp->hash
+                            : sy_hash64(json + sp->start, span_len, seed);
+            same = reuse->by_bytes(reuse->data, span_hash, span_len);
+        }
         bool own = false; /* c is cJSON's (deleted), not the arena's */
         if (same && same->span_hash == span_hash && same->span_len == span_len)
             r = sy_route_ref(same);
         else {
+            sy_path_index(path, sizeof path, at, i);
+            sy_error_clear(&e);
             sy_arena_reset(&tree);
             rc = sy_def_tree_parse(&tree, json, sp->start, sp->end, &c);
             if (rc == SY_DEF_TREE_CJSON)
@@ -250,6 +310,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             if (sy_idtab_find(&ids, r->id, len, h, doc_route_id, d, &pos) !=
                 SY_NONE) {
                 char p[96];
+                sy_path_index(path, sizeof path, at, i);
+                sy_error_clear(&e);
                 sy_def_path(p, sizeof p, "%s.id", path);
                 rc = sy_error_set(&e, SY_EDUPLICATE, p,
                                   "route id '%.120s' is already used", r->id);
@@ -347,8 +409,14 @@ int sy_document_parse_reusing(const char *json, size_t len,
         rc = sy_error_set(err, SY_ELIMIT, "",
                           "document of %zu bytes exceeds the limit of %zu", len,
                           lim.max_document_bytes);
-    else
-        rc = sy_json_scan_text(&a, json, len, &lim, true, &scan, err);
+    else {
+        skip_state ss = {reuse, 0};
+        sy_json_skip skip = {span_skip, &ss};
+        bool guess = reuse && reuse->by_bytes && reuse->at_position &&
+                     reuse->position_of;
+        rc = sy_json_scan_routes(&a, json, len, &lim, guess ? &skip : NULL,
+                                 &scan, err);
+    }
     if (!rc) {
         const char *prefix = "";
         if (scan.root == '{') {

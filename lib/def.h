@@ -53,6 +53,14 @@ typedef struct sy_def_reuse {
     sy_def_reuse_fn by_fingerprint;
     sy_def_reuse_bytes_fn by_bytes;
     void *data;
+    /* Optional, with by_bytes: the live route (with a span) that was
+     * element `pos` of the routes array of the document before, or NULL;
+     * and the position of a route by_bytes returned (SIZE_MAX: none).
+     * With them the scan guesses that element i is the route the document
+     * before held near position i and, when its bytes are that route's
+     * span, skips them unread (def.c span_skip). */
+    const struct sy_route *(*at_position)(void *data, size_t pos);
+    size_t (*position_of)(void *data, const struct sy_route *r);
 } sy_def_reuse;
 
 /* sy_document_parse with reuse of already compiled routes (reuse may be

@@ -85,6 +85,7 @@ void sy_document_free(sy_document *doc) {
         sy_route_unref(doc->routes[i]);
     sy_free(&a, doc->routes);
     sy_free(&a, doc->positions);
+    sy_free(&a, doc->prev);
     sy_free(&a, doc->issues);
     sy_free(&a, doc->version);
     sy_free(&a, doc);
@@ -155,14 +156,50 @@ static uint64_t span_seed(uint32_t depth) {
  * (under the router's fixed limits, at the same nesting: span_seed), so
  * they are skipped unread. A guess that fails costs a few compares and at
  * most three hashes of one element; an element the scan read is hashed on
- * the next call, looked up by its bytes, and the shift follows it. */
+ * the next call and looked for by its bytes (find_span), and the shift
+ * follows it. */
 typedef struct skip_state {
     const sy_def_reuse *reuse;
-    int64_t shift;
+    bool guess;    /* at_position and position_of are there */
+    int64_t shift; /* see above */
+    size_t misses; /* elements not found near their guess */
 } skip_state;
+
+/* Positions either side of the guess that find_span looks at. */
+#define SPAN_WINDOW 8
+/* Elements not found near their guess before find_span asks by_bytes too
+ * (which builds a table of every live route: worth it when the document
+ * was reordered, not for a few new or edited routes). */
+#define SPAN_MISSES_BEFORE_TABLE 16
 
 static const struct sy_route *route_at(const sy_def_reuse *ru, int64_t pos) {
     return pos < 0 ? NULL : ru->at_position(ru->data, (size_t)pos);
+}
+
+/* A live route whose span is `n` bytes hashing to `h`: near position
+ * `expect` of the document before, else (after a few such misses, or
+ * without positions) through by_bytes; *pos gets its position or
+ * SIZE_MAX. NULL: none. */
+static const struct sy_route *find_span(skip_state *ss, uint64_t h, size_t n,
+                                        int64_t expect, size_t *pos) {
+    const sy_def_reuse *ru = ss->reuse;
+    *pos = SIZE_MAX;
+    if (ss->guess) {
+        for (int64_t d = 0; d <= SPAN_WINDOW; d++)
+            for (int64_t p = expect - d; p <= expect + d; p += d ? 2 * d : 1) {
+                const struct sy_route *r = route_at(ru, p);
+                if (r && r->span_len == n && r->span_hash == h) {
+                    *pos = (size_t)p;
+                    return r;
+                }
+            }
+        if (ss->misses++ < SPAN_MISSES_BEFORE_TABLE)
+            return NULL;
+    }
+    const struct sy_route *r = ru->by_bytes(ru->data, h, n);
+    if (r && ss->guess)
+        *pos = ru->position_of(ru->data, r);
+    return r;
 }
 
 static size_t span_skip(void *data, const char *json, size_t len,
@@ -174,11 +211,12 @@ static size_t span_skip(void *data, const char *json, size_t len,
     uint64_t seed = span_seed(depth);
     sy_json_span *pv = index ? &out->routes[index - 1] : NULL;
     if (pv && !pv->known) {
-        size_t n = pv->end - pv->start;
+        size_t n = pv->end - pv->start, p;
         pv->hash = sy_hash64(json + pv->start, n, seed);
         pv->hashed = true;
-        const struct sy_route *r = ru->by_bytes(ru->data, pv->hash, n);
-        size_t p = r ? ru->position_of(ru->data, r) : SIZE_MAX;
+        pv->known =
+            find_span(ss, pv->hash, n, (int64_t)index - 1 + ss->shift, &p);
+        pv->aux = p;
         if (p != SIZE_MAX)
             ss->shift = (int64_t)p - (int64_t)(index - 1);
     }
@@ -189,8 +227,8 @@ static size_t span_skip(void *data, const char *json, size_t len,
         PREFETCH(&ahead->span_hash);
     }
     for (int k = 0; k < 3; k++) {
-        const struct sy_route *r =
-            route_at(ru, (int64_t)index + ss->shift + tries[k]);
+        int64_t p = (int64_t)index + ss->shift + tries[k];
+        const struct sy_route *r = route_at(ru, p);
         size_t n = r ? r->span_len : 0;
         if (!n || n > len - at || json[at + n - 1] != '}')
             continue;
@@ -207,6 +245,7 @@ static size_t span_skip(void *data, const char *json, size_t len,
         sp->hash = h;
         sp->hashed = true;
         sp->known = r;
+        sp->aux = (size_t)p;
         ss->shift += tries[k];
         return n;
     }
@@ -219,7 +258,8 @@ static size_t span_skip(void *data, const char *json, size_t len,
 static int build_routes(sy_document *d, const sy_parse_options *opts,
                         const sy_limits *lim, const char *json,
                         const sy_json_scan *scan, const char *prefix,
-                        const sy_def_reuse *reuse, sy_error *err) {
+                        skip_state *ss, sy_error *err) {
+    const sy_def_reuse *reuse = ss->reuse;
     size_t n = scan->route_count;
     if (n > lim->max_routes)
         return sy_error_set(err, SY_ELIMIT, prefix,
@@ -231,8 +271,10 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     size_t cap = sy_idtab_capacity(n);
     d->routes = n ? sy_calloc(&d->alloc, n, sizeof *d->routes) : NULL;
     d->positions = n ? sy_calloc(&d->alloc, n, sizeof *d->positions) : NULL;
+    d->prev = n && ss->guess ? sy_malloc(&d->alloc, n * sizeof *d->prev) : NULL;
     sy_idtab_entry *entries = sy_malloc(&d->alloc, cap * sizeof *entries);
-    if ((n && (!d->routes || !d->positions)) || !entries) {
+    if ((n && (!d->routes || !d->positions || (ss->guess && !d->prev))) ||
+        !entries) {
         sy_free(&d->alloc, entries);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     }
@@ -272,15 +314,19 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         size_t span_len = by_bytes ? sp->end - sp->start : 0;
         uint64_t span_hash = 0;
         const struct sy_route *same = sp->known;
+        size_t prev = sp->aux;
         if (i + SPAN_AHEAD < n && scan->routes[i + SPAN_AHEAD].known)
             PREFETCH(scan->routes[i + SPAN_AHEAD].known);
         if (same) {
             span_hash = sp->hash;
         } else if (by_bytes) {
+            /* the scan looked for every element it read but the last */
             span_hash = sp->hashed
                             ? sp->hash
                             : sy_hash64(json + sp->start, span_len, seed);
-            same = reuse->by_bytes(reuse->data, span_hash, span_len);
+            same = sp->hashed ? NULL
+                              : find_span(ss, span_hash, span_len,
+                                          (int64_t)i + ss->shift, &prev);
         }
         bool own = false; /* c is cJSON's (deleted), not the arena's */
         if (same && same->span_hash == span_hash && same->span_len == span_len)
@@ -361,6 +407,10 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         }
         sy_idtab_set(&ids, pos, h, (uint32_t)d->route_count);
         d->positions[d->route_count] = (uint32_t)i;
+        if (d->prev)
+            d->prev[d->route_count] = same && r == same && prev < UINT32_MAX
+                                          ? (uint32_t)prev
+                                          : UINT32_MAX;
         d->routes[d->route_count++] = r;
         fp = sy_hash_mix(fp, r->fingerprint);
     }
@@ -404,19 +454,19 @@ int sy_document_parse_reusing(const char *json, size_t len,
     d->checksum = sy_hash64(json, len, 0);
     sy_json_scan scan;
     memset(&scan, 0, sizeof scan);
+    skip_state ss = {reuse,
+                     reuse && reuse->by_bytes && reuse->at_position &&
+                         reuse->position_of,
+                     0, 0};
+    sy_json_skip skip = {span_skip, &ss};
     int rc = 0;
     if (len > lim.max_document_bytes)
         rc = sy_error_set(err, SY_ELIMIT, "",
                           "document of %zu bytes exceeds the limit of %zu", len,
                           lim.max_document_bytes);
-    else {
-        skip_state ss = {reuse, 0};
-        sy_json_skip skip = {span_skip, &ss};
-        bool guess = reuse && reuse->by_bytes && reuse->at_position &&
-                     reuse->position_of;
-        rc = sy_json_scan_routes(&a, json, len, &lim, guess ? &skip : NULL,
+    else
+        rc = sy_json_scan_routes(&a, json, len, &lim, ss.guess ? &skip : NULL,
                                  &scan, err);
-    }
     if (!rc) {
         const char *prefix = "";
         if (scan.root == '{') {
@@ -435,7 +485,7 @@ int sy_document_parse_reusing(const char *json, size_t len,
                               "object with \"routes\"");
         }
         if (!rc)
-            rc = build_routes(d, opts, &lim, json, &scan, prefix, reuse, err);
+            rc = build_routes(d, opts, &lim, json, &scan, prefix, &ss, err);
     }
     sy_free(&a, scan.routes);
     if (rc) {

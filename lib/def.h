@@ -11,7 +11,11 @@
 
 struct sy_document {
     sy_alloc alloc;
-    uint32_t *positions;  /* position in the JSON array of routes[i] */
+    uint32_t *positions; /* position in the JSON array of routes[i] */
+    /* with sy_def_reuse's at_position: the position of routes[i] in the
+     * document before when the parse shared it by bytes, else UINT32_MAX;
+     * NULL without at_position */
+    uint32_t *prev;
     bool envelope;        /* {"version", "routes"} shape: paths "routes[i]" */
     char *version;        /* NULL when the envelope has none */
     uint64_t fingerprint; /* of the routes' fingerprints in order */

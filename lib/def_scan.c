@@ -338,7 +338,8 @@ static int begin_value(scanner *sc) {
             o->routes = n;
             sc->cap = ncap;
         }
-        o->routes[o->route_count] = (sy_json_span){sc->pos, 0, 0, NULL, false};
+        o->routes[o->route_count] =
+            (sy_json_span){sc->pos, 0, 0, NULL, 0, false};
         sc->values = 0;
     }
     return count_value(sc);

@@ -28,6 +28,7 @@ typedef struct sy_json_span {
      * span to be (known: non-NULL when the hook skipped it). */
     uint64_t hash;
     const void *known;
+    size_t aux; /* the hook's own note about `known` */
     bool hashed;
 } sy_json_span;
 

@@ -171,14 +171,23 @@ static void commit_cleanup(commit *c) {
 
 static int push_history(sy_router *r, sy_source *s, const char *version,
                         const char *bytes, size_t len) {
-    sy_history_entry e = {NULL, sy_strndup(&r->alloc, bytes, len), len};
-    if (!e.bytes || (version && !(e.version = sy_strdup(&r->alloc, version)))) {
-        sy_free(&r->alloc, e.bytes);
+    bool full = s->history_count == r->opts.history;
+    sy_history_entry e = {NULL, NULL, len};
+    if (version && !(e.version = sy_strdup(&r->alloc, version)))
+        return SY_ENOMEM;
+    /* a full history's oldest copy is dropped: its buffer takes the new
+     * bytes (a large document's pages stay mapped, no fresh ones to fault
+     * in at every apply); on failure it is still the oldest copy */
+    e.bytes = full ? sy_realloc(&r->alloc, s->history[0].bytes, len + 1)
+                   : sy_malloc(&r->alloc, len + 1);
+    if (!e.bytes) {
+        sy_free(&r->alloc, e.version);
         return SY_ENOMEM;
     }
-    if (s->history_count == r->opts.history) {
+    memcpy(e.bytes, bytes, len);
+    e.bytes[len] = '\0';
+    if (full) {
         sy_free(&r->alloc, s->history[0].version);
-        sy_free(&r->alloc, s->history[0].bytes);
         memmove(s->history, s->history + 1,
                 (s->history_count - 1) * sizeof *s->history);
         s->history_count--;

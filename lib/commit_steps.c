@@ -240,11 +240,22 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
          * the slot holds this very route object (shared by bytes or by
          * meaning) */
         uint32_t prev = doc->prev ? doc->prev[i] : UINT32_MAX;
+        if (prev < rctx->at_count && rctx->at[prev].route == rt) {
+            /* the commonest case reads no route: the slot holds this very
+             * route, so its key differs from the one wanted at most in the
+             * position */
+            uint32_t slot = rctx->at[prev].slot;
+            const sy_slot *sl = sy_snapshot_slot(w, slot);
+            shared[slot] = true;
+            nshared++;
+            if ((sl->key & 0xffffffu) == pos)
+                continue; /* unchanged, same rank: shared as it is */
+        }
         uint32_t slot = prev < rctx->at_count && rctx->at[prev].route == rt
                             ? rctx->at[prev].slot
                             : sy_snapshot_find_slot(w, rt->id);
         if (slot != NONE && sy_snapshot_slot(w, slot)->route == rt &&
-            sy_snapshot_slot(w, slot)->source == si) {
+            sy_snapshot_slot(w, slot)->source == si && !shared[slot]) {
             shared[slot] = true;
             nshared++;
         }

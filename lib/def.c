@@ -82,7 +82,8 @@ void sy_document_free(sy_document *doc) {
         return;
     sy_alloc a = doc->alloc;
     for (size_t i = 0; i < doc->route_count; i++)
-        sy_route_unref(doc->routes[i]);
+        if (!doc->prev || doc->prev[i] == UINT32_MAX) /* not borrowed */
+            sy_route_unref(doc->routes[i]);
     sy_free(&a, doc->routes);
     sy_free(&a, doc->positions);
     sy_free(&a, doc->prev);
@@ -291,7 +292,6 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                       sy_regex_cache_new(&d->alloc),
                       &scratch,
                       0};
-    uint64_t fp = SEED_DOC;
     size_t i = 0;
     int rc = 0;
     bool by_bytes = reuse && reuse->by_bytes;
@@ -316,7 +316,9 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         const struct sy_route *same = sp->known;
         size_t prev = sp->aux;
         if (i + SPAN_AHEAD < n && scan->routes[i + SPAN_AHEAD].known)
-            PREFETCH(scan->routes[i + SPAN_AHEAD].known);
+            PREFETCH(
+                &((const struct sy_route *)scan->routes[i + SPAN_AHEAD].known)
+                     ->span_hash);
         if (same) {
             span_hash = sp->hash;
         } else if (by_bytes) {
@@ -329,9 +331,14 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                                           (int64_t)i + ss->shift, &prev);
         }
         bool own = false; /* c is cJSON's (deleted), not the arena's */
-        if (same && same->span_hash == span_hash && same->span_len == span_len)
-            r = sy_route_ref(same);
-        else {
+        /* borrowed: a live route found by position is used without a
+         * reference (def.h sy_document.prev says for how long) */
+        bool borrow = false;
+        if (same && same->span_hash == span_hash &&
+            same->span_len == span_len) {
+            borrow = d->prev && prev < UINT32_MAX;
+            r = borrow ? (struct sy_route *)same : sy_route_ref(same);
+        } else {
             sy_path_index(path, sizeof path, at, i);
             sy_error_clear(&e);
             sy_arena_reset(&tree);
@@ -361,7 +368,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                 sy_def_path(p, sizeof p, "%s.id", path);
                 rc = sy_error_set(&e, SY_EDUPLICATE, p,
                                   "route id '%.120s' is already used", r->id);
-                sy_route_unref(r);
+                if (!borrow)
+                    sy_route_unref(r);
             }
         }
         if (rc == SY_ENOMEM || (rc && !opts->lenient)) {
@@ -392,7 +400,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         }
         if (own)
             cJSON_Delete(c);
-        if (atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
+        if (!(same && r == same) &&
+            atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
             r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
         /* fresh, or shared for bytes of the same meaning (the caller is the
          * only writer of the routes it offers): these bytes now find it.
@@ -408,17 +417,13 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         sy_idtab_set(&ids, pos, h, (uint32_t)d->route_count);
         d->positions[d->route_count] = (uint32_t)i;
         if (d->prev)
-            d->prev[d->route_count] = same && r == same && prev < UINT32_MAX
-                                          ? (uint32_t)prev
-                                          : UINT32_MAX;
+            d->prev[d->route_count] = borrow ? (uint32_t)prev : UINT32_MAX;
         d->routes[d->route_count++] = r;
-        fp = sy_hash_mix(fp, r->fingerprint);
     }
     sy_free(&d->alloc, ids.e);
     sy_regex_cache_free(ctx.regex_cache);
     sy_buf_free(&scratch);
     sy_arena_free(&tree);
-    d->fingerprint = sy_hash_mix(fp, d->route_count);
     return rc;
 }
 
@@ -500,8 +505,15 @@ const char *sy_document_version(const sy_document *doc) {
     return doc ? doc->version : NULL;
 }
 
+/* Computed when asked: an apply never asks, and its document may borrow
+ * routes (def.h) that only live as long as the commit. */
 uint64_t sy_document_fingerprint(const sy_document *doc) {
-    return doc ? doc->fingerprint : 0;
+    if (!doc)
+        return 0;
+    uint64_t fp = SEED_DOC;
+    for (size_t i = 0; i < doc->route_count; i++)
+        fp = sy_hash_mix(fp, doc->routes[i]->fingerprint);
+    return sy_hash_mix(fp, doc->route_count);
 }
 
 uint64_t sy_document_checksum(const sy_document *doc) {

@@ -13,13 +13,17 @@ struct sy_document {
     sy_alloc alloc;
     uint32_t *positions; /* position in the JSON array of routes[i] */
     /* with sy_def_reuse's at_position: the position of routes[i] in the
-     * document before when the parse shared it by bytes, else UINT32_MAX;
-     * NULL without at_position */
+     * document before when the parse found it there (by bytes), else
+     * UINT32_MAX; NULL without at_position. Such a route is BORROWED: the
+     * document holds no reference to it, so the document may be read only
+     * while the routes offered to the parse are live (an apply's commit:
+     * the router keeps a reference to every live route until a publish
+     * retires it, and the commit frees its documents without reading
+     * them). */
     uint32_t *prev;
-    bool envelope;        /* {"version", "routes"} shape: paths "routes[i]" */
-    char *version;        /* NULL when the envelope has none */
-    uint64_t fingerprint; /* of the routes' fingerprints in order */
-    uint64_t checksum;    /* of the bytes */
+    bool envelope;     /* {"version", "routes"} shape: paths "routes[i]" */
+    char *version;     /* NULL when the envelope has none */
+    uint64_t checksum; /* of the bytes */
     struct sy_route **routes;
     size_t route_count;
     sy_error *issues;

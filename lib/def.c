@@ -164,6 +164,9 @@ typedef struct skip_state {
     bool guess;    /* at_position and position_of are there */
     int64_t shift; /* see above */
     size_t misses; /* elements not found near their guess */
+    /* the document's checksum, hashed along with the spans, so a large
+     * document is read from memory once, not twice */
+    sy_hash_stream sum;
 } skip_state;
 
 /* Positions either side of the guess that find_span looks at. */
@@ -213,6 +216,7 @@ static size_t span_skip(void *data, const char *json, size_t len,
     sy_json_span *pv = index ? &out->routes[index - 1] : NULL;
     if (pv && !pv->known) {
         size_t n = pv->end - pv->start, p;
+        sy_hash64_advance(&ss->sum, pv->end);
         pv->hash = sy_hash64(json + pv->start, n, seed);
         pv->hashed = true;
         pv->known =
@@ -239,6 +243,7 @@ static size_t span_skip(void *data, const char *json, size_t len,
                 c != '\t')
                 continue;
         }
+        sy_hash64_advance(&ss->sum, at + n);
         uint64_t h = sy_hash64(json + at, n, seed);
         if (h != r->span_hash)
             continue;
@@ -315,10 +320,20 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         uint64_t span_hash = 0;
         const struct sy_route *same = sp->known;
         size_t prev = sp->aux;
-        if (i + SPAN_AHEAD < n && scan->routes[i + SPAN_AHEAD].known)
-            PREFETCH(
-                &((const struct sy_route *)scan->routes[i + SPAN_AHEAD].known)
-                     ->span_hash);
+        /* two stages: the route's span line (id_len, id_hash) well ahead,
+         * then the id table entry its id hash names */
+        if (i + 2 * SPAN_AHEAD < n) {
+            const struct sy_route *k = scan->routes[i + 2 * SPAN_AHEAD].known;
+            if (k) {
+                PREFETCH(&k->span_hash);
+                PREFETCH(&k->id_hash);
+            }
+        }
+        if (i + SPAN_AHEAD < n) {
+            const struct sy_route *k = scan->routes[i + SPAN_AHEAD].known;
+            if (k)
+                PREFETCH(&ids.e[k->id_hash & ids.mask]);
+        }
         if (same) {
             span_hash = sp->hash;
         } else if (by_bytes) {
@@ -456,14 +471,16 @@ int sy_document_parse_reusing(const char *json, size_t len,
     if (!d)
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     d->alloc = a;
-    d->checksum = sy_hash64(json, len, 0);
     sy_json_scan scan;
     memset(&scan, 0, sizeof scan);
-    skip_state ss = {reuse,
-                     reuse && reuse->by_bytes && reuse->at_position &&
-                         reuse->position_of,
-                     0, 0};
+    skip_state ss = {.reuse = reuse,
+                     .guess = reuse && reuse->by_bytes && reuse->at_position &&
+                              reuse->position_of};
     sy_json_skip skip = {span_skip, &ss};
+    if (ss.guess)
+        sy_hash64_begin(&ss.sum, json, len, 0);
+    else
+        d->checksum = sy_hash64(json, len, 0);
     int rc = 0;
     if (len > lim.max_document_bytes)
         rc = sy_error_set(err, SY_ELIMIT, "",
@@ -472,6 +489,8 @@ int sy_document_parse_reusing(const char *json, size_t len,
     else
         rc = sy_json_scan_routes(&a, json, len, &lim, ss.guess ? &skip : NULL,
                                  &scan, err);
+    if (!rc && ss.guess)
+        d->checksum = sy_hash64_end(&ss.sum);
     if (!rc) {
         const char *prefix = "";
         if (scan.root == '{') {

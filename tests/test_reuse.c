@@ -521,6 +521,19 @@ static size_t apply_both(sy_router *keep, const char *doc) {
         ck_assert_uint_eq(e1.offset, e2.offset);
     } else {
         check_equal(keep, fresh);
+        /* the source's status: the checksum hashed along with the spans
+         * is the hash of the whole text */
+        sy_source_status s1, s2;
+        ck_assert_int_eq(sy_router_source_status(keep, 0, &s1, &e1), 0);
+        ck_assert_int_eq(sy_router_source_status(fresh, 0, &s2, &e2), 0);
+        ck_assert_uint_eq(s1.checksum, s2.checksum);
+        sy_document *pd = NULL;
+        ck_assert_int_eq(sy_document_parse(doc, strlen(doc), NULL, &pd, &e2),
+                         0);
+        ck_assert_uint_eq(s1.checksum, sy_document_checksum(pd));
+        sy_document_free(pd);
+        ck_assert_uint_eq(s1.fingerprint, s2.fingerprint);
+        ck_assert_str_eq(s1.version, s2.version);
         sy_snapshot *after = sy_router_acquire(keep);
         for (size_t i = 0; i < sy_snapshot_route_count(after); i++) {
             const sy_route *x = sy_snapshot_route_at(after, i);

@@ -325,8 +325,8 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
      * lenient or strict), set when the router is created and never changed:
      * so a live route built from the same bytes is the route those bytes
      * build now, and the parse may share it (reuse_bytes). */
-    sy_def_reuse reuse = {reuse_live, reuse_bytes, (void *)rctx, reuse_at,
-                          reuse_position};
+    sy_def_reuse reuse = {reuse_live, reuse_bytes,    (void *)rctx,
+                          reuse_at,   reuse_position, rctx->at_count + 16};
     int rc = sy_document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
     if (rc)
         return rc;

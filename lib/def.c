@@ -476,7 +476,7 @@ int sy_document_parse_reusing(const char *json, size_t len,
     skip_state ss = {.reuse = reuse,
                      .guess = reuse && reuse->by_bytes && reuse->at_position &&
                               reuse->position_of};
-    sy_json_skip skip = {span_skip, &ss};
+    sy_json_skip skip = {span_skip, &ss, reuse ? reuse->count_hint : 0};
     if (ss.guess)
         sy_hash64_begin(&ss.sum, json, len, 0);
     else

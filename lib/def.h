@@ -69,6 +69,7 @@ typedef struct sy_def_reuse {
      * span, skips them unread (def.c span_skip). */
     const struct sy_route *(*at_position)(void *data, size_t pos);
     size_t (*position_of)(void *data, const struct sy_route *r);
+    size_t count_hint; /* routes the document before held (0: unknown) */
 } sy_def_reuse;
 
 /* sy_document_parse with reuse of already compiled routes (reuse may be

@@ -331,6 +331,9 @@ static int begin_value(scanner *sc) {
                            sc->lim->max_routes);
         if (o->route_count == sc->cap) {
             size_t ncap = sc->cap ? sc->cap * 2 : 64;
+            if (!sc->cap && sc->skip && sc->skip->expect > ncap &&
+                sc->skip->expect <= sc->lim->max_routes)
+                ncap = sc->skip->expect; /* no copies on the way up */
             sy_json_span *n =
                 sy_realloc(sc->a, o->routes, ncap * sizeof *o->routes);
             if (!n)

@@ -68,6 +68,7 @@ typedef struct sy_json_skip {
     size_t (*fn)(void *data, const char *json, size_t len, sy_json_scan *out,
                  size_t index, size_t at, uint32_t depth);
     void *data;
+    size_t expect; /* routes the caller expects (room made at once) */
 } sy_json_skip;
 
 /* sy_json_scan_text with `routes` true and a skip hook (may be NULL). */

@@ -161,6 +161,8 @@ static void commit_cleanup(commit *c) {
         sy_route_unref(c->owned.v[i]);
     for (size_t i = 0; i < c->bytes.n; i++)
         sy_free(a, c->bytes.v[i]);
+    for (size_t i = 0; c->st && i < c->r->source_count; i++)
+        sy_free(a, c->st[i].memo); /* not taken: the commit failed */
     sy_free(a, c->inter.v);
     sy_free(a, c->docs.v);
     sy_free(a, c->owned.v);
@@ -228,6 +230,12 @@ static void sources_follow(commit *c, int64_t now) {
             s->version = v;
         }
         s->checksum = st->checksum;
+        if (st->memo) { /* the source's routes are the memo's now */
+            sy_free(&r->alloc, s->memo);
+            s->memo = st->memo;
+            s->memo_count = st->memo_count;
+            st->memo = NULL;
+        }
         s->applied = st->applied;
         s->modified = st->modified;
         s->next_pos = st->next_pos;
@@ -297,9 +305,9 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
     int rc = (!single && !all) || !c.st ? sy_commit_nomem(err) : SY_OK;
     for (size_t i = 0; i < r->source_count && c.st; i++) {
         const sy_source *s = &r->sources[i];
-        c.st[i] = (src_state){
-            s->version,  s->checksum, s->applied, s->modified, false,
-            s->next_pos, NULL,        0,          NULL,        0};
+        c.st[i] = (src_state){s->version, s->checksum, s->applied, s->modified,
+                              false,      s->next_pos, NULL,       0,
+                              NULL,       0,           NULL,       0};
     }
     sy_report *part = NULL;
     size_t failed = n; /* n: no change failed, the publish did */

@@ -325,8 +325,17 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
      * lenient or strict), set when the router is created and never changed:
      * so a live route built from the same bytes is the route those bytes
      * build now, and the parse may share it (reuse_bytes). */
-    sy_def_reuse reuse = {reuse_live, reuse_bytes,    (void *)rctx,
-                          reuse_at,   reuse_position, rctx->at_count + 16};
+    sy_def_reuse reuse = {
+        reuse_live,     reuse_bytes,         (void *)rctx, reuse_at,
+        reuse_position, rctx->at_count + 16, NULL,         0};
+    /* the memo of the source's last apply (this commit's, else the live
+     * one) describes the working routes while no one-route change came
+     * after it: none of its routes can have been freed */
+    if (!st->modified) {
+        const sy_source *s = &r->sources[si];
+        reuse.memo = st->memo ? st->memo : s->memo;
+        reuse.memo_count = st->memo ? st->memo_count : s->memo_count;
+    }
     int rc = sy_document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
     if (rc)
         return rc;
@@ -382,6 +391,12 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     st->history_bytes = json;
     st->history_len = len;
     st->history_version = version;
+    /* what this apply learnt: the next one's memo, if the commit holds */
+    sy_free(&r->alloc, st->memo);
+    st->memo = doc->memo;
+    st->memo_count = doc->memo_count;
+    doc->memo = NULL;
+    doc->memo_count = 0;
     return SY_OK;
 }
 

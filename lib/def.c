@@ -87,6 +87,7 @@ void sy_document_free(sy_document *doc) {
     sy_free(&a, doc->routes);
     sy_free(&a, doc->positions);
     sy_free(&a, doc->prev);
+    sy_free(&a, doc->memo);
     sy_free(&a, doc->issues);
     sy_free(&a, doc->version);
     sy_free(&a, doc);
@@ -180,6 +181,24 @@ static const struct sy_route *route_at(const sy_def_reuse *ru, int64_t pos) {
     return pos < 0 ? NULL : ru->at_position(ru->data, (size_t)pos);
 }
 
+/* The memo entry of position `pos` when it describes route r, else NULL
+ * (then r itself is read). */
+static const sy_span_memo *memo_at(const sy_def_reuse *ru, int64_t pos,
+                                   const struct sy_route *r) {
+    if (!ru->memo || pos < 0 || (size_t)pos >= ru->memo_count)
+        return NULL;
+    const sy_span_memo *m = &ru->memo[pos];
+    return m->route == r ? m : NULL;
+}
+
+/* Route r's span length and hash, from the memo when it has them. */
+static size_t span_of(const sy_def_reuse *ru, int64_t pos,
+                      const struct sy_route *r, uint64_t *hash) {
+    const sy_span_memo *m = memo_at(ru, pos, r);
+    *hash = m ? m->span_hash : r->span_hash;
+    return m ? m->span_len : r->span_len;
+}
+
 /* A live route whose span is `n` bytes hashing to `h`: near position
  * `expect` of the document before, else (after a few such misses, or
  * without positions) through by_bytes; *pos gets its position or
@@ -192,7 +211,8 @@ static const struct sy_route *find_span(skip_state *ss, uint64_t h, size_t n,
         for (int64_t d = 0; d <= SPAN_WINDOW; d++)
             for (int64_t p = expect - d; p <= expect + d; p += d ? 2 * d : 1) {
                 const struct sy_route *r = route_at(ru, p);
-                if (r && r->span_len == n && r->span_hash == h) {
+                uint64_t rh = 0;
+                if (r && span_of(ru, p, r, &rh) == n && rh == h) {
                     *pos = (size_t)p;
                     return r;
                 }
@@ -225,16 +245,17 @@ static size_t span_skip(void *data, const char *json, size_t len,
         if (p != SIZE_MAX)
             ss->shift = (int64_t)p - (int64_t)(index - 1);
     }
-    const struct sy_route *ahead =
-        route_at(ru, (int64_t)index + ss->shift + SPAN_AHEAD);
-    if (ahead) {
+    int64_t pa = (int64_t)index + ss->shift + SPAN_AHEAD;
+    const struct sy_route *ahead = route_at(ru, pa);
+    if (ahead && !memo_at(ru, pa, ahead)) {
         PREFETCH(ahead);
         PREFETCH(&ahead->span_hash);
     }
     for (int k = 0; k < 3; k++) {
         int64_t p = (int64_t)index + ss->shift + tries[k];
         const struct sy_route *r = route_at(ru, p);
-        size_t n = r ? r->span_len : 0;
+        uint64_t rh = 0;
+        size_t n = r ? span_of(ru, p, r, &rh) : 0;
         if (!n || n > len - at || json[at + n - 1] != '}')
             continue;
         if (at + n < len) {
@@ -245,7 +266,7 @@ static size_t span_skip(void *data, const char *json, size_t len,
         }
         sy_hash64_advance(&ss->sum, at + n);
         uint64_t h = sy_hash64(json + at, n, seed);
-        if (h != r->span_hash)
+        if (h != rh)
             continue;
         sy_json_span *sp = &out->routes[index];
         sp->hash = h;
@@ -256,6 +277,20 @@ static size_t span_skip(void *data, const char *json, size_t len,
         return n;
     }
     return 0;
+}
+
+/* An id hashing to h is surely not in t when no entry of its run has that
+ * hash: then *pos is the free entry for it (as sy_idtab_find says) and
+ * true; false: look with the id. */
+static bool idtab_free_for(const sy_idtab *t, uint32_t h, uint32_t *pos) {
+    for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        if (t->e[i].val == SY_NONE) {
+            *pos = i;
+            return true;
+        }
+        if (t->e[i].hash == h)
+            return false;
+    }
 }
 
 /* Build the routes one at a time: each span is parsed into its own cJSON
@@ -278,8 +313,11 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     d->routes = n ? sy_calloc(&d->alloc, n, sizeof *d->routes) : NULL;
     d->positions = n ? sy_calloc(&d->alloc, n, sizeof *d->positions) : NULL;
     d->prev = n && ss->guess ? sy_malloc(&d->alloc, n * sizeof *d->prev) : NULL;
+    d->memo = n && ss->guess ? sy_calloc(&d->alloc, n, sizeof *d->memo) : NULL;
+    d->memo_count = d->memo ? n : 0;
     sy_idtab_entry *entries = sy_malloc(&d->alloc, cap * sizeof *entries);
-    if ((n && (!d->routes || !d->positions || (ss->guess && !d->prev))) ||
+    if ((n && (!d->routes || !d->positions ||
+               (ss->guess && (!d->prev || !d->memo)))) ||
         !entries) {
         sy_free(&d->alloc, entries);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
@@ -323,16 +361,20 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         /* two stages: the route's span line (id_len, id_hash) well ahead,
          * then the id table entry its id hash names */
         if (i + 2 * SPAN_AHEAD < n) {
-            const struct sy_route *k = scan->routes[i + 2 * SPAN_AHEAD].known;
-            if (k) {
+            const sy_json_span *ka = &scan->routes[i + 2 * SPAN_AHEAD];
+            const struct sy_route *k = ka->known;
+            if (k && !memo_at(reuse, (int64_t)ka->aux, k)) {
                 PREFETCH(&k->span_hash);
                 PREFETCH(&k->id_hash);
             }
         }
         if (i + SPAN_AHEAD < n) {
-            const struct sy_route *k = scan->routes[i + SPAN_AHEAD].known;
+            const sy_json_span *ka = &scan->routes[i + SPAN_AHEAD];
+            const struct sy_route *k = ka->known;
+            const sy_span_memo *m =
+                k ? memo_at(reuse, (int64_t)ka->aux, k) : NULL;
             if (k)
-                PREFETCH(&ids.e[k->id_hash & ids.mask]);
+                PREFETCH(&ids.e[(m ? m->id_hash : k->id_hash) & ids.mask]);
         }
         if (same) {
             span_hash = sp->hash;
@@ -349,8 +391,10 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         /* borrowed: a live route found by position is used without a
          * reference (def.h sy_document.prev says for how long) */
         bool borrow = false;
-        if (same && same->span_hash == span_hash &&
-            same->span_len == span_len) {
+        /* (the scan's finds compared the span already, from the memo
+         * without reading the route) */
+        if (same && (sp->known || (same->span_hash == span_hash &&
+                                   same->span_len == span_len))) {
             borrow = d->prev && prev < UINT32_MAX;
             r = borrow ? (struct sy_route *)same : sy_route_ref(same);
         } else {
@@ -370,13 +414,21 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             rc = sy_def_build_route(&ctx, c, path, &r, &e);
         bool built = rc == 0;
         uint32_t pos = 0, h = 0;
+        size_t id_len = 0;
         if (!rc) {
-            /* a route shared by bytes carries its id's length and hash */
+            /* a route shared by bytes carries its id's length and hash
+             * (and the memo has them without reading the route); the id
+             * itself is read only when an entry has the same hash */
             bool known = same && r == same;
-            size_t len = known ? r->id_len : strlen(r->id);
-            h = known ? r->id_hash : sy_idtab_hash(r->id, len);
-            if (sy_idtab_find(&ids, r->id, len, h, doc_route_id, d, &pos) !=
-                SY_NONE) {
+            const sy_span_memo *m =
+                known && borrow ? memo_at(reuse, (int64_t)prev, r) : NULL;
+            id_len = m ? m->id_len : known ? r->id_len : strlen(r->id);
+            h = m       ? m->id_hash
+                : known ? r->id_hash
+                        : sy_idtab_hash(r->id, id_len);
+            if (!idtab_free_for(&ids, h, &pos) &&
+                sy_idtab_find(&ids, r->id, id_len, h, doc_route_id, d, &pos) !=
+                    SY_NONE) {
                 char p[96];
                 sy_path_index(path, sizeof path, at, i);
                 sy_error_clear(&e);
@@ -422,7 +474,11 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
          * only writer of the routes it offers): these bytes now find it.
          * Routes of a parse without byte reuse (sy_document_parse) never
          * enter a router and carry no span. */
-        size_t id_len = by_bytes && !(same && r == same) ? strlen(r->id) : 0;
+        if (d->memo && span_len && id_len <= UINT32_MAX)
+            d->memo[i] =
+                (sy_span_memo){r, span_hash, span_len, (uint32_t)id_len, h};
+        if (!(by_bytes && !(same && r == same)))
+            id_len = 0;
         if (id_len && id_len <= UINT32_MAX) {
             r->span_hash = span_hash;
             r->span_len = span_len;

@@ -699,6 +699,74 @@ START_TEST(history_keeps_every_document_when_buffers_are_reused) {
 }
 END_TEST
 
+/* The memo of the last apply (sy_source.memo) is used only while the
+ * source's routes are that apply's: after one-route changes, inside change
+ * sets that apply twice, and after a failed commit, every apply still
+ * gives what a fresh router gives for the same document. */
+static void commit_set(sy_router *r, const char *d1, const char *rm,
+                       const char *d2, const char *bad_version, int want) {
+    sy_change_set *cs;
+    sy_error err;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, &err), 0);
+    ck_assert_int_eq(sy_change_set_apply(cs, "main", d1, strlen(d1), &err), 0);
+    if (rm)
+        ck_assert_int_eq(sy_change_set_remove_route(cs, rm, &err), 0);
+    if (d2)
+        ck_assert_int_eq(sy_change_set_apply(cs, "main", d2, strlen(d2), &err),
+                         0);
+    if (bad_version)
+        ck_assert_int_eq(sy_change_set_rollback(cs, "main", bad_version, &err),
+                         0);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &err), want);
+    sy_change_set_free(cs);
+}
+
+START_TEST(the_memo_is_used_only_for_the_routes_it_describes) {
+    sy_router *keep = new_router(false, 1);
+    size_t ids[200];
+    unsigned vars[200] = {0};
+    for (size_t i = 0; i < 200; i++)
+        ids[i] = i;
+    char *d1 = big_doc(ids, vars, 200, false, 1);
+    ck_assert_uint_eq(apply_both(keep, d1), 0);
+    sy_error err;
+    /* a route removed, then the document again: it comes back */
+    ck_assert_int_eq(sy_router_remove_route(keep, "b50", &err), 0);
+    char *d2 = big_doc(ids, vars, 200, false, 2);
+    ck_assert_uint_eq(apply_both(keep, d2), 199);
+    /* a route replaced by an upsert, one disabled: the document's win */
+    char up[160];
+    big_route(up, sizeof up, 60, 3);
+    ck_assert_int_eq(sy_router_upsert_route(keep, "main", up, strlen(up), &err),
+                     0);
+    ck_assert_int_eq(sy_router_set_route_enabled(keep, "b70", false, &err), 0);
+    ck_assert_int_eq(sy_router_set_route_enabled(keep, "b71", false, &err), 0);
+    ck_assert_int_eq(sy_router_set_route_enabled(keep, "b71", true, &err), 0);
+    char *d3 = big_doc(ids, vars, 200, false, 3);
+    /* b60 and b70 compiled again; b71's enabled copy has the meaning of
+     * its bytes: shared by fingerprint */
+    ck_assert_uint_eq(apply_both(keep, d3), 198);
+    /* one commit: an apply, a remove, another apply of the same source */
+    vars[10] = 1;
+    char *d4 = big_doc(ids, vars, 200, false, 4);
+    vars[10] = 0;
+    vars[20] = 2;
+    char *d5 = big_doc(ids, vars, 200, false, 5);
+    commit_set(keep, d4, "b30", d5, NULL, 0);
+    apply_both(keep, d5); /* the same bytes: skipped by both */
+    ck_assert_uint_eq(apply_both(keep, d1), 199);
+    /* a commit that fails after its apply: nothing of it stays */
+    commit_set(keep, d5, NULL, NULL, "nope", SY_ENOTFOUND);
+    ck_assert_uint_eq(apply_both(keep, d4), 199);
+    free(d1);
+    free(d2);
+    free(d3);
+    free(d4);
+    free(d5);
+    sy_router_free(keep);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("reuse");
     TCase *tc = tcase_create("reuse");
@@ -712,6 +780,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, invalid_route_is_reported_again);
     tcase_add_test(tc, large_document_edits_match_a_fresh_router);
     tcase_add_test(tc, known_bytes_are_checked_again_one_level_deeper);
+    tcase_add_test(tc, the_memo_is_used_only_for_the_routes_it_describes);
     tcase_add_test(tc, history_keeps_every_document_when_buffers_are_reused);
     tcase_add_loop_test(tc, random_edits_match_a_fresh_router, 0, 2);
     suite_add_tcase(s, tc);

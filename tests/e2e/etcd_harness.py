@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import queue
+import random
 import shutil
 import signal
 import socket
@@ -49,10 +50,35 @@ atexit.register(_cleanup)
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
 
 
+_given = set()
+
+
 def free_port():
+    """A loopback port nobody listens on, below the kernel's ephemeral range
+    (outgoing connections take their ports from that range and can take a
+    port between our check and the server's bind), never the same twice."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20000, max(low, 20001))
+        if port in _given:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _given.add(port)
+        return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port = s.getsockname()[1]
+    _given.add(port)
+    return port
 
 
 def tmpdir(name):
@@ -95,6 +121,8 @@ class Etcd:
         self.peer = free_port()
         self.proc = None
         self.bin = os.environ.get("ETCD_BIN", "etcd")
+        self.started_once = False
+        self.tries = 0
 
     @property
     def url(self):
@@ -120,10 +148,31 @@ class Etcd:
         _procs.append(self.proc)
         if wait:
             base = "http://127.0.0.1:%d" % ports[0]
-            ok = wait_until(lambda: self._ready(base), 20, 0.05)
-            if not ok:
-                raise RuntimeError("etcd did not start; see " + self.dir)
+            ok = wait_until(lambda: self.proc.poll() is not None or
+                            self._ready(base), 20, 0.05)
+            if not ok or self.proc.poll() is not None:
+                if self.proc.poll() is not None and not self.started_once:
+                    # its first start: nobody knows its ports yet, so a
+                    # port taken meanwhile is retried on other ports
+                    self.tries += 1
+                    if self.tries < 3:
+                        self.port, self.peer = free_port(), free_port()
+                        shutil.rmtree(data_dir or os.path.join(self.dir,
+                                                               "data"),
+                                      ignore_errors=True)
+                        return self.start(data_dir=data_dir, wait=wait)
+                raise RuntimeError("etcd did not start on %s (exit %s): %s" %
+                                   (urls, self.proc.poll(), self.log_tail()))
+            self.started_once = True
         return self
+
+    def log_tail(self, lines=8):
+        try:
+            with open(os.path.join(self.dir, "etcd.log"), "rb") as f:
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return "(no log)"
+        return " | ".join(text.strip().splitlines()[-lines:])
 
     def _ready(self, base):
         try:

@@ -11,7 +11,6 @@ import base64
 import json
 import os
 import queue
-import random
 import shutil
 import signal
 import socket
@@ -22,6 +21,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+from ports import free_port  # noqa: F401 (the tests import it from here)
 
 _procs = []
 _dirs = []
@@ -48,37 +49,6 @@ def _cleanup():
 
 atexit.register(_cleanup)
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
-
-
-_given = set()
-
-
-def free_port():
-    """A loopback port nobody listens on, below the kernel's ephemeral range
-    (outgoing connections take their ports from that range and can take a
-    port between our check and the server's bind), never the same twice."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    rng = random.Random()
-    for _ in range(200):
-        port = rng.randrange(20000, max(low, 20001))
-        if port in _given:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _given.add(port)
-        return port
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    _given.add(port)
-    return port
 
 
 def tmpdir(name):

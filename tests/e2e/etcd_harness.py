@@ -52,7 +52,11 @@ signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
 
 
 def tmpdir(name):
-    d = tempfile.mkdtemp(prefix="sy-" + name + "-")
+    """A fresh directory under $SY_ETCD_TMP (e.g. /dev/shm: etcd's WAL in
+    memory, so a benchmark times the path from etcd's commit to serving
+    rather than the machine's disk), else under the system's temp dir."""
+    d = tempfile.mkdtemp(prefix="sy-" + name + "-",
+                         dir=os.environ.get("SY_ETCD_TMP") or None)
     _dirs.append(d)
     return d
 

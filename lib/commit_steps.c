@@ -227,7 +227,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     if (!keep || !ch || !shared)
         rc = sy_commit_nomem(err);
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
-        const struct sy_route *rt = sy_document_route(doc, i);
+        const struct sy_route *rt = doc->routes[i];
         uint32_t pos = doc->positions[i];
         if (pos > SY_RANK_POS_MAX) {
             rc = sy_error_set(err, SY_ELIMIT, "routes",
@@ -385,7 +385,7 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     /* positions restart after the document: upserted routes that the
      * document does not hold are gone with this apply */
     st->next_pos = 0;
-    for (size_t i = 0; i < sy_document_route_count(doc); i++)
+    for (size_t i = 0, n = doc->route_count; i < n; i++)
         if (doc->positions[i] >= st->next_pos)
             st->next_pos = doc->positions[i] + 1;
     st->history_bytes = json;

@@ -245,9 +245,10 @@ static size_t span_skip(void *data, const char *json, size_t len,
         if (p != SIZE_MAX)
             ss->shift = (int64_t)p - (int64_t)(index - 1);
     }
-    int64_t pa = (int64_t)index + ss->shift + SPAN_AHEAD;
-    const struct sy_route *ahead = route_at(ru, pa);
-    if (ahead && !memo_at(ru, pa, ahead)) {
+    /* without a memo the guesses read the routes themselves */
+    const struct sy_route *ahead =
+        ru->memo ? NULL : route_at(ru, (int64_t)index + ss->shift + SPAN_AHEAD);
+    if (ahead) {
         PREFETCH(ahead);
         PREFETCH(&ahead->span_hash);
     }

@@ -355,15 +355,67 @@ static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
     return rc;
 }
 
+/* Bytes a Path or Host predicate's compiled patterns take in the arena,
+ * about, from the text of an argument: one pattern per ',' separated
+ * piece (a shortcut's list; more than there are otherwise). */
+static size_t patterns_estimate(const char *s, bool host) {
+    size_t n = 0;
+    for (;;) {
+        size_t len = strcspn(s, ",");
+        n += sy_pattern_bytes(s, len, host);
+        if (!s[len])
+            return n;
+        s += len + 1;
+    }
+}
+
+/* The separator of a Path or Host predicate named by `name` (up to '='
+ * or the end), else 0. */
+static char pattern_sep(const char *name) {
+    if (strncmp(name, "Path", 4) == 0 && (name[4] == '=' || !name[4]))
+        return '/';
+    if (strncmp(name, "Host", 4) == 0 && (name[4] == '=' || !name[4]))
+        return '.';
+    return 0;
+}
+
+static size_t predicate_estimate(const cJSON *c) {
+    char sep;
+    if (cJSON_IsString(c)) {
+        const char *eq = strchr(c->valuestring, '=');
+        return eq && (sep = pattern_sep(c->valuestring))
+                   ? patterns_estimate(eq + 1, sep == '.')
+                   : 0;
+    }
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+    if (!cJSON_IsString(name) || !(sep = pattern_sep(name->valuestring)))
+        return 0;
+    size_t n = 0;
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "args");
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
+        if (cJSON_IsString(a))
+            n += patterns_estimate(a->valuestring, sep == '.');
+        for (const cJSON *v = cJSON_IsArray(a) ? a->child : NULL; v;
+             v = v->next)
+            if (cJSON_IsString(v))
+                n += patterns_estimate(v->valuestring, sep == '.');
+    }
+    return n;
+}
+
 /* What a route built from `obj` will hold in its arena, about: its text
  * (ids, values and the uri's parts are copied from it: fewer bytes than
- * its JSON spelling) and per predicate and filter its entry, args,
- * compiled object and slot. A route that holds more gets another chunk. */
+ * its JSON spelling), per predicate and filter its entry, args, compiled
+ * object and slot, and the compiled patterns of Path and Host predicates.
+ * A route that holds more gets another chunk. */
 static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
     size_t n = ctx->text_len ? ctx->text_len : 256;
-    if (cJSON_IsArray(f->predicates))
+    if (cJSON_IsArray(f->predicates)) {
         n += (size_t)cJSON_GetArraySize(f->predicates) *
              (sizeof(sy_def_entry) + 32 + 8 + SY_PRED_OBJECT_BYTES);
+        for (const cJSON *c = f->predicates->child; c; c = c->next)
+            n += predicate_estimate(c);
+    }
     if (cJSON_IsArray(f->filters))
         n += (size_t)cJSON_GetArraySize(f->filters) *
              (sizeof(sy_def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES);

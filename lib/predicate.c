@@ -135,8 +135,9 @@ static int compile_patterns(sy_pred *p, const sy_def_entry *e,
         const char *v = e->args[i].value;
         sy_error local = {0};
         sy_pattern *pat = NULL;
-        int rc = host ? sy_pattern_compile_host(env->alloc, v, &pat, &local)
-                      : sy_pattern_compile_path(env->alloc, v, &pat, &local);
+        /* in the route's arena when there is one: no block of its own */
+        int rc = sy_pattern_compile_in(env->alloc, env->arena, v, host, &pat,
+                                       &local);
         if (rc)
             return refile(err, rc, &local, path, "patterns", v);
         p->pats[p->npats++] = pat;

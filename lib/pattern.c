@@ -396,7 +396,7 @@ static int compile(const sy_alloc *a, sy_arena *ar, const char *src, bool host,
      * so matching touches adjacent memory (see pattern_int.h) */
     size_t text =
         sizeof(sy_pattern) + nelem * sizeof(sy_pelem) + nbrace * sizeof(sy_str);
-    size_t size = text + len + 1;
+    size_t size = text + (ar ? 0 : len + 1);
     size_t acopy =
         (size + _Alignof(sy_alloc) - 1) & ~(size_t)(_Alignof(sy_alloc) - 1);
     if (!ar)
@@ -419,8 +419,13 @@ static int compile(const sy_alloc *a, sy_arena *ar, const char *src, bool host,
     p->max_groups = 1;
     p->elems = (sy_pelem *)(void *)(p + 1);
     p->vars = (sy_str *)(void *)(p->elems + nelem);
-    p->src = (char *)(p->vars + nbrace);
-    memcpy(p->src, src, len + 1);
+    if (ar) {
+        p->src = src;
+    } else {
+        char *copy = (char *)(p->vars + nbrace);
+        memcpy(copy, src, len + 1);
+        p->src = copy;
+    }
     if (!host && nglob == 0) {
         parse_literal_path(p, len);
         *out = p;
@@ -472,7 +477,7 @@ size_t sy_pattern_bytes(const char *src, size_t len, bool host) {
     }
     size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
     return sizeof(sy_pattern) + nelem * sizeof(sy_pelem) +
-           nbrace * sizeof(sy_str) + len + 1 + 15; /* + the arena's alignment */
+           nbrace * sizeof(sy_str) + 15; /* + the arena's alignment */
 }
 
 void sy_pattern_free(sy_pattern *p) {

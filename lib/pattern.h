@@ -71,8 +71,9 @@ int sy_pattern_compile_path(const sy_alloc *a, const char *src,
 int sy_pattern_compile_host(const sy_alloc *a, const char *src,
                             sy_pattern **out, sy_error *err);
 /* Either compile, with the pattern placed in `ar` (a route's arena: it
- * must outlive the pattern, and so must `a`, which allocates its regexes)
- * instead of a block of its own; ar NULL: as the two above. */
+ * must outlive the pattern, and so must `a`, which allocates its regexes,
+ * and `src`, which the pattern keeps) instead of a block of its own; ar
+ * NULL: as the two above. */
 int sy_pattern_compile_in(const sy_alloc *a, sy_arena *ar, const char *src,
                           bool host, sy_pattern **out, sy_error *err);
 /* What sy_pattern_compile_in takes from an arena for the pattern

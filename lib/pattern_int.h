@@ -35,15 +35,16 @@ typedef struct sy_pelem {
 
 /*
  * A compiled pattern is one piece of memory: this header, the elements,
- * the variable names and the source text (and, for a pattern in its own
- * block, a copy of the allocator). A pattern compiled into an arena (a
- * route's) takes no allocation of its own unless it has regexes.
+ * the variable names and the source text with, for a pattern in its own
+ * block, a copy of the allocator. A pattern compiled into an arena (a
+ * route's) takes no allocation of its own unless it has regexes, and
+ * borrows its source (the route's argument text, in the same arena).
  *
  *   [sy_pattern 72][elems: 24 each][vars: 16 each][src\0][sy_alloc copy]
  */
 struct sy_pattern {
     const sy_alloc *a; /* regexes and the match context come from it */
-    char *src;
+    const char *src;   /* in the block, or (in an arena) the caller's */
     sy_pelem *elems;
     sy_str *vars; /* names, into src */
     pcre2_match_context *mctx;

@@ -18,6 +18,32 @@
 
 #include <stdio.h>
 
+/* Byte classes for the scans of a pattern's text. */
+enum { C_SLASH = 1, C_DOT = 2, C_BRACE = 4, C_GLOB = 8 };
+static const unsigned char cls[256] = {
+    ['/'] = C_SLASH, ['.'] = C_DOT,  ['{'] = C_BRACE | C_GLOB,
+    ['}'] = C_GLOB,  ['?'] = C_GLOB, ['*'] = C_GLOB,
+};
+
+/* Separators ('/' or '.'), '{' and glob characters of src[0, len). */
+static void count_classes(const char *src, size_t len, bool host, size_t *nsep,
+                          size_t *nbrace, size_t *nglob) {
+    unsigned sep = host ? C_DOT : C_SLASH;
+    size_t ns = 0, nb = 0, ng = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned c = cls[(unsigned char)src[i]];
+        if (!c)
+            continue;
+        ns += (c & sep) != 0;
+        nb += (c & C_BRACE) != 0;
+        ng += (c & C_GLOB) != 0;
+    }
+    *nsep = ns;
+    *nbrace = nb;
+    if (nglob)
+        *nglob = ng;
+}
+
 int sy_pat_error(sy_error *err, int code, size_t off, const char *msg) {
     sy_error_set(err, code, "", "%s", msg);
     if (err)
@@ -268,7 +294,7 @@ static int scan_segment(const sy_pattern *p, size_t len, size_t s0, tok *t,
             j++;
         } else {
             size_t b = j;
-            while (j < len && !strchr("/{}?*", s[j]))
+            while (j < len && !(cls[(unsigned char)s[j]] & (C_SLASH | C_GLOB)))
                 j++;
             t[n++] = (tok){T_LIT, b, j - b, 0, 0, 0, 0};
         }
@@ -385,12 +411,7 @@ static int compile(const sy_alloc *a, sy_arena *ar, const char *src, bool host,
     if (len > SY_PATTERN_MAX)
         return sy_pat_error(err, SY_EPATTERN, SY_PATTERN_MAX,
                             "pattern too long");
-    for (size_t i = 0; i < len; i++) {
-        char c = src[i];
-        nsep += c == (host ? '.' : '/');
-        nbrace += c == '{';
-        nglob += c == '{' || c == '}' || c == '?' || c == '*';
-    }
+    count_classes(src, len, host, &nsep, &nbrace, &nglob);
     size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
     /* one piece: the pattern, its elements, variable names and source,
      * so matching touches adjacent memory (see pattern_int.h) */
@@ -470,11 +491,8 @@ int sy_pattern_compile_in(const sy_alloc *a, sy_arena *ar, const char *src,
 }
 
 size_t sy_pattern_bytes(const char *src, size_t len, bool host) {
-    size_t nsep = 0, nbrace = 0;
-    for (size_t i = 0; i < len; i++) {
-        nsep += src[i] == (host ? '.' : '/');
-        nbrace += src[i] == '{';
-    }
+    size_t nsep, nbrace;
+    count_classes(src, len, host, &nsep, &nbrace, NULL);
     size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
     return sizeof(sy_pattern) + nelem * sizeof(sy_pelem) +
            nbrace * sizeof(sy_str) + 15; /* + the arena's alignment */

@@ -408,8 +408,32 @@ static size_t predicate_estimate(const cJSON *c) {
  * its JSON spelling), per predicate and filter its entry, args, compiled
  * object and slot, and the compiled patterns of Path and Host predicates.
  * A route that holds more gets another chunk. */
+/* The text a route keeps, about: for the common route of an id, a uri
+ * and shortcut predicates, from the strings themselves (the id, the uri
+ * and its host or authority, the arguments, which are parts of the
+ * shortcuts); else the JSON text's length, which holds all of them. */
+static size_t text_estimate(const sy_def_ctx *ctx, const route_fields *f) {
+    size_t json = ctx->text_len ? ctx->text_len : 256;
+    if (f->filters || f->metadata || !cJSON_IsString(f->id) ||
+        !cJSON_IsString(f->uri) ||
+        (f->predicates && !cJSON_IsArray(f->predicates)))
+        return json;
+    size_t n = strlen(f->id->valuestring) + 1 +
+               2 * (strlen(f->uri->valuestring) + 1) + 8;
+    for (const cJSON *c = f->predicates ? f->predicates->child : NULL; c;
+         c = c->next) {
+        if (!cJSON_IsString(c))
+            return json;
+        size_t len = strlen(c->valuestring);
+        n += len + 1;
+        for (size_t i = 0; i < len; i++) /* a NUL per list item */
+            n += c->valuestring[i] == ',';
+    }
+    return n < json ? n : json;
+}
+
 static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
-    size_t n = ctx->text_len ? ctx->text_len : 256;
+    size_t n = text_estimate(ctx, f);
     if (cJSON_IsArray(f->predicates)) {
         n += (size_t)cJSON_GetArraySize(f->predicates) *
              (sizeof(sy_def_entry) + 32 + 8 + SY_PRED_OBJECT_BYTES);

@@ -408,6 +408,29 @@ static size_t predicate_estimate(const cJSON *c) {
  * its JSON spelling), per predicate and filter its entry, args, compiled
  * object and slot, and the compiled patterns of Path and Host predicates.
  * A route that holds more gets another chunk. */
+/* The strings a compiled filter keeps in the route's arena, about: its
+ * arguments reworked (twice their text at most: a rewrite's pattern and
+ * replacement), its name. */
+static size_t filter_estimate(const cJSON *c) {
+    if (cJSON_IsString(c))
+        return 2 * (strlen(c->valuestring) + 4);
+    size_t n = 16;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+    if (cJSON_IsString(name))
+        n += strlen(name->valuestring) + 1;
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "args");
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
+        size_t k = a->string ? strlen(a->string) + 2 : 2;
+        if (cJSON_IsString(a))
+            n += 2 * (k + strlen(a->valuestring));
+        for (const cJSON *v = cJSON_IsArray(a) ? a->child : NULL; v;
+             v = v->next)
+            if (cJSON_IsString(v))
+                n += 2 * (k + strlen(v->valuestring));
+    }
+    return n;
+}
+
 /* The text a route keeps, about: for the common route of an id, a uri
  * and shortcut predicates, from the strings themselves (the id, the uri
  * and its host or authority, the arguments, which are parts of the
@@ -440,9 +463,12 @@ static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
         for (const cJSON *c = f->predicates->child; c; c = c->next)
             n += predicate_estimate(c);
     }
-    if (cJSON_IsArray(f->filters))
+    if (cJSON_IsArray(f->filters)) {
         n += (size_t)cJSON_GetArraySize(f->filters) *
              (sizeof(sy_def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES);
+        for (const cJSON *c = f->filters->child; c; c = c->next)
+            n += filter_estimate(c);
+    }
     return n;
 }
 

@@ -494,7 +494,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     for (size_t i = 0; i < added_count; i++) /* private chunks: no copy */
         sy_snap_slot_mut(s, added[i])->weight = NONE;
     sy_snap_rank_recount(s);
-    if (!sort_by_key(s, added, added_count))
+    /* taken in key order (key_order): already sorted */
+    if (!order && !sort_by_key(s, added, added_count))
         goto fail;
 
     /* index: the base shared, the changes in the overlay (above), a

@@ -131,7 +131,7 @@ int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
             return sy_pat_error(err, SY_EPATTERN, t[i].roff, no_groups_msg);
     }
     sy_buf b;
-    sy_buf_init(&b, p->a);
+    sy_buf_init(&b, env->a);
     for (size_t i = 0; i < nt; i++) {
         switch (t[i].kind) {
         case T_LIT: put_literal(&b, s + t[i].off, t[i].len); break;
@@ -417,28 +417,24 @@ static int compile(const sy_alloc *a, sy_arena *ar, const char *src, bool host,
      * so matching touches adjacent memory (see pattern_int.h) */
     size_t text =
         sizeof(sy_pattern) + nelem * sizeof(sy_pelem) + nbrace * sizeof(sy_str);
-    size_t size = text + (ar ? 0 : len + 1);
-    size_t acopy =
-        (size + _Alignof(sy_alloc) - 1) & ~(size_t)(_Alignof(sy_alloc) - 1);
-    if (!ar)
-        size = acopy + sizeof(sy_alloc);
-    sy_pattern *p = ar ? sy_arena_alloc(ar, size) : sy_malloc(a, size);
-    if (!p)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    memset(p, 0, text);
+    sy_pattern *p;
     if (ar) {
-        p->a = a;
+        if (!(p = sy_arena_alloc(ar, text)))
+            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        memset(p, 0, text);
         p->in_arena = true;
     } else {
-        sy_alloc *copy = (sy_alloc *)(void *)((char *)p + acopy);
+        sy_alloc *copy = sy_malloc(a, sizeof *copy + text + len + 1);
+        if (!copy)
+            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
         *copy = *a; /* PCRE2 keeps a pointer to it */
-        p->a = copy;
+        a = copy;
+        p = (sy_pattern *)(void *)(copy + 1);
+        memset(p, 0, text);
     }
-    a = p->a;
     p->host = host;
     p->multi = PE_NONE;
     p->max_groups = 1;
-    p->elems = (sy_pelem *)(void *)(p + 1);
     p->vars = (sy_str *)(void *)(p->elems + nelem);
     if (ar) {
         p->src = src;
@@ -507,8 +503,9 @@ void sy_pattern_free(sy_pattern *p) {
     pcre2_match_context_free(p->mctx);
     if (p->in_arena)
         return; /* elements, names and source: the arena's */
-    sy_alloc a = *p->a;
-    sy_free(&a, p); /* elements, names and source live in the same block */
+    sy_alloc *copy = (sy_alloc *)(void *)p - 1;
+    sy_alloc a = *copy;
+    sy_free(&a, copy); /* the pattern, elements, names and source */
 }
 
 uint32_t sy_pattern_max_groups(const sy_pattern *p) {

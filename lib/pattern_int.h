@@ -35,18 +35,18 @@ typedef struct sy_pelem {
 
 /*
  * A compiled pattern is one piece of memory: this header, the elements,
- * the variable names and the source text with, for a pattern in its own
- * block, a copy of the allocator. A pattern compiled into an arena (a
+ * the variable names and the source text, after a copy of the allocator
+ * for a pattern in its own block. A pattern compiled into an arena (a
  * route's) takes no allocation of its own unless it has regexes, and
  * borrows its source (the route's argument text, in the same arena).
  *
- *   [sy_pattern 72][elems: 24 each][vars: 16 each][src\0][sy_alloc copy]
+ *   own block: [sy_alloc 32][sy_pattern 56][elems: 24 each][vars: 16
+ * each][src\0] in arena:              [sy_pattern 56][elems: 24 each][vars: 16
+ * each]
  */
 struct sy_pattern {
-    const sy_alloc *a; /* regexes and the match context come from it */
-    const char *src;   /* in the block, or (in an arena) the caller's */
-    sy_pelem *elems;
-    sy_str *vars; /* names, into src */
+    const char *src; /* in the block, or (in an arena) the caller's */
+    sy_str *vars;    /* names, into src */
     pcre2_match_context *mctx;
     uint32_t n;
     uint32_t first, last; /* host: real labels are elems[first, last) */
@@ -57,6 +57,7 @@ struct sy_pattern {
     bool rooted;      /* path: starts with '/' */
     bool lead, trail; /* host: starts / ends with '.' (Ant compares both) */
     bool in_arena;    /* the memory is an arena's: not freed with it */
+    sy_pelem elems[];
 };
 
 /* One piece of a segment (path) or label (host) being compiled. */

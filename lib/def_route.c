@@ -441,8 +441,10 @@ static size_t text_estimate(const sy_def_ctx *ctx, const route_fields *f) {
         !cJSON_IsString(f->uri) ||
         (f->predicates && !cJSON_IsArray(f->predicates)))
         return json;
-    size_t n = strlen(f->id->valuestring) + 1 +
-               2 * (strlen(f->uri->valuestring) + 1) + 8;
+    /* the uri, and its host or authority ("host:port", "[v6]:port") */
+    const char *uri = f->uri->valuestring, *slashes = strstr(uri, "//");
+    size_t n = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 +
+               (slashes ? strcspn(slashes + 2, "/?#") : strlen(uri)) + 8;
     for (const cJSON *c = f->predicates ? f->predicates->child : NULL; c;
          c = c->next) {
         if (!cJSON_IsString(c))
@@ -459,7 +461,7 @@ static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
     size_t n = text_estimate(ctx, f);
     if (cJSON_IsArray(f->predicates)) {
         n += (size_t)cJSON_GetArraySize(f->predicates) *
-             (sizeof(sy_def_entry) + 32 + 8 + SY_PRED_OBJECT_BYTES);
+             (sizeof(sy_def_entry) + 16 + 8 + SY_PRED_OBJECT_BYTES);
         for (const cJSON *c = f->predicates->child; c; c = c->next)
             n += predicate_estimate(c);
     }

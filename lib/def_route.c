@@ -379,35 +379,40 @@ static char pattern_sep(const char *name) {
     return 0;
 }
 
+/* What a predicate adds to the fixed share per entry: an argument
+ * (sy_kv) per value past the first, and its compiled patterns. */
 static size_t predicate_estimate(const cJSON *c) {
     char sep;
+    size_t n = 0;
     if (cJSON_IsString(c)) {
         const char *eq = strchr(c->valuestring, '=');
-        return eq && (sep = pattern_sep(c->valuestring))
-                   ? patterns_estimate(eq + 1, sep == '.')
-                   : 0;
+        if (!eq)
+            return 0;
+        for (const char *p = eq + 1; *p; p++)
+            n += *p == ',' ? sizeof(sy_kv) : 0;
+        if ((sep = pattern_sep(c->valuestring)))
+            n += patterns_estimate(eq + 1, sep == '.');
+        return n;
     }
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
-    if (!cJSON_IsString(name) || !(sep = pattern_sep(name->valuestring)))
-        return 0;
-    size_t n = 0;
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "args");
+    sep = cJSON_IsString(name) ? pattern_sep(name->valuestring) : 0;
+    size_t values = 0;
     for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
-        if (cJSON_IsString(a))
+        if (cJSON_IsString(a) || cJSON_IsNumber(a) || cJSON_IsBool(a))
+            values++;
+        if (sep && cJSON_IsString(a))
             n += patterns_estimate(a->valuestring, sep == '.');
         for (const cJSON *v = cJSON_IsArray(a) ? a->child : NULL; v;
-             v = v->next)
-            if (cJSON_IsString(v))
+             v = v->next) {
+            values++;
+            if (sep && cJSON_IsString(v))
                 n += patterns_estimate(v->valuestring, sep == '.');
+        }
     }
-    return n;
+    return n + (values > 1 ? (values - 1) * sizeof(sy_kv) : 0);
 }
 
-/* What a route built from `obj` will hold in its arena, about: its text
- * (ids, values and the uri's parts are copied from it: fewer bytes than
- * its JSON spelling), per predicate and filter its entry, args, compiled
- * object and slot, and the compiled patterns of Path and Host predicates.
- * A route that holds more gets another chunk. */
 /* The strings a compiled filter keeps in the route's arena, about: its
  * arguments reworked (twice their text at most: a rewrite's pattern and
  * replacement), its name. */
@@ -449,14 +454,21 @@ static size_t text_estimate(const sy_def_ctx *ctx, const route_fields *f) {
          c = c->next) {
         if (!cJSON_IsString(c))
             return json;
+        /* its arguments; a compiled Header, Query, Cookie or Weight keeps
+         * a name too (patterns borrow their text) */
         size_t len = strlen(c->valuestring);
-        n += len + 1;
+        n += (len + 1) * (pattern_sep(c->valuestring) ? 1 : 2);
         for (size_t i = 0; i < len; i++) /* a NUL per list item */
             n += c->valuestring[i] == ',';
     }
     return n < json ? n : json;
 }
 
+/* What a route built from `obj` will hold in its arena, about: its text
+ * (ids, values and the uri's parts are copied from it: fewer bytes than
+ * its JSON spelling), per predicate and filter its entry, args, compiled
+ * object and slot, and the compiled patterns of Path and Host predicates.
+ * A route that holds more gets another chunk. */
 static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
     size_t n = text_estimate(ctx, f);
     if (cJSON_IsArray(f->predicates)) {

@@ -486,12 +486,15 @@ int sy_pattern_compile_in(const sy_alloc *a, sy_arena *ar, const char *src,
     return compile(a, ar, src, host, out, err);
 }
 
-size_t sy_pattern_bytes(const char *src, size_t len, bool host) {
-    size_t nsep, nbrace;
-    count_classes(src, len, host, &nsep, &nbrace, NULL);
-    size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
-    return sizeof(sy_pattern) + nelem * sizeof(sy_pelem) +
-           nbrace * sizeof(sy_str) + 15; /* + the arena's alignment */
+size_t sy_pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
+                            size_t nbrace, bool host) {
+    /* a path has one element per '/', and one more without a leading '/';
+     * a host at most three more than its '.' (see compile) */
+    size_t nelem =
+        host ? nsep + 3 * npatterns
+             : nsep + npatterns - (rooted < npatterns ? rooted : npatterns);
+    return npatterns * (sizeof(sy_pattern) + 15) + nelem * sizeof(sy_pelem) +
+           nbrace * sizeof(sy_str);
 }
 
 void sy_pattern_free(sy_pattern *p) {

@@ -76,9 +76,12 @@ int sy_pattern_compile_host(const sy_alloc *a, const char *src,
  * NULL: as the two above. */
 int sy_pattern_compile_in(const sy_alloc *a, sy_arena *ar, const char *src,
                           bool host, sy_pattern **out, sy_error *err);
-/* What sy_pattern_compile_in takes from an arena for the pattern
- * src[0, len) at most, alignment included: for sizing the arena. */
-size_t sy_pattern_bytes(const char *src, size_t len, bool host);
+/* What sy_pattern_compile_in takes from an arena at most, alignment
+ * included, for `npatterns` patterns whose texts hold `nsep` separators
+ * ('/' for paths, '.' for hosts) and `nbrace` '{' in all, `rooted` of
+ * them paths that start with '/': for sizing the arena. */
+size_t sy_pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
+                            size_t nbrace, bool host);
 /* Frees its regexes, and its memory unless an arena holds it. */
 void sy_pattern_free(sy_pattern *p);
 /* Longest pattern text compiled (offsets are 32-bit). */

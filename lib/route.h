@@ -29,7 +29,7 @@ typedef struct sy_route_select {
     bool websocket; /* lb:ws:// */
 } sy_route_select;
 
-/* The layout keeps out holes: most routes are simple, and 100,000 of them
+/* Laid out without holes: most routes are simple, and 100,000 of them
  * are held at once (docs/performance.md, memory/route). */
 struct sy_route {
     _Atomic uint32_t refs;

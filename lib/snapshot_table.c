@@ -201,8 +201,8 @@ bool sy_snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
 }
 
 /* Capacity for `live` ids: a power of two, at least one chunk, loaded at
- * most 80 % (8-byte entries: a probe run of a few entries stays within
- * a cache line; ids are looked up per change, never per request). */
+ * most 80 % (8-byte entries: a probe run of a few entries mostly stays
+ * within a cache line; the matcher never looks ids up). */
 uint32_t sy_snap_id_cap_for(size_t live) {
     uint32_t cap = SY_CHUNK;
     while (cap < live + live / 4 + 16)

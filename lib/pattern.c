@@ -11,6 +11,8 @@
  * Regexes are compiled through regex.c, anchored at both ends (never at
  * match time, which would turn the JIT off), JIT-compiled, and matched with
  * a match context that caps backtracking. Matching only reads the pattern.
+ * A route's patterns are compiled into its arena (sy_pattern_compile_in):
+ * no allocation of their own unless they hold regexes.
  */
 #include "pattern_int.h"
 
@@ -413,8 +415,9 @@ static int compile(const sy_alloc *a, sy_arena *ar, const char *src, bool host,
                             "pattern too long");
     count_classes(src, len, host, &nsep, &nbrace, &nglob);
     size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
-    /* one piece: the pattern, its elements, variable names and source,
-     * so matching touches adjacent memory (see pattern_int.h) */
+    /* one piece: the pattern, its elements and variable names (and, in
+     * a block of its own, the allocator copy and the source), so
+     * matching touches adjacent memory (see pattern_int.h) */
     size_t text =
         sizeof(sy_pattern) + nelem * sizeof(sy_pelem) + nbrace * sizeof(sy_str);
     sy_pattern *p;

@@ -365,8 +365,7 @@ static char pattern_sep(const char *name) {
     return 0;
 }
 
-/* One pass over an argument text: its ',' (list items), `sep` and '{'
- * characters; returns its length. */
+/* What count_text found in argument texts. */
 typedef struct text_counts {
     size_t commas, seps, braces;
     size_t rooted; /* list items that start with '/' (after blanks) */
@@ -383,6 +382,9 @@ static bool item_rooted(const char *s) {
     return *s == '/';
 }
 
+/* One pass over an argument text: its ',' (list items) and, for a
+ * pattern predicate (`sep` not 0), its `sep` and '{' characters and the
+ * items that start with '/'; returns its length. */
 static size_t count_text(const char *s, char sep, text_counts *tc) {
     const char *p = s;
     if (!sep) { /* the list items only */

@@ -323,7 +323,7 @@ static inline bool bytes_eq(const char *a, const char *b, size_t n) {
 }
 
 void sy_pred_note_literal(sy_pred *p) {
-    p->lit = NULL;
+    p->lit = false;
     bool host = p->kind == SY_PK_HOST;
     if ((p->kind != SY_PK_PATH && !host) || p->npats != 1)
         return;
@@ -359,7 +359,7 @@ void sy_pred_note_literal(sy_pred *p) {
     }
     if (pos != len)
         return;
-    p->lit = src;
+    p->lit = true;
     p->lit_len = (uint32_t)len;
     p->lit_segs = (uint16_t)n;
     p->lit_rest = rest;
@@ -371,7 +371,7 @@ void sy_pred_note_literal(sy_pred *p) {
 static bool test_literal_host(const sy_pred *p, const sy_segments *labels) {
     if (labels->lead || labels->trail || labels->count != p->lit_segs)
         return false;
-    const char *lit = p->lit;
+    const char *lit = sy_pattern_source(p->pats[0]);
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < labels->count; i++) {
         sy_str d = labels->dec[i];
@@ -390,7 +390,7 @@ static bool test_literal_host(const sy_pred *p, const sy_segments *labels) {
  * segment would make one '/' too many. */
 static bool lit_segments_eq(const sy_pred *p, const sy_segments *segs,
                             size_t c) {
-    const char *lit = p->lit;
+    const char *lit = sy_pattern_source(p->pats[0]);
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < c; i++) {
         sy_str d = segs->dec[i];

@@ -17,16 +17,17 @@ struct sy_pred {
     uint32_t max_groups, var_count;
     /* what each kind holds (a predicate is one kind: they overlap) */
     union {
-        struct { /* Path, Host */
-            sy_pattern **pats;
+        struct {               /* Path, Host */
+            sy_pattern **pats; /* &one when there is one pattern */
             size_t npats;
+            sy_pattern *one;
             /* Path (Host) of one all-literal pattern (sy_pred_note_literal):
-             * its text (the pattern's source, "/" + each segment; the
-             * labels joined by '.') and segment (label) count, compared
-             * without the pattern matcher; else NULL */
-            const char *lit;
+             * the length of its text (the pattern's source, "/" + each
+             * segment; the labels joined by '.') and its segment (label)
+             * count, compared without the pattern matcher; lit: set */
             uint32_t lit_len;
             uint16_t lit_segs;
+            bool lit;
             bool lit_rest; /* Path: the literals, then a last "**" */
         };
         struct { /* Method: standard ones in the mask, others listed */

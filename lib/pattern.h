@@ -25,6 +25,10 @@ typedef struct sy_segments {
      * in dec (SY_SLASHES_KEEP), so no capture turns them into separators */
     bool keep_escaped_slashes;
     bool trail; /* host: ends with '.'; dec[count - 1] is a virtual "" */
+    /* path: when every segment is a plain slice (no '%', no ';') of one
+     * rooted path, that path: "/" + dec[0] + "/" + dec[1] ... exactly, so
+     * a literal can be compared with it in one go; else ptr is NULL */
+    sy_str flat;
 } sy_segments;
 
 /* Split `path` into segs (arrays grown from `alloc` only when cap is too

@@ -92,6 +92,7 @@ static bool push_segment(sy_segments *segs, size_t n, sy_str raw, bool special,
 static bool split_path(sy_segments *segs, sy_str s, sy_arena *scratch,
                        const sy_alloc *alloc) {
     segs->count = 0;
+    segs->flat = (sy_str){NULL, 0};
     if (s.len == 0)
         return true;
     const char *p = s.ptr, *end = s.ptr + s.len;
@@ -124,6 +125,7 @@ static bool split_path(sy_segments *segs, sy_str s, sy_arena *scratch,
  * empty last label (lead, trail), so the index walks them too. */
 static bool split_host(sy_segments *segs, sy_str s, const sy_alloc *alloc) {
     segs->count = 0;
+    segs->flat = (sy_str){NULL, 0};
     segs->lead = s.len > 0 && s.ptr[0] == '.';
     segs->trail = s.len > 0 && s.ptr[s.len - 1] == '.';
     size_t n = 0;
@@ -256,6 +258,7 @@ static bool split_host_fast(sy_segments *segs, sy_str s,
     const char *p = s.ptr;
     size_t len = s.len, begin = 0, n = 0;
     segs->count = 0;
+    segs->flat = (sy_str){NULL, 0};
     segs->lead = len > 0 && p[0] == '.';
     segs->trail = len > 0 && p[len - 1] == '.';
     if (segs->lead && !put_plain(segs, n++, (sy_str){"", 0}, alloc))
@@ -286,12 +289,17 @@ bool sy_segments_split_scan(sy_segments *segs, sy_str path, sy_arena *scratch,
     segs->lead = segs->trail = false;
     segs->count = 0;
     *seen = 0;
-    if (path.len == 0)
+    if (path.len == 0) {
+        segs->flat = (sy_str){NULL, 0};
         return true;
+    }
 #if defined(__SSE2__)
     bool ok;
-    if (split_plain(segs, path, alloc, seen, &ok))
+    if (split_plain(segs, path, alloc, seen, &ok)) {
+        /* every segment a plain slice: a rooted path is their text */
+        segs->flat = (sy_str){path.ptr[0] == '/' ? path.ptr : NULL, path.len};
         return ok;
+    }
     /* a '%' or ';' stopped the scan: look at the whole path again */
     *seen = 0;
 #endif

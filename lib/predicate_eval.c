@@ -407,6 +407,20 @@ static bool lit_segments_eq(const sy_pred *p, const sy_segments *segs,
  * and the same text, or (matchTrailingSlash) one more, bare empty one. */
 static bool test_literal_path(const sy_pred *p, const sy_segments *segs) {
     size_t c = segs->count;
+    sy_str f = segs->flat;
+    if (f.ptr) {
+        /* plain segments of one rooted path: "/" + each segment is the
+         * path itself, and a literal segment holds no '/', so equal
+         * segments are an equal prefix ending where a segment does */
+        size_t len = p->lit_len;
+        const char *lit = sy_pattern_source(p->pats[0]);
+        if (f.len < len || !bytes_eq(f.ptr, lit, len))
+            return false;
+        if (f.len == len)
+            return true;
+        return f.ptr[len] == '/' &&
+               (p->lit_rest || (p->trailing && f.len == len + 1));
+    }
     /* literals then "**": at least those segments, spelling the literals
      * (what follows is the **'s; a trailing slash changes nothing) */
     if (p->lit_rest)

@@ -92,9 +92,17 @@ static void rq_free(rq *r) {
     pcre2_match_data_free(r->md);
 }
 
+/* eval() splits the path as the matcher does (sy_segments_split_scan:
+ * plain segments keep the path as `flat`) instead of sy_segments_split */
+static bool scan_split;
+
 static bool eval(const sy_pred *p, rq *r) {
     sy_arena_reset(&r->scratch);
-    ck_assert(sy_segments_split(&r->path, r->req.path, &r->scratch, &A));
+    unsigned seen;
+    ck_assert(scan_split
+                  ? sy_segments_split_scan(&r->path, r->req.path, &r->scratch,
+                                           &A, &seen)
+                  : sy_segments_split(&r->path, r->req.path, &r->scratch, &A));
     ck_assert(sy_segments_split_host(&r->host, r->req.host, &A));
     pcre2_match_data_free(r->md);
     r->md = pcre2_match_data_create(sy_pred_max_groups(p), NULL);
@@ -192,7 +200,7 @@ START_TEST(path_literal_compare_equals_the_pattern_matcher) {
     sy_segments segs = {0};
     sy_arena scratch;
     sy_arena_init(&scratch, &A, 256);
-    size_t agreed_true = 0;
+    size_t agreed_true = 0, flat_seen = 0, flat_true = 0;
     for (size_t k = 0; k < SY_ARRAY_LEN(pats); k++) {
         for (int trailing = 0; trailing < 2; trailing++) {
             sy_pred *p =
@@ -219,6 +227,13 @@ START_TEST(path_literal_compare_equals_the_pattern_matcher) {
                 rq r;
                 rq_init(&r, path);
                 bool got = eval(p, &r);
+                /* again split as the matcher splits: the compare with the
+                 * whole path when its segments are plain */
+                scan_split = true;
+                bool got_flat = eval(p, &r);
+                flat_seen += r.path.flat.ptr != NULL;
+                flat_true += r.path.flat.ptr && got_flat;
+                scan_split = false;
                 rq_free(&r);
                 sy_arena_reset(&scratch);
                 ck_assert(sy_segments_split(&segs, (sy_str){path, len},
@@ -228,12 +243,18 @@ START_TEST(path_literal_compare_equals_the_pattern_matcher) {
                                                   &nc, NULL, &scratch);
                 ck_assert_msg(got == want, "pattern %s trailing %d path '%s'",
                               pats[k], trailing, path);
+                ck_assert_msg(got_flat == want,
+                              "flat: pattern %s trailing %d path '%s'", pats[k],
+                              trailing, path);
                 agreed_true += got;
             }
             sy_pred_free(p, &A);
         }
     }
     ck_assert_uint_gt(agreed_true, 100); /* the matches were exercised */
+    /* and the whole-path compare, both ways */
+    ck_assert_uint_gt(flat_seen, 10000);
+    ck_assert_uint_gt(flat_true, 100);
     sy_segments_free(&segs, &A);
     sy_arena_free(&scratch);
 }

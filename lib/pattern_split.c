@@ -23,7 +23,7 @@
 static bool segs_reserve(sy_segments *s, size_t n, const sy_alloc *a) {
     if (n <= s->cap)
         return true;
-    size_t cap = s->cap ? s->cap : 8;
+    size_t cap = s->cap ? s->cap : 32; /* room() wants 17 at once */
     while (cap < n) {
         if (cap > SIZE_MAX / (2 * sizeof(sy_str)))
             return false;
@@ -173,11 +173,31 @@ static inline uint64_t load8(const char *p) {
     return w;
 }
 
+static inline uint64_t load4(const char *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* The n bytes at p (n < 8) in the low bytes of a word, zeros above:
+ * overlapping loads, the second shifted so its bytes land in place. */
+static inline uint64_t load_short(const char *p, size_t n) {
+    if (n >= 4)
+        return load4(p) | (load4(p + n - 4) << 32) >> ((8 - n) * 8);
+    uint64_t w = n ? (unsigned char)p[0] : 0;
+    if (n > 1)
+        w |= (uint64_t)(unsigned char)p[1] << 8;
+    if (n > 2)
+        w |= (uint64_t)(unsigned char)p[2] << 16;
+    return w;
+}
+
 /*
  * The masks of the 16-byte block at `off` of p[0..len), never reading past
  * the path: a last partial block is the path's last 16 bytes with the bits
- * already seen shifted out; a path of 8 to 15 bytes is two overlapping
- * 8-byte loads, a shorter one is copied into a zeroed block.
+ * already seen shifted out; a path under 16 bytes is loaded as two words,
+ * its bytes in place and zeros after them (a zero byte is in no class), so
+ * its masks need no fixing.
  */
 static inline unsigned block_at(const char *p, size_t len, size_t off,
                                 unsigned *dot, unsigned *odd) {
@@ -192,18 +212,15 @@ static inline unsigned block_at(const char *p, size_t len, size_t off,
         *odd >>= drop;
         return sl >> drop;
     }
-    if (len >= 8) { /* bytes 0-7, then bytes len-8 .. len-1 */
-        __m128i v =
-            _mm_set_epi64x((long long)load8(p + len - 8), (long long)load8(p));
-        unsigned sl = block_scan(v, dot, odd);
-        unsigned sh = (unsigned)(len - 8);
-        *dot = (*dot & 0xff) | (*dot >> 8) << sh;
-        *odd = (*odd & 0xff) | (*odd >> 8) << sh;
-        return (sl & 0xff) | (sl >> 8) << sh;
+    uint64_t lo, hi = 0;
+    if (len >= 8) { /* bytes 0-7, then 8 .. len-1 from the last eight */
+        lo = load8(p);
+        if (len > 8)
+            hi = load8(p + len - 8) >> ((16 - len) * 8);
+    } else {
+        lo = load_short(p, len);
     }
-    char tail[16] = {0};
-    memcpy(tail, p, len);
-    return block_scan(_mm_loadu_si128((const void *)tail), dot, odd);
+    return block_scan(_mm_set_epi64x((long long)hi, (long long)lo), dot, odd);
 }
 
 static inline bool put_plain(sy_segments *segs, size_t n, sy_str seg,
@@ -215,6 +232,15 @@ static inline bool put_plain(sy_segments *segs, size_t n, sy_str seg,
     return true;
 }
 
+/* Room in segs for n entries, those of the bits in `mask` and one more:
+ * a block holds at most 16, so the count is taken only near the end. */
+static inline bool room(sy_segments *segs, size_t n, unsigned mask,
+                        const sy_alloc *alloc) {
+    if (n + 17 <= segs->cap)
+        return true;
+    return segs_reserve(segs, n + (size_t)__builtin_popcount(mask) + 1, alloc);
+}
+
 /* Every segment a plain slice, split in one pass over the path; returns
  * false (nothing decided) when a '%' or ';' asks for decoding, else true
  * with *ok false on allocation failure. */
@@ -224,6 +250,7 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
     size_t len = s.len, begin = len && p[0] == '/', n = 0;
     unsigned dots = 0;
     *ok = true;
+    sy_str *dec = segs->dec, *raw = segs->raw;
     for (size_t off = 0; off < len; off += 16) {
         unsigned dot, odd;
         unsigned sl = block_at(p, len, off, &dot, &odd);
@@ -234,10 +261,16 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
         dots |= dot;
         if (off == 0)
             sl &= ~(unsigned)begin; /* the leading '/' starts no segment */
+        /* room for this block's segments and the last: no check per
+         * segment, and dec / raw stay in registers */
+        if (!room(segs, n, sl, alloc))
+            return *ok = false, true;
+        dec = segs->dec;
+        raw = segs->raw;
         for (; sl; sl &= sl - 1) {
             size_t at = off + (size_t)__builtin_ctz(sl);
-            if (!put_plain(segs, n++, (sy_str){p + begin, at - begin}, alloc))
-                return *ok = false, true;
+            dec[n] = raw[n] = (sy_str){p + begin, at - begin};
+            n++;
             begin = at + 1;
         }
     }

@@ -23,7 +23,7 @@
 static bool segs_reserve(sy_segments *s, size_t n, const sy_alloc *a) {
     if (n <= s->cap)
         return true;
-    size_t cap = s->cap ? s->cap : 32; /* room() wants 17 at once */
+    size_t cap = s->cap ? s->cap : 8;
     while (cap < n) {
         if (cap > SIZE_MAX / (2 * sizeof(sy_str)))
             return false;
@@ -232,15 +232,6 @@ static inline bool put_plain(sy_segments *segs, size_t n, sy_str seg,
     return true;
 }
 
-/* Room in segs for n entries, those of the bits in `mask` and one more:
- * a block holds at most 16, so the count is taken only near the end. */
-static inline bool room(sy_segments *segs, size_t n, unsigned mask,
-                        const sy_alloc *alloc) {
-    if (n + 17 <= segs->cap)
-        return true;
-    return segs_reserve(segs, n + (size_t)__builtin_popcount(mask) + 1, alloc);
-}
-
 /* Every segment a plain slice, split in one pass over the path; returns
  * false (nothing decided) when a '%' or ';' asks for decoding, else true
  * with *ok false on allocation failure. */
@@ -250,7 +241,6 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
     size_t len = s.len, begin = len && p[0] == '/', n = 0;
     unsigned dots = 0;
     *ok = true;
-    sy_str *dec = segs->dec, *raw = segs->raw;
     for (size_t off = 0; off < len; off += 16) {
         unsigned dot, odd;
         unsigned sl = block_at(p, len, off, &dot, &odd);
@@ -261,16 +251,10 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
         dots |= dot;
         if (off == 0)
             sl &= ~(unsigned)begin; /* the leading '/' starts no segment */
-        /* room for this block's segments and the last: no check per
-         * segment, and dec / raw stay in registers */
-        if (!room(segs, n, sl, alloc))
-            return *ok = false, true;
-        dec = segs->dec;
-        raw = segs->raw;
         for (; sl; sl &= sl - 1) {
             size_t at = off + (size_t)__builtin_ctz(sl);
-            dec[n] = raw[n] = (sy_str){p + begin, at - begin};
-            n++;
+            if (!put_plain(segs, n++, (sy_str){p + begin, at - begin}, alloc))
+                return *ok = false, true;
             begin = at + 1;
         }
     }

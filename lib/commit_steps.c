@@ -251,9 +251,11 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
             if ((sl->key & 0xffffffu) == pos)
                 continue; /* unchanged, same rank: shared as it is */
         }
+        /* (an empty table holds no id: a first apply hashes none) */
         uint32_t slot = prev < rctx->at_count && rctx->at[prev].route == rt
                             ? rctx->at[prev].slot
-                            : sy_snapshot_find_slot(w, rt->id);
+                        : w->route_count ? sy_snapshot_find_slot(w, rt->id)
+                                         : NONE;
         if (slot != NONE && sy_snapshot_slot(w, slot)->route == rt &&
             sy_snapshot_slot(w, slot)->source == si && !shared[slot]) {
             shared[slot] = true;

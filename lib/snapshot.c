@@ -244,13 +244,17 @@ static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
     return SY_OK;
 }
 
-static void scratch_needs(sy_snapshot *s, const struct sy_route *r) {
+/* What matching r needs of the per-request scratch; true when r has a
+ * Weight predicate (has_weight). */
+static bool scratch_needs(sy_snapshot *s, const struct sy_route *r) {
     uint32_t groups = 0, vars = 0;
+    bool weight = false;
     for (size_t i = 0; i < r->predicate_count; i++)
         if (r->cpreds[i]) {
             sy_pred_kind k = sy_pred_get_kind(r->cpreds[i]);
             s->needs_host |= k == SY_PK_HOST;
             s->needs_time |= k == SY_PK_TIME;
+            weight |= k == SY_PK_WEIGHT;
             uint32_t g = sy_pred_max_groups(r->cpreds[i]);
             if (g > groups)
                 groups = g;
@@ -266,6 +270,35 @@ static void scratch_needs(sy_snapshot *s, const struct sy_route *r) {
         s->max_groups = groups;
     if (vars > s->max_vars)
         s->max_vars = vars;
+    return weight;
+}
+
+/* scratch_needs reads each route's predicate and filter objects: over a
+ * large table in slot (rank) order those lie all over the heap, a TLB and
+ * cache miss each. The slots ahead are fetched in stages, each reading
+ * only lines an earlier stage fetched (hints only). */
+static void prefetch_needs(const sy_snapshot *s, uint32_t i, uint32_t n) {
+    if (i + 16 < n) {
+        const struct sy_route *r = sy_snapshot_slot(s, i + 16)->route;
+        if (r) {
+            __builtin_prefetch(&r->predicate_count);
+            __builtin_prefetch(&r->cpreds);
+        }
+    }
+    if (i + 8 < n) {
+        const struct sy_route *r = sy_snapshot_slot(s, i + 8)->route;
+        if (r) {
+            __builtin_prefetch(r->cpreds);
+            __builtin_prefetch(r->cfilters);
+        }
+    }
+    if (i + 4 < n) {
+        const struct sy_route *r = sy_snapshot_slot(s, i + 4)->route;
+        for (size_t k = 0; r && k < r->predicate_count && k < 8; k++)
+            __builtin_prefetch(r->cpreds[k]);
+        for (size_t k = 0; r && k < r->filter_count && k < 8; k++)
+            __builtin_prefetch(r->cfilters[k]);
+    }
 }
 
 static int copy_config(sy_snapshot *s, const sy_snapshot *base,
@@ -301,8 +334,10 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
 }
 
 /* Compact live slots into rank order (slot i = rank i) in fresh chunks,
- * rebuild the rank chunks, the id table and the base index over them. */
-static int compact_and_index(sy_snapshot *s) {
+ * rebuild the rank chunks, the id table and the base index over them.
+ * *wslots (*wn): the slots of live routes with a Weight predicate, for
+ * build_weights (heap, the caller frees). */
+static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn) {
     const sy_alloc *a = s->alloc;
     size_t n = s->route_count;
     size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
@@ -371,12 +406,22 @@ static int compact_and_index(sy_snapshot *s) {
         sy_snap_id_fill(s);
     }
     uint32_t *all = sy_malloc(a, (n ? n : 1) * sizeof *all);
-    if (!all)
+    uint32_t *ws = sy_malloc(a, (n ? n : 1) * sizeof *ws);
+    if (!all || !ws) {
+        sy_free(a, all);
+        sy_free(a, ws);
         return SY_ENOMEM;
+    }
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         all[i] = (uint32_t)i;
-        scratch_needs(s, sy_snapshot_slot(s, (uint32_t)i)->route);
+        prefetch_needs(s, (uint32_t)i, (uint32_t)n);
+        const struct sy_route *rt = sy_snapshot_slot(s, (uint32_t)i)->route;
+        if (scratch_needs(s, rt) && !rt->disabled)
+            ws[k++] = (uint32_t)i;
     }
+    *wslots = ws;
+    *wn = k;
     int r = index_over(s, all, n, &s->base);
     sy_free(a, all);
     return r;
@@ -437,6 +482,14 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     rc = SY_ENOMEM; /* what a failed chunk copy below means */
     for (size_t c = 0; c < n; c++) {
         const sy_route_change *ch = &changes[order ? order[c] : c];
+        /* the id's text and fingerprint (the rank order's sequence hash)
+         * of a change ahead: in key order they lie all over the heap */
+        if (c + 8 < n) {
+            const sy_route_change *ah = &changes[order ? order[c + 8] : c + 8];
+            __builtin_prefetch(ah->id);
+            if (ah->route)
+                __builtin_prefetch(&ah->route->fingerprint);
+        }
         uint32_t h = sy_snap_id_hash(ch->id);
         uint32_t pos;
         uint32_t old = sy_snap_id_find(s, ch->id, h, &pos);
@@ -501,16 +554,13 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     /* index: the base shared, the changes in the overlay (above), a
      * rebuild advanced by one bounded share; or all from scratch */
     if (bulk) {
-        uint32_t *all = NULL;
-        rc = compact_and_index(s); /* no overlay: lookups skip it */
-        if (!rc && !(all = sy_malloc(a, (s->route_count ? s->route_count : 1) *
-                                            sizeof *all)))
-            rc = SY_ENOMEM;
-        for (size_t i = 0; !rc && i < s->route_count; i++)
-            all[i] = (uint32_t)i;
+        /* weight candidates: found by the pass over every route there */
+        uint32_t *ws = NULL;
+        size_t wn = 0;
+        rc = compact_and_index(s, &ws, &wn); /* no overlay: lookups skip it */
         if (!rc)
-            rc = build_weights(s, all, s->route_count);
-        sy_free(a, all);
+            rc = build_weights(s, ws, wn);
+        sy_free(a, ws);
     } else {
         if (base->max_groups > s->max_groups)
             s->max_groups = base->max_groups;

@@ -585,10 +585,15 @@ bool sy_sort_by_u64(const sy_alloc *a, void *base, size_t n, size_t size,
         return true;
     /* bytes where the keys differ: a pass over a byte all keys share moves
      * nothing, so it is skipped */
-    uint64_t first = key_at(base, key_off), differ = 0;
-    for (size_t i = 1; i < n; i++)
-        differ |= key_at((unsigned char *)base + i * size, key_off) ^ first;
-    if (!differ)
+    uint64_t first = key_at(base, key_off), differ = 0, prev = first;
+    bool ascending = true; /* already in order: a stable sort moves none */
+    for (size_t i = 1; i < n; i++) {
+        uint64_t k = key_at((unsigned char *)base + i * size, key_off);
+        differ |= k ^ first;
+        ascending &= k >= prev;
+        prev = k;
+    }
+    if (!differ || ascending)
         return true;
     unsigned char *tmp = sy_malloc(a, n * size);
     if (!tmp)

@@ -192,6 +192,8 @@ static const struct sy_route **source_routes(sy_router *r, const reuse_ctx *rc,
 static const struct sy_route *reuse_live(void *data, const char *id,
                                          uint64_t fingerprint) {
     const reuse_ctx *rc = data;
+    if (!rc->work->route_count) /* (an empty table: no id to hash) */
+        return NULL;
     uint32_t slot = sy_snapshot_find_slot(rc->work, id);
     if (slot == NONE ||
         sy_snapshot_slot(rc->work, slot)->source != rc->source ||
@@ -327,9 +329,15 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
      * lenient or strict), set when the router is created and never changed:
      * so a live route built from the same bytes is the route those bytes
      * build now, and the parse may share it (reuse_bytes). */
-    sy_def_reuse reuse = {
-        reuse_live,     reuse_bytes,         (void *)rctx, reuse_at,
-        reuse_position, rctx->at_count + 16, NULL,         0};
+    sy_def_reuse reuse = {reuse_live,
+                          reuse_bytes,
+                          (void *)rctx,
+                          reuse_at,
+                          reuse_position,
+                          rctx->at_count + 16,
+                          NULL,
+                          0,
+                          c->work->route_count == 0};
     /* the memo of the source's last apply (this commit's, else the live
      * one) describes the working routes while no one-route change came
      * after it: none of its routes can have been freed */

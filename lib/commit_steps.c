@@ -231,6 +231,10 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         const struct sy_route *rt = doc->routes[i];
         uint32_t pos = doc->positions[i];
+        if (i + 8 < n) { /* a route ahead: its order, id and fingerprint */
+            __builtin_prefetch(&doc->routes[i + 8]->order);
+            __builtin_prefetch(&doc->routes[i + 8]->fingerprint);
+        }
         if (pos > SY_RANK_POS_MAX) {
             rc = sy_error_set(err, SY_ELIMIT, "routes",
                               "a source holds at most %u routes",

@@ -480,6 +480,13 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         goto fail;
     }
     rc = SY_ENOMEM; /* what a failed chunk copy below means */
+    /* id hashes of the changes c .. c + ID_AHEAD (idq[c % 8]): each hashed
+     * ID_AHEAD changes ahead and its id table entry fetched (a random line
+     * of the table, a miss per change in a large one) */
+    enum { ID_AHEAD = 4 };
+    uint32_t idq[8];
+    for (size_t c = 0; c < n && c < ID_AHEAD; c++)
+        idq[c] = sy_snap_id_hash(changes[order ? order[c] : c].id);
     for (size_t c = 0; c < n; c++) {
         const sy_route_change *ch = &changes[order ? order[c] : c];
         /* the id's text and fingerprint (the rank order's sequence hash)
@@ -490,7 +497,15 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             if (ah->route)
                 __builtin_prefetch(&ah->route->fingerprint);
         }
-        uint32_t h = sy_snap_id_hash(ch->id);
+        if (c + ID_AHEAD < n) {
+            size_t k = c + ID_AHEAD;
+            uint32_t hk = sy_snap_id_hash(changes[order ? order[k] : k].id);
+            uint32_t i = hk & s->id_mask;
+            idq[k % 8] = hk;
+            __builtin_prefetch(
+                &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)]);
+        }
+        uint32_t h = idq[c % 8];
         uint32_t pos;
         uint32_t old = sy_snap_id_find(s, ch->id, h, &pos);
         if (old != NONE && sy_snapshot_slot(s, old)->weight == NEW_SLOT) {

@@ -336,8 +336,11 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
 /* Compact live slots into rank order (slot i = rank i) in fresh chunks,
  * rebuild the rank chunks, the id table and the base index over them.
  * *wslots (*wn): the slots of live routes with a Weight predicate, for
- * build_weights (heap, the caller frees). */
-static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn) {
+ * build_weights (heap, the caller frees). needs_known: the caller has
+ * seen every live route's scratch needs and filled *wslots, valid while
+ * the slots stay where they are (else both are done again here). */
+static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
+                             bool needs_known) {
     const sy_alloc *a = s->alloc;
     size_t n = s->route_count;
     size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
@@ -406,22 +409,25 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn) {
         sy_snap_id_fill(s);
     }
     uint32_t *all = sy_malloc(a, (n ? n : 1) * sizeof *all);
-    uint32_t *ws = sy_malloc(a, (n ? n : 1) * sizeof *ws);
-    if (!all || !ws) {
-        sy_free(a, all);
-        sy_free(a, ws);
+    if (!all)
         return SY_ENOMEM;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         all[i] = (uint32_t)i;
-        prefetch_needs(s, (uint32_t)i, (uint32_t)n);
-        const struct sy_route *rt = sy_snapshot_slot(s, (uint32_t)i)->route;
-        if (scratch_needs(s, rt) && !rt->disabled)
-            ws[k++] = (uint32_t)i;
+    if (!needs_known || !keep) {
+        sy_free(a, *wslots);
+        *wn = 0;
+        uint32_t *ws = *wslots = sy_malloc(a, (n ? n : 1) * sizeof *ws);
+        if (!ws) {
+            sy_free(a, all);
+            return SY_ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+            prefetch_needs(s, (uint32_t)i, (uint32_t)n);
+            const struct sy_route *rt = sy_snapshot_slot(s, (uint32_t)i)->route;
+            if (scratch_needs(s, rt) && !rt->disabled)
+                ws[(*wn)++] = (uint32_t)i;
+        }
     }
-    *wslots = ws;
-    *wn = k;
     int r = index_over(s, all, n, &s->base);
     sy_free(a, all);
     return r;
@@ -436,7 +442,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     *out = NULL;
     *removed_out = NULL;
     *removed_count = 0;
-    uint32_t *added = NULL, *order = NULL;
+    uint32_t *added = NULL, *order = NULL, *fresh_ws = NULL;
+    size_t fresh_wn = 0;
     struct sy_route **removed = NULL;
     size_t added_count = 0, nremoved = 0;
     sy_snapshot *s = sy_pub_obj_alloc(a, sizeof *s);
@@ -479,6 +486,13 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         rc = SY_ENOMEM;
         goto fail;
     }
+    /* a first document: every live route is one of the changes, whose
+     * scratch needs and weight slots the change loop notes while it reads
+     * the route anyway (compact_and_index then needs no pass of its own) */
+    if (order && !(fresh_ws = sy_malloc(a, n * sizeof *fresh_ws))) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
     rc = SY_ENOMEM; /* what a failed chunk copy below means */
     /* id hashes of the changes c .. c + ID_AHEAD (idq[c % 8]): each hashed
      * ID_AHEAD changes ahead and its id table entry fetched (a random line
@@ -494,8 +508,26 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         if (c + 8 < n) {
             const sy_route_change *ah = &changes[order ? order[c + 8] : c + 8];
             __builtin_prefetch(ah->id);
-            if (ah->route)
+            if (ah->route) {
                 __builtin_prefetch(&ah->route->fingerprint);
+                if (fresh_ws) /* and what scratch_needs reads */
+                    __builtin_prefetch(&ah->route->cpreds);
+            }
+        }
+        if (fresh_ws && c + 4 < n) {
+            const struct sy_route *ar = changes[order[c + 4]].route;
+            if (ar) {
+                __builtin_prefetch(&ar->predicate_count);
+                __builtin_prefetch(ar->cpreds);
+                __builtin_prefetch(ar->cfilters);
+            }
+        }
+        if (fresh_ws && c + 2 < n) {
+            const struct sy_route *ar = changes[order[c + 2]].route;
+            for (size_t k = 0; ar && k < ar->predicate_count && k < 8; k++)
+                __builtin_prefetch(ar->cpreds[k]);
+            for (size_t k = 0; ar && k < ar->filter_count && k < 8; k++)
+                __builtin_prefetch(ar->cfilters[k]);
         }
         if (c + ID_AHEAD < n) {
             size_t k = c + ID_AHEAD;
@@ -558,6 +590,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             goto fail;
         added[added_count++] = slot;
         live++;
+        if (fresh_ws && scratch_needs(s, ch->route) && !ch->route->disabled)
+            fresh_ws[fresh_wn++] = slot;
     }
     for (size_t i = 0; i < added_count; i++) /* private chunks: no copy */
         sy_snap_slot_mut(s, added[i])->weight = NONE;
@@ -569,13 +603,13 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     /* index: the base shared, the changes in the overlay (above), a
      * rebuild advanced by one bounded share; or all from scratch */
     if (bulk) {
-        /* weight candidates: found by the pass over every route there */
-        uint32_t *ws = NULL;
-        size_t wn = 0;
-        rc = compact_and_index(s, &ws, &wn); /* no overlay: lookups skip it */
+        /* weight candidates: found by the change loop (a first document)
+         * or by a pass over every route there */
+        rc = compact_and_index(s, &fresh_ws, &fresh_wn, fresh_ws != NULL);
         if (!rc)
-            rc = build_weights(s, ws, wn);
-        sy_free(a, ws);
+            rc = build_weights(s, fresh_ws, fresh_wn);
+        sy_free(a, fresh_ws);
+        fresh_ws = NULL;
     } else {
         if (base->max_groups > s->max_groups)
             s->max_groups = base->max_groups;
@@ -629,6 +663,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
 fail:
     sy_free(a, added);
     sy_free(a, order);
+    sy_free(a, fresh_ws);
     sy_free(a, removed);
     snapshot_free_parts(s);
     sy_pub_obj_free(a, &s->pub);

@@ -231,9 +231,16 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         const struct sy_route *rt = doc->routes[i];
         uint32_t pos = doc->positions[i];
-        if (i + 8 < n) { /* a route ahead: its order, id and fingerprint */
-            __builtin_prefetch(&doc->routes[i + 8]->order);
-            __builtin_prefetch(&doc->routes[i + 8]->fingerprint);
+        /* a route ahead that will be read (not one shared by position,
+         * which the loop decides without reading it): its order, id and
+         * fingerprint */
+        if (i + 8 < n) {
+            const struct sy_route *ah = doc->routes[i + 8];
+            uint32_t pa = doc->prev ? doc->prev[i + 8] : UINT32_MAX;
+            if (!(pa < rctx->at_count && rctx->at[pa].route == ah)) {
+                __builtin_prefetch(&ah->order);
+                __builtin_prefetch(&ah->fingerprint);
+            }
         }
         if (pos > SY_RANK_POS_MAX) {
             rc = sy_error_set(err, SY_ELIMIT, "routes",

@@ -505,25 +505,27 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         const sy_route_change *ch = &changes[order ? order[c] : c];
         /* the id's text and fingerprint (the rank order's sequence hash)
          * of a change ahead: in key order they lie all over the heap */
-        if (c + 8 < n) {
-            const sy_route_change *ah = &changes[order ? order[c + 8] : c + 8];
+        if (c + 12 < n) {
+            const sy_route_change *ah =
+                &changes[order ? order[c + 12] : c + 12];
             __builtin_prefetch(ah->id);
             if (ah->route) {
                 __builtin_prefetch(&ah->route->fingerprint);
-                if (fresh_ws) /* and what scratch_needs reads */
+                if (fresh_ws) { /* and what scratch_needs reads */
+                    __builtin_prefetch(&ah->route->predicate_count);
                     __builtin_prefetch(&ah->route->cpreds);
+                }
             }
         }
-        if (fresh_ws && c + 4 < n) {
-            const struct sy_route *ar = changes[order[c + 4]].route;
+        if (fresh_ws && c + 6 < n) {
+            const struct sy_route *ar = changes[order[c + 6]].route;
             if (ar) {
-                __builtin_prefetch(&ar->predicate_count);
                 __builtin_prefetch(ar->cpreds);
                 __builtin_prefetch(ar->cfilters);
             }
         }
-        if (fresh_ws && c + 2 < n) {
-            const struct sy_route *ar = changes[order[c + 2]].route;
+        if (fresh_ws && c + 3 < n) {
+            const struct sy_route *ar = changes[order[c + 3]].route;
             for (size_t k = 0; ar && k < ar->predicate_count && k < 8; k++)
                 __builtin_prefetch(ar->cpreds[k]);
             for (size_t k = 0; ar && k < ar->filter_count && k < 8; k++)

@@ -7,8 +7,13 @@
 # reading GET /status every 10 ms (the control: what the driver and the
 # admin thread cost without a publish). Prints requests/s, p50/p99 latency,
 # errors, the proxy's own CPU time per request (user+system of its process,
-# all threads), and the gateway/nginx ratios. A benchmark, not a test: it prints
-# figures and asserts nothing.
+# all threads), its context switches per request (voluntary + involuntary,
+# all threads: how often it went to sleep or was preempted) and the whole
+# machine's context switches per request (/proc/stat), and the gateway/nginx
+# ratios. A benchmark, not a test: it prints figures and asserts nothing.
+# WORKERS=N runs the gateway with --workers N and nginx with
+# worker_processes N (default 1; the machine's cores are shared with wrk
+# and the backend).
 # Each case runs ROUNDS times, interleaved, and the median round is shown
 # (a shared machine is noisy: compare figures of one run only).
 #   DURATION=10 CONNECTIONS=50 ROUNDS=3 bash examples/mini-gateway/bench/run.sh
@@ -18,6 +23,7 @@ DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-50}
 ROUTES=${ROUTES:-10000}
 ROUNDS=${ROUNDS:-3}
+WORKERS=${WORKERS:-1}
 bash tests/install-deps.sh
 [ -d build-bench ] || meson setup build-bench --buildtype=release \
   -Dtests=false -Dbench=false >/dev/null
@@ -59,7 +65,7 @@ json.dump({"version": "1", "routes": [
     {"id": "r%d" % i, "uri": up, "predicates": ["Path=/r%d/**" % i]}
     for i in range(n)]}, open(work + "/many.json", "w"))
 def nginx(locs):
-    return """worker_processes 1;
+    return """worker_processes WORKERS;
 pid %(w)s/nginx.pid;
 error_log %(w)s/nginx-error.log warn;
 events { worker_connections 4096; }
@@ -87,27 +93,37 @@ open(work + "/nginx-one.conf", "w").write(nginx(loc % "/"))
 open(work + "/nginx-many.conf", "w").write(
     nginx("".join(loc % ("/r%d/" % i) for i in range(n))))
 PY
-sed -i "s/NGINX_PORT/$NP/" "$work"/nginx-*.conf
+sed -i "s/NGINX_PORT/$NP/; s/WORKERS/$WORKERS/" "$work"/nginx-*.conf
 
 results="$work/results.txt"
 : > "$results"
-cpu_ticks() { # pid -> utime+stime of it and its children (nginx's worker)
-  local t=0 p
+cpu_ticks() { # pid -> "ticks switches": utime+stime and context switches
+  # (voluntary + involuntary) of all threads of it and its children (nginx's
+  # workers)
+  local t=0 cs=0 p task
   for p in "$1" $(pgrep -P "$1" || true); do
-    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    for task in /proc/"$p"/task/*; do
+      t=$((t + $(sed 's/.*) //' "$task/stat" | awk '{print $12 + $13}')))
+      cs=$((cs + $(awk '/ctxt_switches/ {n += $2} END {print n}' \
+        "$task/status")))
+    done
   done
-  echo "$t"
+  echo "$t $cs"
 }
+sys_ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
 run_wrk() { # name url [pid of the proxy, for its CPU time]
-  local out c0=0 c1=0
+  local out c0="0 0" c1="0 0" s0 s1
   [ -n "${3:-}" ] && c0=$(cpu_ticks "$3")
+  s0=$(sys_ctxt)
   out=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$2")
+  s1=$(sys_ctxt)
   [ -n "${3:-}" ] && c1=$(cpu_ticks "$3")
-  python3 - "$1" "$results" "$((c1 - c0))" "$(getconf CLK_TCK)" <<PY
+  python3 - "$1" "$results" "$c0" "$c1" "$((s1 - s0))" "$(getconf CLK_TCK)" <<PY
 import re, sys
 out = """$out"""
 name, res = sys.argv[1], sys.argv[2]
-ticks, hz = int(sys.argv[3]), int(sys.argv[4])
+(t0, x0), (t1, x1) = (map(int, a.split()) for a in sys.argv[3:5])
+ticks, pcs, scs, hz = t1 - t0, x1 - x0, int(sys.argv[5]), int(sys.argv[6])
 def ms(s):
     m = re.match(r"([\d.]+)(us|ms|s|m)$", s)
     if not m:
@@ -130,20 +146,25 @@ m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (
 if m: errs += sum(int(x) for x in m.groups())
 total = int(re.search(r"(\d+) requests in", out).group(1))
 cpu = ticks * 1e6 / hz / total if ticks and total else float("nan")
-line = "%-28s %10.0f %9.3f %9.3f %8d %9d %8.1f" % (name, rps, p50, p99, errs,
-                                                   total, cpu)
+pcs = pcs / total if ticks and total else float("nan")
+scs = scs / total if total else float("nan")
+line = "%-28s %10.0f %9.3f %9.3f %8d %9d %8.1f %7.3f %7.3f" % (
+    name, rps, p50, p99, errs, total, cpu, pcs, scs)
 print(line, flush=True)
-open(res, "a").write("%s|%f|%f|%f|%d|%f\n" % (name, rps, p50, p99, errs, cpu))
+open(res, "a").write("%s|%f|%f|%f|%d|%f|%f|%f\n" % (name, rps, p50, p99, errs,
+                                                   cpu, pcs, scs))
 PY
 }
 
-echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-28s %10s %9s %9s %8s %9s %8s\n" case "req/s" "p50 ms" "p99 ms" errors requests "us/req"
-# us/req: the proxy's CPU time (all its threads) per request; none for the
-# backend-direct case
+echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds; $(nproc) cores; $WORKERS proxy worker(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "%-28s %10s %9s %9s %8s %9s %8s %7s %7s\n" case "req/s" "p50 ms" "p99 ms" errors requests "us/req" "cs/req" "sys-cs"
+# us/req: the proxy's CPU time (all its threads) per request; cs/req: its
+# context switches per request; sys-cs: the machine's context switches per
+# request (every process; others' work counts too); none for the proxy in
+# the backend-direct case
 
 start_gw() { # routes file
-  "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers 1 --quiet \
+  "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers "$WORKERS" --quiet \
     --routes "$1" 2>"$work/gw.log" &
   gwpid=$!; pids+=($gwpid)
   wait_port $GP; wait_port $AP
@@ -218,19 +239,24 @@ python3 - "$results" <<'PY'
 import sys
 runs = {}
 for line in open(sys.argv[1]):
-    name, rps, p50, p99, errs, cpu = line.strip().split("|")
+    name, rps, p50, p99, errs, cpu, pcs, scs = line.strip().split("|")
     runs.setdefault(name, []).append((float(rps), float(p50), float(p99),
-                                      int(errs), float(cpu)))
+                                      int(errs), float(cpu), float(pcs),
+                                      float(scs)))
 rows = {}
-print("\nmedian round (by req/s) of each case:")
-print("%-28s %10s %9s %9s %8s %8s" % ("case", "req/s", "p50 ms", "p99 ms",
-                                        "errors", "us/req"))
+print("\nmedian round (by req/s) of each case; us/req, cs/req, sys-cs: median")
+print("%-28s %10s %9s %9s %8s %8s %7s %7s" % ("case", "req/s", "p50 ms",
+      "p99 ms", "errors", "us/req", "cs/req", "sys-cs"))
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 for name, rs in runs.items():
     rs.sort()
     m = rs[len(rs) // 2]
-    cpus = sorted(r[4] for r in rs)
-    rows[name] = m[:3] + (sum(r[3] for r in rs), cpus[len(cpus) // 2])
-    print("%-28s %10.0f %9.3f %9.3f %8d %8.1f" % ((name,) + rows[name]))
+    rows[name] = m[:3] + (sum(r[3] for r in rs), median(r[4] for r in rs),
+                          median(r[5] for r in rs), median(r[6] for r in rs))
+    print("%-28s %10.0f %9.3f %9.3f %8d %8.1f %7.3f %7.3f" % (
+        (name,) + rows[name]))
 def ratio(a, b, label):
     if a in rows and b in rows:
         ra, rb = rows[a], rows[b]

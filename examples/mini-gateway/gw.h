@@ -146,6 +146,11 @@ struct gw_worker {
     uv_thread_t thread;
     uv_tcp_t listener;
     uv_async_t wake;
+    /* Output is handed to the sockets once per loop iteration, before the
+     * loop waits again (proxy.c, gw_flush_pending): the connections with
+     * bytes queued since then. */
+    uv_prepare_t flush;
+    void *dirty_clients, *dirty_ups;
     uv_mutex_t mq_lock;
     gw_msg *mq;
     sy_match_ctx *ctx;

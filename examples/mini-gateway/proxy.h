@@ -119,8 +119,9 @@ void gw_client_accept(gw_worker *w, uv_stream_t *server);
  * iteration (at once when GW_FLUSH_AT or more are queued), in one write
  * for everything queued on the connection (no copy when it goes at once).
  * Deferring the write lets one pass over the ready sockets wake the
- * backend and the clients once with everything the pass produced, instead
- * of once per write (see docs/mini-gateway.md, "Writes"). */
+ * backend and each client once with everything the pass produced, instead
+ * of once per write (a woken peer would often preempt the worker on its
+ * return from write()). */
 void gw_client_write(gw_client *c, const char *data, size_t len);
 void gw_client_flush(gw_client *c);
 /* Hand every connection's deferred output to its socket (the worker's

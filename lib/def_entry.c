@@ -522,8 +522,8 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
     size_t cap = strlen(eq + 1) + 1;
     if (cap > RAW_STACK) {
         cap = 1;
-        for (const char *p = eq + 1; *p; p++)
-            cap += *p == ',';
+        for (const char *p = eq + 1; (p = strchr(p, ',')); p++)
+            cap++;
     }
     raw_arg *raw = raw_get(a, cap, stack);
     if (!raw)

@@ -355,18 +355,155 @@ static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
     return rc;
 }
 
+/* The separator of a Path or Host predicate named by `name` (up to '='
+ * or the end), else 0. */
+static char pattern_sep(const char *name) {
+    if (strncmp(name, "Path", 4) == 0 && (name[4] == '=' || !name[4]))
+        return '/';
+    if (strncmp(name, "Host", 4) == 0 && (name[4] == '=' || !name[4]))
+        return '.';
+    return 0;
+}
+
+/* What count_text found in argument texts. */
+typedef struct text_counts {
+    size_t commas, seps, braces;
+    size_t rooted; /* list items that start with '/' (after blanks) */
+} text_counts;
+
+/* Characters count_text looks at: list separators and what patterns
+ * hold per element or variable. */
+static const unsigned char marked[256] = {
+    [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1};
+
+static bool item_rooted(const char *s) {
+    while (*s == ' ')
+        s++;
+    return *s == '/';
+}
+
+/* One pass over an argument text: its ',' (list items) and, for a
+ * pattern predicate (`sep` not 0), its `sep` and '{' characters and the
+ * items that start with '/'; returns its length. */
+static size_t count_text(const char *s, char sep, text_counts *tc) {
+    const char *p = s;
+    if (!sep) { /* the list items only */
+        while ((p = strchr(p, ',')))
+            tc->commas++, p++;
+        return strlen(s);
+    }
+    tc->rooted += item_rooted(s);
+    for (; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (!marked[c])
+            continue;
+        if (c == ',') {
+            tc->commas++;
+            tc->rooted += item_rooted(p + 1);
+        }
+        tc->seps += c == (unsigned char)sep;
+        tc->braces += c == '{';
+    }
+    return (size_t)(p - s);
+}
+
+/* What a predicate adds to the fixed share per entry: an argument
+ * (sy_kv) per value past the first, its compiled patterns (one per list
+ * item: more than there are otherwise) and, for a shortcut, the text it
+ * keeps (*text: its arguments; a compiled Header, Query, Cookie or Weight
+ * keeps a name too, patterns borrow theirs). */
+static size_t predicate_estimate(const cJSON *c, size_t *text) {
+    char sep;
+    text_counts tc = {0, 0, 0, 0};
+    if (cJSON_IsString(c)) {
+        const char *eq = strchr(c->valuestring, '=');
+        sep = pattern_sep(c->valuestring);
+        size_t len = count_text(eq ? eq + 1 : c->valuestring, sep, &tc);
+        *text += (sep ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
+        return tc.commas * sizeof(sy_kv) +
+               (sep ? sy_pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
+                                           tc.braces, sep == '.')
+                    : 0);
+    }
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "args");
+    sep = cJSON_IsString(name) ? pattern_sep(name->valuestring) : 0;
+    size_t values = 0;
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
+        if (cJSON_IsString(a) || cJSON_IsNumber(a) || cJSON_IsBool(a))
+            values++;
+        if (cJSON_IsString(a))
+            count_text(a->valuestring, sep, &tc);
+        for (const cJSON *v = cJSON_IsArray(a) ? a->child : NULL; v;
+             v = v->next) {
+            values++;
+            if (cJSON_IsString(v))
+                count_text(v->valuestring, sep, &tc);
+        }
+    }
+    size_t n = values > 1 ? (values - 1) * sizeof(sy_kv) : 0;
+    if (sep)
+        n += sy_pattern_bytes_max(values + tc.commas, tc.rooted, tc.seps,
+                                  tc.braces, sep == '.');
+    return n;
+}
+
+/* The strings a compiled filter keeps in the route's arena, about: its
+ * arguments reworked (twice their text at most: a rewrite's pattern and
+ * replacement), its name. */
+static size_t filter_estimate(const cJSON *c) {
+    if (cJSON_IsString(c))
+        return 2 * (strlen(c->valuestring) + 4);
+    size_t n = 16;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+    if (cJSON_IsString(name))
+        n += strlen(name->valuestring) + 1;
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "args");
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
+        size_t k = a->string ? strlen(a->string) + 2 : 2;
+        if (cJSON_IsString(a))
+            n += 2 * (k + strlen(a->valuestring));
+        for (const cJSON *v = cJSON_IsArray(a) ? a->child : NULL; v;
+             v = v->next)
+            if (cJSON_IsString(v))
+                n += 2 * (k + strlen(v->valuestring));
+    }
+    return n;
+}
+
 /* What a route built from `obj` will hold in its arena, about: its text
  * (ids, values and the uri's parts are copied from it: fewer bytes than
- * its JSON spelling) and per predicate and filter its entry, args,
- * compiled object and slot. A route that holds more gets another chunk. */
+ * its JSON spelling), per predicate and filter its entry, args, compiled
+ * object and slot, and the compiled patterns of Path and Host predicates.
+ * A route that holds more gets another chunk. */
 static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
-    size_t n = ctx->text_len ? ctx->text_len : 256;
-    if (cJSON_IsArray(f->predicates))
-        n += (size_t)cJSON_GetArraySize(f->predicates) *
-             (sizeof(sy_def_entry) + 32 + 8 + SY_PRED_OBJECT_BYTES);
-    if (cJSON_IsArray(f->filters))
-        n += (size_t)cJSON_GetArraySize(f->filters) *
-             (sizeof(sy_def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES);
+    size_t json = ctx->text_len ? ctx->text_len : 256;
+    /* the text: for the common route of an id, a uri and shortcut
+     * predicates, from the strings themselves (the id, the uri and its
+     * host or authority, the predicates' texts); else the JSON text's
+     * length, which holds all of them */
+    bool simple = !f->filters && !f->metadata && cJSON_IsString(f->id) &&
+                  cJSON_IsString(f->uri) &&
+                  (!f->predicates || cJSON_IsArray(f->predicates));
+    size_t text = 0, n = 0;
+    if (simple) {
+        const char *uri = f->uri->valuestring, *slashes = strstr(uri, "//");
+        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 +
+               (slashes ? strcspn(slashes + 2, "/?#") : strlen(uri)) + 8;
+    }
+    if (cJSON_IsArray(f->predicates)) {
+        for (const cJSON *c = f->predicates->child; c; c = c->next) {
+            simple = simple && cJSON_IsString(c);
+            n += sizeof(sy_def_entry) + 16 + 8 + SY_PRED_OBJECT_BYTES +
+                 predicate_estimate(c, &text);
+        }
+    }
+    n += simple && text < json ? text : json;
+    if (cJSON_IsArray(f->filters)) {
+        for (const cJSON *c = f->filters->child; c; c = c->next)
+            n += sizeof(sy_def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES +
+                 filter_estimate(c);
+    }
     return n;
 }
 

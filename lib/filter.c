@@ -21,6 +21,7 @@ typedef struct sy_fc {
     const char *path; /* the entry's JSON path */
     sy_filter *f;
     sy_error *err;
+    sy_arena *ar; /* for its strings: the route's, else f->arena */
 } sy_fc;
 
 /* ---- small helpers ---- */
@@ -40,7 +41,7 @@ static int oom(sy_fc *c) {
 }
 
 static bool keep(sy_fc *c, const char *s, sy_str *out) {
-    char *p = sy_arena_strdup(&c->f->arena, s ? s : "");
+    char *p = sy_arena_strdup(c->ar, s ? s : "");
     if (!p)
         return false;
     out->ptr = p;
@@ -149,8 +150,8 @@ static int translate_replacement(sy_fc *c, const char *field, const char *java,
                                  const pcre2_code *re, sy_str *out) {
     size_t n = strlen(java);
     /* at most: each byte -> "$$", each "$d" -> "${d}" */
-    char *pre = sy_arena_alloc(&c->f->arena, n + 1);
-    char *dst = sy_arena_alloc(&c->f->arena, 2 * n + 16);
+    char *pre = sy_arena_alloc(c->ar, n + 1);
+    char *dst = sy_arena_alloc(c->ar, 2 * n + 16);
     if (!pre || !dst)
         return oom(c);
     size_t m = 0;
@@ -244,7 +245,7 @@ static int compile_headers_if_not_present(sy_fc *c) {
     if (n == 0)
         return fail(c, SY_EMISSING, "headers", "%smissing required argument",
                     NULL);
-    c->f->items = sy_arena_alloc(&c->f->arena, n * sizeof(sy_header));
+    c->f->items = sy_arena_alloc(c->ar, n * sizeof(sy_header));
     if (!c->f->items)
         return oom(c);
     for (size_t i = 0; i < e->arg_count; i++) {
@@ -256,8 +257,8 @@ static int compile_headers_if_not_present(sy_fc *c) {
             return fail(c, SY_EARG, "headers",
                         "expected Name:Value, got \"%s\"", kv);
         sy_header *h = &c->f->items[c->f->item_count++];
-        char *name = sy_arena_strndup(&c->f->arena, kv, (size_t)(colon - kv));
-        char *value = sy_arena_strdup(&c->f->arena, colon + 1);
+        char *name = sy_arena_strndup(c->ar, kv, (size_t)(colon - kv));
+        char *value = sy_arena_strdup(c->ar, colon + 1);
         if (!name || !value)
             return oom(c);
         h->name = (sy_str){name, strlen(name)};
@@ -335,15 +336,15 @@ static int make_entry(sy_fc *c, bool defaults) {
         for (size_t i = 0; i < spec->field_count; i++)
             if (spec->fields[i].dflt && !sy_def_arg(e, spec->fields[i].name))
                 extra++;
-    sy_kv *args = sy_arena_alloc(&c->f->arena,
-                                 (e->arg_count + extra + 1) * sizeof(sy_kv));
-    char *name = sy_arena_strdup(&c->f->arena, e->name ? e->name : "");
+    sy_kv *args =
+        sy_arena_alloc(c->ar, (e->arg_count + extra + 1) * sizeof(sy_kv));
+    char *name = sy_arena_strdup(c->ar, e->name ? e->name : "");
     if (!args || !name)
         return oom(c);
     size_t n = 0;
     for (size_t i = 0; i < e->arg_count; i++) {
-        args[n].key = sy_arena_strdup(&c->f->arena, e->args[i].key);
-        args[n].value = sy_arena_strdup(&c->f->arena, e->args[i].value);
+        args[n].key = sy_arena_strdup(c->ar, e->args[i].key);
+        args[n].value = sy_arena_strdup(c->ar, e->args[i].value);
         if (!args[n].key || !args[n].value)
             return oom(c);
         n++;
@@ -506,13 +507,14 @@ int sy_filter_compile(const sy_def_entry *e, const sy_compile_env *env,
     f->in_arena = env->arena != NULL;
     f->id = e->spec ? e->spec->id : SY_HOST_FACTORY;
     f->alloc = env->alloc;
-    /* its strings are the entry's, reworked: a first chunk near their
+    /* its strings are the entry's, reworked: in the route's arena when
+     * there is one (no block of its own), else a first chunk near their
      * size (a filter's arena used to start at 256 bytes whatever it held) */
     size_t text = 64;
-    for (size_t i = 0; i < e->arg_count; i++)
+    for (size_t i = 0; !env->arena && i < e->arg_count; i++)
         text += 2 * (strlen(e->args[i].key) + strlen(e->args[i].value) + 2);
     sy_arena_init(&f->arena, env->alloc, text < 256 ? text : 256);
-    sy_fc c = {e, path, f, err};
+    sy_fc c = {e, path, f, err, env->arena ? env->arena : &f->arena};
     int rc = compile_kind(&c);
     if (rc) {
         sy_filter_free(f, env->alloc);

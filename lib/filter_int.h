@@ -45,7 +45,8 @@
  *   Retry, RequestRateLimiter,              entry
  *   CircuitBreaker, host filters
  *
- * Every string is NUL-terminated and lives in `arena`.
+ * Every string is NUL-terminated and lives in its route's arena, or in
+ * `arena` for a filter compiled without one.
  */
 struct sy_filter {
     sy_builtin id; /* a SY_F_* value, or SY_HOST_FACTORY */

@@ -11,12 +11,40 @@
  * Regexes are compiled through regex.c, anchored at both ends (never at
  * match time, which would turn the JIT off), JIT-compiled, and matched with
  * a match context that caps backtracking. Matching only reads the pattern.
+ * A route's patterns are compiled into its arena (sy_pattern_compile_in):
+ * no allocation of their own unless they hold regexes.
  */
 #include "pattern_int.h"
 
 #include "budget.h"
 
 #include <stdio.h>
+
+/* Byte classes for the scans of a pattern's text. */
+enum { C_SLASH = 1, C_DOT = 2, C_BRACE = 4, C_GLOB = 8 };
+static const unsigned char cls[256] = {
+    ['/'] = C_SLASH, ['.'] = C_DOT,  ['{'] = C_BRACE | C_GLOB,
+    ['}'] = C_GLOB,  ['?'] = C_GLOB, ['*'] = C_GLOB,
+};
+
+/* Separators ('/' or '.'), '{' and glob characters of src[0, len). */
+static void count_classes(const char *src, size_t len, bool host, size_t *nsep,
+                          size_t *nbrace, size_t *nglob) {
+    unsigned sep = host ? C_DOT : C_SLASH;
+    size_t ns = 0, nb = 0, ng = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned c = cls[(unsigned char)src[i]];
+        if (!c)
+            continue;
+        ns += (c & sep) != 0;
+        nb += (c & C_BRACE) != 0;
+        ng += (c & C_GLOB) != 0;
+    }
+    *nsep = ns;
+    *nbrace = nb;
+    if (nglob)
+        *nglob = ng;
+}
 
 int sy_pat_error(sy_error *err, int code, size_t off, const char *msg) {
     sy_error_set(err, code, "", "%s", msg);
@@ -105,7 +133,7 @@ int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
             return sy_pat_error(err, SY_EPATTERN, t[i].roff, no_groups_msg);
     }
     sy_buf b;
-    sy_buf_init(&b, &p->a);
+    sy_buf_init(&b, env->a);
     for (size_t i = 0; i < nt; i++) {
         switch (t[i].kind) {
         case T_LIT: put_literal(&b, s + t[i].off, t[i].len); break;
@@ -236,7 +264,7 @@ static int add_multi(sy_pattern *p, size_t off, const sy_str *name,
                      sy_error *err) {
     sy_pelem *el = &p->elems[p->n];
     el->kind = PE_MULTI;
-    el->offset = off;
+    el->offset = (uint32_t)off;
     el->var = p->nvars;
     if (name) {
         int rc = sy_pat_add_var(p, *name, off, true, err);
@@ -268,7 +296,7 @@ static int scan_segment(const sy_pattern *p, size_t len, size_t s0, tok *t,
             j++;
         } else {
             size_t b = j;
-            while (j < len && !strchr("/{}?*", s[j]))
+            while (j < len && !(cls[(unsigned char)s[j]] & (C_SLASH | C_GLOB)))
                 j++;
             t[n++] = (tok){T_LIT, b, j - b, 0, 0, 0, 0};
         }
@@ -298,7 +326,7 @@ static int segment(sy_pattern *p, sy_re_env *env, tok *t, size_t nt, size_t s0,
         if (t[i].kind == T_VAR && t[i].nlen == 0)
             t[i].kind = T_LIT;
     sy_pelem *el = &p->elems[p->n++];
-    el->offset = s0;
+    el->offset = (uint32_t)s0;
     el->var = p->nvars;
     for (size_t i = 0; i < nt; i++)
         if (t[i].kind == T_VAR || t[i].kind == T_RVAR) {
@@ -313,7 +341,7 @@ static int segment(sy_pattern *p, sy_re_env *env, tok *t, size_t nt, size_t s0,
         lit = lit && t[i].kind == T_LIT;
     if (lit) {
         el->kind = PE_LITERAL;
-        el->lit = (sy_str){s + s0, e - s0};
+        el->len = (uint32_t)(e - s0);
         return SY_OK;
     }
     return sy_pat_compile_glob(p, env, el, t, nt, err);
@@ -339,49 +367,93 @@ static int parse_path(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
     for (size_t k = 0; k < p->n; k++) {
         if (p->elems[k].kind != PE_MULTI)
             continue;
-        if (p->multi != SY_NONE)
+        if (p->multi != PE_NONE)
             return sy_pat_error(err, SY_EPATTERN, p->elems[k].offset,
                                 "at most one ** or {*name} per pattern");
         if (k != 0 && k != p->n - 1)
             return sy_pat_error(err, SY_EPATTERN, p->elems[k].offset,
                                 "** and {*name} may only stand first or "
                                 "last");
-        p->multi = k;
+        p->multi = (uint32_t)k;
     }
     return SY_OK;
 }
 
-static int compile(const sy_alloc *a, const char *src, bool host,
+/* A path without '{', '}', '?' or '*' (nor, then, "**"): every segment
+ * is literal text, split on '/' as parse_path splits it. */
+static void parse_literal_path(sy_pattern *p, size_t len) {
+    const char *s = p->src;
+    p->rooted = len > 0 && s[0] == '/';
+    if (len == 0)
+        return;
+    for (size_t i = p->rooted ? 1 : 0;;) {
+        const char *q = memchr(s + i, '/', len - i);
+        size_t e = q ? (size_t)(q - s) : len;
+        sy_pelem *el = &p->elems[p->n++];
+        el->kind = PE_LITERAL;
+        el->offset = (uint32_t)i;
+        el->len = (uint32_t)(e - i);
+        if (!q)
+            return;
+        i = e + 1;
+    }
+}
+
+/* Tokens of one segment fit here for patterns shorter than this. */
+#define SMALL_TOKENS 32
+
+static int compile(const sy_alloc *a, sy_arena *ar, const char *src, bool host,
                    sy_pattern **out, sy_error *err) {
     *out = NULL;
     if (!src)
         return sy_error_set(err, SY_EINVAL, "", "no pattern");
-    /* elements: one per separator + 1, and a host's two virtual labels */
-    size_t len = strlen(src), nseg = 3, nbrace = 1;
-    for (size_t i = 0; i < len; i++) {
-        nseg += src[i] == (host ? '.' : '/');
-        nbrace += src[i] == '{';
+    /* elements: a path has one per '/' (and one more without a leading
+     * '/'), a host at most one per label and two virtual ones */
+    size_t len = strlen(src), nsep = 0, nbrace = 0, nglob = 0;
+    if (len > SY_PATTERN_MAX)
+        return sy_pat_error(err, SY_EPATTERN, SY_PATTERN_MAX,
+                            "pattern too long");
+    count_classes(src, len, host, &nsep, &nbrace, &nglob);
+    size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
+    /* one piece: the pattern, its elements and variable names (and, in
+     * a block of its own, the allocator copy and the source), so
+     * matching touches adjacent memory (see pattern_int.h) */
+    size_t text =
+        sizeof(sy_pattern) + nelem * sizeof(sy_pelem) + nbrace * sizeof(sy_str);
+    sy_pattern *p;
+    if (ar) {
+        if (!(p = sy_arena_alloc(ar, text)))
+            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        memset(p, 0, text);
+        p->in_arena = true;
+    } else {
+        sy_alloc *copy = sy_malloc(a, sizeof *copy + text + len + 1);
+        if (!copy)
+            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        *copy = *a; /* PCRE2 keeps a pointer to it */
+        a = copy;
+        p = (sy_pattern *)(void *)(copy + 1);
+        memset(p, 0, text);
     }
-    /* one block: the pattern, its elements, variable names and source,
-     * so matching touches adjacent memory */
-    if (nseg > SIZE_MAX / 4 / sizeof(sy_pelem) ||
-        nbrace > SIZE_MAX / 4 / sizeof(sy_str))
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    size_t size = sizeof(sy_pattern) + nseg * sizeof(sy_pelem) +
-                  nbrace * sizeof(sy_str) + len + 1;
-    sy_pattern *p = sy_calloc(a, 1, size);
-    if (!p)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    p->a = *a;
-    a = &p->a;
     p->host = host;
-    p->multi = SY_NONE;
+    p->multi = PE_NONE;
     p->max_groups = 1;
-    p->elems = (sy_pelem *)(void *)(p + 1);
-    p->vars = (sy_str *)(void *)(p->elems + nseg);
-    p->src = (char *)(p->vars + nbrace);
-    memcpy(p->src, src, len);
-    tok *t = sy_calloc(a, len + 1, sizeof *t);
+    p->vars = (sy_str *)(void *)(p->elems + nelem);
+    if (ar) {
+        p->src = src;
+    } else {
+        char *copy = (char *)(p->vars + nbrace);
+        memcpy(copy, src, len + 1);
+        p->src = copy;
+    }
+    if (!host && nglob == 0) {
+        parse_literal_path(p, len);
+        *out = p;
+        return SY_OK;
+    }
+    /* scratch for the tokens of one segment (at most one per byte) */
+    tok small[SMALL_TOKENS];
+    tok *t = len < SMALL_TOKENS ? small : sy_malloc(a, (len + 1) * sizeof *t);
     sy_re_env env;
     sy_re_env_init(&env, a, SY_RE_MATCH_LIMIT, SY_RE_DEPTH_LIMIT);
     int rc;
@@ -390,7 +462,8 @@ static int compile(const sy_alloc *a, const char *src, bool host,
     else
         rc = host ? sy_pat_parse_host(p, &env, t, err)
                   : parse_path(p, &env, t, err);
-    sy_free(a, t);
+    if (t != small)
+        sy_free(a, t);
     sy_re_env_done(&env, rc == SY_OK);
     if (rc) {
         sy_pattern_free(p);
@@ -403,23 +476,42 @@ static int compile(const sy_alloc *a, const char *src, bool host,
 
 int sy_pattern_compile_path(const sy_alloc *a, const char *src,
                             sy_pattern **out, sy_error *err) {
-    return compile(a, src, false, out, err);
+    return compile(a, NULL, src, false, out, err);
 }
 
 int sy_pattern_compile_host(const sy_alloc *a, const char *src,
                             sy_pattern **out, sy_error *err) {
-    return compile(a, src, true, out, err);
+    return compile(a, NULL, src, true, out, err);
+}
+
+int sy_pattern_compile_in(const sy_alloc *a, sy_arena *ar, const char *src,
+                          bool host, sy_pattern **out, sy_error *err) {
+    return compile(a, ar, src, host, out, err);
+}
+
+size_t sy_pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
+                            size_t nbrace, bool host) {
+    /* a path has one element per '/', and one more without a leading '/';
+     * a host at most three more than its '.' (see compile) */
+    size_t nelem =
+        host ? nsep + 3 * npatterns
+             : nsep + npatterns - (rooted < npatterns ? rooted : npatterns);
+    return npatterns * (sizeof(sy_pattern) + 15) + nelem * sizeof(sy_pelem) +
+           nbrace * sizeof(sy_str);
 }
 
 void sy_pattern_free(sy_pattern *p) {
     if (!p)
         return;
-    if (p->elems)
-        for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < p->n; i++)
+        if (p->elems[i].kind == PE_REGEX)
             pcre2_code_free(p->elems[i].re);
     pcre2_match_context_free(p->mctx);
-    sy_alloc a = p->a;
-    sy_free(&a, p); /* elements, names and source live in the same block */
+    if (p->in_arena)
+        return; /* elements, names and source: the arena's */
+    sy_alloc *copy = (sy_alloc *)(void *)p - 1;
+    sy_alloc a = *copy;
+    sy_free(&a, copy); /* the pattern, elements, names and source */
 }
 
 uint32_t sy_pattern_max_groups(const sy_pattern *p) {
@@ -444,10 +536,11 @@ static void put_cap(sy_capture *caps, size_t *nc, sy_str name, sy_str v) {
 bool sy_pat_elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
                        bool last, sy_capture *caps, size_t *nc,
                        pcre2_match_data *md) {
-    switch (el->kind) {
+    switch ((pe_kind)el->kind) {
     case PE_LITERAL:
-        return seg.len == el->lit.len &&
-               (seg.len == 0 || memcmp(seg.ptr, el->lit.ptr, seg.len) == 0);
+        return seg.len == el->len &&
+               (seg.len == 0 ||
+                memcmp(seg.ptr, p->src + el->offset, seg.len) == 0);
     case PE_STAR: return seg.len > 0 || last;
     case PE_VAR:
         if (seg.len == 0)
@@ -516,7 +609,7 @@ static bool match_core(const sy_pattern *p, const sy_segments *segs,
                        size_t count, sy_capture *caps, size_t *ncaps,
                        pcre2_match_data *md, sy_arena *scratch) {
     size_t n = p->n, nc = *ncaps;
-    if (p->multi == SY_NONE) {
+    if (p->multi == PE_NONE) {
         /* Spring: a last regex element without variables that matches ""
          * also takes a separator that ends the path (pattern "/" + "****"
          * matches "//"): one more, empty, segment. */
@@ -597,7 +690,7 @@ sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i) {
     const sy_pelem *el = &p->elems[i];
     /* see SY_SEG_REST; a host's virtual labels lie outside [first, last) */
     if (p->host ? i >= p->last && el->kind == PE_MULTI
-                : i + 1 == p->n && p->multi == SY_NONE &&
+                : i + 1 == p->n && p->multi == PE_NONE &&
                       el->kind == PE_REGEX && !el->nvars)
         return SY_SEG_REST;
     switch (el->kind) {
@@ -608,9 +701,10 @@ sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i) {
 }
 
 sy_str sy_pattern_literal(const sy_pattern *p, size_t i) {
-    if (p->elems[i].kind != PE_LITERAL)
+    const sy_pelem *el = &p->elems[i];
+    if (el->kind != PE_LITERAL)
         return (sy_str){"", 0};
-    return p->elems[i].lit;
+    return (sy_str){p->src + el->offset, el->len};
 }
 
 sy_str sy_pattern_segment_var(const sy_pattern *p, size_t i) {

@@ -70,7 +70,22 @@ int sy_pattern_compile_path(const sy_alloc *a, const char *src,
  * (SY_EREGEX), capturing groups in a regex or {*name} (SY_EPATTERN). */
 int sy_pattern_compile_host(const sy_alloc *a, const char *src,
                             sy_pattern **out, sy_error *err);
+/* Either compile, with the pattern placed in `ar` (a route's arena: it
+ * must outlive the pattern, and so must `a`, which allocates its regexes,
+ * and `src`, which the pattern keeps) instead of a block of its own; ar
+ * NULL: as the two above. */
+int sy_pattern_compile_in(const sy_alloc *a, sy_arena *ar, const char *src,
+                          bool host, sy_pattern **out, sy_error *err);
+/* What sy_pattern_compile_in takes from an arena at most, alignment
+ * included, for `npatterns` patterns whose texts hold `nsep` separators
+ * ('/' for paths, '.' for hosts) and `nbrace` '{' in all, `rooted` of
+ * them paths that start with '/': for sizing the arena. */
+size_t sy_pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
+                            size_t nbrace, bool host);
+/* Frees its regexes, and its memory unless an arena holds it. */
 void sy_pattern_free(sy_pattern *p);
+/* Longest pattern text compiled (offsets are 32-bit). */
+#define SY_PATTERN_MAX ((size_t)UINT32_MAX / 2)
 
 /* Largest number of capture groups of any regex in the pattern + 1 and of
  * captures, so the caller can size match data and capture arrays. */

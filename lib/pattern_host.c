@@ -106,9 +106,9 @@ static int scan_label(const sy_pattern *p, size_t b, size_t e, tok *t,
 static void add_literal(sy_pattern *p, size_t off, sy_str text) {
     sy_pelem *el = &p->elems[p->n++];
     el->kind = PE_LITERAL;
-    el->offset = off;
+    el->offset = (uint32_t)off;
     el->var = p->nvars;
-    el->lit = text;
+    el->len = (uint32_t)text.len; /* the text is src[off, off + len) */
 }
 
 /* One label src[b, e) of a host pattern. */

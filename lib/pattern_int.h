@@ -16,31 +16,48 @@ typedef enum pe_kind {
     PE_MULTI    /* "**" or "{*name}" */
 } pe_kind;
 
+/* One element: 24 bytes. Offsets and lengths are 32-bit (a pattern is
+ * at most SY_PATTERN_MAX bytes). */
 typedef struct sy_pelem {
-    pe_kind kind;
-    bool whole;     /* PE_REGEX from "{name:regex}" alone: capture = segment */
-    uint32_t var;   /* index of the element's first variable in vars[] */
-    uint32_t nvars; /* PE_REGEX (mixed): variable i is group i + 1 */
-    sy_str lit;     /* PE_LITERAL text, into src */
-    size_t offset;  /* of the segment in src */
-    pcre2_code *re;
+    uint8_t kind;    /* pe_kind */
+    bool whole;      /* PE_REGEX from "{name:regex}" alone: capture = segment */
+    uint32_t var;    /* index of the element's first variable in vars[] */
+    uint32_t nvars;  /* PE_REGEX (mixed): variable i is group i + 1 */
+    uint32_t offset; /* of the segment in src */
+    union {
+        uint32_t len;   /* PE_LITERAL: the text is src[offset, +len) */
+        pcre2_code *re; /* PE_REGEX */
+    };
 } sy_pelem;
 
+/* "no PE_MULTI element" */
+#define PE_NONE UINT32_MAX
+
+/*
+ * A compiled pattern is one piece of memory: this header, the elements,
+ * the variable names and the source text, after a copy of the allocator
+ * for a pattern in its own block. A pattern compiled into an arena (a
+ * route's) takes no allocation of its own unless it has regexes, and
+ * borrows its source (the route's argument text, in the same arena).
+ *
+ *   own block: [sy_alloc 32][sy_pattern 56][elems: 24 each][vars: 16
+ * each][src\0] in arena:              [sy_pattern 56][elems: 24 each][vars: 16
+ * each]
+ */
 struct sy_pattern {
-    sy_alloc a; /* a copy: PCRE2 keeps a pointer to it */
-    char *src;
+    const char *src; /* in the block, or (in an arena) the caller's */
+    sy_str *vars;    /* names, into src */
+    pcre2_match_context *mctx;
+    uint32_t n;
+    uint32_t first, last; /* host: real labels are elems[first, last) */
+    uint32_t multi;       /* path: index of the PE_MULTI element, or PE_NONE */
+    uint32_t nvars;
+    uint32_t max_groups;
     bool host;
     bool rooted;      /* path: starts with '/' */
     bool lead, trail; /* host: starts / ends with '.' (Ant compares both) */
-    size_t first;     /* host: real labels are elems[first, last) */
-    size_t last;
-    size_t n;
-    sy_pelem *elems;
-    size_t multi; /* path: index of the PE_MULTI element, or SY_NONE */
-    uint32_t nvars;
-    sy_str *vars; /* names, into src */
-    uint32_t max_groups;
-    pcre2_match_context *mctx;
+    bool in_arena;    /* the memory is an arena's: not freed with it */
+    sy_pelem elems[];
 };
 
 /* One piece of a segment (path) or label (host) being compiled. */

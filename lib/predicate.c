@@ -126,7 +126,7 @@ static int compile_patterns(sy_pred *p, const sy_def_entry *e,
     if (n == 0)
         return fail(err, SY_EMISSING, path, "patterns", 0,
                     "at least one pattern is required");
-    p->pats = obj_calloc(env, n, sizeof *p->pats);
+    p->pats = n == 1 ? &p->one : obj_calloc(env, n, sizeof *p->pats);
     if (!p->pats)
         return fail_nomem(err, path);
     for (size_t i = 0; i < e->arg_count; i++) {
@@ -135,8 +135,9 @@ static int compile_patterns(sy_pred *p, const sy_def_entry *e,
         const char *v = e->args[i].value;
         sy_error local = {0};
         sy_pattern *pat = NULL;
-        int rc = host ? sy_pattern_compile_host(env->alloc, v, &pat, &local)
-                      : sy_pattern_compile_path(env->alloc, v, &pat, &local);
+        /* in the route's arena when there is one: no block of its own */
+        int rc = sy_pattern_compile_in(env->alloc, env->arena, v, host, &pat,
+                                       &local);
         if (rc)
             return refile(err, rc, &local, path, "patterns", v);
         p->pats[p->npats++] = pat;
@@ -415,7 +416,7 @@ void sy_pred_free(sy_pred *p, const sy_alloc *a) {
     case SY_PK_HOST:
         for (size_t i = 0; i < p->npats; i++)
             sy_pattern_free(p->pats[i]);
-        if (!p->in_arena)
+        if (!p->in_arena && p->pats != &p->one)
             sy_free(a, p->pats);
         break;
     case SY_PK_METHOD:

@@ -17,9 +17,10 @@ struct sy_pred {
     uint32_t max_groups, var_count;
     /* what each kind holds (a predicate is one kind: they overlap) */
     union {
-        struct { /* Path, Host */
-            sy_pattern **pats;
+        struct {               /* Path, Host */
+            sy_pattern **pats; /* &one when there is one pattern */
             size_t npats;
+            sy_pattern *one;
         };
         struct { /* Method: standard ones in the mask, others listed */
             uint32_t mask;

@@ -124,6 +124,22 @@ static bool grow(const sy_alloc *a, void **arr, size_t *cap, size_t count,
     return true;
 }
 
+/* Room for one more entry in an array of `elem`-sized entries, and the
+ * copies of its name and shortcut fields it will own. */
+static int new_entry(sy_registry *reg, void **arr, size_t *cap, size_t count,
+                     size_t elem, const char *name, const char *const *fields,
+                     char **name_out, const char *const **fields_out,
+                     sy_error *err) {
+    if (!grow(&reg->alloc, arr, cap, count, elem))
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    *name_out = sy_strdup(&reg->alloc, name);
+    if (!*name_out || copy_fields(&reg->alloc, fields, fields_out)) {
+        sy_free(&reg->alloc, *name_out);
+        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    return SY_OK;
+}
+
 int sy_registry_add_predicate(sy_registry *reg, const char *name,
                               const sy_predicate_factory *f, sy_error *err) {
     int rc = check_name(reg, SY_FACTORY_PREDICATE, name, err);
@@ -133,18 +149,17 @@ int sy_registry_add_predicate(sy_registry *reg, const char *name,
         return sy_error_set(err, SY_EINVAL, "",
                             "predicate factory '%s' needs compile and test",
                             name);
-    if (!grow(&reg->alloc, (void **)&reg->preds, &reg->pred_cap,
-              reg->pred_count, sizeof *reg->preds))
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    sy_reg_pred *e = &reg->preds[reg->pred_count];
+    char *copy;
+    const char *const *fields;
+    rc = new_entry(reg, (void **)&reg->preds, &reg->pred_cap, reg->pred_count,
+                   sizeof *reg->preds, name, f->shortcut_fields, &copy, &fields,
+                   err);
+    if (rc)
+        return rc;
+    sy_reg_pred *e = &reg->preds[reg->pred_count++];
     e->f = *f;
-    e->name = sy_strdup(&reg->alloc, name);
-    if (!e->name ||
-        copy_fields(&reg->alloc, f->shortcut_fields, &e->f.shortcut_fields)) {
-        sy_free(&reg->alloc, e->name);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    }
-    reg->pred_count++;
+    e->name = copy;
+    e->f.shortcut_fields = fields;
     return SY_OK;
 }
 
@@ -155,18 +170,17 @@ int sy_registry_add_filter(sy_registry *reg, const char *name,
         return rc;
     if (!f)
         return sy_error_set(err, SY_EINVAL, "", "filter factory required");
-    if (!grow(&reg->alloc, (void **)&reg->filters, &reg->filter_cap,
-              reg->filter_count, sizeof *reg->filters))
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    sy_reg_filter *e = &reg->filters[reg->filter_count];
+    char *copy;
+    const char *const *fields;
+    rc = new_entry(reg, (void **)&reg->filters, &reg->filter_cap,
+                   reg->filter_count, sizeof *reg->filters, name,
+                   f->shortcut_fields, &copy, &fields, err);
+    if (rc)
+        return rc;
+    sy_reg_filter *e = &reg->filters[reg->filter_count++];
     e->f = *f;
-    e->name = sy_strdup(&reg->alloc, name);
-    if (!e->name ||
-        copy_fields(&reg->alloc, f->shortcut_fields, &e->f.shortcut_fields)) {
-        sy_free(&reg->alloc, e->name);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    }
-    reg->filter_count++;
+    e->name = copy;
+    e->f.shortcut_fields = fields;
     return SY_OK;
 }
 

@@ -11,6 +11,15 @@
 
 #include <stdio.h>
 
+/* The settings of a route whose metadata sets no selection key: [1] for
+ * lb:ws:// and lb:wss:// uris. */
+static const sy_route_select select_defaults[2] = {
+    {"version", NULL, NULL, NULL, NULL, (int8_t)SY_VERSION_FALLBACK_NONE,
+     (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, false},
+    {"version", NULL, NULL, NULL, NULL, (int8_t)SY_VERSION_FALLBACK_NONE,
+     (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, true},
+};
+
 /* A route, the allocator it owns and, in the same block, the first chunk
  * of its arena (sized by the caller's estimate of what the route holds:
  * its strings, entries and compiled objects), so a route is usually one
@@ -58,6 +67,7 @@ struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
     r->literal_path = -1;
     r->literal_host = -1;
     r->key = UINT32_MAX;
+    r->select = &select_defaults[0];
     return r;
 }
 
@@ -262,43 +272,44 @@ size_t sy_route_check_select(const struct sy_route *r, const char *path,
 
 /* Selection settings from the metadata, so selection reads no strings.
  * Values were checked at parse (sy_route_check_select); an unknown one
- * here (a route built around the parser) keeps the default. */
-static void read_select(struct sy_route *r) {
+ * here (a route built around the parser) keeps the default. False: out
+ * of memory (r->select is then the defaults). */
+static bool read_select(struct sy_route *r) {
     const char *v;
-    if (!r->metadata_count) { /* the defaults, without seven lookups */
-        r->select.version_header = "version";
-        r->select.untagged = SY_UNTAGGED_LATEST;
-        r->select.default_version = NULL;
-        r->select.hash_header = r->select.hash_cookie = r->select.zone = NULL;
-        r->select.fallback = (int8_t)SY_VERSION_FALLBACK_NONE;
-        r->select.policy = (int8_t)SY_LB_ROUND_ROBIN;
-        r->select.websocket = strncmp(r->uri, "lb:ws", 5) == 0;
-        return;
-    }
-    r->select.version_header =
+    bool ws = strncmp(r->uri, "lb:ws", 5) == 0;
+    r->select = &select_defaults[ws];
+    bool any = false; /* the defaults, without seven lookups */
+    for (size_t i = 0; i < r->metadata_count && !any; i++)
+        any = sy_route_is_select_key(r->metadata[i].key);
+    if (!any)
+        return true;
+    sy_route_select *s = sy_route_calloc(r, 1, sizeof *s);
+    if (!s)
+        return false;
+    *s = select_defaults[ws];
+    s->version_header =
         (v = sy_route_metadata(r, "version-header")) ? v : "version";
-    r->select.untagged = SY_UNTAGGED_LATEST;
-    r->select.default_version = NULL;
     if ((v = sy_route_metadata(r, "version-default")) && *v) {
         if (strcmp(v, "oldest") == 0) {
-            r->select.untagged = SY_UNTAGGED_OLDEST;
+            s->untagged = SY_UNTAGGED_OLDEST;
         } else if (strcmp(v, "latest") != 0) {
-            r->select.untagged = SY_UNTAGGED_PINNED;
-            r->select.default_version = v;
+            s->untagged = SY_UNTAGGED_PINNED;
+            s->default_version = v;
         }
     }
-    r->select.hash_header = sy_route_metadata(r, "lb-hash-header");
-    r->select.hash_cookie = sy_route_metadata(r, "lb-hash-cookie");
-    r->select.zone = sy_route_metadata(r, "lb-zone");
+    s->hash_header = sy_route_metadata(r, "lb-hash-header");
+    s->hash_cookie = sy_route_metadata(r, "lb-hash-cookie");
+    s->zone = sy_route_metadata(r, "lb-zone");
     sy_version_fallback fb = SY_VERSION_FALLBACK_NONE;
     if ((v = sy_route_metadata(r, "version-fallback")))
         sy_version_fallback_parse(v, strlen(v), &fb);
     sy_lb_policy pol = SY_LB_ROUND_ROBIN;
     if ((v = sy_route_metadata(r, "lb-policy")))
         sy_lb_policy_parse(v, strlen(v), &pol);
-    r->select.fallback = (int8_t)fb;
-    r->select.policy = (int8_t)pol;
-    r->select.websocket = strncmp(r->uri, "lb:ws", 5) == 0;
+    s->fallback = (int8_t)fb;
+    s->policy = (int8_t)pol;
+    r->select = s;
+    return true;
 }
 
 int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
@@ -333,7 +344,10 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
             return rc;
         }
     }
-    read_select(r);
+    if (!read_select(r)) {
+        free_compiled(r);
+        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    }
     r->literal_path = literal_pred_index(r, SY_PK_PATH);
     r->literal_host = literal_pred_index(r, SY_PK_HOST);
     at = sy_path_join(p, sizeof p, path, "filters");

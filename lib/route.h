@@ -13,8 +13,29 @@
 struct sy_pred;
 struct sy_filter;
 
+/* Instance selection settings read from the metadata once, at compile
+ * (version-header, version-fallback, version-default, lb-policy,
+ * lb-hash-header, lb-hash-cookie, lb-zone), validated at parse by
+ * sy_route_check_select; strings point into the metadata. */
+typedef struct sy_route_select {
+    const char *version_header;                   /* "version" unless set */
+    const char *hash_header, *hash_cookie, *zone; /* or NULL */
+    const char *default_version;                  /* or NULL: see untagged */
+    int8_t fallback, policy; /* sy_version_fallback, sy_lb_policy */
+    /* requests without the version header: SY_UNTAGGED_* and, for
+     * SY_UNTAGGED_PINNED, the version they are treated as carrying
+     * (default_version) */
+    int8_t untagged;
+    bool websocket; /* lb:ws:// */
+} sy_route_select;
+
+/* Laid out without holes: most routes are simple, and 100,000 of them
+ * are held at once (docs/performance.md, memory/route). */
 struct sy_route {
-    _Atomic long refs;
+    _Atomic uint32_t refs;
+    /* Set by the router when the route first becomes live (with host_data
+     * and owner below): a small key, UINT32_MAX until live. */
+    uint32_t key;
     const sy_alloc *alloc;
     sy_arena arena; /* every string and array below */
 
@@ -55,25 +76,11 @@ struct sy_route {
     /* index of the first Path (Host) predicate when every one of its
      * patterns is all literal segments (labels): the index can prove it */
     int32_t literal_path, literal_host;
-    /* Set by the router when the route first becomes live (with host_data
-     * and owner below): a small key, UINT32_MAX until live. */
-    uint32_t key;
 
-    /* instance selection settings read from the metadata once, at compile
-     * (version-header, version-fallback, version-default, lb-policy,
-     * lb-hash-header, lb-hash-cookie, lb-zone), validated at parse by
-     * sy_route_check_select; strings point into the metadata */
-    struct {
-        const char *version_header;                   /* "version" unless set */
-        const char *hash_header, *hash_cookie, *zone; /* or NULL */
-        const char *default_version; /* or NULL: see untagged */
-        int8_t fallback, policy;     /* sy_version_fallback, sy_lb_policy */
-        /* requests without the version header: SY_UNTAGGED_* and, for
-         * SY_UNTAGGED_PINNED, the version they are treated as carrying
-         * (default_version) */
-        int8_t untagged;
-        bool websocket; /* lb:ws:// */
-    } select;
+    /* instance selection settings: shared static defaults unless the
+     * metadata sets one of the keys (then in the route's arena); never
+     * NULL */
+    const sy_route_select *select;
 
     /* compiled, parallel to predicates[] / filters[] */
     struct sy_pred **cpreds;

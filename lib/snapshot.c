@@ -87,6 +87,40 @@ static bool sort_by_key(const sy_snapshot *s, uint32_t *ids, size_t n) {
     return ok;
 }
 
+/* The changes in rank-key order (stable): a bulk list applied to an
+ * empty table in this order fills slot i with rank i, so compaction has
+ * nothing to move (compact_and_index). NULL when out of memory. */
+static uint32_t *key_order(const sy_alloc *a, const sy_route_change *changes,
+                           size_t n) {
+    keyed_slot *tmp = sy_malloc(a, n * sizeof *tmp);
+    uint32_t *order = sy_malloc(a, n * sizeof *order);
+    bool ok = tmp && order;
+    for (size_t i = 0; ok && i < n; i++)
+        tmp[i] = (keyed_slot){changes[i].key, (uint32_t)i};
+    ok =
+        ok && sy_sort_by_u64(a, tmp, n, sizeof *tmp, offsetof(keyed_slot, key));
+    for (size_t i = 0; ok && i < n; i++)
+        order[i] = tmp[i].slot;
+    sy_free(a, tmp);
+    if (!ok) {
+        sy_free(a, order);
+        return NULL;
+    }
+    return order;
+}
+
+/* Slot i holds rank i for every live route (and no dead slot is left). */
+static bool slots_in_rank_order(const sy_snapshot *s) {
+    if (s->slot_count != s->route_count)
+        return false;
+    uint32_t i = 0;
+    for (size_t k = 0; k < s->rank_nchunks; k++)
+        for (uint32_t j = 0; j < s->rank_chunks[k]->n; j++, i++)
+            if (s->rank_chunks[k]->e[j] != i)
+                return false;
+    return true;
+}
+
 static int index_over(sy_snapshot *s, const uint32_t *slots, size_t n,
                       sy_index **out) {
     sy_index_route *in = sy_malloc(s->alloc, (n ? n : 1) * sizeof *in);
@@ -274,9 +308,20 @@ static int compact_and_index(sy_snapshot *s) {
     size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
     /* fresh rank chunks, half full so later inserts rarely split */
     size_t half = SY_RANK_CHUNK_MAX / 2, nrk = (n + half - 1) / half;
+    /* slots already in rank order (a first document: see key_order): the
+     * slot chunks and the id table stay, only the rank chunks are made
+     * afresh (half full); nothing is copied and freed again */
+    bool keep = slots_in_rank_order(s);
     /* every chunk made so far is replaced (and freed) below: count only
      * the fresh ones */
     s->chunk_bytes = 0;
+    if (keep) {
+        nsk = 0;
+        for (size_t k = 0; k < s->slot_chunk_cap && s->slot_chunks[k]; k++)
+            s->chunk_bytes += sizeof(sy_slot_chunk);
+        s->chunk_bytes +=
+            ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(sy_id_chunk);
+    }
     sy_slot_chunk **sc = sy_calloc(a, nsk ? nsk : 1, sizeof *sc);
     sy_rank_chunk **rc = sy_calloc(a, nrk + 1, sizeof *rc);
     size_t *rs = sy_calloc(a, nrk + 1, sizeof *rs);
@@ -289,9 +334,11 @@ static int compact_and_index(sy_snapshot *s) {
         size_t i = 0;
         for (size_t k = 0; k < s->rank_nchunks; k++)
             for (uint32_t j = 0; j < s->rank_chunks[k]->n; j++, i++) {
-                sy_slot *d = &sc[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
-                *d = *sy_snapshot_slot(s, s->rank_chunks[k]->e[j]);
-                d->weight = NONE;
+                if (!keep) {
+                    sy_slot *d = &sc[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
+                    *d = *sy_snapshot_slot(s, s->rank_chunks[k]->e[j]);
+                    d->weight = NONE;
+                } /* else: every slot is this derive's, weight NONE */
                 sy_rank_chunk *r = rc[i / half];
                 r->e[r->n++] = (uint32_t)i;
             }
@@ -302,22 +349,27 @@ static int compact_and_index(sy_snapshot *s) {
         sy_free(a, rs);
         return SY_ENOMEM;
     }
-    sy_snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
     sy_snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
     sy_free(a, s->rank_start);
-    s->slot_chunks = sc;
-    s->slot_chunk_cap = nsk;
-    s->slot_count = (uint32_t)n;
     s->rank_chunks = rc;
     s->rank_start = rs;
     s->rank_nchunks = nrk;
-    sy_snap_rank_recount(s);
-    sy_snap_free_chunks(a, (void **)s->id_chunks,
-                        (s->id_mask >> SY_CHUNK_BITS) + 1);
-    s->id_chunks = NULL;
-    if (!sy_snap_id_alloc(s, sy_snap_id_cap_for(n)))
-        return SY_ENOMEM;
-    sy_snap_id_fill(s);
+    if (keep) {
+        sy_free(a, sc);
+        sy_snap_rank_recount(s);
+    } else {
+        sy_snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+        s->slot_chunks = sc;
+        s->slot_chunk_cap = nsk;
+        s->slot_count = (uint32_t)n;
+        sy_snap_rank_recount(s);
+        sy_snap_free_chunks(a, (void **)s->id_chunks,
+                            (s->id_mask >> SY_CHUNK_BITS) + 1);
+        s->id_chunks = NULL;
+        if (!sy_snap_id_alloc(s, sy_snap_id_cap_for(n)))
+            return SY_ENOMEM;
+        sy_snap_id_fill(s);
+    }
     uint32_t *all = sy_malloc(a, (n ? n : 1) * sizeof *all);
     if (!all)
         return SY_ENOMEM;
@@ -339,7 +391,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     *out = NULL;
     *removed_out = NULL;
     *removed_count = 0;
-    uint32_t *added = NULL;
+    uint32_t *added = NULL, *order = NULL;
     struct sy_route **removed = NULL;
     size_t added_count = 0, nremoved = 0;
     sy_snapshot *s = sy_pub_obj_alloc(a, sizeof *s);
@@ -376,10 +428,16 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             !sy_snap_list_copy(a, &s->graves[1], &base->graves[1], n))
             goto fail;
     }
+    /* a whole document onto an empty table: taken in rank order, so the
+     * slots need no compaction (compact_and_index) */
+    if (bulk && live == 0 && n > 1 && !(order = key_order(a, changes, n))) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
     rc = SY_ENOMEM; /* what a failed chunk copy below means */
     for (size_t c = 0; c < n; c++) {
-        const sy_route_change *ch = &changes[c];
-        uint64_t h = sy_snap_id_hash(ch->id);
+        const sy_route_change *ch = &changes[order ? order[c] : c];
+        uint32_t h = sy_snap_id_hash(ch->id);
         uint32_t pos;
         uint32_t old = sy_snap_id_find(s, ch->id, h, &pos);
         if (old != NONE && sy_snapshot_slot(s, old)->weight == NEW_SLOT) {
@@ -436,7 +494,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     for (size_t i = 0; i < added_count; i++) /* private chunks: no copy */
         sy_snap_slot_mut(s, added[i])->weight = NONE;
     sy_snap_rank_recount(s);
-    if (!sort_by_key(s, added, added_count))
+    /* taken in key order (key_order): already sorted */
+    if (!order && !sort_by_key(s, added, added_count))
         goto fail;
 
     /* index: the base shared, the changes in the overlay (above), a
@@ -496,6 +555,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
                (bulk && s->base ? sy_index_bytes(s->base) : 0);
     s->pub.bytes = s->bytes;
     sy_free(a, added);
+    sy_free(a, order);
     *out = s;
     *removed_out = removed;
     *removed_count = nremoved;
@@ -503,6 +563,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
 
 fail:
     sy_free(a, added);
+    sy_free(a, order);
     sy_free(a, removed);
     snapshot_free_parts(s);
     sy_pub_obj_free(a, &s->pub);

@@ -46,7 +46,7 @@ typedef struct sy_slot_list {
 } sy_slot_list;
 
 typedef struct sy_id_entry {
-    uint64_t hash;
+    uint32_t hash; /* sy_snap_id_hash */
     uint32_t slot; /* UINT32_MAX: empty */
 } sy_id_entry;
 

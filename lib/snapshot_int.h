@@ -36,10 +36,10 @@ void sy_snap_list_free(const sy_alloc *a, sy_slot_list *l);
 
 /* ---- id table ---- */
 
-uint64_t sy_snap_id_hash(const char *id);
+uint32_t sy_snap_id_hash(const char *id);
 /* The slot of `id` (hash h), or NONE; *pos: its entry or the free entry
  * where it would go. */
-uint32_t sy_snap_id_find(const sy_snapshot *s, const char *id, uint64_t h,
+uint32_t sy_snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
                          uint32_t *pos);
 bool sy_snap_id_set(sy_snapshot *s, uint32_t pos, sy_id_entry v);
 bool sy_snap_id_remove_at(sy_snapshot *s, uint32_t pos);

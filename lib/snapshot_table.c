@@ -132,8 +132,11 @@ uint64_t sy_snap_key_of(const sy_snapshot *s, uint32_t slot) {
 }
 /* ---- id table (open addressing, linear probing, chunked) ---- */
 
-uint64_t sy_snap_id_hash(const char *id) {
-    return sy_hash64(id, strlen(id), 0x1d);
+/* 32 bits: the entry's home is its low bits, the rest tells most ids
+ * that share a probe run apart before their text is compared. */
+uint32_t sy_snap_id_hash(const char *id) {
+    uint64_t h = sy_hash64(id, strlen(id), 0x1d);
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 static const sy_id_entry *id_at(const sy_snapshot *s, uint32_t i) {
@@ -150,9 +153,9 @@ static sy_id_entry *id_mut(sy_snapshot *s, uint32_t i) {
     return &c->e[i & (SY_CHUNK - 1)];
 }
 
-uint32_t sy_snap_id_find(const sy_snapshot *s, const char *id, uint64_t h,
+uint32_t sy_snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
                          uint32_t *pos) {
-    for (uint32_t i = (uint32_t)h & s->id_mask;; i = (i + 1) & s->id_mask) {
+    for (uint32_t i = h & s->id_mask;; i = (i + 1) & s->id_mask) {
         const sy_id_entry *e = id_at(s, i);
         if (e->slot == NONE) {
             *pos = i;
@@ -184,7 +187,7 @@ bool sy_snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
             j = (j + 1) & mask;
             if (id_at(s, j)->slot == NONE)
                 return true;
-            uint32_t home = (uint32_t)id_at(s, j)->hash & mask;
+            uint32_t home = id_at(s, j)->hash & mask;
             /* can entry j move to hole i? (home not in (i, j]) */
             bool between =
                 i <= j ? (home > i && home <= j) : (home > i || home <= j);
@@ -197,10 +200,12 @@ bool sy_snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
     }
 }
 
-/* Capacity for `live` ids: a power of two, at least one chunk. */
+/* Capacity for `live` ids: a power of two, at least one chunk, loaded at
+ * most 80 % (8-byte entries: a probe run of a few entries mostly stays
+ * within a cache line; the matcher never looks ids up). */
 uint32_t sy_snap_id_cap_for(size_t live) {
     uint32_t cap = SY_CHUNK;
-    while (cap < live + live / 3 + 16)
+    while (cap < live + live / 4 + 16)
         cap *= 2;
     return cap;
 }
@@ -249,7 +254,7 @@ void sy_snap_id_fill(sy_snapshot *s) {
         if (!sl->route)
             continue;
         uint32_t pos;
-        uint64_t h = sy_snap_id_hash(sl->route->id);
+        uint32_t h = sy_snap_id_hash(sl->route->id);
         sy_snap_id_find(s, sl->route->id, h, &pos);
         /* a fresh table's chunks are private: no copy, cannot fail */
         *id_mut(s, pos) = (sy_id_entry){h, i};

@@ -16,6 +16,7 @@ static void setup(void) {
 /* Everything one match needs, built from text. */
 typedef struct mt {
     sy_pattern *p;
+    sy_arena pat_arena; /* the pattern's, when compiled in an arena */
     sy_segments segs;
     sy_arena scratch;
     pcre2_match_data *md;
@@ -23,11 +24,18 @@ typedef struct mt {
     size_t ncaps;
 } mt;
 
+/* Compile patterns into an arena (as a route's predicates are) instead
+ * of blocks of their own: the corpus runs both ways. */
+static bool in_arena;
+
 static void mt_open(mt *m, const char *pat, bool host) {
     memset(m, 0, sizeof *m);
     sy_error err;
-    int rc = host ? sy_pattern_compile_host(&A, pat, &m->p, &err)
-                  : sy_pattern_compile_path(&A, pat, &m->p, &err);
+    sy_arena_init(&m->pat_arena, &A, 64);
+    int rc = in_arena ? sy_pattern_compile_in(&A, &m->pat_arena, pat, host,
+                                              &m->p, &err)
+             : host   ? sy_pattern_compile_host(&A, pat, &m->p, &err)
+                      : sy_pattern_compile_path(&A, pat, &m->p, &err);
     ck_assert_msg(rc == 0, "%s: %s at %zu", pat, err.message, err.offset);
     sy_arena_init(&m->scratch, &A, 256);
     m->md = pcre2_match_data_create(sy_pattern_max_groups(m->p), NULL);
@@ -51,6 +59,7 @@ static bool mt_host(mt *m, const char *input) {
 
 static void mt_close(mt *m) {
     sy_pattern_free(m->p);
+    sy_arena_free(&m->pat_arena);
     sy_segments_free(&m->segs, &A);
     sy_arena_free(&m->scratch);
     pcre2_match_data_free(m->md);
@@ -804,8 +813,13 @@ static void corpus(const char *file, bool host) {
             sy_pattern *p = NULL;
             sy_error err;
             sy_error_clear(&err);
-            int rc = host ? sy_pattern_compile_host(&A, pat, &p, &err)
-                          : sy_pattern_compile_path(&A, pat, &p, &err);
+            sy_arena ar;
+            sy_arena_init(&ar, &A, 64);
+            int rc = in_arena
+                         ? sy_pattern_compile_in(&A, &ar, pat, host, &p, &err)
+                     : host ? sy_pattern_compile_host(&A, pat, &p, &err)
+                            : sy_pattern_compile_path(&A, pat, &p, &err);
+            sy_arena_free(&ar);
             int want = code_of(expect + 6);
             ck_assert_msg(rc == want, "%s: rc %d, want %d", row, rc, want);
             ck_assert_ptr_null(p);
@@ -837,6 +851,15 @@ END_TEST
 
 START_TEST(spring_host_pattern_assertions) {
     corpus("spring/host-patterns.tsv", true);
+}
+END_TEST
+
+/* The same corpus with every pattern compiled into an arena. */
+START_TEST(spring_assertions_hold_for_patterns_in_an_arena) {
+    in_arena = true;
+    corpus("spring/path-patterns.tsv", false);
+    corpus("spring/host-patterns.tsv", true);
+    in_arena = false;
 }
 END_TEST
 
@@ -876,6 +899,47 @@ START_TEST(all_pattern_memory_goes_through_the_hooks) {
     sy_regex_free(re);
     ck_assert_int_eq(sy_pattern_compile_path(&ca, "/{a:(}", &p, NULL),
                      SY_EREGEX);
+    ck_assert_int_eq(c.live, 0);
+}
+END_TEST
+
+/* In an arena, a pattern without regexes takes nothing from the
+ * allocator but the arena's chunk: no block of its own, no scratch. */
+START_TEST(patterns_without_regexes_in_an_arena_allocate_nothing) {
+    counting c = {0, 0};
+    sy_allocator user = {c_malloc, c_realloc, c_free, &c};
+    sy_alloc ca;
+    sy_alloc_init(&ca, &user);
+    sy_arena ar;
+    sy_arena_init(&ar, &ca, 4096);
+    ck_assert_ptr_nonnull(sy_arena_alloc(&ar, 1)); /* the chunk */
+    long before = c.calls;
+    static const char *const paths[] = {
+        "/user0/ljj",
+        "/a/{b}/*/c",
+        "/p/**",
+        "/x/{*rest}",
+        "",
+        "/",
+        "/a/averyveryveryveryveryverylongsegmentofmorethanthirtytwobytes"};
+    sy_pattern *p[SY_ARRAY_LEN(paths) + 1];
+    for (size_t i = 0; i < SY_ARRAY_LEN(paths); i++)
+        ck_assert_int_eq(
+            sy_pattern_compile_in(&ca, &ar, paths[i], false, &p[i], NULL), 0);
+    ck_assert_int_eq(sy_pattern_compile_in(&ca, &ar, "*.{sub}.example.com",
+                                           true, &p[SY_ARRAY_LEN(paths)], NULL),
+                     0);
+    ck_assert_int_eq(c.calls, before);
+    /* the literal path reads as before: segments, kinds, text */
+    ck_assert_uint_eq(sy_pattern_segment_count(p[0]), 2);
+    ck_assert_int_eq(sy_pattern_segment_kind(p[0], 1), SY_SEG_LITERAL);
+    sy_str lit = sy_pattern_literal(p[0], 1);
+    ck_assert(sy_str_eq(lit, "ljj", 3));
+    ck_assert_str_eq(sy_pattern_source(p[0]), "/user0/ljj");
+    for (size_t i = 0; i <= SY_ARRAY_LEN(paths); i++)
+        sy_pattern_free(p[i]);
+    ck_assert_int_eq(c.calls, before); /* nothing to free either */
+    sy_arena_free(&ar);
     ck_assert_int_eq(c.live, 0);
 }
 END_TEST
@@ -949,6 +1013,8 @@ static Suite *suite(void) {
     tcase_add_test(t, all_pattern_memory_goes_through_the_hooks);
     tcase_add_test(t, spring_path_pattern_assertions);
     tcase_add_test(t, spring_host_pattern_assertions);
+    tcase_add_test(t, spring_assertions_hold_for_patterns_in_an_arena);
+    tcase_add_test(t, patterns_without_regexes_in_an_arena_allocate_nothing);
     suite_add_tcase(s, t);
     return s;
 }

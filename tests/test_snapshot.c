@@ -149,6 +149,14 @@ START_TEST(random_changes_keep_rank_ids_and_matching_exact) {
     }
     sy_match_ctx *ctx;
     ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    /* the first document, taken in rank order: slot i holds rank i */
+    check_against(r, m, n, ctx);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy_snapshot *s0 = sy_snapshot_from_handle(h);
+    ck_assert_uint_eq(s0->slot_count, n0);
+    for (size_t i = 0; i < n0; i++)
+        ck_assert_uint_eq(sy_snapshot_rank_at(s0, i), i);
+    sy_snapshot_release(h);
     srand(7);
     for (int step = 0; step < 5000; step++) {
         size_t i = (size_t)rand() % n;

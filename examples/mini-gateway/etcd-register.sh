@@ -36,6 +36,18 @@ case $service$id in */*) echo "etcd-register: SERVICE and ID must not contain '/
 export ETCDCTL_API=3
 ctl() { etcdctl --endpoints="$url" --dial-timeout=3s --command-timeout=5s "$@"; }
 
+# The trap is set before the lease exists: a stop that comes right after
+# the registration (or during it) still revokes what was granted.
+keeper=
+lease=
+stop() {
+    trap - TERM INT
+    [ -n "$keeper" ] && kill "$keeper" 2>/dev/null
+    [ -n "$lease" ] && ctl lease revoke "$lease" >/dev/null 2>&1
+    exit 0
+}
+trap stop TERM INT
+
 # "lease 694d7d0b5d8c1a0b granted with TTL(5s)"
 lease=$(ctl lease grant "$ttl" | awk '/granted/ {print $2}')
 [ -n "$lease" ] || { echo "etcd-register: cannot grant a lease at $url" >&2; exit 1; }
@@ -44,15 +56,6 @@ json="{\"id\": \"$id\", \"host\": \"$host\", \"port\": $port${extra:+, $extra}}"
 key="${prefix}instances/$service/$id"
 ctl put --lease="$lease" "$key" "$json" >/dev/null
 echo "registered $key lease $lease"
-
-keeper=
-stop() {
-    trap - TERM INT
-    [ -n "$keeper" ] && kill "$keeper" 2>/dev/null
-    ctl lease revoke "$lease" >/dev/null 2>&1 || true
-    exit 0
-}
-trap stop TERM INT
 # keep-alive renews at a third of the TTL; if etcd goes away for longer
 # than the TTL the lease (and the instance) is gone, so register again.
 while :; do

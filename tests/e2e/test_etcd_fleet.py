@@ -216,6 +216,11 @@ etcd.port = real
 etcd.start()
 for i in range(20):
     last = one_change()
+# The routers came back at different times (backoff): one that read in
+# full while a document was broken never saw the good version another
+# watched before it broke (docs/config-sources.md), so the fleet agrees
+# once every broken document is replaced, as after the first phase.
+last = fix_broken() or last
 # the routers may be in their longest backoff when etcd comes back
 converge(drivers, last, "restart with compaction", BOUND_S + RECONNECT_S)
 full = [d.status()["etcd"]["full_reads"] for d in drivers]

@@ -20,6 +20,9 @@ import threading
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402
+
 MODULE = os.environ.get("SY_NGINX_MODULE", "")
 NGINX = os.environ.get("SY_NGINX", "/usr/sbin/nginx")
 TIMEOUT = 5.0
@@ -63,12 +66,6 @@ def die_with_parent():
     nothing outlives a killed test run (Linux prctl PR_SET_PDEATHSIG)."""
     import ctypes
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port, deadline):

@@ -301,6 +301,17 @@ def body(procs, c):
         c.ok(name in text, "metrics have %s" % name)
     c.ok('gateway_requests_total{route="echo",status="200"}' in text,
          "requests by route and status")
+    # exact counts per (route, status), summed over the workers
+    series = ['gateway_requests_total{route="teapot",status="418"}',
+              'gateway_requests_total{route="gone",status="410"}',
+              'gateway_requests_total{route="",status="404"}']
+    before = [gw.metric(x) or 0 for x in series]
+    for path, n in (("/teapot", 3), ("/gone/x", 2), ("/no/such/route", 4)):
+        for _ in range(n):
+            h.http_call(gw.port, "GET", path)
+    after = [gw.metric(x) or 0 for x in series]
+    c.eq([a - b for a, b in zip(after, before)], [3, 2, 4],
+         "request counts by route and status are exact")
 
 
 h.run("gateway_basic", body)

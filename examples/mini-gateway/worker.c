@@ -2,10 +2,10 @@
  * worker.c - the worker threads: one libuv loop each, with its own
  * SO_REUSEPORT listener and sy_match_ctx, and a prepare handle that hands
  * the output queued during a loop iteration to the sockets before the loop
- * waits again; the message queue the config
- * side uses to reach them (stop, drop a route's pools); and the route host
- * data (sy_router_options.route_attach / route_detach) that holds each
- * route's connection pools, one list per worker.
+ * waits again; the message queue the config side uses to reach them (stop,
+ * drop a route's pools); and the route host data
+ * (sy_router_options.route_attach / route_detach) that holds each route's
+ * connection pools, one list per worker.
  */
 #define _DEFAULT_SOURCE
 #include "proxy.h"

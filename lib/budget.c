@@ -5,10 +5,8 @@
  */
 #include "budget.h"
 
-/* The budget of the match or plan running on this thread (stack-scoped:
- * set on entry, restored on exit, so nested matches on other routers from
- * host callbacks each see their own). */
-static _Thread_local sy_budget *current;
+/* budget.h: the budget of the match or plan running on this thread. */
+_Thread_local sy_budget *sy_budget_cur;
 
 bool sy_budget_init(sy_budget *b, pcre2_general_context *g) {
     memset(b, 0, sizeof *b);
@@ -25,34 +23,10 @@ void sy_budget_free(sy_budget *b) {
     b->mctx = NULL;
 }
 
-void sy_budget_start(sy_budget *b, const sy_budget_limits *lim) {
-    b->left =
-        lim && lim->regex_units ? lim->regex_units : SY_BUDGET_DEFAULT_UNITS;
-    b->max_repeats =
-        lim && lim->max_repeats ? lim->max_repeats : SY_BUDGET_DEFAULT_REPEATS;
-    b->max_rewrite =
-        lim && lim->max_rewrite ? lim->max_rewrite : SY_BUDGET_DEFAULT_REWRITE;
-    b->used = 0;
-    b->exhausted = false;
-}
-
-void sy_budget_enter(sy_budget *b, sy_budget **saved) {
-    *saved = current;
-    current = b;
-}
-
-void sy_budget_leave(sy_budget *saved) {
-    current = saved;
-}
-
-sy_budget *sy_budget_current(void) {
-    return current;
-}
-
 int sy_re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
                 PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,
                 pcre2_match_context *mctx, uint32_t per_call) {
-    sy_budget *b = current;
+    sy_budget *b = sy_budget_cur;
     if (!b || !b->mctx)
         return pcre2_match(code, subject, len, start, options, md, mctx);
     uint64_t step = SY_BUDGET_FIRST_LIMIT;
@@ -82,9 +56,9 @@ int sy_re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
 }
 
 uint32_t sy_budget_max_repeats(void) {
-    return current ? current->max_repeats : UINT32_MAX;
+    return sy_budget_cur ? sy_budget_cur->max_repeats : UINT32_MAX;
 }
 
 size_t sy_budget_max_rewrite(void) {
-    return current ? current->max_rewrite : SIZE_MAX;
+    return sy_budget_cur ? sy_budget_cur->max_rewrite : SIZE_MAX;
 }

@@ -52,14 +52,37 @@ typedef struct sy_budget {
  * context). false: out of memory. */
 bool sy_budget_init(sy_budget *b, pcre2_general_context *g);
 void sy_budget_free(sy_budget *b);
-/* Start a request: a full pool under `lim` (NULL: defaults). */
-void sy_budget_start(sy_budget *b, const sy_budget_limits *lim);
+/* Start a request: a full pool under `lim` (NULL: defaults). Inline:
+ * it runs on every match. */
+static inline void sy_budget_start(sy_budget *b, const sy_budget_limits *lim) {
+    b->left =
+        lim && lim->regex_units ? lim->regex_units : SY_BUDGET_DEFAULT_UNITS;
+    b->max_repeats =
+        lim && lim->max_repeats ? lim->max_repeats : SY_BUDGET_DEFAULT_REPEATS;
+    b->max_rewrite =
+        lim && lim->max_rewrite ? lim->max_rewrite : SY_BUDGET_DEFAULT_REWRITE;
+    b->used = 0;
+    b->exhausted = false;
+}
+
+/* The budget of the match or plan running on this thread (budget.c;
+ * stack-scoped: set on entry, restored on exit, so nested matches on other
+ * routers from host callbacks each see their own). Read it only through
+ * the calls below. */
+extern _Thread_local sy_budget *sy_budget_cur;
 
 /* Make b this thread's current budget until sy_budget_leave(*saved). */
-void sy_budget_enter(sy_budget *b, sy_budget **saved);
-void sy_budget_leave(sy_budget *saved);
+static inline void sy_budget_enter(sy_budget *b, sy_budget **saved) {
+    *saved = sy_budget_cur;
+    sy_budget_cur = b;
+}
+static inline void sy_budget_leave(sy_budget *saved) {
+    sy_budget_cur = saved;
+}
 /* This thread's current budget, or NULL. */
-sy_budget *sy_budget_current(void);
+static inline sy_budget *sy_budget_current(void) {
+    return sy_budget_cur;
+}
 
 /*
  * pcre2_match under the current budget (as pcre2_match otherwise, with

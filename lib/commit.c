@@ -161,6 +161,8 @@ static void commit_cleanup(commit *c) {
         sy_route_unref(c->owned.v[i]);
     for (size_t i = 0; i < c->bytes.n; i++)
         sy_free(a, c->bytes.v[i]);
+    for (size_t i = 0; c->st && i < c->r->source_count; i++)
+        sy_free(a, c->st[i].memo); /* not taken: the commit failed */
     sy_free(a, c->inter.v);
     sy_free(a, c->docs.v);
     sy_free(a, c->owned.v);
@@ -171,14 +173,23 @@ static void commit_cleanup(commit *c) {
 
 static int push_history(sy_router *r, sy_source *s, const char *version,
                         const char *bytes, size_t len) {
-    sy_history_entry e = {NULL, sy_strndup(&r->alloc, bytes, len), len};
-    if (!e.bytes || (version && !(e.version = sy_strdup(&r->alloc, version)))) {
-        sy_free(&r->alloc, e.bytes);
+    bool full = s->history_count == r->opts.history;
+    sy_history_entry e = {NULL, NULL, len};
+    if (version && !(e.version = sy_strdup(&r->alloc, version)))
+        return SY_ENOMEM;
+    /* a full history's oldest copy is dropped: its buffer takes the new
+     * bytes (a large document's pages stay mapped, no fresh ones to fault
+     * in at every apply); on failure it is still the oldest copy */
+    e.bytes = full ? sy_realloc(&r->alloc, s->history[0].bytes, len + 1)
+                   : sy_malloc(&r->alloc, len + 1);
+    if (!e.bytes) {
+        sy_free(&r->alloc, e.version);
         return SY_ENOMEM;
     }
-    if (s->history_count == r->opts.history) {
+    memcpy(e.bytes, bytes, len);
+    e.bytes[len] = '\0';
+    if (full) {
         sy_free(&r->alloc, s->history[0].version);
-        sy_free(&r->alloc, s->history[0].bytes);
         memmove(s->history, s->history + 1,
                 (s->history_count - 1) * sizeof *s->history);
         s->history_count--;
@@ -219,6 +230,12 @@ static void sources_follow(commit *c, int64_t now) {
             s->version = v;
         }
         s->checksum = st->checksum;
+        if (st->memo) { /* the source's routes are the memo's now */
+            sy_free(&r->alloc, s->memo);
+            s->memo = st->memo;
+            s->memo_count = st->memo_count;
+            st->memo = NULL;
+        }
         s->applied = st->applied;
         s->modified = st->modified;
         s->next_pos = st->next_pos;
@@ -288,9 +305,9 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
     int rc = (!single && !all) || !c.st ? sy_commit_nomem(err) : SY_OK;
     for (size_t i = 0; i < r->source_count && c.st; i++) {
         const sy_source *s = &r->sources[i];
-        c.st[i] = (src_state){
-            s->version,  s->checksum, s->applied, s->modified, false,
-            s->next_pos, NULL,        0,          NULL,        0};
+        c.st[i] = (src_state){s->version, s->checksum, s->applied, s->modified,
+                              false,      s->next_pos, NULL,       0,
+                              NULL,       0,           NULL,       0};
     }
     sy_report *part = NULL;
     size_t failed = n; /* n: no change failed, the publish did */

@@ -37,7 +37,9 @@ typedef struct src_state {
     const char *history_bytes; /* a document to keep in the history */
     size_t history_len;
     const char *history_version;
-    int outcome; /* 0 none, 1 applied, 2 skipped */
+    int outcome;               /* 0 none, 1 applied, 2 skipped */
+    struct sy_span_memo *memo; /* this commit's last apply's memo, owned */
+    size_t memo_count;
 } src_state;
 
 typedef struct commit {

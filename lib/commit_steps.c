@@ -17,28 +17,10 @@
 
 #define NONE SY_NONE
 
-/* The live routes of source `si` in `s`, in rank order, but those whose
- * slot is marked in `skip` (may be NULL). */
-static const struct sy_route **source_routes(sy_router *r, const sy_snapshot *s,
-                                             uint32_t si, const bool *skip,
-                                             size_t *count) {
-    const struct sy_route **v =
-        sy_malloc(&r->alloc, (s->route_count + 1) * sizeof *v);
-    size_t n = 0;
-    if (v)
-        for (size_t i = 0; i < s->route_count; i++) {
-            uint32_t slot = sy_snapshot_rank_at(s, i);
-            const sy_slot *sl = sy_snapshot_slot(s, slot);
-            if (sl->source == si && !(skip && skip[slot]))
-                v[n++] = sl->route;
-        }
-    *count = n;
-    return v;
-}
-
 /* The live routes of one source by the hash of the bytes that built them
- * (route.h span_hash): an open-addressing table built once per apply, so
- * each route object of the document costs one lookup. */
+ * (route.h span_hash): an open-addressing table, built at the first lookup
+ * of an apply (the parse finds most routes by position, below, and asks
+ * for this one only when a document was reordered). */
 typedef struct span_entry {
     uint64_t hash;
     size_t len;
@@ -46,25 +28,66 @@ typedef struct span_entry {
     uint32_t slot;                /* of route in the working snapshot */
 } span_entry;
 
+/* The live route at one position of the source's document (the slot
+ * key's position) and its slot. */
+typedef struct at_entry {
+    const struct sy_route *route; /* NULL: none */
+    uint32_t slot;
+} at_entry;
+
 typedef struct reuse_ctx {
+    const sy_alloc *alloc;
     const sy_snapshot *work;
     uint32_t source;
+    bool spans_tried;  /* spans_build ran */
     span_entry *spans; /* NULL: none (no live route, or out of memory) */
     size_t mask;
+    at_entry *at; /* by position; NULL: no table */
+    size_t at_count;
 } reuse_ctx;
 
-/* Fill rc->spans from the source's live routes that carry a span: one
- * pass over the slots in slot order (sequential memory), sized for every
- * route of the snapshot. Out of memory leaves it NULL: the apply then only
- * loses the shortcut. */
-static void spans_build(const sy_alloc *a, reuse_ctx *rc) {
+/* Fill rc->at from the source's live routes: one pass over the slots in
+ * slot order (sequential memory) that reads no route. Positions of one
+ * document are dense (a lenient apply leaves holes for invalid routes;
+ * next_pos bounds them): a table much larger than the routes, or out of
+ * memory, leaves it NULL, and the apply then only loses the shortcut. */
+static void at_build(reuse_ctx *rc, uint32_t next_pos) {
     const sy_snapshot *s = rc->work;
+    if (!s->route_count || !next_pos ||
+        next_pos > 4 * (size_t)s->route_count + 64)
+        return;
+    rc->at = sy_calloc(rc->alloc, next_pos, sizeof *rc->at);
+    if (!rc->at)
+        return;
+    rc->at_count = next_pos;
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const sy_slot *sl = sy_snapshot_slot(s, i);
+        size_t pos = (size_t)(sl->key & 0xffffffu);
+        if (!sl->route || sl->source != rc->source)
+            continue;
+        if (pos >= rc->at_count || rc->at[pos].route) {
+            /* every route of the source must be in the table exactly once
+             * (source_routes reads it): never expected, but then none */
+            sy_free(rc->alloc, rc->at);
+            rc->at = NULL;
+            rc->at_count = 0;
+            return;
+        }
+        rc->at[pos] = (at_entry){sl->route, i};
+    }
+}
+
+/* Fill rc->spans from the source's live routes that carry a span, sized
+ * for every route of the snapshot. */
+static void spans_build(reuse_ctx *rc) {
+    const sy_snapshot *s = rc->work;
+    rc->spans_tried = true;
     if (!s->route_count)
         return;
     size_t cap = 16;
     while (cap < 2 * (size_t)s->route_count)
         cap *= 2;
-    rc->spans = sy_calloc(a, cap, sizeof *rc->spans);
+    rc->spans = sy_calloc(rc->alloc, cap, sizeof *rc->spans);
     if (!rc->spans)
         return;
     rc->mask = cap - 1;
@@ -80,8 +103,9 @@ static void spans_build(const sy_alloc *a, reuse_ctx *rc) {
     }
 }
 
-static const span_entry *span_find(const reuse_ctx *rc, uint64_t hash,
-                                   size_t len) {
+static const span_entry *span_find(reuse_ctx *rc, uint64_t hash, size_t len) {
+    if (!rc->spans_tried)
+        spans_build(rc);
     if (!rc->spans)
         return NULL;
     for (size_t k = (size_t)hash & rc->mask; rc->spans[k].route;
@@ -99,12 +123,68 @@ static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
     return e ? e->route : NULL;
 }
 
-/* The slot of `rt` in the working snapshot when rt is the very route the
- * span table holds (shared by bytes), else NONE. */
-static uint32_t span_slot(const reuse_ctx *rc, const struct sy_route *rt) {
+/* The live route at position `pos` of the source's document. */
+static const struct sy_route *reuse_at(void *data, size_t pos) {
+    const reuse_ctx *rc = data;
+    return pos < rc->at_count ? rc->at[pos].route : NULL;
+}
+
+/* The position of a route reuse_bytes returned. */
+static size_t reuse_position(void *data, const struct sy_route *rt) {
+    reuse_ctx *rc = data;
     const span_entry *e =
         rt->span_len ? span_find(rc, rt->span_hash, rt->span_len) : NULL;
-    return e && e->route == rt ? e->slot : NONE;
+    if (!e || e->route != rt)
+        return SIZE_MAX;
+    return (size_t)(sy_snapshot_slot(rc->work, e->slot)->key & 0xffffffu);
+}
+
+/* The live routes of the apply's source in rank order, but those whose
+ * slot is marked in `skip` (may be NULL). From the position table: the
+ * source's routes only, sorted by their rank key (unique within a
+ * source: order, source, position); else by a walk of the rank order. */
+typedef struct keyed_route {
+    uint64_t key;
+    const struct sy_route *route;
+} keyed_route;
+
+static const struct sy_route **source_routes(sy_router *r, const reuse_ctx *rc,
+                                             const bool *skip, size_t *count) {
+    const sy_snapshot *s = rc->work;
+    size_t n = 0;
+    if (rc->at) {
+        keyed_route *kr = sy_malloc(&r->alloc, (rc->at_count + 1) * sizeof *kr);
+        const struct sy_route **v =
+            kr ? sy_malloc(&r->alloc, (rc->at_count + 1) * sizeof *v) : NULL;
+        if (v) {
+            for (size_t p = 0; p < rc->at_count; p++) {
+                const at_entry *e = &rc->at[p];
+                if (e->route && !(skip && skip[e->slot]))
+                    kr[n++] = (keyed_route){sy_snapshot_slot(s, e->slot)->key,
+                                            e->route};
+            }
+            if (sy_sort_by_u64(&r->alloc, kr, n, sizeof *kr,
+                               offsetof(keyed_route, key)))
+                for (size_t i = 0; i < n; i++)
+                    v[i] = kr[i].route;
+            else
+                sy_free(&r->alloc, v), v = NULL;
+        }
+        sy_free(&r->alloc, kr);
+        *count = v ? n : 0;
+        return v;
+    }
+    const struct sy_route **v =
+        sy_malloc(&r->alloc, (s->route_count + 1) * sizeof *v);
+    if (v)
+        for (size_t i = 0; i < s->route_count; i++) {
+            uint32_t slot = sy_snapshot_rank_at(s, i);
+            const sy_slot *sl = sy_snapshot_slot(s, slot);
+            if (sl->source == rc->source && !(skip && skip[slot]))
+                v[n++] = sl->route;
+        }
+    *count = n;
+    return v;
 }
 
 /* A live route of the same source with the same meaning: share it rather
@@ -128,7 +208,7 @@ static bool same_text(const char *a, const char *b) {
 
 /* The changes that make source `si` hold exactly the document's routes. */
 static int document_changes(commit *c, uint32_t si, const sy_document *doc,
-                            const reuse_ctx *rctx, sy_report *rep,
+                            reuse_ctx *rctx, sy_report *rep,
                             sy_route_change **out, size_t *nout,
                             sy_error *err) {
     sy_router *r = c->r;
@@ -147,7 +227,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     if (!keep || !ch || !shared)
         rc = sy_commit_nomem(err);
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
-        const struct sy_route *rt = sy_document_route(doc, i);
+        const struct sy_route *rt = doc->routes[i];
         uint32_t pos = doc->positions[i];
         if (pos > SY_RANK_POS_MAX) {
             rc = sy_error_set(err, SY_ELIMIT, "routes",
@@ -155,12 +235,29 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
                               SY_RANK_POS_MAX + 1);
             break;
         }
-        uint32_t slot = span_slot(rctx, rt);
-        if (slot != NONE) {
+        /* a route the parse shared by its bytes and position is that
+         * position's slot; any other is found by id, and is shared when
+         * the slot holds this very route object (shared by bytes or by
+         * meaning) */
+        uint32_t prev = doc->prev ? doc->prev[i] : UINT32_MAX;
+        if (prev < rctx->at_count && rctx->at[prev].route == rt) {
+            /* the commonest case reads no route: the slot holds this very
+             * route, so its key differs from the one wanted at most in the
+             * position */
+            uint32_t slot = rctx->at[prev].slot;
+            const sy_slot *sl = sy_snapshot_slot(w, slot);
             shared[slot] = true;
             nshared++;
-        } else {
-            slot = sy_snapshot_find_slot(w, rt->id);
+            if ((sl->key & 0xffffffu) == pos)
+                continue; /* unchanged, same rank: shared as it is */
+        }
+        uint32_t slot = prev < rctx->at_count && rctx->at[prev].route == rt
+                            ? rctx->at[prev].slot
+                            : sy_snapshot_find_slot(w, rt->id);
+        if (slot != NONE && sy_snapshot_slot(w, slot)->route == rt &&
+            sy_snapshot_slot(w, slot)->source == si && !shared[slot]) {
+            shared[slot] = true;
+            nshared++;
         }
         if (slot != NONE && sy_snapshot_slot(w, slot)->source != si) {
             /* an id owned by another source is an error of this document */
@@ -195,7 +292,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
                 : (struct sy_route *)rt;
         ch[nch++] = (sy_route_change){rt->id, use, key, si};
     }
-    if (rc == SY_OK && !(old = source_routes(r, w, si, shared, &old_count)))
+    if (rc == SY_OK && !(old = source_routes(r, rctx, shared, &old_count)))
         rc = sy_commit_nomem(err);
     if (rc == SY_OK &&
         sy_diff_routes(&r->alloc, old, old_count, keep, kept, &rep->diff))
@@ -218,7 +315,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
 }
 
 static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
-                          bool force, const reuse_ctx *rctx, sy_report *rep,
+                          bool force, reuse_ctx *rctx, sy_report *rep,
                           sy_error *err) {
     sy_router *r = c->r;
     src_state *st = &c->st[si];
@@ -228,7 +325,17 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
      * lenient or strict), set when the router is created and never changed:
      * so a live route built from the same bytes is the route those bytes
      * build now, and the parse may share it (reuse_bytes). */
-    sy_def_reuse reuse = {reuse_live, reuse_bytes, (void *)rctx};
+    sy_def_reuse reuse = {
+        reuse_live,     reuse_bytes,         (void *)rctx, reuse_at,
+        reuse_position, rctx->at_count + 16, NULL,         0};
+    /* the memo of the source's last apply (this commit's, else the live
+     * one) describes the working routes while no one-route change came
+     * after it: none of its routes can have been freed */
+    if (!st->modified) {
+        const sy_source *s = &r->sources[si];
+        reuse.memo = st->memo ? st->memo : s->memo;
+        reuse.memo_count = st->memo ? st->memo_count : s->memo_count;
+    }
     int rc = sy_document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
     if (rc)
         return rc;
@@ -278,12 +385,18 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     /* positions restart after the document: upserted routes that the
      * document does not hold are gone with this apply */
     st->next_pos = 0;
-    for (size_t i = 0; i < sy_document_route_count(doc); i++)
+    for (size_t i = 0, n = doc->route_count; i < n; i++)
         if (doc->positions[i] >= st->next_pos)
             st->next_pos = doc->positions[i] + 1;
     st->history_bytes = json;
     st->history_len = len;
     st->history_version = version;
+    /* what this apply learnt: the next one's memo, if the commit holds */
+    sy_free(&r->alloc, st->memo);
+    st->memo = doc->memo;
+    st->memo_count = doc->memo_count;
+    doc->memo = NULL;
+    doc->memo_count = 0;
     return SY_OK;
 }
 
@@ -291,10 +404,11 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
  * routes (by the bytes that built them) lives for the parse and the diff. */
 static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
                       bool force, sy_report *rep, sy_error *err) {
-    reuse_ctx rctx = {c->work, si, NULL, 0};
-    spans_build(&c->r->alloc, &rctx);
+    reuse_ctx rctx = {&c->r->alloc, c->work, si, false, NULL, 0, NULL, 0};
+    at_build(&rctx, c->st[si].next_pos);
     int rc = apply_document(c, si, json, len, force, &rctx, rep, err);
     sy_free(&c->r->alloc, rctx.spans);
+    sy_free(&c->r->alloc, rctx.at);
     return rc;
 }
 

@@ -82,9 +82,12 @@ void sy_document_free(sy_document *doc) {
         return;
     sy_alloc a = doc->alloc;
     for (size_t i = 0; i < doc->route_count; i++)
-        sy_route_unref(doc->routes[i]);
+        if (!doc->prev || doc->prev[i] == UINT32_MAX) /* not borrowed */
+            sy_route_unref(doc->routes[i]);
     sy_free(&a, doc->routes);
     sy_free(&a, doc->positions);
+    sy_free(&a, doc->prev);
+    sy_free(&a, doc->memo);
     sy_free(&a, doc->issues);
     sy_free(&a, doc->version);
     sy_free(&a, doc);
@@ -129,9 +132,16 @@ static int read_version(sy_document *d, const char *json,
     return rc;
 }
 
-/* Routes shared by bytes are cold in memory at large sizes: the span of
- * route i + SPAN_AHEAD is hashed and looked up while route i is handled,
- * and the route it finds prefetched, so those cache misses overlap. */
+/* The seed of a route's span hash (route.h span_hash): the routes array's
+ * nesting is part of what the bytes were checked under (the depth limit),
+ * so a route read in a root array and in an envelope hash apart. */
+static uint64_t span_seed(uint32_t depth) {
+    return SY_ROUTE_SPAN_SEED ^ (depth == 2 ? 0 : (uint64_t)depth << 56);
+}
+
+/* Routes shared by bytes are cold in memory at large sizes: the route a
+ * guess will read SPAN_AHEAD elements on is prefetched, so those cache
+ * misses overlap. */
 #define SPAN_AHEAD 8
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(p) __builtin_prefetch(p)
@@ -139,23 +149,148 @@ static int read_version(sy_document *d, const char *json,
 #define PREFETCH(p) ((void)(p))
 #endif
 
-typedef struct span_ahead {
-    uint64_t hash[SPAN_AHEAD];
-    size_t len[SPAN_AHEAD];
-} span_ahead;
+/* The scan's skip hook (def_scan.h) for an apply: element i of the routes
+ * array is guessed to be the route that the document before held at
+ * position i + shift (shift: where the last known element was, relative to
+ * its own index; an insert or a removal moves it). When the element's bytes
+ * are that route's span (length, the closing brace, what follows, then the
+ * hash) they are the very bytes the scan accepted when the route was built
+ * (under the router's fixed limits, at the same nesting: span_seed), so
+ * they are skipped unread. A guess that fails costs a few compares and at
+ * most three hashes of one element; an element the scan read is hashed on
+ * the next call and looked for by its bytes (find_span), and the shift
+ * follows it. */
+typedef struct skip_state {
+    const sy_def_reuse *reuse;
+    bool guess;    /* at_position and position_of are there */
+    int64_t shift; /* see above */
+    size_t misses; /* elements not found near their guess */
+    /* the document's checksum, hashed along with the spans, so a large
+     * document is read from memory once, not twice */
+    sy_hash_stream sum;
+} skip_state;
 
-/* Hash span i into its ring slot, look it up, prefetch what it finds. */
-static void span_prefetch(span_ahead *ra, const sy_def_reuse *reuse,
-                          const char *json, const sy_json_span *sp, size_t i) {
-    size_t k = i % SPAN_AHEAD;
-    ra->len[k] = sp->end - sp->start;
-    ra->hash[k] = sy_hash64(json + sp->start, ra->len[k], SY_ROUTE_SPAN_SEED);
-    const struct sy_route *r =
-        reuse->by_bytes(reuse->data, ra->hash[k], ra->len[k]);
-    if (r) {
-        PREFETCH(r);
-        PREFETCH(&r->span_hash);
-        PREFETCH(&r->fingerprint);
+/* Positions either side of the guess that find_span looks at. */
+#define SPAN_WINDOW 8
+/* Elements not found near their guess before find_span asks by_bytes too
+ * (which builds a table of every live route: worth it when the document
+ * was reordered, not for a few new or edited routes). */
+#define SPAN_MISSES_BEFORE_TABLE 16
+
+static const struct sy_route *route_at(const sy_def_reuse *ru, int64_t pos) {
+    return pos < 0 ? NULL : ru->at_position(ru->data, (size_t)pos);
+}
+
+/* The memo entry of position `pos` when it describes route r, else NULL
+ * (then r itself is read). */
+static const sy_span_memo *memo_at(const sy_def_reuse *ru, int64_t pos,
+                                   const struct sy_route *r) {
+    if (!ru->memo || pos < 0 || (size_t)pos >= ru->memo_count)
+        return NULL;
+    const sy_span_memo *m = &ru->memo[pos];
+    return m->route == r ? m : NULL;
+}
+
+/* Route r's span length and hash, from the memo when it has them. */
+static size_t span_of(const sy_def_reuse *ru, int64_t pos,
+                      const struct sy_route *r, uint64_t *hash) {
+    const sy_span_memo *m = memo_at(ru, pos, r);
+    *hash = m ? m->span_hash : r->span_hash;
+    return m ? m->span_len : r->span_len;
+}
+
+/* A live route whose span is `n` bytes hashing to `h`: near position
+ * `expect` of the document before, else (after a few such misses, or
+ * without positions) through by_bytes; *pos gets its position or
+ * SIZE_MAX. NULL: none. */
+static const struct sy_route *find_span(skip_state *ss, uint64_t h, size_t n,
+                                        int64_t expect, size_t *pos) {
+    const sy_def_reuse *ru = ss->reuse;
+    *pos = SIZE_MAX;
+    if (ss->guess) {
+        for (int64_t d = 0; d <= SPAN_WINDOW; d++)
+            for (int64_t p = expect - d; p <= expect + d; p += d ? 2 * d : 1) {
+                const struct sy_route *r = route_at(ru, p);
+                uint64_t rh = 0;
+                if (r && span_of(ru, p, r, &rh) == n && rh == h) {
+                    *pos = (size_t)p;
+                    return r;
+                }
+            }
+        if (ss->misses++ < SPAN_MISSES_BEFORE_TABLE)
+            return NULL;
+    }
+    const struct sy_route *r = ru->by_bytes(ru->data, h, n);
+    if (r && ss->guess)
+        *pos = ru->position_of(ru->data, r);
+    return r;
+}
+
+static size_t span_skip(void *data, const char *json, size_t len,
+                        sy_json_scan *out, size_t index, size_t at,
+                        uint32_t depth) {
+    static const int tries[3] = {0, 1, -1};
+    skip_state *ss = data;
+    const sy_def_reuse *ru = ss->reuse;
+    uint64_t seed = span_seed(depth);
+    sy_json_span *pv = index ? &out->routes[index - 1] : NULL;
+    if (pv && !pv->known) {
+        size_t n = pv->end - pv->start, p;
+        sy_hash64_advance(&ss->sum, pv->end);
+        pv->hash = sy_hash64(json + pv->start, n, seed);
+        pv->hashed = true;
+        pv->known =
+            find_span(ss, pv->hash, n, (int64_t)index - 1 + ss->shift, &p);
+        pv->aux = p;
+        if (p != SIZE_MAX)
+            ss->shift = (int64_t)p - (int64_t)(index - 1);
+    }
+    /* without a memo the guesses read the routes themselves */
+    const struct sy_route *ahead =
+        ru->memo ? NULL : route_at(ru, (int64_t)index + ss->shift + SPAN_AHEAD);
+    if (ahead) {
+        PREFETCH(ahead);
+        PREFETCH(&ahead->span_hash);
+    }
+    for (int k = 0; k < 3; k++) {
+        int64_t p = (int64_t)index + ss->shift + tries[k];
+        const struct sy_route *r = route_at(ru, p);
+        uint64_t rh = 0;
+        size_t n = r ? span_of(ru, p, r, &rh) : 0;
+        if (!n || n > len - at || json[at + n - 1] != '}')
+            continue;
+        if (at + n < len) {
+            char c = json[at + n];
+            if (c != ',' && c != ']' && c != ' ' && c != '\n' && c != '\r' &&
+                c != '\t')
+                continue;
+        }
+        sy_hash64_advance(&ss->sum, at + n);
+        uint64_t h = sy_hash64(json + at, n, seed);
+        if (h != rh)
+            continue;
+        sy_json_span *sp = &out->routes[index];
+        sp->hash = h;
+        sp->hashed = true;
+        sp->known = r;
+        sp->aux = (size_t)p;
+        ss->shift += tries[k];
+        return n;
+    }
+    return 0;
+}
+
+/* An id hashing to h is surely not in t when no entry of its run has that
+ * hash: then *pos is the free entry for it (as sy_idtab_find says) and
+ * true; false: look with the id. */
+static bool idtab_free_for(const sy_idtab *t, uint32_t h, uint32_t *pos) {
+    for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        if (t->e[i].val == SY_NONE) {
+            *pos = i;
+            return true;
+        }
+        if (t->e[i].hash == h)
+            return false;
     }
 }
 
@@ -165,7 +300,8 @@ static void span_prefetch(span_ahead *ra, const sy_def_reuse *reuse,
 static int build_routes(sy_document *d, const sy_parse_options *opts,
                         const sy_limits *lim, const char *json,
                         const sy_json_scan *scan, const char *prefix,
-                        const sy_def_reuse *reuse, sy_error *err) {
+                        skip_state *ss, sy_error *err) {
+    const sy_def_reuse *reuse = ss->reuse;
     size_t n = scan->route_count;
     if (n > lim->max_routes)
         return sy_error_set(err, SY_ELIMIT, prefix,
@@ -177,8 +313,13 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     size_t cap = sy_idtab_capacity(n);
     d->routes = n ? sy_calloc(&d->alloc, n, sizeof *d->routes) : NULL;
     d->positions = n ? sy_calloc(&d->alloc, n, sizeof *d->positions) : NULL;
+    d->prev = n && ss->guess ? sy_malloc(&d->alloc, n * sizeof *d->prev) : NULL;
+    d->memo = n && ss->guess ? sy_calloc(&d->alloc, n, sizeof *d->memo) : NULL;
+    d->memo_count = d->memo ? n : 0;
     sy_idtab_entry *entries = sy_malloc(&d->alloc, cap * sizeof *entries);
-    if ((n && (!d->routes || !d->positions)) || !entries) {
+    if ((n && (!d->routes || !d->positions ||
+               (ss->guess && (!d->prev || !d->memo)))) ||
+        !entries) {
         sy_free(&d->alloc, entries);
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     }
@@ -195,19 +336,15 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                       sy_regex_cache_new(&d->alloc),
                       &scratch,
                       0};
-    uint64_t fp = SEED_DOC;
     size_t i = 0;
     int rc = 0;
     bool by_bytes = reuse && reuse->by_bytes;
-    span_ahead ra;
-    for (size_t j = 0; by_bytes && j < n && j < SPAN_AHEAD; j++)
-        span_prefetch(&ra, reuse, json, &scan->routes[j], j);
+    uint64_t seed = span_seed(scan->root == '{' ? 2 : 1);
     char path[64];
     size_t at = sy_path_join(path, sizeof path, "", prefix);
     for (; i < n; i++) {
-        sy_path_index(path, sizeof path, at, i);
         sy_error e;
-        sy_error_clear(&e);
+        e.code = 0;
         struct sy_route *r = NULL;
         cJSON *c = NULL; /* this route's tree only: parsed, used, deleted */
         /* A live route built from exactly these bytes is this route: the
@@ -215,19 +352,55 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
          * limits, lenient or strict) never change after it is created, so
          * equal bytes mean the same route; an invalid route never became
          * live, so it is never found here. Only the id check below and the
-         * position are left to do. */
+         * position are left to do. The scan's guess (span_skip) found most
+         * of them already. */
         const sy_json_span *sp = &scan->routes[i];
-        size_t span_len = by_bytes ? ra.len[i % SPAN_AHEAD] : 0;
-        uint64_t span_hash = by_bytes ? ra.hash[i % SPAN_AHEAD] : 0;
-        const struct sy_route *same =
-            by_bytes ? reuse->by_bytes(reuse->data, span_hash, span_len) : NULL;
-        if (by_bytes && i + SPAN_AHEAD < n) /* its ring slot is free now */
-            span_prefetch(&ra, reuse, json, &scan->routes[i + SPAN_AHEAD],
-                          i + SPAN_AHEAD);
+        size_t span_len = by_bytes ? sp->end - sp->start : 0;
+        uint64_t span_hash = 0;
+        const struct sy_route *same = sp->known;
+        size_t prev = sp->aux;
+        /* two stages: the route's span line (id_len, id_hash) well ahead,
+         * then the id table entry its id hash names */
+        if (i + 2 * SPAN_AHEAD < n) {
+            const sy_json_span *ka = &scan->routes[i + 2 * SPAN_AHEAD];
+            const struct sy_route *k = ka->known;
+            if (k && !memo_at(reuse, (int64_t)ka->aux, k)) {
+                PREFETCH(&k->span_hash);
+                PREFETCH(&k->id_hash);
+            }
+        }
+        if (i + SPAN_AHEAD < n) {
+            const sy_json_span *ka = &scan->routes[i + SPAN_AHEAD];
+            const struct sy_route *k = ka->known;
+            const sy_span_memo *m =
+                k ? memo_at(reuse, (int64_t)ka->aux, k) : NULL;
+            if (k)
+                PREFETCH(&ids.e[(m ? m->id_hash : k->id_hash) & ids.mask]);
+        }
+        if (same) {
+            span_hash = sp->hash;
+        } else if (by_bytes) {
+            /* the scan looked for every element it read but the last */
+            span_hash = sp->hashed
+                            ? sp->hash
+                            : sy_hash64(json + sp->start, span_len, seed);
+            same = sp->hashed ? NULL
+                              : find_span(ss, span_hash, span_len,
+                                          (int64_t)i + ss->shift, &prev);
+        }
         bool own = false; /* c is cJSON's (deleted), not the arena's */
-        if (same && same->span_hash == span_hash && same->span_len == span_len)
-            r = sy_route_ref(same);
-        else {
+        /* borrowed: a live route found by position is used without a
+         * reference (def.h sy_document.prev says for how long) */
+        bool borrow = false;
+        /* (the scan's finds compared the span already, from the memo
+         * without reading the route) */
+        if (same && (sp->known || (same->span_hash == span_hash &&
+                                   same->span_len == span_len))) {
+            borrow = d->prev && prev < UINT32_MAX;
+            r = borrow ? (struct sy_route *)same : sy_route_ref(same);
+        } else {
+            sy_path_index(path, sizeof path, at, i);
+            sy_error_clear(&e);
             sy_arena_reset(&tree);
             rc = sy_def_tree_parse(&tree, json, sp->start, sp->end, &c);
             if (rc == SY_DEF_TREE_CJSON)
@@ -242,18 +415,29 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             rc = sy_def_build_route(&ctx, c, path, &r, &e);
         bool built = rc == 0;
         uint32_t pos = 0, h = 0;
+        size_t id_len = 0;
         if (!rc) {
-            /* a route shared by bytes carries its id's length and hash */
+            /* a route shared by bytes carries its id's length and hash
+             * (and the memo has them without reading the route); the id
+             * itself is read only when an entry has the same hash */
             bool known = same && r == same;
-            size_t len = known ? r->id_len : strlen(r->id);
-            h = known ? r->id_hash : sy_idtab_hash(r->id, len);
-            if (sy_idtab_find(&ids, r->id, len, h, doc_route_id, d, &pos) !=
-                SY_NONE) {
+            const sy_span_memo *m =
+                known && borrow ? memo_at(reuse, (int64_t)prev, r) : NULL;
+            id_len = m ? m->id_len : known ? r->id_len : strlen(r->id);
+            h = m       ? m->id_hash
+                : known ? r->id_hash
+                        : sy_idtab_hash(r->id, id_len);
+            if (!idtab_free_for(&ids, h, &pos) &&
+                sy_idtab_find(&ids, r->id, id_len, h, doc_route_id, d, &pos) !=
+                    SY_NONE) {
                 char p[96];
+                sy_path_index(path, sizeof path, at, i);
+                sy_error_clear(&e);
                 sy_def_path(p, sizeof p, "%s.id", path);
                 rc = sy_error_set(&e, SY_EDUPLICATE, p,
                                   "route id '%.120s' is already used", r->id);
-                sy_route_unref(r);
+                if (!borrow)
+                    sy_route_unref(r);
             }
         }
         if (rc == SY_ENOMEM || (rc && !opts->lenient)) {
@@ -284,13 +468,18 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         }
         if (own)
             cJSON_Delete(c);
-        if (atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
+        if (!(same && r == same) &&
+            atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
             r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
         /* fresh, or shared for bytes of the same meaning (the caller is the
          * only writer of the routes it offers): these bytes now find it.
          * Routes of a parse without byte reuse (sy_document_parse) never
          * enter a router and carry no span. */
-        size_t id_len = by_bytes && !(same && r == same) ? strlen(r->id) : 0;
+        if (d->memo && span_len && id_len <= UINT32_MAX)
+            d->memo[i] =
+                (sy_span_memo){r, span_hash, span_len, (uint32_t)id_len, h};
+        if (!(by_bytes && !(same && r == same)))
+            id_len = 0;
         if (id_len && id_len <= UINT32_MAX) {
             r->span_hash = span_hash;
             r->span_len = span_len;
@@ -299,14 +488,14 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         }
         sy_idtab_set(&ids, pos, h, (uint32_t)d->route_count);
         d->positions[d->route_count] = (uint32_t)i;
+        if (d->prev)
+            d->prev[d->route_count] = borrow ? (uint32_t)prev : UINT32_MAX;
         d->routes[d->route_count++] = r;
-        fp = sy_hash_mix(fp, r->fingerprint);
     }
     sy_free(&d->alloc, ids.e);
     sy_regex_cache_free(ctx.regex_cache);
     sy_buf_free(&scratch);
     sy_arena_free(&tree);
-    d->fingerprint = sy_hash_mix(fp, d->route_count);
     return rc;
 }
 
@@ -339,16 +528,26 @@ int sy_document_parse_reusing(const char *json, size_t len,
     if (!d)
         return sy_error_set(err, SY_ENOMEM, "", "out of memory");
     d->alloc = a;
-    d->checksum = sy_hash64(json, len, 0);
     sy_json_scan scan;
     memset(&scan, 0, sizeof scan);
+    skip_state ss = {.reuse = reuse,
+                     .guess = reuse && reuse->by_bytes && reuse->at_position &&
+                              reuse->position_of};
+    sy_json_skip skip = {span_skip, &ss, reuse ? reuse->count_hint : 0};
+    if (ss.guess)
+        sy_hash64_begin(&ss.sum, json, len, 0);
+    else
+        d->checksum = sy_hash64(json, len, 0);
     int rc = 0;
     if (len > lim.max_document_bytes)
         rc = sy_error_set(err, SY_ELIMIT, "",
                           "document of %zu bytes exceeds the limit of %zu", len,
                           lim.max_document_bytes);
     else
-        rc = sy_json_scan_text(&a, json, len, &lim, true, &scan, err);
+        rc = sy_json_scan_routes(&a, json, len, &lim, ss.guess ? &skip : NULL,
+                                 &scan, err);
+    if (!rc && ss.guess)
+        d->checksum = sy_hash64_end(&ss.sum);
     if (!rc) {
         const char *prefix = "";
         if (scan.root == '{') {
@@ -367,7 +566,7 @@ int sy_document_parse_reusing(const char *json, size_t len,
                               "object with \"routes\"");
         }
         if (!rc)
-            rc = build_routes(d, opts, &lim, json, &scan, prefix, reuse, err);
+            rc = build_routes(d, opts, &lim, json, &scan, prefix, &ss, err);
     }
     sy_free(&a, scan.routes);
     if (rc) {
@@ -382,8 +581,15 @@ const char *sy_document_version(const sy_document *doc) {
     return doc ? doc->version : NULL;
 }
 
+/* Computed when asked: an apply never asks, and its document may borrow
+ * routes (def.h) that only live as long as the commit. */
 uint64_t sy_document_fingerprint(const sy_document *doc) {
-    return doc ? doc->fingerprint : 0;
+    if (!doc)
+        return 0;
+    uint64_t fp = SEED_DOC;
+    for (size_t i = 0; i < doc->route_count; i++)
+        fp = sy_hash_mix(fp, doc->routes[i]->fingerprint);
+    return sy_hash_mix(fp, doc->route_count);
 }
 
 uint64_t sy_document_checksum(const sy_document *doc) {

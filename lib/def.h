@@ -9,13 +9,36 @@
 
 #include "route.h"
 
+/* What an apply learnt about one element of the routes array: the route
+ * it gave (NULL: none, an invalid element) with that route's span and id
+ * (route.h span_hash, span_len, id_len, id_hash), so the next apply of the
+ * source compares bytes with it without reading the route. */
+typedef struct sy_span_memo {
+    const struct sy_route *route;
+    uint64_t span_hash;
+    size_t span_len;
+    uint32_t id_len, id_hash;
+} sy_span_memo;
+
 struct sy_document {
     sy_alloc alloc;
-    uint32_t *positions;  /* position in the JSON array of routes[i] */
-    bool envelope;        /* {"version", "routes"} shape: paths "routes[i]" */
-    char *version;        /* NULL when the envelope has none */
-    uint64_t fingerprint; /* of the routes' fingerprints in order */
-    uint64_t checksum;    /* of the bytes */
+    uint32_t *positions; /* position in the JSON array of routes[i] */
+    /* with sy_def_reuse's at_position: the position of routes[i] in the
+     * document before when the parse found it there (by bytes), else
+     * UINT32_MAX; NULL without at_position. Such a route is BORROWED: the
+     * document holds no reference to it, so the document may be read only
+     * while the routes offered to the parse are live (an apply's commit:
+     * the router keeps a reference to every live route until a publish
+     * retires it, and the commit frees its documents without reading
+     * them). */
+    uint32_t *prev;
+    /* with at_position: entry i describes element i of the routes array
+     * (memo_count elements); the caller may take it (and set it NULL) */
+    sy_span_memo *memo;
+    size_t memo_count;
+    bool envelope;     /* {"version", "routes"} shape: paths "routes[i]" */
+    char *version;     /* NULL when the envelope has none */
+    uint64_t checksum; /* of the bytes */
     struct sy_route **routes;
     size_t route_count;
     sy_error *issues;
@@ -53,6 +76,21 @@ typedef struct sy_def_reuse {
     sy_def_reuse_fn by_fingerprint;
     sy_def_reuse_bytes_fn by_bytes;
     void *data;
+    /* Optional, with by_bytes: the live route (with a span) that was
+     * element `pos` of the routes array of the document before, or NULL;
+     * and the position of a route by_bytes returned (SIZE_MAX: none).
+     * With them the scan guesses that element i is the route the document
+     * before held near position i and, when its bytes are that route's
+     * span, skips them unread (def.c span_skip). */
+    const struct sy_route *(*at_position)(void *data, size_t pos);
+    size_t (*position_of)(void *data, const struct sy_route *r);
+    size_t count_hint; /* routes the document before held (0: unknown) */
+    /* Optional: the memo of the document before (sy_document.memo). Entry
+     * p is used only while its route is at_position(p)'s, compared by
+     * address: the caller must offer it only while no route it names can
+     * have been freed (no other change of the source since). */
+    const sy_span_memo *memo;
+    size_t memo_count;
 } sy_def_reuse;
 
 /* sy_document_parse with reuse of already compiled routes (reuse may be

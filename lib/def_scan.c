@@ -43,6 +43,7 @@ typedef struct scanner {
     size_t values;         /* in the current route (or the whole text) */
     sy_json_scan *out;
     size_t cap;
+    const sy_json_skip *skip; /* may be NULL */
     sy_error *err;
 } scanner;
 
@@ -330,6 +331,9 @@ static int begin_value(scanner *sc) {
                            sc->lim->max_routes);
         if (o->route_count == sc->cap) {
             size_t ncap = sc->cap ? sc->cap * 2 : 64;
+            if (!sc->cap && sc->skip && sc->skip->expect > ncap &&
+                sc->skip->expect <= sc->lim->max_routes)
+                ncap = sc->skip->expect; /* no copies on the way up */
             sy_json_span *n =
                 sy_realloc(sc->a, o->routes, ncap * sizeof *o->routes);
             if (!n)
@@ -337,7 +341,8 @@ static int begin_value(scanner *sc) {
             o->routes = n;
             sc->cap = ncap;
         }
-        o->routes[o->route_count].start = sc->pos;
+        o->routes[o->route_count] =
+            (sy_json_span){sc->pos, 0, 0, NULL, 0, false};
         sc->values = 0;
     }
     return count_value(sc);
@@ -372,6 +377,16 @@ value:
         char c = sc->s[sc->pos];
         if (sc->depth == 0)
             sc->out->root = c;
+        if (c == '{' && sc->skip && sc->routes_depth &&
+            sc->depth == sc->routes_depth) {
+            /* a route the caller knows: valid bytes, skipped whole */
+            size_t n = sc->skip->fn(sc->skip->data, sc->s, sc->len, sc->out,
+                                    sc->out->route_count, sc->pos, sc->depth);
+            if (n && n <= sc->len - sc->pos) {
+                sc->pos += n;
+                goto after;
+            }
+        }
         if (c == '{' || c == '[') {
             if (sc->depth >= sc->max_depth)
                 return fail_at(sc, SY_ELIMIT, 0, sc->pos,
@@ -471,9 +486,10 @@ key:
     goto value;
 }
 
-int sy_json_scan_text(const sy_alloc *a, const char *json, size_t len,
-                      const sy_limits *lim, bool routes, sy_json_scan *out,
-                      sy_error *err) {
+static int scan_text(const sy_alloc *a, const char *json, size_t len,
+                     const sy_limits *lim, bool routes,
+                     const sy_json_skip *skip, sy_json_scan *out,
+                     sy_error *err) {
     memset(out, 0, sizeof *out);
     uint32_t max_depth =
         lim->max_depth < SY_JSON_MAX_DEPTH ? lim->max_depth : SY_JSON_MAX_DEPTH;
@@ -484,6 +500,7 @@ int sy_json_scan_text(const sy_alloc *a, const char *json, size_t len,
                   .max_depth = max_depth,
                   .want_routes = routes,
                   .out = out,
+                  .skip = skip && skip->fn ? skip : NULL,
                   .err = err};
     sc.st = sy_malloc(a, (max_depth + 1) * sizeof *sc.st);
     if (!sc.st)
@@ -491,4 +508,16 @@ int sy_json_scan_text(const sy_alloc *a, const char *json, size_t len,
     int rc = scan(&sc);
     sy_free(a, sc.st);
     return rc;
+}
+
+int sy_json_scan_text(const sy_alloc *a, const char *json, size_t len,
+                      const sy_limits *lim, bool routes, sy_json_scan *out,
+                      sy_error *err) {
+    return scan_text(a, json, len, lim, routes, NULL, out, err);
+}
+
+int sy_json_scan_routes(const sy_alloc *a, const char *json, size_t len,
+                        const sy_limits *lim, const sy_json_skip *skip,
+                        sy_json_scan *out, sy_error *err) {
+    return scan_text(a, json, len, lim, true, skip, out, err);
 }

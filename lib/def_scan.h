@@ -23,6 +23,13 @@
 
 typedef struct sy_json_span {
     size_t start, end; /* byte offsets, end exclusive */
+    /* Left zero by the scan, for its skip hook (below) and the caller:
+     * a hash of the span's bytes (hashed: set), and what the hook knew the
+     * span to be (known: non-NULL when the hook skipped it). */
+    uint64_t hash;
+    const void *known;
+    size_t aux; /* the hook's own note about `known` */
+    bool hashed;
 } sy_json_span;
 
 typedef struct sy_json_scan {
@@ -46,6 +53,28 @@ typedef struct sy_json_scan {
 int sy_json_scan_text(const sy_alloc *a, const char *json, size_t len,
                       const sy_limits *lim, bool routes, sy_json_scan *out,
                       sy_error *err);
+
+/*
+ * Asked at the first byte of each element of the routes array (at byte
+ * `at` of `json`, element `index`, the array's frame at nesting `depth`:
+ * 1 for a root array, 2 in an envelope), when that byte is '{': the length
+ * of the element's text if the caller knows those very bytes to be one
+ * whole JSON value that this scan, under the same limits and at the same
+ * depth, accepted before (the scan then skips them), or 0 to scan them.
+ * out->routes[0..index] are there (the element's start set, earlier ones
+ * complete); the hook may set their hash, hashed and known fields.
+ */
+typedef struct sy_json_skip {
+    size_t (*fn)(void *data, const char *json, size_t len, sy_json_scan *out,
+                 size_t index, size_t at, uint32_t depth);
+    void *data;
+    size_t expect; /* routes the caller expects (room made at once) */
+} sy_json_skip;
+
+/* sy_json_scan_text with `routes` true and a skip hook (may be NULL). */
+int sy_json_scan_routes(const sy_alloc *a, const char *json, size_t len,
+                        const sy_limits *lim, const sy_json_skip *skip,
+                        sy_json_scan *out, sy_error *err);
 
 /* Fill err's line, column and offset for byte `off` of `json`. */
 void sy_json_locate(const char *json, size_t len, size_t off, sy_error *err);

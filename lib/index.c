@@ -13,10 +13,23 @@
  *   edges: open-addressing table keyed by (parent node, literal segment);
  *          an entry holds the segment's first 16 bytes as two words:
  *          [ w0 | w1 | parent | child | str_off | len|tag ]  (32 bytes)
- *   node:  wild child (one-segment wildcard) with bit 31 (LIT_KIDS) set
- *          when the node has literal children (else a walk neither hashes
- *          nor probes there), term list (patterns that end here), multi
- *          list (patterns whose ** / {*x} starts here)
+ *   node:  wild word, term list (patterns that end here), multi list
+ *          (patterns whose ** / {*x} starts here):
+ *
+ *            bit 31  30  29 .. 0
+ *             [ L | O | wild child, or with O the lone child's edge slot ]
+ *
+ *          L (LIT_KIDS): live literal children (else a walk neither
+ *          hashes nor probes there); O (ONE_LIT, with L): exactly one live
+ *          literal child and no wildcard one, its edge at that slot,
+ *          compared directly:
+ *
+ *            [5] L|O|slot 812 ----> edges[812] = "events" -> [15]
+ *            (no hash of "events", no probe: one compare of two words)
+ *
+ *          Set after placement by pruning (index_int.h): branches whose
+ *          subtree holds no list (routes placed in the other trie) lose
+ *          their L / wild, so a walk never enters them
  *   lists: candidates sorted by rank key, flattened into one pool:
  *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
  *          so a candidate refused by its method, or proven whole by the
@@ -90,6 +103,33 @@ static inline bool edge_is(const edge *e, const char *strings, uint32_t parent,
                            const seg_key *k, const char *s, size_t len) {
     return e->len_tag == k->len_tag && e->parent == parent && e->w0 == k->w0 &&
            e->w1 == k->w1 &&
+           (len <= KEY_BYTES || memcmp(strings + e->str_off + KEY_BYTES,
+                                       s + KEY_BYTES, len - KEY_BYTES) == 0);
+}
+
+/* Edge `e` is segment `seg` (its words and length; the tail of a long
+ * one in the pool): no hash needed. */
+static inline bool edge_has(const edge *e, const char *strings, sy_str seg) {
+    size_t len = seg.len;
+    const char *s = seg.ptr;
+    if ((e->len_tag & 0xffff) != len || len > UINT16_MAX)
+        return false;
+    uint64_t w0, w1;
+    if (len >= 8) {
+        w0 = load8(s);
+        w1 = len >= 16 ? load8(s + 8) : load8(s + len - 8);
+    } else if (len >= 4) {
+        w0 = load4(s) | (uint64_t)load4(s + len - 4) << 32;
+        w1 = 0;
+    } else if (len) {
+        w0 = (uint64_t)(unsigned char)s[0] |
+             (uint64_t)(unsigned char)s[len / 2] << 8 |
+             (uint64_t)(unsigned char)s[len - 1] << 16;
+        w1 = 0;
+    } else {
+        w0 = w1 = 0;
+    }
+    return e->w0 == w0 && e->w1 == w1 &&
            (len <= KEY_BYTES || memcmp(strings + e->str_off + KEY_BYTES,
                                        s + KEY_BYTES, len - KEY_BYTES) == 0);
 }
@@ -178,13 +218,13 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
 }
 
 static uint32_t wild_child(builder *b, uint32_t parent) {
-    if ((b->nodes[parent].wild & ~LIT_KIDS) == WILD_NONE) {
+    if ((b->nodes[parent].wild & WILD_MASK) == WILD_NONE) {
         uint32_t c = new_node(b);
         if (c == NONE || c >= WILD_NONE)
             return NONE;
         b->nodes[parent].wild = (b->nodes[parent].wild & LIT_KIDS) | c;
     }
-    return b->nodes[parent].wild & ~LIT_KIDS;
+    return b->nodes[parent].wild & WILD_MASK;
 }
 
 void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
@@ -496,6 +536,24 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
     }
     if (!flatten(&b, ix, placement, slot_pos, info))
         goto fail;
+    {
+        size_t nn = b.node_count;
+        uint32_t *up = sy_malloc(a, nn * 3 * sizeof *up);
+        uint8_t *kids = sy_calloc(a, nn, 1);
+        if (!up || !kids) {
+            sy_free(a, up);
+            sy_free(a, kids);
+            goto fail;
+        }
+        for (size_t i = 0; i <= b.edge_mask; i++)
+            prune_up_edge(&b, up, up + nn, i);
+        for (uint32_t i = 0; i < b.node_count; i++)
+            prune_up_wild(&b, up, i);
+        for (uint32_t i = b.node_count; i-- > 0;)
+            prune_node(&b, up, up + nn, up + 2 * nn, kids, i);
+        sy_free(a, up);
+        sy_free(a, kids);
+    }
 
     ix->nodes = b.nodes;
     ix->node_count = b.node_count;
@@ -567,8 +625,12 @@ typedef struct collector {
     const sy_str *dec; /* the request's segments (labels) */
     size_t count;
     bool overflow;
-    bool reversed;                /* host trie: labels walked from the last */
-    bool lead;                    /* host: a leading '.' */
+    bool reversed; /* host trie: labels walked from the last */
+    bool lead;     /* host: a leading '.' */
+    /* a wildcard branch was entered: from then on a segment's key may be
+     * needed twice (by the branch, then by the literal path beside it),
+     * so keys are kept in key[]; before it, each is needed once */
+    bool branched;
     uint32_t hashed;              /* bit i: key[i] is set */
     seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
 } collector;
@@ -592,7 +654,7 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
         return NONE; /* longer literals are indexed as wildcards */
     seg_key local;
     const seg_key *k = &local;
-    if (i < HASHED_SEGMENTS) {
+    if (c->branched && i < HASHED_SEGMENTS) {
         if (!(c->hashed & (1u << i))) {
             c->key[i] = segment_key(seg.ptr, seg.len);
             c->hashed |= 1u << i;
@@ -615,17 +677,21 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
 /* Depth-first walk over literal and wildcard edges; `literal` says every
  * segment so far was matched by a literal edge. A node without literal
  * children (LIT_KIDS clear) costs no probe, and one without a wildcard
- * child no recursion. */
-static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
+ * child no recursion. Compiled once per trie (`path` a constant). */
+static inline __attribute__((always_inline)) void
+walk_in(collector *c, uint32_t node, size_t depth, bool literal,
+        const bool path, void (*self)(collector *, uint32_t, size_t, bool)) {
     const inode *nodes = c->ix->nodes;
     const size_t count = c->count;
-    const bool path = !c->reversed;
     for (;;) {
         const inode *nd = &nodes[node];
         /* a walkable host pattern starting with "**" has no leading '.',
          * which Ant compares: a host with one is not proven */
-        if (nd->multi.len)
+        if (nd->multi.len) {
             collect(c, nd->multi, SY_PROOF_NONE, path || !c->lead);
+            if (c->overflow)
+                return;
+        }
         if (depth == count) {
             collect(c, nd->term,
                     !literal ? SY_PROOF_NONE
@@ -636,25 +702,43 @@ static void walk(collector *c, uint32_t node, size_t depth, bool literal) {
         }
         size_t i = path ? depth : count - 1 - depth;
         /* matchTrailingSlash: "/a" also matches "/a/" */
-        if (path && depth + 1 == count && c->dec[i].len == 0)
+        if (path && depth + 1 == count && c->dec[i].len == 0) {
             collect(c, nd->term, SY_PROOF_NONE, false);
+            if (c->overflow)
+                return;
+        }
         uint32_t w = nd->wild;
         if (!(w & LIT_KIDS)) { /* no literal child: no probe */
             if (w == WILD_NONE)
                 return;
             node = w;
             literal = false;
+        } else if (w & ONE_LIT) { /* one literal child: compare it */
+            const edge *e = &c->ix->edges[w & WILD_MASK];
+            if (!edge_has(e, c->ix->strings, c->dec[i]))
+                return;
+            node = e->child;
         } else {
-            if (w != (WILD_NONE | LIT_KIDS))
-                walk(c, w & ~LIT_KIDS, depth + 1, false);
+            if (w != (WILD_NONE | LIT_KIDS)) {
+                c->branched = true;
+                self(c, w & WILD_MASK, depth + 1, false);
+                if (c->overflow)
+                    return;
+            }
             node = find_literal(c, node, i);
             if (node == NONE)
                 return;
         }
-        if (c->overflow)
-            return;
         depth++;
     }
+}
+
+static void walk_path(collector *c, uint32_t node, size_t depth, bool literal) {
+    walk_in(c, node, depth, literal, true, walk_path);
+}
+
+static void walk_host(collector *c, uint32_t node, size_t depth, bool literal) {
+    walk_in(c, node, depth, literal, false, walk_host);
 }
 
 size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
@@ -671,7 +755,8 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
     c.reversed = false;
     c.lead = false;
     c.hashed = 0;
-    walk(&c, ROOT_PATH, 0, true);
+    c.branched = false;
+    walk_in(&c, ROOT_PATH, 0, true, true, walk_path); /* top level inline */
     /* an empty or missing Host matches no Host pattern */
     if (host_labels && host_labels->count && ix->host_routes) {
         c.dec = host_labels->dec;
@@ -679,7 +764,8 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
         c.reversed = true;
         c.lead = host_labels->lead;
         c.hashed = 0;
-        walk(&c, ROOT_HOST, 0, true);
+        c.branched = false;
+        walk_host(&c, ROOT_HOST, 0, true);
     }
     collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE, false);
     collect(&c,

@@ -47,8 +47,13 @@ typedef struct list_ref {
 
 /* wild: the one-segment wildcard child (WILD_NONE: none), and LIT_KIDS
  * when the node has literal children in the edge table: a walk probes the
- * table only at nodes that have some. */
-#define WILD_NONE 0x7fffffffu
+ * table only at nodes that have some. After pruning, ONE_LIT (with
+ * LIT_KIDS) says the node has one live literal child and no wildcard one:
+ * the low bits are then that child's edge table slot, compared directly
+ * (no hash, no probe). */
+#define WILD_MASK 0x3fffffffu
+#define WILD_NONE WILD_MASK
+#define ONE_LIT 0x40000000u
 #define LIT_KIDS 0x80000000u
 
 typedef struct inode {
@@ -115,6 +120,57 @@ void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
                      uint32_t slot, uint32_t dim);
 const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind);
 rinfo route_info(builder *b, const struct sy_route *r);
+
+/*
+ * Pruning, after the lists are placed (both builds): a branch of a trie
+ * whose subtree holds no list (every route under it was placed in the
+ * other trie) is cut off, so a walk never enters it, and a node left with
+ * one live literal child and no wildcard one gets ONE_LIT. up[n] = parent
+ * << 1 | (n is a literal child) and eslot[n] = n's edge slot, filled by
+ * prune_up_edge for each edge table entry and prune_up_wild for each node;
+ * then prune_node for every node from the last to the first (a child is
+ * always numbered after its parent), with kids[] zeroed: it clears
+ * LIT_KIDS and the wildcard child of a node whose literal (wildcard)
+ * children are all dead. one[] needs no initialisation.
+ */
+enum { KID_LIT = 1, KID_WILD = 2, KID_LIT2 = 4 };
+static inline void prune_up_edge(const builder *b, uint32_t *up,
+                                 uint32_t *eslot, size_t i) {
+    const edge *e = &b->edges[i];
+    if (e->child != NONE) {
+        up[e->child] = e->parent << 1 | 1u;
+        eslot[e->child] = (uint32_t)i;
+    }
+}
+static inline void prune_up_wild(const builder *b, uint32_t *up, uint32_t n) {
+    uint32_t w = b->nodes[n].wild & WILD_MASK;
+    if (w != WILD_NONE)
+        up[w] = n << 1;
+}
+static inline void prune_node(builder *b, const uint32_t *up,
+                              const uint32_t *eslot, uint32_t *one,
+                              uint8_t *kids, uint32_t n) {
+    inode *nd = &b->nodes[n];
+    uint8_t k = kids[n];
+    if (!(k & KID_LIT))
+        nd->wild &= ~LIT_KIDS;
+    if (!(k & KID_WILD))
+        nd->wild = (nd->wild & LIT_KIDS) | WILD_NONE;
+    if (k == KID_LIT && b->edge_mask < WILD_MASK)
+        nd->wild = LIT_KIDS | ONE_LIT | one[n];
+    bool live = k || nd->term.len || nd->multi.len;
+    if (!live || n <= ROOT_HOST)
+        return;
+    uint32_t p = up[n] >> 1;
+    if (!(up[n] & 1u)) {
+        kids[p] |= KID_WILD;
+    } else if (kids[p] & KID_LIT) {
+        kids[p] |= KID_LIT2;
+    } else {
+        kids[p] |= KID_LIT;
+        one[p] = eslot[n];
+    }
+}
 
 /* The candidate entry of pending entry `p` of the route described by
  * `ri`: what the walk proves travels with it only in the trie (path or

@@ -27,6 +27,9 @@ enum {
     PH_COPY,   /* lists: fill cursors = starts */
     PH_FILL,   /* pending: candidates into their lists */
     PH_NODES,  /* nodes: their list refs */
+    PH_UP_E,   /* edge table: parents of literal children (pruning) */
+    PH_UP_W,   /* nodes: parents of wildcard children */
+    PH_PRUNE,  /* nodes, last first: cut branches without lists */
     PH_FINISH, /* generic lists, the index */
     PH_DONE
 };
@@ -43,6 +46,8 @@ struct sy_index_step {
     size_t host_routes;
     uint8_t *placement;
     uint32_t *pcost, *slot_pos, *start, *fill;
+    uint32_t *up; /* pruning: up, eslot, one (index_int.h), per node */
+    uint8_t *kids;
     size_t nlists, kept;
     sy_cand *cands;
     edge *big; /* a reserved edge table being emptied (prepare) */
@@ -92,6 +97,8 @@ void sy_index_step_free(sy_index_step *st) {
     sy_free(a, st->fill);
     sy_free(a, st->cands);
     sy_free(a, st->big);
+    sy_free(a, st->up);
+    sy_free(a, st->kids);
     sy_free(a, st);
 }
 
@@ -246,6 +253,10 @@ static int finish(sy_index_step *st, sy_index **out) {
                 (size_t)b->node_cap * sizeof(inode) +
                 (size_t)(b->edge_mask + 1) * sizeof(edge) + b->strings.cap +
                 (size_t)b->var_cap * sizeof *b->vars;
+    sy_free(a, st->up);
+    sy_free(a, st->kids);
+    st->up = NULL;
+    st->kids = NULL;
     b->nodes = NULL;
     b->edges = NULL;
     b->vars = NULL;
@@ -363,6 +374,26 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
             b->nodes[i].multi =
                 (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
         });
+        next_phase(st);
+        st->up = sy_malloc(a, (size_t)b->node_count * 3 * sizeof *st->up);
+        st->kids = sy_calloc(a, b->node_count, 1);
+        if (!st->up || !st->kids)
+            return SY_ENOMEM;
+        /* fall through */
+    case PH_UP_E:
+        PASS(st, (size_t)b->edge_mask + 1, left,
+             prune_up_edge(b, st->up, st->up + b->node_count, i));
+        next_phase(st);
+        /* fall through */
+    case PH_UP_W:
+        PASS(st, b->node_count, left, prune_up_wild(b, st->up, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_PRUNE:
+        PASS(st, b->node_count, left,
+             prune_node(b, st->up, st->up + b->node_count,
+                        st->up + 2 * (size_t)b->node_count, st->kids,
+                        b->node_count - 1 - (uint32_t)i));
         next_phase(st);
         /* fall through */
     case PH_FINISH: {

@@ -142,8 +142,8 @@ static int normalize_path(sy_match_ctx *c, const sy_snapshot *s,
 
 /* Fit the context, normalise the path (may replace *reqp), split. Returns
  * SY_PN_BAD_PATH (positive) when the path is refused. */
-static int prepare(sy_match_ctx *c, const sy_snapshot *s,
-                   const sy_request **reqp) {
+static inline __attribute__((always_inline)) int
+prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     int rc = ctx_fit(c, s);
     if (rc)
         return rc;
@@ -236,7 +236,8 @@ static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
 /* Append the captures of a walk-proven pattern (SY_CAND_WALK): the
  * request's segments (labels) at its {var}s; false when one is empty (a
  * {var} needs a non-empty segment: the pattern does not hold after all). */
-static bool walk_caps(sy_eval *ev, const sy_cand_list *l, const sy_cand *cd) {
+static inline bool walk_caps(sy_eval *ev, const sy_cand_list *l,
+                             const sy_cand *cd) {
     const sy_segments *segs = l->host ? ev->host : ev->path;
     const sy_cand_var *v = cd->nvars ? l->vars + cd->vars : NULL;
     size_t n = ev->ncaps;
@@ -274,23 +275,11 @@ static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
     return true;
 }
 
-/* Does candidate `cd` of list `l` hold? The index's inline data first:
- * a method bit the route refuses fails it without touching the route; a
- * whole route (SY_CAND_WHOLE) reached by an exact walk holds with its
- * captures taken from the request's segments; a walk-proven one has only
- * its other predicates tested; anything else is tested in full. */
-static bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
-                       const sy_cand_list *l, const sy_cand *cd, int mbit) {
+/* cand_holds for a candidate its inline data does not decide. */
+static __attribute__((noinline)) bool
+cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy_cand_list *l,
+                const sy_cand *cd, int mbit, bool odd_host) {
     sy_eval *ev = &c->ev;
-    if (!((cd->methods >> mbit) & 1u)) {
-        /* for a 405: method_reason() checks its other predicates */
-        if (c->method_miss_count < MAX_METHOD_MISSES)
-            c->method_misses[c->method_miss_count++] = cd->slot;
-        return false;
-    }
-    /* a host with a leading or trailing '.' has Ant's empty end labels,
-     * which the walk does not model: decide those by the pattern */
-    bool odd_host = l->host && (c->host.lead || c->host.trail);
     if ((cd->flags & SY_CAND_WALK) && l->exact && !odd_host) {
         if (!(cd->flags & SY_CAND_WHOLE) ||
             (mbit == 31 && cd->methods != UINT32_MAX))
@@ -301,6 +290,34 @@ static bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
             return true;
     }
     return candidate_fails(c, s, cd->slot, l->proof) < 0;
+}
+
+/* Does candidate `cd` of list `l` hold? The index's inline data first:
+ * a method bit the route refuses fails it without touching the route; a
+ * whole route (SY_CAND_WHOLE) reached by an exact walk holds with its
+ * captures taken from the request's segments (both inline here, the
+ * common cases); a walk-proven one has only its other predicates tested;
+ * anything else is tested in full. */
+static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
+                              const sy_cand_list *l, const sy_cand *cd,
+                              int mbit) {
+    if (!((cd->methods >> mbit) & 1u)) {
+        /* for a 405: method_reason() checks its other predicates */
+        if (c->method_miss_count < MAX_METHOD_MISSES)
+            c->method_misses[c->method_miss_count++] = cd->slot;
+        return false;
+    }
+    /* a host with a leading or trailing '.' has Ant's empty end labels,
+     * which the walk does not model: decide those by the pattern */
+    bool odd_host = l->host && (c->host.lead || c->host.trail);
+    if ((cd->flags & SY_CAND_WHOLE) && l->exact && !odd_host &&
+        (mbit != 31 || cd->methods == UINT32_MAX)) {
+        c->ev.ncaps = 0;
+        c->ev.weight = NULL;
+        if (walk_caps(&c->ev, l, cd))
+            return true;
+    }
+    return cand_holds_rest(c, s, l, cd, mbit, odd_host);
 }
 
 static sy_match *found_route(sy_match_ctx *c, const sy_snapshot *s,
@@ -401,15 +418,17 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
 }
 
 /* Both matchers: check arguments, complete the request, prepare. */
-static int match_common(const sy_snapshot *h, sy_match_ctx *c,
-                        const sy_request *req, sy_match **out, bool linear) {
+static inline __attribute__((always_inline)) int
+match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
+             sy_match **out, bool linear) {
     if (!h || !c || !out || !valid_request(req))
         return SY_EINVAL;
     *out = NULL;
     c->nomatch = SY_NOMATCH_NONE;
     c->method_miss_count = 0;
     const sy_snapshot *s = sy_snapshot_from_handle(h);
-    req = full_request(c, s, req);
+    if (req->size < sizeof(sy_request) || (!req->seed && s->weight_count))
+        req = full_request(c, s, req);
     int rc = prepare(c, s, &req);
     if (rc)
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match, a reason */
@@ -447,9 +466,18 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
     return match_common(h, c, req, out, false);
 }
 
+/* sy_method_bit with GET and POST (bits 0 and 2) decided inline. */
+static inline int method_bit(sy_str m) {
+    if (m.len == 3 && memcmp(m.ptr, "GET", 3) == 0)
+        return 0;
+    if (m.len == 4 && memcmp(m.ptr, "POST", 4) == 0)
+        return 2;
+    return sy_method_bit(m);
+}
+
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
-    int mbit = sy_method_bit(req->method);
+    int mbit = method_bit(req->method);
     /* an empty Host matches no Host pattern (as SCG's null host): its
      * routes are no candidates, and no walk may prove them */
     const sy_segments *host = c->ev.host_str.len ? &c->host : NULL;

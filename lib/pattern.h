@@ -34,11 +34,14 @@ bool sy_segments_split(sy_segments *segs, sy_str path, sy_arena *scratch,
                        const sy_alloc *alloc);
 void sy_segments_free(sy_segments *segs, const sy_alloc *alloc);
 
-/* What sy_segments_split_scan saw in the path: '.', '%', ';'. */
+/* What sy_segments_split_scan saw in the path: a '.' starting a segment
+ * (the path's first byte or one after a '/': a possible dot segment; a
+ * '.' inside a segment, "index.html", is no business of the normaliser),
+ * a '%', a ';'. */
 enum { SY_SEEN_DOT = 1, SY_SEEN_PCT = 2, SY_SEEN_SEMI = 4 };
 
 /* sy_segments_split, and in the same pass over the path's bytes the
- * SY_SEEN_* bits of the characters it holds (so the caller can tell that
+ * SY_SEEN_* bits of what it holds (so the caller can tell that
  * the path normaliser has nothing to do without scanning it again). */
 bool sy_segments_split_scan(sy_segments *segs, sy_str path, sy_arena *scratch,
                             const sy_alloc *alloc, unsigned *seen);

@@ -242,7 +242,11 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
     if (!put_plain(segs, n, (sy_str){p + begin, len - begin}, alloc))
         return *ok = false, true;
     segs->count = n + 1;
-    *seen = dots ? SY_SEEN_DOT : 0u;
+    /* a '.' matters to the normaliser only where it starts a segment */
+    *seen = 0;
+    for (size_t i = 0; dots && i <= n; i++)
+        if (segs->dec[i].len && segs->dec[i].ptr[0] == '.')
+            *seen = SY_SEEN_DOT;
     return true;
 }
 
@@ -293,8 +297,10 @@ bool sy_segments_split_scan(sy_segments *segs, sy_str path, sy_arena *scratch,
 #endif
     const char *p = path.ptr;
     size_t len = path.len;
-    *seen |= (memchr(p, '.', len) ? SY_SEEN_DOT : 0u) |
-             (memchr(p, '%', len) ? SY_SEEN_PCT : 0u) |
+    for (size_t i = 0; i < len && !(*seen & SY_SEEN_DOT); i++)
+        if (p[i] == '.' && (i == 0 || p[i - 1] == '/'))
+            *seen |= SY_SEEN_DOT;
+    *seen |= (memchr(p, '%', len) ? SY_SEEN_PCT : 0u) |
              (memchr(p, ';', len) ? SY_SEEN_SEMI : 0u);
     return split_path(segs, path, scratch, alloc);
 }

@@ -151,6 +151,7 @@ static int compile_patterns(sy_pred *p, const sy_def_entry *e,
             return fail(err, SY_EARG, path, "matchTrailingSlash", 0,
                         why ? why : "expected true or false");
     }
+    sy_pred_note_literal(p);
     return SY_OK;
 }
 

@@ -96,7 +96,11 @@ static bool test_header(const sy_pred *p, sy_eval *ev) {
     uint32_t left = sy_budget_max_repeats();
     for (size_t i = 0; i < r->header_count; i++) {
         const sy_header *h = &r->headers[i];
-        if (!sy_str_ieq(h->name, p->name, p->name_len))
+        /* the length first (most names differ in it), then the exact
+         * bytes (the usual spelling), without the case-insensitive call */
+        if (h->name.len != p->name_len ||
+            (memcmp(h->name.ptr, p->name, p->name_len) != 0 &&
+             !sy_str_ieq(h->name, p->name, p->name_len)))
             continue;
         sy_str rest = h->value, el;
         bool done = false;
@@ -289,10 +293,139 @@ static bool test_method(const sy_pred *p, sy_str m) {
     return false;
 }
 
+/* n bytes at a and b are equal: overlapping word loads, no call (the
+ * segments and labels compared here are short). */
+static inline bool bytes_eq(const char *a, const char *b, size_t n) {
+    if (n >= 8) {
+        uint64_t x, y;
+        for (size_t i = 0; i + 8 <= n; i += 8) {
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return false;
+        }
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    if (n >= 4) {
+        uint32_t x0, y0, x1, y1;
+        memcpy(&x0, a, 4);
+        memcpy(&y0, b, 4);
+        memcpy(&x1, a + n - 4, 4);
+        memcpy(&y1, b + n - 4, 4);
+        return x0 == y0 && x1 == y1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+void sy_pred_note_literal(sy_pred *p) {
+    p->lit = false;
+    bool host = p->kind == SY_PK_HOST;
+    if ((p->kind != SY_PK_PATH && !host) || p->npats != 1)
+        return;
+    const sy_pattern *pat = p->pats[0];
+    size_t n = sy_pattern_segment_count(pat);
+    const char *src = sy_pattern_source(pat);
+    size_t len = strlen(src), pos = 0;
+    if (n == 0 || n > UINT16_MAX || len > UINT32_MAX ||
+        !sy_pattern_can_match(pat))
+        return;
+    /* a path's last "**" (no variable): any rest; its source ends so */
+    bool rest = !host && sy_pattern_segment_kind(pat, n - 1) == SY_SEG_MULTI &&
+                sy_pattern_var_count(pat) == 0 && len >= 3 &&
+                memcmp(src + len - 3, "/**", 3) == 0;
+    if (rest) {
+        n--;
+        len -= 3;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (sy_pattern_segment_kind(pat, i) != SY_SEG_LITERAL)
+            return;
+        sy_str lit = sy_pattern_literal(pat, i);
+        /* a host: "a.b.c", labels never empty (an empty one would be the
+         * virtual label of a leading or trailing '.') */
+        size_t sep = host ? i > 0 : 1;
+        if (host && !lit.len)
+            return;
+        if (len - pos < sep + lit.len ||
+            (sep && src[pos] != (host ? '.' : '/')) ||
+            (lit.len && memcmp(src + pos + sep, lit.ptr, lit.len) != 0))
+            return;
+        pos += sep + lit.len;
+    }
+    if (pos != len)
+        return;
+    p->lit = true;
+    p->lit_len = (uint32_t)len;
+    p->lit_segs = (uint16_t)n;
+    p->lit_rest = rest;
+}
+
+/* sy_pattern_match_host for a literal pattern: no leading or trailing
+ * '.' (either adds a virtual empty label: the count tells), as many
+ * labels, the same text (a label holds no '.'). */
+static bool test_literal_host(const sy_pred *p, const sy_segments *labels) {
+    if (labels->lead || labels->trail || labels->count != p->lit_segs)
+        return false;
+    const char *lit = sy_pattern_source(p->pats[0]);
+    size_t len = p->lit_len, pos = 0;
+    for (size_t i = 0; i < labels->count; i++) {
+        sy_str d = labels->dec[i];
+        if (i && (pos >= len || lit[pos++] != '.'))
+            return false;
+        if (len - pos < d.len || !bytes_eq(lit + pos, d.ptr, d.len))
+            return false;
+        pos += d.len;
+    }
+    return pos == len;
+}
+
+/* The first `c` segments, each after a '/', spell lit exactly. With as
+ * many segments as the literal pattern, that is segment for segment
+ * equality: a literal segment holds no '/', so a decoded "%2F" in a
+ * segment would make one '/' too many. */
+static bool lit_segments_eq(const sy_pred *p, const sy_segments *segs,
+                            size_t c) {
+    const char *lit = sy_pattern_source(p->pats[0]);
+    size_t len = p->lit_len, pos = 0;
+    for (size_t i = 0; i < c; i++) {
+        sy_str d = segs->dec[i];
+        if (pos >= len || lit[pos] != '/' || len - pos - 1 < d.len)
+            return false;
+        if (!bytes_eq(lit + pos + 1, d.ptr, d.len))
+            return false;
+        pos += 1 + d.len;
+    }
+    return pos == len;
+}
+
+/* sy_pattern_match_path for a literal pattern: same count of segments
+ * and the same text, or (matchTrailingSlash) one more, bare empty one. */
+static bool test_literal_path(const sy_pred *p, const sy_segments *segs) {
+    size_t c = segs->count;
+    /* literals then "**": at least those segments, spelling the literals
+     * (what follows is the **'s; a trailing slash changes nothing) */
+    if (p->lit_rest)
+        return c >= p->lit_segs && lit_segments_eq(p, segs, p->lit_segs);
+    if (c == p->lit_segs)
+        return lit_segments_eq(p, segs, c);
+    return p->trailing && c >= 2 && c - 1 == p->lit_segs &&
+           segs->dec[c - 1].len == 0 &&
+           (!segs->raw || segs->raw[c - 1].len == 0) &&
+           lit_segments_eq(p, segs, c - 1);
+}
+
 static bool test_patterns(const sy_pred *p, sy_eval *ev) {
     const sy_segments *segs = p->kind == SY_PK_PATH ? ev->path : ev->host;
     if (!segs)
         return false;
+    if (p->lit)
+        return p->kind == SY_PK_PATH ? test_literal_path(p, segs)
+                                     : test_literal_host(p, segs);
     sy_capture *caps = ev->caps;
     if (!caps || ev->caps_cap < ev->ncaps ||
         ev->caps_cap - ev->ncaps < p->var_count)

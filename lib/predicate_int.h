@@ -21,6 +21,14 @@ struct sy_pred {
             sy_pattern **pats; /* &one when there is one pattern */
             size_t npats;
             sy_pattern *one;
+            /* Path (Host) of one all-literal pattern (sy_pred_note_literal):
+             * the length of its text (the pattern's source, "/" + each
+             * segment; the labels joined by '.') and its segment (label)
+             * count, compared without the pattern matcher; lit: set */
+            uint32_t lit_len;
+            uint16_t lit_segs;
+            bool lit;
+            bool lit_rest; /* Path: the literals, then a last "**" */
         };
         struct { /* Method: standard ones in the mask, others listed */
             uint32_t mask;
@@ -48,5 +56,13 @@ struct sy_pred {
         };
     };
 };
+
+/* After compiling a Path (Host) predicate: set lit/lit_len/lit_segs when
+ * it is one rooted pattern of literal segments only (perhaps then a last
+ * "**": lit_rest), whose source is exactly "/" + each literal (then "/" "**")
+ * (one host pattern of non-empty literal labels, no leading or trailing '.',
+ * whose source is exactly the labels joined by
+ * '.'); predicate_eval.c. */
+void sy_pred_note_literal(sy_pred *p);
 
 #endif

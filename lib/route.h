@@ -61,8 +61,9 @@ struct sy_route {
     uint64_t fingerprint; /* of the whole canonical form */
     uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
     /* The exact bytes of a route object of a document that builds this
-     * route (def.c build_routes): sy_hash64 of the span with
-     * SY_ROUTE_SPAN_SEED and its length; span_len 0: none (upserts,
+     * route (def.c build_routes): sy_hash64 of the span with a seed of
+     * SY_ROUTE_SPAN_SEED and the routes array's nesting (def.c span_seed)
+     * and its length; span_len 0: none (upserts,
      * enable/disable copies, default filters), never reused by bytes.
      * Unlike the rest of the route these two may be rewritten after the
      * route is live, by the router's writer only (under its lock): a parse

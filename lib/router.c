@@ -127,6 +127,7 @@ fail:
 }
 
 static void free_history(sy_router *r, sy_source *s) {
+    sy_free(&r->alloc, s->memo);
     for (size_t i = 0; i < s->history_count; i++) {
         sy_free(&r->alloc, s->history[i].version);
         sy_free(&r->alloc, s->history[i].bytes);

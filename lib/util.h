@@ -95,6 +95,19 @@ bool sy_sort_by_u64(const sy_alloc *a, void *base, size_t n, size_t size,
                     size_t key_off);
 uint64_t sy_hash64(const void *data, size_t len, uint64_t seed);
 uint64_t sy_hash_mix(uint64_t a, uint64_t b);
+/* sy_hash64 of data[0..len) computed in steps: begin, advance over the
+ * bytes before `upto` (any number of times, upto increasing), end returns
+ * the value sy_hash64(data, len, seed) returns. For a large text already
+ * read piece by piece for other reasons, so it is read once. */
+typedef struct sy_hash_stream {
+    const unsigned char *p;
+    size_t len, done;
+    uint64_t h;
+} sy_hash_stream;
+void sy_hash64_begin(sy_hash_stream *s, const void *data, size_t len,
+                     uint64_t seed);
+void sy_hash64_advance(sy_hash_stream *s, size_t upto);
+uint64_t sy_hash64_end(sy_hash_stream *s);
 
 /* snprintf for JSON paths, fast: only %s and %zu conversions. */
 void sy_path_printf(char *out, size_t cap, const char *fmt, ...);

@@ -363,6 +363,77 @@ START_TEST(a_route_with_a_very_long_number_still_parses) {
 }
 END_TEST
 
+/* The skip hook (sy_json_scan_routes): an element the hook claims is
+ * skipped unread, whatever it holds; the spans still cover every element,
+ * the hook sees each earlier element complete, and errors outside the
+ * skipped bytes are found and located as without a hook. */
+typedef struct hook_log {
+    size_t calls, skip_index, skip_len;
+    size_t seen_end[8];
+} hook_log;
+
+static size_t test_hook(void *data, const char *json, size_t len,
+                        sy_json_scan *out, size_t index, size_t at,
+                        uint32_t depth) {
+    hook_log *h = data;
+    (void)len;
+    ck_assert_uint_eq(depth, 2);
+    ck_assert_int_eq(json[at], '{');
+    ck_assert_uint_eq(out->routes[index].start, at);
+    if (index)
+        h->seen_end[index] = out->routes[index - 1].end;
+    h->calls++;
+    if (index != h->skip_index)
+        return 0;
+    out->routes[index].known = h;
+    out->routes[index].aux = 77;
+    return h->skip_len;
+}
+
+START_TEST(the_skip_hook_skips_what_it_claims_and_nothing_else) {
+    /* element 1 holds a NUL escape: an error without the hook */
+    const char *t = "{\"version\":\"1\",\"routes\":[{\"id\":\"a\"},"
+                    "{\"id\":\"b\\u0000\"}, {\"id\":\"c\"}]}";
+    const char *e1 = strstr(t, "{\"id\":\"b");
+    size_t n = strlen(t), len1 = strlen("{\"id\":\"b\\u0000\"}");
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    sy_limits lim;
+    sy_limits_resolve(&lim, NULL);
+    sy_json_scan sc;
+    sy_error e;
+    ck_assert_int_eq(sy_json_scan_text(&a, t, n, &lim, true, &sc, &e), SY_EARG);
+    ck_assert_str_eq(e.path, "routes[1].id");
+    sy_free(&a, sc.routes);
+    hook_log h = {0, 1, len1, {0}};
+    sy_json_skip skip = {test_hook, &h, 2};
+    ck_assert_int_eq(sy_json_scan_routes(&a, t, n, &lim, &skip, &sc, &e), 0);
+    ck_assert_uint_eq(h.calls, 3);
+    ck_assert_uint_eq(sc.route_count, 3);
+    ck_assert_uint_eq(sc.routes[1].start, (size_t)(e1 - t));
+    ck_assert_uint_eq(sc.routes[1].end, (size_t)(e1 - t) + len1);
+    ck_assert_ptr_eq(sc.routes[1].known, &h);
+    ck_assert_uint_eq(sc.routes[1].aux, 77);
+    ck_assert_ptr_null(sc.routes[2].known);
+    ck_assert_uint_eq(h.seen_end[1], sc.routes[0].end);
+    ck_assert_uint_eq(h.seen_end[2], sc.routes[1].end);
+    sy_free(&a, sc.routes);
+    /* a syntax error after the skipped element: found, and located as a
+     * scan that reads everything locates it */
+    const char *u = "{\"version\":\"1\",\"routes\":[{\"id\":\"a\"},\n"
+                    "{\"id\":\"b\\u0000\"},\n {\"id\":\"c\" 1}]}";
+    hook_log h2 = {0, 1, len1, {0}};
+    sy_json_skip skip2 = {test_hook, &h2, 0};
+    ck_assert_int_eq(
+        sy_json_scan_routes(&a, u, strlen(u), &lim, &skip2, &sc, &e),
+        SY_ESYNTAX);
+    sy_free(&a, sc.routes);
+    ck_assert_uint_eq(e.line, 3);
+    ck_assert_uint_eq(e.column, 12);
+    ck_assert_uint_eq(e.offset, (size_t)(strstr(u, " 1}") - u) + 1);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("def_scan");
     TCase *tc = tcase_create("def_scan");
@@ -381,6 +452,7 @@ int main(void) {
     tcase_add_test(tc, the_first_routes_and_version_keys_are_the_ones_read);
     tcase_add_test(tc, the_arena_tree_is_the_tree_cjson_parses);
     tcase_add_test(tc, a_route_with_a_very_long_number_still_parses);
+    tcase_add_test(tc, the_skip_hook_skips_what_it_claims_and_nothing_else);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

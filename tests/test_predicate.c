@@ -178,6 +178,110 @@ START_TEST(path_match_trailing_slash_false_is_exact) {
 }
 END_TEST
 
+/* A Path predicate of one all-literal pattern (perhaps with a last "**")
+ * is tested by a literal compare (predicate_eval.c), not by the pattern
+ * matcher: both must give
+ * the same answer on random paths (encoded slashes, matrix parameters,
+ * empty segments, trailing slashes), with and without matchTrailingSlash. */
+START_TEST(path_literal_compare_equals_the_pattern_matcher) {
+    static const char *const pats[] = {"/api/data", "/",    "/a//b",   "/a/b/",
+                                       "/ab",       "/a/b", "/a%2Fb",  "//",
+                                       "/a/**",     "/**",  "/ab/b/**"};
+    static const char alphabet[] = "ab/%2F;d";
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    sy_segments segs = {0};
+    sy_arena scratch;
+    sy_arena_init(&scratch, &A, 256);
+    size_t agreed_true = 0;
+    for (size_t k = 0; k < SY_ARRAY_LEN(pats); k++) {
+        for (int trailing = 0; trailing < 2; trailing++) {
+            sy_pred *p =
+                pred("Path",
+                     ARGS({"patterns", pats[k]},
+                          {"matchTrailingSlash", trailing ? "true" : "false"}));
+            const sy_pattern *pat = sy_pred_pattern(p, 0);
+            for (int t = 0; t < 3000; t++) {
+                char path[16];
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                size_t len = (size_t)(rng % 10);
+                /* start from the pattern itself now and then */
+                size_t pl = strlen(pats[k]);
+                bool from_pat = (rng >> 8) % 3 == 0 && pl < sizeof path - 3;
+                if (from_pat) {
+                    memcpy(path, pats[k], pl);
+                    len = pl + (size_t)((rng >> 12) % 3);
+                }
+                for (size_t i = from_pat ? pl : 0; i < len; i++)
+                    path[i] = alphabet[(rng >> (16 + 3 * (i % 12))) % 8];
+                if (len && (rng >> 60) % 4)
+                    path[0] = '/';
+                path[len] = '\0';
+                rq r;
+                rq_init(&r, path);
+                bool got = eval(p, &r);
+                rq_free(&r);
+                sy_arena_reset(&scratch);
+                ck_assert(sy_segments_split(&segs, (sy_str){path, len},
+                                            &scratch, &A));
+                size_t nc = 0;
+                bool want = sy_pattern_match_path(pat, &segs, trailing, NULL,
+                                                  &nc, NULL, &scratch);
+                ck_assert_msg(got == want, "pattern %s trailing %d path '%s'",
+                              pats[k], trailing, path);
+                agreed_true += got;
+            }
+            sy_pred_free(p, &A);
+        }
+    }
+    ck_assert_uint_gt(agreed_true, 100); /* the matches were exercised */
+    sy_segments_free(&segs, &A);
+    sy_arena_free(&scratch);
+}
+END_TEST
+
+/* The same for a Host predicate of one all-literal pattern: random hosts
+ * (empty labels, leading and trailing dots, prefixes of the pattern)
+ * against sy_pattern_match_host. */
+START_TEST(host_literal_compare_equals_the_pattern_matcher) {
+    static const char *const pats[] = {"a.b",  "ab",   "b.a.ab",
+                                       "a.b.", ".a.b", "a..b"};
+    static const char alphabet[] = "ab..";
+    uint64_t rng = 0x2545f4914f6cdd1dull;
+    sy_segments labels = {0};
+    size_t agreed_true = 0;
+    for (size_t k = 0; k < SY_ARRAY_LEN(pats); k++) {
+        sy_pred *p = pred("Host", ARGS({"patterns", pats[k]}));
+        const sy_pattern *pat = sy_pred_pattern(p, 0);
+        for (int t = 0; t < 3000; t++) {
+            char host[16];
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            size_t len = (size_t)(rng % 9), pl = strlen(pats[k]);
+            bool from_pat = (rng >> 8) % 3 == 0;
+            if (from_pat) {
+                memcpy(host, pats[k], pl);
+                len = pl + (size_t)((rng >> 12) % 3);
+            }
+            for (size_t i = from_pat ? pl : 0; i < len; i++)
+                host[i] = alphabet[(rng >> (16 + 2 * (i % 20))) % 4];
+            host[len] = '\0';
+            rq r;
+            rq_init(&r, "/");
+            r.req.host = (sy_str){host, len};
+            bool got = eval(p, &r);
+            rq_free(&r);
+            ck_assert(sy_segments_split_host(&labels, (sy_str){host, len}, &A));
+            size_t nc = 0;
+            bool want = sy_pattern_match_host(pat, &labels, NULL, &nc, NULL);
+            ck_assert_msg(got == want, "pattern %s host '%s'", pats[k], host);
+            agreed_true += got;
+        }
+        sy_pred_free(p, &A);
+    }
+    ck_assert_uint_gt(agreed_true, 100);
+    sy_segments_free(&labels, &A);
+}
+END_TEST
+
 START_TEST(path_table_from_the_route_model) {
     static const struct {
         const char *pat, *path;
@@ -826,6 +930,8 @@ static Suite *suite(void) {
     tcase_add_test(t, path_matches_trailing_slash_by_default);
     tcase_add_test(t, path_match_trailing_slash_false_is_exact);
     tcase_add_test(t, path_table_from_the_route_model);
+    tcase_add_test(t, path_literal_compare_equals_the_pattern_matcher);
+    tcase_add_test(t, host_literal_compare_equals_the_pattern_matcher);
     tcase_add_test(t, path_capture_rest_is_joined_into_scratch);
     tcase_add_test(t, path_without_room_for_captures_matches_without_them);
     tcase_add_test(t, path_pattern_error_names_the_field_and_offset);

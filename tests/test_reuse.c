@@ -467,6 +467,306 @@ START_TEST(random_edits_match_a_fresh_router) {
 }
 END_TEST
 
+/* ---- whole documents of many routes: the scan's guesses (def.c
+ * span_skip) and the position table (commit_steps.c) ---- */
+
+/* One route object of the large documents: route `i` in variant `v`. */
+static size_t big_route(char *out, size_t cap, size_t i, unsigned v) {
+    return (size_t)snprintf(out, cap,
+                            "{\"id\":\"b%zu\",\"uri\":\"http://h%u:80\","
+                            "\"order\":%d,\"predicates\":[\"Path=/b%zu/**\"]}",
+                            i, v, (int)(i % 4) - 2, i);
+}
+
+/* A document of the routes ids[0..n) (variant vars[k]); array root when
+ * `bare`, else an envelope of `version`. */
+static char *big_doc(const size_t *ids, const unsigned *vars, size_t n,
+                     bool bare, unsigned version) {
+    size_t cap = 64 + n * 128, len = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    if (bare)
+        len += (size_t)snprintf(t, cap, "[");
+    else
+        len += (size_t)snprintf(t, cap, "{\"version\":\"%u\",\"routes\":[",
+                                version);
+    for (size_t k = 0; k < n; k++) {
+        if (k)
+            t[len++] = k % 7 ? ',' : '\n';
+        if (k % 7 == 0 && k)
+            t[len++] = ',';
+        len += big_route(t + len, cap - len, ids[k], vars[k]);
+    }
+    snprintf(t + len, cap - len, bare ? "]" : "]}");
+    return t;
+}
+
+/* Apply `doc` to `keep` and to a fresh router: the same outcome, errors,
+ * diff and routes; returns how many of keep's routes after the apply are
+ * the very objects it held before. */
+static size_t apply_both(sy_router *keep, const char *doc) {
+    sy_router *fresh = new_router(false, 1);
+    sy_snapshot *before = sy_router_acquire(keep);
+    sy_error e1, e2;
+    sy_report *r1 = NULL, *r2 = NULL;
+    int rc1 = apply(keep, "main", doc, &r1, &e1);
+    int rc2 = apply(fresh, "main", doc, &r2, &e2);
+    ck_assert_int_eq(rc1, rc2);
+    size_t shared = 0;
+    if (rc1) {
+        ck_assert_str_eq(e1.path, e2.path);
+        ck_assert_str_eq(e1.message, e2.message);
+        ck_assert_uint_eq(e1.line, e2.line);
+        ck_assert_uint_eq(e1.column, e2.column);
+        ck_assert_uint_eq(e1.offset, e2.offset);
+    } else {
+        check_equal(keep, fresh);
+        /* the source's status: the checksum hashed along with the spans
+         * is the hash of the whole text */
+        sy_source_status s1, s2;
+        ck_assert_int_eq(sy_router_source_status(keep, 0, &s1, &e1), 0);
+        ck_assert_int_eq(sy_router_source_status(fresh, 0, &s2, &e2), 0);
+        ck_assert_uint_eq(s1.checksum, s2.checksum);
+        sy_document *pd = NULL;
+        ck_assert_int_eq(sy_document_parse(doc, strlen(doc), NULL, &pd, &e2),
+                         0);
+        ck_assert_uint_eq(s1.checksum, sy_document_checksum(pd));
+        sy_document_free(pd);
+        ck_assert_uint_eq(s1.fingerprint, s2.fingerprint);
+        ck_assert_str_eq(s1.version, s2.version);
+        sy_snapshot *after = sy_router_acquire(keep);
+        for (size_t i = 0; i < sy_snapshot_route_count(after); i++) {
+            const sy_route *x = sy_snapshot_route_at(after, i);
+            shared += sy_snapshot_find_route(before, sy_route_id(x), NULL) == x;
+        }
+        sy_snapshot_release(after);
+    }
+    sy_snapshot_release(before);
+    sy_report_free(r1);
+    sy_report_free(r2);
+    sy_router_free(fresh);
+    return shared;
+}
+
+#define BIG 400
+
+START_TEST(large_document_edits_match_a_fresh_router) {
+    sy_router *keep = new_router(false, 1);
+    size_t ids[BIG + 64];
+    unsigned vars[BIG + 64] = {0};
+    size_t n = BIG;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = i;
+    char *d = big_doc(ids, vars, n, false, 1);
+    ck_assert_uint_eq(apply_both(keep, d), 0);
+    free(d);
+    /* one route changed in the middle: every other one shared */
+    sy_report *rep;
+    sy_error err;
+    vars[200] = 1;
+    d = big_doc(ids, vars, n, false, 2);
+    ck_assert_uint_eq(apply_both(keep, d), n - 1);
+    ck_assert_int_eq(apply(keep, "main", d, &rep, &err), 0);
+    ck_assert(sy_report_skipped(rep)); /* same bytes: skipped */
+    sy_report_free(rep);
+    free(d);
+    /* 40 routes inserted at the front: the guesses follow the shift */
+    memmove(ids + 40, ids, n * sizeof *ids);
+    memmove(vars + 40, vars, n * sizeof *vars);
+    for (size_t i = 0; i < 40; i++)
+        ids[i] = 1000 + i, vars[i] = 0;
+    n += 40;
+    d = big_doc(ids, vars, n, false, 3);
+    ck_assert_uint_eq(apply_both(keep, d), n - 40);
+    free(d);
+    /* 30 removed from the middle, one moved far, one edited */
+    memmove(ids + 100, ids + 130, (n - 130) * sizeof *ids);
+    memmove(vars + 100, vars + 130, (n - 130) * sizeof *vars);
+    n -= 30;
+    size_t t = ids[5];
+    memmove(ids + 5, ids + 6, (n - 6) * sizeof *ids);
+    ids[n - 1] = t;
+    unsigned tv = vars[5];
+    memmove(vars + 5, vars + 6, (n - 6) * sizeof *vars);
+    vars[n - 1] = tv;
+    vars[300] ^= 1;
+    d = big_doc(ids, vars, n, false, 4);
+    ck_assert_uint_eq(apply_both(keep, d), n - 1);
+    free(d);
+    /* reversed: nothing where it was (the by-bytes table finds them) */
+    for (size_t i = 0; i < n / 2; i++) {
+        size_t x = ids[i];
+        ids[i] = ids[n - 1 - i];
+        ids[n - 1 - i] = x;
+        unsigned v = vars[i];
+        vars[i] = vars[n - 1 - i];
+        vars[n - 1 - i] = v;
+    }
+    d = big_doc(ids, vars, n, false, 5);
+    ck_assert_uint_eq(apply_both(keep, d), n);
+    free(d);
+    /* an unchanged route's bytes twice: a duplicate id, named by path */
+    ids[250] = ids[249];
+    vars[250] = vars[249];
+    d = big_doc(ids, vars, n, false, 6);
+    ck_assert_int_eq(apply(keep, "main", d, NULL, &err), SY_EDUPLICATE);
+    ck_assert_str_eq(err.path, "routes[250].id");
+    apply_both(keep, d);
+    free(d);
+    ids[250] = 5000;
+    /* a syntax error after many known routes: located as a fresh scan
+     * locates it (line, column, offset) */
+    d = big_doc(ids, vars, n, false, 7);
+    char *bad = strstr(d, "\"b5000\"");
+    ck_assert_ptr_nonnull(bad);
+    bad[0] = '\'';
+    ck_assert_int_eq(apply(keep, "main", d, NULL, &err), SY_ESYNTAX);
+    ck_assert_uint_gt(err.line, 1);
+    apply_both(keep, d);
+    bad[0] = '"';
+    ck_assert_uint_eq(apply_both(keep, d), n - 1);
+    free(d);
+    /* the same routes as a root array: other bytes around, same routes */
+    d = big_doc(ids, vars, n, true, 0);
+    apply_both(keep, d);
+    free(d);
+    sy_router_free(keep);
+}
+END_TEST
+
+/* A route whose nesting fits under the depth limit in a root array but not
+ * in an envelope (one level deeper): its bytes, accepted in the array, are
+ * not taken as checked in the envelope. */
+START_TEST(known_bytes_are_checked_again_one_level_deeper) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.limits.max_depth = 5;
+    sy_router *r;
+    sy_error err;
+    ck_assert_int_eq(sy_router_new(&o, &r, &err), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "main", &err), 0);
+    /* route object (2) > metadata (3) > a (4) > b (5): depth 5 in [ ] */
+    const char *route = "{\"id\":\"deep\",\"uri\":\"http://h:80\","
+                        "\"metadata\":{\"a\":{\"b\":[1]}}}";
+    char arr[256], env[256];
+    snprintf(arr, sizeof arr, "[%s]", route);
+    snprintf(env, sizeof env, "{\"version\":\"2\",\"routes\":[%s]}", route);
+    ck_assert_int_eq(apply(r, "main", arr, NULL, &err), 0);
+    ck_assert_int_eq(apply(r, "main", env, NULL, &err), SY_ELIMIT);
+    /* as a router that never saw those bytes says it */
+    sy_router *fresh;
+    sy_error e2;
+    ck_assert_int_eq(sy_router_new(&o, &fresh, &e2), 0);
+    ck_assert_int_eq(sy_router_add_source(fresh, "main", &e2), 0);
+    ck_assert_int_eq(apply(fresh, "main", env, NULL, &e2), SY_ELIMIT);
+    ck_assert_str_eq(err.message, e2.message);
+    ck_assert_uint_eq(err.offset, e2.offset);
+    ck_assert_uint_gt(err.offset, 0);
+    sy_router_free(fresh);
+    sy_router_free(r);
+}
+END_TEST
+
+/* A full history lends its oldest buffer to the newest copy: documents of
+ * other lengths each way, every kept one rolled back to exactly. */
+START_TEST(history_keeps_every_document_when_buffers_are_reused) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.history = 3;
+    sy_router *r;
+    sy_error err;
+    ck_assert_int_eq(sy_router_new(&o, &r, &err), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "main", &err), 0);
+    size_t ids[64];
+    unsigned vars[64] = {0};
+    for (size_t i = 0; i < 64; i++)
+        ids[i] = i;
+    static const size_t counts[] = {10, 60, 3, 40, 64, 1, 20};
+    for (size_t k = 0; k < 7; k++) {
+        char *d = big_doc(ids, vars, counts[k], false, (unsigned)k);
+        ck_assert_int_eq(apply(r, "main", d, NULL, &err), 0);
+        free(d);
+    }
+    for (size_t k = 4; k < 7; k++) {
+        char v[8];
+        snprintf(v, sizeof v, "%zu", k);
+        ck_assert_int_eq(sy_router_rollback(r, "main", v, NULL, &err), 0);
+        sy_snapshot *s = sy_router_acquire(r);
+        ck_assert_uint_eq(sy_snapshot_route_count(s), counts[k]);
+        sy_snapshot_release(s);
+    }
+    ck_assert_int_eq(sy_router_rollback(r, "main", "3", NULL, &err),
+                     SY_ENOTFOUND);
+    sy_router_free(r);
+}
+END_TEST
+
+/* The memo of the last apply (sy_source.memo) is used only while the
+ * source's routes are that apply's: after one-route changes, inside change
+ * sets that apply twice, and after a failed commit, every apply still
+ * gives what a fresh router gives for the same document. */
+static void commit_set(sy_router *r, const char *d1, const char *rm,
+                       const char *d2, const char *bad_version, int want) {
+    sy_change_set *cs;
+    sy_error err;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, &err), 0);
+    ck_assert_int_eq(sy_change_set_apply(cs, "main", d1, strlen(d1), &err), 0);
+    if (rm)
+        ck_assert_int_eq(sy_change_set_remove_route(cs, rm, &err), 0);
+    if (d2)
+        ck_assert_int_eq(sy_change_set_apply(cs, "main", d2, strlen(d2), &err),
+                         0);
+    if (bad_version)
+        ck_assert_int_eq(sy_change_set_rollback(cs, "main", bad_version, &err),
+                         0);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &err), want);
+    sy_change_set_free(cs);
+}
+
+START_TEST(the_memo_is_used_only_for_the_routes_it_describes) {
+    sy_router *keep = new_router(false, 1);
+    size_t ids[200];
+    unsigned vars[200] = {0};
+    for (size_t i = 0; i < 200; i++)
+        ids[i] = i;
+    char *d1 = big_doc(ids, vars, 200, false, 1);
+    ck_assert_uint_eq(apply_both(keep, d1), 0);
+    sy_error err;
+    /* a route removed, then the document again: it comes back */
+    ck_assert_int_eq(sy_router_remove_route(keep, "b50", &err), 0);
+    char *d2 = big_doc(ids, vars, 200, false, 2);
+    ck_assert_uint_eq(apply_both(keep, d2), 199);
+    /* a route replaced by an upsert, one disabled: the document's win */
+    char up[160];
+    big_route(up, sizeof up, 60, 3);
+    ck_assert_int_eq(sy_router_upsert_route(keep, "main", up, strlen(up), &err),
+                     0);
+    ck_assert_int_eq(sy_router_set_route_enabled(keep, "b70", false, &err), 0);
+    ck_assert_int_eq(sy_router_set_route_enabled(keep, "b71", false, &err), 0);
+    ck_assert_int_eq(sy_router_set_route_enabled(keep, "b71", true, &err), 0);
+    char *d3 = big_doc(ids, vars, 200, false, 3);
+    /* b60 and b70 compiled again; b71's enabled copy has the meaning of
+     * its bytes: shared by fingerprint */
+    ck_assert_uint_eq(apply_both(keep, d3), 198);
+    /* one commit: an apply, a remove, another apply of the same source */
+    vars[10] = 1;
+    char *d4 = big_doc(ids, vars, 200, false, 4);
+    vars[10] = 0;
+    vars[20] = 2;
+    char *d5 = big_doc(ids, vars, 200, false, 5);
+    commit_set(keep, d4, "b30", d5, NULL, 0);
+    apply_both(keep, d5); /* the same bytes: skipped by both */
+    ck_assert_uint_eq(apply_both(keep, d1), 199);
+    /* a commit that fails after its apply: nothing of it stays */
+    commit_set(keep, d5, NULL, NULL, "nope", SY_ENOTFOUND);
+    ck_assert_uint_eq(apply_both(keep, d4), 199);
+    free(d1);
+    free(d2);
+    free(d3);
+    free(d4);
+    free(d5);
+    sy_router_free(keep);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("reuse");
     TCase *tc = tcase_create("reuse");
@@ -478,6 +778,10 @@ static Suite *suite(void) {
                    disabled_or_upserted_route_is_not_taken_for_its_old_bytes);
     tcase_add_test(tc, same_bytes_in_another_source_are_not_shared);
     tcase_add_test(tc, invalid_route_is_reported_again);
+    tcase_add_test(tc, large_document_edits_match_a_fresh_router);
+    tcase_add_test(tc, known_bytes_are_checked_again_one_level_deeper);
+    tcase_add_test(tc, the_memo_is_used_only_for_the_routes_it_describes);
+    tcase_add_test(tc, history_keeps_every_document_when_buffers_are_reused);
     tcase_add_loop_test(tc, random_edits_match_a_fresh_router, 0, 2);
     suite_add_tcase(s, tc);
     return s;

@@ -47,6 +47,24 @@ START_TEST(hash_is_stable_and_sensitive) {
 }
 END_TEST
 
+/* The hash in steps equals the one-shot hash for every length up to 80
+ * and steps of every size, including steps that stop inside a block. */
+START_TEST(hash_in_steps_equals_the_one_shot_hash) {
+    unsigned char text[80];
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = (unsigned char)(i * 37 + 11);
+    for (size_t len = 0; len <= sizeof text; len++)
+        for (size_t step = 1; step <= 40; step++) {
+            sy_hash_stream hs;
+            sy_hash64_begin(&hs, text, len, 0x5eed + step);
+            for (size_t at = step; at < len + step; at += step)
+                sy_hash64_advance(&hs, at);
+            ck_assert_uint_eq(sy_hash64_end(&hs),
+                              sy_hash64(text, len, 0x5eed + step));
+        }
+}
+END_TEST
+
 START_TEST(error_prefix_joins_paths) {
     sy_error e;
     sy_error_set(&e, SY_EARG, "args.regexp", "bad %s", "thing");
@@ -151,6 +169,7 @@ int main(void) {
     tcase_add_test(tc, arena_allocations_are_aligned_and_reset_keeps_a_chunk);
     tcase_add_test(tc, buf_escapes_json_strings);
     tcase_add_test(tc, hash_is_stable_and_sensitive);
+    tcase_add_test(tc, hash_in_steps_equals_the_one_shot_hash);
     tcase_add_test(tc, path_join_and_index_match_path_printf);
     tcase_add_test(tc, arena_bytes_pack_and_alignment_holds_after_them);
     tcase_add_test(tc, error_prefix_joins_paths);

@@ -37,9 +37,12 @@ int sy_commit_derive(commit *c, const sy_snapshot_config *cfg,
     if (rc)
         return rc;
     rc = sy_vec_push(a, &c->inter, next);
+    size_t t0n = c->touched.n;
     for (size_t i = 0; rc == SY_OK && i < n; i++)
         if (ch[i].route)
             rc = sy_vec_push(a, &c->touched, ch[i].route);
+    /* every change's route has a slot in `next` */
+    size_t adds = c->touched.n - t0n;
     for (size_t i = 0; rc == SY_OK && i < nremoved; i++)
         rc = sy_vec_push(a, &c->touched, removed[i]);
     sy_free(a, removed);
@@ -49,6 +52,10 @@ int sy_commit_derive(commit *c, const sy_snapshot_config *cfg,
         sy_snapshot_destroy(next);
         return sy_commit_nomem(err);
     }
+    if (t0n == 0)
+        c->held_adds = adds;
+    else if (adds || nremoved)
+        c->held_adds = 0;
     c->work = next;
     c->derive_us += sy_now_monotonic_us() - t0;
     return SY_OK;
@@ -56,44 +63,46 @@ int sy_commit_derive(commit *c, const sy_snapshot_config *cfg,
 
 /* ---- publishing ---- */
 
-static int cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t) * (void *const *)a;
-    uintptr_t y = (uintptr_t) * (void *const *)b;
-    return x < y ? -1 : x > y;
-}
+typedef struct ptr_at {
+    uint64_t ptr;
+    uint64_t at;
+} ptr_at;
 
 /* Keep the first occurrence of each pointer, in order (so new routes are
- * attached in the order the steps met them). */
-static int dedupe_in_order(const sy_alloc *a, ptr_vec *t) {
+ * attached in the order the steps met them). *lead: how many of the first
+ * *lead entries are kept (they stay first). */
+static int dedupe_in_order(const sy_alloc *a, ptr_vec *t, size_t *lead) {
     if (t->n < 2)
         return SY_OK;
-    void **sorted = sy_malloc(a, t->n * sizeof *sorted);
-    bool *seen = sy_calloc(a, t->n, sizeof *seen);
-    if (!sorted || !seen) {
+    ptr_at *sorted = sy_malloc(a, t->n * sizeof *sorted);
+    bool *first = sy_calloc(a, t->n, sizeof *first);
+    if (!sorted || !first) {
         sy_free(a, sorted);
-        sy_free(a, seen);
+        sy_free(a, first);
         return SY_ENOMEM;
     }
-    memcpy(sorted, t->v, t->n * sizeof *sorted);
-    qsort(sorted, t->n, sizeof *sorted, cmp_ptr);
-    size_t u = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        size_t lo = 0, hi = t->n; /* first position of t->v[i] */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if ((uintptr_t)sorted[mid] < (uintptr_t)t->v[i])
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (!seen[lo]) {
-            seen[lo] = true;
+    for (size_t i = 0; i < t->n; i++)
+        sorted[i] = (ptr_at){(uint64_t)(uintptr_t)t->v[i], i};
+    /* stable: of equal pointers the first occurrence comes first */
+    if (!sy_sort_by_u64(a, sorted, t->n, sizeof *sorted,
+                        offsetof(ptr_at, ptr))) {
+        sy_free(a, sorted);
+        sy_free(a, first);
+        return SY_ENOMEM;
+    }
+    for (size_t i = 0; i < t->n; i++)
+        if (i == 0 || sorted[i].ptr != sorted[i - 1].ptr)
+            first[sorted[i].at] = true;
+    size_t u = 0, kept_lead = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (first[i]) {
+            kept_lead += i < *lead;
             t->v[u++] = t->v[i];
         }
-    }
     t->n = u;
+    *lead = kept_lead;
     sy_free(a, sorted);
-    sy_free(a, seen);
+    sy_free(a, first);
     return SY_OK;
 }
 
@@ -112,8 +121,10 @@ static int publish_work(commit *c, sy_error *err) {
     sy_router *r = c->r;
     sy_snapshot *f = c->inter.v[c->inter.n - 1];
     ptr_vec *t = &c->touched;
-    if (dedupe_in_order(&r->alloc, t))
+    size_t known = c->held_adds;
+    if (dedupe_in_order(&r->alloc, t, &known))
         return sy_commit_nomem(err);
+    bool cur_empty = c->cur->route_count == 0;
     size_t graves = 0;
     /* 2 bits per route: held by the published / the old snapshot */
     uint8_t *held = sy_malloc(&r->alloc, t->n + 1);
@@ -121,7 +132,15 @@ static int publish_work(commit *c, sy_error *err) {
         return sy_commit_nomem(err);
     for (size_t i = 0; i < t->n; i++) {
         struct sy_route *rt = t->v[i];
-        held[i] = (uint8_t)(holds(f, rt) | holds(c->cur, rt) << 1);
+        /* routes ahead (a large document's lie ~1 KB apart): the key and
+         * owner lines attach writes */
+        if (i + 8 < t->n) {
+            const struct sy_route *ah = t->v[i + 8];
+            __builtin_prefetch(&ah->key, 1);
+            __builtin_prefetch(&ah->owner, 1);
+        }
+        held[i] = (uint8_t)((i < known || holds(f, rt)) |
+                            (!cur_empty && holds(c->cur, rt)) << 1);
         graves += held[i] == 2;
         if (held[i] == 1 && rt->key == UINT32_MAX)
             sy_router_attach_route(r, rt); /* before readers can see it */

@@ -54,6 +54,10 @@ typedef struct commit {
     ptr_vec bytes;           /* rollback copies, freed at the end */
     src_state *st;
     uint64_t derive_us;
+    /* touched[0, held_adds): routes the working snapshot surely holds
+     * (the first derive that touched routes added them; no derive touched
+     * routes after it), so the publish need not look their ids up */
+    size_t held_adds;
 } commit;
 
 static inline int sy_commit_nomem(sy_error *err) {

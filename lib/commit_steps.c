@@ -192,6 +192,8 @@ static const struct sy_route **source_routes(sy_router *r, const reuse_ctx *rc,
 static const struct sy_route *reuse_live(void *data, const char *id,
                                          uint64_t fingerprint) {
     const reuse_ctx *rc = data;
+    if (!rc->work->route_count) /* (an empty table: no id to hash) */
+        return NULL;
     uint32_t slot = sy_snapshot_find_slot(rc->work, id);
     if (slot == NONE ||
         sy_snapshot_slot(rc->work, slot)->source != rc->source ||
@@ -205,6 +207,26 @@ static bool same_text(const char *a, const char *b) {
 }
 
 /* ---- the steps ---- */
+
+/* The memo of source si's last apply: this commit's, else the live one. */
+static sy_span_memo *source_memo(commit *c, uint32_t si, size_t *count) {
+    src_state *st = &c->st[si];
+    sy_source *s = &c->r->sources[si];
+    *count = st->memo ? st->memo_count : s->memo_count;
+    return st->memo ? st->memo : s->memo;
+}
+
+/* A one-route change replaced or removed `old`, at document position pos:
+ * its memo entry goes, so the memo never names a route that a publish may
+ * free (a later route at that address would pass memo_at's check). A
+ * failed commit leaves the entry gone: the next apply reads that route. */
+static void memo_forget(commit *c, uint32_t si, const struct sy_route *old,
+                        uint32_t pos) {
+    size_t n;
+    sy_span_memo *m = source_memo(c, si, &n);
+    if (m && pos < n && m[pos].route == old)
+        m[pos].route = NULL;
+}
 
 /* The changes that make source `si` hold exactly the document's routes. */
 static int document_changes(commit *c, uint32_t si, const sy_document *doc,
@@ -229,6 +251,17 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         const struct sy_route *rt = doc->routes[i];
         uint32_t pos = doc->positions[i];
+        /* a route ahead that will be read (not one shared by position,
+         * which the loop decides without reading it): its order, id and
+         * fingerprint */
+        if (i + 8 < n) {
+            const struct sy_route *ah = doc->routes[i + 8];
+            uint32_t pa = doc->prev ? doc->prev[i + 8] : UINT32_MAX;
+            if (!(pa < rctx->at_count && rctx->at[pa].route == ah)) {
+                __builtin_prefetch(&ah->order);
+                __builtin_prefetch(&ah->fingerprint);
+            }
+        }
         if (pos > SY_RANK_POS_MAX) {
             rc = sy_error_set(err, SY_ELIMIT, "routes",
                               "a source holds at most %u routes",
@@ -251,9 +284,11 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
             if ((sl->key & 0xffffffu) == pos)
                 continue; /* unchanged, same rank: shared as it is */
         }
+        /* (an empty table holds no id: a first apply hashes none) */
         uint32_t slot = prev < rctx->at_count && rctx->at[prev].route == rt
                             ? rctx->at[prev].slot
-                            : sy_snapshot_find_slot(w, rt->id);
+                        : w->route_count ? sy_snapshot_find_slot(w, rt->id)
+                                         : NONE;
         if (slot != NONE && sy_snapshot_slot(w, slot)->route == rt &&
             sy_snapshot_slot(w, slot)->source == si && !shared[slot]) {
             shared[slot] = true;
@@ -325,17 +360,20 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
      * lenient or strict), set when the router is created and never changed:
      * so a live route built from the same bytes is the route those bytes
      * build now, and the parse may share it (reuse_bytes). */
-    sy_def_reuse reuse = {
-        reuse_live,     reuse_bytes,         (void *)rctx, reuse_at,
-        reuse_position, rctx->at_count + 16, NULL,         0};
+    sy_def_reuse reuse = {reuse_live,
+                          reuse_bytes,
+                          (void *)rctx,
+                          reuse_at,
+                          reuse_position,
+                          rctx->at_count + 16,
+                          NULL,
+                          0,
+                          c->work->route_count == 0};
     /* the memo of the source's last apply (this commit's, else the live
-     * one) describes the working routes while no one-route change came
-     * after it: none of its routes can have been freed */
-    if (!st->modified) {
-        const sy_source *s = &r->sources[si];
-        reuse.memo = st->memo ? st->memo : s->memo;
-        reuse.memo_count = st->memo ? st->memo_count : s->memo_count;
-    }
+     * one): its entries name live routes only, as a one-route change
+     * forgets the entry of the route it replaces or removes
+     * (memo_forget), so none can name a freed route */
+    reuse.memo = source_memo(c, si, &reuse.memo_count);
     int rc = sy_document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
     if (rc)
         return rc;
@@ -441,11 +479,13 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     return step_apply(c, si, bytes, e->len, true, rep, err);
 }
 
-/* A one-route change of source `si`: `old` (or NULL) becomes `now` (or
- * NULL: removed) at rank `key`; the part report gets their diff. */
+/* A one-route change of source `si`: `old` (or NULL), at document
+ * position `old_pos`, becomes `now` (or NULL: removed) at rank `key`; the
+ * part report gets their diff. */
 static int one_route_step(commit *c, uint32_t si, const char *id,
-                          const struct sy_route *old, struct sy_route *now,
-                          uint64_t key, sy_report *rep, sy_error *err) {
+                          const struct sy_route *old, uint32_t old_pos,
+                          struct sy_route *now, uint64_t key, sy_report *rep,
+                          sy_error *err) {
     const struct sy_route *o[1] = {old}, *n[1] = {now};
     if (sy_diff_routes(&c->r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
                        &rep->diff))
@@ -453,8 +493,11 @@ static int one_route_step(commit *c, uint32_t si, const char *id,
     sy_route_change ch = {id, now, key, si};
     sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
     int rc = sy_commit_derive(c, &cfg, &ch, 1, err);
-    if (rc == SY_OK)
+    if (rc == SY_OK) {
         c->st[si].modified = c->st[si].touched = true;
+        if (old)
+            memo_forget(c, si, old, old_pos);
+    }
     return rc;
 }
 
@@ -492,7 +535,7 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
     rt->doc_index = pos;
     return one_route_step(
         c, si, rt->id, slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
-        rt, sy_rank_key(rt->order, si, pos), rep, err);
+        pos, rt, sy_rank_key(rt->order, si, pos), rep, err);
 }
 
 /* The live slot of route `id` in the working snapshot and a new part
@@ -515,7 +558,9 @@ static int step_remove(commit *c, const char *id, sy_report **rep,
     int rc = find_live(c, id, &sl, rep, err);
     if (rc)
         return rc;
-    return one_route_step(c, sl->source, id, sl->route, NULL, 0, *rep, err);
+    return one_route_step(c, sl->source, id, sl->route,
+                          (uint32_t)(sl->key & SY_RANK_POS_MAX), NULL, 0, *rep,
+                          err);
 }
 
 static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
@@ -537,7 +582,9 @@ static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
         return sy_commit_nomem(err);
     }
     nr->doc_index = sl->route->doc_index;
-    return one_route_step(c, sl->source, id, sl->route, nr, sl->key, *rep, err);
+    return one_route_step(c, sl->source, id, sl->route,
+                          (uint32_t)(sl->key & SY_RANK_POS_MAX), nr, sl->key,
+                          *rep, err);
 }
 
 /* Replace one service in the working snapshot's sorted service list. */

@@ -91,6 +91,10 @@ typedef struct sy_def_reuse {
      * have been freed (no other change of the source since). */
     const sy_span_memo *memo;
     size_t memo_count;
+    /* Optional: no live route can be found (a first document): the scan
+     * still hashes each element (the memo of the next apply), but looks
+     * nothing up. */
+    bool none_live;
 } sy_def_reuse;
 
 /* sy_document_parse with reuse of already compiled routes (reuse may be

@@ -315,7 +315,9 @@ static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
                               sc_preds, err);
     if (rc)
         return rc;
-    sy_path_join(p, sizeof p, path, "filters");
+    /* (no filters: no path to format, it is never named) */
+    if (f->filters)
+        sy_path_join(p, sizeof p, path, "filters");
     rc = sy_def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p,
                               sc_filters, err);
     if (rc)

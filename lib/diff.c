@@ -69,10 +69,17 @@ int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
     }
     for (size_t i = 0; i < new_count; i++) {
         const struct sy_route *n = new_routes[i];
-        size_t len = strlen(n->id);
-        uint32_t pos,
+        /* routes ahead, in two stages: the route, then its id's text */
+        if (i + 16 < new_count)
+            __builtin_prefetch(&new_routes[i + 16]->id);
+        if (i + 8 < new_count)
+            __builtin_prefetch(new_routes[i + 8]->id);
+        uint32_t pos, k = SY_NONE;
+        if (old_count) { /* (a first document: every route is added) */
+            size_t len = strlen(n->id);
             k = sy_idtab_find(&t, n->id, len, sy_idtab_hash(n->id, len), old_id,
                               old_routes, &pos);
+        }
         const struct sy_route *o = k == SY_NONE ? NULL : old_routes[k];
         if (o)
             seen[k] = true;

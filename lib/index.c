@@ -447,6 +447,54 @@ static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
     return b->list_len ? b->list_len[node * 2 + kind] : 0;
 }
 
+/*
+ * The build visits routes in rank order, which in a large table with
+ * mixed orders reads them all over the heap: each line a TLB and cache
+ * miss (at 100k routes most of the build's time). The routes ahead are
+ * fetched in stages, each stage reading only lines an earlier one
+ * fetched: the route's own fields 16 ahead, its predicate array 8 ahead,
+ * the predicates 4 ahead, their patterns 2 ahead, the patterns' text 1
+ * ahead. Hints only: what is read and built does not change.
+ */
+static void prefetch_patterns(const struct sy_route *rt, bool text) {
+    size_t np = rt->predicate_count < 8 ? rt->predicate_count : 8;
+    for (size_t i = 0; i < np; i++) {
+        const sy_pred *p = rt->cpreds[i];
+        size_t nk = p ? sy_pred_pattern_count(p) : 0;
+        for (size_t k = 0; k < nk && k < 2; k++) {
+            const sy_pattern *pat = sy_pred_pattern(p, k);
+            if (text) {
+                __builtin_prefetch(sy_pattern_source(pat));
+            } else {
+                __builtin_prefetch(pat);
+                __builtin_prefetch((const char *)pat + 64);
+            }
+        }
+    }
+}
+
+static void prefetch_ahead(const sy_index_route *routes, size_t n, size_t r) {
+    if (r + 16 < n) {
+        const struct sy_route *rt = routes[r + 16].route;
+        __builtin_prefetch(&rt->disabled);
+        __builtin_prefetch(&rt->predicate_count);
+        __builtin_prefetch(&rt->cpreds);
+    }
+    if (r + 8 < n)
+        __builtin_prefetch(routes[r + 8].route->cpreds);
+    if (r + 4 < n) {
+        const struct sy_route *rt = routes[r + 4].route;
+        size_t np = rt->predicate_count < 8 ? rt->predicate_count : 8;
+        for (size_t i = 0; i < np; i++)
+            if (rt->cpreds[i])
+                __builtin_prefetch(rt->cpreds[i]);
+    }
+    if (r + 2 < n)
+        prefetch_patterns(routes[r + 2].route, false);
+    if (r + 1 < n)
+        prefetch_patterns(routes[r + 1].route, true);
+}
+
 int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
                    sy_index **out) {
     *out = NULL;
@@ -480,6 +528,7 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
     for (size_t r = 0; r < n && !b.failed; r++) {
         const struct sy_route *rt = routes[r].route;
         uint32_t slot = routes[r].slot;
+        prefetch_ahead(routes, n, r);
         if (rt->disabled)
             continue;
         info[r] = route_info(&b, rt);

@@ -350,7 +350,7 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
     }
     r->literal_path = literal_pred_index(r, SY_PK_PATH);
     r->literal_host = literal_pred_index(r, SY_PK_HOST);
-    at = sy_path_join(p, sizeof p, path, "filters");
+    at = r->filter_count ? sy_path_join(p, sizeof p, path, "filters") : 0;
     for (size_t i = 0; i < r->filter_count; i++) {
         sy_path_index(p, sizeof p, at, i);
         int rc =

@@ -30,8 +30,9 @@ typedef struct sy_source {
     uint32_t next_pos; /* position for routes upserted without a document */
     sy_history_entry *history;
     size_t history_count; /* newest last */
-    /* the last applied document's memo (def.h sy_span_memo), valid while
-     * `modified` is false; NULL: none */
+    /* the last applied document's memo (def.h sy_span_memo); a one-route
+     * change clears the entry of the route it replaces or removes
+     * (commit_steps.c memo_forget); NULL: none */
     struct sy_span_memo *memo;
     size_t memo_count;
     sy_load_fn load;

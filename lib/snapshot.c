@@ -244,13 +244,17 @@ static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
     return SY_OK;
 }
 
-static void scratch_needs(sy_snapshot *s, const struct sy_route *r) {
+/* What matching r needs of the per-request scratch; true when r has a
+ * Weight predicate (has_weight). */
+static bool scratch_needs(sy_snapshot *s, const struct sy_route *r) {
     uint32_t groups = 0, vars = 0;
+    bool weight = false;
     for (size_t i = 0; i < r->predicate_count; i++)
         if (r->cpreds[i]) {
             sy_pred_kind k = sy_pred_get_kind(r->cpreds[i]);
             s->needs_host |= k == SY_PK_HOST;
             s->needs_time |= k == SY_PK_TIME;
+            weight |= k == SY_PK_WEIGHT;
             uint32_t g = sy_pred_max_groups(r->cpreds[i]);
             if (g > groups)
                 groups = g;
@@ -266,6 +270,35 @@ static void scratch_needs(sy_snapshot *s, const struct sy_route *r) {
         s->max_groups = groups;
     if (vars > s->max_vars)
         s->max_vars = vars;
+    return weight;
+}
+
+/* scratch_needs reads each route's predicate and filter objects: over a
+ * large table in slot (rank) order those lie all over the heap, a TLB and
+ * cache miss each. The slots ahead are fetched in stages, each reading
+ * only lines an earlier stage fetched (hints only). */
+static void prefetch_needs(const sy_snapshot *s, uint32_t i, uint32_t n) {
+    if (i + 16 < n) {
+        const struct sy_route *r = sy_snapshot_slot(s, i + 16)->route;
+        if (r) {
+            __builtin_prefetch(&r->predicate_count);
+            __builtin_prefetch(&r->cpreds);
+        }
+    }
+    if (i + 8 < n) {
+        const struct sy_route *r = sy_snapshot_slot(s, i + 8)->route;
+        if (r) {
+            __builtin_prefetch(r->cpreds);
+            __builtin_prefetch(r->cfilters);
+        }
+    }
+    if (i + 4 < n) {
+        const struct sy_route *r = sy_snapshot_slot(s, i + 4)->route;
+        for (size_t k = 0; r && k < r->predicate_count && k < 8; k++)
+            __builtin_prefetch(r->cpreds[k]);
+        for (size_t k = 0; r && k < r->filter_count && k < 8; k++)
+            __builtin_prefetch(r->cfilters[k]);
+    }
 }
 
 static int copy_config(sy_snapshot *s, const sy_snapshot *base,
@@ -301,8 +334,13 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
 }
 
 /* Compact live slots into rank order (slot i = rank i) in fresh chunks,
- * rebuild the rank chunks, the id table and the base index over them. */
-static int compact_and_index(sy_snapshot *s) {
+ * rebuild the rank chunks, the id table and the base index over them.
+ * *wslots (*wn): the slots of live routes with a Weight predicate, for
+ * build_weights (heap, the caller frees). needs_known: the caller has
+ * seen every live route's scratch needs and filled *wslots, valid while
+ * the slots stay where they are (else both are done again here). */
+static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
+                             bool needs_known) {
     const sy_alloc *a = s->alloc;
     size_t n = s->route_count;
     size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
@@ -373,9 +411,22 @@ static int compact_and_index(sy_snapshot *s) {
     uint32_t *all = sy_malloc(a, (n ? n : 1) * sizeof *all);
     if (!all)
         return SY_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         all[i] = (uint32_t)i;
-        scratch_needs(s, sy_snapshot_slot(s, (uint32_t)i)->route);
+    if (!needs_known || !keep) {
+        sy_free(a, *wslots);
+        *wn = 0;
+        uint32_t *ws = *wslots = sy_malloc(a, (n ? n : 1) * sizeof *ws);
+        if (!ws) {
+            sy_free(a, all);
+            return SY_ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+            prefetch_needs(s, (uint32_t)i, (uint32_t)n);
+            const struct sy_route *rt = sy_snapshot_slot(s, (uint32_t)i)->route;
+            if (scratch_needs(s, rt) && !rt->disabled)
+                ws[(*wn)++] = (uint32_t)i;
+        }
     }
     int r = index_over(s, all, n, &s->base);
     sy_free(a, all);
@@ -391,7 +442,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     *out = NULL;
     *removed_out = NULL;
     *removed_count = 0;
-    uint32_t *added = NULL, *order = NULL;
+    uint32_t *added = NULL, *order = NULL, *fresh_ws = NULL;
+    size_t fresh_wn = 0;
     struct sy_route **removed = NULL;
     size_t added_count = 0, nremoved = 0;
     sy_snapshot *s = sy_pub_obj_alloc(a, sizeof *s);
@@ -434,10 +486,60 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         rc = SY_ENOMEM;
         goto fail;
     }
+    /* a first document: every live route is one of the changes, whose
+     * scratch needs and weight slots the change loop notes while it reads
+     * the route anyway (compact_and_index then needs no pass of its own) */
+    if (order && !(fresh_ws = sy_malloc(a, n * sizeof *fresh_ws))) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
     rc = SY_ENOMEM; /* what a failed chunk copy below means */
+    /* id hashes of the changes c .. c + ID_AHEAD (idq[c % 8]): each hashed
+     * ID_AHEAD changes ahead and its id table entry fetched (a random line
+     * of the table, a miss per change in a large one) */
+    enum { ID_AHEAD = 4 };
+    uint32_t idq[8];
+    for (size_t c = 0; c < n && c < ID_AHEAD; c++)
+        idq[c] = sy_snap_id_hash(changes[order ? order[c] : c].id);
     for (size_t c = 0; c < n; c++) {
         const sy_route_change *ch = &changes[order ? order[c] : c];
-        uint32_t h = sy_snap_id_hash(ch->id);
+        /* the id's text and fingerprint (the rank order's sequence hash)
+         * of a change ahead: in key order they lie all over the heap */
+        if (c + 12 < n) {
+            const sy_route_change *ah =
+                &changes[order ? order[c + 12] : c + 12];
+            __builtin_prefetch(ah->id);
+            if (ah->route) {
+                __builtin_prefetch(&ah->route->fingerprint);
+                if (fresh_ws) { /* and what scratch_needs reads */
+                    __builtin_prefetch(&ah->route->predicate_count);
+                    __builtin_prefetch(&ah->route->cpreds);
+                }
+            }
+        }
+        if (fresh_ws && c + 6 < n) {
+            const struct sy_route *ar = changes[order[c + 6]].route;
+            if (ar) {
+                __builtin_prefetch(ar->cpreds);
+                __builtin_prefetch(ar->cfilters);
+            }
+        }
+        if (fresh_ws && c + 3 < n) {
+            const struct sy_route *ar = changes[order[c + 3]].route;
+            for (size_t k = 0; ar && k < ar->predicate_count && k < 8; k++)
+                __builtin_prefetch(ar->cpreds[k]);
+            for (size_t k = 0; ar && k < ar->filter_count && k < 8; k++)
+                __builtin_prefetch(ar->cfilters[k]);
+        }
+        if (c + ID_AHEAD < n) {
+            size_t k = c + ID_AHEAD;
+            uint32_t hk = sy_snap_id_hash(changes[order ? order[k] : k].id);
+            uint32_t i = hk & s->id_mask;
+            idq[k % 8] = hk;
+            __builtin_prefetch(
+                &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)]);
+        }
+        uint32_t h = idq[c % 8];
         uint32_t pos;
         uint32_t old = sy_snap_id_find(s, ch->id, h, &pos);
         if (old != NONE && sy_snapshot_slot(s, old)->weight == NEW_SLOT) {
@@ -490,6 +592,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             goto fail;
         added[added_count++] = slot;
         live++;
+        if (fresh_ws && scratch_needs(s, ch->route) && !ch->route->disabled)
+            fresh_ws[fresh_wn++] = slot;
     }
     for (size_t i = 0; i < added_count; i++) /* private chunks: no copy */
         sy_snap_slot_mut(s, added[i])->weight = NONE;
@@ -501,16 +605,13 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     /* index: the base shared, the changes in the overlay (above), a
      * rebuild advanced by one bounded share; or all from scratch */
     if (bulk) {
-        uint32_t *all = NULL;
-        rc = compact_and_index(s); /* no overlay: lookups skip it */
-        if (!rc && !(all = sy_malloc(a, (s->route_count ? s->route_count : 1) *
-                                            sizeof *all)))
-            rc = SY_ENOMEM;
-        for (size_t i = 0; !rc && i < s->route_count; i++)
-            all[i] = (uint32_t)i;
+        /* weight candidates: found by the change loop (a first document)
+         * or by a pass over every route there */
+        rc = compact_and_index(s, &fresh_ws, &fresh_wn, fresh_ws != NULL);
         if (!rc)
-            rc = build_weights(s, all, s->route_count);
-        sy_free(a, all);
+            rc = build_weights(s, fresh_ws, fresh_wn);
+        sy_free(a, fresh_ws);
+        fresh_ws = NULL;
     } else {
         if (base->max_groups > s->max_groups)
             s->max_groups = base->max_groups;
@@ -564,6 +665,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
 fail:
     sy_free(a, added);
     sy_free(a, order);
+    sy_free(a, fresh_ws);
     sy_free(a, removed);
     snapshot_free_parts(s);
     sy_pub_obj_free(a, &s->pub);

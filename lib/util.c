@@ -330,16 +330,13 @@ uint64_t sy_hash_mix(uint64_t a, uint64_t b) {
     return mum(a ^ 0xa0761d6478bd642full, b ^ 0xe7037ed1a0b428dbull);
 }
 
-uint64_t sy_hash64(const void *data, size_t len, uint64_t seed) {
-    const unsigned char *p = data;
-    const uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull,
-                   k2 = 0x8ebc6af09c88c6e3ull;
-    uint64_t h = seed ^ k0 ^ (uint64_t)len * k2;
-    while (len >= 16) {
-        h = mum(rd64(p) ^ k1, rd64(p + 8) ^ h);
-        p += 16;
-        len -= 16;
-    }
+#define HASH_K0 0xa0761d6478bd642full
+#define HASH_K1 0xe7037ed1a0b428dbull
+#define HASH_K2 0x8ebc6af09c88c6e3ull
+
+/* The last 0..15 bytes folded into the state h of the 16-byte blocks. */
+static inline uint64_t hash_tail(const unsigned char *p, size_t len,
+                                 uint64_t h) {
     uint64_t a = 0, b = 0;
     if (len >= 8) {
         a = rd64(p);
@@ -350,7 +347,18 @@ uint64_t sy_hash64(const void *data, size_t len, uint64_t seed) {
     } else if (len > 0) {
         a = ((uint64_t)p[0] << 16) | ((uint64_t)p[len >> 1] << 8) | p[len - 1];
     }
-    return mum(mum(a ^ k1, b ^ h), (uint64_t)len ^ k2);
+    return mum(mum(a ^ HASH_K1, b ^ h), (uint64_t)len ^ HASH_K2);
+}
+
+uint64_t sy_hash64(const void *data, size_t len, uint64_t seed) {
+    const unsigned char *p = data;
+    uint64_t h = seed ^ HASH_K0 ^ (uint64_t)len * HASH_K2;
+    while (len >= 16) {
+        h = mum(rd64(p) ^ HASH_K1, rd64(p + 8) ^ h);
+        p += 16;
+        len -= 16;
+    }
+    return hash_tail(p, len, h);
 }
 
 /* sy_hash64 in steps over text that is read once for other reasons too:
@@ -361,37 +369,23 @@ void sy_hash64_begin(sy_hash_stream *s, const void *data, size_t len,
     s->p = data;
     s->len = len;
     s->done = 0;
-    s->h = seed ^ 0xa0761d6478bd642full ^ (uint64_t)len * 0x8ebc6af09c88c6e3ull;
+    s->h = seed ^ HASH_K0 ^ (uint64_t)len * HASH_K2;
 }
 
 void sy_hash64_advance(sy_hash_stream *s, size_t upto) {
-    const uint64_t k1 = 0xe7037ed1a0b428dbull;
     if (upto > s->len)
         upto = s->len;
     size_t d = s->done;
     uint64_t h = s->h;
     for (const unsigned char *p = s->p + d; d + 16 <= upto; p += 16, d += 16)
-        h = mum(rd64(p) ^ k1, rd64(p + 8) ^ h);
+        h = mum(rd64(p) ^ HASH_K1, rd64(p + 8) ^ h);
     s->h = h;
     s->done = d;
 }
 
 uint64_t sy_hash64_end(sy_hash_stream *s) {
-    const uint64_t k1 = 0xe7037ed1a0b428dbull, k2 = 0x8ebc6af09c88c6e3ull;
     sy_hash64_advance(s, s->len);
-    const unsigned char *p = s->p + s->done;
-    size_t len = s->len - s->done;
-    uint64_t h = s->h, a = 0, b = 0;
-    if (len >= 8) {
-        a = rd64(p);
-        b = rd64(p + len - 8);
-    } else if (len >= 4) {
-        a = rd32(p);
-        b = rd32(p + len - 4);
-    } else if (len > 0) {
-        a = ((uint64_t)p[0] << 16) | ((uint64_t)p[len >> 1] << 8) | p[len - 1];
-    }
-    return mum(mum(a ^ k1, b ^ h), (uint64_t)len ^ k2);
+    return hash_tail(s->p + s->done, s->len - s->done, s->h);
 }
 
 /* ---- paths ---- */
@@ -585,10 +579,15 @@ bool sy_sort_by_u64(const sy_alloc *a, void *base, size_t n, size_t size,
         return true;
     /* bytes where the keys differ: a pass over a byte all keys share moves
      * nothing, so it is skipped */
-    uint64_t first = key_at(base, key_off), differ = 0;
-    for (size_t i = 1; i < n; i++)
-        differ |= key_at((unsigned char *)base + i * size, key_off) ^ first;
-    if (!differ)
+    uint64_t first = key_at(base, key_off), differ = 0, prev = first;
+    bool ascending = true; /* already in order: a stable sort moves none */
+    for (size_t i = 1; i < n; i++) {
+        uint64_t k = key_at((unsigned char *)base + i * size, key_off);
+        differ |= k ^ first;
+        ascending &= k >= prev;
+        prev = k;
+    }
+    if (!differ || ascending)
         return true;
     unsigned char *tmp = sy_malloc(a, n * size);
     if (!tmp)

@@ -767,6 +767,43 @@ START_TEST(the_memo_is_used_only_for_the_routes_it_describes) {
 }
 END_TEST
 
+/* One-route changes keep the memo for every route they did not touch: a
+ * route replaced (or removed) loses its entry, so a later route at the
+ * freed address is never taken for the old bytes. Many rounds of
+ * replace-then-apply give the allocator every chance to reuse addresses. */
+START_TEST(one_route_changes_forget_only_their_route_in_the_memo) {
+    sy_router *keep = new_router(false, 1);
+    size_t ids[200];
+    unsigned vars[200] = {0};
+    for (size_t i = 0; i < 200; i++)
+        ids[i] = i;
+    char *d = big_doc(ids, vars, 200, false, 1);
+    ck_assert_uint_eq(apply_both(keep, d), 0);
+    free(d);
+    sy_error err;
+    for (unsigned round = 0; round < 60; round++) {
+        size_t k = (round * 37) % 200;
+        char up[160];
+        /* replaced six times: a freed copy's address is there to take */
+        for (unsigned v = 1; v <= 6; v++) {
+            big_route(up, sizeof up, k, (round + v) % 3 + 1);
+            ck_assert_int_eq(
+                sy_router_upsert_route(keep, "main", up, strlen(up), &err), 0);
+        }
+        char id[16];
+        snprintf(id, sizeof id, "b%zu", (k + 1) % 200);
+        if (round % 2)
+            ck_assert_int_eq(sy_router_remove_route(keep, id, &err), 0);
+        /* the document as first applied: the replaced route (and the
+         * removed one) compiled again, every other one shared */
+        d = big_doc(ids, vars, 200, false, 2 + round);
+        ck_assert_uint_eq(apply_both(keep, d), round % 2 ? 198 : 199);
+        free(d);
+    }
+    sy_router_free(keep);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("reuse");
     TCase *tc = tcase_create("reuse");
@@ -781,6 +818,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, large_document_edits_match_a_fresh_router);
     tcase_add_test(tc, known_bytes_are_checked_again_one_level_deeper);
     tcase_add_test(tc, the_memo_is_used_only_for_the_routes_it_describes);
+    tcase_add_test(tc, one_route_changes_forget_only_their_route_in_the_memo);
     tcase_add_test(tc, history_keeps_every_document_when_buffers_are_reused);
     tcase_add_loop_test(tc, random_edits_match_a_fresh_router, 0, 2);
     suite_add_tcase(s, tc);

@@ -701,6 +701,76 @@ START_TEST(a_snapshot_held_too_long_is_reported_once) {
 }
 END_TEST
 
+/* The publish takes the routes a commit's only route-touching step added
+ * as held without looking them up (commit.c held_adds): in change sets on
+ * an empty router where a later step removes or replaces some of them,
+ * exactly the published routes are attached (route_attach), and every
+ * attached route is detached once when the router is freed. */
+typedef struct attach_count {
+    int attached, detached;
+} attach_count;
+
+static void *count_attach(void *data, const sy_route *rt) {
+    (void)rt;
+    ((attach_count *)data)->attached++;
+    return NULL;
+}
+
+static void count_detach(void *data, const sy_route *rt, void *host_data) {
+    (void)rt;
+    (void)host_data;
+    ((attach_count *)data)->detached++;
+}
+
+START_TEST(a_change_set_attaches_exactly_the_routes_it_publishes) {
+    const char *abc =
+        "{\"version\":\"1\",\"routes\":["
+        "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":[\"Path=/a\"]},"
+        "{\"id\":\"b\",\"uri\":\"http://b:80\",\"predicates\":[\"Path=/b\"]},"
+        "{\"id\":\"c\",\"uri\":\"http://c:80\",\"predicates\":[\"Path=/c\"]}]}";
+    const char *b2 = "{\"id\":\"b\",\"uri\":\"http://b:81\","
+                     "\"predicates\":[\"Path=/b\"]}";
+    for (int variant = 0; variant < 3; variant++) {
+        attach_count n = {0, 0};
+        sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+        o.route_attach = count_attach;
+        o.route_detach = count_detach;
+        o.callback_data = &n;
+        sy_router *r = router_with(ONE, 1, &o);
+        sy_error err;
+        sy_change_set *cs;
+        ck_assert_int_eq(sy_change_set_new(r, &cs, &err), 0);
+        ck_assert_int_eq(
+            sy_change_set_apply(cs, "main", abc, strlen(abc), &err), 0);
+        /* 0: a removed; 1: b replaced; 2: a removed, then the document
+         * again (a comes back as a new route) */
+        if (variant != 1)
+            ck_assert_int_eq(sy_change_set_remove_route(cs, "a", &err), 0);
+        if (variant == 1)
+            ck_assert_int_eq(
+                sy_change_set_upsert_route(cs, "main", b2, strlen(b2), &err),
+                0);
+        if (variant == 2)
+            ck_assert_int_eq(
+                sy_change_set_apply(cs, "main", abc, strlen(abc), &err), 0);
+        ck_assert_int_eq(sy_router_commit(r, cs, NULL, &err), 0);
+        sy_change_set_free(cs);
+        sy_snapshot *s = sy_router_acquire(r);
+        size_t live = sy_snapshot_route_count(s);
+        sy_snapshot_release(s);
+        ck_assert_uint_eq(live, variant == 0 ? 2 : 3);
+        ck_assert_int_eq(n.attached, (int)live);
+        if (variant == 0)
+            ck_assert_ptr_null(route_for(r, "h", "/a"));
+        else
+            ck_assert_str_eq(route_for(r, "h", "/a"), "a");
+        ck_assert_str_eq(route_for(r, "h", "/b"), "b");
+        sy_router_free(r);
+        ck_assert_int_eq(n.detached, n.attached);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("router");
     TCase *tc = tcase_create("router");
@@ -737,6 +807,7 @@ int main(void) {
         tc, requests_without_a_seed_draw_from_the_router_random_callback);
     tcase_add_test(tc, requests_without_a_seed_and_no_callback_still_spread);
     tcase_add_test(tc, a_snapshot_held_too_long_is_reported_once);
+    tcase_add_test(tc, a_change_set_attaches_exactly_the_routes_it_publishes);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

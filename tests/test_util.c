@@ -126,8 +126,9 @@ START_TEST(arena_bytes_pack_and_alignment_holds_after_them) {
 END_TEST
 
 /* sy_sort_by_u64: ascending and stable over random keys (many equal, some
- * differing only in high bytes), for record sizes with the key at an odd
- * place; equal keys keep their input order (the seq field). */
+ * differing only in high bytes), input already ascending (with equal runs),
+ * and ascending but for its last key, for record sizes with the key at an
+ * odd place; equal keys keep their input order (the seq field). */
 typedef struct sort_rec {
     uint32_t seq;
     uint64_t key;
@@ -139,16 +140,19 @@ START_TEST(sort_by_u64_is_ascending_and_stable) {
     sy_alloc_init(&a, NULL);
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (size_t n = 0; n < 3000; n = n * 3 + 1) {
-        for (int shape = 0; shape < 4; shape++) {
+        for (int shape = 0; shape < 6; shape++) {
             sort_rec *r = malloc((n ? n : 1) * sizeof *r);
             for (size_t i = 0; i < n; i++) {
                 x ^= x << 13, x ^= x >> 7, x ^= x << 17;
                 uint64_t k = shape == 0   ? x % 7         /* many equal */
                              : shape == 1 ? (x % 5) << 56 /* high bytes */
                              : shape == 2 ? 42            /* all equal */
-                                          : x;            /* spread */
+                             : shape == 3 ? x             /* spread */
+                                          : (uint64_t)i / 3 << 40; /* sorted */
                 r[i] = (sort_rec){(uint32_t)i, k, {0}};
             }
+            if (shape == 5 && n > 1) /* sorted but the last: out of order */
+                r[n - 1].key = 0;
             ck_assert(
                 sy_sort_by_u64(&a, r, n, sizeof *r, offsetof(sort_rec, key)));
             for (size_t i = 1; i < n; i++) {

@@ -79,17 +79,26 @@ typedef struct gw_config {
 #define GW_LAT_BUCKETS 14
 extern const double gw_lat_bounds_s[GW_LAT_BUCKETS];
 
-/* One worker's counters; the admin thread reads them under `lock`. */
 typedef struct gw_route_count {
     char *route; /* route id or "" (no route) */
     int status;
     uint64_t count;
 } gw_route_count;
 
+/* Request counts by (route, status): an array in first-seen order and an
+ * open-addressing index over it, so counting costs one hash and a probe
+ * or two whatever the number of routes. */
+typedef struct gw_count_table {
+    gw_route_count *counts;
+    size_t len, cap;
+    uint32_t *slots; /* index + 1 into counts; 0: empty */
+    size_t nslots;   /* a power of two, at least twice len */
+} gw_count_table;
+
+/* One worker's counters; the admin thread reads them under `lock`. */
 typedef struct gw_wmetrics {
     uv_mutex_t lock;
-    gw_route_count *counts;
-    size_t count_len, count_cap;
+    gw_count_table requests;
     uint64_t lat_buckets[GW_LAT_BUCKETS + 1]; /* last: +Inf */
     double lat_sum;
     uint64_t lat_count;
@@ -146,6 +155,11 @@ struct gw_worker {
     uv_thread_t thread;
     uv_tcp_t listener;
     uv_async_t wake;
+    /* Output is handed to the sockets once per loop iteration, before the
+     * loop waits again (proxy.c, gw_flush_pending): the connections with
+     * bytes queued since then. */
+    uv_prepare_t flush;
+    void *dirty_clients, *dirty_ups;
     uv_mutex_t mq_lock;
     gw_msg *mq;
     sy_match_ctx *ctx;

@@ -188,8 +188,12 @@ static void parse_pending(httpd_conn *c) {
         memmove(c->pending.p, c->pending.p + n, c->pending.len - n);
         c->pending.len -= n;
         http_parser_pause(&c->p, 0);
-        uv_read_stop((uv_stream_t *)&c->tcp);
         dispatch(c);
+        /* an answer still to come: stop reading until it went out (a
+         * stop and start around every answer would cost the backend two
+         * epoll_ctl calls per request) */
+        if (c->busy && !c->closing)
+            uv_read_stop((uv_stream_t *)&c->tcp);
         return;
     }
     if (e != HPE_OK) {
@@ -264,19 +268,34 @@ void httpd_respond(httpd_conn *c, int status, const char *content_type,
     bool head = strcmp(c->req.method ? c->req.method : "", "HEAD") == 0;
     if (!head)
         gw_buf_add(&out, body, len);
-    wreq *wr = malloc(sizeof *wr + out.len);
-    if (!wr) {
-        gw_buf_free(&out);
-        conn_close(c);
-        return;
+    /* at once when the socket takes it all (no copy, and no write
+     * callback: uv_write's would re-register the socket with epoll),
+     * else the rest through uv_write */
+    uv_stream_t *s = (uv_stream_t *)&c->tcp;
+    size_t off = 0;
+    if (uv_stream_get_write_queue_size(s) == 0) {
+        uv_buf_t b = uv_buf_init(out.p, (unsigned)out.len);
+        int n = uv_try_write(s, &b, 1);
+        if (n > 0)
+            off = (size_t)n;
+        else if (n != UV_EAGAIN)
+            off = SIZE_MAX; /* broken */
     }
-    memcpy(wr->data, out.p, out.len);
-    wr->c = c;
-    wr->close_after = !keep;
-    uv_buf_t b = uv_buf_init(wr->data, (unsigned)out.len);
+    wreq *wr = NULL;
+    if (off < out.len && (wr = malloc(sizeof *wr + (out.len - off))) != NULL) {
+        memcpy(wr->data, out.p + off, out.len - off);
+        wr->c = c;
+        wr->close_after = !keep;
+        uv_buf_t b = uv_buf_init(wr->data, (unsigned)(out.len - off));
+        if (uv_write(&wr->w, s, &b, 1, on_written)) {
+            free(wr);
+            wr = NULL;
+        }
+    }
+    bool sent = off == out.len || wr;
     gw_buf_free(&out);
-    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_written)) {
-        free(wr);
+    if (!sent || (!keep && !wr)) { /* broken, or all out and done */
+        c->busy = false;
         conn_close(c);
         return;
     }

@@ -1,8 +1,8 @@
 /*
  * metrics.c - the gateway's own series for GET /metrics: requests by route
  * and status, the request latency histogram, connection gauges. Each
- * worker counts into its own table under its own (uncontended) lock; the
- * admin thread sums them when scraped.
+ * worker counts into its own hashed table under its own (uncontended)
+ * lock; the admin thread sums them when scraped.
  */
 #define _DEFAULT_SOURCE
 #include "gw.h"
@@ -19,35 +19,78 @@ void gw_metrics_init(gw_wmetrics *m) {
     uv_mutex_init(&m->lock);
 }
 
+static uint64_t count_hash(const char *route, int status) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)route; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return (h ^ (uint64_t)(unsigned)status) * 0x9e3779b97f4a7c15ull;
+}
+
+static void table_free(gw_count_table *t) {
+    for (size_t i = 0; i < t->len; i++)
+        free(t->counts[i].route);
+    free(t->counts);
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+/* The slot of (route, status): its entry's, or the empty one to fill. */
+static uint32_t *table_slot(gw_count_table *t, const char *route, int status) {
+    size_t mask = t->nslots - 1;
+    for (size_t i = count_hash(route, status) & mask;; i = (i + 1) & mask) {
+        uint32_t *s = &t->slots[i];
+        if (*s == 0)
+            return s;
+        const gw_route_count *e = &t->counts[*s - 1];
+        if (e->status == status && strcmp(e->route, route) == 0)
+            return s;
+    }
+}
+
+/* Add n to (route, status); false when memory ran out (not counted). */
+static bool table_add(gw_count_table *t, const char *route, int status,
+                      uint64_t n) {
+    if (t->nslots < 2 * (t->len + 1)) { /* grow the index */
+        size_t ns = t->nslots ? t->nslots * 2 : 64;
+        uint32_t *slots = calloc(ns, sizeof *slots);
+        if (!slots)
+            return false;
+        free(t->slots);
+        t->slots = slots;
+        t->nslots = ns;
+        for (size_t i = 0; i < t->len; i++)
+            *table_slot(t, t->counts[i].route, t->counts[i].status) =
+                (uint32_t)(i + 1);
+    }
+    uint32_t *s = table_slot(t, route, status);
+    if (*s) {
+        t->counts[*s - 1].count += n;
+        return true;
+    }
+    if (t->len == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 32;
+        gw_route_count *c = realloc(t->counts, cap * sizeof *c);
+        if (!c)
+            return false;
+        t->counts = c;
+        t->cap = cap;
+    }
+    char *r = strdup(route);
+    if (!r)
+        return false;
+    t->counts[t->len++] = (gw_route_count){r, status, n};
+    *s = (uint32_t)t->len;
+    return true;
+}
+
 void gw_metrics_destroy(gw_wmetrics *m) {
-    for (size_t i = 0; i < m->count_len; i++)
-        free(m->counts[i].route);
-    free(m->counts);
+    table_free(&m->requests);
     uv_mutex_destroy(&m->lock);
 }
 
 void gw_metrics_request(gw_wmetrics *m, const char *route, int status) {
     uv_mutex_lock(&m->lock);
-    for (size_t i = 0; i < m->count_len; i++)
-        if (m->counts[i].status == status &&
-            strcmp(m->counts[i].route, route) == 0) {
-            m->counts[i].count++;
-            uv_mutex_unlock(&m->lock);
-            return;
-        }
-    if (m->count_len == m->count_cap) {
-        size_t cap = m->count_cap ? m->count_cap * 2 : 32;
-        gw_route_count *n = realloc(m->counts, cap * sizeof *n);
-        if (!n) {
-            uv_mutex_unlock(&m->lock);
-            return;
-        }
-        m->counts = n;
-        m->count_cap = cap;
-    }
-    char *r = strdup(route);
-    if (r)
-        m->counts[m->count_len++] = (gw_route_count){r, status, 1};
+    table_add(&m->requests, route ? route : "", status, 1);
     uv_mutex_unlock(&m->lock);
 }
 
@@ -104,8 +147,7 @@ static void label(gw_buf *out, const char *s) {
 
 void gw_metrics_text(gw_buf *out) {
     /* requests by route and status, summed over workers */
-    gw_route_count *all = NULL;
-    size_t n = 0, cap = 0;
+    gw_count_table all = {0};
     uint64_t buckets[GW_LAT_BUCKETS + 1] = {0}, lat_count = 0;
     uint64_t ubuckets[GW_LAT_BUCKETS + 1] = {0}, up_count = 0;
     double lat_sum = 0, up_sum = 0;
@@ -113,23 +155,9 @@ void gw_metrics_text(gw_buf *out) {
     for (int w = 0; w < G.nworkers; w++) {
         gw_wmetrics *m = &G.workers[w].metrics;
         uv_mutex_lock(&m->lock);
-        for (size_t i = 0; i < m->count_len; i++) {
-            size_t j = 0;
-            while (j < n && !(all[j].status == m->counts[i].status &&
-                              strcmp(all[j].route, m->counts[i].route) == 0))
-                j++;
-            if (j == n) {
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 32;
-                    gw_route_count *na = realloc(all, cap * sizeof *na);
-                    if (!na)
-                        break;
-                    all = na;
-                }
-                all[n++] = (gw_route_count){strdup(m->counts[i].route),
-                                            m->counts[i].status, 0};
-            }
-            all[j].count += m->counts[i].count;
+        for (size_t i = 0; i < m->requests.len; i++) {
+            const gw_route_count *e = &m->requests.counts[i];
+            table_add(&all, e->route, e->status, e->count);
         }
         for (size_t b = 0; b <= GW_LAT_BUCKETS; b++)
             buckets[b] += m->lat_buckets[b];
@@ -147,14 +175,13 @@ void gw_metrics_text(gw_buf *out) {
     gw_buf_adds(out, "# HELP gateway_requests_total Requests answered, by "
                      "route and status.\n"
                      "# TYPE gateway_requests_total counter\n");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < all.len; i++) {
         gw_buf_adds(out, "gateway_requests_total{route=\"");
-        label(out, all[i].route ? all[i].route : "");
-        gw_buf_printf(out, "\",status=\"%d\"} %llu\n", all[i].status,
-                      (unsigned long long)all[i].count);
-        free(all[i].route);
+        label(out, all.counts[i].route);
+        gw_buf_printf(out, "\",status=\"%d\"} %llu\n", all.counts[i].status,
+                      (unsigned long long)all.counts[i].count);
     }
-    free(all);
+    table_free(&all);
     histogram(out, "gateway_request_duration_seconds",
               "Time from the request head to the end of the response.", buckets,
               lat_sum, lat_count);

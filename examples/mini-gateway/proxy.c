@@ -114,7 +114,53 @@ void gw_client_write(gw_client *c, const char *data, size_t len) {
         gw_buf_add(&c->out, data, len);
 }
 
+static void dirty_unlink(gw_client *c) {
+    if (!c->dirty)
+        return;
+    c->dirty = false;
+    if (c->dprev)
+        c->dprev->dnext = c->dnext;
+    else
+        c->w->dirty_clients = c->dnext;
+    if (c->dnext)
+        c->dnext->dprev = c->dprev;
+    c->dnext = c->dprev = NULL;
+}
+
+static void client_flush_now(gw_client *c);
+
 void gw_client_flush(gw_client *c) {
+    if (c->closing || c->out.len == 0)
+        return;
+    if (c->out.len >= GW_FLUSH_AT) {
+        client_flush_now(c);
+        return;
+    }
+    if (c->dirty)
+        return;
+    c->dirty = true;
+    c->dprev = NULL;
+    c->dnext = c->w->dirty_clients;
+    if (c->dnext)
+        c->dnext->dprev = c;
+    c->w->dirty_clients = c;
+}
+
+void gw_flush_pending(gw_worker *w) {
+    /* requests first: the backends start on them while the responses go
+     * out */
+    gw_upconn *u;
+    while ((u = w->dirty_ups) != NULL)
+        gw_upstream_flush_now(u); /* takes u off the list */
+    gw_client *c;
+    while ((c = w->dirty_clients) != NULL)
+        client_flush_now(c);
+}
+
+/* Everything queued for c, to the socket now: tried at once without a
+ * copy, the rest copied into a uv_write. */
+static void client_flush_now(gw_client *c) {
+    dirty_unlink(c);
     if (c->closing || c->out.len == 0)
         return;
     uv_stream_t *s = (uv_stream_t *)&c->tcp;
@@ -198,6 +244,7 @@ static void client_close(gw_client *c) {
     if (c->closing)
         return;
     c->closing = true;
+    dirty_unlink(c);
     if (c->req) {
         gw_request *q = c->req;
         c->req = NULL;
@@ -224,7 +271,7 @@ static void on_shutdown(uv_shutdown_t *s, int status) {
 static void client_close_after_writes(gw_client *c) {
     if (c->closing)
         return;
-    gw_client_flush(c);
+    client_flush_now(c); /* uv_shutdown waits for libuv's queue only */
     if (c->closing)
         return;
     if (c->reading) {

@@ -11,6 +11,9 @@
 
 #define GW_MAX_TRIES 8
 #define GW_WRITE_HIGH (1u << 20) /* stop reading the other side above */
+/* Queued output at or above this goes to the socket at once; less waits
+ * for the end of the loop iteration (gw_flush_pending). */
+#define GW_FLUSH_AT (32u * 1024)
 
 typedef struct gw_client gw_client;
 typedef struct gw_request gw_request;
@@ -37,7 +40,9 @@ struct gw_client {
     gw_client_state state;
     gw_request *req;
     bool reading, closing, in_parse, eof;
-    gw_buf out; /* response bytes not yet handed to the socket */
+    gw_buf out;               /* response bytes not yet handed to the socket */
+    gw_client *dnext, *dprev; /* the worker's dirty list, while dirty */
+    bool dirty;
     int open_handles;
     char peer[64];
 };
@@ -101,17 +106,27 @@ struct gw_upconn {
     http_parser p;
     gw_request *req;
     bool connected, closing, reused, got_bytes, reading;
-    gw_buf out; /* request bytes not yet handed to the socket */
+    gw_buf out;               /* request bytes not yet handed to the socket */
+    gw_upconn *dnext, *dprev; /* the worker's dirty list, while dirty */
+    bool dirty;
     int open_handles;
 };
 
 /* proxy.c */
 void gw_client_accept(gw_worker *w, uv_stream_t *server);
-/* Queue bytes for the client (copied); gw_client_flush hands them to the
- * socket (one write for everything queued, no copy when it goes at once).
- */
+/* Queue bytes for the client (copied). gw_client_flush: the queued bytes
+ * are complete for now; they go to the socket at the end of this loop
+ * iteration (at once when GW_FLUSH_AT or more are queued), in one write
+ * for everything queued on the connection (no copy when it goes at once).
+ * Deferring the write lets one pass over the ready sockets wake the
+ * backend and each client once with everything the pass produced, instead
+ * of once per write (a woken peer would often preempt the worker on its
+ * return from write()). */
 void gw_client_write(gw_client *c, const char *data, size_t len);
 void gw_client_flush(gw_client *c);
+/* Hand every connection's deferred output to its socket (the worker's
+ * uv_prepare handle, before the loop waits for events). */
+void gw_flush_pending(gw_worker *w);
 /* The response head went out, or the response is finished. */
 void gw_request_response_done(gw_request *q);
 /* Answer the request from the gateway (before any upstream byte). */
@@ -128,14 +143,17 @@ void gw_client_resume_upstream(gw_client *c);
 
 /* upstream.c */
 void gw_upstream_start(gw_request *q); /* pool or connect, then send */
+/* Queue request bytes for u; gw_upstream_flush as gw_client_flush. */
 void gw_upstream_write(gw_upconn *u, const char *data, size_t len);
 void gw_upstream_flush(gw_upconn *u);
+void gw_upstream_flush_now(gw_upconn *u);
 void gw_upstream_detach(gw_upconn *u, bool reusable);
 void gw_upstream_close(gw_upconn *u);
 void gw_upstream_pause(gw_upconn *u, bool pause);
 void gw_upstream_request_done(gw_upconn *u); /* client body complete */
 void gw_pools_drop(gw_worker *w, gw_route_data *rd);
 void gw_upstream_close_all(gw_worker *w);
+/* Request bytes queued on u and not yet sent (deferred and in libuv). */
 size_t gw_upstream_queue(gw_upconn *u);
 
 #endif /* GW_PROXY_H */

@@ -61,10 +61,24 @@ static void on_up_closed(uv_handle_t *h) {
     free(u);
 }
 
+static void dirty_unlink(gw_upconn *u) {
+    if (!u->dirty)
+        return;
+    u->dirty = false;
+    if (u->dprev)
+        u->dprev->dnext = u->dnext;
+    else
+        u->w->dirty_ups = u->dnext;
+    if (u->dnext)
+        u->dnext->dprev = u->dprev;
+    u->dnext = u->dprev = NULL;
+}
+
 void gw_upstream_close(gw_upconn *u) {
     if (u->closing)
         return;
     u->closing = true;
+    dirty_unlink(u);
     pool_unlink(u);
     if (u->req && u->req->up == u)
         u->req->up = NULL;
@@ -146,7 +160,7 @@ void gw_upstream_close_all(gw_worker *w) {
 }
 
 size_t gw_upstream_queue(gw_upconn *u) {
-    return uv_stream_get_write_queue_size((uv_stream_t *)&u->tcp);
+    return uv_stream_get_write_queue_size((uv_stream_t *)&u->tcp) + u->out.len;
 }
 
 /* ------------------------------------------------------------------ */
@@ -175,6 +189,24 @@ void gw_upstream_write(gw_upconn *u, const char *data, size_t len) {
 }
 
 void gw_upstream_flush(gw_upconn *u) {
+    if (u->closing || u->out.len == 0 || !u->connected)
+        return;
+    if (u->out.len >= GW_FLUSH_AT) {
+        gw_upstream_flush_now(u);
+        return;
+    }
+    if (u->dirty)
+        return;
+    u->dirty = true;
+    u->dprev = NULL;
+    u->dnext = u->w->dirty_ups;
+    if (u->dnext)
+        u->dnext->dprev = u;
+    u->w->dirty_ups = u;
+}
+
+void gw_upstream_flush_now(gw_upconn *u) {
+    dirty_unlink(u);
     if (u->closing || u->out.len == 0 || !u->connected)
         return;
     uv_stream_t *s = (uv_stream_t *)&u->tcp;

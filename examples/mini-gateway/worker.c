@@ -1,9 +1,11 @@
 /*
  * worker.c - the worker threads: one libuv loop each, with its own
- * SO_REUSEPORT listener and sy_match_ctx; the message queue the config
- * side uses to reach them (stop, drop a route's pools); and the route host
- * data (sy_router_options.route_attach / route_detach) that holds each
- * route's connection pools, one list per worker.
+ * SO_REUSEPORT listener and sy_match_ctx, and a prepare handle that hands
+ * the output queued during a loop iteration to the sockets before the loop
+ * waits again; the message queue the config side uses to reach them (stop,
+ * drop a route's pools); and the route host data
+ * (sy_router_options.route_attach / route_detach) that holds each route's
+ * connection pools, one list per worker.
  */
 #define _DEFAULT_SOURCE
 #include "proxy.h"
@@ -142,8 +144,14 @@ static void worker_maybe_exit(gw_worker *w) {
     if (!w->draining || w->clients > 0)
         return;
     gw_upstream_close_all(w);
-    if (!uv_is_closing((uv_handle_t *)&w->wake))
+    if (!uv_is_closing((uv_handle_t *)&w->wake)) {
         uv_close((uv_handle_t *)&w->wake, NULL);
+        uv_close((uv_handle_t *)&w->flush, NULL);
+    }
+}
+
+static void on_flush(uv_prepare_t *p) {
+    gw_flush_pending(p->data);
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -173,6 +181,11 @@ int gw_workers_init(void) {
         uv_mutex_init(&w->mq_lock);
         uv_async_init(&w->loop, &w->wake, on_wake);
         w->wake.data = w;
+        /* runs before each wait for events; does not keep the loop alive */
+        uv_prepare_init(&w->loop, &w->flush);
+        w->flush.data = w;
+        uv_prepare_start(&w->flush, on_flush);
+        uv_unref((uv_handle_t *)&w->flush);
         gw_metrics_init(&w->metrics);
         sy_error err;
         if (sy_match_ctx_new(NULL, &w->ctx, &err)) {

@@ -14,6 +14,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402,F401 (tests use gwharness.free_port)
+
 BINARY = None
 
 
@@ -24,14 +27,6 @@ def binary():
             sys.exit("usage: %s path/to/mini-gateway" % sys.argv[0])
         BINARY = os.path.abspath(sys.argv[1])
     return BINARY
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def wait_port(port, deadline_s=10.0, proc=None):

@@ -4,6 +4,7 @@ keep-alive and pools, bodies both ways, timeouts, and the admin API
 the located error, bearer token, /metrics)."""
 import http.client
 import json
+import socket
 import time
 
 import gwharness as h
@@ -158,6 +159,32 @@ def body(procs, c):
     r = conn.getresponse()
     big = r.read()
     c.ok(len(big) >= 3000000, "3 MB response streamed (%d)" % len(big))
+    # a client that stops reading: the response waits (the gateway stops
+    # reading the upstream above its write queue limit) and then arrives
+    # whole and in order once the client reads again
+    slow = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    slow.sendall(b"GET /echo/big?size=8000000 HTTP/1.1\r\nHost: a\r\n\r\n"
+                 b"GET /echo/after HTTP/1.1\r\nHost: a\r\n"
+                 b"Connection: close\r\n\r\n")
+    time.sleep(1.5)
+    got = b""
+    while True:
+        part = slow.recv(1 << 16)
+        if not part:
+            break
+        got += part
+    slow.close()
+    head, _, rest = got.partition(b"\r\n\r\n")
+    clen = int([ln.split(b":")[1] for ln in head.split(b"\r\n")
+                if ln.lower().startswith(b"content-length:")][0])
+    first, second = rest[:clen], rest[clen:]
+    c.ok(clen >= 8000000 and first.endswith(b'"}\n')
+         and first.count(b"x") >= 7999000,
+         "8 MB response to a client that paused reading: whole (%d of %d)"
+         % (len(first), clen))
+    c.ok(second.startswith(b"HTTP/1.1 200") and b'"path":"/after"' in second,
+         "the pipelined request after it answered next")
     conn.request("HEAD", "/echo/head")
     r = conn.getresponse()
     c.eq(r.read(), b"", "HEAD has no body")
@@ -274,6 +301,17 @@ def body(procs, c):
         c.ok(name in text, "metrics have %s" % name)
     c.ok('gateway_requests_total{route="echo",status="200"}' in text,
          "requests by route and status")
+    # exact counts per (route, status), summed over the workers
+    series = ['gateway_requests_total{route="teapot",status="418"}',
+              'gateway_requests_total{route="gone",status="410"}',
+              'gateway_requests_total{route="",status="404"}']
+    before = [gw.metric(x) or 0 for x in series]
+    for path, n in (("/teapot", 3), ("/gone/x", 2), ("/no/such/route", 4)):
+        for _ in range(n):
+            h.http_call(gw.port, "GET", path)
+    after = [gw.metric(x) or 0 for x in series]
+    c.eq([a - b for a, b in zip(after, before)], [3, 2, 4],
+         "request counts by route and status are exact")
 
 
 h.run("gateway_basic", body)

@@ -7,8 +7,17 @@
 # reading GET /status every 10 ms (the control: what the driver and the
 # admin thread cost without a publish). Prints requests/s, p50/p99 latency,
 # errors, the proxy's own CPU time per request (user+system of its process,
-# all threads), and the gateway/nginx ratios. A benchmark, not a test: it prints
-# figures and asserts nothing.
+# all threads), its context switches per request (voluntary + involuntary,
+# all threads: how often it went to sleep or was preempted) and the whole
+# machine's context switches per request (/proc/stat), and the gateway/nginx
+# ratios. A benchmark, not a test: it prints figures and asserts nothing.
+# WORKERS=N runs the gateway with --workers N and nginx with
+# worker_processes N (default 1; the machine's cores are shared with wrk
+# and the backend).
+# At 1 route nginx runs twice: as a plain reverse proxy, and also sending
+# the headers the gateway sends upstream (Host: the upstream's authority,
+# X-Forwarded-For/Proto/Host), so the backend does the same work behind
+# both (it echoes every header it receives).
 # Each case runs ROUNDS times, interleaved, and the median round is shown
 # (a shared machine is noisy: compare figures of one run only).
 #   DURATION=10 CONNECTIONS=50 ROUNDS=3 bash examples/mini-gateway/bench/run.sh
@@ -18,6 +27,7 @@ DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-50}
 ROUTES=${ROUTES:-10000}
 ROUNDS=${ROUNDS:-3}
+WORKERS=${WORKERS:-1}
 bash tests/install-deps.sh
 [ -d build-bench ] || meson setup build-bench --buildtype=release \
   -Dtests=false -Dbench=false >/dev/null
@@ -59,7 +69,7 @@ json.dump({"version": "1", "routes": [
     {"id": "r%d" % i, "uri": up, "predicates": ["Path=/r%d/**" % i]}
     for i in range(n)]}, open(work + "/many.json", "w"))
 def nginx(locs):
-    return """worker_processes 1;
+    return """worker_processes WORKERS;
 pid %(w)s/nginx.pid;
 error_log %(w)s/nginx-error.log warn;
 events { worker_connections 4096; }
@@ -80,34 +90,53 @@ http {
 loc = """    location %s {
       proxy_pass http://backend;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      proxy_set_header Connection "";%s
     }
 """
-open(work + "/nginx-one.conf", "w").write(nginx(loc % "/"))
+# the headers the gateway sends upstream (Host: the upstream's authority,
+# X-Forwarded-For/Proto/Host): the backend echoes every header it gets, so
+# with them it parses and answers more (a 225-byte body instead of 117)
+xff = """
+      proxy_set_header Host 127.0.0.1:%d;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $http_host;""" % bp
+open(work + "/nginx-one.conf", "w").write(nginx(loc % ("/", "")))
+open(work + "/nginx-one-xff.conf", "w").write(nginx(loc % ("/", xff)))
 open(work + "/nginx-many.conf", "w").write(
-    nginx("".join(loc % ("/r%d/" % i) for i in range(n))))
+    nginx("".join(loc % ("/r%d/" % i, "") for i in range(n))))
 PY
-sed -i "s/NGINX_PORT/$NP/" "$work"/nginx-*.conf
+sed -i "s/NGINX_PORT/$NP/; s/WORKERS/$WORKERS/" "$work"/nginx-*.conf
 
 results="$work/results.txt"
 : > "$results"
-cpu_ticks() { # pid -> utime+stime of it and its children (nginx's worker)
-  local t=0 p
+cpu_ticks() { # pid -> "ticks switches": utime+stime and context switches
+  # (voluntary + involuntary) of all threads of it and its children (nginx's
+  # workers)
+  local t=0 cs=0 p task
   for p in "$1" $(pgrep -P "$1" || true); do
-    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    for task in /proc/"$p"/task/*; do
+      t=$((t + $(sed 's/.*) //' "$task/stat" | awk '{print $12 + $13}')))
+      cs=$((cs + $(awk '/ctxt_switches/ {n += $2} END {print n}' \
+        "$task/status")))
+    done
   done
-  echo "$t"
+  echo "$t $cs"
 }
+sys_ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
 run_wrk() { # name url [pid of the proxy, for its CPU time]
-  local out c0=0 c1=0
+  local out c0="0 0" c1="0 0" s0 s1
   [ -n "${3:-}" ] && c0=$(cpu_ticks "$3")
+  s0=$(sys_ctxt)
   out=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$2")
+  s1=$(sys_ctxt)
   [ -n "${3:-}" ] && c1=$(cpu_ticks "$3")
-  python3 - "$1" "$results" "$((c1 - c0))" "$(getconf CLK_TCK)" <<PY
+  python3 - "$1" "$results" "$c0" "$c1" "$((s1 - s0))" "$(getconf CLK_TCK)" <<PY
 import re, sys
 out = """$out"""
 name, res = sys.argv[1], sys.argv[2]
-ticks, hz = int(sys.argv[3]), int(sys.argv[4])
+(t0, x0), (t1, x1) = (map(int, a.split()) for a in sys.argv[3:5])
+ticks, pcs, scs, hz = t1 - t0, x1 - x0, int(sys.argv[5]), int(sys.argv[6])
 def ms(s):
     m = re.match(r"([\d.]+)(us|ms|s|m)$", s)
     if not m:
@@ -130,20 +159,25 @@ m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (
 if m: errs += sum(int(x) for x in m.groups())
 total = int(re.search(r"(\d+) requests in", out).group(1))
 cpu = ticks * 1e6 / hz / total if ticks and total else float("nan")
-line = "%-28s %10.0f %9.3f %9.3f %8d %9d %8.1f" % (name, rps, p50, p99, errs,
-                                                   total, cpu)
+pcs = pcs / total if ticks and total else float("nan")
+scs = scs / total if total else float("nan")
+line = "%-28s %10.0f %9.3f %9.3f %8d %9d %8.1f %7.3f %7.3f" % (
+    name, rps, p50, p99, errs, total, cpu, pcs, scs)
 print(line, flush=True)
-open(res, "a").write("%s|%f|%f|%f|%d|%f\n" % (name, rps, p50, p99, errs, cpu))
+open(res, "a").write("%s|%f|%f|%f|%d|%f|%f|%f\n" % (name, rps, p50, p99, errs,
+                                                   cpu, pcs, scs))
 PY
 }
 
-echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-28s %10s %9s %9s %8s %9s %8s\n" case "req/s" "p50 ms" "p99 ms" errors requests "us/req"
-# us/req: the proxy's CPU time (all its threads) per request; none for the
-# backend-direct case
+echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds; $(nproc) cores; $WORKERS proxy worker(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "%-28s %10s %9s %9s %8s %9s %8s %7s %7s\n" case "req/s" "p50 ms" "p99 ms" errors requests "us/req" "cs/req" "sys-cs"
+# us/req: the proxy's CPU time (all its threads) per request; cs/req: its
+# context switches per request; sys-cs: the machine's context switches per
+# request (every process; others' work counts too); none for the proxy in
+# the backend-direct case
 
 start_gw() { # routes file
-  "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers 1 --quiet \
+  "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers "$WORKERS" --quiet \
     --routes "$1" 2>"$work/gw.log" &
   gwpid=$!; pids+=($gwpid)
   wait_port $GP; wait_port $AP
@@ -190,6 +224,9 @@ for round in $(seq "$ROUNDS"); do
   start_nginx "$work/nginx-one.conf"
   run_wrk "nginx, 1 location" "http://127.0.0.1:$NP/$url_end" $ngpid
   stop_pid $ngpid
+  start_nginx "$work/nginx-one-xff.conf"
+  run_wrk "nginx + X-Forwarded, 1 loc." "http://127.0.0.1:$NP/$url_end" $ngpid
+  stop_pid $ngpid
   start_gw "$work/bench-routes.json"
   run_wrk "mini-gateway, $ROUTES routes" "http://127.0.0.1:$GP/$url_end" $gwpid
   stop_pid $gwpid
@@ -218,19 +255,24 @@ python3 - "$results" <<'PY'
 import sys
 runs = {}
 for line in open(sys.argv[1]):
-    name, rps, p50, p99, errs, cpu = line.strip().split("|")
+    name, rps, p50, p99, errs, cpu, pcs, scs = line.strip().split("|")
     runs.setdefault(name, []).append((float(rps), float(p50), float(p99),
-                                      int(errs), float(cpu)))
+                                      int(errs), float(cpu), float(pcs),
+                                      float(scs)))
 rows = {}
-print("\nmedian round (by req/s) of each case:")
-print("%-28s %10s %9s %9s %8s %8s" % ("case", "req/s", "p50 ms", "p99 ms",
-                                        "errors", "us/req"))
+print("\nmedian round (by req/s) of each case; us/req, cs/req, sys-cs: median")
+print("%-28s %10s %9s %9s %8s %8s %7s %7s" % ("case", "req/s", "p50 ms",
+      "p99 ms", "errors", "us/req", "cs/req", "sys-cs"))
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 for name, rs in runs.items():
     rs.sort()
     m = rs[len(rs) // 2]
-    cpus = sorted(r[4] for r in rs)
-    rows[name] = m[:3] + (sum(r[3] for r in rs), cpus[len(cpus) // 2])
-    print("%-28s %10.0f %9.3f %9.3f %8d %8.1f" % ((name,) + rows[name]))
+    rows[name] = m[:3] + (sum(r[3] for r in rs), median(r[4] for r in rs),
+                          median(r[5] for r in rs), median(r[6] for r in rs))
+    print("%-28s %10.0f %9.3f %9.3f %8d %8.1f %7.3f %7.3f" % (
+        (name,) + rows[name]))
 def ratio(a, b, label):
     if a in rows and b in rows:
         ra, rb = rows[a], rows[b]
@@ -238,9 +280,11 @@ def ratio(a, b, label):
             label, ra[0] / rb[0], ra[2] / rb[2] if rb[2] else 0,
             ra[4] / rb[4] if rb[4] else 0))
 print()
-names = list(rows)
-ratio(names[1], names[2], "gateway / nginx, 1 route:")
-ratio(names[3], names[4], "gateway / nginx, many routes:")
-ratio(names[6], names[5], "gateway storm / its control:")
-ratio(names[6], names[1], "gateway storm / gateway quiet:")
+names = list(rows)  # in the order of the cases above
+gw1, ng1, ngx, gwn, ngn, ctl, storm = names[1:8]
+ratio(gw1, ng1, "gateway / nginx, 1 route:")
+ratio(gw1, ngx, "gateway / nginx + X-Forwarded, 1 route:")
+ratio(gwn, ngn, "gateway / nginx, many routes:")
+ratio(storm, ctl, "gateway storm / its control:")
+ratio(storm, gw1, "gateway storm / gateway quiet:")
 PY

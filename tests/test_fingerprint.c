@@ -460,8 +460,7 @@ START_TEST(an_emptied_service_counts_as_no_service) {
     sy_router *watched = fp_router("[" FP_ROUTE("a", 1) "]");
     sy_router *fresh = fp_router("[" FP_ROUTE("a", 1) "]");
     uint64_t before = live_fp(watched);
-    sy_instance one = {.id = "u1", .host = "10.0.0.1", .port = 80,
-                       .weight = 1};
+    sy_instance one = {.id = "u1", .host = "10.0.0.1", .port = 80, .weight = 1};
     sy_error e;
     ck_assert_int_eq(
         sy_router_set_instances(watched, "users", &one, 1, NULL, &e), 0);

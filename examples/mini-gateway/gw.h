@@ -19,6 +19,43 @@
 #include <switchyard.h>
 #include <uv.h>
 
+/* An intrusive doubly linked list whose members know whether they are on
+ * it: the worker's lists of connections with output queued (proxy.c,
+ * upstream.c). GW_OWNER gives the struct a link is embedded in. */
+typedef struct gw_link {
+    struct gw_link *prev, *next;
+    bool on;
+} gw_link;
+
+#define GW_OWNER(link, type, member)                                           \
+    ((type *)(void *)((char *)(link)-offsetof(type, member)))
+
+/* Put l at the head of *head unless it is on the list already. */
+static inline void gw_link_push(gw_link **head, gw_link *l) {
+    if (l->on)
+        return;
+    l->on = true;
+    l->prev = NULL;
+    l->next = *head;
+    if (l->next)
+        l->next->prev = l;
+    *head = l;
+}
+
+/* Take l off the list *head if it is on it. */
+static inline void gw_link_unlink(gw_link **head, gw_link *l) {
+    if (!l->on)
+        return;
+    l->on = false;
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        *head = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    l->next = l->prev = NULL;
+}
+
 #define GW_MAX_FILES 64
 #define GW_MAX_WORKERS 64
 #define GW_MAX_HEADERS 128
@@ -159,7 +196,7 @@ struct gw_worker {
      * loop waits again (proxy.c, gw_flush_pending): the connections with
      * bytes queued since then. */
     uv_prepare_t flush;
-    void *dirty_clients, *dirty_ups;
+    gw_link *dirty_clients, *dirty_ups;
     uv_mutex_t mq_lock;
     gw_msg *mq;
     sy_match_ctx *ctx;

@@ -114,19 +114,6 @@ void gw_client_write(gw_client *c, const char *data, size_t len) {
         gw_buf_add(&c->out, data, len);
 }
 
-static void dirty_unlink(gw_client *c) {
-    if (!c->dirty)
-        return;
-    c->dirty = false;
-    if (c->dprev)
-        c->dprev->dnext = c->dnext;
-    else
-        c->w->dirty_clients = c->dnext;
-    if (c->dnext)
-        c->dnext->dprev = c->dprev;
-    c->dnext = c->dprev = NULL;
-}
-
 static void client_flush_now(gw_client *c);
 
 void gw_client_flush(gw_client *c) {
@@ -136,31 +123,22 @@ void gw_client_flush(gw_client *c) {
         client_flush_now(c);
         return;
     }
-    if (c->dirty)
-        return;
-    c->dirty = true;
-    c->dprev = NULL;
-    c->dnext = c->w->dirty_clients;
-    if (c->dnext)
-        c->dnext->dprev = c;
-    c->w->dirty_clients = c;
+    gw_link_push(&c->w->dirty_clients, &c->dirty);
 }
 
 void gw_flush_pending(gw_worker *w) {
     /* requests first: the backends start on them while the responses go
      * out */
-    gw_upconn *u;
-    while ((u = w->dirty_ups) != NULL)
-        gw_upstream_flush_now(u); /* takes u off the list */
-    gw_client *c;
-    while ((c = w->dirty_clients) != NULL)
-        client_flush_now(c);
+    while (w->dirty_ups) /* each flush takes its connection off the list */
+        gw_upstream_flush_now(GW_OWNER(w->dirty_ups, gw_upconn, dirty));
+    while (w->dirty_clients)
+        client_flush_now(GW_OWNER(w->dirty_clients, gw_client, dirty));
 }
 
 /* Everything queued for c, to the socket now: tried at once without a
  * copy, the rest copied into a uv_write. */
 static void client_flush_now(gw_client *c) {
-    dirty_unlink(c);
+    gw_link_unlink(&c->w->dirty_clients, &c->dirty);
     if (c->closing || c->out.len == 0)
         return;
     uv_stream_t *s = (uv_stream_t *)&c->tcp;
@@ -244,7 +222,7 @@ static void client_close(gw_client *c) {
     if (c->closing)
         return;
     c->closing = true;
-    dirty_unlink(c);
+    gw_link_unlink(&c->w->dirty_clients, &c->dirty);
     if (c->req) {
         gw_request *q = c->req;
         c->req = NULL;

@@ -40,9 +40,8 @@ struct gw_client {
     gw_client_state state;
     gw_request *req;
     bool reading, closing, in_parse, eof;
-    gw_buf out;               /* response bytes not yet handed to the socket */
-    gw_client *dnext, *dprev; /* the worker's dirty list, while dirty */
-    bool dirty;
+    gw_buf out;    /* response bytes not yet handed to the socket */
+    gw_link dirty; /* on the worker's dirty_clients while output waits */
     int open_handles;
     char peer[64];
 };
@@ -106,9 +105,8 @@ struct gw_upconn {
     http_parser p;
     gw_request *req;
     bool connected, closing, reused, got_bytes, reading;
-    gw_buf out;               /* request bytes not yet handed to the socket */
-    gw_upconn *dnext, *dprev; /* the worker's dirty list, while dirty */
-    bool dirty;
+    gw_buf out;    /* request bytes not yet handed to the socket */
+    gw_link dirty; /* on the worker's dirty_ups while output waits */
     int open_handles;
 };
 

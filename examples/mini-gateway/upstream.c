@@ -61,24 +61,11 @@ static void on_up_closed(uv_handle_t *h) {
     free(u);
 }
 
-static void dirty_unlink(gw_upconn *u) {
-    if (!u->dirty)
-        return;
-    u->dirty = false;
-    if (u->dprev)
-        u->dprev->dnext = u->dnext;
-    else
-        u->w->dirty_ups = u->dnext;
-    if (u->dnext)
-        u->dnext->dprev = u->dprev;
-    u->dnext = u->dprev = NULL;
-}
-
 void gw_upstream_close(gw_upconn *u) {
     if (u->closing)
         return;
     u->closing = true;
-    dirty_unlink(u);
+    gw_link_unlink(&u->w->dirty_ups, &u->dirty);
     pool_unlink(u);
     if (u->req && u->req->up == u)
         u->req->up = NULL;
@@ -195,18 +182,11 @@ void gw_upstream_flush(gw_upconn *u) {
         gw_upstream_flush_now(u);
         return;
     }
-    if (u->dirty)
-        return;
-    u->dirty = true;
-    u->dprev = NULL;
-    u->dnext = u->w->dirty_ups;
-    if (u->dnext)
-        u->dnext->dprev = u;
-    u->w->dirty_ups = u;
+    gw_link_push(&u->w->dirty_ups, &u->dirty);
 }
 
 void gw_upstream_flush_now(gw_upconn *u) {
-    dirty_unlink(u);
+    gw_link_unlink(&u->w->dirty_ups, &u->dirty);
     if (u->closing || u->out.len == 0 || !u->connected)
         return;
     uv_stream_t *s = (uv_stream_t *)&u->tcp;

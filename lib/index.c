@@ -58,27 +58,15 @@ static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
     return h ^ (h >> 32);
 }
 
-static inline uint64_t load8(const char *p) {
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-static inline uint32_t load4(const char *p) {
-    uint32_t w;
-    memcpy(&w, p, 4);
-    return w;
-}
-
 /* Words that, with the length, determine the first 16 bytes: overlapping
  * loads, so no byte past the segment is read. */
 static inline seg_key segment_key(const char *s, size_t len) {
     seg_key k;
     if (len >= 8) {
-        k.w0 = load8(s);
-        k.w1 = len >= 16 ? load8(s + 8) : load8(s + len - 8);
+        k.w0 = sy_load_u64(s);
+        k.w1 = len >= 16 ? sy_load_u64(s + 8) : sy_load_u64(s + len - 8);
     } else if (len >= 4) {
-        k.w0 = load4(s) | (uint64_t)load4(s + len - 4) << 32;
+        k.w0 = sy_load_u32(s) | (uint64_t)sy_load_u32(s + len - 4) << 32;
         k.w1 = 0;
     } else if (len) {
         k.w0 = (uint64_t)(unsigned char)s[0] |
@@ -116,10 +104,10 @@ static inline bool edge_has(const edge *e, const char *strings, sy_str seg) {
         return false;
     uint64_t w0, w1;
     if (len >= 8) {
-        w0 = load8(s);
-        w1 = len >= 16 ? load8(s + 8) : load8(s + len - 8);
+        w0 = sy_load_u64(s);
+        w1 = len >= 16 ? sy_load_u64(s + 8) : sy_load_u64(s + len - 8);
     } else if (len >= 4) {
-        w0 = load4(s) | (uint64_t)load4(s + len - 4) << 32;
+        w0 = sy_load_u32(s) | (uint64_t)sy_load_u32(s + len - 4) << 32;
         w1 = 0;
     } else if (len) {
         w0 = (uint64_t)(unsigned char)s[0] |

@@ -167,23 +167,12 @@ static inline unsigned block_scan(__m128i v, unsigned *dot, unsigned *odd) {
     return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('/')));
 }
 
-static inline uint64_t load8(const char *p) {
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-static inline uint64_t load4(const char *p) {
-    uint32_t w;
-    memcpy(&w, p, 4);
-    return w;
-}
-
 /* The n bytes at p (n < 8) in the low bytes of a word, zeros above:
  * overlapping loads, the second shifted so its bytes land in place. */
 static inline uint64_t load_short(const char *p, size_t n) {
     if (n >= 4)
-        return load4(p) | (load4(p + n - 4) << 32) >> ((8 - n) * 8);
+        return sy_load_u32(p) |
+               ((uint64_t)sy_load_u32(p + n - 4) << 32) >> ((8 - n) * 8);
     uint64_t w = n ? (unsigned char)p[0] : 0;
     if (n > 1)
         w |= (uint64_t)(unsigned char)p[1] << 8;
@@ -214,9 +203,9 @@ static inline unsigned block_at(const char *p, size_t len, size_t off,
     }
     uint64_t lo, hi = 0;
     if (len >= 8) { /* bytes 0-7, then 8 .. len-1 from the last eight */
-        lo = load8(p);
+        lo = sy_load_u64(p);
         if (len > 8)
-            hi = load8(p + len - 8) >> ((16 - len) * 8);
+            hi = sy_load_u64(p + len - 8) >> ((16 - len) * 8);
     } else {
         lo = load_short(p, len);
     }

@@ -131,6 +131,21 @@ void sy_error_clear(sy_error *err);
 uint64_t sy_now_monotonic_us(void);
 int64_t sy_now_realtime_ms(void);
 
+/* 8 and 4 bytes at p in the machine's byte order, from any alignment:
+ * for keys compared within one process (index segment keys, the path
+ * split); hashes use util.c's fixed byte order instead. */
+static inline uint64_t sy_load_u64(const char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline uint32_t sy_load_u32(const char *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
 static inline bool sy_str_eq(sy_str a, const char *b, size_t blen) {
     return a.len == blen && (blen == 0 || memcmp(a.ptr, b, blen) == 0);
 }

@@ -13,7 +13,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile

@@ -588,8 +588,24 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
             prune_up_wild(&b, up, i);
         for (uint32_t i = b.node_count; i-- > 0;)
             prune_node(&b, up, up + nn, up + 2 * nn, kids, i);
+        /* the whole-host table (kids[] reused for its flags) */
+        size_t hcount = 0, hbytes = 0, used = 0;
+        for (uint32_t i = 0; i < b.node_count; i++) {
+            size_t l = host_mark(&b, up, up + nn, kids, i);
+            hcount += l != 0;
+            hbytes += l;
+        }
+        bool ok = host_alloc(a, hcount, hbytes, &ix->hosts, &ix->host_mask,
+                             &ix->hkeys);
+        for (uint32_t i = 0; ok && i < b.node_count; i++)
+            host_put(&b, up, up + nn, kids, i, ix->hosts, ix->host_mask,
+                     ix->hkeys, &used);
+        if (ix->hosts)
+            ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
         sy_free(a, up);
         sy_free(a, kids);
+        if (!ok)
+            goto fail;
     }
 
     ix->nodes = b.nodes;
@@ -623,8 +639,11 @@ fail:
     sy_free(a, pcost);
     sy_free(a, info);
     sy_free(a, b.vars);
-    if (ix)
+    if (ix) {
         sy_free(a, ix->cands);
+        sy_free(a, ix->hosts);
+        sy_free(a, ix->hkeys);
+    }
     sy_free(a, ix);
     return SY_ENOMEM;
 }
@@ -644,6 +663,8 @@ void sy_index_unref(sy_index *ix) {
     sy_free(a, ix->strings);
     sy_free(a, ix->cands);
     sy_free(a, ix->vars);
+    sy_free(a, ix->hosts);
+    sy_free(a, ix->hkeys);
     sy_free(a, ix);
 }
 
@@ -652,6 +673,24 @@ size_t sy_index_bytes(const sy_index *ix) {
 }
 
 /* ---- lookup ---- */
+
+bool sy_index_host_exact(const sy_index *ix, sy_str host, sy_cand_list *out) {
+    if (!ix->hosts || !host.len)
+        return false;
+    uint64_t h = host_hash(host.ptr, host.len);
+    for (uint32_t i = (uint32_t)h & ix->host_mask;;
+         i = (i + 1) & ix->host_mask) {
+        const hentry *e = &ix->hosts[i];
+        if (!e->len)
+            return false;
+        if (e->hash == h && e->len == host.len &&
+            memcmp(ix->hkeys + e->off, host.ptr, host.len) == 0) {
+            *out = (sy_cand_list){ix->cands + e->term.off, ix->vars,
+                                  e->term.len, SY_PROOF_HOST, true, true};
+            return true;
+        }
+    }
+}
 
 #define HASHED_SEGMENTS 32
 

@@ -62,6 +62,21 @@ typedef struct inode {
     list_ref multi;
 } inode;
 
+/*
+ * The whole-host table: a node of the host trie reached from its root by
+ * literal edges only, past no wildcard child and no multi list (so a walk
+ * there meets no list but its term list), is a key: the host spelled as a
+ * request names it ("h7.example.com": its labels from that node up, joined
+ * by '.'), its hash and the node's term list. A request's host (unsplit)
+ * is hashed once and probed; a hit is the whole answer of the host walk.
+ * 24 bytes; len 0: an empty slot.
+ */
+typedef struct hentry {
+    uint64_t hash;
+    uint32_t off, len; /* the key's text in the index's hkeys */
+    list_ref term;
+} hentry;
+
 struct sy_index {
     _Atomic long refs;
     const sy_alloc *alloc;
@@ -73,6 +88,9 @@ struct sy_index {
     sy_cand *cands; /* every list, flattened */
     sy_cand_var *vars;
     list_ref generic[GENERIC_LISTS];
+    hentry *hosts; /* the whole-host table, host_mask + 1 slots; or NULL */
+    uint32_t host_mask;
+    char *hkeys;
     size_t host_routes; /* routes placed in the host trie */
     size_t bytes;
 };
@@ -170,6 +188,114 @@ static inline void prune_node(builder *b, const uint32_t *up,
         kids[p] |= KID_LIT;
         one[p] = eslot[n];
     }
+}
+
+/* The whole host's hash (the table's and the lookup's): words of it, the
+ * last one overlapping (or a short one's bytes), never past its end. */
+static inline uint64_t host_hash(const char *s, size_t len) {
+    uint64_t h = (uint64_t)len * 0x9e3779b97f4a7c15ull, w;
+    size_t i = 0;
+    for (; i + 8 < len; i += 8) {
+        h = (h ^ sy_load_u64(s + i)) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+    }
+    if (len >= 8)
+        w = sy_load_u64(s + len - 8);
+    else if (len >= 4)
+        w = sy_load_u32(s) | (uint64_t)sy_load_u32(s + len - 4) << 32;
+    else
+        w = len ? (uint64_t)(unsigned char)s[0] |
+                      (uint64_t)(unsigned char)s[len / 2] << 8 |
+                      (uint64_t)(unsigned char)s[len - 1] << 16
+                : 0;
+    h = (h ^ w) * 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+/*
+ * The whole-host table's build (both builds), after pruning, with up[]
+ * and eslot[] of the pruning and a byte per node (flag, the pruning's
+ * kids[] reused). host_mark, for every node first to last (a parent is
+ * numbered before its children): flags the nodes reached by literal edges
+ * only past nothing a walk would collect or branch into, and returns the
+ * length of the key a node is (0: none). host_put, for every node again
+ * once the table is allocated (host_alloc, all slots empty): writes the
+ * key's text and takes its slot.
+ */
+enum { HF_REACH = 1, HF_KEY = 2 };
+static inline size_t host_mark(const builder *b, const uint32_t *up,
+                               const uint32_t *eslot, uint8_t *flag,
+                               uint32_t n) {
+    flag[n] = n == ROOT_HOST ? HF_REACH : 0;
+    if (n <= ROOT_HOST || !(up[n] & 1u) || !(flag[up[n] >> 1] & HF_REACH))
+        return 0;
+    const inode *p = &b->nodes[up[n] >> 1], *nd = &b->nodes[n];
+    if (p->multi.len ||
+        (!(p->wild & ONE_LIT) && (p->wild & WILD_MASK) != WILD_NONE))
+        return 0; /* the walk collects or branches at the parent */
+    flag[n] = HF_REACH;
+    if (!nd->term.len || nd->multi.len)
+        return 0;
+    flag[n] |= HF_KEY;
+    size_t len = 0;
+    for (uint32_t m = n; m != ROOT_HOST; m = up[m] >> 1)
+        len += (b->edges[eslot[m]].len_tag & 0xffff) + 1;
+    if (len <= 1) { /* an empty key: none (0 marks an empty slot) */
+        flag[n] = HF_REACH;
+        return 0;
+    }
+    return len - 1; /* the dots between labels */
+}
+
+static inline bool host_alloc(const sy_alloc *a, size_t count, size_t bytes,
+                              hentry **tab, uint32_t *mask, char **keys) {
+    *tab = NULL;
+    *keys = NULL;
+    *mask = 0;
+    if (!count)
+        return true;
+    size_t cap = 8;
+    while (cap < count * 2)
+        cap *= 2;
+    if (cap > UINT32_MAX || bytes > UINT32_MAX)
+        return true; /* no table: every host is walked */
+    *tab = sy_calloc(a, cap, sizeof **tab);
+    *keys = sy_malloc(a, bytes ? bytes : 1);
+    if (!*tab || !*keys) {
+        sy_free(a, *tab);
+        sy_free(a, *keys);
+        *tab = NULL;
+        *keys = NULL;
+        return false;
+    }
+    *mask = (uint32_t)(cap - 1);
+    return true;
+}
+
+static inline void host_put(const builder *b, const uint32_t *up,
+                            const uint32_t *eslot, const uint8_t *flag,
+                            uint32_t n, hentry *tab, uint32_t mask,
+                            char *keys, size_t *used) {
+    if (!tab || !(flag[n] & HF_KEY))
+        return;
+    char *k = keys + *used;
+    size_t len = 0;
+    for (uint32_t m = n;;) {
+        const edge *e = &b->edges[eslot[m]];
+        size_t l = e->len_tag & 0xffff;
+        memcpy(k + len, b->strings.ptr + e->str_off, l);
+        len += l;
+        m = up[m] >> 1;
+        if (m == ROOT_HOST)
+            break;
+        k[len++] = '.';
+    }
+    uint64_t h = host_hash(k, len);
+    uint32_t i = (uint32_t)h & mask;
+    while (tab[i].len)
+        i = (i + 1) & mask;
+    tab[i] = (hentry){h, (uint32_t)*used, (uint32_t)len, b->nodes[n].term};
+    *used += len;
 }
 
 /* The candidate entry of pending entry `p` of the route described by

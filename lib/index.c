@@ -685,8 +685,9 @@ bool sy_index_host_exact(const sy_index *ix, sy_str host, sy_cand_list *out) {
             return false;
         if (e->hash == h && e->len == host.len &&
             memcmp(ix->hkeys + e->off, host.ptr, host.len) == 0) {
-            *out = (sy_cand_list){ix->cands + e->term.off, ix->vars,
-                                  e->term.len, SY_PROOF_HOST, true, true};
+            *out =
+                (sy_cand_list){ix->cands + e->term.off, ix->vars, e->term.len,
+                               SY_PROOF_HOST,           true,     true};
             return true;
         }
     }

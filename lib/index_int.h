@@ -274,8 +274,8 @@ static inline bool host_alloc(const sy_alloc *a, size_t count, size_t bytes,
 
 static inline void host_put(const builder *b, const uint32_t *up,
                             const uint32_t *eslot, const uint8_t *flag,
-                            uint32_t n, hentry *tab, uint32_t mask,
-                            char *keys, size_t *used) {
+                            uint32_t n, hentry *tab, uint32_t mask, char *keys,
+                            size_t *used) {
     if (!tab || !(flag[n] & HF_KEY))
         return;
     char *k = keys + *used;

@@ -48,9 +48,9 @@ struct sy_index_step {
     size_t host_routes;
     uint8_t *placement;
     uint32_t *pcost, *slot_pos, *start, *fill;
-    uint32_t *up; /* pruning: up, eslot, one (index_int.h), per node */
-    uint8_t *kids;     /* pruning; then the whole-host flags */
-    hentry *hosts;     /* the whole-host table being filled */
+    uint32_t *up;  /* pruning: up, eslot, one (index_int.h), per node */
+    uint8_t *kids; /* pruning; then the whole-host flags */
+    hentry *hosts; /* the whole-host table being filled */
     uint32_t host_mask;
     char *hkeys;
     size_t hcount, hbytes, hused;
@@ -426,9 +426,8 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
         /* fall through */
     case PH_HPUT:
         PASS(st, b->node_count, left,
-             host_put(b, st->up, st->up + b->node_count, st->kids,
-                      (uint32_t)i, st->hosts, st->host_mask, st->hkeys,
-                      &st->hused));
+             host_put(b, st->up, st->up + b->node_count, st->kids, (uint32_t)i,
+                      st->hosts, st->host_mask, st->hkeys, &st->hused));
         next_phase(st);
         /* fall through */
     case PH_FINISH: {
@@ -458,8 +457,8 @@ int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out) {
 bool sy_index_free_step(sy_index *ix) {
     if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
         return false; /* another holder would free it all at once */
-    void **parts[] = {(void **)&ix->hosts, (void **)&ix->hkeys,
-                      (void **)&ix->cands, (void **)&ix->vars,
+    void **parts[] = {(void **)&ix->hosts,   (void **)&ix->hkeys,
+                      (void **)&ix->cands,   (void **)&ix->vars,
                       (void **)&ix->strings, (void **)&ix->edges,
                       (void **)&ix->nodes};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)

@@ -234,8 +234,7 @@ static int first_failing_but(sy_match_ctx *c, const sy_snapshot *s,
     return -1;
 }
 
-static int first_failing(sy_match_ctx *c, const sy_snapshot *s,
-                         uint32_t slot) {
+static int first_failing(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot) {
     return first_failing_but(c, s, slot, -1);
 }
 

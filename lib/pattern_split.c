@@ -223,14 +223,12 @@ static inline bool segs_room(sy_segments *segs, size_t need,
  * false (nothing decided) when a '%' or ';' asks for decoding, else true
  * with *ok false on allocation failure. Room for a block's segments is
  * made once per block (its '/' count), so the loop over them keeps the
- * arrays in registers; a '.' starting a segment (the path's first byte,
- * or one after a '/': the previous byte's '/' bit, carried across
- * blocks) is found with the same masks. */
+ * arrays in registers. */
 static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
                         unsigned *seen, bool *ok) {
     const char *p = s.ptr;
     size_t len = s.len, begin = len && p[0] == '/', n = 0;
-    unsigned dot_start = 0, carry = 1; /* byte 0 starts a segment */
+    unsigned dots = 0;
     sy_str *dec = segs->dec, *raw = segs->raw;
     *ok = true;
     for (size_t off = 0; off < len; off += 16) {
@@ -240,8 +238,7 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
             *seen = SY_SEEN_PCT; /* the caller looks again */
             return false;
         }
-        dot_start |= dot & (sl << 1 | carry);
-        carry = sl >> 15 & 1u;
+        dots |= dot;
         if (off == 0)
             sl &= ~(unsigned)begin; /* the leading '/' starts no segment */
         if (!segs_room(segs, n + 17, alloc)) /* 16 a block, and the last */
@@ -264,7 +261,10 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
     segs->raw[n] = last;
     segs->count = n + 1;
     /* a '.' matters to the normaliser only where it starts a segment */
-    *seen = dot_start ? SY_SEEN_DOT : 0u;
+    *seen = 0;
+    for (size_t i = 0; dots && i <= n; i++)
+        if (segs->dec[i].len && segs->dec[i].ptr[0] == '.')
+            *seen = SY_SEEN_DOT;
     return true;
 }
 

@@ -6,6 +6,7 @@
  * the linear scan picks, with the same captures, for hosts that hit, that
  * miss and that are spelled oddly. */
 #include "index_int.h"
+#include "match.h"
 #include "snapshot_int.h"
 #include "testutil.h"
 
@@ -296,6 +297,56 @@ START_TEST(matching_through_the_table_equals_the_scan) {
 }
 END_TEST
 
+static int match_one(sy_snapshot *h, sy_match_ctx *ctx, const char *host,
+                     const char *path, const sy_route **route) {
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){path, strlen(path)};
+    req.host = (sy_str){host, strlen(host)};
+    sy_match *m = NULL;
+    int rc = sy_snapshot_match(h, ctx, &req, &m);
+    *route = m ? sy_match_route(m) : NULL;
+    return rc;
+}
+
+/* A host the table answers is never split (the context's label arrays
+ * stay unallocated); a split needed later (a Host predicate after a hit,
+ * the walk after a miss) that cannot allocate fails the match with
+ * SY_ENOMEM and no route, and the next match, with memory, is right. */
+START_TEST(labels_are_split_only_on_need_and_a_failed_split_is_reported) {
+    sy_router *r = router_new_of();
+    sy_snapshot *h = sy_router_acquire(r);
+    for (int miss = 0; miss < 2; miss++) {
+        sy_test_alloc c = {0};
+        sy_allocator al = sy_test_allocator(&c);
+        sy_match_ctx *ctx;
+        ck_assert_int_eq(sy_match_ctx_new(&al, &ctx, NULL), 0);
+        const sy_route *rt;
+        ck_assert_int_eq(match_one(h, ctx, "h0.example.com", "/api/data", &rt),
+                         0);
+        ck_assert_ptr_nonnull(rt);
+        ck_assert_str_eq(sy_route_id(rt), "r0");
+        ck_assert_ptr_null(ctx->host.dec); /* never split */
+        const char *host = miss ? "eu.w1.example.com" : "h0.example.com";
+        const char *path = miss ? "/" : "/only0";
+        const char *want = miss ? "r1" : "b0";
+        c.calls = 0;
+        c.fail_at = 1; /* the labels' arrays are the next allocation */
+        ck_assert_int_eq(match_one(h, ctx, host, path, &rt), SY_ENOMEM);
+        ck_assert_ptr_null(rt);
+        c.fail_at = 0;
+        ck_assert_int_eq(match_one(h, ctx, host, path, &rt), 0);
+        ck_assert_ptr_nonnull(rt);
+        ck_assert_str_eq(sy_route_id(rt), want);
+        ck_assert_ptr_nonnull(ctx->host.dec);
+        sy_match_ctx_free(ctx);
+        ck_assert_int_eq(c.live, 0);
+    }
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("index");
     TCase *tc = tcase_create("whole_host");
@@ -303,6 +354,8 @@ int main(void) {
     tcase_add_test(tc, both_builds_make_the_same_whole_host_table);
     tcase_add_test(tc, a_key_is_the_whole_answer_of_the_host_walk);
     tcase_add_test(tc, matching_through_the_table_equals_the_scan);
+    tcase_add_test(
+        tc, labels_are_split_only_on_need_and_a_failed_split_is_reported);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

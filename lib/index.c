@@ -676,22 +676,7 @@ size_t sy_index_bytes(const sy_index *ix) {
 /* ---- lookup ---- */
 
 bool sy_index_host_exact(const sy_index *ix, sy_str host, sy_cand_list *out) {
-    if (!ix->hosts || !host.len)
-        return false;
-    uint64_t h = host_hash(host.ptr, host.len);
-    for (uint32_t i = (uint32_t)h & ix->host_mask;;
-         i = (i + 1) & ix->host_mask) {
-        const hentry *e = &ix->hosts[i];
-        if (!e->len)
-            return false;
-        if (e->hash == h && e->len == host.len &&
-            memcmp(ix->hkeys + e->off, host.ptr, host.len) == 0) {
-            *out =
-                (sy_cand_list){ix->cands + e->term.off, ix->vars, e->term.len,
-                               SY_PROOF_HOST,           true,     true};
-            return true;
-        }
-    }
+    return index_host_exact(ix, host, out);
 }
 
 #define HASHED_SEGMENTS 32

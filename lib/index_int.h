@@ -298,6 +298,27 @@ static inline void host_put(const builder *b, const uint32_t *up,
     *used += len;
 }
 
+/* sy_index_host_exact, inline for the matcher. */
+static inline bool index_host_exact(const sy_index *ix, sy_str host,
+                                    sy_cand_list *out) {
+    if (!ix->hosts)
+        return false;
+    uint64_t h = host_hash(host.ptr, host.len);
+    for (uint32_t i = (uint32_t)h & ix->host_mask;;
+         i = (i + 1) & ix->host_mask) {
+        const hentry *e = &ix->hosts[i];
+        if (!e->len)
+            return false;
+        if (e->hash == h && e->len == host.len &&
+            memcmp(ix->hkeys + e->off, host.ptr, host.len) == 0) {
+            *out =
+                (sy_cand_list){ix->cands + e->term.off, ix->vars, e->term.len,
+                               SY_PROOF_HOST,           true,     true};
+            return true;
+        }
+    }
+}
+
 /* The candidate entry of pending entry `p` of the route described by
  * `ri`: what the walk proves travels with it only in the trie (path or
  * host) that proves it. */

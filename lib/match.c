@@ -11,6 +11,8 @@
  */
 #include "match.h"
 
+#include "index_int.h" /* index_host_exact, inline */
+
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
     sy_alloc a;
@@ -519,7 +521,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     const sy_segments *host = c->ev.host_str.len ? &c->host : NULL;
     size_t pre = 0;
     if (c->host_state == HOST_PENDING) { /* a host; Host predicates */
-        if (sy_index_host_exact(s->base, c->ev.host_str, &c->lists[0])) {
+        if (index_host_exact(s->base, c->ev.host_str, &c->lists[0])) {
             pre = 1;
             host = NULL; /* no labels: a host list sees no odd end */
             c->host.lead = c->host.trail = false;

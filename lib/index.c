@@ -30,6 +30,11 @@
  *          Set after placement by pruning (index_int.h): branches whose
  *          subtree holds no list (routes placed in the other trie) lose
  *          their L / wild, so a walk never enters them
+ *   hosts: the whole-host table (index_int.h): a host-trie node reached
+ *          by literal edges only, past no wildcard child and no multi
+ *          list, is a key "h42.example.com" -> its term list; the matcher
+ *          probes it with the unsplit host and splits the labels and
+ *          walks only on a miss (sy_index_host_exact)
  *   lists: candidates sorted by rank key, flattened into one pool:
  *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
  *          so a candidate refused by its method, or proven whole by the

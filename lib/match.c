@@ -25,6 +25,11 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     c->alloc = a;
     c->rng = sy_hash_mix((uint64_t)(uintptr_t)c, sy_now_monotonic_us()) | 1;
     sy_arena_init(&c->scratch, &c->alloc, 16384);
+    /* what the evaluation reads of the context at fixed places (the
+     * capture and match data arrays: ctx_fit, when they grow) */
+    c->ev.path = &c->path;
+    c->ev.host = &c->host;
+    c->ev.scratch = &c->scratch;
     c->gctx = sy_re_general_context_new(&c->alloc);
     if (!c->gctx || !sy_budget_init(&c->budget, c->gctx)) {
         if (c->gctx)
@@ -59,6 +64,8 @@ static int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
             return SY_ENOMEM;
         c->caps = caps;
         c->caps_cap = need;
+        c->ev.caps = caps;
+        c->ev.caps_cap = need;
     }
     uint32_t groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
     if (!c->md || c->md_groups < groups) {
@@ -69,6 +76,7 @@ static int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
             pcre2_match_data_free(c->md);
         c->md = md;
         c->md_groups = groups;
+        c->ev.md = md;
     }
     return SY_OK;
 }
@@ -179,18 +187,12 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     c->host_state = s->needs_host && host.len ? HOST_PENDING : HOST_READY;
     sy_eval *ev = &c->ev;
     ev->req = req;
-    ev->path = &c->path;
-    ev->host = &c->host;
     ev->host_str = host;
     ev->now_ms = req->now_ms || !s->needs_time ? req->now_ms
                  : s->clock_ms                 ? s->clock_ms(s->clock_data)
                                                : sy_now_realtime_ms();
     ev->weight = NULL;
-    ev->caps = c->caps;
     ev->ncaps = 0;
-    ev->caps_cap = c->caps_cap;
-    ev->md = c->md;
-    ev->scratch = &c->scratch;
     return SY_OK;
 }
 

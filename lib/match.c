@@ -56,7 +56,8 @@ void sy_match_ctx_free(sy_match_ctx *c) {
 }
 
 /* Grow scratch to the snapshot's needs (only allocation on this path). */
-static int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
+static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
+                                              const sy_snapshot *s) {
     size_t need = (size_t)s->max_vars + 8;
     if (c->caps_cap < need) {
         sy_capture *caps = sy_realloc(&c->alloc, c->caps, need * sizeof *caps);
@@ -79,6 +80,14 @@ static int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
         c->ev.md = md;
     }
     return SY_OK;
+}
+
+static inline int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
+    uint32_t groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
+    if (c->caps_cap >= (size_t)s->max_vars + 8 && c->md &&
+        c->md_groups >= groups)
+        return SY_OK;
+    return ctx_grow(c, s);
 }
 
 /* The host as matched: port removed when the router strips it. */

@@ -56,12 +56,16 @@
 
 /* Edge hash = the segment's own hash combined with the parent node, so a
  * lookup hashes each request segment once, whatever node it is tried at.
- * The segment hash is mixed already; the slot takes the low bits, where
- * parent * odd is a bijection of the parent's low bits, so the children
- * of a segment spelled alike under many parents ("events" under every
- * {repo}) land on distinct slots. One multiply, no second mix. */
+ * A full mix: the segment hash's low bits alone repeat for segments that
+ * differ only past their first bytes ("user1" .. "user99999"), and a
+ * cheaper combine (xor with parent * odd, with or without folding the
+ * high half down) made the static and param tables' probes several times
+ * longer. */
 static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
-    return seg_hash ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
+    uint64_t h = seg_hash ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
 }
 
 /* Words that, with the length, determine the first 16 bytes: overlapping

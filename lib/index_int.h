@@ -69,12 +69,15 @@ typedef struct inode {
  * request names it ("h7.example.com": its labels from that node up, joined
  * by '.'), its hash and the node's term list. A request's host (unsplit)
  * is hashed once and probed; a hit is the whole answer of the host walk.
- * 24 bytes; len 0: an empty slot.
+ * 16 bytes (four to a line): the hash's high half (the slot is from its
+ * low bits), the key's text in the index's hkeys, the term list; a key or
+ * a list longer than 65535 is left to the walk. len 0: an empty slot.
  */
 typedef struct hentry {
-    uint64_t hash;
-    uint32_t off, len; /* the key's text in the index's hkeys */
-    list_ref term;
+    uint32_t hash;
+    uint32_t off;
+    uint32_t term_off;
+    uint16_t len, term_len;
 } hentry;
 
 struct sy_index {
@@ -236,11 +239,13 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
     flag[n] = HF_REACH;
     if (!nd->term.len || nd->multi.len)
         return 0;
+    if (nd->term.len > UINT16_MAX)
+        return 0;
     flag[n] |= HF_KEY;
     size_t len = 0;
     for (uint32_t m = n; m != ROOT_HOST; m = up[m] >> 1)
         len += (b->edges[eslot[m]].len_tag & 0xffff) + 1;
-    if (len <= 1) { /* an empty key: none (0 marks an empty slot) */
+    if (len <= 1 || len - 1 > UINT16_MAX) { /* none (0: an empty slot) */
         flag[n] = HF_REACH;
         return 0;
     }
@@ -254,8 +259,8 @@ static inline bool host_alloc(const sy_alloc *a, size_t count, size_t bytes,
     *mask = 0;
     if (!count)
         return true;
-    size_t cap = 8; /* load <= 1/4: a miss (walked after) probes ~1.4 */
-    while (cap < count * 4)
+    size_t cap = 8; /* load <= 1/2 */
+    while (cap < count * 2)
         cap *= 2;
     if (cap > UINT32_MAX || bytes > UINT32_MAX)
         return true; /* no table: every host is walked */
@@ -294,7 +299,9 @@ static inline void host_put(const builder *b, const uint32_t *up,
     uint32_t i = (uint32_t)h & mask;
     while (tab[i].len)
         i = (i + 1) & mask;
-    tab[i] = (hentry){h, (uint32_t)*used, (uint32_t)len, b->nodes[n].term};
+    tab[i] =
+        (hentry){(uint32_t)(h >> 32), (uint32_t)*used, b->nodes[n].term.off,
+                 (uint16_t)len, (uint16_t)b->nodes[n].term.len};
     *used += len;
 }
 
@@ -304,15 +311,16 @@ static inline bool index_host_exact(const sy_index *ix, sy_str host,
     if (!ix->hosts)
         return false;
     uint64_t h = host_hash(host.ptr, host.len);
+    uint32_t tag = (uint32_t)(h >> 32);
     for (uint32_t i = (uint32_t)h & ix->host_mask;;
          i = (i + 1) & ix->host_mask) {
         const hentry *e = &ix->hosts[i];
         if (!e->len)
             return false;
-        if (e->hash == h && e->len == host.len &&
+        if (e->hash == tag && e->len == host.len &&
             memcmp(ix->hkeys + e->off, host.ptr, host.len) == 0) {
             *out =
-                (sy_cand_list){ix->cands + e->term.off, ix->vars, e->term.len,
+                (sy_cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
                                SY_PROOF_HOST,           true,     true};
             return true;
         }

@@ -609,7 +609,7 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
                              &ix->hkeys);
         for (uint32_t i = 0; ok && i < b.node_count; i++)
             host_put(&b, up, up + nn, kids, i, ix->hosts, ix->host_mask,
-                     ix->hkeys, &used);
+                     ix->hkeys, &used, &ix->hfilt);
         if (ix->hosts)
             ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
         sy_free(a, up);
@@ -685,7 +685,7 @@ size_t sy_index_bytes(const sy_index *ix) {
 /* ---- lookup ---- */
 
 bool sy_index_host_exact(const sy_index *ix, sy_str host, sy_cand_list *out) {
-    return index_host_exact(ix, host, out);
+    return host.len && index_host_exact(ix, host, out);
 }
 
 #define HASHED_SEGMENTS 32

@@ -80,6 +80,14 @@ typedef struct hentry {
     uint16_t len, term_len;
 } hentry;
 
+/* Which hosts could be keys at all: the lengths (bit len % 64) and first
+ * bytes of the keys. A host outside them is walked without a probe (a
+ * table line not read: the cold tables' request hosts mostly miss). */
+typedef struct hfilter {
+    uint64_t lens;
+    uint64_t first[4];
+} hfilter;
+
 struct sy_index {
     _Atomic long refs;
     const sy_alloc *alloc;
@@ -94,6 +102,7 @@ struct sy_index {
     hentry *hosts; /* the whole-host table, host_mask + 1 slots; or NULL */
     uint32_t host_mask;
     char *hkeys;
+    hfilter hfilt;
     size_t host_routes; /* routes placed in the host trie */
     size_t bytes;
 };
@@ -280,7 +289,7 @@ static inline bool host_alloc(const sy_alloc *a, size_t count, size_t bytes,
 static inline void host_put(const builder *b, const uint32_t *up,
                             const uint32_t *eslot, const uint8_t *flag,
                             uint32_t n, hentry *tab, uint32_t mask, char *keys,
-                            size_t *used) {
+                            size_t *used, hfilter *f) {
     if (!tab || !(flag[n] & HF_KEY))
         return;
     char *k = keys + *used;
@@ -295,6 +304,8 @@ static inline void host_put(const builder *b, const uint32_t *up,
             break;
         k[len++] = '.';
     }
+    f->lens |= 1ull << (len & 63);
+    f->first[(unsigned char)k[0] >> 6] |= 1ull << ((unsigned char)k[0] & 63);
     uint64_t h = host_hash(k, len);
     uint32_t i = (uint32_t)h & mask;
     while (tab[i].len)
@@ -308,7 +319,9 @@ static inline void host_put(const builder *b, const uint32_t *up,
 /* sy_index_host_exact, inline for the matcher. */
 static inline bool index_host_exact(const sy_index *ix, sy_str host,
                                     sy_cand_list *out) {
-    if (!ix->hosts)
+    unsigned char c0 = (unsigned char)host.ptr[0]; /* host.len > 0 */
+    if (!ix->hosts || !(ix->hfilt.lens >> (host.len & 63) & 1u) ||
+        !(ix->hfilt.first[c0 >> 6] >> (c0 & 63) & 1u))
         return false;
     uint64_t h = host_hash(host.ptr, host.len);
     uint32_t tag = (uint32_t)(h >> 32);

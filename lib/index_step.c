@@ -54,6 +54,7 @@ struct sy_index_step {
     uint32_t host_mask;
     char *hkeys;
     size_t hcount, hbytes, hused;
+    hfilter hfilt;
     size_t nlists, kept;
     sy_cand *cands;
     edge *big; /* a reserved edge table being emptied (prepare) */
@@ -260,6 +261,7 @@ static int finish(sy_index_step *st, sy_index **out) {
     ix->hosts = st->hosts;
     ix->host_mask = st->host_mask;
     ix->hkeys = st->hkeys;
+    ix->hfilt = st->hfilt;
     st->hosts = NULL;
     st->hkeys = NULL;
     ix->bytes = st->kept * sizeof *ix->cands + sizeof *ix +
@@ -427,7 +429,8 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
     case PH_HPUT:
         PASS(st, b->node_count, left,
              host_put(b, st->up, st->up + b->node_count, st->kids, (uint32_t)i,
-                      st->hosts, st->host_mask, st->hkeys, &st->hused));
+                      st->hosts, st->host_mask, st->hkeys, &st->hused,
+                      &st->hfilt));
         next_phase(st);
         /* fall through */
     case PH_FINISH: {

@@ -152,6 +152,7 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
                                 (one->host_mask + 1) * sizeof *one->hosts),
                          0);
         ck_assert_int_eq(memcmp(ix->hkeys, one->hkeys, text), 0);
+        ck_assert_int_eq(memcmp(&ix->hfilt, &one->hfilt, sizeof ix->hfilt), 0);
         ck_assert_uint_eq(ix->bytes, one->bytes);
         sy_index_unref(ix);
         sy_index_step_free(st);

@@ -5,6 +5,8 @@
  */
 #include "factory.h"
 
+#include <pthread.h>
+
 #define F(n, t, req, dflt)                                                     \
     { n, t, req, false, dflt }
 #define L(n, t)                                                                \
@@ -357,16 +359,52 @@ static const sy_factory_spec builtins[] = {
       F("fallbackUri", SY_FT_STRING, false, NULL)}},
 };
 
-const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
-                                       size_t len) {
+/* The built-ins by name: an open-addressed table of indexes into builtins
+ * (0: empty, else index + 1), hashed on the kind, the length and three of
+ * the name's bytes; filled once (pthread_once), then only read. Every
+ * predicate and filter entry of a document is looked up here. */
+#define FIND_SLOTS 128u
+static uint8_t find_table[FIND_SLOTS];
+static uint8_t find_len[SY_ARRAY_LEN(builtins)];
+static pthread_once_t find_once = PTHREAD_ONCE_INIT;
+_Static_assert(SY_ARRAY_LEN(builtins) < FIND_SLOTS / 2 &&
+                   SY_ARRAY_LEN(builtins) < UINT8_MAX,
+               "the find table holds the built-ins' indexes, half empty");
+
+static unsigned find_hash(sy_factory_kind kind, const char *name, size_t len) {
+    const unsigned char *u = (const unsigned char *)name;
+    return ((unsigned)len * 131u + u[0] * 31u + u[len - 1] * 7u + u[len / 2] +
+            (unsigned)kind * 17u) &
+           (FIND_SLOTS - 1);
+}
+
+static void find_init(void) {
     for (size_t i = 0; i < SY_ARRAY_LEN(builtins); i++) {
         const sy_factory_spec *s = &builtins[i];
-        if (s->kind != kind || (len && s->name[0] != name[0]))
-            continue; /* most names differ in their first letter */
-        if (strlen(s->name) == len && memcmp(s->name, name, len) == 0)
+        size_t len = strlen(s->name);
+        find_len[i] = (uint8_t)len;
+        unsigned h = find_hash(s->kind, s->name, len);
+        while (find_table[h])
+            h = (h + 1) & (FIND_SLOTS - 1);
+        find_table[h] = (uint8_t)(i + 1);
+    }
+}
+
+const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
+                                       size_t len) {
+    if (!len || len > UINT8_MAX)
+        return NULL; /* every built-in has a short, non-empty name */
+    pthread_once(&find_once, find_init);
+    for (unsigned h = find_hash(kind, name, len);;
+         h = (h + 1) & (FIND_SLOTS - 1)) {
+        unsigned k = find_table[h];
+        if (!k)
+            return NULL;
+        const sy_factory_spec *s = &builtins[k - 1];
+        if (find_len[k - 1] == len && s->kind == kind &&
+            memcmp(s->name, name, len) == 0)
             return s;
     }
-    return NULL;
 }
 
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,

@@ -146,6 +146,22 @@ static inline uint32_t sy_load_u32(const char *p) {
     return w;
 }
 
+/* Eight bytes tested at once (a word from sy_load_u64): non-zero when a
+ * byte of w equals c, or is below n (n <= 128). Exact as a yes/no answer
+ * (the bits set above the first such byte may be wrong): a scan for the
+ * end of a run of plain bytes reads a word, and only a word that answers
+ * yes is looked at byte by byte. */
+#define SY_SWAR_ONES 0x0101010101010101ull
+#define SY_SWAR_HIGHS 0x8080808080808080ull
+static inline uint64_t sy_swar_has_byte(uint64_t w, unsigned char c) {
+    uint64_t x = w ^ (SY_SWAR_ONES * c);
+    return (x - SY_SWAR_ONES) & ~x & SY_SWAR_HIGHS;
+}
+
+static inline uint64_t sy_swar_has_below(uint64_t w, unsigned char n) {
+    return (w - SY_SWAR_ONES * n) & ~w & SY_SWAR_HIGHS;
+}
+
 static inline bool sy_str_eq(sy_str a, const char *b, size_t blen) {
     return a.len == blen && (blen == 0 || memcmp(a.ptr, b, blen) == 0);
 }

@@ -76,6 +76,41 @@ START_TEST(error_prefix_joins_paths) {
 }
 END_TEST
 
+/* The word-at-a-time byte tests answer as a byte loop does, for words
+ * with the byte sought (or one below the bound) at every position, with
+ * bytes next to the answer's edges, and for random words. */
+START_TEST(swar_byte_tests_answer_as_a_byte_loop) {
+    static const unsigned char cs[] = {0, '"', '\\', ':', 0x7f, 0x80, 0xff};
+    static const unsigned char ns[] = {1, 0x20, 0x21, 0x80};
+    static const unsigned char edge[] = {0,    1,    0x1f, 0x20, 0x21, 0x22,
+                                         0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80,
+                                         0x81, 0xa2, 0xdc, 0xfe, 0xff};
+    uint64_t st = 0x9e3779b97f4a7c15ull;
+    for (size_t round = 0; round < 200000; round++) {
+        unsigned char b[8];
+        for (int i = 0; i < 8; i++) {
+            st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+            b[i] = round & 1 ? edge[st % sizeof edge] : (unsigned char)st;
+        }
+        char w8[8];
+        memcpy(w8, b, 8);
+        uint64_t w = sy_load_u64(w8);
+        for (size_t k = 0; k < sizeof cs; k++) {
+            bool want = false;
+            for (int i = 0; i < 8; i++)
+                want = want || b[i] == cs[k];
+            ck_assert_int_eq(sy_swar_has_byte(w, cs[k]) != 0, want);
+        }
+        for (size_t k = 0; k < sizeof ns; k++) {
+            bool want = false;
+            for (int i = 0; i < 8; i++)
+                want = want || b[i] < ns[k];
+            ck_assert_int_eq(sy_swar_has_below(w, ns[k]) != 0, want);
+        }
+    }
+}
+END_TEST
+
 /* sy_path_join and sy_path_index write what sy_path_printf writes for
  * "%s.%s" and "%s[%zu]", truncated alike, at every buffer size. */
 START_TEST(path_join_and_index_match_path_printf) {
@@ -172,6 +207,7 @@ int main(void) {
     tcase_add_test(tc, version_macros_match_runtime);
     tcase_add_test(tc, arena_allocations_are_aligned_and_reset_keeps_a_chunk);
     tcase_add_test(tc, buf_escapes_json_strings);
+    tcase_add_test(tc, swar_byte_tests_answer_as_a_byte_loop);
     tcase_add_test(tc, hash_is_stable_and_sensitive);
     tcase_add_test(tc, hash_in_steps_equals_the_one_shot_hash);
     tcase_add_test(tc, path_join_and_index_match_path_printf);

@@ -13,7 +13,7 @@
 #define GENKEY "_genkey_"
 
 static bool is_genkey(const char *k) {
-    return strncmp(k, GENKEY, sizeof GENKEY - 1) == 0;
+    return k[0] == '_' && strncmp(k, GENKEY, sizeof GENKEY - 1) == 0;
 }
 
 void sy_def_number_text(double v, char *buf, size_t size) {
@@ -47,10 +47,8 @@ typedef struct raw_arg {
 #define RAW_STACK 16
 
 static raw_arg *raw_get(const sy_alloc *a, size_t n, raw_arg *stack) {
-    if (n <= RAW_STACK) {
-        memset(stack, 0, n * sizeof *stack);
-        return stack;
-    }
+    if (n <= RAW_STACK)
+        return stack; /* each one is filled whole before it is read */
     return sy_calloc(a, n, sizeof(raw_arg));
 }
 
@@ -82,9 +80,10 @@ static int arg_error(const entry_ctx *ec, int code, const char *key,
 static int find_view(const sy_def_ctx *ctx, sy_factory_kind kind,
                      const char *name, const sy_factory_spec *spec,
                      factory_view *v) {
-    memset(v, 0, sizeof *v);
-    size_t len = strlen(name);
-    v->spec = spec ? spec : sy_factory_find(kind, name, len);
+    /* names[] and list[] are read only below nfields */
+    v->host = NULL;
+    v->nfields = 0;
+    v->spec = spec ? spec : sy_factory_find(kind, name, strlen(name));
     if (v->spec) {
         v->type = v->spec->shortcut;
         v->shortcut_allowed = v->spec->shortcut_allowed;
@@ -97,6 +96,8 @@ static int find_view(const sy_def_ctx *ctx, sy_factory_kind kind,
         return 0;
     }
     const char *const *fields = NULL;
+    size_t len = strlen(name);
+    v->type = SY_SHORTCUT_DEFAULT;
     if (kind == SY_FACTORY_PREDICATE) {
         const sy_predicate_factory *f =
             sy_registry_find_predicate(ctx->registry, name, len);
@@ -162,13 +163,15 @@ static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
     }
     for (size_t i = 0; i < n; i++) {
         const char *k = raw[i].key;
-        int f = field_index(v, k);
+        /* no built-in has a field named like a shortcut's key */
+        bool shortkey = is_genkey(k);
+        int f = shortkey && v->spec ? -1 : field_index(v, k);
         if (v->type != SY_SHORTCUT_DEFAULT) {
             /* gathered: named non-list fields keep their key, every other
              * value joins the list in order */
             if (f < 0 || v->list[f])
                 f = list_field;
-        } else if (is_genkey(k)) {
+        } else if (shortkey) {
             size_t limit = v->shortcut_allowed ? v->nfields : 0;
             if (gen >= limit) {
                 if (v->host) {
@@ -408,6 +411,7 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
             }
             raw[i].key = sy_arena_strdup(&r->arena, c->string);
             raw[i].value = sy_arena_strdup(&r->arena, val);
+            raw[i].field = -1;
             if (!raw[i].key || !raw[i].value) {
                 raw_put(a, raw, stack);
                 return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
@@ -519,21 +523,23 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
         return 0;
     /* at most one value per comma plus one: fewer than RAW_STACK when the
      * text is shorter than that (the commas are counted only if not) */
-    size_t cap = strlen(eq + 1) + 1;
+    const char *args = eq + 1, *stop = args + strlen(args);
+    size_t cap = (size_t)(stop - args) + 1;
     if (cap > RAW_STACK) {
         cap = 1;
-        for (const char *p = eq + 1; (p = strchr(p, ',')); p++)
+        for (const char *p = args; (p = memchr(p, ',', (size_t)(stop - p)));
+             p++)
             cap++;
     }
     raw_arg *raw = raw_get(a, cap, stack);
     if (!raw)
         return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t count = 0;
-    const char *p = eq + 1;
+    const char *p = args;
     for (;;) {
-        const char *end = strchr(p, ',');
+        const char *end = memchr(p, ',', (size_t)(stop - p));
         if (!end)
-            end = p + strlen(p);
+            end = stop;
         const char *s = p, *e = end;
         while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
             s++;
@@ -543,13 +549,14 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
         if (e > s) {
             raw[count].key = genkey(r, count);
             raw[count].value = sy_arena_strndup(&r->arena, s, (size_t)(e - s));
+            raw[count].field = -1;
             if (!raw[count].key || !raw[count].value) {
                 raw_put(a, raw, stack);
                 return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
             }
             count++;
         }
-        if (!*end)
+        if (end == stop)
             break;
         p = end + 1;
     }
@@ -599,10 +606,13 @@ static int finish_entry(struct sy_route *r, const factory_view *v,
     e->arg_count = k;
     if (!v->spec)
         return 0;
-    for (size_t i = 0; i < k; i++) {
-        const sy_field_spec *fs = sy_factory_field(v->spec, e->args[i].key);
-        if (!fs)
-            continue;
+    /* args[0, extra) are the fields' values in field order, each key the
+     * spec's own name; the extra keys after them name no field (map_args
+     * gave every field name its field) */
+    for (size_t i = 0, f = 0; i < extra; i++) {
+        while (e->args[i].key != v->names[f])
+            f++;
+        const sy_field_spec *fs = &v->spec->fields[f];
         if (fs->list && !*e->args[i].value)
             return arg_error(ec, SY_EMISSING, fs->name,
                              "list values must not be empty", err);
@@ -729,7 +739,10 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
     memset(es, 0, n * sizeof *es);
     size_t i = 0;
     char p[256];
-    size_t at = sy_path_join(p, sizeof p, "", path);
+    size_t at = strlen(path); /* "<path>[i]", truncated as sy_path_join */
+    if (at > sizeof p - 1)
+        at = sizeof p - 1;
+    memcpy(p, path, at);
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
         sy_path_index(p, sizeof p, at, i);
         int rc = build_entry(ctx, r, kind, c, p, &es[i], &sc[i], err);

@@ -159,6 +159,13 @@ static int scan_string(scanner *sc, bool is_key) {
          * would be stored back at every byte) */
         size_t p = sc->pos, len = sc->len;
         const unsigned char *u = (const unsigned char *)s;
+        while (p + 8 <= len) { /* a word at a time, then byte by byte */
+            uint64_t w = sy_load_u64(s + p);
+            if (sy_swar_has_byte(w, '"') | sy_swar_has_byte(w, '\\') |
+                sy_swar_has_below(w, 1))
+                break;
+            p += 8;
+        }
         while (p < len && !string_stop[u[p]])
             p++;
         decoded += p - sc->pos;

@@ -57,7 +57,13 @@ static char *parse_string(tree_parser *t) {
     const unsigned char *u = (const unsigned char *)t->s;
     size_t start = ++t->pos, i = start;
     bool esc = false;
-    for (;;) { /* the scan saw the closing quote */
+    for (;;) {                    /* the scan saw the closing quote */
+        while (i + 8 <= t->end) { /* a word at a time, then byte by byte */
+            uint64_t w = sy_load_u64(t->s + i);
+            if (sy_swar_has_byte(w, '"') | sy_swar_has_byte(w, '\\'))
+                break;
+            i += 8;
+        }
         while (!stop[u[i]])
             i++;
         if (u[i] == '"')

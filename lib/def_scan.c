@@ -161,9 +161,14 @@ static int scan_string(scanner *sc, bool is_key) {
         const unsigned char *u = (const unsigned char *)s;
         while (p + 8 <= len) { /* a word at a time, then byte by byte */
             uint64_t w = sy_load_u64(s + p);
-            if (sy_swar_has_byte(w, '"') | sy_swar_has_byte(w, '\\') |
-                sy_swar_has_below(w, 1))
+            uint64_t hit = sy_swar_has_byte(w, '"') |
+                           sy_swar_has_byte(w, '\\') | sy_swar_has_below(w, 1);
+            if (hit) {
+#if SY_SWAR_FIRST_OK
+                p += sy_swar_first(hit);
+#endif
                 break;
+            }
             p += 8;
         }
         while (p < len && !string_stop[u[p]])

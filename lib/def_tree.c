@@ -60,8 +60,13 @@ static char *parse_string(tree_parser *t) {
     for (;;) {                    /* the scan saw the closing quote */
         while (i + 8 <= t->end) { /* a word at a time, then byte by byte */
             uint64_t w = sy_load_u64(t->s + i);
-            if (sy_swar_has_byte(w, '"') | sy_swar_has_byte(w, '\\'))
+            uint64_t hit = sy_swar_has_byte(w, '"') | sy_swar_has_byte(w, '\\');
+            if (hit) {
+#if SY_SWAR_FIRST_OK
+                i += sy_swar_first(hit);
+#endif
                 break;
+            }
             i += 8;
         }
         while (!stop[u[i]])

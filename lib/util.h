@@ -162,6 +162,19 @@ static inline uint64_t sy_swar_has_below(uint64_t w, unsigned char n) {
     return (w - SY_SWAR_ONES * n) & ~w & SY_SWAR_HIGHS;
 }
 
+/* The index (0-7) of the first byte that a non-zero answer above (or an
+ * OR of them) found: its lowest flagged byte, always a true one. Only for
+ * little-endian machines (SY_SWAR_FIRST_OK); others look byte by byte. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ &&    \
+    (defined(__GNUC__) || defined(__clang__))
+#define SY_SWAR_FIRST_OK 1
+static inline unsigned sy_swar_first(uint64_t answer) {
+    return (unsigned)__builtin_ctzll(answer) >> 3;
+}
+#else
+#define SY_SWAR_FIRST_OK 0
+#endif
+
 static inline bool sy_str_eq(sy_str a, const char *b, size_t blen) {
     return a.len == blen && (blen == 0 || memcmp(a.ptr, b, blen) == 0);
 }

@@ -96,16 +96,33 @@ START_TEST(swar_byte_tests_answer_as_a_byte_loop) {
         memcpy(w8, b, 8);
         uint64_t w = sy_load_u64(w8);
         for (size_t k = 0; k < sizeof cs; k++) {
-            bool want = false;
-            for (int i = 0; i < 8; i++)
-                want = want || b[i] == cs[k];
-            ck_assert_int_eq(sy_swar_has_byte(w, cs[k]) != 0, want);
+            int first = -1;
+            for (int i = 7; i >= 0; i--)
+                first = b[i] == cs[k] ? i : first;
+            uint64_t got = sy_swar_has_byte(w, cs[k]);
+            ck_assert_int_eq(got != 0, first >= 0);
+#if SY_SWAR_FIRST_OK
+            if (got)
+                ck_assert_int_eq((int)sy_swar_first(got), first);
+#endif
         }
         for (size_t k = 0; k < sizeof ns; k++) {
-            bool want = false;
-            for (int i = 0; i < 8; i++)
-                want = want || b[i] < ns[k];
-            ck_assert_int_eq(sy_swar_has_below(w, ns[k]) != 0, want);
+            int first = -1;
+            for (int i = 7; i >= 0; i--)
+                first = b[i] < ns[k] ? i : first;
+            uint64_t got = sy_swar_has_below(w, ns[k]);
+            ck_assert_int_eq(got != 0, first >= 0);
+#if SY_SWAR_FIRST_OK
+            if (got)
+                ck_assert_int_eq((int)sy_swar_first(got), first);
+            /* an OR of answers: the first byte either one found */
+            uint64_t both = got | sy_swar_has_byte(w, '"');
+            int f2 = -1;
+            for (int i = 7; i >= 0; i--)
+                f2 = b[i] < ns[k] || b[i] == '"' ? i : f2;
+            if (both)
+                ck_assert_int_eq((int)sy_swar_first(both), f2);
+#endif
         }
     }
 }

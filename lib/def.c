@@ -404,7 +404,10 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             r = borrow ? (struct sy_route *)same : sy_route_ref(same);
         } else {
             sy_path_index(path, sizeof path, at, i);
-            sy_error_clear(&e);
+            /* as sy_error_clear reads, without writing all 500 bytes */
+            e.line = e.column = 0;
+            e.offset = 0;
+            e.path[0] = e.message[0] = '\0';
             sy_arena_reset(&tree);
             rc = sy_def_tree_parse(&tree, json, sp->start, sp->end, &c);
             if (rc == SY_DEF_TREE_CJSON)

@@ -97,32 +97,15 @@ static sy_arena_chunk *arena_grow(sy_arena *ar, size_t size) {
     return n;
 }
 
-void *sy_arena_alloc(sy_arena *ar, size_t size) {
-    size = (size + 15u) & ~(size_t)15u;
-    if (size == 0)
-        size = 16;
-    sy_arena_chunk *c = ar->head;
-    size_t at = c ? (c->used + 15u) & ~(size_t)15u : 0;
-    if (!c || at > c->size || c->size - at < size) {
-        if (!(c = arena_grow(ar, size)))
-            return NULL;
-        at = 0;
-    }
-    c->used = at + size;
-    return c->data + at;
-}
-
-void *sy_arena_alloc_bytes(sy_arena *ar, size_t size) {
-    if (size == 0)
-        size = 1;
-    sy_arena_chunk *c = ar->head;
-    if (!c || c->size - c->used < size) {
-        if (!(c = arena_grow(ar, size)))
-            return NULL;
-    }
-    void *p = c->data + c->used;
-    c->used += size;
-    return p;
+/* The slow paths of util.h's inline sy_arena_alloc and
+ * sy_arena_alloc_bytes: the head chunk has no room for `size` bytes
+ * (rounded as the caller rounds them). */
+void *sy_arena_alloc_new(sy_arena *ar, size_t size) {
+    sy_arena_chunk *c = arena_grow(ar, size);
+    if (!c)
+        return NULL;
+    c->used = size;
+    return c->data;
 }
 
 char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n) {

@@ -52,9 +52,37 @@ typedef struct sy_arena {
 } sy_arena;
 
 void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size);
-void *sy_arena_alloc(sy_arena *ar, size_t size); /* 16-byte aligned */
+/* util.c: a new head chunk holding the `size` bytes asked for. */
+void *sy_arena_alloc_new(sy_arena *ar, size_t size);
+
+/* 16-byte aligned. Inline: trees and routes make many small ones. */
+static inline void *sy_arena_alloc(sy_arena *ar, size_t size) {
+    size = (size + 15u) & ~(size_t)15u;
+    if (size == 0)
+        size = 16;
+    sy_arena_chunk *c = ar->head;
+    if (c) {
+        size_t at = (c->used + 15u) & ~(size_t)15u;
+        if (at <= c->size && c->size - at >= size) {
+            c->used = at + size;
+            return c->data + at;
+        }
+    }
+    return sy_arena_alloc_new(ar, size);
+}
+
 /* Bytes without alignment (text): no padding between strings. */
-void *sy_arena_alloc_bytes(sy_arena *ar, size_t size);
+static inline void *sy_arena_alloc_bytes(sy_arena *ar, size_t size) {
+    if (size == 0)
+        size = 1;
+    sy_arena_chunk *c = ar->head;
+    if (c && c->size - c->used >= size) {
+        void *p = c->data + c->used;
+        c->used += size;
+        return p;
+    }
+    return sy_arena_alloc_new(ar, size);
+}
 char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n);
 char *sy_arena_strdup(sy_arena *ar, const char *s);
 /* "host", "host:port", "[v6]" or "[v6]:port" (the port left out when it is

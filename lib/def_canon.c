@@ -46,10 +46,6 @@ bool sy_def_sort_kv(const sy_alloc *a, sy_kv *kv, size_t n) {
  * The text is terminated once, at the end of canon_write, not after each
  * append (sy_buf's own calls, the rare slow path, terminate as they go). */
 
-/* Room for what an append writes at once, past its own bytes: put_json
- * copies whole words. */
-#define SLACK 8
-
 static inline void put(sy_buf *b, const char *s, size_t n) {
     if (b->len + n < b->cap) {
         memcpy(b->ptr + b->len, s, n);
@@ -92,51 +88,43 @@ static inline size_t plain_run(const char *s, size_t n) {
     return i;
 }
 
-/* s as a JSON string literal: copied and checked a word at a time; text
- * that needs an escape (rare) goes to sy_buf_json_string instead. */
+/* s as a JSON string literal: copied and checked a word at a time (the
+ * last word overlapping the one before when n is not a multiple of 8);
+ * text that needs an escape (rare) goes to sy_buf_json_string instead. */
 static void put_json(sy_buf *b, const char *s, size_t n) {
-    if (b->len + n + 2 + SLACK < b->cap) {
-        char *o = b->ptr + b->len;
-        o[0] = '"';
-        size_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            uint64_t w = sy_load_u64(s + i);
+    if (b->len + n + 2 < b->cap) {
+        char *o = b->ptr + b->len + 1;
+        if (n >= 8) {
+            size_t i = 0;
+            for (; i + 8 < n; i += 8) {
+                uint64_t w = sy_load_u64(s + i);
+                if (escape_in(w))
+                    goto escaped;
+                memcpy(o + i, &w, 8);
+            }
+            uint64_t w = sy_load_u64(s + n - 8);
             if (escape_in(w))
-                break;
-            memcpy(o + 1 + i, &w, 8);
+                goto escaped;
+            memcpy(o + n - 8, &w, 8);
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (needs_escape[c])
+                    goto escaped;
+                o[i] = (char)c;
+            }
         }
-        for (; i < n; i++) {
-            unsigned char c = (unsigned char)s[i];
-            if (needs_escape[c])
-                break;
-            o[i + 1] = (char)c;
-        }
-        if (i == n) {
-            o[n + 1] = '"';
-            b->len += n + 2;
-            return;
-        }
+        o[-1] = '"';
+        o[n] = '"';
+        b->len += n + 2;
+        return;
     }
+escaped:
     sy_buf_json_string(b, s, n);
 }
 
 static void put_json_str(sy_buf *b, const char *s) {
     put_json(b, s, strlen(s));
-}
-
-/* A spec's own text (factory and field names): plain ASCII, quoted
- * without a look for escapes. */
-static void put_name(sy_buf *b, const char *s) {
-    size_t n = strlen(s);
-    if (b->len + n + 2 < b->cap) {
-        char *o = b->ptr + b->len;
-        o[0] = '"';
-        memcpy(o + 1, s, n);
-        o[n + 1] = '"';
-        b->len += n + 2;
-    } else {
-        sy_buf_json_string(b, s, n);
-    }
 }
 
 /* Decimal text of v into num (at least 24 bytes); returns its length. */
@@ -235,12 +223,15 @@ static size_t canon_group(sy_buf *b, const sy_def_entry *e, size_t i,
 }
 
 static void canon_entry(sy_buf *b, const sy_def_entry *e) {
-    PUTS(b, "{\"name\":");
-    if (e->spec)
-        put_name(b, e->name); /* the spec's own text */
-    else
+    size_t hl = 0; /* a built-in's opening text is made once */
+    const char *head = e->spec ? sy_factory_canon_head(e->spec, &hl) : NULL;
+    if (hl) {
+        put(b, head, hl);
+    } else {
+        PUTS(b, "{\"name\":");
         put_json_str(b, e->name);
-    PUTS(b, ",\"args\":{");
+        PUTS(b, ",\"args\":{");
+    }
     bool first = true;
     size_t i = 0;
     if (e->spec) {
@@ -256,8 +247,7 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
             if (!first)
                 putc1(b, ',');
             first = false;
-            put_name(b, fs->name);
-            putc1(b, ':');
+            put(b, fs->json_key, fs->json_key_len);
             if (present) {
                 i = canon_group(b, e, i, fs->type, fs->list);
             } else if (fs->list) {

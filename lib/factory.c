@@ -6,11 +6,12 @@
 #include "factory.h"
 
 #include <pthread.h>
+#include <stdio.h>
 
 #define F(n, t, req, dflt)                                                     \
-    { n, t, req, false, dflt }
+    { n, t, req, false, dflt, "\"" n "\":", sizeof(n) + 2 }
 #define L(n, t)                                                                \
-    { n, t, true, true, NULL }
+    { n, t, true, true, NULL, "\"" n "\":", sizeof(n) + 2 }
 #define P SY_FACTORY_PREDICATE
 #define FI SY_FACTORY_FILTER
 #define DEF SY_SHORTCUT_DEFAULT
@@ -367,6 +368,10 @@ static const sy_factory_spec builtins[] = {
 #define FIND_SLOTS 128u
 static uint8_t find_table[FIND_SLOTS];
 static uint8_t find_len[SY_ARRAY_LEN(builtins)];
+/* {"name":"<name>","args":{ of each built-in, for the canonical form */
+#define HEAD_MAX 64
+static char canon_head[SY_ARRAY_LEN(builtins)][HEAD_MAX];
+static uint8_t canon_head_len[SY_ARRAY_LEN(builtins)];
 static pthread_once_t find_once = PTHREAD_ONCE_INIT;
 _Static_assert(SY_ARRAY_LEN(builtins) < FIND_SLOTS / 2 &&
                    SY_ARRAY_LEN(builtins) < UINT8_MAX,
@@ -384,6 +389,9 @@ static void find_init(void) {
         const sy_factory_spec *s = &builtins[i];
         size_t len = strlen(s->name);
         find_len[i] = (uint8_t)len;
+        int n = snprintf(canon_head[i], HEAD_MAX, "{\"name\":\"%s\",\"args\":{",
+                         s->name);
+        canon_head_len[i] = (uint8_t)(n > 0 && n < HEAD_MAX ? n : 0);
         unsigned h = find_hash(s->kind, s->name, len);
         while (find_table[h])
             h = (h + 1) & (FIND_SLOTS - 1);
@@ -406,6 +414,13 @@ const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
             memcmp(s->name, name, len) == 0)
             return s;
     }
+}
+
+const char *sy_factory_canon_head(const sy_factory_spec *spec, size_t *len) {
+    pthread_once(&find_once, find_init);
+    size_t i = (size_t)(spec - builtins);
+    *len = canon_head_len[i];
+    return canon_head[i];
 }
 
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,

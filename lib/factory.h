@@ -38,6 +38,10 @@ typedef struct sy_field_spec {
     bool required;
     bool list;        /* the GATHER_LIST field */
     const char *dflt; /* default value text, or NULL */
+    /* the name as a JSON object key, quoted, with its colon: "\"name\":"
+     * (the canonical form writes it as is) */
+    const char *json_key;
+    size_t json_key_len;
 } sy_field_spec;
 
 typedef enum sy_factory_kind {
@@ -107,6 +111,9 @@ typedef struct sy_factory_spec {
 /* The built-in spec of that name and kind, or NULL. */
 const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
                                        size_t len);
+/* The canonical form's opening of an entry of this built-in:
+ * {"name":"<name>","args":{ ; its length in *len. */
+const char *sy_factory_canon_head(const sy_factory_spec *spec, size_t *len);
 /* The field spec of that name, or NULL. */
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,
                                       const char *name);

@@ -1017,6 +1017,18 @@ START_TEST(factory_lookup_finds_exactly_the_builtins) {
             ck_assert_str_eq(s->name, n);
             ck_assert_int_eq(s->kind, kind);
             ck_assert_ptr_null(sy_factory_find(other, n, len));
+            /* the canonical form's texts made from the names */
+            char want[128];
+            size_t hl = 0;
+            const char *head = sy_factory_canon_head(s, &hl);
+            snprintf(want, sizeof want, "{\"name\":\"%s\",\"args\":{", n);
+            ck_assert_uint_eq(hl, strlen(want));
+            ck_assert(memcmp(head, want, hl) == 0);
+            for (size_t f = 0; f < s->field_count; f++) {
+                snprintf(want, sizeof want, "\"%s\":", s->fields[f].name);
+                ck_assert_str_eq(s->fields[f].json_key, want);
+                ck_assert_uint_eq(s->fields[f].json_key_len, strlen(want));
+            }
             char buf[64];
             snprintf(buf, sizeof buf, "%s=a,b", n);
             ck_assert_ptr_eq(sy_factory_find(kind, buf, len), s);

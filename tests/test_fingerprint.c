@@ -287,40 +287,43 @@ START_TEST(canonical_form_escapes_at_every_position) {
                                            "\\u0001", "\\u001f", "\\u00e9"};
     static const char *const decoded[] = {"\"",   "\\",   "\n",
                                           "\x01", "\x1f", "\xc3\xa9"};
+    /* texts of 3 to 23 bytes and more around the escape */
     for (size_t k = 0; k < SY_ARRAY_LEN(specials); k++)
-        for (size_t at = 0; at <= 20; at++) {
-            char text[64], want[64], json[512];
-            /* between '<' and '>': a shortcut's trim keeps it */
-            snprintf(text, sizeof text, "<%.*s%s%.*s>", (int)at,
-                     "abcdefghijklmnopqrstu", specials[k], (int)(20 - at),
-                     "ABCDEFGHIJKLMNOPQRSTU");
-            snprintf(want, sizeof want, "<%.*s%s%.*s>", (int)at,
-                     "abcdefghijklmnopqrstu", decoded[k], (int)(20 - at),
-                     "ABCDEFGHIJKLMNOPQRSTU");
-            snprintf(json, sizeof json,
-                     "{\"id\":\"%s\",\"uri\":\"http://b\",\"filters\":"
-                     "[\"AddRequestHeader=X-A, %s\"],\"metadata\":"
-                     "{\"%s\":\"%s\"}}",
-                     text, text, text, text);
-            struct sy_route *r = route(json);
-            const char *c = sy_route_canonical(r);
-            ck_assert_ptr_nonnull(c);
-            ck_assert_uint_eq(r->fingerprint,
-                              sy_hash64(c, strlen(c), 0x5359524f555445ull));
-            cJSON *t = cJSON_Parse(c);
-            ck_assert_msg(t != NULL, "not JSON: %s", c);
-            ck_assert_str_eq(cJSON_GetObjectItem(t, "id")->valuestring, want);
-            const cJSON *md = cJSON_GetObjectItem(t, "metadata");
-            ck_assert_str_eq(md->child->string, want);
-            ck_assert_str_eq(md->child->valuestring, want);
-            const cJSON *args = cJSON_GetObjectItem(
-                cJSON_GetArrayItem(cJSON_GetObjectItem(t, "filters"), 0),
-                "args");
-            ck_assert_str_eq(cJSON_GetObjectItem(args, "value")->valuestring,
-                             want);
-            cJSON_Delete(t);
-            sy_route_unref(r);
-        }
+        for (size_t at = 0; at <= 20; at++)
+            for (size_t after = 0; after <= 20; after += 4) {
+                char text[64], want[64], json[512];
+                /* between '<' and '>': a shortcut's trim keeps it */
+                snprintf(text, sizeof text, "<%.*s%s%.*s>", (int)at,
+                         "abcdefghijklmnopqrstu", specials[k], (int)after,
+                         "ABCDEFGHIJKLMNOPQRSTU");
+                snprintf(want, sizeof want, "<%.*s%s%.*s>", (int)at,
+                         "abcdefghijklmnopqrstu", decoded[k], (int)after,
+                         "ABCDEFGHIJKLMNOPQRSTU");
+                snprintf(json, sizeof json,
+                         "{\"id\":\"%s\",\"uri\":\"http://b\",\"filters\":"
+                         "[\"AddRequestHeader=X-A, %s\"],\"metadata\":"
+                         "{\"%s\":\"%s\"}}",
+                         text, text, text, text);
+                struct sy_route *r = route(json);
+                const char *c = sy_route_canonical(r);
+                ck_assert_ptr_nonnull(c);
+                ck_assert_uint_eq(r->fingerprint,
+                                  sy_hash64(c, strlen(c), 0x5359524f555445ull));
+                cJSON *t = cJSON_Parse(c);
+                ck_assert_msg(t != NULL, "not JSON: %s", c);
+                ck_assert_str_eq(cJSON_GetObjectItem(t, "id")->valuestring,
+                                 want);
+                const cJSON *md = cJSON_GetObjectItem(t, "metadata");
+                ck_assert_str_eq(md->child->string, want);
+                ck_assert_str_eq(md->child->valuestring, want);
+                const cJSON *args = cJSON_GetObjectItem(
+                    cJSON_GetArrayItem(cJSON_GetObjectItem(t, "filters"), 0),
+                    "args");
+                ck_assert_str_eq(
+                    cJSON_GetObjectItem(args, "value")->valuestring, want);
+                cJSON_Delete(t);
+                sy_route_unref(r);
+            }
 }
 END_TEST
 

@@ -12,8 +12,14 @@
 
 #define GENKEY "_genkey_"
 
+/* "_genkey_" byte by byte: the compare stops at the first byte that
+ * differs, so a shorter key is never read past its end */
 static bool is_genkey(const char *k) {
-    return k[0] == '_' && strncmp(k, GENKEY, sizeof GENKEY - 1) == 0;
+    static const char g[] = GENKEY;
+    for (size_t i = 0; i < sizeof g - 1; i++)
+        if (k[i] != g[i])
+            return false;
+    return true;
 }
 
 void sy_def_number_text(double v, char *buf, size_t size) {

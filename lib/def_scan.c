@@ -118,13 +118,15 @@ static int unexpected(scanner *sc) {
     return SY_ESYNTAX;
 }
 
+/* JSON's whitespace: space, tab, newline, carriage return. */
+static const unsigned char is_ws[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+
 static void skip_ws(scanner *sc) {
-    while (sc->pos < sc->len) {
-        char c = sc->s[sc->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            break;
-        sc->pos++;
-    }
+    size_t p = sc->pos, len = sc->len;
+    while (p < len && is_ws[(unsigned char)sc->s[p]])
+        p++;
+    sc->pos = p;
 }
 
 static int hex4(const char *p, unsigned *out) {

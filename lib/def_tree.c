@@ -27,9 +27,12 @@ typedef struct tree_parser {
     int rc; /* 0, SY_ENOMEM, or SY_DEF_TREE_CJSON */
 } tree_parser;
 
+/* JSON's whitespace: space, tab, newline, carriage return. */
+static const unsigned char is_ws[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+
 static void skip_ws(tree_parser *t) {
-    while (t->pos < t->end && (t->s[t->pos] == ' ' || t->s[t->pos] == '\t' ||
-                               t->s[t->pos] == '\n' || t->s[t->pos] == '\r'))
+    while (t->pos < t->end && is_ws[(unsigned char)t->s[t->pos]])
         t->pos++;
 }
 

@@ -223,10 +223,8 @@ static size_t canon_group(sy_buf *b, const sy_def_entry *e, size_t i,
 }
 
 static void canon_entry(sy_buf *b, const sy_def_entry *e) {
-    size_t hl = 0; /* a built-in's opening text is made once */
-    const char *head = e->spec ? sy_factory_canon_head(e->spec, &hl) : NULL;
-    if (hl) {
-        put(b, head, hl);
+    if (e->spec) { /* a built-in's opening text is in its spec */
+        put(b, e->spec->canon_head, e->spec->canon_head_len);
     } else {
         PUTS(b, "{\"name\":");
         put_json_str(b, e->name);

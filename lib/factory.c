@@ -6,12 +6,15 @@
 #include "factory.h"
 
 #include <pthread.h>
-#include <stdio.h>
 
 #define F(n, t, req, dflt)                                                     \
     { n, t, req, false, dflt, "\"" n "\":", sizeof(n) + 2 }
 #define L(n, t)                                                                \
     { n, t, true, true, NULL, "\"" n "\":", sizeof(n) + 2 }
+/* The canonical form's opening of an entry of the built-in named n */
+#define HEAD_TEXT(n) "{\"name\":\"" n "\",\"args\":{"
+#define HEAD(n)                                                                \
+    .canon_head = HEAD_TEXT(n), .canon_head_len = sizeof(HEAD_TEXT(n)) - 1
 #define P SY_FACTORY_PREDICATE
 #define FI SY_FACTORY_FILTER
 #define DEF SY_SHORTCUT_DEFAULT
@@ -27,7 +30,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("datetime", SY_FT_DATETIME, true, NULL)}},
+     {F("datetime", SY_FT_DATETIME, true, NULL)},
+     HEAD("After")},
     {"Before",
      SY_P_BEFORE,
      P,
@@ -35,7 +39,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("datetime", SY_FT_DATETIME, true, NULL)}},
+     {F("datetime", SY_FT_DATETIME, true, NULL)},
+     HEAD("Before")},
     {"Between",
      SY_P_BETWEEN,
      P,
@@ -44,7 +49,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("datetime1", SY_FT_DATETIME, true, NULL),
-      F("datetime2", SY_FT_DATETIME, true, NULL)}},
+      F("datetime2", SY_FT_DATETIME, true, NULL)},
+     HEAD("Between")},
     {"Cookie",
      SY_P_COOKIE,
      P,
@@ -53,7 +59,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_NONEMPTY, true, NULL),
-      F("regexp", SY_FT_REGEX, true, NULL)}},
+      F("regexp", SY_FT_REGEX, true, NULL)},
+     HEAD("Cookie")},
     {"Header",
      SY_P_HEADER,
      P,
@@ -62,7 +69,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("header", SY_FT_HEADER_NAME, true, NULL),
-      F("regexp", SY_FT_REGEX, false, NULL)}},
+      F("regexp", SY_FT_REGEX, false, NULL)},
+     HEAD("Header")},
     {"Host",
      SY_P_HOST,
      P,
@@ -70,7 +78,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {L("patterns", SY_FT_HOST_PATTERN)}},
+     {L("patterns", SY_FT_HOST_PATTERN)},
+     HEAD("Host")},
     {"Method",
      SY_P_METHOD,
      P,
@@ -78,7 +87,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {L("methods", SY_FT_METHOD)}},
+     {L("methods", SY_FT_METHOD)},
+     HEAD("Method")},
     {"Path",
      SY_P_PATH,
      P,
@@ -87,7 +97,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {L("patterns", SY_FT_PATH_PATTERN),
-      F("matchTrailingSlash", SY_FT_BOOL, false, "true")}},
+      F("matchTrailingSlash", SY_FT_BOOL, false, "true")},
+     HEAD("Path")},
     {"Query",
      SY_P_QUERY,
      P,
@@ -96,7 +107,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("param", SY_FT_NONEMPTY, true, NULL),
-      F("regexp", SY_FT_REGEX, false, NULL)}},
+      F("regexp", SY_FT_REGEX, false, NULL)},
+     HEAD("Query")},
     {"RemoteAddr",
      SY_P_REMOTE_ADDR,
      P,
@@ -104,7 +116,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {L("sources", SY_FT_CIDR)}},
+     {L("sources", SY_FT_CIDR)},
+     HEAD("RemoteAddr")},
     {"XForwardedRemoteAddr",
      SY_P_XFORWARDED_REMOTE_ADDR,
      P,
@@ -112,8 +125,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      2,
-     {L("sources", SY_FT_CIDR),
-      F("maxTrustedIndex", SY_FT_POSINT, false, "1")}},
+     {L("sources", SY_FT_CIDR), F("maxTrustedIndex", SY_FT_POSINT, false, "1")},
+     HEAD("XForwardedRemoteAddr")},
     {"Weight",
      SY_P_WEIGHT,
      P,
@@ -122,7 +135,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("weight.group", SY_FT_NONEMPTY, true, NULL),
-      F("weight.weight", SY_FT_UINT, true, NULL)}},
+      F("weight.weight", SY_FT_UINT, true, NULL)},
+     HEAD("Weight")},
 
     /* ---- pure filters ---- */
     {"AddRequestHeader",
@@ -133,7 +147,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
-      F("value", SY_FT_STRING, true, NULL)}},
+      F("value", SY_FT_STRING, true, NULL)},
+     HEAD("AddRequestHeader")},
     {"AddRequestHeadersIfNotPresent",
      SY_F_ADD_REQUEST_HEADERS_IF_NOT_PRESENT,
      FI,
@@ -141,7 +156,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {L("headers", SY_FT_KEYVALUE)}},
+     {L("headers", SY_FT_KEYVALUE)},
+     HEAD("AddRequestHeadersIfNotPresent")},
     {"AddRequestParameter",
      SY_F_ADD_REQUEST_PARAMETER,
      FI,
@@ -150,7 +166,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_NONEMPTY, true, NULL),
-      F("value", SY_FT_STRING, true, NULL)}},
+      F("value", SY_FT_STRING, true, NULL)},
+     HEAD("AddRequestParameter")},
     {"AddResponseHeader",
      SY_F_ADD_RESPONSE_HEADER,
      FI,
@@ -160,7 +177,8 @@ static const sy_factory_spec builtins[] = {
      3,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
       F("value", SY_FT_STRING, true, NULL),
-      F("override", SY_FT_BOOL, false, "true")}},
+      F("override", SY_FT_BOOL, false, "true")},
+     HEAD("AddResponseHeader")},
     {"DedupeResponseHeader",
      SY_F_DEDUPE_RESPONSE_HEADER,
      FI,
@@ -169,7 +187,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_NONEMPTY, true, NULL),
-      F("strategy", SY_FT_STRATEGY, false, "RETAIN_FIRST")}},
+      F("strategy", SY_FT_STRATEGY, false, "RETAIN_FIRST")},
+     HEAD("DedupeResponseHeader")},
     {"MapRequestHeader",
      SY_F_MAP_REQUEST_HEADER,
      FI,
@@ -178,7 +197,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("fromHeader", SY_FT_HEADER_NAME, true, NULL),
-      F("toHeader", SY_FT_HEADER_NAME, true, NULL)}},
+      F("toHeader", SY_FT_HEADER_NAME, true, NULL)},
+     HEAD("MapRequestHeader")},
     {"PrefixPath",
      SY_F_PREFIX_PATH,
      FI,
@@ -186,7 +206,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("prefix", SY_FT_NONEMPTY, true, NULL)}},
+     {F("prefix", SY_FT_NONEMPTY, true, NULL)},
+     HEAD("PrefixPath")},
     {"PreserveHostHeader",
      SY_F_PRESERVE_HOST_HEADER,
      FI,
@@ -194,7 +215,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      0,
-     {{0}}},
+     {{0}},
+     HEAD("PreserveHostHeader")},
     {"RedirectTo",
      SY_F_REDIRECT_TO,
      FI,
@@ -203,7 +225,8 @@ static const sy_factory_spec builtins[] = {
      false,
      3,
      {F("status", SY_FT_STATUS, true, NULL), F("url", SY_FT_URL, true, NULL),
-      F("includeRequestParams", SY_FT_BOOL, false, "false")}},
+      F("includeRequestParams", SY_FT_BOOL, false, "false")},
+     HEAD("RedirectTo")},
     {"RemoveRequestHeader",
      SY_F_REMOVE_REQUEST_HEADER,
      FI,
@@ -211,7 +234,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("name", SY_FT_HEADER_NAME, true, NULL)}},
+     {F("name", SY_FT_HEADER_NAME, true, NULL)},
+     HEAD("RemoveRequestHeader")},
     {"RemoveResponseHeader",
      SY_F_REMOVE_RESPONSE_HEADER,
      FI,
@@ -219,7 +243,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("name", SY_FT_HEADER_NAME, true, NULL)}},
+     {F("name", SY_FT_HEADER_NAME, true, NULL)},
+     HEAD("RemoveResponseHeader")},
     {"RemoveRequestParameter",
      SY_F_REMOVE_REQUEST_PARAMETER,
      FI,
@@ -227,7 +252,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("name", SY_FT_NONEMPTY, true, NULL)}},
+     {F("name", SY_FT_NONEMPTY, true, NULL)},
+     HEAD("RemoveRequestParameter")},
     {"RequestHeaderSize",
      SY_F_REQUEST_HEADER_SIZE,
      FI,
@@ -236,7 +262,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("maxSize", SY_FT_SIZE, false, "16000B"),
-      F("errorHeaderName", SY_FT_STRING, false, NULL)}},
+      F("errorHeaderName", SY_FT_STRING, false, NULL)},
+     HEAD("RequestHeaderSize")},
     {"RequestSize",
      SY_F_REQUEST_SIZE,
      FI,
@@ -244,7 +271,8 @@ static const sy_factory_spec builtins[] = {
      false,
      false,
      1,
-     {F("maxSize", SY_FT_SIZE, false, "5MB")}},
+     {F("maxSize", SY_FT_SIZE, false, "5MB")},
+     HEAD("RequestSize")},
     {"RewritePath",
      SY_F_REWRITE_PATH,
      FI,
@@ -253,7 +281,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("regexp", SY_FT_REGEX, true, NULL),
-      F("replacement", SY_FT_STRING, true, NULL)}},
+      F("replacement", SY_FT_STRING, true, NULL)},
+     HEAD("RewritePath")},
     {"RewriteLocationResponseHeader",
      SY_F_REWRITE_LOCATION_RESPONSE_HEADER,
      FI,
@@ -264,7 +293,8 @@ static const sy_factory_spec builtins[] = {
      {F("stripVersion", SY_FT_STRIP_MODE, false, "AS_IN_REQUEST"),
       F("locationHeaderName", SY_FT_HEADER_NAME, false, "Location"),
       F("hostValue", SY_FT_STRING, false, NULL),
-      F("protocols", SY_FT_REGEX, false, "https?|ftps?")}},
+      F("protocols", SY_FT_REGEX, false, "https?|ftps?")},
+     HEAD("RewriteLocationResponseHeader")},
     {"RewriteResponseHeader",
      SY_F_REWRITE_RESPONSE_HEADER,
      FI,
@@ -274,7 +304,8 @@ static const sy_factory_spec builtins[] = {
      3,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
       F("regexp", SY_FT_REGEX, true, NULL),
-      F("replacement", SY_FT_STRING, true, NULL)}},
+      F("replacement", SY_FT_STRING, true, NULL)},
+     HEAD("RewriteResponseHeader")},
     {"SetPath",
      SY_F_SET_PATH,
      FI,
@@ -282,7 +313,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("template", SY_FT_NONEMPTY, true, NULL)}},
+     {F("template", SY_FT_NONEMPTY, true, NULL)},
+     HEAD("SetPath")},
     {"SetRequestHeader",
      SY_F_SET_REQUEST_HEADER,
      FI,
@@ -291,7 +323,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
-      F("value", SY_FT_STRING, true, NULL)}},
+      F("value", SY_FT_STRING, true, NULL)},
+     HEAD("SetRequestHeader")},
     {"SetResponseHeader",
      SY_F_SET_RESPONSE_HEADER,
      FI,
@@ -300,7 +333,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
-      F("value", SY_FT_STRING, true, NULL)}},
+      F("value", SY_FT_STRING, true, NULL)},
+     HEAD("SetResponseHeader")},
     {"SetRequestHostHeader",
      SY_F_SET_REQUEST_HOST_HEADER,
      FI,
@@ -308,7 +342,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("host", SY_FT_NONEMPTY, true, NULL)}},
+     {F("host", SY_FT_NONEMPTY, true, NULL)},
+     HEAD("SetRequestHostHeader")},
     {"SetStatus",
      SY_F_SET_STATUS,
      FI,
@@ -316,7 +351,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("status", SY_FT_STATUS, true, NULL)}},
+     {F("status", SY_FT_STATUS, true, NULL)},
+     HEAD("SetStatus")},
     {"StripPrefix",
      SY_F_STRIP_PREFIX,
      FI,
@@ -324,7 +360,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("parts", SY_FT_UINT, false, "1")}},
+     {F("parts", SY_FT_UINT, false, "1")},
+     HEAD("StripPrefix")},
 
     /* ---- stateful filters: shape only, run by the host ---- */
     {"Retry",
@@ -340,7 +377,8 @@ static const sy_factory_spec builtins[] = {
       F("backoff.firstBackoff", SY_FT_DURATION, false, NULL),
       F("backoff.maxBackoff", SY_FT_DURATION, false, NULL),
       F("backoff.factor", SY_FT_POSINT, false, NULL),
-      F("backoff.basedOnPreviousValue", SY_FT_BOOL, false, NULL)}},
+      F("backoff.basedOnPreviousValue", SY_FT_BOOL, false, NULL)},
+     HEAD("Retry")},
     {"RequestRateLimiter",
      SY_F_REQUEST_RATE_LIMITER,
      FI,
@@ -348,7 +386,8 @@ static const sy_factory_spec builtins[] = {
      false,
      true,
      0,
-     {{0}}},
+     {{0}},
+     HEAD("RequestRateLimiter")},
     {"CircuitBreaker",
      SY_F_CIRCUIT_BREAKER,
      FI,
@@ -357,7 +396,8 @@ static const sy_factory_spec builtins[] = {
      true,
      2,
      {F("name", SY_FT_STRING, false, NULL),
-      F("fallbackUri", SY_FT_STRING, false, NULL)}},
+      F("fallbackUri", SY_FT_STRING, false, NULL)},
+     HEAD("CircuitBreaker")},
 };
 
 /* The built-ins by name: an open-addressed table of indexes into builtins
@@ -368,10 +408,6 @@ static const sy_factory_spec builtins[] = {
 #define FIND_SLOTS 128u
 static uint8_t find_table[FIND_SLOTS];
 static uint8_t find_len[SY_ARRAY_LEN(builtins)];
-/* {"name":"<name>","args":{ of each built-in, for the canonical form */
-#define HEAD_MAX 64
-static char canon_head[SY_ARRAY_LEN(builtins)][HEAD_MAX];
-static uint8_t canon_head_len[SY_ARRAY_LEN(builtins)];
 static pthread_once_t find_once = PTHREAD_ONCE_INIT;
 _Static_assert(SY_ARRAY_LEN(builtins) < FIND_SLOTS / 2 &&
                    SY_ARRAY_LEN(builtins) < UINT8_MAX,
@@ -389,9 +425,6 @@ static void find_init(void) {
         const sy_factory_spec *s = &builtins[i];
         size_t len = strlen(s->name);
         find_len[i] = (uint8_t)len;
-        int n = snprintf(canon_head[i], HEAD_MAX, "{\"name\":\"%s\",\"args\":{",
-                         s->name);
-        canon_head_len[i] = (uint8_t)(n > 0 && n < HEAD_MAX ? n : 0);
         unsigned h = find_hash(s->kind, s->name, len);
         while (find_table[h])
             h = (h + 1) & (FIND_SLOTS - 1);
@@ -414,13 +447,6 @@ const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
             memcmp(s->name, name, len) == 0)
             return s;
     }
-}
-
-const char *sy_factory_canon_head(const sy_factory_spec *spec, size_t *len) {
-    pthread_once(&find_once, find_init);
-    size_t i = (size_t)(spec - builtins);
-    *len = canon_head_len[i];
-    return canon_head[i];
 }
 
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,

@@ -106,14 +106,15 @@ typedef struct sy_factory_spec {
     bool open_args;        /* extra keys allowed (stateful filters) */
     size_t field_count;
     sy_field_spec fields[SY_MAX_FIELDS]; /* shortcut order */
+    /* the canonical form's opening of an entry of this built-in:
+     * {"name":"<name>","args":{ */
+    const char *canon_head;
+    size_t canon_head_len;
 } sy_factory_spec;
 
 /* The built-in spec of that name and kind, or NULL. */
 const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
                                        size_t len);
-/* The canonical form's opening of an entry of this built-in:
- * {"name":"<name>","args":{ ; its length in *len. */
-const char *sy_factory_canon_head(const sy_factory_spec *spec, size_t *len);
 /* The field spec of that name, or NULL. */
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,
                                       const char *name);

@@ -82,13 +82,15 @@ bool sy_value_int64(const char *s, int64_t min, int64_t max, int64_t *out,
 }
 
 bool sy_value_bool(const char *s, bool *out, const char **why) {
-    size_t n = s ? strlen(s) : 0;
-    if (s && ieq(s, n, "true")) {
+    if (!s || (to_lower(*s) != 't' && to_lower(*s) != 'f'))
+        return set_why(why, "expected true or false"); /* most texts */
+    size_t n = strlen(s);
+    if (ieq(s, n, "true")) {
         if (out)
             *out = true;
         return true;
     }
-    if (s && ieq(s, n, "false")) {
+    if (ieq(s, n, "false")) {
         if (out)
             *out = false;
         return true;

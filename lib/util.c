@@ -436,6 +436,19 @@ void sy_path_index(char *out, size_t cap, size_t at, size_t i) {
             out[at] = '\0';
         return;
     }
+    if (cap - at > 24) { /* room for any index: no checks per byte */
+        char d[20], *o = out + at;
+        size_t n = 0;
+        do
+            d[n++] = (char)('0' + i % 10);
+        while ((i /= 10) != 0);
+        *o++ = '[';
+        while (n)
+            *o++ = d[--n];
+        o[0] = ']';
+        o[1] = '\0';
+        return;
+    }
     char digits[24];
     size_t n = 0, o = at;
     do

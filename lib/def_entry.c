@@ -640,7 +640,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
     int rc;
     char p[256];
     const char *what = kind == SY_FACTORY_PREDICATE ? "predicate" : "filter";
-    if (cJSON_IsString(item)) {
+    if (sy_def_is(item, cJSON_String)) {
         ec.shortcut = true;
         rc = raw_from_shortcut(r, item->valuestring, kind, &ec, &raw, &n,
                                ctx->alloc, stack, err);
@@ -651,7 +651,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
             return sy_error_set(err, SY_EMISSING, path, "%s name is empty",
                                 what);
         }
-    } else if (cJSON_IsObject(item)) {
+    } else if (sy_def_is(item, cJSON_Object)) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(item, "args");
         sy_def_path(p, sizeof p, "%s.name", path);
@@ -728,13 +728,15 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
     *count = 0;
     if (shortcut)
         *shortcut = NULL;
-    if (!arr || cJSON_IsNull(arr))
+    if (!arr || sy_def_is(arr, cJSON_NULL))
         return 0;
-    if (!cJSON_IsArray(arr))
+    if (!sy_def_is(arr, cJSON_Array))
         return sy_error_set(err, SY_ETYPE, path, "%s must be an array",
                             kind == SY_FACTORY_PREDICATE ? "predicates"
                                                          : "filters");
-    size_t n = (size_t)cJSON_GetArraySize(arr);
+    size_t n = 0;
+    for (const cJSON *c = arr->child; c; c = c->next)
+        n++;
     if (n == 0)
         return 0;
     sy_def_entry *es = sy_arena_alloc(&r->arena, n * sizeof *es);
@@ -756,7 +758,7 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
             return rc;
     }
     *list = es;
-    *count = (uint32_t)n; /* a cJSON array size: an int */
+    *count = (uint32_t)n; /* the scan caps a route at 65536 values */
     if (shortcut)
         *shortcut = sc;
     return 0;

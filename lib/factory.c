@@ -1,7 +1,8 @@
 /*
  * factory.c - the table of built-in predicate and filter factories
  * (route model sections 4 and 5): names, shortcut kinds, fields in
- * shortcut order with their types and defaults.
+ * shortcut order with their types and defaults, the texts the canonical
+ * form copies, and the lookup by name (a hashed table).
  */
 #include "factory.h"
 

@@ -406,8 +406,8 @@ int sy_def_canonicalize_into(struct sy_route *r, sy_buf *scratch) {
     size_t off[8];
     scratch->len = 0;
     scratch->failed = false;
-    if (scratch->cap < 1024) /* most routes' text in one go */
-        sy_buf_reserve(scratch, 1024);
+    if (scratch->ptr)
+        scratch->ptr[0] = '\0';
     canon_write(scratch, r, off);
     if (scratch->failed)
         return SY_ENOMEM;

@@ -12,10 +12,21 @@
 
 #define GENKEY "_genkey_"
 
-/* "_genkey_" byte by byte: the compare stops at the first byte that
- * differs, so a shorter key is never read past its end */
+/* The keys of the first shortcut values, "_genkey_0" .. "_genkey_15"
+ * (every real entry's): static text, so a key is known as one of them by
+ * its address. */
+static const char genkeys[16][12] = {
+    GENKEY "0",  GENKEY "1",  GENKEY "2",  GENKEY "3", GENKEY "4",  GENKEY "5",
+    GENKEY "6",  GENKEY "7",  GENKEY "8",  GENKEY "9", GENKEY "10", GENKEY "11",
+    GENKEY "12", GENKEY "13", GENKEY "14", GENKEY "15"};
+
+/* One of genkeys, or else "_genkey_" compared byte by byte (the compare
+ * stops at the first byte that differs: a shorter key is never read past
+ * its end). */
 static bool is_genkey(const char *k) {
     static const char g[] = GENKEY;
+    if ((uintptr_t)k - (uintptr_t)genkeys[0] < sizeof genkeys)
+        return true;
     for (size_t i = 0; i < sizeof g - 1; i++)
         if (k[i] != g[i])
             return false;
@@ -491,13 +502,8 @@ static int split_named_lists(const factory_view *v, struct sy_route *r,
 /* The key of the i-th shortcut value: "_genkey_<i>" (static text for the
  * first ones, which is every real entry). NULL when out of memory. */
 static const char *genkey(struct sy_route *r, size_t i) {
-    static const char *const keys[] = {
-        GENKEY "0",  GENKEY "1",  GENKEY "2",  GENKEY "3",
-        GENKEY "4",  GENKEY "5",  GENKEY "6",  GENKEY "7",
-        GENKEY "8",  GENKEY "9",  GENKEY "10", GENKEY "11",
-        GENKEY "12", GENKEY "13", GENKEY "14", GENKEY "15"};
-    if (i < SY_ARRAY_LEN(keys))
-        return keys[i];
+    if (i < SY_ARRAY_LEN(genkeys))
+        return genkeys[i];
     char key[32];
     snprintf(key, sizeof key, GENKEY "%zu", i);
     return sy_arena_strdup(&r->arena, key);

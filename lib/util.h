@@ -25,8 +25,27 @@ typedef struct sy_alloc {
     void *data;
 } sy_alloc;
 
-/* Resolve user hooks (NULL or incomplete: libc). */
+/* Resolve user hooks (NULL or incomplete: sy_alloc_default). */
 void sy_alloc_init(sy_alloc *out, const sy_allocator *user);
+/* libc's malloc, realloc and free as they are. */
+void sy_alloc_libc(sy_alloc *out);
+/* The library's default allocator (alloc_map.c): libc's, but blocks of
+ * SY_MAP_MIN bytes or more are mapped and unmapped directly (glibc on
+ * Linux), so that an apply's large temporaries go back to the system when
+ * freed, whatever glibc's dynamic mmap threshold has risen to. Blocks it
+ * returns are freed by it only (never by libc's free). */
+void sy_alloc_default(sy_alloc *out);
+/* 1 MiB: an apply of 100,000 routes frees ~60 MB in blocks above it;
+ * below it, re-applies would fault fresh pages for their small
+ * temporaries too (docs/architecture.md, "Memory of an apply") */
+#define SY_MAP_MIN ((size_t)1 << 20)
+/* n zeroed bytes from `a` when it is the default allocator (a mapping
+ * or libc's calloc: no page touched to clear it); SY_ALLOC_NOT_DEFAULT
+ * for any other allocator (sy_calloc then clears a block itself). */
+void *sy_alloc_default_calloc(const sy_alloc *a, size_t n);
+#define SY_ALLOC_NOT_DEFAULT ((void *)1)
+/* True when sy_alloc_default maps large blocks (else it is libc's). */
+bool sy_alloc_maps_large(void);
 void *sy_malloc(const sy_alloc *a, size_t size);
 void *sy_calloc(const sy_alloc *a, size_t n, size_t size); /* overflow-safe */
 void *sy_realloc(const sy_alloc *a, void *ptr, size_t size);

@@ -243,7 +243,26 @@ static void *map_calloc(size_t n) {
     return calloc(1, n ? n : 1);
 }
 
+#else /* libc's, as they are */
+
+static void *map_malloc(void *d, size_t n) {
+    SY_UNUSED(d);
+    return malloc(n);
+}
+static void *map_realloc(void *d, void *p, size_t n) {
+    SY_UNUSED(d);
+    return realloc(p, n);
+}
+static void map_free(void *d, void *p) {
+    SY_UNUSED(d);
+    free(p);
+}
+
 #endif /* SY_MAP_ON */
+
+/* The default allocator is stateless: one copy serves every route. */
+static const sy_alloc shared_default = {map_malloc, map_realloc, map_free,
+                                        NULL};
 
 void *sy_alloc_default_calloc(const sy_alloc *a, size_t n) {
 #ifdef SY_MAP_ON
@@ -256,14 +275,15 @@ void *sy_alloc_default_calloc(const sy_alloc *a, size_t n) {
 }
 
 void sy_alloc_default(sy_alloc *out) {
-#ifdef SY_MAP_ON
-    out->malloc = map_malloc;
-    out->realloc = map_realloc;
-    out->free = map_free;
-    out->data = NULL;
-#else
-    sy_alloc_libc(out);
-#endif
+    *out = shared_default;
+}
+
+const sy_alloc *sy_alloc_default_shared(const sy_alloc *a) {
+    if (a->malloc != shared_default.malloc ||
+        a->realloc != shared_default.realloc ||
+        a->free != shared_default.free || a->data != shared_default.data)
+        return NULL;
+    return &shared_default;
 }
 
 bool sy_alloc_maps_large(void) {

@@ -44,6 +44,9 @@ void sy_alloc_default(sy_alloc *out);
  * for any other allocator (sy_calloc then clears a block itself). */
 void *sy_alloc_default_calloc(const sy_alloc *a, size_t n);
 #define SY_ALLOC_NOT_DEFAULT ((void *)1)
+/* The one shared copy of the default allocator when `a` is it (a route
+ * then points at it instead of holding its own copy), else NULL. */
+const sy_alloc *sy_alloc_default_shared(const sy_alloc *a);
 /* True when sy_alloc_default maps large blocks (else it is libc's). */
 bool sy_alloc_maps_large(void);
 void *sy_malloc(const sy_alloc *a, size_t size);

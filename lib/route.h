@@ -44,6 +44,12 @@ struct sy_route {
     int32_t order;
     bool disabled;       /* metadata.status == "disabled" */
     bool arena_embedded; /* the arena's first chunk is in the route's block */
+    /* Writer only: the live table's references to the route (+1 at each
+     * publish that makes it live, -1 when such a reference is buried).
+     * At 0 no snapshot can reach it: the host's data and key go then,
+     * even if a kept document of the history still holds the route.
+     * UINT16_MAX: saturated, they go when the route is freed. */
+    uint16_t live;
     sy_upstream upstream;
     const char *authority; /* URL upstreams: the Host header to send */
 
@@ -87,9 +93,10 @@ struct sy_route {
     struct sy_pred **cpreds;
     struct sy_filter **cfilters;
 
-    /* Set by the router when the route first becomes live: the host's
-     * data (route_attach), the key (above), and who to tell when the route
-     * is freed. Written before the route is published; read-only after. */
+    /* Set by the router when the route becomes live (again, after a
+     * rollback put it back): the host's data (route_attach), the key
+     * (above), and who to tell when no snapshot can reach it any more.
+     * Written before the route is published; read-only while live. */
     void *host_data;
     const struct sy_route_owner *owner;
 };

@@ -145,8 +145,8 @@ void sy_route_unref(struct sy_route *r) {
 
 /* The first predicate of `kind` (Path or Host), if all its patterns are
  * literal segments or labels; else -1. */
-static int32_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
-    for (size_t i = 0; i < r->predicate_count; i++) {
+static int16_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
+    for (size_t i = 0; i < r->predicate_count && i <= INT16_MAX; i++) {
         const sy_pred *p = r->cpreds[i];
         if (!p || sy_pred_get_kind(p) != kind)
             continue;
@@ -156,7 +156,7 @@ static int32_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
                 if (sy_pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
                     return -1;
         }
-        return (int32_t)i;
+        return (int16_t)i;
     }
     return -1;
 }

@@ -74,15 +74,19 @@ struct sy_route {
      * Unlike the rest of the route these two may be rewritten after the
      * route is live, by the router's writer only (under its lock): a parse
      * that shares this route for other bytes of the same meaning records
-     * them. Matching threads never read them. */
+     * them. Matching threads never read them. span_len is 32 bits: a span
+     * of 4 GiB or more (a document limit raised that far) is recorded cut
+     * to its low bits, which no real span of those bytes' hash has, so
+     * such a route is simply never found by its bytes. */
     uint64_t span_hash;
-    size_t span_len;
+    uint32_t span_len;
     /* the id's length and sy_idtab_hash, set with the span: a route shared
      * by bytes is checked for a duplicate id without reading the id */
     uint32_t id_len, id_hash;
     /* index of the first Path (Host) predicate when every one of its
-     * patterns is all literal segments (labels): the index can prove it */
-    int32_t literal_path, literal_host;
+     * patterns is all literal segments (labels): the index can prove it;
+     * -1: none (or past the 32,767th predicate: then tested as usual) */
+    int16_t literal_path, literal_host;
 
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never

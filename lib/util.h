@@ -35,10 +35,11 @@ void sy_alloc_libc(sy_alloc *out);
  * freed, whatever glibc's dynamic mmap threshold has risen to. Blocks it
  * returns are freed by it only (never by libc's free). */
 void sy_alloc_default(sy_alloc *out);
-/* 1 MiB: an apply of 100,000 routes frees ~60 MB in blocks above it;
- * below it, re-applies would fault fresh pages for their small
- * temporaries too (docs/architecture.md, "Memory of an apply") */
-#define SY_MAP_MIN ((size_t)1 << 20)
+/* 512 KiB: an apply of 100,000 routes frees ~65 MB in blocks above it;
+ * at 128 KiB (glibc's starting threshold) a re-apply of 10,000 routes
+ * faulted in fresh pages for its smaller temporaries too (~40 % slower;
+ * docs/architecture.md, "Memory of an apply") */
+#define SY_MAP_MIN ((size_t)512 * 1024)
 /* n zeroed bytes from `a` when it is the default allocator (a mapping
  * or libc's calloc: no page touched to clear it); SY_ALLOC_NOT_DEFAULT
  * for any other allocator (sy_calloc then clears a block itself). */

@@ -688,7 +688,7 @@ typedef struct sy_router_options {
     const char *default_filters; /* JSON array of filter entries, or NULL */
     const sy_registry *registry; /* host factories, may be NULL */
     /* documents kept per source for rollback (0: 8), as their compiled
-     * routes (a reference each, 12 bytes a route), not their text */
+     * routes (a reference each, 8 bytes a route), not their text */
     size_t history;
     size_t max_retired;       /* cap on retired snapshots (0: none) */
     uint64_t retired_warn_ms; /* age that triggers on_retired_held */

@@ -194,8 +194,13 @@ static void commit_cleanup(commit *c) {
 static int push_history(sy_router *r, sy_source *s, const sy_history_entry *k) {
     const sy_alloc *a = &r->alloc;
     sy_history_entry e = *k;
-    e.routes =
-        sy_malloc(a, k->count * (sizeof *e.routes + sizeof *e.positions) + 1);
+    /* positions 0..count-1 (a document without invalid routes): none kept */
+    bool dense = true;
+    for (size_t i = 0; k->positions && dense && i < k->count; i++)
+        dense = k->positions[i] == i;
+    e.routes = sy_malloc(
+        a,
+        k->count * (sizeof *e.routes + (dense ? 0 : sizeof *e.positions)) + 1);
     e.issues =
         k->issue_count ? sy_malloc(a, k->issue_count * sizeof *e.issues) : NULL;
     e.version = k->version ? sy_strdup(a, k->version) : NULL;
@@ -217,10 +222,10 @@ static int push_history(sy_router *r, sy_source *s, const sy_history_entry *k) {
     }
     if (k->issue_count)
         memcpy(e.issues, k->issues, k->issue_count * sizeof *e.issues);
-    e.positions = (uint32_t *)(void *)(e.routes + e.count);
+    e.positions = dense ? NULL : (uint32_t *)(void *)(e.routes + e.count);
     for (size_t i = 0; i < e.count; i++)
         e.routes[i] = sy_route_ref(k->routes[i]);
-    if (e.count)
+    if (!dense)
         memcpy(e.positions, k->positions, e.count * sizeof *e.positions);
     if (full) {
         sy_history_entry_free(r, &s->history[0]);

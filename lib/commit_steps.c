@@ -498,8 +498,16 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
      * positions and shape only) */
     sy_document doc;
     memset(&doc, 0, sizeof doc);
+    uint32_t *dense = NULL;
+    if (!e->positions) {
+        dense = sy_malloc(&r->alloc, (e->count + 1) * sizeof *dense);
+        if (!dense)
+            return sy_commit_nomem(err);
+        for (size_t i = 0; i < e->count; i++)
+            dense[i] = (uint32_t)i;
+    }
     doc.routes = e->routes;
-    doc.positions = e->positions;
+    doc.positions = e->positions ? e->positions : dense;
     doc.route_count = e->count;
     doc.envelope = e->envelope;
     reuse_ctx rctx = {&r->alloc, c->work, si, false, NULL, 0, NULL, 0};
@@ -509,6 +517,7 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     int rc = document_changes(c, si, &doc, &rctx, rep, &ch, &nch, err);
     sy_free(&r->alloc, rctx.spans);
     sy_free(&r->alloc, rctx.at);
+    sy_free(&r->alloc, dense);
     if (rc)
         return rc;
     rep->parse_us = sy_now_monotonic_us() - t0;
@@ -522,8 +531,8 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     st->applied = st->touched = true;
     st->modified = false;
     st->outcome = 1;
-    st->next_pos = 0;
-    for (size_t i = 0; i < e->count; i++)
+    st->next_pos = e->positions ? 0 : (uint32_t)e->count;
+    for (size_t i = 0; e->positions && i < e->count; i++)
         if (e->positions[i] >= st->next_pos)
             st->next_pos = e->positions[i] + 1;
     st->keep = true;

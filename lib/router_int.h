@@ -18,14 +18,15 @@
 /* A document kept for rollback (the last `history` applied per source):
  * not its text but what its apply made of it, the compiled routes (a
  * reference each: unchanged routes are the live objects, so a kept
- * document costs 12 bytes a route plus the routes only it still holds)
+ * document costs 8 bytes a route (12 when invalid routes left holes in
+ * its positions) plus the routes only it still holds)
  * with their positions in its routes array, and what a rollback reports
  * again: its version, checksum and (lenient) issues. */
 typedef struct sy_history_entry {
     char *version; /* may be NULL */
     uint64_t checksum;
     struct sy_route **routes; /* one block with positions */
-    uint32_t *positions;
+    uint32_t *positions;      /* NULL: 0, 1, ... count - 1 */
     size_t count;
     sy_error *issues;
     size_t issue_count;

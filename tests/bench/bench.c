@@ -603,8 +603,10 @@ static void memory_child(size_t n) {
         const sy_source *src = &t.router->sources[i];
         memo_bytes += src->memo_count * sizeof *src->memo;
         for (size_t k = 0; k < src->history_count; k++)
-            history_bytes += src->history[k].count *
-                             (sizeof(struct sy_route *) + sizeof(uint32_t));
+            history_bytes +=
+                src->history[k].count *
+                (sizeof(struct sy_route *) +
+                 (src->history[k].positions ? sizeof(uint32_t) : 0));
     }
     if (!routes)
         routes = n;

@@ -65,7 +65,10 @@ struct sy_route {
      * (r->alloc); NULL until then. */
     _Atomic(char *) canonical;
     uint64_t fingerprint; /* of the whole canonical form */
-    uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
+    /* the low 32 bits of each part's hash (def_canon.c): only a diff's
+     * report of what changed in an updated route reads them (a collision
+     * would leave a part out of that report, nothing else) */
+    uint32_t fp_predicates, fp_filters, fp_uri, fp_metadata;
     /* The exact bytes of a route object of a document that builds this
      * route (def.c build_routes): sy_hash64 of the span with a seed of
      * SY_ROUTE_SPAN_SEED and the routes array's nesting (def.c span_seed)

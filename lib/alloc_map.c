@@ -40,6 +40,7 @@
 #define SY_MAP_ON 1
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
@@ -54,7 +55,22 @@ typedef struct map_entry {
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static map_entry *map_tab;       /* libc memory, never a mapped block */
 static size_t map_cap, map_used; /* used: live + deleted entries */
-static size_t page_size;
+/* set before the first mapping is handed out: until then no free needs
+ * the table (or its lock) */
+static _Atomic bool map_any;
+static pthread_once_t map_once = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread holds map_lock must not leave the child
+ * with it locked (as glibc does for malloc's own locks). */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&map_lock);
+}
+static void fork_after(void) {
+    pthread_mutex_unlock(&map_lock);
+}
+static void map_init(void) {
+    pthread_atfork(fork_prepare, fork_after, fork_after);
+}
 
 static size_t map_home(uintptr_t base) {
     uint64_t h = (uint64_t)base * 0x9E3779B97F4A7C15ull;
@@ -116,17 +132,16 @@ static bool map_add(uintptr_t base, size_t len) {
 }
 
 static size_t pages_of(size_t n) {
-    if (!page_size) {
-        long ps = sysconf(_SC_PAGESIZE);
-        page_size = ps > 0 ? (size_t)ps : 4096;
-    }
-    return (n + page_size - 1) & ~(page_size - 1);
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t page = ps > 0 ? (size_t)ps : 4096;
+    return (n + page - 1) & ~(page - 1);
 }
 
 /* The mapped length of p (a mapped block), or 0 when p is libc's. */
 static size_t mapped_len(const void *p) {
     uintptr_t u = (uintptr_t)p;
-    if (!p || (u & 4095u))
+    if (!p || (u & 4095u) ||
+        !atomic_load_explicit(&map_any, memory_order_acquire))
         return 0;
     pthread_mutex_lock(&map_lock);
     map_entry *e = map_find(u);
@@ -143,9 +158,11 @@ static void *map_new(size_t n) {
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
+    pthread_once(&map_once, map_init);
     pthread_mutex_lock(&map_lock);
     bool ok = map_add((uintptr_t)p, len);
     pthread_mutex_unlock(&map_lock);
+    atomic_store_explicit(&map_any, true, memory_order_release);
     if (!ok) {
         munmap(p, len);
         return NULL;

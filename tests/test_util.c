@@ -2,15 +2,10 @@
 #include "testutil.h"
 #include "util.h"
 
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 START_TEST(version_macros_match_runtime) {
     ck_assert_int_eq(sy_version_number(), SY_VERSION_NUMBER);
@@ -234,53 +229,6 @@ START_TEST(default_allocator_keeps_bytes_across_the_map_threshold) {
 }
 END_TEST
 
-/* Forks while another thread maps and unmaps large blocks: each child
- * maps, writes and frees one under a 10 s alarm (the table's lock is
- * released in the child by pthread_atfork; the window where another
- * thread holds it is short, so a missing handler fails only rarely). */
-static _Atomic int churn_stop;
-
-static void *churn(void *arg) {
-    const sy_alloc *a = arg;
-    while (!atomic_load(&churn_stop)) {
-        unsigned char *p = sy_malloc(a, SY_MAP_MIN + 4096);
-        if (p) {
-            p[0] = 1;
-            sy_free(a, p);
-        }
-    }
-    return NULL;
-}
-
-START_TEST(default_allocator_works_in_a_child_forked_meanwhile) {
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    atomic_store(&churn_stop, 0);
-    pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, churn, &a), 0);
-    int ok = 0;
-    for (int i = 0; i < 50; i++) {
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-            alarm(10);
-            unsigned char *p = sy_malloc(&a, 2 * SY_MAP_MIN);
-            if (!p)
-                _exit(2);
-            memset(p, 7, 2 * SY_MAP_MIN);
-            sy_free(&a, p);
-            _exit(0);
-        }
-        int st = 0;
-        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    }
-    atomic_store(&churn_stop, 1);
-    pthread_join(t, NULL);
-    ck_assert_int_eq(ok, 50);
-}
-END_TEST
-
 START_TEST(sort_by_u64_is_ascending_and_stable) {
     sy_alloc a;
     sy_alloc_init(&a, NULL);
@@ -325,7 +273,6 @@ int main(void) {
     tcase_add_test(tc, error_prefix_joins_paths);
     tcase_add_test(tc, sort_by_u64_is_ascending_and_stable);
     tcase_add_test(tc, default_allocator_keeps_bytes_across_the_map_threshold);
-    tcase_add_test(tc, default_allocator_works_in_a_child_forked_meanwhile);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -74,6 +74,21 @@ typedef struct ptr_at {
 static int dedupe_in_order(const sy_alloc *a, ptr_vec *t, size_t *lead) {
     if (t->n < 2)
         return SY_OK;
+    if (t->n <= 16) { /* one-route changes: compares, no sort, no memory */
+        size_t u = 0, kept_lead = 0;
+        for (size_t i = 0; i < t->n; i++) {
+            size_t j = 0;
+            while (j < u && t->v[j] != t->v[i])
+                j++;
+            if (j < u)
+                continue;
+            kept_lead += i < *lead;
+            t->v[u++] = t->v[i];
+        }
+        t->n = u;
+        *lead = kept_lead;
+        return SY_OK;
+    }
     ptr_at *sorted = sy_malloc(a, t->n * sizeof *sorted);
     bool *first = sy_calloc(a, t->n, sizeof *first);
     if (!sorted || !first) {

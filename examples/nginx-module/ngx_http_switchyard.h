@@ -159,9 +159,11 @@ typedef struct {
     ngx_event_t timer;
     sy_header *hdrs; /* scratch for a request's headers */
     size_t hdr_cap;
-    sw_slot_t slot;     /* what this worker last published */
-    ngx_uint_t ticks;   /* of the timer */
-    ngx_fd_t notify_fd; /* read end of this worker's pipe, or -1 */
+    sw_slot_t slot;        /* what this worker last published */
+    ngx_uint_t ticks;      /* of the timer */
+    ngx_fd_t notify_fd;    /* read end of this worker's pipe, or -1 */
+    uint64_t stage_cpu_us; /* CPU time of the last sw_worker_apply's
+                            * staging (the library's copy of the body) */
 } sw_worker_t;
 
 extern sw_worker_t sw_worker;
@@ -189,6 +191,14 @@ const char *sw_kind_name(ngx_uint_t kind);
 void sw_worker_publish(int rc, const sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);
+
+/* ---- the routers' allocator (ngx_http_switchyard_alloc.c) ---- */
+
+/* malloc that keeps large freed blocks for the next large allocation;
+ * one worker's thread only. */
+extern const sy_allocator sw_allocator;
+/* Free the kept blocks (the worker's router is gone). */
+void sw_alloc_release(void);
 
 /* ---- waking the other workers ---- */
 

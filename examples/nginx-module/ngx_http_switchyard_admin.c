@@ -311,7 +311,7 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     sw_zone_ctx_t *z = sw_worker.zone;
     sy_error err, ferr;
     sw_shm_doc_t *doc;
-    uint64_t seq = 0, t0, t1, t2, c0, c1;
+    uint64_t seq = 0, t0, t1, t2, c0, c1, c_store = 0, c_stage = 0;
     int rc = 0, frc = 0;
     bool followed, current;
 
@@ -339,11 +339,14 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                         (u_char *)"cannot read the request body",
                         sizeof err.message);
         }
+        c_store = sw_cpu_us() - c0;
         if (rc == 0 && a->kind == SW_DOC_ROUTE)
             rc = sw_check_route_id(a, doc->data, len, &err);
-        if (rc == 0)
+        if (rc == 0) {
             rc = sw_worker_apply(a->kind, name, source, (char *)doc->data, len,
                                  &err);
+            c_stage = sw_worker.stage_cpu_us;
+        }
         if (rc) {
             sw_zone_discard_locked(z, doc);
         } else {
@@ -390,15 +393,16 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                                                : NGX_HTTP_BAD_REQUEST,
                              &err);
 
-    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 250);
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 300);
     if (b != NULL) {
         b->last = ngx_sprintf(
             b->last, "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
         b->last = sw_json_str(b->last, a->name.data, a->name.len);
         b->last = ngx_sprintf(b->last,
                               ",\"generation\":%uL,\"wait_us\":%uL,"
-                              "\"commit_us\":%uL,\"commit_cpu_us\":%uL}\n",
-                              seq, t1 - t0, t2 - t1, c1 - c0);
+                              "\"commit_us\":%uL,\"commit_cpu_us\":%uL,"
+                              "\"store_cpu_us\":%uL,\"stage_cpu_us\":%uL}\n",
+                              seq, t1 - t0, t2 - t1, c1 - c0, c_store, c_stage);
     }
     rc = b ? sw_send_json(r, NGX_HTTP_OK, b) : NGX_HTTP_INTERNAL_SERVER_ERROR;
     /* the answer is on its way: now wake the other workers (on a busy

@@ -89,6 +89,7 @@ typedef struct {
     uint64_t fingerprint; /* of the worker's live snapshot */
     uint64_t routes;
     int64_t updated_ms;
+    int64_t updated_us; /* the same in microseconds (wall clock) */
     /* the last change applied, in microseconds: reading the documents
      * out of the zone (staged on a change set under the zone's mutex; 0
      * for the worker that took the change), committing them (wall; CPU
@@ -215,6 +216,8 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r);
  * end. p needs 6 * len + 2 bytes. */
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len);
 int64_t sw_now_ms(void);
+/* CLOCK_REALTIME in microseconds. */
+int64_t sw_now_real_us(void);
 /* CLOCK_MONOTONIC in microseconds (durations). */
 uint64_t sw_now_us(void);
 /* This thread's CPU time in microseconds. */

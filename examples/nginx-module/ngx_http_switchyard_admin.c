@@ -131,7 +131,7 @@ static u_char *sw_sources_json(u_char *p) {
 static ngx_int_t sw_status(ngx_http_request_t *r) {
     sw_zone_ctx_t *z = sw_worker.zone;
     sw_shm_doc_t *d;
-    size_t size = 512 + SW_MAX_WORKERS * (400 + 6 * 520) +
+    size_t size = 512 + SW_MAX_WORKERS * (520 + 6 * 520) +
                   sy_router_source_count(sw_worker.router) * SW_SOURCE_JSON_MAX,
            ndocs = 0;
     ngx_buf_t *b;
@@ -183,13 +183,14 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
         b->last = ngx_sprintf(b->last,
                               "%s{\"worker\":%d,\"pid\":%P,\"generation\":%uL,"
                               "\"fingerprint\":\"%016uxL\",\"routes\":%uL,"
-                              "\"updated_ms\":%L,\"copy_us\":%uL,"
+                              "\"updated_ms\":%L,\"updated_us\":%L,"
+                              "\"copy_us\":%uL,"
                               "\"apply_us\":%uL,\"apply_cpu_us\":%uL,"
                               "\"publish_us\":%uL,\"wakeups\":%uL,\"error\":",
                               nslots ? "," : "", i, s->pid, s->generation,
                               s->fingerprint, s->routes, s->updated_ms,
-                              s->copy_us, s->apply_us, s->apply_cpu_us,
-                              s->publish_us, s->wakeups);
+                              s->updated_us, s->copy_us, s->apply_us,
+                              s->apply_cpu_us, s->publish_us, s->wakeups);
         if (s->last_rc)
             b->last = sw_json_str(b->last, (u_char *)s->last_error,
                                   strlen(s->last_error));

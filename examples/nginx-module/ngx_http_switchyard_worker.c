@@ -22,6 +22,12 @@ int64_t sw_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t sw_now_real_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static uint64_t sw_clock_us(clockid_t id) {
     struct timespec ts;
     clock_gettime(id, &ts);
@@ -195,7 +201,8 @@ void sw_worker_publish(int rc, const sy_error *err) {
     s->generation = sw_worker.generation;
     s->fingerprint = sy_snapshot_fingerprint(snap);
     s->routes = sy_snapshot_route_count(snap);
-    s->updated_ms = sw_now_ms();
+    s->updated_us = sw_now_real_us();
+    s->updated_ms = s->updated_us / 1000;
     sy_snapshot_release(snap);
     s->publish_us = sw_now_us() - t0;
     if (rc) {

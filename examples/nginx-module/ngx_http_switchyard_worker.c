@@ -222,6 +222,14 @@ static void sw_log_doc_error(ngx_log_t *log, const sw_doc_copy_t *d,
                   e->path[0] ? ": " : "", e->message);
 }
 
+/* A removal whose route is not there asks for what already holds: the
+ * route was removed, or the zone's newest change of that route id (the
+ * only one it keeps) is this removal and replaced the upsert before this
+ * worker applied it. Not an error. */
+static bool sw_already_holds(const sw_doc_copy_t *d, int rc) {
+    return rc == SY_ENOTFOUND && d->kind == SW_DOC_ROUTE_REMOVE;
+}
+
 /* Apply zone documents (sorted by seq) as one change set: one publish.
  * Should one of them fail (a conflict between documents stored by two
  * workers at once), apply the others one by one so that one bad document
@@ -244,6 +252,8 @@ static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
         rc = sy_router_commit(sw_worker.router, cs, NULL, err);
     sy_change_set_free(cs);
     if (rc == 0 || n == 1) {
+        if (rc && sw_already_holds(&docs[0], rc))
+            return 0;
         if (rc)
             sw_log_doc_error(log, &docs[0], err);
         return rc;
@@ -251,7 +261,7 @@ static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
     for (size_t i = 0; i < n; i++) {
         rc = sw_worker_apply(docs[i].kind, docs[i].name, docs[i].source,
                              docs[i].data, docs[i].len, &e);
-        if (rc) {
+        if (rc && !sw_already_holds(&docs[i], rc)) {
             sw_log_doc_error(log, &docs[i], &e);
             if (!first) {
                 first = rc;

@@ -525,6 +525,71 @@ def test_other_worker_woken_by_a_change(env):
           "restore version 0")
 
 
+def test_large_documents_in_turn(env):
+    """Whole documents of several hundred KB (the size the routers'
+    allocator keeps freed blocks for), larger and smaller in turn, read
+    through nginx's temporary file (client_body_buffer_size 128): each is
+    served by every worker; a broken one is rejected with its located
+    error and leaves the previous one serving everywhere. The answer
+    splits the commit's CPU time and the status gives publish times in
+    microseconds."""
+    b = "http://127.0.0.1:%d" % env.pb
+
+    def big(version, n):
+        doc = env.live_routes(version)
+        doc["routes"] += [{"id": "big%d" % i, "uri": b,
+                           "predicates": ["Path=/big%d/**" % i]}
+                          for i in range(n)]
+        return json.dumps(doc)
+
+    for version, n in ((201, 5000), (202, 7000), (203, 1000), (204, 7000)):
+        body = big(version, n)
+        check(n < 5000 or len(body) > 256 * 1024,
+              "document of %d bytes" % len(body))
+        r = env.put("routes/live", body)
+        check(r.status == 200, "%d routes: %d %r" % (n, r.status, r.body))
+        j = r.json()
+        check(isinstance(j.get("store_cpu_us"), int) and
+              isinstance(j.get("stage_cpu_us"), int) and
+              j["store_cpu_us"] + j["stage_cpu_us"] <= j["commit_cpu_us"] + 1,
+              "commit split %r" % j)
+        s = env.converged()
+        for w in s["workers"]:
+            check(w["updated_us"] // 1000 == w["updated_ms"],
+                  "updated_us %r" % w)
+        for _ in range(4):  # fresh connections: either worker
+            r = request(env.port, "GET", "/big%d/x" % (n - 1))
+            check(r.status == 200 and r.json()["id"] == "B",
+                  "%d routes: last route answered %d" % (n, r.status))
+            r = request(env.port, "GET", "/big%d/x" % n)
+            check(r.status == 404, "%d routes: /big%d answered %d"
+                  % (n, n, r.status))
+            r = request(env.port, "GET", "/live/x")
+            check(r.echo_header("X-Route-Version") == str(version),
+                  "version %s served" % r.echo_header("X-Route-Version"))
+    before = env.converged()
+    bad = json.loads(big(205, 7000))
+    bad["routes"][-1]["predicates"] = ["Paht=/typo"]
+    r = env.put("routes/live", json.dumps(bad))
+    check(r.status == 400, "broken document: %d" % r.status)
+    check(r.json()["error"]["path"] == "routes[7000].predicates[0]",
+          "error %r" % r.json())
+    after = env.converged()
+    check(after["generation"] == before["generation"] and
+          {w["fingerprint"] for w in after["workers"]} ==
+          {w["fingerprint"] for w in before["workers"]},
+          "the broken document changed something")
+    for _ in range(4):
+        r = request(env.port, "GET", "/live/x")
+        check(r.echo_header("X-Route-Version") == "204",
+              "after the broken document: %s"
+              % r.echo_header("X-Route-Version"))
+    check(env.put("routes/live", env.live_routes(0)).status == 200,
+          "restore version 0")
+    r = request(env.port, "GET", "/big0/x")
+    check(r.status == 404, "big routes left: %d" % r.status)
+
+
 def test_conflicting_changes_at_once(env):
     """Two PUTs of the same route id into two sources, sent at the same
     time (so usually to both workers): one change at a time is committed
@@ -572,7 +637,8 @@ def test_full_zone_changes_nothing(env):
     after = env.converged()
     check(after["generation"] == before["generation"], "generation moved")
     r = request(env.port, "GET", "/live/x")
-    check(r.echo_header("X-Route-Version") == "0", "live route changed")
+    check(r.echo_header("X-Route-Version") == "0",
+          "live route changed: %d %r" % (r.status, r.body[:300]))
 
 
 def test_broken_file_fails_configuration_test(env):
@@ -734,6 +800,7 @@ TESTS = [
     test_single_route_changes,
     test_passive_health_ejects_a_failing_instance,
     test_other_worker_woken_by_a_change,
+    test_large_documents_in_turn,
     test_conflicting_changes_at_once,
     test_full_zone_changes_nothing,
     test_broken_file_fails_configuration_test,

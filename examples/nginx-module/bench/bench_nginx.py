@@ -294,7 +294,9 @@ def worker_times(port, generation, t0_wall, timeout=30):
         time.sleep(0.005)
     # updated_us: the worker's wall clock (CLOCK_REALTIME, as time.time())
     # when it published the change
-    every = max(w["updated_us"] for w in ws) / 1e6 - t0_wall
+    # (a module without updated_us: updated_ms, 1 ms resolution)
+    every = max(w["updated_us"] / 1e6 if "updated_us" in w else
+                w["updated_ms"] / 1e3 for w in ws) - t0_wall
     return ([(w["copy_us"] / 1e3, w["apply_us"] / 1e3,
               w["apply_cpu_us"] / 1e3) for w in ws], max(every, 1e-6))
 
@@ -311,8 +313,9 @@ def put_figures(port, reply, t0_wall):
     workers, every = worker_times(port, reply["generation"], t0_wall)
     return {"every_s": every, "commit_ms": reply["commit_us"] / 1e3,
             "commit_cpu_ms": reply["commit_cpu_us"] / 1e3,
-            "store_cpu_ms": reply["store_cpu_us"] / 1e3,
-            "stage_cpu_ms": reply["stage_cpu_us"] / 1e3,
+            # (0 from a module that does not split its commit)
+            "store_cpu_ms": reply.get("store_cpu_us", 0) / 1e3,
+            "stage_cpu_ms": reply.get("stage_cpu_us", 0) / 1e3,
             "workers": workers}
 
 

@@ -301,9 +301,10 @@ static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
     return rc;
 }
 
-/* A change, from the request to the answer. Under the zone's mutex: this
- * worker catches up with the zone, the body is read straight into room
- * made in the zone (unseen by the other workers), the change is committed
+/* A change, from the request to the answer. The body is in room made in
+ * the zone (unseen by the other workers) already (sw_read_into_zone), or
+ * is copied there from nginx's reader. Under the zone's mutex: this
+ * worker catches up with the zone, the change is committed
  * to this worker's router, and only when that held is it linked as the
  * zone's newest document. One change at a time across the workers, so the
  * zone's order is the order of the commits: a change that conflicts with

@@ -449,7 +449,8 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
 /* Frees the room when the request ends before the change linked it. */
 static void sw_room_cleanup(void *data) {
     sw_admin_ctx_t *a = data;
-    if (a->doc != NULL) {
+    /* (no zone: the worker is past its exit hook, the zone goes with it) */
+    if (a->doc != NULL && sw_worker.zone != NULL) {
         sw_zone_lock(sw_worker.zone);
         sw_zone_discard_locked(sw_worker.zone, a->doc);
         sw_zone_unlock(sw_worker.zone);

@@ -3,9 +3,9 @@
  * (sy_router_options.allocator): malloc, except that blocks of
  * SW_BIG_BLOCK bytes and more are kept when freed and handed out again for
  * the next large allocation. A whole-document change makes the library
- * copy the document into two large buffers (the change set's staging copy
- * and the source's history copy); with plain malloc such a buffer is often
- * fresh memory (glibc gives the heap's top or a mapping back to the
+ * copy the document into a large buffer (the change set's staging copy)
+ * and build large temporaries (the scan, the index); with plain malloc
+ * such a buffer is often fresh memory (glibc gives the heap's top or a mapping back to the
  * kernel), and faulting its pages in costs several times the copy itself
  * (a 1 MB document: ~0.3 ms of page faults for a 0.1 ms copy). Kept
  * blocks stay mapped, so the copy runs at memory speed. Each worker is one

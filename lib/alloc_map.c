@@ -2,7 +2,8 @@
  * alloc_map.c - the library's default allocator (a host that passes no
  * sy_allocator): libc's malloc, but blocks of SY_MAP_MIN bytes or more are
  * mapped and unmapped directly, so that a freed one goes back to the
- * system at once.
+ * system at once (but for a small keep of freed blocks of up to 2 MiB,
+ * reused by the next block of their size).
  *
  * Why: an apply's temporaries are large arrays (the document's scan, sort
  * buffers, the index build's lists: tens of MB at 100,000 routes) freed

@@ -182,6 +182,14 @@ static char *b64_decode(const char *src, size_t *n) {
     return b64_decode_n(src, strlen(src), n);
 }
 
+/* The wall clock (CLOCK_REALTIME) in microseconds: the trace's stamps,
+ * comparable across processes. */
+static int64_t wall_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* This thread's CPU time in microseconds. */
 static uint64_t cpu_us(void) {
     struct timespec ts;
@@ -551,6 +559,8 @@ struct gw_etcd {
     uint64_t commit_cpu_us_total, fingerprint_us_total;
     /* time spent parsing watch lines and decoding their values */
     uint64_t last_decode_us, decode_us_total;
+    /* the watch response being applied, and the last one committed */
+    gw_etcd_trace trace, last_trace;
     source_rec *src;
     size_t src_n, src_cap;
     service_rec *svc;
@@ -616,12 +626,15 @@ struct gw_http {
     buf body;
     char rbuf[READ_CHUNK];
     int status;
-    bool streaming;   /* body delivered line by line (watch) */
-    bool complete;    /* message complete */
-    bool closing;     /* the owner is done with it */
-    bool gai_pending; /* getaddrinfo not called back yet */
-    size_t scanned;   /* streaming: body bytes already searched for '\n' */
-    int handles;      /* open libuv handles */
+    bool streaming;      /* body delivered line by line (watch) */
+    bool complete;       /* message complete */
+    bool closing;        /* the owner is done with it */
+    bool gai_pending;    /* getaddrinfo not called back yet */
+    size_t scanned;      /* streaming: body bytes already searched for '\n' */
+    int64_t read_us;     /* wall clock of the read being parsed */
+    int64_t line_us;     /* wall clock of the read that began the open line */
+    uint32_t line_reads; /* reads that brought the open line so far */
+    int handles;         /* open libuv handles */
     http_line_fn on_line;
     http_done_fn on_done;
 };
@@ -682,6 +695,11 @@ static int on_hp_headers_complete(http_parser *p) {
 
 static int on_hp_body(http_parser *p, const char *at, size_t n) {
     gw_http *h = p->data;
+    if (!h->body.len) { /* a line begins */
+        h->line_us = h->read_us;
+        h->line_reads = 0;
+    }
+    h->line_reads++;
     if (!buf_add(&h->body, at, n))
         return -1;
     if (!h->streaming || h->status != 200)
@@ -703,6 +721,8 @@ static int on_hp_body(http_parser *p, const char *at, size_t n) {
         memmove(h->body.p, h->body.p + start, h->body.len - start);
         h->body.len -= start;
         h->body.p[h->body.len] = '\0';
+        h->line_us = h->read_us; /* the rest begins the next line */
+        h->line_reads = 1;
     }
     h->scanned = h->body.len;
     return 0;
@@ -759,6 +779,7 @@ static void http_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b) {
         http_fail(h, msg);
         return;
     }
+    h->read_us = wall_us();
     size_t done =
         http_parser_execute(&h->parser, &hp_settings, b->base, (size_t)nread);
     if (h->closing)
@@ -1468,8 +1489,15 @@ static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
     e->commits++;
     e->last_commit_us = (uv_hrtime() - t0) / 1000;
     e->commit_us_total += e->last_commit_us;
-    e->commit_cpu_us_total += cpu_us() - c0;
+    uint64_t cpu = cpu_us() - c0;
+    e->commit_cpu_us_total += cpu;
     int64_t rev = e->revision;
+    if (full_read)
+        e->trace = (gw_etcd_trace){0};
+    e->trace.revision = rev;
+    e->trace.committed_us = wall_us();
+    e->trace.commit_cpu_us = cpu;
+    e->last_trace = e->trace;
     uv_mutex_unlock(&e->mu);
     if (e->opts.on_commit)
         e->opts.on_commit(e->opts.data, rev, gen);
@@ -1782,7 +1810,7 @@ static void start_full_read(gw_etcd *e) {
  * in place (jparse); the values of its events are decoded where they lie
  * and applied from there, without a copy. */
 static void on_watch_line(gw_etcd *e, char *line, size_t n) {
-    uint64_t t0 = uv_hrtime();
+    uint64_t t0 = uv_hrtime(), c0 = cpu_us();
     jdoc d;
     bool parsed = jparse(&d, line, n);
     long res = parsed ? jget(&d, 0, "result") : -1;
@@ -1874,6 +1902,12 @@ static void on_watch_line(gw_etcd *e, char *line, size_t n) {
     uv_mutex_lock(&e->mu);
     e->last_decode_us = (uv_hrtime() - t0) / 1000;
     e->decode_us_total += e->last_decode_us;
+    e->trace = (gw_etcd_trace){.first_byte_us = e->http ? e->http->line_us : 0,
+                               .last_byte_us = e->http ? e->http->read_us : 0,
+                               .decoded_us = wall_us(),
+                               .line_bytes = n,
+                               .reads = e->http ? e->http->line_reads : 0,
+                               .decode_cpu_us = cpu_us() - c0};
     uv_mutex_unlock(&e->mu);
     /* the changes borrow their values from `line`, alive until we return */
     bool ok = top <= applied || apply_changes(e, &l, top, false);
@@ -2086,6 +2120,12 @@ void gw_etcd_stop(gw_etcd *e) {
     set_state(e, ST_STOPPED, NULL);
     uv_timer_stop(&e->retry_timer);
     uv_close((uv_handle_t *)&e->retry_timer, retry_timer_closed);
+}
+
+void gw_etcd_last_trace(gw_etcd *e, gw_etcd_trace *out) {
+    uv_mutex_lock(&e->mu);
+    *out = e->last_trace;
+    uv_mutex_unlock(&e->mu);
 }
 
 int64_t gw_etcd_revision(gw_etcd *e) {

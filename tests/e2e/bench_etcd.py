@@ -32,6 +32,7 @@ import json
 import os
 import threading
 import statistics
+import subprocess
 import sys
 import time
 
@@ -41,6 +42,7 @@ from etcd_harness import Driver, Etcd, _cleanup, b64, routes_doc
 P = "/switchyard/"
 CHANGES = int(os.environ.get("SY_BENCH_CHANGES", "200"))
 SOURCES = 3
+CONSUMERS = int(os.environ.get("SY_BENCH_CONSUMERS", "3"))
 POLL_PAUSE = 0.002  # seconds between two status polls of one gateway
 
 
@@ -90,69 +92,140 @@ def pct(v, p):
     return v[k]
 
 
-class GatewayWatcher:
-    """A mini-gateway, and a thread that polls its /status: the time each
-    etcd revision was first seen applied (queued like driver commits)."""
+def proc_cpu_s(pid):
+    """User + system CPU seconds of a process (all its threads)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def reader(stream, commits):
+    """Commit lines of a consumer's stdout into a queue, stamped with the
+    time the bench read them."""
+    for line in stream:
+        line = line.strip()
+        if line.startswith(b"{"):
+            o = json.loads(line)
+            if "commit" in o:
+                o["seen_us"] = time.time() * 1e6
+                commits.put(o)
+
+
+class TracedGateway:
+    """A mini-gateway with --etcd-trace: one JSON line per commit from
+    etcd on its stdout, with the module's own stamps (gw_etcd_trace)."""
+
+    def __init__(self, procs, etcd_url):
+        import gwharness
+        import queue
+        port, admin = gwharness.free_port(), gwharness.free_port()
+        self.admin = admin
+        self.proc = subprocess.Popen(
+            [gwharness.binary(), "--listen", "127.0.0.1:%d" % port,
+             "--admin", "127.0.0.1:%d" % admin, "--workers", "1", "--quiet",
+             "--etcd", etcd_url, "--etcd-trace"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL)
+        procs.procs.append(self.proc)
+        gwharness.wait_port(port, proc=self.proc)
+        gwharness.wait_port(admin, proc=self.proc)
+        self.commits = queue.Queue()
+        self.seen = 0
+        threading.Thread(target=reader, args=(self.proc.stdout, self.commits),
+                         daemon=True).start()
+
+    def status(self):
+        c = http.client.HTTPConnection("127.0.0.1", self.admin, timeout=30)
+        c.request("GET", "/status")
+        o = json.loads(c.getresponse().read())
+        c.close()
+        return o
+
+    def quit(self):
+        pass
+
+
+class PolledGateway(TracedGateway):
+    """--poll: the earlier way of seeing "serving": a thread that polls
+    the gateway's /status (keep-alive, POLL_PAUSE between polls) and
+    stamps the first poll showing each revision. Kept to show what the
+    polling itself costs; the trace lines are still read for the split."""
 
     def __init__(self, procs, etcd_url):
         import queue
-        self.g = procs.gateway("--etcd", etcd_url)
+        TracedGateway.__init__(self, procs, etcd_url)
+        self.traces = self.commits
         self.commits = queue.Queue()
         self.stop = False
-        self.seen = 0
         threading.Thread(target=self.poll, daemon=True).start()
 
-    def revision(self):
-        c = self.conn
-        c.request("GET", "/status")
-        return json.loads(c.getresponse().read())["etcd"]["revision"]
-
     def poll(self):
-        self.conn = http.client.HTTPConnection("127.0.0.1", self.g.admin,
-                                               timeout=30)
+        conn = http.client.HTTPConnection("127.0.0.1", self.admin, timeout=30)
+        seen = 0
         while not self.stop:
             try:
-                rev = self.revision()
+                conn.request("GET", "/status")
+                rev = json.loads(conn.getresponse().read())["etcd"]["revision"]
             except Exception:
-                self.conn = http.client.HTTPConnection(
-                    "127.0.0.1", self.g.admin, timeout=30)
+                conn = http.client.HTTPConnection("127.0.0.1", self.admin,
+                                                  timeout=30)
                 time.sleep(0.01)
                 continue
-            if rev > self.seen:
-                self.seen = rev
-                self.commits.put({"commit": rev, "us": time.time() * 1e6})
-            # a short pause: three pollers back to back (each status a
-            # JSON document of the gateway's sources) take CPU from the
-            # commits being measured
+            if rev > seen:
+                seen = rev
+                o = {"commit": rev, "seen_us": time.time() * 1e6}
+                # the module's trace of the same revision
+                while True:
+                    try:
+                        t = self.traces.get(timeout=5)
+                    except Exception:
+                        break
+                    if t["commit"] >= rev:
+                        o.update({k: v for k, v in t.items()
+                                  if k not in ("commit", "seen_us")})
+                        break
+                o["committed_us"] = o.get("committed_us", 0)
+                o["polled_us"] = o["seen_us"]
+                self.commits.put(o)
             time.sleep(POLL_PAUSE)
-
-    def wait_revision(self, rev, timeout):
-        end = time.time() + timeout
-        while self.seen < rev and time.time() < end:
-            time.sleep(0.01)
-
-    def status(self):
-        return self.g.status()
 
     def quit(self):
         self.stop = True
 
 
-def run(n, gateways=False):
+def wait_commit(d, rev, timeout=60):
+    while True:
+        c = d.commits.get(timeout=timeout)
+        if c["commit"] >= rev:
+            return c
+
+
+def ms_stats(v):
+    return "%.2f/%.2f" % (statistics.median(v), pct(v, 99))
+
+
+def run(n, mode):
     etcd = Etcd("bench").start()
     names = ["src%d" % i for i in range(SOURCES)]
     for s in names:
         etcd.put(P + "routes/" + s, doc(s, n, 0, -1))
-    if gateways:
+    procs = None
+    if mode != "drivers":
         import gwharness
         gwharness.BINARY = os.environ["MINI_GATEWAY"]
         procs = gwharness.Procs()
-        drivers = [GatewayWatcher(procs, etcd.url) for _ in range(3)]
+        kind = PolledGateway if mode == "gateways-poll" else TracedGateway
+        drivers = [kind(procs, etcd.url) for _ in range(CONSUMERS)]
+        pids = [d.proc.pid for d in drivers]
     else:
-        drivers = [Driver(etcd.url, commits=True) for _ in range(3)]
+        drivers = [Driver(etcd.url, commits=True) for _ in range(CONSUMERS)]
+        pids = [d.proc.pid for d in drivers]
     rev = etcd.revision()
     for d in drivers:
-        d.wait_revision(rev, 60)
+        wait_commit(d, rev)
         while not d.commits.empty():
             d.commits.get()
     # documents and put requests built before timing
@@ -167,19 +240,32 @@ def run(n, gateways=False):
     # commit is not one of them)
     base = [d.status()["etcd"] for d in drivers]
     load0 = os.getloadavg()[0]
+    cpu0 = ([proc_cpu_s(etcd.proc.pid)] + [proc_cpu_s(p) for p in pids] +
+            [sum(os.times()[:2])])
     lat, put_rt = [], []
+    # per consumer, per change: ms after the put was sent
+    stages = ("first_us", "last_us", "decoded_us", "committed_us")
+    split = [{k: [] for k in stages + ("seen_us",)} for _ in drivers]
+    bytes_, reads = [], []
     for i in range(CHANGES):
         t0 = time.time()
         rev = writer.put(bodies[i])
         put_rt.append(time.time() - t0)
         last = 0.0
-        for d in drivers:
-            while True:
-                c = d.commits.get(timeout=60)
-                if c["commit"] >= rev:
-                    break
-            last = max(last, c["us"] / 1e6)
+        for k, d in enumerate(drivers):
+            c = wait_commit(d, rev)
+            # serving: the consumer's own stamp of the published commit
+            # (--poll: when a status poll first showed the revision)
+            done = c.get("polled_us") or c["committed_us"]
+            last = max(last, done / 1e6)
+            for st in stages + ("seen_us",):
+                split[k][st].append(c[st] / 1e3 - t0 * 1e3)
+            bytes_.append(c["bytes"])
+            reads.append(c["reads"])
         lat.append(last - t0)
+    cpu1 = ([proc_cpu_s(etcd.proc.pid)] + [proc_cpu_s(p) for p in pids] +
+            [sum(os.times()[:2])])
+    cpu = [(b - a) * 1000.0 / CHANGES for a, b in zip(cpu0, cpu1)]
     apply_ms, decode_ms, cpu_ms, fp_ms = [], [], [], []
     for d, b in zip(drivers, base):
         e = d.status()["etcd"]
@@ -191,32 +277,55 @@ def run(n, gateways=False):
                      / k)
         decode_ms.append((e["decode_us_total"] - b["decode_us_total"]) / k)
         d.quit()
-    if gateways:
+    if procs:
         procs.stop_all()
     etcd.kill()
     ms = [x * 1000 for x in lat]
     pr = [x * 1000 for x in put_rt]
-    print("%s routes/source %6d  doc %8d bytes  changes %d  write->all 3 "
+    label = {"drivers": "drivers ", "gateways": "gateways",
+             "gateways-poll": "gw-poll "}[mode]
+    print("%s routes/source %6d  doc %8d bytes  changes %d  write->all %d "
           "serving: median %.2f ms  p99 %.2f ms  max %.2f ms  (put round "
           "trip median %.2f ms; mean per change in a consumer: watch line "
           "parse+decode %.2f ms, commit %.2f ms wall / %.2f ms CPU; "
           "fingerprint reads for status %.2f ms)  [%s UTC, load average "
           "%.2f -> %.2f; etcd data on %s]" %
-          ("gateways" if gateways else "drivers ", n, size, CHANGES,
+          (label, n, size, CHANGES, CONSUMERS,
            statistics.median(ms), pct(ms, 99), max(ms),
            statistics.median(pr), statistics.mean(decode_ms),
            statistics.mean(apply_ms), statistics.mean(cpu_ms),
            statistics.mean(fp_ms),
            time.strftime("%H:%M:%S", time.gmtime()), load0,
            os.getloadavg()[0], os.environ.get("SY_ETCD_TMP") or "disk"))
+    # Where the time went: per consumer, median/p99 over the changes of
+    # each stamp, in ms after the put was sent; then the stages.
+    print("    split, ms after the put was sent (median/p99): put acked %s"
+          % ms_stats(pr))
+    for k, sp in enumerate(split):
+        first, lastb = sp["first_us"], sp["last_us"]
+        dec, com = sp["decoded_us"], sp["committed_us"]
+        print("    consumer %d: first byte %s  last byte %s  decoded %s  "
+              "committed %s  seen by the bench %s | stages: transfer %s, "
+              "decode %s, commit %s" %
+              (k, ms_stats(first), ms_stats(lastb), ms_stats(dec),
+               ms_stats(com), ms_stats(sp["seen_us"]),
+               ms_stats([b - a for a, b in zip(first, lastb)]),
+               ms_stats([b - a for a, b in zip(lastb, dec)]),
+               ms_stats([b - a for a, b in zip(dec, com)])))
+    print("    watch line %d bytes in %.1f reads (mean); CPU per change: "
+          "etcd %.2f ms, consumers %s ms, bench %.2f ms" %
+          (statistics.median(bytes_), statistics.mean(reads), cpu[0],
+           " ".join("%.2f" % c for c in cpu[1:-1]), cpu[-1]))
     sys.stdout.flush()
 
 
 if __name__ == "__main__":
-    gw = "--gateways" in sys.argv
-    sizes = [int(a) for a in sys.argv[1:] if a != "--gateways"] or [10, 10000]
+    mode = "drivers"
+    if "--gateways" in sys.argv:
+        mode = "gateways-poll" if "--poll" in sys.argv else "gateways"
+    sizes = [int(a) for a in sys.argv[1:] if not a.startswith("--")]
     try:
-        for n in sizes:
-            run(n, gw)
+        for n in sizes or [10, 10000]:
+            run(n, mode)
     finally:
         _cleanup()

@@ -218,6 +218,8 @@ class Driver:
     def _reader(self):
         for line in self.proc.stdout:
             o = json.loads(line)
+            if "commit" in o:  # when the reader saw it (benchmarks)
+                o["seen_us"] = time.time() * 1e6
             (self.commits if "commit" in o else self.answers).put(o)
         self.answers.put(None)
 

@@ -203,7 +203,13 @@ def wait_commit(d, rev, timeout=60):
             return c
 
 
+def mean(v):
+    return statistics.mean(v) if v else 0.0
+
+
 def ms_stats(v):
+    if not v:
+        return "-"
     return "%.2f/%.2f" % (statistics.median(v), pct(v, 99))
 
 
@@ -292,9 +298,9 @@ def run(n, mode):
           "%.2f -> %.2f; etcd data on %s]" %
           (label, n, size, CHANGES, CONSUMERS,
            statistics.median(ms), pct(ms, 99), max(ms),
-           statistics.median(pr), statistics.mean(decode_ms),
-           statistics.mean(apply_ms), statistics.mean(cpu_ms),
-           statistics.mean(fp_ms),
+           statistics.median(pr), mean(decode_ms),
+           mean(apply_ms), mean(cpu_ms),
+           mean(fp_ms),
            time.strftime("%H:%M:%S", time.gmtime()), load0,
            os.getloadavg()[0], os.environ.get("SY_ETCD_TMP") or "disk"))
     # Where the time went: per consumer, median/p99 over the changes of
@@ -314,7 +320,7 @@ def run(n, mode):
                ms_stats([b - a for a, b in zip(dec, com)])))
     print("    watch line %d bytes in %.1f reads (mean); CPU per change: "
           "etcd %.2f ms, consumers %s ms, bench %.2f ms" %
-          (statistics.median(bytes_), statistics.mean(reads), cpu[0],
+          (statistics.median(bytes_ or [0]), mean(reads), cpu[0],
            " ".join("%.2f" % c for c in cpu[1:-1]), cpu[-1]))
     sys.stdout.flush()
 

@@ -43,7 +43,8 @@ P = "/switchyard/"
 CHANGES = int(os.environ.get("SY_BENCH_CHANGES", "200"))
 SOURCES = 3
 CONSUMERS = int(os.environ.get("SY_BENCH_CONSUMERS", "3"))
-POLL_PAUSE = 0.002  # seconds between two status polls of one gateway
+POLL_PAUSE = 0.002
+PPROF_S = 5  # seconds of etcd CPU profile with --pprof  # seconds between two status polls of one gateway
 
 
 def doc(src, n, version, changed):
@@ -90,6 +91,129 @@ def pct(v, p):
     v = sorted(v)
     k = max(0, min(len(v) - 1, int(round(p / 100.0 * len(v) + 0.5)) - 1))
     return v[k]
+
+
+# --- etcd's own CPU profile (--pprof) ------------------------------------
+# etcd serves Go's pprof with --enable-pprof; a profile is a gzipped
+# protobuf (github.com/google/pprof, proto/profile.proto), read here with a
+# small wire-format reader: samples (location ids, values), locations
+# (lines -> function ids), functions (name = string index), strings.
+
+def _varint(b, i):
+    r = sh = 0
+    while True:
+        c = b[i]
+        i += 1
+        r |= (c & 0x7f) << sh
+        sh += 7
+        if c < 0x80:
+            return r, i
+
+
+def _fields(b):
+    i = 0
+    while i < len(b):
+        k, i = _varint(b, i)
+        f, w = k >> 3, k & 7
+        if w == 0:
+            v, i = _varint(b, i)
+        elif w == 1:
+            v, i = b[i:i + 8], i + 8
+        elif w == 2:
+            n, i = _varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif w == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("pprof: wire type %d" % w)
+        yield f, w, v
+
+
+def _packed(v, w):
+    if w == 0:
+        return [v]
+    out, i = [], 0
+    while i < len(v):
+        x, i = _varint(v, i)
+        out.append(x)
+    return out
+
+
+def pprof_stacks(data):
+    """[(function names leaf first, CPU nanoseconds)] of a CPU profile."""
+    import gzip
+    b = gzip.decompress(data)
+    strings, samples, locs, funcs = [], [], {}, {}
+    for f, w, v in _fields(b):
+        if f == 6:
+            strings.append(v.decode(errors="replace"))
+        elif f == 2:
+            ids, vals = [], []
+            for f2, w2, v2 in _fields(v):
+                if f2 == 1:
+                    ids += _packed(v2, w2)
+                elif f2 == 2:
+                    vals += _packed(v2, w2)
+            samples.append((ids, vals))
+        elif f == 4:
+            lid, fids = 0, []
+            for f2, w2, v2 in _fields(v):
+                if f2 == 1:
+                    lid = v2
+                elif f2 == 4:
+                    fids += [v3 for f3, _, v3 in _fields(v2) if f3 == 1]
+            locs[lid] = fids
+        elif f == 5:
+            fid = name = 0
+            for f2, _, v2 in _fields(v):
+                if f2 == 1:
+                    fid = v2
+                elif f2 == 2:
+                    name = v2
+            funcs[fid] = name
+    return [([strings[funcs.get(fid, 0)] for lid in ids
+              for fid in locs.get(lid, [])], vals[-1] if vals else 0)
+            for ids, vals in samples]
+
+
+# What etcd's CPU goes to, by the first rule whose marker is in a
+# sample's stack (markers are substrings of Go function names).
+PPROF_RULES = [
+    ("put: JSON gateway decodes the request", ["gw.request_KV_Put_0"]),
+    ("put: JSON gateway encodes the answer",
+     ["gw.RegisterKVHandlerClient"]),
+    ("watch: JSON gateway encodes events (per watcher)",
+     ["gw.RegisterWatchHandlerClient", "gw.request_Watch_Watch_0",
+      "runtime.ForwardResponseStream"]),
+    ("watch: gRPC server sends events", ["v3rpc.(*serverWatchStream)",
+                                         "mvcc.(*watchableStore)"]),
+    ("raft, WAL, apply, backend (bbolt)",
+     ["go.etcd.io/etcd/raft", "go.etcd.io/etcd/wal", "go.etcd.io/bbolt",
+      "mvcc/backend", "etcdserver.(*EtcdServer).apply",
+      "etcdserver.(*raftNode)", "etcdserver.(*EtcdServer).run"]),
+    ("gRPC transport (the gateway's loopback connection)",
+     ["google.golang.org/grpc"]),
+    ("Go garbage collector", ["runtime.gcBgMarkWorker", "runtime.bgsweep",
+                              "runtime.bgscavenge"]),
+]
+
+
+def pprof_summary(data, changes):
+    stacks = pprof_stacks(data)
+    total = sum(v for _, v in stacks) or 1
+    by = {}
+    for st, v in stacks:
+        name = "other"
+        for label, marks in PPROF_RULES:
+            if any(m in fn for fn in st for m in marks):
+                name = label
+                break
+        by[name] = by.get(name, 0) + v
+    parts = sorted(by.items(), key=lambda kv: -kv[1])
+    return ("    etcd CPU profile: %.1f ms per change: " % (total / 1e6 / changes)
+            + "; ".join("%s %.1f ms (%.0f%%)" % (k, v / 1e6 / changes,
+                                                 100.0 * v / total)
+                        for k, v in parts))
 
 
 def proc_cpu_s(pid):
@@ -213,8 +337,11 @@ def ms_stats(v):
     return "%.2f/%.2f" % (statistics.median(v), pct(v, 99))
 
 
-def run(n, mode):
-    etcd = Etcd("bench").start()
+def run(n, mode, pprof=False):
+    etcd = Etcd("bench")
+    if pprof:
+        etcd.extra_args = ["--enable-pprof"]
+    etcd.start()
     names = ["src%d" % i for i in range(SOURCES)]
     for s in names:
         etcd.put(P + "routes/" + s, doc(s, n, 0, -1))
@@ -248,6 +375,21 @@ def run(n, mode):
     load0 = os.getloadavg()[0]
     cpu0 = ([proc_cpu_s(etcd.proc.pid)] + [proc_cpu_s(p) for p in pids] +
             [sum(os.times()[:2])])
+    prof = {}
+    if pprof:
+        # a CPU profile of etcd over the first PPROF_S seconds of the
+        # changes (which last longer: 200 changes of >= 20 ms)
+        import urllib.request
+
+        def profile():
+            prof["data"] = urllib.request.urlopen(
+                etcd.url + "/debug/pprof/profile?seconds=%d" % PPROF_S,
+                timeout=PPROF_S + 30).read()
+            prof["changes"] = len(lat)
+        lat = []
+        pt = threading.Thread(target=profile, daemon=True)
+        pt.start()
+        time.sleep(0.05)
     lat, put_rt = [], []
     # per consumer, per change: ms after the put was sent
     stages = ("first_us", "last_us", "decoded_us", "committed_us")
@@ -322,6 +464,10 @@ def run(n, mode):
           "etcd %.2f ms, consumers %s ms, bench %.2f ms" %
           (statistics.median(bytes_ or [0]), mean(reads), cpu[0],
            " ".join("%.2f" % c for c in cpu[1:-1]), cpu[-1]))
+    if pprof:
+        pt.join(PPROF_S + 30)
+        if "data" in prof:
+            print(pprof_summary(prof["data"], max(1, prof["changes"])))
     sys.stdout.flush()
 
 
@@ -332,6 +478,6 @@ if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:] if not a.startswith("--")]
     try:
         for n in sizes or [10, 10000]:
-            run(n, mode)
+            run(n, mode, "--pprof" in sys.argv)
     finally:
         _cleanup()

@@ -2,30 +2,43 @@
 
 Not a test: prints figures (docs/performance.md, section "etcd").
 
-One etcd, three etcd drivers (routers fed by the mini-gateway's etcd
-source, each its own process with its own libuv loop), 3 sources of N
-routes each. Each change rewrites one source's document with one route
+One etcd, three consumers of its watch (SY_BENCH_CONSUMERS), 3 sources of
+N routes each. Each change rewrites one source's document with one route
 changed (its uri), written with a put; the next change waits until all
-three routers committed it. Latency of a change = the last of the three
-commit times (taken right after sy_router_apply published, in the driver)
-minus the time the put was sent. Also shown: the put's own round trip
-(etcd's raft + fsync), which is part of the latency.
+consumers committed it. Latency of a change = the last consumer's commit
+time minus the time the put was sent.
 
     ETCD_DRIVER=build/tests/e2e/etcd_driver python3 tests/e2e/bench_etcd.py \
-        [--gateways] [routes-per-source ...]        (default: 10 10000)
+        [--gateways [--poll]] [--grpc-put] [--pprof] [routes-per-source ...]
+        (default sizes: 10 10000)
 
-SY_ETCD_TMP=/dev/shm puts etcd's data dir (its WAL) in memory: the figures
-then leave out this machine's disk (each put of a 1 MB document is a WAL
-fsync of ~1.4 MB), which a production etcd has on its own SSD.
+Consumers: etcd drivers (tests/e2e/etcd_driver: the mini-gateway's etcd
+source and a router, one libuv loop), or with --gateways three
+mini-gateways (MINI_GATEWAY=path/to/mini-gateway) run with --etcd-trace.
+Either prints one line per commit with the module's own stamps
+(gw_etcd_trace, wall clock): first and last byte of the watch event
+received, decoded, committed (published: the next request is routed by
+it). "Serving" is that commit stamp. --poll instead polls each gateway's
+admin GET /status (2 ms between polls) and takes the first poll showing
+the revision, as earlier rounds did: kept to show that the polling's CPU
+(a status document per poll in each gateway, JSON parsing in the bench)
+slowed what it measured.
 
---gateways: three mini-gateways (MINI_GATEWAY=path/to/mini-gateway) instead
-of the drivers; "serving" is then seen by polling each gateway's admin
-GET /status until its "etcd"."revision" reaches the write's revision (one
-thread and one keep-alive connection per gateway, 2 ms between polls), so
-the figures include up to one poll round trip and pause.
+Writes: by default through etcd's JSON gateway (/v3/kv/put: the request
+body is the value in base64 inside JSON, which etcd's gateway decodes);
+--grpc-put writes through etcd's gRPC API as etcdctl and the client
+libraries do (a minimal HTTP/2 client below). The consumers always read
+through the JSON gateway (issue 11: no gRPC in the gateway). The put
+requests are built before the clock starts and sent on one connection.
 
-The put requests are built before the clock starts and sent on one
-keep-alive connection. SY_BENCH_CHANGES sets the number of changes (200).
+Printed per run: latency median/p99/max; the put's round trip; per
+consumer the median/p99 of each stamp after the put was sent and of the
+stages between them; the CPU time per change of etcd, of each consumer and
+of the bench (from /proc); with --pprof a CPU profile of etcd over the
+first PPROF_S seconds of the changes, split by what etcd spent it on.
+
+SY_ETCD_TMP=/dev/shm puts etcd's data dir (its WAL) in memory.
+SY_BENCH_CHANGES sets the number of changes (200).
 """
 import http.client
 import json
@@ -85,6 +98,182 @@ class Writer:
                 self.conn = None
                 if attempt:
                     raise
+
+
+class GrpcWriter:
+    """Puts over etcd's gRPC API, as etcdctl and the Go, Java or Python
+    clients write (the gateways read through the JSON gateway, which the
+    issue requires of them; a writer need not). A minimal HTTP/2 client,
+    cleartext with prior knowledge (etcd's client port takes HTTP/2 as
+    gRPC): one connection, one stream per put, HPACK literals only (it
+    never decodes the server's headers: a put succeeded when its answer
+    carries a PutResponse), flow control honoured (WINDOW_UPDATE, SETTINGS,
+    PING answered). Request messages are built before the clock starts."""
+
+    PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    DATA, HEADERS, RST, SETTINGS, PING, GOAWAY, WINDOW = 0, 1, 3, 4, 6, 7, 8
+    END_STREAM, ACK, END_HEADERS = 1, 1, 4
+
+    def __init__(self, etcd):
+        self.port = etcd.port
+        self.sock = None
+
+    @staticmethod
+    def _varint(n):
+        out = bytearray()
+        while True:
+            b = n & 0x7f
+            n >>= 7
+            out.append(b | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    def body(self, key, value):
+        """A gRPC message: flag 0, length, PutRequest{1: key, 2: value}."""
+        k, v = key.encode(), value.encode()
+        pb = (b"\x0a" + self._varint(len(k)) + k +
+              b"\x12" + self._varint(len(v)) + v)
+        return b"\x00" + len(pb).to_bytes(4, "big") + pb
+
+    @staticmethod
+    def _hpack_int(n, prefix_bits):
+        lim = (1 << prefix_bits) - 1
+        if n < lim:
+            return bytes([n])
+        out, n = bytearray([lim]), n - lim
+        while n >= 128:
+            out.append(n & 0x7f | 0x80)
+            n >>= 7
+        out.append(n)
+        return bytes(out)
+
+    def _headers(self):
+        block = b""
+        for name, val in ((":method", "POST"), (":scheme", "http"),
+                          (":path", "/etcdserverpb.KV/Put"),
+                          (":authority", "127.0.0.1:%d" % self.port),
+                          ("content-type", "application/grpc"),
+                          ("te", "trailers")):
+            n, v = name.encode(), val.encode()
+            # literal header field without indexing, new name, no Huffman
+            block += (b"\x00" + self._hpack_int(len(n), 7) + n +
+                      self._hpack_int(len(v), 7) + v)
+        return block
+
+    def _send(self, ftype, flags, sid, payload=b""):
+        self.sock.sendall(len(payload).to_bytes(3, "big") +
+                          bytes([ftype, flags]) + sid.to_bytes(4, "big") +
+                          payload)
+
+    def _recv(self, n):
+        while len(self.rbuf) < n:
+            got = self.sock.recv(1 << 20)
+            if not got:
+                raise OSError("etcd closed the gRPC connection")
+            self.rbuf += got
+        out, self.rbuf = self.rbuf[:n], self.rbuf[n:]
+        return out
+
+    def _frame(self):
+        """Read one frame; handle the connection's own frames. Returns
+        (type, flags, stream id, payload)."""
+        h = self._recv(9)
+        n = int.from_bytes(h[:3], "big")
+        ftype, flags = h[3], h[4]
+        sid = int.from_bytes(h[5:9], "big") & 0x7fffffff
+        payload = self._recv(n) if n else b""
+        if ftype == self.SETTINGS and not flags & self.ACK:
+            for i in range(0, len(payload), 6):
+                ident = int.from_bytes(payload[i:i + 2], "big")
+                val = int.from_bytes(payload[i + 2:i + 6], "big")
+                if ident == 4:  # INITIAL_WINDOW_SIZE
+                    delta = val - self.init_window
+                    self.init_window = val
+                    for k in self.windows:
+                        self.windows[k] += delta
+                elif ident == 5:  # MAX_FRAME_SIZE
+                    self.max_frame = val
+            self._send(self.SETTINGS, self.ACK, 0)
+        elif ftype == self.PING and not flags & self.ACK:
+            self._send(self.PING, self.ACK, 0, payload)
+        elif ftype == self.WINDOW:
+            inc = int.from_bytes(payload, "big") & 0x7fffffff
+            if sid == 0:
+                self.conn_window += inc
+            elif sid in self.windows:
+                self.windows[sid] += inc
+        elif ftype == self.GOAWAY:
+            raise OSError("etcd sent GOAWAY")
+        elif ftype == self.RST and sid in self.windows:
+            raise OSError("etcd reset stream %d" % sid)
+        return ftype, flags, sid, payload
+
+    def _connect(self):
+        import socket
+        self.sock = socket.create_connection(("127.0.0.1", self.port),
+                                             timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.rbuf = b""
+        self.conn_window = self.init_window = 65535
+        self.max_frame = 16384
+        self.windows = {}
+        self.next_sid = 1
+        # our SETTINGS (defaults), and a large window for the answers
+        self.sock.sendall(self.PREFACE)
+        self._send(self.SETTINGS, 0, 0)
+        self._send(self.WINDOW, 0, 0, (1 << 30).to_bytes(4, "big"))
+        self.hblock = self._headers()
+
+    def put(self, body):
+        if self.sock is None:
+            self._connect()
+        sid = self.next_sid
+        self.next_sid += 2
+        self.windows[sid] = self.init_window
+        self._send(self.HEADERS, self.END_HEADERS, sid, self.hblock)
+        off, data, done = 0, b"", False
+        while off < len(body):
+            room = min(self.conn_window, self.windows[sid], self.max_frame,
+                       len(body) - off)
+            if room <= 0:  # wait for the server's WINDOW_UPDATE
+                ftype, flags, fsid, payload = self._frame()
+                if fsid == sid and ftype == self.DATA:
+                    data += payload
+                if fsid == sid and flags & self.END_STREAM:
+                    done = True
+                    break
+                continue
+            last = off + room == len(body)
+            self._send(self.DATA, self.END_STREAM if last else 0, sid,
+                       body[off:off + room])
+            self.conn_window -= room
+            self.windows[sid] -= room
+            off += room
+        while not done:
+            ftype, flags, fsid, payload = self._frame()
+            if fsid != sid:
+                continue
+            if ftype == self.DATA:
+                data += payload
+                if payload:
+                    self._send(self.WINDOW, 0, 0,
+                               len(payload).to_bytes(4, "big"))
+            done = bool(flags & self.END_STREAM)
+        del self.windows[sid]
+        # PutResponse{1: ResponseHeader{3: revision}} after the 5-byte
+        # gRPC prefix; no message: the put failed (grpc-status in the
+        # trailers, which this client does not decode)
+        if len(data) < 5:
+            raise OSError("etcd refused the put (no PutResponse)")
+        return self._revision(data[5:])
+
+    def _revision(self, pb):
+        for f, w, v in _fields(pb):
+            if f == 1 and w == 2:
+                for f2, w2, v2 in _fields(v):
+                    if f2 == 3 and w2 == 0:
+                        return v2
+        raise OSError("PutResponse without a revision")
 
 
 def pct(v, p):
@@ -337,7 +526,7 @@ def ms_stats(v):
     return "%.2f/%.2f" % (statistics.median(v), pct(v, 99))
 
 
-def run(n, mode, pprof=False):
+def run(n, mode, pprof=False, grpc=False):
     etcd = Etcd("bench")
     if pprof:
         etcd.extra_args = ["--enable-pprof"]
@@ -362,7 +551,7 @@ def run(n, mode, pprof=False):
         while not d.commits.empty():
             d.commits.get()
     # documents and put requests built before timing
-    writer = Writer(etcd)
+    writer = GrpcWriter(etcd) if grpc else Writer(etcd)
     docs = [doc(names[i % SOURCES], n, i + 1, (i * 7919) % n)
             for i in range(CHANGES)]
     size = len(docs[0])
@@ -382,10 +571,13 @@ def run(n, mode, pprof=False):
         import urllib.request
 
         def profile():
-            prof["data"] = urllib.request.urlopen(
-                etcd.url + "/debug/pprof/profile?seconds=%d" % PPROF_S,
-                timeout=PPROF_S + 30).read()
-            prof["changes"] = len(lat)
+            try:
+                prof["data"] = urllib.request.urlopen(
+                    etcd.url + "/debug/pprof/profile?seconds=%d" % PPROF_S,
+                    timeout=PPROF_S + 30).read()
+                prof["changes"] = len(lat)
+            except OSError:  # the changes ended first, etcd is gone
+                pass
         lat = []
         pt = threading.Thread(target=profile, daemon=True)
         pt.start()
@@ -437,14 +629,15 @@ def run(n, mode, pprof=False):
           "trip median %.2f ms; mean per change in a consumer: watch line "
           "parse+decode %.2f ms, commit %.2f ms wall / %.2f ms CPU; "
           "fingerprint reads for status %.2f ms)  [%s UTC, load average "
-          "%.2f -> %.2f; etcd data on %s]" %
+          "%.2f -> %.2f; etcd data on %s; puts by %s]" %
           (label, n, size, CHANGES, CONSUMERS,
            statistics.median(ms), pct(ms, 99), max(ms),
            statistics.median(pr), mean(decode_ms),
            mean(apply_ms), mean(cpu_ms),
            mean(fp_ms),
            time.strftime("%H:%M:%S", time.gmtime()), load0,
-           os.getloadavg()[0], os.environ.get("SY_ETCD_TMP") or "disk"))
+           os.getloadavg()[0], os.environ.get("SY_ETCD_TMP") or "disk",
+           "gRPC" if grpc else "the JSON gateway"))
     # Where the time went: per consumer, median/p99 over the changes of
     # each stamp, in ms after the put was sent; then the stages.
     print("    split, ms after the put was sent (median/p99): put acked %s"
@@ -468,6 +661,12 @@ def run(n, mode, pprof=False):
         pt.join(PPROF_S + 30)
         if "data" in prof:
             print(pprof_summary(prof["data"], max(1, prof["changes"])))
+            if os.environ.get("SY_BENCH_PPROF_OUT"):  # the raw profile
+                with open(os.environ["SY_BENCH_PPROF_OUT"], "wb") as f:
+                    f.write(prof["data"])
+        else:
+            print("    etcd CPU profile: none (the changes took less than "
+                  "%d s)" % PPROF_S)
     sys.stdout.flush()
 
 
@@ -478,6 +677,6 @@ if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:] if not a.startswith("--")]
     try:
         for n in sizes or [10, 10000]:
-            run(n, mode, "--pprof" in sys.argv)
+            run(n, mode, "--pprof" in sys.argv, "--grpc-put" in sys.argv)
     finally:
         _cleanup()

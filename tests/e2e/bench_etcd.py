@@ -607,8 +607,11 @@ def run(n, mode, pprof=False, grpc=False):
             [sum(os.times()[:2])])
     cpu = [(b - a) * 1000.0 / CHANGES for a, b in zip(cpu0, cpu1)]
     apply_ms, decode_ms, cpu_ms, fp_ms = [], [], [], []
+    fps = set()
     for d, b in zip(drivers, base):
-        e = d.status()["etcd"]
+        st = d.status()
+        fps.add((st["fingerprint"], st["etcd"]["revision"]))
+        e = st["etcd"]
         k = 1000.0 * max(1, e["commits"] - b["commits"])
         apply_ms.append((e["commit_us_total"] - b["commit_us_total"]) / k)
         cpu_ms.append((e["commit_cpu_us_total"] - b["commit_cpu_us_total"])
@@ -653,6 +656,8 @@ def run(n, mode, pprof=False, grpc=False):
                ms_stats([b - a for a, b in zip(first, lastb)]),
                ms_stats([b - a for a, b in zip(lastb, dec)]),
                ms_stats([b - a for a, b in zip(dec, com)])))
+    print("    the consumers agree at the end (fingerprint, revision): %s" %
+          ("yes" if len(fps) == 1 else "NO: %s" % sorted(fps)))
     print("    watch line %d bytes in %.1f reads (mean); CPU per change: "
           "etcd %.2f ms, consumers %s ms, bench %.2f ms" %
           (statistics.median(bytes_ or [0]), mean(reads), cpu[0],

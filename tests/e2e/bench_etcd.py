@@ -436,11 +436,12 @@ class TracedGateway:
         import queue
         port, admin = gwharness.free_port(), gwharness.free_port()
         self.admin = admin
+        self.log = os.path.join(procs.dir, "gateway-%d.log" % admin)
         self.proc = subprocess.Popen(
             [gwharness.binary(), "--listen", "127.0.0.1:%d" % port,
              "--admin", "127.0.0.1:%d" % admin, "--workers", "1", "--quiet",
              "--etcd", etcd_url, "--etcd-trace"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=open(self.log, "wb"),
             stdin=subprocess.DEVNULL)
         procs.procs.append(self.proc)
         gwharness.wait_port(port, proc=self.proc)
@@ -456,6 +457,10 @@ class TracedGateway:
         o = json.loads(c.getresponse().read())
         c.close()
         return o
+
+    def stderr(self):
+        with open(self.log, "rb") as f:
+            return f.read().decode(errors="replace")
 
     def quit(self):
         pass
@@ -622,6 +627,10 @@ def run(n, mode, pprof=False, grpc=False):
         d.quit()
     if procs:
         procs.stop_all()
+    for d in drivers:  # a sanitizer build's reports, if any
+        err = d.stderr()
+        if "Sanitizer" in err or "runtime error" in err:
+            print("    consumer stderr:\n" + err[-3000:])
     etcd.kill()
     ms = [x * 1000 for x in lat]
     pr = [x * 1000 for x in put_rt]

@@ -27,11 +27,15 @@ void sy_alloc_init(sy_alloc *out, const sy_allocator *user) {
         out->free = user->free;
         out->data = user->data;
     } else {
-        out->malloc = libc_malloc;
-        out->realloc = libc_realloc;
-        out->free = libc_free;
-        out->data = NULL;
+        sy_alloc_default(out);
     }
+}
+
+void sy_alloc_libc(sy_alloc *out) {
+    out->malloc = libc_malloc;
+    out->realloc = libc_realloc;
+    out->free = libc_free;
+    out->data = NULL;
 }
 
 void *sy_malloc(const sy_alloc *a, size_t size) {
@@ -41,7 +45,10 @@ void *sy_malloc(const sy_alloc *a, size_t size) {
 void *sy_calloc(const sy_alloc *a, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)
         return NULL;
-    void *p = sy_malloc(a, n * size);
+    void *p = sy_alloc_default_calloc(a, n * size);
+    if (p != SY_ALLOC_NOT_DEFAULT)
+        return p;
+    p = sy_malloc(a, n * size);
     if (p)
         memset(p, 0, (n * size) > 0 ? n * size : 1);
     return p;

@@ -25,8 +25,31 @@ typedef struct sy_alloc {
     void *data;
 } sy_alloc;
 
-/* Resolve user hooks (NULL or incomplete: libc). */
+/* Resolve user hooks (NULL or incomplete: sy_alloc_default). */
 void sy_alloc_init(sy_alloc *out, const sy_allocator *user);
+/* libc's malloc, realloc and free as they are. */
+void sy_alloc_libc(sy_alloc *out);
+/* The library's default allocator (alloc_map.c): libc's, but blocks of
+ * SY_MAP_MIN bytes or more are mapped and unmapped directly (glibc on
+ * Linux), so that an apply's large temporaries go back to the system when
+ * freed, whatever glibc's dynamic mmap threshold has risen to. Blocks it
+ * returns are freed by it only (never by libc's free). */
+void sy_alloc_default(sy_alloc *out);
+/* 512 KiB: an apply of 100,000 routes frees ~65 MB in blocks above it;
+ * at 128 KiB (glibc's starting threshold) a re-apply of 10,000 routes
+ * faulted in fresh pages for its smaller temporaries too (~40 % slower;
+ * docs/architecture.md, "Memory of an apply") */
+#define SY_MAP_MIN ((size_t)512 * 1024)
+/* n zeroed bytes from `a` when it is the default allocator (a mapping
+ * or libc's calloc: no page touched to clear it); SY_ALLOC_NOT_DEFAULT
+ * for any other allocator (sy_calloc then clears a block itself). */
+void *sy_alloc_default_calloc(const sy_alloc *a, size_t n);
+#define SY_ALLOC_NOT_DEFAULT ((void *)1)
+/* The one shared copy of the default allocator when `a` is it (a route
+ * then points at it instead of holding its own copy), else NULL. */
+const sy_alloc *sy_alloc_default_shared(const sy_alloc *a);
+/* True when sy_alloc_default maps large blocks (else it is libc's). */
+bool sy_alloc_maps_large(void);
 void *sy_malloc(const sy_alloc *a, size_t size);
 void *sy_calloc(const sy_alloc *a, size_t n, size_t size); /* overflow-safe */
 void *sy_realloc(const sy_alloc *a, void *ptr, size_t size);

@@ -317,7 +317,8 @@ START_TEST(route_fingerprints_match_pinned_values) {
     struct sy_route *c =
         route(ROUTE("\"Path=/a/**\",\"Method=GET\"", "\"StripPrefix=1\""));
     ck_assert_uint_eq(c->fingerprint, 0x6034c45c90a3c2d5ull);
-    ck_assert_uint_eq(c->fp_predicates, 0xaa1cfda556c017bbull);
+    /* the part fingerprints keep the low 32 bits of their hash */
+    ck_assert_uint_eq(c->fp_predicates, 0xaa1cfda556c017bbull & 0xffffffffu);
     sy_route_unref(c);
 }
 END_TEST

@@ -23,7 +23,9 @@
 #ifdef SY_BENCH_HAVE_R3
 #include "bench_r3.h"
 #endif
+#include "def.h"
 #include "publish.h"
+#include "router_int.h"
 #include "service.h"
 #include "snapshot.h"
 #include "util.h"
@@ -583,7 +585,29 @@ static void memory_child(size_t n) {
     const sy_snapshot *s = sy_snapshot_from_handle(h);
     size_t snap_bytes = s->bytes;
     size_t base_bytes = s->base ? sy_index_bytes(s->base) : 0;
+    /* the routes' own blocks: struct, arena chunks (with their headers) */
+    size_t route_bytes = 0;
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const struct sy_route *rt = sy_snapshot_slot(s, i)->route;
+        if (!rt)
+            continue;
+        route_bytes += (sizeof *rt + 15) & ~(size_t)15;
+        for (const sy_arena_chunk *c = rt->arena.head; c; c = c->next)
+            route_bytes += sizeof *c + c->size;
+    }
     sy_snapshot_release(h);
+    /* what the source keeps besides: the memo of its last document (the
+     * re-apply shortcut) and its history (kept documents for rollback) */
+    size_t memo_bytes = 0, history_bytes = 0;
+    for (size_t i = 0; i < t.router->source_count; i++) {
+        const sy_source *src = &t.router->sources[i];
+        memo_bytes += src->memo_count * sizeof *src->memo;
+        for (size_t k = 0; k < src->history_count; k++)
+            history_bytes +=
+                src->history[k].count *
+                (sizeof(struct sy_route *) +
+                 (src->history[k].positions ? sizeof(uint32_t) : 0));
+    }
     if (!routes)
         routes = n;
     result("memory/route", n, (double)(after - before) / (double)routes,
@@ -602,6 +626,16 @@ static void memory_child(size_t n) {
             "bytes/route), index %zu bytes (%.0f bytes/route)",
             snap_bytes, (double)snap_bytes / (double)routes, base_bytes,
             (double)base_bytes / (double)routes);
+    comment("memory/route: library accounting: route blocks %.0f, source memo "
+            "%.0f, history %.0f bytes/route (requested sizes, before the "
+            "allocator's headers and rounding)",
+            (double)route_bytes / (double)routes,
+            (double)memo_bytes / (double)routes,
+            (double)history_bytes / (double)routes);
+    comment("memory/route: counted: everything the apply left (routes, "
+            "snapshot and index, the source's memo and history, the heap "
+            "the allocator kept); the default configuration (history of 8 "
+            "documents: the routes' references, not the text)");
     table_free(&t);
 }
 

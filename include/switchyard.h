@@ -687,9 +687,11 @@ typedef struct sy_router_options {
     bool strip_host_port;        /* Host predicates ignore ":port" */
     const char *default_filters; /* JSON array of filter entries, or NULL */
     const sy_registry *registry; /* host factories, may be NULL */
-    size_t history;              /* documents kept per source (0: 8) */
-    size_t max_retired;          /* cap on retired snapshots (0: none) */
-    uint64_t retired_warn_ms;    /* age that triggers on_retired_held */
+    /* documents kept per source for rollback (0: 8), as their compiled
+     * routes (a reference each, 8 bytes a route), not their text */
+    size_t history;
+    size_t max_retired;       /* cap on retired snapshots (0: none) */
+    uint64_t retired_warn_ms; /* age that triggers on_retired_held */
     /* Callbacks, all optional. on_log, on_event and on_retired_held are
      * called on the writer's thread; clock_ms is called by matching threads
      * (concurrently) for requests with now_ms == 0 when a route has a time
@@ -712,7 +714,9 @@ typedef struct sy_router_options {
      * at no cost per request. A route that is unchanged by an apply keeps
      * its data across publishes; an updated (or re-enabled) route is a new
      * route and gets new data. route_detach runs on the writer's thread
-     * when the route is finally freed: no snapshot can reach it any more.
+     * when no snapshot can reach the route any more (it is freed then, or
+     * only a document kept for rollback still holds it: a rollback that
+     * puts it back attaches it again).
      * Both optional; neither may call a writer call (SY_EREENTRANT).
      */
     void *(*route_attach)(void *data, const sy_route *route);

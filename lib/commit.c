@@ -74,6 +74,21 @@ typedef struct ptr_at {
 static int dedupe_in_order(const sy_alloc *a, ptr_vec *t, size_t *lead) {
     if (t->n < 2)
         return SY_OK;
+    if (t->n <= 16) { /* one-route changes: compares, no sort, no memory */
+        size_t u = 0, kept_lead = 0;
+        for (size_t i = 0; i < t->n; i++) {
+            size_t j = 0;
+            while (j < u && t->v[j] != t->v[i])
+                j++;
+            if (j < u)
+                continue;
+            kept_lead += i < *lead;
+            t->v[u++] = t->v[i];
+        }
+        t->n = u;
+        *lead = kept_lead;
+        return SY_OK;
+    }
     ptr_at *sorted = sy_malloc(a, t->n * sizeof *sorted);
     bool *first = sy_calloc(a, t->n, sizeof *first);
     if (!sorted || !first) {
@@ -160,9 +175,10 @@ static int publish_work(commit *c, sy_error *err) {
     }
     c->inter.n--; /* published: the publisher owns it now */
     for (size_t i = 0; i < t->n; i++) {
-        if (held[i] == 1)
-            sy_route_ref(t->v[i]);
-        else if (held[i] == 2)
+        if (held[i] == 1) {
+            struct sy_route *rt = sy_route_ref(t->v[i]);
+            rt->live += rt->live != UINT16_MAX;
+        } else if (held[i] == 2)
             r->graves[r->grave_count++] =
                 (sy_grave){t->v[i], f->pub.generation};
     }
@@ -178,49 +194,59 @@ static void commit_cleanup(commit *c) {
         sy_document_free(c->docs.v[i]);
     for (size_t i = 0; i < c->owned.n; i++)
         sy_route_unref(c->owned.v[i]);
-    for (size_t i = 0; i < c->bytes.n; i++)
-        sy_free(a, c->bytes.v[i]);
     for (size_t i = 0; c->st && i < c->r->source_count; i++)
         sy_free(a, c->st[i].memo); /* not taken: the commit failed */
     sy_free(a, c->inter.v);
     sy_free(a, c->docs.v);
     sy_free(a, c->owned.v);
-    sy_free(a, c->bytes.v);
     sy_free(a, c->touched.v);
     sy_free(a, c->st);
 }
 
-static int push_history(sy_router *r, sy_source *s, const char *version,
-                        const char *bytes, size_t len) {
+/* Keep the document `k` (borrowed: a commit's document or a kept one) as
+ * the source's newest; a full history drops its oldest after the new
+ * entry holds its references (k may be that oldest). */
+static int push_history(sy_router *r, sy_source *s, const sy_history_entry *k) {
+    const sy_alloc *a = &r->alloc;
+    sy_history_entry e = *k;
+    /* positions 0..count-1 (a document without invalid routes): none kept */
+    bool dense = true;
+    for (size_t i = 0; k->positions && dense && i < k->count; i++)
+        dense = k->positions[i] == i;
+    e.routes = sy_malloc(
+        a,
+        k->count * (sizeof *e.routes + (dense ? 0 : sizeof *e.positions)) + 1);
+    e.issues =
+        k->issue_count ? sy_malloc(a, k->issue_count * sizeof *e.issues) : NULL;
+    e.version = k->version ? sy_strdup(a, k->version) : NULL;
     bool full = s->history_count == r->opts.history;
-    sy_history_entry e = {NULL, NULL, len};
-    if (version && !(e.version = sy_strdup(&r->alloc, version)))
-        return SY_ENOMEM;
-    /* a full history's oldest copy is dropped: its buffer takes the new
-     * bytes (a large document's pages stay mapped, no fresh ones to fault
-     * in at every apply); on failure it is still the oldest copy */
-    e.bytes = full ? sy_realloc(&r->alloc, s->history[0].bytes, len + 1)
-                   : sy_malloc(&r->alloc, len + 1);
-    if (!e.bytes) {
-        sy_free(&r->alloc, e.version);
+    bool ok =
+        e.routes && (e.issues || !k->issue_count) && (e.version || !k->version);
+    if (ok && !full) {
+        sy_history_entry *h =
+            sy_realloc(a, s->history, (s->history_count + 1) * sizeof *h);
+        if (h)
+            s->history = h;
+        ok = h != NULL;
+    }
+    if (!ok) {
+        sy_free(a, e.routes);
+        sy_free(a, e.issues);
+        sy_free(a, e.version);
         return SY_ENOMEM;
     }
-    memcpy(e.bytes, bytes, len);
-    e.bytes[len] = '\0';
+    if (k->issue_count)
+        memcpy(e.issues, k->issues, k->issue_count * sizeof *e.issues);
+    e.positions = dense ? NULL : (uint32_t *)(void *)(e.routes + e.count);
+    for (size_t i = 0; i < e.count; i++)
+        e.routes[i] = sy_route_ref(k->routes[i]);
+    if (!dense)
+        memcpy(e.positions, k->positions, e.count * sizeof *e.positions);
     if (full) {
-        sy_free(&r->alloc, s->history[0].version);
+        sy_history_entry_free(r, &s->history[0]);
         memmove(s->history, s->history + 1,
                 (s->history_count - 1) * sizeof *s->history);
         s->history_count--;
-    } else {
-        sy_history_entry *h = sy_realloc(&r->alloc, s->history,
-                                         (s->history_count + 1) * sizeof *h);
-        if (!h) {
-            sy_free(&r->alloc, e.bytes);
-            sy_free(&r->alloc, e.version);
-            return SY_ENOMEM;
-        }
-        s->history = h;
     }
     s->history[s->history_count++] = e;
     return SY_OK;
@@ -249,7 +275,7 @@ static void sources_follow(commit *c, int64_t now) {
             s->version = v;
         }
         s->checksum = st->checksum;
-        if (st->memo) { /* the source's routes are the memo's now */
+        if (st->memo || st->memo_drop) { /* the memo of the routes now */
             sy_free(&r->alloc, s->memo);
             s->memo = st->memo;
             s->memo_count = st->memo_count;
@@ -258,9 +284,7 @@ static void sources_follow(commit *c, int64_t now) {
         s->applied = st->applied;
         s->modified = st->modified;
         s->next_pos = st->next_pos;
-        if (st->history_bytes &&
-            push_history(r, s, st->history_version, st->history_bytes,
-                         st->history_len))
+        if (st->keep && push_history(r, s, &st->kept))
             sy_router_log(r, SY_LOG_WARN,
                           "source %s: history not kept (out of memory)",
                           s->name);
@@ -324,9 +348,12 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
     int rc = (!single && !all) || !c.st ? sy_commit_nomem(err) : SY_OK;
     for (size_t i = 0; i < r->source_count && c.st; i++) {
         const sy_source *s = &r->sources[i];
-        c.st[i] = (src_state){s->version, s->checksum, s->applied, s->modified,
-                              false,      s->next_pos, NULL,       0,
-                              NULL,       0,           NULL,       0};
+        memset(&c.st[i], 0, sizeof c.st[i]);
+        c.st[i].version = s->version;
+        c.st[i].checksum = s->checksum;
+        c.st[i].applied = s->applied;
+        c.st[i].modified = s->modified;
+        c.st[i].next_pos = s->next_pos;
     }
     sy_report *part = NULL;
     size_t failed = n; /* n: no change failed, the publish did */

@@ -34,9 +34,12 @@ typedef struct src_state {
     uint64_t checksum;
     bool applied, modified, touched;
     uint32_t next_pos;
-    const char *history_bytes; /* a document to keep in the history */
-    size_t history_len;
-    const char *history_version;
+    /* the document to keep in the history (the last apply's or the kept
+     * one a rollback put back; borrowed until the sources follow) */
+    bool keep;
+    sy_history_entry kept;
+    /* a rollback left no memo (it parsed nothing): the live one goes */
+    bool memo_drop;
     int outcome;               /* 0 none, 1 applied, 2 skipped */
     struct sy_span_memo *memo; /* this commit's last apply's memo, owned */
     size_t memo_count;
@@ -51,7 +54,6 @@ typedef struct commit {
     ptr_vec touched;         /* routes any step added or removed */
     ptr_vec owned;           /* route references held until the end */
     ptr_vec docs;            /* parsed documents, freed at the end */
-    ptr_vec bytes;           /* rollback copies, freed at the end */
     src_state *st;
     uint64_t derive_us;
     /* touched[0, held_adds): routes the working snapshot surely holds

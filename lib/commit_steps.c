@@ -212,6 +212,10 @@ static bool same_text(const char *a, const char *b) {
 static sy_span_memo *source_memo(commit *c, uint32_t si, size_t *count) {
     src_state *st = &c->st[si];
     sy_source *s = &c->r->sources[si];
+    if (!st->memo && st->memo_drop) { /* a rollback came before */
+        *count = 0;
+        return NULL;
+    }
     *count = st->memo ? st->memo_count : s->memo_count;
     return st->memo ? st->memo : s->memo;
 }
@@ -226,6 +230,17 @@ static void memo_forget(commit *c, uint32_t si, const struct sy_route *old,
     sy_span_memo *m = source_memo(c, si, &n);
     if (m && pos < n && m[pos].route == old)
         m[pos].route = NULL;
+}
+
+/* Derive the next snapshot from a document's changes (and free them),
+ * the parse time (since t0) reported first. */
+static int derive_document(commit *c, sy_route_change *ch, size_t nch,
+                           sy_report *rep, uint64_t t0, sy_error *err) {
+    rep->parse_us = sy_now_monotonic_us() - t0;
+    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
+    int rc = sy_commit_derive(c, &cfg, ch, nch, err);
+    sy_free(&c->r->alloc, ch);
+    return rc;
 }
 
 /* The changes that make source `si` hold exactly the document's routes. */
@@ -407,13 +422,7 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     sy_route_change *ch;
     size_t nch;
     rc = document_changes(c, si, doc, rctx, rep, &ch, &nch, err);
-    if (rc)
-        return rc;
-    rep->parse_us = sy_now_monotonic_us() - t0;
-    sy_snapshot_config cfg = sy_router_snapshot_config(r);
-    rc = sy_commit_derive(c, &cfg, ch, nch, err);
-    sy_free(&r->alloc, ch);
-    if (rc)
+    if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
         return rc;
     st->version = version;
     st->checksum = sy_document_checksum(doc);
@@ -426,9 +435,15 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     for (size_t i = 0, n = doc->route_count; i < n; i++)
         if (doc->positions[i] >= st->next_pos)
             st->next_pos = doc->positions[i] + 1;
-    st->history_bytes = json;
-    st->history_len = len;
-    st->history_version = version;
+    st->keep = true;
+    st->kept = (sy_history_entry){(char *)(uintptr_t)version,
+                                  doc->checksum,
+                                  doc->routes,
+                                  doc->positions,
+                                  doc->route_count,
+                                  doc->issues,
+                                  doc->issue_count,
+                                  doc->envelope};
     /* what this apply learnt: the next one's memo, if the commit holds */
     sy_free(&r->alloc, st->memo);
     st->memo = doc->memo;
@@ -450,10 +465,16 @@ static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
     return rc;
 }
 
+/* Put back a kept document: its compiled routes at their positions, as
+ * an apply of its text would (the same diff against the working routes,
+ * the same id checks against other sources, its issues reported again),
+ * without parsing anything. */
 static int step_rollback(commit *c, uint32_t si, const char *version,
                          sy_report *rep, sy_error *err) {
     sy_router *r = c->r;
     const sy_source *src = &r->sources[si];
+    src_state *st = &c->st[si];
+    uint64_t t0 = sy_now_monotonic_us();
     /* version NULL: the document before the current one */
     const sy_history_entry *e = NULL;
     if (!version) {
@@ -470,13 +491,57 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
         return sy_error_set(err, SY_ENOTFOUND, "",
                             "source '%s' has no kept version '%s'", src->name,
                             version ? version : "(previous)");
-    /* a copy: the history may drop this entry when the commit ends */
-    char *bytes = sy_strndup(&r->alloc, e->bytes, e->len);
-    if (!bytes || sy_vec_push(&r->alloc, &c->bytes, bytes)) {
-        sy_free(&r->alloc, bytes);
+    if (e->version && !(rep->version = sy_strdup(&r->alloc, e->version)))
         return sy_commit_nomem(err);
+    for (size_t i = 0; i < e->issue_count; i++)
+        if (sy_report_add_issue(rep, &e->issues[i]))
+            return sy_commit_nomem(err);
+    rep->version_not_bumped = st->applied &&
+                              same_text(e->version, st->version) &&
+                              e->checksum != st->checksum;
+    /* the entry read as a document (document_changes reads its routes,
+     * positions and shape only) */
+    sy_document doc;
+    memset(&doc, 0, sizeof doc);
+    uint32_t *dense = NULL;
+    if (!e->positions) {
+        dense = sy_malloc(&r->alloc, (e->count + 1) * sizeof *dense);
+        if (!dense)
+            return sy_commit_nomem(err);
+        for (size_t i = 0; i < e->count; i++)
+            dense[i] = (uint32_t)i;
     }
-    return step_apply(c, si, bytes, e->len, true, rep, err);
+    doc.routes = e->routes;
+    doc.positions = e->positions ? e->positions : dense;
+    doc.route_count = e->count;
+    doc.envelope = e->envelope;
+    reuse_ctx rctx = {&r->alloc, c->work, si, false, NULL, 0, NULL, 0};
+    at_build(&rctx, st->next_pos);
+    sy_route_change *ch;
+    size_t nch;
+    int rc = document_changes(c, si, &doc, &rctx, rep, &ch, &nch, err);
+    sy_free(&r->alloc, rctx.spans);
+    sy_free(&r->alloc, rctx.at);
+    sy_free(&r->alloc, dense);
+    if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
+        return rc;
+    st->version = e->version;
+    st->checksum = e->checksum;
+    st->applied = st->touched = true;
+    st->modified = false;
+    st->outcome = 1;
+    st->next_pos = e->positions ? 0 : (uint32_t)e->count;
+    for (size_t i = 0; e->positions && i < e->count; i++)
+        if (e->positions[i] >= st->next_pos)
+            st->next_pos = e->positions[i] + 1;
+    st->keep = true;
+    st->kept = *e; /* the entry stays until the sources follow */
+    /* no parse, no memo: the next apply reads the document once */
+    sy_free(&r->alloc, st->memo);
+    st->memo = NULL;
+    st->memo_count = 0;
+    st->memo_drop = true;
+    return SY_OK;
 }
 
 /* A one-route change of source `si`: `old` (or NULL), at document

@@ -404,7 +404,10 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             r = borrow ? (struct sy_route *)same : sy_route_ref(same);
         } else {
             sy_path_index(path, sizeof path, at, i);
-            sy_error_clear(&e);
+            /* as sy_error_clear reads, without writing all 500 bytes */
+            e.line = e.column = 0;
+            e.offset = 0;
+            e.path[0] = e.message[0] = '\0';
             sy_arena_reset(&tree);
             rc = sy_def_tree_parse(&tree, json, sp->start, sp->end, &c);
             if (rc == SY_DEF_TREE_CJSON)
@@ -419,8 +422,11 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             /* the id table entry the check below reads, fetched while the
              * route is built (at 100k routes a random line of 2 MB, a miss
              * per route); a hint only: the id is checked as built */
-            const cJSON *idn = cJSON_GetObjectItemCaseSensitive(c, "id");
-            if (cJSON_IsString(idn) && idn->valuestring) {
+            const cJSON *idn = c->child; /* the first "id", as cJSON finds */
+            while (idn && !(idn->string && idn->string[0] == 'i' &&
+                            idn->string[1] == 'd' && !idn->string[2]))
+                idn = idn->next;
+            if (sy_def_is(idn, cJSON_String) && idn->valuestring) {
                 const char *v = idn->valuestring;
                 PREFETCH(&ids.e[sy_idtab_hash(v, strlen(v)) & ids.mask]);
             }

@@ -10,6 +10,12 @@
 
 #include <cJSON.h>
 
+/* cJSON_IsString, cJSON_IsArray, ... inline, as cJSON reads them (the
+ * low byte of type; NULL is none): every entry of a document asks. */
+static inline bool sy_def_is(const cJSON *c, int type) {
+    return c && (c->type & 0xFF) == type;
+}
+
 /* What building a route needs from the caller. */
 typedef struct sy_def_ctx {
     const sy_alloc *alloc;

@@ -41,25 +41,25 @@ bool sy_def_sort_kv(const sy_alloc *a, sy_kv *kv, size_t n) {
     return true;
 }
 
-/* ---- writing: sy_buf appends with the common case inline ---- */
+/* ---- writing: sy_buf appends with the common case inline ----
+ *
+ * The text is terminated once, at the end of canon_write, not after each
+ * append (sy_buf's own calls, the rare slow path, terminate as they go). */
 
 static inline void put(sy_buf *b, const char *s, size_t n) {
     if (b->len + n < b->cap) {
         memcpy(b->ptr + b->len, s, n);
         b->len += n;
-        b->ptr[b->len] = '\0';
     } else {
         sy_buf_append(b, s, n);
     }
 }
 
 static inline void putc1(sy_buf *b, char c) {
-    if (b->len + 1 < b->cap) {
+    if (b->len + 1 < b->cap)
         b->ptr[b->len++] = c;
-        b->ptr[b->len] = '\0';
-    } else {
+    else
         sy_buf_append(b, &c, 1);
-    }
 }
 
 #define PUTS(b, lit) put((b), (lit), sizeof(lit) - 1)
@@ -72,27 +72,54 @@ static const unsigned char needs_escape[256] = {
     [21] = 1, [22] = 1, [23] = 1, [24] = 1, [25] = 1,  [26] = 1,  [27] = 1,
     [28] = 1, [29] = 1, [30] = 1, [31] = 1, ['"'] = 1, ['\\'] = 1};
 
-/* s as a JSON string literal: copied and checked in one pass; text that
- * needs an escape (rare) goes to sy_buf_json_string instead. */
+/* Non-zero when a byte of the word needs an escape. */
+static inline uint64_t escape_in(uint64_t w) {
+    return sy_swar_has_below(w, 0x20) | sy_swar_has_byte(w, '"') |
+           sy_swar_has_byte(w, '\\');
+}
+
+/* The length of the run of s[0..n) that needs no escape. */
+static inline size_t plain_run(const char *s, size_t n) {
+    size_t i = 0;
+    while (i + 8 <= n && !escape_in(sy_load_u64(s + i)))
+        i += 8;
+    while (i < n && !needs_escape[(unsigned char)s[i]])
+        i++;
+    return i;
+}
+
+/* s as a JSON string literal: copied and checked a word at a time (the
+ * last word overlapping the one before when n is not a multiple of 8);
+ * text that needs an escape (rare) goes to sy_buf_json_string instead. */
 static void put_json(sy_buf *b, const char *s, size_t n) {
     if (b->len + n + 2 < b->cap) {
-        char *o = b->ptr + b->len;
-        o[0] = '"';
-        size_t i = 0;
-        for (; i < n; i++) {
-            unsigned char c = (unsigned char)s[i];
-            if (needs_escape[c])
-                break;
-            o[i + 1] = (char)c;
+        char *o = b->ptr + b->len + 1;
+        if (n >= 8) {
+            size_t i = 0;
+            for (; i + 8 < n; i += 8) {
+                uint64_t w = sy_load_u64(s + i);
+                if (escape_in(w))
+                    goto escaped;
+                memcpy(o + i, &w, 8);
+            }
+            uint64_t w = sy_load_u64(s + n - 8);
+            if (escape_in(w))
+                goto escaped;
+            memcpy(o + n - 8, &w, 8);
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (needs_escape[c])
+                    goto escaped;
+                o[i] = (char)c;
+            }
         }
-        if (i == n) {
-            o[n + 1] = '"';
-            b->len += n + 2;
-            b->ptr[b->len] = '\0';
-            return;
-        }
-        b->ptr[b->len] = '\0'; /* nothing written: escape it below */
+        o[-1] = '"';
+        o[n] = '"';
+        b->len += n + 2;
+        return;
     }
+escaped:
     sy_buf_json_string(b, s, n);
 }
 
@@ -196,9 +223,13 @@ static size_t canon_group(sy_buf *b, const sy_def_entry *e, size_t i,
 }
 
 static void canon_entry(sy_buf *b, const sy_def_entry *e) {
-    PUTS(b, "{\"name\":");
-    put_json_str(b, e->name);
-    PUTS(b, ",\"args\":{");
+    if (e->spec) { /* a built-in's opening text is in its spec */
+        put(b, e->spec->canon_head, e->spec->canon_head_len);
+    } else {
+        PUTS(b, "{\"name\":");
+        put_json_str(b, e->name);
+        PUTS(b, ",\"args\":{");
+    }
     bool first = true;
     size_t i = 0;
     if (e->spec) {
@@ -214,8 +245,7 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
             if (!first)
                 putc1(b, ',');
             first = false;
-            put_json_str(b, fs->name);
-            putc1(b, ':');
+            put(b, fs->json_key, fs->json_key_len);
             if (present) {
                 i = canon_group(b, e, i, fs->type, fs->list);
             } else if (fs->list) {
@@ -273,10 +303,12 @@ static void canon_entries(sy_buf *b, const sy_def_entry *es, size_t n) {
     putc1(b, ']');
 }
 
-/* The uri's canonical text, quoted: written in place, then quoted and
- * escaped if it has to be (hosts and paths rarely need escapes). */
+/* The uri's canonical text, quoted: the opening quote, the text written
+ * in place, then the closing quote; text that needs escapes (hosts and
+ * paths rarely do) is taken out and written again escaped. */
 static void canon_uri(sy_buf *b, const struct sy_route *r) {
     const sy_upstream *u = &r->upstream;
+    putc1(b, '"');
     size_t at = b->len;
     char num[24];
     switch (u->kind) {
@@ -286,8 +318,15 @@ static void canon_uri(sy_buf *b, const struct sy_route *r) {
         bool v6 = strchr(u->host, ':') != NULL;
         if (v6)
             putc1(b, '[');
-        for (const char *p = u->host; *p; p++)
-            putc1(b, (*p >= 'A' && *p <= 'Z') ? (char)(*p + 32) : *p);
+        size_t hl = strlen(u->host);
+        if (b->len + hl < b->cap || sy_buf_reserve(b, hl)) {
+            char *o = b->ptr + b->len;
+            for (size_t i = 0; i < hl; i++) {
+                char c = u->host[i];
+                o[i] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+            }
+            b->len += hl;
+        }
         if (v6)
             putc1(b, ']');
         putc1(b, ':');
@@ -311,15 +350,7 @@ static void canon_uri(sy_buf *b, const struct sy_route *r) {
     if (b->failed)
         return;
     size_t n = b->len - at;
-    bool plain = true;
-    for (size_t i = 0; i < n && plain; i++)
-        plain = !needs_escape[(unsigned char)b->ptr[at + i]];
-    if (plain) { /* open the quote in front, close it behind */
-        if (!sy_buf_reserve(b, 2))
-            return;
-        memmove(b->ptr + at + 1, b->ptr + at, n);
-        b->ptr[at] = '"';
-        b->len++;
+    if (plain_run(b->ptr + at, n) == n) {
         putc1(b, '"');
         return;
     }
@@ -329,7 +360,7 @@ static void canon_uri(sy_buf *b, const struct sy_route *r) {
         b->failed = true;
         return;
     }
-    b->len = at;
+    b->len = at - 1;
     sy_buf_json_string(b, t, n);
     sy_free(b->alloc, t);
 }
@@ -367,6 +398,8 @@ static void canon_write(sy_buf *b, const struct sy_route *r, size_t off[8]) {
     putc1(b, '}');
     off[7] = b->len;
     putc1(b, '}');
+    if (!b->failed)
+        b->ptr[b->len] = '\0'; /* appends leave room for it */
 }
 
 int sy_def_canonicalize_into(struct sy_route *r, sy_buf *scratch) {

@@ -12,8 +12,25 @@
 
 #define GENKEY "_genkey_"
 
+/* The keys of the first shortcut values, "_genkey_0" .. "_genkey_15"
+ * (every real entry's): static text, so a key is known as one of them by
+ * its address. */
+static const char genkeys[16][12] = {
+    GENKEY "0",  GENKEY "1",  GENKEY "2",  GENKEY "3", GENKEY "4",  GENKEY "5",
+    GENKEY "6",  GENKEY "7",  GENKEY "8",  GENKEY "9", GENKEY "10", GENKEY "11",
+    GENKEY "12", GENKEY "13", GENKEY "14", GENKEY "15"};
+
+/* One of genkeys, or else "_genkey_" compared byte by byte (the compare
+ * stops at the first byte that differs: a shorter key is never read past
+ * its end). */
 static bool is_genkey(const char *k) {
-    return strncmp(k, GENKEY, sizeof GENKEY - 1) == 0;
+    static const char g[] = GENKEY;
+    if ((uintptr_t)k - (uintptr_t)genkeys[0] < sizeof genkeys)
+        return true;
+    for (size_t i = 0; i < sizeof g - 1; i++)
+        if (k[i] != g[i])
+            return false;
+    return true;
 }
 
 void sy_def_number_text(double v, char *buf, size_t size) {
@@ -47,10 +64,8 @@ typedef struct raw_arg {
 #define RAW_STACK 16
 
 static raw_arg *raw_get(const sy_alloc *a, size_t n, raw_arg *stack) {
-    if (n <= RAW_STACK) {
-        memset(stack, 0, n * sizeof *stack);
-        return stack;
-    }
+    if (n <= RAW_STACK)
+        return stack; /* each one is filled whole before it is read */
     return sy_calloc(a, n, sizeof(raw_arg));
 }
 
@@ -82,9 +97,10 @@ static int arg_error(const entry_ctx *ec, int code, const char *key,
 static int find_view(const sy_def_ctx *ctx, sy_factory_kind kind,
                      const char *name, const sy_factory_spec *spec,
                      factory_view *v) {
-    memset(v, 0, sizeof *v);
-    size_t len = strlen(name);
-    v->spec = spec ? spec : sy_factory_find(kind, name, len);
+    /* names[] and list[] are read only below nfields */
+    v->host = NULL;
+    v->nfields = 0;
+    v->spec = spec ? spec : sy_factory_find(kind, name, strlen(name));
     if (v->spec) {
         v->type = v->spec->shortcut;
         v->shortcut_allowed = v->spec->shortcut_allowed;
@@ -97,6 +113,8 @@ static int find_view(const sy_def_ctx *ctx, sy_factory_kind kind,
         return 0;
     }
     const char *const *fields = NULL;
+    size_t len = strlen(name);
+    v->type = SY_SHORTCUT_DEFAULT;
     if (kind == SY_FACTORY_PREDICATE) {
         const sy_predicate_factory *f =
             sy_registry_find_predicate(ctx->registry, name, len);
@@ -162,13 +180,15 @@ static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
     }
     for (size_t i = 0; i < n; i++) {
         const char *k = raw[i].key;
-        int f = field_index(v, k);
+        /* no built-in has a field named like a shortcut's key */
+        bool shortkey = is_genkey(k);
+        int f = shortkey && v->spec ? -1 : field_index(v, k);
         if (v->type != SY_SHORTCUT_DEFAULT) {
             /* gathered: named non-list fields keep their key, every other
              * value joins the list in order */
             if (f < 0 || v->list[f])
                 f = list_field;
-        } else if (is_genkey(k)) {
+        } else if (shortkey) {
             size_t limit = v->shortcut_allowed ? v->nfields : 0;
             if (gen >= limit) {
                 if (v->host) {
@@ -408,6 +428,7 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
             }
             raw[i].key = sy_arena_strdup(&r->arena, c->string);
             raw[i].value = sy_arena_strdup(&r->arena, val);
+            raw[i].field = -1;
             if (!raw[i].key || !raw[i].value) {
                 raw_put(a, raw, stack);
                 return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
@@ -481,13 +502,8 @@ static int split_named_lists(const factory_view *v, struct sy_route *r,
 /* The key of the i-th shortcut value: "_genkey_<i>" (static text for the
  * first ones, which is every real entry). NULL when out of memory. */
 static const char *genkey(struct sy_route *r, size_t i) {
-    static const char *const keys[] = {
-        GENKEY "0",  GENKEY "1",  GENKEY "2",  GENKEY "3",
-        GENKEY "4",  GENKEY "5",  GENKEY "6",  GENKEY "7",
-        GENKEY "8",  GENKEY "9",  GENKEY "10", GENKEY "11",
-        GENKEY "12", GENKEY "13", GENKEY "14", GENKEY "15"};
-    if (i < SY_ARRAY_LEN(keys))
-        return keys[i];
+    if (i < SY_ARRAY_LEN(genkeys))
+        return genkeys[i];
     char key[32];
     snprintf(key, sizeof key, GENKEY "%zu", i);
     return sy_arena_strdup(&r->arena, key);
@@ -519,21 +535,23 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
         return 0;
     /* at most one value per comma plus one: fewer than RAW_STACK when the
      * text is shorter than that (the commas are counted only if not) */
-    size_t cap = strlen(eq + 1) + 1;
+    const char *args = eq + 1, *stop = args + strlen(args);
+    size_t cap = (size_t)(stop - args) + 1;
     if (cap > RAW_STACK) {
         cap = 1;
-        for (const char *p = eq + 1; (p = strchr(p, ',')); p++)
+        for (const char *p = args; (p = memchr(p, ',', (size_t)(stop - p)));
+             p++)
             cap++;
     }
     raw_arg *raw = raw_get(a, cap, stack);
     if (!raw)
         return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t count = 0;
-    const char *p = eq + 1;
+    const char *p = args;
     for (;;) {
-        const char *end = strchr(p, ',');
+        const char *end = memchr(p, ',', (size_t)(stop - p));
         if (!end)
-            end = p + strlen(p);
+            end = stop;
         const char *s = p, *e = end;
         while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
             s++;
@@ -543,13 +561,14 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
         if (e > s) {
             raw[count].key = genkey(r, count);
             raw[count].value = sy_arena_strndup(&r->arena, s, (size_t)(e - s));
+            raw[count].field = -1;
             if (!raw[count].key || !raw[count].value) {
                 raw_put(a, raw, stack);
                 return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
             }
             count++;
         }
-        if (!*end)
+        if (end == stop)
             break;
         p = end + 1;
     }
@@ -599,10 +618,13 @@ static int finish_entry(struct sy_route *r, const factory_view *v,
     e->arg_count = k;
     if (!v->spec)
         return 0;
-    for (size_t i = 0; i < k; i++) {
-        const sy_field_spec *fs = sy_factory_field(v->spec, e->args[i].key);
-        if (!fs)
-            continue;
+    /* args[0, extra) are the fields' values in field order, each key the
+     * spec's own name; the extra keys after them name no field (map_args
+     * gave every field name its field) */
+    for (size_t i = 0, f = 0; i < extra; i++) {
+        while (e->args[i].key != v->names[f])
+            f++;
+        const sy_field_spec *fs = &v->spec->fields[f];
         if (fs->list && !*e->args[i].value)
             return arg_error(ec, SY_EMISSING, fs->name,
                              "list values must not be empty", err);
@@ -624,7 +646,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
     int rc;
     char p[256];
     const char *what = kind == SY_FACTORY_PREDICATE ? "predicate" : "filter";
-    if (cJSON_IsString(item)) {
+    if (sy_def_is(item, cJSON_String)) {
         ec.shortcut = true;
         rc = raw_from_shortcut(r, item->valuestring, kind, &ec, &raw, &n,
                                ctx->alloc, stack, err);
@@ -635,7 +657,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
             return sy_error_set(err, SY_EMISSING, path, "%s name is empty",
                                 what);
         }
-    } else if (cJSON_IsObject(item)) {
+    } else if (sy_def_is(item, cJSON_Object)) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(item, "args");
         sy_def_path(p, sizeof p, "%s.name", path);
@@ -712,13 +734,15 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
     *count = 0;
     if (shortcut)
         *shortcut = NULL;
-    if (!arr || cJSON_IsNull(arr))
+    if (!arr || sy_def_is(arr, cJSON_NULL))
         return 0;
-    if (!cJSON_IsArray(arr))
+    if (!sy_def_is(arr, cJSON_Array))
         return sy_error_set(err, SY_ETYPE, path, "%s must be an array",
                             kind == SY_FACTORY_PREDICATE ? "predicates"
                                                          : "filters");
-    size_t n = (size_t)cJSON_GetArraySize(arr);
+    size_t n = 0;
+    for (const cJSON *c = arr->child; c; c = c->next)
+        n++;
     if (n == 0)
         return 0;
     sy_def_entry *es = sy_arena_alloc(&r->arena, n * sizeof *es);
@@ -729,7 +753,10 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
     memset(es, 0, n * sizeof *es);
     size_t i = 0;
     char p[256];
-    size_t at = sy_path_join(p, sizeof p, "", path);
+    size_t at = strlen(path); /* "<path>[i]", truncated as sy_path_join */
+    if (at > sizeof p - 1)
+        at = sizeof p - 1;
+    memcpy(p, path, at);
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
         sy_path_index(p, sizeof p, at, i);
         int rc = build_entry(ctx, r, kind, c, p, &es[i], &sc[i], err);
@@ -737,7 +764,7 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
             return rc;
     }
     *list = es;
-    *count = (uint32_t)n; /* a cJSON array size: an int */
+    *count = (uint32_t)n; /* the scan caps a route at 65536 values */
     if (shortcut)
         *shortcut = sc;
     return 0;

@@ -118,13 +118,15 @@ static int unexpected(scanner *sc) {
     return SY_ESYNTAX;
 }
 
+/* JSON's whitespace: space, tab, newline, carriage return. */
+static const unsigned char is_ws[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+
 static void skip_ws(scanner *sc) {
-    while (sc->pos < sc->len) {
-        char c = sc->s[sc->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            break;
-        sc->pos++;
-    }
+    size_t p = sc->pos, len = sc->len;
+    while (p < len && is_ws[(unsigned char)sc->s[p]])
+        p++;
+    sc->pos = p;
 }
 
 static int hex4(const char *p, unsigned *out) {
@@ -159,6 +161,18 @@ static int scan_string(scanner *sc, bool is_key) {
          * would be stored back at every byte) */
         size_t p = sc->pos, len = sc->len;
         const unsigned char *u = (const unsigned char *)s;
+        while (p + 8 <= len) { /* a word at a time, then byte by byte */
+            uint64_t w = sy_load_u64(s + p);
+            uint64_t hit = sy_swar_has_byte(w, '"') |
+                           sy_swar_has_byte(w, '\\') | sy_swar_has_below(w, 1);
+            if (hit) {
+#if SY_SWAR_FIRST_OK
+                p += sy_swar_first(hit);
+#endif
+                break;
+            }
+            p += 8;
+        }
         while (p < len && !string_stop[u[p]])
             p++;
         decoded += p - sc->pos;

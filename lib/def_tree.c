@@ -27,9 +27,12 @@ typedef struct tree_parser {
     int rc; /* 0, SY_ENOMEM, or SY_DEF_TREE_CJSON */
 } tree_parser;
 
+/* JSON's whitespace: space, tab, newline, carriage return. */
+static const unsigned char is_ws[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+
 static void skip_ws(tree_parser *t) {
-    while (t->pos < t->end && (t->s[t->pos] == ' ' || t->s[t->pos] == '\t' ||
-                               t->s[t->pos] == '\n' || t->s[t->pos] == '\r'))
+    while (t->pos < t->end && is_ws[(unsigned char)t->s[t->pos]])
         t->pos++;
 }
 
@@ -57,7 +60,18 @@ static char *parse_string(tree_parser *t) {
     const unsigned char *u = (const unsigned char *)t->s;
     size_t start = ++t->pos, i = start;
     bool esc = false;
-    for (;;) { /* the scan saw the closing quote */
+    for (;;) {                    /* the scan saw the closing quote */
+        while (i + 8 <= t->end) { /* a word at a time, then byte by byte */
+            uint64_t w = sy_load_u64(t->s + i);
+            uint64_t hit = sy_swar_has_byte(w, '"') | sy_swar_has_byte(w, '\\');
+            if (hit) {
+#if SY_SWAR_FIRST_OK
+                i += sy_swar_first(hit);
+#endif
+                break;
+            }
+            i += 8;
+        }
         while (!stop[u[i]])
             i++;
         if (u[i] == '"')

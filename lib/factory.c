@@ -1,14 +1,21 @@
 /*
  * factory.c - the table of built-in predicate and filter factories
  * (route model sections 4 and 5): names, shortcut kinds, fields in
- * shortcut order with their types and defaults.
+ * shortcut order with their types and defaults, the texts the canonical
+ * form copies, and the lookup by name (a hashed table).
  */
 #include "factory.h"
 
+#include <pthread.h>
+
 #define F(n, t, req, dflt)                                                     \
-    { n, t, req, false, dflt }
+    { n, t, req, false, dflt, "\"" n "\":", sizeof(n) + 2 }
 #define L(n, t)                                                                \
-    { n, t, true, true, NULL }
+    { n, t, true, true, NULL, "\"" n "\":", sizeof(n) + 2 }
+/* The canonical form's opening of an entry of the built-in named n */
+#define HEAD_TEXT(n) "{\"name\":\"" n "\",\"args\":{"
+#define HEAD(n)                                                                \
+    .canon_head = HEAD_TEXT(n), .canon_head_len = sizeof(HEAD_TEXT(n)) - 1
 #define P SY_FACTORY_PREDICATE
 #define FI SY_FACTORY_FILTER
 #define DEF SY_SHORTCUT_DEFAULT
@@ -24,7 +31,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("datetime", SY_FT_DATETIME, true, NULL)}},
+     {F("datetime", SY_FT_DATETIME, true, NULL)},
+     HEAD("After")},
     {"Before",
      SY_P_BEFORE,
      P,
@@ -32,7 +40,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("datetime", SY_FT_DATETIME, true, NULL)}},
+     {F("datetime", SY_FT_DATETIME, true, NULL)},
+     HEAD("Before")},
     {"Between",
      SY_P_BETWEEN,
      P,
@@ -41,7 +50,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("datetime1", SY_FT_DATETIME, true, NULL),
-      F("datetime2", SY_FT_DATETIME, true, NULL)}},
+      F("datetime2", SY_FT_DATETIME, true, NULL)},
+     HEAD("Between")},
     {"Cookie",
      SY_P_COOKIE,
      P,
@@ -50,7 +60,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_NONEMPTY, true, NULL),
-      F("regexp", SY_FT_REGEX, true, NULL)}},
+      F("regexp", SY_FT_REGEX, true, NULL)},
+     HEAD("Cookie")},
     {"Header",
      SY_P_HEADER,
      P,
@@ -59,7 +70,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("header", SY_FT_HEADER_NAME, true, NULL),
-      F("regexp", SY_FT_REGEX, false, NULL)}},
+      F("regexp", SY_FT_REGEX, false, NULL)},
+     HEAD("Header")},
     {"Host",
      SY_P_HOST,
      P,
@@ -67,7 +79,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {L("patterns", SY_FT_HOST_PATTERN)}},
+     {L("patterns", SY_FT_HOST_PATTERN)},
+     HEAD("Host")},
     {"Method",
      SY_P_METHOD,
      P,
@@ -75,7 +88,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {L("methods", SY_FT_METHOD)}},
+     {L("methods", SY_FT_METHOD)},
+     HEAD("Method")},
     {"Path",
      SY_P_PATH,
      P,
@@ -84,7 +98,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {L("patterns", SY_FT_PATH_PATTERN),
-      F("matchTrailingSlash", SY_FT_BOOL, false, "true")}},
+      F("matchTrailingSlash", SY_FT_BOOL, false, "true")},
+     HEAD("Path")},
     {"Query",
      SY_P_QUERY,
      P,
@@ -93,7 +108,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("param", SY_FT_NONEMPTY, true, NULL),
-      F("regexp", SY_FT_REGEX, false, NULL)}},
+      F("regexp", SY_FT_REGEX, false, NULL)},
+     HEAD("Query")},
     {"RemoteAddr",
      SY_P_REMOTE_ADDR,
      P,
@@ -101,7 +117,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {L("sources", SY_FT_CIDR)}},
+     {L("sources", SY_FT_CIDR)},
+     HEAD("RemoteAddr")},
     {"XForwardedRemoteAddr",
      SY_P_XFORWARDED_REMOTE_ADDR,
      P,
@@ -109,8 +126,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      2,
-     {L("sources", SY_FT_CIDR),
-      F("maxTrustedIndex", SY_FT_POSINT, false, "1")}},
+     {L("sources", SY_FT_CIDR), F("maxTrustedIndex", SY_FT_POSINT, false, "1")},
+     HEAD("XForwardedRemoteAddr")},
     {"Weight",
      SY_P_WEIGHT,
      P,
@@ -119,7 +136,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("weight.group", SY_FT_NONEMPTY, true, NULL),
-      F("weight.weight", SY_FT_UINT, true, NULL)}},
+      F("weight.weight", SY_FT_UINT, true, NULL)},
+     HEAD("Weight")},
 
     /* ---- pure filters ---- */
     {"AddRequestHeader",
@@ -130,7 +148,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
-      F("value", SY_FT_STRING, true, NULL)}},
+      F("value", SY_FT_STRING, true, NULL)},
+     HEAD("AddRequestHeader")},
     {"AddRequestHeadersIfNotPresent",
      SY_F_ADD_REQUEST_HEADERS_IF_NOT_PRESENT,
      FI,
@@ -138,7 +157,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {L("headers", SY_FT_KEYVALUE)}},
+     {L("headers", SY_FT_KEYVALUE)},
+     HEAD("AddRequestHeadersIfNotPresent")},
     {"AddRequestParameter",
      SY_F_ADD_REQUEST_PARAMETER,
      FI,
@@ -147,7 +167,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_NONEMPTY, true, NULL),
-      F("value", SY_FT_STRING, true, NULL)}},
+      F("value", SY_FT_STRING, true, NULL)},
+     HEAD("AddRequestParameter")},
     {"AddResponseHeader",
      SY_F_ADD_RESPONSE_HEADER,
      FI,
@@ -157,7 +178,8 @@ static const sy_factory_spec builtins[] = {
      3,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
       F("value", SY_FT_STRING, true, NULL),
-      F("override", SY_FT_BOOL, false, "true")}},
+      F("override", SY_FT_BOOL, false, "true")},
+     HEAD("AddResponseHeader")},
     {"DedupeResponseHeader",
      SY_F_DEDUPE_RESPONSE_HEADER,
      FI,
@@ -166,7 +188,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_NONEMPTY, true, NULL),
-      F("strategy", SY_FT_STRATEGY, false, "RETAIN_FIRST")}},
+      F("strategy", SY_FT_STRATEGY, false, "RETAIN_FIRST")},
+     HEAD("DedupeResponseHeader")},
     {"MapRequestHeader",
      SY_F_MAP_REQUEST_HEADER,
      FI,
@@ -175,7 +198,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("fromHeader", SY_FT_HEADER_NAME, true, NULL),
-      F("toHeader", SY_FT_HEADER_NAME, true, NULL)}},
+      F("toHeader", SY_FT_HEADER_NAME, true, NULL)},
+     HEAD("MapRequestHeader")},
     {"PrefixPath",
      SY_F_PREFIX_PATH,
      FI,
@@ -183,7 +207,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("prefix", SY_FT_NONEMPTY, true, NULL)}},
+     {F("prefix", SY_FT_NONEMPTY, true, NULL)},
+     HEAD("PrefixPath")},
     {"PreserveHostHeader",
      SY_F_PRESERVE_HOST_HEADER,
      FI,
@@ -191,7 +216,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      0,
-     {{0}}},
+     {{0}},
+     HEAD("PreserveHostHeader")},
     {"RedirectTo",
      SY_F_REDIRECT_TO,
      FI,
@@ -200,7 +226,8 @@ static const sy_factory_spec builtins[] = {
      false,
      3,
      {F("status", SY_FT_STATUS, true, NULL), F("url", SY_FT_URL, true, NULL),
-      F("includeRequestParams", SY_FT_BOOL, false, "false")}},
+      F("includeRequestParams", SY_FT_BOOL, false, "false")},
+     HEAD("RedirectTo")},
     {"RemoveRequestHeader",
      SY_F_REMOVE_REQUEST_HEADER,
      FI,
@@ -208,7 +235,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("name", SY_FT_HEADER_NAME, true, NULL)}},
+     {F("name", SY_FT_HEADER_NAME, true, NULL)},
+     HEAD("RemoveRequestHeader")},
     {"RemoveResponseHeader",
      SY_F_REMOVE_RESPONSE_HEADER,
      FI,
@@ -216,7 +244,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("name", SY_FT_HEADER_NAME, true, NULL)}},
+     {F("name", SY_FT_HEADER_NAME, true, NULL)},
+     HEAD("RemoveResponseHeader")},
     {"RemoveRequestParameter",
      SY_F_REMOVE_REQUEST_PARAMETER,
      FI,
@@ -224,7 +253,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("name", SY_FT_NONEMPTY, true, NULL)}},
+     {F("name", SY_FT_NONEMPTY, true, NULL)},
+     HEAD("RemoveRequestParameter")},
     {"RequestHeaderSize",
      SY_F_REQUEST_HEADER_SIZE,
      FI,
@@ -233,7 +263,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("maxSize", SY_FT_SIZE, false, "16000B"),
-      F("errorHeaderName", SY_FT_STRING, false, NULL)}},
+      F("errorHeaderName", SY_FT_STRING, false, NULL)},
+     HEAD("RequestHeaderSize")},
     {"RequestSize",
      SY_F_REQUEST_SIZE,
      FI,
@@ -241,7 +272,8 @@ static const sy_factory_spec builtins[] = {
      false,
      false,
      1,
-     {F("maxSize", SY_FT_SIZE, false, "5MB")}},
+     {F("maxSize", SY_FT_SIZE, false, "5MB")},
+     HEAD("RequestSize")},
     {"RewritePath",
      SY_F_REWRITE_PATH,
      FI,
@@ -250,7 +282,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("regexp", SY_FT_REGEX, true, NULL),
-      F("replacement", SY_FT_STRING, true, NULL)}},
+      F("replacement", SY_FT_STRING, true, NULL)},
+     HEAD("RewritePath")},
     {"RewriteLocationResponseHeader",
      SY_F_REWRITE_LOCATION_RESPONSE_HEADER,
      FI,
@@ -261,7 +294,8 @@ static const sy_factory_spec builtins[] = {
      {F("stripVersion", SY_FT_STRIP_MODE, false, "AS_IN_REQUEST"),
       F("locationHeaderName", SY_FT_HEADER_NAME, false, "Location"),
       F("hostValue", SY_FT_STRING, false, NULL),
-      F("protocols", SY_FT_REGEX, false, "https?|ftps?")}},
+      F("protocols", SY_FT_REGEX, false, "https?|ftps?")},
+     HEAD("RewriteLocationResponseHeader")},
     {"RewriteResponseHeader",
      SY_F_REWRITE_RESPONSE_HEADER,
      FI,
@@ -271,7 +305,8 @@ static const sy_factory_spec builtins[] = {
      3,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
       F("regexp", SY_FT_REGEX, true, NULL),
-      F("replacement", SY_FT_STRING, true, NULL)}},
+      F("replacement", SY_FT_STRING, true, NULL)},
+     HEAD("RewriteResponseHeader")},
     {"SetPath",
      SY_F_SET_PATH,
      FI,
@@ -279,7 +314,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("template", SY_FT_NONEMPTY, true, NULL)}},
+     {F("template", SY_FT_NONEMPTY, true, NULL)},
+     HEAD("SetPath")},
     {"SetRequestHeader",
      SY_F_SET_REQUEST_HEADER,
      FI,
@@ -288,7 +324,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
-      F("value", SY_FT_STRING, true, NULL)}},
+      F("value", SY_FT_STRING, true, NULL)},
+     HEAD("SetRequestHeader")},
     {"SetResponseHeader",
      SY_F_SET_RESPONSE_HEADER,
      FI,
@@ -297,7 +334,8 @@ static const sy_factory_spec builtins[] = {
      false,
      2,
      {F("name", SY_FT_HEADER_NAME, true, NULL),
-      F("value", SY_FT_STRING, true, NULL)}},
+      F("value", SY_FT_STRING, true, NULL)},
+     HEAD("SetResponseHeader")},
     {"SetRequestHostHeader",
      SY_F_SET_REQUEST_HOST_HEADER,
      FI,
@@ -305,7 +343,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("host", SY_FT_NONEMPTY, true, NULL)}},
+     {F("host", SY_FT_NONEMPTY, true, NULL)},
+     HEAD("SetRequestHostHeader")},
     {"SetStatus",
      SY_F_SET_STATUS,
      FI,
@@ -313,7 +352,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("status", SY_FT_STATUS, true, NULL)}},
+     {F("status", SY_FT_STATUS, true, NULL)},
+     HEAD("SetStatus")},
     {"StripPrefix",
      SY_F_STRIP_PREFIX,
      FI,
@@ -321,7 +361,8 @@ static const sy_factory_spec builtins[] = {
      true,
      false,
      1,
-     {F("parts", SY_FT_UINT, false, "1")}},
+     {F("parts", SY_FT_UINT, false, "1")},
+     HEAD("StripPrefix")},
 
     /* ---- stateful filters: shape only, run by the host ---- */
     {"Retry",
@@ -337,7 +378,8 @@ static const sy_factory_spec builtins[] = {
       F("backoff.firstBackoff", SY_FT_DURATION, false, NULL),
       F("backoff.maxBackoff", SY_FT_DURATION, false, NULL),
       F("backoff.factor", SY_FT_POSINT, false, NULL),
-      F("backoff.basedOnPreviousValue", SY_FT_BOOL, false, NULL)}},
+      F("backoff.basedOnPreviousValue", SY_FT_BOOL, false, NULL)},
+     HEAD("Retry")},
     {"RequestRateLimiter",
      SY_F_REQUEST_RATE_LIMITER,
      FI,
@@ -345,7 +387,8 @@ static const sy_factory_spec builtins[] = {
      false,
      true,
      0,
-     {{0}}},
+     {{0}},
+     HEAD("RequestRateLimiter")},
     {"CircuitBreaker",
      SY_F_CIRCUIT_BREAKER,
      FI,
@@ -354,19 +397,57 @@ static const sy_factory_spec builtins[] = {
      true,
      2,
      {F("name", SY_FT_STRING, false, NULL),
-      F("fallbackUri", SY_FT_STRING, false, NULL)}},
+      F("fallbackUri", SY_FT_STRING, false, NULL)},
+     HEAD("CircuitBreaker")},
 };
+
+/* The built-ins by name: an open-addressed table of indexes into builtins
+ * (0: empty, else index + 1), hashed on the kind, the length and three of
+ * the name's bytes (today's 38 names land in 38 distinct slots: one probe
+ * each); filled once (pthread_once), then only read. Every predicate and
+ * filter entry of a document is looked up here. */
+#define FIND_SLOTS 128u
+static uint8_t find_table[FIND_SLOTS];
+static uint8_t find_len[SY_ARRAY_LEN(builtins)];
+static pthread_once_t find_once = PTHREAD_ONCE_INIT;
+_Static_assert(SY_ARRAY_LEN(builtins) < FIND_SLOTS / 2 &&
+                   SY_ARRAY_LEN(builtins) < UINT8_MAX,
+               "the find table holds the built-ins' indexes, half empty");
+
+static unsigned find_hash(sy_factory_kind kind, const char *name, size_t len) {
+    const unsigned char *u = (const unsigned char *)name;
+    return ((unsigned)len + u[0] * 19u + u[len - 1] + u[len / 2] +
+            (unsigned)kind * 17u) &
+           (FIND_SLOTS - 1);
+}
+
+static void find_init(void) {
+    for (size_t i = 0; i < SY_ARRAY_LEN(builtins); i++) {
+        const sy_factory_spec *s = &builtins[i];
+        size_t len = strlen(s->name);
+        find_len[i] = (uint8_t)len;
+        unsigned h = find_hash(s->kind, s->name, len);
+        while (find_table[h])
+            h = (h + 1) & (FIND_SLOTS - 1);
+        find_table[h] = (uint8_t)(i + 1);
+    }
+}
 
 const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
                                        size_t len) {
-    for (size_t i = 0; i < SY_ARRAY_LEN(builtins); i++) {
-        const sy_factory_spec *s = &builtins[i];
-        if (s->kind != kind || (len && s->name[0] != name[0]))
-            continue; /* most names differ in their first letter */
-        if (strlen(s->name) == len && memcmp(s->name, name, len) == 0)
+    if (!len || len > UINT8_MAX)
+        return NULL; /* every built-in has a short, non-empty name */
+    pthread_once(&find_once, find_init);
+    for (unsigned h = find_hash(kind, name, len);;
+         h = (h + 1) & (FIND_SLOTS - 1)) {
+        unsigned k = find_table[h];
+        if (!k)
+            return NULL;
+        const sy_factory_spec *s = &builtins[k - 1];
+        if (find_len[k - 1] == len && s->kind == kind &&
+            memcmp(s->name, name, len) == 0)
             return s;
     }
-    return NULL;
 }
 
 const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,

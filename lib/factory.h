@@ -38,6 +38,10 @@ typedef struct sy_field_spec {
     bool required;
     bool list;        /* the GATHER_LIST field */
     const char *dflt; /* default value text, or NULL */
+    /* the name as a JSON object key, quoted, with its colon: "\"name\":"
+     * (the canonical form writes it as is) */
+    const char *json_key;
+    size_t json_key_len;
 } sy_field_spec;
 
 typedef enum sy_factory_kind {
@@ -102,6 +106,10 @@ typedef struct sy_factory_spec {
     bool open_args;        /* extra keys allowed (stateful filters) */
     size_t field_count;
     sy_field_spec fields[SY_MAX_FIELDS]; /* shortcut order */
+    /* the canonical form's opening of an entry of this built-in:
+     * {"name":"<name>","args":{ */
+    const char *canon_head;
+    size_t canon_head_len;
 } sy_factory_spec;
 
 /* The built-in spec of that name and kind, or NULL. */

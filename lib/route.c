@@ -20,15 +20,18 @@ static const sy_route_select select_defaults[2] = {
      (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, true},
 };
 
-/* A route, the allocator it owns and, in the same block, the first chunk
- * of its arena (sized by the caller's estimate of what the route holds:
- * its strings, entries and compiled objects), so a route is usually one
- * allocation plus its patterns. */
+/* A route and, in the same block, the first chunk of its arena (sized by
+ * the caller's estimate of what the route holds: its strings, entries and
+ * compiled objects), so a route is usually one allocation. A route built
+ * with the library's default allocator points at the one shared copy of
+ * it (stateless: libc plus alloc_map.c); with a host's allocator the
+ * block ends with the route's own copy (the route may outlive the router
+ * or document whose copy it was given). */
 typedef struct sy_route_box {
     struct sy_route route;
-    sy_alloc alloc;
     _Alignas(16) unsigned char chunk[]; /* route.arena_embedded: the first
-                                           chunk of the arena */
+                                           chunk of the arena, then the
+                                           allocator copy if any */
 } sy_route_box;
 
 /* Chunks after the first: a route that outgrew its estimate. */
@@ -39,15 +42,22 @@ struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
         return NULL;
     arena_bytes = (arena_bytes + 15u) & ~(size_t)15u;
     size_t extra = arena_bytes ? sizeof(sy_arena_chunk) + arena_bytes : 0;
-    sy_route_box *b = sy_malloc(alloc, sizeof *b + extra);
+    const sy_alloc *shared = sy_alloc_default_shared(alloc);
+    sy_route_box *b =
+        sy_malloc(alloc, sizeof *b + extra + (shared ? 0 : sizeof *alloc));
     if (!b)
         return NULL;
     memset(b, 0, sizeof *b);
-    b->alloc = *alloc;
     struct sy_route *r = &b->route;
+    if (shared) {
+        r->alloc = shared;
+    } else {
+        sy_alloc *own = (sy_alloc *)(void *)(b->chunk + extra);
+        *own = *alloc;
+        r->alloc = own;
+    }
     atomic_init(&r->refs, 1);
-    r->alloc = &b->alloc;
-    sy_arena_init(&r->arena, &b->alloc, SY_ROUTE_CHUNK);
+    sy_arena_init(&r->arena, r->alloc, SY_ROUTE_CHUNK);
     if (arena_bytes) {
         sy_arena_chunk *c = (sy_arena_chunk *)(void *)b->chunk;
         c->next = NULL;
@@ -135,8 +145,8 @@ void sy_route_unref(struct sy_route *r) {
 
 /* The first predicate of `kind` (Path or Host), if all its patterns are
  * literal segments or labels; else -1. */
-static int32_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
-    for (size_t i = 0; i < r->predicate_count; i++) {
+static int16_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
+    for (size_t i = 0; i < r->predicate_count && i <= INT16_MAX; i++) {
         const sy_pred *p = r->cpreds[i];
         if (!p || sy_pred_get_kind(p) != kind)
             continue;
@@ -146,7 +156,7 @@ static int32_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
                 if (sy_pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
                     return -1;
         }
-        return (int32_t)i;
+        return (int16_t)i;
     }
     return -1;
 }

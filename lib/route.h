@@ -44,6 +44,12 @@ struct sy_route {
     int32_t order;
     bool disabled;       /* metadata.status == "disabled" */
     bool arena_embedded; /* the arena's first chunk is in the route's block */
+    /* Writer only: the live table's references to the route (+1 at each
+     * publish that makes it live, -1 when such a reference is buried).
+     * At 0 no snapshot can reach it: the host's data and key go then,
+     * even if a kept document of the history still holds the route.
+     * UINT16_MAX: saturated, they go when the route is freed. */
+    uint16_t live;
     sy_upstream upstream;
     const char *authority; /* URL upstreams: the Host header to send */
 
@@ -59,7 +65,10 @@ struct sy_route {
      * (r->alloc); NULL until then. */
     _Atomic(char *) canonical;
     uint64_t fingerprint; /* of the whole canonical form */
-    uint64_t fp_predicates, fp_filters, fp_uri, fp_metadata; /* for diffs */
+    /* the low 32 bits of each part's hash (def_canon.c): only a diff's
+     * report of what changed in an updated route reads them (a collision
+     * would leave a part out of that report, nothing else) */
+    uint32_t fp_predicates, fp_filters, fp_uri, fp_metadata;
     /* The exact bytes of a route object of a document that builds this
      * route (def.c build_routes): sy_hash64 of the span with a seed of
      * SY_ROUTE_SPAN_SEED and the routes array's nesting (def.c span_seed)
@@ -68,15 +77,19 @@ struct sy_route {
      * Unlike the rest of the route these two may be rewritten after the
      * route is live, by the router's writer only (under its lock): a parse
      * that shares this route for other bytes of the same meaning records
-     * them. Matching threads never read them. */
+     * them. Matching threads never read them. span_len is 32 bits: a span
+     * of 4 GiB or more (a document limit raised that far) is recorded cut
+     * to its low bits, which no real span of those bytes' hash has, so
+     * such a route is simply never found by its bytes. */
     uint64_t span_hash;
-    size_t span_len;
+    uint32_t span_len;
     /* the id's length and sy_idtab_hash, set with the span: a route shared
      * by bytes is checked for a duplicate id without reading the id */
     uint32_t id_len, id_hash;
     /* index of the first Path (Host) predicate when every one of its
-     * patterns is all literal segments (labels): the index can prove it */
-    int32_t literal_path, literal_host;
+     * patterns is all literal segments (labels): the index can prove it;
+     * -1: none (or past the 32,767th predicate: then tested as usual) */
+    int16_t literal_path, literal_host;
 
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never
@@ -87,9 +100,10 @@ struct sy_route {
     struct sy_pred **cpreds;
     struct sy_filter **cfilters;
 
-    /* Set by the router when the route first becomes live: the host's
-     * data (route_attach), the key (above), and who to tell when the route
-     * is freed. Written before the route is published; read-only after. */
+    /* Set by the router when the route becomes live (again, after a
+     * rollback put it back): the host's data (route_attach), the key
+     * (above), and who to tell when no snapshot can reach it any more.
+     * Written before the route is published; read-only while live. */
     void *host_data;
     const struct sy_route_owner *owner;
 };

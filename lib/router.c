@@ -126,12 +126,19 @@ fail:
     return rc;
 }
 
+void sy_history_entry_free(sy_router *r, sy_history_entry *e) {
+    for (size_t i = 0; i < e->count; i++)
+        sy_route_unref(e->routes[i]); /* may call route_detach */
+    sy_free(&r->alloc, e->routes);
+    sy_free(&r->alloc, e->issues);
+    sy_free(&r->alloc, e->version);
+    memset(e, 0, sizeof *e);
+}
+
 static void free_history(sy_router *r, sy_source *s) {
     sy_free(&r->alloc, s->memo);
-    for (size_t i = 0; i < s->history_count; i++) {
-        sy_free(&r->alloc, s->history[i].version);
-        sy_free(&r->alloc, s->history[i].bytes);
-    }
+    for (size_t i = 0; i < s->history_count; i++)
+        sy_history_entry_free(r, &s->history[i]);
     sy_free(&r->alloc, s->history);
 }
 
@@ -157,6 +164,7 @@ void sy_router_free(sy_router *r) {
     if (r->defaults)
         sy_route_unref(r->defaults);
     sy_free(&r->alloc, r->free_keys);
+    sy_free(&r->alloc, r->status_memo);
     pthread_mutex_destroy(&r->lock);
     sy_alloc a = r->alloc;
     sy_free(&a, r);

@@ -110,13 +110,30 @@ sy_snapshot_config sy_router_snapshot_config(sy_router *r) {
 }
 
 /* Drop the references of removed routes no live snapshot can still use. */
+/* One of the live table's references to rt is buried. At the last one no
+ * snapshot can reach rt: when something else still holds it (a kept
+ * document of the history), the host's data and the key go now, as they
+ * would at its free; a rollback that puts it back attaches it again. */
+static void route_unlive(sy_router *r, struct sy_route *rt) {
+    if (rt->live == UINT16_MAX || rt->live == 0 || --rt->live)
+        return;
+    if (!rt->owner ||
+        atomic_load_explicit(&rt->refs, memory_order_relaxed) == 1)
+        return; /* freed by the unref that follows: released then */
+    sy_router_route_released(r, rt);
+    rt->owner = NULL;
+    rt->host_data = NULL;
+    rt->key = UINT32_MAX;
+}
+
 void sy_router_bury(sy_router *r) {
     uint64_t oldest = sy_pub_oldest_generation(r->pub);
     size_t k = 0;
     for (size_t i = 0; i < r->grave_count; i++) {
-        if (r->graves[i].generation <= oldest)
+        if (r->graves[i].generation <= oldest) {
+            route_unlive(r, r->graves[i].route);
             sy_route_unref(r->graves[i].route);
-        else
+        } else
             r->graves[k++] = r->graves[i];
     }
     r->grave_count = k;

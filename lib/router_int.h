@@ -15,11 +15,26 @@
 #define SY_MAX_SOURCES 256
 #define SY_MAX_SOURCE_NAME 127
 
+/* A document kept for rollback (the last `history` applied per source):
+ * not its text but what its apply made of it, the compiled routes (a
+ * reference each: unchanged routes are the live objects, so a kept
+ * document costs 8 bytes a route (12 when invalid routes left holes in
+ * its positions) plus the routes only it still holds)
+ * with their positions in its routes array, and what a rollback reports
+ * again: its version, checksum and (lenient) issues. */
 typedef struct sy_history_entry {
     char *version; /* may be NULL */
-    char *bytes;
-    size_t len;
+    uint64_t checksum;
+    struct sy_route **routes; /* one block with positions */
+    uint32_t *positions;      /* NULL: 0, 1, ... count - 1 */
+    size_t count;
+    sy_error *issues;
+    size_t issue_count;
+    bool envelope; /* {"version", "routes"}: error paths "routes[i]" */
 } sy_history_entry;
+
+/* Drop a kept document's references and memory. */
+void sy_history_entry_free(sy_router *r, sy_history_entry *e);
 
 typedef struct sy_source {
     char *name;
@@ -78,6 +93,11 @@ struct sy_router {
     uint64_t commits, failed_commits, skipped_applies, instance_updates;
     /* counters (any thread) */
     _Atomic uint64_t ejections, outcomes;
+    /* per-source fingerprints and route counts of the live snapshot,
+     * worked out once per generation (router_status.c), under the lock:
+     * NULL until a status asks; status_gen is its snapshot's generation */
+    struct sy_source_memo *status_memo;
+    uint64_t status_gen;
 };
 
 /* The router's allocator (for change sets). */

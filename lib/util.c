@@ -27,11 +27,15 @@ void sy_alloc_init(sy_alloc *out, const sy_allocator *user) {
         out->free = user->free;
         out->data = user->data;
     } else {
-        out->malloc = libc_malloc;
-        out->realloc = libc_realloc;
-        out->free = libc_free;
-        out->data = NULL;
+        sy_alloc_default(out);
     }
+}
+
+void sy_alloc_libc(sy_alloc *out) {
+    out->malloc = libc_malloc;
+    out->realloc = libc_realloc;
+    out->free = libc_free;
+    out->data = NULL;
 }
 
 void *sy_malloc(const sy_alloc *a, size_t size) {
@@ -41,7 +45,10 @@ void *sy_malloc(const sy_alloc *a, size_t size) {
 void *sy_calloc(const sy_alloc *a, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)
         return NULL;
-    void *p = sy_malloc(a, n * size);
+    void *p = sy_alloc_default_calloc(a, n * size);
+    if (p != SY_ALLOC_NOT_DEFAULT)
+        return p;
+    p = sy_malloc(a, n * size);
     if (p)
         memset(p, 0, (n * size) > 0 ? n * size : 1);
     return p;
@@ -97,32 +104,15 @@ static sy_arena_chunk *arena_grow(sy_arena *ar, size_t size) {
     return n;
 }
 
-void *sy_arena_alloc(sy_arena *ar, size_t size) {
-    size = (size + 15u) & ~(size_t)15u;
-    if (size == 0)
-        size = 16;
-    sy_arena_chunk *c = ar->head;
-    size_t at = c ? (c->used + 15u) & ~(size_t)15u : 0;
-    if (!c || at > c->size || c->size - at < size) {
-        if (!(c = arena_grow(ar, size)))
-            return NULL;
-        at = 0;
-    }
-    c->used = at + size;
-    return c->data + at;
-}
-
-void *sy_arena_alloc_bytes(sy_arena *ar, size_t size) {
-    if (size == 0)
-        size = 1;
-    sy_arena_chunk *c = ar->head;
-    if (!c || c->size - c->used < size) {
-        if (!(c = arena_grow(ar, size)))
-            return NULL;
-    }
-    void *p = c->data + c->used;
-    c->used += size;
-    return p;
+/* The slow paths of util.h's inline sy_arena_alloc and
+ * sy_arena_alloc_bytes: the head chunk has no room for `size` bytes
+ * (rounded as the caller rounds them). */
+void *sy_arena_alloc_new(sy_arena *ar, size_t size) {
+    sy_arena_chunk *c = arena_grow(ar, size);
+    if (!c)
+        return NULL;
+    c->used = size;
+    return c->data;
 }
 
 char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n) {
@@ -451,6 +441,19 @@ void sy_path_index(char *out, size_t cap, size_t at, size_t i) {
     if (!cap || at + 1 >= cap) {
         if (cap && at < cap)
             out[at] = '\0';
+        return;
+    }
+    if (cap - at > 24) { /* room for any index: no checks per byte */
+        char d[20], *o = out + at;
+        size_t n = 0;
+        do
+            d[n++] = (char)('0' + i % 10);
+        while ((i /= 10) != 0);
+        *o++ = '[';
+        while (n)
+            *o++ = d[--n];
+        o[0] = ']';
+        o[1] = '\0';
         return;
     }
     char digits[24];

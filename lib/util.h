@@ -25,8 +25,31 @@ typedef struct sy_alloc {
     void *data;
 } sy_alloc;
 
-/* Resolve user hooks (NULL or incomplete: libc). */
+/* Resolve user hooks (NULL or incomplete: sy_alloc_default). */
 void sy_alloc_init(sy_alloc *out, const sy_allocator *user);
+/* libc's malloc, realloc and free as they are. */
+void sy_alloc_libc(sy_alloc *out);
+/* The library's default allocator (alloc_map.c): libc's, but blocks of
+ * SY_MAP_MIN bytes or more are mapped and unmapped directly (glibc on
+ * Linux), so that an apply's large temporaries go back to the system when
+ * freed, whatever glibc's dynamic mmap threshold has risen to. Blocks it
+ * returns are freed by it only (never by libc's free). */
+void sy_alloc_default(sy_alloc *out);
+/* 512 KiB: an apply of 100,000 routes frees ~65 MB in blocks above it;
+ * at 128 KiB (glibc's starting threshold) a re-apply of 10,000 routes
+ * faulted in fresh pages for its smaller temporaries too (~40 % slower;
+ * docs/architecture.md, "Memory of an apply") */
+#define SY_MAP_MIN ((size_t)512 * 1024)
+/* n zeroed bytes from `a` when it is the default allocator (a mapping
+ * or libc's calloc: no page touched to clear it); SY_ALLOC_NOT_DEFAULT
+ * for any other allocator (sy_calloc then clears a block itself). */
+void *sy_alloc_default_calloc(const sy_alloc *a, size_t n);
+#define SY_ALLOC_NOT_DEFAULT ((void *)1)
+/* The one shared copy of the default allocator when `a` is it (a route
+ * then points at it instead of holding its own copy), else NULL. */
+const sy_alloc *sy_alloc_default_shared(const sy_alloc *a);
+/* True when sy_alloc_default maps large blocks (else it is libc's). */
+bool sy_alloc_maps_large(void);
 void *sy_malloc(const sy_alloc *a, size_t size);
 void *sy_calloc(const sy_alloc *a, size_t n, size_t size); /* overflow-safe */
 void *sy_realloc(const sy_alloc *a, void *ptr, size_t size);
@@ -52,9 +75,37 @@ typedef struct sy_arena {
 } sy_arena;
 
 void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size);
-void *sy_arena_alloc(sy_arena *ar, size_t size); /* 16-byte aligned */
+/* util.c: a new head chunk holding the `size` bytes asked for. */
+void *sy_arena_alloc_new(sy_arena *ar, size_t size);
+
+/* 16-byte aligned. Inline: trees and routes make many small ones. */
+static inline void *sy_arena_alloc(sy_arena *ar, size_t size) {
+    size = (size + 15u) & ~(size_t)15u;
+    if (size == 0)
+        size = 16;
+    sy_arena_chunk *c = ar->head;
+    if (c) {
+        size_t at = (c->used + 15u) & ~(size_t)15u;
+        if (at <= c->size && c->size - at >= size) {
+            c->used = at + size;
+            return c->data + at;
+        }
+    }
+    return sy_arena_alloc_new(ar, size);
+}
+
 /* Bytes without alignment (text): no padding between strings. */
-void *sy_arena_alloc_bytes(sy_arena *ar, size_t size);
+static inline void *sy_arena_alloc_bytes(sy_arena *ar, size_t size) {
+    if (size == 0)
+        size = 1;
+    sy_arena_chunk *c = ar->head;
+    if (c && c->size - c->used >= size) {
+        void *p = c->data + c->used;
+        c->used += size;
+        return p;
+    }
+    return sy_arena_alloc_new(ar, size);
+}
 char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n);
 char *sy_arena_strdup(sy_arena *ar, const char *s);
 /* "host", "host:port", "[v6]" or "[v6]:port" (the port left out when it is
@@ -145,6 +196,35 @@ static inline uint32_t sy_load_u32(const char *p) {
     memcpy(&w, p, 4);
     return w;
 }
+
+/* Eight bytes tested at once (a word from sy_load_u64): non-zero when a
+ * byte of w equals c, or is below n (n <= 128). Exact as a yes/no answer
+ * (the bits set above the first such byte may be wrong): a scan for the
+ * end of a run of plain bytes reads a word, and only a word that answers
+ * yes is looked at byte by byte. */
+#define SY_SWAR_ONES 0x0101010101010101ull
+#define SY_SWAR_HIGHS 0x8080808080808080ull
+static inline uint64_t sy_swar_has_byte(uint64_t w, unsigned char c) {
+    uint64_t x = w ^ (SY_SWAR_ONES * c);
+    return (x - SY_SWAR_ONES) & ~x & SY_SWAR_HIGHS;
+}
+
+static inline uint64_t sy_swar_has_below(uint64_t w, unsigned char n) {
+    return (w - SY_SWAR_ONES * n) & ~w & SY_SWAR_HIGHS;
+}
+
+/* The index (0-7) of the first byte that a non-zero answer above (or an
+ * OR of them) found: its lowest flagged byte, always a true one. Only for
+ * little-endian machines (SY_SWAR_FIRST_OK); others look byte by byte. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ &&    \
+    (defined(__GNUC__) || defined(__clang__))
+#define SY_SWAR_FIRST_OK 1
+static inline unsigned sy_swar_first(uint64_t answer) {
+    return (unsigned)__builtin_ctzll(answer) >> 3;
+}
+#else
+#define SY_SWAR_FIRST_OK 0
+#endif
 
 static inline bool sy_str_eq(sy_str a, const char *b, size_t blen) {
     return a.len == blen && (blen == 0 || memcmp(a.ptr, b, blen) == 0);

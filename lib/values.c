@@ -82,12 +82,15 @@ bool sy_value_int64(const char *s, int64_t min, int64_t max, int64_t *out,
 }
 
 bool sy_value_bool(const char *s, bool *out, const char **why) {
-    if (s && ieq(s, strlen(s), "true")) {
+    if (!s || (to_lower(*s) != 't' && to_lower(*s) != 'f'))
+        return set_why(why, "expected true or false"); /* most texts */
+    size_t n = strlen(s);
+    if (ieq(s, n, "true")) {
         if (out)
             *out = true;
         return true;
     }
-    if (s && ieq(s, strlen(s), "false")) {
+    if (ieq(s, n, "false")) {
         if (out)
             *out = false;
         return true;
@@ -593,11 +596,25 @@ bool sy_value_status(const char *s, int *out, const char **why) {
     return set_why(why, "unknown HTTP status name");
 }
 
-/* RFC 7230 tchar. */
+/* RFC 7230 tchar: letters, digits and !#$%&'*+-.^_`|~ (a table: every
+ * method and header name of a document is checked here). */
+static const unsigned char tchar[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+    ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+    ['`'] = 1, ['|'] = 1, ['~'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1,
+    ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1,
+    ['9'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1,
+    ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1,
+    ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1,
+    ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1,
+    ['X'] = 1, ['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1,
+    ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1,
+    ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1,
+    ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1};
+
 static bool is_tchar(unsigned char c) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit((char)c))
-        return true;
-    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+    return tchar[c] != 0;
 }
 
 bool sy_value_token(const char *s, const char **why) {

@@ -2,6 +2,7 @@
  * tests/data, shapes, strict and lenient modes, limits, syntax positions,
  * shortcut mapping, upstreams, metadata and the internal def.h calls. */
 #include "def.h"
+#include "factory.h"
 #include "testutil.h"
 
 #include <dirent.h>
@@ -960,10 +961,95 @@ START_TEST(every_allocation_goes_through_the_hooks_and_is_freed) {
 }
 END_TEST
 
+/* The built-in lookup (factory.c's hashed table): every name of each kind
+ * finds its own spec, by length (the name may run on, as in a shortcut),
+ * and nothing else finds one: the other kind, a case change, a prefix or a
+ * longer name, an empty name, an embedded NUL. */
+START_TEST(factory_lookup_finds_exactly_the_builtins) {
+    static const char *const preds[] = {"After",
+                                        "Before",
+                                        "Between",
+                                        "Cookie",
+                                        "Header",
+                                        "Host",
+                                        "Method",
+                                        "Path",
+                                        "Query",
+                                        "RemoteAddr",
+                                        "XForwardedRemoteAddr",
+                                        "Weight"};
+    static const char *const filters[] = {"AddRequestHeader",
+                                          "AddRequestHeadersIfNotPresent",
+                                          "AddRequestParameter",
+                                          "AddResponseHeader",
+                                          "DedupeResponseHeader",
+                                          "MapRequestHeader",
+                                          "PrefixPath",
+                                          "PreserveHostHeader",
+                                          "RedirectTo",
+                                          "RemoveRequestHeader",
+                                          "RemoveResponseHeader",
+                                          "RemoveRequestParameter",
+                                          "RequestHeaderSize",
+                                          "RequestSize",
+                                          "RewritePath",
+                                          "RewriteLocationResponseHeader",
+                                          "RewriteResponseHeader",
+                                          "SetPath",
+                                          "SetRequestHeader",
+                                          "SetResponseHeader",
+                                          "SetRequestHostHeader",
+                                          "SetStatus",
+                                          "StripPrefix",
+                                          "Retry",
+                                          "RequestRateLimiter",
+                                          "CircuitBreaker"};
+    const char *const *lists[2] = {preds, filters};
+    size_t counts[2] = {SY_ARRAY_LEN(preds), SY_ARRAY_LEN(filters)};
+    for (int k = 0; k < 2; k++) {
+        sy_factory_kind kind = k ? SY_FACTORY_FILTER : SY_FACTORY_PREDICATE;
+        sy_factory_kind other = k ? SY_FACTORY_PREDICATE : SY_FACTORY_FILTER;
+        for (size_t i = 0; i < counts[k]; i++) {
+            const char *n = lists[k][i];
+            size_t len = strlen(n);
+            const sy_factory_spec *s = sy_factory_find(kind, n, len);
+            ck_assert_msg(s != NULL, "%s not found", n);
+            ck_assert_str_eq(s->name, n);
+            ck_assert_int_eq(s->kind, kind);
+            ck_assert_ptr_null(sy_factory_find(other, n, len));
+            /* the canonical form's texts made from the names */
+            char want[128];
+            snprintf(want, sizeof want, "{\"name\":\"%s\",\"args\":{", n);
+            ck_assert_str_eq(s->canon_head, want);
+            ck_assert_uint_eq(s->canon_head_len, strlen(want));
+            for (size_t f = 0; f < s->field_count; f++) {
+                snprintf(want, sizeof want, "\"%s\":", s->fields[f].name);
+                ck_assert_str_eq(s->fields[f].json_key, want);
+                ck_assert_uint_eq(s->fields[f].json_key_len, strlen(want));
+            }
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s=a,b", n);
+            ck_assert_ptr_eq(sy_factory_find(kind, buf, len), s);
+            ck_assert_ptr_null(sy_factory_find(kind, buf, len + 1));
+            ck_assert_ptr_null(sy_factory_find(kind, n, len - 1));
+            snprintf(buf, sizeof buf, "%s", n);
+            buf[0] = (char)(buf[0] + 32); /* lower case */
+            ck_assert_ptr_null(sy_factory_find(kind, buf, len));
+            memcpy(buf, n, len);
+            buf[len / 2] = '\0';
+            ck_assert_ptr_null(sy_factory_find(kind, buf, len));
+        }
+    }
+    ck_assert_ptr_null(sy_factory_find(SY_FACTORY_PREDICATE, "", 0));
+    ck_assert_ptr_null(sy_factory_find(SY_FACTORY_FILTER, "X", 1));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("def");
     TCase *tc = tcase_create("def");
     tcase_add_test(tc, corpus_valid_documents_parse_strictly);
+    tcase_add_test(tc, factory_lookup_finds_exactly_the_builtins);
     tcase_add_test(tc,
                    corpus_invalid_documents_fail_with_expected_code_and_path);
     tcase_add_test(tc, corpus_invalid_routes_become_issues_in_lenient_mode);

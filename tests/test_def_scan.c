@@ -344,6 +344,70 @@ START_TEST(the_arena_tree_is_the_tree_cjson_parses) {
 }
 END_TEST
 
+/* Strings are read a word at a time by the scan and the tree: an escape,
+ * a quote or a NUL at every position of a long string, at every alignment
+ * of the text, is found where it is (the tree equals cJSON's, a NUL is
+ * reported at its byte), and a string cut by the end of the text is a
+ * syntax error whatever its length. */
+START_TEST(strings_are_read_right_at_every_position_and_alignment) {
+    static const char *const escapes[] = {"\\\"",    "\\\\",           "\\n",
+                                          "\\u00e9", "\\ud83d\\ude00", "\\/"};
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    sy_arena ar;
+    sy_arena_init(&ar, &a, 256);
+    sy_limits lim;
+    sy_limits_resolve(&lim, NULL);
+    const char *plain = "abcdefghijklmnopqrstuvwxyz0123456789";
+    for (size_t pad = 0; pad < 8; pad++)
+        for (size_t at = 0; at <= 24; at++) {
+            for (size_t k = 0; k < SY_ARRAY_LEN(escapes); k++) {
+                char t[160];
+                int n = snprintf(t, sizeof t, "%*s{\"k%.*s\":\"%.*s%s%.*s\"}",
+                                 (int)pad, "", (int)at, plain, (int)at, plain,
+                                 escapes[k], (int)(24 - at), plain + at);
+                sy_json_scan sc;
+                sy_error e;
+                ck_assert_int_eq(
+                    sy_json_scan_text(&a, t, (size_t)n, &lim, false, &sc, &e),
+                    0);
+                sy_free(&a, sc.routes);
+                cJSON *ref = cJSON_Parse(t), *mine = NULL;
+                ck_assert_ptr_nonnull(ref);
+                sy_arena_reset(&ar);
+                ck_assert_int_eq(sy_def_tree_parse(&ar, t, 0, (size_t)n, &mine),
+                                 0);
+                same_tree(mine, ref);
+                cJSON_Delete(ref);
+            }
+            /* a raw NUL at byte `at` of the value */
+            char t[160];
+            int n = snprintf(t, sizeof t, "%*s[\"%.*sX%.*s\"]", (int)pad, "",
+                             (int)at, plain, (int)(24 - at), plain + at);
+            size_t off = pad + 2 + at;
+            t[off] = '\0';
+            sy_json_scan sc;
+            sy_error e;
+            sy_error_clear(&e);
+            ck_assert_int_eq(
+                sy_json_scan_text(&a, t, (size_t)n, &lim, false, &sc, &e),
+                SY_EARG);
+            sy_free(&a, sc.routes);
+            ck_assert_uint_eq(e.offset, off);
+            /* cut: no closing quote before the end of the text */
+            n = snprintf(t, sizeof t, "%*s[\"%.*s", (int)pad, "", (int)at,
+                         plain);
+            sy_error_clear(&e);
+            ck_assert_int_eq(
+                sy_json_scan_text(&a, t, (size_t)n, &lim, false, &sc, &e),
+                SY_ESYNTAX);
+            sy_free(&a, sc.routes);
+            ck_assert_uint_eq(e.offset, (size_t)n);
+        }
+    sy_arena_free(&ar);
+}
+END_TEST
+
 /* A route with a number of more than 63 characters is parsed by cJSON
  * (def_tree.c leaves it to it) and reads as cJSON reads it. */
 START_TEST(a_route_with_a_very_long_number_still_parses) {
@@ -451,6 +515,7 @@ int main(void) {
     tcase_add_test(tc, byte_order_mark_and_whitespace_are_accepted);
     tcase_add_test(tc, the_first_routes_and_version_keys_are_the_ones_read);
     tcase_add_test(tc, the_arena_tree_is_the_tree_cjson_parses);
+    tcase_add_test(tc, strings_are_read_right_at_every_position_and_alignment);
     tcase_add_test(tc, a_route_with_a_very_long_number_still_parses);
     tcase_add_test(tc, the_skip_hook_skips_what_it_claims_and_nothing_else);
     suite_add_tcase(s, tc);

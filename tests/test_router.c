@@ -339,6 +339,119 @@ START_TEST(rollback_restores_an_earlier_version) {
 }
 END_TEST
 
+/* A kept document is its compiled routes, not its text: a rollback needs
+ * nothing of the caller's buffer, reports the same diff an apply of the
+ * text would, lenient issues included, and a later apply of the source
+ * (no memo after a rollback) still shares what it can. */
+START_TEST(rollback_needs_no_text_and_reports_like_an_apply) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.lenient = true;
+    sy_router *r = router_with(ONE, 1, &o);
+    const char *v1 =
+        "{\"version\":\"1\",\"routes\":["
+        "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":[\"Path=/a\"]},"
+        "{\"id\":\"bad\",\"uri\":\"nope\"},"
+        "{\"id\":\"b\",\"uri\":\"http://b:80\",\"predicates\":[\"Path=/b\"]}]}";
+    size_t n1 = strlen(v1);
+    char *buf = malloc(n1 + 1);
+    ck_assert_ptr_nonnull(buf);
+    memcpy(buf, v1, n1 + 1);
+    sy_error err;
+    ck_assert_int_eq(sy_router_apply(r, "main", buf, n1, NULL, &err), 0);
+    memset(buf, '#', n1); /* the router kept no pointer into it */
+    free(buf);
+    const char *v2 =
+        "{\"version\":\"2\",\"routes\":["
+        "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":[\"Path=/a\"]},"
+        "{\"id\":\"c\",\"uri\":\"http://c:80\",\"predicates\":[\"Path=/c\"]}]}";
+    ck_assert_int_eq(apply(r, "main", v2, &err), 0);
+    ck_assert_ptr_null(route_for(r, "h", "/b"));
+    sy_report *rep;
+    ck_assert_int_eq(sy_router_rollback(r, "main", NULL, &rep, &err), 0);
+    ck_assert_str_eq(sy_report_version(rep), "1");
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    const sy_diff *d = sy_report_diff(rep);
+    ck_assert_uint_eq(sy_diff_added_count(d), 1);     /* b */
+    ck_assert_uint_eq(sy_diff_removed_count(d), 1);   /* c */
+    ck_assert_uint_eq(sy_diff_unchanged_count(d), 1); /* a */
+    sy_report_free(rep);
+    ck_assert_str_eq(route_for(r, "h", "/a"), "a");
+    ck_assert_str_eq(route_for(r, "h", "/b"), "b");
+    ck_assert_ptr_null(route_for(r, "h", "/c"));
+    /* the rollback is the newest kept document: "the one before" is 2 */
+    ck_assert_int_eq(sy_router_rollback(r, "main", NULL, NULL, &err), 0);
+    ck_assert_str_eq(route_for(r, "h", "/c"), "c");
+    ck_assert_ptr_null(route_for(r, "h", "/b"));
+    /* an apply after a rollback: v2 is live, so its text is unchanged */
+    ck_assert_int_eq(sy_router_apply(r, "main", v2, strlen(v2), &rep, &err), 0);
+    ck_assert(sy_report_skipped(rep));
+    sy_report_free(rep);
+    const char *v3 =
+        "{\"version\":\"3\",\"routes\":["
+        "{\"id\":\"a\",\"uri\":\"http://a:80\",\"predicates\":[\"Path=/a\"]},"
+        "{\"id\":\"c\",\"uri\":\"http://c2:80\",\"predicates\":[\"Path=/"
+        "c\"]}]}";
+    ck_assert_int_eq(sy_router_apply(r, "main", v3, strlen(v3), &rep, &err), 0);
+    d = sy_report_diff(rep);
+    ck_assert_uint_eq(sy_diff_updated_count(d), 1);
+    ck_assert_uint_eq(sy_diff_unchanged_count(d), 1);
+    sy_report_free(rep);
+    sy_router_free(r);
+}
+END_TEST
+
+typedef struct kept_count {
+    int attached, detached;
+} kept_count;
+
+static void *kept_attach(void *data, const sy_route *route) {
+    (void)route;
+    kept_count *h = data;
+    h->attached++;
+    return h;
+}
+
+static void kept_detach(void *data, const sy_route *route, void *host_data) {
+    (void)route;
+    kept_count *h = data;
+    ck_assert_ptr_eq(host_data, h);
+    h->detached++;
+}
+
+/* A route the history still holds loses its host data once no snapshot
+ * can reach it (not only when freed); a rollback that puts it back
+ * attaches it again; every attach has one detach by the router's free. */
+START_TEST(kept_routes_are_detached_when_no_snapshot_reaches_them) {
+    kept_count h = {0, 0};
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.route_attach = kept_attach;
+    o.route_detach = kept_detach;
+    o.callback_data = &h;
+    sy_router *r = router_with(ONE, 1, &o);
+    sy_error err;
+    ck_assert_int_eq(apply(r, "main", DOC_AB, &err), 0);
+    ck_assert_int_eq(h.attached, 2);
+    const char *v2 = "{\"version\":\"2\",\"routes\":[{\"id\":\"a\",\"uri\":"
+                     "\"http://a:80\",\"predicates\":[\"Path=/a/**\"]}]}";
+    ck_assert_int_eq(apply(r, "main", v2, &err), 0);
+    /* b left; no reader holds an older snapshot: buried, detached */
+    ck_assert_int_eq(h.detached, 1);
+    ck_assert_int_eq(sy_router_rollback(r, "main", "1", NULL, &err), 0);
+    ck_assert_int_eq(h.attached, 3); /* b again */
+    ck_assert_str_eq(route_for(r, "h", "/b/x"), "b");
+    /* a reader holding the snapshot with b keeps b attached */
+    sy_snapshot *held = sy_router_acquire(r);
+    ck_assert_int_eq(apply(r, "main", v2, &err), 0);
+    ck_assert_int_eq(h.detached, 1);
+    sy_snapshot_release(held);
+    ck_assert_int_eq(apply(r, "main", DOC_AB, &err), 0); /* buries */
+    ck_assert_int_eq(h.detached, 2);
+    ck_assert_int_eq(h.attached, 4);
+    sy_router_free(r);
+    ck_assert_int_eq(h.detached, h.attached);
+}
+END_TEST
+
 typedef struct loader_state {
     sy_router *r;
     int calls;
@@ -426,6 +539,46 @@ START_TEST(metrics_count_publishes_and_routes) {
     ck_assert_uint_eq(mt.publishes, 1);
     ck_assert_uint_eq(mt.generation, 1);
     ck_assert_uint_eq(mt.live_snapshots, 1);
+    sy_router_free(r);
+}
+END_TEST
+
+/* A source's status follows every publish (its fingerprint and route
+ * count are worked out once per snapshot and kept until the next). */
+START_TEST(source_status_follows_every_publish) {
+    sy_router *r = router_with(TWO, 2, NULL);
+    sy_error err;
+    sy_source_status st, again;
+    ck_assert_int_eq(sy_router_source_status(r, 0, &st, &err), 0);
+    ck_assert_uint_eq(st.routes, 0);
+    ck_assert_uint_eq(st.fingerprint, 0);
+    ck_assert_int_eq(apply(r, "first", DOC_AB, NULL), 0);
+    ck_assert_int_eq(sy_router_source_status(r, 0, &st, &err), 0);
+    ck_assert_uint_eq(st.routes, 2);
+    ck_assert_uint_ne(st.fingerprint, 0);
+    ck_assert_int_eq(sy_router_source_status(r, 0, &again, &err), 0);
+    ck_assert_uint_eq(again.fingerprint, st.fingerprint);
+    ck_assert_int_eq(sy_router_source_status(r, 1, &again, &err), 0);
+    ck_assert_uint_eq(again.routes, 0);
+
+    const char *c = "{\"id\":\"c\",\"uri\":\"http://c:80\","
+                    "\"predicates\":[\"Path=/c/**\"]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "second", c, strlen(c), &err),
+                     0);
+    ck_assert_int_eq(sy_router_source_status(r, 1, &again, &err), 0);
+    ck_assert_uint_eq(again.routes, 1);
+    ck_assert_uint_ne(again.fingerprint, 0);
+    ck_assert_int_eq(sy_router_source_status(r, 0, &again, &err), 0);
+    ck_assert_uint_eq(again.fingerprint, st.fingerprint);
+
+    const char *doc_a = "{\"version\":\"2\",\"routes\":[{\"id\":\"a\","
+                        "\"uri\":\"http://a:80\",\"predicates\":"
+                        "[\"Path=/a/**\"]}]}";
+    ck_assert_int_eq(apply(r, "first", doc_a, NULL), 0);
+    ck_assert_int_eq(sy_router_source_status(r, 0, &again, &err), 0);
+    ck_assert_uint_eq(again.routes, 1);
+    ck_assert_uint_ne(again.fingerprint, st.fingerprint);
+    ck_assert_str_eq(again.version, "2");
     sy_router_free(r);
 }
 END_TEST
@@ -789,11 +942,14 @@ int main(void) {
     tcase_add_test(tc, an_apply_compiles_only_added_and_updated_routes);
     tcase_add_test(tc, one_route_changes_are_visible_at_the_next_acquire);
     tcase_add_test(tc, rollback_restores_an_earlier_version);
+    tcase_add_test(tc, rollback_needs_no_text_and_reports_like_an_apply);
+    tcase_add_test(tc, kept_routes_are_detached_when_no_snapshot_reaches_them);
     tcase_add_test(tc, notifications_during_an_apply_are_coalesced);
     tcase_add_test(tc, every_publish_reaches_the_event_callback);
     tcase_add_test(tc,
                    retired_cap_refuses_to_publish_and_keeps_the_live_snapshot);
     tcase_add_test(tc, metrics_count_publishes_and_routes);
+    tcase_add_test(tc, source_status_follows_every_publish);
     tcase_add_test(tc,
                    two_routers_with_the_same_routes_have_equal_fingerprints);
     tcase_add_test(tc,

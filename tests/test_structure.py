@@ -20,7 +20,7 @@ import sys
 # service_int.h). A file may use its own layer and the layers below, and
 # the modules must not use each other in a loop (files of one module may).
 LAYERS = [
-    [("util",), ("idtab",)],
+    [("util", "alloc_map"), ("idtab",)],
     [("factory",), ("registry",), ("values",), ("path_normalize",), ("budget",),
      ("publish", "publish_int"),
      ("service", "service_int", "service_delta", "service_ring",

@@ -318,6 +318,15 @@ START_TEST(token_rejects_separators) {
     ck_assert(!sy_value_token("X Request", NULL));
     ck_assert(!sy_value_token("X:Y", NULL));
     ck_assert(!sy_value_token("", NULL));
+    /* every byte, alone and after a letter: RFC 7230's tchar and no other */
+    for (int c = 1; c < 256; c++) {
+        bool want = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') ||
+                    (c < 128 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+        char one[2] = {(char)c, 0}, two[3] = {'a', (char)c, 0};
+        ck_assert_msg(sy_value_token(one, NULL) == want, "byte %d", c);
+        ck_assert_msg(sy_value_token(two, NULL) == want, "byte %d", c);
+    }
 }
 END_TEST
 

@@ -89,6 +89,7 @@ typedef struct {
     uint64_t fingerprint; /* of the worker's live snapshot */
     uint64_t routes;
     int64_t updated_ms;
+    int64_t updated_us; /* the same in microseconds (wall clock) */
     /* the last change applied, in microseconds: reading the documents
      * out of the zone (staged on a change set under the zone's mutex; 0
      * for the worker that took the change), committing them (wall; CPU
@@ -159,9 +160,11 @@ typedef struct {
     ngx_event_t timer;
     sy_header *hdrs; /* scratch for a request's headers */
     size_t hdr_cap;
-    sw_slot_t slot;     /* what this worker last published */
-    ngx_uint_t ticks;   /* of the timer */
-    ngx_fd_t notify_fd; /* read end of this worker's pipe, or -1 */
+    sw_slot_t slot;        /* what this worker last published */
+    ngx_uint_t ticks;      /* of the timer */
+    ngx_fd_t notify_fd;    /* read end of this worker's pipe, or -1 */
+    uint64_t stage_cpu_us; /* CPU time of the last sw_worker_apply's
+                            * staging (the library's copy of the body) */
 } sw_worker_t;
 
 extern sw_worker_t sw_worker;
@@ -190,6 +193,14 @@ void sw_worker_publish(int rc, const sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);
 
+/* ---- the routers' allocator (ngx_http_switchyard_alloc.c) ---- */
+
+/* malloc that keeps large freed blocks for the next large allocation;
+ * one worker's thread only. */
+extern const sy_allocator sw_allocator;
+/* Free the kept blocks (the worker's router is gone). */
+void sw_alloc_release(void);
+
 /* ---- waking the other workers ---- */
 
 /* In the master, before the workers are forked (init_module): one pipe
@@ -205,6 +216,8 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r);
  * end. p needs 6 * len + 2 bytes. */
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len);
 int64_t sw_now_ms(void);
+/* CLOCK_REALTIME in microseconds. */
+int64_t sw_now_real_us(void);
 /* CLOCK_MONOTONIC in microseconds (durations). */
 uint64_t sw_now_us(void);
 /* This thread's CPU time in microseconds. */

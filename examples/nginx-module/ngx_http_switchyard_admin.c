@@ -131,7 +131,7 @@ static u_char *sw_sources_json(u_char *p) {
 static ngx_int_t sw_status(ngx_http_request_t *r) {
     sw_zone_ctx_t *z = sw_worker.zone;
     sw_shm_doc_t *d;
-    size_t size = 512 + SW_MAX_WORKERS * (400 + 6 * 520) +
+    size_t size = 512 + SW_MAX_WORKERS * (520 + 6 * 520) +
                   sy_router_source_count(sw_worker.router) * SW_SOURCE_JSON_MAX,
            ndocs = 0;
     ngx_buf_t *b;
@@ -183,13 +183,14 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
         b->last = ngx_sprintf(b->last,
                               "%s{\"worker\":%d,\"pid\":%P,\"generation\":%uL,"
                               "\"fingerprint\":\"%016uxL\",\"routes\":%uL,"
-                              "\"updated_ms\":%L,\"copy_us\":%uL,"
+                              "\"updated_ms\":%L,\"updated_us\":%L,"
+                              "\"copy_us\":%uL,"
                               "\"apply_us\":%uL,\"apply_cpu_us\":%uL,"
                               "\"publish_us\":%uL,\"wakeups\":%uL,\"error\":",
                               nslots ? "," : "", i, s->pid, s->generation,
                               s->fingerprint, s->routes, s->updated_ms,
-                              s->copy_us, s->apply_us, s->apply_cpu_us,
-                              s->publish_us, s->wakeups);
+                              s->updated_us, s->copy_us, s->apply_us,
+                              s->apply_cpu_us, s->publish_us, s->wakeups);
         if (s->last_rc)
             b->last = sw_json_str(b->last, (u_char *)s->last_error,
                                   strlen(s->last_error));
@@ -266,6 +267,11 @@ typedef struct {
     ngx_uint_t kind;
     ngx_str_t name;   /* source, service or route id */
     ngx_str_t source; /* route changes: the source */
+    /* the body read straight into room in the zone (sw_read_into_zone),
+     * unseen by the workers; NULL once linked or freed, or when nginx read
+     * the body */
+    sw_shm_doc_t *doc;
+    size_t got; /* bytes of the body in doc so far */
 } sw_admin_ctx_t;
 
 static void sw_cstr(char *dst, size_t cap, ngx_str_t *s) {
@@ -295,9 +301,10 @@ static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
     return rc;
 }
 
-/* A change, from the request to the answer. Under the zone's mutex: this
- * worker catches up with the zone, the body is read straight into room
- * made in the zone (unseen by the other workers), the change is committed
+/* A change, from the request to the answer. The body is in room made in
+ * the zone (unseen by the other workers) already (sw_read_into_zone), or
+ * is copied there from nginx's reader. Under the zone's mutex: this
+ * worker catches up with the zone, the change is committed
  * to this worker's router, and only when that held is it linked as the
  * zone's newest document. One change at a time across the workers, so the
  * zone's order is the order of the commits: a change that conflicts with
@@ -306,12 +313,14 @@ static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
  * commit, which reuses the unchanged routes of a document); the others
  * are woken once the answer is written (sw_notify_others). */
 static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
-    size_t len = a->kind == SW_DOC_ROUTE_REMOVE ? 0 : sw_body_len(r);
+    size_t len = a->kind == SW_DOC_ROUTE_REMOVE ? 0
+                 : a->doc                       ? a->doc->len
+                                                : sw_body_len(r);
     char name[256], source[256];
     sw_zone_ctx_t *z = sw_worker.zone;
     sy_error err, ferr;
     sw_shm_doc_t *doc;
-    uint64_t seq = 0, t0, t1, t2, c0, c1;
+    uint64_t seq = 0, t0, t1, t2, c0, c1, c_store = 0, c_stage = 0;
     int rc = 0, frc = 0;
     bool followed, current;
 
@@ -329,9 +338,15 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     current = z->sh->generation == sw_worker.generation;
     t1 = sw_now_us();
     c0 = sw_cpu_us();
-    doc = sw_zone_prepare_locked(z, a->kind, &a->name, &a->source, len);
+    /* the body is in the zone already, or nginx read it: make room and
+     * copy it there */
+    doc = a->doc
+              ? a->doc
+              : sw_zone_prepare_locked(z, a->kind, &a->name, &a->source, len);
     if (doc != NULL) {
-        if (sw_body_copy(r, doc->data) != NGX_OK) {
+        if (a->doc != NULL) {
+            a->doc = NULL; /* linked or freed below */
+        } else if (sw_body_copy(r, doc->data) != NGX_OK) {
             rc = SY_ENOMEM;
             ngx_memzero(&err, sizeof err);
             err.code = rc;
@@ -339,11 +354,14 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                         (u_char *)"cannot read the request body",
                         sizeof err.message);
         }
+        c_store = sw_cpu_us() - c0;
         if (rc == 0 && a->kind == SW_DOC_ROUTE)
             rc = sw_check_route_id(a, doc->data, len, &err);
-        if (rc == 0)
+        if (rc == 0) {
             rc = sw_worker_apply(a->kind, name, source, (char *)doc->data, len,
                                  &err);
+            c_stage = sw_worker.stage_cpu_us;
+        }
         if (rc) {
             sw_zone_discard_locked(z, doc);
         } else {
@@ -390,15 +408,16 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                                                : NGX_HTTP_BAD_REQUEST,
                              &err);
 
-    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 250);
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 300);
     if (b != NULL) {
         b->last = ngx_sprintf(
             b->last, "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
         b->last = sw_json_str(b->last, a->name.data, a->name.len);
         b->last = ngx_sprintf(b->last,
                               ",\"generation\":%uL,\"wait_us\":%uL,"
-                              "\"commit_us\":%uL,\"commit_cpu_us\":%uL}\n",
-                              seq, t1 - t0, t2 - t1, c1 - c0);
+                              "\"commit_us\":%uL,\"commit_cpu_us\":%uL,"
+                              "\"store_cpu_us\":%uL,\"stage_cpu_us\":%uL}\n",
+                              seq, t1 - t0, t2 - t1, c1 - c0, c_store, c_stage);
     }
     rc = b ? sw_send_json(r, NGX_HTTP_OK, b) : NGX_HTTP_INTERNAL_SERVER_ERROR;
     /* the answer is on its way: now wake the other workers (on a busy
@@ -409,6 +428,153 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     sw_worker.slot.apply_us = t2 - t1;
     sw_worker.slot.apply_cpu_us = c1 - c0;
     sw_worker_publish(0, NULL);
+    return rc;
+}
+
+/* ---- a document's body read straight into the zone ----
+ *
+ * nginx's own reader (ngx_http_read_client_request_body) reads a body into
+ * a buffer of its own, or into a temporary file when the body is larger
+ * than client_body_buffer_size; the change then copied it into the zone
+ * (1 MB: ~0.13 ms of the commit window, more from the file). For a body of
+ * known length on HTTP/1.x, the admin location instead makes room for it
+ * in the zone first (unseen by the workers) and has the connection read
+ * into that room: no copy of its own, no temporary file. It answers
+ * "Expect: 100-continue", honours client_body_timeout and leaves a
+ * pipelined request after the body where nginx looks for it, as nginx's
+ * reader does. Chunked bodies, HTTP/2, bodies larger than a quarter of the
+ * zone (a client that stalls holds its room until client_body_timeout)
+ * and a zone without room go through nginx's reader as before. */
+
+/* Frees the room when the request ends before the change linked it. */
+static void sw_room_cleanup(void *data) {
+    sw_admin_ctx_t *a = data;
+    /* (no zone: the worker is past its exit hook, the zone goes with it) */
+    if (a->doc != NULL && sw_worker.zone != NULL) {
+        sw_zone_lock(sw_worker.zone);
+        sw_zone_discard_locked(sw_worker.zone, a->doc);
+        sw_zone_unlock(sw_worker.zone);
+        a->doc = NULL;
+    }
+}
+
+/* "Expect: 100-continue" on HTTP/1.1: send the interim answer. */
+static ngx_int_t sw_expect(ngx_http_request_t *r) {
+    static const char cont[] = "HTTP/1.1 100 Continue" CRLF CRLF;
+    ngx_str_t *v;
+    ssize_t n;
+
+    if (r->expect_tested || r->headers_in.expect == NULL ||
+        r->http_version < NGX_HTTP_VERSION_11)
+        return NGX_OK;
+    r->expect_tested = 1;
+    v = &r->headers_in.expect->value;
+    if (v->len != sizeof("100-continue") - 1 ||
+        ngx_strncasecmp(v->data, (u_char *)"100-continue", v->len) != 0)
+        return NGX_OK;
+    n = r->connection->send(r->connection, (u_char *)cont, sizeof cont - 1);
+    return n == (ssize_t)(sizeof cont - 1) ? NGX_OK : NGX_ERROR;
+}
+
+/* Read what the connection has of the body into the room: NGX_OK when
+ * it is all there, NGX_AGAIN to wait for more, or an HTTP status. */
+static ngx_int_t sw_room_read(ngx_http_request_t *r, sw_admin_ctx_t *a) {
+    ngx_connection_t *c = r->connection;
+    size_t len = a->doc->len;
+    ssize_t n;
+
+    while (a->got < len) {
+        n = c->recv(c, a->doc->data + a->got, len - a->got);
+        if (n == NGX_AGAIN) {
+            ngx_http_core_loc_conf_t *clcf =
+                ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+            ngx_add_timer(c->read, clcf->client_body_timeout);
+            if (ngx_handle_read_event(c->read, 0) != NGX_OK)
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_AGAIN;
+        }
+        if (n == 0)
+            ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                          "client prematurely closed connection");
+        if (n == 0 || n == NGX_ERROR) {
+            c->error = 1;
+            return NGX_HTTP_BAD_REQUEST;
+        }
+        a->got += n;
+        r->request_length += n;
+    }
+    if (c->read->timer_set)
+        ngx_del_timer(c->read);
+    r->reading_body = 0;
+    r->read_event_handler = ngx_http_block_reading;
+    return NGX_OK;
+}
+
+static void sw_room_read_handler(ngx_http_request_t *r) {
+    sw_admin_ctx_t *a = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_int_t rc;
+
+    if (r->connection->read->timedout) {
+        r->connection->timedout = 1;
+        ngx_http_finalize_request(r, NGX_HTTP_REQUEST_TIME_OUT);
+        return;
+    }
+    rc = sw_room_read(r, a);
+    if (rc == NGX_AGAIN)
+        return;
+    ngx_http_finalize_request(r, rc == NGX_OK ? sw_change(r, a) : rc);
+}
+
+/* NGX_DECLINED: not for this body (nginx's reader takes it); otherwise
+ * what the content handler returns. */
+static ngx_int_t sw_read_into_zone(ngx_http_request_t *r, sw_admin_ctx_t *a) {
+    off_t len = r->headers_in.content_length_n;
+    ngx_pool_cleanup_t *cln;
+    size_t pre;
+    ngx_int_t rc;
+
+    if (r != r->main || r->request_body || r->discard_body ||
+        r->headers_in.chunked || len <= 0 ||
+        len > (off_t)(sw_worker.mcf->zone->shm.size / 4))
+        return NGX_DECLINED;
+#if (NGX_HTTP_V2)
+    if (r->stream)
+        return NGX_DECLINED;
+#endif
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    sw_zone_lock(sw_worker.zone);
+    a->doc = sw_zone_prepare_locked(sw_worker.zone, a->kind, &a->name,
+                                    &a->source, (size_t)len);
+    sw_zone_unlock(sw_worker.zone);
+    if (a->doc == NULL)
+        return NGX_DECLINED; /* the zone is full: sw_change answers */
+    cln->handler = sw_room_cleanup;
+    cln->data = a;
+    if (sw_expect(r) != NGX_OK)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+
+    r->main->count++;
+    r->reading_body = 1;
+    /* the part of the body that came with the headers */
+    pre =
+        ngx_min((size_t)(r->header_in->last - r->header_in->pos), (size_t)len);
+    ngx_memcpy(a->doc->data, r->header_in->pos, pre);
+    r->header_in->pos += pre;
+    r->request_length += pre;
+    a->got = pre;
+    ngx_http_set_ctx(r, a, ngx_http_switchyard_module);
+    r->read_event_handler = sw_room_read_handler;
+    r->write_event_handler = ngx_http_request_empty_handler;
+    rc = sw_room_read(r, a);
+    if (rc == NGX_AGAIN)
+        return NGX_DONE;
+    if (rc == NGX_OK) {
+        ngx_http_finalize_request(r, sw_change(r, a));
+        return NGX_DONE;
+    }
+    r->main->count--;
     return rc;
 }
 
@@ -535,6 +701,9 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
                                    "no such route in this source");
         return sw_change(r, a);
     }
+    rc = sw_read_into_zone(r, a);
+    if (rc != NGX_DECLINED)
+        return rc;
     ngx_http_set_ctx(r, a, ngx_http_switchyard_module);
     rc = ngx_http_read_client_request_body(r, sw_body_handler);
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE)

@@ -23,7 +23,9 @@
 #ifdef SY_BENCH_HAVE_R3
 #include "bench_r3.h"
 #endif
+#include "def.h"
 #include "publish.h"
+#include "router_int.h"
 #include "service.h"
 #include "snapshot.h"
 #include "util.h"
@@ -583,7 +585,29 @@ static void memory_child(size_t n) {
     const sy_snapshot *s = sy_snapshot_from_handle(h);
     size_t snap_bytes = s->bytes;
     size_t base_bytes = s->base ? sy_index_bytes(s->base) : 0;
+    /* the routes' own blocks: struct, arena chunks (with their headers) */
+    size_t route_bytes = 0;
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const struct sy_route *rt = sy_snapshot_slot(s, i)->route;
+        if (!rt)
+            continue;
+        route_bytes += (sizeof *rt + 15) & ~(size_t)15;
+        for (const sy_arena_chunk *c = rt->arena.head; c; c = c->next)
+            route_bytes += sizeof *c + c->size;
+    }
     sy_snapshot_release(h);
+    /* what the source keeps besides: the memo of its last document (the
+     * re-apply shortcut) and its history (kept documents for rollback) */
+    size_t memo_bytes = 0, history_bytes = 0;
+    for (size_t i = 0; i < t.router->source_count; i++) {
+        const sy_source *src = &t.router->sources[i];
+        memo_bytes += src->memo_count * sizeof *src->memo;
+        for (size_t k = 0; k < src->history_count; k++)
+            history_bytes +=
+                src->history[k].count *
+                (sizeof(struct sy_route *) +
+                 (src->history[k].positions ? sizeof(uint32_t) : 0));
+    }
     if (!routes)
         routes = n;
     result("memory/route", n, (double)(after - before) / (double)routes,
@@ -602,6 +626,16 @@ static void memory_child(size_t n) {
             "bytes/route), index %zu bytes (%.0f bytes/route)",
             snap_bytes, (double)snap_bytes / (double)routes, base_bytes,
             (double)base_bytes / (double)routes);
+    comment("memory/route: library accounting: route blocks %.0f, source memo "
+            "%.0f, history %.0f bytes/route (requested sizes, before the "
+            "allocator's headers and rounding)",
+            (double)route_bytes / (double)routes,
+            (double)memo_bytes / (double)routes,
+            (double)history_bytes / (double)routes);
+    comment("memory/route: counted: everything the apply left (routes, "
+            "snapshot and index, the source's memo and history, the heap "
+            "the allocator kept); the default configuration (history of 8 "
+            "documents: the routes' references, not the text)");
     table_free(&t);
 }
 
@@ -635,7 +669,7 @@ static void compile_size(size_t n, int reps) {
     bench_buf doc = {0};
     bench_reqs rs = {0};
     table_mixed(n, 1, &doc, &rs);
-    double ms[8], parse[8], pub[8];
+    double ms[8], parse[8], pub[8], cpu[8];
     int done = 0;
     for (int r = 0; r < reps && r < 8; r++) {
         sy_router *router = NULL;
@@ -646,9 +680,9 @@ static void compile_size(size_t n, int reps) {
             break;
         }
         sy_report *rep = NULL;
-        uint64_t t0 = bench_now_ns();
+        uint64_t c0 = thread_cpu_ns(), t0 = bench_now_ns();
         rc = sy_router_apply(router, "bench", doc.ptr, doc.len, &rep, &e);
-        uint64_t dt = bench_now_ns() - t0;
+        uint64_t dt = bench_now_ns() - t0, dc = thread_cpu_ns() - c0;
         if (rc) {
             fail("compile/json", rc, &e);
             if (rep)
@@ -657,6 +691,7 @@ static void compile_size(size_t n, int reps) {
             break;
         }
         ms[done] = (double)dt / 1e6;
+        cpu[done] = (double)dc / 1e6;
         parse[done] = rep ? (double)sy_report_parse_us(rep) / 1e3 : 0;
         pub[done] = rep ? (double)sy_report_publish_us(rep) / 1e3 : 0;
         done++;
@@ -673,9 +708,11 @@ static void compile_size(size_t n, int reps) {
     if (done) {
         result("compile/json", n, bench_median(ms, (size_t)done), "ms");
         comment("compile/json %zu: document %.1f MiB; report: parse+compile "
-                "%.1f ms, build+publish %.1f ms (medians of %d)",
+                "%.1f ms, build+publish %.1f ms; thread CPU time %.1f ms "
+                "(medians of %d)",
                 n, (double)doc.len / 1048576, bench_median(parse, (size_t)done),
-                bench_median(pub, (size_t)done), done);
+                bench_median(pub, (size_t)done),
+                bench_median(cpu, (size_t)done), done);
     }
     bench_buf_free(&doc);
     bench_reqs_free(&rs);

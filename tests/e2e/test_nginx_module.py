@@ -525,6 +525,162 @@ def test_other_worker_woken_by_a_change(env):
           "restore version 0")
 
 
+def test_large_documents_in_turn(env):
+    """Whole documents of several hundred KB (the size the routers'
+    allocator keeps freed blocks for), larger and smaller in turn, read
+    through nginx's temporary file (client_body_buffer_size 128): each is
+    served by every worker; a broken one is rejected with its located
+    error and leaves the previous one serving everywhere. The answer
+    splits the commit's CPU time and the status gives publish times in
+    microseconds."""
+    b = "http://127.0.0.1:%d" % env.pb
+
+    def big(version, n):
+        doc = env.live_routes(version)
+        doc["routes"] += [{"id": "big%d" % i, "uri": b,
+                           "predicates": ["Path=/big%d/**" % i]}
+                          for i in range(n)]
+        return json.dumps(doc)
+
+    for version, n in ((201, 5000), (202, 7000), (203, 1000), (204, 7000)):
+        body = big(version, n)
+        check(n < 5000 or len(body) > 256 * 1024,
+              "document of %d bytes" % len(body))
+        r = env.put("routes/live", body)
+        check(r.status == 200, "%d routes: %d %r" % (n, r.status, r.body))
+        j = r.json()
+        check(isinstance(j.get("store_cpu_us"), int) and
+              isinstance(j.get("stage_cpu_us"), int) and
+              j["store_cpu_us"] + j["stage_cpu_us"] <= j["commit_cpu_us"] + 1,
+              "commit split %r" % j)
+        s = env.converged()
+        for w in s["workers"]:
+            check(w["updated_us"] // 1000 == w["updated_ms"],
+                  "updated_us %r" % w)
+        for _ in range(4):  # fresh connections: either worker
+            r = request(env.port, "GET", "/big%d/x" % (n - 1))
+            check(r.status == 200 and r.json()["id"] == "B",
+                  "%d routes: last route answered %d" % (n, r.status))
+            r = request(env.port, "GET", "/big%d/x" % n)
+            check(r.status == 404, "%d routes: /big%d answered %d"
+                  % (n, n, r.status))
+            r = request(env.port, "GET", "/live/x")
+            check(r.echo_header("X-Route-Version") == str(version),
+                  "version %s served" % r.echo_header("X-Route-Version"))
+    before = env.converged()
+    bad = json.loads(big(205, 7000))
+    bad["routes"][-1]["predicates"] = ["Paht=/typo"]
+    r = env.put("routes/live", json.dumps(bad))
+    check(r.status == 400, "broken document: %d" % r.status)
+    check(r.json()["error"]["path"] == "routes[7000].predicates[0]",
+          "error %r" % r.json())
+    after = env.converged()
+    check(after["generation"] == before["generation"] and
+          {w["fingerprint"] for w in after["workers"]} ==
+          {w["fingerprint"] for w in before["workers"]},
+          "the broken document changed something")
+    for _ in range(4):
+        r = request(env.port, "GET", "/live/x")
+        check(r.echo_header("X-Route-Version") == "204",
+              "after the broken document: %s"
+              % r.echo_header("X-Route-Version"))
+    check(env.put("routes/live", env.live_routes(0)).status == 200,
+          "restore version 0")
+    r = request(env.port, "GET", "/big0/x")
+    check(r.status == 404, "big routes left: %d" % r.status)
+
+
+def raw_http(port, parts, pause=0.0, expect_continue=False):
+    """Send parts (bytes) on one fresh connection, pausing between them;
+    with expect_continue, wait for the interim 100 answer after the first
+    part. Returns everything nginx sent until it closed."""
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
+        got = b""
+        for i, part in enumerate(parts):
+            if i and pause:
+                time.sleep(pause)
+            s.sendall(part)
+            if i == 0 and expect_continue:
+                while b"\r\n\r\n" not in got:
+                    chunk = s.recv(65536)
+                    check(chunk, "closed before 100 Continue: %r" % got)
+                    got += chunk
+                check(got.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"),
+                      "no 100 Continue: %r" % got[:200])
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return got
+            got += chunk
+
+
+def put_head(path, length, extra=b""):
+    return (b"PUT /switchyard/%s HTTP/1.1\r\nHost: t\r\n"
+            b"Content-Length: %d\r\n%s" % (path.encode(), length, extra))
+
+
+def test_body_read_into_the_zone(env):
+    """The admin location reads a body of known length straight into the
+    zone: with Expect: 100-continue, in pieces with pauses, followed by a
+    pipelined request on the same connection; bodies cut short free their
+    room (more of them than the zone holds); a body over a quarter of the
+    zone goes through nginx's own reader (a temporary file here)."""
+    body = json.dumps(env.live_routes(301)).encode()
+    out = raw_http(env.port, [put_head("routes/live", len(body),
+                                       b"Expect: 100-continue\r\n"
+                                       b"Connection: close\r\n\r\n"),
+                              body], expect_continue=True)
+    check(out.split(b"\r\n\r\n", 1)[1].startswith(b"HTTP/1.1 200 "),
+          "after 100 Continue: %r" % out[:300])
+    env.converged()
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "301", "version 301 served")
+
+    body = json.dumps(env.live_routes(302)).encode()
+    half = len(body) // 2
+    out = raw_http(env.port, [put_head("routes/live", len(body),
+                                       b"\r\n") + body[:10],
+                              body[10:half], body[half:] +
+                              b"GET /live/x HTTP/1.1\r\nHost: t\r\n"
+                              b"Connection: close\r\n\r\n"], pause=0.2)
+    check(out.startswith(b"HTTP/1.1 200") and out.count(b"HTTP/1.1 200") == 2,
+          "slow PUT + pipelined GET: %r" % out[:600])
+    check(b"X-Route-Version" in out and b"302" in out.split(
+        b"HTTP/1.1 200", 2)[2], "pipelined GET: %r" % out[-600:])
+
+    before = env.converged()
+    declared = 1536 * 1024  # under a quarter of the 8m zone
+    for _ in range(12):  # 18 MB of room in all if it leaked
+        with socket.create_connection(("127.0.0.1", env.port),
+                                      timeout=TIMEOUT) as c:
+            c.sendall(put_head("routes/live", declared, b"\r\n") +
+                      b'{"version": "x", "routes": [' + b" " * 1000)
+    after = env.converged()
+    check(after["generation"] == before["generation"] and
+          after["documents"] == before["documents"],
+          "cut bodies changed the zone: %r" % after["documents"])
+    # the workers free the room when they see the connections close
+    deadline = time.time() + TIMEOUT
+    while True:
+        r = env.put("routes/live", env.live_routes(303))
+        if r.status != 507 or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    check(r.status == 200, "after cut bodies: %d %r" % (r.status, r.body))
+
+    doc = env.live_routes(304)
+    doc["routes"][0]["metadata"] = {"pad%d" % i: "x" * 60000
+                                    for i in range(40)}  # 2.4 MB
+    r = env.put("routes/live", doc)
+    check(r.status == 200, "2.4 MB through nginx's reader: %d %r"
+          % (r.status, r.body[:300]))
+    env.converged()
+    r = request(env.port, "GET", "/live/x")
+    check(r.echo_header("X-Route-Version") == "304", "version 304 served")
+    check(env.put("routes/live", env.live_routes(0)).status == 200,
+          "restore version 0")
+
+
 def test_conflicting_changes_at_once(env):
     """Two PUTs of the same route id into two sources, sent at the same
     time (so usually to both workers): one change at a time is committed
@@ -572,7 +728,8 @@ def test_full_zone_changes_nothing(env):
     after = env.converged()
     check(after["generation"] == before["generation"], "generation moved")
     r = request(env.port, "GET", "/live/x")
-    check(r.echo_header("X-Route-Version") == "0", "live route changed")
+    check(r.echo_header("X-Route-Version") == "0",
+          "live route changed: %d %r" % (r.status, r.body[:300]))
 
 
 def test_broken_file_fails_configuration_test(env):
@@ -734,6 +891,8 @@ TESTS = [
     test_single_route_changes,
     test_passive_health_ejects_a_failing_instance,
     test_other_worker_woken_by_a_change,
+    test_large_documents_in_turn,
+    test_body_read_into_the_zone,
     test_conflicting_changes_at_once,
     test_full_zone_changes_nothing,
     test_broken_file_fails_configuration_test,

@@ -1,0 +1,398 @@
+/*
+ * alloc_map.c - the library's default allocator (a host that passes no
+ * sy_allocator): libc's malloc, but blocks of SY_MAP_MIN bytes or more are
+ * mapped and unmapped directly, so that a freed one goes back to the
+ * system at once (but for a small keep of freed blocks of up to 2 MiB,
+ * reused by the next block of their size).
+ *
+ * Why: an apply's temporaries are large arrays (the document's scan, sort
+ * buffers, the index build's lists: tens of MB at 100,000 routes) freed
+ * when it returns. glibc serves a first large block with mmap, but the
+ * free of such a block raises its threshold to that block's size (up to
+ * 32 MiB), so the next ones come from the heap, between the routes that
+ * stay, and their pages stay resident after the free (~170 bytes a route
+ * at 100,000, docs/architecture.md "Memory of an apply"). Mapping them
+ * ourselves keeps the threshold where glibc starts it, for this library's
+ * blocks only: the host's own malloc policy (mallopt) is left alone.
+ *
+ * A mapped block starts on a page; its size is kept in a table (a
+ * mutex-guarded open-addressing set of the live mappings), looked up only
+ * for page-aligned pointers (libc's small blocks are rarely page-aligned).
+ * Only with glibc on Linux (mremap, malloc_usable_size) and not under
+ * AddressSanitizer (whose allocator checks the bounds of these blocks
+ * too); elsewhere every block is libc's.
+ */
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SY_MAP_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define SY_MAP_ASAN 1
+#endif
+
+#if defined(__linux__) && defined(__GLIBC__) && !defined(SY_MAP_ASAN)
+#define SY_MAP_ON 1
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+#ifdef SY_MAP_ON
+
+typedef struct map_entry {
+    uintptr_t base; /* 0: empty; 1: deleted */
+    size_t len;     /* mapped bytes (whole pages) */
+} map_entry;
+
+/* mappings this large ask for transparent huge pages */
+#define SY_MAP_HUGE ((size_t)4 << 20)
+
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static map_entry *map_tab;       /* libc memory, never a mapped block */
+static size_t map_cap, map_used; /* used: live + deleted entries */
+/* set before the first mapping is handed out: until then no free needs
+ * the table (or its lock) */
+static _Atomic bool map_any;
+static pthread_once_t map_once = PTHREAD_ONCE_INIT;
+
+/* Freed blocks kept for the next block of their size, oldest first (still
+ * in the table): a host that re-applies a document of a few MB reuses its
+ * resident pages instead of faulting fresh ones in at every apply, while
+ * the keep bounds what stays resident. */
+#define SY_MAP_KEEP_N 4
+#define SY_MAP_KEEP_MAX ((size_t)2 << 20)
+#define SY_MAP_KEEP_BYTES ((size_t)4 << 20)
+static struct {
+    uintptr_t base[SY_MAP_KEEP_N];
+    size_t len[SY_MAP_KEEP_N];
+    size_t n, bytes;
+} map_kept;
+
+/* A fork while another thread holds map_lock must not leave the child
+ * with it locked (as glibc does for malloc's own locks). */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&map_lock);
+}
+static void fork_after(void) {
+    pthread_mutex_unlock(&map_lock);
+}
+static void map_init(void) {
+    pthread_atfork(fork_prepare, fork_after, fork_after);
+}
+
+static size_t map_home(uintptr_t base) {
+    uint64_t h = (uint64_t)base * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (map_cap - 1);
+}
+
+/* Under map_lock: the entry of `base`, or NULL. */
+static map_entry *map_find(uintptr_t base) {
+    if (!map_cap)
+        return NULL;
+    for (size_t k = map_home(base);; k = (k + 1) & (map_cap - 1)) {
+        if (map_tab[k].base == base)
+            return &map_tab[k];
+        if (map_tab[k].base == 0)
+            return NULL;
+    }
+}
+
+/* Under map_lock: room for one more entry (rehashes without the deleted
+ * ones when 3/4 full). False when out of memory. */
+static bool map_room(void) {
+    if (map_cap && (map_used + 1) * 4 <= map_cap * 3)
+        return true;
+    size_t live = 0;
+    for (size_t i = 0; i < map_cap; i++)
+        live += map_tab[i].base > 1;
+    size_t cap = 64;
+    while (cap * 3 < (live + 1) * 4 * 2)
+        cap *= 2;
+    map_entry *t = calloc(cap, sizeof *t);
+    if (!t)
+        return false;
+    map_entry *old = map_tab;
+    size_t old_cap = map_cap;
+    map_tab = t;
+    map_cap = cap;
+    map_used = live;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].base > 1) {
+            size_t k = map_home(old[i].base);
+            while (map_tab[k].base)
+                k = (k + 1) & (map_cap - 1);
+            map_tab[k] = old[i];
+        }
+    free(old);
+    return true;
+}
+
+/* Under map_lock: note a new mapping. */
+static bool map_add(uintptr_t base, size_t len) {
+    if (!map_room())
+        return false;
+    size_t k = map_home(base);
+    while (map_tab[k].base > 1)
+        k = (k + 1) & (map_cap - 1);
+    map_used += map_tab[k].base == 0;
+    map_tab[k] = (map_entry){base, len};
+    return true;
+}
+
+static size_t pages_of(size_t n) {
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t page = ps > 0 ? (size_t)ps : 4096;
+    return (n + page - 1) & ~(page - 1);
+}
+
+/* The mapped length of p (a mapped block), or 0 when p is libc's. */
+static size_t mapped_len(const void *p) {
+    uintptr_t u = (uintptr_t)p;
+    if (!p || (u & 4095u) ||
+        !atomic_load_explicit(&map_any, memory_order_acquire))
+        return 0;
+    pthread_mutex_lock(&map_lock);
+    map_entry *e = map_find(u);
+    size_t len = e ? e->len : 0;
+    pthread_mutex_unlock(&map_lock);
+    return len;
+}
+
+/* Under map_lock: a kept block of at least len bytes (and not more than
+ * twice that), taken out of the keep; 0 when none fits. */
+static uintptr_t keep_take(size_t len, size_t *got) {
+    size_t best = SY_MAP_KEEP_N;
+    for (size_t i = 0; i < map_kept.n; i++)
+        if (map_kept.len[i] >= len && map_kept.len[i] / 2 <= len &&
+            (best == SY_MAP_KEEP_N || map_kept.len[i] < map_kept.len[best]))
+            best = i;
+    if (best == SY_MAP_KEEP_N)
+        return 0;
+    uintptr_t base = map_kept.base[best];
+    *got = map_kept.len[best];
+    map_kept.bytes -= *got;
+    map_kept.n--;
+    map_kept.base[best] = map_kept.base[map_kept.n];
+    map_kept.len[best] = map_kept.len[map_kept.n];
+    return base;
+}
+
+static void *map_new(size_t n, bool zero) {
+    size_t len = pages_of(n);
+    if (len < n)
+        return NULL;
+    if (len <= SY_MAP_KEEP_MAX &&
+        atomic_load_explicit(&map_any, memory_order_acquire)) {
+        size_t got = 0;
+        pthread_mutex_lock(&map_lock);
+        uintptr_t base = keep_take(len, &got);
+        pthread_mutex_unlock(&map_lock);
+        if (base) {
+            if (zero)
+                memset((void *)base, 0, n);
+            return (void *)base;
+        }
+        /* room for a block that grows a little next time (address space
+         * only: pages are resident once touched) */
+        size_t more = pages_of(n + n / 8);
+        if (more <= SY_MAP_KEEP_MAX)
+            len = more;
+    }
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    /* A block of a few MiB and more is filled at once (scan arrays, the
+     * index's tables): 2 MiB pages fault it in 512 times less often. Where
+     * the system says `never` this is a no-op. */
+    if (len >= SY_MAP_HUGE)
+        (void)madvise(p, len, MADV_HUGEPAGE);
+#endif
+    pthread_once(&map_once, map_init);
+    pthread_mutex_lock(&map_lock);
+    bool ok = map_add((uintptr_t)p, len);
+    pthread_mutex_unlock(&map_lock);
+    atomic_store_explicit(&map_any, true, memory_order_release);
+    if (!ok) {
+        munmap(p, len);
+        return NULL;
+    }
+    return p;
+}
+
+/* Keep a freed mapped block of `len` bytes for the next one of its size
+ * when it is small enough and the keep has room; otherwise forget and
+ * unmap it. */
+static void map_drop(void *p, size_t len) {
+    pthread_mutex_lock(&map_lock);
+    map_entry *e = map_find((uintptr_t)p);
+    if (e && len <= SY_MAP_KEEP_MAX) {
+        /* the oldest kept blocks make room (slot 0 is the oldest) */
+        while (map_kept.n && (map_kept.n == SY_MAP_KEEP_N ||
+                              map_kept.bytes + len > SY_MAP_KEEP_BYTES)) {
+            uintptr_t old = map_kept.base[0];
+            size_t old_len = map_kept.len[0];
+            map_entry *oe = map_find(old);
+            if (oe)
+                oe->base = 1;
+            map_kept.n--;
+            map_kept.bytes -= old_len;
+            memmove(map_kept.base, map_kept.base + 1,
+                    map_kept.n * sizeof map_kept.base[0]);
+            memmove(map_kept.len, map_kept.len + 1,
+                    map_kept.n * sizeof map_kept.len[0]);
+            munmap((void *)old, old_len);
+        }
+        map_kept.base[map_kept.n] = (uintptr_t)p;
+        map_kept.len[map_kept.n++] = len;
+        map_kept.bytes += len;
+        pthread_mutex_unlock(&map_lock);
+        return;
+    }
+    if (e)
+        e->base = 1; /* deleted */
+    pthread_mutex_unlock(&map_lock);
+    munmap(p, len);
+}
+
+static void *map_malloc(void *d, size_t n) {
+    SY_UNUSED(d);
+    if (n >= SY_MAP_MIN) {
+        void *p = map_new(n, false);
+        if (p)
+            return p;
+    }
+    return malloc(n);
+}
+
+static void map_free(void *d, void *p) {
+    SY_UNUSED(d);
+    size_t len = mapped_len(p);
+    if (len)
+        map_drop(p, len);
+    else
+        free(p);
+}
+
+static void *map_realloc(void *d, void *p, size_t n) {
+    SY_UNUSED(d);
+    if (!p)
+        return map_malloc(d, n);
+    size_t len = mapped_len(p);
+    if (!len) {
+        if (n < SY_MAP_MIN)
+            return realloc(p, n);
+        /* a libc block grown past the threshold moves to a mapping */
+        void *q = map_new(n, false);
+        if (!q)
+            return realloc(p, n);
+        size_t old = malloc_usable_size(p);
+        memcpy(q, p, old < n ? old : n);
+        free(p);
+        return q;
+    }
+    if (n < SY_MAP_MIN / 2) { /* shrunk well below: back to libc */
+        void *q = malloc(n ? n : 1);
+        if (!q)
+            return n <= len ? p : NULL;
+        memcpy(q, p, n);
+        map_drop(p, len);
+        return q;
+    }
+    size_t want = pages_of(n);
+    if (want < n)
+        return NULL;
+    if (want == len ||
+        (want < len && len <= SY_MAP_KEEP_MAX && want >= len / 2))
+        return p; /* a keepable block keeps its room */
+    pthread_mutex_lock(&map_lock);
+    /* the table must have room before the mapping moves, so that a moved
+     * block is never unknown */
+    bool room = map_room();
+    void *q = room ? mremap(p, len, want, MREMAP_MAYMOVE) : MAP_FAILED;
+    if (q != MAP_FAILED) {
+        map_entry *e = map_find((uintptr_t)p);
+        if (q == p) {
+            e->len = want;
+        } else {
+            e->base = 1;
+            map_add((uintptr_t)q, want); /* room was made above */
+        }
+    }
+    pthread_mutex_unlock(&map_lock);
+    if (q == MAP_FAILED)
+        return n <= len ? p : NULL; /* a shrink may keep the block */
+    return q;
+}
+
+/* Zeroed memory: a new mapping is zero already (its pages are not
+ * touched until used); smaller blocks are libc's calloc. */
+static void *map_calloc(size_t n) {
+    if (n >= SY_MAP_MIN) {
+        void *p = map_new(n, true);
+        if (p)
+            return p;
+    }
+    return calloc(1, n ? n : 1);
+}
+
+#else /* libc's, as they are */
+
+static void *map_malloc(void *d, size_t n) {
+    SY_UNUSED(d);
+    return malloc(n);
+}
+static void *map_realloc(void *d, void *p, size_t n) {
+    SY_UNUSED(d);
+    return realloc(p, n);
+}
+static void map_free(void *d, void *p) {
+    SY_UNUSED(d);
+    free(p);
+}
+
+#endif /* SY_MAP_ON */
+
+/* The default allocator is stateless: one copy serves every route. */
+static const sy_alloc shared_default = {map_malloc, map_realloc, map_free,
+                                        NULL};
+
+void *sy_alloc_default_calloc(const sy_alloc *a, size_t n) {
+#ifdef SY_MAP_ON
+    if (a->malloc == map_malloc)
+        return map_calloc(n);
+#endif
+    SY_UNUSED(a);
+    SY_UNUSED(n);
+    return SY_ALLOC_NOT_DEFAULT;
+}
+
+void sy_alloc_default(sy_alloc *out) {
+    *out = shared_default;
+}
+
+const sy_alloc *sy_alloc_default_shared(const sy_alloc *a) {
+    if (a->malloc != shared_default.malloc ||
+        a->realloc != shared_default.realloc ||
+        a->free != shared_default.free || a->data != shared_default.data)
+        return NULL;
+    return &shared_default;
+}
+
+bool sy_alloc_maps_large(void) {
+#ifdef SY_MAP_ON
+    return true;
+#else
+    return false;
+#endif
+}

@@ -29,20 +29,23 @@ int sy_re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
     sy_budget *b = sy_budget_cur;
     if (!b || !b->mctx)
         return pcre2_match(code, subject, len, start, options, md, mctx);
+    uint64_t total = b->lim && b->lim->regex_units ? b->lim->regex_units
+                                                   : SY_BUDGET_DEFAULT_UNITS;
     uint64_t step = SY_BUDGET_FIRST_LIMIT;
     for (;;) {
+        /* used <= total: a charge never exceeds what was left */
+        uint64_t left = total - b->used;
         uint64_t lim = step < per_call ? step : per_call;
-        bool by_pool = lim >= b->left;
+        bool by_pool = lim >= left;
         if (by_pool)
-            lim = b->left;
+            lim = left;
         if (lim == 0) {
             b->exhausted = true;
             return PCRE2_ERROR_MATCHLIMIT;
         }
         pcre2_set_match_limit(b->mctx, (uint32_t)lim);
         int rc = pcre2_match(code, subject, len, start, options, md, b->mctx);
-        b->left -= lim; /* an upper bound of what the attempt did */
-        b->used += lim;
+        b->used += lim; /* an upper bound of what the attempt did */
         if (rc != PCRE2_ERROR_MATCHLIMIT)
             return rc;
         if (by_pool) {
@@ -56,9 +59,17 @@ int sy_re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
 }
 
 uint32_t sy_budget_max_repeats(void) {
-    return sy_budget_cur ? sy_budget_cur->max_repeats : UINT32_MAX;
+    const sy_budget *b = sy_budget_cur;
+    if (!b)
+        return UINT32_MAX;
+    return b->lim && b->lim->max_repeats ? b->lim->max_repeats
+                                         : SY_BUDGET_DEFAULT_REPEATS;
 }
 
 size_t sy_budget_max_rewrite(void) {
-    return sy_budget_cur ? sy_budget_cur->max_rewrite : SIZE_MAX;
+    const sy_budget *b = sy_budget_cur;
+    if (!b)
+        return SIZE_MAX;
+    return b->lim && b->lim->max_rewrite ? b->lim->max_rewrite
+                                         : SY_BUDGET_DEFAULT_REWRITE;
 }

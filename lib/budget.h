@@ -39,28 +39,24 @@ typedef struct sy_budget_limits {
     size_t max_rewrite;   /* bytes a RewritePath result may have */
 } sy_budget_limits;
 
+/* A request's limits are read from `lim` when needed (a regex call, a
+ * repeated value, a rewrite), not copied at the start: most requests need
+ * none of them, and the start runs on every match. */
 typedef struct sy_budget {
-    uint64_t left; /* units left for this request */
-    uint64_t used; /* units charged so far (tests, metrics) */
-    uint32_t max_repeats;
-    size_t max_rewrite;
-    bool exhausted;            /* a call was cut short by the pool */
-    pcre2_match_context *mctx; /* this context's own, limits set per call */
+    const sy_budget_limits *lim; /* this request's (NULL: defaults) */
+    uint64_t used;               /* units charged so far (tests, metrics) */
+    bool exhausted;              /* a call was cut short by the pool */
+    pcre2_match_context *mctx;   /* this context's own, limits set per call */
 } sy_budget;
 
 /* Create the budget's match context from `g` (the match context's general
  * context). false: out of memory. */
 bool sy_budget_init(sy_budget *b, pcre2_general_context *g);
 void sy_budget_free(sy_budget *b);
-/* Start a request: a full pool under `lim` (NULL: defaults). Inline:
- * it runs on every match. */
+/* Start a request: a full pool under `lim` (NULL: defaults), which must
+ * stay valid until the request is done. Inline: it runs on every match. */
 static inline void sy_budget_start(sy_budget *b, const sy_budget_limits *lim) {
-    b->left =
-        lim && lim->regex_units ? lim->regex_units : SY_BUDGET_DEFAULT_UNITS;
-    b->max_repeats =
-        lim && lim->max_repeats ? lim->max_repeats : SY_BUDGET_DEFAULT_REPEATS;
-    b->max_rewrite =
-        lim && lim->max_rewrite ? lim->max_rewrite : SY_BUDGET_DEFAULT_REWRITE;
+    b->lim = lim; /* `lim` must outlive the request (the snapshot's) */
     b->used = 0;
     b->exhausted = false;
 }

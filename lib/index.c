@@ -86,7 +86,11 @@ static inline seg_key segment_key(const char *s, size_t len) {
     } else {
         k.w0 = k.w1 = 0;
     }
-    if (len <= KEY_BYTES) {
+    if (len < 8) {
+        /* w0 alone: one multiply (edge_combine mixes it fully; its high
+         * bits, the tag's, are the product's best) */
+        k.hash = (k.w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
+    } else if (len <= KEY_BYTES) {
         uint64_t h = (k.w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
         h ^= (k.w1 + (h >> 31)) * 0xc2b2ae3d27d4eb4full;
         k.hash = h ^ (h >> 29);

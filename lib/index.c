@@ -438,6 +438,8 @@ static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
     for (size_t g = 0; g < GENERIC_LISTS; g++) {
         size_t li = (size_t)b->node_count * 2 + g;
         ix->generic[g] = (list_ref){start[li], fill[li] - start[li]};
+        if (ix->generic[g].len)
+            ix->generic_some |= 1u << g;
     }
     ix->bytes += kept * sizeof *ix->cands;
     sy_free(b->a, fill);
@@ -843,10 +845,13 @@ size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
         c.branched = false;
         walk_host(&c, ROOT_HOST, 0, true);
     }
-    collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE, false);
-    collect(&c,
-            ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
-                                                          : GENERIC_OTHER],
-            SY_PROOF_NONE, false);
+    if (ix->generic_some) { /* most tables have no generic route */
+        c.reversed = false; /* generic lists are no host lists */
+        collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE, false);
+        collect(&c,
+                ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
+                                                              : GENERIC_OTHER],
+                SY_PROOF_NONE, false);
+    }
     return c.overflow ? SIZE_MAX : c.n;
 }

@@ -99,6 +99,7 @@ struct sy_index {
     sy_cand *cands; /* every list, flattened */
     sy_cand_var *vars;
     list_ref generic[GENERIC_LISTS];
+    uint32_t generic_some; /* bit g: generic[g] is not empty */
     hentry *hosts; /* the whole-host table, host_mask + 1 slots; or NULL */
     uint32_t host_mask;
     char *hkeys;

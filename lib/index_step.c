@@ -248,6 +248,8 @@ static int finish(sy_index_step *st, sy_index **out) {
         size_t li = (size_t)b->node_count * 2 + g;
         ix->generic[g] =
             (list_ref){st->start[li], st->fill[li] - st->start[li]};
+        if (ix->generic[g].len)
+            ix->generic_some |= 1u << g;
     }
     ix->cands = st->cands;
     st->cands = NULL;

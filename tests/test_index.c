@@ -64,7 +64,7 @@ static bool is_key(size_t i) {
 }
 
 static sy_router *router_new_of(void) {
-    size_t cap = (size_t)N * 260 + 16, o = 0;
+    size_t cap = (size_t)N * 260 + 128, o = 0;
     char *doc = malloc(cap);
     ck_assert_ptr_nonnull(doc);
     doc[o++] = '[';
@@ -82,6 +82,10 @@ static sy_router *router_new_of(void) {
                                   "\"Host=h%zu.example.com\"]}",
                                   i, i, i);
     }
+    /* a generic route (no Path, no Host): the method lists */
+    o += (size_t)snprintf(doc + o, cap - o,
+                          ",{\"id\":\"g\",\"uri\":\"http://b\","
+                          "\"order\":100,\"predicates\":[\"Method=POST\"]}");
     doc[o++] = ']';
     sy_router *r;
     sy_router_options ro = SY_ROUTER_OPTIONS_INIT;
@@ -154,6 +158,11 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
         ck_assert_int_eq(memcmp(ix->hkeys, one->hkeys, text), 0);
         ck_assert_int_eq(memcmp(&ix->hfilt, &one->hfilt, sizeof ix->hfilt), 0);
         ck_assert_uint_eq(ix->bytes, one->bytes);
+        ck_assert_uint_ne(one->generic_some, 0);
+        ck_assert_uint_eq(ix->generic_some, one->generic_some);
+        for (size_t g = 0; g < GENERIC_LISTS; g++)
+            ck_assert_uint_eq((ix->generic_some >> g) & 1u,
+                              ix->generic[g].len != 0);
         sy_index_unref(ix);
         sy_index_step_free(st);
     }

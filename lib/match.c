@@ -435,6 +435,8 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
     for (size_t k = 0; k < c->method_miss_count; k++) {
         const sy_slot *sl = sy_snapshot_slot(s, c->method_misses[k]);
         const struct sy_route *r = sl->route;
+        if (!r)
+            continue; /* removed (tombstoned): never recorded, but cheap */
         c->ev.ncaps = 0;
         c->ev.weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
         bool others_hold = true;
@@ -556,6 +558,14 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         const sy_cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
             const sy_cand *cd = &l->c[i];
+            /* the method bit first, inline; a refused candidate's slot
+             * is read only when a 405 could still be recorded */
+            if (!((cd->methods >> mbit) & 1u)) {
+                if (c->method_miss_count < MAX_METHOD_MISSES &&
+                    sy_snapshot_slot(s, cd->slot)->route)
+                    c->method_misses[c->method_miss_count++] = cd->slot;
+                continue;
+            }
             const struct sy_route *r = sy_snapshot_slot(s, cd->slot)->route;
             if (r && cand_holds(c, s, l, cd, mbit)) {
                 *out = found_route(c, s, req, cd->slot, r);

@@ -770,20 +770,22 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
             if (c->overflow)
                 return;
         }
-        if (depth == count) {
-            collect(c, nd->term,
-                    !literal ? SY_PROOF_NONE
-                    : path   ? SY_PROOF_PATH
-                             : SY_PROOF_HOST,
-                    true);
-            return;
-        }
         size_t i = path ? depth : count - 1 - depth;
-        /* matchTrailingSlash: "/a" also matches "/a/" */
-        if (path && depth + 1 == count && c->dec[i].len == 0) {
-            collect(c, nd->term, SY_PROOF_NONE, false);
-            if (c->overflow)
+        if (depth + 1 >= count) { /* the last segment, or past it: one test */
+            if (depth == count) {
+                collect(c, nd->term,
+                        !literal ? SY_PROOF_NONE
+                        : path   ? SY_PROOF_PATH
+                                 : SY_PROOF_HOST,
+                        true);
                 return;
+            }
+            /* matchTrailingSlash: "/a" also matches "/a/" */
+            if (path && c->dec[i].len == 0) {
+                collect(c, nd->term, SY_PROOF_NONE, false);
+                if (c->overflow)
+                    return;
+            }
         }
         uint32_t w = nd->wild;
         if (!(w & LIT_KIDS)) { /* no literal child: no probe */

@@ -424,7 +424,8 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
         *text += (sep ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
         return tc.commas * sizeof(sy_kv) +
                (sep ? sy_pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
-                                           tc.braces, sep == '.')
+                                           tc.braces, sep == '.') +
+                          (tc.commas ? (tc.commas + 1) * sizeof(void *) : 0)
                     : 0);
     }
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
@@ -446,7 +447,9 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
     size_t n = values > 1 ? (values - 1) * sizeof(sy_kv) : 0;
     if (sep)
         n += sy_pattern_bytes_max(values + tc.commas, tc.rooted, tc.seps,
-                                  tc.braces, sep == '.');
+                                  tc.braces, sep == '.') +
+             (values + tc.commas > 1 ? (values + tc.commas) * sizeof(void *)
+                                     : 0);
     return n;
 }
 

@@ -496,7 +496,7 @@ size_t sy_pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
     size_t nelem =
         host ? nsep + 3 * npatterns
              : nsep + npatterns - (rooted < npatterns ? rooted : npatterns);
-    return npatterns * (sizeof(sy_pattern) + 15) + nelem * sizeof(sy_pelem) +
+    return npatterns * (sizeof(sy_pattern) + 7) + nelem * sizeof(sy_pelem) +
            nbrace * sizeof(sy_str);
 }
 

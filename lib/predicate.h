@@ -87,8 +87,9 @@ uint32_t sy_pred_var_count(const sy_pred *p);
 /* The Weight draw for a group: deterministic in [0,1) from seed and group. */
 double sy_weight_draw(uint64_t seed, uint32_t group);
 
-/* What a compiled predicate takes in its route's arena (the object and
- * a pattern list): for sizing the arena ahead (def_route.c). */
-#define SY_PRED_OBJECT_BYTES 64
+/* What a compiled predicate object takes in its route's arena (a list
+ * of several patterns is 8 bytes a pattern more): for sizing the arena
+ * ahead (def_route.c). */
+#define SY_PRED_OBJECT_BYTES 40
 
 #endif

@@ -29,18 +29,18 @@ static const sy_route_select select_defaults[2] = {
  * or document whose copy it was given). */
 typedef struct sy_route_box {
     struct sy_route route;
-    _Alignas(16) unsigned char chunk[]; /* route.arena_embedded: the first
-                                           chunk of the arena, then the
-                                           allocator copy if any */
+    _Alignas(8) unsigned char chunk[]; /* route.arena_embedded: the first
+                                          chunk of the arena, then the
+                                          allocator copy if any */
 } sy_route_box;
 
 /* Chunks after the first: a route that outgrew its estimate. */
 #define SY_ROUTE_CHUNK 256
 
 struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
-    if (arena_bytes > SIZE_MAX / 2)
+    if (arena_bytes > SY_ARENA_CHUNK_MAX - 8)
         return NULL;
-    arena_bytes = (arena_bytes + 15u) & ~(size_t)15u;
+    arena_bytes = (arena_bytes + 7u) & ~(size_t)7u;
     size_t extra = arena_bytes ? sizeof(sy_arena_chunk) + arena_bytes : 0;
     const sy_alloc *shared = sy_alloc_default_shared(alloc);
     sy_route_box *b =
@@ -61,10 +61,9 @@ struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
     if (arena_bytes) {
         sy_arena_chunk *c = (sy_arena_chunk *)(void *)b->chunk;
         c->next = NULL;
-        c->size = arena_bytes;
+        c->size = (uint32_t)arena_bytes;
         c->used = 0;
         r->arena.head = c;
-        r->arena.bytes = arena_bytes;
         r->arena_embedded = true;
     }
     r->id = "";

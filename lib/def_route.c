@@ -131,7 +131,10 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         if (!lb)
             up->port = (uint16_t)v;
     }
-    char *h = sy_arena_strndup(&r->arena, host, hlen);
+    /* the host ends the uri ("lb://svc"): the uri's own bytes (r->uri is
+     * the route's copy), else a copy */
+    const char *h =
+        host[hlen] == '\0' ? host : sy_arena_strndup(&r->arena, host, hlen);
     if (!h)
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     up->host = h;
@@ -142,6 +145,9 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         return SY_OK;
     if (up->port == (secure ? 443 : 80) && !strchr(h, ':'))
         r->authority = h; /* the Host header is the host itself */
+    else if (port && port[0] != '0' && rest[alen] == '\0')
+        r->authority = rest; /* "host:port" ends the uri, spelled as
+                                sy_arena_authority would spell it */
     else if (!(r->authority =
                    sy_arena_authority(&r->arena, h, up->port, secure)))
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
@@ -493,8 +499,12 @@ static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
     size_t text = 0, n = 0;
     if (simple) {
         const char *uri = f->uri->valuestring, *slashes = strstr(uri, "//");
-        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 +
-               (slashes ? strcspn(slashes + 2, "/?#") : strlen(uri)) + 8;
+        const char *auth = slashes ? slashes + 2 : uri;
+        size_t alen = strcspn(auth, "/?#");
+        /* the host, and "host:port" when a port is named and more of the
+         * uri follows (else the uri's own bytes are shared) */
+        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 + alen + 8 +
+               (auth[alen] && memchr(auth, ':', alen) ? alen + 1 : 0);
     }
     if (cJSON_IsArray(f->predicates)) {
         for (const cJSON *c = f->predicates->child; c; c = c->next) {

@@ -40,23 +40,28 @@ typedef struct sy_pelem {
  * route's) takes no allocation of its own unless it has regexes, and
  * borrows its source (the route's argument text, in the same arena).
  *
- *   own block: [sy_alloc 32][sy_pattern 56][elems: 24 each][vars: 16
- * each][src\0] in arena:              [sy_pattern 56][elems: 24 each][vars: 16
- * each]
+ * own block: [sy_alloc 32][sy_pattern 48][elems: 24 each]
+ *            [vars: 16 each][src\0]
+ * in arena:  [sy_pattern 48][elems: 24 each][vars: 16 each]
  */
 struct sy_pattern {
     const char *src; /* in the block, or (in an arena) the caller's */
     sy_str *vars;    /* names, into src */
     pcre2_match_context *mctx;
     uint32_t n;
-    uint32_t first, last; /* host: real labels are elems[first, last) */
-    uint32_t multi;       /* path: index of the PE_MULTI element, or PE_NONE */
+    union {
+        uint32_t multi; /* path: index of the PE_MULTI element, or PE_NONE */
+        uint32_t first; /* host: real labels are elems[first, last) */
+    };
+    uint32_t last;
     uint32_t nvars;
     uint32_t max_groups;
-    bool host;
-    bool rooted;      /* path: starts with '/' */
-    bool lead, trail; /* host: starts / ends with '.' (Ant compares both) */
-    bool in_arena;    /* the memory is an arena's: not freed with it */
+    /* bits: the header is 48 bytes (every route has a pattern or more) */
+    bool host : 1;
+    bool rooted : 1;        /* path: starts with '/' */
+    bool lead : 1, trail : 1; /* host: starts / ends with '.' (Ant compares
+                                 both) */
+    bool in_arena : 1;      /* the memory is an arena's: not freed with it */
     sy_pelem elems[];
 };
 

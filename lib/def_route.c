@@ -30,10 +30,23 @@ static void lower_copy(char *out, size_t cap, const char *s, size_t n) {
     out[n] = '\0';
 }
 
-/* Fill r->upstream from r->uri (section 2 and 6). */
+/* The scheme named by lower-case `s` (n bytes), or SY_SCHEME_NONE. */
+static sy_route_scheme scheme_of(const char *s, size_t n) {
+    static const uint8_t ids[] = {SY_SCHEME_HTTP,  SY_SCHEME_HTTPS,
+                                  SY_SCHEME_WS,    SY_SCHEME_WSS,
+                                  SY_SCHEME_LB,    SY_SCHEME_FORWARD,
+                                  SY_SCHEME_NO};
+    for (size_t i = 0; i < sizeof ids; i++) {
+        const char *name = sy_route_schemes[ids[i]];
+        if (name[0] == s[0] && strlen(name) == n && memcmp(name, s, n) == 0)
+            return (sy_route_scheme)ids[i];
+    }
+    return SY_SCHEME_NONE;
+}
+
+/* Fill r's upstream (up_*) and authority from r->uri (section 2 and 6). */
 static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     const char *u = r->uri;
-    sy_upstream *up = &r->upstream;
     size_t n = 0;
     while (u[n] && scheme_char(u[n], n == 0))
         n++;
@@ -43,37 +56,35 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     char scheme[48]; /* longer than any scheme we take: none matches */
     lower_copy(scheme, sizeof scheme, u, n);
     const char *rest = u + n + 1;
-    up->port = 0;
-    up->host = "";
-    up->path = "";
-    if (strcmp(scheme, "forward") == 0) {
+    sy_route_scheme sc = n < sizeof scheme ? scheme_of(scheme, n)
+                                           : SY_SCHEME_NONE;
+    r->up_port = 0;
+    r->up_host = "";
+    r->up_path = "";
+    r->up_scheme = (uint8_t)sc;
+    if (sc == SY_SCHEME_FORWARD) {
         if (!*rest)
             return sy_error_set(err, SY_EURI, path,
                                 "forward: uri needs a path");
-        up->kind = SY_UPSTREAM_FORWARD;
-        up->scheme = "forward";
-        up->path = rest;
+        r->up_kind = (uint8_t)SY_UPSTREAM_FORWARD;
+        r->up_path = rest;
         return SY_OK;
     }
-    if (strcmp(scheme, "no") == 0) {
-        up->kind = SY_UPSTREAM_NONE;
-        up->scheme = "no";
+    if (sc == SY_SCHEME_NO) {
+        r->up_kind = (uint8_t)SY_UPSTREAM_NONE;
         return SY_OK;
     }
-    bool lb = strcmp(scheme, "lb") == 0;
+    bool lb = sc == SY_SCHEME_LB;
     if (lb && (strncmp(rest, "ws:", 3) == 0 || strncmp(rest, "wss:", 4) == 0)) {
         bool wss = rest[2] == 's';
-        up->scheme = wss ? "lb:wss" : "lb:ws";
+        r->up_scheme = wss ? SY_SCHEME_LB_WSS : SY_SCHEME_LB_WS;
         rest += wss ? 4 : 3;
-    } else if (lb) {
-        up->scheme = "lb";
-    } else if (strcmp(scheme, "http") == 0 || strcmp(scheme, "ws") == 0) {
-        up->scheme = scheme[0] == 'h' ? "http" : "ws";
-        up->port = 80;
-    } else if (strcmp(scheme, "https") == 0 || strcmp(scheme, "wss") == 0) {
-        up->scheme = scheme[0] == 'h' ? "https" : "wss";
-        up->port = 443;
-    } else {
+    } else if (sc == SY_SCHEME_HTTP || sc == SY_SCHEME_WS) {
+        r->up_port = 80;
+    } else if (sc == SY_SCHEME_HTTPS || sc == SY_SCHEME_WSS) {
+        r->up_port = 443;
+    } else if (!lb) {
+        r->up_scheme = SY_SCHEME_NONE;
         return sy_error_set(err, SY_EURI, path,
                             "unsupported uri scheme '%.40s' (use http, "
                             "https, ws, wss, lb, forward or no)",
@@ -129,7 +140,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
             return sy_error_set(err, SY_EURI, path,
                                 "uri '%.100s': port out of range 1..65535", u);
         if (!lb)
-            up->port = (uint16_t)v;
+            r->up_port = (uint16_t)v;
     }
     /* the host ends the uri ("lb://svc"): the uri's own bytes (r->uri is
      * the route's copy), else a copy */
@@ -137,19 +148,18 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         host[hlen] == '\0' ? host : sy_arena_strndup(&r->arena, host, hlen);
     if (!h)
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
-    up->host = h;
-    up->kind = lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL;
-    bool secure =
-        strcmp(up->scheme, "https") == 0 || strcmp(up->scheme, "wss") == 0;
+    r->up_host = h;
+    r->up_kind = (uint8_t)(lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL);
+    bool secure = sc == SY_SCHEME_HTTPS || sc == SY_SCHEME_WSS;
     if (lb)
         return SY_OK;
-    if (up->port == (secure ? 443 : 80) && !strchr(h, ':'))
+    if (r->up_port == (secure ? 443 : 80) && !strchr(h, ':'))
         r->authority = h; /* the Host header is the host itself */
     else if (port && port[0] != '0' && rest[alen] == '\0')
         r->authority = rest; /* "host:port" ends the uri, spelled as
                                 sy_arena_authority would spell it */
     else if (!(r->authority =
-                   sy_arena_authority(&r->arena, h, up->port, secure)))
+                   sy_arena_authority(&r->arena, h, r->up_port, secure)))
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     return SY_OK;
 }

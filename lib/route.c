@@ -20,6 +20,9 @@ static const sy_route_select select_defaults[2] = {
      (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, true},
 };
 
+const char *const sy_route_schemes[SY_SCHEME_COUNT] = {
+    "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss", "forward", "no"};
+
 /* A route and, in the same block, the first chunk of its arena (sized by
  * the caller's estimate of what the route holds: its strings, entries and
  * compiled objects), so a route is usually one allocation. A route built
@@ -69,10 +72,10 @@ struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
     r->id = "";
     r->uri = "";
     atomic_init(&r->canonical, NULL);
-    r->upstream.kind = SY_UPSTREAM_NONE;
-    r->upstream.scheme = "";
-    r->upstream.host = "";
-    r->upstream.path = "";
+    r->up_kind = (uint8_t)SY_UPSTREAM_NONE;
+    r->up_scheme = SY_SCHEME_NONE;
+    r->up_host = "";
+    r->up_path = "";
     r->literal_path = -1;
     r->literal_host = -1;
     r->key = UINT32_MAX;
@@ -403,7 +406,11 @@ void sy_route_upstream(const sy_route *r, sy_upstream *out) {
         out->scheme = out->host = out->path = "";
         return;
     }
-    *out = r->upstream;
+    out->kind = (sy_upstream_kind)r->up_kind;
+    out->scheme = sy_route_schemes[r->up_scheme];
+    out->host = r->up_host;
+    out->port = r->up_port;
+    out->path = r->up_path;
 }
 
 size_t sy_route_metadata_count(const sy_route *r) {

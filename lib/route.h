@@ -50,7 +50,10 @@ struct sy_route {
      * even if a kept document of the history still holds the route.
      * UINT16_MAX: saturated, they go when the route is freed. */
     uint16_t live;
-    sy_upstream upstream;
+    /* the upstream, compact (sy_route_upstream gives it as a sy_upstream;
+     * up_port, up_kind and up_scheme sit below, with literal_path) */
+    const char *up_host;   /* URL: host; SERVICE: service name; else "" */
+    const char *up_path;   /* FORWARD: the path; else "" */
     const char *authority; /* URL upstreams: the Host header to send */
 
     sy_def_entry *predicates;
@@ -90,6 +93,9 @@ struct sy_route {
      * patterns is all literal segments (labels): the index can prove it;
      * -1: none (or past the 32,767th predicate: then tested as usual) */
     int16_t literal_path, literal_host;
+    uint16_t up_port;  /* URL: explicit or 80/443; else 0 */
+    uint8_t up_kind;   /* sy_upstream_kind */
+    uint8_t up_scheme; /* sy_route_scheme: its name is sy_route_schemes[] */
 
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never
@@ -107,6 +113,24 @@ struct sy_route {
     void *host_data;
     const struct sy_route_owner *owner;
 };
+
+/* The upstream's scheme (struct sy_route up_scheme). */
+typedef enum sy_route_scheme {
+    SY_SCHEME_NONE, /* "" (a route not parsed from a uri) */
+    SY_SCHEME_HTTP,
+    SY_SCHEME_HTTPS,
+    SY_SCHEME_WS,
+    SY_SCHEME_WSS,
+    SY_SCHEME_LB,
+    SY_SCHEME_LB_WS,
+    SY_SCHEME_LB_WSS,
+    SY_SCHEME_FORWARD,
+    SY_SCHEME_NO,
+    SY_SCHEME_COUNT
+} sy_route_scheme;
+/* Their names: "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss",
+ * "forward", "no". */
+extern const char *const sy_route_schemes[SY_SCHEME_COUNT];
 
 /* Seed of span_hash. */
 #define SY_ROUTE_SPAN_SEED 0x5359535041ull /* "SYSPA" */

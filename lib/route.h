@@ -50,8 +50,10 @@ struct sy_route {
      * even if a kept document of the history still holds the route.
      * UINT16_MAX: saturated, they go when the route is freed. */
     uint16_t live;
-    /* the upstream, compact (sy_route_upstream gives it as a sy_upstream;
-     * up_port, up_kind and up_scheme sit below, with literal_path) */
+    /* the upstream, compact: sy_route_upstream gives it as a sy_upstream */
+    uint16_t up_port;  /* URL: explicit or 80/443; else 0 */
+    uint8_t up_kind;   /* sy_upstream_kind */
+    uint8_t up_scheme; /* sy_route_scheme: its name is sy_route_schemes[] */
     const char *up_host;   /* URL: host; SERVICE: service name; else "" */
     const char *up_path;   /* FORWARD: the path; else "" */
     const char *authority; /* URL upstreams: the Host header to send */
@@ -93,9 +95,6 @@ struct sy_route {
      * patterns is all literal segments (labels): the index can prove it;
      * -1: none (or past the 32,767th predicate: then tested as usual) */
     int16_t literal_path, literal_host;
-    uint16_t up_port;  /* URL: explicit or 80/443; else 0 */
-    uint8_t up_kind;   /* sy_upstream_kind */
-    uint8_t up_scheme; /* sy_route_scheme: its name is sy_route_schemes[] */
 
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never

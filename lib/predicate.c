@@ -462,6 +462,20 @@ void sy_pred_free(sy_pred *p, const sy_alloc *a) {
 sy_pred_kind sy_pred_get_kind(const sy_pred *p) {
     return p->kind;
 }
+bool sy_pred_all_literal(const sy_pred *p) {
+    if (p->kind != SY_PK_PATH && p->kind != SY_PK_HOST)
+        return false;
+    if (p->lit && !p->lit_rest) /* sy_pred_note_literal saw them all */
+        return true;
+    for (size_t k = 0; k < p->npats; k++) {
+        const sy_pattern *pat = sy_pred_pat(p, k);
+        for (size_t j = 0; j < sy_pattern_segment_count(pat); j++)
+            if (sy_pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
+                return false;
+    }
+    return true;
+}
+
 size_t sy_pred_pattern_count(const sy_pred *p) {
     return p->kind == SY_PK_PATH || p->kind == SY_PK_HOST ? p->npats : 0;
 }

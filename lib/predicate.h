@@ -65,6 +65,9 @@ bool sy_pred_test(const sy_pred *p, sy_eval *ev);
 sy_pred_kind sy_pred_get_kind(const sy_pred *p);
 /* Path / Host: the patterns, in order. */
 size_t sy_pred_pattern_count(const sy_pred *p);
+/* A Path (Host) predicate whose every pattern is all literal segments
+ * (labels): what the index can prove by itself. */
+bool sy_pred_all_literal(const sy_pred *p);
 const sy_pattern *sy_pred_pattern(const sy_pred *p, size_t i);
 /* Method: bit mask (1 << sy_method_bit(...)) of accepted methods; bit 31
  * set when any non-standard method is listed. */

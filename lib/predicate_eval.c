@@ -353,7 +353,8 @@ void sy_pred_note_literal(sy_pred *p) {
             return;
         if (len - pos < sep + lit.len ||
             (sep && src[pos] != (host ? '.' : '/')) ||
-            (lit.len && memcmp(src + pos + sep, lit.ptr, lit.len) != 0))
+            (lit.len && lit.ptr != src + pos + sep &&
+             memcmp(src + pos + sep, lit.ptr, lit.len) != 0))
             return;
         pos += sep + lit.len;
     }

@@ -152,13 +152,7 @@ static int16_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
         const sy_pred *p = r->cpreds[i];
         if (!p || sy_pred_get_kind(p) != kind)
             continue;
-        for (size_t k = 0; k < sy_pred_pattern_count(p); k++) {
-            const sy_pattern *pat = sy_pred_pattern(p, k);
-            for (size_t j = 0; j < sy_pattern_segment_count(pat); j++)
-                if (sy_pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
-                    return -1;
-        }
-        return (int16_t)i;
+        return sy_pred_all_literal(p) ? (int16_t)i : -1;
     }
     return -1;
 }
@@ -347,10 +341,23 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
             return sy_error_set(err, SY_ENOMEM, path, "out of memory");
         }
     }
-    size_t at = sy_path_join(p, sizeof p, path, "predicates");
+    size_t at = 0;
     for (size_t i = 0; i < r->predicate_count; i++) {
-        sy_path_index(p, sizeof p, at, i);
-        int rc = sy_pred_compile(&r->predicates[i], env, p, &r->cpreds[i], err);
+        /* the entry's path ("routes[3].predicates[1]") only names errors:
+         * a built-in is compiled without it, and once more with it when
+         * it fails (the same error: compiling is deterministic; after an
+         * allocation failure the second try may succeed); a host's
+         * factory (a callback, called once) gets it at once */
+        const sy_def_entry *e = &r->predicates[i];
+        int rc = 1;
+        if (e->spec)
+            rc = sy_pred_compile(e, env, "", &r->cpreds[i], err);
+        if (rc) {
+            if (!at)
+                at = sy_path_join(p, sizeof p, path, "predicates");
+            sy_path_index(p, sizeof p, at, i);
+            rc = sy_pred_compile(e, env, p, &r->cpreds[i], err);
+        }
         if (rc) {
             free_compiled(r);
             return rc;

@@ -61,17 +61,17 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     r->up_port = 0;
     r->up_host = "";
     r->up_path = "";
-    r->up_scheme = (uint8_t)sc;
+    r->up_scheme = sc;
     if (sc == SY_SCHEME_FORWARD) {
         if (!*rest)
             return sy_error_set(err, SY_EURI, path,
                                 "forward: uri needs a path");
-        r->up_kind = (uint8_t)SY_UPSTREAM_FORWARD;
+        r->up_kind = SY_UPSTREAM_FORWARD;
         r->up_path = rest;
         return SY_OK;
     }
     if (sc == SY_SCHEME_NO) {
-        r->up_kind = (uint8_t)SY_UPSTREAM_NONE;
+        r->up_kind = SY_UPSTREAM_NONE;
         return SY_OK;
     }
     bool lb = sc == SY_SCHEME_LB;
@@ -149,7 +149,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     if (!h)
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     r->up_host = h;
-    r->up_kind = (uint8_t)(lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL);
+    r->up_kind = lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL;
     bool secure = sc == SY_SCHEME_HTTPS || sc == SY_SCHEME_WSS;
     if (lb)
         return SY_OK;
@@ -513,7 +513,7 @@ static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
         size_t alen = strcspn(auth, "/?#");
         /* the host, and "host:port" when a port is named and more of the
          * uri follows (else the uri's own bytes are shared) */
-        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 + alen + 8 +
+        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 + alen + 1 +
                (auth[alen] && memchr(auth, ':', alen) ? alen + 1 : 0);
     }
     if (cJSON_IsArray(f->predicates)) {

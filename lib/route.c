@@ -72,7 +72,7 @@ struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
     r->id = "";
     r->uri = "";
     atomic_init(&r->canonical, NULL);
-    r->up_kind = (uint8_t)SY_UPSTREAM_NONE;
+    r->up_kind = SY_UPSTREAM_NONE;
     r->up_scheme = SY_SCHEME_NONE;
     r->up_host = "";
     r->up_path = "";
@@ -147,12 +147,12 @@ void sy_route_unref(struct sy_route *r) {
 
 /* The first predicate of `kind` (Path or Host), if all its patterns are
  * literal segments or labels; else -1. */
-static int16_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
-    for (size_t i = 0; i < r->predicate_count && i <= INT16_MAX; i++) {
+static int8_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
+    for (size_t i = 0; i < r->predicate_count && i <= INT8_MAX; i++) {
         const sy_pred *p = r->cpreds[i];
         if (!p || sy_pred_get_kind(p) != kind)
             continue;
-        return sy_pred_all_literal(p) ? (int16_t)i : -1;
+        return sy_pred_all_literal(p) ? (int8_t)i : -1;
     }
     return -1;
 }

@@ -42,18 +42,20 @@ struct sy_route {
     const char *id;
     const char *uri;
     int32_t order;
-    bool disabled;       /* metadata.status == "disabled" */
-    bool arena_embedded; /* the arena's first chunk is in the route's block */
+    bool disabled; /* metadata.status == "disabled" */
+    /* bits, so that the struct has no hole: */
+    unsigned arena_embedded : 1; /* the arena's first chunk is in the
+                                    route's block */
+    unsigned up_kind : 2;        /* the upstream's sy_upstream_kind */
+    unsigned up_scheme : 4; /* sy_route_scheme: its name is sy_route_schemes[] */
     /* Writer only: the live table's references to the route (+1 at each
      * publish that makes it live, -1 when such a reference is buried).
      * At 0 no snapshot can reach it: the host's data and key go then,
      * even if a kept document of the history still holds the route.
      * UINT16_MAX: saturated, they go when the route is freed. */
     uint16_t live;
-    /* the upstream, compact: sy_route_upstream gives it as a sy_upstream */
-    uint16_t up_port;  /* URL: explicit or 80/443; else 0 */
-    uint8_t up_kind;   /* sy_upstream_kind */
-    uint8_t up_scheme; /* sy_route_scheme: its name is sy_route_schemes[] */
+    /* the upstream, compact (up_kind, up_scheme above, up_port below):
+     * sy_route_upstream gives it as a sy_upstream */
     const char *up_host;   /* URL: host; SERVICE: service name; else "" */
     const char *up_path;   /* FORWARD: the path; else "" */
     const char *authority; /* URL upstreams: the Host header to send */
@@ -91,10 +93,11 @@ struct sy_route {
     /* the id's length and sy_idtab_hash, set with the span: a route shared
      * by bytes is checked for a duplicate id without reading the id */
     uint32_t id_len, id_hash;
+    uint16_t up_port; /* URL: explicit or 80/443; else 0 */
     /* index of the first Path (Host) predicate when every one of its
      * patterns is all literal segments (labels): the index can prove it;
-     * -1: none (or past the 32,767th predicate: then tested as usual) */
-    int16_t literal_path, literal_host;
+     * -1: none (or past the 127th predicate: then tested as usual) */
+    int8_t literal_path, literal_host;
 
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never

@@ -32,10 +32,9 @@ static void lower_copy(char *out, size_t cap, const char *s, size_t n) {
 
 /* The scheme named by lower-case `s` (n bytes), or SY_SCHEME_NONE. */
 static sy_route_scheme scheme_of(const char *s, size_t n) {
-    static const uint8_t ids[] = {SY_SCHEME_HTTP,  SY_SCHEME_HTTPS,
-                                  SY_SCHEME_WS,    SY_SCHEME_WSS,
-                                  SY_SCHEME_LB,    SY_SCHEME_FORWARD,
-                                  SY_SCHEME_NO};
+    static const uint8_t ids[] = {
+        SY_SCHEME_HTTP, SY_SCHEME_HTTPS,   SY_SCHEME_WS, SY_SCHEME_WSS,
+        SY_SCHEME_LB,   SY_SCHEME_FORWARD, SY_SCHEME_NO};
     for (size_t i = 0; i < sizeof ids; i++) {
         const char *name = sy_route_schemes[ids[i]];
         if (name[0] == s[0] && strlen(name) == n && memcmp(name, s, n) == 0)
@@ -56,8 +55,8 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     char scheme[48]; /* longer than any scheme we take: none matches */
     lower_copy(scheme, sizeof scheme, u, n);
     const char *rest = u + n + 1;
-    sy_route_scheme sc = n < sizeof scheme ? scheme_of(scheme, n)
-                                           : SY_SCHEME_NONE;
+    sy_route_scheme sc =
+        n < sizeof scheme ? scheme_of(scheme, n) : SY_SCHEME_NONE;
     r->up_port = 0;
     r->up_host = "";
     r->up_path = "";

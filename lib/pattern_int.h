@@ -58,10 +58,10 @@ struct sy_pattern {
     uint32_t max_groups;
     /* bits: the header is 48 bytes (every route has a pattern or more) */
     bool host : 1;
-    bool rooted : 1;        /* path: starts with '/' */
+    bool rooted : 1;          /* path: starts with '/' */
     bool lead : 1, trail : 1; /* host: starts / ends with '.' (Ant compares
                                  both) */
-    bool in_arena : 1;      /* the memory is an arena's: not freed with it */
+    bool in_arena : 1;        /* the memory is an arena's: not freed with it */
     sy_pelem elems[];
 };
 

@@ -448,10 +448,10 @@ static bool test_patterns(const sy_pred *p, sy_eval *ev) {
     for (size_t i = 0; i < p->npats; i++) {
         bool ok =
             p->kind == SY_PK_PATH
-                ? sy_pattern_match_path(sy_pred_pat(p, i), segs, p->trailing, caps,
-                                        &ev->ncaps, ev->md, ev->scratch)
-                : sy_pattern_match_host(sy_pred_pat(p, i), segs, caps, &ev->ncaps,
-                                        ev->md);
+                ? sy_pattern_match_path(sy_pred_pat(p, i), segs, p->trailing,
+                                        caps, &ev->ncaps, ev->md, ev->scratch)
+                : sy_pattern_match_host(sy_pred_pat(p, i), segs, caps,
+                                        &ev->ncaps, ev->md);
         if (ok)
             return true;
     }

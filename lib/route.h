@@ -47,7 +47,7 @@ struct sy_route {
     unsigned arena_embedded : 1; /* the arena's first chunk is in the
                                     route's block */
     unsigned up_kind : 2;        /* the upstream's sy_upstream_kind */
-    unsigned up_scheme : 4; /* sy_route_scheme: its name is sy_route_schemes[] */
+    unsigned up_scheme : 4;      /* sy_route_scheme (sy_route_schemes[]) */
     /* Writer only: the live table's references to the route (+1 at each
      * publish that makes it live, -1 when such a reference is buried).
      * At 0 no snapshot can reach it: the host's data and key go then,

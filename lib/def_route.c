@@ -30,6 +30,15 @@ static void lower_copy(char *out, size_t cap, const char *s, size_t n) {
     out[n] = '\0';
 }
 
+/* The length of a uri's authority at s: up to '/', '?', '#' or the end
+ * (strcspn, without its set up for these few bytes). */
+static size_t authority_len(const char *s) {
+    size_t n = 0;
+    for (char c; (c = s[n]) && c != '/' && c != '?' && c != '#';)
+        n++;
+    return n;
+}
+
 /* The scheme named by lower-case `s` (n bytes), or SY_SCHEME_NONE. */
 static sy_route_scheme scheme_of(const char *s, size_t n) {
     static const uint8_t ids[] = {
@@ -93,7 +102,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         return sy_error_set(err, SY_EURI, path, "uri '%.100s' needs '//host'",
                             u);
     rest += 2;
-    size_t alen = strcspn(rest, "/?#");
+    size_t alen = authority_len(rest);
     const char *at = memchr(rest, '@', alen); /* drop user info */
     if (at) {
         alen -= (size_t)(at + 1 - rest);
@@ -347,9 +356,13 @@ static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
 static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
                          const char *path, const bool *sc_preds,
                          const bool *sc_filters, sy_error *err) {
+    sy_error local; /* as sy_error_clear leaves it, without writing all
+                       its ~500 bytes per route */
+    local.code = 0;
+    local.line = local.column = 0;
+    local.offset = 0;
+    local.path[0] = local.message[0] = '\0';
     sy_compile_env env = {r->alloc, ctx->registry, ctx->regex_cache, NULL};
-    sy_error local;
-    sy_error_clear(&local);
     int rc = sy_route_compile(r, &env, path, &local);
     if (!rc)
         return 0;
@@ -375,9 +388,12 @@ static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
 /* The separator of a Path or Host predicate named by `name` (up to '='
  * or the end), else 0. */
 static char pattern_sep(const char *name) {
-    if (strncmp(name, "Path", 4) == 0 && (name[4] == '=' || !name[4]))
+    if ((name[0] != 'P' && name[0] != 'H') || !name[1] || !name[2] ||
+        !name[3] || (name[4] != '=' && name[4]))
+        return 0;
+    if (memcmp(name, "Path", 4) == 0)
         return '/';
-    if (strncmp(name, "Host", 4) == 0 && (name[4] == '=' || !name[4]))
+    if (memcmp(name, "Host", 4) == 0)
         return '.';
     return 0;
 }
@@ -391,7 +407,7 @@ typedef struct text_counts {
 /* Characters count_text looks at: list separators and what patterns
  * hold per element or variable. */
 static const unsigned char marked[256] = {
-    [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1};
+    [0] = 1, [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1};
 
 static bool item_rooted(const char *s) {
     while (*s == ' ')
@@ -410,10 +426,12 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
         return strlen(s);
     }
     tc->rooted += item_rooted(s);
-    for (; *p; p++) {
+    for (;; p++) {
+        while (!marked[(unsigned char)*p]) /* one test a plain byte */
+            p++;
         unsigned char c = (unsigned char)*p;
-        if (!marked[c])
-            continue;
+        if (!c)
+            break;
         if (c == ',') {
             tc->commas++;
             tc->rooted += item_rooted(p + 1);
@@ -509,7 +527,7 @@ static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
     if (simple) {
         const char *uri = f->uri->valuestring, *slashes = strstr(uri, "//");
         const char *auth = slashes ? slashes + 2 : uri;
-        size_t alen = strcspn(auth, "/?#");
+        size_t alen = authority_len(auth);
         /* the host, and "host:port" when a port is named and more of the
          * uri follows (else the uri's own bytes are shared) */
         text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 + alen + 1 +

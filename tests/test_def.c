@@ -713,8 +713,8 @@ static void check_authority(const char *uri, const char *authority,
     sy_document *d = parse_ok(json, false);
     const struct sy_route *r = route0(d);
     ck_assert_str_eq(r->authority, authority);
-    bool inside = r->authority >= r->uri &&
-                  r->authority < r->uri + strlen(r->uri);
+    bool inside =
+        r->authority >= r->uri && r->authority < r->uri + strlen(r->uri);
     ck_assert_msg(inside == shared, "%s: authority shared %d", uri, inside);
     sy_document_free(d);
 }
@@ -753,14 +753,11 @@ START_TEST(schemes_are_read_in_any_case) {
     check_upstream("Forward:/x", SY_UPSTREAM_FORWARD, "forward", "", 0, "/x");
     check_upstream("NO://op", SY_UPSTREAM_NONE, "no", "", 0, "");
     sy_error e;
-    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"httpx://h\"}]",
-                               NULL, &e),
-                     SY_EURI);
-    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"htt://h\"}]",
-                               NULL, &e),
-                     SY_EURI);
-    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"l://h\"}]",
-                               NULL, &e),
+    ck_assert_int_eq(
+        parse_err("[{\"id\":\"a\",\"uri\":\"httpx://h\"}]", NULL, &e), SY_EURI);
+    ck_assert_int_eq(
+        parse_err("[{\"id\":\"a\",\"uri\":\"htt://h\"}]", NULL, &e), SY_EURI);
+    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"l://h\"}]", NULL, &e),
                      SY_EURI);
 }
 END_TEST

@@ -2,7 +2,8 @@
  * alloc_map.c - the library's default allocator (a host that passes no
  * sy_allocator): libc's malloc, but blocks of SY_MAP_MIN bytes or more are
  * mapped and unmapped directly, so that a freed one goes back to the
- * system at once.
+ * system at once (but for a small keep of freed blocks of up to 2 MiB,
+ * reused by the next block of their size).
  *
  * Why: an apply's temporaries are large arrays (the document's scan, sort
  * buffers, the index build's lists: tens of MB at 100,000 routes) freed
@@ -62,6 +63,19 @@ static size_t map_cap, map_used; /* used: live + deleted entries */
  * the table (or its lock) */
 static _Atomic bool map_any;
 static pthread_once_t map_once = PTHREAD_ONCE_INIT;
+
+/* Freed blocks kept for the next block of their size, oldest first (still
+ * in the table): a host that re-applies a document of a few MB reuses its
+ * resident pages instead of faulting fresh ones in at every apply, while
+ * the keep bounds what stays resident. */
+#define SY_MAP_KEEP_N 4
+#define SY_MAP_KEEP_MAX ((size_t)2 << 20)
+#define SY_MAP_KEEP_BYTES ((size_t)4 << 20)
+static struct {
+    uintptr_t base[SY_MAP_KEEP_N];
+    size_t len[SY_MAP_KEEP_N];
+    size_t n, bytes;
+} map_kept;
 
 /* A fork while another thread holds map_lock must not leave the child
  * with it locked (as glibc does for malloc's own locks). */
@@ -153,10 +167,46 @@ static size_t mapped_len(const void *p) {
     return len;
 }
 
-static void *map_new(size_t n) {
+/* Under map_lock: a kept block of at least len bytes (and not more than
+ * twice that), taken out of the keep; 0 when none fits. */
+static uintptr_t keep_take(size_t len, size_t *got) {
+    size_t best = SY_MAP_KEEP_N;
+    for (size_t i = 0; i < map_kept.n; i++)
+        if (map_kept.len[i] >= len && map_kept.len[i] / 2 <= len &&
+            (best == SY_MAP_KEEP_N || map_kept.len[i] < map_kept.len[best]))
+            best = i;
+    if (best == SY_MAP_KEEP_N)
+        return 0;
+    uintptr_t base = map_kept.base[best];
+    *got = map_kept.len[best];
+    map_kept.bytes -= *got;
+    map_kept.n--;
+    map_kept.base[best] = map_kept.base[map_kept.n];
+    map_kept.len[best] = map_kept.len[map_kept.n];
+    return base;
+}
+
+static void *map_new(size_t n, bool zero) {
     size_t len = pages_of(n);
     if (len < n)
         return NULL;
+    if (len <= SY_MAP_KEEP_MAX &&
+        atomic_load_explicit(&map_any, memory_order_acquire)) {
+        size_t got = 0;
+        pthread_mutex_lock(&map_lock);
+        uintptr_t base = keep_take(len, &got);
+        pthread_mutex_unlock(&map_lock);
+        if (base) {
+            if (zero)
+                memset((void *)base, 0, n);
+            return (void *)base;
+        }
+        /* room for a block that grows a little next time (address space
+         * only: pages are resident once touched) */
+        size_t more = pages_of(n + n / 8);
+        if (more <= SY_MAP_KEEP_MAX)
+            len = more;
+    }
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -180,10 +230,35 @@ static void *map_new(size_t n) {
     return p;
 }
 
-/* Forget and unmap a mapped block of `len` bytes. */
+/* Keep a freed mapped block of `len` bytes for the next one of its size
+ * when it is small enough and the keep has room; otherwise forget and
+ * unmap it. */
 static void map_drop(void *p, size_t len) {
     pthread_mutex_lock(&map_lock);
     map_entry *e = map_find((uintptr_t)p);
+    if (e && len <= SY_MAP_KEEP_MAX) {
+        /* the oldest kept blocks make room (slot 0 is the oldest) */
+        while (map_kept.n && (map_kept.n == SY_MAP_KEEP_N ||
+                              map_kept.bytes + len > SY_MAP_KEEP_BYTES)) {
+            uintptr_t old = map_kept.base[0];
+            size_t old_len = map_kept.len[0];
+            map_entry *oe = map_find(old);
+            if (oe)
+                oe->base = 1;
+            map_kept.n--;
+            map_kept.bytes -= old_len;
+            memmove(map_kept.base, map_kept.base + 1,
+                    map_kept.n * sizeof map_kept.base[0]);
+            memmove(map_kept.len, map_kept.len + 1,
+                    map_kept.n * sizeof map_kept.len[0]);
+            munmap((void *)old, old_len);
+        }
+        map_kept.base[map_kept.n] = (uintptr_t)p;
+        map_kept.len[map_kept.n++] = len;
+        map_kept.bytes += len;
+        pthread_mutex_unlock(&map_lock);
+        return;
+    }
     if (e)
         e->base = 1; /* deleted */
     pthread_mutex_unlock(&map_lock);
@@ -193,7 +268,7 @@ static void map_drop(void *p, size_t len) {
 static void *map_malloc(void *d, size_t n) {
     SY_UNUSED(d);
     if (n >= SY_MAP_MIN) {
-        void *p = map_new(n);
+        void *p = map_new(n, false);
         if (p)
             return p;
     }
@@ -218,7 +293,7 @@ static void *map_realloc(void *d, void *p, size_t n) {
         if (n < SY_MAP_MIN)
             return realloc(p, n);
         /* a libc block grown past the threshold moves to a mapping */
-        void *q = map_new(n);
+        void *q = map_new(n, false);
         if (!q)
             return realloc(p, n);
         size_t old = malloc_usable_size(p);
@@ -237,8 +312,9 @@ static void *map_realloc(void *d, void *p, size_t n) {
     size_t want = pages_of(n);
     if (want < n)
         return NULL;
-    if (want == len)
-        return p;
+    if (want == len ||
+        (want < len && len <= SY_MAP_KEEP_MAX && want >= len / 2))
+        return p; /* a keepable block keeps its room */
     pthread_mutex_lock(&map_lock);
     /* the table must have room before the mapping moves, so that a moved
      * block is never unknown */
@@ -263,7 +339,7 @@ static void *map_realloc(void *d, void *p, size_t n) {
  * touched until used); smaller blocks are libc's calloc. */
 static void *map_calloc(size_t n) {
     if (n >= SY_MAP_MIN) {
-        void *p = map_new(n);
+        void *p = map_new(n, true);
         if (p)
             return p;
     }

@@ -232,6 +232,17 @@ static void memo_forget(commit *c, uint32_t si, const struct sy_route *old,
         m[pos].route = NULL;
 }
 
+/* Derive the next snapshot from a document's changes (and free them),
+ * the parse time (since t0) reported first. */
+static int derive_document(commit *c, sy_route_change *ch, size_t nch,
+                           sy_report *rep, uint64_t t0, sy_error *err) {
+    rep->parse_us = sy_now_monotonic_us() - t0;
+    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
+    int rc = sy_commit_derive(c, &cfg, ch, nch, err);
+    sy_free(&c->r->alloc, ch);
+    return rc;
+}
+
 /* The changes that make source `si` hold exactly the document's routes. */
 static int document_changes(commit *c, uint32_t si, const sy_document *doc,
                             reuse_ctx *rctx, sy_report *rep,
@@ -411,13 +422,7 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     sy_route_change *ch;
     size_t nch;
     rc = document_changes(c, si, doc, rctx, rep, &ch, &nch, err);
-    if (rc)
-        return rc;
-    rep->parse_us = sy_now_monotonic_us() - t0;
-    sy_snapshot_config cfg = sy_router_snapshot_config(r);
-    rc = sy_commit_derive(c, &cfg, ch, nch, err);
-    sy_free(&r->alloc, ch);
-    if (rc)
+    if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
         return rc;
     st->version = version;
     st->checksum = sy_document_checksum(doc);
@@ -518,13 +523,7 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     sy_free(&r->alloc, rctx.spans);
     sy_free(&r->alloc, rctx.at);
     sy_free(&r->alloc, dense);
-    if (rc)
-        return rc;
-    rep->parse_us = sy_now_monotonic_us() - t0;
-    sy_snapshot_config cfg = sy_router_snapshot_config(r);
-    rc = sy_commit_derive(c, &cfg, ch, nch, err);
-    sy_free(&r->alloc, ch);
-    if (rc)
+    if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
         return rc;
     st->version = e->version;
     st->checksum = e->checksum;

@@ -30,6 +30,11 @@
  *          Set after placement by pruning (index_int.h): branches whose
  *          subtree holds no list (routes placed in the other trie) lose
  *          their L / wild, so a walk never enters them
+ *   hosts: the whole-host table (index_int.h): a host-trie node reached
+ *          by literal edges only, past no wildcard child and no multi
+ *          list, is a key "h42.example.com" -> its term list; the matcher
+ *          probes it with the unsplit host and splits the labels and
+ *          walks only on a miss (sy_index_host_exact)
  *   lists: candidates sorted by rank key, flattened into one pool:
  *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
  *          so a candidate refused by its method, or proven whole by the
@@ -50,7 +55,12 @@
 #include <stdlib.h>
 
 /* Edge hash = the segment's own hash combined with the parent node, so a
- * lookup hashes each request segment once, whatever node it is tried at. */
+ * lookup hashes each request segment once, whatever node it is tried at.
+ * A full mix: the segment hash's low bits alone repeat for segments that
+ * differ only past their first bytes ("user1" .. "user99999"), and a
+ * cheaper combine (xor with parent * odd, with or without folding the
+ * high half down) made the static and param tables' probes several times
+ * longer. */
 static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
     uint64_t h = seg_hash ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
     h ^= h >> 29;
@@ -588,8 +598,24 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
             prune_up_wild(&b, up, i);
         for (uint32_t i = b.node_count; i-- > 0;)
             prune_node(&b, up, up + nn, up + 2 * nn, kids, i);
+        /* the whole-host table (kids[] reused for its flags) */
+        size_t hcount = 0, hbytes = 0, used = 0;
+        for (uint32_t i = 0; i < b.node_count; i++) {
+            size_t l = host_mark(&b, up, up + nn, kids, i);
+            hcount += l != 0;
+            hbytes += l;
+        }
+        bool ok = host_alloc(a, hcount, hbytes, &ix->hosts, &ix->host_mask,
+                             &ix->hkeys);
+        for (uint32_t i = 0; ok && i < b.node_count; i++)
+            host_put(&b, up, up + nn, kids, i, ix->hosts, ix->host_mask,
+                     ix->hkeys, &used, &ix->hfilt);
+        if (ix->hosts)
+            ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
         sy_free(a, up);
         sy_free(a, kids);
+        if (!ok)
+            goto fail;
     }
 
     ix->nodes = b.nodes;
@@ -623,8 +649,11 @@ fail:
     sy_free(a, pcost);
     sy_free(a, info);
     sy_free(a, b.vars);
-    if (ix)
+    if (ix) {
         sy_free(a, ix->cands);
+        sy_free(a, ix->hosts);
+        sy_free(a, ix->hkeys);
+    }
     sy_free(a, ix);
     return SY_ENOMEM;
 }
@@ -644,6 +673,8 @@ void sy_index_unref(sy_index *ix) {
     sy_free(a, ix->strings);
     sy_free(a, ix->cands);
     sy_free(a, ix->vars);
+    sy_free(a, ix->hosts);
+    sy_free(a, ix->hkeys);
     sy_free(a, ix);
 }
 
@@ -652,6 +683,10 @@ size_t sy_index_bytes(const sy_index *ix) {
 }
 
 /* ---- lookup ---- */
+
+bool sy_index_host_exact(const sy_index *ix, sy_str host, sy_cand_list *out) {
+    return host.len && index_host_exact(ix, host, out);
+}
 
 #define HASHED_SEGMENTS 32
 

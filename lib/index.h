@@ -119,6 +119,16 @@ size_t sy_index_step_work(const sy_index_step *st);
 void sy_index_step_free(sy_index_step *st);
 
 /*
+ * The whole-host table: when `host` (as matched, unsplit) spells an
+ * all-literal Host pattern's labels and the host walk would meet no list
+ * but that pattern's (no wildcard, no "**" on its way), returns true with
+ * that list in *out (its Host predicates proven; exact): the caller then
+ * needs neither the labels nor the host walk (sy_index_lookup without
+ * host_labels). False: walk the labels. Reads only.
+ */
+bool sy_index_host_exact(const sy_index *ix, sy_str host, sy_cand_list *out);
+
+/*
  * Collect the candidate lists for a request into out[0..cap). Returns the
  * number of lists, or SIZE_MAX when more than `cap` lists would be needed
  * (the caller then scans every route). Reads only; allocation-free.

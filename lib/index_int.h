@@ -62,6 +62,32 @@ typedef struct inode {
     list_ref multi;
 } inode;
 
+/*
+ * The whole-host table: a node of the host trie reached from its root by
+ * literal edges only, past no wildcard child and no multi list (so a walk
+ * there meets no list but its term list), is a key: the host spelled as a
+ * request names it ("h7.example.com": its labels from that node up, joined
+ * by '.'), its hash and the node's term list. A request's host (unsplit)
+ * is hashed once and probed; a hit is the whole answer of the host walk.
+ * 16 bytes (four to a line): the hash's high half (the slot is from its
+ * low bits), the key's text in the index's hkeys, the term list; a key or
+ * a list longer than 65535 is left to the walk. len 0: an empty slot.
+ */
+typedef struct hentry {
+    uint32_t hash;
+    uint32_t off;
+    uint32_t term_off;
+    uint16_t len, term_len;
+} hentry;
+
+/* Which hosts could be keys at all: the lengths (bit len % 64) and first
+ * bytes of the keys. A host outside them is walked without a probe (a
+ * table line not read: the cold tables' request hosts mostly miss). */
+typedef struct hfilter {
+    uint64_t lens;
+    uint64_t first[4];
+} hfilter;
+
 struct sy_index {
     _Atomic long refs;
     const sy_alloc *alloc;
@@ -73,6 +99,10 @@ struct sy_index {
     sy_cand *cands; /* every list, flattened */
     sy_cand_var *vars;
     list_ref generic[GENERIC_LISTS];
+    hentry *hosts; /* the whole-host table, host_mask + 1 slots; or NULL */
+    uint32_t host_mask;
+    char *hkeys;
+    hfilter hfilt;
     size_t host_routes; /* routes placed in the host trie */
     size_t bytes;
 };
@@ -169,6 +199,144 @@ static inline void prune_node(builder *b, const uint32_t *up,
     } else {
         kids[p] |= KID_LIT;
         one[p] = eslot[n];
+    }
+}
+
+/* The whole host's hash (the table's and the lookup's): words of it, the
+ * last one overlapping (or a short one's bytes), never past its end. */
+static inline uint64_t host_hash(const char *s, size_t len) {
+    uint64_t h = (uint64_t)len * 0x9e3779b97f4a7c15ull, w;
+    size_t i = 0;
+    for (; i + 8 < len; i += 8) {
+        h = (h ^ sy_load_u64(s + i)) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+    }
+    if (len >= 8)
+        w = sy_load_u64(s + len - 8);
+    else if (len >= 4)
+        w = sy_load_u32(s) | (uint64_t)sy_load_u32(s + len - 4) << 32;
+    else
+        w = len ? (uint64_t)(unsigned char)s[0] |
+                      (uint64_t)(unsigned char)s[len / 2] << 8 |
+                      (uint64_t)(unsigned char)s[len - 1] << 16
+                : 0;
+    h = (h ^ w) * 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+/*
+ * The whole-host table's build (both builds), after pruning, with up[]
+ * and eslot[] of the pruning and a byte per node (flag, the pruning's
+ * kids[] reused). host_mark, for every node first to last (a parent is
+ * numbered before its children): flags the nodes reached by literal edges
+ * only past nothing a walk would collect or branch into, and returns the
+ * length of the key a node is (0: none). host_put, for every node again
+ * once the table is allocated (host_alloc, all slots empty): writes the
+ * key's text and takes its slot.
+ */
+enum { HF_REACH = 1, HF_KEY = 2 };
+static inline size_t host_mark(const builder *b, const uint32_t *up,
+                               const uint32_t *eslot, uint8_t *flag,
+                               uint32_t n) {
+    flag[n] = n == ROOT_HOST ? HF_REACH : 0;
+    if (n <= ROOT_HOST || !(up[n] & 1u) || !(flag[up[n] >> 1] & HF_REACH))
+        return 0;
+    const inode *p = &b->nodes[up[n] >> 1], *nd = &b->nodes[n];
+    if (p->multi.len ||
+        (!(p->wild & ONE_LIT) && (p->wild & WILD_MASK) != WILD_NONE))
+        return 0; /* the walk collects or branches at the parent */
+    flag[n] = HF_REACH;
+    if (!nd->term.len || nd->multi.len)
+        return 0;
+    if (nd->term.len > UINT16_MAX)
+        return 0;
+    flag[n] |= HF_KEY;
+    size_t len = 0;
+    for (uint32_t m = n; m != ROOT_HOST; m = up[m] >> 1)
+        len += (b->edges[eslot[m]].len_tag & 0xffff) + 1;
+    if (len <= 1 || len - 1 > UINT16_MAX) { /* none (0: an empty slot) */
+        flag[n] = HF_REACH;
+        return 0;
+    }
+    return len - 1; /* the dots between labels */
+}
+
+static inline bool host_alloc(const sy_alloc *a, size_t count, size_t bytes,
+                              hentry **tab, uint32_t *mask, char **keys) {
+    *tab = NULL;
+    *keys = NULL;
+    *mask = 0;
+    if (!count)
+        return true;
+    size_t cap = 8; /* load <= 1/2 */
+    while (cap < count * 2)
+        cap *= 2;
+    if (cap > UINT32_MAX || bytes > UINT32_MAX)
+        return true; /* no table: every host is walked */
+    *tab = sy_calloc(a, cap, sizeof **tab);
+    *keys = sy_malloc(a, bytes ? bytes : 1);
+    if (!*tab || !*keys) {
+        sy_free(a, *tab);
+        sy_free(a, *keys);
+        *tab = NULL;
+        *keys = NULL;
+        return false;
+    }
+    *mask = (uint32_t)(cap - 1);
+    return true;
+}
+
+static inline void host_put(const builder *b, const uint32_t *up,
+                            const uint32_t *eslot, const uint8_t *flag,
+                            uint32_t n, hentry *tab, uint32_t mask, char *keys,
+                            size_t *used, hfilter *f) {
+    if (!tab || !(flag[n] & HF_KEY))
+        return;
+    char *k = keys + *used;
+    size_t len = 0;
+    for (uint32_t m = n;;) {
+        const edge *e = &b->edges[eslot[m]];
+        size_t l = e->len_tag & 0xffff;
+        memcpy(k + len, b->strings.ptr + e->str_off, l);
+        len += l;
+        m = up[m] >> 1;
+        if (m == ROOT_HOST)
+            break;
+        k[len++] = '.';
+    }
+    f->lens |= 1ull << (len & 63);
+    f->first[(unsigned char)k[0] >> 6] |= 1ull << ((unsigned char)k[0] & 63);
+    uint64_t h = host_hash(k, len);
+    uint32_t i = (uint32_t)h & mask;
+    while (tab[i].len)
+        i = (i + 1) & mask;
+    tab[i] =
+        (hentry){(uint32_t)(h >> 32), (uint32_t)*used, b->nodes[n].term.off,
+                 (uint16_t)len, (uint16_t)b->nodes[n].term.len};
+    *used += len;
+}
+
+/* sy_index_host_exact, inline for the matcher. */
+static inline bool index_host_exact(const sy_index *ix, sy_str host,
+                                    sy_cand_list *out) {
+    unsigned char c0 = (unsigned char)host.ptr[0]; /* host.len > 0 */
+    if (!ix->hosts || !(ix->hfilt.lens >> (host.len & 63) & 1u) ||
+        !(ix->hfilt.first[c0 >> 6] >> (c0 & 63) & 1u))
+        return false;
+    uint64_t h = host_hash(host.ptr, host.len);
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (uint32_t i = (uint32_t)h & ix->host_mask;;
+         i = (i + 1) & ix->host_mask) {
+        const hentry *e = &ix->hosts[i];
+        if (!e->len)
+            return false;
+        if (e->hash == tag && e->len == host.len &&
+            memcmp(ix->hkeys + e->off, host.ptr, host.len) == 0) {
+            *out =
+                (sy_cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
+                               SY_PROOF_HOST,           true,     true};
+            return true;
+        }
     }
 }
 

@@ -30,6 +30,8 @@ enum {
     PH_UP_E,   /* edge table: parents of literal children (pruning) */
     PH_UP_W,   /* nodes: parents of wildcard children */
     PH_PRUNE,  /* nodes, last first: cut branches without lists */
+    PH_HMARK,  /* nodes: whole-host keys, their count and text length */
+    PH_HPUT,   /* nodes: keys into the whole-host table */
     PH_FINISH, /* generic lists, the index */
     PH_DONE
 };
@@ -46,8 +48,13 @@ struct sy_index_step {
     size_t host_routes;
     uint8_t *placement;
     uint32_t *pcost, *slot_pos, *start, *fill;
-    uint32_t *up; /* pruning: up, eslot, one (index_int.h), per node */
-    uint8_t *kids;
+    uint32_t *up;  /* pruning: up, eslot, one (index_int.h), per node */
+    uint8_t *kids; /* pruning; then the whole-host flags */
+    hentry *hosts; /* the whole-host table being filled */
+    uint32_t host_mask;
+    char *hkeys;
+    size_t hcount, hbytes, hused;
+    hfilter hfilt;
     size_t nlists, kept;
     sy_cand *cands;
     edge *big; /* a reserved edge table being emptied (prepare) */
@@ -99,6 +106,8 @@ void sy_index_step_free(sy_index_step *st) {
     sy_free(a, st->big);
     sy_free(a, st->up);
     sy_free(a, st->kids);
+    sy_free(a, st->hosts);
+    sy_free(a, st->hkeys);
     sy_free(a, st);
 }
 
@@ -249,10 +258,19 @@ static int finish(sy_index_step *st, sy_index **out) {
     ix->edge_mask = b->edge_mask;
     ix->strings = b->strings.ptr;
     ix->vars = b->vars;
+    ix->hosts = st->hosts;
+    ix->host_mask = st->host_mask;
+    ix->hkeys = st->hkeys;
+    ix->hfilt = st->hfilt;
+    st->hosts = NULL;
+    st->hkeys = NULL;
     ix->bytes = st->kept * sizeof *ix->cands + sizeof *ix +
                 (size_t)b->node_cap * sizeof(inode) +
                 (size_t)(b->edge_mask + 1) * sizeof(edge) + b->strings.cap +
                 (size_t)b->var_cap * sizeof *b->vars;
+    if (ix->hosts)
+        ix->bytes +=
+            (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + st->hused;
     sy_free(a, st->up);
     sy_free(a, st->kids);
     st->up = NULL;
@@ -396,6 +414,25 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
                         b->node_count - 1 - (uint32_t)i));
         next_phase(st);
         /* fall through */
+    case PH_HMARK:
+        PASS(st, b->node_count, left, {
+            size_t l = host_mark(b, st->up, st->up + b->node_count, st->kids,
+                                 (uint32_t)i);
+            st->hcount += l != 0;
+            st->hbytes += l;
+        });
+        next_phase(st);
+        if (!host_alloc(a, st->hcount, st->hbytes, &st->hosts, &st->host_mask,
+                        &st->hkeys))
+            return SY_ENOMEM;
+        /* fall through */
+    case PH_HPUT:
+        PASS(st, b->node_count, left,
+             host_put(b, st->up, st->up + b->node_count, st->kids, (uint32_t)i,
+                      st->hosts, st->host_mask, st->hkeys, &st->hused,
+                      &st->hfilt));
+        next_phase(st);
+        /* fall through */
     case PH_FINISH: {
         int rc = finish(st, out);
         if (rc)
@@ -423,7 +460,8 @@ int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out) {
 bool sy_index_free_step(sy_index *ix) {
     if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
         return false; /* another holder would free it all at once */
-    void **parts[] = {(void **)&ix->cands, (void **)&ix->vars,
+    void **parts[] = {(void **)&ix->hosts,   (void **)&ix->hkeys,
+                      (void **)&ix->cands,   (void **)&ix->vars,
                       (void **)&ix->strings, (void **)&ix->edges,
                       (void **)&ix->nodes};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)

@@ -11,6 +11,8 @@
  */
 #include "match.h"
 
+#include "index_int.h" /* index_host_exact, inline */
+
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
     sy_alloc a;
@@ -23,6 +25,11 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     c->alloc = a;
     c->rng = sy_hash_mix((uint64_t)(uintptr_t)c, sy_now_monotonic_us()) | 1;
     sy_arena_init(&c->scratch, &c->alloc, 16384);
+    /* what the evaluation reads of the context at fixed places (the
+     * capture and match data arrays: ctx_fit, when they grow) */
+    c->ev.path = &c->path;
+    c->ev.host = &c->host;
+    c->ev.scratch = &c->scratch;
     c->gctx = sy_re_general_context_new(&c->alloc);
     if (!c->gctx || !sy_budget_init(&c->budget, c->gctx)) {
         if (c->gctx)
@@ -49,7 +56,8 @@ void sy_match_ctx_free(sy_match_ctx *c) {
 }
 
 /* Grow scratch to the snapshot's needs (only allocation on this path). */
-static int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
+static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
+                                              const sy_snapshot *s) {
     size_t need = (size_t)s->max_vars + 8;
     if (c->caps_cap < need) {
         sy_capture *caps = sy_realloc(&c->alloc, c->caps, need * sizeof *caps);
@@ -57,6 +65,8 @@ static int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
             return SY_ENOMEM;
         c->caps = caps;
         c->caps_cap = need;
+        c->ev.caps = caps;
+        c->ev.caps_cap = need;
     }
     uint32_t groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
     if (!c->md || c->md_groups < groups) {
@@ -67,8 +77,17 @@ static int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
             pcre2_match_data_free(c->md);
         c->md = md;
         c->md_groups = groups;
+        c->ev.md = md;
     }
     return SY_OK;
+}
+
+static inline int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
+    uint32_t groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
+    if (c->caps_cap >= (size_t)s->max_vars + 8 && c->md &&
+        c->md_groups >= groups)
+        return SY_OK;
+    return ctx_grow(c, s);
 }
 
 /* The host as matched: port removed when the router strips it. */
@@ -172,41 +191,64 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     const sy_request *req = *reqp;
     sy_str host = host_for_match(s, req->host);
     c->host.count = 0;
-    if (s->needs_host && !sy_segments_split_host(&c->host, host, &c->alloc))
-        return SY_ENOMEM;
+    /* see host_labels (lead and trail are read for host lists only, which
+     * a split or the whole-host table's answer sets) */
+    c->host_state = s->needs_host && host.len ? HOST_PENDING : HOST_READY;
     sy_eval *ev = &c->ev;
     ev->req = req;
-    ev->path = &c->path;
-    ev->host = &c->host;
     ev->host_str = host;
     ev->now_ms = req->now_ms || !s->needs_time ? req->now_ms
                  : s->clock_ms                 ? s->clock_ms(s->clock_data)
                                                : sy_now_realtime_ms();
     ev->weight = NULL;
-    ev->caps = c->caps;
     ev->ncaps = 0;
-    ev->caps_cap = c->caps_cap;
-    ev->md = c->md;
-    ev->scratch = &c->scratch;
     return SY_OK;
+}
+
+/* The host's labels (c->host), split now if not yet: prepare leaves them
+ * to the first that needs them (the host walk, a Host predicate), as a
+ * host the whole-host table answers needs none. On allocation failure the
+ * labels stay empty and the match reports SY_ENOMEM (HOST_OOM). */
+static __attribute__((noinline)) void host_split_now(sy_match_ctx *c) {
+    c->host_state = HOST_READY;
+    if (!sy_segments_split_host(&c->host, c->ev.host_str, &c->alloc)) {
+        c->host.count = 0;
+        c->host.lead = c->host.trail = false;
+        c->host_state = HOST_OOM;
+        c->budget.exhausted = true; /* stop here; match_common reports it */
+    }
+}
+
+static inline bool host_labels(sy_match_ctx *c) {
+    if (c->host_state == HOST_PENDING)
+        host_split_now(c);
+    return c->host_state != HOST_OOM;
+}
+
+/* sy_pred_test, the host's labels split first for a Host predicate. */
+static inline bool pred_holds(sy_match_ctx *c, const sy_pred *p) {
+    if (c->host_state == HOST_PENDING && sy_pred_get_kind(p) == SY_PK_HOST)
+        host_split_now(c);
+    return sy_pred_test(p, &c->ev);
 }
 
 /* Index of the first predicate that fails, or -1 when all hold. `proven`
  * is a predicate the index already proved (skipped), or -1. */
-static int first_failing_but(const sy_snapshot *s, uint32_t slot, sy_eval *ev,
-                             int32_t proven) {
+static int first_failing_but(sy_match_ctx *c, const sy_snapshot *s,
+                             uint32_t slot, int32_t proven) {
     const sy_slot *sl = sy_snapshot_slot(s, slot);
     const struct sy_route *r = sl->route;
+    sy_eval *ev = &c->ev;
     ev->ncaps = 0;
     ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
     for (size_t i = 0; i < r->predicate_count; i++)
-        if ((int32_t)i != proven && !sy_pred_test(r->cpreds[i], ev))
+        if ((int32_t)i != proven && !pred_holds(c, r->cpreds[i]))
             return (int)i;
     return -1;
 }
 
-static int first_failing(const sy_snapshot *s, uint32_t slot, sy_eval *ev) {
-    return first_failing_but(s, slot, ev, -1);
+static int first_failing(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot) {
+    return first_failing_but(c, s, slot, -1);
 }
 
 /* A candidate failed at predicate `f`: if that is its Method, remember the
@@ -227,7 +269,7 @@ static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
     int32_t skip = proof == SY_PROOF_PATH   ? r->literal_path
                    : proof == SY_PROOF_HOST ? r->literal_host
                                             : -1;
-    int f = first_failing_but(s, slot, &c->ev, skip);
+    int f = first_failing_but(c, s, slot, skip);
     if (f >= 0)
         note_failure(c, s, slot, f);
     return f;
@@ -267,7 +309,7 @@ static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
         if (i == cd->pred) {
             if (!walk_caps(ev, l, cd))
                 return candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
-        } else if (!sy_pred_test(r->cpreds[i], ev)) {
+        } else if (!pred_holds(c, r->cpreds[i])) {
             note_failure(c, s, cd->slot, (int)i);
             return false;
         }
@@ -341,11 +383,13 @@ static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
 
 static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
                         const sy_request *req, sy_match **out) {
+    if (!host_labels(c))
+        return SY_ENOMEM;
     for (size_t i = 0; i < s->route_count; i++) {
         uint32_t slot = sy_snapshot_rank_at(s, i);
         if (sy_snapshot_slot(s, slot)->route->disabled)
             continue;
-        int f = first_failing(s, slot, &c->ev);
+        int f = first_failing(c, s, slot);
         if (f < 0) {
             *out = found(c, s, req, slot);
             return SY_OK;
@@ -387,6 +431,7 @@ static void allow_add(sy_match_ctx *c, const char *name, size_t len) {
 static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
     c->allow_len = 0;
     c->allow[0] = '\0';
+    host_labels(c); /* a failure is reported by the match (HOST_OOM) */
     for (size_t k = 0; k < c->method_miss_count; k++) {
         const sy_slot *sl = sy_snapshot_slot(s, c->method_misses[k]);
         const struct sy_route *r = sl->route;
@@ -443,7 +488,10 @@ match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
     sy_budget_leave(saved);
     if (rc == SY_OK && c->budget.exhausted) {
         *out = NULL; /* stopped: no route, whatever was left to try */
-        c->nomatch = SY_NOMATCH_BUDGET;
+        if (c->host_state == HOST_OOM) /* no labels: no answer */
+            rc = SY_ENOMEM;
+        else
+            c->nomatch = SY_NOMATCH_BUDGET;
     }
     return rc;
 }
@@ -479,10 +527,23 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
     int mbit = method_bit(req->method);
     /* an empty Host matches no Host pattern (as SCG's null host): its
-     * routes are no candidates, and no walk may prove them */
+     * routes are no candidates, and no walk may prove them. A host the
+     * whole-host table knows needs no labels and no host walk. */
     const sy_segments *host = c->ev.host_str.len ? &c->host : NULL;
-    size_t n =
-        sy_index_lookup(s->base, &c->path, host, mbit, c->lists, MAX_LISTS);
+    size_t pre = 0;
+    if (c->host_state == HOST_PENDING) { /* a host; Host predicates */
+        if (index_host_exact(s->base, c->ev.host_str, &c->lists[0])) {
+            pre = 1;
+            host = NULL; /* no labels: a host list sees no odd end */
+            c->host.lead = c->host.trail = false;
+        } else if (!host_labels(c)) {
+            return SY_ENOMEM;
+        }
+    }
+    size_t n = sy_index_lookup(s->base, &c->path, host, mbit, c->lists + pre,
+                               MAX_LISTS - pre);
+    if (n != SIZE_MAX)
+        n += pre;
     if (n != SIZE_MAX && s->ov[0]) {
         size_t m = sy_overlay_lookup((const sy_overlay *const *)s->ov, 2,
                                      &c->path, c->lists + n, MAX_LISTS - n);
@@ -554,6 +615,8 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
     int rc = prepare(c, s, &req);
     if (rc)
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* nothing can match */
+    if (!host_labels(c))
+        return SY_ENOMEM;
     sy_budget *saved;
     sy_budget_start(&c->budget, &s->budget);
     sy_budget_enter(&c->budget, &saved);
@@ -564,7 +627,7 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
         if (r->disabled) {
             stop = fn(data, r, false, -1, "disabled");
         } else {
-            int f = first_failing(s, slot, &c->ev);
+            int f = first_failing(c, s, slot);
             stop = fn(data, r, f < 0, f, f < 0 ? NULL : r->predicates[f].name);
         }
         if (stop)

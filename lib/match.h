@@ -30,12 +30,19 @@ struct sy_match {
     sy_plan plan;
 };
 
+enum { HOST_READY = 0, HOST_PENDING = 1, HOST_OOM = 2 };
+
 struct sy_match_ctx {
     sy_alloc alloc;
     sy_request req_copy; /* a completed or seeded copy of the request */
     uint64_t rng;        /* Weight seeds when the host passes none */
     sy_arena scratch;
     sy_segments path, host;
+    /* the host's labels are split on first need (host_labels, match.c):
+     * the whole-host table answers most hosts without them. HOST_OOM: that
+     * split failed (and stopped the match, as an exhausted budget does):
+     * the match reports SY_ENOMEM */
+    uint8_t host_state; /* HOST_READY, HOST_PENDING, HOST_OOM */
     sy_capture *caps;
     size_t caps_cap;
     pcre2_general_context *gctx;

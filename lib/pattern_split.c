@@ -89,8 +89,9 @@ static bool push_segment(sy_segments *segs, size_t n, sy_str raw, bool special,
 /* Split a path after its leading '/'. A segment is decoded only when it
  * holds a '%' or a ';'; when the whole path has neither (the common case)
  * segments are plain slices found with memchr. */
-static bool split_path(sy_segments *segs, sy_str s, sy_arena *scratch,
-                       const sy_alloc *alloc) {
+static __attribute__((noinline)) bool split_path(sy_segments *segs, sy_str s,
+                                                 sy_arena *scratch,
+                                                 const sy_alloc *alloc) {
     segs->count = 0;
     segs->flat = (sy_str){NULL, 0};
     if (s.len == 0)
@@ -212,23 +213,23 @@ static inline unsigned block_at(const char *p, size_t len, size_t off,
     return block_scan(_mm_set_epi64x((long long)hi, (long long)lo), dot, odd);
 }
 
-static inline bool put_plain(sy_segments *segs, size_t n, sy_str seg,
+/* Room for `need` segments; the arrays may move (the caller reloads). */
+static inline bool segs_room(sy_segments *segs, size_t need,
                              const sy_alloc *alloc) {
-    if (n == segs->cap && !segs_reserve(segs, n + 1, alloc))
-        return false;
-    segs->dec[n] = seg;
-    segs->raw[n] = seg;
-    return true;
+    return need <= segs->cap || segs_reserve(segs, need, alloc);
 }
 
 /* Every segment a plain slice, split in one pass over the path; returns
  * false (nothing decided) when a '%' or ';' asks for decoding, else true
- * with *ok false on allocation failure. */
+ * with *ok false on allocation failure. Room for a block's segments is
+ * made once per block (its '/' count), so the loop over them keeps the
+ * arrays in registers. */
 static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
                         unsigned *seen, bool *ok) {
     const char *p = s.ptr;
     size_t len = s.len, begin = len && p[0] == '/', n = 0;
     unsigned dots = 0;
+    sy_str *dec = segs->dec, *raw = segs->raw;
     *ok = true;
     for (size_t off = 0; off < len; off += 16) {
         unsigned dot, odd;
@@ -240,15 +241,24 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
         dots |= dot;
         if (off == 0)
             sl &= ~(unsigned)begin; /* the leading '/' starts no segment */
+        if (!segs_room(segs, n + 17, alloc)) /* 16 a block, and the last */
+            return *ok = false, true;
+        dec = segs->dec;
+        raw = segs->raw;
         for (; sl; sl &= sl - 1) {
             size_t at = off + (size_t)__builtin_ctz(sl);
-            if (!put_plain(segs, n++, (sy_str){p + begin, at - begin}, alloc))
-                return *ok = false, true;
+            sy_str seg = {p + begin, at - begin};
+            dec[n] = seg;
+            raw[n] = seg;
+            n++;
             begin = at + 1;
         }
     }
-    if (!put_plain(segs, n, (sy_str){p + begin, len - begin}, alloc))
+    if (!segs_room(segs, n + 1, alloc))
         return *ok = false, true;
+    sy_str last = {p + begin, len - begin};
+    segs->dec[n] = last;
+    segs->raw[n] = last;
     segs->count = n + 1;
     /* a '.' matters to the normaliser only where it starts a segment */
     *seen = 0;
@@ -258,33 +268,53 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
     return true;
 }
 
-/* split_host in one pass: the '.' masks give the labels. */
+/* split_host in one pass: the '.' masks give the labels (room made per
+ * block, as split_plain does). */
 static bool split_host_fast(sy_segments *segs, sy_str s,
                             const sy_alloc *alloc) {
     const char *p = s.ptr;
     size_t len = s.len, begin = 0, n = 0;
     segs->count = 0;
     segs->flat = (sy_str){NULL, 0};
-    segs->lead = len > 0 && p[0] == '.';
-    segs->trail = len > 0 && p[len - 1] == '.';
-    if (segs->lead && !put_plain(segs, n++, (sy_str){"", 0}, alloc))
+    bool lead = len > 0 && p[0] == '.';
+    bool trail = len > 0 && p[len - 1] == '.';
+    segs->lead = lead;
+    segs->trail = trail;
+    /* the lead label, a block's labels, the last one and the trail one */
+    if (!segs_room(segs, 3, alloc))
         return false;
+    sy_str *dec = segs->dec, *raw = segs->raw;
+    static const char empty[1] = "";
+    if (lead) {
+        dec[n] = raw[n] = (sy_str){empty, 0};
+        n++;
+    }
     for (size_t off = 0; off < len; off += 16) {
         unsigned dot, odd;
         block_at(p, len, off, &dot, &odd);
+        if (!segs_room(segs, n + 18, alloc)) /* 16, the last, the trail */
+            return false;
+        dec = segs->dec;
+        raw = segs->raw;
         for (; dot; dot &= dot - 1) {
             size_t at = off + (size_t)__builtin_ctz(dot);
-            if (at > begin &&
-                !put_plain(segs, n++, (sy_str){p + begin, at - begin}, alloc))
-                return false;
+            if (at > begin) {
+                sy_str l = {p + begin, at - begin};
+                dec[n] = raw[n] = l;
+                n++;
+            }
             begin = at + 1;
         }
     }
-    if (len > begin &&
-        !put_plain(segs, n++, (sy_str){p + begin, len - begin}, alloc))
-        return false;
-    if (segs->trail && !put_plain(segs, n++, (sy_str){"", 0}, alloc))
-        return false;
+    if (len > begin) {
+        sy_str l = {p + begin, len - begin};
+        dec[n] = raw[n] = l;
+        n++;
+    }
+    if (trail) {
+        dec[n] = raw[n] = (sy_str){empty, 0};
+        n++;
+    }
     segs->count = n;
     return true;
 }

@@ -164,6 +164,7 @@ void sy_router_free(sy_router *r) {
     if (r->defaults)
         sy_route_unref(r->defaults);
     sy_free(&r->alloc, r->free_keys);
+    sy_free(&r->alloc, r->status_memo);
     pthread_mutex_destroy(&r->lock);
     sy_alloc a = r->alloc;
     sy_free(&a, r);

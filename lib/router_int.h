@@ -93,6 +93,11 @@ struct sy_router {
     uint64_t commits, failed_commits, skipped_applies, instance_updates;
     /* counters (any thread) */
     _Atomic uint64_t ejections, outcomes;
+    /* per-source fingerprints and route counts of the live snapshot,
+     * worked out once per generation (router_status.c), under the lock:
+     * NULL until a status asks; status_gen is its snapshot's generation */
+    struct sy_source_memo *status_memo;
+    uint64_t status_gen;
 };
 
 /* The router's allocator (for change sets). */

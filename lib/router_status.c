@@ -58,30 +58,62 @@ size_t sy_router_source_count(sy_router *r) {
     return n;
 }
 
+/* One source's fingerprint and live route count. */
+struct sy_source_memo {
+    uint64_t fingerprint;
+    size_t routes;
+};
+
 /*
  * Fingerprint of each source's live routes in rank order, and their
- * count, for the sources first .. first + n - 1 (router source indices):
- * st[k] receives source first + k. One pass over the live routes whatever
- * n is, so a scrape of every source costs O(routes), not O(sources x
- * routes). A source without live routes gets fingerprint 0.
+ * count, for every source index (m has SY_MAX_SOURCES entries): one pass
+ * over the live routes. A source without live routes gets fingerprint 0.
  */
-static void source_fingerprints(const sy_snapshot *s, uint32_t first,
-                                sy_source_status *st, size_t n) {
-    for (size_t k = 0; k < n; k++) {
-        st[k].fingerprint = 0x5359u; /* "SY" */
-        st[k].routes = 0;
-    }
+static void source_fingerprints(const sy_snapshot *s,
+                                struct sy_source_memo *m) {
+    for (size_t k = 0; k < SY_MAX_SOURCES; k++)
+        m[k] = (struct sy_source_memo){0x5359u /* "SY" */, 0};
     for (size_t i = 0; i < s->route_count; i++) {
         const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
-        if (sl->source < first || sl->source - first >= n)
+        if (sl->source >= SY_MAX_SOURCES)
             continue;
-        sy_source_status *o = &st[sl->source - first];
+        struct sy_source_memo *o = &m[sl->source];
         o->fingerprint = sy_hash_mix(o->fingerprint, sl->route->fingerprint);
         o->routes++;
     }
-    for (size_t k = 0; k < n; k++)
-        if (!st[k].routes)
-            st[k].fingerprint = 0;
+    for (size_t k = 0; k < SY_MAX_SOURCES; k++)
+        if (!m[k].routes)
+            m[k].fingerprint = 0;
+}
+
+/*
+ * Fill the fingerprint and route count of st[k] for sources first ..
+ * first + n - 1 from the router's memo of the live snapshot, worked out
+ * only when the snapshot changed since the last status: a host that polls
+ * its sources' status (an admin page, a fleet's convergence check) pays
+ * one pass over the routes per publish, not one per call and source.
+ * Without memory for the memo, a pass per call. Under the lock.
+ */
+static void source_status_fill(sy_router *r, uint32_t first,
+                               sy_source_status *st, size_t n) {
+    const sy_snapshot *cur = sy_router_current(r);
+    struct sy_source_memo local[SY_MAX_SOURCES];
+    struct sy_source_memo *m = r->status_memo;
+    if (!m && (m = sy_malloc(&r->alloc, sizeof local)) != NULL) {
+        r->status_memo = m;
+        r->status_gen = cur->generation + 1; /* not this one's */
+    }
+    if (!m) {
+        m = local;
+        source_fingerprints(cur, m);
+    } else if (r->status_gen != cur->generation) {
+        source_fingerprints(cur, m);
+        r->status_gen = cur->generation;
+    }
+    for (size_t k = 0; k < n; k++) {
+        st[k].fingerprint = m[first + k].fingerprint;
+        st[k].routes = m[first + k].routes;
+    }
 }
 
 static void copy_text(char *dst, size_t cap, const char *src) {
@@ -122,7 +154,7 @@ int sy_router_source_status(sy_router *r, size_t i, sy_source_status *out,
                           r->source_count);
     else {
         status_locked(r, i, out);
-        source_fingerprints(sy_router_current(r), (uint32_t)i, out, 1);
+        source_status_fill(r, (uint32_t)i, out, 1);
     }
     unlock_if(r, locked);
     return rc;
@@ -214,7 +246,7 @@ int sy_router_metrics_text(sy_router *r, char *buf, size_t cap, size_t *len,
     if (st) {
         for (size_t i = 0; i < n; i++)
             status_locked(r, i, &st[i]);
-        source_fingerprints(sy_router_current(r), 0, st, n);
+        source_status_fill(r, 0, st, n);
     }
     unlock_if(r, locked);
     if (!st)

@@ -543,6 +543,46 @@ START_TEST(metrics_count_publishes_and_routes) {
 }
 END_TEST
 
+/* A source's status follows every publish (its fingerprint and route
+ * count are worked out once per snapshot and kept until the next). */
+START_TEST(source_status_follows_every_publish) {
+    sy_router *r = router_with(TWO, 2, NULL);
+    sy_error err;
+    sy_source_status st, again;
+    ck_assert_int_eq(sy_router_source_status(r, 0, &st, &err), 0);
+    ck_assert_uint_eq(st.routes, 0);
+    ck_assert_uint_eq(st.fingerprint, 0);
+    ck_assert_int_eq(apply(r, "first", DOC_AB, NULL), 0);
+    ck_assert_int_eq(sy_router_source_status(r, 0, &st, &err), 0);
+    ck_assert_uint_eq(st.routes, 2);
+    ck_assert_uint_ne(st.fingerprint, 0);
+    ck_assert_int_eq(sy_router_source_status(r, 0, &again, &err), 0);
+    ck_assert_uint_eq(again.fingerprint, st.fingerprint);
+    ck_assert_int_eq(sy_router_source_status(r, 1, &again, &err), 0);
+    ck_assert_uint_eq(again.routes, 0);
+
+    const char *c = "{\"id\":\"c\",\"uri\":\"http://c:80\","
+                    "\"predicates\":[\"Path=/c/**\"]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "second", c, strlen(c), &err),
+                     0);
+    ck_assert_int_eq(sy_router_source_status(r, 1, &again, &err), 0);
+    ck_assert_uint_eq(again.routes, 1);
+    ck_assert_uint_ne(again.fingerprint, 0);
+    ck_assert_int_eq(sy_router_source_status(r, 0, &again, &err), 0);
+    ck_assert_uint_eq(again.fingerprint, st.fingerprint);
+
+    const char *doc_a = "{\"version\":\"2\",\"routes\":[{\"id\":\"a\","
+                        "\"uri\":\"http://a:80\",\"predicates\":"
+                        "[\"Path=/a/**\"]}]}";
+    ck_assert_int_eq(apply(r, "first", doc_a, NULL), 0);
+    ck_assert_int_eq(sy_router_source_status(r, 0, &again, &err), 0);
+    ck_assert_uint_eq(again.routes, 1);
+    ck_assert_uint_ne(again.fingerprint, st.fingerprint);
+    ck_assert_str_eq(again.version, "2");
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(two_routers_with_the_same_routes_have_equal_fingerprints) {
     sy_router *a = router_with(ONE, 1, NULL), *b = router_with(ONE, 1, NULL);
     ck_assert_int_eq(apply(a, "main", DOC_AB, NULL), 0);
@@ -909,6 +949,7 @@ int main(void) {
     tcase_add_test(tc,
                    retired_cap_refuses_to_publish_and_keeps_the_live_snapshot);
     tcase_add_test(tc, metrics_count_publishes_and_routes);
+    tcase_add_test(tc, source_status_follows_every_publish);
     tcase_add_test(tc,
                    two_routers_with_the_same_routes_have_equal_fingerprints);
     tcase_add_test(tc,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 START_TEST(version_macros_match_runtime) {
     ck_assert_int_eq(sy_version_number(), SY_VERSION_NUMBER);
@@ -295,6 +296,41 @@ START_TEST(default_allocator_keeps_bytes_across_the_map_threshold) {
 }
 END_TEST
 
+static long minor_faults(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+/* A freed block of a few MB is kept for the next one of its size: filling
+ * the next one faults no fresh pages in, and a calloc served from the keep
+ * is zero all the same. */
+START_TEST(default_allocator_reuses_a_freed_block_of_its_size) {
+    if (!sy_alloc_maps_large())
+        return;
+    sy_alloc a;
+    sy_alloc_init(&a, NULL);
+    size_t m = SY_MAP_MIN * 2; /* 1 MiB: 256 pages */
+    unsigned char *k = sy_malloc(&a, m);
+    ck_assert_ptr_nonnull(k);
+    memset(k, 0xab, m);
+    sy_free(&a, k);
+    long before = minor_faults();
+    unsigned char *again = sy_malloc(&a, m - 4096);
+    ck_assert_ptr_nonnull(again);
+    memset(again, 1, m - 4096);
+    long faults = minor_faults() - before;
+    ck_assert_int_lt(faults, 32);
+    sy_free(&a, again);
+    unsigned char *z = sy_calloc(&a, m, 1);
+    ck_assert_ptr_nonnull(z);
+    for (size_t i = 0; i < m; i += 61)
+        ck_assert_uint_eq(z[i], 0);
+    ck_assert_uint_eq(z[m - 1], 0);
+    sy_free(&a, z);
+}
+END_TEST
+
 START_TEST(sort_by_u64_is_ascending_and_stable) {
     sy_alloc a;
     sy_alloc_init(&a, NULL);
@@ -340,6 +376,7 @@ int main(void) {
     tcase_add_test(tc, error_prefix_joins_paths);
     tcase_add_test(tc, sort_by_u64_is_ascending_and_stable);
     tcase_add_test(tc, default_allocator_keeps_bytes_across_the_map_threshold);
+    tcase_add_test(tc, default_allocator_reuses_a_freed_block_of_its_size);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -121,6 +121,46 @@ static const unsigned char b64_tab[256] = {
 /* clang-format on */
 #undef X
 
+/*
+ * The sextet of each character pre-shifted to where its bits land in the
+ * 3 decoded bytes of its group of 4, read as a little-endian word: byte 0
+ * holds the first byte. A group decodes with 4 loads and 3 ORs; a byte
+ * outside the alphabets sets bit 24 or above (B64_BAD), which one compare
+ * per 8 characters catches. Built once (b64_init).
+ */
+#define B64_BAD 0x01ffffffu
+static uint32_t b64_d0[256], b64_d1[256], b64_d2[256], b64_d3[256];
+static uv_once_t b64_once = UV_ONCE_INIT;
+
+static void b64_build(void) {
+    for (int c = 0; c < 256; c++) {
+        uint32_t s = b64_tab[c];
+        if (s & 0x80) {
+            b64_d0[c] = b64_d1[c] = b64_d2[c] = b64_d3[c] = B64_BAD;
+            continue;
+        }
+        b64_d0[c] = s << 2;
+        b64_d1[c] = s >> 4 | (s & 0x0f) << 12;
+        b64_d2[c] = (s >> 2) << 8 | (s & 0x03) << 22;
+        b64_d3[c] = s << 16;
+    }
+}
+
+static void b64_init(void) {
+    uv_once(&b64_once, b64_build);
+}
+
+static inline uint32_t b64_group(const unsigned char *in) {
+    return b64_d0[in[0]] | b64_d1[in[1]] | b64_d2[in[2]] | b64_d3[in[3]];
+}
+
+/* The 3 bytes of a decoded group: its word's bytes 0, 1, 2. */
+static inline void b64_put3(unsigned char *out, uint32_t w) {
+    out[0] = (unsigned char)w;
+    out[1] = (unsigned char)(w >> 8);
+    out[2] = (unsigned char)(w >> 16);
+}
+
 /* Decode base64 in place (padding optional): 4 characters become 3 bytes,
  * so the output never overtakes the input. Returns the decoded length
  * (the byte after it, when it is within the len bytes, is set to NUL), or
@@ -130,19 +170,33 @@ static long b64_decode_inplace(char *s, size_t len) {
     unsigned char *out = (unsigned char *)s;
     size_t o = 0, i = 0, room = len;
 
+    b64_init();
     while (len && s[len - 1] == '=')
         len--;
     if (len % 4 == 1)
         return -1;
-    for (; i + 4 <= len; i += 4) {
-        uint32_t a = b64_tab[in[i]], b = b64_tab[in[i + 1]],
-                 c = b64_tab[in[i + 2]], d = b64_tab[in[i + 3]];
-        if ((a | b | c | d) & 0x80)
+    /* Two groups per step: 8 characters in, 6 bytes out. The output of
+     * a step ends before the input of the next one begins. */
+    for (; i + 8 <= len; i += 8) {
+        uint32_t w0 = b64_group(in + i), w1 = b64_group(in + i + 4);
+        if ((w0 | w1) >= 0x01000000u)
             return -1;
-        uint32_t v = a << 18 | b << 12 | c << 6 | d;
-        out[o] = (unsigned char)(v >> 16);
-        out[o + 1] = (unsigned char)(v >> 8);
-        out[o + 2] = (unsigned char)v;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* one 8-byte store: its last 2 bytes land on characters of this
+         * step, already read, and are overwritten by the next one */
+        uint64_t v = (uint64_t)w0 | (uint64_t)w1 << 24;
+        memcpy(out + o, &v, 8);
+#else
+        b64_put3(out + o, w0);
+        b64_put3(out + o + 3, w1);
+#endif
+        o += 6;
+    }
+    for (; i + 4 <= len; i += 4) {
+        uint32_t w = b64_group(in + i);
+        if (w >= 0x01000000u)
+            return -1;
+        b64_put3(out + o, w);
         o += 3;
     }
     if (i < len) { /* 2 or 3 characters left: 1 or 2 bytes */
@@ -180,6 +234,14 @@ static char *b64_decode_n(const char *src, size_t len, size_t *n) {
 
 static char *b64_decode(const char *src, size_t *n) {
     return b64_decode_n(src, strlen(src), n);
+}
+
+/* The wall clock (CLOCK_REALTIME) in microseconds: the trace's stamps,
+ * comparable across processes. */
+static int64_t wall_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* This thread's CPU time in microseconds. */
@@ -551,6 +613,8 @@ struct gw_etcd {
     uint64_t commit_cpu_us_total, fingerprint_us_total;
     /* time spent parsing watch lines and decoding their values */
     uint64_t last_decode_us, decode_us_total;
+    /* the watch response being applied, and the last one committed */
+    gw_etcd_trace trace, last_trace;
     source_rec *src;
     size_t src_n, src_cap;
     service_rec *svc;
@@ -616,12 +680,15 @@ struct gw_http {
     buf body;
     char rbuf[READ_CHUNK];
     int status;
-    bool streaming;   /* body delivered line by line (watch) */
-    bool complete;    /* message complete */
-    bool closing;     /* the owner is done with it */
-    bool gai_pending; /* getaddrinfo not called back yet */
-    size_t scanned;   /* streaming: body bytes already searched for '\n' */
-    int handles;      /* open libuv handles */
+    bool streaming;      /* body delivered line by line (watch) */
+    bool complete;       /* message complete */
+    bool closing;        /* the owner is done with it */
+    bool gai_pending;    /* getaddrinfo not called back yet */
+    size_t scanned;      /* streaming: body bytes already searched for '\n' */
+    int64_t read_us;     /* wall clock of the read being parsed */
+    int64_t line_us;     /* wall clock of the read that began the open line */
+    uint32_t line_reads; /* reads that brought the open line so far */
+    int handles;         /* open libuv handles */
     http_line_fn on_line;
     http_done_fn on_done;
 };
@@ -682,6 +749,11 @@ static int on_hp_headers_complete(http_parser *p) {
 
 static int on_hp_body(http_parser *p, const char *at, size_t n) {
     gw_http *h = p->data;
+    if (!h->body.len) { /* a line begins */
+        h->line_us = h->read_us;
+        h->line_reads = 0;
+    }
+    h->line_reads++;
     if (!buf_add(&h->body, at, n))
         return -1;
     if (!h->streaming || h->status != 200)
@@ -703,6 +775,8 @@ static int on_hp_body(http_parser *p, const char *at, size_t n) {
         memmove(h->body.p, h->body.p + start, h->body.len - start);
         h->body.len -= start;
         h->body.p[h->body.len] = '\0';
+        h->line_us = h->read_us; /* the rest begins the next line */
+        h->line_reads = 1;
     }
     h->scanned = h->body.len;
     return 0;
@@ -759,6 +833,7 @@ static void http_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b) {
         http_fail(h, msg);
         return;
     }
+    h->read_us = wall_us();
     size_t done =
         http_parser_execute(&h->parser, &hp_settings, b->base, (size_t)nread);
     if (h->closing)
@@ -1468,8 +1543,15 @@ static bool apply_changes(gw_etcd *e, change_list *l, int64_t revision,
     e->commits++;
     e->last_commit_us = (uv_hrtime() - t0) / 1000;
     e->commit_us_total += e->last_commit_us;
-    e->commit_cpu_us_total += cpu_us() - c0;
+    uint64_t cpu = cpu_us() - c0;
+    e->commit_cpu_us_total += cpu;
     int64_t rev = e->revision;
+    if (full_read)
+        e->trace = (gw_etcd_trace){0};
+    e->trace.revision = rev;
+    e->trace.committed_us = wall_us();
+    e->trace.commit_cpu_us = cpu;
+    e->last_trace = e->trace;
     uv_mutex_unlock(&e->mu);
     if (e->opts.on_commit)
         e->opts.on_commit(e->opts.data, rev, gen);
@@ -1782,7 +1864,7 @@ static void start_full_read(gw_etcd *e) {
  * in place (jparse); the values of its events are decoded where they lie
  * and applied from there, without a copy. */
 static void on_watch_line(gw_etcd *e, char *line, size_t n) {
-    uint64_t t0 = uv_hrtime();
+    uint64_t t0 = uv_hrtime(), c0 = cpu_us();
     jdoc d;
     bool parsed = jparse(&d, line, n);
     long res = parsed ? jget(&d, 0, "result") : -1;
@@ -1874,6 +1956,12 @@ static void on_watch_line(gw_etcd *e, char *line, size_t n) {
     uv_mutex_lock(&e->mu);
     e->last_decode_us = (uv_hrtime() - t0) / 1000;
     e->decode_us_total += e->last_decode_us;
+    e->trace = (gw_etcd_trace){.first_byte_us = e->http ? e->http->line_us : 0,
+                               .last_byte_us = e->http ? e->http->read_us : 0,
+                               .decoded_us = wall_us(),
+                               .line_bytes = n,
+                               .reads = e->http ? e->http->line_reads : 0,
+                               .decode_cpu_us = cpu_us() - c0};
     uv_mutex_unlock(&e->mu);
     /* the changes borrow their values from `line`, alive until we return */
     bool ok = top <= applied || apply_changes(e, &l, top, false);
@@ -2086,6 +2174,12 @@ void gw_etcd_stop(gw_etcd *e) {
     set_state(e, ST_STOPPED, NULL);
     uv_timer_stop(&e->retry_timer);
     uv_close((uv_handle_t *)&e->retry_timer, retry_timer_closed);
+}
+
+void gw_etcd_last_trace(gw_etcd *e, gw_etcd_trace *out) {
+    uv_mutex_lock(&e->mu);
+    *out = e->last_trace;
+    uv_mutex_unlock(&e->mu);
 }
 
 int64_t gw_etcd_revision(gw_etcd *e) {

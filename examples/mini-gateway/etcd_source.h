@@ -35,6 +35,23 @@ typedef enum gw_etcd_log_level {
     GW_ETCD_LOG_ERROR = 2
 } gw_etcd_log_level;
 
+/*
+ * Where the time of one watch response went, for benchmarks: wall-clock
+ * stamps (CLOCK_REALTIME, microseconds since the epoch, comparable with
+ * other processes' clocks on the same machine) and this thread's CPU time.
+ * For a full read, the stamps of the stream are 0.
+ */
+typedef struct gw_etcd_trace {
+    int64_t revision;      /* what the router reflects after it */
+    int64_t first_byte_us; /* the read that brought the line's first byte */
+    int64_t last_byte_us;  /* the read that brought its newline */
+    int64_t decoded_us;    /* the line parsed and its values decoded */
+    int64_t committed_us;  /* sy_router_commit returned: published */
+    uint64_t line_bytes;   /* the JSON line's length */
+    uint32_t reads;        /* reads (HTTP body pieces) that brought it */
+    uint64_t decode_cpu_us, commit_cpu_us; /* this thread's CPU time */
+} gw_etcd_trace;
+
 typedef struct gw_etcd_options {
     const char *url;             /* "http://127.0.0.1:2379"; a comma-separated
                                     list: the next endpoint after a failure */
@@ -73,6 +90,9 @@ int gw_etcd_start(uv_loop_t *loop, sy_router *router, const char *url,
  * uv_run(loop, UV_RUN_DEFAULT) until it returns). Loop's thread.
  */
 void gw_etcd_stop(gw_etcd *e);
+
+/* The trace of the last committed change (zeros before one). Any thread. */
+void gw_etcd_last_trace(gw_etcd *e, gw_etcd_trace *out);
 
 /* The etcd revision the router reflects (0 before the first full read).
  * Any thread. */

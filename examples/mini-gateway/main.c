@@ -24,6 +24,7 @@ void gw_workers_free(void);
 void gw_config_free(void);
 
 static uv_loop_t main_loop;
+static bool etcd_trace; /* --etcd-trace */
 static uv_signal_t sig_term, sig_int;
 
 static const char demo_routes[] =
@@ -55,6 +56,7 @@ static void usage(FILE *f) {
         "[--workers N]\n"
         "                    [--admin-token TOKEN] [--etcd URL] "
         "[--etcd-prefix P]\n"
+        "                    [--etcd-trace]\n"
         "                    [--header-timeout MS] [--idle-timeout MS]\n"
         "                    [--connect-timeout MS] [--response-timeout MS]\n"
         "                    [--max-header-bytes N] [--max-body-bytes N]\n"
@@ -67,7 +69,9 @@ static void usage(FILE *f) {
         "--header-timeout 10000 --idle-timeout 60000 --connect-timeout 2000\n"
         "--response-timeout 30000 --max-header-bytes 32768\n"
         "--max-body-bytes 10485760 --retries 2 --escaped-slashes reject.\n"
-        "The admin token may also come from MINI_GATEWAY_ADMIN_TOKEN.\n",
+        "The admin token may also come from MINI_GATEWAY_ADMIN_TOKEN.\n"
+        "--etcd-trace prints one JSON line per change from etcd on stdout\n"
+        "(when it was received, decoded, committed; for benchmarks).\n",
         f);
 }
 
@@ -85,6 +89,26 @@ static void on_signal(uv_signal_t *s, int sig) {
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
 }
+
+#ifdef GW_HAVE_ETCD
+/* --etcd-trace: one line per commit from etcd, the module's trace of it
+ * (etcd_source.h, gw_etcd_trace): for tests/e2e/bench_etcd.py. */
+static void on_etcd_commit(void *data, int64_t revision, uint64_t gen) {
+    (void)data;
+    (void)gen;
+    gw_etcd_trace t;
+    gw_etcd_last_trace(G.etcd, &t);
+    printf("{\"commit\":%lld,\"first_us\":%lld,\"last_us\":%lld,"
+           "\"decoded_us\":%lld,\"committed_us\":%lld,\"bytes\":%llu,"
+           "\"reads\":%u,\"decode_cpu_us\":%llu,\"commit_cpu_us\":%llu}\n",
+           (long long)revision, (long long)t.first_byte_us,
+           (long long)t.last_byte_us, (long long)t.decoded_us,
+           (long long)t.committed_us, (unsigned long long)t.line_bytes, t.reads,
+           (unsigned long long)t.decode_cpu_us,
+           (unsigned long long)t.commit_cpu_us);
+    fflush(stdout);
+}
+#endif
 
 static int num_arg(const char *flag, const char *v, uint64_t *out) {
     char *end;
@@ -284,6 +308,8 @@ int main(int argc, char **argv) {
         } else if (strcmp(a, "--etcd-prefix") == 0) {
             NEED_V();
             cfg->etcd_prefix = v;
+        } else if (strcmp(a, "--etcd-trace") == 0) {
+            etcd_trace = true;
         } else if (strcmp(a, "--backend") == 0) {
             backend = true;
         } else if (strcmp(a, "--id") == 0) {
@@ -328,8 +354,13 @@ int main(int argc, char **argv) {
     if (cfg->etcd_url) {
         char err[256];
         gw_etcd *etcd = NULL;
-        if (gw_etcd_start(&main_loop, G.router, cfg->etcd_url, cfg->etcd_prefix,
-                          &etcd, err, sizeof err)) {
+        gw_etcd_options o = {0};
+        o.url = cfg->etcd_url;
+        o.prefix = cfg->etcd_prefix;
+        if (etcd_trace)
+            o.on_commit = on_etcd_commit;
+        if (gw_etcd_start_opts(&main_loop, G.router, &o, &etcd, err,
+                               sizeof err)) {
             gw_log("--etcd: %s", err);
             return 1;
         }

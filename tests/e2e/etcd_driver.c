@@ -15,7 +15,10 @@
  *   quit                    stops the module and exits 0
  * With --commits every commit from etcd also prints
  *   {"commit": revision, "fingerprint": "hex", "us": epoch microseconds}
- * ("us" taken as the commit published; the fingerprint read after it).
+ * ("us" taken as the commit published; the fingerprint read after it),
+ * and the module's trace of that change (gw_etcd_trace): "first_us",
+ * "last_us", "decoded_us", "committed_us" (wall clock, microseconds),
+ * "bytes", "reads", "decode_cpu_us", "commit_cpu_us".
  */
 #include "etcd_source.h"
 
@@ -66,6 +69,16 @@ static void on_commit(void *data, int64_t revision, uint64_t generation) {
     cJSON_AddStringToObject(o, "fingerprint", hex);
     cJSON_AddNumberToObject(o, "us",
                             (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3);
+    gw_etcd_trace t;
+    gw_etcd_last_trace(d->etcd, &t);
+    cJSON_AddNumberToObject(o, "first_us", (double)t.first_byte_us);
+    cJSON_AddNumberToObject(o, "last_us", (double)t.last_byte_us);
+    cJSON_AddNumberToObject(o, "decoded_us", (double)t.decoded_us);
+    cJSON_AddNumberToObject(o, "committed_us", (double)t.committed_us);
+    cJSON_AddNumberToObject(o, "bytes", (double)t.line_bytes);
+    cJSON_AddNumberToObject(o, "reads", (double)t.reads);
+    cJSON_AddNumberToObject(o, "decode_cpu_us", (double)t.decode_cpu_us);
+    cJSON_AddNumberToObject(o, "commit_cpu_us", (double)t.commit_cpu_us);
     emit(o);
 }
 

@@ -94,6 +94,7 @@ class Etcd:
         self.peer = free_port()
         self.proc = None
         self.bin = os.environ.get("ETCD_BIN", "etcd")
+        self.extra_args = []  # e.g. ["--enable-pprof"] (bench_etcd.py)
         self.started_once = False
         self.tries = 0
 
@@ -116,7 +117,7 @@ class Etcd:
              "--initial-cluster", "default=" + peer,
              "--max-request-bytes", str(64 << 20),
              "--quota-backend-bytes", str(4 << 30),
-             "--log-level", "error"],
+             "--log-level", "error"] + self.extra_args,
             stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         _procs.append(self.proc)
         if wait:
@@ -218,6 +219,8 @@ class Driver:
     def _reader(self):
         for line in self.proc.stdout:
             o = json.loads(line)
+            if "commit" in o:  # when the reader saw it (benchmarks)
+                o["seen_us"] = time.time() * 1e6
             (self.commits if "commit" in o else self.answers).put(o)
         self.answers.put(None)
 

@@ -278,6 +278,31 @@ for version in ("1", "12", "123"):
          (len(doc.encode()), version), (src.get("bytes"), m))
 t.ok(seen == {0, 1, 2}, "documents of every length modulo 3", seen)
 
+# --- the trace of a change (gw_etcd_trace, read by the benchmark) ------
+# a document of ~290 KB: its watch line (~390 KB of base64) comes in
+# several reads; the stamps are in the order the module took them
+tr = Driver(etcd2.url, commits=True)
+tr.wait_revision(etcd2.revision(), 10)
+big = routes_doc(5, [route("big-%d" % i, "/big/%d/**" % i)
+                     for i in range(3000)])
+rev = etcd2.put(P + "routes/big", big)
+c = None
+try:
+    while c is None or c["commit"] < rev:
+        c = tr.commits.get(timeout=10)
+except Exception:
+    pass
+t.ok(c is not None and c["commit"] == rev and
+     0 < c["first_us"] <= c["last_us"] <= c["decoded_us"] <=
+     c["committed_us"] <= c["us"] and
+     c["bytes"] > len(big) * 4 // 3 and c["reads"] >= 2 and
+     c["decode_cpu_us"] >= 0 and c["commit_cpu_us"] > 0,
+     "a commit's trace: first byte <= last byte <= decoded <= committed, "
+     "the line's size and reads", c)
+m = tr.match("GET", "h", "/big/2999/x")
+t.ok(m.get("route") == "big-2999", "the large document arrives intact", m)
+t.ok(tr.quit() == 0, "the tracing driver stops cleanly")
+
 t.ok(d.quit() == 0 and late.quit() == 0, "drivers stop cleanly")
 t.ok(time.monotonic() < deadline, "within the time bound")
 t.done()

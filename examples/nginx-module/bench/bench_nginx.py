@@ -190,18 +190,15 @@ def spread(xs, fmt="%.3f"):
 PROBE = b"GET /probe/x HTTP/1.0\r\nHost: bench\r\n\r\n"
 
 
-def probe_once(port):
-    """GET /probe/x on a fresh connection, as cheaply as a Python client
-    can: a plain socket connected to an address tuple (no name lookup, which
-    socket.create_connection does at every call), one pre-built request,
-    read until nginx closes (HTTP/1.0). About 100 us here, most of it
-    nginx's and the backend's; http.client costs several times that, which
-    would dominate the "20 in a row" figure. Returns (status, body)."""
+def exchange(port, request, timeout):
+    """Send a pre-built request on a fresh plain socket (connected to an
+    address tuple: no name lookup) and read the answer until nginx closes
+    the connection. Returns the answer's bytes."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        s.settimeout(10)
+        s.settimeout(timeout)
         s.connect(("127.0.0.1", port))
-        s.sendall(PROBE)
+        s.sendall(request)
         chunks = []
         while True:
             chunk = s.recv(65536)
@@ -210,7 +207,17 @@ def probe_once(port):
             chunks.append(chunk)
     finally:
         s.close()
-    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    return b"".join(chunks)
+
+
+def probe_once(port):
+    """GET /probe/x on a fresh connection, as cheaply as a Python client
+    can: a plain socket connected to an address tuple (no name lookup, which
+    socket.create_connection does at every call), one pre-built request,
+    read until nginx closes (HTTP/1.0). About 100 us here, most of it
+    nginx's and the backend's; http.client costs several times that, which
+    would dominate the "20 in a row" figure. Returns (status, body)."""
+    head, _, body = exchange(port, PROBE, 10).partition(b"\r\n\r\n")
     parts = head.split(b" ", 2)
     return (int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0,
             body)
@@ -256,21 +263,9 @@ def put(port, path, body):
            b"Connection: close\r\n\r\n" % (path.encode(), len(body)) + body)
     t0_wall = time.time()
     t0 = time.perf_counter()
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.settimeout(30)
-        s.connect(("127.0.0.1", port))
-        s.sendall(req)
-        chunks = []
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        s.close()
+    answer = exchange(port, req, 30)
     took = time.perf_counter() - t0
-    head, _, reply = b"".join(chunks).partition(b"\r\n\r\n")
+    head, _, reply = answer.partition(b"\r\n\r\n")
     status = head.split(b" ", 2)[1] if head.count(b" ") >= 2 else b"0"
     if status != b"200":
         raise RuntimeError("PUT %s: %r %r" % (path, status, reply[:300]))

@@ -25,7 +25,7 @@ typedef struct sy_def_entry {
     const sy_factory_spec *spec; /* built-in spec, or NULL */
     const void *host_factory;    /* registry entry when spec == NULL */
     sy_kv *args;
-    size_t arg_count;
+    uint32_t arg_count; /* 40 bytes an entry: one or more in every route */
 } sy_def_entry;
 
 /* First value of `key`, or NULL. */

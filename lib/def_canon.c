@@ -307,7 +307,9 @@ static void canon_entries(sy_buf *b, const sy_def_entry *es, size_t n) {
  * in place, then the closing quote; text that needs escapes (hosts and
  * paths rarely do) is taken out and written again escaped. */
 static void canon_uri(sy_buf *b, const struct sy_route *r) {
-    const sy_upstream *u = &r->upstream;
+    sy_upstream up;
+    sy_route_upstream(r, &up);
+    const sy_upstream *u = &up;
     putc1(b, '"');
     size_t at = b->len;
     char num[24];
@@ -507,10 +509,11 @@ struct sy_route *sy_def_clone(const struct sy_route *r) {
     c->order = r->order;
     c->disabled = r->disabled;
     c->doc_index = r->doc_index;
-    c->upstream = r->upstream;
-    c->upstream.host = dup_or_static(ar, r->upstream.host, &fail);
-    c->upstream.path = dup_or_static(ar, r->upstream.path, &fail);
-    c->upstream.scheme = dup_or_static(ar, r->upstream.scheme, &fail);
+    c->up_kind = r->up_kind;
+    c->up_scheme = r->up_scheme;
+    c->up_port = r->up_port;
+    c->up_host = dup_or_static(ar, r->up_host, &fail);
+    c->up_path = dup_or_static(ar, r->up_path, &fail);
     c->authority = dup_or_static(ar, r->authority, &fail);
     c->predicates = clone_entries(ar, r->predicates, r->predicate_count, &fail);
     c->predicate_count = r->predicate_count;

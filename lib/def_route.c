@@ -30,10 +30,31 @@ static void lower_copy(char *out, size_t cap, const char *s, size_t n) {
     out[n] = '\0';
 }
 
-/* Fill r->upstream from r->uri (section 2 and 6). */
+/* The length of a uri's authority at s: up to '/', '?', '#' or the end
+ * (strcspn, without its set up for these few bytes). */
+static size_t authority_len(const char *s) {
+    size_t n = 0;
+    for (char c; (c = s[n]) && c != '/' && c != '?' && c != '#';)
+        n++;
+    return n;
+}
+
+/* The scheme named by lower-case `s` (n bytes), or SY_SCHEME_NONE. */
+static sy_route_scheme scheme_of(const char *s, size_t n) {
+    static const uint8_t ids[] = {
+        SY_SCHEME_HTTP, SY_SCHEME_HTTPS,   SY_SCHEME_WS, SY_SCHEME_WSS,
+        SY_SCHEME_LB,   SY_SCHEME_FORWARD, SY_SCHEME_NO};
+    for (size_t i = 0; i < sizeof ids; i++) {
+        const char *name = sy_route_schemes[ids[i]];
+        if (name[0] == s[0] && strlen(name) == n && memcmp(name, s, n) == 0)
+            return (sy_route_scheme)ids[i];
+    }
+    return SY_SCHEME_NONE;
+}
+
+/* Fill r's upstream (up_*) and authority from r->uri (section 2 and 6). */
 static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     const char *u = r->uri;
-    sy_upstream *up = &r->upstream;
     size_t n = 0;
     while (u[n] && scheme_char(u[n], n == 0))
         n++;
@@ -43,37 +64,35 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     char scheme[48]; /* longer than any scheme we take: none matches */
     lower_copy(scheme, sizeof scheme, u, n);
     const char *rest = u + n + 1;
-    up->port = 0;
-    up->host = "";
-    up->path = "";
-    if (strcmp(scheme, "forward") == 0) {
+    sy_route_scheme sc =
+        n < sizeof scheme ? scheme_of(scheme, n) : SY_SCHEME_NONE;
+    r->up_port = 0;
+    r->up_host = "";
+    r->up_path = "";
+    r->up_scheme = sc;
+    if (sc == SY_SCHEME_FORWARD) {
         if (!*rest)
             return sy_error_set(err, SY_EURI, path,
                                 "forward: uri needs a path");
-        up->kind = SY_UPSTREAM_FORWARD;
-        up->scheme = "forward";
-        up->path = rest;
+        r->up_kind = SY_UPSTREAM_FORWARD;
+        r->up_path = rest;
         return SY_OK;
     }
-    if (strcmp(scheme, "no") == 0) {
-        up->kind = SY_UPSTREAM_NONE;
-        up->scheme = "no";
+    if (sc == SY_SCHEME_NO) {
+        r->up_kind = SY_UPSTREAM_NONE;
         return SY_OK;
     }
-    bool lb = strcmp(scheme, "lb") == 0;
+    bool lb = sc == SY_SCHEME_LB;
     if (lb && (strncmp(rest, "ws:", 3) == 0 || strncmp(rest, "wss:", 4) == 0)) {
         bool wss = rest[2] == 's';
-        up->scheme = wss ? "lb:wss" : "lb:ws";
+        r->up_scheme = wss ? SY_SCHEME_LB_WSS : SY_SCHEME_LB_WS;
         rest += wss ? 4 : 3;
-    } else if (lb) {
-        up->scheme = "lb";
-    } else if (strcmp(scheme, "http") == 0 || strcmp(scheme, "ws") == 0) {
-        up->scheme = scheme[0] == 'h' ? "http" : "ws";
-        up->port = 80;
-    } else if (strcmp(scheme, "https") == 0 || strcmp(scheme, "wss") == 0) {
-        up->scheme = scheme[0] == 'h' ? "https" : "wss";
-        up->port = 443;
-    } else {
+    } else if (sc == SY_SCHEME_HTTP || sc == SY_SCHEME_WS) {
+        r->up_port = 80;
+    } else if (sc == SY_SCHEME_HTTPS || sc == SY_SCHEME_WSS) {
+        r->up_port = 443;
+    } else if (!lb) {
+        r->up_scheme = SY_SCHEME_NONE;
         return sy_error_set(err, SY_EURI, path,
                             "unsupported uri scheme '%.40s' (use http, "
                             "https, ws, wss, lb, forward or no)",
@@ -83,7 +102,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         return sy_error_set(err, SY_EURI, path, "uri '%.100s' needs '//host'",
                             u);
     rest += 2;
-    size_t alen = strcspn(rest, "/?#");
+    size_t alen = authority_len(rest);
     const char *at = memchr(rest, '@', alen); /* drop user info */
     if (at) {
         alen -= (size_t)(at + 1 - rest);
@@ -129,21 +148,26 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
             return sy_error_set(err, SY_EURI, path,
                                 "uri '%.100s': port out of range 1..65535", u);
         if (!lb)
-            up->port = (uint16_t)v;
+            r->up_port = (uint16_t)v;
     }
-    char *h = sy_arena_strndup(&r->arena, host, hlen);
+    /* the host ends the uri ("lb://svc"): the uri's own bytes (r->uri is
+     * the route's copy), else a copy */
+    const char *h =
+        host[hlen] == '\0' ? host : sy_arena_strndup(&r->arena, host, hlen);
     if (!h)
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
-    up->host = h;
-    up->kind = lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL;
-    bool secure =
-        strcmp(up->scheme, "https") == 0 || strcmp(up->scheme, "wss") == 0;
+    r->up_host = h;
+    r->up_kind = lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL;
+    bool secure = sc == SY_SCHEME_HTTPS || sc == SY_SCHEME_WSS;
     if (lb)
         return SY_OK;
-    if (up->port == (secure ? 443 : 80) && !strchr(h, ':'))
+    if (r->up_port == (secure ? 443 : 80) && !strchr(h, ':'))
         r->authority = h; /* the Host header is the host itself */
+    else if (port && port[0] != '0' && rest[alen] == '\0')
+        r->authority = rest; /* "host:port" ends the uri, spelled as
+                                sy_arena_authority would spell it */
     else if (!(r->authority =
-                   sy_arena_authority(&r->arena, h, up->port, secure)))
+                   sy_arena_authority(&r->arena, h, r->up_port, secure)))
         return sy_error_set(err, SY_ENOMEM, path, "out of memory");
     return SY_OK;
 }
@@ -332,9 +356,13 @@ static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
 static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
                          const char *path, const bool *sc_preds,
                          const bool *sc_filters, sy_error *err) {
+    sy_error local; /* as sy_error_clear leaves it, without writing all
+                       its ~500 bytes per route */
+    local.code = 0;
+    local.line = local.column = 0;
+    local.offset = 0;
+    local.path[0] = local.message[0] = '\0';
     sy_compile_env env = {r->alloc, ctx->registry, ctx->regex_cache, NULL};
-    sy_error local;
-    sy_error_clear(&local);
     int rc = sy_route_compile(r, &env, path, &local);
     if (!rc)
         return 0;
@@ -360,9 +388,12 @@ static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
 /* The separator of a Path or Host predicate named by `name` (up to '='
  * or the end), else 0. */
 static char pattern_sep(const char *name) {
-    if (strncmp(name, "Path", 4) == 0 && (name[4] == '=' || !name[4]))
+    if ((name[0] != 'P' && name[0] != 'H') || !name[1] || !name[2] ||
+        !name[3] || (name[4] != '=' && name[4]))
+        return 0;
+    if (memcmp(name, "Path", 4) == 0)
         return '/';
-    if (strncmp(name, "Host", 4) == 0 && (name[4] == '=' || !name[4]))
+    if (memcmp(name, "Host", 4) == 0)
         return '.';
     return 0;
 }
@@ -376,7 +407,7 @@ typedef struct text_counts {
 /* Characters count_text looks at: list separators and what patterns
  * hold per element or variable. */
 static const unsigned char marked[256] = {
-    [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1};
+    [0] = 1, [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1};
 
 static bool item_rooted(const char *s) {
     while (*s == ' ')
@@ -395,10 +426,12 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
         return strlen(s);
     }
     tc->rooted += item_rooted(s);
-    for (; *p; p++) {
+    for (;; p++) {
+        while (!marked[(unsigned char)*p]) /* one test a plain byte */
+            p++;
         unsigned char c = (unsigned char)*p;
-        if (!marked[c])
-            continue;
+        if (!c)
+            break;
         if (c == ',') {
             tc->commas++;
             tc->rooted += item_rooted(p + 1);
@@ -424,7 +457,8 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
         *text += (sep ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
         return tc.commas * sizeof(sy_kv) +
                (sep ? sy_pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
-                                           tc.braces, sep == '.')
+                                           tc.braces, sep == '.') +
+                          (tc.commas ? (tc.commas + 1) * sizeof(void *) : 0)
                     : 0);
     }
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
@@ -446,7 +480,9 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
     size_t n = values > 1 ? (values - 1) * sizeof(sy_kv) : 0;
     if (sep)
         n += sy_pattern_bytes_max(values + tc.commas, tc.rooted, tc.seps,
-                                  tc.braces, sep == '.');
+                                  tc.braces, sep == '.') +
+             (values + tc.commas > 1 ? (values + tc.commas) * sizeof(void *)
+                                     : 0);
     return n;
 }
 
@@ -490,8 +526,12 @@ static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
     size_t text = 0, n = 0;
     if (simple) {
         const char *uri = f->uri->valuestring, *slashes = strstr(uri, "//");
-        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 +
-               (slashes ? strcspn(slashes + 2, "/?#") : strlen(uri)) + 8;
+        const char *auth = slashes ? slashes + 2 : uri;
+        size_t alen = authority_len(auth);
+        /* the host, and "host:port" when a port is named and more of the
+         * uri follows (else the uri's own bytes are shared) */
+        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 + alen + 1 +
+               (auth[alen] && memchr(auth, ':', alen) ? alen + 1 : 0);
     }
     if (cJSON_IsArray(f->predicates)) {
         for (const cJSON *c = f->predicates->child; c; c = c->next) {

@@ -57,6 +57,14 @@ int sy_pat_error(sy_error *err, int code, size_t off, const char *msg) {
 /* Compiling path patterns                                              */
 /* ------------------------------------------------------------------ */
 
+int sy_pat_set_nvars(sy_pattern *p, sy_pelem *el, size_t off, sy_error *err) {
+    if (p->nvars - el->var > UINT16_MAX)
+        return sy_pat_error(err, SY_EPATTERN, off,
+                            "too many variables in one segment");
+    el->nvars = (uint16_t)(p->nvars - el->var);
+    return SY_OK;
+}
+
 int sy_pat_add_var(sy_pattern *p, sy_str name, size_t off, bool unique,
                    sy_error *err) {
     for (uint32_t i = 0; unique && i < p->nvars; i++) {
@@ -101,6 +109,7 @@ int sy_pat_compile_whole(sy_pattern *p, sy_re_env *env, sy_pelem *el,
                          const tok *t, sy_error *err) {
     int ec = 0;
     size_t eo = 0;
+    el->re = NULL; /* the offset's place (not read again) */
     el->kind = PE_REGEX;
     el->whole = true;
     el->re = sy_re_env_compile(env, p->src + t->roff, t->rlen, SY_PAT_RE_FLAGS,
@@ -119,6 +128,8 @@ int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
     const char *s = p->src;
     int ec = 0;
     size_t eo = 0;
+    uint32_t off = el->offset; /* re takes its place */
+    el->re = NULL;
     el->kind = PE_REGEX;
     for (size_t i = 0; i < nt; i++) {
         if (t[i].kind != T_RVAR)
@@ -157,9 +168,9 @@ int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
     el->re = sy_re_env_compile(env, b.ptr, b.len, SY_PAT_RE_FLAGS, &ec, &eo);
     sy_buf_free(&b);
     if (!el->re)
-        return sy_re_error(err, "", ec, el->offset);
+        return sy_re_error(err, "", ec, off);
     if (sy_re_capture_count(el->re) != el->nvars)
-        return sy_pat_error(err, SY_EPATTERN, el->offset,
+        return sy_pat_error(err, SY_EPATTERN, off,
                             "a regex changes the groups of its segment");
     note_groups(p, el->re);
     return SY_OK;
@@ -335,7 +346,9 @@ static int segment(sy_pattern *p, sy_re_env *env, tok *t, size_t nt, size_t s0,
             if (rc)
                 return rc;
         }
-    el->nvars = p->nvars - el->var;
+    int rc = sy_pat_set_nvars(p, el, s0, err);
+    if (rc)
+        return rc;
     bool lit = true;
     for (size_t i = 0; i < nt; i++)
         lit = lit && t[i].kind == T_LIT;
@@ -496,7 +509,7 @@ size_t sy_pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
     size_t nelem =
         host ? nsep + 3 * npatterns
              : nsep + npatterns - (rooted < npatterns ? rooted : npatterns);
-    return npatterns * (sizeof(sy_pattern) + 15) + nelem * sizeof(sy_pelem) +
+    return npatterns * (sizeof(sy_pattern) + 7) + nelem * sizeof(sy_pelem) +
            nbrace * sizeof(sy_str);
 }
 

@@ -138,7 +138,8 @@ static int label(sy_pattern *p, sy_re_env *env, tok *t, size_t b, size_t e,
         if (t[i].kind == T_VAR || t[i].kind == T_RVAR)
             (void)sy_pat_add_var(p, (sy_str){s + t[i].noff, t[i].nlen}, b,
                                  false, err);
-    el->nvars = p->nvars - el->var;
+    if ((rc = sy_pat_set_nvars(p, el, b, err)))
+        return rc;
     return sy_pat_compile_glob(p, env, el, t, nt, err);
 }
 

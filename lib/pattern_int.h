@@ -16,17 +16,23 @@ typedef enum pe_kind {
     PE_MULTI    /* "**" or "{*name}" */
 } pe_kind;
 
-/* One element: 24 bytes. Offsets and lengths are 32-bit (a pattern is
- * at most SY_PATTERN_MAX bytes). */
+/* One element: 16 bytes (a route's patterns hold one per segment).
+ * Offsets and lengths are 32-bit (a pattern is at most SY_PATTERN_MAX
+ * bytes); a segment has at most UINT16_MAX variables (PCRE2's limit on
+ * groups: a mixed element is one regex with a group per variable). A
+ * regex element's offset is only read while it is compiled: then `re`
+ * takes its place. */
 typedef struct sy_pelem {
-    uint8_t kind;    /* pe_kind */
-    bool whole;      /* PE_REGEX from "{name:regex}" alone: capture = segment */
-    uint32_t var;    /* index of the element's first variable in vars[] */
-    uint32_t nvars;  /* PE_REGEX (mixed): variable i is group i + 1 */
-    uint32_t offset; /* of the segment in src */
+    uint8_t kind;   /* pe_kind */
+    bool whole;     /* PE_REGEX from "{name:regex}" alone: capture = segment */
+    uint16_t nvars; /* PE_REGEX (mixed): variable i is group i + 1 */
+    uint32_t var;   /* index of the element's first variable in vars[] */
     union {
-        uint32_t len;   /* PE_LITERAL: the text is src[offset, +len) */
-        pcre2_code *re; /* PE_REGEX */
+        struct {
+            uint32_t offset; /* of the segment in src */
+            uint32_t len;    /* PE_LITERAL: the text is src[offset, +len) */
+        };
+        pcre2_code *re; /* PE_REGEX, once compiled (NULL until then) */
     };
 } sy_pelem;
 
@@ -40,23 +46,28 @@ typedef struct sy_pelem {
  * route's) takes no allocation of its own unless it has regexes, and
  * borrows its source (the route's argument text, in the same arena).
  *
- *   own block: [sy_alloc 32][sy_pattern 56][elems: 24 each][vars: 16
- * each][src\0] in arena:              [sy_pattern 56][elems: 24 each][vars: 16
- * each]
+ * own block: [sy_alloc 32][sy_pattern 48][elems: 16 each]
+ *            [vars: 16 each][src\0]
+ * in arena:  [sy_pattern 48][elems: 16 each][vars: 16 each]
  */
 struct sy_pattern {
     const char *src; /* in the block, or (in an arena) the caller's */
     sy_str *vars;    /* names, into src */
     pcre2_match_context *mctx;
     uint32_t n;
-    uint32_t first, last; /* host: real labels are elems[first, last) */
-    uint32_t multi;       /* path: index of the PE_MULTI element, or PE_NONE */
+    union {
+        uint32_t multi; /* path: index of the PE_MULTI element, or PE_NONE */
+        uint32_t first; /* host: real labels are elems[first, last) */
+    };
+    uint32_t last;
     uint32_t nvars;
     uint32_t max_groups;
-    bool host;
-    bool rooted;      /* path: starts with '/' */
-    bool lead, trail; /* host: starts / ends with '.' (Ant compares both) */
-    bool in_arena;    /* the memory is an arena's: not freed with it */
+    /* bits: the header is 48 bytes (every route has a pattern or more) */
+    bool host : 1;
+    bool rooted : 1;          /* path: starts with '/' */
+    bool lead : 1, trail : 1; /* host: starts / ends with '.' (Ant compares
+                                 both) */
+    bool in_arena : 1;        /* the memory is an arena's: not freed with it */
     sy_pelem elems[];
 };
 
@@ -76,6 +87,9 @@ int sy_pat_add_var(sy_pattern *p, sy_str name, size_t off, bool unique,
 /* Compile a whole "{name:regex}" element (no capturing groups allowed). */
 int sy_pat_compile_whole(sy_pattern *p, sy_re_env *env, sy_pelem *el,
                          const tok *t, sy_error *err);
+/* el->nvars = the variables recorded since el->var; SY_EPATTERN at `off`
+ * when they are more than a segment may hold. */
+int sy_pat_set_nvars(sy_pattern *p, sy_pelem *el, size_t off, sy_error *err);
 /* Compile a mixed element: one regex, literal parts quoted, one group per
  * variable, matched with DOTALL (as Spring compiles it). */
 int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,

@@ -81,7 +81,7 @@ static int refile(sy_error *err, int rc, const sy_error *local,
 /* Compiling                                                            */
 /* ------------------------------------------------------------------ */
 
-_Static_assert(((sizeof(struct sy_pred) + 15) & ~(size_t)15) + 16 <=
+_Static_assert(((sizeof(struct sy_pred) + 7) & ~(size_t)7) <=
                    SY_PRED_OBJECT_BYTES,
                "SY_PRED_OBJECT_BYTES is what a predicate takes");
 
@@ -126,21 +126,31 @@ static int compile_patterns(sy_pred *p, const sy_def_entry *e,
     if (n == 0)
         return fail(err, SY_EMISSING, path, "patterns", 0,
                     "at least one pattern is required");
-    p->pats = n == 1 ? &p->one : obj_calloc(env, n, sizeof *p->pats);
-    if (!p->pats)
+    p->many = n > 1;
+    if (p->many && !(p->pats = obj_calloc(env, n, sizeof *p->pats)))
         return fail_nomem(err, path);
     for (size_t i = 0; i < e->arg_count; i++) {
         if (strcmp(e->args[i].key, "patterns") != 0)
             continue;
         const char *v = e->args[i].value;
-        sy_error local = {0};
+        /* what refile reads (sy_error is ~500 bytes: not cleared whole
+         * per pattern) */
+        sy_error local;
+        local.code = 0;
+        local.offset = 0;
+        local.line = local.column = 0;
+        local.path[0] = local.message[0] = '\0';
         sy_pattern *pat = NULL;
         /* in the route's arena when there is one: no block of its own */
         int rc = sy_pattern_compile_in(env->alloc, env->arena, v, host, &pat,
                                        &local);
         if (rc)
             return refile(err, rc, &local, path, "patterns", v);
-        p->pats[p->npats++] = pat;
+        if (p->many)
+            p->pats[p->npats] = pat;
+        else
+            p->one = pat;
+        p->npats++;
         note(p, sy_pattern_max_groups(pat), sy_pattern_var_count(pat));
     }
     p->trailing = true;
@@ -220,7 +230,7 @@ static int compile_name_regex(sy_pred *p, const sy_def_entry *e,
     p->name = obj_strdup(env, name);
     if (!p->name)
         return fail_nomem(err, path);
-    p->name_len = strlen(name);
+    p->name_len = (uint32_t)strlen(name);
     const char *rx = sy_def_arg(e, "regexp");
     if (!rx || !*rx) {
         if (regex_required)
@@ -312,7 +322,7 @@ static int compile_weight(sy_pred *p, const sy_def_entry *e,
     p->name = obj_strdup(env, g);
     if (!p->name)
         return fail_nomem(err, path);
-    p->name_len = strlen(g);
+    p->name_len = (uint32_t)strlen(g);
     return SY_OK;
 }
 
@@ -416,8 +426,8 @@ void sy_pred_free(sy_pred *p, const sy_alloc *a) {
     case SY_PK_PATH:
     case SY_PK_HOST:
         for (size_t i = 0; i < p->npats; i++)
-            sy_pattern_free(p->pats[i]);
-        if (!p->in_arena && p->pats != &p->one)
+            sy_pattern_free(sy_pred_pat(p, i));
+        if (!p->in_arena && p->many)
             sy_free(a, p->pats);
         break;
     case SY_PK_METHOD:
@@ -452,11 +462,25 @@ void sy_pred_free(sy_pred *p, const sy_alloc *a) {
 sy_pred_kind sy_pred_get_kind(const sy_pred *p) {
     return p->kind;
 }
+bool sy_pred_all_literal(const sy_pred *p) {
+    if (p->kind != SY_PK_PATH && p->kind != SY_PK_HOST)
+        return false;
+    if (p->lit && !p->lit_rest) /* sy_pred_note_literal saw them all */
+        return true;
+    for (size_t k = 0; k < p->npats; k++) {
+        const sy_pattern *pat = sy_pred_pat(p, k);
+        for (size_t j = 0; j < sy_pattern_segment_count(pat); j++)
+            if (sy_pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
+                return false;
+    }
+    return true;
+}
+
 size_t sy_pred_pattern_count(const sy_pred *p) {
     return p->kind == SY_PK_PATH || p->kind == SY_PK_HOST ? p->npats : 0;
 }
 const sy_pattern *sy_pred_pattern(const sy_pred *p, size_t i) {
-    return i < sy_pred_pattern_count(p) ? p->pats[i] : NULL;
+    return i < sy_pred_pattern_count(p) ? sy_pred_pat(p, i) : NULL;
 }
 uint32_t sy_pred_method_mask(const sy_pred *p) {
     return p->kind == SY_PK_METHOD ? p->mask : 0;

@@ -65,6 +65,9 @@ bool sy_pred_test(const sy_pred *p, sy_eval *ev);
 sy_pred_kind sy_pred_get_kind(const sy_pred *p);
 /* Path / Host: the patterns, in order. */
 size_t sy_pred_pattern_count(const sy_pred *p);
+/* A Path (Host) predicate whose every pattern is all literal segments
+ * (labels): what the index can prove by itself. */
+bool sy_pred_all_literal(const sy_pred *p);
 const sy_pattern *sy_pred_pattern(const sy_pred *p, size_t i);
 /* Method: bit mask (1 << sy_method_bit(...)) of accepted methods; bit 31
  * set when any non-standard method is listed. */
@@ -87,8 +90,9 @@ uint32_t sy_pred_var_count(const sy_pred *p);
 /* The Weight draw for a group: deterministic in [0,1) from seed and group. */
 double sy_weight_draw(uint64_t seed, uint32_t group);
 
-/* What a compiled predicate takes in its route's arena (the object and
- * a pattern list): for sizing the arena ahead (def_route.c). */
-#define SY_PRED_OBJECT_BYTES 64
+/* What a compiled predicate object takes in its route's arena (a list
+ * of several patterns is 8 bytes a pattern more): for sizing the arena
+ * ahead (def_route.c). */
+#define SY_PRED_OBJECT_BYTES 40
 
 #endif

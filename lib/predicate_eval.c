@@ -327,7 +327,7 @@ void sy_pred_note_literal(sy_pred *p) {
     bool host = p->kind == SY_PK_HOST;
     if ((p->kind != SY_PK_PATH && !host) || p->npats != 1)
         return;
-    const sy_pattern *pat = p->pats[0];
+    const sy_pattern *pat = sy_pred_pat(p, 0);
     size_t n = sy_pattern_segment_count(pat);
     const char *src = sy_pattern_source(pat);
     size_t len = strlen(src), pos = 0;
@@ -353,7 +353,8 @@ void sy_pred_note_literal(sy_pred *p) {
             return;
         if (len - pos < sep + lit.len ||
             (sep && src[pos] != (host ? '.' : '/')) ||
-            (lit.len && memcmp(src + pos + sep, lit.ptr, lit.len) != 0))
+            (lit.len && lit.ptr != src + pos + sep &&
+             memcmp(src + pos + sep, lit.ptr, lit.len) != 0))
             return;
         pos += sep + lit.len;
     }
@@ -371,7 +372,7 @@ void sy_pred_note_literal(sy_pred *p) {
 static bool test_literal_host(const sy_pred *p, const sy_segments *labels) {
     if (labels->lead || labels->trail || labels->count != p->lit_segs)
         return false;
-    const char *lit = sy_pattern_source(p->pats[0]);
+    const char *lit = sy_pattern_source(p->one); /* lit: one pattern */
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < labels->count; i++) {
         sy_str d = labels->dec[i];
@@ -390,7 +391,7 @@ static bool test_literal_host(const sy_pred *p, const sy_segments *labels) {
  * segment would make one '/' too many. */
 static bool lit_segments_eq(const sy_pred *p, const sy_segments *segs,
                             size_t c) {
-    const char *lit = sy_pattern_source(p->pats[0]);
+    const char *lit = sy_pattern_source(p->one); /* lit: one pattern */
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < c; i++) {
         sy_str d = segs->dec[i];
@@ -413,7 +414,7 @@ static bool test_literal_path(const sy_pred *p, const sy_segments *segs) {
          * path itself, and a literal segment holds no '/', so equal
          * segments are an equal prefix ending where a segment does */
         size_t len = p->lit_len;
-        const char *lit = sy_pattern_source(p->pats[0]);
+        const char *lit = sy_pattern_source(p->one); /* lit: one pattern */
         if (f.len < len || !bytes_eq(f.ptr, lit, len))
             return false;
         if (f.len == len)
@@ -444,13 +445,13 @@ static bool test_patterns(const sy_pred *p, sy_eval *ev) {
     if (!caps || ev->caps_cap < ev->ncaps ||
         ev->caps_cap - ev->ncaps < p->var_count)
         caps = NULL; /* no room: match without capturing */
+    sy_pattern *const *pats = p->many ? p->pats : &p->one;
     for (size_t i = 0; i < p->npats; i++) {
-        bool ok =
-            p->kind == SY_PK_PATH
-                ? sy_pattern_match_path(p->pats[i], segs, p->trailing, caps,
-                                        &ev->ncaps, ev->md, ev->scratch)
-                : sy_pattern_match_host(p->pats[i], segs, caps, &ev->ncaps,
-                                        ev->md);
+        bool ok = p->kind == SY_PK_PATH
+                      ? sy_pattern_match_path(pats[i], segs, p->trailing, caps,
+                                              &ev->ncaps, ev->md, ev->scratch)
+                      : sy_pattern_match_host(pats[i], segs, caps, &ev->ncaps,
+                                              ev->md);
         if (ok)
             return true;
     }

@@ -10,17 +10,21 @@
 #include "values.h" /* sy_cidr */
 
 struct sy_pred {
-    sy_pred_kind kind;
+    uint8_t kind;        /* sy_pred_kind */
     bool in_arena;       /* this object and pats[] live in the route's arena */
     bool trailing;       /* Path */
     bool has_lo, has_hi; /* After / Before / Between */
+    bool many;           /* Path, Host: more than one pattern (pats[]) */
     uint32_t max_groups, var_count;
-    /* what each kind holds (a predicate is one kind: they overlap) */
+    /* what each kind holds (a predicate is one kind: they overlap); 40
+     * bytes in all (SY_PRED_OBJECT_BYTES), every route has one or more */
     union {
-        struct {               /* Path, Host */
-            sy_pattern **pats; /* &one when there is one pattern */
-            size_t npats;
-            sy_pattern *one;
+        struct { /* Path, Host: read them with sy_pred_pat */
+            union {
+                sy_pattern **pats; /* many */
+                sy_pattern *one;   /* !many: the only pattern */
+            };
+            uint32_t npats;
             /* Path (Host) of one all-literal pattern (sy_pred_note_literal):
              * the length of its text (the pattern's source, "/" + each
              * segment; the labels joined by '.') and its segment (label)
@@ -38,8 +42,8 @@ struct sy_pred {
         struct { /* Header, Query, Cookie (re may be NULL); Weight: the
                   * group's name and the weight */
             char *name;
-            size_t name_len;
             sy_regex *re;
+            uint32_t name_len;
             uint32_t weight;
         };
         struct { /* After / Before / Between: lo < now < hi */
@@ -56,6 +60,11 @@ struct sy_pred {
         };
     };
 };
+
+/* Pattern i (< npats) of a Path or Host predicate. */
+static inline sy_pattern *sy_pred_pat(const sy_pred *p, size_t i) {
+    return p->many ? p->pats[i] : p->one;
+}
 
 /* After compiling a Path (Host) predicate: set lit/lit_len/lit_segs when
  * it is one rooted pattern of literal segments only (perhaps then a last

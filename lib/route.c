@@ -20,6 +20,9 @@ static const sy_route_select select_defaults[2] = {
      (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, true},
 };
 
+const char *const sy_route_schemes[SY_SCHEME_COUNT] = {
+    "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss", "forward", "no"};
+
 /* A route and, in the same block, the first chunk of its arena (sized by
  * the caller's estimate of what the route holds: its strings, entries and
  * compiled objects), so a route is usually one allocation. A route built
@@ -29,18 +32,18 @@ static const sy_route_select select_defaults[2] = {
  * or document whose copy it was given). */
 typedef struct sy_route_box {
     struct sy_route route;
-    _Alignas(16) unsigned char chunk[]; /* route.arena_embedded: the first
-                                           chunk of the arena, then the
-                                           allocator copy if any */
+    _Alignas(8) unsigned char chunk[]; /* route.arena_embedded: the first
+                                          chunk of the arena, then the
+                                          allocator copy if any */
 } sy_route_box;
 
 /* Chunks after the first: a route that outgrew its estimate. */
 #define SY_ROUTE_CHUNK 256
 
 struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
-    if (arena_bytes > SIZE_MAX / 2)
+    if (arena_bytes > SY_ARENA_CHUNK_MAX - 8)
         return NULL;
-    arena_bytes = (arena_bytes + 15u) & ~(size_t)15u;
+    arena_bytes = (arena_bytes + 7u) & ~(size_t)7u;
     size_t extra = arena_bytes ? sizeof(sy_arena_chunk) + arena_bytes : 0;
     const sy_alloc *shared = sy_alloc_default_shared(alloc);
     sy_route_box *b =
@@ -61,19 +64,18 @@ struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
     if (arena_bytes) {
         sy_arena_chunk *c = (sy_arena_chunk *)(void *)b->chunk;
         c->next = NULL;
-        c->size = arena_bytes;
+        c->size = (uint32_t)arena_bytes;
         c->used = 0;
         r->arena.head = c;
-        r->arena.bytes = arena_bytes;
         r->arena_embedded = true;
     }
     r->id = "";
     r->uri = "";
     atomic_init(&r->canonical, NULL);
-    r->upstream.kind = SY_UPSTREAM_NONE;
-    r->upstream.scheme = "";
-    r->upstream.host = "";
-    r->upstream.path = "";
+    r->up_kind = SY_UPSTREAM_NONE;
+    r->up_scheme = SY_SCHEME_NONE;
+    r->up_host = "";
+    r->up_path = "";
     r->literal_path = -1;
     r->literal_host = -1;
     r->key = UINT32_MAX;
@@ -145,18 +147,12 @@ void sy_route_unref(struct sy_route *r) {
 
 /* The first predicate of `kind` (Path or Host), if all its patterns are
  * literal segments or labels; else -1. */
-static int16_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
-    for (size_t i = 0; i < r->predicate_count && i <= INT16_MAX; i++) {
+static int8_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
+    for (size_t i = 0; i < r->predicate_count && i <= INT8_MAX; i++) {
         const sy_pred *p = r->cpreds[i];
         if (!p || sy_pred_get_kind(p) != kind)
             continue;
-        for (size_t k = 0; k < sy_pred_pattern_count(p); k++) {
-            const sy_pattern *pat = sy_pred_pattern(p, k);
-            for (size_t j = 0; j < sy_pattern_segment_count(pat); j++)
-                if (sy_pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
-                    return -1;
-        }
-        return (int16_t)i;
+        return sy_pred_all_literal(p) ? (int8_t)i : -1;
     }
     return -1;
 }
@@ -345,10 +341,23 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
             return sy_error_set(err, SY_ENOMEM, path, "out of memory");
         }
     }
-    size_t at = sy_path_join(p, sizeof p, path, "predicates");
+    size_t at = 0;
     for (size_t i = 0; i < r->predicate_count; i++) {
-        sy_path_index(p, sizeof p, at, i);
-        int rc = sy_pred_compile(&r->predicates[i], env, p, &r->cpreds[i], err);
+        /* the entry's path ("routes[3].predicates[1]") only names errors:
+         * a built-in is compiled without it, and once more with it when
+         * it fails (the same error: compiling is deterministic; after an
+         * allocation failure the second try may succeed); a host's
+         * factory (a callback, called once) gets it at once */
+        const sy_def_entry *e = &r->predicates[i];
+        int rc = 1;
+        if (e->spec)
+            rc = sy_pred_compile(e, env, "", &r->cpreds[i], err);
+        if (rc) {
+            if (!at)
+                at = sy_path_join(p, sizeof p, path, "predicates");
+            sy_path_index(p, sizeof p, at, i);
+            rc = sy_pred_compile(e, env, p, &r->cpreds[i], err);
+        }
         if (rc) {
             free_compiled(r);
             return rc;
@@ -404,7 +413,11 @@ void sy_route_upstream(const sy_route *r, sy_upstream *out) {
         out->scheme = out->host = out->path = "";
         return;
     }
-    *out = r->upstream;
+    out->kind = (sy_upstream_kind)r->up_kind;
+    out->scheme = sy_route_schemes[r->up_scheme];
+    out->host = r->up_host;
+    out->port = r->up_port;
+    out->path = r->up_path;
 }
 
 size_t sy_route_metadata_count(const sy_route *r) {

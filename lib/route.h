@@ -42,15 +42,22 @@ struct sy_route {
     const char *id;
     const char *uri;
     int32_t order;
-    bool disabled;       /* metadata.status == "disabled" */
-    bool arena_embedded; /* the arena's first chunk is in the route's block */
+    bool disabled; /* metadata.status == "disabled" */
+    /* bits, so that the struct has no hole: */
+    unsigned arena_embedded : 1; /* the arena's first chunk is in the
+                                    route's block */
+    unsigned up_kind : 2;        /* the upstream's sy_upstream_kind */
+    unsigned up_scheme : 4;      /* sy_route_scheme (sy_route_schemes[]) */
     /* Writer only: the live table's references to the route (+1 at each
      * publish that makes it live, -1 when such a reference is buried).
      * At 0 no snapshot can reach it: the host's data and key go then,
      * even if a kept document of the history still holds the route.
      * UINT16_MAX: saturated, they go when the route is freed. */
     uint16_t live;
-    sy_upstream upstream;
+    /* the upstream, compact (up_kind, up_scheme above, up_port below):
+     * sy_route_upstream gives it as a sy_upstream */
+    const char *up_host;   /* URL: host; SERVICE: service name; else "" */
+    const char *up_path;   /* FORWARD: the path; else "" */
     const char *authority; /* URL upstreams: the Host header to send */
 
     sy_def_entry *predicates;
@@ -86,10 +93,11 @@ struct sy_route {
     /* the id's length and sy_idtab_hash, set with the span: a route shared
      * by bytes is checked for a duplicate id without reading the id */
     uint32_t id_len, id_hash;
+    uint16_t up_port; /* URL: explicit or 80/443; else 0 */
     /* index of the first Path (Host) predicate when every one of its
      * patterns is all literal segments (labels): the index can prove it;
-     * -1: none (or past the 32,767th predicate: then tested as usual) */
-    int16_t literal_path, literal_host;
+     * -1: none (or past the 127th predicate: then tested as usual) */
+    int8_t literal_path, literal_host;
 
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never
@@ -107,6 +115,24 @@ struct sy_route {
     void *host_data;
     const struct sy_route_owner *owner;
 };
+
+/* The upstream's scheme (struct sy_route up_scheme). */
+typedef enum sy_route_scheme {
+    SY_SCHEME_NONE, /* "" (a route not parsed from a uri) */
+    SY_SCHEME_HTTP,
+    SY_SCHEME_HTTPS,
+    SY_SCHEME_WS,
+    SY_SCHEME_WSS,
+    SY_SCHEME_LB,
+    SY_SCHEME_LB_WS,
+    SY_SCHEME_LB_WSS,
+    SY_SCHEME_FORWARD,
+    SY_SCHEME_NO,
+    SY_SCHEME_COUNT
+} sy_route_scheme;
+/* Their names: "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss",
+ * "forward", "no". */
+extern const char *const sy_route_schemes[SY_SCHEME_COUNT];
 
 /* Seed of span_hash. */
 #define SY_ROUTE_SPAN_SEED 0x5359535041ull /* "SYSPA" */

@@ -76,10 +76,10 @@ int sy_select_for_match(const sy_match *m, const char *const *exclude,
                         sy_error *err) {
     const sy_snapshot *s = m->snap;
     const struct sy_route *r = m->route;
-    if (r->upstream.kind != SY_UPSTREAM_SERVICE)
+    if (r->up_kind != SY_UPSTREAM_SERVICE)
         return sy_error_set(err, SY_EINVAL, "",
                             "route '%s' is not an lb:// route", r->id);
-    const char *name = r->upstream.host;
+    const char *name = r->up_host;
     const struct sy_service *svc = sy_snapshot_service(s, name, strlen(name));
     if (!svc)
         return sy_error_set(err, SY_ENOINSTANCE, "",

@@ -55,7 +55,9 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
                             "%d): it has no upstream target",
                             m->route->id, p->status);
     sy_arena *scratch = &m->ctx->scratch;
-    const sy_upstream *up = &m->route->upstream;
+    sy_upstream upstream;
+    sy_route_upstream(m->route, &upstream);
+    const sy_upstream *up = &upstream;
     out->kind = up->kind;
     out->path = p->path;
     out->query = p->query;

@@ -83,7 +83,8 @@ void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size) {
     ar->alloc = alloc;
     ar->head = NULL;
     ar->chunk_size = chunk_size ? chunk_size : 1024;
-    ar->bytes = 0;
+    if (ar->chunk_size > SY_ARENA_CHUNK_MAX)
+        ar->chunk_size = SY_ARENA_CHUNK_MAX;
 }
 
 /* A new chunk of at least `size` bytes at the head. */
@@ -91,16 +92,15 @@ static sy_arena_chunk *arena_grow(sy_arena *ar, size_t size) {
     size_t want = ar->chunk_size;
     if (want < size)
         want = size;
-    if (want > SIZE_MAX - sizeof(sy_arena_chunk))
+    if (want > SY_ARENA_CHUNK_MAX)
         return NULL;
     sy_arena_chunk *n = sy_malloc(ar->alloc, sizeof(sy_arena_chunk) + want);
     if (!n)
         return NULL;
-    n->size = want;
+    n->size = (uint32_t)want;
     n->used = 0;
     n->next = ar->head;
     ar->head = n;
-    ar->bytes += want;
     return n;
 }
 
@@ -111,7 +111,7 @@ void *sy_arena_alloc_new(sy_arena *ar, size_t size) {
     sy_arena_chunk *c = arena_grow(ar, size);
     if (!c)
         return NULL;
-    c->used = size;
+    c->used = (uint32_t)size;
     return c->data;
 }
 
@@ -170,11 +170,9 @@ void sy_arena_reset(sy_arena *ar) {
         c = next;
     }
     ar->head = keep;
-    ar->bytes = 0;
     if (keep) {
         keep->next = NULL;
         keep->used = 0;
-        ar->bytes = keep->size;
         if (keep->size > ar->chunk_size)
             ar->chunk_size = keep->size;
     }
@@ -188,7 +186,6 @@ void sy_arena_free(sy_arena *ar) {
         c = next;
     }
     ar->head = NULL;
-    ar->bytes = 0;
 }
 
 /* ---- buffers ---- */

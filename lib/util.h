@@ -63,31 +63,39 @@ char *sy_strdup(const sy_alloc *a, const char *s);
  */
 typedef struct sy_arena_chunk {
     struct sy_arena_chunk *next;
-    size_t size; /* usable bytes after the header */
-    size_t used;
-    _Alignas(16) unsigned char data[];
+    /* usable bytes after the 16-byte header, and those handed out: 32
+     * bits, so a chunk holds less than 4 GiB (a larger allocation fails) */
+    uint32_t size;
+    uint32_t used;
+    _Alignas(8) unsigned char data[];
 } sy_arena_chunk;
+/* The most a chunk holds. */
+#define SY_ARENA_CHUNK_MAX ((size_t)UINT32_MAX - 16u)
 typedef struct sy_arena {
     const sy_alloc *alloc;
     sy_arena_chunk *head;
     size_t chunk_size; /* default size of a new chunk */
-    size_t bytes;      /* total bytes held in chunks */
 } sy_arena;
 
 void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size);
 /* util.c: a new head chunk holding the `size` bytes asked for. */
 void *sy_arena_alloc_new(sy_arena *ar, size_t size);
 
-/* 16-byte aligned. Inline: trees and routes make many small ones. */
+/* 8-byte aligned (enough for every object the library keeps: pointers,
+ * 64-bit integers, doubles; nothing needs max_align_t's 16), so a route's
+ * small objects are not padded to 16. Inline: trees and routes make many
+ * small ones. */
 static inline void *sy_arena_alloc(sy_arena *ar, size_t size) {
-    size = (size + 15u) & ~(size_t)15u;
+    if (size > SY_ARENA_CHUNK_MAX)
+        return NULL;
+    size = (size + 7u) & ~(size_t)7u;
     if (size == 0)
-        size = 16;
+        size = 8;
     sy_arena_chunk *c = ar->head;
     if (c) {
-        size_t at = (c->used + 15u) & ~(size_t)15u;
+        uint32_t at = (c->used + 7u) & ~(uint32_t)7u;
         if (at <= c->size && c->size - at >= size) {
-            c->used = at + size;
+            c->used = at + (uint32_t)size;
             return c->data + at;
         }
     }
@@ -98,10 +106,12 @@ static inline void *sy_arena_alloc(sy_arena *ar, size_t size) {
 static inline void *sy_arena_alloc_bytes(sy_arena *ar, size_t size) {
     if (size == 0)
         size = 1;
+    if (size > SY_ARENA_CHUNK_MAX)
+        return NULL;
     sy_arena_chunk *c = ar->head;
     if (c && c->size - c->used >= size) {
         void *p = c->data + c->used;
-        c->used += size;
+        c->used += (uint32_t)size;
         return p;
     }
     return sy_arena_alloc_new(ar, size);

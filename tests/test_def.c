@@ -703,6 +703,65 @@ START_TEST(upstream_of_every_uri_scheme) {
 }
 END_TEST
 
+/* The Host header a URL route sends (r->authority), and whether it (or
+ * the host) is the uri's own bytes: only when it ends the uri, spelled as
+ * the library would spell it. */
+static void check_authority(const char *uri, const char *authority,
+                            bool shared) {
+    char json[256];
+    snprintf(json, sizeof json, "[{\"id\":\"a\",\"uri\":\"%s\"}]", uri);
+    sy_document *d = parse_ok(json, false);
+    const struct sy_route *r = route0(d);
+    ck_assert_str_eq(r->authority, authority);
+    bool inside =
+        r->authority >= r->uri && r->authority < r->uri + strlen(r->uri);
+    ck_assert_msg(inside == shared, "%s: authority shared %d", uri, inside);
+    sy_document_free(d);
+}
+
+START_TEST(authority_and_host_share_the_uri_only_when_they_end_it) {
+    check_authority("http://svc:8080", "svc:8080", true);
+    check_authority("http://svc:8080/x", "svc:8080", false);
+    check_authority("http://svc:08080", "svc:8080", false);
+    check_authority("http://u:p@svc:81", "svc:81", true);
+    check_authority("https://[::1]:8443", "[::1]:8443", true);
+    check_authority("https://[::1]", "[::1]", false);
+    check_authority("http://svc:80", "svc", false);
+    check_authority("http://svc", "svc", true); /* the host, which ends it */
+    check_authority("wss://svc:443/chat", "svc", false);
+    /* a service name that ends the uri is its bytes too */
+    sy_document *d =
+        parse_ok("[{\"id\":\"a\",\"uri\":\"lb://orders\"},{\"id\":\"b\","
+                 "\"uri\":\"lb://orders:9\"}]",
+                 false);
+    const sy_route *r = sy_document_route(d, 0);
+    ck_assert_str_eq(r->up_host, "orders");
+    ck_assert_ptr_eq(r->up_host, r->uri + 5);
+    r = sy_document_route(d, 1);
+    ck_assert_str_eq(r->up_host, "orders");
+    ck_assert(r->up_host < r->uri || r->up_host >= r->uri + strlen(r->uri));
+    sy_document_free(d);
+}
+END_TEST
+
+START_TEST(schemes_are_read_in_any_case) {
+    check_upstream("HTTP://h", SY_UPSTREAM_URL, "http", "h", 80, "");
+    check_upstream("HttpS://h", SY_UPSTREAM_URL, "https", "h", 443, "");
+    check_upstream("LB://svc", SY_UPSTREAM_SERVICE, "lb", "svc", 0, "");
+    check_upstream("lb:wss://chat", SY_UPSTREAM_SERVICE, "lb:wss", "chat", 0,
+                   "");
+    check_upstream("Forward:/x", SY_UPSTREAM_FORWARD, "forward", "", 0, "/x");
+    check_upstream("NO://op", SY_UPSTREAM_NONE, "no", "", 0, "");
+    sy_error e;
+    ck_assert_int_eq(
+        parse_err("[{\"id\":\"a\",\"uri\":\"httpx://h\"}]", NULL, &e), SY_EURI);
+    ck_assert_int_eq(
+        parse_err("[{\"id\":\"a\",\"uri\":\"htt://h\"}]", NULL, &e), SY_EURI);
+    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"l://h\"}]", NULL, &e),
+                     SY_EURI);
+}
+END_TEST
+
 START_TEST(metadata_is_sorted_and_non_strings_are_json_text) {
     sy_document *d = parse_ok(
         "[{\"id\":\"a\",\"uri\":\"no://op\",\"metadata\":{\"z\":\"s\","
@@ -1098,6 +1157,8 @@ int main(void) {
     tcase_add_test(tc, registry_rejects_clashing_names);
     tcase_add_test(tc, host_factories_map_shortcuts_and_accept_any_keys);
     tcase_add_test(tc, every_allocation_goes_through_the_hooks_and_is_freed);
+    tcase_add_test(tc, authority_and_host_share_the_uri_only_when_they_end_it);
+    tcase_add_test(tc, schemes_are_read_in_any_case);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

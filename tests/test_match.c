@@ -9,6 +9,7 @@
  *
  * Every match here is also run through the linear scan, which must agree.
  */
+#include "route.h" /* literal_path */
 #include "testutil.h"
 
 #include <switchyard.h>
@@ -565,6 +566,44 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 /* Router with one route `filters` (a JSON array) on Path=`pattern`. */
+/* A literal Path past the 127th predicate is not recorded for the index
+ * (literal_path is 8-bit): the route is then tested as usual and still
+ * matches exactly as the linear scan says. */
+START_TEST(literal_path_past_the_127th_predicate_is_tested_as_usual) {
+    char *json = malloc(8192);
+    ck_assert_ptr_nonnull(json);
+    size_t n = (size_t)snprintf(json, 8192,
+                                "[{\"id\":\"late\",\"uri\":\"no://op\","
+                                "\"predicates\":[");
+    for (int i = 0; i < 130; i++)
+        n += (size_t)snprintf(json + n, 8192 - n, "\"Method=GET\",");
+    snprintf(json + n, 8192 - n,
+             "\"Path=/a/b\"]},{\"id\":\"early\",\"uri\":\"no://op\","
+             "\"predicates\":[\"Method=GET\",\"Path=/x/y\"]},"
+             "{\"id\":\"other\",\"uri\":\"no://op\",\"order\":1,"
+             "\"predicates\":[\"Path=/a/**\"]}]");
+    sy_router *r = router_with(json);
+    free(json);
+    rq q = request("GET", "h", "/a/b");
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m = match_on(s, &q);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(sy_route_id(sy_match_route(m)), "late");
+    ck_assert_int_eq(sy_match_route(m)->literal_path, -1);
+    q = request("GET", "h", "/x/y");
+    m = match_on(s, &q);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(sy_route_id(sy_match_route(m)), "early");
+    ck_assert_int_eq(sy_match_route(m)->literal_path, 1);
+    sy_snapshot_release(s);
+    q = request("GET", "h", "/a/c");
+    ck_assert_str_eq(match_id(r, &q), "other");
+    q = request("POST", "h", "/a/b");
+    ck_assert_str_eq(match_id(r, &q), "other");
+    sy_router_free(r);
+}
+END_TEST
+
 static sy_router *route_with_filters(const char *pattern, const char *filters) {
     char doc[2048];
     snprintf(doc, sizeof doc,
@@ -1509,6 +1548,8 @@ int main(void) {
     tcase_add_test(tc,
                    fingerprint_does_not_depend_on_how_positions_were_reached);
     tcase_add_test(tc, query_predicate_handles_absent_and_trailing_separators);
+    tcase_add_test(tc,
+                   literal_path_past_the_127th_predicate_is_tested_as_usual);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

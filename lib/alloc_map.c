@@ -53,9 +53,6 @@ typedef struct map_entry {
     size_t len;     /* mapped bytes (whole pages) */
 } map_entry;
 
-/* mappings this large ask for transparent huge pages */
-#define SY_MAP_HUGE ((size_t)4 << 20)
-
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static map_entry *map_tab;       /* libc memory, never a mapped block */
 static size_t map_cap, map_used; /* used: live + deleted entries */
@@ -211,13 +208,6 @@ static void *map_new(size_t n, bool zero) {
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-#ifdef MADV_HUGEPAGE
-    /* A block of a few MiB and more is filled at once (scan arrays, the
-     * index's tables): 2 MiB pages fault it in 512 times less often. Where
-     * the system says `never` this is a no-op. */
-    if (len >= SY_MAP_HUGE)
-        (void)madvise(p, len, MADV_HUGEPAGE);
-#endif
     pthread_once(&map_once, map_init);
     pthread_mutex_lock(&map_lock);
     bool ok = map_add((uintptr_t)p, len);

@@ -354,10 +354,10 @@ static void map_free(void *d, void *p) {
 #endif /* SY_MAP_ON */
 
 /* The default allocator is stateless: one copy serves every route. */
-static const sy_alloc shared_default = {map_malloc, map_realloc, map_free,
-                                        NULL};
+static const sy__alloc shared_default = {map_malloc, map_realloc, map_free,
+                                         NULL};
 
-void *sy_alloc_default_calloc(const sy_alloc *a, size_t n) {
+void *sy__alloc_default_calloc(const sy__alloc *a, size_t n) {
 #ifdef SY_MAP_ON
     if (a->malloc == map_malloc)
         return map_calloc(n);
@@ -367,11 +367,11 @@ void *sy_alloc_default_calloc(const sy_alloc *a, size_t n) {
     return SY_ALLOC_NOT_DEFAULT;
 }
 
-void sy_alloc_default(sy_alloc *out) {
+void sy__alloc_default(sy__alloc *out) {
     *out = shared_default;
 }
 
-const sy_alloc *sy_alloc_default_shared(const sy_alloc *a) {
+const sy__alloc *sy__alloc_default_shared(const sy__alloc *a) {
     if (a->malloc != shared_default.malloc ||
         a->realloc != shared_default.realloc ||
         a->free != shared_default.free || a->data != shared_default.data)
@@ -379,7 +379,7 @@ const sy_alloc *sy_alloc_default_shared(const sy_alloc *a) {
     return &shared_default;
 }
 
-bool sy_alloc_maps_large(void) {
+bool sy__alloc_maps_large(void) {
 #ifdef SY_MAP_ON
     return true;
 #else

@@ -6,27 +6,27 @@
 #include "budget.h"
 
 /* budget.h: the budget of the match or plan running on this thread. */
-_Thread_local sy_budget *sy_budget_cur;
+_Thread_local sy__budget *sy__budget_cur;
 
-bool sy_budget_init(sy_budget *b, pcre2_general_context *g) {
+bool sy__budget_init(sy__budget *b, pcre2_general_context *g) {
     memset(b, 0, sizeof *b);
     b->mctx = pcre2_match_context_create(g);
     if (!b->mctx)
         return false;
     pcre2_set_depth_limit(b->mctx, 10000u);
-    sy_budget_start(b, NULL);
+    sy__budget_start(b, NULL);
     return true;
 }
 
-void sy_budget_free(sy_budget *b) {
+void sy__budget_free(sy__budget *b) {
     pcre2_match_context_free(b->mctx);
     b->mctx = NULL;
 }
 
-int sy_re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
-                PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,
-                pcre2_match_context *mctx, uint32_t per_call) {
-    sy_budget *b = sy_budget_cur;
+int sy__re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
+                 PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,
+                 pcre2_match_context *mctx, uint32_t per_call) {
+    sy__budget *b = sy__budget_cur;
     if (!b || !b->mctx)
         return pcre2_match(code, subject, len, start, options, md, mctx);
     uint64_t total = b->lim && b->lim->regex_units ? b->lim->regex_units
@@ -58,16 +58,16 @@ int sy_re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
     }
 }
 
-uint32_t sy_budget_max_repeats(void) {
-    const sy_budget *b = sy_budget_cur;
+uint32_t sy__budget_max_repeats(void) {
+    const sy__budget *b = sy__budget_cur;
     if (!b)
         return UINT32_MAX;
     return b->lim && b->lim->max_repeats ? b->lim->max_repeats
                                          : SY_BUDGET_DEFAULT_REPEATS;
 }
 
-size_t sy_budget_max_rewrite(void) {
-    const sy_budget *b = sy_budget_cur;
+size_t sy__budget_max_rewrite(void) {
+    const sy__budget *b = sy__budget_cur;
     if (!b)
         return SIZE_MAX;
     return b->lim && b->lim->max_rewrite ? b->lim->max_rewrite

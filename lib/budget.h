@@ -13,7 +13,7 @@
  * needed escalation (a trivial call costs 256 units).
  *
  * The budget is the match context's (match.c); while a match or a filter
- * plan runs, it is this thread's current budget (sy_budget_enter/leave,
+ * plan runs, it is this thread's current budget (sy__budget_enter/leave,
  * stack-scoped and restored on exit), so the regex call sites reach it
  * without threading it through every signature. Outside a match there is
  * no current budget and calls run under their per-call limit only.
@@ -33,29 +33,30 @@
 #define SY_BUDGET_FIRST_LIMIT 256u       /* first escalation step */
 
 /* The limits, from the snapshot config; zero fields mean the defaults. */
-typedef struct sy_budget_limits {
+typedef struct sy__budget_limits {
     uint64_t regex_units; /* match-limit units per request */
     uint32_t max_repeats; /* values of one name examined per predicate */
     size_t max_rewrite;   /* bytes a RewritePath result may have */
-} sy_budget_limits;
+} sy__budget_limits;
 
 /* A request's limits are read from `lim` when needed (a regex call, a
  * repeated value, a rewrite), not copied at the start: most requests need
  * none of them, and the start runs on every match. */
-typedef struct sy_budget {
-    const sy_budget_limits *lim; /* this request's (NULL: defaults) */
-    uint64_t used;               /* units charged so far (tests, metrics) */
-    bool exhausted;              /* a call was cut short by the pool */
-    pcre2_match_context *mctx;   /* this context's own, limits set per call */
-} sy_budget;
+typedef struct sy__budget {
+    const sy__budget_limits *lim; /* this request's (NULL: defaults) */
+    uint64_t used;                /* units charged so far (tests, metrics) */
+    bool exhausted;               /* a call was cut short by the pool */
+    pcre2_match_context *mctx;    /* this context's own, limits set per call */
+} sy__budget;
 
 /* Create the budget's match context from `g` (the match context's general
  * context). false: out of memory. */
-bool sy_budget_init(sy_budget *b, pcre2_general_context *g);
-void sy_budget_free(sy_budget *b);
+bool sy__budget_init(sy__budget *b, pcre2_general_context *g);
+void sy__budget_free(sy__budget *b);
 /* Start a request: a full pool under `lim` (NULL: defaults), which must
  * stay valid until the request is done. Inline: it runs on every match. */
-static inline void sy_budget_start(sy_budget *b, const sy_budget_limits *lim) {
+static inline void sy__budget_start(sy__budget *b,
+                                    const sy__budget_limits *lim) {
     b->lim = lim; /* `lim` must outlive the request (the snapshot's) */
     b->used = 0;
     b->exhausted = false;
@@ -65,19 +66,19 @@ static inline void sy_budget_start(sy_budget *b, const sy_budget_limits *lim) {
  * stack-scoped: set on entry, restored on exit, so nested matches on other
  * routers from host callbacks each see their own). Read it only through
  * the calls below. */
-extern _Thread_local sy_budget *sy_budget_cur;
+extern _Thread_local sy__budget *sy__budget_cur;
 
-/* Make b this thread's current budget until sy_budget_leave(*saved). */
-static inline void sy_budget_enter(sy_budget *b, sy_budget **saved) {
-    *saved = sy_budget_cur;
-    sy_budget_cur = b;
+/* Make b this thread's current budget until sy__budget_leave(*saved). */
+static inline void sy__budget_enter(sy__budget *b, sy__budget **saved) {
+    *saved = sy__budget_cur;
+    sy__budget_cur = b;
 }
-static inline void sy_budget_leave(sy_budget *saved) {
-    sy_budget_cur = saved;
+static inline void sy__budget_leave(sy__budget *saved) {
+    sy__budget_cur = saved;
 }
 /* This thread's current budget, or NULL. */
-static inline sy_budget *sy_budget_current(void) {
-    return sy_budget_cur;
+static inline sy__budget *sy__budget_current(void) {
+    return sy__budget_cur;
 }
 
 /*
@@ -86,14 +87,14 @@ static inline sy_budget *sy_budget_current(void) {
  * the pool returns PCRE2_ERROR_MATCHLIMIT and marks the budget exhausted;
  * once exhausted, every call returns that at once.
  */
-int sy_re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
-                PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,
-                pcre2_match_context *mctx, uint32_t per_call);
+int sy__re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
+                 PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,
+                 pcre2_match_context *mctx, uint32_t per_call);
 
 /* How many values of one name a predicate may examine (UINT32_MAX when
  * no budget is current). */
-uint32_t sy_budget_max_repeats(void);
+uint32_t sy__budget_max_repeats(void);
 /* How many bytes a rewritten path may have (SIZE_MAX without budget). */
-size_t sy_budget_max_rewrite(void);
+size_t sy__budget_max_rewrite(void);
 
 #endif

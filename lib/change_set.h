@@ -9,7 +9,7 @@
 
 #include "util.h"
 
-typedef enum sy_change_kind {
+typedef enum sy__change_kind {
     SY_CHANGE_APPLY,            /* name = source, bytes = document */
     SY_CHANGE_ROLLBACK,         /* name = source, text = version or NULL */
     SY_CHANGE_UPSERT,           /* name = source, bytes = route object */
@@ -17,10 +17,10 @@ typedef enum sy_change_kind {
     SY_CHANGE_ENABLE,           /* name = route id, enabled */
     SY_CHANGE_SET_INSTANCES,    /* name = service, instances */
     SY_CHANGE_UPDATE_INSTANCES, /* name = service, deltas */
-} sy_change_kind;
+} sy__change_kind;
 
-typedef struct sy_change {
-    sy_change_kind kind;
+typedef struct sy__change {
+    sy__change_kind kind;
     const char *name;
     const char *bytes; /* APPLY / UPSERT (NUL-terminated copy) */
     size_t len;
@@ -29,18 +29,18 @@ typedef struct sy_change {
     const sy_instance *instances; /* deep copies */
     const sy_instance_delta *deltas;
     size_t count;
-} sy_change;
+} sy__change;
 
 struct sy_change_set {
     sy_router *router;
-    sy_alloc alloc;
-    sy_arena arena; /* every copy */
-    sy_change *items;
+    sy__alloc alloc;
+    sy__arena arena; /* every copy */
+    sy__change *items;
     size_t count, cap;
     bool committed; /* published once: a second commit is refused */
 };
 
 /* What a change is, for messages: "apply 'orders'", "remove 'r1'"... */
-const char *sy_change_kind_name(sy_change_kind k);
+const char *sy__change_kind_name(sy__change_kind k);
 
 #endif

@@ -25,39 +25,39 @@
 #define NONE SY_NONE
 
 /* Derive the next working snapshot from `ch` (and cfg's services). */
-int sy_commit_derive(commit *c, const sy_snapshot_config *cfg,
-                     const sy_route_change *ch, size_t n, sy_error *err) {
-    const sy_alloc *a = &c->r->alloc;
-    uint64_t t0 = sy_now_monotonic_us();
+int sy__commit_derive(commit *c, const sy__snapshot_config *cfg,
+                      const sy__route_change *ch, size_t n, sy_error *err) {
+    const sy__alloc *a = &c->r->alloc;
+    uint64_t t0 = sy__now_monotonic_us();
     sy_snapshot *next;
     struct sy_route **removed;
     size_t nremoved;
-    int rc = sy_snapshot_derive(a, c->work, cfg, ch, n, c->generation, &next,
-                                &removed, &nremoved, err);
+    int rc = sy__snapshot_derive(a, c->work, cfg, ch, n, c->generation, &next,
+                                 &removed, &nremoved, err);
     if (rc)
         return rc;
-    rc = sy_vec_push(a, &c->inter, next);
+    rc = sy__vec_push(a, &c->inter, next);
     size_t t0n = c->touched.n;
     for (size_t i = 0; rc == SY_OK && i < n; i++)
         if (ch[i].route)
-            rc = sy_vec_push(a, &c->touched, ch[i].route);
+            rc = sy__vec_push(a, &c->touched, ch[i].route);
     /* every change's route has a slot in `next` */
     size_t adds = c->touched.n - t0n;
     for (size_t i = 0; rc == SY_OK && i < nremoved; i++)
-        rc = sy_vec_push(a, &c->touched, removed[i]);
-    sy_free(a, removed);
+        rc = sy__vec_push(a, &c->touched, removed[i]);
+    sy__free(a, removed);
     if (rc) {
         if (c->inter.n && c->inter.v[c->inter.n - 1] == next)
             c->inter.n--;
-        sy_snapshot_destroy(next);
-        return sy_commit_nomem(err);
+        sy__snapshot_destroy(next);
+        return sy__commit_nomem(err);
     }
     if (t0n == 0)
         c->held_adds = adds;
     else if (adds || nremoved)
         c->held_adds = 0;
     c->work = next;
-    c->derive_us += sy_now_monotonic_us() - t0;
+    c->derive_us += sy__now_monotonic_us() - t0;
     return SY_OK;
 }
 
@@ -71,7 +71,7 @@ typedef struct ptr_at {
 /* Keep the first occurrence of each pointer, in order (so new routes are
  * attached in the order the steps met them). *lead: how many of the first
  * *lead entries are kept (they stay first). */
-static int dedupe_in_order(const sy_alloc *a, ptr_vec *t, size_t *lead) {
+static int dedupe_in_order(const sy__alloc *a, ptr_vec *t, size_t *lead) {
     if (t->n < 2)
         return SY_OK;
     if (t->n <= 16) { /* one-route changes: compares, no sort, no memory */
@@ -89,20 +89,20 @@ static int dedupe_in_order(const sy_alloc *a, ptr_vec *t, size_t *lead) {
         *lead = kept_lead;
         return SY_OK;
     }
-    ptr_at *sorted = sy_malloc(a, t->n * sizeof *sorted);
-    bool *first = sy_calloc(a, t->n, sizeof *first);
+    ptr_at *sorted = sy__malloc(a, t->n * sizeof *sorted);
+    bool *first = sy__calloc(a, t->n, sizeof *first);
     if (!sorted || !first) {
-        sy_free(a, sorted);
-        sy_free(a, first);
+        sy__free(a, sorted);
+        sy__free(a, first);
         return SY_ENOMEM;
     }
     for (size_t i = 0; i < t->n; i++)
         sorted[i] = (ptr_at){(uint64_t)(uintptr_t)t->v[i], i};
     /* stable: of equal pointers the first occurrence comes first */
-    if (!sy_sort_by_u64(a, sorted, t->n, sizeof *sorted,
-                        offsetof(ptr_at, ptr))) {
-        sy_free(a, sorted);
-        sy_free(a, first);
+    if (!sy__sort_by_u64(a, sorted, t->n, sizeof *sorted,
+                         offsetof(ptr_at, ptr))) {
+        sy__free(a, sorted);
+        sy__free(a, first);
         return SY_ENOMEM;
     }
     for (size_t i = 0; i < t->n; i++)
@@ -116,14 +116,14 @@ static int dedupe_in_order(const sy_alloc *a, ptr_vec *t, size_t *lead) {
         }
     t->n = u;
     *lead = kept_lead;
-    sy_free(a, sorted);
-    sy_free(a, first);
+    sy__free(a, sorted);
+    sy__free(a, first);
     return SY_OK;
 }
 
 static bool holds(const sy_snapshot *s, const struct sy_route *rt) {
-    uint32_t slot = sy_snapshot_find_slot(s, rt->id);
-    return slot != NONE && sy_snapshot_slot(s, slot)->route == rt;
+    uint32_t slot = sy__snapshot_find_slot(s, rt->id);
+    return slot != NONE && sy__snapshot_slot(s, slot)->route == rt;
 }
 
 /*
@@ -138,13 +138,13 @@ static int publish_work(commit *c, sy_error *err) {
     ptr_vec *t = &c->touched;
     size_t known = c->held_adds;
     if (dedupe_in_order(&r->alloc, t, &known))
-        return sy_commit_nomem(err);
+        return sy__commit_nomem(err);
     bool cur_empty = c->cur->route_count == 0;
     size_t graves = 0;
     /* 2 bits per route: held by the published / the old snapshot */
-    uint8_t *held = sy_malloc(&r->alloc, t->n + 1);
+    uint8_t *held = sy__malloc(&r->alloc, t->n + 1);
     if (!held)
-        return sy_commit_nomem(err);
+        return sy__commit_nomem(err);
     for (size_t i = 0; i < t->n; i++) {
         struct sy_route *rt = t->v[i];
         /* routes ahead (a large document's lie ~1 KB apart): the key and
@@ -158,92 +158,93 @@ static int publish_work(commit *c, sy_error *err) {
                             (!cur_empty && holds(c->cur, rt)) << 1);
         graves += held[i] == 2;
         if (held[i] == 1 && rt->key == UINT32_MAX)
-            sy_router_attach_route(r, rt); /* before readers can see it */
+            sy__router_attach_route(r, rt); /* before readers can see it */
     }
     f->key_limit = r->key_limit;
-    int rc = sy_router_graves_reserve(r, graves)
-                 ? sy_pub_publish(r->pub, &f->pub)
+    int rc = sy__router_graves_reserve(r, graves)
+                 ? sy__pub_publish(r->pub, &f->pub)
                  : SY_ENOMEM;
     if (rc) {
-        sy_free(&r->alloc, held);
-        return sy_error_set(err, rc, "",
-                            rc == SY_EBUSY
-                                ? "too many retired snapshots are still held "
-                                  "by readers (max_retired reached)"
-                                : "%s",
-                            sy_strerror(rc));
+        sy__free(&r->alloc, held);
+        return sy__error_set(err, rc, "",
+                             rc == SY_EBUSY
+                                 ? "too many retired snapshots are still held "
+                                   "by readers (max_retired reached)"
+                                 : "%s",
+                             sy_strerror(rc));
     }
     c->inter.n--; /* published: the publisher owns it now */
     for (size_t i = 0; i < t->n; i++) {
         if (held[i] == 1) {
-            struct sy_route *rt = sy_route_ref(t->v[i]);
+            struct sy_route *rt = sy__route_ref(t->v[i]);
             rt->live += rt->live != UINT16_MAX;
         } else if (held[i] == 2)
             r->graves[r->grave_count++] =
-                (sy_grave){t->v[i], f->pub.generation};
+                (sy__grave){t->v[i], f->pub.generation};
     }
-    sy_free(&r->alloc, held);
+    sy__free(&r->alloc, held);
     return SY_OK;
 }
 
 static void commit_cleanup(commit *c) {
-    const sy_alloc *a = &c->r->alloc;
+    const sy__alloc *a = &c->r->alloc;
     for (size_t i = 0; i < c->inter.n; i++)
-        sy_snapshot_destroy(c->inter.v[i]);
+        sy__snapshot_destroy(c->inter.v[i]);
     for (size_t i = 0; i < c->docs.n; i++)
         sy_document_free(c->docs.v[i]);
     for (size_t i = 0; i < c->owned.n; i++)
-        sy_route_unref(c->owned.v[i]);
+        sy__route_unref(c->owned.v[i]);
     for (size_t i = 0; c->st && i < c->r->source_count; i++)
-        sy_free(a, c->st[i].memo); /* not taken: the commit failed */
-    sy_free(a, c->inter.v);
-    sy_free(a, c->docs.v);
-    sy_free(a, c->owned.v);
-    sy_free(a, c->touched.v);
-    sy_free(a, c->st);
+        sy__free(a, c->st[i].memo); /* not taken: the commit failed */
+    sy__free(a, c->inter.v);
+    sy__free(a, c->docs.v);
+    sy__free(a, c->owned.v);
+    sy__free(a, c->touched.v);
+    sy__free(a, c->st);
 }
 
 /* Keep the document `k` (borrowed: a commit's document or a kept one) as
  * the source's newest; a full history drops its oldest after the new
  * entry holds its references (k may be that oldest). */
-static int push_history(sy_router *r, sy_source *s, const sy_history_entry *k) {
-    const sy_alloc *a = &r->alloc;
-    sy_history_entry e = *k;
+static int push_history(sy_router *r, sy__source *s,
+                        const sy__history_entry *k) {
+    const sy__alloc *a = &r->alloc;
+    sy__history_entry e = *k;
     /* positions 0..count-1 (a document without invalid routes): none kept */
     bool dense = true;
     for (size_t i = 0; k->positions && dense && i < k->count; i++)
         dense = k->positions[i] == i;
-    e.routes = sy_malloc(
+    e.routes = sy__malloc(
         a,
         k->count * (sizeof *e.routes + (dense ? 0 : sizeof *e.positions)) + 1);
-    e.issues =
-        k->issue_count ? sy_malloc(a, k->issue_count * sizeof *e.issues) : NULL;
-    e.version = k->version ? sy_strdup(a, k->version) : NULL;
+    e.issues = k->issue_count ? sy__malloc(a, k->issue_count * sizeof *e.issues)
+                              : NULL;
+    e.version = k->version ? sy__strdup(a, k->version) : NULL;
     bool full = s->history_count == r->opts.history;
     bool ok =
         e.routes && (e.issues || !k->issue_count) && (e.version || !k->version);
     if (ok && !full) {
-        sy_history_entry *h =
-            sy_realloc(a, s->history, (s->history_count + 1) * sizeof *h);
+        sy__history_entry *h =
+            sy__realloc(a, s->history, (s->history_count + 1) * sizeof *h);
         if (h)
             s->history = h;
         ok = h != NULL;
     }
     if (!ok) {
-        sy_free(a, e.routes);
-        sy_free(a, e.issues);
-        sy_free(a, e.version);
+        sy__free(a, e.routes);
+        sy__free(a, e.issues);
+        sy__free(a, e.version);
         return SY_ENOMEM;
     }
     if (k->issue_count)
         memcpy(e.issues, k->issues, k->issue_count * sizeof *e.issues);
     e.positions = dense ? NULL : (uint32_t *)(void *)(e.routes + e.count);
     for (size_t i = 0; i < e.count; i++)
-        e.routes[i] = sy_route_ref(k->routes[i]);
+        e.routes[i] = sy__route_ref(k->routes[i]);
     if (!dense)
         memcpy(e.positions, k->positions, e.count * sizeof *e.positions);
     if (full) {
-        sy_history_entry_free(r, &s->history[0]);
+        sy__history_entry_free(r, &s->history[0]);
         memmove(s->history, s->history + 1,
                 (s->history_count - 1) * sizeof *s->history);
         s->history_count--;
@@ -256,7 +257,7 @@ static int push_history(sy_router *r, sy_source *s, const sy_history_entry *k) {
 static void sources_follow(commit *c, int64_t now) {
     sy_router *r = c->r;
     for (size_t i = 0; i < r->source_count; i++) {
-        sy_source *s = &r->sources[i];
+        sy__source *s = &r->sources[i];
         src_state *st = &c->st[i];
         if (st->outcome) {
             s->last_apply_ms = now;
@@ -270,13 +271,13 @@ static void sources_follow(commit *c, int64_t now) {
         if (!st->touched)
             continue;
         if (st->version != s->version) {
-            char *v = st->version ? sy_strdup(&r->alloc, st->version) : NULL;
-            sy_free(&r->alloc, s->version);
+            char *v = st->version ? sy__strdup(&r->alloc, st->version) : NULL;
+            sy__free(&r->alloc, s->version);
             s->version = v;
         }
         s->checksum = st->checksum;
         if (st->memo || st->memo_drop) { /* the memo of the routes now */
-            sy_free(&r->alloc, s->memo);
+            sy__free(&r->alloc, s->memo);
             s->memo = st->memo;
             s->memo_count = st->memo_count;
             st->memo = NULL;
@@ -285,25 +286,25 @@ static void sources_follow(commit *c, int64_t now) {
         s->modified = st->modified;
         s->next_pos = st->next_pos;
         if (st->keep && push_history(r, s, &st->kept))
-            sy_router_log(r, SY_LOG_WARN,
-                          "source %s: history not kept (out of memory)",
-                          s->name);
+            sy__router_log(r, SY_LOG_WARN,
+                           "source %s: history not kept (out of memory)",
+                           s->name);
     }
 }
 
 /* The source a failed change was about, if any: its status says so. */
-static void note_failure(commit *c, const sy_change *ch, int64_t now,
+static void note_failure(commit *c, const sy__change *ch, int64_t now,
                          const sy_error *e) {
     sy_router *r = c->r;
-    sy_source *s = NULL;
+    sy__source *s = NULL;
     if (ch->kind == SY_CHANGE_APPLY || ch->kind == SY_CHANGE_ROLLBACK ||
         ch->kind == SY_CHANGE_UPSERT) {
-        s = sy_router_find_source(r, ch->name);
+        s = sy__router_find_source(r, ch->name);
     } else if (ch->kind == SY_CHANGE_REMOVE || ch->kind == SY_CHANGE_ENABLE) {
         /* a change of one route is its source's failure */
-        uint32_t slot = sy_snapshot_find_slot(c->work, ch->name);
+        uint32_t slot = sy__snapshot_find_slot(c->work, ch->name);
         if (slot != NONE)
-            s = &r->sources[sy_snapshot_slot(c->work, slot)->source];
+            s = &r->sources[sy__snapshot_slot(c->work, slot)->source];
     }
     if (!s)
         return;
@@ -316,13 +317,13 @@ static void note_failure(commit *c, const sy_change *ch, int64_t now,
 /* After the publish: what one part did, for the log. */
 static void log_part(sy_router *r, const sy_report *p) {
     if (p->version_not_bumped)
-        sy_router_log(
+        sy__router_log(
             r, SY_LOG_WARN,
             "source %s: version %s applied again with different content: "
             "the publisher did not bump the version",
             p->source, p->version);
     if (p->diff && p->source && !p->skipped)
-        sy_router_log(
+        sy__router_log(
             r, SY_LOG_INFO,
             "source %s: version %s: %zu added, %zu updated, %zu "
             "removed, %zu unchanged (generation %llu)",
@@ -332,22 +333,22 @@ static void log_part(sy_router *r, const sy_report *p) {
             (unsigned long long)p->generation);
 }
 
-int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
-                  bool dry, sy_report **report, sy_error *err) {
+int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
+                   bool dry, sy_report **report, sy_error *err) {
     commit c;
     memset(&c, 0, sizeof c);
     c.r = r;
-    c.cur = c.work = sy_router_current(r);
+    c.cur = c.work = sy__router_current(r);
     c.generation = c.cur->pub.generation + 1;
-    sy_report *all = single ? NULL : sy_report_new(&r->alloc, NULL);
+    sy_report *all = single ? NULL : sy__report_new(&r->alloc, NULL);
     sy_error local;
     if (!err)
         err = &local;
     memset(err, 0, sizeof *err);
-    c.st = sy_calloc(&r->alloc, r->source_count + 1, sizeof *c.st);
-    int rc = (!single && !all) || !c.st ? sy_commit_nomem(err) : SY_OK;
+    c.st = sy__calloc(&r->alloc, r->source_count + 1, sizeof *c.st);
+    int rc = (!single && !all) || !c.st ? sy__commit_nomem(err) : SY_OK;
     for (size_t i = 0; i < r->source_count && c.st; i++) {
-        const sy_source *s = &r->sources[i];
+        const sy__source *s = &r->sources[i];
         memset(&c.st[i], 0, sizeof c.st[i]);
         c.st[i].version = s->version;
         c.st[i].checksum = s->checksum;
@@ -358,24 +359,24 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
     sy_report *part = NULL;
     size_t failed = n; /* n: no change failed, the publish did */
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
-        rc = sy_commit_step(&c, &items[i], &part, err);
+        rc = sy__commit_step(&c, &items[i], &part, err);
         if (rc) {
             failed = i;
             break;
         }
-        if (!single && sy_report_add_part(all, part)) {
+        if (!single && sy__report_add_part(all, part)) {
             sy_report_free(part);
-            rc = sy_commit_nomem(err);
+            rc = sy__commit_nomem(err);
             failed = i;
         }
         if (!single)
             part = NULL;
     }
-    uint64_t t1 = sy_now_monotonic_us();
+    uint64_t t1 = sy__now_monotonic_us();
     if (rc == SY_OK && c.inter.n && !dry)
         rc = publish_work(&c, err);
-    uint64_t publish_us = sy_now_monotonic_us() - t1 + c.derive_us;
-    int64_t now = sy_now_realtime_ms(); /* wall time, for operators */
+    uint64_t publish_us = sy__now_monotonic_us() - t1 + c.derive_us;
+    int64_t now = sy__now_realtime_ms(); /* wall time, for operators */
     if (rc) {
         /* a refused publish is a failed attempt of every change */
         for (size_t i = failed < n ? failed : 0;
@@ -385,7 +386,7 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             char msg[sizeof err->message + 128];
             int k = snprintf(
                 msg, sizeof msg, "change %zu (%s '%.40s'): ", failed,
-                sy_change_kind_name(items[failed].kind), items[failed].name);
+                sy__change_kind_name(items[failed].kind), items[failed].name);
             size_t used = k > 0 ? (size_t)k : 0;
             size_t rest = sizeof err->message - 1 - used;
             memcpy(msg + used, err->message, rest);
@@ -399,7 +400,7 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
         if (rep) {
             /* best effort: the error is also in *err */
             if (err->code && rep->issue_count == 0)
-                (void)sy_report_add_issue(rep, err);
+                (void)sy__report_add_issue(rep, err);
             rep->failed_change = failed < n ? (long)failed : -1;
         }
         if (!single)
@@ -410,9 +411,9 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
         else
             sy_report_free(rep);
         if (!dry)
-            sy_router_log(r, SY_LOG_ERROR,
-                          "commit rejected, nothing changed: %s%s%s", err->path,
-                          *err->path ? ": " : "", err->message);
+            sy__router_log(r, SY_LOG_ERROR,
+                           "commit rejected, nothing changed: %s%s%s",
+                           err->path, *err->path ? ": " : "", err->message);
         return rc;
     }
     if (dry) { /* a check: everything held, nothing published or kept */
@@ -424,14 +425,14 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             sy_report_free(rep);
         return SY_OK;
     }
-    uint64_t gen = sy_router_current(r)->pub.generation;
+    uint64_t gen = sy__router_current(r)->pub.generation;
     sources_follow(&c, now);
     r->commits++;
     commit_cleanup(&c);
-    sy_router_bury(r);
+    sy__router_bury(r);
     if (r->opts.retired_warn_ms)
-        sy_pub_check_held(r->pub, r->opts.retired_warn_ms, sy_router_held_cb,
-                          r);
+        sy__pub_check_held(r->pub, r->opts.retired_warn_ms, sy__router_held_cb,
+                           r);
     sy_report *const *parts = single ? &part : all->parts;
     size_t nparts = single ? 1 : all->part_count;
     for (size_t i = 0; i < nparts; i++) {
@@ -444,7 +445,7 @@ int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
             r->instance_updates++;
         log_part(r, p);
         if (!p->noop)
-            sy_router_event(r, p);
+            sy__router_event(r, p);
     }
     if (all)
         all->generation = gen;

@@ -15,7 +15,7 @@
  * nothing and change nothing (sy_router_check). *report (may be NULL) as the
  * public calls document.
  */
-int sy_commit_run(sy_router *r, const sy_change *items, size_t n, bool single,
-                  bool dry, sy_report **report, sy_error *err);
+int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
+                   bool dry, sy_report **report, sy_error *err);
 
 #endif

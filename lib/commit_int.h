@@ -15,10 +15,10 @@ typedef struct ptr_vec {
     size_t n, cap;
 } ptr_vec;
 
-static inline int sy_vec_push(const sy_alloc *a, ptr_vec *pv, void *p) {
+static inline int sy__vec_push(const sy__alloc *a, ptr_vec *pv, void *p) {
     if (pv->n == pv->cap) {
         size_t cap = pv->cap ? pv->cap * 2 : 16;
-        void **v = sy_realloc(a, pv->v, cap * sizeof *v);
+        void **v = sy__realloc(a, pv->v, cap * sizeof *v);
         if (!v)
             return SY_ENOMEM;
         pv->v = v;
@@ -37,11 +37,11 @@ typedef struct src_state {
     /* the document to keep in the history (the last apply's or the kept
      * one a rollback put back; borrowed until the sources follow) */
     bool keep;
-    sy_history_entry kept;
+    sy__history_entry kept;
     /* a rollback left no memo (it parsed nothing): the live one goes */
     bool memo_drop;
-    int outcome;               /* 0 none, 1 applied, 2 skipped */
-    struct sy_span_memo *memo; /* this commit's last apply's memo, owned */
+    int outcome;                /* 0 none, 1 applied, 2 skipped */
+    struct sy__span_memo *memo; /* this commit's last apply's memo, owned */
     size_t memo_count;
 } src_state;
 
@@ -62,18 +62,18 @@ typedef struct commit {
     size_t held_adds;
 } commit;
 
-static inline int sy_commit_nomem(sy_error *err) {
-    return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+static inline int sy__commit_nomem(sy_error *err) {
+    return sy__error_set(err, SY_ENOMEM, "", "out of memory");
 }
 
 /* Derive the next working snapshot from `ch` (and cfg's services): the
  * changes' routes and the removed ones are noted as touched. */
-int sy_commit_derive(commit *c, const sy_snapshot_config *cfg,
-                     const sy_route_change *ch, size_t n, sy_error *err);
+int sy__commit_derive(commit *c, const sy__snapshot_config *cfg,
+                      const sy__route_change *ch, size_t n, sy_error *err);
 
 /* Run one staged change on the working state: its part report in *rep
  * (also on failure, when there is one). */
-int sy_commit_step(commit *c, const sy_change *ch, sy_report **rep,
-                   sy_error *err);
+int sy__commit_step(commit *c, const sy__change *ch, sy_report **rep,
+                    sy_error *err);
 
 #endif

@@ -36,7 +36,7 @@ typedef struct at_entry {
 } at_entry;
 
 typedef struct reuse_ctx {
-    const sy_alloc *alloc;
+    const sy__alloc *alloc;
     const sy_snapshot *work;
     uint32_t source;
     bool spans_tried;  /* spans_build ran */
@@ -56,19 +56,19 @@ static void at_build(reuse_ctx *rc, uint32_t next_pos) {
     if (!s->route_count || !next_pos ||
         next_pos > 4 * (size_t)s->route_count + 64)
         return;
-    rc->at = sy_calloc(rc->alloc, next_pos, sizeof *rc->at);
+    rc->at = sy__calloc(rc->alloc, next_pos, sizeof *rc->at);
     if (!rc->at)
         return;
     rc->at_count = next_pos;
     for (uint32_t i = 0; i < s->slot_count; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, i);
+        const sy__slot *sl = sy__snapshot_slot(s, i);
         size_t pos = (size_t)(sl->key & 0xffffffu);
         if (!sl->route || sl->source != rc->source)
             continue;
         if (pos >= rc->at_count || rc->at[pos].route) {
             /* every route of the source must be in the table exactly once
              * (source_routes reads it): never expected, but then none */
-            sy_free(rc->alloc, rc->at);
+            sy__free(rc->alloc, rc->at);
             rc->at = NULL;
             rc->at_count = 0;
             return;
@@ -87,12 +87,12 @@ static void spans_build(reuse_ctx *rc) {
     size_t cap = 16;
     while (cap < 2 * (size_t)s->route_count)
         cap *= 2;
-    rc->spans = sy_calloc(rc->alloc, cap, sizeof *rc->spans);
+    rc->spans = sy__calloc(rc->alloc, cap, sizeof *rc->spans);
     if (!rc->spans)
         return;
     rc->mask = cap - 1;
     for (uint32_t i = 0; i < s->slot_count; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, i);
+        const sy__slot *sl = sy__snapshot_slot(s, i);
         const struct sy_route *rt = sl->route;
         if (!rt || sl->source != rc->source || !rt->span_len)
             continue;
@@ -136,7 +136,7 @@ static size_t reuse_position(void *data, const struct sy_route *rt) {
         rt->span_len ? span_find(rc, rt->span_hash, rt->span_len) : NULL;
     if (!e || e->route != rt)
         return SIZE_MAX;
-    return (size_t)(sy_snapshot_slot(rc->work, e->slot)->key & 0xffffffu);
+    return (size_t)(sy__snapshot_slot(rc->work, e->slot)->key & 0xffffffu);
 }
 
 /* The live routes of the apply's source in rank order, but those whose
@@ -153,33 +153,34 @@ static const struct sy_route **source_routes(sy_router *r, const reuse_ctx *rc,
     const sy_snapshot *s = rc->work;
     size_t n = 0;
     if (rc->at) {
-        keyed_route *kr = sy_malloc(&r->alloc, (rc->at_count + 1) * sizeof *kr);
+        keyed_route *kr =
+            sy__malloc(&r->alloc, (rc->at_count + 1) * sizeof *kr);
         const struct sy_route **v =
-            kr ? sy_malloc(&r->alloc, (rc->at_count + 1) * sizeof *v) : NULL;
+            kr ? sy__malloc(&r->alloc, (rc->at_count + 1) * sizeof *v) : NULL;
         if (v) {
             for (size_t p = 0; p < rc->at_count; p++) {
                 const at_entry *e = &rc->at[p];
                 if (e->route && !(skip && skip[e->slot]))
-                    kr[n++] = (keyed_route){sy_snapshot_slot(s, e->slot)->key,
+                    kr[n++] = (keyed_route){sy__snapshot_slot(s, e->slot)->key,
                                             e->route};
             }
-            if (sy_sort_by_u64(&r->alloc, kr, n, sizeof *kr,
-                               offsetof(keyed_route, key)))
+            if (sy__sort_by_u64(&r->alloc, kr, n, sizeof *kr,
+                                offsetof(keyed_route, key)))
                 for (size_t i = 0; i < n; i++)
                     v[i] = kr[i].route;
             else
-                sy_free(&r->alloc, v), v = NULL;
+                sy__free(&r->alloc, v), v = NULL;
         }
-        sy_free(&r->alloc, kr);
+        sy__free(&r->alloc, kr);
         *count = v ? n : 0;
         return v;
     }
     const struct sy_route **v =
-        sy_malloc(&r->alloc, (s->route_count + 1) * sizeof *v);
+        sy__malloc(&r->alloc, (s->route_count + 1) * sizeof *v);
     if (v)
         for (size_t i = 0; i < s->route_count; i++) {
-            uint32_t slot = sy_snapshot_rank_at(s, i);
-            const sy_slot *sl = sy_snapshot_slot(s, slot);
+            uint32_t slot = sy__snapshot_rank_at(s, i);
+            const sy__slot *sl = sy__snapshot_slot(s, slot);
             if (sl->source == rc->source && !(skip && skip[slot]))
                 v[n++] = sl->route;
         }
@@ -194,12 +195,12 @@ static const struct sy_route *reuse_live(void *data, const char *id,
     const reuse_ctx *rc = data;
     if (!rc->work->route_count) /* (an empty table: no id to hash) */
         return NULL;
-    uint32_t slot = sy_snapshot_find_slot(rc->work, id);
+    uint32_t slot = sy__snapshot_find_slot(rc->work, id);
     if (slot == NONE ||
-        sy_snapshot_slot(rc->work, slot)->source != rc->source ||
-        sy_snapshot_slot(rc->work, slot)->route->fingerprint != fingerprint)
+        sy__snapshot_slot(rc->work, slot)->source != rc->source ||
+        sy__snapshot_slot(rc->work, slot)->route->fingerprint != fingerprint)
         return NULL;
-    return sy_snapshot_slot(rc->work, slot)->route;
+    return sy__snapshot_slot(rc->work, slot)->route;
 }
 
 static bool same_text(const char *a, const char *b) {
@@ -209,9 +210,9 @@ static bool same_text(const char *a, const char *b) {
 /* ---- the steps ---- */
 
 /* The memo of source si's last apply: this commit's, else the live one. */
-static sy_span_memo *source_memo(commit *c, uint32_t si, size_t *count) {
+static sy__span_memo *source_memo(commit *c, uint32_t si, size_t *count) {
     src_state *st = &c->st[si];
-    sy_source *s = &c->r->sources[si];
+    sy__source *s = &c->r->sources[si];
     if (!st->memo && st->memo_drop) { /* a rollback came before */
         *count = 0;
         return NULL;
@@ -227,42 +228,43 @@ static sy_span_memo *source_memo(commit *c, uint32_t si, size_t *count) {
 static void memo_forget(commit *c, uint32_t si, const struct sy_route *old,
                         uint32_t pos) {
     size_t n;
-    sy_span_memo *m = source_memo(c, si, &n);
+    sy__span_memo *m = source_memo(c, si, &n);
     if (m && pos < n && m[pos].route == old)
         m[pos].route = NULL;
 }
 
 /* Derive the next snapshot from a document's changes (and free them),
  * the parse time (since t0) reported first. */
-static int derive_document(commit *c, sy_route_change *ch, size_t nch,
+static int derive_document(commit *c, sy__route_change *ch, size_t nch,
                            sy_report *rep, uint64_t t0, sy_error *err) {
-    rep->parse_us = sy_now_monotonic_us() - t0;
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
-    int rc = sy_commit_derive(c, &cfg, ch, nch, err);
-    sy_free(&c->r->alloc, ch);
+    rep->parse_us = sy__now_monotonic_us() - t0;
+    sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
+    int rc = sy__commit_derive(c, &cfg, ch, nch, err);
+    sy__free(&c->r->alloc, ch);
     return rc;
 }
 
 /* The changes that make source `si` hold exactly the document's routes. */
 static int document_changes(commit *c, uint32_t si, const sy_document *doc,
                             reuse_ctx *rctx, sy_report *rep,
-                            sy_route_change **out, size_t *nout,
+                            sy__route_change **out, size_t *nout,
                             sy_error *err) {
     sy_router *r = c->r;
     const sy_snapshot *w = c->work;
     size_t n = sy_document_route_count(doc);
-    const struct sy_route **keep = sy_malloc(&r->alloc, (n + 1) * sizeof *keep);
-    sy_route_change *ch =
-        sy_malloc(&r->alloc, (n + w->route_count + 1) * sizeof *ch);
+    const struct sy_route **keep =
+        sy__malloc(&r->alloc, (n + 1) * sizeof *keep);
+    sy__route_change *ch =
+        sy__malloc(&r->alloc, (n + w->route_count + 1) * sizeof *ch);
     /* Routes the parse shared by bytes are the live route object of their
      * slot: found through the span table without an id lookup, and left
      * out of the diff (they are unchanged; `shared` marks their slots). */
-    bool *shared = sy_calloc(&r->alloc, (size_t)w->slot_count + 1, 1);
+    bool *shared = sy__calloc(&r->alloc, (size_t)w->slot_count + 1, 1);
     size_t kept = 0, nch = 0, old_count = 0, nshared = 0;
     const struct sy_route **old = NULL;
     int rc = SY_OK;
     if (!keep || !ch || !shared)
-        rc = sy_commit_nomem(err);
+        rc = sy__commit_nomem(err);
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         const struct sy_route *rt = doc->routes[i];
         uint32_t pos = doc->positions[i];
@@ -278,9 +280,9 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
             }
         }
         if (pos > SY_RANK_POS_MAX) {
-            rc = sy_error_set(err, SY_ELIMIT, "routes",
-                              "a source holds at most %u routes",
-                              SY_RANK_POS_MAX + 1);
+            rc = sy__error_set(err, SY_ELIMIT, "routes",
+                               "a source holds at most %u routes",
+                               SY_RANK_POS_MAX + 1);
             break;
         }
         /* a route the parse shared by its bytes and position is that
@@ -293,7 +295,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
              * route, so its key differs from the one wanted at most in the
              * position */
             uint32_t slot = rctx->at[prev].slot;
-            const sy_slot *sl = sy_snapshot_slot(w, slot);
+            const sy__slot *sl = sy__snapshot_slot(w, slot);
             shared[slot] = true;
             nshared++;
             if ((sl->key & 0xffffffu) == pos)
@@ -302,61 +304,61 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
         /* (an empty table holds no id: a first apply hashes none) */
         uint32_t slot = prev < rctx->at_count && rctx->at[prev].route == rt
                             ? rctx->at[prev].slot
-                        : w->route_count ? sy_snapshot_find_slot(w, rt->id)
+                        : w->route_count ? sy__snapshot_find_slot(w, rt->id)
                                          : NONE;
-        if (slot != NONE && sy_snapshot_slot(w, slot)->route == rt &&
-            sy_snapshot_slot(w, slot)->source == si && !shared[slot]) {
+        if (slot != NONE && sy__snapshot_slot(w, slot)->route == rt &&
+            sy__snapshot_slot(w, slot)->source == si && !shared[slot]) {
             shared[slot] = true;
             nshared++;
         }
-        if (slot != NONE && sy_snapshot_slot(w, slot)->source != si) {
+        if (slot != NONE && sy__snapshot_slot(w, slot)->source != si) {
             /* an id owned by another source is an error of this document */
             sy_error e;
             char path[64];
             snprintf(path, sizeof path, "%s[%u].id",
                      doc->envelope ? "routes" : "", pos);
-            sy_error_set(&e, SY_EDUPLICATE, path,
-                         "route id '%s' is already defined by source '%s'",
-                         rt->id,
-                         r->sources[sy_snapshot_slot(w, slot)->source].name);
+            sy__error_set(&e, SY_EDUPLICATE, path,
+                          "route id '%s' is already defined by source '%s'",
+                          rt->id,
+                          r->sources[sy__snapshot_slot(w, slot)->source].name);
             if (!r->opts.lenient) {
                 if (err)
                     *err = e;
                 rc = SY_EDUPLICATE;
-            } else if (sy_report_add_issue(rep, &e)) {
-                rc = sy_commit_nomem(err);
+            } else if (sy__report_add_issue(rep, &e)) {
+                rc = sy__commit_nomem(err);
             }
             continue;
         }
         if (!shared[slot == NONE ? w->slot_count : slot])
             keep[kept++] = rt;
-        uint64_t key = sy_rank_key(rt->order, si, pos);
-        if (slot != NONE && sy_snapshot_slot(w, slot)->key == key &&
-            sy_snapshot_slot(w, slot)->route->fingerprint == rt->fingerprint)
+        uint64_t key = sy__rank_key(rt->order, si, pos);
+        if (slot != NONE && sy__snapshot_slot(w, slot)->key == key &&
+            sy__snapshot_slot(w, slot)->route->fingerprint == rt->fingerprint)
             continue; /* unchanged, same rank: shared as it is */
         /* same meaning at a new rank: keep sharing the compiled route */
         struct sy_route *use =
-            slot != NONE && sy_snapshot_slot(w, slot)->route->fingerprint ==
+            slot != NONE && sy__snapshot_slot(w, slot)->route->fingerprint ==
                                 rt->fingerprint
-                ? sy_snapshot_slot(w, slot)->route
+                ? sy__snapshot_slot(w, slot)->route
                 : (struct sy_route *)rt;
-        ch[nch++] = (sy_route_change){rt->id, use, key, si};
+        ch[nch++] = (sy__route_change){rt->id, use, key, si};
     }
     if (rc == SY_OK && !(old = source_routes(r, rctx, shared, &old_count)))
-        rc = sy_commit_nomem(err);
+        rc = sy__commit_nomem(err);
     if (rc == SY_OK &&
-        sy_diff_routes(&r->alloc, old, old_count, keep, kept, &rep->diff))
-        rc = sy_commit_nomem(err);
+        sy__diff_routes(&r->alloc, old, old_count, keep, kept, &rep->diff))
+        rc = sy__commit_nomem(err);
     if (rc == SY_OK)
-        sy_diff_add_unchanged(rep->diff, nshared);
+        sy__diff_add_unchanged(rep->diff, nshared);
     for (size_t i = 0; rc == SY_OK && i < sy_diff_removed_count(rep->diff); i++)
         ch[nch++] =
-            (sy_route_change){sy_diff_removed(rep->diff, i), NULL, 0, si};
-    sy_free(&r->alloc, keep);
-    sy_free(&r->alloc, old);
-    sy_free(&r->alloc, shared);
+            (sy__route_change){sy_diff_removed(rep->diff, i), NULL, 0, si};
+    sy__free(&r->alloc, keep);
+    sy__free(&r->alloc, old);
+    sy__free(&r->alloc, shared);
     if (rc) {
-        sy_free(&r->alloc, ch);
+        sy__free(&r->alloc, ch);
         return rc;
     }
     *out = ch;
@@ -369,57 +371,58 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
                           sy_error *err) {
     sy_router *r = c->r;
     src_state *st = &c->st[si];
-    uint64_t t0 = sy_now_monotonic_us();
+    uint64_t t0 = sy__now_monotonic_us();
     sy_document *doc = NULL;
     /* Parsed with the router's own options (r->popts: registry, limits,
      * lenient or strict), set when the router is created and never changed:
      * so a live route built from the same bytes is the route those bytes
      * build now, and the parse may share it (reuse_bytes). */
-    sy_def_reuse reuse = {reuse_live,
-                          reuse_bytes,
-                          (void *)rctx,
-                          reuse_at,
-                          reuse_position,
-                          rctx->at_count + 16,
-                          NULL,
-                          0,
-                          c->work->route_count == 0};
+    sy__def_reuse reuse = {reuse_live,
+                           reuse_bytes,
+                           (void *)rctx,
+                           reuse_at,
+                           reuse_position,
+                           rctx->at_count + 16,
+                           NULL,
+                           0,
+                           c->work->route_count == 0};
     /* the memo of the source's last apply (this commit's, else the live
      * one): its entries name live routes only, as a one-route change
      * forgets the entry of the route it replaces or removes
      * (memo_forget), so none can name a freed route */
     reuse.memo = source_memo(c, si, &reuse.memo_count);
-    int rc = sy_document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
+    int rc =
+        sy__document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
     if (rc)
         return rc;
-    if (sy_vec_push(&r->alloc, &c->docs, doc)) {
+    if (sy__vec_push(&r->alloc, &c->docs, doc)) {
         sy_document_free(doc);
-        return sy_commit_nomem(err);
+        return sy__commit_nomem(err);
     }
     const char *version = sy_document_version(doc);
-    if (version && !(rep->version = sy_strdup(&r->alloc, version)))
-        return sy_commit_nomem(err);
+    if (version && !(rep->version = sy__strdup(&r->alloc, version)))
+        return sy__commit_nomem(err);
     /* a lenient apply must not drop routes silently: no room to report
      * an issue fails the apply */
     for (size_t i = 0; i < sy_document_issue_count(doc); i++)
-        if (sy_report_add_issue(rep, sy_document_issue(doc, i)))
-            return sy_commit_nomem(err);
+        if (sy__report_add_issue(rep, sy_document_issue(doc, i)))
+            return sy__commit_nomem(err);
     if (sy_document_route_count(doc) == 0 && sy_document_issue_count(doc))
-        return sy_error_set(err, SY_EINVALIDDOC, "",
-                            "no route of the document is valid (%zu invalid); "
-                            "nothing changed",
-                            sy_document_issue_count(doc));
+        return sy__error_set(err, SY_EINVALIDDOC, "",
+                             "no route of the document is valid (%zu invalid); "
+                             "nothing changed",
+                             sy_document_issue_count(doc));
     bool same_version = same_text(version, st->version);
     bool same_bytes = sy_document_checksum(doc) == st->checksum;
     if (!force && st->applied && !st->modified &&
         (same_bytes || (same_version && r->opts.skip_same_version))) {
         rep->skipped = true;
-        rep->parse_us = sy_now_monotonic_us() - t0;
+        rep->parse_us = sy__now_monotonic_us() - t0;
         st->outcome = st->outcome ? st->outcome : 2;
         return SY_OK;
     }
     rep->version_not_bumped = st->applied && same_version && !same_bytes;
-    sy_route_change *ch;
+    sy__route_change *ch;
     size_t nch;
     rc = document_changes(c, si, doc, rctx, rep, &ch, &nch, err);
     if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
@@ -436,16 +439,16 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
         if (doc->positions[i] >= st->next_pos)
             st->next_pos = doc->positions[i] + 1;
     st->keep = true;
-    st->kept = (sy_history_entry){(char *)(uintptr_t)version,
-                                  doc->checksum,
-                                  doc->routes,
-                                  doc->positions,
-                                  doc->route_count,
-                                  doc->issues,
-                                  doc->issue_count,
-                                  doc->envelope};
+    st->kept = (sy__history_entry){(char *)(uintptr_t)version,
+                                   doc->checksum,
+                                   doc->routes,
+                                   doc->positions,
+                                   doc->route_count,
+                                   doc->issues,
+                                   doc->issue_count,
+                                   doc->envelope};
     /* what this apply learnt: the next one's memo, if the commit holds */
-    sy_free(&r->alloc, st->memo);
+    sy__free(&r->alloc, st->memo);
     st->memo = doc->memo;
     st->memo_count = doc->memo_count;
     doc->memo = NULL;
@@ -460,8 +463,8 @@ static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
     reuse_ctx rctx = {&c->r->alloc, c->work, si, false, NULL, 0, NULL, 0};
     at_build(&rctx, c->st[si].next_pos);
     int rc = apply_document(c, si, json, len, force, &rctx, rep, err);
-    sy_free(&c->r->alloc, rctx.spans);
-    sy_free(&c->r->alloc, rctx.at);
+    sy__free(&c->r->alloc, rctx.spans);
+    sy__free(&c->r->alloc, rctx.at);
     return rc;
 }
 
@@ -472,11 +475,11 @@ static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
 static int step_rollback(commit *c, uint32_t si, const char *version,
                          sy_report *rep, sy_error *err) {
     sy_router *r = c->r;
-    const sy_source *src = &r->sources[si];
+    const sy__source *src = &r->sources[si];
     src_state *st = &c->st[si];
-    uint64_t t0 = sy_now_monotonic_us();
+    uint64_t t0 = sy__now_monotonic_us();
     /* version NULL: the document before the current one */
-    const sy_history_entry *e = NULL;
+    const sy__history_entry *e = NULL;
     if (!version) {
         if (src->history_count >= 2)
             e = &src->history[src->history_count - 2];
@@ -488,14 +491,14 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
             }
     }
     if (!e)
-        return sy_error_set(err, SY_ENOTFOUND, "",
-                            "source '%s' has no kept version '%s'", src->name,
-                            version ? version : "(previous)");
-    if (e->version && !(rep->version = sy_strdup(&r->alloc, e->version)))
-        return sy_commit_nomem(err);
+        return sy__error_set(err, SY_ENOTFOUND, "",
+                             "source '%s' has no kept version '%s'", src->name,
+                             version ? version : "(previous)");
+    if (e->version && !(rep->version = sy__strdup(&r->alloc, e->version)))
+        return sy__commit_nomem(err);
     for (size_t i = 0; i < e->issue_count; i++)
-        if (sy_report_add_issue(rep, &e->issues[i]))
-            return sy_commit_nomem(err);
+        if (sy__report_add_issue(rep, &e->issues[i]))
+            return sy__commit_nomem(err);
     rep->version_not_bumped = st->applied &&
                               same_text(e->version, st->version) &&
                               e->checksum != st->checksum;
@@ -505,9 +508,9 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     memset(&doc, 0, sizeof doc);
     uint32_t *dense = NULL;
     if (!e->positions) {
-        dense = sy_malloc(&r->alloc, (e->count + 1) * sizeof *dense);
+        dense = sy__malloc(&r->alloc, (e->count + 1) * sizeof *dense);
         if (!dense)
-            return sy_commit_nomem(err);
+            return sy__commit_nomem(err);
         for (size_t i = 0; i < e->count; i++)
             dense[i] = (uint32_t)i;
     }
@@ -517,12 +520,12 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     doc.envelope = e->envelope;
     reuse_ctx rctx = {&r->alloc, c->work, si, false, NULL, 0, NULL, 0};
     at_build(&rctx, st->next_pos);
-    sy_route_change *ch;
+    sy__route_change *ch;
     size_t nch;
     int rc = document_changes(c, si, &doc, &rctx, rep, &ch, &nch, err);
-    sy_free(&r->alloc, rctx.spans);
-    sy_free(&r->alloc, rctx.at);
-    sy_free(&r->alloc, dense);
+    sy__free(&r->alloc, rctx.spans);
+    sy__free(&r->alloc, rctx.at);
+    sy__free(&r->alloc, dense);
     if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
         return rc;
     st->version = e->version;
@@ -537,7 +540,7 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     st->keep = true;
     st->kept = *e; /* the entry stays until the sources follow */
     /* no parse, no memo: the next apply reads the document once */
-    sy_free(&r->alloc, st->memo);
+    sy__free(&r->alloc, st->memo);
     st->memo = NULL;
     st->memo_count = 0;
     st->memo_drop = true;
@@ -552,12 +555,12 @@ static int one_route_step(commit *c, uint32_t si, const char *id,
                           struct sy_route *now, uint64_t key, sy_report *rep,
                           sy_error *err) {
     const struct sy_route *o[1] = {old}, *n[1] = {now};
-    if (sy_diff_routes(&c->r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
-                       &rep->diff))
-        return sy_commit_nomem(err);
-    sy_route_change ch = {id, now, key, si};
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
-    int rc = sy_commit_derive(c, &cfg, &ch, 1, err);
+    if (sy__diff_routes(&c->r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
+                        &rep->diff))
+        return sy__commit_nomem(err);
+    sy__route_change ch = {id, now, key, si};
+    sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
+    int rc = sy__commit_derive(c, &cfg, &ch, 1, err);
     if (rc == SY_OK) {
         c->st[si].modified = c->st[si].touched = true;
         if (old)
@@ -571,55 +574,55 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
     sy_router *r = c->r;
     src_state *st = &c->st[si];
     struct sy_route *rt;
-    int rc = sy_def_parse_route(json, len, &r->popts, "route", &rt, err);
+    int rc = sy__def_parse_route(json, len, &r->popts, "route", &rt, err);
     if (rc)
         return rc;
-    if (sy_vec_push(&r->alloc, &c->owned, rt)) {
-        sy_route_unref(rt);
-        return sy_commit_nomem(err);
+    if (sy__vec_push(&r->alloc, &c->owned, rt)) {
+        sy__route_unref(rt);
+        return sy__commit_nomem(err);
     }
     const sy_snapshot *w = c->work;
-    uint32_t slot = sy_snapshot_find_slot(w, rt->id);
+    uint32_t slot = sy__snapshot_find_slot(w, rt->id);
     uint32_t pos;
     if (slot != NONE) {
-        if (sy_snapshot_slot(w, slot)->source != si)
-            return sy_error_set(
+        if (sy__snapshot_slot(w, slot)->source != si)
+            return sy__error_set(
                 err, SY_EDUPLICATE, "route.id",
                 "route id '%s' is already defined by source "
                 "'%s'",
-                rt->id, r->sources[sy_snapshot_slot(w, slot)->source].name);
-        pos = (uint32_t)(sy_snapshot_slot(w, slot)->key & 0xffffffu);
+                rt->id, r->sources[sy__snapshot_slot(w, slot)->source].name);
+        pos = (uint32_t)(sy__snapshot_slot(w, slot)->key & 0xffffffu);
     } else {
         if (st->next_pos > SY_RANK_POS_MAX)
-            return sy_error_set(err, SY_ELIMIT, "route",
-                                "source '%s' has used all %u route positions; "
-                                "apply its whole document again to renumber",
-                                r->sources[si].name, SY_RANK_POS_MAX + 1);
+            return sy__error_set(err, SY_ELIMIT, "route",
+                                 "source '%s' has used all %u route positions; "
+                                 "apply its whole document again to renumber",
+                                 r->sources[si].name, SY_RANK_POS_MAX + 1);
         pos = st->next_pos++;
     }
     rt->doc_index = pos;
     return one_route_step(
-        c, si, rt->id, slot != NONE ? sy_snapshot_slot(w, slot)->route : NULL,
-        pos, rt, sy_rank_key(rt->order, si, pos), rep, err);
+        c, si, rt->id, slot != NONE ? sy__snapshot_slot(w, slot)->route : NULL,
+        pos, rt, sy__rank_key(rt->order, si, pos), rep, err);
 }
 
 /* The live slot of route `id` in the working snapshot and a new part
  * report for its source, or an error. */
-static int find_live(commit *c, const char *id, const sy_slot **sl,
+static int find_live(commit *c, const char *id, const sy__slot **sl,
                      sy_report **rep, sy_error *err) {
-    uint32_t slot = sy_snapshot_find_slot(c->work, id);
+    uint32_t slot = sy__snapshot_find_slot(c->work, id);
     if (slot == NONE)
-        return sy_error_set(err, SY_ENOTFOUND, "", "no route '%s'", id);
-    *sl = sy_snapshot_slot(c->work, slot);
+        return sy__error_set(err, SY_ENOTFOUND, "", "no route '%s'", id);
+    *sl = sy__snapshot_slot(c->work, slot);
     if (!(*rep =
-              sy_report_new(&c->r->alloc, c->r->sources[(*sl)->source].name)))
-        return sy_commit_nomem(err);
+              sy__report_new(&c->r->alloc, c->r->sources[(*sl)->source].name)))
+        return sy__commit_nomem(err);
     return SY_OK;
 }
 
 static int step_remove(commit *c, const char *id, sy_report **rep,
                        sy_error *err) {
-    const sy_slot *sl;
+    const sy__slot *sl;
     int rc = find_live(c, id, &sl, rep, err);
     if (rc)
         return rc;
@@ -630,7 +633,7 @@ static int step_remove(commit *c, const char *id, sy_report **rep,
 
 static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
                        sy_error *err) {
-    const sy_slot *sl;
+    const sy__slot *sl;
     int rc = find_live(c, id, &sl, rep, err);
     if (rc)
         return rc;
@@ -639,12 +642,12 @@ static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
         return SY_OK;
     }
     struct sy_route *nr;
-    rc = sy_def_route_with_enabled(sl->route, enabled, &c->r->popts, &nr, err);
+    rc = sy__def_route_with_enabled(sl->route, enabled, &c->r->popts, &nr, err);
     if (rc)
         return rc;
-    if (sy_vec_push(&c->r->alloc, &c->owned, nr)) {
-        sy_route_unref(nr);
-        return sy_commit_nomem(err);
+    if (sy__vec_push(&c->r->alloc, &c->owned, nr)) {
+        sy__route_unref(nr);
+        return sy__commit_nomem(err);
     }
     nr->doc_index = sl->route->doc_index;
     return one_route_step(c, sl->source, id, sl->route,
@@ -653,18 +656,19 @@ static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
 }
 
 /* Replace one service in the working snapshot's sorted service list. */
-static int derive_with_service(commit *c, struct sy_service *svc,
+static int derive_with_service(commit *c, struct sy__service *svc,
                                sy_error *err) {
     const sy_snapshot *w = c->work;
-    const char *name = sy_service_name(svc);
+    const char *name = sy__service_name(svc);
     size_t n = w->service_count;
-    struct sy_service **list = sy_malloc(&c->r->alloc, (n + 1) * sizeof *list);
+    struct sy__service **list =
+        sy__malloc(&c->r->alloc, (n + 1) * sizeof *list);
     if (!list)
-        return sy_commit_nomem(err);
+        return sy__commit_nomem(err);
     size_t k = 0;
     bool placed = false;
     for (size_t i = 0; i < n; i++) {
-        int cmp = strcmp(sy_service_name(w->services[i]), name);
+        int cmp = strcmp(sy__service_name(w->services[i]), name);
         if (cmp == 0) {
             list[k++] = svc;
             placed = true;
@@ -678,79 +682,80 @@ static int derive_with_service(commit *c, struct sy_service *svc,
     }
     if (!placed)
         list[k++] = svc;
-    sy_snapshot_config cfg = sy_router_snapshot_config(c->r);
+    sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
     cfg.services = list;
     cfg.service_count = k;
     cfg.replace_services = true;
-    int rc = sy_commit_derive(c, &cfg, NULL, 0, err);
-    sy_free(&c->r->alloc, list);
+    int rc = sy__commit_derive(c, &cfg, NULL, 0, err);
+    sy__free(&c->r->alloc, list);
     return rc;
 }
 
-static int step_instances(commit *c, const sy_change *ch, sy_report *rep,
+static int step_instances(commit *c, const sy__change *ch, sy_report *rep,
                           sy_error *err) {
     sy_router *r = c->r;
     const char *name = ch->name;
-    const struct sy_service *old =
-        sy_snapshot_service(c->work, name, strlen(name));
-    struct sy_service *svc = NULL, *empty = NULL;
+    const struct sy__service *old =
+        sy__snapshot_service(c->work, name, strlen(name));
+    struct sy__service *svc = NULL, *empty = NULL;
     int rc;
     for (size_t i = 0;
          !old && ch->kind == SY_CHANGE_UPDATE_INSTANCES && i < ch->count; i++)
         if (ch->deltas[i].op != SY_INSTANCE_ADD) {
             char path[48];
             snprintf(path, sizeof path, "deltas[%zu].instance.id", i);
-            return sy_error_set(err, SY_ENOTFOUND, path,
-                                "service '%s' is unknown: it has no instance "
-                                "list to change",
-                                name);
+            return sy__error_set(err, SY_ENOTFOUND, path,
+                                 "service '%s' is unknown: it has no instance "
+                                 "list to change",
+                                 name);
         }
     if (ch->kind == SY_CHANGE_UPDATE_INSTANCES) {
-        rc =
-            old ? SY_OK : sy_service_new(&r->alloc, name, NULL, 0, &empty, err);
+        rc = old ? SY_OK
+                 : sy__service_new(&r->alloc, name, NULL, 0, &empty, err);
         if (rc == SY_OK)
-            rc = sy_service_apply_deltas(old ? old : empty, ch->deltas,
-                                         ch->count, &svc, err);
-        sy_service_unref(empty);
+            rc = sy__service_apply_deltas(old ? old : empty, ch->deltas,
+                                          ch->count, &svc, err);
+        sy__service_unref(empty);
     } else {
-        rc = sy_service_new(&r->alloc, name, ch->instances, ch->count, &svc,
-                            err);
+        rc = sy__service_new(&r->alloc, name, ch->instances, ch->count, &svc,
+                             err);
     }
     if (rc)
         return rc;
-    if (!(rep->service = sy_strdup(&r->alloc, name)))
-        rc = sy_commit_nomem(err);
+    if (!(rep->service = sy__strdup(&r->alloc, name)))
+        rc = sy__commit_nomem(err);
     if (rc == SY_OK)
-        rc = sy_service_diff_compute(&r->alloc, old, svc, &rep->instances, err);
+        rc =
+            sy__service_diff_compute(&r->alloc, old, svc, &rep->instances, err);
     if (rc == SY_OK && old) {
-        sy_service_inherit_rr(svc, old);
-        sy_service_inherit_health(svc, old);
+        sy__service_inherit_rr(svc, old);
+        sy__service_inherit_health(svc, old);
     }
     if (rc == SY_OK)
         rc = derive_with_service(c, svc, err);
-    sy_service_unref(svc); /* the snapshots hold their own references */
+    sy__service_unref(svc); /* the snapshots hold their own references */
     return rc;
 }
 
 /* One staged change: its part report in *rep (also on failure, if any). */
-int sy_commit_step(commit *c, const sy_change *ch, sy_report **rep,
-                   sy_error *err) {
+int sy__commit_step(commit *c, const sy__change *ch, sy_report **rep,
+                    sy_error *err) {
     sy_router *r = c->r;
     *rep = NULL;
     bool by_source = ch->kind == SY_CHANGE_APPLY ||
                      ch->kind == SY_CHANGE_ROLLBACK ||
                      ch->kind == SY_CHANGE_UPSERT;
-    sy_source *src = by_source ? sy_router_find_source(r, ch->name) : NULL;
+    sy__source *src = by_source ? sy__router_find_source(r, ch->name) : NULL;
     if (by_source && !src)
-        return sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                            ch->name);
+        return sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
+                             ch->name);
     uint32_t si = src ? (uint32_t)(src - r->sources) : 0;
     if (ch->kind == SY_CHANGE_REMOVE)
         return step_remove(c, ch->name, rep, err);
     if (ch->kind == SY_CHANGE_ENABLE)
         return step_enable(c, ch->name, ch->enabled, rep, err);
-    if (!(*rep = sy_report_new(&r->alloc, src ? src->name : NULL)))
-        return sy_commit_nomem(err);
+    if (!(*rep = sy__report_new(&r->alloc, src ? src->name : NULL)))
+        return sy__commit_nomem(err);
     switch (ch->kind) {
     case SY_CHANGE_APPLY:
         return step_apply(c, si, ch->bytes, ch->len, false, *rep, err);

@@ -4,7 +4,7 @@
  */
 #include "compile_env.h"
 
-const char *sy_def_arg(const sy_def_entry *e, const char *key) {
+const char *sy__def_arg(const sy__def_entry *e, const char *key) {
     if (!e || !key)
         return NULL;
     for (size_t i = 0; i < e->arg_count; i++)
@@ -13,10 +13,10 @@ const char *sy_def_arg(const sy_def_entry *e, const char *key) {
     return NULL;
 }
 
-const char *sy_def_arg_or_default(const sy_def_entry *e, const char *key) {
-    const char *v = sy_def_arg(e, key);
+const char *sy__def_arg_or_default(const sy__def_entry *e, const char *key) {
+    const char *v = sy__def_arg(e, key);
     if (v || !e || !e->spec)
         return v;
-    const sy_field_spec *f = sy_factory_field(e->spec, key);
+    const sy__field_spec *f = sy__factory_field(e->spec, key);
     return f ? f->dflt : NULL;
 }

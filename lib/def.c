@@ -19,7 +19,7 @@
 #define SY_DEFAULT_MAX_DEPTH 32u
 #define SEED_DOC 0x5359444f43ull /* "SYDOC" */
 
-void sy_limits_resolve(sy_limits *out, const sy_limits *in) {
+void sy__limits_resolve(sy_limits *out, const sy_limits *in) {
     sy_limits l = {0, 0, 0, 0};
     if (in)
         l = *in;
@@ -45,23 +45,23 @@ static int parse_scanned(const char *json, size_t start, size_t end,
     *out = cJSON_ParseWithLengthOpts(json + start, end - start, &stop, 0);
     if (*out)
         return 0;
-    return sy_error_set(err, SY_ENOMEM, "",
-                        "out of memory while parsing the JSON text");
+    return sy__error_set(err, SY_ENOMEM, "",
+                         "out of memory while parsing the JSON text");
 }
 
 /* Scan `json` under the limits (def_scan.c) and parse it whole into a
  * cJSON tree (caller deletes): for single routes and default filters,
  * whose size the scan caps at SY_MAX_ROUTE_VALUES values. */
-static int parse_json(const sy_alloc *a, const char *json, size_t len,
+static int parse_json(const sy__alloc *a, const char *json, size_t len,
                       const sy_limits *lim, cJSON **out, sy_error *err) {
     *out = NULL;
     if (len > lim->max_document_bytes)
-        return sy_error_set(err, SY_ELIMIT, "",
-                            "document of %zu bytes exceeds the limit of %zu",
-                            len, lim->max_document_bytes);
-    sy_json_scan scan;
-    int rc = sy_json_scan_text(a, json, len, lim, false, &scan, err);
-    sy_free(a, scan.routes);
+        return sy__error_set(err, SY_ELIMIT, "",
+                             "document of %zu bytes exceeds the limit of %zu",
+                             len, lim->max_document_bytes);
+    sy__json_scan scan;
+    int rc = sy__json_scan_text(a, json, len, lim, false, &scan, err);
+    sy__free(a, scan.routes);
     return rc ? rc : parse_scanned(json, 0, len, out, err);
 }
 
@@ -69,7 +69,7 @@ static int parse_json(const sy_alloc *a, const char *json, size_t len,
 
 static bool add_issue(sy_document *d, const sy_error *e) {
     sy_error *p =
-        sy_realloc(&d->alloc, d->issues, (d->issue_count + 1) * sizeof *p);
+        sy__realloc(&d->alloc, d->issues, (d->issue_count + 1) * sizeof *p);
     if (!p)
         return false;
     d->issues = p;
@@ -80,17 +80,17 @@ static bool add_issue(sy_document *d, const sy_error *e) {
 void sy_document_free(sy_document *doc) {
     if (!doc)
         return;
-    sy_alloc a = doc->alloc;
+    sy__alloc a = doc->alloc;
     for (size_t i = 0; i < doc->route_count; i++)
         if (!doc->prev || doc->prev[i] == UINT32_MAX) /* not borrowed */
-            sy_route_unref(doc->routes[i]);
-    sy_free(&a, doc->routes);
-    sy_free(&a, doc->positions);
-    sy_free(&a, doc->prev);
-    sy_free(&a, doc->memo);
-    sy_free(&a, doc->issues);
-    sy_free(&a, doc->version);
-    sy_free(&a, doc);
+            sy__route_unref(doc->routes[i]);
+    sy__free(&a, doc->routes);
+    sy__free(&a, doc->positions);
+    sy__free(&a, doc->prev);
+    sy__free(&a, doc->memo);
+    sy__free(&a, doc->issues);
+    sy__free(&a, doc->version);
+    sy__free(&a, doc);
 }
 
 /* Route ids seen in one document: an id table over d->routes. */
@@ -108,20 +108,20 @@ static int read_version_value(sy_document *d, const cJSON *v, sy_error *err) {
     } else if (cJSON_IsNumber(v) && v->valuedouble > -9.2e18 &&
                v->valuedouble < 9.2e18 && /* the cast below is defined */
                v->valuedouble == (double)(int64_t)v->valuedouble) {
-        sy_def_number_text(v->valuedouble, num, sizeof num);
+        sy__def_number_text(v->valuedouble, num, sizeof num);
         text = num;
     } else {
-        return sy_error_set(err, SY_ETYPE, "version",
-                            "version must be a string or an integer");
+        return sy__error_set(err, SY_ETYPE, "version",
+                             "version must be a string or an integer");
     }
-    d->version = sy_strdup(&d->alloc, text);
+    d->version = sy__strdup(&d->alloc, text);
     if (!d->version)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     return 0;
 }
 
 static int read_version(sy_document *d, const char *json,
-                        const sy_json_span *span, sy_error *err) {
+                        const sy__json_span *span, sy_error *err) {
     if (!span->end)
         return 0;
     cJSON *v = NULL;
@@ -161,13 +161,13 @@ static uint64_t span_seed(uint32_t depth) {
  * the next call and looked for by its bytes (find_span), and the shift
  * follows it. */
 typedef struct skip_state {
-    const sy_def_reuse *reuse;
+    const sy__def_reuse *reuse;
     bool guess;    /* at_position and position_of are there */
     int64_t shift; /* see above */
     size_t misses; /* elements not found near their guess */
     /* the document's checksum, hashed along with the spans, so a large
      * document is read from memory once, not twice */
-    sy_hash_stream sum;
+    sy__hash_stream sum;
 } skip_state;
 
 /* Positions either side of the guess that find_span looks at. */
@@ -177,24 +177,24 @@ typedef struct skip_state {
  * was reordered, not for a few new or edited routes). */
 #define SPAN_MISSES_BEFORE_TABLE 16
 
-static const struct sy_route *route_at(const sy_def_reuse *ru, int64_t pos) {
+static const struct sy_route *route_at(const sy__def_reuse *ru, int64_t pos) {
     return pos < 0 ? NULL : ru->at_position(ru->data, (size_t)pos);
 }
 
 /* The memo entry of position `pos` when it describes route r, else NULL
  * (then r itself is read). */
-static const sy_span_memo *memo_at(const sy_def_reuse *ru, int64_t pos,
-                                   const struct sy_route *r) {
+static const sy__span_memo *memo_at(const sy__def_reuse *ru, int64_t pos,
+                                    const struct sy_route *r) {
     if (!ru->memo || pos < 0 || (size_t)pos >= ru->memo_count)
         return NULL;
-    const sy_span_memo *m = &ru->memo[pos];
+    const sy__span_memo *m = &ru->memo[pos];
     return m->route == r ? m : NULL;
 }
 
 /* Route r's span length and hash, from the memo when it has them. */
-static size_t span_of(const sy_def_reuse *ru, int64_t pos,
+static size_t span_of(const sy__def_reuse *ru, int64_t pos,
                       const struct sy_route *r, uint64_t *hash) {
-    const sy_span_memo *m = memo_at(ru, pos, r);
+    const sy__span_memo *m = memo_at(ru, pos, r);
     *hash = m ? m->span_hash : r->span_hash;
     return m ? m->span_len : r->span_len;
 }
@@ -205,7 +205,7 @@ static size_t span_of(const sy_def_reuse *ru, int64_t pos,
  * SIZE_MAX. NULL: none. */
 static const struct sy_route *find_span(skip_state *ss, uint64_t h, size_t n,
                                         int64_t expect, size_t *pos) {
-    const sy_def_reuse *ru = ss->reuse;
+    const sy__def_reuse *ru = ss->reuse;
     *pos = SIZE_MAX;
     if (ru->none_live)
         return NULL;
@@ -229,17 +229,17 @@ static const struct sy_route *find_span(skip_state *ss, uint64_t h, size_t n,
 }
 
 static size_t span_skip(void *data, const char *json, size_t len,
-                        sy_json_scan *out, size_t index, size_t at,
+                        sy__json_scan *out, size_t index, size_t at,
                         uint32_t depth) {
     static const int tries[3] = {0, 1, -1};
     skip_state *ss = data;
-    const sy_def_reuse *ru = ss->reuse;
+    const sy__def_reuse *ru = ss->reuse;
     uint64_t seed = span_seed(depth);
-    sy_json_span *pv = index ? &out->routes[index - 1] : NULL;
+    sy__json_span *pv = index ? &out->routes[index - 1] : NULL;
     if (pv && !pv->known) {
         size_t n = pv->end - pv->start, p;
-        sy_hash64_advance(&ss->sum, pv->end);
-        pv->hash = sy_hash64(json + pv->start, n, seed);
+        sy__hash64_advance(&ss->sum, pv->end);
+        pv->hash = sy__hash64(json + pv->start, n, seed);
         pv->hashed = true;
         pv->known =
             find_span(ss, pv->hash, n, (int64_t)index - 1 + ss->shift, &p);
@@ -269,11 +269,11 @@ static size_t span_skip(void *data, const char *json, size_t len,
                 c != '\t')
                 continue;
         }
-        sy_hash64_advance(&ss->sum, at + n);
-        uint64_t h = sy_hash64(json + at, n, seed);
+        sy__hash64_advance(&ss->sum, at + n);
+        uint64_t h = sy__hash64(json + at, n, seed);
         if (h != rh)
             continue;
-        sy_json_span *sp = &out->routes[index];
+        sy__json_span *sp = &out->routes[index];
         sp->hash = h;
         sp->hashed = true;
         sp->known = r;
@@ -285,9 +285,9 @@ static size_t span_skip(void *data, const char *json, size_t len,
 }
 
 /* An id hashing to h is surely not in t when no entry of its run has that
- * hash: then *pos is the free entry for it (as sy_idtab_find says) and
+ * hash: then *pos is the free entry for it (as sy__idtab_find says) and
  * true; false: look with the id. */
-static bool idtab_free_for(const sy_idtab *t, uint32_t h, uint32_t *pos) {
+static bool idtab_free_for(const sy__idtab *t, uint32_t h, uint32_t *pos) {
     for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
         if (t->e[i].val == SY_NONE) {
             *pos = i;
@@ -303,49 +303,50 @@ static bool idtab_free_for(const sy_idtab *t, uint32_t h, uint32_t *pos) {
  * ever alive. */
 static int build_routes(sy_document *d, const sy_parse_options *opts,
                         const sy_limits *lim, const char *json,
-                        const sy_json_scan *scan, const char *prefix,
+                        const sy__json_scan *scan, const char *prefix,
                         skip_state *ss, sy_error *err) {
-    const sy_def_reuse *reuse = ss->reuse;
+    const sy__def_reuse *reuse = ss->reuse;
     size_t n = scan->route_count;
     if (n > lim->max_routes)
-        return sy_error_set(err, SY_ELIMIT, prefix,
-                            "%zu routes exceed the limit of %zu", n,
-                            lim->max_routes);
+        return sy__error_set(err, SY_ELIMIT, prefix,
+                             "%zu routes exceed the limit of %zu", n,
+                             lim->max_routes);
     if (n > UINT32_MAX)
-        return sy_error_set(err, SY_ELIMIT, prefix, "too many routes");
-    sy_idtab ids;
-    size_t cap = sy_idtab_capacity(n);
-    d->routes = n ? sy_calloc(&d->alloc, n, sizeof *d->routes) : NULL;
-    d->positions = n ? sy_calloc(&d->alloc, n, sizeof *d->positions) : NULL;
-    d->prev = n && ss->guess ? sy_malloc(&d->alloc, n * sizeof *d->prev) : NULL;
-    d->memo = n && ss->guess ? sy_calloc(&d->alloc, n, sizeof *d->memo) : NULL;
+        return sy__error_set(err, SY_ELIMIT, prefix, "too many routes");
+    sy__idtab ids;
+    size_t cap = sy__idtab_capacity(n);
+    d->routes = n ? sy__calloc(&d->alloc, n, sizeof *d->routes) : NULL;
+    d->positions = n ? sy__calloc(&d->alloc, n, sizeof *d->positions) : NULL;
+    d->prev =
+        n && ss->guess ? sy__malloc(&d->alloc, n * sizeof *d->prev) : NULL;
+    d->memo = n && ss->guess ? sy__calloc(&d->alloc, n, sizeof *d->memo) : NULL;
     d->memo_count = d->memo ? n : 0;
-    sy_idtab_entry *entries = sy_malloc(&d->alloc, cap * sizeof *entries);
+    sy__idtab_entry *entries = sy__malloc(&d->alloc, cap * sizeof *entries);
     if ((n && (!d->routes || !d->positions ||
                (ss->guess && (!d->prev || !d->memo)))) ||
         !entries) {
-        sy_free(&d->alloc, entries);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        sy__free(&d->alloc, entries);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
-    sy_idtab_init(&ids, entries, cap);
+    sy__idtab_init(&ids, entries, cap);
     /* without a cache (out of memory) every regex is compiled on its own */
-    sy_buf scratch;
-    sy_buf_init(&scratch, &d->alloc);
-    sy_arena tree; /* the tree of the route being built (def_tree.c) */
-    sy_arena_init(&tree, &d->alloc, 4096);
-    sy_def_ctx ctx = {&d->alloc,
-                      opts->registry,
-                      reuse ? reuse->by_fingerprint : NULL,
-                      reuse ? reuse->data : NULL,
-                      sy_regex_cache_new(&d->alloc),
-                      &scratch,
-                      0};
+    sy__buf scratch;
+    sy__buf_init(&scratch, &d->alloc);
+    sy__arena tree; /* the tree of the route being built (def_tree.c) */
+    sy__arena_init(&tree, &d->alloc, 4096);
+    sy__def_ctx ctx = {&d->alloc,
+                       opts->registry,
+                       reuse ? reuse->by_fingerprint : NULL,
+                       reuse ? reuse->data : NULL,
+                       sy__regex_cache_new(&d->alloc),
+                       &scratch,
+                       0};
     size_t i = 0;
     int rc = 0;
     bool by_bytes = reuse && reuse->by_bytes;
     uint64_t seed = span_seed(scan->root == '{' ? 2 : 1);
     char path[64];
-    size_t at = sy_path_join(path, sizeof path, "", prefix);
+    size_t at = sy__path_join(path, sizeof path, "", prefix);
     for (; i < n; i++) {
         sy_error e;
         e.code = 0;
@@ -358,7 +359,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
          * live, so it is never found here. Only the id check below and the
          * position are left to do. The scan's guess (span_skip) found most
          * of them already. */
-        const sy_json_span *sp = &scan->routes[i];
+        const sy__json_span *sp = &scan->routes[i];
         size_t span_len = by_bytes ? sp->end - sp->start : 0;
         uint64_t span_hash = 0;
         const struct sy_route *same = sp->known;
@@ -366,7 +367,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         /* two stages: the route's span line (id_len, id_hash) well ahead,
          * then the id table entry its id hash names */
         if (i + 2 * SPAN_AHEAD < n) {
-            const sy_json_span *ka = &scan->routes[i + 2 * SPAN_AHEAD];
+            const sy__json_span *ka = &scan->routes[i + 2 * SPAN_AHEAD];
             const struct sy_route *k = ka->known;
             if (k && !memo_at(reuse, (int64_t)ka->aux, k)) {
                 PREFETCH(&k->span_hash);
@@ -374,9 +375,9 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             }
         }
         if (i + SPAN_AHEAD < n) {
-            const sy_json_span *ka = &scan->routes[i + SPAN_AHEAD];
+            const sy__json_span *ka = &scan->routes[i + SPAN_AHEAD];
             const struct sy_route *k = ka->known;
-            const sy_span_memo *m =
+            const sy__span_memo *m =
                 k ? memo_at(reuse, (int64_t)ka->aux, k) : NULL;
             if (k)
                 PREFETCH(&ids.e[(m ? m->id_hash : k->id_hash) & ids.mask]);
@@ -387,7 +388,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             /* the scan looked for every element it read but the last */
             span_hash = sp->hashed
                             ? sp->hash
-                            : sy_hash64(json + sp->start, span_len, seed);
+                            : sy__hash64(json + sp->start, span_len, seed);
             same = sp->hashed ? NULL
                               : find_span(ss, span_hash, span_len,
                                           (int64_t)i + ss->shift, &prev);
@@ -401,21 +402,21 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         if (same && (sp->known || (same->span_hash == span_hash &&
                                    same->span_len == span_len))) {
             borrow = d->prev && prev < UINT32_MAX;
-            r = borrow ? (struct sy_route *)same : sy_route_ref(same);
+            r = borrow ? (struct sy_route *)same : sy__route_ref(same);
         } else {
-            sy_path_index(path, sizeof path, at, i);
-            /* as sy_error_clear reads, without writing all 500 bytes */
+            sy__path_index(path, sizeof path, at, i);
+            /* as sy__error_clear reads, without writing all 500 bytes */
             e.line = e.column = 0;
             e.offset = 0;
             e.path[0] = e.message[0] = '\0';
-            sy_arena_reset(&tree);
-            rc = sy_def_tree_parse(&tree, json, sp->start, sp->end, &c);
+            sy__arena_reset(&tree);
+            rc = sy__def_tree_parse(&tree, json, sp->start, sp->end, &c);
             if (rc == SY_DEF_TREE_CJSON)
                 own = true,
                 rc = parse_scanned(json, sp->start, sp->end, &c, &e);
             else if (rc)
-                rc = sy_error_set(&e, SY_ENOMEM, "",
-                                  "out of memory while parsing the JSON text");
+                rc = sy__error_set(&e, SY_ENOMEM, "",
+                                   "out of memory while parsing the JSON text");
         }
         ctx.text_len = sp->end - sp->start;
         if (!rc && !r && c) {
@@ -426,13 +427,13 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             while (idn && !(idn->string && idn->string[0] == 'i' &&
                             idn->string[1] == 'd' && !idn->string[2]))
                 idn = idn->next;
-            if (sy_def_is(idn, cJSON_String) && idn->valuestring) {
+            if (sy__def_is(idn, cJSON_String) && idn->valuestring) {
                 const char *v = idn->valuestring;
-                PREFETCH(&ids.e[sy_idtab_hash(v, strlen(v)) & ids.mask]);
+                PREFETCH(&ids.e[sy__idtab_hash(v, strlen(v)) & ids.mask]);
             }
         }
         if (!rc && !r)
-            rc = sy_def_build_route(&ctx, c, path, &r, &e);
+            rc = sy__def_build_route(&ctx, c, path, &r, &e);
         bool built = rc == 0;
         uint32_t pos = 0, h = 0;
         size_t id_len = 0;
@@ -441,23 +442,23 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
              * (and the memo has them without reading the route); the id
              * itself is read only when an entry has the same hash */
             bool known = same && r == same;
-            const sy_span_memo *m =
+            const sy__span_memo *m =
                 known && borrow ? memo_at(reuse, (int64_t)prev, r) : NULL;
             id_len = m ? m->id_len : known ? r->id_len : strlen(r->id);
             h = m       ? m->id_hash
                 : known ? r->id_hash
-                        : sy_idtab_hash(r->id, id_len);
+                        : sy__idtab_hash(r->id, id_len);
             if (!idtab_free_for(&ids, h, &pos) &&
-                sy_idtab_find(&ids, r->id, id_len, h, doc_route_id, d, &pos) !=
+                sy__idtab_find(&ids, r->id, id_len, h, doc_route_id, d, &pos) !=
                     SY_NONE) {
                 char p[96];
-                sy_path_index(path, sizeof path, at, i);
-                sy_error_clear(&e);
-                sy_def_path(p, sizeof p, "%s.id", path);
-                rc = sy_error_set(&e, SY_EDUPLICATE, p,
-                                  "route id '%.120s' is already used", r->id);
+                sy__path_index(path, sizeof path, at, i);
+                sy__error_clear(&e);
+                sy__def_path(p, sizeof p, "%s.id", path);
+                rc = sy__error_set(&e, SY_EDUPLICATE, p,
+                                   "route id '%.120s' is already used", r->id);
                 if (!borrow)
-                    sy_route_unref(r);
+                    sy__route_unref(r);
             }
         }
         if (rc == SY_ENOMEM || (rc && !opts->lenient)) {
@@ -472,13 +473,13 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             sy_error all[SY_DEF_ROUTE_ERRORS_MAX];
             size_t k = built || !c
                            ? (all[0] = e, 1)
-                           : sy_def_route_errors(&ctx, c, path, &e, all,
-                                                 SY_DEF_ROUTE_ERRORS_MAX);
+                           : sy__def_route_errors(&ctx, c, path, &e, all,
+                                                  SY_DEF_ROUTE_ERRORS_MAX);
             if (own)
                 cJSON_Delete(c);
             for (size_t j = 0; j < k; j++)
                 if (!add_issue(d, &all[j])) {
-                    rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+                    rc = sy__error_set(err, SY_ENOMEM, "", "out of memory");
                     break;
                 }
             if (rc == SY_ENOMEM)
@@ -497,7 +498,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
          * enter a router and carry no span. */
         if (d->memo && span_len && id_len <= UINT32_MAX)
             d->memo[i] =
-                (sy_span_memo){r, span_hash, span_len, (uint32_t)id_len, h};
+                (sy__span_memo){r, span_hash, span_len, (uint32_t)id_len, h};
         if (!(by_bytes && !(same && r == same)))
             id_len = 0;
         if (id_len && id_len <= UINT32_MAX) {
@@ -506,68 +507,68 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             r->id_len = (uint32_t)id_len;
             r->id_hash = h;
         }
-        sy_idtab_set(&ids, pos, h, (uint32_t)d->route_count);
+        sy__idtab_set(&ids, pos, h, (uint32_t)d->route_count);
         d->positions[d->route_count] = (uint32_t)i;
         if (d->prev)
             d->prev[d->route_count] = borrow ? (uint32_t)prev : UINT32_MAX;
         d->routes[d->route_count++] = r;
     }
-    sy_free(&d->alloc, ids.e);
-    sy_regex_cache_free(ctx.regex_cache);
-    sy_buf_free(&scratch);
-    sy_arena_free(&tree);
+    sy__free(&d->alloc, ids.e);
+    sy__regex_cache_free(ctx.regex_cache);
+    sy__buf_free(&scratch);
+    sy__arena_free(&tree);
     return rc;
 }
 
 int sy_document_parse(const char *json, size_t len,
                       const sy_parse_options *opts, sy_document **out,
                       sy_error *err) {
-    return sy_document_parse_reusing(json, len, opts, NULL, out, err);
+    return sy__document_parse_reusing(json, len, opts, NULL, out, err);
 }
 
-int sy_document_parse_reusing(const char *json, size_t len,
-                              const sy_parse_options *opts,
-                              const sy_def_reuse *reuse, sy_document **out,
-                              sy_error *err) {
+int sy__document_parse_reusing(const char *json, size_t len,
+                               const sy_parse_options *opts,
+                               const sy__def_reuse *reuse, sy_document **out,
+                               sy_error *err) {
     static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
     if (!out || (!json && len))
-        return sy_error_set(err, SY_EINVAL, "", "json and out are required");
+        return sy__error_set(err, SY_EINVAL, "", "json and out are required");
     *out = NULL;
     if (!opts)
         opts = &defaults;
     if (opts->size < sizeof(sy_parse_options))
-        return sy_error_set(err, SY_EINVAL, "",
-                            "sy_parse_options.size is not set");
+        return sy__error_set(err, SY_EINVAL, "",
+                             "sy_parse_options.size is not set");
     if (!json)
         json = "";
     sy_limits lim;
-    sy_limits_resolve(&lim, &opts->limits);
-    sy_alloc a;
-    sy_alloc_init(&a, opts->allocator);
-    sy_document *d = sy_calloc(&a, 1, sizeof *d);
+    sy__limits_resolve(&lim, &opts->limits);
+    sy__alloc a;
+    sy__alloc_init(&a, opts->allocator);
+    sy_document *d = sy__calloc(&a, 1, sizeof *d);
     if (!d)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     d->alloc = a;
-    sy_json_scan scan;
+    sy__json_scan scan;
     memset(&scan, 0, sizeof scan);
     skip_state ss = {.reuse = reuse,
                      .guess = reuse && reuse->by_bytes && reuse->at_position &&
                               reuse->position_of};
-    sy_json_skip skip = {span_skip, &ss, reuse ? reuse->count_hint : 0};
+    sy__json_skip skip = {span_skip, &ss, reuse ? reuse->count_hint : 0};
     if (ss.guess)
-        sy_hash64_begin(&ss.sum, json, len, 0);
+        sy__hash64_begin(&ss.sum, json, len, 0);
     else
-        d->checksum = sy_hash64(json, len, 0);
+        d->checksum = sy__hash64(json, len, 0);
     int rc = 0;
     if (len > lim.max_document_bytes)
-        rc = sy_error_set(err, SY_ELIMIT, "",
-                          "document of %zu bytes exceeds the limit of %zu", len,
-                          lim.max_document_bytes);
+        rc = sy__error_set(err, SY_ELIMIT, "",
+                           "document of %zu bytes exceeds the limit of %zu",
+                           len, lim.max_document_bytes);
     else
-        rc = sy_json_scan_routes(&a, json, len, &lim, ss.guess ? &skip : NULL,
-                                 &scan, err);
+        rc = sy__json_scan_routes(&a, json, len, &lim, ss.guess ? &skip : NULL,
+                                  &scan, err);
     if (!rc && ss.guess)
-        d->checksum = sy_hash64_end(&ss.sum);
+        d->checksum = sy__hash64_end(&ss.sum);
     if (!rc) {
         const char *prefix = "";
         if (scan.root == '{') {
@@ -575,20 +576,20 @@ int sy_document_parse_reusing(const char *json, size_t len,
             d->envelope = true;
             rc = read_version(d, json, &scan.version, err);
             if (!rc && !scan.has_routes)
-                rc = sy_error_set(err, SY_EMISSING, "routes",
-                                  "the document object has no \"routes\"");
+                rc = sy__error_set(err, SY_EMISSING, "routes",
+                                   "the document object has no \"routes\"");
             else if (!rc && scan.routes_first != '[')
-                rc = sy_error_set(err, SY_ETYPE, "routes",
-                                  "routes must be an array");
+                rc = sy__error_set(err, SY_ETYPE, "routes",
+                                   "routes must be an array");
         } else if (scan.root != '[') {
-            rc = sy_error_set(err, SY_ETYPE, "",
-                              "a document is an array of routes or an "
-                              "object with \"routes\"");
+            rc = sy__error_set(err, SY_ETYPE, "",
+                               "a document is an array of routes or an "
+                               "object with \"routes\"");
         }
         if (!rc)
             rc = build_routes(d, opts, &lim, json, &scan, prefix, &ss, err);
     }
-    sy_free(&a, scan.routes);
+    sy__free(&a, scan.routes);
     if (rc) {
         sy_document_free(d);
         return rc;
@@ -608,8 +609,8 @@ uint64_t sy_document_fingerprint(const sy_document *doc) {
         return 0;
     uint64_t fp = SEED_DOC;
     for (size_t i = 0; i < doc->route_count; i++)
-        fp = sy_hash_mix(fp, doc->routes[i]->fingerprint);
-    return sy_hash_mix(fp, doc->route_count);
+        fp = sy__hash_mix(fp, doc->routes[i]->fingerprint);
+    return sy__hash_mix(fp, doc->route_count);
 }
 
 uint64_t sy_document_checksum(const sy_document *doc) {
@@ -634,26 +635,26 @@ const sy_error *sy_document_issue(const sy_document *doc, size_t i) {
 
 /* ---- single routes and default filters ---- */
 
-static int resolve_opts(const sy_parse_options **opts, sy_alloc *a,
+static int resolve_opts(const sy_parse_options **opts, sy__alloc *a,
                         sy_limits *lim, sy_error *err) {
     static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
     if (!*opts)
         *opts = &defaults;
     if ((*opts)->size < sizeof(sy_parse_options))
-        return sy_error_set(err, SY_EINVAL, "",
-                            "sy_parse_options.size is not set");
-    sy_alloc_init(a, (*opts)->allocator);
-    sy_limits_resolve(lim, &(*opts)->limits);
+        return sy__error_set(err, SY_EINVAL, "",
+                             "sy_parse_options.size is not set");
+    sy__alloc_init(a, (*opts)->allocator);
+    sy__limits_resolve(lim, &(*opts)->limits);
     return 0;
 }
 
-int sy_def_parse_route(const char *json, size_t len,
-                       const sy_parse_options *opts, const char *path,
-                       struct sy_route **out, sy_error *err) {
+int sy__def_parse_route(const char *json, size_t len,
+                        const sy_parse_options *opts, const char *path,
+                        struct sy_route **out, sy_error *err) {
     if (!out || (!json && len))
-        return sy_error_set(err, SY_EINVAL, "", "json and out are required");
+        return sy__error_set(err, SY_EINVAL, "", "json and out are required");
     *out = NULL;
-    sy_alloc a;
+    sy__alloc a;
     sy_limits lim = {0, 0, 0, 0};
     int rc = resolve_opts(&opts, &a, &lim, err);
     if (rc)
@@ -661,32 +662,33 @@ int sy_def_parse_route(const char *json, size_t len,
     cJSON *root = NULL;
     if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
         return rc;
-    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, len};
-    rc = sy_def_build_route(&ctx, root, path ? path : "", out, err);
+    sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, len};
+    rc = sy__def_build_route(&ctx, root, path ? path : "", out, err);
     cJSON_Delete(root);
     return rc;
 }
 
-int sy_def_route_with_enabled(const struct sy_route *r, bool enabled,
-                              const sy_parse_options *opts,
-                              struct sy_route **out, sy_error *err) {
+int sy__def_route_with_enabled(const struct sy_route *r, bool enabled,
+                               const sy_parse_options *opts,
+                               struct sy_route **out, sy_error *err) {
     if (!r || !out)
-        return sy_error_set(err, SY_EINVAL, "", "route and out are required");
+        return sy__error_set(err, SY_EINVAL, "", "route and out are required");
     *out = NULL;
-    sy_alloc a;
+    sy__alloc a;
     sy_limits lim = {0, 0, 0, 0};
     int rc = resolve_opts(&opts, &a, &lim, err);
     if (rc)
         return rc;
-    struct sy_route *c = sy_def_clone(r);
+    struct sy_route *c = sy__def_clone(r);
     if (!c)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     /* metadata without "status", then "status": "disabled" if wanted */
     size_t n = 0;
-    sy_kv *md = sy_arena_alloc(&c->arena, (c->metadata_count + 1) * sizeof *md);
+    sy_kv *md =
+        sy__arena_alloc(&c->arena, (c->metadata_count + 1) * sizeof *md);
     if (!md) {
-        sy_route_unref(c);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        sy__route_unref(c);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
     bool placed = enabled;
     for (size_t i = 0; i < c->metadata_count; i++) {
@@ -703,27 +705,27 @@ int sy_def_route_with_enabled(const struct sy_route *r, bool enabled,
     c->metadata = md;
     c->metadata_count = (uint32_t)n;
     c->disabled = !enabled;
-    sy_compile_env env = {c->alloc, opts->registry, NULL, NULL};
-    if (sy_def_canonicalize(c)) {
-        sy_route_unref(c);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+    sy__compile_env env = {c->alloc, opts->registry, NULL, NULL};
+    if (sy__def_canonicalize(c)) {
+        sy__route_unref(c);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
-    if ((rc = sy_route_compile(c, &env, "", err))) {
-        sy_route_unref(c);
+    if ((rc = sy__route_compile(c, &env, "", err))) {
+        sy__route_unref(c);
         return rc;
     }
     *out = c;
     return 0;
 }
 
-int sy_def_parse_filters(const char *json, size_t len,
-                         const sy_parse_options *opts, struct sy_route **out,
-                         sy_error *err) {
+int sy__def_parse_filters(const char *json, size_t len,
+                          const sy_parse_options *opts, struct sy_route **out,
+                          sy_error *err) {
     static const char *path = "defaultFilters";
     if (!out || (!json && len))
-        return sy_error_set(err, SY_EINVAL, "", "json and out are required");
+        return sy__error_set(err, SY_EINVAL, "", "json and out are required");
     *out = NULL;
-    sy_alloc a;
+    sy__alloc a;
     sy_limits lim = {0, 0, 0, 0};
     int rc = resolve_opts(&opts, &a, &lim, err);
     if (rc)
@@ -731,45 +733,45 @@ int sy_def_parse_filters(const char *json, size_t len,
     cJSON *root = NULL;
     if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
         return rc;
-    struct sy_route *r = sy_route_new(&a);
-    sy_def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, 0};
+    struct sy_route *r = sy__route_new(&a);
+    sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, 0};
     bool *sc = NULL;
     if (!r)
-        rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     else if (!cJSON_IsArray(root))
-        rc = sy_error_set(err, SY_ETYPE, path,
-                          "default filters must be an array");
+        rc = sy__error_set(err, SY_ETYPE, path,
+                           "default filters must be an array");
     else
-        rc = sy_def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, &sc,
-                                  err);
+        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, &sc,
+                                   err);
     cJSON_Delete(root);
-    if (!rc && sy_def_canonicalize(r))
-        rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    if (!rc && sy__def_canonicalize(r))
+        rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if (!rc && r->filter_count) {
-        sy_compile_env env = {r->alloc, opts->registry, NULL, &r->arena};
-        r->cfilters = sy_route_calloc(r, r->filter_count, sizeof *r->cfilters);
+        sy__compile_env env = {r->alloc, opts->registry, NULL, &r->arena};
+        r->cfilters = sy__route_calloc(r, r->filter_count, sizeof *r->cfilters);
         if (!r->cfilters)
-            rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
+            rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
         for (size_t i = 0; !rc && i < r->filter_count; i++) {
             char p[64];
-            sy_def_path(p, sizeof p, "%s[%zu]", path, i);
-            rc = sy_filter_compile(&r->filters[i], &env, p, &r->cfilters[i],
-                                   err);
+            sy__def_path(p, sizeof p, "%s[%zu]", path, i);
+            rc = sy__filter_compile(&r->filters[i], &env, p, &r->cfilters[i],
+                                    err);
             if (rc && sc && sc[i])
-                sy_def_shortcut_error(err, p);
+                sy__def_shortcut_error(err, p);
         }
     }
     if (rc) {
-        sy_route_unref(r);
+        sy__route_unref(r);
         return rc;
     }
     *out = r;
     return 0;
 }
 
-int sy_def_parse_json(const char *json, size_t len, const sy_limits *lim,
-                      cJSON **out, sy_error *err) {
-    sy_alloc a;
-    sy_alloc_init(&a, NULL); /* the scan's scratch only */
+int sy__def_parse_json(const char *json, size_t len, const sy_limits *lim,
+                       cJSON **out, sy_error *err) {
+    sy__alloc a;
+    sy__alloc_init(&a, NULL); /* the scan's scratch only */
     return parse_json(&a, json, len, lim, out, err);
 }

@@ -13,17 +13,17 @@
  * it gave (NULL: none, an invalid element) with that route's span and id
  * (route.h span_hash, span_len, id_len, id_hash), so the next apply of the
  * source compares bytes with it without reading the route. */
-typedef struct sy_span_memo {
+typedef struct sy__span_memo {
     const struct sy_route *route;
     uint64_t span_hash;
     size_t span_len;
     uint32_t id_len, id_hash;
-} sy_span_memo;
+} sy__span_memo;
 
 struct sy_document {
-    sy_alloc alloc;
+    sy__alloc alloc;
     uint32_t *positions; /* position in the JSON array of routes[i] */
-    /* with sy_def_reuse's at_position: the position of routes[i] in the
+    /* with sy__def_reuse's at_position: the position of routes[i] in the
      * document before when the parse found it there (by bytes), else
      * UINT32_MAX; NULL without at_position. Such a route is BORROWED: the
      * document holds no reference to it, so the document may be read only
@@ -34,7 +34,7 @@ struct sy_document {
     uint32_t *prev;
     /* with at_position: entry i describes element i of the routes array
      * (memo_count elements); the caller may take it (and set it NULL) */
-    sy_span_memo *memo;
+    sy__span_memo *memo;
     size_t memo_count;
     bool envelope;     /* {"version", "routes"} shape: paths "routes[i]" */
     char *version;     /* NULL when the envelope has none */
@@ -50,8 +50,8 @@ struct sy_document {
  * id and fingerprint to share instead (the document takes a reference), or
  * NULL to compile. Lets an apply compile only added and updated routes.
  */
-typedef const struct sy_route *(*sy_def_reuse_fn)(void *data, const char *id,
-                                                  uint64_t fingerprint);
+typedef const struct sy_route *(*sy__def_reuse_fn)(void *data, const char *id,
+                                                   uint64_t fingerprint);
 
 /*
  * Asked for each route object of a document before it is parsed: a live
@@ -60,9 +60,9 @@ typedef const struct sy_route *(*sy_def_reuse_fn)(void *data, const char *id,
  * Lets an apply of a large document in which few routes changed cost a
  * hash of its bytes for the others, not a parse and canonical form.
  */
-typedef const struct sy_route *(*sy_def_reuse_bytes_fn)(void *data,
-                                                        uint64_t hash,
-                                                        size_t len);
+typedef const struct sy_route *(*sy__def_reuse_bytes_fn)(void *data,
+                                                         uint64_t hash,
+                                                         size_t len);
 
 /*
  * What a parse may share: both functions may be NULL. The callers own the
@@ -72,9 +72,9 @@ typedef const struct sy_route *(*sy_def_reuse_bytes_fn)(void *data,
  * that router's options (same registry, limits, strict or lenient mode):
  * then equal bytes mean exactly the same route.
  */
-typedef struct sy_def_reuse {
-    sy_def_reuse_fn by_fingerprint;
-    sy_def_reuse_bytes_fn by_bytes;
+typedef struct sy__def_reuse {
+    sy__def_reuse_fn by_fingerprint;
+    sy__def_reuse_bytes_fn by_bytes;
     void *data;
     /* Optional, with by_bytes: the live route (with a span) that was
      * element `pos` of the routes array of the document before, or NULL;
@@ -89,52 +89,52 @@ typedef struct sy_def_reuse {
      * p is used only while its route is at_position(p)'s, compared by
      * address: the caller must offer it only while no route it names can
      * have been freed (no other change of the source since). */
-    const sy_span_memo *memo;
+    const sy__span_memo *memo;
     size_t memo_count;
     /* Optional: no live route can be found (a first document): the scan
      * still hashes each element (the memo of the next apply), but looks
      * nothing up. */
     bool none_live;
-} sy_def_reuse;
+} sy__def_reuse;
 
 /* sy_document_parse with reuse of already compiled routes (reuse may be
  * NULL). */
-int sy_document_parse_reusing(const char *json, size_t len,
-                              const sy_parse_options *opts,
-                              const sy_def_reuse *reuse, sy_document **out,
-                              sy_error *err);
+int sy__document_parse_reusing(const char *json, size_t len,
+                               const sy_parse_options *opts,
+                               const sy__def_reuse *reuse, sy_document **out,
+                               sy_error *err);
 
 /* Parse JSON text into a cJSON tree (caller deletes) under resolved limits
  * and the scan's rules (def_scan.h: syntax with line and column, depth,
  * string lengths, NUL bytes, at most SY_MAX_ROUTE_VALUES values): the
  * route documents' rules, shared with instances documents. */
 struct cJSON;
-int sy_def_parse_json(const char *json, size_t len, const sy_limits *lim,
-                      struct cJSON **out, sy_error *err);
+int sy__def_parse_json(const char *json, size_t len, const sy_limits *lim,
+                       struct cJSON **out, sy_error *err);
 
 /* Resolved limits (defaults filled in). */
-void sy_limits_resolve(sy_limits *out, const sy_limits *in);
+void sy__limits_resolve(sy_limits *out, const sy_limits *in);
 
 /*
  * Parse one route object (for upserts). `path` prefixes error paths
  * (e.g. "route"). The route is compiled. Returns 0 and *out (refs = 1).
  */
-int sy_def_parse_route(const char *json, size_t len,
-                       const sy_parse_options *opts, const char *path,
-                       struct sy_route **out, sy_error *err);
+int sy__def_parse_route(const char *json, size_t len,
+                        const sy_parse_options *opts, const char *path,
+                        struct sy_route **out, sy_error *err);
 
 /*
  * Build a new route equal to `r` but with metadata.status set to
  * "disabled" (enabled = false) or removed (enabled = true); compiled.
  */
-int sy_def_route_with_enabled(const struct sy_route *r, bool enabled,
-                              const sy_parse_options *opts,
-                              struct sy_route **out, sy_error *err);
+int sy__def_route_with_enabled(const struct sy_route *r, bool enabled,
+                               const sy_parse_options *opts,
+                               struct sy_route **out, sy_error *err);
 
 /* Parse a JSON array of filter entries (router default filters) into a
  * route-less list; used as "default-filters" with path "defaultFilters". */
-int sy_def_parse_filters(const char *json, size_t len,
-                         const sy_parse_options *opts, struct sy_route **out,
-                         sy_error *err);
+int sy__def_parse_filters(const char *json, size_t len,
+                          const sy_parse_options *opts, struct sy_route **out,
+                          sy_error *err);
 
 #endif

@@ -12,7 +12,7 @@
 #define SEED_ROUTE 0x5359524f555445ull /* "SYROUTE" */
 
 /* Stable merge sort of kv pairs by key. */
-bool sy_def_sort_kv(const sy_alloc *a, sy_kv *kv, size_t n) {
+bool sy__def_sort_kv(const sy__alloc *a, sy_kv *kv, size_t n) {
     if (n < 2)
         return true;
     bool sorted = true;
@@ -20,7 +20,7 @@ bool sy_def_sort_kv(const sy_alloc *a, sy_kv *kv, size_t n) {
         sorted = strcmp(kv[i - 1].key, kv[i].key) <= 0;
     if (sorted)
         return true;
-    sy_kv *tmp = sy_calloc(a, n, sizeof *tmp);
+    sy_kv *tmp = sy__calloc(a, n, sizeof *tmp);
     if (!tmp)
         return false;
     for (size_t width = 1; width < n; width *= 2) {
@@ -37,29 +37,29 @@ bool sy_def_sort_kv(const sy_alloc *a, sy_kv *kv, size_t n) {
         }
         memcpy(kv, tmp, n * sizeof *kv);
     }
-    sy_free(a, tmp);
+    sy__free(a, tmp);
     return true;
 }
 
-/* ---- writing: sy_buf appends with the common case inline ----
+/* ---- writing: sy__buf appends with the common case inline ----
  *
  * The text is terminated once, at the end of canon_write, not after each
- * append (sy_buf's own calls, the rare slow path, terminate as they go). */
+ * append (sy__buf's own calls, the rare slow path, terminate as they go). */
 
-static inline void put(sy_buf *b, const char *s, size_t n) {
+static inline void put(sy__buf *b, const char *s, size_t n) {
     if (b->len + n < b->cap) {
         memcpy(b->ptr + b->len, s, n);
         b->len += n;
     } else {
-        sy_buf_append(b, s, n);
+        sy__buf_append(b, s, n);
     }
 }
 
-static inline void putc1(sy_buf *b, char c) {
+static inline void putc1(sy__buf *b, char c) {
     if (b->len + 1 < b->cap)
         b->ptr[b->len++] = c;
     else
-        sy_buf_append(b, &c, 1);
+        sy__buf_append(b, &c, 1);
 }
 
 #define PUTS(b, lit) put((b), (lit), sizeof(lit) - 1)
@@ -74,14 +74,14 @@ static const unsigned char needs_escape[256] = {
 
 /* Non-zero when a byte of the word needs an escape. */
 static inline uint64_t escape_in(uint64_t w) {
-    return sy_swar_has_below(w, 0x20) | sy_swar_has_byte(w, '"') |
-           sy_swar_has_byte(w, '\\');
+    return sy__swar_has_below(w, 0x20) | sy__swar_has_byte(w, '"') |
+           sy__swar_has_byte(w, '\\');
 }
 
 /* The length of the run of s[0..n) that needs no escape. */
 static inline size_t plain_run(const char *s, size_t n) {
     size_t i = 0;
-    while (i + 8 <= n && !escape_in(sy_load_u64(s + i)))
+    while (i + 8 <= n && !escape_in(sy__load_u64(s + i)))
         i += 8;
     while (i < n && !needs_escape[(unsigned char)s[i]])
         i++;
@@ -90,19 +90,19 @@ static inline size_t plain_run(const char *s, size_t n) {
 
 /* s as a JSON string literal: copied and checked a word at a time (the
  * last word overlapping the one before when n is not a multiple of 8);
- * text that needs an escape (rare) goes to sy_buf_json_string instead. */
-static void put_json(sy_buf *b, const char *s, size_t n) {
+ * text that needs an escape (rare) goes to sy__buf_json_string instead. */
+static void put_json(sy__buf *b, const char *s, size_t n) {
     if (b->len + n + 2 < b->cap) {
         char *o = b->ptr + b->len + 1;
         if (n >= 8) {
             size_t i = 0;
             for (; i + 8 < n; i += 8) {
-                uint64_t w = sy_load_u64(s + i);
+                uint64_t w = sy__load_u64(s + i);
                 if (escape_in(w))
                     goto escaped;
                 memcpy(o + i, &w, 8);
             }
-            uint64_t w = sy_load_u64(s + n - 8);
+            uint64_t w = sy__load_u64(s + n - 8);
             if (escape_in(w))
                 goto escaped;
             memcpy(o + n - 8, &w, 8);
@@ -120,10 +120,10 @@ static void put_json(sy_buf *b, const char *s, size_t n) {
         return;
     }
 escaped:
-    sy_buf_json_string(b, s, n);
+    sy__buf_json_string(b, s, n);
 }
 
-static void put_json_str(sy_buf *b, const char *s) {
+static void put_json_str(sy__buf *b, const char *s) {
     put_json(b, s, strlen(s));
 }
 
@@ -144,7 +144,7 @@ static size_t int_text(int64_t v, char *num) {
 }
 
 /* Append the normalised form of a value of type t. */
-static void canon_value(sy_buf *b, sy_field_type t, const char *v) {
+static void canon_value(sy__buf *b, sy__field_type t, const char *v) {
     char num[32];
     int64_t iv;
     bool bv;
@@ -154,37 +154,37 @@ static void canon_value(sy_buf *b, sy_field_type t, const char *v) {
     case SY_FT_INT:
     case SY_FT_UINT:
     case SY_FT_POSINT:
-        if (sy_value_int64(v, INT64_MIN, INT64_MAX, &iv, NULL)) {
+        if (sy__value_int64(v, INT64_MIN, INT64_MAX, &iv, NULL)) {
             int_text(iv, num);
             v = num;
         }
         break;
     case SY_FT_BOOL:
-        if (sy_value_bool(v, &bv, NULL))
+        if (sy__value_bool(v, &bv, NULL))
             v = bv ? "true" : "false";
         break;
     case SY_FT_DURATION:
-        if (sy_value_duration_ms(v, &iv, NULL)) {
+        if (sy__value_duration_ms(v, &iv, NULL)) {
             n = int_text(iv, num);
             memcpy(num + n, "ms", 3);
             v = num;
         }
         break;
     case SY_FT_SIZE:
-        if (sy_value_size(v, &iv, NULL)) {
+        if (sy__value_size(v, &iv, NULL)) {
             n = int_text(iv, num);
             memcpy(num + n, "B", 2);
             v = num;
         }
         break;
     case SY_FT_DATETIME:
-        if (sy_value_datetime_ms(v, &iv, NULL)) {
+        if (sy__value_datetime_ms(v, &iv, NULL)) {
             int_text(iv, num);
             v = num;
         }
         break;
     case SY_FT_STATUS:
-        if (sy_value_status(v, &st, NULL)) {
+        if (sy__value_status(v, &st, NULL)) {
             int_text(st, num);
             v = num;
         }
@@ -203,8 +203,8 @@ static void canon_value(sy_buf *b, sy_field_type t, const char *v) {
 
 /* Args of one entry from i (all with the same key, consecutive) as a JSON
  * value: one string, or an array when `list` or repeated. */
-static size_t canon_group(sy_buf *b, const sy_def_entry *e, size_t i,
-                          sy_field_type t, bool list) {
+static size_t canon_group(sy__buf *b, const sy__def_entry *e, size_t i,
+                          sy__field_type t, bool list) {
     size_t j = i + 1;
     while (j < e->arg_count && (e->args[j].key == e->args[i].key ||
                                 strcmp(e->args[j].key, e->args[i].key) == 0))
@@ -222,7 +222,7 @@ static size_t canon_group(sy_buf *b, const sy_def_entry *e, size_t i,
     return j;
 }
 
-static void canon_entry(sy_buf *b, const sy_def_entry *e) {
+static void canon_entry(sy__buf *b, const sy__def_entry *e) {
     if (e->spec) { /* a built-in's opening text is in its spec */
         put(b, e->spec->canon_head, e->spec->canon_head_len);
     } else {
@@ -235,7 +235,7 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
     if (e->spec) {
         /* fields in spec order, defaults filled in */
         for (size_t f = 0; f < e->spec->field_count; f++) {
-            const sy_field_spec *fs = &e->spec->fields[f];
+            const sy__field_spec *fs = &e->spec->fields[f];
             /* mapped args carry the spec's own name: equal pointers */
             bool present =
                 i < e->arg_count && (e->args[i].key == fs->name ||
@@ -266,7 +266,7 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
         sorted = sorted && strcmp(rest[k - 1].key, rest[k].key) <= 0;
     /* host factories keep mapped order in args; sort a view here */
     sy_kv small[32];
-    sy_def_entry view = *e;
+    sy__def_entry view = *e;
     if (!sorted && n <= SY_ARRAY_LEN(small)) {
         memcpy(small, rest, n * sizeof *small); /* n > 1 here */
         for (size_t a = 1; a < n; a++)          /* stable insertion sort */
@@ -293,7 +293,7 @@ static void canon_entry(sy_buf *b, const sy_def_entry *e) {
     PUTS(b, "}}");
 }
 
-static void canon_entries(sy_buf *b, const sy_def_entry *es, size_t n) {
+static void canon_entries(sy__buf *b, const sy__def_entry *es, size_t n) {
     putc1(b, '[');
     for (size_t i = 0; i < n; i++) {
         if (i)
@@ -306,7 +306,7 @@ static void canon_entries(sy_buf *b, const sy_def_entry *es, size_t n) {
 /* The uri's canonical text, quoted: the opening quote, the text written
  * in place, then the closing quote; text that needs escapes (hosts and
  * paths rarely do) is taken out and written again escaped. */
-static void canon_uri(sy_buf *b, const struct sy_route *r) {
+static void canon_uri(sy__buf *b, const struct sy_route *r) {
     sy_upstream up;
     sy_route_upstream(r, &up);
     const sy_upstream *u = &up;
@@ -321,7 +321,7 @@ static void canon_uri(sy_buf *b, const struct sy_route *r) {
         if (v6)
             putc1(b, '[');
         size_t hl = strlen(u->host);
-        if (b->len + hl < b->cap || sy_buf_reserve(b, hl)) {
+        if (b->len + hl < b->cap || sy__buf_reserve(b, hl)) {
             char *o = b->ptr + b->len;
             for (size_t i = 0; i < hl; i++) {
                 char c = u->host[i];
@@ -357,19 +357,19 @@ static void canon_uri(sy_buf *b, const struct sy_route *r) {
         return;
     }
     /* rare: escapes needed; quote a copy of the text */
-    char *t = sy_strndup(b->alloc, b->ptr + at, n);
+    char *t = sy__strndup(b->alloc, b->ptr + at, n);
     if (!t) {
         b->failed = true;
         return;
     }
     b->len = at - 1;
-    sy_buf_json_string(b, t, n);
-    sy_free(b->alloc, t);
+    sy__buf_json_string(b, t, n);
+    sy__free(b->alloc, t);
 }
 
 /* The canonical form of r into b (from b->len); the offsets of its parts
  * go to off[] (uri, predicates, filters, metadata: start and end). */
-static void canon_write(sy_buf *b, const struct sy_route *r, size_t off[8]) {
+static void canon_write(sy__buf *b, const struct sy_route *r, size_t off[8]) {
     PUTS(b, "{\"id\":");
     put_json_str(b, r->id);
     PUTS(b, ",\"uri\":");
@@ -404,7 +404,7 @@ static void canon_write(sy_buf *b, const struct sy_route *r, size_t off[8]) {
         b->ptr[b->len] = '\0'; /* appends leave room for it */
 }
 
-int sy_def_canonicalize_into(struct sy_route *r, sy_buf *scratch) {
+int sy__def_canonicalize_into(struct sy_route *r, sy__buf *scratch) {
     size_t off[8];
     scratch->len = 0;
     scratch->failed = false;
@@ -414,19 +414,19 @@ int sy_def_canonicalize_into(struct sy_route *r, sy_buf *scratch) {
     if (scratch->failed)
         return SY_ENOMEM;
     const char *c = scratch->ptr;
-    r->fingerprint = sy_hash64(c, scratch->len, SEED_ROUTE);
-    r->fp_uri = sy_hash64(c + off[0], off[1] - off[0], SEED_ROUTE + 1);
-    r->fp_predicates = sy_hash64(c + off[2], off[3] - off[2], SEED_ROUTE + 2);
-    r->fp_filters = sy_hash64(c + off[4], off[5] - off[4], SEED_ROUTE + 3);
-    r->fp_metadata = sy_hash64(c + off[6], off[7] - off[6], SEED_ROUTE + 4);
+    r->fingerprint = sy__hash64(c, scratch->len, SEED_ROUTE);
+    r->fp_uri = sy__hash64(c + off[0], off[1] - off[0], SEED_ROUTE + 1);
+    r->fp_predicates = sy__hash64(c + off[2], off[3] - off[2], SEED_ROUTE + 2);
+    r->fp_filters = sy__hash64(c + off[4], off[5] - off[4], SEED_ROUTE + 3);
+    r->fp_metadata = sy__hash64(c + off[6], off[7] - off[6], SEED_ROUTE + 4);
     return SY_OK;
 }
 
-int sy_def_canonicalize(struct sy_route *r) {
-    sy_buf b;
-    sy_buf_init(&b, r->alloc);
-    int rc = sy_def_canonicalize_into(r, &b);
-    sy_buf_free(&b);
+int sy__def_canonicalize(struct sy_route *r) {
+    sy__buf b;
+    sy__buf_init(&b, r->alloc);
+    int rc = sy__def_canonicalize_into(r, &b);
+    sy__buf_free(&b);
     return rc;
 }
 
@@ -440,19 +440,19 @@ const char *sy_route_canonical(const sy_route *r) {
     char *c = atomic_load_explicit(&m->canonical, memory_order_acquire);
     if (c)
         return c;
-    sy_buf b;
+    sy__buf b;
     size_t off[8];
-    sy_buf_init(&b, r->alloc);
+    sy__buf_init(&b, r->alloc);
     canon_write(&b, r, off);
     if (b.failed || !b.ptr) {
-        sy_buf_free(&b);
+        sy__buf_free(&b);
         return NULL;
     }
     char *expect = NULL;
     if (!atomic_compare_exchange_strong_explicit(&m->canonical, &expect, b.ptr,
                                                  memory_order_acq_rel,
                                                  memory_order_acquire)) {
-        sy_buf_free(&b); /* another thread was first: use its text */
+        sy__buf_free(&b); /* another thread was first: use its text */
         return expect;
     }
     return b.ptr;
@@ -460,20 +460,20 @@ const char *sy_route_canonical(const sy_route *r) {
 
 /* ---- copies ---- */
 
-static const char *dup_or_static(sy_arena *ar, const char *s, bool *fail) {
+static const char *dup_or_static(sy__arena *ar, const char *s, bool *fail) {
     if (!s)
         return NULL;
-    char *p = sy_arena_strdup(ar, s);
+    char *p = sy__arena_strdup(ar, s);
     if (!p)
         *fail = true;
     return p ? p : "";
 }
 
-static sy_def_entry *clone_entries(sy_arena *ar, const sy_def_entry *es,
-                                   size_t n, bool *fail) {
+static sy__def_entry *clone_entries(sy__arena *ar, const sy__def_entry *es,
+                                    size_t n, bool *fail) {
     if (!n)
         return NULL;
-    sy_def_entry *out = sy_arena_alloc(ar, n * sizeof *out);
+    sy__def_entry *out = sy__arena_alloc(ar, n * sizeof *out);
     if (!out) {
         *fail = true;
         return NULL;
@@ -483,7 +483,7 @@ static sy_def_entry *clone_entries(sy_arena *ar, const sy_def_entry *es,
         out[i].name = dup_or_static(ar, es[i].name, fail);
         out[i].args = NULL;
         if (es[i].arg_count) {
-            out[i].args = sy_arena_alloc(ar, es[i].arg_count * sizeof(sy_kv));
+            out[i].args = sy__arena_alloc(ar, es[i].arg_count * sizeof(sy_kv));
             if (!out[i].args) {
                 *fail = true;
                 out[i].arg_count = 0;
@@ -498,12 +498,12 @@ static sy_def_entry *clone_entries(sy_arena *ar, const sy_def_entry *es,
     return out;
 }
 
-struct sy_route *sy_def_clone(const struct sy_route *r) {
-    struct sy_route *c = sy_route_new(r->alloc);
+struct sy_route *sy__def_clone(const struct sy_route *r) {
+    struct sy_route *c = sy__route_new(r->alloc);
     if (!c)
         return NULL;
     bool fail = false;
-    sy_arena *ar = &c->arena;
+    sy__arena *ar = &c->arena;
     c->id = dup_or_static(ar, r->id, &fail);
     c->uri = dup_or_static(ar, r->uri, &fail);
     c->order = r->order;
@@ -521,7 +521,7 @@ struct sy_route *sy_def_clone(const struct sy_route *r) {
     c->filter_count = r->filter_count;
     if (r->metadata_count) {
         c->metadata =
-            sy_arena_alloc(ar, (r->metadata_count + 1) * sizeof *c->metadata);
+            sy__arena_alloc(ar, (r->metadata_count + 1) * sizeof *c->metadata);
         if (c->metadata) {
             for (size_t i = 0; i < r->metadata_count; i++) {
                 c->metadata[i].key =
@@ -535,7 +535,7 @@ struct sy_route *sy_def_clone(const struct sy_route *r) {
         }
     }
     if (fail) {
-        sy_route_unref(c);
+        sy__route_unref(c);
         return NULL;
     }
     return c;

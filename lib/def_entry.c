@@ -33,7 +33,7 @@ static bool is_genkey(const char *k) {
     return true;
 }
 
-void sy_def_number_text(double v, char *buf, size_t size) {
+void sy__def_number_text(double v, char *buf, size_t size) {
     if (isfinite(v) && v == floor(v) && fabs(v) < 9007199254740992.0)
         snprintf(buf, size, "%.0f", v);
     else
@@ -44,7 +44,7 @@ void sy_def_number_text(double v, char *buf, size_t size) {
 
 /* The factory being mapped: built-in spec or host field list. */
 typedef struct factory_view {
-    const sy_factory_spec *spec;
+    const sy__factory_spec *spec;
     const void *host;
     sy_shortcut_type type;
     bool shortcut_allowed, open;
@@ -63,15 +63,15 @@ typedef struct raw_arg {
  * when they fit (nearly always), else allocated. */
 #define RAW_STACK 16
 
-static raw_arg *raw_get(const sy_alloc *a, size_t n, raw_arg *stack) {
+static raw_arg *raw_get(const sy__alloc *a, size_t n, raw_arg *stack) {
     if (n <= RAW_STACK)
         return stack; /* each one is filled whole before it is read */
-    return sy_calloc(a, n, sizeof(raw_arg));
+    return sy__calloc(a, n, sizeof(raw_arg));
 }
 
-static void raw_put(const sy_alloc *a, raw_arg *raw, const raw_arg *stack) {
+static void raw_put(const sy__alloc *a, raw_arg *raw, const raw_arg *stack) {
     if (raw != stack)
-        sy_free(a, raw);
+        sy__free(a, raw);
 }
 
 /* Error helpers: shortcut entries report at the entry, object entries at
@@ -80,27 +80,27 @@ typedef struct entry_ctx {
     const char *path; /* entry path */
     bool shortcut;
     const char *name;
-    const sy_factory_spec *spec; /* the built-in named, once looked up */
+    const sy__factory_spec *spec; /* the built-in named, once looked up */
 } entry_ctx;
 
 static int arg_error(const entry_ctx *ec, int code, const char *key,
                      const char *reason, sy_error *err) {
     char p[256];
     if (ec->shortcut) {
-        return sy_error_set(err, code, ec->path, "%s: %s: %s", ec->name, key,
-                            reason);
+        return sy__error_set(err, code, ec->path, "%s: %s: %s", ec->name, key,
+                             reason);
     }
-    sy_def_path(p, sizeof p, "%s.args.%s", ec->path, key);
-    return sy_error_set(err, code, p, "%s: %s: %s", ec->name, key, reason);
+    sy__def_path(p, sizeof p, "%s.args.%s", ec->path, key);
+    return sy__error_set(err, code, p, "%s: %s: %s", ec->name, key, reason);
 }
 
-static int find_view(const sy_def_ctx *ctx, sy_factory_kind kind,
-                     const char *name, const sy_factory_spec *spec,
+static int find_view(const sy__def_ctx *ctx, sy__factory_kind kind,
+                     const char *name, const sy__factory_spec *spec,
                      factory_view *v) {
     /* names[] and list[] are read only below nfields */
     v->host = NULL;
     v->nfields = 0;
-    v->spec = spec ? spec : sy_factory_find(kind, name, strlen(name));
+    v->spec = spec ? spec : sy__factory_find(kind, name, strlen(name));
     if (v->spec) {
         v->type = v->spec->shortcut;
         v->shortcut_allowed = v->spec->shortcut_allowed;
@@ -117,7 +117,7 @@ static int find_view(const sy_def_ctx *ctx, sy_factory_kind kind,
     v->type = SY_SHORTCUT_DEFAULT;
     if (kind == SY_FACTORY_PREDICATE) {
         const sy_predicate_factory *f =
-            sy_registry_find_predicate(ctx->registry, name, len);
+            sy__registry_find_predicate(ctx->registry, name, len);
         if (f) {
             v->host = f;
             v->type = f->shortcut_type;
@@ -125,7 +125,7 @@ static int find_view(const sy_def_ctx *ctx, sy_factory_kind kind,
         }
     } else {
         const sy_filter_factory *f =
-            sy_registry_find_filter(ctx->registry, name, len);
+            sy__registry_find_filter(ctx->registry, name, len);
         if (f) {
             v->host = f;
             v->type = f->shortcut_type;
@@ -215,8 +215,8 @@ static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
                                         j + 1 < v->nfields ? "," : ")");
                 }
                 if (ec->shortcut)
-                    return sy_error_set(err, SY_EARG, ec->path, "%s: %s",
-                                        ec->name, why);
+                    return sy__error_set(err, SY_EARG, ec->path, "%s: %s",
+                                         ec->name, why);
                 return arg_error(ec, SY_EARG, k, why, err);
             }
             f = (int)gen++;
@@ -250,7 +250,7 @@ static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
             for (size_t i = n; i-- > 0;) {
                 if (raw[i].field != list_field)
                     continue;
-                if (sy_value_bool(raw[i].value, NULL, NULL))
+                if (sy__value_bool(raw[i].value, NULL, NULL))
                     raw[i].field = flag;
                 break;
             }
@@ -260,7 +260,7 @@ static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
 }
 
 /* Validate one value by its field type. */
-static int check_value(const sy_field_spec *f, const entry_ctx *ec,
+static int check_value(const sy__field_spec *f, const entry_ctx *ec,
                        const char *v, sy_error *err) {
     const char *why = NULL;
     int64_t iv;
@@ -281,7 +281,7 @@ static int check_value(const sy_field_spec *f, const entry_ctx *ec,
     case SY_FT_POSINT: {
         int64_t lo =
             f->type == SY_FT_INT ? INT32_MIN : (f->type == SY_FT_UINT ? 0 : 1);
-        if (!sy_value_int64(v, INT64_MIN, INT64_MAX, &iv, &why)) {
+        if (!sy__value_int64(v, INT64_MIN, INT64_MAX, &iv, &why)) {
             ok = false;
             if (strcmp(why, "integer out of range") == 0)
                 code = SY_ERANGE;
@@ -294,20 +294,20 @@ static int check_value(const sy_field_spec *f, const entry_ctx *ec,
         }
         break;
     }
-    case SY_FT_BOOL: ok = sy_value_bool(v, NULL, &why); break;
-    case SY_FT_DURATION: ok = sy_value_duration_ms(v, NULL, &why); break;
-    case SY_FT_SIZE: ok = sy_value_size(v, NULL, &why); break;
-    case SY_FT_DATETIME: ok = sy_value_datetime_ms(v, NULL, &why); break;
-    case SY_FT_CIDR: ok = sy_value_cidr(v, NULL, &why); break;
+    case SY_FT_BOOL: ok = sy__value_bool(v, NULL, &why); break;
+    case SY_FT_DURATION: ok = sy__value_duration_ms(v, NULL, &why); break;
+    case SY_FT_SIZE: ok = sy__value_size(v, NULL, &why); break;
+    case SY_FT_DATETIME: ok = sy__value_datetime_ms(v, NULL, &why); break;
+    case SY_FT_CIDR: ok = sy__value_cidr(v, NULL, &why); break;
     case SY_FT_STATUS: {
         int st;
-        ok = sy_value_status(v, &st, &why);
+        ok = sy__value_status(v, &st, &why);
         if (!ok && strstr(why, "out of range"))
             code = SY_ERANGE;
         break;
     }
     case SY_FT_METHOD:
-    case SY_FT_HEADER_NAME: ok = sy_value_token(v, &why); break;
+    case SY_FT_HEADER_NAME: ok = sy__value_token(v, &why); break;
     case SY_FT_KEYVALUE: {
         const char *colon = strchr(v, ':');
         if (!colon || colon == v) {
@@ -321,7 +321,7 @@ static int check_value(const sy_field_spec *f, const entry_ctx *ec,
             if (ok) {
                 memcpy(name, v, n);
                 name[n] = '\0';
-                ok = sy_value_token(name, &why);
+                ok = sy__value_token(name, &why);
             }
         }
         break;
@@ -354,21 +354,21 @@ static int check_value(const sy_field_spec *f, const entry_ctx *ec,
 }
 
 /* Cross-field rules of particular factories. */
-static int check_rules(const sy_def_entry *e, const entry_ctx *ec,
+static int check_rules(const sy__def_entry *e, const entry_ctx *ec,
                        sy_error *err) {
     if (!e->spec)
         return 0;
     if (e->spec->id == SY_P_BETWEEN) {
         int64_t a = 0, b = 0;
-        sy_value_datetime_ms(sy_def_arg(e, "datetime1"), &a, NULL);
-        sy_value_datetime_ms(sy_def_arg(e, "datetime2"), &b, NULL);
+        sy__value_datetime_ms(sy__def_arg(e, "datetime1"), &a, NULL);
+        sy__value_datetime_ms(sy__def_arg(e, "datetime2"), &b, NULL);
         if (a >= b)
             return arg_error(ec, SY_EARG, "datetime2",
                              "must be later than datetime1", err);
     }
     if (e->spec->id == SY_F_REDIRECT_TO) {
         int st = 0;
-        sy_value_status(sy_def_arg(e, "status"), &st, NULL);
+        sy__value_status(sy__def_arg(e, "status"), &st, NULL);
         if (st < 300 || st > 399)
             return arg_error(ec, SY_ERANGE, "status",
                              "a redirect status must be 3xx", err);
@@ -383,7 +383,7 @@ static const char *scalar_text(const cJSON *c, char *num, size_t cap) {
     if (cJSON_IsString(c))
         return c->valuestring;
     if (cJSON_IsNumber(c)) {
-        sy_def_number_text(c->valuedouble, num, cap);
+        sy__def_number_text(c->valuedouble, num, cap);
         return num;
     }
     if (cJSON_IsBool(c))
@@ -395,7 +395,7 @@ static const char *scalar_text(const cJSON *c, char *num, size_t cap) {
  * key (as Spring binds `methods[0]`, `methods[1]`). */
 static int raw_from_object(struct sy_route *r, const cJSON *args,
                            const entry_ctx *ec, raw_arg **out, size_t *n,
-                           const sy_alloc *a, raw_arg *stack, sy_error *err) {
+                           const sy__alloc *a, raw_arg *stack, sy_error *err) {
     char p[256];
     size_t count = 0;
     for (const cJSON *c = args->child; c; c = c->next)
@@ -406,7 +406,7 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
         return 0;
     raw_arg *raw = raw_get(a, count, stack);
     if (!raw)
-        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t i = 0;
     for (const cJSON *c = args->child; c; c = c->next) {
         const cJSON *one = cJSON_IsArray(c) ? c->child : c;
@@ -417,21 +417,22 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
             if (!val) {
                 raw_put(a, raw, stack);
                 if (cJSON_IsArray(c))
-                    sy_def_path(p, sizeof p, "%s.args.%s[%zu]", ec->path,
-                                c->string, k);
+                    sy__def_path(p, sizeof p, "%s.args.%s[%zu]", ec->path,
+                                 c->string, k);
                 else
-                    sy_def_path(p, sizeof p, "%s.args.%s", ec->path, c->string);
-                return sy_error_set(err, SY_ETYPE, p,
-                                    "%s: %s: expected a string, number, "
-                                    "boolean or an array of them",
-                                    ec->name, c->string);
+                    sy__def_path(p, sizeof p, "%s.args.%s", ec->path,
+                                 c->string);
+                return sy__error_set(err, SY_ETYPE, p,
+                                     "%s: %s: expected a string, number, "
+                                     "boolean or an array of them",
+                                     ec->name, c->string);
             }
-            raw[i].key = sy_arena_strdup(&r->arena, c->string);
-            raw[i].value = sy_arena_strdup(&r->arena, val);
+            raw[i].key = sy__arena_strdup(&r->arena, c->string);
+            raw[i].value = sy__arena_strdup(&r->arena, val);
             raw[i].field = -1;
             if (!raw[i].key || !raw[i].value) {
                 raw_put(a, raw, stack);
-                return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+                return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
             }
             i++;
         }
@@ -445,7 +446,7 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
  * commas, trimmed, empty items dropped (Spring's conversion of
  * "GET,POST" to a list). `_genkey_N` values are never split. */
 static int split_named_lists(const factory_view *v, struct sy_route *r,
-                             raw_arg **rawp, size_t *np, const sy_alloc *a,
+                             raw_arg **rawp, size_t *np, const sy__alloc *a,
                              const raw_arg *stack, sy_error *err,
                              const char *path) {
     raw_arg *raw = *rawp;
@@ -458,9 +459,9 @@ static int split_named_lists(const factory_view *v, struct sy_route *r,
     }
     if (!extra)
         return 0;
-    raw_arg *out = sy_calloc(a, n + extra, sizeof *out);
+    raw_arg *out = sy__calloc(a, n + extra, sizeof *out);
     if (!out)
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         int f = raw[i].field;
@@ -480,10 +481,10 @@ static int split_named_lists(const factory_view *v, struct sy_route *r,
             while (t > b && (t[-1] == ' ' || t[-1] == '\t'))
                 t--;
             if (t > b) {
-                char *item = sy_arena_strndup(&r->arena, b, (size_t)(t - b));
+                char *item = sy__arena_strndup(&r->arena, b, (size_t)(t - b));
                 if (!item) {
-                    sy_free(a, out);
-                    return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+                    sy__free(a, out);
+                    return sy__error_set(err, SY_ENOMEM, path, "out of memory");
                 }
                 out[k] = raw[i];
                 out[k++].value = item;
@@ -506,29 +507,29 @@ static const char *genkey(struct sy_route *r, size_t i) {
         return genkeys[i];
     char key[32];
     snprintf(key, sizeof key, GENKEY "%zu", i);
-    return sy_arena_strdup(&r->arena, key);
+    return sy__arena_strdup(&r->arena, key);
 }
 
 /* Split "Name=a, b,,c" into name and trimmed non-empty tokens. */
 static int raw_from_shortcut(struct sy_route *r, const char *text,
-                             sy_factory_kind kind, entry_ctx *ec, raw_arg **out,
-                             size_t *n, const sy_alloc *a, raw_arg *stack,
-                             sy_error *err) {
+                             sy__factory_kind kind, entry_ctx *ec,
+                             raw_arg **out, size_t *n, const sy__alloc *a,
+                             raw_arg *stack, sy_error *err) {
     *out = NULL;
     *n = 0;
     const char *eq = strchr(text, '=');
     if (!eq && kind == SY_FACTORY_PREDICATE)
-        return sy_error_set(err, SY_EARG, ec->path,
-                            "predicate '%.80s' has no '=' (expected "
-                            "Name=arg1,arg2)",
-                            text);
+        return sy__error_set(err, SY_EARG, ec->path,
+                             "predicate '%.80s' has no '=' (expected "
+                             "Name=arg1,arg2)",
+                             text);
     size_t nlen = eq ? (size_t)(eq - text) : strlen(text);
     /* a built-in's name is its spec's text; only others are copied */
-    const sy_factory_spec *spec = sy_factory_find(kind, text, nlen);
+    const sy__factory_spec *spec = sy__factory_find(kind, text, nlen);
     const char *name =
-        spec ? spec->name : sy_arena_strndup(&r->arena, text, nlen);
+        spec ? spec->name : sy__arena_strndup(&r->arena, text, nlen);
     if (!name)
-        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     ec->name = name;
     ec->spec = spec;
     if (!eq)
@@ -545,7 +546,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
     }
     raw_arg *raw = raw_get(a, cap, stack);
     if (!raw)
-        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t count = 0;
     const char *p = args;
     for (;;) {
@@ -560,11 +561,11 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
             e--;
         if (e > s) {
             raw[count].key = genkey(r, count);
-            raw[count].value = sy_arena_strndup(&r->arena, s, (size_t)(e - s));
+            raw[count].value = sy__arena_strndup(&r->arena, s, (size_t)(e - s));
             raw[count].field = -1;
             if (!raw[count].key || !raw[count].value) {
                 raw_put(a, raw, stack);
-                return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+                return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
             }
             count++;
         }
@@ -581,10 +582,10 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
  * extra keys sorted), check required fields and types. */
 static int finish_entry(struct sy_route *r, const factory_view *v,
                         const entry_ctx *ec, raw_arg *raw, size_t n,
-                        sy_def_entry *e, const sy_alloc *a, sy_error *err) {
-    e->args = n ? sy_arena_alloc(&r->arena, n * sizeof *e->args) : NULL;
+                        sy__def_entry *e, const sy__alloc *a, sy_error *err) {
+    e->args = n ? sy__arena_alloc(&r->arena, n * sizeof *e->args) : NULL;
     if (n && !e->args)
-        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t k = 0;
     for (size_t f = 0; f < v->nfields; f++) {
         size_t found = 0;
@@ -596,12 +597,12 @@ static int finish_entry(struct sy_route *r, const factory_view *v,
             k++;
             found++;
         }
-        const sy_field_spec *fs = v->spec ? &v->spec->fields[f] : NULL;
+        const sy__field_spec *fs = v->spec ? &v->spec->fields[f] : NULL;
         if (fs && fs->required && found == 0) {
             if (ec->shortcut)
-                return sy_error_set(err, SY_EMISSING, ec->path,
-                                    "%s: missing required argument '%s'",
-                                    ec->name, fs->name);
+                return sy__error_set(err, SY_EMISSING, ec->path,
+                                     "%s: missing required argument '%s'",
+                                     ec->name, fs->name);
             return arg_error(ec, SY_EMISSING, fs->name,
                              "missing required argument", err);
         }
@@ -613,8 +614,8 @@ static int finish_entry(struct sy_route *r, const factory_view *v,
             e->args[k].value = raw[i].value;
             k++;
         }
-    if (k > extra && !sy_def_sort_kv(a, e->args + extra, k - extra))
-        return sy_error_set(err, SY_ENOMEM, ec->path, "out of memory");
+    if (k > extra && !sy__def_sort_kv(a, e->args + extra, k - extra))
+        return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     e->arg_count = k;
     if (!v->spec)
         return 0;
@@ -624,7 +625,7 @@ static int finish_entry(struct sy_route *r, const factory_view *v,
     for (size_t i = 0, f = 0; i < extra; i++) {
         while (e->args[i].key != v->names[f])
             f++;
-        const sy_field_spec *fs = &v->spec->fields[f];
+        const sy__field_spec *fs = &v->spec->fields[f];
         if (fs->list && !*e->args[i].value)
             return arg_error(ec, SY_EMISSING, fs->name,
                              "list values must not be empty", err);
@@ -635,9 +636,9 @@ static int finish_entry(struct sy_route *r, const factory_view *v,
     return check_rules(e, ec, err);
 }
 
-static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
-                       sy_factory_kind kind, const cJSON *item,
-                       const char *path, sy_def_entry *e, bool *shortcut,
+static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
+                       sy__factory_kind kind, const cJSON *item,
+                       const char *path, sy__def_entry *e, bool *shortcut,
                        sy_error *err) {
     entry_ctx ec = {path, false, "", NULL};
     raw_arg stack[RAW_STACK];
@@ -646,7 +647,7 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
     int rc;
     char p[256];
     const char *what = kind == SY_FACTORY_PREDICATE ? "predicate" : "filter";
-    if (sy_def_is(item, cJSON_String)) {
+    if (sy__def_is(item, cJSON_String)) {
         ec.shortcut = true;
         rc = raw_from_shortcut(r, item->valuestring, kind, &ec, &raw, &n,
                                ctx->alloc, stack, err);
@@ -654,33 +655,33 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
             return rc;
         if (!*ec.name) {
             raw_put(ctx->alloc, raw, stack);
-            return sy_error_set(err, SY_EMISSING, path, "%s name is empty",
-                                what);
+            return sy__error_set(err, SY_EMISSING, path, "%s name is empty",
+                                 what);
         }
-    } else if (sy_def_is(item, cJSON_Object)) {
+    } else if (sy__def_is(item, cJSON_Object)) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(item, "args");
-        sy_def_path(p, sizeof p, "%s.name", path);
+        sy__def_path(p, sizeof p, "%s.name", path);
         if (!name)
-            return sy_error_set(err, SY_EMISSING, p, "%s name is missing",
-                                what);
+            return sy__error_set(err, SY_EMISSING, p, "%s name is missing",
+                                 what);
         if (!cJSON_IsString(name))
-            return sy_error_set(err, SY_ETYPE, p, "%s name must be a string",
-                                what);
+            return sy__error_set(err, SY_ETYPE, p, "%s name must be a string",
+                                 what);
         if (!*name->valuestring)
-            return sy_error_set(err, SY_EMISSING, p, "%s name is empty", what);
-        const sy_factory_spec *spec =
-            sy_factory_find(kind, name->valuestring, strlen(name->valuestring));
+            return sy__error_set(err, SY_EMISSING, p, "%s name is empty", what);
+        const sy__factory_spec *spec = sy__factory_find(
+            kind, name->valuestring, strlen(name->valuestring));
         ec.name =
-            spec ? spec->name : sy_arena_strdup(&r->arena, name->valuestring);
+            spec ? spec->name : sy__arena_strdup(&r->arena, name->valuestring);
         if (!ec.name)
-            return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+            return sy__error_set(err, SY_ENOMEM, path, "out of memory");
         ec.spec = spec;
         if (args && !cJSON_IsNull(args)) {
             if (!cJSON_IsObject(args)) {
-                sy_def_path(p, sizeof p, "%s.args", path);
-                return sy_error_set(err, SY_ETYPE, p,
-                                    "%s: args must be an object", ec.name);
+                sy__def_path(p, sizeof p, "%s.args", path);
+                return sy__error_set(err, SY_ETYPE, p,
+                                     "%s: args must be an object", ec.name);
             }
             rc =
                 raw_from_object(r, args, &ec, &raw, &n, ctx->alloc, stack, err);
@@ -688,21 +689,21 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
                 return rc;
         }
     } else {
-        return sy_error_set(err, SY_ETYPE, path,
-                            "a %s must be a string (\"Name=args\") or an "
-                            "object ({\"name\", \"args\"})",
-                            what);
+        return sy__error_set(err, SY_ETYPE, path,
+                             "a %s must be a string (\"Name=args\") or an "
+                             "object ({\"name\", \"args\"})",
+                             what);
     }
     *shortcut = ec.shortcut;
     factory_view v;
     if (find_view(ctx, kind, ec.name, ec.spec, &v) != 0) {
         raw_put(ctx->alloc, raw, stack);
         if (ec.shortcut)
-            return sy_error_set(err, SY_EUNKNOWN, path, "unknown %s '%.80s'",
-                                what, ec.name);
-        sy_def_path(p, sizeof p, "%s.name", path);
-        return sy_error_set(err, SY_EUNKNOWN, p, "unknown %s '%.80s'", what,
-                            ec.name);
+            return sy__error_set(err, SY_EUNKNOWN, path, "unknown %s '%.80s'",
+                                 what, ec.name);
+        sy__def_path(p, sizeof p, "%s.name", path);
+        return sy__error_set(err, SY_EUNKNOWN, p, "unknown %s '%.80s'", what,
+                             ec.name);
     }
     e->name = ec.name;
     e->spec = v.spec;
@@ -723,10 +724,10 @@ static int build_entry(const sy_def_ctx *ctx, struct sy_route *r,
     return rc;
 }
 
-int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
-                         sy_factory_kind kind, const cJSON *arr,
-                         const char *path, bool **shortcut, sy_error *err) {
-    sy_def_entry **list =
+int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
+                          sy__factory_kind kind, const cJSON *arr,
+                          const char *path, bool **shortcut, sy_error *err) {
+    sy__def_entry **list =
         kind == SY_FACTORY_PREDICATE ? &r->predicates : &r->filters;
     uint32_t *count =
         kind == SY_FACTORY_PREDICATE ? &r->predicate_count : &r->filter_count;
@@ -734,31 +735,31 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
     *count = 0;
     if (shortcut)
         *shortcut = NULL;
-    if (!arr || sy_def_is(arr, cJSON_NULL))
+    if (!arr || sy__def_is(arr, cJSON_NULL))
         return 0;
-    if (!sy_def_is(arr, cJSON_Array))
-        return sy_error_set(err, SY_ETYPE, path, "%s must be an array",
-                            kind == SY_FACTORY_PREDICATE ? "predicates"
-                                                         : "filters");
+    if (!sy__def_is(arr, cJSON_Array))
+        return sy__error_set(err, SY_ETYPE, path, "%s must be an array",
+                             kind == SY_FACTORY_PREDICATE ? "predicates"
+                                                          : "filters");
     size_t n = 0;
     for (const cJSON *c = arr->child; c; c = c->next)
         n++;
     if (n == 0)
         return 0;
-    sy_def_entry *es = sy_arena_alloc(&r->arena, n * sizeof *es);
-    bool *sc = sy_arena_alloc_bytes(&r->arena, n * sizeof *sc);
+    sy__def_entry *es = sy__arena_alloc(&r->arena, n * sizeof *es);
+    bool *sc = sy__arena_alloc_bytes(&r->arena, n * sizeof *sc);
     if (!es || !sc)
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     memset(sc, 0, n * sizeof *sc);
     memset(es, 0, n * sizeof *es);
     size_t i = 0;
     char p[256];
-    size_t at = strlen(path); /* "<path>[i]", truncated as sy_path_join */
+    size_t at = strlen(path); /* "<path>[i]", truncated as sy__path_join */
     if (at > sizeof p - 1)
         at = sizeof p - 1;
     memcpy(p, path, at);
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
-        sy_path_index(p, sizeof p, at, i);
+        sy__path_index(p, sizeof p, at, i);
         int rc = build_entry(ctx, r, kind, c, p, &es[i], &sc[i], err);
         if (rc)
             return rc;
@@ -770,7 +771,7 @@ int sy_def_build_entries(const sy_def_ctx *ctx, struct sy_route *r,
     return 0;
 }
 
-void sy_def_shortcut_error(sy_error *err, const char *entry_path) {
+void sy__def_shortcut_error(sy_error *err, const char *entry_path) {
     if (!err)
         return;
     size_t n = strlen(entry_path);

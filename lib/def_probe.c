@@ -11,8 +11,8 @@
 #include <stdio.h>
 
 typedef struct probe {
-    const sy_def_ctx *ctx; /* without reuse: scratch routes share nothing */
-    const char *path;      /* the route's, e.g. "routes[3]" */
+    const sy__def_ctx *ctx; /* without reuse: scratch routes share nothing */
+    const char *path;       /* the route's, e.g. "routes[3]" */
     sy_error *out;
     size_t max, n;
     bool oom;
@@ -38,13 +38,13 @@ static void keep(probe *pr, const sy_error *e) {
  * built alone, as the first of a one-entry list. */
 static void reindex(sy_error *e, const char *path, const char *list, size_t i) {
     char from[300];
-    sy_def_path(from, sizeof from, "%s%s%s[0]", path, *path ? "." : "", list);
+    sy__def_path(from, sizeof from, "%s%s%s[0]", path, *path ? "." : "", list);
     size_t len = strlen(from);
     if (strncmp(e->path, from, len) != 0)
         return;
     char p[sizeof e->path];
     from[len - 3] = '\0'; /* drop "[0]" */
-    sy_def_path(p, sizeof p, "%s[%zu]%s", from, i, e->path + len);
+    sy__def_path(p, sizeof p, "%s[%zu]%s", from, i, e->path + len);
     memcpy(e->path, p, sizeof p);
 }
 
@@ -57,13 +57,13 @@ static void try_build(probe *pr, cJSON *obj, const char *list, size_t i) {
     }
     struct sy_route *r = NULL;
     sy_error e;
-    sy_error_clear(&e);
-    if (sy_def_build_route(pr->ctx, obj, pr->path, &r, &e)) {
+    sy__error_clear(&e);
+    if (sy__def_build_route(pr->ctx, obj, pr->path, &r, &e)) {
         if (list)
             reindex(&e, pr->path, list, i);
         keep(pr, &e);
     }
-    sy_route_unref(r);
+    sy__route_unref(r);
 }
 
 /* A scratch route object {"id", "uri"} plus, by reference, `key` -> `v`. */
@@ -119,30 +119,30 @@ static void probe_entries(probe *pr, const cJSON *obj, const char *uri,
 static void probe_metadata(probe *pr, const cJSON *md) {
     if (!md || cJSON_IsNull(md))
         return;
-    struct sy_route *r = sy_route_new(pr->ctx->alloc);
+    struct sy_route *r = sy__route_new(pr->ctx->alloc);
     if (!r) {
         pr->oom = true;
         return;
     }
     sy_error e;
-    sy_error_clear(&e);
-    if (sy_def_build_metadata(r, md, pr->path, pr->ctx->alloc, &e)) {
+    sy__error_clear(&e);
+    if (sy__def_build_metadata(r, md, pr->path, pr->ctx->alloc, &e)) {
         keep(pr, &e);
     } else {
         sy_error found[16];
-        size_t n = sy_route_check_select(r, pr->path, found, 16);
+        size_t n = sy__route_check_select(r, pr->path, found, 16);
         for (size_t i = 0; i < n && i < 16; i++)
             keep(pr, &found[i]);
     }
-    sy_route_unref(r);
+    sy__route_unref(r);
 }
 
-size_t sy_def_route_errors(const sy_def_ctx *ctx, const cJSON *obj,
-                           const char *path, const sy_error *first,
-                           sy_error *out, size_t max) {
+size_t sy__def_route_errors(const sy__def_ctx *ctx, const cJSON *obj,
+                            const char *path, const sy_error *first,
+                            sy_error *out, size_t max) {
     if (max == 0)
         return 0;
-    sy_def_ctx solo = *ctx;
+    sy__def_ctx solo = *ctx;
     solo.reuse = NULL;
     probe pr = {&solo, path, out, max, 0, false};
     if (cJSON_IsObject(obj)) {

@@ -40,14 +40,14 @@ static size_t authority_len(const char *s) {
 }
 
 /* The scheme named by lower-case `s` (n bytes), or SY_SCHEME_NONE. */
-static sy_route_scheme scheme_of(const char *s, size_t n) {
+static sy__route_scheme scheme_of(const char *s, size_t n) {
     static const uint8_t ids[] = {
         SY_SCHEME_HTTP, SY_SCHEME_HTTPS,   SY_SCHEME_WS, SY_SCHEME_WSS,
         SY_SCHEME_LB,   SY_SCHEME_FORWARD, SY_SCHEME_NO};
     for (size_t i = 0; i < sizeof ids; i++) {
-        const char *name = sy_route_schemes[ids[i]];
+        const char *name = sy__route_schemes[ids[i]];
         if (name[0] == s[0] && strlen(name) == n && memcmp(name, s, n) == 0)
-            return (sy_route_scheme)ids[i];
+            return (sy__route_scheme)ids[i];
     }
     return SY_SCHEME_NONE;
 }
@@ -59,12 +59,12 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     while (u[n] && scheme_char(u[n], n == 0))
         n++;
     if (n == 0 || u[n] != ':')
-        return sy_error_set(err, SY_EURI, path,
-                            "uri '%.100s' has no scheme (such as http://)", u);
+        return sy__error_set(err, SY_EURI, path,
+                             "uri '%.100s' has no scheme (such as http://)", u);
     char scheme[48]; /* longer than any scheme we take: none matches */
     lower_copy(scheme, sizeof scheme, u, n);
     const char *rest = u + n + 1;
-    sy_route_scheme sc =
+    sy__route_scheme sc =
         n < sizeof scheme ? scheme_of(scheme, n) : SY_SCHEME_NONE;
     r->up_port = 0;
     r->up_host = "";
@@ -72,8 +72,8 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     r->up_scheme = sc;
     if (sc == SY_SCHEME_FORWARD) {
         if (!*rest)
-            return sy_error_set(err, SY_EURI, path,
-                                "forward: uri needs a path");
+            return sy__error_set(err, SY_EURI, path,
+                                 "forward: uri needs a path");
         r->up_kind = SY_UPSTREAM_FORWARD;
         r->up_path = rest;
         return SY_OK;
@@ -93,14 +93,14 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         r->up_port = 443;
     } else if (!lb) {
         r->up_scheme = SY_SCHEME_NONE;
-        return sy_error_set(err, SY_EURI, path,
-                            "unsupported uri scheme '%.40s' (use http, "
-                            "https, ws, wss, lb, forward or no)",
-                            scheme);
+        return sy__error_set(err, SY_EURI, path,
+                             "unsupported uri scheme '%.40s' (use http, "
+                             "https, ws, wss, lb, forward or no)",
+                             scheme);
     }
     if (strncmp(rest, "//", 2) != 0)
-        return sy_error_set(err, SY_EURI, path, "uri '%.100s' needs '//host'",
-                            u);
+        return sy__error_set(err, SY_EURI, path, "uri '%.100s' needs '//host'",
+                             u);
     rest += 2;
     size_t alen = authority_len(rest);
     const char *at = memchr(rest, '@', alen); /* drop user info */
@@ -113,14 +113,14 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     if (alen && rest[0] == '[') {
         const char *close = memchr(rest, ']', alen);
         if (!close)
-            return sy_error_set(err, SY_EURI, path,
-                                "uri '%.100s' has an unclosed '['", u);
+            return sy__error_set(err, SY_EURI, path,
+                                 "uri '%.100s' has an unclosed '['", u);
         host = rest + 1;
         hlen = (size_t)(close - host);
         if ((size_t)(close + 1 - rest) < alen) {
             if (close[1] != ':')
-                return sy_error_set(err, SY_EURI, path,
-                                    "uri '%.100s' has a bad authority", u);
+                return sy__error_set(err, SY_EURI, path,
+                                     "uri '%.100s' has a bad authority", u);
             port = close + 2;
         }
     } else {
@@ -130,32 +130,32 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
             port = colon + 1;
     }
     if (hlen == 0)
-        return sy_error_set(err, SY_EURI, path, "uri '%.100s' has no %s", u,
-                            lb ? "service name" : "host");
+        return sy__error_set(err, SY_EURI, path, "uri '%.100s' has no %s", u,
+                             lb ? "service name" : "host");
     if (port) {
         size_t plen = (size_t)(rest + alen - port);
         long v = 0;
         if (plen == 0 || plen > 5)
-            return sy_error_set(err, SY_EURI, path,
-                                "uri '%.100s' has a bad port", u);
+            return sy__error_set(err, SY_EURI, path,
+                                 "uri '%.100s' has a bad port", u);
         for (size_t i = 0; i < plen; i++) {
             if (port[i] < '0' || port[i] > '9')
-                return sy_error_set(err, SY_EURI, path,
-                                    "uri '%.100s' has a bad port", u);
+                return sy__error_set(err, SY_EURI, path,
+                                     "uri '%.100s' has a bad port", u);
             v = v * 10 + (port[i] - '0');
         }
         if (v < 1 || v > 65535)
-            return sy_error_set(err, SY_EURI, path,
-                                "uri '%.100s': port out of range 1..65535", u);
+            return sy__error_set(err, SY_EURI, path,
+                                 "uri '%.100s': port out of range 1..65535", u);
         if (!lb)
             r->up_port = (uint16_t)v;
     }
     /* the host ends the uri ("lb://svc"): the uri's own bytes (r->uri is
      * the route's copy), else a copy */
     const char *h =
-        host[hlen] == '\0' ? host : sy_arena_strndup(&r->arena, host, hlen);
+        host[hlen] == '\0' ? host : sy__arena_strndup(&r->arena, host, hlen);
     if (!h)
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     r->up_host = h;
     r->up_kind = lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL;
     bool secure = sc == SY_SCHEME_HTTPS || sc == SY_SCHEME_WSS;
@@ -165,49 +165,50 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         r->authority = h; /* the Host header is the host itself */
     else if (port && port[0] != '0' && rest[alen] == '\0')
         r->authority = rest; /* "host:port" ends the uri, spelled as
-                                sy_arena_authority would spell it */
+                                sy__arena_authority would spell it */
     else if (!(r->authority =
-                   sy_arena_authority(&r->arena, h, r->up_port, secure)))
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+                   sy__arena_authority(&r->arena, h, r->up_port, secure)))
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     return SY_OK;
 }
 
 /* ---- the route object ---- */
 
-int sy_def_build_metadata(struct sy_route *r, const cJSON *md, const char *path,
-                          const sy_alloc *a, sy_error *err) {
+int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
+                           const char *path, const sy__alloc *a,
+                           sy_error *err) {
     char p[256];
     if (!md || cJSON_IsNull(md))
         return 0;
-    sy_def_path(p, sizeof p, "%s.metadata", path);
+    sy__def_path(p, sizeof p, "%s.metadata", path);
     if (!cJSON_IsObject(md))
-        return sy_error_set(err, SY_ETYPE, p, "metadata must be an object");
+        return sy__error_set(err, SY_ETYPE, p, "metadata must be an object");
     size_t n = (size_t)cJSON_GetArraySize(md);
     if (n == 0)
         return 0;
-    sy_kv *kv = sy_arena_alloc(&r->arena, n * sizeof *kv);
+    sy_kv *kv = sy__arena_alloc(&r->arena, n * sizeof *kv);
     if (!kv)
-        return sy_error_set(err, SY_ENOMEM, p, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, p, "out of memory");
     size_t i = 0;
     for (const cJSON *c = md->child; c; c = c->next, i++) {
-        if (!cJSON_IsString(c) && sy_route_is_select_key(c->string)) {
-            sy_def_path(p, sizeof p, "%s.metadata.%s", path, c->string);
-            return sy_error_set(err, SY_ETYPE, p, "%s must be a string",
-                                c->string);
+        if (!cJSON_IsString(c) && sy__route_is_select_key(c->string)) {
+            sy__def_path(p, sizeof p, "%s.metadata.%s", path, c->string);
+            return sy__error_set(err, SY_ETYPE, p, "%s must be a string",
+                                 c->string);
         }
-        kv[i].key = sy_arena_strdup(&r->arena, c->string);
+        kv[i].key = sy__arena_strdup(&r->arena, c->string);
         if (cJSON_IsString(c)) {
-            kv[i].value = sy_arena_strdup(&r->arena, c->valuestring);
+            kv[i].value = sy__arena_strdup(&r->arena, c->valuestring);
         } else {
             char *txt = cJSON_PrintUnformatted(c);
-            kv[i].value = txt ? sy_arena_strdup(&r->arena, txt) : NULL;
+            kv[i].value = txt ? sy__arena_strdup(&r->arena, txt) : NULL;
             cJSON_free(txt);
         }
         if (!kv[i].key || !kv[i].value)
-            return sy_error_set(err, SY_ENOMEM, p, "out of memory");
+            return sy__error_set(err, SY_ENOMEM, p, "out of memory");
     }
-    if (!sy_def_sort_kv(a, kv, n))
-        return sy_error_set(err, SY_ENOMEM, p, "out of memory");
+    if (!sy__def_sort_kv(a, kv, n))
+        return sy__error_set(err, SY_ENOMEM, p, "out of memory");
     /* a repeated key: the last one wins, as in a JSON map */
     size_t k = 0;
     for (i = 0; i < n; i++) {
@@ -226,12 +227,12 @@ int sy_def_build_metadata(struct sy_route *r, const cJSON *md, const char *path,
             r->disabled = true;
         for (size_t j = 0; j < SY_ARRAY_LEN(ms_keys); j++)
             if (strcmp(kv[i].key, ms_keys[j]) == 0 &&
-                !sy_value_int64(kv[i].value, INT64_MIN, INT64_MAX, NULL,
-                                NULL)) {
-                sy_def_path(p, sizeof p, "%s.metadata.%s", path, kv[i].key);
-                return sy_error_set(err, SY_EARG, p,
-                                    "%s must be an integer (milliseconds)",
-                                    kv[i].key);
+                !sy__value_int64(kv[i].value, INT64_MIN, INT64_MAX, NULL,
+                                 NULL)) {
+                sy__def_path(p, sizeof p, "%s.metadata.%s", path, kv[i].key);
+                return sy__error_set(err, SY_EARG, p,
+                                     "%s must be an integer (milliseconds)",
+                                     kv[i].key);
             }
     }
     return 0;
@@ -249,19 +250,19 @@ static int build_order(struct sy_route *r, const cJSON *o, const char *path,
         r->order = (int32_t)o->valuedouble; /* the common case */
         return 0;
     }
-    sy_def_path(p, sizeof p, "%s.order", path);
+    sy__def_path(p, sizeof p, "%s.order", path);
     if (!cJSON_IsNumber(o))
-        return sy_error_set(err, SY_ETYPE, p, "order must be an integer");
+        return sy__error_set(err, SY_ETYPE, p, "order must be an integer");
     double v = o->valuedouble;
     if (!isfinite(v) || v != floor(v)) {
         if (isfinite(v))
-            return sy_error_set(err, SY_ETYPE, p, "order must be an integer");
-        return sy_error_set(err, SY_ERANGE, p,
-                            "order out of the 32-bit integer range");
+            return sy__error_set(err, SY_ETYPE, p, "order must be an integer");
+        return sy__error_set(err, SY_ERANGE, p,
+                             "order out of the 32-bit integer range");
     }
     if (v < (double)INT32_MIN || v > (double)INT32_MAX)
-        return sy_error_set(err, SY_ERANGE, p,
-                            "order out of the 32-bit integer range");
+        return sy__error_set(err, SY_ERANGE, p,
+                             "order out of the 32-bit integer range");
     r->order = (int32_t)v;
     return 0;
 }
@@ -305,15 +306,15 @@ static int required_string(const cJSON *v, const char *key, const char *path,
         return 0;
     }
     char p[256];
-    sy_path_join(p, sizeof p, path, key);
+    sy__path_join(p, sizeof p, path, key);
     if (!v || cJSON_IsNull(v))
-        return sy_error_set(err, SY_EMISSING, p, "%s is missing", key);
+        return sy__error_set(err, SY_EMISSING, p, "%s is missing", key);
     if (!cJSON_IsString(v))
-        return sy_error_set(err, SY_ETYPE, p, "%s must be a string", key);
-    return sy_error_set(err, SY_EMISSING, p, "%s is empty", key);
+        return sy__error_set(err, SY_ETYPE, p, "%s must be a string", key);
+    return sy__error_set(err, SY_EMISSING, p, "%s is empty", key);
 }
 
-static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
+static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
                       const route_fields *f, const char *path, bool **sc_preds,
                       bool **sc_filters, sy_error *err) {
     char p[256];
@@ -321,62 +322,62 @@ static int fill_route(const sy_def_ctx *ctx, struct sy_route *r,
     int rc = required_string(f->id, "id", path, &id, err);
     if (rc)
         return rc;
-    if (!(r->id = sy_arena_strdup(&r->arena, id)))
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    if (!(r->id = sy__arena_strdup(&r->arena, id)))
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if ((rc = required_string(f->uri, "uri", path, &uri, err)))
         return rc;
-    if (!(r->uri = sy_arena_strdup(&r->arena, uri)))
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    if (!(r->uri = sy__arena_strdup(&r->arena, uri)))
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if ((rc = parse_uri(r, "", err))) {
         if (err) /* its errors are the uri's: named here, not per call */
-            sy_path_join(err->path, sizeof err->path, path, "uri");
+            sy__path_join(err->path, sizeof err->path, path, "uri");
         return rc;
     }
     if ((rc = build_order(r, f->order, path, err)))
         return rc;
-    sy_path_join(p, sizeof p, path, "predicates");
-    rc = sy_def_build_entries(ctx, r, SY_FACTORY_PREDICATE, f->predicates, p,
-                              sc_preds, err);
+    sy__path_join(p, sizeof p, path, "predicates");
+    rc = sy__def_build_entries(ctx, r, SY_FACTORY_PREDICATE, f->predicates, p,
+                               sc_preds, err);
     if (rc)
         return rc;
     /* (no filters: no path to format, it is never named) */
     if (f->filters)
-        sy_path_join(p, sizeof p, path, "filters");
-    rc = sy_def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p,
-                              sc_filters, err);
+        sy__path_join(p, sizeof p, path, "filters");
+    rc = sy__def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p,
+                               sc_filters, err);
     if (rc)
         return rc;
-    rc = sy_def_build_metadata(r, f->metadata, path, ctx->alloc, err);
-    if (!rc && sy_route_check_select(r, path, err, err ? 1 : 0))
+    rc = sy__def_build_metadata(r, f->metadata, path, ctx->alloc, err);
+    if (!rc && sy__route_check_select(r, path, err, err ? 1 : 0))
         rc = SY_EARG;
     return rc;
 }
 
 /* Compile, moving errors of shortcut entries to the entry's path. */
-static int compile_route(const sy_def_ctx *ctx, struct sy_route *r,
+static int compile_route(const sy__def_ctx *ctx, struct sy_route *r,
                          const char *path, const bool *sc_preds,
                          const bool *sc_filters, sy_error *err) {
-    sy_error local; /* as sy_error_clear leaves it, without writing all
+    sy_error local; /* as sy__error_clear leaves it, without writing all
                        its ~500 bytes per route */
     local.code = 0;
     local.line = local.column = 0;
     local.offset = 0;
     local.path[0] = local.message[0] = '\0';
-    sy_compile_env env = {r->alloc, ctx->registry, ctx->regex_cache, NULL};
-    int rc = sy_route_compile(r, &env, path, &local);
+    sy__compile_env env = {r->alloc, ctx->registry, ctx->regex_cache, NULL};
+    int rc = sy__route_compile(r, &env, path, &local);
     if (!rc)
         return 0;
     char p[256];
     const char *sep = *path ? "." : "";
     for (size_t i = 0; i < r->predicate_count; i++) {
-        sy_def_path(p, sizeof p, "%s%spredicates[%zu]", path, sep, i);
+        sy__def_path(p, sizeof p, "%s%spredicates[%zu]", path, sep, i);
         if (sc_preds && sc_preds[i])
-            sy_def_shortcut_error(&local, p);
+            sy__def_shortcut_error(&local, p);
     }
     for (size_t i = 0; i < r->filter_count; i++) {
-        sy_def_path(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
+        sy__def_path(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
         if (sc_filters && sc_filters[i])
-            sy_def_shortcut_error(&local, p);
+            sy__def_shortcut_error(&local, p);
     }
     if (local.code == 0)
         local.code = rc;
@@ -456,8 +457,8 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
         size_t len = count_text(eq ? eq + 1 : c->valuestring, sep, &tc);
         *text += (sep ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
         return tc.commas * sizeof(sy_kv) +
-               (sep ? sy_pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
-                                           tc.braces, sep == '.') +
+               (sep ? sy__pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
+                                            tc.braces, sep == '.') +
                           (tc.commas ? (tc.commas + 1) * sizeof(void *) : 0)
                     : 0);
     }
@@ -479,8 +480,8 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
     }
     size_t n = values > 1 ? (values - 1) * sizeof(sy_kv) : 0;
     if (sep)
-        n += sy_pattern_bytes_max(values + tc.commas, tc.rooted, tc.seps,
-                                  tc.braces, sep == '.') +
+        n += sy__pattern_bytes_max(values + tc.commas, tc.rooted, tc.seps,
+                                   tc.braces, sep == '.') +
              (values + tc.commas > 1 ? (values + tc.commas) * sizeof(void *)
                                      : 0);
     return n;
@@ -514,7 +515,7 @@ static size_t filter_estimate(const cJSON *c) {
  * its JSON spelling), per predicate and filter its entry, args, compiled
  * object and slot, and the compiled patterns of Path and Host predicates.
  * A route that holds more gets another chunk. */
-static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
+static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
     size_t json = ctx->text_len ? ctx->text_len : 256;
     /* the text: for the common route of an id, a uri and shortcut
      * predicates, from the strings themselves (the id, the uri and its
@@ -536,48 +537,49 @@ static size_t arena_estimate(const sy_def_ctx *ctx, const route_fields *f) {
     if (cJSON_IsArray(f->predicates)) {
         for (const cJSON *c = f->predicates->child; c; c = c->next) {
             simple = simple && cJSON_IsString(c);
-            n += sizeof(sy_def_entry) + 16 + 8 + SY_PRED_OBJECT_BYTES +
+            n += sizeof(sy__def_entry) + 16 + 8 + SY_PRED_OBJECT_BYTES +
                  predicate_estimate(c, &text);
         }
     }
     n += simple && text < json ? text : json;
     if (cJSON_IsArray(f->filters)) {
         for (const cJSON *c = f->filters->child; c; c = c->next)
-            n += sizeof(sy_def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES +
+            n += sizeof(sy__def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES +
                  filter_estimate(c);
     }
     return n;
 }
 
-int sy_def_build_route(const sy_def_ctx *ctx, const cJSON *obj,
-                       const char *path, struct sy_route **out, sy_error *err) {
+int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
+                        const char *path, struct sy_route **out,
+                        sy_error *err) {
     *out = NULL;
     if (!cJSON_IsObject(obj))
-        return sy_error_set(err, SY_ETYPE, path, "a route must be an object");
+        return sy__error_set(err, SY_ETYPE, path, "a route must be an object");
     route_fields f;
     find_fields(obj, &f);
     struct sy_route *r =
-        sy_route_new_sized(ctx->alloc, arena_estimate(ctx, &f));
+        sy__route_new_sized(ctx->alloc, arena_estimate(ctx, &f));
     if (!r)
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     bool *scp = NULL, *scf = NULL;
     int rc = fill_route(ctx, r, &f, path, &scp, &scf, err);
-    if (!rc && (ctx->scratch ? sy_def_canonicalize_into(r, ctx->scratch)
-                             : sy_def_canonicalize(r)))
-        rc = sy_error_set(err, SY_ENOMEM, path, "out of memory");
+    if (!rc && (ctx->scratch ? sy__def_canonicalize_into(r, ctx->scratch)
+                             : sy__def_canonicalize(r)))
+        rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     const struct sy_route *same =
         !rc && ctx->reuse ? ctx->reuse(ctx->reuse_data, r->id, r->fingerprint)
                           : NULL;
     if (same && same->fingerprint == r->fingerprint) {
         /* already compiled and live: share it */
-        sy_route_unref(r);
-        *out = sy_route_ref(same);
+        sy__route_unref(r);
+        *out = sy__route_ref(same);
         return 0;
     }
     if (!rc)
         rc = compile_route(ctx, r, path, scp, scf, err);
     if (rc) {
-        sy_route_unref(r);
+        sy__route_unref(r);
         return rc;
     }
     *out = r;

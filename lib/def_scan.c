@@ -30,7 +30,7 @@ typedef struct frame {
 } frame;
 
 typedef struct scanner {
-    const sy_alloc *a;
+    const sy__alloc *a;
     const char *s;
     size_t len, pos;
     const sy_limits *lim;
@@ -41,13 +41,13 @@ typedef struct scanner {
     uint32_t routes_depth; /* depth of the routes array's frame, 0: none */
     bool routes_done;      /* the routes array was closed */
     size_t values;         /* in the current route (or the whole text) */
-    sy_json_scan *out;
+    sy__json_scan *out;
     size_t cap;
-    const sy_json_skip *skip; /* may be NULL */
+    const sy__json_skip *skip; /* may be NULL */
     sy_error *err;
 } scanner;
 
-void sy_json_locate(const char *json, size_t len, size_t off, sy_error *err) {
+void sy__json_locate(const char *json, size_t len, size_t off, sy_error *err) {
     if (!err)
         return;
     if (off > len)
@@ -94,27 +94,27 @@ static int fail_at(scanner *sc, int code, uint32_t upto, size_t off,
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     path_of(sc, upto, path, sizeof path);
-    sy_error_set(sc->err, code, path, "%s", msg);
-    sy_json_locate(sc->s, sc->len, off, sc->err);
+    sy__error_set(sc->err, code, path, "%s", msg);
+    sy__json_locate(sc->s, sc->len, off, sc->err);
     return code;
 }
 
 static int unexpected(scanner *sc) {
     if (sc->pos >= sc->len) {
-        sy_error_set(sc->err, SY_ESYNTAX, "",
-                     sc->len ? "JSON syntax error: unexpected end of document"
-                             : "JSON syntax error: the document is empty");
+        sy__error_set(sc->err, SY_ESYNTAX, "",
+                      sc->len ? "JSON syntax error: unexpected end of document"
+                              : "JSON syntax error: the document is empty");
     } else {
         unsigned char c = (unsigned char)sc->s[sc->pos];
         if (c > 0x20 && c < 0x7f)
-            sy_error_set(sc->err, SY_ESYNTAX, "",
-                         "JSON syntax error: unexpected '%c'", c);
+            sy__error_set(sc->err, SY_ESYNTAX, "",
+                          "JSON syntax error: unexpected '%c'", c);
         else
-            sy_error_set(sc->err, SY_ESYNTAX, "",
-                         "JSON syntax error: unexpected byte 0x%02x",
-                         (unsigned)c);
+            sy__error_set(sc->err, SY_ESYNTAX, "",
+                          "JSON syntax error: unexpected byte 0x%02x",
+                          (unsigned)c);
     }
-    sy_json_locate(sc->s, sc->len, sc->pos, sc->err);
+    sy__json_locate(sc->s, sc->len, sc->pos, sc->err);
     return SY_ESYNTAX;
 }
 
@@ -162,12 +162,13 @@ static int scan_string(scanner *sc, bool is_key) {
         size_t p = sc->pos, len = sc->len;
         const unsigned char *u = (const unsigned char *)s;
         while (p + 8 <= len) { /* a word at a time, then byte by byte */
-            uint64_t w = sy_load_u64(s + p);
-            uint64_t hit = sy_swar_has_byte(w, '"') |
-                           sy_swar_has_byte(w, '\\') | sy_swar_has_below(w, 1);
+            uint64_t w = sy__load_u64(s + p);
+            uint64_t hit = sy__swar_has_byte(w, '"') |
+                           sy__swar_has_byte(w, '\\') |
+                           sy__swar_has_below(w, 1);
             if (hit) {
 #if SY_SWAR_FIRST_OK
-                p += sy_swar_first(hit);
+                p += sy__swar_first(hit);
 #endif
                 break;
             }
@@ -338,7 +339,7 @@ static int count_value(scanner *sc) {
  * frame (or as the root): note where a route or the version begins. */
 static int begin_value(scanner *sc) {
     if (sc->routes_depth && sc->depth == sc->routes_depth) {
-        sy_json_scan *o = sc->out;
+        sy__json_scan *o = sc->out;
         if (o->route_count >= sc->lim->max_routes)
             return fail_at(sc, SY_ELIMIT, sc->routes_depth - 1, sc->pos,
                            "more than %zu routes (the limit)",
@@ -348,15 +349,15 @@ static int begin_value(scanner *sc) {
             if (!sc->cap && sc->skip && sc->skip->expect > ncap &&
                 sc->skip->expect <= sc->lim->max_routes)
                 ncap = sc->skip->expect; /* no copies on the way up */
-            sy_json_span *n =
-                sy_realloc(sc->a, o->routes, ncap * sizeof *o->routes);
+            sy__json_span *n =
+                sy__realloc(sc->a, o->routes, ncap * sizeof *o->routes);
             if (!n)
-                return sy_error_set(sc->err, SY_ENOMEM, "", "out of memory");
+                return sy__error_set(sc->err, SY_ENOMEM, "", "out of memory");
             o->routes = n;
             sc->cap = ncap;
         }
         o->routes[o->route_count] =
-            (sy_json_span){sc->pos, 0, 0, NULL, 0, false};
+            (sy__json_span){sc->pos, 0, 0, NULL, 0, false};
         sc->values = 0;
     }
     return count_value(sc);
@@ -449,10 +450,10 @@ after:
     if (sc->depth == 0) {
         skip_ws(sc);
         if (sc->pos < sc->len) {
-            sy_error_set(sc->err, SY_ESYNTAX, "",
-                         "JSON syntax error: unexpected data after the "
-                         "document");
-            sy_json_locate(sc->s, sc->len, sc->pos, sc->err);
+            sy__error_set(sc->err, SY_ESYNTAX, "",
+                          "JSON syntax error: unexpected data after the "
+                          "document");
+            sy__json_locate(sc->s, sc->len, sc->pos, sc->err);
             return SY_ESYNTAX;
         }
         return 0;
@@ -500,9 +501,9 @@ key:
     goto value;
 }
 
-static int scan_text(const sy_alloc *a, const char *json, size_t len,
+static int scan_text(const sy__alloc *a, const char *json, size_t len,
                      const sy_limits *lim, bool routes,
-                     const sy_json_skip *skip, sy_json_scan *out,
+                     const sy__json_skip *skip, sy__json_scan *out,
                      sy_error *err) {
     memset(out, 0, sizeof *out);
     uint32_t max_depth =
@@ -516,22 +517,22 @@ static int scan_text(const sy_alloc *a, const char *json, size_t len,
                   .out = out,
                   .skip = skip && skip->fn ? skip : NULL,
                   .err = err};
-    sc.st = sy_malloc(a, (max_depth + 1) * sizeof *sc.st);
+    sc.st = sy__malloc(a, (max_depth + 1) * sizeof *sc.st);
     if (!sc.st)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     int rc = scan(&sc);
-    sy_free(a, sc.st);
+    sy__free(a, sc.st);
     return rc;
 }
 
-int sy_json_scan_text(const sy_alloc *a, const char *json, size_t len,
-                      const sy_limits *lim, bool routes, sy_json_scan *out,
-                      sy_error *err) {
+int sy__json_scan_text(const sy__alloc *a, const char *json, size_t len,
+                       const sy_limits *lim, bool routes, sy__json_scan *out,
+                       sy_error *err) {
     return scan_text(a, json, len, lim, routes, NULL, out, err);
 }
 
-int sy_json_scan_routes(const sy_alloc *a, const char *json, size_t len,
-                        const sy_limits *lim, const sy_json_skip *skip,
-                        sy_json_scan *out, sy_error *err) {
+int sy__json_scan_routes(const sy__alloc *a, const char *json, size_t len,
+                         const sy_limits *lim, const sy__json_skip *skip,
+                         sy__json_scan *out, sy_error *err) {
     return scan_text(a, json, len, lim, true, skip, out, err);
 }

@@ -21,7 +21,7 @@
  * deeper document through, whatever max_depth says. */
 #define SY_JSON_MAX_DEPTH 1000u
 
-typedef struct sy_json_span {
+typedef struct sy__json_span {
     size_t start, end; /* byte offsets, end exclusive */
     /* Left zero by the scan, for its skip hook (below) and the caller:
      * a hash of the span's bytes (hashed: set), and what the hook knew the
@@ -30,16 +30,16 @@ typedef struct sy_json_span {
     const void *known;
     size_t aux; /* the hook's own note about `known` */
     bool hashed;
-} sy_json_span;
+} sy__json_span;
 
-typedef struct sy_json_scan {
-    char root;            /* first byte of the top-level value */
-    bool has_routes;      /* object root: a "routes" key (first one) */
-    char routes_first;    /* first byte of that key's value */
-    sy_json_span version; /* object root: the "version" value; 0,0: none */
-    sy_json_span *routes; /* the route elements, sy_malloc'd */
+typedef struct sy__json_scan {
+    char root;             /* first byte of the top-level value */
+    bool has_routes;       /* object root: a "routes" key (first one) */
+    char routes_first;     /* first byte of that key's value */
+    sy__json_span version; /* object root: the "version" value; 0,0: none */
+    sy__json_span *routes; /* the route elements, sy__malloc'd */
     size_t route_count;
-} sy_json_scan;
+} sy__json_scan;
 
 /*
  * Scan `json`. With `routes` true the routes array (the root array, or the
@@ -48,11 +48,11 @@ typedef struct sy_json_scan {
  * the whole text may hold at most SY_MAX_ROUTE_VALUES values. A string
  * holding a NUL byte (raw or \u0000) is an error. Returns 0, or SY_ESYNTAX
  * / SY_ELIMIT / SY_EARG / SY_ENOMEM with err located. Free out->routes with
- * sy_free(a, ...) in both cases.
+ * sy__free(a, ...) in both cases.
  */
-int sy_json_scan_text(const sy_alloc *a, const char *json, size_t len,
-                      const sy_limits *lim, bool routes, sy_json_scan *out,
-                      sy_error *err);
+int sy__json_scan_text(const sy__alloc *a, const char *json, size_t len,
+                       const sy_limits *lim, bool routes, sy__json_scan *out,
+                       sy_error *err);
 
 /*
  * Asked at the first byte of each element of the routes array (at byte
@@ -64,19 +64,19 @@ int sy_json_scan_text(const sy_alloc *a, const char *json, size_t len,
  * out->routes[0..index] are there (the element's start set, earlier ones
  * complete); the hook may set their hash, hashed and known fields.
  */
-typedef struct sy_json_skip {
-    size_t (*fn)(void *data, const char *json, size_t len, sy_json_scan *out,
+typedef struct sy__json_skip {
+    size_t (*fn)(void *data, const char *json, size_t len, sy__json_scan *out,
                  size_t index, size_t at, uint32_t depth);
     void *data;
     size_t expect; /* routes the caller expects (room made at once) */
-} sy_json_skip;
+} sy__json_skip;
 
-/* sy_json_scan_text with `routes` true and a skip hook (may be NULL). */
-int sy_json_scan_routes(const sy_alloc *a, const char *json, size_t len,
-                        const sy_limits *lim, const sy_json_skip *skip,
-                        sy_json_scan *out, sy_error *err);
+/* sy__json_scan_text with `routes` true and a skip hook (may be NULL). */
+int sy__json_scan_routes(const sy__alloc *a, const char *json, size_t len,
+                         const sy_limits *lim, const sy__json_skip *skip,
+                         sy__json_scan *out, sy_error *err);
 
 /* Fill err's line, column and offset for byte `off` of `json`. */
-void sy_json_locate(const char *json, size_t len, size_t off, sy_error *err);
+void sy__json_locate(const char *json, size_t len, size_t off, sy_error *err);
 
 #endif

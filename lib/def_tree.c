@@ -23,7 +23,7 @@
 typedef struct tree_parser {
     const char *s;
     size_t pos, end;
-    sy_arena *ar;
+    sy__arena *ar;
     int rc; /* 0, SY_ENOMEM, or SY_DEF_TREE_CJSON */
 } tree_parser;
 
@@ -37,7 +37,7 @@ static void skip_ws(tree_parser *t) {
 }
 
 static cJSON *new_node(tree_parser *t, int type) {
-    cJSON *n = sy_arena_alloc(t->ar, sizeof *n);
+    cJSON *n = sy__arena_alloc(t->ar, sizeof *n);
     if (!n) {
         t->rc = SY_ENOMEM;
         return NULL;
@@ -50,7 +50,7 @@ static cJSON *new_node(tree_parser *t, int type) {
 static unsigned hex4(const char *p) {
     unsigned v = 0;
     for (int i = 0; i < 4; i++)
-        v = v << 4 | (unsigned)sy_hexval(p[i]);
+        v = v << 4 | (unsigned)sy__hexval(p[i]);
     return v;
 }
 
@@ -62,11 +62,12 @@ static char *parse_string(tree_parser *t) {
     bool esc = false;
     for (;;) {                    /* the scan saw the closing quote */
         while (i + 8 <= t->end) { /* a word at a time, then byte by byte */
-            uint64_t w = sy_load_u64(t->s + i);
-            uint64_t hit = sy_swar_has_byte(w, '"') | sy_swar_has_byte(w, '\\');
+            uint64_t w = sy__load_u64(t->s + i);
+            uint64_t hit =
+                sy__swar_has_byte(w, '"') | sy__swar_has_byte(w, '\\');
             if (hit) {
 #if SY_SWAR_FIRST_OK
-                i += sy_swar_first(hit);
+                i += sy__swar_first(hit);
 #endif
                 break;
             }
@@ -82,7 +83,7 @@ static char *parse_string(tree_parser *t) {
     }
     t->pos = i + 1;
     /* decoded text is never longer than its JSON spelling */
-    char *out = sy_arena_alloc_bytes(t->ar, i - start + 1);
+    char *out = sy__arena_alloc_bytes(t->ar, i - start + 1);
     if (!out) {
         t->rc = SY_ENOMEM;
         return NULL;
@@ -266,8 +267,8 @@ static cJSON *parse_value(tree_parser *t) {
     }
 }
 
-int sy_def_tree_parse(sy_arena *ar, const char *json, size_t start, size_t end,
-                      cJSON **out) {
+int sy__def_tree_parse(sy__arena *ar, const char *json, size_t start,
+                       size_t end, cJSON **out) {
     tree_parser t = {json, start, end, ar, 0};
     skip_ws(&t);
     *out = parse_value(&t);

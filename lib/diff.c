@@ -9,8 +9,8 @@
 #include "snapshot.h"
 
 struct sy_diff {
-    sy_alloc alloc;
-    sy_arena arena;
+    sy__alloc alloc;
+    sy__arena arena;
     const char **added;
     size_t added_count;
     const char **removed;
@@ -21,8 +21,8 @@ struct sy_diff {
     size_t unchanged;
 };
 
-unsigned sy_diff_route_changes(const struct sy_route *a,
-                               const struct sy_route *b) {
+unsigned sy__diff_route_changes(const struct sy_route *a,
+                                const struct sy_route *b) {
     unsigned m = 0;
     if (a->fp_predicates != b->fp_predicates)
         m |= SY_CHANGED_PREDICATES;
@@ -41,31 +41,32 @@ static const char *old_id(const void *ctx, uint32_t i) {
     return ((const struct sy_route *const *)ctx)[i]->id;
 }
 
-int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
-                   size_t old_count, const struct sy_route *const *new_routes,
-                   size_t new_count, sy_diff **out) {
+int sy__diff_routes(const sy__alloc *a,
+                    const struct sy_route *const *old_routes, size_t old_count,
+                    const struct sy_route *const *new_routes, size_t new_count,
+                    sy_diff **out) {
     *out = NULL;
-    sy_diff *d = sy_calloc(a, 1, sizeof *d);
+    sy_diff *d = sy__calloc(a, 1, sizeof *d);
     if (!d)
         return SY_ENOMEM;
     d->alloc = *a;
-    sy_arena_init(&d->arena, &d->alloc, 4096);
-    size_t cap = sy_idtab_capacity(old_count);
-    sy_idtab_entry *table = sy_malloc(a, cap * sizeof *table);
-    bool *seen = sy_calloc(a, old_count + 1, sizeof *seen);
-    d->added = sy_arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
-    d->removed = sy_arena_alloc(&d->arena, (old_count + 1) * sizeof(char *));
-    d->updated = sy_arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
+    sy__arena_init(&d->arena, &d->alloc, 4096);
+    size_t cap = sy__idtab_capacity(old_count);
+    sy__idtab_entry *table = sy__malloc(a, cap * sizeof *table);
+    bool *seen = sy__calloc(a, old_count + 1, sizeof *seen);
+    d->added = sy__arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
+    d->removed = sy__arena_alloc(&d->arena, (old_count + 1) * sizeof(char *));
+    d->updated = sy__arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
     d->updated_mask =
-        sy_arena_alloc(&d->arena, (new_count + 1) * sizeof(unsigned));
+        sy__arena_alloc(&d->arena, (new_count + 1) * sizeof(unsigned));
     if (!table || !seen || !d->added || !d->removed || !d->updated ||
         !d->updated_mask)
         goto fail;
-    sy_idtab t;
-    sy_idtab_init(&t, table, cap);
+    sy__idtab t;
+    sy__idtab_init(&t, table, cap);
     for (size_t i = 0; i < old_count; i++) {
         const char *id = old_routes[i]->id;
-        sy_idtab_add(&t, sy_idtab_hash(id, strlen(id)), (uint32_t)i);
+        sy__idtab_add(&t, sy__idtab_hash(id, strlen(id)), (uint32_t)i);
     }
     for (size_t i = 0; i < new_count; i++) {
         const struct sy_route *n = new_routes[i];
@@ -77,8 +78,8 @@ int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
         uint32_t pos, k = SY_NONE;
         if (old_count) { /* (a first document: every route is added) */
             size_t len = strlen(n->id);
-            k = sy_idtab_find(&t, n->id, len, sy_idtab_hash(n->id, len), old_id,
-                              old_routes, &pos);
+            k = sy__idtab_find(&t, n->id, len, sy__idtab_hash(n->id, len),
+                               old_id, old_routes, &pos);
         }
         const struct sy_route *o = k == SY_NONE ? NULL : old_routes[k];
         if (o)
@@ -87,30 +88,30 @@ int sy_diff_routes(const sy_alloc *a, const struct sy_route *const *old_routes,
             d->unchanged++; /* the common case: no copy of the id */
             continue;
         }
-        char *id = sy_arena_strdup(&d->arena, n->id);
+        char *id = sy__arena_strdup(&d->arena, n->id);
         if (!id)
             goto fail;
         if (!o) {
             d->added[d->added_count++] = id;
         } else {
-            d->updated_mask[d->updated_count] = sy_diff_route_changes(o, n);
+            d->updated_mask[d->updated_count] = sy__diff_route_changes(o, n);
             d->updated[d->updated_count++] = id;
         }
     }
     for (size_t i = 0; i < old_count; i++)
         if (!seen[i]) {
-            char *id = sy_arena_strdup(&d->arena, old_routes[i]->id);
+            char *id = sy__arena_strdup(&d->arena, old_routes[i]->id);
             if (!id)
                 goto fail;
             d->removed[d->removed_count++] = id;
         }
-    sy_free(a, table);
-    sy_free(a, seen);
+    sy__free(a, table);
+    sy__free(a, seen);
     *out = d;
     return SY_OK;
 fail:
-    sy_free(a, table);
-    sy_free(a, seen);
+    sy__free(a, table);
+    sy__free(a, seen);
     sy_diff_free(d);
     return SY_ENOMEM;
 }
@@ -120,21 +121,21 @@ static int diff_lists(const void *old_c, size_t on, const void *new_c,
                       size_t nn,
                       const sy_route *(*get)(const void *c, size_t i),
                       const sy_allocator *alloc, sy_diff **out, sy_error *err) {
-    sy_alloc a;
-    sy_alloc_init(&a, alloc);
-    const struct sy_route **o = sy_malloc(&a, (on + 1) * sizeof *o);
-    const struct sy_route **n = sy_malloc(&a, (nn + 1) * sizeof *n);
+    sy__alloc a;
+    sy__alloc_init(&a, alloc);
+    const struct sy_route **o = sy__malloc(&a, (on + 1) * sizeof *o);
+    const struct sy_route **n = sy__malloc(&a, (nn + 1) * sizeof *n);
     int rc = SY_ENOMEM;
     if (o && n) {
         for (size_t i = 0; i < on; i++)
             o[i] = get(old_c, i);
         for (size_t i = 0; i < nn; i++)
             n[i] = get(new_c, i);
-        rc = sy_diff_routes(&a, o, on, n, nn, out);
+        rc = sy__diff_routes(&a, o, on, n, nn, out);
     }
-    sy_free(&a, o);
-    sy_free(&a, n);
-    return rc ? sy_error_set(err, rc, "", "out of memory") : SY_OK;
+    sy__free(&a, o);
+    sy__free(&a, n);
+    return rc ? sy__error_set(err, rc, "", "out of memory") : SY_OK;
 }
 
 static const sy_route *doc_route(const void *c, size_t i) {
@@ -148,7 +149,7 @@ static const sy_route *snap_route(const void *c, size_t i) {
 int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
                       const sy_allocator *alloc, sy_diff **out, sy_error *err) {
     if (!old_doc || !new_doc || !out)
-        return sy_error_set(err, SY_EINVAL, "", "document or out is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "document or out is NULL");
     return diff_lists(old_doc, sy_document_route_count(old_doc), new_doc,
                       sy_document_route_count(new_doc), doc_route, alloc, out,
                       err);
@@ -157,7 +158,7 @@ int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
 int sy_diff_snapshots(const sy_snapshot *old_snap, const sy_snapshot *new_snap,
                       const sy_allocator *alloc, sy_diff **out, sy_error *err) {
     if (!old_snap || !new_snap || !out)
-        return sy_error_set(err, SY_EINVAL, "", "snapshot or out is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "snapshot or out is NULL");
     return diff_lists(old_snap, sy_snapshot_route_count(old_snap), new_snap,
                       sy_snapshot_route_count(new_snap), snap_route, alloc, out,
                       err);
@@ -166,9 +167,9 @@ int sy_diff_snapshots(const sy_snapshot *old_snap, const sy_snapshot *new_snap,
 void sy_diff_free(sy_diff *d) {
     if (!d)
         return;
-    sy_alloc a = d->alloc;
-    sy_arena_free(&d->arena);
-    sy_free(&a, d);
+    sy__alloc a = d->alloc;
+    sy__arena_free(&d->arena);
+    sy__free(&a, d);
 }
 
 size_t sy_diff_added_count(const sy_diff *d) {
@@ -193,7 +194,7 @@ const char *sy_diff_updated(const sy_diff *d, size_t i, unsigned *changed) {
         *changed = d->updated_mask[i];
     return d->updated[i];
 }
-void sy_diff_add_unchanged(sy_diff *d, size_t n) {
+void sy__diff_add_unchanged(sy_diff *d, size_t n) {
     d->unchanged += n;
 }
 

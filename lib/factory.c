@@ -22,7 +22,7 @@
 #define GL SY_SHORTCUT_GATHER_LIST
 #define GLT SY_SHORTCUT_GATHER_LIST_TAIL_FLAG
 
-static const sy_factory_spec builtins[] = {
+static const sy__factory_spec builtins[] = {
     /* ---- predicates ---- */
     {"After",
      SY_P_AFTER,
@@ -414,7 +414,7 @@ _Static_assert(SY_ARRAY_LEN(builtins) < FIND_SLOTS / 2 &&
                    SY_ARRAY_LEN(builtins) < UINT8_MAX,
                "the find table holds the built-ins' indexes, half empty");
 
-static unsigned find_hash(sy_factory_kind kind, const char *name, size_t len) {
+static unsigned find_hash(sy__factory_kind kind, const char *name, size_t len) {
     const unsigned char *u = (const unsigned char *)name;
     return ((unsigned)len + u[0] * 19u + u[len - 1] + u[len / 2] +
             (unsigned)kind * 17u) &
@@ -423,7 +423,7 @@ static unsigned find_hash(sy_factory_kind kind, const char *name, size_t len) {
 
 static void find_init(void) {
     for (size_t i = 0; i < SY_ARRAY_LEN(builtins); i++) {
-        const sy_factory_spec *s = &builtins[i];
+        const sy__factory_spec *s = &builtins[i];
         size_t len = strlen(s->name);
         find_len[i] = (uint8_t)len;
         unsigned h = find_hash(s->kind, s->name, len);
@@ -433,8 +433,8 @@ static void find_init(void) {
     }
 }
 
-const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
-                                       size_t len) {
+const sy__factory_spec *sy__factory_find(sy__factory_kind kind,
+                                         const char *name, size_t len) {
     if (!len || len > UINT8_MAX)
         return NULL; /* every built-in has a short, non-empty name */
     pthread_once(&find_once, find_init);
@@ -443,15 +443,15 @@ const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
         unsigned k = find_table[h];
         if (!k)
             return NULL;
-        const sy_factory_spec *s = &builtins[k - 1];
+        const sy__factory_spec *s = &builtins[k - 1];
         if (find_len[k - 1] == len && s->kind == kind &&
             memcmp(s->name, name, len) == 0)
             return s;
     }
 }
 
-const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,
-                                      const char *name) {
+const sy__field_spec *sy__factory_field(const sy__factory_spec *spec,
+                                        const char *name) {
     for (size_t i = 0; i < spec->field_count; i++) /* mapped args: the */
         if (spec->fields[i].name == name)          /* spec's own text */
             return &spec->fields[i];

@@ -9,7 +9,7 @@
 
 #include "util.h"
 
-typedef enum sy_field_type {
+typedef enum sy__field_type {
     SY_FT_STRING = 0,   /* any text */
     SY_FT_NONEMPTY,     /* non-empty text */
     SY_FT_REGEX,        /* PCRE2 pattern (compiled by the compilers) */
@@ -30,11 +30,11 @@ typedef enum sy_field_type {
     SY_FT_STRATEGY,     /* RETAIN_FIRST / RETAIN_LAST / RETAIN_UNIQUE */
     SY_FT_STRIP_MODE,   /* NEVER_STRIP / AS_IN_REQUEST / ALWAYS_STRIP */
     SY_FT_URL           /* absolute or relative URL for RedirectTo */
-} sy_field_type;
+} sy__field_type;
 
-typedef struct sy_field_spec {
+typedef struct sy__field_spec {
     const char *name;
-    sy_field_type type;
+    sy__field_type type;
     bool required;
     bool list;        /* the GATHER_LIST field */
     const char *dflt; /* default value text, or NULL */
@@ -42,14 +42,14 @@ typedef struct sy_field_spec {
      * (the canonical form writes it as is) */
     const char *json_key;
     size_t json_key_len;
-} sy_field_spec;
+} sy__field_spec;
 
-typedef enum sy_factory_kind {
+typedef enum sy__factory_kind {
     SY_FACTORY_PREDICATE = 0,
     SY_FACTORY_FILTER = 1
-} sy_factory_kind;
+} sy__factory_kind;
 
-typedef enum sy_builtin {
+typedef enum sy__builtin {
     /* predicates */
     SY_P_AFTER,
     SY_P_BEFORE,
@@ -93,37 +93,37 @@ typedef enum sy_builtin {
     SY_F_CIRCUIT_BREAKER,
     SY_BUILTIN_COUNT,
     SY_HOST_FACTORY = 1000 /* registered by the host */
-} sy_builtin;
+} sy__builtin;
 
 #define SY_MAX_FIELDS 8
 
-typedef struct sy_factory_spec {
+typedef struct sy__factory_spec {
     const char *name;
-    sy_builtin id;
-    sy_factory_kind kind;
+    sy__builtin id;
+    sy__factory_kind kind;
     sy_shortcut_type shortcut;
     bool shortcut_allowed; /* false: object form only (RequestSize) */
     bool open_args;        /* extra keys allowed (stateful filters) */
     size_t field_count;
-    sy_field_spec fields[SY_MAX_FIELDS]; /* shortcut order */
+    sy__field_spec fields[SY_MAX_FIELDS]; /* shortcut order */
     /* the canonical form's opening of an entry of this built-in:
      * {"name":"<name>","args":{ */
     const char *canon_head;
     size_t canon_head_len;
-} sy_factory_spec;
+} sy__factory_spec;
 
 /* The built-in spec of that name and kind, or NULL. */
-const sy_factory_spec *sy_factory_find(sy_factory_kind kind, const char *name,
-                                       size_t len);
+const sy__factory_spec *sy__factory_find(sy__factory_kind kind,
+                                         const char *name, size_t len);
 /* The field spec of that name, or NULL. */
-const sy_field_spec *sy_factory_field(const sy_factory_spec *spec,
-                                      const char *name);
+const sy__field_spec *sy__factory_field(const sy__factory_spec *spec,
+                                        const char *name);
 
 /* Host-registered factories (registry.c), or NULL when absent. */
-const sy_predicate_factory *sy_registry_find_predicate(const sy_registry *reg,
-                                                       const char *name,
-                                                       size_t len);
-const sy_filter_factory *sy_registry_find_filter(const sy_registry *reg,
-                                                 const char *name, size_t len);
+const sy_predicate_factory *sy__registry_find_predicate(const sy_registry *reg,
+                                                        const char *name,
+                                                        size_t len);
+const sy_filter_factory *sy__registry_find_filter(const sy_registry *reg,
+                                                  const char *name, size_t len);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * filter.c - compiling filter entries (route model section 5) into
- * sy_filter objects: argument parsing and defaults, regexes compiled once
+ * sy__filter objects: argument parsing and defaults, regexes compiled once
  * (through regex.c's PCRE2 environment), Java replacement strings translated
  * to pcre2_substitute syntax, and the entries handed to the host
  * (stateful built-ins and host-registered filters, validated here).
@@ -16,32 +16,32 @@
 /* RequestSize's default in SCG is DataSize.ofBytes(5000000), not 5MB. */
 #define SY_REQUEST_SIZE_DEFAULT 5000000
 
-typedef struct sy_fc {
-    const sy_def_entry *e;
+typedef struct sy__fc {
+    const sy__def_entry *e;
     const char *path; /* the entry's JSON path */
-    sy_filter *f;
+    sy__filter *f;
     sy_error *err;
-    sy_arena *ar; /* for its strings: the route's, else f->arena */
-} sy_fc;
+    sy__arena *ar; /* for its strings: the route's, else f->arena */
+} sy__fc;
 
 /* ---- small helpers ---- */
 
-static int fail(sy_fc *c, int code, const char *field, const char *fmt,
+static int fail(sy__fc *c, int code, const char *field, const char *fmt,
                 const char *detail) {
     char p[600];
     if (field)
         snprintf(p, sizeof p, "%s.args.%s", c->path ? c->path : "", field);
     else
         snprintf(p, sizeof p, "%s", c->path ? c->path : "");
-    return sy_error_set(c->err, code, p, fmt, detail ? detail : "");
+    return sy__error_set(c->err, code, p, fmt, detail ? detail : "");
 }
 
-static int oom(sy_fc *c) {
-    return sy_error_set(c->err, SY_ENOMEM, c->path, "out of memory");
+static int oom(sy__fc *c) {
+    return sy__error_set(c->err, SY_ENOMEM, c->path, "out of memory");
 }
 
-static bool keep(sy_fc *c, const char *s, sy_str *out) {
-    char *p = sy_arena_strdup(c->ar, s ? s : "");
+static bool keep(sy__fc *c, const char *s, sy_str *out) {
+    char *p = sy__arena_strdup(c->ar, s ? s : "");
     if (!p)
         return false;
     out->ptr = p;
@@ -51,26 +51,26 @@ static bool keep(sy_fc *c, const char *s, sy_str *out) {
 
 /* The value of a field (or its default); NULL and an error when it is
  * required and missing. */
-static const char *need(sy_fc *c, const char *field, int *rc) {
-    const char *v = sy_def_arg_or_default(c->e, field);
+static const char *need(sy__fc *c, const char *field, int *rc) {
+    const char *v = sy__def_arg_or_default(c->e, field);
     if (!v)
         *rc = fail(c, SY_EMISSING, field, "%smissing required argument", NULL);
     return v;
 }
 
-static int get_bool(sy_fc *c, const char *field, bool dflt, bool *out) {
-    const char *v = sy_def_arg_or_default(c->e, field), *why = NULL;
+static int get_bool(sy__fc *c, const char *field, bool dflt, bool *out) {
+    const char *v = sy__def_arg_or_default(c->e, field), *why = NULL;
     *out = dflt;
-    if (v && !sy_value_bool(v, out, &why))
+    if (v && !sy__value_bool(v, out, &why))
         return fail(c, SY_EARG, field, "%s", why);
     return 0;
 }
 
-static int get_size(sy_fc *c, const char *field, int64_t *out) {
-    const char *v = sy_def_arg_or_default(c->e, field), *why = NULL;
+static int get_size(sy__fc *c, const char *field, int64_t *out) {
+    const char *v = sy__def_arg_or_default(c->e, field), *why = NULL;
     if (!v)
         return fail(c, SY_EMISSING, field, "%smissing required argument", NULL);
-    if (!sy_value_size(v, out, &why))
+    if (!sy__value_size(v, out, &why))
         return fail(c, SY_EARG, field, "%s", why);
     if (*out <= 0)
         return fail(c, SY_EARG, field, "%smaxSize must be greater than 0",
@@ -78,18 +78,18 @@ static int get_size(sy_fc *c, const char *field, int64_t *out) {
     return 0;
 }
 
-static int get_status(sy_fc *c, const char *field, int *out) {
+static int get_status(sy__fc *c, const char *field, int *out) {
     int rc = 0;
     const char *v = need(c, field, &rc), *why = NULL;
     if (!v)
         return rc;
-    if (!sy_value_status(v, out, &why))
+    if (!sy__value_status(v, out, &why))
         return fail(c, SY_EARG, field, "%s", why);
     return 0;
 }
 
 /* Name and value strings from `name_field` / `value_field`. */
-static int name_value(sy_fc *c, const char *name_field,
+static int name_value(sy__fc *c, const char *name_field,
                       const char *value_field) {
     int rc = 0;
     const char *n = need(c, name_field, &rc);
@@ -108,25 +108,25 @@ static int name_value(sy_fc *c, const char *name_field,
 
 /* Compile `src` (field `field`). The code is kept in *out when out is
  * non-NULL, else freed (validation only). */
-static int compile_regex(sy_fc *c, const char *field, const char *src,
+static int compile_regex(sy__fc *c, const char *field, const char *src,
                          pcre2_code **out) {
-    sy_re_env env;
-    sy_re_env_init(&env, c->f->alloc, SY_FILTER_MATCH_LIMIT, 0);
+    sy__re_env env;
+    sy__re_env_init(&env, c->f->alloc, SY_FILTER_MATCH_LIMIT, 0);
     int code = 0;
     size_t off = 0;
-    pcre2_code *re = sy_re_env_compile(&env, src, strlen(src), 0, &code, &off);
+    pcre2_code *re = sy__re_env_compile(&env, src, strlen(src), 0, &code, &off);
     if (!re) {
-        sy_re_env_done(&env, false);
+        sy__re_env_done(&env, false);
         char p[600];
         snprintf(p, sizeof p, "%s.args.%s", c->path ? c->path : "", field);
-        return sy_re_error(c->err, p, code, off);
+        return sy__re_error(c->err, p, code, off);
     }
     if (!out) { /* validation only */
         pcre2_code_free(re);
-        sy_re_env_done(&env, false);
+        sy__re_env_done(&env, false);
         return 0;
     }
-    sy_re_env_done(&env, true);
+    sy__re_env_done(&env, true);
     c->f->mctx = env.m;
     *out = re;
     return 0;
@@ -146,12 +146,12 @@ static bool is_alnum(char ch) {
  * only when a match happens; switchyard rejects them at compile time.
  * Output: literal '$' as "$$", every reference as "${n}".
  */
-static int translate_replacement(sy_fc *c, const char *field, const char *java,
+static int translate_replacement(sy__fc *c, const char *field, const char *java,
                                  const pcre2_code *re, sy_str *out) {
     size_t n = strlen(java);
     /* at most: each byte -> "$$", each "$d" -> "${d}" */
-    char *pre = sy_arena_alloc(c->ar, n + 1);
-    char *dst = sy_arena_alloc(c->ar, 2 * n + 16);
+    char *pre = sy__arena_alloc(c->ar, n + 1);
+    char *dst = sy__arena_alloc(c->ar, 2 * n + 16);
     if (!pre || !dst)
         return oom(c);
     size_t m = 0;
@@ -236,8 +236,8 @@ static int translate_replacement(sy_fc *c, const char *field, const char *java,
 
 /* ---- one compiler per filter kind ---- */
 
-static int compile_headers_if_not_present(sy_fc *c) {
-    const sy_def_entry *e = c->e;
+static int compile_headers_if_not_present(sy__fc *c) {
+    const sy__def_entry *e = c->e;
     size_t n = 0;
     for (size_t i = 0; i < e->arg_count; i++)
         if (strcmp(e->args[i].key, "headers") == 0)
@@ -245,7 +245,7 @@ static int compile_headers_if_not_present(sy_fc *c) {
     if (n == 0)
         return fail(c, SY_EMISSING, "headers", "%smissing required argument",
                     NULL);
-    c->f->items = sy_arena_alloc(c->ar, n * sizeof(sy_header));
+    c->f->items = sy__arena_alloc(c->ar, n * sizeof(sy_header));
     if (!c->f->items)
         return oom(c);
     for (size_t i = 0; i < e->arg_count; i++) {
@@ -257,8 +257,8 @@ static int compile_headers_if_not_present(sy_fc *c) {
             return fail(c, SY_EARG, "headers",
                         "expected Name:Value, got \"%s\"", kv);
         sy_header *h = &c->f->items[c->f->item_count++];
-        char *name = sy_arena_strndup(c->ar, kv, (size_t)(colon - kv));
-        char *value = sy_arena_strdup(c->ar, colon + 1);
+        char *name = sy__arena_strndup(c->ar, kv, (size_t)(colon - kv));
+        char *value = sy__arena_strdup(c->ar, colon + 1);
         if (!name || !value)
             return oom(c);
         h->name = (sy_str){name, strlen(name)};
@@ -267,13 +267,13 @@ static int compile_headers_if_not_present(sy_fc *c) {
     return 0;
 }
 
-static int compile_redirect(sy_fc *c) {
+static int compile_redirect(sy__fc *c) {
     int rc = get_status(c, "status", &c->f->status);
     if (rc)
         return rc;
     if (c->f->status < 300 || c->f->status > 399)
         return fail(c, SY_EARG, "status", "status must be a 3xx code, got %s",
-                    sy_def_arg(c->e, "status"));
+                    sy__def_arg(c->e, "status"));
     const char *url = need(c, "url", &rc);
     if (!url)
         return rc;
@@ -282,7 +282,7 @@ static int compile_redirect(sy_fc *c) {
     return get_bool(c, "includeRequestParams", false, &c->f->flag);
 }
 
-static int compile_rewrite_path(sy_fc *c) {
+static int compile_rewrite_path(sy__fc *c) {
     int rc = 0;
     const char *re = need(c, "regexp", &rc);
     if (!re)
@@ -299,7 +299,7 @@ static int compile_rewrite_path(sy_fc *c) {
                                  &c->f->value);
 }
 
-static int compile_rewrite_response_header(sy_fc *c) {
+static int compile_rewrite_response_header(sy__fc *c) {
     int rc = 0;
     const char *name = need(c, "name", &rc);
     if (!name)
@@ -328,42 +328,42 @@ static int compile_rewrite_response_header(sy_fc *c) {
 /* The filter entry handed to the host: name and args copied. With
  * `defaults`, missing fields that have a default are added in field
  * order (RewriteLocationResponseHeader). */
-static int make_entry(sy_fc *c, bool defaults) {
-    const sy_def_entry *e = c->e;
+static int make_entry(sy__fc *c, bool defaults) {
+    const sy__def_entry *e = c->e;
     size_t extra = 0;
-    const sy_factory_spec *spec = e->spec;
+    const sy__factory_spec *spec = e->spec;
     if (defaults && spec)
         for (size_t i = 0; i < spec->field_count; i++)
-            if (spec->fields[i].dflt && !sy_def_arg(e, spec->fields[i].name))
+            if (spec->fields[i].dflt && !sy__def_arg(e, spec->fields[i].name))
                 extra++;
     sy_kv *args =
-        sy_arena_alloc(c->ar, (e->arg_count + extra + 1) * sizeof(sy_kv));
-    char *name = sy_arena_strdup(c->ar, e->name ? e->name : "");
+        sy__arena_alloc(c->ar, (e->arg_count + extra + 1) * sizeof(sy_kv));
+    char *name = sy__arena_strdup(c->ar, e->name ? e->name : "");
     if (!args || !name)
         return oom(c);
     size_t n = 0;
     for (size_t i = 0; i < e->arg_count; i++) {
-        args[n].key = sy_arena_strdup(c->ar, e->args[i].key);
-        args[n].value = sy_arena_strdup(c->ar, e->args[i].value);
+        args[n].key = sy__arena_strdup(c->ar, e->args[i].key);
+        args[n].value = sy__arena_strdup(c->ar, e->args[i].value);
         if (!args[n].key || !args[n].value)
             return oom(c);
         n++;
     }
     if (defaults && spec)
         for (size_t i = 0; i < spec->field_count; i++) {
-            const sy_field_spec *fs = &spec->fields[i];
-            if (fs->dflt && !sy_def_arg(e, fs->name))
+            const sy__field_spec *fs = &spec->fields[i];
+            if (fs->dflt && !sy__def_arg(e, fs->name))
                 args[n++] = (sy_kv){fs->name, fs->dflt};
         }
     c->f->entry = (sy_filter_entry){name, args, n};
     return 0;
 }
 
-static int compile_rewrite_location(sy_fc *c) {
-    const char *strip = sy_def_arg_or_default(c->e, "stripVersion");
-    const char *header = sy_def_arg_or_default(c->e, "locationHeaderName");
-    const char *host = sy_def_arg_or_default(c->e, "hostValue");
-    const char *protocols = sy_def_arg_or_default(c->e, "protocols");
+static int compile_rewrite_location(sy__fc *c) {
+    const char *strip = sy__def_arg_or_default(c->e, "stripVersion");
+    const char *header = sy__def_arg_or_default(c->e, "locationHeaderName");
+    const char *host = sy__def_arg_or_default(c->e, "hostValue");
+    const char *protocols = sy__def_arg_or_default(c->e, "protocols");
     int rc;
     if (protocols && (rc = compile_regex(c, "protocols", protocols, NULL)))
         return rc;
@@ -374,14 +374,14 @@ static int compile_rewrite_location(sy_fc *c) {
     return make_entry(c, true);
 }
 
-static int compile_host_filter(sy_fc *c) {
+static int compile_host_filter(sy__fc *c) {
     const sy_filter_factory *hf = c->e->host_factory;
     if (!hf)
         return fail(c, SY_EUNKNOWN, NULL, "unknown filter %s",
                     c->e->name ? c->e->name : "");
     if (hf->validate) {
         sy_error local;
-        sy_error_clear(&local);
+        sy__error_clear(&local);
         int rc = hf->validate(hf->data, c->e->args, c->e->arg_count, &local);
         if (rc != 0) {
             if (rc > 0 || rc == SY_OK)
@@ -392,9 +392,9 @@ static int compile_host_filter(sy_fc *c) {
                          local.path);
             else
                 snprintf(p, sizeof p, "%s", c->path ? c->path : "");
-            sy_error_set(c->err, rc, p, "%s",
-                         local.message[0] ? local.message
-                                          : "host filter rejected its args");
+            sy__error_set(c->err, rc, p, "%s",
+                          local.message[0] ? local.message
+                                           : "host filter rejected its args");
             if (c->err)
                 c->err->offset = local.offset;
             return rc;
@@ -403,8 +403,8 @@ static int compile_host_filter(sy_fc *c) {
     return make_entry(c, false);
 }
 
-static int compile_kind(sy_fc *c) {
-    sy_filter *f = c->f;
+static int compile_kind(sy__fc *c) {
+    sy__filter *f = c->f;
     int rc = 0;
     const char *v;
     switch (f->id) {
@@ -423,7 +423,7 @@ static int compile_kind(sy_fc *c) {
             return rc;
         if (!keep(c, v, &f->name))
             return oom(c);
-        v = sy_def_arg_or_default(c->e, "strategy");
+        v = sy__def_arg_or_default(c->e, "strategy");
         return keep(c, v ? v : "RETAIN_FIRST", &f->arg) ? 0 : oom(c);
     case SY_F_MAP_REQUEST_HEADER:
         return name_value(c, "fromHeader", "toHeader");
@@ -444,10 +444,10 @@ static int compile_kind(sy_fc *c) {
             return rc;
         /* SCG: errorHeaderName null -> "errorMessage" (an empty one is
          * kept as it is, like SCG). */
-        v = sy_def_arg(c->e, "errorHeaderName");
+        v = sy__def_arg(c->e, "errorHeaderName");
         return keep(c, v ? v : SY_FILTER_ERROR_HEADER, &f->name) ? 0 : oom(c);
     case SY_F_REQUEST_SIZE:
-        if (!sy_def_arg(c->e, "maxSize")) {
+        if (!sy__def_arg(c->e, "maxSize")) {
             f->size = SY_REQUEST_SIZE_DEFAULT;
             return 0;
         }
@@ -468,12 +468,12 @@ static int compile_kind(sy_fc *c) {
     case SY_F_SET_STATUS: return get_status(c, "status", &f->status);
     case SY_F_STRIP_PREFIX: {
         const char *why = NULL;
-        v = sy_def_arg_or_default(c->e, "parts");
+        v = sy__def_arg_or_default(c->e, "parts");
         if (!v) {
             f->size = 1;
             return 0;
         }
-        if (!sy_value_int64(v, 0, INT32_MAX, &f->size, &why))
+        if (!sy__value_int64(v, 0, INT32_MAX, &f->size, &why))
             return fail(c, SY_EARG, "parts", "%s", why);
         return 0;
     }
@@ -487,22 +487,22 @@ static int compile_kind(sy_fc *c) {
     }
 }
 
-_Static_assert(((sizeof(struct sy_filter) + 15) & ~(size_t)15) <=
+_Static_assert(((sizeof(struct sy__filter) + 15) & ~(size_t)15) <=
                    SY_FILTER_OBJECT_BYTES,
                "SY_FILTER_OBJECT_BYTES is what a filter takes");
 
-int sy_filter_compile(const sy_def_entry *e, const sy_compile_env *env,
-                      const char *path, sy_filter **out, sy_error *err) {
+int sy__filter_compile(const sy__def_entry *e, const sy__compile_env *env,
+                       const char *path, sy__filter **out, sy_error *err) {
     *out = NULL;
     if (!e || !env || !env->alloc)
-        return sy_error_set(err, SY_EINVAL, path, "no filter entry");
+        return sy__error_set(err, SY_EINVAL, path, "no filter entry");
     if (e->spec && e->spec->kind != SY_FACTORY_FILTER)
-        return sy_error_set(err, SY_EUNKNOWN, path, "%s is not a filter",
-                            e->spec->name);
-    sy_filter *f = env->arena ? sy_arena_alloc(env->arena, sizeof *f)
-                              : sy_malloc(env->alloc, sizeof *f);
+        return sy__error_set(err, SY_EUNKNOWN, path, "%s is not a filter",
+                             e->spec->name);
+    sy__filter *f = env->arena ? sy__arena_alloc(env->arena, sizeof *f)
+                               : sy__malloc(env->alloc, sizeof *f);
     if (!f)
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     memset(f, 0, sizeof *f);
     f->in_arena = env->arena != NULL;
     f->id = e->spec ? e->spec->id : SY_HOST_FACTORY;
@@ -513,27 +513,27 @@ int sy_filter_compile(const sy_def_entry *e, const sy_compile_env *env,
     size_t text = 64;
     for (size_t i = 0; !env->arena && i < e->arg_count; i++)
         text += 2 * (strlen(e->args[i].key) + strlen(e->args[i].value) + 2);
-    sy_arena_init(&f->arena, env->alloc, text < 256 ? text : 256);
-    sy_fc c = {e, path, f, err, env->arena ? env->arena : &f->arena};
+    sy__arena_init(&f->arena, env->alloc, text < 256 ? text : 256);
+    sy__fc c = {e, path, f, err, env->arena ? env->arena : &f->arena};
     int rc = compile_kind(&c);
     if (rc) {
-        sy_filter_free(f, env->alloc);
+        sy__filter_free(f, env->alloc);
         return rc;
     }
     *out = f;
     return 0;
 }
 
-void sy_filter_free(sy_filter *f, const sy_alloc *a) {
+void sy__filter_free(sy__filter *f, const sy__alloc *a) {
     if (!f)
         return;
     pcre2_match_context_free(f->mctx);
     pcre2_code_free(f->re);
-    sy_arena_free(&f->arena);
+    sy__arena_free(&f->arena);
     if (!f->in_arena)
-        sy_free(a ? a : f->alloc, f);
+        sy__free(a ? a : f->alloc, f);
 }
 
-uint32_t sy_filter_max_groups(const sy_filter *f) {
+uint32_t sy__filter_max_groups(const sy__filter *f) {
     return f && f->re ? f->groups : 0;
 }

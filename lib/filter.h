@@ -10,7 +10,7 @@
 #include "compile_env.h"
 #include "pattern.h"
 
-typedef struct sy_filter sy_filter;
+typedef struct sy__filter sy__filter;
 
 /*
  * Compile one filter entry (args mapped and type-checked by the parser;
@@ -22,16 +22,16 @@ typedef struct sy_filter sy_filter;
  * validation failures. The filter keeps `env->alloc`, which must outlive
  * it. Returns 0 and *out, or a negative code and *out = NULL.
  */
-int sy_filter_compile(const sy_def_entry *e, const sy_compile_env *env,
-                      const char *path, sy_filter **out, sy_error *err);
+int sy__filter_compile(const sy__def_entry *e, const sy__compile_env *env,
+                       const char *path, sy__filter **out, sy_error *err);
 /* NULL is fine. `a` may be NULL (the allocator given at compile time). */
-void sy_filter_free(sy_filter *f, const sy_alloc *a);
-/* Capture groups + 1 that the match data passed to sy_plan_compute needs
+void sy__filter_free(sy__filter *f, const sy__alloc *a);
+/* Capture groups + 1 that the match data passed to sy__plan_compute needs
  * (RewritePath), or 0. */
-uint32_t sy_filter_max_groups(const sy_filter *f);
+uint32_t sy__filter_max_groups(const sy__filter *f);
 
 /* The plan, built in the match context's scratch arena. */
-typedef struct sy_plan {
+typedef struct sy__plan {
     sy_action action;
     int status;
     sy_str redirect;
@@ -44,7 +44,7 @@ typedef struct sy_plan {
     size_t resp_count, resp_cap;
     const sy_filter_entry **host_filters;
     size_t host_filter_count, host_filter_cap;
-} sy_plan;
+} sy__plan;
 
 /*
  * Compute the plan: default and route filters interleaved as SCG orders
@@ -56,7 +56,7 @@ typedef struct sy_plan {
  * request, the compiled filters or `scratch`; nothing else is allocated.
  * NULL entries in either list are skipped. `vars` are the captures of the
  * match (the last one of a name wins). `md` should hold at least
- * sy_filter_max_groups() pairs for every filter (smaller or NULL: PCRE2
+ * sy__filter_max_groups() pairs for every filter (smaller or NULL: PCRE2
  * allocates one through the filter's allocator).
  *
  * Short-circuits: the first RESPOND/REDIRECT wins; later filters still run
@@ -74,11 +74,11 @@ typedef struct sy_plan {
  *
  * Returns 0 or SY_ENOMEM (scratch exhausted and the allocator failed).
  */
-int sy_plan_compute(sy_plan *plan, const sy_filter *const *defaults,
-                    size_t default_count, const sy_filter *const *filters,
-                    size_t filter_count, const sy_request *req,
-                    const sy_capture *vars, size_t var_count,
-                    pcre2_match_data *md, sy_arena *scratch);
+int sy__plan_compute(sy__plan *plan, const sy__filter *const *defaults,
+                     size_t default_count, const sy__filter *const *filters,
+                     size_t filter_count, const sy_request *req,
+                     const sy__capture *vars, size_t var_count,
+                     pcre2_match_data *md, sy__arena *scratch);
 
 /* What a compiled filter object takes in its route's arena: for sizing
  * the arena ahead (def_route.c). */

@@ -8,39 +8,39 @@
 
 #include <stdio.h>
 
-bool sy_plan_hdr_add(sy_run *r, sy_str name, sy_str value) {
-    sy_plan *p = r->plan;
+bool sy__plan_hdr_add(sy__run *r, sy_str name, sy_str value) {
+    sy__plan *p = r->plan;
     void *arr = p->headers;
-    if (!sy_plan_grow(r->ar, &arr, &p->header_cap, p->header_count,
-                      sizeof(sy_header)))
+    if (!sy__plan_grow(r->ar, &arr, &p->header_cap, p->header_count,
+                       sizeof(sy_header)))
         return false;
     p->headers = arr;
     p->headers[p->header_count++] = (sy_header){name, value};
     return true;
 }
 
-void sy_plan_hdr_remove(sy_plan *p, sy_str name, size_t from) {
+void sy__plan_hdr_remove(sy__plan *p, sy_str name, size_t from) {
     size_t o = from;
     for (size_t i = from; i < p->header_count; i++)
-        if (!sy_str_ieq(p->headers[i].name, name.ptr, name.len))
+        if (!sy__str_ieq(p->headers[i].name, name.ptr, name.len))
             p->headers[o++] = p->headers[i];
     p->header_count = o;
 }
 
-bool sy_plan_hdr_set(sy_run *r, sy_str name, sy_str value) {
-    sy_plan *p = r->plan;
+bool sy__plan_hdr_set(sy__run *r, sy_str name, sy_str value) {
+    sy__plan *p = r->plan;
     for (size_t i = 0; i < p->header_count; i++)
-        if (sy_str_ieq(p->headers[i].name, name.ptr, name.len)) {
+        if (sy__str_ieq(p->headers[i].name, name.ptr, name.len)) {
             p->headers[i].value = value;
-            sy_plan_hdr_remove(p, name, i + 1);
+            sy__plan_hdr_remove(p, name, i + 1);
             return true;
         }
-    return sy_plan_hdr_add(r, name, value);
+    return sy__plan_hdr_add(r, name, value);
 }
 
 /* AddRequestHeadersIfNotPresent: each item whose name is missing or blank
  * in the list. */
-bool sy_plan_headers_if_not_present(sy_run *r, const sy_filter *f) {
+bool sy__plan_headers_if_not_present(sy__run *r, const sy__filter *f) {
     /* Decide against the headers as they were before this filter, then
      * add every value of each missing-or-blank name (SCG groups the
      * items by name). */
@@ -49,14 +49,14 @@ bool sy_plan_headers_if_not_present(sy_run *r, const sy_filter *f) {
         sy_str name = f->items[i].name;
         bool blank = true;
         for (size_t j = 0; j < before && blank; j++)
-            if (sy_str_ieq(r->plan->headers[j].name, name.ptr, name.len) &&
-                sy_plan_has_text(r->plan->headers[j].value))
+            if (sy__str_ieq(r->plan->headers[j].name, name.ptr, name.len) &&
+                sy__plan_has_text(r->plan->headers[j].value))
                 blank = false;
         if (!blank)
             continue;
         sy_str v;
-        if (!sy_plan_expand(r, f->items[i].value, &v) ||
-            !sy_plan_hdr_add(r, name, v))
+        if (!sy__plan_expand(r, f->items[i].value, &v) ||
+            !sy__plan_hdr_add(r, name, v))
             return false;
     }
     return true;
@@ -64,12 +64,12 @@ bool sy_plan_headers_if_not_present(sy_run *r, const sy_filter *f) {
 
 /* MapRequestHeader: every value of header `name` added again under
  * `value`. */
-bool sy_plan_map_header(sy_run *r, const sy_filter *f) {
+bool sy__plan_map_header(sy__run *r, const sy__filter *f) {
     size_t n = r->plan->header_count;
     for (size_t i = 0; i < n; i++) {
         sy_header h = r->plan->headers[i];
-        if (sy_str_ieq(h.name, f->name.ptr, f->name.len) &&
-            !sy_plan_hdr_add(r, f->value, h.value))
+        if (sy__str_ieq(h.name, f->name.ptr, f->name.len) &&
+            !sy__plan_hdr_add(r, f->value, h.value))
             return false;
     }
     return true;
@@ -90,14 +90,14 @@ static uint64_t name_hash(sy_str n) {
  * name plus those of all its values; names in first-seen order. Linear in
  * the number of headers: the totals are summed in a hash table of first
  * occurrences (from the arena), not by comparing every pair. */
-bool sy_plan_header_size(sy_run *r, const sy_filter *f) {
-    const sy_plan *p = r->plan;
+bool sy__plan_header_size(sy__run *r, const sy__filter *f) {
+    const sy__plan *p = r->plan;
     size_t n = p->header_count, cap = 16;
     while (cap < n * 2)
         cap *= 2;
     /* slot: 1 + index of the name's first header, 0: empty */
-    size_t *slot = sy_arena_alloc(r->ar, cap * sizeof *slot);
-    int64_t *total = sy_arena_alloc(r->ar, (n ? n : 1) * sizeof *total);
+    size_t *slot = sy__arena_alloc(r->ar, cap * sizeof *slot);
+    int64_t *total = sy__arena_alloc(r->ar, (n ? n : 1) * sizeof *total);
     if (!slot || !total)
         return false;
     memset(slot, 0, cap * sizeof *slot);
@@ -106,7 +106,7 @@ bool sy_plan_header_size(sy_run *r, const sy_filter *f) {
         sy_str name = p->headers[i].name;
         size_t k = (size_t)name_hash(name) & (cap - 1);
         while (slot[k] &&
-               !sy_str_ieq(p->headers[slot[k] - 1].name, name.ptr, name.len))
+               !sy__str_ieq(p->headers[slot[k] - 1].name, name.ptr, name.len))
             k = (k + 1) & (cap - 1);
         if (!slot[k]) {
             slot[k] = i + 1;
@@ -135,10 +135,10 @@ bool sy_plan_header_size(sy_run *r, const sy_filter *f) {
     }
     if (o >= sizeof small)
         o = sizeof small - 1;
-    char *text = sy_arena_strndup(r->ar, small, o);
+    char *text = sy__arena_strndup(r->ar, small, o);
     if (!text)
         return false;
-    sy_plan_respond(r, SY_ACTION_RESPOND, 431);
-    return sy_plan_resp_add(r, SY_RESP_ADD, f->name, (sy_str){text, o},
-                            SY_PLAN_EMPTY);
+    sy__plan_respond(r, SY_ACTION_RESPOND, 431);
+    return sy__plan_resp_add(r, SY_RESP_ADD, f->name, (sy_str){text, o},
+                             SY_PLAN_EMPTY);
 }

@@ -48,11 +48,11 @@
  * Every string is NUL-terminated and lives in its route's arena, or in
  * `arena` for a filter compiled without one.
  */
-struct sy_filter {
-    sy_builtin id; /* a SY_F_* value, or SY_HOST_FACTORY */
-    bool in_arena; /* this object lives in its route's arena */
-    const sy_alloc *alloc;
-    sy_arena arena;
+struct sy__filter {
+    sy__builtin id; /* a SY_F_* value, or SY_HOST_FACTORY */
+    bool in_arena;  /* this object lives in its route's arena */
+    const sy__alloc *alloc;
+    sy__arena arena;
     sy_str name;
     sy_str value;
     sy_str arg;

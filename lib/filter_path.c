@@ -9,9 +9,9 @@
 /* StripPrefix as SCG: tokenize the raw path on '/' (tokens trimmed, empty
  * ones dropped), drop the first `parts`, re-join behind '/', and keep a
  * trailing '/' when the original had one and the result is not "/". */
-bool sy_plan_strip_prefix(sy_run *r, int64_t parts) {
+bool sy__plan_strip_prefix(sy__run *r, int64_t parts) {
     sy_str p = r->plan->path;
-    char *buf = sy_arena_alloc(r->ar, p.len + 2);
+    char *buf = sy__arena_alloc(r->ar, p.len + 2);
     if (!buf)
         return false;
     size_t o = 0;
@@ -24,7 +24,7 @@ bool sy_plan_strip_prefix(sy_run *r, int64_t parts) {
         while (i < p.len && p.ptr[i] != '/')
             i++;
         size_t e = i;
-        sy_plan_trim(p.ptr, &s, &e);
+        sy__plan_trim(p.ptr, &s, &e);
         if (e == s)
             continue;
         if (idx++ < parts)
@@ -43,24 +43,24 @@ bool sy_plan_strip_prefix(sy_run *r, int64_t parts) {
 
 /* PrefixPath: the expanded prefix before the path. SCG: only the first
  * PrefixPath of the chain applies. */
-bool sy_plan_prefix_path(sy_run *r, const sy_filter *f) {
+bool sy__plan_prefix_path(sy__run *r, const sy__filter *f) {
     if (r->prefixed)
         return true;
     r->prefixed = true;
     sy_str v;
     size_t len;
     char *buf = NULL;
-    if (!sy_plan_expand_uri_path(r, f->value, &v) ||
-        !(buf = sy_plan_concat(r->ar, v, r->plan->path, SY_PLAN_EMPTY,
-                               SY_PLAN_EMPTY, &len)))
+    if (!sy__plan_expand_uri_path(r, f->value, &v) ||
+        !(buf = sy__plan_concat(r->ar, v, r->plan->path, SY_PLAN_EMPTY,
+                                SY_PLAN_EMPTY, &len)))
         return false;
     r->plan->path = (sy_str){buf, len};
     return true;
 }
 
 /* SetPath: the expanded template is the path. */
-bool sy_plan_set_path(sy_run *r, const sy_filter *f) {
-    return sy_plan_expand_uri_path(r, f->value, &r->plan->path);
+bool sy__plan_set_path(sy__run *r, const sy__filter *f) {
+    return sy__plan_expand_uri_path(r, f->value, &r->plan->path);
 }
 
 /* The output of one RewritePath: `len` of `cap` bytes in the arena, never
@@ -73,7 +73,7 @@ typedef struct rw_out {
 } rw_out;
 
 /* Room for `need` more bytes. */
-static bool rw_reserve(sy_run *r, rw_out *w, size_t need) {
+static bool rw_reserve(sy__run *r, rw_out *w, size_t need) {
     if (need > w->max - w->len)
         return false;
     if (w->len + need <= w->cap)
@@ -81,7 +81,7 @@ static bool rw_reserve(sy_run *r, rw_out *w, size_t need) {
     size_t ncap = w->cap * 2 > w->len + need ? w->cap * 2 : w->len + need;
     if (ncap > w->max)
         ncap = w->max;
-    char *b = sy_arena_alloc(r->ar, ncap + 1);
+    char *b = sy__arena_alloc(r->ar, ncap + 1);
     if (!b) {
         w->oom = true;
         return false;
@@ -92,7 +92,7 @@ static bool rw_reserve(sy_run *r, rw_out *w, size_t need) {
     return true;
 }
 
-static bool rw_put(sy_run *r, rw_out *w, const char *src, size_t n) {
+static bool rw_put(sy__run *r, rw_out *w, const char *src, size_t n) {
     if (!rw_reserve(r, w, n))
         return false;
     memcpy(w->buf + w->len, src, n);
@@ -109,22 +109,22 @@ static bool rw_put(sy_run *r, rw_out *w, const char *src, size_t n) {
  * switchyard: a regex failure at run time (match limit, budget) or an
  * output over the cap answers 500, as SCG's exception would; the arena
  * running out of memory is SY_ENOMEM. */
-int sy_plan_rewrite_path(sy_run *r, const sy_filter *f) {
+int sy__plan_rewrite_path(sy__run *r, const sy__filter *f) {
     sy_str p = r->plan->path;
     PCRE2_SPTR subject = (PCRE2_SPTR)(p.ptr ? p.ptr : "");
     size_t len = p.len, copied = 0, start = 0;
     pcre2_match_data *md = r->md;
-    rw_out w = {NULL, 0, len + f->value.len + 64, sy_budget_max_rewrite(),
+    rw_out w = {NULL, 0, len + f->value.len + 64, sy__budget_max_rewrite(),
                 false};
     if (w.cap > w.max)
         w.cap = w.max;
-    if (!(w.buf = sy_arena_alloc(r->ar, w.cap + 1)))
+    if (!(w.buf = sy__arena_alloc(r->ar, w.cap + 1)))
         return SY_ENOMEM;
     bool ok = md && pcre2_get_ovector_count(md) >= f->groups;
     uint32_t retry = 0; /* after an empty match */
     while (ok) {
-        int rc = sy_re_match(f->re, subject, len, start, retry, md, f->mctx,
-                             SY_FILTER_MATCH_LIMIT);
+        int rc = sy__re_match(f->re, subject, len, start, retry, md, f->mctx,
+                              SY_FILTER_MATCH_LIMIT);
         if (rc == PCRE2_ERROR_NOMATCH) {
             if (!retry || start >= len)
                 break;
@@ -176,7 +176,7 @@ int sy_plan_rewrite_path(sy_run *r, const sy_filter *f) {
     }
     if (w.oom)
         return SY_ENOMEM;
-    if (!sy_plan_short_circuited(r))
-        sy_plan_respond(r, SY_ACTION_RESPOND, 500);
+    if (!sy__plan_short_circuited(r))
+        sy__plan_respond(r, SY_ACTION_RESPOND, 500);
     return 0;
 }

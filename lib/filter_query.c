@@ -11,10 +11,10 @@ static unsigned char next_decoded(sy_str s, size_t *i) {
     unsigned char ch = (unsigned char)s.ptr[*i];
     if (ch == '+') {
         ch = ' ';
-    } else if (ch == '%' && *i + 2 < s.len && sy_hexval(s.ptr[*i + 1]) >= 0 &&
-               sy_hexval(s.ptr[*i + 2]) >= 0) {
-        ch = (unsigned char)(sy_hexval(s.ptr[*i + 1]) * 16 +
-                             sy_hexval(s.ptr[*i + 2]));
+    } else if (ch == '%' && *i + 2 < s.len && sy__hexval(s.ptr[*i + 1]) >= 0 &&
+               sy__hexval(s.ptr[*i + 2]) >= 0) {
+        ch = (unsigned char)(sy__hexval(s.ptr[*i + 1]) * 16 +
+                             sy__hexval(s.ptr[*i + 2]));
         *i += 2;
     }
     (*i)++;
@@ -45,20 +45,20 @@ static size_t reencode(sy_str s, char *dst) {
         bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                      (ch >= '0' && ch <= '9') ||
                      (ch && strchr("-._~!$'()*,;:@/?", ch) != NULL);
-        o += sy_plan_put_byte(dst ? dst + o : NULL, ch, plain);
+        o += sy__plan_put_byte(dst ? dst + o : NULL, ch, plain);
     }
     return o;
 }
 
 /* One "name[=value]" piece of a raw query. */
-typedef struct sy_qpart {
+typedef struct sy__qpart {
     sy_str name;
     sy_str value;
     bool has_eq;
     bool done; /* emitted or removed */
-} sy_qpart;
+} sy__qpart;
 
-static bool next_part(sy_str q, size_t *pos, sy_qpart *out) {
+static bool next_part(sy_str q, size_t *pos, sy__qpart *out) {
     while (*pos < q.len) {
         size_t s = *pos, e = s;
         while (e < q.len && q.ptr[e] != '&')
@@ -79,7 +79,7 @@ static bool next_part(sy_str q, size_t *pos, sy_qpart *out) {
     return false;
 }
 
-static size_t put_part(char *buf, size_t o, const sy_qpart *qp) {
+static size_t put_part(char *buf, size_t o, const sy__qpart *qp) {
     if (o)
         buf[o++] = '&';
     o += reencode(qp->name, buf + o);
@@ -96,10 +96,10 @@ static size_t put_part(char *buf, size_t o, const sy_qpart *qp) {
  * values together), the name is removed and the rest is re-encoded.
  * switchyard: a query without that parameter is left byte for byte.
  */
-bool sy_plan_remove_param(sy_run *r, sy_str name) {
+bool sy__plan_remove_param(sy__run *r, sy_str name) {
     sy_str q = r->plan->query;
     size_t pos = 0, n = 0;
-    sy_qpart part;
+    sy__qpart part;
     bool found = false;
     while (next_part(q, &pos, &part)) {
         n++;
@@ -107,9 +107,9 @@ bool sy_plan_remove_param(sy_run *r, sy_str name) {
     }
     if (!found)
         return true;
-    sy_qpart *parts = sy_arena_alloc(r->ar, n * sizeof *parts);
+    sy__qpart *parts = sy__arena_alloc(r->ar, n * sizeof *parts);
     /* worst case every byte becomes %XX */
-    char *buf = sy_arena_alloc(r->ar, q.len * 3 + 1);
+    char *buf = sy__arena_alloc(r->ar, q.len * 3 + 1);
     if (!parts || !buf)
         return false;
     pos = 0;
@@ -134,22 +134,22 @@ bool sy_plan_remove_param(sy_run *r, sy_str name) {
 
 /* AddRequestParameter: "name=<expanded value>" appended to the query,
  * behind a '&' unless the query is blank or already ends in one. */
-bool sy_plan_add_param(sy_run *r, const sy_filter *f) {
+bool sy__plan_add_param(sy__run *r, const sy__filter *f) {
     sy_str v;
-    if (!sy_plan_expand(r, f->value, &v))
+    if (!sy__plan_expand(r, f->value, &v))
         return false;
     sy_str q = r->plan->query, sep = SY_PLAN_EMPTY;
-    if (!sy_plan_has_text(q))
+    if (!sy__plan_has_text(q))
         q = SY_PLAN_EMPTY;
     else if (q.ptr[q.len - 1] != '&')
-        sep = sy_plan_cstr("&");
+        sep = sy__plan_cstr("&");
     size_t len;
     char *head =
-        sy_plan_concat(r->ar, q, sep, f->name, sy_plan_cstr("="), &len);
+        sy__plan_concat(r->ar, q, sep, f->name, sy__plan_cstr("="), &len);
     if (!head)
         return false;
-    char *buf = sy_plan_concat(r->ar, (sy_str){head, len}, v, SY_PLAN_EMPTY,
-                               SY_PLAN_EMPTY, &len);
+    char *buf = sy__plan_concat(r->ar, (sy_str){head, len}, v, SY_PLAN_EMPTY,
+                                SY_PLAN_EMPTY, &len);
     if (!buf)
         return false;
     r->plan->query = (sy_str){buf, len};

@@ -8,10 +8,10 @@
 
 /* The captured value of a variable: the last capture of that name wins
  * (SCG merges Host and Path variables into one map, later ones win). */
-static bool var_get(const sy_run *r, const char *name, size_t len,
+static bool var_get(const sy__run *r, const char *name, size_t len,
                     sy_str *out) {
     for (size_t i = r->var_count; i-- > 0;)
-        if (sy_str_eq(r->vars[i].name, name, len)) {
+        if (sy__str_eq(r->vars[i].name, name, len)) {
             *out = r->vars[i].value;
             return true;
         }
@@ -28,7 +28,7 @@ static bool path_char(unsigned char ch) {
 
 static const char hex_digits[] = "0123456789ABCDEF";
 
-size_t sy_plan_put_byte(char *dst, unsigned char ch, bool plain) {
+size_t sy__plan_put_byte(char *dst, unsigned char ch, bool plain) {
     if (!plain) {
         if (dst) {
             dst[0] = '%';
@@ -64,7 +64,7 @@ static size_t put(char *dst, sy_str s, put_mode mode) {
         unsigned char ch = (unsigned char)s.ptr[i];
         bool plain = mode == PUT_RAW || path_char(ch) ||
                      (mode == PUT_PATH_VALUE && escaped_slash_at(s, i));
-        n += sy_plan_put_byte(dst ? dst + n : NULL, ch, plain);
+        n += sy__plan_put_byte(dst ? dst + n : NULL, ch, plain);
     }
     return n;
 }
@@ -73,7 +73,7 @@ static size_t put(char *dst, sy_str s, put_mode mode) {
  * Spring's rule: "{name}" or "{name:regex}" with no '/' inside is a
  * variable; anything else stays as written. `path`: the result is a URI
  * path (template text and values percent-encoded, see put_mode). */
-static size_t expand_pass(const sy_run *r, sy_str t, char *dst, bool path) {
+static size_t expand_pass(const sy__run *r, sy_str t, char *dst, bool path) {
     size_t o = 0;
     for (size_t i = 0; i < t.len;) {
         if (t.ptr[i] == '{') {
@@ -87,7 +87,7 @@ static size_t expand_pass(const sy_run *r, sy_str t, char *dst, bool path) {
                         e = k;
                         break;
                     }
-                sy_plan_trim(t.ptr, &s, &e);
+                sy__plan_trim(t.ptr, &s, &e);
                 sy_str v = SY_PLAN_EMPTY;
                 /* switchyard: an unknown variable expands to "" (SCG
                  * throws and answers 500). */
@@ -107,13 +107,13 @@ static size_t expand_pass(const sy_run *r, sy_str t, char *dst, bool path) {
 
 /* Expand `t` into the arena (as a URI path with `path`); `t` itself when
  * nothing changes. */
-static bool expand_as(const sy_run *r, sy_str t, bool path, sy_str *out) {
+static bool expand_as(const sy__run *r, sy_str t, bool path, sy_str *out) {
     size_t n = expand_pass(r, t, NULL, path);
     if (n == t.len && !memchr(t.ptr, '{', t.len)) {
         *out = t; /* no variable, nothing encoded */
         return true;
     }
-    char *buf = sy_arena_alloc(r->ar, n + 1);
+    char *buf = sy__arena_alloc(r->ar, n + 1);
     if (!buf)
         return false;
     expand_pass(r, t, buf, path);
@@ -122,7 +122,7 @@ static bool expand_as(const sy_run *r, sy_str t, bool path, sy_str *out) {
     return true;
 }
 
-bool sy_plan_expand(const sy_run *r, sy_str t, sy_str *out) {
+bool sy__plan_expand(const sy__run *r, sy_str t, sy_str *out) {
     return expand_as(r, t, false, out);
 }
 
@@ -135,7 +135,7 @@ bool sy_plan_expand(const sy_run *r, sy_str t, sy_str *out) {
  * space as "%20"; '/' stays). switchyard: an encoded slash a capture kept
  * encoded stays so (put_mode).
  */
-bool sy_plan_expand_uri_path(const sy_run *r, sy_str t, sy_str *out) {
+bool sy__plan_expand_uri_path(const sy__run *r, sy_str t, sy_str *out) {
     size_t depth = 0, end = 0;
     for (; end < t.len; end++) {
         char ch = t.ptr[end];
@@ -149,10 +149,10 @@ bool sy_plan_expand_uri_path(const sy_run *r, sy_str t, sy_str *out) {
     return expand_as(r, (sy_str){t.ptr, end}, true, out);
 }
 
-char *sy_plan_concat(sy_arena *ar, sy_str a, sy_str b, sy_str c, sy_str d,
-                     size_t *len) {
+char *sy__plan_concat(sy__arena *ar, sy_str a, sy_str b, sy_str c, sy_str d,
+                      size_t *len) {
     size_t n = a.len + b.len + c.len + d.len;
-    char *buf = sy_arena_alloc(ar, n + 1);
+    char *buf = sy__arena_alloc(ar, n + 1);
     if (!buf)
         return NULL;
     size_t o = 0;

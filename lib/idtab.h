@@ -15,9 +15,9 @@
  * gives each entry's home when removing (backward shift).
  *
  * Invariants: the capacity is a power of two with at least one empty
- * entry (sy_idtab_capacity keeps the load <= 3/4), so every probe ends;
+ * entry (sy__idtab_capacity keeps the load <= 3/4), so every probe ends;
  * every entry lies between its home and the first empty entry after it,
- * which sy_idtab_remove_at keeps by shifting later entries back.
+ * which sy__idtab_remove_at keeps by shifting later entries back.
  *
  * Header-only: lookups inline the caller's key function. The caller owns
  * the entry array (heap, arena, or copied from an older table).
@@ -27,35 +27,35 @@
 
 #include "util.h"
 
-typedef struct sy_idtab_entry {
+typedef struct sy__idtab_entry {
     uint32_t hash;
     uint32_t val; /* SY_NONE: empty */
-} sy_idtab_entry;
+} sy__idtab_entry;
 
-typedef struct sy_idtab {
-    sy_idtab_entry *e; /* mask + 1 entries */
+typedef struct sy__idtab {
+    sy__idtab_entry *e; /* mask + 1 entries */
     uint32_t mask;
-} sy_idtab;
+} sy__idtab;
 
 /* The id stored under `val`. */
-typedef const char *(*sy_idtab_key_fn)(const void *ctx, uint32_t val);
+typedef const char *(*sy__idtab_key_fn)(const void *ctx, uint32_t val);
 
-static inline uint32_t sy_idtab_hash(const char *id, size_t len) {
-    return (uint32_t)sy_hash64(id, len, 0x1d);
+static inline uint32_t sy__idtab_hash(const char *id, size_t len) {
+    return (uint32_t)sy__hash64(id, len, 0x1d);
 }
 
 /* Entries for a table of up to n ids: a power of two >= 16, load <= 3/4. */
-static inline size_t sy_idtab_capacity(size_t n) {
+static inline size_t sy__idtab_capacity(size_t n) {
     size_t cap = 16;
     while (cap < n + n / 3 + 16)
         cap *= 2;
     return cap;
 }
 
-/* Use `entries` (cap of them, cap from sy_idtab_capacity) as an empty
+/* Use `entries` (cap of them, cap from sy__idtab_capacity) as an empty
  * table. */
-static inline void sy_idtab_init(sy_idtab *t, sy_idtab_entry *entries,
-                                 size_t cap) {
+static inline void sy__idtab_init(sy__idtab *t, sy__idtab_entry *entries,
+                                  size_t cap) {
     t->e = entries;
     t->mask = (uint32_t)(cap - 1);
     for (size_t i = 0; i < cap; i++)
@@ -67,12 +67,12 @@ static inline void sy_idtab_init(sy_idtab *t, sy_idtab_entry *entries,
  * the entry holding it, or the empty entry where it would go (valid until
  * the table changes).
  */
-static inline uint32_t sy_idtab_find(const sy_idtab *t, const char *id,
-                                     size_t len, uint32_t h,
-                                     sy_idtab_key_fn key, const void *ctx,
-                                     uint32_t *pos) {
+static inline uint32_t sy__idtab_find(const sy__idtab *t, const char *id,
+                                      size_t len, uint32_t h,
+                                      sy__idtab_key_fn key, const void *ctx,
+                                      uint32_t *pos) {
     for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        const sy_idtab_entry *e = &t->e[i];
+        const sy__idtab_entry *e = &t->e[i];
         if (e->val == SY_NONE) {
             *pos = i;
             return SY_NONE;
@@ -87,23 +87,23 @@ static inline uint32_t sy_idtab_find(const sy_idtab *t, const char *id,
     }
 }
 
-/* Store (h, val) at `pos`, an empty entry from sy_idtab_find. */
-static inline void sy_idtab_set(sy_idtab *t, uint32_t pos, uint32_t h,
-                                uint32_t val) {
-    t->e[pos] = (sy_idtab_entry){h, val};
+/* Store (h, val) at `pos`, an empty entry from sy__idtab_find. */
+static inline void sy__idtab_set(sy__idtab *t, uint32_t pos, uint32_t h,
+                                 uint32_t val) {
+    t->e[pos] = (sy__idtab_entry){h, val};
 }
 
 /* Store (h, val) for an id known to be absent. */
-static inline void sy_idtab_add(sy_idtab *t, uint32_t h, uint32_t val) {
+static inline void sy__idtab_add(sy__idtab *t, uint32_t h, uint32_t val) {
     uint32_t i = h & t->mask;
     while (t->e[i].val != SY_NONE)
         i = (i + 1) & t->mask;
-    t->e[i] = (sy_idtab_entry){h, val};
+    t->e[i] = (sy__idtab_entry){h, val};
 }
 
 /* Empty the entry at `pos` and shift later entries of its run back, so
  * every remaining id is still found from its home. */
-static inline void sy_idtab_remove_at(sy_idtab *t, uint32_t pos) {
+static inline void sy__idtab_remove_at(sy__idtab *t, uint32_t pos) {
     uint32_t mask = t->mask, i = pos;
     for (;;) {
         t->e[i].val = SY_NONE;

@@ -34,7 +34,7 @@
  *          by literal edges only, past no wildcard child and no multi
  *          list, is a key "h42.example.com" -> its term list; the matcher
  *          probes it with the unsplit host and splits the labels and
- *          walks only on a miss (sy_index_host_exact)
+ *          walks only on a miss (sy__index_host_exact)
  *   lists: candidates sorted by rank key, flattened into one pool:
  *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
  *          so a candidate refused by its method, or proven whole by the
@@ -73,10 +73,10 @@ static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
 static inline seg_key segment_key(const char *s, size_t len) {
     seg_key k;
     if (len >= 8) {
-        k.w0 = sy_load_u64(s);
-        k.w1 = len >= 16 ? sy_load_u64(s + 8) : sy_load_u64(s + len - 8);
+        k.w0 = sy__load_u64(s);
+        k.w1 = len >= 16 ? sy__load_u64(s + 8) : sy__load_u64(s + len - 8);
     } else if (len >= 4) {
-        k.w0 = sy_load_u32(s) | (uint64_t)sy_load_u32(s + len - 4) << 32;
+        k.w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
         k.w1 = 0;
     } else if (len) {
         k.w0 = (uint64_t)(unsigned char)s[0] |
@@ -95,7 +95,7 @@ static inline seg_key segment_key(const char *s, size_t len) {
         h ^= (k.w1 + (h >> 31)) * 0xc2b2ae3d27d4eb4full;
         k.hash = h ^ (h >> 29);
     } else {
-        k.hash = sy_hash64(s, len, 0x5e9);
+        k.hash = sy__hash64(s, len, 0x5e9);
     }
     k.len_tag = (uint32_t)(len & 0xffff) | (uint32_t)(k.hash >> 48) << 16;
     return k;
@@ -118,10 +118,10 @@ static inline bool edge_has(const edge *e, const char *strings, sy_str seg) {
         return false;
     uint64_t w0, w1;
     if (len >= 8) {
-        w0 = sy_load_u64(s);
-        w1 = len >= 16 ? sy_load_u64(s + 8) : sy_load_u64(s + len - 8);
+        w0 = sy__load_u64(s);
+        w1 = len >= 16 ? sy__load_u64(s + 8) : sy__load_u64(s + len - 8);
     } else if (len >= 4) {
-        w0 = sy_load_u32(s) | (uint64_t)sy_load_u32(s + len - 4) << 32;
+        w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
         w1 = 0;
     } else if (len) {
         w0 = (uint64_t)(unsigned char)s[0] |
@@ -139,7 +139,7 @@ static inline bool edge_has(const edge *e, const char *strings, sy_str seg) {
 uint32_t new_node(builder *b) {
     if (b->node_count == b->node_cap) {
         uint32_t cap = b->node_cap ? b->node_cap * 2 : 64;
-        inode *n = sy_realloc(b->a, b->nodes, cap * sizeof *n);
+        inode *n = sy__realloc(b->a, b->nodes, cap * sizeof *n);
         if (!n) {
             b->failed = true;
             return NONE;
@@ -165,7 +165,7 @@ static edge *edge_find(edge *edges, uint32_t mask, const char *strings,
 
 static bool edges_grow(builder *b) {
     uint32_t cap = (b->edge_mask + 1) * 2;
-    edge *n = sy_malloc(b->a, (size_t)cap * sizeof *n);
+    edge *n = sy__malloc(b->a, (size_t)cap * sizeof *n);
     if (!n)
         return false;
     for (uint32_t i = 0; i < cap; i++)
@@ -183,7 +183,7 @@ static bool edges_grow(builder *b) {
                 break;
             }
     }
-    sy_free(b->a, b->edges);
+    sy__free(b->a, b->edges);
     b->edges = n;
     b->edge_mask = cap - 1;
     return true;
@@ -201,8 +201,8 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
     if (e->child != NONE)
         return e->child;
     uint32_t off = (uint32_t)b->strings.len;
-    sy_buf_append(&b->strings, seg.ptr, seg.len);
-    sy_buf_putc(&b->strings, '\0');
+    sy__buf_append(&b->strings, seg.ptr, seg.len);
+    sy__buf_putc(&b->strings, '\0');
     uint32_t child = new_node(b);
     if (b->strings.failed || child == NONE) {
         b->failed = true;
@@ -233,7 +233,7 @@ void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
                  uint32_t dim) {
     if (b->pend_count == b->pend_cap) {
         size_t cap = b->pend_cap ? b->pend_cap * 2 : 256;
-        pending *p = sy_realloc(b->a, b->pend, cap * sizeof *p);
+        pending *p = sy__realloc(b->a, b->pend, cap * sizeof *p);
         if (!p) {
             b->failed = true;
             return;
@@ -248,19 +248,19 @@ void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
  * Walk a pattern's segments from `root` (reversed for hosts), creating
  * nodes; returns the node where it ends and whether it ends in a MULTI.
  */
-static uint32_t insert_pattern(builder *b, uint32_t root, const sy_pattern *p,
+static uint32_t insert_pattern(builder *b, uint32_t root, const sy__pattern *p,
                                bool reversed, uint32_t *kind) {
-    size_t n = sy_pattern_segment_count(p);
+    size_t n = sy__pattern_segment_count(p);
     uint32_t node = root;
     *kind = L_TERM;
     for (size_t k = 0; k < n && node != NONE; k++) {
         size_t i = reversed ? n - 1 - k : k;
-        sy_seg_kind sk = sy_pattern_segment_kind(p, i);
+        sy__seg_kind sk = sy__pattern_segment_kind(p, i);
         if (sk == SY_SEG_MULTI || sk == SY_SEG_REST) {
             *kind = L_MULTI;
             return node;
         }
-        sy_str lit = sy_pattern_literal(p, i);
+        sy_str lit = sy__pattern_literal(p, i);
         node = sk == SY_SEG_LITERAL && lit.len <= UINT16_MAX
                    ? literal_child(b, node, lit)
                    : wild_child(b, node);
@@ -273,13 +273,13 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy_pattern *p,
  * both split as Ant tokenizes them (empty labels dropped, a virtual empty
  * label for a leading or trailing '.'), and a host pattern is walked from
  * its end down to its last "**", which Ant matches label for label. */
-void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
+void insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
                      uint32_t slot, uint32_t dim) {
-    for (size_t i = 0; pred && i < sy_pred_pattern_count(pred); i++) {
-        const sy_pattern *pat = sy_pred_pattern(pred, i);
+    for (size_t i = 0; pred && i < sy__pred_pattern_count(pred); i++) {
+        const sy__pattern *pat = sy__pred_pattern(pred, i);
         /* a path pattern that matches nothing ("foo" without '/') is left
          * out: its segments would otherwise prove a literal "/foo" */
-        if (!sy_pattern_can_match(pat))
+        if (!sy__pattern_can_match(pat))
             continue;
         uint32_t kind;
         uint32_t node = insert_pattern(b, root, pat, dim == 1, &kind);
@@ -289,9 +289,9 @@ void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
 }
 
 /* The first built-in predicate of `kind` of a route, or NULL. */
-const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
+const sy__pred *find_pred(const struct sy_route *r, sy__pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count; i++)
-        if (r->cpreds[i] && sy_pred_get_kind(r->cpreds[i]) == kind)
+        if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == kind)
             return r->cpreds[i];
     return NULL;
 }
@@ -302,35 +302,35 @@ const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind) {
  * (capturing nothing) as the last segment the walk meets (the last of a
  * path, the first label of a host): the walk then collects it in the multi
  * list at the node where every segment before it matched. */
-static bool pattern_walkable(const sy_pattern *p, bool host) {
-    size_t n = sy_pattern_segment_count(p), vars = 0;
+static bool pattern_walkable(const sy__pattern *p, bool host) {
+    size_t n = sy__pattern_segment_count(p), vars = 0;
     for (size_t i = 0; i < n; i++) {
-        sy_seg_kind k = sy_pattern_segment_kind(p, i);
+        sy__seg_kind k = sy__pattern_segment_kind(p, i);
         if (k == SY_SEG_MULTI) {
             if (i != (host ? 0 : n - 1))
                 return false;
         } else if (k == SY_SEG_LITERAL) {
-            if (sy_pattern_literal(p, i).len > UINT16_MAX)
+            if (sy__pattern_literal(p, i).len > UINT16_MAX)
                 return false;
-        } else if (sy_pattern_segment_var(p, i).ptr) {
+        } else if (sy__pattern_segment_var(p, i).ptr) {
             vars++;
-        } else if (!sy_pattern_segment_is_star(p, i)) {
+        } else if (!sy__pattern_segment_is_star(p, i)) {
             return false;
         }
     }
-    return vars == sy_pattern_var_count(p); /* no {*name} */
+    return vars == sy__pattern_var_count(p); /* no {*name} */
 }
 
 static bool add_var(builder *b, sy_str name, uint32_t seg) {
     if (b->var_count == b->var_cap) {
         uint32_t cap = b->var_cap ? b->var_cap * 2 : 64;
-        sy_cand_var *v = sy_realloc(b->a, b->vars, cap * sizeof *v);
+        sy__cand_var *v = sy__realloc(b->a, b->vars, cap * sizeof *v);
         if (!v)
             return false;
         b->vars = v;
         b->var_cap = cap;
     }
-    b->vars[b->var_count++] = (sy_cand_var){name, seg};
+    b->vars[b->var_count++] = (sy__cand_var){name, seg};
     return true;
 }
 
@@ -345,10 +345,10 @@ rinfo route_info(builder *b, const struct sy_route *r) {
     size_t at[2] = {0, 0}, ndims[2] = {0, 0};
     bool other = false;
     for (size_t i = 0; i < r->predicate_count; i++) {
-        const sy_pred *p = r->cpreds[i];
-        sy_pred_kind k = p ? sy_pred_get_kind(p) : SY_PK_HOST_FACTORY;
+        const sy__pred *p = r->cpreds[i];
+        sy__pred_kind k = p ? sy__pred_get_kind(p) : SY_PK_HOST_FACTORY;
         if (k == SY_PK_METHOD) {
-            ri.methods &= sy_pred_method_mask(p);
+            ri.methods &= sy__pred_method_mask(p);
         } else if (k == SY_PK_PATH || k == SY_PK_HOST) {
             at[k == SY_PK_HOST] = i;
             ndims[k == SY_PK_HOST]++;
@@ -359,23 +359,23 @@ rinfo route_info(builder *b, const struct sy_route *r) {
     for (int d = 0; d < 2; d++) {
         if (ndims[d] != 1 || at[d] >= UINT8_MAX)
             continue;
-        const sy_pred *pred = r->cpreds[at[d]];
-        if (sy_pred_pattern_count(pred) != 1)
+        const sy__pred *pred = r->cpreds[at[d]];
+        if (sy__pred_pattern_count(pred) != 1)
             continue;
-        const sy_pattern *pat = sy_pred_pattern(pred, 0);
+        const sy__pattern *pat = sy__pred_pattern(pred, 0);
         if (!pattern_walkable(pat, d == 1))
             continue;
         ri.vars[d] = b->var_count;
-        size_t n = sy_pattern_segment_count(pat);
+        size_t n = sy__pattern_segment_count(pat);
         for (size_t i = 0; i < n; i++) {
-            sy_str name = sy_pattern_segment_var(pat, i);
+            sy_str name = sy__pattern_segment_var(pat, i);
             /* hosts: counted from the last label (a leading ** takes any
              * number of labels before the others) */
             uint32_t seg = (uint32_t)(d == 1 ? n - 1 - i : i);
             /* a "*" but the last needs a non-empty segment: an entry
              * without a name checks that and captures nothing */
             bool check =
-                name.ptr || (sy_pattern_segment_is_star(pat, i) && i + 1 < n);
+                name.ptr || (sy__pattern_segment_is_star(pat, i) && i + 1 < n);
             if (check && !add_var(b, name, seg)) {
                 b->failed = true;
                 return ri;
@@ -391,10 +391,10 @@ rinfo route_info(builder *b, const struct sy_route *r) {
 }
 
 /* Stable counting sort of pending entries into per-(node, kind) lists. */
-static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
+static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
                     const uint32_t *slot_pos, const rinfo *info) {
     size_t nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
-    uint32_t *start = sy_calloc(b->a, nlists + 1, sizeof *start);
+    uint32_t *start = sy__calloc(b->a, nlists + 1, sizeof *start);
     if (!start)
         return false;
     size_t kept = 0;
@@ -412,11 +412,11 @@ static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
     }
     for (size_t i = 0; i < nlists; i++)
         start[i + 1] += start[i];
-    ix->cands = sy_malloc(b->a, (kept ? kept : 1) * sizeof *ix->cands);
-    uint32_t *fill = sy_malloc(b->a, nlists * sizeof *fill);
+    ix->cands = sy__malloc(b->a, (kept ? kept : 1) * sizeof *ix->cands);
+    uint32_t *fill = sy__malloc(b->a, nlists * sizeof *fill);
     if (!ix->cands || !fill) {
-        sy_free(b->a, fill);
-        sy_free(b->a, start);
+        sy__free(b->a, fill);
+        sy__free(b->a, start);
         return false;
     }
     memcpy(fill, start, nlists * sizeof *fill);
@@ -442,8 +442,8 @@ static bool flatten(builder *b, sy_index *ix, const uint8_t *placement,
             ix->generic_some |= 1u << g;
     }
     ix->bytes += kept * sizeof *ix->cands;
-    sy_free(b->a, fill);
-    sy_free(b->a, start);
+    sy__free(b->a, fill);
+    sy__free(b->a, start);
     return true;
 }
 
@@ -463,12 +463,12 @@ static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
 static void prefetch_patterns(const struct sy_route *rt, bool text) {
     size_t np = rt->predicate_count < 8 ? rt->predicate_count : 8;
     for (size_t i = 0; i < np; i++) {
-        const sy_pred *p = rt->cpreds[i];
-        size_t nk = p ? sy_pred_pattern_count(p) : 0;
+        const sy__pred *p = rt->cpreds[i];
+        size_t nk = p ? sy__pred_pattern_count(p) : 0;
         for (size_t k = 0; k < nk && k < 2; k++) {
-            const sy_pattern *pat = sy_pred_pattern(p, k);
+            const sy__pattern *pat = sy__pred_pattern(p, k);
             if (text) {
-                __builtin_prefetch(sy_pattern_source(pat));
+                __builtin_prefetch(sy__pattern_source(pat));
             } else {
                 __builtin_prefetch(pat);
                 __builtin_prefetch((const char *)pat + 64);
@@ -477,7 +477,7 @@ static void prefetch_patterns(const struct sy_route *rt, bool text) {
     }
 }
 
-static void prefetch_ahead(const sy_index_route *routes, size_t n, size_t r) {
+static void prefetch_ahead(const sy__index_route *routes, size_t n, size_t r) {
     if (r + 16 < n) {
         const struct sy_route *rt = routes[r + 16].route;
         __builtin_prefetch(&rt->disabled);
@@ -499,28 +499,28 @@ static void prefetch_ahead(const sy_index_route *routes, size_t n, size_t r) {
         prefetch_patterns(routes[r + 1].route, true);
 }
 
-int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
-                   sy_index **out) {
+int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
+                    size_t n, sy__index **out) {
     *out = NULL;
-    sy_index *ix = sy_calloc(a, 1, sizeof *ix);
-    sy_index_route *routes = sy_malloc(a, (n ? n : 1) * sizeof *routes);
-    uint8_t *placement = sy_malloc(a, n ? n : 1);
-    uint32_t *pcost = sy_malloc(a, (n ? n : 1) * 2 * sizeof *pcost);
-    rinfo *info = sy_malloc(a, (n ? n : 1) * sizeof *info);
+    sy__index *ix = sy__calloc(a, 1, sizeof *ix);
+    sy__index_route *routes = sy__malloc(a, (n ? n : 1) * sizeof *routes);
+    uint8_t *placement = sy__malloc(a, n ? n : 1);
+    uint32_t *pcost = sy__malloc(a, (n ? n : 1) * 2 * sizeof *pcost);
+    rinfo *info = sy__malloc(a, (n ? n : 1) * sizeof *info);
     builder b = {.a = a};
-    sy_buf_init(&b.strings, a);
+    sy__buf_init(&b.strings, a);
     uint32_t *slot_pos = NULL;
     if (!ix || !routes || !placement || !pcost || !info)
         goto fail;
     if (n)
         memcpy(routes, routes_in, n * sizeof *routes);
-    if (!sy_sort_by_u64(a, routes, n, sizeof *routes,
-                        offsetof(sy_index_route, key)))
+    if (!sy__sort_by_u64(a, routes, n, sizeof *routes,
+                         offsetof(sy__index_route, key)))
         goto fail;
     ix->alloc = a;
     atomic_init(&ix->refs, 1);
     b.edge_mask = 63;
-    b.edges = sy_malloc(a, 64 * sizeof *b.edges);
+    b.edges = sy__malloc(a, 64 * sizeof *b.edges);
     if (!b.edges)
         goto fail;
     for (uint32_t i = 0; i < 64; i++)
@@ -536,8 +536,8 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
         if (rt->disabled)
             continue;
         info[r] = route_info(&b, rt);
-        const sy_pred *path = find_pred(rt, SY_PK_PATH);
-        const sy_pred *host = find_pred(rt, SY_PK_HOST);
+        const sy__pred *path = find_pred(rt, SY_PK_PATH);
+        const sy__pred *host = find_pred(rt, SY_PK_HOST);
         insert_patterns(&b, path, ROOT_PATH, slot, 0);
         insert_patterns(&b, host, ROOT_HOST, slot, 1);
         /* in the any-method list even with a Method predicate: a request
@@ -551,9 +551,9 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
 
     /* Count list sizes, then place each route where its lists are
      * shortest: the path trie unless the host trie is more selective. */
-    b.list_len = sy_calloc(a, (size_t)b.node_count * 2, sizeof *b.list_len);
+    b.list_len = sy__calloc(a, (size_t)b.node_count * 2, sizeof *b.list_len);
     slot_pos =
-        sy_malloc(a, (b.pend_count ? b.pend_count : 1) * sizeof *slot_pos);
+        sy__malloc(a, (b.pend_count ? b.pend_count : 1) * sizeof *slot_pos);
     if (!b.list_len || !slot_pos)
         goto fail;
     for (size_t i = 0; i < b.pend_count; i++)
@@ -591,11 +591,11 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
         goto fail;
     {
         size_t nn = b.node_count;
-        uint32_t *up = sy_malloc(a, nn * 3 * sizeof *up);
-        uint8_t *kids = sy_calloc(a, nn, 1);
+        uint32_t *up = sy__malloc(a, nn * 3 * sizeof *up);
+        uint8_t *kids = sy__calloc(a, nn, 1);
         if (!up || !kids) {
-            sy_free(a, up);
-            sy_free(a, kids);
+            sy__free(a, up);
+            sy__free(a, kids);
             goto fail;
         }
         for (size_t i = 0; i <= b.edge_mask; i++)
@@ -618,8 +618,8 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
                      ix->hkeys, &used, &ix->hfilt);
         if (ix->hosts)
             ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
-        sy_free(a, up);
-        sy_free(a, kids);
+        sy__free(a, up);
+        sy__free(a, kids);
         if (!ok)
             goto fail;
     }
@@ -633,72 +633,73 @@ int sy_index_build(const sy_alloc *a, const sy_index_route *routes_in, size_t n,
     ix->bytes += sizeof *ix + (size_t)b.node_cap * sizeof(inode) +
                  (size_t)(b.edge_mask + 1) * sizeof(edge) + b.strings.cap +
                  (size_t)b.var_cap * sizeof *b.vars;
-    sy_free(a, b.pend);
-    sy_free(a, b.list_len);
-    sy_free(a, slot_pos);
-    sy_free(a, routes);
-    sy_free(a, placement);
-    sy_free(a, pcost);
-    sy_free(a, info);
+    sy__free(a, b.pend);
+    sy__free(a, b.list_len);
+    sy__free(a, slot_pos);
+    sy__free(a, routes);
+    sy__free(a, placement);
+    sy__free(a, pcost);
+    sy__free(a, info);
     *out = ix;
     return SY_OK;
 
 fail:
-    sy_free(a, b.nodes);
-    sy_free(a, b.edges);
-    sy_buf_free(&b.strings);
-    sy_free(a, b.pend);
-    sy_free(a, b.list_len);
-    sy_free(a, slot_pos);
-    sy_free(a, routes);
-    sy_free(a, placement);
-    sy_free(a, pcost);
-    sy_free(a, info);
-    sy_free(a, b.vars);
+    sy__free(a, b.nodes);
+    sy__free(a, b.edges);
+    sy__buf_free(&b.strings);
+    sy__free(a, b.pend);
+    sy__free(a, b.list_len);
+    sy__free(a, slot_pos);
+    sy__free(a, routes);
+    sy__free(a, placement);
+    sy__free(a, pcost);
+    sy__free(a, info);
+    sy__free(a, b.vars);
     if (ix) {
-        sy_free(a, ix->cands);
-        sy_free(a, ix->hosts);
-        sy_free(a, ix->hkeys);
+        sy__free(a, ix->cands);
+        sy__free(a, ix->hosts);
+        sy__free(a, ix->hkeys);
     }
-    sy_free(a, ix);
+    sy__free(a, ix);
     return SY_ENOMEM;
 }
 
-sy_index *sy_index_ref(sy_index *ix) {
+sy__index *sy__index_ref(sy__index *ix) {
     atomic_fetch_add_explicit(&ix->refs, 1, memory_order_relaxed);
     return ix;
 }
 
-void sy_index_unref(sy_index *ix) {
+void sy__index_unref(sy__index *ix) {
     if (!ix ||
         atomic_fetch_sub_explicit(&ix->refs, 1, memory_order_acq_rel) != 1)
         return;
-    const sy_alloc *a = ix->alloc;
-    sy_free(a, ix->nodes);
-    sy_free(a, ix->edges);
-    sy_free(a, ix->strings);
-    sy_free(a, ix->cands);
-    sy_free(a, ix->vars);
-    sy_free(a, ix->hosts);
-    sy_free(a, ix->hkeys);
-    sy_free(a, ix);
+    const sy__alloc *a = ix->alloc;
+    sy__free(a, ix->nodes);
+    sy__free(a, ix->edges);
+    sy__free(a, ix->strings);
+    sy__free(a, ix->cands);
+    sy__free(a, ix->vars);
+    sy__free(a, ix->hosts);
+    sy__free(a, ix->hkeys);
+    sy__free(a, ix);
 }
 
-size_t sy_index_bytes(const sy_index *ix) {
+size_t sy__index_bytes(const sy__index *ix) {
     return ix->bytes;
 }
 
 /* ---- lookup ---- */
 
-bool sy_index_host_exact(const sy_index *ix, sy_str host, sy_cand_list *out) {
+bool sy__index_host_exact(const sy__index *ix, sy_str host,
+                          sy__cand_list *out) {
     return host.len && index_host_exact(ix, host, out);
 }
 
 #define HASHED_SEGMENTS 32
 
 typedef struct collector {
-    const sy_index *ix;
-    sy_cand_list *out;
+    const sy__index *ix;
+    sy__cand_list *out;
     size_t n, cap;
     const sy_str *dec; /* the request's segments (labels) */
     size_t count;
@@ -721,12 +722,12 @@ static inline void collect(collector *c, list_ref l, uint8_t proof,
         c->overflow = true;
         return;
     }
-    c->out[c->n++] = (sy_cand_list){
+    c->out[c->n++] = (sy__cand_list){
         c->ix->cands + l.off, c->ix->vars, l.len, proof, exact, c->reversed};
 }
 
 static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
-    const sy_index *ix = c->ix;
+    const sy__index *ix = c->ix;
     sy_str seg = c->dec[i];
     if (seg.len > UINT16_MAX)
         return NONE; /* longer literals are indexed as wildcards */
@@ -821,9 +822,9 @@ static void walk_host(collector *c, uint32_t node, size_t depth, bool literal) {
     walk_in(c, node, depth, literal, false, walk_host);
 }
 
-size_t sy_index_lookup(const sy_index *ix, const sy_segments *path,
-                       const sy_segments *host_labels, int method_bit,
-                       sy_cand_list *out, size_t cap) {
+size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
+                        const sy__segments *host_labels, int method_bit,
+                        sy__cand_list *out, size_t cap) {
     collector c;
     c.ix = ix;
     c.out = out;

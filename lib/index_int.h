@@ -88,16 +88,16 @@ typedef struct hfilter {
     uint64_t first[4];
 } hfilter;
 
-struct sy_index {
+struct sy__index {
     _Atomic long refs;
-    const sy_alloc *alloc;
+    const sy__alloc *alloc;
     inode *nodes;
     uint32_t node_count;
     edge *edges; /* capacity edge_mask + 1; child == NONE means empty */
     uint32_t edge_mask;
     char *strings;
-    sy_cand *cands; /* every list, flattened */
-    sy_cand_var *vars;
+    sy__cand *cands; /* every list, flattened */
+    sy__cand_var *vars;
     list_ref generic[GENERIC_LISTS];
     uint32_t generic_some; /* bit g: generic[g] is not empty */
     hentry *hosts; /* the whole-host table, host_mask + 1 slots; or NULL */
@@ -129,14 +129,14 @@ typedef struct rinfo {
 } rinfo;
 
 typedef struct builder {
-    const sy_alloc *a;
-    sy_cand_var *vars;
+    const sy__alloc *a;
+    sy__cand_var *vars;
     uint32_t var_count, var_cap;
     inode *nodes;
     uint32_t node_count, node_cap;
     edge *edges;
     uint32_t edge_mask, edge_count;
-    sy_buf strings;
+    sy__buf strings;
     pending *pend;
     size_t pend_count, pend_cap;
     uint32_t *list_len; /* per (node, kind) during counting */
@@ -147,9 +147,9 @@ typedef struct builder {
 uint32_t new_node(builder *b);
 void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
                  uint32_t dim);
-void insert_patterns(builder *b, const sy_pred *pred, uint32_t root,
+void insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
                      uint32_t slot, uint32_t dim);
-const sy_pred *find_pred(const struct sy_route *r, sy_pred_kind kind);
+const sy__pred *find_pred(const struct sy_route *r, sy__pred_kind kind);
 rinfo route_info(builder *b, const struct sy_route *r);
 
 /*
@@ -209,13 +209,13 @@ static inline uint64_t host_hash(const char *s, size_t len) {
     uint64_t h = (uint64_t)len * 0x9e3779b97f4a7c15ull, w;
     size_t i = 0;
     for (; i + 8 < len; i += 8) {
-        h = (h ^ sy_load_u64(s + i)) * 0xbf58476d1ce4e5b9ull;
+        h = (h ^ sy__load_u64(s + i)) * 0xbf58476d1ce4e5b9ull;
         h ^= h >> 29;
     }
     if (len >= 8)
-        w = sy_load_u64(s + len - 8);
+        w = sy__load_u64(s + len - 8);
     else if (len >= 4)
-        w = sy_load_u32(s) | (uint64_t)sy_load_u32(s + len - 4) << 32;
+        w = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
     else
         w = len ? (uint64_t)(unsigned char)s[0] |
                       (uint64_t)(unsigned char)s[len / 2] << 8 |
@@ -262,7 +262,7 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
     return len - 1; /* the dots between labels */
 }
 
-static inline bool host_alloc(const sy_alloc *a, size_t count, size_t bytes,
+static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
                               hentry **tab, uint32_t *mask, char **keys) {
     *tab = NULL;
     *keys = NULL;
@@ -274,11 +274,11 @@ static inline bool host_alloc(const sy_alloc *a, size_t count, size_t bytes,
         cap *= 2;
     if (cap > UINT32_MAX || bytes > UINT32_MAX)
         return true; /* no table: every host is walked */
-    *tab = sy_calloc(a, cap, sizeof **tab);
-    *keys = sy_malloc(a, bytes ? bytes : 1);
+    *tab = sy__calloc(a, cap, sizeof **tab);
+    *keys = sy__malloc(a, bytes ? bytes : 1);
     if (!*tab || !*keys) {
-        sy_free(a, *tab);
-        sy_free(a, *keys);
+        sy__free(a, *tab);
+        sy__free(a, *keys);
         *tab = NULL;
         *keys = NULL;
         return false;
@@ -317,9 +317,9 @@ static inline void host_put(const builder *b, const uint32_t *up,
     *used += len;
 }
 
-/* sy_index_host_exact, inline for the matcher. */
-static inline bool index_host_exact(const sy_index *ix, sy_str host,
-                                    sy_cand_list *out) {
+/* sy__index_host_exact, inline for the matcher. */
+static inline bool index_host_exact(const sy__index *ix, sy_str host,
+                                    sy__cand_list *out) {
     unsigned char c0 = (unsigned char)host.ptr[0]; /* host.len > 0 */
     if (!ix->hosts || !(ix->hfilt.lens >> (host.len & 63) & 1u) ||
         !(ix->hfilt.first[c0 >> 6] >> (c0 & 63) & 1u))
@@ -334,8 +334,8 @@ static inline bool index_host_exact(const sy_index *ix, sy_str host,
         if (e->hash == tag && e->len == host.len &&
             memcmp(ix->hkeys + e->off, host.ptr, host.len) == 0) {
             *out =
-                (sy_cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
-                               SY_PROOF_HOST,           true,     true};
+                (sy__cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
+                                SY_PROOF_HOST,           true,     true};
             return true;
         }
     }
@@ -344,15 +344,15 @@ static inline bool index_host_exact(const sy_index *ix, sy_str host,
 /* The candidate entry of pending entry `p` of the route described by
  * `ri`: what the walk proves travels with it only in the trie (path or
  * host) that proves it. */
-static inline sy_cand cand_of(const pending *p, const rinfo *ri) {
+static inline sy__cand cand_of(const pending *p, const rinfo *ri) {
     int d = p->dim < 2 ? (int)p->dim : 0;
     bool walk = p->dim < 2 && ri->flags[d];
-    return (sy_cand){p->slot,
-                     ri->methods,
-                     walk ? ri->vars[d] : 0,
-                     walk ? ri->nvars[d] : 0,
-                     walk ? ri->flags[d] : 0,
-                     walk ? ri->pred[d] : 0};
+    return (sy__cand){p->slot,
+                      ri->methods,
+                      walk ? ri->vars[d] : 0,
+                      walk ? ri->nvars[d] : 0,
+                      walk ? ri->flags[d] : 0,
+                      walk ? ri->pred[d] : 0};
 }
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * index_step.c - the index built a bounded amount of work at a time
- * (index.h, sy_index_step_*): the same structure sy_index_build makes, in
+ * (index.h, sy__index_step_*): the same structure sy__index_build makes, in
  * resumable passes, so a snapshot can spread a full rebuild over many
  * publishes (snapshot_build.c) instead of stalling one of them.
  *
@@ -36,9 +36,9 @@ enum {
     PH_DONE
 };
 
-struct sy_index_step {
+struct sy__index_step {
     builder b;
-    sy_index_route *routes; /* in the order added (ascending keys) */
+    sy__index_route *routes; /* in the order added (ascending keys) */
     rinfo *info;
     size_t n, cap;
     int phase;
@@ -56,22 +56,22 @@ struct sy_index_step {
     size_t hcount, hbytes, hused;
     hfilter hfilt;
     size_t nlists, kept;
-    sy_cand *cands;
+    sy__cand *cands;
     edge *big; /* a reserved edge table being emptied (prepare) */
     uint32_t big_mask;
     size_t big_done;
 };
 
-sy_index_step *sy_index_step_new(const sy_alloc *a) {
-    sy_index_step *st = sy_calloc(a, 1, sizeof *st);
+sy__index_step *sy__index_step_new(const sy__alloc *a) {
+    sy__index_step *st = sy__calloc(a, 1, sizeof *st);
     if (!st)
         return NULL;
     st->b.a = a;
-    sy_buf_init(&st->b.strings, a);
+    sy__buf_init(&st->b.strings, a);
     st->b.edge_mask = 63;
-    st->b.edges = sy_malloc(a, 64 * sizeof *st->b.edges);
+    st->b.edges = sy__malloc(a, 64 * sizeof *st->b.edges);
     if (!st->b.edges) {
-        sy_index_step_free(st);
+        sy__index_step_free(st);
         return NULL;
     }
     for (uint32_t i = 0; i < 64; i++)
@@ -79,77 +79,77 @@ sy_index_step *sy_index_step_new(const sy_alloc *a) {
     new_node(&st->b); /* ROOT_PATH */
     new_node(&st->b); /* ROOT_HOST */
     if (st->b.failed) {
-        sy_index_step_free(st);
+        sy__index_step_free(st);
         return NULL;
     }
     return st;
 }
 
-void sy_index_step_free(sy_index_step *st) {
+void sy__index_step_free(sy__index_step *st) {
     if (!st)
         return;
-    const sy_alloc *a = st->b.a;
-    sy_free(a, st->b.nodes);
-    sy_free(a, st->b.edges);
-    sy_buf_free(&st->b.strings);
-    sy_free(a, st->b.pend);
-    sy_free(a, st->b.list_len);
-    sy_free(a, st->b.vars);
-    sy_free(a, st->routes);
-    sy_free(a, st->info);
-    sy_free(a, st->placement);
-    sy_free(a, st->pcost);
-    sy_free(a, st->slot_pos);
-    sy_free(a, st->start);
-    sy_free(a, st->fill);
-    sy_free(a, st->cands);
-    sy_free(a, st->big);
-    sy_free(a, st->up);
-    sy_free(a, st->kids);
-    sy_free(a, st->hosts);
-    sy_free(a, st->hkeys);
-    sy_free(a, st);
+    const sy__alloc *a = st->b.a;
+    sy__free(a, st->b.nodes);
+    sy__free(a, st->b.edges);
+    sy__buf_free(&st->b.strings);
+    sy__free(a, st->b.pend);
+    sy__free(a, st->b.list_len);
+    sy__free(a, st->b.vars);
+    sy__free(a, st->routes);
+    sy__free(a, st->info);
+    sy__free(a, st->placement);
+    sy__free(a, st->pcost);
+    sy__free(a, st->slot_pos);
+    sy__free(a, st->start);
+    sy__free(a, st->fill);
+    sy__free(a, st->cands);
+    sy__free(a, st->big);
+    sy__free(a, st->up);
+    sy__free(a, st->kids);
+    sy__free(a, st->hosts);
+    sy__free(a, st->hkeys);
+    sy__free(a, st);
 }
 
 /* Room for `routes` routes shaped like those of `like` (NULL: none), so
  * that adding them rarely grows an array: a growth copies the array, and
  * a grown edge table rehashes every edge, which would be one long step. */
-int sy_index_step_reserve(sy_index_step *st, const sy_index *like,
-                          size_t routes) {
+int sy__index_step_reserve(sy__index_step *st, const sy__index *like,
+                           size_t routes) {
     builder *b = &st->b;
-    const sy_alloc *a = b->a;
+    const sy__alloc *a = b->a;
     size_t r = routes + routes / 8 + 64;
     size_t nodes = (like ? like->node_count : 2 * routes) + r / 4 + 64;
     uint32_t edges = 64;
     while (edges < UINT32_MAX / 4 && (size_t)edges * 3 < nodes * 4)
         edges *= 2;
-    sy_index_route *nr = sy_realloc(a, st->routes, r * sizeof *nr);
+    sy__index_route *nr = sy__realloc(a, st->routes, r * sizeof *nr);
     if (nr)
         st->routes = nr;
-    rinfo *ni = nr ? sy_realloc(a, st->info, r * sizeof *ni) : NULL;
+    rinfo *ni = nr ? sy__realloc(a, st->info, r * sizeof *ni) : NULL;
     if (ni)
         st->info = ni;
-    pending *np = ni ? sy_realloc(a, b->pend, r * sizeof *np) : NULL;
+    pending *np = ni ? sy__realloc(a, b->pend, r * sizeof *np) : NULL;
     if (np)
         b->pend = np;
-    inode *nn = np ? sy_realloc(a, b->nodes, nodes * sizeof *nn) : NULL;
+    inode *nn = np ? sy__realloc(a, b->nodes, nodes * sizeof *nn) : NULL;
     if (nn)
         b->nodes = nn;
-    sy_cand_var *nv = nn ? sy_realloc(a, b->vars, r * sizeof *nv) : NULL;
+    sy__cand_var *nv = nn ? sy__realloc(a, b->vars, r * sizeof *nv) : NULL;
     if (nv)
         b->vars = nv;
     edge *ne = nv && edges > b->edge_mask + 1 && b->edge_count == 0
-                   ? sy_malloc(a, (size_t)edges * sizeof *ne)
+                   ? sy__malloc(a, (size_t)edges * sizeof *ne)
                    : NULL;
-    if (!nv || !sy_buf_reserve(&b->strings, nodes * 12)) {
-        sy_free(a, ne); /* the arrays above are kept by st, freed with it */
+    if (!nv || !sy__buf_reserve(&b->strings, nodes * 12)) {
+        sy__free(a, ne); /* the arrays above are kept by st, freed with it */
         return SY_ENOMEM;
     }
     st->cap = r;
     b->pend_cap = r;
     b->node_cap = (uint32_t)nodes;
     b->var_cap = (uint32_t)r;
-    if (ne) { /* emptied by sy_index_step_prepare, a share at a time */
+    if (ne) { /* emptied by sy__index_step_prepare, a share at a time */
         st->big = ne;
         st->big_mask = edges - 1;
         st->big_done = 0;
@@ -157,7 +157,7 @@ int sy_index_step_reserve(sy_index_step *st, const sy_index *like,
     return SY_OK;
 }
 
-int sy_index_step_prepare(sy_index_step *st, size_t budget) {
+int sy__index_step_prepare(sy__index_step *st, size_t budget) {
     if (!st->big)
         return 1;
     size_t cap = (size_t)st->big_mask + 1;
@@ -167,27 +167,27 @@ int sy_index_step_prepare(sy_index_step *st, size_t budget) {
     }
     if (st->big_done < cap)
         return 0;
-    sy_free(st->b.a, st->b.edges); /* empty: nothing added yet */
+    sy__free(st->b.a, st->b.edges); /* empty: nothing added yet */
     st->b.edges = st->big;
     st->b.edge_mask = st->big_mask;
     st->big = NULL;
     return 1;
 }
 
-size_t sy_index_step_work(const sy_index_step *st) {
+size_t sy__index_step_work(const sy__index_step *st) {
     return st->work;
 }
 
-int sy_index_step_add(sy_index_step *st, const sy_index_route *r) {
+int sy__index_step_add(sy__index_step *st, const sy__index_route *r) {
     builder *b = &st->b;
     if (st->phase != PH_ALLOC || b->failed || st->big)
         return SY_EINVAL;
     if (st->n == st->cap) {
         size_t cap = st->cap ? st->cap * 2 : 256;
-        sy_index_route *nr = sy_realloc(b->a, st->routes, cap * sizeof *nr);
+        sy__index_route *nr = sy__realloc(b->a, st->routes, cap * sizeof *nr);
         if (nr)
             st->routes = nr;
-        rinfo *ni = nr ? sy_realloc(b->a, st->info, cap * sizeof *ni) : NULL;
+        rinfo *ni = nr ? sy__realloc(b->a, st->info, cap * sizeof *ni) : NULL;
         if (!ni)
             return SY_ENOMEM;
         st->info = ni;
@@ -199,8 +199,8 @@ int sy_index_step_add(sy_index_step *st, const sy_index_route *r) {
     if (!rt->disabled) {
         size_t pend0 = b->pend_count;
         st->info[st->n] = route_info(b, rt);
-        const sy_pred *path = find_pred(rt, SY_PK_PATH);
-        const sy_pred *host = find_pred(rt, SY_PK_HOST);
+        const sy__pred *path = find_pred(rt, SY_PK_PATH);
+        const sy__pred *host = find_pred(rt, SY_PK_HOST);
         insert_patterns(b, path, ROOT_PATH, r->slot, 0);
         insert_patterns(b, host, ROOT_HOST, r->slot, 1);
         if (!path && !host)
@@ -231,15 +231,15 @@ int sy_index_step_add(sy_index_step *st, const sy_index_route *r) {
         (st)->cur = 0;                                                         \
     } while (0)
 
-static void next_phase(sy_index_step *st) {
+static void next_phase(sy__index_step *st) {
     st->phase++;
     st->cur = 0;
 }
 
-static int finish(sy_index_step *st, sy_index **out) {
+static int finish(sy__index_step *st, sy__index **out) {
     builder *b = &st->b;
-    const sy_alloc *a = b->a;
-    sy_index *ix = sy_calloc(a, 1, sizeof *ix);
+    const sy__alloc *a = b->a;
+    sy__index *ix = sy__calloc(a, 1, sizeof *ix);
     if (!ix)
         return SY_ENOMEM;
     ix->alloc = a;
@@ -273,31 +273,31 @@ static int finish(sy_index_step *st, sy_index **out) {
     if (ix->hosts)
         ix->bytes +=
             (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + st->hused;
-    sy_free(a, st->up);
-    sy_free(a, st->kids);
+    sy__free(a, st->up);
+    sy__free(a, st->kids);
     st->up = NULL;
     st->kids = NULL;
     b->nodes = NULL;
     b->edges = NULL;
     b->vars = NULL;
-    sy_buf_init(&b->strings, a); /* the index owns the old text */
+    sy__buf_init(&b->strings, a); /* the index owns the old text */
     *out = ix;
     return SY_OK;
 }
 
-/* The passes of sy_index_build after insertion (index.c), resumable. */
-static int step(sy_index_step *st, size_t *left, sy_index **out) {
+/* The passes of sy__index_build after insertion (index.c), resumable. */
+static int step(sy__index_step *st, size_t *left, sy__index **out) {
     builder *b = &st->b;
-    const sy_alloc *a = b->a;
+    const sy__alloc *a = b->a;
     size_t n = st->n;
     switch (st->phase) {
     case PH_ALLOC:
         st->b.list_len =
-            sy_calloc(a, (size_t)b->node_count * 2, sizeof *b->list_len);
-        st->slot_pos = sy_malloc(a, (b->pend_count ? b->pend_count : 1) *
-                                        sizeof *st->slot_pos);
-        st->placement = sy_malloc(a, n ? n : 1);
-        st->pcost = sy_malloc(a, (n ? n : 1) * 2 * sizeof *st->pcost);
+            sy__calloc(a, (size_t)b->node_count * 2, sizeof *b->list_len);
+        st->slot_pos = sy__malloc(a, (b->pend_count ? b->pend_count : 1) *
+                                         sizeof *st->slot_pos);
+        st->placement = sy__malloc(a, n ? n : 1);
+        st->pcost = sy__malloc(a, (n ? n : 1) * 2 * sizeof *st->pcost);
         if (!b->list_len || !st->slot_pos || !st->placement || !st->pcost)
             return SY_ENOMEM;
         next_phase(st);
@@ -344,7 +344,7 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
         });
         next_phase(st);
         st->nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
-        st->start = sy_calloc(a, st->nlists + 1, sizeof *st->start);
+        st->start = sy__calloc(a, st->nlists + 1, sizeof *st->start);
         if (!st->start)
             return SY_ENOMEM;
         /* fall through */
@@ -366,8 +366,9 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
     case PH_SUM:
         PASS(st, st->nlists, left, st->start[i + 1] += st->start[i]);
         next_phase(st);
-        st->cands = sy_malloc(a, (st->kept ? st->kept : 1) * sizeof *st->cands);
-        st->fill = sy_malloc(a, st->nlists * sizeof *st->fill);
+        st->cands =
+            sy__malloc(a, (st->kept ? st->kept : 1) * sizeof *st->cands);
+        st->fill = sy__malloc(a, st->nlists * sizeof *st->fill);
         if (!st->cands || !st->fill)
             return SY_ENOMEM;
         next_phase(st);
@@ -395,8 +396,8 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
                 (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
         });
         next_phase(st);
-        st->up = sy_malloc(a, (size_t)b->node_count * 3 * sizeof *st->up);
-        st->kids = sy_calloc(a, b->node_count, 1);
+        st->up = sy__malloc(a, (size_t)b->node_count * 3 * sizeof *st->up);
+        st->kids = sy__calloc(a, b->node_count, 1);
         if (!st->up || !st->kids)
             return SY_ENOMEM;
         /* fall through */
@@ -446,7 +447,7 @@ static int step(sy_index_step *st, size_t *left, sy_index **out) {
     }
 }
 
-int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out) {
+int sy__index_step_run(sy__index_step *st, size_t budget, sy__index **out) {
     *out = NULL;
     if (st->b.failed)
         return SY_ENOMEM;
@@ -459,7 +460,7 @@ int sy_index_step_run(sy_index_step *st, size_t budget, sy_index **out) {
     return rc;
 }
 
-bool sy_index_free_step(sy_index *ix) {
+bool sy__index_free_step(sy__index *ix) {
     if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
         return false; /* another holder would free it all at once */
     void **parts[] = {(void **)&ix->hosts,   (void **)&ix->hkeys,
@@ -468,7 +469,7 @@ bool sy_index_free_step(sy_index *ix) {
                       (void **)&ix->nodes};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (*parts[i]) {
-            sy_free(ix->alloc, *parts[i]);
+            sy__free(ix->alloc, *parts[i]);
             *parts[i] = NULL;
             return false;
         }

@@ -22,8 +22,8 @@ typedef struct inst_service {
 } inst_service;
 
 struct sy_instances {
-    sy_alloc alloc;
-    sy_arena arena;
+    sy__alloc alloc;
+    sy__arena arena;
     inst_service *services;
     size_t count;
 };
@@ -43,8 +43,8 @@ static const char *const instance_keys[] = {
 /* "<prefix><service>[i].<field>" */
 static void inst_path(char *out, size_t cap, const inst_parser *ps,
                       const char *svc, size_t i, const char *field) {
-    sy_path_printf(out, cap, "%s%s[%zu]%s%s", ps->prefix, svc, i,
-                   field ? "." : "", field ? field : "");
+    sy__path_printf(out, cap, "%s%s[%zu]%s%s", ps->prefix, svc, i,
+                    field ? "." : "", field ? field : "");
 }
 
 static int required_text(const inst_parser *ps, const cJSON *obj,
@@ -54,13 +54,13 @@ static int required_text(const inst_parser *ps, const cJSON *obj,
     inst_path(p, sizeof p, ps, svc, i, key);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsNull(v))
-        return sy_error_set(ps->err, SY_EMISSING, p, "%s is missing", key);
+        return sy__error_set(ps->err, SY_EMISSING, p, "%s is missing", key);
     if (!cJSON_IsString(v))
-        return sy_error_set(ps->err, SY_ETYPE, p, "%s must be a string", key);
+        return sy__error_set(ps->err, SY_ETYPE, p, "%s must be a string", key);
     if (!*v->valuestring)
-        return sy_error_set(ps->err, SY_EMISSING, p, "%s is empty", key);
-    if (!(*out = sy_arena_strdup(&ps->doc->arena, v->valuestring)))
-        return sy_error_set(ps->err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(ps->err, SY_EMISSING, p, "%s is empty", key);
+    if (!(*out = sy__arena_strdup(&ps->doc->arena, v->valuestring)))
+        return sy__error_set(ps->err, SY_ENOMEM, "", "out of memory");
     return 0;
 }
 
@@ -68,20 +68,20 @@ static int required_text(const inst_parser *ps, const cJSON *obj,
 static int integer(const inst_parser *ps, const cJSON *v, const char *path,
                    const char *what, double min, double max, double *out) {
     if (cJSON_IsString(v))
-        return sy_error_set(ps->err, SY_ETYPE, path,
-                            "%s must be a number, not a string (write %s "
-                            "without quotes)",
-                            what, what);
+        return sy__error_set(ps->err, SY_ETYPE, path,
+                             "%s must be a number, not a string (write %s "
+                             "without quotes)",
+                             what, what);
     if (!cJSON_IsNumber(v))
-        return sy_error_set(ps->err, SY_ETYPE, path, "%s must be a number",
-                            what);
+        return sy__error_set(ps->err, SY_ETYPE, path, "%s must be a number",
+                             what);
     double d = v->valuedouble;
     if (!isfinite(d) || d != floor(d))
-        return sy_error_set(ps->err, SY_ETYPE, path, "%s must be an integer",
-                            what);
+        return sy__error_set(ps->err, SY_ETYPE, path, "%s must be an integer",
+                             what);
     if (d < min || d > max)
-        return sy_error_set(ps->err, SY_ERANGE, path,
-                            "%s must be from %.0f to %.0f", what, min, max);
+        return sy__error_set(ps->err, SY_ERANGE, path,
+                             "%s must be from %.0f to %.0f", what, min, max);
     *out = d;
     return 0;
 }
@@ -92,8 +92,8 @@ static int parse_state(const inst_parser *ps, const cJSON *v, const char *path,
     if (!v || cJSON_IsNull(v))
         return 0;
     if (!cJSON_IsString(v))
-        return sy_error_set(ps->err, SY_ETYPE, path,
-                            "state must be a string: up, draining or down");
+        return sy__error_set(ps->err, SY_ETYPE, path,
+                             "state must be a string: up, draining or down");
     static const struct {
         const char *name;
         sy_instance_state state;
@@ -105,10 +105,10 @@ static int parse_state(const inst_parser *ps, const cJSON *v, const char *path,
             *out = states[k].state;
             return 0;
         }
-    return sy_error_set(ps->err, SY_EARG, path,
-                        "state must be up, draining or down (any case), not "
-                        "'%.60s'",
-                        v->valuestring);
+    return sy__error_set(ps->err, SY_EARG, path,
+                         "state must be up, draining or down (any case), not "
+                         "'%.60s'",
+                         v->valuestring);
 }
 
 /* Metadata values are text: strings as they are, integers and booleans
@@ -119,18 +119,18 @@ static int parse_metadata(const inst_parser *ps, const cJSON *md,
     if (!md || cJSON_IsNull(md))
         return 0;
     if (!cJSON_IsObject(md))
-        return sy_error_set(ps->err, SY_ETYPE, path,
-                            "metadata must be an object of strings");
+        return sy__error_set(ps->err, SY_ETYPE, path,
+                             "metadata must be an object of strings");
     size_t n = (size_t)cJSON_GetArraySize(md);
     if (n == 0)
         return 0;
-    sy_kv *kv = sy_arena_alloc(&ps->doc->arena, n * sizeof *kv);
+    sy_kv *kv = sy__arena_alloc(&ps->doc->arena, n * sizeof *kv);
     if (!kv)
-        return sy_error_set(ps->err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(ps->err, SY_ENOMEM, "", "out of memory");
     size_t k = 0;
     for (const cJSON *c = md->child; c; c = c->next) {
         char p[256], num[32];
-        sy_path_printf(p, sizeof p, "%s.%s", path, c->string);
+        sy__path_printf(p, sizeof p, "%s.%s", path, c->string);
         const char *text = NULL;
         if (cJSON_IsString(c)) {
             text = c->valuestring;
@@ -139,7 +139,7 @@ static int parse_metadata(const inst_parser *ps, const cJSON *md,
         } else if (cJSON_IsNumber(c)) {
             double d = c->valuedouble;
             if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
-                return sy_error_set(
+                return sy__error_set(
                     ps->err, SY_ETYPE, p,
                     "%s: a number with a fraction loses its spelling (1.10 "
                     "is read as 1.1): write it as a string, \"%.17g\"",
@@ -147,19 +147,19 @@ static int parse_metadata(const inst_parser *ps, const cJSON *md,
             snprintf(num, sizeof num, "%.0f", d);
             text = num;
         } else {
-            return sy_error_set(ps->err, SY_ETYPE, p,
-                                "metadata values must be strings (or "
-                                "integers, booleans)");
+            return sy__error_set(ps->err, SY_ETYPE, p,
+                                 "metadata values must be strings (or "
+                                 "integers, booleans)");
         }
         for (size_t j = 0; j < k; j++)
             if (strcmp(kv[j].key, c->string) == 0)
-                return sy_error_set(ps->err, SY_EDUPLICATE, p,
-                                    "metadata key '%.60s' is given twice",
-                                    c->string);
-        kv[k].key = sy_arena_strdup(&ps->doc->arena, c->string);
-        kv[k].value = sy_arena_strdup(&ps->doc->arena, text);
+                return sy__error_set(ps->err, SY_EDUPLICATE, p,
+                                     "metadata key '%.60s' is given twice",
+                                     c->string);
+        kv[k].key = sy__arena_strdup(&ps->doc->arena, c->string);
+        kv[k].value = sy__arena_strdup(&ps->doc->arena, text);
         if (!kv[k].key || !kv[k].value)
-            return sy_error_set(ps->err, SY_ENOMEM, "", "out of memory");
+            return sy__error_set(ps->err, SY_ENOMEM, "", "out of memory");
         k++;
     }
     x->metadata = kv;
@@ -172,19 +172,19 @@ static int parse_instance(const inst_parser *ps, const cJSON *o,
     char p[256];
     inst_path(p, sizeof p, ps, svc, i, NULL);
     if (!cJSON_IsObject(o))
-        return sy_error_set(ps->err, SY_ETYPE, p,
-                            "an instance must be an object");
+        return sy__error_set(ps->err, SY_ETYPE, p,
+                             "an instance must be an object");
     for (const cJSON *c = o->child; c; c = c->next) {
         bool known = false;
         for (size_t k = 0; k < SY_ARRAY_LEN(instance_keys) && !known; k++)
             known = strcmp(c->string, instance_keys[k]) == 0;
         if (!known) {
             inst_path(p, sizeof p, ps, svc, i, c->string);
-            return sy_error_set(ps->err, SY_EARG, p,
-                                "unknown key '%.60s' (an instance has id, "
-                                "host, port, weight, state, secure, "
-                                "metadata)",
-                                c->string);
+            return sy__error_set(ps->err, SY_EARG, p,
+                                 "unknown key '%.60s' (an instance has id, "
+                                 "host, port, weight, state, secure, "
+                                 "metadata)",
+                                 c->string);
         }
     }
     int rc;
@@ -195,7 +195,7 @@ static int parse_instance(const inst_parser *ps, const cJSON *o,
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "port");
     double d;
     if (!v || cJSON_IsNull(v))
-        return sy_error_set(ps->err, SY_EMISSING, p, "port is missing");
+        return sy__error_set(ps->err, SY_EMISSING, p, "port is missing");
     if ((rc = integer(ps, v, p, "port", 1, 65535, &d)))
         return rc;
     x->port = (uint16_t)d;
@@ -214,8 +214,8 @@ static int parse_instance(const inst_parser *ps, const cJSON *o,
     inst_path(p, sizeof p, ps, svc, i, "secure");
     v = cJSON_GetObjectItemCaseSensitive(o, "secure");
     if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
-        return sy_error_set(ps->err, SY_ETYPE, p,
-                            "secure must be true or false");
+        return sy__error_set(ps->err, SY_ETYPE, p,
+                             "secure must be true or false");
     x->secure = cJSON_IsTrue(v);
     inst_path(p, sizeof p, ps, svc, i, "metadata");
     return parse_metadata(ps, cJSON_GetObjectItemCaseSensitive(o, "metadata"),
@@ -225,22 +225,22 @@ static int parse_instance(const inst_parser *ps, const cJSON *o,
 static int parse_service(const inst_parser *ps, const cJSON *arr,
                          inst_service *out) {
     char p[256];
-    sy_path_printf(p, sizeof p, "%s%s", ps->prefix, arr->string);
+    sy__path_printf(p, sizeof p, "%s%s", ps->prefix, arr->string);
     if (!*arr->string)
-        return sy_error_set(ps->err, SY_EMISSING, p,
-                            "a service name must not be empty");
+        return sy__error_set(ps->err, SY_EMISSING, p,
+                             "a service name must not be empty");
     if (!cJSON_IsArray(arr))
-        return sy_error_set(ps->err, SY_ETYPE, p,
-                            "service '%.60s': its instances must be an array",
-                            arr->string);
-    if (!(out->name = sy_arena_strdup(&ps->doc->arena, arr->string)))
-        return sy_error_set(ps->err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(ps->err, SY_ETYPE, p,
+                             "service '%.60s': its instances must be an array",
+                             arr->string);
+    if (!(out->name = sy__arena_strdup(&ps->doc->arena, arr->string)))
+        return sy__error_set(ps->err, SY_ENOMEM, "", "out of memory");
     size_t n = (size_t)cJSON_GetArraySize(arr);
     out->count = n;
     out->list =
-        sy_arena_alloc(&ps->doc->arena, (n ? n : 1) * sizeof *out->list);
+        sy__arena_alloc(&ps->doc->arena, (n ? n : 1) * sizeof *out->list);
     if (!out->list)
-        return sy_error_set(ps->err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(ps->err, SY_ENOMEM, "", "out of memory");
     memset(out->list, 0, (n ? n : 1) * sizeof *out->list);
     size_t i = 0;
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
@@ -250,10 +250,10 @@ static int parse_service(const inst_parser *ps, const cJSON *arr,
         for (size_t j = 0; j < i; j++)
             if (strcmp(out->list[j].id, out->list[i].id) == 0) {
                 inst_path(p, sizeof p, ps, out->name, i, "id");
-                return sy_error_set(ps->err, SY_EDUPLICATE, p,
-                                    "instance id '%.60s' is already used in "
-                                    "service '%.60s' ([%zu])",
-                                    out->list[i].id, out->name, j);
+                return sy__error_set(ps->err, SY_EDUPLICATE, p,
+                                     "instance id '%.60s' is already used in "
+                                     "service '%.60s' ([%zu])",
+                                     out->list[i].id, out->name, j);
             }
     }
     return 0;
@@ -263,10 +263,10 @@ static int parse_service(const inst_parser *ps, const cJSON *arr,
 static int find_services(const cJSON *root, inst_parser *ps,
                          const cJSON **out) {
     if (!cJSON_IsObject(root))
-        return sy_error_set(ps->err, SY_ETYPE, "",
-                            "an instances document is an object: "
-                            "{\"services\": {\"name\": [instances]}} or "
-                            "{\"name\": [instances]}");
+        return sy__error_set(ps->err, SY_ETYPE, "",
+                             "an instances document is an object: "
+                             "{\"services\": {\"name\": [instances]}} or "
+                             "{\"name\": [instances]}");
     const cJSON *svcs = cJSON_GetObjectItemCaseSensitive(root, "services");
     if (!cJSON_IsObject(svcs)) { /* the bare map ("services" may be a name) */
         ps->prefix = "";
@@ -275,9 +275,9 @@ static int find_services(const cJSON *root, inst_parser *ps,
     }
     for (const cJSON *c = root->child; c; c = c->next)
         if (strcmp(c->string, "services") != 0)
-            return sy_error_set(ps->err, SY_EARG, c->string,
-                                "unknown key '%.60s' next to \"services\"",
-                                c->string);
+            return sy__error_set(ps->err, SY_EARG, c->string,
+                                 "unknown key '%.60s' next to \"services\"",
+                                 c->string);
     ps->prefix = "services.";
     *out = svcs;
     return 0;
@@ -286,37 +286,38 @@ static int find_services(const cJSON *root, inst_parser *ps,
 int sy_instances_parse(const char *json, size_t len, const sy_allocator *alloc,
                        sy_instances **out, sy_error *err) {
     if (!out || (!json && len))
-        return sy_error_set(err, SY_EINVAL, "", "json and out are required");
+        return sy__error_set(err, SY_EINVAL, "", "json and out are required");
     *out = NULL;
-    sy_alloc a;
-    sy_alloc_init(&a, alloc);
+    sy__alloc a;
+    sy__alloc_init(&a, alloc);
     sy_limits lim;
-    sy_limits_resolve(&lim, NULL);
+    sy__limits_resolve(&lim, NULL);
     cJSON *root = NULL;
-    int rc = sy_def_parse_json(json ? json : "", len, &lim, &root, err);
+    int rc = sy__def_parse_json(json ? json : "", len, &lim, &root, err);
     if (rc)
         return rc;
-    struct sy_instances *doc = sy_calloc(&a, 1, sizeof *doc);
+    struct sy_instances *doc = sy__calloc(&a, 1, sizeof *doc);
     if (!doc) {
         cJSON_Delete(root);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
     doc->alloc = a;
-    sy_arena_init(&doc->arena, &doc->alloc, 4096);
+    sy__arena_init(&doc->arena, &doc->alloc, 4096);
     inst_parser ps = {doc, "", err};
     const cJSON *svcs = NULL;
     rc = find_services(root, &ps, &svcs);
     size_t n = rc ? 0 : (size_t)cJSON_GetArraySize(svcs);
     if (!rc && n &&
         !(doc->services =
-              sy_arena_alloc(&doc->arena, n * sizeof *doc->services)))
-        rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+              sy__arena_alloc(&doc->arena, n * sizeof *doc->services)))
+        rc = sy__error_set(err, SY_ENOMEM, "", "out of memory");
     for (const cJSON *c = rc ? NULL : svcs->child; c && !rc; c = c->next) {
         for (size_t j = 0; j < doc->count && !rc; j++)
             if (strcmp(doc->services[j].name, c->string) == 0) {
                 char p[256];
-                sy_path_printf(p, sizeof p, "%s%s", ps.prefix, c->string);
-                rc = sy_error_set(err, SY_EDUPLICATE, p,
+                sy__path_printf(p, sizeof p, "%s%s", ps.prefix, c->string);
+                rc =
+                    sy__error_set(err, SY_EDUPLICATE, p,
                                   "service '%.60s' is listed twice", c->string);
             }
         if (!rc && !(rc = parse_service(&ps, c, &doc->services[doc->count])))
@@ -334,9 +335,9 @@ int sy_instances_parse(const char *json, size_t len, const sy_allocator *alloc,
 void sy_instances_free(sy_instances *doc) {
     if (!doc)
         return;
-    sy_arena_free(&doc->arena);
-    sy_alloc a = doc->alloc;
-    sy_free(&a, doc);
+    sy__arena_free(&doc->arena);
+    sy__alloc a = doc->alloc;
+    sy__free(&a, doc);
 }
 
 size_t sy_instances_service_count(const sy_instances *doc) {

@@ -15,27 +15,27 @@
 
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
-    sy_alloc a;
-    sy_alloc_init(&a, alloc);
+    sy__alloc a;
+    sy__alloc_init(&a, alloc);
     if (!out)
-        return sy_error_set(err, SY_EINVAL, "", "out is NULL");
-    sy_match_ctx *c = sy_calloc(&a, 1, sizeof *c);
+        return sy__error_set(err, SY_EINVAL, "", "out is NULL");
+    sy_match_ctx *c = sy__calloc(&a, 1, sizeof *c);
     if (!c)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     c->alloc = a;
-    c->rng = sy_hash_mix((uint64_t)(uintptr_t)c, sy_now_monotonic_us()) | 1;
-    sy_arena_init(&c->scratch, &c->alloc, 16384);
+    c->rng = sy__hash_mix((uint64_t)(uintptr_t)c, sy__now_monotonic_us()) | 1;
+    sy__arena_init(&c->scratch, &c->alloc, 16384);
     /* what the evaluation reads of the context at fixed places (the
      * capture and match data arrays: ctx_fit, when they grow) */
     c->ev.path = &c->path;
     c->ev.host = &c->host;
     c->ev.scratch = &c->scratch;
-    c->gctx = sy_re_general_context_new(&c->alloc);
-    if (!c->gctx || !sy_budget_init(&c->budget, c->gctx)) {
+    c->gctx = sy__re_general_context_new(&c->alloc);
+    if (!c->gctx || !sy__budget_init(&c->budget, c->gctx)) {
         if (c->gctx)
             pcre2_general_context_free(c->gctx);
-        sy_free(&a, c);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        sy__free(&a, c);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
     *out = c;
     return SY_OK;
@@ -44,15 +44,15 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
 void sy_match_ctx_free(sy_match_ctx *c) {
     if (!c)
         return;
-    sy_arena_free(&c->scratch);
-    sy_segments_free(&c->path, &c->alloc);
-    sy_segments_free(&c->host, &c->alloc);
-    sy_free(&c->alloc, c->caps);
+    sy__arena_free(&c->scratch);
+    sy__segments_free(&c->path, &c->alloc);
+    sy__segments_free(&c->host, &c->alloc);
+    sy__free(&c->alloc, c->caps);
     if (c->md)
         pcre2_match_data_free(c->md);
-    sy_budget_free(&c->budget);
+    sy__budget_free(&c->budget);
     pcre2_general_context_free(c->gctx);
-    sy_free(&c->alloc, c);
+    sy__free(&c->alloc, c);
 }
 
 /* Grow scratch to the snapshot's needs (only allocation on this path). */
@@ -60,7 +60,8 @@ static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
                                               const sy_snapshot *s) {
     size_t need = (size_t)s->max_vars + 8;
     if (c->caps_cap < need) {
-        sy_capture *caps = sy_realloc(&c->alloc, c->caps, need * sizeof *caps);
+        sy__capture *caps =
+            sy__realloc(&c->alloc, c->caps, need * sizeof *caps);
         if (!caps)
             return SY_ENOMEM;
         c->caps = caps;
@@ -137,7 +138,7 @@ static const sy_request *full_request(sy_match_ctx *c, const sy_snapshot *s,
     return &c->req_copy;
 }
 
-uint64_t sy_match_draw_seed(const sy_match *m) {
+uint64_t sy__match_draw_seed(const sy_match *m) {
     return draw_seed(m->ctx, m->snap);
 }
 
@@ -147,7 +148,7 @@ uint64_t sy_match_draw_seed(const sy_match *m) {
 static int normalize_path(sy_match_ctx *c, const sy_snapshot *s,
                           const sy_request **req) {
     sy_str np;
-    int rc = sy_path_normalize(&s->path_norm, (*req)->path, &c->scratch, &np);
+    int rc = sy__path_normalize(&s->path_norm, (*req)->path, &c->scratch, &np);
     if (rc == SY_PN_BAD_PATH)
         c->nomatch = SY_NOMATCH_BAD_PATH;
     if (rc || np.ptr == (*req)->path.ptr)
@@ -167,9 +168,9 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     if (rc)
         return rc;
     /* an arena the last request left untouched needs no reset */
-    const sy_arena_chunk *h = c->scratch.head;
+    const sy__arena_chunk *h = c->scratch.head;
     if (h && (h->next || h->used))
-        sy_arena_reset(&c->scratch);
+        sy__arena_reset(&c->scratch);
     c->path.keep_escaped_slashes =
         s->path_norm.mode == SY_PN_NORMALIZE &&
         s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
@@ -177,7 +178,7 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
      * to look at (a rooted path without '.' or '%' is never changed) */
     sy_str path = (*reqp)->path;
     unsigned seen;
-    if (!sy_segments_split_scan(&c->path, path, &c->scratch, &c->alloc, &seen))
+    if (!sy__segments_split_scan(&c->path, path, &c->scratch, &c->alloc, &seen))
         return SY_ENOMEM;
     if (s->path_norm.mode != SY_PN_AS_IS &&
         ((seen & (SY_SEEN_DOT | SY_SEEN_PCT)) || s->path_norm.merge_slashes ||
@@ -185,7 +186,8 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
         if ((rc = normalize_path(c, s, reqp)))
             return rc;
         if ((*reqp)->path.ptr != path.ptr &&
-            !sy_segments_split(&c->path, (*reqp)->path, &c->scratch, &c->alloc))
+            !sy__segments_split(&c->path, (*reqp)->path, &c->scratch,
+                                &c->alloc))
             return SY_ENOMEM;
     }
     const sy_request *req = *reqp;
@@ -194,12 +196,12 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     /* see host_labels (lead and trail are read for host lists only, which
      * a split or the whole-host table's answer sets) */
     c->host_state = s->needs_host && host.len ? HOST_PENDING : HOST_READY;
-    sy_eval *ev = &c->ev;
+    sy__eval *ev = &c->ev;
     ev->req = req;
     ev->host_str = host;
     ev->now_ms = req->now_ms || !s->needs_time ? req->now_ms
                  : s->clock_ms                 ? s->clock_ms(s->clock_data)
-                                               : sy_now_realtime_ms();
+                                               : sy__now_realtime_ms();
     ev->weight = NULL;
     ev->ncaps = 0;
     return SY_OK;
@@ -211,7 +213,7 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
  * labels stay empty and the match reports SY_ENOMEM (HOST_OOM). */
 static __attribute__((noinline)) void host_split_now(sy_match_ctx *c) {
     c->host_state = HOST_READY;
-    if (!sy_segments_split_host(&c->host, c->ev.host_str, &c->alloc)) {
+    if (!sy__segments_split_host(&c->host, c->ev.host_str, &c->alloc)) {
         c->host.count = 0;
         c->host.lead = c->host.trail = false;
         c->host_state = HOST_OOM;
@@ -225,20 +227,20 @@ static inline bool host_labels(sy_match_ctx *c) {
     return c->host_state != HOST_OOM;
 }
 
-/* sy_pred_test, the host's labels split first for a Host predicate. */
-static inline bool pred_holds(sy_match_ctx *c, const sy_pred *p) {
-    if (c->host_state == HOST_PENDING && sy_pred_get_kind(p) == SY_PK_HOST)
+/* sy__pred_test, the host's labels split first for a Host predicate. */
+static inline bool pred_holds(sy_match_ctx *c, const sy__pred *p) {
+    if (c->host_state == HOST_PENDING && sy__pred_get_kind(p) == SY_PK_HOST)
         host_split_now(c);
-    return sy_pred_test(p, &c->ev);
+    return sy__pred_test(p, &c->ev);
 }
 
 /* Index of the first predicate that fails, or -1 when all hold. `proven`
  * is a predicate the index already proved (skipped), or -1. */
 static int first_failing_but(sy_match_ctx *c, const sy_snapshot *s,
                              uint32_t slot, int32_t proven) {
-    const sy_slot *sl = sy_snapshot_slot(s, slot);
+    const sy__slot *sl = sy__snapshot_slot(s, slot);
     const struct sy_route *r = sl->route;
-    sy_eval *ev = &c->ev;
+    sy__eval *ev = &c->ev;
     ev->ncaps = 0;
     ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
     for (size_t i = 0; i < r->predicate_count; i++)
@@ -255,9 +257,9 @@ static int first_failing(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot) {
  * route, so a miss can tell 405 from 404. Costs one load per failure. */
 static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                          int f) {
-    const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
+    const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
     if (f >= 0 && c->method_miss_count < MAX_METHOD_MISSES &&
-        sy_pred_get_kind(r->cpreds[f]) == SY_PK_METHOD)
+        sy__pred_get_kind(r->cpreds[f]) == SY_PK_METHOD)
         c->method_misses[c->method_miss_count++] = slot;
 }
 
@@ -265,7 +267,7 @@ static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
  * all-literal Path (or Host) predicate is proven (no captures to take). */
 static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                            uint8_t proof) {
-    const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
+    const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
     int32_t skip = proof == SY_PROOF_PATH   ? r->literal_path
                    : proof == SY_PROOF_HOST ? r->literal_host
                                             : -1;
@@ -278,10 +280,10 @@ static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
 /* Append the captures of a walk-proven pattern (SY_CAND_WALK): the
  * request's segments (labels) at its {var}s; false when one is empty (a
  * {var} needs a non-empty segment: the pattern does not hold after all). */
-static inline bool walk_caps(sy_eval *ev, const sy_cand_list *l,
-                             const sy_cand *cd) {
-    const sy_segments *segs = l->host ? ev->host : ev->path;
-    const sy_cand_var *v = cd->nvars ? l->vars + cd->vars : NULL;
+static inline bool walk_caps(sy__eval *ev, const sy__cand_list *l,
+                             const sy__cand *cd) {
+    const sy__segments *segs = l->host ? ev->host : ev->path;
+    const sy__cand_var *v = cd->nvars ? l->vars + cd->vars : NULL;
     size_t n = ev->ncaps;
     if (ev->caps_cap - n < cd->nvars)
         return false;
@@ -290,7 +292,7 @@ static inline bool walk_caps(sy_eval *ev, const sy_cand_list *l,
         if (!val.len)
             return false;
         if (v[k].name.ptr) /* else a "*": checked, not captured */
-            ev->caps[n++] = (sy_capture){v[k].name, val};
+            ev->caps[n++] = (sy__capture){v[k].name, val};
     }
     ev->ncaps = n;
     return true;
@@ -299,10 +301,10 @@ static inline bool walk_caps(sy_eval *ev, const sy_cand_list *l,
 /* A walk-proven candidate: test its other predicates in order, taking the
  * proven one's captures at its place. */
 static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
-                            const sy_cand_list *l, const sy_cand *cd) {
-    const sy_slot *sl = sy_snapshot_slot(s, cd->slot);
+                            const sy__cand_list *l, const sy__cand *cd) {
+    const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
     const struct sy_route *r = sl->route;
-    sy_eval *ev = &c->ev;
+    sy__eval *ev = &c->ev;
     ev->ncaps = 0;
     ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
     for (size_t i = 0; i < r->predicate_count; i++) {
@@ -319,9 +321,9 @@ static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
 
 /* cand_holds for a candidate its inline data does not decide. */
 static __attribute__((noinline)) bool
-cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy_cand_list *l,
-                const sy_cand *cd, int mbit, bool odd_host) {
-    sy_eval *ev = &c->ev;
+cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
+                const sy__cand *cd, int mbit, bool odd_host) {
+    sy__eval *ev = &c->ev;
     if ((cd->flags & SY_CAND_WALK) && l->exact && !odd_host) {
         if (!(cd->flags & SY_CAND_WHOLE) ||
             (mbit == 31 && cd->methods != UINT32_MAX))
@@ -341,7 +343,7 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy_cand_list *l,
  * common cases); a walk-proven one has only its other predicates tested;
  * anything else is tested in full. */
 static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
-                              const sy_cand_list *l, const sy_cand *cd,
+                              const sy__cand_list *l, const sy__cand *cd,
                               int mbit) {
     if (!((cd->methods >> mbit) & 1u)) {
         /* for a 405: method_reason() checks its other predicates */
@@ -378,7 +380,7 @@ static sy_match *found_route(sy_match_ctx *c, const sy_snapshot *s,
 
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
                        const sy_request *req, uint32_t slot) {
-    return found_route(c, s, req, slot, sy_snapshot_slot(s, slot)->route);
+    return found_route(c, s, req, slot, sy__snapshot_slot(s, slot)->route);
 }
 
 static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
@@ -386,8 +388,8 @@ static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
     if (!host_labels(c))
         return SY_ENOMEM;
     for (size_t i = 0; i < s->route_count; i++) {
-        uint32_t slot = sy_snapshot_rank_at(s, i);
-        if (sy_snapshot_slot(s, slot)->route->disabled)
+        uint32_t slot = sy__snapshot_rank_at(s, i);
+        if (sy__snapshot_slot(s, slot)->route->disabled)
             continue;
         int f = first_failing(c, s, slot);
         if (f < 0) {
@@ -433,7 +435,7 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
     c->allow[0] = '\0';
     host_labels(c); /* a failure is reported by the match (HOST_OOM) */
     for (size_t k = 0; k < c->method_miss_count; k++) {
-        const sy_slot *sl = sy_snapshot_slot(s, c->method_misses[k]);
+        const sy__slot *sl = sy__snapshot_slot(s, c->method_misses[k]);
         const struct sy_route *r = sl->route;
         if (!r)
             continue; /* removed (tombstoned): never recorded, but cheap */
@@ -441,22 +443,22 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
         c->ev.weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
         bool others_hold = true;
         for (size_t i = 0; i < r->predicate_count && others_hold; i++)
-            if (sy_pred_get_kind(r->cpreds[i]) != SY_PK_METHOD)
-                others_hold = sy_pred_test(r->cpreds[i], &c->ev);
+            if (sy__pred_get_kind(r->cpreds[i]) != SY_PK_METHOD)
+                others_hold = sy__pred_test(r->cpreds[i], &c->ev);
         if (!others_hold)
             continue;
         for (size_t i = 0; i < r->predicate_count; i++) {
-            const sy_pred *p = r->cpreds[i];
-            if (sy_pred_get_kind(p) != SY_PK_METHOD)
+            const sy__pred *p = r->cpreds[i];
+            if (sy__pred_get_kind(p) != SY_PK_METHOD)
                 continue;
-            uint32_t mask = sy_pred_method_mask(p);
+            uint32_t mask = sy__pred_method_mask(p);
             for (int bit = 0; bit < 31; bit++) {
-                const char *name = sy_method_name(bit);
+                const char *name = sy__method_name(bit);
                 if ((mask & (1u << bit)) && name)
                     allow_add(c, name, strlen(name));
             }
-            for (size_t j = 0; j < sy_pred_method_other_count(p); j++) {
-                const char *name = sy_pred_method_other(p, j);
+            for (size_t j = 0; j < sy__pred_method_other_count(p); j++) {
+                const char *name = sy__pred_method_other(p, j);
                 allow_add(c, name, strlen(name));
             }
         }
@@ -473,21 +475,21 @@ match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
     *out = NULL;
     c->nomatch = SY_NOMATCH_NONE;
     c->method_miss_count = 0;
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
     if (req->size < sizeof(sy_request) || (!req->seed && s->weight_count))
         req = full_request(c, s, req);
     int rc = prepare(c, s, &req);
     if (rc)
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match, a reason */
     /* one CPU budget for the whole request, filters included (budget.h) */
-    sy_budget *saved;
-    sy_budget_start(&c->budget, &s->budget);
-    sy_budget_enter(&c->budget, &saved);
+    sy__budget *saved;
+    sy__budget_start(&c->budget, &s->budget);
+    sy__budget_enter(&c->budget, &saved);
     rc = linear ? match_linear(c, s, req, out) : match_indexed(c, s, req, out);
     /* the 405 check runs predicates again: inside the same budget */
     if (rc == SY_OK && !*out && !c->budget.exhausted)
         c->nomatch = method_reason(c, s);
-    sy_budget_leave(saved);
+    sy__budget_leave(saved);
     if (rc == SY_OK && c->budget.exhausted) {
         *out = NULL; /* stopped: no route, whatever was left to try */
         if (c->host_state == HOST_OOM) /* no labels: no answer */
@@ -516,13 +518,13 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
     return match_common(h, c, req, out, false);
 }
 
-/* sy_method_bit with GET and POST (bits 0 and 2) decided inline. */
+/* sy__method_bit with GET and POST (bits 0 and 2) decided inline. */
 static inline int method_bit(sy_str m) {
     if (m.len == 3 && memcmp(m.ptr, "GET", 3) == 0)
         return 0;
     if (m.len == 4 && memcmp(m.ptr, "POST", 4) == 0)
         return 2;
-    return sy_method_bit(m);
+    return sy__method_bit(m);
 }
 
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
@@ -531,7 +533,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     /* an empty Host matches no Host pattern (as SCG's null host): its
      * routes are no candidates, and no walk may prove them. A host the
      * whole-host table knows needs no labels and no host walk. */
-    const sy_segments *host = c->ev.host_str.len ? &c->host : NULL;
+    const sy__segments *host = c->ev.host_str.len ? &c->host : NULL;
     size_t pre = 0;
     if (c->host_state == HOST_PENDING) { /* a host; Host predicates */
         if (index_host_exact(s->base, c->ev.host_str, &c->lists[0])) {
@@ -542,31 +544,31 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             return SY_ENOMEM;
         }
     }
-    size_t n = sy_index_lookup(s->base, &c->path, host, mbit, c->lists + pre,
-                               MAX_LISTS - pre);
+    size_t n = sy__index_lookup(s->base, &c->path, host, mbit, c->lists + pre,
+                                MAX_LISTS - pre);
     if (n != SIZE_MAX)
         n += pre;
     if (n != SIZE_MAX && s->ov[0]) {
-        size_t m = sy_overlay_lookup((const sy_overlay *const *)s->ov, 2,
-                                     &c->path, c->lists + n, MAX_LISTS - n);
+        size_t m = sy__overlay_lookup((const sy__overlay *const *)s->ov, 2,
+                                      &c->path, c->lists + n, MAX_LISTS - n);
         n = m == SIZE_MAX ? SIZE_MAX : n + m;
     }
     if (n == SIZE_MAX)
         return match_linear(c, s, req, out);
 
     if (n == 1) { /* the common case: one list, already in rank order */
-        const sy_cand_list *l = &c->lists[0];
+        const sy__cand_list *l = &c->lists[0];
         for (uint32_t i = 0; i < l->len; i++) {
-            const sy_cand *cd = &l->c[i];
+            const sy__cand *cd = &l->c[i];
             /* the method bit first, inline; a refused candidate's slot
              * is read only when a 405 could still be recorded */
             if (!((cd->methods >> mbit) & 1u)) {
                 if (c->method_miss_count < MAX_METHOD_MISSES &&
-                    sy_snapshot_slot(s, cd->slot)->route)
+                    sy__snapshot_slot(s, cd->slot)->route)
                     c->method_misses[c->method_miss_count++] = cd->slot;
                 continue;
             }
-            const struct sy_route *r = sy_snapshot_slot(s, cd->slot)->route;
+            const struct sy_route *r = sy__snapshot_slot(s, cd->slot)->route;
             if (r && cand_holds(c, s, l, cd, mbit)) {
                 *out = found_route(c, s, req, cd->slot, r);
                 return SY_OK;
@@ -585,15 +587,16 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         size_t best = SIZE_MAX;
         uint64_t best_key = UINT64_MAX;
         for (size_t i = 0; i < n; i++) {
-            const sy_cand_list *l = &c->lists[i];
+            const sy__cand_list *l = &c->lists[i];
             while (c->heads[i] < l->len) {
-                const sy_slot *sl = sy_snapshot_slot(s, l->c[c->heads[i]].slot);
+                const sy__slot *sl =
+                    sy__snapshot_slot(s, l->c[c->heads[i]].slot);
                 if (sl->route && sl->key != last)
                     break;
                 c->heads[i]++;
             }
             if (c->heads[i] < l->len) {
-                uint64_t k = sy_snapshot_slot(s, l->c[c->heads[i]].slot)->key;
+                uint64_t k = sy__snapshot_slot(s, l->c[c->heads[i]].slot)->key;
                 if (k < best_key) {
                     best_key = k;
                     best = i;
@@ -602,8 +605,8 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         }
         if (best == SIZE_MAX)
             return SY_OK;
-        const sy_cand_list *l = &c->lists[best];
-        const sy_cand *cd = &l->c[c->heads[best]++];
+        const sy__cand_list *l = &c->lists[best];
+        const sy__cand *cd = &l->c[c->heads[best]++];
         last = best_key;
         if (cand_holds(c, s, l, cd, mbit)) {
             *out = found(c, s, req, cd->slot);
@@ -618,7 +621,7 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
                         const sy_request *req, sy_explain_fn fn, void *data) {
     if (!h || !c || !fn || !valid_request(req))
         return SY_EINVAL;
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
     c->nomatch = SY_NOMATCH_NONE; /* the last match's reason is gone */
     c->method_miss_count = 0;
     req = full_request(c, s, req);
@@ -627,12 +630,12 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* nothing can match */
     if (!host_labels(c))
         return SY_ENOMEM;
-    sy_budget *saved;
-    sy_budget_start(&c->budget, &s->budget);
-    sy_budget_enter(&c->budget, &saved);
+    sy__budget *saved;
+    sy__budget_start(&c->budget, &s->budget);
+    sy__budget_enter(&c->budget, &saved);
     for (size_t i = 0; i < s->route_count; i++) {
-        uint32_t slot = sy_snapshot_rank_at(s, i);
-        const struct sy_route *r = sy_snapshot_slot(s, slot)->route;
+        uint32_t slot = sy__snapshot_rank_at(s, i);
+        const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
         int stop;
         if (r->disabled) {
             stop = fn(data, r, false, -1, "disabled");
@@ -643,7 +646,7 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
         if (stop)
             break;
     }
-    sy_budget_leave(saved);
+    sy__budget_leave(saved);
     return SY_OK;
 }
 
@@ -658,7 +661,7 @@ size_t sy_match_var_count(const sy_match *m) {
 }
 
 void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
-    const sy_eval *ev = &m->ctx->ev;
+    const sy__eval *ev = &m->ctx->ev;
     sy_str none = {NULL, 0};
     if (name)
         *name = i < ev->ncaps ? ev->caps[i].name : none;
@@ -667,81 +670,81 @@ void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
 }
 
 sy_str sy_match_var_get(const sy_match *m, const char *name) {
-    const sy_eval *ev = &m->ctx->ev;
+    const sy__eval *ev = &m->ctx->ev;
     size_t len = strlen(name);
     /* the last capture of a name wins, as SCG merges the predicates'
      * variable maps (and as the filters expand {name}) */
     for (size_t i = ev->ncaps; i-- > 0;)
-        if (sy_str_eq(ev->caps[i].name, name, len))
+        if (sy__str_eq(ev->caps[i].name, name, len))
             return ev->caps[i].value;
     return (sy_str){NULL, 0};
 }
 
-sy_plan *sy_match_plan(const sy_match *cm) {
+sy__plan *sy__match_plan(const sy_match *cm) {
     /* the plan is computed on first use; the result lives in the context,
      * which the caller owns (one thread at a time) */
     sy_match *m = (sy_match *)(uintptr_t)cm;
     if (!m->plan_done) {
         const struct sy_route *d = m->snap->defaults;
-        const sy_eval *ev = &m->ctx->ev;
+        const sy__eval *ev = &m->ctx->ev;
         memset(&m->plan, 0, sizeof m->plan);
-        sy_budget *saved;
-        sy_budget_enter(&m->ctx->budget, &saved);
-        m->plan_rc = sy_plan_compute(
-            &m->plan, d ? (const sy_filter *const *)d->cfilters : NULL,
+        sy__budget *saved;
+        sy__budget_enter(&m->ctx->budget, &saved);
+        m->plan_rc = sy__plan_compute(
+            &m->plan, d ? (const sy__filter *const *)d->cfilters : NULL,
             d ? d->filter_count : 0,
-            (const sy_filter *const *)m->route->cfilters,
+            (const sy__filter *const *)m->route->cfilters,
             m->route->filter_count, m->req, ev->caps, ev->ncaps, m->ctx->md,
             &m->ctx->scratch);
-        sy_budget_leave(saved);
+        sy__budget_leave(saved);
         m->plan_done = true;
     }
     return &m->plan;
 }
 
 sy_action sy_match_action(const sy_match *m) {
-    return sy_match_plan(m)->action;
+    return sy__match_plan(m)->action;
 }
 int sy_match_status(const sy_match *m) {
-    return sy_match_plan(m)->status;
+    return sy__match_plan(m)->status;
 }
 sy_str sy_match_redirect(const sy_match *m) {
-    return sy_match_plan(m)->redirect;
+    return sy__match_plan(m)->redirect;
 }
 sy_str sy_match_path(const sy_match *m) {
-    return sy_match_plan(m)->path;
+    return sy__match_plan(m)->path;
 }
 sy_str sy_match_query(const sy_match *m) {
-    return sy_match_plan(m)->query;
+    return sy__match_plan(m)->query;
 }
 size_t sy_match_header_count(const sy_match *m) {
-    return sy_match_plan(m)->header_count;
+    return sy__match_plan(m)->header_count;
 }
 bool sy_match_preserve_host(const sy_match *m) {
-    return sy_match_plan(m)->preserve_host;
+    return sy__match_plan(m)->preserve_host;
 }
 
 sy_header sy_match_header(const sy_match *m, size_t i) {
-    sy_plan *p = sy_match_plan(m);
+    sy__plan *p = sy__match_plan(m);
     sy_header none = {{NULL, 0}, {NULL, 0}};
     return i < p->header_count ? p->headers[i] : none;
 }
 
 size_t sy_match_response_op_count(const sy_match *m) {
-    return sy_match_plan(m)->resp_count;
+    return sy__match_plan(m)->resp_count;
 }
 
 sy_response_op sy_match_response_op(const sy_match *m, size_t i) {
-    sy_plan *p = sy_match_plan(m);
+    sy__plan *p = sy__match_plan(m);
     sy_response_op none = {SY_RESP_ADD, {NULL, 0}, {NULL, 0}, {NULL, 0}};
     return i < p->resp_count ? p->resp[i] : none;
 }
 
 size_t sy_match_host_filter_count(const sy_match *m) {
-    return sy_match_plan(m)->host_filter_count;
+    return sy__match_plan(m)->host_filter_count;
 }
 
 const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i) {
-    sy_plan *p = sy_match_plan(m);
+    sy__plan *p = sy__match_plan(m);
     return i < p->host_filter_count ? p->host_filters[i] : NULL;
 }

@@ -27,32 +27,32 @@ struct sy_match {
     uint32_t slot;
     bool plan_done;
     int plan_rc;
-    sy_plan plan;
+    sy__plan plan;
 };
 
 enum { HOST_READY = 0, HOST_PENDING = 1, HOST_OOM = 2 };
 
 struct sy_match_ctx {
-    sy_alloc alloc;
+    sy__alloc alloc;
     sy_request req_copy; /* a completed or seeded copy of the request */
     uint64_t rng;        /* Weight seeds when the host passes none */
-    sy_arena scratch;
-    sy_segments path, host;
+    sy__arena scratch;
+    sy__segments path, host;
     /* the host's labels are split on first need (host_labels, match.c):
      * the whole-host table answers most hosts without them. HOST_OOM: that
      * split failed (and stopped the match, as an exhausted budget does):
      * the match reports SY_ENOMEM */
     uint8_t host_state; /* HOST_READY, HOST_PENDING, HOST_OOM */
-    sy_capture *caps;
+    sy__capture *caps;
     size_t caps_cap;
     pcre2_general_context *gctx;
     pcre2_match_data *md;
     uint32_t md_groups;
-    sy_eval ev;
-    sy_cand_list lists[MAX_LISTS];
+    sy__eval ev;
+    sy__cand_list lists[MAX_LISTS];
     uint32_t heads[MAX_LISTS];
     sy_match m;
-    sy_budget budget; /* the CPU budget of the current request */
+    sy__budget budget; /* the CPU budget of the current request */
     /* why the last match found nothing (sy_match_ctx_nomatch) */
     sy_nomatch nomatch;
     uint32_t method_misses[MAX_METHOD_MISSES]; /* slots */
@@ -62,6 +62,6 @@ struct sy_match_ctx {
 };
 
 /* The filter plan of a match, computed on first use. */
-sy_plan *sy_match_plan(const sy_match *m);
+sy__plan *sy__match_plan(const sy_match *m);
 
 #endif

@@ -25,7 +25,7 @@ static bool is_escaped_slash(const char *p) {
 
 /* Could normalisation change this path? Conservative: false only when
  * the result is certainly `in`. */
-static bool may_change(const sy_path_norm_opts *o, sy_str in) {
+static bool may_change(const sy__path_norm_opts *o, sy_str in) {
     const char *p = in.ptr;
     /* the common case, decided by two vectorised scans: a rooted path
      * with neither '.' nor '%' holds no dot segment and no escape */
@@ -64,8 +64,8 @@ static int dot_segment(const char *s, size_t len) {
     return dots;
 }
 
-int sy_path_normalize(const sy_path_norm_opts *o, sy_str in, sy_arena *scratch,
-                      sy_str *out) {
+int sy__path_normalize(const sy__path_norm_opts *o, sy_str in,
+                       sy__arena *scratch, sy_str *out) {
     *out = in;
     if (o->mode == SY_PN_AS_IS || !in.ptr || !may_change(o, in))
         return 0;
@@ -79,7 +79,7 @@ int sy_path_normalize(const sy_path_norm_opts *o, sy_str in, sy_arena *scratch,
                 break;
             }
     }
-    char *buf = sy_arena_alloc(scratch, n + 2);
+    char *buf = sy__arena_alloc(scratch, n + 2);
     if (!buf)
         return SY_ENOMEM;
     size_t w = 0;          /* output length; no trailing '/' until the end */

@@ -26,13 +26,13 @@ enum {
 
 /* All zero is the secure default: normalise, keep repeated slashes, keep
  * encoded slashes encoded. */
-typedef struct sy_path_norm_opts {
+typedef struct sy__path_norm_opts {
     int mode;            /* SY_PN_NORMALIZE or SY_PN_AS_IS */
     bool merge_slashes;  /* "//" becomes "/" */
     int escaped_slashes; /* SY_PN_SLASHES_* */
-} sy_path_norm_opts;
+} sy__path_norm_opts;
 
-/* The outcomes of sy_path_normalize besides 0. */
+/* The outcomes of sy__path_normalize besides 0. */
 #define SY_PN_BAD_PATH 1 /* climbs above the root, or a rejected %2F/%5C */
 
 /*
@@ -45,7 +45,7 @@ typedef struct sy_path_norm_opts {
  * are copied raw, their encoding untouched. A path without a leading '/'
  * is read as if it had one.
  */
-int sy_path_normalize(const sy_path_norm_opts *o, sy_str in, sy_arena *scratch,
-                      sy_str *out);
+int sy__path_normalize(const sy__path_norm_opts *o, sy_str in,
+                       sy__arena *scratch, sy_str *out);
 
 #endif

@@ -11,7 +11,7 @@
  * Regexes are compiled through regex.c, anchored at both ends (never at
  * match time, which would turn the JIT off), JIT-compiled, and matched with
  * a match context that caps backtracking. Matching only reads the pattern.
- * A route's patterns are compiled into its arena (sy_pattern_compile_in):
+ * A route's patterns are compiled into its arena (sy__pattern_compile_in):
  * no allocation of their own unless they hold regexes.
  */
 #include "pattern_int.h"
@@ -46,8 +46,8 @@ static void count_classes(const char *src, size_t len, bool host, size_t *nsep,
         *nglob = ng;
 }
 
-int sy_pat_error(sy_error *err, int code, size_t off, const char *msg) {
-    sy_error_set(err, code, "", "%s", msg);
+int sy__pat_error(sy_error *err, int code, size_t off, const char *msg) {
+    sy__error_set(err, code, "", "%s", msg);
     if (err)
         err->offset = off;
     return code;
@@ -57,44 +57,45 @@ int sy_pat_error(sy_error *err, int code, size_t off, const char *msg) {
 /* Compiling path patterns                                              */
 /* ------------------------------------------------------------------ */
 
-int sy_pat_set_nvars(sy_pattern *p, sy_pelem *el, size_t off, sy_error *err) {
+int sy__pat_set_nvars(sy__pattern *p, sy__pelem *el, size_t off,
+                      sy_error *err) {
     if (p->nvars - el->var > UINT16_MAX)
-        return sy_pat_error(err, SY_EPATTERN, off,
-                            "too many variables in one segment");
+        return sy__pat_error(err, SY_EPATTERN, off,
+                             "too many variables in one segment");
     el->nvars = (uint16_t)(p->nvars - el->var);
     return SY_OK;
 }
 
-int sy_pat_add_var(sy_pattern *p, sy_str name, size_t off, bool unique,
-                   sy_error *err) {
+int sy__pat_add_var(sy__pattern *p, sy_str name, size_t off, bool unique,
+                    sy_error *err) {
     for (uint32_t i = 0; unique && i < p->nvars; i++) {
-        if (sy_str_eq(p->vars[i], name.ptr, name.len)) {
+        if (sy__str_eq(p->vars[i], name.ptr, name.len)) {
             char msg[160];
             snprintf(msg, sizeof msg, "duplicate variable name '%.*s'",
                      (int)(name.len > 100 ? 100 : name.len), name.ptr);
-            return sy_pat_error(err, SY_EPATTERN, off, msg);
+            return sy__pat_error(err, SY_EPATTERN, off, msg);
         }
     }
     p->vars[p->nvars++] = name;
     return SY_OK;
 }
 
-static void put_literal(sy_buf *b, const char *s, size_t n) {
+static void put_literal(sy__buf *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
             (c >= 'A' && c <= 'Z')) {
-            sy_buf_putc(b, (char)c);
+            sy__buf_putc(b, (char)c);
         } else {
             char e[6] = {'\\', 'x', '{', hex[c >> 4], hex[c & 15], '}'};
-            sy_buf_append(b, e, sizeof e);
+            sy__buf_append(b, e, sizeof e);
         }
     }
 }
 
-static void note_groups(sy_pattern *p, const pcre2_code *re) {
-    uint32_t g = sy_re_capture_count(re) + 1;
+static void note_groups(sy__pattern *p, const pcre2_code *re) {
+    uint32_t g = sy__re_capture_count(re) + 1;
     if (g > p->max_groups)
         p->max_groups = g;
 }
@@ -105,26 +106,26 @@ static void note_groups(sy_pattern *p, const pcre2_code *re) {
 static const char no_groups_msg[] =
     "capturing groups are not allowed in {name:regex}; use (?:...)";
 
-int sy_pat_compile_whole(sy_pattern *p, sy_re_env *env, sy_pelem *el,
-                         const tok *t, sy_error *err) {
+int sy__pat_compile_whole(sy__pattern *p, sy__re_env *env, sy__pelem *el,
+                          const tok *t, sy_error *err) {
     int ec = 0;
     size_t eo = 0;
     el->re = NULL; /* the offset's place (not read again) */
     el->kind = PE_REGEX;
     el->whole = true;
-    el->re = sy_re_env_compile(env, p->src + t->roff, t->rlen, SY_PAT_RE_FLAGS,
-                               &ec, &eo);
+    el->re = sy__re_env_compile(env, p->src + t->roff, t->rlen, SY_PAT_RE_FLAGS,
+                                &ec, &eo);
     if (!el->re)
-        return sy_re_error(err, "", ec, t->roff + eo);
+        return sy__re_error(err, "", ec, t->roff + eo);
     /* Spring: "No capture groups allowed in the constraint regex" */
-    if (sy_re_capture_count(el->re))
-        return sy_pat_error(err, SY_EPATTERN, t->roff, no_groups_msg);
+    if (sy__re_capture_count(el->re))
+        return sy__pat_error(err, SY_EPATTERN, t->roff, no_groups_msg);
     note_groups(p, el->re);
     return SY_OK;
 }
 
-int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
-                         const tok *t, size_t nt, sy_error *err) {
+int sy__pat_compile_mixed(sy__pattern *p, sy__re_env *env, sy__pelem *el,
+                          const tok *t, size_t nt, sy_error *err) {
     const char *s = p->src;
     int ec = 0;
     size_t eo = 0;
@@ -134,44 +135,44 @@ int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
     for (size_t i = 0; i < nt; i++) {
         if (t[i].kind != T_RVAR)
             continue;
-        pcre2_code *re = sy_re_env_compile(env, s + t[i].roff, t[i].rlen,
-                                           SY_PAT_RE_FLAGS, &ec, &eo);
+        pcre2_code *re = sy__re_env_compile(env, s + t[i].roff, t[i].rlen,
+                                            SY_PAT_RE_FLAGS, &ec, &eo);
         if (!re)
-            return sy_re_error(err, "", ec, t[i].roff + eo);
-        uint32_t groups = sy_re_capture_count(re);
+            return sy__re_error(err, "", ec, t[i].roff + eo);
+        uint32_t groups = sy__re_capture_count(re);
         pcre2_code_free(re);
         if (groups)
-            return sy_pat_error(err, SY_EPATTERN, t[i].roff, no_groups_msg);
+            return sy__pat_error(err, SY_EPATTERN, t[i].roff, no_groups_msg);
     }
-    sy_buf b;
-    sy_buf_init(&b, env->a);
+    sy__buf b;
+    sy__buf_init(&b, env->a);
     for (size_t i = 0; i < nt; i++) {
         switch (t[i].kind) {
         case T_LIT: put_literal(&b, s + t[i].off, t[i].len); break;
         case T_Q: /* one UTF-8 character (or one stray byte) */
-            sy_buf_puts(&b, "(?:[^\\x80-\\xbf][\\x80-\\xbf]*|[\\x80-\\xbf])");
+            sy__buf_puts(&b, "(?:[^\\x80-\\xbf][\\x80-\\xbf]*|[\\x80-\\xbf])");
             break;
-        case T_STAR: sy_buf_puts(&b, ".*"); break;
-        case T_VAR: sy_buf_puts(&b, "(.*)"); break;
+        case T_STAR: sy__buf_puts(&b, ".*"); break;
+        case T_VAR: sy__buf_puts(&b, "(.*)"); break;
         case T_RVAR:
-            sy_buf_putc(&b, '(');
-            sy_buf_append(&b, s + t[i].roff, t[i].rlen);
-            sy_buf_putc(&b, ')');
+            sy__buf_putc(&b, '(');
+            sy__buf_append(&b, s + t[i].roff, t[i].rlen);
+            sy__buf_putc(&b, ')');
             break;
         case T_REST: break; /* rejected before */
         }
     }
     if (b.failed) {
-        sy_buf_free(&b);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        sy__buf_free(&b);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
-    el->re = sy_re_env_compile(env, b.ptr, b.len, SY_PAT_RE_FLAGS, &ec, &eo);
-    sy_buf_free(&b);
+    el->re = sy__re_env_compile(env, b.ptr, b.len, SY_PAT_RE_FLAGS, &ec, &eo);
+    sy__buf_free(&b);
     if (!el->re)
-        return sy_re_error(err, "", ec, off);
-    if (sy_re_capture_count(el->re) != el->nvars)
-        return sy_pat_error(err, SY_EPATTERN, off,
-                            "a regex changes the groups of its segment");
+        return sy__re_error(err, "", ec, off);
+    if (sy__re_capture_count(el->re) != el->nvars)
+        return sy__pat_error(err, SY_EPATTERN, off,
+                             "a regex changes the groups of its segment");
     note_groups(p, el->re);
     return SY_OK;
 }
@@ -193,7 +194,7 @@ static bool id_part(unsigned char c) {
  * closes the variable. Nested {...} pairs are counted, a backslash escapes
  * the next character, and an unescaped '/' cuts the variable.
  */
-static int skip_regex(const sy_pattern *p, size_t len, size_t colon,
+static int skip_regex(const sy__pattern *p, size_t len, size_t colon,
                       size_t *close, sy_error *err) {
     const char *s = p->src;
     size_t start = colon + 1, depth = 0;
@@ -208,24 +209,24 @@ static int skip_regex(const sy_pattern *p, size_t len, size_t colon,
         } else if (c == '}') {
             if (depth == 0) {
                 if (i == start)
-                    return sy_pat_error(err, SY_EPATTERN, start,
-                                        "empty regex in {name:regex}");
+                    return sy__pat_error(err, SY_EPATTERN, start,
+                                         "empty regex in {name:regex}");
                 *close = i;
                 return SY_OK;
             }
             depth--;
         } else if (c == '/') {
-            return sy_pat_error(err, SY_EPATTERN, i,
-                                "'{' is not closed before this '/'");
+            return sy__pat_error(err, SY_EPATTERN, i,
+                                 "'{' is not closed before this '/'");
         }
     }
-    return sy_pat_error(err, SY_EPATTERN, len ? len - 1 : 0,
-                        "'{' is not closed");
+    return sy__pat_error(err, SY_EPATTERN, len ? len - 1 : 0,
+                         "'{' is not closed");
 }
 
 /* Scan the variable starting with the '{' at `j` into *t (T_VAR, T_RVAR or
  * T_REST), as Spring's parser checks it; *next = after its '}'. */
-static int scan_var(const sy_pattern *p, size_t len, size_t j, tok *t,
+static int scan_var(const sy__pattern *p, size_t len, size_t j, tok *t,
                     size_t *next, sy_error *err) {
     const char *s = p->src;
     size_t k = j + 1, close = 0;
@@ -236,7 +237,7 @@ static int scan_var(const sy_pattern *p, size_t len, size_t j, tok *t,
     *t = (tok){rest ? T_REST : T_VAR, j, 0, name, 0, 0, 0};
     for (;; k++) {
         if (k >= len)
-            return sy_pat_error(err, SY_EPATTERN, len, "'{' is not closed");
+            return sy__pat_error(err, SY_EPATTERN, len, "'{' is not closed");
         unsigned char c = (unsigned char)s[k];
         if (c == '}') {
             close = k;
@@ -252,18 +253,18 @@ static int scan_var(const sy_pattern *p, size_t len, size_t j, tok *t,
             break;
         }
         if (c == '/')
-            return sy_pat_error(err, SY_EPATTERN, k,
-                                "'{' is not closed before this '/'");
+            return sy__pat_error(err, SY_EPATTERN, k,
+                                 "'{' is not closed before this '/'");
         if (c == '{')
-            return sy_pat_error(err, SY_EPATTERN, k,
-                                "'{' inside a variable name");
+            return sy__pat_error(err, SY_EPATTERN, k,
+                                 "'{' inside a variable name");
         if (k == name ? !id_start(c) : !id_part(c))
-            return sy_pat_error(err, SY_EPATTERN, k,
-                                k == name
-                                    ? "a variable name must start with a "
-                                      "letter, '_' or '$'"
-                                    : "a variable name holds only letters, "
-                                      "digits, '_', '$' and '-'");
+            return sy__pat_error(err, SY_EPATTERN, k,
+                                 k == name
+                                     ? "a variable name must start with a "
+                                       "letter, '_' or '$'"
+                                     : "a variable name holds only letters, "
+                                       "digits, '_', '$' and '-'");
     }
     t->nlen = (t->kind == T_RVAR ? t->roff - 1 : close) - name;
     t->len = close + 1 - j;
@@ -271,14 +272,14 @@ static int scan_var(const sy_pattern *p, size_t len, size_t j, tok *t,
     return SY_OK;
 }
 
-static int add_multi(sy_pattern *p, size_t off, const sy_str *name,
+static int add_multi(sy__pattern *p, size_t off, const sy_str *name,
                      sy_error *err) {
-    sy_pelem *el = &p->elems[p->n];
+    sy__pelem *el = &p->elems[p->n];
     el->kind = PE_MULTI;
     el->offset = (uint32_t)off;
     el->var = p->nvars;
     if (name) {
-        int rc = sy_pat_add_var(p, *name, off, true, err);
+        int rc = sy__pat_add_var(p, *name, off, true, err);
         if (rc)
             return rc;
         el->nvars = 1;
@@ -289,7 +290,7 @@ static int add_multi(sy_pattern *p, size_t off, const sy_str *name,
 
 /* Scan the segment starting at s0 up to the next '/' (or the end) into
  * tokens; *end = where it stops. */
-static int scan_segment(const sy_pattern *p, size_t len, size_t s0, tok *t,
+static int scan_segment(const sy__pattern *p, size_t len, size_t s0, tok *t,
                         size_t *nt, size_t *end, sy_error *err) {
     const char *s = p->src;
     size_t j = s0, n = 0;
@@ -300,8 +301,8 @@ static int scan_segment(const sy_pattern *p, size_t len, size_t s0, tok *t,
             if (rc)
                 return rc;
         } else if (c == '}') {
-            return sy_pat_error(err, SY_EPATTERN, j,
-                                "'}' without a matching '{'");
+            return sy__pat_error(err, SY_EPATTERN, j,
+                                 "'}' without a matching '{'");
         } else if (c == '?' || c == '*') {
             t[n++] = (tok){c == '?' ? T_Q : T_STAR, j, 1, 0, 0, 0, 0};
             j++;
@@ -318,16 +319,16 @@ static int scan_segment(const sy_pattern *p, size_t len, size_t s0, tok *t,
 }
 
 /* Build the element of segment src[s0, e) from its tokens. */
-static int segment(sy_pattern *p, sy_re_env *env, tok *t, size_t nt, size_t s0,
-                   size_t e, sy_error *err) {
+static int segment(sy__pattern *p, sy__re_env *env, tok *t, size_t nt,
+                   size_t s0, size_t e, sy_error *err) {
     const char *s = p->src;
     if (e - s0 == 2 && s[s0] == '*' && s[s0 + 1] == '*')
         return add_multi(p, s0, NULL, err);
     for (size_t i = 0; i < nt; i++)
         if (t[i].kind == T_REST) {
             if (nt != 1)
-                return sy_pat_error(err, SY_EPATTERN, s0,
-                                    "{*name} must be a whole segment");
+                return sy__pat_error(err, SY_EPATTERN, s0,
+                                     "{*name} must be a whole segment");
             sy_str name = {s + t[i].noff, t[i].nlen};
             return add_multi(p, s0, &name, err);
         }
@@ -336,17 +337,17 @@ static int segment(sy_pattern *p, sy_re_env *env, tok *t, size_t nt, size_t s0,
     for (size_t i = 0; nt > 1 && i < nt; i++)
         if (t[i].kind == T_VAR && t[i].nlen == 0)
             t[i].kind = T_LIT;
-    sy_pelem *el = &p->elems[p->n++];
+    sy__pelem *el = &p->elems[p->n++];
     el->offset = (uint32_t)s0;
     el->var = p->nvars;
     for (size_t i = 0; i < nt; i++)
         if (t[i].kind == T_VAR || t[i].kind == T_RVAR) {
-            int rc = sy_pat_add_var(p, (sy_str){s + t[i].noff, t[i].nlen}, s0,
-                                    true, err);
+            int rc = sy__pat_add_var(p, (sy_str){s + t[i].noff, t[i].nlen}, s0,
+                                     true, err);
             if (rc)
                 return rc;
         }
-    int rc = sy_pat_set_nvars(p, el, s0, err);
+    int rc = sy__pat_set_nvars(p, el, s0, err);
     if (rc)
         return rc;
     bool lit = true;
@@ -357,10 +358,10 @@ static int segment(sy_pattern *p, sy_re_env *env, tok *t, size_t nt, size_t s0,
         el->len = (uint32_t)(e - s0);
         return SY_OK;
     }
-    return sy_pat_compile_glob(p, env, el, t, nt, err);
+    return sy__pat_compile_glob(p, env, el, t, nt, err);
 }
 
-static int parse_path(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
+static int parse_path(sy__pattern *p, sy__re_env *env, tok *t, sy_error *err) {
     const char *s = p->src;
     size_t len = strlen(s);
     p->rooted = len > 0 && s[0] == '/';
@@ -381,12 +382,12 @@ static int parse_path(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
         if (p->elems[k].kind != PE_MULTI)
             continue;
         if (p->multi != PE_NONE)
-            return sy_pat_error(err, SY_EPATTERN, p->elems[k].offset,
-                                "at most one ** or {*name} per pattern");
+            return sy__pat_error(err, SY_EPATTERN, p->elems[k].offset,
+                                 "at most one ** or {*name} per pattern");
         if (k != 0 && k != p->n - 1)
-            return sy_pat_error(err, SY_EPATTERN, p->elems[k].offset,
-                                "** and {*name} may only stand first or "
-                                "last");
+            return sy__pat_error(err, SY_EPATTERN, p->elems[k].offset,
+                                 "** and {*name} may only stand first or "
+                                 "last");
         p->multi = (uint32_t)k;
     }
     return SY_OK;
@@ -394,7 +395,7 @@ static int parse_path(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
 
 /* A path without '{', '}', '?' or '*' (nor, then, "**"): every segment
  * is literal text, split on '/' as parse_path splits it. */
-static void parse_literal_path(sy_pattern *p, size_t len) {
+static void parse_literal_path(sy__pattern *p, size_t len) {
     const char *s = p->src;
     p->rooted = len > 0 && s[0] == '/';
     if (len == 0)
@@ -402,7 +403,7 @@ static void parse_literal_path(sy_pattern *p, size_t len) {
     for (size_t i = p->rooted ? 1 : 0;;) {
         const char *q = memchr(s + i, '/', len - i);
         size_t e = q ? (size_t)(q - s) : len;
-        sy_pelem *el = &p->elems[p->n++];
+        sy__pelem *el = &p->elems[p->n++];
         el->kind = PE_LITERAL;
         el->offset = (uint32_t)i;
         el->len = (uint32_t)(e - i);
@@ -415,37 +416,37 @@ static void parse_literal_path(sy_pattern *p, size_t len) {
 /* Tokens of one segment fit here for patterns shorter than this. */
 #define SMALL_TOKENS 32
 
-static int compile(const sy_alloc *a, sy_arena *ar, const char *src, bool host,
-                   sy_pattern **out, sy_error *err) {
+static int compile(const sy__alloc *a, sy__arena *ar, const char *src,
+                   bool host, sy__pattern **out, sy_error *err) {
     *out = NULL;
     if (!src)
-        return sy_error_set(err, SY_EINVAL, "", "no pattern");
+        return sy__error_set(err, SY_EINVAL, "", "no pattern");
     /* elements: a path has one per '/' (and one more without a leading
      * '/'), a host at most one per label and two virtual ones */
     size_t len = strlen(src), nsep = 0, nbrace = 0, nglob = 0;
     if (len > SY_PATTERN_MAX)
-        return sy_pat_error(err, SY_EPATTERN, SY_PATTERN_MAX,
-                            "pattern too long");
+        return sy__pat_error(err, SY_EPATTERN, SY_PATTERN_MAX,
+                             "pattern too long");
     count_classes(src, len, host, &nsep, &nbrace, &nglob);
     size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
     /* one piece: the pattern, its elements and variable names (and, in
      * a block of its own, the allocator copy and the source), so
      * matching touches adjacent memory (see pattern_int.h) */
-    size_t text =
-        sizeof(sy_pattern) + nelem * sizeof(sy_pelem) + nbrace * sizeof(sy_str);
-    sy_pattern *p;
+    size_t text = sizeof(sy__pattern) + nelem * sizeof(sy__pelem) +
+                  nbrace * sizeof(sy_str);
+    sy__pattern *p;
     if (ar) {
-        if (!(p = sy_arena_alloc(ar, text)))
-            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        if (!(p = sy__arena_alloc(ar, text)))
+            return sy__error_set(err, SY_ENOMEM, "", "out of memory");
         memset(p, 0, text);
         p->in_arena = true;
     } else {
-        sy_alloc *copy = sy_malloc(a, sizeof *copy + text + len + 1);
+        sy__alloc *copy = sy__malloc(a, sizeof *copy + text + len + 1);
         if (!copy)
-            return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+            return sy__error_set(err, SY_ENOMEM, "", "out of memory");
         *copy = *a; /* PCRE2 keeps a pointer to it */
         a = copy;
-        p = (sy_pattern *)(void *)(copy + 1);
+        p = (sy__pattern *)(void *)(copy + 1);
         memset(p, 0, text);
     }
     p->host = host;
@@ -466,20 +467,20 @@ static int compile(const sy_alloc *a, sy_arena *ar, const char *src, bool host,
     }
     /* scratch for the tokens of one segment (at most one per byte) */
     tok small[SMALL_TOKENS];
-    tok *t = len < SMALL_TOKENS ? small : sy_malloc(a, (len + 1) * sizeof *t);
-    sy_re_env env;
-    sy_re_env_init(&env, a, SY_RE_MATCH_LIMIT, SY_RE_DEPTH_LIMIT);
+    tok *t = len < SMALL_TOKENS ? small : sy__malloc(a, (len + 1) * sizeof *t);
+    sy__re_env env;
+    sy__re_env_init(&env, a, SY_RE_MATCH_LIMIT, SY_RE_DEPTH_LIMIT);
     int rc;
     if (!t)
-        rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        rc = sy__error_set(err, SY_ENOMEM, "", "out of memory");
     else
-        rc = host ? sy_pat_parse_host(p, &env, t, err)
+        rc = host ? sy__pat_parse_host(p, &env, t, err)
                   : parse_path(p, &env, t, err);
     if (t != small)
-        sy_free(a, t);
-    sy_re_env_done(&env, rc == SY_OK);
+        sy__free(a, t);
+    sy__re_env_done(&env, rc == SY_OK);
     if (rc) {
-        sy_pattern_free(p);
+        sy__pattern_free(p);
         return rc;
     }
     p->mctx = env.m;
@@ -487,33 +488,33 @@ static int compile(const sy_alloc *a, sy_arena *ar, const char *src, bool host,
     return SY_OK;
 }
 
-int sy_pattern_compile_path(const sy_alloc *a, const char *src,
-                            sy_pattern **out, sy_error *err) {
+int sy__pattern_compile_path(const sy__alloc *a, const char *src,
+                             sy__pattern **out, sy_error *err) {
     return compile(a, NULL, src, false, out, err);
 }
 
-int sy_pattern_compile_host(const sy_alloc *a, const char *src,
-                            sy_pattern **out, sy_error *err) {
+int sy__pattern_compile_host(const sy__alloc *a, const char *src,
+                             sy__pattern **out, sy_error *err) {
     return compile(a, NULL, src, true, out, err);
 }
 
-int sy_pattern_compile_in(const sy_alloc *a, sy_arena *ar, const char *src,
-                          bool host, sy_pattern **out, sy_error *err) {
+int sy__pattern_compile_in(const sy__alloc *a, sy__arena *ar, const char *src,
+                           bool host, sy__pattern **out, sy_error *err) {
     return compile(a, ar, src, host, out, err);
 }
 
-size_t sy_pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
-                            size_t nbrace, bool host) {
+size_t sy__pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
+                             size_t nbrace, bool host) {
     /* a path has one element per '/', and one more without a leading '/';
      * a host at most three more than its '.' (see compile) */
     size_t nelem =
         host ? nsep + 3 * npatterns
              : nsep + npatterns - (rooted < npatterns ? rooted : npatterns);
-    return npatterns * (sizeof(sy_pattern) + 7) + nelem * sizeof(sy_pelem) +
+    return npatterns * (sizeof(sy__pattern) + 7) + nelem * sizeof(sy__pelem) +
            nbrace * sizeof(sy_str);
 }
 
-void sy_pattern_free(sy_pattern *p) {
+void sy__pattern_free(sy__pattern *p) {
     if (!p)
         return;
     for (size_t i = 0; i < p->n; i++)
@@ -522,15 +523,15 @@ void sy_pattern_free(sy_pattern *p) {
     pcre2_match_context_free(p->mctx);
     if (p->in_arena)
         return; /* elements, names and source: the arena's */
-    sy_alloc *copy = (sy_alloc *)(void *)p - 1;
-    sy_alloc a = *copy;
-    sy_free(&a, copy); /* the pattern, elements, names and source */
+    sy__alloc *copy = (sy__alloc *)(void *)p - 1;
+    sy__alloc a = *copy;
+    sy__free(&a, copy); /* the pattern, elements, names and source */
 }
 
-uint32_t sy_pattern_max_groups(const sy_pattern *p) {
+uint32_t sy__pattern_max_groups(const sy__pattern *p) {
     return p->max_groups;
 }
-uint32_t sy_pattern_var_count(const sy_pattern *p) {
+uint32_t sy__pattern_var_count(const sy__pattern *p) {
     return p->nvars;
 }
 
@@ -538,7 +539,7 @@ uint32_t sy_pattern_var_count(const sy_pattern *p) {
 /* Matching path patterns                                               */
 /* ------------------------------------------------------------------ */
 
-static void put_cap(sy_capture *caps, size_t *nc, sy_str name, sy_str v) {
+static void put_cap(sy__capture *caps, size_t *nc, sy_str name, sy_str v) {
     if (caps) {
         caps[*nc].name = name;
         caps[*nc].value = v;
@@ -546,9 +547,9 @@ static void put_cap(sy_capture *caps, size_t *nc, sy_str name, sy_str v) {
     }
 }
 
-bool sy_pat_elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
-                       bool last, sy_capture *caps, size_t *nc,
-                       pcre2_match_data *md) {
+bool sy__pat_elem_match(const sy__pattern *p, const sy__pelem *el, sy_str seg,
+                        bool last, sy__capture *caps, size_t *nc,
+                        pcre2_match_data *md) {
     switch ((pe_kind)el->kind) {
     case PE_LITERAL:
         return seg.len == el->len &&
@@ -568,8 +569,8 @@ bool sy_pat_elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
     if (!md || (seg.len == 0 && (!last || el->nvars)))
         return false;
     /* under the request's budget (budget.h) */
-    int rc = sy_re_match(el->re, (PCRE2_SPTR)(seg.len ? seg.ptr : ""), seg.len,
-                         0, 0, md, p->mctx, SY_RE_MATCH_LIMIT);
+    int rc = sy__re_match(el->re, (PCRE2_SPTR)(seg.len ? seg.ptr : ""), seg.len,
+                          0, 0, md, p->mctx, SY_RE_MATCH_LIMIT);
     if (rc < 0)
         return false;
     if (el->whole) {
@@ -589,8 +590,8 @@ bool sy_pat_elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
 }
 
 /* "{*x}": "/" + each segment of [b, e), or "" for none. */
-static bool join_rest(const sy_segments *segs, size_t b, size_t e,
-                      sy_arena *scratch, sy_str *out) {
+static bool join_rest(const sy__segments *segs, size_t b, size_t e,
+                      sy__arena *scratch, sy_str *out) {
     if (b == e) {
         *out = (sy_str){"", 0};
         return true;
@@ -598,7 +599,7 @@ static bool join_rest(const sy_segments *segs, size_t b, size_t e,
     size_t total = 0;
     for (size_t i = b; i < e; i++)
         total += segs->dec[i].len + 1;
-    char *buf = scratch ? sy_arena_alloc(scratch, total) : NULL;
+    char *buf = scratch ? sy__arena_alloc(scratch, total) : NULL;
     if (!buf)
         return false;
     size_t o = 0;
@@ -613,14 +614,14 @@ static bool join_rest(const sy_segments *segs, size_t b, size_t e,
 }
 
 /* An empty segment that is only a separator (no matrix parameters). */
-static bool bare_empty(const sy_segments *segs, size_t i) {
+static bool bare_empty(const sy__segments *segs, size_t i) {
     return segs->dec[i].len == 0 && (!segs->raw || segs->raw[i].len == 0);
 }
 
 /* Match against the first `count` segments. */
-static bool match_core(const sy_pattern *p, const sy_segments *segs,
-                       size_t count, sy_capture *caps, size_t *ncaps,
-                       pcre2_match_data *md, sy_arena *scratch) {
+static bool match_core(const sy__pattern *p, const sy__segments *segs,
+                       size_t count, sy__capture *caps, size_t *ncaps,
+                       pcre2_match_data *md, sy__arena *scratch) {
     size_t n = p->n, nc = *ncaps;
     if (p->multi == PE_NONE) {
         /* Spring: a last regex element without variables that matches ""
@@ -633,8 +634,8 @@ static bool match_core(const sy_pattern *p, const sy_segments *segs,
         if (count != n)
             return false;
         for (size_t i = 0; i < n; i++)
-            if (!sy_pat_elem_match(p, &p->elems[i], segs->dec[i], i + 1 == n,
-                                   caps, &nc, md))
+            if (!sy__pat_elem_match(p, &p->elems[i], segs->dec[i], i + 1 == n,
+                                    caps, &nc, md))
                 return false;
         *ncaps = nc;
         return true;
@@ -643,17 +644,17 @@ static bool match_core(const sy_pattern *p, const sy_segments *segs,
     if (count < n - 1)
         return false;
     for (size_t i = 0; i < m; i++)
-        if (!sy_pat_elem_match(p, &p->elems[i], segs->dec[i], false, caps, &nc,
-                               md))
+        if (!sy__pat_elem_match(p, &p->elems[i], segs->dec[i], false, caps, &nc,
+                                md))
             return false;
-    const sy_pelem *mul = &p->elems[m];
+    const sy__pelem *mul = &p->elems[m];
     size_t slot = nc;
     if (caps && mul->nvars)
         nc++;
     size_t rest = count - tail;
     for (size_t t = 0; t < tail; t++)
-        if (!sy_pat_elem_match(p, &p->elems[m + 1 + t], segs->dec[rest + t],
-                               t + 1 == tail, caps, &nc, md))
+        if (!sy__pat_elem_match(p, &p->elems[m + 1 + t], segs->dec[rest + t],
+                                t + 1 == tail, caps, &nc, md))
             return false;
     if (caps && mul->nvars) {
         caps[slot].name = p->vars[mul->var];
@@ -664,14 +665,14 @@ static bool match_core(const sy_pattern *p, const sy_segments *segs,
     return true;
 }
 
-bool sy_pattern_match_path(const sy_pattern *p, const sy_segments *segs,
-                           bool match_trailing_slash, sy_capture *caps,
-                           size_t *ncaps, pcre2_match_data *md,
-                           sy_arena *scratch) {
+bool sy__pattern_match_path(const sy__pattern *p, const sy__segments *segs,
+                            bool match_trailing_slash, sy__capture *caps,
+                            size_t *ncaps, pcre2_match_data *md,
+                            sy__arena *scratch) {
     size_t dummy = 0;
     if (!ncaps)
         ncaps = &dummy;
-    if (!sy_pattern_can_match(p))
+    if (!sy__pattern_can_match(p))
         return false;
     size_t c = segs->count;
     if (p->n == 0) /* "": the empty path, or "/" with the option */
@@ -689,18 +690,18 @@ bool sy_pattern_match_path(const sy_pattern *p, const sy_segments *segs,
 /* Introspection                                                        */
 /* ------------------------------------------------------------------ */
 
-bool sy_pattern_can_match(const sy_pattern *p) {
+bool sy__pattern_can_match(const sy__pattern *p) {
     /* Spring: "foo" never matches "/foo"; "**" and "{*x}" stand for the
      * leading separator themselves */
     return p->host || p->rooted || p->n == 0 || p->elems[0].kind == PE_MULTI;
 }
 
-size_t sy_pattern_segment_count(const sy_pattern *p) {
+size_t sy__pattern_segment_count(const sy__pattern *p) {
     return p->n;
 }
 
-sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i) {
-    const sy_pelem *el = &p->elems[i];
+sy__seg_kind sy__pattern_segment_kind(const sy__pattern *p, size_t i) {
+    const sy__pelem *el = &p->elems[i];
     /* see SY_SEG_REST; a host's virtual labels lie outside [first, last) */
     if (p->host ? i >= p->last && el->kind == PE_MULTI
                 : i + 1 == p->n && p->multi == PE_NONE &&
@@ -713,33 +714,33 @@ sy_seg_kind sy_pattern_segment_kind(const sy_pattern *p, size_t i) {
     }
 }
 
-sy_str sy_pattern_literal(const sy_pattern *p, size_t i) {
-    const sy_pelem *el = &p->elems[i];
+sy_str sy__pattern_literal(const sy__pattern *p, size_t i) {
+    const sy__pelem *el = &p->elems[i];
     if (el->kind != PE_LITERAL)
         return (sy_str){"", 0};
     return (sy_str){p->src + el->offset, el->len};
 }
 
-sy_str sy_pattern_segment_var(const sy_pattern *p, size_t i) {
+sy_str sy__pattern_segment_var(const sy__pattern *p, size_t i) {
     if (p->elems[i].kind != PE_VAR)
         return (sy_str){NULL, 0};
     sy_str name = p->vars[p->elems[i].var];
     for (uint32_t k = 0; p->host && k < p->nvars; k++)
-        if (k != p->elems[i].var && sy_str_eq(p->vars[k], name.ptr, name.len))
+        if (k != p->elems[i].var && sy__str_eq(p->vars[k], name.ptr, name.len))
             return (sy_str){NULL, 0};
     return name;
 }
 
-bool sy_pattern_segment_is_star(const sy_pattern *p, size_t i) {
+bool sy__pattern_segment_is_star(const sy__pattern *p, size_t i) {
     return p->elems[i].kind == PE_STAR;
 }
 
-const char *sy_pattern_source(const sy_pattern *p) {
+const char *sy__pattern_source(const sy__pattern *p) {
     return p->src;
 }
 
-int sy_pat_compile_glob(sy_pattern *p, sy_re_env *env, sy_pelem *el,
-                        const tok *t, size_t nt, sy_error *err) {
+int sy__pat_compile_glob(sy__pattern *p, sy__re_env *env, sy__pelem *el,
+                         const tok *t, size_t nt, sy_error *err) {
     if (nt == 1 && t[0].kind == T_STAR) {
         el->kind = PE_STAR;
         return SY_OK;
@@ -749,6 +750,6 @@ int sy_pat_compile_glob(sy_pattern *p, sy_re_env *env, sy_pelem *el,
         return SY_OK;
     }
     if (nt == 1 && t[0].kind == T_RVAR)
-        return sy_pat_compile_whole(p, env, el, &t[0], err);
-    return sy_pat_compile_mixed(p, env, el, t, nt, err);
+        return sy__pat_compile_whole(p, env, el, &t[0], err);
+    return sy__pat_compile_mixed(p, env, el, t, nt, err);
 }

@@ -61,7 +61,7 @@ static size_t glob_brace(const char *s, size_t n, size_t i, bool any,
 
 /* Read the label src[b, e) into tokens; *glob: it has a wildcard or a
  * variable (else it is compared as text). */
-static int scan_label(const sy_pattern *p, size_t b, size_t e, tok *t,
+static int scan_label(const sy__pattern *p, size_t b, size_t e, tok *t,
                       size_t *nt, bool *glob, sy_error *err) {
     const char *s = p->src;
     size_t n = 0, lit = b;
@@ -84,8 +84,8 @@ static int scan_label(const sy_pattern *p, size_t b, size_t e, tok *t,
             continue;
         }
         if (s[j + 1] == '*')
-            return sy_pat_error(err, SY_EPATTERN, j,
-                                "{*name} is not allowed in a host pattern");
+            return sy__pat_error(err, SY_EPATTERN, j,
+                                 "{*name} is not allowed in a host pattern");
         tok v = {T_VAR, j, end - j, j + 1, end - j - 2, 0, 0};
         const char *colon = memchr(s + j + 1, ':', end - j - 2);
         if (colon) {
@@ -103,8 +103,8 @@ static int scan_label(const sy_pattern *p, size_t b, size_t e, tok *t,
     return SY_OK;
 }
 
-static void add_literal(sy_pattern *p, size_t off, sy_str text) {
-    sy_pelem *el = &p->elems[p->n++];
+static void add_literal(sy__pattern *p, size_t off, sy_str text) {
+    sy__pelem *el = &p->elems[p->n++];
     el->kind = PE_LITERAL;
     el->offset = (uint32_t)off;
     el->var = p->nvars;
@@ -112,11 +112,11 @@ static void add_literal(sy_pattern *p, size_t off, sy_str text) {
 }
 
 /* One label src[b, e) of a host pattern. */
-static int label(sy_pattern *p, sy_re_env *env, tok *t, size_t b, size_t e,
+static int label(sy__pattern *p, sy__re_env *env, tok *t, size_t b, size_t e,
                  sy_error *err) {
     const char *s = p->src;
     if (e - b == 2 && s[b] == '*' && s[b + 1] == '*') {
-        sy_pelem *el = &p->elems[p->n++];
+        sy__pelem *el = &p->elems[p->n++];
         el->kind = PE_MULTI;
         el->offset = b;
         el->var = p->nvars;
@@ -131,16 +131,16 @@ static int label(sy_pattern *p, sy_re_env *env, tok *t, size_t b, size_t e,
         add_literal(p, b, (sy_str){s + b, e - b});
         return SY_OK;
     }
-    sy_pelem *el = &p->elems[p->n++];
+    sy__pelem *el = &p->elems[p->n++];
     el->offset = b;
     el->var = p->nvars;
     for (size_t i = 0; i < nt; i++)
         if (t[i].kind == T_VAR || t[i].kind == T_RVAR)
-            (void)sy_pat_add_var(p, (sy_str){s + t[i].noff, t[i].nlen}, b,
-                                 false, err);
-    if ((rc = sy_pat_set_nvars(p, el, b, err)))
+            (void)sy__pat_add_var(p, (sy_str){s + t[i].noff, t[i].nlen}, b,
+                                  false, err);
+    if ((rc = sy__pat_set_nvars(p, el, b, err)))
         return rc;
-    return sy_pat_compile_glob(p, env, el, t, nt, err);
+    return sy__pat_compile_glob(p, env, el, t, nt, err);
 }
 
 /*
@@ -151,7 +151,7 @@ static int label(sy_pattern *p, sy_re_env *env, tok *t, size_t b, size_t e,
  * label is added then. Virtual labels are never matched: the matcher
  * reads elems[first, last) and the lead/trail flags.
  */
-int sy_pat_parse_host(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
+int sy__pat_parse_host(sy__pattern *p, sy__re_env *env, tok *t, sy_error *err) {
     const char *s = p->src;
     size_t len = strlen(s);
     p->lead = len > 0 && s[0] == '.';
@@ -190,16 +190,16 @@ int sy_pat_parse_host(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err) {
 /* Matching: AntPathMatcher.doMatch                                     */
 /* ------------------------------------------------------------------ */
 
-static bool all_multi(const sy_pelem *pt, long from, long to) {
+static bool all_multi(const sy__pelem *pt, long from, long to) {
     for (long i = from; i <= to; i++)
         if (pt[i].kind != PE_MULTI)
             return false;
     return true;
 }
 
-bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
-                           sy_capture *caps, size_t *ncaps,
-                           pcre2_match_data *md) {
+bool sy__pattern_match_host(const sy__pattern *p, const sy__segments *labels,
+                            sy__capture *caps, size_t *ncaps,
+                            pcre2_match_data *md) {
     size_t dummy = 0;
     if (!ncaps)
         ncaps = &dummy;
@@ -209,7 +209,7 @@ bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
     if (labels->count == 0 || p->lead != labels->lead ||
         labels->count < (size_t)labels->lead + labels->trail)
         return false;
-    const sy_pelem *pt = p->elems + p->first;
+    const sy__pelem *pt = p->elems + p->first;
     const sy_str *ht = labels->dec + labels->lead;
     long pn = (long)(p->last - p->first);
     long hn = (long)(labels->count - labels->lead - labels->trail);
@@ -220,7 +220,7 @@ bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
 
     /* up to the first ** */
     for (; ps <= pe && hs <= he && pt[ps].kind != PE_MULTI; ps++, hs++)
-        if (!sy_pat_elem_match(p, &pt[ps], ht[hs], true, caps, &nc, md))
+        if (!sy__pat_elem_match(p, &pt[ps], ht[hs], true, caps, &nc, md))
             return false;
     if (hs > he) { /* host used up: only ** (or one '*' for a '.') left */
         if (ps > pe)
@@ -235,7 +235,7 @@ bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
         return false;
     /* from the end down to the last ** */
     for (; ps <= pe && hs <= he && pt[pe].kind != PE_MULTI; pe--, he--) {
-        if (!sy_pat_elem_match(p, &pt[pe], ht[he], true, caps, &nc, md))
+        if (!sy__pat_elem_match(p, &pt[pe], ht[he], true, caps, &nc, md))
             return false;
         if (pe == pn - 1 && !trail_eq)
             return false;
@@ -258,8 +258,8 @@ bool sy_pattern_match_host(const sy_pattern *p, const sy_segments *labels,
             size_t save = nc;
             long j = 0;
             while (j < plen &&
-                   sy_pat_elem_match(p, &pt[ps + j + 1], ht[hs + i + j], true,
-                                     caps, &nc, md))
+                   sy__pat_elem_match(p, &pt[ps + j + 1], ht[hs + i + j], true,
+                                      caps, &nc, md))
                 j++;
             if (j == plen)
                 found = hs + i;

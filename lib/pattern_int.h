@@ -22,7 +22,7 @@ typedef enum pe_kind {
  * groups: a mixed element is one regex with a group per variable). A
  * regex element's offset is only read while it is compiled: then `re`
  * takes its place. */
-typedef struct sy_pelem {
+typedef struct sy__pelem {
     uint8_t kind;   /* pe_kind */
     bool whole;     /* PE_REGEX from "{name:regex}" alone: capture = segment */
     uint16_t nvars; /* PE_REGEX (mixed): variable i is group i + 1 */
@@ -34,7 +34,7 @@ typedef struct sy_pelem {
         };
         pcre2_code *re; /* PE_REGEX, once compiled (NULL until then) */
     };
-} sy_pelem;
+} sy__pelem;
 
 /* "no PE_MULTI element" */
 #define PE_NONE UINT32_MAX
@@ -46,11 +46,11 @@ typedef struct sy_pelem {
  * route's) takes no allocation of its own unless it has regexes, and
  * borrows its source (the route's argument text, in the same arena).
  *
- * own block: [sy_alloc 32][sy_pattern 48][elems: 16 each]
+ * own block: [sy__alloc 32][sy__pattern 48][elems: 16 each]
  *            [vars: 16 each][src\0]
- * in arena:  [sy_pattern 48][elems: 16 each][vars: 16 each]
+ * in arena:  [sy__pattern 48][elems: 16 each][vars: 16 each]
  */
-struct sy_pattern {
+struct sy__pattern {
     const char *src; /* in the block, or (in an arena) the caller's */
     sy_str *vars;    /* names, into src */
     pcre2_match_context *mctx;
@@ -68,7 +68,7 @@ struct sy_pattern {
     bool lead : 1, trail : 1; /* host: starts / ends with '.' (Ant compares
                                  both) */
     bool in_arena : 1;        /* the memory is an arena's: not freed with it */
-    sy_pelem elems[];
+    sy__pelem elems[];
 };
 
 /* One piece of a segment (path) or label (host) being compiled. */
@@ -80,31 +80,31 @@ typedef struct tok {
     size_t roff, rlen; /* T_RVAR: the regex */
 } tok;
 
-int sy_pat_error(sy_error *err, int code, size_t off, const char *msg);
+int sy__pat_error(sy_error *err, int code, size_t off, const char *msg);
 /* Record a variable name; `unique`: a second use is an error at `off`. */
-int sy_pat_add_var(sy_pattern *p, sy_str name, size_t off, bool unique,
-                   sy_error *err);
+int sy__pat_add_var(sy__pattern *p, sy_str name, size_t off, bool unique,
+                    sy_error *err);
 /* Compile a whole "{name:regex}" element (no capturing groups allowed). */
-int sy_pat_compile_whole(sy_pattern *p, sy_re_env *env, sy_pelem *el,
-                         const tok *t, sy_error *err);
+int sy__pat_compile_whole(sy__pattern *p, sy__re_env *env, sy__pelem *el,
+                          const tok *t, sy_error *err);
 /* el->nvars = the variables recorded since el->var; SY_EPATTERN at `off`
  * when they are more than a segment may hold. */
-int sy_pat_set_nvars(sy_pattern *p, sy_pelem *el, size_t off, sy_error *err);
+int sy__pat_set_nvars(sy__pattern *p, sy__pelem *el, size_t off, sy_error *err);
 /* Compile a mixed element: one regex, literal parts quoted, one group per
  * variable, matched with DOTALL (as Spring compiles it). */
-int sy_pat_compile_mixed(sy_pattern *p, sy_re_env *env, sy_pelem *el,
-                         const tok *t, size_t nt, sy_error *err);
+int sy__pat_compile_mixed(sy__pattern *p, sy__re_env *env, sy__pelem *el,
+                          const tok *t, size_t nt, sy_error *err);
 /* Finish a glob element from its tokens: "*" alone, "{name}" alone, one
  * "{name:regex}" alone, or a mixed regex (path and host patterns alike). */
-int sy_pat_compile_glob(sy_pattern *p, sy_re_env *env, sy_pelem *el,
-                        const tok *t, size_t nt, sy_error *err);
+int sy__pat_compile_glob(sy__pattern *p, sy__re_env *env, sy__pelem *el,
+                         const tok *t, size_t nt, sy_error *err);
 /* Match one element against one segment; `last`: it is the pattern's last
  * element (a "*" or a regex without variables may then match ""). */
-bool sy_pat_elem_match(const sy_pattern *p, const sy_pelem *el, sy_str seg,
-                       bool last, sy_capture *caps, size_t *nc,
-                       pcre2_match_data *md);
+bool sy__pat_elem_match(const sy__pattern *p, const sy__pelem *el, sy_str seg,
+                        bool last, sy__capture *caps, size_t *nc,
+                        pcre2_match_data *md);
 
 /* pattern_host.c: parse and compile p->src as an Ant host pattern. */
-int sy_pat_parse_host(sy_pattern *p, sy_re_env *env, tok *t, sy_error *err);
+int sy__pat_parse_host(sy__pattern *p, sy__re_env *env, tok *t, sy_error *err);
 
 #endif

@@ -12,7 +12,7 @@
  *     '%' ';' ....................     -> no segment needs decoding
  *
  * so the matcher learns in the same pass whether the path normaliser has
- * anything to look at (sy_segments_split_scan's `seen`).
+ * anything to look at (sy__segments_split_scan's `seen`).
  */
 #include "pattern.h"
 
@@ -20,7 +20,7 @@
 #include <emmintrin.h>
 #endif
 
-static bool segs_reserve(sy_segments *s, size_t n, const sy_alloc *a) {
+static bool segs_reserve(sy__segments *s, size_t n, const sy__alloc *a) {
     if (n <= s->cap)
         return true;
     size_t cap = s->cap ? s->cap : 8;
@@ -29,11 +29,11 @@ static bool segs_reserve(sy_segments *s, size_t n, const sy_alloc *a) {
             return false;
         cap *= 2;
     }
-    sy_str *d = sy_realloc(a, s->dec, cap * sizeof *d);
+    sy_str *d = sy__realloc(a, s->dec, cap * sizeof *d);
     if (!d)
         return false;
     s->dec = d;
-    sy_str *r = sy_realloc(a, s->raw, cap * sizeof *r);
+    sy_str *r = sy__realloc(a, s->raw, cap * sizeof *r);
     if (!r)
         return false;
     s->raw = r;
@@ -44,7 +44,7 @@ static bool segs_reserve(sy_segments *s, size_t n, const sy_alloc *a) {
 /* Matrix parameters dropped, then percent-decoded (into scratch only when
  * there is a '%'). Invalid escapes stay as they are, and so do %2F and %5C
  * with `keep_slashes`. */
-static bool decode_segment(sy_str raw, bool keep_slashes, sy_arena *scratch,
+static bool decode_segment(sy_str raw, bool keep_slashes, sy__arena *scratch,
                            sy_str *out) {
     size_t n = raw.len;
     const char *semi = n ? memchr(raw.ptr, ';', n) : NULL;
@@ -54,15 +54,15 @@ static bool decode_segment(sy_str raw, bool keep_slashes, sy_arena *scratch,
         *out = (sy_str){n ? raw.ptr : "", n};
         return true;
     }
-    char *buf = scratch ? sy_arena_alloc(scratch, n) : NULL;
+    char *buf = scratch ? sy__arena_alloc(scratch, n) : NULL;
     if (!buf)
         return false;
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         int hi, lo;
         if (raw.ptr[i] == '%' && i + 2 < n &&
-            (hi = sy_hexval(raw.ptr[i + 1])) >= 0 &&
-            (lo = sy_hexval(raw.ptr[i + 2])) >= 0 &&
+            (hi = sy__hexval(raw.ptr[i + 1])) >= 0 &&
+            (lo = sy__hexval(raw.ptr[i + 2])) >= 0 &&
             !(keep_slashes && (hi * 16 + lo == '/' || hi * 16 + lo == '\\'))) {
             buf[o++] = (char)(hi * 16 + lo);
             i += 2;
@@ -74,8 +74,8 @@ static bool decode_segment(sy_str raw, bool keep_slashes, sy_arena *scratch,
     return true;
 }
 
-static bool push_segment(sy_segments *segs, size_t n, sy_str raw, bool special,
-                         sy_arena *scratch, const sy_alloc *alloc) {
+static bool push_segment(sy__segments *segs, size_t n, sy_str raw, bool special,
+                         sy__arena *scratch, const sy__alloc *alloc) {
     if (n == segs->cap && !segs_reserve(segs, n + 1, alloc))
         return false;
     segs->raw[n] = raw;
@@ -89,9 +89,9 @@ static bool push_segment(sy_segments *segs, size_t n, sy_str raw, bool special,
 /* Split a path after its leading '/'. A segment is decoded only when it
  * holds a '%' or a ';'; when the whole path has neither (the common case)
  * segments are plain slices found with memchr. */
-static __attribute__((noinline)) bool split_path(sy_segments *segs, sy_str s,
-                                                 sy_arena *scratch,
-                                                 const sy_alloc *alloc) {
+static __attribute__((noinline)) bool split_path(sy__segments *segs, sy_str s,
+                                                 sy__arena *scratch,
+                                                 const sy__alloc *alloc) {
     segs->count = 0;
     segs->flat = (sy_str){NULL, 0};
     if (s.len == 0)
@@ -124,7 +124,7 @@ static __attribute__((noinline)) bool split_path(sy_segments *segs, sy_str s,
  * dropped. Ant also compares whether host and pattern start and end with
  * '.': a leading '.' gives one empty first label and a trailing '.' one
  * empty last label (lead, trail), so the index walks them too. */
-static bool split_host(sy_segments *segs, sy_str s, const sy_alloc *alloc) {
+static bool split_host(sy__segments *segs, sy_str s, const sy__alloc *alloc) {
     segs->count = 0;
     segs->flat = (sy_str){NULL, 0};
     segs->lead = s.len > 0 && s.ptr[0] == '.';
@@ -151,8 +151,8 @@ static bool split_host(sy_segments *segs, sy_str s, const sy_alloc *alloc) {
 }
 #endif
 
-bool sy_segments_split(sy_segments *segs, sy_str path, sy_arena *scratch,
-                       const sy_alloc *alloc) {
+bool sy__segments_split(sy__segments *segs, sy_str path, sy__arena *scratch,
+                        const sy__alloc *alloc) {
     segs->lead = segs->trail = false;
     return split_path(segs, path, scratch, alloc);
 }
@@ -172,8 +172,8 @@ static inline unsigned block_scan(__m128i v, unsigned *dot, unsigned *odd) {
  * overlapping loads, the second shifted so its bytes land in place. */
 static inline uint64_t load_short(const char *p, size_t n) {
     if (n >= 4)
-        return sy_load_u32(p) |
-               ((uint64_t)sy_load_u32(p + n - 4) << 32) >> ((8 - n) * 8);
+        return sy__load_u32(p) |
+               ((uint64_t)sy__load_u32(p + n - 4) << 32) >> ((8 - n) * 8);
     uint64_t w = n ? (unsigned char)p[0] : 0;
     if (n > 1)
         w |= (uint64_t)(unsigned char)p[1] << 8;
@@ -204,9 +204,9 @@ static inline unsigned block_at(const char *p, size_t len, size_t off,
     }
     uint64_t lo, hi = 0;
     if (len >= 8) { /* bytes 0-7, then 8 .. len-1 from the last eight */
-        lo = sy_load_u64(p);
+        lo = sy__load_u64(p);
         if (len > 8)
-            hi = sy_load_u64(p + len - 8) >> ((16 - len) * 8);
+            hi = sy__load_u64(p + len - 8) >> ((16 - len) * 8);
     } else {
         lo = load_short(p, len);
     }
@@ -214,8 +214,8 @@ static inline unsigned block_at(const char *p, size_t len, size_t off,
 }
 
 /* Room for `need` segments; the arrays may move (the caller reloads). */
-static inline bool segs_room(sy_segments *segs, size_t need,
-                             const sy_alloc *alloc) {
+static inline bool segs_room(sy__segments *segs, size_t need,
+                             const sy__alloc *alloc) {
     return need <= segs->cap || segs_reserve(segs, need, alloc);
 }
 
@@ -224,7 +224,7 @@ static inline bool segs_room(sy_segments *segs, size_t need,
  * with *ok false on allocation failure. Room for a block's segments is
  * made once per block (its '/' count), so the loop over them keeps the
  * arrays in registers. */
-static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
+static bool split_plain(sy__segments *segs, sy_str s, const sy__alloc *alloc,
                         unsigned *seen, bool *ok) {
     const char *p = s.ptr;
     size_t len = s.len, begin = len && p[0] == '/', n = 0;
@@ -270,8 +270,8 @@ static bool split_plain(sy_segments *segs, sy_str s, const sy_alloc *alloc,
 
 /* split_host in one pass: the '.' masks give the labels (room made per
  * block, as split_plain does). */
-static bool split_host_fast(sy_segments *segs, sy_str s,
-                            const sy_alloc *alloc) {
+static bool split_host_fast(sy__segments *segs, sy_str s,
+                            const sy__alloc *alloc) {
     const char *p = s.ptr;
     size_t len = s.len, begin = 0, n = 0;
     segs->count = 0;
@@ -320,8 +320,9 @@ static bool split_host_fast(sy_segments *segs, sy_str s,
 }
 #endif
 
-bool sy_segments_split_scan(sy_segments *segs, sy_str path, sy_arena *scratch,
-                            const sy_alloc *alloc, unsigned *seen) {
+bool sy__segments_split_scan(sy__segments *segs, sy_str path,
+                             sy__arena *scratch, const sy__alloc *alloc,
+                             unsigned *seen) {
     segs->lead = segs->trail = false;
     segs->count = 0;
     *seen = 0;
@@ -349,8 +350,8 @@ bool sy_segments_split_scan(sy_segments *segs, sy_str path, sy_arena *scratch,
     return split_path(segs, path, scratch, alloc);
 }
 
-bool sy_segments_split_host(sy_segments *segs, sy_str host,
-                            const sy_alloc *alloc) {
+bool sy__segments_split_host(sy__segments *segs, sy_str host,
+                             const sy__alloc *alloc) {
 #if defined(__SSE2__)
     return split_host_fast(segs, host, alloc);
 #else
@@ -358,9 +359,9 @@ bool sy_segments_split_host(sy_segments *segs, sy_str host,
 #endif
 }
 
-void sy_segments_free(sy_segments *segs, const sy_alloc *alloc) {
-    sy_free(alloc, segs->dec);
-    sy_free(alloc, segs->raw);
+void sy__segments_free(sy__segments *segs, const sy__alloc *alloc) {
+    sy__free(alloc, segs->dec);
+    sy__free(alloc, segs->raw);
     segs->dec = segs->raw = NULL;
     segs->count = segs->cap = 0;
 }

@@ -2,7 +2,7 @@
  * predicate.c - owns the compiled predicates of route model section 4:
  * compiling each built-in kind (and host-registered ones) from its mapped
  * definition entry once; testing it per request is predicate_eval.c's. A
- * compiled predicate is immutable; testing reads the request and sy_eval only,
+ * compiled predicate is immutable; testing reads the request and sy__eval only,
  * takes no lock and allocates nothing except, rarely, from the per-request
  * scratch arena (joined {*x} captures, long escaped header values or query
  * values).
@@ -42,7 +42,7 @@ static void path_append(sy_error *err, size_t *o, const char *s) {
  * inside the value. */
 static int fail(sy_error *err, int code, const char *path, const char *field,
                 size_t offset, const char *msg) {
-    sy_error_set(err, code, "", "%s", msg);
+    sy__error_set(err, code, "", "%s", msg);
     if (!err)
         return code;
     size_t o = 0;
@@ -81,18 +81,18 @@ static int refile(sy_error *err, int rc, const sy_error *local,
 /* Compiling                                                            */
 /* ------------------------------------------------------------------ */
 
-_Static_assert(((sizeof(struct sy_pred) + 7) & ~(size_t)7) <=
+_Static_assert(((sizeof(struct sy__pred) + 7) & ~(size_t)7) <=
                    SY_PRED_OBJECT_BYTES,
                "SY_PRED_OBJECT_BYTES is what a predicate takes");
 
 /* Zeroed memory for the predicate object and its pattern list: from the
  * route's arena when there is one. */
-static void *obj_calloc(const sy_compile_env *env, size_t n, size_t size) {
+static void *obj_calloc(const sy__compile_env *env, size_t n, size_t size) {
     if (!env->arena)
-        return sy_calloc(env->alloc, n, size);
+        return sy__calloc(env->alloc, n, size);
     if (size && n > SIZE_MAX / size)
         return NULL;
-    void *p = sy_arena_alloc(env->arena, n * size);
+    void *p = sy__arena_alloc(env->arena, n * size);
     if (p)
         memset(p, 0, n * size);
     return p;
@@ -100,27 +100,27 @@ static void *obj_calloc(const sy_compile_env *env, size_t n, size_t size) {
 
 /* A string of the predicate (a header or group name): in the route's
  * arena when there is one. */
-static char *obj_strdup(const sy_compile_env *env, const char *s) {
-    return env->arena ? sy_arena_strdup(env->arena, s)
-                      : sy_strdup(env->alloc, s);
+static char *obj_strdup(const sy__compile_env *env, const char *s) {
+    return env->arena ? sy__arena_strdup(env->arena, s)
+                      : sy__strdup(env->alloc, s);
 }
 
-static size_t count_args(const sy_def_entry *e, const char *key) {
+static size_t count_args(const sy__def_entry *e, const char *key) {
     size_t n = 0;
     for (size_t i = 0; i < e->arg_count; i++)
         n += strcmp(e->args[i].key, key) == 0;
     return n;
 }
 
-static void note(sy_pred *p, uint32_t groups, uint32_t vars) {
+static void note(sy__pred *p, uint32_t groups, uint32_t vars) {
     if (groups > p->max_groups)
         p->max_groups = groups;
     if (vars > p->var_count)
         p->var_count = vars;
 }
 
-static int compile_patterns(sy_pred *p, const sy_def_entry *e,
-                            const sy_compile_env *env, const char *path,
+static int compile_patterns(sy__pred *p, const sy__def_entry *e,
+                            const sy__compile_env *env, const char *path,
                             bool host, sy_error *err) {
     size_t n = count_args(e, "patterns");
     if (n == 0)
@@ -140,10 +140,10 @@ static int compile_patterns(sy_pred *p, const sy_def_entry *e,
         local.offset = 0;
         local.line = local.column = 0;
         local.path[0] = local.message[0] = '\0';
-        sy_pattern *pat = NULL;
+        sy__pattern *pat = NULL;
         /* in the route's arena when there is one: no block of its own */
-        int rc = sy_pattern_compile_in(env->alloc, env->arena, v, host, &pat,
-                                       &local);
+        int rc = sy__pattern_compile_in(env->alloc, env->arena, v, host, &pat,
+                                        &local);
         if (rc)
             return refile(err, rc, &local, path, "patterns", v);
         if (p->many)
@@ -151,17 +151,17 @@ static int compile_patterns(sy_pred *p, const sy_def_entry *e,
         else
             p->one = pat;
         p->npats++;
-        note(p, sy_pattern_max_groups(pat), sy_pattern_var_count(pat));
+        note(p, sy__pattern_max_groups(pat), sy__pattern_var_count(pat));
     }
     p->trailing = true;
     if (!host) {
-        const char *v = sy_def_arg_or_default(e, "matchTrailingSlash");
+        const char *v = sy__def_arg_or_default(e, "matchTrailingSlash");
         const char *why = NULL;
-        if (v && !sy_value_bool(v, &p->trailing, &why))
+        if (v && !sy__value_bool(v, &p->trailing, &why))
             return fail(err, SY_EARG, path, "matchTrailingSlash", 0,
                         why ? why : "expected true or false");
     }
-    sy_pred_note_literal(p);
+    sy__pred_note_literal(p);
     return SY_OK;
 }
 
@@ -169,15 +169,15 @@ static const char *const method_names[] = {"GET",     "HEAD",  "POST",
                                            "PUT",     "PATCH", "DELETE",
                                            "OPTIONS", "TRACE", "CONNECT"};
 
-int sy_method_bit(sy_str method) {
+int sy__method_bit(sy_str method) {
     for (size_t i = 0; i < SY_ARRAY_LEN(method_names); i++)
-        if (sy_str_eq(method, method_names[i], strlen(method_names[i])))
+        if (sy__str_eq(method, method_names[i], strlen(method_names[i])))
             return (int)i;
     return 31;
 }
 
-static int compile_methods(sy_pred *p, const sy_def_entry *e,
-                           const sy_compile_env *env, const char *path,
+static int compile_methods(sy__pred *p, const sy__def_entry *e,
+                           const sy__compile_env *env, const char *path,
                            sy_error *err) {
     size_t n = count_args(e, "methods");
     if (n == 0)
@@ -191,28 +191,28 @@ static int compile_methods(sy_pred *p, const sy_def_entry *e,
          * a standard method, the others array made for the first such */
         char small[16], *up = small;
         size_t len = strlen(v);
-        if (len >= sizeof small && !(up = sy_malloc(env->alloc, len + 1)))
+        if (len >= sizeof small && !(up = sy__malloc(env->alloc, len + 1)))
             return fail_nomem(err, path);
-        if (!sy_value_method(v, up, &why)) {
+        if (!sy__value_method(v, up, &why)) {
             if (up != small)
-                sy_free(env->alloc, up);
+                sy__free(env->alloc, up);
             return fail(err, SY_EARG, path, "methods", 0,
                         why ? why : "expected an HTTP method");
         }
-        int bit = sy_method_bit((sy_str){up, strlen(up)});
+        int bit = sy__method_bit((sy_str){up, strlen(up)});
         p->mask |= 1u << bit;
         if (bit != 31) {
             if (up != small)
-                sy_free(env->alloc, up);
+                sy__free(env->alloc, up);
             continue;
         }
         if (!p->others &&
-            !(p->others = sy_calloc(env->alloc, n, sizeof *p->others))) {
+            !(p->others = sy__calloc(env->alloc, n, sizeof *p->others))) {
             if (up != small)
-                sy_free(env->alloc, up);
+                sy__free(env->alloc, up);
             return fail_nomem(err, path);
         }
-        if (up == small && !(up = sy_strdup(env->alloc, small)))
+        if (up == small && !(up = sy__strdup(env->alloc, small)))
             return fail_nomem(err, path);
         p->others[p->nothers++] = up;
     }
@@ -220,18 +220,18 @@ static int compile_methods(sy_pred *p, const sy_def_entry *e,
 }
 
 /* name field (copied) and optional regexp field ("" counts as absent). */
-static int compile_name_regex(sy_pred *p, const sy_def_entry *e,
-                              const sy_compile_env *env, const char *path,
+static int compile_name_regex(sy__pred *p, const sy__def_entry *e,
+                              const sy__compile_env *env, const char *path,
                               const char *field, bool regex_required,
                               sy_error *err) {
-    const char *name = sy_def_arg(e, field);
+    const char *name = sy__def_arg(e, field);
     if (!name || !*name)
         return fail(err, SY_EMISSING, path, field, 0, "a name is required");
     p->name = obj_strdup(env, name);
     if (!p->name)
         return fail_nomem(err, path);
     p->name_len = (uint32_t)strlen(name);
-    const char *rx = sy_def_arg(e, "regexp");
+    const char *rx = sy__def_arg(e, "regexp");
     if (!rx || !*rx) {
         if (regex_required)
             return fail(err, SY_EMISSING, path, "regexp", 0,
@@ -239,15 +239,15 @@ static int compile_name_regex(sy_pred *p, const sy_def_entry *e,
         return SY_OK;
     }
     sy_error local = {0};
-    int rc = sy_regex_compile_cached(env->regex_cache, env->alloc, rx, &p->re,
-                                     &local);
+    int rc = sy__regex_compile_cached(env->regex_cache, env->alloc, rx, &p->re,
+                                      &local);
     if (rc)
         return refile(err, rc, &local, path, "regexp", rx);
-    note(p, sy_regex_groups(p->re), 0);
+    note(p, sy__regex_groups(p->re), 0);
     return SY_OK;
 }
 
-static int compile_time(sy_pred *p, const sy_def_entry *e, sy_builtin id,
+static int compile_time(sy__pred *p, const sy__def_entry *e, sy__builtin id,
                         const char *path, sy_error *err) {
     static const char *const fields[] = {"datetime", "datetime1", "datetime2"};
     const char *lo = id == SY_P_AFTER     ? fields[0]
@@ -262,7 +262,7 @@ static int compile_time(sy_pred *p, const sy_def_entry *e, sy_builtin id,
         if (!f[i])
             continue;
         const char *why = NULL;
-        if (!sy_value_datetime_ms(sy_def_arg(e, f[i]), dst[i], &why))
+        if (!sy__value_datetime_ms(sy__def_arg(e, f[i]), dst[i], &why))
             return fail(err, SY_EARG, path, f[i], 0,
                         why ? why : "expected a date-time");
     }
@@ -274,48 +274,48 @@ static int compile_time(sy_pred *p, const sy_def_entry *e, sy_builtin id,
     return SY_OK;
 }
 
-static int compile_cidrs(sy_pred *p, const sy_def_entry *e,
-                         const sy_compile_env *env, const char *path, bool xff,
+static int compile_cidrs(sy__pred *p, const sy__def_entry *e,
+                         const sy__compile_env *env, const char *path, bool xff,
                          sy_error *err) {
     size_t n = count_args(e, "sources");
     if (n == 0)
         return fail(err, SY_EMISSING, path, "sources", 0,
                     "at least one source is required");
-    p->cidrs = sy_calloc(env->alloc, n, sizeof *p->cidrs);
+    p->cidrs = sy__calloc(env->alloc, n, sizeof *p->cidrs);
     if (!p->cidrs)
         return fail_nomem(err, path);
     for (size_t i = 0; i < e->arg_count; i++) {
         if (strcmp(e->args[i].key, "sources") != 0)
             continue;
         const char *why = NULL;
-        if (!sy_value_cidr(e->args[i].value, &p->cidrs[p->ncidrs], &why))
+        if (!sy__value_cidr(e->args[i].value, &p->cidrs[p->ncidrs], &why))
             return fail(err, SY_EARG, path, "sources", 0,
                         why ? why : "expected an address or CIDR");
         p->ncidrs++;
     }
     if (xff) {
-        const char *v = sy_def_arg_or_default(e, "maxTrustedIndex"), *why;
+        const char *v = sy__def_arg_or_default(e, "maxTrustedIndex"), *why;
         why = NULL;
         if (!v)
             v = "1";
-        if (!sy_value_int64(v, 1, INT32_MAX, &p->trusted, &why))
+        if (!sy__value_int64(v, 1, INT32_MAX, &p->trusted, &why))
             return fail(err, SY_EARG, path, "maxTrustedIndex", 0,
                         "maxTrustedIndex must be a positive integer");
     }
     return SY_OK;
 }
 
-static int compile_weight(sy_pred *p, const sy_def_entry *e,
-                          const sy_compile_env *env, const char *path,
+static int compile_weight(sy__pred *p, const sy__def_entry *e,
+                          const sy__compile_env *env, const char *path,
                           sy_error *err) {
-    const char *g = sy_def_arg(e, "weight.group");
+    const char *g = sy__def_arg(e, "weight.group");
     if (!g || !*g)
         return fail(err, SY_EMISSING, path, "weight.group", 0,
                     "a weight group is required");
     int64_t w = 0;
     const char *why = NULL;
-    if (!sy_value_int64(sy_def_arg(e, "weight.weight"), 0, UINT32_MAX, &w,
-                        &why))
+    if (!sy__value_int64(sy__def_arg(e, "weight.weight"), 0, UINT32_MAX, &w,
+                         &why))
         return fail(err, SY_EARG, path, "weight.weight", 0,
                     why ? why : "expected an integer >= 0");
     p->weight = (uint32_t)w;
@@ -326,7 +326,7 @@ static int compile_weight(sy_pred *p, const sy_def_entry *e,
     return SY_OK;
 }
 
-static int compile_host_factory(sy_pred *p, const sy_def_entry *e,
+static int compile_host_factory(sy__pred *p, const sy__def_entry *e,
                                 const char *path, sy_error *err) {
     p->hf = e->host_factory;
     if (!p->hf)
@@ -347,16 +347,16 @@ static int compile_host_factory(sy_pred *p, const sy_def_entry *e,
                 local.path[0] ? local.path : NULL, local.offset, msg);
 }
 
-int sy_pred_compile(const sy_def_entry *e, const sy_compile_env *env,
-                    const char *path, sy_pred **out, sy_error *err) {
+int sy__pred_compile(const sy__def_entry *e, const sy__compile_env *env,
+                     const char *path, sy__pred **out, sy_error *err) {
     *out = NULL;
-    sy_pred *p = obj_calloc(env, 1, sizeof *p);
+    sy__pred *p = obj_calloc(env, 1, sizeof *p);
     if (!p)
         return fail_nomem(err, path);
     p->in_arena = env->arena != NULL;
     p->max_groups = 1;
     int rc;
-    sy_builtin id = e->spec ? e->spec->id : SY_HOST_FACTORY;
+    sy__builtin id = e->spec ? e->spec->id : SY_HOST_FACTORY;
     if (e->spec && e->spec->kind != SY_FACTORY_PREDICATE)
         id = SY_BUILTIN_COUNT;
     switch (id) {
@@ -412,39 +412,39 @@ int sy_pred_compile(const sy_def_entry *e, const sy_compile_env *env,
         break;
     }
     if (rc) {
-        sy_pred_free(p, env->alloc);
+        sy__pred_free(p, env->alloc);
         return rc;
     }
     *out = p;
     return SY_OK;
 }
 
-void sy_pred_free(sy_pred *p, const sy_alloc *a) {
+void sy__pred_free(sy__pred *p, const sy__alloc *a) {
     if (!p)
         return;
     switch (p->kind) {
     case SY_PK_PATH:
     case SY_PK_HOST:
         for (size_t i = 0; i < p->npats; i++)
-            sy_pattern_free(sy_pred_pat(p, i));
+            sy__pattern_free(sy__pred_pat(p, i));
         if (!p->in_arena && p->many)
-            sy_free(a, p->pats);
+            sy__free(a, p->pats);
         break;
     case SY_PK_METHOD:
         for (size_t i = 0; i < p->nothers; i++)
-            sy_free(a, p->others[i]);
-        sy_free(a, p->others);
+            sy__free(a, p->others[i]);
+        sy__free(a, p->others);
         break;
     case SY_PK_HEADER:
     case SY_PK_QUERY:
     case SY_PK_COOKIE:
     case SY_PK_WEIGHT:
         if (!p->in_arena)
-            sy_free(a, p->name);
-        sy_regex_free(p->re);
+            sy__free(a, p->name);
+        sy__regex_free(p->re);
         break;
     case SY_PK_REMOTE_ADDR:
-    case SY_PK_XFF: sy_free(a, p->cidrs); break;
+    case SY_PK_XFF: sy__free(a, p->cidrs); break;
     case SY_PK_HOST_FACTORY:
         if (p->hf && p->state && p->hf->free)
             p->hf->free(p->hf->data, p->state);
@@ -452,65 +452,65 @@ void sy_pred_free(sy_pred *p, const sy_alloc *a) {
     case SY_PK_TIME: break;
     }
     if (!p->in_arena)
-        sy_free(a, p);
+        sy__free(a, p);
 }
 
 /* ------------------------------------------------------------------ */
 /* Introspection                                                        */
 /* ------------------------------------------------------------------ */
 
-sy_pred_kind sy_pred_get_kind(const sy_pred *p) {
+sy__pred_kind sy__pred_get_kind(const sy__pred *p) {
     return p->kind;
 }
-bool sy_pred_all_literal(const sy_pred *p) {
+bool sy__pred_all_literal(const sy__pred *p) {
     if (p->kind != SY_PK_PATH && p->kind != SY_PK_HOST)
         return false;
-    if (p->lit && !p->lit_rest) /* sy_pred_note_literal saw them all */
+    if (p->lit && !p->lit_rest) /* sy__pred_note_literal saw them all */
         return true;
     for (size_t k = 0; k < p->npats; k++) {
-        const sy_pattern *pat = sy_pred_pat(p, k);
-        for (size_t j = 0; j < sy_pattern_segment_count(pat); j++)
-            if (sy_pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
+        const sy__pattern *pat = sy__pred_pat(p, k);
+        for (size_t j = 0; j < sy__pattern_segment_count(pat); j++)
+            if (sy__pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
                 return false;
     }
     return true;
 }
 
-size_t sy_pred_pattern_count(const sy_pred *p) {
+size_t sy__pred_pattern_count(const sy__pred *p) {
     return p->kind == SY_PK_PATH || p->kind == SY_PK_HOST ? p->npats : 0;
 }
-const sy_pattern *sy_pred_pattern(const sy_pred *p, size_t i) {
-    return i < sy_pred_pattern_count(p) ? sy_pred_pat(p, i) : NULL;
+const sy__pattern *sy__pred_pattern(const sy__pred *p, size_t i) {
+    return i < sy__pred_pattern_count(p) ? sy__pred_pat(p, i) : NULL;
 }
-uint32_t sy_pred_method_mask(const sy_pred *p) {
+uint32_t sy__pred_method_mask(const sy__pred *p) {
     return p->kind == SY_PK_METHOD ? p->mask : 0;
 }
-size_t sy_pred_method_other_count(const sy_pred *p) {
+size_t sy__pred_method_other_count(const sy__pred *p) {
     return p->kind == SY_PK_METHOD ? p->nothers : 0;
 }
-const char *sy_pred_method_other(const sy_pred *p, size_t i) {
-    return i < sy_pred_method_other_count(p) ? p->others[i] : NULL;
+const char *sy__pred_method_other(const sy__pred *p, size_t i) {
+    return i < sy__pred_method_other_count(p) ? p->others[i] : NULL;
 }
-const char *sy_method_name(int bit) {
+const char *sy__method_name(int bit) {
     return bit >= 0 && (size_t)bit < SY_ARRAY_LEN(method_names)
                ? method_names[bit]
                : NULL;
 }
-const char *sy_pred_weight_group(const sy_pred *p) {
+const char *sy__pred_weight_group(const sy__pred *p) {
     return p->kind == SY_PK_WEIGHT ? p->name : NULL;
 }
-uint32_t sy_pred_weight_value(const sy_pred *p) {
+uint32_t sy__pred_weight_value(const sy__pred *p) {
     return p->kind == SY_PK_WEIGHT ? p->weight : 0;
 }
-uint32_t sy_pred_max_groups(const sy_pred *p) {
+uint32_t sy__pred_max_groups(const sy__pred *p) {
     return p->max_groups;
 }
-uint32_t sy_pred_var_count(const sy_pred *p) {
+uint32_t sy__pred_var_count(const sy__pred *p) {
     return p->var_count;
 }
 
-double sy_weight_draw(uint64_t seed, uint32_t group) {
-    uint64_t h = sy_hash_mix(seed ^ 0x5741594452415721ull,
-                             0x9e3779b97f4a7c15ull * ((uint64_t)group + 1));
+double sy__weight_draw(uint64_t seed, uint32_t group) {
+    uint64_t h = sy__hash_mix(seed ^ 0x5741594452415721ull,
+                              0x9e3779b97f4a7c15ull * ((uint64_t)group + 1));
     return (double)(h >> 11) * (1.0 / 9007199254740992.0); /* 2^-53 */
 }

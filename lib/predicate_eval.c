@@ -1,6 +1,6 @@
 /*
  * predicate_eval.c - testing a compiled predicate (predicate_int.h)
- * against a request: reads the request and sy_eval only, takes no lock
+ * against a request: reads the request and sy__eval only, takes no lock
  * and allocates nothing except, rarely, from the per-request scratch
  * arena (joined {*x} captures, long escaped header values or query
  * values). The choices of how values are read are listed in predicate.c.
@@ -33,10 +33,10 @@ static sy_str trim(sy_str s) {
 /* A buffer for a rewritten value: the stack one when it fits, else the
  * scratch arena. NULL when neither can hold n bytes. */
 static char *value_buf(char *stack, size_t stack_len, size_t n,
-                       sy_arena *scratch) {
+                       sy__arena *scratch) {
     if (n <= stack_len)
         return stack;
-    return scratch ? sy_arena_alloc(scratch, n) : NULL;
+    return scratch ? sy__arena_alloc(scratch, n) : NULL;
 }
 
 /* Next comma-separated element of a header value (commas inside double
@@ -64,7 +64,7 @@ static bool next_element(sy_str *rest, bool *done, sy_str *out) {
 
 /* Strip surrounding double quotes and undo backslash escapes inside. */
 static sy_str unquote(sy_str v, char *stack, size_t stack_len,
-                      sy_arena *scratch) {
+                      sy__arena *scratch) {
     if (v.len < 2 || v.ptr[0] != '"' || v.ptr[v.len - 1] != '"')
         return v;
     sy_str in = {v.ptr + 1, v.len - 2};
@@ -82,25 +82,25 @@ static sy_str unquote(sy_str v, char *stack, size_t stack_len,
     return (sy_str){buf, o};
 }
 
-static bool value_ok(const sy_pred *p, sy_str v, const sy_eval *ev) {
+static bool value_ok(const sy__pred *p, sy_str v, const sy__eval *ev) {
     if (!p->re)
         return v.len > 0;
-    return sy_regex_full_match(p->re, v.ptr, v.len, ev->md);
+    return sy__regex_full_match(p->re, v.ptr, v.len, ev->md);
 }
 
 /* Values of one name a predicate examines are capped by the request's
  * budget (budget.h): the ones past the cap are not looked at. */
-static bool test_header(const sy_pred *p, sy_eval *ev) {
+static bool test_header(const sy__pred *p, sy__eval *ev) {
     const sy_request *r = ev->req;
     char stack[512];
-    uint32_t left = sy_budget_max_repeats();
+    uint32_t left = sy__budget_max_repeats();
     for (size_t i = 0; i < r->header_count; i++) {
         const sy_header *h = &r->headers[i];
         /* the length first (most names differ in it), then the exact
          * bytes (the usual spelling), without the case-insensitive call */
         if (h->name.len != p->name_len ||
             (memcmp(h->name.ptr, p->name, p->name_len) != 0 &&
-             !sy_str_ieq(h->name, p->name, p->name_len)))
+             !sy__str_ieq(h->name, p->name, p->name_len)))
             continue;
         sy_str rest = h->value, el;
         bool done = false;
@@ -116,7 +116,7 @@ static bool test_header(const sy_pred *p, sy_eval *ev) {
 
 /* Form decoding: '+' is a space, %XX a byte, bad escapes kept. */
 static sy_str form_decode(sy_str s, char *stack, size_t stack_len,
-                          sy_arena *scratch) {
+                          sy__arena *scratch) {
     if (s.len == 0 ||
         (!memchr(s.ptr, '%', s.len) && !memchr(s.ptr, '+', s.len)))
         return s;
@@ -130,8 +130,8 @@ static sy_str form_decode(sy_str s, char *stack, size_t stack_len,
         if (c == '+') {
             c = ' ';
         } else if (c == '%' && i + 2 < s.len &&
-                   (hi = sy_hexval(s.ptr[i + 1])) >= 0 &&
-                   (lo = sy_hexval(s.ptr[i + 2])) >= 0) {
+                   (hi = sy__hexval(s.ptr[i + 1])) >= 0 &&
+                   (lo = sy__hexval(s.ptr[i + 2])) >= 0) {
             c = (char)(hi * 16 + lo);
             i += 2;
         }
@@ -140,13 +140,13 @@ static sy_str form_decode(sy_str s, char *stack, size_t stack_len,
     return (sy_str){buf, o};
 }
 
-static bool test_query(const sy_pred *p, sy_eval *ev) {
+static bool test_query(const sy__pred *p, sy__eval *ev) {
     sy_str q = ev->req->query;
     if (!q.ptr || !q.len)
         return false;
     const char *s = q.ptr, *end = q.ptr + q.len;
     char kbuf[256], vbuf[512];
-    uint32_t left = sy_budget_max_repeats();
+    uint32_t left = sy__budget_max_repeats();
     while (s && s < end) {
         const char *amp = memchr(s, '&', (size_t)(end - s));
         const char *pe = amp ? amp : end;
@@ -158,25 +158,25 @@ static bool test_query(const sy_pred *p, sy_eval *ev) {
         if (pe == k.ptr && !eq)
             continue; /* empty pair */
         k = form_decode(k, kbuf, sizeof kbuf, ev->scratch);
-        if (!sy_str_eq(k, p->name, p->name_len))
+        if (!sy__str_eq(k, p->name, p->name_len))
             continue;
         if (!p->re)
             return true;
         if (left-- == 0)
             return false;
         v = form_decode(v, vbuf, sizeof vbuf, ev->scratch);
-        if (sy_regex_full_match(p->re, v.ptr, v.len, ev->md))
+        if (sy__regex_full_match(p->re, v.ptr, v.len, ev->md))
             return true;
     }
     return false;
 }
 
-static bool test_cookie(const sy_pred *p, sy_eval *ev) {
+static bool test_cookie(const sy__pred *p, sy__eval *ev) {
     const sy_request *r = ev->req;
-    uint32_t left = sy_budget_max_repeats();
+    uint32_t left = sy__budget_max_repeats();
     for (size_t i = 0; i < r->header_count; i++) {
         const sy_header *h = &r->headers[i];
-        if (!sy_str_ieq(h->name, "cookie", 6))
+        if (!sy__str_ieq(h->name, "cookie", 6))
             continue;
         const char *s = h->value.ptr, *end = s + h->value.len;
         while (s && s < end) {
@@ -187,14 +187,14 @@ static bool test_cookie(const sy_pred *p, sy_eval *ev) {
             sy_str val = eq ? trim((sy_str){eq + 1, (size_t)(pe - eq - 1)})
                             : (sy_str){"", 0};
             s = pe + 1;
-            if (!sy_str_eq(name, p->name, p->name_len))
+            if (!sy__str_eq(name, p->name, p->name_len))
                 continue;
             if (val.len >= 2 && val.ptr[0] == '"' &&
                 val.ptr[val.len - 1] == '"')
                 val = (sy_str){val.ptr + 1, val.len - 2};
             if (left-- == 0)
                 return false;
-            if (sy_regex_full_match(p->re, val.ptr, val.len, ev->md))
+            if (sy__regex_full_match(p->re, val.ptr, val.len, ev->md))
                 return true;
         }
     }
@@ -203,33 +203,33 @@ static bool test_cookie(const sy_pred *p, sy_eval *ev) {
 
 /* An address as a client or proxy writes it: "1.2.3.4", "1.2.3.4:80",
  * "::1", "[::1]", "[::1]:80". */
-static bool parse_client(sy_str s, sy_cidr *out) {
+static bool parse_client(sy_str s, sy__cidr *out) {
     s = trim(s);
-    if (sy_value_ip(s, out))
+    if (sy__value_ip(s, out))
         return true;
     if (s.len && s.ptr[0] == '[') {
         const char *rb = memchr(s.ptr, ']', s.len);
         return rb &&
-               sy_value_ip((sy_str){s.ptr + 1, (size_t)(rb - s.ptr - 1)}, out);
+               sy__value_ip((sy_str){s.ptr + 1, (size_t)(rb - s.ptr - 1)}, out);
     }
     const char *colon = s.len ? memchr(s.ptr, ':', s.len) : NULL;
     if (colon && !memchr(colon + 1, ':', (size_t)(s.ptr + s.len - colon - 1)))
-        return sy_value_ip((sy_str){s.ptr, (size_t)(colon - s.ptr)}, out);
+        return sy__value_ip((sy_str){s.ptr, (size_t)(colon - s.ptr)}, out);
     return false;
 }
 
-static bool in_cidrs(const sy_pred *p, sy_str addr) {
-    sy_cidr ip;
+static bool in_cidrs(const sy__pred *p, sy_str addr) {
+    sy__cidr ip;
     if (!parse_client(addr, &ip))
         return false;
     for (size_t i = 0; i < p->ncidrs; i++)
-        if (sy_cidr_contains(&p->cidrs[i], &ip))
+        if (sy__cidr_contains(&p->cidrs[i], &ip))
             return true;
     return false;
 }
 
 static bool is_xff(const sy_header *h) {
-    return sy_str_ieq(h->name, "x-forwarded-for", 15);
+    return sy__str_ieq(h->name, "x-forwarded-for", 15);
 }
 
 /* Character.isWhitespace for the bytes an address list can hold. */
@@ -264,7 +264,7 @@ static size_t xff_entries(sy_str v, size_t want, sy_str *out) {
 /* XForwardedRemoteAddressResolver: exactly one X-Forwarded-For header
  * line is read; none, several (SCG discards them all, out of caution) or
  * one without entries: the socket address. */
-static bool test_xff(const sy_pred *p, sy_eval *ev) {
+static bool test_xff(const sy__pred *p, sy__eval *ev) {
     const sy_request *r = ev->req;
     const sy_header *line = NULL;
     for (size_t i = 0; i < r->header_count; i++) {
@@ -283,12 +283,12 @@ static bool test_xff(const sy_pred *p, sy_eval *ev) {
     return in_cidrs(p, entry);
 }
 
-static bool test_method(const sy_pred *p, sy_str m) {
-    int bit = sy_method_bit(m);
+static bool test_method(const sy__pred *p, sy_str m) {
+    int bit = sy__method_bit(m);
     if (bit != 31)
         return (p->mask >> bit) & 1u;
     for (size_t i = 0; i < p->nothers; i++)
-        if (sy_str_eq(m, p->others[i], strlen(p->others[i])))
+        if (sy__str_eq(m, p->others[i], strlen(p->others[i])))
             return true;
     return false;
 }
@@ -322,30 +322,30 @@ static inline bool bytes_eq(const char *a, const char *b, size_t n) {
     return true;
 }
 
-void sy_pred_note_literal(sy_pred *p) {
+void sy__pred_note_literal(sy__pred *p) {
     p->lit = false;
     bool host = p->kind == SY_PK_HOST;
     if ((p->kind != SY_PK_PATH && !host) || p->npats != 1)
         return;
-    const sy_pattern *pat = sy_pred_pat(p, 0);
-    size_t n = sy_pattern_segment_count(pat);
-    const char *src = sy_pattern_source(pat);
+    const sy__pattern *pat = sy__pred_pat(p, 0);
+    size_t n = sy__pattern_segment_count(pat);
+    const char *src = sy__pattern_source(pat);
     size_t len = strlen(src), pos = 0;
     if (n == 0 || n > UINT16_MAX || len > UINT32_MAX ||
-        !sy_pattern_can_match(pat))
+        !sy__pattern_can_match(pat))
         return;
     /* a path's last "**" (no variable): any rest; its source ends so */
-    bool rest = !host && sy_pattern_segment_kind(pat, n - 1) == SY_SEG_MULTI &&
-                sy_pattern_var_count(pat) == 0 && len >= 3 &&
+    bool rest = !host && sy__pattern_segment_kind(pat, n - 1) == SY_SEG_MULTI &&
+                sy__pattern_var_count(pat) == 0 && len >= 3 &&
                 memcmp(src + len - 3, "/**", 3) == 0;
     if (rest) {
         n--;
         len -= 3;
     }
     for (size_t i = 0; i < n; i++) {
-        if (sy_pattern_segment_kind(pat, i) != SY_SEG_LITERAL)
+        if (sy__pattern_segment_kind(pat, i) != SY_SEG_LITERAL)
             return;
-        sy_str lit = sy_pattern_literal(pat, i);
+        sy_str lit = sy__pattern_literal(pat, i);
         /* a host: "a.b.c", labels never empty (an empty one would be the
          * virtual label of a leading or trailing '.') */
         size_t sep = host ? i > 0 : 1;
@@ -366,13 +366,13 @@ void sy_pred_note_literal(sy_pred *p) {
     p->lit_rest = rest;
 }
 
-/* sy_pattern_match_host for a literal pattern: no leading or trailing
+/* sy__pattern_match_host for a literal pattern: no leading or trailing
  * '.' (either adds a virtual empty label: the count tells), as many
  * labels, the same text (a label holds no '.'). */
-static bool test_literal_host(const sy_pred *p, const sy_segments *labels) {
+static bool test_literal_host(const sy__pred *p, const sy__segments *labels) {
     if (labels->lead || labels->trail || labels->count != p->lit_segs)
         return false;
-    const char *lit = sy_pattern_source(p->one); /* lit: one pattern */
+    const char *lit = sy__pattern_source(p->one); /* lit: one pattern */
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < labels->count; i++) {
         sy_str d = labels->dec[i];
@@ -389,9 +389,9 @@ static bool test_literal_host(const sy_pred *p, const sy_segments *labels) {
  * many segments as the literal pattern, that is segment for segment
  * equality: a literal segment holds no '/', so a decoded "%2F" in a
  * segment would make one '/' too many. */
-static bool lit_segments_eq(const sy_pred *p, const sy_segments *segs,
+static bool lit_segments_eq(const sy__pred *p, const sy__segments *segs,
                             size_t c) {
-    const char *lit = sy_pattern_source(p->one); /* lit: one pattern */
+    const char *lit = sy__pattern_source(p->one); /* lit: one pattern */
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < c; i++) {
         sy_str d = segs->dec[i];
@@ -404,9 +404,9 @@ static bool lit_segments_eq(const sy_pred *p, const sy_segments *segs,
     return pos == len;
 }
 
-/* sy_pattern_match_path for a literal pattern: same count of segments
+/* sy__pattern_match_path for a literal pattern: same count of segments
  * and the same text, or (matchTrailingSlash) one more, bare empty one. */
-static bool test_literal_path(const sy_pred *p, const sy_segments *segs) {
+static bool test_literal_path(const sy__pred *p, const sy__segments *segs) {
     size_t c = segs->count;
     sy_str f = segs->flat;
     if (f.ptr) {
@@ -414,7 +414,7 @@ static bool test_literal_path(const sy_pred *p, const sy_segments *segs) {
          * path itself, and a literal segment holds no '/', so equal
          * segments are an equal prefix ending where a segment does */
         size_t len = p->lit_len;
-        const char *lit = sy_pattern_source(p->one); /* lit: one pattern */
+        const char *lit = sy__pattern_source(p->one); /* lit: one pattern */
         if (f.len < len || !bytes_eq(f.ptr, lit, len))
             return false;
         if (f.len == len)
@@ -434,42 +434,42 @@ static bool test_literal_path(const sy_pred *p, const sy_segments *segs) {
            lit_segments_eq(p, segs, c - 1);
 }
 
-static bool test_patterns(const sy_pred *p, sy_eval *ev) {
-    const sy_segments *segs = p->kind == SY_PK_PATH ? ev->path : ev->host;
+static bool test_patterns(const sy__pred *p, sy__eval *ev) {
+    const sy__segments *segs = p->kind == SY_PK_PATH ? ev->path : ev->host;
     if (!segs)
         return false;
     if (p->lit)
         return p->kind == SY_PK_PATH ? test_literal_path(p, segs)
                                      : test_literal_host(p, segs);
-    sy_capture *caps = ev->caps;
+    sy__capture *caps = ev->caps;
     if (!caps || ev->caps_cap < ev->ncaps ||
         ev->caps_cap - ev->ncaps < p->var_count)
         caps = NULL; /* no room: match without capturing */
-    sy_pattern *const *pats = p->many ? p->pats : &p->one;
+    sy__pattern *const *pats = p->many ? p->pats : &p->one;
     for (size_t i = 0; i < p->npats; i++) {
         bool ok = p->kind == SY_PK_PATH
-                      ? sy_pattern_match_path(pats[i], segs, p->trailing, caps,
-                                              &ev->ncaps, ev->md, ev->scratch)
-                      : sy_pattern_match_host(pats[i], segs, caps, &ev->ncaps,
-                                              ev->md);
+                      ? sy__pattern_match_path(pats[i], segs, p->trailing, caps,
+                                               &ev->ncaps, ev->md, ev->scratch)
+                      : sy__pattern_match_host(pats[i], segs, caps, &ev->ncaps,
+                                               ev->md);
         if (ok)
             return true;
     }
     return false;
 }
 
-static __attribute__((noinline)) bool test_any(const sy_pred *p, sy_eval *ev);
+static __attribute__((noinline)) bool test_any(const sy__pred *p, sy__eval *ev);
 
 /* A literal Path predicate first, outside the general switch (whose
  * prologue saves every register): the common case behind an
  * index-proven Host (hosts: ~10 instructions a lookup fewer). */
-bool sy_pred_test(const sy_pred *p, sy_eval *ev) {
+bool sy__pred_test(const sy__pred *p, sy__eval *ev) {
     if (p->kind == SY_PK_PATH && p->lit && ev->path)
         return test_literal_path(p, ev->path);
     return test_any(p, ev);
 }
 
-static bool test_any(const sy_pred *p, sy_eval *ev) {
+static bool test_any(const sy__pred *p, sy__eval *ev) {
     switch (p->kind) {
     case SY_PK_PATH:
     case SY_PK_HOST: return test_patterns(p, ev);
@@ -485,7 +485,7 @@ static bool test_any(const sy_pred *p, sy_eval *ev) {
     case SY_PK_WEIGHT: {
         if (!ev->weight)
             return false;
-        double r = sy_weight_draw(ev->req->seed, ev->weight->group);
+        double r = sy__weight_draw(ev->req->seed, ev->weight->group);
         return ev->weight->lo <= r && r < ev->weight->hi;
     }
     case SY_PK_HOST_FACTORY:

@@ -7,10 +7,10 @@
 #define SY_PREDICATE_INT_H
 
 #include "predicate.h"
-#include "values.h" /* sy_cidr */
+#include "values.h" /* sy__cidr */
 
-struct sy_pred {
-    uint8_t kind;        /* sy_pred_kind */
+struct sy__pred {
+    uint8_t kind;        /* sy__pred_kind */
     bool in_arena;       /* this object and pats[] live in the route's arena */
     bool trailing;       /* Path */
     bool has_lo, has_hi; /* After / Before / Between */
@@ -19,13 +19,13 @@ struct sy_pred {
     /* what each kind holds (a predicate is one kind: they overlap); 40
      * bytes in all (SY_PRED_OBJECT_BYTES), every route has one or more */
     union {
-        struct { /* Path, Host: read them with sy_pred_pat */
+        struct { /* Path, Host: read them with sy__pred_pat */
             union {
-                sy_pattern **pats; /* many */
-                sy_pattern *one;   /* !many: the only pattern */
+                sy__pattern **pats; /* many */
+                sy__pattern *one;   /* !many: the only pattern */
             };
             uint32_t npats;
-            /* Path (Host) of one all-literal pattern (sy_pred_note_literal):
+            /* Path (Host) of one all-literal pattern (sy__pred_note_literal):
              * the length of its text (the pattern's source, "/" + each
              * segment; the labels joined by '.') and its segment (label)
              * count, compared without the pattern matcher; lit: set */
@@ -42,7 +42,7 @@ struct sy_pred {
         struct { /* Header, Query, Cookie (re may be NULL); Weight: the
                   * group's name and the weight */
             char *name;
-            sy_regex *re;
+            sy__regex *re;
             uint32_t name_len;
             uint32_t weight;
         };
@@ -50,7 +50,7 @@ struct sy_pred {
             int64_t lo, hi;
         };
         struct { /* RemoteAddr, XForwardedRemoteAddr */
-            sy_cidr *cidrs;
+            sy__cidr *cidrs;
             size_t ncidrs;
             int64_t trusted;
         };
@@ -62,7 +62,7 @@ struct sy_pred {
 };
 
 /* Pattern i (< npats) of a Path or Host predicate. */
-static inline sy_pattern *sy_pred_pat(const sy_pred *p, size_t i) {
+static inline sy__pattern *sy__pred_pat(const sy__pred *p, size_t i) {
     return p->many ? p->pats[i] : p->one;
 }
 
@@ -72,6 +72,6 @@ static inline sy_pattern *sy_pred_pat(const sy_pred *p, size_t i) {
  * (one host pattern of non-empty literal labels, no leading or trailing '.',
  * whose source is exactly the labels joined by
  * '.'); predicate_eval.c. */
-void sy_pred_note_literal(sy_pred *p);
+void sy__pred_note_literal(sy__pred *p);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * publish_int.h - the private layout of a publication domain (publish.c):
- * the word and counter constants, the slot table, struct sy_pub and the
+ * the word and counter constants, the slot table, struct sy__pub and the
  * reader's shard. Shared with nothing else in lib/; tests that weaken the
  * protocol on purpose (tests/hooks/) read it to reach the same fields.
  */
@@ -21,28 +21,28 @@
 _Static_assert((SY_PUB_SHARDS & (SY_PUB_SHARDS - 1)) == 0 &&
                    SY_PUB_SHARDS <= SY_PUB_ALIGN,
                "shards: a power of two that fits the low address bits");
-_Static_assert(sizeof(sy_pub_obj) % SY_PUB_ALIGN == 0,
+_Static_assert(sizeof(sy__pub_obj) % SY_PUB_ALIGN == 0,
                "the embedding object's own fields start on a fresh line");
 
 /* The slot table. Readers load the newest one; a grown table copies every
  * entry and older tables stay readable until the domain is freed. */
-typedef struct sy_pub_table {
-    struct sy_pub_table *older;
+typedef struct sy__pub_table {
+    struct sy__pub_table *older;
     uint32_t size;
-    _Atomic(sy_pub_obj *) entry[];
-} sy_pub_table;
+    _Atomic(sy__pub_obj *) entry[];
+} sy__pub_table;
 
-struct sy_pub {
-    sy_pub_line word[SY_PUB_SHARDS]; /* written by readers */
+struct sy__pub {
+    sy__pub_line word[SY_PUB_SHARDS]; /* written by readers */
     /* read by readers, written by the writer when the table grows */
-    _Alignas(SY_PUB_ALIGN) _Atomic(sy_pub_table *) table;
+    _Alignas(SY_PUB_ALIGN) _Atomic(sy__pub_table *) table;
     /* writer only below */
-    _Alignas(SY_PUB_ALIGN) sy_alloc alloc;
-    sy_pub_options opts;
+    _Alignas(SY_PUB_ALIGN) sy__alloc alloc;
+    sy__pub_options opts;
     void *base;
-    sy_pub_obj *current;
-    sy_pub_obj *retired_head; /* oldest first */
-    sy_pub_obj *retired_tail;
+    sy__pub_obj *current;
+    sy__pub_obj *retired_head; /* oldest first */
+    sy__pub_obj *retired_tail;
     uint32_t *free_slots; /* stack of unused slots */
     uint32_t free_count;
     uint64_t publishes;
@@ -53,7 +53,7 @@ struct sy_pub {
 };
 
 /* The calling thread's shard: a hash of its thread id. */
-static inline unsigned sy_pub_shard(void) {
+static inline unsigned sy__pub_shard(void) {
     pthread_t self = pthread_self();
     uint64_t x = 0;
     memcpy(&x, &self, sizeof self < sizeof x ? sizeof self : sizeof x);

@@ -1,7 +1,7 @@
 /*
  * regex.c - owns the PCRE2 environment: the allocator shim that puts all of
- * PCRE2's memory on the sy_alloc hooks, compile/match contexts with a
- * backtracking budget, compile errors as sy_errors, and sy_regex (the
+ * PCRE2's memory on the sy__alloc hooks, compile/match contexts with a
+ * backtracking budget, compile errors as sy__errors, and sy__regex (the
  * whole-value regex of Header, Query and Cookie predicates) with the
  * per-document cache that shares one compiled regex among many routes.
  */
@@ -16,14 +16,14 @@
 /* ------------------------------------------------------------------ */
 
 static void *re_malloc(size_t n, void *data) {
-    return sy_malloc((const sy_alloc *)data, n);
+    return sy__malloc((const sy__alloc *)data, n);
 }
 
 static void re_free(void *p, void *data) {
-    sy_free((const sy_alloc *)data, p);
+    sy__free((const sy__alloc *)data, p);
 }
 
-pcre2_general_context *sy_re_general_context_new(const sy_alloc *a) {
+pcre2_general_context *sy__re_general_context_new(const sy__alloc *a) {
     return pcre2_general_context_create(re_malloc, re_free, (void *)a);
 }
 
@@ -31,16 +31,16 @@ pcre2_general_context *sy_re_general_context_new(const sy_alloc *a) {
 /* Compile environment                                                  */
 /* ------------------------------------------------------------------ */
 
-void sy_re_env_init(sy_re_env *env, const sy_alloc *a, uint32_t match_limit,
-                    uint32_t depth_limit) {
-    *env = (sy_re_env){a, match_limit, depth_limit, NULL, NULL, NULL};
+void sy__re_env_init(sy__re_env *env, const sy__alloc *a, uint32_t match_limit,
+                     uint32_t depth_limit) {
+    *env = (sy__re_env){a, match_limit, depth_limit, NULL, NULL, NULL};
 }
 
-static bool env_ready(sy_re_env *env) {
+static bool env_ready(sy__re_env *env) {
     if (env->c && env->m)
         return true;
     if (!env->g)
-        env->g = sy_re_general_context_new(env->a);
+        env->g = sy__re_general_context_new(env->a);
     if (!env->g)
         return false;
     if (!env->c)
@@ -55,7 +55,7 @@ static bool env_ready(sy_re_env *env) {
     return env->c && env->m;
 }
 
-void sy_re_env_done(sy_re_env *env, bool keep_match) {
+void sy__re_env_done(sy__re_env *env, bool keep_match) {
     pcre2_compile_context_free(env->c);
     env->c = NULL;
     if (!keep_match) {
@@ -67,8 +67,8 @@ void sy_re_env_done(sy_re_env *env, bool keep_match) {
     env->g = NULL;
 }
 
-pcre2_code *sy_re_env_compile(sy_re_env *env, const char *src, size_t len,
-                              uint32_t flags, int *ec, size_t *eo) {
+pcre2_code *sy__re_env_compile(sy__re_env *env, const char *src, size_t len,
+                               uint32_t flags, int *ec, size_t *eo) {
     if (!env_ready(env)) {
         *ec = PCRE2_ERROR_HEAP_FAILED;
         *eo = 0;
@@ -83,86 +83,87 @@ pcre2_code *sy_re_env_compile(sy_re_env *env, const char *src, size_t len,
     return re;
 }
 
-uint32_t sy_re_capture_count(const pcre2_code *re) {
+uint32_t sy__re_capture_count(const pcre2_code *re) {
     uint32_t n = 0;
     (void)pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &n);
     return n;
 }
 
-int sy_re_error(sy_error *err, const char *path, int ec, size_t off) {
+int sy__re_error(sy_error *err, const char *path, int ec, size_t off) {
     if (ec == PCRE2_ERROR_HEAP_FAILED || ec == PCRE2_ERROR_NOMEMORY)
-        return sy_error_set(err, SY_ENOMEM, path ? path : "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, path ? path : "", "out of memory");
     PCRE2_UCHAR msg[200];
     if (pcre2_get_error_message(ec, msg, sizeof msg) < 0)
         snprintf((char *)msg, sizeof msg, "invalid regular expression");
-    sy_error_set(err, SY_EREGEX, path ? path : "", "%s", (const char *)msg);
+    sy__error_set(err, SY_EREGEX, path ? path : "", "%s", (const char *)msg);
     if (err)
         err->offset = off;
     return SY_EREGEX;
 }
 
 /* ------------------------------------------------------------------ */
-/* sy_regex                                                             */
+/* sy__regex                                                             */
 /* ------------------------------------------------------------------ */
 
-struct sy_regex {
+struct sy__regex {
     _Atomic long refs;
-    sy_alloc a; /* a copy: PCRE2 keeps a pointer to it */
+    sy__alloc a; /* a copy: PCRE2 keeps a pointer to it */
     pcre2_code *code;
     pcre2_match_context *mctx;
     uint32_t groups;
 };
 
-int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
-                     sy_error *err) {
+int sy__regex_compile(const sy__alloc *a, const char *src, sy__regex **out,
+                      sy_error *err) {
     *out = NULL;
-    sy_regex *re = sy_calloc(a, 1, sizeof *re);
+    sy__regex *re = sy__calloc(a, 1, sizeof *re);
     if (!re)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     re->a = *a;
-    sy_re_env env;
-    sy_re_env_init(&env, &re->a, SY_RE_MATCH_LIMIT, SY_RE_DEPTH_LIMIT);
+    sy__re_env env;
+    sy__re_env_init(&env, &re->a, SY_RE_MATCH_LIMIT, SY_RE_DEPTH_LIMIT);
     int ec = 0;
     size_t eo = 0;
-    re->code = sy_re_env_compile(&env, src, strlen(src), SY_RE_WHOLE, &ec, &eo);
+    re->code =
+        sy__re_env_compile(&env, src, strlen(src), SY_RE_WHOLE, &ec, &eo);
     if (!re->code) {
-        sy_re_env_done(&env, false);
-        sy_free(a, re);
-        return sy_re_error(err, "", ec, eo);
+        sy__re_env_done(&env, false);
+        sy__free(a, re);
+        return sy__re_error(err, "", ec, eo);
     }
-    sy_re_env_done(&env, true);
+    sy__re_env_done(&env, true);
     re->mctx = env.m;
-    re->groups = sy_re_capture_count(re->code) + 1;
+    re->groups = sy__re_capture_count(re->code) + 1;
     atomic_init(&re->refs, 1);
     *out = re;
     return SY_OK;
 }
 
 /* Drop one reference; the last frees the regex. */
-void sy_regex_free(sy_regex *re) {
+void sy__regex_free(sy__regex *re) {
     if (!re ||
         atomic_fetch_sub_explicit(&re->refs, 1, memory_order_acq_rel) != 1)
         return;
     pcre2_code_free(re->code);
     pcre2_match_context_free(re->mctx);
-    sy_alloc a = re->a;
-    sy_free(&a, re);
+    sy__alloc a = re->a;
+    sy__free(&a, re);
 }
 
-uint32_t sy_regex_groups(const sy_regex *re) {
+uint32_t sy__regex_groups(const sy__regex *re) {
     return re ? re->groups : 1;
 }
 
-bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
-                         pcre2_match_data *md) {
+bool sy__regex_full_match(const sy__regex *re, const char *s, size_t n,
+                          pcre2_match_data *md) {
     if (!re || !md)
         return false;
     if (!s)
         s = "";
     /* rc == 0: matched, the match data just has no room for groups */
     /* under the request's budget (budget.h) */
-    return sy_re_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx,
-                       SY_RE_MATCH_LIMIT) >= 0;
+    return sy__re_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx,
+                        SY_RE_MATCH_LIMIT) >= 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -172,33 +173,33 @@ bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
 typedef struct regex_entry {
     uint64_t hash;
     char *src;
-    sy_regex *re;
+    sy__regex *re;
 } regex_entry;
 
-struct sy_regex_cache {
-    sy_alloc a;
+struct sy__regex_cache {
+    sy__alloc a;
     regex_entry *e;
     size_t cap, count; /* cap: power of two, or 0 */
 };
 
-sy_regex_cache *sy_regex_cache_new(const sy_alloc *a) {
-    sy_regex_cache *c = sy_calloc(a, 1, sizeof *c);
+sy__regex_cache *sy__regex_cache_new(const sy__alloc *a) {
+    sy__regex_cache *c = sy__calloc(a, 1, sizeof *c);
     if (c)
         c->a = *a;
     return c;
 }
 
-void sy_regex_cache_free(sy_regex_cache *c) {
+void sy__regex_cache_free(sy__regex_cache *c) {
     if (!c)
         return;
     for (size_t i = 0; i < c->cap; i++)
         if (c->e[i].re) {
-            sy_regex_free(c->e[i].re);
-            sy_free(&c->a, c->e[i].src);
+            sy__regex_free(c->e[i].re);
+            sy__free(&c->a, c->e[i].src);
         }
-    sy_free(&c->a, c->e);
-    sy_alloc a = c->a;
-    sy_free(&a, c);
+    sy__free(&c->a, c->e);
+    sy__alloc a = c->a;
+    sy__free(&a, c);
 }
 
 static regex_entry *cache_slot(regex_entry *e, size_t cap, uint64_t h,
@@ -208,38 +209,38 @@ static regex_entry *cache_slot(regex_entry *e, size_t cap, uint64_t h,
             return &e[i];
 }
 
-static bool cache_grow(sy_regex_cache *c) {
+static bool cache_grow(sy__regex_cache *c) {
     size_t cap = c->cap ? c->cap * 2 : 16;
-    regex_entry *e = sy_calloc(&c->a, cap, sizeof *e);
+    regex_entry *e = sy__calloc(&c->a, cap, sizeof *e);
     if (!e)
         return false;
     for (size_t i = 0; i < c->cap; i++)
         if (c->e[i].re)
             *cache_slot(e, cap, c->e[i].hash, c->e[i].src) = c->e[i];
-    sy_free(&c->a, c->e);
+    sy__free(&c->a, c->e);
     c->e = e;
     c->cap = cap;
     return true;
 }
 
-int sy_regex_compile_cached(sy_regex_cache *c, const sy_alloc *a,
-                            const char *src, sy_regex **out, sy_error *err) {
+int sy__regex_compile_cached(sy__regex_cache *c, const sy__alloc *a,
+                             const char *src, sy__regex **out, sy_error *err) {
     if (!c)
-        return sy_regex_compile(a, src, out, err);
-    uint64_t h = sy_hash64(src, strlen(src), 0x7e);
+        return sy__regex_compile(a, src, out, err);
+    uint64_t h = sy__hash64(src, strlen(src), 0x7e);
     regex_entry *slot = c->cap ? cache_slot(c->e, c->cap, h, src) : NULL;
     if (slot && slot->re) {
         atomic_fetch_add_explicit(&slot->re->refs, 1, memory_order_relaxed);
         *out = slot->re;
         return SY_OK;
     }
-    int rc = sy_regex_compile(a, src, out, err);
+    int rc = sy__regex_compile(a, src, out, err);
     if (rc)
         return rc;
     /* remember it when there is room; a full cache only costs speed */
     if ((c->count + 1) * 4 > c->cap * 3 && !cache_grow(c))
         return SY_OK;
-    char *copy = sy_strdup(&c->a, src);
+    char *copy = sy__strdup(&c->a, src);
     if (!copy)
         return SY_OK;
     slot = cache_slot(c->e, c->cap, h, src);

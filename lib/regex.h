@@ -1,7 +1,7 @@
 /*
  * regex.h - the PCRE2 environment every compiler shares: memory from the
- * sy_alloc hooks (the one PCRE2 allocator shim), compiling with a match
- * limit and JIT, PCRE2 error messages as located sy_errors, and sy_regex,
+ * sy__alloc hooks (the one PCRE2 allocator shim), compiling with a match
+ * limit and JIT, PCRE2 error messages as located sy__errors, and sy__regex,
  * the whole-value regex predicates use, with its per-document cache.
  */
 #ifndef SY_REGEX_H
@@ -16,45 +16,45 @@
  * compile time (never at match time, which would turn the JIT off). */
 #define SY_RE_WHOLE (PCRE2_ANCHORED | PCRE2_ENDANCHORED)
 
-/* Backtracking budgets of the match contexts made by sy_re_env. */
+/* Backtracking budgets of the match contexts made by sy__re_env. */
 #define SY_RE_MATCH_LIMIT 200000u
 #define SY_RE_DEPTH_LIMIT 10000u
 
 /* A PCRE2 general context whose memory comes from `a` (which must outlive
  * it and everything made from it). NULL when out of memory. */
-pcre2_general_context *sy_re_general_context_new(const sy_alloc *a);
+pcre2_general_context *sy__re_general_context_new(const sy__alloc *a);
 
 /*
  * The contexts for compiling one or more regexes with the same limits.
  * They are created on the first compile (a path pattern without a regex
- * costs no PCRE2 allocation). sy_re_env_done drops the compile contexts and,
+ * costs no PCRE2 allocation). sy__re_env_done drops the compile contexts and,
  * unless kept, the match context; a kept match context belongs to the
  * caller (pcre2_match_context_free).
  */
-typedef struct sy_re_env {
-    const sy_alloc *a;
+typedef struct sy__re_env {
+    const sy__alloc *a;
     uint32_t match_limit, depth_limit;
     pcre2_general_context *g;
     pcre2_compile_context *c;
     pcre2_match_context *m;
-} sy_re_env;
+} sy__re_env;
 
 /* Limits of 0 mean PCRE2's defaults. `a` must outlive the env and the
  * codes and match context it makes. */
-void sy_re_env_init(sy_re_env *env, const sy_alloc *a, uint32_t match_limit,
-                    uint32_t depth_limit);
+void sy__re_env_init(sy__re_env *env, const sy__alloc *a, uint32_t match_limit,
+                     uint32_t depth_limit);
 /* Compile src[0..len) with PCRE2 `flags` and JIT-compile it (falling back
  * to the interpreter). NULL on error: *ec = PCRE2 error code (or
  * PCRE2_ERROR_HEAP_FAILED when out of memory), *eo = offset in src. */
-pcre2_code *sy_re_env_compile(sy_re_env *env, const char *src, size_t len,
-                              uint32_t flags, int *ec, size_t *eo);
-void sy_re_env_done(sy_re_env *env, bool keep_match);
+pcre2_code *sy__re_env_compile(sy__re_env *env, const char *src, size_t len,
+                               uint32_t flags, int *ec, size_t *eo);
+void sy__re_env_done(sy__re_env *env, bool keep_match);
 
 /* Fill err (code SY_EREGEX with PCRE2's message, or SY_ENOMEM) for a
  * failed compile at offset `off`; err->path = `path`. Returns the code. */
-int sy_re_error(sy_error *err, const char *path, int ec, size_t off);
+int sy__re_error(sy_error *err, const char *path, int ec, size_t off);
 /* Number of capturing groups in `re`. */
-uint32_t sy_re_capture_count(const pcre2_code *re);
+uint32_t sy__re_capture_count(const pcre2_code *re);
 
 /*
  * A standalone regex that must match a whole value (Header, Query, Cookie):
@@ -63,7 +63,7 @@ uint32_t sy_re_capture_count(const pcre2_code *re);
  * PCRE2's message, err->path empty. Matching is read-only: any number of
  * threads at once, each with its own match data.
  */
-typedef struct sy_regex sy_regex;
+typedef struct sy__regex sy__regex;
 
 /*
  * A cache of compiled whole-value regexes for one document parse: the same
@@ -71,19 +71,19 @@ typedef struct sy_regex sy_regex;
  * compiled and JIT-compiled once and shared. Compiled regexes are
  * refcounted and immutable, so routes may outlive the cache.
  */
-typedef struct sy_regex_cache sy_regex_cache;
-sy_regex_cache *sy_regex_cache_new(const sy_alloc *a);
-void sy_regex_cache_free(sy_regex_cache *c);
-/* sy_regex_compile through `cache` (may be NULL). */
-int sy_regex_compile_cached(sy_regex_cache *cache, const sy_alloc *a,
-                            const char *src, sy_regex **out, sy_error *err);
-int sy_regex_compile(const sy_alloc *a, const char *src, sy_regex **out,
-                     sy_error *err);
-void sy_regex_free(sy_regex *re);
+typedef struct sy__regex_cache sy__regex_cache;
+sy__regex_cache *sy__regex_cache_new(const sy__alloc *a);
+void sy__regex_cache_free(sy__regex_cache *c);
+/* sy__regex_compile through `cache` (may be NULL). */
+int sy__regex_compile_cached(sy__regex_cache *cache, const sy__alloc *a,
+                             const char *src, sy__regex **out, sy_error *err);
+int sy__regex_compile(const sy__alloc *a, const char *src, sy__regex **out,
+                      sy_error *err);
+void sy__regex_free(sy__regex *re);
 /* Capture groups + 1 (the size of match data it needs to report groups). */
-uint32_t sy_regex_groups(const sy_regex *re);
+uint32_t sy__regex_groups(const sy__regex *re);
 /* True when s[0..n) matches as a whole. md: any match data (NULL: false). */
-bool sy_regex_full_match(const sy_regex *re, const char *s, size_t n,
-                         pcre2_match_data *md);
+bool sy__regex_full_match(const sy__regex *re, const char *s, size_t n,
+                          pcre2_match_data *md);
 
 #endif

@@ -5,66 +5,66 @@
  */
 #include "factory.h"
 
-typedef struct sy_reg_pred {
+typedef struct sy__reg_pred {
     char *name;
     sy_predicate_factory f;
-} sy_reg_pred;
+} sy__reg_pred;
 
-typedef struct sy_reg_filter {
+typedef struct sy__reg_filter {
     char *name;
     sy_filter_factory f;
-} sy_reg_filter;
+} sy__reg_filter;
 
 struct sy_registry {
-    sy_alloc alloc;
-    sy_reg_pred *preds;
+    sy__alloc alloc;
+    sy__reg_pred *preds;
     size_t pred_count, pred_cap;
-    sy_reg_filter *filters;
+    sy__reg_filter *filters;
     size_t filter_count, filter_cap;
 };
 
 int sy_registry_new(const sy_allocator *alloc, sy_registry **out,
                     sy_error *err) {
     if (!out)
-        return sy_error_set(err, SY_EINVAL, "", "out must not be NULL");
+        return sy__error_set(err, SY_EINVAL, "", "out must not be NULL");
     *out = NULL;
-    sy_alloc a;
-    sy_alloc_init(&a, alloc);
-    sy_registry *reg = sy_calloc(&a, 1, sizeof *reg);
+    sy__alloc a;
+    sy__alloc_init(&a, alloc);
+    sy_registry *reg = sy__calloc(&a, 1, sizeof *reg);
     if (!reg)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     reg->alloc = a;
     *out = reg;
     return SY_OK;
 }
 
-static void free_fields(const sy_alloc *a, const char *const *fields) {
+static void free_fields(const sy__alloc *a, const char *const *fields) {
     if (!fields)
         return;
     for (size_t i = 0; fields[i]; i++)
-        sy_free(a, (void *)(uintptr_t)fields[i]);
-    sy_free(a, (void *)(uintptr_t)fields);
+        sy__free(a, (void *)(uintptr_t)fields[i]);
+    sy__free(a, (void *)(uintptr_t)fields);
 }
 
 void sy_registry_free(sy_registry *reg) {
     if (!reg)
         return;
-    sy_alloc a = reg->alloc;
+    sy__alloc a = reg->alloc;
     for (size_t i = 0; i < reg->pred_count; i++) {
-        sy_free(&a, reg->preds[i].name);
+        sy__free(&a, reg->preds[i].name);
         free_fields(&a, reg->preds[i].f.shortcut_fields);
     }
     for (size_t i = 0; i < reg->filter_count; i++) {
-        sy_free(&a, reg->filters[i].name);
+        sy__free(&a, reg->filters[i].name);
         free_fields(&a, reg->filters[i].f.shortcut_fields);
     }
-    sy_free(&a, reg->preds);
-    sy_free(&a, reg->filters);
-    sy_free(&a, reg);
+    sy__free(&a, reg->preds);
+    sy__free(&a, reg->filters);
+    sy__free(&a, reg);
 }
 
 /* Deep copy of a NULL-terminated field list (NULL stays NULL). */
-static int copy_fields(const sy_alloc *a, const char *const *in,
+static int copy_fields(const sy__alloc *a, const char *const *in,
                        const char *const **out) {
     *out = NULL;
     if (!in)
@@ -72,11 +72,11 @@ static int copy_fields(const sy_alloc *a, const char *const *in,
     size_t n = 0;
     while (in[n])
         n++;
-    char **f = sy_calloc(a, n + 1, sizeof *f);
+    char **f = sy__calloc(a, n + 1, sizeof *f);
     if (!f)
         return SY_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        f[i] = sy_strdup(a, in[i]);
+        f[i] = sy__strdup(a, in[i]);
         if (!f[i]) {
             free_fields(a, (const char *const *)f);
             return SY_ENOMEM;
@@ -86,37 +86,37 @@ static int copy_fields(const sy_alloc *a, const char *const *in,
     return SY_OK;
 }
 
-static int check_name(const sy_registry *reg, sy_factory_kind kind,
+static int check_name(const sy_registry *reg, sy__factory_kind kind,
                       const char *name, sy_error *err) {
     if (!reg || !name)
-        return sy_error_set(err, SY_EINVAL, "", "registry and name required");
+        return sy__error_set(err, SY_EINVAL, "", "registry and name required");
     size_t len = strlen(name);
     if (len == 0)
-        return sy_error_set(err, SY_EINVAL, "", "factory name is empty");
+        return sy__error_set(err, SY_EINVAL, "", "factory name is empty");
     if (strpbrk(name, "=, \t\r\n"))
-        return sy_error_set(err, SY_EINVAL, "",
-                            "factory name '%s' contains '=', ',' or a space",
-                            name);
+        return sy__error_set(err, SY_EINVAL, "",
+                             "factory name '%s' contains '=', ',' or a space",
+                             name);
     const char *what = kind == SY_FACTORY_PREDICATE ? "predicate" : "filter";
-    if (sy_factory_find(kind, name, len))
-        return sy_error_set(err, SY_EEXIST, "", "'%s' is a built-in %s factory",
-                            name, what);
+    if (sy__factory_find(kind, name, len))
+        return sy__error_set(err, SY_EEXIST, "",
+                             "'%s' is a built-in %s factory", name, what);
     bool dup = kind == SY_FACTORY_PREDICATE
-                   ? sy_registry_find_predicate(reg, name, len) != NULL
-                   : sy_registry_find_filter(reg, name, len) != NULL;
+                   ? sy__registry_find_predicate(reg, name, len) != NULL
+                   : sy__registry_find_filter(reg, name, len) != NULL;
     if (dup)
-        return sy_error_set(err, SY_EEXIST, "",
-                            "%s factory '%s' is already registered", what,
-                            name);
+        return sy__error_set(err, SY_EEXIST, "",
+                             "%s factory '%s' is already registered", what,
+                             name);
     return SY_OK;
 }
 
-static bool grow(const sy_alloc *a, void **arr, size_t *cap, size_t count,
+static bool grow(const sy__alloc *a, void **arr, size_t *cap, size_t count,
                  size_t elem) {
     if (count < *cap)
         return true;
     size_t nc = *cap ? *cap * 2 : 8;
-    void *p = sy_realloc(a, *arr, nc * elem);
+    void *p = sy__realloc(a, *arr, nc * elem);
     if (!p)
         return false;
     *arr = p;
@@ -131,11 +131,11 @@ static int new_entry(sy_registry *reg, void **arr, size_t *cap, size_t count,
                      char **name_out, const char *const **fields_out,
                      sy_error *err) {
     if (!grow(&reg->alloc, arr, cap, count, elem))
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
-    *name_out = sy_strdup(&reg->alloc, name);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    *name_out = sy__strdup(&reg->alloc, name);
     if (!*name_out || copy_fields(&reg->alloc, fields, fields_out)) {
-        sy_free(&reg->alloc, *name_out);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        sy__free(&reg->alloc, *name_out);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
     return SY_OK;
 }
@@ -146,9 +146,9 @@ int sy_registry_add_predicate(sy_registry *reg, const char *name,
     if (rc)
         return rc;
     if (!f || !f->compile || !f->test)
-        return sy_error_set(err, SY_EINVAL, "",
-                            "predicate factory '%s' needs compile and test",
-                            name);
+        return sy__error_set(err, SY_EINVAL, "",
+                             "predicate factory '%s' needs compile and test",
+                             name);
     char *copy;
     const char *const *fields;
     rc = new_entry(reg, (void **)&reg->preds, &reg->pred_cap, reg->pred_count,
@@ -156,7 +156,7 @@ int sy_registry_add_predicate(sy_registry *reg, const char *name,
                    err);
     if (rc)
         return rc;
-    sy_reg_pred *e = &reg->preds[reg->pred_count++];
+    sy__reg_pred *e = &reg->preds[reg->pred_count++];
     e->f = *f;
     e->name = copy;
     e->f.shortcut_fields = fields;
@@ -169,7 +169,7 @@ int sy_registry_add_filter(sy_registry *reg, const char *name,
     if (rc)
         return rc;
     if (!f)
-        return sy_error_set(err, SY_EINVAL, "", "filter factory required");
+        return sy__error_set(err, SY_EINVAL, "", "filter factory required");
     char *copy;
     const char *const *fields;
     rc = new_entry(reg, (void **)&reg->filters, &reg->filter_cap,
@@ -177,16 +177,16 @@ int sy_registry_add_filter(sy_registry *reg, const char *name,
                    f->shortcut_fields, &copy, &fields, err);
     if (rc)
         return rc;
-    sy_reg_filter *e = &reg->filters[reg->filter_count++];
+    sy__reg_filter *e = &reg->filters[reg->filter_count++];
     e->f = *f;
     e->name = copy;
     e->f.shortcut_fields = fields;
     return SY_OK;
 }
 
-const sy_predicate_factory *sy_registry_find_predicate(const sy_registry *reg,
-                                                       const char *name,
-                                                       size_t len) {
+const sy_predicate_factory *sy__registry_find_predicate(const sy_registry *reg,
+                                                        const char *name,
+                                                        size_t len) {
     if (!reg)
         return NULL;
     for (size_t i = 0; i < reg->pred_count; i++)
@@ -196,8 +196,8 @@ const sy_predicate_factory *sy_registry_find_predicate(const sy_registry *reg,
     return NULL;
 }
 
-const sy_filter_factory *sy_registry_find_filter(const sy_registry *reg,
-                                                 const char *name, size_t len) {
+const sy_filter_factory *
+sy__registry_find_filter(const sy_registry *reg, const char *name, size_t len) {
     if (!reg)
         return NULL;
     for (size_t i = 0; i < reg->filter_count; i++)

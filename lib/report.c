@@ -5,14 +5,14 @@
  */
 #include "report.h"
 
-sy_report *sy_report_new(const sy_alloc *a, const char *src) {
-    sy_report *rep = sy_calloc(a, 1, sizeof *rep);
+sy_report *sy__report_new(const sy__alloc *a, const char *src) {
+    sy_report *rep = sy__calloc(a, 1, sizeof *rep);
     if (!rep)
         return NULL;
     rep->alloc = *a;
     rep->failed_change = -1;
-    if (src && !(rep->source = sy_strdup(a, src))) {
-        sy_free(a, rep);
+    if (src && !(rep->source = sy__strdup(a, src))) {
+        sy__free(a, rep);
         return NULL;
     }
     return rep;
@@ -21,22 +21,22 @@ sy_report *sy_report_new(const sy_alloc *a, const char *src) {
 void sy_report_free(sy_report *rep) {
     if (!rep)
         return;
-    sy_alloc a = rep->alloc;
-    sy_free(&a, rep->source);
-    sy_free(&a, rep->version);
+    sy__alloc a = rep->alloc;
+    sy__free(&a, rep->source);
+    sy__free(&a, rep->version);
     sy_diff_free(rep->diff);
-    sy_free(&a, rep->issues);
-    sy_service_diff_free(&rep->instances);
-    sy_free(&a, rep->service);
+    sy__free(&a, rep->issues);
+    sy__service_diff_free(&rep->instances);
+    sy__free(&a, rep->service);
     for (size_t i = 0; i < rep->part_count; i++)
         sy_report_free(rep->parts[i]);
-    sy_free(&a, rep->parts);
-    sy_free(&a, rep);
+    sy__free(&a, rep->parts);
+    sy__free(&a, rep);
 }
 
-int sy_report_add_issue(sy_report *rep, const sy_error *e) {
-    sy_error *n = sy_realloc(&rep->alloc, rep->issues,
-                             (rep->issue_count + 1) * sizeof *n);
+int sy__report_add_issue(sy_report *rep, const sy_error *e) {
+    sy_error *n = sy__realloc(&rep->alloc, rep->issues,
+                              (rep->issue_count + 1) * sizeof *n);
     if (!n)
         return SY_ENOMEM;
     rep->issues = n;
@@ -92,9 +92,9 @@ const char *sy_report_instance_changed(const sy_report *rep, size_t i) {
     return i < rep->instances.changed_count ? rep->instances.changed[i] : NULL;
 }
 
-int sy_report_add_part(sy_report *rep, sy_report *part) {
+int sy__report_add_part(sy_report *rep, sy_report *part) {
     sy_report **v =
-        sy_realloc(&rep->alloc, rep->parts, (rep->part_count + 1) * sizeof *v);
+        sy__realloc(&rep->alloc, rep->parts, (rep->part_count + 1) * sizeof *v);
     if (!v)
         return SY_ENOMEM;
     rep->parts = v;

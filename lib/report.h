@@ -10,7 +10,7 @@
 #include "service.h"
 
 struct sy_report {
-    sy_alloc alloc;
+    sy__alloc alloc;
     char *source;
     char *version;
     bool skipped;
@@ -19,7 +19,7 @@ struct sy_report {
     uint64_t parse_us, publish_us;
     sy_error *issues;
     size_t issue_count;
-    sy_service_diff instances;
+    sy__service_diff instances;
     char *service;            /* instance changes: the service */
     bool version_not_bumped;  /* applied with the live version's number */
     bool noop;                /* nothing to do (no event is delivered) */
@@ -30,11 +30,11 @@ struct sy_report {
 
 /* A new empty report for source `src` (may be NULL: not tied to a source);
  * NULL when out of memory. `a` is copied. Writer side. */
-sy_report *sy_report_new(const sy_alloc *a, const char *src);
+sy_report *sy__report_new(const sy__alloc *a, const char *src);
 /* Append a copy of `e` to the report's issues: SY_OK or SY_ENOMEM. */
-int sy_report_add_issue(sy_report *rep, const sy_error *e);
+int sy__report_add_issue(sy_report *rep, const sy_error *e);
 /* Append `part` (ownership moves to rep): SY_OK or SY_ENOMEM (part kept by
  * the caller). */
-int sy_report_add_part(sy_report *rep, sy_report *part);
+int sy__report_add_part(sy_report *rep, sy_report *part);
 
 #endif

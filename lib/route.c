@@ -13,14 +13,14 @@
 
 /* The settings of a route whose metadata sets no selection key: [1] for
  * lb:ws:// and lb:wss:// uris. */
-static const sy_route_select select_defaults[2] = {
+static const sy__route_select select_defaults[2] = {
     {"version", NULL, NULL, NULL, NULL, (int8_t)SY_VERSION_FALLBACK_NONE,
      (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, false},
     {"version", NULL, NULL, NULL, NULL, (int8_t)SY_VERSION_FALLBACK_NONE,
      (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, true},
 };
 
-const char *const sy_route_schemes[SY_SCHEME_COUNT] = {
+const char *const sy__route_schemes[SY_SCHEME_COUNT] = {
     "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss", "forward", "no"};
 
 /* A route and, in the same block, the first chunk of its arena (sized by
@@ -30,24 +30,25 @@ const char *const sy_route_schemes[SY_SCHEME_COUNT] = {
  * it (stateless: libc plus alloc_map.c); with a host's allocator the
  * block ends with the route's own copy (the route may outlive the router
  * or document whose copy it was given). */
-typedef struct sy_route_box {
+typedef struct sy__route_box {
     struct sy_route route;
     _Alignas(8) unsigned char chunk[]; /* route.arena_embedded: the first
                                           chunk of the arena, then the
                                           allocator copy if any */
-} sy_route_box;
+} sy__route_box;
 
 /* Chunks after the first: a route that outgrew its estimate. */
 #define SY_ROUTE_CHUNK 256
 
-struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
+struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
+                                     size_t arena_bytes) {
     if (arena_bytes > SY_ARENA_CHUNK_MAX - 8)
         return NULL;
     arena_bytes = (arena_bytes + 7u) & ~(size_t)7u;
-    size_t extra = arena_bytes ? sizeof(sy_arena_chunk) + arena_bytes : 0;
-    const sy_alloc *shared = sy_alloc_default_shared(alloc);
-    sy_route_box *b =
-        sy_malloc(alloc, sizeof *b + extra + (shared ? 0 : sizeof *alloc));
+    size_t extra = arena_bytes ? sizeof(sy__arena_chunk) + arena_bytes : 0;
+    const sy__alloc *shared = sy__alloc_default_shared(alloc);
+    sy__route_box *b =
+        sy__malloc(alloc, sizeof *b + extra + (shared ? 0 : sizeof *alloc));
     if (!b)
         return NULL;
     memset(b, 0, sizeof *b);
@@ -55,14 +56,14 @@ struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
     if (shared) {
         r->alloc = shared;
     } else {
-        sy_alloc *own = (sy_alloc *)(void *)(b->chunk + extra);
+        sy__alloc *own = (sy__alloc *)(void *)(b->chunk + extra);
         *own = *alloc;
         r->alloc = own;
     }
     atomic_init(&r->refs, 1);
-    sy_arena_init(&r->arena, r->alloc, SY_ROUTE_CHUNK);
+    sy__arena_init(&r->arena, r->alloc, SY_ROUTE_CHUNK);
     if (arena_bytes) {
-        sy_arena_chunk *c = (sy_arena_chunk *)(void *)b->chunk;
+        sy__arena_chunk *c = (sy__arena_chunk *)(void *)b->chunk;
         c->next = NULL;
         c->size = (uint32_t)arena_bytes;
         c->used = 0;
@@ -83,11 +84,11 @@ struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes) {
     return r;
 }
 
-struct sy_route *sy_route_new(const sy_alloc *alloc) {
-    return sy_route_new_sized(alloc, 0);
+struct sy_route *sy__route_new(const sy__alloc *alloc) {
+    return sy__route_new_sized(alloc, 0);
 }
 
-struct sy_route *sy_route_ref(const struct sy_route *r) {
+struct sy_route *sy__route_ref(const struct sy_route *r) {
     struct sy_route *m = (struct sy_route *)(uintptr_t)r;
     if (m)
         atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
@@ -100,27 +101,27 @@ static void free_compiled(struct sy_route *r) {
     if (r->cpreds) {
         for (size_t i = 0; i < r->predicate_count; i++)
             if (r->cpreds[i])
-                sy_pred_free(r->cpreds[i], r->alloc);
+                sy__pred_free(r->cpreds[i], r->alloc);
         r->cpreds = NULL;
     }
     if (r->cfilters) {
         for (size_t i = 0; i < r->filter_count; i++)
             if (r->cfilters[i])
-                sy_filter_free(r->cfilters[i], r->alloc);
+                sy__filter_free(r->cfilters[i], r->alloc);
         r->cfilters = NULL;
     }
 }
 
-void *sy_route_calloc(struct sy_route *r, size_t n, size_t size) {
+void *sy__route_calloc(struct sy_route *r, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)
         return NULL;
-    void *p = sy_arena_alloc(&r->arena, n * size);
+    void *p = sy__arena_alloc(&r->arena, n * size);
     if (p)
         memset(p, 0, n * size);
     return p;
 }
 
-void sy_route_unref(struct sy_route *r) {
+void sy__route_unref(struct sy_route *r) {
     if (!r)
         return;
     if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
@@ -128,31 +129,31 @@ void sy_route_unref(struct sy_route *r) {
     if (r->owner)
         r->owner->released(r->owner->data, r);
     free_compiled(r);
-    sy_free(r->alloc,
-            atomic_load_explicit(&r->canonical, memory_order_relaxed));
+    sy__free(r->alloc,
+             atomic_load_explicit(&r->canonical, memory_order_relaxed));
     /* the first chunk is part of the box: out of the list before the
      * arena frees its chunks (it is the last one, the oldest) */
     if (r->arena_embedded) {
-        sy_arena_chunk *first =
-            (sy_arena_chunk *)(void *)((sy_route_box *)(void *)r)->chunk;
-        sy_arena_chunk **c = &r->arena.head;
+        sy__arena_chunk *first =
+            (sy__arena_chunk *)(void *)((sy__route_box *)(void *)r)->chunk;
+        sy__arena_chunk **c = &r->arena.head;
         while (*c && *c != first)
             c = &(*c)->next;
         *c = NULL;
     }
-    sy_arena_free(&r->arena);
-    sy_alloc a = *r->alloc; /* the box holding it is freed below */
-    sy_free(&a, r);
+    sy__arena_free(&r->arena);
+    sy__alloc a = *r->alloc; /* the box holding it is freed below */
+    sy__free(&a, r);
 }
 
 /* The first predicate of `kind` (Path or Host), if all its patterns are
  * literal segments or labels; else -1. */
-static int8_t literal_pred_index(const struct sy_route *r, sy_pred_kind kind) {
+static int8_t literal_pred_index(const struct sy_route *r, sy__pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count && i <= INT8_MAX; i++) {
-        const sy_pred *p = r->cpreds[i];
-        if (!p || sy_pred_get_kind(p) != kind)
+        const sy__pred *p = r->cpreds[i];
+        if (!p || sy__pred_get_kind(p) != kind)
             continue;
-        return sy_pred_all_literal(p) ? (int8_t)i : -1;
+        return sy__pred_all_literal(p) ? (int8_t)i : -1;
     }
     return -1;
 }
@@ -164,7 +165,7 @@ static const char *const select_keys[] = {
     "version-default", "version-fallback", "version-header",
 };
 
-bool sy_route_is_select_key(const char *key) {
+bool sy__route_is_select_key(const char *key) {
     for (size_t i = 0; i < SY_ARRAY_LEN(select_keys); i++)
         if (strcmp(key, select_keys[i]) == 0)
             return true;
@@ -184,7 +185,7 @@ static bool is_token(const char *s) {
     return true;
 }
 
-/* Room for the errors of sy_route_check_select. */
+/* Room for the errors of sy__route_check_select. */
 typedef struct select_errors {
     const char *path; /* the route's */
     sy_error *errs;
@@ -196,30 +197,30 @@ typedef struct select_errors {
 static void select_error(select_errors *se, const char *key) {
     if (se->n < se->max) {
         char p[256];
-        sy_path_printf(p, sizeof p, "%s%smetadata.%s", se->path,
-                       *se->path ? "." : "", key);
-        sy_error_set(&se->errs[se->n], SY_EARG, p, "%s", se->msg);
+        sy__path_printf(p, sizeof p, "%s%smetadata.%s", se->path,
+                        *se->path ? "." : "", key);
+        sy__error_set(&se->errs[se->n], SY_EARG, p, "%s", se->msg);
     }
     se->n++;
 }
 
-size_t sy_route_check_select(const struct sy_route *r, const char *path,
-                             sy_error *errs, size_t max) {
+size_t sy__route_check_select(const struct sy_route *r, const char *path,
+                              sy_error *errs, size_t max) {
     if (!r->metadata_count)
         return 0; /* nothing set: nothing to check */
     select_errors se = {path ? path : "", errs, max, 0, {0}};
     const char *v;
-    sy_lb_policy pol = SY_LB_ROUND_ROBIN;
+    sy__lb_policy pol = SY_LB_ROUND_ROBIN;
     if ((v = sy_route_metadata(r, "lb-policy")) &&
-        sy_lb_policy_parse(v, strlen(v), &pol)) {
+        sy__lb_policy_parse(v, strlen(v), &pol)) {
         snprintf(se.msg, sizeof se.msg,
                  "lb-policy must be round-robin, random or hash, not '%.80s'",
                  v);
         select_error(&se, "lb-policy");
     }
-    sy_version_fallback fb;
+    sy__version_fallback fb;
     if ((v = sy_route_metadata(r, "version-fallback")) &&
-        sy_version_fallback_parse(v, strlen(v), &fb)) {
+        sy__version_fallback_parse(v, strlen(v), &fb)) {
         snprintf(se.msg, sizeof se.msg,
                  "version-fallback must be none, latest or any, not '%.80s'",
                  v);
@@ -277,7 +278,7 @@ size_t sy_route_check_select(const struct sy_route *r, const char *path,
 }
 
 /* Selection settings from the metadata, so selection reads no strings.
- * Values were checked at parse (sy_route_check_select); an unknown one
+ * Values were checked at parse (sy__route_check_select); an unknown one
  * here (a route built around the parser) keeps the default. False: out
  * of memory (r->select is then the defaults). */
 static bool read_select(struct sy_route *r) {
@@ -286,10 +287,10 @@ static bool read_select(struct sy_route *r) {
     r->select = &select_defaults[ws];
     bool any = false; /* the defaults, without seven lookups */
     for (size_t i = 0; i < r->metadata_count && !any; i++)
-        any = sy_route_is_select_key(r->metadata[i].key);
+        any = sy__route_is_select_key(r->metadata[i].key);
     if (!any)
         return true;
-    sy_route_select *s = sy_route_calloc(r, 1, sizeof *s);
+    sy__route_select *s = sy__route_calloc(r, 1, sizeof *s);
     if (!s)
         return false;
     *s = select_defaults[ws];
@@ -306,39 +307,39 @@ static bool read_select(struct sy_route *r) {
     s->hash_header = sy_route_metadata(r, "lb-hash-header");
     s->hash_cookie = sy_route_metadata(r, "lb-hash-cookie");
     s->zone = sy_route_metadata(r, "lb-zone");
-    sy_version_fallback fb = SY_VERSION_FALLBACK_NONE;
+    sy__version_fallback fb = SY_VERSION_FALLBACK_NONE;
     if ((v = sy_route_metadata(r, "version-fallback")))
-        sy_version_fallback_parse(v, strlen(v), &fb);
-    sy_lb_policy pol = SY_LB_ROUND_ROBIN;
+        sy__version_fallback_parse(v, strlen(v), &fb);
+    sy__lb_policy pol = SY_LB_ROUND_ROBIN;
     if ((v = sy_route_metadata(r, "lb-policy")))
-        sy_lb_policy_parse(v, strlen(v), &pol);
+        sy__lb_policy_parse(v, strlen(v), &pol);
     s->fallback = (int8_t)fb;
     s->policy = (int8_t)pol;
     r->select = s;
     return true;
 }
 
-int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
-                     const char *path, sy_error *err) {
+int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
+                      const char *path, sy_error *err) {
     char p[200];
     if (!path)
         path = "";
     /* compiled objects keep the allocator: use the route's own, which
      * lives exactly as long as they do */
-    sy_compile_env own = {r->alloc, env ? env->registry : NULL,
-                          env ? env->regex_cache : NULL, &r->arena};
+    sy__compile_env own = {r->alloc, env ? env->registry : NULL,
+                           env ? env->regex_cache : NULL, &r->arena};
     env = &own;
     free_compiled(r);
     if (r->predicate_count) {
-        r->cpreds = sy_route_calloc(r, r->predicate_count, sizeof *r->cpreds);
+        r->cpreds = sy__route_calloc(r, r->predicate_count, sizeof *r->cpreds);
         if (!r->cpreds)
-            return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+            return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     }
     if (r->filter_count) {
-        r->cfilters = sy_route_calloc(r, r->filter_count, sizeof *r->cfilters);
+        r->cfilters = sy__route_calloc(r, r->filter_count, sizeof *r->cfilters);
         if (!r->cfilters) {
             free_compiled(r);
-            return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+            return sy__error_set(err, SY_ENOMEM, path, "out of memory");
         }
     }
     size_t at = 0;
@@ -348,15 +349,15 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
          * it fails (the same error: compiling is deterministic; after an
          * allocation failure the second try may succeed); a host's
          * factory (a callback, called once) gets it at once */
-        const sy_def_entry *e = &r->predicates[i];
+        const sy__def_entry *e = &r->predicates[i];
         int rc = 1;
         if (e->spec)
-            rc = sy_pred_compile(e, env, "", &r->cpreds[i], err);
+            rc = sy__pred_compile(e, env, "", &r->cpreds[i], err);
         if (rc) {
             if (!at)
-                at = sy_path_join(p, sizeof p, path, "predicates");
-            sy_path_index(p, sizeof p, at, i);
-            rc = sy_pred_compile(e, env, p, &r->cpreds[i], err);
+                at = sy__path_join(p, sizeof p, path, "predicates");
+            sy__path_index(p, sizeof p, at, i);
+            rc = sy__pred_compile(e, env, p, &r->cpreds[i], err);
         }
         if (rc) {
             free_compiled(r);
@@ -365,15 +366,15 @@ int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
     }
     if (!read_select(r)) {
         free_compiled(r);
-        return sy_error_set(err, SY_ENOMEM, path, "out of memory");
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     }
     r->literal_path = literal_pred_index(r, SY_PK_PATH);
     r->literal_host = literal_pred_index(r, SY_PK_HOST);
-    at = r->filter_count ? sy_path_join(p, sizeof p, path, "filters") : 0;
+    at = r->filter_count ? sy__path_join(p, sizeof p, path, "filters") : 0;
     for (size_t i = 0; i < r->filter_count; i++) {
-        sy_path_index(p, sizeof p, at, i);
+        sy__path_index(p, sizeof p, at, i);
         int rc =
-            sy_filter_compile(&r->filters[i], env, p, &r->cfilters[i], err);
+            sy__filter_compile(&r->filters[i], env, p, &r->cfilters[i], err);
         if (rc) {
             free_compiled(r);
             return rc;
@@ -414,7 +415,7 @@ void sy_route_upstream(const sy_route *r, sy_upstream *out) {
         return;
     }
     out->kind = (sy_upstream_kind)r->up_kind;
-    out->scheme = sy_route_schemes[r->up_scheme];
+    out->scheme = sy__route_schemes[r->up_scheme];
     out->host = r->up_host;
     out->port = r->up_port;
     out->path = r->up_path;

@@ -10,24 +10,24 @@
 
 #include "compile_env.h"
 
-struct sy_pred;
-struct sy_filter;
+struct sy__pred;
+struct sy__filter;
 
 /* Instance selection settings read from the metadata once, at compile
  * (version-header, version-fallback, version-default, lb-policy,
  * lb-hash-header, lb-hash-cookie, lb-zone), validated at parse by
- * sy_route_check_select; strings point into the metadata. */
-typedef struct sy_route_select {
+ * sy__route_check_select; strings point into the metadata. */
+typedef struct sy__route_select {
     const char *version_header;                   /* "version" unless set */
     const char *hash_header, *hash_cookie, *zone; /* or NULL */
     const char *default_version;                  /* or NULL: see untagged */
-    int8_t fallback, policy; /* sy_version_fallback, sy_lb_policy */
+    int8_t fallback, policy; /* sy__version_fallback, sy__lb_policy */
     /* requests without the version header: SY_UNTAGGED_* and, for
      * SY_UNTAGGED_PINNED, the version they are treated as carrying
      * (default_version) */
     int8_t untagged;
     bool websocket; /* lb:ws:// */
-} sy_route_select;
+} sy__route_select;
 
 /* Laid out without holes: most routes are simple, and 100,000 of them
  * are held at once (docs/performance.md, memory/route). */
@@ -36,8 +36,8 @@ struct sy_route {
     /* Set by the router when the route first becomes live (with host_data
      * and owner below): a small key, UINT32_MAX until live. */
     uint32_t key;
-    const sy_alloc *alloc;
-    sy_arena arena; /* every string and array below */
+    const sy__alloc *alloc;
+    sy__arena arena; /* every string and array below */
 
     const char *id;
     const char *uri;
@@ -47,7 +47,7 @@ struct sy_route {
     unsigned arena_embedded : 1; /* the arena's first chunk is in the
                                     route's block */
     unsigned up_kind : 2;        /* the upstream's sy_upstream_kind */
-    unsigned up_scheme : 4;      /* sy_route_scheme (sy_route_schemes[]) */
+    unsigned up_scheme : 4;      /* sy__route_scheme (sy__route_schemes[]) */
     /* Writer only: the live table's references to the route (+1 at each
      * publish that makes it live, -1 when such a reference is buried).
      * At 0 no snapshot can reach it: the host's data and key go then,
@@ -60,8 +60,8 @@ struct sy_route {
     const char *up_path;   /* FORWARD: the path; else "" */
     const char *authority; /* URL upstreams: the Host header to send */
 
-    sy_def_entry *predicates;
-    sy_def_entry *filters;
+    sy__def_entry *predicates;
+    sy__def_entry *filters;
     sy_kv *metadata; /* sorted by key; values JSON text unless strings */
     uint32_t predicate_count, filter_count, metadata_count;
     uint32_t doc_index; /* position in the document that built it (ranks
@@ -77,7 +77,7 @@ struct sy_route {
      * would leave a part out of that report, nothing else) */
     uint32_t fp_predicates, fp_filters, fp_uri, fp_metadata;
     /* The exact bytes of a route object of a document that builds this
-     * route (def.c build_routes): sy_hash64 of the span with a seed of
+     * route (def.c build_routes): sy__hash64 of the span with a seed of
      * SY_ROUTE_SPAN_SEED and the routes array's nesting (def.c span_seed)
      * and its length; span_len 0: none (upserts,
      * enable/disable copies, default filters), never reused by bytes.
@@ -90,7 +90,7 @@ struct sy_route {
      * such a route is simply never found by its bytes. */
     uint64_t span_hash;
     uint32_t span_len;
-    /* the id's length and sy_idtab_hash, set with the span: a route shared
+    /* the id's length and sy__idtab_hash, set with the span: a route shared
      * by bytes is checked for a duplicate id without reading the id */
     uint32_t id_len, id_hash;
     uint16_t up_port; /* URL: explicit or 80/443; else 0 */
@@ -102,22 +102,22 @@ struct sy_route {
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never
      * NULL */
-    const sy_route_select *select;
+    const sy__route_select *select;
 
     /* compiled, parallel to predicates[] / filters[] */
-    struct sy_pred **cpreds;
-    struct sy_filter **cfilters;
+    struct sy__pred **cpreds;
+    struct sy__filter **cfilters;
 
     /* Set by the router when the route becomes live (again, after a
      * rollback put it back): the host's data (route_attach), the key
      * (above), and who to tell when no snapshot can reach it any more.
      * Written before the route is published; read-only while live. */
     void *host_data;
-    const struct sy_route_owner *owner;
+    const struct sy__route_owner *owner;
 };
 
 /* The upstream's scheme (struct sy_route up_scheme). */
-typedef enum sy_route_scheme {
+typedef enum sy__route_scheme {
     SY_SCHEME_NONE, /* "" (a route not parsed from a uri) */
     SY_SCHEME_HTTP,
     SY_SCHEME_HTTPS,
@@ -129,10 +129,10 @@ typedef enum sy_route_scheme {
     SY_SCHEME_FORWARD,
     SY_SCHEME_NO,
     SY_SCHEME_COUNT
-} sy_route_scheme;
+} sy__route_scheme;
 /* Their names: "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss",
  * "forward", "no". */
-extern const char *const sy_route_schemes[SY_SCHEME_COUNT];
+extern const char *const sy__route_schemes[SY_SCHEME_COUNT];
 
 /* Seed of span_hash. */
 #define SY_ROUTE_SPAN_SEED 0x5359535041ull /* "SYSPA" */
@@ -146,7 +146,7 @@ enum {
 };
 
 /* True for the metadata keys that configure instance selection. */
-bool sy_route_is_select_key(const char *key);
+bool sy__route_is_select_key(const char *key);
 
 /*
  * Check the selection keys of r's metadata (already set, sorted): known
@@ -157,34 +157,35 @@ bool sy_route_is_select_key(const char *key);
  * "routes[0]"). Up to `max` errors go to errs[] (err receives the first);
  * returns the number found, so lenient checks list them all.
  */
-size_t sy_route_check_select(const struct sy_route *r, const char *path,
-                             sy_error *errs, size_t max);
+size_t sy__route_check_select(const struct sy_route *r, const char *path,
+                              sy_error *errs, size_t max);
 
 /* Told when a live route is freed (its last reference dropped). */
-typedef struct sy_route_owner {
+typedef struct sy__route_owner {
     void (*released)(void *data, struct sy_route *r);
     void *data;
-} sy_route_owner;
+} sy__route_owner;
 
 /*
  * Compile every predicate and filter of `r` (sets cpreds / cfilters).
  * `path` is the route's JSON path ("routes[3]"); errors get
  * "<path>.predicates[i].args.<field>" and the offset in the pattern.
  */
-int sy_route_compile(struct sy_route *r, const sy_compile_env *env,
-                     const char *path, sy_error *err);
+int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
+                      const char *path, sy_error *err);
 
 /* A new empty route (refs = 1) that owns a copy of `alloc` and an arena
  * built on it; NULL when out of memory. */
-struct sy_route *sy_route_new(const sy_alloc *alloc);
+struct sy_route *sy__route_new(const sy__alloc *alloc);
 /* The same with the arena's first `arena_bytes` in the same block as the
  * route: an estimate of what it will hold (more is allocated when it
  * holds more). */
-struct sy_route *sy_route_new_sized(const sy_alloc *alloc, size_t arena_bytes);
+struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
+                                     size_t arena_bytes);
 /* Zeroed memory in r's arena (freed with the route); NULL on overflow or
  * out of memory. */
-void *sy_route_calloc(struct sy_route *r, size_t n, size_t size);
-struct sy_route *sy_route_ref(const struct sy_route *r);
-void sy_route_unref(struct sy_route *r); /* frees at zero */
+void *sy__route_calloc(struct sy_route *r, size_t n, size_t size);
+struct sy_route *sy__route_ref(const struct sy_route *r);
+void sy__route_unref(struct sy_route *r); /* frees at zero */
 
 #endif

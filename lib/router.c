@@ -29,51 +29,51 @@
 
 /* Every writer entry point: a call from a callback would deadlock. */
 static int writer_enter(sy_router *r, sy_error *err) {
-    if (sy_router_in_callback(r))
-        return sy_error_set(err, SY_EREENTRANT, "",
-                            "a writer call was made from inside a router "
-                            "callback; make it after the callback returns");
+    if (sy__router_in_callback(r))
+        return sy__error_set(err, SY_EREENTRANT, "",
+                             "a writer call was made from inside a router "
+                             "callback; make it after the callback returns");
     pthread_mutex_lock(&r->lock);
     return SY_OK;
 }
 
 /* ---- lifecycle ---- */
 
-static void destroy_snapshot(void *data, sy_pub_obj *obj) {
+static void destroy_snapshot(void *data, sy__pub_obj *obj) {
     SY_UNUSED(data);
-    sy_snapshot_destroy((sy_snapshot *)obj);
+    sy__snapshot_destroy((sy_snapshot *)obj);
 }
 
 static uint64_t pub_clock(void *data) {
     SY_UNUSED(data);
-    return sy_now_monotonic_us() / 1000u;
+    return sy__now_monotonic_us() / 1000u;
 }
 
 int sy_router_new(const sy_router_options *opts, sy_router **out,
                   sy_error *err) {
     if (!out)
-        return sy_error_set(err, SY_EINVAL, "", "out is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "out is NULL");
     *out = NULL;
     sy_router_options o;
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
     if (opts) {
         if (opts->size < offsetof(sy_router_options, callback_data))
-            return sy_error_set(err, SY_EINVAL, "", "options size too small");
+            return sy__error_set(err, SY_EINVAL, "", "options size too small");
         memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
     }
     if ((unsigned)o.path_normalization > SY_PATH_AS_IS ||
         (unsigned)o.escaped_slashes > SY_SLASHES_DECODE)
-        return sy_error_set(err, SY_EINVAL, "",
-                            "unknown path_normalization or escaped_slashes");
+        return sy__error_set(err, SY_EINVAL, "",
+                             "unknown path_normalization or escaped_slashes");
     if (o.outlier.max_ejected_percent > 100)
-        return sy_error_set(err, SY_EINVAL, "",
-                            "outlier.max_ejected_percent is above 100");
-    sy_alloc a;
-    sy_alloc_init(&a, o.allocator);
-    sy_router *r = sy_calloc(&a, 1, sizeof *r);
+        return sy__error_set(err, SY_EINVAL, "",
+                             "outlier.max_ejected_percent is above 100");
+    sy__alloc a;
+    sy__alloc_init(&a, o.allocator);
+    sy_router *r = sy__calloc(&a, 1, sizeof *r);
     if (!r)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     r->alloc = a;
     r->opts = o;
     r->opts.default_filters = NULL;
@@ -84,90 +84,90 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
     r->popts.limits = o.limits;
     r->popts.allocator = o.allocator;
     r->popts.registry = o.registry;
-    r->rng = (uint64_t)(uintptr_t)r ^ sy_now_monotonic_us();
-    r->owner = (sy_route_owner){sy_router_route_released, r};
+    r->rng = (uint64_t)(uintptr_t)r ^ sy__now_monotonic_us();
+    r->owner = (sy__route_owner){sy__router_route_released, r};
     atomic_init(&r->callback_thread, 0);
     atomic_init(&r->ejections, 0);
     atomic_init(&r->outcomes, 0);
     int rc = SY_ENOMEM;
     if (pthread_mutex_init(&r->lock, NULL) != 0) {
-        sy_free(&a, r);
-        return sy_error_set(err, SY_ENOMEM, "", "cannot create mutex");
+        sy__free(&a, r);
+        return sy__error_set(err, SY_ENOMEM, "", "cannot create mutex");
     }
     if (o.default_filters) {
-        rc = sy_def_parse_filters(o.default_filters, strlen(o.default_filters),
-                                  &r->popts, &r->defaults, err);
+        rc = sy__def_parse_filters(o.default_filters, strlen(o.default_filters),
+                                   &r->popts, &r->defaults, err);
         if (rc)
             goto fail;
     }
-    sy_snapshot_config cfg = sy_router_snapshot_config(r);
+    sy__snapshot_config cfg = sy__router_snapshot_config(r);
     sy_snapshot *first;
     struct sy_route **none;
     size_t nnone;
-    rc = sy_snapshot_derive(&r->alloc, NULL, &cfg, NULL, 0, 0, &first, &none,
-                            &nnone, err);
+    rc = sy__snapshot_derive(&r->alloc, NULL, &cfg, NULL, 0, 0, &first, &none,
+                             &nnone, err);
     if (rc)
         goto fail;
-    sy_free(&r->alloc, none);
-    sy_pub_options po = {destroy_snapshot, pub_clock, r, o.max_retired};
-    rc = sy_pub_new(&r->alloc, &po, &first->pub, &r->pub);
+    sy__free(&r->alloc, none);
+    sy__pub_options po = {destroy_snapshot, pub_clock, r, o.max_retired};
+    rc = sy__pub_new(&r->alloc, &po, &first->pub, &r->pub);
     if (rc) {
-        sy_snapshot_destroy(first);
-        sy_error_set(err, rc, "", "%s", sy_strerror(rc));
+        sy__snapshot_destroy(first);
+        sy__error_set(err, rc, "", "%s", sy_strerror(rc));
         goto fail;
     }
     *out = r;
     return SY_OK;
 fail:
     if (r->defaults)
-        sy_route_unref(r->defaults);
+        sy__route_unref(r->defaults);
     pthread_mutex_destroy(&r->lock);
-    sy_free(&a, r);
+    sy__free(&a, r);
     return rc;
 }
 
-void sy_history_entry_free(sy_router *r, sy_history_entry *e) {
+void sy__history_entry_free(sy_router *r, sy__history_entry *e) {
     for (size_t i = 0; i < e->count; i++)
-        sy_route_unref(e->routes[i]); /* may call route_detach */
-    sy_free(&r->alloc, e->routes);
-    sy_free(&r->alloc, e->issues);
-    sy_free(&r->alloc, e->version);
+        sy__route_unref(e->routes[i]); /* may call route_detach */
+    sy__free(&r->alloc, e->routes);
+    sy__free(&r->alloc, e->issues);
+    sy__free(&r->alloc, e->version);
     memset(e, 0, sizeof *e);
 }
 
-static void free_history(sy_router *r, sy_source *s) {
-    sy_free(&r->alloc, s->memo);
+static void free_history(sy_router *r, sy__source *s) {
+    sy__free(&r->alloc, s->memo);
     for (size_t i = 0; i < s->history_count; i++)
-        sy_history_entry_free(r, &s->history[i]);
-    sy_free(&r->alloc, s->history);
+        sy__history_entry_free(r, &s->history[i]);
+    sy__free(&r->alloc, s->history);
 }
 
 void sy_router_free(sy_router *r) {
     if (!r)
         return;
     /* the live table's references, then the buried ones */
-    const sy_snapshot *cur = sy_router_current(r);
+    const sy_snapshot *cur = sy__router_current(r);
     for (uint32_t i = 0; i < cur->slot_count; i++)
-        if (sy_snapshot_slot(cur, i)->route)
-            sy_route_unref(sy_snapshot_slot(cur, i)->route);
+        if (sy__snapshot_slot(cur, i)->route)
+            sy__route_unref(sy__snapshot_slot(cur, i)->route);
     for (size_t i = 0; i < r->grave_count; i++)
-        sy_route_unref(r->graves[i].route);
-    sy_free(&r->alloc, r->graves);
-    sy_pub_free(r->pub);
+        sy__route_unref(r->graves[i].route);
+    sy__free(&r->alloc, r->graves);
+    sy__pub_free(r->pub);
     for (size_t i = 0; i < r->source_count; i++) {
-        sy_source *s = &r->sources[i];
+        sy__source *s = &r->sources[i];
         free_history(r, s);
-        sy_free(&r->alloc, s->name);
-        sy_free(&r->alloc, s->version);
+        sy__free(&r->alloc, s->name);
+        sy__free(&r->alloc, s->version);
     }
-    sy_free(&r->alloc, r->sources);
+    sy__free(&r->alloc, r->sources);
     if (r->defaults)
-        sy_route_unref(r->defaults);
-    sy_free(&r->alloc, r->free_keys);
-    sy_free(&r->alloc, r->status_memo);
+        sy__route_unref(r->defaults);
+    sy__free(&r->alloc, r->free_keys);
+    sy__free(&r->alloc, r->status_memo);
     pthread_mutex_destroy(&r->lock);
-    sy_alloc a = r->alloc;
-    sy_free(&a, r);
+    sy__alloc a = r->alloc;
+    sy__free(&a, r);
 }
 
 void sy_router_set_data(sy_router *r, void *data) {
@@ -179,30 +179,30 @@ void *sy_router_data(const sy_router *r) {
 
 int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
     if (!r)
-        return sy_error_set(err, SY_EINVAL, "", "router is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "router is NULL");
     if (!name || !*name)
-        return sy_error_set(err, SY_EINVAL, "", "source name is empty");
+        return sy__error_set(err, SY_EINVAL, "", "source name is empty");
     if (strlen(name) > SY_MAX_SOURCE_NAME)
-        return sy_error_set(err, SY_ELIMIT, "",
-                            "a source name has at most %d bytes",
-                            SY_MAX_SOURCE_NAME);
+        return sy__error_set(err, SY_ELIMIT, "",
+                             "a source name has at most %d bytes",
+                             SY_MAX_SOURCE_NAME);
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
-    if (sy_router_find_source(r, name)) {
-        rc = sy_error_set(err, SY_EEXIST, "", "source '%s' already exists",
-                          name);
+    if (sy__router_find_source(r, name)) {
+        rc = sy__error_set(err, SY_EEXIST, "", "source '%s' already exists",
+                           name);
     } else if (r->source_count >= SY_MAX_SOURCES) {
-        rc = sy_error_set(err, SY_ELIMIT, "", "at most %d sources",
-                          SY_MAX_SOURCES);
+        rc = sy__error_set(err, SY_ELIMIT, "", "at most %d sources",
+                           SY_MAX_SOURCES);
     } else {
         /* sources never move: notify uses a source outside the lock */
         if (!r->sources)
             r->sources =
-                sy_calloc(&r->alloc, SY_MAX_SOURCES, sizeof *r->sources);
-        char *nm = r->sources ? sy_strdup(&r->alloc, name) : NULL;
+                sy__calloc(&r->alloc, SY_MAX_SOURCES, sizeof *r->sources);
+        char *nm = r->sources ? sy__strdup(&r->alloc, name) : NULL;
         if (!nm) {
-            rc = sy_error_set(err, SY_ENOMEM, "", "out of memory");
+            rc = sy__error_set(err, SY_ENOMEM, "", "out of memory");
         } else {
             r->sources[r->source_count].name = nm;
             r->source_names[r->source_count] = nm;
@@ -213,14 +213,14 @@ int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
     return rc;
 }
 
-static int commit_one(sy_router *r, const sy_change *ch, sy_report **report,
+static int commit_one(sy_router *r, const sy__change *ch, sy_report **report,
                       sy_error *err) {
     if (report)
         *report = NULL;
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
-    rc = sy_commit_run(r, ch, 1, true, false, report, err);
+    rc = sy__commit_run(r, ch, 1, true, false, report, err);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
@@ -231,17 +231,18 @@ static int commit_set(sy_router *r, sy_change_set *cs, bool dry,
     if (report)
         *report = NULL;
     if (!r || !cs)
-        return sy_error_set(err, SY_EINVAL, "", "router or change set is NULL");
+        return sy__error_set(err, SY_EINVAL, "",
+                             "router or change set is NULL");
     if (cs->router != r)
-        return sy_error_set(err, SY_EINVAL, "",
-                            "the change set belongs to another router");
+        return sy__error_set(err, SY_EINVAL, "",
+                             "the change set belongs to another router");
     if (cs->committed)
-        return sy_error_set(err, SY_EINVAL, "",
-                            "the change set was committed already");
+        return sy__error_set(err, SY_EINVAL, "",
+                             "the change set was committed already");
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
-    rc = sy_commit_run(r, cs->items, cs->count, false, dry, report, err);
+    rc = sy__commit_run(r, cs->items, cs->count, false, dry, report, err);
     pthread_mutex_unlock(&r->lock);
     if (rc == SY_OK && !dry)
         cs->committed = true;
@@ -265,11 +266,11 @@ int sy_router_apply(sy_router *r, const char *source, const char *json,
     if (report)
         *report = NULL;
     if (!r || !json)
-        return sy_error_set(err, SY_EINVAL, "", "router or document is NULL");
-    sy_change ch = {.kind = SY_CHANGE_APPLY,
-                    .name = source ? source : "",
-                    .bytes = json,
-                    .len = len};
+        return sy__error_set(err, SY_EINVAL, "", "router or document is NULL");
+    sy__change ch = {.kind = SY_CHANGE_APPLY,
+                     .name = source ? source : "",
+                     .bytes = json,
+                     .len = len};
     return commit_one(r, &ch, report, err);
 }
 
@@ -278,36 +279,36 @@ int sy_router_rollback(sy_router *r, const char *source, const char *version,
     if (report)
         *report = NULL;
     if (!r)
-        return sy_error_set(err, SY_EINVAL, "", "router is NULL");
-    sy_change ch = {.kind = SY_CHANGE_ROLLBACK,
-                    .name = source ? source : "",
-                    .text = version};
+        return sy__error_set(err, SY_EINVAL, "", "router is NULL");
+    sy__change ch = {.kind = SY_CHANGE_ROLLBACK,
+                     .name = source ? source : "",
+                     .text = version};
     return commit_one(r, &ch, report, err);
 }
 
 int sy_router_upsert_route(sy_router *r, const char *source,
                            const char *route_json, size_t len, sy_error *err) {
     if (!r || !route_json)
-        return sy_error_set(err, SY_EINVAL, "", "router or route is NULL");
-    sy_change ch = {.kind = SY_CHANGE_UPSERT,
-                    .name = source ? source : "",
-                    .bytes = route_json,
-                    .len = len};
+        return sy__error_set(err, SY_EINVAL, "", "router or route is NULL");
+    sy__change ch = {.kind = SY_CHANGE_UPSERT,
+                     .name = source ? source : "",
+                     .bytes = route_json,
+                     .len = len};
     return commit_one(r, &ch, NULL, err);
 }
 
 int sy_router_remove_route(sy_router *r, const char *id, sy_error *err) {
     if (!r || !id)
-        return sy_error_set(err, SY_EINVAL, "", "router or id is NULL");
-    sy_change ch = {.kind = SY_CHANGE_REMOVE, .name = id};
+        return sy__error_set(err, SY_EINVAL, "", "router or id is NULL");
+    sy__change ch = {.kind = SY_CHANGE_REMOVE, .name = id};
     return commit_one(r, &ch, NULL, err);
 }
 
 int sy_router_set_route_enabled(sy_router *r, const char *id, bool enabled,
                                 sy_error *err) {
     if (!r || !id)
-        return sy_error_set(err, SY_EINVAL, "", "router or id is NULL");
-    sy_change ch = {.kind = SY_CHANGE_ENABLE, .name = id, .enabled = enabled};
+        return sy__error_set(err, SY_EINVAL, "", "router or id is NULL");
+    sy__change ch = {.kind = SY_CHANGE_ENABLE, .name = id, .enabled = enabled};
     return commit_one(r, &ch, NULL, err);
 }
 
@@ -317,13 +318,13 @@ int sy_router_set_instances(sy_router *r, const char *service,
     if (report)
         *report = NULL;
     if (!r || !service || !*service)
-        return sy_error_set(err, SY_EINVAL, "", "router or service is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "router or service is NULL");
     if (count && !instances)
-        return sy_error_set(err, SY_EINVAL, "", "instances is NULL");
-    sy_change ch = {.kind = SY_CHANGE_SET_INSTANCES,
-                    .name = service,
-                    .instances = instances,
-                    .count = count};
+        return sy__error_set(err, SY_EINVAL, "", "instances is NULL");
+    sy__change ch = {.kind = SY_CHANGE_SET_INSTANCES,
+                     .name = service,
+                     .instances = instances,
+                     .count = count};
     return commit_one(r, &ch, report, err);
 }
 
@@ -333,14 +334,14 @@ int sy_router_update_instances(sy_router *r, const char *service,
     if (report)
         *report = NULL;
     if (!r || !service || !*service)
-        return sy_error_set(err, SY_EINVAL, "", "router or service is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "router or service is NULL");
     if (!deltas && count)
-        return sy_error_set(err, SY_EINVAL, "", "deltas is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "deltas is NULL");
     static const sy_instance_delta none[1];
-    sy_change ch = {.kind = SY_CHANGE_UPDATE_INSTANCES,
-                    .name = service,
-                    .deltas = deltas ? deltas : none,
-                    .count = count};
+    sy__change ch = {.kind = SY_CHANGE_UPDATE_INSTANCES,
+                     .name = service,
+                     .deltas = deltas ? deltas : none,
+                     .count = count};
     return commit_one(r, &ch, report, err);
 }
 
@@ -349,14 +350,14 @@ int sy_router_update_instances(sy_router *r, const char *service,
 int sy_router_set_loader(sy_router *r, const char *name, sy_load_fn load,
                          void *data, sy_error *err) {
     if (!r || !load)
-        return sy_error_set(err, SY_EINVAL, "", "router or loader is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "router or loader is NULL");
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
-    sy_source *src = sy_router_find_source(r, name);
+    sy__source *src = sy__router_find_source(r, name);
     if (!src)
-        rc = sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                          name ? name : "(null)");
+        rc = sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
+                           name ? name : "(null)");
     else {
         src->load = load;
         src->load_data = data;
@@ -365,7 +366,7 @@ int sy_router_set_loader(sy_router *r, const char *name, sy_load_fn load,
     return rc;
 }
 
-static int load_and_apply(sy_router *r, sy_source *src, sy_error *err) {
+static int load_and_apply(sy_router *r, sy__source *src, sy_error *err) {
     pthread_mutex_lock(&r->lock);
     sy_load_fn load = src->load;
     void *load_data = src->load_data;
@@ -374,10 +375,10 @@ static int load_and_apply(sy_router *r, sy_source *src, sy_error *err) {
     int rc = load(load_data, src->name, &ld, err);
     if (rc) {
         if (err && err->code == SY_OK)
-            sy_error_set(err, SY_ECALLBACK, "", "loader for '%s' failed",
-                         src->name);
+            sy__error_set(err, SY_ECALLBACK, "", "loader for '%s' failed",
+                          src->name);
         pthread_mutex_lock(&r->lock);
-        sy_router_log(r, SY_LOG_ERROR, "source %s: loader failed", src->name);
+        sy__router_log(r, SY_LOG_ERROR, "source %s: loader failed", src->name);
         pthread_mutex_unlock(&r->lock);
         return rc < 0 ? rc : SY_ECALLBACK;
     }
@@ -389,19 +390,19 @@ static int load_and_apply(sy_router *r, sy_source *src, sy_error *err) {
 
 int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
     if (!r)
-        return sy_error_set(err, SY_EINVAL, "", "router is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "router is NULL");
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
-    sy_source *src = sy_router_find_source(r, name);
+    sy__source *src = sy__router_find_source(r, name);
     bool has_loader = src && src->load;
     pthread_mutex_unlock(&r->lock);
     if (!src)
-        return sy_error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                            name ? name : "(null)");
+        return sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
+                             name ? name : "(null)");
     if (!has_loader)
-        return sy_error_set(err, SY_EINVAL, "", "source '%s' has no loader",
-                            name);
+        return sy__error_set(err, SY_EINVAL, "", "source '%s' has no loader",
+                             name);
     /* Mark dirty; whoever holds `running` keeps applying until clean. A
      * notification arriving during an apply costs one more apply, not one
      * per notification. */
@@ -420,23 +421,23 @@ int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
 /* ---- readers ---- */
 
 sy_snapshot *sy_router_acquire(sy_router *r) {
-    return (sy_snapshot *)sy_pub_acquire(r->pub);
+    return (sy_snapshot *)sy__pub_acquire(r->pub);
 }
 
 void sy_snapshot_release(sy_snapshot *s) {
     if (s)
-        sy_pub_release((sy_pub_ref)s);
+        sy__pub_release((sy__pub_ref)s);
 }
 
 size_t sy_router_reclaim(sy_router *r) {
-    if (sy_router_in_callback(r))
+    if (sy__router_in_callback(r))
         return 0;
     pthread_mutex_lock(&r->lock);
-    size_t n = sy_pub_reclaim(r->pub);
-    sy_router_bury(r);
+    size_t n = sy__pub_reclaim(r->pub);
+    sy__router_bury(r);
     if (r->opts.retired_warn_ms)
-        sy_pub_check_held(r->pub, r->opts.retired_warn_ms, sy_router_held_cb,
-                          r);
+        sy__pub_check_held(r->pub, r->opts.retired_warn_ms, sy__router_held_cb,
+                           r);
     pthread_mutex_unlock(&r->lock);
     return n;
 }

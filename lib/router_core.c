@@ -17,28 +17,28 @@ static uintptr_t self_token(void) {
     return (uintptr_t)pthread_self();
 }
 
-bool sy_router_in_callback(sy_router *r) {
+bool sy__router_in_callback(sy_router *r) {
     return atomic_load_explicit(&r->callback_thread, memory_order_acquire) ==
            self_token();
 }
 
-void sy_router_cb_enter(sy_router *r) {
+void sy__router_cb_enter(sy_router *r) {
     atomic_store_explicit(&r->callback_thread, self_token(),
                           memory_order_release);
 }
 
-void sy_router_cb_leave(sy_router *r) {
+void sy__router_cb_leave(sy_router *r) {
     atomic_store_explicit(&r->callback_thread, 0, memory_order_release);
 }
 
-bool sy_router_lock_for_read(sy_router *r) {
-    if (sy_router_in_callback(r))
+bool sy__router_lock_for_read(sy_router *r) {
+    if (sy__router_in_callback(r))
         return false;
     pthread_mutex_lock(&r->lock);
     return true;
 }
 
-void sy_router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...) {
+void sy__router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...) {
     if (!r->opts.on_log)
         return;
     char buf[512];
@@ -46,52 +46,52 @@ void sy_router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    sy_router_cb_enter(r);
+    sy__router_cb_enter(r);
     r->opts.on_log(r->opts.callback_data, lvl, buf);
-    sy_router_cb_leave(r);
+    sy__router_cb_leave(r);
 }
 
-void sy_router_held_cb(void *data, uint64_t gen, uint64_t age) {
+void sy__router_held_cb(void *data, uint64_t gen, uint64_t age) {
     sy_router *r = data;
     if (!r->opts.on_retired_held)
         return;
-    sy_router_cb_enter(r);
+    sy__router_cb_enter(r);
     r->opts.on_retired_held(r->opts.callback_data, gen, age);
-    sy_router_cb_leave(r);
+    sy__router_cb_leave(r);
 }
 
-void sy_router_event(sy_router *r, const sy_report *rep) {
+void sy__router_event(sy_router *r, const sy_report *rep) {
     if (!r->opts.on_event)
         return;
-    sy_router_cb_enter(r);
+    sy__router_cb_enter(r);
     r->opts.on_event(r->opts.callback_data, rep);
-    sy_router_cb_leave(r);
+    sy__router_cb_leave(r);
 }
 
 /* ---- helpers ---- */
 
-const sy_alloc *sy_router_allocator(sy_router *r) {
+const sy__alloc *sy__router_allocator(sy_router *r) {
     return &r->alloc;
 }
 
-int64_t sy_router_now_ms(sy_router *r) {
+int64_t sy__router_now_ms(sy_router *r) {
     return r->opts.clock_ms ? r->opts.clock_ms(r->opts.callback_data)
-                            : sy_now_realtime_ms();
+                            : sy__now_realtime_ms();
 }
 
-sy_source *sy_router_find_source(sy_router *r, const char *name) {
+sy__source *sy__router_find_source(sy_router *r, const char *name) {
     for (size_t i = 0; name && i < r->source_count; i++)
         if (strcmp(r->sources[i].name, name) == 0)
             return &r->sources[i];
     return NULL;
 }
 
-const sy_snapshot *sy_router_current(sy_router *r) {
-    return (const sy_snapshot *)sy_pub_current(r->pub);
+const sy_snapshot *sy__router_current(sy_router *r) {
+    return (const sy_snapshot *)sy__pub_current(r->pub);
 }
 
-sy_snapshot_config sy_router_snapshot_config(sy_router *r) {
-    sy_snapshot_config cfg = {0};
+sy__snapshot_config sy__router_snapshot_config(sy_router *r) {
+    sy__snapshot_config cfg = {0};
     cfg.strip_host_port = r->opts.strip_host_port;
     cfg.path_norm.mode = (int)r->opts.path_normalization;
     cfg.path_norm.merge_slashes = r->opts.merge_slashes;
@@ -120,32 +120,32 @@ static void route_unlive(sy_router *r, struct sy_route *rt) {
     if (!rt->owner ||
         atomic_load_explicit(&rt->refs, memory_order_relaxed) == 1)
         return; /* freed by the unref that follows: released then */
-    sy_router_route_released(r, rt);
+    sy__router_route_released(r, rt);
     rt->owner = NULL;
     rt->host_data = NULL;
     rt->key = UINT32_MAX;
 }
 
-void sy_router_bury(sy_router *r) {
-    uint64_t oldest = sy_pub_oldest_generation(r->pub);
+void sy__router_bury(sy_router *r) {
+    uint64_t oldest = sy__pub_oldest_generation(r->pub);
     size_t k = 0;
     for (size_t i = 0; i < r->grave_count; i++) {
         if (r->graves[i].generation <= oldest) {
             route_unlive(r, r->graves[i].route);
-            sy_route_unref(r->graves[i].route);
+            sy__route_unref(r->graves[i].route);
         } else
             r->graves[k++] = r->graves[i];
     }
     r->grave_count = k;
 }
 
-bool sy_router_graves_reserve(sy_router *r, size_t extra) {
+bool sy__router_graves_reserve(sy_router *r, size_t extra) {
     if (r->grave_count + extra <= r->grave_cap)
         return true;
     size_t cap = r->grave_cap ? r->grave_cap * 2 : 64;
     while (cap < r->grave_count + extra)
         cap *= 2;
-    sy_grave *g = sy_realloc(&r->alloc, r->graves, cap * sizeof *g);
+    sy__grave *g = sy__realloc(&r->alloc, r->graves, cap * sizeof *g);
     if (!g)
         return false;
     r->graves = g;
@@ -157,18 +157,18 @@ bool sy_router_graves_reserve(sy_router *r, size_t extra) {
 
 /* The last reference of a live route is gone: tell the host, free its key.
  * Runs on the writer's side (bury, a commit's cleanup, sy_router_free). */
-void sy_router_route_released(void *data, struct sy_route *rt) {
+void sy__router_route_released(void *data, struct sy_route *rt) {
     sy_router *r = data;
     if (r->opts.route_detach) {
-        sy_router_cb_enter(r);
+        sy__router_cb_enter(r);
         r->opts.route_detach(r->opts.callback_data, rt, rt->host_data);
-        sy_router_cb_leave(r);
+        sy__router_cb_leave(r);
     }
     if (rt->key == UINT32_MAX)
         return;
     if (r->free_key_count == r->free_key_cap) {
         size_t cap = r->free_key_cap ? r->free_key_cap * 2 : 64;
-        uint32_t *v = sy_realloc(&r->alloc, r->free_keys, cap * sizeof *v);
+        uint32_t *v = sy__realloc(&r->alloc, r->free_keys, cap * sizeof *v);
         if (!v)
             return; /* the key is not reused: key_limit grows, no harm */
         r->free_keys = v;
@@ -178,13 +178,13 @@ void sy_router_route_released(void *data, struct sy_route *rt) {
 }
 
 /* A route about to become live for the first time: key and host data. */
-void sy_router_attach_route(sy_router *r, struct sy_route *rt) {
+void sy__router_attach_route(sy_router *r, struct sy_route *rt) {
     rt->key =
         r->free_key_count ? r->free_keys[--r->free_key_count] : r->key_limit++;
     rt->owner = &r->owner;
     if (r->opts.route_attach) {
-        sy_router_cb_enter(r);
+        sy__router_cb_enter(r);
         rt->host_data = r->opts.route_attach(r->opts.callback_data, rt);
-        sy_router_cb_leave(r);
+        sy__router_cb_leave(r);
     }
 }

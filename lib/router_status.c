@@ -17,9 +17,9 @@ static void unlock_if(sy_router *r, bool locked) {
 }
 
 static void metrics_locked(sy_router *r, sy_metrics *out) {
-    sy_pub_metrics pm;
-    sy_pub_metrics_get(r->pub, &pm);
-    const sy_snapshot *cur = sy_router_current(r);
+    sy__pub_metrics pm;
+    sy__pub_metrics_get(r->pub, &pm);
+    const sy_snapshot *cur = sy__router_current(r);
     memset(out, 0, sizeof *out);
     out->generation = pm.generation;
     out->publishes = pm.publishes;
@@ -35,7 +35,7 @@ static void metrics_locked(sy_router *r, sy_metrics *out) {
     out->instance_updates = r->instance_updates;
     out->services = cur->service_count;
     for (size_t i = 0; i < cur->service_count; i++)
-        out->instances += sy_service_count(cur->services[i]);
+        out->instances += sy__service_count(cur->services[i]);
     out->ejections = atomic_load_explicit(&r->ejections, memory_order_relaxed);
     out->outcomes = atomic_load_explicit(&r->outcomes, memory_order_relaxed);
     out->fingerprint = sy_snapshot_fingerprint(cur);
@@ -44,7 +44,7 @@ static void metrics_locked(sy_router *r, sy_metrics *out) {
 void sy_router_metrics(sy_router *r, sy_metrics *out) {
     if (!r || !out)
         return;
-    bool locked = sy_router_lock_for_read(r);
+    bool locked = sy__router_lock_for_read(r);
     metrics_locked(r, out);
     unlock_if(r, locked);
 }
@@ -52,14 +52,14 @@ void sy_router_metrics(sy_router *r, sy_metrics *out) {
 size_t sy_router_source_count(sy_router *r) {
     if (!r)
         return 0;
-    bool locked = sy_router_lock_for_read(r);
+    bool locked = sy__router_lock_for_read(r);
     size_t n = r->source_count;
     unlock_if(r, locked);
     return n;
 }
 
 /* One source's fingerprint and live route count. */
-struct sy_source_memo {
+struct sy__source_memo {
     uint64_t fingerprint;
     size_t routes;
 };
@@ -70,15 +70,15 @@ struct sy_source_memo {
  * over the live routes. A source without live routes gets fingerprint 0.
  */
 static void source_fingerprints(const sy_snapshot *s,
-                                struct sy_source_memo *m) {
+                                struct sy__source_memo *m) {
     for (size_t k = 0; k < SY_MAX_SOURCES; k++)
-        m[k] = (struct sy_source_memo){0x5359u /* "SY" */, 0};
+        m[k] = (struct sy__source_memo){0x5359u /* "SY" */, 0};
     for (size_t i = 0; i < s->route_count; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, sy_snapshot_rank_at(s, i));
+        const sy__slot *sl = sy__snapshot_slot(s, sy__snapshot_rank_at(s, i));
         if (sl->source >= SY_MAX_SOURCES)
             continue;
-        struct sy_source_memo *o = &m[sl->source];
-        o->fingerprint = sy_hash_mix(o->fingerprint, sl->route->fingerprint);
+        struct sy__source_memo *o = &m[sl->source];
+        o->fingerprint = sy__hash_mix(o->fingerprint, sl->route->fingerprint);
         o->routes++;
     }
     for (size_t k = 0; k < SY_MAX_SOURCES; k++)
@@ -96,10 +96,10 @@ static void source_fingerprints(const sy_snapshot *s,
  */
 static void source_status_fill(sy_router *r, uint32_t first,
                                sy_source_status *st, size_t n) {
-    const sy_snapshot *cur = sy_router_current(r);
-    struct sy_source_memo local[SY_MAX_SOURCES];
-    struct sy_source_memo *m = r->status_memo;
-    if (!m && (m = sy_malloc(&r->alloc, sizeof local)) != NULL) {
+    const sy_snapshot *cur = sy__router_current(r);
+    struct sy__source_memo local[SY_MAX_SOURCES];
+    struct sy__source_memo *m = r->status_memo;
+    if (!m && (m = sy__malloc(&r->alloc, sizeof local)) != NULL) {
         r->status_memo = m;
         r->status_gen = cur->generation + 1; /* not this one's */
     }
@@ -128,7 +128,7 @@ static void copy_text(char *dst, size_t cap, const char *src) {
 /* Everything of *out but the fingerprint and the route count
  * (source_fingerprints). */
 static void status_locked(sy_router *r, size_t i, sy_source_status *out) {
-    const sy_source *s = &r->sources[i];
+    const sy__source *s = &r->sources[i];
     memset(out, 0, sizeof *out);
     copy_text(out->name, sizeof out->name, s->name);
     copy_text(out->version, sizeof out->version, s->version);
@@ -145,13 +145,13 @@ static void status_locked(sy_router *r, size_t i, sy_source_status *out) {
 int sy_router_source_status(sy_router *r, size_t i, sy_source_status *out,
                             sy_error *err) {
     if (!r || !out)
-        return sy_error_set(err, SY_EINVAL, "", "router or out is NULL");
-    bool locked = sy_router_lock_for_read(r);
+        return sy__error_set(err, SY_EINVAL, "", "router or out is NULL");
+    bool locked = sy__router_lock_for_read(r);
     int rc = SY_OK;
     if (i >= r->source_count)
-        rc = sy_error_set(err, SY_ENOTFOUND, "",
-                          "no source %zu (the router has %zu)", i,
-                          r->source_count);
+        rc = sy__error_set(err, SY_ENOTFOUND, "",
+                           "no source %zu (the router has %zu)", i,
+                           r->source_count);
     else {
         status_locked(r, i, out);
         source_status_fill(r, (uint32_t)i, out, 1);
@@ -237,12 +237,12 @@ static void source_family(text_out *t, const sy_source_status *st, size_t n,
 int sy_router_metrics_text(sy_router *r, char *buf, size_t cap, size_t *len,
                            sy_error *err) {
     if (!r || (!buf && cap))
-        return sy_error_set(err, SY_EINVAL, "", "router or buffer is NULL");
+        return sy__error_set(err, SY_EINVAL, "", "router or buffer is NULL");
     sy_metrics m;
-    bool locked = sy_router_lock_for_read(r);
+    bool locked = sy__router_lock_for_read(r);
     metrics_locked(r, &m);
     size_t n = r->source_count;
-    sy_source_status *st = sy_malloc(&r->alloc, (n ? n : 1) * sizeof *st);
+    sy_source_status *st = sy__malloc(&r->alloc, (n ? n : 1) * sizeof *st);
     if (st) {
         for (size_t i = 0; i < n; i++)
             status_locked(r, i, &st[i]);
@@ -250,7 +250,7 @@ int sy_router_metrics_text(sy_router *r, char *buf, size_t cap, size_t *len,
     }
     unlock_if(r, locked);
     if (!st)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
 
     text_out t = {buf, cap, 0};
     metric(&t, "generation", "gauge", "Generation of the live snapshot.",
@@ -316,13 +316,13 @@ int sy_router_metrics_text(sy_router *r, char *buf, size_t cap, size_t *len,
             (unsigned long long)st[i].checksum,
             (unsigned long long)st[i].fingerprint);
     }
-    sy_free(&r->alloc, st);
+    sy__free(&r->alloc, st);
     if (len)
         *len = t.len < cap ? t.len : t.len + 1;
     if (t.len >= cap)
-        return sy_error_set(err, SY_ETOOSMALL, "",
-                            "the metrics need %zu bytes, the buffer has %zu",
-                            t.len + 1, cap);
+        return sy__error_set(err, SY_ETOOSMALL, "",
+                             "the metrics need %zu bytes, the buffer has %zu",
+                             t.len + 1, cap);
     return SY_OK;
 }
 
@@ -331,7 +331,7 @@ void sy_router_report_outcome(sy_router *r, const sy_target *t,
     if (!r || !t || !t->health || r->opts.outlier.disabled)
         return;
     atomic_fetch_add_explicit(&r->outcomes, 1, memory_order_relaxed);
-    if (sy_service_report_outcome(t->health, outcome, sy_router_now_ms(r),
-                                  &r->opts.outlier))
+    if (sy__service_report_outcome(t->health, outcome, sy__router_now_ms(r),
+                                   &r->opts.outlier))
         atomic_fetch_add_explicit(&r->ejections, 1, memory_order_relaxed);
 }

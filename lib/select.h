@@ -16,8 +16,8 @@
  * its version, zone and Host header, and the handle
  * sy_router_report_outcome takes (borrowed from the snapshot).
  */
-int sy_select_for_match(const sy_match *m, const char *const *exclude,
-                        size_t exclude_count, sy_selection *out, sy_pick *pick,
-                        sy_error *err);
+int sy__select_for_match(const sy_match *m, const char *const *exclude,
+                         size_t exclude_count, sy_selection *out,
+                         sy__pick *pick, sy_error *err);
 
 #endif

@@ -48,8 +48,8 @@ static int svc_segment_cmp(const char *a, size_t an, const char *b, size_t bn) {
     return asn == bsn ? 0 : (asn < bsn ? -1 : 1);
 }
 
-int sy_service_version_cmp(const char *a, size_t alen, const char *b,
-                           size_t blen) {
+int sy__service_version_cmp(const char *a, size_t alen, const char *b,
+                            size_t blen) {
     size_t ai = 0, bi = 0;
     for (;;) {
         bool aend = ai > alen, bend = bi > blen;
@@ -81,15 +81,15 @@ int sy_service_version_cmp(const char *a, size_t alen, const char *b,
 /* ---------------------------------------------------------------- */
 
 static const char *svc_inst_id(const void *ctx, uint32_t i) {
-    return ((const sy_service *)ctx)->inst[i].pub.id;
+    return ((const sy__service *)ctx)->inst[i].pub.id;
 }
 
-static uint32_t svc_id_find(const sy_service *s, const char *id, size_t len) {
+static uint32_t svc_id_find(const sy__service *s, const char *id, size_t len) {
     if (!s->ids.e)
         return SY_NONE;
     uint32_t pos;
-    return sy_idtab_find(&s->ids, id, len, sy_idtab_hash(id, len), svc_inst_id,
-                         s, &pos);
+    return sy__idtab_find(&s->ids, id, len, sy__idtab_hash(id, len),
+                          svc_inst_id, s, &pos);
 }
 
 /* ---------------------------------------------------------------- */
@@ -111,41 +111,41 @@ int svc_validate(const sy_instance *in, svc_where w, sy_error *err) {
     char path[160];
     if (!in->id || !*in->id) {
         svc_path(path, sizeof path, w, ".id");
-        return sy_error_set(err, SY_EINVAL, path, "instance id is empty");
+        return sy__error_set(err, SY_EINVAL, path, "instance id is empty");
     }
     if (!in->host || !*in->host) {
         svc_path(path, sizeof path, w, ".host");
-        return sy_error_set(err, SY_EINVAL, path,
-                            "instance \"%s\" has an empty host", in->id);
+        return sy__error_set(err, SY_EINVAL, path,
+                             "instance \"%s\" has an empty host", in->id);
     }
     if (in->port == 0) {
         svc_path(path, sizeof path, w, ".port");
-        return sy_error_set(err, SY_EINVAL, path, "instance \"%s\" has port 0",
-                            in->id);
+        return sy__error_set(err, SY_EINVAL, path, "instance \"%s\" has port 0",
+                             in->id);
     }
     if ((unsigned)in->state > SY_INSTANCE_DOWN) {
         svc_path(path, sizeof path, w, ".state");
-        return sy_error_set(err, SY_EINVAL, path,
-                            "instance \"%s\" has an unknown state %u", in->id,
-                            (unsigned)in->state);
+        return sy__error_set(err, SY_EINVAL, path,
+                             "instance \"%s\" has an unknown state %u", in->id,
+                             (unsigned)in->state);
     }
     if (in->metadata_count && !in->metadata) {
         svc_path(path, sizeof path, w, ".metadata");
-        return sy_error_set(err, SY_EINVAL, path,
-                            "metadata is NULL with a non-zero count");
+        return sy__error_set(err, SY_EINVAL, path,
+                             "metadata is NULL with a non-zero count");
     }
     for (size_t j = 0; j < in->metadata_count; j++) {
         if (!in->metadata[j].key || !in->metadata[j].value) {
             svc_path(path, sizeof path, w, ".metadata[%zu]", j);
-            return sy_error_set(err, SY_EINVAL, path,
-                                "metadata key or value is NULL");
+            return sy__error_set(err, SY_EINVAL, path,
+                                 "metadata key or value is NULL");
         }
         for (size_t k = 0; k < j; k++)
             if (strcmp(in->metadata[k].key, in->metadata[j].key) == 0) {
                 svc_path(path, sizeof path, w, ".metadata[%zu].key", j);
-                return sy_error_set(err, SY_EDUPLICATE, path,
-                                    "duplicate metadata key \"%s\"",
-                                    in->metadata[j].key);
+                return sy__error_set(err, SY_EDUPLICATE, path,
+                                     "duplicate metadata key \"%s\"",
+                                     in->metadata[j].key);
             }
     }
     return 0;
@@ -154,7 +154,7 @@ int svc_validate(const sy_instance *in, svc_where w, sy_error *err) {
 /* Copy `in` into dst: its strings in one arena block (id, host, then each
  * metadata key and value), metadata sorted by key (insertion sort: an
  * instance has a few entries), the version / zone / hint found once. */
-static int svc_copy_instance(sy_service *s, svc_inst *dst,
+static int svc_copy_instance(sy__service *s, svc_inst *dst,
                              const sy_instance *in, size_t idlen,
                              uint32_t idh) {
     memset(dst, 0, sizeof *dst);
@@ -168,7 +168,7 @@ static int svc_copy_instance(sy_service *s, svc_inst *dst,
         bytes +=
             strlen(in->metadata[j].key) + strlen(in->metadata[j].value) + 2;
     sy_kv *md = mdn ? svc_arena_array(s, mdn, sizeof *md) : NULL;
-    char *p = sy_arena_alloc(&s->arena, bytes);
+    char *p = sy__arena_alloc(&s->arena, bytes);
     if (!p || (mdn && !md))
         return SY_ENOMEM;
     memcpy(p, in->id, idlen + 1);
@@ -205,8 +205,8 @@ static int svc_copy_instance(sy_service *s, svc_inst *dst,
             dst->hint_len = strlen(v);
         }
     }
-    dst->authority = sy_arena_authority(&s->arena, dst->pub.host, dst->pub.port,
-                                        dst->pub.secure);
+    dst->authority = sy__arena_authority(&s->arena, dst->pub.host,
+                                         dst->pub.port, dst->pub.secure);
     return dst->authority ? 0 : SY_ENOMEM;
 }
 
@@ -222,12 +222,12 @@ static void svc_map_put(svc_slot *map, size_t cap, uint64_t h, uint32_t g) {
     map[i].group = g;
 }
 
-static int svc_group_add(sy_service *s, uint32_t parent, char tag,
+static int svc_group_add(sy__service *s, uint32_t parent, char tag,
                          const char *k, size_t len, uint64_t kh,
                          uint32_t *out) {
     if (s->ngroups == s->groups_cap) {
         size_t cap = s->groups_cap ? s->groups_cap * 2 : 16;
-        svc_group *ng = sy_realloc(&s->alloc, s->groups, cap * sizeof *ng);
+        svc_group *ng = sy__realloc(&s->alloc, s->groups, cap * sizeof *ng);
         if (!ng)
             return SY_ENOMEM;
         s->groups = ng;
@@ -235,7 +235,7 @@ static int svc_group_add(sy_service *s, uint32_t parent, char tag,
     }
     if ((s->map_used + 1) * 2 > s->map_cap) {
         size_t cap = s->map_cap * 2;
-        svc_slot *nm = sy_malloc(&s->alloc, cap * sizeof *nm);
+        svc_slot *nm = sy__malloc(&s->alloc, cap * sizeof *nm);
         if (!nm)
             return SY_ENOMEM;
         for (size_t i = 0; i < cap; i++)
@@ -243,7 +243,7 @@ static int svc_group_add(sy_service *s, uint32_t parent, char tag,
         for (size_t i = 0; i < s->map_cap; i++)
             if (s->map[i].group != SY_NONE)
                 svc_map_put(nm, cap, s->map[i].hash, s->map[i].group);
-        sy_free(&s->alloc, s->map);
+        sy__free(&s->alloc, s->map);
         s->map = nm;
         s->map_cap = cap;
     }
@@ -264,7 +264,7 @@ static int svc_group_add(sy_service *s, uint32_t parent, char tag,
     return 0;
 }
 
-static int svc_group_get(sy_service *s, uint32_t parent, char tag,
+static int svc_group_get(sy__service *s, uint32_t parent, char tag,
                          const char *k, size_t len, uint64_t kh,
                          uint32_t *out) {
     *out = svc_group_find_h(s, parent, tag, k, len, kh);
@@ -275,21 +275,21 @@ static int svc_group_get(sy_service *s, uint32_t parent, char tag,
 /* Building                                                           */
 /* ---------------------------------------------------------------- */
 
-static void svc_destroy(sy_service *s) {
-    sy_alloc a = s->alloc;
+static void svc_destroy(sy__service *s) {
+    sy__alloc a = s->alloc;
     svc_ring_release(s);
     for (size_t i = 0; s->inst && i < s->n; i++)
         svc_health_release(&a, &s->inst[i]);
-    sy_free(&a, s->groups);
-    sy_free(&a, s->map);
-    sy_arena_free(&s->arena);
-    sy_free(&a, s);
+    sy__free(&a, s->groups);
+    sy__free(&a, s->map);
+    sy__arena_free(&s->arena);
+    sy__free(&a, s);
 }
 
 /* The up instance i's groups: its base groups ("a", and "u" or its
  * version's), and under each its hint group, zone group and hint-zone
  * group. Written to m[], their number returned (<= SVC_MEMBERSHIPS). */
-static int svc_memberships(sy_service *s, const svc_inst *in, uint32_t v,
+static int svc_memberships(sy__service *s, const svc_inst *in, uint32_t v,
                            uint32_t *m, int *k) {
     uint64_t hh = in->hint ? svc_khash(in->hint, in->hint_len) : 0;
     uint64_t zh = in->zone ? svc_khash(in->zone, in->zone_len) : 0;
@@ -325,8 +325,8 @@ static int svc_memberships(sy_service *s, const svc_inst *in, uint32_t v,
  * and strings under "a" instead of its base) has as many members has the
  * same members (every member of a group is in its counterpart), so it
  * shares that group's arrays. Parents come before their children. */
-static int svc_find_twins(sy_service *s) {
-    uint32_t *atree = sy_malloc(&s->alloc, s->ngroups * sizeof *atree);
+static int svc_find_twins(sy__service *s) {
+    uint32_t *atree = sy__malloc(&s->alloc, s->ngroups * sizeof *atree);
     if (!atree)
         return SY_ENOMEM;
     for (uint32_t g = 0; g < s->ngroups; g++) {
@@ -346,19 +346,19 @@ static int svc_find_twins(sy_service *s) {
             s->groups[atree[g]].n == gr->n && gr->n)
             gr->twin = atree[g];
     }
-    sy_free(&s->alloc, atree);
+    sy__free(&s->alloc, atree);
     return 0;
 }
 
-static int svc_build_groups(sy_service *s) {
+static int svc_build_groups(sy__service *s) {
     uint32_t id;
     int rc;
     if ((rc = svc_group_add(s, SY_NONE, 'a', "", 0, 0, &id)) ||
         (rc = svc_group_add(s, SY_NONE, 'u', "", 0, 0, &id)))
         return rc;
-    uint32_t *memb = sy_malloc(&s->alloc, (s->n ? s->n : 1) * SVC_MEMBERSHIPS *
-                                              sizeof *memb);
-    uint8_t *nmemb = sy_calloc(&s->alloc, s->n ? s->n : 1, 1);
+    uint32_t *memb = sy__malloc(&s->alloc, (s->n ? s->n : 1) * SVC_MEMBERSHIPS *
+                                               sizeof *memb);
+    uint8_t *nmemb = sy__calloc(&s->alloc, s->n ? s->n : 1, 1);
     if (!memb || !nmemb) {
         rc = SY_ENOMEM;
         goto out;
@@ -417,14 +417,15 @@ static int svc_build_groups(sy_service *s) {
             goto out;
         if (gr->tag == 'v' && gr->n &&
             (s->latest == SY_NONE ||
-             sy_service_version_cmp(gr->key, gr->key_len,
-                                    s->groups[s->latest].key,
-                                    s->groups[s->latest].key_len) > 0))
+             sy__service_version_cmp(gr->key, gr->key_len,
+                                     s->groups[s->latest].key,
+                                     s->groups[s->latest].key_len) > 0))
             s->latest = g;
         if (gr->tag == 'v' && gr->n &&
             (oldest == SY_NONE ||
-             sy_service_version_cmp(gr->key, gr->key_len, s->groups[oldest].key,
-                                    s->groups[oldest].key_len) < 0))
+             sy__service_version_cmp(gr->key, gr->key_len,
+                                     s->groups[oldest].key,
+                                     s->groups[oldest].key_len) < 0))
             oldest = g;
     }
     /* twins take their arrays (not their counters) from groups finished
@@ -451,101 +452,102 @@ static int svc_build_groups(sy_service *s) {
     if (s->latest == SY_NONE)
         s->latest = SVC_G_UNV;
 out:
-    sy_free(&s->alloc, memb);
-    sy_free(&s->alloc, nmemb);
+    sy__free(&s->alloc, memb);
+    sy__free(&s->alloc, nmemb);
     return rc;
 }
 
-int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
-                   size_t n, sy_service **out, sy_error *err) {
+int sy__service_new(const sy__alloc *a, const char *name,
+                    const sy_instance *list, size_t n, sy__service **out,
+                    sy_error *err) {
     if (!a || !out)
-        return sy_error_set(err, SY_EINVAL, "", "NULL allocator or out");
+        return sy__error_set(err, SY_EINVAL, "", "NULL allocator or out");
     if (!name || !*name)
-        return sy_error_set(err, SY_EINVAL, "name", "service name is empty");
+        return sy__error_set(err, SY_EINVAL, "name", "service name is empty");
     if (n && !list)
-        return sy_error_set(err, SY_EINVAL, "instances",
-                            "instance list is NULL with a non-zero count");
+        return sy__error_set(err, SY_EINVAL, "instances",
+                             "instance list is NULL with a non-zero count");
     if (n >= SY_NONE / SVC_MEMBERSHIPS)
-        return sy_error_set(err, SY_ELIMIT, "instances",
-                            "too many instances (%zu)", n);
+        return sy__error_set(err, SY_ELIMIT, "instances",
+                             "too many instances (%zu)", n);
     for (size_t i = 0; i < n; i++) {
         int rc = svc_validate(&list[i], (svc_where){false, i}, err);
         if (rc)
             return rc;
     }
-    sy_service *s = sy_malloc(a, sizeof *s);
+    sy__service *s = sy__malloc(a, sizeof *s);
     if (!s)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     memset(s, 0, sizeof *s);
     atomic_init(&s->refs, 1);
     atomic_init(&s->fingerprint, 0);
     atomic_init(&s->fingerprint_done, false);
     s->alloc = *a;
     size_t chunk = 2048 + n * 256; /* small services stay small */
-    sy_arena_init(&s->arena, &s->alloc, chunk < 262144 ? chunk : 262144);
+    sy__arena_init(&s->arena, &s->alloc, chunk < 262144 ? chunk : 262144);
     s->map_cap = 16;
-    s->map = sy_malloc(&s->alloc, s->map_cap * sizeof *s->map);
-    s->name = sy_arena_strdup(&s->arena, name);
+    s->map = sy__malloc(&s->alloc, s->map_cap * sizeof *s->map);
+    s->name = sy__arena_strdup(&s->arena, name);
     s->inst = svc_arena_array(s, n ? n : 1, sizeof *s->inst);
-    size_t id_cap = sy_idtab_capacity(n);
-    sy_idtab_entry *ids = svc_arena_array(s, id_cap, sizeof *ids);
+    size_t id_cap = sy__idtab_capacity(n);
+    sy__idtab_entry *ids = svc_arena_array(s, id_cap, sizeof *ids);
     int rc = SY_ENOMEM;
     if (!s->map || !s->name || !s->inst || !ids)
         goto fail;
     for (size_t i = 0; i < s->map_cap; i++)
         s->map[i].group = SY_NONE;
-    sy_idtab_init(&s->ids, ids, id_cap);
+    sy__idtab_init(&s->ids, ids, id_cap);
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(list[i].id);
-        uint32_t h = sy_idtab_hash(list[i].id, len), pos;
-        if (sy_idtab_find(&s->ids, list[i].id, len, h, svc_inst_id, s, &pos) !=
+        uint32_t h = sy__idtab_hash(list[i].id, len), pos;
+        if (sy__idtab_find(&s->ids, list[i].id, len, h, svc_inst_id, s, &pos) !=
             SY_NONE) {
             char path[48];
             snprintf(path, sizeof path, "instances[%zu].id", i);
-            rc = sy_error_set(err, SY_EDUPLICATE, path,
-                              "duplicate instance id \"%s\"", list[i].id);
+            rc = sy__error_set(err, SY_EDUPLICATE, path,
+                               "duplicate instance id \"%s\"", list[i].id);
             goto fail_set;
         }
         if ((rc = svc_copy_instance(s, &s->inst[i], &list[i], len, h)))
             goto fail;
         s->n = i + 1;
-        sy_idtab_set(&s->ids, pos, h, (uint32_t)i);
+        sy__idtab_set(&s->ids, pos, h, (uint32_t)i);
     }
     if ((rc = svc_health_init(s)) || (rc = svc_build_groups(s)))
         goto fail;
     *out = s;
     return 0;
 fail:
-    sy_error_set(err, rc, "", "out of memory building service \"%s\"", name);
+    sy__error_set(err, rc, "", "out of memory building service \"%s\"", name);
 fail_set:
     svc_destroy(s);
     return rc;
 }
 
-sy_service *sy_service_ref(sy_service *s) {
+sy__service *sy__service_ref(sy__service *s) {
     if (s)
         atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
     return s;
 }
 
-void sy_service_unref(sy_service *s) {
+void sy__service_unref(sy__service *s) {
     if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
         svc_destroy(s);
 }
 
-const char *sy_service_name(const sy_service *s) {
+const char *sy__service_name(const sy__service *s) {
     return s->name;
 }
 
-size_t sy_service_count(const sy_service *s) {
+size_t sy__service_count(const sy__service *s) {
     return s->n;
 }
 
-const sy_instance *sy_service_instance(const sy_service *s, size_t i) {
+const sy_instance *sy__service_instance(const sy__service *s, size_t i) {
     return i < s->n ? &s->inst[i].pub : NULL;
 }
 
-const sy_instance *sy_service_find(const sy_service *s, const char *id) {
+const sy_instance *sy__service_find(const sy__service *s, const char *id) {
     uint32_t i = id ? svc_id_find(s, id, strlen(id)) : SY_NONE;
     return i == SY_NONE ? NULL : &s->inst[i].pub;
 }
@@ -553,22 +555,22 @@ const sy_instance *sy_service_find(const sy_service *s, const char *id) {
 /* Order-independent: the instances' hashes are summed. Computed on first
  * use and kept (every snapshot holding the service asks for it); two
  * readers racing compute the same value. */
-uint64_t sy_service_fingerprint(const sy_service *svc) {
-    sy_service *s = (sy_service *)svc;
+uint64_t sy__service_fingerprint(const sy__service *svc) {
+    sy__service *s = (sy__service *)svc;
     if (atomic_load_explicit(&s->fingerprint_done, memory_order_acquire))
         return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
-    uint64_t sum = sy_hash64(s->name, strlen(s->name), 7);
+    uint64_t sum = sy__hash64(s->name, strlen(s->name), 7);
     for (size_t i = 0; i < s->n; i++) {
         const sy_instance *in = &s->inst[i].pub;
-        uint64_t h = sy_hash64(in->id, s->inst[i].idlen, 1);
-        h = sy_hash_mix(h, sy_hash64(in->host, strlen(in->host), 2));
-        h = sy_hash_mix(h, ((uint64_t)in->port << 32) ^
-                               ((uint64_t)in->weight << 2) ^
-                               ((uint64_t)in->state << 1) ^ in->secure);
+        uint64_t h = sy__hash64(in->id, s->inst[i].idlen, 1);
+        h = sy__hash_mix(h, sy__hash64(in->host, strlen(in->host), 2));
+        h = sy__hash_mix(h, ((uint64_t)in->port << 32) ^
+                                ((uint64_t)in->weight << 2) ^
+                                ((uint64_t)in->state << 1) ^ in->secure);
         for (size_t k = 0; k < in->metadata_count; k++) {
             const sy_kv *kv = &in->metadata[k];
-            h = sy_hash_mix(h, sy_hash64(kv->key, strlen(kv->key), 3));
-            h = sy_hash_mix(h, sy_hash64(kv->value, strlen(kv->value), 4));
+            h = sy__hash_mix(h, sy__hash64(kv->key, strlen(kv->key), 3));
+            h = sy__hash_mix(h, sy__hash64(kv->value, strlen(kv->value), 4));
         }
         sum += h;
     }
@@ -577,18 +579,18 @@ uint64_t sy_service_fingerprint(const sy_service *svc) {
     return sum;
 }
 
-uint32_t svc_match(const sy_service *s, size_t i, const sy_service *o) {
+uint32_t svc_match(const sy__service *s, size_t i, const sy__service *o) {
     const svc_inst *in = &s->inst[i];
     if (i < o->n && svc_same_id(s, (uint32_t)i, o, (uint32_t)i))
         return (uint32_t)i;
     if (!o->ids.e)
         return SY_NONE;
     uint32_t pos;
-    return sy_idtab_find(&o->ids, in->pub.id, in->idlen, in->idh, svc_inst_id,
-                         o, &pos);
+    return sy__idtab_find(&o->ids, in->pub.id, in->idlen, in->idh, svc_inst_id,
+                          o, &pos);
 }
 
-uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
+uint32_t svc_counterpart(const sy__service *s, const sy__service *old,
                          uint32_t g) {
     if (g == SY_NONE || g <= SVC_G_UNV)
         return g;
@@ -599,7 +601,7 @@ uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
     return svc_group_find(old, parent, gr->tag, gr->key, gr->key_len);
 }
 
-void sy_service_inherit_rr(sy_service *dst, const sy_service *src) {
+void sy__service_inherit_rr(sy__service *dst, const sy__service *src) {
     if (!dst || !src)
         return;
     for (uint32_t g = 0; g < dst->ngroups; g++) {

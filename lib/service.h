@@ -1,12 +1,12 @@
 /*
  * service.h - services, instances and version-aware instance selection
- * (route model section 7). A sy_service is an immutable, refcounted copy of
+ * (route model section 7). A sy__service is an immutable, refcounted copy of
  * one service's instance list plus everything selection needs, precomputed
  * at build time: candidate groups per version / hint / zone, a smooth
  * weighted round-robin schedule per group and an alias table for weighted
  * random. A group's consistent-hash ring (virtual nodes) is built the
  * first time a hash pick needs it, and handed on to the next version of
- * the service by sy_service_inherit_rr (service_ring.c). Selection takes
+ * the service by sy__service_inherit_rr (service_ring.c). Selection takes
  * no lock; its mutable state is one atomic round-robin counter and one
  * atomic ring pointer per candidate group. It allocates nothing, except
  * the first hash pick of a group whose ring nobody built yet.
@@ -16,7 +16,7 @@
 
 #include "util.h"
 
-typedef struct sy_service sy_service;
+typedef struct sy__service sy__service;
 
 /*
  * Build a service from a list of instances. Everything is copied (strings,
@@ -28,8 +28,9 @@ typedef struct sy_service sy_service;
  * empty service fails with SY_ENOINSTANCE. `name` must be non-empty. On
  * success *out holds one reference. Writer side; `a` is copied.
  */
-int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
-                   size_t n, sy_service **out, sy_error *err);
+int sy__service_new(const sy__alloc *a, const char *name,
+                    const sy_instance *list, size_t n, sy__service **out,
+                    sy_error *err);
 
 /*
  * Build a new service from `old` with deltas applied in order: ADD adds an
@@ -39,11 +40,11 @@ int sy_service_new(const sy_alloc *a, const char *name, const sy_instance *list,
  * SY_ENOTFOUND with path "deltas[i].instance.id"; an invalid ADD instance is
  * reported with path "deltas[i].instance.<field>". All-or-nothing: on error
  * *out is untouched and nothing changes. The new service inherits the
- * round-robin positions of `old` (see sy_service_inherit_rr). `old` is not
+ * round-robin positions of `old` (see sy__service_inherit_rr). `old` is not
  * modified and keeps its own reference count.
  */
-int sy_service_apply_deltas(const sy_service *old, const sy_instance_delta *d,
-                            size_t n, sy_service **out, sy_error *err);
+int sy__service_apply_deltas(const sy__service *old, const sy_instance_delta *d,
+                             size_t n, sy__service **out, sy_error *err);
 
 /*
  * Round-robin positions survive updates: copy into `dst` the counter of
@@ -55,25 +56,25 @@ int sy_service_apply_deltas(const sy_service *old, const sy_instance_delta *d,
  * pick used it) gets one now, shared with `src` when the group's members,
  * their positions and weights are unchanged, else built, so the first
  * hash pick after an update does not build one. Called by
- * sy_service_apply_deltas; call it yourself after sy_service_new when
+ * sy__service_apply_deltas; call it yourself after sy__service_new when
  * replacing a whole list. Call before `dst` is published; idempotent.
  */
-void sy_service_inherit_rr(sy_service *dst, const sy_service *src);
+void sy__service_inherit_rr(sy__service *dst, const sy__service *src);
 
 /* Take one more reference; returns s. Any thread. */
-sy_service *sy_service_ref(sy_service *s);
+sy__service *sy__service_ref(sy__service *s);
 /* Drop one reference; the last one frees the service. NULL is a no-op. Any
  * thread. */
-void sy_service_unref(sy_service *s);
+void sy__service_unref(sy__service *s);
 
 /* Accessors. Strings and instances are borrowed from the service and live
  * as long as it does. Instances keep the order given (deltas: replaced in
  * place, added at the end); metadata is sorted by key; weight is >= 1. */
-const char *sy_service_name(const sy_service *s);
-size_t sy_service_count(const sy_service *s);
-const sy_instance *sy_service_instance(const sy_service *s, size_t i);
+const char *sy__service_name(const sy__service *s);
+size_t sy__service_count(const sy__service *s);
+const sy_instance *sy__service_instance(const sy__service *s, size_t i);
 /* The instance with this id, or NULL. */
-const sy_instance *sy_service_find(const sy_service *s, const char *id);
+const sy_instance *sy__service_find(const sy__service *s, const char *id);
 
 /*
  * Fingerprint of the service's name and instance list, independent of the
@@ -81,7 +82,7 @@ const sy_instance *sy_service_find(const sy_service *s, const char *id);
  * (it is part of sy_snapshot_fingerprint). Computed on first use and kept
  * in the service. Any thread.
  */
-uint64_t sy_service_fingerprint(const sy_service *s);
+uint64_t sy__service_fingerprint(const sy__service *s);
 
 /*
  * Instance changes between two versions of a service, by id: added (in
@@ -89,50 +90,50 @@ uint64_t sy_service_fingerprint(const sy_service *s);
  * differs: host, port, secure, weight, state or metadata). Either side may
  * be NULL (no service). The id strings are copies owned by the diff.
  */
-typedef struct sy_service_diff {
+typedef struct sy__service_diff {
     const char **added;
     size_t added_count;
     const char **removed;
     size_t removed_count;
     const char **changed;
     size_t changed_count;
-    sy_alloc alloc; /* private: frees the block */
-    void *block;    /* private: one allocation holding all of the above */
-} sy_service_diff;
+    sy__alloc alloc; /* private: frees the block */
+    void *block;     /* private: one allocation holding all of the above */
+} sy__service_diff;
 
 /* Fill *out (always initialised, even on failure); free with
- * sy_service_diff_free. `a` allocates the result. */
-int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
-                            const sy_service *to, sy_service_diff *out,
-                            sy_error *err);
-void sy_service_diff_free(sy_service_diff *d);
+ * sy__service_diff_free. `a` allocates the result. */
+int sy__service_diff_compute(const sy__alloc *a, const sy__service *from,
+                             const sy__service *to, sy__service_diff *out,
+                             sy_error *err);
+void sy__service_diff_free(sy__service_diff *d);
 
 /* ---- selection ---- */
 
-typedef enum sy_version_fallback {
+typedef enum sy__version_fallback {
     SY_VERSION_FALLBACK_NONE = 0, /* unknown version: SY_ENOINSTANCE */
     SY_VERSION_FALLBACK_LATEST,   /* unknown version: the latest version */
     SY_VERSION_FALLBACK_ANY       /* unknown version: every up instance */
-} sy_version_fallback;
+} sy__version_fallback;
 
-typedef enum sy_lb_policy {
+typedef enum sy__lb_policy {
     SY_LB_ROUND_ROBIN = 0, /* smooth weighted round robin (default) */
     SY_LB_RANDOM,          /* weighted random from the request seed */
     SY_LB_HASH             /* consistent hash of hash_key */
-} sy_lb_policy;
+} sy__lb_policy;
 
 /*
  * What the caller extracted from the request and the route's metadata.
  * Slices are borrowed for the call only. Zero-initialise
  * (SY_SELECT_PARAMS_INIT) and set what applies.
  */
-typedef struct sy_select_params {
-    bool has_version;             /* the version header is present */
-    sy_str version;               /* its value */
-    sy_version_fallback fallback; /* route metadata version-fallback */
-    sy_str hint;                  /* X-SC-LB-Hint value; len 0 = no hint */
-    sy_str zone;                  /* preferred zone; len 0 = no preference */
-    sy_lb_policy policy;          /* route metadata lb-policy */
+typedef struct sy__select_params {
+    bool has_version;              /* the version header is present */
+    sy_str version;                /* its value */
+    sy__version_fallback fallback; /* route metadata version-fallback */
+    sy_str hint;                   /* X-SC-LB-Hint value; len 0 = no hint */
+    sy_str zone;                   /* preferred zone; len 0 = no preference */
+    sy__lb_policy policy;          /* route metadata lb-policy */
     /* Bytes of the lb-hash-header / lb-hash-cookie value. ptr NULL = the
      * request has none: SY_LB_HASH then balances by round robin. */
     sy_str hash_key;
@@ -147,16 +148,16 @@ typedef struct sy_select_params {
     /* clock for passive-health ejections (NULL: real time) */
     int64_t (*clock_ms)(void *data);
     void *clock_data;
-} sy_select_params;
+} sy__select_params;
 
 #define SY_SELECT_PARAMS_INIT                                                  \
     { 0 }
 
 /* Parse route metadata values: "latest"/"any"/"none" and
  * "round-robin"/"random"/"hash". SY_EINVAL for anything else. */
-int sy_version_fallback_parse(const char *s, size_t len,
-                              sy_version_fallback *out);
-int sy_lb_policy_parse(const char *s, size_t len, sy_lb_policy *out);
+int sy__version_fallback_parse(const char *s, size_t len,
+                               sy__version_fallback *out);
+int sy__lb_policy_parse(const char *s, size_t len, sy__lb_policy *out);
 
 /*
  * Choose an instance (route model section 7, in this order):
@@ -176,41 +177,41 @@ int sy_lb_policy_parse(const char *s, size_t len, sy_lb_policy *out);
  * (no instances, none up, no such version). svc NULL: SY_ENOINSTANCE
  * ("unknown service"). Any thread, lock-free, no allocation.
  */
-int sy_service_select(const sy_service *svc, const sy_select_params *p,
-                      sy_selection *out, sy_error *err);
+int sy__service_select(const sy__service *svc, const sy__select_params *p,
+                       sy_selection *out, sy_error *err);
 
-/* What sy_service_select_ex chose, beyond the public selection: all
+/* What sy__service_select_ex chose, beyond the public selection: all
  * borrowed from the service and worked out when it was built. */
-typedef struct sy_pick {
+typedef struct sy__pick {
     const sy_instance *instance;
     const char *version, *zone; /* its metadata values, or NULL */
     const char *authority;      /* the Host header it expects */
-    const void *health;         /* for sy_service_report_outcome */
-} sy_pick;
+    const void *health;         /* for sy__service_report_outcome */
+} sy__pick;
 
 /*
- * sy_service_select, and also: instances whose ids are in p->exclude are
+ * sy__service_select, and also: instances whose ids are in p->exclude are
  * never chosen, and instances ejected by passive health are chosen only
  * when nothing else is left (all of the candidates ejected). When the
  * balancing pick is not eligible, the next eligible member of its group
  * is taken, then of the enclosing groups (zone -> hint -> version).
  * *pick (may be NULL) receives what the caller needs beyond `out`.
  */
-int sy_service_select_ex(const sy_service *svc, const sy_select_params *p,
-                         sy_selection *out, sy_pick *pick, sy_error *err);
+int sy__service_select_ex(const sy__service *svc, const sy__select_params *p,
+                          sy_selection *out, sy__pick *pick, sy_error *err);
 
 /*
  * Passive health: record the outcome of an attempt to the instance behind
- * `health` (from sy_service_select_ex) at time `now_ms`. Returns true when
+ * `health` (from sy__service_select_ex) at time `now_ms`. Returns true when
  * this outcome ejected the instance. Any thread, lock-free.
  */
-bool sy_service_report_outcome(const void *health, sy_outcome outcome,
-                               int64_t now_ms, const sy_outlier_options *o);
+bool sy__service_report_outcome(const void *health, sy_outcome outcome,
+                                int64_t now_ms, const sy_outlier_options *o);
 
 /* Share `src`'s health records with the instances of `dst` that have the
  * same id, so outcomes and ejections carry across publishes. Call before
  * `dst` is published. */
-void sy_service_inherit_health(sy_service *dst, const sy_service *src);
+void sy__service_inherit_health(sy__service *dst, const sy__service *src);
 
 /*
  * Version order used for "latest": segments split on '.', compared left to
@@ -222,7 +223,7 @@ void sy_service_inherit_health(sy_service *dst, const sy_service *src);
  * but spelled differently (1.01 vs 1.1) are ordered bytewise, so the order
  * is total. Returns <0, 0 or >0.
  */
-int sy_service_version_cmp(const char *a, size_t alen, const char *b,
-                           size_t blen);
+int sy__service_version_cmp(const char *a, size_t alen, const char *b,
+                            size_t blen);
 
 #endif

@@ -14,11 +14,11 @@
 /* ---------------------------------------------------------------- */
 
 typedef struct svc_work {
-    const sy_alloc *a;
+    const sy__alloc *a;
     sy_instance *list;
     bool *gone;
     size_t n, cap;
-    sy_idtab ids; /* id -> index into list[] */
+    sy__idtab ids; /* id -> index into list[] */
 } svc_work;
 
 static const char *svc_work_id(const void *ctx, uint32_t i) {
@@ -28,13 +28,13 @@ static const char *svc_work_id(const void *ctx, uint32_t i) {
 static uint32_t svc_work_find(const svc_work *w, const char *id) {
     size_t len = strlen(id);
     uint32_t pos;
-    return sy_idtab_find(&w->ids, id, len, sy_idtab_hash(id, len), svc_work_id,
-                         w, &pos);
+    return sy__idtab_find(&w->ids, id, len, sy__idtab_hash(id, len),
+                          svc_work_id, w, &pos);
 }
 
 static void svc_work_put(svc_work *w, uint32_t idx) {
     const char *id = w->list[idx].id;
-    sy_idtab_add(&w->ids, sy_idtab_hash(id, strlen(id)), idx);
+    sy__idtab_add(&w->ids, sy__idtab_hash(id, strlen(id)), idx);
 }
 
 static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
@@ -43,7 +43,7 @@ static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
     char path[80];
     if (!d->instance.id || !*d->instance.id) {
         svc_path(path, sizeof path, where, ".id");
-        return sy_error_set(err, SY_EINVAL, path, "instance id is empty");
+        return sy__error_set(err, SY_EINVAL, path, "instance id is empty");
     }
     uint32_t at = svc_work_find(w, d->instance.id);
     bool known = at != SY_NONE && !w->gone[at];
@@ -67,8 +67,8 @@ static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
     case SY_INSTANCE_STATE:
         if (!known) {
             svc_path(path, sizeof path, where, ".id");
-            return sy_error_set(err, SY_ENOTFOUND, path, "no instance \"%s\"",
-                                d->instance.id);
+            return sy__error_set(err, SY_ENOTFOUND, path, "no instance \"%s\"",
+                                 d->instance.id);
         }
         if (d->op == SY_INSTANCE_REMOVE) {
             w->gone[at] = true;
@@ -77,37 +77,37 @@ static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
         } else {
             if ((unsigned)d->instance.state > SY_INSTANCE_DOWN) {
                 svc_path(path, sizeof path, where, ".state");
-                return sy_error_set(err, SY_EINVAL, path, "unknown state %u",
-                                    (unsigned)d->instance.state);
+                return sy__error_set(err, SY_EINVAL, path, "unknown state %u",
+                                     (unsigned)d->instance.state);
             }
             w->list[at].state = d->instance.state;
         }
         return 0;
     }
     snprintf(path, sizeof path, "deltas[%zu].op", i);
-    return sy_error_set(err, SY_EINVAL, path, "unknown operation %d",
-                        (int)d->op);
+    return sy__error_set(err, SY_EINVAL, path, "unknown operation %d",
+                         (int)d->op);
 }
 
-int sy_service_apply_deltas(const sy_service *old, const sy_instance_delta *d,
-                            size_t n, sy_service **out, sy_error *err) {
+int sy__service_apply_deltas(const sy__service *old, const sy_instance_delta *d,
+                             size_t n, sy__service **out, sy_error *err) {
     if (!old || !out || (n && !d))
-        return sy_error_set(err, SY_EINVAL, "", "NULL service or deltas");
+        return sy__error_set(err, SY_EINVAL, "", "NULL service or deltas");
     svc_work w = {.a = &old->alloc};
     w.cap = old->n + n;
     if (w.cap < old->n)
-        return sy_error_set(err, SY_ELIMIT, "deltas", "too many deltas");
-    size_t id_cap = sy_idtab_capacity(w.cap);
-    w.list = sy_calloc(w.a, w.cap ? w.cap : 1, sizeof *w.list);
-    w.gone = sy_calloc(w.a, w.cap ? w.cap : 1, sizeof *w.gone);
-    sy_idtab_entry *ids = sy_malloc(w.a, id_cap * sizeof *ids);
+        return sy__error_set(err, SY_ELIMIT, "deltas", "too many deltas");
+    size_t id_cap = sy__idtab_capacity(w.cap);
+    w.list = sy__calloc(w.a, w.cap ? w.cap : 1, sizeof *w.list);
+    w.gone = sy__calloc(w.a, w.cap ? w.cap : 1, sizeof *w.gone);
+    sy__idtab_entry *ids = sy__malloc(w.a, id_cap * sizeof *ids);
     w.ids.e = ids;
     int rc = SY_ENOMEM;
     if (!w.list || !w.gone || !ids) {
-        sy_error_set(err, rc, "", "out of memory");
+        sy__error_set(err, rc, "", "out of memory");
         goto out;
     }
-    sy_idtab_init(&w.ids, ids, id_cap);
+    sy__idtab_init(&w.ids, ids, id_cap);
     for (size_t i = 0; i < old->n; i++) {
         w.list[w.n] = old->inst[i].pub;
         svc_work_put(&w, (uint32_t)w.n++);
@@ -119,15 +119,15 @@ int sy_service_apply_deltas(const sy_service *old, const sy_instance_delta *d,
     for (size_t i = 0; i < w.n; i++)
         if (!w.gone[i])
             w.list[k++] = w.list[i];
-    sy_service *s;
-    if ((rc = sy_service_new(&old->alloc, old->name, w.list, k, &s, err)))
+    sy__service *s;
+    if ((rc = sy__service_new(&old->alloc, old->name, w.list, k, &s, err)))
         goto out;
-    sy_service_inherit_rr(s, old);
+    sy__service_inherit_rr(s, old);
     *out = s;
 out:
-    sy_free(w.a, w.list);
-    sy_free(w.a, w.gone);
-    sy_free(w.a, w.ids.e);
+    sy__free(w.a, w.list);
+    sy__free(w.a, w.gone);
+    sy__free(w.a, w.ids.e);
     return rc;
 }
 
@@ -147,21 +147,21 @@ static bool svc_inst_equal(const sy_instance *a, const sy_instance *b) {
     return true;
 }
 
-int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
-                            const sy_service *to, sy_service_diff *out,
-                            sy_error *err) {
+int sy__service_diff_compute(const sy__alloc *a, const sy__service *from,
+                             const sy__service *to, sy__service_diff *out,
+                             sy_error *err) {
     if (!out)
-        return sy_error_set(err, SY_EINVAL, "", "NULL diff");
+        return sy__error_set(err, SY_EINVAL, "", "NULL diff");
     memset(out, 0, sizeof *out);
     if (!a)
-        return sy_error_set(err, SY_EINVAL, "", "NULL allocator");
+        return sy__error_set(err, SY_EINVAL, "", "NULL allocator");
     out->alloc = *a;
     /* cls[i]: the class of to's instance i; gone[j]: from's instance j has
      * no instance of its id in `to` (matched by position first) */
     size_t nt = to ? to->n : 0, nf = from ? from->n : 0;
-    uint8_t *cls = sy_malloc(&out->alloc, nt + nf + 1);
+    uint8_t *cls = sy__malloc(&out->alloc, nt + nf + 1);
     if (!cls)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     uint8_t *gone = cls + nt;
     memset(gone, 2, nf);
     size_t cnt[4] = {0}, bytes = 0;
@@ -181,10 +181,10 @@ int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
     }
     size_t total = cnt[1] + cnt[2] + cnt[3];
     char **ptrs =
-        total ? sy_malloc(&out->alloc, total * sizeof(char *) + bytes) : NULL;
+        total ? sy__malloc(&out->alloc, total * sizeof(char *) + bytes) : NULL;
     if (total && !ptrs) {
-        sy_free(&out->alloc, cls);
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        sy__free(&out->alloc, cls);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
     out->block = ptrs;
     char *str = ptrs ? (char *)(ptrs + total) : NULL;
@@ -199,7 +199,7 @@ int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
     out->changed = cnt[3] ? lists[3] : NULL;
     size_t fill[4] = {0};
     for (int side = 0; side < 2 && total; side++) {
-        const sy_service *self = side ? from : to;
+        const sy__service *self = side ? from : to;
         const uint8_t *c = side ? gone : cls;
         for (size_t i = 0; i < (side ? nf : nt); i++) {
             if (!c[i])
@@ -210,18 +210,18 @@ int sy_service_diff_compute(const sy_alloc *a, const sy_service *from,
             str += len;
         }
     }
-    sy_free(&out->alloc, cls);
+    sy__free(&out->alloc, cls);
     out->added_count = cnt[1];
     out->removed_count = cnt[2];
     out->changed_count = cnt[3];
     return 0;
 }
 
-void sy_service_diff_free(sy_service_diff *d) {
+void sy__service_diff_free(sy__service_diff *d) {
     if (!d)
         return;
     if (d->block)
-        sy_free(&d->alloc, d->block);
+        sy__free(&d->alloc, d->block);
     d->block = NULL;
     d->added = d->removed = d->changed = NULL;
     d->added_count = d->removed_count = d->changed_count = 0;

@@ -11,7 +11,7 @@
  *   outcome(success) --> failures = 0; once back, the ejection count decays
  *
  * Records are refcounted and shared by id between consecutive versions of
- * a service (sy_service_inherit_health), so a publish neither forgets an
+ * a service (sy__service_inherit_health), so a publish neither forgets an
  * ejection nor resets a failure count. A build allocates its records in
  * one block, which counts its live records and is freed with the last:
  *
@@ -23,11 +23,11 @@
  */
 #include "service_int.h"
 
-int svc_health_init(sy_service *s) {
+int svc_health_init(sy__service *s) {
     size_t head = (sizeof(svc_hblock) + 7) & ~(size_t)7;
     if (s->n == 0)
         return SY_OK;
-    svc_hblock *b = sy_malloc(&s->alloc, head + s->n * sizeof(svc_health));
+    svc_hblock *b = sy__malloc(&s->alloc, head + s->n * sizeof(svc_health));
     if (!b)
         return SY_ENOMEM;
     atomic_init(&b->live, s->n);
@@ -46,26 +46,26 @@ int svc_health_init(sy_service *s) {
 }
 
 /* k records fewer in block b: the last frees it (returns true). */
-static bool block_drop(const sy_alloc *a, svc_hblock *b, size_t k) {
+static bool block_drop(const sy__alloc *a, svc_hblock *b, size_t k) {
     if (k &&
         atomic_fetch_sub_explicit(&b->live, k, memory_order_acq_rel) == k) {
-        sy_free(a, b);
+        sy__free(a, b);
         return true;
     }
     return false;
 }
 
-static void health_unref(const sy_alloc *a, svc_health *h) {
+static void health_unref(const sy__alloc *a, svc_health *h) {
     if (h && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
         block_drop(a, h->block, 1);
 }
 
-void svc_health_release(const sy_alloc *a, svc_inst *in) {
+void svc_health_release(const sy__alloc *a, svc_inst *in) {
     health_unref(a, in->health);
     in->health = NULL;
 }
 
-void sy_service_inherit_health(sy_service *dst, const sy_service *src) {
+void sy__service_inherit_health(sy__service *dst, const sy__service *src) {
     if (!dst || !src)
         return;
     size_t dropped = 0; /* dst's own fresh records given up */
@@ -100,11 +100,11 @@ void sy_service_inherit_health(sy_service *dst, const sy_service *src) {
         dst->hblock = NULL;
 }
 
-static int64_t clock_now(const sy_select_params *p) {
-    return p->clock_ms ? p->clock_ms(p->clock_data) : sy_now_realtime_ms();
+static int64_t clock_now(const sy__select_params *p) {
+    return p->clock_ms ? p->clock_ms(p->clock_data) : sy__now_realtime_ms();
 }
 
-bool svc_health_ejected(const svc_inst *in, const sy_select_params *p,
+bool svc_health_ejected(const svc_inst *in, const sy__select_params *p,
                         int64_t *now) {
     int64_t until =
         atomic_load_explicit(&in->health->ejected_until, memory_order_relaxed);
@@ -116,7 +116,7 @@ bool svc_health_ejected(const svc_inst *in, const sy_select_params *p,
 }
 
 /* Instances of the service ejected at `now`. */
-static size_t ejected_count(const sy_service *s, int64_t now) {
+static size_t ejected_count(const sy__service *s, int64_t now) {
     size_t n = 0;
     for (size_t i = 0; i < s->n; i++) {
         int64_t u = atomic_load_explicit(&s->inst[i].health->ejected_until,
@@ -126,8 +126,8 @@ static size_t ejected_count(const sy_service *s, int64_t now) {
     return n;
 }
 
-bool sy_service_report_outcome(const void *handle, sy_outcome outcome,
-                               int64_t now, const sy_outlier_options *o) {
+bool sy__service_report_outcome(const void *handle, sy_outcome outcome,
+                                int64_t now, const sy_outlier_options *o) {
     const svc_inst *in = handle;
     if (!in || !in->health || !o || o->disabled)
         return false;
@@ -157,7 +157,7 @@ bool sy_service_report_outcome(const void *handle, sy_outcome outcome,
         atomic_fetch_add_explicit(&h->failures, 1, memory_order_relaxed) + 1;
     if (f < threshold || (until != 0 && now < until))
         return false;
-    const sy_service *s = in->owner;
+    const sy__service *s = in->owner;
     uint32_t pct = o->max_ejected_percent ? o->max_ejected_percent : 50;
     size_t cap = s->n * pct / 100;
     if (cap < 1)

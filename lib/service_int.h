@@ -4,7 +4,7 @@
  * selection (service_select.c) and passive health (service_health.c).
  * Private to those files.
  *
- *   sy_service
+ *   sy__service
  *    |- inst[]            copied instances (metadata sorted by key)
  *    |- ids               id -> index (idtab.h)
  *    |- groups[]          candidate sets, all over UP instances only:
@@ -70,13 +70,13 @@ typedef struct svc_health {
 
 typedef struct svc_inst {
     sy_instance pub; /* strings in the arena, weight >= 1 */
-    uint32_t idh;    /* sy_idtab_hash of the id */
+    uint32_t idh;    /* sy__idtab_hash of the id */
     uint32_t idlen;  /* strlen of the id */
     const char *version, *zone, *hint;
     size_t version_len, zone_len, hint_len;
     const char *authority; /* the Host header it expects (host[:port]) */
     svc_health *health;    /* never NULL once built */
-    const struct sy_service *owner;
+    const struct sy__service *owner;
 } svc_inst;
 
 typedef struct svc_ring {
@@ -92,7 +92,7 @@ typedef struct svc_ring {
  * whose group has the same members as its predecessor's shares it. */
 typedef struct svc_gring {
     _Atomic size_t refs;
-    sy_alloc alloc;
+    sy__alloc alloc;
     /* NULL: `ring` is this group's own; else the group walks base->ring
      * skipping instances not in `bits` (and holds a reference to base) */
     struct svc_gring *base;
@@ -134,18 +134,18 @@ typedef struct svc_slot {
     uint32_t group; /* SY_NONE = empty */
 } svc_slot;
 
-struct sy_service {
+struct sy__service {
     _Atomic size_t refs;
-    sy_alloc alloc;
-    sy_arena arena;
+    sy__alloc alloc;
+    sy__arena arena;
     const char *name;
     svc_inst *inst;
     size_t n;
     size_t up;
-    sy_idtab ids;      /* id -> index into inst[] (idtab.h) */
-    svc_group *groups; /* sy_malloc'd */
+    sy__idtab ids;     /* id -> index into inst[] (idtab.h) */
+    svc_group *groups; /* sy__malloc'd */
     size_t ngroups, groups_cap;
-    svc_slot *map; /* sy_malloc'd */
+    svc_slot *map; /* sy__malloc'd */
     size_t map_cap, map_used;
     uint32_t deflt;        /* no version header */
     uint32_t deflt_oldest; /* no version header, version-default oldest */
@@ -153,16 +153,16 @@ struct sy_service {
     uint64_t vnodes;       /* virtual nodes of group "a" (every up one) */
     svc_counter *counters;
     svc_hblock *hblock; /* this build's health records (service_health.c) */
-    _Atomic uint64_t fingerprint; /* sy_service_fingerprint, once computed */
+    _Atomic uint64_t fingerprint; /* sy__service_fingerprint, once computed */
     _Atomic bool fingerprint_done;
 };
 
 /* ---- small helpers ---- */
 
-static inline void *svc_arena_array(sy_service *s, size_t n, size_t size) {
+static inline void *svc_arena_array(sy__service *s, size_t n, size_t size) {
     if (size && n > (SIZE_MAX - 64) / size)
         return NULL;
-    return sy_arena_alloc(&s->arena, n * size);
+    return sy__arena_alloc(&s->arena, n * size);
 }
 
 static inline uint64_t svc_gcd(uint64_t a, uint64_t b) {
@@ -178,15 +178,15 @@ static inline uint64_t svc_gcd(uint64_t a, uint64_t b) {
  * out once per instance and string when building) mixed with its parent
  * and tag. */
 static inline uint64_t svc_khash(const char *k, size_t len) {
-    return sy_hash64(k, len, SVC_HASH_SEED);
+    return sy__hash64(k, len, SVC_HASH_SEED);
 }
 
 static inline uint64_t svc_gkey(uint32_t parent, char tag, uint64_t khash) {
-    return sy_hash_mix(khash, ((uint64_t)parent << 8) ^ (unsigned char)tag);
+    return sy__hash_mix(khash, ((uint64_t)parent << 8) ^ (unsigned char)tag);
 }
 
 /* The group (parent, tag, k), whose string hashes to kh, or SY_NONE. */
-static inline uint32_t svc_group_find_h(const sy_service *s, uint32_t parent,
+static inline uint32_t svc_group_find_h(const sy__service *s, uint32_t parent,
                                         char tag, const char *k, size_t len,
                                         uint64_t kh) {
     uint64_t h = svc_gkey(parent, tag, kh);
@@ -204,7 +204,7 @@ static inline uint32_t svc_group_find_h(const sy_service *s, uint32_t parent,
     }
 }
 
-static inline uint32_t svc_group_find(const sy_service *s, uint32_t parent,
+static inline uint32_t svc_group_find(const sy__service *s, uint32_t parent,
                                       char tag, const char *k, size_t len) {
     return svc_group_find_h(s, parent, tag, k, len, svc_khash(k, len));
 }
@@ -217,8 +217,8 @@ static inline uint64_t svc_vnodes(const svc_inst *in) {
 }
 
 /* Whether instance i of `a` and instance j of `b` have the same id. */
-static inline bool svc_same_id(const sy_service *a, uint32_t i,
-                               const sy_service *b, uint32_t j) {
+static inline bool svc_same_id(const sy__service *a, uint32_t i,
+                               const sy__service *b, uint32_t j) {
     const svc_inst *x = &a->inst[i], *y = &b->inst[j];
     return x->idh == y->idh && x->idlen == y->idlen &&
            memcmp(x->pub.id, y->pub.id, x->idlen) == 0;
@@ -227,7 +227,7 @@ static inline bool svc_same_id(const sy_service *a, uint32_t i,
 /* The index in `o` of the instance with the id of s->inst[i], or SY_NONE:
  * the same position first (lists usually keep their order from one
  * version to the next), then o's id table. */
-uint32_t svc_match(const sy_service *s, size_t i, const sy_service *o);
+uint32_t svc_match(const sy__service *s, size_t i, const sy__service *o);
 
 /* Where an instance is in the caller's input: instances[i] of a list, or
  * deltas[i].instance of a delta list. Formatted only for an error. */
@@ -243,7 +243,7 @@ void svc_path(char *out, size_t cap, svc_where w, const char *fmt, ...)
 int svc_validate(const sy_instance *in, svc_where w, sy_error *err);
 /* The group of `old` that corresponds to group g of `s` (same tags and
  * strings from the root), or SY_NONE. */
-uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
+uint32_t svc_counterpart(const sy__service *s, const sy__service *old,
                          uint32_t g);
 
 /* ---- rings (service_ring.c) ---- */
@@ -252,32 +252,32 @@ uint32_t svc_counterpart(const sy_service *s, const sy_service *old,
  * ring is built on first use (lock-free: racing builders publish one and
  * drop the others); if that fails for memory, the same owner is worked out
  * from the members' virtual nodes without a ring. No lock. */
-uint32_t svc_ring_pick(const sy_service *s, const svc_group *g, sy_str key);
+uint32_t svc_ring_pick(const sy__service *s, const svc_group *g, sy_str key);
 /* Give `dst` (not yet published) the rings its predecessor `src` had
  * built: shared where a group's members (ids, positions, weights) are
  * unchanged, made now where they changed (merged from the predecessor's
  * ring when few nodes come or go, else built), so readers of a service a
  * hash route uses never wait for a build after an instance update. */
-void svc_ring_inherit(sy_service *dst, const sy_service *src);
+void svc_ring_inherit(sy__service *dst, const sy__service *src);
 /* Drop the service's references to its rings. */
-void svc_ring_release(sy_service *s);
+void svc_ring_release(sy__service *s);
 
 /* ---- passive health (service_health.c) ---- */
 
 /* Give every instance of `s` (s->n of them) a fresh health record, all in
  * one block: SY_OK or SY_ENOMEM. */
-int svc_health_init(sy_service *s);
+int svc_health_init(sy__service *s);
 /* Drop the instance's reference to its record. */
-void svc_health_release(const sy_alloc *a, svc_inst *in);
+void svc_health_release(const sy__alloc *a, svc_inst *in);
 /* True when `in` is ejected at `*now` (read through the clock lazily: *now
  * is 0 until needed). */
-bool svc_health_ejected(const svc_inst *in, const sy_select_params *p,
+bool svc_health_ejected(const svc_inst *in, const sy__select_params *p,
                         int64_t *now);
 
 /* ---- balancing structures (service_select.c) ---- */
 
 /* Fill g->cum, g->total, the alias table and the round-robin schedule (or
  * permutation step) of group `g` from its members' weights. */
-int svc_finish_group(sy_service *s, svc_group *g);
+int svc_finish_group(sy__service *s, svc_group *g);
 
 #endif

@@ -56,7 +56,7 @@
  *           members' virtual nodes directly, the same answer, slower
  *
  * Readers never wait on a lock. The writer keeps readers off the build
- * after an update: sy_service_inherit_rr hands the new version the rings
+ * after an update: sy__service_inherit_rr hands the new version the rings
  * its predecessor had built (svc_ring_inherit), sharing a ring (refcounted)
  * where the group's members, their positions and weights are unchanged,
  * and making it at once where they changed: from the predecessor's ring by
@@ -76,12 +76,12 @@ typedef struct svc_point {
 } svc_point;
 
 static uint64_t svc_idh(const svc_inst *in) {
-    return sy_hash64(in->pub.id, in->idlen, ~0ull);
+    return sy__hash64(in->pub.id, in->idlen, ~0ull);
 }
 
 /* Ring order: by point, equal points (practically never) by a hash of
  * their id, so the ring does not depend on the order instances came in. */
-static bool svc_point_less(const sy_service *s, uint64_t pa, uint32_t ia,
+static bool svc_point_less(const sy__service *s, uint64_t pa, uint32_t ia,
                            uint64_t pb, uint32_t ib) {
     if (pa != pb)
         return pa < pb;
@@ -99,7 +99,7 @@ static unsigned svc_ring_bits(uint64_t total) {
     return bits;
 }
 
-static uint64_t svc_members_vnodes(const sy_service *s, const svc_group *g) {
+static uint64_t svc_members_vnodes(const sy__service *s, const svc_group *g) {
     uint64_t v = 0;
     for (uint32_t k = 0; k < g->n; k++)
         v += svc_vnodes(&s->inst[g->members[k]]);
@@ -114,7 +114,7 @@ static uint64_t svc_members_vnodes(const sy_service *s, const svc_group *g) {
  * needs) and an insertion sort inside each bucket (about 4 points)
  * finishes the order. `s` owns the instances tmp[].inst names.
  */
-static void svc_points_place(const sy_service *s, const svc_point *tmp,
+static void svc_points_place(const sy__service *s, const svc_point *tmp,
                              size_t n, uint64_t *points, uint32_t *inst,
                              uint32_t *bucket, unsigned shift) {
     size_t nb = (size_t)1 << (64 - shift);
@@ -149,13 +149,13 @@ static void svc_points_place(const sy_service *s, const svc_point *tmp,
 
 /* Fill ring r (arrays allocated, r->n points, r->shift set) with the
  * virtual nodes of the members of g. `tmp` has room for r->n points. */
-static void svc_ring_fill(const sy_service *s, const svc_group *g, svc_ring *r,
+static void svc_ring_fill(const sy__service *s, const svc_group *g, svc_ring *r,
                           svc_point *tmp) {
     size_t p = 0;
     for (uint32_t k = 0; k < g->n; k++) {
         const svc_inst *in = &s->inst[g->members[k]];
         for (uint64_t j = 0, v = svc_vnodes(in); j < v; j++) {
-            tmp[p].point = sy_hash64(in->pub.id, in->idlen, j);
+            tmp[p].point = sy__hash64(in->pub.id, in->idlen, j);
             tmp[p].inst = g->members[k];
             p++;
         }
@@ -177,23 +177,23 @@ static void svc_gring_unref(svc_gring *r) {
     while (r &&
            atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
         svc_gring *base = r->base;
-        sy_alloc a = r->alloc;
-        sy_free(&a, r);
+        sy__alloc a = r->alloc;
+        sy__free(&a, r);
         r = base;
     }
 }
 
-static const svc_gring *svc_ring_get(const sy_service *s, uint32_t g);
+static const svc_gring *svc_ring_get(const sy__service *s, uint32_t g);
 
 /* A new ring (one reference) for non-twin group g, or NULL (memory). */
 /* A ring of its own for `total` points (arrays in the same block, refs 1,
  * points not filled), or NULL. */
-static svc_gring *svc_gring_own(const sy_service *s, uint64_t total) {
+static svc_gring *svc_gring_own(const sy__service *s, uint64_t total) {
     size_t head = (sizeof(svc_gring) + 7) & ~(size_t)7;
     unsigned bits = svc_ring_bits(total);
     size_t nb = (size_t)1 << bits;
     svc_gring *r =
-        sy_malloc(&s->alloc, head + total * 8 + total * 4 + (nb + 1) * 4);
+        sy__malloc(&s->alloc, head + total * 8 + total * 4 + (nb + 1) * 4);
     if (!r)
         return NULL;
     memset(r, 0, sizeof *r);
@@ -211,12 +211,12 @@ static svc_gring *svc_gring_own(const sy_service *s, uint64_t total) {
 
 /* Whether non-twin group g of s walks the service ring (dense) rather
  * than a ring of its own, for members with `total` virtual nodes. */
-static bool svc_dense(const sy_service *s, uint32_t g, uint64_t total) {
+static bool svc_dense(const sy__service *s, uint32_t g, uint64_t total) {
     return g != SVC_G_ALL && total * SVC_RING_DENSE_DIV >= s->vnodes;
 }
 
 /* A new ring (one reference) for non-twin group g, or NULL (memory). */
-static svc_gring *svc_gring_build(const sy_service *s, uint32_t g) {
+static svc_gring *svc_gring_build(const sy__service *s, uint32_t g) {
     const svc_group *gr = &s->groups[g];
     uint64_t total = svc_members_vnodes(s, gr);
     if (total == 0 || total > UINT32_MAX)
@@ -227,7 +227,7 @@ static svc_gring *svc_gring_build(const sy_service *s, uint32_t g) {
         size_t head = (sizeof(svc_gring) + 7) & ~(size_t)7;
         const svc_gring *base = svc_ring_get(s, SVC_G_ALL);
         size_t words = (s->n + 63) / 64;
-        if (!base || !(r = sy_malloc(&s->alloc, head + words * 8)))
+        if (!base || !(r = sy__malloc(&s->alloc, head + words * 8)))
             return NULL;
         memset(r, 0, sizeof *r);
         r->bits = (uint64_t *)(void *)((char *)r + head);
@@ -242,31 +242,31 @@ static svc_gring *svc_gring_build(const sy_service *s, uint32_t g) {
         r->alloc = s->alloc;
         return r;
     }
-    svc_point *tmp = sy_malloc(&s->alloc, total * sizeof *tmp);
+    svc_point *tmp = sy__malloc(&s->alloc, total * sizeof *tmp);
     r = tmp ? svc_gring_own(s, total) : NULL;
     if (r)
         svc_ring_fill(s, gr, &r->ring, tmp);
-    sy_free(&s->alloc, tmp);
+    sy__free(&s->alloc, tmp);
     return r;
 }
 
 /* Sort n points of service s in ring order into pts[] (inst[] beside),
  * using scratch bucket space; false for memory. */
-static bool svc_points_sort(const sy_service *s, const svc_point *tmp, size_t n,
-                            uint64_t *pts, uint32_t *inst) {
+static bool svc_points_sort(const sy__service *s, const svc_point *tmp,
+                            size_t n, uint64_t *pts, uint32_t *inst) {
     unsigned bits = svc_ring_bits(n);
     uint32_t *bucket =
-        sy_malloc(&s->alloc, (((size_t)1 << bits) + 1) * sizeof *bucket);
+        sy__malloc(&s->alloc, (((size_t)1 << bits) + 1) * sizeof *bucket);
     if (!bucket)
         return false;
     svc_points_place(s, tmp, n, pts, inst, bucket, 64 - bits);
-    sy_free(&s->alloc, bucket);
+    sy__free(&s->alloc, bucket);
     return true;
 }
 
 /* Whether node (pa of a's instance ia) comes before (pb of b's ib). */
-static bool svc_node_less(const sy_service *a, uint64_t pa, uint32_t ia,
-                          const sy_service *b, uint64_t pb, uint32_t ib) {
+static bool svc_node_less(const sy__service *a, uint64_t pa, uint32_t ia,
+                          const sy__service *b, uint64_t pb, uint32_t ib) {
     if (pa != pb)
         return pa < pb;
     return svc_idh(&a->inst[ia]) < svc_idh(&b->inst[ib]);
@@ -290,8 +290,8 @@ static bool svc_node_less(const sy_service *a, uint64_t pa, uint32_t ia,
  * NULL (caller builds from scratch) for memory, or when many nodes come or
  * go (then hashing them costs about what a build costs).
  */
-static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
-                                  const sy_service *src, uint32_t o,
+static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
+                                  const sy__service *src, uint32_t o,
                                   const svc_gring *r) {
     const svc_group *gr = &dst->groups[g], *og = &src->groups[o];
     uint64_t total = svc_members_vnodes(dst, gr);
@@ -299,7 +299,7 @@ static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
         return NULL;
     /* per src instance: its index in dst (SY_NONE: its nodes go) and the
      * nodes it keeps */
-    uint32_t *to = sy_malloc(&dst->alloc, (src->n + 1) * 2 * sizeof *to);
+    uint32_t *to = sy__malloc(&dst->alloc, (src->n + 1) * 2 * sizeof *to);
     if (!to)
         return NULL;
     uint32_t *keep = to + src->n + 1;
@@ -341,9 +341,10 @@ static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
     if ((ncome + ngo) * 4 > total)
         goto done;
     size_t nt = (size_t)(ncome + ngo);
-    tmp = sy_malloc(&dst->alloc, (nt + 1) * sizeof *tmp);
+    tmp = sy__malloc(&dst->alloc, (nt + 1) * sizeof *tmp);
     /* np/ni: the nodes, sorted (coming ones first); at: their places in r */
-    np = sy_malloc(&dst->alloc, (nt + 1) * (sizeof *np + 2 * sizeof(uint32_t)));
+    np =
+        sy__malloc(&dst->alloc, (nt + 1) * (sizeof *np + 2 * sizeof(uint32_t)));
     out = tmp && np ? svc_gring_own(dst, total) : NULL;
     if (!out)
         goto done;
@@ -356,7 +357,7 @@ static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
         const svc_inst *in = &dst->inst[i];
         uint64_t from = j != SY_NONE && to[j] == i ? keep[j] : 0;
         for (uint64_t v = from, vn = svc_vnodes(in); v < vn; v++) {
-            tmp[nc].point = sy_hash64(in->pub.id, in->idlen, v);
+            tmp[nc].point = sy__hash64(in->pub.id, in->idlen, v);
             tmp[nc].inst = i;
             nc++;
         }
@@ -367,7 +368,7 @@ static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
         const svc_inst *in = &src->inst[j];
         for (uint64_t v = to[j] == SY_NONE ? 0 : keep[j], vo = svc_vnodes(in);
              v < vo; v++) {
-            tmp[nc + ng].point = sy_hash64(in->pub.id, in->idlen, v);
+            tmp[nc + ng].point = sy__hash64(in->pub.id, in->idlen, v);
             tmp[nc + ng].inst = j;
             ng++;
         }
@@ -379,7 +380,7 @@ static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
      * going node is found where it is */
     for (size_t e = 0; ok && e < nt; e++) {
         bool come = e < nc;
-        const sy_service *es = come ? dst : src;
+        const sy__service *es = come ? dst : src;
         size_t i = or->bucket[np[e] >> or->shift];
         while (i < or->n && (come ? svc_node_less(src, or->points[i],
                                                   or->inst[i], es, np[e], ni[e])
@@ -444,15 +445,15 @@ static svc_gring *svc_gring_merge(const sy_service *dst, uint32_t g,
         svc_ring_index(&out->ring);
     }
 done:
-    sy_free(&dst->alloc, to);
-    sy_free(&dst->alloc, tmp);
-    sy_free(&dst->alloc, np);
+    sy__free(&dst->alloc, to);
+    sy__free(&dst->alloc, tmp);
+    sy__free(&dst->alloc, np);
     return out;
 }
 
 /* The ring of group g (of its twin), built now if it was not; NULL when
  * building failed for memory. Lock-free. */
-static const svc_gring *svc_ring_get(const sy_service *s, uint32_t g) {
+static const svc_gring *svc_ring_get(const sy__service *s, uint32_t g) {
     if (s->groups[g].twin != SY_NONE)
         g = s->groups[g].twin;
     svc_group *gr = &s->groups[g];
@@ -485,7 +486,7 @@ static inline uint32_t svc_ring_lookup(const svc_gring *gr, uint64_t h) {
 
 /* Without a ring: the member owning the first virtual node at or after h
  * (wrapping to the first node), in ring order. O(virtual nodes). */
-static uint32_t svc_ring_scan(const sy_service *s, const svc_group *g,
+static uint32_t svc_ring_scan(const sy__service *s, const svc_group *g,
                               uint64_t h) {
     uint32_t best = SY_NONE, first = SY_NONE;
     uint64_t bp = 0, fp = 0;
@@ -493,7 +494,7 @@ static uint32_t svc_ring_scan(const sy_service *s, const svc_group *g,
         uint32_t m = g->members[k];
         const svc_inst *in = &s->inst[m];
         for (uint64_t j = 0, v = svc_vnodes(in); j < v; j++) {
-            uint64_t p = sy_hash64(in->pub.id, in->idlen, j);
+            uint64_t p = sy__hash64(in->pub.id, in->idlen, j);
             if (first == SY_NONE || svc_point_less(s, p, m, fp, first)) {
                 first = m;
                 fp = p;
@@ -511,15 +512,15 @@ static uint32_t svc_ring_scan(const sy_service *s, const svc_group *g,
 /* The first pick of a group whose ring is not built: build it (or, out
  * of memory, scan). Kept out of line so the common path stays short. */
 __attribute__((noinline)) static uint32_t
-svc_ring_pick_slow(const sy_service *s, const svc_group *g, uint64_t h) {
+svc_ring_pick_slow(const sy__service *s, const svc_group *g, uint64_t h) {
     const svc_gring *gr = svc_ring_get(s, (uint32_t)(g - s->groups));
     if (!gr)
         return svc_ring_scan(s, g, h);
     return svc_ring_lookup(gr, h);
 }
 
-uint32_t svc_ring_pick(const sy_service *s, const svc_group *g, sy_str key) {
-    uint64_t h = sy_hash64(key.ptr, key.len, SVC_HASH_SEED);
+uint32_t svc_ring_pick(const sy__service *s, const svc_group *g, sy_str key) {
+    uint64_t h = sy__hash64(key.ptr, key.len, SVC_HASH_SEED);
     const svc_gring *gr = atomic_load_explicit(g->ringp, memory_order_acquire);
     if (__builtin_expect(gr == NULL, 0))
         return svc_ring_pick_slow(s, g, h);
@@ -528,8 +529,8 @@ uint32_t svc_ring_pick(const sy_service *s, const svc_group *g, sy_str key) {
 
 /* Whether group g of a and group h of b have the same members at the same
  * positions with the same virtual nodes: then their rings are equal. */
-static bool svc_same_members(const sy_service *a, uint32_t g,
-                             const sy_service *b, uint32_t h) {
+static bool svc_same_members(const sy__service *a, uint32_t g,
+                             const sy__service *b, uint32_t h) {
     const svc_group *x = &a->groups[g], *y = &b->groups[h];
     if (x->n != y->n)
         return false;
@@ -542,7 +543,7 @@ static bool svc_same_members(const sy_service *a, uint32_t g,
     return true;
 }
 
-void svc_ring_inherit(sy_service *dst, const sy_service *src) {
+void svc_ring_inherit(sy__service *dst, const sy__service *src) {
     /* group 0 first: the dense groups' rings lean on it */
     for (uint32_t g = 0; g < dst->ngroups; g++) {
         svc_group *gr = &dst->groups[g];
@@ -574,7 +575,7 @@ void svc_ring_inherit(sy_service *dst, const sy_service *src) {
     }
 }
 
-void svc_ring_release(sy_service *s) {
+void svc_ring_release(sy__service *s) {
     for (uint32_t g = 0; s->groups && g < s->ngroups; g++)
         svc_gring_unref(
             atomic_load_explicit(&s->groups[g].ring, memory_order_acquire));

@@ -2,7 +2,7 @@
  * service_select.c - instance selection (route model section 7): the
  * balancing structures built per candidate group (smooth weighted
  * round-robin schedules, alias tables for weighted random), the
- * round-robin / random picks, sy_service_select, and parsing the policy
+ * round-robin / random picks, sy__service_select, and parsing the policy
  * settings of a route's metadata. The hash pick lives in service_ring.c.
  *
  * Selection is: pick the base group (one map lookup when a version header
@@ -31,7 +31,7 @@ typedef struct svc_class {
  * grouped by class, ascending inside a class. Distinct weights are few in
  * practice: a small table finds them; many fall back to a sort. Returns
  * the class count, 0 for memory. */
-static size_t svc_classes(sy_service *s, const uint64_t *w, uint32_t n,
+static size_t svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
                           uint32_t *order, svc_class **out) {
     enum { FEW = 16 };
     uint64_t few[FEW];
@@ -44,11 +44,11 @@ static size_t svc_classes(sy_service *s, const uint64_t *w, uint32_t n,
             few[c] = w[k];
     }
     if (nc <= FEW) {
-        svc_class *cl = sy_calloc(&s->alloc, nc, sizeof *cl);
-        uint8_t *of = sy_malloc(&s->alloc, n);
+        svc_class *cl = sy__calloc(&s->alloc, nc, sizeof *cl);
+        uint8_t *of = sy__malloc(&s->alloc, n);
         if (!cl || !of) {
-            sy_free(&s->alloc, cl);
-            sy_free(&s->alloc, of);
+            sy__free(&s->alloc, cl);
+            sy__free(&s->alloc, of);
             return 0;
         }
         for (uint32_t k = 0; k < n; k++) {
@@ -67,26 +67,26 @@ static size_t svc_classes(sy_service *s, const uint64_t *w, uint32_t n,
             order[cl[of[k]].p++] = k;
         for (size_t c = 0; c < nc; c++)
             cl[c].p = 0;
-        sy_free(&s->alloc, of);
+        sy__free(&s->alloc, of);
         *out = cl;
         return nc;
     }
-    uint64_t *key = sy_malloc(&s->alloc, (size_t)n * sizeof *key);
+    uint64_t *key = sy__malloc(&s->alloc, (size_t)n * sizeof *key);
     if (!key)
         return 0;
     for (uint32_t k = 0; k < n; k++)
         key[k] = (w[k] << 32) | k;
-    if (!sy_sort_by_u64(&s->alloc, key, n, sizeof *key, 0)) {
-        sy_free(&s->alloc, key);
+    if (!sy__sort_by_u64(&s->alloc, key, n, sizeof *key, 0)) {
+        sy__free(&s->alloc, key);
         return 0;
     }
     nc = 0;
     for (uint32_t k = 0; k < n; k++)
         if (k == 0 || (key[k] >> 32) != (key[k - 1] >> 32))
             nc++;
-    svc_class *cl = sy_calloc(&s->alloc, nc, sizeof *cl);
+    svc_class *cl = sy__calloc(&s->alloc, nc, sizeof *cl);
     if (!cl) {
-        sy_free(&s->alloc, key);
+        sy__free(&s->alloc, key);
         return 0;
     }
     size_t c = 0;
@@ -99,7 +99,7 @@ static size_t svc_classes(sy_service *s, const uint64_t *w, uint32_t n,
         cl[c - 1].m++;
         order[k] = (uint32_t)key[k];
     }
-    sy_free(&s->alloc, key);
+    sy__free(&s->alloc, key);
     *out = cl;
     return nc;
 }
@@ -156,14 +156,14 @@ static bool svc_schedule_packed(svc_group *g, svc_class *cl, size_t nclass,
  * class has given every member a turn. One class (equal weights): the
  * cycle is the members in order, so the schedule is the member array.
  */
-static int svc_build_schedule(sy_service *s, svc_group *g, const uint64_t *w) {
+static int svc_build_schedule(sy__service *s, svc_group *g, const uint64_t *w) {
     uint64_t W = g->total;
     uint32_t n = g->n;
-    uint32_t *order = sy_malloc(&s->alloc, (size_t)n * sizeof *order);
+    uint32_t *order = sy__malloc(&s->alloc, (size_t)n * sizeof *order);
     svc_class *cl = NULL;
     size_t nclass = order ? svc_classes(s, w, n, order, &cl) : 0;
     if (nclass == 0) {
-        sy_free(&s->alloc, order);
+        sy__free(&s->alloc, order);
         return SY_ENOMEM;
     }
     int rc = 0;
@@ -199,8 +199,8 @@ static int svc_build_schedule(sy_service *s, svc_group *g, const uint64_t *w) {
             g->sched[t] = g->members[bestpos];
         }
     }
-    sy_free(&s->alloc, order);
-    sy_free(&s->alloc, cl);
+    sy__free(&s->alloc, order);
+    sy__free(&s->alloc, cl);
     return rc;
 }
 
@@ -210,16 +210,16 @@ static int svc_build_schedule(sy_service *s, svc_group *g, const uint64_t *w) {
  * prob[k] and lends the rest to alias[k], so member k is drawn with
  * probability exactly w_k / W in O(1): one bucket draw, one threshold.
  */
-static int svc_build_alias(sy_service *s, svc_group *g, const uint64_t *w) {
+static int svc_build_alias(sy__service *s, svc_group *g, const uint64_t *w) {
     uint32_t n = g->n;
     uint64_t W = g->total;
-    uint64_t *left = sy_calloc(&s->alloc, n, sizeof *left);
-    uint32_t *stack = sy_calloc(&s->alloc, n, sizeof *stack);
+    uint64_t *left = sy__calloc(&s->alloc, n, sizeof *left);
+    uint32_t *stack = sy__calloc(&s->alloc, n, sizeof *stack);
     g->prob = svc_arena_array(s, n, sizeof *g->prob);
     g->alias = svc_arena_array(s, n, sizeof *g->alias);
     if (!left || !stack || !g->prob || !g->alias) {
-        sy_free(&s->alloc, left);
-        sy_free(&s->alloc, stack);
+        sy__free(&s->alloc, left);
+        sy__free(&s->alloc, stack);
         return SY_ENOMEM;
     }
     uint32_t small = 0, large = n; /* small grows up, large grows down */
@@ -242,15 +242,15 @@ static int svc_build_alias(sy_service *s, svc_group *g, const uint64_t *w) {
             stack[small++] = h;
         }
     }
-    sy_free(&s->alloc, left);
-    sy_free(&s->alloc, stack);
+    sy__free(&s->alloc, left);
+    sy__free(&s->alloc, stack);
     return 0;
 }
 
-int svc_finish_group(sy_service *s, svc_group *g) {
+int svc_finish_group(sy__service *s, svc_group *g) {
     if (g->n == 0)
         return 0;
-    uint64_t *w = sy_calloc(&s->alloc, g->n, sizeof *w);
+    uint64_t *w = sy__calloc(&s->alloc, g->n, sizeof *w);
     if (!w)
         return SY_ENOMEM;
     uint64_t d = 0;
@@ -258,7 +258,7 @@ int svc_finish_group(sy_service *s, svc_group *g) {
         d = svc_gcd(s->inst[g->members[k]].pub.weight, d);
     g->cum = svc_arena_array(s, g->n, sizeof *g->cum);
     if (!g->cum) {
-        sy_free(&s->alloc, w);
+        sy__free(&s->alloc, w);
         return SY_ENOMEM;
     }
     uint64_t total = 0;
@@ -270,7 +270,7 @@ int svc_finish_group(sy_service *s, svc_group *g) {
     g->total = total;
     int rc = svc_build_alias(s, g, w);
     if (rc) {
-        sy_free(&s->alloc, w);
+        sy__free(&s->alloc, w);
         return rc;
     }
     uint64_t limit = (uint64_t)g->n * SVC_SCHED_PER_MEMBER;
@@ -279,7 +279,7 @@ int svc_finish_group(sy_service *s, svc_group *g) {
     rc = 1;
     if (total <= limit)
         rc = svc_build_schedule(s, g, w);
-    sy_free(&s->alloc, w);
+    sy__free(&s->alloc, w);
     if (rc < 0)
         return rc;
     if (rc > 0) {
@@ -296,27 +296,27 @@ int svc_finish_group(sy_service *s, svc_group *g) {
 
 /* ---- selection ---- */
 
-int sy_version_fallback_parse(const char *s, size_t len,
-                              sy_version_fallback *out) {
+int sy__version_fallback_parse(const char *s, size_t len,
+                               sy__version_fallback *out) {
     sy_str v = {s, len};
-    if (sy_str_eq(v, "none", 4))
+    if (sy__str_eq(v, "none", 4))
         *out = SY_VERSION_FALLBACK_NONE;
-    else if (sy_str_eq(v, "latest", 6))
+    else if (sy__str_eq(v, "latest", 6))
         *out = SY_VERSION_FALLBACK_LATEST;
-    else if (sy_str_eq(v, "any", 3))
+    else if (sy__str_eq(v, "any", 3))
         *out = SY_VERSION_FALLBACK_ANY;
     else
         return SY_EINVAL;
     return 0;
 }
 
-int sy_lb_policy_parse(const char *s, size_t len, sy_lb_policy *out) {
+int sy__lb_policy_parse(const char *s, size_t len, sy__lb_policy *out) {
     sy_str v = {s, len};
-    if (sy_str_eq(v, "round-robin", 11))
+    if (sy__str_eq(v, "round-robin", 11))
         *out = SY_LB_ROUND_ROBIN;
-    else if (sy_str_eq(v, "random", 6))
+    else if (sy__str_eq(v, "random", 6))
         *out = SY_LB_RANDOM;
-    else if (sy_str_eq(v, "hash", 4))
+    else if (sy__str_eq(v, "hash", 4))
         *out = SY_LB_HASH;
     else
         return SY_EINVAL;
@@ -343,8 +343,8 @@ static uint32_t svc_pick_rr(const svc_group *g) {
 }
 
 static uint32_t svc_pick_random(const svc_group *g, uint64_t seed) {
-    uint64_t r = sy_hash_mix(seed, SVC_HASH_SEED);
-    uint64_t r2 = sy_hash_mix(r, seed);
+    uint64_t r = sy__hash_mix(seed, SVC_HASH_SEED);
+    uint64_t r2 = sy__hash_mix(r, seed);
     size_t k = (size_t)(((svc_u128)r * g->n) >> 64);
     uint64_t u = (uint64_t)(((svc_u128)r2 * g->total) >> 64);
     return g->members[u < g->prob[k] ? k : g->alias[k]];
@@ -352,8 +352,8 @@ static uint32_t svc_pick_random(const svc_group *g, uint64_t seed) {
 
 /* Whether instance i may be chosen: not excluded, and (unless `panic`)
  * not ejected. */
-static bool svc_eligible(const sy_service *s, uint32_t i,
-                         const sy_select_params *p, bool panic, int64_t *now) {
+static bool svc_eligible(const sy__service *s, uint32_t i,
+                         const sy__select_params *p, bool panic, int64_t *now) {
     const svc_inst *in = &s->inst[i];
     for (size_t k = 0; k < p->exclude_count; k++)
         if (p->exclude[k] && strcmp(p->exclude[k], in->pub.id) == 0)
@@ -363,8 +363,8 @@ static bool svc_eligible(const sy_service *s, uint32_t i,
 
 /* The first eligible member of g or of its enclosing groups, starting
  * after `from` so retries spread; SY_NONE when there is none. */
-static uint32_t svc_next_eligible(const sy_service *s, uint32_t g,
-                                  uint32_t from, const sy_select_params *p,
+static uint32_t svc_next_eligible(const sy__service *s, uint32_t g,
+                                  uint32_t from, const sy__select_params *p,
                                   bool panic, int64_t *now) {
     for (; g != SY_NONE; g = s->groups[g].parent) {
         const svc_group *gr = &s->groups[g];
@@ -380,19 +380,19 @@ static uint32_t svc_next_eligible(const sy_service *s, uint32_t g,
     return SY_NONE;
 }
 
-int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
-                         sy_selection *out, sy_pick *pick, sy_error *err) {
+int sy__service_select_ex(const sy__service *s, const sy__select_params *p,
+                          sy_selection *out, sy__pick *pick, sy_error *err) {
     if (!s)
-        return sy_error_set(err, SY_ENOINSTANCE, "", "unknown service");
+        return sy__error_set(err, SY_ENOINSTANCE, "", "unknown service");
     if (!p || !out)
-        return sy_error_set(err, SY_EINVAL, "", "NULL params or selection");
+        return sy__error_set(err, SY_EINVAL, "", "NULL params or selection");
     if (s->up == 0)
         return s->n == 0
-                   ? sy_error_set(err, SY_ENOINSTANCE, "",
-                                  "service \"%s\" has no instances", s->name)
-                   : sy_error_set(err, SY_ENOINSTANCE, "",
-                                  "no instance of service \"%s\" is up",
-                                  s->name);
+                   ? sy__error_set(err, SY_ENOINSTANCE, "",
+                                   "service \"%s\" has no instances", s->name)
+                   : sy__error_set(err, SY_ENOINSTANCE, "",
+                                   "no instance of service \"%s\" is up",
+                                   s->name);
     uint32_t g = p->untagged_oldest ? s->deflt_oldest : s->deflt;
     if (p->has_version) {
         g = svc_group_find(s, SY_NONE, 'v', p->version.ptr, p->version.len);
@@ -402,7 +402,7 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
             else if (p->fallback == SY_VERSION_FALLBACK_ANY)
                 g = SVC_G_ALL;
             else
-                return sy_error_set(
+                return sy__error_set(
                     err, SY_ENOINSTANCE, "",
                     "no instance of version %.*s of service \"%s\"%s",
                     (int)(p->version.len > 64 ? 64 : p->version.len),
@@ -434,10 +434,10 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
         if (alt == SY_NONE) /* every candidate left is ejected */
             alt = svc_next_eligible(s, g, i, p, true, &now);
         if (alt == SY_NONE)
-            return sy_error_set(err, SY_ENOINSTANCE, "",
-                                "every eligible instance of service \"%s\" "
-                                "was already tried",
-                                s->name);
+            return sy__error_set(err, SY_ENOINSTANCE, "",
+                                 "every eligible instance of service \"%s\" "
+                                 "was already tried",
+                                 s->name);
         i = alt;
     }
     const svc_inst *in = &s->inst[i];
@@ -448,11 +448,11 @@ int sy_service_select_ex(const sy_service *s, const sy_select_params *p,
                                : (in->pub.secure ? "https" : "http");
     out->service = s->name;
     if (pick)
-        *pick = (sy_pick){&in->pub, in->version, in->zone, in->authority, in};
+        *pick = (sy__pick){&in->pub, in->version, in->zone, in->authority, in};
     return 0;
 }
 
-int sy_service_select(const sy_service *s, const sy_select_params *p,
-                      sy_selection *out, sy_error *err) {
-    return sy_service_select_ex(s, p, out, NULL, err);
+int sy__service_select(const sy__service *s, const sy__select_params *p,
+                       sy_selection *out, sy_error *err) {
+    return sy__service_select_ex(s, p, out, NULL, err);
 }

@@ -27,40 +27,40 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#define NEW_SLOT (SY_NONE - 1) /* sy_slot.weight during the change loop */
+#define NEW_SLOT (SY_NONE - 1) /* sy__slot.weight during the change loop */
 
 static void snapshot_free_parts(sy_snapshot *s) {
-    const sy_alloc *a = s->alloc;
-    sy_snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
-    sy_snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
-    sy_free(a, s->rank_start);
-    sy_snap_free_chunks(a, (void **)s->id_chunks,
-                        s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
-    sy_index_unref(s->base);
-    sy_overlay_free(s->ov[0]);
-    sy_overlay_free(s->ov[1]);
-    sy_snap_list_free(a, &s->free_slots);
-    sy_snap_list_free(a, &s->graves[0]);
-    sy_snap_list_free(a, &s->graves[1]);
-    sy_snap_build_unref(a, s->build);
-    sy_snap_trash_unref(a, s->trash);
-    sy_free(a, s->weights);
-    sy_free(a, s->weight_slots);
+    const sy__alloc *a = s->alloc;
+    sy__snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+    sy__snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy__free(a, s->rank_start);
+    sy__snap_free_chunks(a, (void **)s->id_chunks,
+                         s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
+    sy__index_unref(s->base);
+    sy__overlay_free(s->ov[0]);
+    sy__overlay_free(s->ov[1]);
+    sy__snap_list_free(a, &s->free_slots);
+    sy__snap_list_free(a, &s->graves[0]);
+    sy__snap_list_free(a, &s->graves[1]);
+    sy__snap_build_unref(a, s->build);
+    sy__snap_trash_unref(a, s->trash);
+    sy__free(a, s->weights);
+    sy__free(a, s->weight_slots);
     if (s->defaults)
-        sy_route_unref(s->defaults);
+        sy__route_unref(s->defaults);
     for (size_t i = 0; s->sources && i < s->source_count; i++)
-        sy_free(a, s->sources[i]);
-    sy_free(a, s->sources);
+        sy__free(a, s->sources[i]);
+    sy__free(a, s->sources);
     for (size_t i = 0; s->services && i < s->service_count; i++)
-        sy_service_unref(s->services[i]);
-    sy_free(a, s->services);
+        sy__service_unref(s->services[i]);
+    sy__free(a, s->services);
 }
 
-void sy_snapshot_destroy(sy_snapshot *s) {
+void sy__snapshot_destroy(sy_snapshot *s) {
     if (!s)
         return;
     snapshot_free_parts(s);
-    sy_pub_obj_free(s->alloc, &s->pub);
+    sy__pub_obj_free(s->alloc, &s->pub);
 }
 
 /* ---- derive ---- */
@@ -74,36 +74,36 @@ typedef struct keyed_slot {
 static bool sort_by_key(const sy_snapshot *s, uint32_t *ids, size_t n) {
     if (n < 2)
         return true;
-    keyed_slot *tmp = sy_malloc(s->alloc, n * sizeof *tmp);
+    keyed_slot *tmp = sy__malloc(s->alloc, n * sizeof *tmp);
     if (!tmp)
         return false;
     for (size_t i = 0; i < n; i++)
-        tmp[i] = (keyed_slot){sy_snap_key_of(s, ids[i]), ids[i]};
-    bool ok = sy_sort_by_u64(s->alloc, tmp, n, sizeof *tmp,
-                             offsetof(keyed_slot, key));
+        tmp[i] = (keyed_slot){sy__snap_key_of(s, ids[i]), ids[i]};
+    bool ok = sy__sort_by_u64(s->alloc, tmp, n, sizeof *tmp,
+                              offsetof(keyed_slot, key));
     for (size_t i = 0; ok && i < n; i++)
         ids[i] = tmp[i].slot;
-    sy_free(s->alloc, tmp);
+    sy__free(s->alloc, tmp);
     return ok;
 }
 
 /* The changes in rank-key order (stable): a bulk list applied to an
  * empty table in this order fills slot i with rank i, so compaction has
  * nothing to move (compact_and_index). NULL when out of memory. */
-static uint32_t *key_order(const sy_alloc *a, const sy_route_change *changes,
+static uint32_t *key_order(const sy__alloc *a, const sy__route_change *changes,
                            size_t n) {
-    keyed_slot *tmp = sy_malloc(a, n * sizeof *tmp);
-    uint32_t *order = sy_malloc(a, n * sizeof *order);
+    keyed_slot *tmp = sy__malloc(a, n * sizeof *tmp);
+    uint32_t *order = sy__malloc(a, n * sizeof *order);
     bool ok = tmp && order;
     for (size_t i = 0; ok && i < n; i++)
         tmp[i] = (keyed_slot){changes[i].key, (uint32_t)i};
-    ok =
-        ok && sy_sort_by_u64(a, tmp, n, sizeof *tmp, offsetof(keyed_slot, key));
+    ok = ok &&
+         sy__sort_by_u64(a, tmp, n, sizeof *tmp, offsetof(keyed_slot, key));
     for (size_t i = 0; ok && i < n; i++)
         order[i] = tmp[i].slot;
-    sy_free(a, tmp);
+    sy__free(a, tmp);
     if (!ok) {
-        sy_free(a, order);
+        sy__free(a, order);
         return NULL;
     }
     return order;
@@ -122,31 +122,31 @@ static bool slots_in_rank_order(const sy_snapshot *s) {
 }
 
 static int index_over(sy_snapshot *s, const uint32_t *slots, size_t n,
-                      sy_index **out) {
-    sy_index_route *in = sy_malloc(s->alloc, (n ? n : 1) * sizeof *in);
+                      sy__index **out) {
+    sy__index_route *in = sy__malloc(s->alloc, (n ? n : 1) * sizeof *in);
     if (!in)
         return SY_ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, slots[i]);
+        const sy__slot *sl = sy__snapshot_slot(s, slots[i]);
         if (sl->route)
-            in[m++] = (sy_index_route){slots[i], sl->key, sl->route};
+            in[m++] = (sy__index_route){slots[i], sl->key, sl->route};
     }
-    int rc = sy_index_build(s->alloc, in, m, out);
-    sy_free(s->alloc, in);
+    int rc = sy__index_build(s->alloc, in, m, out);
+    sy__free(s->alloc, in);
     return rc;
 }
 
 static bool has_weight(const struct sy_route *r) {
     for (size_t p = 0; p < r->predicate_count; p++)
-        if (r->cpreds[p] && sy_pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
+        if (r->cpreds[p] && sy__pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
             return true;
     return false;
 }
 
-static const sy_pred *weight_pred(const struct sy_route *r) {
+static const sy__pred *weight_pred(const struct sy_route *r) {
     for (size_t p = 0; p < r->predicate_count; p++)
-        if (r->cpreds[p] && sy_pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
+        if (r->cpreds[p] && sy__pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
             return r->cpreds[p];
     return NULL;
 }
@@ -164,47 +164,48 @@ static int cmp_def_order(const void *x, const void *y) {
  * weight routes, so a one-route change stays cheap.
  */
 static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
-    const sy_alloc *a = s->alloc;
-    keyed_slot *ws = sy_malloc(a, (n ? n : 1) * sizeof *ws);
+    const sy__alloc *a = s->alloc;
+    keyed_slot *ws = sy__malloc(a, (n ? n : 1) * sizeof *ws);
     if (!ws)
         return SY_ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, cand[i]);
+        const sy__slot *sl = sy__snapshot_slot(s, cand[i]);
         if (sl->route && !sl->route->disabled && has_weight(sl->route))
             ws[k++] = (keyed_slot){sl->key, cand[i]};
     }
     if (!k) {
-        sy_free(a, ws);
+        sy__free(a, ws);
         return SY_OK;
     }
     qsort(ws, k, sizeof *ws, cmp_def_order);
-    s->weight_slots = sy_malloc(a, k * sizeof *s->weight_slots);
-    s->weights = sy_calloc(a, k, sizeof *s->weights);
-    const char **names = sy_malloc(a, k * sizeof *names);
-    uint32_t *wv = sy_malloc(a, k * sizeof *wv);
+    s->weight_slots = sy__malloc(a, k * sizeof *s->weight_slots);
+    s->weights = sy__calloc(a, k, sizeof *s->weights);
+    const char **names = sy__malloc(a, k * sizeof *names);
+    uint32_t *wv = sy__malloc(a, k * sizeof *wv);
     if (!s->weight_slots || !s->weights || !names || !wv) {
-        sy_free(a, ws);
-        sy_free(a, names);
-        sy_free(a, wv);
+        sy__free(a, ws);
+        sy__free(a, names);
+        sy__free(a, wv);
         return SY_ENOMEM;
     }
     for (size_t i = 0; i < k; i++) {
-        const sy_pred *pr = weight_pred(sy_snapshot_slot(s, ws[i].slot)->route);
+        const sy__pred *pr =
+            weight_pred(sy__snapshot_slot(s, ws[i].slot)->route);
         s->weight_slots[i] = ws[i].slot;
-        names[i] = sy_pred_weight_group(pr);
-        wv[i] = sy_pred_weight_value(pr);
-        sy_slot *sl = sy_snap_slot_mut(s, ws[i].slot);
+        names[i] = sy__pred_weight_group(pr);
+        wv[i] = sy__pred_weight_value(pr);
+        sy__slot *sl = sy__snap_slot_mut(s, ws[i].slot);
         if (!sl) {
-            sy_free(a, ws);
-            sy_free(a, names);
-            sy_free(a, wv);
+            sy__free(a, ws);
+            sy__free(a, names);
+            sy__free(a, wv);
             return SY_ENOMEM;
         }
         sl->weight = (uint32_t)i;
     }
     s->weight_count = k;
-    sy_free(a, ws);
+    sy__free(a, ws);
     /* group numbers by first appearance; ranges proportional to weight */
     uint32_t groups = 0;
     for (size_t i = 0; i < k; i++) {
@@ -239,8 +240,8 @@ static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
                 break;
             }
     }
-    sy_free(a, names);
-    sy_free(a, wv);
+    sy__free(a, names);
+    sy__free(a, wv);
     return SY_OK;
 }
 
@@ -251,18 +252,18 @@ static bool scratch_needs(sy_snapshot *s, const struct sy_route *r) {
     bool weight = false;
     for (size_t i = 0; i < r->predicate_count; i++)
         if (r->cpreds[i]) {
-            sy_pred_kind k = sy_pred_get_kind(r->cpreds[i]);
+            sy__pred_kind k = sy__pred_get_kind(r->cpreds[i]);
             s->needs_host |= k == SY_PK_HOST;
             s->needs_time |= k == SY_PK_TIME;
             weight |= k == SY_PK_WEIGHT;
-            uint32_t g = sy_pred_max_groups(r->cpreds[i]);
+            uint32_t g = sy__pred_max_groups(r->cpreds[i]);
             if (g > groups)
                 groups = g;
-            vars += sy_pred_var_count(r->cpreds[i]);
+            vars += sy__pred_var_count(r->cpreds[i]);
         }
     for (size_t i = 0; i < r->filter_count; i++)
         if (r->cfilters[i]) {
-            uint32_t g = sy_filter_max_groups(r->cfilters[i]);
+            uint32_t g = sy__filter_max_groups(r->cfilters[i]);
             if (g > groups)
                 groups = g;
         }
@@ -279,21 +280,21 @@ static bool scratch_needs(sy_snapshot *s, const struct sy_route *r) {
  * only lines an earlier stage fetched (hints only). */
 static void prefetch_needs(const sy_snapshot *s, uint32_t i, uint32_t n) {
     if (i + 16 < n) {
-        const struct sy_route *r = sy_snapshot_slot(s, i + 16)->route;
+        const struct sy_route *r = sy__snapshot_slot(s, i + 16)->route;
         if (r) {
             __builtin_prefetch(&r->predicate_count);
             __builtin_prefetch(&r->cpreds);
         }
     }
     if (i + 8 < n) {
-        const struct sy_route *r = sy_snapshot_slot(s, i + 8)->route;
+        const struct sy_route *r = sy__snapshot_slot(s, i + 8)->route;
         if (r) {
             __builtin_prefetch(r->cpreds);
             __builtin_prefetch(r->cfilters);
         }
     }
     if (i + 4 < n) {
-        const struct sy_route *r = sy_snapshot_slot(s, i + 4)->route;
+        const struct sy_route *r = sy__snapshot_slot(s, i + 4)->route;
         for (size_t k = 0; r && k < r->predicate_count && k < 8; k++)
             __builtin_prefetch(r->cpreds[k]);
         for (size_t k = 0; r && k < r->filter_count && k < 8; k++)
@@ -302,8 +303,8 @@ static void prefetch_needs(const sy_snapshot *s, uint32_t i, uint32_t n) {
 }
 
 static int copy_config(sy_snapshot *s, const sy_snapshot *base,
-                       const sy_snapshot_config *cfg) {
-    const sy_alloc *a = s->alloc;
+                       const sy__snapshot_config *cfg) {
+    const sy__alloc *a = s->alloc;
     s->strip_host_port = cfg->strip_host_port;
     s->path_norm = cfg->path_norm;
     s->budget = cfg->budget;
@@ -311,25 +312,25 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
     s->clock_data = cfg->clock_data;
     s->random = cfg->random;
     s->key_limit = cfg->key_limit;
-    s->defaults = cfg->defaults ? sy_route_ref(cfg->defaults) : NULL;
+    s->defaults = cfg->defaults ? sy__route_ref(cfg->defaults) : NULL;
     if (s->defaults)
         scratch_needs(s, s->defaults);
     s->source_count = cfg->source_count;
-    s->sources = sy_calloc(a, cfg->source_count + 1, sizeof *s->sources);
+    s->sources = sy__calloc(a, cfg->source_count + 1, sizeof *s->sources);
     if (!s->sources)
         return SY_ENOMEM;
     for (size_t i = 0; i < cfg->source_count; i++)
-        if (!(s->sources[i] = sy_strdup(a, cfg->sources[i])))
+        if (!(s->sources[i] = sy__strdup(a, cfg->sources[i])))
             return SY_ENOMEM;
-    struct sy_service *const *svc =
+    struct sy__service *const *svc =
         cfg->replace_services ? cfg->services : (base ? base->services : NULL);
     size_t nsvc = cfg->replace_services ? cfg->service_count
                                         : (base ? base->service_count : 0);
-    s->services = sy_calloc(a, nsvc + 1, sizeof *s->services);
+    s->services = sy__calloc(a, nsvc + 1, sizeof *s->services);
     if (!s->services)
         return SY_ENOMEM;
     for (size_t i = 0; i < nsvc; i++)
-        s->services[s->service_count++] = sy_service_ref(svc[i]);
+        s->services[s->service_count++] = sy__service_ref(svc[i]);
     return SY_OK;
 }
 
@@ -341,7 +342,7 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
  * the slots stay where they are (else both are done again here). */
 static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
                              bool needs_known) {
-    const sy_alloc *a = s->alloc;
+    const sy__alloc *a = s->alloc;
     size_t n = s->route_count;
     size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
     /* fresh rank chunks, half full so later inserts rarely split */
@@ -356,89 +357,91 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
     if (keep) {
         nsk = 0;
         for (size_t k = 0; k < s->slot_chunk_cap && s->slot_chunks[k]; k++)
-            s->chunk_bytes += sizeof(sy_slot_chunk);
+            s->chunk_bytes += sizeof(sy__slot_chunk);
         s->chunk_bytes +=
-            ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(sy_id_chunk);
+            ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(sy__id_chunk);
     }
-    sy_slot_chunk **sc = sy_calloc(a, nsk ? nsk : 1, sizeof *sc);
-    sy_rank_chunk **rc = sy_calloc(a, nrk + 1, sizeof *rc);
-    size_t *rs = sy_calloc(a, nrk + 1, sizeof *rs);
+    sy__slot_chunk **sc = sy__calloc(a, nsk ? nsk : 1, sizeof *sc);
+    sy__rank_chunk **rc = sy__calloc(a, nrk + 1, sizeof *rc);
+    size_t *rs = sy__calloc(a, nrk + 1, sizeof *rs);
     bool ok = sc && rc && rs;
     for (size_t k = 0; ok && k < nsk; k++)
-        ok = (sc[k] = sy_snap_chunk_new(s, sizeof **sc)) != NULL;
+        ok = (sc[k] = sy__snap_chunk_new(s, sizeof **sc)) != NULL;
     for (size_t k = 0; ok && k < nrk; k++)
-        ok = (rc[k] = sy_snap_chunk_new(s, sizeof **rc)) != NULL;
+        ok = (rc[k] = sy__snap_chunk_new(s, sizeof **rc)) != NULL;
     if (ok) {
         size_t i = 0;
         for (size_t k = 0; k < s->rank_nchunks; k++)
             for (uint32_t j = 0; j < s->rank_chunks[k]->n; j++, i++) {
                 if (!keep) {
-                    sy_slot *d = &sc[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
-                    *d = *sy_snapshot_slot(s, s->rank_chunks[k]->e[j]);
+                    sy__slot *d =
+                        &sc[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
+                    *d = *sy__snapshot_slot(s, s->rank_chunks[k]->e[j]);
                     d->weight = NONE;
                 } /* else: every slot is this derive's, weight NONE */
-                sy_rank_chunk *r = rc[i / half];
+                sy__rank_chunk *r = rc[i / half];
                 r->e[r->n++] = (uint32_t)i;
             }
     }
     if (!ok) {
-        sy_snap_free_chunks(a, (void **)sc, nsk);
-        sy_snap_free_chunks(a, (void **)rc, nrk);
-        sy_free(a, rs);
+        sy__snap_free_chunks(a, (void **)sc, nsk);
+        sy__snap_free_chunks(a, (void **)rc, nrk);
+        sy__free(a, rs);
         return SY_ENOMEM;
     }
-    sy_snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
-    sy_free(a, s->rank_start);
+    sy__snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy__free(a, s->rank_start);
     s->rank_chunks = rc;
     s->rank_start = rs;
     s->rank_nchunks = nrk;
     if (keep) {
-        sy_free(a, sc);
-        sy_snap_rank_recount(s);
+        sy__free(a, sc);
+        sy__snap_rank_recount(s);
     } else {
-        sy_snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+        sy__snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
         s->slot_chunks = sc;
         s->slot_chunk_cap = nsk;
         s->slot_count = (uint32_t)n;
-        sy_snap_rank_recount(s);
-        sy_snap_free_chunks(a, (void **)s->id_chunks,
-                            (s->id_mask >> SY_CHUNK_BITS) + 1);
+        sy__snap_rank_recount(s);
+        sy__snap_free_chunks(a, (void **)s->id_chunks,
+                             (s->id_mask >> SY_CHUNK_BITS) + 1);
         s->id_chunks = NULL;
-        if (!sy_snap_id_alloc(s, sy_snap_id_cap_for(n)))
+        if (!sy__snap_id_alloc(s, sy__snap_id_cap_for(n)))
             return SY_ENOMEM;
-        sy_snap_id_fill(s);
+        sy__snap_id_fill(s);
     }
-    uint32_t *all = sy_malloc(a, (n ? n : 1) * sizeof *all);
+    uint32_t *all = sy__malloc(a, (n ? n : 1) * sizeof *all);
     if (!all)
         return SY_ENOMEM;
     for (size_t i = 0; i < n; i++)
         all[i] = (uint32_t)i;
     if (!needs_known || !keep) {
-        sy_free(a, *wslots);
+        sy__free(a, *wslots);
         *wn = 0;
-        uint32_t *ws = *wslots = sy_malloc(a, (n ? n : 1) * sizeof *ws);
+        uint32_t *ws = *wslots = sy__malloc(a, (n ? n : 1) * sizeof *ws);
         if (!ws) {
-            sy_free(a, all);
+            sy__free(a, all);
             return SY_ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
             prefetch_needs(s, (uint32_t)i, (uint32_t)n);
-            const struct sy_route *rt = sy_snapshot_slot(s, (uint32_t)i)->route;
+            const struct sy_route *rt =
+                sy__snapshot_slot(s, (uint32_t)i)->route;
             if (scratch_needs(s, rt) && !rt->disabled)
                 ws[(*wn)++] = (uint32_t)i;
         }
     }
     int r = index_over(s, all, n, &s->base);
-    sy_free(a, all);
+    sy__free(a, all);
     return r;
 }
 
-int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
-                       const sy_snapshot_config *cfg,
-                       const sy_route_change *changes, size_t n,
-                       uint64_t generation, sy_snapshot **out,
-                       struct sy_route ***removed_out, size_t *removed_count,
-                       sy_error *err) {
+int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
+                        const sy__snapshot_config *cfg,
+                        const sy__route_change *changes, size_t n,
+                        uint64_t generation, sy_snapshot **out,
+                        struct sy_route ***removed_out, size_t *removed_count,
+                        sy_error *err) {
     *out = NULL;
     *removed_out = NULL;
     *removed_count = 0;
@@ -446,12 +449,12 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     size_t fresh_wn = 0;
     struct sy_route **removed = NULL;
     size_t added_count = 0, nremoved = 0;
-    sy_snapshot *s = sy_pub_obj_alloc(a, sizeof *s);
+    sy_snapshot *s = sy__pub_obj_alloc(a, sizeof *s);
     if (!s)
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     s->alloc = a;
     s->generation = generation;
-    s->fp_seq = base ? base->fp_seq : sy_snap_fp_empty();
+    s->fp_seq = base ? base->fp_seq : sy__snap_fp_empty();
     int rc = copy_config(s, base, cfg);
     if (rc)
         goto fail;
@@ -459,9 +462,9 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     /* slots: the base's (routes shared, not counted) + one per set change,
      * a free one reused when there is one */
     size_t live = base ? base->route_count : 0;
-    added = sy_malloc(a, (n ? n : 1) * sizeof *added);
-    removed = sy_malloc(a, (n ? n : 1) * sizeof *removed);
-    if (!added || !removed || (rc = sy_snap_share_base(s, base, n, live))) {
+    added = sy__malloc(a, (n ? n : 1) * sizeof *added);
+    removed = sy__malloc(a, (n ? n : 1) * sizeof *removed);
+    if (!added || !removed || (rc = sy__snap_share_base(s, base, n, live))) {
         rc = SY_ENOMEM;
         goto fail;
     }
@@ -469,15 +472,15 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
      * (its cost is O(n) anyway): compact slots, build a fresh base */
     bool bulk = !base || !base->base || n * 4 >= live + 64;
     if (!bulk) {
-        s->base = sy_index_ref(base->base);
+        s->base = sy__index_ref(base->base);
         s->base_dead = base->base_dead;
-        s->build = base->build ? sy_snap_build_ref(base->build) : NULL;
-        s->trash = base->trash ? sy_snap_trash_ref(base->trash) : NULL;
-        if (!(s->ov[0] = sy_overlay_copy(a, base->ov[0])) ||
-            (base->ov[1] && !(s->ov[1] = sy_overlay_copy(a, base->ov[1]))) ||
-            !sy_snap_list_copy(a, &s->free_slots, &base->free_slots, n) ||
-            !sy_snap_list_copy(a, &s->graves[0], &base->graves[0], n) ||
-            !sy_snap_list_copy(a, &s->graves[1], &base->graves[1], n))
+        s->build = base->build ? sy__snap_build_ref(base->build) : NULL;
+        s->trash = base->trash ? sy__snap_trash_ref(base->trash) : NULL;
+        if (!(s->ov[0] = sy__overlay_copy(a, base->ov[0])) ||
+            (base->ov[1] && !(s->ov[1] = sy__overlay_copy(a, base->ov[1]))) ||
+            !sy__snap_list_copy(a, &s->free_slots, &base->free_slots, n) ||
+            !sy__snap_list_copy(a, &s->graves[0], &base->graves[0], n) ||
+            !sy__snap_list_copy(a, &s->graves[1], &base->graves[1], n))
             goto fail;
     }
     /* a whole document onto an empty table: taken in rank order, so the
@@ -489,7 +492,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     /* a first document: every live route is one of the changes, whose
      * scratch needs and weight slots the change loop notes while it reads
      * the route anyway (compact_and_index then needs no pass of its own) */
-    if (order && !(fresh_ws = sy_malloc(a, n * sizeof *fresh_ws))) {
+    if (order && !(fresh_ws = sy__malloc(a, n * sizeof *fresh_ws))) {
         rc = SY_ENOMEM;
         goto fail;
     }
@@ -500,13 +503,13 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
     enum { ID_AHEAD = 4 };
     uint32_t idq[8];
     for (size_t c = 0; c < n && c < ID_AHEAD; c++)
-        idq[c] = sy_snap_id_hash(changes[order ? order[c] : c].id);
+        idq[c] = sy__snap_id_hash(changes[order ? order[c] : c].id);
     for (size_t c = 0; c < n; c++) {
-        const sy_route_change *ch = &changes[order ? order[c] : c];
+        const sy__route_change *ch = &changes[order ? order[c] : c];
         /* the id's text and fingerprint (the rank order's sequence hash)
          * of a change ahead: in key order they lie all over the heap */
         if (c + 12 < n) {
-            const sy_route_change *ah =
+            const sy__route_change *ah =
                 &changes[order ? order[c + 12] : c + 12];
             __builtin_prefetch(ah->id);
             if (ah->route) {
@@ -533,7 +536,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         }
         if (c + ID_AHEAD < n) {
             size_t k = c + ID_AHEAD;
-            uint32_t hk = sy_snap_id_hash(changes[order ? order[k] : k].id);
+            uint32_t hk = sy__snap_id_hash(changes[order ? order[k] : k].id);
             uint32_t i = hk & s->id_mask;
             idq[k % 8] = hk;
             __builtin_prefetch(
@@ -541,54 +544,54 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         }
         uint32_t h = idq[c % 8];
         uint32_t pos;
-        uint32_t old = sy_snap_id_find(s, ch->id, h, &pos);
-        if (old != NONE && sy_snapshot_slot(s, old)->weight == NEW_SLOT) {
+        uint32_t old = sy__snap_id_find(s, ch->id, h, &pos);
+        if (old != NONE && sy__snapshot_slot(s, old)->weight == NEW_SLOT) {
             /* the caller takes one reference per set change: an id may
              * appear once per change list */
             rc = SY_EINVAL;
             goto fail;
         }
         if (old != NONE) {
-            sy_slot *os = sy_snap_slot_mut(s, old);
-            if (!os || !sy_snap_rank_remove(s, old) ||
-                !sy_snap_id_remove_at(s, pos))
+            sy__slot *os = sy__snap_slot_mut(s, old);
+            if (!os || !sy__snap_rank_remove(s, old) ||
+                !sy__snap_id_remove_at(s, pos))
                 goto fail;
             bool in0 = false, in1 = false;
             if (!bulk &&
-                (sy_overlay_remove(s->ov[0], old, os->route, &in0) ||
-                 (!in0 && sy_overlay_remove(s->ov[1], old, os->route, &in1))))
+                (sy__overlay_remove(s->ov[0], old, os->route, &in0) ||
+                 (!in0 && sy__overlay_remove(s->ov[1], old, os->route, &in1))))
                 goto fail;
             s->base_dead += !bulk && !in0; /* a dead entry of an index */
             /* only in ov[0]: no index holds it, free now; else a grave
              * until no base or rebuild can hold it (snapshot_build.c) */
-            sy_slot_list *to = in0        ? &s->free_slots
-                               : s->build ? &s->graves[1]
-                                          : &s->graves[0];
-            if (!bulk && !sy_snap_list_push(a, to, old))
+            sy__slot_list *to = in0        ? &s->free_slots
+                                : s->build ? &s->graves[1]
+                                           : &s->graves[0];
+            if (!bulk && !sy__snap_list_push(a, to, old))
                 goto fail;
             removed[nremoved++] = os->route; /* hand it back */
             os->route = NULL;
             live--;
-            sy_snap_id_find(s, ch->id, h, &pos);
+            sy__snap_id_find(s, ch->id, h, &pos);
         }
         if (!ch->route)
             continue;
         bool reuse = !bulk && s->free_slots.n;
         uint32_t slot =
             reuse ? s->free_slots.v[s->free_slots.n - 1] : s->slot_count;
-        sy_slot *ns = sy_snap_slot_mut(s, slot);
+        sy__slot *ns = sy__snap_slot_mut(s, slot);
         if (!ns)
             goto fail;
         /* NEW_SLOT marks a slot of this change list until the loop ends */
-        *ns = (sy_slot){ch->route, ch->key, ch->source, NEW_SLOT};
+        *ns = (sy__slot){ch->route, ch->key, ch->source, NEW_SLOT};
         if (reuse)
             s->free_slots.n--;
         else
             s->slot_count++;
-        if (!sy_snap_id_set(s, pos, (sy_id_entry){h, slot}) ||
-            !sy_snap_rank_insert(s, slot))
+        if (!sy__snap_id_set(s, pos, (sy__id_entry){h, slot}) ||
+            !sy__snap_rank_insert(s, slot))
             goto fail;
-        if (!bulk && sy_overlay_add(s->ov[0], slot, ch->key, ch->route))
+        if (!bulk && sy__overlay_add(s->ov[0], slot, ch->key, ch->route))
             goto fail;
         added[added_count++] = slot;
         live++;
@@ -596,8 +599,8 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
             fresh_ws[fresh_wn++] = slot;
     }
     for (size_t i = 0; i < added_count; i++) /* private chunks: no copy */
-        sy_snap_slot_mut(s, added[i])->weight = NONE;
-    sy_snap_rank_recount(s);
+        sy__snap_slot_mut(s, added[i])->weight = NONE;
+    sy__snap_rank_recount(s);
     /* taken in key order (key_order): already sorted */
     if (!order && !sort_by_key(s, added, added_count))
         goto fail;
@@ -610,7 +613,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         rc = compact_and_index(s, &fresh_ws, &fresh_wn, fresh_ws != NULL);
         if (!rc)
             rc = build_weights(s, fresh_ws, fresh_wn);
-        sy_free(a, fresh_ws);
+        sy__free(a, fresh_ws);
         fresh_ws = NULL;
     } else {
         if (base->max_groups > s->max_groups)
@@ -621,14 +624,14 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         s->needs_time |= base->needs_time;
         /* weight candidates: the base's weight routes and the new slots */
         size_t wn = (base ? base->weight_count : 0) + added_count;
-        uint32_t *wc = sy_malloc(a, (wn ? wn : 1) * sizeof *wc);
+        uint32_t *wc = sy__malloc(a, (wn ? wn : 1) * sizeof *wc);
         if (!wc) {
             rc = SY_ENOMEM;
             goto fail;
         }
         for (size_t i = 0; i < added_count; i++)
-            scratch_needs(s, sy_snapshot_slot(s, added[i])->route);
-        rc = sy_snap_build_advance(s);
+            scratch_needs(s, sy__snapshot_slot(s, added[i])->route);
+        rc = sy__snap_build_advance(s);
         size_t k = 0;
         for (size_t i = 0; base && i < base->weight_count; i++)
             wc[k++] = base->weight_slots[i];
@@ -636,7 +639,7 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         k += added_count;
         /* weight indices of the base belong to the base's table */
         for (size_t i = 0; !rc && base && i < base->weight_count; i++) {
-            sy_slot *ws = sy_snap_slot_mut(s, base->weight_slots[i]);
+            sy__slot *ws = sy__snap_slot_mut(s, base->weight_slots[i]);
             if (!ws)
                 rc = SY_ENOMEM;
             else
@@ -644,41 +647,41 @@ int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
         }
         if (!rc)
             rc = build_weights(s, wc, k);
-        sy_free(a, wc);
+        sy__free(a, wc);
     }
     if (rc)
         goto fail;
     s->bytes = sizeof *s + s->slot_chunk_cap * sizeof(void *) +
                s->rank_nchunks * (sizeof(void *) + sizeof(size_t)) +
                ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(void *) +
-               s->chunk_bytes + sy_overlay_bytes(s->ov[0]) +
-               sy_overlay_bytes(s->ov[1]) +
-               (bulk && s->base ? sy_index_bytes(s->base) : 0);
+               s->chunk_bytes + sy__overlay_bytes(s->ov[0]) +
+               sy__overlay_bytes(s->ov[1]) +
+               (bulk && s->base ? sy__index_bytes(s->base) : 0);
     s->pub.bytes = s->bytes;
-    sy_free(a, added);
-    sy_free(a, order);
+    sy__free(a, added);
+    sy__free(a, order);
     *out = s;
     *removed_out = removed;
     *removed_count = nremoved;
     return SY_OK;
 
 fail:
-    sy_free(a, added);
-    sy_free(a, order);
-    sy_free(a, fresh_ws);
-    sy_free(a, removed);
+    sy__free(a, added);
+    sy__free(a, order);
+    sy__free(a, fresh_ws);
+    sy__free(a, removed);
     snapshot_free_parts(s);
-    sy_pub_obj_free(a, &s->pub);
-    return sy_error_set(err, rc ? rc : SY_ENOMEM, "", "%s",
-                        sy_strerror(rc ? rc : SY_ENOMEM));
+    sy__pub_obj_free(a, &s->pub);
+    return sy__error_set(err, rc ? rc : SY_ENOMEM, "", "%s",
+                         sy_strerror(rc ? rc : SY_ENOMEM));
 }
 
-const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
-                                             const char *name, size_t len) {
+const struct sy__service *sy__snapshot_service(const sy_snapshot *s,
+                                               const char *name, size_t len) {
     size_t lo = 0, hi = s->service_count;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        const char *nm = sy_service_name(s->services[mid]);
+        const char *nm = sy__service_name(s->services[mid]);
         size_t nl = strlen(nm);
         int c = memcmp(nm, name, nl < len ? nl : len);
         if (c == 0)
@@ -695,12 +698,12 @@ const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
 
 /* ---- public read-only API ---- */
 
-const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle) {
-    return (const sy_snapshot *)sy_pub_ref_obj((sy_pub_ref)handle);
+const sy_snapshot *sy__snapshot_from_handle(const sy_snapshot *handle) {
+    return (const sy_snapshot *)sy__pub_ref_obj((sy__pub_ref)handle);
 }
 
 uint64_t sy_snapshot_generation(const sy_snapshot *h) {
-    return sy_snapshot_from_handle(h)->generation;
+    return sy__snapshot_from_handle(h)->generation;
 }
 
 /* The route sequence's fingerprint (kept per change, snapshot_table.c),
@@ -712,44 +715,44 @@ uint64_t sy_snapshot_generation(const sy_snapshot *h) {
  * once per snapshot, on first request (O(services + instances)); two
  * readers racing compute the same value. */
 uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
-    sy_snapshot *s = (sy_snapshot *)sy_snapshot_from_handle(h);
+    sy_snapshot *s = (sy_snapshot *)sy__snapshot_from_handle(h);
     if (atomic_load_explicit(&s->fingerprint_done, memory_order_acquire))
         return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
-    uint64_t fp = sy_hash_mix(s->fp_seq, s->route_count);
+    uint64_t fp = sy__hash_mix(s->fp_seq, s->route_count);
     for (size_t i = 0; i < s->service_count; i++)
-        if (sy_service_count(s->services[i]))
-            fp = sy_hash_mix(fp, sy_service_fingerprint(s->services[i]));
+        if (sy__service_count(s->services[i]))
+            fp = sy__hash_mix(fp, sy__service_fingerprint(s->services[i]));
     atomic_store_explicit(&s->fingerprint, fp, memory_order_relaxed);
     atomic_store_explicit(&s->fingerprint_done, true, memory_order_release);
     return fp;
 }
 
 size_t sy_snapshot_route_count(const sy_snapshot *h) {
-    return sy_snapshot_from_handle(h)->route_count;
+    return sy__snapshot_from_handle(h)->route_count;
 }
 
 const sy_route *sy_snapshot_route_at(const sy_snapshot *h, size_t i) {
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
     return i < s->route_count
-               ? sy_snapshot_slot(s, sy_snapshot_rank_at(s, i))->route
+               ? sy__snapshot_slot(s, sy__snapshot_rank_at(s, i))->route
                : NULL;
 }
 
 const sy_route *sy_snapshot_find_route(const sy_snapshot *h, const char *id,
                                        const char **source) {
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
     if (!id)
         return NULL;
-    uint32_t slot = sy_snapshot_find_slot(s, id);
+    uint32_t slot = sy__snapshot_find_slot(s, id);
     if (slot == NONE)
         return NULL;
     if (source)
-        *source = sy_snapshot_slot(s, slot)->source < s->source_count
-                      ? s->sources[sy_snapshot_slot(s, slot)->source]
+        *source = sy__snapshot_slot(s, slot)->source < s->source_count
+                      ? s->sources[sy__snapshot_slot(s, slot)->source]
                       : NULL;
-    return sy_snapshot_slot(s, slot)->route;
+    return sy__snapshot_slot(s, slot)->route;
 }
 
 uint32_t sy_snapshot_route_key_limit(const sy_snapshot *h) {
-    return h ? sy_snapshot_from_handle(h)->key_limit : 0;
+    return h ? sy__snapshot_from_handle(h)->key_limit : 0;
 }

@@ -17,38 +17,38 @@
 #include "publish.h"
 #include "route.h"
 
-struct sy_service;
-typedef struct sy_overlay sy_overlay;
-typedef struct sy_snap_build sy_snap_build;
-typedef struct sy_snap_trash sy_snap_trash;
+struct sy__service;
+typedef struct sy__overlay sy__overlay;
+typedef struct sy__snap_build sy__snap_build;
+typedef struct sy__snap_trash sy__snap_trash;
 
 /* Largest position of a route within its source (24 bits of the key). */
 #define SY_RANK_POS_MAX 0xffffffu
 
 /* Rank key: order, then source, then position in the source's document. */
-static inline uint64_t sy_rank_key(int32_t order, uint32_t source,
-                                   uint32_t pos) {
+static inline uint64_t sy__rank_key(int32_t order, uint32_t source,
+                                    uint32_t pos) {
     return ((uint64_t)((uint32_t)order ^ 0x80000000u) << 32) |
            ((uint64_t)(source & 0xffu) << 24) | (pos & 0xffffffu);
 }
 
-typedef struct sy_slot {
+typedef struct sy__slot {
     struct sy_route *route; /* NULL: removed */
     uint64_t key;
     uint32_t source;
     uint32_t weight; /* index into weights[], or UINT32_MAX */
-} sy_slot;
+} sy__slot;
 
 /* A list of slot ids (private to one snapshot). */
-typedef struct sy_slot_list {
+typedef struct sy__slot_list {
     uint32_t *v;
     size_t n, cap;
-} sy_slot_list;
+} sy__slot_list;
 
-typedef struct sy_id_entry {
-    uint32_t hash; /* sy_snap_id_hash */
+typedef struct sy__id_entry {
+    uint32_t hash; /* sy__snap_id_hash */
     uint32_t slot; /* UINT32_MAX: empty */
-} sy_id_entry;
+} sy__id_entry;
 
 /*
  * Slots, the rank order and the id table are chunked arrays whose chunks
@@ -67,25 +67,25 @@ typedef struct sy_id_entry {
 #define SY_CHUNK (1u << SY_CHUNK_BITS)
 #define SY_RANK_CHUNK_MAX (2u * SY_CHUNK)
 
-typedef struct sy_slot_chunk {
+typedef struct sy__slot_chunk {
     _Atomic uint32_t refs;
-    sy_slot e[SY_CHUNK];
-} sy_slot_chunk;
+    sy__slot e[SY_CHUNK];
+} sy__slot_chunk;
 
-typedef struct sy_id_chunk {
+typedef struct sy__id_chunk {
     _Atomic uint32_t refs;
-    sy_id_entry e[SY_CHUNK];
-} sy_id_chunk;
+    sy__id_entry e[SY_CHUNK];
+} sy__id_chunk;
 
-typedef struct sy_rank_chunk {
+typedef struct sy__rank_chunk {
     _Atomic uint32_t refs;
     uint32_t n;
     uint32_t e[SY_RANK_CHUNK_MAX];
-} sy_rank_chunk;
+} sy__rank_chunk;
 
 struct sy_snapshot {
-    sy_pub_obj pub; /* first: the publication header */
-    const sy_alloc *alloc;
+    sy__pub_obj pub; /* first: the publication header */
+    const sy__alloc *alloc;
     uint64_t generation;
     /* route-sequence fingerprint, kept up to date per change
      * (snapshot_table.c); services are added on first request */
@@ -93,11 +93,11 @@ struct sy_snapshot {
     _Atomic uint64_t fingerprint;
     _Atomic bool fingerprint_done;
 
-    sy_slot_chunk **slot_chunks; /* slot i: chunk i / SY_CHUNK */
-    size_t slot_chunk_cap;       /* entries of slot_chunks (NULL past use) */
+    sy__slot_chunk **slot_chunks; /* slot i: chunk i / SY_CHUNK */
+    size_t slot_chunk_cap;        /* entries of slot_chunks (NULL past use) */
     uint32_t slot_count;
-    sy_rank_chunk **rank_chunks; /* live slot ids in rank order */
-    size_t *rank_start;          /* rank of each chunk's first entry */
+    sy__rank_chunk **rank_chunks; /* live slot ids in rank order */
+    size_t *rank_start;           /* rank of each chunk's first entry */
     size_t rank_nchunks;
     size_t route_count;
 
@@ -106,36 +106,36 @@ struct sy_snapshot {
      * every live route the base lacks: ov[0] the ones added since the
      * running rebuild began (or since the base, when none runs), ov[1]
      * those the running rebuild covers (NULL when none runs). */
-    sy_index *base;
-    struct sy_overlay *ov[2];
-    struct sy_snap_build *build; /* the running rebuild, or NULL */
-    struct sy_snap_trash *trash; /* what the last swap replaced, or NULL */
-    size_t base_dead;            /* slots the base holds that died since */
+    sy__index *base;
+    struct sy__overlay *ov[2];
+    struct sy__snap_build *build; /* the running rebuild, or NULL */
+    struct sy__snap_trash *trash; /* what the last swap replaced, or NULL */
+    size_t base_dead;             /* slots the base holds that died since */
     /* Dead slots: free ones are reused by new routes; a grave may still
      * sit in the base or the running rebuild's routes, and is freed after
      * graves[0]: the next swap of a rebuilt base, graves[1]: the one after
      * (snapshot_build.c) */
-    sy_slot_list free_slots, graves[2];
+    sy__slot_list free_slots, graves[2];
     /* the rebuild work this derive did (tests count it) */
     size_t build_routes, build_items;
 
-    sy_id_chunk **id_chunks; /* open addressing over id_mask + 1 >= 1024 */
+    sy__id_chunk **id_chunks; /* open addressing over id_mask + 1 >= 1024 */
     uint32_t id_mask;
 
-    sy_weight_slot *weights; /* per weight route */
-    uint32_t *weight_slots;  /* slot of each weight route */
+    sy__weight_slot *weights; /* per weight route */
+    uint32_t *weight_slots;   /* slot of each weight route */
     size_t weight_count;
 
     struct sy_route *defaults; /* default filters (route-less), or NULL */
     char **sources;
     size_t source_count;
 
-    struct sy_service **services; /* sorted by name */
+    struct sy__service **services; /* sorted by name */
     size_t service_count;
 
     bool strip_host_port;
-    sy_path_norm_opts path_norm;     /* request path normalisation */
-    sy_budget_limits budget;         /* CPU budget per request (0: defaults) */
+    sy__path_norm_opts path_norm;    /* request path normalisation */
+    sy__budget_limits budget;        /* CPU budget per request (0: defaults) */
     int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
     void *clock_data;
     uint64_t (*random)(void *data); /* for requests with seed == 0 */
@@ -148,17 +148,17 @@ struct sy_snapshot {
 };
 
 /* One change: set (add or replace by id) or remove (route == NULL). */
-typedef struct sy_route_change {
+typedef struct sy__route_change {
     const char *id;
     struct sy_route *route; /* borrowed; the snapshot takes its own ref */
     uint64_t key;
     uint32_t source;
-} sy_route_change;
+} sy__route_change;
 
-typedef struct sy_snapshot_config {
+typedef struct sy__snapshot_config {
     bool strip_host_port;
-    sy_path_norm_opts path_norm; /* all zero: the secure default */
-    sy_budget_limits budget;     /* per request; zero fields: defaults */
+    sy__path_norm_opts path_norm; /* all zero: the secure default */
+    sy__budget_limits budget;     /* per request; zero fields: defaults */
     int64_t (*clock_ms)(void *data);
     void *clock_data; /* also passed to random */
     uint64_t (*random)(void *data);
@@ -167,10 +167,10 @@ typedef struct sy_snapshot_config {
     const char *const *sources;
     size_t source_count;
     /* services replacing the base's (NULL: keep the base's) */
-    struct sy_service *const *services;
+    struct sy__service *const *services;
     size_t service_count;
     bool replace_services;
-} sy_snapshot_config;
+} sy__snapshot_config;
 
 /*
  * Derive a snapshot from `base` (NULL: empty) with `changes` applied, in
@@ -185,42 +185,42 @@ typedef struct sy_snapshot_config {
  * from `a`, caller frees it) lists the routes that left, whose references
  * it keeps until no snapshot older than the derived one is alive.
  */
-int sy_snapshot_derive(const sy_alloc *a, const sy_snapshot *base,
-                       const sy_snapshot_config *cfg,
-                       const sy_route_change *changes, size_t n,
-                       uint64_t generation, sy_snapshot **out,
-                       struct sy_route ***removed, size_t *removed_count,
-                       sy_error *err);
-void sy_snapshot_destroy(sy_snapshot *s);
+int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
+                        const sy__snapshot_config *cfg,
+                        const sy__route_change *changes, size_t n,
+                        uint64_t generation, sy_snapshot **out,
+                        struct sy_route ***removed, size_t *removed_count,
+                        sy_error *err);
+void sy__snapshot_destroy(sy_snapshot *s);
 
 /* Slot i (i < slot_count). */
-static inline const sy_slot *sy_snapshot_slot(const sy_snapshot *s,
-                                              uint32_t i) {
+static inline const sy__slot *sy__snapshot_slot(const sy_snapshot *s,
+                                                uint32_t i) {
     return &s->slot_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
 }
 
 /* The slot id of rank i (i < route_count): a binary search over chunks. */
-uint32_t sy_snapshot_rank_at(const sy_snapshot *s, size_t i);
+uint32_t sy__snapshot_rank_at(const sy_snapshot *s, size_t i);
 
 /* The slot of a route id, or UINT32_MAX. */
-uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id);
+uint32_t sy__snapshot_find_slot(const sy_snapshot *s, const char *id);
 /* The service of that name, or NULL. */
-const struct sy_service *sy_snapshot_service(const sy_snapshot *s,
-                                             const char *name, size_t len);
+const struct sy__service *sy__snapshot_service(const sy_snapshot *s,
+                                               const char *name, size_t len);
 
 /* A fresh random seed for the request of match m, which brought seed 0:
  * from the router's random callback, else from m's context generator
  * (match.c). For every draw that needs randomness (Weight, lb random). */
-uint64_t sy_match_draw_seed(const sy_match *m);
+uint64_t sy__match_draw_seed(const sy_match *m);
 
 /* Append the candidate lists of overlays ov[0..nov) (NULL ones skipped;
  * snapshot_overlay.c) for a request path to out[0..cap): their number,
  * or SIZE_MAX when they do not fit. Reads only; allocation-free. */
-size_t sy_overlay_lookup(const sy_overlay *const *ov, size_t nov,
-                         const sy_segments *path, sy_cand_list *out,
-                         size_t cap);
+size_t sy__overlay_lookup(const sy__overlay *const *ov, size_t nov,
+                          const sy__segments *path, sy__cand_list *out,
+                          size_t cap);
 
 /* The snapshot behind a handle returned by acquire (untags it). */
-const sy_snapshot *sy_snapshot_from_handle(const sy_snapshot *handle);
+const sy_snapshot *sy__snapshot_from_handle(const sy_snapshot *handle);
 
 #endif

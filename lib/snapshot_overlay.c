@@ -11,7 +11,7 @@
  * hang off a hash table in 256-bucket chunks:
  *
  *   table chunks:  [c0][c1]...         chunk: refs | group * x 256
- *   group:  refs | len | hash | sy_cand c[len] | uint64_t key[len]
+ *   group:  refs | len | hash | sy__cand c[len] | uint64_t key[len]
  *
  * Groups and chunks are immutable once shared and refcounted, so deriving
  * copies the chunk vector (a few pointers) and a change copies one chunk
@@ -36,7 +36,7 @@ typedef struct ov_group {
     _Atomic uint32_t refs;
     uint32_t len;
     uint64_t hash;
-    sy_cand c[]; /* then uint64_t key[len] */
+    sy__cand c[]; /* then uint64_t key[len] */
 } ov_group;
 
 typedef struct ov_chunk {
@@ -55,8 +55,8 @@ typedef struct ov_filter {
     uint64_t w[];
 } ov_filter;
 
-struct sy_overlay {
-    const sy_alloc *a;
+struct sy__overlay {
+    const sy__alloc *a;
     ov_filter *filter;
     ov_chunk **chunks;
     uint32_t mask; /* buckets - 1; buckets a multiple of OV_CHUNK */
@@ -71,22 +71,23 @@ static uint64_t *group_keys(ov_group *g) {
     return (uint64_t *)(void *)(g->c + g->len);
 }
 
-static void group_unref(const sy_alloc *a, ov_group *g) {
+static void group_unref(const sy__alloc *a, ov_group *g) {
     if (g && atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) == 1)
-        sy_free(a, g);
+        sy__free(a, g);
 }
 
-static void chunk_unref(const sy_alloc *a, ov_chunk *c) {
+static void chunk_unref(const sy__alloc *a, ov_chunk *c) {
     if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
     for (uint32_t i = 0; i < OV_CHUNK; i++)
         group_unref(a, c->g[i]);
-    sy_free(a, c);
+    sy__free(a, c);
 }
 
-static ov_group *group_new(sy_overlay *ov, uint32_t len, uint64_t hash) {
-    size_t size = sizeof(ov_group) + len * (sizeof(sy_cand) + sizeof(uint64_t));
-    ov_group *g = sy_malloc(ov->a, size);
+static ov_group *group_new(sy__overlay *ov, uint32_t len, uint64_t hash) {
+    size_t size =
+        sizeof(ov_group) + len * (sizeof(sy__cand) + sizeof(uint64_t));
+    ov_group *g = sy__malloc(ov->a, size);
     if (!g)
         return NULL;
     atomic_init(&g->refs, 1);
@@ -96,9 +97,9 @@ static ov_group *group_new(sy_overlay *ov, uint32_t len, uint64_t hash) {
     return g;
 }
 
-static void filter_unref(const sy_alloc *a, ov_filter *f) {
+static void filter_unref(const sy__alloc *a, ov_filter *f) {
     if (f && atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1)
-        sy_free(a, f);
+        sy__free(a, f);
 }
 
 static inline uint32_t filter_bit(const ov_filter *f, uint64_t h, int k) {
@@ -111,11 +112,11 @@ static inline bool filter_has(const ov_filter *f, uint64_t h) {
 }
 
 /* Set h's bits, the filter made private first. false: out of memory. */
-static bool filter_set(sy_overlay *ov, uint64_t h) {
+static bool filter_set(sy__overlay *ov, uint64_t h) {
     ov_filter *f = ov->filter;
     size_t size = sizeof *f + ((size_t)f->mask + 1) / 8;
     if (atomic_load_explicit(&f->refs, memory_order_acquire) != 1) {
-        ov_filter *n = sy_malloc(ov->a, size);
+        ov_filter *n = sy__malloc(ov->a, size);
         if (!n)
             return false;
         memcpy(n, f, size);
@@ -130,21 +131,21 @@ static bool filter_set(sy_overlay *ov, uint64_t h) {
     return true;
 }
 
-static bool table_alloc(sy_overlay *ov, uint32_t buckets) {
+static bool table_alloc(sy__overlay *ov, uint32_t buckets) {
     uint32_t nk = buckets / OV_CHUNK;
     size_t fsize = sizeof(ov_filter) + (size_t)buckets; /* 8 bits each */
-    ov->filter = sy_calloc(ov->a, 1, fsize);
+    ov->filter = sy__calloc(ov->a, 1, fsize);
     if (!ov->filter)
         return false;
     atomic_init(&ov->filter->refs, 1);
     ov->filter->mask = buckets * 8 - 1;
     ov->bytes += fsize;
-    ov->chunks = sy_calloc(ov->a, nk, sizeof *ov->chunks);
+    ov->chunks = sy__calloc(ov->a, nk, sizeof *ov->chunks);
     if (!ov->chunks)
         return false;
     ov->mask = buckets - 1;
     for (uint32_t k = 0; k < nk; k++) {
-        ov->chunks[k] = sy_calloc(ov->a, 1, sizeof(ov_chunk));
+        ov->chunks[k] = sy__calloc(ov->a, 1, sizeof(ov_chunk));
         if (!ov->chunks[k])
             return false;
         atomic_init(&ov->chunks[k]->refs, 1);
@@ -153,28 +154,28 @@ static bool table_alloc(sy_overlay *ov, uint32_t buckets) {
     return true;
 }
 
-static void table_free(const sy_alloc *a, ov_chunk **chunks, uint32_t mask) {
+static void table_free(const sy__alloc *a, ov_chunk **chunks, uint32_t mask) {
     for (uint32_t k = 0; chunks && k <= mask / OV_CHUNK; k++)
         chunk_unref(a, chunks[k]);
-    sy_free(a, chunks);
+    sy__free(a, chunks);
 }
 
-sy_overlay *sy_overlay_copy(const sy_alloc *a, const sy_overlay *src) {
-    sy_overlay *ov = sy_calloc(a, 1, sizeof *ov);
+sy__overlay *sy__overlay_copy(const sy__alloc *a, const sy__overlay *src) {
+    sy__overlay *ov = sy__calloc(a, 1, sizeof *ov);
     if (!ov)
         return NULL;
     ov->a = a;
     if (!src) {
         if (!table_alloc(ov, OV_CHUNK)) {
-            sy_overlay_free(ov);
+            sy__overlay_free(ov);
             return NULL;
         }
         return ov;
     }
     uint32_t nk = (src->mask + 1) / OV_CHUNK;
-    ov->chunks = sy_malloc(a, nk * sizeof *ov->chunks);
+    ov->chunks = sy__malloc(a, nk * sizeof *ov->chunks);
     if (!ov->chunks) {
-        sy_free(a, ov);
+        sy__free(a, ov);
         return NULL;
     }
     for (uint32_t k = 0; k < nk; k++) {
@@ -192,15 +193,15 @@ sy_overlay *sy_overlay_copy(const sy_alloc *a, const sy_overlay *src) {
     return ov;
 }
 
-void sy_overlay_free(sy_overlay *ov) {
+void sy__overlay_free(sy__overlay *ov) {
     if (!ov)
         return;
     filter_unref(ov->a, ov->filter);
     table_free(ov->a, ov->chunks, ov->mask);
-    sy_free(ov->a, ov);
+    sy__free(ov->a, ov);
 }
 
-bool sy_overlay_free_step(sy_overlay *ov) {
+bool sy__overlay_free_step(sy__overlay *ov) {
     uint32_t nk = (ov->mask + 1) / OV_CHUNK;
     for (uint32_t k = 0; k < nk; k++) {
         ov_chunk *c = ov->chunks[k];
@@ -215,23 +216,23 @@ bool sy_overlay_free_step(sy_overlay *ov) {
     return true;
 }
 
-size_t sy_overlay_count(const sy_overlay *ov) {
+size_t sy__overlay_count(const sy__overlay *ov) {
     return ov ? ov->count : 0;
 }
 
-size_t sy_overlay_bytes(const sy_overlay *ov) {
+size_t sy__overlay_bytes(const sy__overlay *ov) {
     return ov ? sizeof *ov +
                     ((size_t)ov->mask + 1) / OV_CHUNK * sizeof(void *) +
                     ov->bytes
               : 0;
 }
 
-static ov_group *const *bucket(const sy_overlay *ov, uint32_t i) {
+static ov_group *const *bucket(const sy__overlay *ov, uint32_t i) {
     return &ov->chunks[i / OV_CHUNK]->g[i % OV_CHUNK];
 }
 
 /* The bucket of `hash`: its group's, or the empty one where it goes. */
-static uint32_t find(const sy_overlay *ov, uint64_t hash) {
+static uint32_t find(const sy__overlay *ov, uint64_t hash) {
     for (uint32_t i = (uint32_t)hash & ov->mask;; i = (i + 1) & ov->mask) {
         const ov_group *g = *bucket(ov, i);
         if (!g || g->hash == hash)
@@ -240,10 +241,10 @@ static uint32_t find(const sy_overlay *ov, uint64_t hash) {
 }
 
 /* Bucket i, writable (its chunk made private). NULL: out of memory. */
-static ov_group **bucket_mut(sy_overlay *ov, uint32_t i) {
+static ov_group **bucket_mut(sy__overlay *ov, uint32_t i) {
     ov_chunk *c = ov->chunks[i / OV_CHUNK];
     if (atomic_load_explicit(&c->refs, memory_order_acquire) != 1) {
-        ov_chunk *n = sy_malloc(ov->a, sizeof *n);
+        ov_chunk *n = sy__malloc(ov->a, sizeof *n);
         if (!n)
             return NULL;
         atomic_init(&n->refs, 1);
@@ -261,7 +262,7 @@ static ov_group **bucket_mut(sy_overlay *ov, uint32_t i) {
 }
 
 /* Twice the buckets; every group moves (a reference each). */
-static bool grow(sy_overlay *ov) {
+static bool grow(sy__overlay *ov) {
     ov_chunk **old = ov->chunks;
     ov_filter *old_filter = ov->filter;
     uint32_t old_mask = ov->mask;
@@ -299,12 +300,12 @@ typedef struct route_keys {
 } route_keys;
 
 static uint64_t seg_hash(sy_str s) {
-    return sy_hash64(s.ptr, s.len, 0x0f);
+    return sy__hash64(s.ptr, s.len, 0x0f);
 }
 
 /* The key of segment `pos` alone. */
 static uint64_t single_key(size_t pos, uint64_t seg) {
-    return sy_hash_mix(SEED_SINGLE + pos, seg);
+    return sy__hash_mix(SEED_SINGLE + pos, seg);
 }
 
 /*
@@ -315,18 +316,18 @@ static uint64_t single_key(size_t pos, uint64_t seg) {
  * "posts")). Positions count only before a "**" or {*x}. false: a pattern
  * has neither, or there are too many patterns (the route goes to root).
  */
-static bool keys_of(const sy_pred *pred, route_keys *k) {
+static bool keys_of(const sy__pred *pred, route_keys *k) {
     k->n = 0;
-    for (size_t i = 0; pred && i < sy_pred_pattern_count(pred); i++) {
-        const sy_pattern *p = sy_pred_pattern(pred, i);
-        if (!sy_pattern_can_match(p))
+    for (size_t i = 0; pred && i < sy__pred_pattern_count(pred); i++) {
+        const sy__pattern *p = sy__pred_pattern(pred, i);
+        if (!sy__pattern_can_match(p))
             continue; /* matches nothing: needs no key */
-        size_t n = sy_pattern_segment_count(p), d = 0, last = SIZE_MAX;
+        size_t n = sy__pattern_segment_count(p), d = 0, last = SIZE_MAX;
         uint64_t h = SEED_PATH;
-        for (; d < n && sy_pattern_segment_kind(p, d) == SY_SEG_LITERAL; d++)
-            h = sy_hash_mix(h, seg_hash(sy_pattern_literal(p, d)));
+        for (; d < n && sy__pattern_segment_kind(p, d) == SY_SEG_LITERAL; d++)
+            h = sy__hash_mix(h, seg_hash(sy__pattern_literal(p, d)));
         for (size_t j = d; j < n && j < 63; j++) {
-            sy_seg_kind sk = sy_pattern_segment_kind(p, j);
+            sy__seg_kind sk = sy__pattern_segment_kind(p, j);
             if (sk == SY_SEG_MULTI || sk == SY_SEG_REST)
                 break;
             if (sk == SY_SEG_LITERAL)
@@ -334,7 +335,7 @@ static bool keys_of(const sy_pred *pred, route_keys *k) {
         }
         bool single = d < 2 && last != SIZE_MAX;
         if (single)
-            h = single_key(last, seg_hash(sy_pattern_literal(p, last)));
+            h = single_key(last, seg_hash(sy__pattern_literal(p, last)));
         if ((d == 0 && !single) || k->n == OV_KEYS)
             return false;
         bool dup = false;
@@ -349,9 +350,10 @@ static bool keys_of(const sy_pred *pred, route_keys *k) {
     return pred != NULL;
 }
 
-static const sy_pred *first_pred(const struct sy_route *r, sy_pred_kind kind) {
+static const sy__pred *first_pred(const struct sy_route *r,
+                                  sy__pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count; i++)
-        if (r->cpreds[i] && sy_pred_get_kind(r->cpreds[i]) == kind)
+        if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == kind)
             return r->cpreds[i];
     return NULL;
 }
@@ -371,8 +373,8 @@ static void route_keys_of(const struct sy_route *r, route_keys *k) {
 static uint32_t methods_of(const struct sy_route *r) {
     uint32_t m = UINT32_MAX;
     for (size_t i = 0; i < r->predicate_count; i++)
-        if (r->cpreds[i] && sy_pred_get_kind(r->cpreds[i]) == SY_PK_METHOD)
-            m &= sy_pred_method_mask(r->cpreds[i]);
+        if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == SY_PK_METHOD)
+            m &= sy__pred_method_mask(r->cpreds[i]);
     return m;
 }
 
@@ -380,8 +382,8 @@ static uint32_t methods_of(const struct sy_route *r) {
 
 /* Replace bucket i's group (may be NULL) by a copy with the candidate
  * inserted (cand != NULL) or with slot `slot` removed. */
-static int regroup(sy_overlay *ov, uint32_t i, uint64_t hash,
-                   const sy_cand *cand, uint64_t key, uint32_t slot) {
+static int regroup(sy__overlay *ov, uint32_t i, uint64_t hash,
+                   const sy__cand *cand, uint64_t key, uint32_t slot) {
     const ov_group *g = *bucket(ov, i);
     uint32_t len = g ? g->len : 0, at = len;
     if (cand) {
@@ -398,7 +400,7 @@ static int regroup(sy_overlay *ov, uint32_t i, uint64_t hash,
     ov_group *n = group_new(ov, cand ? len + 1 : len - 1, hash);
     ov_group **b = n ? bucket_mut(ov, i) : NULL;
     if (!b) {
-        sy_free(ov->a, n);
+        sy__free(ov->a, n);
         return SY_ENOMEM;
     }
     uint64_t *ok = len ? group_keys((ov_group *)g) : NULL, *nk = group_keys(n);
@@ -421,13 +423,13 @@ static int regroup(sy_overlay *ov, uint32_t i, uint64_t hash,
     return SY_OK;
 }
 
-int sy_overlay_add(sy_overlay *ov, uint32_t slot, uint64_t key,
-                   const struct sy_route *r) {
+int sy__overlay_add(sy__overlay *ov, uint32_t slot, uint64_t key,
+                    const struct sy_route *r) {
     if (r->disabled)
         return SY_OK; /* never matches: not indexed */
     route_keys k;
     route_keys_of(r, &k);
-    sy_cand cand = {slot, methods_of(r), 0, 0, 0, 0};
+    sy__cand cand = {slot, methods_of(r), 0, 0, 0, 0};
     for (size_t j = 0; j < k.n; j++) {
         if ((ov->groups + 1) * 2 > ov->mask + 1 && !grow(ov))
             return SY_ENOMEM;
@@ -443,8 +445,8 @@ int sy_overlay_add(sy_overlay *ov, uint32_t slot, uint64_t key,
     return SY_OK;
 }
 
-int sy_overlay_remove(sy_overlay *ov, uint32_t slot, const struct sy_route *r,
-                      bool *found) {
+int sy__overlay_remove(sy__overlay *ov, uint32_t slot, const struct sy_route *r,
+                       bool *found) {
     *found = false;
     if (!ov || r->disabled)
         return SY_OK;
@@ -470,7 +472,7 @@ int sy_overlay_remove(sy_overlay *ov, uint32_t slot, const struct sy_route *r,
 
 /* ---- lookup ---- */
 
-static bool collect(const sy_overlay *ov, uint64_t hash, sy_cand_list *out,
+static bool collect(const sy__overlay *ov, uint64_t hash, sy__cand_list *out,
                     size_t *n, size_t cap) {
     if (!filter_has(ov->filter, hash))
         return true;
@@ -479,14 +481,14 @@ static bool collect(const sy_overlay *ov, uint64_t hash, sy_cand_list *out,
         return true;
     if (*n == cap)
         return false;
-    out[(*n)++] = (sy_cand_list){g->c, NULL, g->len, SY_PROOF_NONE, 0, 0};
+    out[(*n)++] = (sy__cand_list){g->c, NULL, g->len, SY_PROOF_NONE, 0, 0};
     return true;
 }
 
 /* Probe every prefix depth and single position of the path some key of
  * ov[0..nov) has, hashing each segment once for all. false: no room. */
-static bool probe(const sy_overlay *const *ov, size_t nov,
-                  const sy_segments *segs, sy_cand_list *out, size_t *n,
+static bool probe(const sy__overlay *const *ov, size_t nov,
+                  const sy__segments *segs, sy__cand_list *out, size_t *n,
                   size_t cap) {
     uint64_t depths = 0, positions = 0;
     for (size_t o = 0; o < nov; o++) {
@@ -500,7 +502,7 @@ static bool probe(const sy_overlay *const *ov, size_t nov,
     uint64_t h = SEED_PATH;
     for (size_t d = 1; d <= last; d++) {
         uint64_t sh = seg_hash(segs->dec[d - 1]);
-        h = sy_hash_mix(h, sh);
+        h = sy__hash_mix(h, sh);
         size_t bit = d < 63 ? d : 63;
         for (size_t o = 0; o < nov; o++) {
             if (((ov[o]->depths >> bit) & 1) && !collect(ov[o], h, out, n, cap))
@@ -513,10 +515,10 @@ static bool probe(const sy_overlay *const *ov, size_t nov,
     return true;
 }
 
-size_t sy_overlay_lookup(const sy_overlay *const *ov, size_t nov,
-                         const sy_segments *path, sy_cand_list *out,
-                         size_t cap) {
-    const sy_overlay *live[4];
+size_t sy__overlay_lookup(const sy__overlay *const *ov, size_t nov,
+                          const sy__segments *path, sy__cand_list *out,
+                          size_t cap) {
+    const sy__overlay *live[4];
     size_t k = 0, n = 0;
     for (size_t o = 0; o < nov && k < 4; o++)
         if (ov[o] && ov[o]->count)

@@ -17,10 +17,10 @@
 #define FP_END 0x454e44ull       /* "END" */
 
 static uint64_t fp_pair(uint64_t a, uint64_t b) {
-    return sy_hash_mix(sy_hash_mix(0x5170, a), b);
+    return sy__hash_mix(sy__hash_mix(0x5170, a), b);
 }
 
-uint64_t sy_snap_fp_empty(void) {
+uint64_t sy__snap_fp_empty(void) {
     return fp_pair(FP_START, FP_END);
 }
 
@@ -31,20 +31,20 @@ typedef struct chunk_head {
     _Atomic uint32_t refs;
 } chunk_head;
 
-void sy_snap_chunk_ref(void *c) {
+void sy__snap_chunk_ref(void *c) {
     atomic_fetch_add_explicit(&((chunk_head *)c)->refs, 1,
                               memory_order_relaxed);
 }
 
-void sy_snap_chunk_unref(const sy_alloc *a, void *c) {
+void sy__snap_chunk_unref(const sy__alloc *a, void *c) {
     if (c && atomic_fetch_sub_explicit(&((chunk_head *)c)->refs, 1,
                                        memory_order_acq_rel) == 1)
-        sy_free(a, c);
+        sy__free(a, c);
 }
 
 /* A new chunk of `size` bytes, refs 1, zeroed past the header. */
-void *sy_snap_chunk_new(sy_snapshot *s, size_t size) {
-    chunk_head *c = sy_calloc(s->alloc, 1, size);
+void *sy__snap_chunk_new(sy_snapshot *s, size_t size) {
+    chunk_head *c = sy__calloc(s->alloc, 1, size);
     if (!c)
         return NULL;
     atomic_init(&c->refs, 1);
@@ -54,42 +54,42 @@ void *sy_snap_chunk_new(sy_snapshot *s, size_t size) {
 
 /* `c` itself when this snapshot is its only holder, else a private copy
  * (the shared one loses this snapshot's reference). NULL: out of memory. */
-void *sy_snap_chunk_own(sy_snapshot *s, void *c, size_t size) {
+void *sy__snap_chunk_own(sy_snapshot *s, void *c, size_t size) {
     if (atomic_load_explicit(&((chunk_head *)c)->refs, memory_order_acquire) ==
         1)
         return c;
-    chunk_head *n = sy_malloc(s->alloc, size);
+    chunk_head *n = sy__malloc(s->alloc, size);
     if (!n)
         return NULL;
     memcpy(n, c, size);
     atomic_init(&n->refs, 1);
-    sy_snap_chunk_unref(s->alloc, c);
+    sy__snap_chunk_unref(s->alloc, c);
     s->chunk_bytes += size;
     return n;
 }
 
-void sy_snap_free_chunks(const sy_alloc *a, void **v, size_t n) {
+void sy__snap_free_chunks(const sy__alloc *a, void **v, size_t n) {
     for (size_t i = 0; v && i < n; i++)
-        sy_snap_chunk_unref(a, v[i]);
-    sy_free(a, v);
+        sy__snap_chunk_unref(a, v[i]);
+    sy__free(a, v);
 }
 
 /* Slot i, writable (its chunk made private or created). NULL: no memory. */
-sy_slot *sy_snap_slot_mut(sy_snapshot *s, uint32_t i) {
+sy__slot *sy__snap_slot_mut(sy_snapshot *s, uint32_t i) {
     uint32_t k = i >> SY_CHUNK_BITS;
-    sy_slot_chunk *c = s->slot_chunks[k];
-    c = c ? sy_snap_chunk_own(s, c, sizeof *c)
-          : sy_snap_chunk_new(s, sizeof *c);
+    sy__slot_chunk *c = s->slot_chunks[k];
+    c = c ? sy__snap_chunk_own(s, c, sizeof *c)
+          : sy__snap_chunk_new(s, sizeof *c);
     if (!c)
         return NULL;
     s->slot_chunks[k] = c;
     return &c->e[i & (SY_CHUNK - 1)];
 }
 
-bool sy_snap_list_copy(const sy_alloc *a, sy_slot_list *dst,
-                       const sy_slot_list *src, size_t extra) {
+bool sy__snap_list_copy(const sy__alloc *a, sy__slot_list *dst,
+                        const sy__slot_list *src, size_t extra) {
     size_t n = src ? src->n : 0;
-    dst->v = sy_malloc(a, (n + extra + 1) * sizeof *dst->v);
+    dst->v = sy__malloc(a, (n + extra + 1) * sizeof *dst->v);
     if (!dst->v)
         return false;
     if (n)
@@ -99,10 +99,10 @@ bool sy_snap_list_copy(const sy_alloc *a, sy_slot_list *dst,
     return true;
 }
 
-bool sy_snap_list_push(const sy_alloc *a, sy_slot_list *l, uint32_t v) {
+bool sy__snap_list_push(const sy__alloc *a, sy__slot_list *l, uint32_t v) {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        uint32_t *nv = sy_realloc(a, l->v, cap * sizeof *nv);
+        uint32_t *nv = sy__realloc(a, l->v, cap * sizeof *nv);
         if (!nv)
             return false;
         l->v = nv;
@@ -112,75 +112,75 @@ bool sy_snap_list_push(const sy_alloc *a, sy_slot_list *l, uint32_t v) {
     return true;
 }
 
-bool sy_snap_list_move(const sy_alloc *a, sy_slot_list *to,
-                       sy_slot_list *from) {
+bool sy__snap_list_move(const sy__alloc *a, sy__slot_list *to,
+                        sy__slot_list *from) {
     for (size_t i = 0; i < from->n; i++)
-        if (!sy_snap_list_push(a, to, from->v[i]))
+        if (!sy__snap_list_push(a, to, from->v[i]))
             return false;
     from->n = 0;
     return true;
 }
 
-void sy_snap_list_free(const sy_alloc *a, sy_slot_list *l) {
-    sy_free(a, l->v);
+void sy__snap_list_free(const sy__alloc *a, sy__slot_list *l) {
+    sy__free(a, l->v);
     l->v = NULL;
     l->n = l->cap = 0;
 }
 
-uint64_t sy_snap_key_of(const sy_snapshot *s, uint32_t slot) {
-    return sy_snapshot_slot(s, slot)->key;
+uint64_t sy__snap_key_of(const sy_snapshot *s, uint32_t slot) {
+    return sy__snapshot_slot(s, slot)->key;
 }
 /* ---- id table (open addressing, linear probing, chunked) ---- */
 
 /* 32 bits: the entry's home is its low bits, the rest tells most ids
  * that share a probe run apart before their text is compared. */
-uint32_t sy_snap_id_hash(const char *id) {
-    uint64_t h = sy_hash64(id, strlen(id), 0x1d);
+uint32_t sy__snap_id_hash(const char *id) {
+    uint64_t h = sy__hash64(id, strlen(id), 0x1d);
     return (uint32_t)(h ^ (h >> 32));
 }
 
-static const sy_id_entry *id_at(const sy_snapshot *s, uint32_t i) {
+static const sy__id_entry *id_at(const sy_snapshot *s, uint32_t i) {
     return &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
 }
 
 /* Entry i, writable. NULL: out of memory. */
-static sy_id_entry *id_mut(sy_snapshot *s, uint32_t i) {
+static sy__id_entry *id_mut(sy_snapshot *s, uint32_t i) {
     uint32_t k = i >> SY_CHUNK_BITS;
-    sy_id_chunk *c = sy_snap_chunk_own(s, s->id_chunks[k], sizeof *c);
+    sy__id_chunk *c = sy__snap_chunk_own(s, s->id_chunks[k], sizeof *c);
     if (!c)
         return NULL;
     s->id_chunks[k] = c;
     return &c->e[i & (SY_CHUNK - 1)];
 }
 
-uint32_t sy_snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
-                         uint32_t *pos) {
+uint32_t sy__snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
+                          uint32_t *pos) {
     for (uint32_t i = h & s->id_mask;; i = (i + 1) & s->id_mask) {
-        const sy_id_entry *e = id_at(s, i);
+        const sy__id_entry *e = id_at(s, i);
         if (e->slot == NONE) {
             *pos = i;
             return NONE;
         }
         if (e->hash == h &&
-            strcmp(sy_snapshot_slot(s, e->slot)->route->id, id) == 0) {
+            strcmp(sy__snapshot_slot(s, e->slot)->route->id, id) == 0) {
             *pos = i;
             return e->slot;
         }
     }
 }
 
-bool sy_snap_id_set(sy_snapshot *s, uint32_t pos, sy_id_entry v) {
-    sy_id_entry *e = id_mut(s, pos);
+bool sy__snap_id_set(sy_snapshot *s, uint32_t pos, sy__id_entry v) {
+    sy__id_entry *e = id_mut(s, pos);
     if (e)
         *e = v;
     return e != NULL;
 }
 
 /* Remove entry at pos with backward-shift deletion. */
-bool sy_snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
+bool sy__snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
     uint32_t mask = s->id_mask, i = pos;
     for (;;) {
-        if (!sy_snap_id_set(s, i, (sy_id_entry){0, NONE}))
+        if (!sy__snap_id_set(s, i, (sy__id_entry){0, NONE}))
             return false;
         uint32_t j = i;
         for (;;) {
@@ -194,7 +194,7 @@ bool sy_snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
             if (!between)
                 break;
         }
-        if (!sy_snap_id_set(s, i, *id_at(s, j)))
+        if (!sy__snap_id_set(s, i, *id_at(s, j)))
             return false;
         i = j;
     }
@@ -203,7 +203,7 @@ bool sy_snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
 /* Capacity for `live` ids: a power of two, at least one chunk, loaded at
  * most 80 % (8-byte entries: a probe run of a few entries mostly stays
  * within a cache line; the matcher never looks ids up). */
-uint32_t sy_snap_id_cap_for(size_t live) {
+uint32_t sy__snap_id_cap_for(size_t live) {
     uint32_t cap = SY_CHUNK;
     while (cap < live + live / 4 + 16)
         cap *= 2;
@@ -211,14 +211,14 @@ uint32_t sy_snap_id_cap_for(size_t live) {
 }
 
 /* A fresh, empty table of `cap` entries. */
-bool sy_snap_id_alloc(sy_snapshot *s, uint32_t cap) {
+bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap) {
     uint32_t nk = cap >> SY_CHUNK_BITS;
-    s->id_chunks = sy_calloc(s->alloc, nk, sizeof *s->id_chunks);
+    s->id_chunks = sy__calloc(s->alloc, nk, sizeof *s->id_chunks);
     if (!s->id_chunks)
         return false;
     s->id_mask = cap - 1;
     for (uint32_t k = 0; k < nk; k++) {
-        sy_id_chunk *c = sy_snap_chunk_new(s, sizeof *c);
+        sy__id_chunk *c = sy__snap_chunk_new(s, sizeof *c);
         if (!c)
             return false;
         for (uint32_t i = 0; i < SY_CHUNK; i++)
@@ -231,39 +231,39 @@ bool sy_snap_id_alloc(sy_snapshot *s, uint32_t cap) {
 /* The base's table shared chunk by chunk. */
 static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
     uint32_t nk = (base->id_mask >> SY_CHUNK_BITS) + 1;
-    s->id_chunks = sy_malloc(s->alloc, nk * sizeof *s->id_chunks);
+    s->id_chunks = sy__malloc(s->alloc, nk * sizeof *s->id_chunks);
     if (!s->id_chunks)
         return false;
     s->id_mask = base->id_mask;
     for (uint32_t k = 0; k < nk; k++) {
         s->id_chunks[k] = base->id_chunks[k];
-        sy_snap_chunk_ref(s->id_chunks[k]);
+        sy__snap_chunk_ref(s->id_chunks[k]);
     }
     return true;
 }
 
-uint32_t sy_snapshot_find_slot(const sy_snapshot *s, const char *id) {
+uint32_t sy__snapshot_find_slot(const sy_snapshot *s, const char *id) {
     uint32_t pos;
-    return sy_snap_id_find(s, id, sy_snap_id_hash(id), &pos);
+    return sy__snap_id_find(s, id, sy__snap_id_hash(id), &pos);
 }
 
 /* Put every live slot's id in the (fresh, empty) id table. */
-void sy_snap_id_fill(sy_snapshot *s) {
+void sy__snap_id_fill(sy_snapshot *s) {
     for (uint32_t i = 0; i < s->slot_count; i++) {
-        const sy_slot *sl = sy_snapshot_slot(s, i);
+        const sy__slot *sl = sy__snapshot_slot(s, i);
         if (!sl->route)
             continue;
         uint32_t pos;
-        uint32_t h = sy_snap_id_hash(sl->route->id);
-        sy_snap_id_find(s, sl->route->id, h, &pos);
+        uint32_t h = sy__snap_id_hash(sl->route->id);
+        sy__snap_id_find(s, sl->route->id, h, &pos);
         /* a fresh table's chunks are private: no copy, cannot fail */
-        *id_mut(s, pos) = (sy_id_entry){h, i};
+        *id_mut(s, pos) = (sy__id_entry){h, i};
     }
 }
 
 /* ---- rank order (chunked runs of slot ids) ---- */
 
-uint32_t sy_snapshot_rank_at(const sy_snapshot *s, size_t i) {
+uint32_t sy__snapshot_rank_at(const sy_snapshot *s, size_t i) {
     size_t lo = 0, hi = s->rank_nchunks;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
@@ -276,7 +276,7 @@ uint32_t sy_snapshot_rank_at(const sy_snapshot *s, size_t i) {
 }
 
 /* Recount rank_start and route_count after changes. */
-void sy_snap_rank_recount(sy_snapshot *s) {
+void sy__snap_rank_recount(sy_snapshot *s) {
     size_t r = 0;
     for (size_t k = 0; k < s->rank_nchunks; k++) {
         s->rank_start[k] = r;
@@ -288,14 +288,14 @@ void sy_snap_rank_recount(sy_snapshot *s) {
 /* Index of the chunk where `key` belongs: the last whose first key is
  * below it (or `<=` with after_equal), else 0. */
 static uint64_t fp_of(const sy_snapshot *s, uint32_t slot, uint64_t edge) {
-    return slot == NONE ? edge : sy_snapshot_slot(s, slot)->route->fingerprint;
+    return slot == NONE ? edge : sy__snapshot_slot(s, slot)->route->fingerprint;
 }
 
 /* The neighbours of entry i of rank chunk k: the slots before and after
  * it in rank order (NONE at either end). */
 static void rank_neighbours(const sy_snapshot *s, size_t k, uint32_t i,
                             uint32_t *prev, uint32_t *next) {
-    const sy_rank_chunk *c = s->rank_chunks[k];
+    const sy__rank_chunk *c = s->rank_chunks[k];
     *prev = i > 0   ? c->e[i - 1]
             : k > 0 ? s->rank_chunks[k - 1]->e[s->rank_chunks[k - 1]->n - 1]
                     : NONE;
@@ -310,7 +310,7 @@ static void fp_update(sy_snapshot *s, size_t k, uint32_t i, int sign) {
     rank_neighbours(s, k, i, &p, &n);
     uint64_t a = fp_of(s, p, FP_START), b = fp_of(s, n, FP_END);
     uint64_t x =
-        sy_snapshot_slot(s, s->rank_chunks[k]->e[i])->route->fingerprint;
+        sy__snapshot_slot(s, s->rank_chunks[k]->e[i])->route->fingerprint;
     uint64_t with = fp_pair(a, x) + fp_pair(x, b), without = fp_pair(a, b);
     s->fp_seq += sign > 0 ? with - without : without - with;
 }
@@ -320,7 +320,7 @@ static size_t rank_chunk_for(const sy_snapshot *s, uint64_t key,
     size_t lo = 0, hi = s->rank_nchunks;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        uint64_t k0 = sy_snap_key_of(s, s->rank_chunks[mid]->e[0]);
+        uint64_t k0 = sy__snap_key_of(s, s->rank_chunks[mid]->e[0]);
         if (k0 < key || (after_equal && k0 == key))
             lo = mid + 1;
         else
@@ -330,21 +330,21 @@ static size_t rank_chunk_for(const sy_snapshot *s, uint64_t key,
 }
 
 /* Insert `slot` after every entry with a key <= its own. */
-bool sy_snap_rank_insert(sy_snapshot *s, uint32_t slot) {
-    uint64_t key = sy_snap_key_of(s, slot);
+bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
+    uint64_t key = sy__snap_key_of(s, slot);
     if (!s->rank_nchunks) {
-        sy_rank_chunk *c = sy_snap_chunk_new(s, sizeof *c);
+        sy__rank_chunk *c = sy__snap_chunk_new(s, sizeof *c);
         if (!c)
             return false;
         s->rank_chunks[s->rank_nchunks++] = c;
     }
     size_t k = rank_chunk_for(s, key, true);
-    sy_rank_chunk *c = sy_snap_chunk_own(s, s->rank_chunks[k], sizeof *c);
+    sy__rank_chunk *c = sy__snap_chunk_own(s, s->rank_chunks[k], sizeof *c);
     if (!c)
         return false;
     s->rank_chunks[k] = c;
     if (c->n == SY_RANK_CHUNK_MAX) { /* split: the upper half moves on */
-        sy_rank_chunk *n = sy_snap_chunk_new(s, sizeof *n);
+        sy__rank_chunk *n = sy__snap_chunk_new(s, sizeof *n);
         if (!n)
             return false;
         n->n = c->n / 2;
@@ -354,7 +354,7 @@ bool sy_snap_rank_insert(sy_snapshot *s, uint32_t slot) {
                 (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
         s->rank_chunks[k + 1] = n;
         s->rank_nchunks++;
-        if (sy_snap_key_of(s, n->e[0]) <= key) {
+        if (sy__snap_key_of(s, n->e[0]) <= key) {
             c = n;
             k++;
         }
@@ -362,7 +362,7 @@ bool sy_snap_rank_insert(sy_snapshot *s, uint32_t slot) {
     uint32_t lo = 0, hi = c->n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (sy_snap_key_of(s, c->e[mid]) <= key)
+        if (sy__snap_key_of(s, c->e[mid]) <= key)
             lo = mid + 1;
         else
             hi = mid;
@@ -375,23 +375,23 @@ bool sy_snap_rank_insert(sy_snapshot *s, uint32_t slot) {
 }
 
 /* Remove `slot` (present) from the rank order. */
-bool sy_snap_rank_remove(sy_snapshot *s, uint32_t slot) {
-    uint64_t key = sy_snap_key_of(s, slot);
+bool sy__snap_rank_remove(sy_snapshot *s, uint32_t slot) {
+    uint64_t key = sy__snap_key_of(s, slot);
     for (size_t k = rank_chunk_for(s, key, false); k < s->rank_nchunks; k++) {
-        const sy_rank_chunk *r = s->rank_chunks[k];
-        if (sy_snap_key_of(s, r->e[0]) > key)
+        const sy__rank_chunk *r = s->rank_chunks[k];
+        if (sy__snap_key_of(s, r->e[0]) > key)
             break; /* past every entry with this key */
         for (uint32_t i = 0; i < r->n; i++) {
             if (r->e[i] != slot)
                 continue;
             fp_update(s, k, i, -1);
-            sy_rank_chunk *c =
-                sy_snap_chunk_own(s, s->rank_chunks[k], sizeof *c);
+            sy__rank_chunk *c =
+                sy__snap_chunk_own(s, s->rank_chunks[k], sizeof *c);
             if (!c)
                 return false;
             memmove(c->e + i, c->e + i + 1, (c->n - i - 1) * sizeof *c->e);
             if (--c->n == 0) {
-                sy_snap_chunk_unref(s->alloc, c);
+                sy__snap_chunk_unref(s->alloc, c);
                 memmove(s->rank_chunks + k, s->rank_chunks + k + 1,
                         (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
                 s->rank_nchunks--;
@@ -407,37 +407,37 @@ bool sy_snap_rank_remove(sy_snapshot *s, uint32_t slot) {
 /* Share the base's chunk vectors (a reference per chunk) with room for
  * `n` more slots and `n` more rank chunks; the id table is shared when
  * its capacity suits live + n ids, else rebuilt. */
-int sy_snap_share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
-                       size_t live) {
-    const sy_alloc *a = s->alloc;
+int sy__snap_share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
+                        size_t live) {
+    const sy__alloc *a = s->alloc;
     uint32_t base_slots = base ? base->slot_count : 0;
     size_t cap = ((size_t)base_slots + n + SY_CHUNK - 1) / SY_CHUNK;
     size_t base_chunks = ((size_t)base_slots + SY_CHUNK - 1) / SY_CHUNK;
-    s->slot_chunks = sy_calloc(a, cap ? cap : 1, sizeof *s->slot_chunks);
+    s->slot_chunks = sy__calloc(a, cap ? cap : 1, sizeof *s->slot_chunks);
     if (!s->slot_chunks)
         return SY_ENOMEM;
     s->slot_chunk_cap = cap;
     for (size_t k = 0; k < base_chunks; k++) {
         s->slot_chunks[k] = base->slot_chunks[k];
-        sy_snap_chunk_ref(s->slot_chunks[k]);
+        sy__snap_chunk_ref(s->slot_chunks[k]);
     }
     s->slot_count = base_slots;
     size_t rn = base ? base->rank_nchunks : 0;
-    s->rank_chunks = sy_calloc(a, rn + n + 1, sizeof *s->rank_chunks);
-    s->rank_start = sy_calloc(a, rn + n + 1, sizeof *s->rank_start);
+    s->rank_chunks = sy__calloc(a, rn + n + 1, sizeof *s->rank_chunks);
+    s->rank_start = sy__calloc(a, rn + n + 1, sizeof *s->rank_start);
     if (!s->rank_chunks || !s->rank_start)
         return SY_ENOMEM;
     for (size_t k = 0; k < rn; k++) {
         s->rank_chunks[k] = base->rank_chunks[k];
-        sy_snap_chunk_ref(s->rank_chunks[k]);
+        sy__snap_chunk_ref(s->rank_chunks[k]);
     }
     s->rank_nchunks = rn;
-    uint32_t want = sy_snap_id_cap_for(live + n);
+    uint32_t want = sy__snap_id_cap_for(live + n);
     uint32_t have = base ? base->id_mask + 1 : 0;
     if (base && have >= want && have / 4 <= want)
         return id_table_share(s, base) ? SY_OK : SY_ENOMEM;
-    if (!sy_snap_id_alloc(s, want))
+    if (!sy__snap_id_alloc(s, want))
         return SY_ENOMEM;
-    sy_snap_id_fill(s);
+    sy__snap_id_fill(s);
     return SY_OK;
 }

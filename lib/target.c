@@ -15,11 +15,11 @@
 /* The plan's headers without Host: the target carries it apart. *host
  * gets the plan's last Host header (SetRequestHostHeader, or the client's
  * when the host passed it among the headers), or stays as it was. */
-static int headers_without_host(sy_arena *scratch, const sy_plan *p,
+static int headers_without_host(sy__arena *scratch, const sy__plan *p,
                                 sy_target *out, sy_str *host) {
     size_t hosts = 0;
     for (size_t i = 0; i < p->header_count; i++)
-        if (sy_str_ieq(p->headers[i].name, "host", 4)) {
+        if (sy__str_ieq(p->headers[i].name, "host", 4)) {
             *host = p->headers[i].value;
             hosts++;
         }
@@ -29,12 +29,12 @@ static int headers_without_host(sy_arena *scratch, const sy_plan *p,
         return SY_OK;
     }
     size_t n = p->header_count - hosts;
-    sy_header *h = sy_arena_alloc(scratch, (n ? n : 1) * sizeof *h);
+    sy_header *h = sy__arena_alloc(scratch, (n ? n : 1) * sizeof *h);
     if (!h)
         return SY_ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < p->header_count; i++)
-        if (!sy_str_ieq(p->headers[i].name, "host", 4))
+        if (!sy__str_ieq(p->headers[i].name, "host", 4))
             h[k++] = p->headers[i];
     out->headers = h;
     out->header_count = k;
@@ -44,17 +44,18 @@ static int headers_without_host(sy_arena *scratch, const sy_plan *p,
 int sy_match_target(const sy_match *m, const char *const *exclude,
                     size_t exclude_count, sy_target *out, sy_error *err) {
     if (!m || !out || (exclude_count && !exclude))
-        return sy_error_set(err, SY_EINVAL, "", "NULL argument");
+        return sy__error_set(err, SY_EINVAL, "", "NULL argument");
     memset(out, 0, sizeof *out);
-    sy_plan *p = sy_match_plan(m);
+    sy__plan *p = sy__match_plan(m);
     if (m->plan_rc)
-        return sy_error_set(err, m->plan_rc, "", "%s", sy_strerror(m->plan_rc));
+        return sy__error_set(err, m->plan_rc, "", "%s",
+                             sy_strerror(m->plan_rc));
     if (p->action != SY_ACTION_PROXY)
-        return sy_error_set(err, SY_EINVAL, "",
-                            "route '%s' answers the request itself (status "
-                            "%d): it has no upstream target",
-                            m->route->id, p->status);
-    sy_arena *scratch = &m->ctx->scratch;
+        return sy__error_set(err, SY_EINVAL, "",
+                             "route '%s' answers the request itself (status "
+                             "%d): it has no upstream target",
+                             m->route->id, p->status);
+    sy__arena *scratch = &m->ctx->scratch;
     sy_upstream upstream;
     sy_route_upstream(m->route, &upstream);
     const sy_upstream *up = &upstream;
@@ -63,7 +64,7 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
     out->query = p->query;
     sy_str kept_host = m->req->host; /* with PreserveHostHeader */
     if (headers_without_host(scratch, p, out, &kept_host))
-        return sy_error_set(err, SY_ENOMEM, "", "out of memory");
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     const char *authority = m->route->authority;
     if (up->kind == SY_UPSTREAM_URL) {
         out->scheme = up->scheme;
@@ -71,9 +72,9 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
         out->port = up->port;
     } else if (up->kind == SY_UPSTREAM_SERVICE) {
         sy_selection sel;
-        sy_pick pick;
+        sy__pick pick;
         int rc =
-            sy_select_for_match(m, exclude, exclude_count, &sel, &pick, err);
+            sy__select_for_match(m, exclude, exclude_count, &sel, &pick, err);
         if (rc)
             return rc;
         out->scheme = sel.scheme;

@@ -20,51 +20,51 @@ static void libc_free(void *d, void *p) {
     free(p);
 }
 
-void sy_alloc_init(sy_alloc *out, const sy_allocator *user) {
+void sy__alloc_init(sy__alloc *out, const sy_allocator *user) {
     if (user && user->malloc && user->realloc && user->free) {
         out->malloc = user->malloc;
         out->realloc = user->realloc;
         out->free = user->free;
         out->data = user->data;
     } else {
-        sy_alloc_default(out);
+        sy__alloc_default(out);
     }
 }
 
-void sy_alloc_libc(sy_alloc *out) {
+void sy__alloc_libc(sy__alloc *out) {
     out->malloc = libc_malloc;
     out->realloc = libc_realloc;
     out->free = libc_free;
     out->data = NULL;
 }
 
-void *sy_malloc(const sy_alloc *a, size_t size) {
+void *sy__malloc(const sy__alloc *a, size_t size) {
     return a->malloc(a->data, size ? size : 1);
 }
 
-void *sy_calloc(const sy_alloc *a, size_t n, size_t size) {
+void *sy__calloc(const sy__alloc *a, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)
         return NULL;
-    void *p = sy_alloc_default_calloc(a, n * size);
+    void *p = sy__alloc_default_calloc(a, n * size);
     if (p != SY_ALLOC_NOT_DEFAULT)
         return p;
-    p = sy_malloc(a, n * size);
+    p = sy__malloc(a, n * size);
     if (p)
         memset(p, 0, (n * size) > 0 ? n * size : 1);
     return p;
 }
 
-void *sy_realloc(const sy_alloc *a, void *ptr, size_t size) {
+void *sy__realloc(const sy__alloc *a, void *ptr, size_t size) {
     return a->realloc(a->data, ptr, size ? size : 1);
 }
 
-void sy_free(const sy_alloc *a, void *ptr) {
+void sy__free(const sy__alloc *a, void *ptr) {
     if (ptr)
         a->free(a->data, ptr);
 }
 
-char *sy_strndup(const sy_alloc *a, const char *s, size_t n) {
-    char *p = sy_malloc(a, n + 1);
+char *sy__strndup(const sy__alloc *a, const char *s, size_t n) {
+    char *p = sy__malloc(a, n + 1);
     if (p) {
         if (n)
             memcpy(p, s, n);
@@ -73,13 +73,13 @@ char *sy_strndup(const sy_alloc *a, const char *s, size_t n) {
     return p;
 }
 
-char *sy_strdup(const sy_alloc *a, const char *s) {
-    return sy_strndup(a, s, strlen(s));
+char *sy__strdup(const sy__alloc *a, const char *s) {
+    return sy__strndup(a, s, strlen(s));
 }
 
 /* ---- arena ---- */
 
-void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size) {
+void sy__arena_init(sy__arena *ar, const sy__alloc *alloc, size_t chunk_size) {
     ar->alloc = alloc;
     ar->head = NULL;
     ar->chunk_size = chunk_size ? chunk_size : 1024;
@@ -88,13 +88,13 @@ void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size) {
 }
 
 /* A new chunk of at least `size` bytes at the head. */
-static sy_arena_chunk *arena_grow(sy_arena *ar, size_t size) {
+static sy__arena_chunk *arena_grow(sy__arena *ar, size_t size) {
     size_t want = ar->chunk_size;
     if (want < size)
         want = size;
     if (want > SY_ARENA_CHUNK_MAX)
         return NULL;
-    sy_arena_chunk *n = sy_malloc(ar->alloc, sizeof(sy_arena_chunk) + want);
+    sy__arena_chunk *n = sy__malloc(ar->alloc, sizeof(sy__arena_chunk) + want);
     if (!n)
         return NULL;
     n->size = (uint32_t)want;
@@ -104,19 +104,19 @@ static sy_arena_chunk *arena_grow(sy_arena *ar, size_t size) {
     return n;
 }
 
-/* The slow paths of util.h's inline sy_arena_alloc and
- * sy_arena_alloc_bytes: the head chunk has no room for `size` bytes
+/* The slow paths of util.h's inline sy__arena_alloc and
+ * sy__arena_alloc_bytes: the head chunk has no room for `size` bytes
  * (rounded as the caller rounds them). */
-void *sy_arena_alloc_new(sy_arena *ar, size_t size) {
-    sy_arena_chunk *c = arena_grow(ar, size);
+void *sy__arena_alloc_new(sy__arena *ar, size_t size) {
+    sy__arena_chunk *c = arena_grow(ar, size);
     if (!c)
         return NULL;
     c->used = (uint32_t)size;
     return c->data;
 }
 
-char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n) {
-    char *p = sy_arena_alloc_bytes(ar, n + 1);
+char *sy__arena_strndup(sy__arena *ar, const char *s, size_t n) {
+    char *p = sy__arena_alloc_bytes(ar, n + 1);
     if (p) {
         if (n)
             memcpy(p, s, n);
@@ -125,11 +125,11 @@ char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n) {
     return p;
 }
 
-char *sy_arena_authority(sy_arena *ar, const char *host, uint16_t port,
-                         bool secure) {
+char *sy__arena_authority(sy__arena *ar, const char *host, uint16_t port,
+                          bool secure) {
     size_t hl = strlen(host);
     bool v6 = memchr(host, ':', hl) && host[0] != '[';
-    char *buf = sy_arena_alloc_bytes(ar, hl + 2 + 6 + 1);
+    char *buf = sy__arena_alloc_bytes(ar, hl + 2 + 6 + 1);
     if (!buf)
         return NULL;
     size_t n = 0;
@@ -153,20 +153,20 @@ char *sy_arena_authority(sy_arena *ar, const char *host, uint16_t port,
     return buf;
 }
 
-char *sy_arena_strdup(sy_arena *ar, const char *s) {
-    return sy_arena_strndup(ar, s, strlen(s));
+char *sy__arena_strdup(sy__arena *ar, const char *s) {
+    return sy__arena_strndup(ar, s, strlen(s));
 }
 
-void sy_arena_reset(sy_arena *ar) {
-    sy_arena_chunk *keep = NULL;
-    for (sy_arena_chunk *c = ar->head; c; c = c->next)
+void sy__arena_reset(sy__arena *ar) {
+    sy__arena_chunk *keep = NULL;
+    for (sy__arena_chunk *c = ar->head; c; c = c->next)
         if (!keep || c->size > keep->size)
             keep = c;
-    sy_arena_chunk *c = ar->head;
+    sy__arena_chunk *c = ar->head;
     while (c) {
-        sy_arena_chunk *next = c->next;
+        sy__arena_chunk *next = c->next;
         if (c != keep)
-            sy_free(ar->alloc, c);
+            sy__free(ar->alloc, c);
         c = next;
     }
     ar->head = keep;
@@ -178,11 +178,11 @@ void sy_arena_reset(sy_arena *ar) {
     }
 }
 
-void sy_arena_free(sy_arena *ar) {
-    sy_arena_chunk *c = ar->head;
+void sy__arena_free(sy__arena *ar) {
+    sy__arena_chunk *c = ar->head;
     while (c) {
-        sy_arena_chunk *next = c->next;
-        sy_free(ar->alloc, c);
+        sy__arena_chunk *next = c->next;
+        sy__free(ar->alloc, c);
         c = next;
     }
     ar->head = NULL;
@@ -190,20 +190,20 @@ void sy_arena_free(sy_arena *ar) {
 
 /* ---- buffers ---- */
 
-void sy_buf_init(sy_buf *b, const sy_alloc *alloc) {
+void sy__buf_init(sy__buf *b, const sy__alloc *alloc) {
     b->alloc = alloc;
     b->ptr = NULL;
     b->len = b->cap = 0;
     b->failed = false;
 }
 
-void sy_buf_free(sy_buf *b) {
-    sy_free(b->alloc, b->ptr);
+void sy__buf_free(sy__buf *b) {
+    sy__free(b->alloc, b->ptr);
     b->ptr = NULL;
     b->len = b->cap = 0;
 }
 
-bool sy_buf_reserve(sy_buf *b, size_t extra) {
+bool sy__buf_reserve(sy__buf *b, size_t extra) {
     if (b->failed)
         return false;
     if (extra > SIZE_MAX - b->len - 1) {
@@ -216,7 +216,7 @@ bool sy_buf_reserve(sy_buf *b, size_t extra) {
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    char *p = sy_realloc(b->alloc, b->ptr, cap);
+    char *p = sy__realloc(b->alloc, b->ptr, cap);
     if (!p) {
         b->failed = true;
         return false;
@@ -226,8 +226,8 @@ bool sy_buf_reserve(sy_buf *b, size_t extra) {
     return true;
 }
 
-void sy_buf_append(sy_buf *b, const char *s, size_t n) {
-    if (!sy_buf_reserve(b, n))
+void sy__buf_append(sy__buf *b, const char *s, size_t n) {
+    if (!sy__buf_reserve(b, n))
         return;
     if (n)
         memcpy(b->ptr + b->len, s, n);
@@ -235,15 +235,15 @@ void sy_buf_append(sy_buf *b, const char *s, size_t n) {
     b->ptr[b->len] = '\0';
 }
 
-void sy_buf_puts(sy_buf *b, const char *s) {
-    sy_buf_append(b, s, strlen(s));
+void sy__buf_puts(sy__buf *b, const char *s) {
+    sy__buf_append(b, s, strlen(s));
 }
 
-void sy_buf_putc(sy_buf *b, char c) {
-    sy_buf_append(b, &c, 1);
+void sy__buf_putc(sy__buf *b, char c) {
+    sy__buf_append(b, &c, 1);
 }
 
-void sy_buf_put_int(sy_buf *b, int64_t v) {
+void sy__buf_put_int(sy__buf *b, int64_t v) {
     char digits[24];
     size_t n = 0;
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
@@ -253,12 +253,12 @@ void sy_buf_put_int(sy_buf *b, int64_t v) {
     } while (u);
     if (v < 0)
         digits[sizeof digits - 1 - n++] = '-';
-    sy_buf_append(b, digits + sizeof digits - n, n);
+    sy__buf_append(b, digits + sizeof digits - n, n);
 }
 
-void sy_buf_json_string(sy_buf *b, const char *s, size_t n) {
+void sy__buf_json_string(sy__buf *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
-    sy_buf_putc(b, '"');
+    sy__buf_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
         /* a run of characters that need no escape, appended at once */
         size_t j = i;
@@ -266,36 +266,36 @@ void sy_buf_json_string(sy_buf *b, const char *s, size_t n) {
                s[j] != '\\')
             j++;
         if (j > i) {
-            sy_buf_append(b, s + i, j - i);
+            sy__buf_append(b, s + i, j - i);
             i = j;
             if (i == n)
                 break;
         }
         unsigned char c = (unsigned char)s[i];
         switch (c) {
-        case '"': sy_buf_append(b, "\\\"", 2); break;
-        case '\\': sy_buf_append(b, "\\\\", 2); break;
-        case '\n': sy_buf_append(b, "\\n", 2); break;
-        case '\r': sy_buf_append(b, "\\r", 2); break;
-        case '\t': sy_buf_append(b, "\\t", 2); break;
+        case '"': sy__buf_append(b, "\\\"", 2); break;
+        case '\\': sy__buf_append(b, "\\\\", 2); break;
+        case '\n': sy__buf_append(b, "\\n", 2); break;
+        case '\r': sy__buf_append(b, "\\r", 2); break;
+        case '\t': sy__buf_append(b, "\\t", 2); break;
         default:
             if (c < 0x20) {
                 char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-                sy_buf_append(b, e, 6);
+                sy__buf_append(b, e, 6);
             } else {
-                sy_buf_putc(b, (char)c);
+                sy__buf_putc(b, (char)c);
             }
         }
     }
-    sy_buf_putc(b, '"');
+    sy__buf_putc(b, '"');
 }
 
 /* ---- hashing ---- */
 
-__extension__ typedef unsigned __int128 sy_u128;
+__extension__ typedef unsigned __int128 sy__u128;
 
 static inline uint64_t mum(uint64_t a, uint64_t b) {
-    sy_u128 r = (sy_u128)a * b;
+    sy__u128 r = (sy__u128)a * b;
     return (uint64_t)r ^ (uint64_t)(r >> 64);
 }
 
@@ -313,7 +313,7 @@ static inline uint64_t rd32(const unsigned char *p) {
            (uint64_t)p[3] << 24;
 }
 
-uint64_t sy_hash_mix(uint64_t a, uint64_t b) {
+uint64_t sy__hash_mix(uint64_t a, uint64_t b) {
     return mum(a ^ 0xa0761d6478bd642full, b ^ 0xe7037ed1a0b428dbull);
 }
 
@@ -337,7 +337,7 @@ static inline uint64_t hash_tail(const unsigned char *p, size_t len,
     return mum(mum(a ^ HASH_K1, b ^ h), (uint64_t)len ^ HASH_K2);
 }
 
-uint64_t sy_hash64(const void *data, size_t len, uint64_t seed) {
+uint64_t sy__hash64(const void *data, size_t len, uint64_t seed) {
     const unsigned char *p = data;
     uint64_t h = seed ^ HASH_K0 ^ (uint64_t)len * HASH_K2;
     while (len >= 16) {
@@ -348,18 +348,18 @@ uint64_t sy_hash64(const void *data, size_t len, uint64_t seed) {
     return hash_tail(p, len, h);
 }
 
-/* sy_hash64 in steps over text that is read once for other reasons too:
+/* sy__hash64 in steps over text that is read once for other reasons too:
  * the same 16-byte blocks in the same order, then the same tail, so the
- * value is sy_hash64's. */
-void sy_hash64_begin(sy_hash_stream *s, const void *data, size_t len,
-                     uint64_t seed) {
+ * value is sy__hash64's. */
+void sy__hash64_begin(sy__hash_stream *s, const void *data, size_t len,
+                      uint64_t seed) {
     s->p = data;
     s->len = len;
     s->done = 0;
     s->h = seed ^ HASH_K0 ^ (uint64_t)len * HASH_K2;
 }
 
-void sy_hash64_advance(sy_hash_stream *s, size_t upto) {
+void sy__hash64_advance(sy__hash_stream *s, size_t upto) {
     if (upto > s->len)
         upto = s->len;
     size_t d = s->done;
@@ -370,8 +370,8 @@ void sy_hash64_advance(sy_hash_stream *s, size_t upto) {
     s->done = d;
 }
 
-uint64_t sy_hash64_end(sy_hash_stream *s) {
-    sy_hash64_advance(s, s->len);
+uint64_t sy__hash64_end(sy__hash_stream *s) {
+    sy__hash64_advance(s, s->len);
     return hash_tail(s->p + s->done, s->len - s->done, s->h);
 }
 
@@ -380,7 +380,7 @@ uint64_t sy_hash64_end(sy_hash_stream *s) {
 /* Paths are built for every route and entry, so this formats only what
  * they use (%s and %zu) without going through vsnprintf. Truncates to
  * cap - 1 bytes like snprintf. */
-void sy_path_printf(char *out, size_t cap, const char *fmt, ...) {
+void sy__path_printf(char *out, size_t cap, const char *fmt, ...) {
     if (!cap)
         return;
     va_list ap;
@@ -410,8 +410,8 @@ void sy_path_printf(char *out, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 
-size_t sy_path_join(char *out, size_t cap, const char *base,
-                    const char *field) {
+size_t sy__path_join(char *out, size_t cap, const char *base,
+                     const char *field) {
     if (!cap)
         return 0;
     size_t bl = strlen(base), fl = strlen(field), o = 0;
@@ -427,7 +427,7 @@ size_t sy_path_join(char *out, size_t cap, const char *base,
     return o;
 }
 
-void sy_path_index(char *out, size_t cap, size_t at, size_t i) {
+void sy__path_index(char *out, size_t cap, size_t at, size_t i) {
     if (i < 10 && cap > 4 && at < cap - 4) { /* "[i]": most lists */
         out[at] = '[';
         out[at + 1] = (char)('0' + i);
@@ -468,8 +468,8 @@ void sy_path_index(char *out, size_t cap, size_t at, size_t i) {
 
 /* ---- errors ---- */
 
-int sy_error_set(sy_error *err, int code, const char *path, const char *fmt,
-                 ...) {
+int sy__error_set(sy_error *err, int code, const char *path, const char *fmt,
+                  ...) {
     if (!err)
         return code;
     err->code = code;
@@ -483,7 +483,7 @@ int sy_error_set(sy_error *err, int code, const char *path, const char *fmt,
     return code;
 }
 
-void sy_error_prefix_path(sy_error *err, const char *prefix) {
+void sy__error_prefix_path(sy_error *err, const char *prefix) {
     if (!err || !prefix || !*prefix)
         return;
     char tmp[2 * sizeof err->path + 2];
@@ -496,24 +496,24 @@ void sy_error_prefix_path(sy_error *err, const char *prefix) {
     err->path[n] = '\0';
 }
 
-void sy_error_clear(sy_error *err) {
+void sy__error_clear(sy_error *err) {
     if (err)
         memset(err, 0, sizeof *err);
 }
 
-uint64_t sy_now_monotonic_us(void) {
+uint64_t sy__now_monotonic_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-int64_t sy_now_realtime_ms(void) {
+int64_t sy__now_realtime_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-bool sy_str_ieq(sy_str a, const char *b, size_t blen) {
+bool sy__str_ieq(sy_str a, const char *b, size_t blen) {
     if (a.len != blen)
         return false;
     for (size_t i = 0; i < blen; i++) {
@@ -573,8 +573,8 @@ static uint64_t key_at(const unsigned char *rec, size_t key_off) {
     return k;
 }
 
-bool sy_sort_by_u64(const sy_alloc *a, void *base, size_t n, size_t size,
-                    size_t key_off) {
+bool sy__sort_by_u64(const sy__alloc *a, void *base, size_t n, size_t size,
+                     size_t key_off) {
     if (n < 2)
         return true;
     /* bytes where the keys differ: a pass over a byte all keys share moves
@@ -589,7 +589,7 @@ bool sy_sort_by_u64(const sy_alloc *a, void *base, size_t n, size_t size,
     }
     if (!differ || ascending)
         return true;
-    unsigned char *tmp = sy_malloc(a, n * size);
+    unsigned char *tmp = sy__malloc(a, n * size);
     if (!tmp)
         return false;
     unsigned char *src = base, *dst = tmp;
@@ -616,6 +616,6 @@ bool sy_sort_by_u64(const sy_alloc *a, void *base, size_t n, size_t size,
     }
     if (src != base)
         memcpy(base, src, n * size);
-    sy_free(a, tmp);
+    sy__free(a, tmp);
     return true;
 }

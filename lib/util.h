@@ -18,23 +18,23 @@
 #define SY_NONE UINT32_MAX
 
 /* A resolved allocator: every member non-NULL. */
-typedef struct sy_alloc {
+typedef struct sy__alloc {
     void *(*malloc)(void *data, size_t size);
     void *(*realloc)(void *data, void *ptr, size_t size);
     void (*free)(void *data, void *ptr);
     void *data;
-} sy_alloc;
+} sy__alloc;
 
-/* Resolve user hooks (NULL or incomplete: sy_alloc_default). */
-void sy_alloc_init(sy_alloc *out, const sy_allocator *user);
+/* Resolve user hooks (NULL or incomplete: sy__alloc_default). */
+void sy__alloc_init(sy__alloc *out, const sy_allocator *user);
 /* libc's malloc, realloc and free as they are. */
-void sy_alloc_libc(sy_alloc *out);
+void sy__alloc_libc(sy__alloc *out);
 /* The library's default allocator (alloc_map.c): libc's, but blocks of
  * SY_MAP_MIN bytes or more are mapped and unmapped directly (glibc on
  * Linux), so that an apply's large temporaries go back to the system when
  * freed, whatever glibc's dynamic mmap threshold has risen to. Blocks it
  * returns are freed by it only (never by libc's free). */
-void sy_alloc_default(sy_alloc *out);
+void sy__alloc_default(sy__alloc *out);
 /* 512 KiB: an apply of 100,000 routes frees ~65 MB in blocks above it;
  * at 128 KiB (glibc's starting threshold) a re-apply of 10,000 routes
  * faulted in fresh pages for its smaller temporaries too (~40 % slower;
@@ -42,56 +42,56 @@ void sy_alloc_default(sy_alloc *out);
 #define SY_MAP_MIN ((size_t)512 * 1024)
 /* n zeroed bytes from `a` when it is the default allocator (a mapping
  * or libc's calloc: no page touched to clear it); SY_ALLOC_NOT_DEFAULT
- * for any other allocator (sy_calloc then clears a block itself). */
-void *sy_alloc_default_calloc(const sy_alloc *a, size_t n);
+ * for any other allocator (sy__calloc then clears a block itself). */
+void *sy__alloc_default_calloc(const sy__alloc *a, size_t n);
 #define SY_ALLOC_NOT_DEFAULT ((void *)1)
 /* The one shared copy of the default allocator when `a` is it (a route
  * then points at it instead of holding its own copy), else NULL. */
-const sy_alloc *sy_alloc_default_shared(const sy_alloc *a);
-/* True when sy_alloc_default maps large blocks (else it is libc's). */
-bool sy_alloc_maps_large(void);
-void *sy_malloc(const sy_alloc *a, size_t size);
-void *sy_calloc(const sy_alloc *a, size_t n, size_t size); /* overflow-safe */
-void *sy_realloc(const sy_alloc *a, void *ptr, size_t size);
-void sy_free(const sy_alloc *a, void *ptr);
-char *sy_strndup(const sy_alloc *a, const char *s, size_t n);
-char *sy_strdup(const sy_alloc *a, const char *s);
+const sy__alloc *sy__alloc_default_shared(const sy__alloc *a);
+/* True when sy__alloc_default maps large blocks (else it is libc's). */
+bool sy__alloc_maps_large(void);
+void *sy__malloc(const sy__alloc *a, size_t size);
+void *sy__calloc(const sy__alloc *a, size_t n, size_t size); /* overflow-safe */
+void *sy__realloc(const sy__alloc *a, void *ptr, size_t size);
+void sy__free(const sy__alloc *a, void *ptr);
+char *sy__strndup(const sy__alloc *a, const char *s, size_t n);
+char *sy__strdup(const sy__alloc *a, const char *s);
 
 /*
  * Arena: bump allocation in chunks, freed all at once. Used for everything
  * a parsed route owns, and (with reset) for per-match scratch.
  */
-typedef struct sy_arena_chunk {
-    struct sy_arena_chunk *next;
+typedef struct sy__arena_chunk {
+    struct sy__arena_chunk *next;
     /* usable bytes after the 16-byte header, and those handed out: 32
      * bits, so a chunk holds less than 4 GiB (a larger allocation fails) */
     uint32_t size;
     uint32_t used;
     _Alignas(8) unsigned char data[];
-} sy_arena_chunk;
+} sy__arena_chunk;
 /* The most a chunk holds. */
 #define SY_ARENA_CHUNK_MAX ((size_t)UINT32_MAX - 16u)
-typedef struct sy_arena {
-    const sy_alloc *alloc;
-    sy_arena_chunk *head;
+typedef struct sy__arena {
+    const sy__alloc *alloc;
+    sy__arena_chunk *head;
     size_t chunk_size; /* default size of a new chunk */
-} sy_arena;
+} sy__arena;
 
-void sy_arena_init(sy_arena *ar, const sy_alloc *alloc, size_t chunk_size);
+void sy__arena_init(sy__arena *ar, const sy__alloc *alloc, size_t chunk_size);
 /* util.c: a new head chunk holding the `size` bytes asked for. */
-void *sy_arena_alloc_new(sy_arena *ar, size_t size);
+void *sy__arena_alloc_new(sy__arena *ar, size_t size);
 
 /* 8-byte aligned (enough for every object the library keeps: pointers,
  * 64-bit integers, doubles; nothing needs max_align_t's 16), so a route's
  * small objects are not padded to 16. Inline: trees and routes make many
  * small ones. */
-static inline void *sy_arena_alloc(sy_arena *ar, size_t size) {
+static inline void *sy__arena_alloc(sy__arena *ar, size_t size) {
     if (size > SY_ARENA_CHUNK_MAX)
         return NULL;
     size = (size + 7u) & ~(size_t)7u;
     if (size == 0)
         size = 8;
-    sy_arena_chunk *c = ar->head;
+    sy__arena_chunk *c = ar->head;
     if (c) {
         uint32_t at = (c->used + 7u) & ~(uint32_t)7u;
         if (at <= c->size && c->size - at >= size) {
@@ -99,127 +99,128 @@ static inline void *sy_arena_alloc(sy_arena *ar, size_t size) {
             return c->data + at;
         }
     }
-    return sy_arena_alloc_new(ar, size);
+    return sy__arena_alloc_new(ar, size);
 }
 
 /* Bytes without alignment (text): no padding between strings. */
-static inline void *sy_arena_alloc_bytes(sy_arena *ar, size_t size) {
+static inline void *sy__arena_alloc_bytes(sy__arena *ar, size_t size) {
     if (size == 0)
         size = 1;
     if (size > SY_ARENA_CHUNK_MAX)
         return NULL;
-    sy_arena_chunk *c = ar->head;
+    sy__arena_chunk *c = ar->head;
     if (c && c->size - c->used >= size) {
         void *p = c->data + c->used;
         c->used += (uint32_t)size;
         return p;
     }
-    return sy_arena_alloc_new(ar, size);
+    return sy__arena_alloc_new(ar, size);
 }
-char *sy_arena_strndup(sy_arena *ar, const char *s, size_t n);
-char *sy_arena_strdup(sy_arena *ar, const char *s);
+char *sy__arena_strndup(sy__arena *ar, const char *s, size_t n);
+char *sy__arena_strdup(sy__arena *ar, const char *s);
 /* "host", "host:port", "[v6]" or "[v6]:port" (the port left out when it is
  * the scheme's default: 443 when `secure`, else 80), in the arena: the
  * Host header an upstream expects. NULL when out of memory. */
-char *sy_arena_authority(sy_arena *ar, const char *host, uint16_t port,
-                         bool secure);
+char *sy__arena_authority(sy__arena *ar, const char *host, uint16_t port,
+                          bool secure);
 /* Forget all allocations but keep the largest chunk for reuse. */
-void sy_arena_reset(sy_arena *ar);
-void sy_arena_free(sy_arena *ar);
+void sy__arena_reset(sy__arena *ar);
+void sy__arena_free(sy__arena *ar);
 
 /* Growable byte buffer, always NUL-terminated when non-empty. */
-typedef struct sy_buf {
-    const sy_alloc *alloc;
+typedef struct sy__buf {
+    const sy__alloc *alloc;
     char *ptr;
     size_t len;
     size_t cap;
     bool failed; /* an append ran out of memory */
-} sy_buf;
+} sy__buf;
 
-void sy_buf_init(sy_buf *b, const sy_alloc *alloc);
-void sy_buf_free(sy_buf *b);
-bool sy_buf_reserve(sy_buf *b, size_t extra);
-void sy_buf_append(sy_buf *b, const char *s, size_t n);
-void sy_buf_puts(sy_buf *b, const char *s);
-void sy_buf_putc(sy_buf *b, char c);
+void sy__buf_init(sy__buf *b, const sy__alloc *alloc);
+void sy__buf_free(sy__buf *b);
+bool sy__buf_reserve(sy__buf *b, size_t extra);
+void sy__buf_append(sy__buf *b, const char *s, size_t n);
+void sy__buf_puts(sy__buf *b, const char *s);
+void sy__buf_putc(sy__buf *b, char c);
 /* Append a decimal integer. */
-void sy_buf_put_int(sy_buf *b, int64_t v);
+void sy__buf_put_int(sy__buf *b, int64_t v);
 /* Append s as a JSON string literal (quoted, escaped). */
-void sy_buf_json_string(sy_buf *b, const char *s, size_t n);
+void sy__buf_json_string(sy__buf *b, const char *s, size_t n);
 
 /* 64-bit hash (wyhash-style mixing); stable across runs and machines. */
 /* Sort n records of `size` bytes at `base` by the uint64_t at byte offset
  * `key_off` of each, ascending and stable (an LSD radix sort, 8 bits a pass,
  * passes over bytes every key shares skipped). Needs n * size bytes of
  * scratch from `a`; false (base untouched) when out of memory. */
-bool sy_sort_by_u64(const sy_alloc *a, void *base, size_t n, size_t size,
-                    size_t key_off);
-uint64_t sy_hash64(const void *data, size_t len, uint64_t seed);
-uint64_t sy_hash_mix(uint64_t a, uint64_t b);
-/* sy_hash64 of data[0..len) computed in steps: begin, advance over the
+bool sy__sort_by_u64(const sy__alloc *a, void *base, size_t n, size_t size,
+                     size_t key_off);
+uint64_t sy__hash64(const void *data, size_t len, uint64_t seed);
+uint64_t sy__hash_mix(uint64_t a, uint64_t b);
+/* sy__hash64 of data[0..len) computed in steps: begin, advance over the
  * bytes before `upto` (any number of times, upto increasing), end returns
- * the value sy_hash64(data, len, seed) returns. For a large text already
+ * the value sy__hash64(data, len, seed) returns. For a large text already
  * read piece by piece for other reasons, so it is read once. */
-typedef struct sy_hash_stream {
+typedef struct sy__hash_stream {
     const unsigned char *p;
     size_t len, done;
     uint64_t h;
-} sy_hash_stream;
-void sy_hash64_begin(sy_hash_stream *s, const void *data, size_t len,
-                     uint64_t seed);
-void sy_hash64_advance(sy_hash_stream *s, size_t upto);
-uint64_t sy_hash64_end(sy_hash_stream *s);
+} sy__hash_stream;
+void sy__hash64_begin(sy__hash_stream *s, const void *data, size_t len,
+                      uint64_t seed);
+void sy__hash64_advance(sy__hash_stream *s, size_t upto);
+uint64_t sy__hash64_end(sy__hash_stream *s);
 
 /* snprintf for JSON paths, fast: only %s and %zu conversions. */
-void sy_path_printf(char *out, size_t cap, const char *fmt, ...);
+void sy__path_printf(char *out, size_t cap, const char *fmt, ...);
 /* "<base>.<field>" ("<field>" when base is empty) into out, truncated as
- * sy_path_printf truncates; returns its length. */
-size_t sy_path_join(char *out, size_t cap, const char *base, const char *field);
+ * sy__path_printf truncates; returns its length. */
+size_t sy__path_join(char *out, size_t cap, const char *base,
+                     const char *field);
 /* "[i]" written at out + at, where out holds a path of `at` bytes (from
- * sy_path_join or strlen): each index of a list formatted without
- * formatting the list's path again. Truncated as sy_path_printf. */
-void sy_path_index(char *out, size_t cap, size_t at, size_t i);
+ * sy__path_join or strlen): each index of a list formatted without
+ * formatting the list's path again. Truncated as sy__path_printf. */
+void sy__path_index(char *out, size_t cap, size_t at, size_t i);
 
 /* Fill err (if non-NULL) with code, path and a formatted message. Returns
- * code, so `return sy_error_set(...)` reads naturally. */
-int sy_error_set(sy_error *err, int code, const char *path, const char *fmt,
-                 ...) __attribute__((format(printf, 4, 5)));
+ * code, so `return sy__error_set(...)` reads naturally. */
+int sy__error_set(sy_error *err, int code, const char *path, const char *fmt,
+                  ...) __attribute__((format(printf, 4, 5)));
 /* Prefix err->path with `prefix` (e.g. a route's path). */
-void sy_error_prefix_path(sy_error *err, const char *prefix);
-void sy_error_clear(sy_error *err);
+void sy__error_prefix_path(sy_error *err, const char *prefix);
+void sy__error_clear(sy_error *err);
 
 /* Monotonic and real-time clocks (writer side only). */
-uint64_t sy_now_monotonic_us(void);
-int64_t sy_now_realtime_ms(void);
+uint64_t sy__now_monotonic_us(void);
+int64_t sy__now_realtime_ms(void);
 
 /* 8 and 4 bytes at p in the machine's byte order, from any alignment:
  * for keys compared within one process (index segment keys, the path
  * split); hashes use util.c's fixed byte order instead. */
-static inline uint64_t sy_load_u64(const char *p) {
+static inline uint64_t sy__load_u64(const char *p) {
     uint64_t w;
     memcpy(&w, p, 8);
     return w;
 }
 
-static inline uint32_t sy_load_u32(const char *p) {
+static inline uint32_t sy__load_u32(const char *p) {
     uint32_t w;
     memcpy(&w, p, 4);
     return w;
 }
 
-/* Eight bytes tested at once (a word from sy_load_u64): non-zero when a
+/* Eight bytes tested at once (a word from sy__load_u64): non-zero when a
  * byte of w equals c, or is below n (n <= 128). Exact as a yes/no answer
  * (the bits set above the first such byte may be wrong): a scan for the
  * end of a run of plain bytes reads a word, and only a word that answers
  * yes is looked at byte by byte. */
 #define SY_SWAR_ONES 0x0101010101010101ull
 #define SY_SWAR_HIGHS 0x8080808080808080ull
-static inline uint64_t sy_swar_has_byte(uint64_t w, unsigned char c) {
+static inline uint64_t sy__swar_has_byte(uint64_t w, unsigned char c) {
     uint64_t x = w ^ (SY_SWAR_ONES * c);
     return (x - SY_SWAR_ONES) & ~x & SY_SWAR_HIGHS;
 }
 
-static inline uint64_t sy_swar_has_below(uint64_t w, unsigned char n) {
+static inline uint64_t sy__swar_has_below(uint64_t w, unsigned char n) {
     return (w - SY_SWAR_ONES * n) & ~w & SY_SWAR_HIGHS;
 }
 
@@ -229,20 +230,20 @@ static inline uint64_t sy_swar_has_below(uint64_t w, unsigned char n) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ &&    \
     (defined(__GNUC__) || defined(__clang__))
 #define SY_SWAR_FIRST_OK 1
-static inline unsigned sy_swar_first(uint64_t answer) {
+static inline unsigned sy__swar_first(uint64_t answer) {
     return (unsigned)__builtin_ctzll(answer) >> 3;
 }
 #else
 #define SY_SWAR_FIRST_OK 0
 #endif
 
-static inline bool sy_str_eq(sy_str a, const char *b, size_t blen) {
+static inline bool sy__str_eq(sy_str a, const char *b, size_t blen) {
     return a.len == blen && (blen == 0 || memcmp(a.ptr, b, blen) == 0);
 }
-bool sy_str_ieq(sy_str a, const char *b, size_t blen); /* ASCII nocase */
+bool sy__str_ieq(sy_str a, const char *b, size_t blen); /* ASCII nocase */
 
 /* The value of a hex digit, or -1 (percent-decoding). */
-static inline int sy_hexval(char c) {
+static inline int sy__hexval(char c) {
     if (c >= '0' && c <= '9')
         return c - '0';
     if (c >= 'a' && c <= 'f')

@@ -63,8 +63,8 @@ static bool parse_digits(const char *s, const char **end, int64_t *out) {
     return true;
 }
 
-bool sy_value_int64(const char *s, int64_t min, int64_t max, int64_t *out,
-                    const char **why) {
+bool sy__value_int64(const char *s, int64_t min, int64_t max, int64_t *out,
+                     const char **why) {
     const char *end;
     int64_t v;
     if (!s || !parse_digits(s, &end, &v)) {
@@ -81,7 +81,7 @@ bool sy_value_int64(const char *s, int64_t min, int64_t max, int64_t *out,
     return true;
 }
 
-bool sy_value_bool(const char *s, bool *out, const char **why) {
+bool sy__value_bool(const char *s, bool *out, const char **why) {
     if (!s || (to_lower(*s) != 't' && to_lower(*s) != 'f'))
         return set_why(why, "expected true or false"); /* most texts */
     size_t n = strlen(s);
@@ -171,7 +171,7 @@ static bool iso_duration_ms(const char *s, int64_t *out) {
     return true;
 }
 
-bool sy_value_duration_ms(const char *s, int64_t *out, const char **why) {
+bool sy__value_duration_ms(const char *s, int64_t *out, const char **why) {
     static const char *msg = "expected a duration such as 10ms, 5s, 1m";
     if (!s || !*s)
         return set_why(why, msg);
@@ -217,7 +217,7 @@ bool sy_value_duration_ms(const char *s, int64_t *out, const char **why) {
     return true;
 }
 
-bool sy_value_size(const char *s, int64_t *out, const char **why) {
+bool sy__value_size(const char *s, int64_t *out, const char **why) {
     static const char *msg = "expected a data size such as 16000B, 64KB, 5MB";
     const char *end;
     int64_t v;
@@ -356,7 +356,7 @@ static bool iso_datetime_ms(const char *s, int64_t *out) {
     return true;
 }
 
-bool sy_value_datetime_ms(const char *s, int64_t *out, const char **why) {
+bool sy__value_datetime_ms(const char *s, int64_t *out, const char **why) {
     static const char *msg = "expected an ISO-8601 date-time with offset "
                              "(2017-01-20T17:42:47.789-07:00) or epoch "
                              "milliseconds";
@@ -379,7 +379,7 @@ bool sy_value_datetime_ms(const char *s, int64_t *out, const char **why) {
 /* ---- addresses ---- */
 
 /* Parse a bare address of up to n bytes; family 0 when invalid. */
-static bool parse_addr(const char *s, size_t n, sy_cidr *out) {
+static bool parse_addr(const char *s, size_t n, sy__cidr *out) {
     char buf[64];
     if (n == 0 || n >= sizeof buf)
         return false;
@@ -419,7 +419,7 @@ static bool parse_addr(const char *s, size_t n, sy_cidr *out) {
     return true;
 }
 
-bool sy_value_ip(sy_str s, sy_cidr *out) {
+bool sy__value_ip(sy_str s, sy__cidr *out) {
     const char *p = s.ptr;
     size_t n = s.len;
     memset(out, 0, sizeof *out);
@@ -448,14 +448,14 @@ bool sy_value_ip(sy_str s, sy_cidr *out) {
     return true;
 }
 
-bool sy_value_cidr(const char *s, sy_cidr *out, const char **why) {
+bool sy__value_cidr(const char *s, sy__cidr *out, const char **why) {
     static const char *msg = "expected an IPv4 or IPv6 address with an "
                              "optional /prefix, such as 10.0.0.0/8";
     if (!s)
         return set_why(why, msg);
     const char *slash = strchr(s, '/');
     size_t alen = slash ? (size_t)(slash - s) : strlen(s);
-    sy_cidr c;
+    sy__cidr c;
     if (!parse_addr(s, alen, &c))
         return set_why(why, msg);
     if (slash) {
@@ -478,7 +478,7 @@ bool sy_value_cidr(const char *s, sy_cidr *out, const char **why) {
     return true;
 }
 
-bool sy_cidr_contains(const sy_cidr *net, const sy_cidr *ip) {
+bool sy__cidr_contains(const sy__cidr *net, const sy__cidr *ip) {
     if (!net || !ip || net->family == 0 || net->family != ip->family)
         return false;
     unsigned bits = net->prefix, full = bits / 8, rest = bits % 8;
@@ -571,7 +571,7 @@ static const status_name status_names[] = {
     {"NETWORK_AUTHENTICATION_REQUIRED", 511},
 };
 
-bool sy_value_status(const char *s, int *out, const char **why) {
+bool sy__value_status(const char *s, int *out, const char **why) {
     if (!s || !*s)
         return set_why(why, "expected an HTTP status (100..599 or a name "
                             "such as NOT_FOUND)");
@@ -617,7 +617,7 @@ static bool is_tchar(unsigned char c) {
     return tchar[c] != 0;
 }
 
-bool sy_value_token(const char *s, const char **why) {
+bool sy__value_token(const char *s, const char **why) {
     if (!s || !*s)
         return set_why(why, "expected a token (RFC 7230)");
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
@@ -627,8 +627,8 @@ bool sy_value_token(const char *s, const char **why) {
     return true;
 }
 
-bool sy_value_method(const char *s, char *upper, const char **why) {
-    if (!sy_value_token(s, why))
+bool sy__value_method(const char *s, char *upper, const char **why) {
+    if (!sy__value_token(s, why))
         return false;
     if (upper) {
         size_t i = 0;

@@ -16,7 +16,7 @@
 
 /* A snapshot of `n` route definitions (rank = position) under `lim`. */
 typedef struct table {
-    sy_alloc a;
+    sy__alloc a;
     struct sy_route *rt[8];
     size_t n;
     sy_snapshot *snap;
@@ -25,40 +25,40 @@ typedef struct table {
 } table;
 
 static void table_open(table *t, const char *const *defs, size_t n,
-                       const sy_budget_limits *lim) {
+                       const sy__budget_limits *lim) {
     memset(t, 0, sizeof *t);
-    sy_alloc_init(&t->a, NULL);
-    sy_route_change ch[8];
+    sy__alloc_init(&t->a, NULL);
+    sy__route_change ch[8];
     ck_assert_uint_le(n, 8);
     for (size_t i = 0; i < n; i++) {
         sy_error e;
-        ck_assert_msg(sy_def_parse_route(defs[i], strlen(defs[i]), NULL,
-                                         "route", &t->rt[i], &e) == 0,
+        ck_assert_msg(sy__def_parse_route(defs[i], strlen(defs[i]), NULL,
+                                          "route", &t->rt[i], &e) == 0,
                       "%s: %s", defs[i], e.message);
-        ch[i] = (sy_route_change){t->rt[i]->id, t->rt[i],
-                                  sy_rank_key(0, 0, (uint32_t)i), 0};
+        ch[i] = (sy__route_change){t->rt[i]->id, t->rt[i],
+                                   sy__rank_key(0, 0, (uint32_t)i), 0};
     }
     t->n = n;
     const char *const sources[] = {"s"};
-    sy_snapshot_config cfg = {0};
+    sy__snapshot_config cfg = {0};
     if (lim)
         cfg.budget = *lim;
     cfg.sources = sources;
     cfg.source_count = 1;
     struct sy_route **removed;
     size_t nremoved;
-    ck_assert_int_eq(sy_snapshot_derive(&t->a, NULL, &cfg, ch, n, 1, &t->snap,
-                                        &removed, &nremoved, NULL),
+    ck_assert_int_eq(sy__snapshot_derive(&t->a, NULL, &cfg, ch, n, 1, &t->snap,
+                                         &removed, &nremoved, NULL),
                      0);
-    sy_free(&t->a, removed);
+    sy__free(&t->a, removed);
     ck_assert_int_eq(sy_match_ctx_new(NULL, &t->ctx, NULL), 0);
 }
 
 static void table_close(table *t) {
     sy_match_ctx_free(t->ctx);
-    sy_snapshot_destroy(t->snap);
+    sy__snapshot_destroy(t->snap);
     for (size_t i = 0; i < t->n; i++)
-        sy_route_unref(t->rt[i]);
+        sy__route_unref(t->rt[i]);
 }
 
 /* Match; returns the route id or "" and the no-match reason. */
@@ -146,7 +146,7 @@ START_TEST(every_regex_of_a_request_draws_on_one_pool) {
         "{\"id\":\"c\",\"uri\":\"http://c\",\"predicates\":[\"Header=X, c\"]}",
         "{\"id\":\"d\",\"uri\":\"http://d\",\"predicates\":[\"Header=X, d\"]}",
         "{\"id\":\"any\",\"uri\":\"http://z\",\"predicates\":[\"Path=/**\"]}"};
-    sy_budget_limits lim = {3 * SY_BUDGET_FIRST_LIMIT, 0, 0};
+    sy__budget_limits lim = {3 * SY_BUDGET_FIRST_LIMIT, 0, 0};
     table t;
     table_open(&t, defs, 5, &lim);
     sy_header h = {{"X", 1}, {"c", 1}};
@@ -169,7 +169,7 @@ START_TEST(values_past_the_repeat_cap_are_not_examined) {
         "{\"id\":\"q\",\"uri\":\"http://q\",\"predicates\":[\"Query=p, x\"]}",
         "{\"id\":\"k\",\"uri\":\"http://k\",\"predicates\":[\"Cookie=c, x\"]}",
         "{\"id\":\"any\",\"uri\":\"http://a\",\"predicates\":[\"Path=/**\"]}"};
-    sy_budget_limits lim = {0, 4, 0};
+    sy__budget_limits lim = {0, 4, 0};
     table t;
     table_open(&t, defs, 4, &lim);
     /* the matching value is the 4th: examined */
@@ -200,7 +200,7 @@ START_TEST(path_pattern_regexes_draw_on_the_pool) {
                           "[\"Path=/{v:(?:a+)+b}/x\"]}",
                           "{\"id\":\"any\",\"uri\":\"http://a\","
                           "\"predicates\":[\"Path=/**\"]}"};
-    sy_budget_limits lim = {50000, 0, 0};
+    sy__budget_limits lim = {50000, 0, 0};
     table t;
     table_open(&t, defs, 2, &lim);
     sy_nomatch why;
@@ -266,7 +266,7 @@ START_TEST(rewrite_path_matches_draw_on_the_pool) {
     const char *defs[] = {
         "{\"id\":\"r\",\"uri\":\"http://r\",\"predicates\":[\"Path=/**\"],"
         "\"filters\":[\"RewritePath=[a-z], X\"]}"};
-    sy_budget_limits lim = {200 * SY_BUDGET_FIRST_LIMIT, 0, 1 << 20};
+    sy__budget_limits lim = {200 * SY_BUDGET_FIRST_LIMIT, 0, 1 << 20};
     table t;
     table_open(&t, defs, 1, &lim);
     sy_action act;

@@ -14,7 +14,7 @@ static sy_document *parse_ok(const char *json, bool lenient) {
     o.lenient = lenient;
     sy_document *d = NULL;
     sy_error e;
-    sy_error_clear(&e);
+    sy__error_clear(&e);
     int rc = sy_document_parse(json, strlen(json), &o, &d, &e);
     ck_assert_msg(rc == 0, "parse failed: %d %s: %s", rc, e.path, e.message);
     ck_assert_ptr_nonnull(d);
@@ -23,7 +23,7 @@ static sy_document *parse_ok(const char *json, bool lenient) {
 
 static int parse_err(const char *json, const sy_parse_options *o, sy_error *e) {
     sy_document *d = (sy_document *)1;
-    sy_error_clear(e);
+    sy__error_clear(e);
     int rc = sy_document_parse(json, strlen(json), o, &d, e);
     ck_assert_int_ne(rc, 0);
     ck_assert_ptr_null(d);
@@ -195,7 +195,7 @@ START_TEST(corpus_valid_documents_parse_strictly) {
         sy_parse_options o = SY_PARSE_OPTIONS_INIT;
         sy_document *d = NULL;
         sy_error e;
-        sy_error_clear(&e);
+        sy__error_clear(&e);
         int rc = sy_document_parse(json, len, &o, &d, &e);
         ck_assert_msg(rc == 0, "%s: %s: %s", rel, e.path, e.message);
         ck_assert_uint_eq(sy_document_issue_count(d), 0);
@@ -250,7 +250,7 @@ static void expect_strict(const char *file, int code, const char *path,
     sy_parse_options o = SY_PARSE_OPTIONS_INIT;
     sy_document *d = NULL;
     sy_error e;
-    sy_error_clear(&e);
+    sy__error_clear(&e);
     int rc = sy_document_parse(json, len, &o, &d, &e);
     ck_assert_msg(rc == code, "%s: got %d (%s: %s), want %d", file, rc, e.path,
                   e.message, code);
@@ -510,13 +510,13 @@ END_TEST
 
 /* ---- entries ---- */
 
-static const sy_def_entry *pred(const sy_document *d, size_t r, size_t i) {
+static const sy__def_entry *pred(const sy_document *d, size_t r, size_t i) {
     const sy_route *rt = sy_document_route(d, r);
     ck_assert_uint_gt(rt->predicate_count, i);
     return &rt->predicates[i];
 }
 
-static const sy_def_entry *filt(const sy_document *d, size_t r, size_t i) {
+static const sy__def_entry *filt(const sy_document *d, size_t r, size_t i) {
     const sy_route *rt = sy_document_route(d, r);
     ck_assert_uint_gt(rt->filter_count, i);
     return &rt->filters[i];
@@ -527,7 +527,7 @@ START_TEST(shortcut_default_maps_genkeys_to_field_order) {
         parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":"
                  "[\"Cookie= chocolate ,  ch.p \"]}]",
                  false);
-    const sy_def_entry *e = pred(d, 0, 0);
+    const sy__def_entry *e = pred(d, 0, 0);
     ck_assert_str_eq(e->name, "Cookie");
     ck_assert_ptr_nonnull(e->spec);
     ck_assert_uint_eq(e->arg_count, 2);
@@ -545,7 +545,7 @@ START_TEST(object_args_are_put_in_field_order) {
         "\"AddResponseHeader\",\"args\":{\"override\":\"false\",\"value\":"
         "\"v\",\"name\":\"X-A\"}}]}]",
         false);
-    const sy_def_entry *e = filt(d, 0, 0);
+    const sy__def_entry *e = filt(d, 0, 0);
     ck_assert_uint_eq(e->arg_count, 3);
     ck_assert_str_eq(e->args[0].key, "name");
     ck_assert_str_eq(e->args[1].key, "value");
@@ -560,7 +560,7 @@ START_TEST(gather_list_collects_every_value_in_order) {
                  "[\"Method=GET,,POST, PUT\",{\"name\":\"Host\",\"args\":"
                  "{\"z\":\"a.org\",\"a\":\"b.org\"}}]}]",
                  false);
-    const sy_def_entry *e = pred(d, 0, 0);
+    const sy__def_entry *e = pred(d, 0, 0);
     ck_assert_uint_eq(e->arg_count, 3);
     for (size_t i = 0; i < 3; i++)
         ck_assert_str_eq(e->args[i].key, "methods");
@@ -579,16 +579,16 @@ START_TEST(tail_flag_takes_a_last_boolean_value) {
         "[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":"
         "[\"Path=/a,/b,FALSE\",\"Path=/a,/b\",\"Path=/true,/b,true\"]}]",
         false);
-    const sy_def_entry *e = pred(d, 0, 0);
+    const sy__def_entry *e = pred(d, 0, 0);
     ck_assert_uint_eq(e->arg_count, 3);
     ck_assert_str_eq(e->args[2].key, "matchTrailingSlash");
     ck_assert_str_eq(e->args[2].value, "FALSE");
-    ck_assert_str_eq(sy_def_arg_or_default(pred(d, 0, 1), "matchTrailingSlash"),
-                     "true");
-    ck_assert_ptr_null(sy_def_arg(pred(d, 0, 1), "matchTrailingSlash"));
+    ck_assert_str_eq(
+        sy__def_arg_or_default(pred(d, 0, 1), "matchTrailingSlash"), "true");
+    ck_assert_ptr_null(sy__def_arg(pred(d, 0, 1), "matchTrailingSlash"));
     e = pred(d, 0, 2);
     ck_assert_str_eq(e->args[0].value, "/true");
-    ck_assert_str_eq(sy_def_arg(e, "matchTrailingSlash"), "true");
+    ck_assert_str_eq(sy__def_arg(e, "matchTrailingSlash"), "true");
     sy_document_free(d);
 }
 END_TEST
@@ -598,7 +598,7 @@ START_TEST(filter_without_equals_has_no_args) {
                               "[\"PreserveHostHeader\",\"StripPrefix\"]}]",
                               false);
     ck_assert_uint_eq(filt(d, 0, 0)->arg_count, 0);
-    ck_assert_str_eq(sy_def_arg_or_default(filt(d, 0, 1), "parts"), "1");
+    ck_assert_str_eq(sy__def_arg_or_default(filt(d, 0, 1), "parts"), "1");
     sy_document_free(d);
 }
 END_TEST
@@ -625,9 +625,9 @@ START_TEST(json_numbers_and_booleans_become_text) {
         "\"filters\":[{\"name\":\"AddResponseHeader\",\"args\":{\"name\":"
         "\"X\",\"value\":2.5,\"override\":false}}]}]",
         false);
-    ck_assert_str_eq(sy_def_arg(pred(d, 0, 0), "weight.weight"), "8");
-    ck_assert_str_eq(sy_def_arg(filt(d, 0, 0), "value"), "2.5");
-    ck_assert_str_eq(sy_def_arg(filt(d, 0, 0), "override"), "false");
+    ck_assert_str_eq(sy__def_arg(pred(d, 0, 0), "weight.weight"), "8");
+    ck_assert_str_eq(sy__def_arg(filt(d, 0, 0), "value"), "2.5");
+    ck_assert_str_eq(sy__def_arg(filt(d, 0, 0), "override"), "false");
     sy_document_free(d);
 }
 END_TEST
@@ -637,7 +637,7 @@ START_TEST(open_args_filters_keep_extra_keys_sorted) {
         "[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":[{\"name\":"
         "\"RequestRateLimiter\",\"args\":{\"z\":\"1\",\"b\":\"2\"}}]}]",
         false);
-    const sy_def_entry *e = filt(d, 0, 0);
+    const sy__def_entry *e = filt(d, 0, 0);
     ck_assert_uint_eq(e->arg_count, 2);
     ck_assert_str_eq(e->args[0].key, "b");
     ck_assert_str_eq(e->args[1].key, "z");
@@ -821,13 +821,13 @@ END_TEST
 
 START_TEST(routes_outlive_their_document) {
     sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"lb://svc\"}]", false);
-    struct sy_route *r = sy_route_ref(route0(d));
+    struct sy_route *r = sy__route_ref(route0(d));
     sy_document_free(d);
     ck_assert_str_eq(sy_route_id(r), "a");
     sy_upstream u;
     sy_route_upstream(r, &u);
     ck_assert_str_eq(u.host, "svc");
-    sy_route_unref(r);
+    sy__route_unref(r);
 }
 END_TEST
 
@@ -852,14 +852,14 @@ START_TEST(parse_route_prefixes_error_paths) {
                      "[\"Path=/a\"]}";
     struct sy_route *r = NULL;
     ck_assert_int_eq(
-        sy_def_parse_route(ok, strlen(ok), NULL, "route", &r, NULL), 0);
+        sy__def_parse_route(ok, strlen(ok), NULL, "route", &r, NULL), 0);
     ck_assert_str_eq(r->id, "a");
-    sy_route_unref(r);
+    sy__route_unref(r);
     const char *bad = "{\"id\":\"a\",\"uri\":\"http://x\",\"predicates\":"
                       "[\"Path=/a\", {\"name\":\"Method\"}]}";
     sy_error e;
     ck_assert_int_eq(
-        sy_def_parse_route(bad, strlen(bad), NULL, "route", &r, &e),
+        sy__def_parse_route(bad, strlen(bad), NULL, "route", &r, &e),
         SY_EMISSING);
     ck_assert_str_eq(e.path, "route.predicates[1].args.methods");
     ck_assert_ptr_null(r);
@@ -870,22 +870,23 @@ START_TEST(route_with_enabled_toggles_status_and_fingerprint) {
     const char *js = "{\"id\":\"a\",\"uri\":\"http://x\",\"metadata\":"
                      "{\"a\":\"1\",\"z\":\"2\"}}";
     struct sy_route *r = NULL, *off = NULL, *on = NULL;
-    ck_assert_int_eq(sy_def_parse_route(js, strlen(js), NULL, "", &r, NULL), 0);
-    ck_assert_int_eq(sy_def_route_with_enabled(r, false, NULL, &off, NULL), 0);
+    ck_assert_int_eq(sy__def_parse_route(js, strlen(js), NULL, "", &r, NULL),
+                     0);
+    ck_assert_int_eq(sy__def_route_with_enabled(r, false, NULL, &off, NULL), 0);
     ck_assert(sy_route_disabled(off));
     ck_assert_str_eq(sy_route_metadata(off, "status"), "disabled");
     ck_assert_str_eq(sy_route_metadata_at(off, 1).key, "status");
     ck_assert_uint_ne(off->fingerprint, r->fingerprint);
     ck_assert_uint_eq(off->fp_predicates, r->fp_predicates);
     ck_assert_uint_ne(off->fp_metadata, r->fp_metadata);
-    ck_assert_int_eq(sy_def_route_with_enabled(off, true, NULL, &on, NULL), 0);
+    ck_assert_int_eq(sy__def_route_with_enabled(off, true, NULL, &on, NULL), 0);
     ck_assert(!sy_route_disabled(on));
     ck_assert_ptr_null(sy_route_metadata(on, "status"));
     ck_assert_uint_eq(on->fingerprint, r->fingerprint);
     ck_assert_str_eq(sy_route_canonical(on), sy_route_canonical(r));
-    sy_route_unref(r);
-    sy_route_unref(off);
-    sy_route_unref(on);
+    sy__route_unref(r);
+    sy__route_unref(off);
+    sy__route_unref(on);
 }
 END_TEST
 
@@ -894,22 +895,22 @@ START_TEST(default_filters_parse_with_their_own_path) {
                      "\"args\":{\"parts\":\"x\"}}]";
     struct sy_route *r = NULL;
     sy_error e;
-    ck_assert_int_eq(sy_def_parse_filters(js, strlen(js), NULL, &r, &e),
+    ck_assert_int_eq(sy__def_parse_filters(js, strlen(js), NULL, &r, &e),
                      SY_EARG);
     ck_assert_str_eq(e.path, "defaultFilters[1].args.parts");
     js = "[\"AddRequestHeader=X-A, 1\", \"PreserveHostHeader\"]";
-    ck_assert_int_eq(sy_def_parse_filters(js, strlen(js), NULL, &r, &e), 0);
+    ck_assert_int_eq(sy__def_parse_filters(js, strlen(js), NULL, &r, &e), 0);
     ck_assert_uint_eq(r->filter_count, 2);
     ck_assert_uint_eq(r->predicate_count, 0);
-    sy_route_unref(r);
-    ck_assert_int_eq(sy_def_parse_filters("{}", 2, NULL, &r, &e), SY_ETYPE);
+    sy__route_unref(r);
+    ck_assert_int_eq(sy__def_parse_filters("{}", 2, NULL, &r, &e), SY_ETYPE);
     ck_assert_str_eq(e.path, "defaultFilters");
 }
 END_TEST
 
 START_TEST(limits_resolve_fills_defaults) {
     sy_limits in = {0, 5, 0, 0}, out;
-    sy_limits_resolve(&out, &in);
+    sy__limits_resolve(&out, &in);
     ck_assert_uint_eq(out.max_document_bytes, (size_t)64 << 20);
     ck_assert_uint_eq(out.max_routes, 5);
     ck_assert_uint_eq(out.max_string_bytes, (size_t)64 << 10);
@@ -951,8 +952,8 @@ START_TEST(registry_rejects_clashing_names) {
                      SY_EEXIST);
     ck_assert_int_eq(sy_registry_add_filter(reg, "Tenant", &ff, &e), 0);
     ck_assert_int_eq(sy_registry_add_filter(reg, "", &ff, &e), SY_EINVAL);
-    ck_assert_ptr_nonnull(sy_registry_find_predicate(reg, "Tenant", 6));
-    ck_assert_ptr_null(sy_registry_find_predicate(reg, "Tenan", 5));
+    ck_assert_ptr_nonnull(sy__registry_find_predicate(reg, "Tenant", 6));
+    ck_assert_ptr_null(sy__registry_find_predicate(reg, "Tenan", 5));
     sy_registry_free(reg);
 }
 END_TEST
@@ -977,14 +978,14 @@ START_TEST(host_factories_map_shortcuts_and_accept_any_keys) {
     sy_document *d = NULL;
     sy_error e;
     ck_assert_int_eq(sy_document_parse(js, strlen(js), &o, &d, &e), 0);
-    const sy_def_entry *p = pred(d, 0, 0);
+    const sy__def_entry *p = pred(d, 0, 0);
     ck_assert_ptr_null(p->spec);
     ck_assert_ptr_nonnull(p->host_factory);
-    ck_assert_str_eq(sy_def_arg(p, "tenant"), "acme");
-    ck_assert_str_eq(sy_def_arg(p, "region"), "eu");
-    ck_assert_str_eq(sy_def_arg(p, "_genkey_2"), "extra");
-    ck_assert_str_eq(sy_def_arg(pred(d, 0, 1), "zz"), "1");
-    const sy_def_entry *f = filt(d, 0, 0);
+    ck_assert_str_eq(sy__def_arg(p, "tenant"), "acme");
+    ck_assert_str_eq(sy__def_arg(p, "region"), "eu");
+    ck_assert_str_eq(sy__def_arg(p, "_genkey_2"), "extra");
+    ck_assert_str_eq(sy__def_arg(pred(d, 0, 1), "zz"), "1");
+    const sy__def_entry *f = filt(d, 0, 0);
     ck_assert_uint_eq(f->arg_count, 2);
     ck_assert_str_eq(f->args[1].key, "tenant");
     ck_assert_str_eq(f->args[1].value, "b");
@@ -1066,16 +1067,16 @@ START_TEST(factory_lookup_finds_exactly_the_builtins) {
     const char *const *lists[2] = {preds, filters};
     size_t counts[2] = {SY_ARRAY_LEN(preds), SY_ARRAY_LEN(filters)};
     for (int k = 0; k < 2; k++) {
-        sy_factory_kind kind = k ? SY_FACTORY_FILTER : SY_FACTORY_PREDICATE;
-        sy_factory_kind other = k ? SY_FACTORY_PREDICATE : SY_FACTORY_FILTER;
+        sy__factory_kind kind = k ? SY_FACTORY_FILTER : SY_FACTORY_PREDICATE;
+        sy__factory_kind other = k ? SY_FACTORY_PREDICATE : SY_FACTORY_FILTER;
         for (size_t i = 0; i < counts[k]; i++) {
             const char *n = lists[k][i];
             size_t len = strlen(n);
-            const sy_factory_spec *s = sy_factory_find(kind, n, len);
+            const sy__factory_spec *s = sy__factory_find(kind, n, len);
             ck_assert_msg(s != NULL, "%s not found", n);
             ck_assert_str_eq(s->name, n);
             ck_assert_int_eq(s->kind, kind);
-            ck_assert_ptr_null(sy_factory_find(other, n, len));
+            ck_assert_ptr_null(sy__factory_find(other, n, len));
             /* the canonical form's texts made from the names */
             char want[128];
             snprintf(want, sizeof want, "{\"name\":\"%s\",\"args\":{", n);
@@ -1088,19 +1089,19 @@ START_TEST(factory_lookup_finds_exactly_the_builtins) {
             }
             char buf[64];
             snprintf(buf, sizeof buf, "%s=a,b", n);
-            ck_assert_ptr_eq(sy_factory_find(kind, buf, len), s);
-            ck_assert_ptr_null(sy_factory_find(kind, buf, len + 1));
-            ck_assert_ptr_null(sy_factory_find(kind, n, len - 1));
+            ck_assert_ptr_eq(sy__factory_find(kind, buf, len), s);
+            ck_assert_ptr_null(sy__factory_find(kind, buf, len + 1));
+            ck_assert_ptr_null(sy__factory_find(kind, n, len - 1));
             snprintf(buf, sizeof buf, "%s", n);
             buf[0] = (char)(buf[0] + 32); /* lower case */
-            ck_assert_ptr_null(sy_factory_find(kind, buf, len));
+            ck_assert_ptr_null(sy__factory_find(kind, buf, len));
             memcpy(buf, n, len);
             buf[len / 2] = '\0';
-            ck_assert_ptr_null(sy_factory_find(kind, buf, len));
+            ck_assert_ptr_null(sy__factory_find(kind, buf, len));
         }
     }
-    ck_assert_ptr_null(sy_factory_find(SY_FACTORY_PREDICATE, "", 0));
-    ck_assert_ptr_null(sy_factory_find(SY_FACTORY_FILTER, "X", 1));
+    ck_assert_ptr_null(sy__factory_find(SY_FACTORY_PREDICATE, "", 0));
+    ck_assert_ptr_null(sy__factory_find(SY_FACTORY_FILTER, "X", 1));
 }
 END_TEST
 

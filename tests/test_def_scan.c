@@ -13,7 +13,7 @@ static int parse(const char *json, size_t len, bool lenient, sy_error *e) {
     sy_parse_options o = SY_PARSE_OPTIONS_INIT;
     o.lenient = lenient;
     sy_document *d = NULL;
-    sy_error_clear(e);
+    sy__error_clear(e);
     int rc = sy_document_parse(json, len, &o, &d, e);
     sy_document_free(d);
     return rc;
@@ -86,11 +86,11 @@ START_TEST(nul_in_a_single_route_and_in_default_filters_is_rejected) {
     const char *r = "{\"id\":\"a\",\"uri\":\"http://a\\u0000b\"}";
     struct sy_route *out = NULL;
     sy_error e;
-    ck_assert_int_eq(sy_def_parse_route(r, strlen(r), NULL, "route", &out, &e),
+    ck_assert_int_eq(sy__def_parse_route(r, strlen(r), NULL, "route", &out, &e),
                      SY_EARG);
     ck_assert_str_eq(e.path, "uri");
     const char *f = "[\"AddRequestHeader=X,a\\u0000\"]";
-    ck_assert_int_eq(sy_def_parse_filters(f, strlen(f), NULL, &out, &e),
+    ck_assert_int_eq(sy__def_parse_filters(f, strlen(f), NULL, &out, &e),
                      SY_EARG);
     ck_assert_str_eq(e.path, "[0]");
 }
@@ -156,7 +156,7 @@ START_TEST(a_single_route_with_too_many_values_is_rejected) {
                         SY_MAX_ROUTE_VALUES + 10, "]}}", &len);
     struct sy_route *out = NULL;
     sy_error e;
-    ck_assert_int_eq(sy_def_parse_route(j, len, NULL, "route", &out, &e),
+    ck_assert_int_eq(sy__def_parse_route(j, len, NULL, "route", &out, &e),
                      SY_ELIMIT);
     ck_assert_ptr_null(out);
     free(j);
@@ -306,25 +306,25 @@ START_TEST(the_arena_tree_is_the_tree_cjson_parses) {
         "null",
         "{\"\":\"empty key\",\"k\\u0041\":\"kA\"}",
     };
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_arena ar;
-    sy_arena_init(&ar, &a, 64); /* small: trees span several chunks */
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__arena ar;
+    sy__arena_init(&ar, &a, 64); /* small: trees span several chunks */
     for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
         const char *t = texts[i];
         size_t n = strlen(t);
         sy_limits lim;
-        sy_limits_resolve(&lim, NULL);
-        sy_json_scan sc;
+        sy__limits_resolve(&lim, NULL);
+        sy__json_scan sc;
         sy_error e;
-        ck_assert_int_eq(sy_json_scan_text(&a, t, n, &lim, false, &sc, &e), 0);
-        sy_free(&a, sc.routes);
+        ck_assert_int_eq(sy__json_scan_text(&a, t, n, &lim, false, &sc, &e), 0);
+        sy__free(&a, sc.routes);
         const char *stop = NULL;
         cJSON *ref = cJSON_ParseWithLengthOpts(t, n, &stop, 0);
         ck_assert_ptr_nonnull(ref);
         cJSON *mine = NULL;
-        sy_arena_reset(&ar);
-        ck_assert_int_eq(sy_def_tree_parse(&ar, t, 0, n, &mine), 0);
+        sy__arena_reset(&ar);
+        ck_assert_int_eq(sy__def_tree_parse(&ar, t, 0, n, &mine), 0);
         same_tree(mine, ref);
         char *p1 = cJSON_PrintUnformatted(mine),
              *p2 = cJSON_PrintUnformatted(ref);
@@ -338,9 +338,9 @@ START_TEST(the_arena_tree_is_the_tree_cjson_parses) {
     memset(longnum, '1', 70);
     longnum[70] = '\0';
     cJSON *mine = NULL;
-    ck_assert_int_eq(sy_def_tree_parse(&ar, longnum, 0, 70, &mine),
+    ck_assert_int_eq(sy__def_tree_parse(&ar, longnum, 0, 70, &mine),
                      SY_DEF_TREE_CJSON);
-    sy_arena_free(&ar);
+    sy__arena_free(&ar);
 }
 END_TEST
 
@@ -352,12 +352,12 @@ END_TEST
 START_TEST(strings_are_read_right_at_every_position_and_alignment) {
     static const char *const escapes[] = {"\\\"",    "\\\\",           "\\n",
                                           "\\u00e9", "\\ud83d\\ude00", "\\/"};
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_arena ar;
-    sy_arena_init(&ar, &a, 256);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__arena ar;
+    sy__arena_init(&ar, &a, 256);
     sy_limits lim;
-    sy_limits_resolve(&lim, NULL);
+    sy__limits_resolve(&lim, NULL);
     const char *plain = "abcdefghijklmnopqrstuvwxyz0123456789";
     for (size_t pad = 0; pad < 8; pad++)
         for (size_t at = 0; at <= 24; at++) {
@@ -366,17 +366,17 @@ START_TEST(strings_are_read_right_at_every_position_and_alignment) {
                 int n = snprintf(t, sizeof t, "%*s{\"k%.*s\":\"%.*s%s%.*s\"}",
                                  (int)pad, "", (int)at, plain, (int)at, plain,
                                  escapes[k], (int)(24 - at), plain + at);
-                sy_json_scan sc;
+                sy__json_scan sc;
                 sy_error e;
                 ck_assert_int_eq(
-                    sy_json_scan_text(&a, t, (size_t)n, &lim, false, &sc, &e),
+                    sy__json_scan_text(&a, t, (size_t)n, &lim, false, &sc, &e),
                     0);
-                sy_free(&a, sc.routes);
+                sy__free(&a, sc.routes);
                 cJSON *ref = cJSON_Parse(t), *mine = NULL;
                 ck_assert_ptr_nonnull(ref);
-                sy_arena_reset(&ar);
-                ck_assert_int_eq(sy_def_tree_parse(&ar, t, 0, (size_t)n, &mine),
-                                 0);
+                sy__arena_reset(&ar);
+                ck_assert_int_eq(
+                    sy__def_tree_parse(&ar, t, 0, (size_t)n, &mine), 0);
                 same_tree(mine, ref);
                 cJSON_Delete(ref);
             }
@@ -386,25 +386,25 @@ START_TEST(strings_are_read_right_at_every_position_and_alignment) {
                              (int)at, plain, (int)(24 - at), plain + at);
             size_t off = pad + 2 + at;
             t[off] = '\0';
-            sy_json_scan sc;
+            sy__json_scan sc;
             sy_error e;
-            sy_error_clear(&e);
+            sy__error_clear(&e);
             ck_assert_int_eq(
-                sy_json_scan_text(&a, t, (size_t)n, &lim, false, &sc, &e),
+                sy__json_scan_text(&a, t, (size_t)n, &lim, false, &sc, &e),
                 SY_EARG);
-            sy_free(&a, sc.routes);
+            sy__free(&a, sc.routes);
             ck_assert_uint_eq(e.offset, off);
             /* cut: no closing quote before the end of the text */
             n = snprintf(t, sizeof t, "%*s[\"%.*s", (int)pad, "", (int)at,
                          plain);
-            sy_error_clear(&e);
+            sy__error_clear(&e);
             ck_assert_int_eq(
-                sy_json_scan_text(&a, t, (size_t)n, &lim, false, &sc, &e),
+                sy__json_scan_text(&a, t, (size_t)n, &lim, false, &sc, &e),
                 SY_ESYNTAX);
-            sy_free(&a, sc.routes);
+            sy__free(&a, sc.routes);
             ck_assert_uint_eq(e.offset, (size_t)n);
         }
-    sy_arena_free(&ar);
+    sy__arena_free(&ar);
 }
 END_TEST
 
@@ -427,7 +427,7 @@ START_TEST(a_route_with_a_very_long_number_still_parses) {
 }
 END_TEST
 
-/* The skip hook (sy_json_scan_routes): an element the hook claims is
+/* The skip hook (sy__json_scan_routes): an element the hook claims is
  * skipped unread, whatever it holds; the spans still cover every element,
  * the hook sees each earlier element complete, and errors outside the
  * skipped bytes are found and located as without a hook. */
@@ -437,7 +437,7 @@ typedef struct hook_log {
 } hook_log;
 
 static size_t test_hook(void *data, const char *json, size_t len,
-                        sy_json_scan *out, size_t index, size_t at,
+                        sy__json_scan *out, size_t index, size_t at,
                         uint32_t depth) {
     hook_log *h = data;
     (void)len;
@@ -460,18 +460,19 @@ START_TEST(the_skip_hook_skips_what_it_claims_and_nothing_else) {
                     "{\"id\":\"b\\u0000\"}, {\"id\":\"c\"}]}";
     const char *e1 = strstr(t, "{\"id\":\"b");
     size_t n = strlen(t), len1 = strlen("{\"id\":\"b\\u0000\"}");
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
     sy_limits lim;
-    sy_limits_resolve(&lim, NULL);
-    sy_json_scan sc;
+    sy__limits_resolve(&lim, NULL);
+    sy__json_scan sc;
     sy_error e;
-    ck_assert_int_eq(sy_json_scan_text(&a, t, n, &lim, true, &sc, &e), SY_EARG);
+    ck_assert_int_eq(sy__json_scan_text(&a, t, n, &lim, true, &sc, &e),
+                     SY_EARG);
     ck_assert_str_eq(e.path, "routes[1].id");
-    sy_free(&a, sc.routes);
+    sy__free(&a, sc.routes);
     hook_log h = {0, 1, len1, {0}};
-    sy_json_skip skip = {test_hook, &h, 2};
-    ck_assert_int_eq(sy_json_scan_routes(&a, t, n, &lim, &skip, &sc, &e), 0);
+    sy__json_skip skip = {test_hook, &h, 2};
+    ck_assert_int_eq(sy__json_scan_routes(&a, t, n, &lim, &skip, &sc, &e), 0);
     ck_assert_uint_eq(h.calls, 3);
     ck_assert_uint_eq(sc.route_count, 3);
     ck_assert_uint_eq(sc.routes[1].start, (size_t)(e1 - t));
@@ -481,17 +482,17 @@ START_TEST(the_skip_hook_skips_what_it_claims_and_nothing_else) {
     ck_assert_ptr_null(sc.routes[2].known);
     ck_assert_uint_eq(h.seen_end[1], sc.routes[0].end);
     ck_assert_uint_eq(h.seen_end[2], sc.routes[1].end);
-    sy_free(&a, sc.routes);
+    sy__free(&a, sc.routes);
     /* a syntax error after the skipped element: found, and located as a
      * scan that reads everything locates it */
     const char *u = "{\"version\":\"1\",\"routes\":[{\"id\":\"a\"},\n"
                     "{\"id\":\"b\\u0000\"},\n {\"id\":\"c\" 1}]}";
     hook_log h2 = {0, 1, len1, {0}};
-    sy_json_skip skip2 = {test_hook, &h2, 0};
+    sy__json_skip skip2 = {test_hook, &h2, 0};
     ck_assert_int_eq(
-        sy_json_scan_routes(&a, u, strlen(u), &lim, &skip2, &sc, &e),
+        sy__json_scan_routes(&a, u, strlen(u), &lim, &skip2, &sc, &e),
         SY_ESYNTAX);
-    sy_free(&a, sc.routes);
+    sy__free(&a, sc.routes);
     ck_assert_uint_eq(e.line, 3);
     ck_assert_uint_eq(e.column, 12);
     ck_assert_uint_eq(e.offset, (size_t)(strstr(u, " 1}") - u) + 1);

@@ -11,23 +11,23 @@
 
 #define ENTRY_PATH "routes[0].filters[0]"
 
-static sy_alloc A;
-static sy_compile_env ENV;
+static sy__alloc A;
+static sy__compile_env ENV;
 static sy_request REQ;
 static sy_header HDRS[16];
-static sy_capture VARS[8];
+static sy__capture VARS[8];
 static size_t NVARS;
-static sy_arena SCRATCH;
+static sy__arena SCRATCH;
 static pcre2_match_data *MD;
-static sy_plan P;
-static sy_filter *ROUTE[16], *DEFAULTS[16];
+static sy__plan P;
+static sy__filter *ROUTE[16], *DEFAULTS[16];
 static size_t NROUTE, NDEFAULTS;
 static sy_kv KVS[64];
 static size_t NKVS;
 static sy_error ERR;
 
 static void setup(void) {
-    sy_alloc_init(&A, NULL);
+    sy__alloc_init(&A, NULL);
     ENV.alloc = &A;
     ENV.registry = NULL;
     sy_request r = SY_REQUEST_INIT;
@@ -36,18 +36,18 @@ static void setup(void) {
     REQ.path = (sy_str){"/", 1};
     REQ.headers = HDRS;
     NVARS = NROUTE = NDEFAULTS = NKVS = 0;
-    sy_arena_init(&SCRATCH, &A, 512);
+    sy__arena_init(&SCRATCH, &A, 512);
     MD = pcre2_match_data_create(16, NULL);
     memset(&P, 0, sizeof P);
-    sy_error_clear(&ERR);
+    sy__error_clear(&ERR);
 }
 
 static void teardown(void) {
     for (size_t i = 0; i < NROUTE; i++)
-        sy_filter_free(ROUTE[i], &A);
+        sy__filter_free(ROUTE[i], &A);
     for (size_t i = 0; i < NDEFAULTS; i++)
-        sy_filter_free(DEFAULTS[i], &A);
-    sy_arena_free(&SCRATCH);
+        sy__filter_free(DEFAULTS[i], &A);
+    sy__arena_free(&SCRATCH);
     pcre2_match_data_free(MD);
 }
 
@@ -67,14 +67,14 @@ static void header(const char *name, const char *value) {
 }
 
 static void var(const char *name, const char *value) {
-    VARS[NVARS++] = (sy_capture){S(name), S(value)};
+    VARS[NVARS++] = (sy__capture){S(name), S(value)};
 }
 
 /* Build an entry: filter name then key, value pairs, NULL-terminated. */
-static sy_def_entry entry_v(const char *name, va_list ap) {
-    sy_def_entry e = {name,
-                      sy_factory_find(SY_FACTORY_FILTER, name, strlen(name)),
-                      NULL, &KVS[NKVS], 0};
+static sy__def_entry entry_v(const char *name, va_list ap) {
+    sy__def_entry e = {name,
+                       sy__factory_find(SY_FACTORY_FILTER, name, strlen(name)),
+                       NULL, &KVS[NKVS], 0};
     const char *k;
     while ((k = va_arg(ap, const char *)) != NULL) {
         KVS[NKVS++] = (sy_kv){k, va_arg(ap, const char *)};
@@ -84,13 +84,13 @@ static sy_def_entry entry_v(const char *name, va_list ap) {
 }
 
 /* Compile and expect success. */
-static sy_filter *filt(const char *name, ...) {
+static sy__filter *filt(const char *name, ...) {
     va_list ap;
     va_start(ap, name);
-    sy_def_entry e = entry_v(name, ap);
+    sy__def_entry e = entry_v(name, ap);
     va_end(ap);
-    sy_filter *f = NULL;
-    int rc = sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR);
+    sy__filter *f = NULL;
+    int rc = sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR);
     ck_assert_msg(rc == 0, "%s: %d %s: %s", name, rc, ERR.path, ERR.message);
     ck_assert_ptr_nonnull(f);
     return f;
@@ -100,26 +100,26 @@ static sy_filter *filt(const char *name, ...) {
 static int filt_err(const char *name, ...) {
     va_list ap;
     va_start(ap, name);
-    sy_def_entry e = entry_v(name, ap);
+    sy__def_entry e = entry_v(name, ap);
     va_end(ap);
-    sy_filter *f = (sy_filter *)&e; /* must be reset to NULL */
-    int rc = sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR);
+    sy__filter *f = (sy__filter *)&e; /* must be reset to NULL */
+    int rc = sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR);
     ck_assert_int_ne(rc, 0);
     ck_assert_ptr_null(f);
     return rc;
 }
 
-static void route(sy_filter *f) {
+static void route(sy__filter *f) {
     ROUTE[NROUTE++] = f;
 }
-static void dflt(sy_filter *f) {
+static void dflt(sy__filter *f) {
     DEFAULTS[NDEFAULTS++] = f;
 }
 
-static sy_plan *run(void) {
-    int rc = sy_plan_compute(&P, (const sy_filter *const *)DEFAULTS, NDEFAULTS,
-                             (const sy_filter *const *)ROUTE, NROUTE, &REQ,
-                             VARS, NVARS, MD, &SCRATCH);
+static sy__plan *run(void) {
+    int rc = sy__plan_compute(&P, (const sy__filter *const *)DEFAULTS,
+                              NDEFAULTS, (const sy__filter *const *)ROUTE,
+                              NROUTE, &REQ, VARS, NVARS, MD, &SCRATCH);
     ck_assert_int_eq(rc, 0);
     return &P;
 }
@@ -173,7 +173,7 @@ static void e2e_request(const sy_snapshot *snap, sy_match_ctx *ix,
     const char *up = jstr(q, "upstream_path");
     if (up) {
         sy_str got = sy_match_path(m);
-        ck_assert_msg(sy_str_eq(got, up, strlen(up)),
+        ck_assert_msg(sy__str_eq(got, up, strlen(up)),
                       "%s: upstream path '%.*s', want '%s'", src, (int)got.len,
                       got.ptr, up);
     }
@@ -183,8 +183,8 @@ static void e2e_request(const sy_snapshot *snap, sy_match_ctx *ix,
         bool found = false;
         for (size_t i = 0; i < sy_match_header_count(m); i++) {
             sy_header x = sy_match_header(m, i);
-            found = found || (sy_str_ieq(x.name, name, strlen(name)) &&
-                              sy_str_eq(x.value, value, strlen(value)));
+            found = found || (sy__str_ieq(x.name, name, strlen(name)) &&
+                              sy__str_eq(x.value, value, strlen(value)));
         }
         ck_assert_msg(found, "%s: no upstream header %s: %s", src, name, value);
     }
@@ -857,16 +857,16 @@ START_TEST(rewrite_path_out_of_memory_is_enomem_not_an_answer) {
     route(
         filt("RewritePath", "regexp", "a", "replacement", "0123456789", NULL));
     sy_allocator fa = {failing_malloc, failing_realloc, failing_free, NULL};
-    sy_alloc FA;
-    sy_alloc_init(&FA, &fa);
+    sy__alloc FA;
+    sy__alloc_init(&FA, &fa);
     long failures = 0;
     for (long at = 1; at <= 8; at++) {
-        sy_arena ar;
-        sy_arena_init(&ar, &FA, 512);
+        sy__arena ar;
+        sy__arena_init(&ar, &FA, 512);
         fail_calls = 0;
         fail_at = at;
-        int rc = sy_plan_compute(&P, NULL, 0, (const sy_filter *const *)ROUTE,
-                                 NROUTE, &REQ, VARS, NVARS, MD, &ar);
+        int rc = sy__plan_compute(&P, NULL, 0, (const sy__filter *const *)ROUTE,
+                                  NROUTE, &REQ, VARS, NVARS, MD, &ar);
         fail_at = 0;
         if (rc) {
             ck_assert_int_eq(rc, SY_ENOMEM);
@@ -875,7 +875,7 @@ START_TEST(rewrite_path_out_of_memory_is_enomem_not_an_answer) {
             ck_assert_int_eq(P.action, SY_ACTION_PROXY);
             ck_assert_uint_eq(P.path.len, 1 + 48 * 10);
         }
-        sy_arena_free(&ar);
+        sy__arena_free(&ar);
     }
     ck_assert_int_ge(failures, 2); /* the first block and a growth */
 }
@@ -913,13 +913,13 @@ START_TEST(rewrite_path_trailing_escape_is_rejected) {
 END_TEST
 
 START_TEST(rewrite_path_needs_groups_in_match_data) {
-    sy_filter *f =
+    sy__filter *f =
         filt("RewritePath", "regexp", "/(a)(?<n>b)", "replacement", "/", NULL);
     route(f);
-    ck_assert_uint_eq(sy_filter_max_groups(f), 3);
-    sy_filter *g = filt("PrefixPath", "prefix", "/p", NULL);
+    ck_assert_uint_eq(sy__filter_max_groups(f), 3);
+    sy__filter *g = filt("PrefixPath", "prefix", "/p", NULL);
     route(g);
-    ck_assert_uint_eq(sy_filter_max_groups(g), 0);
+    ck_assert_uint_eq(sy__filter_max_groups(g), 0);
 }
 END_TEST
 
@@ -1250,9 +1250,9 @@ static const sy_filter_factory host_factory = {
 START_TEST(host_filter_is_validated_and_handed_over) {
     validate_calls = 0;
     sy_kv args[] = {{"key", "v"}};
-    sy_def_entry e = {"MyAuth", NULL, &host_factory, args, 1};
-    sy_filter *f = NULL;
-    ck_assert_int_eq(sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR), 0);
+    sy__def_entry e = {"MyAuth", NULL, &host_factory, args, 1};
+    sy__filter *f = NULL;
+    ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR), 0);
     ck_assert_int_eq(validate_calls, 1);
     route(f);
     run();
@@ -1264,9 +1264,9 @@ END_TEST
 
 START_TEST(host_filter_validation_failure_names_the_path) {
     sy_kv args[] = {{"other", "v"}};
-    sy_def_entry e = {"MyAuth", NULL, &host_factory, args, 1};
-    sy_filter *f = NULL;
-    ck_assert_int_eq(sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
+    sy__def_entry e = {"MyAuth", NULL, &host_factory, args, 1};
+    sy__filter *f = NULL;
+    ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
                      SY_EMISSING);
     ck_assert_ptr_null(f);
     ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.key");
@@ -1275,9 +1275,9 @@ START_TEST(host_filter_validation_failure_names_the_path) {
 END_TEST
 
 START_TEST(unknown_filter_without_host_factory_is_rejected) {
-    sy_def_entry e = {"Nope", NULL, NULL, NULL, 0};
-    sy_filter *f = NULL;
-    ck_assert_int_eq(sy_filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
+    sy__def_entry e = {"Nope", NULL, NULL, NULL, 0};
+    sy__filter *f = NULL;
+    ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
                      SY_EUNKNOWN);
     ck_assert_str_eq(ERR.path, ENTRY_PATH);
 }

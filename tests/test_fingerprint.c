@@ -13,8 +13,8 @@
 static struct sy_route *route(const char *json) {
     struct sy_route *r = NULL;
     sy_error e;
-    sy_error_clear(&e);
-    int rc = sy_def_parse_route(json, strlen(json), NULL, "route", &r, &e);
+    sy__error_clear(&e);
+    int rc = sy__def_parse_route(json, strlen(json), NULL, "route", &r, &e);
     ck_assert_msg(rc == 0, "%s: %s: %s", json, e.path, e.message);
     return r;
 }
@@ -24,8 +24,8 @@ static void assert_same(const char *a, const char *b) {
     ck_assert_msg(ra->fingerprint == rb->fingerprint, "differ:\n%s\n%s",
                   sy_route_canonical(ra), sy_route_canonical(rb));
     ck_assert_str_eq(sy_route_canonical(ra), sy_route_canonical(rb));
-    sy_route_unref(ra);
-    sy_route_unref(rb);
+    sy__route_unref(ra);
+    sy__route_unref(rb);
 }
 
 #define ROUTE(preds, filters)                                                  \
@@ -62,7 +62,7 @@ START_TEST(canonical_form_is_compact_json_with_defaults) {
         "\"args\":{\"parts\":\"1\"}}],\"metadata\":{\"a\":\"x\",\"z\":\"1\"}}");
     ck_assert_ptr_eq(sy_route_canonical(r), atomic_load(&r->canonical));
     ck_assert_uint_eq(sy_route_fingerprint(r), r->fingerprint);
-    sy_route_unref(r);
+    sy__route_unref(r);
 }
 END_TEST
 
@@ -225,7 +225,7 @@ START_TEST(every_change_of_meaning_changes_the_fingerprint) {
                           "equal fingerprints:\n%s\n%s", variants[i],
                           variants[j]);
     for (size_t i = 0; i < n; i++)
-        sy_route_unref(rs[i]);
+        sy__route_unref(rs[i]);
 }
 END_TEST
 
@@ -252,7 +252,7 @@ START_TEST(part_fingerprints_follow_their_part) {
     ck_assert_uint_eq(base->fp_predicates, fi->fp_predicates);
     struct sy_route *all[] = {base, uri, ord, md, pr, fi};
     for (size_t i = 0; i < SY_ARRAY_LEN(all); i++)
-        sy_route_unref(all[i]);
+        sy__route_unref(all[i]);
 }
 END_TEST
 
@@ -271,7 +271,7 @@ START_TEST(document_fingerprint_follows_routes_in_order) {
     ck_assert_uint_ne(sy_document_fingerprint(d1), sy_document_fingerprint(d2));
     ck_assert_uint_eq(sy_document_fingerprint(d1), sy_document_fingerprint(d3));
     ck_assert_uint_ne(sy_document_fingerprint(d4), sy_document_fingerprint(d1));
-    ck_assert_uint_eq(sy_document_checksum(d4), sy_hash64("[]", 2, 0));
+    ck_assert_uint_eq(sy_document_checksum(d4), sy__hash64("[]", 2, 0));
     sy_document_free(d1);
     sy_document_free(d2);
     sy_document_free(d3);
@@ -307,8 +307,9 @@ START_TEST(canonical_form_escapes_at_every_position) {
                 struct sy_route *r = route(json);
                 const char *c = sy_route_canonical(r);
                 ck_assert_ptr_nonnull(c);
-                ck_assert_uint_eq(r->fingerprint,
-                                  sy_hash64(c, strlen(c), 0x5359524f555445ull));
+                ck_assert_uint_eq(
+                    r->fingerprint,
+                    sy__hash64(c, strlen(c), 0x5359524f555445ull));
                 cJSON *t = cJSON_Parse(c);
                 ck_assert_msg(t != NULL, "not JSON: %s", c);
                 ck_assert_str_eq(cJSON_GetObjectItem(t, "id")->valuestring,
@@ -322,7 +323,7 @@ START_TEST(canonical_form_escapes_at_every_position) {
                 ck_assert_str_eq(
                     cJSON_GetObjectItem(args, "value")->valuestring, want);
                 cJSON_Delete(t);
-                sy_route_unref(r);
+                sy__route_unref(r);
             }
 }
 END_TEST
@@ -349,7 +350,7 @@ START_TEST(hash64_matches_pinned_values) {
     };
     for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
         uint64_t h =
-            sy_hash64(golden[i].text, strlen(golden[i].text), golden[i].seed);
+            sy__hash64(golden[i].text, strlen(golden[i].text), golden[i].seed);
         ck_assert_msg(h == golden[i].want, "\"%s\": %#llx, want %#llx",
                       golden[i].text, (unsigned long long)h,
                       (unsigned long long)golden[i].want);
@@ -361,14 +362,14 @@ START_TEST(route_fingerprints_match_pinned_values) {
     struct sy_route *a = route(variants[0]), *b = route(variants[0]);
     ck_assert_uint_eq(a->fingerprint, b->fingerprint);
     ck_assert_uint_eq(a->fingerprint, 0x2e6c84144b43d063ull);
-    sy_route_unref(a);
-    sy_route_unref(b);
+    sy__route_unref(a);
+    sy__route_unref(b);
     struct sy_route *c =
         route(ROUTE("\"Path=/a/**\",\"Method=GET\"", "\"StripPrefix=1\""));
     ck_assert_uint_eq(c->fingerprint, 0x6034c45c90a3c2d5ull);
     /* the part fingerprints keep the low 32 bits of their hash */
     ck_assert_uint_eq(c->fp_predicates, 0xaa1cfda556c017bbull & 0xffffffffu);
-    sy_route_unref(c);
+    sy__route_unref(c);
 }
 END_TEST
 
@@ -410,9 +411,9 @@ START_TEST(racing_first_calls_get_one_canonical_text) {
             ck_assert_ptr_eq(got[i], got[0]);
         }
         ck_assert_ptr_eq(sy_route_canonical(r), got[0]);
-        ck_assert_uint_eq(r->fingerprint, sy_hash64(got[0], strlen(got[0]),
-                                                    0x5359524f555445ull));
-        sy_route_unref(r);
+        ck_assert_uint_eq(r->fingerprint, sy__hash64(got[0], strlen(got[0]),
+                                                     0x5359524f555445ull));
+        sy__route_unref(r);
     }
 }
 END_TEST

@@ -98,7 +98,7 @@ static sy_router *router_new_of(void) {
     return r;
 }
 
-static size_t keys_in(const sy_index *ix) {
+static size_t keys_in(const sy__index *ix) {
     size_t k = 0;
     for (uint32_t i = 0; ix->hosts && i <= ix->host_mask; i++)
         k += ix->hosts[i].len != 0;
@@ -108,18 +108,18 @@ static size_t keys_in(const sy_index *ix) {
 START_TEST(both_builds_make_the_same_whole_host_table) {
     sy_router *r = router_new_of();
     sy_snapshot *h = sy_router_acquire(r);
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
     size_t n = s->route_count;
-    sy_index_route *in = malloc(n * sizeof *in);
+    sy__index_route *in = malloc(n * sizeof *in);
     for (size_t i = 0; i < n; i++) {
-        uint32_t slot = sy_snapshot_rank_at(s, i);
-        const sy_slot *sl = sy_snapshot_slot(s, slot);
-        in[i] = (sy_index_route){slot, sl->key, sl->route};
+        uint32_t slot = sy__snapshot_rank_at(s, i);
+        const sy__slot *sl = sy__snapshot_slot(s, slot);
+        in[i] = (sy__index_route){slot, sl->key, sl->route};
     }
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_index *one;
-    ck_assert_int_eq(sy_index_build(&a, in, n, &one), 0);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__index *one;
+    ck_assert_int_eq(sy__index_build(&a, in, n, &one), 0);
     ck_assert_uint_eq(keys_in(one), N / 2);
     size_t text = 0;
     for (uint32_t i = 0; i <= one->host_mask; i++)
@@ -142,13 +142,13 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
         }
     const size_t budgets[] = {1, 7, 4096};
     for (size_t bi = 0; bi < 3; bi++) {
-        sy_index_step *st = sy_index_step_new(&a);
+        sy__index_step *st = sy__index_step_new(&a);
         ck_assert_ptr_nonnull(st);
         for (size_t i = 0; i < n; i++)
-            ck_assert_int_eq(sy_index_step_add(st, &in[i]), 0);
-        sy_index *ix = NULL;
+            ck_assert_int_eq(sy__index_step_add(st, &in[i]), 0);
+        sy__index *ix = NULL;
         int rc;
-        while ((rc = sy_index_step_run(st, budgets[bi], &ix)) == 0)
+        while ((rc = sy__index_step_run(st, budgets[bi], &ix)) == 0)
             ;
         ck_assert_int_eq(rc, 1);
         ck_assert_uint_eq(ix->host_mask, one->host_mask);
@@ -163,10 +163,10 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
         for (size_t g = 0; g < GENERIC_LISTS; g++)
             ck_assert_uint_eq((ix->generic_some >> g) & 1u,
                               ix->generic[g].len != 0);
-        sy_index_unref(ix);
-        sy_index_step_free(st);
+        sy__index_unref(ix);
+        sy__index_step_free(st);
     }
-    sy_index_unref(one);
+    sy__index_unref(one);
     free(in);
     sy_snapshot_release(h);
     sy_router_free(r);
@@ -178,25 +178,25 @@ END_TEST
 START_TEST(a_key_is_the_whole_answer_of_the_host_walk) {
     sy_router *r = router_new_of();
     sy_snapshot *h = sy_router_acquire(r);
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
-    const sy_index *ix = s->base;
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_arena ar;
-    sy_arena_init(&ar, &a, 256);
-    sy_segments path = {0}, labels = {0};
-    ck_assert(sy_segments_split(&path, (sy_str){"/api/data", 9}, &ar, &a));
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
+    const sy__index *ix = s->base;
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__arena ar;
+    sy__arena_init(&ar, &a, 256);
+    sy__segments path = {0}, labels = {0};
+    ck_assert(sy__segments_split(&path, (sy_str){"/api/data", 9}, &ar, &a));
     size_t hits = 0;
     for (size_t i = 0; i < N; i++) {
         char host[64];
         host_of(i, host, sizeof host);
         sy_str hs = {host, strlen(host)};
-        sy_cand_list key;
-        bool hit = sy_index_host_exact(ix, hs, &key);
+        sy__cand_list key;
+        bool hit = sy__index_host_exact(ix, hs, &key);
         ck_assert_msg(hit == is_key(i), "%s", host);
-        ck_assert(sy_segments_split_host(&labels, hs, &a));
-        sy_cand_list out[16];
-        size_t k = sy_index_lookup(ix, &path, &labels, 0, out, 16);
+        ck_assert(sy__segments_split_host(&labels, hs, &a));
+        sy__cand_list out[16];
+        size_t k = sy__index_lookup(ix, &path, &labels, 0, out, 16);
         ck_assert_uint_ne(k, SIZE_MAX);
         size_t host_lists = 0;
         for (size_t j = 0; j < k; j++) {
@@ -217,12 +217,12 @@ START_TEST(a_key_is_the_whole_answer_of_the_host_walk) {
         /* a spelling the walk reads the same is no key: it is walked */
         char odd[80];
         snprintf(odd, sizeof odd, "%s.", host);
-        ck_assert(!sy_index_host_exact(ix, (sy_str){odd, strlen(odd)}, &key));
+        ck_assert(!sy__index_host_exact(ix, (sy_str){odd, strlen(odd)}, &key));
     }
     ck_assert_uint_eq(hits, N / 2);
-    sy_segments_free(&path, &a);
-    sy_segments_free(&labels, &a);
-    sy_arena_free(&ar);
+    sy__segments_free(&path, &a);
+    sy__segments_free(&labels, &a);
+    sy__arena_free(&ar);
     sy_snapshot_release(h);
     sy_router_free(r);
 }

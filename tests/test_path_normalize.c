@@ -68,8 +68,8 @@ static const struct {
     {AS_IS, "/..", "/.."},
 };
 
-static sy_path_norm_opts opts_of(int k) {
-    sy_path_norm_opts o = {SY_PN_NORMALIZE, false, SY_PN_SLASHES_KEEP};
+static sy__path_norm_opts opts_of(int k) {
+    sy__path_norm_opts o = {SY_PN_NORMALIZE, false, SY_PN_SLASHES_KEEP};
     if (k == MERGE)
         o.merge_slashes = true;
     else if (k == REJECT)
@@ -82,14 +82,14 @@ static sy_path_norm_opts opts_of(int k) {
 }
 
 START_TEST(normalisation_table) {
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_arena ar;
-    sy_arena_init(&ar, &a, 256);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__arena ar;
+    sy__arena_init(&ar, &a, 256);
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        sy_path_norm_opts o = opts_of(table[i].opts);
+        sy__path_norm_opts o = opts_of(table[i].opts);
         sy_str in = {table[i].in, strlen(table[i].in)}, out = {NULL, 0};
-        int rc = sy_path_normalize(&o, in, &ar, &out);
+        int rc = sy__path_normalize(&o, in, &ar, &out);
         if (!table[i].want) {
             ck_assert_msg(rc == SY_PN_BAD_PATH, "%s (opts %d): rc %d, '%.*s'",
                           table[i].in, table[i].opts, rc, (int)out.len,
@@ -106,7 +106,7 @@ START_TEST(normalisation_table) {
         if (strcmp(table[i].in, table[i].want) == 0)
             ck_assert_ptr_eq(out.ptr, in.ptr);
     }
-    sy_arena_free(&ar);
+    sy__arena_free(&ar);
 }
 END_TEST
 
@@ -230,28 +230,28 @@ static outcome route_with(int k, const char *path) {
         "[\"Path=/files/{name}\"],\"filters\":[\"SetPath=/store/{name}\"]}",
         "{\"id\":\"deep\",\"uri\":\"http://deep\",\"predicates\":"
         "[\"Path=/files/{a}/{b}\"]}"};
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
     struct sy_route *rt[2];
-    sy_route_change ch[2];
+    sy__route_change ch[2];
     for (uint32_t i = 0; i < 2; i++) {
-        ck_assert_int_eq(sy_def_parse_route(defs[i], strlen(defs[i]), NULL,
-                                            "route", &rt[i], NULL),
+        ck_assert_int_eq(sy__def_parse_route(defs[i], strlen(defs[i]), NULL,
+                                             "route", &rt[i], NULL),
                          0);
-        ch[i] = (sy_route_change){rt[i]->id, rt[i], sy_rank_key(0, 0, i), 0};
+        ch[i] = (sy__route_change){rt[i]->id, rt[i], sy__rank_key(0, 0, i), 0};
     }
     const char *const sources[] = {"s"};
-    sy_snapshot_config cfg = {0};
+    sy__snapshot_config cfg = {0};
     cfg.path_norm = opts_of(k);
     cfg.sources = sources;
     cfg.source_count = 1;
     sy_snapshot *snap;
     struct sy_route **removed;
     size_t nremoved;
-    ck_assert_int_eq(sy_snapshot_derive(&a, NULL, &cfg, ch, 2, 1, &snap,
-                                        &removed, &nremoved, NULL),
+    ck_assert_int_eq(sy__snapshot_derive(&a, NULL, &cfg, ch, 2, 1, &snap,
+                                         &removed, &nremoved, NULL),
                      0);
-    sy_free(&a, removed);
+    sy__free(&a, removed);
     outcome o;
     memset(&o, 0, sizeof o);
     sy_match_ctx *ctx;
@@ -268,9 +268,9 @@ static outcome route_with(int k, const char *path) {
         snprintf(o.path, sizeof o.path, "%.*s", (int)p.len, p.ptr);
     }
     sy_match_ctx_free(ctx);
-    sy_snapshot_destroy(snap);
-    sy_route_unref(rt[0]);
-    sy_route_unref(rt[1]);
+    sy__snapshot_destroy(snap);
+    sy__route_unref(rt[0]);
+    sy__route_unref(rt[1]);
     return o;
 }
 

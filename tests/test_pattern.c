@@ -1,26 +1,26 @@
 /* test_pattern.c - request splitting, PathPattern and Ant host patterns
  * (route model 4.1): matching tables, captures, compile errors with
- * offsets, introspection, and sy_regex. */
+ * offsets, introspection, and sy__regex. */
 #include "pattern.h"
 #include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-static sy_alloc A;
+static sy__alloc A;
 
 static void setup(void) {
-    sy_alloc_init(&A, NULL);
+    sy__alloc_init(&A, NULL);
 }
 
 /* Everything one match needs, built from text. */
 typedef struct mt {
-    sy_pattern *p;
-    sy_arena pat_arena; /* the pattern's, when compiled in an arena */
-    sy_segments segs;
-    sy_arena scratch;
+    sy__pattern *p;
+    sy__arena pat_arena; /* the pattern's, when compiled in an arena */
+    sy__segments segs;
+    sy__arena scratch;
     pcre2_match_data *md;
-    sy_capture caps[16];
+    sy__capture caps[16];
     size_t ncaps;
 } mt;
 
@@ -31,37 +31,37 @@ static bool in_arena;
 static void mt_open(mt *m, const char *pat, bool host) {
     memset(m, 0, sizeof *m);
     sy_error err;
-    sy_arena_init(&m->pat_arena, &A, 64);
-    int rc = in_arena ? sy_pattern_compile_in(&A, &m->pat_arena, pat, host,
-                                              &m->p, &err)
-             : host   ? sy_pattern_compile_host(&A, pat, &m->p, &err)
-                      : sy_pattern_compile_path(&A, pat, &m->p, &err);
+    sy__arena_init(&m->pat_arena, &A, 64);
+    int rc = in_arena ? sy__pattern_compile_in(&A, &m->pat_arena, pat, host,
+                                               &m->p, &err)
+             : host   ? sy__pattern_compile_host(&A, pat, &m->p, &err)
+                      : sy__pattern_compile_path(&A, pat, &m->p, &err);
     ck_assert_msg(rc == 0, "%s: %s at %zu", pat, err.message, err.offset);
-    sy_arena_init(&m->scratch, &A, 256);
-    m->md = pcre2_match_data_create(sy_pattern_max_groups(m->p), NULL);
+    sy__arena_init(&m->scratch, &A, 256);
+    m->md = pcre2_match_data_create(sy__pattern_max_groups(m->p), NULL);
 }
 
 static bool mt_run(mt *m, const char *input, bool mts) {
     m->ncaps = 0;
-    sy_arena_reset(&m->scratch);
+    sy__arena_reset(&m->scratch);
     sy_str s = {input, strlen(input)};
-    ck_assert(sy_segments_split(&m->segs, s, &m->scratch, &A));
-    return sy_pattern_match_path(m->p, &m->segs, mts, m->caps, &m->ncaps, m->md,
-                                 &m->scratch);
+    ck_assert(sy__segments_split(&m->segs, s, &m->scratch, &A));
+    return sy__pattern_match_path(m->p, &m->segs, mts, m->caps, &m->ncaps,
+                                  m->md, &m->scratch);
 }
 
 static bool mt_host(mt *m, const char *input) {
     m->ncaps = 0;
     sy_str s = {input, strlen(input)};
-    ck_assert(sy_segments_split_host(&m->segs, s, &A));
-    return sy_pattern_match_host(m->p, &m->segs, m->caps, &m->ncaps, m->md);
+    ck_assert(sy__segments_split_host(&m->segs, s, &A));
+    return sy__pattern_match_host(m->p, &m->segs, m->caps, &m->ncaps, m->md);
 }
 
 static void mt_close(mt *m) {
-    sy_pattern_free(m->p);
-    sy_arena_free(&m->pat_arena);
-    sy_segments_free(&m->segs, &A);
-    sy_arena_free(&m->scratch);
+    sy__pattern_free(m->p);
+    sy__arena_free(&m->pat_arena);
+    sy__segments_free(&m->segs, &A);
+    sy__arena_free(&m->scratch);
     pcre2_match_data_free(m->md);
 }
 
@@ -72,9 +72,9 @@ static void mt_close(mt *m) {
  * its exact size (so ASan would catch a read past its end). */
 START_TEST(one_pass_split_equals_the_plain_split) {
     static const char alphabet[] = "//ab.c%2F;x";
-    sy_segments a = {0}, b = {0};
-    sy_arena ar;
-    sy_arena_init(&ar, &A, 256);
+    sy__segments a = {0}, b = {0};
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 256);
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     for (int iter = 0; iter < 20000; iter++) {
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -88,9 +88,9 @@ START_TEST(one_pass_split_equals_the_plain_split) {
         }
         sy_str s = {buf, len};
         unsigned seen = 99;
-        sy_arena_reset(&ar);
-        ck_assert(sy_segments_split(&a, s, &ar, &A));
-        ck_assert(sy_segments_split_scan(&b, s, &ar, &A, &seen));
+        sy__arena_reset(&ar);
+        ck_assert(sy__segments_split(&a, s, &ar, &A));
+        ck_assert(sy__segments_split_scan(&b, s, &ar, &A, &seen));
         ck_assert_uint_eq(a.count, b.count);
         for (size_t i = 0; i < a.count; i++) {
             ck_assert(a.dec[i].len == b.dec[i].len &&
@@ -107,9 +107,9 @@ START_TEST(one_pass_split_equals_the_plain_split) {
         ck_assert_uint_eq(seen, want);
         free(buf);
     }
-    sy_segments_free(&a, &A);
-    sy_segments_free(&b, &A);
-    sy_arena_free(&ar);
+    sy__segments_free(&a, &A);
+    sy__segments_free(&b, &A);
+    sy__arena_free(&ar);
 }
 END_TEST
 
@@ -117,7 +117,7 @@ END_TEST
  * labels dropped, one empty label for a leading and one for a trailing
  * '.'), on random hosts of 0-40 bytes in buffers of their exact size. */
 START_TEST(host_split_equals_the_rule) {
-    sy_segments a = {0};
+    sy__segments a = {0};
     uint64_t rng = 0x2545f4914f6cdd1dull;
     for (int iter = 0; iter < 20000; iter++) {
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -127,7 +127,7 @@ START_TEST(host_split_equals_the_rule) {
             rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
             buf[i] = "ab.cd.e-"[rng % 8];
         }
-        ck_assert(sy_segments_split_host(&a, (sy_str){buf, len}, &A));
+        ck_assert(sy__segments_split_host(&a, (sy_str){buf, len}, &A));
         size_t n = 0;
         bool lead = len && buf[0] == '.', trail = len && buf[len - 1] == '.';
         ck_assert(a.lead == lead && a.trail == trail);
@@ -153,7 +153,7 @@ START_TEST(host_split_equals_the_rule) {
         ck_assert_uint_eq(n, a.count);
         free(buf);
     }
-    sy_segments_free(&a, &A);
+    sy__segments_free(&a, &A);
 }
 END_TEST
 
@@ -182,7 +182,7 @@ static char *pcap(const char *pat, const char *path, const char *name) {
     char *v = NULL;
     if (mt_run(&m, path, true))
         for (size_t i = 0; i < m.ncaps; i++)
-            if (sy_str_eq(m.caps[i].name, name, strlen(name)))
+            if (sy__str_eq(m.caps[i].name, name, strlen(name)))
                 v = strndup(m.caps[i].value.ptr, m.caps[i].value.len);
     mt_close(&m);
     return v;
@@ -194,7 +194,7 @@ static char *hcap(const char *pat, const char *host, const char *name) {
     char *v = NULL;
     if (mt_host(&m, host))
         for (size_t i = 0; i < m.ncaps; i++)
-            if (sy_str_eq(m.caps[i].name, name, strlen(name)))
+            if (sy__str_eq(m.caps[i].name, name, strlen(name)))
                 v = strndup(m.caps[i].value.ptr, m.caps[i].value.len);
     mt_close(&m);
     return v;
@@ -209,10 +209,10 @@ static char *hcap(const char *pat, const char *host, const char *name) {
     } while (0)
 
 static void ck_err(const char *pat, bool host, int code, size_t offset) {
-    sy_pattern *p = NULL;
+    sy__pattern *p = NULL;
     sy_error err;
-    int rc = host ? sy_pattern_compile_host(&A, pat, &p, &err)
-                  : sy_pattern_compile_path(&A, pat, &p, &err);
+    int rc = host ? sy__pattern_compile_host(&A, pat, &p, &err)
+                  : sy__pattern_compile_path(&A, pat, &p, &err);
     ck_assert_msg(rc == code, "%s: rc %d, want %d", pat, rc, code);
     ck_assert_ptr_null(p);
     ck_assert_int_eq(err.code, code);
@@ -224,129 +224,130 @@ static void ck_err(const char *pat, bool host, int code, size_t offset) {
 
 /* ---- splitting ---- */
 
-static void ck_seg(const sy_segments *s, size_t i, const char *dec,
+static void ck_seg(const sy__segments *s, size_t i, const char *dec,
                    const char *raw) {
     ck_assert_uint_gt(s->count, i);
-    ck_assert_msg(sy_str_eq(s->dec[i], dec, strlen(dec)), "dec[%zu] '%.*s'", i,
+    ck_assert_msg(sy__str_eq(s->dec[i], dec, strlen(dec)), "dec[%zu] '%.*s'", i,
                   (int)s->dec[i].len, s->dec[i].ptr);
-    ck_assert_msg(sy_str_eq(s->raw[i], raw, strlen(raw)), "raw[%zu] '%.*s'", i,
+    ck_assert_msg(sy__str_eq(s->raw[i], raw, strlen(raw)), "raw[%zu] '%.*s'", i,
                   (int)s->raw[i].len, s->raw[i].ptr);
 }
 
-static sy_segments split(const char *path, sy_arena *ar) {
-    sy_segments s = {0};
-    ck_assert(sy_segments_split(&s, (sy_str){path, strlen(path)}, ar, &A));
+static sy__segments split(const char *path, sy__arena *ar) {
+    sy__segments s = {0};
+    ck_assert(sy__segments_split(&s, (sy_str){path, strlen(path)}, ar, &A));
     return s;
 }
 
 START_TEST(split_decodes_each_segment_after_splitting) {
-    sy_arena ar;
-    sy_arena_init(&ar, &A, 128);
-    sy_segments s = split("/a/b%2Fc/%41", &ar);
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 128);
+    sy__segments s = split("/a/b%2Fc/%41", &ar);
     ck_assert_uint_eq(s.count, 3);
     ck_seg(&s, 0, "a", "a");
     ck_seg(&s, 1, "b/c", "b%2Fc");
     ck_seg(&s, 2, "A", "%41");
-    sy_segments_free(&s, &A);
-    sy_arena_free(&ar);
+    sy__segments_free(&s, &A);
+    sy__arena_free(&ar);
 }
 END_TEST
 
 START_TEST(split_drops_matrix_params_before_decoding) {
-    sy_arena ar;
-    sy_arena_init(&ar, &A, 128);
-    sy_segments s = split("/a;x=1;y=2/b%3Bc;z/", &ar);
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 128);
+    sy__segments s = split("/a;x=1;y=2/b%3Bc;z/", &ar);
     ck_assert_uint_eq(s.count, 3);
     ck_seg(&s, 0, "a", "a;x=1;y=2");
     ck_seg(&s, 1, "b;c", "b%3Bc;z");
     ck_seg(&s, 2, "", "");
-    sy_segments_free(&s, &A);
-    sy_arena_free(&ar);
+    sy__segments_free(&s, &A);
+    sy__arena_free(&ar);
 }
 END_TEST
 
 START_TEST(split_keeps_empty_segments) {
-    sy_arena ar;
-    sy_arena_init(&ar, &A, 128);
-    sy_segments s = split("/a//b", &ar);
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 128);
+    sy__segments s = split("/a//b", &ar);
     ck_assert_uint_eq(s.count, 3);
     ck_seg(&s, 1, "", "");
     ck_seg(&s, 2, "b", "b");
-    sy_segments_free(&s, &A);
-    sy_arena_free(&ar);
+    sy__segments_free(&s, &A);
+    sy__arena_free(&ar);
 }
 END_TEST
 
 START_TEST(split_root_is_one_empty_segment_and_empty_is_none) {
-    sy_arena ar;
-    sy_arena_init(&ar, &A, 128);
-    sy_segments s = split("/", &ar);
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 128);
+    sy__segments s = split("/", &ar);
     ck_assert_uint_eq(s.count, 1);
     ck_seg(&s, 0, "", "");
-    ck_assert(sy_segments_split(&s, (sy_str){"", 0}, &ar, &A));
+    ck_assert(sy__segments_split(&s, (sy_str){"", 0}, &ar, &A));
     ck_assert_uint_eq(s.count, 0);
-    sy_segments_free(&s, &A);
-    sy_arena_free(&ar);
+    sy__segments_free(&s, &A);
+    sy__arena_free(&ar);
 }
 END_TEST
 
 START_TEST(split_treats_missing_leading_slash_as_present) {
-    sy_arena ar;
-    sy_arena_init(&ar, &A, 128);
-    sy_segments s = split("a/b", &ar);
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 128);
+    sy__segments s = split("a/b", &ar);
     ck_assert_uint_eq(s.count, 2);
     ck_seg(&s, 0, "a", "a");
-    sy_segments_free(&s, &A);
-    sy_arena_free(&ar);
+    sy__segments_free(&s, &A);
+    sy__arena_free(&ar);
 }
 END_TEST
 
 START_TEST(split_keeps_invalid_escapes) {
-    sy_arena ar;
-    sy_arena_init(&ar, &A, 128);
-    sy_segments s = split("/%zz%4/%", &ar);
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 128);
+    sy__segments s = split("/%zz%4/%", &ar);
     ck_seg(&s, 0, "%zz%4", "%zz%4");
     ck_seg(&s, 1, "%", "%");
-    sy_segments_free(&s, &A);
-    sy_arena_free(&ar);
+    sy__segments_free(&s, &A);
+    sy__arena_free(&ar);
 }
 END_TEST
 
 START_TEST(split_grows_arrays_only_when_too_small) {
-    sy_arena ar;
-    sy_arena_init(&ar, &A, 128);
-    sy_segments s = split("/a/b/c/d/e/f/g/h/i/j", &ar);
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 128);
+    sy__segments s = split("/a/b/c/d/e/f/g/h/i/j", &ar);
     ck_assert_uint_eq(s.count, 10);
     size_t cap = s.cap;
     sy_str *dec = s.dec;
-    ck_assert(sy_segments_split(&s, (sy_str){"/x/y", 4}, &ar, &A));
+    ck_assert(sy__segments_split(&s, (sy_str){"/x/y", 4}, &ar, &A));
     ck_assert_uint_eq(s.count, 2);
     ck_assert_uint_eq(s.cap, cap);
     ck_assert_ptr_eq(s.dec, dec);
-    sy_segments_free(&s, &A);
-    sy_arena_free(&ar);
+    sy__segments_free(&s, &A);
+    sy__arena_free(&ar);
 }
 END_TEST
 
 START_TEST(split_without_escapes_points_into_the_path) {
-    sy_arena ar;
-    sy_arena_init(&ar, &A, 128);
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 128);
     const char *path = "/plain/text";
-    sy_segments s = split(path, &ar);
+    sy__segments s = split(path, &ar);
     ck_assert_ptr_eq(s.dec[0].ptr, path + 1);
     ck_assert_ptr_eq(s.dec[1].ptr, path + 7);
-    sy_segments_free(&s, &A);
-    sy_arena_free(&ar);
+    sy__segments_free(&s, &A);
+    sy__arena_free(&ar);
 }
 END_TEST
 
 START_TEST(split_host_on_dots_keeps_the_port) {
-    sy_segments s = {0};
-    ck_assert(sy_segments_split_host(&s, (sy_str){"example.com:8080", 16}, &A));
+    sy__segments s = {0};
+    ck_assert(
+        sy__segments_split_host(&s, (sy_str){"example.com:8080", 16}, &A));
     ck_assert_uint_eq(s.count, 2);
     ck_seg(&s, 0, "example", "example");
     ck_seg(&s, 1, "com:8080", "com:8080");
-    sy_segments_free(&s, &A);
+    sy__segments_free(&s, &A);
 }
 END_TEST
 
@@ -533,13 +534,13 @@ START_TEST(pattern_without_leading_slash_never_matches) {
     ck_assert(!pm("*", "/x", true));
     ck_assert(pm("**/x", "/a/x", false));
     ck_cap(pcap("{*rest}", "/a/b", "rest"), "/a/b");
-    sy_pattern *p;
-    ck_assert_int_eq(sy_pattern_compile_path(&A, "foo", &p, NULL), 0);
-    ck_assert(!sy_pattern_can_match(p));
-    sy_pattern_free(p);
-    ck_assert_int_eq(sy_pattern_compile_path(&A, "**/x", &p, NULL), 0);
-    ck_assert(sy_pattern_can_match(p));
-    sy_pattern_free(p);
+    sy__pattern *p;
+    ck_assert_int_eq(sy__pattern_compile_path(&A, "foo", &p, NULL), 0);
+    ck_assert(!sy__pattern_can_match(p));
+    sy__pattern_free(p);
+    ck_assert_int_eq(sy__pattern_compile_path(&A, "**/x", &p, NULL), 0);
+    ck_assert(sy__pattern_can_match(p));
+    sy__pattern_free(p);
 }
 END_TEST
 
@@ -547,12 +548,12 @@ START_TEST(failed_match_leaves_capture_count_unchanged) {
     mt m;
     mt_open(&m, "/{a}/{b}/z", false);
     m.ncaps = 0;
-    sy_arena_reset(&m.scratch);
+    sy__arena_reset(&m.scratch);
     ck_assert(
-        sy_segments_split(&m.segs, (sy_str){"/x/y/q", 6}, &m.scratch, &A));
+        sy__segments_split(&m.segs, (sy_str){"/x/y/q", 6}, &m.scratch, &A));
     m.ncaps = 3;
-    ck_assert(!sy_pattern_match_path(m.p, &m.segs, true, m.caps, &m.ncaps, m.md,
-                                     &m.scratch));
+    ck_assert(!sy__pattern_match_path(m.p, &m.segs, true, m.caps, &m.ncaps,
+                                      m.md, &m.scratch));
     ck_assert_uint_eq(m.ncaps, 3);
     mt_close(&m);
 }
@@ -561,13 +562,13 @@ END_TEST
 START_TEST(captures_append_after_existing_ones) {
     mt m;
     mt_open(&m, "/{a}/{b}", false);
-    ck_assert(sy_segments_split(&m.segs, (sy_str){"/x/y", 4}, &m.scratch, &A));
+    ck_assert(sy__segments_split(&m.segs, (sy_str){"/x/y", 4}, &m.scratch, &A));
     m.ncaps = 2;
-    ck_assert(sy_pattern_match_path(m.p, &m.segs, true, m.caps, &m.ncaps, m.md,
-                                    &m.scratch));
+    ck_assert(sy__pattern_match_path(m.p, &m.segs, true, m.caps, &m.ncaps, m.md,
+                                     &m.scratch));
     ck_assert_uint_eq(m.ncaps, 4);
-    ck_assert(sy_str_eq(m.caps[2].name, "a", 1));
-    ck_assert(sy_str_eq(m.caps[3].value, "y", 1));
+    ck_assert(sy__str_eq(m.caps[2].name, "a", 1));
+    ck_assert(sy__str_eq(m.caps[3].value, "y", 1));
     mt_close(&m);
 }
 END_TEST
@@ -575,9 +576,9 @@ END_TEST
 START_TEST(null_caps_matches_without_capturing) {
     mt m;
     mt_open(&m, "/{a}/{*rest}", false);
-    ck_assert(sy_segments_split(&m.segs, (sy_str){"/x/y", 4}, &m.scratch, &A));
+    ck_assert(sy__segments_split(&m.segs, (sy_str){"/x/y", 4}, &m.scratch, &A));
     size_t n = 7;
-    ck_assert(sy_pattern_match_path(m.p, &m.segs, true, NULL, &n, m.md, NULL));
+    ck_assert(sy__pattern_match_path(m.p, &m.segs, true, NULL, &n, m.md, NULL));
     ck_assert_uint_eq(n, 7);
     mt_close(&m);
 }
@@ -620,9 +621,9 @@ START_TEST(duplicate_variable_is_an_error_at_the_second) {
 END_TEST
 
 START_TEST(bad_regex_reports_offset_inside_the_pattern) {
-    sy_pattern *p = NULL;
+    sy__pattern *p = NULL;
     sy_error err;
-    ck_assert_int_eq(sy_pattern_compile_path(&A, "/x/{id:a)b}", &p, &err),
+    ck_assert_int_eq(sy__pattern_compile_path(&A, "/x/{id:a)b}", &p, &err),
                      SY_EREGEX);
     ck_assert_uint_eq(err.offset, 8); /* the ')' */
     ck_assert_ptr_nonnull(strstr(err.message, "parenthesis"));
@@ -690,50 +691,51 @@ END_TEST
 /* ---- introspection, regex, memory ---- */
 
 START_TEST(introspection_reports_segment_kinds_and_literals) {
-    sy_pattern *p;
+    sy__pattern *p;
     ck_assert_int_eq(
-        sy_pattern_compile_path(&A, "/api/{v}/f*.txt/*/**", &p, NULL), 0);
-    ck_assert_uint_eq(sy_pattern_segment_count(p), 5);
-    ck_assert_int_eq(sy_pattern_segment_kind(p, 0), SY_SEG_LITERAL);
-    ck_assert(sy_str_eq(sy_pattern_literal(p, 0), "api", 3));
-    ck_assert_int_eq(sy_pattern_segment_kind(p, 1), SY_SEG_SINGLE);
-    ck_assert_int_eq(sy_pattern_segment_kind(p, 2), SY_SEG_SINGLE);
-    ck_assert_int_eq(sy_pattern_segment_kind(p, 3), SY_SEG_SINGLE);
-    ck_assert_int_eq(sy_pattern_segment_kind(p, 4), SY_SEG_MULTI);
-    ck_assert_str_eq(sy_pattern_source(p), "/api/{v}/f*.txt/*/**");
-    ck_assert_uint_eq(sy_pattern_var_count(p), 1);
-    sy_pattern_free(p);
+        sy__pattern_compile_path(&A, "/api/{v}/f*.txt/*/**", &p, NULL), 0);
+    ck_assert_uint_eq(sy__pattern_segment_count(p), 5);
+    ck_assert_int_eq(sy__pattern_segment_kind(p, 0), SY_SEG_LITERAL);
+    ck_assert(sy__str_eq(sy__pattern_literal(p, 0), "api", 3));
+    ck_assert_int_eq(sy__pattern_segment_kind(p, 1), SY_SEG_SINGLE);
+    ck_assert_int_eq(sy__pattern_segment_kind(p, 2), SY_SEG_SINGLE);
+    ck_assert_int_eq(sy__pattern_segment_kind(p, 3), SY_SEG_SINGLE);
+    ck_assert_int_eq(sy__pattern_segment_kind(p, 4), SY_SEG_MULTI);
+    ck_assert_str_eq(sy__pattern_source(p), "/api/{v}/f*.txt/*/**");
+    ck_assert_uint_eq(sy__pattern_var_count(p), 1);
+    sy__pattern_free(p);
 }
 END_TEST
 
 START_TEST(max_groups_covers_every_regex) {
-    sy_pattern *p;
+    sy__pattern *p;
     ck_assert_int_eq(
-        sy_pattern_compile_path(&A, "/{a}-{b}/{c}_{d}_{e}/{f:x}", &p, NULL), 0);
-    ck_assert_uint_eq(sy_pattern_max_groups(p), 4);
-    ck_assert_uint_eq(sy_pattern_var_count(p), 6);
-    sy_pattern_free(p);
+        sy__pattern_compile_path(&A, "/{a}-{b}/{c}_{d}_{e}/{f:x}", &p, NULL),
+        0);
+    ck_assert_uint_eq(sy__pattern_max_groups(p), 4);
+    ck_assert_uint_eq(sy__pattern_var_count(p), 6);
+    sy__pattern_free(p);
 }
 END_TEST
 
 START_TEST(regex_full_match_is_anchored_at_both_ends) {
-    sy_regex *re;
-    ck_assert_int_eq(sy_regex_compile(&A, "ab|abc", &re, NULL), 0);
+    sy__regex *re;
+    ck_assert_int_eq(sy__regex_compile(&A, "ab|abc", &re, NULL), 0);
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    ck_assert(sy_regex_full_match(re, "abc", 3, md));
-    ck_assert(sy_regex_full_match(re, "ab", 2, md));
-    ck_assert(!sy_regex_full_match(re, "xab", 3, md));
-    ck_assert(!sy_regex_full_match(re, "abcd", 4, md));
-    ck_assert_uint_eq(sy_regex_groups(re), 1);
+    ck_assert(sy__regex_full_match(re, "abc", 3, md));
+    ck_assert(sy__regex_full_match(re, "ab", 2, md));
+    ck_assert(!sy__regex_full_match(re, "xab", 3, md));
+    ck_assert(!sy__regex_full_match(re, "abcd", 4, md));
+    ck_assert_uint_eq(sy__regex_groups(re), 1);
     pcre2_match_data_free(md);
-    sy_regex_free(re);
+    sy__regex_free(re);
 }
 END_TEST
 
 START_TEST(regex_error_reports_pcre2_offset) {
-    sy_regex *re = (sy_regex *)1;
+    sy__regex *re = (sy__regex *)1;
     sy_error err;
-    ck_assert_int_eq(sy_regex_compile(&A, "ab[", &re, &err), SY_EREGEX);
+    ck_assert_int_eq(sy__regex_compile(&A, "ab[", &re, &err), SY_EREGEX);
     ck_assert_ptr_null(re);
     ck_assert_uint_eq(err.offset, 3);
     ck_assert_ptr_nonnull(strstr(err.message, "]"));
@@ -772,11 +774,11 @@ static void ck_caps(const mt *m, char *want, const char *row) {
         ck_assert_msg(eqs != NULL, "%s: bad captures", row);
         *eqs = '\0';
         const char *v = unescape(eqs + 1);
-        const sy_capture *got = NULL;
+        const sy__capture *got = NULL;
         for (size_t i = 0; i < m->ncaps; i++)
-            if (sy_str_eq(m->caps[i].name, kv, strlen(kv)))
+            if (sy__str_eq(m->caps[i].name, kv, strlen(kv)))
                 got = &m->caps[i];
-        ck_assert_msg(got && sy_str_eq(got->value, v, strlen(v)),
+        ck_assert_msg(got && sy__str_eq(got->value, v, strlen(v)),
                       "%s: capture '%s' is '%.*s', want '%s'", row, kv,
                       got ? (int)got->value.len : 0, got ? got->value.ptr : "",
                       v);
@@ -813,16 +815,16 @@ static void corpus(const char *file, bool host) {
         snprintf(row, sizeof row, "%s: '%s' vs '%s'", src, pat, input);
         rows++;
         if (strncmp(expect, "error:", 6) == 0) {
-            sy_pattern *p = NULL;
+            sy__pattern *p = NULL;
             sy_error err;
-            sy_error_clear(&err);
-            sy_arena ar;
-            sy_arena_init(&ar, &A, 64);
+            sy__error_clear(&err);
+            sy__arena ar;
+            sy__arena_init(&ar, &A, 64);
             int rc = in_arena
-                         ? sy_pattern_compile_in(&A, &ar, pat, host, &p, &err)
-                     : host ? sy_pattern_compile_host(&A, pat, &p, &err)
-                            : sy_pattern_compile_path(&A, pat, &p, &err);
-            sy_arena_free(&ar);
+                         ? sy__pattern_compile_in(&A, &ar, pat, host, &p, &err)
+                     : host ? sy__pattern_compile_host(&A, pat, &p, &err)
+                            : sy__pattern_compile_path(&A, pat, &p, &err);
+            sy__arena_free(&ar);
             int want = code_of(expect + 6);
             ck_assert_msg(rc == want, "%s: rc %d, want %d", row, rc, want);
             ck_assert_ptr_null(p);
@@ -888,19 +890,19 @@ static void c_free(void *d, void *p) {
 START_TEST(all_pattern_memory_goes_through_the_hooks) {
     counting c = {0, 0};
     sy_allocator user = {c_malloc, c_realloc, c_free, &c};
-    sy_alloc ca;
-    sy_alloc_init(&ca, &user);
-    sy_pattern *p;
+    sy__alloc ca;
+    sy__alloc_init(&ca, &user);
+    sy__pattern *p;
     ck_assert_int_eq(
-        sy_pattern_compile_path(&ca, "/a/{x:\\d+}/{y}-{z}.png/**", &p, NULL),
+        sy__pattern_compile_path(&ca, "/a/{x:\\d+}/{y}-{z}.png/**", &p, NULL),
         0);
     long after_compile = c.calls;
     ck_assert_int_gt(after_compile, 5); /* PCRE2 used the hooks too */
-    sy_pattern_free(p);
-    sy_regex *re;
-    ck_assert_int_eq(sy_regex_compile(&ca, "x+", &re, NULL), 0);
-    sy_regex_free(re);
-    ck_assert_int_eq(sy_pattern_compile_path(&ca, "/{a:(}", &p, NULL),
+    sy__pattern_free(p);
+    sy__regex *re;
+    ck_assert_int_eq(sy__regex_compile(&ca, "x+", &re, NULL), 0);
+    sy__regex_free(re);
+    ck_assert_int_eq(sy__pattern_compile_path(&ca, "/{a:(}", &p, NULL),
                      SY_EREGEX);
     ck_assert_int_eq(c.live, 0);
 }
@@ -911,11 +913,11 @@ END_TEST
 START_TEST(patterns_without_regexes_in_an_arena_allocate_nothing) {
     counting c = {0, 0};
     sy_allocator user = {c_malloc, c_realloc, c_free, &c};
-    sy_alloc ca;
-    sy_alloc_init(&ca, &user);
-    sy_arena ar;
-    sy_arena_init(&ar, &ca, 4096);
-    ck_assert_ptr_nonnull(sy_arena_alloc(&ar, 1)); /* the chunk */
+    sy__alloc ca;
+    sy__alloc_init(&ca, &user);
+    sy__arena ar;
+    sy__arena_init(&ar, &ca, 4096);
+    ck_assert_ptr_nonnull(sy__arena_alloc(&ar, 1)); /* the chunk */
     long before = c.calls;
     static const char *const paths[] = {
         "/user0/ljj",
@@ -925,24 +927,25 @@ START_TEST(patterns_without_regexes_in_an_arena_allocate_nothing) {
         "",
         "/",
         "/a/averyveryveryveryveryverylongsegmentofmorethanthirtytwobytes"};
-    sy_pattern *p[SY_ARRAY_LEN(paths) + 1];
+    sy__pattern *p[SY_ARRAY_LEN(paths) + 1];
     for (size_t i = 0; i < SY_ARRAY_LEN(paths); i++)
         ck_assert_int_eq(
-            sy_pattern_compile_in(&ca, &ar, paths[i], false, &p[i], NULL), 0);
-    ck_assert_int_eq(sy_pattern_compile_in(&ca, &ar, "*.{sub}.example.com",
-                                           true, &p[SY_ARRAY_LEN(paths)], NULL),
+            sy__pattern_compile_in(&ca, &ar, paths[i], false, &p[i], NULL), 0);
+    ck_assert_int_eq(sy__pattern_compile_in(&ca, &ar, "*.{sub}.example.com",
+                                            true, &p[SY_ARRAY_LEN(paths)],
+                                            NULL),
                      0);
     ck_assert_int_eq(c.calls, before);
     /* the literal path reads as before: segments, kinds, text */
-    ck_assert_uint_eq(sy_pattern_segment_count(p[0]), 2);
-    ck_assert_int_eq(sy_pattern_segment_kind(p[0], 1), SY_SEG_LITERAL);
-    sy_str lit = sy_pattern_literal(p[0], 1);
-    ck_assert(sy_str_eq(lit, "ljj", 3));
-    ck_assert_str_eq(sy_pattern_source(p[0]), "/user0/ljj");
+    ck_assert_uint_eq(sy__pattern_segment_count(p[0]), 2);
+    ck_assert_int_eq(sy__pattern_segment_kind(p[0], 1), SY_SEG_LITERAL);
+    sy_str lit = sy__pattern_literal(p[0], 1);
+    ck_assert(sy__str_eq(lit, "ljj", 3));
+    ck_assert_str_eq(sy__pattern_source(p[0]), "/user0/ljj");
     for (size_t i = 0; i <= SY_ARRAY_LEN(paths); i++)
-        sy_pattern_free(p[i]);
+        sy__pattern_free(p[i]);
     ck_assert_int_eq(c.calls, before); /* nothing to free either */
-    sy_arena_free(&ar);
+    sy__arena_free(&ar);
     ck_assert_int_eq(c.live, 0);
 }
 END_TEST

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static sy_alloc A;
-static sy_compile_env ENV;
+static sy__alloc A;
+static sy__compile_env ENV;
 
 static void setup(void) {
-    sy_alloc_init(&A, NULL);
+    sy__alloc_init(&A, NULL);
     ENV.alloc = &A;
     ENV.registry = NULL;
 }
@@ -19,19 +19,19 @@ static void setup(void) {
 #define ROUTE_PATH "routes[0].predicates[1]"
 #define ARGS(...) (sy_kv[]){__VA_ARGS__}, SY_ARRAY_LEN(((sy_kv[]){__VA_ARGS__}))
 
-static sy_def_entry entry(const char *name, sy_kv *args, size_t n) {
-    sy_def_entry e = {name,
-                      sy_factory_find(SY_FACTORY_PREDICATE, name, strlen(name)),
-                      NULL, args, n};
+static sy__def_entry entry(const char *name, sy_kv *args, size_t n) {
+    sy__def_entry e = {
+        name, sy__factory_find(SY_FACTORY_PREDICATE, name, strlen(name)), NULL,
+        args, n};
     ck_assert_ptr_nonnull(e.spec);
     return e;
 }
 
-static sy_pred *pred(const char *name, sy_kv *args, size_t n) {
-    sy_def_entry e = entry(name, args, n);
-    sy_pred *p = NULL;
+static sy__pred *pred(const char *name, sy_kv *args, size_t n) {
+    sy__def_entry e = entry(name, args, n);
+    sy__pred *p = NULL;
     sy_error err;
-    int rc = sy_pred_compile(&e, &ENV, ROUTE_PATH, &p, &err);
+    int rc = sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, &err);
     ck_assert_msg(rc == 0, "%s: %s (%s)", name, err.message, err.path);
     ck_assert_ptr_nonnull(p);
     return p;
@@ -40,10 +40,10 @@ static sy_pred *pred(const char *name, sy_kv *args, size_t n) {
 /* Compile must fail with `code` at `path` and `offset`. */
 static void pred_err(const char *name, sy_kv *args, size_t n, int code,
                      const char *path, size_t offset) {
-    sy_def_entry e = entry(name, args, n);
-    sy_pred *p = (sy_pred *)&e;
+    sy__def_entry e = entry(name, args, n);
+    sy__pred *p = (sy__pred *)&e;
     sy_error err;
-    int rc = sy_pred_compile(&e, &ENV, ROUTE_PATH, &p, &err);
+    int rc = sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, &err);
     ck_assert_msg(rc == code, "%s: rc %d want %d (%s)", name, rc, code,
                   err.message);
     ck_assert_ptr_null(p);
@@ -57,11 +57,11 @@ static void pred_err(const char *name, sy_kv *args, size_t n, int code,
 typedef struct rq {
     sy_request req;
     sy_header h[8];
-    sy_segments path, host;
-    sy_arena scratch;
+    sy__segments path, host;
+    sy__arena scratch;
     pcre2_match_data *md;
-    sy_capture caps[8];
-    sy_eval ev;
+    sy__capture caps[8];
+    sy__eval ev;
 } rq;
 
 static void rq_init(rq *r, const char *path) {
@@ -76,7 +76,7 @@ static void rq_init(rq *r, const char *path) {
     r->req.path = (sy_str){path, q ? (size_t)(q - path) : strlen(path)};
     if (q)
         r->req.query = (sy_str){q + 1, strlen(q + 1)};
-    sy_arena_init(&r->scratch, &A, 256);
+    sy__arena_init(&r->scratch, &A, 256);
 }
 
 static void rq_header(rq *r, const char *name, const char *value) {
@@ -86,26 +86,26 @@ static void rq_header(rq *r, const char *name, const char *value) {
 }
 
 static void rq_free(rq *r) {
-    sy_segments_free(&r->path, &A);
-    sy_segments_free(&r->host, &A);
-    sy_arena_free(&r->scratch);
+    sy__segments_free(&r->path, &A);
+    sy__segments_free(&r->host, &A);
+    sy__arena_free(&r->scratch);
     pcre2_match_data_free(r->md);
 }
 
-/* eval() splits the path as the matcher does (sy_segments_split_scan:
- * plain segments keep the path as `flat`) instead of sy_segments_split */
+/* eval() splits the path as the matcher does (sy__segments_split_scan:
+ * plain segments keep the path as `flat`) instead of sy__segments_split */
 static bool scan_split;
 
-static bool eval(const sy_pred *p, rq *r) {
-    sy_arena_reset(&r->scratch);
+static bool eval(const sy__pred *p, rq *r) {
+    sy__arena_reset(&r->scratch);
     unsigned seen;
     ck_assert(scan_split
-                  ? sy_segments_split_scan(&r->path, r->req.path, &r->scratch,
-                                           &A, &seen)
-                  : sy_segments_split(&r->path, r->req.path, &r->scratch, &A));
-    ck_assert(sy_segments_split_host(&r->host, r->req.host, &A));
+                  ? sy__segments_split_scan(&r->path, r->req.path, &r->scratch,
+                                            &A, &seen)
+                  : sy__segments_split(&r->path, r->req.path, &r->scratch, &A));
+    ck_assert(sy__segments_split_host(&r->host, r->req.host, &A));
     pcre2_match_data_free(r->md);
-    r->md = pcre2_match_data_create(sy_pred_max_groups(p), NULL);
+    r->md = pcre2_match_data_create(sy__pred_max_groups(p), NULL);
     r->ev.req = &r->req;
     r->ev.path = &r->path;
     r->ev.host = &r->host;
@@ -117,11 +117,11 @@ static bool eval(const sy_pred *p, rq *r) {
     r->ev.scratch = &r->scratch;
     if (!r->ev.now_ms)
         r->ev.now_ms = r->req.now_ms;
-    return sy_pred_test(p, &r->ev);
+    return sy__pred_test(p, &r->ev);
 }
 
 /* Evaluate `p` on a request with just this path (and query). */
-static bool on_path(const sy_pred *p, const char *path) {
+static bool on_path(const sy__pred *p, const char *path) {
     rq r;
     rq_init(&r, path);
     bool ok = eval(p, &r);
@@ -130,7 +130,7 @@ static bool on_path(const sy_pred *p, const char *path) {
 }
 
 /* ... with one header. */
-static bool on_header(const sy_pred *p, const char *name, const char *value) {
+static bool on_header(const sy__pred *p, const char *name, const char *value) {
     rq r;
     rq_init(&r, "/");
     rq_header(&r, name, value);
@@ -141,15 +141,15 @@ static bool on_header(const sy_pred *p, const char *name, const char *value) {
 
 static bool cap_is(const rq *r, const char *name, const char *value) {
     for (size_t i = 0; i < r->ev.ncaps; i++)
-        if (sy_str_eq(r->caps[i].name, name, strlen(name)))
-            return sy_str_eq(r->caps[i].value, value, strlen(value));
+        if (sy__str_eq(r->caps[i].name, name, strlen(name)))
+            return sy__str_eq(r->caps[i].value, value, strlen(value));
     return false;
 }
 
 /* ---- Path ---- */
 
 START_TEST(path_first_matching_pattern_wins_and_captures_its_vars) {
-    sy_pred *p =
+    sy__pred *p =
         pred("Path", ARGS({"patterns", "/a/{x}"}, {"patterns", "/{y}/b"}));
     rq r;
     rq_init(&r, "/a/b");
@@ -162,27 +162,27 @@ START_TEST(path_first_matching_pattern_wins_and_captures_its_vars) {
     ck_assert(cap_is(&r, "y", "z"));
     rq_free(&r);
     ck_assert(!on_path(p, "/z/c"));
-    ck_assert_int_eq(sy_pred_get_kind(p), SY_PK_PATH);
-    ck_assert_uint_eq(sy_pred_pattern_count(p), 2);
-    ck_assert_uint_eq(sy_pred_var_count(p), 1);
-    sy_pred_free(p, &A);
+    ck_assert_int_eq(sy__pred_get_kind(p), SY_PK_PATH);
+    ck_assert_uint_eq(sy__pred_pattern_count(p), 2);
+    ck_assert_uint_eq(sy__pred_var_count(p), 1);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(path_matches_trailing_slash_by_default) {
-    sy_pred *p = pred("Path", ARGS({"patterns", "/a"}));
+    sy__pred *p = pred("Path", ARGS({"patterns", "/a"}));
     ck_assert(on_path(p, "/a/"));
     ck_assert(on_path(p, "/a?x=1"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(path_match_trailing_slash_false_is_exact) {
-    sy_pred *p =
+    sy__pred *p =
         pred("Path", ARGS({"patterns", "/a"}, {"matchTrailingSlash", "false"}));
     ck_assert(!on_path(p, "/a/"));
     ck_assert(on_path(p, "/a"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
@@ -197,17 +197,17 @@ START_TEST(path_literal_compare_equals_the_pattern_matcher) {
                                        "/a/**",     "/**",  "/ab/b/**"};
     static const char alphabet[] = "ab/%2F;d";
     uint64_t rng = 0x9e3779b97f4a7c15ull;
-    sy_segments segs = {0};
-    sy_arena scratch;
-    sy_arena_init(&scratch, &A, 256);
+    sy__segments segs = {0};
+    sy__arena scratch;
+    sy__arena_init(&scratch, &A, 256);
     size_t agreed_true = 0, flat_seen = 0, flat_true = 0;
     for (size_t k = 0; k < SY_ARRAY_LEN(pats); k++) {
         for (int trailing = 0; trailing < 2; trailing++) {
-            sy_pred *p =
+            sy__pred *p =
                 pred("Path",
                      ARGS({"patterns", pats[k]},
                           {"matchTrailingSlash", trailing ? "true" : "false"}));
-            const sy_pattern *pat = sy_pred_pattern(p, 0);
+            const sy__pattern *pat = sy__pred_pattern(p, 0);
             for (int t = 0; t < 3000; t++) {
                 char path[16];
                 rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -235,12 +235,12 @@ START_TEST(path_literal_compare_equals_the_pattern_matcher) {
                 flat_true += r.path.flat.ptr && got_flat;
                 scan_split = false;
                 rq_free(&r);
-                sy_arena_reset(&scratch);
-                ck_assert(sy_segments_split(&segs, (sy_str){path, len},
-                                            &scratch, &A));
+                sy__arena_reset(&scratch);
+                ck_assert(sy__segments_split(&segs, (sy_str){path, len},
+                                             &scratch, &A));
                 size_t nc = 0;
-                bool want = sy_pattern_match_path(pat, &segs, trailing, NULL,
-                                                  &nc, NULL, &scratch);
+                bool want = sy__pattern_match_path(pat, &segs, trailing, NULL,
+                                                   &nc, NULL, &scratch);
                 ck_assert_msg(got == want, "pattern %s trailing %d path '%s'",
                               pats[k], trailing, path);
                 ck_assert_msg(got_flat == want,
@@ -248,31 +248,31 @@ START_TEST(path_literal_compare_equals_the_pattern_matcher) {
                               trailing, path);
                 agreed_true += got;
             }
-            sy_pred_free(p, &A);
+            sy__pred_free(p, &A);
         }
     }
     ck_assert_uint_gt(agreed_true, 100); /* the matches were exercised */
     /* and the whole-path compare, both ways */
     ck_assert_uint_gt(flat_seen, 10000);
     ck_assert_uint_gt(flat_true, 100);
-    sy_segments_free(&segs, &A);
-    sy_arena_free(&scratch);
+    sy__segments_free(&segs, &A);
+    sy__arena_free(&scratch);
 }
 END_TEST
 
 /* The same for a Host predicate of one all-literal pattern: random hosts
  * (empty labels, leading and trailing dots, prefixes of the pattern)
- * against sy_pattern_match_host. */
+ * against sy__pattern_match_host. */
 START_TEST(host_literal_compare_equals_the_pattern_matcher) {
     static const char *const pats[] = {"a.b",  "ab",   "b.a.ab",
                                        "a.b.", ".a.b", "a..b"};
     static const char alphabet[] = "ab..";
     uint64_t rng = 0x2545f4914f6cdd1dull;
-    sy_segments labels = {0};
+    sy__segments labels = {0};
     size_t agreed_true = 0;
     for (size_t k = 0; k < SY_ARRAY_LEN(pats); k++) {
-        sy_pred *p = pred("Host", ARGS({"patterns", pats[k]}));
-        const sy_pattern *pat = sy_pred_pattern(p, 0);
+        sy__pred *p = pred("Host", ARGS({"patterns", pats[k]}));
+        const sy__pattern *pat = sy__pred_pattern(p, 0);
         for (int t = 0; t < 3000; t++) {
             char host[16];
             rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -290,16 +290,17 @@ START_TEST(host_literal_compare_equals_the_pattern_matcher) {
             r.req.host = (sy_str){host, len};
             bool got = eval(p, &r);
             rq_free(&r);
-            ck_assert(sy_segments_split_host(&labels, (sy_str){host, len}, &A));
+            ck_assert(
+                sy__segments_split_host(&labels, (sy_str){host, len}, &A));
             size_t nc = 0;
-            bool want = sy_pattern_match_host(pat, &labels, NULL, &nc, NULL);
+            bool want = sy__pattern_match_host(pat, &labels, NULL, &nc, NULL);
             ck_assert_msg(got == want, "pattern %s host '%s'", pats[k], host);
             agreed_true += got;
         }
-        sy_pred_free(p, &A);
+        sy__pred_free(p, &A);
     }
     ck_assert_uint_gt(agreed_true, 100);
-    sy_segments_free(&labels, &A);
+    sy__segments_free(&labels, &A);
 }
 END_TEST
 
@@ -320,39 +321,39 @@ START_TEST(path_table_from_the_route_model) {
         {"/a/*", "/a", false},
     };
     for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
-        sy_pred *p = pred("Path", ARGS({"patterns", t[i].pat}));
+        sy__pred *p = pred("Path", ARGS({"patterns", t[i].pat}));
         ck_assert_msg(on_path(p, t[i].path) == t[i].want, "%s vs %s", t[i].pat,
                       t[i].path);
-        sy_pred_free(p, &A);
+        sy__pred_free(p, &A);
     }
 }
 END_TEST
 
 START_TEST(path_capture_rest_is_joined_into_scratch) {
-    sy_pred *p = pred("Path", ARGS({"patterns", "/s/{*rest}"}));
+    sy__pred *p = pred("Path", ARGS({"patterns", "/s/{*rest}"}));
     rq r;
     rq_init(&r, "/s/x/y%20z");
     ck_assert(eval(p, &r));
     ck_assert(cap_is(&r, "rest", "/x/y z"));
     rq_free(&r);
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(path_without_room_for_captures_matches_without_them) {
-    sy_pred *p = pred("Path", ARGS({"patterns", "/{a}/{b}"}));
+    sy__pred *p = pred("Path", ARGS({"patterns", "/{a}/{b}"}));
     rq r;
     rq_init(&r, "/x/y");
-    ck_assert(sy_segments_split(&r.path, r.req.path, &r.scratch, &A));
+    ck_assert(sy__segments_split(&r.path, r.req.path, &r.scratch, &A));
     r.ev.req = &r.req;
     r.ev.path = &r.path;
     r.ev.caps = r.caps;
     r.ev.caps_cap = 1;
     r.ev.md = r.md = pcre2_match_data_create(1, NULL);
-    ck_assert(sy_pred_test(p, &r.ev));
+    ck_assert(sy__pred_test(p, &r.ev));
     ck_assert_uint_eq(r.ev.ncaps, 0);
     rq_free(&r);
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
@@ -377,8 +378,8 @@ END_TEST
 /* ---- Host ---- */
 
 START_TEST(host_matches_the_host_with_its_port_as_sent) {
-    sy_pred *p = pred("Host", ARGS({"patterns", "**.example.com"},
-                                   {"patterns", "*.example.com:8080"}));
+    sy__pred *p = pred("Host", ARGS({"patterns", "**.example.com"},
+                                    {"patterns", "*.example.com:8080"}));
     rq r;
     rq_init(&r, "/");
     r.req.host = (sy_str){"api.example.com:8080", 20};
@@ -390,19 +391,19 @@ START_TEST(host_matches_the_host_with_its_port_as_sent) {
     r.req.host = (sy_str){"a.b.example.com:8080", 20};
     ck_assert(!eval(p, &r));
     rq_free(&r);
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(host_captures_the_vars_of_the_matching_pattern) {
-    sy_pred *p = pred("Host", ARGS({"patterns", "{sub}.example.com"}));
+    sy__pred *p = pred("Host", ARGS({"patterns", "{sub}.example.com"}));
     rq r;
     rq_init(&r, "/");
     r.req.host = (sy_str){"shop.example.com", 16};
     ck_assert(eval(p, &r));
     ck_assert(cap_is(&r, "sub", "shop"));
     rq_free(&r);
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
@@ -415,7 +416,7 @@ END_TEST
 /* ---- Method ---- */
 
 START_TEST(method_matches_listed_methods_upper_cased) {
-    sy_pred *p = pred("Method", ARGS({"methods", "get"}, {"methods", "POST"}));
+    sy__pred *p = pred("Method", ARGS({"methods", "get"}, {"methods", "POST"}));
     rq r;
     rq_init(&r, "/");
     ck_assert(eval(p, &r));
@@ -426,14 +427,14 @@ START_TEST(method_matches_listed_methods_upper_cased) {
     r.req.method = (sy_str){"get", 3};
     ck_assert(!eval(p, &r));
     rq_free(&r);
-    ck_assert_uint_eq(sy_pred_method_mask(p), (1u << 0) | (1u << 2));
-    sy_pred_free(p, &A);
+    ck_assert_uint_eq(sy__pred_method_mask(p), (1u << 0) | (1u << 2));
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(method_nonstandard_sets_bit_31_and_matches_exactly) {
-    sy_pred *p = pred("Method", ARGS({"methods", "purge"}));
-    ck_assert_uint_eq(sy_pred_method_mask(p), 1u << 31);
+    sy__pred *p = pred("Method", ARGS({"methods", "purge"}));
+    ck_assert_uint_eq(sy__pred_method_mask(p), 1u << 31);
     rq r;
     rq_init(&r, "/");
     r.req.method = (sy_str){"PURGE", 5};
@@ -441,63 +442,63 @@ START_TEST(method_nonstandard_sets_bit_31_and_matches_exactly) {
     r.req.method = (sy_str){"MKCOL", 5};
     ck_assert(!eval(p, &r));
     rq_free(&r);
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(method_bits_follow_the_documented_order) {
-    ck_assert_int_eq(sy_method_bit((sy_str){"GET", 3}), 0);
-    ck_assert_int_eq(sy_method_bit((sy_str){"HEAD", 4}), 1);
-    ck_assert_int_eq(sy_method_bit((sy_str){"DELETE", 6}), 5);
-    ck_assert_int_eq(sy_method_bit((sy_str){"CONNECT", 7}), 8);
-    ck_assert_int_eq(sy_method_bit((sy_str){"get", 3}), 31);
+    ck_assert_int_eq(sy__method_bit((sy_str){"GET", 3}), 0);
+    ck_assert_int_eq(sy__method_bit((sy_str){"HEAD", 4}), 1);
+    ck_assert_int_eq(sy__method_bit((sy_str){"DELETE", 6}), 5);
+    ck_assert_int_eq(sy__method_bit((sy_str){"CONNECT", 7}), 8);
+    ck_assert_int_eq(sy__method_bit((sy_str){"get", 3}), 31);
 }
 END_TEST
 
 /* ---- Header ---- */
 
 START_TEST(header_name_is_case_insensitive) {
-    sy_pred *p =
+    sy__pred *p =
         pred("Header", ARGS({"header", "X-Request-Id"}, {"regexp", "\\d+"}));
     ck_assert(on_header(p, "x-request-id", "123"));
     ck_assert(!on_header(p, "x-request-id", "12a"));
     ck_assert(!on_header(p, "x-request", "123"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(header_without_regexp_needs_a_nonempty_value) {
-    sy_pred *p = pred("Header", ARGS({"header", "X-Flag"}));
+    sy__pred *p = pred("Header", ARGS({"header", "X-Flag"}));
     ck_assert(on_header(p, "X-Flag", "1"));
     ck_assert(!on_header(p, "X-Flag", ""));
     ck_assert(!on_header(p, "X-Flag", " , "));
     ck_assert(!on_header(p, "X-Flag", "\"\""));
     ck_assert(!on_header(p, "X-Other", "1"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(header_values_split_on_commas_outside_quotes) {
-    sy_pred *p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "b, c"}));
+    sy__pred *p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "b, c"}));
     ck_assert(on_header(p, "X-V", "a, \"b, c\""));
     ck_assert(!on_header(p, "X-V", "a, b, c"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
     p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "b"}));
     ck_assert(on_header(p, "X-V", "a,  b  ,c"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(header_quoted_values_are_unescaped) {
-    sy_pred *p =
+    sy__pred *p =
         pred("Header", ARGS({"header", "X-V"}, {"regexp", "say \"hi\""}));
     ck_assert(on_header(p, "X-V", "x, \"say \\\"hi\\\"\""));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(header_values_of_repeated_headers_all_count) {
-    sy_pred *p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "two"}));
+    sy__pred *p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "two"}));
     rq r;
     rq_init(&r, "/");
     rq_header(&r, "X-V", "one");
@@ -506,16 +507,16 @@ START_TEST(header_values_of_repeated_headers_all_count) {
     rq_header(&r, "x-v", "zero, two");
     ck_assert(eval(p, &r));
     rq_free(&r);
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(header_regexp_must_match_the_whole_value) {
-    sy_pred *p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "ab"}));
+    sy__pred *p = pred("Header", ARGS({"header", "X-V"}, {"regexp", "ab"}));
     ck_assert(!on_header(p, "X-V", "abc"));
     ck_assert(!on_header(p, "X-V", "xab"));
     ck_assert(on_header(p, "X-V", "ab"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
@@ -528,78 +529,78 @@ END_TEST
 /* ---- Query ---- */
 
 START_TEST(query_param_without_regexp_is_present_even_without_value) {
-    sy_pred *p = pred("Query", ARGS({"param", "x"}));
+    sy__pred *p = pred("Query", ARGS({"param", "x"}));
     ck_assert(on_path(p, "/?x"));
     ck_assert(on_path(p, "/?a=1&x="));
     ck_assert(on_path(p, "/?a=1&&x=2"));
     ck_assert(!on_path(p, "/?xx=1"));
     ck_assert(!on_path(p, "/"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(query_param_name_is_case_sensitive) {
-    sy_pred *p = pred("Query", ARGS({"param", "Id"}));
+    sy__pred *p = pred("Query", ARGS({"param", "Id"}));
     ck_assert(!on_path(p, "/?id=1"));
     ck_assert(on_path(p, "/?Id=1"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(query_values_are_url_decoded_with_plus_as_space) {
-    sy_pred *p = pred("Query", ARGS({"param", "q"}, {"regexp", "a b!"}));
+    sy__pred *p = pred("Query", ARGS({"param", "q"}, {"regexp", "a b!"}));
     ck_assert(on_path(p, "/?q=a+b%21"));
     ck_assert(on_path(p, "/?q=a%20b!"));
     ck_assert(!on_path(p, "/?q=a+b"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(query_names_are_decoded_too) {
-    sy_pred *p = pred("Query", ARGS({"param", "a[b]"}));
+    sy__pred *p = pred("Query", ARGS({"param", "a[b]"}));
     ck_assert(on_path(p, "/?a%5Bb%5D=1"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(query_some_value_must_fully_match) {
-    sy_pred *p = pred("Query", ARGS({"param", "v"}, {"regexp", "\\d+"}));
+    sy__pred *p = pred("Query", ARGS({"param", "v"}, {"regexp", "\\d+"}));
     ck_assert(on_path(p, "/?v=x&v=12"));
     ck_assert(!on_path(p, "/?v=12x"));
     ck_assert(!on_path(p, "/?v"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 /* ---- Cookie ---- */
 
 START_TEST(cookie_needs_exact_name_and_fully_matching_value) {
-    sy_pred *p = pred("Cookie", ARGS({"name", "sid"}, {"regexp", "ab.*"}));
+    sy__pred *p = pred("Cookie", ARGS({"name", "sid"}, {"regexp", "ab.*"}));
     ck_assert(on_header(p, "Cookie", "a=1; sid=abc; b=2"));
     ck_assert(on_header(p, "cookie", "sid=ab"));
     ck_assert(!on_header(p, "Cookie", "SID=abc"));
     ck_assert(!on_header(p, "Cookie", "xsid=abc"));
     ck_assert(!on_header(p, "Cookie", "sid=xab"));
     ck_assert(!on_header(p, "Set-Cookie", "sid=abc"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(cookie_in_any_cookie_header_and_quoted_values_count) {
-    sy_pred *p = pred("Cookie", ARGS({"name", "v"}, {"regexp", "1 2"}));
+    sy__pred *p = pred("Cookie", ARGS({"name", "v"}, {"regexp", "1 2"}));
     rq r;
     rq_init(&r, "/");
     rq_header(&r, "Cookie", "a=1");
     rq_header(&r, "Cookie", "v=\"1 2\"");
     ck_assert(eval(p, &r));
     rq_free(&r);
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 /* ---- After / Before / Between ---- */
 
-static bool at(const sy_pred *p, int64_t now) {
+static bool at(const sy__pred *p, int64_t now) {
     rq r;
     rq_init(&r, "/");
     r.ev.now_ms = now;
@@ -609,40 +610,40 @@ static bool at(const sy_pred *p, int64_t now) {
 }
 
 START_TEST(after_is_strict) {
-    sy_pred *p = pred("After", ARGS({"datetime", "1000"}));
+    sy__pred *p = pred("After", ARGS({"datetime", "1000"}));
     ck_assert(!at(p, 999));
     ck_assert(!at(p, 1000));
     ck_assert(at(p, 1001));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(before_is_strict) {
-    sy_pred *p = pred("Before", ARGS({"datetime", "1000"}));
+    sy__pred *p = pred("Before", ARGS({"datetime", "1000"}));
     ck_assert(at(p, 999));
     ck_assert(!at(p, 1000));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(between_excludes_both_ends) {
-    sy_pred *p =
+    sy__pred *p =
         pred("Between", ARGS({"datetime1", "1000"}, {"datetime2", "2000"}));
     ck_assert(!at(p, 1000));
     ck_assert(at(p, 1001));
     ck_assert(at(p, 1999));
     ck_assert(!at(p, 2000));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(after_reads_iso_dates_with_zone) {
-    sy_pred *p = pred(
+    sy__pred *p = pred(
         "After",
         ARGS({"datetime", "2017-01-20T17:42:47.789-07:00[America/Denver]"}));
     ck_assert(!at(p, 1484959367789));
     ck_assert(at(p, 1484959367790));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
@@ -660,7 +661,7 @@ END_TEST
 
 /* ---- RemoteAddr ---- */
 
-static bool from(const sy_pred *p, const char *addr) {
+static bool from(const sy__pred *p, const char *addr) {
     rq r;
     rq_init(&r, "/");
     r.req.remote_addr = (sy_str){addr, strlen(addr)};
@@ -670,35 +671,35 @@ static bool from(const sy_pred *p, const char *addr) {
 }
 
 START_TEST(remote_addr_ipv4_cidr) {
-    sy_pred *p = pred("RemoteAddr", ARGS({"sources", "192.168.1.1/24"}));
+    sy__pred *p = pred("RemoteAddr", ARGS({"sources", "192.168.1.1/24"}));
     ck_assert(from(p, "192.168.1.200"));
     ck_assert(!from(p, "192.168.2.1"));
     ck_assert(from(p, "192.168.1.7:5555"));
     ck_assert(from(p, "::ffff:192.168.1.9"));
     ck_assert(!from(p, "not-an-ip"));
     ck_assert(!from(p, ""));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(remote_addr_bare_address_is_a_host_route) {
-    sy_pred *p = pred("RemoteAddr", ARGS({"sources", "10.0.0.1"},
-                                         {"sources", "2001:db8::1"}));
+    sy__pred *p = pred("RemoteAddr", ARGS({"sources", "10.0.0.1"},
+                                          {"sources", "2001:db8::1"}));
     ck_assert(from(p, "10.0.0.1"));
     ck_assert(!from(p, "10.0.0.2"));
     ck_assert(from(p, "2001:db8::1"));
     ck_assert(from(p, "[2001:db8::1]:443"));
     ck_assert(!from(p, "2001:db8::2"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(remote_addr_ipv6_cidr) {
-    sy_pred *p = pred("RemoteAddr", ARGS({"sources", "2001:db8::/32"}));
+    sy__pred *p = pred("RemoteAddr", ARGS({"sources", "2001:db8::/32"}));
     ck_assert(from(p, "2001:db8:ffff::1"));
     ck_assert(!from(p, "2001:db9::1"));
     ck_assert(!from(p, "32.1.13.184"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
@@ -710,7 +711,7 @@ END_TEST
 
 /* ---- XForwardedRemoteAddr ---- */
 
-static bool xff(const sy_pred *p, const char *h1, const char *h2) {
+static bool xff(const sy__pred *p, const char *h1, const char *h2) {
     rq r;
     rq_init(&r, "/");
     r.req.remote_addr = (sy_str){"172.16.0.1", 10};
@@ -724,28 +725,28 @@ static bool xff(const sy_pred *p, const char *h1, const char *h2) {
 }
 
 START_TEST(xff_default_index_uses_the_right_most_entry) {
-    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"}));
+    sy__pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"}));
     ck_assert(xff(p, "1.1.1.1, 10.0.0.5", NULL));
     ck_assert(!xff(p, "10.0.0.5, 1.1.1.1", NULL));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(xff_max_trusted_index_counts_from_the_right) {
-    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"},
-                                                   {"maxTrustedIndex", "2"}));
+    sy__pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"},
+                                                    {"maxTrustedIndex", "2"}));
     ck_assert(xff(p, "1.1.1.1, 10.0.0.5, 2.2.2.2", NULL));
     ck_assert(!xff(p, "10.0.0.5, 1.1.1.1, 2.2.2.2", NULL));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(xff_index_beyond_the_entries_uses_the_left_most) {
-    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"},
-                                                   {"maxTrustedIndex", "9"}));
+    sy__pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "10.0.0.0/8"},
+                                                    {"maxTrustedIndex", "9"}));
     ck_assert(xff(p, "10.0.0.5, 1.1.1.1", NULL));
     ck_assert(!xff(p, "1.1.1.1, 10.0.0.5", NULL));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
@@ -753,7 +754,7 @@ END_TEST
  * trustOneFallsBackOnMultipleHeaders / trustAllFallsBackOnMultipleHeaders:
  * several X-Forwarded-For lines are all discarded, the socket address is
  * tested instead. */
-static bool xff_from(const sy_pred *p, const char *remote, const char *h1,
+static bool xff_from(const sy__pred *p, const char *remote, const char *h1,
                      const char *h2) {
     rq r;
     rq_init(&r, "/");
@@ -768,19 +769,19 @@ static bool xff_from(const sy_pred *p, const char *remote, const char *h1,
 }
 
 START_TEST(xff_several_header_lines_fall_back_to_the_socket_address) {
-    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "0.0.0.0"}));
+    sy__pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "0.0.0.0"}));
     ck_assert(xff_from(p, "0.0.0.0", "0.0.0.1", "0.0.0.2"));
     ck_assert(!xff_from(p, "0.0.0.9", "0.0.0.1", "0.0.0.0"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
     p = pred("XForwardedRemoteAddr",
              ARGS({"sources", "0.0.0.1"}, {"maxTrustedIndex", "9"}));
     ck_assert(!xff_from(p, "0.0.0.0", "0.0.0.1", "0.0.0.2"));
     ck_assert(xff_from(p, "0.0.0.0", "0.0.0.1,0.0.0.2, 0.0.0.3", NULL));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
     /* the two spellings of the name are one header */
     p = pred("XForwardedRemoteAddr", ARGS({"sources", "172.16.0.0/12"}));
     ck_assert(xff(p, "1.1.1.1", "2.2.2.2"));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
@@ -788,29 +789,29 @@ END_TEST
  * maxIndexOneReturnsLastForwardedIp. Entries are split on every comma:
  * quotes do not group them. */
 START_TEST(xff_one_line_is_split_on_every_comma) {
-    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "0.0.0.3"}));
+    sy__pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "0.0.0.3"}));
     ck_assert(xff_from(p, "0.0.0.0", "0.0.0.1,0.0.0.2, 0.0.0.3", NULL));
     ck_assert(xff_from(p, "0.0.0.3", "", NULL));
     ck_assert(xff_from(p, "0.0.0.3", " , ", NULL));
     ck_assert(xff_from(p, "0.0.0.0", "\"a,0.0.0.3", NULL));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(xff_without_entries_uses_the_socket_address) {
-    sy_pred *p =
+    sy__pred *p =
         pred("XForwardedRemoteAddr", ARGS({"sources", "172.16.0.0/12"}));
     ck_assert(xff(p, NULL, NULL));
     ck_assert(!xff(p, "1.1.1.1", NULL));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(xff_ipv6_entries) {
-    sy_pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "fd00::/8"}));
+    sy__pred *p = pred("XForwardedRemoteAddr", ARGS({"sources", "fd00::/8"}));
     ck_assert(xff(p, "1.1.1.1, fd00::7", NULL));
     ck_assert(xff(p, "1.1.1.1,[fd00::7]:8080", NULL));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
@@ -823,8 +824,8 @@ END_TEST
 
 /* ---- Weight ---- */
 
-static bool weighted(const sy_pred *p, uint64_t seed,
-                     const sy_weight_slot *slot) {
+static bool weighted(const sy__pred *p, uint64_t seed,
+                     const sy__weight_slot *slot) {
     rq r;
     rq_init(&r, "/");
     r.req.seed = seed;
@@ -835,29 +836,29 @@ static bool weighted(const sy_pred *p, uint64_t seed,
 }
 
 START_TEST(weight_holds_only_when_the_draw_falls_in_the_slot) {
-    sy_pred *p =
+    sy__pred *p =
         pred("Weight", ARGS({"weight.group", "g"}, {"weight.weight", "8"}));
-    ck_assert_str_eq(sy_pred_weight_group(p), "g");
-    ck_assert_uint_eq(sy_pred_weight_value(p), 8);
-    double r = sy_weight_draw(42, 3);
-    sy_weight_slot below = {3, 0.0, r}; /* hi is exclusive */
-    sy_weight_slot at_lo = {3, r, 1.0}; /* lo is inclusive */
-    sy_weight_slot all = {3, 0.0, 1.0};
+    ck_assert_str_eq(sy__pred_weight_group(p), "g");
+    ck_assert_uint_eq(sy__pred_weight_value(p), 8);
+    double r = sy__weight_draw(42, 3);
+    sy__weight_slot below = {3, 0.0, r}; /* hi is exclusive */
+    sy__weight_slot at_lo = {3, r, 1.0}; /* lo is inclusive */
+    sy__weight_slot all = {3, 0.0, 1.0};
     ck_assert(!weighted(p, 42, &below));
     ck_assert(weighted(p, 42, &at_lo));
     ck_assert(weighted(p, 42, &all));
     ck_assert(!weighted(p, 42, NULL));
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
 }
 END_TEST
 
 START_TEST(weight_draw_is_deterministic_in_unit_range_and_spread) {
-    ck_assert(sy_weight_draw(7, 1) == sy_weight_draw(7, 1));
-    ck_assert(sy_weight_draw(7, 1) != sy_weight_draw(7, 2));
-    ck_assert(sy_weight_draw(7, 1) != sy_weight_draw(8, 1));
+    ck_assert(sy__weight_draw(7, 1) == sy__weight_draw(7, 1));
+    ck_assert(sy__weight_draw(7, 1) != sy__weight_draw(7, 2));
+    ck_assert(sy__weight_draw(7, 1) != sy__weight_draw(8, 1));
     int low = 0;
     for (uint64_t s = 0; s < 4000; s++) {
-        double r = sy_weight_draw(s, 0);
+        double r = sy__weight_draw(s, 0);
         ck_assert(r >= 0.0 && r < 1.0);
         low += r < 0.25;
     }
@@ -913,16 +914,16 @@ START_TEST(host_factory_compiles_once_tests_per_request_and_frees) {
     sy_predicate_factory f = {
         NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test_counting, hf_free, &c};
     sy_kv args[] = {{"prefix", "/in"}};
-    sy_def_entry e = {"InHouse", NULL, &f, args, 1};
-    sy_pred *p;
-    ck_assert_int_eq(sy_pred_compile(&e, &ENV, ROUTE_PATH, &p, NULL), 0);
-    ck_assert_int_eq(sy_pred_get_kind(p), SY_PK_HOST_FACTORY);
+    sy__def_entry e = {"InHouse", NULL, &f, args, 1};
+    sy__pred *p;
+    ck_assert_int_eq(sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, NULL), 0);
+    ck_assert_int_eq(sy__pred_get_kind(p), SY_PK_HOST_FACTORY);
     hf_count_tests = 0;
     ck_assert(on_path(p, "/inside"));
     ck_assert(!on_path(p, "/out"));
     ck_assert_int_eq(hf_count_tests, 2);
     ck_assert_int_eq(c.compiles, 1);
-    sy_pred_free(p, &A);
+    sy__pred_free(p, &A);
     ck_assert_int_eq(c.frees, 1);
 }
 END_TEST
@@ -932,10 +933,10 @@ START_TEST(host_factory_error_gets_the_entry_path) {
     sy_predicate_factory f = {
         NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test, hf_free, &c};
     sy_kv args[] = {{"other", "x"}};
-    sy_def_entry e = {"InHouse", NULL, &f, args, 1};
-    sy_pred *p;
+    sy__def_entry e = {"InHouse", NULL, &f, args, 1};
+    sy__pred *p;
     sy_error err;
-    ck_assert_int_eq(sy_pred_compile(&e, &ENV, ROUTE_PATH, &p, &err), SY_EARG);
+    ck_assert_int_eq(sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, &err), SY_EARG);
     ck_assert_ptr_null(p);
     ck_assert_str_eq(err.path, ROUTE_PATH ".args.prefix");
     ck_assert_str_eq(err.message, "needs a prefix");

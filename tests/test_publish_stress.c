@@ -19,7 +19,7 @@
 #include <time.h>
 
 /* Which weakening the broken protocol applies (set before threads start). */
-#define stress_broken_mode sy_pub_broken_mode
+#define stress_broken_mode sy__pub_broken_mode
 
 #if defined(__SANITIZE_THREAD__)
 #define STRESS_TSAN 1
@@ -41,38 +41,41 @@
 typedef struct pub_ops {
     const char *name;
     int mode; /* stress_broken_mode while running */
-    int (*make)(const sy_alloc *, const sy_pub_options *, sy_pub_obj *,
-                sy_pub **);
-    void (*destroy_domain)(sy_pub *);
-    sy_pub_ref (*acquire)(sy_pub *);
-    void (*release)(sy_pub_ref);
-    int (*publish)(sy_pub *, sy_pub_obj *);
-    size_t (*reclaim)(sy_pub *);
-    void (*metrics)(const sy_pub *, sy_pub_metrics *);
+    int (*make)(const sy__alloc *, const sy__pub_options *, sy__pub_obj *,
+                sy__pub **);
+    void (*destroy_domain)(sy__pub *);
+    sy__pub_ref (*acquire)(sy__pub *);
+    void (*release)(sy__pub_ref);
+    int (*publish)(sy__pub *, sy__pub_obj *);
+    size_t (*reclaim)(sy__pub *);
+    void (*metrics)(const sy__pub *, sy__pub_metrics *);
 } pub_ops;
 
-static const pub_ops correct_ops = {"correct",         0,
-                                    sy_pub_new,        sy_pub_free,
-                                    sy_pub_acquire,    sy_pub_release,
-                                    sy_pub_publish,    sy_pub_reclaim,
-                                    sy_pub_metrics_get};
+static const pub_ops correct_ops = {"correct",          0,
+                                    sy__pub_new,        sy__pub_free,
+                                    sy__pub_acquire,    sy__pub_release,
+                                    sy__pub_publish,    sy__pub_reclaim,
+                                    sy__pub_metrics_get};
 #ifndef STRESS_TSAN
-static const pub_ops free_on_swap_ops = {
-    "free on swap",           1,
-    sy_pub_broken_new,        sy_pub_broken_free,
-    sy_pub_broken_acquire,    sy_pub_broken_release,
-    sy_pub_broken_publish,    sy_pub_broken_reclaim,
-    sy_pub_broken_metrics_get};
+static const pub_ops free_on_swap_ops = {"free on swap",
+                                         1,
+                                         sy__pub_broken_new,
+                                         sy__pub_broken_free,
+                                         sy__pub_broken_acquire,
+                                         sy__pub_broken_release,
+                                         sy__pub_broken_publish,
+                                         sy__pub_broken_reclaim,
+                                         sy__pub_broken_metrics_get};
 static const pub_ops two_step_ops = {
-    "two-step acquire",       2,
-    sy_pub_broken_new,        sy_pub_broken_free,
-    sy_pub_broken_acquire,    sy_pub_broken_release,
-    sy_pub_broken_publish,    sy_pub_broken_reclaim,
-    sy_pub_broken_metrics_get};
+    "two-step acquire",        2,
+    sy__pub_broken_new,        sy__pub_broken_free,
+    sy__pub_broken_acquire,    sy__pub_broken_release,
+    sy__pub_broken_publish,    sy__pub_broken_reclaim,
+    sy__pub_broken_metrics_get};
 #endif
 
 typedef struct sobj {
-    sy_pub_obj hdr;
+    sy__pub_obj hdr;
     uint64_t magic;
     uint64_t serial; /* creation order; 0 is the initial object */
     uint64_t payload[PAYLOAD];
@@ -104,8 +107,8 @@ typedef struct quarantined {
 
 typedef struct stress {
     const pub_ops *ops;
-    sy_alloc alloc;
-    sy_pub *pub;
+    sy__alloc alloc;
+    sy__pub *pub;
     uint64_t publishes;
     _Atomic uint64_t progress; /* publishes done so far */
     _Atomic int writer_done;
@@ -115,7 +118,7 @@ typedef struct stress {
     unsigned char *destroyed_flag;
     /* handoff queue: refs released by another thread */
     pthread_mutex_t lock;
-    sy_pub_ref queue[QUEUE_MAX];
+    sy__pub_ref queue[QUEUE_MAX];
     int queued;
 } stress;
 
@@ -152,7 +155,7 @@ static bool intact(const sobj *o) {
     return true;
 }
 
-static void stress_destroy(void *data, sy_pub_obj *h) {
+static void stress_destroy(void *data, sy__pub_obj *h) {
     stress *st = data;
     sobj *o = (sobj *)h;
     uint64_t serial = o->serial;
@@ -168,13 +171,13 @@ static void stress_destroy(void *data, sy_pub_obj *h) {
 }
 
 /* Check a held object, then give it back. */
-static void check_release(stress *st, sy_pub_ref r) {
-    if (!intact((sobj *)sy_pub_ref_obj(r)))
+static void check_release(stress *st, sy__pub_ref r) {
+    if (!intact((sobj *)sy__pub_ref_obj(r)))
         atomic_fetch_add(&st->v.bad_reads, 1);
     st->ops->release(r);
 }
 
-static bool queue_push(stress *st, sy_pub_ref r) {
+static bool queue_push(stress *st, sy__pub_ref r) {
     bool ok = false;
     pthread_mutex_lock(&st->lock);
     if (st->queued < QUEUE_MAX) {
@@ -185,7 +188,7 @@ static bool queue_push(stress *st, sy_pub_ref r) {
     return ok;
 }
 
-static bool queue_pop(stress *st, sy_pub_ref *r) {
+static bool queue_pop(stress *st, sy__pub_ref *r) {
     bool ok = false;
     pthread_mutex_lock(&st->lock);
     if (st->queued > 0) {
@@ -202,7 +205,7 @@ static void pause_us(uint64_t us) {
 }
 
 typedef struct held {
-    sy_pub_ref ref;
+    sy__pub_ref ref;
     uint64_t until; /* release when progress reaches this */
 } held;
 
@@ -213,8 +216,8 @@ static void *reader_main(void *arg) {
     int n_short = 0, n_long = 0;
     uint64_t last_gen = 0;
     while (!atomic_load(&st->writer_done)) {
-        sy_pub_ref r = st->ops->acquire(st->pub);
-        sobj *o = (sobj *)sy_pub_ref_obj(r);
+        sy__pub_ref r = st->ops->acquire(st->pub);
+        sobj *o = (sobj *)sy__pub_ref_obj(r);
         if (!o) {
             atomic_fetch_add(&st->v.null_refs, 1);
             continue;
@@ -262,7 +265,7 @@ static void *reader_main(void *arg) {
                 check_release(st, short_held[i].ref);
                 short_held[i] = short_held[--n_short];
             } else {
-                if (!intact((sobj *)sy_pub_ref_obj(short_held[i].ref)))
+                if (!intact((sobj *)sy__pub_ref_obj(short_held[i].ref)))
                     atomic_fetch_add(&st->v.bad_reads, 1);
                 i++;
             }
@@ -275,7 +278,7 @@ static void *reader_main(void *arg) {
                 i++;
             }
         }
-        sy_pub_ref q;
+        sy__pub_ref q;
         if (rng_next(&rd->rng) % 4 == 0 && queue_pop(st, &q))
             check_release(st, q);
     }
@@ -287,7 +290,7 @@ static void *reader_main(void *arg) {
 }
 
 static sobj *new_obj(stress *st, uint64_t serial) {
-    sobj *o = sy_pub_obj_alloc(&st->alloc, sizeof *o);
+    sobj *o = sy__pub_obj_alloc(&st->alloc, sizeof *o);
     ck_assert_ptr_nonnull(o);
     fill(o, serial);
     return o;
@@ -300,19 +303,19 @@ static void run_stress(const pub_ops *ops, uint64_t publishes, verdict *out) {
     st->ops = ops;
     stress_broken_mode = ops->mode;
     st->publishes = publishes + 1; /* + the final one */
-    sy_alloc_init(&st->alloc, NULL);
+    sy__alloc_init(&st->alloc, NULL);
     st->quarantine = calloc(st->publishes + 1, sizeof *st->quarantine);
     st->destroyed_flag = calloc(st->publishes + 1, 1);
     ck_assert_ptr_nonnull(st->quarantine);
     ck_assert_ptr_nonnull(st->destroyed_flag);
     pthread_mutex_init(&st->lock, NULL);
-    sy_pub_options opts = {stress_destroy, NULL, st, 0};
+    sy__pub_options opts = {stress_destroy, NULL, st, 0};
     ck_assert_int_eq(
         ops->make(&st->alloc, &opts, &new_obj(st, 0)->hdr, &st->pub), SY_OK);
     st->v.created = 1;
     /* renew borrow counters often, so renewals race with the readers too */
     if (ops == &correct_ops)
-        sy_pub_set_renew_threshold(st->pub, 16);
+        sy__pub_set_renew_threshold(st->pub, 16);
 
     reader rd[READERS];
     pthread_t t[READERS];
@@ -327,7 +330,7 @@ static void run_stress(const pub_ops *ops, uint64_t publishes, verdict *out) {
         ck_assert_int_eq(ops->publish(st->pub, &o->hdr), SY_OK);
         st->v.created++;
         atomic_store(&st->progress, i);
-        sy_pub_metrics m;
+        sy__pub_metrics m;
         ops->metrics(st->pub, &m);
         if (m.retired > st->v.max_retired)
             st->v.max_retired = m.retired;
@@ -337,7 +340,7 @@ static void run_stress(const pub_ops *ops, uint64_t publishes, verdict *out) {
     atomic_store(&st->writer_done, 1);
     for (int i = 0; i < READERS; i++)
         pthread_join(t[i], NULL);
-    sy_pub_ref q;
+    sy__pub_ref q;
     while (queue_pop(st, &q))
         check_release(st, q);
 
@@ -346,7 +349,7 @@ static void run_stress(const pub_ops *ops, uint64_t publishes, verdict *out) {
     ck_assert_int_eq(ops->publish(st->pub, &last->hdr), SY_OK);
     st->v.created++;
     ops->reclaim(st->pub);
-    sy_pub_metrics m;
+    sy__pub_metrics m;
     ops->metrics(st->pub, &m);
     st->v.leaked = m.retired;
     st->v.live_after = m.live;
@@ -362,7 +365,7 @@ static void run_stress(const pub_ops *ops, uint64_t publishes, verdict *out) {
                 break;
             }
         }
-        sy_free(&st->alloc, st->quarantine[i].base);
+        sy__free(&st->alloc, st->quarantine[i].base);
     }
     stress_broken_mode = 0;
     *out = st->v;
@@ -470,22 +473,22 @@ START_TEST(test_checker_catches_free_on_swap_without_threads) {
     st.quarantine = qs;
     st.destroyed_flag = flags;
     st.ops = &free_on_swap_ops;
-    sy_alloc_init(&st.alloc, NULL);
+    sy__alloc_init(&st.alloc, NULL);
     stress_broken_mode = 1;
-    sy_pub_options opts = {stress_destroy, NULL, &st, 0};
+    sy__pub_options opts = {stress_destroy, NULL, &st, 0};
     ck_assert_int_eq(
-        sy_pub_broken_new(&st.alloc, &opts, &new_obj(&st, 0)->hdr, &st.pub),
+        sy__pub_broken_new(&st.alloc, &opts, &new_obj(&st, 0)->hdr, &st.pub),
         SY_OK);
-    sy_pub_ref r = sy_pub_broken_acquire(st.pub);
-    ck_assert(intact((sobj *)sy_pub_ref_obj(r)));
-    ck_assert_int_eq(sy_pub_broken_publish(st.pub, &new_obj(&st, 1)->hdr),
+    sy__pub_ref r = sy__pub_broken_acquire(st.pub);
+    ck_assert(intact((sobj *)sy__pub_ref_obj(r)));
+    ck_assert_int_eq(sy__pub_broken_publish(st.pub, &new_obj(&st, 1)->hdr),
                      SY_OK);
-    bool seen = !intact((sobj *)sy_pub_ref_obj(r));
-    sy_pub_broken_free(st.pub);
+    bool seen = !intact((sobj *)sy__pub_ref_obj(r));
+    sy__pub_broken_free(st.pub);
     stress_broken_mode = 0;
     for (int i = 0; i < 3; i++)
         if (qs[i].base)
-            sy_free(&st.alloc, qs[i].base);
+            sy__free(&st.alloc, qs[i].base);
     ck_assert(seen);
 }
 END_TEST

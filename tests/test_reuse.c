@@ -699,7 +699,7 @@ START_TEST(history_keeps_every_document_when_buffers_are_reused) {
 }
 END_TEST
 
-/* The memo of the last apply (sy_source.memo) is used only while the
+/* The memo of the last apply (sy__source.memo) is used only while the
  * source's routes are that apply's: after one-route changes, inside change
  * sets that apply twice, and after a failed commit, every apply still
  * gives what a fresh router gives for the same document. */

@@ -19,9 +19,9 @@ typedef struct spec {
     bool secure;
 } spec;
 
-static sy_alloc the_alloc(void) {
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
+static sy__alloc the_alloc(void) {
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
     return a;
 }
 
@@ -47,37 +47,37 @@ static void fill(const spec *sp, size_t n, sy_instance *list, sy_kv *md) {
     }
 }
 
-static sy_service *mk(const spec *sp, size_t n) {
-    sy_alloc a = the_alloc();
+static sy__service *mk(const spec *sp, size_t n) {
+    sy__alloc a = the_alloc();
     sy_instance *list = calloc(n ? n : 1, sizeof *list);
     sy_kv *md = calloc(3 * (n ? n : 1), sizeof *md);
     fill(sp, n, list, md);
-    sy_service *s = NULL;
+    sy__service *s = NULL;
     sy_error err;
-    int rc = sy_service_new(&a, "svc", list, n, &s, &err);
-    ck_assert_msg(rc == 0, "sy_service_new: %s (%s)", err.message, err.path);
+    int rc = sy__service_new(&a, "svc", list, n, &s, &err);
+    ck_assert_msg(rc == 0, "sy__service_new: %s (%s)", err.message, err.path);
     free(list);
     free(md);
     return s;
 }
 
-static const char *pick(const sy_service *s, const sy_select_params *p) {
+static const char *pick(const sy__service *s, const sy__select_params *p) {
     sy_selection sel;
     sy_error err;
-    int rc = sy_service_select(s, p, &sel, &err);
+    int rc = sy__service_select(s, p, &sel, &err);
     ck_assert_msg(rc == 0, "select: %s", err.message);
     return sel.id;
 }
 
-static sy_select_params with_version(const char *v) {
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+static sy__select_params with_version(const char *v) {
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.has_version = true;
     p.version = (sy_str){v, strlen(v)};
     return p;
 }
 
 static int vcmp(const char *a, const char *b) {
-    return sy_service_version_cmp(a, strlen(a), b, strlen(b));
+    return sy__service_version_cmp(a, strlen(a), b, strlen(b));
 }
 
 /* Index of id in a list of single-letter ids "a".."j" etc. */
@@ -138,11 +138,11 @@ START_TEST(no_header_prefers_unversioned_instances) {
     spec sp[] = {{.id = "v2", .version = "2.0"},
                  {.id = "plain"},
                  {.id = "v1", .version = "1.0"}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     for (int i = 0; i < 10; i++)
         ck_assert_str_eq(pick(s, &p), "plain");
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -151,11 +151,11 @@ START_TEST(no_header_without_unversioned_uses_latest_version) {
                  {.id = "b", .version = "1.10"},
                  {.id = "c", .version = "1.2.1"},
                  {.id = "d", .version = "1.11", .state = SY_INSTANCE_DOWN}};
-    sy_service *s = mk(sp, 4);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 4);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     for (int i = 0; i < 10; i++)
         ck_assert_str_eq(pick(s, &p), "b");
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -164,8 +164,8 @@ START_TEST(header_keeps_instances_of_exactly_that_version) {
                  {.id = "b", .version = "2.0"},
                  {.id = "c", .version = "2.0"},
                  {.id = "d"}};
-    sy_service *s = mk(sp, 4);
-    sy_select_params p = with_version("2.0");
+    sy__service *s = mk(sp, 4);
+    sy__select_params p = with_version("2.0");
     int seen_b = 0, seen_c = 0;
     for (int i = 0; i < 10; i++) {
         const char *id = pick(s, &p);
@@ -175,20 +175,20 @@ START_TEST(header_keeps_instances_of_exactly_that_version) {
     }
     ck_assert_int_eq(seen_b, 5);
     ck_assert_int_eq(seen_c, 5);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(unknown_version_without_fallback_is_no_instance) {
     spec sp[] = {{.id = "a", .version = "1.0"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2);
-    sy_select_params p = with_version("3.0");
+    sy__service *s = mk(sp, 2);
+    sy__select_params p = with_version("3.0");
     sy_selection sel;
     sy_error err;
-    ck_assert_int_eq(sy_service_select(s, &p, &sel, &err), SY_ENOINSTANCE);
+    ck_assert_int_eq(sy__service_select(s, &p, &sel, &err), SY_ENOINSTANCE);
     ck_assert_int_eq(err.code, SY_ENOINSTANCE);
     ck_assert_ptr_nonnull(strstr(err.message, "version 3.0"));
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -197,23 +197,23 @@ START_TEST(unknown_version_with_fallback_latest_uses_latest_up_version) {
                  {.id = "b", .version = "1.10"},
                  {.id = "c"},
                  {.id = "d", .version = "9.0", .state = SY_INSTANCE_DRAINING}};
-    sy_service *s = mk(sp, 4);
-    sy_select_params p = with_version("3.0");
+    sy__service *s = mk(sp, 4);
+    sy__select_params p = with_version("3.0");
     p.fallback = SY_VERSION_FALLBACK_LATEST;
     for (int i = 0; i < 5; i++)
         ck_assert_str_eq(pick(s, &p), "b");
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(fallback_latest_without_any_version_uses_unversioned) {
     spec sp[] = {{.id = "a"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2);
-    sy_select_params p = with_version("3.0");
+    sy__service *s = mk(sp, 2);
+    sy__select_params p = with_version("3.0");
     p.fallback = SY_VERSION_FALLBACK_LATEST;
     const char *first = pick(s, &p);
     ck_assert_str_ne(first, pick(s, &p));
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -222,8 +222,8 @@ START_TEST(unknown_version_with_fallback_any_uses_every_up_instance) {
                  {.id = "b"},
                  {.id = "c", .version = "2.0"},
                  {.id = "d", .state = SY_INSTANCE_DOWN}};
-    sy_service *s = mk(sp, 4);
-    sy_select_params p = with_version("3.0");
+    sy__service *s = mk(sp, 4);
+    sy__select_params p = with_version("3.0");
     p.fallback = SY_VERSION_FALLBACK_ANY;
     static const char *const ids[] = {"a", "b", "c"};
     int seen[3] = {0};
@@ -232,20 +232,20 @@ START_TEST(unknown_version_with_fallback_any_uses_every_up_instance) {
     ck_assert_int_eq(seen[0], 3);
     ck_assert_int_eq(seen[1], 3);
     ck_assert_int_eq(seen[2], 3);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(version_whose_instances_are_all_down_is_no_instance) {
     spec sp[] = {{.id = "a", .version = "1.0", .state = SY_INSTANCE_DOWN},
                  {.id = "b", .version = "2.0"}};
-    sy_service *s = mk(sp, 2);
-    sy_select_params p = with_version("1.0");
+    sy__service *s = mk(sp, 2);
+    sy__select_params p = with_version("1.0");
     sy_selection sel;
     sy_error err;
-    ck_assert_int_eq(sy_service_select(s, &p, &sel, &err), SY_ENOINSTANCE);
+    ck_assert_int_eq(sy__service_select(s, &p, &sel, &err), SY_ENOINSTANCE);
     ck_assert_ptr_nonnull(strstr(err.message, "is up"));
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -256,10 +256,10 @@ START_TEST(instances_not_up_are_never_selected) {
                  {.id = "drain", .state = SY_INSTANCE_DRAINING},
                  {.id = "down", .state = SY_INSTANCE_DOWN},
                  {.id = "up2"}};
-    sy_service *s = mk(sp, 4);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 4);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     for (int pol = SY_LB_ROUND_ROBIN; pol <= SY_LB_HASH; pol++) {
-        p.policy = (sy_lb_policy)pol;
+        p.policy = (sy__lb_policy)pol;
         for (int i = 0; i < 200; i++) {
             char key[16];
             snprintf(key, sizeof key, "k%d", i);
@@ -269,33 +269,33 @@ START_TEST(instances_not_up_are_never_selected) {
             ck_assert(strncmp(id, "up", 2) == 0);
         }
     }
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(all_instances_down_is_no_instance) {
     spec sp[] = {{.id = "a", .state = SY_INSTANCE_DOWN},
                  {.id = "b", .state = SY_INSTANCE_DRAINING}};
-    sy_service *s = mk(sp, 2);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 2);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     sy_selection sel;
     sy_error err;
-    ck_assert_int_eq(sy_service_select(s, &p, &sel, &err), SY_ENOINSTANCE);
+    ck_assert_int_eq(sy__service_select(s, &p, &sel, &err), SY_ENOINSTANCE);
     ck_assert_ptr_nonnull(strstr(err.message, "is up"));
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(empty_or_unknown_service_is_no_instance) {
-    sy_service *s = mk(NULL, 0);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(NULL, 0);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     sy_selection sel;
     sy_error err;
-    ck_assert_int_eq(sy_service_select(s, &p, &sel, &err), SY_ENOINSTANCE);
+    ck_assert_int_eq(sy__service_select(s, &p, &sel, &err), SY_ENOINSTANCE);
     ck_assert_ptr_nonnull(strstr(err.message, "no instances"));
-    ck_assert_int_eq(sy_service_select(NULL, &p, &sel, &err), SY_ENOINSTANCE);
+    ck_assert_int_eq(sy__service_select(NULL, &p, &sel, &err), SY_ENOINSTANCE);
     ck_assert_ptr_nonnull(strstr(err.message, "unknown service"));
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -303,25 +303,25 @@ END_TEST
 
 START_TEST(hint_keeps_matching_instances) {
     spec sp[] = {{.id = "a", .hint = "gray"}, {.id = "b"}, {.id = "c"}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.hint = (sy_str){"gray", 4};
     for (int i = 0; i < 5; i++)
         ck_assert_str_eq(pick(s, &p), "a");
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(hint_without_match_falls_back_to_whole_set) {
     spec sp[] = {{.id = "a", .hint = "gray"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 2);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.hint = (sy_str){"blue", 4};
     int a = 0;
     for (int i = 0; i < 4; i++)
         a += strcmp(pick(s, &p), "a") == 0;
     ck_assert_int_eq(a, 2);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -329,12 +329,12 @@ START_TEST(hint_applies_only_within_the_version_set) {
     spec sp[] = {{.id = "old", .version = "1.0", .hint = "gray"},
                  {.id = "new1", .version = "2.0"},
                  {.id = "new2", .version = "2.0"}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = with_version("2.0");
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = with_version("2.0");
     p.hint = (sy_str){"gray", 4};
     for (int i = 0; i < 6; i++)
         ck_assert_str_ne(pick(s, &p), "old");
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -342,25 +342,25 @@ START_TEST(zone_preference_keeps_matching_instances) {
     spec sp[] = {{.id = "a", .zone = "eu"},
                  {.id = "b", .zone = "us"},
                  {.id = "c", .zone = "eu"}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.zone = (sy_str){"eu", 2};
     for (int i = 0; i < 10; i++)
         ck_assert_str_ne(pick(s, &p), "b");
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(zone_without_match_falls_back_to_whole_set) {
     spec sp[] = {{.id = "a", .zone = "eu"}, {.id = "b", .zone = "us"}};
-    sy_service *s = mk(sp, 2);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 2);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.zone = (sy_str){"ap", 2};
     int a = 0;
     for (int i = 0; i < 4; i++)
         a += strcmp(pick(s, &p), "a") == 0;
     ck_assert_int_eq(a, 2);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -368,8 +368,8 @@ START_TEST(zone_applies_after_hint) {
     spec sp[] = {{.id = "h-eu", .hint = "x", .zone = "eu"},
                  {.id = "h-us", .hint = "x", .zone = "us"},
                  {.id = "eu", .zone = "eu"}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.hint = (sy_str){"x", 1};
     p.zone = (sy_str){"eu", 2};
     for (int i = 0; i < 4; i++)
@@ -382,7 +382,7 @@ START_TEST(zone_applies_after_hint) {
         us += strcmp(id, "h-us") == 0;
     }
     ck_assert_int_eq(us, 2);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -398,11 +398,11 @@ START_TEST(zone_preference_among_1000_instances_picks_only_that_zone) {
                        .zone = zones[i % 4],
                        .version = i % 2 ? "2.0" : "1.0"};
     }
-    sy_service *s = mk(sp, N);
-    sy_select_params p = with_version("1.0");
+    sy__service *s = mk(sp, N);
+    sy__select_params p = with_version("1.0");
     p.zone = (sy_str){"z2", 2};
     for (int pol = SY_LB_ROUND_ROBIN; pol <= SY_LB_HASH; pol++) {
-        p.policy = (sy_lb_policy)pol;
+        p.policy = (sy__lb_policy)pol;
         for (int i = 0; i < 500; i++) {
             char key[16];
             snprintf(key, sizeof key, "k%d", i);
@@ -412,7 +412,7 @@ START_TEST(zone_preference_among_1000_instances_picks_only_that_zone) {
             ck_assert_int_eq(n % 4, 2);
         }
     }
-    sy_service_unref(s);
+    sy__service_unref(s);
     free(sp);
     free(ids);
 }
@@ -422,26 +422,26 @@ END_TEST
 
 START_TEST(selection_reports_scheme_from_secure_flag_and_websocket) {
     spec sp[] = {{.id = "tls", .secure = true}};
-    sy_service *s = mk(sp, 1);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 1);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     sy_selection sel;
-    ck_assert_int_eq(sy_service_select(s, &p, &sel, NULL), 0);
+    ck_assert_int_eq(sy__service_select(s, &p, &sel, NULL), 0);
     ck_assert_str_eq(sel.scheme, "https");
     ck_assert_str_eq(sel.service, "svc");
     ck_assert_str_eq(sel.host, "10.0.0.1");
     ck_assert_uint_eq(sel.port, 8000);
     p.websocket = true;
-    ck_assert_int_eq(sy_service_select(s, &p, &sel, NULL), 0);
+    ck_assert_int_eq(sy__service_select(s, &p, &sel, NULL), 0);
     ck_assert_str_eq(sel.scheme, "wss");
-    sy_service_unref(s);
+    sy__service_unref(s);
     spec plain[] = {{.id = "p"}};
     s = mk(plain, 1);
-    ck_assert_int_eq(sy_service_select(s, &p, &sel, NULL), 0);
+    ck_assert_int_eq(sy__service_select(s, &p, &sel, NULL), 0);
     ck_assert_str_eq(sel.scheme, "ws");
     p.websocket = false;
-    ck_assert_int_eq(sy_service_select(s, &p, &sel, NULL), 0);
+    ck_assert_int_eq(sy__service_select(s, &p, &sel, NULL), 0);
     ck_assert_str_eq(sel.scheme, "http");
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -453,8 +453,8 @@ START_TEST(round_robin_weights_1_2_7_are_exact_per_cycle) {
     spec sp[] = {{.id = "a", .weight = 1},
                  {.id = "b", .weight = 2},
                  {.id = "c", .weight = 7}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     for (int cycle = 0; cycle < 1000; cycle++) {
         int seen[3] = {0};
         for (int i = 0; i < 10; i++)
@@ -463,7 +463,7 @@ START_TEST(round_robin_weights_1_2_7_are_exact_per_cycle) {
         ck_assert_int_eq(seen[1], 2);
         ck_assert_int_eq(seen[2], 7);
     }
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -471,25 +471,25 @@ START_TEST(round_robin_is_smooth_like_nginx) {
     spec sp[] = {{.id = "a", .weight = 5},
                  {.id = "b", .weight = 1},
                  {.id = "c", .weight = 1}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     static const char *const want[] = {"a", "a", "b", "a", "c", "a", "a"};
     for (int round = 0; round < 3; round++)
         for (size_t i = 0; i < SY_ARRAY_LEN(want); i++)
             ck_assert_str_eq(pick(s, &p), want[i]);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(round_robin_breaks_ties_by_instance_order_like_nginx) {
     spec sp[] = {{.id = "a", .weight = 1}, {.id = "b", .weight = 3}};
-    sy_service *s = mk(sp, 2);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 2);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     static const char *const want[] = {"b", "a", "b", "b"};
     for (int round = 0; round < 3; round++)
         for (size_t i = 0; i < SY_ARRAY_LEN(want); i++)
             ck_assert_str_eq(pick(s, &p), want[i]);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -497,8 +497,8 @@ START_TEST(round_robin_1_2_7_has_no_long_runs) {
     spec sp[] = {{.id = "a", .weight = 1},
                  {.id = "b", .weight = 2},
                  {.id = "c", .weight = 7}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     const char *prev = "";
     int run = 0, longest = 0;
     for (int i = 0; i < 100; i++) {
@@ -509,7 +509,7 @@ START_TEST(round_robin_1_2_7_has_no_long_runs) {
     }
     /* 7 of 10 cannot avoid runs of 3, but never the plain-WRR run of 7. */
     ck_assert_int_le(longest, 3);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -529,8 +529,8 @@ START_TEST(round_robin_with_40_distinct_weights_is_exact_per_cycle) {
         sp[i] = (spec){.id = ids[i], .weight = (uint32_t)w};
         total += w;
     }
-    sy_service *s = mk(sp, N);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, N);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     for (int cycle = 0; cycle < 20; cycle++) {
         int seen[N] = {0};
         for (int i = 0; i < total; i++)
@@ -538,7 +538,7 @@ START_TEST(round_robin_with_40_distinct_weights_is_exact_per_cycle) {
         for (int i = 0; i < N; i++)
             ck_assert_int_eq(seen[i], (int)sp[i].weight);
     }
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -546,8 +546,8 @@ START_TEST(round_robin_with_huge_weights_is_exact_per_cycle) {
     spec sp[] = {{.id = "a", .weight = 100000},
                  {.id = "b", .weight = 3},
                  {.id = "c", .weight = 1}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     int seen[3] = {0}, longest = 0, run = 0;
     for (int i = 0; i < 100004; i++) {
         int k = idx_of(pick(s, &p), abc, 3);
@@ -559,7 +559,7 @@ START_TEST(round_robin_with_huge_weights_is_exact_per_cycle) {
     ck_assert_int_eq(seen[1], 3);
     ck_assert_int_eq(seen[2], 1);
     ck_assert_int_lt(longest, 60000); /* b and c are spread out */
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -567,8 +567,8 @@ START_TEST(random_follows_weights_1_2_7_within_tolerance) {
     spec sp[] = {{.id = "a", .weight = 1},
                  {.id = "b", .weight = 2},
                  {.id = "c", .weight = 7}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.policy = SY_LB_RANDOM;
     int seen[3] = {0};
     for (int i = 0; i < 10000; i++) {
@@ -579,26 +579,26 @@ START_TEST(random_follows_weights_1_2_7_within_tolerance) {
     ck_assert_int_lt(abs(seen[0] - 1000), 150);
     ck_assert_int_lt(abs(seen[1] - 2000), 180);
     ck_assert_int_lt(abs(seen[2] - 7000), 190);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(random_is_deterministic_for_a_seed) {
     spec sp[] = {{.id = "a"}, {.id = "b"}, {.id = "c"}};
-    sy_service *s = mk(sp, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.policy = SY_LB_RANDOM;
     for (uint64_t seed = 0; seed < 50; seed++) {
         p.seed = seed;
         const char *first = pick(s, &p);
         ck_assert_str_eq(pick(s, &p), first);
     }
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
-static const char *hash_pick(const sy_service *s, int key) {
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+static const char *hash_pick(const sy__service *s, int key) {
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.policy = SY_LB_HASH;
     char buf[32];
     snprintf(buf, sizeof buf, "user-%d", key);
@@ -606,7 +606,7 @@ static const char *hash_pick(const sy_service *s, int key) {
     return pick(s, &p);
 }
 
-static sy_service *ten(int skip, bool eleven) {
+static sy__service *ten(int skip, bool eleven) {
     static const char *const ids[] = {"i0", "i1", "i2", "i3", "i4", "i5",
                                       "i6", "i7", "i8", "i9", "i10"};
     spec sp[11];
@@ -618,26 +618,26 @@ static sy_service *ten(int skip, bool eleven) {
 }
 
 START_TEST(hash_is_sticky_for_a_key) {
-    sy_service *s = ten(-1, false);
+    sy__service *s = ten(-1, false);
     for (int k = 0; k < 100; k++)
         ck_assert_str_eq(hash_pick(s, k), hash_pick(s, k));
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(hash_spreads_keys_over_all_instances) {
-    sy_service *s = ten(-1, false);
+    sy__service *s = ten(-1, false);
     int seen[10] = {0};
     for (int k = 0; k < 10000; k++)
         seen[atoi(hash_pick(s, k) + 1)]++;
     for (int i = 0; i < 10; i++)
         ck_assert_msg(seen[i] > 200, "instance %d got %d keys", i, seen[i]);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(hash_removing_one_of_ten_moves_only_its_keys) {
-    sy_service *full = ten(-1, false), *less = ten(4, false);
+    sy__service *full = ten(-1, false), *less = ten(4, false);
     int moved = 0;
     for (int k = 0; k < 5000; k++) {
         const char *before = hash_pick(full, k), *after = hash_pick(less, k);
@@ -647,14 +647,14 @@ START_TEST(hash_removing_one_of_ten_moves_only_its_keys) {
             moved++;
     }
     ck_assert_int_gt(moved, 0);
-    sy_service_unref(full);
-    sy_service_unref(less);
+    sy__service_unref(full);
+    sy__service_unref(less);
 }
 END_TEST
 
 /* Rings of 4,096 points or more are sorted by radix: the same guarantees
  * must hold there (300 instances, 32 points per unit of weight). */
-static sy_service *many(int skip) {
+static sy__service *many(int skip) {
     static char ids[300][8];
     spec sp[300];
     size_t n = 0;
@@ -667,7 +667,7 @@ static sy_service *many(int skip) {
 }
 
 START_TEST(hash_on_a_large_ring_moves_only_the_removed_instance_keys) {
-    sy_service *full = many(-1), *less = many(123);
+    sy__service *full = many(-1), *less = many(123);
     int moved = 0;
     for (int k = 0; k < 20000; k++) {
         char before[16];
@@ -680,13 +680,13 @@ START_TEST(hash_on_a_large_ring_moves_only_the_removed_instance_keys) {
         ck_assert_str_eq(hash_pick(full, k), before); /* sticky */
     }
     ck_assert_int_gt(moved, 0);
-    sy_service_unref(full);
-    sy_service_unref(less);
+    sy__service_unref(full);
+    sy__service_unref(less);
 }
 END_TEST
 
 START_TEST(hash_adding_one_moves_only_keys_to_it) {
-    sy_service *before = ten(-1, false), *after = ten(-1, true);
+    sy__service *before = ten(-1, false), *after = ten(-1, true);
     int moved = 0;
     for (int k = 0; k < 5000; k++) {
         const char *a = hash_pick(before, k), *b = hash_pick(after, k);
@@ -696,8 +696,8 @@ START_TEST(hash_adding_one_moves_only_keys_to_it) {
         }
     }
     ck_assert_int_gt(moved, 0);
-    sy_service_unref(before);
-    sy_service_unref(after);
+    sy__service_unref(before);
+    sy__service_unref(after);
 }
 END_TEST
 
@@ -711,11 +711,11 @@ START_TEST(hash_within_a_zone_is_stable_when_another_zone_changes) {
         snprintf(ids[i], sizeof ids[i], "n%d", i);
         sp[i] = (spec){.id = ids[i], .zone = i < 30 ? "big" : "small"};
     }
-    sy_service *a = mk(sp, N);
+    sy__service *a = mk(sp, N);
     sp[5].state = SY_INSTANCE_DOWN; /* in "big" */
-    sy_service *b = mk(sp, N);
+    sy__service *b = mk(sp, N);
     for (int z = 0; z < 2; z++) {
-        sy_select_params p = SY_SELECT_PARAMS_INIT;
+        sy__select_params p = SY_SELECT_PARAMS_INIT;
         p.policy = SY_LB_HASH;
         p.zone = z ? (sy_str){"small", 5} : (sy_str){"big", 3};
         for (int k = 0; k < 2000; k++) {
@@ -729,19 +729,19 @@ START_TEST(hash_within_a_zone_is_stable_when_another_zone_changes) {
                 ck_assert_str_eq(x, y);
         }
     }
-    sy_service_unref(a);
-    sy_service_unref(b);
+    sy__service_unref(a);
+    sy__service_unref(b);
 }
 END_TEST
 
 START_TEST(hash_without_key_balances_by_round_robin) {
     spec sp[] = {{.id = "a"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 2);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.policy = SY_LB_HASH;
     const char *first = pick(s, &p);
     ck_assert_str_ne(pick(s, &p), first);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -757,113 +757,113 @@ static sy_instance_delta delta(sy_instance_op op, const char *id) {
 
 START_TEST(delta_add_appends_a_new_instance) {
     spec sp[] = {{.id = "a"}};
-    sy_service *s = mk(sp, 1), *t = NULL;
+    sy__service *s = mk(sp, 1), *t = NULL;
     sy_instance_delta d = delta(SY_INSTANCE_ADD, "b");
     d.instance.host = "h";
     d.instance.port = 9;
-    ck_assert_int_eq(sy_service_apply_deltas(s, &d, 1, &t, NULL), 0);
-    ck_assert_uint_eq(sy_service_count(t), 2);
-    ck_assert_str_eq(sy_service_instance(t, 1)->id, "b");
-    ck_assert_uint_eq(sy_service_count(s), 1);
-    sy_service_unref(s);
-    sy_service_unref(t);
+    ck_assert_int_eq(sy__service_apply_deltas(s, &d, 1, &t, NULL), 0);
+    ck_assert_uint_eq(sy__service_count(t), 2);
+    ck_assert_str_eq(sy__service_instance(t, 1)->id, "b");
+    ck_assert_uint_eq(sy__service_count(s), 1);
+    sy__service_unref(s);
+    sy__service_unref(t);
 }
 END_TEST
 
 START_TEST(delta_add_replaces_an_existing_id_in_place) {
     spec sp[] = {{.id = "a"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2), *t = NULL;
+    sy__service *s = mk(sp, 2), *t = NULL;
     sy_instance_delta d = delta(SY_INSTANCE_ADD, "a");
     d.instance.host = "new-host";
     d.instance.port = 1;
-    ck_assert_int_eq(sy_service_apply_deltas(s, &d, 1, &t, NULL), 0);
-    ck_assert_uint_eq(sy_service_count(t), 2);
-    ck_assert_str_eq(sy_service_instance(t, 0)->host, "new-host");
-    ck_assert_str_eq(sy_service_find(s, "a")->host, "10.0.0.1");
-    sy_service_unref(s);
-    sy_service_unref(t);
+    ck_assert_int_eq(sy__service_apply_deltas(s, &d, 1, &t, NULL), 0);
+    ck_assert_uint_eq(sy__service_count(t), 2);
+    ck_assert_str_eq(sy__service_instance(t, 0)->host, "new-host");
+    ck_assert_str_eq(sy__service_find(s, "a")->host, "10.0.0.1");
+    sy__service_unref(s);
+    sy__service_unref(t);
 }
 END_TEST
 
 START_TEST(delta_remove_drops_the_instance) {
     spec sp[] = {{.id = "a"}, {.id = "b"}, {.id = "c"}};
-    sy_service *s = mk(sp, 3), *t = NULL;
+    sy__service *s = mk(sp, 3), *t = NULL;
     sy_instance_delta d = delta(SY_INSTANCE_REMOVE, "b");
-    ck_assert_int_eq(sy_service_apply_deltas(s, &d, 1, &t, NULL), 0);
-    ck_assert_uint_eq(sy_service_count(t), 2);
-    ck_assert_ptr_null(sy_service_find(t, "b"));
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    ck_assert_int_eq(sy__service_apply_deltas(s, &d, 1, &t, NULL), 0);
+    ck_assert_uint_eq(sy__service_count(t), 2);
+    ck_assert_ptr_null(sy__service_find(t, "b"));
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     for (int i = 0; i < 6; i++)
         ck_assert_str_ne(pick(t, &p), "b");
-    sy_service_unref(s);
-    sy_service_unref(t);
+    sy__service_unref(s);
+    sy__service_unref(t);
 }
 END_TEST
 
 START_TEST(delta_weight_changes_the_share) {
     spec sp[] = {{.id = "a"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2), *t = NULL;
+    sy__service *s = mk(sp, 2), *t = NULL;
     sy_instance_delta d = delta(SY_INSTANCE_WEIGHT, "a");
     d.instance.weight = 3;
-    ck_assert_int_eq(sy_service_apply_deltas(s, &d, 1, &t, NULL), 0);
-    ck_assert_uint_eq(sy_service_find(t, "a")->weight, 3);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    ck_assert_int_eq(sy__service_apply_deltas(s, &d, 1, &t, NULL), 0);
+    ck_assert_uint_eq(sy__service_find(t, "a")->weight, 3);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     int a = 0;
     for (int i = 0; i < 8; i++)
         a += strcmp(pick(t, &p), "a") == 0;
     ck_assert_int_eq(a, 6);
-    sy_service_unref(s);
-    sy_service_unref(t);
+    sy__service_unref(s);
+    sy__service_unref(t);
 }
 END_TEST
 
 START_TEST(delta_state_takes_an_instance_out_at_once) {
     spec sp[] = {{.id = "a"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2), *t = NULL;
+    sy__service *s = mk(sp, 2), *t = NULL;
     sy_instance_delta d = delta(SY_INSTANCE_STATE, "a");
     d.instance.state = SY_INSTANCE_DRAINING;
-    ck_assert_int_eq(sy_service_apply_deltas(s, &d, 1, &t, NULL), 0);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    ck_assert_int_eq(sy__service_apply_deltas(s, &d, 1, &t, NULL), 0);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     for (int i = 0; i < 4; i++)
         ck_assert_str_eq(pick(t, &p), "b");
-    sy_service_unref(s);
-    sy_service_unref(t);
+    sy__service_unref(s);
+    sy__service_unref(t);
 }
 END_TEST
 
 START_TEST(delta_unknown_id_is_not_found) {
     spec sp[] = {{.id = "a"}};
-    sy_service *s = mk(sp, 1);
+    sy__service *s = mk(sp, 1);
     static const sy_instance_op ops[] = {SY_INSTANCE_REMOVE, SY_INSTANCE_WEIGHT,
                                          SY_INSTANCE_STATE};
     for (size_t i = 0; i < SY_ARRAY_LEN(ops); i++) {
         sy_instance_delta d[2] = {delta(SY_INSTANCE_WEIGHT, "a"),
                                   delta(ops[i], "ghost")};
-        sy_service *t = NULL;
+        sy__service *t = NULL;
         sy_error err;
-        ck_assert_int_eq(sy_service_apply_deltas(s, d, 2, &t, &err),
+        ck_assert_int_eq(sy__service_apply_deltas(s, d, 2, &t, &err),
                          SY_ENOTFOUND);
         ck_assert_str_eq(err.path, "deltas[1].instance.id");
         ck_assert_ptr_null(t);
     }
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(delta_remove_then_remove_again_is_not_found) {
     spec sp[] = {{.id = "a"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2), *t = NULL;
+    sy__service *s = mk(sp, 2), *t = NULL;
     sy_instance_delta d[2] = {delta(SY_INSTANCE_REMOVE, "a"),
                               delta(SY_INSTANCE_REMOVE, "a")};
-    ck_assert_int_eq(sy_service_apply_deltas(s, d, 2, &t, NULL), SY_ENOTFOUND);
-    sy_service_unref(s);
+    ck_assert_int_eq(sy__service_apply_deltas(s, d, 2, &t, NULL), SY_ENOTFOUND);
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(deltas_are_all_or_nothing) {
     spec sp[] = {{.id = "a"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2);
-    sy_service *t = (sy_service *)&t; /* must stay untouched */
+    sy__service *s = mk(sp, 2);
+    sy__service *t = (sy__service *)&t; /* must stay untouched */
     sy_instance_delta d[3] = {delta(SY_INSTANCE_REMOVE, "a"),
                               delta(SY_INSTANCE_ADD, "c"),
                               delta(SY_INSTANCE_ADD, "d")};
@@ -872,30 +872,30 @@ START_TEST(deltas_are_all_or_nothing) {
     d[2].instance.host = ""; /* invalid */
     d[2].instance.port = 1;
     sy_error err;
-    ck_assert_int_eq(sy_service_apply_deltas(s, d, 3, &t, &err), SY_EINVAL);
+    ck_assert_int_eq(sy__service_apply_deltas(s, d, 3, &t, &err), SY_EINVAL);
     ck_assert_str_eq(err.path, "deltas[2].instance.host");
-    ck_assert_ptr_eq(t, (sy_service *)&t);
-    ck_assert_uint_eq(sy_service_count(s), 2);
-    ck_assert_ptr_nonnull(sy_service_find(s, "a"));
-    ck_assert_ptr_null(sy_service_find(s, "c"));
-    sy_service_unref(s);
+    ck_assert_ptr_eq(t, (sy__service *)&t);
+    ck_assert_uint_eq(sy__service_count(s), 2);
+    ck_assert_ptr_nonnull(sy__service_find(s, "a"));
+    ck_assert_ptr_null(sy__service_find(s, "c"));
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(round_robin_position_survives_deltas) {
     spec sp[] = {{.id = "a"}, {.id = "b"}, {.id = "c"}};
-    sy_service *s = mk(sp, 3), *t = NULL;
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 3), *t = NULL;
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     ck_assert_str_eq(pick(s, &p), "a");
     sy_instance_delta d = delta(SY_INSTANCE_ADD, "z");
     d.instance.host = "h";
     d.instance.port = 1;
     d.instance.state = SY_INSTANCE_DOWN;
-    ck_assert_int_eq(sy_service_apply_deltas(s, &d, 1, &t, NULL), 0);
+    ck_assert_int_eq(sy__service_apply_deltas(s, &d, 1, &t, NULL), 0);
     ck_assert_str_eq(pick(t, &p), "b");
     ck_assert_str_eq(pick(t, &p), "c");
-    sy_service_unref(s);
-    sy_service_unref(t);
+    sy__service_unref(s);
+    sy__service_unref(t);
 }
 END_TEST
 
@@ -911,10 +911,10 @@ START_TEST(diff_reports_added_removed_and_changed_ids) {
                     {.id = "new"},
                     {.id = "w", .weight = 2},
                     {.id = "m", .zone = "us"}};
-    sy_service *from = mk(from_sp, 4), *to = mk(to_sp, 4);
-    sy_alloc a = the_alloc();
-    sy_service_diff d;
-    ck_assert_int_eq(sy_service_diff_compute(&a, from, to, &d, NULL), 0);
+    sy__service *from = mk(from_sp, 4), *to = mk(to_sp, 4);
+    sy__alloc a = the_alloc();
+    sy__service_diff d;
+    ck_assert_int_eq(sy__service_diff_compute(&a, from, to, &d, NULL), 0);
     ck_assert_uint_eq(d.added_count, 1);
     ck_assert_str_eq(d.added[0], "new");
     ck_assert_uint_eq(d.removed_count, 1);
@@ -922,48 +922,48 @@ START_TEST(diff_reports_added_removed_and_changed_ids) {
     ck_assert_uint_eq(d.changed_count, 2);
     ck_assert_str_eq(d.changed[0], "w");
     ck_assert_str_eq(d.changed[1], "m");
-    sy_service_diff_free(&d);
-    sy_service_unref(from);
-    sy_service_unref(to);
+    sy__service_diff_free(&d);
+    sy__service_unref(from);
+    sy__service_unref(to);
 }
 END_TEST
 
 START_TEST(diff_outlives_its_services_and_handles_a_missing_side) {
     spec sp[] = {{.id = "a"}, {.id = "b"}};
-    sy_service *s = mk(sp, 2);
-    sy_alloc a = the_alloc();
-    sy_service_diff d;
-    ck_assert_int_eq(sy_service_diff_compute(&a, NULL, s, &d, NULL), 0);
-    sy_service_unref(s);
+    sy__service *s = mk(sp, 2);
+    sy__alloc a = the_alloc();
+    sy__service_diff d;
+    ck_assert_int_eq(sy__service_diff_compute(&a, NULL, s, &d, NULL), 0);
+    sy__service_unref(s);
     ck_assert_uint_eq(d.added_count, 2);
     ck_assert_str_eq(d.added[0], "a");
     ck_assert_str_eq(d.added[1], "b");
     ck_assert_uint_eq(d.removed_count + d.changed_count, 0);
-    sy_service_diff_free(&d);
+    sy__service_diff_free(&d);
 }
 END_TEST
 
 START_TEST(diff_of_equal_services_is_empty) {
     spec sp[] = {{.id = "a", .zone = "eu", .weight = 0}, {.id = "b"}};
-    sy_service *x = mk(sp, 2);
+    sy__service *x = mk(sp, 2);
     sp[0].weight = 1; /* 0 means 1: not a change */
-    sy_service *y = mk(sp, 2);
-    sy_alloc a = the_alloc();
-    sy_service_diff d;
-    ck_assert_int_eq(sy_service_diff_compute(&a, x, y, &d, NULL), 0);
+    sy__service *y = mk(sp, 2);
+    sy__alloc a = the_alloc();
+    sy__service_diff d;
+    ck_assert_int_eq(sy__service_diff_compute(&a, x, y, &d, NULL), 0);
     ck_assert_uint_eq(d.added_count + d.removed_count + d.changed_count, 0);
-    sy_service_diff_free(&d);
-    sy_service_unref(x);
-    sy_service_unref(y);
+    sy__service_diff_free(&d);
+    sy__service_unref(x);
+    sy__service_unref(y);
 }
 END_TEST
 
 /* ---- validation and copying ---- */
 
 static int build_err(sy_instance *list, size_t n, sy_error *err) {
-    sy_alloc a = the_alloc();
-    sy_service *s = NULL;
-    int rc = sy_service_new(&a, "svc", list, n, &s, err);
+    sy__alloc a = the_alloc();
+    sy__service *s = NULL;
+    int rc = sy__service_new(&a, "svc", list, n, &s, err);
     ck_assert_ptr_null(s);
     return rc;
 }
@@ -1022,43 +1022,43 @@ START_TEST(instances_are_copied_and_weight_zero_becomes_one) {
                          .port = 80,
                          .metadata = md,
                          .metadata_count = 1}};
-    sy_alloc a = the_alloc();
-    sy_service *s = NULL;
-    ck_assert_int_eq(sy_service_new(&a, "svc", l, 1, &s, NULL), 0);
+    sy__alloc a = the_alloc();
+    sy__service *s = NULL;
+    ck_assert_int_eq(sy__service_new(&a, "svc", l, 1, &s, NULL), 0);
     id[0] = host[0] = key[0] = val[0] = 'X';
-    const sy_instance *in = sy_service_find(s, "abc");
+    const sy_instance *in = sy__service_find(s, "abc");
     ck_assert_ptr_nonnull(in);
     ck_assert_str_eq(in->host, "host");
     ck_assert_uint_eq(in->weight, 1);
     ck_assert_str_eq(in->metadata[0].key, "zone");
     ck_assert_str_eq(in->metadata[0].value, "eu");
-    ck_assert_str_eq(sy_service_name(s), "svc");
-    sy_service_unref(s);
+    ck_assert_str_eq(sy__service_name(s), "svc");
+    sy__service_unref(s);
 }
 END_TEST
 
 START_TEST(references_keep_the_service_alive) {
     spec sp[] = {{.id = "a"}};
-    sy_service *s = mk(sp, 1);
-    ck_assert_ptr_eq(sy_service_ref(s), s);
-    sy_service_unref(s);
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__service *s = mk(sp, 1);
+    ck_assert_ptr_eq(sy__service_ref(s), s);
+    sy__service_unref(s);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     ck_assert_str_eq(pick(s, &p), "a"); /* ASan would flag a free */
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
 typedef struct rr_thread {
-    const sy_service *s;
+    const sy__service *s;
     int seen[3];
 } rr_thread;
 
 static void *rr_worker(void *arg) {
     rr_thread *t = arg;
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     for (int i = 0; i < 50000; i++) {
         sy_selection sel;
-        if (sy_service_select(t->s, &p, &sel, NULL) == 0)
+        if (sy__service_select(t->s, &p, &sel, NULL) == 0)
             t->seen[sel.id[0] - 'a']++;
     }
     return NULL;
@@ -1068,7 +1068,7 @@ START_TEST(round_robin_stays_exact_across_concurrent_threads) {
     spec sp[] = {{.id = "a", .weight = 1},
                  {.id = "b", .weight = 2},
                  {.id = "c", .weight = 7}};
-    sy_service *s = mk(sp, 3);
+    sy__service *s = mk(sp, 3);
     rr_thread t[4];
     pthread_t th[4];
     for (int i = 0; i < 4; i++) {
@@ -1085,7 +1085,7 @@ START_TEST(round_robin_stays_exact_across_concurrent_threads) {
     ck_assert_int_eq(seen[0], 20000);
     ck_assert_int_eq(seen[1], 40000);
     ck_assert_int_eq(seen[2], 140000);
-    sy_service_unref(s);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -1129,19 +1129,19 @@ START_TEST(build_and_deltas_fail_cleanly_at_every_allocation) {
     fill(sp, 4, list, md);
     fail_state f = {0};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy_alloc a;
-    sy_alloc_init(&a, &user);
+    sy__alloc a;
+    sy__alloc_init(&a, &user);
     int failures = 0;
     for (long budget = 0;; budget++) {
         f.budget = budget;
-        sy_service *s = NULL, *t = NULL;
+        sy__service *s = NULL, *t = NULL;
         sy_error err;
-        int rc = sy_service_new(&a, "svc", list, 4, &s, &err);
+        int rc = sy__service_new(&a, "svc", list, 4, &s, &err);
         if (rc == 0) {
             sy_instance_delta d = delta(SY_INSTANCE_REMOVE, "a");
-            rc = sy_service_apply_deltas(s, &d, 1, &t, &err);
-            sy_service_unref(s);
-            sy_service_unref(t);
+            rc = sy__service_apply_deltas(s, &d, 1, &t, &err);
+            sy__service_unref(s);
+            sy__service_unref(t);
         }
         if (rc == 0)
             break;
@@ -1158,7 +1158,7 @@ END_TEST
 /* 60 instances over zones z0 (30, dense: shares the service ring), z1 (20)
  * and z2 (10, sparse: a ring of its own), weights 1..4; instance
  * `heavier` (if >= 0) gets weight 9. Built with allocator `a`. */
-static sy_service *zoned(const sy_alloc *a, int heavier) {
+static sy__service *zoned(const sy__alloc *a, int heavier) {
     static char ids[60][8];
     spec sp[60];
     for (int i = 0; i < 60; i++) {
@@ -1172,15 +1172,15 @@ static sy_service *zoned(const sy_alloc *a, int heavier) {
     sy_instance list[60];
     sy_kv md[180];
     fill(sp, 60, list, md);
-    sy_service *s = NULL;
+    sy__service *s = NULL;
     sy_error err;
-    ck_assert_int_eq(sy_service_new(a, "svc", list, 60, &s, &err), 0);
+    ck_assert_int_eq(sy__service_new(a, "svc", list, 60, &s, &err), 0);
     return s;
 }
 
 /* Hash pick of key k with zone preference z ("" = none). */
-static const char *zone_hash_pick(const sy_service *s, const char *z, int k) {
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+static const char *zone_hash_pick(const sy__service *s, const char *z, int k) {
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     p.policy = SY_LB_HASH;
     p.zone = (sy_str){z, strlen(z)};
     char buf[32];
@@ -1192,7 +1192,7 @@ static const char *zone_hash_pick(const sy_service *s, const char *z, int k) {
 static const char *const ZONES[] = {"", "z0", "z1", "z2"};
 
 /* s and t pick the same instance for `keys` keys in every zone. */
-static void same_hash_picks(const sy_service *s, const sy_service *t,
+static void same_hash_picks(const sy__service *s, const sy__service *t,
                             int keys) {
     for (size_t z = 0; z < 4; z++)
         for (int k = 0; k < keys; k++) {
@@ -1202,18 +1202,18 @@ static void same_hash_picks(const sy_service *s, const sy_service *t,
         }
 }
 
-static void assert_same_hash_picks(const sy_service *s, const sy_service *t) {
+static void assert_same_hash_picks(const sy__service *s, const sy__service *t) {
     same_hash_picks(s, t, 2000);
 }
 
 START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
     fail_state f = {.budget = -1};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy_alloc a;
-    sy_alloc_init(&a, &user);
-    sy_service *v1 = zoned(&a, -1);
-    sy_select_params rr = SY_SELECT_PARAMS_INIT;
-    sy_select_params rnd = SY_SELECT_PARAMS_INIT;
+    sy__alloc a;
+    sy__alloc_init(&a, &user);
+    sy__service *v1 = zoned(&a, -1);
+    sy__select_params rr = SY_SELECT_PARAMS_INIT;
+    sy__select_params rnd = SY_SELECT_PARAMS_INIT;
     rnd.policy = SY_LB_RANDOM;
     long before = f.calls;
     for (int i = 0; i < 100; i++) {
@@ -1222,9 +1222,9 @@ START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
         pick(v1, &rnd);
     }
     ck_assert_int_eq(f.calls, before); /* balancing allocates nothing */
-    sy_service *v2 = zoned(&a, 7);
+    sy__service *v2 = zoned(&a, 7);
     before = f.calls;
-    sy_service_inherit_rr(v2, v1);
+    sy__service_inherit_rr(v2, v1);
     ck_assert_int_eq(f.calls, before); /* v1 had no ring: v2 builds none */
     /* a first hash pick builds its group's ring; later ones reuse it */
     before = f.calls;
@@ -1234,23 +1234,23 @@ START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
     for (int k = 0; k < 100; k++)
         zone_hash_pick(v2, "z2", k);
     ck_assert_int_eq(f.calls, before);
-    sy_service_unref(v1);
-    sy_service_unref(v2);
+    sy__service_unref(v1);
+    sy__service_unref(v2);
 }
 END_TEST
 
 START_TEST(an_update_hands_rings_on_shared_or_rebuilt_by_the_writer) {
     fail_state f = {.budget = -1};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy_alloc a;
-    sy_alloc_init(&a, &user);
-    sy_service *v1 = zoned(&a, -1);
+    sy__alloc a;
+    sy__alloc_init(&a, &user);
+    sy__service *v1 = zoned(&a, -1);
     for (size_t z = 0; z < 4; z++) /* every group gets its ring */
         zone_hash_pick(v1, ZONES[z], 0);
     /* the same list again: every ring is shared, nothing is built */
-    sy_service *same = zoned(&a, -1);
+    sy__service *same = zoned(&a, -1);
     long before = f.calls;
-    sy_service_inherit_rr(same, v1);
+    sy__service_inherit_rr(same, v1);
     ck_assert_int_eq(f.calls, before);
     assert_same_hash_picks(same, v1);
     ck_assert_int_eq(f.calls, before); /* readers built nothing either */
@@ -1258,10 +1258,10 @@ START_TEST(an_update_hands_rings_on_shared_or_rebuilt_by_the_writer) {
      * and readers of every group used before build nothing */
     sy_instance_delta d = {.op = SY_INSTANCE_WEIGHT,
                            .instance = {.id = "n7", .weight = 9}};
-    sy_service *v2 = NULL;
+    sy__service *v2 = NULL;
     sy_error err;
-    ck_assert_int_eq(sy_service_apply_deltas(v1, &d, 1, &v2, &err), 0);
-    sy_service *fresh = zoned(&a, 7); /* the same list, built from scratch */
+    ck_assert_int_eq(sy__service_apply_deltas(v1, &d, 1, &v2, &err), 0);
+    sy__service *fresh = zoned(&a, 7); /* the same list, built from scratch */
     before = f.calls;
     for (size_t z = 0; z < 4; z++)
         for (int k = 0; k < 50; k++)
@@ -1271,35 +1271,35 @@ START_TEST(an_update_hands_rings_on_shared_or_rebuilt_by_the_writer) {
     assert_same_hash_picks(v2, fresh);
     /* v3, the same list as v2, shares v2's rings (including the ones the
      * writer rebuilt for v2) */
-    sy_service *v3 = zoned(&a, 7);
+    sy__service *v3 = zoned(&a, 7);
     before = f.calls;
-    sy_service_inherit_rr(v3, v2);
+    sy__service_inherit_rr(v3, v2);
     ck_assert_int_eq(f.calls, before);
     assert_same_hash_picks(v3, fresh);
-    sy_service_unref(v1);
-    sy_service_unref(same);
-    sy_service_unref(v2); /* v3 still holds the shared rings */
+    sy__service_unref(v1);
+    sy__service_unref(same);
+    sy__service_unref(v2); /* v3 still holds the shared rings */
     assert_same_hash_picks(v3, fresh);
-    sy_service_unref(v3);
-    sy_service_unref(fresh);
+    sy__service_unref(v3);
+    sy__service_unref(fresh);
 }
 END_TEST
 
 /* The instance list of s, copied (strings borrowed from s). */
-static sy_instance *list_of(const sy_service *s, size_t *n) {
-    *n = sy_service_count(s);
+static sy_instance *list_of(const sy__service *s, size_t *n) {
+    *n = sy__service_count(s);
     sy_instance *l = calloc(*n ? *n : 1, sizeof *l);
     for (size_t i = 0; i < *n; i++)
-        l[i] = *sy_service_instance(s, i);
+        l[i] = *sy__service_instance(s, i);
     return l;
 }
 
 START_TEST(handed_on_rings_match_fresh_ones_across_random_updates) {
     fail_state f = {.budget = -1};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy_alloc a;
-    sy_alloc_init(&a, &user);
-    sy_service *cur = zoned(&a, -1);
+    sy__alloc a;
+    sy__alloc_init(&a, &user);
+    sy__service *cur = zoned(&a, -1);
     for (size_t z = 0; z < 4; z++)
         zone_hash_pick(cur, ZONES[z], 0);
     static const sy_kv zkv[3][1] = {
@@ -1344,17 +1344,18 @@ START_TEST(handed_on_rings_match_fresh_ones_across_random_updates) {
             break;
         default: break; /* the whole list again, rotated: positions move */
         }
-        sy_service *next = NULL;
+        sy__service *next = NULL;
         sy_error err;
         if (nd) {
-            ck_assert_int_eq(sy_service_apply_deltas(cur, d, nd, &next, &err),
+            ck_assert_int_eq(sy__service_apply_deltas(cur, d, nd, &next, &err),
                              0);
         } else {
             sy_instance *rot = calloc(n, sizeof *rot);
             for (size_t i = 0; i < n; i++)
                 rot[i] = l[(i + r) % n];
-            ck_assert_int_eq(sy_service_new(&a, "svc", rot, n, &next, &err), 0);
-            sy_service_inherit_rr(next, cur);
+            ck_assert_int_eq(sy__service_new(&a, "svc", rot, n, &next, &err),
+                             0);
+            sy__service_inherit_rr(next, cur);
             free(rot);
         }
         free(l);
@@ -1365,46 +1366,46 @@ START_TEST(handed_on_rings_match_fresh_ones_across_random_updates) {
             zone_hash_pick(next, ZONES[z], 1);
         ck_assert_int_eq(f.calls, before);
         l = list_of(next, &n);
-        sy_service *fresh = NULL;
-        ck_assert_int_eq(sy_service_new(&a, "svc", l, n, &fresh, &err), 0);
+        sy__service *fresh = NULL;
+        ck_assert_int_eq(sy__service_new(&a, "svc", l, n, &fresh, &err), 0);
         free(l);
         same_hash_picks(next, fresh, 400);
-        sy_service_unref(fresh);
-        sy_service_unref(cur);
+        sy__service_unref(fresh);
+        sy__service_unref(cur);
         cur = next;
     }
-    sy_service_unref(cur);
+    sy__service_unref(cur);
 }
 END_TEST
 
 START_TEST(handing_rings_on_fails_cleanly_at_every_allocation) {
     fail_state f = {.budget = -1};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy_alloc a;
-    sy_alloc_init(&a, &user);
-    sy_service *v1 = zoned(&a, -1), *fresh = zoned(&a, 7);
+    sy__alloc a;
+    sy__alloc_init(&a, &user);
+    sy__service *v1 = zoned(&a, -1), *fresh = zoned(&a, 7);
     for (size_t z = 0; z < 4; z++)
         zone_hash_pick(v1, ZONES[z], 0);
     sy_instance_delta d = {.op = SY_INSTANCE_WEIGHT,
                            .instance = {.id = "n7", .weight = 9}};
     int failures = 0;
     for (long budget = 0;; budget++) {
-        sy_service *v2 = NULL;
+        sy__service *v2 = NULL;
         sy_error err;
         f.budget = budget;
-        int rc = sy_service_apply_deltas(v1, &d, 1, &v2, &err);
+        int rc = sy__service_apply_deltas(v1, &d, 1, &v2, &err);
         f.budget = -1;
         if (rc == 0) {
             /* whatever the writer could not hand on, readers build */
             same_hash_picks(v2, fresh, 200);
-            sy_service_unref(v2);
+            sy__service_unref(v2);
             /* stop once the budget no longer runs out before the end */
             f.budget = budget;
-            rc = sy_service_apply_deltas(v1, &d, 1, &v2, &err);
+            rc = sy__service_apply_deltas(v1, &d, 1, &v2, &err);
             bool ran_out = f.budget == 0;
             f.budget = -1;
             ck_assert_int_eq(rc, 0);
-            sy_service_unref(v2);
+            sy__service_unref(v2);
             if (!ran_out)
                 break;
         } else {
@@ -1414,17 +1415,17 @@ START_TEST(handing_rings_on_fails_cleanly_at_every_allocation) {
         failures++;
     }
     ck_assert_int_gt(failures, 10); /* LeakSanitizer checks the cleanup */
-    sy_service_unref(v1);
-    sy_service_unref(fresh);
+    sy__service_unref(v1);
+    sy__service_unref(fresh);
 }
 END_TEST
 
 START_TEST(a_hash_pick_without_memory_for_a_ring_picks_the_same_owner) {
     fail_state f = {.budget = -1};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy_alloc a;
-    sy_alloc_init(&a, &user);
-    sy_service *starved = zoned(&a, 3), *fed = zoned(&a, 3);
+    sy__alloc a;
+    sy__alloc_init(&a, &user);
+    sy__service *starved = zoned(&a, 3), *fed = zoned(&a, 3);
     f.budget = 0; /* every ring build fails: the pick scans the nodes */
     for (size_t z = 0; z < 4; z++)
         for (int k = 0; k < 300; k++) {
@@ -1435,13 +1436,13 @@ START_TEST(a_hash_pick_without_memory_for_a_ring_picks_the_same_owner) {
             ck_assert_str_eq(zone_hash_pick(starved, ZONES[z], k), want);
         }
     f.budget = -1;
-    sy_service_unref(starved);
-    sy_service_unref(fed);
+    sy__service_unref(starved);
+    sy__service_unref(fed);
 }
 END_TEST
 
 typedef struct race_arg {
-    const sy_service *s;
+    const sy__service *s;
     pthread_barrier_t *go;
     char got[4][64][8]; /* zone x key -> id */
 } race_arg;
@@ -1458,9 +1459,9 @@ static void *race_worker(void *arg) {
 
 START_TEST(first_hash_picks_racing_on_threads_agree) {
     enum { T = 4 };
-    sy_alloc a = the_alloc();
+    sy__alloc a = the_alloc();
     for (int round = 0; round < 5; round++) {
-        sy_service *s = zoned(&a, round), *ref = zoned(&a, round);
+        sy__service *s = zoned(&a, round), *ref = zoned(&a, round);
         pthread_barrier_t go;
         pthread_barrier_init(&go, NULL, T);
         static race_arg args[T];
@@ -1481,34 +1482,34 @@ START_TEST(first_hash_picks_racing_on_threads_agree) {
                 for (int t = 0; t < T; t++)
                     ck_assert_str_eq(args[t].got[z][k], want);
             }
-        sy_service_unref(s);
-        sy_service_unref(ref);
+        sy__service_unref(s);
+        sy__service_unref(ref);
     }
 }
 END_TEST
 
 START_TEST(route_metadata_values_parse) {
-    sy_lb_policy pol;
-    sy_version_fallback fb;
-    ck_assert_int_eq(sy_lb_policy_parse("hash", 4, &pol), 0);
+    sy__lb_policy pol;
+    sy__version_fallback fb;
+    ck_assert_int_eq(sy__lb_policy_parse("hash", 4, &pol), 0);
     ck_assert_int_eq(pol, SY_LB_HASH);
-    ck_assert_int_eq(sy_lb_policy_parse("round-robin", 11, &pol), 0);
+    ck_assert_int_eq(sy__lb_policy_parse("round-robin", 11, &pol), 0);
     ck_assert_int_eq(pol, SY_LB_ROUND_ROBIN);
-    ck_assert_int_eq(sy_lb_policy_parse("least", 5, &pol), SY_EINVAL);
-    ck_assert_int_eq(sy_version_fallback_parse("latest", 6, &fb), 0);
+    ck_assert_int_eq(sy__lb_policy_parse("least", 5, &pol), SY_EINVAL);
+    ck_assert_int_eq(sy__version_fallback_parse("latest", 6, &fb), 0);
     ck_assert_int_eq(fb, SY_VERSION_FALLBACK_LATEST);
-    ck_assert_int_eq(sy_version_fallback_parse("any", 3, &fb), 0);
+    ck_assert_int_eq(sy__version_fallback_parse("any", 3, &fb), 0);
     ck_assert_int_eq(fb, SY_VERSION_FALLBACK_ANY);
-    ck_assert_int_eq(sy_version_fallback_parse("lates", 5, &fb), SY_EINVAL);
+    ck_assert_int_eq(sy__version_fallback_parse("lates", 5, &fb), SY_EINVAL);
 }
 END_TEST
 
 START_TEST(bench_hook_measures_every_policy) {
-    ck_assert_double_gt(sy_service_bench_select_ns("round-robin", 100, 1000),
+    ck_assert_double_gt(sy__service_bench_select_ns("round-robin", 100, 1000),
                         0);
-    ck_assert_double_gt(sy_service_bench_select_ns("random", 100, 1000), 0);
-    ck_assert_double_gt(sy_service_bench_select_ns("hash", 100, 1000), 0);
-    ck_assert_double_lt(sy_service_bench_select_ns("nope", 100, 1000), 0);
+    ck_assert_double_gt(sy__service_bench_select_ns("random", 100, 1000), 0);
+    ck_assert_double_gt(sy__service_bench_select_ns("hash", 100, 1000), 0);
+    ck_assert_double_lt(sy__service_bench_select_ns("nope", 100, 1000), 0);
 }
 END_TEST
 
@@ -1527,7 +1528,7 @@ static uint64_t expected_source_fp(sy_snapshot *s, const char *source,
         ck_assert_ptr_eq(sy_snapshot_find_route(s, sy_route_id(rt), &src), rt);
         if (!src || strcmp(src, source) != 0)
             continue;
-        h = sy_hash_mix(h, sy_route_fingerprint(rt));
+        h = sy__hash_mix(h, sy_route_fingerprint(rt));
         n++;
     }
     *count = n;

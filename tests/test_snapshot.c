@@ -60,7 +60,7 @@ static int upsert(sy_router *r, const char *id, int order, const char *path) {
  * chunks it made and its overlay index; shared chunks are not counted). */
 static size_t live_bytes(sy_router *r) {
     sy_snapshot *h = sy_router_acquire(r);
-    size_t b = sy_snapshot_from_handle(h)->bytes;
+    size_t b = sy__snapshot_from_handle(h)->bytes;
     sy_snapshot_release(h);
     return b;
 }
@@ -152,10 +152,10 @@ START_TEST(random_changes_keep_rank_ids_and_matching_exact) {
     /* the first document, taken in rank order: slot i holds rank i */
     check_against(r, m, n, ctx);
     sy_snapshot *h = sy_router_acquire(r);
-    const sy_snapshot *s0 = sy_snapshot_from_handle(h);
+    const sy_snapshot *s0 = sy__snapshot_from_handle(h);
     ck_assert_uint_eq(s0->slot_count, n0);
     for (size_t i = 0; i < n0; i++)
-        ck_assert_uint_eq(sy_snapshot_rank_at(s0, i), i);
+        ck_assert_uint_eq(sy__snapshot_rank_at(s0, i), i);
     sy_snapshot_release(h);
     srand(7);
     for (int step = 0; step < 5000; step++) {
@@ -266,7 +266,7 @@ START_TEST(ten_thousand_single_changes_rebuild_in_bounded_shares) {
     sy_match_ctx *ctx;
     ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
     srand(15);
-    const sy_index *last_base = NULL;
+    const sy__index *last_base = NULL;
     size_t swaps = 0, during = 0, trash_run = 0;
     for (unsigned op = 1; op <= OPS; op++) {
         size_t i = (size_t)rand() % N;
@@ -283,7 +283,7 @@ START_TEST(ten_thousand_single_changes_rebuild_in_bounded_shares) {
             live[i] = true;
         }
         sy_snapshot *h = sy_router_acquire(r);
-        const sy_snapshot *s = sy_snapshot_from_handle(h);
+        const sy_snapshot *s = sy__snapshot_from_handle(h);
         /* bounded work: one share of the rebuild, counted, not timed */
         ck_assert_uint_le(s->build_routes, SY_BUILD_ROUTES);
         ck_assert_uint_le(s->build_items, 2 * SY_BUILD_ITEMS);
@@ -334,7 +334,7 @@ START_TEST(ten_thousand_single_changes_rebuild_in_bounded_shares) {
     /* dead slots are reused once no index can hold them: the slot array
      * stays near the live count (8,750 upserts would append as many) */
     sy_snapshot *h = sy_router_acquire(r);
-    uint32_t slots = sy_snapshot_from_handle(h)->slot_count;
+    uint32_t slots = sy__snapshot_from_handle(h)->slot_count;
     sy_snapshot_release(h);
     ck_assert_msg(slots < N + N / 2, "%u slots for %d routes", slots, N);
     /* several rebuilds ran, spread over many publishes each */
@@ -349,7 +349,7 @@ START_TEST(ten_thousand_single_changes_rebuild_in_bounded_shares) {
 END_TEST
 
 /* The end of the candidate pool an index's lists use. */
-static size_t cands_used(const sy_index *ix) {
+static size_t cands_used(const sy__index *ix) {
     size_t end = 0;
     for (uint32_t i = 0; i < ix->node_count; i++) {
         size_t t = ix->nodes[i].term.off + ix->nodes[i].term.len;
@@ -384,33 +384,33 @@ START_TEST(the_stepwise_build_makes_the_one_shot_index) {
     ck_assert_int_eq(sy_router_apply(r, "s", doc, o, NULL, NULL), 0);
     free(doc);
     sy_snapshot *h = sy_router_acquire(r);
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
     size_t n = s->route_count;
-    sy_index_route *in = malloc(n * sizeof *in);
+    sy__index_route *in = malloc(n * sizeof *in);
     for (size_t i = 0; i < n; i++) { /* rank order: ascending keys */
-        uint32_t slot = sy_snapshot_rank_at(s, i);
-        const sy_slot *sl = sy_snapshot_slot(s, slot);
-        in[i] = (sy_index_route){slot, sl->key, sl->route};
+        uint32_t slot = sy__snapshot_rank_at(s, i);
+        const sy__slot *sl = sy__snapshot_slot(s, slot);
+        in[i] = (sy__index_route){slot, sl->key, sl->route};
     }
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_index *one;
-    ck_assert_int_eq(sy_index_build(&a, in, n, &one), 0);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__index *one;
+    ck_assert_int_eq(sy__index_build(&a, in, n, &one), 0);
     const size_t budgets[] = {1, 7, 4096};
     for (size_t bi = 0; bi < 3; bi++) {
-        sy_index_step *st = sy_index_step_new(&a);
+        sy__index_step *st = sy__index_step_new(&a);
         ck_assert_ptr_nonnull(st);
         for (size_t i = 0; i < n; i++)
-            ck_assert_int_eq(sy_index_step_add(st, &in[i]), 0);
-        sy_index *ix = NULL;
+            ck_assert_int_eq(sy__index_step_add(st, &in[i]), 0);
+        sy__index *ix = NULL;
         size_t calls = 0;
         int rc;
-        while ((rc = sy_index_step_run(st, budgets[bi], &ix)) == 0)
+        while ((rc = sy__index_step_run(st, budgets[bi], &ix)) == 0)
             calls++;
         ck_assert_int_eq(rc, 1);
         /* every call but the last did exactly its budget */
-        ck_assert_uint_ge(sy_index_step_work(st), calls * budgets[bi]);
-        ck_assert_uint_le(sy_index_step_work(st), (calls + 1) * budgets[bi]);
+        ck_assert_uint_ge(sy__index_step_work(st), calls * budgets[bi]);
+        ck_assert_uint_le(sy__index_step_work(st), (calls + 1) * budgets[bi]);
         ck_assert_uint_eq(ix->node_count, one->node_count);
         /* pruning left some chains to a direct compare (ONE_LIT) */
         size_t direct = 0;
@@ -438,10 +438,10 @@ START_TEST(the_stepwise_build_makes_the_one_shot_index) {
             memcmp(ix->cands, one->cands, used * sizeof *one->cands), 0);
         ck_assert_uint_eq(ix->host_routes, one->host_routes);
         ck_assert_uint_eq(ix->bytes, one->bytes);
-        sy_index_unref(ix);
-        sy_index_step_free(st);
+        sy__index_unref(ix);
+        sy__index_step_free(st);
     }
-    sy_index_unref(one);
+    sy__index_unref(one);
     free(in);
     sy_snapshot_release(h);
     sy_router_free(r);
@@ -479,7 +479,7 @@ START_TEST(failed_single_changes_during_rebuilds_leave_exact_state) {
     sy_match_ctx *ctx;
     ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
     size_t failed = 0, rebuilding = 0, swaps = 0;
-    const sy_index *last_base = NULL;
+    const sy__index *last_base = NULL;
     for (unsigned op = 1; op <= OPS; op++) {
         size_t i = (op * 7919u) % N;
         int n = mixed_route(buf, sizeof buf, i, op);
@@ -492,9 +492,9 @@ START_TEST(failed_single_changes_during_rebuilds_leave_exact_state) {
         if (rc == 0)
             gen[i] = op;
         sy_snapshot *h = sy_router_acquire(r);
-        rebuilding += sy_snapshot_from_handle(h)->build != NULL;
-        swaps += last_base && sy_snapshot_from_handle(h)->base != last_base;
-        last_base = sy_snapshot_from_handle(h)->base;
+        rebuilding += sy__snapshot_from_handle(h)->build != NULL;
+        swaps += last_base && sy__snapshot_from_handle(h)->base != last_base;
+        last_base = sy__snapshot_from_handle(h)->base;
         if (op % 100 == 0)
             for (size_t j = op % 7; j < N; j += 7) {
                 char path[64], host[64], rid[16];
@@ -502,7 +502,7 @@ START_TEST(failed_single_changes_during_rebuilds_leave_exact_state) {
                 mixed_request(j, gen[j], path, sizeof path, host, sizeof host,
                               &req);
                 snprintf(rid, sizeof rid, "r%zu", j);
-                same_as_scan(sy_snapshot_from_handle(h), ctx, &req, rid);
+                same_as_scan(sy__snapshot_from_handle(h), ctx, &req, rid);
             }
         sy_snapshot_release(h);
     }

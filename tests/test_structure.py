@@ -5,7 +5,8 @@ promises:
   defined in another lib/*.c file goes to the same or a lower layer, so the
   modules have no loop. A new lib/ file must be given a layer here.
 - names ("Names"): the shared library exports only calls declared with
-  SY_API in include/switchyard.h; nothing internal leaks out.
+  SY_API in include/switchyard.h; nothing internal leaks out; internal
+  names are sy__ (public ones sy_), so a call tells which it is.
 
 Usage: test_structure.py SOURCE_ROOT [PATH/TO/libswitchyard.so]
 """
@@ -130,13 +131,29 @@ def main():
     report(not found, "no modules use each other in a loop",
            ["loop: " + " -> ".join(g) for g in found])
 
+    header = open(os.path.join(root, "include", "switchyard.h"),
+                  encoding="utf-8").read()
+    public = set(re.findall(r"\bsy_(?!_)[a-z0-9_]+\b", header))
+    stray = set()
+    for f in files:
+        for w in re.findall(r"\bsy_(?!_)[a-z0-9_]+\b", texts[f]):
+            if w in public or (w.endswith("_") and any(
+                    p.startswith(w) for p in public)):
+                continue
+            stray.add("%s in %s" % (w, os.path.basename(f)))
+    report(not stray,
+           "every sy_ name in lib/ is public API (internal names are sy__)",
+           ["internal but named sy_: " + " ".join(sorted(stray))] if stray
+           else [])
+    internal_in_header = sorted(set(re.findall(r"\bsy__[a-z0-9_]+", header)))
+    report(not internal_in_header, "switchyard.h names no internal sy__ name",
+           internal_in_header)
+
     if len(sys.argv) > 2:
         nm = subprocess.run(["nm", "-D", "--defined-only", sys.argv[2]],
                             capture_output=True, text=True)
         exported = {f[2] for f in (l.split() for l in nm.stdout.splitlines())
                     if len(f) == 3 and f[1] in "TDBRVW"}
-        header = open(os.path.join(root, "include", "switchyard.h"),
-                      encoding="utf-8").read()
         declared = set(re.findall(r"^SY_API[^;(]*?\b(sy_[a-z0-9_]+)\s*\(",
                                   header, re.M))
         report(nm.returncode == 0 and exported,

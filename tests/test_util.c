@@ -15,15 +15,15 @@ START_TEST(version_macros_match_runtime) {
 END_TEST
 
 START_TEST(arena_allocations_are_aligned_and_reset_keeps_a_chunk) {
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_arena ar;
-    sy_arena_init(&ar, &a, 64);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__arena ar;
+    sy__arena_init(&ar, &a, 64);
     char *prev = NULL;
     size_t prev_size = 0;
-    const sy_arena_chunk *prev_head = NULL;
+    const sy__arena_chunk *prev_head = NULL;
     for (int i = 0; i < 100; i++) {
-        char *p = sy_arena_alloc(&ar, (size_t)i + 1);
+        char *p = sy__arena_alloc(&ar, (size_t)i + 1);
         ck_assert_ptr_nonnull(p);
         ck_assert_uint_eq((uintptr_t)p % 8, 0);
         /* packed to 8 bytes within a chunk: no 16-byte padding */
@@ -34,32 +34,32 @@ START_TEST(arena_allocations_are_aligned_and_reset_keeps_a_chunk) {
         prev_size = (size_t)i + 1;
     }
     /* a chunk holds less than 4 GiB: larger requests fail, not wrap */
-    ck_assert_ptr_null(sy_arena_alloc(&ar, (size_t)UINT32_MAX));
-    ck_assert_ptr_null(sy_arena_alloc_bytes(&ar, (size_t)UINT32_MAX));
-    ck_assert_ptr_null(sy_arena_alloc(&ar, SIZE_MAX));
-    sy_arena_reset(&ar);
+    ck_assert_ptr_null(sy__arena_alloc(&ar, (size_t)UINT32_MAX));
+    ck_assert_ptr_null(sy__arena_alloc_bytes(&ar, (size_t)UINT32_MAX));
+    ck_assert_ptr_null(sy__arena_alloc(&ar, SIZE_MAX));
+    sy__arena_reset(&ar);
     ck_assert_ptr_nonnull(ar.head);
     ck_assert_ptr_null(ar.head->next);
-    sy_arena_free(&ar);
+    sy__arena_free(&ar);
 }
 END_TEST
 
 START_TEST(buf_escapes_json_strings) {
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_buf b;
-    sy_buf_init(&b, &a);
-    sy_buf_json_string(&b, "a\"b\\\n\x01", 6);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__buf b;
+    sy__buf_init(&b, &a);
+    sy__buf_json_string(&b, "a\"b\\\n\x01", 6);
     ck_assert_str_eq(b.ptr, "\"a\\\"b\\\\\\n\\u0001\"");
-    sy_buf_free(&b);
+    sy__buf_free(&b);
 }
 END_TEST
 
 START_TEST(hash_is_stable_and_sensitive) {
-    ck_assert_uint_eq(sy_hash64("abc", 3, 0), sy_hash64("abc", 3, 0));
-    ck_assert_uint_ne(sy_hash64("abc", 3, 0), sy_hash64("abd", 3, 0));
-    ck_assert_uint_ne(sy_hash64("abc", 3, 0), sy_hash64("abc", 3, 1));
-    ck_assert_uint_ne(sy_hash64("", 0, 0), sy_hash64("a", 1, 0));
+    ck_assert_uint_eq(sy__hash64("abc", 3, 0), sy__hash64("abc", 3, 0));
+    ck_assert_uint_ne(sy__hash64("abc", 3, 0), sy__hash64("abd", 3, 0));
+    ck_assert_uint_ne(sy__hash64("abc", 3, 0), sy__hash64("abc", 3, 1));
+    ck_assert_uint_ne(sy__hash64("", 0, 0), sy__hash64("a", 1, 0));
 }
 END_TEST
 
@@ -71,20 +71,20 @@ START_TEST(hash_in_steps_equals_the_one_shot_hash) {
         text[i] = (unsigned char)(i * 37 + 11);
     for (size_t len = 0; len <= sizeof text; len++)
         for (size_t step = 1; step <= 40; step++) {
-            sy_hash_stream hs;
-            sy_hash64_begin(&hs, text, len, 0x5eed + step);
+            sy__hash_stream hs;
+            sy__hash64_begin(&hs, text, len, 0x5eed + step);
             for (size_t at = step; at < len + step; at += step)
-                sy_hash64_advance(&hs, at);
-            ck_assert_uint_eq(sy_hash64_end(&hs),
-                              sy_hash64(text, len, 0x5eed + step));
+                sy__hash64_advance(&hs, at);
+            ck_assert_uint_eq(sy__hash64_end(&hs),
+                              sy__hash64(text, len, 0x5eed + step));
         }
 }
 END_TEST
 
 START_TEST(error_prefix_joins_paths) {
     sy_error e;
-    sy_error_set(&e, SY_EARG, "args.regexp", "bad %s", "thing");
-    sy_error_prefix_path(&e, "routes[3].predicates[1]");
+    sy__error_set(&e, SY_EARG, "args.regexp", "bad %s", "thing");
+    sy__error_prefix_path(&e, "routes[3].predicates[1]");
     ck_assert_str_eq(e.path, "routes[3].predicates[1].args.regexp");
     ck_assert_str_eq(e.message, "bad thing");
     ck_assert_int_eq(e.code, SY_EARG);
@@ -110,41 +110,41 @@ START_TEST(swar_byte_tests_answer_as_a_byte_loop) {
         }
         char w8[8];
         memcpy(w8, b, 8);
-        uint64_t w = sy_load_u64(w8);
+        uint64_t w = sy__load_u64(w8);
         for (size_t k = 0; k < sizeof cs; k++) {
             int first = -1;
             for (int i = 7; i >= 0; i--)
                 first = b[i] == cs[k] ? i : first;
-            uint64_t got = sy_swar_has_byte(w, cs[k]);
+            uint64_t got = sy__swar_has_byte(w, cs[k]);
             ck_assert_int_eq(got != 0, first >= 0);
 #if SY_SWAR_FIRST_OK
             if (got)
-                ck_assert_int_eq((int)sy_swar_first(got), first);
+                ck_assert_int_eq((int)sy__swar_first(got), first);
 #endif
         }
         for (size_t k = 0; k < sizeof ns; k++) {
             int first = -1;
             for (int i = 7; i >= 0; i--)
                 first = b[i] < ns[k] ? i : first;
-            uint64_t got = sy_swar_has_below(w, ns[k]);
+            uint64_t got = sy__swar_has_below(w, ns[k]);
             ck_assert_int_eq(got != 0, first >= 0);
 #if SY_SWAR_FIRST_OK
             if (got)
-                ck_assert_int_eq((int)sy_swar_first(got), first);
+                ck_assert_int_eq((int)sy__swar_first(got), first);
             /* an OR of answers: the first byte either one found */
-            uint64_t both = got | sy_swar_has_byte(w, '"');
+            uint64_t both = got | sy__swar_has_byte(w, '"');
             int f2 = -1;
             for (int i = 7; i >= 0; i--)
                 f2 = b[i] < ns[k] || b[i] == '"' ? i : f2;
             if (both)
-                ck_assert_int_eq((int)sy_swar_first(both), f2);
+                ck_assert_int_eq((int)sy__swar_first(both), f2);
 #endif
         }
     }
 }
 END_TEST
 
-/* sy_path_join and sy_path_index write what sy_path_printf writes for
+/* sy__path_join and sy__path_index write what sy__path_printf writes for
  * "%s.%s" and "%s[%zu]", truncated alike, at every buffer size. */
 START_TEST(path_join_and_index_match_path_printf) {
     static const char *const bases[] = {"", "routes[3]", "a"};
@@ -154,16 +154,16 @@ START_TEST(path_join_and_index_match_path_printf) {
         for (size_t f = 0; f < 3; f++)
             for (size_t cap = 1; cap < 40; cap++) {
                 char want[64], got[64];
-                sy_path_printf(want, cap, "%s%s%s", bases[b],
-                               *bases[b] ? "." : "", fields[f]);
-                size_t at = sy_path_join(got, cap, bases[b], fields[f]);
+                sy__path_printf(want, cap, "%s%s%s", bases[b],
+                                *bases[b] ? "." : "", fields[f]);
+                size_t at = sy__path_join(got, cap, bases[b], fields[f]);
                 ck_assert_str_eq(got, want);
                 ck_assert_uint_eq(at, strlen(want));
                 for (size_t i = 0; i < 6; i++) {
                     char w2[64], g2[64];
-                    sy_path_printf(w2, cap, "%s[%zu]", want, idx[i]);
+                    sy__path_printf(w2, cap, "%s[%zu]", want, idx[i]);
                     memcpy(g2, got, at + 1);
-                    sy_path_index(g2, cap, at, idx[i]);
+                    sy__path_index(g2, cap, at, idx[i]);
                     ck_assert_str_eq(g2, w2);
                 }
             }
@@ -173,28 +173,28 @@ END_TEST
 /* Text allocations pack without padding; aligned ones stay aligned after
  * them. */
 START_TEST(arena_bytes_pack_and_alignment_holds_after_them) {
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_arena ar;
-    sy_arena_init(&ar, &a, 256);
-    char *x = sy_arena_alloc_bytes(&ar, 3);
-    char *y = sy_arena_alloc_bytes(&ar, 5);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__arena ar;
+    sy__arena_init(&ar, &a, 256);
+    char *x = sy__arena_alloc_bytes(&ar, 3);
+    char *y = sy__arena_alloc_bytes(&ar, 5);
     ck_assert_ptr_eq(y, x + 3);
-    void *p = sy_arena_alloc(&ar, 20);
+    void *p = sy__arena_alloc(&ar, 20);
     ck_assert_ptr_eq(p, x + 8); /* after the 8 bytes, 8-aligned */
     ck_assert_uint_eq((uintptr_t)p % 8, 0);
-    char *s = sy_arena_strdup(&ar, "abc");
+    char *s = sy__arena_strdup(&ar, "abc");
     ck_assert_ptr_eq(s, (char *)p + 24);
     ck_assert_str_eq(s, "abc");
     /* a request larger than what is left opens a chunk */
-    void *big = sy_arena_alloc(&ar, 512);
+    void *big = sy__arena_alloc(&ar, 512);
     ck_assert_ptr_nonnull(big);
     ck_assert_uint_eq((uintptr_t)big % 8, 0);
-    sy_arena_free(&ar);
+    sy__arena_free(&ar);
 }
 END_TEST
 
-/* sy_sort_by_u64: ascending and stable over random keys (many equal, some
+/* sy__sort_by_u64: ascending and stable over random keys (many equal, some
  * differing only in high bytes), input already ascending (with equal runs),
  * and ascending but for its last key, for record sizes with the key at an
  * odd place; equal keys keep their input order (the seq field). */
@@ -223,39 +223,39 @@ static long rss_pages(void) {
 }
 
 START_TEST(default_allocator_keeps_bytes_across_the_map_threshold) {
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
     size_t small = 1000, big = SY_MAP_MIN + 12345, bigger = 3 * SY_MAP_MIN;
-    unsigned char *p = sy_malloc(&a, small);
+    unsigned char *p = sy__malloc(&a, small);
     ck_assert_ptr_nonnull(p);
     for (size_t i = 0; i < small; i++)
         p[i] = pat(i);
-    p = sy_realloc(&a, p, big); /* libc -> mapping */
+    p = sy__realloc(&a, p, big); /* libc -> mapping */
     ck_assert_ptr_nonnull(p);
     for (size_t i = 0; i < small; i++)
         ck_assert_uint_eq(p[i], pat(i));
     for (size_t i = small; i < big; i++)
         p[i] = pat(i);
-    p = sy_realloc(&a, p, bigger); /* mapping grows */
+    p = sy__realloc(&a, p, bigger); /* mapping grows */
     ck_assert_ptr_nonnull(p);
     for (size_t i = 0; i < big; i++)
         ck_assert_uint_eq(p[i], pat(i));
     p[bigger - 1] = 1;
-    p = sy_realloc(&a, p, SY_MAP_MIN - 1); /* mapping shrinks, stays */
+    p = sy__realloc(&a, p, SY_MAP_MIN - 1); /* mapping shrinks, stays */
     ck_assert_ptr_nonnull(p);
-    p = sy_realloc(&a, p, 100); /* mapping -> libc */
+    p = sy__realloc(&a, p, 100); /* mapping -> libc */
     ck_assert_ptr_nonnull(p);
     for (size_t i = 0; i < 100; i++)
         ck_assert_uint_eq(p[i], pat(i));
-    sy_free(&a, p);
-    sy_free(&a, NULL);
+    sy__free(&a, p);
+    sy__free(&a, NULL);
 
     /* many at once (the table of mappings grows), freed in another order */
     enum { N = 200 };
     unsigned char *v[N];
     for (size_t i = 0; i < N; i++) {
-        v[i] = i % 3 ? sy_malloc(&a, SY_MAP_MIN + i)
-                     : sy_calloc(&a, SY_MAP_MIN + i, 1);
+        v[i] = i % 3 ? sy__malloc(&a, SY_MAP_MIN + i)
+                     : sy__calloc(&a, SY_MAP_MIN + i, 1);
         ck_assert_ptr_nonnull(v[i]);
         if (i % 3 == 0)
             for (size_t k = 0; k < SY_MAP_MIN + i; k += 4093)
@@ -264,14 +264,14 @@ START_TEST(default_allocator_keeps_bytes_across_the_map_threshold) {
         v[i][SY_MAP_MIN + i - 1] = (unsigned char)(i + 1);
     }
     for (size_t i = 0; i < N; i += 2)
-        sy_free(&a, v[i]);
+        sy__free(&a, v[i]);
     for (size_t i = 1; i < N; i += 2) {
         ck_assert_uint_eq(v[i][0], (unsigned char)i);
         ck_assert_uint_eq(v[i][SY_MAP_MIN + i - 1], (unsigned char)(i + 1));
-        sy_free(&a, v[i]);
+        sy__free(&a, v[i]);
     }
 
-    if (sy_alloc_maps_large() && rss_pages() > 0) {
+    if (sy__alloc_maps_large() && rss_pages() > 0) {
         /* glibc's own threshold raised (a freed 24 MB block), and a block
          * after ours (the heap's top cannot be trimmed past it): a freed
          * libc block of 16 MB would stay resident */
@@ -281,12 +281,12 @@ START_TEST(default_allocator_keeps_bytes_across_the_map_threshold) {
         free(raise);
         size_t n = 16u << 20;
         long before = rss_pages();
-        unsigned char *q = sy_malloc(&a, n);
+        unsigned char *q = sy__malloc(&a, n);
         ck_assert_ptr_nonnull(q);
         void *pin = malloc(64);
         memset(q, 1, n);
         long touched = rss_pages();
-        sy_free(&a, q);
+        sy__free(&a, q);
         long after = rss_pages();
         free(pin);
         long mb12 = (12l << 20) / 4096;
@@ -306,34 +306,34 @@ static long minor_faults(void) {
  * the next one faults no fresh pages in, and a calloc served from the keep
  * is zero all the same. */
 START_TEST(default_allocator_reuses_a_freed_block_of_its_size) {
-    if (!sy_alloc_maps_large())
+    if (!sy__alloc_maps_large())
         return;
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
     size_t m = SY_MAP_MIN * 2; /* 1 MiB: 256 pages */
-    unsigned char *k = sy_malloc(&a, m);
+    unsigned char *k = sy__malloc(&a, m);
     ck_assert_ptr_nonnull(k);
     memset(k, 0xab, m);
-    sy_free(&a, k);
+    sy__free(&a, k);
     long before = minor_faults();
-    unsigned char *again = sy_malloc(&a, m - 4096);
+    unsigned char *again = sy__malloc(&a, m - 4096);
     ck_assert_ptr_nonnull(again);
     memset(again, 1, m - 4096);
     long faults = minor_faults() - before;
     ck_assert_int_lt(faults, 32);
-    sy_free(&a, again);
-    unsigned char *z = sy_calloc(&a, m, 1);
+    sy__free(&a, again);
+    unsigned char *z = sy__calloc(&a, m, 1);
     ck_assert_ptr_nonnull(z);
     for (size_t i = 0; i < m; i += 61)
         ck_assert_uint_eq(z[i], 0);
     ck_assert_uint_eq(z[m - 1], 0);
-    sy_free(&a, z);
+    sy__free(&a, z);
 }
 END_TEST
 
 START_TEST(sort_by_u64_is_ascending_and_stable) {
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (size_t n = 0; n < 3000; n = n * 3 + 1) {
         for (int shape = 0; shape < 6; shape++) {
@@ -350,7 +350,7 @@ START_TEST(sort_by_u64_is_ascending_and_stable) {
             if (shape == 5 && n > 1) /* sorted but the last: out of order */
                 r[n - 1].key = 0;
             ck_assert(
-                sy_sort_by_u64(&a, r, n, sizeof *r, offsetof(sort_rec, key)));
+                sy__sort_by_u64(&a, r, n, sizeof *r, offsetof(sort_rec, key)));
             for (size_t i = 1; i < n; i++) {
                 ck_assert(r[i - 1].key <= r[i].key);
                 if (r[i - 1].key == r[i].key)

@@ -19,7 +19,7 @@ START_TEST(int64_accepts_plain_integers_in_range) {
     for (size_t i = 0; i < SY_ARRAY_LEN(cases); i++) {
         int64_t v = -1;
         const char *why = NULL;
-        bool ok = sy_value_int64(cases[i].in, -100, 100, &v, &why);
+        bool ok = sy__value_int64(cases[i].in, -100, 100, &v, &why);
         ck_assert_msg(ok == cases[i].ok, "case '%s'", cases[i].in);
         if (ok)
             ck_assert_int_eq(v, cases[i].want);
@@ -33,13 +33,13 @@ START_TEST(int64_detects_overflow) {
     int64_t v;
     const char *why = NULL;
     ck_assert(
-        sy_value_int64("9223372036854775807", INT64_MIN, INT64_MAX, &v, NULL));
+        sy__value_int64("9223372036854775807", INT64_MIN, INT64_MAX, &v, NULL));
     ck_assert_int_eq(v, INT64_MAX);
-    ck_assert(
-        sy_value_int64("-9223372036854775808", INT64_MIN, INT64_MAX, &v, NULL));
+    ck_assert(sy__value_int64("-9223372036854775808", INT64_MIN, INT64_MAX, &v,
+                              NULL));
     ck_assert_int_eq(v, INT64_MIN);
-    ck_assert(
-        !sy_value_int64("9223372036854775808", INT64_MIN, INT64_MAX, &v, &why));
+    ck_assert(!sy__value_int64("9223372036854775808", INT64_MIN, INT64_MAX, &v,
+                               &why));
     ck_assert_str_eq(why, "integer out of range");
 }
 END_TEST
@@ -54,7 +54,7 @@ START_TEST(bool_accepts_true_false_in_any_case) {
                  {"", false, false},     {"truee", false, false}};
     for (size_t i = 0; i < SY_ARRAY_LEN(cases); i++) {
         bool v = !cases[i].want;
-        bool ok = sy_value_bool(cases[i].in, &v, NULL);
+        bool ok = sy__value_bool(cases[i].in, &v, NULL);
         ck_assert_msg(ok == cases[i].ok, "case '%s'", cases[i].in);
         if (ok)
             ck_assert(v == cases[i].want);
@@ -92,7 +92,7 @@ START_TEST(duration_units_and_iso_forms) {
     for (size_t i = 0; i < SY_ARRAY_LEN(cases); i++) {
         int64_t v = -1;
         const char *why = NULL;
-        bool ok = sy_value_duration_ms(cases[i].in, &v, &why);
+        bool ok = sy__value_duration_ms(cases[i].in, &v, &why);
         ck_assert_msg(ok == cases[i].ok, "case '%s'", cases[i].in);
         if (ok)
             ck_assert_msg(v == cases[i].want, "case '%s' gave %lld",
@@ -123,7 +123,7 @@ START_TEST(size_units_are_1024_based) {
     };
     for (size_t i = 0; i < SY_ARRAY_LEN(cases); i++) {
         int64_t v = -1;
-        bool ok = sy_value_size(cases[i].in, &v, NULL);
+        bool ok = sy__value_size(cases[i].in, &v, NULL);
         ck_assert_msg(ok == cases[i].ok, "case '%s'", cases[i].in);
         if (ok)
             ck_assert_int_eq(v, cases[i].want);
@@ -163,7 +163,7 @@ START_TEST(datetime_iso_with_offset_zone_or_epoch_millis) {
     for (size_t i = 0; i < SY_ARRAY_LEN(cases); i++) {
         int64_t v = -1;
         const char *why = NULL;
-        bool ok = sy_value_datetime_ms(cases[i].in, &v, &why);
+        bool ok = sy__value_datetime_ms(cases[i].in, &v, &why);
         ck_assert_msg(ok == cases[i].ok, "case '%s'", cases[i].in);
         if (ok)
             ck_assert_msg(v == cases[i].want, "case '%s' gave %lld",
@@ -199,9 +199,9 @@ START_TEST(cidr_parses_v4_v6_and_checks_prefix) {
         {"2001:db8::g/32", false, 0, 0},
     };
     for (size_t i = 0; i < SY_ARRAY_LEN(cases); i++) {
-        sy_cidr c;
+        sy__cidr c;
         const char *why = NULL;
-        bool ok = sy_value_cidr(cases[i].in, &c, &why);
+        bool ok = sy__value_cidr(cases[i].in, &c, &why);
         ck_assert_msg(ok == cases[i].ok, "case '%s'", cases[i].in);
         if (ok) {
             ck_assert_int_eq(c.family, cases[i].family);
@@ -214,12 +214,12 @@ START_TEST(cidr_parses_v4_v6_and_checks_prefix) {
 END_TEST
 
 static bool contains(const char *net, const char *ip) {
-    sy_cidr n, a;
-    ck_assert(sy_value_cidr(net, &n, NULL));
+    sy__cidr n, a;
+    ck_assert(sy__value_cidr(net, &n, NULL));
     sy_str s = {ip, strlen(ip)};
-    if (!sy_value_ip(s, &a))
+    if (!sy__value_ip(s, &a))
         return false;
-    return sy_cidr_contains(&n, &a);
+    return sy__cidr_contains(&n, &a);
 }
 
 START_TEST(cidr_contains_respects_prefix_and_family) {
@@ -241,16 +241,16 @@ START_TEST(cidr_contains_respects_prefix_and_family) {
 END_TEST
 
 START_TEST(ip_rejects_non_addresses) {
-    sy_cidr c;
+    sy__cidr c;
     const char *bad[] = {"",          "localhost", "1.2.3",
                          "1.2.3.4/8", "::g",       "1.2.3.4.5"};
     for (size_t i = 0; i < SY_ARRAY_LEN(bad); i++) {
         sy_str s = {bad[i], strlen(bad[i])};
-        ck_assert_msg(!sy_value_ip(s, &c), "case '%s'", bad[i]);
+        ck_assert_msg(!sy__value_ip(s, &c), "case '%s'", bad[i]);
         ck_assert_int_eq(c.family, 0);
     }
     sy_str s = {"10.0.0.1xyz", 8};
-    ck_assert(sy_value_ip(s, &c));
+    ck_assert(sy__value_ip(s, &c));
     ck_assert_int_eq(c.family, 4);
     ck_assert_int_eq(c.addr[3], 1);
 }
@@ -288,7 +288,7 @@ START_TEST(status_accepts_codes_and_spring_names) {
     for (size_t i = 0; i < SY_ARRAY_LEN(cases); i++) {
         int v = -1;
         const char *why = NULL;
-        bool ok = sy_value_status(cases[i].in, &v, &why);
+        bool ok = sy__value_status(cases[i].in, &v, &why);
         ck_assert_msg(ok == cases[i].ok, "case '%s'", cases[i].in);
         if (ok)
             ck_assert_int_eq(v, cases[i].want);
@@ -300,32 +300,32 @@ END_TEST
 
 START_TEST(method_is_a_token_and_upper_cased) {
     char up[32];
-    ck_assert(sy_value_method("get", up, NULL));
+    ck_assert(sy__value_method("get", up, NULL));
     ck_assert_str_eq(up, "GET");
-    ck_assert(sy_value_method("Propfind", up, NULL));
+    ck_assert(sy__value_method("Propfind", up, NULL));
     ck_assert_str_eq(up, "PROPFIND");
-    ck_assert(sy_value_method("M-SEARCH", up, NULL));
+    ck_assert(sy__value_method("M-SEARCH", up, NULL));
     ck_assert_str_eq(up, "M-SEARCH");
-    ck_assert(!sy_value_method("", up, NULL));
-    ck_assert(!sy_value_method("GE T", up, NULL));
-    ck_assert(!sy_value_method("GET/", up, NULL));
+    ck_assert(!sy__value_method("", up, NULL));
+    ck_assert(!sy__value_method("GE T", up, NULL));
+    ck_assert(!sy__value_method("GET/", up, NULL));
 }
 END_TEST
 
 START_TEST(token_rejects_separators) {
-    ck_assert(sy_value_token("X-Request-Id", NULL));
-    ck_assert(sy_value_token("a!#$%&'*+-.^_`|~9", NULL));
-    ck_assert(!sy_value_token("X Request", NULL));
-    ck_assert(!sy_value_token("X:Y", NULL));
-    ck_assert(!sy_value_token("", NULL));
+    ck_assert(sy__value_token("X-Request-Id", NULL));
+    ck_assert(sy__value_token("a!#$%&'*+-.^_`|~9", NULL));
+    ck_assert(!sy__value_token("X Request", NULL));
+    ck_assert(!sy__value_token("X:Y", NULL));
+    ck_assert(!sy__value_token("", NULL));
     /* every byte, alone and after a letter: RFC 7230's tchar and no other */
     for (int c = 1; c < 256; c++) {
         bool want = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                     (c >= '0' && c <= '9') ||
                     (c < 128 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
         char one[2] = {(char)c, 0}, two[3] = {'a', (char)c, 0};
-        ck_assert_msg(sy_value_token(one, NULL) == want, "byte %d", c);
-        ck_assert_msg(sy_value_token(two, NULL) == want, "byte %d", c);
+        ck_assert_msg(sy__value_token(one, NULL) == want, "byte %d", c);
+        ck_assert_msg(sy__value_token(two, NULL) == want, "byte %d", c);
     }
 }
 END_TEST

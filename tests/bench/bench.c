@@ -582,17 +582,17 @@ static void memory_child(size_t n) {
     uint64_t after = bench_rss_bytes();
     sy_snapshot *h = sy_router_acquire(t.router);
     size_t routes = sy_snapshot_route_count(h);
-    const sy_snapshot *s = sy_snapshot_from_handle(h);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
     size_t snap_bytes = s->bytes;
-    size_t base_bytes = s->base ? sy_index_bytes(s->base) : 0;
+    size_t base_bytes = s->base ? sy__index_bytes(s->base) : 0;
     /* the routes' own blocks: struct, arena chunks (with their headers) */
     size_t route_bytes = 0;
     for (uint32_t i = 0; i < s->slot_count; i++) {
-        const struct sy_route *rt = sy_snapshot_slot(s, i)->route;
+        const struct sy_route *rt = sy__snapshot_slot(s, i)->route;
         if (!rt)
             continue;
         route_bytes += (sizeof *rt + 15) & ~(size_t)15;
-        for (const sy_arena_chunk *c = rt->arena.head; c; c = c->next)
+        for (const sy__arena_chunk *c = rt->arena.head; c; c = c->next)
             route_bytes += sizeof *c + c->size;
     }
     sy_snapshot_release(h);
@@ -600,7 +600,7 @@ static void memory_child(size_t n) {
      * re-apply shortcut) and its history (kept documents for rollback) */
     size_t memo_bytes = 0, history_bytes = 0;
     for (size_t i = 0; i < t.router->source_count; i++) {
-        const sy_source *src = &t.router->sources[i];
+        const sy__source *src = &t.router->sources[i];
         memo_bytes += src->memo_count * sizeof *src->memo;
         for (size_t k = 0; k < src->history_count; k++)
             history_bytes +=
@@ -1152,8 +1152,8 @@ static void ar_case(const char *name, sy_router *router, size_t routes,
                 "upserts)",
                 name, bench_median(pubs, (size_t)done));
     /* The publication domain alone, through the library's own hook. */
-    double d = sy_pub_bench_acquire_release_ns(threads, storm, iters);
-    comment("%s: bare publication domain (sy_pub_bench_acquire_release_ns): "
+    double d = sy__pub_bench_acquire_release_ns(threads, storm, iters);
+    comment("%s: bare publication domain (sy__pub_bench_acquire_release_ns): "
             "%.1f ns",
             name, d);
 }
@@ -1190,9 +1190,9 @@ static void case_select(void) {
         enum { REPS = 7 };
         double v[REPS];
         int done = 0;
-        sy_service_bench_select_ns(policies[p], 1000, 100000); /* warm */
+        sy__service_bench_select_ns(policies[p], 1000, 100000); /* warm */
         for (int r = 0; r < REPS; r++) {
-            double ns = sy_service_bench_select_ns(policies[p], 1000, 2000000);
+            double ns = sy__service_bench_select_ns(policies[p], 1000, 2000000);
             if (ns < 0)
                 break;
             v[done++] = ns;
@@ -1200,7 +1200,7 @@ static void case_select(void) {
         if (done == REPS)
             result(name, 1000, bench_median(v, REPS), "ns");
         else
-            comment("SKIPPED %s: sy_service_bench_select_ns failed", name);
+            comment("SKIPPED %s: sy__service_bench_select_ns failed", name);
     }
 }
 
@@ -1217,7 +1217,7 @@ static void run_hash(void *arg, uint64_t count) {
     hash_arg *h = arg;
     uint64_t sink = 0;
     for (uint64_t i = 0; i < count; i++)
-        sink += sy_hash64(h->paths[i & 1023], 30, sink);
+        sink += sy__hash64(h->paths[i & 1023], 30, sink);
     h->sink += sink;
 }
 
@@ -1259,7 +1259,7 @@ static void baseline(const char *when, double *load_out) {
     free(c.next);
     if (load_out)
         *load_out = ns_load;
-    comment("baseline (%s): sy_hash64 of a 30-byte path %.1f ns; one "
+    comment("baseline (%s): sy__hash64 of a 30-byte path %.1f ns; one "
             "dependent load missing every cache (64 MiB) %.1f ns",
             when, ns_hash, ns_load);
 }

@@ -44,14 +44,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     /* the same bytes as one route and as default filters */
     struct sy_route *r = NULL;
-    if (sy_def_parse_route((const char *)data, size, NULL, "route", &r, NULL) ==
-        0) {
+    if (sy__def_parse_route((const char *)data, size, NULL, "route", &r,
+                            NULL) == 0) {
         struct sy_route *off = NULL;
-        if (sy_def_route_with_enabled(r, false, NULL, &off, NULL) == 0)
-            sy_route_unref(off);
-        sy_route_unref(r);
+        if (sy__def_route_with_enabled(r, false, NULL, &off, NULL) == 0)
+            sy__route_unref(off);
+        sy__route_unref(r);
     }
-    if (sy_def_parse_filters((const char *)data, size, NULL, &r, NULL) == 0)
-        sy_route_unref(r);
+    if (sy__def_parse_filters((const char *)data, size, NULL, &r, NULL) == 0)
+        sy__route_unref(r);
     return 0;
 }

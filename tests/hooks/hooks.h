@@ -12,7 +12,7 @@
 
 /* Renew a shard's word once it holds this many borrows (the library
  * renews at 2^40), so renewals race with readers in tests. Writer side. */
-void sy_pub_set_renew_threshold(sy_pub *p, uint64_t borrows);
+void sy__pub_set_renew_threshold(sy__pub *p, uint64_t borrows);
 
 /*
  * Benchmark: `threads` threads each do `iters` acquire + release pairs on one
@@ -21,20 +21,21 @@ void sy_pub_set_renew_threshold(sy_pub *p, uint64_t borrows);
  * reader threads, of each thread's CPU time per pair in ns (CPU time, so a
  * loaded machine does not inflate it), or a negative value on failure.
  */
-double sy_pub_bench_acquire_release_ns(int threads, bool storm, uint64_t iters);
+double sy__pub_bench_acquire_release_ns(int threads, bool storm,
+                                        uint64_t iters);
 
 /*
  * Benchmark for switchyard-bench: build a service of `instances` instances
  * (weights 1..4, three zones, unversioned) and return the mean ns per
- * sy_service_select over `iters` calls with policy "round-robin", "random"
+ * sy__service_select over `iters` calls with policy "round-robin", "random"
  * or "hash" (hash keys vary per call). Negative on error.
  */
-double sy_service_bench_select_ns(const char *policy, size_t instances,
-                                  uint64_t iters);
+double sy__service_bench_select_ns(const char *policy, size_t instances,
+                                   uint64_t iters);
 
 /*
  * The publication protocol, deliberately weakened (tests/test_publish_stress.c
- * must catch both), selected by sy_pub_broken_mode (set before threads
+ * must catch both), selected by sy__pub_broken_mode (set before threads
  * start; 0 = the library's protocol unchanged):
  *   1  free on swap: a retired object counts as dead at once and is
  *      destroyed by the publish that retired it, held or not;
@@ -43,14 +44,14 @@ double sy_service_bench_select_ns(const char *policy, size_t instances,
  * The other calls are the library's under the same prefix, so one table
  * of functions can name a whole protocol.
  */
-extern int sy_pub_broken_mode;
-int sy_pub_broken_new(const sy_alloc *alloc, const sy_pub_options *opts,
-                      sy_pub_obj *initial, sy_pub **out);
-void sy_pub_broken_free(sy_pub *p);
-sy_pub_ref sy_pub_broken_acquire(sy_pub *p);
-void sy_pub_broken_release(sy_pub_ref ref);
-int sy_pub_broken_publish(sy_pub *p, sy_pub_obj *next);
-size_t sy_pub_broken_reclaim(sy_pub *p);
-void sy_pub_broken_metrics_get(const sy_pub *p, sy_pub_metrics *out);
+extern int sy__pub_broken_mode;
+int sy__pub_broken_new(const sy__alloc *alloc, const sy__pub_options *opts,
+                       sy__pub_obj *initial, sy__pub **out);
+void sy__pub_broken_free(sy__pub *p);
+sy__pub_ref sy__pub_broken_acquire(sy__pub *p);
+void sy__pub_broken_release(sy__pub_ref ref);
+int sy__pub_broken_publish(sy__pub *p, sy__pub_obj *next);
+size_t sy__pub_broken_reclaim(sy__pub *p);
+void sy__pub_broken_metrics_get(const sy__pub *p, sy__pub_metrics *out);
 
 #endif

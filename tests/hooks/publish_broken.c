@@ -10,51 +10,51 @@
 
 #include <sched.h>
 
-int sy_pub_broken_mode;
+int sy__pub_broken_mode;
 
 /* Not weakened: the library's own calls. */
-int sy_pub_broken_new(const sy_alloc *alloc, const sy_pub_options *opts,
-                      sy_pub_obj *initial, sy_pub **out) {
-    return sy_pub_new(alloc, opts, initial, out);
+int sy__pub_broken_new(const sy__alloc *alloc, const sy__pub_options *opts,
+                       sy__pub_obj *initial, sy__pub **out) {
+    return sy__pub_new(alloc, opts, initial, out);
 }
-void sy_pub_broken_free(sy_pub *p) {
-    sy_pub_free(p);
+void sy__pub_broken_free(sy__pub *p) {
+    sy__pub_free(p);
 }
-void sy_pub_broken_release(sy_pub_ref ref) {
-    sy_pub_release(ref);
+void sy__pub_broken_release(sy__pub_ref ref) {
+    sy__pub_release(ref);
 }
-void sy_pub_broken_metrics_get(const sy_pub *p, sy_pub_metrics *out) {
-    sy_pub_metrics_get(p, out);
+void sy__pub_broken_metrics_get(const sy__pub *p, sy__pub_metrics *out) {
+    sy__pub_metrics_get(p, out);
 }
 
 /* Mode 2: read the slot the word names, yield, and only then count the
  * borrow on whatever the word names by now. */
-sy_pub_ref sy_pub_broken_acquire(sy_pub *p) {
-    if (sy_pub_broken_mode != 2)
-        return sy_pub_acquire(p);
-    unsigned s = sy_pub_shard();
+sy__pub_ref sy__pub_broken_acquire(sy__pub *p) {
+    if (sy__pub_broken_mode != 2)
+        return sy__pub_acquire(p);
+    unsigned s = sy__pub_shard();
     uint64_t w =
         (uint64_t)atomic_load_explicit(&p->word[s].n, memory_order_acquire);
-    sy_pub_table *t = atomic_load_explicit(&p->table, memory_order_acquire);
-    sy_pub_obj *o = atomic_load_explicit(&t->entry[w >> SY_PUB_SLOT_SHIFT],
-                                         memory_order_relaxed);
+    sy__pub_table *t = atomic_load_explicit(&p->table, memory_order_acquire);
+    sy__pub_obj *o = atomic_load_explicit(&t->entry[w >> SY_PUB_SLOT_SHIFT],
+                                          memory_order_relaxed);
     sched_yield();
     atomic_fetch_add_explicit(&p->word[s].n, 1, memory_order_acquire);
-    return (sy_pub_ref)o | s;
+    return (sy__pub_ref)o | s;
 }
 
 /* Mode 1: mark every retired object dead (no reader counted), then let
  * the library's reclaim destroy them. */
-size_t sy_pub_broken_reclaim(sy_pub *p) {
-    if (sy_pub_broken_mode == 1)
-        for (sy_pub_obj *o = p->retired_head; o; o = o->retired_next)
+size_t sy__pub_broken_reclaim(sy__pub *p) {
+    if (sy__pub_broken_mode == 1)
+        for (sy__pub_obj *o = p->retired_head; o; o = o->retired_next)
             atomic_store_explicit(&o->remaining, 0, memory_order_release);
-    return sy_pub_reclaim(p);
+    return sy__pub_reclaim(p);
 }
 
-int sy_pub_broken_publish(sy_pub *p, sy_pub_obj *next) {
-    int rc = sy_pub_publish(p, next);
-    if (rc == SY_OK && sy_pub_broken_mode == 1)
-        sy_pub_broken_reclaim(p);
+int sy__pub_broken_publish(sy__pub *p, sy__pub_obj *next) {
+    int rc = sy__pub_publish(p, next);
+    if (rc == SY_OK && sy__pub_broken_mode == 1)
+        sy__pub_broken_reclaim(p);
     return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * service_hooks.c - the instance-selection benchmark of switchyard-bench
  * (the select cases), kept out of the shipped library. It goes through the same
- * calls the router does: sy_service_new, then sy_service_select.
+ * calls the router does: sy__service_new, then sy__service_select.
  */
 #include "hooks.h"
 #include "service.h"
@@ -15,22 +15,22 @@ static double svc_now_ns(void) {
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-double sy_service_bench_select_ns(const char *policy, size_t instances,
-                                  uint64_t iters) {
-    sy_select_params p = SY_SELECT_PARAMS_INIT;
+double sy__service_bench_select_ns(const char *policy, size_t instances,
+                                   uint64_t iters) {
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
     if (!policy || !instances ||
-        sy_lb_policy_parse(policy, strlen(policy), &p.policy))
+        sy__lb_policy_parse(policy, strlen(policy), &p.policy))
         return -1;
-    sy_alloc a;
-    sy_alloc_init(&a, NULL);
-    sy_instance *list = sy_calloc(&a, instances, sizeof *list);
-    char *names = sy_calloc(&a, instances, 64);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy_instance *list = sy__calloc(&a, instances, sizeof *list);
+    char *names = sy__calloc(&a, instances, 64);
     enum { NKEYS = 1024 };
-    char(*keys)[24] = sy_calloc(&a, NKEYS, sizeof *keys);
+    char(*keys)[24] = sy__calloc(&a, NKEYS, sizeof *keys);
     static const sy_kv zones[3][1] = {
         {{"zone", "z0"}}, {{"zone", "z1"}}, {{"zone", "z2"}}};
     double res = -1;
-    sy_service *s = NULL;
+    sy__service *s = NULL;
     if (!list || !names || !keys)
         goto out;
     for (size_t i = 0; i < instances; i++) {
@@ -47,14 +47,14 @@ double sy_service_bench_select_ns(const char *policy, size_t instances,
     }
     for (size_t k = 0; k < NKEYS; k++)
         snprintf(keys[k], sizeof keys[k], "user-%08zu", k * 7919);
-    if (sy_service_new(&a, "bench", list, instances, &s, NULL))
+    if (sy__service_new(&a, "bench", list, instances, &s, NULL))
         goto out;
     sy_selection sel;
     uint64_t sink = 0;
     for (uint64_t i = 0; i < 1000; i++) {
         p.seed = i;
         p.hash_key = (sy_str){keys[i % NKEYS], strlen(keys[i % NKEYS])};
-        sy_service_select(s, &p, &sel, NULL);
+        sy__service_select(s, &p, &sel, NULL);
         sink += sel.port;
     }
     double t0 = svc_now_ns();
@@ -62,7 +62,7 @@ double sy_service_bench_select_ns(const char *policy, size_t instances,
         p.seed = i * 0x9e3779b97f4a7c15ull;
         p.hash_key.ptr = keys[i % NKEYS];
         p.hash_key.len = 13;
-        if (sy_service_select(s, &p, &sel, NULL))
+        if (sy__service_select(s, &p, &sel, NULL))
             goto out;
         sink += sel.port;
     }
@@ -71,9 +71,9 @@ double sy_service_bench_select_ns(const char *policy, size_t instances,
     volatile uint64_t keep = sink; /* the loop's results are used */
     (void)keep;
 out:
-    sy_service_unref(s);
-    sy_free(&a, list);
-    sy_free(&a, names);
-    sy_free(&a, keys);
+    sy__service_unref(s);
+    sy__free(&a, list);
+    sy__free(&a, names);
+    sy__free(&a, keys);
     return res;
 }

@@ -5,9 +5,9 @@
  * the next large allocation. A whole-document change makes the library
  * copy the document into a large buffer (the change set's staging copy)
  * and build large temporaries (the scan, the index); with plain malloc
- * such a buffer is often fresh memory (glibc gives the heap's top or a mapping back to the
- * kernel), and faulting its pages in costs several times the copy itself
- * (a 1 MB document: ~0.3 ms of page faults for a 0.1 ms copy). Kept
+ * such a buffer is often fresh memory (glibc gives the heap's top or a mapping
+ * back to the kernel), and faulting its pages in costs several times the copy
+ * itself (a 1 MB document: ~0.3 ms of page faults for a 0.1 ms copy). Kept
  * blocks stay mapped, so the copy runs at memory speed. Each worker is one
  * thread and its router is used by that thread only: no locking.
  */

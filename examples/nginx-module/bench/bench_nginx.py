@@ -100,22 +100,6 @@ class Nginx:
                         "reload"], check=True, timeout=60,
                        capture_output=True)
 
-    def settle(self, workers=2, timeout=30):
-        """Wait until this nginx is down to its `workers` worker processes
-        (the workers of a configuration a reload replaced have exited, with
-        the memory they free), then 50 ms more: a change measured right
-        after a reload of the 10,000-location configuration otherwise
-        shares the 2 cores with the old workers' exit and the master's
-        cleanup, which is the previous change's cost, not its own."""
-        end = time.time() + timeout
-        path = "/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)
-        while time.time() < end:
-            with open(path) as f:
-                if len(f.read().split()) <= workers:
-                    break
-            time.sleep(0.01)
-        time.sleep(0.05)
-
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -345,15 +329,7 @@ def measure_changes(st, md, sport, mport, n, bport, args, change):
     response; first and last of 20 in a row on fresh connections), all
     from the call's start, with the same client code."""
     sversion, mversion = 2, 2
-
-    def settle():
-        # every change starts on a machine the previous one has left:
-        # both servers down to their 2 workers, 50 ms more (the clock
-        # starts after this, at the call, for every kind alike)
-        st.settle()
-        md.settle()
     for _ in range(args.changes):
-        settle()
         st.write(static_conf(n, sport, bport, sversion))
         t0 = time.perf_counter()
         st.reload()
@@ -362,7 +338,6 @@ def measure_changes(st, md, sport, mport, n, bport, args, change):
                wait_served(sport, sversion))
         sversion += 1
 
-        settle()
         st.write(static_conf(n, sport, bport, sversion))
         t0 = time.perf_counter()
         os.kill(st.proc.pid, signal.SIGHUP)  # daemon off: proc is the master
@@ -372,7 +347,6 @@ def measure_changes(st, md, sport, mport, n, bport, args, change):
         sversion += 1
 
         body = json.dumps(routes_doc(n, bport, mversion)).encode()
-        settle()
         put_s, reply, t0_wall = put(mport, "/switchyard/routes/bench", body)
         served = wait_served(mport, mversion)
         record(change.setdefault("admin PUT document", []), put_s, served,
@@ -380,7 +354,6 @@ def measure_changes(st, md, sport, mport, n, bport, args, change):
         mversion += 1
 
         probe = routes_doc(0, bport, mversion)["routes"][0]
-        settle()
         put_s, reply, t0_wall = put(mport, "/switchyard/routes/bench/probe",
                                     json.dumps(probe).encode())
         served = wait_served(mport, mversion)

@@ -272,6 +272,11 @@ typedef struct {
      * the body */
     sw_shm_doc_t *doc;
     size_t got; /* bytes of the body in doc so far */
+    /* the body's read into the zone, for the answer: from the headers'
+     * end to its last byte (sw_now_us), and the reads that got bytes
+     * (each after an event-loop turn but the first) */
+    uint64_t body_t0, body_t1;
+    ngx_uint_t body_reads;
 } sw_admin_ctx_t;
 
 static void sw_cstr(char *dst, size_t cap, ngx_str_t *s) {
@@ -416,8 +421,10 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         b->last = ngx_sprintf(b->last,
                               ",\"generation\":%uL,\"wait_us\":%uL,"
                               "\"commit_us\":%uL,\"commit_cpu_us\":%uL,"
-                              "\"store_cpu_us\":%uL,\"stage_cpu_us\":%uL}\n",
-                              seq, t1 - t0, t2 - t1, c1 - c0, c_store, c_stage);
+                              "\"store_cpu_us\":%uL,\"stage_cpu_us\":%uL,"
+                              "\"body_us\":%uL,\"body_reads\":%ui}\n",
+                              seq, t1 - t0, t2 - t1, c1 - c0, c_store, c_stage,
+                              a->body_t1 - a->body_t0, a->body_reads);
     }
     rc = b ? sw_send_json(r, NGX_HTTP_OK, b) : NGX_HTTP_INTERNAL_SERVER_ERROR;
     /* the answer is on its way: now wake the other workers (on a busy
@@ -501,10 +508,12 @@ static ngx_int_t sw_room_read(ngx_http_request_t *r, sw_admin_ctx_t *a) {
             return NGX_HTTP_BAD_REQUEST;
         }
         a->got += n;
+        a->body_reads++;
         r->request_length += n;
     }
     if (c->read->timer_set)
         ngx_del_timer(c->read);
+    a->body_t1 = sw_now_us();
     r->reading_body = 0;
     r->read_event_handler = ngx_http_block_reading;
     return NGX_OK;
@@ -557,6 +566,7 @@ static ngx_int_t sw_read_into_zone(ngx_http_request_t *r, sw_admin_ctx_t *a) {
 
     r->main->count++;
     r->reading_body = 1;
+    a->body_t0 = sw_now_us();
     /* the part of the body that came with the headers */
     pre =
         ngx_min((size_t)(r->header_in->last - r->header_in->pos), (size_t)len);

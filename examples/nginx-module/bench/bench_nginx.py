@@ -190,20 +190,28 @@ def spread(xs, fmt="%.3f"):
 PROBE = b"GET /probe/x HTTP/1.0\r\nHost: bench\r\n\r\n"
 
 
-def exchange(port, request, timeout):
+def exchange(port, request, timeout, stamps=None):
     """Send a pre-built request on a fresh plain socket (connected to an
     address tuple: no name lookup) and read the answer until nginx closes
-    the connection. Returns the answer's bytes."""
+    the connection. Returns the answer's bytes. A list `stamps` gets the
+    time.perf_counter() when connected, when the request is all in the
+    kernel (sendall returns) and at the answer's first bytes."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.settimeout(timeout)
         s.connect(("127.0.0.1", port))
+        if stamps is not None:
+            stamps.append(time.perf_counter())
         s.sendall(request)
+        if stamps is not None:
+            stamps.append(time.perf_counter())
         chunks = []
         while True:
             chunk = s.recv(65536)
             if not chunk:
                 break
+            if stamps is not None and not chunks:
+                stamps.append(time.perf_counter())
             chunks.append(chunk)
     finally:
         s.close()
@@ -258,18 +266,23 @@ def put(port, path, body):
     request (headers and body) is built before the clock starts and sent
     with one sendall, the answer read until nginx closes (http.client adds
     ~0.3 ms per call here). Returns (seconds, the JSON answer, the wall
-    clock time.time() at the start)."""
+    clock time.time() at the start); the answer gets "client_ms": seconds
+    from the start to connected, to the request all sent, to the answer's
+    first bytes (ms)."""
     req = (b"PUT %s HTTP/1.1\r\nHost: bench\r\nContent-Length: %d\r\n"
            b"Connection: close\r\n\r\n" % (path.encode(), len(body)) + body)
     t0_wall = time.time()
+    stamps = []
     t0 = time.perf_counter()
-    answer = exchange(port, req, 30)
+    answer = exchange(port, req, 30, stamps)
     took = time.perf_counter() - t0
     head, _, reply = answer.partition(b"\r\n\r\n")
     status = head.split(b" ", 2)[1] if head.count(b" ") >= 2 else b"0"
     if status != b"200":
         raise RuntimeError("PUT %s: %r %r" % (path, status, reply[:300]))
-    return took, json.loads(reply), t0_wall
+    reply = json.loads(reply)
+    reply["client_ms"] = [(t - t0) * 1e3 for t in stamps]
+    return took, reply, t0_wall
 
 
 def worker_times(port, generation, t0_wall, timeout=30):
@@ -315,6 +328,10 @@ def put_figures(port, reply, t0_wall):
             # (0 from a module that does not split its commit)
             "store_cpu_ms": reply.get("store_cpu_us", 0) / 1e3,
             "stage_cpu_ms": reply.get("stage_cpu_us", 0) / 1e3,
+            # (0 from a module without them, or nginx's body reader)
+            "body_ms": reply.get("body_us", 0) / 1e3,
+            "body_reads": reply.get("body_reads", 0),
+            "client_ms": reply["client_ms"],
             "workers": workers}
 
 
@@ -464,6 +481,15 @@ def main():
                       spread([r["stage_cpu_ms"] for r in rounds], "%.2f"),
                       spread([r["commit_cpu_ms"] - r["store_cpu_ms"] -
                               r["stage_cpu_ms"] for r in rounds], "%.2f")))
+            print("    the call, from its start: connected %s ms, request "
+                  "all sent (sendall returns) %s ms, the answer's first "
+                  "bytes %s ms; nginx's read of the body (headers' end to "
+                  "last byte) %s ms in %s reads" % (
+                      spread([r["client_ms"][0] for r in rounds], "%.2f"),
+                      spread([r["client_ms"][1] for r in rounds], "%.2f"),
+                      spread([r["client_ms"][2] for r in rounds], "%.2f"),
+                      spread([r["body_ms"] for r in rounds], "%.2f"),
+                      spread([r["body_reads"] for r in rounds], "%d")))
             print("    each worker's last apply (copy + apply wall / CPU ms):"
                   " %s" % "; ".join(", ".join("%.1f+%.1f/%.1f" % w
                                               for w in r["workers"])

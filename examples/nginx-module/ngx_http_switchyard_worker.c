@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 sw_worker_t sw_worker;
@@ -449,31 +448,6 @@ static void sw_timer_handler(ngx_event_t *ev) {
         ngx_add_timer(ev, SW_POLL_MS);
 }
 
-/* Maps the whole zone into this worker's page tables now, at start.
- * A forked worker inherits no page-table entries for a shared mapping, and
- * a page of the zone nobody has touched yet is not even allocated: without
- * this, the first documents a worker reads into the zone (or copies from
- * it) take a page fault per 4 KiB page, ~1,200-1,700 faults and ~1 ms for
- * the bench's 1 MB document, on the admin PUT's path. The zone then stays
- * resident (its configured size, shared once by every worker), as it would
- * after enough changes anyway. Contents are not touched (a write fault is
- * simulated, nothing is written). Kernels before 5.14 lack the advice:
- * their workers take the faults as before. */
-static void sw_zone_populate(ngx_shm_t *shm, ngx_log_t *log) {
-#if defined(__linux__)
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-    if (madvise(shm->addr, shm->size, MADV_POPULATE_WRITE) != 0)
-        ngx_log_error(NGX_LOG_INFO, log, ngx_errno,
-                      "switchyard: zone not populated at start (%uz bytes)",
-                      shm->size);
-#else
-    (void)shm;
-    (void)log;
-#endif
-}
-
 ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
     sy_error err;
@@ -484,7 +458,6 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     sw_worker.mcf = mcf;
     sw_worker.zone = mcf->zone->data;
     sw_worker.epoch = sw_worker.zone->sh->epoch;
-    sw_zone_populate(&mcf->zone->shm, cycle->log);
     /* the module offers no rollback: keep one copy of each source's
      * document, not the library's default eight (8 MB per worker for a
      * 1 MB document, and the copy at each commit lands in the buffer the

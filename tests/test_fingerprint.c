@@ -425,15 +425,7 @@ END_TEST
     ",\"predicates\":[\"Path=/" id "\"]}"
 
 static sy_router *fp_router(const char *doc) {
-    sy_router *r;
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
-    sy_error e;
-    if (doc)
-        ck_assert_msg(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e) == 0,
-                      "%s", e.message);
-    return r;
+    return sy_test_router(doc, doc ? strlen(doc) : 0);
 }
 
 static uint64_t live_fp(sy_router *r) {

@@ -87,13 +87,7 @@ static sy_router *router_new_of(void) {
                           ",{\"id\":\"g\",\"uri\":\"http://b\","
                           "\"order\":100,\"predicates\":[\"Method=POST\"]}");
     doc[o++] = ']';
-    sy_router *r;
-    sy_router_options ro = SY_ROUTER_OPTIONS_INIT;
-    ck_assert_int_eq(sy_router_new(&ro, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
-    sy_error e;
-    ck_assert_msg(sy_router_apply(r, "s", doc, o, NULL, &e) == 0, "%s",
-                  e.message);
+    sy_router *r = sy_test_router(doc, o);
     free(doc);
     return r;
 }

@@ -33,13 +33,7 @@ static char *doc_of(size_t n, int orders, size_t *len) {
 static sy_router *router_of(size_t n, int orders) {
     size_t len;
     char *d = doc_of(n, orders, &len);
-    sy_router *r;
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
-    sy_error e;
-    ck_assert_msg(sy_router_apply(r, "s", d, len, NULL, &e) == 0, "%s",
-                  e.message);
+    sy_router *r = sy_test_router(d, len);
     free(d);
     return r;
 }
@@ -251,13 +245,8 @@ START_TEST(ten_thousand_single_changes_rebuild_in_bounded_shares) {
         o += (size_t)mixed_route(doc + o, 256, i, 0);
     }
     doc[o++] = ']';
-    sy_router *r;
-    sy_router_options ro = SY_ROUTER_OPTIONS_INIT;
-    ck_assert_int_eq(sy_router_new(&ro, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_router *r = sy_test_router(doc, o);
     sy_error e;
-    ck_assert_msg(sy_router_apply(r, "s", doc, o, NULL, &e) == 0, "%s",
-                  e.message);
     free(doc);
     unsigned *gen = calloc(N, sizeof *gen); /* 0: live as loaded */
     bool *live = malloc(N * sizeof *live);

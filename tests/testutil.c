@@ -81,3 +81,15 @@ static void ta_free(void *d, void *p) {
 sy_allocator sy_test_allocator(sy_test_alloc *c) {
     return (sy_allocator){ta_malloc, ta_realloc, ta_free, c};
 }
+
+sy_router *sy_test_router(const char *doc, size_t len) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_error e;
+    if (doc)
+        ck_assert_msg(sy_router_apply(r, "s", doc, len, NULL, &e) == 0, "%s",
+                      e.message);
+    return r;
+}

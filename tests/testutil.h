@@ -26,4 +26,9 @@ typedef struct sy_test_alloc {
 } sy_test_alloc;
 sy_allocator sy_test_allocator(sy_test_alloc *c);
 
+/* A router with default options and one source "s" holding `doc` (len
+ * bytes; none when doc is NULL); the test fails with the apply's error
+ * message if the document is refused. */
+sy_router *sy_test_router(const char *doc, size_t len);
+
 #endif

@@ -510,6 +510,7 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
     builder b = {.a = a};
     sy__buf_init(&b.strings, a);
     uint32_t *slot_pos = NULL;
+    int rc = SY_OK;
     if (!ix || !routes || !placement || !pcost || !info)
         goto fail;
     if (n)
@@ -633,27 +634,14 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
     ix->bytes += sizeof *ix + (size_t)b.node_cap * sizeof(inode) +
                  (size_t)(b.edge_mask + 1) * sizeof(edge) + b.strings.cap +
                  (size_t)b.var_cap * sizeof *b.vars;
-    sy__free(a, b.pend);
-    sy__free(a, b.list_len);
-    sy__free(a, slot_pos);
-    sy__free(a, routes);
-    sy__free(a, placement);
-    sy__free(a, pcost);
-    sy__free(a, info);
     *out = ix;
-    return SY_OK;
+    goto done;
 
 fail:
+    rc = SY_ENOMEM;
     sy__free(a, b.nodes);
     sy__free(a, b.edges);
     sy__buf_free(&b.strings);
-    sy__free(a, b.pend);
-    sy__free(a, b.list_len);
-    sy__free(a, slot_pos);
-    sy__free(a, routes);
-    sy__free(a, placement);
-    sy__free(a, pcost);
-    sy__free(a, info);
     sy__free(a, b.vars);
     if (ix) {
         sy__free(a, ix->cands);
@@ -661,7 +649,15 @@ fail:
         sy__free(a, ix->hkeys);
     }
     sy__free(a, ix);
-    return SY_ENOMEM;
+done: /* the build's temporaries, whatever the outcome */
+    sy__free(a, b.pend);
+    sy__free(a, b.list_len);
+    sy__free(a, slot_pos);
+    sy__free(a, routes);
+    sy__free(a, placement);
+    sy__free(a, pcost);
+    sy__free(a, info);
+    return rc;
 }
 
 sy__index *sy__index_ref(sy__index *ix) {

@@ -193,14 +193,6 @@ void sw_worker_publish(int rc, const sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);
 
-/* ---- the routers' allocator (ngx_http_switchyard_alloc.c) ---- */
-
-/* malloc that keeps large freed blocks for the next large allocation;
- * one worker's thread only. */
-extern const sy_allocator sw_allocator;
-/* Free the kept blocks (the worker's router is gone). */
-void sw_alloc_release(void);
-
 /* ---- waking the other workers ---- */
 
 /* In the master, before the workers are forked (init_module): one pipe

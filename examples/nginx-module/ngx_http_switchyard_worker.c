@@ -458,13 +458,12 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     sw_worker.mcf = mcf;
     sw_worker.zone = mcf->zone->data;
     sw_worker.epoch = sw_worker.zone->sh->epoch;
-    /* the module offers no rollback: keep one copy of each source's
-     * document, not the library's default eight (8 MB per worker for a
-     * 1 MB document, and the copy at each commit lands in the buffer the
-     * previous commit wrote, still in cache, not in one written eight
-     * commits ago) */
+    /* the module offers no rollback: keep one generation of each
+     * source, not the library's default eight. The library's default
+     * allocator serves the routers: it keeps freed blocks of the size a
+     * document change needs, so a change's copies land in resident
+     * memory, not in fresh pages. */
     opts.history = 1;
-    opts.allocator = &sw_allocator;
     opts.strip_host_port = mcf->strip_host_port;
     opts.merge_slashes = mcf->merge_slashes;
     opts.escaped_slashes = (sy_escaped_slashes)mcf->escaped_slashes;
@@ -507,7 +506,6 @@ void sw_worker_stop(void) {
         sy_match_ctx_free(sw_worker.mctx);
     if (sw_worker.router)
         sy_router_free(sw_worker.router);
-    sw_alloc_release();
     free(sw_worker.hdrs);
     ngx_memzero(&sw_worker, sizeof sw_worker);
 }

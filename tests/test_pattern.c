@@ -101,10 +101,25 @@ START_TEST(one_pass_split_equals_the_plain_split) {
         bool dot_starts = false; /* a '.' first or after a '/' */
         for (size_t i = 0; i < len; i++)
             dot_starts |= buf[i] == '.' && (i == 0 || buf[i - 1] == '/');
+        bool odd = len && (memchr(buf, '%', len) || memchr(buf, ';', len));
+        bool empty = false; /* a decoded segment is empty */
+        for (size_t i = 0; i < a.count; i++)
+            empty |= a.dec[i].len == 0;
         unsigned want = (dot_starts ? SY_SEEN_DOT : 0u) |
                         (len && memchr(buf, '%', len) ? SY_SEEN_PCT : 0u) |
-                        (len && memchr(buf, ';', len) ? SY_SEEN_SEMI : 0u);
+                        (len && memchr(buf, ';', len) ? SY_SEEN_SEMI : 0u) |
+                        (!len || buf[0] != '/' ? SY_SEEN_UNROOTED : 0u) |
+                        SY_SEEN_ALWAYS;
+        /* EMPTY: set whenever a segment is empty, and exactly then when
+         * no segment needs decoding (else it may be set anyway) */
+        if (empty || (odd && (seen & SY_SEEN_EMPTY)))
+            want |= SY_SEEN_EMPTY;
         ck_assert_uint_eq(seen, want);
+        /* plain segments of a rooted path: that path, else none */
+        bool flat = len && buf[0] == '/' && !odd;
+        ck_assert(b.flat.ptr == (flat ? buf : NULL));
+        if (flat)
+            ck_assert_uint_eq(b.flat.len, len);
         free(buf);
     }
     sy__segments_free(&a, &A);

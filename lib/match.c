@@ -55,10 +55,27 @@ void sy_match_ctx_free(sy_match_ctx *c) {
     sy__free(&c->alloc, c);
 }
 
+/* What matching in s needs of its context and how its paths are split
+ * and normalised, worked out once per snapshot (snapshot.h). */
+void sy__match_prep_init(sy_snapshot *s) {
+    sy__match_prep *p = &s->prep;
+    p->fit_caps = s->max_vars + 8;
+    p->fit_groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
+    bool as_is = s->path_norm.mode == SY_PN_AS_IS;
+    /* a rooted path without a '.' starting a segment and without '%' is
+     * never changed by the normaliser, unless it merges slashes */
+    p->norm_mask = as_is
+                       ? 0
+                       : SY_SEEN_DOT | SY_SEEN_PCT | SY_SEEN_UNROOTED |
+                             (s->path_norm.merge_slashes ? SY_SEEN_ALWAYS : 0);
+    p->keep_escaped_slashes =
+        !as_is && s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
+}
+
 /* Grow scratch to the snapshot's needs (only allocation on this path). */
 static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
                                               const sy_snapshot *s) {
-    size_t need = (size_t)s->max_vars + 8;
+    size_t need = s->prep.fit_caps;
     if (c->caps_cap < need) {
         sy__capture *caps =
             sy__realloc(&c->alloc, c->caps, need * sizeof *caps);
@@ -69,7 +86,7 @@ static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
         c->ev.caps = caps;
         c->ev.caps_cap = need;
     }
-    uint32_t groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
+    uint32_t groups = s->prep.fit_groups;
     if (!c->md || c->md_groups < groups) {
         pcre2_match_data *md = pcre2_match_data_create(groups, c->gctx);
         if (!md)
@@ -80,13 +97,14 @@ static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
         c->md_groups = groups;
         c->ev.md = md;
     }
+    /* what fits now: the larger of each (a context serves any snapshot) */
+    c->fit_caps = c->caps_cap < UINT32_MAX ? (uint32_t)c->caps_cap : UINT32_MAX;
+    c->fit_groups = c->md_groups;
     return SY_OK;
 }
 
 static inline int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
-    uint32_t groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
-    if (c->caps_cap >= (size_t)s->max_vars + 8 && c->md &&
-        c->md_groups >= groups)
+    if (c->fit_caps >= s->prep.fit_caps && c->fit_groups >= s->prep.fit_groups)
         return SY_OK;
     return ctx_grow(c, s);
 }
@@ -171,25 +189,25 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     const sy__arena_chunk *h = c->scratch.head;
     if (h && (h->next || h->used))
         sy__arena_reset(&c->scratch);
-    c->path.keep_escaped_slashes =
-        s->path_norm.mode == SY_PN_NORMALIZE &&
-        s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
+    c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
     /* split first: the same pass tells whether the normaliser has anything
-     * to look at (a rooted path without '.' or '%' is never changed) */
+     * to look at (sy__match_prep_init's norm_mask) */
     sy_str path = (*reqp)->path;
     unsigned seen;
     if (!sy__segments_split_scan(&c->path, path, &c->scratch, &c->alloc, &seen))
         return SY_ENOMEM;
-    if (s->path_norm.mode != SY_PN_AS_IS &&
-        ((seen & (SY_SEEN_DOT | SY_SEEN_PCT)) || s->path_norm.merge_slashes ||
-         !path.len || path.ptr[0] != '/')) {
+    if (seen & s->prep.norm_mask) {
         if ((rc = normalize_path(c, s, reqp)))
             return rc;
-        if ((*reqp)->path.ptr != path.ptr &&
-            !sy__segments_split(&c->path, (*reqp)->path, &c->scratch,
-                                &c->alloc))
-            return SY_ENOMEM;
+        if ((*reqp)->path.ptr != path.ptr) {
+            if (!sy__segments_split(&c->path, (*reqp)->path, &c->scratch,
+                                    &c->alloc))
+                return SY_ENOMEM;
+            seen = SY_SEEN_EMPTY; /* not looked at again: may be */
+        }
     }
+    c->path_empty = (seen & SY_SEEN_EMPTY) != 0;
+    c->lazy_list = NULL;
     const sy_request *req = *reqp;
     sy_str host = host_for_match(s, req->host);
     c->host.count = 0;
@@ -320,9 +338,9 @@ static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
 }
 
 /* cand_holds for a candidate its inline data does not decide. */
-static __attribute__((noinline)) bool
-cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
-                const sy__cand *cd, int mbit, bool odd_host) {
+static bool cand_test(sy_match_ctx *c, const sy_snapshot *s,
+                      const sy__cand_list *l, const sy__cand *cd, int mbit,
+                      bool odd_host) {
     sy__eval *ev = &c->ev;
     if ((cd->flags & SY_CAND_WALK) && l->exact && !odd_host) {
         if (!(cd->flags & SY_CAND_WHOLE) ||
@@ -334,6 +352,46 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
             return true;
     }
     return candidate_fails(c, s, cd->slot, l->proof) < 0;
+}
+
+/* cand_test under the request's budget: the predicates it may run are
+ * the only part of a lookup that reads the budget (a regex, repeated
+ * values), so only they make it this thread's current one. */
+static __attribute__((noinline)) bool
+cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
+                const sy__cand *cd, int mbit, bool odd_host) {
+    sy__budget *saved;
+    sy__budget_enter(&c->budget, &saved);
+    bool ok = cand_test(c, s, l, cd, mbit, odd_host);
+    sy__budget_leave(saved);
+    return ok;
+}
+
+/* Whether a whole, walk-proven candidate's captures hold (no {var} on an
+ * empty segment) without taking them: they are taken on first read
+ * (caps_now). false: take them now (walk_caps decides). */
+static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
+                              const sy__cand *cd) {
+    if (cd->nvars > c->ev.caps_cap)
+        return false;
+    if (!l->host && c->path_empty) { /* host labels are never empty here */
+        const sy__cand_var *v = l->vars + cd->vars;
+        for (size_t k = 0; k < cd->nvars; k++)
+            if (!c->path.dec[v[k].seg].len)
+                return false;
+    }
+    c->lazy_list = l;
+    c->lazy_cand = cd;
+    return true;
+}
+
+/* The captures of the route found, taken now if caps_later left them. */
+static void caps_now(sy_match_ctx *c) {
+    if (c->lazy_list) {
+        c->ev.ncaps = 0;
+        walk_caps(&c->ev, c->lazy_list, c->lazy_cand);
+        c->lazy_list = NULL;
+    }
 }
 
 /* Does candidate `cd` of list `l` hold? The index's inline data first:
@@ -358,7 +416,7 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
         (mbit != 31 || cd->methods == UINT32_MAX)) {
         c->ev.ncaps = 0;
         c->ev.weight = NULL;
-        if (walk_caps(&c->ev, l, cd))
+        if (!cd->nvars || caps_later(c, l, cd))
             return true;
     }
     return cand_holds_rest(c, s, l, cd, mbit, odd_host);
@@ -383,8 +441,8 @@ static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
     return found_route(c, s, req, slot, sy__snapshot_slot(s, slot)->route);
 }
 
-static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
-                        const sy_request *req, sy_match **out) {
+static int match_linear_now(sy_match_ctx *c, const sy_snapshot *s,
+                            const sy_request *req, sy_match **out) {
     if (!host_labels(c))
         return SY_ENOMEM;
     for (size_t i = 0; i < s->route_count; i++) {
@@ -401,6 +459,18 @@ static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
             return SY_OK; /* no lower route may match instead */
     }
     return SY_OK;
+}
+
+/* The linear scan under the request's budget (cand_holds_rest). */
+static __attribute__((noinline)) int match_linear(sy_match_ctx *c,
+                                                  const sy_snapshot *s,
+                                                  const sy_request *req,
+                                                  sy_match **out) {
+    sy__budget *saved;
+    sy__budget_enter(&c->budget, &saved);
+    int rc = match_linear_now(c, s, req, out);
+    sy__budget_leave(saved);
+    return rc;
 }
 
 static bool valid_request(const sy_request *req) {
@@ -429,8 +499,9 @@ static void allow_add(sy_match_ctx *c, const char *name, size_t len) {
 }
 
 /* After a miss: 405 when a route failed only on its Method predicate(s):
- * every other predicate of it holds. Runs on misses only. */
-static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
+ * every other predicate of it holds. Runs on misses only, under the
+ * request's budget (method_reason). */
+static sy_nomatch method_reason_now(sy_match_ctx *c, const sy_snapshot *s) {
     c->allow_len = 0;
     c->allow[0] = '\0';
     host_labels(c); /* a failure is reported by the match (HOST_OOM) */
@@ -466,6 +537,15 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
     return c->allow_len ? SY_NOMATCH_METHOD : SY_NOMATCH_NO_ROUTE;
 }
 
+static __attribute__((noinline)) sy_nomatch
+method_reason(sy_match_ctx *c, const sy_snapshot *s) {
+    sy__budget *saved;
+    sy__budget_enter(&c->budget, &saved);
+    sy_nomatch r = method_reason_now(c, s);
+    sy__budget_leave(saved);
+    return r;
+}
+
 /* Both matchers: check arguments, complete the request, prepare. */
 static inline __attribute__((always_inline)) int
 match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
@@ -481,15 +561,14 @@ match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
     int rc = prepare(c, s, &req);
     if (rc)
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match, a reason */
-    /* one CPU budget for the whole request, filters included (budget.h) */
-    sy__budget *saved;
+    /* one CPU budget for the whole request, filters included (budget.h);
+     * it is made this thread's current one only where predicates run
+     * (match_linear, cand_holds_rest, method_reason) */
     sy__budget_start(&c->budget, &s->budget);
-    sy__budget_enter(&c->budget, &saved);
     rc = linear ? match_linear(c, s, req, out) : match_indexed(c, s, req, out);
     /* the 405 check runs predicates again: inside the same budget */
     if (rc == SY_OK && !*out && !c->budget.exhausted)
         c->nomatch = method_reason(c, s);
-    sy__budget_leave(saved);
     if (rc == SY_OK && c->budget.exhausted) {
         *out = NULL; /* stopped: no route, whatever was left to try */
         if (c->host_state == HOST_OOM) /* no labels: no answer */
@@ -657,10 +736,12 @@ const sy_route *sy_match_route(const sy_match *m) {
 }
 
 size_t sy_match_var_count(const sy_match *m) {
+    caps_now(m->ctx);
     return m->ctx->ev.ncaps;
 }
 
 void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
+    caps_now(m->ctx);
     const sy__eval *ev = &m->ctx->ev;
     sy_str none = {NULL, 0};
     if (name)
@@ -670,6 +751,7 @@ void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
 }
 
 sy_str sy_match_var_get(const sy_match *m, const char *name) {
+    caps_now(m->ctx);
     const sy__eval *ev = &m->ctx->ev;
     size_t len = strlen(name);
     /* the last capture of a name wins, as SCG merges the predicates'
@@ -685,6 +767,7 @@ sy__plan *sy__match_plan(const sy_match *cm) {
      * which the caller owns (one thread at a time) */
     sy_match *m = (sy_match *)(uintptr_t)cm;
     if (!m->plan_done) {
+        caps_now(m->ctx);
         const struct sy_route *d = m->snap->defaults;
         const sy__eval *ev = &m->ctx->ev;
         memset(&m->plan, 0, sizeof m->plan);

@@ -651,6 +651,7 @@ int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
     }
     if (rc)
         goto fail;
+    sy__match_prep_init(s);
     s->bytes = sizeof *s + s->slot_chunk_cap * sizeof(void *) +
                s->rank_nchunks * (sizeof(void *) + sizeof(size_t)) +
                ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(void *) +
@@ -697,10 +698,6 @@ const struct sy__service *sy__snapshot_service(const sy_snapshot *s,
 }
 
 /* ---- public read-only API ---- */
-
-const sy_snapshot *sy__snapshot_from_handle(const sy_snapshot *handle) {
-    return (const sy_snapshot *)sy__pub_ref_obj((sy__pub_ref)handle);
-}
 
 uint64_t sy_snapshot_generation(const sy_snapshot *h) {
     return sy__snapshot_from_handle(h)->generation;

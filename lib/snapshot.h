@@ -83,8 +83,22 @@ typedef struct sy__rank_chunk {
     uint32_t e[SY_RANK_CHUNK_MAX];
 } sy__rank_chunk;
 
+/* What every match reads of its snapshot before it looks at the request,
+ * worked out once when the snapshot is built (sy__match_prep_init,
+ * match.c; called at the end of sy__snapshot_derive) so the request path
+ * reads it instead of recomputing it per match. */
+typedef struct sy__match_prep {
+    uint32_t fit_caps;   /* capture slots a context needs (max_vars + 8) */
+    uint32_t fit_groups; /* match-data groups it needs (>= 16) */
+    /* SY_SEEN_* bits (pattern.h) of a path that send it to the path
+     * normaliser: none for SY_PN_AS_IS, ALWAYS when merging slashes */
+    uint8_t norm_mask;
+    bool keep_escaped_slashes; /* the split keeps %2F and %5C encoded */
+} sy__match_prep;
+
 struct sy_snapshot {
-    sy__pub_obj pub; /* first: the publication header */
+    sy__pub_obj pub;     /* first: the publication header */
+    sy__match_prep prep; /* read first by every match */
     const sy__alloc *alloc;
     uint64_t generation;
     /* route-sequence fingerprint, kept up to date per change
@@ -221,6 +235,12 @@ size_t sy__overlay_lookup(const sy__overlay *const *ov, size_t nov,
                           size_t cap);
 
 /* The snapshot behind a handle returned by acquire (untags it). */
-const sy_snapshot *sy__snapshot_from_handle(const sy_snapshot *handle);
+static inline const sy_snapshot *
+sy__snapshot_from_handle(const sy_snapshot *handle) {
+    return (const sy_snapshot *)sy__pub_ref_obj((sy__pub_ref)handle);
+}
+
+/* Fill s->prep from s's configuration and needs (match.c). */
+void sy__match_prep_init(sy_snapshot *s);
 
 #endif

@@ -11,7 +11,8 @@
  */
 #include "match.h"
 
-#include "index_int.h" /* index_host_exact, inline */
+#include "index_int.h"     /* index_host_exact, inline */
+#include "pattern_split.h" /* sy__segments_split_fast, inline */
 
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
@@ -53,23 +54,6 @@ void sy_match_ctx_free(sy_match_ctx *c) {
     sy__budget_free(&c->budget);
     pcre2_general_context_free(c->gctx);
     sy__free(&c->alloc, c);
-}
-
-/* What matching in s needs of its context and how its paths are split
- * and normalised, worked out once per snapshot (snapshot.h). */
-void sy__match_prep_init(sy_snapshot *s) {
-    sy__match_prep *p = &s->prep;
-    p->fit_caps = s->max_vars + 8;
-    p->fit_groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
-    bool as_is = s->path_norm.mode == SY_PN_AS_IS;
-    /* a rooted path without a '.' starting a segment and without '%' is
-     * never changed by the normaliser, unless it merges slashes */
-    p->norm_mask = as_is
-                       ? 0
-                       : SY_SEEN_DOT | SY_SEEN_PCT | SY_SEEN_UNROOTED |
-                             (s->path_norm.merge_slashes ? SY_SEEN_ALWAYS : 0);
-    p->keep_escaped_slashes =
-        !as_is && s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
 }
 
 /* Grow scratch to the snapshot's needs (only allocation on this path). */
@@ -194,7 +178,11 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
      * to look at (sy__match_prep_init's norm_mask) */
     sy_str path = (*reqp)->path;
     unsigned seen;
-    if (!sy__segments_split_scan(&c->path, path, &c->scratch, &c->alloc, &seen))
+    int split = sy__segments_split_fast(&c->path, path, &c->alloc, &seen);
+    if (split < 0)
+        split = sy__segments_split_scan(&c->path, path, &c->scratch, &c->alloc,
+                                        &seen);
+    if (!split)
         return SY_ENOMEM;
     if (seen & s->prep.norm_mask) {
         if ((rc = normalize_path(c, s, reqp)))

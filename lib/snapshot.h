@@ -84,9 +84,9 @@ typedef struct sy__rank_chunk {
 } sy__rank_chunk;
 
 /* What every match reads of its snapshot before it looks at the request,
- * worked out once when the snapshot is built (sy__match_prep_init,
- * match.c; called at the end of sy__snapshot_derive) so the request path
- * reads it instead of recomputing it per match. */
+ * worked out once when the snapshot is built (match_prep_init at the end
+ * of sy__snapshot_derive, snapshot.c) so the request path reads it
+ * instead of recomputing it per match (match.c's prepare). */
 typedef struct sy__match_prep {
     uint32_t fit_caps;   /* capture slots a context needs (max_vars + 8) */
     uint32_t fit_groups; /* match-data groups it needs (>= 16) */
@@ -239,8 +239,5 @@ static inline const sy_snapshot *
 sy__snapshot_from_handle(const sy_snapshot *handle) {
     return (const sy_snapshot *)sy__pub_ref_obj((sy__pub_ref)handle);
 }
-
-/* Fill s->prep from s's configuration and needs (match.c). */
-void sy__match_prep_init(sy_snapshot *s);
 
 #endif

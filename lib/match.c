@@ -31,6 +31,7 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     c->ev.path = &c->path;
     c->ev.host = &c->host;
     c->ev.scratch = &c->scratch;
+    c->m.ctx = c; /* the result a match returns is always this one */
     c->gctx = sy__re_general_context_new(&c->alloc);
     if (!c->gctx || !sy__budget_init(&c->budget, c->gctx)) {
         if (c->gctx)
@@ -413,14 +414,13 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
 static sy_match *found_route(sy_match_ctx *c, const sy_snapshot *s,
                              const sy_request *req, uint32_t slot,
                              const struct sy_route *r) {
-    sy_match *m = &c->m;
-    m->ctx = c;
+    sy_match *m = &c->m; /* m->ctx is c (sy_match_ctx_new); plan_rc is
+                          * set with the plan */
     m->snap = s;
     m->req = req;
     m->slot = slot;
     m->route = r;
     m->plan_done = false;
-    m->plan_rc = 0;
     return m;
 }
 
@@ -463,6 +463,16 @@ static __attribute__((noinline)) int match_linear(sy_match_ctx *c,
 
 static bool valid_request(const sy_request *req) {
     return req && req->size >= sizeof(sy_request) - sizeof(int64_t);
+}
+
+/* The arguments of a match: a branch each (no flag arithmetic). */
+static inline bool valid_args(const sy_snapshot *h, const sy_match_ctx *c,
+                              const sy_request *req, sy_match **out) {
+    if (__builtin_expect(!h, 0) || __builtin_expect(!c, 0) ||
+        __builtin_expect(!out, 0) || __builtin_expect(!req, 0))
+        return false;
+    return __builtin_expect(req->size >= sizeof(sy_request) - sizeof(int64_t),
+                            1);
 }
 
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
@@ -538,7 +548,7 @@ method_reason(sy_match_ctx *c, const sy_snapshot *s) {
 static inline __attribute__((always_inline)) int
 match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
              sy_match **out, bool linear) {
-    if (!h || !c || !out || !valid_request(req))
+    if (!valid_args(h, c, req, out))
         return SY_EINVAL;
     *out = NULL;
     c->nomatch = SY_NOMATCH_NONE;

@@ -205,7 +205,7 @@ static __attribute__((noinline)) bool split_long(sy__segments *segs,
         else if (dots && dec[i].ptr[0] == '.')
             flags |= SY_SEEN_DOT;
     }
-    *seen = flags;
+    *seen = flags | SY_SEEN_ALWAYS;
     return true;
 }
 
@@ -266,11 +266,9 @@ bool sy__segments_split_scan(sy__segments *segs, sy_str path,
 #if defined(__SSE2__)
     bool ok = true;
     if (len <= 64 ? sy__split_short(segs, p, len, alloc, seen, &ok)
-                  : split_long(segs, p, len, alloc, seen, &ok)) {
-        *seen |= SY_SEEN_ALWAYS;
+                  : split_long(segs, p, len, alloc, seen, &ok))
         return ok;
-    }
-    /* a '%' or ';' stopped the scan: look at the whole path again */
+        /* a '%' or ';' stopped the scan: look at the whole path again */
 #endif
     unsigned f = SY_SEEN_ALWAYS | SY_SEEN_EMPTY; /* EMPTY: maybe */
     if (p[0] != '/')

@@ -126,22 +126,25 @@ sy__split_short(sy__segments *segs, const char *p, size_t len,
         return false;
     if (!sy__segs_room(segs, 65, alloc)) /* at most one a byte, and the last */
         return *ok = false, true;
-    sy_str *dec = segs->dec;
+    sy_str *dec = segs->dec, *o = dec;
     segs->raw = dec;
-    size_t rooted = sl & 1, begin = rooted, n = 0;
-    unsigned flags = rooted ? 0 : SY_SEEN_UNROOTED;
-    if ((sl & (sl >> 1)) | (sl >> (len - 1)))
-        flags |= SY_SEEN_EMPTY;
-    if (dot & ((sl << 1) | 1))
-        flags |= SY_SEEN_DOT;
+    uint64_t rooted = sl & 1;
+    /* what the matcher must look at: each test rare, so tested once */
+    uint64_t dots = dot & ((sl << 1) | 1);
+    uint64_t empty = (sl & (sl >> 1)) | (sl >> (len - 1));
+    unsigned flags = SY_SEEN_ALWAYS;
+    if (__builtin_expect((dots | empty | (rooted ^ 1)) != 0, 0))
+        flags |= (dots ? SY_SEEN_DOT : 0u) | (empty ? SY_SEEN_EMPTY : 0u) |
+                 (rooted ? 0u : SY_SEEN_UNROOTED);
     *seen = flags;
-    for (uint64_t m = sl & ~(uint64_t)rooted; m; m &= m - 1) {
-        size_t at = (size_t)__builtin_ctzll(m);
-        dec[n++] = (sy_str){p + begin, at - begin};
-        begin = at + 1;
+    const char *b = p + rooted; /* the segment's first byte */
+    for (uint64_t m = sl & ~rooted; m; m &= m - 1) {
+        const char *e = p + __builtin_ctzll(m);
+        *o++ = (sy_str){b, (size_t)(e - b)};
+        b = e + 1;
     }
-    dec[n] = (sy_str){p + begin, len - begin};
-    segs->count = n + 1;
+    *o = (sy_str){b, (size_t)(p + len - b)};
+    segs->count = (size_t)(o - dec) + 1;
     segs->flat = (sy_str){rooted ? p : NULL, len};
     return true;
 }
@@ -152,7 +155,8 @@ sy__split_short(sy__segments *segs, const char *p, size_t len,
  * sy__segments_split_scan for the common path: 1..64 bytes, no '%' or
  * ';'. Returns 1 when done (*seen as split_scan gives it), 0 on
  * allocation failure, -1 when the path is not one of those (nothing
- * done: call sy__segments_split_scan).
+ * done: call sy__segments_split_scan). Leaves segs->lead and trail as
+ * they are (false: only a host split sets them, never on a path's).
  */
 static inline __attribute__((always_inline)) int
 sy__segments_split_fast(sy__segments *segs, sy_str path, const sy__alloc *alloc,
@@ -160,11 +164,8 @@ sy__segments_split_fast(sy__segments *segs, sy_str path, const sy__alloc *alloc,
 #if defined(__SSE2__)
     if (path.len - 1 < 64) {
         bool ok = true;
-        if (sy__split_short(segs, path.ptr, path.len, alloc, seen, &ok)) {
-            segs->lead = segs->trail = false;
-            *seen |= SY_SEEN_ALWAYS;
+        if (sy__split_short(segs, path.ptr, path.len, alloc, seen, &ok))
             return ok;
-        }
     }
 #else
     (void)segs, (void)path, (void)alloc, (void)seen;

@@ -174,28 +174,31 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     const sy__arena_chunk *h = c->scratch.head;
     if (h && (h->next || h->used))
         sy__arena_reset(&c->scratch);
-    c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
     /* split first: the same pass tells whether the normaliser has anything
-     * to look at (sy__match_prep_init's norm_mask) */
+     * to look at (match_prep_init's norm_mask, snapshot.c); the inline
+     * split decodes nothing, so only the others read keep_escaped_slashes */
     sy_str path = (*reqp)->path;
     unsigned seen;
     int split = sy__segments_split_fast(&c->path, path, &c->alloc, &seen);
-    if (split < 0)
+    if (split < 0) {
+        c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
         split = sy__segments_split_scan(&c->path, path, &c->scratch, &c->alloc,
                                         &seen);
+    }
     if (!split)
         return SY_ENOMEM;
     if (seen & s->prep.norm_mask) {
         if ((rc = normalize_path(c, s, reqp)))
             return rc;
         if ((*reqp)->path.ptr != path.ptr) {
+            c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
             if (!sy__segments_split(&c->path, (*reqp)->path, &c->scratch,
                                     &c->alloc))
                 return SY_ENOMEM;
             seen = SY_SEEN_EMPTY; /* not looked at again: may be */
         }
     }
-    c->path_empty = (seen & SY_SEEN_EMPTY) != 0;
+    c->path_seen = seen;
     c->lazy_list = NULL;
     const sy_request *req = *reqp;
     sy_str host = host_for_match(s, req->host);
@@ -363,7 +366,7 @@ static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
                               const sy__cand *cd) {
     if (cd->nvars > c->ev.caps_cap)
         return false;
-    if (!l->host && c->path_empty) { /* host labels are never empty here */
+    if (!l->host && (c->path_seen & SY_SEEN_EMPTY)) { /* labels never are */
         const sy__cand_var *v = l->vars + cd->vars;
         for (size_t k = 0; k < cd->nvars; k++)
             if (!c->path.dec[v[k].seg].len)

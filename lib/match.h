@@ -48,8 +48,9 @@ struct sy_match_ctx {
     /* what the scratch fits (sy__match_prep's fit_*; 0 before the first
      * match), so a match checks it against its snapshot's with two loads */
     uint32_t fit_caps, fit_groups;
-    /* the path may have an empty segment (SY_SEEN_EMPTY of its split) */
-    bool path_empty;
+    /* what the path's split saw (SY_SEEN_*, pattern.h): with EMPTY clear,
+     * no segment is empty */
+    unsigned path_seen;
     /* the captures of the route found, when a walk proved it whole: taken
      * from the request's segments on first read (caps_now, match.c), as a
      * host that reads none pays nothing for them; NULL when ev.caps holds

@@ -96,7 +96,7 @@ static inline int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
 
 /* The host as matched: port removed when the router strips it. */
 static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
-    if (!s->strip_host_port || !host.len)
+    if (!s->prep.strip_host_port || !host.len)
         return host;
     size_t end = host.len;
     size_t start = 0;
@@ -128,7 +128,7 @@ static uint64_t draw_seed(sy_match_ctx *c, const sy_snapshot *s) {
  * without a seed gets one when some route draws a Weight. */
 static const sy_request *full_request(sy_match_ctx *c, const sy_snapshot *s,
                                       const sy_request *req) {
-    bool seed = req->seed == 0 && s->weight_count > 0;
+    bool seed = req->seed == 0 && s->prep.weights;
     if (req->size >= sizeof(sy_request) && !seed)
         return req;
     static const sy_request defaults = SY_REQUEST_INIT;
@@ -205,13 +205,13 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     c->host.count = 0;
     /* see host_labels (lead and trail are read for host lists only, which
      * a split or the whole-host table's answer sets) */
-    c->host_state = s->needs_host && host.len ? HOST_PENDING : HOST_READY;
+    c->host_state = s->prep.needs_host && host.len ? HOST_PENDING : HOST_READY;
     sy__eval *ev = &c->ev;
     ev->req = req;
     ev->host_str = host;
-    ev->now_ms = req->now_ms || !s->needs_time ? req->now_ms
-                 : s->clock_ms                 ? s->clock_ms(s->clock_data)
-                                               : sy__now_realtime_ms();
+    ev->now_ms = req->now_ms || !s->prep.needs_time ? req->now_ms
+                 : s->clock_ms                      ? s->clock_ms(s->clock_data)
+                                                    : sy__now_realtime_ms();
     ev->weight = NULL;
     ev->ncaps = 0;
     return SY_OK;
@@ -557,7 +557,7 @@ match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
     c->nomatch = SY_NOMATCH_NONE;
     c->method_miss_count = 0;
     const sy_snapshot *s = sy__snapshot_from_handle(h);
-    if (req->size < sizeof(sy_request) || (!req->seed && s->weight_count))
+    if (req->size < sizeof(sy_request) || (!req->seed && s->prep.weights))
         req = full_request(c, s, req);
     int rc = prepare(c, s, &req);
     if (rc)

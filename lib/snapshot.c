@@ -318,6 +318,10 @@ static void match_prep_init(sy_snapshot *s) {
                              (s->path_norm.merge_slashes ? SY_SEEN_ALWAYS : 0);
     p->keep_escaped_slashes =
         !as_is && s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
+    p->strip_host_port = s->strip_host_port;
+    p->needs_host = s->needs_host;
+    p->needs_time = s->needs_time;
+    p->weights = s->weight_count > 0;
 }
 
 static int copy_config(sy_snapshot *s, const sy_snapshot *base,

@@ -94,6 +94,9 @@ typedef struct sy__match_prep {
      * normaliser: none for SY_PN_AS_IS, ALWAYS when merging slashes */
     uint8_t norm_mask;
     bool keep_escaped_slashes; /* the split keeps %2F and %5C encoded */
+    /* copies of the fields below, here on the line a match reads first */
+    bool strip_host_port, needs_host, needs_time;
+    bool weights; /* weight_count > 0 */
 } sy__match_prep;
 
 struct sy_snapshot {

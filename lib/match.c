@@ -607,6 +607,10 @@ static inline int method_bit(sy_str m) {
     return sy__method_bit(m);
 }
 
+static int match_merge(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_request *req, sy_match **out, size_t n,
+                       int mbit);
+
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
     int mbit = method_bit(req->method);
@@ -659,7 +663,14 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         return SY_OK;
     }
 
-    /* k-way merge by rank key; the first route that holds wins */
+    return match_merge(c, s, req, out, n, mbit);
+}
+
+/* Several lists: a k-way merge by rank key; the first route that holds
+ * wins. Out of line, so the one-list path above keeps its registers. */
+static __attribute__((noinline)) int
+match_merge(sy_match_ctx *c, const sy_snapshot *s, const sy_request *req,
+            sy_match **out, size_t n, int mbit) {
     for (size_t i = 0; i < n; i++)
         c->heads[i] = 0;
     uint64_t last = UINT64_MAX;

@@ -212,8 +212,8 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     ev->now_ms = req->now_ms || !s->prep.needs_time ? req->now_ms
                  : s->clock_ms                      ? s->clock_ms(s->clock_data)
                                                     : sy__now_realtime_ms();
-    ev->weight = NULL;
-    ev->ncaps = 0;
+    /* ev->weight and ev->ncaps are set by whatever evaluates predicates
+     * or takes captures, before it does */
     return SY_OK;
 }
 
@@ -338,8 +338,7 @@ static bool cand_test(sy_match_ctx *c, const sy_snapshot *s,
         if (!(cd->flags & SY_CAND_WHOLE) ||
             (mbit == 31 && cd->methods != UINT32_MAX))
             return walk_rest_holds(c, s, l, cd);
-        ev->ncaps = 0;
-        ev->weight = NULL;
+        ev->ncaps = 0; /* a whole route: no predicate to evaluate */
         if (walk_caps(ev, l, cd))
             return true;
     }
@@ -406,9 +405,11 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
     bool odd_host = l->host && (c->host.lead || c->host.trail);
     if ((cd->flags & SY_CAND_WHOLE) && l->exact && !odd_host &&
         (mbit != 31 || cd->methods == UINT32_MAX)) {
-        c->ev.ncaps = 0;
-        c->ev.weight = NULL;
-        if (!cd->nvars || caps_later(c, l, cd))
+        if (!cd->nvars) {
+            c->ev.ncaps = 0;
+            return true;
+        }
+        if (caps_later(c, l, cd)) /* caps_now sets ncaps */
             return true;
     }
     return cand_holds_rest(c, s, l, cd, mbit, odd_host);

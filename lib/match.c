@@ -643,11 +643,12 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
 
     if (n == 1) { /* the common case: one list, already in rank order */
         const sy__cand_list *l = &c->lists[0];
-        for (uint32_t i = 0; i < l->len; i++) {
-            const sy__cand *cd = &l->c[i];
+        /* the bounds in locals: the stores below could alias the list */
+        const uint32_t bit = 1u << mbit;
+        for (const sy__cand *cd = l->c, *end = cd + l->len; cd < end; cd++) {
             /* the method bit first, inline; a refused candidate's slot
              * is read only when a 405 could still be recorded */
-            if (!((cd->methods >> mbit) & 1u)) {
+            if (!(cd->methods & bit)) {
                 if (c->method_miss_count < MAX_METHOD_MISSES &&
                     sy__snapshot_slot(s, cd->slot)->route)
                     c->method_misses[c->method_miss_count++] = cd->slot;

@@ -617,16 +617,19 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     int mbit = method_bit(req->method);
     /* an empty Host matches no Host pattern (as SCG's null host): its
      * routes are no candidates, and no walk may prove them. A host the
-     * whole-host table knows needs no labels and no host walk. */
-    const sy__segments *host = c->ev.host_str.len ? &c->host : NULL;
+     * whole-host table knows needs no labels and no host walk. Without
+     * Host predicates (HOST_READY, no labels) there is no host walk
+     * either. */
+    const sy__segments *host = NULL;
     size_t pre = 0;
     if (c->host_state == HOST_PENDING) { /* a host; Host predicates */
         if (index_host_exact(s->base, c->ev.host_str, &c->lists[0])) {
-            pre = 1;
-            host = NULL; /* no labels: a host list sees no odd end */
+            pre = 1; /* no labels: a host list sees no odd end */
             c->host.lead = c->host.trail = false;
         } else if (!host_labels(c)) {
             return SY_ENOMEM;
+        } else {
+            host = &c->host;
         }
     }
     size_t n = sy__index_lookup(s->base, &c->path, host, mbit, c->lists + pre,

@@ -223,7 +223,10 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
  * labels stay empty and the match reports SY_ENOMEM (HOST_OOM). */
 static __attribute__((noinline)) void host_split_now(sy_match_ctx *c) {
     c->host_state = HOST_READY;
-    if (!sy__segments_split_host(&c->host, c->ev.host_str, &c->alloc)) {
+    int r = sy__segments_split_host_fast(&c->host, c->ev.host_str, &c->alloc);
+    if (r < 0)
+        r = sy__segments_split_host(&c->host, c->ev.host_str, &c->alloc);
+    if (!r) {
         c->host.count = 0;
         c->host.lead = c->host.trail = false;
         c->host_state = HOST_OOM;

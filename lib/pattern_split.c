@@ -216,34 +216,9 @@ static bool split_host_fast(sy__segments *segs, sy_str s,
     const char *p = s.ptr;
     size_t len = s.len, begin = 0, n = 0;
     static const char empty[1] = "";
-    if (len - 1 < 64) { /* 1..64 bytes: one '.' mask, one loop */
-        uint64_t dot, odd;
-        path_masks(p, len, &dot, &odd);
-        /* at most 33 labels, the lead and the trail one */
-        if (!sy__segs_room(segs, 36, alloc))
-            return false;
-        sy_str *dec = segs->dec, *o = dec;
-        segs->raw = dec;
-        segs->flat = (sy_str){NULL, 0};
-        bool lead = dot & 1, trail = (dot >> (len - 1)) & 1;
-        segs->lead = lead;
-        segs->trail = trail;
-        *o = (sy_str){empty, 0};
-        o += lead;
-        const char *b = p; /* the label's first byte */
-        for (uint64_t m = dot; m; m &= m - 1) {
-            const char *e = p + __builtin_ctzll(m);
-            *o = (sy_str){b, (size_t)(e - b)};
-            o += e > b; /* empty labels dropped */
-            b = e + 1;
-        }
-        *o = (sy_str){b, (size_t)(p + len - b)};
-        o += p + len > b;
-        *o = (sy_str){empty, 0};
-        o += trail;
-        segs->count = (size_t)(o - dec);
-        return true;
-    }
+    int r = sy__split_host_short(segs, s, alloc);
+    if (r >= 0)
+        return r;
     segs->count = 0;
     segs->flat = (sy_str){NULL, 0};
     bool lead = len > 0 && p[0] == '.';

@@ -149,6 +149,46 @@ sy__split_short(sy__segments *segs, const char *p, size_t len,
     return true;
 }
 
+/*
+ * sy__segments_split_host for a host of 1..64 bytes: one '.' mask, one
+ * loop over its bits, empty labels dropped without a branch. Returns 1
+ * when done, 0 on allocation failure, -1 for any other length (nothing
+ * done). Inline, so the matcher's host split makes no second call.
+ */
+static inline __attribute__((always_inline)) int
+sy__split_host_short(sy__segments *segs, sy_str host, const sy__alloc *alloc) {
+    static const char empty[1] = "";
+    const char *p = host.ptr;
+    size_t len = host.len;
+    if (len - 1 >= 64)
+        return -1;
+    uint64_t dot, odd;
+    path_masks(p, len, &dot, &odd);
+    /* at most 33 labels, the lead and the trail one */
+    if (!sy__segs_room(segs, 36, alloc))
+        return 0;
+    sy_str *dec = segs->dec, *o = dec;
+    segs->raw = dec;
+    segs->flat = (sy_str){NULL, 0};
+    bool lead = dot & 1, trail = (dot >> (len - 1)) & 1;
+    segs->lead = lead;
+    segs->trail = trail;
+    *o = (sy_str){empty, 0};
+    o += lead;
+    const char *b = p; /* the label's first byte */
+    for (uint64_t m = dot; m; m &= m - 1) {
+        const char *e = p + __builtin_ctzll(m);
+        *o = (sy_str){b, (size_t)(e - b)};
+        o += e > b; /* empty labels dropped */
+        b = e + 1;
+    }
+    *o = (sy_str){b, (size_t)(p + len - b)};
+    o += p + len > b;
+    *o = (sy_str){empty, 0};
+    o += trail;
+    segs->count = (size_t)(o - dec);
+    return 1;
+}
 #endif
 
 /*
@@ -171,6 +211,19 @@ sy__segments_split_fast(sy__segments *segs, sy_str path, const sy__alloc *alloc,
     (void)segs, (void)path, (void)alloc, (void)seen;
 #endif
     return -1;
+}
+
+/* sy__segments_split_host for a host of 1..64 bytes (1 done, 0 out of
+ * memory, -1: call sy__segments_split_host). */
+static inline __attribute__((always_inline)) int
+sy__segments_split_host_fast(sy__segments *segs, sy_str host,
+                             const sy__alloc *alloc) {
+#if defined(__SSE2__)
+    return sy__split_host_short(segs, host, alloc);
+#else
+    (void)segs, (void)host, (void)alloc;
+    return -1;
+#endif
 }
 
 #endif

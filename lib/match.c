@@ -201,19 +201,27 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     c->path_seen = seen;
     c->lazy_list = NULL;
     const sy_request *req = *reqp;
-    sy_str host = host_for_match(s, req->host);
+    sy__eval *ev = &c->ev;
+    ev->req = req;
     c->host.count = 0;
+    /* ev->weight and ev->ncaps are set by whatever evaluates predicates
+     * or takes captures, before it does */
+    if (__builtin_expect(!s->prep.host_or_time, 1)) {
+        /* no port to strip, no Host and no time predicate: the host as
+         * given, no labels, the request's time */
+        c->host_state = HOST_READY;
+        ev->host_str = req->host;
+        ev->now_ms = req->now_ms;
+        return SY_OK;
+    }
+    sy_str host = host_for_match(s, req->host);
     /* see host_labels (lead and trail are read for host lists only, which
      * a split or the whole-host table's answer sets) */
     c->host_state = s->prep.needs_host && host.len ? HOST_PENDING : HOST_READY;
-    sy__eval *ev = &c->ev;
-    ev->req = req;
     ev->host_str = host;
     ev->now_ms = req->now_ms || !s->prep.needs_time ? req->now_ms
                  : s->clock_ms                      ? s->clock_ms(s->clock_data)
                                                     : sy__now_realtime_ms();
-    /* ev->weight and ev->ncaps are set by whatever evaluates predicates
-     * or takes captures, before it does */
     return SY_OK;
 }
 

@@ -321,6 +321,7 @@ static void match_prep_init(sy_snapshot *s) {
     p->strip_host_port = s->strip_host_port;
     p->needs_host = s->needs_host;
     p->needs_time = s->needs_time;
+    p->host_or_time = s->strip_host_port || s->needs_host || s->needs_time;
     p->weights = s->weight_count > 0;
 }
 

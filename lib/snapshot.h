@@ -96,7 +96,8 @@ typedef struct sy__match_prep {
     bool keep_escaped_slashes; /* the split keeps %2F and %5C encoded */
     /* copies of the fields below, here on the line a match reads first */
     bool strip_host_port, needs_host, needs_time;
-    bool weights; /* weight_count > 0 */
+    bool host_or_time; /* any of those three */
+    bool weights;      /* weight_count > 0 */
 } sy__match_prep;
 
 struct sy_snapshot {

@@ -109,31 +109,35 @@ static inline bool edge_is(const edge *e, const char *strings, uint32_t parent,
                                        s + KEY_BYTES, len - KEY_BYTES) == 0);
 }
 
-/* Edge `e` is segment `seg` (its words and length; the tail of a long
- * one in the pool): no hash needed. */
-static inline bool edge_has(const edge *e, const char *strings, sy_str seg) {
-    size_t len = seg.len;
-    const char *s = seg.ptr;
-    if ((e->len_tag & 0xffff) != len || len > UINT16_MAX)
-        return false;
-    uint64_t w0, w1;
+/* segment_key's words alone (no hash): what a node's own key is compared
+ * with. */
+static inline void segment_words(const char *s, size_t len, uint64_t *w0,
+                                 uint64_t *w1) {
     if (len >= 8) {
-        w0 = sy__load_u64(s);
-        w1 = len >= 16 ? sy__load_u64(s + 8) : sy__load_u64(s + len - 8);
+        *w0 = sy__load_u64(s);
+        *w1 = len >= 16 ? sy__load_u64(s + 8) : sy__load_u64(s + len - 8);
     } else if (len >= 4) {
-        w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
-        w1 = 0;
+        *w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
+        *w1 = 0;
     } else if (len) {
-        w0 = (uint64_t)(unsigned char)s[0] |
-             (uint64_t)(unsigned char)s[len / 2] << 8 |
-             (uint64_t)(unsigned char)s[len - 1] << 16;
-        w1 = 0;
+        *w0 = (uint64_t)(unsigned char)s[0] |
+              (uint64_t)(unsigned char)s[len / 2] << 8 |
+              (uint64_t)(unsigned char)s[len - 1] << 16;
+        *w1 = 0;
     } else {
-        w0 = w1 = 0;
+        *w0 = *w1 = 0;
     }
-    return e->w0 == w0 && e->w1 == w1 &&
-           (len <= KEY_BYTES || memcmp(strings + e->str_off + KEY_BYTES,
-                                       s + KEY_BYTES, len - KEY_BYTES) == 0);
+}
+
+/* Node `x`'s edge is segment (w0, w1, len; s its text): a longer one's
+ * bytes from the 9th on are in the index's strings at x->w1. */
+static inline bool node_is(const xnode *x, const char *strings, uint64_t w0,
+                           uint64_t w1, const char *s, size_t len) {
+    if (x->len != len || x->w0 != w0)
+        return false;
+    if (len <= KEY_BYTES)
+        return x->w1 == w1;
+    return memcmp(strings + x->w1, s + 8, len - 8) == 0;
 }
 
 uint32_t new_node(builder *b) {
@@ -447,6 +451,196 @@ static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
     return true;
 }
 
+/* ---- the layout (index_int.h) ---- */
+
+bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes) {
+    memset(L, 0, sizeof *L);
+    L->up = sy__malloc(a, (size_t)nodes * 2 * sizeof *L->up);
+    L->live = sy__calloc(a, nodes, sizeof *L->live);
+    L->kids = sy__calloc(a, nodes, 1);
+    L->cstart = sy__malloc(a, ((size_t)nodes + 1) * sizeof *L->cstart);
+    if (!L->up || !L->live || !L->kids || !L->cstart)
+        return false;
+    L->eslot = L->up + nodes;
+    L->cstart[0] = 0;
+    return true;
+}
+
+static inline bool has_wild(const inode *nd) {
+    return (nd->wild & WILD_MASK) != WILD_NONE;
+}
+
+/* Lists that a node's u16 lengths and one offset cannot say. */
+static inline bool needs_side(const inode *nd) {
+    return nd->term.len >= UINT16_MAX || nd->multi.len >= UINT16_MAX ||
+           (nd->term.len && nd->multi.len &&
+            nd->multi.off != nd->term.off + nd->term.len);
+}
+
+static inline size_t edge_len(const builder *b, const layout *L, uint32_t n) {
+    return n > ROOT_HOST && (L->up[n] & 1u)
+               ? b->edges[L->eslot[n]].len_tag & 0xffff
+               : 0;
+}
+
+void layout_count(const builder *b, layout *L, uint32_t n) {
+    uint32_t lv = L->live[n];
+    uint32_t cnt = lv & LIVE ? lv & ~LIVE : 0;
+    L->cstart[n + 1] = L->cstart[n] + cnt;
+    if (!(lv & LIVE))
+        return;
+    L->count++;
+    const inode *nd = &b->nodes[n];
+    bool w = has_wild(nd);
+    if (cnt - w > DIRECT_MAX)
+        L->nhash += cnt - w;
+    size_t len = edge_len(b, L, n);
+    if (len > KEY_BYTES)
+        L->long_bytes += len - 8;
+    L->nside += needs_side(nd);
+    /* from now on: the cursor of n's literal children in clist */
+    L->live[n] = LIVE | (L->cstart[n] + w);
+}
+
+bool layout_alloc(const sy__alloc *a, layout *L) {
+    size_t n = L->count, nk = n > 2 ? n - 2 : 1;
+    L->clist = sy__malloc(a, nk * sizeof *L->clist);
+    L->order = sy__malloc(a, (n + 1) * 3 * sizeof *L->order);
+    L->xn = sy__malloc(a, (n + 1) * sizeof *L->xn);
+    if (L->long_bytes)
+        L->strings = sy__malloc(a, L->long_bytes);
+    if (L->nside)
+        L->side = sy__malloc(a, L->nside * sizeof *L->side);
+    if (L->nhash) {
+        size_t cap = 8;
+        while (cap * 3 < L->nhash * 4)
+            cap *= 2;
+        L->slots = cap <= (size_t)UINT32_MAX + 1
+                       ? sy__calloc(a, cap, sizeof *L->slots)
+                       : NULL;
+        L->slot_mask = (uint32_t)(cap - 1);
+    }
+    if (!L->clist || !L->order || !L->xn || (L->long_bytes && !L->strings) ||
+        (L->nside && !L->side) || (L->nhash && !L->slots))
+        return false;
+    L->parent = L->order + n + 1;
+    L->first = L->parent + n + 1;
+    L->order[0] = ROOT_PATH;
+    L->order[1] = ROOT_HOST;
+    L->cursor = 2;
+    L->first[n] = (uint32_t)n;
+    L->xn[n] = (xnode){0, 0, 0, 0, (uint32_t)n, 0, 0, 0};
+    return true;
+}
+
+void layout_place(const builder *b, layout *L, uint32_t n) {
+    (void)b;
+    if (n <= ROOT_HOST || !(L->live[n] & LIVE))
+        return;
+    uint32_t p = L->up[n] >> 1;
+    if (L->up[n] & 1u)
+        L->clist[L->live[p]++ & ~LIVE] = n;
+    else
+        L->clist[L->cstart[p]] = n; /* the wildcard child first */
+}
+
+void layout_order(layout *L) {
+    uint32_t o = L->order[L->bi];
+    uint32_t k0 = L->cstart[o], nk = L->cstart[o + 1] - k0;
+    if (L->bk == 0)
+        L->first[L->bi] = L->cursor;
+    if (L->bk < nk) {
+        L->order[L->cursor] = L->clist[k0 + L->bk];
+        L->parent[L->cursor++] = L->bi;
+        L->bk++;
+    } else {
+        L->bi++;
+        L->bk = 0;
+    }
+}
+
+void layout_node(const builder *b, layout *L, uint32_t j) {
+    uint32_t o = L->order[j];
+    const inode *nd = &b->nodes[o];
+    xnode x = {0, 0, 0, 0, L->first[j], 0, 0, 0};
+    size_t len = edge_len(b, L, o);
+    if (len) {
+        const edge *e = &b->edges[L->eslot[o]];
+        x.len = (uint16_t)len;
+        x.w0 = e->w0;
+        x.w1 = e->w1;
+        if (len > KEY_BYTES) {
+            memcpy(L->strings + L->long_used, b->strings.ptr + e->str_off + 8,
+                   len - 8);
+            x.w1 = L->long_used;
+            L->long_used += len - 8;
+        }
+    }
+    bool w = has_wild(nd);
+    uint32_t nlit = L->cstart[o + 1] - L->cstart[o] - w;
+    x.shape = (uint16_t)((w ? X_WILD : 0) |
+                         (nlit > DIRECT_MAX ? X_HASH : nlit));
+    if (needs_side(nd)) {
+        x.shape |= X_SIDE;
+        x.tlen = x.mlen = UINT16_MAX;
+        L->side[L->side_used++] = (xside){j, nd->term.off, nd->term.len,
+                                          nd->multi.off, nd->multi.len};
+    } else {
+        x.off = nd->term.len ? nd->term.off : nd->multi.off;
+        x.tlen = (uint16_t)nd->term.len;
+        x.mlen = (uint16_t)nd->multi.len;
+    }
+    L->xn[j] = x;
+}
+
+void layout_hash(const builder *b, layout *L, uint32_t j) {
+    if (j <= ROOT_HOST)
+        return;
+    uint32_t p = L->parent[j];
+    const xnode *px = &L->xn[p];
+    if (!(px->shape & X_HASH) || ((px->shape & X_WILD) && j == px->kids))
+        return;
+    const edge *e = &b->edges[L->eslot[L->order[j]]];
+    seg_key k = segment_key(b->strings.ptr + e->str_off, e->len_tag & 0xffff);
+    uint64_t h = edge_combine(p, k.hash);
+    uint32_t i = (uint32_t)h & L->slot_mask;
+    while (L->slots[i].child)
+        i = (i + 1) & L->slot_mask;
+    L->slots[i] = (xslot){j, (uint32_t)(h >> 32)};
+}
+
+void layout_give(layout *L, sy__index *ix) {
+    ix->nodes = L->xn;
+    ix->node_count = L->count;
+    ix->slots = L->slots;
+    ix->slot_mask = L->slot_mask;
+    ix->strings = L->strings;
+    ix->side = L->side;
+    ix->nside = (uint32_t)L->nside;
+    ix->bytes += ((size_t)L->count + 1) * sizeof *L->xn + L->long_bytes +
+                 L->nside * sizeof *L->side +
+                 (L->slots ? ((size_t)L->slot_mask + 1) * sizeof *L->slots
+                           : 0);
+    L->xn = NULL;
+    L->slots = NULL;
+    L->strings = NULL;
+    L->side = NULL;
+}
+
+void layout_done(const sy__alloc *a, layout *L) {
+    sy__free(a, L->up);
+    sy__free(a, L->live);
+    sy__free(a, L->kids);
+    sy__free(a, L->cstart);
+    sy__free(a, L->clist);
+    sy__free(a, L->order);
+    sy__free(a, L->xn);
+    sy__free(a, L->slots);
+    sy__free(a, L->strings);
+    sy__free(a, L->side);
+    memset(L, 0, sizeof *L);
+}
+
 static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
     return b->list_len ? b->list_len[node * 2 + kind] : 0;
 }
@@ -509,6 +703,8 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
     rinfo *info = sy__malloc(a, (n ? n : 1) * sizeof *info);
     builder b = {.a = a};
     sy__buf_init(&b.strings, a);
+    layout L;
+    memset(&L, 0, sizeof L);
     uint32_t *slot_pos = NULL;
     int rc = SY_OK;
     if (!ix || !routes || !placement || !pcost || !info)
@@ -590,59 +786,54 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
     }
     if (!flatten(&b, ix, placement, slot_pos, info))
         goto fail;
+    if (!layout_start(a, &L, b.node_count))
+        goto fail;
     {
         size_t nn = b.node_count;
-        uint32_t *up = sy__malloc(a, nn * 3 * sizeof *up);
-        uint8_t *kids = sy__calloc(a, nn, 1);
-        if (!up || !kids) {
-            sy__free(a, up);
-            sy__free(a, kids);
-            goto fail;
-        }
         for (size_t i = 0; i <= b.edge_mask; i++)
-            prune_up_edge(&b, up, up + nn, i);
-        for (uint32_t i = 0; i < b.node_count; i++)
-            prune_up_wild(&b, up, i);
+            prune_up_edge(&b, L.up, L.eslot, i);
+        for (uint32_t i = 0; i < nn; i++)
+            prune_up_wild(&b, L.up, i);
         for (uint32_t i = b.node_count; i-- > 0;)
-            prune_node(&b, up, up + nn, up + 2 * nn, kids, i);
+            prune_node(&b, L.up, L.live, L.kids, i);
         /* the whole-host table (kids[] reused for its flags) */
         size_t hcount = 0, hbytes = 0, used = 0;
-        for (uint32_t i = 0; i < b.node_count; i++) {
-            size_t l = host_mark(&b, up, up + nn, kids, i);
+        for (uint32_t i = 0; i < nn; i++) {
+            size_t l = host_mark(&b, L.up, L.eslot, L.kids, i);
             hcount += l != 0;
             hbytes += l;
         }
-        bool ok = host_alloc(a, hcount, hbytes, &ix->hosts, &ix->host_mask,
-                             &ix->hkeys);
-        for (uint32_t i = 0; ok && i < b.node_count; i++)
-            host_put(&b, up, up + nn, kids, i, ix->hosts, ix->host_mask,
+        if (!host_alloc(a, hcount, hbytes, &ix->hosts, &ix->host_mask,
+                        &ix->hkeys))
+            goto fail;
+        for (uint32_t i = 0; i < nn; i++)
+            host_put(&b, L.up, L.eslot, L.kids, i, ix->hosts, ix->host_mask,
                      ix->hkeys, &used, &ix->hfilt);
         if (ix->hosts)
             ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
-        sy__free(a, up);
-        sy__free(a, kids);
-        if (!ok)
+        /* the live nodes, breadth first */
+        for (uint32_t i = 0; i < nn; i++)
+            layout_count(&b, &L, i);
+        if (!layout_alloc(a, &L))
             goto fail;
+        for (uint32_t i = 0; i < nn; i++)
+            layout_place(&b, &L, i);
+        for (size_t i = 0; i + 2 < 2 * (size_t)L.count; i++)
+            layout_order(&L);
+        for (uint32_t j = 0; j < L.count; j++)
+            layout_node(&b, &L, j);
+        for (uint32_t j = 0; j < L.count; j++)
+            layout_hash(&b, &L, j);
     }
-
-    ix->nodes = b.nodes;
-    ix->node_count = b.node_count;
-    ix->edges = b.edges;
-    ix->edge_mask = b.edge_mask;
-    ix->strings = b.strings.ptr;
+    layout_give(&L, ix);
     ix->vars = b.vars;
-    ix->bytes += sizeof *ix + (size_t)b.node_cap * sizeof(inode) +
-                 (size_t)(b.edge_mask + 1) * sizeof(edge) + b.strings.cap +
-                 (size_t)b.var_cap * sizeof *b.vars;
+    b.vars = NULL;
+    ix->bytes += sizeof *ix + (size_t)b.var_cap * sizeof *ix->vars;
     *out = ix;
     goto done;
 
 fail:
     rc = SY_ENOMEM;
-    sy__free(a, b.nodes);
-    sy__free(a, b.edges);
-    sy__buf_free(&b.strings);
-    sy__free(a, b.vars);
     if (ix) {
         sy__free(a, ix->cands);
         sy__free(a, ix->hosts);
@@ -650,6 +841,11 @@ fail:
     }
     sy__free(a, ix);
 done: /* the build's temporaries, whatever the outcome */
+    layout_done(a, &L);
+    sy__free(a, b.nodes);
+    sy__free(a, b.edges);
+    sy__buf_free(&b.strings);
+    sy__free(a, b.vars);
     sy__free(a, b.pend);
     sy__free(a, b.list_len);
     sy__free(a, slot_pos);
@@ -671,7 +867,8 @@ void sy__index_unref(sy__index *ix) {
         return;
     const sy__alloc *a = ix->alloc;
     sy__free(a, ix->nodes);
-    sy__free(a, ix->edges);
+    sy__free(a, ix->slots);
+    sy__free(a, ix->side);
     sy__free(a, ix->strings);
     sy__free(a, ix->cands);
     sy__free(a, ix->vars);
@@ -722,11 +919,40 @@ static inline void collect(collector *c, list_ref l, uint8_t proof,
         c->ix->cands + l.off, c->ix->vars, l.len, proof, exact, c->reversed};
 }
 
-static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
+/* A node's lists (X_SIDE: from the side table, by binary search). */
+static list_ref side_list(const sy__index *ix, uint32_t node, bool multi) {
+    uint32_t lo = 0, hi = ix->nside;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ix->side[mid].node < node)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const xside *e = &ix->side[lo]; /* present: the node has X_SIDE */
+    return multi ? (list_ref){e->moff, e->mlen} : (list_ref){e->toff, e->tlen};
+}
+
+static inline list_ref term_of(const sy__index *ix, const xnode *nd,
+                               uint32_t node) {
+    if (nd->shape & X_SIDE)
+        return side_list(ix, node, false);
+    return (list_ref){nd->off, nd->tlen};
+}
+
+static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
+                                uint32_t node) {
+    if (nd->shape & X_SIDE)
+        return side_list(ix, node, true);
+    return (list_ref){nd->off + nd->tlen, nd->mlen};
+}
+
+/* The literal child of `parent` (an X_HASH node, its literal children
+ * from `lo`) for segment i, through the child table. */
+static uint32_t find_hashed(collector *c, uint32_t parent, uint32_t lo,
+                            size_t i) {
     const sy__index *ix = c->ix;
     sy_str seg = c->dec[i];
-    if (seg.len > UINT16_MAX)
-        return NONE; /* longer literals are indexed as wildcards */
     seg_key local;
     const seg_key *k = &local;
     if (c->branched && i < HASHED_SEGMENTS) {
@@ -739,38 +965,60 @@ static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
         local = segment_key(seg.ptr, seg.len);
     }
     uint64_t h = edge_combine(parent, k->hash);
-    for (uint32_t p = (uint32_t)h & ix->edge_mask;;
-         p = (p + 1) & ix->edge_mask) {
-        const edge *e = &ix->edges[p];
-        if (e->child == NONE)
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (uint32_t p = (uint32_t)h & ix->slot_mask;;
+         p = (p + 1) & ix->slot_mask) {
+        const xslot *e = &ix->slots[p];
+        if (!e->child)
             return NONE;
-        if (edge_is(e, ix->strings, parent, k, seg.ptr, seg.len))
+        if (e->tag == tag && e->child >= lo &&
+            e->child < ix->nodes[parent + 1].kids &&
+            node_is(&ix->nodes[e->child], ix->strings, k->w0, k->w1, seg.ptr,
+                    seg.len))
             return e->child;
     }
 }
 
+/* The literal child among n of them from `first`, compared one by one. */
+static inline uint32_t find_direct(const collector *c, uint32_t first,
+                                   uint32_t n, size_t i) {
+    const sy__index *ix = c->ix;
+    sy_str seg = c->dec[i];
+    uint64_t w0, w1;
+    segment_words(seg.ptr, seg.len, &w0, &w1);
+    for (uint32_t j = 0; j < n; j++)
+        if (node_is(&ix->nodes[first + j], ix->strings, w0, w1, seg.ptr,
+                    seg.len))
+            return first + j;
+    return NONE;
+}
+
 /* Depth-first walk over literal and wildcard edges; `literal` says every
  * segment so far was matched by a literal edge. A node without literal
- * children (LIT_KIDS clear) costs no probe, and one without a wildcard
- * child no recursion. Compiled once per trie (`path` a constant). */
+ * children costs no compare, one with a few (X_NLIT) compares them, one
+ * with more (X_HASH) hashes the segment and probes the child table; one
+ * without a wildcard child costs no recursion. Compiled once per trie
+ * (`path` a constant). */
 static inline __attribute__((always_inline)) void
 walk_in(collector *c, uint32_t node, size_t depth, bool literal,
         const bool path, void (*self)(collector *, uint32_t, size_t, bool)) {
-    const inode *nodes = c->ix->nodes;
+    const sy__index *ix = c->ix;
+    const xnode *nodes = ix->nodes;
     const size_t count = c->count;
     for (;;) {
-        const inode *nd = &nodes[node];
+        const xnode *nd = &nodes[node];
         /* a walkable host pattern starting with "**" has no leading '.',
          * which Ant compares: a host with one is not proven */
-        if (nd->multi.len) {
-            collect(c, nd->multi, SY_PROOF_NONE, path || !c->lead);
+        if (nd->mlen) {
+            collect(c, multi_of(ix, nd, node), SY_PROOF_NONE,
+                    path || !c->lead);
             if (c->overflow)
                 return;
         }
         size_t i = path ? depth : count - 1 - depth;
         if (depth + 1 >= count) { /* the last segment, or past it: one test */
             if (depth == count) {
-                collect(c, nd->term,
+                collect(c, term_of(ix, nd, node),
                         !literal ? SY_PROOF_NONE
                         : path   ? SY_PROOF_PATH
                                  : SY_PROOF_HOST,
@@ -779,33 +1027,36 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
             }
             /* matchTrailingSlash: "/a" also matches "/a/" */
             if (path && c->dec[i].len == 0) {
-                collect(c, nd->term, SY_PROOF_NONE, false);
+                collect(c, term_of(ix, nd, node), SY_PROOF_NONE, false);
                 if (c->overflow)
                     return;
             }
         }
-        uint32_t w = nd->wild;
-        if (!(w & LIT_KIDS)) { /* no literal child: no probe */
-            if (w == WILD_NONE)
+        uint32_t shape = nd->shape, kid = nd->kids;
+        if (shape & X_WILD) {
+            if (!(shape & (X_NLIT | X_HASH))) { /* the wildcard child only */
+                node = kid;
+                literal = false;
+                depth++;
+                continue;
+            }
+            c->branched = true;
+            self(c, kid, depth + 1, false);
+            if (c->overflow)
                 return;
-            node = w;
-            literal = false;
-        } else if (w & ONE_LIT) { /* one literal child: compare it */
-            const edge *e = &c->ix->edges[w & WILD_MASK];
-            if (!edge_has(e, c->ix->strings, c->dec[i]))
-                return;
-            node = e->child;
+            kid++;
+        }
+        if (shape & X_NLIT) {
+            node = find_direct(c, kid, shape & X_NLIT, i);
+        } else if (shape & X_HASH) {
+            if (c->dec[i].len > UINT16_MAX)
+                return; /* longer literals are indexed as wildcards */
+            node = find_hashed(c, node, kid, i);
         } else {
-            if (w != (WILD_NONE | LIT_KIDS)) {
-                c->branched = true;
-                self(c, w & WILD_MASK, depth + 1, false);
-                if (c->overflow)
-                    return;
-            }
-            node = find_literal(c, node, i);
-            if (node == NONE)
-                return;
+            return;
         }
+        if (node == NONE)
+            return;
         depth++;
     }
 }

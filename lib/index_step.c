@@ -32,6 +32,12 @@ enum {
     PH_PRUNE,  /* nodes, last first: cut branches without lists */
     PH_HMARK,  /* nodes: whole-host keys, their count and text length */
     PH_HPUT,   /* nodes: keys into the whole-host table */
+    PH_LCOUNT, /* nodes: children's ranges, the layout's sizes */
+    PH_LPLACE, /* nodes: into their parents' ranges */
+    PH_LORDER, /* 2 * live - 2 items: the breadth-first numbering */
+    PH_LNODE,  /* new nodes: filled */
+    PH_LHASH,  /* new nodes: the child table */
+    PH_DROP,   /* the build's big arrays, one per call */
     PH_FINISH, /* generic lists, the index */
     PH_DONE
 };
@@ -48,8 +54,7 @@ struct sy__index_step {
     size_t host_routes;
     uint8_t *placement;
     uint32_t *pcost, *slot_pos, *start, *fill;
-    uint32_t *up;  /* pruning: up, eslot, one (index_int.h), per node */
-    uint8_t *kids; /* pruning; then the whole-host flags */
+    layout L;      /* pruning, the whole-host flags, the layout */
     hentry *hosts; /* the whole-host table being filled */
     uint32_t host_mask;
     char *hkeys;
@@ -104,8 +109,7 @@ void sy__index_step_free(sy__index_step *st) {
     sy__free(a, st->fill);
     sy__free(a, st->cands);
     sy__free(a, st->big);
-    sy__free(a, st->up);
-    sy__free(a, st->kids);
+    layout_done(a, &st->L);
     sy__free(a, st->hosts);
     sy__free(a, st->hkeys);
     sy__free(a, st);
@@ -254,11 +258,6 @@ static int finish(sy__index_step *st, sy__index **out) {
     ix->cands = st->cands;
     st->cands = NULL;
     ix->host_routes = st->host_routes;
-    ix->nodes = b->nodes;
-    ix->node_count = b->node_count;
-    ix->edges = b->edges;
-    ix->edge_mask = b->edge_mask;
-    ix->strings = b->strings.ptr;
     ix->vars = b->vars;
     ix->hosts = st->hosts;
     ix->host_mask = st->host_mask;
@@ -267,22 +266,31 @@ static int finish(sy__index_step *st, sy__index **out) {
     st->hosts = NULL;
     st->hkeys = NULL;
     ix->bytes = st->kept * sizeof *ix->cands + sizeof *ix +
-                (size_t)b->node_cap * sizeof(inode) +
-                (size_t)(b->edge_mask + 1) * sizeof(edge) + b->strings.cap +
                 (size_t)b->var_cap * sizeof *b->vars;
     if (ix->hosts)
         ix->bytes +=
             (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + st->hused;
-    sy__free(a, st->up);
-    sy__free(a, st->kids);
-    st->up = NULL;
-    st->kids = NULL;
-    b->nodes = NULL;
-    b->edges = NULL;
+    layout_give(&st->L, ix);
+    layout_done(a, &st->L);
     b->vars = NULL;
-    sy__buf_init(&b->strings, a); /* the index owns the old text */
     *out = ix;
     return SY_OK;
+}
+
+/* One of the build's big arrays freed (true), or none left: a large one
+ * freed at once is a long step of its own (munmap). */
+static bool drop_one(sy__index_step *st) {
+    builder *b = &st->b;
+    void **parts[] = {(void **)&b->edges, (void **)&b->nodes,
+                      (void **)&b->strings.ptr, (void **)&b->pend,
+                      (void **)&st->L.up};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (*parts[i]) {
+            sy__free(b->a, *parts[i]);
+            *parts[i] = NULL;
+            return true;
+        }
+    return false;
 }
 
 /* The passes of sy__index_build after insertion (index.c), resumable. */
@@ -396,31 +404,28 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
                 (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
         });
         next_phase(st);
-        st->up = sy__malloc(a, (size_t)b->node_count * 3 * sizeof *st->up);
-        st->kids = sy__calloc(a, b->node_count, 1);
-        if (!st->up || !st->kids)
+        if (!layout_start(a, &st->L, b->node_count))
             return SY_ENOMEM;
         /* fall through */
     case PH_UP_E:
         PASS(st, (size_t)b->edge_mask + 1, left,
-             prune_up_edge(b, st->up, st->up + b->node_count, i));
+             prune_up_edge(b, st->L.up, st->L.eslot, i));
         next_phase(st);
         /* fall through */
     case PH_UP_W:
-        PASS(st, b->node_count, left, prune_up_wild(b, st->up, (uint32_t)i));
+        PASS(st, b->node_count, left, prune_up_wild(b, st->L.up, (uint32_t)i));
         next_phase(st);
         /* fall through */
     case PH_PRUNE:
         PASS(st, b->node_count, left,
-             prune_node(b, st->up, st->up + b->node_count,
-                        st->up + 2 * (size_t)b->node_count, st->kids,
+             prune_node(b, st->L.up, st->L.live, st->L.kids,
                         b->node_count - 1 - (uint32_t)i));
         next_phase(st);
         /* fall through */
     case PH_HMARK:
         PASS(st, b->node_count, left, {
-            size_t l = host_mark(b, st->up, st->up + b->node_count, st->kids,
-                                 (uint32_t)i);
+            size_t l =
+                host_mark(b, st->L.up, st->L.eslot, st->L.kids, (uint32_t)i);
             st->hcount += l != 0;
             st->hbytes += l;
         });
@@ -431,9 +436,42 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         /* fall through */
     case PH_HPUT:
         PASS(st, b->node_count, left,
-             host_put(b, st->up, st->up + b->node_count, st->kids, (uint32_t)i,
+             host_put(b, st->L.up, st->L.eslot, st->L.kids, (uint32_t)i,
                       st->hosts, st->host_mask, st->hkeys, &st->hused,
                       &st->hfilt));
+        next_phase(st);
+        /* fall through */
+    case PH_LCOUNT:
+        PASS(st, b->node_count, left, layout_count(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        if (!layout_alloc(a, &st->L))
+            return SY_ENOMEM;
+        /* fall through */
+    case PH_LPLACE:
+        PASS(st, b->node_count, left, layout_place(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_LORDER:
+        PASS(st, 2 * (size_t)st->L.count - 2, left, {
+            (void)i;
+            layout_order(&st->L);
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_LNODE:
+        PASS(st, st->L.count, left, layout_node(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_LHASH:
+        PASS(st, st->L.count, left, layout_hash(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_DROP:
+        if (drop_one(st)) {
+            st->work += *left; /* a call's share: the rest of its budget */
+            *left = 0;
+            return 0;
+        }
         next_phase(st);
         /* fall through */
     case PH_FINISH: {
@@ -465,8 +503,8 @@ bool sy__index_free_step(sy__index *ix) {
         return false; /* another holder would free it all at once */
     void **parts[] = {(void **)&ix->hosts,   (void **)&ix->hkeys,
                       (void **)&ix->cands,   (void **)&ix->vars,
-                      (void **)&ix->strings, (void **)&ix->edges,
-                      (void **)&ix->nodes};
+                      (void **)&ix->strings, (void **)&ix->slots,
+                      (void **)&ix->side,    (void **)&ix->nodes};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (*parts[i]) {
             sy__free(ix->alloc, *parts[i]);

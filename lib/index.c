@@ -513,7 +513,7 @@ bool layout_alloc(const sy__alloc *a, layout *L) {
         L->side = sy__malloc(a, L->nside * sizeof *L->side);
     if (L->nhash) {
         size_t cap = 8;
-        while (cap * 3 < L->nhash * 4)
+        while (cap < L->nhash * 2)
             cap *= 2;
         L->slots = cap <= (size_t)UINT32_MAX + 1
                        ? sy__calloc(a, cap, sizeof *L->slots)
@@ -888,7 +888,6 @@ bool sy__index_host_exact(const sy__index *ix, sy_str host,
     return host.len && index_host_exact(ix, host, out);
 }
 
-#define HASHED_SEGMENTS 32
 
 typedef struct collector {
     const sy__index *ix;
@@ -899,12 +898,6 @@ typedef struct collector {
     bool overflow;
     bool reversed; /* host trie: labels walked from the last */
     bool lead;     /* host: a leading '.' */
-    /* a wildcard branch was entered: from then on a segment's key may be
-     * needed twice (by the branch, then by the literal path beside it),
-     * so keys are kept in key[]; before it, each is needed once */
-    bool branched;
-    uint32_t hashed;              /* bit i: key[i] is set */
-    seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
 } collector;
 
 static inline void collect(collector *c, list_ref l, uint8_t proof,
@@ -949,32 +942,20 @@ static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
 
 /* The literal child of `parent` (an X_HASH node, its literal children
  * from `lo`) for segment i, through the child table. */
-static uint32_t find_hashed(collector *c, uint32_t parent, uint32_t lo,
-                            size_t i) {
-    const sy__index *ix = c->ix;
-    sy_str seg = c->dec[i];
-    seg_key local;
-    const seg_key *k = &local;
-    if (c->branched && i < HASHED_SEGMENTS) {
-        if (!(c->hashed & (1u << i))) {
-            c->key[i] = segment_key(seg.ptr, seg.len);
-            c->hashed |= 1u << i;
-        }
-        k = &c->key[i];
-    } else {
-        local = segment_key(seg.ptr, seg.len);
-    }
-    uint64_t h = edge_combine(parent, k->hash);
+static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent, uint32_t lo, sy_str seg) {
+    seg_key k = segment_key(seg.ptr, seg.len);
+    uint64_t h = edge_combine(parent, k.hash);
     uint32_t tag = (uint32_t)(h >> 32);
     for (uint32_t p = (uint32_t)h & ix->slot_mask;;
          p = (p + 1) & ix->slot_mask) {
         const xslot *e = &ix->slots[p];
         if (!e->child)
             return NONE;
-        if (e->tag == tag && e->child >= lo &&
-            e->child < ix->nodes[parent + 1].kids &&
-            node_is(&ix->nodes[e->child], ix->strings, k->w0, k->w1, seg.ptr,
-                    seg.len))
+        /* the child's words, then that it is this parent's (its range) */
+        if (e->tag == tag &&
+            node_is(&ix->nodes[e->child], ix->strings, k.w0, k.w1, seg.ptr,
+                    seg.len) &&
+            e->child >= lo && e->child < ix->nodes[parent + 1].kids)
             return e->child;
     }
 }
@@ -1040,7 +1021,6 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
                 depth++;
                 continue;
             }
-            c->branched = true;
             self(c, kid, depth + 1, false);
             if (c->overflow)
                 return;
@@ -1049,9 +1029,7 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
         if (shape & X_NLIT) {
             node = find_direct(c, kid, shape & X_NLIT, i);
         } else if (shape & X_HASH) {
-            if (c->dec[i].len > UINT16_MAX)
-                return; /* longer literals are indexed as wildcards */
-            node = find_hashed(c, node, kid, i);
+            node = find_hashed(ix, node, kid, c->dec[i]);
         } else {
             return;
         }
@@ -1082,8 +1060,6 @@ size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
     c.count = path->count;
     c.reversed = false;
     c.lead = false;
-    c.hashed = 0;
-    c.branched = false;
     walk_in(&c, ROOT_PATH, 0, true, true, walk_path); /* top level inline */
     /* an empty or missing Host matches no Host pattern */
     if (host_labels && host_labels->count && ix->host_routes) {
@@ -1091,8 +1067,6 @@ size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
         c.count = host_labels->count;
         c.reversed = true;
         c.lead = host_labels->lead;
-        c.hashed = 0;
-        c.branched = false;
         walk_host(&c, ROOT_HOST, 0, true);
     }
     if (ix->generic_some) { /* most tables have no generic route */

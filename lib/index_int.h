@@ -74,7 +74,7 @@ typedef struct xnode {
 
 /* The child table: the literal children of X_HASH nodes, keyed by (the
  * parent's id, the segment), linear probing, eight entries to a line,
- * load <= 3/4. tag: the combined hash's high half (the slot is from its
+ * load <= 1/2. tag: the combined hash's high half (the slot is from its
  * low bits); child 0: empty (a root is nobody's child). A hit is checked
  * against the child's own words and the parent's range of children. */
 typedef struct xslot {

@@ -505,8 +505,9 @@ void layout_count(const builder *b, layout *L, uint32_t n) {
 bool layout_alloc(const sy__alloc *a, layout *L) {
     size_t n = L->count, nk = n > 2 ? n - 2 : 1;
     L->clist = sy__malloc(a, nk * sizeof *L->clist);
-    L->order = sy__malloc(a, (n + 1) * 3 * sizeof *L->order);
-    L->xn = sy__malloc(a, (n + 1) * sizeof *L->xn);
+    L->order = sy__malloc(a, n * 3 * sizeof *L->order);
+    L->stack = sy__malloc(a, n * sizeof *L->stack);
+    L->mem = sy__malloc(a, n * sizeof *L->xn + 64);
     if (L->long_bytes)
         L->strings = sy__malloc(a, L->long_bytes);
     if (L->nside)
@@ -520,16 +521,21 @@ bool layout_alloc(const sy__alloc *a, layout *L) {
                        : NULL;
         L->slot_mask = (uint32_t)(cap - 1);
     }
-    if (!L->clist || !L->order || !L->xn || (L->long_bytes && !L->strings) ||
-        (L->nside && !L->side) || (L->nhash && !L->slots))
+    if (!L->clist || !L->order || !L->stack || !L->mem ||
+        (L->long_bytes && !L->strings) || (L->nside && !L->side) ||
+        (L->nhash && !L->slots))
         return false;
-    L->parent = L->order + n + 1;
-    L->first = L->parent + n + 1;
-    L->order[0] = ROOT_PATH;
-    L->order[1] = ROOT_HOST;
+    L->xn = (xnode *)(((uintptr_t)L->mem + 63) & ~(uintptr_t)63);
+    L->parent = L->order + n;
+    L->first = L->parent + n;
+    /* the roots first, then the path root's subtree, then the host's */
+    L->order[ROOT_PATH] = ROOT_PATH;
+    L->order[ROOT_HOST] = ROOT_HOST;
+    L->parent[ROOT_PATH] = L->parent[ROOT_HOST] = 0;
     L->cursor = 2;
-    L->first[n] = (uint32_t)n;
-    L->xn[n] = (xnode){0, 0, 0, 0, (uint32_t)n, 0, 0, 0};
+    L->stack[0] = (lframe){ROOT_HOST, ROOT_HOST, 0, 0};
+    L->stack[1] = (lframe){ROOT_PATH, ROOT_PATH, 0, 0};
+    L->sp = 2;
     return true;
 }
 
@@ -544,19 +550,55 @@ void layout_place(const builder *b, layout *L, uint32_t n) {
         L->clist[L->cstart[p]] = n; /* the wildcard child first */
 }
 
-void layout_order(layout *L) {
-    uint32_t o = L->order[L->bi];
-    uint32_t k0 = L->cstart[o], nk = L->cstart[o + 1] - k0;
-    if (L->bk == 0)
-        L->first[L->bi] = L->cursor;
-    if (L->bk < nk) {
-        L->order[L->cursor] = L->clist[k0 + L->bk];
-        L->parent[L->cursor++] = L->bi;
-        L->bk++;
-    } else {
-        L->bi++;
-        L->bk = 0;
+/* A node has its literal children in the child table. */
+static inline bool hashed(const builder *b, const layout *L, uint32_t o) {
+    return L->cstart[o + 1] - L->cstart[o] - has_wild(&b->nodes[o]) >
+           DIRECT_MAX;
+}
+
+static inline uint32_t place(layout *L, uint32_t o, uint32_t parent) {
+    uint32_t id = L->cursor++;
+    L->order[id] = o;
+    L->parent[id] = parent;
+    return id;
+}
+
+bool layout_order(const builder *b, layout *L) {
+    if (!L->sp)
+        return false;
+    lframe *f = &L->stack[L->sp - 1];
+    uint32_t k0 = L->cstart[f->old], nk = L->cstart[f->old + 1] - k0;
+    if (f->phase == 0) { /* entered: its children start here */
+        L->first[f->id] = L->cursor;
+        f->phase = 1;
+        return true;
     }
+    if (hashed(b, L, f->old)) { /* each child, then its subtree */
+        if (f->k == nk) {
+            L->sp--;
+            return true;
+        }
+        uint32_t o = L->clist[k0 + f->k++];
+        uint32_t id = place(L, o, f->id);
+        L->stack[L->sp++] = (lframe){o, id, 0, 0};
+        return true;
+    }
+    if (f->phase == 1) { /* the children together */
+        if (f->k < nk) {
+            place(L, L->clist[k0 + f->k++], f->id);
+        } else {
+            f->phase = 2;
+            f->k = 0;
+        }
+        return true;
+    }
+    if (f->k == nk) { /* then their subtrees */
+        L->sp--;
+        return true;
+    }
+    uint32_t id = L->first[f->id] + f->k;
+    L->stack[L->sp++] = (lframe){L->clist[k0 + f->k++], id, 0, 0};
+    return true;
 }
 
 void layout_node(const builder *b, layout *L, uint32_t j) {
@@ -580,6 +622,13 @@ void layout_node(const builder *b, layout *L, uint32_t j) {
     uint32_t nlit = L->cstart[o + 1] - L->cstart[o] - w;
     x.shape = (uint16_t)((w ? X_WILD : 0) |
                          (nlit > DIRECT_MAX ? X_HASH : nlit));
+    if (!(nlit + w))
+        x.kids = 0; /* a leaf */
+    if (j > ROOT_HOST && (L->up[o] & 1u) &&
+        hashed(b, L, L->order[L->parent[j]])) {
+        x.shape |= X_HCHILD; /* its children (if any) start at j + 1 */
+        x.kids = L->parent[j];
+    }
     if (needs_side(nd)) {
         x.shape |= X_SIDE;
         x.tlen = x.mlen = UINT16_MAX;
@@ -594,12 +643,9 @@ void layout_node(const builder *b, layout *L, uint32_t j) {
 }
 
 void layout_hash(const builder *b, layout *L, uint32_t j) {
-    if (j <= ROOT_HOST)
+    if (!(L->xn[j].shape & X_HCHILD))
         return;
     uint32_t p = L->parent[j];
-    const xnode *px = &L->xn[p];
-    if (!(px->shape & X_HASH) || ((px->shape & X_WILD) && j == px->kids))
-        return;
     const edge *e = &b->edges[L->eslot[L->order[j]]];
     seg_key k = segment_key(b->strings.ptr + e->str_off, e->len_tag & 0xffff);
     uint64_t h = edge_combine(p, k.hash);
@@ -611,17 +657,19 @@ void layout_hash(const builder *b, layout *L, uint32_t j) {
 
 void layout_give(layout *L, sy__index *ix) {
     ix->nodes = L->xn;
+    ix->nodes_mem = L->mem;
     ix->node_count = L->count;
     ix->slots = L->slots;
     ix->slot_mask = L->slot_mask;
     ix->strings = L->strings;
     ix->side = L->side;
     ix->nside = (uint32_t)L->nside;
-    ix->bytes += ((size_t)L->count + 1) * sizeof *L->xn + L->long_bytes +
+    ix->bytes += (size_t)L->count * sizeof *L->xn + 64 + L->long_bytes +
                  L->nside * sizeof *L->side +
                  (L->slots ? ((size_t)L->slot_mask + 1) * sizeof *L->slots
                            : 0);
     L->xn = NULL;
+    L->mem = NULL;
     L->slots = NULL;
     L->strings = NULL;
     L->side = NULL;
@@ -634,7 +682,8 @@ void layout_done(const sy__alloc *a, layout *L) {
     sy__free(a, L->cstart);
     sy__free(a, L->clist);
     sy__free(a, L->order);
-    sy__free(a, L->xn);
+    sy__free(a, L->stack);
+    sy__free(a, L->mem);
     sy__free(a, L->slots);
     sy__free(a, L->strings);
     sy__free(a, L->side);
@@ -811,15 +860,15 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
                      ix->hkeys, &used, &ix->hfilt);
         if (ix->hosts)
             ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
-        /* the live nodes, breadth first */
+        /* the live nodes, depth first */
         for (uint32_t i = 0; i < nn; i++)
             layout_count(&b, &L, i);
         if (!layout_alloc(a, &L))
             goto fail;
         for (uint32_t i = 0; i < nn; i++)
             layout_place(&b, &L, i);
-        for (size_t i = 0; i + 2 < 2 * (size_t)L.count; i++)
-            layout_order(&L);
+        while (layout_order(&b, &L))
+            ;
         for (uint32_t j = 0; j < L.count; j++)
             layout_node(&b, &L, j);
         for (uint32_t j = 0; j < L.count; j++)
@@ -866,7 +915,7 @@ void sy__index_unref(sy__index *ix) {
         atomic_fetch_sub_explicit(&ix->refs, 1, memory_order_acq_rel) != 1)
         return;
     const sy__alloc *a = ix->alloc;
-    sy__free(a, ix->nodes);
+    sy__free(a, ix->nodes_mem);
     sy__free(a, ix->slots);
     sy__free(a, ix->side);
     sy__free(a, ix->strings);
@@ -940,9 +989,10 @@ static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
     return (list_ref){nd->off + nd->tlen, nd->mlen};
 }
 
-/* The literal child of `parent` (an X_HASH node, its literal children
- * from `lo`) for segment i, through the child table. */
-static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent, uint32_t lo, sy_str seg) {
+/* The literal child of `parent` (an X_HASH node) for segment `seg`,
+ * through the child table. */
+static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
+                                   sy_str seg) {
     seg_key k = segment_key(seg.ptr, seg.len);
     uint64_t h = edge_combine(parent, k.hash);
     uint32_t tag = (uint32_t)(h >> 32);
@@ -952,11 +1002,12 @@ static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent, uint32_
         if (!e->child)
             return NONE;
         /* the child's words, then that it is this parent's (its range) */
-        if (e->tag == tag &&
-            node_is(&ix->nodes[e->child], ix->strings, k.w0, k.w1, seg.ptr,
-                    seg.len) &&
-            e->child >= lo && e->child < ix->nodes[parent + 1].kids)
-            return e->child;
+        if (e->tag == tag) {
+            const xnode *x = &ix->nodes[e->child];
+            if (x->kids == parent &&
+                node_is(x, ix->strings, k.w0, k.w1, seg.ptr, seg.len))
+                return e->child;
+        }
     }
 }
 
@@ -1013,7 +1064,8 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
                     return;
             }
         }
-        uint32_t shape = nd->shape, kid = nd->kids;
+        uint32_t shape = nd->shape;
+        uint32_t kid = shape & X_HCHILD ? node + 1 : nd->kids;
         if (shape & X_WILD) {
             if (!(shape & (X_NLIT | X_HASH))) { /* the wildcard child only */
                 node = kid;
@@ -1029,7 +1081,7 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
         if (shape & X_NLIT) {
             node = find_direct(c, kid, shape & X_NLIT, i);
         } else if (shape & X_HASH) {
-            node = find_hashed(ix, node, kid, c->dec[i]);
+            node = find_hashed(ix, node, c->dec[i]);
         } else {
             return;
         }

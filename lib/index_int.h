@@ -32,12 +32,18 @@ typedef struct seg_key {
 /* ---- the index's layout ---- */
 
 /*
- * A node of the index (32 bytes, two to a line). Nodes are numbered level
- * by level (breadth first) with each node's children together, its
- * wildcard child first: node n's children are kids(n) .. kids(n + 1) - 1,
- * so no child id is stored but the first, and the edge into a node (its
- * literal segment's words) is stored in the node itself: the walk reads
- * the child it goes to anyway, and the compare costs no other line.
+ * A node of the index (32 bytes, two to a line; the array is aligned to
+ * a line). The edge into a node (its literal segment's words) is stored in
+ * the node itself: the walk reads the child it goes to anyway, and the
+ * compare costs no other line. Nodes are numbered depth first so that a
+ * node's children follow it closely:
+ *
+ *   a node with a few literal children (X_NLIT, compared one by one):
+ *     its children together, the wildcard one first, then their subtrees
+ *        [P] [*][a][b] [..subtree of *..] [..of a..] [..of b..]
+ *   a node with more (X_HASH, found through the child table): each child
+ *   right before its own subtree, the wildcard one first
+ *        [P] [*][..subtree of *..] [a][..of a..] [b][..of b..]
  *
  *   w0 | w1         the literal segment of the edge into the node, as
  *                   segment_key's words (len > KEY_BYTES: w0 its first 8
@@ -45,15 +51,17 @@ typedef struct seg_key {
  *                   the index's strings); zero for roots and wildcards
  *   len   u16       that segment's length
  *   shape u16       X_NLIT: the number of literal children when they are
- *                   compared one by one (1 .. DIRECT_MAX); X_HASH: more,
- *                   found through the child table; X_WILD: a wildcard
- *                   child (the first); X_SIDE: the lists are in side[]
- *   kids  u32       the first child
+ *                   compared one by one (1 .. DIRECT_MAX); X_HASH: more;
+ *                   X_WILD: a wildcard child (the first); X_HCHILD: the
+ *                   node is an X_HASH node's literal child; X_SIDE: the
+ *                   lists are in side[]
+ *   kids  u32       the first child; with X_HCHILD the parent instead
+ *                   (what a child table hit is checked against), the first
+ *                   child being then the next node
  *   off   u32       the term list at cands + off, the multi list after it
  *   tlen, mlen u16  their lengths (X_SIDE: both 0xffff)
  *
- * Roots: ROOT_PATH 0 and ROOT_HOST 1. A last node past the others (kids
- * = the node count) ends the last range.
+ * Roots: ROOT_PATH 0 and ROOT_HOST 1.
  */
 typedef struct xnode {
     uint64_t w0, w1;
@@ -68,6 +76,7 @@ typedef struct xnode {
 #define X_WILD 0x8u
 #define X_HASH 0x10u
 #define X_SIDE 0x20u
+#define X_HCHILD 0x40u
 /* Literal children compared one by one up to this many: a compare is a
  * length and two words, cheaper than hashing the segment and probing. */
 #define DIRECT_MAX 4
@@ -76,7 +85,7 @@ typedef struct xnode {
  * parent's id, the segment), linear probing, eight entries to a line,
  * load <= 1/2. tag: the combined hash's high half (the slot is from its
  * low bits); child 0: empty (a root is nobody's child). A hit is checked
- * against the child's own words and the parent's range of children. */
+ * against the child's own words and its parent (its kids field). */
 typedef struct xslot {
     uint32_t child;
     uint32_t tag;
@@ -148,7 +157,8 @@ typedef struct hfilter {
 struct sy__index {
     _Atomic long refs;
     const sy__alloc *alloc;
-    xnode *nodes;        /* node_count + 1 (the last ends the ranges) */
+    xnode *nodes;        /* node_count, aligned to a line */
+    void *nodes_mem;     /* their allocation */
     uint32_t node_count;
     xslot *slots;        /* the child table, slot_mask + 1; or NULL */
     uint32_t slot_mask;
@@ -258,27 +268,36 @@ static inline void prune_node(builder *b, const uint32_t *up, uint32_t *live,
 
 /*
  * The layout (both builds), after pruning and the whole-host table: the
- * live nodes renumbered breadth first into xnodes (index.c). The passes,
- * each a loop over an array:
+ * live nodes renumbered depth first into xnodes (index.c). The passes:
  *   layout_count   old nodes: their children's ranges (prefix sums), the
  *                  sizes of the arrays to come
  *   layout_place   old nodes: each live one into its parent's range
  *                  (the wildcard child first)
  *   layout_alloc   the index's arrays and the pass's own
- *   layout_order   2 * live - 2 items: the breadth-first numbering
+ *   layout_order   items until it returns false: the depth-first
+ *                  numbering, one node placed or one frame entered or
+ *                  left per item
  *   layout_node    new nodes: fill each
  *   layout_hash    new nodes: the X_HASH nodes' children into the table
  */
+typedef struct lframe {
+    uint32_t old, id; /* the node being expanded: old id, new id */
+    uint32_t k;       /* its next child */
+    uint32_t phase;   /* 0 entered; X_NLIT nodes: 1 placing, 2 expanding */
+} lframe;
+
 typedef struct layout {
     uint32_t *up, *eslot, *live; /* the pruning's, per old node */
     uint8_t *kids;               /* the pruning's, then the host flags */
     uint32_t *cstart;            /* old node: its children in clist */
     uint32_t *clist;             /* live children by parent */
     uint32_t *order, *parent, *first; /* new node: old id, parent, kids */
-    uint32_t count;                   /* live nodes */
-    uint32_t bi, bk, cursor;          /* layout_order's state */
+    lframe *stack;
+    uint32_t count;        /* live nodes */
+    uint32_t sp, cursor;   /* layout_order's state */
     size_t nhash, long_bytes, nside;
     size_t long_used, side_used; /* layout_node's cursors */
+    void *mem;                   /* xn's allocation (xn is aligned) */
     xnode *xn;
     xslot *slots;
     uint32_t slot_mask;
@@ -290,7 +309,7 @@ bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes);
 void layout_count(const builder *b, layout *L, uint32_t n);
 void layout_place(const builder *b, layout *L, uint32_t n);
 bool layout_alloc(const sy__alloc *a, layout *L);
-void layout_order(layout *L);
+bool layout_order(const builder *b, layout *L);
 void layout_node(const builder *b, layout *L, uint32_t j);
 void layout_hash(const builder *b, layout *L, uint32_t j);
 /* Frees the pass's own arrays (not the index's). */

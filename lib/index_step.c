@@ -34,7 +34,7 @@ enum {
     PH_HPUT,   /* nodes: keys into the whole-host table */
     PH_LCOUNT, /* nodes: children's ranges, the layout's sizes */
     PH_LPLACE, /* nodes: into their parents' ranges */
-    PH_LORDER, /* 2 * live - 2 items: the breadth-first numbering */
+    PH_LORDER, /* the depth-first numbering, until it is done */
     PH_LNODE,  /* new nodes: filled */
     PH_LHASH,  /* new nodes: the child table */
     PH_DROP,   /* the build's big arrays, one per call */
@@ -452,10 +452,12 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         next_phase(st);
         /* fall through */
     case PH_LORDER:
-        PASS(st, 2 * (size_t)st->L.count - 2, left, {
-            (void)i;
-            layout_order(&st->L);
-        });
+        while (*left > 0 && layout_order(b, &st->L)) {
+            (*left)--;
+            st->work++;
+        }
+        if (st->L.sp)
+            return 0;
         next_phase(st);
         /* fall through */
     case PH_LNODE:
@@ -504,7 +506,7 @@ bool sy__index_free_step(sy__index *ix) {
     void **parts[] = {(void **)&ix->hosts,   (void **)&ix->hkeys,
                       (void **)&ix->cands,   (void **)&ix->vars,
                       (void **)&ix->strings, (void **)&ix->slots,
-                      (void **)&ix->side,    (void **)&ix->nodes};
+                      (void **)&ix->side,    (void **)&ix->nodes_mem};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (*parts[i]) {
             sy__free(ix->alloc, *parts[i]);

@@ -68,6 +68,15 @@ static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
     return h ^ (h >> 32);
 }
 
+/* The child table's hash of (parent, segment): the segment's hash is a
+ * product whose high bits are its best, so one more multiply by the
+ * parent-xored value and a fold of the high half down mix both into the
+ * slot (low bits) and the tag (high half). */
+static inline uint64_t child_hash(uint32_t parent, uint64_t seg_hash) {
+    uint64_t h = (seg_hash ^ parent) * 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
 /* Words that, with the length, determine the first 16 bytes: overlapping
  * loads, so no byte past the segment is read. */
 static inline seg_key segment_key(const char *s, size_t len) {
@@ -648,7 +657,7 @@ void layout_hash(const builder *b, layout *L, uint32_t j) {
     uint32_t p = L->parent[j];
     const edge *e = &b->edges[L->eslot[L->order[j]]];
     seg_key k = segment_key(b->strings.ptr + e->str_off, e->len_tag & 0xffff);
-    uint64_t h = edge_combine(p, k.hash);
+    uint64_t h = child_hash(p, k.hash);
     uint32_t i = (uint32_t)h & L->slot_mask;
     while (L->slots[i].child)
         i = (i + 1) & L->slot_mask;
@@ -994,7 +1003,7 @@ static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
 static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
                                    sy_str seg) {
     seg_key k = segment_key(seg.ptr, seg.len);
-    uint64_t h = edge_combine(parent, k.hash);
+    uint64_t h = child_hash(parent, k.hash);
     uint32_t tag = (uint32_t)(h >> 32);
     for (uint32_t p = (uint32_t)h & ix->slot_mask;;
          p = (p + 1) & ix->slot_mask) {

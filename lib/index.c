@@ -77,6 +77,18 @@ static inline uint64_t child_hash(uint32_t parent, uint64_t seg_hash) {
     return h ^ (h >> 32);
 }
 
+/* The hash of a segment of up to KEY_BYTES bytes, from its words. */
+static inline uint64_t segment_hash(uint64_t w0, uint64_t w1, size_t len) {
+    if (len < 8) {
+        /* w0 alone: one multiply (the combine mixes it fully; its high
+         * bits, the tag's, are the product's best) */
+        return (w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
+    }
+    uint64_t h = (w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
+    h ^= (w1 + (h >> 31)) * 0xc2b2ae3d27d4eb4full;
+    return h ^ (h >> 29);
+}
+
 /* Words that, with the length, determine the first 16 bytes: overlapping
  * loads, so no byte past the segment is read. */
 static inline seg_key segment_key(const char *s, size_t len) {
@@ -95,14 +107,8 @@ static inline seg_key segment_key(const char *s, size_t len) {
     } else {
         k.w0 = k.w1 = 0;
     }
-    if (len < 8) {
-        /* w0 alone: one multiply (edge_combine mixes it fully; its high
-         * bits, the tag's, are the product's best) */
-        k.hash = (k.w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
-    } else if (len <= KEY_BYTES) {
-        uint64_t h = (k.w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
-        h ^= (k.w1 + (h >> 31)) * 0xc2b2ae3d27d4eb4full;
-        k.hash = h ^ (h >> 29);
+    if (len <= KEY_BYTES) {
+        k.hash = segment_hash(k.w0, k.w1, len);
     } else {
         k.hash = sy__hash64(s, len, 0x5e9);
     }
@@ -464,13 +470,13 @@ static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
 
 bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes) {
     memset(L, 0, sizeof *L);
-    L->up = sy__malloc(a, (size_t)nodes * 2 * sizeof *L->up);
+    L->up = sy__malloc(a, (size_t)nodes * sizeof *L->up);
+    L->key = sy__malloc(a, (size_t)nodes * sizeof *L->key);
     L->live = sy__calloc(a, nodes, sizeof *L->live);
     L->kids = sy__calloc(a, nodes, 1);
     L->cstart = sy__malloc(a, ((size_t)nodes + 1) * sizeof *L->cstart);
-    if (!L->up || !L->live || !L->kids || !L->cstart)
+    if (!L->up || !L->key || !L->live || !L->kids || !L->cstart)
         return false;
-    L->eslot = L->up + nodes;
     L->cstart[0] = 0;
     return true;
 }
@@ -487,9 +493,8 @@ static inline bool needs_side(const inode *nd) {
 }
 
 static inline size_t edge_len(const builder *b, const layout *L, uint32_t n) {
-    return n > ROOT_HOST && (L->up[n] & 1u)
-               ? b->edges[L->eslot[n]].len_tag & 0xffff
-               : 0;
+    (void)b;
+    return n > ROOT_HOST && (L->up[n] & 1u) ? L->key[n].len : 0;
 }
 
 void layout_count(const builder *b, layout *L, uint32_t n) {
@@ -511,7 +516,7 @@ void layout_count(const builder *b, layout *L, uint32_t n) {
     L->live[n] = LIVE | (L->cstart[n] + w);
 }
 
-bool layout_alloc(const sy__alloc *a, layout *L) {
+bool layout_alloc(const sy__alloc *a, layout *L, bool zero) {
     size_t n = L->count, nk = n > 2 ? n - 2 : 1;
     L->clist = sy__malloc(a, nk * sizeof *L->clist);
     L->order = sy__malloc(a, n * 3 * sizeof *L->order);
@@ -525,9 +530,9 @@ bool layout_alloc(const sy__alloc *a, layout *L) {
         size_t cap = 8;
         while (cap < L->nhash * 2)
             cap *= 2;
-        L->slots = cap <= (size_t)UINT32_MAX + 1
-                       ? sy__calloc(a, cap, sizeof *L->slots)
-                       : NULL;
+        L->slots = cap > (size_t)UINT32_MAX + 1 ? NULL
+                   : zero ? sy__calloc(a, cap, sizeof *L->slots)
+                          : sy__malloc(a, cap * sizeof *L->slots);
         L->slot_mask = (uint32_t)(cap - 1);
     }
     if (!L->clist || !L->order || !L->stack || !L->mem ||
@@ -616,7 +621,7 @@ void layout_node(const builder *b, layout *L, uint32_t j) {
     xnode x = {0, 0, 0, 0, L->first[j], 0, 0, 0};
     size_t len = edge_len(b, L, o);
     if (len) {
-        const edge *e = &b->edges[L->eslot[o]];
+        const lkey *e = &L->key[o];
         x.len = (uint16_t)len;
         x.w0 = e->w0;
         x.w1 = e->w1;
@@ -655,9 +660,13 @@ void layout_hash(const builder *b, layout *L, uint32_t j) {
     if (!(L->xn[j].shape & X_HCHILD))
         return;
     uint32_t p = L->parent[j];
-    const edge *e = &b->edges[L->eslot[L->order[j]]];
-    seg_key k = segment_key(b->strings.ptr + e->str_off, e->len_tag & 0xffff);
-    uint64_t h = child_hash(p, k.hash);
+    const xnode *x = &L->xn[j];
+    uint64_t h = child_hash(p, x->len <= KEY_BYTES
+                                   ? segment_hash(x->w0, x->w1, x->len)
+                                   : segment_key(b->strings.ptr +
+                                                     L->key[L->order[j]].str_off,
+                                                 x->len)
+                                         .hash);
     uint32_t i = (uint32_t)h & L->slot_mask;
     while (L->slots[i].child)
         i = (i + 1) & L->slot_mask;
@@ -686,6 +695,7 @@ void layout_give(layout *L, sy__index *ix) {
 
 void layout_done(const sy__alloc *a, layout *L) {
     sy__free(a, L->up);
+    sy__free(a, L->key);
     sy__free(a, L->live);
     sy__free(a, L->kids);
     sy__free(a, L->cstart);
@@ -849,7 +859,7 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
     {
         size_t nn = b.node_count;
         for (size_t i = 0; i <= b.edge_mask; i++)
-            prune_up_edge(&b, L.up, L.eslot, i);
+            prune_up_edge(&b, L.up, L.key, i);
         for (uint32_t i = 0; i < nn; i++)
             prune_up_wild(&b, L.up, i);
         for (uint32_t i = b.node_count; i-- > 0;)
@@ -857,7 +867,7 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
         /* the whole-host table (kids[] reused for its flags) */
         size_t hcount = 0, hbytes = 0, used = 0;
         for (uint32_t i = 0; i < nn; i++) {
-            size_t l = host_mark(&b, L.up, L.eslot, L.kids, i);
+            size_t l = host_mark(&b, L.up, L.key, L.kids, i);
             hcount += l != 0;
             hbytes += l;
         }
@@ -865,14 +875,14 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
                         &ix->hkeys))
             goto fail;
         for (uint32_t i = 0; i < nn; i++)
-            host_put(&b, L.up, L.eslot, L.kids, i, ix->hosts, ix->host_mask,
+            host_put(&b, L.up, L.key, L.kids, i, ix->hosts, ix->host_mask,
                      ix->hkeys, &used, &ix->hfilt);
         if (ix->hosts)
             ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
         /* the live nodes, depth first */
         for (uint32_t i = 0; i < nn; i++)
             layout_count(&b, &L, i);
-        if (!layout_alloc(a, &L))
+        if (!layout_alloc(a, &L, true))
             goto fail;
         for (uint32_t i = 0; i < nn; i++)
             layout_place(&b, &L, i);

@@ -225,8 +225,8 @@ rinfo route_info(builder *b, const struct sy_route *r);
  * Pruning, after the lists are placed (both builds): a branch of a trie
  * whose subtree holds no list (every route under it was placed in the
  * other trie) is cut off: it is left out of the layout, so a walk never
- * enters it. up[n] = parent << 1 | (n is a literal child) and eslot[n] =
- * n's edge slot, filled by prune_up_edge for each edge table entry and
+ * enters it. up[n] = parent << 1 | (n is a literal child) and key[n] =
+ * its segment, filled by prune_up_edge for each edge table entry and
  * prune_up_wild for each node; then prune_node for every node from the
  * last to the first (a child is always numbered after its parent), with
  * kids[] and live[] zeroed: it clears LIT_KIDS and the wildcard child of a
@@ -235,12 +235,19 @@ rinfo route_info(builder *b, const struct sy_route *r);
  */
 enum { KID_LIT = 1, KID_WILD = 2 };
 #define LIVE 0x80000000u
-static inline void prune_up_edge(const builder *b, uint32_t *up,
-                                 uint32_t *eslot, size_t i) {
+/* The literal segment into a node, copied from its edge in the table's
+ * order (one pass over it), so that the passes after it read it in the
+ * nodes' order instead of the table's. */
+typedef struct lkey {
+    uint64_t w0, w1;
+    uint32_t str_off, len;
+} lkey;
+static inline void prune_up_edge(const builder *b, uint32_t *up, lkey *key,
+                                 size_t i) {
     const edge *e = &b->edges[i];
     if (e->child != NONE) {
         up[e->child] = e->parent << 1 | 1u;
-        eslot[e->child] = (uint32_t)i;
+        key[e->child] = (lkey){e->w0, e->w1, e->str_off, e->len_tag & 0xffff};
     }
 }
 static inline void prune_up_wild(const builder *b, uint32_t *up, uint32_t n) {
@@ -273,7 +280,8 @@ static inline void prune_node(builder *b, const uint32_t *up, uint32_t *live,
  *                  sizes of the arrays to come
  *   layout_place   old nodes: each live one into its parent's range
  *                  (the wildcard child first)
- *   layout_alloc   the index's arrays and the pass's own
+ *   layout_alloc   the index's arrays and the pass's own (the stepwise
+ *                  build zeroes the child table in a pass of its own)
  *   layout_order   items until it returns false: the depth-first
  *                  numbering, one node placed or one frame entered or
  *                  left per item
@@ -287,7 +295,8 @@ typedef struct lframe {
 } lframe;
 
 typedef struct layout {
-    uint32_t *up, *eslot, *live; /* the pruning's, per old node */
+    uint32_t *up, *live; /* the pruning's, per old node */
+    lkey *key;
     uint8_t *kids;               /* the pruning's, then the host flags */
     uint32_t *cstart;            /* old node: its children in clist */
     uint32_t *clist;             /* live children by parent */
@@ -308,7 +317,9 @@ typedef struct layout {
 bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes);
 void layout_count(const builder *b, layout *L, uint32_t n);
 void layout_place(const builder *b, layout *L, uint32_t n);
-bool layout_alloc(const sy__alloc *a, layout *L);
+/* zero: the child table zeroed (else the caller zeroes it, a line per
+ * item, so that its pages are faulted in over many calls) */
+bool layout_alloc(const sy__alloc *a, layout *L, bool zero);
 bool layout_order(const builder *b, layout *L);
 void layout_node(const builder *b, layout *L, uint32_t j);
 void layout_hash(const builder *b, layout *L, uint32_t j);
@@ -341,7 +352,7 @@ static inline uint64_t host_hash(const char *s, size_t len) {
 
 /*
  * The whole-host table's build (both builds), after pruning, with up[]
- * and eslot[] of the pruning and a byte per node (flag, the pruning's
+ * and key[] of the pruning and a byte per node (flag, the pruning's
  * kids[] reused). host_mark, for every node first to last (a parent is
  * numbered before its children): flags the nodes reached by literal edges
  * only past nothing a walk would collect or branch into, and returns the
@@ -351,7 +362,7 @@ static inline uint64_t host_hash(const char *s, size_t len) {
  */
 enum { HF_REACH = 1, HF_KEY = 2 };
 static inline size_t host_mark(const builder *b, const uint32_t *up,
-                               const uint32_t *eslot, uint8_t *flag,
+                               const lkey *key, uint8_t *flag,
                                uint32_t n) {
     flag[n] = n == ROOT_HOST ? HF_REACH : 0;
     if (n <= ROOT_HOST || !(up[n] & 1u) || !(flag[up[n] >> 1] & HF_REACH))
@@ -367,7 +378,7 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
     flag[n] |= HF_KEY;
     size_t len = 0;
     for (uint32_t m = n; m != ROOT_HOST; m = up[m] >> 1)
-        len += (b->edges[eslot[m]].len_tag & 0xffff) + 1;
+        len += key[m].len + 1;
     if (len <= 1 || len - 1 > UINT16_MAX) { /* none (0: an empty slot) */
         flag[n] = HF_REACH;
         return 0;
@@ -401,7 +412,7 @@ static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
 }
 
 static inline void host_put(const builder *b, const uint32_t *up,
-                            const uint32_t *eslot, const uint8_t *flag,
+                            const lkey *key, const uint8_t *flag,
                             uint32_t n, hentry *tab, uint32_t mask, char *keys,
                             size_t *used, hfilter *f) {
     if (!tab || !(flag[n] & HF_KEY))
@@ -409,9 +420,8 @@ static inline void host_put(const builder *b, const uint32_t *up,
     char *k = keys + *used;
     size_t len = 0;
     for (uint32_t m = n;;) {
-        const edge *e = &b->edges[eslot[m]];
-        size_t l = e->len_tag & 0xffff;
-        memcpy(k + len, b->strings.ptr + e->str_off, l);
+        size_t l = key[m].len;
+        memcpy(k + len, b->strings.ptr + key[m].str_off, l);
         len += l;
         m = up[m] >> 1;
         if (m == ROOT_HOST)

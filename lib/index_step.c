@@ -27,12 +27,15 @@ enum {
     PH_COPY,   /* lists: fill cursors = starts */
     PH_FILL,   /* pending: candidates into their lists */
     PH_NODES,  /* nodes: their list refs */
+    PH_UP_0,   /* nodes: their parent and key zeroed (the pages faulted in
+                  in order, not all at once by the random writes of UP_E) */
     PH_UP_E,   /* edge table: parents of literal children (pruning) */
     PH_UP_W,   /* nodes: parents of wildcard children */
     PH_PRUNE,  /* nodes, last first: cut branches without lists */
     PH_HMARK,  /* nodes: whole-host keys, their count and text length */
     PH_HPUT,   /* nodes: keys into the whole-host table */
     PH_LCOUNT, /* nodes: children's ranges, the layout's sizes */
+    PH_LZERO,  /* the child table, a line per item */
     PH_LPLACE, /* nodes: into their parents' ranges */
     PH_LORDER, /* the depth-first numbering, until it is done */
     PH_LNODE,  /* new nodes: filled */
@@ -277,13 +280,19 @@ static int finish(sy__index_step *st, sy__index **out) {
     return SY_OK;
 }
 
-/* One of the build's big arrays freed (true), or none left: a large one
- * freed at once is a long step of its own (munmap). */
+/* One of the build's arrays freed (true), or none left: a large one
+ * freed at once is a long step of its own (munmap), so a large build
+ * frees one per call; a small one frees them all in the first. */
 static bool drop_one(sy__index_step *st) {
     builder *b = &st->b;
-    void **parts[] = {(void **)&b->edges, (void **)&b->nodes,
-                      (void **)&b->strings.ptr, (void **)&b->pend,
-                      (void **)&st->L.up};
+    layout *L = &st->L;
+    void **parts[] = {
+        (void **)&b->edges,    (void **)&b->nodes,    (void **)&b->strings.ptr,
+        (void **)&b->pend,     (void **)&b->list_len, (void **)&st->routes,
+        (void **)&st->info,    (void **)&st->pcost,   (void **)&st->slot_pos,
+        (void **)&st->placement, (void **)&L->up,     (void **)&L->key,
+        (void **)&L->live,     (void **)&L->kids,     (void **)&L->cstart,
+        (void **)&L->clist,    (void **)&L->order,    (void **)&L->stack};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (*parts[i]) {
             sy__free(b->a, *parts[i]);
@@ -407,9 +416,16 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         if (!layout_start(a, &st->L, b->node_count))
             return SY_ENOMEM;
         /* fall through */
+    case PH_UP_0:
+        PASS(st, b->node_count, left, {
+            st->L.up[i] = 0;
+            st->L.key[i] = (lkey){0, 0, 0, 0};
+        });
+        next_phase(st);
+        /* fall through */
     case PH_UP_E:
         PASS(st, (size_t)b->edge_mask + 1, left,
-             prune_up_edge(b, st->L.up, st->L.eslot, i));
+             prune_up_edge(b, st->L.up, st->L.key, i));
         next_phase(st);
         /* fall through */
     case PH_UP_W:
@@ -425,7 +441,7 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
     case PH_HMARK:
         PASS(st, b->node_count, left, {
             size_t l =
-                host_mark(b, st->L.up, st->L.eslot, st->L.kids, (uint32_t)i);
+                host_mark(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i);
             st->hcount += l != 0;
             st->hbytes += l;
         });
@@ -436,7 +452,7 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         /* fall through */
     case PH_HPUT:
         PASS(st, b->node_count, left,
-             host_put(b, st->L.up, st->L.eslot, st->L.kids, (uint32_t)i,
+             host_put(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
                       st->hosts, st->host_mask, st->hkeys, &st->hused,
                       &st->hfilt));
         next_phase(st);
@@ -444,8 +460,13 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
     case PH_LCOUNT:
         PASS(st, b->node_count, left, layout_count(b, &st->L, (uint32_t)i));
         next_phase(st);
-        if (!layout_alloc(a, &st->L))
+        if (!layout_alloc(a, &st->L, false))
             return SY_ENOMEM;
+        /* fall through */
+    case PH_LZERO:
+        PASS(st, st->L.slots ? ((size_t)st->L.slot_mask + 1) / 8 : 0, left,
+             memset(&st->L.slots[i * 8], 0, 8 * sizeof *st->L.slots));
+        next_phase(st);
         /* fall through */
     case PH_LPLACE:
         PASS(st, b->node_count, left, layout_place(b, &st->L, (uint32_t)i));
@@ -469,7 +490,10 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         next_phase(st);
         /* fall through */
     case PH_DROP:
-        if (drop_one(st)) {
+        if (b->node_count + st->n < 32768) {
+            while (drop_one(st))
+                ;
+        } else if (drop_one(st)) {
             st->work += *left; /* a call's share: the rest of its budget */
             *left = 0;
             return 0;

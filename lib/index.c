@@ -68,12 +68,14 @@ static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
     return h ^ (h >> 32);
 }
 
-/* The child table's hash of (parent, segment): the segment's hash is a
- * product whose high bits are its best, so one more multiply by the
- * parent-xored value and a fold of the high half down mix both into the
- * slot (low bits) and the tag (high half). */
+/* The child table's hash of (parent, segment). The segment's hash of a
+ * short one is a single product, whose low bits depend only on the low
+ * bytes: its high bits are folded down before the multiply, else "p0" ..
+ * "p99999" under one parent probed ~19 slots on average (1.3 so). */
 static inline uint64_t child_hash(uint32_t parent, uint64_t seg_hash) {
-    uint64_t h = (seg_hash ^ parent) * 0xbf58476d1ce4e5b9ull;
+    uint64_t h = seg_hash ^ parent;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
     return h ^ (h >> 32);
 }
 

@@ -1012,8 +1012,8 @@ static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
 
 /* The literal child of `parent` (an X_HASH node) for segment `seg`,
  * through the child table. */
-static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
-                                   sy_str seg) {
+static __attribute__((noinline)) uint32_t
+find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
     seg_key k = segment_key(seg.ptr, seg.len);
     uint64_t h = child_hash(parent, k.hash);
     uint32_t tag = (uint32_t)(h >> 32);
@@ -1022,11 +1022,35 @@ static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
         const xslot *e = &ix->slots[p];
         if (!e->child)
             return NONE;
-        /* the child's words, then that it is this parent's (its range) */
         if (e->tag == tag) {
             const xnode *x = &ix->nodes[e->child];
             if (x->kids == parent &&
                 node_is(x, ix->strings, k.w0, k.w1, seg.ptr, seg.len))
+                return e->child;
+        }
+    }
+}
+
+/* A segment of up to KEY_BYTES bytes is compared by its words alone, no
+ * call: the probe's registers stay the caller's. */
+static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
+                                   sy_str seg) {
+    if (seg.len > KEY_BYTES)
+        return find_hashed_long(ix, parent, seg);
+    uint64_t w0, w1;
+    segment_words(seg.ptr, seg.len, &w0, &w1);
+    uint64_t h = child_hash(parent, segment_hash(w0, w1, seg.len));
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (uint32_t p = (uint32_t)h & ix->slot_mask;;
+         p = (p + 1) & ix->slot_mask) {
+        const xslot *e = &ix->slots[p];
+        if (!e->child)
+            return NONE;
+        /* the child's words, then that it is this parent's */
+        if (e->tag == tag) {
+            const xnode *x = &ix->nodes[e->child];
+            if (x->len == seg.len && x->w0 == w0 && x->w1 == w1 &&
+                x->kids == parent)
                 return e->child;
         }
     }

@@ -636,8 +636,8 @@ void layout_node(const builder *b, layout *L, uint32_t j) {
     }
     bool w = has_wild(nd);
     uint32_t nlit = L->cstart[o + 1] - L->cstart[o] - w;
-    x.shape = (uint16_t)((w ? X_WILD : 0) |
-                         (nlit > DIRECT_MAX ? X_HASH : nlit));
+    x.shape =
+        (uint16_t)((w ? X_WILD : 0) | (nlit > DIRECT_MAX ? X_HASH : nlit));
     if (!(nlit + w))
         x.kids = 0; /* a leaf */
     if (j > ROOT_HOST && (L->up[o] & 1u) &&
@@ -663,12 +663,12 @@ void layout_hash(const builder *b, layout *L, uint32_t j) {
         return;
     uint32_t p = L->parent[j];
     const xnode *x = &L->xn[j];
-    uint64_t h = child_hash(p, x->len <= KEY_BYTES
-                                   ? segment_hash(x->w0, x->w1, x->len)
-                                   : segment_key(b->strings.ptr +
-                                                     L->key[L->order[j]].str_off,
-                                                 x->len)
-                                         .hash);
+    uint64_t h = child_hash(
+        p,
+        x->len <= KEY_BYTES
+            ? segment_hash(x->w0, x->w1, x->len)
+            : segment_key(b->strings.ptr + L->key[L->order[j]].str_off, x->len)
+                  .hash);
     uint32_t i = (uint32_t)h & L->slot_mask;
     while (L->slots[i].child)
         i = (i + 1) & L->slot_mask;
@@ -686,8 +686,7 @@ void layout_give(layout *L, sy__index *ix) {
     ix->nside = (uint32_t)L->nside;
     ix->bytes += (size_t)L->count * sizeof *L->xn + 64 + L->long_bytes +
                  L->nside * sizeof *L->side +
-                 (L->slots ? ((size_t)L->slot_mask + 1) * sizeof *L->slots
-                           : 0);
+                 (L->slots ? ((size_t)L->slot_mask + 1) * sizeof *L->slots : 0);
     L->xn = NULL;
     L->mem = NULL;
     L->slots = NULL;
@@ -958,7 +957,6 @@ bool sy__index_host_exact(const sy__index *ix, sy_str host,
     return host.len && index_host_exact(ix, host, out);
 }
 
-
 typedef struct collector {
     const sy__index *ix;
     sy__cand_list *out;
@@ -1087,8 +1085,7 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
         /* a walkable host pattern starting with "**" has no leading '.',
          * which Ant compares: a host with one is not proven */
         if (nd->mlen) {
-            collect(c, multi_of(ix, nd, node), SY_PROOF_NONE,
-                    path || !c->lead);
+            collect(c, multi_of(ix, nd, node), SY_PROOF_NONE, path || !c->lead);
             if (c->overflow)
                 return;
         }

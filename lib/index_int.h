@@ -157,13 +157,13 @@ typedef struct hfilter {
 struct sy__index {
     _Atomic long refs;
     const sy__alloc *alloc;
-    xnode *nodes;        /* node_count, aligned to a line */
-    void *nodes_mem;     /* their allocation */
+    xnode *nodes;    /* node_count, aligned to a line */
+    void *nodes_mem; /* their allocation */
     uint32_t node_count;
-    xslot *slots;        /* the child table, slot_mask + 1; or NULL */
+    xslot *slots; /* the child table, slot_mask + 1; or NULL */
     uint32_t slot_mask;
-    char *strings;       /* segments longer than KEY_BYTES, from byte 9 */
-    xside *side;         /* nside */
+    char *strings; /* segments longer than KEY_BYTES, from byte 9 */
+    xside *side;   /* nside */
     uint32_t nside;
     sy__cand *cands; /* every list, flattened */
     sy__cand_var *vars;
@@ -297,13 +297,13 @@ typedef struct lframe {
 typedef struct layout {
     uint32_t *up, *live; /* the pruning's, per old node */
     lkey *key;
-    uint8_t *kids;               /* the pruning's, then the host flags */
-    uint32_t *cstart;            /* old node: its children in clist */
-    uint32_t *clist;             /* live children by parent */
+    uint8_t *kids;                    /* the pruning's, then the host flags */
+    uint32_t *cstart;                 /* old node: its children in clist */
+    uint32_t *clist;                  /* live children by parent */
     uint32_t *order, *parent, *first; /* new node: old id, parent, kids */
     lframe *stack;
-    uint32_t count;        /* live nodes */
-    uint32_t sp, cursor;   /* layout_order's state */
+    uint32_t count;      /* live nodes */
+    uint32_t sp, cursor; /* layout_order's state */
     size_t nhash, long_bytes, nside;
     size_t long_used, side_used; /* layout_node's cursors */
     void *mem;                   /* xn's allocation (xn is aligned) */
@@ -362,8 +362,7 @@ static inline uint64_t host_hash(const char *s, size_t len) {
  */
 enum { HF_REACH = 1, HF_KEY = 2 };
 static inline size_t host_mark(const builder *b, const uint32_t *up,
-                               const lkey *key, uint8_t *flag,
-                               uint32_t n) {
+                               const lkey *key, uint8_t *flag, uint32_t n) {
     flag[n] = n == ROOT_HOST ? HF_REACH : 0;
     if (n <= ROOT_HOST || !(up[n] & 1u) || !(flag[up[n] >> 1] & HF_REACH))
         return 0;
@@ -412,8 +411,8 @@ static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
 }
 
 static inline void host_put(const builder *b, const uint32_t *up,
-                            const lkey *key, const uint8_t *flag,
-                            uint32_t n, hentry *tab, uint32_t mask, char *keys,
+                            const lkey *key, const uint8_t *flag, uint32_t n,
+                            hentry *tab, uint32_t mask, char *keys,
                             size_t *used, hfilter *f) {
     if (!tab || !(flag[n] & HF_KEY))
         return;

@@ -286,13 +286,15 @@ static int finish(sy__index_step *st, sy__index **out) {
 static bool drop_one(sy__index_step *st) {
     builder *b = &st->b;
     layout *L = &st->L;
-    void **parts[] = {
-        (void **)&b->edges,    (void **)&b->nodes,    (void **)&b->strings.ptr,
-        (void **)&b->pend,     (void **)&b->list_len, (void **)&st->routes,
-        (void **)&st->info,    (void **)&st->pcost,   (void **)&st->slot_pos,
-        (void **)&st->placement, (void **)&L->up,     (void **)&L->key,
-        (void **)&L->live,     (void **)&L->kids,     (void **)&L->cstart,
-        (void **)&L->clist,    (void **)&L->order,    (void **)&L->stack};
+    void **parts[] = {(void **)&b->edges,       (void **)&b->nodes,
+                      (void **)&b->strings.ptr, (void **)&b->pend,
+                      (void **)&b->list_len,    (void **)&st->routes,
+                      (void **)&st->info,       (void **)&st->pcost,
+                      (void **)&st->slot_pos,   (void **)&st->placement,
+                      (void **)&L->up,          (void **)&L->key,
+                      (void **)&L->live,        (void **)&L->kids,
+                      (void **)&L->cstart,      (void **)&L->clist,
+                      (void **)&L->order,       (void **)&L->stack};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (*parts[i]) {
             sy__free(b->a, *parts[i]);

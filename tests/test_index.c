@@ -359,14 +359,41 @@ END_TEST
  * (k8, direct; k9, hashed), and a node whose lists do not follow each
  * other in the pool (s: a route's two equal patterns keep one entry,
  * then a multi list): its lists in the side table. */
-static const char *const layout_paths[] = {
-    "/k1/a", "/k2/a", "/k2/b", "/k3/a", "/k3/b", "/k3/c", "/k4/a", "/k4/b",
-    "/k4/c", "/k4/d", "/k5/a", "/k5/b", "/k5/c", "/k5/d", "/k5/e", "/k6/{x}",
-    "/k6/a", "/k6/b", "/k7/{x}", "/k7/a", "/k7/b", "/k7/c", "/k7/d", "/k7/e",
-    "/k7/f", "/k8/abcdefgh-ijklmnop-1", "/k8/abcdefgh-ijklmnop-2",
-    "/k8/abcdefgh", "/k9/abcdefgh-ijklmnop-qrstuvwx", "/k9/abcdefgh-ijklmno",
-    "/k9/abcdefgh-ijklmnop", "/k9/abcdefgh", "/k9/abcdefg", "/k9/x/y/z",
-    NULL};
+static const char *const layout_paths[] = {"/k1/a",
+                                           "/k2/a",
+                                           "/k2/b",
+                                           "/k3/a",
+                                           "/k3/b",
+                                           "/k3/c",
+                                           "/k4/a",
+                                           "/k4/b",
+                                           "/k4/c",
+                                           "/k4/d",
+                                           "/k5/a",
+                                           "/k5/b",
+                                           "/k5/c",
+                                           "/k5/d",
+                                           "/k5/e",
+                                           "/k6/{x}",
+                                           "/k6/a",
+                                           "/k6/b",
+                                           "/k7/{x}",
+                                           "/k7/a",
+                                           "/k7/b",
+                                           "/k7/c",
+                                           "/k7/d",
+                                           "/k7/e",
+                                           "/k7/f",
+                                           "/k8/abcdefgh-ijklmnop-1",
+                                           "/k8/abcdefgh-ijklmnop-2",
+                                           "/k8/abcdefgh",
+                                           "/k9/abcdefgh-ijklmnop-qrstuvwx",
+                                           "/k9/abcdefgh-ijklmno",
+                                           "/k9/abcdefgh-ijklmnop",
+                                           "/k9/abcdefgh",
+                                           "/k9/abcdefg",
+                                           "/k9/x/y/z",
+                                           NULL};
 
 static sy_router *layout_router(void) {
     size_t cap = 8192, o = 0;
@@ -471,9 +498,15 @@ START_TEST(nodes_are_laid_out_by_their_number_of_children) {
     static const struct {
         const char *at;
         uint16_t shape; /* X_NLIT | X_WILD | X_HASH */
-    } want[] = {{"/k1", 1},          {"/k2", 2},          {"/k3", 3},
-                {"/k4", 4},          {"/k5", X_HASH},     {"/k6", X_WILD | 2},
-                {"/k7", X_WILD | X_HASH}, {"/k8", 3},     {"/k9", X_HASH}};
+    } want[] = {{"/k1", 1},
+                {"/k2", 2},
+                {"/k3", 3},
+                {"/k4", 4},
+                {"/k5", X_HASH},
+                {"/k6", X_WILD | 2},
+                {"/k7", X_WILD | X_HASH},
+                {"/k8", 3},
+                {"/k9", X_HASH}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         uint32_t n = layout_walk(ix, want[i].at);
         ck_assert_msg(n != NONE, "%s", want[i].at);
@@ -528,9 +561,9 @@ START_TEST(nodes_are_laid_out_by_their_number_of_children) {
     ck_assert_int_eq(
         memcmp(sx->nodes, ix->nodes, ix->node_count * sizeof *ix->nodes), 0);
     ck_assert_uint_eq(sx->slot_mask, ix->slot_mask);
-    ck_assert_int_eq(memcmp(sx->slots, ix->slots,
-                            (ix->slot_mask + 1) * sizeof *ix->slots),
-                     0);
+    ck_assert_int_eq(
+        memcmp(sx->slots, ix->slots, (ix->slot_mask + 1) * sizeof *ix->slots),
+        0);
     ck_assert_uint_eq(sx->nside, ix->nside);
     ck_assert_int_eq(memcmp(sx->side, ix->side, ix->nside * sizeof *ix->side),
                      0);
@@ -576,7 +609,8 @@ START_TEST(matching_through_each_shape_equals_the_scan) {
         const sy_route *rt = match_both(h, ctx, p);
         snprintf(id, sizeof id, "p%zu", i);
         /* k6/k7: the earlier {x} route takes its literal siblings' paths */
-        bool wild_first = strncmp(p, "/k6/", 4) == 0 || strncmp(p, "/k7/", 4) == 0;
+        bool wild_first =
+            strncmp(p, "/k6/", 4) == 0 || strncmp(p, "/k7/", 4) == 0;
         ck_assert_msg(rt && (wild_first || strcmp(sy_route_id(rt), id) == 0),
                       "%s", p);
         size_t len = strlen(p);

@@ -413,9 +413,9 @@ START_TEST(the_stepwise_build_makes_the_one_shot_index) {
         for (uint32_t k = 0; k < one->node_count; k++)
             direct += (one->nodes[k].shape & X_NLIT) != 0;
         ck_assert_uint_gt(direct, N / 10);
-        ck_assert_int_eq(memcmp(ix->nodes, one->nodes,
-                                one->node_count * sizeof *one->nodes),
-                         0);
+        ck_assert_int_eq(
+            memcmp(ix->nodes, one->nodes, one->node_count * sizeof *one->nodes),
+            0);
         ck_assert_uint_eq(ix->slot_mask, one->slot_mask);
         ck_assert(!ix->slots == !one->slots);
         if (one->slots)
@@ -425,8 +425,7 @@ START_TEST(the_stepwise_build_makes_the_one_shot_index) {
         ck_assert_uint_eq(ix->nside, one->nside);
         if (one->nside)
             ck_assert_int_eq(
-                memcmp(ix->side, one->side, one->nside * sizeof *one->side),
-                0);
+                memcmp(ix->side, one->side, one->nside * sizeof *one->side), 0);
         ck_assert_int_eq(memcmp(ix->generic, one->generic, sizeof one->generic),
                          0);
         size_t used = cands_used(one);

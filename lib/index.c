@@ -895,6 +895,7 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
             layout_hash(&b, &L, j);
     }
     layout_give(&L, ix);
+    ix->built_nodes = b.node_count;
     ix->vars = b.vars;
     b.vars = NULL;
     ix->bytes += sizeof *ix + (size_t)b.var_cap * sizeof *ix->vars;

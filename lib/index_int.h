@@ -160,6 +160,9 @@ struct sy__index {
     xnode *nodes;    /* node_count, aligned to a line */
     void *nodes_mem; /* their allocation */
     uint32_t node_count;
+    /* the build's nodes, dead ones too: the next stepwise build's
+     * reserve */
+    uint32_t built_nodes;
     xslot *slots; /* the child table, slot_mask + 1; or NULL */
     uint32_t slot_mask;
     char *strings; /* segments longer than KEY_BYTES, from byte 9 */

@@ -126,7 +126,7 @@ int sy__index_step_reserve(sy__index_step *st, const sy__index *like,
     builder *b = &st->b;
     const sy__alloc *a = b->a;
     size_t r = routes + routes / 8 + 64;
-    size_t nodes = (like ? like->node_count : 2 * routes) + r / 4 + 64;
+    size_t nodes = (like ? like->built_nodes : 2 * routes) + r / 4 + 64;
     uint32_t edges = 64;
     while (edges < UINT32_MAX / 4 && (size_t)edges * 3 < nodes * 4)
         edges *= 2;
@@ -261,6 +261,7 @@ static int finish(sy__index_step *st, sy__index **out) {
     ix->cands = st->cands;
     st->cands = NULL;
     ix->host_routes = st->host_routes;
+    ix->built_nodes = b->node_count;
     ix->vars = b->vars;
     ix->hosts = st->hosts;
     ix->host_mask = st->host_mask;

@@ -514,8 +514,11 @@ void layout_count(const builder *b, layout *L, uint32_t n) {
     if (len > KEY_BYTES)
         L->long_bytes += len - 8;
     L->nside += needs_side(nd);
-    /* from now on: the cursor of n's literal children in clist */
+    /* from now on: the cursor of n's literal children in clist; and its
+     * shape's two bits in kids[] (the host flags are used up) */
     L->live[n] = LIVE | (L->cstart[n] + w);
+    L->kids[n] =
+        (uint8_t)((cnt - w > DIRECT_MAX ? LK_HASH : 0) | (w ? LK_WILD : 0));
 }
 
 bool layout_alloc(const sy__alloc *a, layout *L, bool zero) {
@@ -549,8 +552,8 @@ bool layout_alloc(const sy__alloc *a, layout *L, bool zero) {
     L->order[ROOT_HOST] = ROOT_HOST;
     L->parent[ROOT_PATH] = L->parent[ROOT_HOST] = 0;
     L->cursor = 2;
-    L->stack[0] = (lframe){ROOT_HOST, ROOT_HOST, 0, 0};
-    L->stack[1] = (lframe){ROOT_PATH, ROOT_PATH, 0, 0};
+    L->stack[0] = (lframe){ROOT_HOST, ROOT_HOST, 0, 0, 0, 0};
+    L->stack[1] = (lframe){ROOT_PATH, ROOT_PATH, 0, 0, 0, 0};
     L->sp = 2;
     return true;
 }
@@ -566,10 +569,11 @@ void layout_place(const builder *b, layout *L, uint32_t n) {
         L->clist[L->cstart[p]] = n; /* the wildcard child first */
 }
 
-/* A node has its literal children in the child table. */
+/* A node has its literal children in the child table (layout_count's
+ * bit). */
 static inline bool hashed(const builder *b, const layout *L, uint32_t o) {
-    return L->cstart[o + 1] - L->cstart[o] - has_wild(&b->nodes[o]) >
-           DIRECT_MAX;
+    (void)b;
+    return L->kids[o] & LK_HASH;
 }
 
 static inline uint32_t place(layout *L, uint32_t o, uint32_t parent) {
@@ -579,42 +583,37 @@ static inline uint32_t place(layout *L, uint32_t o, uint32_t parent) {
     return id;
 }
 
-bool layout_order(const builder *b, layout *L) {
-    if (!L->sp)
-        return false;
-    lframe *f = &L->stack[L->sp - 1];
-    uint32_t k0 = L->cstart[f->old], nk = L->cstart[f->old + 1] - k0;
-    if (f->phase == 0) { /* entered: its children start here */
-        L->first[f->id] = L->cursor;
-        f->phase = 1;
-        return true;
-    }
-    if (hashed(b, L, f->old)) { /* each child, then its subtree */
-        if (f->k == nk) {
+size_t layout_order(const builder *b, layout *L, size_t budget) {
+    (void)b;
+    size_t done = 0;
+    while (L->sp && done < budget) {
+        lframe *f = &L->stack[L->sp - 1];
+        done++;
+        if (f->phase == 0) { /* entered: its children start here */
+            L->first[f->id] = L->cursor;
+            f->k = L->cstart[f->old];
+            f->end = L->cstart[f->old + 1];
+            f->hash = L->kids[f->old] & LK_HASH;
+            f->phase = 1;
+        } else if (f->k == f->end && (f->hash || f->phase == 2)) {
             L->sp--;
-            return true;
+        } else if (f->hash) { /* each child, then its subtree */
+            uint32_t o = L->clist[f->k++];
+            uint32_t id = place(L, o, f->id);
+            L->stack[L->sp++] = (lframe){o, id, 0, 0, 0, 0};
+        } else if (f->phase == 1) { /* the children together */
+            if (f->k < f->end) {
+                place(L, L->clist[f->k++], f->id);
+            } else {
+                f->phase = 2;
+                f->k = L->cstart[f->old];
+            }
+        } else { /* then their subtrees */
+            uint32_t id = L->first[f->id] + (f->k - L->cstart[f->old]);
+            L->stack[L->sp++] = (lframe){L->clist[f->k++], id, 0, 0, 0, 0};
         }
-        uint32_t o = L->clist[k0 + f->k++];
-        uint32_t id = place(L, o, f->id);
-        L->stack[L->sp++] = (lframe){o, id, 0, 0};
-        return true;
     }
-    if (f->phase == 1) { /* the children together */
-        if (f->k < nk) {
-            place(L, L->clist[k0 + f->k++], f->id);
-        } else {
-            f->phase = 2;
-            f->k = 0;
-        }
-        return true;
-    }
-    if (f->k == nk) { /* then their subtrees */
-        L->sp--;
-        return true;
-    }
-    uint32_t id = L->first[f->id] + f->k;
-    L->stack[L->sp++] = (lframe){L->clist[k0 + f->k++], id, 0, 0};
-    return true;
+    return done;
 }
 
 void layout_node(const builder *b, layout *L, uint32_t j) {
@@ -887,8 +886,7 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
             goto fail;
         for (uint32_t i = 0; i < nn; i++)
             layout_place(&b, &L, i);
-        while (layout_order(&b, &L))
-            ;
+        layout_order(&b, &L, SIZE_MAX);
         for (uint32_t j = 0; j < L.count; j++)
             layout_node(&b, &L, j);
         for (uint32_t j = 0; j < L.count; j++)

@@ -285,16 +285,20 @@ static inline void prune_node(builder *b, const uint32_t *up, uint32_t *live,
  *                  (the wildcard child first)
  *   layout_alloc   the index's arrays and the pass's own (the stepwise
  *                  build zeroes the child table in a pass of its own)
- *   layout_order   items until it returns false: the depth-first
- *                  numbering, one node placed or one frame entered or
- *                  left per item
+ *   layout_order   the depth-first numbering, one node placed or one
+ *                  frame entered or left per item, `budget` at a time
  *   layout_node    new nodes: fill each
  *   layout_hash    new nodes: the X_HASH nodes' children into the table
  */
+/* layout_count's bits per old node, in kids[] */
+enum { LK_HASH = 1, LK_WILD = 2 };
+
 typedef struct lframe {
     uint32_t old, id; /* the node being expanded: old id, new id */
-    uint32_t k;       /* its next child */
-    uint32_t phase;   /* 0 entered; X_NLIT nodes: 1 placing, 2 expanding */
+    uint32_t k, end;  /* its next child and its last in clist */
+    uint32_t phase;   /* 0 entered; 1 placing one by one (HASH: each
+                         then its subtree); 2 X_NLIT: expanding */
+    uint32_t hash;    /* its children are in the child table */
 } lframe;
 
 typedef struct layout {
@@ -323,7 +327,8 @@ void layout_place(const builder *b, layout *L, uint32_t n);
 /* zero: the child table zeroed (else the caller zeroes it, a line per
  * item, so that its pages are faulted in over many calls) */
 bool layout_alloc(const sy__alloc *a, layout *L, bool zero);
-bool layout_order(const builder *b, layout *L);
+/* Up to `budget` items; returns the number done (fewer: finished). */
+size_t layout_order(const builder *b, layout *L, size_t budget);
 void layout_node(const builder *b, layout *L, uint32_t j);
 void layout_hash(const builder *b, layout *L, uint32_t j);
 /* Frees the pass's own arrays (not the index's). */

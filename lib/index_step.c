@@ -475,13 +475,13 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         PASS(st, b->node_count, left, layout_place(b, &st->L, (uint32_t)i));
         next_phase(st);
         /* fall through */
-    case PH_LORDER:
-        while (*left > 0 && layout_order(b, &st->L)) {
-            (*left)--;
-            st->work++;
-        }
+    case PH_LORDER: {
+        size_t did = layout_order(b, &st->L, *left);
+        *left -= did;
+        st->work += did;
         if (st->L.sp)
             return 0;
+    }
         next_phase(st);
         /* fall through */
     case PH_LNODE:

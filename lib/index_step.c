@@ -65,7 +65,8 @@ struct sy__index_step {
     hfilter hfilt;
     size_t nlists, kept;
     sy__cand *cands;
-    edge *big; /* a reserved edge table being emptied (prepare) */
+    size_t drop_len; /* the array drop_one is shrinking: its size now */
+    edge *big;       /* a reserved edge table being emptied (prepare) */
     uint32_t big_mask;
     size_t big_done;
 };
@@ -281,27 +282,56 @@ static int finish(sy__index_step *st, sy__index **out) {
     return SY_OK;
 }
 
-/* One of the build's arrays freed (true), or none left: a large one
- * freed at once is a long step of its own (munmap), so a large build
- * frees one per call; a small one frees them all in the first. */
+/* One of the build's arrays freed or shrunk (true), or none left: a
+ * large one freed at once is a long step of its own (munmap of 16 MB of
+ * edges: ~0.8 ms), so a large build frees one per call, and with the
+ * default allocator, whose large blocks are mappings that a shrinking
+ * realloc trims in place (mremap), gives back a large one DROP_STEP
+ * bytes per call. */
+#define DROP_STEP ((size_t)2 << 20)
 static bool drop_one(sy__index_step *st) {
     builder *b = &st->b;
     layout *L = &st->L;
-    void **parts[] = {(void **)&b->edges,       (void **)&b->nodes,
-                      (void **)&b->strings.ptr, (void **)&b->pend,
-                      (void **)&b->list_len,    (void **)&st->routes,
-                      (void **)&st->info,       (void **)&st->pcost,
-                      (void **)&st->slot_pos,   (void **)&st->placement,
-                      (void **)&L->up,          (void **)&L->key,
-                      (void **)&L->live,        (void **)&L->kids,
-                      (void **)&L->cstart,      (void **)&L->clist,
-                      (void **)&L->order,       (void **)&L->stack};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if (*parts[i]) {
-            sy__free(b->a, *parts[i]);
-            *parts[i] = NULL;
-            return true;
+    struct {
+        void **p;
+        size_t bytes; /* known size, 0: freed at once */
+    } parts[] = {
+        {(void **)&b->edges, ((size_t)b->edge_mask + 1) * sizeof(edge)},
+        {(void **)&b->nodes, (size_t)b->node_cap * sizeof(inode)},
+        {(void **)&L->key, (size_t)b->node_count * sizeof(lkey)},
+        {(void **)&b->strings.ptr, 0},
+        {(void **)&b->pend, 0},
+        {(void **)&b->list_len, 0},
+        {(void **)&st->routes, 0},
+        {(void **)&st->info, 0},
+        {(void **)&st->pcost, 0},
+        {(void **)&st->slot_pos, 0},
+        {(void **)&st->placement, 0},
+        {(void **)&L->up, 0},
+        {(void **)&L->live, 0},
+        {(void **)&L->kids, 0},
+        {(void **)&L->cstart, 0},
+        {(void **)&L->clist, 0},
+        {(void **)&L->order, 0},
+        {(void **)&L->stack, 0}};
+    bool maps = sy__alloc_default_shared(b->a) && sy__alloc_maps_large();
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (!*parts[i].p)
+            continue;
+        size_t cur = st->drop_len ? st->drop_len : parts[i].bytes;
+        if (maps && cur >= 2 * DROP_STEP) {
+            void *q = sy__realloc(b->a, *parts[i].p, cur - DROP_STEP);
+            if (q) {
+                *parts[i].p = q;
+                st->drop_len = cur - DROP_STEP;
+                return true;
+            }
         }
+        sy__free(b->a, *parts[i].p);
+        *parts[i].p = NULL;
+        st->drop_len = 0;
+        return true;
+    }
     return false;
 }
 

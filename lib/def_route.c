@@ -402,13 +402,14 @@ static char pattern_sep(const char *name) {
 /* What count_text found in argument texts. */
 typedef struct text_counts {
     size_t commas, seps, braces;
+    size_t regex;  /* pieces that may make a regex */
     size_t rooted; /* list items that start with '/' (after blanks) */
 } text_counts;
 
 /* Characters count_text looks at: list separators and what patterns
  * hold per element or variable. */
 static const unsigned char marked[256] = {
-    [0] = 1, [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1};
+    [0] = 1, [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1, ['*'] = 1, ['?'] = 1};
 
 static bool item_rooted(const char *s) {
     while (*s == ' ')
@@ -417,8 +418,9 @@ static bool item_rooted(const char *s) {
 }
 
 /* One pass over an argument text: its ',' (list items) and, for a
- * pattern predicate (`sep` not 0), its `sep` and '{' characters and the
- * items that start with '/'; returns its length. */
+ * pattern predicate (`sep` not 0), its `sep` and '{' characters, the
+ * items that start with '/' and the pieces that may make a regex;
+ * returns its length. */
 static size_t count_text(const char *s, char sep, text_counts *tc) {
     const char *p = s;
     if (!sep) { /* the list items only */
@@ -427,6 +429,7 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
         return strlen(s);
     }
     tc->rooted += item_rooted(s);
+    bool glob = false;
     for (;; p++) {
         while (!marked[(unsigned char)*p]) /* one test a plain byte */
             p++;
@@ -439,8 +442,12 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
         }
         tc->seps += c == (unsigned char)sep;
         tc->braces += c == '{';
+        glob = glob || c == '{' || c == '*' || c == '?';
     }
-    return (size_t)(p - s);
+    size_t len = (size_t)(p - s);
+    if (glob) /* the pieces that may make a regex (a match context each) */
+        tc->regex += sy__pattern_regex_pieces(s, len, sep, true);
+    return len;
 }
 
 /* What a predicate adds to the fixed share per entry: an argument
@@ -450,7 +457,7 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
  * keeps a name too, patterns borrow theirs). */
 static size_t predicate_estimate(const cJSON *c, size_t *text) {
     char sep;
-    text_counts tc = {0, 0, 0, 0};
+    text_counts tc = {0, 0, 0, 0, 0};
     if (cJSON_IsString(c)) {
         const char *eq = strchr(c->valuestring, '=');
         sep = pattern_sep(c->valuestring);
@@ -458,7 +465,8 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
         *text += (sep ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
         return tc.commas * sizeof(sy_kv) +
                (sep ? sy__pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
-                                            tc.braces, sep == '.') +
+                                            tc.braces, tc.regex,
+                                            sep == '.') +
                           (tc.commas ? (tc.commas + 1) * sizeof(void *) : 0)
                     : 0);
     }
@@ -481,7 +489,8 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
     size_t n = values > 1 ? (values - 1) * sizeof(sy_kv) : 0;
     if (sep)
         n += sy__pattern_bytes_max(values + tc.commas, tc.rooted, tc.seps,
-                                   tc.braces, sep == '.') +
+                                   tc.braces, tc.regex,
+                                   sep == '.') +
              (values + tc.commas > 1 ? (values + tc.commas) * sizeof(void *)
                                      : 0);
     return n;

@@ -118,6 +118,9 @@ int sy__pat_add_var(sy__pattern *p, sy_str name, size_t off, bool unique,
             return sy__pat_error(err, SY_EPATTERN, off, msg);
         }
     }
+    if (p->nvars >= SY_PATTERN_VARS_MAX)
+        return sy__pat_error(err, SY_EPATTERN, off,
+                             "more than 65535 variables in one pattern");
     p->vars[p->nvars++] = name;
     return SY_OK;
 }

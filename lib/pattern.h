@@ -99,6 +99,9 @@ size_t sy__pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
                              size_t nbrace, size_t nregex, bool host);
 /* Frees its regexes, and its memory unless an arena holds it. */
 void sy__pattern_free(sy__pattern *p);
+/* Most variables in one pattern (a predicate's count of them is 16-bit):
+ * one more is an error at its segment. */
+#define SY_PATTERN_VARS_MAX ((uint32_t)UINT16_MAX)
 /* Longest pattern text compiled (offsets are 32-bit). */
 #define SY_PATTERN_MAX ((size_t)UINT32_MAX / 2)
 

@@ -115,8 +115,8 @@ static size_t count_args(const sy__def_entry *e, const char *key) {
 static void note(sy__pred *p, uint32_t groups, uint32_t vars) {
     if (groups > p->max_groups)
         p->max_groups = groups;
-    if (vars > p->var_count)
-        p->var_count = vars;
+    if (vars > p->var_count) /* <= SY_PATTERN_VARS_MAX: fits */
+        p->var_count = (uint16_t)vars;
 }
 
 static int compile_patterns(sy__pred *p, const sy__def_entry *e,
@@ -157,9 +157,11 @@ static int compile_patterns(sy__pred *p, const sy__def_entry *e,
     if (!host) {
         const char *v = sy__def_arg_or_default(e, "matchTrailingSlash");
         const char *why = NULL;
-        if (v && !sy__value_bool(v, &p->trailing, &why))
+        bool trailing = true;
+        if (v && !sy__value_bool(v, &trailing, &why))
             return fail(err, SY_EARG, path, "matchTrailingSlash", 0,
                         why ? why : "expected true or false");
+        p->trailing = trailing;
     }
     sy__pred_note_literal(p);
     return SY_OK;

@@ -10,13 +10,16 @@
 #include "values.h" /* sy__cidr */
 
 struct sy__pred {
-    uint8_t kind;        /* sy__pred_kind */
-    bool in_arena;       /* this object and pats[] live in the route's arena */
-    bool trailing;       /* Path */
-    bool has_lo, has_hi; /* After / Before / Between */
-    bool many;           /* Path, Host: more than one pattern (pats[]) */
-    uint32_t max_groups, var_count;
-    /* what each kind holds (a predicate is one kind: they overlap); 40
+    uint8_t kind;            /* sy__pred_kind */
+    bool in_arena : 1;       /* this object and pats[] live in the route's
+                                arena */
+    bool trailing : 1;       /* Path */
+    bool has_lo : 1, has_hi : 1; /* After / Before / Between */
+    bool many : 1;           /* Path, Host: more than one pattern (pats[]) */
+    /* the most of any of its patterns (SY_PATTERN_VARS_MAX) */
+    uint16_t var_count;
+    uint32_t max_groups;
+    /* what each kind holds (a predicate is one kind: they overlap); 32
      * bytes in all (SY_PRED_OBJECT_BYTES), every route has one or more */
     union {
         struct { /* Path, Host: read them with sy__pred_pat */

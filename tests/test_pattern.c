@@ -672,6 +672,34 @@ START_TEST(too_many_segments_is_an_error_at_that_separator) {
 }
 END_TEST
 
+/* A predicate's count of variables is 16-bit: the 65536th variable of a
+ * pattern is an error at its segment (label), not a truncation. */
+START_TEST(too_many_variables_is_an_error_at_that_label) {
+    /* 65,520 labels "{a}" (host names may repeat), then labels of five
+     * variables each: the fourth holds the 65,536th */
+    size_t simple = 65520, mixed = 4;
+    char *src = malloc(simple * 4 + mixed * 20 + 1), *q = src;
+    ck_assert_ptr_nonnull(src);
+    for (size_t i = 0; i < simple; i++, q += 4)
+        memcpy(q, "{a}.", 4);
+    for (size_t i = 0; i < mixed; i++, q += 20)
+        memcpy(q, "{a}-{a}-{a}-{a}-{a}.", 20);
+    q[-1] = '\0';
+    sy__pattern *p = NULL;
+    sy_error err;
+    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err),
+                     SY_EPATTERN);
+    ck_assert_uint_eq(err.offset, simple * 4 + 3 * 20); /* the 4th's start */
+    ck_assert_ptr_nonnull(strstr(err.message, "65535 variables"));
+    /* without the last: 65,535 variables compile */
+    q[-21] = '\0';
+    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err), 0);
+    ck_assert_uint_eq(sy__pattern_var_count(p), 65535);
+    sy__pattern_free(p);
+    free(src);
+}
+END_TEST
+
 /* A pattern with a regex keeps its match context after its names, in the
  * room sy__pattern_bytes_max counts from sy__pattern_regex_pieces: the
  * arena holds no more than that, and the regex still matches under it. */
@@ -1078,6 +1106,7 @@ static Suite *suite(void) {
     tcase_add_test(t, unbalanced_braces_are_errors);
     tcase_add_test(t, too_many_segments_is_an_error_at_that_separator);
     tcase_add_test(t, regex_match_context_fits_the_counted_room);
+    tcase_add_test(t, too_many_variables_is_an_error_at_that_label);
     tcase_add_test(t, capturing_group_in_a_mixed_segment_is_an_error);
     suite_add_tcase(s, t);
 

@@ -375,6 +375,27 @@ START_TEST(path_bad_trailing_slash_flag_is_an_arg_error) {
 }
 END_TEST
 
+/* The predicate's count of variables is 16-bit: a pattern's most, 65,535,
+ * is kept whole, one more is an error naming the field and offset. */
+START_TEST(host_variable_count_is_kept_up_to_the_pattern_limit) {
+    size_t simple = 65520, mixed = 4;
+    char *src = malloc(simple * 4 + mixed * 20 + 1), *q = src;
+    ck_assert_ptr_nonnull(src);
+    for (size_t i = 0; i < simple; i++, q += 4)
+        memcpy(q, "{a}.", 4);
+    for (size_t i = 0; i < mixed; i++, q += 20)
+        memcpy(q, "{a}-{a}-{a}-{a}-{a}.", 20);
+    q[-1] = '\0';
+    pred_err("Host", ARGS({"patterns", src}), SY_EPATTERN,
+             ROUTE_PATH ".args.patterns", simple * 4 + 3 * 20);
+    q[-21] = '\0';
+    sy__pred *p = pred("Host", ARGS({"patterns", src}));
+    ck_assert_uint_eq(sy__pred_var_count(p), 65535);
+    sy__pred_free(p, &A);
+    free(src);
+}
+END_TEST
+
 /* ---- Host ---- */
 
 START_TEST(host_matches_the_host_with_its_port_as_sent) {
@@ -957,6 +978,7 @@ static Suite *suite(void) {
     tcase_add_test(t, path_capture_rest_is_joined_into_scratch);
     tcase_add_test(t, path_without_room_for_captures_matches_without_them);
     tcase_add_test(t, path_pattern_error_names_the_field_and_offset);
+    tcase_add_test(t, host_variable_count_is_kept_up_to_the_pattern_limit);
     tcase_add_test(t, path_regex_error_has_offset_inside_the_pattern);
     tcase_add_test(t, path_bad_trailing_slash_flag_is_an_arg_error);
     tcase_add_test(t, host_matches_the_host_with_its_port_as_sent);

@@ -223,8 +223,8 @@ static size_t canon_group(sy__buf *b, const sy__def_entry *e, size_t i,
 }
 
 static void canon_entry(sy__buf *b, const sy__def_entry *e) {
-    if (e->spec) { /* a built-in's opening text is in its spec */
-        put(b, e->spec->canon_head, e->spec->canon_head_len);
+    if (sy__def_spec(e)) { /* a built-in's opening text is in its spec */
+        put(b, sy__def_spec(e)->canon_head, sy__def_spec(e)->canon_head_len);
     } else {
         PUTS(b, "{\"name\":");
         put_json_str(b, e->name);
@@ -232,10 +232,10 @@ static void canon_entry(sy__buf *b, const sy__def_entry *e) {
     }
     bool first = true;
     size_t i = 0;
-    if (e->spec) {
+    if (sy__def_spec(e)) {
         /* fields in spec order, defaults filled in */
-        for (size_t f = 0; f < e->spec->field_count; f++) {
-            const sy__field_spec *fs = &e->spec->fields[f];
+        for (size_t f = 0; f < sy__def_spec(e)->field_count; f++) {
+            const sy__field_spec *fs = &sy__def_spec(e)->fields[f];
             /* mapped args carry the spec's own name: equal pointers */
             bool present =
                 i < e->arg_count && (e->args[i].key == fs->name ||

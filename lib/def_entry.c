@@ -356,9 +356,9 @@ static int check_value(const sy__field_spec *f, const entry_ctx *ec,
 /* Cross-field rules of particular factories. */
 static int check_rules(const sy__def_entry *e, const entry_ctx *ec,
                        sy_error *err) {
-    if (!e->spec)
+    if (!sy__def_spec(e))
         return 0;
-    if (e->spec->id == SY_P_BETWEEN) {
+    if (sy__def_spec(e)->id == SY_P_BETWEEN) {
         int64_t a = 0, b = 0;
         sy__value_datetime_ms(sy__def_arg(e, "datetime1"), &a, NULL);
         sy__value_datetime_ms(sy__def_arg(e, "datetime2"), &b, NULL);
@@ -366,7 +366,7 @@ static int check_rules(const sy__def_entry *e, const entry_ctx *ec,
             return arg_error(ec, SY_EARG, "datetime2",
                              "must be later than datetime1", err);
     }
-    if (e->spec->id == SY_F_REDIRECT_TO) {
+    if (sy__def_spec(e)->id == SY_F_REDIRECT_TO) {
         int st = 0;
         sy__value_status(sy__def_arg(e, "status"), &st, NULL);
         if (st < 300 || st > 399)
@@ -706,8 +706,7 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
                              ec.name);
     }
     e->name = ec.name;
-    e->spec = v.spec;
-    e->host_factory = v.host;
+    sy__def_set_factory(e, v.spec, v.host);
     for (size_t i = 0; i < n; i++)
         if (is_spel(raw[i].value)) {
             rc = arg_error(&ec, SY_ESPEL, raw[i].key,

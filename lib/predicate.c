@@ -330,7 +330,7 @@ static int compile_weight(sy__pred *p, const sy__def_entry *e,
 
 static int compile_host_factory(sy__pred *p, const sy__def_entry *e,
                                 const char *path, sy_error *err) {
-    p->hf = e->host_factory;
+    p->hf = sy__def_host(e);
     if (!p->hf)
         return fail(err, SY_EUNKNOWN, path, NULL, 0,
                     "no factory for this predicate");
@@ -358,8 +358,8 @@ int sy__pred_compile(const sy__def_entry *e, const sy__compile_env *env,
     p->in_arena = env->arena != NULL;
     p->max_groups = 1;
     int rc;
-    sy__builtin id = e->spec ? e->spec->id : SY_HOST_FACTORY;
-    if (e->spec && e->spec->kind != SY_FACTORY_PREDICATE)
+    sy__builtin id = sy__def_spec(e) ? sy__def_spec(e)->id : SY_HOST_FACTORY;
+    if (sy__def_spec(e) && sy__def_spec(e)->kind != SY_FACTORY_PREDICATE)
         id = SY_BUILTIN_COUNT;
     switch (id) {
     case SY_P_PATH:

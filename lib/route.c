@@ -351,7 +351,7 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
          * factory (a callback, called once) gets it at once */
         const sy__def_entry *e = &r->predicates[i];
         int rc = 1;
-        if (e->spec)
+        if (sy__def_spec(e))
             rc = sy__pred_compile(e, env, "", &r->cpreds[i], err);
         if (rc) {
             if (!at)

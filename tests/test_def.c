@@ -529,7 +529,7 @@ START_TEST(shortcut_default_maps_genkeys_to_field_order) {
                  false);
     const sy__def_entry *e = pred(d, 0, 0);
     ck_assert_str_eq(e->name, "Cookie");
-    ck_assert_ptr_nonnull(e->spec);
+    ck_assert_ptr_nonnull(sy__def_spec(e));
     ck_assert_uint_eq(e->arg_count, 2);
     ck_assert_str_eq(e->args[0].key, "name");
     ck_assert_str_eq(e->args[0].value, "chocolate");
@@ -979,8 +979,8 @@ START_TEST(host_factories_map_shortcuts_and_accept_any_keys) {
     sy_error e;
     ck_assert_int_eq(sy_document_parse(js, strlen(js), &o, &d, &e), 0);
     const sy__def_entry *p = pred(d, 0, 0);
-    ck_assert_ptr_null(p->spec);
-    ck_assert_ptr_nonnull(p->host_factory);
+    ck_assert_ptr_null(sy__def_spec(p));
+    ck_assert_ptr_nonnull(sy__def_host(p));
     ck_assert_str_eq(sy__def_arg(p, "tenant"), "acme");
     ck_assert_str_eq(sy__def_arg(p, "region"), "eu");
     ck_assert_str_eq(sy__def_arg(p, "_genkey_2"), "extra");

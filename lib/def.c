@@ -444,13 +444,15 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             bool known = same && r == same;
             const sy__span_memo *m =
                 known && borrow ? memo_at(reuse, (int64_t)prev, r) : NULL;
-            id_len = m ? m->id_len : known ? r->id_len : strlen(r->id);
+            id_len = known ? 0 : strlen(r->id);
             h = m       ? m->id_hash
                 : known ? r->id_hash
                         : sy__idtab_hash(r->id, id_len);
+            /* (a known route's id is read only when an entry has its
+             * hash) */
             if (!idtab_free_for(&ids, h, &pos) &&
-                sy__idtab_find(&ids, r->id, id_len, h, doc_route_id, d, &pos) !=
-                    SY_NONE) {
+                sy__idtab_find(&ids, r->id, known ? strlen(r->id) : id_len, h,
+                               doc_route_id, d, &pos) != SY_NONE) {
                 char p[96];
                 sy__path_index(path, sizeof path, at, i);
                 sy__error_clear(&e);
@@ -496,15 +498,11 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
          * only writer of the routes it offers): these bytes now find it.
          * Routes of a parse without byte reuse (sy_document_parse) never
          * enter a router and carry no span. */
-        if (d->memo && span_len && id_len <= UINT32_MAX)
-            d->memo[i] =
-                (sy__span_memo){r, span_hash, span_len, (uint32_t)id_len, h};
-        if (!(by_bytes && !(same && r == same)))
-            id_len = 0;
-        if (id_len && id_len <= UINT32_MAX) {
+        if (d->memo && span_len && span_len <= UINT32_MAX)
+            d->memo[i] = (sy__span_memo){r, span_hash, (uint32_t)span_len, h};
+        if (by_bytes && !(same && r == same) && id_len) {
             r->span_hash = span_hash;
-            r->span_len = span_len;
-            r->id_len = (uint32_t)id_len;
+            r->span_len = (uint32_t)span_len;
             r->id_hash = h;
         }
         sy__idtab_set(&ids, pos, h, (uint32_t)d->route_count);

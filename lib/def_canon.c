@@ -5,6 +5,7 @@
  * route definitions; the stable key sort used for args and metadata.
  */
 #include "def_build.h"
+#include "diff.h"
 #include "values.h"
 
 #include <stdio.h>
@@ -367,28 +368,7 @@ static void canon_uri(sy__buf *b, const struct sy_route *r) {
     sy__free(b->alloc, t);
 }
 
-/* The canonical form of r into b (from b->len); the offsets of its parts
- * go to off[] (uri, predicates, filters, metadata: start and end). */
-static void canon_write(sy__buf *b, const struct sy_route *r, size_t off[8]) {
-    PUTS(b, "{\"id\":");
-    put_json_str(b, r->id);
-    PUTS(b, ",\"uri\":");
-    off[0] = b->len;
-    canon_uri(b, r);
-    off[1] = b->len;
-    PUTS(b, ",\"order\":");
-    char num[24];
-    put(b, num, int_text(r->order, num));
-    PUTS(b, ",\"predicates\":");
-    off[2] = b->len;
-    canon_entries(b, r->predicates, r->predicate_count);
-    off[3] = b->len;
-    PUTS(b, ",\"filters\":");
-    off[4] = b->len;
-    canon_entries(b, r->filters, r->filter_count);
-    off[5] = b->len;
-    PUTS(b, ",\"metadata\":");
-    off[6] = b->len;
+static void canon_metadata(sy__buf *b, const struct sy_route *r) {
     putc1(b, '{');
     for (size_t i = 0; i < r->metadata_count; i++) {
         if (i)
@@ -398,28 +378,131 @@ static void canon_write(sy__buf *b, const struct sy_route *r, size_t off[8]) {
         put_json_str(b, r->metadata[i].value);
     }
     putc1(b, '}');
-    off[7] = b->len;
+}
+
+/* The parts a diff reports (SY_CHANGED_*), in canonical order. */
+enum { PART_URI, PART_PREDICATES, PART_FILTERS, PART_METADATA };
+
+static void canon_part(sy__buf *b, const struct sy_route *r, int part) {
+    switch (part) {
+    case PART_URI: canon_uri(b, r); break;
+    case PART_PREDICATES:
+        canon_entries(b, r->predicates, r->predicate_count);
+        break;
+    case PART_FILTERS: canon_entries(b, r->filters, r->filter_count); break;
+    default: canon_metadata(b, r); break;
+    }
+}
+
+/* The canonical form of r into b (from b->len). */
+static void canon_write(sy__buf *b, const struct sy_route *r) {
+    PUTS(b, "{\"id\":");
+    put_json_str(b, r->id);
+    PUTS(b, ",\"uri\":");
+    canon_part(b, r, PART_URI);
+    PUTS(b, ",\"order\":");
+    char num[24];
+    put(b, num, int_text(r->order, num));
+    PUTS(b, ",\"predicates\":");
+    canon_part(b, r, PART_PREDICATES);
+    PUTS(b, ",\"filters\":");
+    canon_part(b, r, PART_FILTERS);
+    PUTS(b, ",\"metadata\":");
+    canon_part(b, r, PART_METADATA);
     putc1(b, '}');
     if (!b->failed)
         b->ptr[b->len] = '\0'; /* appends leave room for it */
 }
 
 int sy__def_canonicalize_into(struct sy_route *r, sy__buf *scratch) {
-    size_t off[8];
     scratch->len = 0;
     scratch->failed = false;
     if (scratch->ptr)
         scratch->ptr[0] = '\0';
-    canon_write(scratch, r, off);
+    canon_write(scratch, r);
     if (scratch->failed)
         return SY_ENOMEM;
-    const char *c = scratch->ptr;
-    r->fingerprint = sy__hash64(c, scratch->len, SEED_ROUTE);
-    r->fp_uri = sy__hash64(c + off[0], off[1] - off[0], SEED_ROUTE + 1);
-    r->fp_predicates = sy__hash64(c + off[2], off[3] - off[2], SEED_ROUTE + 2);
-    r->fp_filters = sy__hash64(c + off[4], off[5] - off[4], SEED_ROUTE + 3);
-    r->fp_metadata = sy__hash64(c + off[6], off[7] - off[6], SEED_ROUTE + 4);
+    r->fingerprint = sy__hash64(scratch->ptr, scratch->len, SEED_ROUTE);
     return SY_OK;
+}
+
+/* ---- what changed ---- */
+
+static bool str_same(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool entries_same(const sy__def_entry *a, size_t na,
+                         const sy__def_entry *b, size_t nb) {
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++) {
+        if (a[i].host != b[i].host || a[i].f.spec != b[i].f.spec ||
+            a[i].arg_count != b[i].arg_count || !str_same(a[i].name, b[i].name))
+            return false;
+        for (size_t k = 0; k < a[i].arg_count; k++)
+            if (!str_same(a[i].args[k].key, b[i].args[k].key) ||
+                !str_same(a[i].args[k].value, b[i].args[k].value))
+                return false;
+    }
+    return true;
+}
+
+/* Fields that make a part's canonical text equal when they are equal:
+ * the quick answer for the parts an update left alone. */
+static bool part_fields_same(const struct sy_route *a,
+                             const struct sy_route *b, int part) {
+    switch (part) {
+    case PART_URI:
+        return a->up_kind == b->up_kind && a->up_scheme == b->up_scheme &&
+               a->up_port == b->up_port && str_same(a->up_host, b->up_host) &&
+               (a->up_kind != SY_UPSTREAM_FORWARD &&
+                        a->up_kind != SY_UPSTREAM_NONE
+                    ? true
+                    : str_same(a->uri, b->uri));
+    case PART_PREDICATES:
+        return entries_same(a->predicates, a->predicate_count, b->predicates,
+                            b->predicate_count);
+    case PART_FILTERS:
+        return entries_same(a->filters, a->filter_count, b->filters,
+                            b->filter_count);
+    default:
+        if (a->metadata_count != b->metadata_count)
+            return false;
+        for (size_t i = 0; i < a->metadata_count; i++)
+            if (!str_same(a->metadata[i].key, b->metadata[i].key) ||
+                !str_same(a->metadata[i].value, b->metadata[i].value))
+                return false;
+        return true;
+    }
+}
+
+/* The part's canonical texts differ (out of memory: say they do). */
+static bool part_differs(const struct sy_route *a, const struct sy_route *b,
+                         int part, sy__buf *buf) {
+    if (part_fields_same(a, b, part))
+        return false;
+    buf->len = 0;
+    buf->failed = false;
+    canon_part(buf, a, part);
+    size_t na = buf->len;
+    canon_part(buf, b, part);
+    return buf->failed || buf->len - na != na ||
+           memcmp(buf->ptr, buf->ptr + na, na) != 0;
+}
+
+unsigned sy__diff_route_changes(const struct sy_route *a,
+                                const struct sy_route *b) {
+    static const unsigned bits[4] = {SY_CHANGED_URI, SY_CHANGED_PREDICATES,
+                                     SY_CHANGED_FILTERS, SY_CHANGED_METADATA};
+    unsigned m = a->order != b->order ? SY_CHANGED_ORDER : 0;
+    sy__buf buf;
+    sy__buf_init(&buf, a->alloc);
+    for (int part = PART_URI; part <= PART_METADATA; part++)
+        if (part_differs(a, b, part, &buf))
+            m |= bits[part];
+    sy__buf_free(&buf);
+    return m;
 }
 
 int sy__def_canonicalize(struct sy_route *r) {
@@ -441,9 +524,8 @@ const char *sy_route_canonical(const sy_route *r) {
     if (c)
         return c;
     sy__buf b;
-    size_t off[8];
     sy__buf_init(&b, r->alloc);
-    canon_write(&b, r, off);
+    canon_write(&b, r);
     if (b.failed || !b.ptr) {
         sy__buf_free(&b);
         return NULL;
@@ -513,7 +595,6 @@ struct sy_route *sy__def_clone(const struct sy_route *r) {
     c->up_scheme = r->up_scheme;
     c->up_port = r->up_port;
     c->up_host = dup_or_static(ar, r->up_host, &fail);
-    c->up_path = dup_or_static(ar, r->up_path, &fail);
     c->authority = dup_or_static(ar, r->authority, &fail);
     c->predicates = clone_entries(ar, r->predicates, r->predicate_count, &fail);
     c->predicate_count = r->predicate_count;

@@ -68,14 +68,13 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         n < sizeof scheme ? scheme_of(scheme, n) : SY_SCHEME_NONE;
     r->up_port = 0;
     r->up_host = "";
-    r->up_path = "";
     r->up_scheme = sc;
     if (sc == SY_SCHEME_FORWARD) {
         if (!*rest)
             return sy__error_set(err, SY_EURI, path,
                                  "forward: uri needs a path");
         r->up_kind = SY_UPSTREAM_FORWARD;
-        r->up_path = rest;
+        /* the path: the uri after "forward:" (sy_route_upstream) */
         return SY_OK;
     }
     if (sc == SY_SCHEME_NO) {

@@ -21,22 +21,6 @@ struct sy_diff {
     size_t unchanged;
 };
 
-unsigned sy__diff_route_changes(const struct sy_route *a,
-                                const struct sy_route *b) {
-    unsigned m = 0;
-    if (a->fp_predicates != b->fp_predicates)
-        m |= SY_CHANGED_PREDICATES;
-    if (a->fp_filters != b->fp_filters)
-        m |= SY_CHANGED_FILTERS;
-    if (a->fp_uri != b->fp_uri)
-        m |= SY_CHANGED_URI;
-    if (a->fp_metadata != b->fp_metadata)
-        m |= SY_CHANGED_METADATA;
-    if (a->order != b->order)
-        m |= SY_CHANGED_ORDER;
-    return m;
-}
-
 static const char *old_id(const void *ctx, uint32_t i) {
     return ((const struct sy_route *const *)ctx)[i]->id;
 }

@@ -76,7 +76,6 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
     r->up_kind = SY_UPSTREAM_NONE;
     r->up_scheme = SY_SCHEME_NONE;
     r->up_host = "";
-    r->up_path = "";
     r->literal_path = -1;
     r->literal_host = -1;
     r->key = UINT32_MAX;
@@ -418,7 +417,10 @@ void sy_route_upstream(const sy_route *r, sy_upstream *out) {
     out->scheme = sy__route_schemes[r->up_scheme];
     out->host = r->up_host;
     out->port = r->up_port;
-    out->path = r->up_path;
+    /* FORWARD: the uri's text after "forward:" (def_route.c parse_uri) */
+    const char *colon =
+        r->up_kind == SY_UPSTREAM_FORWARD ? strchr(r->uri, ':') : NULL;
+    out->path = colon ? colon + 1 : "";
 }
 
 size_t sy_route_metadata_count(const sy_route *r) {

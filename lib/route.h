@@ -36,8 +36,14 @@ struct sy_route {
     /* Set by the router when the route first becomes live (with host_data
      * and owner below): a small key, UINT32_MAX until live. */
     uint32_t key;
-    const sy__alloc *alloc;
-    sy__arena arena; /* every string and array below */
+    /* the allocator is the arena's (one field, two names: sy__arena starts
+     * with it) */
+    union {
+        struct {
+            const sy__alloc *alloc;
+        };
+        sy__arena arena; /* every string and array below */
+    };
 
     const char *id;
     const char *uri;
@@ -57,7 +63,7 @@ struct sy_route {
     /* the upstream, compact (up_kind, up_scheme above, up_port below):
      * sy_route_upstream gives it as a sy_upstream */
     const char *up_host;   /* URL: host; SERVICE: service name; else "" */
-    const char *up_path;   /* FORWARD: the path; else "" */
+    /* (FORWARD's path is the uri's text after "forward:") */
     const char *authority; /* URL upstreams: the Host header to send */
 
     sy__def_entry *predicates;
@@ -71,11 +77,8 @@ struct sy_route {
      * built by the first sy_route_canonical (def_canon.c) and then kept
      * (r->alloc); NULL until then. */
     _Atomic(char *) canonical;
-    uint64_t fingerprint; /* of the whole canonical form */
-    /* the low 32 bits of each part's hash (def_canon.c): only a diff's
-     * report of what changed in an updated route reads them (a collision
-     * would leave a part out of that report, nothing else) */
-    uint32_t fp_predicates, fp_filters, fp_uri, fp_metadata;
+    uint64_t fingerprint; /* of the whole canonical form (what changed in
+                             an updated route: sy__def_route_changes) */
     /* The exact bytes of a route object of a document that builds this
      * route (def.c build_routes): sy__hash64 of the span with a seed of
      * SY_ROUTE_SPAN_SEED and the routes array's nesting (def.c span_seed)
@@ -90,9 +93,10 @@ struct sy_route {
      * such a route is simply never found by its bytes. */
     uint64_t span_hash;
     uint32_t span_len;
-    /* the id's length and sy__idtab_hash, set with the span: a route shared
-     * by bytes is checked for a duplicate id without reading the id */
-    uint32_t id_len, id_hash;
+    /* the id's sy__idtab_hash, set with the span: a route shared by bytes
+     * is checked for a duplicate id without reading the id (but when
+     * another id has the same hash) */
+    uint32_t id_hash;
     uint16_t up_port; /* URL: explicit or 80/443; else 0 */
     /* index of the first Path (Host) predicate when every one of its
      * patterns is all literal segments (labels): the index can prove it;

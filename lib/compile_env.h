@@ -29,8 +29,10 @@ typedef struct sy__def_entry {
     } f;
     sy_kv *args;
     uint32_t arg_count;
-    bool host; /* a host-registered factory: 32 bytes an entry, one or more
-                  in every route */
+    bool host;     /* a host-registered factory */
+    bool shortcut; /* written "Name=args": its compile errors are reported
+                      at the entry (32 bytes an entry: one or more in every
+                      route) */
 } sy__def_entry;
 
 /* The built-in spec of e, or NULL for a host-registered factory. */

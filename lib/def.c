@@ -733,15 +733,13 @@ int sy__def_parse_filters(const char *json, size_t len,
         return rc;
     struct sy_route *r = sy__route_new(&a);
     sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, 0};
-    bool *sc = NULL;
     if (!r)
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     else if (!cJSON_IsArray(root))
         rc = sy__error_set(err, SY_ETYPE, path,
                            "default filters must be an array");
     else
-        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, &sc,
-                                   err);
+        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, err);
     cJSON_Delete(root);
     if (!rc && sy__def_canonicalize(r))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
@@ -755,7 +753,7 @@ int sy__def_parse_filters(const char *json, size_t len,
             sy__def_path(p, sizeof p, "%s[%zu]", path, i);
             rc = sy__filter_compile(&r->filters[i], &env, p, &r->cfilters[i],
                                     err);
-            if (rc && sc && sc[i])
+            if (rc && r->filters[i].shortcut)
                 sy__def_shortcut_error(err, p);
         }
     }

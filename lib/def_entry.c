@@ -725,15 +725,13 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
 
 int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
                           sy__factory_kind kind, const cJSON *arr,
-                          const char *path, bool **shortcut, sy_error *err) {
+                          const char *path, sy_error *err) {
     sy__def_entry **list =
         kind == SY_FACTORY_PREDICATE ? &r->predicates : &r->filters;
     uint32_t *count =
         kind == SY_FACTORY_PREDICATE ? &r->predicate_count : &r->filter_count;
     *list = NULL;
     *count = 0;
-    if (shortcut)
-        *shortcut = NULL;
     if (!arr || sy__def_is(arr, cJSON_NULL))
         return 0;
     if (!sy__def_is(arr, cJSON_Array))
@@ -746,10 +744,8 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
     if (n == 0)
         return 0;
     sy__def_entry *es = sy__arena_alloc(&r->arena, n * sizeof *es);
-    bool *sc = sy__arena_alloc_bytes(&r->arena, n * sizeof *sc);
-    if (!es || !sc)
+    if (!es)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
-    memset(sc, 0, n * sizeof *sc);
     memset(es, 0, n * sizeof *es);
     size_t i = 0;
     char p[256];
@@ -759,14 +755,12 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
     memcpy(p, path, at);
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
         sy__path_index(p, sizeof p, at, i);
-        int rc = build_entry(ctx, r, kind, c, p, &es[i], &sc[i], err);
+        int rc = build_entry(ctx, r, kind, c, p, &es[i], &es[i].shortcut, err);
         if (rc)
             return rc;
     }
     *list = es;
     *count = (uint32_t)n; /* the scan caps a route at 65536 values */
-    if (shortcut)
-        *shortcut = sc;
     return 0;
 }
 

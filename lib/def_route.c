@@ -314,8 +314,7 @@ static int required_string(const cJSON *v, const char *key, const char *path,
 }
 
 static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
-                      const route_fields *f, const char *path, bool **sc_preds,
-                      bool **sc_filters, sy_error *err) {
+                      const route_fields *f, const char *path, sy_error *err) {
     char p[256];
     const char *id, *uri;
     int rc = required_string(f->id, "id", path, &id, err);
@@ -336,14 +335,13 @@ static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
         return rc;
     sy__path_join(p, sizeof p, path, "predicates");
     rc = sy__def_build_entries(ctx, r, SY_FACTORY_PREDICATE, f->predicates, p,
-                               sc_preds, err);
+                               err);
     if (rc)
         return rc;
     /* (no filters: no path to format, it is never named) */
     if (f->filters)
         sy__path_join(p, sizeof p, path, "filters");
-    rc = sy__def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p,
-                               sc_filters, err);
+    rc = sy__def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p, err);
     if (rc)
         return rc;
     rc = sy__def_build_metadata(r, f->metadata, path, ctx->alloc, err);
@@ -354,8 +352,7 @@ static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
 
 /* Compile, moving errors of shortcut entries to the entry's path. */
 static int compile_route(const sy__def_ctx *ctx, struct sy_route *r,
-                         const char *path, const bool *sc_preds,
-                         const bool *sc_filters, sy_error *err) {
+                         const char *path, sy_error *err) {
     sy_error local; /* as sy__error_clear leaves it, without writing all
                        its ~500 bytes per route */
     local.code = 0;
@@ -370,12 +367,12 @@ static int compile_route(const sy__def_ctx *ctx, struct sy_route *r,
     const char *sep = *path ? "." : "";
     for (size_t i = 0; i < r->predicate_count; i++) {
         sy__def_path(p, sizeof p, "%s%spredicates[%zu]", path, sep, i);
-        if (sc_preds && sc_preds[i])
+        if (r->predicates[i].shortcut)
             sy__def_shortcut_error(&local, p);
     }
     for (size_t i = 0; i < r->filter_count; i++) {
         sy__def_path(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
-        if (sc_filters && sc_filters[i])
+        if (r->filters[i].shortcut)
             sy__def_shortcut_error(&local, p);
     }
     if (local.code == 0)
@@ -570,8 +567,7 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
         sy__route_new_sized(ctx->alloc, arena_estimate(ctx, &f));
     if (!r)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
-    bool *scp = NULL, *scf = NULL;
-    int rc = fill_route(ctx, r, &f, path, &scp, &scf, err);
+    int rc = fill_route(ctx, r, &f, path, err);
     if (!rc && (ctx->scratch ? sy__def_canonicalize_into(r, ctx->scratch)
                              : sy__def_canonicalize(r)))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
@@ -585,7 +581,7 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
         return 0;
     }
     if (!rc)
-        rc = compile_route(ctx, r, path, scp, scf, err);
+        rc = compile_route(ctx, r, path, err);
     if (rc) {
         sy__route_unref(r);
         return rc;

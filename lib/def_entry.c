@@ -427,8 +427,8 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
                                      "boolean or an array of them",
                                      ec->name, c->string);
             }
-            raw[i].key = sy__arena_strdup(&r->arena, c->string);
-            raw[i].value = sy__arena_strdup(&r->arena, val);
+            raw[i].key = sy__route_strdup(r, c->string);
+            raw[i].value = sy__route_strdup(r, val);
             raw[i].field = -1;
             if (!raw[i].key || !raw[i].value) {
                 raw_put(a, raw, stack);
@@ -481,7 +481,7 @@ static int split_named_lists(const factory_view *v, struct sy_route *r,
             while (t > b && (t[-1] == ' ' || t[-1] == '\t'))
                 t--;
             if (t > b) {
-                char *item = sy__arena_strndup(&r->arena, b, (size_t)(t - b));
+                char *item = sy__route_strndup(r, b, (size_t)(t - b));
                 if (!item) {
                     sy__free(a, out);
                     return sy__error_set(err, SY_ENOMEM, path, "out of memory");
@@ -507,7 +507,7 @@ static const char *genkey(struct sy_route *r, size_t i) {
         return genkeys[i];
     char key[32];
     snprintf(key, sizeof key, GENKEY "%zu", i);
-    return sy__arena_strdup(&r->arena, key);
+    return sy__route_strdup(r, key);
 }
 
 /* Split "Name=a, b,,c" into name and trimmed non-empty tokens. */
@@ -527,7 +527,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
     /* a built-in's name is its spec's text; only others are copied */
     const sy__factory_spec *spec = sy__factory_find(kind, text, nlen);
     const char *name =
-        spec ? spec->name : sy__arena_strndup(&r->arena, text, nlen);
+        spec ? spec->name : sy__route_strndup(r, text, nlen);
     if (!name)
         return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     ec->name = name;
@@ -561,7 +561,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
             e--;
         if (e > s) {
             raw[count].key = genkey(r, count);
-            raw[count].value = sy__arena_strndup(&r->arena, s, (size_t)(e - s));
+            raw[count].value = sy__route_strndup(r, s, (size_t)(e - s));
             raw[count].field = -1;
             if (!raw[count].key || !raw[count].value) {
                 raw_put(a, raw, stack);
@@ -673,7 +673,7 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
         const sy__factory_spec *spec = sy__factory_find(
             kind, name->valuestring, strlen(name->valuestring));
         ec.name =
-            spec ? spec->name : sy__arena_strdup(&r->arena, name->valuestring);
+            spec ? spec->name : sy__route_strdup(r, name->valuestring);
         if (!ec.name)
             return sy__error_set(err, SY_ENOMEM, path, "out of memory");
         ec.spec = spec;

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <strings.h>
 
 /* ---- uri ---- */
 
@@ -50,6 +51,18 @@ static sy__route_scheme scheme_of(const char *s, size_t n) {
             return (sy__route_scheme)ids[i];
     }
     return SY_SCHEME_NONE;
+}
+
+/* The Host header for host h and r->up_port, in r's strings (exactly its
+ * length: the arena estimate counts it so). */
+static const char *route_authority(struct sy_route *r, const char *h,
+                                   bool secure) {
+    char small[128];
+    size_t hl = strlen(h);
+    if (hl + 9 > sizeof small)
+        return sy__arena_authority(&r->arena, h, r->up_port, secure);
+    size_t n = sy__authority_format(small, h, hl, r->up_port, secure);
+    return sy__route_strndup(r, small, n);
 }
 
 /* Fill r's upstream (up_*) and authority from r->uri (section 2 and 6). */
@@ -152,7 +165,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     /* the host ends the uri ("lb://svc"): the uri's own bytes (r->uri is
      * the route's copy), else a copy */
     const char *h =
-        host[hlen] == '\0' ? host : sy__arena_strndup(&r->arena, host, hlen);
+        host[hlen] == '\0' ? host : sy__route_strndup(r, host, hlen);
     if (!h)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     r->up_host = h;
@@ -165,8 +178,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     else if (port && port[0] != '0' && rest[alen] == '\0')
         r->authority = rest; /* "host:port" ends the uri, spelled as
                                 sy__arena_authority would spell it */
-    else if (!(r->authority =
-                   sy__arena_authority(&r->arena, h, r->up_port, secure)))
+    else if (!(r->authority = route_authority(r, h, secure)))
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     return SY_OK;
 }
@@ -195,12 +207,12 @@ int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
             return sy__error_set(err, SY_ETYPE, p, "%s must be a string",
                                  c->string);
         }
-        kv[i].key = sy__arena_strdup(&r->arena, c->string);
+        kv[i].key = sy__route_strdup(r, c->string);
         if (cJSON_IsString(c)) {
-            kv[i].value = sy__arena_strdup(&r->arena, c->valuestring);
+            kv[i].value = sy__route_strdup(r, c->valuestring);
         } else {
             char *txt = cJSON_PrintUnformatted(c);
-            kv[i].value = txt ? sy__arena_strdup(&r->arena, txt) : NULL;
+            kv[i].value = txt ? sy__route_strdup(r, txt) : NULL;
             cJSON_free(txt);
         }
         if (!kv[i].key || !kv[i].value)
@@ -320,11 +332,11 @@ static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
     int rc = required_string(f->id, "id", path, &id, err);
     if (rc)
         return rc;
-    if (!(r->id = sy__arena_strdup(&r->arena, id)))
+    if (!(r->id = sy__route_strdup(r, id)))
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if ((rc = required_string(f->uri, "uri", path, &uri, err)))
         return rc;
-    if (!(r->uri = sy__arena_strdup(&r->arena, uri)))
+    if (!(r->uri = sy__route_strdup(r, uri)))
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if ((rc = parse_uri(r, "", err))) {
         if (err) /* its errors are the uri's: named here, not per call */
@@ -446,6 +458,31 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
     return len;
 }
 
+/* A Method shortcut's text names standard methods only (in any case,
+ * blanks around them): its compiled predicate keeps none of its text. */
+static bool standard_methods(const char *s) {
+    static const char *const names[] = {"GET",   "HEAD",    "POST",
+                                        "PUT",   "PATCH",   "DELETE",
+                                        "OPTIONS", "TRACE", "CONNECT"};
+    for (;;) {
+        while (*s == ' ')
+            s++;
+        size_t n = strcspn(s, ", ");
+        bool known = false;
+        for (size_t i = 0; i < sizeof names / sizeof *names && !known; i++)
+            known = strlen(names[i]) == n && strncasecmp(names[i], s, n) == 0;
+        if (!known)
+            return false;
+        s += n;
+        while (*s == ' ')
+            s++;
+        if (!*s)
+            return true;
+        if (*s++ != ',')
+            return false;
+    }
+}
+
 /* What a predicate adds to the fixed share per entry: an argument
  * (sy_kv) per value past the first, its compiled patterns (one per list
  * item: more than there are otherwise) and, for a shortcut, the text it
@@ -458,7 +495,11 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
         const char *eq = strchr(c->valuestring, '=');
         sep = pattern_sep(c->valuestring);
         size_t len = count_text(eq ? eq + 1 : c->valuestring, sep, &tc);
-        *text += (sep ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
+        /* a pattern borrows its text; a Method of standard ones keeps no
+         * text; others may keep a name too */
+        bool bare = sep || (strncmp(c->valuestring, "Method=", 7) == 0 &&
+                            standard_methods(c->valuestring + 7));
+        *text += (bare ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
         return tc.commas * sizeof(sy_kv) +
                (sep ? sy__pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
                                             tc.braces, tc.regex,
@@ -534,10 +575,25 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
         const char *uri = f->uri->valuestring, *slashes = strstr(uri, "//");
         const char *auth = slashes ? slashes + 2 : uri;
         size_t alen = authority_len(auth);
-        /* the host, and "host:port" when a port is named and more of the
-         * uri follows (else the uri's own bytes are shared) */
-        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 + alen + 1 +
-               (auth[alen] && memchr(auth, ':', alen) ? alen + 1 : 0);
+        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1;
+        if (auth[0] == '[' || memchr(auth, '@', alen)) {
+            /* rare: at most the authority twice */
+            text += 2 * (alen + 9);
+        } else {
+            /* as parse_uri keeps them: the host, unless it ends the uri
+             * (then the uri's own bytes); the Host header to send, unless
+             * it is the host (no port) or the uri's "host:port" ending it,
+             * else built: "host:port" at most as long as the uri spells it */
+            const char *colon = memchr(auth, ':', alen);
+            size_t hl = colon ? (size_t)(colon - auth) : alen;
+            bool secure = strncasecmp(uri, "https:", 6) == 0 ||
+                          strncasecmp(uri, "wss:", 4) == 0;
+            long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+            text += (auth[hl] ? hl + 1 : 0) +
+                    (colon && auth[alen] && port != (secure ? 443 : 80)
+                         ? alen + 1
+                         : 0);
+        }
     }
     if (cJSON_IsArray(f->predicates)) {
         for (const cJSON *c = f->predicates->child; c; c = c->next) {

@@ -576,7 +576,9 @@ size_t sy__pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
         host ? nsep + 3 * npatterns
              : nsep + npatterns - (rooted < npatterns ? rooted : npatterns);
     /* a match context slot in each pattern that may make a regex */
-    return npatterns * (sizeof(sy__pattern) + 7) + nelem * sizeof(sy__pelem) +
+    /* (every piece is a multiple of 8 bytes: a pattern after another
+     * aligned object needs no padding) */
+    return npatterns * sizeof(sy__pattern) + nelem * sizeof(sy__pelem) +
            nbrace * sizeof(sy_str) +
            (nregex < npatterns ? nregex : npatterns) *
                sizeof(pcre2_match_context *);

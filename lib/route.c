@@ -87,6 +87,36 @@ struct sy_route *sy__route_new(const sy__alloc *alloc) {
     return sy__route_new_sized(alloc, 0);
 }
 
+void *sy__route_text(struct sy_route *r, size_t n) {
+    if (n == 0)
+        n = 1;
+    sy__arena_chunk *c = r->arena.head;
+    if (r->arena_embedded &&
+        c == (sy__arena_chunk *)(void *)((sy__route_box *)(void *)r)->chunk &&
+        c->size - c->used >= n) {
+        c->size -= (uint32_t)n; /* n <= the chunk's size: fits */
+        r->text_top += (uint32_t)n;
+        return c->data + c->size;
+    }
+    return sy__arena_alloc_bytes(&r->arena, n);
+}
+
+char *sy__route_strndup(struct sy_route *r, const char *s, size_t n) {
+    if (n == SIZE_MAX)
+        return NULL;
+    char *p = sy__route_text(r, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+char *sy__route_strdup(struct sy_route *r, const char *s) {
+    return sy__route_strndup(r, s, strlen(s));
+}
+
 struct sy_route *sy__route_ref(const struct sy_route *r) {
     struct sy_route *m = (struct sy_route *)(uintptr_t)r;
     if (m)

@@ -102,6 +102,10 @@ struct sy_route {
      * patterns is all literal segments (labels): the index can prove it;
      * -1: none (or past the 127th predicate: then tested as usual) */
     int8_t literal_path, literal_host;
+    /* Bytes of strings taken from the top of the arena's first chunk, the
+     * one in the route's block (sy__route_text): that chunk holds its
+     * size, then these. */
+    uint32_t text_top;
 
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never
@@ -189,6 +193,14 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
 /* Zeroed memory in r's arena (freed with the route); NULL on overflow or
  * out of memory. */
 void *sy__route_calloc(struct sy_route *r, size_t n, size_t size);
+/* `n` bytes (at least 1) for r's strings, without alignment: from the top
+ * of the first chunk (in the route's block) while it has room, so the
+ * aligned objects below need no padding after strings and the arena
+ * estimate can be exact; else from the arena as sy__arena_alloc_bytes.
+ * NULL when out of memory. */
+void *sy__route_text(struct sy_route *r, size_t n);
+char *sy__route_strndup(struct sy_route *r, const char *s, size_t n);
+char *sy__route_strdup(struct sy_route *r, const char *s);
 struct sy_route *sy__route_ref(const struct sy_route *r);
 void sy__route_unref(struct sy_route *r); /* frees at zero */
 

@@ -121,6 +121,10 @@ char *sy__arena_strdup(sy__arena *ar, const char *s);
 /* "host", "host:port", "[v6]" or "[v6]:port" (the port left out when it is
  * the scheme's default: 443 when `secure`, else 80), in the arena: the
  * Host header an upstream expects. NULL when out of memory. */
+/* The same into buf (room for hl + 9 bytes: host[0, hl), brackets, ':',
+ * five digits, NUL); returns its length. */
+size_t sy__authority_format(char *buf, const char *host, size_t hl,
+                            uint16_t port, bool secure);
 char *sy__arena_authority(sy__arena *ar, const char *host, uint16_t port,
                           bool secure);
 /* Forget all allocations but keep the largest chunk for reuse. */

@@ -745,6 +745,42 @@ START_TEST(authority_and_host_share_the_uri_only_when_they_end_it) {
 }
 END_TEST
 
+/* A simple route (id, uri, shortcut predicates) is one block: the arena
+ * estimate covers it, the strings at the top of its chunk (text_top) and
+ * the objects below meet with less than 8 bytes to spare (the estimate
+ * is exact but for its rounding), so 100,000 of them waste nothing. */
+START_TEST(simple_routes_fill_their_block_exactly) {
+    static const char *const uris[] = {
+        "http://backend:80", "lb://svc",           "http://svc",
+        "http://svc:8080",   "http://svc:8080/x",  "https://svc:443/chat",
+        "no://op",           "lb:ws://chat",       "http://svc/x/y"};
+    static const char *const preds[] = {
+        "Path=/user12345/ljj", "Path=/user1/{name}", "Path=/p1/**",
+        "Path=/a/{x:[0-9]+}",  "Path=/f*.txt",       "Host=**.example.org",
+        "Path=/a,/b/{c}",      "Method=GET",         "Host={sub}.a.org"};
+    for (size_t u = 0; u < SY_ARRAY_LEN(uris); u++)
+        for (size_t k = 0; k < SY_ARRAY_LEN(preds); k++) {
+            char json[256];
+            snprintf(json, sizeof json,
+                     "[{\"id\":\"s%zu\",\"uri\":\"%s\",\"predicates\":"
+                     "[\"%s\",\"Path=/x\"]}]",
+                     u * 100 + k, uris[u], preds[k]);
+            sy_document *d = parse_ok(json, false);
+            const struct sy_route *r = route0(d);
+            const sy__arena_chunk *c = r->arena.head;
+            ck_assert(r->arena_embedded);
+            ck_assert_msg(c && !c->next, "%s: %s chunk", uris[u], preds[k]);
+            ck_assert_msg(c->size - c->used < 8, "%s %s: %u to spare",
+                          uris[u], preds[k], c->size - c->used);
+            /* the strings are in the block, after the objects */
+            ck_assert(r->text_top > 0);
+            ck_assert_ptr_eq(r->id, (const char *)c->data + c->size +
+                                        r->text_top - strlen(r->id) - 1);
+            sy_document_free(d);
+        }
+}
+END_TEST
+
 START_TEST(schemes_are_read_in_any_case) {
     check_upstream("HTTP://h", SY_UPSTREAM_URL, "http", "h", 80, "");
     check_upstream("HttpS://h", SY_UPSTREAM_URL, "https", "h", 443, "");
@@ -1159,6 +1195,7 @@ int main(void) {
     tcase_add_test(tc, host_factories_map_shortcuts_and_accept_any_keys);
     tcase_add_test(tc, every_allocation_goes_through_the_hooks_and_is_freed);
     tcase_add_test(tc, authority_and_host_share_the_uri_only_when_they_end_it);
+    tcase_add_test(tc, simple_routes_fill_their_block_exactly);
     tcase_add_test(tc, schemes_are_read_in_any_case);
     suite_add_tcase(s, tc);
     return sy_test_run(s);

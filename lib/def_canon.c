@@ -399,16 +399,16 @@ static void canon_write(sy__buf *b, const struct sy_route *r) {
     PUTS(b, "{\"id\":");
     put_json_str(b, r->id);
     PUTS(b, ",\"uri\":");
-    canon_part(b, r, PART_URI);
+    canon_uri(b, r);
     PUTS(b, ",\"order\":");
     char num[24];
     put(b, num, int_text(r->order, num));
     PUTS(b, ",\"predicates\":");
-    canon_part(b, r, PART_PREDICATES);
+    canon_entries(b, r->predicates, r->predicate_count);
     PUTS(b, ",\"filters\":");
-    canon_part(b, r, PART_FILTERS);
+    canon_entries(b, r->filters, r->filter_count);
     PUTS(b, ",\"metadata\":");
-    canon_part(b, r, PART_METADATA);
+    canon_metadata(b, r);
     putc1(b, '}');
     if (!b->failed)
         b->ptr[b->len] = '\0'; /* appends leave room for it */
@@ -432,56 +432,101 @@ static bool str_same(const char *a, const char *b) {
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static bool entries_same(const sy__def_entry *a, size_t na,
-                         const sy__def_entry *b, size_t nb) {
-    if (na != nb)
-        return false;
-    for (size_t i = 0; i < na; i++) {
-        if (a[i].host != b[i].host || a[i].f.spec != b[i].f.spec ||
-            a[i].arg_count != b[i].arg_count || !str_same(a[i].name, b[i].name))
-            return false;
-        for (size_t k = 0; k < a[i].arg_count; k++)
-            if (!str_same(a[i].args[k].key, b[i].args[k].key) ||
-                !str_same(a[i].args[k].value, b[i].args[k].value))
-                return false;
+/* How two parts compare without writing their texts. */
+enum { SAME, DIFFERENT, UNKNOWN };
+
+/* canon_value writes a value of type t as its own JSON string (no
+ * normalising): different texts, different canonical forms. */
+static bool verbatim_type(sy__field_type t) {
+    switch (t) {
+    case SY_FT_INT:
+    case SY_FT_UINT:
+    case SY_FT_POSINT:
+    case SY_FT_BOOL:
+    case SY_FT_DURATION:
+    case SY_FT_SIZE:
+    case SY_FT_DATETIME:
+    case SY_FT_STATUS:
+    case SY_FT_METHOD: return false;
+    default: return true;
     }
-    return true;
 }
 
-/* Fields that make a part's canonical text equal when they are equal:
- * the quick answer for the parts an update left alone. */
-static bool part_fields_same(const struct sy_route *a,
-                             const struct sy_route *b, int part) {
+/* Two lists of entries: SAME when every field is equal (then so are the
+ * texts); DIFFERENT when the texts surely differ: another count of
+ * entries (top-level elements), or in entries of one factory and the
+ * same keys a value that canon_value writes verbatim; else UNKNOWN. */
+static int entries_compare(const sy__def_entry *a, size_t na,
+                           const sy__def_entry *b, size_t nb) {
+    if (na != nb)
+        return DIFFERENT;
+    int r = SAME;
+    for (size_t i = 0; i < na; i++) {
+        const sy__def_entry *x = &a[i], *y = &b[i];
+        if (x->host != y->host || x->f.spec != y->f.spec ||
+            x->arg_count != y->arg_count || !str_same(x->name, y->name)) {
+            r = UNKNOWN;
+            continue;
+        }
+        for (size_t k = 0; k < x->arg_count; k++) {
+            if (!str_same(x->args[k].key, y->args[k].key)) {
+                r = UNKNOWN;
+                break;
+            }
+            if (str_same(x->args[k].value, y->args[k].value))
+                continue;
+            const sy__factory_spec *spec = sy__def_spec(x);
+            const sy__field_spec *fs =
+                spec ? sy__factory_field(spec, x->args[k].key) : NULL;
+            /* (keys outside the spec are written verbatim, sorted alike
+             * in both: the same keys) */
+            if (!x->args[k].value || !y->args[k].value ||
+                (fs && !verbatim_type(fs->type)))
+                r = UNKNOWN;
+            else
+                return DIFFERENT;
+        }
+    }
+    return r;
+}
+
+/* What fields say of a part's canonical texts (SAME, DIFFERENT, UNKNOWN):
+ * the quick answer for what an update left alone or plainly changed. */
+static int part_compare(const struct sy_route *a, const struct sy_route *b,
+                        int part) {
     switch (part) {
     case PART_URI:
         return a->up_kind == b->up_kind && a->up_scheme == b->up_scheme &&
-               a->up_port == b->up_port && str_same(a->up_host, b->up_host) &&
-               (a->up_kind != SY_UPSTREAM_FORWARD &&
-                        a->up_kind != SY_UPSTREAM_NONE
-                    ? true
-                    : str_same(a->uri, b->uri));
+                       a->up_port == b->up_port &&
+                       str_same(a->up_host, b->up_host) &&
+                       ((a->up_kind != SY_UPSTREAM_FORWARD &&
+                         a->up_kind != SY_UPSTREAM_NONE) ||
+                        str_same(a->uri, b->uri))
+                   ? SAME
+                   : UNKNOWN;
     case PART_PREDICATES:
-        return entries_same(a->predicates, a->predicate_count, b->predicates,
-                            b->predicate_count);
+        return entries_compare(a->predicates, a->predicate_count,
+                               b->predicates, b->predicate_count);
     case PART_FILTERS:
-        return entries_same(a->filters, a->filter_count, b->filters,
-                            b->filter_count);
-    default:
+        return entries_compare(a->filters, a->filter_count, b->filters,
+                               b->filter_count);
+    default: /* keys and values written verbatim, in key order */
         if (a->metadata_count != b->metadata_count)
-            return false;
+            return DIFFERENT;
         for (size_t i = 0; i < a->metadata_count; i++)
             if (!str_same(a->metadata[i].key, b->metadata[i].key) ||
                 !str_same(a->metadata[i].value, b->metadata[i].value))
-                return false;
-        return true;
+                return DIFFERENT;
+        return SAME;
     }
 }
 
 /* The part's canonical texts differ (out of memory: say they do). */
 static bool part_differs(const struct sy_route *a, const struct sy_route *b,
                          int part, sy__buf *buf) {
-    if (part_fields_same(a, b, part))
-        return false;
+    int c = part_compare(a, b, part);
+    if (c != UNKNOWN)
+        return c == DIFFERENT;
     buf->len = 0;
     buf->failed = false;
     canon_part(buf, a, part);

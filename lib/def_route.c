@@ -586,13 +586,13 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
              * else built: "host:port" at most as long as the uri spells it */
             const char *colon = memchr(auth, ':', alen);
             size_t hl = colon ? (size_t)(colon - auth) : alen;
-            bool secure = strncasecmp(uri, "https:", 6) == 0 ||
-                          strncasecmp(uri, "wss:", 4) == 0;
-            long port = colon ? strtol(colon + 1, NULL, 10) : 0;
-            text += (auth[hl] ? hl + 1 : 0) +
-                    (colon && auth[alen] && port != (secure ? 443 : 80)
-                         ? alen + 1
-                         : 0);
+            text += auth[hl] ? hl + 1 : 0;
+            if (colon && auth[alen]) {
+                bool secure = strncasecmp(uri, "https:", 6) == 0 ||
+                              strncasecmp(uri, "wss:", 4) == 0;
+                long port = strtol(colon + 1, NULL, 10);
+                text += port != (secure ? 443 : 80) ? alen + 1 : 0;
+            }
         }
     }
     if (cJSON_IsArray(f->predicates)) {

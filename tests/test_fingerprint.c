@@ -261,7 +261,18 @@ START_TEST(part_changes_follow_their_part) {
     ck_assert_str_ne(a->up_host, b->up_host);
     ck_assert_uint_ne(a->predicates[0].arg_count, b->predicates[0].arg_count);
     ck_assert_uint_eq(sy__diff_route_changes(a, b), SY_CHANGED_METADATA);
-    struct sy_route *all[] = {base, uri, ord, md, pr, fi, a, b};
+    /* a flag spelled two ways is one value; a count of entries is not */
+    struct sy_route *c = route("{\"id\":\"r\",\"uri\":\"http://b\","
+                               "\"predicates\":[\"Path=/a,true\"]}");
+    struct sy_route *e = route("{\"id\":\"r\",\"uri\":\"http://b\","
+                               "\"predicates\":[\"Path=/a,TRUE\"],"
+                               "\"order\":2}");
+    struct sy_route *f = route("{\"id\":\"r\",\"uri\":\"http://b\","
+                               "\"predicates\":[\"Path=/a,true\","
+                               "\"Method=GET\"]}");
+    ck_assert_uint_eq(sy__diff_route_changes(c, e), SY_CHANGED_ORDER);
+    ck_assert_uint_eq(sy__diff_route_changes(c, f), SY_CHANGED_PREDICATES);
+    struct sy_route *all[] = {base, uri, ord, md, pr, fi, a, b, c, e, f};
     for (size_t i = 0; i < SY_ARRAY_LEN(all); i++)
         sy__route_unref(all[i]);
 }

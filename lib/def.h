@@ -112,6 +112,12 @@ struct cJSON;
 int sy__def_parse_json(const char *json, size_t len, const sy_limits *lim,
                        struct cJSON **out, sy_error *err);
 
+/* Which parts (SY_CHANGED_*) of two versions of one route differ:
+ * exactly, by their canonical texts (written only when their fields
+ * cannot tell; a route keeps no hash of each part). For diff.c. */
+unsigned sy__def_route_changes(const struct sy_route *a,
+                               const struct sy_route *b);
+
 /* Resolved limits (defaults filled in). */
 void sy__limits_resolve(sy_limits *out, const sy_limits *in);
 

@@ -5,7 +5,6 @@
  * route definitions; the stable key sort used for args and metadata.
  */
 #include "def_build.h"
-#include "diff.h"
 #include "values.h"
 
 #include <stdio.h>
@@ -536,8 +535,8 @@ static bool part_differs(const struct sy_route *a, const struct sy_route *b,
            memcmp(buf->ptr, buf->ptr + na, na) != 0;
 }
 
-unsigned sy__diff_route_changes(const struct sy_route *a,
-                                const struct sy_route *b) {
+unsigned sy__def_route_changes(const struct sy_route *a,
+                               const struct sy_route *b) {
     static const unsigned bits[4] = {SY_CHANGED_URI, SY_CHANGED_PREDICATES,
                                      SY_CHANGED_FILTERS, SY_CHANGED_METADATA};
     unsigned m = a->order != b->order ? SY_CHANGED_ORDER : 0;

@@ -4,6 +4,7 @@
  * list; the diff owns copies of every id it reports.
  */
 #include "diff.h"
+#include "def.h"
 #include "idtab.h"
 
 #include "snapshot.h"
@@ -20,6 +21,11 @@ struct sy_diff {
     size_t updated_count;
     size_t unchanged;
 };
+
+unsigned sy__diff_route_changes(const struct sy_route *a,
+                                const struct sy_route *b) {
+    return sy__def_route_changes(a, b);
+}
 
 static const char *old_id(const void *ctx, uint32_t i) {
     return ((const struct sy_route *const *)ctx)[i]->id;

@@ -504,8 +504,8 @@ static int part_compare(const struct sy_route *a, const struct sy_route *b,
                    ? SAME
                    : UNKNOWN;
     case PART_PREDICATES:
-        return entries_compare(a->predicates, a->predicate_count,
-                               b->predicates, b->predicate_count);
+        return entries_compare(a->predicates, a->predicate_count, b->predicates,
+                               b->predicate_count);
     case PART_FILTERS:
         return entries_compare(a->filters, a->filter_count, b->filters,
                                b->filter_count);

@@ -526,8 +526,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
     size_t nlen = eq ? (size_t)(eq - text) : strlen(text);
     /* a built-in's name is its spec's text; only others are copied */
     const sy__factory_spec *spec = sy__factory_find(kind, text, nlen);
-    const char *name =
-        spec ? spec->name : sy__route_strndup(r, text, nlen);
+    const char *name = spec ? spec->name : sy__route_strndup(r, text, nlen);
     if (!name)
         return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     ec->name = name;
@@ -672,8 +671,7 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
             return sy__error_set(err, SY_EMISSING, p, "%s name is empty", what);
         const sy__factory_spec *spec = sy__factory_find(
             kind, name->valuestring, strlen(name->valuestring));
-        ec.name =
-            spec ? spec->name : sy__route_strdup(r, name->valuestring);
+        ec.name = spec ? spec->name : sy__route_strdup(r, name->valuestring);
         if (!ec.name)
             return sy__error_set(err, SY_ENOMEM, path, "out of memory");
         ec.spec = spec;

@@ -461,8 +461,8 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
 /* A Method shortcut's text names standard methods only (in any case,
  * blanks around them): its compiled predicate keeps none of its text. */
 static bool standard_methods(const char *s) {
-    static const char *const names[] = {"GET",   "HEAD",    "POST",
-                                        "PUT",   "PATCH",   "DELETE",
+    static const char *const names[] = {"GET",     "HEAD",  "POST",
+                                        "PUT",     "PATCH", "DELETE",
                                         "OPTIONS", "TRACE", "CONNECT"};
     for (;;) {
         while (*s == ' ')
@@ -502,8 +502,7 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
         *text += (bare ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
         return tc.commas * sizeof(sy_kv) +
                (sep ? sy__pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
-                                            tc.braces, tc.regex,
-                                            sep == '.') +
+                                            tc.braces, tc.regex, sep == '.') +
                           (tc.commas ? (tc.commas + 1) * sizeof(void *) : 0)
                     : 0);
     }
@@ -526,8 +525,7 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
     size_t n = values > 1 ? (values - 1) * sizeof(sy_kv) : 0;
     if (sep)
         n += sy__pattern_bytes_max(values + tc.commas, tc.rooted, tc.seps,
-                                   tc.braces, tc.regex,
-                                   sep == '.') +
+                                   tc.braces, tc.regex, sep == '.') +
              (values + tc.commas > 1 ? (values + tc.commas) * sizeof(void *)
                                      : 0);
     return n;

@@ -474,8 +474,8 @@ static int compile(const sy__alloc *a, sy__arena *ar, const char *src,
                              "pattern too long");
     count_classes(src, len, host, &nsep, &nbrace, &nglob);
     /* a slot for the match context only when a regex may be made */
-    bool slot = nglob && sy__pattern_regex_pieces(src, len, host ? '.' : '/',
-                                                  false) > 0;
+    bool slot = nglob &&
+                sy__pattern_regex_pieces(src, len, host ? '.' : '/', false) > 0;
     size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
     if (nelem > SY_PATTERN_ELEMS_MAX) {
         /* the separator that makes one element too many */

@@ -10,12 +10,12 @@
 #include "values.h" /* sy__cidr */
 
 struct sy__pred {
-    uint8_t kind;            /* sy__pred_kind */
-    bool in_arena : 1;       /* this object and pats[] live in the route's
-                                arena */
-    bool trailing : 1;       /* Path */
+    uint8_t kind;                /* sy__pred_kind */
+    bool in_arena : 1;           /* this object and pats[] live in the route's
+                                    arena */
+    bool trailing : 1;           /* Path */
     bool has_lo : 1, has_hi : 1; /* After / Before / Between */
-    bool many : 1;           /* Path, Host: more than one pattern (pats[]) */
+    bool many : 1; /* Path, Host: more than one pattern (pats[]) */
     /* the most of any of its patterns (SY_PATTERN_VARS_MAX) */
     uint16_t var_count;
     uint32_t max_groups;

@@ -62,7 +62,7 @@ struct sy_route {
     uint16_t live;
     /* the upstream, compact (up_kind, up_scheme above, up_port below):
      * sy_route_upstream gives it as a sy_upstream */
-    const char *up_host;   /* URL: host; SERVICE: service name; else "" */
+    const char *up_host; /* URL: host; SERVICE: service name; else "" */
     /* (FORWARD's path is the uri's text after "forward:") */
     const char *authority; /* URL upstreams: the Host header to send */
 

@@ -751,9 +751,9 @@ END_TEST
  * is exact but for its rounding), so 100,000 of them waste nothing. */
 START_TEST(simple_routes_fill_their_block_exactly) {
     static const char *const uris[] = {
-        "http://backend:80", "lb://svc",           "http://svc",
-        "http://svc:8080",   "http://svc:8080/x",  "https://svc:443/chat",
-        "no://op",           "lb:ws://chat",       "http://svc/x/y"};
+        "http://backend:80", "lb://svc",          "http://svc",
+        "http://svc:8080",   "http://svc:8080/x", "https://svc:443/chat",
+        "no://op",           "lb:ws://chat",      "http://svc/x/y"};
     static const char *const preds[] = {
         "Path=/user12345/ljj", "Path=/user1/{name}", "Path=/p1/**",
         "Path=/a/{x:[0-9]+}",  "Path=/f*.txt",       "Host=**.example.org",
@@ -770,8 +770,8 @@ START_TEST(simple_routes_fill_their_block_exactly) {
             const sy__arena_chunk *c = r->arena.head;
             ck_assert(r->arena_embedded);
             ck_assert_msg(c && !c->next, "%s: %s chunk", uris[u], preds[k]);
-            ck_assert_msg(c->size - c->used < 8, "%s %s: %u to spare",
-                          uris[u], preds[k], c->size - c->used);
+            ck_assert_msg(c->size - c->used < 8, "%s %s: %u to spare", uris[u],
+                          preds[k], c->size - c->used);
             /* the strings are in the block, after the objects */
             ck_assert(r->text_top > 0);
             ck_assert_ptr_eq(r->id, (const char *)c->data + c->size +

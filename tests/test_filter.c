@@ -1251,8 +1251,11 @@ static const sy_filter_factory host_factory = {
 START_TEST(host_filter_is_validated_and_handed_over) {
     validate_calls = 0;
     sy_kv args[] = {{"key", "v"}};
-    sy__def_entry e = {.name = "MyAuth", .f.host_factory = &host_factory,
-                       .args = args, .arg_count = 1, .host = true};
+    sy__def_entry e = {.name = "MyAuth",
+                       .f.host_factory = &host_factory,
+                       .args = args,
+                       .arg_count = 1,
+                       .host = true};
     sy__filter *f = NULL;
     ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR), 0);
     ck_assert_int_eq(validate_calls, 1);
@@ -1266,8 +1269,11 @@ END_TEST
 
 START_TEST(host_filter_validation_failure_names_the_path) {
     sy_kv args[] = {{"other", "v"}};
-    sy__def_entry e = {.name = "MyAuth", .f.host_factory = &host_factory,
-                       .args = args, .arg_count = 1, .host = true};
+    sy__def_entry e = {.name = "MyAuth",
+                       .f.host_factory = &host_factory,
+                       .args = args,
+                       .arg_count = 1,
+                       .host = true};
     sy__filter *f = NULL;
     ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
                      SY_EMISSING);

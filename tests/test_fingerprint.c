@@ -244,8 +244,7 @@ START_TEST(part_changes_follow_their_part) {
     ck_assert_int_ne(base->order, ord->order);
     ck_assert_uint_eq(sy__diff_route_changes(base, md), SY_CHANGED_METADATA);
     ck_assert_uint_eq(sy__diff_route_changes(md, base), SY_CHANGED_METADATA);
-    ck_assert_uint_eq(sy__diff_route_changes(base, pr),
-                      SY_CHANGED_PREDICATES);
+    ck_assert_uint_eq(sy__diff_route_changes(base, pr), SY_CHANGED_PREDICATES);
     ck_assert_uint_eq(sy__diff_route_changes(base, fi), SY_CHANGED_FILTERS);
     ck_assert_uint_eq(sy__diff_route_changes(uri, fi),
                       SY_CHANGED_URI | SY_CHANGED_FILTERS);

@@ -642,8 +642,7 @@ START_TEST(too_many_segments_is_an_error_at_that_separator) {
     src[2 * n] = '\0';
     sy__pattern *p = NULL;
     sy_error err;
-    ck_assert_int_eq(sy__pattern_compile_path(&A, src, &p, &err),
-                     SY_EPATTERN);
+    ck_assert_int_eq(sy__pattern_compile_path(&A, src, &p, &err), SY_EPATTERN);
     ck_assert_uint_eq(err.offset, 2 * max); /* the 65535th '/' */
     ck_assert_ptr_nonnull(strstr(err.message, "65534 segments"));
     /* one fewer compiles, every element kept */
@@ -661,8 +660,7 @@ START_TEST(too_many_segments_is_an_error_at_that_separator) {
     for (size_t i = 0; i < n; i++)
         memcpy(src + 2 * i, "a.", 2);
     src[2 * (max - 2)] = '\0'; /* 65532 dots */
-    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err),
-                     SY_EPATTERN);
+    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err), SY_EPATTERN);
     ck_assert_uint_eq(err.offset, 2 * (max - 2) - 1); /* the last dot */
     ck_assert_ptr_nonnull(strstr(err.message, "65534 labels"));
     src[2 * (max - 3)] = '\0';
@@ -687,8 +685,7 @@ START_TEST(too_many_variables_is_an_error_at_that_label) {
     q[-1] = '\0';
     sy__pattern *p = NULL;
     sy_error err;
-    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err),
-                     SY_EPATTERN);
+    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err), SY_EPATTERN);
     ck_assert_uint_eq(err.offset, simple * 4 + 3 * 20); /* the 4th's start */
     ck_assert_ptr_nonnull(strstr(err.message, "65535 variables"));
     /* without the last: 65,535 variables compile */
@@ -705,8 +702,8 @@ END_TEST
  * arena holds no more than that, and the regex still matches under it. */
 START_TEST(regex_match_context_fits_the_counted_room) {
     static const char *const pats[] = {
-        "/a/{x:\\d+}", "/f*.txt/{y}", "/q?/**", "/{*rest}", "/{v}/*",
-        "/a-{b}-{c}/d", "/plain/text"};
+        "/a/{x:\\d+}", "/f*.txt/{y}",  "/q?/**",     "/{*rest}",
+        "/{v}/*",      "/a-{b}-{c}/d", "/plain/text"};
     static const size_t regex[] = {1, 1, 1, 0, 0, 1, 0};
     for (size_t k = 0; k < sizeof pats / sizeof *pats; k++) {
         const char *s = pats[k];
@@ -721,9 +718,9 @@ START_TEST(regex_match_context_fits_the_counted_room) {
         sy_error err;
         ck_assert_int_eq(sy__pattern_compile_in(&A, &ar, s, false, &p, &err),
                          0);
-        ck_assert_uint_le(ar.head->used,
-                          sy__pattern_bytes_max(1, 1, seps, braces, pieces,
-                                                false));
+        ck_assert_uint_le(
+            ar.head->used,
+            sy__pattern_bytes_max(1, 1, seps, braces, pieces, false));
         sy__pattern_free(p);
         sy__arena_free(&ar);
     }

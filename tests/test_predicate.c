@@ -937,8 +937,11 @@ START_TEST(host_factory_compiles_once_tests_per_request_and_frees) {
     sy_predicate_factory f = {
         NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test_counting, hf_free, &c};
     sy_kv args[] = {{"prefix", "/in"}};
-    sy__def_entry e = {.name = "InHouse", .f.host_factory = &f, .args = args,
-                       .arg_count = 1, .host = true};
+    sy__def_entry e = {.name = "InHouse",
+                       .f.host_factory = &f,
+                       .args = args,
+                       .arg_count = 1,
+                       .host = true};
     sy__pred *p;
     ck_assert_int_eq(sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, NULL), 0);
     ck_assert_int_eq(sy__pred_get_kind(p), SY_PK_HOST_FACTORY);
@@ -957,8 +960,11 @@ START_TEST(host_factory_error_gets_the_entry_path) {
     sy_predicate_factory f = {
         NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test, hf_free, &c};
     sy_kv args[] = {{"other", "x"}};
-    sy__def_entry e = {.name = "InHouse", .f.host_factory = &f, .args = args,
-                       .arg_count = 1, .host = true};
+    sy__def_entry e = {.name = "InHouse",
+                       .f.host_factory = &f,
+                       .args = args,
+                       .arg_count = 1,
+                       .host = true};
     sy__pred *p;
     sy_error err;
     ck_assert_int_eq(sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, &err), SY_EARG);

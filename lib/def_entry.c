@@ -726,7 +726,7 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
                           const char *path, sy_error *err) {
     sy__def_entry **list =
         kind == SY_FACTORY_PREDICATE ? &r->predicates : &r->filters;
-    uint32_t *count =
+    uint16_t *count =
         kind == SY_FACTORY_PREDICATE ? &r->predicate_count : &r->filter_count;
     *list = NULL;
     *count = 0;
@@ -741,6 +741,11 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
         n++;
     if (n == 0)
         return 0;
+    if (n > SY_ROUTE_ENTRIES_MAX) /* the counts are 16-bit */
+        return sy__error_set(err, SY_ELIMIT, path, "more than %u %s",
+                             (unsigned)SY_ROUTE_ENTRIES_MAX,
+                             kind == SY_FACTORY_PREDICATE ? "predicates"
+                                                          : "filters");
     sy__def_entry *es = sy__arena_alloc(&r->arena, n * sizeof *es);
     if (!es)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
@@ -758,7 +763,7 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
             return rc;
     }
     *list = es;
-    *count = (uint32_t)n; /* the scan caps a route at 65536 values */
+    *count = (uint16_t)n;
     return 0;
 }
 

@@ -95,7 +95,7 @@ void *sy__route_text(struct sy_route *r, size_t n) {
         c == (sy__arena_chunk *)(void *)((sy__route_box *)(void *)r)->chunk &&
         c->size - c->used >= n) {
         c->size -= (uint32_t)n; /* n <= the chunk's size: fits */
-        r->text_top += (uint32_t)n;
+        r->arena.user += (uint32_t)n;
         return c->data + c->size;
     }
     return sy__arena_alloc_bytes(&r->arena, n);

@@ -42,7 +42,10 @@ struct sy_route {
         struct {
             const sy__alloc *alloc;
         };
-        sy__arena arena; /* every string and array below */
+        /* every string and array below; arena.user: the bytes of strings
+     * taken from the top of its first chunk, the one in the route's block
+     * (sy__route_text): that chunk holds its size, then these */
+    sy__arena arena;
     };
 
     const char *id;
@@ -69,9 +72,15 @@ struct sy_route {
     sy__def_entry *predicates;
     sy__def_entry *filters;
     sy_kv *metadata; /* sorted by key; values JSON text unless strings */
-    uint32_t predicate_count, filter_count, metadata_count;
+    uint16_t predicate_count, filter_count; /* SY_ROUTE_ENTRIES_MAX */
+    uint32_t metadata_count;
     uint32_t doc_index; /* position in the document that built it (ranks
                            come from the snapshot slot key, not this) */
+    uint16_t up_port; /* URL: explicit or 80/443; else 0 */
+    /* index of the first Path (Host) predicate when every one of its
+     * patterns is all literal segments (labels): the index can prove it;
+     * -1: none (or past the 127th predicate: then tested as usual) */
+    int8_t literal_path, literal_host;
 
     /* The canonical JSON the fingerprints hash: not kept by the parse,
      * built by the first sy_route_canonical (def_canon.c) and then kept
@@ -97,15 +106,6 @@ struct sy_route {
      * is checked for a duplicate id without reading the id (but when
      * another id has the same hash) */
     uint32_t id_hash;
-    uint16_t up_port; /* URL: explicit or 80/443; else 0 */
-    /* index of the first Path (Host) predicate when every one of its
-     * patterns is all literal segments (labels): the index can prove it;
-     * -1: none (or past the 127th predicate: then tested as usual) */
-    int8_t literal_path, literal_host;
-    /* Bytes of strings taken from the top of the arena's first chunk, the
-     * one in the route's block (sy__route_text): that chunk holds its
-     * size, then these. */
-    uint32_t text_top;
 
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never
@@ -123,6 +123,9 @@ struct sy_route {
     void *host_data;
     const struct sy__route_owner *owner;
 };
+
+/* Most predicates (filters) of one route: their counts are 16-bit. */
+#define SY_ROUTE_ENTRIES_MAX 65535u
 
 /* The upstream's scheme (struct sy_route up_scheme). */
 typedef enum sy__route_scheme {

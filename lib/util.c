@@ -82,9 +82,12 @@ char *sy__strdup(const sy__alloc *a, const char *s) {
 void sy__arena_init(sy__arena *ar, const sy__alloc *alloc, size_t chunk_size) {
     ar->alloc = alloc;
     ar->head = NULL;
-    ar->chunk_size = chunk_size ? chunk_size : 1024;
-    if (ar->chunk_size > SY_ARENA_CHUNK_MAX)
-        ar->chunk_size = SY_ARENA_CHUNK_MAX;
+    if (!chunk_size)
+        chunk_size = 1024;
+    ar->chunk_size = (uint32_t)(chunk_size < SY_ARENA_CHUNK_MAX
+                                    ? chunk_size
+                                    : SY_ARENA_CHUNK_MAX);
+    ar->user = 0;
 }
 
 /* A new chunk of at least `size` bytes at the head. */

@@ -74,7 +74,8 @@ typedef struct sy__arena_chunk {
 typedef struct sy__arena {
     const sy__alloc *alloc;
     sy__arena_chunk *head;
-    size_t chunk_size; /* default size of a new chunk */
+    uint32_t chunk_size; /* default size of a new chunk */
+    uint32_t user;       /* the arena's owner's (0 at init) */
 } sy__arena;
 
 void sy__arena_init(sy__arena *ar, const sy__alloc *alloc, size_t chunk_size);

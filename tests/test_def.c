@@ -1,7 +1,7 @@
 /* test_def.c - route documents: the valid/invalid corpus under
  * tests/data, shapes, strict and lenient modes, limits, syntax positions,
  * shortcut mapping, upstreams, metadata and the internal def.h calls. */
-#include "def.h"
+#include "def_build.h"
 #include "diff.h"
 #include "factory.h"
 #include "testutil.h"
@@ -746,7 +746,7 @@ START_TEST(authority_and_host_share_the_uri_only_when_they_end_it) {
 END_TEST
 
 /* A simple route (id, uri, shortcut predicates) is one block: the arena
- * estimate covers it, the strings at the top of its chunk (text_top) and
+ * estimate covers it, the strings at the top of its chunk (arena.user) and
  * the objects below meet with less than 8 bytes to spare (the estimate
  * is exact but for its rounding), so 100,000 of them waste nothing. */
 START_TEST(simple_routes_fill_their_block_exactly) {
@@ -773,11 +773,55 @@ START_TEST(simple_routes_fill_their_block_exactly) {
             ck_assert_msg(c->size - c->used < 8, "%s %s: %u to spare", uris[u],
                           preds[k], c->size - c->used);
             /* the strings are in the block, after the objects */
-            ck_assert(r->text_top > 0);
+            ck_assert(r->arena.user > 0);
             ck_assert_ptr_eq(r->id, (const char *)c->data + c->size +
-                                        r->text_top - strlen(r->id) - 1);
+                                        r->arena.user - strlen(r->id) - 1);
             sy_document_free(d);
         }
+}
+END_TEST
+
+/* A route's predicate and filter counts are 16-bit: 65,535 are kept whole,
+ * one more is an error naming the list (the scan of a document caps a
+ * route at 65,536 JSON values first; a tree given directly meets this). */
+static cJSON *route_with(size_t npreds, size_t nfilters) {
+    cJSON *o = cJSON_CreateObject(), *p = cJSON_CreateArray(),
+          *f = cJSON_CreateArray();
+    ck_assert_ptr_nonnull(o);
+    cJSON_AddStringToObject(o, "id", "big");
+    cJSON_AddStringToObject(o, "uri", "http://x");
+    for (size_t i = 0; i < npreds; i++)
+        cJSON_AddItemToArray(p, cJSON_CreateString("Method=GET"));
+    for (size_t i = 0; i < nfilters; i++)
+        cJSON_AddItemToArray(f, cJSON_CreateString("PreserveHostHeader"));
+    cJSON_AddItemToObject(o, "predicates", p);
+    cJSON_AddItemToObject(o, "filters", f);
+    return o;
+}
+
+START_TEST(entry_counts_past_16_bits_are_an_error) {
+    sy__alloc a;
+    sy__alloc_default(&a);
+    sy__def_ctx ctx = {&a, NULL, NULL, NULL, NULL, NULL, 0};
+    struct sy_route *r = NULL;
+    sy_error e;
+    cJSON *o = route_with(65536, 1);
+    ck_assert_int_eq(sy__def_build_route(&ctx, o, "routes[0]", &r, &e),
+                     SY_ELIMIT);
+    ck_assert_str_eq(e.path, "routes[0].predicates");
+    ck_assert_ptr_nonnull(strstr(e.message, "more than 65535 predicates"));
+    cJSON_Delete(o);
+    o = route_with(1, 65536);
+    ck_assert_int_eq(sy__def_build_route(&ctx, o, "routes[0]", &r, &e),
+                     SY_ELIMIT);
+    ck_assert_str_eq(e.path, "routes[0].filters");
+    cJSON_Delete(o);
+    o = route_with(65535, 65535);
+    ck_assert_int_eq(sy__def_build_route(&ctx, o, "routes[0]", &r, &e), 0);
+    ck_assert_uint_eq(sy_route_predicate_count(r), 65535);
+    ck_assert_uint_eq(r->filter_count, 65535);
+    sy__route_unref(r);
+    cJSON_Delete(o);
 }
 END_TEST
 
@@ -1196,6 +1240,7 @@ int main(void) {
     tcase_add_test(tc, every_allocation_goes_through_the_hooks_and_is_freed);
     tcase_add_test(tc, authority_and_host_share_the_uri_only_when_they_end_it);
     tcase_add_test(tc, simple_routes_fill_their_block_exactly);
+    tcase_add_test(tc, entry_counts_past_16_bits_are_an_error);
     tcase_add_test(tc, schemes_are_read_in_any_case);
     suite_add_tcase(s, tc);
     return sy_test_run(s);

@@ -43,9 +43,9 @@ struct sy_route {
             const sy__alloc *alloc;
         };
         /* every string and array below; arena.user: the bytes of strings
-     * taken from the top of its first chunk, the one in the route's block
-     * (sy__route_text): that chunk holds its size, then these */
-    sy__arena arena;
+         * taken from the top of its first chunk, the one in the route's block
+         * (sy__route_text): that chunk holds its size, then these */
+        sy__arena arena;
     };
 
     const char *id;
@@ -76,7 +76,7 @@ struct sy_route {
     uint32_t metadata_count;
     uint32_t doc_index; /* position in the document that built it (ranks
                            come from the snapshot slot key, not this) */
-    uint16_t up_port; /* URL: explicit or 80/443; else 0 */
+    uint16_t up_port;   /* URL: explicit or 80/443; else 0 */
     /* index of the first Path (Host) predicate when every one of its
      * patterns is all literal segments (labels): the index can prove it;
      * -1: none (or past the 127th predicate: then tested as usual) */

@@ -84,9 +84,9 @@ void sy__arena_init(sy__arena *ar, const sy__alloc *alloc, size_t chunk_size) {
     ar->head = NULL;
     if (!chunk_size)
         chunk_size = 1024;
-    ar->chunk_size = (uint32_t)(chunk_size < SY_ARENA_CHUNK_MAX
-                                    ? chunk_size
-                                    : SY_ARENA_CHUNK_MAX);
+    ar->chunk_size =
+        (uint32_t)(chunk_size < SY_ARENA_CHUNK_MAX ? chunk_size
+                                                   : SY_ARENA_CHUNK_MAX);
     ar->user = 0;
 }
 

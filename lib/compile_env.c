@@ -15,8 +15,8 @@ const char *sy__def_arg(const sy__def_entry *e, const char *key) {
 
 const char *sy__def_arg_or_default(const sy__def_entry *e, const char *key) {
     const char *v = sy__def_arg(e, key);
-    if (v || !e || !e->spec)
+    if (v || !e || !sy__def_spec(e))
         return v;
-    const sy__field_spec *f = sy__factory_field(e->spec, key);
+    const sy__field_spec *f = sy__factory_field(sy__def_spec(e), key);
     return f ? f->dflt : NULL;
 }

@@ -22,11 +22,37 @@
  * Defaults are NOT filled in (compilers apply them). */
 typedef struct sy__def_entry {
     const char *name;
-    const sy__factory_spec *spec; /* built-in spec, or NULL */
-    const void *host_factory;     /* registry entry when spec == NULL */
+    /* read them with sy__def_spec / sy__def_host: */
+    union {
+        const sy__factory_spec *spec; /* built-in (!host) */
+        const void *host_factory;     /* registry entry (host) */
+    } f;
     sy_kv *args;
-    uint32_t arg_count; /* 40 bytes an entry: one or more in every route */
+    uint32_t arg_count;
+    bool host;     /* a host-registered factory */
+    bool shortcut; /* written "Name=args": its compile errors are reported
+                      at the entry (32 bytes an entry: one or more in every
+                      route) */
 } sy__def_entry;
+
+/* The built-in spec of e, or NULL for a host-registered factory. */
+static inline const sy__factory_spec *sy__def_spec(const sy__def_entry *e) {
+    return e->host ? NULL : e->f.spec;
+}
+/* The registry entry of a host-registered factory, or NULL. */
+static inline const void *sy__def_host(const sy__def_entry *e) {
+    return e->host ? e->f.host_factory : NULL;
+}
+/* Set e's factory: a built-in spec, else (spec NULL) the registry entry. */
+static inline void sy__def_set_factory(sy__def_entry *e,
+                                       const sy__factory_spec *spec,
+                                       const void *host_factory) {
+    e->host = spec == NULL;
+    if (spec)
+        e->f.spec = spec;
+    else
+        e->f.host_factory = host_factory;
+}
 
 /* First value of `key`, or NULL. */
 const char *sy__def_arg(const sy__def_entry *e, const char *key);

@@ -444,13 +444,15 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             bool known = same && r == same;
             const sy__span_memo *m =
                 known && borrow ? memo_at(reuse, (int64_t)prev, r) : NULL;
-            id_len = m ? m->id_len : known ? r->id_len : strlen(r->id);
+            id_len = known ? 0 : strlen(r->id);
             h = m       ? m->id_hash
                 : known ? r->id_hash
                         : sy__idtab_hash(r->id, id_len);
+            /* (a known route's id is read only when an entry has its
+             * hash) */
             if (!idtab_free_for(&ids, h, &pos) &&
-                sy__idtab_find(&ids, r->id, id_len, h, doc_route_id, d, &pos) !=
-                    SY_NONE) {
+                sy__idtab_find(&ids, r->id, known ? strlen(r->id) : id_len, h,
+                               doc_route_id, d, &pos) != SY_NONE) {
                 char p[96];
                 sy__path_index(path, sizeof path, at, i);
                 sy__error_clear(&e);
@@ -496,15 +498,11 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
          * only writer of the routes it offers): these bytes now find it.
          * Routes of a parse without byte reuse (sy_document_parse) never
          * enter a router and carry no span. */
-        if (d->memo && span_len && id_len <= UINT32_MAX)
-            d->memo[i] =
-                (sy__span_memo){r, span_hash, span_len, (uint32_t)id_len, h};
-        if (!(by_bytes && !(same && r == same)))
-            id_len = 0;
-        if (id_len && id_len <= UINT32_MAX) {
+        if (d->memo && span_len && span_len <= UINT32_MAX)
+            d->memo[i] = (sy__span_memo){r, span_hash, (uint32_t)span_len, h};
+        if (by_bytes && !(same && r == same) && id_len) {
             r->span_hash = span_hash;
-            r->span_len = span_len;
-            r->id_len = (uint32_t)id_len;
+            r->span_len = (uint32_t)span_len;
             r->id_hash = h;
         }
         sy__idtab_set(&ids, pos, h, (uint32_t)d->route_count);
@@ -735,15 +733,13 @@ int sy__def_parse_filters(const char *json, size_t len,
         return rc;
     struct sy_route *r = sy__route_new(&a);
     sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, 0};
-    bool *sc = NULL;
     if (!r)
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     else if (!cJSON_IsArray(root))
         rc = sy__error_set(err, SY_ETYPE, path,
                            "default filters must be an array");
     else
-        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, &sc,
-                                   err);
+        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, err);
     cJSON_Delete(root);
     if (!rc && sy__def_canonicalize(r))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
@@ -757,7 +753,7 @@ int sy__def_parse_filters(const char *json, size_t len,
             sy__def_path(p, sizeof p, "%s[%zu]", path, i);
             rc = sy__filter_compile(&r->filters[i], &env, p, &r->cfilters[i],
                                     err);
-            if (rc && sc && sc[i])
+            if (rc && r->filters[i].shortcut)
                 sy__def_shortcut_error(err, p);
         }
     }

@@ -10,14 +10,14 @@
 #include "route.h"
 
 /* What an apply learnt about one element of the routes array: the route
- * it gave (NULL: none, an invalid element) with that route's span and id
- * (route.h span_hash, span_len, id_len, id_hash), so the next apply of the
- * source compares bytes with it without reading the route. */
+ * it gave (NULL: none, an invalid element, or a span of 4 GiB or more)
+ * with that route's span and id hash (route.h span_hash, span_len,
+ * id_hash), so the next apply of the source compares bytes with it
+ * without reading the route. 24 bytes an element. */
 typedef struct sy__span_memo {
     const struct sy_route *route;
     uint64_t span_hash;
-    size_t span_len;
-    uint32_t id_len, id_hash;
+    uint32_t span_len, id_hash;
 } sy__span_memo;
 
 struct sy_document {
@@ -111,6 +111,12 @@ int sy__document_parse_reusing(const char *json, size_t len,
 struct cJSON;
 int sy__def_parse_json(const char *json, size_t len, const sy_limits *lim,
                        struct cJSON **out, sy_error *err);
+
+/* Which parts (SY_CHANGED_*) of two versions of one route differ:
+ * exactly, by their canonical texts (written only when their fields
+ * cannot tell; a route keeps no hash of each part). For diff.c. */
+unsigned sy__def_route_changes(const struct sy_route *a,
+                               const struct sy_route *b);
 
 /* Resolved limits (defaults filled in). */
 void sy__limits_resolve(sy_limits *out, const sy_limits *in);

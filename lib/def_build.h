@@ -37,12 +37,12 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
 
 /*
  * Parse an array of predicate or filter entries into r (arena-owned).
- * Entry i is named "<path>[i]". *shortcut (may be NULL) receives an
- * array of per-entry flags in r's arena: true for shortcut strings.
+ * Entry i is named "<path>[i]"; its `shortcut` says whether it was a
+ * shortcut string.
  */
 int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
                           sy__factory_kind kind, const cJSON *arr,
-                          const char *path, bool **shortcut, sy_error *err);
+                          const char *path, sy_error *err);
 
 /*
  * After a compile error on entry i of a shortcut string, move the error

@@ -223,8 +223,8 @@ static size_t canon_group(sy__buf *b, const sy__def_entry *e, size_t i,
 }
 
 static void canon_entry(sy__buf *b, const sy__def_entry *e) {
-    if (e->spec) { /* a built-in's opening text is in its spec */
-        put(b, e->spec->canon_head, e->spec->canon_head_len);
+    if (sy__def_spec(e)) { /* a built-in's opening text is in its spec */
+        put(b, sy__def_spec(e)->canon_head, sy__def_spec(e)->canon_head_len);
     } else {
         PUTS(b, "{\"name\":");
         put_json_str(b, e->name);
@@ -232,10 +232,10 @@ static void canon_entry(sy__buf *b, const sy__def_entry *e) {
     }
     bool first = true;
     size_t i = 0;
-    if (e->spec) {
+    if (sy__def_spec(e)) {
         /* fields in spec order, defaults filled in */
-        for (size_t f = 0; f < e->spec->field_count; f++) {
-            const sy__field_spec *fs = &e->spec->fields[f];
+        for (size_t f = 0; f < sy__def_spec(e)->field_count; f++) {
+            const sy__field_spec *fs = &sy__def_spec(e)->fields[f];
             /* mapped args carry the spec's own name: equal pointers */
             bool present =
                 i < e->arg_count && (e->args[i].key == fs->name ||
@@ -367,28 +367,7 @@ static void canon_uri(sy__buf *b, const struct sy_route *r) {
     sy__free(b->alloc, t);
 }
 
-/* The canonical form of r into b (from b->len); the offsets of its parts
- * go to off[] (uri, predicates, filters, metadata: start and end). */
-static void canon_write(sy__buf *b, const struct sy_route *r, size_t off[8]) {
-    PUTS(b, "{\"id\":");
-    put_json_str(b, r->id);
-    PUTS(b, ",\"uri\":");
-    off[0] = b->len;
-    canon_uri(b, r);
-    off[1] = b->len;
-    PUTS(b, ",\"order\":");
-    char num[24];
-    put(b, num, int_text(r->order, num));
-    PUTS(b, ",\"predicates\":");
-    off[2] = b->len;
-    canon_entries(b, r->predicates, r->predicate_count);
-    off[3] = b->len;
-    PUTS(b, ",\"filters\":");
-    off[4] = b->len;
-    canon_entries(b, r->filters, r->filter_count);
-    off[5] = b->len;
-    PUTS(b, ",\"metadata\":");
-    off[6] = b->len;
+static void canon_metadata(sy__buf *b, const struct sy_route *r) {
     putc1(b, '{');
     for (size_t i = 0; i < r->metadata_count; i++) {
         if (i)
@@ -398,28 +377,176 @@ static void canon_write(sy__buf *b, const struct sy_route *r, size_t off[8]) {
         put_json_str(b, r->metadata[i].value);
     }
     putc1(b, '}');
-    off[7] = b->len;
+}
+
+/* The parts a diff reports (SY_CHANGED_*), in canonical order. */
+enum { PART_URI, PART_PREDICATES, PART_FILTERS, PART_METADATA };
+
+static void canon_part(sy__buf *b, const struct sy_route *r, int part) {
+    switch (part) {
+    case PART_URI: canon_uri(b, r); break;
+    case PART_PREDICATES:
+        canon_entries(b, r->predicates, r->predicate_count);
+        break;
+    case PART_FILTERS: canon_entries(b, r->filters, r->filter_count); break;
+    default: canon_metadata(b, r); break;
+    }
+}
+
+/* The canonical form of r into b (from b->len). */
+static void canon_write(sy__buf *b, const struct sy_route *r) {
+    PUTS(b, "{\"id\":");
+    put_json_str(b, r->id);
+    PUTS(b, ",\"uri\":");
+    canon_uri(b, r);
+    PUTS(b, ",\"order\":");
+    char num[24];
+    put(b, num, int_text(r->order, num));
+    PUTS(b, ",\"predicates\":");
+    canon_entries(b, r->predicates, r->predicate_count);
+    PUTS(b, ",\"filters\":");
+    canon_entries(b, r->filters, r->filter_count);
+    PUTS(b, ",\"metadata\":");
+    canon_metadata(b, r);
     putc1(b, '}');
     if (!b->failed)
         b->ptr[b->len] = '\0'; /* appends leave room for it */
 }
 
 int sy__def_canonicalize_into(struct sy_route *r, sy__buf *scratch) {
-    size_t off[8];
     scratch->len = 0;
     scratch->failed = false;
     if (scratch->ptr)
         scratch->ptr[0] = '\0';
-    canon_write(scratch, r, off);
+    canon_write(scratch, r);
     if (scratch->failed)
         return SY_ENOMEM;
-    const char *c = scratch->ptr;
-    r->fingerprint = sy__hash64(c, scratch->len, SEED_ROUTE);
-    r->fp_uri = sy__hash64(c + off[0], off[1] - off[0], SEED_ROUTE + 1);
-    r->fp_predicates = sy__hash64(c + off[2], off[3] - off[2], SEED_ROUTE + 2);
-    r->fp_filters = sy__hash64(c + off[4], off[5] - off[4], SEED_ROUTE + 3);
-    r->fp_metadata = sy__hash64(c + off[6], off[7] - off[6], SEED_ROUTE + 4);
+    r->fingerprint = sy__hash64(scratch->ptr, scratch->len, SEED_ROUTE);
     return SY_OK;
+}
+
+/* ---- what changed ---- */
+
+static bool str_same(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* How two parts compare without writing their texts. */
+enum { SAME, DIFFERENT, UNKNOWN };
+
+/* canon_value writes a value of type t as its own JSON string (no
+ * normalising): different texts, different canonical forms. */
+static bool verbatim_type(sy__field_type t) {
+    switch (t) {
+    case SY_FT_INT:
+    case SY_FT_UINT:
+    case SY_FT_POSINT:
+    case SY_FT_BOOL:
+    case SY_FT_DURATION:
+    case SY_FT_SIZE:
+    case SY_FT_DATETIME:
+    case SY_FT_STATUS:
+    case SY_FT_METHOD: return false;
+    default: return true;
+    }
+}
+
+/* Two lists of entries: SAME when every field is equal (then so are the
+ * texts); DIFFERENT when the texts surely differ: another count of
+ * entries (top-level elements), or in entries of one factory and the
+ * same keys a value that canon_value writes verbatim; else UNKNOWN. */
+static int entries_compare(const sy__def_entry *a, size_t na,
+                           const sy__def_entry *b, size_t nb) {
+    if (na != nb)
+        return DIFFERENT;
+    int r = SAME;
+    for (size_t i = 0; i < na; i++) {
+        const sy__def_entry *x = &a[i], *y = &b[i];
+        if (x->host != y->host || x->f.spec != y->f.spec ||
+            x->arg_count != y->arg_count || !str_same(x->name, y->name)) {
+            r = UNKNOWN;
+            continue;
+        }
+        for (size_t k = 0; k < x->arg_count; k++) {
+            if (!str_same(x->args[k].key, y->args[k].key)) {
+                r = UNKNOWN;
+                break;
+            }
+            if (str_same(x->args[k].value, y->args[k].value))
+                continue;
+            const sy__factory_spec *spec = sy__def_spec(x);
+            const sy__field_spec *fs =
+                spec ? sy__factory_field(spec, x->args[k].key) : NULL;
+            /* (keys outside the spec are written verbatim, sorted alike
+             * in both: the same keys) */
+            if (!x->args[k].value || !y->args[k].value ||
+                (fs && !verbatim_type(fs->type)))
+                r = UNKNOWN;
+            else
+                return DIFFERENT;
+        }
+    }
+    return r;
+}
+
+/* What fields say of a part's canonical texts (SAME, DIFFERENT, UNKNOWN):
+ * the quick answer for what an update left alone or plainly changed. */
+static int part_compare(const struct sy_route *a, const struct sy_route *b,
+                        int part) {
+    switch (part) {
+    case PART_URI:
+        return a->up_kind == b->up_kind && a->up_scheme == b->up_scheme &&
+                       a->up_port == b->up_port &&
+                       str_same(a->up_host, b->up_host) &&
+                       ((a->up_kind != SY_UPSTREAM_FORWARD &&
+                         a->up_kind != SY_UPSTREAM_NONE) ||
+                        str_same(a->uri, b->uri))
+                   ? SAME
+                   : UNKNOWN;
+    case PART_PREDICATES:
+        return entries_compare(a->predicates, a->predicate_count, b->predicates,
+                               b->predicate_count);
+    case PART_FILTERS:
+        return entries_compare(a->filters, a->filter_count, b->filters,
+                               b->filter_count);
+    default: /* keys and values written verbatim, in key order */
+        if (a->metadata_count != b->metadata_count)
+            return DIFFERENT;
+        for (size_t i = 0; i < a->metadata_count; i++)
+            if (!str_same(a->metadata[i].key, b->metadata[i].key) ||
+                !str_same(a->metadata[i].value, b->metadata[i].value))
+                return DIFFERENT;
+        return SAME;
+    }
+}
+
+/* The part's canonical texts differ (out of memory: say they do). */
+static bool part_differs(const struct sy_route *a, const struct sy_route *b,
+                         int part, sy__buf *buf) {
+    int c = part_compare(a, b, part);
+    if (c != UNKNOWN)
+        return c == DIFFERENT;
+    buf->len = 0;
+    buf->failed = false;
+    canon_part(buf, a, part);
+    size_t na = buf->len;
+    canon_part(buf, b, part);
+    return buf->failed || buf->len - na != na ||
+           memcmp(buf->ptr, buf->ptr + na, na) != 0;
+}
+
+unsigned sy__def_route_changes(const struct sy_route *a,
+                               const struct sy_route *b) {
+    static const unsigned bits[4] = {SY_CHANGED_URI, SY_CHANGED_PREDICATES,
+                                     SY_CHANGED_FILTERS, SY_CHANGED_METADATA};
+    unsigned m = a->order != b->order ? SY_CHANGED_ORDER : 0;
+    sy__buf buf;
+    sy__buf_init(&buf, a->alloc);
+    for (int part = PART_URI; part <= PART_METADATA; part++)
+        if (part_differs(a, b, part, &buf))
+            m |= bits[part];
+    sy__buf_free(&buf);
+    return m;
 }
 
 int sy__def_canonicalize(struct sy_route *r) {
@@ -441,9 +568,8 @@ const char *sy_route_canonical(const sy_route *r) {
     if (c)
         return c;
     sy__buf b;
-    size_t off[8];
     sy__buf_init(&b, r->alloc);
-    canon_write(&b, r, off);
+    canon_write(&b, r);
     if (b.failed || !b.ptr) {
         sy__buf_free(&b);
         return NULL;
@@ -513,7 +639,6 @@ struct sy_route *sy__def_clone(const struct sy_route *r) {
     c->up_scheme = r->up_scheme;
     c->up_port = r->up_port;
     c->up_host = dup_or_static(ar, r->up_host, &fail);
-    c->up_path = dup_or_static(ar, r->up_path, &fail);
     c->authority = dup_or_static(ar, r->authority, &fail);
     c->predicates = clone_entries(ar, r->predicates, r->predicate_count, &fail);
     c->predicate_count = r->predicate_count;

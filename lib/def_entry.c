@@ -356,9 +356,9 @@ static int check_value(const sy__field_spec *f, const entry_ctx *ec,
 /* Cross-field rules of particular factories. */
 static int check_rules(const sy__def_entry *e, const entry_ctx *ec,
                        sy_error *err) {
-    if (!e->spec)
+    if (!sy__def_spec(e))
         return 0;
-    if (e->spec->id == SY_P_BETWEEN) {
+    if (sy__def_spec(e)->id == SY_P_BETWEEN) {
         int64_t a = 0, b = 0;
         sy__value_datetime_ms(sy__def_arg(e, "datetime1"), &a, NULL);
         sy__value_datetime_ms(sy__def_arg(e, "datetime2"), &b, NULL);
@@ -366,7 +366,7 @@ static int check_rules(const sy__def_entry *e, const entry_ctx *ec,
             return arg_error(ec, SY_EARG, "datetime2",
                              "must be later than datetime1", err);
     }
-    if (e->spec->id == SY_F_REDIRECT_TO) {
+    if (sy__def_spec(e)->id == SY_F_REDIRECT_TO) {
         int st = 0;
         sy__value_status(sy__def_arg(e, "status"), &st, NULL);
         if (st < 300 || st > 399)
@@ -427,8 +427,8 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
                                      "boolean or an array of them",
                                      ec->name, c->string);
             }
-            raw[i].key = sy__arena_strdup(&r->arena, c->string);
-            raw[i].value = sy__arena_strdup(&r->arena, val);
+            raw[i].key = sy__route_strdup(r, c->string);
+            raw[i].value = sy__route_strdup(r, val);
             raw[i].field = -1;
             if (!raw[i].key || !raw[i].value) {
                 raw_put(a, raw, stack);
@@ -481,7 +481,7 @@ static int split_named_lists(const factory_view *v, struct sy_route *r,
             while (t > b && (t[-1] == ' ' || t[-1] == '\t'))
                 t--;
             if (t > b) {
-                char *item = sy__arena_strndup(&r->arena, b, (size_t)(t - b));
+                char *item = sy__route_strndup(r, b, (size_t)(t - b));
                 if (!item) {
                     sy__free(a, out);
                     return sy__error_set(err, SY_ENOMEM, path, "out of memory");
@@ -507,7 +507,7 @@ static const char *genkey(struct sy_route *r, size_t i) {
         return genkeys[i];
     char key[32];
     snprintf(key, sizeof key, GENKEY "%zu", i);
-    return sy__arena_strdup(&r->arena, key);
+    return sy__route_strdup(r, key);
 }
 
 /* Split "Name=a, b,,c" into name and trimmed non-empty tokens. */
@@ -526,8 +526,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
     size_t nlen = eq ? (size_t)(eq - text) : strlen(text);
     /* a built-in's name is its spec's text; only others are copied */
     const sy__factory_spec *spec = sy__factory_find(kind, text, nlen);
-    const char *name =
-        spec ? spec->name : sy__arena_strndup(&r->arena, text, nlen);
+    const char *name = spec ? spec->name : sy__route_strndup(r, text, nlen);
     if (!name)
         return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     ec->name = name;
@@ -561,7 +560,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
             e--;
         if (e > s) {
             raw[count].key = genkey(r, count);
-            raw[count].value = sy__arena_strndup(&r->arena, s, (size_t)(e - s));
+            raw[count].value = sy__route_strndup(r, s, (size_t)(e - s));
             raw[count].field = -1;
             if (!raw[count].key || !raw[count].value) {
                 raw_put(a, raw, stack);
@@ -672,8 +671,7 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
             return sy__error_set(err, SY_EMISSING, p, "%s name is empty", what);
         const sy__factory_spec *spec = sy__factory_find(
             kind, name->valuestring, strlen(name->valuestring));
-        ec.name =
-            spec ? spec->name : sy__arena_strdup(&r->arena, name->valuestring);
+        ec.name = spec ? spec->name : sy__route_strdup(r, name->valuestring);
         if (!ec.name)
             return sy__error_set(err, SY_ENOMEM, path, "out of memory");
         ec.spec = spec;
@@ -706,8 +704,7 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
                              ec.name);
     }
     e->name = ec.name;
-    e->spec = v.spec;
-    e->host_factory = v.host;
+    sy__def_set_factory(e, v.spec, v.host);
     for (size_t i = 0; i < n; i++)
         if (is_spel(raw[i].value)) {
             rc = arg_error(&ec, SY_ESPEL, raw[i].key,
@@ -726,15 +723,13 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
 
 int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
                           sy__factory_kind kind, const cJSON *arr,
-                          const char *path, bool **shortcut, sy_error *err) {
+                          const char *path, sy_error *err) {
     sy__def_entry **list =
         kind == SY_FACTORY_PREDICATE ? &r->predicates : &r->filters;
-    uint32_t *count =
+    uint16_t *count =
         kind == SY_FACTORY_PREDICATE ? &r->predicate_count : &r->filter_count;
     *list = NULL;
     *count = 0;
-    if (shortcut)
-        *shortcut = NULL;
     if (!arr || sy__def_is(arr, cJSON_NULL))
         return 0;
     if (!sy__def_is(arr, cJSON_Array))
@@ -746,11 +741,14 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
         n++;
     if (n == 0)
         return 0;
+    if (n > SY_ROUTE_ENTRIES_MAX) /* the counts are 16-bit */
+        return sy__error_set(err, SY_ELIMIT, path, "more than %u %s",
+                             (unsigned)SY_ROUTE_ENTRIES_MAX,
+                             kind == SY_FACTORY_PREDICATE ? "predicates"
+                                                          : "filters");
     sy__def_entry *es = sy__arena_alloc(&r->arena, n * sizeof *es);
-    bool *sc = sy__arena_alloc_bytes(&r->arena, n * sizeof *sc);
-    if (!es || !sc)
+    if (!es)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
-    memset(sc, 0, n * sizeof *sc);
     memset(es, 0, n * sizeof *es);
     size_t i = 0;
     char p[256];
@@ -760,14 +758,12 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
     memcpy(p, path, at);
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
         sy__path_index(p, sizeof p, at, i);
-        int rc = build_entry(ctx, r, kind, c, p, &es[i], &sc[i], err);
+        int rc = build_entry(ctx, r, kind, c, p, &es[i], &es[i].shortcut, err);
         if (rc)
             return rc;
     }
     *list = es;
-    *count = (uint32_t)n; /* the scan caps a route at 65536 values */
-    if (shortcut)
-        *shortcut = sc;
+    *count = (uint16_t)n;
     return 0;
 }
 

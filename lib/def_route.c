@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <strings.h>
 
 /* ---- uri ---- */
 
@@ -52,6 +53,18 @@ static sy__route_scheme scheme_of(const char *s, size_t n) {
     return SY_SCHEME_NONE;
 }
 
+/* The Host header for host h and r->up_port, in r's strings (exactly its
+ * length: the arena estimate counts it so). */
+static const char *route_authority(struct sy_route *r, const char *h,
+                                   bool secure) {
+    char small[128];
+    size_t hl = strlen(h);
+    if (hl + 9 > sizeof small)
+        return sy__arena_authority(&r->arena, h, r->up_port, secure);
+    size_t n = sy__authority_format(small, h, hl, r->up_port, secure);
+    return sy__route_strndup(r, small, n);
+}
+
 /* Fill r's upstream (up_*) and authority from r->uri (section 2 and 6). */
 static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     const char *u = r->uri;
@@ -68,14 +81,13 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         n < sizeof scheme ? scheme_of(scheme, n) : SY_SCHEME_NONE;
     r->up_port = 0;
     r->up_host = "";
-    r->up_path = "";
     r->up_scheme = sc;
     if (sc == SY_SCHEME_FORWARD) {
         if (!*rest)
             return sy__error_set(err, SY_EURI, path,
                                  "forward: uri needs a path");
         r->up_kind = SY_UPSTREAM_FORWARD;
-        r->up_path = rest;
+        /* the path: the uri after "forward:" (sy_route_upstream) */
         return SY_OK;
     }
     if (sc == SY_SCHEME_NO) {
@@ -153,7 +165,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     /* the host ends the uri ("lb://svc"): the uri's own bytes (r->uri is
      * the route's copy), else a copy */
     const char *h =
-        host[hlen] == '\0' ? host : sy__arena_strndup(&r->arena, host, hlen);
+        host[hlen] == '\0' ? host : sy__route_strndup(r, host, hlen);
     if (!h)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     r->up_host = h;
@@ -166,8 +178,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     else if (port && port[0] != '0' && rest[alen] == '\0')
         r->authority = rest; /* "host:port" ends the uri, spelled as
                                 sy__arena_authority would spell it */
-    else if (!(r->authority =
-                   sy__arena_authority(&r->arena, h, r->up_port, secure)))
+    else if (!(r->authority = route_authority(r, h, secure)))
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     return SY_OK;
 }
@@ -196,12 +207,12 @@ int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
             return sy__error_set(err, SY_ETYPE, p, "%s must be a string",
                                  c->string);
         }
-        kv[i].key = sy__arena_strdup(&r->arena, c->string);
+        kv[i].key = sy__route_strdup(r, c->string);
         if (cJSON_IsString(c)) {
-            kv[i].value = sy__arena_strdup(&r->arena, c->valuestring);
+            kv[i].value = sy__route_strdup(r, c->valuestring);
         } else {
             char *txt = cJSON_PrintUnformatted(c);
-            kv[i].value = txt ? sy__arena_strdup(&r->arena, txt) : NULL;
+            kv[i].value = txt ? sy__route_strdup(r, txt) : NULL;
             cJSON_free(txt);
         }
         if (!kv[i].key || !kv[i].value)
@@ -315,18 +326,17 @@ static int required_string(const cJSON *v, const char *key, const char *path,
 }
 
 static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
-                      const route_fields *f, const char *path, bool **sc_preds,
-                      bool **sc_filters, sy_error *err) {
+                      const route_fields *f, const char *path, sy_error *err) {
     char p[256];
     const char *id, *uri;
     int rc = required_string(f->id, "id", path, &id, err);
     if (rc)
         return rc;
-    if (!(r->id = sy__arena_strdup(&r->arena, id)))
+    if (!(r->id = sy__route_strdup(r, id)))
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if ((rc = required_string(f->uri, "uri", path, &uri, err)))
         return rc;
-    if (!(r->uri = sy__arena_strdup(&r->arena, uri)))
+    if (!(r->uri = sy__route_strdup(r, uri)))
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if ((rc = parse_uri(r, "", err))) {
         if (err) /* its errors are the uri's: named here, not per call */
@@ -337,14 +347,13 @@ static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
         return rc;
     sy__path_join(p, sizeof p, path, "predicates");
     rc = sy__def_build_entries(ctx, r, SY_FACTORY_PREDICATE, f->predicates, p,
-                               sc_preds, err);
+                               err);
     if (rc)
         return rc;
     /* (no filters: no path to format, it is never named) */
     if (f->filters)
         sy__path_join(p, sizeof p, path, "filters");
-    rc = sy__def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p,
-                               sc_filters, err);
+    rc = sy__def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p, err);
     if (rc)
         return rc;
     rc = sy__def_build_metadata(r, f->metadata, path, ctx->alloc, err);
@@ -355,8 +364,7 @@ static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
 
 /* Compile, moving errors of shortcut entries to the entry's path. */
 static int compile_route(const sy__def_ctx *ctx, struct sy_route *r,
-                         const char *path, const bool *sc_preds,
-                         const bool *sc_filters, sy_error *err) {
+                         const char *path, sy_error *err) {
     sy_error local; /* as sy__error_clear leaves it, without writing all
                        its ~500 bytes per route */
     local.code = 0;
@@ -371,12 +379,12 @@ static int compile_route(const sy__def_ctx *ctx, struct sy_route *r,
     const char *sep = *path ? "." : "";
     for (size_t i = 0; i < r->predicate_count; i++) {
         sy__def_path(p, sizeof p, "%s%spredicates[%zu]", path, sep, i);
-        if (sc_preds && sc_preds[i])
+        if (r->predicates[i].shortcut)
             sy__def_shortcut_error(&local, p);
     }
     for (size_t i = 0; i < r->filter_count; i++) {
         sy__def_path(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
-        if (sc_filters && sc_filters[i])
+        if (r->filters[i].shortcut)
             sy__def_shortcut_error(&local, p);
     }
     if (local.code == 0)
@@ -402,13 +410,14 @@ static char pattern_sep(const char *name) {
 /* What count_text found in argument texts. */
 typedef struct text_counts {
     size_t commas, seps, braces;
+    size_t regex;  /* pieces that may make a regex */
     size_t rooted; /* list items that start with '/' (after blanks) */
 } text_counts;
 
 /* Characters count_text looks at: list separators and what patterns
  * hold per element or variable. */
 static const unsigned char marked[256] = {
-    [0] = 1, [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1};
+    [0] = 1, [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1, ['*'] = 1, ['?'] = 1};
 
 static bool item_rooted(const char *s) {
     while (*s == ' ')
@@ -417,8 +426,9 @@ static bool item_rooted(const char *s) {
 }
 
 /* One pass over an argument text: its ',' (list items) and, for a
- * pattern predicate (`sep` not 0), its `sep` and '{' characters and the
- * items that start with '/'; returns its length. */
+ * pattern predicate (`sep` not 0), its `sep` and '{' characters, the
+ * items that start with '/' and the pieces that may make a regex;
+ * returns its length. */
 static size_t count_text(const char *s, char sep, text_counts *tc) {
     const char *p = s;
     if (!sep) { /* the list items only */
@@ -427,6 +437,7 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
         return strlen(s);
     }
     tc->rooted += item_rooted(s);
+    bool glob = false;
     for (;; p++) {
         while (!marked[(unsigned char)*p]) /* one test a plain byte */
             p++;
@@ -439,8 +450,37 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
         }
         tc->seps += c == (unsigned char)sep;
         tc->braces += c == '{';
+        glob = glob || c == '{' || c == '*' || c == '?';
     }
-    return (size_t)(p - s);
+    size_t len = (size_t)(p - s);
+    if (glob) /* the pieces that may make a regex (a match context each) */
+        tc->regex += sy__pattern_regex_pieces(s, len, sep, true);
+    return len;
+}
+
+/* A Method shortcut's text names standard methods only (in any case,
+ * blanks around them): its compiled predicate keeps none of its text. */
+static bool standard_methods(const char *s) {
+    static const char *const names[] = {"GET",     "HEAD",  "POST",
+                                        "PUT",     "PATCH", "DELETE",
+                                        "OPTIONS", "TRACE", "CONNECT"};
+    for (;;) {
+        while (*s == ' ')
+            s++;
+        size_t n = strcspn(s, ", ");
+        bool known = false;
+        for (size_t i = 0; i < sizeof names / sizeof *names && !known; i++)
+            known = strlen(names[i]) == n && strncasecmp(names[i], s, n) == 0;
+        if (!known)
+            return false;
+        s += n;
+        while (*s == ' ')
+            s++;
+        if (!*s)
+            return true;
+        if (*s++ != ',')
+            return false;
+    }
 }
 
 /* What a predicate adds to the fixed share per entry: an argument
@@ -450,15 +490,19 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
  * keeps a name too, patterns borrow theirs). */
 static size_t predicate_estimate(const cJSON *c, size_t *text) {
     char sep;
-    text_counts tc = {0, 0, 0, 0};
+    text_counts tc = {0, 0, 0, 0, 0};
     if (cJSON_IsString(c)) {
         const char *eq = strchr(c->valuestring, '=');
         sep = pattern_sep(c->valuestring);
         size_t len = count_text(eq ? eq + 1 : c->valuestring, sep, &tc);
-        *text += (sep ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
+        /* a pattern borrows its text; a Method of standard ones keeps no
+         * text; others may keep a name too */
+        bool bare = sep || (strncmp(c->valuestring, "Method=", 7) == 0 &&
+                            standard_methods(c->valuestring + 7));
+        *text += (bare ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
         return tc.commas * sizeof(sy_kv) +
                (sep ? sy__pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
-                                            tc.braces, sep == '.') +
+                                            tc.braces, tc.regex, sep == '.') +
                           (tc.commas ? (tc.commas + 1) * sizeof(void *) : 0)
                     : 0);
     }
@@ -481,7 +525,7 @@ static size_t predicate_estimate(const cJSON *c, size_t *text) {
     size_t n = values > 1 ? (values - 1) * sizeof(sy_kv) : 0;
     if (sep)
         n += sy__pattern_bytes_max(values + tc.commas, tc.rooted, tc.seps,
-                                   tc.braces, sep == '.') +
+                                   tc.braces, tc.regex, sep == '.') +
              (values + tc.commas > 1 ? (values + tc.commas) * sizeof(void *)
                                      : 0);
     return n;
@@ -529,10 +573,25 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
         const char *uri = f->uri->valuestring, *slashes = strstr(uri, "//");
         const char *auth = slashes ? slashes + 2 : uri;
         size_t alen = authority_len(auth);
-        /* the host, and "host:port" when a port is named and more of the
-         * uri follows (else the uri's own bytes are shared) */
-        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1 + alen + 1 +
-               (auth[alen] && memchr(auth, ':', alen) ? alen + 1 : 0);
+        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1;
+        if (auth[0] == '[' || memchr(auth, '@', alen)) {
+            /* rare: at most the authority twice */
+            text += 2 * (alen + 9);
+        } else {
+            /* as parse_uri keeps them: the host, unless it ends the uri
+             * (then the uri's own bytes); the Host header to send, unless
+             * it is the host (no port) or the uri's "host:port" ending it,
+             * else built: "host:port" at most as long as the uri spells it */
+            const char *colon = memchr(auth, ':', alen);
+            size_t hl = colon ? (size_t)(colon - auth) : alen;
+            text += auth[hl] ? hl + 1 : 0;
+            if (colon && auth[alen]) {
+                bool secure = strncasecmp(uri, "https:", 6) == 0 ||
+                              strncasecmp(uri, "wss:", 4) == 0;
+                long port = strtol(colon + 1, NULL, 10);
+                text += port != (secure ? 443 : 80) ? alen + 1 : 0;
+            }
+        }
     }
     if (cJSON_IsArray(f->predicates)) {
         for (const cJSON *c = f->predicates->child; c; c = c->next) {
@@ -562,8 +621,7 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
         sy__route_new_sized(ctx->alloc, arena_estimate(ctx, &f));
     if (!r)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
-    bool *scp = NULL, *scf = NULL;
-    int rc = fill_route(ctx, r, &f, path, &scp, &scf, err);
+    int rc = fill_route(ctx, r, &f, path, err);
     if (!rc && (ctx->scratch ? sy__def_canonicalize_into(r, ctx->scratch)
                              : sy__def_canonicalize(r)))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
@@ -577,7 +635,7 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
         return 0;
     }
     if (!rc)
-        rc = compile_route(ctx, r, path, scp, scf, err);
+        rc = compile_route(ctx, r, path, err);
     if (rc) {
         sy__route_unref(r);
         return rc;

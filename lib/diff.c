@@ -4,6 +4,7 @@
  * list; the diff owns copies of every id it reports.
  */
 #include "diff.h"
+#include "def.h"
 #include "idtab.h"
 
 #include "snapshot.h"
@@ -23,18 +24,7 @@ struct sy_diff {
 
 unsigned sy__diff_route_changes(const struct sy_route *a,
                                 const struct sy_route *b) {
-    unsigned m = 0;
-    if (a->fp_predicates != b->fp_predicates)
-        m |= SY_CHANGED_PREDICATES;
-    if (a->fp_filters != b->fp_filters)
-        m |= SY_CHANGED_FILTERS;
-    if (a->fp_uri != b->fp_uri)
-        m |= SY_CHANGED_URI;
-    if (a->fp_metadata != b->fp_metadata)
-        m |= SY_CHANGED_METADATA;
-    if (a->order != b->order)
-        m |= SY_CHANGED_ORDER;
-    return m;
+    return sy__def_route_changes(a, b);
 }
 
 static const char *old_id(const void *ctx, uint32_t i) {

@@ -16,7 +16,8 @@ int sy__diff_routes(const sy__alloc *a,
 /* Count n more unchanged routes: routes the caller already knows are the
  * same objects in both lists and left out of sy__diff_routes. */
 void sy__diff_add_unchanged(sy_diff *d, size_t n);
-/* Which parts differ between two versions of one route (SY_CHANGED_*). */
+/* Which parts differ between two versions of one route (SY_CHANGED_*):
+ * exactly (def.h sy__def_route_changes). */
 unsigned sy__diff_route_changes(const struct sy_route *a,
                                 const struct sy_route *b);
 

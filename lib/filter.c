@@ -331,7 +331,7 @@ static int compile_rewrite_response_header(sy__fc *c) {
 static int make_entry(sy__fc *c, bool defaults) {
     const sy__def_entry *e = c->e;
     size_t extra = 0;
-    const sy__factory_spec *spec = e->spec;
+    const sy__factory_spec *spec = sy__def_spec(e);
     if (defaults && spec)
         for (size_t i = 0; i < spec->field_count; i++)
             if (spec->fields[i].dflt && !sy__def_arg(e, spec->fields[i].name))
@@ -375,7 +375,7 @@ static int compile_rewrite_location(sy__fc *c) {
 }
 
 static int compile_host_filter(sy__fc *c) {
-    const sy_filter_factory *hf = c->e->host_factory;
+    const sy_filter_factory *hf = sy__def_host(c->e);
     if (!hf)
         return fail(c, SY_EUNKNOWN, NULL, "unknown filter %s",
                     c->e->name ? c->e->name : "");
@@ -496,16 +496,16 @@ int sy__filter_compile(const sy__def_entry *e, const sy__compile_env *env,
     *out = NULL;
     if (!e || !env || !env->alloc)
         return sy__error_set(err, SY_EINVAL, path, "no filter entry");
-    if (e->spec && e->spec->kind != SY_FACTORY_FILTER)
+    if (sy__def_spec(e) && sy__def_spec(e)->kind != SY_FACTORY_FILTER)
         return sy__error_set(err, SY_EUNKNOWN, path, "%s is not a filter",
-                             e->spec->name);
+                             sy__def_spec(e)->name);
     sy__filter *f = env->arena ? sy__arena_alloc(env->arena, sizeof *f)
                                : sy__malloc(env->alloc, sizeof *f);
     if (!f)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     memset(f, 0, sizeof *f);
     f->in_arena = env->arena != NULL;
-    f->id = e->spec ? e->spec->id : SY_HOST_FACTORY;
+    f->id = sy__def_spec(e) ? sy__def_spec(e)->id : SY_HOST_FACTORY;
     f->alloc = env->alloc;
     /* its strings are the entry's, reworked: in the route's arena when
      * there is one (no block of its own), else a first chunk near their

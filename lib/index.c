@@ -68,6 +68,29 @@ static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
     return h ^ (h >> 32);
 }
 
+/* The child table's hash of (parent, segment). The segment's hash of a
+ * short one is a single product, whose low bits depend only on the low
+ * bytes: its high bits are folded down before the multiply, else "p0" ..
+ * "p99999" under one parent probed ~19 slots on average (1.3 so). */
+static inline uint64_t child_hash(uint32_t parent, uint64_t seg_hash) {
+    uint64_t h = seg_hash ^ parent;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
+/* The hash of a segment of up to KEY_BYTES bytes, from its words. */
+static inline uint64_t segment_hash(uint64_t w0, uint64_t w1, size_t len) {
+    if (len < 8) {
+        /* w0 alone: one multiply (the combine mixes it fully; its high
+         * bits, the tag's, are the product's best) */
+        return (w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
+    }
+    uint64_t h = (w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
+    h ^= (w1 + (h >> 31)) * 0xc2b2ae3d27d4eb4full;
+    return h ^ (h >> 29);
+}
+
 /* Words that, with the length, determine the first 16 bytes: overlapping
  * loads, so no byte past the segment is read. */
 static inline seg_key segment_key(const char *s, size_t len) {
@@ -86,14 +109,8 @@ static inline seg_key segment_key(const char *s, size_t len) {
     } else {
         k.w0 = k.w1 = 0;
     }
-    if (len < 8) {
-        /* w0 alone: one multiply (edge_combine mixes it fully; its high
-         * bits, the tag's, are the product's best) */
-        k.hash = (k.w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
-    } else if (len <= KEY_BYTES) {
-        uint64_t h = (k.w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
-        h ^= (k.w1 + (h >> 31)) * 0xc2b2ae3d27d4eb4full;
-        k.hash = h ^ (h >> 29);
+    if (len <= KEY_BYTES) {
+        k.hash = segment_hash(k.w0, k.w1, len);
     } else {
         k.hash = sy__hash64(s, len, 0x5e9);
     }
@@ -109,31 +126,35 @@ static inline bool edge_is(const edge *e, const char *strings, uint32_t parent,
                                        s + KEY_BYTES, len - KEY_BYTES) == 0);
 }
 
-/* Edge `e` is segment `seg` (its words and length; the tail of a long
- * one in the pool): no hash needed. */
-static inline bool edge_has(const edge *e, const char *strings, sy_str seg) {
-    size_t len = seg.len;
-    const char *s = seg.ptr;
-    if ((e->len_tag & 0xffff) != len || len > UINT16_MAX)
-        return false;
-    uint64_t w0, w1;
+/* segment_key's words alone (no hash): what a node's own key is compared
+ * with. */
+static inline void segment_words(const char *s, size_t len, uint64_t *w0,
+                                 uint64_t *w1) {
     if (len >= 8) {
-        w0 = sy__load_u64(s);
-        w1 = len >= 16 ? sy__load_u64(s + 8) : sy__load_u64(s + len - 8);
+        *w0 = sy__load_u64(s);
+        *w1 = len >= 16 ? sy__load_u64(s + 8) : sy__load_u64(s + len - 8);
     } else if (len >= 4) {
-        w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
-        w1 = 0;
+        *w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
+        *w1 = 0;
     } else if (len) {
-        w0 = (uint64_t)(unsigned char)s[0] |
-             (uint64_t)(unsigned char)s[len / 2] << 8 |
-             (uint64_t)(unsigned char)s[len - 1] << 16;
-        w1 = 0;
+        *w0 = (uint64_t)(unsigned char)s[0] |
+              (uint64_t)(unsigned char)s[len / 2] << 8 |
+              (uint64_t)(unsigned char)s[len - 1] << 16;
+        *w1 = 0;
     } else {
-        w0 = w1 = 0;
+        *w0 = *w1 = 0;
     }
-    return e->w0 == w0 && e->w1 == w1 &&
-           (len <= KEY_BYTES || memcmp(strings + e->str_off + KEY_BYTES,
-                                       s + KEY_BYTES, len - KEY_BYTES) == 0);
+}
+
+/* Node `x`'s edge is segment (w0, w1, len; s its text): a longer one's
+ * bytes from the 9th on are in the index's strings at x->w1. */
+static inline bool node_is(const xnode *x, const char *strings, uint64_t w0,
+                           uint64_t w1, const char *s, size_t len) {
+    if (x->len != len || x->w0 != w0)
+        return false;
+    if (len <= KEY_BYTES)
+        return x->w1 == w1;
+    return memcmp(strings + x->w1, s + 8, len - 8) == 0;
 }
 
 uint32_t new_node(builder *b) {
@@ -447,6 +468,247 @@ static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
     return true;
 }
 
+/* ---- the layout (index_int.h) ---- */
+
+bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes) {
+    memset(L, 0, sizeof *L);
+    L->up = sy__malloc(a, (size_t)nodes * sizeof *L->up);
+    L->key = sy__malloc(a, (size_t)nodes * sizeof *L->key);
+    L->live = sy__calloc(a, nodes, sizeof *L->live);
+    L->kids = sy__calloc(a, nodes, 1);
+    L->cstart = sy__malloc(a, ((size_t)nodes + 1) * sizeof *L->cstart);
+    if (!L->up || !L->key || !L->live || !L->kids || !L->cstart)
+        return false;
+    L->cstart[0] = 0;
+    return true;
+}
+
+static inline bool has_wild(const inode *nd) {
+    return (nd->wild & WILD_MASK) != WILD_NONE;
+}
+
+/* Lists that a node's u16 lengths and one offset cannot say. */
+static inline bool needs_side(const inode *nd) {
+    return nd->term.len >= UINT16_MAX || nd->multi.len >= UINT16_MAX ||
+           (nd->term.len && nd->multi.len &&
+            nd->multi.off != nd->term.off + nd->term.len);
+}
+
+static inline size_t edge_len(const builder *b, const layout *L, uint32_t n) {
+    (void)b;
+    return n > ROOT_HOST && (L->up[n] & 1u) ? L->key[n].len : 0;
+}
+
+void layout_count(const builder *b, layout *L, uint32_t n) {
+    uint32_t lv = L->live[n];
+    uint32_t cnt = lv & LIVE ? lv & ~LIVE : 0;
+    L->cstart[n + 1] = L->cstart[n] + cnt;
+    if (!(lv & LIVE))
+        return;
+    L->count++;
+    const inode *nd = &b->nodes[n];
+    bool w = has_wild(nd);
+    if (cnt - w > DIRECT_MAX)
+        L->nhash += cnt - w;
+    size_t len = edge_len(b, L, n);
+    if (len > KEY_BYTES)
+        L->long_bytes += len - 8;
+    L->nside += needs_side(nd);
+    /* from now on: the cursor of n's literal children in clist; and its
+     * shape's two bits in kids[] (the host flags are used up) */
+    L->live[n] = LIVE | (L->cstart[n] + w);
+    L->kids[n] =
+        (uint8_t)((cnt - w > DIRECT_MAX ? LK_HASH : 0) | (w ? LK_WILD : 0));
+}
+
+bool layout_alloc(const sy__alloc *a, layout *L, bool zero) {
+    size_t n = L->count, nk = n > 2 ? n - 2 : 1;
+    L->clist = sy__malloc(a, nk * sizeof *L->clist);
+    L->order = sy__malloc(a, n * 3 * sizeof *L->order);
+    L->stack = sy__malloc(a, n * sizeof *L->stack);
+    L->mem = sy__malloc(a, n * sizeof *L->xn + 64);
+    if (L->long_bytes)
+        L->strings = sy__malloc(a, L->long_bytes);
+    if (L->nside)
+        L->side = sy__malloc(a, L->nside * sizeof *L->side);
+    if (L->nhash) {
+        size_t cap = 8;
+        while (cap < L->nhash * 2)
+            cap *= 2;
+        L->slots = cap > (size_t)UINT32_MAX + 1 ? NULL
+                   : zero ? sy__calloc(a, cap, sizeof *L->slots)
+                          : sy__malloc(a, cap * sizeof *L->slots);
+        L->slot_mask = (uint32_t)(cap - 1);
+    }
+    if (!L->clist || !L->order || !L->stack || !L->mem ||
+        (L->long_bytes && !L->strings) || (L->nside && !L->side) ||
+        (L->nhash && !L->slots))
+        return false;
+    L->xn = (xnode *)(((uintptr_t)L->mem + 63) & ~(uintptr_t)63);
+    L->parent = L->order + n;
+    L->first = L->parent + n;
+    /* the roots first, then the path root's subtree, then the host's */
+    L->order[ROOT_PATH] = ROOT_PATH;
+    L->order[ROOT_HOST] = ROOT_HOST;
+    L->parent[ROOT_PATH] = L->parent[ROOT_HOST] = 0;
+    L->cursor = 2;
+    L->stack[0] = (lframe){ROOT_HOST, ROOT_HOST, 0, 0, 0, 0};
+    L->stack[1] = (lframe){ROOT_PATH, ROOT_PATH, 0, 0, 0, 0};
+    L->sp = 2;
+    return true;
+}
+
+void layout_place(const builder *b, layout *L, uint32_t n) {
+    (void)b;
+    if (n <= ROOT_HOST || !(L->live[n] & LIVE))
+        return;
+    uint32_t p = L->up[n] >> 1;
+    if (L->up[n] & 1u)
+        L->clist[L->live[p]++ & ~LIVE] = n;
+    else
+        L->clist[L->cstart[p]] = n; /* the wildcard child first */
+}
+
+/* A node has its literal children in the child table (layout_count's
+ * bit). */
+static inline bool hashed(const builder *b, const layout *L, uint32_t o) {
+    (void)b;
+    return L->kids[o] & LK_HASH;
+}
+
+static inline uint32_t place(layout *L, uint32_t o, uint32_t parent) {
+    uint32_t id = L->cursor++;
+    L->order[id] = o;
+    L->parent[id] = parent;
+    return id;
+}
+
+size_t layout_order(const builder *b, layout *L, size_t budget) {
+    (void)b;
+    size_t done = 0;
+    while (L->sp && done < budget) {
+        lframe *f = &L->stack[L->sp - 1];
+        done++;
+        if (f->phase == 0) { /* entered: its children start here */
+            L->first[f->id] = L->cursor;
+            f->k = L->cstart[f->old];
+            f->end = L->cstart[f->old + 1];
+            f->hash = L->kids[f->old] & LK_HASH;
+            f->phase = 1;
+        } else if (f->k == f->end && (f->hash || f->phase == 2)) {
+            L->sp--;
+        } else if (f->hash) { /* each child, then its subtree */
+            uint32_t o = L->clist[f->k++];
+            uint32_t id = place(L, o, f->id);
+            L->stack[L->sp++] = (lframe){o, id, 0, 0, 0, 0};
+        } else if (f->phase == 1) { /* the children together */
+            if (f->k < f->end) {
+                place(L, L->clist[f->k++], f->id);
+            } else {
+                f->phase = 2;
+                f->k = L->cstart[f->old];
+            }
+        } else { /* then their subtrees */
+            uint32_t id = L->first[f->id] + (f->k - L->cstart[f->old]);
+            L->stack[L->sp++] = (lframe){L->clist[f->k++], id, 0, 0, 0, 0};
+        }
+    }
+    return done;
+}
+
+void layout_node(const builder *b, layout *L, uint32_t j) {
+    uint32_t o = L->order[j];
+    const inode *nd = &b->nodes[o];
+    xnode x = {0, 0, 0, 0, L->first[j], 0, 0, 0};
+    size_t len = edge_len(b, L, o);
+    if (len) {
+        const lkey *e = &L->key[o];
+        x.len = (uint16_t)len;
+        x.w0 = e->w0;
+        x.w1 = e->w1;
+        if (len > KEY_BYTES) {
+            memcpy(L->strings + L->long_used, b->strings.ptr + e->str_off + 8,
+                   len - 8);
+            x.w1 = L->long_used;
+            L->long_used += len - 8;
+        }
+    }
+    bool w = has_wild(nd);
+    uint32_t nlit = L->cstart[o + 1] - L->cstart[o] - w;
+    x.shape =
+        (uint16_t)((w ? X_WILD : 0) | (nlit > DIRECT_MAX ? X_HASH : nlit));
+    if (!(nlit + w))
+        x.kids = 0; /* a leaf */
+    if (j > ROOT_HOST && (L->up[o] & 1u) &&
+        hashed(b, L, L->order[L->parent[j]])) {
+        x.shape |= X_HCHILD; /* its children (if any) start at j + 1 */
+        x.kids = L->parent[j];
+    }
+    if (needs_side(nd)) {
+        x.shape |= X_SIDE;
+        x.tlen = x.mlen = UINT16_MAX;
+        L->side[L->side_used++] = (xside){j, nd->term.off, nd->term.len,
+                                          nd->multi.off, nd->multi.len};
+    } else {
+        x.off = nd->term.len ? nd->term.off : nd->multi.off;
+        x.tlen = (uint16_t)nd->term.len;
+        x.mlen = (uint16_t)nd->multi.len;
+    }
+    L->xn[j] = x;
+}
+
+void layout_hash(const builder *b, layout *L, uint32_t j) {
+    if (!(L->xn[j].shape & X_HCHILD))
+        return;
+    uint32_t p = L->parent[j];
+    const xnode *x = &L->xn[j];
+    uint64_t h = child_hash(
+        p,
+        x->len <= KEY_BYTES
+            ? segment_hash(x->w0, x->w1, x->len)
+            : segment_key(b->strings.ptr + L->key[L->order[j]].str_off, x->len)
+                  .hash);
+    uint32_t i = (uint32_t)h & L->slot_mask;
+    while (L->slots[i].child)
+        i = (i + 1) & L->slot_mask;
+    L->slots[i] = (xslot){j, (uint32_t)(h >> 32)};
+}
+
+void layout_give(layout *L, sy__index *ix) {
+    ix->nodes = L->xn;
+    ix->nodes_mem = L->mem;
+    ix->node_count = L->count;
+    ix->slots = L->slots;
+    ix->slot_mask = L->slot_mask;
+    ix->strings = L->strings;
+    ix->side = L->side;
+    ix->nside = (uint32_t)L->nside;
+    ix->bytes += (size_t)L->count * sizeof *L->xn + 64 + L->long_bytes +
+                 L->nside * sizeof *L->side +
+                 (L->slots ? ((size_t)L->slot_mask + 1) * sizeof *L->slots : 0);
+    L->xn = NULL;
+    L->mem = NULL;
+    L->slots = NULL;
+    L->strings = NULL;
+    L->side = NULL;
+}
+
+void layout_done(const sy__alloc *a, layout *L) {
+    sy__free(a, L->up);
+    sy__free(a, L->key);
+    sy__free(a, L->live);
+    sy__free(a, L->kids);
+    sy__free(a, L->cstart);
+    sy__free(a, L->clist);
+    sy__free(a, L->order);
+    sy__free(a, L->stack);
+    sy__free(a, L->mem);
+    sy__free(a, L->slots);
+    sy__free(a, L->strings);
+    sy__free(a, L->side);
+    memset(L, 0, sizeof *L);
+}
+
 static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
     return b->list_len ? b->list_len[node * 2 + kind] : 0;
 }
@@ -509,6 +771,8 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
     rinfo *info = sy__malloc(a, (n ? n : 1) * sizeof *info);
     builder b = {.a = a};
     sy__buf_init(&b.strings, a);
+    layout L;
+    memset(&L, 0, sizeof L);
     uint32_t *slot_pos = NULL;
     int rc = SY_OK;
     if (!ix || !routes || !placement || !pcost || !info)
@@ -590,59 +854,54 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
     }
     if (!flatten(&b, ix, placement, slot_pos, info))
         goto fail;
+    if (!layout_start(a, &L, b.node_count))
+        goto fail;
     {
         size_t nn = b.node_count;
-        uint32_t *up = sy__malloc(a, nn * 3 * sizeof *up);
-        uint8_t *kids = sy__calloc(a, nn, 1);
-        if (!up || !kids) {
-            sy__free(a, up);
-            sy__free(a, kids);
-            goto fail;
-        }
         for (size_t i = 0; i <= b.edge_mask; i++)
-            prune_up_edge(&b, up, up + nn, i);
-        for (uint32_t i = 0; i < b.node_count; i++)
-            prune_up_wild(&b, up, i);
+            prune_up_edge(&b, L.up, L.key, i);
+        for (uint32_t i = 0; i < nn; i++)
+            prune_up_wild(&b, L.up, i);
         for (uint32_t i = b.node_count; i-- > 0;)
-            prune_node(&b, up, up + nn, up + 2 * nn, kids, i);
+            prune_node(&b, L.up, L.live, L.kids, i);
         /* the whole-host table (kids[] reused for its flags) */
         size_t hcount = 0, hbytes = 0, used = 0;
-        for (uint32_t i = 0; i < b.node_count; i++) {
-            size_t l = host_mark(&b, up, up + nn, kids, i);
+        for (uint32_t i = 0; i < nn; i++) {
+            size_t l = host_mark(&b, L.up, L.key, L.kids, i);
             hcount += l != 0;
             hbytes += l;
         }
-        bool ok = host_alloc(a, hcount, hbytes, &ix->hosts, &ix->host_mask,
-                             &ix->hkeys);
-        for (uint32_t i = 0; ok && i < b.node_count; i++)
-            host_put(&b, up, up + nn, kids, i, ix->hosts, ix->host_mask,
+        if (!host_alloc(a, hcount, hbytes, &ix->hosts, &ix->host_mask,
+                        &ix->hkeys))
+            goto fail;
+        for (uint32_t i = 0; i < nn; i++)
+            host_put(&b, L.up, L.key, L.kids, i, ix->hosts, ix->host_mask,
                      ix->hkeys, &used, &ix->hfilt);
         if (ix->hosts)
             ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
-        sy__free(a, up);
-        sy__free(a, kids);
-        if (!ok)
+        /* the live nodes, depth first */
+        for (uint32_t i = 0; i < nn; i++)
+            layout_count(&b, &L, i);
+        if (!layout_alloc(a, &L, true))
             goto fail;
+        for (uint32_t i = 0; i < nn; i++)
+            layout_place(&b, &L, i);
+        layout_order(&b, &L, SIZE_MAX);
+        for (uint32_t j = 0; j < L.count; j++)
+            layout_node(&b, &L, j);
+        for (uint32_t j = 0; j < L.count; j++)
+            layout_hash(&b, &L, j);
     }
-
-    ix->nodes = b.nodes;
-    ix->node_count = b.node_count;
-    ix->edges = b.edges;
-    ix->edge_mask = b.edge_mask;
-    ix->strings = b.strings.ptr;
+    layout_give(&L, ix);
+    ix->built_nodes = b.node_count;
     ix->vars = b.vars;
-    ix->bytes += sizeof *ix + (size_t)b.node_cap * sizeof(inode) +
-                 (size_t)(b.edge_mask + 1) * sizeof(edge) + b.strings.cap +
-                 (size_t)b.var_cap * sizeof *b.vars;
+    b.vars = NULL;
+    ix->bytes += sizeof *ix + (size_t)b.var_cap * sizeof *ix->vars;
     *out = ix;
     goto done;
 
 fail:
     rc = SY_ENOMEM;
-    sy__free(a, b.nodes);
-    sy__free(a, b.edges);
-    sy__buf_free(&b.strings);
-    sy__free(a, b.vars);
     if (ix) {
         sy__free(a, ix->cands);
         sy__free(a, ix->hosts);
@@ -650,6 +909,11 @@ fail:
     }
     sy__free(a, ix);
 done: /* the build's temporaries, whatever the outcome */
+    layout_done(a, &L);
+    sy__free(a, b.nodes);
+    sy__free(a, b.edges);
+    sy__buf_free(&b.strings);
+    sy__free(a, b.vars);
     sy__free(a, b.pend);
     sy__free(a, b.list_len);
     sy__free(a, slot_pos);
@@ -670,8 +934,9 @@ void sy__index_unref(sy__index *ix) {
         atomic_fetch_sub_explicit(&ix->refs, 1, memory_order_acq_rel) != 1)
         return;
     const sy__alloc *a = ix->alloc;
-    sy__free(a, ix->nodes);
-    sy__free(a, ix->edges);
+    sy__free(a, ix->nodes_mem);
+    sy__free(a, ix->slots);
+    sy__free(a, ix->side);
     sy__free(a, ix->strings);
     sy__free(a, ix->cands);
     sy__free(a, ix->vars);
@@ -691,8 +956,6 @@ bool sy__index_host_exact(const sy__index *ix, sy_str host,
     return host.len && index_host_exact(ix, host, out);
 }
 
-#define HASHED_SEGMENTS 32
-
 typedef struct collector {
     const sy__index *ix;
     sy__cand_list *out;
@@ -702,12 +965,6 @@ typedef struct collector {
     bool overflow;
     bool reversed; /* host trie: labels walked from the last */
     bool lead;     /* host: a leading '.' */
-    /* a wildcard branch was entered: from then on a segment's key may be
-     * needed twice (by the branch, then by the literal path beside it),
-     * so keys are kept in key[]; before it, each is needed once */
-    bool branched;
-    uint32_t hashed;              /* bit i: key[i] is set */
-    seg_key key[HASHED_SEGMENTS]; /* per request segment, lazily */
 } collector;
 
 static inline void collect(collector *c, list_ref l, uint8_t proof,
@@ -722,55 +979,119 @@ static inline void collect(collector *c, list_ref l, uint8_t proof,
         c->ix->cands + l.off, c->ix->vars, l.len, proof, exact, c->reversed};
 }
 
-static inline uint32_t find_literal(collector *c, uint32_t parent, size_t i) {
+/* A node's lists (X_SIDE: from the side table, by binary search). */
+static list_ref side_list(const sy__index *ix, uint32_t node, bool multi) {
+    uint32_t lo = 0, hi = ix->nside;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ix->side[mid].node < node)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const xside *e = &ix->side[lo]; /* present: the node has X_SIDE */
+    return multi ? (list_ref){e->moff, e->mlen} : (list_ref){e->toff, e->tlen};
+}
+
+static inline list_ref term_of(const sy__index *ix, const xnode *nd,
+                               uint32_t node) {
+    if (nd->shape & X_SIDE)
+        return side_list(ix, node, false);
+    return (list_ref){nd->off, nd->tlen};
+}
+
+static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
+                                uint32_t node) {
+    if (nd->shape & X_SIDE)
+        return side_list(ix, node, true);
+    return (list_ref){nd->off + nd->tlen, nd->mlen};
+}
+
+/* The literal child of `parent` (an X_HASH node) for segment `seg`,
+ * through the child table. */
+static __attribute__((noinline)) uint32_t
+find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
+    seg_key k = segment_key(seg.ptr, seg.len);
+    uint64_t h = child_hash(parent, k.hash);
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (uint32_t p = (uint32_t)h & ix->slot_mask;;
+         p = (p + 1) & ix->slot_mask) {
+        const xslot *e = &ix->slots[p];
+        if (!e->child)
+            return NONE;
+        if (e->tag == tag) {
+            const xnode *x = &ix->nodes[e->child];
+            if (x->kids == parent &&
+                node_is(x, ix->strings, k.w0, k.w1, seg.ptr, seg.len))
+                return e->child;
+        }
+    }
+}
+
+/* A segment of up to KEY_BYTES bytes is compared by its words alone, no
+ * call: the probe's registers stay the caller's. */
+static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
+                                   sy_str seg) {
+    if (seg.len > KEY_BYTES)
+        return find_hashed_long(ix, parent, seg);
+    uint64_t w0, w1;
+    segment_words(seg.ptr, seg.len, &w0, &w1);
+    uint64_t h = child_hash(parent, segment_hash(w0, w1, seg.len));
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (uint32_t p = (uint32_t)h & ix->slot_mask;;
+         p = (p + 1) & ix->slot_mask) {
+        const xslot *e = &ix->slots[p];
+        if (!e->child)
+            return NONE;
+        /* the child's words, then that it is this parent's */
+        if (e->tag == tag) {
+            const xnode *x = &ix->nodes[e->child];
+            if (x->len == seg.len && x->w0 == w0 && x->w1 == w1 &&
+                x->kids == parent)
+                return e->child;
+        }
+    }
+}
+
+/* The literal child among n of them from `first`, compared one by one. */
+static inline uint32_t find_direct(const collector *c, uint32_t first,
+                                   uint32_t n, size_t i) {
     const sy__index *ix = c->ix;
     sy_str seg = c->dec[i];
-    if (seg.len > UINT16_MAX)
-        return NONE; /* longer literals are indexed as wildcards */
-    seg_key local;
-    const seg_key *k = &local;
-    if (c->branched && i < HASHED_SEGMENTS) {
-        if (!(c->hashed & (1u << i))) {
-            c->key[i] = segment_key(seg.ptr, seg.len);
-            c->hashed |= 1u << i;
-        }
-        k = &c->key[i];
-    } else {
-        local = segment_key(seg.ptr, seg.len);
-    }
-    uint64_t h = edge_combine(parent, k->hash);
-    for (uint32_t p = (uint32_t)h & ix->edge_mask;;
-         p = (p + 1) & ix->edge_mask) {
-        const edge *e = &ix->edges[p];
-        if (e->child == NONE)
-            return NONE;
-        if (edge_is(e, ix->strings, parent, k, seg.ptr, seg.len))
-            return e->child;
-    }
+    uint64_t w0, w1;
+    segment_words(seg.ptr, seg.len, &w0, &w1);
+    for (uint32_t j = 0; j < n; j++)
+        if (node_is(&ix->nodes[first + j], ix->strings, w0, w1, seg.ptr,
+                    seg.len))
+            return first + j;
+    return NONE;
 }
 
 /* Depth-first walk over literal and wildcard edges; `literal` says every
  * segment so far was matched by a literal edge. A node without literal
- * children (LIT_KIDS clear) costs no probe, and one without a wildcard
- * child no recursion. Compiled once per trie (`path` a constant). */
+ * children costs no compare, one with a few (X_NLIT) compares them, one
+ * with more (X_HASH) hashes the segment and probes the child table; one
+ * without a wildcard child costs no recursion. Compiled once per trie
+ * (`path` a constant). */
 static inline __attribute__((always_inline)) void
 walk_in(collector *c, uint32_t node, size_t depth, bool literal,
         const bool path, void (*self)(collector *, uint32_t, size_t, bool)) {
-    const inode *nodes = c->ix->nodes;
+    const sy__index *ix = c->ix;
+    const xnode *nodes = ix->nodes;
     const size_t count = c->count;
     for (;;) {
-        const inode *nd = &nodes[node];
+        const xnode *nd = &nodes[node];
         /* a walkable host pattern starting with "**" has no leading '.',
          * which Ant compares: a host with one is not proven */
-        if (nd->multi.len) {
-            collect(c, nd->multi, SY_PROOF_NONE, path || !c->lead);
+        if (nd->mlen) {
+            collect(c, multi_of(ix, nd, node), SY_PROOF_NONE, path || !c->lead);
             if (c->overflow)
                 return;
         }
         size_t i = path ? depth : count - 1 - depth;
         if (depth + 1 >= count) { /* the last segment, or past it: one test */
             if (depth == count) {
-                collect(c, nd->term,
+                collect(c, term_of(ix, nd, node),
                         !literal ? SY_PROOF_NONE
                         : path   ? SY_PROOF_PATH
                                  : SY_PROOF_HOST,
@@ -779,33 +1100,34 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
             }
             /* matchTrailingSlash: "/a" also matches "/a/" */
             if (path && c->dec[i].len == 0) {
-                collect(c, nd->term, SY_PROOF_NONE, false);
+                collect(c, term_of(ix, nd, node), SY_PROOF_NONE, false);
                 if (c->overflow)
                     return;
             }
         }
-        uint32_t w = nd->wild;
-        if (!(w & LIT_KIDS)) { /* no literal child: no probe */
-            if (w == WILD_NONE)
+        uint32_t shape = nd->shape;
+        uint32_t kid = shape & X_HCHILD ? node + 1 : nd->kids;
+        if (shape & X_WILD) {
+            if (!(shape & (X_NLIT | X_HASH))) { /* the wildcard child only */
+                node = kid;
+                literal = false;
+                depth++;
+                continue;
+            }
+            self(c, kid, depth + 1, false);
+            if (c->overflow)
                 return;
-            node = w;
-            literal = false;
-        } else if (w & ONE_LIT) { /* one literal child: compare it */
-            const edge *e = &c->ix->edges[w & WILD_MASK];
-            if (!edge_has(e, c->ix->strings, c->dec[i]))
-                return;
-            node = e->child;
+            kid++;
+        }
+        if (shape & X_NLIT) {
+            node = find_direct(c, kid, shape & X_NLIT, i);
+        } else if (shape & X_HASH) {
+            node = find_hashed(ix, node, c->dec[i]);
         } else {
-            if (w != (WILD_NONE | LIT_KIDS)) {
-                c->branched = true;
-                self(c, w & WILD_MASK, depth + 1, false);
-                if (c->overflow)
-                    return;
-            }
-            node = find_literal(c, node, i);
-            if (node == NONE)
-                return;
+            return;
         }
+        if (node == NONE)
+            return;
         depth++;
     }
 }
@@ -831,8 +1153,6 @@ size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
     c.count = path->count;
     c.reversed = false;
     c.lead = false;
-    c.hashed = 0;
-    c.branched = false;
     walk_in(&c, ROOT_PATH, 0, true, true, walk_path); /* top level inline */
     /* an empty or missing Host matches no Host pattern */
     if (host_labels && host_labels->count && ix->host_routes) {
@@ -840,8 +1160,6 @@ size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
         c.count = host_labels->count;
         c.reversed = true;
         c.lead = host_labels->lead;
-        c.hashed = 0;
-        c.branched = false;
         walk_host(&c, ROOT_HOST, 0, true);
     }
     if (ix->generic_some) { /* most tables have no generic route */

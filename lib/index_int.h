@@ -19,11 +19,9 @@
 #define KEY_BYTES 16
 
 /*
- * A segment as the edges compare it: two words that determine its first
- * KEY_BYTES bytes given its length (segment_key), its length and a 16-bit
- * tag from its hash. A segment of up to 16 bytes is compared with three
- * integer compares in the edge's own cache line, no call, no string pool;
- * a longer one compares its tail in the pool.
+ * A segment as the build's edges compare it: two words that determine its
+ * first KEY_BYTES bytes given its length (segment_key), its length and a
+ * 16-bit tag from its hash.
  */
 typedef struct seg_key {
     uint64_t w0, w1;
@@ -31,7 +29,84 @@ typedef struct seg_key {
     uint32_t len_tag; /* length | tag << 16 */
 } seg_key;
 
-/* 32 bytes. */
+/* ---- the index's layout ---- */
+
+/*
+ * A node of the index (32 bytes, two to a line; the array is aligned to
+ * a line). The edge into a node (its literal segment's words) is stored in
+ * the node itself: the walk reads the child it goes to anyway, and the
+ * compare costs no other line. Nodes are numbered depth first so that a
+ * node's children follow it closely:
+ *
+ *   a node with a few literal children (X_NLIT, compared one by one):
+ *     its children together, the wildcard one first, then their subtrees
+ *        [P] [*][a][b] [..subtree of *..] [..of a..] [..of b..]
+ *   a node with more (X_HASH, found through the child table): each child
+ *   right before its own subtree, the wildcard one first
+ *        [P] [*][..subtree of *..] [a][..of a..] [b][..of b..]
+ *
+ *   w0 | w1         the literal segment of the edge into the node, as
+ *                   segment_key's words (len > KEY_BYTES: w0 its first 8
+ *                   bytes, w1 the offset of its bytes from the 9th on in
+ *                   the index's strings); zero for roots and wildcards
+ *   len   u16       that segment's length
+ *   shape u16       X_NLIT: the number of literal children when they are
+ *                   compared one by one (1 .. DIRECT_MAX); X_HASH: more;
+ *                   X_WILD: a wildcard child (the first); X_HCHILD: the
+ *                   node is an X_HASH node's literal child; X_SIDE: the
+ *                   lists are in side[]
+ *   kids  u32       the first child; with X_HCHILD the parent instead
+ *                   (what a child table hit is checked against), the first
+ *                   child being then the next node
+ *   off   u32       the term list at cands + off, the multi list after it
+ *   tlen, mlen u16  their lengths (X_SIDE: both 0xffff)
+ *
+ * Roots: ROOT_PATH 0 and ROOT_HOST 1.
+ */
+typedef struct xnode {
+    uint64_t w0, w1;
+    uint16_t len;
+    uint16_t shape;
+    uint32_t kids;
+    uint32_t off;
+    uint16_t tlen, mlen;
+} xnode;
+
+#define X_NLIT 0x7u
+#define X_WILD 0x8u
+#define X_HASH 0x10u
+#define X_SIDE 0x20u
+#define X_HCHILD 0x40u
+/* Literal children compared one by one up to this many: a compare is a
+ * length and two words, cheaper than hashing the segment and probing. */
+#define DIRECT_MAX 4
+
+/* The child table: the literal children of X_HASH nodes, keyed by (the
+ * parent's id, the segment), linear probing, eight entries to a line,
+ * load <= 1/2. tag: the combined hash's high half (the slot is from its
+ * low bits); child 0: empty (a root is nobody's child). A hit is checked
+ * against the child's own words and its parent (its kids field). */
+typedef struct xslot {
+    uint32_t child;
+    uint32_t tag;
+} xslot;
+
+/* Lists of a node that do not fit its u16 lengths or do not follow each
+ * other in the pool (a route's two patterns reaching one list: one entry
+ * kept): sorted by node. */
+typedef struct xside {
+    uint32_t node;
+    uint32_t toff, tlen, moff, mlen;
+} xside;
+
+typedef struct list_ref {
+    uint32_t off;
+    uint32_t len;
+} list_ref;
+
+/* ---- build state: the tries as inserted, before the layout ---- */
+
+/* 32 bytes: an open-addressing table keyed by (parent, segment). */
 typedef struct edge {
     uint64_t w0, w1;
     uint32_t parent;
@@ -40,20 +115,11 @@ typedef struct edge {
     uint32_t len_tag;
 } edge;
 
-typedef struct list_ref {
-    uint32_t off;
-    uint32_t len;
-} list_ref;
-
 /* wild: the one-segment wildcard child (WILD_NONE: none), and LIT_KIDS
- * when the node has literal children in the edge table: a walk probes the
- * table only at nodes that have some. After pruning, ONE_LIT (with
- * LIT_KIDS) says the node has one live literal child and no wildcard one:
- * the low bits are then that child's edge table slot, compared directly
- * (no hash, no probe). */
+ * when the node has literal children in the edge table. Pruning clears
+ * them when the children are dead. */
 #define WILD_MASK 0x3fffffffu
 #define WILD_NONE WILD_MASK
-#define ONE_LIT 0x40000000u
 #define LIT_KIDS 0x80000000u
 
 typedef struct inode {
@@ -91,11 +157,17 @@ typedef struct hfilter {
 struct sy__index {
     _Atomic long refs;
     const sy__alloc *alloc;
-    inode *nodes;
+    xnode *nodes;    /* node_count, aligned to a line */
+    void *nodes_mem; /* their allocation */
     uint32_t node_count;
-    edge *edges; /* capacity edge_mask + 1; child == NONE means empty */
-    uint32_t edge_mask;
-    char *strings;
+    /* the build's nodes, dead ones too: the next stepwise build's
+     * reserve */
+    uint32_t built_nodes;
+    xslot *slots; /* the child table, slot_mask + 1; or NULL */
+    uint32_t slot_mask;
+    char *strings; /* segments longer than KEY_BYTES, from byte 9 */
+    xside *side;   /* nside */
+    uint32_t nside;
     sy__cand *cands; /* every list, flattened */
     sy__cand_var *vars;
     list_ref generic[GENERIC_LISTS];
@@ -155,22 +227,30 @@ rinfo route_info(builder *b, const struct sy_route *r);
 /*
  * Pruning, after the lists are placed (both builds): a branch of a trie
  * whose subtree holds no list (every route under it was placed in the
- * other trie) is cut off, so a walk never enters it, and a node left with
- * one live literal child and no wildcard one gets ONE_LIT. up[n] = parent
- * << 1 | (n is a literal child) and eslot[n] = n's edge slot, filled by
- * prune_up_edge for each edge table entry and prune_up_wild for each node;
- * then prune_node for every node from the last to the first (a child is
- * always numbered after its parent), with kids[] zeroed: it clears
- * LIT_KIDS and the wildcard child of a node whose literal (wildcard)
- * children are all dead. one[] needs no initialisation.
+ * other trie) is cut off: it is left out of the layout, so a walk never
+ * enters it. up[n] = parent << 1 | (n is a literal child) and key[n] =
+ * its segment, filled by prune_up_edge for each edge table entry and
+ * prune_up_wild for each node; then prune_node for every node from the
+ * last to the first (a child is always numbered after its parent), with
+ * kids[] and live[] zeroed: it clears LIT_KIDS and the wildcard child of a
+ * node whose literal (wildcard) children are all dead, and leaves in
+ * live[n] LIVE (n is kept) | the number of n's live children.
  */
-enum { KID_LIT = 1, KID_WILD = 2, KID_LIT2 = 4 };
-static inline void prune_up_edge(const builder *b, uint32_t *up,
-                                 uint32_t *eslot, size_t i) {
+enum { KID_LIT = 1, KID_WILD = 2 };
+#define LIVE 0x80000000u
+/* The literal segment into a node, copied from its edge in the table's
+ * order (one pass over it), so that the passes after it read it in the
+ * nodes' order instead of the table's. */
+typedef struct lkey {
+    uint64_t w0, w1;
+    uint32_t str_off, len;
+} lkey;
+static inline void prune_up_edge(const builder *b, uint32_t *up, lkey *key,
+                                 size_t i) {
     const edge *e = &b->edges[i];
     if (e->child != NONE) {
         up[e->child] = e->parent << 1 | 1u;
-        eslot[e->child] = (uint32_t)i;
+        key[e->child] = (lkey){e->w0, e->w1, e->str_off, e->len_tag & 0xffff};
     }
 }
 static inline void prune_up_wild(const builder *b, uint32_t *up, uint32_t n) {
@@ -178,8 +258,7 @@ static inline void prune_up_wild(const builder *b, uint32_t *up, uint32_t n) {
     if (w != WILD_NONE)
         up[w] = n << 1;
 }
-static inline void prune_node(builder *b, const uint32_t *up,
-                              const uint32_t *eslot, uint32_t *one,
+static inline void prune_node(builder *b, const uint32_t *up, uint32_t *live,
                               uint8_t *kids, uint32_t n) {
     inode *nd = &b->nodes[n];
     uint8_t k = kids[n];
@@ -187,21 +266,75 @@ static inline void prune_node(builder *b, const uint32_t *up,
         nd->wild &= ~LIT_KIDS;
     if (!(k & KID_WILD))
         nd->wild = (nd->wild & LIT_KIDS) | WILD_NONE;
-    if (k == KID_LIT && b->edge_mask < WILD_MASK)
-        nd->wild = LIT_KIDS | ONE_LIT | one[n];
-    bool live = k || nd->term.len || nd->multi.len;
-    if (!live || n <= ROOT_HOST)
+    if (!k && !nd->term.len && !nd->multi.len && n > ROOT_HOST)
+        return; /* dead */
+    live[n] |= LIVE;
+    if (n <= ROOT_HOST)
         return;
     uint32_t p = up[n] >> 1;
-    if (!(up[n] & 1u)) {
-        kids[p] |= KID_WILD;
-    } else if (kids[p] & KID_LIT) {
-        kids[p] |= KID_LIT2;
-    } else {
-        kids[p] |= KID_LIT;
-        one[p] = eslot[n];
-    }
+    kids[p] |= up[n] & 1u ? KID_LIT : KID_WILD;
+    live[p]++;
 }
+
+/*
+ * The layout (both builds), after pruning and the whole-host table: the
+ * live nodes renumbered depth first into xnodes (index.c). The passes:
+ *   layout_count   old nodes: their children's ranges (prefix sums), the
+ *                  sizes of the arrays to come
+ *   layout_place   old nodes: each live one into its parent's range
+ *                  (the wildcard child first)
+ *   layout_alloc   the index's arrays and the pass's own (the stepwise
+ *                  build zeroes the child table in a pass of its own)
+ *   layout_order   the depth-first numbering, one node placed or one
+ *                  frame entered or left per item, `budget` at a time
+ *   layout_node    new nodes: fill each
+ *   layout_hash    new nodes: the X_HASH nodes' children into the table
+ */
+/* layout_count's bits per old node, in kids[] */
+enum { LK_HASH = 1, LK_WILD = 2 };
+
+typedef struct lframe {
+    uint32_t old, id; /* the node being expanded: old id, new id */
+    uint32_t k, end;  /* its next child and its last in clist */
+    uint32_t phase;   /* 0 entered; 1 placing one by one (HASH: each
+                         then its subtree); 2 X_NLIT: expanding */
+    uint32_t hash;    /* its children are in the child table */
+} lframe;
+
+typedef struct layout {
+    uint32_t *up, *live; /* the pruning's, per old node */
+    lkey *key;
+    uint8_t *kids;                    /* the pruning's, then the host flags */
+    uint32_t *cstart;                 /* old node: its children in clist */
+    uint32_t *clist;                  /* live children by parent */
+    uint32_t *order, *parent, *first; /* new node: old id, parent, kids */
+    lframe *stack;
+    uint32_t count;      /* live nodes */
+    uint32_t sp, cursor; /* layout_order's state */
+    size_t nhash, long_bytes, nside;
+    size_t long_used, side_used; /* layout_node's cursors */
+    void *mem;                   /* xn's allocation (xn is aligned) */
+    xnode *xn;
+    xslot *slots;
+    uint32_t slot_mask;
+    char *strings;
+    xside *side;
+} layout;
+
+bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes);
+void layout_count(const builder *b, layout *L, uint32_t n);
+void layout_place(const builder *b, layout *L, uint32_t n);
+/* zero: the child table zeroed (else the caller zeroes it, a line per
+ * item, so that its pages are faulted in over many calls) */
+bool layout_alloc(const sy__alloc *a, layout *L, bool zero);
+/* Up to `budget` items; returns the number done (fewer: finished). */
+size_t layout_order(const builder *b, layout *L, size_t budget);
+void layout_node(const builder *b, layout *L, uint32_t j);
+void layout_hash(const builder *b, layout *L, uint32_t j);
+/* Frees the pass's own arrays (not the index's). */
+void layout_done(const sy__alloc *a, layout *L);
+/* The index's arrays into ix (L keeps none), and their bytes. */
+void layout_give(layout *L, sy__index *ix);
 
 /* The whole host's hash (the table's and the lookup's): words of it, the
  * last one overlapping (or a short one's bytes), never past its end. */
@@ -227,7 +360,7 @@ static inline uint64_t host_hash(const char *s, size_t len) {
 
 /*
  * The whole-host table's build (both builds), after pruning, with up[]
- * and eslot[] of the pruning and a byte per node (flag, the pruning's
+ * and key[] of the pruning and a byte per node (flag, the pruning's
  * kids[] reused). host_mark, for every node first to last (a parent is
  * numbered before its children): flags the nodes reached by literal edges
  * only past nothing a walk would collect or branch into, and returns the
@@ -237,14 +370,12 @@ static inline uint64_t host_hash(const char *s, size_t len) {
  */
 enum { HF_REACH = 1, HF_KEY = 2 };
 static inline size_t host_mark(const builder *b, const uint32_t *up,
-                               const uint32_t *eslot, uint8_t *flag,
-                               uint32_t n) {
+                               const lkey *key, uint8_t *flag, uint32_t n) {
     flag[n] = n == ROOT_HOST ? HF_REACH : 0;
     if (n <= ROOT_HOST || !(up[n] & 1u) || !(flag[up[n] >> 1] & HF_REACH))
         return 0;
     const inode *p = &b->nodes[up[n] >> 1], *nd = &b->nodes[n];
-    if (p->multi.len ||
-        (!(p->wild & ONE_LIT) && (p->wild & WILD_MASK) != WILD_NONE))
+    if (p->multi.len || (p->wild & WILD_MASK) != WILD_NONE)
         return 0; /* the walk collects or branches at the parent */
     flag[n] = HF_REACH;
     if (!nd->term.len || nd->multi.len)
@@ -254,7 +385,7 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
     flag[n] |= HF_KEY;
     size_t len = 0;
     for (uint32_t m = n; m != ROOT_HOST; m = up[m] >> 1)
-        len += (b->edges[eslot[m]].len_tag & 0xffff) + 1;
+        len += key[m].len + 1;
     if (len <= 1 || len - 1 > UINT16_MAX) { /* none (0: an empty slot) */
         flag[n] = HF_REACH;
         return 0;
@@ -288,17 +419,16 @@ static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
 }
 
 static inline void host_put(const builder *b, const uint32_t *up,
-                            const uint32_t *eslot, const uint8_t *flag,
-                            uint32_t n, hentry *tab, uint32_t mask, char *keys,
+                            const lkey *key, const uint8_t *flag, uint32_t n,
+                            hentry *tab, uint32_t mask, char *keys,
                             size_t *used, hfilter *f) {
     if (!tab || !(flag[n] & HF_KEY))
         return;
     char *k = keys + *used;
     size_t len = 0;
     for (uint32_t m = n;;) {
-        const edge *e = &b->edges[eslot[m]];
-        size_t l = e->len_tag & 0xffff;
-        memcpy(k + len, b->strings.ptr + e->str_off, l);
+        size_t l = key[m].len;
+        memcpy(k + len, b->strings.ptr + key[m].str_off, l);
         len += l;
         m = up[m] >> 1;
         if (m == ROOT_HOST)

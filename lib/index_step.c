@@ -27,11 +27,20 @@ enum {
     PH_COPY,   /* lists: fill cursors = starts */
     PH_FILL,   /* pending: candidates into their lists */
     PH_NODES,  /* nodes: their list refs */
+    PH_UP_0,   /* nodes: their parent and key zeroed (the pages faulted in
+                  in order, not all at once by the random writes of UP_E) */
     PH_UP_E,   /* edge table: parents of literal children (pruning) */
     PH_UP_W,   /* nodes: parents of wildcard children */
     PH_PRUNE,  /* nodes, last first: cut branches without lists */
     PH_HMARK,  /* nodes: whole-host keys, their count and text length */
     PH_HPUT,   /* nodes: keys into the whole-host table */
+    PH_LCOUNT, /* nodes: children's ranges, the layout's sizes */
+    PH_LZERO,  /* the child table, a line per item */
+    PH_LPLACE, /* nodes: into their parents' ranges */
+    PH_LORDER, /* the depth-first numbering, until it is done */
+    PH_LNODE,  /* new nodes: filled */
+    PH_LHASH,  /* new nodes: the child table */
+    PH_DROP,   /* the build's big arrays, one per call */
     PH_FINISH, /* generic lists, the index */
     PH_DONE
 };
@@ -48,8 +57,7 @@ struct sy__index_step {
     size_t host_routes;
     uint8_t *placement;
     uint32_t *pcost, *slot_pos, *start, *fill;
-    uint32_t *up;  /* pruning: up, eslot, one (index_int.h), per node */
-    uint8_t *kids; /* pruning; then the whole-host flags */
+    layout L;      /* pruning, the whole-host flags, the layout */
     hentry *hosts; /* the whole-host table being filled */
     uint32_t host_mask;
     char *hkeys;
@@ -57,7 +65,8 @@ struct sy__index_step {
     hfilter hfilt;
     size_t nlists, kept;
     sy__cand *cands;
-    edge *big; /* a reserved edge table being emptied (prepare) */
+    size_t drop_len; /* the array drop_one is shrinking: its size now */
+    edge *big;       /* a reserved edge table being emptied (prepare) */
     uint32_t big_mask;
     size_t big_done;
 };
@@ -104,8 +113,7 @@ void sy__index_step_free(sy__index_step *st) {
     sy__free(a, st->fill);
     sy__free(a, st->cands);
     sy__free(a, st->big);
-    sy__free(a, st->up);
-    sy__free(a, st->kids);
+    layout_done(a, &st->L);
     sy__free(a, st->hosts);
     sy__free(a, st->hkeys);
     sy__free(a, st);
@@ -119,7 +127,7 @@ int sy__index_step_reserve(sy__index_step *st, const sy__index *like,
     builder *b = &st->b;
     const sy__alloc *a = b->a;
     size_t r = routes + routes / 8 + 64;
-    size_t nodes = (like ? like->node_count : 2 * routes) + r / 4 + 64;
+    size_t nodes = (like ? like->built_nodes : 2 * routes) + r / 4 + 64;
     uint32_t edges = 64;
     while (edges < UINT32_MAX / 4 && (size_t)edges * 3 < nodes * 4)
         edges *= 2;
@@ -254,11 +262,7 @@ static int finish(sy__index_step *st, sy__index **out) {
     ix->cands = st->cands;
     st->cands = NULL;
     ix->host_routes = st->host_routes;
-    ix->nodes = b->nodes;
-    ix->node_count = b->node_count;
-    ix->edges = b->edges;
-    ix->edge_mask = b->edge_mask;
-    ix->strings = b->strings.ptr;
+    ix->built_nodes = b->node_count;
     ix->vars = b->vars;
     ix->hosts = st->hosts;
     ix->host_mask = st->host_mask;
@@ -267,22 +271,68 @@ static int finish(sy__index_step *st, sy__index **out) {
     st->hosts = NULL;
     st->hkeys = NULL;
     ix->bytes = st->kept * sizeof *ix->cands + sizeof *ix +
-                (size_t)b->node_cap * sizeof(inode) +
-                (size_t)(b->edge_mask + 1) * sizeof(edge) + b->strings.cap +
                 (size_t)b->var_cap * sizeof *b->vars;
     if (ix->hosts)
         ix->bytes +=
             (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + st->hused;
-    sy__free(a, st->up);
-    sy__free(a, st->kids);
-    st->up = NULL;
-    st->kids = NULL;
-    b->nodes = NULL;
-    b->edges = NULL;
+    layout_give(&st->L, ix);
+    layout_done(a, &st->L);
     b->vars = NULL;
-    sy__buf_init(&b->strings, a); /* the index owns the old text */
     *out = ix;
     return SY_OK;
+}
+
+/* One of the build's arrays freed or shrunk (true), or none left: a
+ * large one freed at once is a long step of its own (munmap of 16 MB of
+ * edges: ~0.8 ms), so a large build frees one per call, and with the
+ * default allocator, whose large blocks are mappings that a shrinking
+ * realloc trims in place (mremap), gives back a large one DROP_STEP
+ * bytes per call. */
+#define DROP_STEP ((size_t)2 << 20)
+static bool drop_one(sy__index_step *st) {
+    builder *b = &st->b;
+    layout *L = &st->L;
+    struct {
+        void **p;
+        size_t bytes; /* known size, 0: freed at once */
+    } parts[] = {
+        {(void **)&b->edges, ((size_t)b->edge_mask + 1) * sizeof(edge)},
+        {(void **)&b->nodes, (size_t)b->node_cap * sizeof(inode)},
+        {(void **)&L->key, (size_t)b->node_count * sizeof(lkey)},
+        {(void **)&b->strings.ptr, 0},
+        {(void **)&b->pend, 0},
+        {(void **)&b->list_len, 0},
+        {(void **)&st->routes, 0},
+        {(void **)&st->info, 0},
+        {(void **)&st->pcost, 0},
+        {(void **)&st->slot_pos, 0},
+        {(void **)&st->placement, 0},
+        {(void **)&L->up, 0},
+        {(void **)&L->live, 0},
+        {(void **)&L->kids, 0},
+        {(void **)&L->cstart, 0},
+        {(void **)&L->clist, 0},
+        {(void **)&L->order, 0},
+        {(void **)&L->stack, 0}};
+    bool maps = sy__alloc_default_shared(b->a) && sy__alloc_maps_large();
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (!*parts[i].p)
+            continue;
+        size_t cur = st->drop_len ? st->drop_len : parts[i].bytes;
+        if (maps && cur >= 2 * DROP_STEP) {
+            void *q = sy__realloc(b->a, *parts[i].p, cur - DROP_STEP);
+            if (q) {
+                *parts[i].p = q;
+                st->drop_len = cur - DROP_STEP;
+                return true;
+            }
+        }
+        sy__free(b->a, *parts[i].p);
+        *parts[i].p = NULL;
+        st->drop_len = 0;
+        return true;
+    }
+    return false;
 }
 
 /* The passes of sy__index_build after insertion (index.c), resumable. */
@@ -396,31 +446,35 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
                 (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
         });
         next_phase(st);
-        st->up = sy__malloc(a, (size_t)b->node_count * 3 * sizeof *st->up);
-        st->kids = sy__calloc(a, b->node_count, 1);
-        if (!st->up || !st->kids)
+        if (!layout_start(a, &st->L, b->node_count))
             return SY_ENOMEM;
+        /* fall through */
+    case PH_UP_0:
+        PASS(st, b->node_count, left, {
+            st->L.up[i] = 0;
+            st->L.key[i] = (lkey){0, 0, 0, 0};
+        });
+        next_phase(st);
         /* fall through */
     case PH_UP_E:
         PASS(st, (size_t)b->edge_mask + 1, left,
-             prune_up_edge(b, st->up, st->up + b->node_count, i));
+             prune_up_edge(b, st->L.up, st->L.key, i));
         next_phase(st);
         /* fall through */
     case PH_UP_W:
-        PASS(st, b->node_count, left, prune_up_wild(b, st->up, (uint32_t)i));
+        PASS(st, b->node_count, left, prune_up_wild(b, st->L.up, (uint32_t)i));
         next_phase(st);
         /* fall through */
     case PH_PRUNE:
         PASS(st, b->node_count, left,
-             prune_node(b, st->up, st->up + b->node_count,
-                        st->up + 2 * (size_t)b->node_count, st->kids,
+             prune_node(b, st->L.up, st->L.live, st->L.kids,
                         b->node_count - 1 - (uint32_t)i));
         next_phase(st);
         /* fall through */
     case PH_HMARK:
         PASS(st, b->node_count, left, {
-            size_t l = host_mark(b, st->up, st->up + b->node_count, st->kids,
-                                 (uint32_t)i);
+            size_t l =
+                host_mark(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i);
             st->hcount += l != 0;
             st->hbytes += l;
         });
@@ -431,9 +485,52 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         /* fall through */
     case PH_HPUT:
         PASS(st, b->node_count, left,
-             host_put(b, st->up, st->up + b->node_count, st->kids, (uint32_t)i,
+             host_put(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
                       st->hosts, st->host_mask, st->hkeys, &st->hused,
                       &st->hfilt));
+        next_phase(st);
+        /* fall through */
+    case PH_LCOUNT:
+        PASS(st, b->node_count, left, layout_count(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        if (!layout_alloc(a, &st->L, false))
+            return SY_ENOMEM;
+        /* fall through */
+    case PH_LZERO:
+        PASS(st, st->L.slots ? ((size_t)st->L.slot_mask + 1) / 8 : 0, left,
+             memset(&st->L.slots[i * 8], 0, 8 * sizeof *st->L.slots));
+        next_phase(st);
+        /* fall through */
+    case PH_LPLACE:
+        PASS(st, b->node_count, left, layout_place(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_LORDER: {
+        size_t did = layout_order(b, &st->L, *left);
+        *left -= did;
+        st->work += did;
+        if (st->L.sp)
+            return 0;
+    }
+        next_phase(st);
+        /* fall through */
+    case PH_LNODE:
+        PASS(st, st->L.count, left, layout_node(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_LHASH:
+        PASS(st, st->L.count, left, layout_hash(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_DROP:
+        if (b->node_count + st->n < 32768) {
+            while (drop_one(st))
+                ;
+        } else if (drop_one(st)) {
+            st->work += *left; /* a call's share: the rest of its budget */
+            *left = 0;
+            return 0;
+        }
         next_phase(st);
         /* fall through */
     case PH_FINISH: {
@@ -465,8 +562,8 @@ bool sy__index_free_step(sy__index *ix) {
         return false; /* another holder would free it all at once */
     void **parts[] = {(void **)&ix->hosts,   (void **)&ix->hkeys,
                       (void **)&ix->cands,   (void **)&ix->vars,
-                      (void **)&ix->strings, (void **)&ix->edges,
-                      (void **)&ix->nodes};
+                      (void **)&ix->strings, (void **)&ix->slots,
+                      (void **)&ix->side,    (void **)&ix->nodes_mem};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (*parts[i]) {
             sy__free(ix->alloc, *parts[i]);

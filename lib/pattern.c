@@ -46,6 +46,48 @@ static void count_classes(const char *src, size_t len, bool host, size_t *nsep,
         *nglob = ng;
 }
 
+/* One piece (segment or label) that holds a glob character: true unless
+ * it is "*", "**", "{name}" or "{*name}", which compile without a regex. */
+static bool piece_may_regex(const char *s, size_t n) {
+    if ((n == 1 && s[0] == '*') || (n == 2 && s[0] == '*' && s[1] == '*'))
+        return false;
+    if (n < 3 || s[0] != '{' || s[n - 1] != '}')
+        return true;
+    size_t i = s[1] == '*' ? 2 : 1;
+    if (i + 1 >= n)
+        return true;
+    for (; i + 1 < n; i++)
+        if (cls[(unsigned char)s[i]] & C_GLOB || s[i] == ':')
+            return true;
+    return false;
+}
+
+size_t sy__pattern_regex_pieces(const char *s, size_t len, char sep,
+                                bool commas) {
+    size_t count = 0, start = 0;
+    bool glob = false;
+    for (size_t i = 0; i <= len; i++) {
+        char c = i < len ? s[i] : sep;
+        if (c == sep || (commas && c == ',')) {
+            if (glob && piece_may_regex(s + start, i - start))
+                count++;
+            start = i + 1;
+            glob = false;
+        } else {
+            glob = glob || (cls[(unsigned char)c] & C_GLOB) != 0;
+        }
+    }
+    return count;
+}
+
+/* Offset of the k-th (from 1) `sep` of src[0, len), or len. */
+static size_t nth_sep(const char *src, size_t len, char sep, size_t k) {
+    for (size_t i = 0; i < len; i++)
+        if (src[i] == sep && --k == 0)
+            return i;
+    return len;
+}
+
 int sy__pat_error(sy_error *err, int code, size_t off, const char *msg) {
     sy__error_set(err, code, "", "%s", msg);
     if (err)
@@ -76,6 +118,9 @@ int sy__pat_add_var(sy__pattern *p, sy_str name, size_t off, bool unique,
             return sy__pat_error(err, SY_EPATTERN, off, msg);
         }
     }
+    if (p->nvars >= SY_PATTERN_VARS_MAX)
+        return sy__pat_error(err, SY_EPATTERN, off,
+                             "more than 65535 variables in one pattern");
     p->vars[p->nvars++] = name;
     return SY_OK;
 }
@@ -384,11 +429,11 @@ static int parse_path(sy__pattern *p, sy__re_env *env, tok *t, sy_error *err) {
         if (p->multi != PE_NONE)
             return sy__pat_error(err, SY_EPATTERN, p->elems[k].offset,
                                  "at most one ** or {*name} per pattern");
-        if (k != 0 && k != p->n - 1)
+        if (k != 0 && k + 1 != p->n)
             return sy__pat_error(err, SY_EPATTERN, p->elems[k].offset,
                                  "** and {*name} may only stand first or "
                                  "last");
-        p->multi = (uint32_t)k;
+        p->multi = (uint16_t)k;
     }
     return SY_OK;
 }
@@ -428,12 +473,27 @@ static int compile(const sy__alloc *a, sy__arena *ar, const char *src,
         return sy__pat_error(err, SY_EPATTERN, SY_PATTERN_MAX,
                              "pattern too long");
     count_classes(src, len, host, &nsep, &nbrace, &nglob);
+    /* a slot for the match context only when a regex may be made */
+    bool slot = nglob &&
+                sy__pattern_regex_pieces(src, len, host ? '.' : '/', false) > 0;
     size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
+    if (nelem > SY_PATTERN_ELEMS_MAX) {
+        /* the separator that makes one element too many */
+        size_t k = host ? SY_PATTERN_ELEMS_MAX - 2
+                        : SY_PATTERN_ELEMS_MAX + (src[0] == '/' ? 1 : 0);
+        char msg[96];
+        snprintf(msg, sizeof msg, "more than %zu %s", SY_PATTERN_ELEMS_MAX,
+                 host ? "labels" : "segments");
+        return sy__pat_error(err, SY_EPATTERN,
+                             nth_sep(src, len, host ? '.' : '/', k), msg);
+    }
     /* one piece: the pattern, its elements and variable names (and, in
      * a block of its own, the allocator copy and the source), so
-     * matching touches adjacent memory (see pattern_int.h) */
+     * matching touches adjacent memory (see pattern_int.h); a glob may
+     * make a regex, whose match context goes after the names */
     size_t text = sizeof(sy__pattern) + nelem * sizeof(sy__pelem) +
-                  nbrace * sizeof(sy_str);
+                  nbrace * sizeof(sy_str) +
+                  (slot ? sizeof(pcre2_match_context *) : 0);
     sy__pattern *p;
     if (ar) {
         if (!(p = sy__arena_alloc(ar, text)))
@@ -456,7 +516,8 @@ static int compile(const sy__alloc *a, sy__arena *ar, const char *src,
     if (ar) {
         p->src = src;
     } else {
-        char *copy = (char *)(p->vars + nbrace);
+        char *copy = (char *)(p->vars + nbrace) +
+                     (slot ? sizeof(pcre2_match_context *) : 0);
         memcpy(copy, src, len + 1);
         p->src = copy;
     }
@@ -483,7 +544,11 @@ static int compile(const sy__alloc *a, sy__arena *ar, const char *src,
         sy__pattern_free(p);
         return rc;
     }
-    p->mctx = env.m;
+    if (env.m) { /* after the names (nvars <= nbrace): a regex was made, so
+                    the slot is there */
+        memcpy(p->vars + p->nvars, &env.m, sizeof env.m);
+        p->has_mctx = true;
+    }
     *out = p;
     return SY_OK;
 }
@@ -504,14 +569,19 @@ int sy__pattern_compile_in(const sy__alloc *a, sy__arena *ar, const char *src,
 }
 
 size_t sy__pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
-                             size_t nbrace, bool host) {
+                             size_t nbrace, size_t nregex, bool host) {
     /* a path has one element per '/', and one more without a leading '/';
      * a host at most three more than its '.' (see compile) */
     size_t nelem =
         host ? nsep + 3 * npatterns
              : nsep + npatterns - (rooted < npatterns ? rooted : npatterns);
-    return npatterns * (sizeof(sy__pattern) + 7) + nelem * sizeof(sy__pelem) +
-           nbrace * sizeof(sy_str);
+    /* a match context slot in each pattern that may make a regex */
+    /* (every piece is a multiple of 8 bytes: a pattern after another
+     * aligned object needs no padding) */
+    return npatterns * sizeof(sy__pattern) + nelem * sizeof(sy__pelem) +
+           nbrace * sizeof(sy_str) +
+           (nregex < npatterns ? nregex : npatterns) *
+               sizeof(pcre2_match_context *);
 }
 
 void sy__pattern_free(sy__pattern *p) {
@@ -520,7 +590,7 @@ void sy__pattern_free(sy__pattern *p) {
     for (size_t i = 0; i < p->n; i++)
         if (p->elems[i].kind == PE_REGEX)
             pcre2_code_free(p->elems[i].re);
-    pcre2_match_context_free(p->mctx);
+    pcre2_match_context_free(sy__pat_mctx(p));
     if (p->in_arena)
         return; /* elements, names and source: the arena's */
     sy__alloc *copy = (sy__alloc *)(void *)p - 1;
@@ -570,7 +640,7 @@ bool sy__pat_elem_match(const sy__pattern *p, const sy__pelem *el, sy_str seg,
         return false;
     /* under the request's budget (budget.h) */
     int rc = sy__re_match(el->re, (PCRE2_SPTR)(seg.len ? seg.ptr : ""), seg.len,
-                          0, 0, md, p->mctx, SY_RE_MATCH_LIMIT);
+                          0, 0, md, sy__pat_mctx(p), SY_RE_MATCH_LIMIT);
     if (rc < 0)
         return false;
     if (el->whole) {

@@ -95,14 +95,24 @@ int sy__pattern_compile_host(const sy__alloc *a, const char *src,
  * NULL: as the two above. */
 int sy__pattern_compile_in(const sy__alloc *a, sy__arena *ar, const char *src,
                            bool host, sy__pattern **out, sy_error *err);
+/* The pieces of s[0, len) (split at `sep` and, with `commas`, at ','
+ * too) that may compile to a regex: those with a glob character ('{',
+ * '}', '*', '?') other than "*", "**", "{name}" and "{*name}". At least
+ * the number of patterns of a list that make a regex. */
+size_t sy__pattern_regex_pieces(const char *s, size_t len, char sep,
+                                bool commas);
 /* What sy__pattern_compile_in takes from an arena at most, alignment
  * included, for `npatterns` patterns whose texts hold `nsep` separators
- * ('/' for paths, '.' for hosts) and `nbrace` '{' in all, `rooted` of
- * them paths that start with '/': for sizing the arena. */
+ * ('/' for paths, '.' for hosts), `nbrace` '{' and `nregex` pieces that
+ * may make a regex (sy__pattern_regex_pieces) in all, `rooted` of them
+ * paths that start with '/': for sizing the arena. */
 size_t sy__pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,
-                             size_t nbrace, bool host);
+                             size_t nbrace, size_t nregex, bool host);
 /* Frees its regexes, and its memory unless an arena holds it. */
 void sy__pattern_free(sy__pattern *p);
+/* Most variables in one pattern (a predicate's count of them is 16-bit):
+ * one more is an error at its segment. */
+#define SY_PATTERN_VARS_MAX ((uint32_t)UINT16_MAX)
 /* Longest pattern text compiled (offsets are 32-bit). */
 #define SY_PATTERN_MAX ((size_t)UINT32_MAX / 2)
 

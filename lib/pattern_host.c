@@ -135,9 +135,10 @@ static int label(sy__pattern *p, sy__re_env *env, tok *t, size_t b, size_t e,
     el->offset = b;
     el->var = p->nvars;
     for (size_t i = 0; i < nt; i++)
-        if (t[i].kind == T_VAR || t[i].kind == T_RVAR)
-            (void)sy__pat_add_var(p, (sy_str){s + t[i].noff, t[i].nlen}, b,
-                                  false, err);
+        if ((t[i].kind == T_VAR || t[i].kind == T_RVAR) &&
+            (rc = sy__pat_add_var(p, (sy_str){s + t[i].noff, t[i].nlen}, b,
+                                  false, err)))
+            return rc;
     if ((rc = sy__pat_set_nvars(p, el, b, err)))
         return rc;
     return sy__pat_compile_glob(p, env, el, t, nt, err);

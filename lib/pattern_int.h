@@ -37,39 +37,53 @@ typedef struct sy__pelem {
 } sy__pelem;
 
 /* "no PE_MULTI element" */
-#define PE_NONE UINT32_MAX
+#define PE_NONE UINT16_MAX
+/* Elements a pattern may have (n, multi, first and last are 16-bit): more
+ * segments (labels) than this are an error at the separator that makes
+ * one too many. */
+#define SY_PATTERN_ELEMS_MAX ((size_t)UINT16_MAX - 1u)
 
 /*
  * A compiled pattern is one piece of memory: this header, the elements,
  * the variable names and the source text, after a copy of the allocator
  * for a pattern in its own block. A pattern compiled into an arena (a
  * route's) takes no allocation of its own unless it has regexes, and
- * borrows its source (the route's argument text, in the same arena).
+ * borrows its source (the route's argument text, in the same arena). A
+ * pattern with regexes keeps their match context after its names (the
+ * slot is reserved for every pattern with a glob character).
  *
- * own block: [sy__alloc 32][sy__pattern 48][elems: 16 each]
- *            [vars: 16 each][src\0]
- * in arena:  [sy__pattern 48][elems: 16 each][vars: 16 each]
+ * own block: [sy__alloc 32][sy__pattern 32][elems: 16 each]
+ *            [vars: 16 each][match context 8][src\0]
+ * in arena:  [sy__pattern 32][elems: 16 each][vars: 16 each]
+ *            [match context 8]
  */
 struct sy__pattern {
     const char *src; /* in the block, or (in an arena) the caller's */
-    sy_str *vars;    /* names, into src */
-    pcre2_match_context *mctx;
-    uint32_t n;
+    sy_str *vars;    /* names, into src; then the match context slot */
+    uint16_t n;
     union {
-        uint32_t multi; /* path: index of the PE_MULTI element, or PE_NONE */
-        uint32_t first; /* host: real labels are elems[first, last) */
+        uint16_t multi; /* path: index of the PE_MULTI element, or PE_NONE */
+        uint16_t first; /* host: real labels are elems[first, last) */
     };
-    uint32_t last;
-    uint32_t nvars;
-    uint32_t max_groups;
-    /* bits: the header is 48 bytes (every route has a pattern or more) */
+    uint16_t last;
+    /* bits: the header is 32 bytes (every route has a pattern or more) */
     bool host : 1;
     bool rooted : 1;          /* path: starts with '/' */
     bool lead : 1, trail : 1; /* host: starts / ends with '.' (Ant compares
                                  both) */
     bool in_arena : 1;        /* the memory is an arena's: not freed with it */
+    bool has_mctx : 1;        /* vars[nvars] holds a pcre2_match_context * */
+    uint32_t nvars;
+    uint32_t max_groups;
     sy__pelem elems[];
 };
+
+/* The match context of p's regexes (NULL: none). */
+static inline pcre2_match_context *sy__pat_mctx(const sy__pattern *p) {
+    return p->has_mctx ? *(pcre2_match_context *const *)(const void *)(p->vars +
+                                                                       p->nvars)
+                       : NULL;
+}
 
 /* One piece of a segment (path) or label (host) being compiled. */
 typedef enum tok_kind { T_LIT, T_Q, T_STAR, T_VAR, T_RVAR, T_REST } tok_kind;

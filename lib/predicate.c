@@ -115,8 +115,8 @@ static size_t count_args(const sy__def_entry *e, const char *key) {
 static void note(sy__pred *p, uint32_t groups, uint32_t vars) {
     if (groups > p->max_groups)
         p->max_groups = groups;
-    if (vars > p->var_count)
-        p->var_count = vars;
+    if (vars > p->var_count) /* <= SY_PATTERN_VARS_MAX: fits */
+        p->var_count = (uint16_t)vars;
 }
 
 static int compile_patterns(sy__pred *p, const sy__def_entry *e,
@@ -147,19 +147,20 @@ static int compile_patterns(sy__pred *p, const sy__def_entry *e,
         if (rc)
             return refile(err, rc, &local, path, "patterns", v);
         if (p->many)
-            p->pats[p->npats] = pat;
+            p->pats[p->npats++] = pat;
         else
             p->one = pat;
-        p->npats++;
         note(p, sy__pattern_max_groups(pat), sy__pattern_var_count(pat));
     }
     p->trailing = true;
     if (!host) {
         const char *v = sy__def_arg_or_default(e, "matchTrailingSlash");
         const char *why = NULL;
-        if (v && !sy__value_bool(v, &p->trailing, &why))
+        bool trailing = true;
+        if (v && !sy__value_bool(v, &trailing, &why))
             return fail(err, SY_EARG, path, "matchTrailingSlash", 0,
                         why ? why : "expected true or false");
+        p->trailing = trailing;
     }
     sy__pred_note_literal(p);
     return SY_OK;
@@ -243,8 +244,7 @@ static int compile_name_regex(sy__pred *p, const sy__def_entry *e,
                                       &local);
     if (rc)
         return refile(err, rc, &local, path, "regexp", rx);
-    note(p, sy__regex_groups(p->re), 0);
-    return SY_OK;
+    return SY_OK; /* (its groups: sy__pred_max_groups) */
 }
 
 static int compile_time(sy__pred *p, const sy__def_entry *e, sy__builtin id,
@@ -298,9 +298,11 @@ static int compile_cidrs(sy__pred *p, const sy__def_entry *e,
         why = NULL;
         if (!v)
             v = "1";
-        if (!sy__value_int64(v, 1, INT32_MAX, &p->trusted, &why))
+        int64_t trusted = 0;
+        if (!sy__value_int64(v, 1, INT32_MAX, &trusted, &why))
             return fail(err, SY_EARG, path, "maxTrustedIndex", 0,
                         "maxTrustedIndex must be a positive integer");
+        p->trusted = (int32_t)trusted;
     }
     return SY_OK;
 }
@@ -328,7 +330,7 @@ static int compile_weight(sy__pred *p, const sy__def_entry *e,
 
 static int compile_host_factory(sy__pred *p, const sy__def_entry *e,
                                 const char *path, sy_error *err) {
-    p->hf = e->host_factory;
+    p->hf = sy__def_host(e);
     if (!p->hf)
         return fail(err, SY_EUNKNOWN, path, NULL, 0,
                     "no factory for this predicate");
@@ -356,8 +358,8 @@ int sy__pred_compile(const sy__def_entry *e, const sy__compile_env *env,
     p->in_arena = env->arena != NULL;
     p->max_groups = 1;
     int rc;
-    sy__builtin id = e->spec ? e->spec->id : SY_HOST_FACTORY;
-    if (e->spec && e->spec->kind != SY_FACTORY_PREDICATE)
+    sy__builtin id = sy__def_spec(e) ? sy__def_spec(e)->id : SY_HOST_FACTORY;
+    if (sy__def_spec(e) && sy__def_spec(e)->kind != SY_FACTORY_PREDICATE)
         id = SY_BUILTIN_COUNT;
     switch (id) {
     case SY_P_PATH:
@@ -425,7 +427,7 @@ void sy__pred_free(sy__pred *p, const sy__alloc *a) {
     switch (p->kind) {
     case SY_PK_PATH:
     case SY_PK_HOST:
-        for (size_t i = 0; i < p->npats; i++)
+        for (size_t i = 0; i < sy__pred_npats(p); i++)
             sy__pattern_free(sy__pred_pat(p, i));
         if (!p->in_arena && p->many)
             sy__free(a, p->pats);
@@ -441,7 +443,8 @@ void sy__pred_free(sy__pred *p, const sy__alloc *a) {
     case SY_PK_WEIGHT:
         if (!p->in_arena)
             sy__free(a, p->name);
-        sy__regex_free(p->re);
+        if (p->kind != SY_PK_WEIGHT)
+            sy__regex_free(p->re);
         break;
     case SY_PK_REMOTE_ADDR:
     case SY_PK_XFF: sy__free(a, p->cidrs); break;
@@ -467,7 +470,7 @@ bool sy__pred_all_literal(const sy__pred *p) {
         return false;
     if (p->lit && !p->lit_rest) /* sy__pred_note_literal saw them all */
         return true;
-    for (size_t k = 0; k < p->npats; k++) {
+    for (size_t k = 0; k < sy__pred_npats(p); k++) {
         const sy__pattern *pat = sy__pred_pat(p, k);
         for (size_t j = 0; j < sy__pattern_segment_count(pat); j++)
             if (sy__pattern_segment_kind(pat, j) != SY_SEG_LITERAL)
@@ -477,7 +480,8 @@ bool sy__pred_all_literal(const sy__pred *p) {
 }
 
 size_t sy__pred_pattern_count(const sy__pred *p) {
-    return p->kind == SY_PK_PATH || p->kind == SY_PK_HOST ? p->npats : 0;
+    return p->kind == SY_PK_PATH || p->kind == SY_PK_HOST ? sy__pred_npats(p)
+                                                          : 0;
 }
 const sy__pattern *sy__pred_pattern(const sy__pred *p, size_t i) {
     return i < sy__pred_pattern_count(p) ? sy__pred_pat(p, i) : NULL;
@@ -503,7 +507,17 @@ uint32_t sy__pred_weight_value(const sy__pred *p) {
     return p->kind == SY_PK_WEIGHT ? p->weight : 0;
 }
 uint32_t sy__pred_max_groups(const sy__pred *p) {
-    return p->max_groups;
+    switch (p->kind) {
+    case SY_PK_PATH:
+    case SY_PK_HOST: return p->max_groups;
+    case SY_PK_HEADER:
+    case SY_PK_QUERY:
+    case SY_PK_COOKIE: {
+        uint32_t g = p->re ? sy__regex_groups(p->re) : 1;
+        return g > 1 ? g : 1;
+    }
+    default: return 1;
+    }
 }
 uint32_t sy__pred_var_count(const sy__pred *p) {
     return p->var_count;

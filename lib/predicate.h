@@ -93,6 +93,6 @@ double sy__weight_draw(uint64_t seed, uint32_t group);
 /* What a compiled predicate object takes in its route's arena (a list
  * of several patterns is 8 bytes a pattern more): for sizing the arena
  * ahead (def_route.c). */
-#define SY_PRED_OBJECT_BYTES 40
+#define SY_PRED_OBJECT_BYTES 24
 
 #endif

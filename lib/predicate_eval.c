@@ -325,7 +325,7 @@ static inline bool bytes_eq(const char *a, const char *b, size_t n) {
 void sy__pred_note_literal(sy__pred *p) {
     p->lit = false;
     bool host = p->kind == SY_PK_HOST;
-    if ((p->kind != SY_PK_PATH && !host) || p->npats != 1)
+    if ((p->kind != SY_PK_PATH && !host) || p->many)
         return;
     const sy__pattern *pat = sy__pred_pat(p, 0);
     size_t n = sy__pattern_segment_count(pat);
@@ -446,7 +446,7 @@ static bool test_patterns(const sy__pred *p, sy__eval *ev) {
         ev->caps_cap - ev->ncaps < p->var_count)
         caps = NULL; /* no room: match without capturing */
     sy__pattern *const *pats = p->many ? p->pats : &p->one;
-    for (size_t i = 0; i < p->npats; i++) {
+    for (size_t i = 0, n = sy__pred_npats(p); i < n; i++) {
         bool ok = p->kind == SY_PK_PATH
                       ? sy__pattern_match_path(pats[i], segs, p->trailing, caps,
                                                &ev->ncaps, ev->md, ev->scratch)

@@ -10,49 +10,60 @@
 #include "values.h" /* sy__cidr */
 
 struct sy__pred {
-    uint8_t kind;        /* sy__pred_kind */
-    bool in_arena;       /* this object and pats[] live in the route's arena */
-    bool trailing;       /* Path */
-    bool has_lo, has_hi; /* After / Before / Between */
-    bool many;           /* Path, Host: more than one pattern (pats[]) */
-    uint32_t max_groups, var_count;
-    /* what each kind holds (a predicate is one kind: they overlap); 40
+    uint8_t kind;                /* sy__pred_kind */
+    bool in_arena : 1;           /* this object and pats[] live in the route's
+                                    arena */
+    bool trailing : 1;           /* Path */
+    bool has_lo : 1, has_hi : 1; /* After / Before / Between */
+    bool many : 1; /* Path, Host: more than one pattern (pats[]) */
+    /* Path (Host) of one all-literal pattern (sy__pred_note_literal):
+     * compared without the pattern matcher (lit_len, lit_segs below) */
+    bool lit : 1;
+    bool lit_rest : 1; /* Path: the literals, then a last "**" */
+    /* the most of any of its patterns (SY_PATTERN_VARS_MAX) */
+    uint16_t var_count;
+    union {
+        /* Path, Host: the most of any pattern (others: sy__pred_max_groups
+         * works it out) */
+        uint32_t max_groups;
+        uint32_t name_len; /* Header, Query, Cookie, Weight */
+    };
+    /* what each kind holds (a predicate is one kind: they overlap); 24
      * bytes in all (SY_PRED_OBJECT_BYTES), every route has one or more */
     union {
-        struct { /* Path, Host: read them with sy__pred_pat */
+        struct { /* Path, Host: read them with sy__pred_pat, sy__pred_npats */
             union {
                 sy__pattern **pats; /* many */
                 sy__pattern *one;   /* !many: the only pattern */
             };
-            uint32_t npats;
-            /* Path (Host) of one all-literal pattern (sy__pred_note_literal):
-             * the length of its text (the pattern's source, "/" + each
-             * segment; the labels joined by '.') and its segment (label)
-             * count, compared without the pattern matcher; lit: set */
-            uint32_t lit_len;
-            uint16_t lit_segs;
-            bool lit;
-            bool lit_rest; /* Path: the literals, then a last "**" */
+            union {
+                uint32_t npats; /* many: the patterns (else one) */
+                /* lit: the length of its text (the pattern's source, "/" +
+                 * each segment; the labels joined by '.') */
+                uint32_t lit_len;
+            };
+            uint16_t lit_segs; /* lit: its segment (label) count */
         };
         struct { /* Method: standard ones in the mask, others listed */
-            uint32_t mask;
             char **others;
-            size_t nothers;
+            uint32_t mask;
+            uint32_t nothers;
         };
         struct { /* Header, Query, Cookie (re may be NULL); Weight: the
                   * group's name and the weight */
             char *name;
-            sy__regex *re;
-            uint32_t name_len;
-            uint32_t weight;
+            union {
+                sy__regex *re;   /* not Weight */
+                uint32_t weight; /* Weight */
+            };
         };
         struct { /* After / Before / Between: lo < now < hi */
             int64_t lo, hi;
         };
         struct { /* RemoteAddr, XForwardedRemoteAddr */
             sy__cidr *cidrs;
-            size_t ncidrs;
-            int64_t trusted;
+            uint32_t ncidrs;
+            int32_t trusted; /* 1..INT32_MAX */
         };
         struct { /* host factory */
             const sy_predicate_factory *hf;
@@ -60,6 +71,11 @@ struct sy__pred {
         };
     };
 };
+
+/* The patterns of a Path or Host predicate. */
+static inline size_t sy__pred_npats(const sy__pred *p) {
+    return p->many ? p->npats : 1;
+}
 
 /* Pattern i (< npats) of a Path or Host predicate. */
 static inline sy__pattern *sy__pred_pat(const sy__pred *p, size_t i) {

@@ -76,7 +76,6 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
     r->up_kind = SY_UPSTREAM_NONE;
     r->up_scheme = SY_SCHEME_NONE;
     r->up_host = "";
-    r->up_path = "";
     r->literal_path = -1;
     r->literal_host = -1;
     r->key = UINT32_MAX;
@@ -86,6 +85,36 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
 
 struct sy_route *sy__route_new(const sy__alloc *alloc) {
     return sy__route_new_sized(alloc, 0);
+}
+
+void *sy__route_text(struct sy_route *r, size_t n) {
+    if (n == 0)
+        n = 1;
+    sy__arena_chunk *c = r->arena.head;
+    if (r->arena_embedded &&
+        c == (sy__arena_chunk *)(void *)((sy__route_box *)(void *)r)->chunk &&
+        c->size - c->used >= n) {
+        c->size -= (uint32_t)n; /* n <= the chunk's size: fits */
+        r->arena.user += (uint32_t)n;
+        return c->data + c->size;
+    }
+    return sy__arena_alloc_bytes(&r->arena, n);
+}
+
+char *sy__route_strndup(struct sy_route *r, const char *s, size_t n) {
+    if (n == SIZE_MAX)
+        return NULL;
+    char *p = sy__route_text(r, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+char *sy__route_strdup(struct sy_route *r, const char *s) {
+    return sy__route_strndup(r, s, strlen(s));
 }
 
 struct sy_route *sy__route_ref(const struct sy_route *r) {
@@ -351,7 +380,7 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
          * factory (a callback, called once) gets it at once */
         const sy__def_entry *e = &r->predicates[i];
         int rc = 1;
-        if (e->spec)
+        if (sy__def_spec(e))
             rc = sy__pred_compile(e, env, "", &r->cpreds[i], err);
         if (rc) {
             if (!at)
@@ -418,7 +447,10 @@ void sy_route_upstream(const sy_route *r, sy_upstream *out) {
     out->scheme = sy__route_schemes[r->up_scheme];
     out->host = r->up_host;
     out->port = r->up_port;
-    out->path = r->up_path;
+    /* FORWARD: the uri's text after "forward:" (def_route.c parse_uri) */
+    const char *colon =
+        r->up_kind == SY_UPSTREAM_FORWARD ? strchr(r->uri, ':') : NULL;
+    out->path = colon ? colon + 1 : "";
 }
 
 size_t sy_route_metadata_count(const sy_route *r) {

@@ -36,8 +36,17 @@ struct sy_route {
     /* Set by the router when the route first becomes live (with host_data
      * and owner below): a small key, UINT32_MAX until live. */
     uint32_t key;
-    const sy__alloc *alloc;
-    sy__arena arena; /* every string and array below */
+    /* the allocator is the arena's (one field, two names: sy__arena starts
+     * with it) */
+    union {
+        struct {
+            const sy__alloc *alloc;
+        };
+        /* every string and array below; arena.user: the bytes of strings
+         * taken from the top of its first chunk, the one in the route's block
+         * (sy__route_text): that chunk holds its size, then these */
+        sy__arena arena;
+    };
 
     const char *id;
     const char *uri;
@@ -56,26 +65,29 @@ struct sy_route {
     uint16_t live;
     /* the upstream, compact (up_kind, up_scheme above, up_port below):
      * sy_route_upstream gives it as a sy_upstream */
-    const char *up_host;   /* URL: host; SERVICE: service name; else "" */
-    const char *up_path;   /* FORWARD: the path; else "" */
+    const char *up_host; /* URL: host; SERVICE: service name; else "" */
+    /* (FORWARD's path is the uri's text after "forward:") */
     const char *authority; /* URL upstreams: the Host header to send */
 
     sy__def_entry *predicates;
     sy__def_entry *filters;
     sy_kv *metadata; /* sorted by key; values JSON text unless strings */
-    uint32_t predicate_count, filter_count, metadata_count;
+    uint16_t predicate_count, filter_count; /* SY_ROUTE_ENTRIES_MAX */
+    uint32_t metadata_count;
     uint32_t doc_index; /* position in the document that built it (ranks
                            come from the snapshot slot key, not this) */
+    uint16_t up_port;   /* URL: explicit or 80/443; else 0 */
+    /* index of the first Path (Host) predicate when every one of its
+     * patterns is all literal segments (labels): the index can prove it;
+     * -1: none (or past the 127th predicate: then tested as usual) */
+    int8_t literal_path, literal_host;
 
     /* The canonical JSON the fingerprints hash: not kept by the parse,
      * built by the first sy_route_canonical (def_canon.c) and then kept
      * (r->alloc); NULL until then. */
     _Atomic(char *) canonical;
-    uint64_t fingerprint; /* of the whole canonical form */
-    /* the low 32 bits of each part's hash (def_canon.c): only a diff's
-     * report of what changed in an updated route reads them (a collision
-     * would leave a part out of that report, nothing else) */
-    uint32_t fp_predicates, fp_filters, fp_uri, fp_metadata;
+    uint64_t fingerprint; /* of the whole canonical form (what changed in
+                             an updated route: sy__def_route_changes) */
     /* The exact bytes of a route object of a document that builds this
      * route (def.c build_routes): sy__hash64 of the span with a seed of
      * SY_ROUTE_SPAN_SEED and the routes array's nesting (def.c span_seed)
@@ -90,14 +102,10 @@ struct sy_route {
      * such a route is simply never found by its bytes. */
     uint64_t span_hash;
     uint32_t span_len;
-    /* the id's length and sy__idtab_hash, set with the span: a route shared
-     * by bytes is checked for a duplicate id without reading the id */
-    uint32_t id_len, id_hash;
-    uint16_t up_port; /* URL: explicit or 80/443; else 0 */
-    /* index of the first Path (Host) predicate when every one of its
-     * patterns is all literal segments (labels): the index can prove it;
-     * -1: none (or past the 127th predicate: then tested as usual) */
-    int8_t literal_path, literal_host;
+    /* the id's sy__idtab_hash, set with the span: a route shared by bytes
+     * is checked for a duplicate id without reading the id (but when
+     * another id has the same hash) */
+    uint32_t id_hash;
 
     /* instance selection settings: shared static defaults unless the
      * metadata sets one of the keys (then in the route's arena); never
@@ -115,6 +123,9 @@ struct sy_route {
     void *host_data;
     const struct sy__route_owner *owner;
 };
+
+/* Most predicates (filters) of one route: their counts are 16-bit. */
+#define SY_ROUTE_ENTRIES_MAX 65535u
 
 /* The upstream's scheme (struct sy_route up_scheme). */
 typedef enum sy__route_scheme {
@@ -185,6 +196,14 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
 /* Zeroed memory in r's arena (freed with the route); NULL on overflow or
  * out of memory. */
 void *sy__route_calloc(struct sy_route *r, size_t n, size_t size);
+/* `n` bytes (at least 1) for r's strings, without alignment: from the top
+ * of the first chunk (in the route's block) while it has room, so the
+ * aligned objects below need no padding after strings and the arena
+ * estimate can be exact; else from the arena as sy__arena_alloc_bytes.
+ * NULL when out of memory. */
+void *sy__route_text(struct sy_route *r, size_t n);
+char *sy__route_strndup(struct sy_route *r, const char *s, size_t n);
+char *sy__route_strdup(struct sy_route *r, const char *s);
 struct sy_route *sy__route_ref(const struct sy_route *r);
 void sy__route_unref(struct sy_route *r); /* frees at zero */
 

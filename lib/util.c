@@ -82,9 +82,12 @@ char *sy__strdup(const sy__alloc *a, const char *s) {
 void sy__arena_init(sy__arena *ar, const sy__alloc *alloc, size_t chunk_size) {
     ar->alloc = alloc;
     ar->head = NULL;
-    ar->chunk_size = chunk_size ? chunk_size : 1024;
-    if (ar->chunk_size > SY_ARENA_CHUNK_MAX)
-        ar->chunk_size = SY_ARENA_CHUNK_MAX;
+    if (!chunk_size)
+        chunk_size = 1024;
+    ar->chunk_size =
+        (uint32_t)(chunk_size < SY_ARENA_CHUNK_MAX ? chunk_size
+                                                   : SY_ARENA_CHUNK_MAX);
+    ar->user = 0;
 }
 
 /* A new chunk of at least `size` bytes at the head. */
@@ -128,10 +131,15 @@ char *sy__arena_strndup(sy__arena *ar, const char *s, size_t n) {
 char *sy__arena_authority(sy__arena *ar, const char *host, uint16_t port,
                           bool secure) {
     size_t hl = strlen(host);
-    bool v6 = memchr(host, ':', hl) && host[0] != '[';
     char *buf = sy__arena_alloc_bytes(ar, hl + 2 + 6 + 1);
-    if (!buf)
-        return NULL;
+    if (buf)
+        sy__authority_format(buf, host, hl, port, secure);
+    return buf;
+}
+
+size_t sy__authority_format(char *buf, const char *host, size_t hl,
+                            uint16_t port, bool secure) {
+    bool v6 = memchr(host, ':', hl) && host[0] != '[';
     size_t n = 0;
     if (v6)
         buf[n++] = '[';
@@ -150,7 +158,7 @@ char *sy__arena_authority(sy__arena *ar, const char *host, uint16_t port,
             buf[n++] = digits[--d];
     }
     buf[n] = '\0';
-    return buf;
+    return n;
 }
 
 char *sy__arena_strdup(sy__arena *ar, const char *s) {

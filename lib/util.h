@@ -74,7 +74,8 @@ typedef struct sy__arena_chunk {
 typedef struct sy__arena {
     const sy__alloc *alloc;
     sy__arena_chunk *head;
-    size_t chunk_size; /* default size of a new chunk */
+    uint32_t chunk_size; /* default size of a new chunk */
+    uint32_t user;       /* the arena's owner's (0 at init) */
 } sy__arena;
 
 void sy__arena_init(sy__arena *ar, const sy__alloc *alloc, size_t chunk_size);
@@ -121,6 +122,10 @@ char *sy__arena_strdup(sy__arena *ar, const char *s);
 /* "host", "host:port", "[v6]" or "[v6]:port" (the port left out when it is
  * the scheme's default: 443 when `secure`, else 80), in the arena: the
  * Host header an upstream expects. NULL when out of memory. */
+/* The same into buf (room for hl + 9 bytes: host[0, hl), brackets, ':',
+ * five digits, NUL); returns its length. */
+size_t sy__authority_format(char *buf, const char *host, size_t hl,
+                            uint16_t port, bool secure);
 char *sy__arena_authority(sy__arena *ar, const char *host, uint16_t port,
                           bool secure);
 /* Forget all allocations but keep the largest chunk for reuse. */

@@ -72,9 +72,10 @@ static void var(const char *name, const char *value) {
 
 /* Build an entry: filter name then key, value pairs, NULL-terminated. */
 static sy__def_entry entry_v(const char *name, va_list ap) {
-    sy__def_entry e = {name,
-                       sy__factory_find(SY_FACTORY_FILTER, name, strlen(name)),
-                       NULL, &KVS[NKVS], 0};
+    sy__def_entry e = {
+        .name = name,
+        .f.spec = sy__factory_find(SY_FACTORY_FILTER, name, strlen(name)),
+        .args = &KVS[NKVS]};
     const char *k;
     while ((k = va_arg(ap, const char *)) != NULL) {
         KVS[NKVS++] = (sy_kv){k, va_arg(ap, const char *)};
@@ -1250,7 +1251,11 @@ static const sy_filter_factory host_factory = {
 START_TEST(host_filter_is_validated_and_handed_over) {
     validate_calls = 0;
     sy_kv args[] = {{"key", "v"}};
-    sy__def_entry e = {"MyAuth", NULL, &host_factory, args, 1};
+    sy__def_entry e = {.name = "MyAuth",
+                       .f.host_factory = &host_factory,
+                       .args = args,
+                       .arg_count = 1,
+                       .host = true};
     sy__filter *f = NULL;
     ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR), 0);
     ck_assert_int_eq(validate_calls, 1);
@@ -1264,7 +1269,11 @@ END_TEST
 
 START_TEST(host_filter_validation_failure_names_the_path) {
     sy_kv args[] = {{"other", "v"}};
-    sy__def_entry e = {"MyAuth", NULL, &host_factory, args, 1};
+    sy__def_entry e = {.name = "MyAuth",
+                       .f.host_factory = &host_factory,
+                       .args = args,
+                       .arg_count = 1,
+                       .host = true};
     sy__filter *f = NULL;
     ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
                      SY_EMISSING);
@@ -1275,7 +1284,7 @@ START_TEST(host_filter_validation_failure_names_the_path) {
 END_TEST
 
 START_TEST(unknown_filter_without_host_factory_is_rejected) {
-    sy__def_entry e = {"Nope", NULL, NULL, NULL, 0};
+    sy__def_entry e = {.name = "Nope", .host = true}; /* none registered */
     sy__filter *f = NULL;
     ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
                      SY_EUNKNOWN);

@@ -351,6 +351,366 @@ START_TEST(labels_are_split_only_on_need_and_a_failed_split_is_reported) {
 }
 END_TEST
 
+/* ---- the node layout (index_int.h) ---- */
+
+/* The layout table: under /k<n>/ n literal children (1 .. 5: compared one
+ * by one up to DIRECT_MAX, then through the child table), with a wildcard
+ * child beside 2 (k6) or 6 (k7), long literals compared past their words
+ * (k8, direct; k9, hashed), and a node whose lists do not follow each
+ * other in the pool (s: a route's two equal patterns keep one entry,
+ * then a multi list): its lists in the side table. */
+static const char *const layout_paths[] = {"/k1/a",
+                                           "/k2/a",
+                                           "/k2/b",
+                                           "/k3/a",
+                                           "/k3/b",
+                                           "/k3/c",
+                                           "/k4/a",
+                                           "/k4/b",
+                                           "/k4/c",
+                                           "/k4/d",
+                                           "/k5/a",
+                                           "/k5/b",
+                                           "/k5/c",
+                                           "/k5/d",
+                                           "/k5/e",
+                                           "/k6/{x}",
+                                           "/k6/a",
+                                           "/k6/b",
+                                           "/k7/{x}",
+                                           "/k7/a",
+                                           "/k7/b",
+                                           "/k7/c",
+                                           "/k7/d",
+                                           "/k7/e",
+                                           "/k7/f",
+                                           "/k8/abcdefgh-ijklmnop-1",
+                                           "/k8/abcdefgh-ijklmnop-2",
+                                           "/k8/abcdefgh",
+                                           "/k9/abcdefgh-ijklmnop-qrstuvwx",
+                                           "/k9/abcdefgh-ijklmno",
+                                           "/k9/abcdefgh-ijklmnop",
+                                           "/k9/abcdefgh",
+                                           "/k9/abcdefg",
+                                           "/k9/x/y/z",
+                                           NULL};
+
+static sy_router *layout_router(void) {
+    size_t cap = 8192, o = 0;
+    char *doc = malloc(cap);
+    ck_assert_ptr_nonnull(doc);
+    doc[o++] = '[';
+    for (size_t i = 0; layout_paths[i]; i++)
+        o += (size_t)snprintf(doc + o, cap - o,
+                              "%s{\"id\":\"p%zu\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Path=%s\"]}",
+                              i ? "," : "", i, layout_paths[i]);
+    o += (size_t)snprintf(doc + o, cap - o,
+                          ",{\"id\":\"s1\",\"uri\":\"http://b\",\"order\":1,"
+                          "\"predicates\":[\"Path=/s/a,/s/a\"]}"
+                          ",{\"id\":\"s2\",\"uri\":\"http://b\",\"order\":2,"
+                          "\"predicates\":[\"Path=/s/a\"]}"
+                          ",{\"id\":\"s3\",\"uri\":\"http://b\",\"order\":3,"
+                          "\"predicates\":[\"Path=/s/a/**\"]}]");
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    return r;
+}
+
+/* The words a node keeps of its segment, as index_int.h spells them:
+ * 8 bytes or more: the first 8, then bytes 8 .. 15 (16 or more) or the
+ * last 8 (else); 4 .. 7: the first 4 and the last 4; fewer: the first,
+ * the middle and the last byte. */
+static void words_of(const char *s, size_t len, uint64_t *w0, uint64_t *w1) {
+    unsigned char b[16] = {0};
+    *w0 = *w1 = 0;
+    if (len >= 8) {
+        memcpy(b, s, 8);
+        memcpy(b + 8, len >= 16 ? s + 8 : s + len - 8, 8);
+    } else if (len >= 4) {
+        memcpy(b, s, 4);
+        memcpy(b + 4, s + len - 4, 4);
+    } else if (len) {
+        b[0] = (unsigned char)s[0];
+        b[1] = (unsigned char)s[len / 2];
+        b[2] = (unsigned char)s[len - 1];
+    }
+    memcpy(w0, b, 8);
+    memcpy(w1, b + 8, 8);
+}
+
+static bool node_spells(const sy__index *ix, const xnode *y, const char *seg) {
+    size_t len = strlen(seg);
+    uint64_t w0, w1;
+    words_of(seg, len, &w0, &w1);
+    if (y->len != len || y->w0 != w0)
+        return false;
+    if (len <= KEY_BYTES)
+        return y->w1 == w1;
+    return memcmp(ix->strings + y->w1, seg + 8, len - 8) == 0;
+}
+
+/* The node a literal segment leads to from `n`, by the layout's rules
+ * alone (not the lookup's code): NONE when there is none. */
+static uint32_t layout_child(const sy__index *ix, uint32_t n, const char *seg) {
+    const xnode *x = &ix->nodes[n];
+    uint32_t kid = x->shape & X_HCHILD ? n + 1 : x->kids;
+    kid += (x->shape & X_WILD) != 0;
+    for (uint32_t c = 0; c < (x->shape & X_NLIT); c++) {
+        ck_assert(!(ix->nodes[kid + c].shape & X_HCHILD));
+        if (node_spells(ix, &ix->nodes[kid + c], seg))
+            return kid + c;
+    }
+    uint32_t found = NONE;
+    if (x->shape & X_HASH) /* every child table entry of n */
+        for (uint32_t i = 0; i <= ix->slot_mask; i++) {
+            uint32_t c = ix->slots[i].child;
+            if (!c || !(ix->nodes[c].shape & X_HCHILD) ||
+                ix->nodes[c].kids != n)
+                continue;
+            if (node_spells(ix, &ix->nodes[c], seg)) {
+                ck_assert_uint_eq(found, NONE); /* one entry a child */
+                found = c;
+            }
+        }
+    return found;
+}
+
+static uint32_t layout_walk(const sy__index *ix, const char *path) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path + 1);
+    uint32_t n = ROOT_PATH;
+    for (char *seg = strtok(buf, "/"); seg && n != NONE;
+         seg = strtok(NULL, "/"))
+        n = layout_child(ix, n, seg);
+    return n;
+}
+
+/* Each node's shape says how many literal children it has and how they
+ * are found, and they are where it says: a few right at its kids (after
+ * its wildcard child), more in the child table with their parent in their
+ * kids field; both builds lay the nodes out alike. */
+START_TEST(nodes_are_laid_out_by_their_number_of_children) {
+    sy_router *r = layout_router();
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
+    const sy__index *ix = s->base;
+    static const struct {
+        const char *at;
+        uint16_t shape; /* X_NLIT | X_WILD | X_HASH */
+    } want[] = {{"/k1", 1},
+                {"/k2", 2},
+                {"/k3", 3},
+                {"/k4", 4},
+                {"/k5", X_HASH},
+                {"/k6", X_WILD | 2},
+                {"/k7", X_WILD | X_HASH},
+                {"/k8", 3},
+                {"/k9", X_HASH}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        uint32_t n = layout_walk(ix, want[i].at);
+        ck_assert_msg(n != NONE, "%s", want[i].at);
+        ck_assert_msg((ix->nodes[n].shape & (X_NLIT | X_WILD | X_HASH)) ==
+                          want[i].shape,
+                      "%s: shape %x", want[i].at, ix->nodes[n].shape);
+    }
+    /* the root's children (k1 .. k9, s) are in the child table */
+    ck_assert(ix->nodes[ROOT_PATH].shape & X_HASH);
+    for (size_t i = 0; layout_paths[i]; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "%s", layout_paths[i]);
+        char *brace = strchr(p, '{');
+        if (brace)
+            continue; /* a wildcard: not a literal walk */
+        uint32_t n = layout_walk(ix, p);
+        ck_assert_msg(n != NONE, "%s", p);
+        ck_assert_msg(ix->nodes[n].tlen == 1 || (ix->nodes[n].shape & X_SIDE),
+                      "%s", p);
+    }
+    /* s/a: two patterns of s1 kept once, then s2 in the term list, s3 in
+     * the multi list, apart in the pool: in the side table */
+    uint32_t sa = layout_walk(ix, "/s/a");
+    ck_assert(sa != NONE && (ix->nodes[sa].shape & X_SIDE));
+    ck_assert_uint_eq(ix->nodes[sa].tlen, UINT16_MAX);
+    ck_assert_uint_ge(ix->nside, 1);
+    /* near misses: no node */
+    ck_assert(layout_walk(ix, "/k4/e") == NONE);
+    ck_assert(layout_walk(ix, "/k5/f") == NONE);
+    ck_assert(layout_walk(ix, "/k8/abcdefgh-ijklmnop-3") == NONE);
+    ck_assert(layout_walk(ix, "/k9/abcdefgh-ijklmnop-qrstuvwy") == NONE);
+
+    /* the stepwise build lays out the same nodes, table and side lists */
+    size_t n = s->route_count;
+    sy__index_route *in = malloc(n * sizeof *in);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t slot = sy__snapshot_rank_at(s, i);
+        const sy__slot *sl = sy__snapshot_slot(s, slot);
+        in[i] = (sy__index_route){slot, sl->key, sl->route};
+    }
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__index_step *st = sy__index_step_new(&a);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(sy__index_step_add(st, &in[i]), 0);
+    sy__index *sx = NULL;
+    int rc;
+    while ((rc = sy__index_step_run(st, 3, &sx)) == 0)
+        ;
+    ck_assert_int_eq(rc, 1);
+    ck_assert_uint_eq(sx->node_count, ix->node_count);
+    ck_assert_int_eq(
+        memcmp(sx->nodes, ix->nodes, ix->node_count * sizeof *ix->nodes), 0);
+    ck_assert_uint_eq(sx->slot_mask, ix->slot_mask);
+    ck_assert_int_eq(
+        memcmp(sx->slots, ix->slots, (ix->slot_mask + 1) * sizeof *ix->slots),
+        0);
+    ck_assert_uint_eq(sx->nside, ix->nside);
+    ck_assert_int_eq(memcmp(sx->side, ix->side, ix->nside * sizeof *ix->side),
+                     0);
+    ck_assert_uint_eq(sx->bytes, ix->bytes);
+    sy__index_unref(sx);
+    sy__index_step_free(st);
+    free(in);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
+/* Match `path` with the index and with the scan: the same route. */
+static const sy_route *match_both(sy_snapshot *h, sy_match_ctx *ctx,
+                                  const char *path) {
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){path, strlen(path)};
+    sy_match *a = NULL, *b = NULL;
+    ck_assert_int_eq(sy_snapshot_match(h, ctx, &req, &a), 0);
+    const sy_route *ra = a ? sy_match_route(a) : NULL;
+    ck_assert_int_eq(sy_snapshot_match_linear(h, ctx, &req, &b), 0);
+    const sy_route *rb = b ? sy_match_route(b) : NULL;
+    ck_assert_msg(ra == rb, "%s: index %s, scan %s", path,
+                  ra ? sy_route_id(ra) : "-", rb ? sy_route_id(rb) : "-");
+    return ra;
+}
+
+/* Every layout path finds its route through the index, and near misses
+ * (one byte off in the first word, the second, past both, one byte
+ * longer or shorter) find what the scan finds. */
+START_TEST(matching_through_each_shape_equals_the_scan) {
+    sy_router *r = layout_router();
+    sy_snapshot *h = sy_router_acquire(r);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    for (size_t i = 0; layout_paths[i]; i++) {
+        char p[64], id[16];
+        snprintf(p, sizeof p, "%s", layout_paths[i]);
+        char *brace = strchr(p, '{');
+        if (brace)
+            snprintf(brace, sizeof p - (size_t)(brace - p), "zz");
+        const sy_route *rt = match_both(h, ctx, p);
+        snprintf(id, sizeof id, "p%zu", i);
+        /* k6/k7: the earlier {x} route takes its literal siblings' paths */
+        bool wild_first =
+            strncmp(p, "/k6/", 4) == 0 || strncmp(p, "/k7/", 4) == 0;
+        ck_assert_msg(rt && (wild_first || strcmp(sy_route_id(rt), id) == 0),
+                      "%s", p);
+        size_t len = strlen(p);
+        for (size_t k = 4; k < len; k++) { /* one byte off, each place */
+            char q[64];
+            memcpy(q, p, len + 1);
+            q[k] = q[k] == '-' ? '+' : '-';
+            match_both(h, ctx, q);
+        }
+        char q[72];
+        snprintf(q, sizeof q, "%sq", p);
+        match_both(h, ctx, q);
+        memcpy(q, p, len - 1);
+        q[len - 1] = '\0';
+        match_both(h, ctx, q);
+    }
+    const sy_route *rt = match_both(h, ctx, "/s/a");
+    ck_assert(rt && strcmp(sy_route_id(rt), "s1") == 0);
+    rt = match_both(h, ctx, "/s/a/b/c");
+    ck_assert(rt && strcmp(sy_route_id(rt), "s3") == 0);
+    sy_match_ctx_free(ctx);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
+/* A child table at its highest load (1/2: n children in 2n slots) and
+ * one past it (twice the slots): every child found, every other
+ * segment not. */
+START_TEST(a_child_table_at_its_highest_load_finds_every_child) {
+    const size_t counts[] = {512, 513};
+    for (size_t ci = 0; ci < 2; ci++) {
+        size_t n = counts[ci], cap = n * 80 + 16, o = 0;
+        char *doc = malloc(cap);
+        doc[o++] = '[';
+        for (size_t i = 0; i < n; i++)
+            o += (size_t)snprintf(doc + o, cap - o,
+                                  "%s{\"id\":\"c%zu\",\"uri\":\"http://b\","
+                                  "\"predicates\":[\"Path=/c%zu\"]}",
+                                  i ? "," : "", i, i);
+        doc[o++] = ']';
+        sy_router *r = sy_test_router(doc, o);
+        free(doc);
+        sy_snapshot *h = sy_router_acquire(r);
+        const sy__index *ix = sy__snapshot_from_handle(h)->base;
+        ck_assert_uint_eq(ix->slot_mask + 1, ci ? 2048 : 1024);
+        size_t used = 0;
+        for (uint32_t i = 0; i <= ix->slot_mask; i++)
+            used += ix->slots[i].child != 0;
+        ck_assert_uint_eq(used, n);
+        sy_match_ctx *ctx;
+        ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+        for (size_t i = 0; i < n + 64; i++) {
+            char p[32], id[32];
+            snprintf(p, sizeof p, "/c%zu", i);
+            const sy_route *rt = match_both(h, ctx, p);
+            snprintf(id, sizeof id, "c%zu", i);
+            if (i < n)
+                ck_assert_msg(rt && strcmp(sy_route_id(rt), id) == 0, "%s", p);
+            else
+                ck_assert_ptr_null(rt);
+        }
+        sy_match_ctx_free(ctx);
+        sy_snapshot_release(h);
+        sy_router_free(r);
+    }
+}
+END_TEST
+
+/* The child table spreads short segments that differ in a byte or two
+ * ("p0" .. "p4095" under the root): no run of occupied slots is long
+ * (at load 1/2 the longest is ~20; a hash keeping the low bytes' poor
+ * spread made runs of ~400, and probes ~15x longer). */
+START_TEST(the_child_table_spreads_short_segments) {
+    enum { K = 4096 };
+    size_t cap = (size_t)K * 80 + 16, o = 0;
+    char *doc = malloc(cap);
+    doc[o++] = '[';
+    for (size_t i = 0; i < K; i++)
+        o += (size_t)snprintf(doc + o, cap - o,
+                              "%s{\"id\":\"p%zu\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Path=/p%zu/**\"]}",
+                              i ? "," : "", i, i);
+    doc[o++] = ']';
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy__index *ix = sy__snapshot_from_handle(h)->base;
+    ck_assert_uint_eq(ix->slot_mask + 1, 2 * K);
+    size_t run = 0, longest = 0;
+    for (size_t i = 0; i < 2 * (size_t)(ix->slot_mask + 1); i++) {
+        run = ix->slots[i & ix->slot_mask].child ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    ck_assert_msg(longest <= 64, "a run of %zu occupied slots", longest);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("index");
     TCase *tc = tcase_create("whole_host");
@@ -361,5 +721,12 @@ int main(void) {
     tcase_add_test(
         tc, labels_are_split_only_on_need_and_a_failed_split_is_reported);
     suite_add_tcase(s, tc);
+    TCase *tl = tcase_create("layout");
+    tcase_set_timeout(tl, 600);
+    tcase_add_test(tl, nodes_are_laid_out_by_their_number_of_children);
+    tcase_add_test(tl, matching_through_each_shape_equals_the_scan);
+    tcase_add_test(tl, a_child_table_at_its_highest_load_finds_every_child);
+    tcase_add_test(tl, the_child_table_spreads_short_segments);
+    suite_add_tcase(s, tl);
     return sy_test_run(s);
 }

@@ -647,6 +647,109 @@ START_TEST(bad_regex_reports_offset_inside_the_pattern) {
 }
 END_TEST
 
+/* n, multi, first and last are 16-bit: a pattern of more elements is an
+ * error at the separator that makes one too many, not a truncation. */
+START_TEST(too_many_segments_is_an_error_at_that_separator) {
+    size_t max = 65534, n = max + 1;
+    char *src = malloc(2 * n + 1);
+    ck_assert_ptr_nonnull(src);
+    for (size_t i = 0; i < n; i++)
+        memcpy(src + 2 * i, "/a", 2);
+    src[2 * n] = '\0';
+    sy__pattern *p = NULL;
+    sy_error err;
+    ck_assert_int_eq(sy__pattern_compile_path(&A, src, &p, &err), SY_EPATTERN);
+    ck_assert_uint_eq(err.offset, 2 * max); /* the 65535th '/' */
+    ck_assert_ptr_nonnull(strstr(err.message, "65534 segments"));
+    /* one fewer compiles, every element kept */
+    src[2 * max] = '\0';
+    ck_assert_int_eq(sy__pattern_compile_path(&A, src, &p, &err), 0);
+    ck_assert_uint_eq(sy__pattern_segment_count(p), max);
+    ck_assert_str_eq(sy__pattern_literal(p, max - 1).ptr, "a");
+    sy__pattern_free(p);
+    /* unrooted: one element more than its separators */
+    src[2 * max] = '/';
+    ck_assert_int_eq(sy__pattern_compile_path(&A, src + 1, &p, &err),
+                     SY_EPATTERN);
+    ck_assert_uint_eq(err.offset, 2 * max - 1);
+    /* a host: three elements more than its dots, at most */
+    for (size_t i = 0; i < n; i++)
+        memcpy(src + 2 * i, "a.", 2);
+    src[2 * (max - 2)] = '\0'; /* 65532 dots */
+    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err), SY_EPATTERN);
+    ck_assert_uint_eq(err.offset, 2 * (max - 2) - 1); /* the last dot */
+    ck_assert_ptr_nonnull(strstr(err.message, "65534 labels"));
+    src[2 * (max - 3)] = '\0';
+    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err), 0);
+    sy__pattern_free(p);
+    free(src);
+}
+END_TEST
+
+/* A predicate's count of variables is 16-bit: the 65536th variable of a
+ * pattern is an error at its segment (label), not a truncation. */
+START_TEST(too_many_variables_is_an_error_at_that_label) {
+    /* 65,520 labels "{a}" (host names may repeat), then labels of five
+     * variables each: the fourth holds the 65,536th */
+    size_t simple = 65520, mixed = 4;
+    char *src = malloc(simple * 4 + mixed * 20 + 1), *q = src;
+    ck_assert_ptr_nonnull(src);
+    for (size_t i = 0; i < simple; i++, q += 4)
+        memcpy(q, "{a}.", 4);
+    for (size_t i = 0; i < mixed; i++, q += 20)
+        memcpy(q, "{a}-{a}-{a}-{a}-{a}.", 20);
+    q[-1] = '\0';
+    sy__pattern *p = NULL;
+    sy_error err;
+    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err), SY_EPATTERN);
+    ck_assert_uint_eq(err.offset, simple * 4 + 3 * 20); /* the 4th's start */
+    ck_assert_ptr_nonnull(strstr(err.message, "65535 variables"));
+    /* without the last: 65,535 variables compile */
+    q[-21] = '\0';
+    ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err), 0);
+    ck_assert_uint_eq(sy__pattern_var_count(p), 65535);
+    sy__pattern_free(p);
+    free(src);
+}
+END_TEST
+
+/* A pattern with a regex keeps its match context after its names, in the
+ * room sy__pattern_bytes_max counts from sy__pattern_regex_pieces: the
+ * arena holds no more than that, and the regex still matches under it. */
+START_TEST(regex_match_context_fits_the_counted_room) {
+    static const char *const pats[] = {
+        "/a/{x:\\d+}", "/f*.txt/{y}",  "/q?/**",     "/{*rest}",
+        "/{v}/*",      "/a-{b}-{c}/d", "/plain/text"};
+    static const size_t regex[] = {1, 1, 1, 0, 0, 1, 0};
+    for (size_t k = 0; k < sizeof pats / sizeof *pats; k++) {
+        const char *s = pats[k];
+        size_t len = strlen(s), seps = 0, braces = 0;
+        for (size_t i = 0; i < len; i++)
+            seps += s[i] == '/', braces += s[i] == '{';
+        size_t pieces = sy__pattern_regex_pieces(s, len, '/', true);
+        ck_assert_msg(pieces == regex[k], "%s: %zu pieces", s, pieces);
+        sy__arena ar;
+        sy__arena_init(&ar, &A, 4096);
+        sy__pattern *p = NULL;
+        sy_error err;
+        ck_assert_int_eq(sy__pattern_compile_in(&A, &ar, s, false, &p, &err),
+                         0);
+        ck_assert_uint_le(
+            ar.head->used,
+            sy__pattern_bytes_max(1, 1, seps, braces, pieces, false));
+        sy__pattern_free(p);
+        sy__arena_free(&ar);
+    }
+    mt m;
+    in_arena = true;
+    mt_open(&m, "/a/{x:\\d+}", false);
+    ck_assert(mt_run(&m, "/a/42", false));
+    ck_assert(!mt_run(&m, "/a/4b", false));
+    mt_close(&m);
+    in_arena = false;
+}
+END_TEST
+
 START_TEST(unbalanced_braces_are_errors) {
     ck_err("/a/{x", false, SY_EPATTERN, 5);
     ck_err("/a}", false, SY_EPATTERN, 2);
@@ -1014,6 +1117,9 @@ static Suite *suite(void) {
     tcase_add_test(t, duplicate_variable_is_an_error_at_the_second);
     tcase_add_test(t, bad_regex_reports_offset_inside_the_pattern);
     tcase_add_test(t, unbalanced_braces_are_errors);
+    tcase_add_test(t, too_many_segments_is_an_error_at_that_separator);
+    tcase_add_test(t, regex_match_context_fits_the_counted_room);
+    tcase_add_test(t, too_many_variables_is_an_error_at_that_label);
     tcase_add_test(t, capturing_group_in_a_mixed_segment_is_an_error);
     suite_add_tcase(s, t);
 

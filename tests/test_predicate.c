@@ -21,9 +21,11 @@ static void setup(void) {
 
 static sy__def_entry entry(const char *name, sy_kv *args, size_t n) {
     sy__def_entry e = {
-        name, sy__factory_find(SY_FACTORY_PREDICATE, name, strlen(name)), NULL,
-        args, n};
-    ck_assert_ptr_nonnull(e.spec);
+        .name = name,
+        .f.spec = sy__factory_find(SY_FACTORY_PREDICATE, name, strlen(name)),
+        .args = args,
+        .arg_count = (uint32_t)n};
+    ck_assert_ptr_nonnull(sy__def_spec(&e));
     return e;
 }
 
@@ -372,6 +374,27 @@ END_TEST
 START_TEST(path_bad_trailing_slash_flag_is_an_arg_error) {
     pred_err("Path", ARGS({"patterns", "/a"}, {"matchTrailingSlash", "maybe"}),
              SY_EARG, ROUTE_PATH ".args.matchTrailingSlash", 0);
+}
+END_TEST
+
+/* The predicate's count of variables is 16-bit: a pattern's most, 65,535,
+ * is kept whole, one more is an error naming the field and offset. */
+START_TEST(host_variable_count_is_kept_up_to_the_pattern_limit) {
+    size_t simple = 65520, mixed = 4;
+    char *src = malloc(simple * 4 + mixed * 20 + 1), *q = src;
+    ck_assert_ptr_nonnull(src);
+    for (size_t i = 0; i < simple; i++, q += 4)
+        memcpy(q, "{a}.", 4);
+    for (size_t i = 0; i < mixed; i++, q += 20)
+        memcpy(q, "{a}-{a}-{a}-{a}-{a}.", 20);
+    q[-1] = '\0';
+    pred_err("Host", ARGS({"patterns", src}), SY_EPATTERN,
+             ROUTE_PATH ".args.patterns", simple * 4 + 3 * 20);
+    q[-21] = '\0';
+    sy__pred *p = pred("Host", ARGS({"patterns", src}));
+    ck_assert_uint_eq(sy__pred_var_count(p), 65535);
+    sy__pred_free(p, &A);
+    free(src);
 }
 END_TEST
 
@@ -914,7 +937,11 @@ START_TEST(host_factory_compiles_once_tests_per_request_and_frees) {
     sy_predicate_factory f = {
         NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test_counting, hf_free, &c};
     sy_kv args[] = {{"prefix", "/in"}};
-    sy__def_entry e = {"InHouse", NULL, &f, args, 1};
+    sy__def_entry e = {.name = "InHouse",
+                       .f.host_factory = &f,
+                       .args = args,
+                       .arg_count = 1,
+                       .host = true};
     sy__pred *p;
     ck_assert_int_eq(sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, NULL), 0);
     ck_assert_int_eq(sy__pred_get_kind(p), SY_PK_HOST_FACTORY);
@@ -933,7 +960,11 @@ START_TEST(host_factory_error_gets_the_entry_path) {
     sy_predicate_factory f = {
         NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test, hf_free, &c};
     sy_kv args[] = {{"other", "x"}};
-    sy__def_entry e = {"InHouse", NULL, &f, args, 1};
+    sy__def_entry e = {.name = "InHouse",
+                       .f.host_factory = &f,
+                       .args = args,
+                       .arg_count = 1,
+                       .host = true};
     sy__pred *p;
     sy_error err;
     ck_assert_int_eq(sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, &err), SY_EARG);
@@ -957,6 +988,7 @@ static Suite *suite(void) {
     tcase_add_test(t, path_capture_rest_is_joined_into_scratch);
     tcase_add_test(t, path_without_room_for_captures_matches_without_them);
     tcase_add_test(t, path_pattern_error_names_the_field_and_offset);
+    tcase_add_test(t, host_variable_count_is_kept_up_to_the_pattern_limit);
     tcase_add_test(t, path_regex_error_has_offset_inside_the_pattern);
     tcase_add_test(t, path_bad_trailing_slash_flag_is_an_arg_error);
     tcase_add_test(t, host_matches_the_host_with_its_port_as_sent);

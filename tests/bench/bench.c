@@ -585,13 +585,15 @@ static void memory_child(size_t n) {
     const sy_snapshot *s = sy__snapshot_from_handle(h);
     size_t snap_bytes = s->bytes;
     size_t base_bytes = s->base ? sy__index_bytes(s->base) : 0;
-    /* the routes' own blocks: struct, arena chunks (with their headers) */
+    /* the routes' own blocks: struct, arena chunks (with their headers;
+     * the first chunk's strings at its top, arena.user, are past its size) */
     size_t route_bytes = 0;
     for (uint32_t i = 0; i < s->slot_count; i++) {
         const struct sy_route *rt = sy__snapshot_slot(s, i)->route;
         if (!rt)
             continue;
-        route_bytes += (sizeof *rt + 15) & ~(size_t)15;
+        route_bytes += sizeof *rt + rt->arena.user; /* the block holds the
+                                                       first chunk */
         for (const sy__arena_chunk *c = rt->arena.head; c; c = c->next)
             route_bytes += sizeof *c + c->size;
     }

@@ -68,15 +68,21 @@ static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
     return h ^ (h >> 32);
 }
 
-/* The child table's hash of (parent, segment). The segment's hash of a
- * short one is a single product, whose low bits depend only on the low
- * bytes: its high bits are folded down before the multiply, else "p0" ..
- * "p99999" under one parent probed ~19 slots on average (1.3 so). */
+/* The child table's hash of (parent, segment): one multiply, the slot
+ * taken from its high bits (child_slot), which depend on every bit of
+ * the segment's hash and the parent. (Slots from the low bits, which
+ * depend only on the low bits of the product's input, needed a fold
+ * before and after the multiply: "p0" .. "p99999", whose last bytes
+ * land in the segment hash's high bits, probed ~19 slots without them.)
+ * The tag is the high half: with the slot's bits the check before a
+ * node is read. */
 static inline uint64_t child_hash(uint32_t parent, uint64_t seg_hash) {
-    uint64_t h = seg_hash ^ parent;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    return h ^ (h >> 32);
+    return (seg_hash ^ parent) * 0xbf58476d1ce4e5b9ull;
+}
+
+/* The child table's slot of hash h in a table of mask + 1 slots. */
+static inline uint32_t child_slot(uint64_t h, uint32_t mask) {
+    return (uint32_t)(h >> __builtin_clzll((uint64_t)mask));
 }
 
 /* The hash of a segment of up to KEY_BYTES bytes, from its words. */
@@ -130,9 +136,9 @@ static inline bool edge_is(const edge *e, const char *strings, uint32_t parent,
  * with. */
 static inline void segment_words(const char *s, size_t len, uint64_t *w0,
                                  uint64_t *w1) {
-    if (len >= 8) {
+    if (len >= 8) { /* 16: the same load; longer: w1 is not compared */
         *w0 = sy__load_u64(s);
-        *w1 = len >= 16 ? sy__load_u64(s + 8) : sy__load_u64(s + len - 8);
+        *w1 = sy__load_u64(s + len - 8);
     } else if (len >= 4) {
         *w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
         *w1 = 0;
@@ -654,6 +660,8 @@ void layout_node(const builder *b, layout *L, uint32_t j) {
         x.tlen = (uint16_t)nd->term.len;
         x.mlen = (uint16_t)nd->multi.len;
     }
+    if (x.mlen)
+        x.shape |= X_MULTI;
     L->xn[j] = x;
 }
 
@@ -668,7 +676,7 @@ void layout_hash(const builder *b, layout *L, uint32_t j) {
             ? segment_hash(x->w0, x->w1, x->len)
             : segment_key(b->strings.ptr + L->key[L->order[j]].str_off, x->len)
                   .hash);
-    uint32_t i = (uint32_t)h & L->slot_mask;
+    uint32_t i = child_slot(h, L->slot_mask);
     while (L->slots[i].child)
         i = (i + 1) & L->slot_mask;
     L->slots[i] = (xslot){j, (uint32_t)(h >> 32)};
@@ -680,6 +688,8 @@ void layout_give(layout *L, sy__index *ix) {
     ix->node_count = L->count;
     ix->slots = L->slots;
     ix->slot_mask = L->slot_mask;
+    ix->slot_shift =
+        (uint8_t)(L->slot_mask ? __builtin_clzll((uint64_t)L->slot_mask) : 63);
     ix->strings = L->strings;
     ix->side = L->side;
     ix->nside = (uint32_t)L->nside;
@@ -1014,7 +1024,7 @@ find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
     seg_key k = segment_key(seg.ptr, seg.len);
     uint64_t h = child_hash(parent, k.hash);
     uint32_t tag = (uint32_t)(h >> 32);
-    for (uint32_t p = (uint32_t)h & ix->slot_mask;;
+    for (uint32_t p = (uint32_t)(h >> ix->slot_shift);;
          p = (p + 1) & ix->slot_mask) {
         const xslot *e = &ix->slots[p];
         if (!e->child)
@@ -1038,7 +1048,7 @@ static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
     segment_words(seg.ptr, seg.len, &w0, &w1);
     uint64_t h = child_hash(parent, segment_hash(w0, w1, seg.len));
     uint32_t tag = (uint32_t)(h >> 32);
-    for (uint32_t p = (uint32_t)h & ix->slot_mask;;
+    for (uint32_t p = (uint32_t)(h >> ix->slot_shift);;
          p = (p + 1) & ix->slot_mask) {
         const xslot *e = &ix->slots[p];
         if (!e->child)
@@ -1081,9 +1091,10 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
     const size_t count = c->count;
     for (;;) {
         const xnode *nd = &nodes[node];
+        uint32_t shape = nd->shape;
         /* a walkable host pattern starting with "**" has no leading '.',
          * which Ant compares: a host with one is not proven */
-        if (nd->mlen) {
+        if (shape & X_MULTI) {
             collect(c, multi_of(ix, nd, node), SY_PROOF_NONE, path || !c->lead);
             if (c->overflow)
                 return;
@@ -1105,7 +1116,6 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
                     return;
             }
         }
-        uint32_t shape = nd->shape;
         uint32_t kid = shape & X_HCHILD ? node + 1 : nd->kids;
         if (shape & X_WILD) {
             if (!(shape & (X_NLIT | X_HASH))) { /* the wildcard child only */

@@ -54,7 +54,8 @@ typedef struct seg_key {
  *                   compared one by one (1 .. DIRECT_MAX); X_HASH: more;
  *                   X_WILD: a wildcard child (the first); X_HCHILD: the
  *                   node is an X_HASH node's literal child; X_SIDE: the
- *                   lists are in side[]
+ *                   lists are in side[]; X_MULTI: a multi list (mlen or
+ *                   X_SIDE)
  *   kids  u32       the first child; with X_HCHILD the parent instead
  *                   (what a child table hit is checked against), the first
  *                   child being then the next node
@@ -77,14 +78,17 @@ typedef struct xnode {
 #define X_HASH 0x10u
 #define X_SIDE 0x20u
 #define X_HCHILD 0x40u
+/* a multi list (mlen != 0, or X_SIDE): tested with the shape's other
+ * bits, no second load */
+#define X_MULTI 0x80u
 /* Literal children compared one by one up to this many: a compare is a
  * length and two words, cheaper than hashing the segment and probing. */
 #define DIRECT_MAX 4
 
 /* The child table: the literal children of X_HASH nodes, keyed by (the
  * parent's id, the segment), linear probing, eight entries to a line,
- * load <= 1/2. tag: the combined hash's high half (the slot is from its
- * low bits); child 0: empty (a root is nobody's child). A hit is checked
+ * load <= 1/2. tag: the combined hash's high half (the slot is its
+ * top bits, h >> slot_shift); child 0: empty (a root is nobody's child). A hit is checked
  * against the child's own words and its parent (its kids field). */
 typedef struct xslot {
     uint32_t child;
@@ -165,6 +169,7 @@ struct sy__index {
     uint32_t built_nodes;
     xslot *slots; /* the child table, slot_mask + 1; or NULL */
     uint32_t slot_mask;
+    uint8_t slot_shift; /* a hash's slot is its high bits: h >> slot_shift */
     char *strings; /* segments longer than KEY_BYTES, from byte 9 */
     xside *side;   /* nside */
     uint32_t nside;

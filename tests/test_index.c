@@ -711,6 +711,140 @@ START_TEST(the_child_table_spreads_short_segments) {
 }
 END_TEST
 
+/* Literal segments of every length class the keys treat apart (1..3,
+ * 4..7, 8..15, 16, longer: 17, 24, 64), 8 of each under a node that
+ * hashes them (/h/, 104 children) and 3 under one that compares them
+ * one by one (/d<len>/): each found, and a request one byte off at each
+ * place, a byte shorter or longer, or spelled with %xx escapes finds what
+ * the scan finds. */
+static const size_t key_lens[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 64};
+enum { NKL = sizeof key_lens / sizeof key_lens[0] };
+
+static void key_seg(size_t li, size_t j, char *out) {
+    uint32_t x = (uint32_t)(li * 131 + j * 7919 + 17);
+    for (size_t k = 0; k < key_lens[li]; k++) {
+        x = x * 1103515245u + 12345u;
+        out[k] = "abcdefghijklmnopqrstuvwxyz0123456789"[(x >> 16) % 36];
+    }
+    out[0] = (char)('a' + j); /* the 8 of a length differ */
+    out[key_lens[li]] = '\0';
+}
+
+START_TEST(segments_of_each_length_are_keyed_as_the_scan_reads_them) {
+    size_t cap = 64 * 1024, o = 0;
+    char *doc = malloc(cap);
+    ck_assert_ptr_nonnull(doc);
+    doc[o++] = '[';
+    for (size_t li = 0; li < NKL; li++)
+        for (size_t j = 0; j < 8; j++) {
+            char seg[72];
+            key_seg(li, j, seg);
+            o += (size_t)snprintf(doc + o, cap - o,
+                                  "%s{\"id\":\"h%zu_%zu\",\"uri\":\"http://b\","
+                                  "\"predicates\":[\"Path=/h/%s\"]}",
+                                  o > 1 ? "," : "", li, j, seg);
+            if (j < 3)
+                o += (size_t)snprintf(
+                    doc + o, cap - o,
+                    ",{\"id\":\"d%zu_%zu\",\"uri\":\"http://b\","
+                    "\"predicates\":[\"Path=/d%zu/%s/x\"]}",
+                    li, j, li, seg);
+        }
+    doc[o++] = ']';
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    sy_snapshot *h = sy_router_acquire(r);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    for (size_t li = 0; li < NKL; li++)
+        for (size_t j = 0; j < 8; j++) {
+            char seg[72], p[128], q[256], id[32];
+            key_seg(li, j, seg);
+            size_t len = key_lens[li];
+            for (int d = 0; d < 2 && (d == 0 || j < 3); d++) {
+                if (d)
+                    snprintf(p, sizeof p, "/d%zu/%s/x", li, seg);
+                else
+                    snprintf(p, sizeof p, "/h/%s", seg);
+                snprintf(id, sizeof id, "%c%zu_%zu", d ? 'd' : 'h', li, j);
+                const sy_route *rt = match_both(h, ctx, p);
+                ck_assert_msg(rt && strcmp(sy_route_id(rt), id) == 0, "%s", p);
+                /* the segment at p + at */
+                size_t at = (size_t)(strstr(p + 1, seg) - p);
+                for (size_t k = 0; k < len; k++) { /* one byte off */
+                    snprintf(q, sizeof q, "%s", p);
+                    q[at + k] = q[at + k] == 'z' ? 'y' : 'z';
+                    match_both(h, ctx, q);
+                }
+                /* a byte shorter, a byte longer */
+                snprintf(q, sizeof q, "%.*s%s", (int)(at + len - 1), p,
+                         p + at + len);
+                match_both(h, ctx, q);
+                snprintf(q, sizeof q, "%.*sq%s", (int)(at + len), p,
+                         p + at + len);
+                match_both(h, ctx, q);
+                /* the first and the last byte escaped: decoded, the same
+                 * segment */
+                snprintf(q, sizeof q, "%.*s%%%02X%.*s%s", (int)at, p,
+                         (unsigned char)seg[0], (int)(len - 1), seg + 1,
+                         p + at + len);
+                rt = match_both(h, ctx, q);
+                ck_assert_msg(rt && strcmp(sy_route_id(rt), id) == 0, "%s", q);
+                snprintf(q, sizeof q, "%.*s%.*s%%%02x%s", (int)at, p,
+                         (int)(len - 1), seg, (unsigned char)seg[len - 1],
+                         p + at + len);
+                rt = match_both(h, ctx, q);
+                ck_assert_msg(rt && strcmp(sy_route_id(rt), id) == 0, "%s", q);
+            }
+        }
+    sy_match_ctx_free(ctx);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
+/* The child table spreads one segment under many parents: 1,024 nodes
+ * with the same 5 children ("/q<i>/a" .. "/q<i>/e"), where only the
+ * parent tells the entries apart; each found. */
+START_TEST(the_child_table_spreads_one_segment_under_many_parents) {
+    enum { P = 1024 };
+    size_t cap = (size_t)P * 5 * 96 + 16, o = 0;
+    char *doc = malloc(cap);
+    doc[o++] = '[';
+    for (size_t i = 0; i < P; i++)
+        for (char c = 'a'; c <= 'e'; c++)
+            o += (size_t)snprintf(doc + o, cap - o,
+                                  "%s{\"id\":\"q%zu%c\",\"uri\":\"http://b\","
+                                  "\"predicates\":[\"Path=/q%zu/%c\"]}",
+                                  o > 1 ? "," : "", i, c, i, c);
+    doc[o++] = ']';
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy__index *ix = sy__snapshot_from_handle(h)->base;
+    size_t run = 0, longest = 0;
+    for (size_t i = 0; i < 2 * (size_t)(ix->slot_mask + 1); i++) {
+        run = ix->slots[i & ix->slot_mask].child ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    ck_assert_msg(longest <= 64, "a run of %zu occupied slots", longest);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    for (size_t i = 0; i < P; i += 7) {
+        char p[32], id[32];
+        snprintf(p, sizeof p, "/q%zu/c", i);
+        snprintf(id, sizeof id, "q%zuc", i);
+        const sy_route *rt = match_both(h, ctx, p);
+        ck_assert_msg(rt && strcmp(sy_route_id(rt), id) == 0, "%s", p);
+        snprintf(p, sizeof p, "/q%zu/f", i);
+        ck_assert_ptr_null(match_both(h, ctx, p));
+    }
+    sy_match_ctx_free(ctx);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("index");
     TCase *tc = tcase_create("whole_host");
@@ -727,6 +861,8 @@ int main(void) {
     tcase_add_test(tl, matching_through_each_shape_equals_the_scan);
     tcase_add_test(tl, a_child_table_at_its_highest_load_finds_every_child);
     tcase_add_test(tl, the_child_table_spreads_short_segments);
+    tcase_add_test(tl, segments_of_each_length_are_keyed_as_the_scan_reads_them);
+    tcase_add_test(tl, the_child_table_spreads_one_segment_under_many_parents);
     suite_add_tcase(s, tl);
     return sy_test_run(s);
 }

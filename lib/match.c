@@ -11,7 +11,8 @@
  */
 #include "match.h"
 
-#include "index_int.h" /* index_host_exact, inline */
+#include "index_int.h"     /* index_host_exact, inline */
+#include "pattern_split.h" /* sy__segments_split_fast, inline */
 
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
@@ -30,6 +31,7 @@ int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
     c->ev.path = &c->path;
     c->ev.host = &c->host;
     c->ev.scratch = &c->scratch;
+    c->m.ctx = c; /* the result a match returns is always this one */
     c->gctx = sy__re_general_context_new(&c->alloc);
     if (!c->gctx || !sy__budget_init(&c->budget, c->gctx)) {
         if (c->gctx)
@@ -58,7 +60,7 @@ void sy_match_ctx_free(sy_match_ctx *c) {
 /* Grow scratch to the snapshot's needs (only allocation on this path). */
 static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
                                               const sy_snapshot *s) {
-    size_t need = (size_t)s->max_vars + 8;
+    size_t need = s->prep.fit_caps;
     if (c->caps_cap < need) {
         sy__capture *caps =
             sy__realloc(&c->alloc, c->caps, need * sizeof *caps);
@@ -69,7 +71,7 @@ static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
         c->ev.caps = caps;
         c->ev.caps_cap = need;
     }
-    uint32_t groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
+    uint32_t groups = s->prep.fit_groups;
     if (!c->md || c->md_groups < groups) {
         pcre2_match_data *md = pcre2_match_data_create(groups, c->gctx);
         if (!md)
@@ -80,20 +82,21 @@ static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
         c->md_groups = groups;
         c->ev.md = md;
     }
+    /* what fits now: the larger of each (a context serves any snapshot) */
+    c->fit_caps = c->caps_cap < UINT32_MAX ? (uint32_t)c->caps_cap : UINT32_MAX;
+    c->fit_groups = c->md_groups;
     return SY_OK;
 }
 
 static inline int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
-    uint32_t groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
-    if (c->caps_cap >= (size_t)s->max_vars + 8 && c->md &&
-        c->md_groups >= groups)
+    if (c->fit_caps >= s->prep.fit_caps && c->fit_groups >= s->prep.fit_groups)
         return SY_OK;
     return ctx_grow(c, s);
 }
 
 /* The host as matched: port removed when the router strips it. */
 static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
-    if (!s->strip_host_port || !host.len)
+    if (!s->prep.strip_host_port || !host.len)
         return host;
     size_t end = host.len;
     size_t start = 0;
@@ -125,7 +128,7 @@ static uint64_t draw_seed(sy_match_ctx *c, const sy_snapshot *s) {
  * without a seed gets one when some route draws a Weight. */
 static const sy_request *full_request(sy_match_ctx *c, const sy_snapshot *s,
                                       const sy_request *req) {
-    bool seed = req->seed == 0 && s->weight_count > 0;
+    bool seed = req->seed == 0 && s->prep.weights;
     if (req->size >= sizeof(sy_request) && !seed)
         return req;
     static const sy_request defaults = SY_REQUEST_INIT;
@@ -171,39 +174,54 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     const sy__arena_chunk *h = c->scratch.head;
     if (h && (h->next || h->used))
         sy__arena_reset(&c->scratch);
-    c->path.keep_escaped_slashes =
-        s->path_norm.mode == SY_PN_NORMALIZE &&
-        s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
     /* split first: the same pass tells whether the normaliser has anything
-     * to look at (a rooted path without '.' or '%' is never changed) */
+     * to look at (match_prep_init's norm_mask, snapshot.c); the inline
+     * split decodes nothing, so only the others read keep_escaped_slashes */
     sy_str path = (*reqp)->path;
     unsigned seen;
-    if (!sy__segments_split_scan(&c->path, path, &c->scratch, &c->alloc, &seen))
+    int split = sy__segments_split_fast(&c->path, path, &c->alloc, &seen);
+    if (split < 0) {
+        c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
+        split = sy__segments_split_scan(&c->path, path, &c->scratch, &c->alloc,
+                                        &seen);
+    }
+    if (!split)
         return SY_ENOMEM;
-    if (s->path_norm.mode != SY_PN_AS_IS &&
-        ((seen & (SY_SEEN_DOT | SY_SEEN_PCT)) || s->path_norm.merge_slashes ||
-         !path.len || path.ptr[0] != '/')) {
+    if (seen & s->prep.norm_mask) {
         if ((rc = normalize_path(c, s, reqp)))
             return rc;
-        if ((*reqp)->path.ptr != path.ptr &&
-            !sy__segments_split(&c->path, (*reqp)->path, &c->scratch,
-                                &c->alloc))
-            return SY_ENOMEM;
+        if ((*reqp)->path.ptr != path.ptr) {
+            c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
+            if (!sy__segments_split(&c->path, (*reqp)->path, &c->scratch,
+                                    &c->alloc))
+                return SY_ENOMEM;
+            seen = SY_SEEN_EMPTY; /* not looked at again: may be */
+        }
     }
+    c->path_seen = seen;
+    c->lazy_list = NULL;
     const sy_request *req = *reqp;
-    sy_str host = host_for_match(s, req->host);
-    c->host.count = 0;
-    /* see host_labels (lead and trail are read for host lists only, which
-     * a split or the whole-host table's answer sets) */
-    c->host_state = s->needs_host && host.len ? HOST_PENDING : HOST_READY;
     sy__eval *ev = &c->ev;
     ev->req = req;
+    c->host.count = 0;
+    /* ev->weight and ev->ncaps are set by whatever evaluates predicates
+     * or takes captures, before it does */
+    if (__builtin_expect(!s->prep.host_or_time, 1)) {
+        /* no port to strip, no Host and no time predicate: the host as
+         * given, no labels, the request's time */
+        c->host_state = HOST_READY;
+        ev->host_str = req->host;
+        ev->now_ms = req->now_ms;
+        return SY_OK;
+    }
+    sy_str host = host_for_match(s, req->host);
+    /* see host_labels (lead and trail are read for host lists only, which
+     * a split or the whole-host table's answer sets) */
+    c->host_state = s->prep.needs_host && host.len ? HOST_PENDING : HOST_READY;
     ev->host_str = host;
-    ev->now_ms = req->now_ms || !s->needs_time ? req->now_ms
-                 : s->clock_ms                 ? s->clock_ms(s->clock_data)
-                                               : sy__now_realtime_ms();
-    ev->weight = NULL;
-    ev->ncaps = 0;
+    ev->now_ms = req->now_ms || !s->prep.needs_time ? req->now_ms
+                 : s->clock_ms                      ? s->clock_ms(s->clock_data)
+                                                    : sy__now_realtime_ms();
     return SY_OK;
 }
 
@@ -213,7 +231,10 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
  * labels stay empty and the match reports SY_ENOMEM (HOST_OOM). */
 static __attribute__((noinline)) void host_split_now(sy_match_ctx *c) {
     c->host_state = HOST_READY;
-    if (!sy__segments_split_host(&c->host, c->ev.host_str, &c->alloc)) {
+    int r = sy__segments_split_host_fast(&c->host, c->ev.host_str, &c->alloc);
+    if (r < 0)
+        r = sy__segments_split_host(&c->host, c->ev.host_str, &c->alloc);
+    if (!r) {
         c->host.count = 0;
         c->host.lead = c->host.trail = false;
         c->host_state = HOST_OOM;
@@ -320,20 +341,59 @@ static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
 }
 
 /* cand_holds for a candidate its inline data does not decide. */
-static __attribute__((noinline)) bool
-cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
-                const sy__cand *cd, int mbit, bool odd_host) {
+static bool cand_test(sy_match_ctx *c, const sy_snapshot *s,
+                      const sy__cand_list *l, const sy__cand *cd, int mbit,
+                      bool odd_host) {
     sy__eval *ev = &c->ev;
     if ((cd->flags & SY_CAND_WALK) && l->exact && !odd_host) {
         if (!(cd->flags & SY_CAND_WHOLE) ||
             (mbit == 31 && cd->methods != UINT32_MAX))
             return walk_rest_holds(c, s, l, cd);
-        ev->ncaps = 0;
-        ev->weight = NULL;
+        ev->ncaps = 0; /* a whole route: no predicate to evaluate */
         if (walk_caps(ev, l, cd))
             return true;
     }
     return candidate_fails(c, s, cd->slot, l->proof) < 0;
+}
+
+/* cand_test under the request's budget: the predicates it may run are
+ * the only part of a lookup that reads the budget (a regex, repeated
+ * values), so only they make it this thread's current one. */
+static __attribute__((noinline)) bool
+cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
+                const sy__cand *cd, int mbit, bool odd_host) {
+    sy__budget *saved;
+    sy__budget_enter(&c->budget, &saved);
+    bool ok = cand_test(c, s, l, cd, mbit, odd_host);
+    sy__budget_leave(saved);
+    return ok;
+}
+
+/* Whether a whole, walk-proven candidate's captures hold (no {var} on an
+ * empty segment) without taking them: they are taken on first read
+ * (caps_now). false: take them now (walk_caps decides). */
+static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
+                              const sy__cand *cd) {
+    if (cd->nvars > c->ev.caps_cap)
+        return false;
+    if (!l->host && (c->path_seen & SY_SEEN_EMPTY)) { /* labels never are */
+        const sy__cand_var *v = l->vars + cd->vars;
+        for (size_t k = 0; k < cd->nvars; k++)
+            if (!c->path.dec[v[k].seg].len)
+                return false;
+    }
+    c->lazy_list = l;
+    c->lazy_cand = cd;
+    return true;
+}
+
+/* The captures of the route found, taken now if caps_later left them. */
+static void caps_now(sy_match_ctx *c) {
+    if (c->lazy_list) {
+        c->ev.ncaps = 0;
+        walk_caps(&c->ev, c->lazy_list, c->lazy_cand);
+        c->lazy_list = NULL;
+    }
 }
 
 /* Does candidate `cd` of list `l` hold? The index's inline data first:
@@ -356,9 +416,11 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
     bool odd_host = l->host && (c->host.lead || c->host.trail);
     if ((cd->flags & SY_CAND_WHOLE) && l->exact && !odd_host &&
         (mbit != 31 || cd->methods == UINT32_MAX)) {
-        c->ev.ncaps = 0;
-        c->ev.weight = NULL;
-        if (walk_caps(&c->ev, l, cd))
+        if (!cd->nvars) {
+            c->ev.ncaps = 0;
+            return true;
+        }
+        if (caps_later(c, l, cd)) /* caps_now sets ncaps */
             return true;
     }
     return cand_holds_rest(c, s, l, cd, mbit, odd_host);
@@ -367,14 +429,13 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
 static sy_match *found_route(sy_match_ctx *c, const sy_snapshot *s,
                              const sy_request *req, uint32_t slot,
                              const struct sy_route *r) {
-    sy_match *m = &c->m;
-    m->ctx = c;
+    sy_match *m = &c->m; /* m->ctx is c (sy_match_ctx_new); plan_rc is
+                          * set with the plan */
     m->snap = s;
     m->req = req;
     m->slot = slot;
     m->route = r;
     m->plan_done = false;
-    m->plan_rc = 0;
     return m;
 }
 
@@ -383,8 +444,8 @@ static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
     return found_route(c, s, req, slot, sy__snapshot_slot(s, slot)->route);
 }
 
-static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
-                        const sy_request *req, sy_match **out) {
+static int match_linear_now(sy_match_ctx *c, const sy_snapshot *s,
+                            const sy_request *req, sy_match **out) {
     if (!host_labels(c))
         return SY_ENOMEM;
     for (size_t i = 0; i < s->route_count; i++) {
@@ -403,8 +464,30 @@ static int match_linear(sy_match_ctx *c, const sy_snapshot *s,
     return SY_OK;
 }
 
+/* The linear scan under the request's budget (cand_holds_rest). */
+static __attribute__((noinline)) int match_linear(sy_match_ctx *c,
+                                                  const sy_snapshot *s,
+                                                  const sy_request *req,
+                                                  sy_match **out) {
+    sy__budget *saved;
+    sy__budget_enter(&c->budget, &saved);
+    int rc = match_linear_now(c, s, req, out);
+    sy__budget_leave(saved);
+    return rc;
+}
+
 static bool valid_request(const sy_request *req) {
     return req && req->size >= sizeof(sy_request) - sizeof(int64_t);
+}
+
+/* The arguments of a match: a branch each (no flag arithmetic). */
+static inline bool valid_args(const sy_snapshot *h, const sy_match_ctx *c,
+                              const sy_request *req, sy_match **out) {
+    if (__builtin_expect(!h, 0) || __builtin_expect(!c, 0) ||
+        __builtin_expect(!out, 0) || __builtin_expect(!req, 0))
+        return false;
+    return __builtin_expect(req->size >= sizeof(sy_request) - sizeof(int64_t),
+                            1);
 }
 
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
@@ -429,8 +512,9 @@ static void allow_add(sy_match_ctx *c, const char *name, size_t len) {
 }
 
 /* After a miss: 405 when a route failed only on its Method predicate(s):
- * every other predicate of it holds. Runs on misses only. */
-static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
+ * every other predicate of it holds. Runs on misses only, under the
+ * request's budget (method_reason). */
+static sy_nomatch method_reason_now(sy_match_ctx *c, const sy_snapshot *s) {
     c->allow_len = 0;
     c->allow[0] = '\0';
     host_labels(c); /* a failure is reported by the match (HOST_OOM) */
@@ -466,30 +550,38 @@ static sy_nomatch method_reason(sy_match_ctx *c, const sy_snapshot *s) {
     return c->allow_len ? SY_NOMATCH_METHOD : SY_NOMATCH_NO_ROUTE;
 }
 
+static __attribute__((noinline)) sy_nomatch
+method_reason(sy_match_ctx *c, const sy_snapshot *s) {
+    sy__budget *saved;
+    sy__budget_enter(&c->budget, &saved);
+    sy_nomatch r = method_reason_now(c, s);
+    sy__budget_leave(saved);
+    return r;
+}
+
 /* Both matchers: check arguments, complete the request, prepare. */
 static inline __attribute__((always_inline)) int
 match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
              sy_match **out, bool linear) {
-    if (!h || !c || !out || !valid_request(req))
+    if (!valid_args(h, c, req, out))
         return SY_EINVAL;
     *out = NULL;
     c->nomatch = SY_NOMATCH_NONE;
     c->method_miss_count = 0;
     const sy_snapshot *s = sy__snapshot_from_handle(h);
-    if (req->size < sizeof(sy_request) || (!req->seed && s->weight_count))
+    if (req->size < sizeof(sy_request) || (!req->seed && s->prep.weights))
         req = full_request(c, s, req);
     int rc = prepare(c, s, &req);
     if (rc)
         return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match, a reason */
-    /* one CPU budget for the whole request, filters included (budget.h) */
-    sy__budget *saved;
+    /* one CPU budget for the whole request, filters included (budget.h);
+     * it is made this thread's current one only where predicates run
+     * (match_linear, cand_holds_rest, method_reason) */
     sy__budget_start(&c->budget, &s->budget);
-    sy__budget_enter(&c->budget, &saved);
     rc = linear ? match_linear(c, s, req, out) : match_indexed(c, s, req, out);
     /* the 405 check runs predicates again: inside the same budget */
     if (rc == SY_OK && !*out && !c->budget.exhausted)
         c->nomatch = method_reason(c, s);
-    sy__budget_leave(saved);
     if (rc == SY_OK && c->budget.exhausted) {
         *out = NULL; /* stopped: no route, whatever was left to try */
         if (c->host_state == HOST_OOM) /* no labels: no answer */
@@ -527,21 +619,28 @@ static inline int method_bit(sy_str m) {
     return sy__method_bit(m);
 }
 
+static int match_merge(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_request *req, sy_match **out, size_t n,
+                       int mbit);
+
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
     int mbit = method_bit(req->method);
     /* an empty Host matches no Host pattern (as SCG's null host): its
      * routes are no candidates, and no walk may prove them. A host the
-     * whole-host table knows needs no labels and no host walk. */
-    const sy__segments *host = c->ev.host_str.len ? &c->host : NULL;
+     * whole-host table knows needs no labels and no host walk. Without
+     * Host predicates (HOST_READY, no labels) there is no host walk
+     * either. */
+    const sy__segments *host = NULL;
     size_t pre = 0;
     if (c->host_state == HOST_PENDING) { /* a host; Host predicates */
         if (index_host_exact(s->base, c->ev.host_str, &c->lists[0])) {
-            pre = 1;
-            host = NULL; /* no labels: a host list sees no odd end */
+            pre = 1; /* no labels: a host list sees no odd end */
             c->host.lead = c->host.trail = false;
         } else if (!host_labels(c)) {
             return SY_ENOMEM;
+        } else {
+            host = &c->host;
         }
     }
     size_t n = sy__index_lookup(s->base, &c->path, host, mbit, c->lists + pre,
@@ -558,11 +657,12 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
 
     if (n == 1) { /* the common case: one list, already in rank order */
         const sy__cand_list *l = &c->lists[0];
-        for (uint32_t i = 0; i < l->len; i++) {
-            const sy__cand *cd = &l->c[i];
+        /* the bounds in locals: the stores below could alias the list */
+        const uint32_t bit = 1u << mbit;
+        for (const sy__cand *cd = l->c, *end = cd + l->len; cd < end; cd++) {
             /* the method bit first, inline; a refused candidate's slot
              * is read only when a 405 could still be recorded */
-            if (!((cd->methods >> mbit) & 1u)) {
+            if (!(cd->methods & bit)) {
                 if (c->method_miss_count < MAX_METHOD_MISSES &&
                     sy__snapshot_slot(s, cd->slot)->route)
                     c->method_misses[c->method_miss_count++] = cd->slot;
@@ -579,7 +679,14 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         return SY_OK;
     }
 
-    /* k-way merge by rank key; the first route that holds wins */
+    return match_merge(c, s, req, out, n, mbit);
+}
+
+/* Several lists: a k-way merge by rank key; the first route that holds
+ * wins. Out of line, so the one-list path above keeps its registers. */
+static __attribute__((noinline)) int
+match_merge(sy_match_ctx *c, const sy_snapshot *s, const sy_request *req,
+            sy_match **out, size_t n, int mbit) {
     for (size_t i = 0; i < n; i++)
         c->heads[i] = 0;
     uint64_t last = UINT64_MAX;
@@ -657,10 +764,12 @@ const sy_route *sy_match_route(const sy_match *m) {
 }
 
 size_t sy_match_var_count(const sy_match *m) {
+    caps_now(m->ctx);
     return m->ctx->ev.ncaps;
 }
 
 void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
+    caps_now(m->ctx);
     const sy__eval *ev = &m->ctx->ev;
     sy_str none = {NULL, 0};
     if (name)
@@ -670,6 +779,7 @@ void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
 }
 
 sy_str sy_match_var_get(const sy_match *m, const char *name) {
+    caps_now(m->ctx);
     const sy__eval *ev = &m->ctx->ev;
     size_t len = strlen(name);
     /* the last capture of a name wins, as SCG merges the predicates'
@@ -685,6 +795,7 @@ sy__plan *sy__match_plan(const sy_match *cm) {
      * which the caller owns (one thread at a time) */
     sy_match *m = (sy_match *)(uintptr_t)cm;
     if (!m->plan_done) {
+        caps_now(m->ctx);
         const struct sy_route *d = m->snap->defaults;
         const sy__eval *ev = &m->ctx->ev;
         memset(&m->plan, 0, sizeof m->plan);

@@ -45,6 +45,18 @@ struct sy_match_ctx {
     uint8_t host_state; /* HOST_READY, HOST_PENDING, HOST_OOM */
     sy__capture *caps;
     size_t caps_cap;
+    /* what the scratch fits (sy__match_prep's fit_*; 0 before the first
+     * match), so a match checks it against its snapshot's with two loads */
+    uint32_t fit_caps, fit_groups;
+    /* what the path's split saw (SY_SEEN_*, pattern.h): with EMPTY clear,
+     * no segment is empty */
+    unsigned path_seen;
+    /* the captures of the route found, when a walk proved it whole: taken
+     * from the request's segments on first read (caps_now, match.c), as a
+     * host that reads none pays nothing for them; NULL when ev.caps holds
+     * them already */
+    const sy__cand_list *lazy_list;
+    const sy__cand *lazy_cand;
     pcre2_general_context *gctx;
     pcre2_match_data *md;
     uint32_t md_groups;

@@ -19,7 +19,8 @@ typedef struct sy__segments {
     size_t count;
     size_t cap;
     sy_str *dec; /* decoded, matrix parameters removed */
-    sy_str *raw; /* raw slices of the request path */
+    sy_str *raw; /* raw slices of the request path (dec itself when no
+                  * segment needed decoding: one allocation holds both) */
     bool lead;   /* host: starts with '.'; dec[0] is then a virtual "" */
     /* path, set by the caller before splitting: %2F and %5C stay encoded
      * in dec (SY_SLASHES_KEEP), so no capture turns them into separators */
@@ -41,8 +42,18 @@ void sy__segments_free(sy__segments *segs, const sy__alloc *alloc);
 /* What sy__segments_split_scan saw in the path: a '.' starting a segment
  * (the path's first byte or one after a '/': a possible dot segment; a
  * '.' inside a segment, "index.html", is no business of the normaliser),
- * a '%', a ';'. */
-enum { SY_SEEN_DOT = 1, SY_SEEN_PCT = 2, SY_SEEN_SEMI = 4 };
+ * a '%', a ';'; a path that is empty or does not start with '/'
+ * (UNROOTED); a segment that may be empty (EMPTY: clear only when no
+ * decoded segment is empty, "//", a trailing '/'); ALWAYS is always set
+ * (so one mask can also say "normalise whatever the path holds"). */
+enum {
+    SY_SEEN_DOT = 1,
+    SY_SEEN_PCT = 2,
+    SY_SEEN_SEMI = 4,
+    SY_SEEN_UNROOTED = 8,
+    SY_SEEN_EMPTY = 16,
+    SY_SEEN_ALWAYS = 32
+};
 
 /* sy__segments_split, and in the same pass over the path's bytes the
  * SY_SEEN_* bits of what it holds (so the caller can tell that

@@ -302,6 +302,29 @@ static void prefetch_needs(const sy_snapshot *s, uint32_t i, uint32_t n) {
     }
 }
 
+/* What matching in s needs of its context and how its paths are split
+ * and normalised, worked out once per snapshot (sy__match_prep, read by
+ * match.c's prepare). */
+static void match_prep_init(sy_snapshot *s) {
+    sy__match_prep *p = &s->prep;
+    p->fit_caps = s->max_vars + 8;
+    p->fit_groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
+    bool as_is = s->path_norm.mode == SY_PN_AS_IS;
+    /* a rooted path without a '.' starting a segment and without '%' is
+     * never changed by the normaliser, unless it merges slashes */
+    p->norm_mask = as_is
+                       ? 0
+                       : SY_SEEN_DOT | SY_SEEN_PCT | SY_SEEN_UNROOTED |
+                             (s->path_norm.merge_slashes ? SY_SEEN_ALWAYS : 0);
+    p->keep_escaped_slashes =
+        !as_is && s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
+    p->strip_host_port = s->strip_host_port;
+    p->needs_host = s->needs_host;
+    p->needs_time = s->needs_time;
+    p->host_or_time = s->strip_host_port || s->needs_host || s->needs_time;
+    p->weights = s->weight_count > 0;
+}
+
 static int copy_config(sy_snapshot *s, const sy_snapshot *base,
                        const sy__snapshot_config *cfg) {
     const sy__alloc *a = s->alloc;
@@ -651,6 +674,7 @@ int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
     }
     if (rc)
         goto fail;
+    match_prep_init(s);
     s->bytes = sizeof *s + s->slot_chunk_cap * sizeof(void *) +
                s->rank_nchunks * (sizeof(void *) + sizeof(size_t)) +
                ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(void *) +
@@ -697,10 +721,6 @@ const struct sy__service *sy__snapshot_service(const sy_snapshot *s,
 }
 
 /* ---- public read-only API ---- */
-
-const sy_snapshot *sy__snapshot_from_handle(const sy_snapshot *handle) {
-    return (const sy_snapshot *)sy__pub_ref_obj((sy__pub_ref)handle);
-}
 
 uint64_t sy_snapshot_generation(const sy_snapshot *h) {
     return sy__snapshot_from_handle(h)->generation;

@@ -83,8 +83,26 @@ typedef struct sy__rank_chunk {
     uint32_t e[SY_RANK_CHUNK_MAX];
 } sy__rank_chunk;
 
+/* What every match reads of its snapshot before it looks at the request,
+ * worked out once when the snapshot is built (match_prep_init at the end
+ * of sy__snapshot_derive, snapshot.c) so the request path reads it
+ * instead of recomputing it per match (match.c's prepare). */
+typedef struct sy__match_prep {
+    uint32_t fit_caps;   /* capture slots a context needs (max_vars + 8) */
+    uint32_t fit_groups; /* match-data groups it needs (>= 16) */
+    /* SY_SEEN_* bits (pattern.h) of a path that send it to the path
+     * normaliser: none for SY_PN_AS_IS, ALWAYS when merging slashes */
+    uint8_t norm_mask;
+    bool keep_escaped_slashes; /* the split keeps %2F and %5C encoded */
+    /* copies of the fields below, here on the line a match reads first */
+    bool strip_host_port, needs_host, needs_time;
+    bool host_or_time; /* any of those three */
+    bool weights;      /* weight_count > 0 */
+} sy__match_prep;
+
 struct sy_snapshot {
-    sy__pub_obj pub; /* first: the publication header */
+    sy__pub_obj pub;     /* first: the publication header */
+    sy__match_prep prep; /* read first by every match */
     const sy__alloc *alloc;
     uint64_t generation;
     /* route-sequence fingerprint, kept up to date per change
@@ -221,6 +239,9 @@ size_t sy__overlay_lookup(const sy__overlay *const *ov, size_t nov,
                           size_t cap);
 
 /* The snapshot behind a handle returned by acquire (untags it). */
-const sy_snapshot *sy__snapshot_from_handle(const sy_snapshot *handle);
+static inline const sy_snapshot *
+sy__snapshot_from_handle(const sy_snapshot *handle) {
+    return (const sy_snapshot *)sy__pub_ref_obj((sy__pub_ref)handle);
+}
 
 #endif

@@ -561,6 +561,83 @@ START_TEST(strip_host_port_option_ignores_the_port) {
 }
 END_TEST
 
+/* A route the index walk proves whole (Path or Host patterns only) has
+ * its captures taken from the request's segments on first read: each
+ * reader (var_count, var, var_get, the filter plan) sees them, in host
+ * and path lists alike, and the next match on the same context never
+ * sees the last one's. */
+START_TEST(walk_proven_captures_are_taken_when_read) {
+    /* 36 routes: a first document that large is indexed in one piece (a
+     * small one goes to an overlay, whose lists the walk proves nothing
+     * for), as the whole-route path needs */
+    char doc[4096];
+    int k = snprintf(
+        doc, sizeof doc, "%s",
+        "[{\"id\":\"p\",\"uri\":\"http://a\",\"predicates\":"
+        "[\"Path=/u/{id}/x/{k}\"],\"filters\":[\"SetPath=/v/{k}/{id}\"]},"
+        " {\"id\":\"h\",\"uri\":\"http://a\",\"predicates\":"
+        "[\"Host={a}.{b}.example.com\"]},"
+        " {\"id\":\"n\",\"uri\":\"http://a\",\"predicates\":[\"Path=/none\"]},"
+        " {\"id\":\"q\",\"uri\":\"http://a\",\"predicates\":"
+        "[\"Path=/q/{v}\",\"Query=t\"]}");
+    for (int i = 0; i < 32; i++)
+        k += snprintf(doc + k, sizeof doc - (size_t)k,
+                      ",{\"id\":\"f%d\",\"uri\":\"http://a\","
+                      "\"predicates\":[\"Path=/filler/%d/{x}\"]}",
+                      i, i);
+    snprintf(doc + k, sizeof doc - (size_t)k, "]");
+    sy_router *r = router_with(doc);
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m = NULL;
+    sy_str n, v;
+    /* path: the plan first, then the variables */
+    rq q = request("GET", "other.org", "/u/7/x/y");
+    ck_assert_int_eq(sy_snapshot_match(s, ctx_ix, &q.req, &m), 0);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_sy_str(sy_match_path(m), "/v/y/7");
+    ck_assert_uint_eq(sy_match_var_count(m), 2);
+    sy_match_var(m, 1, &n, &v);
+    ck_assert_sy_str(n, "k");
+    ck_assert_sy_str(v, "y");
+    /* host: var_get first (labels are read from the end) */
+    q = request("GET", "api.eu.example.com", "/z");
+    ck_assert_int_eq(sy_snapshot_match(s, ctx_ix, &q.req, &m), 0);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(sy_route_id(sy_match_route(m)), "h");
+    ck_assert_sy_str(sy_match_var_get(m, "b"), "eu");
+    ck_assert_sy_str(sy_match_var_get(m, "a"), "api");
+    ck_assert_uint_eq(sy_match_var_count(m), 2);
+    /* a match read by nobody, then one without variables: none left */
+    q = request("GET", "other.org", "/u/1/x/2");
+    ck_assert_int_eq(sy_snapshot_match(s, ctx_ix, &q.req, &m), 0);
+    q = request("GET", "other.org", "/none");
+    ck_assert_int_eq(sy_snapshot_match(s, ctx_ix, &q.req, &m), 0);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(sy_match_var_count(m), 0);
+    ck_assert_ptr_null(sy_match_var_get(m, "id").ptr);
+    /* nor after one whose predicates were evaluated */
+    q = request("GET", "other.org", "/u/1/x/2");
+    ck_assert_int_eq(sy_snapshot_match(s, ctx_ix, &q.req, &m), 0);
+    q = request("GET", "other.org", "/q/w");
+    q.req.query = S("t=1");
+    ck_assert_int_eq(sy_snapshot_match(s, ctx_ix, &q.req, &m), 0);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(sy_route_id(sy_match_route(m)), "q");
+    ck_assert_uint_eq(sy_match_var_count(m), 1);
+    ck_assert_sy_str(sy_match_var_get(m, "v"), "w");
+    ck_assert_ptr_null(sy_match_var_get(m, "id").ptr);
+    /* an empty segment under a {var}: no match, though the walk got there */
+    q = request("GET", "other.org", "/u//x/y");
+    ck_assert_int_eq(sy_snapshot_match(s, ctx_ix, &q.req, &m), 0);
+    ck_assert_ptr_null(m);
+    q = request("GET", "other.org", "/u/7/x/");
+    ck_assert_int_eq(sy_snapshot_match(s, ctx_ix, &q.req, &m), 0);
+    ck_assert_ptr_null(m);
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* The filter plan                                                      */
 /* ------------------------------------------------------------------ */
@@ -1497,6 +1574,7 @@ int main(void) {
     tcase_add_test(tc, host_patterns_use_dot_as_separator);
     tcase_add_test(tc, host_port_is_part_of_the_host_by_default);
     tcase_add_test(tc, strip_host_port_option_ignores_the_port);
+    tcase_add_test(tc, walk_proven_captures_are_taken_when_read);
     tcase_add_test(tc, plan_without_filters_keeps_path_query_and_headers);
     tcase_add_test(tc, strip_prefix_drops_leading_segments);
     tcase_add_test(tc, strip_prefix_of_every_segment_leaves_root);

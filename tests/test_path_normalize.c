@@ -223,22 +223,26 @@ START_TEST(repeated_slashes_are_kept_by_default) {
 END_TEST
 
 /* End to end under each option: a snapshot derived with the option set
- * in its config (what the router option will set). */
-static outcome route_with(int k, const char *path) {
+ * in its config (what the router option will set), holding "files"
+ * (Path=/files/{name}, SetPath) then "deep" (Path=/files/{a}/{b}). */
+static struct sy_route *snap_routes[2];
+
+static sy__alloc snap_alloc; /* the snapshot keeps a pointer to it */
+
+static sy_snapshot *snapshot_with(int k) {
     static const char *const defs[] = {
         "{\"id\":\"files\",\"uri\":\"http://files\",\"predicates\":"
         "[\"Path=/files/{name}\"],\"filters\":[\"SetPath=/store/{name}\"]}",
         "{\"id\":\"deep\",\"uri\":\"http://deep\",\"predicates\":"
         "[\"Path=/files/{a}/{b}\"]}"};
-    sy__alloc a;
-    sy__alloc_init(&a, NULL);
-    struct sy_route *rt[2];
+    sy__alloc_init(&snap_alloc, NULL);
     sy__route_change ch[2];
     for (uint32_t i = 0; i < 2; i++) {
         ck_assert_int_eq(sy__def_parse_route(defs[i], strlen(defs[i]), NULL,
-                                             "route", &rt[i], NULL),
+                                             "route", &snap_routes[i], NULL),
                          0);
-        ch[i] = (sy__route_change){rt[i]->id, rt[i], sy__rank_key(0, 0, i), 0};
+        ch[i] = (sy__route_change){snap_routes[i]->id, snap_routes[i],
+                                   sy__rank_key(0, 0, i), 0};
     }
     const char *const sources[] = {"s"};
     sy__snapshot_config cfg = {0};
@@ -248,10 +252,21 @@ static outcome route_with(int k, const char *path) {
     sy_snapshot *snap;
     struct sy_route **removed;
     size_t nremoved;
-    ck_assert_int_eq(sy__snapshot_derive(&a, NULL, &cfg, ch, 2, 1, &snap,
-                                         &removed, &nremoved, NULL),
+    ck_assert_int_eq(sy__snapshot_derive(&snap_alloc, NULL, &cfg, ch, 2, 1,
+                                         &snap, &removed, &nremoved, NULL),
                      0);
-    sy__free(&a, removed);
+    sy__free(&snap_alloc, removed);
+    return snap;
+}
+
+static void destroy_snapshot(sy_snapshot *snap) {
+    sy__snapshot_destroy(snap);
+    sy__route_unref(snap_routes[0]);
+    sy__route_unref(snap_routes[1]);
+}
+
+static outcome route_with(int k, const char *path) {
+    sy_snapshot *snap = snapshot_with(k);
     outcome o;
     memset(&o, 0, sizeof o);
     sy_match_ctx *ctx;
@@ -268,9 +283,7 @@ static outcome route_with(int k, const char *path) {
         snprintf(o.path, sizeof o.path, "%.*s", (int)p.len, p.ptr);
     }
     sy_match_ctx_free(ctx);
-    sy__snapshot_destroy(snap);
-    sy__route_unref(rt[0]);
-    sy__route_unref(rt[1]);
+    destroy_snapshot(snap);
     return o;
 }
 
@@ -374,6 +387,173 @@ START_TEST(router_options_select_the_behaviour) {
 }
 END_TEST
 
+/* ---- the matcher's fast paths against a plain reading of the rules ----
+ *
+ * The matcher splits a rooted path of up to 64 bytes without '%' or ';'
+ * inline, sends a path to the normaliser only when its split saw a '.'
+ * starting a segment, a '%', no leading '/' (or always, when merging
+ * slashes), and takes the captures of a route the index walk proved on
+ * first read, checking for empty segments only when the split saw one.
+ * Here every path of a table (around the 16- and 64-byte edges, with
+ * "//", a trailing '/', '.', "..", %2F, %5C, %2e, ';', no leading '/',
+ * empty) is matched under each option and compared with what the rules
+ * give: the normaliser's output split on '/', matrix parameters dropped,
+ * escapes decoded (%2F and %5C kept when escaped slashes are kept), then
+ * Path=/files/{name} (route "files") before Path=/files/{a}/{b} ("deep"),
+ * each also matching with one more, bare empty segment (a trailing '/').
+ */
+
+typedef struct seg {
+    char dec[160];
+    size_t raw_len;
+} seg;
+
+/* The rules' split of a normalised path; returns the segment count. */
+static size_t rule_split(const char *p, size_t n, bool keep, seg *out,
+                         size_t cap) {
+    size_t count = 0;
+    if (n == 0)
+        return 0;
+    size_t i = p[0] == '/' ? 1 : 0;
+    for (;;) {
+        size_t e = i;
+        while (e < n && p[e] != '/')
+            e++;
+        ck_assert_uint_lt(count, cap);
+        seg *sg = &out[count++];
+        sg->raw_len = e - i;
+        size_t end = i;
+        while (end < e && p[end] != ';')
+            end++;
+        size_t o = 0;
+        for (size_t k = i; k < end; k++) {
+            int hi, lo;
+            if (p[k] == '%' && k + 2 < end &&
+                (hi = sy__hexval(p[k + 1])) >= 0 &&
+                (lo = sy__hexval(p[k + 2])) >= 0 &&
+                !(keep && (hi * 16 + lo == '/' || hi * 16 + lo == '\\'))) {
+                sg->dec[o++] = (char)(hi * 16 + lo);
+                k += 2;
+            } else {
+                sg->dec[o++] = p[k];
+            }
+        }
+        sg->dec[o] = '\0';
+        if (e >= n)
+            break;
+        i = e + 1;
+    }
+    return count;
+}
+
+/* The route the rules pick ("" for none) and its first capture. */
+static const char *rule_route(int k, const char *path, bool *bad,
+                              char name[160], char norm[256]) {
+    sy__path_norm_opts o = opts_of(k);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__arena ar;
+    sy__arena_init(&ar, &a, 256);
+    sy_str in = {path, strlen(path)}, np;
+    int rc = sy__path_normalize(&o, in, &ar, &np);
+    *bad = rc == SY_PN_BAD_PATH;
+    name[0] = norm[0] = '\0';
+    if (!rc)
+        snprintf(norm, 256, "%.*s", (int)np.len, np.ptr);
+    const char *id = "";
+    if (!rc) {
+        bool keep =
+            o.mode != SY_PN_AS_IS && o.escaped_slashes == SY_PN_SLASHES_KEEP;
+        seg sg[80];
+        size_t n = rule_split(np.ptr, np.len, keep, sg, 80);
+        /* one more, bare empty segment: a trailing slash both accept */
+        size_t m = n >= 2 && sg[n - 1].raw_len == 0 ? n - 1 : n;
+        bool lit = n >= 1 && strcmp(sg[0].dec, "files") == 0;
+        if (lit && (n == 2 || m == 2) && sg[1].dec[0]) {
+            id = "files";
+            snprintf(name, 160, "%s", sg[1].dec);
+        } else if (lit && (n == 3 || m == 3) && sg[1].dec[0] && sg[2].dec[0]) {
+            id = "deep";
+            snprintf(name, 160, "%s", sg[1].dec);
+        }
+    }
+    sy__arena_free(&ar);
+    return id;
+}
+
+START_TEST(fast_paths_follow_the_rules) {
+    static const char *const heads[] = {
+        "/files/",      "files/",    "//files/",    "/files//", "/./files/",
+        "/x/../files/", "/files/./", "/files/%2e/", ""};
+    static const char *const tails[] = {
+        "",      "a",   "a/",   "a/b",   "a//b",   "a/b/",    ".",
+        "..",    "./a", "a/..", "%2F",   "a%2Fb",  "a%2fb/c", "a%5Cb",
+        "a;x=1", ";x",  "a/;x", "%2e",   "x.y",    ".x",      "a/b/c",
+        "%41",   "a%2", "/",    "a/b//", "a/./b/", "a/../b/c"};
+    /* padding around the 16-, 32- and 64-byte edges of the split */
+    static const size_t pads[] = {0,  1,  6,  7,  8,  9,  22, 23, 24, 25,
+                                  38, 39, 40, 54, 55, 56, 57, 58, 70};
+    char path[256], name[160], norm[256];
+    size_t checked = 0;
+    for (int k = DEF; k <= AS_IS; k++) {
+        sy_snapshot *snap = snapshot_with(k);
+        sy_match_ctx *ctx;
+        ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+        for (size_t h = 0; h < sizeof heads / sizeof *heads; h++)
+            for (size_t t = 0; t < sizeof tails / sizeof *tails; t++)
+                for (size_t pd = 0; pd < sizeof pads / sizeof *pads; pd++) {
+                    /* the padding goes into the first segment after the
+                     * head: "/files/" + "xxx" + tail */
+                    char pad[80];
+                    memset(pad, 'p', pads[pd]);
+                    pad[pads[pd]] = '\0';
+                    snprintf(path, sizeof path, "%s%s%s", heads[h], pad,
+                             tails[t]);
+                    bool bad;
+                    const char *want = rule_route(k, path, &bad, name, norm);
+                    sy_request req = SY_REQUEST_INIT;
+                    req.method = (sy_str){"GET", 3};
+                    req.path = (sy_str){path, strlen(path)};
+                    sy_match *m = NULL;
+                    ck_assert_int_eq(sy_snapshot_match(snap, ctx, &req, &m), 0);
+                    const char *got = m ? sy_route_id(sy_match_route(m)) : "";
+                    ck_assert_msg(strcmp(got, want) == 0,
+                                  "opts %d '%s': route '%s', want '%s'", k,
+                                  path, got, want);
+                    ck_assert_int_eq(sy_match_ctx_nomatch(ctx, NULL) ==
+                                         SY_NOMATCH_BAD_PATH,
+                                     bad);
+                    if (!m)
+                        continue;
+                    size_t want_vars = strcmp(want, "files") == 0 ? 1 : 2;
+                    sy_str v = sy_match_var_get(
+                        m, strcmp(want, "files") == 0 ? "name" : "a");
+                    ck_assert_msg(v.len == strlen(name) &&
+                                      memcmp(v.ptr, name, v.len) == 0,
+                                  "opts %d '%s': capture '%.*s', want '%s'", k,
+                                  path, (int)v.len, v.ptr, name);
+                    ck_assert_uint_eq(sy_match_var_count(m), want_vars);
+                    sy_str n0, v0;
+                    sy_match_var(m, 0, &n0, &v0);
+                    ck_assert(v0.ptr == v.ptr && v0.len == v.len);
+                    /* "deep" has no filter: upstream gets the path as
+                     * normalised ("files" sets its own) */
+                    sy_str up = sy_match_path(m);
+                    if (want_vars == 2)
+                        ck_assert_msg(
+                            up.len == strlen(norm) &&
+                                memcmp(up.ptr, norm, up.len) == 0,
+                            "opts %d '%s': upstream '%.*s', want '%s'", k, path,
+                            (int)up.len, up.ptr, norm);
+                    checked++;
+                }
+        sy_match_ctx_free(ctx);
+        destroy_snapshot(snap);
+    }
+    ck_assert_uint_gt(checked, 1000); /* many paths did match */
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("path_normalize");
     TCase *tc = tcase_create("path_normalize");
@@ -388,6 +568,7 @@ int main(void) {
     tcase_add_test(tc, merge_slashes_end_to_end);
     tcase_add_test(tc, as_is_leaves_the_path_alone);
     tcase_add_test(tc, router_options_select_the_behaviour);
+    tcase_add_test(tc, fast_paths_follow_the_rules);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -101,10 +101,25 @@ START_TEST(one_pass_split_equals_the_plain_split) {
         bool dot_starts = false; /* a '.' first or after a '/' */
         for (size_t i = 0; i < len; i++)
             dot_starts |= buf[i] == '.' && (i == 0 || buf[i - 1] == '/');
+        bool odd = len && (memchr(buf, '%', len) || memchr(buf, ';', len));
+        bool empty = false; /* a decoded segment is empty */
+        for (size_t i = 0; i < a.count; i++)
+            empty |= a.dec[i].len == 0;
         unsigned want = (dot_starts ? SY_SEEN_DOT : 0u) |
                         (len && memchr(buf, '%', len) ? SY_SEEN_PCT : 0u) |
-                        (len && memchr(buf, ';', len) ? SY_SEEN_SEMI : 0u);
+                        (len && memchr(buf, ';', len) ? SY_SEEN_SEMI : 0u) |
+                        (!len || buf[0] != '/' ? SY_SEEN_UNROOTED : 0u) |
+                        SY_SEEN_ALWAYS;
+        /* EMPTY: set whenever a segment is empty, and exactly then when
+         * no segment needs decoding (else it may be set anyway) */
+        if (empty || (odd && (seen & SY_SEEN_EMPTY)))
+            want |= SY_SEEN_EMPTY;
         ck_assert_uint_eq(seen, want);
+        /* plain segments of a rooted path: that path, else none */
+        bool flat = len && buf[0] == '/' && !odd;
+        ck_assert(b.flat.ptr == (flat ? buf : NULL));
+        if (flat)
+            ck_assert_uint_eq(b.flat.len, len);
         free(buf);
     }
     sy__segments_free(&a, &A);
@@ -115,13 +130,14 @@ END_TEST
 
 /* Host labels against a plain reading of the rule (split on '.', empty
  * labels dropped, one empty label for a leading and one for a trailing
- * '.'), on random hosts of 0-40 bytes in buffers of their exact size. */
+ * '.'), on random hosts of 0-80 bytes in buffers of their exact size. */
 START_TEST(host_split_equals_the_rule) {
     sy__segments a = {0};
     uint64_t rng = 0x2545f4914f6cdd1dull;
     for (int iter = 0; iter < 20000; iter++) {
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        size_t len = (size_t)(rng % 41);
+        /* 0-80 bytes: both sides of the 64-byte one-mask split */
+        size_t len = (size_t)(rng % 81);
         char *buf = malloc(len ? len : 1);
         for (size_t i = 0; i < len; i++) {
             rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;

@@ -88,8 +88,8 @@ typedef struct xnode {
 /* The child table: the literal children of X_HASH nodes, keyed by (the
  * parent's id, the segment), linear probing, eight entries to a line,
  * load <= 1/2. tag: the combined hash's high half (the slot is its
- * top bits, h >> slot_shift); child 0: empty (a root is nobody's child). A hit is checked
- * against the child's own words and its parent (its kids field). */
+ * top bits, h >> slot_shift); child 0: empty (a root is nobody's child). A hit
+ * is checked against the child's own words and its parent (its kids field). */
 typedef struct xslot {
     uint32_t child;
     uint32_t tag;
@@ -170,8 +170,8 @@ struct sy__index {
     xslot *slots; /* the child table, slot_mask + 1; or NULL */
     uint32_t slot_mask;
     uint8_t slot_shift; /* a hash's slot is its high bits: h >> slot_shift */
-    char *strings; /* segments longer than KEY_BYTES, from byte 9 */
-    xside *side;   /* nside */
+    char *strings;      /* segments longer than KEY_BYTES, from byte 9 */
+    xside *side;        /* nside */
     uint32_t nside;
     sy__cand *cands; /* every list, flattened */
     sy__cand_var *vars;

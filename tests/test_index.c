@@ -861,7 +861,8 @@ int main(void) {
     tcase_add_test(tl, matching_through_each_shape_equals_the_scan);
     tcase_add_test(tl, a_child_table_at_its_highest_load_finds_every_child);
     tcase_add_test(tl, the_child_table_spreads_short_segments);
-    tcase_add_test(tl, segments_of_each_length_are_keyed_as_the_scan_reads_them);
+    tcase_add_test(tl,
+                   segments_of_each_length_are_keyed_as_the_scan_reads_them);
     tcase_add_test(tl, the_child_table_spreads_one_segment_under_many_parents);
     suite_add_tcase(s, tl);
     return sy_test_run(s);

@@ -1077,6 +1077,13 @@ static inline uint32_t find_direct(const collector *c, uint32_t first,
     return NONE;
 }
 
+/* A node's first child (its wildcard one, if any, then its literal ones):
+ * with HCHILD (kids is then its parent) the next node. */
+static inline uint32_t first_kid(const xnode *nd, uint32_t node,
+                                 uint32_t shape) {
+    return shape & X_HCHILD ? node + 1 : nd->kids;
+}
+
 /* Depth-first walk over literal and wildcard edges; `literal` says every
  * segment so far was matched by a literal edge. A node without literal
  * children costs no compare, one with a few (X_NLIT) compares them, one
@@ -1116,8 +1123,10 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
                     return;
             }
         }
-        uint32_t kid = shape & X_HCHILD ? node + 1 : nd->kids;
+        /* the first child is read only where it is used (a hashed step
+         * finds its child through the table) */
         if (shape & X_WILD) {
+            uint32_t kid = first_kid(nd, node, shape);
             if (!(shape & (X_NLIT | X_HASH))) { /* the wildcard child only */
                 node = kid;
                 literal = false;
@@ -1127,10 +1136,11 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
             self(c, kid, depth + 1, false);
             if (c->overflow)
                 return;
-            kid++;
-        }
-        if (shape & X_NLIT) {
-            node = find_direct(c, kid, shape & X_NLIT, i);
+            node = shape & X_NLIT ? find_direct(c, kid + 1, shape & X_NLIT, i)
+                                  : find_hashed(ix, node, c->dec[i]);
+        } else if (shape & X_NLIT) {
+            node =
+                find_direct(c, first_kid(nd, node, shape), shape & X_NLIT, i);
         } else if (shape & X_HASH) {
             node = find_hashed(ix, node, c->dec[i]);
         } else {

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __GLIBC__
@@ -154,6 +155,17 @@ static void fail(const char *what, int rc, const sy_error *e) {
 /* ---------------------------------------------------------------- */
 
 typedef void (*batch_fn)(void *arg, uint64_t count);
+
+/* The process's CPU time in the kernel so far, in ns (0 when unknown):
+ * the cases that read it run one thread, so a difference is the time
+ * the kernel spent for that thread (page faults, unmapping). */
+static uint64_t process_sys_ns(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (uint64_t)ru.ru_stime.tv_sec * 1000000000u +
+           (uint64_t)ru.ru_stime.tv_usec * 1000u;
+}
 
 static uint64_t thread_cpu_ns(void) {
     struct timespec ts;
@@ -824,6 +836,7 @@ static void case_update_max(void) {
     enum { RUNS = 10000 };
     double *us = bench_xmalloc(RUNS * sizeof *us);
     double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
+    double *sys = bench_xmalloc(RUNS * sizeof *sys);
     size_t done = 0;
     bench_buf doc = {0};
     sy_error e;
@@ -831,10 +844,12 @@ static void case_update_max(void) {
     for (size_t r = 0; r < RUNS; r++) {
         /* 7919 is prime to the table size: RUNS distinct routes */
         table_static_route((50000 + r * 7919) % t->routes, "m", &doc);
+        uint64_t s0 = process_sys_ns();
         uint64_t t0 = bench_now_ns(), c0 = thread_cpu_ns();
         int rc =
             sy_router_upsert_route(t->router, "bench", doc.ptr, doc.len, &e);
         uint64_t dt = bench_now_ns() - t0, dc = thread_cpu_ns() - c0;
+        sys[done] = (double)(process_sys_ns() - s0) / 1e3;
         if (rc) {
             fail("update/one-route-max", rc, &e);
             break;
@@ -861,11 +876,15 @@ static void case_update_max(void) {
         comment("update/one-route-max: thread CPU time: the most was %.1f us "
                 "(#%zu), %zu over 2 ms (wall clock far above it: preempted)",
                 cpu[cworst], cworst, cover);
+        comment("update/one-route-max: of the slowest (by thread CPU), %.0f "
+                "us in the kernel (getrusage; page faults, unmapping)",
+                sys[cworst]);
         print_spread("update/one-route-max", us, done, "us");
         print_spread("update/one-route-max (thread CPU)", cpu, done, "us");
     }
     free(us);
     free(cpu);
+    free(sys);
     bench_buf_free(&doc);
 }
 

@@ -637,23 +637,36 @@ START_TEST(matching_through_each_shape_equals_the_scan) {
 }
 END_TEST
 
+/* A router holding n routes "<id><i>" whose only predicate is Path with
+ * path_fmt's pattern for i (one %zu in it). */
+static sy_router *numbered_router(size_t n, const char *id,
+                                  const char *path_fmt) {
+    size_t cap = n * 96 + 16, o = 0;
+    char *doc = malloc(cap);
+    ck_assert_ptr_nonnull(doc);
+    doc[o++] = '[';
+    for (size_t i = 0; i < n; i++) {
+        char path[64];
+        snprintf(path, sizeof path, path_fmt, i);
+        o += (size_t)snprintf(doc + o, cap - o,
+                              "%s{\"id\":\"%s%zu\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Path=%s\"]}",
+                              i ? "," : "", id, i, path);
+    }
+    doc[o++] = ']';
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    return r;
+}
+
 /* A child table at its highest load (1/2: n children in 2n slots) and
  * one past it (twice the slots): every child found, every other
  * segment not. */
 START_TEST(a_child_table_at_its_highest_load_finds_every_child) {
     const size_t counts[] = {512, 513};
     for (size_t ci = 0; ci < 2; ci++) {
-        size_t n = counts[ci], cap = n * 80 + 16, o = 0;
-        char *doc = malloc(cap);
-        doc[o++] = '[';
-        for (size_t i = 0; i < n; i++)
-            o += (size_t)snprintf(doc + o, cap - o,
-                                  "%s{\"id\":\"c%zu\",\"uri\":\"http://b\","
-                                  "\"predicates\":[\"Path=/c%zu\"]}",
-                                  i ? "," : "", i, i);
-        doc[o++] = ']';
-        sy_router *r = sy_test_router(doc, o);
-        free(doc);
+        size_t n = counts[ci];
+        sy_router *r = numbered_router(n, "c", "/c%zu");
         sy_snapshot *h = sy_router_acquire(r);
         const sy__index *ix = sy__snapshot_from_handle(h)->base;
         ck_assert_uint_eq(ix->slot_mask + 1, ci ? 2048 : 1024);
@@ -686,17 +699,7 @@ END_TEST
  * spread made runs of ~400, and probes ~15x longer). */
 START_TEST(the_child_table_spreads_short_segments) {
     enum { K = 4096 };
-    size_t cap = (size_t)K * 80 + 16, o = 0;
-    char *doc = malloc(cap);
-    doc[o++] = '[';
-    for (size_t i = 0; i < K; i++)
-        o += (size_t)snprintf(doc + o, cap - o,
-                              "%s{\"id\":\"p%zu\",\"uri\":\"http://b\","
-                              "\"predicates\":[\"Path=/p%zu/**\"]}",
-                              i ? "," : "", i, i);
-    doc[o++] = ']';
-    sy_router *r = sy_test_router(doc, o);
-    free(doc);
+    sy_router *r = numbered_router(K, "p", "/p%zu/**");
     sy_snapshot *h = sy_router_acquire(r);
     const sy__index *ix = sy__snapshot_from_handle(h)->base;
     ck_assert_uint_eq(ix->slot_mask + 1, 2 * K);

@@ -691,21 +691,14 @@ END_TEST
 START_TEST(too_many_variables_is_an_error_at_that_label) {
     /* 65,520 labels "{a}" (host names may repeat), then labels of five
      * variables each: the fourth holds the 65,536th */
-    size_t simple = 65520, mixed = 4;
-    char *src = malloc(simple * 4 + mixed * 20 + 1), *q = src;
-    ck_assert_ptr_nonnull(src);
-    for (size_t i = 0; i < simple; i++, q += 4)
-        memcpy(q, "{a}.", 4);
-    for (size_t i = 0; i < mixed; i++, q += 20)
-        memcpy(q, "{a}-{a}-{a}-{a}-{a}.", 20);
-    q[-1] = '\0';
+    char *src = sy_test_host_over_vars();
     sy__pattern *p = NULL;
     sy_error err;
     ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err), SY_EPATTERN);
-    ck_assert_uint_eq(err.offset, simple * 4 + 3 * 20); /* the 4th's start */
+    ck_assert_uint_eq(err.offset, SY_TEST_VARS_OVER_AT); /* the 4th's start */
     ck_assert_ptr_nonnull(strstr(err.message, "65535 variables"));
     /* without the last: 65,535 variables compile */
-    q[-21] = '\0';
+    src[SY_TEST_VARS_OVER_AT - 1] = '\0'; /* without the 4th */
     ck_assert_int_eq(sy__pattern_compile_host(&A, src, &p, &err), 0);
     ck_assert_uint_eq(sy__pattern_var_count(p), 65535);
     sy__pattern_free(p);

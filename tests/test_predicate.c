@@ -380,17 +380,10 @@ END_TEST
 /* The predicate's count of variables is 16-bit: a pattern's most, 65,535,
  * is kept whole, one more is an error naming the field and offset. */
 START_TEST(host_variable_count_is_kept_up_to_the_pattern_limit) {
-    size_t simple = 65520, mixed = 4;
-    char *src = malloc(simple * 4 + mixed * 20 + 1), *q = src;
-    ck_assert_ptr_nonnull(src);
-    for (size_t i = 0; i < simple; i++, q += 4)
-        memcpy(q, "{a}.", 4);
-    for (size_t i = 0; i < mixed; i++, q += 20)
-        memcpy(q, "{a}-{a}-{a}-{a}-{a}.", 20);
-    q[-1] = '\0';
+    char *src = sy_test_host_over_vars();
     pred_err("Host", ARGS({"patterns", src}), SY_EPATTERN,
-             ROUTE_PATH ".args.patterns", simple * 4 + 3 * 20);
-    q[-21] = '\0';
+             ROUTE_PATH ".args.patterns", SY_TEST_VARS_OVER_AT);
+    src[SY_TEST_VARS_OVER_AT - 1] = '\0'; /* without the 4th */
     sy__pred *p = pred("Host", ARGS({"patterns", src}));
     ck_assert_uint_eq(sy__pred_var_count(p), 65535);
     sy__pred_free(p, &A);

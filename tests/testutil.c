@@ -93,3 +93,15 @@ sy_router *sy_test_router(const char *doc, size_t len) {
                       e.message);
     return r;
 }
+
+char *sy_test_host_over_vars(void) {
+    size_t simple = 65520, mixed = 4;
+    char *src = malloc(simple * 4 + mixed * 20 + 1), *q = src;
+    ck_assert_ptr_nonnull(src);
+    for (size_t i = 0; i < simple; i++, q += 4)
+        memcpy(q, "{a}.", 4);
+    for (size_t i = 0; i < mixed; i++, q += 20)
+        memcpy(q, "{a}-{a}-{a}-{a}-{a}.", 20);
+    q[-1] = '\0';
+    return src;
+}

@@ -31,4 +31,11 @@ sy_allocator sy_test_allocator(sy_test_alloc *c);
  * message if the document is refused. */
 sy_router *sy_test_router(const char *doc, size_t len);
 
+/* A host pattern of 65,520 labels "{a}" then 4 labels of five variables
+ * each ("{a}-{a}-{a}-{a}-{a}"): the 65,536th variable, one past a
+ * pattern's most, is in the 4th of those, which starts at offset
+ * SY_TEST_VARS_OVER_AT. malloc'd; the caller frees it. */
+#define SY_TEST_VARS_OVER_AT ((size_t)65520 * 4 + 3 * 20)
+char *sy_test_host_over_vars(void);
+
 #endif

@@ -99,17 +99,43 @@ static size_t keys_in(const sy__index *ix) {
     return k;
 }
 
-START_TEST(both_builds_make_the_same_whole_host_table) {
-    sy_router *r = router_new_of();
-    sy_snapshot *h = sy_router_acquire(r);
-    const sy_snapshot *s = sy__snapshot_from_handle(h);
+/* The snapshot's routes in rank order, as its index build takes them
+ * (route_count entries, malloc'd). */
+static sy__index_route *routes_of(const sy_snapshot *s) {
     size_t n = s->route_count;
     sy__index_route *in = malloc(n * sizeof *in);
+    ck_assert_ptr_nonnull(in);
     for (size_t i = 0; i < n; i++) {
         uint32_t slot = sy__snapshot_rank_at(s, i);
         const sy__slot *sl = sy__snapshot_slot(s, slot);
         in[i] = (sy__index_route){slot, sl->key, sl->route};
     }
+    return in;
+}
+
+/* The stepwise build of in[0..n) run `budget` items at a time to its
+ * end; *stp is the builder (the caller frees it after the index). */
+static sy__index *step_build(const sy__alloc *a, const sy__index_route *in,
+                             size_t n, size_t budget, sy__index_step **stp) {
+    sy__index_step *st = sy__index_step_new(a);
+    ck_assert_ptr_nonnull(st);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(sy__index_step_add(st, &in[i]), 0);
+    sy__index *ix = NULL;
+    int rc;
+    while ((rc = sy__index_step_run(st, budget, &ix)) == 0)
+        ;
+    ck_assert_int_eq(rc, 1);
+    *stp = st;
+    return ix;
+}
+
+START_TEST(both_builds_make_the_same_whole_host_table) {
+    sy_router *r = router_new_of();
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
+    size_t n = s->route_count;
+    sy__index_route *in = routes_of(s);
     sy__alloc a;
     sy__alloc_init(&a, NULL);
     sy__index *one;
@@ -136,15 +162,8 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
         }
     const size_t budgets[] = {1, 7, 4096};
     for (size_t bi = 0; bi < 3; bi++) {
-        sy__index_step *st = sy__index_step_new(&a);
-        ck_assert_ptr_nonnull(st);
-        for (size_t i = 0; i < n; i++)
-            ck_assert_int_eq(sy__index_step_add(st, &in[i]), 0);
-        sy__index *ix = NULL;
-        int rc;
-        while ((rc = sy__index_step_run(st, budgets[bi], &ix)) == 0)
-            ;
-        ck_assert_int_eq(rc, 1);
+        sy__index_step *st;
+        sy__index *ix = step_build(&a, in, n, budgets[bi], &st);
         ck_assert_uint_eq(ix->host_mask, one->host_mask);
         ck_assert_int_eq(memcmp(ix->hosts, one->hosts,
                                 (one->host_mask + 1) * sizeof *one->hosts),
@@ -541,22 +560,11 @@ START_TEST(nodes_are_laid_out_by_their_number_of_children) {
 
     /* the stepwise build lays out the same nodes, table and side lists */
     size_t n = s->route_count;
-    sy__index_route *in = malloc(n * sizeof *in);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t slot = sy__snapshot_rank_at(s, i);
-        const sy__slot *sl = sy__snapshot_slot(s, slot);
-        in[i] = (sy__index_route){slot, sl->key, sl->route};
-    }
+    sy__index_route *in = routes_of(s);
     sy__alloc a;
     sy__alloc_init(&a, NULL);
-    sy__index_step *st = sy__index_step_new(&a);
-    for (size_t i = 0; i < n; i++)
-        ck_assert_int_eq(sy__index_step_add(st, &in[i]), 0);
-    sy__index *sx = NULL;
-    int rc;
-    while ((rc = sy__index_step_run(st, 3, &sx)) == 0)
-        ;
-    ck_assert_int_eq(rc, 1);
+    sy__index_step *st;
+    sy__index *sx = step_build(&a, in, n, 3, &st);
     ck_assert_uint_eq(sx->node_count, ix->node_count);
     ck_assert_int_eq(
         memcmp(sx->nodes, ix->nodes, ix->node_count * sizeof *ix->nodes), 0);

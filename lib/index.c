@@ -1017,12 +1017,12 @@ static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
     return (list_ref){nd->off + nd->tlen, nd->mlen};
 }
 
-/* The literal child of `parent` (an X_HASH node) for segment `seg`,
- * through the child table. */
-static __attribute__((noinline)) uint32_t
-find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
-    seg_key k = segment_key(seg.ptr, seg.len);
-    uint64_t h = child_hash(parent, k.hash);
+/* The child table's probe for the literal child of `parent` (an X_HASH
+ * node) with hash h and words w0, w1 of segment seg: the tag, then the
+ * child's own words and that it is this parent's. */
+static inline __attribute__((always_inline)) uint32_t
+probe_child(const sy__index *ix, uint32_t parent, uint64_t h, uint64_t w0,
+            uint64_t w1, sy_str seg) {
     uint32_t tag = (uint32_t)(h >> 32);
     for (uint32_t p = (uint32_t)(h >> ix->slot_shift);;
          p = (p + 1) & ix->slot_mask) {
@@ -1031,36 +1031,33 @@ find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
             return NONE;
         if (e->tag == tag) {
             const xnode *x = &ix->nodes[e->child];
-            if (x->kids == parent &&
-                node_is(x, ix->strings, k.w0, k.w1, seg.ptr, seg.len))
+            if (node_is(x, ix->strings, w0, w1, seg.ptr, seg.len) &&
+                x->kids == parent)
                 return e->child;
         }
     }
 }
 
-/* A segment of up to KEY_BYTES bytes is compared by its words alone, no
- * call: the probe's registers stay the caller's. */
+/* A segment longer than KEY_BYTES: its tail is compared in the pool. */
+static __attribute__((noinline)) uint32_t
+find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
+    seg_key k = segment_key(seg.ptr, seg.len);
+    return probe_child(ix, parent, child_hash(parent, k.hash), k.w0, k.w1, seg);
+}
+
+/* The literal child of `parent` (an X_HASH node) for segment `seg`,
+ * through the child table. A segment of up to KEY_BYTES bytes is
+ * compared by its words alone, no call: the probe's registers stay the
+ * caller's. */
 static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
                                    sy_str seg) {
     if (seg.len > KEY_BYTES)
         return find_hashed_long(ix, parent, seg);
     uint64_t w0, w1;
     segment_words(seg.ptr, seg.len, &w0, &w1);
-    uint64_t h = child_hash(parent, segment_hash(w0, w1, seg.len));
-    uint32_t tag = (uint32_t)(h >> 32);
-    for (uint32_t p = (uint32_t)(h >> ix->slot_shift);;
-         p = (p + 1) & ix->slot_mask) {
-        const xslot *e = &ix->slots[p];
-        if (!e->child)
-            return NONE;
-        /* the child's words, then that it is this parent's */
-        if (e->tag == tag) {
-            const xnode *x = &ix->nodes[e->child];
-            if (x->len == seg.len && x->w0 == w0 && x->w1 == w1 &&
-                x->kids == parent)
-                return e->child;
-        }
-    }
+    return probe_child(ix, parent,
+                       child_hash(parent, segment_hash(w0, w1, seg.len)), w0,
+                       w1, seg);
 }
 
 /* The literal child among n of them from `first`, compared one by one. */

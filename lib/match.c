@@ -476,18 +476,21 @@ static __attribute__((noinline)) int match_linear(sy_match_ctx *c,
     return rc;
 }
 
-static bool valid_request(const sy_request *req) {
-    return req && req->size >= sizeof(sy_request) - sizeof(int64_t);
+/* A request at least up to its seed (a caller built before
+ * content_length existed passes the shorter size). */
+static inline bool valid_request(const sy_request *req) {
+    return __builtin_expect(req != NULL, 1) &&
+           __builtin_expect(req->size >= sizeof(sy_request) - sizeof(int64_t),
+                            1);
 }
 
 /* The arguments of a match: a branch each (no flag arithmetic). */
 static inline bool valid_args(const sy_snapshot *h, const sy_match_ctx *c,
                               const sy_request *req, sy_match **out) {
     if (__builtin_expect(!h, 0) || __builtin_expect(!c, 0) ||
-        __builtin_expect(!out, 0) || __builtin_expect(!req, 0))
+        __builtin_expect(!out, 0))
         return false;
-    return __builtin_expect(req->size >= sizeof(sy_request) - sizeof(int64_t),
-                            1);
+    return valid_request(req);
 }
 
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,

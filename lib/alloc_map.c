@@ -1,9 +1,11 @@
 /*
  * alloc_map.c - the library's default allocator (a host that passes no
- * sy_allocator): libc's malloc, but blocks of SY_MAP_MIN bytes or more are
- * mapped and unmapped directly, so that a freed one goes back to the
- * system at once (but for a small keep of freed blocks of up to 2 MiB,
- * reused by the next block of their size).
+ * sy_allocator): blocks of SY_MAP_MIN bytes or more are mapped and
+ * unmapped directly, so that a freed one goes back to the system at once
+ * (but for a small keep of freed blocks of up to 2 MiB, reused by the next
+ * block of their size); smaller blocks come from the library's own arena
+ * of spans (alloc_small.c). None of the library's blocks is in libc's
+ * heap.
  *
  * Why: an apply's temporaries are large arrays (the document's scan, sort
  * buffers, the index build's lists: tens of MB at 100,000 routes) freed
@@ -13,32 +15,25 @@
  * stay, and their pages stay resident after the free (~170 bytes a route
  * at 100,000, docs/architecture.md "Memory of an apply"). Mapping them
  * ourselves keeps the threshold where glibc starts it, for this library's
- * blocks only: the host's own malloc policy (mallopt) is left alone.
+ * blocks only: the host's own malloc policy (mallopt) is left alone. The
+ * small blocks stay out of libc's heap for the reason alloc_small.c gives
+ * (a long-lived one pins the heap's top, and its free trims all below).
  *
  * A mapped block starts on a page; its size is kept in a table (a
  * mutex-guarded open-addressing set of the live mappings), looked up only
- * for page-aligned pointers (libc's small blocks are rarely page-aligned).
- * Only with glibc on Linux (mremap, malloc_usable_size) and not under
- * AddressSanitizer (whose allocator checks the bounds of these blocks
- * too); elsewhere every block is libc's.
+ * for page-aligned pointers that are not the arena's. Only where
+ * alloc_small.h sets SY_MAP_ON (glibc on Linux, not under
+ * AddressSanitizer); elsewhere every block is libc's. A block is libc's
+ * also where the arena or a mapping could not be had (out of memory).
  */
 #define _GNU_SOURCE
+#include "alloc_small.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SY_MAP_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define SY_MAP_ASAN 1
-#endif
-
-#if defined(__linux__) && defined(__GLIBC__) && !defined(SY_MAP_ASAN)
-#define SY_MAP_ON 1
+#ifdef SY_MAP_ON
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -54,7 +49,7 @@ typedef struct map_entry {
 } map_entry;
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
-static map_entry *map_tab;       /* libc memory, never a mapped block */
+static map_entry *map_tab;       /* mapped itself (not in libc's heap) */
 static size_t map_cap, map_used; /* used: live + deleted entries */
 /* set before the first mapping is handed out: until then no free needs
  * the table (or its lock) */
@@ -114,8 +109,9 @@ static bool map_room(void) {
     size_t cap = 64;
     while (cap * 3 < (live + 1) * 4 * 2)
         cap *= 2;
-    map_entry *t = calloc(cap, sizeof *t);
-    if (!t)
+    map_entry *t = mmap(NULL, cap * sizeof *t, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t == MAP_FAILED)
         return false;
     map_entry *old = map_tab;
     size_t old_cap = map_cap;
@@ -129,7 +125,8 @@ static bool map_room(void) {
                 k = (k + 1) & (map_cap - 1);
             map_tab[k] = old[i];
         }
-    free(old);
+    if (old)
+        munmap(old, old_cap * sizeof *old);
     return true;
 }
 
@@ -257,16 +254,14 @@ static void map_drop(void *p, size_t len) {
 
 static void *map_malloc(void *d, size_t n) {
     SY_UNUSED(d);
-    if (n >= SY_MAP_MIN) {
-        void *p = map_new(n, false);
-        if (p)
-            return p;
-    }
-    return malloc(n);
+    void *p = n >= SY_MAP_MIN ? map_new(n, false) : sy__small_alloc(n);
+    return p ? p : malloc(n);
 }
 
 static void map_free(void *d, void *p) {
     SY_UNUSED(d);
+    if (sy__small_free(p))
+        return;
     size_t len = mapped_len(p);
     if (len)
         map_drop(p, len);
@@ -274,30 +269,36 @@ static void map_free(void *d, void *p) {
         free(p);
 }
 
+/* A new block for n bytes holding the first `old` bytes of p (all of them
+ * when n is larger), p freed; NULL (p untouched) when out of memory. */
+static void *map_move(void *d, void *p, size_t old, size_t n) {
+    void *q = map_malloc(d, n ? n : 1);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < n ? old : n);
+    map_free(d, p);
+    return q;
+}
+
 static void *map_realloc(void *d, void *p, size_t n) {
-    SY_UNUSED(d);
     if (!p)
         return map_malloc(d, n);
-    size_t len = mapped_len(p);
-    if (!len) {
-        if (n < SY_MAP_MIN)
-            return realloc(p, n);
-        /* a libc block grown past the threshold moves to a mapping */
-        void *q = map_new(n, false);
-        if (!q)
-            return realloc(p, n);
-        size_t old = malloc_usable_size(p);
-        memcpy(q, p, old < n ? old : n);
-        free(p);
-        return q;
+    size_t small = sy__small_size(p);
+    if (small) {
+        /* the same class keeps its block; another moves */
+        if (n < SY_MAP_MIN && sy__small_class_size(n) == small)
+            return p;
+        void *q = map_move(d, p, small, n);
+        return q ? q : n <= small ? p : NULL;
     }
-    if (n < SY_MAP_MIN / 2) { /* shrunk well below: back to libc */
-        void *q = malloc(n ? n : 1);
-        if (!q)
-            return n <= len ? p : NULL;
-        memcpy(q, p, n);
-        map_drop(p, len);
-        return q;
+    size_t len = mapped_len(p);
+    if (!len) { /* libc's (the arena or a mapping was out of memory) */
+        void *q = map_move(d, p, malloc_usable_size(p), n);
+        return q ? q : realloc(p, n);
+    }
+    if (n < SY_MAP_MIN / 2) { /* shrunk well below: into the arena */
+        void *q = map_move(d, p, len, n);
+        return q ? q : n <= len ? p : NULL;
     }
     size_t want = pages_of(n);
     if (want < n)
@@ -326,12 +327,16 @@ static void *map_realloc(void *d, void *p, size_t n) {
 }
 
 /* Zeroed memory: a new mapping is zero already (its pages are not
- * touched until used); smaller blocks are libc's calloc. */
+ * touched until used); a block of the arena is cleared. */
 static void *map_calloc(size_t n) {
     if (n >= SY_MAP_MIN) {
         void *p = map_new(n, true);
         if (p)
             return p;
+    } else {
+        void *p = sy__small_alloc(n);
+        if (p)
+            return memset(p, 0, n);
     }
     return calloc(1, n ? n : 1);
 }

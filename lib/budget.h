@@ -91,6 +91,14 @@ int sy__re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
                  PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,
                  pcre2_match_context *mctx, uint32_t per_call);
 
+/* The current budget's match context (its sy_match_ctx's own, which
+ * allocates as that context's match data does), else `fallback`. */
+static inline pcre2_match_context *
+sy__budget_mctx(pcre2_match_context *fallback) {
+    sy__budget *b = sy__budget_cur;
+    return b && b->mctx ? b->mctx : fallback;
+}
+
 /* How many values of one name a predicate may examine (UINT32_MAX when
  * no budget is current). */
 uint32_t sy__budget_max_repeats(void);

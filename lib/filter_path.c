@@ -140,6 +140,11 @@ int sy__plan_rewrite_path(sy__run *r, const sy__filter *f) {
             break;
         }
         ok = rw_put(r, &w, (const char *)subject + copied, ov[0] - copied);
+        /* PCRE2 copies a MATCHED match data into one it allocates with
+         * the match context's allocator and frees with the match data's:
+         * the two must be one allocator, so the context is the match
+         * data's own sy_match_ctx's (a router's may differ) */
+        pcre2_match_context *sub = sy__budget_mctx(f->mctx);
         for (int attempt = 0; ok && attempt < 2; attempt++) {
             PCRE2_SIZE n = w.cap - w.len + 1;
             rc = pcre2_substitute(
@@ -147,7 +152,7 @@ int sy__plan_rewrite_path(sy__run *r, const sy__filter *f) {
                 PCRE2_SUBSTITUTE_MATCHED | PCRE2_SUBSTITUTE_REPLACEMENT_ONLY |
                     PCRE2_SUBSTITUTE_UNSET_EMPTY |
                     PCRE2_SUBSTITUTE_OVERFLOW_LENGTH,
-                md, f->mctx, (PCRE2_SPTR)f->value.ptr, f->value.len,
+                md, sub, (PCRE2_SPTR)f->value.ptr, f->value.len,
                 (PCRE2_UCHAR *)w.buf + w.len, &n);
             if (rc >= 0) {
                 w.len += n;

@@ -29,17 +29,14 @@ typedef struct sy__alloc {
 void sy__alloc_init(sy__alloc *out, const sy_allocator *user);
 /* libc's malloc, realloc and free as they are. */
 void sy__alloc_libc(sy__alloc *out);
-/* The library's default allocator (alloc_map.c): libc's, but blocks of
- * SY_MAP_MIN bytes or more are mapped and unmapped directly (glibc on
- * Linux), so that an apply's large temporaries go back to the system when
- * freed, whatever glibc's dynamic mmap threshold has risen to. Blocks it
- * returns are freed by it only (never by libc's free). */
+/* The library's default allocator (alloc_map.c): blocks of SY_MAP_MIN
+ * bytes (alloc_small.h) or more are mapped and unmapped directly, so that
+ * an apply's large temporaries go back to the system when freed, whatever
+ * glibc's dynamic mmap threshold has risen to; smaller ones come from the
+ * library's own spans (alloc_small.c), out of libc's heap (glibc on
+ * Linux; elsewhere libc's). Blocks it returns are freed by it only (never
+ * by libc's free). */
 void sy__alloc_default(sy__alloc *out);
-/* 512 KiB: an apply of 100,000 routes frees ~65 MB in blocks above it;
- * at 128 KiB (glibc's starting threshold) a re-apply of 10,000 routes
- * faulted in fresh pages for its smaller temporaries too (~40 % slower;
- * docs/architecture.md, "Memory of an apply") */
-#define SY_MAP_MIN ((size_t)512 * 1024)
 /* n zeroed bytes from `a` when it is the default allocator (a mapping
  * or libc's calloc: no page touched to clear it); SY_ALLOC_NOT_DEFAULT
  * for any other allocator (sy__calloc then clears a block itself). */

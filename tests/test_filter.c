@@ -2,6 +2,7 @@
  * (route model section 5): every pure filter's effect, ordering, {var}
  * expansion, short-circuits, host entries and compile errors. */
 #include "filter.h"
+#include "regex.h"
 #include "testutil.h"
 
 #include <cJSON.h>
@@ -25,6 +26,7 @@ static size_t NROUTE, NDEFAULTS;
 static sy_kv KVS[64];
 static size_t NKVS;
 static sy_error ERR;
+static pcre2_general_context *GCTX;
 
 static void setup(void) {
     sy__alloc_init(&A, NULL);
@@ -37,7 +39,11 @@ static void setup(void) {
     REQ.headers = HDRS;
     NVARS = NROUTE = NDEFAULTS = NKVS = 0;
     sy__arena_init(&SCRATCH, &A, 512);
-    MD = pcre2_match_data_create(16, NULL);
+    /* the match data allocates as the filters do (ENV.alloc), as a
+     * sy_match_ctx's does its budget's context (PCRE2's substitute mixes
+     * the two) */
+    GCTX = sy__re_general_context_new(&A);
+    MD = pcre2_match_data_create(16, GCTX);
     memset(&P, 0, sizeof P);
     sy__error_clear(&ERR);
 }
@@ -49,6 +55,7 @@ static void teardown(void) {
         sy__filter_free(DEFAULTS[i], &A);
     sy__arena_free(&SCRATCH);
     pcre2_match_data_free(MD);
+    pcre2_general_context_free(GCTX);
 }
 
 static sy_str S(const char *s) {

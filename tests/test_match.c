@@ -800,6 +800,40 @@ START_TEST(rewrite_path_replaces_with_named_groups) {
 }
 END_TEST
 
+/* A router and a match context with different allocators (the router's
+ * counts its blocks, the context's is the default): a rewrite with groups
+ * (PCRE2 copies the match data with the match context's allocator) runs
+ * and leaves the router's count as it found it. */
+START_TEST(rewrite_path_with_router_and_context_on_different_allocators) {
+    sy_test_alloc cnt = {0};
+    sy_allocator al = sy_test_allocator(&cnt);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.allocator = &al;
+    sy_router *r = new_router(&o, "main");
+    apply(r, "main",
+          "[{\"id\":\"r\",\"uri\":\"http://up\",\"predicates\":"
+          "[\"Path=/api/**\"],\"filters\":"
+          "[\"RewritePath=/api/(?<rest>.*), /v2/${rest}\"]}]");
+    for (int round = 0; round < 2; round++) {
+        sy_match_ctx *mine = NULL;
+        sy_allocator own = sy_test_allocator(&(sy_test_alloc){0});
+        ck_assert_int_eq(sy_match_ctx_new(round ? &own : NULL, &mine, NULL), 0);
+        sy_snapshot *s = sy_router_acquire(r);
+        rq q = request("GET", "h", "/api/a/b");
+        sy_match *m = NULL;
+        ck_assert_int_eq(sy_snapshot_match(s, mine, &q.req, &m), 0);
+        ck_assert_ptr_nonnull(m);
+        long live = cnt.live;
+        ck_assert_sy_str(sy_match_path(m), "/v2/a/b");
+        ck_assert_int_eq(cnt.live, live); /* the router's allocator unused */
+        sy_snapshot_release(s);
+        sy_match_ctx_free(mine);
+    }
+    sy_router_free(r);
+    ck_assert_int_eq(cnt.live, 0);
+}
+END_TEST
+
 START_TEST(add_request_header_expands_variables) {
     sy_router *r = route_with_filters(
         "/u/{id}", "[\"AddRequestHeader=X-User,user-{id}\"]");
@@ -1582,6 +1616,8 @@ int main(void) {
     tcase_add_test(tc, prefix_path_prepends_the_prefix);
     tcase_add_test(tc, set_path_expands_captured_variables);
     tcase_add_test(tc, rewrite_path_replaces_with_named_groups);
+    tcase_add_test(
+        tc, rewrite_path_with_router_and_context_on_different_allocators);
     tcase_add_test(tc, add_request_header_expands_variables);
     tcase_add_test(tc, set_and_remove_request_header);
     tcase_add_test(tc, add_request_parameter_appends_to_the_query);

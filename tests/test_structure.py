@@ -21,6 +21,7 @@ import sys
 # service_int.h). A file may use its own layer and the layers below, and
 # the modules must not use each other in a loop (files of one module may).
 LAYERS = [
+    [("alloc_small",)],
     [("util", "alloc_map"), ("idtab",)],
     [("factory",), ("registry",), ("values",), ("path_normalize",), ("budget",),
      ("publish", "publish_int"),

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 START_TEST(version_macros_match_runtime) {
     ck_assert_int_eq(sy_version_number(), SY_VERSION_NUMBER);
@@ -204,133 +203,6 @@ typedef struct sort_rec {
     char pad[5];
 } sort_rec;
 
-/* The default allocator (alloc_map.c): blocks below and above SY_MAP_MIN,
- * moved across it by realloc both ways, keep their bytes; a large calloc
- * is zero; a freed large block leaves the resident set. */
-static unsigned char pat(size_t i) {
-    return (unsigned char)(i * 131u + 7u);
-}
-
-static long rss_pages(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, res = -1;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &size, &res) != 2)
-            res = -1;
-        fclose(f);
-    }
-    return res;
-}
-
-START_TEST(default_allocator_keeps_bytes_across_the_map_threshold) {
-    sy__alloc a;
-    sy__alloc_init(&a, NULL);
-    size_t small = 1000, big = SY_MAP_MIN + 12345, bigger = 3 * SY_MAP_MIN;
-    unsigned char *p = sy__malloc(&a, small);
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < small; i++)
-        p[i] = pat(i);
-    p = sy__realloc(&a, p, big); /* libc -> mapping */
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < small; i++)
-        ck_assert_uint_eq(p[i], pat(i));
-    for (size_t i = small; i < big; i++)
-        p[i] = pat(i);
-    p = sy__realloc(&a, p, bigger); /* mapping grows */
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < big; i++)
-        ck_assert_uint_eq(p[i], pat(i));
-    p[bigger - 1] = 1;
-    p = sy__realloc(&a, p, SY_MAP_MIN - 1); /* mapping shrinks, stays */
-    ck_assert_ptr_nonnull(p);
-    p = sy__realloc(&a, p, 100); /* mapping -> libc */
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < 100; i++)
-        ck_assert_uint_eq(p[i], pat(i));
-    sy__free(&a, p);
-    sy__free(&a, NULL);
-
-    /* many at once (the table of mappings grows), freed in another order */
-    enum { N = 200 };
-    unsigned char *v[N];
-    for (size_t i = 0; i < N; i++) {
-        v[i] = i % 3 ? sy__malloc(&a, SY_MAP_MIN + i)
-                     : sy__calloc(&a, SY_MAP_MIN + i, 1);
-        ck_assert_ptr_nonnull(v[i]);
-        if (i % 3 == 0)
-            for (size_t k = 0; k < SY_MAP_MIN + i; k += 4093)
-                ck_assert_uint_eq(v[i][k], 0);
-        v[i][0] = (unsigned char)i;
-        v[i][SY_MAP_MIN + i - 1] = (unsigned char)(i + 1);
-    }
-    for (size_t i = 0; i < N; i += 2)
-        sy__free(&a, v[i]);
-    for (size_t i = 1; i < N; i += 2) {
-        ck_assert_uint_eq(v[i][0], (unsigned char)i);
-        ck_assert_uint_eq(v[i][SY_MAP_MIN + i - 1], (unsigned char)(i + 1));
-        sy__free(&a, v[i]);
-    }
-
-    if (sy__alloc_maps_large() && rss_pages() > 0) {
-        /* glibc's own threshold raised (a freed 24 MB block), and a block
-         * after ours (the heap's top cannot be trimmed past it): a freed
-         * libc block of 16 MB would stay resident */
-        void *volatile raise = malloc(24u << 20);
-        ck_assert_ptr_nonnull(raise);
-        memset(raise, 0, 64);
-        free(raise);
-        size_t n = 16u << 20;
-        long before = rss_pages();
-        unsigned char *q = sy__malloc(&a, n);
-        ck_assert_ptr_nonnull(q);
-        void *pin = malloc(64);
-        memset(q, 1, n);
-        long touched = rss_pages();
-        sy__free(&a, q);
-        long after = rss_pages();
-        free(pin);
-        long mb12 = (12l << 20) / 4096;
-        ck_assert_int_ge(touched - before, mb12);
-        ck_assert_int_ge(touched - after, mb12);
-    }
-}
-END_TEST
-
-static long minor_faults(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_minflt;
-}
-
-/* A freed block of a few MB is kept for the next one of its size: filling
- * the next one faults no fresh pages in, and a calloc served from the keep
- * is zero all the same. */
-START_TEST(default_allocator_reuses_a_freed_block_of_its_size) {
-    if (!sy__alloc_maps_large())
-        return;
-    sy__alloc a;
-    sy__alloc_init(&a, NULL);
-    size_t m = SY_MAP_MIN * 2; /* 1 MiB: 256 pages */
-    unsigned char *k = sy__malloc(&a, m);
-    ck_assert_ptr_nonnull(k);
-    memset(k, 0xab, m);
-    sy__free(&a, k);
-    long before = minor_faults();
-    unsigned char *again = sy__malloc(&a, m - 4096);
-    ck_assert_ptr_nonnull(again);
-    memset(again, 1, m - 4096);
-    long faults = minor_faults() - before;
-    ck_assert_int_lt(faults, 32);
-    sy__free(&a, again);
-    unsigned char *z = sy__calloc(&a, m, 1);
-    ck_assert_ptr_nonnull(z);
-    for (size_t i = 0; i < m; i += 61)
-        ck_assert_uint_eq(z[i], 0);
-    ck_assert_uint_eq(z[m - 1], 0);
-    sy__free(&a, z);
-}
-END_TEST
-
 START_TEST(sort_by_u64_is_ascending_and_stable) {
     sy__alloc a;
     sy__alloc_init(&a, NULL);
@@ -375,8 +247,6 @@ int main(void) {
     tcase_add_test(tc, arena_bytes_pack_and_alignment_holds_after_them);
     tcase_add_test(tc, error_prefix_joins_paths);
     tcase_add_test(tc, sort_by_u64_is_ascending_and_stable);
-    tcase_add_test(tc, default_allocator_keeps_bytes_across_the_map_threshold);
-    tcase_add_test(tc, default_allocator_reuses_a_freed_block_of_its_size);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

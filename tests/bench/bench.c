@@ -23,6 +23,7 @@
 #ifdef SY_BENCH_HAVE_R3
 #include "bench_r3.h"
 #endif
+#include "alloc_small.h"
 #include "def.h"
 #include "publish.h"
 #include "router_int.h"
@@ -592,6 +593,9 @@ static void memory_child(size_t n) {
         return;
     }
     uint64_t after = bench_rss_bytes();
+    uint64_t lazy = bench_lazyfree_bytes();
+    sy__small_stats arena;
+    sy__small_stats_get(&arena);
     sy_snapshot *h = sy_router_acquire(t.router);
     size_t routes = sy_snapshot_route_count(h);
     const sy_snapshot *s = sy__snapshot_from_handle(h);
@@ -629,6 +633,12 @@ static void memory_child(size_t n) {
     comment("memory/route: VmRSS %.1f MiB -> %.1f MiB for %zu routes "
             "(document text allocated before, not counted)",
             (double)before / 1048576, (double)after / 1048576, routes);
+    comment("memory/route: the library's arena (alloc_small.c): %zu spans, "
+            "%.1f MiB; %zu empty ones kept resident, %zu lazily freed; "
+            "LazyFree %.0f bytes/route (counted above until the system "
+            "takes it)",
+            arena.spans, (double)arena.span_bytes / 1048576, arena.kept,
+            arena.lazy, (double)lazy / (double)routes);
 #ifdef __GLIBC__
     malloc_trim(0);
     uint64_t trimmed = bench_rss_bytes();

@@ -179,8 +179,8 @@ char *bench_read_file(const char *path, size_t *len) {
     return b.ptr;
 }
 
-static uint64_t status_kb(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
+static uint64_t proc_kb(const char *file, const char *key) {
+    FILE *f = fopen(file, "r");
     if (!f)
         return 0;
     char line[256];
@@ -197,7 +197,11 @@ static uint64_t status_kb(const char *key) {
 }
 
 uint64_t bench_rss_bytes(void) {
-    return status_kb("VmRSS") * 1024;
+    return proc_kb("/proc/self/status", "VmRSS") * 1024;
+}
+
+uint64_t bench_lazyfree_bytes(void) {
+    return proc_kb("/proc/self/smaps_rollup", "LazyFree") * 1024;
 }
 
 static void cpu_model(char *out, size_t cap, int *cpus) {

@@ -58,6 +58,10 @@ char *bench_read_file(const char *path, size_t *len);
 
 /* VmRSS of this process in bytes, or 0 if unknown. */
 uint64_t bench_rss_bytes(void);
+/* Pages of the process that the system may take back (MADV_FREE), counted
+ * in VmRSS until it does: LazyFree of /proc/self/smaps_rollup (0 when not
+ * reported). */
+uint64_t bench_lazyfree_bytes(void);
 
 /* Print the machine and build description as '#' comment lines. */
 void bench_print_machine(void);

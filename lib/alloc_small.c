@@ -20,7 +20,9 @@
  * maps every unit a span covers to the span, so a free finds its span (or
  * learns that the block is not the arena's) with one probe. A span hands
  * out its freed blocks first, then its untouched tail in order (its pages
- * become resident only as they are used).
+ * become resident only as they are used); its first block is offset by a
+ * few cache lines that differ from span to span (its colour), so that the
+ * spans' first blocks do not all fall in the same cache sets.
  *
  * A span whose last block is freed is kept for the next span of its size:
  * resident, up to KEEP_BYTES of such spans, and beyond that lazily freed
@@ -60,6 +62,11 @@
 #define KEEP_BYTES ((size_t)4 << 20)
 /* the header's room at the start of a span (blocks stay 16-aligned) */
 #define HEADER_BYTES 64
+/* A span's first block starts 0-31 cache lines after the header (by the
+ * span's address): spans are 256 KiB aligned, and the first blocks of
+ * all of them in one set of every cache cost match/github ~2 ns (29.3
+ * against 27.2 with the colours). */
+#define SPAN_COLOURS 32
 
 typedef struct span {
     struct span *next, *prev; /* in its class's list of spans with room */
@@ -206,7 +213,8 @@ static void list_remove(span *s) {
 
 static void span_reset(span *s, unsigned c) {
     s->cls = (uint16_t)c;
-    s->bump = (char *)s + HEADER_BYTES;
+    s->bump = (char *)s + HEADER_BYTES +
+              (((uintptr_t)s >> SPAN_SHIFT) % SPAN_COLOURS) * 64;
     s->end = (char *)s + s->bytes;
     s->free = NULL;
     s->live = 0;

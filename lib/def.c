@@ -49,12 +49,29 @@ static int parse_scanned(const char *json, size_t start, size_t end,
                          "out of memory while parsing the JSON text");
 }
 
-/* Scan `json` under the limits (def_scan.c) and parse it whole into a
- * cJSON tree (caller deletes): for single routes and default filters,
- * whose size the scan caps at SY_MAX_ROUTE_VALUES values. */
-static int parse_json(const sy__alloc *a, const char *json, size_t len,
-                      const sy_limits *lim, cJSON **out, sy_error *err) {
-    *out = NULL;
+/* The tree of json[start, end), which def_scan.c accepted: its nodes in
+ * `tree` (def_tree.c: no malloc per node, and none in libc's heap with
+ * the default allocator), or cJSON's own where def_tree.c leaves the text
+ * to cJSON (*own set: the caller deletes it). */
+static int parse_tree(sy__arena *tree, const char *json, size_t start,
+                      size_t end, cJSON **out, bool *own, sy_error *err) {
+    *own = false;
+    int rc = sy__def_tree_parse(tree, json, start, end, out);
+    if (rc == SY_DEF_TREE_CJSON) {
+        *own = true;
+        return parse_scanned(json, start, end, out, err);
+    }
+    if (rc)
+        return sy__error_set(err, SY_ENOMEM, "",
+                             "out of memory while parsing the JSON text");
+    return 0;
+}
+
+/* Scan `json` under the limits (def_scan.c): for single routes and
+ * default filters, whose size the scan caps at SY_MAX_ROUTE_VALUES
+ * values. */
+static int scan_json(const sy__alloc *a, const char *json, size_t len,
+                     const sy_limits *lim, sy_error *err) {
     if (len > lim->max_document_bytes)
         return sy__error_set(err, SY_ELIMIT, "",
                              "document of %zu bytes exceeds the limit of %zu",
@@ -62,7 +79,18 @@ static int parse_json(const sy__alloc *a, const char *json, size_t len,
     sy__json_scan scan;
     int rc = sy__json_scan_text(a, json, len, lim, false, &scan, err);
     sy__free(a, scan.routes);
-    return rc ? rc : parse_scanned(json, 0, len, out, err);
+    return rc;
+}
+
+/* scan_json, then the whole text's tree (parse_tree; the caller frees
+ * `tree`, and deletes *out when *own). */
+static int parse_json(const sy__alloc *a, sy__arena *tree, const char *json,
+                      size_t len, const sy_limits *lim, cJSON **out, bool *own,
+                      sy_error *err) {
+    *out = NULL;
+    *own = false;
+    int rc = scan_json(a, json, len, lim, err);
+    return rc ? rc : parse_tree(tree, json, 0, len, out, own, err);
 }
 
 /* ---- documents ---- */
@@ -410,13 +438,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             e.offset = 0;
             e.path[0] = e.message[0] = '\0';
             sy__arena_reset(&tree);
-            rc = sy__def_tree_parse(&tree, json, sp->start, sp->end, &c);
-            if (rc == SY_DEF_TREE_CJSON)
-                own = true,
-                rc = parse_scanned(json, sp->start, sp->end, &c, &e);
-            else if (rc)
-                rc = sy__error_set(&e, SY_ENOMEM, "",
-                                   "out of memory while parsing the JSON text");
+            rc = parse_tree(&tree, json, sp->start, sp->end, &c, &own, &e);
         }
         ctx.text_len = sp->end - sp->start;
         if (!rc && !r && c) {
@@ -658,11 +680,17 @@ int sy__def_parse_route(const char *json, size_t len,
     if (rc)
         return rc;
     cJSON *root = NULL;
-    if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
-        return rc;
-    sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, len};
-    rc = sy__def_build_route(&ctx, root, path ? path : "", out, err);
-    cJSON_Delete(root);
+    bool own = false;
+    sy__arena tree;
+    sy__arena_init(&tree, &a, 4096);
+    rc = parse_json(&a, &tree, json ? json : "", len, &lim, &root, &own, err);
+    if (!rc) {
+        sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, len};
+        rc = sy__def_build_route(&ctx, root, path ? path : "", out, err);
+    }
+    if (own)
+        cJSON_Delete(root);
+    sy__arena_free(&tree);
     return rc;
 }
 
@@ -729,8 +757,14 @@ int sy__def_parse_filters(const char *json, size_t len,
     if (rc)
         return rc;
     cJSON *root = NULL;
-    if ((rc = parse_json(&a, json ? json : "", len, &lim, &root, err)))
+    bool own = false;
+    sy__arena tree;
+    sy__arena_init(&tree, &a, 4096);
+    if ((rc = parse_json(&a, &tree, json ? json : "", len, &lim, &root, &own,
+                         err))) {
+        sy__arena_free(&tree);
         return rc;
+    }
     struct sy_route *r = sy__route_new(&a);
     sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, 0};
     if (!r)
@@ -740,7 +774,9 @@ int sy__def_parse_filters(const char *json, size_t len,
                            "default filters must be an array");
     else
         rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, err);
-    cJSON_Delete(root);
+    if (own)
+        cJSON_Delete(root);
+    sy__arena_free(&tree);
     if (!rc && sy__def_canonicalize(r))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if (!rc && r->filter_count) {
@@ -769,5 +805,7 @@ int sy__def_parse_json(const char *json, size_t len, const sy_limits *lim,
                        cJSON **out, sy_error *err) {
     sy__alloc a;
     sy__alloc_init(&a, NULL); /* the scan's scratch only */
-    return parse_json(&a, json, len, lim, out, err);
+    *out = NULL;
+    int rc = scan_json(&a, json, len, lim, err);
+    return rc ? rc : parse_scanned(json, 0, len, out, err);
 }

@@ -424,6 +424,19 @@ START_TEST(a_route_with_a_very_long_number_still_parses) {
     ck_assert_ptr_nonnull(v);
     ck_assert_msg(strncmp(v, "1.23456789012345", 16) == 0, "%s", v);
     sy_document_free(d);
+
+    /* and so is a single route upserted with one (its own tree) */
+    sy_router *r = sy_test_router(NULL, 0);
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", j + 1, strlen(j) - 2, &e),
+                     0);
+    sy_snapshot *s = sy_router_acquire(r);
+    const sy_route *rt = sy_snapshot_find_route(s, "a", NULL);
+    ck_assert_ptr_nonnull(rt);
+    v = sy_route_metadata(rt, "n");
+    ck_assert_ptr_nonnull(v);
+    ck_assert_msg(strncmp(v, "1.23456789012345", 16) == 0, "%s", v);
+    sy_snapshot_release(s);
+    sy_router_free(r);
 }
 END_TEST
 

@@ -104,7 +104,12 @@ SY_API const char *sy_strerror(int code);
 
 /*
  * Allocator hooks, per router (or per document). Any member NULL means the
- * whole struct is ignored and malloc/realloc/free are used. `free` receives
+ * whole struct is ignored and the library's default allocator is used: on
+ * glibc/Linux it keeps every block out of libc's heap (large ones mapped
+ * one by one, smaller ones in spans it maps itself), so that the library's
+ * frees never make glibc trim its heap inside a publish, and its
+ * long-lived blocks pin nothing of the host's (docs/architecture.md,
+ * "Small blocks"); elsewhere it is malloc/realloc/free. `free` receives
  * NULL never. Hooks may be called from the writer thread and from the thread
  * that creates a match context; never from the hot path after warm-up. Two
  * lazy builds may call them from any reader thread, once per object: the
@@ -245,7 +250,7 @@ typedef struct sy_parse_options {
     bool lenient;  /* false (strict): any invalid route
                       fails the whole document */
     sy_limits limits;
-    const sy_allocator *allocator; /* NULL: malloc */
+    const sy_allocator *allocator; /* NULL: the default allocator */
     const sy_registry *registry;   /* host factories, may be NULL */
 } sy_parse_options;
 
@@ -681,7 +686,7 @@ typedef struct sy_outlier_options {
 
 typedef struct sy_router_options {
     uint32_t size;                 /* sizeof(sy_router_options) */
-    const sy_allocator *allocator; /* NULL: malloc */
+    const sy_allocator *allocator; /* NULL: the default allocator */
     bool lenient;                  /* drop invalid routes, keep the rest */
     sy_limits limits;
     bool strip_host_port;        /* Host predicates ignore ":port" */

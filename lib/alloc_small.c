@@ -21,8 +21,8 @@
  * learns that the block is not the arena's) with one probe. A span hands
  * out its freed blocks first, then its untouched tail in order (its pages
  * become resident only as they are used); its first block is offset by a
- * few cache lines that differ from span to span (its colour), so that the
- * spans' first blocks do not all fall in the same cache sets.
+ * few cache lines that differ from class to class (its colour), so that
+ * the spans' first blocks do not all fall in the same cache sets.
  *
  * A span whose last block is freed is kept for the next span of its size:
  * resident, up to KEEP_BYTES of such spans, and beyond that lazily freed
@@ -62,11 +62,14 @@
 #define KEEP_BYTES ((size_t)4 << 20)
 /* the header's room at the start of a span (blocks stay 16-aligned) */
 #define HEADER_BYTES 64
-/* A span's first block starts 0-31 cache lines after the header (by the
- * span's address): spans are 256 KiB aligned, and the first blocks of
- * all of them in one set of every cache cost match/github ~2 ns (29.3
- * against 27.2 with the colours). */
-#define SPAN_COLOURS 32
+/* A span's first block starts 0-63 cache lines after the header, by its
+ * class (5 is prime to 64: neighbouring classes far apart): spans are
+ * 256 KiB aligned, and with the first blocks of all of them in the same
+ * cache sets match/github took 29.4-30.8 ns, 27.3-28.3 with these colours
+ * (-falign-functions=64 builds, six runs each; glibc's heap: 26.4-26.6).
+ * By class, the colours are the same in every run; taken from the span's
+ * address (which ASLR moves) github was 27-28 or 29-31 ns by the run. */
+#define SPAN_COLOURS 64
 
 typedef struct span {
     struct span *next, *prev; /* in its class's list of spans with room */
@@ -213,8 +216,7 @@ static void list_remove(span *s) {
 
 static void span_reset(span *s, unsigned c) {
     s->cls = (uint16_t)c;
-    s->bump = (char *)s + HEADER_BYTES +
-              (((uintptr_t)s >> SPAN_SHIFT) % SPAN_COLOURS) * 64;
+    s->bump = (char *)s + HEADER_BYTES + (size_t)((c * 5) % SPAN_COLOURS) * 64;
     s->end = (char *)s + s->bytes;
     s->free = NULL;
     s->live = 0;

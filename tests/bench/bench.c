@@ -54,8 +54,9 @@
 #define NREQ 8192  /* distinct requests per large table */
 #define HOT_REQS 8 /* match-hot/: the first few requests, repeated */
 
-/* The same run's dependent-load baseline (ns), for misses/<table>. */
-static double g_load_ns;
+/* One dependent load that misses every cache, measured now (ns): the
+ * denominator of misses/<table> (baseline below). */
+static double load_latency_now(void);
 /* Requests on which the index and the scan disagreed, over the whole run:
  * the program exits non-zero when any did. */
 static size_t g_differ;
@@ -351,8 +352,8 @@ static size_t cross_check(const sy_snapshot *s, sy_match_ctx *ctx,
 }
 
 /* Run match/<name>, match-hot/<name> and scan/<name> on a loaded table;
- * match/ is followed by misses/<name>, its figure in the same run's
- * dependent-load baselines (cache misses per lookup). */
+ * match/ is followed by misses/<name>, its figure in dependent loads
+ * that miss every cache, measured just before it (misses per lookup). */
 static void lookup_case(const char *name, table *t, size_t check_max) {
     char mname[64], hname[64], sname[64], xname[64];
     snprintf(mname, sizeof mname, "match/%s", name);
@@ -383,14 +384,21 @@ static void lookup_case(const char *name, table *t, size_t check_max) {
     double ns_match = -1, ns_scan = -1;
     uint64_t batch = 0;
     if (want(mname)) {
+        /* measured next to the lookups: this machine's memory latency
+         * drifts within a run (62-136 ns in one on 2026-12-01) */
+        double load = load_latency_now();
         ns_match = measure(run_match, &l, MATCH_BATCH_NS, MATCH_REPS, &batch);
         if (l.errors)
             comment("%s: %llu match calls failed", mname,
                     (unsigned long long)l.errors);
         result(mname, t->routes, ns_match, "ns");
         comment("%s: thread CPU time %.1f ns per lookup", mname, g_last_cpu_ns);
-        if (g_load_ns > 0)
-            result(xname, t->routes, ns_match / g_load_ns, "misses");
+        if (load > 0) {
+            result(xname, t->routes, ns_match / load, "misses");
+            comment("%s: against one dependent load of %.1f ns, measured "
+                    "just before the lookups",
+                    xname, load);
+        }
     }
     if (want(hname)) {
         bench_reqs hot = t->reqs;
@@ -1265,31 +1273,37 @@ static void run_chase(void *arg, uint64_t count) {
     c->at = at;
 }
 
+/* The 64 MiB random cycle of the load baseline, built once a run. */
+static chase_arg g_chase;
+
+static double load_latency_now(void) {
+    enum { N = 16u << 20 };
+    if (!g_chase.next) {
+        g_chase.next = bench_xmalloc(N * sizeof *g_chase.next);
+        for (uint32_t i = 0; i < N; i++)
+            g_chase.next[i] = i;
+        uint64_t st = 42;
+        for (uint32_t i = N - 1; i > 0; i--) { /* Sattolo: one cycle */
+            uint32_t j = (uint32_t)(bench_rand(&st) % i);
+            uint32_t t = g_chase.next[i];
+            g_chase.next[i] = g_chase.next[j];
+            g_chase.next[j] = t;
+        }
+    }
+    return measure(run_chase, &g_chase, 20000000u, 5, NULL);
+}
+
 /* Two figures to read the others against on a shared, noisy machine: the
  * physical floor of a lookup (hash a 30-byte path) and the latency of one
  * dependent load that misses every cache (a 64 MiB random cycle). */
-static void baseline(const char *when, double *load_out) {
+static void baseline(const char *when) {
     hash_arg h = {bench_xmalloc(1024 * sizeof *h.paths), 0};
     for (size_t i = 0; i < 1024; i++)
         snprintf(h.paths[i], sizeof h.paths[i], "/repos/owner%05zu/repo/events",
                  i * 7919 % 100000);
     double ns_hash = measure(run_hash, &h, 20000000u, 5, NULL);
     free(h.paths);
-    enum { N = 16u << 20 };
-    chase_arg c = {bench_xmalloc(N * sizeof *c.next), 0};
-    for (uint32_t i = 0; i < N; i++)
-        c.next[i] = i;
-    uint64_t st = 42;
-    for (uint32_t i = N - 1; i > 0; i--) { /* Sattolo: one cycle */
-        uint32_t j = (uint32_t)(bench_rand(&st) % i);
-        uint32_t t = c.next[i];
-        c.next[i] = c.next[j];
-        c.next[j] = t;
-    }
-    double ns_load = measure(run_chase, &c, 20000000u, 5, NULL);
-    free(c.next);
-    if (load_out)
-        *load_out = ns_load;
+    double ns_load = load_latency_now();
     comment("baseline (%s): sy__hash64 of a 30-byte path %.1f ns; one "
             "dependent load missing every cache (64 MiB) %.1f ns",
             when, ns_hash, ns_load);
@@ -1329,7 +1343,7 @@ int main(int argc, char **argv) {
     }
     uint64_t t0 = bench_now_ns();
     bench_print_machine();
-    baseline("start", &g_load_ns);
+    baseline("start");
     case_memory(); /* first, in a child, before this heap grows */
     case_github();
     case_static();
@@ -1346,7 +1360,8 @@ int main(int argc, char **argv) {
     table_free(&g_static);
     case_snapshot();
     case_select();
-    baseline("end", NULL);
+    baseline("end");
+    free(g_chase.next);
     comment("total run time %.1f s", (double)(bench_now_ns() - t0) / 1e9);
     if (g_differ) {
         comment("FAILED: the index and the scan disagreed on %zu requests",

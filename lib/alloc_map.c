@@ -19,12 +19,13 @@
  * small blocks stay out of libc's heap for the reason alloc_small.c gives
  * (a long-lived one pins the heap's top, and its free trims all below).
  *
- * A mapped block starts on a page; its size is kept in a table (a
- * mutex-guarded open-addressing set of the live mappings), looked up only
- * for page-aligned pointers that are not the arena's. Only where
- * alloc_small.h sets SY_MAP_ON (glibc on Linux, not under
- * AddressSanitizer); elsewhere every block is libc's. A block is libc's
- * also where the arena or a mapping could not be had (out of memory).
+ * A mapped block starts on a page; its size is kept in a table (an
+ * open-addressing set of the live mappings, under the default allocator's
+ * one lock, sy__alloc_lock), looked up only for page-aligned pointers that
+ * are not the arena's. Only where alloc_small.h sets SY_MAP_ON (glibc on
+ * Linux, not under AddressSanitizer); elsewhere every block is libc's. A
+ * block is libc's also where the arena or a mapping could not be had (out
+ * of memory).
  */
 #define _GNU_SOURCE
 #include "alloc_small.h"
@@ -35,7 +36,6 @@
 
 #ifdef SY_MAP_ON
 #include <malloc.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -48,13 +48,11 @@ typedef struct map_entry {
     size_t len;     /* mapped bytes (whole pages) */
 } map_entry;
 
-static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static map_entry *map_tab;       /* mapped itself (not in libc's heap) */
 static size_t map_cap, map_used; /* used: live + deleted entries */
 /* set before the first mapping is handed out: until then no free needs
  * the table (or its lock) */
 static _Atomic bool map_any;
-static pthread_once_t map_once = PTHREAD_ONCE_INIT;
 
 /* Freed blocks kept for the next block of their size, oldest first (still
  * in the table): a host that re-applies a document of a few MB reuses its
@@ -69,24 +67,12 @@ static struct {
     size_t n, bytes;
 } map_kept;
 
-/* A fork while another thread holds map_lock must not leave the child
- * with it locked (as glibc does for malloc's own locks). */
-static void fork_prepare(void) {
-    pthread_mutex_lock(&map_lock);
-}
-static void fork_after(void) {
-    pthread_mutex_unlock(&map_lock);
-}
-static void map_init(void) {
-    pthread_atfork(fork_prepare, fork_after, fork_after);
-}
-
 static size_t map_home(uintptr_t base) {
     uint64_t h = (uint64_t)base * 0x9E3779B97F4A7C15ull;
     return (size_t)(h >> 20) & (map_cap - 1);
 }
 
-/* Under map_lock: the entry of `base`, or NULL. */
+/* Under the lock (sy__alloc_lock): the entry of `base`, or NULL. */
 static map_entry *map_find(uintptr_t base) {
     if (!map_cap)
         return NULL;
@@ -98,8 +84,8 @@ static map_entry *map_find(uintptr_t base) {
     }
 }
 
-/* Under map_lock: room for one more entry (rehashes without the deleted
- * ones when 3/4 full). False when out of memory. */
+/* Under the lock (sy__alloc_lock): room for one more entry (rehashes without
+ * the deleted ones when 3/4 full). False when out of memory. */
 static bool map_room(void) {
     if (map_cap && (map_used + 1) * 4 <= map_cap * 3)
         return true;
@@ -130,7 +116,7 @@ static bool map_room(void) {
     return true;
 }
 
-/* Under map_lock: note a new mapping. */
+/* Under the lock (sy__alloc_lock): note a new mapping. */
 static bool map_add(uintptr_t base, size_t len) {
     if (!map_room())
         return false;
@@ -154,15 +140,15 @@ static size_t mapped_len(const void *p) {
     if (!p || (u & 4095u) ||
         !atomic_load_explicit(&map_any, memory_order_acquire))
         return 0;
-    pthread_mutex_lock(&map_lock);
+    sy__alloc_lock();
     map_entry *e = map_find(u);
     size_t len = e ? e->len : 0;
-    pthread_mutex_unlock(&map_lock);
+    sy__alloc_unlock();
     return len;
 }
 
-/* Under map_lock: a kept block of at least len bytes (and not more than
- * twice that), taken out of the keep; 0 when none fits. */
+/* Under the lock (sy__alloc_lock): a kept block of at least len bytes (and not
+ * more than twice that), taken out of the keep; 0 when none fits. */
 static uintptr_t keep_take(size_t len, size_t *got) {
     size_t best = SY_MAP_KEEP_N;
     for (size_t i = 0; i < map_kept.n; i++)
@@ -187,9 +173,9 @@ static void *map_new(size_t n, bool zero) {
     if (len <= SY_MAP_KEEP_MAX &&
         atomic_load_explicit(&map_any, memory_order_acquire)) {
         size_t got = 0;
-        pthread_mutex_lock(&map_lock);
+        sy__alloc_lock();
         uintptr_t base = keep_take(len, &got);
-        pthread_mutex_unlock(&map_lock);
+        sy__alloc_unlock();
         if (base) {
             if (zero)
                 memset((void *)base, 0, n);
@@ -205,10 +191,9 @@ static void *map_new(size_t n, bool zero) {
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    pthread_once(&map_once, map_init);
-    pthread_mutex_lock(&map_lock);
+    sy__alloc_lock();
     bool ok = map_add((uintptr_t)p, len);
-    pthread_mutex_unlock(&map_lock);
+    sy__alloc_unlock();
     atomic_store_explicit(&map_any, true, memory_order_release);
     if (!ok) {
         munmap(p, len);
@@ -221,7 +206,7 @@ static void *map_new(size_t n, bool zero) {
  * when it is small enough and the keep has room; otherwise forget and
  * unmap it. */
 static void map_drop(void *p, size_t len) {
-    pthread_mutex_lock(&map_lock);
+    sy__alloc_lock();
     map_entry *e = map_find((uintptr_t)p);
     if (e && len <= SY_MAP_KEEP_MAX) {
         /* the oldest kept blocks make room (slot 0 is the oldest) */
@@ -243,12 +228,12 @@ static void map_drop(void *p, size_t len) {
         map_kept.base[map_kept.n] = (uintptr_t)p;
         map_kept.len[map_kept.n++] = len;
         map_kept.bytes += len;
-        pthread_mutex_unlock(&map_lock);
+        sy__alloc_unlock();
         return;
     }
     if (e)
         e->base = 1; /* deleted */
-    pthread_mutex_unlock(&map_lock);
+    sy__alloc_unlock();
     munmap(p, len);
 }
 
@@ -306,7 +291,7 @@ static void *map_realloc(void *d, void *p, size_t n) {
     if (want == len ||
         (want < len && len <= SY_MAP_KEEP_MAX && want >= len / 2))
         return p; /* a keepable block keeps its room */
-    pthread_mutex_lock(&map_lock);
+    sy__alloc_lock();
     /* the table must have room before the mapping moves, so that a moved
      * block is never unknown */
     bool room = map_room();
@@ -320,7 +305,7 @@ static void *map_realloc(void *d, void *p, size_t n) {
             map_add((uintptr_t)q, want); /* room was made above */
         }
     }
-    pthread_mutex_unlock(&map_lock);
+    sy__alloc_unlock();
     if (q == MAP_FAILED)
         return n <= len ? p : NULL; /* a shrink may keep the block */
     return q;

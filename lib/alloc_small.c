@@ -39,9 +39,10 @@
  *     +--------+-------+-------+-------+- - - - - - - - - -+
  *       free list --^ (freed blocks, linked through their first word)
  *
- * One mutex guards it all: an apply allocates about one block a route and
- * a publish a few dozen, so it is held for tens of nanoseconds at a time;
- * a fork handler keeps a child from inheriting it locked.
+ * One mutex guards it all, and alloc_map.c's table of mappings too (the
+ * default allocator's one lock): an apply allocates about one block a
+ * route and a publish a few dozen, so it is held for tens of nanoseconds
+ * at a time; a fork handler keeps a child from inheriting it locked.
  */
 #define _GNU_SOURCE
 #include "alloc_small.h"
@@ -84,7 +85,7 @@ typedef struct span {
 
 _Static_assert(sizeof(span) <= HEADER_BYTES, "span header fits its room");
 
-static pthread_mutex_t small_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t small_once = PTHREAD_ONCE_INIT;
 static span *with_room[NCLASS]; /* spans with a free or untouched block */
 /* empty spans, linked through next: resident (at most KEEP_BYTES), and
@@ -103,14 +104,25 @@ typedef struct unit_entry {
 static unit_entry *units;
 static size_t units_cap, units_used;
 
+/* A fork while another thread holds the lock must not leave the child
+ * with it locked (as glibc does for malloc's own locks). */
 static void fork_prepare(void) {
-    pthread_mutex_lock(&small_lock);
+    pthread_mutex_lock(&alloc_lock);
 }
 static void fork_after(void) {
-    pthread_mutex_unlock(&small_lock);
+    pthread_mutex_unlock(&alloc_lock);
 }
 static void small_init(void) {
     pthread_atfork(fork_prepare, fork_after, fork_after);
+}
+
+void sy__alloc_lock(void) {
+    pthread_once(&small_once, small_init);
+    pthread_mutex_lock(&alloc_lock);
+}
+
+void sy__alloc_unlock(void) {
+    pthread_mutex_unlock(&alloc_lock);
 }
 
 /* ---- classes ---- */
@@ -140,7 +152,7 @@ static size_t span_bytes(unsigned c) {
     return b;
 }
 
-/* ---- the unit table (under small_lock) ---- */
+/* ---- the unit table (under the lock) ---- */
 
 static size_t unit_home(uintptr_t unit) {
     return (size_t)(((uint64_t)unit * 0x9E3779B97F4A7C15ull) >> 32) &
@@ -191,7 +203,7 @@ static bool units_room(size_t more) {
     return true;
 }
 
-/* ---- spans (under small_lock) ---- */
+/* ---- spans (under the lock) ---- */
 
 static void list_add(span *s) {
     unsigned c = s->cls;
@@ -330,11 +342,10 @@ void *sy__small_alloc(size_t n) {
         return NULL;
     unsigned c = class_of(n);
     size_t sz = class_size(c);
-    pthread_once(&small_once, small_init);
-    pthread_mutex_lock(&small_lock);
+    sy__alloc_lock();
     span *s = with_room[c];
     if (!s && !(s = span_new(c))) {
-        pthread_mutex_unlock(&small_lock);
+        sy__alloc_unlock();
         return NULL;
     }
     void *p = s->free;
@@ -348,11 +359,11 @@ void *sy__small_alloc(size_t n) {
     totals.blocks++;
     if (!s->free && (size_t)(s->end - s->bump) < sz)
         list_remove(s); /* full */
-    pthread_mutex_unlock(&small_lock);
+    sy__alloc_unlock();
     return p;
 }
 
-/* Under small_lock: the span holding p, or NULL when p is not the arena's
+/* Under the lock: the span holding p, or NULL when p is not the arena's
  * (p need not be mapped at all: only the table is read). */
 static span *span_of(const void *p) {
     if (!p)
@@ -365,20 +376,20 @@ static span *span_of(const void *p) {
 size_t sy__small_size(const void *p) {
     if (!p)
         return 0;
-    pthread_mutex_lock(&small_lock);
+    sy__alloc_lock();
     span *s = span_of(p);
     size_t sz = s ? class_size(s->cls) : 0;
-    pthread_mutex_unlock(&small_lock);
+    sy__alloc_unlock();
     return sz;
 }
 
 bool sy__small_free(void *p) {
     if (!p)
         return false;
-    pthread_mutex_lock(&small_lock);
+    sy__alloc_lock();
     span *s = span_of(p);
     if (!s) {
-        pthread_mutex_unlock(&small_lock);
+        sy__alloc_unlock();
         return false;
     }
     memcpy(p, &s->free, sizeof s->free);
@@ -389,16 +400,16 @@ bool sy__small_free(void *p) {
         span_empty(s);
     else if (!s->listed)
         list_add(s);
-    pthread_mutex_unlock(&small_lock);
+    sy__alloc_unlock();
     return true;
 }
 
 void sy__small_stats_get(sy__small_stats *out) {
-    pthread_mutex_lock(&small_lock);
+    sy__alloc_lock();
     *out = totals;
     out->kept = kept_n;
     out->lazy = lazy_n;
-    pthread_mutex_unlock(&small_lock);
+    sy__alloc_unlock();
 }
 
 #else /* no arena: libc serves every block */

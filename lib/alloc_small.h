@@ -53,6 +53,12 @@ size_t sy__small_class_size(size_t n);
  * is not. */
 bool sy__small_free(void *p);
 
+/* The default allocator's one lock: the arena's, which alloc_map.c's
+ * table of mappings shares; held over fork() so that a child never
+ * inherits it locked. Only where SY_MAP_ON. */
+void sy__alloc_lock(void);
+void sy__alloc_unlock(void);
+
 typedef struct sy__small_stats {
     size_t spans;      /* mapped spans, kept ones included */
     size_t span_bytes; /* their mapped bytes */

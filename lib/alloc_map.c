@@ -43,13 +43,8 @@
 
 #ifdef SY_MAP_ON
 
-typedef struct map_entry {
-    uintptr_t base; /* 0: empty; 1: deleted */
-    size_t len;     /* mapped bytes (whole pages) */
-} map_entry;
-
-static map_entry *map_tab;       /* mapped itself (not in libc's heap) */
-static size_t map_cap, map_used; /* used: live + deleted entries */
+/* The live mappings: base -> mapped bytes (whole pages). */
+static sy__addr_tab maps;
 /* set before the first mapping is handed out: until then no free needs
  * the table (or its lock) */
 static _Atomic bool map_any;
@@ -67,67 +62,6 @@ static struct {
     size_t n, bytes;
 } map_kept;
 
-static size_t map_home(uintptr_t base) {
-    uint64_t h = (uint64_t)base * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> 20) & (map_cap - 1);
-}
-
-/* Under the lock (sy__alloc_lock): the entry of `base`, or NULL. */
-static map_entry *map_find(uintptr_t base) {
-    if (!map_cap)
-        return NULL;
-    for (size_t k = map_home(base);; k = (k + 1) & (map_cap - 1)) {
-        if (map_tab[k].base == base)
-            return &map_tab[k];
-        if (map_tab[k].base == 0)
-            return NULL;
-    }
-}
-
-/* Under the lock (sy__alloc_lock): room for one more entry (rehashes without
- * the deleted ones when 3/4 full). False when out of memory. */
-static bool map_room(void) {
-    if (map_cap && (map_used + 1) * 4 <= map_cap * 3)
-        return true;
-    size_t live = 0;
-    for (size_t i = 0; i < map_cap; i++)
-        live += map_tab[i].base > 1;
-    size_t cap = 64;
-    while (cap * 3 < (live + 1) * 4 * 2)
-        cap *= 2;
-    map_entry *t = mmap(NULL, cap * sizeof *t, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (t == MAP_FAILED)
-        return false;
-    map_entry *old = map_tab;
-    size_t old_cap = map_cap;
-    map_tab = t;
-    map_cap = cap;
-    map_used = live;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].base > 1) {
-            size_t k = map_home(old[i].base);
-            while (map_tab[k].base)
-                k = (k + 1) & (map_cap - 1);
-            map_tab[k] = old[i];
-        }
-    if (old)
-        munmap(old, old_cap * sizeof *old);
-    return true;
-}
-
-/* Under the lock (sy__alloc_lock): note a new mapping. */
-static bool map_add(uintptr_t base, size_t len) {
-    if (!map_room())
-        return false;
-    size_t k = map_home(base);
-    while (map_tab[k].base > 1)
-        k = (k + 1) & (map_cap - 1);
-    map_used += map_tab[k].base == 0;
-    map_tab[k] = (map_entry){base, len};
-    return true;
-}
-
 static size_t pages_of(size_t n) {
     long ps = sysconf(_SC_PAGESIZE);
     size_t page = ps > 0 ? (size_t)ps : 4096;
@@ -141,8 +75,8 @@ static size_t mapped_len(const void *p) {
         !atomic_load_explicit(&map_any, memory_order_acquire))
         return 0;
     sy__alloc_lock();
-    map_entry *e = map_find(u);
-    size_t len = e ? e->len : 0;
+    const sy__addr_entry *e = sy__addr_tab_find(&maps, u);
+    size_t len = e ? e->val : 0;
     sy__alloc_unlock();
     return len;
 }
@@ -192,7 +126,9 @@ static void *map_new(size_t n, bool zero) {
     if (p == MAP_FAILED)
         return NULL;
     sy__alloc_lock();
-    bool ok = map_add((uintptr_t)p, len);
+    bool ok = sy__addr_tab_room(&maps, 1);
+    if (ok)
+        sy__addr_tab_put(&maps, (uintptr_t)p, len);
     sy__alloc_unlock();
     atomic_store_explicit(&map_any, true, memory_order_release);
     if (!ok) {
@@ -207,16 +143,16 @@ static void *map_new(size_t n, bool zero) {
  * unmap it. */
 static void map_drop(void *p, size_t len) {
     sy__alloc_lock();
-    map_entry *e = map_find((uintptr_t)p);
+    sy__addr_entry *e = sy__addr_tab_find(&maps, (uintptr_t)p);
     if (e && len <= SY_MAP_KEEP_MAX) {
         /* the oldest kept blocks make room (slot 0 is the oldest) */
         while (map_kept.n && (map_kept.n == SY_MAP_KEEP_N ||
                               map_kept.bytes + len > SY_MAP_KEEP_BYTES)) {
             uintptr_t old = map_kept.base[0];
             size_t old_len = map_kept.len[0];
-            map_entry *oe = map_find(old);
+            sy__addr_entry *oe = sy__addr_tab_find(&maps, old);
             if (oe)
-                oe->base = 1;
+                sy__addr_tab_delete(oe);
             map_kept.n--;
             map_kept.bytes -= old_len;
             memmove(map_kept.base, map_kept.base + 1,
@@ -232,7 +168,7 @@ static void map_drop(void *p, size_t len) {
         return;
     }
     if (e)
-        e->base = 1; /* deleted */
+        sy__addr_tab_delete(e);
     sy__alloc_unlock();
     munmap(p, len);
 }
@@ -294,15 +230,15 @@ static void *map_realloc(void *d, void *p, size_t n) {
     sy__alloc_lock();
     /* the table must have room before the mapping moves, so that a moved
      * block is never unknown */
-    bool room = map_room();
+    bool room = sy__addr_tab_room(&maps, 1);
     void *q = room ? mremap(p, len, want, MREMAP_MAYMOVE) : MAP_FAILED;
     if (q != MAP_FAILED) {
-        map_entry *e = map_find((uintptr_t)p);
+        sy__addr_entry *e = sy__addr_tab_find(&maps, (uintptr_t)p);
         if (q == p) {
-            e->len = want;
+            e->val = want;
         } else {
-            e->base = 1;
-            map_add((uintptr_t)q, want); /* room was made above */
+            sy__addr_tab_delete(e);
+            sy__addr_tab_put(&maps, (uintptr_t)q, want); /* room made above */
         }
     }
     sy__alloc_unlock();

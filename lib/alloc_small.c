@@ -94,15 +94,8 @@ static span *kept, *lazy;
 static size_t kept_bytes, kept_n, lazy_n;
 static sy__small_stats totals; /* but kept and lazy: kept_n, lazy_n */
 
-/* Units -> spans: open addressing over unit numbers (0: empty). Mapped
- * directly, like the spans, so that not even the arena's own table is in
- * libc's heap. */
-typedef struct unit_entry {
-    uintptr_t unit;
-    span *s;
-} unit_entry;
-static unit_entry *units;
-static size_t units_cap, units_used;
+/* Units -> spans: a unit's base address to its span. */
+static sy__addr_tab units;
 
 /* A fork while another thread holds the lock must not leave the child
  * with it locked (as glibc does for malloc's own locks). */
@@ -152,54 +145,56 @@ static size_t span_bytes(unsigned c) {
     return b;
 }
 
-/* ---- the unit table (under the lock) ---- */
+/* ---- address tables (alloc_small.h; under the lock) ---- */
 
-static size_t unit_home(uintptr_t unit) {
-    return (size_t)(((uint64_t)unit * 0x9E3779B97F4A7C15ull) >> 32) &
-           (units_cap - 1);
+static size_t addr_home(const sy__addr_tab *t, uintptr_t key) {
+    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 32) &
+           (t->cap - 1);
 }
 
-static span *unit_find(uintptr_t unit) {
-    if (!units_cap)
+sy__addr_entry *sy__addr_tab_find(const sy__addr_tab *t, uintptr_t key) {
+    if (!t->cap)
         return NULL;
-    for (size_t k = unit_home(unit);; k = (k + 1) & (units_cap - 1)) {
-        if (units[k].unit == unit)
-            return units[k].s;
-        if (units[k].unit == 0)
+    for (size_t k = addr_home(t, key);; k = (k + 1) & (t->cap - 1)) {
+        if (t->e[k].key == key)
+            return &t->e[k];
+        if (t->e[k].key == 0)
             return NULL;
     }
 }
 
-static void unit_put(uintptr_t unit, span *s) {
-    size_t k = unit_home(unit);
-    while (units[k].unit)
-        k = (k + 1) & (units_cap - 1);
-    units_used++;
-    units[k] = (unit_entry){unit, s};
+void sy__addr_tab_put(sy__addr_tab *t, uintptr_t key, uintptr_t val) {
+    size_t k = addr_home(t, key);
+    while (t->e[k].key > 1)
+        k = (k + 1) & (t->cap - 1);
+    t->used += t->e[k].key == 0;
+    t->e[k] = (sy__addr_entry){key, val};
 }
 
-/* Room for `more` entries (rehashed into a table twice as large when it
- * would pass 3/4); false when out of memory. */
-static bool units_room(size_t more) {
-    if (units_cap && (units_used + more) * 4 <= units_cap * 3)
+void sy__addr_tab_delete(sy__addr_entry *e) {
+    e->key = 1;
+}
+
+bool sy__addr_tab_room(sy__addr_tab *t, size_t more) {
+    if (t->cap && (t->used + more) * 4 <= t->cap * 3)
         return true;
-    size_t cap = 512;
-    while (cap * 3 < (units_used + more) * 4 * 2)
+    size_t live = 0;
+    for (size_t i = 0; i < t->cap; i++)
+        live += t->e[i].key > 1;
+    size_t cap = 64;
+    while (cap * 3 < (live + more) * 4 * 2)
         cap *= 2;
-    unit_entry *t = mmap(NULL, cap * sizeof *t, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (t == MAP_FAILED)
+    sy__addr_entry *e = mmap(NULL, cap * sizeof *e, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (e == MAP_FAILED)
         return false;
-    unit_entry *old = units;
-    size_t old_cap = units_cap;
-    units = t;
-    units_cap = cap;
-    units_used = 0;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].unit)
-            unit_put(old[i].unit, old[i].s);
-    if (old)
-        munmap(old, old_cap * sizeof *old);
+    sy__addr_tab old = *t;
+    *t = (sy__addr_tab){e, cap, 0};
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.e[i].key > 1)
+            sy__addr_tab_put(t, old.e[i].key, old.e[i].val);
+    if (old.e)
+        munmap(old.e, old.cap * sizeof *old.e);
     return true;
 }
 
@@ -237,7 +232,7 @@ static void span_reset(span *s, unsigned c) {
 /* A span of `bytes`, aligned to SPAN_UNIT: one mapping with a unit to
  * spare, trimmed at both ends. */
 static span *span_map(size_t bytes) {
-    if (!units_room(bytes / SPAN_UNIT))
+    if (!sy__addr_tab_room(&units, bytes / SPAN_UNIT))
         return NULL;
     size_t len = bytes + SPAN_UNIT;
     char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -253,7 +248,7 @@ static span *span_map(size_t bytes) {
     span *s = (span *)at;
     s->bytes = bytes;
     for (size_t i = 0; i < bytes / SPAN_UNIT; i++)
-        unit_put((at >> SPAN_SHIFT) + i, s);
+        sy__addr_tab_put(&units, at + i * SPAN_UNIT, (uintptr_t)s);
     totals.spans++;
     totals.span_bytes += bytes;
     return s;
@@ -368,7 +363,9 @@ void *sy__small_alloc(size_t n) {
 static span *span_of(const void *p) {
     if (!p)
         return NULL;
-    span *s = unit_find((uintptr_t)p >> SPAN_SHIFT);
+    const sy__addr_entry *e =
+        sy__addr_tab_find(&units, (uintptr_t)p & ~(uintptr_t)(SPAN_UNIT - 1));
+    span *s = e ? (span *)e->val : NULL;
     /* a kept span holds no block */
     return s && s->live ? s : NULL;
 }

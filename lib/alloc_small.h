@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h> /* __GLIBC__ */
 
 /* SY_MAP_ON: the builds where the default allocator maps its own memory
@@ -58,6 +59,29 @@ bool sy__small_free(void *p);
  * inherits it locked. Only where SY_MAP_ON. */
 void sy__alloc_lock(void);
 void sy__alloc_unlock(void);
+
+/* An open-addressing table from addresses to a word, in memory mapped
+ * directly (never libc's heap): the arena's spans by unit, alloc_map.c's
+ * mappings with their lengths. Keys 0 and 1 are reserved (empty,
+ * deleted). Under sy__alloc_lock. */
+typedef struct sy__addr_entry {
+    uintptr_t key;
+    uintptr_t val;
+} sy__addr_entry;
+typedef struct sy__addr_tab {
+    sy__addr_entry *e;
+    size_t cap, used; /* used: live and deleted entries */
+} sy__addr_tab;
+
+/* The entry of `key`, or NULL. */
+sy__addr_entry *sy__addr_tab_find(const sy__addr_tab *t, uintptr_t key);
+/* Room for `more` new keys (the table rebuilt without its deleted entries
+ * when it would pass 3/4 full); false when out of memory. */
+bool sy__addr_tab_room(sy__addr_tab *t, size_t more);
+/* Add `key` (absent; room made first). */
+void sy__addr_tab_put(sy__addr_tab *t, uintptr_t key, uintptr_t val);
+/* Delete an entry that find returned. */
+void sy__addr_tab_delete(sy__addr_entry *e);
 
 typedef struct sy__small_stats {
     size_t spans;      /* mapped spans, kept ones included */

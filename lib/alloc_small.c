@@ -34,10 +34,10 @@
  * is the most it ever held at once.
  *
  *     span (256 KiB aligned)
- *     +--------+-------+-------+-------+- - - - - - - - - -+
- *     | header | block | block | block |  untouched tail   |
- *     +--------+-------+-------+-------+- - - - - - - - - -+
- *       free list --^ (freed blocks, linked through their first word)
+ *     +--------+--------+-------+-------+-------+- - - - - - - - - -+
+ *     | header | colour | block | block | block |  untouched tail   |
+ *     +--------+--------+-------+-------+-------+- - - - - - - - - -+
+ *                free list --^ (freed blocks, linked by their first word)
  *
  * One mutex guards it all, and alloc_map.c's table of mappings too (the
  * default allocator's one lock): an apply allocates about one block a

@@ -13,7 +13,7 @@
  * the library's frees never trim it, and its long-lived blocks pin nothing
  * of the host's.
  *
- * Classes: 16-byte steps up to 256 bytes, then eight a doubling up to
+ * Classes: 16-byte steps up to 1 KiB, then eight a doubling up to
  * SY_MAP_MIN (less than an eighth of a block unused). A span holds blocks
  * of one class: 256 KiB for classes up to 32 KiB, else the power of two
  * that holds eight. Spans are aligned to SPAN_UNIT (256 KiB), and a table
@@ -59,7 +59,7 @@
 #define SPAN_SHIFT 18
 #define SPAN_UNIT ((size_t)1 << SPAN_SHIFT)
 #define SMALL_SPAN_CLASS_MAX ((size_t)32 * 1024)
-#define NCLASS 104 /* the last serves up to 512 KiB (SY_MAP_MIN) */
+#define NCLASS 136 /* the last serves up to 512 KiB (SY_MAP_MIN) */
 #define KEEP_BYTES ((size_t)4 << 20)
 /* the header's room at the start of a span (blocks stay 16-aligned) */
 #define HEADER_BYTES 64
@@ -120,18 +120,18 @@ void sy__alloc_unlock(void) {
 
 /* ---- classes ---- */
 
-/* n in (2^k, 2^(k+1)] (k >= 8) is in the eighth q of that range */
+/* n in (2^k, 2^(k+1)] (k >= 10) is in the eighth q of that range */
 static unsigned class_of(size_t n) {
-    if (n <= 256)
+    if (n <= 1024)
         return n ? (unsigned)((n - 1) >> 4) : 0;
     unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)n - 1);
-    return 16u + (k - 8u) * 8u + (unsigned)(((n - 1) >> (k - 3)) & 7u);
+    return 64u + (k - 10u) * 8u + (unsigned)(((n - 1) >> (k - 3)) & 7u);
 }
 
 static size_t class_size(unsigned c) {
-    if (c < 16)
+    if (c < 64)
         return (size_t)(c + 1) * 16;
-    unsigned k = 8 + (c - 16) / 8, q = (c - 16) % 8;
+    unsigned k = 10 + (c - 64) / 8, q = (c - 64) % 8;
     return ((size_t)1 << k) + (size_t)(q + 1) * ((size_t)1 << (k - 3));
 }
 

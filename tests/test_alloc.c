@@ -197,7 +197,7 @@ static void check_fill(const unsigned char *p, size_t n, size_t tag) {
 
 /* Every size below SY_MAP_MIN has a class at least as large, a multiple
  * of 16, never smaller than the class of a smaller size, and wasting less
- * than an eighth of the size (less than 16 bytes up to 256). */
+ * than an eighth of the size (less than 16 bytes up to 1 KiB). */
 START_TEST(arena_classes_cover_every_size_with_little_room_lost) {
     if (!sy__small_on())
         return;
@@ -207,7 +207,7 @@ START_TEST(arena_classes_cover_every_size_with_little_room_lost) {
         ck_assert_uint_ge(c, n);
         ck_assert_uint_eq(c % 16, 0);
         ck_assert_uint_ge(c, prev);
-        if (n <= 256)
+        if (n <= 1024)
             ck_assert_uint_lt(c - n, 16);
         else
             ck_assert_uint_lt(c - n, n / 8);

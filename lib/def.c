@@ -801,11 +801,8 @@ int sy__def_parse_filters(const char *json, size_t len,
     return 0;
 }
 
-int sy__def_parse_json(const char *json, size_t len, const sy_limits *lim,
-                       cJSON **out, sy_error *err) {
-    sy__alloc a;
-    sy__alloc_init(&a, NULL); /* the scan's scratch only */
-    *out = NULL;
-    int rc = scan_json(&a, json, len, lim, err);
-    return rc ? rc : parse_scanned(json, 0, len, out, err);
+int sy__def_parse_json(sy__arena *tree, const char *json, size_t len,
+                       const sy_limits *lim, cJSON **out, bool *own,
+                       sy_error *err) {
+    return parse_json(tree->alloc, tree, json, len, lim, out, own, err);
 }

@@ -104,13 +104,16 @@ int sy__document_parse_reusing(const char *json, size_t len,
                                const sy__def_reuse *reuse, sy_document **out,
                                sy_error *err);
 
-/* Parse JSON text into a cJSON tree (caller deletes) under resolved limits
- * and the scan's rules (def_scan.h: syntax with line and column, depth,
- * string lengths, NUL bytes, at most SY_MAX_ROUTE_VALUES values): the
- * route documents' rules, shared with instances documents. */
+/* Parse JSON text into a cJSON tree under resolved limits and the scan's
+ * rules (def_scan.h: syntax with line and column, depth, string lengths,
+ * NUL bytes, at most SY_MAX_ROUTE_VALUES values): the route documents'
+ * rules, shared with instances documents. The tree's nodes are in `tree`
+ * (an arena the caller frees; def_tree.c), or cJSON's own when *own (a
+ * number of more than 63 characters: the caller deletes it). */
 struct cJSON;
-int sy__def_parse_json(const char *json, size_t len, const sy_limits *lim,
-                       struct cJSON **out, sy_error *err);
+int sy__def_parse_json(sy__arena *tree, const char *json, size_t len,
+                       const sy_limits *lim, struct cJSON **out, bool *own,
+                       sy_error *err);
 
 /* Which parts (SY_CHANGED_*) of two versions of one route differ:
  * exactly, by their canonical texts (written only when their fields

@@ -293,13 +293,17 @@ int sy_instances_parse(const char *json, size_t len, const sy_allocator *alloc,
     sy_limits lim;
     sy__limits_resolve(&lim, NULL);
     cJSON *root = NULL;
-    int rc = sy__def_parse_json(json ? json : "", len, &lim, &root, err);
-    if (rc)
-        return rc;
-    struct sy_instances *doc = sy__calloc(&a, 1, sizeof *doc);
+    bool own = false;
+    sy__arena tree; /* the parsed text, freed before returning */
+    sy__arena_init(&tree, &a, 4096);
+    int rc = sy__def_parse_json(&tree, json ? json : "", len, &lim, &root, &own,
+                                err);
+    struct sy_instances *doc = rc ? NULL : sy__calloc(&a, 1, sizeof *doc);
     if (!doc) {
-        cJSON_Delete(root);
-        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+        if (own)
+            cJSON_Delete(root);
+        sy__arena_free(&tree);
+        return rc ? rc : sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
     doc->alloc = a;
     sy__arena_init(&doc->arena, &doc->alloc, 4096);
@@ -323,7 +327,9 @@ int sy_instances_parse(const char *json, size_t len, const sy_allocator *alloc,
         if (!rc && !(rc = parse_service(&ps, c, &doc->services[doc->count])))
             doc->count++;
     }
-    cJSON_Delete(root);
+    if (own)
+        cJSON_Delete(root);
+    sy__arena_free(&tree);
     if (rc) {
         sy_instances_free(doc);
         return rc;

@@ -67,9 +67,11 @@
  * class (5 is prime to 64: neighbouring classes far apart): spans are
  * 256 KiB aligned, and with the first blocks of all of them in the same
  * cache sets match/github took 29.4-30.8 ns, 27.3-28.3 with these colours
- * (-falign-functions=64 builds, six runs each; glibc's heap: 26.4-26.6).
- * By class, the colours are the same in every run; taken from the span's
- * address (which ASLR moves) github was 27-28 or 29-31 ns by the run. */
+ * (-falign-functions=64 builds, six runs each, with the classes of then:
+ * 16-byte steps to 256 bytes; glibc's heap: 26.4-26.6; with today's
+ * classes 26.9-27.2). By class, the colours are the same in every run;
+ * taken from the span's address (which ASLR moves) github was 27-28 or
+ * 29-31 ns by the run. */
 #define SPAN_COLOURS 64
 
 typedef struct span {

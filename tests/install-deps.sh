@@ -7,7 +7,8 @@ pkgs=(build-essential meson ninja-build pkg-config libpcre2-dev libcjson-dev
       check libsubunit-dev clang llvm libclang-rt-14-dev python3 python3-cffi
       python3-pytest python3-dev python3-mesonpy python3-venv python3-pip
       libuv1-dev libhttp-parser-dev wrk nginx-core nginx-dev etcd-server
-      etcd-client curl)
+      etcd-client curl redis-server libhiredis-dev libyaml-dev libssl-dev openssl
+      chromium libr3-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,9 +3,9 @@
  * map threshold; spans given back; the library's blocks out of libc's
  * heap; threads allocating and freeing each other's blocks at once. */
 #define _GNU_SOURCE
-#include "alloc_small.h"
+#include "base/alloc_small.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <malloc.h>
 #include <pthread.h>

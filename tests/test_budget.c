@@ -3,10 +3,10 @@
  * match-limit units shared by every regex of the request, a cap on the
  * repeated values of one name, RewritePath bounded in work and output,
  * RequestHeaderSize summed per name in one pass. */
-#include "budget.h"
-#include "def.h"
-#include "match.h"
-#include "snapshot.h"
+#include "base/budget.h"
+#include "def/def.h"
+#include "request/match.h"
+#include "snapshot/snapshot.h"
 #include "testutil.h"
 
 #include "switchyard.h"

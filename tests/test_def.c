@@ -1,9 +1,9 @@
 /* test_def.c - route documents: the valid/invalid corpus under
  * tests/data, shapes, strict and lenient modes, limits, syntax positions,
  * shortcut mapping, upstreams, metadata and the internal def.h calls. */
-#include "def_build.h"
-#include "diff.h"
-#include "factory.h"
+#include "def/def_build.h"
+#include "snapshot/diff.h"
+#include "base/factory.h"
 #include "testutil.h"
 
 #include <dirent.h>

@@ -2,8 +2,8 @@
  * anywhere in a string are rejected with their path and offset instead of
  * truncating the string; the size of a route, the number of routes and the
  * syntax are checked by the pre-scan before any tree is built. */
-#include "def_build.h"
-#include "def_scan.h"
+#include "def/def_build.h"
+#include "def/def_scan.h"
 #include "testutil.h"
 
 #include <stdio.h>

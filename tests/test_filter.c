@@ -1,8 +1,8 @@
 /* test_filter.c - compiling filters and computing the filter plan
  * (route model section 5): every pure filter's effect, ordering, {var}
  * expansion, short-circuits, host entries and compile errors. */
-#include "filter.h"
-#include "regex.h"
+#include "route/filter.h"
+#include "base/regex.h"
 #include "testutil.h"
 
 #include <cJSON.h>

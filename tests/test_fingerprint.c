@@ -1,7 +1,7 @@
 /* test_fingerprint.c - canonical forms and fingerprints: equivalent
  * spellings of a route are equal, every change of meaning is not. */
-#include "def.h"
-#include "diff.h"
+#include "def/def.h"
+#include "snapshot/diff.h"
 #include "testutil.h"
 
 #include "switchyard.h"

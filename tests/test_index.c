@@ -5,9 +5,9 @@
  * and matching through the table (labels split only on need) picks what
  * the linear scan picks, with the same captures, for hosts that hit, that
  * miss and that are spelled oddly. */
-#include "index_int.h"
-#include "match.h"
-#include "snapshot_int.h"
+#include "snapshot/index_int.h"
+#include "request/match.h"
+#include "snapshot/snapshot_int.h"
 #include "testutil.h"
 
 #include "switchyard.h"

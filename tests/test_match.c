@@ -9,7 +9,7 @@
  *
  * Every match here is also run through the linear scan, which must agree.
  */
-#include "route.h" /* literal_path */
+#include "route/route.h" /* literal_path */
 #include "testutil.h"
 
 #include <switchyard.h>

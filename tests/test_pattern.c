@@ -1,7 +1,7 @@
 /* test_pattern.c - request splitting, PathPattern and Ant host patterns
  * (route model 4.1): matching tables, captures, compile errors with
  * offsets, introspection, and sy__regex. */
-#include "pattern.h"
+#include "route/pattern.h"
 #include "testutil.h"
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* test_predicate.c - every built-in predicate of route model section 4 and
  * host-registered ones: tables of matching and non-matching requests,
  * captures, and compile errors with their paths and offsets. */
-#include "predicate.h"
+#include "route/predicate.h"
 #include "testutil.h"
 
 #include <stdio.h>

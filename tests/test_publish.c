@@ -1,10 +1,10 @@
 /*
- * test_publish.c - unit tests of the publication protocol (lib/publish.c):
+ * test_publish.c - unit tests of the publication protocol (lib/snapshot/publish.c):
  * acquire/release, retirement, reclamation, the retired cap, the held
  * callback, metrics and allocation.
  */
 #include "hooks.h"
-#include "publish.h"
+#include "snapshot/publish.h"
 #include "testutil.h"
 
 #include <pthread.h>

@@ -9,7 +9,7 @@
  * tests/hooks/publish_broken.c).
  */
 #include "hooks.h"
-#include "publish.h"
+#include "snapshot/publish.h"
 #include "testutil.h"
 
 #include <pthread.h>

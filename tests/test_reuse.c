@@ -8,7 +8,7 @@
  * byte sharing possible) reports the same diffs. */
 #include "testutil.h"
 
-#include "route.h"
+#include "route/route.h"
 #include "switchyard.h"
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* test_service.c - services, deltas, diffs and version-aware selection
  * (route model section 7). */
 #include "hooks.h"
-#include "service.h"
+#include "service/service.h"
 #include "switchyard.h"
 #include "testutil.h"
 

@@ -5,8 +5,8 @@
  * random changes that split, copy and empty chunks; and (issue 15 item 4)
  * 10,000 consecutive single changes rebuild the index several times, each
  * publish doing a bounded share of the work, matching exactly throughout. */
-#include "index_int.h"
-#include "snapshot_int.h"
+#include "snapshot/index_int.h"
+#include "snapshot/snapshot_int.h"
 #include "testutil.h"
 
 #include "switchyard.h"

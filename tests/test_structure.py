@@ -16,34 +16,55 @@ import re
 import subprocess
 import sys
 
-# Lowest layer first. A layer holds modules; a module is one file or a
-# family of files that share a private header (service*.c with
-# service_int.h). A file may use its own layer and the layers below, and
-# the modules must not use each other in a loop (files of one module may).
-LAYERS = [
-    [("alloc_small",)],
-    [("util", "alloc_map"), ("idtab",)],
-    [("factory",), ("registry",), ("values",), ("path_normalize",), ("budget",),
-     ("publish", "publish_int"),
-     ("service", "service_int", "service_delta", "service_ring",
-      "service_select", "service_health")],
-    [("compile_env",)],
-    [("regex",), ("pattern", "pattern_int", "pattern_host", "pattern_split"),
-     ("predicate", "predicate_int", "predicate_eval"),
-     ("filter", "filter_int", "filter_plan", "filter_plan_int",
-      "filter_headers", "filter_template", "filter_query", "filter_path")],
-    [("route",)],
-    [("index", "index_int", "index_step")],
-    [("def", "def_build", "def_route", "def_entry", "def_canon", "def_probe",
-      "def_scan", "def_tree"), ("instances",)],
-    [("snapshot", "snapshot_int", "snapshot_table", "snapshot_overlay",
-      "snapshot_build")],
-    [("diff",)],
-    [("match",), ("select",), ("target",)],
-    [("report",)],
-    [("router", "router_int", "router_core", "router_status", "commit",
-      "commit_int", "commit_steps", "change_set")],
+# Lowest floor first: a folder of lib/ per floor, each holding its layers
+# (lowest first). A layer holds modules; a module is one file or a family
+# of files that share a private header (service*.c with service_int.h). A
+# file may use its own layer and the layers below, and the modules must
+# not use each other in a loop (files of one module may). A file lives in
+# its floor's folder, and includes name the folder ("base/util.h").
+FLOORS = [
+    ("base", [
+        [("alloc_small",)],
+        [("util", "alloc_map"), ("idtab",)],
+        [("factory",), ("registry",), ("values",), ("path_normalize",),
+         ("budget",)],
+        [("regex",)],
+    ]),
+    ("service", [
+        [("service", "service_int", "service_delta", "service_ring",
+          "service_select", "service_health")],
+    ]),
+    ("route", [
+        [("compile_env",)],
+        [("pattern", "pattern_int", "pattern_host", "pattern_split"),
+         ("predicate", "predicate_int", "predicate_eval"),
+         ("filter", "filter_int", "filter_plan", "filter_plan_int",
+          "filter_headers", "filter_template", "filter_query", "filter_path")],
+        [("route",)],
+    ]),
+    ("def", [
+        [("def", "def_build", "def_route", "def_entry", "def_canon",
+          "def_probe", "def_scan", "def_tree"), ("instances",)],
+    ]),
+    ("snapshot", [
+        [("publish", "publish_int")],
+        [("index", "index_int", "index_step")],
+        [("snapshot", "snapshot_int", "snapshot_table", "snapshot_overlay",
+          "snapshot_build")],
+        [("diff",)],
+    ]),
+    ("request", [
+        [("match",), ("select",), ("target",)],
+    ]),
+    ("router", [
+        [("report",)],
+        [("router", "router_int", "router_core", "router_status", "commit",
+          "commit_int", "commit_steps", "change_set")],
+    ]),
 ]
+LAYERS = [layer for _, layers in FLOORS for layer in layers]
+FLOOR_OF = {f: floor for floor, layers in FLOORS for mods in layers
+            for m in mods for f in m}
 
 
 def loops(edges):
@@ -81,7 +102,8 @@ def main():
     root = sys.argv[1]
     layer = {f: i for i, mods in enumerate(LAYERS) for m in mods for f in m}
     module = {f: m[0] for mods in LAYERS for m in mods for f in m}
-    files = sorted(glob.glob(os.path.join(root, "lib", "*.[ch]")))
+    files = sorted(glob.glob(os.path.join(root, "lib", "*", "*.[ch]")))
+    loose = sorted(glob.glob(os.path.join(root, "lib", "*.[ch]")))
     name = lambda f: os.path.basename(f)[:-2]
     texts = {f: open(f, encoding="utf-8").read() for f in files}
     defined = {}
@@ -107,6 +129,24 @@ def main():
     report(not unknown, "every lib/ file has a layer",
            ["no layer for: " + ", ".join(unknown)] if unknown else [])
     report(len(files) > 20, "found lib/ (%d files)" % len(files))
+    report(not loose, "no loose file at the top of lib/",
+           [os.path.basename(f) for f in loose])
+    misplaced = ["%s in %s/, its floor is %s/" % (
+        os.path.basename(f), os.path.basename(os.path.dirname(f)),
+        FLOOR_OF[name(f)]) for f in files if name(f) in FLOOR_OF
+        and os.path.basename(os.path.dirname(f)) != FLOOR_OF[name(f)]]
+    report(not misplaced, "every lib/ file lives in its floor's folder",
+           misplaced)
+    badinc = []
+    for f in files:
+        for folder, inc in re.findall(r'#include "(?:([a-z_]+)/)?([a-z_]+)\.h"',
+                                      texts[f]):
+            if inc in FLOOR_OF and folder != FLOOR_OF[inc]:
+                badinc.append('%s includes "%s%s.h" (lib/%s/%s.h)' % (
+                    os.path.basename(f), folder + "/" if folder else "", inc,
+                    FLOOR_OF[inc], inc))
+    report(not badinc, "every include names the folder of its header",
+           badinc)
     up = []
     uses = {}  # module -> modules it uses
     for f in files:
@@ -114,7 +154,7 @@ def main():
         if m not in layer:
             continue
         used = [(inc, "includes %s.h" % inc) for inc in
-                re.findall(r'#include "([a-z_]+)\.h"', texts[f])]
+                re.findall(r'#include "(?:[a-z_]+/)?([a-z_]+)\.h"', texts[f])]
         if f.endswith(".c"):
             used += [(defined[fn], "calls %s (%s.c)" % (fn, defined[fn]))
                      for fn in sorted(set(re.findall(

@@ -1,6 +1,6 @@
 /* test_values.c - tables for every typed value parser of values.h. */
 #include "testutil.h"
-#include "values.h"
+#include "base/values.h"
 
 typedef struct i64_case {
     const char *in;

@@ -23,13 +23,13 @@
 #ifdef SY_BENCH_HAVE_R3
 #include "bench_r3.h"
 #endif
-#include "alloc_small.h"
-#include "def.h"
-#include "publish.h"
-#include "router_int.h"
-#include "service.h"
-#include "snapshot.h"
-#include "util.h"
+#include "base/alloc_small.h"
+#include "def/def.h"
+#include "snapshot/publish.h"
+#include "router/router_int.h"
+#include "service/service.h"
+#include "snapshot/snapshot.h"
+#include "base/util.h"
 
 #include <cJSON.h>
 #include <pthread.h>

@@ -5,7 +5,7 @@
  * crash: with real malloc it can only mean the pre-scan let through text
  * that cJSON then refused.
  */
-#include "def.h"
+#include "def/def.h"
 
 #include <stddef.h>
 #include <stdint.h>

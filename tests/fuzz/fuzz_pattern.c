@@ -3,7 +3,7 @@
  * a path pattern and as a host pattern; what compiles is matched against
  * a few paths/hosts derived from the input. Must never crash or leak.
  */
-#include "pattern.h"
+#include "route/pattern.h"
 
 #include <stdlib.h>
 

@@ -8,7 +8,7 @@
 #ifndef SY_TEST_HOOKS_H
 #define SY_TEST_HOOKS_H
 
-#include "publish.h"
+#include "snapshot/publish.h"
 
 /* Renew a shard's word once it holds this many borrows (the library
  * renews at 2^40), so renewals race with readers in tests. Writer side. */

@@ -1,12 +1,12 @@
 /*
- * publish_broken.c - the publication protocol of lib/publish.c weakened on
+ * publish_broken.c - the publication protocol of lib/snapshot/publish.c weakened on
  * purpose, so tests/test_publish_stress.c can show its checker catches a
  * broken protocol (see hooks.h for the two weakenings). Everything not
  * weakened is the library's own code; the weakened steps reach the
- * domain's layout through lib/publish_int.h.
+ * domain's layout through lib/snapshot/publish_int.h.
  */
 #include "hooks.h"
-#include "publish_int.h"
+#include "snapshot/publish_int.h"
 
 #include <sched.h>
 

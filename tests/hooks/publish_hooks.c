@@ -1,12 +1,12 @@
 /*
  * publish_hooks.c - test and benchmark hooks on the publication domain
- * (lib/publish.c), kept out of the shipped library: the renewal threshold
+ * (lib/snapshot/publish.c), kept out of the shipped library: the renewal threshold
  * the tests lower, and the bare acquire/release benchmark of
  * switchyard-bench. They reach the domain's layout through
- * lib/publish_int.h.
+ * lib/snapshot/publish_int.h.
  */
 #include "hooks.h"
-#include "publish_int.h"
+#include "snapshot/publish_int.h"
 
 #include <sched.h>
 #include <time.h>

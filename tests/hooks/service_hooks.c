@@ -4,7 +4,7 @@
  * calls the router does: sy__service_new, then sy__service_select.
  */
 #include "hooks.h"
-#include "service.h"
+#include "service/service.h"
 
 #include <stdio.h>
 #include <time.h>

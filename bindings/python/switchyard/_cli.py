@@ -1,5 +1,5 @@
 """The command-line tool, mirroring the C ``switchyard`` program
-(examples/switchyard.c and examples/cli_route.c): same arguments, same
+(examples/cli/switchyard.c and examples/cli/cli_route.c): same arguments, same
 output lines, same JSON shapes, same exit statuses.
 
     python3 -m switchyard --version
@@ -248,7 +248,7 @@ def _check_method(m: str) -> None:
 
 
 def _check_url(url: str) -> None:
-    """The same rules as valid_url() in examples/cli_route.c."""
+    """The same rules as valid_url() in examples/cli/cli_route.c."""
     raw = url.encode("utf-8", "surrogateescape")
     for i, b in enumerate(raw):
         if b <= 0x20 or b == 0x7F:

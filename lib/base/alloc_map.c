@@ -1,0 +1,314 @@
+/*
+ * alloc_map.c - the library's default allocator (a host that passes no
+ * sy_allocator): blocks of SY_MAP_MIN bytes or more are mapped and
+ * unmapped directly, so that a freed one goes back to the system at once
+ * (but for a small keep of freed blocks of up to 2 MiB, reused by the next
+ * block of their size); smaller blocks come from the library's own arena
+ * of spans (alloc_small.c). None of the library's blocks is in libc's
+ * heap.
+ *
+ * Why: an apply's temporaries are large arrays (the document's scan, sort
+ * buffers, the index build's lists: tens of MB at 100,000 routes) freed
+ * when it returns. glibc serves a first large block with mmap, but the
+ * free of such a block raises its threshold to that block's size (up to
+ * 32 MiB), so the next ones come from the heap, between the routes that
+ * stay, and their pages stay resident after the free (~170 bytes a route
+ * at 100,000, docs/architecture.md "Memory of an apply"). Mapping them
+ * ourselves keeps the threshold where glibc starts it, for this library's
+ * blocks only: the host's own malloc policy (mallopt) is left alone. The
+ * small blocks stay out of libc's heap for the reason alloc_small.c gives
+ * (a long-lived one pins the heap's top, and its free trims all below).
+ *
+ * A mapped block starts on a page; its size is kept in a table (an
+ * open-addressing set of the live mappings, under the default allocator's
+ * one lock, sy__alloc_lock), looked up only for page-aligned pointers that
+ * are not the arena's. Only where alloc_small.h sets SY_MAP_ON (glibc on
+ * Linux, not under AddressSanitizer); elsewhere every block is libc's. A
+ * block is libc's also where the arena or a mapping could not be had (out
+ * of memory).
+ */
+#define _GNU_SOURCE
+#include "base/alloc_small.h"
+#include "base/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef SY_MAP_ON
+#include <malloc.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+#ifdef SY_MAP_ON
+
+/* The live mappings: base -> mapped bytes (whole pages). */
+static sy__addr_tab maps;
+/* set before the first mapping is handed out: until then no free needs
+ * the table (or its lock) */
+static _Atomic bool map_any;
+
+/* Freed blocks kept for the next block of their size, oldest first (still
+ * in the table): a host that re-applies a document of a few MB reuses its
+ * resident pages instead of faulting fresh ones in at every apply, while
+ * the keep bounds what stays resident. */
+#define SY_MAP_KEEP_N 4
+#define SY_MAP_KEEP_MAX ((size_t)2 << 20)
+#define SY_MAP_KEEP_BYTES ((size_t)4 << 20)
+static struct {
+    uintptr_t base[SY_MAP_KEEP_N];
+    size_t len[SY_MAP_KEEP_N];
+    size_t n, bytes;
+} map_kept;
+
+static size_t pages_of(size_t n) {
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t page = ps > 0 ? (size_t)ps : 4096;
+    return (n + page - 1) & ~(page - 1);
+}
+
+/* The mapped length of p (a mapped block), or 0 when p is libc's. */
+static size_t mapped_len(const void *p) {
+    uintptr_t u = (uintptr_t)p;
+    if (!p || (u & 4095u) ||
+        !atomic_load_explicit(&map_any, memory_order_acquire))
+        return 0;
+    sy__alloc_lock();
+    const sy__addr_entry *e = sy__addr_tab_find(&maps, u);
+    size_t len = e ? e->val : 0;
+    sy__alloc_unlock();
+    return len;
+}
+
+/* Under the lock (sy__alloc_lock): a kept block of at least len bytes (and not
+ * more than twice that), taken out of the keep; 0 when none fits. */
+static uintptr_t keep_take(size_t len, size_t *got) {
+    size_t best = SY_MAP_KEEP_N;
+    for (size_t i = 0; i < map_kept.n; i++)
+        if (map_kept.len[i] >= len && map_kept.len[i] / 2 <= len &&
+            (best == SY_MAP_KEEP_N || map_kept.len[i] < map_kept.len[best]))
+            best = i;
+    if (best == SY_MAP_KEEP_N)
+        return 0;
+    uintptr_t base = map_kept.base[best];
+    *got = map_kept.len[best];
+    map_kept.bytes -= *got;
+    map_kept.n--;
+    map_kept.base[best] = map_kept.base[map_kept.n];
+    map_kept.len[best] = map_kept.len[map_kept.n];
+    return base;
+}
+
+static void *map_new(size_t n, bool zero) {
+    size_t len = pages_of(n);
+    if (len < n)
+        return NULL;
+    if (len <= SY_MAP_KEEP_MAX &&
+        atomic_load_explicit(&map_any, memory_order_acquire)) {
+        size_t got = 0;
+        sy__alloc_lock();
+        uintptr_t base = keep_take(len, &got);
+        sy__alloc_unlock();
+        if (base) {
+            if (zero)
+                memset((void *)base, 0, n);
+            return (void *)base;
+        }
+        /* room for a block that grows a little next time (address space
+         * only: pages are resident once touched) */
+        size_t more = pages_of(n + n / 8);
+        if (more <= SY_MAP_KEEP_MAX)
+            len = more;
+    }
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    sy__alloc_lock();
+    bool ok = sy__addr_tab_room(&maps, 1);
+    if (ok)
+        sy__addr_tab_put(&maps, (uintptr_t)p, len);
+    sy__alloc_unlock();
+    atomic_store_explicit(&map_any, true, memory_order_release);
+    if (!ok) {
+        munmap(p, len);
+        return NULL;
+    }
+    return p;
+}
+
+/* Keep a freed mapped block of `len` bytes for the next one of its size
+ * when it is small enough and the keep has room; otherwise forget and
+ * unmap it. */
+static void map_drop(void *p, size_t len) {
+    sy__alloc_lock();
+    sy__addr_entry *e = sy__addr_tab_find(&maps, (uintptr_t)p);
+    if (e && len <= SY_MAP_KEEP_MAX) {
+        /* the oldest kept blocks make room (slot 0 is the oldest) */
+        while (map_kept.n && (map_kept.n == SY_MAP_KEEP_N ||
+                              map_kept.bytes + len > SY_MAP_KEEP_BYTES)) {
+            uintptr_t old = map_kept.base[0];
+            size_t old_len = map_kept.len[0];
+            sy__addr_entry *oe = sy__addr_tab_find(&maps, old);
+            if (oe)
+                sy__addr_tab_delete(oe);
+            map_kept.n--;
+            map_kept.bytes -= old_len;
+            memmove(map_kept.base, map_kept.base + 1,
+                    map_kept.n * sizeof map_kept.base[0]);
+            memmove(map_kept.len, map_kept.len + 1,
+                    map_kept.n * sizeof map_kept.len[0]);
+            munmap((void *)old, old_len);
+        }
+        map_kept.base[map_kept.n] = (uintptr_t)p;
+        map_kept.len[map_kept.n++] = len;
+        map_kept.bytes += len;
+        sy__alloc_unlock();
+        return;
+    }
+    if (e)
+        sy__addr_tab_delete(e);
+    sy__alloc_unlock();
+    munmap(p, len);
+}
+
+static void *map_malloc(void *d, size_t n) {
+    SY_UNUSED(d);
+    void *p = n >= SY_MAP_MIN ? map_new(n, false) : sy__small_alloc(n);
+    return p ? p : malloc(n);
+}
+
+static void map_free(void *d, void *p) {
+    SY_UNUSED(d);
+    if (sy__small_free(p))
+        return;
+    size_t len = mapped_len(p);
+    if (len)
+        map_drop(p, len);
+    else
+        free(p);
+}
+
+/* A new block for n bytes holding the first `old` bytes of p (all of them
+ * when n is larger), p freed; NULL (p untouched) when out of memory. */
+static void *map_move(void *d, void *p, size_t old, size_t n) {
+    void *q = map_malloc(d, n ? n : 1);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < n ? old : n);
+    map_free(d, p);
+    return q;
+}
+
+static void *map_realloc(void *d, void *p, size_t n) {
+    if (!p)
+        return map_malloc(d, n);
+    size_t small = sy__small_size(p);
+    if (small) {
+        /* the same class keeps its block; another moves */
+        if (n < SY_MAP_MIN && sy__small_class_size(n) == small)
+            return p;
+        void *q = map_move(d, p, small, n);
+        return q ? q : n <= small ? p : NULL;
+    }
+    size_t len = mapped_len(p);
+    if (!len) { /* libc's (the arena or a mapping was out of memory) */
+        void *q = map_move(d, p, malloc_usable_size(p), n);
+        return q ? q : realloc(p, n);
+    }
+    if (n < SY_MAP_MIN / 2) { /* shrunk well below: into the arena */
+        void *q = map_move(d, p, len, n);
+        return q ? q : n <= len ? p : NULL;
+    }
+    size_t want = pages_of(n);
+    if (want < n)
+        return NULL;
+    if (want == len ||
+        (want < len && len <= SY_MAP_KEEP_MAX && want >= len / 2))
+        return p; /* a keepable block keeps its room */
+    sy__alloc_lock();
+    /* the table must have room before the mapping moves, so that a moved
+     * block is never unknown */
+    bool room = sy__addr_tab_room(&maps, 1);
+    void *q = room ? mremap(p, len, want, MREMAP_MAYMOVE) : MAP_FAILED;
+    if (q != MAP_FAILED) {
+        sy__addr_entry *e = sy__addr_tab_find(&maps, (uintptr_t)p);
+        if (q == p) {
+            e->val = want;
+        } else {
+            sy__addr_tab_delete(e);
+            sy__addr_tab_put(&maps, (uintptr_t)q, want); /* room made above */
+        }
+    }
+    sy__alloc_unlock();
+    if (q == MAP_FAILED)
+        return n <= len ? p : NULL; /* a shrink may keep the block */
+    return q;
+}
+
+/* Zeroed memory: a new mapping is zero already (its pages are not
+ * touched until used); a block of the arena is cleared. */
+static void *map_calloc(size_t n) {
+    if (n >= SY_MAP_MIN) {
+        void *p = map_new(n, true);
+        if (p)
+            return p;
+    } else {
+        void *p = sy__small_alloc(n);
+        if (p)
+            return memset(p, 0, n);
+    }
+    return calloc(1, n ? n : 1);
+}
+
+#else /* libc's, as they are */
+
+static void *map_malloc(void *d, size_t n) {
+    SY_UNUSED(d);
+    return malloc(n);
+}
+static void *map_realloc(void *d, void *p, size_t n) {
+    SY_UNUSED(d);
+    return realloc(p, n);
+}
+static void map_free(void *d, void *p) {
+    SY_UNUSED(d);
+    free(p);
+}
+
+#endif /* SY_MAP_ON */
+
+/* The default allocator is stateless: one copy serves every route. */
+static const sy__alloc shared_default = {map_malloc, map_realloc, map_free,
+                                         NULL};
+
+void *sy__alloc_default_calloc(const sy__alloc *a, size_t n) {
+#ifdef SY_MAP_ON
+    if (a->malloc == map_malloc)
+        return map_calloc(n);
+#endif
+    SY_UNUSED(a);
+    SY_UNUSED(n);
+    return SY_ALLOC_NOT_DEFAULT;
+}
+
+void sy__alloc_default(sy__alloc *out) {
+    *out = shared_default;
+}
+
+const sy__alloc *sy__alloc_default_shared(const sy__alloc *a) {
+    if (a->malloc != shared_default.malloc ||
+        a->realloc != shared_default.realloc ||
+        a->free != shared_default.free || a->data != shared_default.data)
+        return NULL;
+    return &shared_default;
+}
+
+bool sy__alloc_maps_large(void) {
+#ifdef SY_MAP_ON
+    return true;
+#else
+    return false;
+#endif
+}

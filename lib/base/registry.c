@@ -1,0 +1,208 @@
+/*
+ * registry.c - host-registered predicate and filter factories: the public
+ * sy_registry_* calls and the lookups used when mapping document entries.
+ * Names and shortcut field lists are copied into the registry.
+ */
+#include "base/factory.h"
+
+typedef struct sy__reg_pred {
+    char *name;
+    sy_predicate_factory f;
+} sy__reg_pred;
+
+typedef struct sy__reg_filter {
+    char *name;
+    sy_filter_factory f;
+} sy__reg_filter;
+
+struct sy_registry {
+    sy__alloc alloc;
+    sy__reg_pred *preds;
+    size_t pred_count, pred_cap;
+    sy__reg_filter *filters;
+    size_t filter_count, filter_cap;
+};
+
+int sy_registry_new(const sy_allocator *alloc, sy_registry **out,
+                    sy_error *err) {
+    if (!out)
+        return sy__error_set(err, SY_EINVAL, "", "out must not be NULL");
+    *out = NULL;
+    sy__alloc a;
+    sy__alloc_init(&a, alloc);
+    sy_registry *reg = sy__calloc(&a, 1, sizeof *reg);
+    if (!reg)
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    reg->alloc = a;
+    *out = reg;
+    return SY_OK;
+}
+
+static void free_fields(const sy__alloc *a, const char *const *fields) {
+    if (!fields)
+        return;
+    for (size_t i = 0; fields[i]; i++)
+        sy__free(a, (void *)(uintptr_t)fields[i]);
+    sy__free(a, (void *)(uintptr_t)fields);
+}
+
+void sy_registry_free(sy_registry *reg) {
+    if (!reg)
+        return;
+    sy__alloc a = reg->alloc;
+    for (size_t i = 0; i < reg->pred_count; i++) {
+        sy__free(&a, reg->preds[i].name);
+        free_fields(&a, reg->preds[i].f.shortcut_fields);
+    }
+    for (size_t i = 0; i < reg->filter_count; i++) {
+        sy__free(&a, reg->filters[i].name);
+        free_fields(&a, reg->filters[i].f.shortcut_fields);
+    }
+    sy__free(&a, reg->preds);
+    sy__free(&a, reg->filters);
+    sy__free(&a, reg);
+}
+
+/* Deep copy of a NULL-terminated field list (NULL stays NULL). */
+static int copy_fields(const sy__alloc *a, const char *const *in,
+                       const char *const **out) {
+    *out = NULL;
+    if (!in)
+        return SY_OK;
+    size_t n = 0;
+    while (in[n])
+        n++;
+    char **f = sy__calloc(a, n + 1, sizeof *f);
+    if (!f)
+        return SY_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        f[i] = sy__strdup(a, in[i]);
+        if (!f[i]) {
+            free_fields(a, (const char *const *)f);
+            return SY_ENOMEM;
+        }
+    }
+    *out = (const char *const *)f;
+    return SY_OK;
+}
+
+static int check_name(const sy_registry *reg, sy__factory_kind kind,
+                      const char *name, sy_error *err) {
+    if (!reg || !name)
+        return sy__error_set(err, SY_EINVAL, "", "registry and name required");
+    size_t len = strlen(name);
+    if (len == 0)
+        return sy__error_set(err, SY_EINVAL, "", "factory name is empty");
+    if (strpbrk(name, "=, \t\r\n"))
+        return sy__error_set(err, SY_EINVAL, "",
+                             "factory name '%s' contains '=', ',' or a space",
+                             name);
+    const char *what = kind == SY_FACTORY_PREDICATE ? "predicate" : "filter";
+    if (sy__factory_find(kind, name, len))
+        return sy__error_set(err, SY_EEXIST, "",
+                             "'%s' is a built-in %s factory", name, what);
+    bool dup = kind == SY_FACTORY_PREDICATE
+                   ? sy__registry_find_predicate(reg, name, len) != NULL
+                   : sy__registry_find_filter(reg, name, len) != NULL;
+    if (dup)
+        return sy__error_set(err, SY_EEXIST, "",
+                             "%s factory '%s' is already registered", what,
+                             name);
+    return SY_OK;
+}
+
+static bool grow(const sy__alloc *a, void **arr, size_t *cap, size_t count,
+                 size_t elem) {
+    if (count < *cap)
+        return true;
+    size_t nc = *cap ? *cap * 2 : 8;
+    void *p = sy__realloc(a, *arr, nc * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+/* Room for one more entry in an array of `elem`-sized entries, and the
+ * copies of its name and shortcut fields it will own. */
+static int new_entry(sy_registry *reg, void **arr, size_t *cap, size_t count,
+                     size_t elem, const char *name, const char *const *fields,
+                     char **name_out, const char *const **fields_out,
+                     sy_error *err) {
+    if (!grow(&reg->alloc, arr, cap, count, elem))
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    *name_out = sy__strdup(&reg->alloc, name);
+    if (!*name_out || copy_fields(&reg->alloc, fields, fields_out)) {
+        sy__free(&reg->alloc, *name_out);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    return SY_OK;
+}
+
+int sy_registry_add_predicate(sy_registry *reg, const char *name,
+                              const sy_predicate_factory *f, sy_error *err) {
+    int rc = check_name(reg, SY_FACTORY_PREDICATE, name, err);
+    if (rc)
+        return rc;
+    if (!f || !f->compile || !f->test)
+        return sy__error_set(err, SY_EINVAL, "",
+                             "predicate factory '%s' needs compile and test",
+                             name);
+    char *copy;
+    const char *const *fields;
+    rc = new_entry(reg, (void **)&reg->preds, &reg->pred_cap, reg->pred_count,
+                   sizeof *reg->preds, name, f->shortcut_fields, &copy, &fields,
+                   err);
+    if (rc)
+        return rc;
+    sy__reg_pred *e = &reg->preds[reg->pred_count++];
+    e->f = *f;
+    e->name = copy;
+    e->f.shortcut_fields = fields;
+    return SY_OK;
+}
+
+int sy_registry_add_filter(sy_registry *reg, const char *name,
+                           const sy_filter_factory *f, sy_error *err) {
+    int rc = check_name(reg, SY_FACTORY_FILTER, name, err);
+    if (rc)
+        return rc;
+    if (!f)
+        return sy__error_set(err, SY_EINVAL, "", "filter factory required");
+    char *copy;
+    const char *const *fields;
+    rc = new_entry(reg, (void **)&reg->filters, &reg->filter_cap,
+                   reg->filter_count, sizeof *reg->filters, name,
+                   f->shortcut_fields, &copy, &fields, err);
+    if (rc)
+        return rc;
+    sy__reg_filter *e = &reg->filters[reg->filter_count++];
+    e->f = *f;
+    e->name = copy;
+    e->f.shortcut_fields = fields;
+    return SY_OK;
+}
+
+const sy_predicate_factory *sy__registry_find_predicate(const sy_registry *reg,
+                                                        const char *name,
+                                                        size_t len) {
+    if (!reg)
+        return NULL;
+    for (size_t i = 0; i < reg->pred_count; i++)
+        if (strlen(reg->preds[i].name) == len &&
+            memcmp(reg->preds[i].name, name, len) == 0)
+            return &reg->preds[i].f;
+    return NULL;
+}
+
+const sy_filter_factory *
+sy__registry_find_filter(const sy_registry *reg, const char *name, size_t len) {
+    if (!reg)
+        return NULL;
+    for (size_t i = 0; i < reg->filter_count; i++)
+        if (strlen(reg->filters[i].name) == len &&
+            memcmp(reg->filters[i].name, name, len) == 0)
+            return &reg->filters[i].f;
+    return NULL;
+}

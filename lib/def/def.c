@@ -1,0 +1,808 @@
+/*
+ * def.c - route documents (route model section 1): limits, JSON syntax
+ * errors with line and column, the two document shapes, strict and
+ * lenient modes, duplicate ids, document fingerprints and the public
+ * sy_document_* calls; single-route, enable/disable and default-filter
+ * parsing. One route object is built by def_route.c; a router's apply
+ * shares the live route built from the same bytes instead (build_routes).
+ */
+#include "def/def_build.h"
+#include "def/def_scan.h"
+#include "route/filter.h"
+#include "base/idtab.h"
+
+#include <stdio.h>
+
+#define SY_DEFAULT_MAX_DOC ((size_t)64 << 20)
+#define SY_DEFAULT_MAX_ROUTES ((size_t)1000000)
+#define SY_DEFAULT_MAX_STRING ((size_t)64 << 10)
+#define SY_DEFAULT_MAX_DEPTH 32u
+#define SEED_DOC 0x5359444f43ull /* "SYDOC" */
+
+void sy__limits_resolve(sy_limits *out, const sy_limits *in) {
+    sy_limits l = {0, 0, 0, 0};
+    if (in)
+        l = *in;
+    if (!l.max_document_bytes)
+        l.max_document_bytes = SY_DEFAULT_MAX_DOC;
+    if (!l.max_routes)
+        l.max_routes = SY_DEFAULT_MAX_ROUTES;
+    if (!l.max_string_bytes)
+        l.max_string_bytes = SY_DEFAULT_MAX_STRING;
+    if (!l.max_depth)
+        l.max_depth = SY_DEFAULT_MAX_DEPTH;
+    *out = l;
+}
+
+/* ---- JSON text ---- */
+
+/* cJSON text that def_scan.c accepted: a NULL from cJSON can only be an
+ * allocation failure (cJSON allocates with malloc, outside the router's
+ * allocator), reported as such and never as a syntax error. */
+static int parse_scanned(const char *json, size_t start, size_t end,
+                         cJSON **out, sy_error *err) {
+    const char *stop = NULL;
+    *out = cJSON_ParseWithLengthOpts(json + start, end - start, &stop, 0);
+    if (*out)
+        return 0;
+    return sy__error_set(err, SY_ENOMEM, "",
+                         "out of memory while parsing the JSON text");
+}
+
+/* The tree of json[start, end), which def_scan.c accepted: its nodes in
+ * `tree` (def_tree.c: no malloc per node, and none in libc's heap with
+ * the default allocator), or cJSON's own where def_tree.c leaves the text
+ * to cJSON (*own set: the caller deletes it). */
+static int parse_tree(sy__arena *tree, const char *json, size_t start,
+                      size_t end, cJSON **out, bool *own, sy_error *err) {
+    *own = false;
+    int rc = sy__def_tree_parse(tree, json, start, end, out);
+    if (rc == SY_DEF_TREE_CJSON) {
+        *own = true;
+        return parse_scanned(json, start, end, out, err);
+    }
+    if (rc)
+        return sy__error_set(err, SY_ENOMEM, "",
+                             "out of memory while parsing the JSON text");
+    return 0;
+}
+
+/* Scan `json` under the limits (def_scan.c): for single routes and
+ * default filters, whose size the scan caps at SY_MAX_ROUTE_VALUES
+ * values. */
+static int scan_json(const sy__alloc *a, const char *json, size_t len,
+                     const sy_limits *lim, sy_error *err) {
+    if (len > lim->max_document_bytes)
+        return sy__error_set(err, SY_ELIMIT, "",
+                             "document of %zu bytes exceeds the limit of %zu",
+                             len, lim->max_document_bytes);
+    sy__json_scan scan;
+    int rc = sy__json_scan_text(a, json, len, lim, false, &scan, err);
+    sy__free(a, scan.routes);
+    return rc;
+}
+
+/* scan_json, then the whole text's tree (parse_tree; the caller frees
+ * `tree`, and deletes *out when *own). */
+static int parse_json(const sy__alloc *a, sy__arena *tree, const char *json,
+                      size_t len, const sy_limits *lim, cJSON **out, bool *own,
+                      sy_error *err) {
+    *out = NULL;
+    *own = false;
+    int rc = scan_json(a, json, len, lim, err);
+    return rc ? rc : parse_tree(tree, json, 0, len, out, own, err);
+}
+
+/* ---- documents ---- */
+
+static bool add_issue(sy_document *d, const sy_error *e) {
+    sy_error *p =
+        sy__realloc(&d->alloc, d->issues, (d->issue_count + 1) * sizeof *p);
+    if (!p)
+        return false;
+    d->issues = p;
+    d->issues[d->issue_count++] = *e;
+    return true;
+}
+
+void sy_document_free(sy_document *doc) {
+    if (!doc)
+        return;
+    sy__alloc a = doc->alloc;
+    for (size_t i = 0; i < doc->route_count; i++)
+        if (!doc->prev || doc->prev[i] == UINT32_MAX) /* not borrowed */
+            sy__route_unref(doc->routes[i]);
+    sy__free(&a, doc->routes);
+    sy__free(&a, doc->positions);
+    sy__free(&a, doc->prev);
+    sy__free(&a, doc->memo);
+    sy__free(&a, doc->issues);
+    sy__free(&a, doc->version);
+    sy__free(&a, doc);
+}
+
+/* Route ids seen in one document: an id table over d->routes. */
+static const char *doc_route_id(const void *ctx, uint32_t i) {
+    return ((const sy_document *)ctx)->routes[i]->id;
+}
+
+static int read_version_value(sy_document *d, const cJSON *v, sy_error *err) {
+    char num[64];
+    const char *text;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (cJSON_IsString(v)) {
+        text = v->valuestring;
+    } else if (cJSON_IsNumber(v) && v->valuedouble > -9.2e18 &&
+               v->valuedouble < 9.2e18 && /* the cast below is defined */
+               v->valuedouble == (double)(int64_t)v->valuedouble) {
+        sy__def_number_text(v->valuedouble, num, sizeof num);
+        text = num;
+    } else {
+        return sy__error_set(err, SY_ETYPE, "version",
+                             "version must be a string or an integer");
+    }
+    d->version = sy__strdup(&d->alloc, text);
+    if (!d->version)
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    return 0;
+}
+
+static int read_version(sy_document *d, const char *json,
+                        const sy__json_span *span, sy_error *err) {
+    if (!span->end)
+        return 0;
+    cJSON *v = NULL;
+    int rc = parse_scanned(json, span->start, span->end, &v, err);
+    if (!rc)
+        rc = read_version_value(d, v, err);
+    cJSON_Delete(v);
+    return rc;
+}
+
+/* The seed of a route's span hash (route.h span_hash): the routes array's
+ * nesting is part of what the bytes were checked under (the depth limit),
+ * so a route read in a root array and in an envelope hash apart. */
+static uint64_t span_seed(uint32_t depth) {
+    return SY_ROUTE_SPAN_SEED ^ (depth == 2 ? 0 : (uint64_t)depth << 56);
+}
+
+/* Routes shared by bytes are cold in memory at large sizes: the route a
+ * guess will read SPAN_AHEAD elements on is prefetched, so those cache
+ * misses overlap. */
+#define SPAN_AHEAD 8
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* The scan's skip hook (def_scan.h) for an apply: element i of the routes
+ * array is guessed to be the route that the document before held at
+ * position i + shift (shift: where the last known element was, relative to
+ * its own index; an insert or a removal moves it). When the element's bytes
+ * are that route's span (length, the closing brace, what follows, then the
+ * hash) they are the very bytes the scan accepted when the route was built
+ * (under the router's fixed limits, at the same nesting: span_seed), so
+ * they are skipped unread. A guess that fails costs a few compares and at
+ * most three hashes of one element; an element the scan read is hashed on
+ * the next call and looked for by its bytes (find_span), and the shift
+ * follows it. */
+typedef struct skip_state {
+    const sy__def_reuse *reuse;
+    bool guess;    /* at_position and position_of are there */
+    int64_t shift; /* see above */
+    size_t misses; /* elements not found near their guess */
+    /* the document's checksum, hashed along with the spans, so a large
+     * document is read from memory once, not twice */
+    sy__hash_stream sum;
+} skip_state;
+
+/* Positions either side of the guess that find_span looks at. */
+#define SPAN_WINDOW 8
+/* Elements not found near their guess before find_span asks by_bytes too
+ * (which builds a table of every live route: worth it when the document
+ * was reordered, not for a few new or edited routes). */
+#define SPAN_MISSES_BEFORE_TABLE 16
+
+static const struct sy_route *route_at(const sy__def_reuse *ru, int64_t pos) {
+    return pos < 0 ? NULL : ru->at_position(ru->data, (size_t)pos);
+}
+
+/* The memo entry of position `pos` when it describes route r, else NULL
+ * (then r itself is read). */
+static const sy__span_memo *memo_at(const sy__def_reuse *ru, int64_t pos,
+                                    const struct sy_route *r) {
+    if (!ru->memo || pos < 0 || (size_t)pos >= ru->memo_count)
+        return NULL;
+    const sy__span_memo *m = &ru->memo[pos];
+    return m->route == r ? m : NULL;
+}
+
+/* Route r's span length and hash, from the memo when it has them. */
+static size_t span_of(const sy__def_reuse *ru, int64_t pos,
+                      const struct sy_route *r, uint64_t *hash) {
+    const sy__span_memo *m = memo_at(ru, pos, r);
+    *hash = m ? m->span_hash : r->span_hash;
+    return m ? m->span_len : r->span_len;
+}
+
+/* A live route whose span is `n` bytes hashing to `h`: near position
+ * `expect` of the document before, else (after a few such misses, or
+ * without positions) through by_bytes; *pos gets its position or
+ * SIZE_MAX. NULL: none. */
+static const struct sy_route *find_span(skip_state *ss, uint64_t h, size_t n,
+                                        int64_t expect, size_t *pos) {
+    const sy__def_reuse *ru = ss->reuse;
+    *pos = SIZE_MAX;
+    if (ru->none_live)
+        return NULL;
+    if (ss->guess) {
+        for (int64_t d = 0; d <= SPAN_WINDOW; d++)
+            for (int64_t p = expect - d; p <= expect + d; p += d ? 2 * d : 1) {
+                const struct sy_route *r = route_at(ru, p);
+                uint64_t rh = 0;
+                if (r && span_of(ru, p, r, &rh) == n && rh == h) {
+                    *pos = (size_t)p;
+                    return r;
+                }
+            }
+        if (ss->misses++ < SPAN_MISSES_BEFORE_TABLE)
+            return NULL;
+    }
+    const struct sy_route *r = ru->by_bytes(ru->data, h, n);
+    if (r && ss->guess)
+        *pos = ru->position_of(ru->data, r);
+    return r;
+}
+
+static size_t span_skip(void *data, const char *json, size_t len,
+                        sy__json_scan *out, size_t index, size_t at,
+                        uint32_t depth) {
+    static const int tries[3] = {0, 1, -1};
+    skip_state *ss = data;
+    const sy__def_reuse *ru = ss->reuse;
+    uint64_t seed = span_seed(depth);
+    sy__json_span *pv = index ? &out->routes[index - 1] : NULL;
+    if (pv && !pv->known) {
+        size_t n = pv->end - pv->start, p;
+        sy__hash64_advance(&ss->sum, pv->end);
+        pv->hash = sy__hash64(json + pv->start, n, seed);
+        pv->hashed = true;
+        pv->known =
+            find_span(ss, pv->hash, n, (int64_t)index - 1 + ss->shift, &p);
+        pv->aux = p;
+        if (p != SIZE_MAX)
+            ss->shift = (int64_t)p - (int64_t)(index - 1);
+    }
+    if (ru->none_live)
+        return 0;
+    /* without a memo the guesses read the routes themselves */
+    const struct sy_route *ahead =
+        ru->memo ? NULL : route_at(ru, (int64_t)index + ss->shift + SPAN_AHEAD);
+    if (ahead) {
+        PREFETCH(ahead);
+        PREFETCH(&ahead->span_hash);
+    }
+    for (int k = 0; k < 3; k++) {
+        int64_t p = (int64_t)index + ss->shift + tries[k];
+        const struct sy_route *r = route_at(ru, p);
+        uint64_t rh = 0;
+        size_t n = r ? span_of(ru, p, r, &rh) : 0;
+        if (!n || n > len - at || json[at + n - 1] != '}')
+            continue;
+        if (at + n < len) {
+            char c = json[at + n];
+            if (c != ',' && c != ']' && c != ' ' && c != '\n' && c != '\r' &&
+                c != '\t')
+                continue;
+        }
+        sy__hash64_advance(&ss->sum, at + n);
+        uint64_t h = sy__hash64(json + at, n, seed);
+        if (h != rh)
+            continue;
+        sy__json_span *sp = &out->routes[index];
+        sp->hash = h;
+        sp->hashed = true;
+        sp->known = r;
+        sp->aux = (size_t)p;
+        ss->shift += tries[k];
+        return n;
+    }
+    return 0;
+}
+
+/* An id hashing to h is surely not in t when no entry of its run has that
+ * hash: then *pos is the free entry for it (as sy__idtab_find says) and
+ * true; false: look with the id. */
+static bool idtab_free_for(const sy__idtab *t, uint32_t h, uint32_t *pos) {
+    for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        if (t->e[i].val == SY_NONE) {
+            *pos = i;
+            return true;
+        }
+        if (t->e[i].hash == h)
+            return false;
+    }
+}
+
+/* Build the routes one at a time: each span is parsed into its own cJSON
+ * tree, built and deleted before the next, so only one route's tree is
+ * ever alive. */
+static int build_routes(sy_document *d, const sy_parse_options *opts,
+                        const sy_limits *lim, const char *json,
+                        const sy__json_scan *scan, const char *prefix,
+                        skip_state *ss, sy_error *err) {
+    const sy__def_reuse *reuse = ss->reuse;
+    size_t n = scan->route_count;
+    if (n > lim->max_routes)
+        return sy__error_set(err, SY_ELIMIT, prefix,
+                             "%zu routes exceed the limit of %zu", n,
+                             lim->max_routes);
+    if (n > UINT32_MAX)
+        return sy__error_set(err, SY_ELIMIT, prefix, "too many routes");
+    sy__idtab ids;
+    size_t cap = sy__idtab_capacity(n);
+    d->routes = n ? sy__calloc(&d->alloc, n, sizeof *d->routes) : NULL;
+    d->positions = n ? sy__calloc(&d->alloc, n, sizeof *d->positions) : NULL;
+    d->prev =
+        n && ss->guess ? sy__malloc(&d->alloc, n * sizeof *d->prev) : NULL;
+    d->memo = n && ss->guess ? sy__calloc(&d->alloc, n, sizeof *d->memo) : NULL;
+    d->memo_count = d->memo ? n : 0;
+    sy__idtab_entry *entries = sy__malloc(&d->alloc, cap * sizeof *entries);
+    if ((n && (!d->routes || !d->positions ||
+               (ss->guess && (!d->prev || !d->memo)))) ||
+        !entries) {
+        sy__free(&d->alloc, entries);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    sy__idtab_init(&ids, entries, cap);
+    /* without a cache (out of memory) every regex is compiled on its own */
+    sy__buf scratch;
+    sy__buf_init(&scratch, &d->alloc);
+    sy__arena tree; /* the tree of the route being built (def_tree.c) */
+    sy__arena_init(&tree, &d->alloc, 4096);
+    sy__def_ctx ctx = {&d->alloc,
+                       opts->registry,
+                       reuse ? reuse->by_fingerprint : NULL,
+                       reuse ? reuse->data : NULL,
+                       sy__regex_cache_new(&d->alloc),
+                       &scratch,
+                       0};
+    size_t i = 0;
+    int rc = 0;
+    bool by_bytes = reuse && reuse->by_bytes;
+    uint64_t seed = span_seed(scan->root == '{' ? 2 : 1);
+    char path[64];
+    size_t at = sy__path_join(path, sizeof path, "", prefix);
+    for (; i < n; i++) {
+        sy_error e;
+        e.code = 0;
+        struct sy_route *r = NULL;
+        cJSON *c = NULL; /* this route's tree only: parsed, used, deleted */
+        /* A live route built from exactly these bytes is this route: the
+         * caller offers only routes of one router, whose options (registry,
+         * limits, lenient or strict) never change after it is created, so
+         * equal bytes mean the same route; an invalid route never became
+         * live, so it is never found here. Only the id check below and the
+         * position are left to do. The scan's guess (span_skip) found most
+         * of them already. */
+        const sy__json_span *sp = &scan->routes[i];
+        size_t span_len = by_bytes ? sp->end - sp->start : 0;
+        uint64_t span_hash = 0;
+        const struct sy_route *same = sp->known;
+        size_t prev = sp->aux;
+        /* two stages: the route's span line (id_len, id_hash) well ahead,
+         * then the id table entry its id hash names */
+        if (i + 2 * SPAN_AHEAD < n) {
+            const sy__json_span *ka = &scan->routes[i + 2 * SPAN_AHEAD];
+            const struct sy_route *k = ka->known;
+            if (k && !memo_at(reuse, (int64_t)ka->aux, k)) {
+                PREFETCH(&k->span_hash);
+                PREFETCH(&k->id_hash);
+            }
+        }
+        if (i + SPAN_AHEAD < n) {
+            const sy__json_span *ka = &scan->routes[i + SPAN_AHEAD];
+            const struct sy_route *k = ka->known;
+            const sy__span_memo *m =
+                k ? memo_at(reuse, (int64_t)ka->aux, k) : NULL;
+            if (k)
+                PREFETCH(&ids.e[(m ? m->id_hash : k->id_hash) & ids.mask]);
+        }
+        if (same) {
+            span_hash = sp->hash;
+        } else if (by_bytes) {
+            /* the scan looked for every element it read but the last */
+            span_hash = sp->hashed
+                            ? sp->hash
+                            : sy__hash64(json + sp->start, span_len, seed);
+            same = sp->hashed ? NULL
+                              : find_span(ss, span_hash, span_len,
+                                          (int64_t)i + ss->shift, &prev);
+        }
+        bool own = false; /* c is cJSON's (deleted), not the arena's */
+        /* borrowed: a live route found by position is used without a
+         * reference (def.h sy_document.prev says for how long) */
+        bool borrow = false;
+        /* (the scan's finds compared the span already, from the memo
+         * without reading the route) */
+        if (same && (sp->known || (same->span_hash == span_hash &&
+                                   same->span_len == span_len))) {
+            borrow = d->prev && prev < UINT32_MAX;
+            r = borrow ? (struct sy_route *)same : sy__route_ref(same);
+        } else {
+            sy__path_index(path, sizeof path, at, i);
+            /* as sy__error_clear reads, without writing all 500 bytes */
+            e.line = e.column = 0;
+            e.offset = 0;
+            e.path[0] = e.message[0] = '\0';
+            sy__arena_reset(&tree);
+            rc = parse_tree(&tree, json, sp->start, sp->end, &c, &own, &e);
+        }
+        ctx.text_len = sp->end - sp->start;
+        if (!rc && !r && c) {
+            /* the id table entry the check below reads, fetched while the
+             * route is built (at 100k routes a random line of 2 MB, a miss
+             * per route); a hint only: the id is checked as built */
+            const cJSON *idn = c->child; /* the first "id", as cJSON finds */
+            while (idn && !(idn->string && idn->string[0] == 'i' &&
+                            idn->string[1] == 'd' && !idn->string[2]))
+                idn = idn->next;
+            if (sy__def_is(idn, cJSON_String) && idn->valuestring) {
+                const char *v = idn->valuestring;
+                PREFETCH(&ids.e[sy__idtab_hash(v, strlen(v)) & ids.mask]);
+            }
+        }
+        if (!rc && !r)
+            rc = sy__def_build_route(&ctx, c, path, &r, &e);
+        bool built = rc == 0;
+        uint32_t pos = 0, h = 0;
+        size_t id_len = 0;
+        if (!rc) {
+            /* a route shared by bytes carries its id's length and hash
+             * (and the memo has them without reading the route); the id
+             * itself is read only when an entry has the same hash */
+            bool known = same && r == same;
+            const sy__span_memo *m =
+                known && borrow ? memo_at(reuse, (int64_t)prev, r) : NULL;
+            id_len = known ? 0 : strlen(r->id);
+            h = m       ? m->id_hash
+                : known ? r->id_hash
+                        : sy__idtab_hash(r->id, id_len);
+            /* (a known route's id is read only when an entry has its
+             * hash) */
+            if (!idtab_free_for(&ids, h, &pos) &&
+                sy__idtab_find(&ids, r->id, known ? strlen(r->id) : id_len, h,
+                               doc_route_id, d, &pos) != SY_NONE) {
+                char p[96];
+                sy__path_index(path, sizeof path, at, i);
+                sy__error_clear(&e);
+                sy__def_path(p, sizeof p, "%s.id", path);
+                rc = sy__error_set(&e, SY_EDUPLICATE, p,
+                                   "route id '%.120s' is already used", r->id);
+                if (!borrow)
+                    sy__route_unref(r);
+            }
+        }
+        if (rc == SY_ENOMEM || (rc && !opts->lenient)) {
+            if (err)
+                *err = e;
+            if (own)
+                cJSON_Delete(c);
+            break;
+        }
+        if (rc) {
+            /* lenient: every error of the route, not only the first */
+            sy_error all[SY_DEF_ROUTE_ERRORS_MAX];
+            size_t k = built || !c
+                           ? (all[0] = e, 1)
+                           : sy__def_route_errors(&ctx, c, path, &e, all,
+                                                  SY_DEF_ROUTE_ERRORS_MAX);
+            if (own)
+                cJSON_Delete(c);
+            for (size_t j = 0; j < k; j++)
+                if (!add_issue(d, &all[j])) {
+                    rc = sy__error_set(err, SY_ENOMEM, "", "out of memory");
+                    break;
+                }
+            if (rc == SY_ENOMEM)
+                break;
+            rc = 0;
+            continue;
+        }
+        if (own)
+            cJSON_Delete(c);
+        if (!(same && r == same) &&
+            atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
+            r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
+        /* fresh, or shared for bytes of the same meaning (the caller is the
+         * only writer of the routes it offers): these bytes now find it.
+         * Routes of a parse without byte reuse (sy_document_parse) never
+         * enter a router and carry no span. */
+        if (d->memo && span_len && span_len <= UINT32_MAX)
+            d->memo[i] = (sy__span_memo){r, span_hash, (uint32_t)span_len, h};
+        if (by_bytes && !(same && r == same) && id_len) {
+            r->span_hash = span_hash;
+            r->span_len = (uint32_t)span_len;
+            r->id_hash = h;
+        }
+        sy__idtab_set(&ids, pos, h, (uint32_t)d->route_count);
+        d->positions[d->route_count] = (uint32_t)i;
+        if (d->prev)
+            d->prev[d->route_count] = borrow ? (uint32_t)prev : UINT32_MAX;
+        d->routes[d->route_count++] = r;
+    }
+    sy__free(&d->alloc, ids.e);
+    sy__regex_cache_free(ctx.regex_cache);
+    sy__buf_free(&scratch);
+    sy__arena_free(&tree);
+    return rc;
+}
+
+int sy_document_parse(const char *json, size_t len,
+                      const sy_parse_options *opts, sy_document **out,
+                      sy_error *err) {
+    return sy__document_parse_reusing(json, len, opts, NULL, out, err);
+}
+
+int sy__document_parse_reusing(const char *json, size_t len,
+                               const sy_parse_options *opts,
+                               const sy__def_reuse *reuse, sy_document **out,
+                               sy_error *err) {
+    static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
+    if (!out || (!json && len))
+        return sy__error_set(err, SY_EINVAL, "", "json and out are required");
+    *out = NULL;
+    if (!opts)
+        opts = &defaults;
+    if (opts->size < sizeof(sy_parse_options))
+        return sy__error_set(err, SY_EINVAL, "",
+                             "sy_parse_options.size is not set");
+    if (!json)
+        json = "";
+    sy_limits lim;
+    sy__limits_resolve(&lim, &opts->limits);
+    sy__alloc a;
+    sy__alloc_init(&a, opts->allocator);
+    sy_document *d = sy__calloc(&a, 1, sizeof *d);
+    if (!d)
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    d->alloc = a;
+    sy__json_scan scan;
+    memset(&scan, 0, sizeof scan);
+    skip_state ss = {.reuse = reuse,
+                     .guess = reuse && reuse->by_bytes && reuse->at_position &&
+                              reuse->position_of};
+    sy__json_skip skip = {span_skip, &ss, reuse ? reuse->count_hint : 0};
+    if (ss.guess)
+        sy__hash64_begin(&ss.sum, json, len, 0);
+    else
+        d->checksum = sy__hash64(json, len, 0);
+    int rc = 0;
+    if (len > lim.max_document_bytes)
+        rc = sy__error_set(err, SY_ELIMIT, "",
+                           "document of %zu bytes exceeds the limit of %zu",
+                           len, lim.max_document_bytes);
+    else
+        rc = sy__json_scan_routes(&a, json, len, &lim, ss.guess ? &skip : NULL,
+                                  &scan, err);
+    if (!rc && ss.guess)
+        d->checksum = sy__hash64_end(&ss.sum);
+    if (!rc) {
+        const char *prefix = "";
+        if (scan.root == '{') {
+            prefix = "routes";
+            d->envelope = true;
+            rc = read_version(d, json, &scan.version, err);
+            if (!rc && !scan.has_routes)
+                rc = sy__error_set(err, SY_EMISSING, "routes",
+                                   "the document object has no \"routes\"");
+            else if (!rc && scan.routes_first != '[')
+                rc = sy__error_set(err, SY_ETYPE, "routes",
+                                   "routes must be an array");
+        } else if (scan.root != '[') {
+            rc = sy__error_set(err, SY_ETYPE, "",
+                               "a document is an array of routes or an "
+                               "object with \"routes\"");
+        }
+        if (!rc)
+            rc = build_routes(d, opts, &lim, json, &scan, prefix, &ss, err);
+    }
+    sy__free(&a, scan.routes);
+    if (rc) {
+        sy_document_free(d);
+        return rc;
+    }
+    *out = d;
+    return SY_OK;
+}
+
+const char *sy_document_version(const sy_document *doc) {
+    return doc ? doc->version : NULL;
+}
+
+/* Computed when asked: an apply never asks, and its document may borrow
+ * routes (def.h) that only live as long as the commit. */
+uint64_t sy_document_fingerprint(const sy_document *doc) {
+    if (!doc)
+        return 0;
+    uint64_t fp = SEED_DOC;
+    for (size_t i = 0; i < doc->route_count; i++)
+        fp = sy__hash_mix(fp, doc->routes[i]->fingerprint);
+    return sy__hash_mix(fp, doc->route_count);
+}
+
+uint64_t sy_document_checksum(const sy_document *doc) {
+    return doc ? doc->checksum : 0;
+}
+
+size_t sy_document_route_count(const sy_document *doc) {
+    return doc ? doc->route_count : 0;
+}
+
+const sy_route *sy_document_route(const sy_document *doc, size_t i) {
+    return doc && i < doc->route_count ? doc->routes[i] : NULL;
+}
+
+size_t sy_document_issue_count(const sy_document *doc) {
+    return doc ? doc->issue_count : 0;
+}
+
+const sy_error *sy_document_issue(const sy_document *doc, size_t i) {
+    return doc && i < doc->issue_count ? &doc->issues[i] : NULL;
+}
+
+/* ---- single routes and default filters ---- */
+
+static int resolve_opts(const sy_parse_options **opts, sy__alloc *a,
+                        sy_limits *lim, sy_error *err) {
+    static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
+    if (!*opts)
+        *opts = &defaults;
+    if ((*opts)->size < sizeof(sy_parse_options))
+        return sy__error_set(err, SY_EINVAL, "",
+                             "sy_parse_options.size is not set");
+    sy__alloc_init(a, (*opts)->allocator);
+    sy__limits_resolve(lim, &(*opts)->limits);
+    return 0;
+}
+
+int sy__def_parse_route(const char *json, size_t len,
+                        const sy_parse_options *opts, const char *path,
+                        struct sy_route **out, sy_error *err) {
+    if (!out || (!json && len))
+        return sy__error_set(err, SY_EINVAL, "", "json and out are required");
+    *out = NULL;
+    sy__alloc a;
+    sy_limits lim = {0, 0, 0, 0};
+    int rc = resolve_opts(&opts, &a, &lim, err);
+    if (rc)
+        return rc;
+    cJSON *root = NULL;
+    bool own = false;
+    sy__arena tree;
+    sy__arena_init(&tree, &a, 4096);
+    rc = parse_json(&a, &tree, json ? json : "", len, &lim, &root, &own, err);
+    if (!rc) {
+        sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, len};
+        rc = sy__def_build_route(&ctx, root, path ? path : "", out, err);
+    }
+    if (own)
+        cJSON_Delete(root);
+    sy__arena_free(&tree);
+    return rc;
+}
+
+int sy__def_route_with_enabled(const struct sy_route *r, bool enabled,
+                               const sy_parse_options *opts,
+                               struct sy_route **out, sy_error *err) {
+    if (!r || !out)
+        return sy__error_set(err, SY_EINVAL, "", "route and out are required");
+    *out = NULL;
+    sy__alloc a;
+    sy_limits lim = {0, 0, 0, 0};
+    int rc = resolve_opts(&opts, &a, &lim, err);
+    if (rc)
+        return rc;
+    struct sy_route *c = sy__def_clone(r);
+    if (!c)
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    /* metadata without "status", then "status": "disabled" if wanted */
+    size_t n = 0;
+    sy_kv *md =
+        sy__arena_alloc(&c->arena, (c->metadata_count + 1) * sizeof *md);
+    if (!md) {
+        sy__route_unref(c);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    bool placed = enabled;
+    for (size_t i = 0; i < c->metadata_count; i++) {
+        int cmp = strcmp(c->metadata[i].key, "status");
+        if (!placed && cmp > 0) {
+            md[n++] = (sy_kv){"status", "disabled"};
+            placed = true;
+        }
+        if (cmp != 0)
+            md[n++] = c->metadata[i];
+    }
+    if (!placed)
+        md[n++] = (sy_kv){"status", "disabled"};
+    c->metadata = md;
+    c->metadata_count = (uint32_t)n;
+    c->disabled = !enabled;
+    sy__compile_env env = {c->alloc, opts->registry, NULL, NULL};
+    if (sy__def_canonicalize(c)) {
+        sy__route_unref(c);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    if ((rc = sy__route_compile(c, &env, "", err))) {
+        sy__route_unref(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int sy__def_parse_filters(const char *json, size_t len,
+                          const sy_parse_options *opts, struct sy_route **out,
+                          sy_error *err) {
+    static const char *path = "defaultFilters";
+    if (!out || (!json && len))
+        return sy__error_set(err, SY_EINVAL, "", "json and out are required");
+    *out = NULL;
+    sy__alloc a;
+    sy_limits lim = {0, 0, 0, 0};
+    int rc = resolve_opts(&opts, &a, &lim, err);
+    if (rc)
+        return rc;
+    cJSON *root = NULL;
+    bool own = false;
+    sy__arena tree;
+    sy__arena_init(&tree, &a, 4096);
+    if ((rc = parse_json(&a, &tree, json ? json : "", len, &lim, &root, &own,
+                         err))) {
+        sy__arena_free(&tree);
+        return rc;
+    }
+    struct sy_route *r = sy__route_new(&a);
+    sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, 0};
+    if (!r)
+        rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    else if (!cJSON_IsArray(root))
+        rc = sy__error_set(err, SY_ETYPE, path,
+                           "default filters must be an array");
+    else
+        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, err);
+    if (own)
+        cJSON_Delete(root);
+    sy__arena_free(&tree);
+    if (!rc && sy__def_canonicalize(r))
+        rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    if (!rc && r->filter_count) {
+        sy__compile_env env = {r->alloc, opts->registry, NULL, &r->arena};
+        r->cfilters = sy__route_calloc(r, r->filter_count, sizeof *r->cfilters);
+        if (!r->cfilters)
+            rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
+        for (size_t i = 0; !rc && i < r->filter_count; i++) {
+            char p[64];
+            sy__def_path(p, sizeof p, "%s[%zu]", path, i);
+            rc = sy__filter_compile(&r->filters[i], &env, p, &r->cfilters[i],
+                                    err);
+            if (rc && r->filters[i].shortcut)
+                sy__def_shortcut_error(err, p);
+        }
+    }
+    if (rc) {
+        sy__route_unref(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+int sy__def_parse_json(sy__arena *tree, const char *json, size_t len,
+                       const sy_limits *lim, cJSON **out, bool *own,
+                       sy_error *err) {
+    return parse_json(tree->alloc, tree, json, len, lim, out, own, err);
+}

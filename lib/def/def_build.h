@@ -1,0 +1,103 @@
+/*
+ * def_build.h - internals shared by the document modules: def.c (document
+ * level), def_route.c (one route object: fields, entries, argument mapping
+ * and validation) and def_canon.c (canonical form, fingerprints, copies).
+ */
+#ifndef SY_DEF_BUILD_H
+#define SY_DEF_BUILD_H
+
+#include "def/def.h"
+
+#include <cJSON.h>
+
+/* cJSON_IsString, cJSON_IsArray, ... inline, as cJSON reads them (the
+ * low byte of type; NULL is none): every entry of a document asks. */
+static inline bool sy__def_is(const cJSON *c, int type) {
+    return c && (c->type & 0xFF) == type;
+}
+
+/* What building a route needs from the caller. */
+typedef struct sy__def_ctx {
+    const sy__alloc *alloc;
+    const sy_registry *registry;
+    sy__def_reuse_fn reuse; /* may be NULL */
+    void *reuse_data;
+    struct sy__regex_cache *regex_cache; /* may be NULL */
+    sy__buf *scratch; /* canonical forms, reused route to route; may be NULL */
+    size_t text_len;  /* bytes of the route's JSON text; 0: unknown */
+} sy__def_ctx;
+
+/*
+ * Build, canonicalise and compile one route from its JSON object. `path`
+ * names the route ("routes[3]", "[3]", "route"). Returns 0 and *out
+ * (refs = 1), or a negative code with err filled.
+ */
+int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
+                        const char *path, struct sy_route **out, sy_error *err);
+
+/*
+ * Parse an array of predicate or filter entries into r (arena-owned).
+ * Entry i is named "<path>[i]"; its `shortcut` says whether it was a
+ * shortcut string.
+ */
+int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
+                          sy__factory_kind kind, const cJSON *arr,
+                          const char *path, sy_error *err);
+
+/*
+ * After a compile error on entry i of a shortcut string, move the error
+ * to the entry's path and name the field in the message.
+ */
+void sy__def_shortcut_error(sy_error *err, const char *entry_path);
+
+/* Set r->metadata from the route's "metadata" object (NULL: none): sorted
+ * by key, the last of repeated keys kept, non-string values as JSON text;
+ * checks the timeout keys and that selection keys are strings (their
+ * values are checked by sy__route_check_select). */
+int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
+                           const char *path, const sy__alloc *a, sy_error *err);
+
+/*
+ * Every error of a route whose build failed with `first` (lenient parses):
+ * builds each part of the route object alone (id, uri, order, each
+ * predicate, each filter, metadata) and collects its errors, with paths
+ * in the whole route. Writes up to `max` errors to out[] in route order,
+ * `first` among them; returns how many. Lives in def_probe.c.
+ */
+#define SY_DEF_ROUTE_ERRORS_MAX 32
+size_t sy__def_route_errors(const sy__def_ctx *ctx, const cJSON *obj,
+                            const char *path, const sy_error *first,
+                            sy_error *out, size_t max);
+
+/* Set all fingerprints of r from its fields (the canonical form is
+ * written, hashed and not kept: sy_route_canonical builds it again when
+ * asked). SY_ENOMEM. The _into form writes into `scratch` (reused from
+ * route to route; its text is the canonical form until the next call). */
+int sy__def_canonicalize(struct sy_route *r);
+int sy__def_canonicalize_into(struct sy_route *r, sy__buf *scratch);
+
+/* A deep copy of r's definition (not compiled, no canonical form). */
+struct sy_route *sy__def_clone(const struct sy_route *r);
+
+/* Sort kv pairs by key with strcmp, keeping equal keys in order. */
+bool sy__def_sort_kv(const sy__alloc *a, sy_kv *kv, size_t n);
+
+/* JSON number as argument text: integers without fraction, others %.17g. */
+void sy__def_number_text(double v, char *buf, size_t size);
+
+/*
+ * The cJSON tree of the JSON value in json[start, end), text that
+ * sy__json_scan_text accepted, with every node and string in `ar`
+ * (def_tree.c): read it with cJSON's calls, never cJSON_Delete it; it lives
+ * until the arena is reset. Returns 0, SY_ENOMEM, or SY_DEF_TREE_CJSON
+ * when the text holds what only cJSON's own parse reads as it does (a
+ * number of more than 63 characters): then parse it with cJSON.
+ */
+#define SY_DEF_TREE_CJSON 1
+int sy__def_tree_parse(sy__arena *ar, const char *json, size_t start,
+                       size_t end, cJSON **out);
+
+/* snprintf for JSON paths: truncation is accepted silently. */
+#define sy__def_path sy__path_printf
+
+#endif

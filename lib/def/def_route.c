@@ -1,0 +1,645 @@
+/*
+ * def_route.c - one route object of a document (route model section 2):
+ * id, uri and upstream, order and metadata; entries are parsed by
+ * def_entry.c; then the canonical form and compilation.
+ */
+#include "def/def_build.h"
+#include "route/filter.h"
+#include "route/predicate.h"
+#include "base/values.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <strings.h>
+
+/* ---- uri ---- */
+
+static bool scheme_char(char c, bool first) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return true;
+    return !first &&
+           ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.');
+}
+
+/* The scheme in lower case, for comparing: kept only when it is named in
+ * an error (the upstream's scheme is one of the static names below). */
+static void lower_copy(char *out, size_t cap, const char *s, size_t n) {
+    if (n >= cap)
+        n = cap - 1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (char)(s[i] + 32) : s[i];
+    out[n] = '\0';
+}
+
+/* The length of a uri's authority at s: up to '/', '?', '#' or the end
+ * (strcspn, without its set up for these few bytes). */
+static size_t authority_len(const char *s) {
+    size_t n = 0;
+    for (char c; (c = s[n]) && c != '/' && c != '?' && c != '#';)
+        n++;
+    return n;
+}
+
+/* The scheme named by lower-case `s` (n bytes), or SY_SCHEME_NONE. */
+static sy__route_scheme scheme_of(const char *s, size_t n) {
+    static const uint8_t ids[] = {
+        SY_SCHEME_HTTP, SY_SCHEME_HTTPS,   SY_SCHEME_WS, SY_SCHEME_WSS,
+        SY_SCHEME_LB,   SY_SCHEME_FORWARD, SY_SCHEME_NO};
+    for (size_t i = 0; i < sizeof ids; i++) {
+        const char *name = sy__route_schemes[ids[i]];
+        if (name[0] == s[0] && strlen(name) == n && memcmp(name, s, n) == 0)
+            return (sy__route_scheme)ids[i];
+    }
+    return SY_SCHEME_NONE;
+}
+
+/* The Host header for host h and r->up_port, in r's strings (exactly its
+ * length: the arena estimate counts it so). */
+static const char *route_authority(struct sy_route *r, const char *h,
+                                   bool secure) {
+    char small[128];
+    size_t hl = strlen(h);
+    if (hl + 9 > sizeof small)
+        return sy__arena_authority(&r->arena, h, r->up_port, secure);
+    size_t n = sy__authority_format(small, h, hl, r->up_port, secure);
+    return sy__route_strndup(r, small, n);
+}
+
+/* Fill r's upstream (up_*) and authority from r->uri (section 2 and 6). */
+static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
+    const char *u = r->uri;
+    size_t n = 0;
+    while (u[n] && scheme_char(u[n], n == 0))
+        n++;
+    if (n == 0 || u[n] != ':')
+        return sy__error_set(err, SY_EURI, path,
+                             "uri '%.100s' has no scheme (such as http://)", u);
+    char scheme[48]; /* longer than any scheme we take: none matches */
+    lower_copy(scheme, sizeof scheme, u, n);
+    const char *rest = u + n + 1;
+    sy__route_scheme sc =
+        n < sizeof scheme ? scheme_of(scheme, n) : SY_SCHEME_NONE;
+    r->up_port = 0;
+    r->up_host = "";
+    r->up_scheme = sc;
+    if (sc == SY_SCHEME_FORWARD) {
+        if (!*rest)
+            return sy__error_set(err, SY_EURI, path,
+                                 "forward: uri needs a path");
+        r->up_kind = SY_UPSTREAM_FORWARD;
+        /* the path: the uri after "forward:" (sy_route_upstream) */
+        return SY_OK;
+    }
+    if (sc == SY_SCHEME_NO) {
+        r->up_kind = SY_UPSTREAM_NONE;
+        return SY_OK;
+    }
+    bool lb = sc == SY_SCHEME_LB;
+    if (lb && (strncmp(rest, "ws:", 3) == 0 || strncmp(rest, "wss:", 4) == 0)) {
+        bool wss = rest[2] == 's';
+        r->up_scheme = wss ? SY_SCHEME_LB_WSS : SY_SCHEME_LB_WS;
+        rest += wss ? 4 : 3;
+    } else if (sc == SY_SCHEME_HTTP || sc == SY_SCHEME_WS) {
+        r->up_port = 80;
+    } else if (sc == SY_SCHEME_HTTPS || sc == SY_SCHEME_WSS) {
+        r->up_port = 443;
+    } else if (!lb) {
+        r->up_scheme = SY_SCHEME_NONE;
+        return sy__error_set(err, SY_EURI, path,
+                             "unsupported uri scheme '%.40s' (use http, "
+                             "https, ws, wss, lb, forward or no)",
+                             scheme);
+    }
+    if (strncmp(rest, "//", 2) != 0)
+        return sy__error_set(err, SY_EURI, path, "uri '%.100s' needs '//host'",
+                             u);
+    rest += 2;
+    size_t alen = authority_len(rest);
+    const char *at = memchr(rest, '@', alen); /* drop user info */
+    if (at) {
+        alen -= (size_t)(at + 1 - rest);
+        rest = at + 1;
+    }
+    const char *host = rest, *port = NULL;
+    size_t hlen;
+    if (alen && rest[0] == '[') {
+        const char *close = memchr(rest, ']', alen);
+        if (!close)
+            return sy__error_set(err, SY_EURI, path,
+                                 "uri '%.100s' has an unclosed '['", u);
+        host = rest + 1;
+        hlen = (size_t)(close - host);
+        if ((size_t)(close + 1 - rest) < alen) {
+            if (close[1] != ':')
+                return sy__error_set(err, SY_EURI, path,
+                                     "uri '%.100s' has a bad authority", u);
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(rest, ':', alen);
+        hlen = colon ? (size_t)(colon - rest) : alen;
+        if (colon)
+            port = colon + 1;
+    }
+    if (hlen == 0)
+        return sy__error_set(err, SY_EURI, path, "uri '%.100s' has no %s", u,
+                             lb ? "service name" : "host");
+    if (port) {
+        size_t plen = (size_t)(rest + alen - port);
+        long v = 0;
+        if (plen == 0 || plen > 5)
+            return sy__error_set(err, SY_EURI, path,
+                                 "uri '%.100s' has a bad port", u);
+        for (size_t i = 0; i < plen; i++) {
+            if (port[i] < '0' || port[i] > '9')
+                return sy__error_set(err, SY_EURI, path,
+                                     "uri '%.100s' has a bad port", u);
+            v = v * 10 + (port[i] - '0');
+        }
+        if (v < 1 || v > 65535)
+            return sy__error_set(err, SY_EURI, path,
+                                 "uri '%.100s': port out of range 1..65535", u);
+        if (!lb)
+            r->up_port = (uint16_t)v;
+    }
+    /* the host ends the uri ("lb://svc"): the uri's own bytes (r->uri is
+     * the route's copy), else a copy */
+    const char *h =
+        host[hlen] == '\0' ? host : sy__route_strndup(r, host, hlen);
+    if (!h)
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    r->up_host = h;
+    r->up_kind = lb ? SY_UPSTREAM_SERVICE : SY_UPSTREAM_URL;
+    bool secure = sc == SY_SCHEME_HTTPS || sc == SY_SCHEME_WSS;
+    if (lb)
+        return SY_OK;
+    if (r->up_port == (secure ? 443 : 80) && !strchr(h, ':'))
+        r->authority = h; /* the Host header is the host itself */
+    else if (port && port[0] != '0' && rest[alen] == '\0')
+        r->authority = rest; /* "host:port" ends the uri, spelled as
+                                sy__arena_authority would spell it */
+    else if (!(r->authority = route_authority(r, h, secure)))
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    return SY_OK;
+}
+
+/* ---- the route object ---- */
+
+int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
+                           const char *path, const sy__alloc *a,
+                           sy_error *err) {
+    char p[256];
+    if (!md || cJSON_IsNull(md))
+        return 0;
+    sy__def_path(p, sizeof p, "%s.metadata", path);
+    if (!cJSON_IsObject(md))
+        return sy__error_set(err, SY_ETYPE, p, "metadata must be an object");
+    size_t n = (size_t)cJSON_GetArraySize(md);
+    if (n == 0)
+        return 0;
+    sy_kv *kv = sy__arena_alloc(&r->arena, n * sizeof *kv);
+    if (!kv)
+        return sy__error_set(err, SY_ENOMEM, p, "out of memory");
+    size_t i = 0;
+    for (const cJSON *c = md->child; c; c = c->next, i++) {
+        if (!cJSON_IsString(c) && sy__route_is_select_key(c->string)) {
+            sy__def_path(p, sizeof p, "%s.metadata.%s", path, c->string);
+            return sy__error_set(err, SY_ETYPE, p, "%s must be a string",
+                                 c->string);
+        }
+        kv[i].key = sy__route_strdup(r, c->string);
+        if (cJSON_IsString(c)) {
+            kv[i].value = sy__route_strdup(r, c->valuestring);
+        } else {
+            char *txt = cJSON_PrintUnformatted(c);
+            kv[i].value = txt ? sy__route_strdup(r, txt) : NULL;
+            cJSON_free(txt);
+        }
+        if (!kv[i].key || !kv[i].value)
+            return sy__error_set(err, SY_ENOMEM, p, "out of memory");
+    }
+    if (!sy__def_sort_kv(a, kv, n))
+        return sy__error_set(err, SY_ENOMEM, p, "out of memory");
+    /* a repeated key: the last one wins, as in a JSON map */
+    size_t k = 0;
+    for (i = 0; i < n; i++) {
+        if (k && strcmp(kv[k - 1].key, kv[i].key) == 0)
+            kv[k - 1] = kv[i];
+        else
+            kv[k++] = kv[i];
+    }
+    r->metadata = kv;
+    r->metadata_count = (uint32_t)k; /* a cJSON object size: an int */
+    static const char *const ms_keys[] = {"response-timeout",
+                                          "connect-timeout"};
+    for (i = 0; i < k; i++) {
+        if (strcmp(kv[i].key, "status") == 0 &&
+            strcmp(kv[i].value, "disabled") == 0)
+            r->disabled = true;
+        for (size_t j = 0; j < SY_ARRAY_LEN(ms_keys); j++)
+            if (strcmp(kv[i].key, ms_keys[j]) == 0 &&
+                !sy__value_int64(kv[i].value, INT64_MIN, INT64_MAX, NULL,
+                                 NULL)) {
+                sy__def_path(p, sizeof p, "%s.metadata.%s", path, kv[i].key);
+                return sy__error_set(err, SY_EARG, p,
+                                     "%s must be an integer (milliseconds)",
+                                     kv[i].key);
+            }
+    }
+    return 0;
+}
+
+static int build_order(struct sy_route *r, const cJSON *o, const char *path,
+                       sy_error *err) {
+    char p[256];
+    r->order = 0;
+    if (!o || cJSON_IsNull(o))
+        return 0;
+    if (cJSON_IsNumber(o) && o->valuedouble >= (double)INT32_MIN &&
+        o->valuedouble <= (double)INT32_MAX &&
+        o->valuedouble == (double)(int32_t)o->valuedouble) {
+        r->order = (int32_t)o->valuedouble; /* the common case */
+        return 0;
+    }
+    sy__def_path(p, sizeof p, "%s.order", path);
+    if (!cJSON_IsNumber(o))
+        return sy__error_set(err, SY_ETYPE, p, "order must be an integer");
+    double v = o->valuedouble;
+    if (!isfinite(v) || v != floor(v)) {
+        if (isfinite(v))
+            return sy__error_set(err, SY_ETYPE, p, "order must be an integer");
+        return sy__error_set(err, SY_ERANGE, p,
+                             "order out of the 32-bit integer range");
+    }
+    if (v < (double)INT32_MIN || v > (double)INT32_MAX)
+        return sy__error_set(err, SY_ERANGE, p,
+                             "order out of the 32-bit integer range");
+    r->order = (int32_t)v;
+    return 0;
+}
+
+/* The members of a route object that a route reads, found in one walk
+ * over its keys: the first of repeated keys, as
+ * cJSON_GetObjectItemCaseSensitive finds. */
+typedef struct route_fields {
+    const cJSON *id, *uri, *order, *predicates, *filters, *metadata;
+} route_fields;
+
+static void find_fields(const cJSON *obj, route_fields *f) {
+    memset(f, 0, sizeof *f);
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        const char *k = c->string;
+        const cJSON **slot = NULL;
+        if (!k)
+            continue;
+        switch (k[0]) {
+        case 'i': slot = strcmp(k, "id") == 0 ? &f->id : NULL; break;
+        case 'u': slot = strcmp(k, "uri") == 0 ? &f->uri : NULL; break;
+        case 'o': slot = strcmp(k, "order") == 0 ? &f->order : NULL; break;
+        case 'p':
+            slot = strcmp(k, "predicates") == 0 ? &f->predicates : NULL;
+            break;
+        case 'f': slot = strcmp(k, "filters") == 0 ? &f->filters : NULL; break;
+        case 'm':
+            slot = strcmp(k, "metadata") == 0 ? &f->metadata : NULL;
+            break;
+        default: break;
+        }
+        if (slot && !*slot)
+            *slot = c;
+    }
+}
+
+static int required_string(const cJSON *v, const char *key, const char *path,
+                           const char **out, sy_error *err) {
+    if (v && cJSON_IsString(v) && *v->valuestring) {
+        *out = v->valuestring;
+        return 0;
+    }
+    char p[256];
+    sy__path_join(p, sizeof p, path, key);
+    if (!v || cJSON_IsNull(v))
+        return sy__error_set(err, SY_EMISSING, p, "%s is missing", key);
+    if (!cJSON_IsString(v))
+        return sy__error_set(err, SY_ETYPE, p, "%s must be a string", key);
+    return sy__error_set(err, SY_EMISSING, p, "%s is empty", key);
+}
+
+static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
+                      const route_fields *f, const char *path, sy_error *err) {
+    char p[256];
+    const char *id, *uri;
+    int rc = required_string(f->id, "id", path, &id, err);
+    if (rc)
+        return rc;
+    if (!(r->id = sy__route_strdup(r, id)))
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    if ((rc = required_string(f->uri, "uri", path, &uri, err)))
+        return rc;
+    if (!(r->uri = sy__route_strdup(r, uri)))
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    if ((rc = parse_uri(r, "", err))) {
+        if (err) /* its errors are the uri's: named here, not per call */
+            sy__path_join(err->path, sizeof err->path, path, "uri");
+        return rc;
+    }
+    if ((rc = build_order(r, f->order, path, err)))
+        return rc;
+    sy__path_join(p, sizeof p, path, "predicates");
+    rc = sy__def_build_entries(ctx, r, SY_FACTORY_PREDICATE, f->predicates, p,
+                               err);
+    if (rc)
+        return rc;
+    /* (no filters: no path to format, it is never named) */
+    if (f->filters)
+        sy__path_join(p, sizeof p, path, "filters");
+    rc = sy__def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p, err);
+    if (rc)
+        return rc;
+    rc = sy__def_build_metadata(r, f->metadata, path, ctx->alloc, err);
+    if (!rc && sy__route_check_select(r, path, err, err ? 1 : 0))
+        rc = SY_EARG;
+    return rc;
+}
+
+/* Compile, moving errors of shortcut entries to the entry's path. */
+static int compile_route(const sy__def_ctx *ctx, struct sy_route *r,
+                         const char *path, sy_error *err) {
+    sy_error local; /* as sy__error_clear leaves it, without writing all
+                       its ~500 bytes per route */
+    local.code = 0;
+    local.line = local.column = 0;
+    local.offset = 0;
+    local.path[0] = local.message[0] = '\0';
+    sy__compile_env env = {r->alloc, ctx->registry, ctx->regex_cache, NULL};
+    int rc = sy__route_compile(r, &env, path, &local);
+    if (!rc)
+        return 0;
+    char p[256];
+    const char *sep = *path ? "." : "";
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        sy__def_path(p, sizeof p, "%s%spredicates[%zu]", path, sep, i);
+        if (r->predicates[i].shortcut)
+            sy__def_shortcut_error(&local, p);
+    }
+    for (size_t i = 0; i < r->filter_count; i++) {
+        sy__def_path(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
+        if (r->filters[i].shortcut)
+            sy__def_shortcut_error(&local, p);
+    }
+    if (local.code == 0)
+        local.code = rc;
+    if (err)
+        *err = local;
+    return rc;
+}
+
+/* The separator of a Path or Host predicate named by `name` (up to '='
+ * or the end), else 0. */
+static char pattern_sep(const char *name) {
+    if ((name[0] != 'P' && name[0] != 'H') || !name[1] || !name[2] ||
+        !name[3] || (name[4] != '=' && name[4]))
+        return 0;
+    if (memcmp(name, "Path", 4) == 0)
+        return '/';
+    if (memcmp(name, "Host", 4) == 0)
+        return '.';
+    return 0;
+}
+
+/* What count_text found in argument texts. */
+typedef struct text_counts {
+    size_t commas, seps, braces;
+    size_t regex;  /* pieces that may make a regex */
+    size_t rooted; /* list items that start with '/' (after blanks) */
+} text_counts;
+
+/* Characters count_text looks at: list separators and what patterns
+ * hold per element or variable. */
+static const unsigned char marked[256] = {
+    [0] = 1, [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1, ['*'] = 1, ['?'] = 1};
+
+static bool item_rooted(const char *s) {
+    while (*s == ' ')
+        s++;
+    return *s == '/';
+}
+
+/* One pass over an argument text: its ',' (list items) and, for a
+ * pattern predicate (`sep` not 0), its `sep` and '{' characters, the
+ * items that start with '/' and the pieces that may make a regex;
+ * returns its length. */
+static size_t count_text(const char *s, char sep, text_counts *tc) {
+    const char *p = s;
+    if (!sep) { /* the list items only */
+        while ((p = strchr(p, ',')))
+            tc->commas++, p++;
+        return strlen(s);
+    }
+    tc->rooted += item_rooted(s);
+    bool glob = false;
+    for (;; p++) {
+        while (!marked[(unsigned char)*p]) /* one test a plain byte */
+            p++;
+        unsigned char c = (unsigned char)*p;
+        if (!c)
+            break;
+        if (c == ',') {
+            tc->commas++;
+            tc->rooted += item_rooted(p + 1);
+        }
+        tc->seps += c == (unsigned char)sep;
+        tc->braces += c == '{';
+        glob = glob || c == '{' || c == '*' || c == '?';
+    }
+    size_t len = (size_t)(p - s);
+    if (glob) /* the pieces that may make a regex (a match context each) */
+        tc->regex += sy__pattern_regex_pieces(s, len, sep, true);
+    return len;
+}
+
+/* A Method shortcut's text names standard methods only (in any case,
+ * blanks around them): its compiled predicate keeps none of its text. */
+static bool standard_methods(const char *s) {
+    static const char *const names[] = {"GET",     "HEAD",  "POST",
+                                        "PUT",     "PATCH", "DELETE",
+                                        "OPTIONS", "TRACE", "CONNECT"};
+    for (;;) {
+        while (*s == ' ')
+            s++;
+        size_t n = strcspn(s, ", ");
+        bool known = false;
+        for (size_t i = 0; i < sizeof names / sizeof *names && !known; i++)
+            known = strlen(names[i]) == n && strncasecmp(names[i], s, n) == 0;
+        if (!known)
+            return false;
+        s += n;
+        while (*s == ' ')
+            s++;
+        if (!*s)
+            return true;
+        if (*s++ != ',')
+            return false;
+    }
+}
+
+/* What a predicate adds to the fixed share per entry: an argument
+ * (sy_kv) per value past the first, its compiled patterns (one per list
+ * item: more than there are otherwise) and, for a shortcut, the text it
+ * keeps (*text: its arguments; a compiled Header, Query, Cookie or Weight
+ * keeps a name too, patterns borrow theirs). */
+static size_t predicate_estimate(const cJSON *c, size_t *text) {
+    char sep;
+    text_counts tc = {0, 0, 0, 0, 0};
+    if (cJSON_IsString(c)) {
+        const char *eq = strchr(c->valuestring, '=');
+        sep = pattern_sep(c->valuestring);
+        size_t len = count_text(eq ? eq + 1 : c->valuestring, sep, &tc);
+        /* a pattern borrows its text; a Method of standard ones keeps no
+         * text; others may keep a name too */
+        bool bare = sep || (strncmp(c->valuestring, "Method=", 7) == 0 &&
+                            standard_methods(c->valuestring + 7));
+        *text += (bare ? len + 1 : 2 * (len + 1) + 8) + tc.commas;
+        return tc.commas * sizeof(sy_kv) +
+               (sep ? sy__pattern_bytes_max(tc.commas + 1, tc.rooted, tc.seps,
+                                            tc.braces, tc.regex, sep == '.') +
+                          (tc.commas ? (tc.commas + 1) * sizeof(void *) : 0)
+                    : 0);
+    }
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "args");
+    sep = cJSON_IsString(name) ? pattern_sep(name->valuestring) : 0;
+    size_t values = 0;
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
+        if (cJSON_IsString(a) || cJSON_IsNumber(a) || cJSON_IsBool(a))
+            values++;
+        if (cJSON_IsString(a))
+            count_text(a->valuestring, sep, &tc);
+        for (const cJSON *v = cJSON_IsArray(a) ? a->child : NULL; v;
+             v = v->next) {
+            values++;
+            if (cJSON_IsString(v))
+                count_text(v->valuestring, sep, &tc);
+        }
+    }
+    size_t n = values > 1 ? (values - 1) * sizeof(sy_kv) : 0;
+    if (sep)
+        n += sy__pattern_bytes_max(values + tc.commas, tc.rooted, tc.seps,
+                                   tc.braces, tc.regex, sep == '.') +
+             (values + tc.commas > 1 ? (values + tc.commas) * sizeof(void *)
+                                     : 0);
+    return n;
+}
+
+/* The strings a compiled filter keeps in the route's arena, about: its
+ * arguments reworked (twice their text at most: a rewrite's pattern and
+ * replacement), its name. */
+static size_t filter_estimate(const cJSON *c) {
+    if (cJSON_IsString(c))
+        return 2 * (strlen(c->valuestring) + 4);
+    size_t n = 16;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+    if (cJSON_IsString(name))
+        n += strlen(name->valuestring) + 1;
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "args");
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
+        size_t k = a->string ? strlen(a->string) + 2 : 2;
+        if (cJSON_IsString(a))
+            n += 2 * (k + strlen(a->valuestring));
+        for (const cJSON *v = cJSON_IsArray(a) ? a->child : NULL; v;
+             v = v->next)
+            if (cJSON_IsString(v))
+                n += 2 * (k + strlen(v->valuestring));
+    }
+    return n;
+}
+
+/* What a route built from `obj` will hold in its arena, about: its text
+ * (ids, values and the uri's parts are copied from it: fewer bytes than
+ * its JSON spelling), per predicate and filter its entry, args, compiled
+ * object and slot, and the compiled patterns of Path and Host predicates.
+ * A route that holds more gets another chunk. */
+static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
+    size_t json = ctx->text_len ? ctx->text_len : 256;
+    /* the text: for the common route of an id, a uri and shortcut
+     * predicates, from the strings themselves (the id, the uri and its
+     * host or authority, the predicates' texts); else the JSON text's
+     * length, which holds all of them */
+    bool simple = !f->filters && !f->metadata && cJSON_IsString(f->id) &&
+                  cJSON_IsString(f->uri) &&
+                  (!f->predicates || cJSON_IsArray(f->predicates));
+    size_t text = 0, n = 0;
+    if (simple) {
+        const char *uri = f->uri->valuestring, *slashes = strstr(uri, "//");
+        const char *auth = slashes ? slashes + 2 : uri;
+        size_t alen = authority_len(auth);
+        text = strlen(f->id->valuestring) + 1 + strlen(uri) + 1;
+        if (auth[0] == '[' || memchr(auth, '@', alen)) {
+            /* rare: at most the authority twice */
+            text += 2 * (alen + 9);
+        } else {
+            /* as parse_uri keeps them: the host, unless it ends the uri
+             * (then the uri's own bytes); the Host header to send, unless
+             * it is the host (no port) or the uri's "host:port" ending it,
+             * else built: "host:port" at most as long as the uri spells it */
+            const char *colon = memchr(auth, ':', alen);
+            size_t hl = colon ? (size_t)(colon - auth) : alen;
+            text += auth[hl] ? hl + 1 : 0;
+            if (colon && auth[alen]) {
+                bool secure = strncasecmp(uri, "https:", 6) == 0 ||
+                              strncasecmp(uri, "wss:", 4) == 0;
+                long port = strtol(colon + 1, NULL, 10);
+                text += port != (secure ? 443 : 80) ? alen + 1 : 0;
+            }
+        }
+    }
+    if (cJSON_IsArray(f->predicates)) {
+        for (const cJSON *c = f->predicates->child; c; c = c->next) {
+            simple = simple && cJSON_IsString(c);
+            n += sizeof(sy__def_entry) + 16 + 8 + SY_PRED_OBJECT_BYTES +
+                 predicate_estimate(c, &text);
+        }
+    }
+    n += simple && text < json ? text : json;
+    if (cJSON_IsArray(f->filters)) {
+        for (const cJSON *c = f->filters->child; c; c = c->next)
+            n += sizeof(sy__def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES +
+                 filter_estimate(c);
+    }
+    return n;
+}
+
+int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
+                        const char *path, struct sy_route **out,
+                        sy_error *err) {
+    *out = NULL;
+    if (!cJSON_IsObject(obj))
+        return sy__error_set(err, SY_ETYPE, path, "a route must be an object");
+    route_fields f;
+    find_fields(obj, &f);
+    struct sy_route *r =
+        sy__route_new_sized(ctx->alloc, arena_estimate(ctx, &f));
+    if (!r)
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    int rc = fill_route(ctx, r, &f, path, err);
+    if (!rc && (ctx->scratch ? sy__def_canonicalize_into(r, ctx->scratch)
+                             : sy__def_canonicalize(r)))
+        rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    const struct sy_route *same =
+        !rc && ctx->reuse ? ctx->reuse(ctx->reuse_data, r->id, r->fingerprint)
+                          : NULL;
+    if (same && same->fingerprint == r->fingerprint) {
+        /* already compiled and live: share it */
+        sy__route_unref(r);
+        *out = sy__route_ref(same);
+        return 0;
+    }
+    if (!rc)
+        rc = compile_route(ctx, r, path, err);
+    if (rc) {
+        sy__route_unref(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}

@@ -1,0 +1,864 @@
+/*
+ * match.c - the request path: match contexts (per-worker scratch), the
+ * indexed matcher, the reference linear scan, explain, and the match
+ * result with its lazily computed filter plan.
+ *
+ * One match:
+ *   split path and host once  ->  index lookup (base + overlay lists)
+ *   -> merge lists by rank key, skipping removed slots and repeats
+ *   -> first route whose predicates all hold wins; its captures are the vars
+ * Nothing here allocates once the context has seen the snapshot's needs.
+ */
+#include "request/match.h"
+
+#include "snapshot/index_int.h"     /* index_host_exact, inline */
+#include "route/pattern_split.h" /* sy__segments_split_fast, inline */
+
+int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
+                     sy_error *err) {
+    sy__alloc a;
+    sy__alloc_init(&a, alloc);
+    if (!out)
+        return sy__error_set(err, SY_EINVAL, "", "out is NULL");
+    sy_match_ctx *c = sy__calloc(&a, 1, sizeof *c);
+    if (!c)
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    c->alloc = a;
+    c->rng = sy__hash_mix((uint64_t)(uintptr_t)c, sy__now_monotonic_us()) | 1;
+    sy__arena_init(&c->scratch, &c->alloc, 16384);
+    /* what the evaluation reads of the context at fixed places (the
+     * capture and match data arrays: ctx_fit, when they grow) */
+    c->ev.path = &c->path;
+    c->ev.host = &c->host;
+    c->ev.scratch = &c->scratch;
+    c->m.ctx = c; /* the result a match returns is always this one */
+    c->gctx = sy__re_general_context_new(&c->alloc);
+    if (!c->gctx || !sy__budget_init(&c->budget, c->gctx)) {
+        if (c->gctx)
+            pcre2_general_context_free(c->gctx);
+        sy__free(&a, c);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    *out = c;
+    return SY_OK;
+}
+
+void sy_match_ctx_free(sy_match_ctx *c) {
+    if (!c)
+        return;
+    sy__arena_free(&c->scratch);
+    sy__segments_free(&c->path, &c->alloc);
+    sy__segments_free(&c->host, &c->alloc);
+    sy__free(&c->alloc, c->caps);
+    if (c->md)
+        pcre2_match_data_free(c->md);
+    sy__budget_free(&c->budget);
+    pcre2_general_context_free(c->gctx);
+    sy__free(&c->alloc, c);
+}
+
+/* Grow scratch to the snapshot's needs (only allocation on this path). */
+static __attribute__((noinline)) int ctx_grow(sy_match_ctx *c,
+                                              const sy_snapshot *s) {
+    size_t need = s->prep.fit_caps;
+    if (c->caps_cap < need) {
+        sy__capture *caps =
+            sy__realloc(&c->alloc, c->caps, need * sizeof *caps);
+        if (!caps)
+            return SY_ENOMEM;
+        c->caps = caps;
+        c->caps_cap = need;
+        c->ev.caps = caps;
+        c->ev.caps_cap = need;
+    }
+    uint32_t groups = s->prep.fit_groups;
+    if (!c->md || c->md_groups < groups) {
+        pcre2_match_data *md = pcre2_match_data_create(groups, c->gctx);
+        if (!md)
+            return SY_ENOMEM;
+        if (c->md)
+            pcre2_match_data_free(c->md);
+        c->md = md;
+        c->md_groups = groups;
+        c->ev.md = md;
+    }
+    /* what fits now: the larger of each (a context serves any snapshot) */
+    c->fit_caps = c->caps_cap < UINT32_MAX ? (uint32_t)c->caps_cap : UINT32_MAX;
+    c->fit_groups = c->md_groups;
+    return SY_OK;
+}
+
+static inline int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
+    if (c->fit_caps >= s->prep.fit_caps && c->fit_groups >= s->prep.fit_groups)
+        return SY_OK;
+    return ctx_grow(c, s);
+}
+
+/* The host as matched: port removed when the router strips it. */
+static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
+    if (!s->prep.strip_host_port || !host.len)
+        return host;
+    size_t end = host.len;
+    size_t start = 0;
+    if (host.ptr[0] == '[') { /* IPv6 literal: [::1]:8080 */
+        while (start < host.len && host.ptr[start] != ']')
+            start++;
+    }
+    for (size_t i = host.len; i-- > start;)
+        if (host.ptr[i] == ':') {
+            end = i;
+            break;
+        }
+    return (sy_str){host.ptr, end};
+}
+
+/* A seed for a request that brought none (seed 0): the router's random
+ * callback, else the context's own xorshift64* generator. */
+static uint64_t draw_seed(sy_match_ctx *c, const sy_snapshot *s) {
+    if (s->random)
+        return s->random(s->clock_data);
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return c->rng * 0x2545f4914f6cdd1dull;
+}
+
+/* A request from a host built against an older, shorter sy_request is
+ * completed with defaults so nothing past its size is ever read; one
+ * without a seed gets one when some route draws a Weight. */
+static const sy_request *full_request(sy_match_ctx *c, const sy_snapshot *s,
+                                      const sy_request *req) {
+    bool seed = req->seed == 0 && s->prep.weights;
+    if (req->size >= sizeof(sy_request) && !seed)
+        return req;
+    static const sy_request defaults = SY_REQUEST_INIT;
+    c->req_copy = defaults;
+    memcpy(&c->req_copy, req,
+           req->size < sizeof(sy_request) ? req->size : sizeof(sy_request));
+    c->req_copy.size = sizeof(sy_request);
+    if (seed)
+        c->req_copy.seed = draw_seed(c, s);
+    return &c->req_copy;
+}
+
+uint64_t sy__match_draw_seed(const sy_match *m) {
+    return draw_seed(m->ctx, m->snap);
+}
+
+/* Normalise the request path (path_normalize.c); a changed path goes
+ * into a copy of the request, so matching, captures and the filter plan's
+ * upstream path all see it. SY_PN_BAD_PATH: route nothing. */
+static int normalize_path(sy_match_ctx *c, const sy_snapshot *s,
+                          const sy_request **req) {
+    sy_str np;
+    int rc = sy__path_normalize(&s->path_norm, (*req)->path, &c->scratch, &np);
+    if (rc == SY_PN_BAD_PATH)
+        c->nomatch = SY_NOMATCH_BAD_PATH;
+    if (rc || np.ptr == (*req)->path.ptr)
+        return rc;
+    if (*req != &c->req_copy)
+        c->req_copy = **req;
+    c->req_copy.path = np;
+    *req = &c->req_copy;
+    return 0;
+}
+
+/* Fit the context, normalise the path (may replace *reqp), split. Returns
+ * SY_PN_BAD_PATH (positive) when the path is refused. */
+static inline __attribute__((always_inline)) int
+prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
+    int rc = ctx_fit(c, s);
+    if (rc)
+        return rc;
+    /* an arena the last request left untouched needs no reset */
+    const sy__arena_chunk *h = c->scratch.head;
+    if (h && (h->next || h->used))
+        sy__arena_reset(&c->scratch);
+    /* split first: the same pass tells whether the normaliser has anything
+     * to look at (match_prep_init's norm_mask, snapshot.c); the inline
+     * split decodes nothing, so only the others read keep_escaped_slashes */
+    sy_str path = (*reqp)->path;
+    unsigned seen;
+    int split = sy__segments_split_fast(&c->path, path, &c->alloc, &seen);
+    if (split < 0) {
+        c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
+        split = sy__segments_split_scan(&c->path, path, &c->scratch, &c->alloc,
+                                        &seen);
+    }
+    if (!split)
+        return SY_ENOMEM;
+    if (seen & s->prep.norm_mask) {
+        if ((rc = normalize_path(c, s, reqp)))
+            return rc;
+        if ((*reqp)->path.ptr != path.ptr) {
+            c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
+            if (!sy__segments_split(&c->path, (*reqp)->path, &c->scratch,
+                                    &c->alloc))
+                return SY_ENOMEM;
+            seen = SY_SEEN_EMPTY; /* not looked at again: may be */
+        }
+    }
+    c->path_seen = seen;
+    c->lazy_list = NULL;
+    const sy_request *req = *reqp;
+    sy__eval *ev = &c->ev;
+    ev->req = req;
+    c->host.count = 0;
+    /* ev->weight and ev->ncaps are set by whatever evaluates predicates
+     * or takes captures, before it does */
+    if (__builtin_expect(!s->prep.host_or_time, 1)) {
+        /* no port to strip, no Host and no time predicate: the host as
+         * given, no labels, the request's time */
+        c->host_state = HOST_READY;
+        ev->host_str = req->host;
+        ev->now_ms = req->now_ms;
+        return SY_OK;
+    }
+    sy_str host = host_for_match(s, req->host);
+    /* see host_labels (lead and trail are read for host lists only, which
+     * a split or the whole-host table's answer sets) */
+    c->host_state = s->prep.needs_host && host.len ? HOST_PENDING : HOST_READY;
+    ev->host_str = host;
+    ev->now_ms = req->now_ms || !s->prep.needs_time ? req->now_ms
+                 : s->clock_ms                      ? s->clock_ms(s->clock_data)
+                                                    : sy__now_realtime_ms();
+    return SY_OK;
+}
+
+/* The host's labels (c->host), split now if not yet: prepare leaves them
+ * to the first that needs them (the host walk, a Host predicate), as a
+ * host the whole-host table answers needs none. On allocation failure the
+ * labels stay empty and the match reports SY_ENOMEM (HOST_OOM). */
+static __attribute__((noinline)) void host_split_now(sy_match_ctx *c) {
+    c->host_state = HOST_READY;
+    int r = sy__segments_split_host_fast(&c->host, c->ev.host_str, &c->alloc);
+    if (r < 0)
+        r = sy__segments_split_host(&c->host, c->ev.host_str, &c->alloc);
+    if (!r) {
+        c->host.count = 0;
+        c->host.lead = c->host.trail = false;
+        c->host_state = HOST_OOM;
+        c->budget.exhausted = true; /* stop here; match_common reports it */
+    }
+}
+
+static inline bool host_labels(sy_match_ctx *c) {
+    if (c->host_state == HOST_PENDING)
+        host_split_now(c);
+    return c->host_state != HOST_OOM;
+}
+
+/* sy__pred_test, the host's labels split first for a Host predicate. */
+static inline bool pred_holds(sy_match_ctx *c, const sy__pred *p) {
+    if (c->host_state == HOST_PENDING && sy__pred_get_kind(p) == SY_PK_HOST)
+        host_split_now(c);
+    return sy__pred_test(p, &c->ev);
+}
+
+/* Index of the first predicate that fails, or -1 when all hold. `proven`
+ * is a predicate the index already proved (skipped), or -1. */
+static int first_failing_but(sy_match_ctx *c, const sy_snapshot *s,
+                             uint32_t slot, int32_t proven) {
+    const sy__slot *sl = sy__snapshot_slot(s, slot);
+    const struct sy_route *r = sl->route;
+    sy__eval *ev = &c->ev;
+    ev->ncaps = 0;
+    ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+    for (size_t i = 0; i < r->predicate_count; i++)
+        if ((int32_t)i != proven && !pred_holds(c, r->cpreds[i]))
+            return (int)i;
+    return -1;
+}
+
+static int first_failing(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot) {
+    return first_failing_but(c, s, slot, -1);
+}
+
+/* A candidate failed at predicate `f`: if that is its Method, remember the
+ * route, so a miss can tell 405 from 404. Costs one load per failure. */
+static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
+                         int f) {
+    const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
+    if (f >= 0 && c->method_miss_count < MAX_METHOD_MISSES &&
+        sy__pred_get_kind(r->cpreds[f]) == SY_PK_METHOD)
+        c->method_misses[c->method_miss_count++] = slot;
+}
+
+/* A candidate from a list reached through literal edges only: its
+ * all-literal Path (or Host) predicate is proven (no captures to take). */
+static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
+                           uint8_t proof) {
+    const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
+    int32_t skip = proof == SY_PROOF_PATH   ? r->literal_path
+                   : proof == SY_PROOF_HOST ? r->literal_host
+                                            : -1;
+    int f = first_failing_but(c, s, slot, skip);
+    if (f >= 0)
+        note_failure(c, s, slot, f);
+    return f;
+}
+
+/* Append the captures of a walk-proven pattern (SY_CAND_WALK): the
+ * request's segments (labels) at its {var}s; false when one is empty (a
+ * {var} needs a non-empty segment: the pattern does not hold after all). */
+static inline bool walk_caps(sy__eval *ev, const sy__cand_list *l,
+                             const sy__cand *cd) {
+    const sy__segments *segs = l->host ? ev->host : ev->path;
+    const sy__cand_var *v = cd->nvars ? l->vars + cd->vars : NULL;
+    size_t n = ev->ncaps;
+    if (ev->caps_cap - n < cd->nvars)
+        return false;
+    for (size_t k = 0; k < cd->nvars; k++) {
+        sy_str val = segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
+        if (!val.len)
+            return false;
+        if (v[k].name.ptr) /* else a "*": checked, not captured */
+            ev->caps[n++] = (sy__capture){v[k].name, val};
+    }
+    ev->ncaps = n;
+    return true;
+}
+
+/* A walk-proven candidate: test its other predicates in order, taking the
+ * proven one's captures at its place. */
+static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
+                            const sy__cand_list *l, const sy__cand *cd) {
+    const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
+    const struct sy_route *r = sl->route;
+    sy__eval *ev = &c->ev;
+    ev->ncaps = 0;
+    ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        if (i == cd->pred) {
+            if (!walk_caps(ev, l, cd))
+                return candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
+        } else if (!pred_holds(c, r->cpreds[i])) {
+            note_failure(c, s, cd->slot, (int)i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* cand_holds for a candidate its inline data does not decide. */
+static bool cand_test(sy_match_ctx *c, const sy_snapshot *s,
+                      const sy__cand_list *l, const sy__cand *cd, int mbit,
+                      bool odd_host) {
+    sy__eval *ev = &c->ev;
+    if ((cd->flags & SY_CAND_WALK) && l->exact && !odd_host) {
+        if (!(cd->flags & SY_CAND_WHOLE) ||
+            (mbit == 31 && cd->methods != UINT32_MAX))
+            return walk_rest_holds(c, s, l, cd);
+        ev->ncaps = 0; /* a whole route: no predicate to evaluate */
+        if (walk_caps(ev, l, cd))
+            return true;
+    }
+    return candidate_fails(c, s, cd->slot, l->proof) < 0;
+}
+
+/* cand_test under the request's budget: the predicates it may run are
+ * the only part of a lookup that reads the budget (a regex, repeated
+ * values), so only they make it this thread's current one. */
+static __attribute__((noinline)) bool
+cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
+                const sy__cand *cd, int mbit, bool odd_host) {
+    sy__budget *saved;
+    sy__budget_enter(&c->budget, &saved);
+    bool ok = cand_test(c, s, l, cd, mbit, odd_host);
+    sy__budget_leave(saved);
+    return ok;
+}
+
+/* Whether a whole, walk-proven candidate's captures hold (no {var} on an
+ * empty segment) without taking them: they are taken on first read
+ * (caps_now). false: take them now (walk_caps decides). */
+static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
+                              const sy__cand *cd) {
+    if (cd->nvars > c->ev.caps_cap)
+        return false;
+    if (!l->host && (c->path_seen & SY_SEEN_EMPTY)) { /* labels never are */
+        const sy__cand_var *v = l->vars + cd->vars;
+        for (size_t k = 0; k < cd->nvars; k++)
+            if (!c->path.dec[v[k].seg].len)
+                return false;
+    }
+    c->lazy_list = l;
+    c->lazy_cand = cd;
+    return true;
+}
+
+/* The captures of the route found, taken now if caps_later left them. */
+static void caps_now(sy_match_ctx *c) {
+    if (c->lazy_list) {
+        c->ev.ncaps = 0;
+        walk_caps(&c->ev, c->lazy_list, c->lazy_cand);
+        c->lazy_list = NULL;
+    }
+}
+
+/* Does candidate `cd` of list `l` hold? The index's inline data first:
+ * a method bit the route refuses fails it without touching the route; a
+ * whole route (SY_CAND_WHOLE) reached by an exact walk holds with its
+ * captures taken from the request's segments (both inline here, the
+ * common cases); a walk-proven one has only its other predicates tested;
+ * anything else is tested in full. */
+static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
+                              const sy__cand_list *l, const sy__cand *cd,
+                              int mbit) {
+    if (!((cd->methods >> mbit) & 1u)) {
+        /* for a 405: method_reason() checks its other predicates */
+        if (c->method_miss_count < MAX_METHOD_MISSES)
+            c->method_misses[c->method_miss_count++] = cd->slot;
+        return false;
+    }
+    /* a host with a leading or trailing '.' has Ant's empty end labels,
+     * which the walk does not model: decide those by the pattern */
+    bool odd_host = l->host && (c->host.lead || c->host.trail);
+    if ((cd->flags & SY_CAND_WHOLE) && l->exact && !odd_host &&
+        (mbit != 31 || cd->methods == UINT32_MAX)) {
+        if (!cd->nvars) {
+            c->ev.ncaps = 0;
+            return true;
+        }
+        if (caps_later(c, l, cd)) /* caps_now sets ncaps */
+            return true;
+    }
+    return cand_holds_rest(c, s, l, cd, mbit, odd_host);
+}
+
+static sy_match *found_route(sy_match_ctx *c, const sy_snapshot *s,
+                             const sy_request *req, uint32_t slot,
+                             const struct sy_route *r) {
+    sy_match *m = &c->m; /* m->ctx is c (sy_match_ctx_new); plan_rc is
+                          * set with the plan */
+    m->snap = s;
+    m->req = req;
+    m->slot = slot;
+    m->route = r;
+    m->plan_done = false;
+    return m;
+}
+
+static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_request *req, uint32_t slot) {
+    return found_route(c, s, req, slot, sy__snapshot_slot(s, slot)->route);
+}
+
+static int match_linear_now(sy_match_ctx *c, const sy_snapshot *s,
+                            const sy_request *req, sy_match **out) {
+    if (!host_labels(c))
+        return SY_ENOMEM;
+    for (size_t i = 0; i < s->route_count; i++) {
+        uint32_t slot = sy__snapshot_rank_at(s, i);
+        if (sy__snapshot_slot(s, slot)->route->disabled)
+            continue;
+        int f = first_failing(c, s, slot);
+        if (f < 0) {
+            *out = found(c, s, req, slot);
+            return SY_OK;
+        }
+        note_failure(c, s, slot, f);
+        if (c->budget.exhausted)
+            return SY_OK; /* no lower route may match instead */
+    }
+    return SY_OK;
+}
+
+/* The linear scan under the request's budget (cand_holds_rest). */
+static __attribute__((noinline)) int match_linear(sy_match_ctx *c,
+                                                  const sy_snapshot *s,
+                                                  const sy_request *req,
+                                                  sy_match **out) {
+    sy__budget *saved;
+    sy__budget_enter(&c->budget, &saved);
+    int rc = match_linear_now(c, s, req, out);
+    sy__budget_leave(saved);
+    return rc;
+}
+
+/* A request at least up to its seed (a caller built before
+ * content_length existed passes the shorter size). */
+static inline bool valid_request(const sy_request *req) {
+    return __builtin_expect(req != NULL, 1) &&
+           __builtin_expect(req->size >= sizeof(sy_request) - sizeof(int64_t),
+                            1);
+}
+
+/* The arguments of a match: a branch each (no flag arithmetic). */
+static inline bool valid_args(const sy_snapshot *h, const sy_match_ctx *c,
+                              const sy_request *req, sy_match **out) {
+    if (__builtin_expect(!h, 0) || __builtin_expect(!c, 0) ||
+        __builtin_expect(!out, 0))
+        return false;
+    return valid_request(req);
+}
+
+static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
+                         const sy_request *req, sy_match **out);
+
+/* Append `name` to the Allow list unless it is there already. */
+static void allow_add(sy_match_ctx *c, const char *name, size_t len) {
+    for (const char *p = c->allow, *end = c->allow + c->allow_len; p < end;) {
+        const char *q = memchr(p, ',', (size_t)(end - p));
+        size_t n = (size_t)((q ? q : end) - p);
+        if (n == len && memcmp(p, name, len) == 0)
+            return;
+        p = q ? q + 2 : end;
+    }
+    size_t sep = c->allow_len ? 2 : 0;
+    if (c->allow_len + sep + len >= sizeof c->allow)
+        return; /* a very long list is cut; the status stays 405 */
+    memcpy(c->allow + c->allow_len, ", ", sep);
+    memcpy(c->allow + c->allow_len + sep, name, len);
+    c->allow_len += sep + len;
+    c->allow[c->allow_len] = '\0';
+}
+
+/* After a miss: 405 when a route failed only on its Method predicate(s):
+ * every other predicate of it holds. Runs on misses only, under the
+ * request's budget (method_reason). */
+static sy_nomatch method_reason_now(sy_match_ctx *c, const sy_snapshot *s) {
+    c->allow_len = 0;
+    c->allow[0] = '\0';
+    host_labels(c); /* a failure is reported by the match (HOST_OOM) */
+    for (size_t k = 0; k < c->method_miss_count; k++) {
+        const sy__slot *sl = sy__snapshot_slot(s, c->method_misses[k]);
+        const struct sy_route *r = sl->route;
+        if (!r)
+            continue; /* removed (tombstoned): never recorded, but cheap */
+        c->ev.ncaps = 0;
+        c->ev.weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+        bool others_hold = true;
+        for (size_t i = 0; i < r->predicate_count && others_hold; i++)
+            if (sy__pred_get_kind(r->cpreds[i]) != SY_PK_METHOD)
+                others_hold = sy__pred_test(r->cpreds[i], &c->ev);
+        if (!others_hold)
+            continue;
+        for (size_t i = 0; i < r->predicate_count; i++) {
+            const sy__pred *p = r->cpreds[i];
+            if (sy__pred_get_kind(p) != SY_PK_METHOD)
+                continue;
+            uint32_t mask = sy__pred_method_mask(p);
+            for (int bit = 0; bit < 31; bit++) {
+                const char *name = sy__method_name(bit);
+                if ((mask & (1u << bit)) && name)
+                    allow_add(c, name, strlen(name));
+            }
+            for (size_t j = 0; j < sy__pred_method_other_count(p); j++) {
+                const char *name = sy__pred_method_other(p, j);
+                allow_add(c, name, strlen(name));
+            }
+        }
+    }
+    return c->allow_len ? SY_NOMATCH_METHOD : SY_NOMATCH_NO_ROUTE;
+}
+
+static __attribute__((noinline)) sy_nomatch
+method_reason(sy_match_ctx *c, const sy_snapshot *s) {
+    sy__budget *saved;
+    sy__budget_enter(&c->budget, &saved);
+    sy_nomatch r = method_reason_now(c, s);
+    sy__budget_leave(saved);
+    return r;
+}
+
+/* Both matchers: check arguments, complete the request, prepare. */
+static inline __attribute__((always_inline)) int
+match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
+             sy_match **out, bool linear) {
+    if (!valid_args(h, c, req, out))
+        return SY_EINVAL;
+    *out = NULL;
+    c->nomatch = SY_NOMATCH_NONE;
+    c->method_miss_count = 0;
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
+    if (req->size < sizeof(sy_request) || (!req->seed && s->prep.weights))
+        req = full_request(c, s, req);
+    int rc = prepare(c, s, &req);
+    if (rc)
+        return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* no match, a reason */
+    /* one CPU budget for the whole request, filters included (budget.h);
+     * it is made this thread's current one only where predicates run
+     * (match_linear, cand_holds_rest, method_reason) */
+    sy__budget_start(&c->budget, &s->budget);
+    rc = linear ? match_linear(c, s, req, out) : match_indexed(c, s, req, out);
+    /* the 405 check runs predicates again: inside the same budget */
+    if (rc == SY_OK && !*out && !c->budget.exhausted)
+        c->nomatch = method_reason(c, s);
+    if (rc == SY_OK && c->budget.exhausted) {
+        *out = NULL; /* stopped: no route, whatever was left to try */
+        if (c->host_state == HOST_OOM) /* no labels: no answer */
+            rc = SY_ENOMEM;
+        else
+            c->nomatch = SY_NOMATCH_BUDGET;
+    }
+    return rc;
+}
+
+sy_nomatch sy_match_ctx_nomatch(const sy_match_ctx *c, sy_str *allow) {
+    if (allow)
+        *allow = c && c->nomatch == SY_NOMATCH_METHOD
+                     ? (sy_str){c->allow, c->allow_len}
+                     : (sy_str){NULL, 0};
+    return c ? c->nomatch : SY_NOMATCH_NONE;
+}
+
+int sy_snapshot_match_linear(const sy_snapshot *h, sy_match_ctx *c,
+                             const sy_request *req, sy_match **out) {
+    return match_common(h, c, req, out, true);
+}
+
+int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
+                      const sy_request *req, sy_match **out) {
+    return match_common(h, c, req, out, false);
+}
+
+/* sy__method_bit with GET and POST (bits 0 and 2) decided inline. */
+static inline int method_bit(sy_str m) {
+    if (m.len == 3 && memcmp(m.ptr, "GET", 3) == 0)
+        return 0;
+    if (m.len == 4 && memcmp(m.ptr, "POST", 4) == 0)
+        return 2;
+    return sy__method_bit(m);
+}
+
+static int match_merge(sy_match_ctx *c, const sy_snapshot *s,
+                       const sy_request *req, sy_match **out, size_t n,
+                       int mbit);
+
+static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
+                         const sy_request *req, sy_match **out) {
+    int mbit = method_bit(req->method);
+    /* an empty Host matches no Host pattern (as SCG's null host): its
+     * routes are no candidates, and no walk may prove them. A host the
+     * whole-host table knows needs no labels and no host walk. Without
+     * Host predicates (HOST_READY, no labels) there is no host walk
+     * either. */
+    const sy__segments *host = NULL;
+    size_t pre = 0;
+    if (c->host_state == HOST_PENDING) { /* a host; Host predicates */
+        if (index_host_exact(s->base, c->ev.host_str, &c->lists[0])) {
+            pre = 1; /* no labels: a host list sees no odd end */
+            c->host.lead = c->host.trail = false;
+        } else if (!host_labels(c)) {
+            return SY_ENOMEM;
+        } else {
+            host = &c->host;
+        }
+    }
+    size_t n = sy__index_lookup(s->base, &c->path, host, mbit, c->lists + pre,
+                                MAX_LISTS - pre);
+    if (n != SIZE_MAX)
+        n += pre;
+    if (n != SIZE_MAX && s->ov[0]) {
+        size_t m = sy__overlay_lookup((const sy__overlay *const *)s->ov, 2,
+                                      &c->path, c->lists + n, MAX_LISTS - n);
+        n = m == SIZE_MAX ? SIZE_MAX : n + m;
+    }
+    if (n == SIZE_MAX)
+        return match_linear(c, s, req, out);
+
+    if (n == 1) { /* the common case: one list, already in rank order */
+        const sy__cand_list *l = &c->lists[0];
+        /* the bounds in locals: the stores below could alias the list */
+        const uint32_t bit = 1u << mbit;
+        for (const sy__cand *cd = l->c, *end = cd + l->len; cd < end; cd++) {
+            /* the method bit first, inline; a refused candidate's slot
+             * is read only when a 405 could still be recorded */
+            if (!(cd->methods & bit)) {
+                if (c->method_miss_count < MAX_METHOD_MISSES &&
+                    sy__snapshot_slot(s, cd->slot)->route)
+                    c->method_misses[c->method_miss_count++] = cd->slot;
+                continue;
+            }
+            const struct sy_route *r = sy__snapshot_slot(s, cd->slot)->route;
+            if (r && cand_holds(c, s, l, cd, mbit)) {
+                *out = found_route(c, s, req, cd->slot, r);
+                return SY_OK;
+            }
+            if (c->budget.exhausted)
+                return SY_OK;
+        }
+        return SY_OK;
+    }
+
+    return match_merge(c, s, req, out, n, mbit);
+}
+
+/* Several lists: a k-way merge by rank key; the first route that holds
+ * wins. Out of line, so the one-list path above keeps its registers. */
+static __attribute__((noinline)) int
+match_merge(sy_match_ctx *c, const sy_snapshot *s, const sy_request *req,
+            sy_match **out, size_t n, int mbit) {
+    for (size_t i = 0; i < n; i++)
+        c->heads[i] = 0;
+    uint64_t last = UINT64_MAX;
+    for (;;) {
+        size_t best = SIZE_MAX;
+        uint64_t best_key = UINT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+            const sy__cand_list *l = &c->lists[i];
+            while (c->heads[i] < l->len) {
+                const sy__slot *sl =
+                    sy__snapshot_slot(s, l->c[c->heads[i]].slot);
+                if (sl->route && sl->key != last)
+                    break;
+                c->heads[i]++;
+            }
+            if (c->heads[i] < l->len) {
+                uint64_t k = sy__snapshot_slot(s, l->c[c->heads[i]].slot)->key;
+                if (k < best_key) {
+                    best_key = k;
+                    best = i;
+                }
+            }
+        }
+        if (best == SIZE_MAX)
+            return SY_OK;
+        const sy__cand_list *l = &c->lists[best];
+        const sy__cand *cd = &l->c[c->heads[best]++];
+        last = best_key;
+        if (cand_holds(c, s, l, cd, mbit)) {
+            *out = found(c, s, req, cd->slot);
+            return SY_OK;
+        }
+        if (c->budget.exhausted)
+            return SY_OK;
+    }
+}
+
+int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
+                        const sy_request *req, sy_explain_fn fn, void *data) {
+    if (!h || !c || !fn || !valid_request(req))
+        return SY_EINVAL;
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
+    c->nomatch = SY_NOMATCH_NONE; /* the last match's reason is gone */
+    c->method_miss_count = 0;
+    req = full_request(c, s, req);
+    int rc = prepare(c, s, &req);
+    if (rc)
+        return rc == SY_PN_BAD_PATH ? SY_OK : rc; /* nothing can match */
+    if (!host_labels(c))
+        return SY_ENOMEM;
+    sy__budget *saved;
+    sy__budget_start(&c->budget, &s->budget);
+    sy__budget_enter(&c->budget, &saved);
+    for (size_t i = 0; i < s->route_count; i++) {
+        uint32_t slot = sy__snapshot_rank_at(s, i);
+        const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
+        int stop;
+        if (r->disabled) {
+            stop = fn(data, r, false, -1, "disabled");
+        } else {
+            int f = first_failing(c, s, slot);
+            stop = fn(data, r, f < 0, f, f < 0 ? NULL : r->predicates[f].name);
+        }
+        if (stop)
+            break;
+    }
+    sy__budget_leave(saved);
+    return SY_OK;
+}
+
+/* ---- results ---- */
+
+const sy_route *sy_match_route(const sy_match *m) {
+    return m->route;
+}
+
+size_t sy_match_var_count(const sy_match *m) {
+    caps_now(m->ctx);
+    return m->ctx->ev.ncaps;
+}
+
+void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
+    caps_now(m->ctx);
+    const sy__eval *ev = &m->ctx->ev;
+    sy_str none = {NULL, 0};
+    if (name)
+        *name = i < ev->ncaps ? ev->caps[i].name : none;
+    if (value)
+        *value = i < ev->ncaps ? ev->caps[i].value : none;
+}
+
+sy_str sy_match_var_get(const sy_match *m, const char *name) {
+    caps_now(m->ctx);
+    const sy__eval *ev = &m->ctx->ev;
+    size_t len = strlen(name);
+    /* the last capture of a name wins, as SCG merges the predicates'
+     * variable maps (and as the filters expand {name}) */
+    for (size_t i = ev->ncaps; i-- > 0;)
+        if (sy__str_eq(ev->caps[i].name, name, len))
+            return ev->caps[i].value;
+    return (sy_str){NULL, 0};
+}
+
+sy__plan *sy__match_plan(const sy_match *cm) {
+    /* the plan is computed on first use; the result lives in the context,
+     * which the caller owns (one thread at a time) */
+    sy_match *m = (sy_match *)(uintptr_t)cm;
+    if (!m->plan_done) {
+        caps_now(m->ctx);
+        const struct sy_route *d = m->snap->defaults;
+        const sy__eval *ev = &m->ctx->ev;
+        memset(&m->plan, 0, sizeof m->plan);
+        sy__budget *saved;
+        sy__budget_enter(&m->ctx->budget, &saved);
+        m->plan_rc = sy__plan_compute(
+            &m->plan, d ? (const sy__filter *const *)d->cfilters : NULL,
+            d ? d->filter_count : 0,
+            (const sy__filter *const *)m->route->cfilters,
+            m->route->filter_count, m->req, ev->caps, ev->ncaps, m->ctx->md,
+            &m->ctx->scratch);
+        sy__budget_leave(saved);
+        m->plan_done = true;
+    }
+    return &m->plan;
+}
+
+sy_action sy_match_action(const sy_match *m) {
+    return sy__match_plan(m)->action;
+}
+int sy_match_status(const sy_match *m) {
+    return sy__match_plan(m)->status;
+}
+sy_str sy_match_redirect(const sy_match *m) {
+    return sy__match_plan(m)->redirect;
+}
+sy_str sy_match_path(const sy_match *m) {
+    return sy__match_plan(m)->path;
+}
+sy_str sy_match_query(const sy_match *m) {
+    return sy__match_plan(m)->query;
+}
+size_t sy_match_header_count(const sy_match *m) {
+    return sy__match_plan(m)->header_count;
+}
+bool sy_match_preserve_host(const sy_match *m) {
+    return sy__match_plan(m)->preserve_host;
+}
+
+sy_header sy_match_header(const sy_match *m, size_t i) {
+    sy__plan *p = sy__match_plan(m);
+    sy_header none = {{NULL, 0}, {NULL, 0}};
+    return i < p->header_count ? p->headers[i] : none;
+}
+
+size_t sy_match_response_op_count(const sy_match *m) {
+    return sy__match_plan(m)->resp_count;
+}
+
+sy_response_op sy_match_response_op(const sy_match *m, size_t i) {
+    sy__plan *p = sy__match_plan(m);
+    sy_response_op none = {SY_RESP_ADD, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    return i < p->resp_count ? p->resp[i] : none;
+}
+
+size_t sy_match_host_filter_count(const sy_match *m) {
+    return sy__match_plan(m)->host_filter_count;
+}
+
+const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i) {
+    sy__plan *p = sy__match_plan(m);
+    return i < p->host_filter_count ? p->host_filters[i] : NULL;
+}

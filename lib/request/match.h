@@ -1,0 +1,79 @@
+/*
+ * match.h - the match context and the match result, shared by the
+ * matcher (match.c), instance selection (select.c) and the target of a
+ * match (target.c). Internal: the public API sees opaque handles.
+ */
+#ifndef SY_MATCH_H
+#define SY_MATCH_H
+
+#include "base/budget.h"
+#include "route/filter.h"
+#include "snapshot/index.h"
+#include "route/predicate.h"
+#include "snapshot/snapshot.h"
+
+#ifndef NONE
+#define NONE SY_NONE /* short local name */
+#endif
+#define MAX_LISTS 64
+/* routes that failed only on Method, remembered to answer 405 */
+#define MAX_METHOD_MISSES 16
+
+struct sy_match {
+    sy_match_ctx *ctx;
+    const sy_snapshot *snap;
+    const sy_request *req;
+    const struct sy_route *route;
+    uint32_t slot;
+    bool plan_done;
+    int plan_rc;
+    sy__plan plan;
+};
+
+enum { HOST_READY = 0, HOST_PENDING = 1, HOST_OOM = 2 };
+
+struct sy_match_ctx {
+    sy__alloc alloc;
+    sy_request req_copy; /* a completed or seeded copy of the request */
+    uint64_t rng;        /* Weight seeds when the host passes none */
+    sy__arena scratch;
+    sy__segments path, host;
+    /* the host's labels are split on first need (host_labels, match.c):
+     * the whole-host table answers most hosts without them. HOST_OOM: that
+     * split failed (and stopped the match, as an exhausted budget does):
+     * the match reports SY_ENOMEM */
+    uint8_t host_state; /* HOST_READY, HOST_PENDING, HOST_OOM */
+    sy__capture *caps;
+    size_t caps_cap;
+    /* what the scratch fits (sy__match_prep's fit_*; 0 before the first
+     * match), so a match checks it against its snapshot's with two loads */
+    uint32_t fit_caps, fit_groups;
+    /* what the path's split saw (SY_SEEN_*, pattern.h): with EMPTY clear,
+     * no segment is empty */
+    unsigned path_seen;
+    /* the captures of the route found, when a walk proved it whole: taken
+     * from the request's segments on first read (caps_now, match.c), as a
+     * host that reads none pays nothing for them; NULL when ev.caps holds
+     * them already */
+    const sy__cand_list *lazy_list;
+    const sy__cand *lazy_cand;
+    pcre2_general_context *gctx;
+    pcre2_match_data *md;
+    uint32_t md_groups;
+    sy__eval ev;
+    sy__cand_list lists[MAX_LISTS];
+    uint32_t heads[MAX_LISTS];
+    sy_match m;
+    sy__budget budget; /* the CPU budget of the current request */
+    /* why the last match found nothing (sy_match_ctx_nomatch) */
+    sy_nomatch nomatch;
+    uint32_t method_misses[MAX_METHOD_MISSES]; /* slots */
+    size_t method_miss_count;
+    char allow[128];
+    size_t allow_len;
+};
+
+/* The filter plan of a match, computed on first use. */
+sy__plan *sy__match_plan(const sy_match *m);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * select.c - instance selection for a matched lb:// route: the route's
+ * selection settings (read from its metadata at compile: version-header,
+ * version-fallback, lb-policy, lb-hash-header, lb-hash-cookie, lb-zone) and
+ * the request's headers go to the service module (service.c), which
+ * chooses. Lock-free, no allocation.
+ */
+#include "request/select.h"
+#include "service/service.h"
+
+/* First value of a request header (case-insensitive name), or ptr NULL. */
+static sy_str header_value(const sy_request *req, const char *name) {
+    size_t len = strlen(name);
+    for (size_t i = 0; i < req->header_count; i++)
+        if (sy__str_ieq(req->headers[i].name, name, len))
+            return req->headers[i].value;
+    return (sy_str){NULL, 0};
+}
+
+/* The value of cookie `name` in the request's Cookie headers. */
+static sy_str cookie_value(const sy_request *req, const char *name) {
+    size_t nlen = strlen(name);
+    for (size_t i = 0; i < req->header_count; i++) {
+        if (!sy__str_ieq(req->headers[i].name, "cookie", 6))
+            continue;
+        const char *p = req->headers[i].value.ptr;
+        const char *end = p + req->headers[i].value.len;
+        while (p < end) {
+            while (p < end && (*p == ' ' || *p == ';'))
+                p++;
+            const char *eq = p;
+            while (eq < end && *eq != '=' && *eq != ';')
+                eq++;
+            const char *v = eq < end && *eq == '=' ? eq + 1 : eq;
+            const char *ve = v;
+            while (ve < end && *ve != ';')
+                ve++;
+            if ((size_t)(eq - p) == nlen && memcmp(p, name, nlen) == 0)
+                return (sy_str){v, (size_t)(ve - v)};
+            p = ve;
+        }
+    }
+    return (sy_str){NULL, 0};
+}
+
+static sy_str cstr(const char *s) {
+    return s ? (sy_str){s, strlen(s)} : (sy_str){NULL, 0};
+}
+
+/* The route's settings and the request's headers as selection input. */
+static void params_of(const struct sy_route *r, const sy_request *req,
+                      sy__select_params *p) {
+    sy_str version = header_value(req, r->select->version_header);
+    p->has_version = version.ptr != NULL;
+    p->version = version;
+    /* untagged traffic: metadata version-default (the latest unless set) */
+    if (!p->has_version && r->select->untagged == SY_UNTAGGED_PINNED) {
+        p->has_version = true;
+        p->version = cstr(r->select->default_version);
+    }
+    p->untagged_oldest = r->select->untagged == SY_UNTAGGED_OLDEST;
+    p->fallback = (sy__version_fallback)r->select->fallback;
+    p->hint = header_value(req, "X-SC-LB-Hint");
+    p->zone = cstr(r->select->zone);
+    p->policy = (sy__lb_policy)r->select->policy;
+    if (r->select->hash_header)
+        p->hash_key = header_value(req, r->select->hash_header);
+    else if (r->select->hash_cookie)
+        p->hash_key = cookie_value(req, r->select->hash_cookie);
+    p->seed = req->seed;
+    p->websocket = r->select->websocket;
+}
+
+int sy__select_for_match(const sy_match *m, const char *const *exclude,
+                         size_t exclude_count, sy_selection *out,
+                         sy__pick *pick, sy_error *err) {
+    const sy_snapshot *s = m->snap;
+    const struct sy_route *r = m->route;
+    if (r->up_kind != SY_UPSTREAM_SERVICE)
+        return sy__error_set(err, SY_EINVAL, "",
+                             "route '%s' is not an lb:// route", r->id);
+    const char *name = r->up_host;
+    const struct sy__service *svc = sy__snapshot_service(s, name, strlen(name));
+    if (!svc)
+        return sy__error_set(err, SY_ENOINSTANCE, "",
+                             "service '%s' has no known instances", name);
+    sy__select_params p = SY_SELECT_PARAMS_INIT;
+    params_of(r, m->req, &p);
+    /* seed 0: the router's random callback or the context's generator,
+     * as for Weight draws (never the constant 0) */
+    if (!p.seed && p.policy == SY_LB_RANDOM)
+        p.seed = sy__match_draw_seed(m);
+    p.exclude = exclude;
+    p.exclude_count = exclude_count;
+    p.clock_ms = s->clock_ms;
+    p.clock_data = s->clock_data;
+    return sy__service_select_ex(svc, &p, out, pick, err);
+}
+
+int sy_snapshot_select(const sy_snapshot *h, sy_match_ctx *ctx,
+                       const sy_match *m, const sy_request *req,
+                       sy_selection *out, sy_error *err) {
+    SY_UNUSED(ctx);
+    if (!h || !m || !req || !out)
+        return sy__error_set(err, SY_EINVAL, "", "NULL argument");
+    return sy__select_for_match(m, NULL, 0, out, NULL, err);
+}

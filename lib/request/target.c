@@ -1,0 +1,97 @@
+/*
+ * target.c - the target of a match: everything a proxy needs to send the
+ * request upstream, in one call. It joins the filter plan (path, query,
+ * headers, PreserveHostHeader) with the route's upstream or, for lb://
+ * routes, the instance chosen by select.c (skipping the instances the host
+ * already tried), and works out the Host header to send as SCG does: the
+ * upstream's authority (worked out once, when the route or the instance
+ * was built) unless PreserveHostHeader keeps the client's. The header list
+ * without Host lives in the match context's scratch arena.
+ */
+#include "request/match.h"
+#include "request/select.h"
+#include "service/service.h"
+
+/* The plan's headers without Host: the target carries it apart. *host
+ * gets the plan's last Host header (SetRequestHostHeader, or the client's
+ * when the host passed it among the headers), or stays as it was. */
+static int headers_without_host(sy__arena *scratch, const sy__plan *p,
+                                sy_target *out, sy_str *host) {
+    size_t hosts = 0;
+    for (size_t i = 0; i < p->header_count; i++)
+        if (sy__str_ieq(p->headers[i].name, "host", 4)) {
+            *host = p->headers[i].value;
+            hosts++;
+        }
+    if (!hosts) {
+        out->headers = p->headers;
+        out->header_count = p->header_count;
+        return SY_OK;
+    }
+    size_t n = p->header_count - hosts;
+    sy_header *h = sy__arena_alloc(scratch, (n ? n : 1) * sizeof *h);
+    if (!h)
+        return SY_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < p->header_count; i++)
+        if (!sy__str_ieq(p->headers[i].name, "host", 4))
+            h[k++] = p->headers[i];
+    out->headers = h;
+    out->header_count = k;
+    return SY_OK;
+}
+
+int sy_match_target(const sy_match *m, const char *const *exclude,
+                    size_t exclude_count, sy_target *out, sy_error *err) {
+    if (!m || !out || (exclude_count && !exclude))
+        return sy__error_set(err, SY_EINVAL, "", "NULL argument");
+    memset(out, 0, sizeof *out);
+    sy__plan *p = sy__match_plan(m);
+    if (m->plan_rc)
+        return sy__error_set(err, m->plan_rc, "", "%s",
+                             sy_strerror(m->plan_rc));
+    if (p->action != SY_ACTION_PROXY)
+        return sy__error_set(err, SY_EINVAL, "",
+                             "route '%s' answers the request itself (status "
+                             "%d): it has no upstream target",
+                             m->route->id, p->status);
+    sy__arena *scratch = &m->ctx->scratch;
+    sy_upstream upstream;
+    sy_route_upstream(m->route, &upstream);
+    const sy_upstream *up = &upstream;
+    out->kind = up->kind;
+    out->path = p->path;
+    out->query = p->query;
+    sy_str kept_host = m->req->host; /* with PreserveHostHeader */
+    if (headers_without_host(scratch, p, out, &kept_host))
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    const char *authority = m->route->authority;
+    if (up->kind == SY_UPSTREAM_URL) {
+        out->scheme = up->scheme;
+        out->host = up->host;
+        out->port = up->port;
+    } else if (up->kind == SY_UPSTREAM_SERVICE) {
+        sy_selection sel;
+        sy__pick pick;
+        int rc =
+            sy__select_for_match(m, exclude, exclude_count, &sel, &pick, err);
+        if (rc)
+            return rc;
+        out->scheme = sel.scheme;
+        out->host = sel.host;
+        out->port = sel.port;
+        out->service = sel.service;
+        out->instance_id = sel.id;
+        out->version = pick.version;
+        out->zone = pick.zone;
+        out->metadata = pick.instance->metadata;
+        out->metadata_count = pick.instance->metadata_count;
+        out->health = pick.health;
+        authority = pick.authority;
+    } else {
+        return SY_OK; /* forward: / no://: path and query only */
+    }
+    out->host_header =
+        p->preserve_host ? kept_host : (sy_str){authority, strlen(authority)};
+    return SY_OK;
+}

@@ -1,0 +1,75 @@
+/*
+ * compile_env.h - what every compiler reads, below route, predicate and
+ * filter: one definition entry after shortcut/field mapping, the lookups of
+ * its arguments (with the factory's defaults), and the environment a
+ * predicate or filter is compiled in. The layering reads
+ *
+ *   parse (def*) -> compile (pattern, predicate, filter) -> route
+ *     -> index / snapshot -> router
+ *
+ * and this header sits under the compile step, so predicate.c and filter.c
+ * need nothing from route.c.
+ */
+#ifndef SY_COMPILE_ENV_H
+#define SY_COMPILE_ENV_H
+
+#include "base/factory.h"
+#include "base/util.h"
+
+/* One predicate or filter entry after shortcut/field mapping. Args are in
+ * canonical order: the factory's fields in shortcut order (list fields
+ * repeat the key, values in order), then other keys sorted by name.
+ * Defaults are NOT filled in (compilers apply them). */
+typedef struct sy__def_entry {
+    const char *name;
+    /* read them with sy__def_spec / sy__def_host: */
+    union {
+        const sy__factory_spec *spec; /* built-in (!host) */
+        const void *host_factory;     /* registry entry (host) */
+    } f;
+    sy_kv *args;
+    uint32_t arg_count;
+    bool host;     /* a host-registered factory */
+    bool shortcut; /* written "Name=args": its compile errors are reported
+                      at the entry (32 bytes an entry: one or more in every
+                      route) */
+} sy__def_entry;
+
+/* The built-in spec of e, or NULL for a host-registered factory. */
+static inline const sy__factory_spec *sy__def_spec(const sy__def_entry *e) {
+    return e->host ? NULL : e->f.spec;
+}
+/* The registry entry of a host-registered factory, or NULL. */
+static inline const void *sy__def_host(const sy__def_entry *e) {
+    return e->host ? e->f.host_factory : NULL;
+}
+/* Set e's factory: a built-in spec, else (spec NULL) the registry entry. */
+static inline void sy__def_set_factory(sy__def_entry *e,
+                                       const sy__factory_spec *spec,
+                                       const void *host_factory) {
+    e->host = spec == NULL;
+    if (spec)
+        e->f.spec = spec;
+    else
+        e->f.host_factory = host_factory;
+}
+
+/* First value of `key`, or NULL. */
+const char *sy__def_arg(const sy__def_entry *e, const char *key);
+/* The value of `key`, or the field's default from the spec, or NULL. */
+const char *sy__def_arg_or_default(const sy__def_entry *e, const char *key);
+
+/* Environment for compiling predicates and filters. `alloc` must live as
+ * long as the compiled objects: pass the route's own r->alloc. */
+struct sy__regex_cache;
+typedef struct sy__compile_env {
+    const sy__alloc *alloc;
+    const sy_registry *registry;         /* may be NULL */
+    struct sy__regex_cache *regex_cache; /* shares regexes; may be NULL */
+    /* The route's arena, for the compiled objects themselves (a predicate
+     * and its pattern list, a filter): they live exactly as long as the
+     * route. NULL: they are allocated with `alloc`. */
+    sy__arena *arena;
+} sy__compile_env;
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * predicate_int.h - the compiled predicate object, shared by predicate.c
+ * (compiling, freeing, introspection) and predicate_eval.c (testing it
+ * per request). Nothing else sees it.
+ */
+#ifndef SY_PREDICATE_INT_H
+#define SY_PREDICATE_INT_H
+
+#include "route/predicate.h"
+#include "base/values.h" /* sy__cidr */
+
+struct sy__pred {
+    uint8_t kind;                /* sy__pred_kind */
+    bool in_arena : 1;           /* this object and pats[] live in the route's
+                                    arena */
+    bool trailing : 1;           /* Path */
+    bool has_lo : 1, has_hi : 1; /* After / Before / Between */
+    bool many : 1; /* Path, Host: more than one pattern (pats[]) */
+    /* Path (Host) of one all-literal pattern (sy__pred_note_literal):
+     * compared without the pattern matcher (lit_len, lit_segs below) */
+    bool lit : 1;
+    bool lit_rest : 1; /* Path: the literals, then a last "**" */
+    /* the most of any of its patterns (SY_PATTERN_VARS_MAX) */
+    uint16_t var_count;
+    union {
+        /* Path, Host: the most of any pattern (others: sy__pred_max_groups
+         * works it out) */
+        uint32_t max_groups;
+        uint32_t name_len; /* Header, Query, Cookie, Weight */
+    };
+    /* what each kind holds (a predicate is one kind: they overlap); 24
+     * bytes in all (SY_PRED_OBJECT_BYTES), every route has one or more */
+    union {
+        struct { /* Path, Host: read them with sy__pred_pat, sy__pred_npats */
+            union {
+                sy__pattern **pats; /* many */
+                sy__pattern *one;   /* !many: the only pattern */
+            };
+            union {
+                uint32_t npats; /* many: the patterns (else one) */
+                /* lit: the length of its text (the pattern's source, "/" +
+                 * each segment; the labels joined by '.') */
+                uint32_t lit_len;
+            };
+            uint16_t lit_segs; /* lit: its segment (label) count */
+        };
+        struct { /* Method: standard ones in the mask, others listed */
+            char **others;
+            uint32_t mask;
+            uint32_t nothers;
+        };
+        struct { /* Header, Query, Cookie (re may be NULL); Weight: the
+                  * group's name and the weight */
+            char *name;
+            union {
+                sy__regex *re;   /* not Weight */
+                uint32_t weight; /* Weight */
+            };
+        };
+        struct { /* After / Before / Between: lo < now < hi */
+            int64_t lo, hi;
+        };
+        struct { /* RemoteAddr, XForwardedRemoteAddr */
+            sy__cidr *cidrs;
+            uint32_t ncidrs;
+            int32_t trusted; /* 1..INT32_MAX */
+        };
+        struct { /* host factory */
+            const sy_predicate_factory *hf;
+            void *state;
+        };
+    };
+};
+
+/* The patterns of a Path or Host predicate. */
+static inline size_t sy__pred_npats(const sy__pred *p) {
+    return p->many ? p->npats : 1;
+}
+
+/* Pattern i (< npats) of a Path or Host predicate. */
+static inline sy__pattern *sy__pred_pat(const sy__pred *p, size_t i) {
+    return p->many ? p->pats[i] : p->one;
+}
+
+/* After compiling a Path (Host) predicate: set lit/lit_len/lit_segs when
+ * it is one rooted pattern of literal segments only (perhaps then a last
+ * "**": lit_rest), whose source is exactly "/" + each literal (then "/" "**")
+ * (one host pattern of non-empty literal labels, no leading or trailing '.',
+ * whose source is exactly the labels joined by
+ * '.'); predicate_eval.c. */
+void sy__pred_note_literal(sy__pred *p);
+
+#endif

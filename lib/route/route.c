@@ -1,0 +1,498 @@
+/*
+ * route.c - the compiled route object: creation, reference counting,
+ * compiling its predicate and filter entries, and the public sy_route_*
+ * accessors.
+ */
+#include "route/route.h"
+
+#include "route/filter.h"
+#include "route/predicate.h"
+#include "service/service.h"
+
+#include <stdio.h>
+
+/* The settings of a route whose metadata sets no selection key: [1] for
+ * lb:ws:// and lb:wss:// uris. */
+static const sy__route_select select_defaults[2] = {
+    {"version", NULL, NULL, NULL, NULL, (int8_t)SY_VERSION_FALLBACK_NONE,
+     (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, false},
+    {"version", NULL, NULL, NULL, NULL, (int8_t)SY_VERSION_FALLBACK_NONE,
+     (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, true},
+};
+
+const char *const sy__route_schemes[SY_SCHEME_COUNT] = {
+    "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss", "forward", "no"};
+
+/* A route and, in the same block, the first chunk of its arena (sized by
+ * the caller's estimate of what the route holds: its strings, entries and
+ * compiled objects), so a route is usually one allocation. A route built
+ * with the library's default allocator points at the one shared copy of
+ * it (stateless: libc plus alloc_map.c); with a host's allocator the
+ * block ends with the route's own copy (the route may outlive the router
+ * or document whose copy it was given). */
+typedef struct sy__route_box {
+    struct sy_route route;
+    _Alignas(8) unsigned char chunk[]; /* route.arena_embedded: the first
+                                          chunk of the arena, then the
+                                          allocator copy if any */
+} sy__route_box;
+
+/* Chunks after the first: a route that outgrew its estimate. */
+#define SY_ROUTE_CHUNK 256
+
+struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
+                                     size_t arena_bytes) {
+    if (arena_bytes > SY_ARENA_CHUNK_MAX - 8)
+        return NULL;
+    arena_bytes = (arena_bytes + 7u) & ~(size_t)7u;
+    size_t extra = arena_bytes ? sizeof(sy__arena_chunk) + arena_bytes : 0;
+    const sy__alloc *shared = sy__alloc_default_shared(alloc);
+    sy__route_box *b =
+        sy__malloc(alloc, sizeof *b + extra + (shared ? 0 : sizeof *alloc));
+    if (!b)
+        return NULL;
+    memset(b, 0, sizeof *b);
+    struct sy_route *r = &b->route;
+    if (shared) {
+        r->alloc = shared;
+    } else {
+        sy__alloc *own = (sy__alloc *)(void *)(b->chunk + extra);
+        *own = *alloc;
+        r->alloc = own;
+    }
+    atomic_init(&r->refs, 1);
+    sy__arena_init(&r->arena, r->alloc, SY_ROUTE_CHUNK);
+    if (arena_bytes) {
+        sy__arena_chunk *c = (sy__arena_chunk *)(void *)b->chunk;
+        c->next = NULL;
+        c->size = (uint32_t)arena_bytes;
+        c->used = 0;
+        r->arena.head = c;
+        r->arena_embedded = true;
+    }
+    r->id = "";
+    r->uri = "";
+    atomic_init(&r->canonical, NULL);
+    r->up_kind = SY_UPSTREAM_NONE;
+    r->up_scheme = SY_SCHEME_NONE;
+    r->up_host = "";
+    r->literal_path = -1;
+    r->literal_host = -1;
+    r->key = UINT32_MAX;
+    r->select = &select_defaults[0];
+    return r;
+}
+
+struct sy_route *sy__route_new(const sy__alloc *alloc) {
+    return sy__route_new_sized(alloc, 0);
+}
+
+void *sy__route_text(struct sy_route *r, size_t n) {
+    if (n == 0)
+        n = 1;
+    sy__arena_chunk *c = r->arena.head;
+    if (r->arena_embedded &&
+        c == (sy__arena_chunk *)(void *)((sy__route_box *)(void *)r)->chunk &&
+        c->size - c->used >= n) {
+        c->size -= (uint32_t)n; /* n <= the chunk's size: fits */
+        r->arena.user += (uint32_t)n;
+        return c->data + c->size;
+    }
+    return sy__arena_alloc_bytes(&r->arena, n);
+}
+
+char *sy__route_strndup(struct sy_route *r, const char *s, size_t n) {
+    if (n == SIZE_MAX)
+        return NULL;
+    char *p = sy__route_text(r, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+char *sy__route_strdup(struct sy_route *r, const char *s) {
+    return sy__route_strndup(r, s, strlen(s));
+}
+
+struct sy_route *sy__route_ref(const struct sy_route *r) {
+    struct sy_route *m = (struct sy_route *)(uintptr_t)r;
+    if (m)
+        atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+    return m;
+}
+
+/* The compiled objects' own resources (patterns, regexes, host state);
+ * the arrays and the objects themselves are in the route's arena. */
+static void free_compiled(struct sy_route *r) {
+    if (r->cpreds) {
+        for (size_t i = 0; i < r->predicate_count; i++)
+            if (r->cpreds[i])
+                sy__pred_free(r->cpreds[i], r->alloc);
+        r->cpreds = NULL;
+    }
+    if (r->cfilters) {
+        for (size_t i = 0; i < r->filter_count; i++)
+            if (r->cfilters[i])
+                sy__filter_free(r->cfilters[i], r->alloc);
+        r->cfilters = NULL;
+    }
+}
+
+void *sy__route_calloc(struct sy_route *r, size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = sy__arena_alloc(&r->arena, n * size);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void sy__route_unref(struct sy_route *r) {
+    if (!r)
+        return;
+    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (r->owner)
+        r->owner->released(r->owner->data, r);
+    free_compiled(r);
+    sy__free(r->alloc,
+             atomic_load_explicit(&r->canonical, memory_order_relaxed));
+    /* the first chunk is part of the box: out of the list before the
+     * arena frees its chunks (it is the last one, the oldest) */
+    if (r->arena_embedded) {
+        sy__arena_chunk *first =
+            (sy__arena_chunk *)(void *)((sy__route_box *)(void *)r)->chunk;
+        sy__arena_chunk **c = &r->arena.head;
+        while (*c && *c != first)
+            c = &(*c)->next;
+        *c = NULL;
+    }
+    sy__arena_free(&r->arena);
+    sy__alloc a = *r->alloc; /* the box holding it is freed below */
+    sy__free(&a, r);
+}
+
+/* The first predicate of `kind` (Path or Host), if all its patterns are
+ * literal segments or labels; else -1. */
+static int8_t literal_pred_index(const struct sy_route *r, sy__pred_kind kind) {
+    for (size_t i = 0; i < r->predicate_count && i <= INT8_MAX; i++) {
+        const sy__pred *p = r->cpreds[i];
+        if (!p || sy__pred_get_kind(p) != kind)
+            continue;
+        return sy__pred_all_literal(p) ? (int8_t)i : -1;
+    }
+    return -1;
+}
+
+/* ---- selection settings ---- */
+
+static const char *const select_keys[] = {
+    "lb-hash-cookie",  "lb-hash-header",   "lb-policy",      "lb-zone",
+    "version-default", "version-fallback", "version-header",
+};
+
+bool sy__route_is_select_key(const char *key) {
+    for (size_t i = 0; i < SY_ARRAY_LEN(select_keys); i++)
+        if (strcmp(key, select_keys[i]) == 0)
+            return true;
+    return false;
+}
+
+/* An HTTP token (RFC 9110 tchar), the shape of header and cookie names. */
+static bool is_token(const char *s) {
+    if (!*s)
+        return false;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c)))
+            return false;
+    }
+    return true;
+}
+
+/* Room for the errors of sy__route_check_select. */
+typedef struct select_errors {
+    const char *path; /* the route's */
+    sy_error *errs;
+    size_t max, n;
+    char msg[256];
+} select_errors;
+
+/* Record se->msg as an error of metadata.<key>. */
+static void select_error(select_errors *se, const char *key) {
+    if (se->n < se->max) {
+        char p[256];
+        sy__path_printf(p, sizeof p, "%s%smetadata.%s", se->path,
+                        *se->path ? "." : "", key);
+        sy__error_set(&se->errs[se->n], SY_EARG, p, "%s", se->msg);
+    }
+    se->n++;
+}
+
+size_t sy__route_check_select(const struct sy_route *r, const char *path,
+                              sy_error *errs, size_t max) {
+    if (!r->metadata_count)
+        return 0; /* nothing set: nothing to check */
+    select_errors se = {path ? path : "", errs, max, 0, {0}};
+    const char *v;
+    sy__lb_policy pol = SY_LB_ROUND_ROBIN;
+    if ((v = sy_route_metadata(r, "lb-policy")) &&
+        sy__lb_policy_parse(v, strlen(v), &pol)) {
+        snprintf(se.msg, sizeof se.msg,
+                 "lb-policy must be round-robin, random or hash, not '%.80s'",
+                 v);
+        select_error(&se, "lb-policy");
+    }
+    sy__version_fallback fb;
+    if ((v = sy_route_metadata(r, "version-fallback")) &&
+        sy__version_fallback_parse(v, strlen(v), &fb)) {
+        snprintf(se.msg, sizeof se.msg,
+                 "version-fallback must be none, latest or any, not '%.80s'",
+                 v);
+        select_error(&se, "version-fallback");
+    }
+    if ((v = sy_route_metadata(r, "version-default")) && !*v) {
+        snprintf(se.msg, sizeof se.msg,
+                 "version-default must be latest, oldest or a version, not "
+                 "empty");
+        select_error(&se, "version-default");
+    }
+    static const char *const names[][2] = {
+        {"version-header", "a header name"},
+        {"lb-hash-header", "a header name"},
+        {"lb-hash-cookie", "a cookie name"},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(names); i++)
+        if ((v = sy_route_metadata(r, names[i][0])) && !is_token(v)) {
+            snprintf(se.msg, sizeof se.msg,
+                     "%s must be %s (letters, digits and !#$%%&'*+-.^_`|~), "
+                     "not '%.80s'",
+                     names[i][0], names[i][1], v);
+            select_error(&se, names[i][0]);
+        }
+    if ((v = sy_route_metadata(r, "lb-zone")) && !*v) {
+        snprintf(se.msg, sizeof se.msg,
+                 "lb-zone must name a zone, not be "
+                 "empty");
+        select_error(&se, "lb-zone");
+    }
+    const char *hh = sy_route_metadata(r, "lb-hash-header");
+    const char *hc = sy_route_metadata(r, "lb-hash-cookie");
+    bool hash =
+        (v = sy_route_metadata(r, "lb-policy")) && strcmp(v, "hash") == 0;
+    if (hash && !hh && !hc) {
+        snprintf(se.msg, sizeof se.msg,
+                 "lb-policy hash needs lb-hash-header or lb-hash-cookie (the "
+                 "key to hash)");
+        select_error(&se, "lb-policy");
+    }
+    if (hh && hc) {
+        snprintf(se.msg, sizeof se.msg,
+                 "lb-hash-header and lb-hash-cookie exclude each other (one "
+                 "key is hashed)");
+        select_error(&se, "lb-hash-cookie");
+    }
+    if (!hash && (hh || hc)) {
+        const char *k = hh ? "lb-hash-header" : "lb-hash-cookie";
+        snprintf(se.msg, sizeof se.msg,
+                 "%s is used only with lb-policy hash (the policy is %s)", k,
+                 v ? v : "round-robin by default");
+        select_error(&se, k);
+    }
+    return se.n;
+}
+
+/* Selection settings from the metadata, so selection reads no strings.
+ * Values were checked at parse (sy__route_check_select); an unknown one
+ * here (a route built around the parser) keeps the default. False: out
+ * of memory (r->select is then the defaults). */
+static bool read_select(struct sy_route *r) {
+    const char *v;
+    bool ws = strncmp(r->uri, "lb:ws", 5) == 0;
+    r->select = &select_defaults[ws];
+    bool any = false; /* the defaults, without seven lookups */
+    for (size_t i = 0; i < r->metadata_count && !any; i++)
+        any = sy__route_is_select_key(r->metadata[i].key);
+    if (!any)
+        return true;
+    sy__route_select *s = sy__route_calloc(r, 1, sizeof *s);
+    if (!s)
+        return false;
+    *s = select_defaults[ws];
+    s->version_header =
+        (v = sy_route_metadata(r, "version-header")) ? v : "version";
+    if ((v = sy_route_metadata(r, "version-default")) && *v) {
+        if (strcmp(v, "oldest") == 0) {
+            s->untagged = SY_UNTAGGED_OLDEST;
+        } else if (strcmp(v, "latest") != 0) {
+            s->untagged = SY_UNTAGGED_PINNED;
+            s->default_version = v;
+        }
+    }
+    s->hash_header = sy_route_metadata(r, "lb-hash-header");
+    s->hash_cookie = sy_route_metadata(r, "lb-hash-cookie");
+    s->zone = sy_route_metadata(r, "lb-zone");
+    sy__version_fallback fb = SY_VERSION_FALLBACK_NONE;
+    if ((v = sy_route_metadata(r, "version-fallback")))
+        sy__version_fallback_parse(v, strlen(v), &fb);
+    sy__lb_policy pol = SY_LB_ROUND_ROBIN;
+    if ((v = sy_route_metadata(r, "lb-policy")))
+        sy__lb_policy_parse(v, strlen(v), &pol);
+    s->fallback = (int8_t)fb;
+    s->policy = (int8_t)pol;
+    r->select = s;
+    return true;
+}
+
+int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
+                      const char *path, sy_error *err) {
+    char p[200];
+    if (!path)
+        path = "";
+    /* compiled objects keep the allocator: use the route's own, which
+     * lives exactly as long as they do */
+    sy__compile_env own = {r->alloc, env ? env->registry : NULL,
+                           env ? env->regex_cache : NULL, &r->arena};
+    env = &own;
+    free_compiled(r);
+    if (r->predicate_count) {
+        r->cpreds = sy__route_calloc(r, r->predicate_count, sizeof *r->cpreds);
+        if (!r->cpreds)
+            return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    }
+    if (r->filter_count) {
+        r->cfilters = sy__route_calloc(r, r->filter_count, sizeof *r->cfilters);
+        if (!r->cfilters) {
+            free_compiled(r);
+            return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+        }
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        /* the entry's path ("routes[3].predicates[1]") only names errors:
+         * a built-in is compiled without it, and once more with it when
+         * it fails (the same error: compiling is deterministic; after an
+         * allocation failure the second try may succeed); a host's
+         * factory (a callback, called once) gets it at once */
+        const sy__def_entry *e = &r->predicates[i];
+        int rc = 1;
+        if (sy__def_spec(e))
+            rc = sy__pred_compile(e, env, "", &r->cpreds[i], err);
+        if (rc) {
+            if (!at)
+                at = sy__path_join(p, sizeof p, path, "predicates");
+            sy__path_index(p, sizeof p, at, i);
+            rc = sy__pred_compile(e, env, p, &r->cpreds[i], err);
+        }
+        if (rc) {
+            free_compiled(r);
+            return rc;
+        }
+    }
+    if (!read_select(r)) {
+        free_compiled(r);
+        return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    }
+    r->literal_path = literal_pred_index(r, SY_PK_PATH);
+    r->literal_host = literal_pred_index(r, SY_PK_HOST);
+    at = r->filter_count ? sy__path_join(p, sizeof p, path, "filters") : 0;
+    for (size_t i = 0; i < r->filter_count; i++) {
+        sy__path_index(p, sizeof p, at, i);
+        int rc =
+            sy__filter_compile(&r->filters[i], env, p, &r->cfilters[i], err);
+        if (rc) {
+            free_compiled(r);
+            return rc;
+        }
+    }
+    return SY_OK;
+}
+
+/* ---- public accessors ---- */
+
+const char *sy_route_id(const sy_route *r) {
+    return r ? r->id : NULL;
+}
+
+const char *sy_route_uri(const sy_route *r) {
+    return r ? r->uri : NULL;
+}
+
+int32_t sy_route_order(const sy_route *r) {
+    return r ? r->order : 0;
+}
+
+uint64_t sy_route_fingerprint(const sy_route *r) {
+    return r ? r->fingerprint : 0;
+}
+
+bool sy_route_disabled(const sy_route *r) {
+    return r && r->disabled;
+}
+
+void sy_route_upstream(const sy_route *r, sy_upstream *out) {
+    if (!out)
+        return;
+    if (!r) {
+        memset(out, 0, sizeof *out);
+        out->kind = SY_UPSTREAM_NONE;
+        out->scheme = out->host = out->path = "";
+        return;
+    }
+    out->kind = (sy_upstream_kind)r->up_kind;
+    out->scheme = sy__route_schemes[r->up_scheme];
+    out->host = r->up_host;
+    out->port = r->up_port;
+    /* FORWARD: the uri's text after "forward:" (def_route.c parse_uri) */
+    const char *colon =
+        r->up_kind == SY_UPSTREAM_FORWARD ? strchr(r->uri, ':') : NULL;
+    out->path = colon ? colon + 1 : "";
+}
+
+size_t sy_route_metadata_count(const sy_route *r) {
+    return r ? r->metadata_count : 0;
+}
+
+sy_kv sy_route_metadata_at(const sy_route *r, size_t i) {
+    sy_kv none = {NULL, NULL};
+    if (!r || i >= r->metadata_count)
+        return none;
+    return r->metadata[i];
+}
+
+const char *sy_route_metadata(const sy_route *r, const char *key) {
+    if (!r || !key)
+        return NULL;
+    size_t lo = 0, hi = r->metadata_count;
+    while (lo < hi) { /* sorted by key (strcmp) */
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(r->metadata[mid].key, key);
+        if (c == 0)
+            return r->metadata[mid].value;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+size_t sy_route_predicate_count(const sy_route *r) {
+    return r ? r->predicate_count : 0;
+}
+
+const char *sy_route_predicate_name(const sy_route *r, size_t i) {
+    if (!r || i >= r->predicate_count)
+        return NULL;
+    return r->predicates[i].name;
+}
+void *sy_route_host_data(const sy_route *r) {
+    return r ? r->host_data : NULL;
+}
+uint32_t sy_route_key(const sy_route *r) {
+    return r ? r->key : UINT32_MAX;
+}

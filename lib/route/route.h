@@ -1,0 +1,210 @@
+/*
+ * route.h - the compiled route: its definition (id, uri, order, metadata,
+ * predicate and filter entries with mapped args, canonical form and
+ * fingerprints) and its compiled predicates and filters. A route is
+ * immutable once built and refcounted, so consecutive snapshots share it.
+ * All its strings live in its own arena.
+ */
+#ifndef SY_ROUTE_H
+#define SY_ROUTE_H
+
+#include "route/compile_env.h"
+
+struct sy__pred;
+struct sy__filter;
+
+/* Instance selection settings read from the metadata once, at compile
+ * (version-header, version-fallback, version-default, lb-policy,
+ * lb-hash-header, lb-hash-cookie, lb-zone), validated at parse by
+ * sy__route_check_select; strings point into the metadata. */
+typedef struct sy__route_select {
+    const char *version_header;                   /* "version" unless set */
+    const char *hash_header, *hash_cookie, *zone; /* or NULL */
+    const char *default_version;                  /* or NULL: see untagged */
+    int8_t fallback, policy; /* sy__version_fallback, sy__lb_policy */
+    /* requests without the version header: SY_UNTAGGED_* and, for
+     * SY_UNTAGGED_PINNED, the version they are treated as carrying
+     * (default_version) */
+    int8_t untagged;
+    bool websocket; /* lb:ws:// */
+} sy__route_select;
+
+/* Laid out without holes: most routes are simple, and 100,000 of them
+ * are held at once (docs/performance.md, memory/route). */
+struct sy_route {
+    _Atomic uint32_t refs;
+    /* Set by the router when the route first becomes live (with host_data
+     * and owner below): a small key, UINT32_MAX until live. */
+    uint32_t key;
+    /* the allocator is the arena's (one field, two names: sy__arena starts
+     * with it) */
+    union {
+        struct {
+            const sy__alloc *alloc;
+        };
+        /* every string and array below; arena.user: the bytes of strings
+         * taken from the top of its first chunk, the one in the route's block
+         * (sy__route_text): that chunk holds its size, then these */
+        sy__arena arena;
+    };
+
+    const char *id;
+    const char *uri;
+    int32_t order;
+    bool disabled; /* metadata.status == "disabled" */
+    /* bits, so that the struct has no hole: */
+    unsigned arena_embedded : 1; /* the arena's first chunk is in the
+                                    route's block */
+    unsigned up_kind : 2;        /* the upstream's sy_upstream_kind */
+    unsigned up_scheme : 4;      /* sy__route_scheme (sy__route_schemes[]) */
+    /* Writer only: the live table's references to the route (+1 at each
+     * publish that makes it live, -1 when such a reference is buried).
+     * At 0 no snapshot can reach it: the host's data and key go then,
+     * even if a kept document of the history still holds the route.
+     * UINT16_MAX: saturated, they go when the route is freed. */
+    uint16_t live;
+    /* the upstream, compact (up_kind, up_scheme above, up_port below):
+     * sy_route_upstream gives it as a sy_upstream */
+    const char *up_host; /* URL: host; SERVICE: service name; else "" */
+    /* (FORWARD's path is the uri's text after "forward:") */
+    const char *authority; /* URL upstreams: the Host header to send */
+
+    sy__def_entry *predicates;
+    sy__def_entry *filters;
+    sy_kv *metadata; /* sorted by key; values JSON text unless strings */
+    uint16_t predicate_count, filter_count; /* SY_ROUTE_ENTRIES_MAX */
+    uint32_t metadata_count;
+    uint32_t doc_index; /* position in the document that built it (ranks
+                           come from the snapshot slot key, not this) */
+    uint16_t up_port;   /* URL: explicit or 80/443; else 0 */
+    /* index of the first Path (Host) predicate when every one of its
+     * patterns is all literal segments (labels): the index can prove it;
+     * -1: none (or past the 127th predicate: then tested as usual) */
+    int8_t literal_path, literal_host;
+
+    /* The canonical JSON the fingerprints hash: not kept by the parse,
+     * built by the first sy_route_canonical (def_canon.c) and then kept
+     * (r->alloc); NULL until then. */
+    _Atomic(char *) canonical;
+    uint64_t fingerprint; /* of the whole canonical form (what changed in
+                             an updated route: sy__def_route_changes) */
+    /* The exact bytes of a route object of a document that builds this
+     * route (def.c build_routes): sy__hash64 of the span with a seed of
+     * SY_ROUTE_SPAN_SEED and the routes array's nesting (def.c span_seed)
+     * and its length; span_len 0: none (upserts,
+     * enable/disable copies, default filters), never reused by bytes.
+     * Unlike the rest of the route these two may be rewritten after the
+     * route is live, by the router's writer only (under its lock): a parse
+     * that shares this route for other bytes of the same meaning records
+     * them. Matching threads never read them. span_len is 32 bits: a span
+     * of 4 GiB or more (a document limit raised that far) is recorded cut
+     * to its low bits, which no real span of those bytes' hash has, so
+     * such a route is simply never found by its bytes. */
+    uint64_t span_hash;
+    uint32_t span_len;
+    /* the id's sy__idtab_hash, set with the span: a route shared by bytes
+     * is checked for a duplicate id without reading the id (but when
+     * another id has the same hash) */
+    uint32_t id_hash;
+
+    /* instance selection settings: shared static defaults unless the
+     * metadata sets one of the keys (then in the route's arena); never
+     * NULL */
+    const sy__route_select *select;
+
+    /* compiled, parallel to predicates[] / filters[] */
+    struct sy__pred **cpreds;
+    struct sy__filter **cfilters;
+
+    /* Set by the router when the route becomes live (again, after a
+     * rollback put it back): the host's data (route_attach), the key
+     * (above), and who to tell when no snapshot can reach it any more.
+     * Written before the route is published; read-only while live. */
+    void *host_data;
+    const struct sy__route_owner *owner;
+};
+
+/* Most predicates (filters) of one route: their counts are 16-bit. */
+#define SY_ROUTE_ENTRIES_MAX 65535u
+
+/* The upstream's scheme (struct sy_route up_scheme). */
+typedef enum sy__route_scheme {
+    SY_SCHEME_NONE, /* "" (a route not parsed from a uri) */
+    SY_SCHEME_HTTP,
+    SY_SCHEME_HTTPS,
+    SY_SCHEME_WS,
+    SY_SCHEME_WSS,
+    SY_SCHEME_LB,
+    SY_SCHEME_LB_WS,
+    SY_SCHEME_LB_WSS,
+    SY_SCHEME_FORWARD,
+    SY_SCHEME_NO,
+    SY_SCHEME_COUNT
+} sy__route_scheme;
+/* Their names: "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss",
+ * "forward", "no". */
+extern const char *const sy__route_schemes[SY_SCHEME_COUNT];
+
+/* Seed of span_hash. */
+#define SY_ROUTE_SPAN_SEED 0x5359535041ull /* "SYSPA" */
+
+/* What metadata.version-default asks for requests without the version
+ * header (route model section 7, step 2). */
+enum {
+    SY_UNTAGGED_LATEST = 0, /* unversioned instances, else the latest */
+    SY_UNTAGGED_OLDEST = 1, /* unversioned instances, else the oldest */
+    SY_UNTAGGED_PINNED = 2  /* as if the header said default_version */
+};
+
+/* True for the metadata keys that configure instance selection. */
+bool sy__route_is_select_key(const char *key);
+
+/*
+ * Check the selection keys of r's metadata (already set, sorted): known
+ * values for lb-policy, version-fallback and version-default; header and
+ * cookie names that are HTTP tokens; a non-empty lb-zone; lb-policy hash
+ * with exactly one of lb-hash-header / lb-hash-cookie, and those only with
+ * it. SY_EARG with path "<path>.metadata.<key>" (path: the route's, e.g.
+ * "routes[0]"). Up to `max` errors go to errs[] (err receives the first);
+ * returns the number found, so lenient checks list them all.
+ */
+size_t sy__route_check_select(const struct sy_route *r, const char *path,
+                              sy_error *errs, size_t max);
+
+/* Told when a live route is freed (its last reference dropped). */
+typedef struct sy__route_owner {
+    void (*released)(void *data, struct sy_route *r);
+    void *data;
+} sy__route_owner;
+
+/*
+ * Compile every predicate and filter of `r` (sets cpreds / cfilters).
+ * `path` is the route's JSON path ("routes[3]"); errors get
+ * "<path>.predicates[i].args.<field>" and the offset in the pattern.
+ */
+int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
+                      const char *path, sy_error *err);
+
+/* A new empty route (refs = 1) that owns a copy of `alloc` and an arena
+ * built on it; NULL when out of memory. */
+struct sy_route *sy__route_new(const sy__alloc *alloc);
+/* The same with the arena's first `arena_bytes` in the same block as the
+ * route: an estimate of what it will hold (more is allocated when it
+ * holds more). */
+struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
+                                     size_t arena_bytes);
+/* Zeroed memory in r's arena (freed with the route); NULL on overflow or
+ * out of memory. */
+void *sy__route_calloc(struct sy_route *r, size_t n, size_t size);
+/* `n` bytes (at least 1) for r's strings, without alignment: from the top
+ * of the first chunk (in the route's block) while it has room, so the
+ * aligned objects below need no padding after strings and the arena
+ * estimate can be exact; else from the arena as sy__arena_alloc_bytes.
+ * NULL when out of memory. */
+void *sy__route_text(struct sy_route *r, size_t n);
+char *sy__route_strndup(struct sy_route *r, const char *s, size_t n);
+char *sy__route_strdup(struct sy_route *r, const char *s);
+struct sy_route *sy__route_ref(const struct sy_route *r);
+void sy__route_unref(struct sy_route *r); /* frees at zero */
+
+#endif

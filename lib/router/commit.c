@@ -1,0 +1,458 @@
+/*
+ * commit.c - one commit: the steps of a change set (documents, rollbacks,
+ * one-route changes, instance lists) are derived one after the other off
+ * to the side, each from the working snapshot the step before left, and
+ * only the last one is published. A failure at any step publishes nothing
+ * and leaves every source as it was; on success the sources take the state
+ * the steps gave them and every part report goes to on_event.
+ *
+ *   cur --step 1--> w1 --step 2--> w2 ... --step n--> wn --publish--> live
+ *        (parse, skip if live, diff vs the working snapshot, derive)
+ *
+ * Reference counting: intermediate snapshots never hold routes. At publish
+ * every route any step touched is counted once, by whether the published
+ * and the previous snapshot hold it (new: +1 and host data; gone: grave).
+ */
+#include "router/commit_int.h"
+#include "def/def.h"
+#include "snapshot/diff.h"
+#include "router/report.h"
+#include "service/service.h"
+#include "snapshot/snapshot.h"
+
+#include <stdio.h>
+
+#define NONE SY_NONE
+
+/* Derive the next working snapshot from `ch` (and cfg's services). */
+int sy__commit_derive(commit *c, const sy__snapshot_config *cfg,
+                      const sy__route_change *ch, size_t n, sy_error *err) {
+    const sy__alloc *a = &c->r->alloc;
+    uint64_t t0 = sy__now_monotonic_us();
+    sy_snapshot *next;
+    struct sy_route **removed;
+    size_t nremoved;
+    int rc = sy__snapshot_derive(a, c->work, cfg, ch, n, c->generation, &next,
+                                 &removed, &nremoved, err);
+    if (rc)
+        return rc;
+    rc = sy__vec_push(a, &c->inter, next);
+    size_t t0n = c->touched.n;
+    for (size_t i = 0; rc == SY_OK && i < n; i++)
+        if (ch[i].route)
+            rc = sy__vec_push(a, &c->touched, ch[i].route);
+    /* every change's route has a slot in `next` */
+    size_t adds = c->touched.n - t0n;
+    for (size_t i = 0; rc == SY_OK && i < nremoved; i++)
+        rc = sy__vec_push(a, &c->touched, removed[i]);
+    sy__free(a, removed);
+    if (rc) {
+        if (c->inter.n && c->inter.v[c->inter.n - 1] == next)
+            c->inter.n--;
+        sy__snapshot_destroy(next);
+        return sy__commit_nomem(err);
+    }
+    if (t0n == 0)
+        c->held_adds = adds;
+    else if (adds || nremoved)
+        c->held_adds = 0;
+    c->work = next;
+    c->derive_us += sy__now_monotonic_us() - t0;
+    return SY_OK;
+}
+
+/* ---- publishing ---- */
+
+typedef struct ptr_at {
+    uint64_t ptr;
+    uint64_t at;
+} ptr_at;
+
+/* Keep the first occurrence of each pointer, in order (so new routes are
+ * attached in the order the steps met them). *lead: how many of the first
+ * *lead entries are kept (they stay first). */
+static int dedupe_in_order(const sy__alloc *a, ptr_vec *t, size_t *lead) {
+    if (t->n < 2)
+        return SY_OK;
+    if (t->n <= 16) { /* one-route changes: compares, no sort, no memory */
+        size_t u = 0, kept_lead = 0;
+        for (size_t i = 0; i < t->n; i++) {
+            size_t j = 0;
+            while (j < u && t->v[j] != t->v[i])
+                j++;
+            if (j < u)
+                continue;
+            kept_lead += i < *lead;
+            t->v[u++] = t->v[i];
+        }
+        t->n = u;
+        *lead = kept_lead;
+        return SY_OK;
+    }
+    ptr_at *sorted = sy__malloc(a, t->n * sizeof *sorted);
+    bool *first = sy__calloc(a, t->n, sizeof *first);
+    if (!sorted || !first) {
+        sy__free(a, sorted);
+        sy__free(a, first);
+        return SY_ENOMEM;
+    }
+    for (size_t i = 0; i < t->n; i++)
+        sorted[i] = (ptr_at){(uint64_t)(uintptr_t)t->v[i], i};
+    /* stable: of equal pointers the first occurrence comes first */
+    if (!sy__sort_by_u64(a, sorted, t->n, sizeof *sorted,
+                         offsetof(ptr_at, ptr))) {
+        sy__free(a, sorted);
+        sy__free(a, first);
+        return SY_ENOMEM;
+    }
+    for (size_t i = 0; i < t->n; i++)
+        if (i == 0 || sorted[i].ptr != sorted[i - 1].ptr)
+            first[sorted[i].at] = true;
+    size_t u = 0, kept_lead = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (first[i]) {
+            kept_lead += i < *lead;
+            t->v[u++] = t->v[i];
+        }
+    t->n = u;
+    *lead = kept_lead;
+    sy__free(a, sorted);
+    sy__free(a, first);
+    return SY_OK;
+}
+
+static bool holds(const sy_snapshot *s, const struct sy_route *rt) {
+    uint32_t slot = sy__snapshot_find_slot(s, rt->id);
+    return slot != NONE && sy__snapshot_slot(s, slot)->route == rt;
+}
+
+/*
+ * Publish the last working snapshot. The live table keeps one reference
+ * per live route: every route the steps touched is counted once, by
+ * whether the published snapshot holds it and whether the old one did
+ * (intermediate snapshots never held a reference).
+ */
+static int publish_work(commit *c, sy_error *err) {
+    sy_router *r = c->r;
+    sy_snapshot *f = c->inter.v[c->inter.n - 1];
+    ptr_vec *t = &c->touched;
+    size_t known = c->held_adds;
+    if (dedupe_in_order(&r->alloc, t, &known))
+        return sy__commit_nomem(err);
+    bool cur_empty = c->cur->route_count == 0;
+    size_t graves = 0;
+    /* 2 bits per route: held by the published / the old snapshot */
+    uint8_t *held = sy__malloc(&r->alloc, t->n + 1);
+    if (!held)
+        return sy__commit_nomem(err);
+    for (size_t i = 0; i < t->n; i++) {
+        struct sy_route *rt = t->v[i];
+        /* routes ahead (a large document's lie ~1 KB apart): the key and
+         * owner lines attach writes */
+        if (i + 8 < t->n) {
+            const struct sy_route *ah = t->v[i + 8];
+            __builtin_prefetch(&ah->key, 1);
+            __builtin_prefetch(&ah->owner, 1);
+        }
+        held[i] = (uint8_t)((i < known || holds(f, rt)) |
+                            (!cur_empty && holds(c->cur, rt)) << 1);
+        graves += held[i] == 2;
+        if (held[i] == 1 && rt->key == UINT32_MAX)
+            sy__router_attach_route(r, rt); /* before readers can see it */
+    }
+    f->key_limit = r->key_limit;
+    int rc = sy__router_graves_reserve(r, graves)
+                 ? sy__pub_publish(r->pub, &f->pub)
+                 : SY_ENOMEM;
+    if (rc) {
+        sy__free(&r->alloc, held);
+        return sy__error_set(err, rc, "",
+                             rc == SY_EBUSY
+                                 ? "too many retired snapshots are still held "
+                                   "by readers (max_retired reached)"
+                                 : "%s",
+                             sy_strerror(rc));
+    }
+    c->inter.n--; /* published: the publisher owns it now */
+    for (size_t i = 0; i < t->n; i++) {
+        if (held[i] == 1) {
+            struct sy_route *rt = sy__route_ref(t->v[i]);
+            rt->live += rt->live != UINT16_MAX;
+        } else if (held[i] == 2)
+            r->graves[r->grave_count++] =
+                (sy__grave){t->v[i], f->pub.generation};
+    }
+    sy__free(&r->alloc, held);
+    return SY_OK;
+}
+
+static void commit_cleanup(commit *c) {
+    const sy__alloc *a = &c->r->alloc;
+    for (size_t i = 0; i < c->inter.n; i++)
+        sy__snapshot_destroy(c->inter.v[i]);
+    for (size_t i = 0; i < c->docs.n; i++)
+        sy_document_free(c->docs.v[i]);
+    for (size_t i = 0; i < c->owned.n; i++)
+        sy__route_unref(c->owned.v[i]);
+    for (size_t i = 0; c->st && i < c->r->source_count; i++)
+        sy__free(a, c->st[i].memo); /* not taken: the commit failed */
+    sy__free(a, c->inter.v);
+    sy__free(a, c->docs.v);
+    sy__free(a, c->owned.v);
+    sy__free(a, c->touched.v);
+    sy__free(a, c->st);
+}
+
+/* Keep the document `k` (borrowed: a commit's document or a kept one) as
+ * the source's newest; a full history drops its oldest after the new
+ * entry holds its references (k may be that oldest). */
+static int push_history(sy_router *r, sy__source *s,
+                        const sy__history_entry *k) {
+    const sy__alloc *a = &r->alloc;
+    sy__history_entry e = *k;
+    /* positions 0..count-1 (a document without invalid routes): none kept */
+    bool dense = true;
+    for (size_t i = 0; k->positions && dense && i < k->count; i++)
+        dense = k->positions[i] == i;
+    e.routes = sy__malloc(
+        a,
+        k->count * (sizeof *e.routes + (dense ? 0 : sizeof *e.positions)) + 1);
+    e.issues = k->issue_count ? sy__malloc(a, k->issue_count * sizeof *e.issues)
+                              : NULL;
+    e.version = k->version ? sy__strdup(a, k->version) : NULL;
+    bool full = s->history_count == r->opts.history;
+    bool ok =
+        e.routes && (e.issues || !k->issue_count) && (e.version || !k->version);
+    if (ok && !full) {
+        sy__history_entry *h =
+            sy__realloc(a, s->history, (s->history_count + 1) * sizeof *h);
+        if (h)
+            s->history = h;
+        ok = h != NULL;
+    }
+    if (!ok) {
+        sy__free(a, e.routes);
+        sy__free(a, e.issues);
+        sy__free(a, e.version);
+        return SY_ENOMEM;
+    }
+    if (k->issue_count)
+        memcpy(e.issues, k->issues, k->issue_count * sizeof *e.issues);
+    e.positions = dense ? NULL : (uint32_t *)(void *)(e.routes + e.count);
+    for (size_t i = 0; i < e.count; i++)
+        e.routes[i] = sy__route_ref(k->routes[i]);
+    if (!dense)
+        memcpy(e.positions, k->positions, e.count * sizeof *e.positions);
+    if (full) {
+        sy__history_entry_free(r, &s->history[0]);
+        memmove(s->history, s->history + 1,
+                (s->history_count - 1) * sizeof *s->history);
+        s->history_count--;
+    }
+    s->history[s->history_count++] = e;
+    return SY_OK;
+}
+
+/* After the publish: the sources take the state the steps gave them. */
+static void sources_follow(commit *c, int64_t now) {
+    sy_router *r = c->r;
+    for (size_t i = 0; i < r->source_count; i++) {
+        sy__source *s = &r->sources[i];
+        src_state *st = &c->st[i];
+        if (st->outcome) {
+            s->last_apply_ms = now;
+            s->last_result = SY_OK;
+            memset(&s->last_error, 0, sizeof s->last_error);
+            if (st->outcome == 1)
+                s->applied_count++;
+            else
+                s->skipped_count++;
+        }
+        if (!st->touched)
+            continue;
+        if (st->version != s->version) {
+            char *v = st->version ? sy__strdup(&r->alloc, st->version) : NULL;
+            sy__free(&r->alloc, s->version);
+            s->version = v;
+        }
+        s->checksum = st->checksum;
+        if (st->memo || st->memo_drop) { /* the memo of the routes now */
+            sy__free(&r->alloc, s->memo);
+            s->memo = st->memo;
+            s->memo_count = st->memo_count;
+            st->memo = NULL;
+        }
+        s->applied = st->applied;
+        s->modified = st->modified;
+        s->next_pos = st->next_pos;
+        if (st->keep && push_history(r, s, &st->kept))
+            sy__router_log(r, SY_LOG_WARN,
+                           "source %s: history not kept (out of memory)",
+                           s->name);
+    }
+}
+
+/* The source a failed change was about, if any: its status says so. */
+static void note_failure(commit *c, const sy__change *ch, int64_t now,
+                         const sy_error *e) {
+    sy_router *r = c->r;
+    sy__source *s = NULL;
+    if (ch->kind == SY_CHANGE_APPLY || ch->kind == SY_CHANGE_ROLLBACK ||
+        ch->kind == SY_CHANGE_UPSERT) {
+        s = sy__router_find_source(r, ch->name);
+    } else if (ch->kind == SY_CHANGE_REMOVE || ch->kind == SY_CHANGE_ENABLE) {
+        /* a change of one route is its source's failure */
+        uint32_t slot = sy__snapshot_find_slot(c->work, ch->name);
+        if (slot != NONE)
+            s = &r->sources[sy__snapshot_slot(c->work, slot)->source];
+    }
+    if (!s)
+        return;
+    s->last_apply_ms = now;
+    s->last_result = e->code;
+    s->last_error = *e;
+    s->failed_count++;
+}
+
+/* After the publish: what one part did, for the log. */
+static void log_part(sy_router *r, const sy_report *p) {
+    if (p->version_not_bumped)
+        sy__router_log(
+            r, SY_LOG_WARN,
+            "source %s: version %s applied again with different content: "
+            "the publisher did not bump the version",
+            p->source, p->version);
+    if (p->diff && p->source && !p->skipped)
+        sy__router_log(
+            r, SY_LOG_INFO,
+            "source %s: version %s: %zu added, %zu updated, %zu "
+            "removed, %zu unchanged (generation %llu)",
+            p->source, p->version ? p->version : "-",
+            sy_diff_added_count(p->diff), sy_diff_updated_count(p->diff),
+            sy_diff_removed_count(p->diff), sy_diff_unchanged_count(p->diff),
+            (unsigned long long)p->generation);
+}
+
+int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
+                   bool dry, sy_report **report, sy_error *err) {
+    commit c;
+    memset(&c, 0, sizeof c);
+    c.r = r;
+    c.cur = c.work = sy__router_current(r);
+    c.generation = c.cur->pub.generation + 1;
+    sy_report *all = single ? NULL : sy__report_new(&r->alloc, NULL);
+    sy_error local;
+    if (!err)
+        err = &local;
+    memset(err, 0, sizeof *err);
+    c.st = sy__calloc(&r->alloc, r->source_count + 1, sizeof *c.st);
+    int rc = (!single && !all) || !c.st ? sy__commit_nomem(err) : SY_OK;
+    for (size_t i = 0; i < r->source_count && c.st; i++) {
+        const sy__source *s = &r->sources[i];
+        memset(&c.st[i], 0, sizeof c.st[i]);
+        c.st[i].version = s->version;
+        c.st[i].checksum = s->checksum;
+        c.st[i].applied = s->applied;
+        c.st[i].modified = s->modified;
+        c.st[i].next_pos = s->next_pos;
+    }
+    sy_report *part = NULL;
+    size_t failed = n; /* n: no change failed, the publish did */
+    for (size_t i = 0; rc == SY_OK && i < n; i++) {
+        rc = sy__commit_step(&c, &items[i], &part, err);
+        if (rc) {
+            failed = i;
+            break;
+        }
+        if (!single && sy__report_add_part(all, part)) {
+            sy_report_free(part);
+            rc = sy__commit_nomem(err);
+            failed = i;
+        }
+        if (!single)
+            part = NULL;
+    }
+    uint64_t t1 = sy__now_monotonic_us();
+    if (rc == SY_OK && c.inter.n && !dry)
+        rc = publish_work(&c, err);
+    uint64_t publish_us = sy__now_monotonic_us() - t1 + c.derive_us;
+    int64_t now = sy__now_realtime_ms(); /* wall time, for operators */
+    if (rc) {
+        /* a refused publish is a failed attempt of every change */
+        for (size_t i = failed < n ? failed : 0;
+             !dry && i < (failed < n ? failed + 1 : n); i++)
+            note_failure(&c, &items[i], now, err);
+        if (!single && n > 1 && failed < n) {
+            char msg[sizeof err->message + 128];
+            int k = snprintf(
+                msg, sizeof msg, "change %zu (%s '%.40s'): ", failed,
+                sy__change_kind_name(items[failed].kind), items[failed].name);
+            size_t used = k > 0 ? (size_t)k : 0;
+            size_t rest = sizeof err->message - 1 - used;
+            memcpy(msg + used, err->message, rest);
+            msg[used + rest] = '\0';
+            memcpy(err->message, msg, sizeof err->message);
+            err->message[sizeof err->message - 1] = '\0';
+        }
+        if (!dry)
+            r->failed_commits++;
+        sy_report *rep = single ? part : all;
+        if (rep) {
+            /* best effort: the error is also in *err */
+            if (err->code && rep->issue_count == 0)
+                (void)sy__report_add_issue(rep, err);
+            rep->failed_change = failed < n ? (long)failed : -1;
+        }
+        if (!single)
+            sy_report_free(part);
+        commit_cleanup(&c);
+        if (report)
+            *report = rep;
+        else
+            sy_report_free(rep);
+        if (!dry)
+            sy__router_log(r, SY_LOG_ERROR,
+                           "commit rejected, nothing changed: %s%s%s",
+                           err->path, *err->path ? ": " : "", err->message);
+        return rc;
+    }
+    if (dry) { /* a check: everything held, nothing published or kept */
+        commit_cleanup(&c);
+        sy_report *rep = single ? part : all;
+        if (report)
+            *report = rep;
+        else
+            sy_report_free(rep);
+        return SY_OK;
+    }
+    uint64_t gen = sy__router_current(r)->pub.generation;
+    sources_follow(&c, now);
+    r->commits++;
+    commit_cleanup(&c);
+    sy__router_bury(r);
+    if (r->opts.retired_warn_ms)
+        sy__pub_check_held(r->pub, r->opts.retired_warn_ms, sy__router_held_cb,
+                           r);
+    sy_report *const *parts = single ? &part : all->parts;
+    size_t nparts = single ? 1 : all->part_count;
+    for (size_t i = 0; i < nparts; i++) {
+        sy_report *p = parts[i];
+        p->generation = gen;
+        p->publish_us = p->skipped ? 0 : publish_us;
+        if (p->skipped && p->source)
+            r->skipped_applies++;
+        if (p->service)
+            r->instance_updates++;
+        log_part(r, p);
+        if (!p->noop)
+            sy__router_event(r, p);
+    }
+    if (all)
+        all->generation = gen;
+    sy_report *rep = single ? part : all;
+    if (report)
+        *report = rep;
+    else
+        sy_report_free(rep);
+    return SY_OK;
+}

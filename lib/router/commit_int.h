@@ -1,0 +1,79 @@
+/*
+ * commit_int.h - a commit's working state, shared by the commit engine
+ * (commit.c: running the steps, publishing, references, sources) and the
+ * steps themselves (commit_steps.c: documents, rollbacks, one-route
+ * changes, instance lists). Private to those two files.
+ */
+#ifndef SY_COMMIT_INT_H
+#define SY_COMMIT_INT_H
+
+#include "router/commit.h"
+#include "snapshot/snapshot.h"
+
+typedef struct ptr_vec {
+    void **v;
+    size_t n, cap;
+} ptr_vec;
+
+static inline int sy__vec_push(const sy__alloc *a, ptr_vec *pv, void *p) {
+    if (pv->n == pv->cap) {
+        size_t cap = pv->cap ? pv->cap * 2 : 16;
+        void **v = sy__realloc(a, pv->v, cap * sizeof *v);
+        if (!v)
+            return SY_ENOMEM;
+        pv->v = v;
+        pv->cap = cap;
+    }
+    pv->v[pv->n++] = p;
+    return SY_OK;
+}
+
+/* A source's state as the commit's steps see it; copied back on success. */
+typedef struct src_state {
+    const char *version; /* borrowed: the source's or a kept document's */
+    uint64_t checksum;
+    bool applied, modified, touched;
+    uint32_t next_pos;
+    /* the document to keep in the history (the last apply's or the kept
+     * one a rollback put back; borrowed until the sources follow) */
+    bool keep;
+    sy__history_entry kept;
+    /* a rollback left no memo (it parsed nothing): the live one goes */
+    bool memo_drop;
+    int outcome;                /* 0 none, 1 applied, 2 skipped */
+    struct sy__span_memo *memo; /* this commit's last apply's memo, owned */
+    size_t memo_count;
+} src_state;
+
+typedef struct commit {
+    sy_router *r;
+    const sy_snapshot *cur;  /* published when the commit started */
+    const sy_snapshot *work; /* cur or the last derived snapshot */
+    uint64_t generation;     /* of every derived snapshot */
+    ptr_vec inter;           /* derived snapshots, unpublished */
+    ptr_vec touched;         /* routes any step added or removed */
+    ptr_vec owned;           /* route references held until the end */
+    ptr_vec docs;            /* parsed documents, freed at the end */
+    src_state *st;
+    uint64_t derive_us;
+    /* touched[0, held_adds): routes the working snapshot surely holds
+     * (the first derive that touched routes added them; no derive touched
+     * routes after it), so the publish need not look their ids up */
+    size_t held_adds;
+} commit;
+
+static inline int sy__commit_nomem(sy_error *err) {
+    return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+}
+
+/* Derive the next working snapshot from `ch` (and cfg's services): the
+ * changes' routes and the removed ones are noted as touched. */
+int sy__commit_derive(commit *c, const sy__snapshot_config *cfg,
+                      const sy__route_change *ch, size_t n, sy_error *err);
+
+/* Run one staged change on the working state: its part report in *rep
+ * (also on failure, when there is one). */
+int sy__commit_step(commit *c, const sy__change *ch, sy_report **rep,
+                    sy_error *err);
+
+#endif

@@ -1,0 +1,767 @@
+/*
+ * commit_steps.c - the steps of a commit, each run on the working
+ * snapshot the step before left (commit_int.h): a source's document (parse
+ * reusing live routes by bytes or by meaning, skip when already live, diff
+ * against the source's working routes), a rollback to a kept document,
+ * one-route upserts, removes and enables, and instance lists. A step
+ * derives the next working snapshot and fills its part report; it never
+ * publishes.
+ */
+#include "router/commit_int.h"
+#include "def/def.h"
+#include "snapshot/diff.h"
+#include "router/report.h"
+#include "service/service.h"
+
+#include <stdio.h>
+
+#define NONE SY_NONE
+
+/* The live routes of one source by the hash of the bytes that built them
+ * (route.h span_hash): an open-addressing table, built at the first lookup
+ * of an apply (the parse finds most routes by position, below, and asks
+ * for this one only when a document was reordered). */
+typedef struct span_entry {
+    uint64_t hash;
+    size_t len;
+    const struct sy_route *route; /* NULL: empty */
+    uint32_t slot;                /* of route in the working snapshot */
+} span_entry;
+
+/* The live route at one position of the source's document (the slot
+ * key's position) and its slot. */
+typedef struct at_entry {
+    const struct sy_route *route; /* NULL: none */
+    uint32_t slot;
+} at_entry;
+
+typedef struct reuse_ctx {
+    const sy__alloc *alloc;
+    const sy_snapshot *work;
+    uint32_t source;
+    bool spans_tried;  /* spans_build ran */
+    span_entry *spans; /* NULL: none (no live route, or out of memory) */
+    size_t mask;
+    at_entry *at; /* by position; NULL: no table */
+    size_t at_count;
+} reuse_ctx;
+
+/* Fill rc->at from the source's live routes: one pass over the slots in
+ * slot order (sequential memory) that reads no route. Positions of one
+ * document are dense (a lenient apply leaves holes for invalid routes;
+ * next_pos bounds them): a table much larger than the routes, or out of
+ * memory, leaves it NULL, and the apply then only loses the shortcut. */
+static void at_build(reuse_ctx *rc, uint32_t next_pos) {
+    const sy_snapshot *s = rc->work;
+    if (!s->route_count || !next_pos ||
+        next_pos > 4 * (size_t)s->route_count + 64)
+        return;
+    rc->at = sy__calloc(rc->alloc, next_pos, sizeof *rc->at);
+    if (!rc->at)
+        return;
+    rc->at_count = next_pos;
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const sy__slot *sl = sy__snapshot_slot(s, i);
+        size_t pos = (size_t)(sl->key & 0xffffffu);
+        if (!sl->route || sl->source != rc->source)
+            continue;
+        if (pos >= rc->at_count || rc->at[pos].route) {
+            /* every route of the source must be in the table exactly once
+             * (source_routes reads it): never expected, but then none */
+            sy__free(rc->alloc, rc->at);
+            rc->at = NULL;
+            rc->at_count = 0;
+            return;
+        }
+        rc->at[pos] = (at_entry){sl->route, i};
+    }
+}
+
+/* Fill rc->spans from the source's live routes that carry a span, sized
+ * for every route of the snapshot. */
+static void spans_build(reuse_ctx *rc) {
+    const sy_snapshot *s = rc->work;
+    rc->spans_tried = true;
+    if (!s->route_count)
+        return;
+    size_t cap = 16;
+    while (cap < 2 * (size_t)s->route_count)
+        cap *= 2;
+    rc->spans = sy__calloc(rc->alloc, cap, sizeof *rc->spans);
+    if (!rc->spans)
+        return;
+    rc->mask = cap - 1;
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const sy__slot *sl = sy__snapshot_slot(s, i);
+        const struct sy_route *rt = sl->route;
+        if (!rt || sl->source != rc->source || !rt->span_len)
+            continue;
+        size_t k = (size_t)rt->span_hash & rc->mask;
+        while (rc->spans[k].route)
+            k = (k + 1) & rc->mask;
+        rc->spans[k] = (span_entry){rt->span_hash, rt->span_len, rt, i};
+    }
+}
+
+static const span_entry *span_find(reuse_ctx *rc, uint64_t hash, size_t len) {
+    if (!rc->spans_tried)
+        spans_build(rc);
+    if (!rc->spans)
+        return NULL;
+    for (size_t k = (size_t)hash & rc->mask; rc->spans[k].route;
+         k = (k + 1) & rc->mask)
+        if (rc->spans[k].hash == hash && rc->spans[k].len == len)
+            return &rc->spans[k];
+    return NULL;
+}
+
+/* A live route of the same source built from the same bytes: the route
+ * those bytes build (def.c build_routes says why), without parsing them. */
+static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
+                                          size_t len) {
+    const span_entry *e = span_find(data, hash, len);
+    return e ? e->route : NULL;
+}
+
+/* The live route at position `pos` of the source's document. */
+static const struct sy_route *reuse_at(void *data, size_t pos) {
+    const reuse_ctx *rc = data;
+    return pos < rc->at_count ? rc->at[pos].route : NULL;
+}
+
+/* The position of a route reuse_bytes returned. */
+static size_t reuse_position(void *data, const struct sy_route *rt) {
+    reuse_ctx *rc = data;
+    const span_entry *e =
+        rt->span_len ? span_find(rc, rt->span_hash, rt->span_len) : NULL;
+    if (!e || e->route != rt)
+        return SIZE_MAX;
+    return (size_t)(sy__snapshot_slot(rc->work, e->slot)->key & 0xffffffu);
+}
+
+/* The live routes of the apply's source in rank order, but those whose
+ * slot is marked in `skip` (may be NULL). From the position table: the
+ * source's routes only, sorted by their rank key (unique within a
+ * source: order, source, position); else by a walk of the rank order. */
+typedef struct keyed_route {
+    uint64_t key;
+    const struct sy_route *route;
+} keyed_route;
+
+static const struct sy_route **source_routes(sy_router *r, const reuse_ctx *rc,
+                                             const bool *skip, size_t *count) {
+    const sy_snapshot *s = rc->work;
+    size_t n = 0;
+    if (rc->at) {
+        keyed_route *kr =
+            sy__malloc(&r->alloc, (rc->at_count + 1) * sizeof *kr);
+        const struct sy_route **v =
+            kr ? sy__malloc(&r->alloc, (rc->at_count + 1) * sizeof *v) : NULL;
+        if (v) {
+            for (size_t p = 0; p < rc->at_count; p++) {
+                const at_entry *e = &rc->at[p];
+                if (e->route && !(skip && skip[e->slot]))
+                    kr[n++] = (keyed_route){sy__snapshot_slot(s, e->slot)->key,
+                                            e->route};
+            }
+            if (sy__sort_by_u64(&r->alloc, kr, n, sizeof *kr,
+                                offsetof(keyed_route, key)))
+                for (size_t i = 0; i < n; i++)
+                    v[i] = kr[i].route;
+            else
+                sy__free(&r->alloc, v), v = NULL;
+        }
+        sy__free(&r->alloc, kr);
+        *count = v ? n : 0;
+        return v;
+    }
+    const struct sy_route **v =
+        sy__malloc(&r->alloc, (s->route_count + 1) * sizeof *v);
+    if (v)
+        for (size_t i = 0; i < s->route_count; i++) {
+            uint32_t slot = sy__snapshot_rank_at(s, i);
+            const sy__slot *sl = sy__snapshot_slot(s, slot);
+            if (sl->source == rc->source && !(skip && skip[slot]))
+                v[n++] = sl->route;
+        }
+    *count = n;
+    return v;
+}
+
+/* A live route of the same source with the same meaning: share it rather
+ * than compile it again. */
+static const struct sy_route *reuse_live(void *data, const char *id,
+                                         uint64_t fingerprint) {
+    const reuse_ctx *rc = data;
+    if (!rc->work->route_count) /* (an empty table: no id to hash) */
+        return NULL;
+    uint32_t slot = sy__snapshot_find_slot(rc->work, id);
+    if (slot == NONE ||
+        sy__snapshot_slot(rc->work, slot)->source != rc->source ||
+        sy__snapshot_slot(rc->work, slot)->route->fingerprint != fingerprint)
+        return NULL;
+    return sy__snapshot_slot(rc->work, slot)->route;
+}
+
+static bool same_text(const char *a, const char *b) {
+    return a && b && strcmp(a, b) == 0;
+}
+
+/* ---- the steps ---- */
+
+/* The memo of source si's last apply: this commit's, else the live one. */
+static sy__span_memo *source_memo(commit *c, uint32_t si, size_t *count) {
+    src_state *st = &c->st[si];
+    sy__source *s = &c->r->sources[si];
+    if (!st->memo && st->memo_drop) { /* a rollback came before */
+        *count = 0;
+        return NULL;
+    }
+    *count = st->memo ? st->memo_count : s->memo_count;
+    return st->memo ? st->memo : s->memo;
+}
+
+/* A one-route change replaced or removed `old`, at document position pos:
+ * its memo entry goes, so the memo never names a route that a publish may
+ * free (a later route at that address would pass memo_at's check). A
+ * failed commit leaves the entry gone: the next apply reads that route. */
+static void memo_forget(commit *c, uint32_t si, const struct sy_route *old,
+                        uint32_t pos) {
+    size_t n;
+    sy__span_memo *m = source_memo(c, si, &n);
+    if (m && pos < n && m[pos].route == old)
+        m[pos].route = NULL;
+}
+
+/* Derive the next snapshot from a document's changes (and free them),
+ * the parse time (since t0) reported first. */
+static int derive_document(commit *c, sy__route_change *ch, size_t nch,
+                           sy_report *rep, uint64_t t0, sy_error *err) {
+    rep->parse_us = sy__now_monotonic_us() - t0;
+    sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
+    int rc = sy__commit_derive(c, &cfg, ch, nch, err);
+    sy__free(&c->r->alloc, ch);
+    return rc;
+}
+
+/* The changes that make source `si` hold exactly the document's routes. */
+static int document_changes(commit *c, uint32_t si, const sy_document *doc,
+                            reuse_ctx *rctx, sy_report *rep,
+                            sy__route_change **out, size_t *nout,
+                            sy_error *err) {
+    sy_router *r = c->r;
+    const sy_snapshot *w = c->work;
+    size_t n = sy_document_route_count(doc);
+    const struct sy_route **keep =
+        sy__malloc(&r->alloc, (n + 1) * sizeof *keep);
+    sy__route_change *ch =
+        sy__malloc(&r->alloc, (n + w->route_count + 1) * sizeof *ch);
+    /* Routes the parse shared by bytes are the live route object of their
+     * slot: found through the span table without an id lookup, and left
+     * out of the diff (they are unchanged; `shared` marks their slots). */
+    bool *shared = sy__calloc(&r->alloc, (size_t)w->slot_count + 1, 1);
+    size_t kept = 0, nch = 0, old_count = 0, nshared = 0;
+    const struct sy_route **old = NULL;
+    int rc = SY_OK;
+    if (!keep || !ch || !shared)
+        rc = sy__commit_nomem(err);
+    for (size_t i = 0; rc == SY_OK && i < n; i++) {
+        const struct sy_route *rt = doc->routes[i];
+        uint32_t pos = doc->positions[i];
+        /* a route ahead that will be read (not one shared by position,
+         * which the loop decides without reading it): its order, id and
+         * fingerprint */
+        if (i + 8 < n) {
+            const struct sy_route *ah = doc->routes[i + 8];
+            uint32_t pa = doc->prev ? doc->prev[i + 8] : UINT32_MAX;
+            if (!(pa < rctx->at_count && rctx->at[pa].route == ah)) {
+                __builtin_prefetch(&ah->order);
+                __builtin_prefetch(&ah->fingerprint);
+            }
+        }
+        if (pos > SY_RANK_POS_MAX) {
+            rc = sy__error_set(err, SY_ELIMIT, "routes",
+                               "a source holds at most %u routes",
+                               SY_RANK_POS_MAX + 1);
+            break;
+        }
+        /* a route the parse shared by its bytes and position is that
+         * position's slot; any other is found by id, and is shared when
+         * the slot holds this very route object (shared by bytes or by
+         * meaning) */
+        uint32_t prev = doc->prev ? doc->prev[i] : UINT32_MAX;
+        if (prev < rctx->at_count && rctx->at[prev].route == rt) {
+            /* the commonest case reads no route: the slot holds this very
+             * route, so its key differs from the one wanted at most in the
+             * position */
+            uint32_t slot = rctx->at[prev].slot;
+            const sy__slot *sl = sy__snapshot_slot(w, slot);
+            shared[slot] = true;
+            nshared++;
+            if ((sl->key & 0xffffffu) == pos)
+                continue; /* unchanged, same rank: shared as it is */
+        }
+        /* (an empty table holds no id: a first apply hashes none) */
+        uint32_t slot = prev < rctx->at_count && rctx->at[prev].route == rt
+                            ? rctx->at[prev].slot
+                        : w->route_count ? sy__snapshot_find_slot(w, rt->id)
+                                         : NONE;
+        if (slot != NONE && sy__snapshot_slot(w, slot)->route == rt &&
+            sy__snapshot_slot(w, slot)->source == si && !shared[slot]) {
+            shared[slot] = true;
+            nshared++;
+        }
+        if (slot != NONE && sy__snapshot_slot(w, slot)->source != si) {
+            /* an id owned by another source is an error of this document */
+            sy_error e;
+            char path[64];
+            snprintf(path, sizeof path, "%s[%u].id",
+                     doc->envelope ? "routes" : "", pos);
+            sy__error_set(&e, SY_EDUPLICATE, path,
+                          "route id '%s' is already defined by source '%s'",
+                          rt->id,
+                          r->sources[sy__snapshot_slot(w, slot)->source].name);
+            if (!r->opts.lenient) {
+                if (err)
+                    *err = e;
+                rc = SY_EDUPLICATE;
+            } else if (sy__report_add_issue(rep, &e)) {
+                rc = sy__commit_nomem(err);
+            }
+            continue;
+        }
+        if (!shared[slot == NONE ? w->slot_count : slot])
+            keep[kept++] = rt;
+        uint64_t key = sy__rank_key(rt->order, si, pos);
+        if (slot != NONE && sy__snapshot_slot(w, slot)->key == key &&
+            sy__snapshot_slot(w, slot)->route->fingerprint == rt->fingerprint)
+            continue; /* unchanged, same rank: shared as it is */
+        /* same meaning at a new rank: keep sharing the compiled route */
+        struct sy_route *use =
+            slot != NONE && sy__snapshot_slot(w, slot)->route->fingerprint ==
+                                rt->fingerprint
+                ? sy__snapshot_slot(w, slot)->route
+                : (struct sy_route *)rt;
+        ch[nch++] = (sy__route_change){rt->id, use, key, si};
+    }
+    if (rc == SY_OK && !(old = source_routes(r, rctx, shared, &old_count)))
+        rc = sy__commit_nomem(err);
+    if (rc == SY_OK &&
+        sy__diff_routes(&r->alloc, old, old_count, keep, kept, &rep->diff))
+        rc = sy__commit_nomem(err);
+    if (rc == SY_OK)
+        sy__diff_add_unchanged(rep->diff, nshared);
+    for (size_t i = 0; rc == SY_OK && i < sy_diff_removed_count(rep->diff); i++)
+        ch[nch++] =
+            (sy__route_change){sy_diff_removed(rep->diff, i), NULL, 0, si};
+    sy__free(&r->alloc, keep);
+    sy__free(&r->alloc, old);
+    sy__free(&r->alloc, shared);
+    if (rc) {
+        sy__free(&r->alloc, ch);
+        return rc;
+    }
+    *out = ch;
+    *nout = nch;
+    return SY_OK;
+}
+
+static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
+                          bool force, reuse_ctx *rctx, sy_report *rep,
+                          sy_error *err) {
+    sy_router *r = c->r;
+    src_state *st = &c->st[si];
+    uint64_t t0 = sy__now_monotonic_us();
+    sy_document *doc = NULL;
+    /* Parsed with the router's own options (r->popts: registry, limits,
+     * lenient or strict), set when the router is created and never changed:
+     * so a live route built from the same bytes is the route those bytes
+     * build now, and the parse may share it (reuse_bytes). */
+    sy__def_reuse reuse = {reuse_live,
+                           reuse_bytes,
+                           (void *)rctx,
+                           reuse_at,
+                           reuse_position,
+                           rctx->at_count + 16,
+                           NULL,
+                           0,
+                           c->work->route_count == 0};
+    /* the memo of the source's last apply (this commit's, else the live
+     * one): its entries name live routes only, as a one-route change
+     * forgets the entry of the route it replaces or removes
+     * (memo_forget), so none can name a freed route */
+    reuse.memo = source_memo(c, si, &reuse.memo_count);
+    int rc =
+        sy__document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
+    if (rc)
+        return rc;
+    if (sy__vec_push(&r->alloc, &c->docs, doc)) {
+        sy_document_free(doc);
+        return sy__commit_nomem(err);
+    }
+    const char *version = sy_document_version(doc);
+    if (version && !(rep->version = sy__strdup(&r->alloc, version)))
+        return sy__commit_nomem(err);
+    /* a lenient apply must not drop routes silently: no room to report
+     * an issue fails the apply */
+    for (size_t i = 0; i < sy_document_issue_count(doc); i++)
+        if (sy__report_add_issue(rep, sy_document_issue(doc, i)))
+            return sy__commit_nomem(err);
+    if (sy_document_route_count(doc) == 0 && sy_document_issue_count(doc))
+        return sy__error_set(err, SY_EINVALIDDOC, "",
+                             "no route of the document is valid (%zu invalid); "
+                             "nothing changed",
+                             sy_document_issue_count(doc));
+    bool same_version = same_text(version, st->version);
+    bool same_bytes = sy_document_checksum(doc) == st->checksum;
+    if (!force && st->applied && !st->modified &&
+        (same_bytes || (same_version && r->opts.skip_same_version))) {
+        rep->skipped = true;
+        rep->parse_us = sy__now_monotonic_us() - t0;
+        st->outcome = st->outcome ? st->outcome : 2;
+        return SY_OK;
+    }
+    rep->version_not_bumped = st->applied && same_version && !same_bytes;
+    sy__route_change *ch;
+    size_t nch;
+    rc = document_changes(c, si, doc, rctx, rep, &ch, &nch, err);
+    if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
+        return rc;
+    st->version = version;
+    st->checksum = sy_document_checksum(doc);
+    st->applied = st->touched = true;
+    st->modified = false;
+    st->outcome = 1;
+    /* positions restart after the document: upserted routes that the
+     * document does not hold are gone with this apply */
+    st->next_pos = 0;
+    for (size_t i = 0, n = doc->route_count; i < n; i++)
+        if (doc->positions[i] >= st->next_pos)
+            st->next_pos = doc->positions[i] + 1;
+    st->keep = true;
+    st->kept = (sy__history_entry){(char *)(uintptr_t)version,
+                                   doc->checksum,
+                                   doc->routes,
+                                   doc->positions,
+                                   doc->route_count,
+                                   doc->issues,
+                                   doc->issue_count,
+                                   doc->envelope};
+    /* what this apply learnt: the next one's memo, if the commit holds */
+    sy__free(&r->alloc, st->memo);
+    st->memo = doc->memo;
+    st->memo_count = doc->memo_count;
+    doc->memo = NULL;
+    doc->memo_count = 0;
+    return SY_OK;
+}
+
+/* One document applied to source si; the span table of the source's live
+ * routes (by the bytes that built them) lives for the parse and the diff. */
+static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
+                      bool force, sy_report *rep, sy_error *err) {
+    reuse_ctx rctx = {&c->r->alloc, c->work, si, false, NULL, 0, NULL, 0};
+    at_build(&rctx, c->st[si].next_pos);
+    int rc = apply_document(c, si, json, len, force, &rctx, rep, err);
+    sy__free(&c->r->alloc, rctx.spans);
+    sy__free(&c->r->alloc, rctx.at);
+    return rc;
+}
+
+/* Put back a kept document: its compiled routes at their positions, as
+ * an apply of its text would (the same diff against the working routes,
+ * the same id checks against other sources, its issues reported again),
+ * without parsing anything. */
+static int step_rollback(commit *c, uint32_t si, const char *version,
+                         sy_report *rep, sy_error *err) {
+    sy_router *r = c->r;
+    const sy__source *src = &r->sources[si];
+    src_state *st = &c->st[si];
+    uint64_t t0 = sy__now_monotonic_us();
+    /* version NULL: the document before the current one */
+    const sy__history_entry *e = NULL;
+    if (!version) {
+        if (src->history_count >= 2)
+            e = &src->history[src->history_count - 2];
+    } else {
+        for (size_t i = src->history_count; i-- > 0;)
+            if (same_text(src->history[i].version, version)) {
+                e = &src->history[i];
+                break;
+            }
+    }
+    if (!e)
+        return sy__error_set(err, SY_ENOTFOUND, "",
+                             "source '%s' has no kept version '%s'", src->name,
+                             version ? version : "(previous)");
+    if (e->version && !(rep->version = sy__strdup(&r->alloc, e->version)))
+        return sy__commit_nomem(err);
+    for (size_t i = 0; i < e->issue_count; i++)
+        if (sy__report_add_issue(rep, &e->issues[i]))
+            return sy__commit_nomem(err);
+    rep->version_not_bumped = st->applied &&
+                              same_text(e->version, st->version) &&
+                              e->checksum != st->checksum;
+    /* the entry read as a document (document_changes reads its routes,
+     * positions and shape only) */
+    sy_document doc;
+    memset(&doc, 0, sizeof doc);
+    uint32_t *dense = NULL;
+    if (!e->positions) {
+        dense = sy__malloc(&r->alloc, (e->count + 1) * sizeof *dense);
+        if (!dense)
+            return sy__commit_nomem(err);
+        for (size_t i = 0; i < e->count; i++)
+            dense[i] = (uint32_t)i;
+    }
+    doc.routes = e->routes;
+    doc.positions = e->positions ? e->positions : dense;
+    doc.route_count = e->count;
+    doc.envelope = e->envelope;
+    reuse_ctx rctx = {&r->alloc, c->work, si, false, NULL, 0, NULL, 0};
+    at_build(&rctx, st->next_pos);
+    sy__route_change *ch;
+    size_t nch;
+    int rc = document_changes(c, si, &doc, &rctx, rep, &ch, &nch, err);
+    sy__free(&r->alloc, rctx.spans);
+    sy__free(&r->alloc, rctx.at);
+    sy__free(&r->alloc, dense);
+    if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
+        return rc;
+    st->version = e->version;
+    st->checksum = e->checksum;
+    st->applied = st->touched = true;
+    st->modified = false;
+    st->outcome = 1;
+    st->next_pos = e->positions ? 0 : (uint32_t)e->count;
+    for (size_t i = 0; e->positions && i < e->count; i++)
+        if (e->positions[i] >= st->next_pos)
+            st->next_pos = e->positions[i] + 1;
+    st->keep = true;
+    st->kept = *e; /* the entry stays until the sources follow */
+    /* no parse, no memo: the next apply reads the document once */
+    sy__free(&r->alloc, st->memo);
+    st->memo = NULL;
+    st->memo_count = 0;
+    st->memo_drop = true;
+    return SY_OK;
+}
+
+/* A one-route change of source `si`: `old` (or NULL), at document
+ * position `old_pos`, becomes `now` (or NULL: removed) at rank `key`; the
+ * part report gets their diff. */
+static int one_route_step(commit *c, uint32_t si, const char *id,
+                          const struct sy_route *old, uint32_t old_pos,
+                          struct sy_route *now, uint64_t key, sy_report *rep,
+                          sy_error *err) {
+    const struct sy_route *o[1] = {old}, *n[1] = {now};
+    if (sy__diff_routes(&c->r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
+                        &rep->diff))
+        return sy__commit_nomem(err);
+    sy__route_change ch = {id, now, key, si};
+    sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
+    int rc = sy__commit_derive(c, &cfg, &ch, 1, err);
+    if (rc == SY_OK) {
+        c->st[si].modified = c->st[si].touched = true;
+        if (old)
+            memo_forget(c, si, old, old_pos);
+    }
+    return rc;
+}
+
+static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
+                       sy_report *rep, sy_error *err) {
+    sy_router *r = c->r;
+    src_state *st = &c->st[si];
+    struct sy_route *rt;
+    int rc = sy__def_parse_route(json, len, &r->popts, "route", &rt, err);
+    if (rc)
+        return rc;
+    if (sy__vec_push(&r->alloc, &c->owned, rt)) {
+        sy__route_unref(rt);
+        return sy__commit_nomem(err);
+    }
+    const sy_snapshot *w = c->work;
+    uint32_t slot = sy__snapshot_find_slot(w, rt->id);
+    uint32_t pos;
+    if (slot != NONE) {
+        if (sy__snapshot_slot(w, slot)->source != si)
+            return sy__error_set(
+                err, SY_EDUPLICATE, "route.id",
+                "route id '%s' is already defined by source "
+                "'%s'",
+                rt->id, r->sources[sy__snapshot_slot(w, slot)->source].name);
+        pos = (uint32_t)(sy__snapshot_slot(w, slot)->key & 0xffffffu);
+    } else {
+        if (st->next_pos > SY_RANK_POS_MAX)
+            return sy__error_set(err, SY_ELIMIT, "route",
+                                 "source '%s' has used all %u route positions; "
+                                 "apply its whole document again to renumber",
+                                 r->sources[si].name, SY_RANK_POS_MAX + 1);
+        pos = st->next_pos++;
+    }
+    rt->doc_index = pos;
+    return one_route_step(
+        c, si, rt->id, slot != NONE ? sy__snapshot_slot(w, slot)->route : NULL,
+        pos, rt, sy__rank_key(rt->order, si, pos), rep, err);
+}
+
+/* The live slot of route `id` in the working snapshot and a new part
+ * report for its source, or an error. */
+static int find_live(commit *c, const char *id, const sy__slot **sl,
+                     sy_report **rep, sy_error *err) {
+    uint32_t slot = sy__snapshot_find_slot(c->work, id);
+    if (slot == NONE)
+        return sy__error_set(err, SY_ENOTFOUND, "", "no route '%s'", id);
+    *sl = sy__snapshot_slot(c->work, slot);
+    if (!(*rep =
+              sy__report_new(&c->r->alloc, c->r->sources[(*sl)->source].name)))
+        return sy__commit_nomem(err);
+    return SY_OK;
+}
+
+static int step_remove(commit *c, const char *id, sy_report **rep,
+                       sy_error *err) {
+    const sy__slot *sl;
+    int rc = find_live(c, id, &sl, rep, err);
+    if (rc)
+        return rc;
+    return one_route_step(c, sl->source, id, sl->route,
+                          (uint32_t)(sl->key & SY_RANK_POS_MAX), NULL, 0, *rep,
+                          err);
+}
+
+static int step_enable(commit *c, const char *id, bool enabled, sy_report **rep,
+                       sy_error *err) {
+    const sy__slot *sl;
+    int rc = find_live(c, id, &sl, rep, err);
+    if (rc)
+        return rc;
+    if (sl->route->disabled == !enabled) {
+        (*rep)->skipped = (*rep)->noop = true; /* already so: no event */
+        return SY_OK;
+    }
+    struct sy_route *nr;
+    rc = sy__def_route_with_enabled(sl->route, enabled, &c->r->popts, &nr, err);
+    if (rc)
+        return rc;
+    if (sy__vec_push(&c->r->alloc, &c->owned, nr)) {
+        sy__route_unref(nr);
+        return sy__commit_nomem(err);
+    }
+    nr->doc_index = sl->route->doc_index;
+    return one_route_step(c, sl->source, id, sl->route,
+                          (uint32_t)(sl->key & SY_RANK_POS_MAX), nr, sl->key,
+                          *rep, err);
+}
+
+/* Replace one service in the working snapshot's sorted service list. */
+static int derive_with_service(commit *c, struct sy__service *svc,
+                               sy_error *err) {
+    const sy_snapshot *w = c->work;
+    const char *name = sy__service_name(svc);
+    size_t n = w->service_count;
+    struct sy__service **list =
+        sy__malloc(&c->r->alloc, (n + 1) * sizeof *list);
+    if (!list)
+        return sy__commit_nomem(err);
+    size_t k = 0;
+    bool placed = false;
+    for (size_t i = 0; i < n; i++) {
+        int cmp = strcmp(sy__service_name(w->services[i]), name);
+        if (cmp == 0) {
+            list[k++] = svc;
+            placed = true;
+            continue;
+        }
+        if (cmp > 0 && !placed) {
+            list[k++] = svc;
+            placed = true;
+        }
+        list[k++] = w->services[i];
+    }
+    if (!placed)
+        list[k++] = svc;
+    sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
+    cfg.services = list;
+    cfg.service_count = k;
+    cfg.replace_services = true;
+    int rc = sy__commit_derive(c, &cfg, NULL, 0, err);
+    sy__free(&c->r->alloc, list);
+    return rc;
+}
+
+static int step_instances(commit *c, const sy__change *ch, sy_report *rep,
+                          sy_error *err) {
+    sy_router *r = c->r;
+    const char *name = ch->name;
+    const struct sy__service *old =
+        sy__snapshot_service(c->work, name, strlen(name));
+    struct sy__service *svc = NULL, *empty = NULL;
+    int rc;
+    for (size_t i = 0;
+         !old && ch->kind == SY_CHANGE_UPDATE_INSTANCES && i < ch->count; i++)
+        if (ch->deltas[i].op != SY_INSTANCE_ADD) {
+            char path[48];
+            snprintf(path, sizeof path, "deltas[%zu].instance.id", i);
+            return sy__error_set(err, SY_ENOTFOUND, path,
+                                 "service '%s' is unknown: it has no instance "
+                                 "list to change",
+                                 name);
+        }
+    if (ch->kind == SY_CHANGE_UPDATE_INSTANCES) {
+        rc = old ? SY_OK
+                 : sy__service_new(&r->alloc, name, NULL, 0, &empty, err);
+        if (rc == SY_OK)
+            rc = sy__service_apply_deltas(old ? old : empty, ch->deltas,
+                                          ch->count, &svc, err);
+        sy__service_unref(empty);
+    } else {
+        rc = sy__service_new(&r->alloc, name, ch->instances, ch->count, &svc,
+                             err);
+    }
+    if (rc)
+        return rc;
+    if (!(rep->service = sy__strdup(&r->alloc, name)))
+        rc = sy__commit_nomem(err);
+    if (rc == SY_OK)
+        rc =
+            sy__service_diff_compute(&r->alloc, old, svc, &rep->instances, err);
+    if (rc == SY_OK && old) {
+        sy__service_inherit_rr(svc, old);
+        sy__service_inherit_health(svc, old);
+    }
+    if (rc == SY_OK)
+        rc = derive_with_service(c, svc, err);
+    sy__service_unref(svc); /* the snapshots hold their own references */
+    return rc;
+}
+
+/* One staged change: its part report in *rep (also on failure, if any). */
+int sy__commit_step(commit *c, const sy__change *ch, sy_report **rep,
+                    sy_error *err) {
+    sy_router *r = c->r;
+    *rep = NULL;
+    bool by_source = ch->kind == SY_CHANGE_APPLY ||
+                     ch->kind == SY_CHANGE_ROLLBACK ||
+                     ch->kind == SY_CHANGE_UPSERT;
+    sy__source *src = by_source ? sy__router_find_source(r, ch->name) : NULL;
+    if (by_source && !src)
+        return sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
+                             ch->name);
+    uint32_t si = src ? (uint32_t)(src - r->sources) : 0;
+    if (ch->kind == SY_CHANGE_REMOVE)
+        return step_remove(c, ch->name, rep, err);
+    if (ch->kind == SY_CHANGE_ENABLE)
+        return step_enable(c, ch->name, ch->enabled, rep, err);
+    if (!(*rep = sy__report_new(&r->alloc, src ? src->name : NULL)))
+        return sy__commit_nomem(err);
+    switch (ch->kind) {
+    case SY_CHANGE_APPLY:
+        return step_apply(c, si, ch->bytes, ch->len, false, *rep, err);
+    case SY_CHANGE_ROLLBACK: return step_rollback(c, si, ch->text, *rep, err);
+    case SY_CHANGE_UPSERT:
+        return step_upsert(c, si, ch->bytes, ch->len, *rep, err);
+    default: return step_instances(c, ch, *rep, err);
+    }
+}

@@ -1,0 +1,190 @@
+/*
+ * router_core.c - what every part of the router stands on, below the
+ * calls that change it (router.c) and the commit engine (commit.c): host
+ * callbacks run with the re-entrancy guard, the sources table lookup, the
+ * configuration each derived snapshot gets, graves of removed routes, and
+ * the route keys and host data of routes that go live or are freed.
+ */
+#include "router/report.h"
+#include "router/router_int.h"
+#include "snapshot/snapshot.h"
+
+#include <stdio.h>
+
+/* ---- callbacks and re-entrancy ---- */
+
+static uintptr_t self_token(void) {
+    return (uintptr_t)pthread_self();
+}
+
+bool sy__router_in_callback(sy_router *r) {
+    return atomic_load_explicit(&r->callback_thread, memory_order_acquire) ==
+           self_token();
+}
+
+void sy__router_cb_enter(sy_router *r) {
+    atomic_store_explicit(&r->callback_thread, self_token(),
+                          memory_order_release);
+}
+
+void sy__router_cb_leave(sy_router *r) {
+    atomic_store_explicit(&r->callback_thread, 0, memory_order_release);
+}
+
+bool sy__router_lock_for_read(sy_router *r) {
+    if (sy__router_in_callback(r))
+        return false;
+    pthread_mutex_lock(&r->lock);
+    return true;
+}
+
+void sy__router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...) {
+    if (!r->opts.on_log)
+        return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    sy__router_cb_enter(r);
+    r->opts.on_log(r->opts.callback_data, lvl, buf);
+    sy__router_cb_leave(r);
+}
+
+void sy__router_held_cb(void *data, uint64_t gen, uint64_t age) {
+    sy_router *r = data;
+    if (!r->opts.on_retired_held)
+        return;
+    sy__router_cb_enter(r);
+    r->opts.on_retired_held(r->opts.callback_data, gen, age);
+    sy__router_cb_leave(r);
+}
+
+void sy__router_event(sy_router *r, const sy_report *rep) {
+    if (!r->opts.on_event)
+        return;
+    sy__router_cb_enter(r);
+    r->opts.on_event(r->opts.callback_data, rep);
+    sy__router_cb_leave(r);
+}
+
+/* ---- helpers ---- */
+
+const sy__alloc *sy__router_allocator(sy_router *r) {
+    return &r->alloc;
+}
+
+int64_t sy__router_now_ms(sy_router *r) {
+    return r->opts.clock_ms ? r->opts.clock_ms(r->opts.callback_data)
+                            : sy__now_realtime_ms();
+}
+
+sy__source *sy__router_find_source(sy_router *r, const char *name) {
+    for (size_t i = 0; name && i < r->source_count; i++)
+        if (strcmp(r->sources[i].name, name) == 0)
+            return &r->sources[i];
+    return NULL;
+}
+
+const sy_snapshot *sy__router_current(sy_router *r) {
+    return (const sy_snapshot *)sy__pub_current(r->pub);
+}
+
+sy__snapshot_config sy__router_snapshot_config(sy_router *r) {
+    sy__snapshot_config cfg = {0};
+    cfg.strip_host_port = r->opts.strip_host_port;
+    cfg.path_norm.mode = (int)r->opts.path_normalization;
+    cfg.path_norm.merge_slashes = r->opts.merge_slashes;
+    cfg.path_norm.escaped_slashes = (int)r->opts.escaped_slashes;
+    cfg.budget.regex_units = r->opts.regex_budget;
+    cfg.budget.max_repeats = r->opts.max_repeated_values;
+    cfg.budget.max_rewrite = r->opts.max_rewritten_path;
+    cfg.clock_ms = r->opts.clock_ms;
+    cfg.clock_data = r->opts.callback_data;
+    cfg.random = r->opts.random;
+    cfg.defaults = r->defaults;
+    cfg.key_limit = r->key_limit;
+    cfg.sources = r->source_names;
+    cfg.source_count = r->source_count;
+    return cfg;
+}
+
+/* Drop the references of removed routes no live snapshot can still use. */
+/* One of the live table's references to rt is buried. At the last one no
+ * snapshot can reach rt: when something else still holds it (a kept
+ * document of the history), the host's data and the key go now, as they
+ * would at its free; a rollback that puts it back attaches it again. */
+static void route_unlive(sy_router *r, struct sy_route *rt) {
+    if (rt->live == UINT16_MAX || rt->live == 0 || --rt->live)
+        return;
+    if (!rt->owner ||
+        atomic_load_explicit(&rt->refs, memory_order_relaxed) == 1)
+        return; /* freed by the unref that follows: released then */
+    sy__router_route_released(r, rt);
+    rt->owner = NULL;
+    rt->host_data = NULL;
+    rt->key = UINT32_MAX;
+}
+
+void sy__router_bury(sy_router *r) {
+    uint64_t oldest = sy__pub_oldest_generation(r->pub);
+    size_t k = 0;
+    for (size_t i = 0; i < r->grave_count; i++) {
+        if (r->graves[i].generation <= oldest) {
+            route_unlive(r, r->graves[i].route);
+            sy__route_unref(r->graves[i].route);
+        } else
+            r->graves[k++] = r->graves[i];
+    }
+    r->grave_count = k;
+}
+
+bool sy__router_graves_reserve(sy_router *r, size_t extra) {
+    if (r->grave_count + extra <= r->grave_cap)
+        return true;
+    size_t cap = r->grave_cap ? r->grave_cap * 2 : 64;
+    while (cap < r->grave_count + extra)
+        cap *= 2;
+    sy__grave *g = sy__realloc(&r->alloc, r->graves, cap * sizeof *g);
+    if (!g)
+        return false;
+    r->graves = g;
+    r->grave_cap = cap;
+    return true;
+}
+
+/* ---- route keys and host data ---- */
+
+/* The last reference of a live route is gone: tell the host, free its key.
+ * Runs on the writer's side (bury, a commit's cleanup, sy_router_free). */
+void sy__router_route_released(void *data, struct sy_route *rt) {
+    sy_router *r = data;
+    if (r->opts.route_detach) {
+        sy__router_cb_enter(r);
+        r->opts.route_detach(r->opts.callback_data, rt, rt->host_data);
+        sy__router_cb_leave(r);
+    }
+    if (rt->key == UINT32_MAX)
+        return;
+    if (r->free_key_count == r->free_key_cap) {
+        size_t cap = r->free_key_cap ? r->free_key_cap * 2 : 64;
+        uint32_t *v = sy__realloc(&r->alloc, r->free_keys, cap * sizeof *v);
+        if (!v)
+            return; /* the key is not reused: key_limit grows, no harm */
+        r->free_keys = v;
+        r->free_key_cap = cap;
+    }
+    r->free_keys[r->free_key_count++] = rt->key;
+}
+
+/* A route about to become live for the first time: key and host data. */
+void sy__router_attach_route(sy_router *r, struct sy_route *rt) {
+    rt->key =
+        r->free_key_count ? r->free_keys[--r->free_key_count] : r->key_limit++;
+    rt->owner = &r->owner;
+    if (r->opts.route_attach) {
+        sy__router_cb_enter(r);
+        rt->host_data = r->opts.route_attach(r->opts.callback_data, rt);
+        sy__router_cb_leave(r);
+    }
+}

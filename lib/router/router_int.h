@@ -1,0 +1,141 @@
+/*
+ * router_int.h - the router's layout (internal), shared by the router's
+ * modules: router.c (sources, commits, readers), change_set.c (staging),
+ * router_status.c (status, metrics, Prometheus text, passive-health
+ * outcomes) and commit.c (running a commit).
+ */
+#ifndef SY_ROUTER_INT_H
+#define SY_ROUTER_INT_H
+
+#include "snapshot/publish.h"
+#include "route/route.h"
+
+#include <pthread.h>
+
+#define SY_MAX_SOURCES 256
+#define SY_MAX_SOURCE_NAME 127
+
+/* A document kept for rollback (the last `history` applied per source):
+ * not its text but what its apply made of it, the compiled routes (a
+ * reference each: unchanged routes are the live objects, so a kept
+ * document costs 8 bytes a route (12 when invalid routes left holes in
+ * its positions) plus the routes only it still holds)
+ * with their positions in its routes array, and what a rollback reports
+ * again: its version, checksum and (lenient) issues. */
+typedef struct sy__history_entry {
+    char *version; /* may be NULL */
+    uint64_t checksum;
+    struct sy_route **routes; /* one block with positions */
+    uint32_t *positions;      /* NULL: 0, 1, ... count - 1 */
+    size_t count;
+    sy_error *issues;
+    size_t issue_count;
+    bool envelope; /* {"version", "routes"}: error paths "routes[i]" */
+} sy__history_entry;
+
+/* Drop a kept document's references and memory. */
+void sy__history_entry_free(sy_router *r, sy__history_entry *e);
+
+typedef struct sy__source {
+    char *name;
+    char *version;     /* of the last applied document */
+    uint64_t checksum; /* of the last applied document */
+    bool applied;
+    bool modified;     /* one-route changes since the last document */
+    uint32_t next_pos; /* position for routes upserted without a document */
+    sy__history_entry *history;
+    size_t history_count; /* newest last */
+    /* the last applied document's memo (def.h sy__span_memo); a one-route
+     * change clears the entry of the route it replaces or removes
+     * (commit_steps.c memo_forget); NULL: none */
+    struct sy__span_memo *memo;
+    size_t memo_count;
+    sy_load_fn load;
+    void *load_data;
+    _Atomic int dirty;
+    _Atomic int running;
+    /* status (sy_router_source_status) */
+    int64_t last_apply_ms;
+    int last_result;
+    sy_error last_error;
+    uint64_t applied_count, skipped_count, failed_count;
+} sy__source;
+
+/* A route that left the live table at `generation`: its reference is
+ * dropped once no snapshot older than that generation is alive. */
+typedef struct sy__grave {
+    struct sy_route *route;
+    uint64_t generation;
+} sy__grave;
+
+struct sy_router {
+    sy__alloc alloc;
+    sy__grave *graves;
+    size_t grave_count, grave_cap;
+    sy_router_options opts;
+    sy_parse_options popts;
+    pthread_mutex_t lock;
+    sy__source *sources; /* fixed array of SY_MAX_SOURCES: never moves */
+    size_t source_count;
+    const char *source_names[SY_MAX_SOURCES];
+    sy__pub *pub;
+    struct sy_route *defaults;
+    void *data;
+    uint64_t rng;
+    /* route keys (sy_route_key): a free list below key_limit */
+    sy__route_owner owner;
+    uint32_t *free_keys;
+    size_t free_key_count, free_key_cap;
+    uint32_t key_limit;
+    /* the thread running a host callback, or 0 (re-entrancy check) */
+    _Atomic uintptr_t callback_thread;
+    /* counters (writer side, under the lock) */
+    uint64_t commits, failed_commits, skipped_applies, instance_updates;
+    /* counters (any thread) */
+    _Atomic uint64_t ejections, outcomes;
+    /* per-source fingerprints and route counts of the live snapshot,
+     * worked out once per generation (router_status.c), under the lock:
+     * NULL until a status asks; status_gen is its snapshot's generation */
+    struct sy__source_memo *status_memo;
+    uint64_t status_gen;
+};
+
+/* The router's allocator (for change sets). */
+const sy__alloc *sy__router_allocator(sy_router *r);
+/* True when the calling thread is inside one of r's callbacks (it then
+ * holds the writer lock already). */
+bool sy__router_in_callback(sy_router *r);
+/* Take the writer lock unless the calling thread is inside a callback
+ * (and so holds it already); returns whether it was taken. */
+bool sy__router_lock_for_read(sy_router *r);
+/* The live snapshot (writer side or under the lock). */
+const struct sy_snapshot *sy__router_current(sy_router *r);
+/* The router's clock in epoch ms (clock_ms callback, else real time). */
+int64_t sy__router_now_ms(sy_router *r);
+
+/* ---- router_core.c, for router.c and commit.c (writer side, lock held) ----
+ */
+
+/* Mark the calling thread as running a callback of r, and clear it. */
+void sy__router_cb_enter(sy_router *r);
+void sy__router_cb_leave(sy_router *r);
+/* The owner callback of live routes: route_detach and the key's return. */
+void sy__router_route_released(void *data, struct sy_route *rt);
+/* on_log, as a callback (re-entrancy guarded). */
+void sy__router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* on_event, as a callback. */
+void sy__router_event(sy_router *r, const sy_report *rep);
+/* on_retired_held, in the shape sy__pub_check_held calls it. */
+void sy__router_held_cb(void *data, uint64_t gen, uint64_t age);
+sy__source *sy__router_find_source(sy_router *r, const char *name);
+/* The configuration every derived snapshot gets from the router. */
+struct sy__snapshot_config sy__router_snapshot_config(sy_router *r);
+/* Drop the references of removed routes no live snapshot can still use. */
+void sy__router_bury(sy_router *r);
+bool sy__router_graves_reserve(sy_router *r, size_t extra);
+/* A route about to become live for the first time: its key and host data
+ * (route_attach). */
+void sy__router_attach_route(sy_router *r, struct sy_route *rt);
+
+#endif

@@ -1,0 +1,582 @@
+/*
+ * service_ring.c - the consistent-hash rings of a service (policy
+ * SY_LB_HASH): virtual nodes, sorting them, building a group's ring on
+ * first use, handing rings on to the next version of the service, and the
+ * lookup.
+ *
+ * An instance of weight w owns 32 * min(w, 64) virtual nodes; node j of
+ * instance `id` sits at point hash64(id, j), which depends on that instance
+ * alone. A ring is all its nodes' points sorted, plus a bucket index over
+ * the points' top `bits` bits (about 4 points per bucket):
+ *
+ *   0                                                            2^64-1
+ *   |--bucket 0----|--bucket 1----|--bucket 2----|--bucket 3----|
+ *   |  p0    p1    |        p2 p3 |  p4          |    p5    p6  |
+ *      a     c              b  a     c                a     b      inst[]
+ *   bucket[] = { 0,            2,             4,             5 }
+ *                                   ^ h = hash64(key, SVC_HASH_SEED)
+ *
+ *   lookup(h):
+ *     i = bucket[h >> shift]                 first point of h's bucket
+ *     while (i < n && points[i] < h) i++     walk to the first point >= h
+ *     if (i == n) i = 0                      past the last point: wrap
+ *     if the group shares the service ring:
+ *       while (inst[i] not in the group) i = (i + 1) % n
+ *     return inst[i]                         owner of the next node
+ *                                            clockwise from h (c above)
+ *
+ * Invariants:
+ *  - points[] is ascending (equal points ordered by a hash of their id, so
+ *    the ring does not depend on the order instances were given in);
+ *    inst[i] owns points[i]; n is the total of the members' virtual nodes.
+ *  - bucket[b] is the index of the first point whose top bits are >= b, so
+ *    every point before it is < (b << shift) <= h: starting the walk there
+ *    never skips the answer, and bucket[] is non-decreasing and <= n.
+ *  - lookups run only on non-empty groups, so n > 0 and, on a shared ring,
+ *    at least one node belongs to the group: every loop ends.
+ *  - group "a" (every up instance) uses the service ring as is; another
+ *    group shares it (with a membership bitmap) only when it holds at least
+ *    1/SVC_RING_DENSE_DIV of its virtual nodes, so the skipping walk takes
+ *    about SVC_RING_DENSE_DIV steps at most on average; smaller groups get
+ *    a ring of their own.
+ *  - adding or removing an instance moves only the keys that land on (or
+ *    leave) its own nodes; changing a weight moves only the keys of the
+ *    nodes added or removed.
+ *
+ * When rings are built. Most services are never balanced by hash, and a
+ * ring is tens of thousands of hashed and sorted points, so building one
+ * for every group at every instance update was most of an update's cost.
+ * A group's ring is built the first time a hash pick needs it:
+ *
+ *   group.ring (atomic pointer, NULL)
+ *     pick: load (acquire) -> set: use it
+ *           NULL -> build one, compare-and-swap NULL -> it (acq_rel):
+ *                   won: use it;  lost: free ours, use the winner's
+ *           build failed (memory): the owner is worked out from the
+ *           members' virtual nodes directly, the same answer, slower
+ *
+ * Readers never wait on a lock. The writer keeps readers off the build
+ * after an update: sy__service_inherit_rr hands the new version the rings
+ * its predecessor had built (svc_ring_inherit), sharing a ring (refcounted)
+ * where the group's members, their positions and weights are unchanged,
+ * and making it at once where they changed: from the predecessor's ring by
+ * one merge walk when few nodes come or go (svc_gring_merge), else from
+ * scratch. So a ring is built only for
+ * groups a hash route has used, and only when their instances changed; a
+ * route that turns to hash later builds on its first request.
+ */
+#include "service/service_int.h"
+
+#include <stdlib.h>
+
+/* A point being placed: its value and the instance owning it. */
+typedef struct svc_point {
+    uint64_t point;
+    uint32_t inst;
+} svc_point;
+
+static uint64_t svc_idh(const svc_inst *in) {
+    return sy__hash64(in->pub.id, in->idlen, ~0ull);
+}
+
+/* Ring order: by point, equal points (practically never) by a hash of
+ * their id, so the ring does not depend on the order instances came in. */
+static bool svc_point_less(const sy__service *s, uint64_t pa, uint32_t ia,
+                           uint64_t pb, uint32_t ib) {
+    if (pa != pb)
+        return pa < pb;
+    return svc_idh(&s->inst[ia]) < svc_idh(&s->inst[ib]);
+}
+
+/* The bucket index's size for `total` points: about 4 points a bucket. */
+static unsigned svc_ring_bits(uint64_t total) {
+    size_t nb = 2;
+    unsigned bits = 1;
+    while (nb * 4 < total && bits < 24) {
+        nb <<= 1;
+        bits++;
+    }
+    return bits;
+}
+
+static uint64_t svc_members_vnodes(const sy__service *s, const svc_group *g) {
+    uint64_t v = 0;
+    for (uint32_t k = 0; k < g->n; k++)
+        v += svc_vnodes(&s->inst[g->members[k]]);
+    return v;
+}
+
+/*
+ * Sort n points (tmp) into points[] / inst[] in ring order and fill
+ * bucket[] (1 << (64 - shift) + 1 entries) with the first index of each
+ * bucket. The points are uniform hashes, so one counting pass on their top
+ * bits puts each in its bucket (the counts are the bucket index the lookup
+ * needs) and an insertion sort inside each bucket (about 4 points)
+ * finishes the order. `s` owns the instances tmp[].inst names.
+ */
+static void svc_points_place(const sy__service *s, const svc_point *tmp,
+                             size_t n, uint64_t *points, uint32_t *inst,
+                             uint32_t *bucket, unsigned shift) {
+    size_t nb = (size_t)1 << (64 - shift);
+    memset(bucket, 0, (nb + 1) * sizeof *bucket);
+    for (size_t i = 0; i < n; i++)
+        bucket[(tmp[i].point >> shift) + 1]++;
+    for (size_t b = 0; b < nb; b++)
+        bucket[b + 1] += bucket[b];
+    for (size_t i = 0; i < n; i++) {
+        size_t at = bucket[tmp[i].point >> shift]++;
+        points[at] = tmp[i].point;
+        inst[at] = tmp[i].inst;
+    }
+    /* the placing moved each bucket's start to the next one's: shift back */
+    memmove(bucket + 1, bucket, nb * sizeof *bucket);
+    bucket[0] = 0;
+    for (size_t b = 0; b < nb; b++)
+        for (size_t i = bucket[b] + 1; i < bucket[b + 1]; i++) {
+            uint64_t pt = points[i];
+            uint32_t in = inst[i];
+            size_t j = i;
+            while (j > bucket[b] &&
+                   svc_point_less(s, pt, in, points[j - 1], inst[j - 1])) {
+                points[j] = points[j - 1];
+                inst[j] = inst[j - 1];
+                j--;
+            }
+            points[j] = pt;
+            inst[j] = in;
+        }
+}
+
+/* Fill ring r (arrays allocated, r->n points, r->shift set) with the
+ * virtual nodes of the members of g. `tmp` has room for r->n points. */
+static void svc_ring_fill(const sy__service *s, const svc_group *g, svc_ring *r,
+                          svc_point *tmp) {
+    size_t p = 0;
+    for (uint32_t k = 0; k < g->n; k++) {
+        const svc_inst *in = &s->inst[g->members[k]];
+        for (uint64_t j = 0, v = svc_vnodes(in); j < v; j++) {
+            tmp[p].point = sy__hash64(in->pub.id, in->idlen, j);
+            tmp[p].inst = g->members[k];
+            p++;
+        }
+    }
+    svc_points_place(s, tmp, r->n, r->points, r->inst, r->bucket, r->shift);
+}
+
+/* The bucket index of a ring whose points are in place. */
+static void svc_ring_index(svc_ring *r) {
+    size_t nb = (size_t)1 << (64 - r->shift), b = 0;
+    for (size_t i = 0; i < r->n; i++)
+        for (size_t top = r->points[i] >> r->shift; b <= top; b++)
+            r->bucket[b] = (uint32_t)i;
+    for (; b <= nb; b++)
+        r->bucket[b] = (uint32_t)r->n;
+}
+
+static void svc_gring_unref(svc_gring *r) {
+    while (r &&
+           atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+        svc_gring *base = r->base;
+        sy__alloc a = r->alloc;
+        sy__free(&a, r);
+        r = base;
+    }
+}
+
+static const svc_gring *svc_ring_get(const sy__service *s, uint32_t g);
+
+/* A new ring (one reference) for non-twin group g, or NULL (memory). */
+/* A ring of its own for `total` points (arrays in the same block, refs 1,
+ * points not filled), or NULL. */
+static svc_gring *svc_gring_own(const sy__service *s, uint64_t total) {
+    size_t head = (sizeof(svc_gring) + 7) & ~(size_t)7;
+    unsigned bits = svc_ring_bits(total);
+    size_t nb = (size_t)1 << bits;
+    svc_gring *r =
+        sy__malloc(&s->alloc, head + total * 8 + total * 4 + (nb + 1) * 4);
+    if (!r)
+        return NULL;
+    memset(r, 0, sizeof *r);
+    r->ring.points = (uint64_t *)(void *)((char *)r + head);
+    r->ring.inst = (uint32_t *)(void *)(r->ring.points + total);
+    r->ring.bucket = r->ring.inst + total;
+    r->ring.n = total;
+    r->ring.vnodes = total;
+    r->ring.shift = 64 - bits;
+    r->walk = &r->ring;
+    atomic_init(&r->refs, 1);
+    r->alloc = s->alloc;
+    return r;
+}
+
+/* Whether non-twin group g of s walks the service ring (dense) rather
+ * than a ring of its own, for members with `total` virtual nodes. */
+static bool svc_dense(const sy__service *s, uint32_t g, uint64_t total) {
+    return g != SVC_G_ALL && total * SVC_RING_DENSE_DIV >= s->vnodes;
+}
+
+/* A new ring (one reference) for non-twin group g, or NULL (memory). */
+static svc_gring *svc_gring_build(const sy__service *s, uint32_t g) {
+    const svc_group *gr = &s->groups[g];
+    uint64_t total = svc_members_vnodes(s, gr);
+    if (total == 0 || total > UINT32_MAX)
+        return NULL;
+    svc_gring *r;
+    if (svc_dense(s, g, total)) {
+        /* dense: walk the service ring, skipping non-members */
+        size_t head = (sizeof(svc_gring) + 7) & ~(size_t)7;
+        const svc_gring *base = svc_ring_get(s, SVC_G_ALL);
+        size_t words = (s->n + 63) / 64;
+        if (!base || !(r = sy__malloc(&s->alloc, head + words * 8)))
+            return NULL;
+        memset(r, 0, sizeof *r);
+        r->bits = (uint64_t *)(void *)((char *)r + head);
+        memset(r->bits, 0, words * 8);
+        for (uint32_t k = 0; k < gr->n; k++)
+            r->bits[gr->members[k] / 64] |= 1ull << (gr->members[k] % 64);
+        atomic_fetch_add_explicit(&((svc_gring *)base)->refs, 1,
+                                  memory_order_relaxed);
+        r->base = (svc_gring *)base;
+        r->walk = &base->ring;
+        atomic_init(&r->refs, 1);
+        r->alloc = s->alloc;
+        return r;
+    }
+    svc_point *tmp = sy__malloc(&s->alloc, total * sizeof *tmp);
+    r = tmp ? svc_gring_own(s, total) : NULL;
+    if (r)
+        svc_ring_fill(s, gr, &r->ring, tmp);
+    sy__free(&s->alloc, tmp);
+    return r;
+}
+
+/* Sort n points of service s in ring order into pts[] (inst[] beside),
+ * using scratch bucket space; false for memory. */
+static bool svc_points_sort(const sy__service *s, const svc_point *tmp,
+                            size_t n, uint64_t *pts, uint32_t *inst) {
+    unsigned bits = svc_ring_bits(n);
+    uint32_t *bucket =
+        sy__malloc(&s->alloc, (((size_t)1 << bits) + 1) * sizeof *bucket);
+    if (!bucket)
+        return false;
+    svc_points_place(s, tmp, n, pts, inst, bucket, 64 - bits);
+    sy__free(&s->alloc, bucket);
+    return true;
+}
+
+/* Whether node (pa of a's instance ia) comes before (pb of b's ib). */
+static bool svc_node_less(const sy__service *a, uint64_t pa, uint32_t ia,
+                          const sy__service *b, uint64_t pb, uint32_t ib) {
+    if (pa != pb)
+        return pa < pb;
+    return svc_idh(&a->inst[ia]) < svc_idh(&b->inst[ib]);
+}
+
+/*
+ * The ring of dst's group g made from src's own ring r of the counterpart
+ * group o instead of from scratch: a node is the hash of (id, j), so an
+ * instance that keeps its id keeps its nodes j < min(old, new vnodes).
+ * Only the nodes that come (new instances, grown weights) and go (left or
+ * shrunk instances) are hashed and sorted; each is located in r through
+ * its bucket index, and the runs of r between those places are copied
+ * with their instances renumbered to dst's positions:
+ *
+ *   r:      p1(a) p2(b) p3(c) p4(a) p5(c)      b left, c shrank (p5 goes)
+ *   come:   p0(d) p6(d)          at 0, 5       d joined
+ *   go:     p2(b) p5(c)          at 1, 4
+ *   result: p0(d) | p1(a') | p3(c') p4(a') | p6(d)
+ *                   run 0..1   run 2..4
+ *
+ * NULL (caller builds from scratch) for memory, or when many nodes come or
+ * go (then hashing them costs about what a build costs).
+ */
+static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
+                                  const sy__service *src, uint32_t o,
+                                  const svc_gring *r) {
+    const svc_group *gr = &dst->groups[g], *og = &src->groups[o];
+    uint64_t total = svc_members_vnodes(dst, gr);
+    if (r->base || total == 0 || total > UINT32_MAX || svc_dense(dst, g, total))
+        return NULL;
+    /* per src instance: its index in dst (SY_NONE: its nodes go) and the
+     * nodes it keeps */
+    uint32_t *to = sy__malloc(&dst->alloc, (src->n + 1) * 2 * sizeof *to);
+    if (!to)
+        return NULL;
+    uint32_t *keep = to + src->n + 1;
+    for (size_t j = 0; j < src->n; j++)
+        to[j] = SY_NONE;
+    uint64_t ncome = 0, ngo = 0;
+    for (uint32_t k = 0; k < gr->n; k++) {
+        uint32_t i = gr->members[k];
+        uint32_t j = svc_match(dst, i, src);
+        uint64_t vn = svc_vnodes(&dst->inst[i]);
+        bool member = false;
+        if (j != SY_NONE) { /* j member of o? (members ascending) */
+            uint32_t lo = 0, hi = og->n;
+            while (lo < hi) {
+                uint32_t mid = (lo + hi) / 2;
+                if (og->members[mid] < j)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            member = lo < og->n && og->members[lo] == j;
+        }
+        if (!member) {
+            ncome += vn;
+            continue;
+        }
+        uint64_t vo = svc_vnodes(&src->inst[j]);
+        to[j] = i;
+        keep[j] = (uint32_t)(vn < vo ? vn : vo);
+        ncome += vn > vo ? vn - vo : 0;
+    }
+    for (uint32_t k = 0; k < og->n; k++) {
+        uint32_t j = og->members[k];
+        ngo += svc_vnodes(&src->inst[j]) - (to[j] == SY_NONE ? 0 : keep[j]);
+    }
+    svc_gring *out = NULL;
+    svc_point *tmp = NULL;
+    uint64_t *np = NULL;
+    if ((ncome + ngo) * 4 > total)
+        goto done;
+    size_t nt = (size_t)(ncome + ngo);
+    tmp = sy__malloc(&dst->alloc, (nt + 1) * sizeof *tmp);
+    /* np/ni: the nodes, sorted (coming ones first); at: their places in r */
+    np =
+        sy__malloc(&dst->alloc, (nt + 1) * (sizeof *np + 2 * sizeof(uint32_t)));
+    out = tmp && np ? svc_gring_own(dst, total) : NULL;
+    if (!out)
+        goto done;
+    uint32_t *ni = (uint32_t *)(void *)(np + nt + 1);
+    uint32_t *at = ni + nt + 1;
+    size_t nc = 0;
+    for (uint32_t k = 0; k < gr->n; k++) {
+        uint32_t i = gr->members[k];
+        uint32_t j = svc_match(dst, i, src);
+        const svc_inst *in = &dst->inst[i];
+        uint64_t from = j != SY_NONE && to[j] == i ? keep[j] : 0;
+        for (uint64_t v = from, vn = svc_vnodes(in); v < vn; v++) {
+            tmp[nc].point = sy__hash64(in->pub.id, in->idlen, v);
+            tmp[nc].inst = i;
+            nc++;
+        }
+    }
+    size_t ng = 0;
+    for (uint32_t k = 0; k < og->n; k++) {
+        uint32_t j = og->members[k];
+        const svc_inst *in = &src->inst[j];
+        for (uint64_t v = to[j] == SY_NONE ? 0 : keep[j], vo = svc_vnodes(in);
+             v < vo; v++) {
+            tmp[nc + ng].point = sy__hash64(in->pub.id, in->idlen, v);
+            tmp[nc + ng].inst = j;
+            ng++;
+        }
+    }
+    const svc_ring * or = &r->ring;
+    bool ok = nc + ng == nt && svc_points_sort(dst, tmp, nc, np, ni) &&
+              svc_points_sort(src, tmp + nc, ng, np + nc, ni + nc);
+    /* places: a coming node goes before the first node of r after it; a
+     * going node is found where it is */
+    for (size_t e = 0; ok && e < nt; e++) {
+        bool come = e < nc;
+        const sy__service *es = come ? dst : src;
+        size_t i = or->bucket[np[e] >> or->shift];
+        while (i < or->n && (come ? svc_node_less(src, or->points[i],
+                                                  or->inst[i], es, np[e], ni[e])
+                                  : or->points[i] < np[e] ||
+                                        (or->points[i] == np[e] &&
+                                         or->inst[i] != ni[e])))
+            i++;
+        at[e] = (uint32_t)i;
+        ok = come || (i < or->n && or->points[i] == np[e]);
+    }
+    /* the copy: runs of r between the places, renumbered */
+    size_t i = 0, n = 0, c = 0, go = nc;
+    while (ok) {
+        size_t e = or->n;
+        if (c < nc && at[c] < e)
+            e = at[c];
+        if (go < nt && at[go] < e)
+            e = at[go];
+        ok = e >= i && n + (e - i) <= total;
+        if (!ok)
+            break;
+        memcpy(out->ring.points + n, or->points + i,
+               (e - i) * sizeof * or->points);
+        bool bad = false;
+        for (; i < e; i++) {
+            uint32_t m = to[or->inst[i]];
+            bad |= m == SY_NONE;
+            out->ring.inst[n++] = m;
+        }
+        ok = !bad;
+        if (c < nc && at[c] == e) { /* coming nodes go before r's node e */
+            ok = ok && n < total;
+            if (ok) {
+                out->ring.points[n] = np[c];
+                out->ring.inst[n++] = ni[c++];
+            }
+        } else if (go < nt && at[go] == e) {
+            i = e + 1; /* r's node e goes */
+            go++;
+        } else {
+            break; /* e == or->n: all copied */
+        }
+    }
+    if (!ok || n != total || c != nc || go != nt) {
+        /* cannot happen: build from scratch */
+        svc_gring_unref(out);
+        out = NULL;
+        goto done;
+    }
+    if (out->ring.shift == or->shift) {
+        /* the same buckets: r's index moved by the nodes that came and
+         * went before each (both lists sorted) */
+        size_t nb = (size_t)1 << (64 - or->shift), cb = 0, gb = nc;
+        for (size_t b = 0; b <= nb; b++) {
+            while (cb < nc && (np[cb] >> or->shift) < b)
+                cb++;
+            while (gb < nt && (np[gb] >> or->shift) < b)
+                gb++;
+            out->ring.bucket[b] = (uint32_t)(or->bucket[b] + cb - (gb - nc));
+        }
+    } else {
+        svc_ring_index(&out->ring);
+    }
+done:
+    sy__free(&dst->alloc, to);
+    sy__free(&dst->alloc, tmp);
+    sy__free(&dst->alloc, np);
+    return out;
+}
+
+/* The ring of group g (of its twin), built now if it was not; NULL when
+ * building failed for memory. Lock-free. */
+static const svc_gring *svc_ring_get(const sy__service *s, uint32_t g) {
+    if (s->groups[g].twin != SY_NONE)
+        g = s->groups[g].twin;
+    svc_group *gr = &s->groups[g];
+    svc_gring *r = atomic_load_explicit(&gr->ring, memory_order_acquire);
+    if (r)
+        return r;
+    svc_gring *mine = svc_gring_build(s, g);
+    if (!mine)
+        return NULL;
+    if (atomic_compare_exchange_strong_explicit(
+            &gr->ring, &r, mine, memory_order_acq_rel, memory_order_acquire))
+        return mine;
+    svc_gring_unref(mine); /* another thread's build won: r is it */
+    return r;
+}
+
+/* The owner of the first node at or after h on ring gr (wrapping). */
+static inline uint32_t svc_ring_lookup(const svc_gring *gr, uint64_t h) {
+    const svc_ring *r = gr->walk;
+    size_t i = r->bucket[h >> r->shift];
+    while (i < r->n && r->points[i] < h)
+        i++;
+    if (i == r->n)
+        i = 0;
+    if (gr->bits)
+        while (!(gr->bits[r->inst[i] / 64] >> (r->inst[i] % 64) & 1))
+            i = i + 1 == r->n ? 0 : i + 1;
+    return r->inst[i];
+}
+
+/* Without a ring: the member owning the first virtual node at or after h
+ * (wrapping to the first node), in ring order. O(virtual nodes). */
+static uint32_t svc_ring_scan(const sy__service *s, const svc_group *g,
+                              uint64_t h) {
+    uint32_t best = SY_NONE, first = SY_NONE;
+    uint64_t bp = 0, fp = 0;
+    for (uint32_t k = 0; k < g->n; k++) {
+        uint32_t m = g->members[k];
+        const svc_inst *in = &s->inst[m];
+        for (uint64_t j = 0, v = svc_vnodes(in); j < v; j++) {
+            uint64_t p = sy__hash64(in->pub.id, in->idlen, j);
+            if (first == SY_NONE || svc_point_less(s, p, m, fp, first)) {
+                first = m;
+                fp = p;
+            }
+            if (p >= h &&
+                (best == SY_NONE || svc_point_less(s, p, m, bp, best))) {
+                best = m;
+                bp = p;
+            }
+        }
+    }
+    return best != SY_NONE ? best : first;
+}
+
+/* The first pick of a group whose ring is not built: build it (or, out
+ * of memory, scan). Kept out of line so the common path stays short. */
+__attribute__((noinline)) static uint32_t
+svc_ring_pick_slow(const sy__service *s, const svc_group *g, uint64_t h) {
+    const svc_gring *gr = svc_ring_get(s, (uint32_t)(g - s->groups));
+    if (!gr)
+        return svc_ring_scan(s, g, h);
+    return svc_ring_lookup(gr, h);
+}
+
+uint32_t svc_ring_pick(const sy__service *s, const svc_group *g, sy_str key) {
+    uint64_t h = sy__hash64(key.ptr, key.len, SVC_HASH_SEED);
+    const svc_gring *gr = atomic_load_explicit(g->ringp, memory_order_acquire);
+    if (__builtin_expect(gr == NULL, 0))
+        return svc_ring_pick_slow(s, g, h);
+    return svc_ring_lookup(gr, h);
+}
+
+/* Whether group g of a and group h of b have the same members at the same
+ * positions with the same virtual nodes: then their rings are equal. */
+static bool svc_same_members(const sy__service *a, uint32_t g,
+                             const sy__service *b, uint32_t h) {
+    const svc_group *x = &a->groups[g], *y = &b->groups[h];
+    if (x->n != y->n)
+        return false;
+    for (uint32_t k = 0; k < x->n; k++) {
+        uint32_t i = x->members[k];
+        if (i != y->members[k] || !svc_same_id(a, i, b, i) ||
+            svc_vnodes(&a->inst[i]) != svc_vnodes(&b->inst[i]))
+            return false;
+    }
+    return true;
+}
+
+void svc_ring_inherit(sy__service *dst, const sy__service *src) {
+    /* group 0 first: the dense groups' rings lean on it */
+    for (uint32_t g = 0; g < dst->ngroups; g++) {
+        svc_group *gr = &dst->groups[g];
+        if (gr->twin != SY_NONE || gr->n == 0 ||
+            atomic_load_explicit(&gr->ring, memory_order_relaxed))
+            continue;
+        uint32_t o = svc_counterpart(dst, src, g);
+        if (o == SY_NONE)
+            continue;
+        if (src->groups[o].twin != SY_NONE)
+            o = src->groups[o].twin;
+        svc_gring *r =
+            atomic_load_explicit(&src->groups[o].ring, memory_order_acquire);
+        if (!r)
+            continue; /* no hash pick used it: none for dst either */
+        if (svc_same_members(dst, g, src, o) &&
+            (!r->base ||
+             r->base == atomic_load_explicit(&dst->groups[SVC_G_ALL].ring,
+                                             memory_order_relaxed))) {
+            atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+            atomic_store_explicit(&gr->ring, r, memory_order_release);
+        } else {
+            svc_gring *m = svc_gring_merge(dst, g, src, o, r);
+            if (m)
+                atomic_store_explicit(&gr->ring, m, memory_order_release);
+            else /* from scratch; failing, readers build or scan */
+                (void)svc_ring_get(dst, g);
+        }
+    }
+}
+
+void svc_ring_release(sy__service *s) {
+    for (uint32_t g = 0; s->groups && g < s->ngroups; g++)
+        svc_gring_unref(
+            atomic_load_explicit(&s->groups[g].ring, memory_order_acquire));
+}

@@ -1,0 +1,193 @@
+/*
+ * diff.c - three-way route diffs (diff.h) and the public sy_diff API.
+ * Ids are matched through a temporary open-addressing table over the old
+ * list; the diff owns copies of every id it reports.
+ */
+#include "snapshot/diff.h"
+#include "def/def.h"
+#include "base/idtab.h"
+
+#include "snapshot/snapshot.h"
+
+struct sy_diff {
+    sy__alloc alloc;
+    sy__arena arena;
+    const char **added;
+    size_t added_count;
+    const char **removed;
+    size_t removed_count;
+    const char **updated;
+    unsigned *updated_mask;
+    size_t updated_count;
+    size_t unchanged;
+};
+
+unsigned sy__diff_route_changes(const struct sy_route *a,
+                                const struct sy_route *b) {
+    return sy__def_route_changes(a, b);
+}
+
+static const char *old_id(const void *ctx, uint32_t i) {
+    return ((const struct sy_route *const *)ctx)[i]->id;
+}
+
+int sy__diff_routes(const sy__alloc *a,
+                    const struct sy_route *const *old_routes, size_t old_count,
+                    const struct sy_route *const *new_routes, size_t new_count,
+                    sy_diff **out) {
+    *out = NULL;
+    sy_diff *d = sy__calloc(a, 1, sizeof *d);
+    if (!d)
+        return SY_ENOMEM;
+    d->alloc = *a;
+    sy__arena_init(&d->arena, &d->alloc, 4096);
+    size_t cap = sy__idtab_capacity(old_count);
+    sy__idtab_entry *table = sy__malloc(a, cap * sizeof *table);
+    bool *seen = sy__calloc(a, old_count + 1, sizeof *seen);
+    d->added = sy__arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
+    d->removed = sy__arena_alloc(&d->arena, (old_count + 1) * sizeof(char *));
+    d->updated = sy__arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
+    d->updated_mask =
+        sy__arena_alloc(&d->arena, (new_count + 1) * sizeof(unsigned));
+    if (!table || !seen || !d->added || !d->removed || !d->updated ||
+        !d->updated_mask)
+        goto fail;
+    sy__idtab t;
+    sy__idtab_init(&t, table, cap);
+    for (size_t i = 0; i < old_count; i++) {
+        const char *id = old_routes[i]->id;
+        sy__idtab_add(&t, sy__idtab_hash(id, strlen(id)), (uint32_t)i);
+    }
+    for (size_t i = 0; i < new_count; i++) {
+        const struct sy_route *n = new_routes[i];
+        /* routes ahead, in two stages: the route, then its id's text */
+        if (i + 16 < new_count)
+            __builtin_prefetch(&new_routes[i + 16]->id);
+        if (i + 8 < new_count)
+            __builtin_prefetch(new_routes[i + 8]->id);
+        uint32_t pos, k = SY_NONE;
+        if (old_count) { /* (a first document: every route is added) */
+            size_t len = strlen(n->id);
+            k = sy__idtab_find(&t, n->id, len, sy__idtab_hash(n->id, len),
+                               old_id, old_routes, &pos);
+        }
+        const struct sy_route *o = k == SY_NONE ? NULL : old_routes[k];
+        if (o)
+            seen[k] = true;
+        if (o && o->fingerprint == n->fingerprint) {
+            d->unchanged++; /* the common case: no copy of the id */
+            continue;
+        }
+        char *id = sy__arena_strdup(&d->arena, n->id);
+        if (!id)
+            goto fail;
+        if (!o) {
+            d->added[d->added_count++] = id;
+        } else {
+            d->updated_mask[d->updated_count] = sy__diff_route_changes(o, n);
+            d->updated[d->updated_count++] = id;
+        }
+    }
+    for (size_t i = 0; i < old_count; i++)
+        if (!seen[i]) {
+            char *id = sy__arena_strdup(&d->arena, old_routes[i]->id);
+            if (!id)
+                goto fail;
+            d->removed[d->removed_count++] = id;
+        }
+    sy__free(a, table);
+    sy__free(a, seen);
+    *out = d;
+    return SY_OK;
+fail:
+    sy__free(a, table);
+    sy__free(a, seen);
+    sy_diff_free(d);
+    return SY_ENOMEM;
+}
+
+/* Diff two route lists read through `get` (documents or snapshots). */
+static int diff_lists(const void *old_c, size_t on, const void *new_c,
+                      size_t nn,
+                      const sy_route *(*get)(const void *c, size_t i),
+                      const sy_allocator *alloc, sy_diff **out, sy_error *err) {
+    sy__alloc a;
+    sy__alloc_init(&a, alloc);
+    const struct sy_route **o = sy__malloc(&a, (on + 1) * sizeof *o);
+    const struct sy_route **n = sy__malloc(&a, (nn + 1) * sizeof *n);
+    int rc = SY_ENOMEM;
+    if (o && n) {
+        for (size_t i = 0; i < on; i++)
+            o[i] = get(old_c, i);
+        for (size_t i = 0; i < nn; i++)
+            n[i] = get(new_c, i);
+        rc = sy__diff_routes(&a, o, on, n, nn, out);
+    }
+    sy__free(&a, o);
+    sy__free(&a, n);
+    return rc ? sy__error_set(err, rc, "", "out of memory") : SY_OK;
+}
+
+static const sy_route *doc_route(const void *c, size_t i) {
+    return sy_document_route(c, i);
+}
+
+static const sy_route *snap_route(const void *c, size_t i) {
+    return sy_snapshot_route_at(c, i);
+}
+
+int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
+                      const sy_allocator *alloc, sy_diff **out, sy_error *err) {
+    if (!old_doc || !new_doc || !out)
+        return sy__error_set(err, SY_EINVAL, "", "document or out is NULL");
+    return diff_lists(old_doc, sy_document_route_count(old_doc), new_doc,
+                      sy_document_route_count(new_doc), doc_route, alloc, out,
+                      err);
+}
+
+int sy_diff_snapshots(const sy_snapshot *old_snap, const sy_snapshot *new_snap,
+                      const sy_allocator *alloc, sy_diff **out, sy_error *err) {
+    if (!old_snap || !new_snap || !out)
+        return sy__error_set(err, SY_EINVAL, "", "snapshot or out is NULL");
+    return diff_lists(old_snap, sy_snapshot_route_count(old_snap), new_snap,
+                      sy_snapshot_route_count(new_snap), snap_route, alloc, out,
+                      err);
+}
+
+void sy_diff_free(sy_diff *d) {
+    if (!d)
+        return;
+    sy__alloc a = d->alloc;
+    sy__arena_free(&d->arena);
+    sy__free(&a, d);
+}
+
+size_t sy_diff_added_count(const sy_diff *d) {
+    return d->added_count;
+}
+const char *sy_diff_added(const sy_diff *d, size_t i) {
+    return i < d->added_count ? d->added[i] : NULL;
+}
+size_t sy_diff_removed_count(const sy_diff *d) {
+    return d->removed_count;
+}
+const char *sy_diff_removed(const sy_diff *d, size_t i) {
+    return i < d->removed_count ? d->removed[i] : NULL;
+}
+size_t sy_diff_updated_count(const sy_diff *d) {
+    return d->updated_count;
+}
+const char *sy_diff_updated(const sy_diff *d, size_t i, unsigned *changed) {
+    if (i >= d->updated_count)
+        return NULL;
+    if (changed)
+        *changed = d->updated_mask[i];
+    return d->updated[i];
+}
+void sy__diff_add_unchanged(sy_diff *d, size_t n) {
+    d->unchanged += n;
+}
+
+size_t sy_diff_unchanged_count(const sy_diff *d) {
+    return d->unchanged;
+}

@@ -1,0 +1,1191 @@
+/*
+ * index.c - the route index of a snapshot (see index.h).
+ *
+ * Two segment tries share one node array and one edge hash table:
+ *
+ *   node 0: path trie root        node 1: host trie root (labels reversed)
+ *
+ *      [0] --"repos"--> [7] --*--> [9] --*--> [12] --"events"--> [15]
+ *       |                                                          term: {gh8}
+ *       +--"users"--> [3] --*--> [5]                               multi: {}
+ *                                  multi: {p42}   (pattern users/{u}/ then **)
+ *
+ *   edges: open-addressing table keyed by (parent node, literal segment);
+ *          an entry holds the segment's first 16 bytes as two words:
+ *          [ w0 | w1 | parent | child | str_off | len|tag ]  (32 bytes)
+ *   node:  wild word, term list (patterns that end here), multi list
+ *          (patterns whose ** / {*x} starts here):
+ *
+ *            bit 31  30  29 .. 0
+ *             [ L | O | wild child, or with O the lone child's edge slot ]
+ *
+ *          L (LIT_KIDS): live literal children (else a walk neither
+ *          hashes nor probes there); O (ONE_LIT, with L): exactly one live
+ *          literal child and no wildcard one, its edge at that slot,
+ *          compared directly:
+ *
+ *            [5] L|O|slot 812 ----> edges[812] = "events" -> [15]
+ *            (no hash of "events", no probe: one compare of two words)
+ *
+ *          Set after placement by pruning (index_int.h): branches whose
+ *          subtree holds no list (routes placed in the other trie) lose
+ *          their L / wild, so a walk never enters them
+ *   hosts: the whole-host table (index_int.h): a host-trie node reached
+ *          by literal edges only, past no wildcard child and no multi
+ *          list, is a key "h42.example.com" -> its term list; the matcher
+ *          probes it with the unsplit host and splits the labels and
+ *          walks only on a miss (sy__index_host_exact)
+ *   lists: candidates sorted by rank key, flattened into one pool:
+ *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
+ *          so a candidate refused by its method, or proven whole by the
+ *          walk (SY_CAND_WHOLE, captures from the var pool), is decided
+ *          without reading its route (docs/architecture.md has pictures)
+ *
+ * A lookup walks both literal and wildcard edges with the request's
+ * decoded segments and returns the lists it meets. A route sits in the
+ * path trie, or in the host trie when its Host patterns are more selective
+ * than its Path patterns, or in the "generic" any-method list when it has
+ * neither. Disabled routes are not indexed: they never match.
+ */
+#include "snapshot/index_int.h"
+
+#include "route/predicate.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+/* Edge hash = the segment's own hash combined with the parent node, so a
+ * lookup hashes each request segment once, whatever node it is tried at.
+ * A full mix: the segment hash's low bits alone repeat for segments that
+ * differ only past their first bytes ("user1" .. "user99999"), and a
+ * cheaper combine (xor with parent * odd, with or without folding the
+ * high half down) made the static and param tables' probes several times
+ * longer. */
+static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
+    uint64_t h = seg_hash ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
+/* The child table's hash of (parent, segment): one multiply, the slot
+ * taken from its high bits (child_slot), which depend on every bit of
+ * the segment's hash and the parent. (Slots from the low bits, which
+ * depend only on the low bits of the product's input, needed a fold
+ * before and after the multiply: "p0" .. "p99999", whose last bytes
+ * land in the segment hash's high bits, probed ~19 slots without them.)
+ * The tag is the high half: with the slot's bits the check before a
+ * node is read. */
+static inline uint64_t child_hash(uint32_t parent, uint64_t seg_hash) {
+    return (seg_hash ^ parent) * 0xbf58476d1ce4e5b9ull;
+}
+
+/* The child table's slot of hash h in a table of mask + 1 slots. */
+static inline uint32_t child_slot(uint64_t h, uint32_t mask) {
+    return (uint32_t)(h >> __builtin_clzll((uint64_t)mask));
+}
+
+/* The hash of a segment of up to KEY_BYTES bytes, from its words. */
+static inline uint64_t segment_hash(uint64_t w0, uint64_t w1, size_t len) {
+    if (len < 8) {
+        /* w0 alone: one multiply (the combine mixes it fully; its high
+         * bits, the tag's, are the product's best) */
+        return (w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
+    }
+    uint64_t h = (w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
+    h ^= (w1 + (h >> 31)) * 0xc2b2ae3d27d4eb4full;
+    return h ^ (h >> 29);
+}
+
+/* Words that, with the length, determine the first 16 bytes: overlapping
+ * loads, so no byte past the segment is read. */
+static inline seg_key segment_key(const char *s, size_t len) {
+    seg_key k;
+    if (len >= 8) {
+        k.w0 = sy__load_u64(s);
+        k.w1 = len >= 16 ? sy__load_u64(s + 8) : sy__load_u64(s + len - 8);
+    } else if (len >= 4) {
+        k.w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
+        k.w1 = 0;
+    } else if (len) {
+        k.w0 = (uint64_t)(unsigned char)s[0] |
+               (uint64_t)(unsigned char)s[len / 2] << 8 |
+               (uint64_t)(unsigned char)s[len - 1] << 16;
+        k.w1 = 0;
+    } else {
+        k.w0 = k.w1 = 0;
+    }
+    if (len <= KEY_BYTES) {
+        k.hash = segment_hash(k.w0, k.w1, len);
+    } else {
+        k.hash = sy__hash64(s, len, 0x5e9);
+    }
+    k.len_tag = (uint32_t)(len & 0xffff) | (uint32_t)(k.hash >> 48) << 16;
+    return k;
+}
+
+static inline bool edge_is(const edge *e, const char *strings, uint32_t parent,
+                           const seg_key *k, const char *s, size_t len) {
+    return e->len_tag == k->len_tag && e->parent == parent && e->w0 == k->w0 &&
+           e->w1 == k->w1 &&
+           (len <= KEY_BYTES || memcmp(strings + e->str_off + KEY_BYTES,
+                                       s + KEY_BYTES, len - KEY_BYTES) == 0);
+}
+
+/* segment_key's words alone (no hash): what a node's own key is compared
+ * with. */
+static inline void segment_words(const char *s, size_t len, uint64_t *w0,
+                                 uint64_t *w1) {
+    if (len >= 8) { /* 16: the same load; longer: w1 is not compared */
+        *w0 = sy__load_u64(s);
+        *w1 = sy__load_u64(s + len - 8);
+    } else if (len >= 4) {
+        *w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
+        *w1 = 0;
+    } else if (len) {
+        *w0 = (uint64_t)(unsigned char)s[0] |
+              (uint64_t)(unsigned char)s[len / 2] << 8 |
+              (uint64_t)(unsigned char)s[len - 1] << 16;
+        *w1 = 0;
+    } else {
+        *w0 = *w1 = 0;
+    }
+}
+
+/* Node `x`'s edge is segment (w0, w1, len; s its text): a longer one's
+ * bytes from the 9th on are in the index's strings at x->w1. */
+static inline bool node_is(const xnode *x, const char *strings, uint64_t w0,
+                           uint64_t w1, const char *s, size_t len) {
+    if (x->len != len || x->w0 != w0)
+        return false;
+    if (len <= KEY_BYTES)
+        return x->w1 == w1;
+    return memcmp(strings + x->w1, s + 8, len - 8) == 0;
+}
+
+uint32_t new_node(builder *b) {
+    if (b->node_count == b->node_cap) {
+        uint32_t cap = b->node_cap ? b->node_cap * 2 : 64;
+        inode *n = sy__realloc(b->a, b->nodes, cap * sizeof *n);
+        if (!n) {
+            b->failed = true;
+            return NONE;
+        }
+        b->nodes = n;
+        b->node_cap = cap;
+    }
+    inode *n = &b->nodes[b->node_count];
+    n->wild = WILD_NONE;
+    n->term = n->multi = (list_ref){0, 0};
+    return b->node_count++;
+}
+
+static edge *edge_find(edge *edges, uint32_t mask, const char *strings,
+                       uint32_t parent, const seg_key *k, const char *s,
+                       size_t len, uint64_t h) {
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        edge *e = &edges[i];
+        if (e->child == NONE || edge_is(e, strings, parent, k, s, len))
+            return e;
+    }
+}
+
+static bool edges_grow(builder *b) {
+    uint32_t cap = (b->edge_mask + 1) * 2;
+    edge *n = sy__malloc(b->a, (size_t)cap * sizeof *n);
+    if (!n)
+        return false;
+    for (uint32_t i = 0; i < cap; i++)
+        n[i].child = NONE;
+    for (uint32_t i = 0; i <= b->edge_mask; i++) {
+        edge *e = &b->edges[i];
+        if (e->child == NONE)
+            continue;
+        size_t len = e->len_tag & 0xffff;
+        seg_key k = segment_key(b->strings.ptr + e->str_off, len);
+        uint64_t h = edge_combine(e->parent, k.hash);
+        for (uint32_t j = (uint32_t)h & (cap - 1);; j = (j + 1) & (cap - 1))
+            if (n[j].child == NONE) {
+                n[j] = *e;
+                break;
+            }
+    }
+    sy__free(b->a, b->edges);
+    b->edges = n;
+    b->edge_mask = cap - 1;
+    return true;
+}
+
+static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
+    if ((b->edge_count + 1) * 4 > (b->edge_mask + 1) * 3 && !edges_grow(b)) {
+        b->failed = true;
+        return NONE;
+    }
+    seg_key k = segment_key(seg.ptr, seg.len);
+    uint64_t h = edge_combine(parent, k.hash);
+    edge *e = edge_find(b->edges, b->edge_mask, b->strings.ptr, parent, &k,
+                        seg.ptr, seg.len, h);
+    if (e->child != NONE)
+        return e->child;
+    uint32_t off = (uint32_t)b->strings.len;
+    sy__buf_append(&b->strings, seg.ptr, seg.len);
+    sy__buf_putc(&b->strings, '\0');
+    uint32_t child = new_node(b);
+    if (b->strings.failed || child == NONE) {
+        b->failed = true;
+        return NONE;
+    }
+    e->w0 = k.w0;
+    e->w1 = k.w1;
+    e->parent = parent;
+    e->child = child;
+    e->str_off = off;
+    e->len_tag = k.len_tag;
+    b->edge_count++;
+    b->nodes[parent].wild |= LIT_KIDS;
+    return child;
+}
+
+static uint32_t wild_child(builder *b, uint32_t parent) {
+    if ((b->nodes[parent].wild & WILD_MASK) == WILD_NONE) {
+        uint32_t c = new_node(b);
+        if (c == NONE || c >= WILD_NONE)
+            return NONE;
+        b->nodes[parent].wild = (b->nodes[parent].wild & LIT_KIDS) | c;
+    }
+    return b->nodes[parent].wild & WILD_MASK;
+}
+
+void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
+                 uint32_t dim) {
+    if (b->pend_count == b->pend_cap) {
+        size_t cap = b->pend_cap ? b->pend_cap * 2 : 256;
+        pending *p = sy__realloc(b->a, b->pend, cap * sizeof *p);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->pend = p;
+        b->pend_cap = cap;
+    }
+    b->pend[b->pend_count++] = (pending){node, kind, slot, dim};
+}
+
+/*
+ * Walk a pattern's segments from `root` (reversed for hosts), creating
+ * nodes; returns the node where it ends and whether it ends in a MULTI.
+ */
+static uint32_t insert_pattern(builder *b, uint32_t root, const sy__pattern *p,
+                               bool reversed, uint32_t *kind) {
+    size_t n = sy__pattern_segment_count(p);
+    uint32_t node = root;
+    *kind = L_TERM;
+    for (size_t k = 0; k < n && node != NONE; k++) {
+        size_t i = reversed ? n - 1 - k : k;
+        sy__seg_kind sk = sy__pattern_segment_kind(p, i);
+        if (sk == SY_SEG_MULTI || sk == SY_SEG_REST) {
+            *kind = L_MULTI;
+            return node;
+        }
+        sy_str lit = sy__pattern_literal(p, i);
+        node = sk == SY_SEG_LITERAL && lit.len <= UINT16_MAX
+                   ? literal_child(b, node, lit)
+                   : wild_child(b, node);
+    }
+    return node;
+}
+
+/* Every pattern of a Path (dim 0) or Host (dim 1, labels reversed)
+ * predicate, as pending entries of `slot`. Host patterns and requests are
+ * both split as Ant tokenizes them (empty labels dropped, a virtual empty
+ * label for a leading or trailing '.'), and a host pattern is walked from
+ * its end down to its last "**", which Ant matches label for label. */
+void insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
+                     uint32_t slot, uint32_t dim) {
+    for (size_t i = 0; pred && i < sy__pred_pattern_count(pred); i++) {
+        const sy__pattern *pat = sy__pred_pattern(pred, i);
+        /* a path pattern that matches nothing ("foo" without '/') is left
+         * out: its segments would otherwise prove a literal "/foo" */
+        if (!sy__pattern_can_match(pat))
+            continue;
+        uint32_t kind;
+        uint32_t node = insert_pattern(b, root, pat, dim == 1, &kind);
+        if (node != NONE)
+            add_pending(b, node, kind, slot, dim);
+    }
+}
+
+/* The first built-in predicate of `kind` of a route, or NULL. */
+const sy__pred *find_pred(const struct sy_route *r, sy__pred_kind kind) {
+    for (size_t i = 0; i < r->predicate_count; i++)
+        if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == kind)
+            return r->cpreds[i];
+    return NULL;
+}
+
+/* A pattern the trie walk proves on its own: literal segments (labels)
+ * short enough for a literal edge, plain {var}s and "*"s, and at most one
+ * "**"
+ * (capturing nothing) as the last segment the walk meets (the last of a
+ * path, the first label of a host): the walk then collects it in the multi
+ * list at the node where every segment before it matched. */
+static bool pattern_walkable(const sy__pattern *p, bool host) {
+    size_t n = sy__pattern_segment_count(p), vars = 0;
+    for (size_t i = 0; i < n; i++) {
+        sy__seg_kind k = sy__pattern_segment_kind(p, i);
+        if (k == SY_SEG_MULTI) {
+            if (i != (host ? 0 : n - 1))
+                return false;
+        } else if (k == SY_SEG_LITERAL) {
+            if (sy__pattern_literal(p, i).len > UINT16_MAX)
+                return false;
+        } else if (sy__pattern_segment_var(p, i).ptr) {
+            vars++;
+        } else if (!sy__pattern_segment_is_star(p, i)) {
+            return false;
+        }
+    }
+    return vars == sy__pattern_var_count(p); /* no {*name} */
+}
+
+static bool add_var(builder *b, sy_str name, uint32_t seg) {
+    if (b->var_count == b->var_cap) {
+        uint32_t cap = b->var_cap ? b->var_cap * 2 : 64;
+        sy__cand_var *v = sy__realloc(b->a, b->vars, cap * sizeof *v);
+        if (!v)
+            return false;
+        b->vars = v;
+        b->var_cap = cap;
+    }
+    b->vars[b->var_count++] = (sy__cand_var){name, seg};
+    return true;
+}
+
+/* The methods a route accepts and, per trie (0 path, 1 host), whether
+ * the walk proves its Path (Host) predicate (SY_CAND_WALK: one such
+ * predicate, of one walkable pattern) and whether that leaves only its
+ * Method predicates (SY_CAND_WHOLE). */
+rinfo route_info(builder *b, const struct sy_route *r) {
+    rinfo ri;
+    memset(&ri, 0, sizeof ri);
+    ri.methods = UINT32_MAX;
+    size_t at[2] = {0, 0}, ndims[2] = {0, 0};
+    bool other = false;
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        const sy__pred *p = r->cpreds[i];
+        sy__pred_kind k = p ? sy__pred_get_kind(p) : SY_PK_HOST_FACTORY;
+        if (k == SY_PK_METHOD) {
+            ri.methods &= sy__pred_method_mask(p);
+        } else if (k == SY_PK_PATH || k == SY_PK_HOST) {
+            at[k == SY_PK_HOST] = i;
+            ndims[k == SY_PK_HOST]++;
+        } else {
+            other = true;
+        }
+    }
+    for (int d = 0; d < 2; d++) {
+        if (ndims[d] != 1 || at[d] >= UINT8_MAX)
+            continue;
+        const sy__pred *pred = r->cpreds[at[d]];
+        if (sy__pred_pattern_count(pred) != 1)
+            continue;
+        const sy__pattern *pat = sy__pred_pattern(pred, 0);
+        if (!pattern_walkable(pat, d == 1))
+            continue;
+        ri.vars[d] = b->var_count;
+        size_t n = sy__pattern_segment_count(pat);
+        for (size_t i = 0; i < n; i++) {
+            sy_str name = sy__pattern_segment_var(pat, i);
+            /* hosts: counted from the last label (a leading ** takes any
+             * number of labels before the others) */
+            uint32_t seg = (uint32_t)(d == 1 ? n - 1 - i : i);
+            /* a "*" but the last needs a non-empty segment: an entry
+             * without a name checks that and captures nothing */
+            bool check =
+                name.ptr || (sy__pattern_segment_is_star(pat, i) && i + 1 < n);
+            if (check && !add_var(b, name, seg)) {
+                b->failed = true;
+                return ri;
+            }
+        }
+        ri.nvars[d] = (uint16_t)(b->var_count - ri.vars[d]);
+        ri.pred[d] = (uint8_t)at[d];
+        ri.flags[d] = SY_CAND_WALK;
+        if (!other && !ndims[1 - d])
+            ri.flags[d] |= SY_CAND_WHOLE;
+    }
+    return ri;
+}
+
+/* Stable counting sort of pending entries into per-(node, kind) lists. */
+static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
+                    const uint32_t *slot_pos, const rinfo *info) {
+    size_t nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
+    uint32_t *start = sy__calloc(b->a, nlists + 1, sizeof *start);
+    if (!start)
+        return false;
+    size_t kept = 0;
+    for (size_t i = 0; i < b->pend_count; i++) {
+        pending *p = &b->pend[i];
+        if (p->dim != placement[slot_pos[i]]) {
+            p->kind = NONE; /* placed in the other dimension */
+            continue;
+        }
+        size_t li = p->dim == 2 ? (size_t)b->node_count * 2 + p->node
+                                : (size_t)p->node * 2 + p->kind;
+        p->node = (uint32_t)li;
+        start[li + 1]++;
+        kept++;
+    }
+    for (size_t i = 0; i < nlists; i++)
+        start[i + 1] += start[i];
+    ix->cands = sy__malloc(b->a, (kept ? kept : 1) * sizeof *ix->cands);
+    uint32_t *fill = sy__malloc(b->a, nlists * sizeof *fill);
+    if (!ix->cands || !fill) {
+        sy__free(b->a, fill);
+        sy__free(b->a, start);
+        return false;
+    }
+    memcpy(fill, start, nlists * sizeof *fill);
+    for (size_t i = 0; i < b->pend_count; i++) {
+        pending *p = &b->pend[i];
+        if (p->kind == NONE)
+            continue;
+        uint32_t *pos = &fill[p->node];
+        /* a route with several patterns landing on one list: keep one */
+        if (*pos > start[p->node] && ix->cands[*pos - 1].slot == p->slot)
+            continue;
+        ix->cands[(*pos)++] = cand_of(p, &info[slot_pos[i]]);
+    }
+    for (uint32_t n = 0; n < b->node_count; n++) {
+        b->nodes[n].term = (list_ref){start[n * 2], fill[n * 2] - start[n * 2]};
+        b->nodes[n].multi =
+            (list_ref){start[n * 2 + 1], fill[n * 2 + 1] - start[n * 2 + 1]};
+    }
+    for (size_t g = 0; g < GENERIC_LISTS; g++) {
+        size_t li = (size_t)b->node_count * 2 + g;
+        ix->generic[g] = (list_ref){start[li], fill[li] - start[li]};
+        if (ix->generic[g].len)
+            ix->generic_some |= 1u << g;
+    }
+    ix->bytes += kept * sizeof *ix->cands;
+    sy__free(b->a, fill);
+    sy__free(b->a, start);
+    return true;
+}
+
+/* ---- the layout (index_int.h) ---- */
+
+bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes) {
+    memset(L, 0, sizeof *L);
+    L->up = sy__malloc(a, (size_t)nodes * sizeof *L->up);
+    L->key = sy__malloc(a, (size_t)nodes * sizeof *L->key);
+    L->live = sy__calloc(a, nodes, sizeof *L->live);
+    L->kids = sy__calloc(a, nodes, 1);
+    L->cstart = sy__malloc(a, ((size_t)nodes + 1) * sizeof *L->cstart);
+    if (!L->up || !L->key || !L->live || !L->kids || !L->cstart)
+        return false;
+    L->cstart[0] = 0;
+    return true;
+}
+
+static inline bool has_wild(const inode *nd) {
+    return (nd->wild & WILD_MASK) != WILD_NONE;
+}
+
+/* Lists that a node's u16 lengths and one offset cannot say. */
+static inline bool needs_side(const inode *nd) {
+    return nd->term.len >= UINT16_MAX || nd->multi.len >= UINT16_MAX ||
+           (nd->term.len && nd->multi.len &&
+            nd->multi.off != nd->term.off + nd->term.len);
+}
+
+static inline size_t edge_len(const builder *b, const layout *L, uint32_t n) {
+    (void)b;
+    return n > ROOT_HOST && (L->up[n] & 1u) ? L->key[n].len : 0;
+}
+
+void layout_count(const builder *b, layout *L, uint32_t n) {
+    uint32_t lv = L->live[n];
+    uint32_t cnt = lv & LIVE ? lv & ~LIVE : 0;
+    L->cstart[n + 1] = L->cstart[n] + cnt;
+    if (!(lv & LIVE))
+        return;
+    L->count++;
+    const inode *nd = &b->nodes[n];
+    bool w = has_wild(nd);
+    if (cnt - w > DIRECT_MAX)
+        L->nhash += cnt - w;
+    size_t len = edge_len(b, L, n);
+    if (len > KEY_BYTES)
+        L->long_bytes += len - 8;
+    L->nside += needs_side(nd);
+    /* from now on: the cursor of n's literal children in clist; and its
+     * shape's two bits in kids[] (the host flags are used up) */
+    L->live[n] = LIVE | (L->cstart[n] + w);
+    L->kids[n] =
+        (uint8_t)((cnt - w > DIRECT_MAX ? LK_HASH : 0) | (w ? LK_WILD : 0));
+}
+
+bool layout_alloc(const sy__alloc *a, layout *L, bool zero) {
+    size_t n = L->count, nk = n > 2 ? n - 2 : 1;
+    L->clist = sy__malloc(a, nk * sizeof *L->clist);
+    L->order = sy__malloc(a, n * 3 * sizeof *L->order);
+    L->stack = sy__malloc(a, n * sizeof *L->stack);
+    L->mem = sy__malloc(a, n * sizeof *L->xn + 64);
+    if (L->long_bytes)
+        L->strings = sy__malloc(a, L->long_bytes);
+    if (L->nside)
+        L->side = sy__malloc(a, L->nside * sizeof *L->side);
+    if (L->nhash) {
+        size_t cap = 8;
+        while (cap < L->nhash * 2)
+            cap *= 2;
+        L->slots = cap > (size_t)UINT32_MAX + 1 ? NULL
+                   : zero ? sy__calloc(a, cap, sizeof *L->slots)
+                          : sy__malloc(a, cap * sizeof *L->slots);
+        L->slot_mask = (uint32_t)(cap - 1);
+    }
+    if (!L->clist || !L->order || !L->stack || !L->mem ||
+        (L->long_bytes && !L->strings) || (L->nside && !L->side) ||
+        (L->nhash && !L->slots))
+        return false;
+    L->xn = (xnode *)(((uintptr_t)L->mem + 63) & ~(uintptr_t)63);
+    L->parent = L->order + n;
+    L->first = L->parent + n;
+    /* the roots first, then the path root's subtree, then the host's */
+    L->order[ROOT_PATH] = ROOT_PATH;
+    L->order[ROOT_HOST] = ROOT_HOST;
+    L->parent[ROOT_PATH] = L->parent[ROOT_HOST] = 0;
+    L->cursor = 2;
+    L->stack[0] = (lframe){ROOT_HOST, ROOT_HOST, 0, 0, 0, 0};
+    L->stack[1] = (lframe){ROOT_PATH, ROOT_PATH, 0, 0, 0, 0};
+    L->sp = 2;
+    return true;
+}
+
+void layout_place(const builder *b, layout *L, uint32_t n) {
+    (void)b;
+    if (n <= ROOT_HOST || !(L->live[n] & LIVE))
+        return;
+    uint32_t p = L->up[n] >> 1;
+    if (L->up[n] & 1u)
+        L->clist[L->live[p]++ & ~LIVE] = n;
+    else
+        L->clist[L->cstart[p]] = n; /* the wildcard child first */
+}
+
+/* A node has its literal children in the child table (layout_count's
+ * bit). */
+static inline bool hashed(const builder *b, const layout *L, uint32_t o) {
+    (void)b;
+    return L->kids[o] & LK_HASH;
+}
+
+static inline uint32_t place(layout *L, uint32_t o, uint32_t parent) {
+    uint32_t id = L->cursor++;
+    L->order[id] = o;
+    L->parent[id] = parent;
+    return id;
+}
+
+size_t layout_order(const builder *b, layout *L, size_t budget) {
+    (void)b;
+    size_t done = 0;
+    while (L->sp && done < budget) {
+        lframe *f = &L->stack[L->sp - 1];
+        done++;
+        if (f->phase == 0) { /* entered: its children start here */
+            L->first[f->id] = L->cursor;
+            f->k = L->cstart[f->old];
+            f->end = L->cstart[f->old + 1];
+            f->hash = L->kids[f->old] & LK_HASH;
+            f->phase = 1;
+        } else if (f->k == f->end && (f->hash || f->phase == 2)) {
+            L->sp--;
+        } else if (f->hash) { /* each child, then its subtree */
+            uint32_t o = L->clist[f->k++];
+            uint32_t id = place(L, o, f->id);
+            L->stack[L->sp++] = (lframe){o, id, 0, 0, 0, 0};
+        } else if (f->phase == 1) { /* the children together */
+            if (f->k < f->end) {
+                place(L, L->clist[f->k++], f->id);
+            } else {
+                f->phase = 2;
+                f->k = L->cstart[f->old];
+            }
+        } else { /* then their subtrees */
+            uint32_t id = L->first[f->id] + (f->k - L->cstart[f->old]);
+            L->stack[L->sp++] = (lframe){L->clist[f->k++], id, 0, 0, 0, 0};
+        }
+    }
+    return done;
+}
+
+void layout_node(const builder *b, layout *L, uint32_t j) {
+    uint32_t o = L->order[j];
+    const inode *nd = &b->nodes[o];
+    xnode x = {0, 0, 0, 0, L->first[j], 0, 0, 0};
+    size_t len = edge_len(b, L, o);
+    if (len) {
+        const lkey *e = &L->key[o];
+        x.len = (uint16_t)len;
+        x.w0 = e->w0;
+        x.w1 = e->w1;
+        if (len > KEY_BYTES) {
+            memcpy(L->strings + L->long_used, b->strings.ptr + e->str_off + 8,
+                   len - 8);
+            x.w1 = L->long_used;
+            L->long_used += len - 8;
+        }
+    }
+    bool w = has_wild(nd);
+    uint32_t nlit = L->cstart[o + 1] - L->cstart[o] - w;
+    x.shape =
+        (uint16_t)((w ? X_WILD : 0) | (nlit > DIRECT_MAX ? X_HASH : nlit));
+    if (!(nlit + w))
+        x.kids = 0; /* a leaf */
+    if (j > ROOT_HOST && (L->up[o] & 1u) &&
+        hashed(b, L, L->order[L->parent[j]])) {
+        x.shape |= X_HCHILD; /* its children (if any) start at j + 1 */
+        x.kids = L->parent[j];
+    }
+    if (needs_side(nd)) {
+        x.shape |= X_SIDE;
+        x.tlen = x.mlen = UINT16_MAX;
+        L->side[L->side_used++] = (xside){j, nd->term.off, nd->term.len,
+                                          nd->multi.off, nd->multi.len};
+    } else {
+        x.off = nd->term.len ? nd->term.off : nd->multi.off;
+        x.tlen = (uint16_t)nd->term.len;
+        x.mlen = (uint16_t)nd->multi.len;
+    }
+    if (x.mlen)
+        x.shape |= X_MULTI;
+    L->xn[j] = x;
+}
+
+void layout_hash(const builder *b, layout *L, uint32_t j) {
+    if (!(L->xn[j].shape & X_HCHILD))
+        return;
+    uint32_t p = L->parent[j];
+    const xnode *x = &L->xn[j];
+    uint64_t h = child_hash(
+        p,
+        x->len <= KEY_BYTES
+            ? segment_hash(x->w0, x->w1, x->len)
+            : segment_key(b->strings.ptr + L->key[L->order[j]].str_off, x->len)
+                  .hash);
+    uint32_t i = child_slot(h, L->slot_mask);
+    while (L->slots[i].child)
+        i = (i + 1) & L->slot_mask;
+    L->slots[i] = (xslot){j, (uint32_t)(h >> 32)};
+}
+
+void layout_give(layout *L, sy__index *ix) {
+    ix->nodes = L->xn;
+    ix->nodes_mem = L->mem;
+    ix->node_count = L->count;
+    ix->slots = L->slots;
+    ix->slot_mask = L->slot_mask;
+    ix->slot_shift =
+        (uint8_t)(L->slot_mask ? __builtin_clzll((uint64_t)L->slot_mask) : 63);
+    ix->strings = L->strings;
+    ix->side = L->side;
+    ix->nside = (uint32_t)L->nside;
+    ix->bytes += (size_t)L->count * sizeof *L->xn + 64 + L->long_bytes +
+                 L->nside * sizeof *L->side +
+                 (L->slots ? ((size_t)L->slot_mask + 1) * sizeof *L->slots : 0);
+    L->xn = NULL;
+    L->mem = NULL;
+    L->slots = NULL;
+    L->strings = NULL;
+    L->side = NULL;
+}
+
+void layout_done(const sy__alloc *a, layout *L) {
+    sy__free(a, L->up);
+    sy__free(a, L->key);
+    sy__free(a, L->live);
+    sy__free(a, L->kids);
+    sy__free(a, L->cstart);
+    sy__free(a, L->clist);
+    sy__free(a, L->order);
+    sy__free(a, L->stack);
+    sy__free(a, L->mem);
+    sy__free(a, L->slots);
+    sy__free(a, L->strings);
+    sy__free(a, L->side);
+    memset(L, 0, sizeof *L);
+}
+
+static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
+    return b->list_len ? b->list_len[node * 2 + kind] : 0;
+}
+
+/*
+ * The build visits routes in rank order, which in a large table with
+ * mixed orders reads them all over the heap: each line a TLB and cache
+ * miss (at 100k routes most of the build's time). The routes ahead are
+ * fetched in stages, each stage reading only lines an earlier one
+ * fetched: the route's own fields 16 ahead, its predicate array 8 ahead,
+ * the predicates 4 ahead, their patterns 2 ahead, the patterns' text 1
+ * ahead. Hints only: what is read and built does not change.
+ */
+static void prefetch_patterns(const struct sy_route *rt, bool text) {
+    size_t np = rt->predicate_count < 8 ? rt->predicate_count : 8;
+    for (size_t i = 0; i < np; i++) {
+        const sy__pred *p = rt->cpreds[i];
+        size_t nk = p ? sy__pred_pattern_count(p) : 0;
+        for (size_t k = 0; k < nk && k < 2; k++) {
+            const sy__pattern *pat = sy__pred_pattern(p, k);
+            if (text) {
+                __builtin_prefetch(sy__pattern_source(pat));
+            } else {
+                __builtin_prefetch(pat);
+                __builtin_prefetch((const char *)pat + 64);
+            }
+        }
+    }
+}
+
+static void prefetch_ahead(const sy__index_route *routes, size_t n, size_t r) {
+    if (r + 16 < n) {
+        const struct sy_route *rt = routes[r + 16].route;
+        __builtin_prefetch(&rt->disabled);
+        __builtin_prefetch(&rt->predicate_count);
+        __builtin_prefetch(&rt->cpreds);
+    }
+    if (r + 8 < n)
+        __builtin_prefetch(routes[r + 8].route->cpreds);
+    if (r + 4 < n) {
+        const struct sy_route *rt = routes[r + 4].route;
+        size_t np = rt->predicate_count < 8 ? rt->predicate_count : 8;
+        for (size_t i = 0; i < np; i++)
+            if (rt->cpreds[i])
+                __builtin_prefetch(rt->cpreds[i]);
+    }
+    if (r + 2 < n)
+        prefetch_patterns(routes[r + 2].route, false);
+    if (r + 1 < n)
+        prefetch_patterns(routes[r + 1].route, true);
+}
+
+int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
+                    size_t n, sy__index **out) {
+    *out = NULL;
+    sy__index *ix = sy__calloc(a, 1, sizeof *ix);
+    sy__index_route *routes = sy__malloc(a, (n ? n : 1) * sizeof *routes);
+    uint8_t *placement = sy__malloc(a, n ? n : 1);
+    uint32_t *pcost = sy__malloc(a, (n ? n : 1) * 2 * sizeof *pcost);
+    rinfo *info = sy__malloc(a, (n ? n : 1) * sizeof *info);
+    builder b = {.a = a};
+    sy__buf_init(&b.strings, a);
+    layout L;
+    memset(&L, 0, sizeof L);
+    uint32_t *slot_pos = NULL;
+    int rc = SY_OK;
+    if (!ix || !routes || !placement || !pcost || !info)
+        goto fail;
+    if (n)
+        memcpy(routes, routes_in, n * sizeof *routes);
+    if (!sy__sort_by_u64(a, routes, n, sizeof *routes,
+                         offsetof(sy__index_route, key)))
+        goto fail;
+    ix->alloc = a;
+    atomic_init(&ix->refs, 1);
+    b.edge_mask = 63;
+    b.edges = sy__malloc(a, 64 * sizeof *b.edges);
+    if (!b.edges)
+        goto fail;
+    for (uint32_t i = 0; i < 64; i++)
+        b.edges[i].child = NONE;
+    new_node(&b); /* ROOT_PATH */
+    new_node(&b); /* ROOT_HOST */
+
+    /* Insert each route into every dimension it could use. */
+    for (size_t r = 0; r < n && !b.failed; r++) {
+        const struct sy_route *rt = routes[r].route;
+        uint32_t slot = routes[r].slot;
+        prefetch_ahead(routes, n, r);
+        if (rt->disabled)
+            continue;
+        info[r] = route_info(&b, rt);
+        const sy__pred *path = find_pred(rt, SY_PK_PATH);
+        const sy__pred *host = find_pred(rt, SY_PK_HOST);
+        insert_patterns(&b, path, ROOT_PATH, slot, 0);
+        insert_patterns(&b, host, ROOT_HOST, slot, 1);
+        /* in the any-method list even with a Method predicate: a request
+         * of another method must still meet it (inline method bits reject
+         * it at once), so a miss can answer 405 rather than 404 */
+        if (!path && !host)
+            add_pending(&b, GENERIC_ANY, 0, slot, 2);
+    }
+    if (b.failed)
+        goto fail;
+
+    /* Count list sizes, then place each route where its lists are
+     * shortest: the path trie unless the host trie is more selective. */
+    b.list_len = sy__calloc(a, (size_t)b.node_count * 2, sizeof *b.list_len);
+    slot_pos =
+        sy__malloc(a, (b.pend_count ? b.pend_count : 1) * sizeof *slot_pos);
+    if (!b.list_len || !slot_pos)
+        goto fail;
+    for (size_t i = 0; i < b.pend_count; i++)
+        if (b.pend[i].dim != 2)
+            b.list_len[b.pend[i].node * 2 + b.pend[i].kind]++;
+    for (size_t r = 0; r < n; r++) {
+        pcost[r * 2] = pcost[r * 2 + 1] = 0;
+        placement[r] = 2;
+    }
+    /* map pending -> route position (routes are sorted; pending in order) */
+    {
+        size_t r = 0;
+        for (size_t i = 0; i < b.pend_count; i++) {
+            while (routes[r].slot != b.pend[i].slot)
+                r++;
+            slot_pos[i] = (uint32_t)r;
+            if (b.pend[i].dim == 2)
+                continue;
+            uint32_t len = list_len_at(&b, b.pend[i].node, b.pend[i].kind);
+            uint32_t *c = &pcost[r * 2 + b.pend[i].dim];
+            if (len + 1 > *c)
+                *c = len + 1;
+        }
+    }
+    for (size_t r = 0; r < n; r++) {
+        uint32_t pc = pcost[r * 2], hc = pcost[r * 2 + 1];
+        if (pc && (!hc || pc <= hc)) {
+            placement[r] = 0;
+        } else if (hc) {
+            placement[r] = 1;
+            ix->host_routes++;
+        }
+    }
+    if (!flatten(&b, ix, placement, slot_pos, info))
+        goto fail;
+    if (!layout_start(a, &L, b.node_count))
+        goto fail;
+    {
+        size_t nn = b.node_count;
+        for (size_t i = 0; i <= b.edge_mask; i++)
+            prune_up_edge(&b, L.up, L.key, i);
+        for (uint32_t i = 0; i < nn; i++)
+            prune_up_wild(&b, L.up, i);
+        for (uint32_t i = b.node_count; i-- > 0;)
+            prune_node(&b, L.up, L.live, L.kids, i);
+        /* the whole-host table (kids[] reused for its flags) */
+        size_t hcount = 0, hbytes = 0, used = 0;
+        for (uint32_t i = 0; i < nn; i++) {
+            size_t l = host_mark(&b, L.up, L.key, L.kids, i);
+            hcount += l != 0;
+            hbytes += l;
+        }
+        if (!host_alloc(a, hcount, hbytes, &ix->hosts, &ix->host_mask,
+                        &ix->hkeys))
+            goto fail;
+        for (uint32_t i = 0; i < nn; i++)
+            host_put(&b, L.up, L.key, L.kids, i, ix->hosts, ix->host_mask,
+                     ix->hkeys, &used, &ix->hfilt);
+        if (ix->hosts)
+            ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
+        /* the live nodes, depth first */
+        for (uint32_t i = 0; i < nn; i++)
+            layout_count(&b, &L, i);
+        if (!layout_alloc(a, &L, true))
+            goto fail;
+        for (uint32_t i = 0; i < nn; i++)
+            layout_place(&b, &L, i);
+        layout_order(&b, &L, SIZE_MAX);
+        for (uint32_t j = 0; j < L.count; j++)
+            layout_node(&b, &L, j);
+        for (uint32_t j = 0; j < L.count; j++)
+            layout_hash(&b, &L, j);
+    }
+    layout_give(&L, ix);
+    ix->built_nodes = b.node_count;
+    ix->vars = b.vars;
+    b.vars = NULL;
+    ix->bytes += sizeof *ix + (size_t)b.var_cap * sizeof *ix->vars;
+    *out = ix;
+    goto done;
+
+fail:
+    rc = SY_ENOMEM;
+    if (ix) {
+        sy__free(a, ix->cands);
+        sy__free(a, ix->hosts);
+        sy__free(a, ix->hkeys);
+    }
+    sy__free(a, ix);
+done: /* the build's temporaries, whatever the outcome */
+    layout_done(a, &L);
+    sy__free(a, b.nodes);
+    sy__free(a, b.edges);
+    sy__buf_free(&b.strings);
+    sy__free(a, b.vars);
+    sy__free(a, b.pend);
+    sy__free(a, b.list_len);
+    sy__free(a, slot_pos);
+    sy__free(a, routes);
+    sy__free(a, placement);
+    sy__free(a, pcost);
+    sy__free(a, info);
+    return rc;
+}
+
+sy__index *sy__index_ref(sy__index *ix) {
+    atomic_fetch_add_explicit(&ix->refs, 1, memory_order_relaxed);
+    return ix;
+}
+
+void sy__index_unref(sy__index *ix) {
+    if (!ix ||
+        atomic_fetch_sub_explicit(&ix->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    const sy__alloc *a = ix->alloc;
+    sy__free(a, ix->nodes_mem);
+    sy__free(a, ix->slots);
+    sy__free(a, ix->side);
+    sy__free(a, ix->strings);
+    sy__free(a, ix->cands);
+    sy__free(a, ix->vars);
+    sy__free(a, ix->hosts);
+    sy__free(a, ix->hkeys);
+    sy__free(a, ix);
+}
+
+size_t sy__index_bytes(const sy__index *ix) {
+    return ix->bytes;
+}
+
+/* ---- lookup ---- */
+
+bool sy__index_host_exact(const sy__index *ix, sy_str host,
+                          sy__cand_list *out) {
+    return host.len && index_host_exact(ix, host, out);
+}
+
+typedef struct collector {
+    const sy__index *ix;
+    sy__cand_list *out;
+    size_t n, cap;
+    const sy_str *dec; /* the request's segments (labels) */
+    size_t count;
+    bool overflow;
+    bool reversed; /* host trie: labels walked from the last */
+    bool lead;     /* host: a leading '.' */
+} collector;
+
+static inline void collect(collector *c, list_ref l, uint8_t proof,
+                           bool exact) {
+    if (!l.len)
+        return;
+    if (c->n == c->cap) {
+        c->overflow = true;
+        return;
+    }
+    c->out[c->n++] = (sy__cand_list){
+        c->ix->cands + l.off, c->ix->vars, l.len, proof, exact, c->reversed};
+}
+
+/* A node's lists (X_SIDE: from the side table, by binary search). */
+static list_ref side_list(const sy__index *ix, uint32_t node, bool multi) {
+    uint32_t lo = 0, hi = ix->nside;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ix->side[mid].node < node)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const xside *e = &ix->side[lo]; /* present: the node has X_SIDE */
+    return multi ? (list_ref){e->moff, e->mlen} : (list_ref){e->toff, e->tlen};
+}
+
+static inline list_ref term_of(const sy__index *ix, const xnode *nd,
+                               uint32_t node) {
+    if (nd->shape & X_SIDE)
+        return side_list(ix, node, false);
+    return (list_ref){nd->off, nd->tlen};
+}
+
+static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
+                                uint32_t node) {
+    if (nd->shape & X_SIDE)
+        return side_list(ix, node, true);
+    return (list_ref){nd->off + nd->tlen, nd->mlen};
+}
+
+/* The child table's probe for the literal child of `parent` (an X_HASH
+ * node) with hash h and words w0, w1 of segment seg: the tag, then the
+ * child's own words and that it is this parent's. */
+static inline __attribute__((always_inline)) uint32_t
+probe_child(const sy__index *ix, uint32_t parent, uint64_t h, uint64_t w0,
+            uint64_t w1, sy_str seg) {
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (uint32_t p = (uint32_t)(h >> ix->slot_shift);;
+         p = (p + 1) & ix->slot_mask) {
+        const xslot *e = &ix->slots[p];
+        if (!e->child)
+            return NONE;
+        if (e->tag == tag) {
+            const xnode *x = &ix->nodes[e->child];
+            if (node_is(x, ix->strings, w0, w1, seg.ptr, seg.len) &&
+                x->kids == parent)
+                return e->child;
+        }
+    }
+}
+
+/* A segment longer than KEY_BYTES: its tail is compared in the pool. */
+static __attribute__((noinline)) uint32_t
+find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
+    seg_key k = segment_key(seg.ptr, seg.len);
+    return probe_child(ix, parent, child_hash(parent, k.hash), k.w0, k.w1, seg);
+}
+
+/* The literal child of `parent` (an X_HASH node) for segment `seg`,
+ * through the child table. A segment of up to KEY_BYTES bytes is
+ * compared by its words alone, no call: the probe's registers stay the
+ * caller's. */
+static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
+                                   sy_str seg) {
+    if (seg.len > KEY_BYTES)
+        return find_hashed_long(ix, parent, seg);
+    uint64_t w0, w1;
+    segment_words(seg.ptr, seg.len, &w0, &w1);
+    return probe_child(ix, parent,
+                       child_hash(parent, segment_hash(w0, w1, seg.len)), w0,
+                       w1, seg);
+}
+
+/* The literal child among n of them from `first`, compared one by one. */
+static inline uint32_t find_direct(const collector *c, uint32_t first,
+                                   uint32_t n, size_t i) {
+    const sy__index *ix = c->ix;
+    sy_str seg = c->dec[i];
+    uint64_t w0, w1;
+    segment_words(seg.ptr, seg.len, &w0, &w1);
+    for (uint32_t j = 0; j < n; j++)
+        if (node_is(&ix->nodes[first + j], ix->strings, w0, w1, seg.ptr,
+                    seg.len))
+            return first + j;
+    return NONE;
+}
+
+/* A node's first child (its wildcard one, if any, then its literal ones):
+ * with HCHILD (kids is then its parent) the next node. */
+static inline uint32_t first_kid(const xnode *nd, uint32_t node,
+                                 uint32_t shape) {
+    return shape & X_HCHILD ? node + 1 : nd->kids;
+}
+
+/* Depth-first walk over literal and wildcard edges; `literal` says every
+ * segment so far was matched by a literal edge. A node without literal
+ * children costs no compare, one with a few (X_NLIT) compares them, one
+ * with more (X_HASH) hashes the segment and probes the child table; one
+ * without a wildcard child costs no recursion. Compiled once per trie
+ * (`path` a constant). */
+static inline __attribute__((always_inline)) void
+walk_in(collector *c, uint32_t node, size_t depth, bool literal,
+        const bool path, void (*self)(collector *, uint32_t, size_t, bool)) {
+    const sy__index *ix = c->ix;
+    const xnode *nodes = ix->nodes;
+    const size_t count = c->count;
+    for (;;) {
+        const xnode *nd = &nodes[node];
+        uint32_t shape = nd->shape;
+        /* a walkable host pattern starting with "**" has no leading '.',
+         * which Ant compares: a host with one is not proven */
+        if (shape & X_MULTI) {
+            collect(c, multi_of(ix, nd, node), SY_PROOF_NONE, path || !c->lead);
+            if (c->overflow)
+                return;
+        }
+        size_t i = path ? depth : count - 1 - depth;
+        if (depth + 1 >= count) { /* the last segment, or past it: one test */
+            if (depth == count) {
+                collect(c, term_of(ix, nd, node),
+                        !literal ? SY_PROOF_NONE
+                        : path   ? SY_PROOF_PATH
+                                 : SY_PROOF_HOST,
+                        true);
+                return;
+            }
+            /* matchTrailingSlash: "/a" also matches "/a/" */
+            if (path && c->dec[i].len == 0) {
+                collect(c, term_of(ix, nd, node), SY_PROOF_NONE, false);
+                if (c->overflow)
+                    return;
+            }
+        }
+        /* the first child is read only where it is used (a hashed step
+         * finds its child through the table) */
+        if (shape & X_WILD) {
+            uint32_t kid = first_kid(nd, node, shape);
+            if (!(shape & (X_NLIT | X_HASH))) { /* the wildcard child only */
+                node = kid;
+                literal = false;
+                depth++;
+                continue;
+            }
+            self(c, kid, depth + 1, false);
+            if (c->overflow)
+                return;
+            node = shape & X_NLIT ? find_direct(c, kid + 1, shape & X_NLIT, i)
+                                  : find_hashed(ix, node, c->dec[i]);
+        } else if (shape & X_NLIT) {
+            node =
+                find_direct(c, first_kid(nd, node, shape), shape & X_NLIT, i);
+        } else if (shape & X_HASH) {
+            node = find_hashed(ix, node, c->dec[i]);
+        } else {
+            return;
+        }
+        if (node == NONE)
+            return;
+        depth++;
+    }
+}
+
+static void walk_path(collector *c, uint32_t node, size_t depth, bool literal) {
+    walk_in(c, node, depth, literal, true, walk_path);
+}
+
+static void walk_host(collector *c, uint32_t node, size_t depth, bool literal) {
+    walk_in(c, node, depth, literal, false, walk_host);
+}
+
+size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
+                        const sy__segments *host_labels, int method_bit,
+                        sy__cand_list *out, size_t cap) {
+    collector c;
+    c.ix = ix;
+    c.out = out;
+    c.n = 0;
+    c.cap = cap;
+    c.overflow = false;
+    c.dec = path->dec;
+    c.count = path->count;
+    c.reversed = false;
+    c.lead = false;
+    walk_in(&c, ROOT_PATH, 0, true, true, walk_path); /* top level inline */
+    /* an empty or missing Host matches no Host pattern */
+    if (host_labels && host_labels->count && ix->host_routes) {
+        c.dec = host_labels->dec;
+        c.count = host_labels->count;
+        c.reversed = true;
+        c.lead = host_labels->lead;
+        walk_host(&c, ROOT_HOST, 0, true);
+    }
+    if (ix->generic_some) { /* most tables have no generic route */
+        c.reversed = false; /* generic lists are no host lists */
+        collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE, false);
+        collect(&c,
+                ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
+                                                              : GENERIC_OTHER],
+                SY_PROOF_NONE, false);
+    }
+    return c.overflow ? SIZE_MAX : c.n;
+}

@@ -1,0 +1,140 @@
+/*
+ * index.h - the lookup structure of a snapshot: given a request, the short
+ * lists of routes (by slot id, each list sorted by rank key) that could
+ * match it. A route is placed by its Path patterns (a segment trie), or by
+ * its Host patterns (a trie over reversed labels), whichever is more
+ * selective, or else in a per-method "always a candidate" list. The lists
+ * are a superset of the routes that can match: the matcher still tests
+ * every predicate, merging the lists in rank order.
+ */
+#ifndef SY_INDEX_H
+#define SY_INDEX_H
+
+#include "route/pattern.h"
+#include "route/route.h"
+
+typedef struct sy__index sy__index;
+
+/* One route to index: its slot id, rank key and compiled route. */
+typedef struct sy__index_route {
+    uint32_t slot;
+    uint64_t key;
+    const struct sy_route *route;
+} sy__index_route;
+
+/*
+ * One candidate of a list, with what the matcher needs to decide it
+ * without touching the route when the walk already proved it (16 bytes):
+ *
+ *   slot     | methods              | vars             | nvars | flags
+ *   u32      | u32: bit b = method  | u32: offset in   | u16   | u8
+ *            | bit b passes (all    | the index's var  |       | SY_CAND_WHOLE
+ *            | ones: no Method)     | pool             |       |
+ */
+typedef struct sy__cand {
+    uint32_t slot;
+    /* AND of the route's Method predicate masks (sy__pred_method_mask), all
+     * ones without one: a clear bit is a sure failure; bit 31 (another
+     * method) only a "maybe" */
+    uint32_t methods;
+    uint32_t vars;  /* SY_CAND_WHOLE: first of nvars entries of ix vars */
+    uint16_t nvars; /* SY_CAND_WALK: its var pool entries */
+    uint8_t flags;
+    uint8_t pred; /* SY_CAND_WALK: the route's predicate it proves */
+} sy__cand;
+
+/* SY_CAND_WALK: the route has one Path (or Host, by the trie it sits in)
+ * predicate, `pred`, of one pattern made of literal, "*" and plain {var}
+ * segments (and perhaps a "**" the walk meets last): an exact walk to its
+ * list proves it, and its captures are the request's segments at its
+ * {var}s. SY_CAND_WHOLE: besides, the route has only Method predicates,
+ * so the walk and the method mask decide it without touching the route. */
+enum { SY_CAND_WALK = 1, SY_CAND_WHOLE = 2 };
+
+/* A {var} of a walk-proven pattern: its name (into the pattern's text,
+ * valid while the slot's route is; NULL for a "*", which captures nothing
+ * but also needs a non-empty segment) and the segment it captures (a path
+ * segment's index; for a host, the label's index counted from the last). */
+typedef struct sy__cand_var {
+    sy_str name;
+    uint32_t seg;
+} sy__cand_var;
+
+/* A candidate list in ascending rank key order. */
+typedef struct sy__cand_list {
+    const sy__cand *c;
+    const sy__cand_var *vars; /* the index's var pool */
+    uint32_t len;
+    /* every segment (path) or label (host) of the request equalled a
+     * literal on the way to this list (no wildcard, no trailing-slash or **
+     * shortcut): a route's all-literal Path (or Host) predicate is proven */
+    uint8_t proof;
+    /* a term list where the walk consumed every segment (label) one edge
+     * each, literal or wildcard, or a multi list ("**" starts here, every
+     * segment before it consumed so): SY_CAND_WHOLE entries hold when
+     * their method bit is set and their {var}s are non-empty */
+    uint8_t exact;
+    uint8_t host; /* found in the host trie (captures are labels) */
+} sy__cand_list;
+
+enum { SY_PROOF_NONE = 0, SY_PROOF_PATH = 1, SY_PROOF_HOST = 2 };
+
+/* Build an index over `routes` (any order). The index is immutable and
+ * refcounted (refs = 1), so snapshots can share it. */
+int sy__index_build(const sy__alloc *a, const sy__index_route *routes, size_t n,
+                    sy__index **out);
+sy__index *sy__index_ref(sy__index *ix);
+void sy__index_unref(sy__index *ix);
+size_t sy__index_bytes(const sy__index *ix);
+
+/*
+ * Stepwise build (index_step.c): the same index as sy__index_build, built
+ * a bounded amount of work at a time, so a large index can be built over
+ * many publishes. After sy__index_step_reserve and sy__index_step_prepare,
+ * routes are added one at a time in ascending key order
+ * (sy__index_step_add: one route's patterns), then sy__index_step_run does at
+ * most `budget` items of the finishing passes (counting, placement, the
+ * flattened lists) per call: 1 when the index is done (*out, refs 1; the
+ * builder keeps nothing of it), 0 when more calls are needed, SY_ENOMEM.
+ * No route is read after its add. Single-threaded: one caller at a time.
+ */
+typedef struct sy__index_step sy__index_step;
+sy__index_step *sy__index_step_new(const sy__alloc *a);
+/* Room for `routes` routes shaped like `like`'s (NULL: unknown), so that
+ * adding them does not grow (copy, rehash) the builder's arrays. */
+int sy__index_step_reserve(sy__index_step *st, const sy__index *like,
+                           size_t routes);
+/* After a reserve: empty the reserved edge table, at most `budget`
+ * entries per call; 1 when done (add may start), 0 when more is needed. */
+int sy__index_step_prepare(sy__index_step *st, size_t budget);
+int sy__index_step_add(sy__index_step *st, const sy__index_route *r);
+int sy__index_step_run(sy__index_step *st, size_t budget, sy__index **out);
+/* Free one of the big arrays of `ix` when nothing but the caller holds it
+ * (refs 1; else nothing is freed): true when none is left, and the index
+ * may be unref'd for the price of its header. A large index freed at once
+ * is a long step of its own (munmap of tens of MB). */
+bool sy__index_free_step(sy__index *ix);
+/* Items done by sy__index_step_run so far (for tests: work, not time). */
+size_t sy__index_step_work(const sy__index_step *st);
+void sy__index_step_free(sy__index_step *st);
+
+/*
+ * The whole-host table: when `host` (as matched, unsplit) spells an
+ * all-literal Host pattern's labels and the host walk would meet no list
+ * but that pattern's (no wildcard, no "**" on its way), returns true with
+ * that list in *out (its Host predicates proven; exact): the caller then
+ * needs neither the labels nor the host walk (sy__index_lookup without
+ * host_labels). False: walk the labels. Reads only.
+ */
+bool sy__index_host_exact(const sy__index *ix, sy_str host, sy__cand_list *out);
+
+/*
+ * Collect the candidate lists for a request into out[0..cap). Returns the
+ * number of lists, or SIZE_MAX when more than `cap` lists would be needed
+ * (the caller then scans every route). Reads only; allocation-free.
+ */
+size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
+                        const sy__segments *host_labels, int method_bit,
+                        sy__cand_list *out, size_t cap);
+
+#endif

@@ -1,0 +1,493 @@
+/*
+ * index_int.h - the index's internal layout and build state, shared by
+ * the one-shot build (index.c) and the stepwise build (index_step.c).
+ * index.c's header comment draws the structures.
+ */
+#ifndef SY_INDEX_INT_H
+#define SY_INDEX_INT_H
+
+#include "snapshot/index.h"
+#include "route/predicate.h"
+
+#define NONE SY_NONE /* short local name */
+#define ROOT_PATH 0u
+#define ROOT_HOST 1u
+#define GENERIC_LISTS 11 /* 9 standard methods, "other", any */
+#define GENERIC_OTHER 9
+#define GENERIC_ANY 10
+
+#define KEY_BYTES 16
+
+/*
+ * A segment as the build's edges compare it: two words that determine its
+ * first KEY_BYTES bytes given its length (segment_key), its length and a
+ * 16-bit tag from its hash.
+ */
+typedef struct seg_key {
+    uint64_t w0, w1;
+    uint64_t hash;    /* of the segment alone; combined with the parent */
+    uint32_t len_tag; /* length | tag << 16 */
+} seg_key;
+
+/* ---- the index's layout ---- */
+
+/*
+ * A node of the index (32 bytes, two to a line; the array is aligned to
+ * a line). The edge into a node (its literal segment's words) is stored in
+ * the node itself: the walk reads the child it goes to anyway, and the
+ * compare costs no other line. Nodes are numbered depth first so that a
+ * node's children follow it closely:
+ *
+ *   a node with a few literal children (X_NLIT, compared one by one):
+ *     its children together, the wildcard one first, then their subtrees
+ *        [P] [*][a][b] [..subtree of *..] [..of a..] [..of b..]
+ *   a node with more (X_HASH, found through the child table): each child
+ *   right before its own subtree, the wildcard one first
+ *        [P] [*][..subtree of *..] [a][..of a..] [b][..of b..]
+ *
+ *   w0 | w1         the literal segment of the edge into the node, as
+ *                   segment_key's words (len > KEY_BYTES: w0 its first 8
+ *                   bytes, w1 the offset of its bytes from the 9th on in
+ *                   the index's strings); zero for roots and wildcards
+ *   len   u16       that segment's length
+ *   shape u16       X_NLIT: the number of literal children when they are
+ *                   compared one by one (1 .. DIRECT_MAX); X_HASH: more;
+ *                   X_WILD: a wildcard child (the first); X_HCHILD: the
+ *                   node is an X_HASH node's literal child; X_SIDE: the
+ *                   lists are in side[]; X_MULTI: a multi list (mlen or
+ *                   X_SIDE)
+ *   kids  u32       the first child; with X_HCHILD the parent instead
+ *                   (what a child table hit is checked against), the first
+ *                   child being then the next node
+ *   off   u32       the term list at cands + off, the multi list after it
+ *   tlen, mlen u16  their lengths (X_SIDE: both 0xffff)
+ *
+ * Roots: ROOT_PATH 0 and ROOT_HOST 1.
+ */
+typedef struct xnode {
+    uint64_t w0, w1;
+    uint16_t len;
+    uint16_t shape;
+    uint32_t kids;
+    uint32_t off;
+    uint16_t tlen, mlen;
+} xnode;
+
+#define X_NLIT 0x7u
+#define X_WILD 0x8u
+#define X_HASH 0x10u
+#define X_SIDE 0x20u
+#define X_HCHILD 0x40u
+/* a multi list (mlen != 0, or X_SIDE): tested with the shape's other
+ * bits, no second load */
+#define X_MULTI 0x80u
+/* Literal children compared one by one up to this many: a compare is a
+ * length and two words, cheaper than hashing the segment and probing. */
+#define DIRECT_MAX 4
+
+/* The child table: the literal children of X_HASH nodes, keyed by (the
+ * parent's id, the segment), linear probing, eight entries to a line,
+ * load <= 1/2. tag: the combined hash's high half (the slot is its
+ * top bits, h >> slot_shift); child 0: empty (a root is nobody's child). A hit
+ * is checked against the child's own words and its parent (its kids field). */
+typedef struct xslot {
+    uint32_t child;
+    uint32_t tag;
+} xslot;
+
+/* Lists of a node that do not fit its u16 lengths or do not follow each
+ * other in the pool (a route's two patterns reaching one list: one entry
+ * kept): sorted by node. */
+typedef struct xside {
+    uint32_t node;
+    uint32_t toff, tlen, moff, mlen;
+} xside;
+
+typedef struct list_ref {
+    uint32_t off;
+    uint32_t len;
+} list_ref;
+
+/* ---- build state: the tries as inserted, before the layout ---- */
+
+/* 32 bytes: an open-addressing table keyed by (parent, segment). */
+typedef struct edge {
+    uint64_t w0, w1;
+    uint32_t parent;
+    uint32_t child; /* NONE: empty */
+    uint32_t str_off;
+    uint32_t len_tag;
+} edge;
+
+/* wild: the one-segment wildcard child (WILD_NONE: none), and LIT_KIDS
+ * when the node has literal children in the edge table. Pruning clears
+ * them when the children are dead. */
+#define WILD_MASK 0x3fffffffu
+#define WILD_NONE WILD_MASK
+#define LIT_KIDS 0x80000000u
+
+typedef struct inode {
+    uint32_t wild;
+    list_ref term;
+    list_ref multi;
+} inode;
+
+/*
+ * The whole-host table: a node of the host trie reached from its root by
+ * literal edges only, past no wildcard child and no multi list (so a walk
+ * there meets no list but its term list), is a key: the host spelled as a
+ * request names it ("h7.example.com": its labels from that node up, joined
+ * by '.'), its hash and the node's term list. A request's host (unsplit)
+ * is hashed once and probed; a hit is the whole answer of the host walk.
+ * 16 bytes (four to a line): the hash's high half (the slot is from its
+ * low bits), the key's text in the index's hkeys, the term list; a key or
+ * a list longer than 65535 is left to the walk. len 0: an empty slot.
+ */
+typedef struct hentry {
+    uint32_t hash;
+    uint32_t off;
+    uint32_t term_off;
+    uint16_t len, term_len;
+} hentry;
+
+/* Which hosts could be keys at all: the lengths (bit len % 64) and first
+ * bytes of the keys. A host outside them is walked without a probe (a
+ * table line not read: the cold tables' request hosts mostly miss). */
+typedef struct hfilter {
+    uint64_t lens;
+    uint64_t first[4];
+} hfilter;
+
+struct sy__index {
+    _Atomic long refs;
+    const sy__alloc *alloc;
+    xnode *nodes;    /* node_count, aligned to a line */
+    void *nodes_mem; /* their allocation */
+    uint32_t node_count;
+    /* the build's nodes, dead ones too: the next stepwise build's
+     * reserve */
+    uint32_t built_nodes;
+    xslot *slots; /* the child table, slot_mask + 1; or NULL */
+    uint32_t slot_mask;
+    uint8_t slot_shift; /* a hash's slot is its high bits: h >> slot_shift */
+    char *strings;      /* segments longer than KEY_BYTES, from byte 9 */
+    xside *side;        /* nside */
+    uint32_t nside;
+    sy__cand *cands; /* every list, flattened */
+    sy__cand_var *vars;
+    list_ref generic[GENERIC_LISTS];
+    uint32_t generic_some; /* bit g: generic[g] is not empty */
+    hentry *hosts; /* the whole-host table, host_mask + 1 slots; or NULL */
+    uint32_t host_mask;
+    char *hkeys;
+    hfilter hfilt;
+    size_t host_routes; /* routes placed in the host trie */
+    size_t bytes;
+};
+
+/* ---- build state ---- */
+
+enum { L_TERM = 0, L_MULTI = 1 };
+
+typedef struct pending {
+    uint32_t node; /* node, or NONE-1-g for generic list g */
+    uint32_t kind;
+    uint32_t slot;
+    uint32_t dim; /* 0 path, 1 host, 2 generic */
+} pending;
+
+/* What a route's candidate entries carry, computed once per route. */
+typedef struct rinfo {
+    uint32_t methods;
+    uint32_t vars[2]; /* per trie: offset in the var pool */
+    uint16_t nvars[2];
+    uint8_t pred[2];  /* the predicate the walk proves */
+    uint8_t flags[2]; /* SY_CAND_WALK, SY_CAND_WHOLE */
+} rinfo;
+
+typedef struct builder {
+    const sy__alloc *a;
+    sy__cand_var *vars;
+    uint32_t var_count, var_cap;
+    inode *nodes;
+    uint32_t node_count, node_cap;
+    edge *edges;
+    uint32_t edge_mask, edge_count;
+    sy__buf strings;
+    pending *pend;
+    size_t pend_count, pend_cap;
+    uint32_t *list_len; /* per (node, kind) during counting */
+    bool failed;
+} builder;
+
+/* Build steps shared with index_step.c (index.c). */
+uint32_t new_node(builder *b);
+void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
+                 uint32_t dim);
+void insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
+                     uint32_t slot, uint32_t dim);
+const sy__pred *find_pred(const struct sy_route *r, sy__pred_kind kind);
+rinfo route_info(builder *b, const struct sy_route *r);
+
+/*
+ * Pruning, after the lists are placed (both builds): a branch of a trie
+ * whose subtree holds no list (every route under it was placed in the
+ * other trie) is cut off: it is left out of the layout, so a walk never
+ * enters it. up[n] = parent << 1 | (n is a literal child) and key[n] =
+ * its segment, filled by prune_up_edge for each edge table entry and
+ * prune_up_wild for each node; then prune_node for every node from the
+ * last to the first (a child is always numbered after its parent), with
+ * kids[] and live[] zeroed: it clears LIT_KIDS and the wildcard child of a
+ * node whose literal (wildcard) children are all dead, and leaves in
+ * live[n] LIVE (n is kept) | the number of n's live children.
+ */
+enum { KID_LIT = 1, KID_WILD = 2 };
+#define LIVE 0x80000000u
+/* The literal segment into a node, copied from its edge in the table's
+ * order (one pass over it), so that the passes after it read it in the
+ * nodes' order instead of the table's. */
+typedef struct lkey {
+    uint64_t w0, w1;
+    uint32_t str_off, len;
+} lkey;
+static inline void prune_up_edge(const builder *b, uint32_t *up, lkey *key,
+                                 size_t i) {
+    const edge *e = &b->edges[i];
+    if (e->child != NONE) {
+        up[e->child] = e->parent << 1 | 1u;
+        key[e->child] = (lkey){e->w0, e->w1, e->str_off, e->len_tag & 0xffff};
+    }
+}
+static inline void prune_up_wild(const builder *b, uint32_t *up, uint32_t n) {
+    uint32_t w = b->nodes[n].wild & WILD_MASK;
+    if (w != WILD_NONE)
+        up[w] = n << 1;
+}
+static inline void prune_node(builder *b, const uint32_t *up, uint32_t *live,
+                              uint8_t *kids, uint32_t n) {
+    inode *nd = &b->nodes[n];
+    uint8_t k = kids[n];
+    if (!(k & KID_LIT))
+        nd->wild &= ~LIT_KIDS;
+    if (!(k & KID_WILD))
+        nd->wild = (nd->wild & LIT_KIDS) | WILD_NONE;
+    if (!k && !nd->term.len && !nd->multi.len && n > ROOT_HOST)
+        return; /* dead */
+    live[n] |= LIVE;
+    if (n <= ROOT_HOST)
+        return;
+    uint32_t p = up[n] >> 1;
+    kids[p] |= up[n] & 1u ? KID_LIT : KID_WILD;
+    live[p]++;
+}
+
+/*
+ * The layout (both builds), after pruning and the whole-host table: the
+ * live nodes renumbered depth first into xnodes (index.c). The passes:
+ *   layout_count   old nodes: their children's ranges (prefix sums), the
+ *                  sizes of the arrays to come
+ *   layout_place   old nodes: each live one into its parent's range
+ *                  (the wildcard child first)
+ *   layout_alloc   the index's arrays and the pass's own (the stepwise
+ *                  build zeroes the child table in a pass of its own)
+ *   layout_order   the depth-first numbering, one node placed or one
+ *                  frame entered or left per item, `budget` at a time
+ *   layout_node    new nodes: fill each
+ *   layout_hash    new nodes: the X_HASH nodes' children into the table
+ */
+/* layout_count's bits per old node, in kids[] */
+enum { LK_HASH = 1, LK_WILD = 2 };
+
+typedef struct lframe {
+    uint32_t old, id; /* the node being expanded: old id, new id */
+    uint32_t k, end;  /* its next child and its last in clist */
+    uint32_t phase;   /* 0 entered; 1 placing one by one (HASH: each
+                         then its subtree); 2 X_NLIT: expanding */
+    uint32_t hash;    /* its children are in the child table */
+} lframe;
+
+typedef struct layout {
+    uint32_t *up, *live; /* the pruning's, per old node */
+    lkey *key;
+    uint8_t *kids;                    /* the pruning's, then the host flags */
+    uint32_t *cstart;                 /* old node: its children in clist */
+    uint32_t *clist;                  /* live children by parent */
+    uint32_t *order, *parent, *first; /* new node: old id, parent, kids */
+    lframe *stack;
+    uint32_t count;      /* live nodes */
+    uint32_t sp, cursor; /* layout_order's state */
+    size_t nhash, long_bytes, nside;
+    size_t long_used, side_used; /* layout_node's cursors */
+    void *mem;                   /* xn's allocation (xn is aligned) */
+    xnode *xn;
+    xslot *slots;
+    uint32_t slot_mask;
+    char *strings;
+    xside *side;
+} layout;
+
+bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes);
+void layout_count(const builder *b, layout *L, uint32_t n);
+void layout_place(const builder *b, layout *L, uint32_t n);
+/* zero: the child table zeroed (else the caller zeroes it, a line per
+ * item, so that its pages are faulted in over many calls) */
+bool layout_alloc(const sy__alloc *a, layout *L, bool zero);
+/* Up to `budget` items; returns the number done (fewer: finished). */
+size_t layout_order(const builder *b, layout *L, size_t budget);
+void layout_node(const builder *b, layout *L, uint32_t j);
+void layout_hash(const builder *b, layout *L, uint32_t j);
+/* Frees the pass's own arrays (not the index's). */
+void layout_done(const sy__alloc *a, layout *L);
+/* The index's arrays into ix (L keeps none), and their bytes. */
+void layout_give(layout *L, sy__index *ix);
+
+/* The whole host's hash (the table's and the lookup's): words of it, the
+ * last one overlapping (or a short one's bytes), never past its end. */
+static inline uint64_t host_hash(const char *s, size_t len) {
+    uint64_t h = (uint64_t)len * 0x9e3779b97f4a7c15ull, w;
+    size_t i = 0;
+    for (; i + 8 < len; i += 8) {
+        h = (h ^ sy__load_u64(s + i)) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+    }
+    if (len >= 8)
+        w = sy__load_u64(s + len - 8);
+    else if (len >= 4)
+        w = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
+    else
+        w = len ? (uint64_t)(unsigned char)s[0] |
+                      (uint64_t)(unsigned char)s[len / 2] << 8 |
+                      (uint64_t)(unsigned char)s[len - 1] << 16
+                : 0;
+    h = (h ^ w) * 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+/*
+ * The whole-host table's build (both builds), after pruning, with up[]
+ * and key[] of the pruning and a byte per node (flag, the pruning's
+ * kids[] reused). host_mark, for every node first to last (a parent is
+ * numbered before its children): flags the nodes reached by literal edges
+ * only past nothing a walk would collect or branch into, and returns the
+ * length of the key a node is (0: none). host_put, for every node again
+ * once the table is allocated (host_alloc, all slots empty): writes the
+ * key's text and takes its slot.
+ */
+enum { HF_REACH = 1, HF_KEY = 2 };
+static inline size_t host_mark(const builder *b, const uint32_t *up,
+                               const lkey *key, uint8_t *flag, uint32_t n) {
+    flag[n] = n == ROOT_HOST ? HF_REACH : 0;
+    if (n <= ROOT_HOST || !(up[n] & 1u) || !(flag[up[n] >> 1] & HF_REACH))
+        return 0;
+    const inode *p = &b->nodes[up[n] >> 1], *nd = &b->nodes[n];
+    if (p->multi.len || (p->wild & WILD_MASK) != WILD_NONE)
+        return 0; /* the walk collects or branches at the parent */
+    flag[n] = HF_REACH;
+    if (!nd->term.len || nd->multi.len)
+        return 0;
+    if (nd->term.len > UINT16_MAX)
+        return 0;
+    flag[n] |= HF_KEY;
+    size_t len = 0;
+    for (uint32_t m = n; m != ROOT_HOST; m = up[m] >> 1)
+        len += key[m].len + 1;
+    if (len <= 1 || len - 1 > UINT16_MAX) { /* none (0: an empty slot) */
+        flag[n] = HF_REACH;
+        return 0;
+    }
+    return len - 1; /* the dots between labels */
+}
+
+static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
+                              hentry **tab, uint32_t *mask, char **keys) {
+    *tab = NULL;
+    *keys = NULL;
+    *mask = 0;
+    if (!count)
+        return true;
+    size_t cap = 8; /* load <= 1/2 */
+    while (cap < count * 2)
+        cap *= 2;
+    if (cap > UINT32_MAX || bytes > UINT32_MAX)
+        return true; /* no table: every host is walked */
+    *tab = sy__calloc(a, cap, sizeof **tab);
+    *keys = sy__malloc(a, bytes ? bytes : 1);
+    if (!*tab || !*keys) {
+        sy__free(a, *tab);
+        sy__free(a, *keys);
+        *tab = NULL;
+        *keys = NULL;
+        return false;
+    }
+    *mask = (uint32_t)(cap - 1);
+    return true;
+}
+
+static inline void host_put(const builder *b, const uint32_t *up,
+                            const lkey *key, const uint8_t *flag, uint32_t n,
+                            hentry *tab, uint32_t mask, char *keys,
+                            size_t *used, hfilter *f) {
+    if (!tab || !(flag[n] & HF_KEY))
+        return;
+    char *k = keys + *used;
+    size_t len = 0;
+    for (uint32_t m = n;;) {
+        size_t l = key[m].len;
+        memcpy(k + len, b->strings.ptr + key[m].str_off, l);
+        len += l;
+        m = up[m] >> 1;
+        if (m == ROOT_HOST)
+            break;
+        k[len++] = '.';
+    }
+    f->lens |= 1ull << (len & 63);
+    f->first[(unsigned char)k[0] >> 6] |= 1ull << ((unsigned char)k[0] & 63);
+    uint64_t h = host_hash(k, len);
+    uint32_t i = (uint32_t)h & mask;
+    while (tab[i].len)
+        i = (i + 1) & mask;
+    tab[i] =
+        (hentry){(uint32_t)(h >> 32), (uint32_t)*used, b->nodes[n].term.off,
+                 (uint16_t)len, (uint16_t)b->nodes[n].term.len};
+    *used += len;
+}
+
+/* sy__index_host_exact, inline for the matcher. */
+static inline bool index_host_exact(const sy__index *ix, sy_str host,
+                                    sy__cand_list *out) {
+    unsigned char c0 = (unsigned char)host.ptr[0]; /* host.len > 0 */
+    if (!ix->hosts || !(ix->hfilt.lens >> (host.len & 63) & 1u) ||
+        !(ix->hfilt.first[c0 >> 6] >> (c0 & 63) & 1u))
+        return false;
+    uint64_t h = host_hash(host.ptr, host.len);
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (uint32_t i = (uint32_t)h & ix->host_mask;;
+         i = (i + 1) & ix->host_mask) {
+        const hentry *e = &ix->hosts[i];
+        if (!e->len)
+            return false;
+        if (e->hash == tag && e->len == host.len &&
+            memcmp(ix->hkeys + e->off, host.ptr, host.len) == 0) {
+            *out =
+                (sy__cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
+                                SY_PROOF_HOST,           true,     true};
+            return true;
+        }
+    }
+}
+
+/* The candidate entry of pending entry `p` of the route described by
+ * `ri`: what the walk proves travels with it only in the trie (path or
+ * host) that proves it. */
+static inline sy__cand cand_of(const pending *p, const rinfo *ri) {
+    int d = p->dim < 2 ? (int)p->dim : 0;
+    bool walk = p->dim < 2 && ri->flags[d];
+    return (sy__cand){p->slot,
+                      ri->methods,
+                      walk ? ri->vars[d] : 0,
+                      walk ? ri->nvars[d] : 0,
+                      walk ? ri->flags[d] : 0,
+                      walk ? ri->pred[d] : 0};
+}
+
+#endif

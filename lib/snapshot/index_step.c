@@ -1,0 +1,574 @@
+/*
+ * index_step.c - the index built a bounded amount of work at a time
+ * (index.h, sy__index_step_*): the same structure sy__index_build makes, in
+ * resumable passes, so a snapshot can spread a full rebuild over many
+ * publishes (snapshot_build.c) instead of stalling one of them.
+ *
+ *   add(r1) add(r2) ... add(rn)          one route's patterns per call
+ *   run(budget) run(budget) ... -> ix    each call: <= budget items of
+ *                                        count | cost | place | lists |
+ *                                        prefix sums | fill | nodes
+ *
+ * Every pass is a loop over an array (pending entries, routes, lists,
+ * nodes) with a cursor kept in the builder, so a call stops after
+ * `budget` items and the next one resumes where it stopped.
+ */
+#include "snapshot/index_int.h"
+
+enum {
+    PH_ALLOC,  /* per-route and per-list arrays */
+    PH_INIT,   /* routes: no cost, generic placement */
+    PH_COUNT,  /* pending: list lengths */
+    PH_COST,   /* pending: each route's longest list per trie */
+    PH_PLACE,  /* routes: path or host trie */
+    PH_LISTS,  /* pending: list of each kept entry, list sizes */
+    PH_SUM,    /* lists: prefix sums */
+    PH_CANDS,  /* the candidate pool, fill cursors */
+    PH_COPY,   /* lists: fill cursors = starts */
+    PH_FILL,   /* pending: candidates into their lists */
+    PH_NODES,  /* nodes: their list refs */
+    PH_UP_0,   /* nodes: their parent and key zeroed (the pages faulted in
+                  in order, not all at once by the random writes of UP_E) */
+    PH_UP_E,   /* edge table: parents of literal children (pruning) */
+    PH_UP_W,   /* nodes: parents of wildcard children */
+    PH_PRUNE,  /* nodes, last first: cut branches without lists */
+    PH_HMARK,  /* nodes: whole-host keys, their count and text length */
+    PH_HPUT,   /* nodes: keys into the whole-host table */
+    PH_LCOUNT, /* nodes: children's ranges, the layout's sizes */
+    PH_LZERO,  /* the child table, a line per item */
+    PH_LPLACE, /* nodes: into their parents' ranges */
+    PH_LORDER, /* the depth-first numbering, until it is done */
+    PH_LNODE,  /* new nodes: filled */
+    PH_LHASH,  /* new nodes: the child table */
+    PH_DROP,   /* the build's big arrays, one per call */
+    PH_FINISH, /* generic lists, the index */
+    PH_DONE
+};
+
+struct sy__index_step {
+    builder b;
+    sy__index_route *routes; /* in the order added (ascending keys) */
+    rinfo *info;
+    size_t n, cap;
+    int phase;
+    size_t cur;  /* the current pass's cursor */
+    size_t r;    /* PH_COST: route position of pending entry `cur` */
+    size_t work; /* items done by run */
+    size_t host_routes;
+    uint8_t *placement;
+    uint32_t *pcost, *slot_pos, *start, *fill;
+    layout L;      /* pruning, the whole-host flags, the layout */
+    hentry *hosts; /* the whole-host table being filled */
+    uint32_t host_mask;
+    char *hkeys;
+    size_t hcount, hbytes, hused;
+    hfilter hfilt;
+    size_t nlists, kept;
+    sy__cand *cands;
+    size_t drop_len; /* the array drop_one is shrinking: its size now */
+    edge *big;       /* a reserved edge table being emptied (prepare) */
+    uint32_t big_mask;
+    size_t big_done;
+};
+
+sy__index_step *sy__index_step_new(const sy__alloc *a) {
+    sy__index_step *st = sy__calloc(a, 1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->b.a = a;
+    sy__buf_init(&st->b.strings, a);
+    st->b.edge_mask = 63;
+    st->b.edges = sy__malloc(a, 64 * sizeof *st->b.edges);
+    if (!st->b.edges) {
+        sy__index_step_free(st);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < 64; i++)
+        st->b.edges[i].child = NONE;
+    new_node(&st->b); /* ROOT_PATH */
+    new_node(&st->b); /* ROOT_HOST */
+    if (st->b.failed) {
+        sy__index_step_free(st);
+        return NULL;
+    }
+    return st;
+}
+
+void sy__index_step_free(sy__index_step *st) {
+    if (!st)
+        return;
+    const sy__alloc *a = st->b.a;
+    sy__free(a, st->b.nodes);
+    sy__free(a, st->b.edges);
+    sy__buf_free(&st->b.strings);
+    sy__free(a, st->b.pend);
+    sy__free(a, st->b.list_len);
+    sy__free(a, st->b.vars);
+    sy__free(a, st->routes);
+    sy__free(a, st->info);
+    sy__free(a, st->placement);
+    sy__free(a, st->pcost);
+    sy__free(a, st->slot_pos);
+    sy__free(a, st->start);
+    sy__free(a, st->fill);
+    sy__free(a, st->cands);
+    sy__free(a, st->big);
+    layout_done(a, &st->L);
+    sy__free(a, st->hosts);
+    sy__free(a, st->hkeys);
+    sy__free(a, st);
+}
+
+/* Room for `routes` routes shaped like those of `like` (NULL: none), so
+ * that adding them rarely grows an array: a growth copies the array, and
+ * a grown edge table rehashes every edge, which would be one long step. */
+int sy__index_step_reserve(sy__index_step *st, const sy__index *like,
+                           size_t routes) {
+    builder *b = &st->b;
+    const sy__alloc *a = b->a;
+    size_t r = routes + routes / 8 + 64;
+    size_t nodes = (like ? like->built_nodes : 2 * routes) + r / 4 + 64;
+    uint32_t edges = 64;
+    while (edges < UINT32_MAX / 4 && (size_t)edges * 3 < nodes * 4)
+        edges *= 2;
+    sy__index_route *nr = sy__realloc(a, st->routes, r * sizeof *nr);
+    if (nr)
+        st->routes = nr;
+    rinfo *ni = nr ? sy__realloc(a, st->info, r * sizeof *ni) : NULL;
+    if (ni)
+        st->info = ni;
+    pending *np = ni ? sy__realloc(a, b->pend, r * sizeof *np) : NULL;
+    if (np)
+        b->pend = np;
+    inode *nn = np ? sy__realloc(a, b->nodes, nodes * sizeof *nn) : NULL;
+    if (nn)
+        b->nodes = nn;
+    sy__cand_var *nv = nn ? sy__realloc(a, b->vars, r * sizeof *nv) : NULL;
+    if (nv)
+        b->vars = nv;
+    edge *ne = nv && edges > b->edge_mask + 1 && b->edge_count == 0
+                   ? sy__malloc(a, (size_t)edges * sizeof *ne)
+                   : NULL;
+    if (!nv || !sy__buf_reserve(&b->strings, nodes * 12)) {
+        sy__free(a, ne); /* the arrays above are kept by st, freed with it */
+        return SY_ENOMEM;
+    }
+    st->cap = r;
+    b->pend_cap = r;
+    b->node_cap = (uint32_t)nodes;
+    b->var_cap = (uint32_t)r;
+    if (ne) { /* emptied by sy__index_step_prepare, a share at a time */
+        st->big = ne;
+        st->big_mask = edges - 1;
+        st->big_done = 0;
+    }
+    return SY_OK;
+}
+
+int sy__index_step_prepare(sy__index_step *st, size_t budget) {
+    if (!st->big)
+        return 1;
+    size_t cap = (size_t)st->big_mask + 1;
+    while (st->big_done < cap && budget--) {
+        st->big[st->big_done++].child = NONE;
+        st->work++;
+    }
+    if (st->big_done < cap)
+        return 0;
+    sy__free(st->b.a, st->b.edges); /* empty: nothing added yet */
+    st->b.edges = st->big;
+    st->b.edge_mask = st->big_mask;
+    st->big = NULL;
+    return 1;
+}
+
+size_t sy__index_step_work(const sy__index_step *st) {
+    return st->work;
+}
+
+int sy__index_step_add(sy__index_step *st, const sy__index_route *r) {
+    builder *b = &st->b;
+    if (st->phase != PH_ALLOC || b->failed || st->big)
+        return SY_EINVAL;
+    if (st->n == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 256;
+        sy__index_route *nr = sy__realloc(b->a, st->routes, cap * sizeof *nr);
+        if (nr)
+            st->routes = nr;
+        rinfo *ni = nr ? sy__realloc(b->a, st->info, cap * sizeof *ni) : NULL;
+        if (!ni)
+            return SY_ENOMEM;
+        st->info = ni;
+        st->cap = cap;
+    }
+    st->routes[st->n] = *r;
+    memset(&st->info[st->n], 0, sizeof st->info[st->n]);
+    const struct sy_route *rt = r->route;
+    if (!rt->disabled) {
+        size_t pend0 = b->pend_count;
+        st->info[st->n] = route_info(b, rt);
+        const sy__pred *path = find_pred(rt, SY_PK_PATH);
+        const sy__pred *host = find_pred(rt, SY_PK_HOST);
+        insert_patterns(b, path, ROOT_PATH, r->slot, 0);
+        insert_patterns(b, host, ROOT_HOST, r->slot, 1);
+        if (!path && !host)
+            add_pending(b, GENERIC_ANY, 0, r->slot, 2);
+        if (b->failed) {
+            b->pend_count = pend0; /* the route is not in */
+            return SY_ENOMEM;
+        }
+    }
+    st->n++;
+    return SY_OK;
+}
+
+/* One pass over [cur, end): `body` per item, at most *left items. Returns
+ * true when the pass is complete. */
+#define PASS(st, end, left, ...)                                               \
+    do {                                                                       \
+        size_t end_ = (end);                                                   \
+        while ((st)->cur<end_ &&*(left)> 0) {                                  \
+            size_t i = (st)->cur;                                              \
+            __VA_ARGS__;                                                       \
+            (st)->cur++;                                                       \
+            (*(left))--;                                                       \
+            (st)->work++;                                                      \
+        }                                                                      \
+        if ((st)->cur < end_)                                                  \
+            return 0;                                                          \
+        (st)->cur = 0;                                                         \
+    } while (0)
+
+static void next_phase(sy__index_step *st) {
+    st->phase++;
+    st->cur = 0;
+}
+
+static int finish(sy__index_step *st, sy__index **out) {
+    builder *b = &st->b;
+    const sy__alloc *a = b->a;
+    sy__index *ix = sy__calloc(a, 1, sizeof *ix);
+    if (!ix)
+        return SY_ENOMEM;
+    ix->alloc = a;
+    atomic_init(&ix->refs, 1);
+    for (size_t g = 0; g < GENERIC_LISTS; g++) {
+        size_t li = (size_t)b->node_count * 2 + g;
+        ix->generic[g] =
+            (list_ref){st->start[li], st->fill[li] - st->start[li]};
+        if (ix->generic[g].len)
+            ix->generic_some |= 1u << g;
+    }
+    ix->cands = st->cands;
+    st->cands = NULL;
+    ix->host_routes = st->host_routes;
+    ix->built_nodes = b->node_count;
+    ix->vars = b->vars;
+    ix->hosts = st->hosts;
+    ix->host_mask = st->host_mask;
+    ix->hkeys = st->hkeys;
+    ix->hfilt = st->hfilt;
+    st->hosts = NULL;
+    st->hkeys = NULL;
+    ix->bytes = st->kept * sizeof *ix->cands + sizeof *ix +
+                (size_t)b->var_cap * sizeof *b->vars;
+    if (ix->hosts)
+        ix->bytes +=
+            (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + st->hused;
+    layout_give(&st->L, ix);
+    layout_done(a, &st->L);
+    b->vars = NULL;
+    *out = ix;
+    return SY_OK;
+}
+
+/* One of the build's arrays freed or shrunk (true), or none left: a
+ * large one freed at once is a long step of its own (munmap of 16 MB of
+ * edges: ~0.8 ms), so a large build frees one per call, and with the
+ * default allocator, whose large blocks are mappings that a shrinking
+ * realloc trims in place (mremap), gives back a large one DROP_STEP
+ * bytes per call. */
+#define DROP_STEP ((size_t)2 << 20)
+static bool drop_one(sy__index_step *st) {
+    builder *b = &st->b;
+    layout *L = &st->L;
+    struct {
+        void **p;
+        size_t bytes; /* known size, 0: freed at once */
+    } parts[] = {
+        {(void **)&b->edges, ((size_t)b->edge_mask + 1) * sizeof(edge)},
+        {(void **)&b->nodes, (size_t)b->node_cap * sizeof(inode)},
+        {(void **)&L->key, (size_t)b->node_count * sizeof(lkey)},
+        {(void **)&b->strings.ptr, 0},
+        {(void **)&b->pend, 0},
+        {(void **)&b->list_len, 0},
+        {(void **)&st->routes, 0},
+        {(void **)&st->info, 0},
+        {(void **)&st->pcost, 0},
+        {(void **)&st->slot_pos, 0},
+        {(void **)&st->placement, 0},
+        {(void **)&L->up, 0},
+        {(void **)&L->live, 0},
+        {(void **)&L->kids, 0},
+        {(void **)&L->cstart, 0},
+        {(void **)&L->clist, 0},
+        {(void **)&L->order, 0},
+        {(void **)&L->stack, 0}};
+    bool maps = sy__alloc_default_shared(b->a) && sy__alloc_maps_large();
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (!*parts[i].p)
+            continue;
+        size_t cur = st->drop_len ? st->drop_len : parts[i].bytes;
+        if (maps && cur >= 2 * DROP_STEP) {
+            void *q = sy__realloc(b->a, *parts[i].p, cur - DROP_STEP);
+            if (q) {
+                *parts[i].p = q;
+                st->drop_len = cur - DROP_STEP;
+                return true;
+            }
+        }
+        sy__free(b->a, *parts[i].p);
+        *parts[i].p = NULL;
+        st->drop_len = 0;
+        return true;
+    }
+    return false;
+}
+
+/* The passes of sy__index_build after insertion (index.c), resumable. */
+static int step(sy__index_step *st, size_t *left, sy__index **out) {
+    builder *b = &st->b;
+    const sy__alloc *a = b->a;
+    size_t n = st->n;
+    switch (st->phase) {
+    case PH_ALLOC:
+        st->b.list_len =
+            sy__calloc(a, (size_t)b->node_count * 2, sizeof *b->list_len);
+        st->slot_pos = sy__malloc(a, (b->pend_count ? b->pend_count : 1) *
+                                         sizeof *st->slot_pos);
+        st->placement = sy__malloc(a, n ? n : 1);
+        st->pcost = sy__malloc(a, (n ? n : 1) * 2 * sizeof *st->pcost);
+        if (!b->list_len || !st->slot_pos || !st->placement || !st->pcost)
+            return SY_ENOMEM;
+        next_phase(st);
+        /* fall through */
+    case PH_INIT:
+        PASS(st, n, left, {
+            st->pcost[i * 2] = st->pcost[i * 2 + 1] = 0;
+            st->placement[i] = 2;
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_COUNT:
+        PASS(st, b->pend_count, left, {
+            if (b->pend[i].dim != 2)
+                b->list_len[b->pend[i].node * 2 + b->pend[i].kind]++;
+        });
+        next_phase(st);
+        st->r = 0;
+        /* fall through */
+    case PH_COST:
+        PASS(st, b->pend_count, left, {
+            while (st->routes[st->r].slot != b->pend[i].slot)
+                st->r++;
+            st->slot_pos[i] = (uint32_t)st->r;
+            if (b->pend[i].dim != 2) {
+                uint32_t len =
+                    b->list_len[b->pend[i].node * 2 + b->pend[i].kind];
+                uint32_t *c = &st->pcost[st->r * 2 + b->pend[i].dim];
+                if (len + 1 > *c)
+                    *c = len + 1;
+            }
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_PLACE:
+        PASS(st, n, left, {
+            uint32_t pc = st->pcost[i * 2], hc = st->pcost[i * 2 + 1];
+            if (pc && (!hc || pc <= hc)) {
+                st->placement[i] = 0;
+            } else if (hc) {
+                st->placement[i] = 1;
+                st->host_routes++;
+            }
+        });
+        next_phase(st);
+        st->nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
+        st->start = sy__calloc(a, st->nlists + 1, sizeof *st->start);
+        if (!st->start)
+            return SY_ENOMEM;
+        /* fall through */
+    case PH_LISTS:
+        PASS(st, b->pend_count, left, {
+            pending *p = &b->pend[i];
+            if (p->dim != st->placement[st->slot_pos[i]]) {
+                p->kind = NONE; /* placed in the other dimension */
+            } else {
+                size_t li = p->dim == 2 ? (size_t)b->node_count * 2 + p->node
+                                        : (size_t)p->node * 2 + p->kind;
+                p->node = (uint32_t)li;
+                st->start[li + 1]++;
+                st->kept++;
+            }
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_SUM:
+        PASS(st, st->nlists, left, st->start[i + 1] += st->start[i]);
+        next_phase(st);
+        st->cands =
+            sy__malloc(a, (st->kept ? st->kept : 1) * sizeof *st->cands);
+        st->fill = sy__malloc(a, st->nlists * sizeof *st->fill);
+        if (!st->cands || !st->fill)
+            return SY_ENOMEM;
+        next_phase(st);
+        /* fall through */
+    case PH_COPY:
+        PASS(st, st->nlists, left, st->fill[i] = st->start[i]);
+        next_phase(st);
+        /* fall through */
+    case PH_FILL:
+        PASS(st, b->pend_count, left, {
+            pending *p = &b->pend[i];
+            uint32_t *pos = p->kind != NONE ? &st->fill[p->node] : NULL;
+            /* a route with several patterns landing on one list: one */
+            if (pos && !(*pos > st->start[p->node] &&
+                         st->cands[*pos - 1].slot == p->slot))
+                st->cands[(*pos)++] = cand_of(p, &st->info[st->slot_pos[i]]);
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_NODES:
+        PASS(st, b->node_count, left, {
+            uint32_t *s0 = st->start, *f = st->fill;
+            b->nodes[i].term = (list_ref){s0[i * 2], f[i * 2] - s0[i * 2]};
+            b->nodes[i].multi =
+                (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
+        });
+        next_phase(st);
+        if (!layout_start(a, &st->L, b->node_count))
+            return SY_ENOMEM;
+        /* fall through */
+    case PH_UP_0:
+        PASS(st, b->node_count, left, {
+            st->L.up[i] = 0;
+            st->L.key[i] = (lkey){0, 0, 0, 0};
+        });
+        next_phase(st);
+        /* fall through */
+    case PH_UP_E:
+        PASS(st, (size_t)b->edge_mask + 1, left,
+             prune_up_edge(b, st->L.up, st->L.key, i));
+        next_phase(st);
+        /* fall through */
+    case PH_UP_W:
+        PASS(st, b->node_count, left, prune_up_wild(b, st->L.up, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_PRUNE:
+        PASS(st, b->node_count, left,
+             prune_node(b, st->L.up, st->L.live, st->L.kids,
+                        b->node_count - 1 - (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_HMARK:
+        PASS(st, b->node_count, left, {
+            size_t l =
+                host_mark(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i);
+            st->hcount += l != 0;
+            st->hbytes += l;
+        });
+        next_phase(st);
+        if (!host_alloc(a, st->hcount, st->hbytes, &st->hosts, &st->host_mask,
+                        &st->hkeys))
+            return SY_ENOMEM;
+        /* fall through */
+    case PH_HPUT:
+        PASS(st, b->node_count, left,
+             host_put(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
+                      st->hosts, st->host_mask, st->hkeys, &st->hused,
+                      &st->hfilt));
+        next_phase(st);
+        /* fall through */
+    case PH_LCOUNT:
+        PASS(st, b->node_count, left, layout_count(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        if (!layout_alloc(a, &st->L, false))
+            return SY_ENOMEM;
+        /* fall through */
+    case PH_LZERO:
+        PASS(st, st->L.slots ? ((size_t)st->L.slot_mask + 1) / 8 : 0, left,
+             memset(&st->L.slots[i * 8], 0, 8 * sizeof *st->L.slots));
+        next_phase(st);
+        /* fall through */
+    case PH_LPLACE:
+        PASS(st, b->node_count, left, layout_place(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_LORDER: {
+        size_t did = layout_order(b, &st->L, *left);
+        *left -= did;
+        st->work += did;
+        if (st->L.sp)
+            return 0;
+    }
+        next_phase(st);
+        /* fall through */
+    case PH_LNODE:
+        PASS(st, st->L.count, left, layout_node(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_LHASH:
+        PASS(st, st->L.count, left, layout_hash(b, &st->L, (uint32_t)i));
+        next_phase(st);
+        /* fall through */
+    case PH_DROP:
+        if (b->node_count + st->n < 32768) {
+            while (drop_one(st))
+                ;
+        } else if (drop_one(st)) {
+            st->work += *left; /* a call's share: the rest of its budget */
+            *left = 0;
+            return 0;
+        }
+        next_phase(st);
+        /* fall through */
+    case PH_FINISH: {
+        int rc = finish(st, out);
+        if (rc)
+            return rc;
+        st->phase = PH_DONE;
+        return 1;
+    }
+    default: return SY_EINVAL;
+    }
+}
+
+int sy__index_step_run(sy__index_step *st, size_t budget, sy__index **out) {
+    *out = NULL;
+    if (st->b.failed)
+        return SY_ENOMEM;
+    if (st->phase == PH_DONE)
+        return SY_EINVAL;
+    size_t left = budget ? budget : 1;
+    int rc = step(st, &left, out);
+    if (rc < 0)
+        st->b.failed = true; /* a failed pass cannot resume */
+    return rc;
+}
+
+bool sy__index_free_step(sy__index *ix) {
+    if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
+        return false; /* another holder would free it all at once */
+    void **parts[] = {(void **)&ix->hosts,   (void **)&ix->hkeys,
+                      (void **)&ix->cands,   (void **)&ix->vars,
+                      (void **)&ix->strings, (void **)&ix->slots,
+                      (void **)&ix->side,    (void **)&ix->nodes_mem};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (*parts[i]) {
+            sy__free(ix->alloc, *parts[i]);
+            *parts[i] = NULL;
+            return false;
+        }
+    return true;
+}

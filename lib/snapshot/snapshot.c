@@ -1,0 +1,778 @@
+/*
+ * snapshot.c - deriving immutable snapshots from the previous one plus a
+ * list of route changes (snapshot.h), and the read-only snapshot API.
+ *
+ *   base snapshot                      derived snapshot
+ *   slots: [r0][r1][r2]...[rN]   -->   slots: [r0][--][r2]...[rN][r1']
+ *   base index (shared, refcounted) ------^     ov[0]: {N+1} (persistent)
+ *
+ * An updated route tombstones its old slot and takes a new one (a free
+ * one when there is one) with the same rank key; the base index is shared
+ * and its dead slots are skipped, the overlays (snapshot_overlay.c) hold
+ * the routes the base lacks, at a cost per change that does not grow with
+ * them, and the base is rebuilt a bounded share per derive
+ * (snapshot_build.c). Only a change list about as large as the table
+ * compacts the slots and builds a fresh base at once.
+ *
+ * Slots, rank order and id table are chunked and shared with the base
+ * (snapshot_table.c): deriving copies the chunk pointer vectors and then
+ * copies only the chunks a change writes to (copy on write), so one change
+ * costs O(n / 1024) pointer copies plus a few 1024-entry chunks.
+ */
+#include "snapshot/snapshot_int.h"
+
+#include "route/filter.h"
+#include "service/service.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+#define NEW_SLOT (SY_NONE - 1) /* sy__slot.weight during the change loop */
+
+static void snapshot_free_parts(sy_snapshot *s) {
+    const sy__alloc *a = s->alloc;
+    sy__snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+    sy__snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy__free(a, s->rank_start);
+    sy__snap_free_chunks(a, (void **)s->id_chunks,
+                         s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
+    sy__index_unref(s->base);
+    sy__overlay_free(s->ov[0]);
+    sy__overlay_free(s->ov[1]);
+    sy__snap_list_free(a, &s->free_slots);
+    sy__snap_list_free(a, &s->graves[0]);
+    sy__snap_list_free(a, &s->graves[1]);
+    sy__snap_build_unref(a, s->build);
+    sy__snap_trash_unref(a, s->trash);
+    sy__free(a, s->weights);
+    sy__free(a, s->weight_slots);
+    if (s->defaults)
+        sy__route_unref(s->defaults);
+    for (size_t i = 0; s->sources && i < s->source_count; i++)
+        sy__free(a, s->sources[i]);
+    sy__free(a, s->sources);
+    for (size_t i = 0; s->services && i < s->service_count; i++)
+        sy__service_unref(s->services[i]);
+    sy__free(a, s->services);
+}
+
+void sy__snapshot_destroy(sy_snapshot *s) {
+    if (!s)
+        return;
+    snapshot_free_parts(s);
+    sy__pub_obj_free(s->alloc, &s->pub);
+}
+
+/* ---- derive ---- */
+
+typedef struct keyed_slot {
+    uint64_t key;
+    uint32_t slot;
+} keyed_slot;
+
+/* Sort slot ids by rank key (ids of one change list: usually few). */
+static bool sort_by_key(const sy_snapshot *s, uint32_t *ids, size_t n) {
+    if (n < 2)
+        return true;
+    keyed_slot *tmp = sy__malloc(s->alloc, n * sizeof *tmp);
+    if (!tmp)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = (keyed_slot){sy__snap_key_of(s, ids[i]), ids[i]};
+    bool ok = sy__sort_by_u64(s->alloc, tmp, n, sizeof *tmp,
+                              offsetof(keyed_slot, key));
+    for (size_t i = 0; ok && i < n; i++)
+        ids[i] = tmp[i].slot;
+    sy__free(s->alloc, tmp);
+    return ok;
+}
+
+/* The changes in rank-key order (stable): a bulk list applied to an
+ * empty table in this order fills slot i with rank i, so compaction has
+ * nothing to move (compact_and_index). NULL when out of memory. */
+static uint32_t *key_order(const sy__alloc *a, const sy__route_change *changes,
+                           size_t n) {
+    keyed_slot *tmp = sy__malloc(a, n * sizeof *tmp);
+    uint32_t *order = sy__malloc(a, n * sizeof *order);
+    bool ok = tmp && order;
+    for (size_t i = 0; ok && i < n; i++)
+        tmp[i] = (keyed_slot){changes[i].key, (uint32_t)i};
+    ok = ok &&
+         sy__sort_by_u64(a, tmp, n, sizeof *tmp, offsetof(keyed_slot, key));
+    for (size_t i = 0; ok && i < n; i++)
+        order[i] = tmp[i].slot;
+    sy__free(a, tmp);
+    if (!ok) {
+        sy__free(a, order);
+        return NULL;
+    }
+    return order;
+}
+
+/* Slot i holds rank i for every live route (and no dead slot is left). */
+static bool slots_in_rank_order(const sy_snapshot *s) {
+    if (s->slot_count != s->route_count)
+        return false;
+    uint32_t i = 0;
+    for (size_t k = 0; k < s->rank_nchunks; k++)
+        for (uint32_t j = 0; j < s->rank_chunks[k]->n; j++, i++)
+            if (s->rank_chunks[k]->e[j] != i)
+                return false;
+    return true;
+}
+
+static int index_over(sy_snapshot *s, const uint32_t *slots, size_t n,
+                      sy__index **out) {
+    sy__index_route *in = sy__malloc(s->alloc, (n ? n : 1) * sizeof *in);
+    if (!in)
+        return SY_ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const sy__slot *sl = sy__snapshot_slot(s, slots[i]);
+        if (sl->route)
+            in[m++] = (sy__index_route){slots[i], sl->key, sl->route};
+    }
+    int rc = sy__index_build(s->alloc, in, m, out);
+    sy__free(s->alloc, in);
+    return rc;
+}
+
+static bool has_weight(const struct sy_route *r) {
+    for (size_t p = 0; p < r->predicate_count; p++)
+        if (r->cpreds[p] && sy__pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
+            return true;
+    return false;
+}
+
+static const sy__pred *weight_pred(const struct sy_route *r) {
+    for (size_t p = 0; p < r->predicate_count; p++)
+        if (r->cpreds[p] && sy__pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
+            return r->cpreds[p];
+    return NULL;
+}
+
+static int cmp_def_order(const void *x, const void *y) {
+    const keyed_slot *a = x, *b = y;
+    uint64_t ka = a->key & 0xffffffffu, kb = b->key & 0xffffffffu;
+    return ka < kb ? -1 : ka > kb;
+}
+
+/*
+ * Weight groups over the live weight routes among `cand` (slot ids):
+ * members in definition order (source, position), ranges of [0,1)
+ * proportional to their weights, recomputed at every publish. Touches only
+ * weight routes, so a one-route change stays cheap.
+ */
+static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
+    const sy__alloc *a = s->alloc;
+    keyed_slot *ws = sy__malloc(a, (n ? n : 1) * sizeof *ws);
+    if (!ws)
+        return SY_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const sy__slot *sl = sy__snapshot_slot(s, cand[i]);
+        if (sl->route && !sl->route->disabled && has_weight(sl->route))
+            ws[k++] = (keyed_slot){sl->key, cand[i]};
+    }
+    if (!k) {
+        sy__free(a, ws);
+        return SY_OK;
+    }
+    qsort(ws, k, sizeof *ws, cmp_def_order);
+    s->weight_slots = sy__malloc(a, k * sizeof *s->weight_slots);
+    s->weights = sy__calloc(a, k, sizeof *s->weights);
+    const char **names = sy__malloc(a, k * sizeof *names);
+    uint32_t *wv = sy__malloc(a, k * sizeof *wv);
+    if (!s->weight_slots || !s->weights || !names || !wv) {
+        sy__free(a, ws);
+        sy__free(a, names);
+        sy__free(a, wv);
+        return SY_ENOMEM;
+    }
+    for (size_t i = 0; i < k; i++) {
+        const sy__pred *pr =
+            weight_pred(sy__snapshot_slot(s, ws[i].slot)->route);
+        s->weight_slots[i] = ws[i].slot;
+        names[i] = sy__pred_weight_group(pr);
+        wv[i] = sy__pred_weight_value(pr);
+        sy__slot *sl = sy__snap_slot_mut(s, ws[i].slot);
+        if (!sl) {
+            sy__free(a, ws);
+            sy__free(a, names);
+            sy__free(a, wv);
+            return SY_ENOMEM;
+        }
+        sl->weight = (uint32_t)i;
+    }
+    s->weight_count = k;
+    sy__free(a, ws);
+    /* group numbers by first appearance; ranges proportional to weight */
+    uint32_t groups = 0;
+    for (size_t i = 0; i < k; i++) {
+        size_t first = i;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(names[j], names[i]) == 0) {
+                first = j;
+                break;
+            }
+        if (first != i) {
+            s->weights[i].group = s->weights[first].group;
+            continue;
+        }
+        s->weights[i].group = groups++;
+        double total = 0;
+        for (size_t j = i; j < k; j++)
+            if (strcmp(names[j], names[i]) == 0)
+                total += wv[j];
+        double lo = 0;
+        for (size_t j = i; j < k; j++) {
+            if (strcmp(names[j], names[i]) != 0)
+                continue;
+            double w = total > 0 ? wv[j] / total : 0;
+            s->weights[j].lo = lo;
+            s->weights[j].hi = lo + w;
+            lo += w;
+        }
+        /* the last member with a weight closes the range exactly at 1 */
+        for (size_t j = k; j-- > i;)
+            if (strcmp(names[j], names[i]) == 0 && wv[j] > 0) {
+                s->weights[j].hi = 1.0;
+                break;
+            }
+    }
+    sy__free(a, names);
+    sy__free(a, wv);
+    return SY_OK;
+}
+
+/* What matching r needs of the per-request scratch; true when r has a
+ * Weight predicate (has_weight). */
+static bool scratch_needs(sy_snapshot *s, const struct sy_route *r) {
+    uint32_t groups = 0, vars = 0;
+    bool weight = false;
+    for (size_t i = 0; i < r->predicate_count; i++)
+        if (r->cpreds[i]) {
+            sy__pred_kind k = sy__pred_get_kind(r->cpreds[i]);
+            s->needs_host |= k == SY_PK_HOST;
+            s->needs_time |= k == SY_PK_TIME;
+            weight |= k == SY_PK_WEIGHT;
+            uint32_t g = sy__pred_max_groups(r->cpreds[i]);
+            if (g > groups)
+                groups = g;
+            vars += sy__pred_var_count(r->cpreds[i]);
+        }
+    for (size_t i = 0; i < r->filter_count; i++)
+        if (r->cfilters[i]) {
+            uint32_t g = sy__filter_max_groups(r->cfilters[i]);
+            if (g > groups)
+                groups = g;
+        }
+    if (groups > s->max_groups)
+        s->max_groups = groups;
+    if (vars > s->max_vars)
+        s->max_vars = vars;
+    return weight;
+}
+
+/* scratch_needs reads each route's predicate and filter objects: over a
+ * large table in slot (rank) order those lie all over the heap, a TLB and
+ * cache miss each. The slots ahead are fetched in stages, each reading
+ * only lines an earlier stage fetched (hints only). */
+static void prefetch_needs(const sy_snapshot *s, uint32_t i, uint32_t n) {
+    if (i + 16 < n) {
+        const struct sy_route *r = sy__snapshot_slot(s, i + 16)->route;
+        if (r) {
+            __builtin_prefetch(&r->predicate_count);
+            __builtin_prefetch(&r->cpreds);
+        }
+    }
+    if (i + 8 < n) {
+        const struct sy_route *r = sy__snapshot_slot(s, i + 8)->route;
+        if (r) {
+            __builtin_prefetch(r->cpreds);
+            __builtin_prefetch(r->cfilters);
+        }
+    }
+    if (i + 4 < n) {
+        const struct sy_route *r = sy__snapshot_slot(s, i + 4)->route;
+        for (size_t k = 0; r && k < r->predicate_count && k < 8; k++)
+            __builtin_prefetch(r->cpreds[k]);
+        for (size_t k = 0; r && k < r->filter_count && k < 8; k++)
+            __builtin_prefetch(r->cfilters[k]);
+    }
+}
+
+/* What matching in s needs of its context and how its paths are split
+ * and normalised, worked out once per snapshot (sy__match_prep, read by
+ * match.c's prepare). */
+static void match_prep_init(sy_snapshot *s) {
+    sy__match_prep *p = &s->prep;
+    p->fit_caps = s->max_vars + 8;
+    p->fit_groups = s->max_groups + 1 > 16 ? s->max_groups + 1 : 16;
+    bool as_is = s->path_norm.mode == SY_PN_AS_IS;
+    /* a rooted path without a '.' starting a segment and without '%' is
+     * never changed by the normaliser, unless it merges slashes */
+    p->norm_mask = as_is
+                       ? 0
+                       : SY_SEEN_DOT | SY_SEEN_PCT | SY_SEEN_UNROOTED |
+                             (s->path_norm.merge_slashes ? SY_SEEN_ALWAYS : 0);
+    p->keep_escaped_slashes =
+        !as_is && s->path_norm.escaped_slashes == SY_PN_SLASHES_KEEP;
+    p->strip_host_port = s->strip_host_port;
+    p->needs_host = s->needs_host;
+    p->needs_time = s->needs_time;
+    p->host_or_time = s->strip_host_port || s->needs_host || s->needs_time;
+    p->weights = s->weight_count > 0;
+}
+
+static int copy_config(sy_snapshot *s, const sy_snapshot *base,
+                       const sy__snapshot_config *cfg) {
+    const sy__alloc *a = s->alloc;
+    s->strip_host_port = cfg->strip_host_port;
+    s->path_norm = cfg->path_norm;
+    s->budget = cfg->budget;
+    s->clock_ms = cfg->clock_ms;
+    s->clock_data = cfg->clock_data;
+    s->random = cfg->random;
+    s->key_limit = cfg->key_limit;
+    s->defaults = cfg->defaults ? sy__route_ref(cfg->defaults) : NULL;
+    if (s->defaults)
+        scratch_needs(s, s->defaults);
+    s->source_count = cfg->source_count;
+    s->sources = sy__calloc(a, cfg->source_count + 1, sizeof *s->sources);
+    if (!s->sources)
+        return SY_ENOMEM;
+    for (size_t i = 0; i < cfg->source_count; i++)
+        if (!(s->sources[i] = sy__strdup(a, cfg->sources[i])))
+            return SY_ENOMEM;
+    struct sy__service *const *svc =
+        cfg->replace_services ? cfg->services : (base ? base->services : NULL);
+    size_t nsvc = cfg->replace_services ? cfg->service_count
+                                        : (base ? base->service_count : 0);
+    s->services = sy__calloc(a, nsvc + 1, sizeof *s->services);
+    if (!s->services)
+        return SY_ENOMEM;
+    for (size_t i = 0; i < nsvc; i++)
+        s->services[s->service_count++] = sy__service_ref(svc[i]);
+    return SY_OK;
+}
+
+/* Compact live slots into rank order (slot i = rank i) in fresh chunks,
+ * rebuild the rank chunks, the id table and the base index over them.
+ * *wslots (*wn): the slots of live routes with a Weight predicate, for
+ * build_weights (heap, the caller frees). needs_known: the caller has
+ * seen every live route's scratch needs and filled *wslots, valid while
+ * the slots stay where they are (else both are done again here). */
+static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
+                             bool needs_known) {
+    const sy__alloc *a = s->alloc;
+    size_t n = s->route_count;
+    size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
+    /* fresh rank chunks, half full so later inserts rarely split */
+    size_t half = SY_RANK_CHUNK_MAX / 2, nrk = (n + half - 1) / half;
+    /* slots already in rank order (a first document: see key_order): the
+     * slot chunks and the id table stay, only the rank chunks are made
+     * afresh (half full); nothing is copied and freed again */
+    bool keep = slots_in_rank_order(s);
+    /* every chunk made so far is replaced (and freed) below: count only
+     * the fresh ones */
+    s->chunk_bytes = 0;
+    if (keep) {
+        nsk = 0;
+        for (size_t k = 0; k < s->slot_chunk_cap && s->slot_chunks[k]; k++)
+            s->chunk_bytes += sizeof(sy__slot_chunk);
+        s->chunk_bytes +=
+            ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(sy__id_chunk);
+    }
+    sy__slot_chunk **sc = sy__calloc(a, nsk ? nsk : 1, sizeof *sc);
+    sy__rank_chunk **rc = sy__calloc(a, nrk + 1, sizeof *rc);
+    size_t *rs = sy__calloc(a, nrk + 1, sizeof *rs);
+    bool ok = sc && rc && rs;
+    for (size_t k = 0; ok && k < nsk; k++)
+        ok = (sc[k] = sy__snap_chunk_new(s, sizeof **sc)) != NULL;
+    for (size_t k = 0; ok && k < nrk; k++)
+        ok = (rc[k] = sy__snap_chunk_new(s, sizeof **rc)) != NULL;
+    if (ok) {
+        size_t i = 0;
+        for (size_t k = 0; k < s->rank_nchunks; k++)
+            for (uint32_t j = 0; j < s->rank_chunks[k]->n; j++, i++) {
+                if (!keep) {
+                    sy__slot *d =
+                        &sc[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
+                    *d = *sy__snapshot_slot(s, s->rank_chunks[k]->e[j]);
+                    d->weight = NONE;
+                } /* else: every slot is this derive's, weight NONE */
+                sy__rank_chunk *r = rc[i / half];
+                r->e[r->n++] = (uint32_t)i;
+            }
+    }
+    if (!ok) {
+        sy__snap_free_chunks(a, (void **)sc, nsk);
+        sy__snap_free_chunks(a, (void **)rc, nrk);
+        sy__free(a, rs);
+        return SY_ENOMEM;
+    }
+    sy__snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy__free(a, s->rank_start);
+    s->rank_chunks = rc;
+    s->rank_start = rs;
+    s->rank_nchunks = nrk;
+    if (keep) {
+        sy__free(a, sc);
+        sy__snap_rank_recount(s);
+    } else {
+        sy__snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+        s->slot_chunks = sc;
+        s->slot_chunk_cap = nsk;
+        s->slot_count = (uint32_t)n;
+        sy__snap_rank_recount(s);
+        sy__snap_free_chunks(a, (void **)s->id_chunks,
+                             (s->id_mask >> SY_CHUNK_BITS) + 1);
+        s->id_chunks = NULL;
+        if (!sy__snap_id_alloc(s, sy__snap_id_cap_for(n)))
+            return SY_ENOMEM;
+        sy__snap_id_fill(s);
+    }
+    uint32_t *all = sy__malloc(a, (n ? n : 1) * sizeof *all);
+    if (!all)
+        return SY_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        all[i] = (uint32_t)i;
+    if (!needs_known || !keep) {
+        sy__free(a, *wslots);
+        *wn = 0;
+        uint32_t *ws = *wslots = sy__malloc(a, (n ? n : 1) * sizeof *ws);
+        if (!ws) {
+            sy__free(a, all);
+            return SY_ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+            prefetch_needs(s, (uint32_t)i, (uint32_t)n);
+            const struct sy_route *rt =
+                sy__snapshot_slot(s, (uint32_t)i)->route;
+            if (scratch_needs(s, rt) && !rt->disabled)
+                ws[(*wn)++] = (uint32_t)i;
+        }
+    }
+    int r = index_over(s, all, n, &s->base);
+    sy__free(a, all);
+    return r;
+}
+
+int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
+                        const sy__snapshot_config *cfg,
+                        const sy__route_change *changes, size_t n,
+                        uint64_t generation, sy_snapshot **out,
+                        struct sy_route ***removed_out, size_t *removed_count,
+                        sy_error *err) {
+    *out = NULL;
+    *removed_out = NULL;
+    *removed_count = 0;
+    uint32_t *added = NULL, *order = NULL, *fresh_ws = NULL;
+    size_t fresh_wn = 0;
+    struct sy_route **removed = NULL;
+    size_t added_count = 0, nremoved = 0;
+    sy_snapshot *s = sy__pub_obj_alloc(a, sizeof *s);
+    if (!s)
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    s->alloc = a;
+    s->generation = generation;
+    s->fp_seq = base ? base->fp_seq : sy__snap_fp_empty();
+    int rc = copy_config(s, base, cfg);
+    if (rc)
+        goto fail;
+
+    /* slots: the base's (routes shared, not counted) + one per set change,
+     * a free one reused when there is one */
+    size_t live = base ? base->route_count : 0;
+    added = sy__malloc(a, (n ? n : 1) * sizeof *added);
+    removed = sy__malloc(a, (n ? n : 1) * sizeof *removed);
+    if (!added || !removed || (rc = sy__snap_share_base(s, base, n, live))) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
+    /* a change list about as large as the table is indexed from scratch
+     * (its cost is O(n) anyway): compact slots, build a fresh base */
+    bool bulk = !base || !base->base || n * 4 >= live + 64;
+    if (!bulk) {
+        s->base = sy__index_ref(base->base);
+        s->base_dead = base->base_dead;
+        s->build = base->build ? sy__snap_build_ref(base->build) : NULL;
+        s->trash = base->trash ? sy__snap_trash_ref(base->trash) : NULL;
+        if (!(s->ov[0] = sy__overlay_copy(a, base->ov[0])) ||
+            (base->ov[1] && !(s->ov[1] = sy__overlay_copy(a, base->ov[1]))) ||
+            !sy__snap_list_copy(a, &s->free_slots, &base->free_slots, n) ||
+            !sy__snap_list_copy(a, &s->graves[0], &base->graves[0], n) ||
+            !sy__snap_list_copy(a, &s->graves[1], &base->graves[1], n))
+            goto fail;
+    }
+    /* a whole document onto an empty table: taken in rank order, so the
+     * slots need no compaction (compact_and_index) */
+    if (bulk && live == 0 && n > 1 && !(order = key_order(a, changes, n))) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
+    /* a first document: every live route is one of the changes, whose
+     * scratch needs and weight slots the change loop notes while it reads
+     * the route anyway (compact_and_index then needs no pass of its own) */
+    if (order && !(fresh_ws = sy__malloc(a, n * sizeof *fresh_ws))) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
+    rc = SY_ENOMEM; /* what a failed chunk copy below means */
+    /* id hashes of the changes c .. c + ID_AHEAD (idq[c % 8]): each hashed
+     * ID_AHEAD changes ahead and its id table entry fetched (a random line
+     * of the table, a miss per change in a large one) */
+    enum { ID_AHEAD = 4 };
+    uint32_t idq[8];
+    for (size_t c = 0; c < n && c < ID_AHEAD; c++)
+        idq[c] = sy__snap_id_hash(changes[order ? order[c] : c].id);
+    for (size_t c = 0; c < n; c++) {
+        const sy__route_change *ch = &changes[order ? order[c] : c];
+        /* the id's text and fingerprint (the rank order's sequence hash)
+         * of a change ahead: in key order they lie all over the heap */
+        if (c + 12 < n) {
+            const sy__route_change *ah =
+                &changes[order ? order[c + 12] : c + 12];
+            __builtin_prefetch(ah->id);
+            if (ah->route) {
+                __builtin_prefetch(&ah->route->fingerprint);
+                if (fresh_ws) { /* and what scratch_needs reads */
+                    __builtin_prefetch(&ah->route->predicate_count);
+                    __builtin_prefetch(&ah->route->cpreds);
+                }
+            }
+        }
+        if (fresh_ws && c + 6 < n) {
+            const struct sy_route *ar = changes[order[c + 6]].route;
+            if (ar) {
+                __builtin_prefetch(ar->cpreds);
+                __builtin_prefetch(ar->cfilters);
+            }
+        }
+        if (fresh_ws && c + 3 < n) {
+            const struct sy_route *ar = changes[order[c + 3]].route;
+            for (size_t k = 0; ar && k < ar->predicate_count && k < 8; k++)
+                __builtin_prefetch(ar->cpreds[k]);
+            for (size_t k = 0; ar && k < ar->filter_count && k < 8; k++)
+                __builtin_prefetch(ar->cfilters[k]);
+        }
+        if (c + ID_AHEAD < n) {
+            size_t k = c + ID_AHEAD;
+            uint32_t hk = sy__snap_id_hash(changes[order ? order[k] : k].id);
+            uint32_t i = hk & s->id_mask;
+            idq[k % 8] = hk;
+            __builtin_prefetch(
+                &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)]);
+        }
+        uint32_t h = idq[c % 8];
+        uint32_t pos;
+        uint32_t old = sy__snap_id_find(s, ch->id, h, &pos);
+        if (old != NONE && sy__snapshot_slot(s, old)->weight == NEW_SLOT) {
+            /* the caller takes one reference per set change: an id may
+             * appear once per change list */
+            rc = SY_EINVAL;
+            goto fail;
+        }
+        if (old != NONE) {
+            sy__slot *os = sy__snap_slot_mut(s, old);
+            if (!os || !sy__snap_rank_remove(s, old) ||
+                !sy__snap_id_remove_at(s, pos))
+                goto fail;
+            bool in0 = false, in1 = false;
+            if (!bulk &&
+                (sy__overlay_remove(s->ov[0], old, os->route, &in0) ||
+                 (!in0 && sy__overlay_remove(s->ov[1], old, os->route, &in1))))
+                goto fail;
+            s->base_dead += !bulk && !in0; /* a dead entry of an index */
+            /* only in ov[0]: no index holds it, free now; else a grave
+             * until no base or rebuild can hold it (snapshot_build.c) */
+            sy__slot_list *to = in0        ? &s->free_slots
+                                : s->build ? &s->graves[1]
+                                           : &s->graves[0];
+            if (!bulk && !sy__snap_list_push(a, to, old))
+                goto fail;
+            removed[nremoved++] = os->route; /* hand it back */
+            os->route = NULL;
+            live--;
+            sy__snap_id_find(s, ch->id, h, &pos);
+        }
+        if (!ch->route)
+            continue;
+        bool reuse = !bulk && s->free_slots.n;
+        uint32_t slot =
+            reuse ? s->free_slots.v[s->free_slots.n - 1] : s->slot_count;
+        sy__slot *ns = sy__snap_slot_mut(s, slot);
+        if (!ns)
+            goto fail;
+        /* NEW_SLOT marks a slot of this change list until the loop ends */
+        *ns = (sy__slot){ch->route, ch->key, ch->source, NEW_SLOT};
+        if (reuse)
+            s->free_slots.n--;
+        else
+            s->slot_count++;
+        if (!sy__snap_id_set(s, pos, (sy__id_entry){h, slot}) ||
+            !sy__snap_rank_insert(s, slot))
+            goto fail;
+        if (!bulk && sy__overlay_add(s->ov[0], slot, ch->key, ch->route))
+            goto fail;
+        added[added_count++] = slot;
+        live++;
+        if (fresh_ws && scratch_needs(s, ch->route) && !ch->route->disabled)
+            fresh_ws[fresh_wn++] = slot;
+    }
+    for (size_t i = 0; i < added_count; i++) /* private chunks: no copy */
+        sy__snap_slot_mut(s, added[i])->weight = NONE;
+    sy__snap_rank_recount(s);
+    /* taken in key order (key_order): already sorted */
+    if (!order && !sort_by_key(s, added, added_count))
+        goto fail;
+
+    /* index: the base shared, the changes in the overlay (above), a
+     * rebuild advanced by one bounded share; or all from scratch */
+    if (bulk) {
+        /* weight candidates: found by the change loop (a first document)
+         * or by a pass over every route there */
+        rc = compact_and_index(s, &fresh_ws, &fresh_wn, fresh_ws != NULL);
+        if (!rc)
+            rc = build_weights(s, fresh_ws, fresh_wn);
+        sy__free(a, fresh_ws);
+        fresh_ws = NULL;
+    } else {
+        if (base->max_groups > s->max_groups)
+            s->max_groups = base->max_groups;
+        if (base->max_vars > s->max_vars)
+            s->max_vars = base->max_vars;
+        s->needs_host |= base->needs_host;
+        s->needs_time |= base->needs_time;
+        /* weight candidates: the base's weight routes and the new slots */
+        size_t wn = (base ? base->weight_count : 0) + added_count;
+        uint32_t *wc = sy__malloc(a, (wn ? wn : 1) * sizeof *wc);
+        if (!wc) {
+            rc = SY_ENOMEM;
+            goto fail;
+        }
+        for (size_t i = 0; i < added_count; i++)
+            scratch_needs(s, sy__snapshot_slot(s, added[i])->route);
+        rc = sy__snap_build_advance(s);
+        size_t k = 0;
+        for (size_t i = 0; base && i < base->weight_count; i++)
+            wc[k++] = base->weight_slots[i];
+        memcpy(wc + k, added, added_count * sizeof *added);
+        k += added_count;
+        /* weight indices of the base belong to the base's table */
+        for (size_t i = 0; !rc && base && i < base->weight_count; i++) {
+            sy__slot *ws = sy__snap_slot_mut(s, base->weight_slots[i]);
+            if (!ws)
+                rc = SY_ENOMEM;
+            else
+                ws->weight = NONE;
+        }
+        if (!rc)
+            rc = build_weights(s, wc, k);
+        sy__free(a, wc);
+    }
+    if (rc)
+        goto fail;
+    match_prep_init(s);
+    s->bytes = sizeof *s + s->slot_chunk_cap * sizeof(void *) +
+               s->rank_nchunks * (sizeof(void *) + sizeof(size_t)) +
+               ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(void *) +
+               s->chunk_bytes + sy__overlay_bytes(s->ov[0]) +
+               sy__overlay_bytes(s->ov[1]) +
+               (bulk && s->base ? sy__index_bytes(s->base) : 0);
+    s->pub.bytes = s->bytes;
+    sy__free(a, added);
+    sy__free(a, order);
+    *out = s;
+    *removed_out = removed;
+    *removed_count = nremoved;
+    return SY_OK;
+
+fail:
+    sy__free(a, added);
+    sy__free(a, order);
+    sy__free(a, fresh_ws);
+    sy__free(a, removed);
+    snapshot_free_parts(s);
+    sy__pub_obj_free(a, &s->pub);
+    return sy__error_set(err, rc ? rc : SY_ENOMEM, "", "%s",
+                         sy_strerror(rc ? rc : SY_ENOMEM));
+}
+
+const struct sy__service *sy__snapshot_service(const sy_snapshot *s,
+                                               const char *name, size_t len) {
+    size_t lo = 0, hi = s->service_count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const char *nm = sy__service_name(s->services[mid]);
+        size_t nl = strlen(nm);
+        int c = memcmp(nm, name, nl < len ? nl : len);
+        if (c == 0)
+            c = nl < len ? -1 : nl > len;
+        if (c == 0)
+            return s->services[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* ---- public read-only API ---- */
+
+uint64_t sy_snapshot_generation(const sy_snapshot *h) {
+    return sy__snapshot_from_handle(h)->generation;
+}
+
+/* The route sequence's fingerprint (kept per change, snapshot_table.c),
+ * the route count, then services by name: equal content gives equal
+ * fingerprints whatever history led to it. A service whose list is empty
+ * adds nothing: a router that saw a service's instances come and go and
+ * one that never saw the service hold the same instances (none), and a
+ * fleet fed by one store must agree. The services part is computed
+ * once per snapshot, on first request (O(services + instances)); two
+ * readers racing compute the same value. */
+uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
+    sy_snapshot *s = (sy_snapshot *)sy__snapshot_from_handle(h);
+    if (atomic_load_explicit(&s->fingerprint_done, memory_order_acquire))
+        return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
+    uint64_t fp = sy__hash_mix(s->fp_seq, s->route_count);
+    for (size_t i = 0; i < s->service_count; i++)
+        if (sy__service_count(s->services[i]))
+            fp = sy__hash_mix(fp, sy__service_fingerprint(s->services[i]));
+    atomic_store_explicit(&s->fingerprint, fp, memory_order_relaxed);
+    atomic_store_explicit(&s->fingerprint_done, true, memory_order_release);
+    return fp;
+}
+
+size_t sy_snapshot_route_count(const sy_snapshot *h) {
+    return sy__snapshot_from_handle(h)->route_count;
+}
+
+const sy_route *sy_snapshot_route_at(const sy_snapshot *h, size_t i) {
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
+    return i < s->route_count
+               ? sy__snapshot_slot(s, sy__snapshot_rank_at(s, i))->route
+               : NULL;
+}
+
+const sy_route *sy_snapshot_find_route(const sy_snapshot *h, const char *id,
+                                       const char **source) {
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
+    if (!id)
+        return NULL;
+    uint32_t slot = sy__snapshot_find_slot(s, id);
+    if (slot == NONE)
+        return NULL;
+    if (source)
+        *source = sy__snapshot_slot(s, slot)->source < s->source_count
+                      ? s->sources[sy__snapshot_slot(s, slot)->source]
+                      : NULL;
+    return sy__snapshot_slot(s, slot)->route;
+}
+
+uint32_t sy_snapshot_route_key_limit(const sy_snapshot *h) {
+    return h ? sy__snapshot_from_handle(h)->key_limit : 0;
+}

@@ -1,0 +1,101 @@
+/*
+ * snapshot_int.h - internals shared by the snapshot modules: the shared
+ * chunk tables (slots, rank order, id table; snapshot_table.c), the spread
+ * index rebuild (snapshot_build.c) and the persistent overlay
+ * (snapshot_overlay.c). Not part of any public API.
+ */
+#ifndef SY_SNAPSHOT_INT_H
+#define SY_SNAPSHOT_INT_H
+
+#include "snapshot/snapshot.h"
+
+#define NONE SY_NONE /* short local name */
+
+/* ---- shared chunks (snapshot_table.c) ---- */
+
+/* Every chunk type starts with its _Atomic uint32_t reference count. */
+void sy__snap_chunk_ref(void *c);
+void sy__snap_chunk_unref(const sy__alloc *a, void *c);
+/* A new chunk of `size` bytes, refs 1, zeroed past the header. */
+void *sy__snap_chunk_new(sy_snapshot *s, size_t size);
+/* `c` itself when this snapshot is its only holder, else a private copy
+ * (the shared one loses this snapshot's reference). NULL: out of memory. */
+void *sy__snap_chunk_own(sy_snapshot *s, void *c, size_t size);
+void sy__snap_free_chunks(const sy__alloc *a, void **v, size_t n);
+/* Slot i, writable (its chunk made private or created). NULL: no memory. */
+sy__slot *sy__snap_slot_mut(sy_snapshot *s, uint32_t i);
+uint64_t sy__snap_key_of(const sy_snapshot *s, uint32_t slot);
+
+/* Slot id lists: a copy of src with room for `extra` more; push one. */
+bool sy__snap_list_copy(const sy__alloc *a, sy__slot_list *dst,
+                        const sy__slot_list *src, size_t extra);
+bool sy__snap_list_push(const sy__alloc *a, sy__slot_list *l, uint32_t v);
+/* Move every id of `from` to `to` (from emptied). */
+bool sy__snap_list_move(const sy__alloc *a, sy__slot_list *to,
+                        sy__slot_list *from);
+void sy__snap_list_free(const sy__alloc *a, sy__slot_list *l);
+
+/* ---- id table ---- */
+
+uint32_t sy__snap_id_hash(const char *id);
+/* The slot of `id` (hash h), or NONE; *pos: its entry or the free entry
+ * where it would go. */
+uint32_t sy__snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
+                          uint32_t *pos);
+bool sy__snap_id_set(sy_snapshot *s, uint32_t pos, sy__id_entry v);
+bool sy__snap_id_remove_at(sy_snapshot *s, uint32_t pos);
+uint32_t sy__snap_id_cap_for(size_t live);
+bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap);
+void sy__snap_id_fill(sy_snapshot *s);
+
+/* ---- rank order ---- */
+
+void sy__snap_rank_recount(sy_snapshot *s);
+/* Insert / remove a live slot in the rank order; both keep the sequence
+ * fingerprint (fp_seq) up to date. false: out of memory. */
+bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot);
+bool sy__snap_rank_remove(sy_snapshot *s, uint32_t slot);
+/* The empty sequence's fingerprint. */
+uint64_t sy__snap_fp_empty(void);
+
+/* Share the base's chunk vectors with room for n more slots and rank
+ * chunks; the id table is shared when its capacity suits live + n ids. */
+int sy__snap_share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
+                        size_t live);
+
+/* ---- the persistent overlay (snapshot_overlay.c) ---- */
+
+/* A copy sharing src's chunks (src NULL: empty). NULL: out of memory. */
+sy__overlay *sy__overlay_copy(const sy__alloc *a, const sy__overlay *src);
+void sy__overlay_free(sy__overlay *ov);
+size_t sy__overlay_count(const sy__overlay *ov);
+/* Free one chunk (256 buckets' groups) when this overlay is its only
+ * holder: true when none is left (then sy__overlay_free is cheap). */
+bool sy__overlay_free_step(sy__overlay *ov);
+size_t sy__overlay_bytes(const sy__overlay *ov);
+/* File live slot `slot` (rank key `key`, route r) / take it out again
+ * (*found: it was there). O(its groups), whatever the overlay holds. */
+int sy__overlay_add(sy__overlay *ov, uint32_t slot, uint64_t key,
+                    const struct sy_route *r);
+int sy__overlay_remove(sy__overlay *ov, uint32_t slot, const struct sy_route *r,
+                       bool *found);
+
+/* ---- the spread rebuild (snapshot_build.c) ---- */
+
+/* Routes indexed / finishing items done per derive while a rebuild runs:
+ * the bound on a publish's share of the rebuild. */
+#define SY_BUILD_ROUTES 64
+#define SY_BUILD_ITEMS 4096
+
+/* After a derive's changes: advance the running rebuild by one share and
+ * swap its index in when complete; start one when the overlay and the
+ * base's dead entries outgrow max(256, live / 32). */
+int sy__snap_build_advance(sy_snapshot *s);
+void sy__snap_build_unref(const sy__alloc *a, sy__snap_build *b);
+sy__snap_build *sy__snap_build_ref(sy__snap_build *b);
+/* What a swap replaced (the old base, the dropped ov[1]), freed a part per
+ * derive once older snapshots no longer hold it (snapshot_build.c). */
+void sy__snap_trash_unref(const sy__alloc *a, sy__snap_trash *t);
+sy__snap_trash *sy__snap_trash_ref(sy__snap_trash *t);
+
+#endif

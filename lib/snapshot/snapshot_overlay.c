@@ -1,0 +1,534 @@
+/*
+ * snapshot_overlay.c - the persistent overlay of a snapshot: the routes
+ * added since its base index was built, findable by request at a cost per
+ * change that does not grow with the overlay (snapshot_int.h).
+ *
+ * A route is filed under keys: per Path pattern, the hash of its leading
+ * literal segments, or of one later literal at its position (keys_of);
+ * else under the one root key (always a candidate: no Path, or a pattern
+ * with no literal before its first "**").
+ * Each key has a group: its routes' candidates in rank key order. Groups
+ * hang off a hash table in 256-bucket chunks:
+ *
+ *   table chunks:  [c0][c1]...         chunk: refs | group * x 256
+ *   group:  refs | len | hash | sy__cand c[len] | uint64_t key[len]
+ *
+ * Groups and chunks are immutable once shared and refcounted, so deriving
+ * copies the chunk vector (a few pointers) and a change copies one chunk
+ * and one group: O(group + 256), whatever the overlay holds.
+ *
+ * A lookup hashes the request's path segments one prefix at a time (and
+ * each alone) and probes the depths and positions some key has (bit masks
+ * per overlay): the
+ * groups it finds are candidate lists like the index's (no walk proof, so
+ * the matcher checks every predicate). The lists are a superset: a route
+ * can only match a request whose segments start with its literals.
+ */
+#include "snapshot/snapshot_int.h"
+
+#define OV_CHUNK 256u
+#define OV_KEYS 16 /* a route with more patterns goes to the root group */
+#define SEED_PATH 0x9a7bull
+#define SEED_SINGLE 0x5e91ull
+#define ROOT_KEY 0x726f6f74ull /* "root" */
+
+typedef struct ov_group {
+    _Atomic uint32_t refs;
+    uint32_t len;
+    uint64_t hash;
+    sy__cand c[]; /* then uint64_t key[len] */
+} ov_group;
+
+typedef struct ov_chunk {
+    _Atomic uint32_t refs;
+    ov_group *g[OV_CHUNK];
+} ov_chunk;
+
+/* A bit filter over the keys present (two bits a key, 8 bits a bucket):
+ * a lookup skips a key whose bits are not both set without touching the
+ * table, which is a cache miss or two at a large overlay; the filter is
+ * small enough to stay in cache. Shared between copies, copied on write;
+ * bits are never cleared (a removed key only costs a false positive). */
+typedef struct ov_filter {
+    _Atomic uint32_t refs;
+    uint32_t mask; /* bits - 1 */
+    uint64_t w[];
+} ov_filter;
+
+struct sy__overlay {
+    const sy__alloc *a;
+    ov_filter *filter;
+    ov_chunk **chunks;
+    uint32_t mask; /* buckets - 1; buckets a multiple of OV_CHUNK */
+    uint32_t groups;
+    size_t count;       /* live entries */
+    uint64_t depths;    /* bit d: some prefix key of depth d (63: or more) */
+    uint64_t positions; /* bit p: some single key at position p */
+    size_t bytes;       /* chunks and groups this overlay made */
+};
+
+static uint64_t *group_keys(ov_group *g) {
+    return (uint64_t *)(void *)(g->c + g->len);
+}
+
+static void group_unref(const sy__alloc *a, ov_group *g) {
+    if (g && atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) == 1)
+        sy__free(a, g);
+}
+
+static void chunk_unref(const sy__alloc *a, ov_chunk *c) {
+    if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (uint32_t i = 0; i < OV_CHUNK; i++)
+        group_unref(a, c->g[i]);
+    sy__free(a, c);
+}
+
+static ov_group *group_new(sy__overlay *ov, uint32_t len, uint64_t hash) {
+    size_t size =
+        sizeof(ov_group) + len * (sizeof(sy__cand) + sizeof(uint64_t));
+    ov_group *g = sy__malloc(ov->a, size);
+    if (!g)
+        return NULL;
+    atomic_init(&g->refs, 1);
+    g->len = len;
+    g->hash = hash;
+    ov->bytes += size;
+    return g;
+}
+
+static void filter_unref(const sy__alloc *a, ov_filter *f) {
+    if (f && atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1)
+        sy__free(a, f);
+}
+
+static inline uint32_t filter_bit(const ov_filter *f, uint64_t h, int k) {
+    return (uint32_t)((k ? h * 0x9e3779b97f4a7c15ull : h) >> 40) & f->mask;
+}
+
+static inline bool filter_has(const ov_filter *f, uint64_t h) {
+    uint32_t a = filter_bit(f, h, 0), b = filter_bit(f, h, 1);
+    return ((f->w[a / 64] >> (a % 64)) & 1) && ((f->w[b / 64] >> (b % 64)) & 1);
+}
+
+/* Set h's bits, the filter made private first. false: out of memory. */
+static bool filter_set(sy__overlay *ov, uint64_t h) {
+    ov_filter *f = ov->filter;
+    size_t size = sizeof *f + ((size_t)f->mask + 1) / 8;
+    if (atomic_load_explicit(&f->refs, memory_order_acquire) != 1) {
+        ov_filter *n = sy__malloc(ov->a, size);
+        if (!n)
+            return false;
+        memcpy(n, f, size);
+        atomic_init(&n->refs, 1);
+        filter_unref(ov->a, f);
+        ov->filter = f = n;
+        ov->bytes += size;
+    }
+    uint32_t a = filter_bit(f, h, 0), b = filter_bit(f, h, 1);
+    f->w[a / 64] |= 1ull << (a % 64);
+    f->w[b / 64] |= 1ull << (b % 64);
+    return true;
+}
+
+static bool table_alloc(sy__overlay *ov, uint32_t buckets) {
+    uint32_t nk = buckets / OV_CHUNK;
+    size_t fsize = sizeof(ov_filter) + (size_t)buckets; /* 8 bits each */
+    ov->filter = sy__calloc(ov->a, 1, fsize);
+    if (!ov->filter)
+        return false;
+    atomic_init(&ov->filter->refs, 1);
+    ov->filter->mask = buckets * 8 - 1;
+    ov->bytes += fsize;
+    ov->chunks = sy__calloc(ov->a, nk, sizeof *ov->chunks);
+    if (!ov->chunks)
+        return false;
+    ov->mask = buckets - 1;
+    for (uint32_t k = 0; k < nk; k++) {
+        ov->chunks[k] = sy__calloc(ov->a, 1, sizeof(ov_chunk));
+        if (!ov->chunks[k])
+            return false;
+        atomic_init(&ov->chunks[k]->refs, 1);
+        ov->bytes += sizeof(ov_chunk);
+    }
+    return true;
+}
+
+static void table_free(const sy__alloc *a, ov_chunk **chunks, uint32_t mask) {
+    for (uint32_t k = 0; chunks && k <= mask / OV_CHUNK; k++)
+        chunk_unref(a, chunks[k]);
+    sy__free(a, chunks);
+}
+
+sy__overlay *sy__overlay_copy(const sy__alloc *a, const sy__overlay *src) {
+    sy__overlay *ov = sy__calloc(a, 1, sizeof *ov);
+    if (!ov)
+        return NULL;
+    ov->a = a;
+    if (!src) {
+        if (!table_alloc(ov, OV_CHUNK)) {
+            sy__overlay_free(ov);
+            return NULL;
+        }
+        return ov;
+    }
+    uint32_t nk = (src->mask + 1) / OV_CHUNK;
+    ov->chunks = sy__malloc(a, nk * sizeof *ov->chunks);
+    if (!ov->chunks) {
+        sy__free(a, ov);
+        return NULL;
+    }
+    for (uint32_t k = 0; k < nk; k++) {
+        ov->chunks[k] = src->chunks[k];
+        atomic_fetch_add_explicit(&ov->chunks[k]->refs, 1,
+                                  memory_order_relaxed);
+    }
+    ov->filter = src->filter;
+    atomic_fetch_add_explicit(&ov->filter->refs, 1, memory_order_relaxed);
+    ov->mask = src->mask;
+    ov->groups = src->groups;
+    ov->count = src->count;
+    ov->depths = src->depths;
+    ov->positions = src->positions;
+    return ov;
+}
+
+void sy__overlay_free(sy__overlay *ov) {
+    if (!ov)
+        return;
+    filter_unref(ov->a, ov->filter);
+    table_free(ov->a, ov->chunks, ov->mask);
+    sy__free(ov->a, ov);
+}
+
+bool sy__overlay_free_step(sy__overlay *ov) {
+    uint32_t nk = (ov->mask + 1) / OV_CHUNK;
+    for (uint32_t k = 0; k < nk; k++) {
+        ov_chunk *c = ov->chunks[k];
+        if (!c)
+            continue;
+        if (atomic_load_explicit(&c->refs, memory_order_acquire) != 1)
+            return false; /* shared: its last holder frees its groups */
+        chunk_unref(ov->a, c);
+        ov->chunks[k] = NULL;
+        return false;
+    }
+    return true;
+}
+
+size_t sy__overlay_count(const sy__overlay *ov) {
+    return ov ? ov->count : 0;
+}
+
+size_t sy__overlay_bytes(const sy__overlay *ov) {
+    return ov ? sizeof *ov +
+                    ((size_t)ov->mask + 1) / OV_CHUNK * sizeof(void *) +
+                    ov->bytes
+              : 0;
+}
+
+static ov_group *const *bucket(const sy__overlay *ov, uint32_t i) {
+    return &ov->chunks[i / OV_CHUNK]->g[i % OV_CHUNK];
+}
+
+/* The bucket of `hash`: its group's, or the empty one where it goes. */
+static uint32_t find(const sy__overlay *ov, uint64_t hash) {
+    for (uint32_t i = (uint32_t)hash & ov->mask;; i = (i + 1) & ov->mask) {
+        const ov_group *g = *bucket(ov, i);
+        if (!g || g->hash == hash)
+            return i;
+    }
+}
+
+/* Bucket i, writable (its chunk made private). NULL: out of memory. */
+static ov_group **bucket_mut(sy__overlay *ov, uint32_t i) {
+    ov_chunk *c = ov->chunks[i / OV_CHUNK];
+    if (atomic_load_explicit(&c->refs, memory_order_acquire) != 1) {
+        ov_chunk *n = sy__malloc(ov->a, sizeof *n);
+        if (!n)
+            return NULL;
+        atomic_init(&n->refs, 1);
+        for (uint32_t k = 0; k < OV_CHUNK; k++) {
+            n->g[k] = c->g[k];
+            if (n->g[k])
+                atomic_fetch_add_explicit(&n->g[k]->refs, 1,
+                                          memory_order_relaxed);
+        }
+        chunk_unref(ov->a, c);
+        ov->chunks[i / OV_CHUNK] = c = n;
+        ov->bytes += sizeof *n;
+    }
+    return &c->g[i % OV_CHUNK];
+}
+
+/* Twice the buckets; every group moves (a reference each). */
+static bool grow(sy__overlay *ov) {
+    ov_chunk **old = ov->chunks;
+    ov_filter *old_filter = ov->filter;
+    uint32_t old_mask = ov->mask;
+    ov->chunks = NULL;
+    ov->filter = NULL;
+    if (!table_alloc(ov, (old_mask + 1) * 2)) {
+        filter_unref(ov->a, ov->filter);
+        table_free(ov->a, ov->chunks, ov->mask);
+        ov->chunks = old;
+        ov->filter = old_filter;
+        ov->mask = old_mask;
+        return false;
+    }
+    for (uint32_t i = 0; i <= old_mask; i++) {
+        ov_group *g = old[i / OV_CHUNK]->g[i % OV_CHUNK];
+        if (!g)
+            continue;
+        atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
+        /* the fresh chunks and filter are private: no copy, cannot fail */
+        *bucket_mut(ov, find(ov, g->hash)) = g;
+        filter_set(ov, g->hash);
+    }
+    filter_unref(ov->a, old_filter);
+    table_free(ov->a, old, old_mask);
+    return true;
+}
+
+/* ---- keys ---- */
+
+typedef struct route_keys {
+    uint64_t hash[OV_KEYS];
+    size_t n;
+    uint8_t depth[OV_KEYS]; /* prefix: its length; single: its position */
+    uint8_t single[OV_KEYS];
+} route_keys;
+
+static uint64_t seg_hash(sy_str s) {
+    return sy__hash64(s.ptr, s.len, 0x0f);
+}
+
+/* The key of segment `pos` alone. */
+static uint64_t single_key(size_t pos, uint64_t seg) {
+    return sy__hash_mix(SEED_SINGLE + pos, seg);
+}
+
+/*
+ * One key per Path pattern of `pred`: its leading literal segments (a
+ * prefix key), or, when at most one segment leads and a literal comes
+ * after a wildcard, that later literal at its position (a single key:
+ * "/{tenant}/orders/{id}" -> (1, "orders"); "/api/{id}/posts" -> (2,
+ * "posts")). Positions count only before a "**" or {*x}. false: a pattern
+ * has neither, or there are too many patterns (the route goes to root).
+ */
+static bool keys_of(const sy__pred *pred, route_keys *k) {
+    k->n = 0;
+    for (size_t i = 0; pred && i < sy__pred_pattern_count(pred); i++) {
+        const sy__pattern *p = sy__pred_pattern(pred, i);
+        if (!sy__pattern_can_match(p))
+            continue; /* matches nothing: needs no key */
+        size_t n = sy__pattern_segment_count(p), d = 0, last = SIZE_MAX;
+        uint64_t h = SEED_PATH;
+        for (; d < n && sy__pattern_segment_kind(p, d) == SY_SEG_LITERAL; d++)
+            h = sy__hash_mix(h, seg_hash(sy__pattern_literal(p, d)));
+        for (size_t j = d; j < n && j < 63; j++) {
+            sy__seg_kind sk = sy__pattern_segment_kind(p, j);
+            if (sk == SY_SEG_MULTI || sk == SY_SEG_REST)
+                break;
+            if (sk == SY_SEG_LITERAL)
+                last = j;
+        }
+        bool single = d < 2 && last != SIZE_MAX;
+        if (single)
+            h = single_key(last, seg_hash(sy__pattern_literal(p, last)));
+        if ((d == 0 && !single) || k->n == OV_KEYS)
+            return false;
+        bool dup = false;
+        for (size_t j = 0; j < k->n; j++)
+            dup |= k->hash[j] == h;
+        if (!dup) {
+            k->hash[k->n] = h;
+            k->single[k->n] = single;
+            k->depth[k->n++] = (uint8_t)(single ? last : d < 63 ? d : 63);
+        }
+    }
+    return pred != NULL;
+}
+
+static const sy__pred *first_pred(const struct sy_route *r,
+                                  sy__pred_kind kind) {
+    for (size_t i = 0; i < r->predicate_count; i++)
+        if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == kind)
+            return r->cpreds[i];
+    return NULL;
+}
+
+/* Where a route is filed: its path keys, else the root. (Host-only
+ * routes go to the root too: a request's odd host forms, a leading or
+ * trailing '.', make label prefixes an unsafe key.) */
+static void route_keys_of(const struct sy_route *r, route_keys *k) {
+    if (keys_of(first_pred(r, SY_PK_PATH), k))
+        return;
+    k->n = 1;
+    k->hash[0] = ROOT_KEY;
+    k->depth[0] = 0;
+    k->single[0] = 0;
+}
+
+static uint32_t methods_of(const struct sy_route *r) {
+    uint32_t m = UINT32_MAX;
+    for (size_t i = 0; i < r->predicate_count; i++)
+        if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == SY_PK_METHOD)
+            m &= sy__pred_method_mask(r->cpreds[i]);
+    return m;
+}
+
+/* ---- changes ---- */
+
+/* Replace bucket i's group (may be NULL) by a copy with the candidate
+ * inserted (cand != NULL) or with slot `slot` removed. */
+static int regroup(sy__overlay *ov, uint32_t i, uint64_t hash,
+                   const sy__cand *cand, uint64_t key, uint32_t slot) {
+    const ov_group *g = *bucket(ov, i);
+    uint32_t len = g ? g->len : 0, at = len;
+    if (cand) {
+        at = 0; /* after every key <= its own */
+        while (at < len && group_keys((ov_group *)g)[at] <= key)
+            at++;
+    } else {
+        for (uint32_t j = 0; j < len; j++)
+            if (g->c[j].slot == slot)
+                at = j;
+        if (at == len)
+            return SY_OK; /* not here */
+    }
+    ov_group *n = group_new(ov, cand ? len + 1 : len - 1, hash);
+    ov_group **b = n ? bucket_mut(ov, i) : NULL;
+    if (!b) {
+        sy__free(ov->a, n);
+        return SY_ENOMEM;
+    }
+    uint64_t *ok = len ? group_keys((ov_group *)g) : NULL, *nk = group_keys(n);
+    if (at)
+        memcpy(n->c, g->c, at * sizeof *n->c), memcpy(nk, ok, at * sizeof *nk);
+    uint32_t skip = cand ? 0 : 1, put = cand ? 1 : 0;
+    if (cand) {
+        n->c[at] = *cand;
+        nk[at] = key;
+    }
+    if (len > at + skip) {
+        memcpy(n->c + at + put, g->c + at + skip,
+               (len - at - skip) * sizeof *n->c);
+        memcpy(nk + at + put, ok + at + skip, (len - at - skip) * sizeof *nk);
+    }
+    if (!*b)
+        ov->groups++;
+    group_unref(ov->a, *b);
+    *b = n;
+    return SY_OK;
+}
+
+int sy__overlay_add(sy__overlay *ov, uint32_t slot, uint64_t key,
+                    const struct sy_route *r) {
+    if (r->disabled)
+        return SY_OK; /* never matches: not indexed */
+    route_keys k;
+    route_keys_of(r, &k);
+    sy__cand cand = {slot, methods_of(r), 0, 0, 0, 0};
+    for (size_t j = 0; j < k.n; j++) {
+        if ((ov->groups + 1) * 2 > ov->mask + 1 && !grow(ov))
+            return SY_ENOMEM;
+        int rc = regroup(ov, find(ov, k.hash[j]), k.hash[j], &cand, key, slot);
+        if (rc || !filter_set(ov, k.hash[j]))
+            return rc ? rc : SY_ENOMEM;
+        if (k.single[j])
+            ov->positions |= 1ull << k.depth[j];
+        else if (k.hash[j] != ROOT_KEY)
+            ov->depths |= 1ull << k.depth[j];
+    }
+    ov->count++;
+    return SY_OK;
+}
+
+int sy__overlay_remove(sy__overlay *ov, uint32_t slot, const struct sy_route *r,
+                       bool *found) {
+    *found = false;
+    if (!ov || r->disabled)
+        return SY_OK;
+    route_keys k;
+    route_keys_of(r, &k);
+    for (size_t j = 0; j < k.n; j++) {
+        uint32_t i = find(ov, k.hash[j]);
+        const ov_group *g = *bucket(ov, i);
+        bool here = false;
+        for (uint32_t e = 0; g && e < g->len; e++)
+            here |= g->c[e].slot == slot;
+        if (!here)
+            continue;
+        int rc = regroup(ov, i, k.hash[j], NULL, 0, slot);
+        if (rc)
+            return rc;
+        *found = true;
+    }
+    if (*found)
+        ov->count--;
+    return SY_OK;
+}
+
+/* ---- lookup ---- */
+
+static bool collect(const sy__overlay *ov, uint64_t hash, sy__cand_list *out,
+                    size_t *n, size_t cap) {
+    if (!filter_has(ov->filter, hash))
+        return true;
+    const ov_group *g = *bucket(ov, find(ov, hash));
+    if (!g || !g->len)
+        return true;
+    if (*n == cap)
+        return false;
+    out[(*n)++] = (sy__cand_list){g->c, NULL, g->len, SY_PROOF_NONE, 0, 0};
+    return true;
+}
+
+/* Probe every prefix depth and single position of the path some key of
+ * ov[0..nov) has, hashing each segment once for all. false: no room. */
+static bool probe(const sy__overlay *const *ov, size_t nov,
+                  const sy__segments *segs, sy__cand_list *out, size_t *n,
+                  size_t cap) {
+    uint64_t depths = 0, positions = 0;
+    for (size_t o = 0; o < nov; o++) {
+        depths |= ov[o]->depths;
+        positions |= ov[o]->positions;
+    }
+    size_t top = 63; /* the deepest segment a key needs */
+    while (top && !((depths >> top) & 1) && !((positions >> (top - 1)) & 1))
+        top--;
+    size_t last = top == 63 || segs->count < top ? segs->count : top;
+    uint64_t h = SEED_PATH;
+    for (size_t d = 1; d <= last; d++) {
+        uint64_t sh = seg_hash(segs->dec[d - 1]);
+        h = sy__hash_mix(h, sh);
+        size_t bit = d < 63 ? d : 63;
+        for (size_t o = 0; o < nov; o++) {
+            if (((ov[o]->depths >> bit) & 1) && !collect(ov[o], h, out, n, cap))
+                return false;
+            if (d - 1 < 63 && ((ov[o]->positions >> (d - 1)) & 1) &&
+                !collect(ov[o], single_key(d - 1, sh), out, n, cap))
+                return false;
+        }
+    }
+    return true;
+}
+
+size_t sy__overlay_lookup(const sy__overlay *const *ov, size_t nov,
+                          const sy__segments *path, sy__cand_list *out,
+                          size_t cap) {
+    const sy__overlay *live[4];
+    size_t k = 0, n = 0;
+    for (size_t o = 0; o < nov && k < 4; o++)
+        if (ov[o] && ov[o]->count)
+            live[k++] = ov[o];
+    if (!k)
+        return 0;
+    if (!probe(live, k, path, out, &n, cap))
+        return SIZE_MAX;
+    for (size_t o = 0; o < k; o++)
+        if (!collect(live[o], ROOT_KEY, out, &n, cap))
+            return SIZE_MAX;
+    return n;
+}

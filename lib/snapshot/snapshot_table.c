@@ -1,0 +1,443 @@
+/*
+ * snapshot_table.c - the chunked, copy-on-write tables of a snapshot
+ * (snapshot.h): slots, the rank order and the id table, shared chunk by
+ * chunk between a snapshot and the ones derived from it.
+ *
+ * The rank order also keeps the snapshot's route-sequence fingerprint up
+ * to date: the sum (mod 2^64) of pair(a, b) over every two neighbours of
+ * the sequence START, r1, ..., rn, END (route fingerprints in rank order).
+ * Inserting or removing a route changes two or three pairs, so the sum
+ * costs O(1) per change, and it depends only on the sequence, never on
+ * the history that led to it; since route fingerprints are distinct (the
+ * id is part of the canonical form), the pairs determine the sequence.
+ */
+#include "snapshot/snapshot_int.h"
+
+#define FP_START 0x5354415254ull /* "START" */
+#define FP_END 0x454e44ull       /* "END" */
+
+static uint64_t fp_pair(uint64_t a, uint64_t b) {
+    return sy__hash_mix(sy__hash_mix(0x5170, a), b);
+}
+
+uint64_t sy__snap_fp_empty(void) {
+    return fp_pair(FP_START, FP_END);
+}
+
+/* ---- shared chunks (snapshot.h) ---- */
+
+/* Every chunk type starts with its _Atomic uint32_t reference count. */
+typedef struct chunk_head {
+    _Atomic uint32_t refs;
+} chunk_head;
+
+void sy__snap_chunk_ref(void *c) {
+    atomic_fetch_add_explicit(&((chunk_head *)c)->refs, 1,
+                              memory_order_relaxed);
+}
+
+void sy__snap_chunk_unref(const sy__alloc *a, void *c) {
+    if (c && atomic_fetch_sub_explicit(&((chunk_head *)c)->refs, 1,
+                                       memory_order_acq_rel) == 1)
+        sy__free(a, c);
+}
+
+/* A new chunk of `size` bytes, refs 1, zeroed past the header. */
+void *sy__snap_chunk_new(sy_snapshot *s, size_t size) {
+    chunk_head *c = sy__calloc(s->alloc, 1, size);
+    if (!c)
+        return NULL;
+    atomic_init(&c->refs, 1);
+    s->chunk_bytes += size;
+    return c;
+}
+
+/* `c` itself when this snapshot is its only holder, else a private copy
+ * (the shared one loses this snapshot's reference). NULL: out of memory. */
+void *sy__snap_chunk_own(sy_snapshot *s, void *c, size_t size) {
+    if (atomic_load_explicit(&((chunk_head *)c)->refs, memory_order_acquire) ==
+        1)
+        return c;
+    chunk_head *n = sy__malloc(s->alloc, size);
+    if (!n)
+        return NULL;
+    memcpy(n, c, size);
+    atomic_init(&n->refs, 1);
+    sy__snap_chunk_unref(s->alloc, c);
+    s->chunk_bytes += size;
+    return n;
+}
+
+void sy__snap_free_chunks(const sy__alloc *a, void **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++)
+        sy__snap_chunk_unref(a, v[i]);
+    sy__free(a, v);
+}
+
+/* Slot i, writable (its chunk made private or created). NULL: no memory. */
+sy__slot *sy__snap_slot_mut(sy_snapshot *s, uint32_t i) {
+    uint32_t k = i >> SY_CHUNK_BITS;
+    sy__slot_chunk *c = s->slot_chunks[k];
+    c = c ? sy__snap_chunk_own(s, c, sizeof *c)
+          : sy__snap_chunk_new(s, sizeof *c);
+    if (!c)
+        return NULL;
+    s->slot_chunks[k] = c;
+    return &c->e[i & (SY_CHUNK - 1)];
+}
+
+bool sy__snap_list_copy(const sy__alloc *a, sy__slot_list *dst,
+                        const sy__slot_list *src, size_t extra) {
+    size_t n = src ? src->n : 0;
+    dst->v = sy__malloc(a, (n + extra + 1) * sizeof *dst->v);
+    if (!dst->v)
+        return false;
+    if (n)
+        memcpy(dst->v, src->v, n * sizeof *dst->v);
+    dst->n = n;
+    dst->cap = n + extra + 1;
+    return true;
+}
+
+bool sy__snap_list_push(const sy__alloc *a, sy__slot_list *l, uint32_t v) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        uint32_t *nv = sy__realloc(a, l->v, cap * sizeof *nv);
+        if (!nv)
+            return false;
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = v;
+    return true;
+}
+
+bool sy__snap_list_move(const sy__alloc *a, sy__slot_list *to,
+                        sy__slot_list *from) {
+    for (size_t i = 0; i < from->n; i++)
+        if (!sy__snap_list_push(a, to, from->v[i]))
+            return false;
+    from->n = 0;
+    return true;
+}
+
+void sy__snap_list_free(const sy__alloc *a, sy__slot_list *l) {
+    sy__free(a, l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+uint64_t sy__snap_key_of(const sy_snapshot *s, uint32_t slot) {
+    return sy__snapshot_slot(s, slot)->key;
+}
+/* ---- id table (open addressing, linear probing, chunked) ---- */
+
+/* 32 bits: the entry's home is its low bits, the rest tells most ids
+ * that share a probe run apart before their text is compared. */
+uint32_t sy__snap_id_hash(const char *id) {
+    uint64_t h = sy__hash64(id, strlen(id), 0x1d);
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static const sy__id_entry *id_at(const sy_snapshot *s, uint32_t i) {
+    return &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
+}
+
+/* Entry i, writable. NULL: out of memory. */
+static sy__id_entry *id_mut(sy_snapshot *s, uint32_t i) {
+    uint32_t k = i >> SY_CHUNK_BITS;
+    sy__id_chunk *c = sy__snap_chunk_own(s, s->id_chunks[k], sizeof *c);
+    if (!c)
+        return NULL;
+    s->id_chunks[k] = c;
+    return &c->e[i & (SY_CHUNK - 1)];
+}
+
+uint32_t sy__snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
+                          uint32_t *pos) {
+    for (uint32_t i = h & s->id_mask;; i = (i + 1) & s->id_mask) {
+        const sy__id_entry *e = id_at(s, i);
+        if (e->slot == NONE) {
+            *pos = i;
+            return NONE;
+        }
+        if (e->hash == h &&
+            strcmp(sy__snapshot_slot(s, e->slot)->route->id, id) == 0) {
+            *pos = i;
+            return e->slot;
+        }
+    }
+}
+
+bool sy__snap_id_set(sy_snapshot *s, uint32_t pos, sy__id_entry v) {
+    sy__id_entry *e = id_mut(s, pos);
+    if (e)
+        *e = v;
+    return e != NULL;
+}
+
+/* Remove entry at pos with backward-shift deletion. */
+bool sy__snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
+    uint32_t mask = s->id_mask, i = pos;
+    for (;;) {
+        if (!sy__snap_id_set(s, i, (sy__id_entry){0, NONE}))
+            return false;
+        uint32_t j = i;
+        for (;;) {
+            j = (j + 1) & mask;
+            if (id_at(s, j)->slot == NONE)
+                return true;
+            uint32_t home = id_at(s, j)->hash & mask;
+            /* can entry j move to hole i? (home not in (i, j]) */
+            bool between =
+                i <= j ? (home > i && home <= j) : (home > i || home <= j);
+            if (!between)
+                break;
+        }
+        if (!sy__snap_id_set(s, i, *id_at(s, j)))
+            return false;
+        i = j;
+    }
+}
+
+/* Capacity for `live` ids: a power of two, at least one chunk, loaded at
+ * most 80 % (8-byte entries: a probe run of a few entries mostly stays
+ * within a cache line; the matcher never looks ids up). */
+uint32_t sy__snap_id_cap_for(size_t live) {
+    uint32_t cap = SY_CHUNK;
+    while (cap < live + live / 4 + 16)
+        cap *= 2;
+    return cap;
+}
+
+/* A fresh, empty table of `cap` entries. */
+bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap) {
+    uint32_t nk = cap >> SY_CHUNK_BITS;
+    s->id_chunks = sy__calloc(s->alloc, nk, sizeof *s->id_chunks);
+    if (!s->id_chunks)
+        return false;
+    s->id_mask = cap - 1;
+    for (uint32_t k = 0; k < nk; k++) {
+        sy__id_chunk *c = sy__snap_chunk_new(s, sizeof *c);
+        if (!c)
+            return false;
+        for (uint32_t i = 0; i < SY_CHUNK; i++)
+            c->e[i].slot = NONE;
+        s->id_chunks[k] = c;
+    }
+    return true;
+}
+
+/* The base's table shared chunk by chunk. */
+static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
+    uint32_t nk = (base->id_mask >> SY_CHUNK_BITS) + 1;
+    s->id_chunks = sy__malloc(s->alloc, nk * sizeof *s->id_chunks);
+    if (!s->id_chunks)
+        return false;
+    s->id_mask = base->id_mask;
+    for (uint32_t k = 0; k < nk; k++) {
+        s->id_chunks[k] = base->id_chunks[k];
+        sy__snap_chunk_ref(s->id_chunks[k]);
+    }
+    return true;
+}
+
+uint32_t sy__snapshot_find_slot(const sy_snapshot *s, const char *id) {
+    uint32_t pos;
+    return sy__snap_id_find(s, id, sy__snap_id_hash(id), &pos);
+}
+
+/* Put every live slot's id in the (fresh, empty) id table. */
+void sy__snap_id_fill(sy_snapshot *s) {
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const sy__slot *sl = sy__snapshot_slot(s, i);
+        if (!sl->route)
+            continue;
+        uint32_t pos;
+        uint32_t h = sy__snap_id_hash(sl->route->id);
+        sy__snap_id_find(s, sl->route->id, h, &pos);
+        /* a fresh table's chunks are private: no copy, cannot fail */
+        *id_mut(s, pos) = (sy__id_entry){h, i};
+    }
+}
+
+/* ---- rank order (chunked runs of slot ids) ---- */
+
+uint32_t sy__snapshot_rank_at(const sy_snapshot *s, size_t i) {
+    size_t lo = 0, hi = s->rank_nchunks;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (s->rank_start[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return s->rank_chunks[lo]->e[i - s->rank_start[lo]];
+}
+
+/* Recount rank_start and route_count after changes. */
+void sy__snap_rank_recount(sy_snapshot *s) {
+    size_t r = 0;
+    for (size_t k = 0; k < s->rank_nchunks; k++) {
+        s->rank_start[k] = r;
+        r += s->rank_chunks[k]->n;
+    }
+    s->route_count = r;
+}
+
+/* Index of the chunk where `key` belongs: the last whose first key is
+ * below it (or `<=` with after_equal), else 0. */
+static uint64_t fp_of(const sy_snapshot *s, uint32_t slot, uint64_t edge) {
+    return slot == NONE ? edge : sy__snapshot_slot(s, slot)->route->fingerprint;
+}
+
+/* The neighbours of entry i of rank chunk k: the slots before and after
+ * it in rank order (NONE at either end). */
+static void rank_neighbours(const sy_snapshot *s, size_t k, uint32_t i,
+                            uint32_t *prev, uint32_t *next) {
+    const sy__rank_chunk *c = s->rank_chunks[k];
+    *prev = i > 0   ? c->e[i - 1]
+            : k > 0 ? s->rank_chunks[k - 1]->e[s->rank_chunks[k - 1]->n - 1]
+                    : NONE;
+    *next = i + 1 < c->n              ? c->e[i + 1]
+            : k + 1 < s->rank_nchunks ? s->rank_chunks[k + 1]->e[0]
+                                      : NONE;
+}
+
+/* Entry i of chunk k joins (sign 1) or leaves (sign -1) the sequence. */
+static void fp_update(sy_snapshot *s, size_t k, uint32_t i, int sign) {
+    uint32_t p, n;
+    rank_neighbours(s, k, i, &p, &n);
+    uint64_t a = fp_of(s, p, FP_START), b = fp_of(s, n, FP_END);
+    uint64_t x =
+        sy__snapshot_slot(s, s->rank_chunks[k]->e[i])->route->fingerprint;
+    uint64_t with = fp_pair(a, x) + fp_pair(x, b), without = fp_pair(a, b);
+    s->fp_seq += sign > 0 ? with - without : without - with;
+}
+
+static size_t rank_chunk_for(const sy_snapshot *s, uint64_t key,
+                             bool after_equal) {
+    size_t lo = 0, hi = s->rank_nchunks;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        uint64_t k0 = sy__snap_key_of(s, s->rank_chunks[mid]->e[0]);
+        if (k0 < key || (after_equal && k0 == key))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? lo - 1 : 0;
+}
+
+/* Insert `slot` after every entry with a key <= its own. */
+bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
+    uint64_t key = sy__snap_key_of(s, slot);
+    if (!s->rank_nchunks) {
+        sy__rank_chunk *c = sy__snap_chunk_new(s, sizeof *c);
+        if (!c)
+            return false;
+        s->rank_chunks[s->rank_nchunks++] = c;
+    }
+    size_t k = rank_chunk_for(s, key, true);
+    sy__rank_chunk *c = sy__snap_chunk_own(s, s->rank_chunks[k], sizeof *c);
+    if (!c)
+        return false;
+    s->rank_chunks[k] = c;
+    if (c->n == SY_RANK_CHUNK_MAX) { /* split: the upper half moves on */
+        sy__rank_chunk *n = sy__snap_chunk_new(s, sizeof *n);
+        if (!n)
+            return false;
+        n->n = c->n / 2;
+        c->n -= n->n;
+        memcpy(n->e, c->e + c->n, n->n * sizeof *n->e);
+        memmove(s->rank_chunks + k + 2, s->rank_chunks + k + 1,
+                (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
+        s->rank_chunks[k + 1] = n;
+        s->rank_nchunks++;
+        if (sy__snap_key_of(s, n->e[0]) <= key) {
+            c = n;
+            k++;
+        }
+    }
+    uint32_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (sy__snap_key_of(s, c->e[mid]) <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(c->e + lo + 1, c->e + lo, (c->n - lo) * sizeof *c->e);
+    c->e[lo] = slot;
+    c->n++;
+    fp_update(s, k, lo, 1);
+    return true;
+}
+
+/* Remove `slot` (present) from the rank order. */
+bool sy__snap_rank_remove(sy_snapshot *s, uint32_t slot) {
+    uint64_t key = sy__snap_key_of(s, slot);
+    for (size_t k = rank_chunk_for(s, key, false); k < s->rank_nchunks; k++) {
+        const sy__rank_chunk *r = s->rank_chunks[k];
+        if (sy__snap_key_of(s, r->e[0]) > key)
+            break; /* past every entry with this key */
+        for (uint32_t i = 0; i < r->n; i++) {
+            if (r->e[i] != slot)
+                continue;
+            fp_update(s, k, i, -1);
+            sy__rank_chunk *c =
+                sy__snap_chunk_own(s, s->rank_chunks[k], sizeof *c);
+            if (!c)
+                return false;
+            memmove(c->e + i, c->e + i + 1, (c->n - i - 1) * sizeof *c->e);
+            if (--c->n == 0) {
+                sy__snap_chunk_unref(s->alloc, c);
+                memmove(s->rank_chunks + k, s->rank_chunks + k + 1,
+                        (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
+                s->rank_nchunks--;
+            } else {
+                s->rank_chunks[k] = c;
+            }
+            return true;
+        }
+    }
+    return true; /* not ranked (cannot happen for a live slot) */
+}
+
+/* Share the base's chunk vectors (a reference per chunk) with room for
+ * `n` more slots and `n` more rank chunks; the id table is shared when
+ * its capacity suits live + n ids, else rebuilt. */
+int sy__snap_share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
+                        size_t live) {
+    const sy__alloc *a = s->alloc;
+    uint32_t base_slots = base ? base->slot_count : 0;
+    size_t cap = ((size_t)base_slots + n + SY_CHUNK - 1) / SY_CHUNK;
+    size_t base_chunks = ((size_t)base_slots + SY_CHUNK - 1) / SY_CHUNK;
+    s->slot_chunks = sy__calloc(a, cap ? cap : 1, sizeof *s->slot_chunks);
+    if (!s->slot_chunks)
+        return SY_ENOMEM;
+    s->slot_chunk_cap = cap;
+    for (size_t k = 0; k < base_chunks; k++) {
+        s->slot_chunks[k] = base->slot_chunks[k];
+        sy__snap_chunk_ref(s->slot_chunks[k]);
+    }
+    s->slot_count = base_slots;
+    size_t rn = base ? base->rank_nchunks : 0;
+    s->rank_chunks = sy__calloc(a, rn + n + 1, sizeof *s->rank_chunks);
+    s->rank_start = sy__calloc(a, rn + n + 1, sizeof *s->rank_start);
+    if (!s->rank_chunks || !s->rank_start)
+        return SY_ENOMEM;
+    for (size_t k = 0; k < rn; k++) {
+        s->rank_chunks[k] = base->rank_chunks[k];
+        sy__snap_chunk_ref(s->rank_chunks[k]);
+    }
+    s->rank_nchunks = rn;
+    uint32_t want = sy__snap_id_cap_for(live + n);
+    uint32_t have = base ? base->id_mask + 1 : 0;
+    if (base && have >= want && have / 4 <= want)
+        return id_table_share(s, base) ? SY_OK : SY_ENOMEM;
+    if (!sy__snap_id_alloc(s, want))
+        return SY_ENOMEM;
+    sy__snap_id_fill(s);
+    return SY_OK;
+}

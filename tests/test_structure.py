@@ -8,7 +8,11 @@ promises:
   SY_API in include/switchyard.h; nothing internal leaks out; internal
   names are sy__ (public ones sy_), so a call tells which it is.
 
-Usage: test_structure.py SOURCE_ROOT [PATH/TO/libswitchyard.so]
+- the static library (what a host links into its own binary) defines no
+  global symbol outside the sy_/sy__ names, so it cannot clash with a
+  host's own symbols.
+
+Usage: test_structure.py SOURCE_ROOT [libswitchyard.so [libswitchyard.a]]
 """
 import glob
 import os
@@ -110,7 +114,7 @@ def main():
     for f in files:
         if f.endswith(".c"):
             for fn in re.findall(
-                    r"^[A-Za-z_][^\n;(]*?\b((?:sy|svc)_[a-z0-9_]+)\(",
+                    r"^[A-Za-z_][^\n;(]*?\b(sy_[a-z0-9_]+)\(",
                     texts[f], re.M):
                 defined.setdefault(fn, name(f))
     n = 0
@@ -158,7 +162,7 @@ def main():
         if f.endswith(".c"):
             used += [(defined[fn], "calls %s (%s.c)" % (fn, defined[fn]))
                      for fn in sorted(set(re.findall(
-                         r"\b((?:sy|svc)_[a-z0-9_]+)\(", texts[f])))
+                         r"\b(sy_[a-z0-9_]+)\(", texts[f])))
                      if fn in defined]
         for d, how in used:
             if d == m or d not in layer:
@@ -208,6 +212,17 @@ def main():
                "every exported symbol is an SY_API call of switchyard.h",
                ["exported but not public: " + " ".join(leaked)] if leaked
                else [])
+    if len(sys.argv) > 3:
+        nm = subprocess.run(["nm", "-g", "--defined-only", sys.argv[3]],
+                            capture_output=True, text=True)
+        globs = sorted({f[2] for f in (l.split() for l in
+                                        nm.stdout.splitlines())
+                        if len(f) == 3 and f[1] in "TDBRVWC"})
+        stray = [s for s in globs if not s.startswith("sy_")]
+        report(nm.returncode == 0 and bool(globs) and not stray,
+               "the static library defines only sy_/sy__ globals (%d)" %
+               len(globs), ["unprefixed: " + " ".join(stray)] if stray
+               else [nm.stderr.strip()] if nm.returncode else [])
     print("1..%d" % n)
     return 1 if failed else 0
 

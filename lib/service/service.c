@@ -15,7 +15,7 @@
 /* Versions                                                           */
 /* ---------------------------------------------------------------- */
 
-static int svc_segment_cmp(const char *a, size_t an, const char *b, size_t bn) {
+static int sy__svc_segment_cmp(const char *a, size_t an, const char *b, size_t bn) {
     if (an == 0 || bn == 0) /* an empty segment ("1..2") is the smallest */
         return an == bn ? 0 : (an == 0 ? -1 : 1);
     size_t ad = 0, bd = 0;
@@ -60,7 +60,7 @@ int sy__service_version_cmp(const char *a, size_t alen, const char *b,
             ae++;
         while (be < blen && b[be] != '.')
             be++;
-        int c = svc_segment_cmp(a + ai, ae - ai, b + bi, be - bi);
+        int c = sy__svc_segment_cmp(a + ai, ae - ai, b + bi, be - bi);
         if (c)
             return c < 0 ? -1 : 1;
         ai = ae + 1;
@@ -80,23 +80,23 @@ int sy__service_version_cmp(const char *a, size_t alen, const char *b,
 /* Small helpers                                                      */
 /* ---------------------------------------------------------------- */
 
-static const char *svc_inst_id(const void *ctx, uint32_t i) {
+static const char *sy__svc_inst_id(const void *ctx, uint32_t i) {
     return ((const sy__service *)ctx)->inst[i].pub.id;
 }
 
-static uint32_t svc_id_find(const sy__service *s, const char *id, size_t len) {
+static uint32_t sy__svc_id_find(const sy__service *s, const char *id, size_t len) {
     if (!s->ids.e)
         return SY_NONE;
     uint32_t pos;
     return sy__idtab_find(&s->ids, id, len, sy__idtab_hash(id, len),
-                          svc_inst_id, s, &pos);
+                          sy__svc_inst_id, s, &pos);
 }
 
 /* ---------------------------------------------------------------- */
 /* Validation and copying                                             */
 /* ---------------------------------------------------------------- */
 
-void svc_path(char *out, size_t cap, svc_where w, const char *fmt, ...) {
+void sy__svc_path(char *out, size_t cap, sy__svc_where w, const char *fmt, ...) {
     int n = snprintf(out, cap,
                      w.delta ? "deltas[%zu].instance" : "instances[%zu]", w.i);
     if (n < 0 || (size_t)n >= cap)
@@ -107,42 +107,42 @@ void svc_path(char *out, size_t cap, svc_where w, const char *fmt, ...) {
     va_end(ap);
 }
 
-int svc_validate(const sy_instance *in, svc_where w, sy_error *err) {
+int sy__svc_validate(const sy_instance *in, sy__svc_where w, sy_error *err) {
     char path[160];
     if (!in->id || !*in->id) {
-        svc_path(path, sizeof path, w, ".id");
+        sy__svc_path(path, sizeof path, w, ".id");
         return sy__error_set(err, SY_EINVAL, path, "instance id is empty");
     }
     if (!in->host || !*in->host) {
-        svc_path(path, sizeof path, w, ".host");
+        sy__svc_path(path, sizeof path, w, ".host");
         return sy__error_set(err, SY_EINVAL, path,
                              "instance \"%s\" has an empty host", in->id);
     }
     if (in->port == 0) {
-        svc_path(path, sizeof path, w, ".port");
+        sy__svc_path(path, sizeof path, w, ".port");
         return sy__error_set(err, SY_EINVAL, path, "instance \"%s\" has port 0",
                              in->id);
     }
     if ((unsigned)in->state > SY_INSTANCE_DOWN) {
-        svc_path(path, sizeof path, w, ".state");
+        sy__svc_path(path, sizeof path, w, ".state");
         return sy__error_set(err, SY_EINVAL, path,
                              "instance \"%s\" has an unknown state %u", in->id,
                              (unsigned)in->state);
     }
     if (in->metadata_count && !in->metadata) {
-        svc_path(path, sizeof path, w, ".metadata");
+        sy__svc_path(path, sizeof path, w, ".metadata");
         return sy__error_set(err, SY_EINVAL, path,
                              "metadata is NULL with a non-zero count");
     }
     for (size_t j = 0; j < in->metadata_count; j++) {
         if (!in->metadata[j].key || !in->metadata[j].value) {
-            svc_path(path, sizeof path, w, ".metadata[%zu]", j);
+            sy__svc_path(path, sizeof path, w, ".metadata[%zu]", j);
             return sy__error_set(err, SY_EINVAL, path,
                                  "metadata key or value is NULL");
         }
         for (size_t k = 0; k < j; k++)
             if (strcmp(in->metadata[k].key, in->metadata[j].key) == 0) {
-                svc_path(path, sizeof path, w, ".metadata[%zu].key", j);
+                sy__svc_path(path, sizeof path, w, ".metadata[%zu].key", j);
                 return sy__error_set(err, SY_EDUPLICATE, path,
                                      "duplicate metadata key \"%s\"",
                                      in->metadata[j].key);
@@ -154,7 +154,7 @@ int svc_validate(const sy_instance *in, svc_where w, sy_error *err) {
 /* Copy `in` into dst: its strings in one arena block (id, host, then each
  * metadata key and value), metadata sorted by key (insertion sort: an
  * instance has a few entries), the version / zone / hint found once. */
-static int svc_copy_instance(sy__service *s, svc_inst *dst,
+static int sy__svc_copy_instance(sy__service *s, sy__svc_inst *dst,
                              const sy_instance *in, size_t idlen,
                              uint32_t idh) {
     memset(dst, 0, sizeof *dst);
@@ -167,7 +167,7 @@ static int svc_copy_instance(sy__service *s, svc_inst *dst,
     for (size_t j = 0; j < mdn; j++)
         bytes +=
             strlen(in->metadata[j].key) + strlen(in->metadata[j].value) + 2;
-    sy_kv *md = mdn ? svc_arena_array(s, mdn, sizeof *md) : NULL;
+    sy_kv *md = mdn ? sy__svc_arena_array(s, mdn, sizeof *md) : NULL;
     char *p = sy__arena_alloc(&s->arena, bytes);
     if (!p || (mdn && !md))
         return SY_ENOMEM;
@@ -214,7 +214,7 @@ static int svc_copy_instance(sy__service *s, svc_inst *dst,
 /* Group table                                                        */
 /* ---------------------------------------------------------------- */
 
-static void svc_map_put(svc_slot *map, size_t cap, uint64_t h, uint32_t g) {
+static void sy__svc_map_put(sy__svc_slot *map, size_t cap, uint64_t h, uint32_t g) {
     size_t mask = cap - 1, i = h & mask;
     while (map[i].group != SY_NONE)
         i = (i + 1) & mask;
@@ -222,12 +222,12 @@ static void svc_map_put(svc_slot *map, size_t cap, uint64_t h, uint32_t g) {
     map[i].group = g;
 }
 
-static int svc_group_add(sy__service *s, uint32_t parent, char tag,
+static int sy__svc_group_add(sy__service *s, uint32_t parent, char tag,
                          const char *k, size_t len, uint64_t kh,
                          uint32_t *out) {
     if (s->ngroups == s->groups_cap) {
         size_t cap = s->groups_cap ? s->groups_cap * 2 : 16;
-        svc_group *ng = sy__realloc(&s->alloc, s->groups, cap * sizeof *ng);
+        sy__svc_group *ng = sy__realloc(&s->alloc, s->groups, cap * sizeof *ng);
         if (!ng)
             return SY_ENOMEM;
         s->groups = ng;
@@ -235,20 +235,20 @@ static int svc_group_add(sy__service *s, uint32_t parent, char tag,
     }
     if ((s->map_used + 1) * 2 > s->map_cap) {
         size_t cap = s->map_cap * 2;
-        svc_slot *nm = sy__malloc(&s->alloc, cap * sizeof *nm);
+        sy__svc_slot *nm = sy__malloc(&s->alloc, cap * sizeof *nm);
         if (!nm)
             return SY_ENOMEM;
         for (size_t i = 0; i < cap; i++)
             nm[i].group = SY_NONE;
         for (size_t i = 0; i < s->map_cap; i++)
             if (s->map[i].group != SY_NONE)
-                svc_map_put(nm, cap, s->map[i].hash, s->map[i].group);
+                sy__svc_map_put(nm, cap, s->map[i].hash, s->map[i].group);
         sy__free(&s->alloc, s->map);
         s->map = nm;
         s->map_cap = cap;
     }
     uint32_t id = (uint32_t)s->ngroups++;
-    svc_group *g = &s->groups[id];
+    sy__svc_group *g = &s->groups[id];
     memset(g, 0, sizeof *g);
     g->parent = parent;
     g->tag = tag;
@@ -257,29 +257,29 @@ static int svc_group_add(sy__service *s, uint32_t parent, char tag,
     g->twin = SY_NONE;
     atomic_init(&g->ring, NULL);
     if (tag != 'a' && tag != 'u') {
-        svc_map_put(s->map, s->map_cap, svc_gkey(parent, tag, kh), id);
+        sy__svc_map_put(s->map, s->map_cap, sy__svc_gkey(parent, tag, kh), id);
         s->map_used++;
     }
     *out = id;
     return 0;
 }
 
-static int svc_group_get(sy__service *s, uint32_t parent, char tag,
+static int sy__svc_group_get(sy__service *s, uint32_t parent, char tag,
                          const char *k, size_t len, uint64_t kh,
                          uint32_t *out) {
-    *out = svc_group_find_h(s, parent, tag, k, len, kh);
-    return *out != SY_NONE ? 0 : svc_group_add(s, parent, tag, k, len, kh, out);
+    *out = sy__svc_group_find_h(s, parent, tag, k, len, kh);
+    return *out != SY_NONE ? 0 : sy__svc_group_add(s, parent, tag, k, len, kh, out);
 }
 
 /* ---------------------------------------------------------------- */
 /* Building                                                           */
 /* ---------------------------------------------------------------- */
 
-static void svc_destroy(sy__service *s) {
+static void sy__svc_destroy(sy__service *s) {
     sy__alloc a = s->alloc;
-    svc_ring_release(s);
+    sy__svc_ring_release(s);
     for (size_t i = 0; s->inst && i < s->n; i++)
-        svc_health_release(&a, &s->inst[i]);
+        sy__svc_health_release(&a, &s->inst[i]);
     sy__free(&a, s->groups);
     sy__free(&a, s->map);
     sy__arena_free(&s->arena);
@@ -289,10 +289,10 @@ static void svc_destroy(sy__service *s) {
 /* The up instance i's groups: its base groups ("a", and "u" or its
  * version's), and under each its hint group, zone group and hint-zone
  * group. Written to m[], their number returned (<= SVC_MEMBERSHIPS). */
-static int svc_memberships(sy__service *s, const svc_inst *in, uint32_t v,
+static int sy__svc_memberships(sy__service *s, const sy__svc_inst *in, uint32_t v,
                            uint32_t *m, int *k) {
-    uint64_t hh = in->hint ? svc_khash(in->hint, in->hint_len) : 0;
-    uint64_t zh = in->zone ? svc_khash(in->zone, in->zone_len) : 0;
+    uint64_t hh = in->hint ? sy__svc_khash(in->hint, in->hint_len) : 0;
+    uint64_t zh = in->zone ? sy__svc_khash(in->zone, in->zone_len) : 0;
     uint32_t bases[2] = {SVC_G_ALL, in->version ? v : SVC_G_UNV};
     int rc;
     *k = 0;
@@ -300,18 +300,18 @@ static int svc_memberships(sy__service *s, const svc_inst *in, uint32_t v,
         uint32_t h = SY_NONE, z;
         m[(*k)++] = bases[b];
         if (in->hint) {
-            if ((rc = svc_group_get(s, bases[b], 'h', in->hint, in->hint_len,
+            if ((rc = sy__svc_group_get(s, bases[b], 'h', in->hint, in->hint_len,
                                     hh, &h)))
                 return rc;
             m[(*k)++] = h;
         }
         if (in->zone) {
-            if ((rc = svc_group_get(s, bases[b], 'z', in->zone, in->zone_len,
+            if ((rc = sy__svc_group_get(s, bases[b], 'z', in->zone, in->zone_len,
                                     zh, &z)))
                 return rc;
             m[(*k)++] = z;
             if (h != SY_NONE) {
-                if ((rc = svc_group_get(s, h, 'z', in->zone, in->zone_len, zh,
+                if ((rc = sy__svc_group_get(s, h, 'z', in->zone, in->zone_len, zh,
                                         &z)))
                     return rc;
                 m[(*k)++] = z;
@@ -325,12 +325,12 @@ static int svc_memberships(sy__service *s, const svc_inst *in, uint32_t v,
  * and strings under "a" instead of its base) has as many members has the
  * same members (every member of a group is in its counterpart), so it
  * shares that group's arrays. Parents come before their children. */
-static int svc_find_twins(sy__service *s) {
+static int sy__svc_find_twins(sy__service *s) {
     uint32_t *atree = sy__malloc(&s->alloc, s->ngroups * sizeof *atree);
     if (!atree)
         return SY_ENOMEM;
     for (uint32_t g = 0; g < s->ngroups; g++) {
-        svc_group *gr = &s->groups[g];
+        sy__svc_group *gr = &s->groups[g];
         if (g == SVC_G_ALL)
             atree[g] = g;
         else if (gr->parent == SY_NONE)
@@ -340,7 +340,7 @@ static int svc_find_twins(sy__service *s) {
         else if (atree[gr->parent] == gr->parent)
             atree[g] = g; /* in the "a" tree itself */
         else
-            atree[g] = svc_group_find(s, atree[gr->parent], gr->tag, gr->key,
+            atree[g] = sy__svc_group_find(s, atree[gr->parent], gr->tag, gr->key,
                                       gr->key_len);
         if (atree[g] != SY_NONE && atree[g] != g &&
             s->groups[atree[g]].n == gr->n && gr->n)
@@ -350,11 +350,11 @@ static int svc_find_twins(sy__service *s) {
     return 0;
 }
 
-static int svc_build_groups(sy__service *s) {
+static int sy__svc_build_groups(sy__service *s) {
     uint32_t id;
     int rc;
-    if ((rc = svc_group_add(s, SY_NONE, 'a', "", 0, 0, &id)) ||
-        (rc = svc_group_add(s, SY_NONE, 'u', "", 0, 0, &id)))
+    if ((rc = sy__svc_group_add(s, SY_NONE, 'a', "", 0, 0, &id)) ||
+        (rc = sy__svc_group_add(s, SY_NONE, 'u', "", 0, 0, &id)))
         return rc;
     uint32_t *memb = sy__malloc(&s->alloc, (s->n ? s->n : 1) * SVC_MEMBERSHIPS *
                                                sizeof *memb);
@@ -364,30 +364,30 @@ static int svc_build_groups(sy__service *s) {
         goto out;
     }
     for (size_t i = 0; i < s->n; i++) {
-        const svc_inst *in = &s->inst[i];
+        const sy__svc_inst *in = &s->inst[i];
         uint32_t v = SY_NONE, *m = memb + i * SVC_MEMBERSHIPS;
         if (in->version &&
-            (rc = svc_group_get(s, SY_NONE, 'v', in->version, in->version_len,
-                                svc_khash(in->version, in->version_len), &v)))
+            (rc = sy__svc_group_get(s, SY_NONE, 'v', in->version, in->version_len,
+                                sy__svc_khash(in->version, in->version_len), &v)))
             goto out;
         if (in->pub.state != SY_INSTANCE_UP)
             continue;
         s->up++;
-        s->vnodes += svc_vnodes(in);
+        s->vnodes += sy__svc_vnodes(in);
         int k;
-        if ((rc = svc_memberships(s, in, v, m, &k)))
+        if ((rc = sy__svc_memberships(s, in, v, m, &k)))
             goto out;
         nmemb[i] = (uint8_t)k;
         for (int j = 0; j < k; j++)
             s->groups[m[j]].n++;
     }
-    if ((rc = svc_find_twins(s)))
+    if ((rc = sy__svc_find_twins(s)))
         goto out;
     for (size_t g = 0; g < s->ngroups; g++) {
-        svc_group *gr = &s->groups[g];
+        sy__svc_group *gr = &s->groups[g];
         if (gr->twin != SY_NONE)
             continue;
-        gr->members = svc_arena_array(s, gr->n, sizeof(uint32_t));
+        gr->members = sy__svc_arena_array(s, gr->n, sizeof(uint32_t));
         if (!gr->members) {
             rc = SY_ENOMEM;
             goto out;
@@ -395,25 +395,25 @@ static int svc_build_groups(sy__service *s) {
     }
     for (size_t i = 0; i < s->n; i++)
         for (int j = 0; j < nmemb[i]; j++) {
-            svc_group *g = &s->groups[memb[i * SVC_MEMBERSHIPS + j]];
+            sy__svc_group *g = &s->groups[memb[i * SVC_MEMBERSHIPS + j]];
             if (g->twin == SY_NONE)
                 g->members[g->fill++] = (uint32_t)i;
         }
-    char *raw = svc_arena_array(s, s->ngroups + 1, sizeof(svc_counter));
+    char *raw = sy__svc_arena_array(s, s->ngroups + 1, sizeof(sy__svc_counter));
     if (!raw) {
         rc = SY_ENOMEM;
         goto out;
     }
     s->counters =
-        (svc_counter *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64);
+        (sy__svc_counter *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64);
     s->latest = SY_NONE;
     uint32_t oldest = SY_NONE;
     for (uint32_t g = 0; g < s->ngroups; g++) {
-        svc_group *gr = &s->groups[g];
+        sy__svc_group *gr = &s->groups[g];
         gr->rr = &s->counters[g];
         gr->ringp = &gr->ring; /* a twin's is set below */
         atomic_init(&gr->rr->v, 0);
-        if (gr->twin == SY_NONE && (rc = svc_finish_group(s, gr)))
+        if (gr->twin == SY_NONE && (rc = sy__svc_finish_group(s, gr)))
             goto out;
         if (gr->tag == 'v' && gr->n &&
             (s->latest == SY_NONE ||
@@ -431,10 +431,10 @@ static int svc_build_groups(sy__service *s) {
     /* twins take their arrays (not their counters) from groups finished
      * above */
     for (uint32_t g = 0; g < s->ngroups; g++) {
-        svc_group *gr = &s->groups[g];
+        sy__svc_group *gr = &s->groups[g];
         if (gr->twin == SY_NONE)
             continue;
-        svc_group *t = &s->groups[gr->twin];
+        sy__svc_group *t = &s->groups[gr->twin];
         gr->ringp = &t->ring;
         gr->members = t->members;
         gr->fill = t->fill;
@@ -471,7 +471,7 @@ int sy__service_new(const sy__alloc *a, const char *name,
         return sy__error_set(err, SY_ELIMIT, "instances",
                              "too many instances (%zu)", n);
     for (size_t i = 0; i < n; i++) {
-        int rc = svc_validate(&list[i], (svc_where){false, i}, err);
+        int rc = sy__svc_validate(&list[i], (sy__svc_where){false, i}, err);
         if (rc)
             return rc;
     }
@@ -488,9 +488,9 @@ int sy__service_new(const sy__alloc *a, const char *name,
     s->map_cap = 16;
     s->map = sy__malloc(&s->alloc, s->map_cap * sizeof *s->map);
     s->name = sy__arena_strdup(&s->arena, name);
-    s->inst = svc_arena_array(s, n ? n : 1, sizeof *s->inst);
+    s->inst = sy__svc_arena_array(s, n ? n : 1, sizeof *s->inst);
     size_t id_cap = sy__idtab_capacity(n);
-    sy__idtab_entry *ids = svc_arena_array(s, id_cap, sizeof *ids);
+    sy__idtab_entry *ids = sy__svc_arena_array(s, id_cap, sizeof *ids);
     int rc = SY_ENOMEM;
     if (!s->map || !s->name || !s->inst || !ids)
         goto fail;
@@ -500,7 +500,7 @@ int sy__service_new(const sy__alloc *a, const char *name,
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(list[i].id);
         uint32_t h = sy__idtab_hash(list[i].id, len), pos;
-        if (sy__idtab_find(&s->ids, list[i].id, len, h, svc_inst_id, s, &pos) !=
+        if (sy__idtab_find(&s->ids, list[i].id, len, h, sy__svc_inst_id, s, &pos) !=
             SY_NONE) {
             char path[48];
             snprintf(path, sizeof path, "instances[%zu].id", i);
@@ -508,19 +508,19 @@ int sy__service_new(const sy__alloc *a, const char *name,
                                "duplicate instance id \"%s\"", list[i].id);
             goto fail_set;
         }
-        if ((rc = svc_copy_instance(s, &s->inst[i], &list[i], len, h)))
+        if ((rc = sy__svc_copy_instance(s, &s->inst[i], &list[i], len, h)))
             goto fail;
         s->n = i + 1;
         sy__idtab_set(&s->ids, pos, h, (uint32_t)i);
     }
-    if ((rc = svc_health_init(s)) || (rc = svc_build_groups(s)))
+    if ((rc = sy__svc_health_init(s)) || (rc = sy__svc_build_groups(s)))
         goto fail;
     *out = s;
     return 0;
 fail:
     sy__error_set(err, rc, "", "out of memory building service \"%s\"", name);
 fail_set:
-    svc_destroy(s);
+    sy__svc_destroy(s);
     return rc;
 }
 
@@ -532,7 +532,7 @@ sy__service *sy__service_ref(sy__service *s) {
 
 void sy__service_unref(sy__service *s) {
     if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
-        svc_destroy(s);
+        sy__svc_destroy(s);
 }
 
 const char *sy__service_name(const sy__service *s) {
@@ -548,7 +548,7 @@ const sy_instance *sy__service_instance(const sy__service *s, size_t i) {
 }
 
 const sy_instance *sy__service_find(const sy__service *s, const char *id) {
-    uint32_t i = id ? svc_id_find(s, id, strlen(id)) : SY_NONE;
+    uint32_t i = id ? sy__svc_id_find(s, id, strlen(id)) : SY_NONE;
     return i == SY_NONE ? NULL : &s->inst[i].pub;
 }
 
@@ -579,38 +579,38 @@ uint64_t sy__service_fingerprint(const sy__service *svc) {
     return sum;
 }
 
-uint32_t svc_match(const sy__service *s, size_t i, const sy__service *o) {
-    const svc_inst *in = &s->inst[i];
-    if (i < o->n && svc_same_id(s, (uint32_t)i, o, (uint32_t)i))
+uint32_t sy__svc_match(const sy__service *s, size_t i, const sy__service *o) {
+    const sy__svc_inst *in = &s->inst[i];
+    if (i < o->n && sy__svc_same_id(s, (uint32_t)i, o, (uint32_t)i))
         return (uint32_t)i;
     if (!o->ids.e)
         return SY_NONE;
     uint32_t pos;
-    return sy__idtab_find(&o->ids, in->pub.id, in->idlen, in->idh, svc_inst_id,
+    return sy__idtab_find(&o->ids, in->pub.id, in->idlen, in->idh, sy__svc_inst_id,
                           o, &pos);
 }
 
-uint32_t svc_counterpart(const sy__service *s, const sy__service *old,
+uint32_t sy__svc_counterpart(const sy__service *s, const sy__service *old,
                          uint32_t g) {
     if (g == SY_NONE || g <= SVC_G_UNV)
         return g;
-    const svc_group *gr = &s->groups[g];
-    uint32_t parent = svc_counterpart(s, old, gr->parent);
+    const sy__svc_group *gr = &s->groups[g];
+    uint32_t parent = sy__svc_counterpart(s, old, gr->parent);
     if (gr->parent != SY_NONE && parent == SY_NONE)
         return SY_NONE;
-    return svc_group_find(old, parent, gr->tag, gr->key, gr->key_len);
+    return sy__svc_group_find(old, parent, gr->tag, gr->key, gr->key_len);
 }
 
 void sy__service_inherit_rr(sy__service *dst, const sy__service *src) {
     if (!dst || !src)
         return;
     for (uint32_t g = 0; g < dst->ngroups; g++) {
-        uint32_t o = svc_counterpart(dst, src, g);
+        uint32_t o = sy__svc_counterpart(dst, src, g);
         if (o != SY_NONE)
             atomic_store_explicit(&dst->groups[g].rr->v,
                                   atomic_load_explicit(&src->groups[o].rr->v,
                                                        memory_order_relaxed),
                                   memory_order_relaxed);
     }
-    svc_ring_inherit(dst, src);
+    sy__svc_ring_inherit(dst, src);
 }

@@ -13,49 +13,49 @@
 /* Deltas                                                             */
 /* ---------------------------------------------------------------- */
 
-typedef struct svc_work {
+typedef struct sy__svc_work {
     const sy__alloc *a;
     sy_instance *list;
     bool *gone;
     size_t n, cap;
     sy__idtab ids; /* id -> index into list[] */
-} svc_work;
+} sy__svc_work;
 
-static const char *svc_work_id(const void *ctx, uint32_t i) {
-    return ((const svc_work *)ctx)->list[i].id;
+static const char *sy__svc_work_id(const void *ctx, uint32_t i) {
+    return ((const sy__svc_work *)ctx)->list[i].id;
 }
 
-static uint32_t svc_work_find(const svc_work *w, const char *id) {
+static uint32_t sy__svc_work_find(const sy__svc_work *w, const char *id) {
     size_t len = strlen(id);
     uint32_t pos;
     return sy__idtab_find(&w->ids, id, len, sy__idtab_hash(id, len),
-                          svc_work_id, w, &pos);
+                          sy__svc_work_id, w, &pos);
 }
 
-static void svc_work_put(svc_work *w, uint32_t idx) {
+static void sy__svc_work_put(sy__svc_work *w, uint32_t idx) {
     const char *id = w->list[idx].id;
     sy__idtab_add(&w->ids, sy__idtab_hash(id, strlen(id)), idx);
 }
 
-static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
+static int sy__svc_apply_one(sy__svc_work *w, const sy_instance_delta *d, size_t i,
                          sy_error *err) {
-    svc_where where = {true, i};
+    sy__svc_where where = {true, i};
     char path[80];
     if (!d->instance.id || !*d->instance.id) {
-        svc_path(path, sizeof path, where, ".id");
+        sy__svc_path(path, sizeof path, where, ".id");
         return sy__error_set(err, SY_EINVAL, path, "instance id is empty");
     }
-    uint32_t at = svc_work_find(w, d->instance.id);
+    uint32_t at = sy__svc_work_find(w, d->instance.id);
     bool known = at != SY_NONE && !w->gone[at];
     switch (d->op) {
     case SY_INSTANCE_ADD: {
-        int rc = svc_validate(&d->instance, where, err);
+        int rc = sy__svc_validate(&d->instance, where, err);
         if (rc)
             return rc;
         if (at == SY_NONE) {
             at = (uint32_t)w->n++;
             w->list[at] = d->instance;
-            svc_work_put(w, at);
+            sy__svc_work_put(w, at);
         } else {
             w->list[at] = d->instance;
         }
@@ -66,7 +66,7 @@ static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
     case SY_INSTANCE_WEIGHT:
     case SY_INSTANCE_STATE:
         if (!known) {
-            svc_path(path, sizeof path, where, ".id");
+            sy__svc_path(path, sizeof path, where, ".id");
             return sy__error_set(err, SY_ENOTFOUND, path, "no instance \"%s\"",
                                  d->instance.id);
         }
@@ -76,7 +76,7 @@ static int svc_apply_one(svc_work *w, const sy_instance_delta *d, size_t i,
             w->list[at].weight = d->instance.weight;
         } else {
             if ((unsigned)d->instance.state > SY_INSTANCE_DOWN) {
-                svc_path(path, sizeof path, where, ".state");
+                sy__svc_path(path, sizeof path, where, ".state");
                 return sy__error_set(err, SY_EINVAL, path, "unknown state %u",
                                      (unsigned)d->instance.state);
             }
@@ -93,7 +93,7 @@ int sy__service_apply_deltas(const sy__service *old, const sy_instance_delta *d,
                              size_t n, sy__service **out, sy_error *err) {
     if (!old || !out || (n && !d))
         return sy__error_set(err, SY_EINVAL, "", "NULL service or deltas");
-    svc_work w = {.a = &old->alloc};
+    sy__svc_work w = {.a = &old->alloc};
     w.cap = old->n + n;
     if (w.cap < old->n)
         return sy__error_set(err, SY_ELIMIT, "deltas", "too many deltas");
@@ -110,10 +110,10 @@ int sy__service_apply_deltas(const sy__service *old, const sy_instance_delta *d,
     sy__idtab_init(&w.ids, ids, id_cap);
     for (size_t i = 0; i < old->n; i++) {
         w.list[w.n] = old->inst[i].pub;
-        svc_work_put(&w, (uint32_t)w.n++);
+        sy__svc_work_put(&w, (uint32_t)w.n++);
     }
     for (size_t i = 0; i < n; i++)
-        if ((rc = svc_apply_one(&w, &d[i], i, err)))
+        if ((rc = sy__svc_apply_one(&w, &d[i], i, err)))
             goto out;
     size_t k = 0;
     for (size_t i = 0; i < w.n; i++)
@@ -135,7 +135,7 @@ out:
 /* Diff                                                               */
 /* ---------------------------------------------------------------- */
 
-static bool svc_inst_equal(const sy_instance *a, const sy_instance *b) {
+static bool sy__svc_inst_equal(const sy_instance *a, const sy_instance *b) {
     if (strcmp(a->host, b->host) || a->port != b->port ||
         a->secure != b->secure || a->weight != b->weight ||
         a->state != b->state || a->metadata_count != b->metadata_count)
@@ -166,11 +166,11 @@ int sy__service_diff_compute(const sy__alloc *a, const sy__service *from,
     memset(gone, 2, nf);
     size_t cnt[4] = {0}, bytes = 0;
     for (size_t i = 0; i < nt; i++) {
-        uint32_t j = from ? svc_match(to, i, from) : SY_NONE;
+        uint32_t j = from ? sy__svc_match(to, i, from) : SY_NONE;
         if (j != SY_NONE)
             gone[j] = 0;
         cls[i] = j == SY_NONE                                           ? 1
-                 : svc_inst_equal(&to->inst[i].pub, &from->inst[j].pub) ? 0
+                 : sy__svc_inst_equal(&to->inst[i].pub, &from->inst[j].pub) ? 0
                                                                         : 3;
         cnt[cls[i]]++;
         bytes += cls[i] ? to->inst[i].idlen + 1 : 0;

@@ -23,15 +23,15 @@
  */
 #include "service/service_int.h"
 
-int svc_health_init(sy__service *s) {
-    size_t head = (sizeof(svc_hblock) + 7) & ~(size_t)7;
+int sy__svc_health_init(sy__service *s) {
+    size_t head = (sizeof(sy__svc_hblock) + 7) & ~(size_t)7;
     if (s->n == 0)
         return SY_OK;
-    svc_hblock *b = sy__malloc(&s->alloc, head + s->n * sizeof(svc_health));
+    sy__svc_hblock *b = sy__malloc(&s->alloc, head + s->n * sizeof(sy__svc_health));
     if (!b)
         return SY_ENOMEM;
     atomic_init(&b->live, s->n);
-    svc_health *h = (svc_health *)(void *)((char *)b + head);
+    sy__svc_health *h = (sy__svc_health *)(void *)((char *)b + head);
     for (size_t i = 0; i < s->n; i++) {
         atomic_init(&h[i].refs, 1);
         atomic_init(&h[i].failures, 0);
@@ -46,7 +46,7 @@ int svc_health_init(sy__service *s) {
 }
 
 /* k records fewer in block b: the last frees it (returns true). */
-static bool block_drop(const sy__alloc *a, svc_hblock *b, size_t k) {
+static bool block_drop(const sy__alloc *a, sy__svc_hblock *b, size_t k) {
     if (k &&
         atomic_fetch_sub_explicit(&b->live, k, memory_order_acq_rel) == k) {
         sy__free(a, b);
@@ -55,12 +55,12 @@ static bool block_drop(const sy__alloc *a, svc_hblock *b, size_t k) {
     return false;
 }
 
-static void health_unref(const sy__alloc *a, svc_health *h) {
+static void health_unref(const sy__alloc *a, sy__svc_health *h) {
     if (h && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
         block_drop(a, h->block, 1);
 }
 
-void svc_health_release(const sy__alloc *a, svc_inst *in) {
+void sy__svc_health_release(const sy__alloc *a, sy__svc_inst *in) {
     health_unref(a, in->health);
     in->health = NULL;
 }
@@ -70,20 +70,20 @@ void sy__service_inherit_health(sy__service *dst, const sy__service *src) {
         return;
     size_t dropped = 0; /* dst's own fresh records given up */
     for (size_t i = 0; i < dst->n; i++) {
-        svc_inst *in = &dst->inst[i];
-        uint32_t j = svc_match(dst, i, src);
+        sy__svc_inst *in = &dst->inst[i];
+        uint32_t j = sy__svc_match(dst, i, src);
         if (j == SY_NONE)
             continue;
-        const svc_inst *o = &src->inst[j];
+        const sy__svc_inst *o = &src->inst[j];
         /* an id moved to another address is another upstream: its
          * predecessor's failures and ejection are not its own */
         if (o->pub.port != in->pub.port || strcmp(o->pub.host, in->pub.host))
             continue;
-        svc_health *h = o->health;
+        sy__svc_health *h = o->health;
         if (!h || h == in->health)
             continue;
         atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
-        svc_health *mine = in->health;
+        sy__svc_health *mine = in->health;
         in->health = h;
         /* dst is not published: its own records are still private, so
          * dropping one needs no atomic step but the block count at the
@@ -104,7 +104,7 @@ static int64_t clock_now(const sy__select_params *p) {
     return p->clock_ms ? p->clock_ms(p->clock_data) : sy__now_realtime_ms();
 }
 
-bool svc_health_ejected(const svc_inst *in, const sy__select_params *p,
+bool sy__svc_health_ejected(const sy__svc_inst *in, const sy__select_params *p,
                         int64_t *now) {
     int64_t until =
         atomic_load_explicit(&in->health->ejected_until, memory_order_relaxed);
@@ -128,10 +128,10 @@ static size_t ejected_count(const sy__service *s, int64_t now) {
 
 bool sy__service_report_outcome(const void *handle, sy_outcome outcome,
                                 int64_t now, const sy_outlier_options *o) {
-    const svc_inst *in = handle;
+    const sy__svc_inst *in = handle;
     if (!in || !in->health || !o || o->disabled)
         return false;
-    svc_health *h = in->health;
+    sy__svc_health *h = in->health;
     int64_t until =
         atomic_load_explicit(&h->ejected_until, memory_order_relaxed);
     if (outcome == SY_OUTCOME_SUCCESS) {

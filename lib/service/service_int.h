@@ -49,64 +49,64 @@
 #define SVC_MEMBERSHIPS 8 /* groups one instance can be in */
 #define SVC_HASH_SEED 0x5e1ec7ab1e5eedull
 
-__extension__ typedef unsigned __int128 svc_u128;
+__extension__ typedef unsigned __int128 sy__svc_u128;
 
 /* The records of one service build live in one block, freed when the
  * last of them is (service_health.c). */
-typedef struct svc_hblock {
+typedef struct sy__svc_hblock {
     _Atomic size_t live; /* records whose refs are not 0 */
-} svc_hblock;
+} sy__svc_hblock;
 
 /* Passive health of one instance (service_health.c): shared by every
  * version of its service that holds an instance of that id, so outcomes
  * and ejections survive publishes. */
-typedef struct svc_health {
+typedef struct sy__svc_health {
     _Atomic size_t refs;
     _Atomic uint32_t failures;     /* consecutive failed outcomes */
     _Atomic uint32_t ejections;    /* times ejected, for the growing time */
     _Atomic int64_t ejected_until; /* epoch ms; 0: not ejected */
-    svc_hblock *block;             /* the block holding this record */
-} svc_health;
+    sy__svc_hblock *block;             /* the block holding this record */
+} sy__svc_health;
 
-typedef struct svc_inst {
+typedef struct sy__svc_inst {
     sy_instance pub; /* strings in the arena, weight >= 1 */
     uint32_t idh;    /* sy__idtab_hash of the id */
     uint32_t idlen;  /* strlen of the id */
     const char *version, *zone, *hint;
     size_t version_len, zone_len, hint_len;
     const char *authority; /* the Host header it expects (host[:port]) */
-    svc_health *health;    /* never NULL once built */
+    sy__svc_health *health;    /* never NULL once built */
     const struct sy__service *owner;
-} svc_inst;
+} sy__svc_inst;
 
-typedef struct svc_ring {
+typedef struct sy__svc_ring {
     uint64_t *points; /* sorted */
     uint32_t *inst;   /* instance index of each point */
     size_t n;
     uint32_t *bucket; /* first point index per top-bits bucket */
     unsigned shift;
     uint64_t vnodes;
-} svc_ring;
+} sy__svc_ring;
 
 /* The hash ring of one group (service_ring.c), refcounted: a service
  * whose group has the same members as its predecessor's shares it. */
-typedef struct svc_gring {
+typedef struct sy__svc_gring {
     _Atomic size_t refs;
     sy__alloc alloc;
     /* NULL: `ring` is this group's own; else the group walks base->ring
      * skipping instances not in `bits` (and holds a reference to base) */
-    struct svc_gring *base;
+    struct sy__svc_gring *base;
     uint64_t *bits;
-    const svc_ring *walk; /* the ring a lookup walks: base's or `ring` */
-    svc_ring ring;
-} svc_gring;
+    const sy__svc_ring *walk; /* the ring a lookup walks: base's or `ring` */
+    sy__svc_ring ring;
+} sy__svc_gring;
 
-typedef struct svc_counter {
+typedef struct sy__svc_counter {
     _Atomic uint64_t v;
     char pad[64 - sizeof(uint64_t)];
-} svc_counter;
+} sy__svc_counter;
 
-typedef struct svc_group {
+typedef struct sy__svc_group {
     uint32_t parent; /* SY_NONE for base groups */
     char tag;        /* 'a', 'u', 'v', 'h', 'z' */
     const char *key; /* version, hint or zone (borrowed from inst) */
@@ -121,51 +121,51 @@ typedef struct svc_group {
     uint32_t *sched; /* smooth WRR cycle of instance indices, or NULL */
     uint64_t step;   /* when sched is NULL: permutation multiplier */
     uint32_t twin;   /* group with the same members, or SY_NONE */
-    svc_counter *rr;
+    sy__svc_counter *rr;
     /* the hash ring, NULL until built (never set on a twin) */
-    _Atomic(svc_gring *) ring;
+    _Atomic(sy__svc_gring *) ring;
     /* the ring this group picks from: &ring, or its twin's (set once the
      * group array no longer moves) */
-    _Atomic(svc_gring *) *ringp;
-} svc_group;
+    _Atomic(sy__svc_gring *) *ringp;
+} sy__svc_group;
 
-typedef struct svc_slot {
+typedef struct sy__svc_slot {
     uint64_t hash;
     uint32_t group; /* SY_NONE = empty */
-} svc_slot;
+} sy__svc_slot;
 
 struct sy__service {
     _Atomic size_t refs;
     sy__alloc alloc;
     sy__arena arena;
     const char *name;
-    svc_inst *inst;
+    sy__svc_inst *inst;
     size_t n;
     size_t up;
     sy__idtab ids;     /* id -> index into inst[] (idtab.h) */
-    svc_group *groups; /* sy__malloc'd */
+    sy__svc_group *groups; /* sy__malloc'd */
     size_t ngroups, groups_cap;
-    svc_slot *map; /* sy__malloc'd */
+    sy__svc_slot *map; /* sy__malloc'd */
     size_t map_cap, map_used;
     uint32_t deflt;        /* no version header */
     uint32_t deflt_oldest; /* no version header, version-default oldest */
     uint32_t latest;       /* fallback latest */
     uint64_t vnodes;       /* virtual nodes of group "a" (every up one) */
-    svc_counter *counters;
-    svc_hblock *hblock; /* this build's health records (service_health.c) */
+    sy__svc_counter *counters;
+    sy__svc_hblock *hblock; /* this build's health records (service_health.c) */
     _Atomic uint64_t fingerprint; /* sy__service_fingerprint, once computed */
     _Atomic bool fingerprint_done;
 };
 
 /* ---- small helpers ---- */
 
-static inline void *svc_arena_array(sy__service *s, size_t n, size_t size) {
+static inline void *sy__svc_arena_array(sy__service *s, size_t n, size_t size) {
     if (size && n > (SIZE_MAX - 64) / size)
         return NULL;
     return sy__arena_alloc(&s->arena, n * size);
 }
 
-static inline uint64_t svc_gcd(uint64_t a, uint64_t b) {
+static inline uint64_t sy__svc_gcd(uint64_t a, uint64_t b) {
     while (b) {
         uint64_t t = a % b;
         a = b;
@@ -174,52 +174,52 @@ static inline uint64_t svc_gcd(uint64_t a, uint64_t b) {
     return a;
 }
 
-/* A group's key in the map: the hash of its string (svc_khash, worked
+/* A group's key in the map: the hash of its string (sy__svc_khash, worked
  * out once per instance and string when building) mixed with its parent
  * and tag. */
-static inline uint64_t svc_khash(const char *k, size_t len) {
+static inline uint64_t sy__svc_khash(const char *k, size_t len) {
     return sy__hash64(k, len, SVC_HASH_SEED);
 }
 
-static inline uint64_t svc_gkey(uint32_t parent, char tag, uint64_t khash) {
+static inline uint64_t sy__svc_gkey(uint32_t parent, char tag, uint64_t khash) {
     return sy__hash_mix(khash, ((uint64_t)parent << 8) ^ (unsigned char)tag);
 }
 
 /* The group (parent, tag, k), whose string hashes to kh, or SY_NONE. */
-static inline uint32_t svc_group_find_h(const sy__service *s, uint32_t parent,
+static inline uint32_t sy__svc_group_find_h(const sy__service *s, uint32_t parent,
                                         char tag, const char *k, size_t len,
                                         uint64_t kh) {
-    uint64_t h = svc_gkey(parent, tag, kh);
+    uint64_t h = sy__svc_gkey(parent, tag, kh);
     size_t mask = s->map_cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
-        const svc_slot *sl = &s->map[i];
+        const sy__svc_slot *sl = &s->map[i];
         if (sl->group == SY_NONE)
             return SY_NONE;
         if (sl->hash != h)
             continue;
-        const svc_group *g = &s->groups[sl->group];
+        const sy__svc_group *g = &s->groups[sl->group];
         if (g->parent == parent && g->tag == tag && g->key_len == len &&
             memcmp(g->key, k, len) == 0)
             return sl->group;
     }
 }
 
-static inline uint32_t svc_group_find(const sy__service *s, uint32_t parent,
+static inline uint32_t sy__svc_group_find(const sy__service *s, uint32_t parent,
                                       char tag, const char *k, size_t len) {
-    return svc_group_find_h(s, parent, tag, k, len, svc_khash(k, len));
+    return sy__svc_group_find_h(s, parent, tag, k, len, sy__svc_khash(k, len));
 }
 
 /* The virtual nodes of an instance on a hash ring. */
-static inline uint64_t svc_vnodes(const svc_inst *in) {
+static inline uint64_t sy__svc_vnodes(const sy__svc_inst *in) {
     uint32_t w = in->pub.weight;
     return (uint64_t)SVC_RING_VNODES *
            (w > SVC_RING_WEIGHT_CAP ? SVC_RING_WEIGHT_CAP : w);
 }
 
 /* Whether instance i of `a` and instance j of `b` have the same id. */
-static inline bool svc_same_id(const sy__service *a, uint32_t i,
+static inline bool sy__svc_same_id(const sy__service *a, uint32_t i,
                                const sy__service *b, uint32_t j) {
-    const svc_inst *x = &a->inst[i], *y = &b->inst[j];
+    const sy__svc_inst *x = &a->inst[i], *y = &b->inst[j];
     return x->idh == y->idh && x->idlen == y->idlen &&
            memcmp(x->pub.id, y->pub.id, x->idlen) == 0;
 }
@@ -227,23 +227,23 @@ static inline bool svc_same_id(const sy__service *a, uint32_t i,
 /* The index in `o` of the instance with the id of s->inst[i], or SY_NONE:
  * the same position first (lists usually keep their order from one
  * version to the next), then o's id table. */
-uint32_t svc_match(const sy__service *s, size_t i, const sy__service *o);
+uint32_t sy__svc_match(const sy__service *s, size_t i, const sy__service *o);
 
 /* Where an instance is in the caller's input: instances[i] of a list, or
  * deltas[i].instance of a delta list. Formatted only for an error. */
-typedef struct svc_where {
+typedef struct sy__svc_where {
     bool delta;
     size_t i;
-} svc_where;
+} sy__svc_where;
 
 /* The JSON path of `w` followed by fmt's text, into out[cap]. */
-void svc_path(char *out, size_t cap, svc_where w, const char *fmt, ...)
+void sy__svc_path(char *out, size_t cap, sy__svc_where w, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Checks one instance's fields; SY_EINVAL with its path. */
-int svc_validate(const sy_instance *in, svc_where w, sy_error *err);
+int sy__svc_validate(const sy_instance *in, sy__svc_where w, sy_error *err);
 /* The group of `old` that corresponds to group g of `s` (same tags and
  * strings from the root), or SY_NONE. */
-uint32_t svc_counterpart(const sy__service *s, const sy__service *old,
+uint32_t sy__svc_counterpart(const sy__service *s, const sy__service *old,
                          uint32_t g);
 
 /* ---- rings (service_ring.c) ---- */
@@ -252,32 +252,32 @@ uint32_t svc_counterpart(const sy__service *s, const sy__service *old,
  * ring is built on first use (lock-free: racing builders publish one and
  * drop the others); if that fails for memory, the same owner is worked out
  * from the members' virtual nodes without a ring. No lock. */
-uint32_t svc_ring_pick(const sy__service *s, const svc_group *g, sy_str key);
+uint32_t sy__svc_ring_pick(const sy__service *s, const sy__svc_group *g, sy_str key);
 /* Give `dst` (not yet published) the rings its predecessor `src` had
  * built: shared where a group's members (ids, positions, weights) are
  * unchanged, made now where they changed (merged from the predecessor's
  * ring when few nodes come or go, else built), so readers of a service a
  * hash route uses never wait for a build after an instance update. */
-void svc_ring_inherit(sy__service *dst, const sy__service *src);
+void sy__svc_ring_inherit(sy__service *dst, const sy__service *src);
 /* Drop the service's references to its rings. */
-void svc_ring_release(sy__service *s);
+void sy__svc_ring_release(sy__service *s);
 
 /* ---- passive health (service_health.c) ---- */
 
 /* Give every instance of `s` (s->n of them) a fresh health record, all in
  * one block: SY_OK or SY_ENOMEM. */
-int svc_health_init(sy__service *s);
+int sy__svc_health_init(sy__service *s);
 /* Drop the instance's reference to its record. */
-void svc_health_release(const sy__alloc *a, svc_inst *in);
+void sy__svc_health_release(const sy__alloc *a, sy__svc_inst *in);
 /* True when `in` is ejected at `*now` (read through the clock lazily: *now
  * is 0 until needed). */
-bool svc_health_ejected(const svc_inst *in, const sy__select_params *p,
+bool sy__svc_health_ejected(const sy__svc_inst *in, const sy__select_params *p,
                         int64_t *now);
 
 /* ---- balancing structures (service_select.c) ---- */
 
 /* Fill g->cum, g->total, the alias table and the round-robin schedule (or
  * permutation step) of group `g` from its members' weights. */
-int svc_finish_group(sy__service *s, svc_group *g);
+int sy__svc_finish_group(sy__service *s, sy__svc_group *g);
 
 #endif

@@ -57,10 +57,10 @@
  *
  * Readers never wait on a lock. The writer keeps readers off the build
  * after an update: sy__service_inherit_rr hands the new version the rings
- * its predecessor had built (svc_ring_inherit), sharing a ring (refcounted)
+ * its predecessor had built (sy__svc_ring_inherit), sharing a ring (refcounted)
  * where the group's members, their positions and weights are unchanged,
  * and making it at once where they changed: from the predecessor's ring by
- * one merge walk when few nodes come or go (svc_gring_merge), else from
+ * one merge walk when few nodes come or go (sy__svc_gring_merge), else from
  * scratch. So a ring is built only for
  * groups a hash route has used, and only when their instances changed; a
  * route that turns to hash later builds on its first request.
@@ -70,26 +70,26 @@
 #include <stdlib.h>
 
 /* A point being placed: its value and the instance owning it. */
-typedef struct svc_point {
+typedef struct sy__svc_point {
     uint64_t point;
     uint32_t inst;
-} svc_point;
+} sy__svc_point;
 
-static uint64_t svc_idh(const svc_inst *in) {
+static uint64_t sy__svc_idh(const sy__svc_inst *in) {
     return sy__hash64(in->pub.id, in->idlen, ~0ull);
 }
 
 /* Ring order: by point, equal points (practically never) by a hash of
  * their id, so the ring does not depend on the order instances came in. */
-static bool svc_point_less(const sy__service *s, uint64_t pa, uint32_t ia,
+static bool sy__svc_point_less(const sy__service *s, uint64_t pa, uint32_t ia,
                            uint64_t pb, uint32_t ib) {
     if (pa != pb)
         return pa < pb;
-    return svc_idh(&s->inst[ia]) < svc_idh(&s->inst[ib]);
+    return sy__svc_idh(&s->inst[ia]) < sy__svc_idh(&s->inst[ib]);
 }
 
 /* The bucket index's size for `total` points: about 4 points a bucket. */
-static unsigned svc_ring_bits(uint64_t total) {
+static unsigned sy__svc_ring_bits(uint64_t total) {
     size_t nb = 2;
     unsigned bits = 1;
     while (nb * 4 < total && bits < 24) {
@@ -99,10 +99,10 @@ static unsigned svc_ring_bits(uint64_t total) {
     return bits;
 }
 
-static uint64_t svc_members_vnodes(const sy__service *s, const svc_group *g) {
+static uint64_t sy__svc_members_vnodes(const sy__service *s, const sy__svc_group *g) {
     uint64_t v = 0;
     for (uint32_t k = 0; k < g->n; k++)
-        v += svc_vnodes(&s->inst[g->members[k]]);
+        v += sy__svc_vnodes(&s->inst[g->members[k]]);
     return v;
 }
 
@@ -114,7 +114,7 @@ static uint64_t svc_members_vnodes(const sy__service *s, const svc_group *g) {
  * needs) and an insertion sort inside each bucket (about 4 points)
  * finishes the order. `s` owns the instances tmp[].inst names.
  */
-static void svc_points_place(const sy__service *s, const svc_point *tmp,
+static void sy__svc_points_place(const sy__service *s, const sy__svc_point *tmp,
                              size_t n, uint64_t *points, uint32_t *inst,
                              uint32_t *bucket, unsigned shift) {
     size_t nb = (size_t)1 << (64 - shift);
@@ -137,7 +137,7 @@ static void svc_points_place(const sy__service *s, const svc_point *tmp,
             uint32_t in = inst[i];
             size_t j = i;
             while (j > bucket[b] &&
-                   svc_point_less(s, pt, in, points[j - 1], inst[j - 1])) {
+                   sy__svc_point_less(s, pt, in, points[j - 1], inst[j - 1])) {
                 points[j] = points[j - 1];
                 inst[j] = inst[j - 1];
                 j--;
@@ -149,22 +149,22 @@ static void svc_points_place(const sy__service *s, const svc_point *tmp,
 
 /* Fill ring r (arrays allocated, r->n points, r->shift set) with the
  * virtual nodes of the members of g. `tmp` has room for r->n points. */
-static void svc_ring_fill(const sy__service *s, const svc_group *g, svc_ring *r,
-                          svc_point *tmp) {
+static void sy__svc_ring_fill(const sy__service *s, const sy__svc_group *g, sy__svc_ring *r,
+                          sy__svc_point *tmp) {
     size_t p = 0;
     for (uint32_t k = 0; k < g->n; k++) {
-        const svc_inst *in = &s->inst[g->members[k]];
-        for (uint64_t j = 0, v = svc_vnodes(in); j < v; j++) {
+        const sy__svc_inst *in = &s->inst[g->members[k]];
+        for (uint64_t j = 0, v = sy__svc_vnodes(in); j < v; j++) {
             tmp[p].point = sy__hash64(in->pub.id, in->idlen, j);
             tmp[p].inst = g->members[k];
             p++;
         }
     }
-    svc_points_place(s, tmp, r->n, r->points, r->inst, r->bucket, r->shift);
+    sy__svc_points_place(s, tmp, r->n, r->points, r->inst, r->bucket, r->shift);
 }
 
 /* The bucket index of a ring whose points are in place. */
-static void svc_ring_index(svc_ring *r) {
+static void sy__svc_ring_index(sy__svc_ring *r) {
     size_t nb = (size_t)1 << (64 - r->shift), b = 0;
     for (size_t i = 0; i < r->n; i++)
         for (size_t top = r->points[i] >> r->shift; b <= top; b++)
@@ -173,26 +173,26 @@ static void svc_ring_index(svc_ring *r) {
         r->bucket[b] = (uint32_t)r->n;
 }
 
-static void svc_gring_unref(svc_gring *r) {
+static void sy__svc_gring_unref(sy__svc_gring *r) {
     while (r &&
            atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
-        svc_gring *base = r->base;
+        sy__svc_gring *base = r->base;
         sy__alloc a = r->alloc;
         sy__free(&a, r);
         r = base;
     }
 }
 
-static const svc_gring *svc_ring_get(const sy__service *s, uint32_t g);
+static const sy__svc_gring *sy__svc_ring_get(const sy__service *s, uint32_t g);
 
 /* A new ring (one reference) for non-twin group g, or NULL (memory). */
 /* A ring of its own for `total` points (arrays in the same block, refs 1,
  * points not filled), or NULL. */
-static svc_gring *svc_gring_own(const sy__service *s, uint64_t total) {
-    size_t head = (sizeof(svc_gring) + 7) & ~(size_t)7;
-    unsigned bits = svc_ring_bits(total);
+static sy__svc_gring *sy__svc_gring_own(const sy__service *s, uint64_t total) {
+    size_t head = (sizeof(sy__svc_gring) + 7) & ~(size_t)7;
+    unsigned bits = sy__svc_ring_bits(total);
     size_t nb = (size_t)1 << bits;
-    svc_gring *r =
+    sy__svc_gring *r =
         sy__malloc(&s->alloc, head + total * 8 + total * 4 + (nb + 1) * 4);
     if (!r)
         return NULL;
@@ -211,21 +211,21 @@ static svc_gring *svc_gring_own(const sy__service *s, uint64_t total) {
 
 /* Whether non-twin group g of s walks the service ring (dense) rather
  * than a ring of its own, for members with `total` virtual nodes. */
-static bool svc_dense(const sy__service *s, uint32_t g, uint64_t total) {
+static bool sy__svc_dense(const sy__service *s, uint32_t g, uint64_t total) {
     return g != SVC_G_ALL && total * SVC_RING_DENSE_DIV >= s->vnodes;
 }
 
 /* A new ring (one reference) for non-twin group g, or NULL (memory). */
-static svc_gring *svc_gring_build(const sy__service *s, uint32_t g) {
-    const svc_group *gr = &s->groups[g];
-    uint64_t total = svc_members_vnodes(s, gr);
+static sy__svc_gring *sy__svc_gring_build(const sy__service *s, uint32_t g) {
+    const sy__svc_group *gr = &s->groups[g];
+    uint64_t total = sy__svc_members_vnodes(s, gr);
     if (total == 0 || total > UINT32_MAX)
         return NULL;
-    svc_gring *r;
-    if (svc_dense(s, g, total)) {
+    sy__svc_gring *r;
+    if (sy__svc_dense(s, g, total)) {
         /* dense: walk the service ring, skipping non-members */
-        size_t head = (sizeof(svc_gring) + 7) & ~(size_t)7;
-        const svc_gring *base = svc_ring_get(s, SVC_G_ALL);
+        size_t head = (sizeof(sy__svc_gring) + 7) & ~(size_t)7;
+        const sy__svc_gring *base = sy__svc_ring_get(s, SVC_G_ALL);
         size_t words = (s->n + 63) / 64;
         if (!base || !(r = sy__malloc(&s->alloc, head + words * 8)))
             return NULL;
@@ -234,42 +234,42 @@ static svc_gring *svc_gring_build(const sy__service *s, uint32_t g) {
         memset(r->bits, 0, words * 8);
         for (uint32_t k = 0; k < gr->n; k++)
             r->bits[gr->members[k] / 64] |= 1ull << (gr->members[k] % 64);
-        atomic_fetch_add_explicit(&((svc_gring *)base)->refs, 1,
+        atomic_fetch_add_explicit(&((sy__svc_gring *)base)->refs, 1,
                                   memory_order_relaxed);
-        r->base = (svc_gring *)base;
+        r->base = (sy__svc_gring *)base;
         r->walk = &base->ring;
         atomic_init(&r->refs, 1);
         r->alloc = s->alloc;
         return r;
     }
-    svc_point *tmp = sy__malloc(&s->alloc, total * sizeof *tmp);
-    r = tmp ? svc_gring_own(s, total) : NULL;
+    sy__svc_point *tmp = sy__malloc(&s->alloc, total * sizeof *tmp);
+    r = tmp ? sy__svc_gring_own(s, total) : NULL;
     if (r)
-        svc_ring_fill(s, gr, &r->ring, tmp);
+        sy__svc_ring_fill(s, gr, &r->ring, tmp);
     sy__free(&s->alloc, tmp);
     return r;
 }
 
 /* Sort n points of service s in ring order into pts[] (inst[] beside),
  * using scratch bucket space; false for memory. */
-static bool svc_points_sort(const sy__service *s, const svc_point *tmp,
+static bool sy__svc_points_sort(const sy__service *s, const sy__svc_point *tmp,
                             size_t n, uint64_t *pts, uint32_t *inst) {
-    unsigned bits = svc_ring_bits(n);
+    unsigned bits = sy__svc_ring_bits(n);
     uint32_t *bucket =
         sy__malloc(&s->alloc, (((size_t)1 << bits) + 1) * sizeof *bucket);
     if (!bucket)
         return false;
-    svc_points_place(s, tmp, n, pts, inst, bucket, 64 - bits);
+    sy__svc_points_place(s, tmp, n, pts, inst, bucket, 64 - bits);
     sy__free(&s->alloc, bucket);
     return true;
 }
 
 /* Whether node (pa of a's instance ia) comes before (pb of b's ib). */
-static bool svc_node_less(const sy__service *a, uint64_t pa, uint32_t ia,
+static bool sy__svc_node_less(const sy__service *a, uint64_t pa, uint32_t ia,
                           const sy__service *b, uint64_t pb, uint32_t ib) {
     if (pa != pb)
         return pa < pb;
-    return svc_idh(&a->inst[ia]) < svc_idh(&b->inst[ib]);
+    return sy__svc_idh(&a->inst[ia]) < sy__svc_idh(&b->inst[ib]);
 }
 
 /*
@@ -290,12 +290,12 @@ static bool svc_node_less(const sy__service *a, uint64_t pa, uint32_t ia,
  * NULL (caller builds from scratch) for memory, or when many nodes come or
  * go (then hashing them costs about what a build costs).
  */
-static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
+static sy__svc_gring *sy__svc_gring_merge(const sy__service *dst, uint32_t g,
                                   const sy__service *src, uint32_t o,
-                                  const svc_gring *r) {
-    const svc_group *gr = &dst->groups[g], *og = &src->groups[o];
-    uint64_t total = svc_members_vnodes(dst, gr);
-    if (r->base || total == 0 || total > UINT32_MAX || svc_dense(dst, g, total))
+                                  const sy__svc_gring *r) {
+    const sy__svc_group *gr = &dst->groups[g], *og = &src->groups[o];
+    uint64_t total = sy__svc_members_vnodes(dst, gr);
+    if (r->base || total == 0 || total > UINT32_MAX || sy__svc_dense(dst, g, total))
         return NULL;
     /* per src instance: its index in dst (SY_NONE: its nodes go) and the
      * nodes it keeps */
@@ -308,8 +308,8 @@ static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
     uint64_t ncome = 0, ngo = 0;
     for (uint32_t k = 0; k < gr->n; k++) {
         uint32_t i = gr->members[k];
-        uint32_t j = svc_match(dst, i, src);
-        uint64_t vn = svc_vnodes(&dst->inst[i]);
+        uint32_t j = sy__svc_match(dst, i, src);
+        uint64_t vn = sy__svc_vnodes(&dst->inst[i]);
         bool member = false;
         if (j != SY_NONE) { /* j member of o? (members ascending) */
             uint32_t lo = 0, hi = og->n;
@@ -326,17 +326,17 @@ static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
             ncome += vn;
             continue;
         }
-        uint64_t vo = svc_vnodes(&src->inst[j]);
+        uint64_t vo = sy__svc_vnodes(&src->inst[j]);
         to[j] = i;
         keep[j] = (uint32_t)(vn < vo ? vn : vo);
         ncome += vn > vo ? vn - vo : 0;
     }
     for (uint32_t k = 0; k < og->n; k++) {
         uint32_t j = og->members[k];
-        ngo += svc_vnodes(&src->inst[j]) - (to[j] == SY_NONE ? 0 : keep[j]);
+        ngo += sy__svc_vnodes(&src->inst[j]) - (to[j] == SY_NONE ? 0 : keep[j]);
     }
-    svc_gring *out = NULL;
-    svc_point *tmp = NULL;
+    sy__svc_gring *out = NULL;
+    sy__svc_point *tmp = NULL;
     uint64_t *np = NULL;
     if ((ncome + ngo) * 4 > total)
         goto done;
@@ -345,7 +345,7 @@ static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
     /* np/ni: the nodes, sorted (coming ones first); at: their places in r */
     np =
         sy__malloc(&dst->alloc, (nt + 1) * (sizeof *np + 2 * sizeof(uint32_t)));
-    out = tmp && np ? svc_gring_own(dst, total) : NULL;
+    out = tmp && np ? sy__svc_gring_own(dst, total) : NULL;
     if (!out)
         goto done;
     uint32_t *ni = (uint32_t *)(void *)(np + nt + 1);
@@ -353,10 +353,10 @@ static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
     size_t nc = 0;
     for (uint32_t k = 0; k < gr->n; k++) {
         uint32_t i = gr->members[k];
-        uint32_t j = svc_match(dst, i, src);
-        const svc_inst *in = &dst->inst[i];
+        uint32_t j = sy__svc_match(dst, i, src);
+        const sy__svc_inst *in = &dst->inst[i];
         uint64_t from = j != SY_NONE && to[j] == i ? keep[j] : 0;
-        for (uint64_t v = from, vn = svc_vnodes(in); v < vn; v++) {
+        for (uint64_t v = from, vn = sy__svc_vnodes(in); v < vn; v++) {
             tmp[nc].point = sy__hash64(in->pub.id, in->idlen, v);
             tmp[nc].inst = i;
             nc++;
@@ -365,24 +365,24 @@ static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
     size_t ng = 0;
     for (uint32_t k = 0; k < og->n; k++) {
         uint32_t j = og->members[k];
-        const svc_inst *in = &src->inst[j];
-        for (uint64_t v = to[j] == SY_NONE ? 0 : keep[j], vo = svc_vnodes(in);
+        const sy__svc_inst *in = &src->inst[j];
+        for (uint64_t v = to[j] == SY_NONE ? 0 : keep[j], vo = sy__svc_vnodes(in);
              v < vo; v++) {
             tmp[nc + ng].point = sy__hash64(in->pub.id, in->idlen, v);
             tmp[nc + ng].inst = j;
             ng++;
         }
     }
-    const svc_ring * or = &r->ring;
-    bool ok = nc + ng == nt && svc_points_sort(dst, tmp, nc, np, ni) &&
-              svc_points_sort(src, tmp + nc, ng, np + nc, ni + nc);
+    const sy__svc_ring * or = &r->ring;
+    bool ok = nc + ng == nt && sy__svc_points_sort(dst, tmp, nc, np, ni) &&
+              sy__svc_points_sort(src, tmp + nc, ng, np + nc, ni + nc);
     /* places: a coming node goes before the first node of r after it; a
      * going node is found where it is */
     for (size_t e = 0; ok && e < nt; e++) {
         bool come = e < nc;
         const sy__service *es = come ? dst : src;
         size_t i = or->bucket[np[e] >> or->shift];
-        while (i < or->n && (come ? svc_node_less(src, or->points[i],
+        while (i < or->n && (come ? sy__svc_node_less(src, or->points[i],
                                                   or->inst[i], es, np[e], ni[e])
                                   : or->points[i] < np[e] ||
                                         (or->points[i] == np[e] &&
@@ -426,7 +426,7 @@ static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
     }
     if (!ok || n != total || c != nc || go != nt) {
         /* cannot happen: build from scratch */
-        svc_gring_unref(out);
+        sy__svc_gring_unref(out);
         out = NULL;
         goto done;
     }
@@ -442,7 +442,7 @@ static svc_gring *svc_gring_merge(const sy__service *dst, uint32_t g,
             out->ring.bucket[b] = (uint32_t)(or->bucket[b] + cb - (gb - nc));
         }
     } else {
-        svc_ring_index(&out->ring);
+        sy__svc_ring_index(&out->ring);
     }
 done:
     sy__free(&dst->alloc, to);
@@ -453,26 +453,26 @@ done:
 
 /* The ring of group g (of its twin), built now if it was not; NULL when
  * building failed for memory. Lock-free. */
-static const svc_gring *svc_ring_get(const sy__service *s, uint32_t g) {
+static const sy__svc_gring *sy__svc_ring_get(const sy__service *s, uint32_t g) {
     if (s->groups[g].twin != SY_NONE)
         g = s->groups[g].twin;
-    svc_group *gr = &s->groups[g];
-    svc_gring *r = atomic_load_explicit(&gr->ring, memory_order_acquire);
+    sy__svc_group *gr = &s->groups[g];
+    sy__svc_gring *r = atomic_load_explicit(&gr->ring, memory_order_acquire);
     if (r)
         return r;
-    svc_gring *mine = svc_gring_build(s, g);
+    sy__svc_gring *mine = sy__svc_gring_build(s, g);
     if (!mine)
         return NULL;
     if (atomic_compare_exchange_strong_explicit(
             &gr->ring, &r, mine, memory_order_acq_rel, memory_order_acquire))
         return mine;
-    svc_gring_unref(mine); /* another thread's build won: r is it */
+    sy__svc_gring_unref(mine); /* another thread's build won: r is it */
     return r;
 }
 
 /* The owner of the first node at or after h on ring gr (wrapping). */
-static inline uint32_t svc_ring_lookup(const svc_gring *gr, uint64_t h) {
-    const svc_ring *r = gr->walk;
+static inline uint32_t sy__svc_ring_lookup(const sy__svc_gring *gr, uint64_t h) {
+    const sy__svc_ring *r = gr->walk;
     size_t i = r->bucket[h >> r->shift];
     while (i < r->n && r->points[i] < h)
         i++;
@@ -486,21 +486,21 @@ static inline uint32_t svc_ring_lookup(const svc_gring *gr, uint64_t h) {
 
 /* Without a ring: the member owning the first virtual node at or after h
  * (wrapping to the first node), in ring order. O(virtual nodes). */
-static uint32_t svc_ring_scan(const sy__service *s, const svc_group *g,
+static uint32_t sy__svc_ring_scan(const sy__service *s, const sy__svc_group *g,
                               uint64_t h) {
     uint32_t best = SY_NONE, first = SY_NONE;
     uint64_t bp = 0, fp = 0;
     for (uint32_t k = 0; k < g->n; k++) {
         uint32_t m = g->members[k];
-        const svc_inst *in = &s->inst[m];
-        for (uint64_t j = 0, v = svc_vnodes(in); j < v; j++) {
+        const sy__svc_inst *in = &s->inst[m];
+        for (uint64_t j = 0, v = sy__svc_vnodes(in); j < v; j++) {
             uint64_t p = sy__hash64(in->pub.id, in->idlen, j);
-            if (first == SY_NONE || svc_point_less(s, p, m, fp, first)) {
+            if (first == SY_NONE || sy__svc_point_less(s, p, m, fp, first)) {
                 first = m;
                 fp = p;
             }
             if (p >= h &&
-                (best == SY_NONE || svc_point_less(s, p, m, bp, best))) {
+                (best == SY_NONE || sy__svc_point_less(s, p, m, bp, best))) {
                 best = m;
                 bp = p;
             }
@@ -512,71 +512,71 @@ static uint32_t svc_ring_scan(const sy__service *s, const svc_group *g,
 /* The first pick of a group whose ring is not built: build it (or, out
  * of memory, scan). Kept out of line so the common path stays short. */
 __attribute__((noinline)) static uint32_t
-svc_ring_pick_slow(const sy__service *s, const svc_group *g, uint64_t h) {
-    const svc_gring *gr = svc_ring_get(s, (uint32_t)(g - s->groups));
+sy__svc_ring_pick_slow(const sy__service *s, const sy__svc_group *g, uint64_t h) {
+    const sy__svc_gring *gr = sy__svc_ring_get(s, (uint32_t)(g - s->groups));
     if (!gr)
-        return svc_ring_scan(s, g, h);
-    return svc_ring_lookup(gr, h);
+        return sy__svc_ring_scan(s, g, h);
+    return sy__svc_ring_lookup(gr, h);
 }
 
-uint32_t svc_ring_pick(const sy__service *s, const svc_group *g, sy_str key) {
+uint32_t sy__svc_ring_pick(const sy__service *s, const sy__svc_group *g, sy_str key) {
     uint64_t h = sy__hash64(key.ptr, key.len, SVC_HASH_SEED);
-    const svc_gring *gr = atomic_load_explicit(g->ringp, memory_order_acquire);
+    const sy__svc_gring *gr = atomic_load_explicit(g->ringp, memory_order_acquire);
     if (__builtin_expect(gr == NULL, 0))
-        return svc_ring_pick_slow(s, g, h);
-    return svc_ring_lookup(gr, h);
+        return sy__svc_ring_pick_slow(s, g, h);
+    return sy__svc_ring_lookup(gr, h);
 }
 
 /* Whether group g of a and group h of b have the same members at the same
  * positions with the same virtual nodes: then their rings are equal. */
-static bool svc_same_members(const sy__service *a, uint32_t g,
+static bool sy__svc_same_members(const sy__service *a, uint32_t g,
                              const sy__service *b, uint32_t h) {
-    const svc_group *x = &a->groups[g], *y = &b->groups[h];
+    const sy__svc_group *x = &a->groups[g], *y = &b->groups[h];
     if (x->n != y->n)
         return false;
     for (uint32_t k = 0; k < x->n; k++) {
         uint32_t i = x->members[k];
-        if (i != y->members[k] || !svc_same_id(a, i, b, i) ||
-            svc_vnodes(&a->inst[i]) != svc_vnodes(&b->inst[i]))
+        if (i != y->members[k] || !sy__svc_same_id(a, i, b, i) ||
+            sy__svc_vnodes(&a->inst[i]) != sy__svc_vnodes(&b->inst[i]))
             return false;
     }
     return true;
 }
 
-void svc_ring_inherit(sy__service *dst, const sy__service *src) {
+void sy__svc_ring_inherit(sy__service *dst, const sy__service *src) {
     /* group 0 first: the dense groups' rings lean on it */
     for (uint32_t g = 0; g < dst->ngroups; g++) {
-        svc_group *gr = &dst->groups[g];
+        sy__svc_group *gr = &dst->groups[g];
         if (gr->twin != SY_NONE || gr->n == 0 ||
             atomic_load_explicit(&gr->ring, memory_order_relaxed))
             continue;
-        uint32_t o = svc_counterpart(dst, src, g);
+        uint32_t o = sy__svc_counterpart(dst, src, g);
         if (o == SY_NONE)
             continue;
         if (src->groups[o].twin != SY_NONE)
             o = src->groups[o].twin;
-        svc_gring *r =
+        sy__svc_gring *r =
             atomic_load_explicit(&src->groups[o].ring, memory_order_acquire);
         if (!r)
             continue; /* no hash pick used it: none for dst either */
-        if (svc_same_members(dst, g, src, o) &&
+        if (sy__svc_same_members(dst, g, src, o) &&
             (!r->base ||
              r->base == atomic_load_explicit(&dst->groups[SVC_G_ALL].ring,
                                              memory_order_relaxed))) {
             atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
             atomic_store_explicit(&gr->ring, r, memory_order_release);
         } else {
-            svc_gring *m = svc_gring_merge(dst, g, src, o, r);
+            sy__svc_gring *m = sy__svc_gring_merge(dst, g, src, o, r);
             if (m)
                 atomic_store_explicit(&gr->ring, m, memory_order_release);
             else /* from scratch; failing, readers build or scan */
-                (void)svc_ring_get(dst, g);
+                (void)sy__svc_ring_get(dst, g);
         }
     }
 }
 
-void svc_ring_release(sy__service *s) {
+void sy__svc_ring_release(sy__service *s) {
     for (uint32_t g = 0; s->groups && g < s->ngroups; g++)
-        svc_gring_unref(
+        sy__svc_gring_unref(
             atomic_load_explicit(&s->groups[g].ring, memory_order_acquire));
 }

@@ -19,20 +19,20 @@
 /* ---- balancing structures (build side) ---- */
 
 /* A weight class of a schedule: members of one weight take turns. */
-typedef struct svc_class {
+typedef struct sy__svc_class {
     int64_t v;      /* current weight of the class's next member */
     uint64_t w;     /* the weight */
     uint32_t start; /* its members in order[start .. start + m) */
     uint32_t m;
     uint32_t p; /* position of its next member among them */
-} svc_class;
+} sy__svc_class;
 
 /* Classes of the weights w[0..n): order[] gets the member positions
  * grouped by class, ascending inside a class. Distinct weights are few in
  * practice: a small table finds them; many fall back to a sort. Returns
  * the class count, 0 for memory. */
-static size_t svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
-                          uint32_t *order, svc_class **out) {
+static size_t sy__svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
+                          uint32_t *order, sy__svc_class **out) {
     enum { FEW = 16 };
     uint64_t few[FEW];
     size_t nc = 0;
@@ -44,7 +44,7 @@ static size_t svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
             few[c] = w[k];
     }
     if (nc <= FEW) {
-        svc_class *cl = sy__calloc(&s->alloc, nc, sizeof *cl);
+        sy__svc_class *cl = sy__calloc(&s->alloc, nc, sizeof *cl);
         uint8_t *of = sy__malloc(&s->alloc, n);
         if (!cl || !of) {
             sy__free(&s->alloc, cl);
@@ -84,7 +84,7 @@ static size_t svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
     for (uint32_t k = 0; k < n; k++)
         if (k == 0 || (key[k] >> 32) != (key[k - 1] >> 32))
             nc++;
-    svc_class *cl = sy__calloc(&s->alloc, nc, sizeof *cl);
+    sy__svc_class *cl = sy__calloc(&s->alloc, nc, sizeof *cl);
     if (!cl) {
         sy__free(&s->alloc, key);
         return 0;
@@ -113,7 +113,7 @@ static size_t svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
  * above the step's winner, which the loop watches: it gives up (false,
  * nothing to undo but the classes) before any key could overflow.
  */
-static bool svc_schedule_packed(svc_group *g, svc_class *cl, size_t nclass,
+static bool sy__svc_schedule_packed(sy__svc_group *g, sy__svc_class *cl, size_t nclass,
                                 const uint32_t *order) {
     enum { MAXC = 16 };
     const int64_t two32 = (int64_t)1 << 32, W = (int64_t)g->total;
@@ -134,7 +134,7 @@ static bool svc_schedule_packed(svc_group *g, svc_class *cl, size_t nclass,
         }
         if (bk >= (int64_t)1 << 61) /* v >= 2^29: stop well before 2^31 */
             return false;
-        svc_class *c = &cl[best];
+        sy__svc_class *c = &cl[best];
         uint32_t pos = order[c->start + c->p];
         if (++c->p == c->m) {
             c->p = 0;
@@ -156,12 +156,12 @@ static bool svc_schedule_packed(svc_group *g, svc_class *cl, size_t nclass,
  * class has given every member a turn. One class (equal weights): the
  * cycle is the members in order, so the schedule is the member array.
  */
-static int svc_build_schedule(sy__service *s, svc_group *g, const uint64_t *w) {
+static int sy__svc_build_schedule(sy__service *s, sy__svc_group *g, const uint64_t *w) {
     uint64_t W = g->total;
     uint32_t n = g->n;
     uint32_t *order = sy__malloc(&s->alloc, (size_t)n * sizeof *order);
-    svc_class *cl = NULL;
-    size_t nclass = order ? svc_classes(s, w, n, order, &cl) : 0;
+    sy__svc_class *cl = NULL;
+    size_t nclass = order ? sy__svc_classes(s, w, n, order, &cl) : 0;
     if (nclass == 0) {
         sy__free(&s->alloc, order);
         return SY_ENOMEM;
@@ -171,9 +171,9 @@ static int svc_build_schedule(sy__service *s, svc_group *g, const uint64_t *w) {
         g->sched = g->members; /* W == n */
     } else if (nclass * W > SVC_SCHED_WORK) {
         rc = 1; /* too much work: caller uses the permutation */
-    } else if (!(g->sched = svc_arena_array(s, W, sizeof *g->sched))) {
+    } else if (!(g->sched = sy__svc_arena_array(s, W, sizeof *g->sched))) {
         rc = SY_ENOMEM;
-    } else if (!svc_schedule_packed(g, cl, nclass, order)) {
+    } else if (!sy__svc_schedule_packed(g, cl, nclass, order)) {
         for (size_t k = 0; k < nclass; k++)
             cl[k].v = cl[k].p = 0;
         for (uint64_t t = 0; t < W; t++) {
@@ -181,7 +181,7 @@ static int svc_build_schedule(sy__service *s, svc_group *g, const uint64_t *w) {
             int64_t bestv = 0;
             uint32_t bestpos = 0;
             for (size_t k = 0; k < nclass; k++) {
-                svc_class *c = &cl[k];
+                sy__svc_class *c = &cl[k];
                 c->v += (int64_t)c->w;
                 uint32_t pos = order[c->start + c->p];
                 if (k == 0 || c->v > bestv ||
@@ -191,7 +191,7 @@ static int svc_build_schedule(sy__service *s, svc_group *g, const uint64_t *w) {
                     bestpos = pos;
                 }
             }
-            svc_class *c = &cl[best];
+            sy__svc_class *c = &cl[best];
             if (++c->p == c->m) {
                 c->p = 0;
                 c->v -= (int64_t)W;
@@ -210,13 +210,13 @@ static int svc_build_schedule(sy__service *s, svc_group *g, const uint64_t *w) {
  * prob[k] and lends the rest to alias[k], so member k is drawn with
  * probability exactly w_k / W in O(1): one bucket draw, one threshold.
  */
-static int svc_build_alias(sy__service *s, svc_group *g, const uint64_t *w) {
+static int sy__svc_build_alias(sy__service *s, sy__svc_group *g, const uint64_t *w) {
     uint32_t n = g->n;
     uint64_t W = g->total;
     uint64_t *left = sy__calloc(&s->alloc, n, sizeof *left);
     uint32_t *stack = sy__calloc(&s->alloc, n, sizeof *stack);
-    g->prob = svc_arena_array(s, n, sizeof *g->prob);
-    g->alias = svc_arena_array(s, n, sizeof *g->alias);
+    g->prob = sy__svc_arena_array(s, n, sizeof *g->prob);
+    g->alias = sy__svc_arena_array(s, n, sizeof *g->alias);
     if (!left || !stack || !g->prob || !g->alias) {
         sy__free(&s->alloc, left);
         sy__free(&s->alloc, stack);
@@ -247,7 +247,7 @@ static int svc_build_alias(sy__service *s, svc_group *g, const uint64_t *w) {
     return 0;
 }
 
-int svc_finish_group(sy__service *s, svc_group *g) {
+int sy__svc_finish_group(sy__service *s, sy__svc_group *g) {
     if (g->n == 0)
         return 0;
     uint64_t *w = sy__calloc(&s->alloc, g->n, sizeof *w);
@@ -255,8 +255,8 @@ int svc_finish_group(sy__service *s, svc_group *g) {
         return SY_ENOMEM;
     uint64_t d = 0;
     for (uint32_t k = 0; k < g->n; k++)
-        d = svc_gcd(s->inst[g->members[k]].pub.weight, d);
-    g->cum = svc_arena_array(s, g->n, sizeof *g->cum);
+        d = sy__svc_gcd(s->inst[g->members[k]].pub.weight, d);
+    g->cum = sy__svc_arena_array(s, g->n, sizeof *g->cum);
     if (!g->cum) {
         sy__free(&s->alloc, w);
         return SY_ENOMEM;
@@ -268,7 +268,7 @@ int svc_finish_group(sy__service *s, svc_group *g) {
         g->cum[k] = total;
     }
     g->total = total;
-    int rc = svc_build_alias(s, g, w);
+    int rc = sy__svc_build_alias(s, g, w);
     if (rc) {
         sy__free(&s->alloc, w);
         return rc;
@@ -278,7 +278,7 @@ int svc_finish_group(sy__service *s, svc_group *g) {
         limit = SVC_SCHED_MIN;
     rc = 1;
     if (total <= limit)
-        rc = svc_build_schedule(s, g, w);
+        rc = sy__svc_build_schedule(s, g, w);
     sy__free(&s->alloc, w);
     if (rc < 0)
         return rc;
@@ -286,8 +286,8 @@ int svc_finish_group(sy__service *s, svc_group *g) {
         /* A step near total/phi, coprime with total: i -> i*step mod total
          * is a permutation, so each cycle is still exact. */
         uint64_t step =
-            (uint64_t)(((svc_u128)total * 0x9e3779b97f4a7c15ull) >> 64);
-        while (svc_gcd(step, total) != 1)
+            (uint64_t)(((sy__svc_u128)total * 0x9e3779b97f4a7c15ull) >> 64);
+        while (sy__svc_gcd(step, total) != 1)
             step++;
         g->step = step;
     }
@@ -323,7 +323,7 @@ int sy__lb_policy_parse(const char *s, size_t len, sy__lb_policy *out) {
     return 0;
 }
 
-static uint32_t svc_cum_pick(const svc_group *g, uint64_t x) {
+static uint32_t sy__svc_cum_pick(const sy__svc_group *g, uint64_t x) {
     const uint64_t *base = g->cum;
     size_t len = g->n;
     while (len > 1) {
@@ -334,46 +334,46 @@ static uint32_t svc_cum_pick(const svc_group *g, uint64_t x) {
     return g->members[base - g->cum];
 }
 
-static uint32_t svc_pick_rr(const svc_group *g) {
+static uint32_t sy__svc_pick_rr(const sy__svc_group *g) {
     uint64_t c = atomic_fetch_add_explicit(&g->rr->v, 1, memory_order_relaxed);
     if (g->sched)
         return g->sched[c % g->total];
-    uint64_t pos = (uint64_t)(((svc_u128)(c % g->total) * g->step) % g->total);
-    return svc_cum_pick(g, pos);
+    uint64_t pos = (uint64_t)(((sy__svc_u128)(c % g->total) * g->step) % g->total);
+    return sy__svc_cum_pick(g, pos);
 }
 
-static uint32_t svc_pick_random(const svc_group *g, uint64_t seed) {
+static uint32_t sy__svc_pick_random(const sy__svc_group *g, uint64_t seed) {
     uint64_t r = sy__hash_mix(seed, SVC_HASH_SEED);
     uint64_t r2 = sy__hash_mix(r, seed);
-    size_t k = (size_t)(((svc_u128)r * g->n) >> 64);
-    uint64_t u = (uint64_t)(((svc_u128)r2 * g->total) >> 64);
+    size_t k = (size_t)(((sy__svc_u128)r * g->n) >> 64);
+    uint64_t u = (uint64_t)(((sy__svc_u128)r2 * g->total) >> 64);
     return g->members[u < g->prob[k] ? k : g->alias[k]];
 }
 
 /* Whether instance i may be chosen: not excluded, and (unless `panic`)
  * not ejected. */
-static bool svc_eligible(const sy__service *s, uint32_t i,
+static bool sy__svc_eligible(const sy__service *s, uint32_t i,
                          const sy__select_params *p, bool panic, int64_t *now) {
-    const svc_inst *in = &s->inst[i];
+    const sy__svc_inst *in = &s->inst[i];
     for (size_t k = 0; k < p->exclude_count; k++)
         if (p->exclude[k] && strcmp(p->exclude[k], in->pub.id) == 0)
             return false;
-    return panic || !svc_health_ejected(in, p, now);
+    return panic || !sy__svc_health_ejected(in, p, now);
 }
 
 /* The first eligible member of g or of its enclosing groups, starting
  * after `from` so retries spread; SY_NONE when there is none. */
-static uint32_t svc_next_eligible(const sy__service *s, uint32_t g,
+static uint32_t sy__svc_next_eligible(const sy__service *s, uint32_t g,
                                   uint32_t from, const sy__select_params *p,
                                   bool panic, int64_t *now) {
     for (; g != SY_NONE; g = s->groups[g].parent) {
-        const svc_group *gr = &s->groups[g];
+        const sy__svc_group *gr = &s->groups[g];
         uint32_t start = 0;
         while (start < gr->n && gr->members[start] <= from)
             start++;
         for (uint32_t k = 0; k < gr->n; k++) {
             uint32_t i = gr->members[(start + k) % gr->n];
-            if (svc_eligible(s, i, p, panic, now))
+            if (sy__svc_eligible(s, i, p, panic, now))
                 return i;
         }
     }
@@ -395,7 +395,7 @@ int sy__service_select_ex(const sy__service *s, const sy__select_params *p,
                                    s->name);
     uint32_t g = p->untagged_oldest ? s->deflt_oldest : s->deflt;
     if (p->has_version) {
-        g = svc_group_find(s, SY_NONE, 'v', p->version.ptr, p->version.len);
+        g = sy__svc_group_find(s, SY_NONE, 'v', p->version.ptr, p->version.len);
         if (g == SY_NONE || s->groups[g].n == 0) {
             if (p->fallback == SY_VERSION_FALLBACK_LATEST)
                 g = s->latest;
@@ -411,28 +411,28 @@ int sy__service_select_ex(const sy__service *s, const sy__select_params *p,
         }
     }
     if (p->hint.len) {
-        uint32_t h = svc_group_find(s, g, 'h', p->hint.ptr, p->hint.len);
+        uint32_t h = sy__svc_group_find(s, g, 'h', p->hint.ptr, p->hint.len);
         if (h != SY_NONE)
             g = h;
     }
     if (p->zone.len) {
-        uint32_t z = svc_group_find(s, g, 'z', p->zone.ptr, p->zone.len);
+        uint32_t z = sy__svc_group_find(s, g, 'z', p->zone.ptr, p->zone.len);
         if (z != SY_NONE)
             g = z;
     }
-    const svc_group *gr = &s->groups[g];
+    const sy__svc_group *gr = &s->groups[g];
     uint32_t i;
     if (p->policy == SY_LB_RANDOM)
-        i = svc_pick_random(gr, p->seed);
+        i = sy__svc_pick_random(gr, p->seed);
     else if (p->policy == SY_LB_HASH && p->hash_key.ptr)
-        i = svc_ring_pick(s, gr, p->hash_key);
+        i = sy__svc_ring_pick(s, gr, p->hash_key);
     else
-        i = svc_pick_rr(gr);
+        i = sy__svc_pick_rr(gr);
     int64_t now = 0;
-    if (!svc_eligible(s, i, p, false, &now)) {
-        uint32_t alt = svc_next_eligible(s, g, i, p, false, &now);
+    if (!sy__svc_eligible(s, i, p, false, &now)) {
+        uint32_t alt = sy__svc_next_eligible(s, g, i, p, false, &now);
         if (alt == SY_NONE) /* every candidate left is ejected */
-            alt = svc_next_eligible(s, g, i, p, true, &now);
+            alt = sy__svc_next_eligible(s, g, i, p, true, &now);
         if (alt == SY_NONE)
             return sy__error_set(err, SY_ENOINSTANCE, "",
                                  "every eligible instance of service \"%s\" "
@@ -440,7 +440,7 @@ int sy__service_select_ex(const sy__service *s, const sy__select_params *p,
                                  s->name);
         i = alt;
     }
-    const svc_inst *in = &s->inst[i];
+    const sy__svc_inst *in = &s->inst[i];
     out->id = in->pub.id;
     out->host = in->pub.host;
     out->port = in->pub.port;

@@ -163,7 +163,7 @@ static inline bool node_is(const xnode *x, const char *strings, uint64_t w0,
     return memcmp(strings + x->w1, s + 8, len - 8) == 0;
 }
 
-uint32_t new_node(builder *b) {
+uint32_t sy__ix_new_node(builder *b) {
     if (b->node_count == b->node_cap) {
         uint32_t cap = b->node_cap ? b->node_cap * 2 : 64;
         inode *n = sy__realloc(b->a, b->nodes, cap * sizeof *n);
@@ -230,7 +230,7 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
     uint32_t off = (uint32_t)b->strings.len;
     sy__buf_append(&b->strings, seg.ptr, seg.len);
     sy__buf_putc(&b->strings, '\0');
-    uint32_t child = new_node(b);
+    uint32_t child = sy__ix_new_node(b);
     if (b->strings.failed || child == NONE) {
         b->failed = true;
         return NONE;
@@ -248,7 +248,7 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
 
 static uint32_t wild_child(builder *b, uint32_t parent) {
     if ((b->nodes[parent].wild & WILD_MASK) == WILD_NONE) {
-        uint32_t c = new_node(b);
+        uint32_t c = sy__ix_new_node(b);
         if (c == NONE || c >= WILD_NONE)
             return NONE;
         b->nodes[parent].wild = (b->nodes[parent].wild & LIT_KIDS) | c;
@@ -256,7 +256,7 @@ static uint32_t wild_child(builder *b, uint32_t parent) {
     return b->nodes[parent].wild & WILD_MASK;
 }
 
-void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
+void sy__ix_add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
                  uint32_t dim) {
     if (b->pend_count == b->pend_cap) {
         size_t cap = b->pend_cap ? b->pend_cap * 2 : 256;
@@ -300,7 +300,7 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy__pattern *p,
  * both split as Ant tokenizes them (empty labels dropped, a virtual empty
  * label for a leading or trailing '.'), and a host pattern is walked from
  * its end down to its last "**", which Ant matches label for label. */
-void insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
+void sy__ix_insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
                      uint32_t slot, uint32_t dim) {
     for (size_t i = 0; pred && i < sy__pred_pattern_count(pred); i++) {
         const sy__pattern *pat = sy__pred_pattern(pred, i);
@@ -311,12 +311,12 @@ void insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
         uint32_t kind;
         uint32_t node = insert_pattern(b, root, pat, dim == 1, &kind);
         if (node != NONE)
-            add_pending(b, node, kind, slot, dim);
+            sy__ix_add_pending(b, node, kind, slot, dim);
     }
 }
 
 /* The first built-in predicate of `kind` of a route, or NULL. */
-const sy__pred *find_pred(const struct sy_route *r, sy__pred_kind kind) {
+const sy__pred *sy__ix_find_pred(const struct sy_route *r, sy__pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count; i++)
         if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == kind)
             return r->cpreds[i];
@@ -365,7 +365,7 @@ static bool add_var(builder *b, sy_str name, uint32_t seg) {
  * the walk proves its Path (Host) predicate (SY_CAND_WALK: one such
  * predicate, of one walkable pattern) and whether that leaves only its
  * Method predicates (SY_CAND_WHOLE). */
-rinfo route_info(builder *b, const struct sy_route *r) {
+rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
     rinfo ri;
     memset(&ri, 0, sizeof ri);
     ri.methods = UINT32_MAX;
@@ -476,7 +476,7 @@ static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
 
 /* ---- the layout (index_int.h) ---- */
 
-bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes) {
+bool sy__ix_layout_start(const sy__alloc *a, layout *L, uint32_t nodes) {
     memset(L, 0, sizeof *L);
     L->up = sy__malloc(a, (size_t)nodes * sizeof *L->up);
     L->key = sy__malloc(a, (size_t)nodes * sizeof *L->key);
@@ -505,7 +505,7 @@ static inline size_t edge_len(const builder *b, const layout *L, uint32_t n) {
     return n > ROOT_HOST && (L->up[n] & 1u) ? L->key[n].len : 0;
 }
 
-void layout_count(const builder *b, layout *L, uint32_t n) {
+void sy__ix_layout_count(const builder *b, layout *L, uint32_t n) {
     uint32_t lv = L->live[n];
     uint32_t cnt = lv & LIVE ? lv & ~LIVE : 0;
     L->cstart[n + 1] = L->cstart[n] + cnt;
@@ -527,7 +527,7 @@ void layout_count(const builder *b, layout *L, uint32_t n) {
         (uint8_t)((cnt - w > DIRECT_MAX ? LK_HASH : 0) | (w ? LK_WILD : 0));
 }
 
-bool layout_alloc(const sy__alloc *a, layout *L, bool zero) {
+bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero) {
     size_t n = L->count, nk = n > 2 ? n - 2 : 1;
     L->clist = sy__malloc(a, nk * sizeof *L->clist);
     L->order = sy__malloc(a, n * 3 * sizeof *L->order);
@@ -564,7 +564,7 @@ bool layout_alloc(const sy__alloc *a, layout *L, bool zero) {
     return true;
 }
 
-void layout_place(const builder *b, layout *L, uint32_t n) {
+void sy__ix_layout_place(const builder *b, layout *L, uint32_t n) {
     (void)b;
     if (n <= ROOT_HOST || !(L->live[n] & LIVE))
         return;
@@ -589,7 +589,7 @@ static inline uint32_t place(layout *L, uint32_t o, uint32_t parent) {
     return id;
 }
 
-size_t layout_order(const builder *b, layout *L, size_t budget) {
+size_t sy__ix_layout_order(const builder *b, layout *L, size_t budget) {
     (void)b;
     size_t done = 0;
     while (L->sp && done < budget) {
@@ -622,7 +622,7 @@ size_t layout_order(const builder *b, layout *L, size_t budget) {
     return done;
 }
 
-void layout_node(const builder *b, layout *L, uint32_t j) {
+void sy__ix_layout_node(const builder *b, layout *L, uint32_t j) {
     uint32_t o = L->order[j];
     const inode *nd = &b->nodes[o];
     xnode x = {0, 0, 0, 0, L->first[j], 0, 0, 0};
@@ -665,7 +665,7 @@ void layout_node(const builder *b, layout *L, uint32_t j) {
     L->xn[j] = x;
 }
 
-void layout_hash(const builder *b, layout *L, uint32_t j) {
+void sy__ix_layout_hash(const builder *b, layout *L, uint32_t j) {
     if (!(L->xn[j].shape & X_HCHILD))
         return;
     uint32_t p = L->parent[j];
@@ -682,7 +682,7 @@ void layout_hash(const builder *b, layout *L, uint32_t j) {
     L->slots[i] = (xslot){j, (uint32_t)(h >> 32)};
 }
 
-void layout_give(layout *L, sy__index *ix) {
+void sy__ix_layout_give(layout *L, sy__index *ix) {
     ix->nodes = L->xn;
     ix->nodes_mem = L->mem;
     ix->node_count = L->count;
@@ -703,7 +703,7 @@ void layout_give(layout *L, sy__index *ix) {
     L->side = NULL;
 }
 
-void layout_done(const sy__alloc *a, layout *L) {
+void sy__ix_layout_done(const sy__alloc *a, layout *L) {
     sy__free(a, L->up);
     sy__free(a, L->key);
     sy__free(a, L->live);
@@ -800,8 +800,8 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
         goto fail;
     for (uint32_t i = 0; i < 64; i++)
         b.edges[i].child = NONE;
-    new_node(&b); /* ROOT_PATH */
-    new_node(&b); /* ROOT_HOST */
+    sy__ix_new_node(&b); /* ROOT_PATH */
+    sy__ix_new_node(&b); /* ROOT_HOST */
 
     /* Insert each route into every dimension it could use. */
     for (size_t r = 0; r < n && !b.failed; r++) {
@@ -810,16 +810,16 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
         prefetch_ahead(routes, n, r);
         if (rt->disabled)
             continue;
-        info[r] = route_info(&b, rt);
-        const sy__pred *path = find_pred(rt, SY_PK_PATH);
-        const sy__pred *host = find_pred(rt, SY_PK_HOST);
-        insert_patterns(&b, path, ROOT_PATH, slot, 0);
-        insert_patterns(&b, host, ROOT_HOST, slot, 1);
+        info[r] = sy__ix_route_info(&b, rt);
+        const sy__pred *path = sy__ix_find_pred(rt, SY_PK_PATH);
+        const sy__pred *host = sy__ix_find_pred(rt, SY_PK_HOST);
+        sy__ix_insert_patterns(&b, path, ROOT_PATH, slot, 0);
+        sy__ix_insert_patterns(&b, host, ROOT_HOST, slot, 1);
         /* in the any-method list even with a Method predicate: a request
          * of another method must still meet it (inline method bits reject
          * it at once), so a miss can answer 405 rather than 404 */
         if (!path && !host)
-            add_pending(&b, GENERIC_ANY, 0, slot, 2);
+            sy__ix_add_pending(&b, GENERIC_ANY, 0, slot, 2);
     }
     if (b.failed)
         goto fail;
@@ -864,7 +864,7 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
     }
     if (!flatten(&b, ix, placement, slot_pos, info))
         goto fail;
-    if (!layout_start(a, &L, b.node_count))
+    if (!sy__ix_layout_start(a, &L, b.node_count))
         goto fail;
     {
         size_t nn = b.node_count;
@@ -891,18 +891,18 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
             ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
         /* the live nodes, depth first */
         for (uint32_t i = 0; i < nn; i++)
-            layout_count(&b, &L, i);
-        if (!layout_alloc(a, &L, true))
+            sy__ix_layout_count(&b, &L, i);
+        if (!sy__ix_layout_alloc(a, &L, true))
             goto fail;
         for (uint32_t i = 0; i < nn; i++)
-            layout_place(&b, &L, i);
-        layout_order(&b, &L, SIZE_MAX);
+            sy__ix_layout_place(&b, &L, i);
+        sy__ix_layout_order(&b, &L, SIZE_MAX);
         for (uint32_t j = 0; j < L.count; j++)
-            layout_node(&b, &L, j);
+            sy__ix_layout_node(&b, &L, j);
         for (uint32_t j = 0; j < L.count; j++)
-            layout_hash(&b, &L, j);
+            sy__ix_layout_hash(&b, &L, j);
     }
-    layout_give(&L, ix);
+    sy__ix_layout_give(&L, ix);
     ix->built_nodes = b.node_count;
     ix->vars = b.vars;
     b.vars = NULL;
@@ -919,7 +919,7 @@ fail:
     }
     sy__free(a, ix);
 done: /* the build's temporaries, whatever the outcome */
-    layout_done(a, &L);
+    sy__ix_layout_done(a, &L);
     sy__free(a, b.nodes);
     sy__free(a, b.edges);
     sy__buf_free(&b.strings);

@@ -221,13 +221,13 @@ typedef struct builder {
 } builder;
 
 /* Build steps shared with index_step.c (index.c). */
-uint32_t new_node(builder *b);
-void add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
+uint32_t sy__ix_new_node(builder *b);
+void sy__ix_add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
                  uint32_t dim);
-void insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
+void sy__ix_insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
                      uint32_t slot, uint32_t dim);
-const sy__pred *find_pred(const struct sy_route *r, sy__pred_kind kind);
-rinfo route_info(builder *b, const struct sy_route *r);
+const sy__pred *sy__ix_find_pred(const struct sy_route *r, sy__pred_kind kind);
+rinfo sy__ix_route_info(builder *b, const struct sy_route *r);
 
 /*
  * Pruning, after the lists are placed (both builds): a branch of a trie
@@ -326,20 +326,20 @@ typedef struct layout {
     xside *side;
 } layout;
 
-bool layout_start(const sy__alloc *a, layout *L, uint32_t nodes);
-void layout_count(const builder *b, layout *L, uint32_t n);
-void layout_place(const builder *b, layout *L, uint32_t n);
+bool sy__ix_layout_start(const sy__alloc *a, layout *L, uint32_t nodes);
+void sy__ix_layout_count(const builder *b, layout *L, uint32_t n);
+void sy__ix_layout_place(const builder *b, layout *L, uint32_t n);
 /* zero: the child table zeroed (else the caller zeroes it, a line per
  * item, so that its pages are faulted in over many calls) */
-bool layout_alloc(const sy__alloc *a, layout *L, bool zero);
+bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero);
 /* Up to `budget` items; returns the number done (fewer: finished). */
-size_t layout_order(const builder *b, layout *L, size_t budget);
-void layout_node(const builder *b, layout *L, uint32_t j);
-void layout_hash(const builder *b, layout *L, uint32_t j);
+size_t sy__ix_layout_order(const builder *b, layout *L, size_t budget);
+void sy__ix_layout_node(const builder *b, layout *L, uint32_t j);
+void sy__ix_layout_hash(const builder *b, layout *L, uint32_t j);
 /* Frees the pass's own arrays (not the index's). */
-void layout_done(const sy__alloc *a, layout *L);
+void sy__ix_layout_done(const sy__alloc *a, layout *L);
 /* The index's arrays into ix (L keeps none), and their bytes. */
-void layout_give(layout *L, sy__index *ix);
+void sy__ix_layout_give(layout *L, sy__index *ix);
 
 /* The whole host's hash (the table's and the lookup's): words of it, the
  * last one overlapping (or a short one's bytes), never past its end. */

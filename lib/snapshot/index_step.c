@@ -85,8 +85,8 @@ sy__index_step *sy__index_step_new(const sy__alloc *a) {
     }
     for (uint32_t i = 0; i < 64; i++)
         st->b.edges[i].child = NONE;
-    new_node(&st->b); /* ROOT_PATH */
-    new_node(&st->b); /* ROOT_HOST */
+    sy__ix_new_node(&st->b); /* ROOT_PATH */
+    sy__ix_new_node(&st->b); /* ROOT_HOST */
     if (st->b.failed) {
         sy__index_step_free(st);
         return NULL;
@@ -113,7 +113,7 @@ void sy__index_step_free(sy__index_step *st) {
     sy__free(a, st->fill);
     sy__free(a, st->cands);
     sy__free(a, st->big);
-    layout_done(a, &st->L);
+    sy__ix_layout_done(a, &st->L);
     sy__free(a, st->hosts);
     sy__free(a, st->hkeys);
     sy__free(a, st);
@@ -206,13 +206,13 @@ int sy__index_step_add(sy__index_step *st, const sy__index_route *r) {
     const struct sy_route *rt = r->route;
     if (!rt->disabled) {
         size_t pend0 = b->pend_count;
-        st->info[st->n] = route_info(b, rt);
-        const sy__pred *path = find_pred(rt, SY_PK_PATH);
-        const sy__pred *host = find_pred(rt, SY_PK_HOST);
-        insert_patterns(b, path, ROOT_PATH, r->slot, 0);
-        insert_patterns(b, host, ROOT_HOST, r->slot, 1);
+        st->info[st->n] = sy__ix_route_info(b, rt);
+        const sy__pred *path = sy__ix_find_pred(rt, SY_PK_PATH);
+        const sy__pred *host = sy__ix_find_pred(rt, SY_PK_HOST);
+        sy__ix_insert_patterns(b, path, ROOT_PATH, r->slot, 0);
+        sy__ix_insert_patterns(b, host, ROOT_HOST, r->slot, 1);
         if (!path && !host)
-            add_pending(b, GENERIC_ANY, 0, r->slot, 2);
+            sy__ix_add_pending(b, GENERIC_ANY, 0, r->slot, 2);
         if (b->failed) {
             b->pend_count = pend0; /* the route is not in */
             return SY_ENOMEM;
@@ -275,8 +275,8 @@ static int finish(sy__index_step *st, sy__index **out) {
     if (ix->hosts)
         ix->bytes +=
             (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + st->hused;
-    layout_give(&st->L, ix);
-    layout_done(a, &st->L);
+    sy__ix_layout_give(&st->L, ix);
+    sy__ix_layout_done(a, &st->L);
     b->vars = NULL;
     *out = ix;
     return SY_OK;
@@ -446,7 +446,7 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
                 (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
         });
         next_phase(st);
-        if (!layout_start(a, &st->L, b->node_count))
+        if (!sy__ix_layout_start(a, &st->L, b->node_count))
             return SY_ENOMEM;
         /* fall through */
     case PH_UP_0:
@@ -491,9 +491,9 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         next_phase(st);
         /* fall through */
     case PH_LCOUNT:
-        PASS(st, b->node_count, left, layout_count(b, &st->L, (uint32_t)i));
+        PASS(st, b->node_count, left, sy__ix_layout_count(b, &st->L, (uint32_t)i));
         next_phase(st);
-        if (!layout_alloc(a, &st->L, false))
+        if (!sy__ix_layout_alloc(a, &st->L, false))
             return SY_ENOMEM;
         /* fall through */
     case PH_LZERO:
@@ -502,11 +502,11 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         next_phase(st);
         /* fall through */
     case PH_LPLACE:
-        PASS(st, b->node_count, left, layout_place(b, &st->L, (uint32_t)i));
+        PASS(st, b->node_count, left, sy__ix_layout_place(b, &st->L, (uint32_t)i));
         next_phase(st);
         /* fall through */
     case PH_LORDER: {
-        size_t did = layout_order(b, &st->L, *left);
+        size_t did = sy__ix_layout_order(b, &st->L, *left);
         *left -= did;
         st->work += did;
         if (st->L.sp)
@@ -515,11 +515,11 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
         next_phase(st);
         /* fall through */
     case PH_LNODE:
-        PASS(st, st->L.count, left, layout_node(b, &st->L, (uint32_t)i));
+        PASS(st, st->L.count, left, sy__ix_layout_node(b, &st->L, (uint32_t)i));
         next_phase(st);
         /* fall through */
     case PH_LHASH:
-        PASS(st, st->L.count, left, layout_hash(b, &st->L, (uint32_t)i));
+        PASS(st, st->L.count, left, sy__ix_layout_hash(b, &st->L, (uint32_t)i));
         next_phase(st);
         /* fall through */
     case PH_DROP:

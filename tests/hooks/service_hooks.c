@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <time.h>
 
-static double svc_now_ns(void) {
+static double sy__svc_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
@@ -57,7 +57,7 @@ double sy__service_bench_select_ns(const char *policy, size_t instances,
         sy__service_select(s, &p, &sel, NULL);
         sink += sel.port;
     }
-    double t0 = svc_now_ns();
+    double t0 = sy__svc_now_ns();
     for (uint64_t i = 0; i < iters; i++) {
         p.seed = i * 0x9e3779b97f4a7c15ull;
         p.hash_key.ptr = keys[i % NKEYS];
@@ -66,7 +66,7 @@ double sy__service_bench_select_ns(const char *policy, size_t instances,
             goto out;
         sink += sel.port;
     }
-    double t1 = svc_now_ns();
+    double t1 = sy__svc_now_ns();
     res = iters ? (t1 - t0) / (double)iters : 0;
     volatile uint64_t keep = sink; /* the loop's results are used */
     (void)keep;

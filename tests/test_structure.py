@@ -40,7 +40,8 @@ FLOORS = [
     ]),
     ("route", [
         [("compile_env",)],
-        [("pattern", "pattern_int", "pattern_host", "pattern_split"),
+        [("pattern", "pattern_int", "pattern_elem", "pattern_host",
+          "pattern_split"),
          ("predicate", "predicate_int", "predicate_eval"),
          ("filter", "filter_int", "filter_plan", "filter_plan_int",
           "filter_headers", "filter_template", "filter_query", "filter_path")],

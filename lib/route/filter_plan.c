@@ -11,35 +11,6 @@
 
 #include <stdio.h>
 
-/* ---- growable arrays in the arena ---- */
-
-bool sy__plan_grow(sy__arena *ar, void **arr, size_t *cap, size_t count,
-                   size_t elem) {
-    if (count < *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 8;
-    void *n = sy__arena_alloc(ar, ncap * elem);
-    if (!n)
-        return false;
-    if (count)
-        memcpy(n, *arr, count * elem);
-    *arr = n;
-    *cap = ncap;
-    return true;
-}
-
-bool sy__plan_resp_add(sy__run *r, sy_response_op_kind kind, sy_str name,
-                       sy_str value, sy_str arg) {
-    sy__plan *p = r->plan;
-    void *arr = p->resp;
-    if (!sy__plan_grow(r->ar, &arr, &p->resp_cap, p->resp_count,
-                       sizeof(sy_response_op)))
-        return false;
-    p->resp = arr;
-    p->resp[p->resp_count++] = (sy_response_op){kind, name, value, arg};
-    return true;
-}
-
 static bool host_add(sy__run *r, const sy_filter_entry *e) {
     sy__plan *p = r->plan;
     void *arr = (void *)p->host_filters;

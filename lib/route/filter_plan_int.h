@@ -71,11 +71,11 @@ static inline void sy__plan_respond(sy__run *r, sy_action action, int status) {
 /* Every call below that returns bool returns false only when the scratch
  * arena cannot grow (out of memory). */
 
-/* filter_plan.c: room for one more of `count` elements of size `elem` in
+/* filter_template.c: room for one more of `count` elements of size `elem` in
  * the arena array *arr of *cap (doubled, copied). */
 bool sy__plan_grow(sy__arena *ar, void **arr, size_t *cap, size_t count,
                    size_t elem);
-/* filter_plan.c: append a response header operation. */
+/* filter_template.c: append a response header operation. */
 bool sy__plan_resp_add(sy__run *r, sy_response_op_kind kind, sy_str name,
                        sy_str value, sy_str arg);
 

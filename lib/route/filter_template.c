@@ -1,8 +1,9 @@
 /*
  * filter_template.c - building the plan's strings: {var} templates
  * expanded with the match's captures (as text, or as a percent-encoded URI
- * path the way Spring's UriTemplate does it), and concatenation in the
- * scratch arena.
+ * path the way Spring's UriTemplate does it), concatenation in the
+ * scratch arena, and the plan's growable arrays there (the response
+ * header operations among them), which every filter file appends to.
  */
 #include "route/filter_plan_int.h"
 
@@ -165,4 +166,33 @@ char *sy__plan_concat(sy__arena *ar, sy_str a, sy_str b, sy_str c, sy_str d,
     buf[o] = '\0';
     *len = n;
     return buf;
+}
+
+/* ---- growable arrays in the arena ---- */
+
+bool sy__plan_grow(sy__arena *ar, void **arr, size_t *cap, size_t count,
+                   size_t elem) {
+    if (count < *cap)
+        return true;
+    size_t ncap = *cap ? *cap * 2 : 8;
+    void *n = sy__arena_alloc(ar, ncap * elem);
+    if (!n)
+        return false;
+    if (count)
+        memcpy(n, *arr, count * elem);
+    *arr = n;
+    *cap = ncap;
+    return true;
+}
+
+bool sy__plan_resp_add(sy__run *r, sy_response_op_kind kind, sy_str name,
+                       sy_str value, sy_str arg) {
+    sy__plan *p = r->plan;
+    void *arr = p->resp;
+    if (!sy__plan_grow(r->ar, &arr, &p->resp_cap, p->resp_count,
+                       sizeof(sy_response_op)))
+        return false;
+    p->resp = arr;
+    p->resp[p->resp_count++] = (sy_response_op){kind, name, value, arg};
+    return true;
 }

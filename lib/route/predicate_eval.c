@@ -12,6 +12,31 @@
 
 #include <stdio.h>
 
+/* Request-time helpers match.c shares: method bits and names, the weight
+ * draw. */
+static const char *const method_names[] = {"GET",     "HEAD",  "POST",
+                                           "PUT",     "PATCH", "DELETE",
+                                           "OPTIONS", "TRACE", "CONNECT"};
+
+int sy__method_bit(sy_str method) {
+    for (size_t i = 0; i < SY_ARRAY_LEN(method_names); i++)
+        if (sy__str_eq(method, method_names[i], strlen(method_names[i])))
+            return (int)i;
+    return 31;
+}
+
+const char *sy__method_name(int bit) {
+    return bit >= 0 && (size_t)bit < SY_ARRAY_LEN(method_names)
+               ? method_names[bit]
+               : NULL;
+}
+
+double sy__weight_draw(uint64_t seed, uint32_t group) {
+    uint64_t h = sy__hash_mix(seed ^ 0x5741594452415721ull,
+                              0x9e3779b97f4a7c15ull * ((uint64_t)group + 1));
+    return (double)(h >> 11) * (1.0 / 9007199254740992.0); /* 2^-53 */
+}
+
 /* ------------------------------------------------------------------ */
 /* Testing                                                              */
 /* ------------------------------------------------------------------ */
@@ -320,50 +345,6 @@ static inline bool bytes_eq(const char *a, const char *b, size_t n) {
         if (a[i] != b[i])
             return false;
     return true;
-}
-
-void sy__pred_note_literal(sy__pred *p) {
-    p->lit = false;
-    bool host = p->kind == SY_PK_HOST;
-    if ((p->kind != SY_PK_PATH && !host) || p->many)
-        return;
-    const sy__pattern *pat = sy__pred_pat(p, 0);
-    size_t n = sy__pattern_segment_count(pat);
-    const char *src = sy__pattern_source(pat);
-    size_t len = strlen(src), pos = 0;
-    if (n == 0 || n > UINT16_MAX || len > UINT32_MAX ||
-        !sy__pattern_can_match(pat))
-        return;
-    /* a path's last "**" (no variable): any rest; its source ends so */
-    bool rest = !host && sy__pattern_segment_kind(pat, n - 1) == SY_SEG_MULTI &&
-                sy__pattern_var_count(pat) == 0 && len >= 3 &&
-                memcmp(src + len - 3, "/**", 3) == 0;
-    if (rest) {
-        n--;
-        len -= 3;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (sy__pattern_segment_kind(pat, i) != SY_SEG_LITERAL)
-            return;
-        sy_str lit = sy__pattern_literal(pat, i);
-        /* a host: "a.b.c", labels never empty (an empty one would be the
-         * virtual label of a leading or trailing '.') */
-        size_t sep = host ? i > 0 : 1;
-        if (host && !lit.len)
-            return;
-        if (len - pos < sep + lit.len ||
-            (sep && src[pos] != (host ? '.' : '/')) ||
-            (lit.len && lit.ptr != src + pos + sep &&
-             memcmp(src + pos + sep, lit.ptr, lit.len) != 0))
-            return;
-        pos += sep + lit.len;
-    }
-    if (pos != len)
-        return;
-    p->lit = true;
-    p->lit_len = (uint32_t)len;
-    p->lit_segs = (uint16_t)n;
-    p->lit_rest = rest;
 }
 
 /* sy__pattern_match_host for a literal pattern: no leading or trailing

@@ -80,10 +80,6 @@ int sy__service_version_cmp(const char *a, size_t alen, const char *b,
 /* Small helpers                                                      */
 /* ---------------------------------------------------------------- */
 
-static const char *sy__svc_inst_id(const void *ctx, uint32_t i) {
-    return ((const sy__service *)ctx)->inst[i].pub.id;
-}
-
 static uint32_t sy__svc_id_find(const sy__service *s, const char *id, size_t len) {
     if (!s->ids.e)
         return SY_NONE;
@@ -577,28 +573,6 @@ uint64_t sy__service_fingerprint(const sy__service *svc) {
     atomic_store_explicit(&s->fingerprint, sum, memory_order_relaxed);
     atomic_store_explicit(&s->fingerprint_done, true, memory_order_release);
     return sum;
-}
-
-uint32_t sy__svc_match(const sy__service *s, size_t i, const sy__service *o) {
-    const sy__svc_inst *in = &s->inst[i];
-    if (i < o->n && sy__svc_same_id(s, (uint32_t)i, o, (uint32_t)i))
-        return (uint32_t)i;
-    if (!o->ids.e)
-        return SY_NONE;
-    uint32_t pos;
-    return sy__idtab_find(&o->ids, in->pub.id, in->idlen, in->idh, sy__svc_inst_id,
-                          o, &pos);
-}
-
-uint32_t sy__svc_counterpart(const sy__service *s, const sy__service *old,
-                         uint32_t g) {
-    if (g == SY_NONE || g <= SVC_G_UNV)
-        return g;
-    const sy__svc_group *gr = &s->groups[g];
-    uint32_t parent = sy__svc_counterpart(s, old, gr->parent);
-    if (gr->parent != SY_NONE && parent == SY_NONE)
-        return SY_NONE;
-    return sy__svc_group_find(old, parent, gr->tag, gr->key, gr->key_len);
 }
 
 void sy__service_inherit_rr(sy__service *dst, const sy__service *src) {

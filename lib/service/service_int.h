@@ -227,7 +227,21 @@ static inline bool sy__svc_same_id(const sy__service *a, uint32_t i,
 /* The index in `o` of the instance with the id of s->inst[i], or SY_NONE:
  * the same position first (lists usually keep their order from one
  * version to the next), then o's id table. */
-uint32_t sy__svc_match(const sy__service *s, size_t i, const sy__service *o);
+/* The id of instance i of service ctx (the id table's key reader). */
+static inline const char *sy__svc_inst_id(const void *ctx, uint32_t i) {
+    return ((const sy__service *)ctx)->inst[i].pub.id;
+}
+
+static inline uint32_t sy__svc_match(const sy__service *s, size_t i, const sy__service *o) {
+    const sy__svc_inst *in = &s->inst[i];
+    if (i < o->n && sy__svc_same_id(s, (uint32_t)i, o, (uint32_t)i))
+        return (uint32_t)i;
+    if (!o->ids.e)
+        return SY_NONE;
+    uint32_t pos;
+    return sy__idtab_find(&o->ids, in->pub.id, in->idlen, in->idh, sy__svc_inst_id,
+                          o, &pos);
+}
 
 /* Where an instance is in the caller's input: instances[i] of a list, or
  * deltas[i].instance of a delta list. Formatted only for an error. */
@@ -243,8 +257,16 @@ void sy__svc_path(char *out, size_t cap, sy__svc_where w, const char *fmt, ...)
 int sy__svc_validate(const sy_instance *in, sy__svc_where w, sy_error *err);
 /* The group of `old` that corresponds to group g of `s` (same tags and
  * strings from the root), or SY_NONE. */
-uint32_t sy__svc_counterpart(const sy__service *s, const sy__service *old,
-                         uint32_t g);
+static inline uint32_t sy__svc_counterpart(const sy__service *s, const sy__service *old,
+                         uint32_t g) {
+    if (g == SY_NONE || g <= SVC_G_UNV)
+        return g;
+    const sy__svc_group *gr = &s->groups[g];
+    uint32_t parent = sy__svc_counterpart(s, old, gr->parent);
+    if (gr->parent != SY_NONE && parent == SY_NONE)
+        return SY_NONE;
+    return sy__svc_group_find(old, parent, gr->tag, gr->key, gr->key_len);
+}
 
 /* ---- rings (service_ring.c) ---- */
 

@@ -329,6 +329,106 @@ static bool idtab_free_for(const sy__idtab *t, uint32_t h, uint32_t *pos) {
 /* Build the routes one at a time: each span is parsed into its own cJSON
  * tree, built and deleted before the next, so only one route's tree is
  * ever alive. */
+/* Phase 1 of build_routes: the document's route arrays for n routes (the
+ * reuse arrays only when the scan guessed) and the id table. */
+static bool route_arrays_alloc(sy_document *d, size_t n, bool guess,
+                               sy__idtab *ids) {
+    size_t cap = sy__idtab_capacity(n);
+    d->routes = n ? sy__calloc(&d->alloc, n, sizeof *d->routes) : NULL;
+    d->positions = n ? sy__calloc(&d->alloc, n, sizeof *d->positions) : NULL;
+    d->prev = n && guess ? sy__malloc(&d->alloc, n * sizeof *d->prev) : NULL;
+    d->memo = n && guess ? sy__calloc(&d->alloc, n, sizeof *d->memo) : NULL;
+    d->memo_count = d->memo ? n : 0;
+    sy__idtab_entry *entries = sy__malloc(&d->alloc, cap * sizeof *entries);
+    if ((n && (!d->routes || !d->positions ||
+               (guess && (!d->prev || !d->memo)))) ||
+        !entries) {
+        sy__free(&d->alloc, entries);
+        return false;
+    }
+    sy__idtab_init(ids, entries, cap);
+    return true;
+}
+
+/* Two stages of prefetch for route i: the span line of route i + 2 ahead
+ * (id_len, id_hash), then the id table entry route i + 1 ahead's id hash
+ * names. */
+static void prefetch_ahead(const sy__json_scan *scan,
+                           const sy__def_reuse *reuse, const sy__idtab *ids,
+                           size_t i, size_t n) {
+    if (i + 2 * SPAN_AHEAD < n) {
+        const sy__json_span *ka = &scan->routes[i + 2 * SPAN_AHEAD];
+        const struct sy_route *k = ka->known;
+        if (k && !memo_at(reuse, (int64_t)ka->aux, k)) {
+            PREFETCH(&k->span_hash);
+            PREFETCH(&k->id_hash);
+        }
+    }
+    if (i + SPAN_AHEAD < n) {
+        const sy__json_span *ka = &scan->routes[i + SPAN_AHEAD];
+        const struct sy_route *k = ka->known;
+        const sy__span_memo *m = k ? memo_at(reuse, (int64_t)ka->aux, k) : NULL;
+        if (k)
+            PREFETCH(&ids->e[(m ? m->id_hash : k->id_hash) & ids->mask]);
+    }
+}
+
+/* The id table entry a freshly parsed route's id names, fetched while the
+ * route is built (at 100k routes a random line of 2 MB, a miss per
+ * route); a hint only: the id is checked as built. */
+static void prefetch_id(const sy__idtab *ids, const cJSON *c) {
+    const cJSON *idn = c->child; /* the first "id", as cJSON finds */
+    while (idn && !(idn->string && idn->string[0] == 'i' &&
+                    idn->string[1] == 'd' && !idn->string[2]))
+        idn = idn->next;
+    if (sy__def_is(idn, cJSON_String) && idn->valuestring) {
+        const char *v = idn->valuestring;
+        PREFETCH(&ids->e[sy__idtab_hash(v, strlen(v)) & ids->mask]);
+    }
+}
+
+/* Lenient parse: every error of a route that failed with *e (not only the
+ * first) into the document's issues. SY_ENOMEM or 0. */
+static int note_route_errors(sy_document *d, sy__def_ctx *ctx, const cJSON *c,
+                             bool built, const char *path, const sy_error *e,
+                             sy_error *err) {
+    sy_error all[SY_DEF_ROUTE_ERRORS_MAX];
+    size_t k = built || !c ? (all[0] = *e, 1)
+                           : sy__def_route_errors(ctx, c, path, e, all,
+                                                  SY_DEF_ROUTE_ERRORS_MAX);
+    for (size_t j = 0; j < k; j++)
+        if (!add_issue(d, &all[j]))
+            return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    return 0;
+}
+
+/* The id check of build_routes: true when r's id is not in the table yet,
+ * with its hash, length (0 for a known route, whose id is read only when
+ * an entry has its hash) and free slot. A route shared by bytes carries
+ * its id's length and hash, and the memo m has them without reading the
+ * route. */
+static bool id_is_free(const sy_document *d, sy__idtab *ids,
+                       const struct sy_route *r, bool known,
+                       const sy__span_memo *m, uint32_t *h, size_t *id_len,
+                       uint32_t *pos) {
+    *id_len = known ? 0 : strlen(r->id);
+    *h = m       ? m->id_hash
+         : known ? r->id_hash
+                 : sy__idtab_hash(r->id, *id_len);
+    return idtab_free_for(ids, *h, pos) ||
+           sy__idtab_find(ids, r->id, known ? strlen(r->id) : *id_len, *h,
+                          doc_route_id, d, pos) == SY_NONE;
+}
+
+static int duplicate_id(const struct sy_route *r, const char *path,
+                        sy_error *e) {
+    char p[96];
+    sy__error_clear(e);
+    sy__def_path(p, sizeof p, "%s.id", path);
+    return sy__error_set(e, SY_EDUPLICATE, p,
+                         "route id '%.120s' is already used", r->id);
+}
+
 static int build_routes(sy_document *d, const sy_parse_options *opts,
                         const sy_limits *lim, const char *json,
                         const sy__json_scan *scan, const char *prefix,
@@ -342,21 +442,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
     if (n > UINT32_MAX)
         return sy__error_set(err, SY_ELIMIT, prefix, "too many routes");
     sy__idtab ids;
-    size_t cap = sy__idtab_capacity(n);
-    d->routes = n ? sy__calloc(&d->alloc, n, sizeof *d->routes) : NULL;
-    d->positions = n ? sy__calloc(&d->alloc, n, sizeof *d->positions) : NULL;
-    d->prev =
-        n && ss->guess ? sy__malloc(&d->alloc, n * sizeof *d->prev) : NULL;
-    d->memo = n && ss->guess ? sy__calloc(&d->alloc, n, sizeof *d->memo) : NULL;
-    d->memo_count = d->memo ? n : 0;
-    sy__idtab_entry *entries = sy__malloc(&d->alloc, cap * sizeof *entries);
-    if ((n && (!d->routes || !d->positions ||
-               (ss->guess && (!d->prev || !d->memo)))) ||
-        !entries) {
-        sy__free(&d->alloc, entries);
+    if (!route_arrays_alloc(d, n, ss->guess, &ids))
         return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    }
-    sy__idtab_init(&ids, entries, cap);
     /* without a cache (out of memory) every regex is compiled on its own */
     sy__buf scratch;
     sy__buf_init(&scratch, &d->alloc);
@@ -392,24 +479,7 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
         uint64_t span_hash = 0;
         const struct sy_route *same = sp->known;
         size_t prev = sp->aux;
-        /* two stages: the route's span line (id_len, id_hash) well ahead,
-         * then the id table entry its id hash names */
-        if (i + 2 * SPAN_AHEAD < n) {
-            const sy__json_span *ka = &scan->routes[i + 2 * SPAN_AHEAD];
-            const struct sy_route *k = ka->known;
-            if (k && !memo_at(reuse, (int64_t)ka->aux, k)) {
-                PREFETCH(&k->span_hash);
-                PREFETCH(&k->id_hash);
-            }
-        }
-        if (i + SPAN_AHEAD < n) {
-            const sy__json_span *ka = &scan->routes[i + SPAN_AHEAD];
-            const struct sy_route *k = ka->known;
-            const sy__span_memo *m =
-                k ? memo_at(reuse, (int64_t)ka->aux, k) : NULL;
-            if (k)
-                PREFETCH(&ids.e[(m ? m->id_hash : k->id_hash) & ids.mask]);
-        }
+        prefetch_ahead(scan, reuse, &ids, i, n);
         if (same) {
             span_hash = sp->hash;
         } else if (by_bytes) {
@@ -441,46 +511,21 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             rc = parse_tree(&tree, json, sp->start, sp->end, &c, &own, &e);
         }
         ctx.text_len = sp->end - sp->start;
-        if (!rc && !r && c) {
-            /* the id table entry the check below reads, fetched while the
-             * route is built (at 100k routes a random line of 2 MB, a miss
-             * per route); a hint only: the id is checked as built */
-            const cJSON *idn = c->child; /* the first "id", as cJSON finds */
-            while (idn && !(idn->string && idn->string[0] == 'i' &&
-                            idn->string[1] == 'd' && !idn->string[2]))
-                idn = idn->next;
-            if (sy__def_is(idn, cJSON_String) && idn->valuestring) {
-                const char *v = idn->valuestring;
-                PREFETCH(&ids.e[sy__idtab_hash(v, strlen(v)) & ids.mask]);
-            }
-        }
+        if (!rc && !r && c)
+            prefetch_id(&ids, c);
         if (!rc && !r)
             rc = sy__def_build_route(&ctx, c, path, &r, &e);
         bool built = rc == 0;
         uint32_t pos = 0, h = 0;
         size_t id_len = 0;
         if (!rc) {
-            /* a route shared by bytes carries its id's length and hash
-             * (and the memo has them without reading the route); the id
-             * itself is read only when an entry has the same hash */
-            bool known = same && r == same;
-            const sy__span_memo *m =
-                known && borrow ? memo_at(reuse, (int64_t)prev, r) : NULL;
-            id_len = known ? 0 : strlen(r->id);
-            h = m       ? m->id_hash
-                : known ? r->id_hash
-                        : sy__idtab_hash(r->id, id_len);
-            /* (a known route's id is read only when an entry has its
-             * hash) */
-            if (!idtab_free_for(&ids, h, &pos) &&
-                sy__idtab_find(&ids, r->id, known ? strlen(r->id) : id_len, h,
-                               doc_route_id, d, &pos) != SY_NONE) {
-                char p[96];
+            const sy__span_memo *m = same && r == same && borrow
+                                         ? memo_at(reuse, (int64_t)prev, r)
+                                         : NULL;
+            if (!id_is_free(d, &ids, r, same && r == same, m, &h, &id_len,
+                            &pos)) {
                 sy__path_index(path, sizeof path, at, i);
-                sy__error_clear(&e);
-                sy__def_path(p, sizeof p, "%s.id", path);
-                rc = sy__error_set(&e, SY_EDUPLICATE, p,
-                                   "route id '%.120s' is already used", r->id);
+                rc = duplicate_id(r, path, &e);
                 if (!borrow)
                     sy__route_unref(r);
             }
@@ -493,22 +538,11 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
             break;
         }
         if (rc) {
-            /* lenient: every error of the route, not only the first */
-            sy_error all[SY_DEF_ROUTE_ERRORS_MAX];
-            size_t k = built || !c
-                           ? (all[0] = e, 1)
-                           : sy__def_route_errors(&ctx, c, path, &e, all,
-                                                  SY_DEF_ROUTE_ERRORS_MAX);
+            rc = note_route_errors(d, &ctx, c, built, path, &e, err);
             if (own)
                 cJSON_Delete(c);
-            for (size_t j = 0; j < k; j++)
-                if (!add_issue(d, &all[j])) {
-                    rc = sy__error_set(err, SY_ENOMEM, "", "out of memory");
-                    break;
-                }
             if (rc == SY_ENOMEM)
                 break;
-            rc = 0;
             continue;
         }
         if (own)

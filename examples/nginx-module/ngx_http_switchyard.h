@@ -38,7 +38,16 @@ typedef struct {
     ngx_str_t path;
     ngx_str_t name; /* source name (routes) */
     ngx_str_t text;
+    uint64_t hash; /* of text (sw_hash): what stored changes were made on */
 } sw_file_t;
+
+/* What a request's module context is: a routed request's (sw_req_ctx_t)
+ * or an admin request's (sw_admin_ctx_t). Both structs start with it, and
+ * whatever reads the context checks it first. */
+typedef enum { SW_CTX_REQUEST = 1, SW_CTX_ADMIN = 2 } sw_ctx_kind;
+
+/* Where a stored document came from (/status). */
+typedef enum { SW_ORIGIN_ADMIN = 0, SW_ORIGIN_STATE = 1 } sw_origin;
 
 /* The pipes that wake workers (ngx_http_switchyard_notify.c): fd[i][0]
  * is read by worker i, fd[i][1] written by the others. */
@@ -54,6 +63,8 @@ typedef struct {
     ngx_shm_zone_t *zone;
     sw_notify_t *notify; /* NULL: one worker, or no master */
     ngx_flag_t used;     /* any switchyard directive was seen */
+    uint64_t instances_hash; /* of every instances file, in order */
+    ngx_str_t state_path;    /* switchyard_state, or empty */
     /* router options */
     ngx_flag_t strip_host_port;
     ngx_flag_t merge_slashes;
@@ -73,6 +84,11 @@ struct sw_shm_doc_s {
     sw_shm_doc_t *next;
     ngx_uint_t kind; /* sw_doc_kind */
     uint64_t seq;    /* zone generation that stored it */
+    /* the hash of the file it was made on (its source's routes file; for
+     * instances, every instances file): a reload whose file differs drops
+     * it (sw_zone_reconcile) */
+    uint64_t base;
+    ngx_uint_t origin; /* sw_origin */
     size_t name_len;
     u_char *name;
     size_t source_len; /* route changes: the route's source */
@@ -110,6 +126,7 @@ typedef struct {
 typedef struct {
     sw_shm_t *sh;
     ngx_slab_pool_t *shpool;
+    sw_main_conf_t *mcf; /* the configuration that mapped it */
 } sw_zone_ctx_t;
 
 /* A copy of stored documents taken under the zone lock. */
@@ -123,6 +140,17 @@ typedef struct {
 } sw_doc_copy_t;
 
 ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data);
+/* The least switchyard_zone accepts. */
+size_t sw_zone_min_size(void);
+#define SW_HASH_INIT 0xcbf29ce484222325ULL
+uint64_t sw_hash(const u_char *p, size_t len, uint64_t h);
+/* The hash a change of this kind for this source is made on (0: no such
+ * source). */
+uint64_t sw_doc_base(sw_main_conf_t *mcf, ngx_uint_t kind, ngx_str_t *source);
+void sw_zone_reconcile(ngx_cycle_t *cycle, sw_main_conf_t *mcf);
+/* Write every stored document to switchyard_state (if set). */
+ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
+                                ngx_log_t *log);
 /* The zone's mutex, held by the admin location from its sync to the
  * store of a change (the _locked calls). */
 void sw_zone_lock(sw_zone_ctx_t *z);
@@ -171,6 +199,11 @@ extern sw_worker_t sw_worker;
 extern ngx_module_t ngx_http_switchyard_module;
 
 ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf);
+/* A router with the configured options and sources. */
+int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err);
+#define SW_MAX_FILE_CHANGES 4096
+int sw_load_files(sy_router *router, sw_main_conf_t *mcf, sy_error *err,
+                  ngx_str_t **path);
 void sw_worker_stop(void);
 /* Bring the worker's router up to the zone's generation: one atomic read
  * when nothing changed. */

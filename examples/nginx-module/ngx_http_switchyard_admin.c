@@ -87,7 +87,7 @@ static ngx_int_t sw_send_message(ngx_http_request_t *r, ngx_uint_t status,
 /* This worker's view of its sources (sy_router_source_status). Needs
  * SW_SOURCE_JSON_MAX bytes per source. */
 #define SW_SOURCE_JSON_MAX (6 * (128 + 128 + 256 + 256) + 400)
-static u_char *sw_sources_json(u_char *p) {
+static u_char *sw_sources_json(u_char *p, const char **origins) {
     size_t n = sy_router_source_count(sw_worker.router);
     sy_source_status st;
     sy_error err;
@@ -100,6 +100,13 @@ static u_char *sw_sources_json(u_char *p) {
         p = sw_json_str(p, (u_char *)st.name, ngx_strlen(st.name));
         p = ngx_cpymem(p, ",\"version\":", 11);
         p = sw_json_str(p, (u_char *)st.version, ngx_strlen(st.version));
+        /* where the live document came from: the configured file, or
+         * changes stored through the admin location (this run, or read
+         * from the state file at start) */
+        p = ngx_sprintf(p, ",\"origin\":\"%s\"",
+                        i < sw_worker.mcf->route_files.nelts && origins[i]
+                            ? origins[i]
+                            : "file");
         p = ngx_sprintf(p,
                         ",\"applied\":%s,\"checksum\":\"%016uxL\","
                         "\"fingerprint\":\"%016uxL\",\"routes\":%uz,"
@@ -141,10 +148,27 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     uint64_t fp0 = 0;
     int nslots = 0;
 
+    const char **origins =
+        ngx_pcalloc(r->pool, (sw_worker.mcf->route_files.nelts + 1) *
+                                 sizeof(char *));
+    sw_file_t *files = sw_worker.mcf->route_files.elts;
+
+    if (origins == NULL)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     sw_worker_sync(r->connection->log);
     ngx_shmtx_lock(&z->shpool->mutex);
-    for (d = z->sh->docs; d; d = d->next)
+    for (d = z->sh->docs; d; d = d->next) {
         ndocs++, size += 6 * (d->name_len + d->source_len) + 140;
+        /* docs are newest first: the first one of a source says */
+        if (d->kind == SW_DOC_INSTANCES)
+            continue;
+        for (ngx_uint_t i = 0; i < sw_worker.mcf->route_files.nelts; i++)
+            if (origins[i] == NULL && files[i].name.len == d->source_len &&
+                ngx_strncmp(files[i].name.data, d->source, d->source_len) == 0)
+                origins[i] = d->origin == SW_ORIGIN_STATE
+                                 ? "state file"
+                                 : "admin";
+    }
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {
         ngx_shmtx_unlock(&z->shpool->mutex);
@@ -166,8 +190,12 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
             b->last = ngx_cpymem(b->last, ",\"source\":", 10);
             b->last = sw_json_str(b->last, d->source, d->source_len);
         }
-        b->last = ngx_sprintf(b->last, ",\"generation\":%uL,\"bytes\":%uz}",
-                              d->seq, d->len);
+        b->last = ngx_sprintf(b->last,
+                              ",\"generation\":%uL,\"bytes\":%uz,"
+                              "\"origin\":\"%s\"}",
+                              d->seq, d->len,
+                              d->origin == SW_ORIGIN_STATE ? "state file"
+                                                           : "admin");
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
 
@@ -201,7 +229,7 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     }
     b->last = ngx_sprintf(b->last, "],\"converged\":%s,\"this_worker\":%P",
                           converged && nslots ? "true" : "false", ngx_pid);
-    b->last = sw_sources_json(b->last);
+    b->last = sw_sources_json(b->last, origins);
     b->last = ngx_cpymem(b->last, "}\n", 2);
     return sw_send_json(r, NGX_HTTP_OK, b);
 }
@@ -264,6 +292,7 @@ static ngx_int_t sw_body_copy(ngx_http_request_t *r, u_char *dst) {
 }
 
 typedef struct {
+    ngx_uint_t ctx_kind; /* SW_CTX_ADMIN: not a routing context */
     ngx_uint_t kind;
     ngx_str_t name;   /* source, service or route id */
     ngx_str_t source; /* route changes: the source */
@@ -372,9 +401,12 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         } else {
             /* this worker was at the zone's generation and committed the
              * change: it is at the new one without applying it again */
+            doc->base = sw_doc_base(sw_worker.mcf, a->kind, &a->source);
+            doc->origin = SW_ORIGIN_ADMIN;
             seq = sw_zone_link_locked(z, doc);
             if (current)
                 sw_worker.generation = seq;
+            sw_state_write_locked(z, sw_worker.mcf, r->connection->log);
         }
     }
     sw_zone_unlock(z);
@@ -656,6 +688,7 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
     a = ngx_pcalloc(r->pool, sizeof *a);
     if (a == NULL)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    a->ctx_kind = SW_CTX_ADMIN;
     if (rest.len > 7 && ngx_strncmp(p, "routes/", 7) == 0) {
         rest.data += 7, rest.len -= 7;
         if (!sw_split(&rest, &first, &second))

@@ -10,6 +10,7 @@
 
 /* What routing decided for one request; strings live in r->pool. */
 typedef struct {
+    ngx_uint_t kind; /* SW_CTX_REQUEST */
     ngx_str_t route;
     ngx_str_t upstream; /* scheme://host:port */
     ngx_str_t uri;      /* path?query */
@@ -35,6 +36,7 @@ static char *sw_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_instances(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *sw_state(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static ngx_int_t sw_init_module(ngx_cycle_t *cycle);
 static ngx_int_t sw_init_process(ngx_cycle_t *cycle);
 static void sw_exit_process(ngx_cycle_t *cycle);
@@ -54,6 +56,8 @@ static ngx_command_t sw_commands[] = {
      sw_instances, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
     {ngx_string("switchyard_zone"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
      sw_zone, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
+    {ngx_string("switchyard_state"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     sw_state, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
     {ngx_string("switchyard_strip_host_port"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(sw_main_conf_t, strip_host_port),
@@ -114,6 +118,12 @@ static char *sw_init_main_conf(ngx_conf_t *cf, void *conf) {
     ngx_conf_init_value(mcf->strip_host_port, 0);
     ngx_conf_init_value(mcf->merge_slashes, 0);
     ngx_conf_init_uint_value(mcf->escaped_slashes, SY_SLASHES_KEEP);
+    sw_file_t *f = mcf->instance_files.elts;
+    mcf->instances_hash = SW_HASH_INIT;
+    for (ngx_uint_t i = 0; i < mcf->instance_files.nelts; i++)
+        mcf->instances_hash =
+            sw_hash((u_char *)"\n", 1,
+                    sw_hash(f[i].text.data, f[i].text.len, mcf->instances_hash));
     return NGX_CONF_OK;
 }
 
@@ -174,6 +184,7 @@ static char *sw_read_conf_file(ngx_conf_t *cf, ngx_str_t *name, sw_file_t *f) {
     }
     f->text.data[size] = '\0';
     f->text.len = size;
+    f->hash = sw_hash(f->text.data, size, SW_HASH_INIT);
     return NGX_CONF_OK;
 }
 
@@ -263,12 +274,32 @@ static char *sw_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     if (mcf->zone_size != NGX_CONF_UNSET_SIZE)
         return "is duplicate";
     size = ngx_parse_size(&value[1]);
-    if (size == NGX_ERROR || size < (ssize_t)(8 * ngx_pagesize)) {
+    if (size == NGX_ERROR) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "switchyard_zone: invalid size \"%V\"", &value[1]);
         return NGX_CONF_ERROR;
     }
+    if ((size_t)size < sw_zone_min_size()) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "switchyard_zone: zone \"switchyard\" of %V is "
+                           "too small: it needs at least %uzk",
+                           &value[1], (sw_zone_min_size() + 1023) / 1024);
+        return NGX_CONF_ERROR;
+    }
     mcf->zone_size = (size_t)size;
+    mcf->used = 1;
+    return NGX_CONF_OK;
+}
+
+static char *sw_state(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    sw_main_conf_t *mcf = conf;
+    ngx_str_t *value = cf->args->elts;
+
+    if (mcf->state_path.len)
+        return "is duplicate";
+    mcf->state_path = value[1];
+    if (ngx_conf_full_name(cf->cycle, &mcf->state_path, 1) != NGX_OK)
+        return NGX_CONF_ERROR;
     mcf->used = 1;
     return NGX_CONF_OK;
 }
@@ -295,7 +326,8 @@ static ngx_int_t sw_var(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
     ngx_str_t *s;
 
-    if (ctx == NULL) {
+    /* an admin request's context is not a routing context */
+    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -597,12 +629,17 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
     if (!lcf->enable || lcf->admin ||
         ngx_http_get_module_ctx(r, ngx_http_switchyard_module) != NULL)
         return NGX_DECLINED;
-    if (sw_worker.router == NULL)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (sw_worker.router == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: this worker has no routes (it could not "
+                      "load them at its start, see the alert then)");
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
     sw_worker_sync(r->connection->log);
     ctx = ngx_pcalloc(r->pool, sizeof *ctx);
     if (ctx == NULL)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ctx->kind = SW_CTX_REQUEST;
     ngx_http_set_ctx(r, ctx, ngx_http_switchyard_module);
 
     sy_snapshot *snap = sy_router_acquire(sw_worker.router);
@@ -629,7 +666,8 @@ static ngx_int_t sw_log_handler(ngx_http_request_t *r) {
     ngx_http_upstream_state_t *st;
     sy_outcome outcome;
 
-    if (ctx == NULL || ctx->snap == NULL || ctx->target.health == NULL ||
+    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->snap == NULL ||
+        ctx->target.health == NULL ||
         r->upstream_states == NULL || r->upstream_states->nelts == 0 ||
         sw_worker.router == NULL)
         return NGX_OK;
@@ -679,7 +717,8 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
         ngx_http_get_module_loc_conf(r, ngx_http_switchyard_module);
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
 
-    if (lcf->admin || ctx == NULL || ctx->upstream.data == NULL || r != r->main)
+    if (lcf->admin || ctx == NULL || ctx->kind != SW_CTX_REQUEST ||
+        ctx->upstream.data == NULL || r != r->main)
         return sw_next_header_filter(r);
     if (ctx->status) {
         r->headers_out.status = ctx->status;
@@ -712,6 +751,29 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
 
 /* ---- module life cycle ---- */
 
+/* Every routes and instances file together, as a worker will load them
+ * (ids across files, every reference): `nginx -t` and a reload fail here
+ * rather than leave the master with workers that cannot start. */
+static ngx_int_t sw_check_files(ngx_conf_t *cf, sw_main_conf_t *mcf) {
+    sy_router *router = NULL;
+    ngx_str_t *path = NULL;
+    sy_error err;
+    int rc = sw_router_create(mcf, &router, &err);
+
+    if (rc == 0)
+        rc = sw_load_files(router, mcf, &err, &path);
+    if (router)
+        sy_router_free(router);
+    if (rc == 0)
+        return NGX_OK;
+    if (path)
+        sw_conf_error(cf, path, &err);
+    else
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "switchyard: %s%s%s",
+                           err.path, err.path[0] ? ": " : "", err.message);
+    return NGX_ERROR;
+}
+
 static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
     sw_main_conf_t *mcf =
         ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
@@ -722,6 +784,8 @@ static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
 
     if (!mcf->used)
         return NGX_OK;
+    if (sw_check_files(cf, mcf) != NGX_OK)
+        return NGX_ERROR;
     mcf->zone = ngx_shared_memory_add(cf, &name, mcf->zone_size,
                                       &ngx_http_switchyard_module);
     if (mcf->zone == NULL)
@@ -731,6 +795,7 @@ static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
         if (mcf->zone->data == NULL)
             return NGX_ERROR;
     }
+    ((sw_zone_ctx_t *)mcf->zone->data)->mcf = mcf;
     mcf->zone->init = sw_zone_init;
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);
@@ -760,7 +825,10 @@ static sw_main_conf_t *sw_cycle_conf(ngx_cycle_t *cycle) {
 /* In the master (or the single process), once per configuration. */
 static ngx_int_t sw_init_module(ngx_cycle_t *cycle) {
     sw_main_conf_t *mcf = sw_cycle_conf(cycle);
-    return mcf ? sw_notify_init(cycle, mcf) : NGX_OK;
+    if (mcf == NULL)
+        return NGX_OK;
+    sw_zone_reconcile(cycle, mcf);
+    return sw_notify_init(cycle, mcf);
 }
 
 static ngx_int_t sw_init_process(ngx_cycle_t *cycle) {

@@ -52,6 +52,10 @@ static void sw_set_error(sy_error *err, int code, const char *path,
 
 /* ---- instances lists (sy_instances_parse) ---- */
 
+/* Changes staged by sw_stage_parsed so far (one per service): which file
+ * a failed change of sw_load_files came from. */
+static size_t sw_staged;
+
 /* Stage every service of a parsed document, or only `only`. */
 static int sw_stage_parsed(sy_change_set *cs, const sy_instances *doc,
                            const char *only, sy_error *err) {
@@ -65,6 +69,7 @@ static int sw_stage_parsed(sy_change_set *cs, const sy_instances *doc,
                                         sy_instances_count(doc, i), err);
         if (rc)
             return rc;
+        sw_staged++;
     }
     return 0;
 }
@@ -272,24 +277,75 @@ static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
     return first;
 }
 
-/* The configured files as one change set (they were checked at
- * configuration time). */
-static int sw_apply_files(sy_error *err) {
-    sw_main_conf_t *mcf = sw_worker.mcf;
+/* The configured files as one change set, committed to `router`: what a
+ * worker starts from, and what `nginx -t` and a reload check (in the
+ * master, on a router of their own) so that a configuration that passes
+ * them always starts its workers. On failure *path names the file whose
+ * change failed. */
+int sw_load_files(sy_router *router, sw_main_conf_t *mcf, sy_error *err,
+                  ngx_str_t **path) {
     sw_file_t *f = mcf->route_files.elts;
     sy_change_set *cs;
-    int rc = sy_change_set_new(sw_worker.router, &cs, err);
+    sy_report *rep = NULL;
+    ngx_str_t *owner[SW_MAX_FILE_CHANGES];
+    size_t changes = 0;
+    int rc = sy_change_set_new(router, &cs, err);
 
-    for (ngx_uint_t i = 0; rc == 0 && i < mcf->route_files.nelts; i++)
+    *path = NULL;
+    for (ngx_uint_t i = 0; rc == 0 && i < mcf->route_files.nelts; i++) {
         rc = sy_change_set_apply(cs, (char *)f[i].name.data,
                                  (char *)f[i].text.data, f[i].text.len, err);
+        if (rc)
+            *path = &f[i].path;
+        else if (changes < SW_MAX_FILE_CHANGES)
+            owner[changes++] = &f[i].path;
+    }
     f = mcf->instance_files.elts;
-    for (ngx_uint_t i = 0; rc == 0 && i < mcf->instance_files.nelts; i++)
+    for (ngx_uint_t i = 0; rc == 0 && i < mcf->instance_files.nelts; i++) {
+        size_t before = sw_staged;
         rc = sw_instances_file(cs, (char *)f[i].text.data, f[i].text.len, err);
-    if (rc == 0)
-        rc = sy_router_commit(sw_worker.router, cs, NULL, err);
+        if (rc)
+            *path = &f[i].path;
+        for (size_t k = before; k < sw_staged && changes < SW_MAX_FILE_CHANGES;
+             k++)
+            owner[changes++] = &f[i].path;
+    }
+    if (rc == 0) {
+        rc = sy_router_commit(router, cs, &rep, err);
+        if (rc && rep) {
+            long k = sy_report_failed_change(rep);
+            if (k >= 0 && (size_t)k < changes)
+                *path = owner[k];
+        }
+        if (rep)
+            sy_report_free(rep);
+    }
     if (cs)
         sy_change_set_free(cs);
+    return rc;
+}
+
+int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
+    sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
+    sw_file_t *f = mcf->route_files.elts;
+    int rc;
+
+    /* the module offers no rollback: keep one generation of each
+     * source, not the library's default eight. The library's default
+     * allocator serves the routers: it keeps freed blocks of the size a
+     * document change needs, so a change's copies land in resident
+     * memory, not in fresh pages. */
+    opts.history = 1;
+    opts.strip_host_port = mcf->strip_host_port;
+    opts.merge_slashes = mcf->merge_slashes;
+    opts.escaped_slashes = (sy_escaped_slashes)mcf->escaped_slashes;
+    rc = sy_router_new(&opts, out, err);
+    for (ngx_uint_t i = 0; rc == 0 && i < mcf->route_files.nelts; i++)
+        rc = sy_router_add_source(*out, (char *)f[i].name.data, err);
+    if (rc && *out) {
+        sy_router_free(*out);
+        *out = NULL;
+    }
     return rc;
 }
 
@@ -449,35 +505,21 @@ static void sw_timer_handler(ngx_event_t *ev) {
 }
 
 ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
-    sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
     sy_error err;
-    sw_file_t *f;
+    ngx_str_t *path = NULL, files = ngx_string("the configured files");
     int rc;
 
     ngx_memzero(&sw_worker, sizeof sw_worker);
     sw_worker.mcf = mcf;
     sw_worker.zone = mcf->zone->data;
     sw_worker.epoch = sw_worker.zone->sh->epoch;
-    /* the module offers no rollback: keep one generation of each
-     * source, not the library's default eight. The library's default
-     * allocator serves the routers: it keeps freed blocks of the size a
-     * document change needs, so a change's copies land in resident
-     * memory, not in fresh pages. */
-    opts.history = 1;
-    opts.strip_host_port = mcf->strip_host_port;
-    opts.merge_slashes = mcf->merge_slashes;
-    opts.escaped_slashes = (sy_escaped_slashes)mcf->escaped_slashes;
-    if (sy_router_new(&opts, &sw_worker.router, &err) ||
+    if (sw_router_create(mcf, &sw_worker.router, &err) ||
         sy_match_ctx_new(NULL, &sw_worker.mctx, &err))
         goto failed;
-    f = mcf->route_files.elts;
-    for (ngx_uint_t i = 0; i < mcf->route_files.nelts; i++)
-        if (sy_router_add_source(sw_worker.router, (char *)f[i].name.data,
-                                 &err))
-            goto failed;
-    /* the files must apply; documents stored since this configuration was
-     * loaded are reported per document */
-    if (sw_apply_files(&err))
+    /* the files applied at `nginx -t` and in the master: they apply here
+     * (short of memory); documents stored since are reported per
+     * document */
+    if (sw_load_files(sw_worker.router, mcf, &err, &path))
         goto failed;
     rc = sw_apply_zone(cycle->log, &err);
     sw_worker_publish(rc, &err);
@@ -496,9 +538,21 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     return NGX_OK;
 
 failed:
-    ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "switchyard: %s%s%s", err.path,
+    /* a worker that exits here is not respawned (fatal code 2) and would
+     * leave the master without workers: it stays, answers 503 and says
+     * why in the log of each refused request */
+    ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+                  "switchyard: this worker cannot load its routes (%V): "
+                  "%s%s%s; it answers 503",
+                  path ? path : &files, err.path,
                   err.path[0] ? ": " : "", err.message);
-    return NGX_ERROR;
+    if (sw_worker.mctx)
+        sy_match_ctx_free(sw_worker.mctx);
+    if (sw_worker.router)
+        sy_router_free(sw_worker.router);
+    sw_worker.mctx = NULL;
+    sw_worker.router = NULL;
+    return NGX_OK;
 }
 
 void sw_worker_stop(void) {

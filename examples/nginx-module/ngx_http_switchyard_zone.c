@@ -7,6 +7,7 @@
  */
 #include "ngx_http_switchyard.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,31 +18,254 @@ static void sw_doc_free_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
     ngx_slab_free_locked(z->shpool, d);
 }
 
-/* A reload maps the same zone again (same name and size): the new
- * configuration starts from its files, so the documents stored under the
- * old one are dropped, and the epoch tells the old workers to stop
- * following the zone. */
-static void sw_zone_reset(sw_zone_ctx_t *z) {
-    sw_shm_doc_t *d, *next;
+uint64_t sw_hash(const u_char *p, size_t len, uint64_t h) {
+    /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+uint64_t sw_doc_base(sw_main_conf_t *mcf, ngx_uint_t kind, ngx_str_t *source) {
+    sw_file_t *f = mcf->route_files.elts;
+
+    if (kind == SW_DOC_INSTANCES)
+        return mcf->instances_hash;
+    for (ngx_uint_t i = 0; i < mcf->route_files.nelts; i++)
+        if (f[i].name.len == source->len &&
+            ngx_strncmp(f[i].name.data, source->data, source->len) == 0)
+            return f[i].hash;
+    return 0;
+}
+
+/* A reload or a start with a state file: the stored documents made on a
+ * file that changed since (or for a source that is gone) are dropped,
+ * logged at notice; the others stay. Runs in the master once the new
+ * configuration is committed (init_module: a reload that fails before,
+ * e.g. on bind(), leaves the zone as it was), and bumps the epoch, which
+ * tells the old workers to stop following the zone. */
+void sw_zone_reconcile(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
+    sw_zone_ctx_t *z = mcf->zone->data;
+    sw_shm_doc_t *d, **pp;
+    ngx_uint_t dropped = 0;
 
     ngx_shmtx_lock(&z->shpool->mutex);
-    for (d = z->sh->docs; d; d = next) {
-        next = d->next;
+    for (pp = &z->sh->docs; (d = *pp) != NULL;) {
+        ngx_str_t src = {SW_IS_ROUTE_OP(d->kind) ? d->source_len : d->name_len,
+                         SW_IS_ROUTE_OP(d->kind) ? d->source : d->name};
+        uint64_t base = sw_doc_base(mcf, d->kind, &src);
+        const char *why = NULL;
+
+        if (d->kind != SW_DOC_INSTANCES && base == 0)
+            why = "its source is no longer configured";
+        else if (base != d->base)
+            why = d->kind == SW_DOC_INSTANCES
+                      ? "the instances files changed"
+                      : "the source's file changed: the file is taken";
+        if (why == NULL) {
+            pp = &d->next;
+            continue;
+        }
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "switchyard: stored %s \"%*s\" (source \"%*s\") "
+                      "dropped: %s",
+                      sw_kind_name(d->kind), d->name_len, d->name,
+                      d->source_len, d->source, why);
+        *pp = d->next;
         sw_doc_free_locked(z, d);
+        dropped++;
     }
-    z->sh->docs = NULL;
     ngx_memzero(z->sh->slots, sizeof(z->sh->slots));
     z->sh->epoch++;
+    if (dropped && !ngx_test_config)
+        sw_state_write_locked(z, mcf, cycle->log);
     ngx_shmtx_unlock(&z->shpool->mutex);
+}
+
+/* ---- the state file (switchyard_state) ----
+ * Every stored document, written to FILE.tmp and renamed over FILE under
+ * the zone's mutex after each accepted change; read into a new zone (the
+ * first start, a binary upgrade, a zone of another size). Text header
+ * lines with the byte counts, then the raw bytes:
+ *   switchyard-state 1 <generation>
+ *   doc <kind> <base hex> <name bytes> <source bytes> <data bytes>
+ *   <name><source><data>
+ *   end
+ */
+
+static ngx_int_t sw_write_all(ngx_fd_t fd, const u_char *p, size_t len) {
+    while (len) {
+        ssize_t n = ngx_write_fd(fd, (void *)p, len);
+        if (n <= 0)
+            return NGX_ERROR;
+        p += n;
+        len -= (size_t)n;
+    }
+    return NGX_OK;
+}
+
+ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
+                                ngx_log_t *log) {
+    u_char tmp[NGX_MAX_PATH + 8], line[256], *e;
+    sw_shm_doc_t *d;
+    ngx_fd_t fd;
+    ngx_int_t rc = NGX_OK;
+
+    if (mcf->state_path.len == 0)
+        return NGX_OK;
+    if (mcf->state_path.len + 5 > sizeof tmp) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "switchyard: state file name too long");
+        return NGX_ERROR;
+    }
+    ngx_sprintf(tmp, "%V.tmp%Z", &mcf->state_path);
+    fd = ngx_open_file(tmp, NGX_FILE_WRONLY, NGX_FILE_TRUNCATE,
+                       NGX_FILE_DEFAULT_ACCESS);
+    if (fd == NGX_INVALID_FILE) {
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "switchyard: state file: " ngx_open_file_n
+                      " \"%s\" failed: admin changes will not survive a "
+                      "binary upgrade",
+                      tmp);
+        return NGX_ERROR;
+    }
+    e = ngx_sprintf(line, "switchyard-state 1 %uL\n", z->sh->generation);
+    rc = sw_write_all(fd, line, e - line);
+    /* oldest first: the reader links them in this order */
+    ngx_uint_t n = 0;
+    for (d = z->sh->docs; d; d = d->next)
+        n++;
+    for (ngx_uint_t k = n; rc == NGX_OK && k > 0; k--) {
+        d = z->sh->docs;
+        for (ngx_uint_t j = 1; j < k; j++)
+            d = d->next;
+        e = ngx_sprintf(line, "doc %ui %016uxL %uz %uz %uz\n", d->kind,
+                        d->base, d->name_len, d->source_len, d->len);
+        if (sw_write_all(fd, line, e - line) != NGX_OK ||
+            sw_write_all(fd, d->name, d->name_len) != NGX_OK ||
+            sw_write_all(fd, d->source, d->source_len) != NGX_OK ||
+            sw_write_all(fd, d->data, d->len) != NGX_OK ||
+            sw_write_all(fd, (u_char *)"\n", 1) != NGX_OK)
+            rc = NGX_ERROR;
+    }
+    if (rc == NGX_OK)
+        rc = sw_write_all(fd, (u_char *)"end\n", 4);
+    if (ngx_close_file(fd) == NGX_FILE_ERROR)
+        rc = NGX_ERROR;
+    if (rc == NGX_OK && ngx_rename_file(tmp, mcf->state_path.data) ==
+                            NGX_FILE_ERROR)
+        rc = NGX_ERROR;
+    if (rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "switchyard: cannot write the state file \"%V\": admin "
+                      "changes will not survive a binary upgrade",
+                      &mcf->state_path);
+        ngx_delete_file(tmp);
+    }
+    return rc;
+}
+
+/* Read the state file into a new zone (documents of origin "state"). A
+ * missing file is an empty state; a damaged one is logged and ignored
+ * from the damage on. */
+static void sw_state_read(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
+                          ngx_log_t *log) {
+    ngx_file_t file;
+    ngx_file_info_t fi;
+    u_char *buf, *p, *end;
+    size_t size;
+    ngx_uint_t count = 0;
+
+    if (mcf == NULL || mcf->state_path.len == 0)
+        return;
+    ngx_memzero(&file, sizeof file);
+    file.name = mcf->state_path;
+    file.log = log;
+    file.fd = ngx_open_file(mcf->state_path.data, NGX_FILE_RDONLY,
+                            NGX_FILE_OPEN, 0);
+    if (file.fd == NGX_INVALID_FILE) {
+        if (ngx_errno != NGX_ENOENT)
+            ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                          "switchyard: cannot open the state file \"%V\"",
+                          &mcf->state_path);
+        return;
+    }
+    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR) {
+        ngx_close_file(file.fd);
+        return;
+    }
+    size = (size_t)ngx_file_size(&fi);
+    buf = malloc(size + 1);
+    if (buf == NULL || ngx_read_file(&file, buf, size, 0) != (ssize_t)size) {
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "switchyard: cannot read the state file \"%V\"",
+                      &mcf->state_path);
+        ngx_close_file(file.fd);
+        free(buf);
+        return;
+    }
+    ngx_close_file(file.fd);
+    buf[size] = '\0';
+    end = buf + size;
+    p = (u_char *)ngx_strchr(buf, '\n');
+    if (ngx_strncmp(buf, "switchyard-state 1 ", 19) != 0 || p == NULL) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "switchyard: \"%V\" is not a state file: ignored",
+                      &mcf->state_path);
+        free(buf);
+        return;
+    }
+    p++;
+    ngx_shmtx_lock(&z->shpool->mutex);
+    while (p < end && ngx_strncmp(p, "doc ", 4) == 0) {
+        unsigned kind;
+        unsigned long long base;
+        size_t nl, sl, dl;
+        int used = 0;
+        u_char *eol = (u_char *)ngx_strchr(p, '\n');
+        if (eol == NULL ||
+            sscanf((char *)p, "doc %u %llx %zu %zu %zu%n", &kind, &base, &nl,
+                   &sl, &dl, &used) != 5 ||
+            kind > SW_DOC_ROUTE_REMOVE || nl == 0 || nl > 255 || sl > 255 ||
+            (size_t)(end - eol - 1) < nl + sl + dl + 1)
+            break;
+        p = eol + 1;
+        ngx_str_t name = {nl, p}, source = {sl, p + nl};
+        sw_shm_doc_t *d = sw_zone_prepare_locked(z, kind, &name, &source, dl);
+        if (d == NULL) {
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "switchyard: zone \"%V\" too small for the state "
+                          "file \"%V\"",
+                          &mcf->zone->shm.name, &mcf->state_path);
+            break;
+        }
+        ngx_memcpy(d->data, p + nl + sl, dl);
+        d->base = base;
+        d->origin = SW_ORIGIN_STATE;
+        sw_zone_link_locked(z, d);
+        p += nl + sl + dl + 1;
+        count++;
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    if (p < end && ngx_strncmp(p, "end\n", 4) != 0) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "switchyard: state file \"%V\" damaged after %ui "
+                      "documents: the rest is ignored",
+                      &mcf->state_path, count);
+    } else if (count) {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "switchyard: %ui stored documents read from \"%V\"",
+                      count, &mcf->state_path);
+    }
+    free(buf);
 }
 
 ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
     sw_zone_ctx_t *octx = data, *ctx = zone->data;
 
+    /* a reload keeps the zone and what it stores: sw_zone_reconcile
+     * decides once the new configuration is committed */
     if (octx) {
         ctx->sh = octx->sh;
         ctx->shpool = octx->shpool;
-        sw_zone_reset(ctx);
         return NGX_OK;
     }
     ctx->shpool = (ngx_slab_pool_t *)zone->shm.addr;
@@ -50,12 +274,24 @@ ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
         return NGX_OK;
     }
     ctx->sh = ngx_slab_calloc(ctx->shpool, sizeof(sw_shm_t));
-    if (ctx->sh == NULL)
+    if (ctx->sh == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
+                      "switchyard: zone \"%V\" (%uz bytes) is too small: "
+                      "it needs at least %uz bytes",
+                      &zone->shm.name, zone->shm.size, sw_zone_min_size());
         return NGX_ERROR;
+    }
     ctx->sh->epoch = 1;
     ctx->shpool->data = ctx->sh;
     ctx->shpool->log_nomem = 0;
+    sw_state_read(ctx, ctx->mcf, zone->shm.log);
     return NGX_OK;
+}
+
+size_t sw_zone_min_size(void) {
+    /* the slab pool's own pages and header, the zone's header (worker
+     * slots) and room for a few documents */
+    return 8 * ngx_pagesize + sizeof(sw_shm_t) + 64 * 1024;
 }
 
 static int sw_doc_cmp(const void *a, const void *b) {

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""End-to-end tests of ngx_http_switchyard_module as an operator runs it
+(TAP for meson, suite e2e): every $switchyard_* variable in an http-level
+access log (admin requests included), configurations that `nginx -t`
+refuses and reloads that fail, and admin changes that survive a reload, a
+failed reload and a restart through the state file. Same fixture as
+test_nginx_module.py (Debian's nginx, 2 workers, two backends, loopback).
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402
+import test_nginx_module as base  # noqa: E402
+from test_nginx_module import NGINX, check, request  # noqa: E402
+
+VARS = ["route", "upstream", "uri", "host", "instance", "version"]
+
+
+class OpsEnv(base.Env):
+    def __init__(self):
+        super().__init__()
+        fmt = "|".join("$switchyard_" + v for v in VARS)
+        # the workers (nobody under a root master) write the state file
+        os.mkdir(os.path.join(self.dir, "state"))
+        os.chmod(os.path.join(self.dir, "state"), 0o777)
+        self.http_extra = (
+            "log_format sy '$request_uri %s';\n"
+            "    access_log %s/access.log sy;\n"
+            "    switchyard_state %s/state/switchyard.state;" % (fmt, self.dir, self.dir))
+
+    def conf(self):
+        with open(os.path.join(self.dir, "nginx.conf")) as f:
+            return f.read()
+
+    def test_conf(self, conf):
+        """nginx -t on `conf`: (returncode, stderr)."""
+        path = os.path.join(self.dir, "test.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        p = subprocess.run([NGINX, "-t", "-p", self.dir, "-c", path],
+                           capture_output=True, text=True, timeout=10)
+        return p.returncode, p.stderr
+
+    def reload_with(self, conf):
+        """Write conf as nginx.conf and send SIGHUP to the master (as
+        `kill -HUP` does: `nginx -s reload` would refuse a configuration
+        that fails `nginx -t` before signalling); the old one is
+        returned."""
+        old = self.conf()
+        with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
+            f.write(conf)
+        os.kill(self.nginx.pid, signal.SIGHUP)
+        return old
+
+    def worker_pids(self):
+        return {w["pid"] for w in self.status()["workers"]}
+
+
+def route(ident, port, path):
+    return {"id": ident, "uri": "http://127.0.0.1:%d" % port,
+            "predicates": ["Path=%s" % path]}
+
+
+def served(env, path, timeout=5.0):
+    deadline = time.time() + timeout
+    while True:
+        r = request(env.port, "GET", path)
+        if r.status == 200:
+            return r
+        check(time.time() < deadline, "%s answered %d" % (path, r.status))
+        time.sleep(0.05)
+
+
+def no_crash(env):
+    check("exited on signal" not in env.error_log(),
+          "a worker crashed: %s" % env.error_log()[-1500:])
+
+
+def test_variables_logged_for_admin_requests(env):
+    """Every variable is logged for admin GETs and PUTs (their context is
+    not a routing context), for routed and unrouted requests."""
+    for _ in range(4):  # both workers answer some
+        check(env.status()["generation"] >= 0, "status")
+        check(request(env.port, "GET", "/switchyard/metrics").status == 200,
+              "metrics")
+        check(request(env.port, "GET", "/a/x").status == 200, "routed")
+        check(request(env.port, "GET", "/nowhere").status == 404, "404")
+    r = env.put("routes/live/logged", route("logged", env.pa, "/logged"))
+    check(r.status == 200, "PUT answered %d %r" % (r.status, r.body))
+    r = env.put("routes/live/bad", b"{not json")
+    check(r.status == 400, "bad PUT answered %d" % r.status)
+    served(env, "/logged")
+    time.sleep(0.2)
+    no_crash(env)
+    with open(os.path.join(env.dir, "access.log")) as f:
+        lines = f.read().splitlines()
+    admin = [l for l in lines if l.startswith("/switchyard/")]
+    check(len(admin) >= 10, "admin requests not logged: %r" % lines[-5:])
+    check(all(l.split(" ", 1)[1] == "|".join(["-"] * 6) for l in admin),
+          "an admin request logged a routing variable: %r" % admin[:3])
+    routed = [l for l in lines if l.startswith("/a/x ")]
+    check(routed and routed[0].split(" ", 1)[1].startswith("a|http://"),
+          "routed request's variables: %r" % routed[:1])
+
+
+def test_duplicate_id_across_files_refused_by_test_and_reload(env):
+    """The same route id in two files: nginx -t fails naming the file and
+    the id; a reload with it fails and the old workers keep serving."""
+    dup = os.path.join(env.dir, "dup.json")
+    with open(dup, "w") as f:
+        import json
+        json.dump({"version": "1", "routes": [route("a", env.pb, "/dup")]}, f)
+    conf = env.conf().replace(
+        "live.json;", "live.json;\n    switchyard_routes %s;" % dup)
+    rc, err = env.test_conf(conf)
+    check(rc != 0, "nginx -t accepted a duplicate route id")
+    check("dup.json" in err and "'a'" in err and "main" in err,
+          "error not located: %r" % err[-400:])
+    pids = env.worker_pids()
+    old = env.reload_with(conf)
+    try:
+        time.sleep(0.5)
+        check(env.worker_pids() == pids, "workers changed by a bad reload")
+        served(env, "/a/x")
+        check("dup.json" in env.error_log(), "reload error not logged")
+    finally:
+        with open(os.path.join(env.dir, "nginx.conf"), "w") as f:
+            f.write(old)
+    no_crash(env)
+
+
+def test_failed_reload_keeps_admin_changes(env):
+    """A reload that fails on bind() leaves the stored changes in place
+    and PUTs keep working."""
+    r = env.put("routes/live/kept", route("kept", env.pa, "/kept"))
+    check(r.status == 200, "PUT answered %d" % r.status)
+    served(env, "/kept")
+    busy = free_port()
+    import socket
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 0)
+    holder.bind(("127.0.0.1", busy))
+    holder.listen(1)
+    conf = env.conf().replace(
+        "listen 127.0.0.1:%d;" % env.port,
+        "listen 127.0.0.1:%d;\n        listen 127.0.0.1:%d;" % (env.port,
+                                                            busy))
+    pids = env.worker_pids()
+    old = env.reload_with(conf)
+    try:
+        deadline = time.time() + 5
+        while "bind() to 127.0.0.1:%d failed" % busy not in env.error_log():
+            check(time.time() < deadline, "the reload did not fail on bind")
+            time.sleep(0.05)
+    finally:
+        holder.close()
+        with open(os.path.join(env.dir, "nginx.conf"), "w") as f:
+            f.write(old)
+    check(env.worker_pids() == pids, "workers changed by a failed reload")
+    served(env, "/kept")
+    names = [d["name"] for d in env.status()["documents"]]
+    check("kept" in names, "stored change lost: %r" % names)
+    r = env.put("routes/live/after", route("after", env.pb, "/after"))
+    check(r.status == 200, "PUT after a failed reload: %d %r"
+          % (r.status, r.body))
+    served(env, "/after")
+
+
+def test_put_survives_reload(env):
+    """A route PUT is still served after nginx -s reload, and /status says
+    the source's live document came from the admin location."""
+    r = env.put("routes/live/reloaded", route("reloaded", env.pa,
+                                              "/reloaded"))
+    check(r.status == 200, "PUT answered %d" % r.status)
+    pids = env.worker_pids()
+    env.reload()
+    deadline = time.time() + 10
+    while env.worker_pids() & pids:
+        check(time.time() < deadline, "no new workers")
+        time.sleep(0.05)
+    served(env, "/reloaded")
+    s = env.converged()
+    live = [x for x in s["sources"] if x["name"] == "live"]
+    check(live and live[0]["origin"] == "admin", "origin: %r" % live)
+    main = [x for x in s["sources"] if x["name"] == "main"]
+    check(main and main[0]["origin"] in ("file", "admin"), "main: %r" % main)
+
+
+def test_state_file_survives_restart(env):
+    """A stop and a start (as a binary upgrade starts a new zone): the
+    stored changes come back from switchyard_state."""
+    env.stop_nginx()
+    env.launch()
+    served(env, "/reloaded")
+    served(env, "/kept")
+    s = env.converged()
+    origins = {d["name"]: d["origin"] for d in s["documents"]}
+    check(origins.get("reloaded") == "state file", "origins %r" % origins)
+    check(re.search(r"\d+ stored documents read from", env.error_log()),
+          "state read not logged")
+
+
+def test_changed_file_wins_over_stored_changes(env):
+    """The operator edits a file: at reload its source comes from the file
+    and the dropped admin changes are logged at notice."""
+    env.write("live.json", env.live_routes(77))
+    env.reload()
+    deadline = time.time() + 10
+    while True:
+        r = request(env.port, "GET", "/live/x")
+        if r.status == 200 and r.echo_header("X-Route-Version") == "77":
+            break
+        check(time.time() < deadline, "file not taken")
+        time.sleep(0.05)
+    check(request(env.port, "GET", "/reloaded").status == 404,
+          "a dropped change still served")
+    check('stored route "reloaded" (source "live") dropped' in
+          env.error_log(), "drop not logged")
+    s = env.converged()
+    live = [x for x in s["sources"] if x["name"] == "live"]
+    check(live[0]["origin"] == "file", "origin %r" % live)
+
+
+TESTS = [
+    test_variables_logged_for_admin_requests,
+    test_duplicate_id_across_files_refused_by_test_and_reload,
+    test_failed_reload_keeps_admin_changes,
+    test_put_survives_reload,
+    test_state_file_survives_restart,
+    test_changed_file_wins_over_stored_changes,
+]
+
+if __name__ == "__main__":
+    sys.exit(base.run(TESTS, OpsEnv))

@@ -3,7 +3,8 @@
  * naming its instance id and version and echoing the method, path, query,
  * headers and body size it received, so tests and the demo see exactly
  * where a request went. Query parameters shape the answer for tests:
- * delay=MS (answer later), status=N, size=N (pad the body to N bytes).
+ * delay=MS (answer later), status=N, size=N (pad the body to N bytes),
+ * location=URL (a Location header, %XX decoded).
  * Runs as `mini-gateway --backend ...` or as threads of the demo.
  */
 #define _DEFAULT_SOURCE
@@ -27,7 +28,34 @@ typedef struct pending {
     httpd_conn *c;
     int status;
     gw_buf body;
+    char *headers;
 } pending;
+
+/* "Location: URL\r\n" from location=URL (%XX decoded), or NULL. */
+static char *location_header(const char *q) {
+    for (const char *p = q; p && *p;) {
+        if (strncmp(p, "location=", 9) == 0) {
+            gw_buf h = {0};
+            gw_buf_adds(&h, "Location: ");
+            for (p += 9; *p && *p != '&'; p++) {
+                char c = *p;
+                if (c == '%' && p[1] && p[2]) {
+                    char hex[3] = {p[1], p[2], 0};
+                    c = (char)strtol(hex, NULL, 16);
+                    p += 2;
+                }
+                if (c != '\r' && c != '\n')
+                    gw_buf_add(&h, &c, 1);
+            }
+            gw_buf_adds(&h, "\r\n");
+            return h.p;
+        }
+        p = strchr(p, '&');
+        if (p)
+            p++;
+    }
+    return NULL;
+}
 
 static long query_num(const char *q, const char *key) {
     size_t kl = strlen(key);
@@ -44,13 +72,14 @@ static long query_num(const char *q, const char *key) {
 static void pending_closed(uv_handle_t *h) {
     pending *pd = h->data;
     gw_buf_free(&pd->body);
+    free(pd->headers);
     free(pd);
 }
 
 static void on_delay(uv_timer_t *t) {
     pending *pd = t->data;
-    httpd_respond(pd->c, pd->status, "application/json", NULL, pd->body.p,
-                  pd->body.len);
+    httpd_respond(pd->c, pd->status, "application/json", pd->headers,
+                  pd->body.p, pd->body.len);
     uv_close((uv_handle_t *)t, pending_closed);
 }
 
@@ -87,10 +116,12 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
     long status = query_num(r->query, "status");
     if (status < 100 || status > 599)
         status = 200;
+    char *headers = location_header(r->query);
     long delay = query_num(r->query, "delay");
     if (delay > 0) {
         pending *pd = calloc(1, sizeof *pd);
         if (pd) {
+            pd->headers = headers;
             pd->c = c;
             pd->status = (int)status;
             pd->body = out;
@@ -100,7 +131,8 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
             return;
         }
     }
-    httpd_respond(c, (int)status, "application/json", NULL, out.p, out.len);
+    httpd_respond(c, (int)status, "application/json", headers, out.p, out.len);
+    free(headers);
     gw_buf_free(&out);
 }
 

@@ -176,6 +176,8 @@ typedef struct gw_route_data {
     atomic_int parts; /* workers that still have to drop their pools */
     char *id;
     uint64_t connect_timeout_ms, response_timeout_ms;
+    struct gw_cors *cors; /* metadata `cors` (cors.c), or NULL */
+    char *cors_error;     /* why metadata `cors` could not be read */
     gw_pool *pools[]; /* [worker count] */
 } gw_route_data;
 

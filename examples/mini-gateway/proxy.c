@@ -208,7 +208,9 @@ static void request_free(gw_request *q) {
         free(q->ops[i].name);
         free(q->ops[i].value);
         free(q->ops[i].arg);
+        free(q->ops[i].extra);
     }
+    gw_forward_free(q);
     free(q->ops);
     for (size_t i = 0; i < q->ntried; i++)
         free(q->tried[i]);
@@ -501,22 +503,67 @@ static bool named_by_connection(const gw_client *c, sy_str name) {
     return false;
 }
 
-static void copy_response_ops(gw_request *q, sy_match *m) {
-    size_t n = sy_match_response_op_count(m);
-    if (!n)
+static char *dup_str(sy_str s) {
+    return strndup(s.ptr ? s.ptr : "", s.len);
+}
+
+/* The value of arg `key` of a filter entry, or "". */
+static const char *entry_arg(const sy_filter_entry *e, const char *key) {
+    for (size_t i = 0; i < e->arg_count; i++)
+        if (strcmp(e->args[i].key, key) == 0)
+            return e->args[i].value;
+    return "";
+}
+
+/* The response edits of match m, after the route's CORS headers (`cors`:
+ * "Name: value\r\n" lines, each added when the upstream did not send
+ * it), put before the edits already there: those of a route that
+ * forwarded here, which edit the response after this one, as SCG's outer
+ * filter chain does. */
+static void copy_response_ops(gw_request *q, sy_match *m, const gw_buf *cors) {
+    size_t n = sy_match_response_op_count(m), nc = 0;
+    for (size_t i = 0; cors && i < cors->len; i++)
+        nc += cors->p[i] == '\n';
+    if (!n && !nc)
         return;
-    q->ops = calloc(n, sizeof *q->ops);
-    if (!q->ops)
+    gw_resp_op *ops = calloc(n + nc + q->nops, sizeof *ops);
+    if (!ops)
         return;
-    for (size_t i = 0; i < n; i++) {
-        sy_response_op op = sy_match_response_op(m, i);
-        q->ops[i].kind = op.kind;
-        q->ops[i].name = strndup(op.name.ptr ? op.name.ptr : "", op.name.len);
-        q->ops[i].value =
-            strndup(op.value.ptr ? op.value.ptr : "", op.value.len);
-        q->ops[i].arg = strndup(op.arg.ptr ? op.arg.ptr : "", op.arg.len);
+    size_t k = 0;
+    for (const char *l = cors ? cors->p : NULL; l && k < nc; k++) {
+        const char *colon = strchr(l, ':'), *eol = strchr(l, '\r');
+        ops[k].kind = SY_RESP_ADD_IF_ABSENT;
+        ops[k].name = strndup(l, (size_t)(colon - l));
+        ops[k].value = strndup(colon + 2, (size_t)(eol - colon - 2));
+        ops[k].arg = strdup("");
+        l = eol + 2;
     }
-    q->nops = n;
+    size_t loc = 0; /* RewriteLocationResponseHeader entries seen */
+    for (size_t i = 0; i < n; i++, k++) {
+        sy_response_op op = sy_match_response_op(m, i);
+        ops[k].kind = op.kind;
+        ops[k].name = dup_str(op.name);
+        ops[k].value = dup_str(op.value);
+        ops[k].arg = dup_str(op.arg);
+        if (op.kind != SY_RESP_REWRITE_LOCATION)
+            continue;
+        /* its protocols are in its host filter entry (the loc-th) */
+        size_t seen = 0;
+        for (size_t j = 0; j < sy_match_host_filter_count(m); j++) {
+            const sy_filter_entry *e = sy_match_host_filter(m, j);
+            if (strcmp(e->name, "RewriteLocationResponseHeader") == 0 &&
+                seen++ == loc) {
+                ops[k].extra = strdup(entry_arg(e, "protocols"));
+                break;
+            }
+        }
+        loc++;
+    }
+    if (q->nops)
+        memcpy(ops + k, q->ops, q->nops * sizeof *ops);
+    free(q->ops);
+    q->ops = ops;
+    q->nops += k;
 }
 
 /* Build the upstream head for the target of match m, excluding the
@@ -532,8 +579,6 @@ static int build_attempt(gw_request *q, sy_match *m) {
         return 502;
     if (t.kind == SY_UPSTREAM_NONE)
         return -1; /* no://op: the gateway answers */
-    if (t.kind == SY_UPSTREAM_FORWARD)
-        return 501; /* forward: is not supported here */
     gw_copy_str(q->host, sizeof q->host, t.host);
     q->port = t.port;
     q->lb = t.kind == SY_UPSTREAM_SERVICE;
@@ -635,18 +680,21 @@ void gw_request_body_flow(gw_request *q) {
     client_kick(q->c);
 }
 
-static void begin_proxy(gw_request *q, sy_match *m) {
-    copy_response_ops(q, m);
-    q->status_override = sy_match_status(m);
-    int st = build_attempt(q, m);
+static void begin_proxy(gw_request *q, sy_match *m, const gw_buf *cors) {
+    copy_response_ops(q, m, cors);
+    int st = sy_match_status(m);
+    if (!q->status_override) /* an outer (forwarding) route's wins */
+        q->status_override = st;
+    sy_upstream up;
+    sy_route_upstream(sy_match_route(m), &up);
+    if (up.kind == SY_UPSTREAM_FORWARD) {
+        gw_forward_route(q, m, up.path);
+        return;
+    }
+    st = build_attempt(q, m);
     if (st < 0) { /* no://op: its status (SetStatus, else 200) and headers */
         gw_buf hdr = {0};
-        for (size_t i = 0; i < q->nops; i++)
-            if (q->ops[i].kind == SY_RESP_ADD ||
-                q->ops[i].kind == SY_RESP_ADD_IF_ABSENT ||
-                q->ops[i].kind == SY_RESP_SET)
-                gw_buf_printf(&hdr, "%s: %s\r\n", q->ops[i].name,
-                              q->ops[i].value);
+        gw_response_ops_text(q, &hdr);
         gw_request_respond(q, q->status_override ? q->status_override : 200,
                            hdr.p, NULL);
         gw_buf_free(&hdr);
@@ -740,8 +788,55 @@ static void request_begin(gw_client *c) {
     }
 
     q->snap = sy_router_acquire(G.router);
+    gw_request_dispatch(q);
+}
+
+/* The route's CORS answer (cors.c) for a request whose route carries a
+ * `cors` metadata: true when the gateway answered (a preflight, or 403);
+ * else the CORS headers for the response are in *hdrs. */
+static bool cors_check(gw_request *q, gw_buf *hdrs) {
+    if (q->rd && q->rd->cors_error && gw_cors_is_cross_origin(q)) {
+        char why[200];
+        snprintf(why, sizeof why, "route metadata.cors: %.150s",
+                 q->rd->cors_error);
+        respond_error(q, 500, why);
+        return true;
+    }
+    if (!q->rd || !q->rd->cors)
+        return false;
+    int st = gw_cors_check(q->rd->cors, q, hdrs);
+    if (!st)
+        return false;
+    gw_request_respond(q, st, hdrs->p, st == 403 ? "Invalid CORS request" : NULL);
+    return true;
+}
+
+/* A preflight whose route takes only other methods: the route of the
+ * request it announces (Access-Control-Request-Method) answers it. */
+static bool preflight_by_method(gw_request *q) {
+    sy_str want = gw_cors_preflight_method(q);
+    if (!want.len)
+        return false;
+    sy_request r = q->sreq;
+    r.method = want;
     sy_match *m = NULL;
-    int rc = sy_snapshot_match(q->snap, w->ctx, r, &m);
+    if (sy_snapshot_match(q->snap, q->w->ctx, &r, &m) || !m)
+        return false;
+    gw_route_data *rd = sy_route_host_data(sy_match_route(m));
+    if (!rd || !rd->cors)
+        return false;
+    q->route_id = sy_route_id(sy_match_route(m));
+    q->rd = rd;
+    gw_buf hdrs = {0};
+    bool answered = cors_check(q, &hdrs);
+    gw_buf_free(&hdrs);
+    return answered;
+}
+
+void gw_request_dispatch(gw_request *q) {
+    gw_worker *w = q->w;
+    sy_match *m = NULL;
+    int rc = sy_snapshot_match(q->snap, w->ctx, &q->sreq, &m);
     if (rc) {
         respond_error(q, 500, sy_strerror(rc));
         return;
@@ -753,6 +848,8 @@ static void request_begin(gw_client *c) {
             char hdr[300];
             snprintf(hdr, sizeof hdr, "Allow: %.*s\r\n", (int)allow.len,
                      allow.ptr ? allow.ptr : "");
+            if (preflight_by_method(q))
+                return;
             char body[128];
             error_body(body, sizeof body, 405, "method not allowed");
             gw_request_respond(q, 405, hdr, body);
@@ -768,24 +865,28 @@ static void request_begin(gw_client *c) {
     const sy_route *route = sy_match_route(m);
     q->route_id = sy_route_id(route);
     q->rd = sy_route_host_data(route);
+    gw_buf cors = {0};
+    if (cors_check(q, &cors)) {
+        gw_buf_free(&cors);
+        return;
+    }
     switch (sy_match_action(m)) {
     case SY_ACTION_REDIRECT: {
         sy_str loc = sy_match_redirect(m);
-        gw_buf hdr = {0};
-        gw_buf_adds(&hdr, "Location: ");
-        gw_buf_add(&hdr, loc.ptr, loc.len);
-        gw_buf_adds(&hdr, "\r\n");
-        gw_request_respond(q, sy_match_status(m), hdr.p, NULL);
-        gw_buf_free(&hdr);
-        return;
+        gw_buf_adds(&cors, "Location: ");
+        gw_buf_add(&cors, loc.ptr, loc.len);
+        gw_buf_adds(&cors, "\r\n");
+        gw_request_respond(q, sy_match_status(m), cors.p, NULL);
+        break;
     }
     case SY_ACTION_RESPOND: {
         int st = sy_match_status(m);
         respond_error(q, st ? st : 500, NULL);
-        return;
+        break;
     }
-    case SY_ACTION_PROXY: begin_proxy(q, m); return;
+    case SY_ACTION_PROXY: begin_proxy(q, m, &cors); break;
     }
+    gw_buf_free(&cors);
 }
 
 /* The client's message is complete. */

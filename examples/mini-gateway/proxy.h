@@ -49,6 +49,7 @@ struct gw_client {
 typedef struct gw_resp_op {
     sy_response_op_kind kind;
     char *name, *value, *arg;
+    char *extra; /* RewriteLocationResponseHeader: its protocols */
 } gw_resp_op;
 
 struct gw_request {
@@ -91,6 +92,10 @@ struct gw_request {
     bool keep_alive; /* to the client after this request */
     bool finished;
     bool fresh; /* do not take a pooled connection */
+    /* forward: the request as re-dispatched (forward.c) */
+    int forwards;        /* hops so far */
+    gw_buf fwd;          /* path, query, header names and values */
+    sy_header *fwd_hdrs; /* sreq.headers after a forward */
 };
 
 struct gw_upconn {
@@ -139,7 +144,42 @@ void gw_request_connect_failed(gw_request *q, bool timeout);
 void gw_client_abort(gw_client *c);
 void gw_client_resume_upstream(gw_client *c);
 
+/* Match q->sreq on q->snap and act on the route: answer, forward or
+ * proxy. */
+void gw_request_dispatch(gw_request *q);
+
+/* forward.c */
+/* Dispatch q again through the gateway's routes with this path, query and
+ * header list (all copied first); 508 past the hop limit. */
+void gw_request_forward(gw_request *q, sy_str path, sy_str query,
+                        const sy_header *h, size_t n);
+/* A forward:/path route matched (m): its filtered query and headers go on
+ * with the uri's path. */
+void gw_forward_route(gw_request *q, sy_match *m, const char *path);
+/* Free what a forward kept. */
+void gw_forward_free(gw_request *q);
+
+/* cors.c: a route's `cors` metadata (SCG's per-route CORS) */
+typedef struct gw_cors gw_cors;
+/* Parse the metadata value (JSON object text); NULL and a message in
+ * err[cap] when it is not valid. */
+gw_cors *gw_cors_parse(const char *json, char *err, size_t cap);
+void gw_cors_free(gw_cors *c);
+/* Check q against its route's CORS configuration: 0 and the response
+ * headers to add in *hdrs ("Name: value\r\n" lines), or the status to
+ * answer with from the gateway (200 for a preflight, 403 for a rejected
+ * request) with its headers in *hdrs. */
+int gw_cors_check(const gw_cors *cfg, const gw_request *q, gw_buf *hdrs);
+/* True when q has an Origin other than its own (a CORS request). */
+bool gw_cors_is_cross_origin(const gw_request *q);
+/* The method a preflight request announces, or {NULL, 0} when q is not a
+ * preflight. */
+sy_str gw_cors_preflight_method(const gw_request *q);
+
 /* upstream.c */
+/* The response edits of q applied to an empty header list, as
+ * "Name: value\r\n" lines (an answer from the gateway). */
+void gw_response_ops_text(gw_request *q, gw_buf *out);
 void gw_upstream_start(gw_request *q); /* pool or connect, then send */
 /* Queue request bytes for u; gw_upstream_flush as gw_client_flush. */
 void gw_upstream_write(gw_upconn *u, const char *data, size_t len);

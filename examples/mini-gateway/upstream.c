@@ -469,6 +469,13 @@ static void hl_remove(hlist *l, const char *name) {
             hl_del(l, i);
 }
 
+/* Remove the values of name after position `at`. */
+static void hl_remove_after(hlist *l, const char *name, size_t at) {
+    for (size_t i = l->n; i-- > at + 1;)
+        if (strcasecmp(l->a[i].n, name) == 0)
+            hl_del(l, i);
+}
+
 static bool hl_has(const hlist *l, const char *name) {
     for (size_t i = 0; i < l->n; i++)
         if (strcasecmp(l->a[i].n, name) == 0)
@@ -545,6 +552,63 @@ static void rewrite(hlist *l, const char *name, const char *regexp,
     pcre2_code_free(re);
 }
 
+/* RewriteLocationResponseHeader, as SCG's: in the first value of the
+ * location header, the host[:port] after one of `protocols`' schemes (and
+ * a /vN segment after it, when the version is stripped) becomes hostValue
+ * or the client's Host, when a '/' follows it. The version is stripped
+ * always (ALWAYS_STRIP), never (NEVER_STRIP), or when the request's path
+ * does not start with one (AS_IN_REQUEST). The header then has that one
+ * value. */
+static void rewrite_location(hlist *l, const gw_resp_op *op,
+                             const gw_request *q) {
+    size_t at = SIZE_MAX;
+    for (size_t i = 0; i < l->n && at == SIZE_MAX; i++)
+        if (strcasecmp(l->a[i].n, op->name) == 0)
+            at = i;
+    if (at == SIZE_MAX)
+        return;
+    sy_str path = q->sreq.path;
+    size_t d = 2;
+    while (d < path.len && path.ptr[d] >= '0' && path.ptr[d] <= '9')
+        d++;
+    bool versioned = path.len > 2 && path.ptr[0] == '/' && path.ptr[1] == 'v' &&
+                     d > 2 && d < path.len && path.ptr[d] == '/';
+    bool strip = strcmp(op->arg, "ALWAYS_STRIP") == 0 ||
+                 (strcmp(op->arg, "AS_IN_REQUEST") == 0 && !versioned);
+    gw_buf re = {0};
+    /* SCG's lookbehind (?<=^(?:protocols)://) varies in length, which
+     * PCRE2 does not take: the host is a named group instead */
+    gw_buf_printf(&re, "^(?:%s)://(?<gwhost>[^:/]+(?::\\d+)?%s)(?=/)",
+                  op->extra && op->extra[0] ? op->extra : "https?|ftps?",
+                  strip ? "(?:/v\\d+)?" : "");
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *code =
+        pcre2_compile((PCRE2_SPTR)re.p, re.len, 0, &ec, &eo, NULL);
+    gw_buf_free(&re);
+    pcre2_match_data *md =
+        code ? pcre2_match_data_create_from_pattern(code, NULL) : NULL;
+    const char *v = l->a[at].v;
+    if (md && pcre2_match(code, (PCRE2_SPTR)v, strlen(v), 0, 0, md, NULL) > 0) {
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        int g = pcre2_substring_number_from_name(code, (PCRE2_SPTR) "gwhost");
+        ov += 2 * (g > 0 ? g : 0);
+        const char *host = op->value[0] ? op->value : NULL;
+        size_t hlen = host ? strlen(host) : q->sreq.host.len;
+        gw_buf out = {0};
+        gw_buf_add(&out, v, ov[0]);
+        gw_buf_add(&out, host ? host : q->sreq.host.ptr, hlen);
+        gw_buf_adds(&out, v + ov[1]);
+        char *fixed = out.p;
+        const char *name = l->a[at].n;
+        hl_remove_after(l, name, at);
+        free(l->a[at].owned);
+        l->a[at].v = l->a[at].owned = fixed;
+    }
+    pcre2_match_data_free(md);
+    pcre2_code_free(code);
+}
+
 static void apply_ops(gw_request *q, hlist *l) {
     for (size_t i = 0; i < q->nops; i++) {
         gw_resp_op *op = &q->ops[i];
@@ -568,9 +632,32 @@ static void apply_ops(gw_request *q, hlist *l) {
             break;
         }
         case SY_RESP_REWRITE: rewrite(l, op->name, op->arg, op->value); break;
-        case SY_RESP_REWRITE_LOCATION: break; /* not done (docs) */
+        case SY_RESP_REWRITE_LOCATION: rewrite_location(l, op, q); break;
         }
     }
+}
+
+static void hl_init(hlist *l) {
+    l->a = l->local;
+    l->n = 0;
+    l->cap = sizeof l->local / sizeof *l->local;
+}
+
+static void hl_text(const hlist *l, gw_buf *out) {
+    for (size_t i = 0; i < l->n; i++) {
+        gw_buf_adds(out, l->a[i].n);
+        gw_buf_add(out, ": ", 2);
+        gw_buf_adds(out, l->a[i].v);
+        gw_buf_add(out, "\r\n", 2);
+    }
+}
+
+void gw_response_ops_text(gw_request *q, gw_buf *out) {
+    hlist l;
+    hl_init(&l);
+    apply_ops(q, &l);
+    hl_text(&l, out);
+    hl_free(&l);
 }
 
 static bool resp_hop(const char *n) {
@@ -602,9 +689,7 @@ static int r_headers_complete(http_parser *p) {
     }
     gw_buf_add(&q->rh, "", 1);
     hlist l;
-    l.a = l.local;
-    l.n = 0;
-    l.cap = sizeof l.local / sizeof *l.local;
+    hl_init(&l);
     for (size_t i = 0; i < q->rn; i++) {
         const char *n = q->rh.p + q->rname[i];
         if (!resp_hop(n))
@@ -621,12 +706,7 @@ static int r_headers_complete(http_parser *p) {
     gw_buf_add(&out, " ", 1);
     gw_buf_adds(&out, gw_status_text(q->status));
     gw_buf_add(&out, "\r\n", 2);
-    for (size_t i = 0; i < l.n; i++) {
-        gw_buf_adds(&out, l.a[i].n);
-        gw_buf_add(&out, ": ", 2);
-        gw_buf_adds(&out, l.a[i].v);
-        gw_buf_add(&out, "\r\n", 2);
-    }
+    hl_text(&l, &out);
     hl_free(&l);
     if (has_cl) {
         gw_buf_adds(&out, "Content-Length: ");

@@ -178,6 +178,7 @@ const char *gw_status_text(int s) {
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
     case 505: return "HTTP Version Not Supported";
+    case 508: return "Loop Detected";
     }
     return "Status";
 }

@@ -35,10 +35,24 @@ void *gw_route_attach(void *data, const sy_route *route) {
         meta_ms(route, "connect-timeout", G.cfg.connect_timeout_ms);
     rd->response_timeout_ms =
         meta_ms(route, "response-timeout", G.cfg.response_timeout_ms);
+    const char *cors = sy_route_metadata(route, "cors");
+    if (cors) {
+        char err[256] = "";
+        rd->cors = gw_cors_parse(cors, err, sizeof err);
+        if (!rd->cors) {
+            gw_log("route %s: metadata.cors: %s", rd->id, err);
+            for (char *e = err; *e; e++) /* it goes into a JSON string */
+                if (*e == '"' || *e == '\\' || (unsigned char)*e < 0x20)
+                    *e = '\'';
+            rd->cors_error = strdup(err);
+        }
+    }
     return rd;
 }
 
 static void rd_free(gw_route_data *rd) {
+    gw_cors_free(rd->cors);
+    free(rd->cors_error);
     free(rd->id);
     free(rd);
 }

@@ -1,0 +1,85 @@
+/*
+ * forward.c - forward:/path routes and fallbacks: the request is dispatched
+ * again through the gateway's own routes with a new path, as SCG's
+ * ForwardPathFilter and ForwardRoutingFilter hand it back to the gateway's
+ * handler mapping. The re-dispatched request keeps the client's Host and
+ * carries the query and headers the forwarding route's filters produced;
+ * its response gets the forwarding route's response edits after the
+ * answering route's. At most GW_MAX_FORWARDS hops: past that the loop is
+ * answered with 508.
+ */
+#define _DEFAULT_SOURCE
+#include "proxy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GW_MAX_FORWARDS 8
+
+void gw_forward_free(gw_request *q) {
+    gw_buf_free(&q->fwd);
+    free(q->fwd_hdrs);
+    q->fwd_hdrs = NULL;
+}
+
+void gw_request_forward(gw_request *q, sy_str path, sy_str query,
+                        const sy_header *h, size_t n) {
+    if (q->forwards++ >= GW_MAX_FORWARDS) {
+        gw_request_respond(q, 508, NULL,
+                           "{\"status\":508,\"error\":\"forward loop\"}\n");
+        return;
+    }
+    /* copy first: the slices may point into q->fwd or the match context */
+    gw_buf b = {0};
+    gw_buf_reserve(&b, path.len + query.len + 2);
+    gw_buf_add(&b, path.ptr, path.len);
+    gw_buf_add(&b, "", 1);
+    gw_buf_add(&b, query.ptr, query.len);
+    gw_buf_add(&b, "", 1);
+    for (size_t i = 0; i < n; i++) {
+        gw_buf_add(&b, h[i].name.ptr, h[i].name.len);
+        gw_buf_add(&b, "", 1);
+        gw_buf_add(&b, h[i].value.ptr, h[i].value.len);
+        gw_buf_add(&b, "", 1);
+    }
+    sy_header *hv = malloc((n ? n : 1) * sizeof *hv);
+    if (!hv) {
+        gw_buf_free(&b);
+        gw_request_respond(q, 500, NULL, NULL);
+        return;
+    }
+    const char *p = b.p;
+    sy_str np = {p, path.len};
+    p += path.len + 1;
+    sy_str nq = {p, query.len};
+    p += query.len + 1;
+    for (size_t i = 0; i < n; i++) {
+        hv[i].name = (sy_str){p, h[i].name.len};
+        p += h[i].name.len + 1;
+        hv[i].value = (sy_str){p, h[i].value.len};
+        p += h[i].value.len + 1;
+    }
+    gw_forward_free(q);
+    q->fwd = b;
+    q->fwd_hdrs = hv;
+    q->sreq.path = np;
+    q->sreq.query = nq;
+    q->sreq.headers = hv;
+    q->sreq.header_count = n;
+    /* instances tried belong to the route left behind */
+    for (size_t i = 0; i < q->ntried; i++)
+        free(q->tried[i]);
+    q->ntried = 0;
+    gw_request_dispatch(q);
+}
+
+void gw_forward_route(gw_request *q, sy_match *m, const char *path) {
+    sy_target t;
+    sy_error err;
+    if (sy_match_target(m, NULL, 0, &t, &err)) {
+        gw_request_respond(q, 500, NULL, NULL);
+        return;
+    }
+    gw_request_forward(q, (sy_str){path, strlen(path)}, t.query, t.headers,
+                       t.header_count);
+}

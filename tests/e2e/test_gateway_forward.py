@@ -1,0 +1,141 @@
+"""mini-gateway end to end: forward: routes re-dispatched through the
+gateway's own routes (headers and query of the forwarding route kept, its
+response edits applied after the answering route's, loops bounded with
+508), per-route CORS from the `cors` metadata (preflights answered by the
+gateway, disallowed origins 403, headers on allowed answers) and
+RewriteLocationResponseHeader."""
+import json
+import urllib.parse
+
+import gwharness as h
+
+
+def body(procs, c):
+    _, bport = procs.backend("b1")
+    be = "http://127.0.0.1:%d" % bport
+    routes = [
+        {"id": "fwd", "uri": "forward:/new/x",
+         "predicates": ["Path=/old/**"],
+         "filters": ["AddRequestHeader=X-Fwd,yes",
+                     "AddResponseHeader=X-Outer,1"]},
+        {"id": "new", "uri": be, "predicates": ["Path=/new/**"],
+         "filters": ["AddResponseHeader=X-Inner,1"]},
+        {"id": "loop", "uri": "forward:/loop", "predicates": ["Path=/loop"]},
+        {"id": "to-noop", "uri": "forward:/noop/ok",
+         "predicates": ["Path=/answer"]},
+        {"id": "noop", "uri": "no://op", "predicates": ["Path=/noop/**"],
+         "filters": ["SetStatus=202", "SetResponseHeader=X-Noop,yes"]},
+        {"id": "cors", "uri": be, "predicates": ["Path=/cors/**"],
+         "metadata": {"cors": {
+             "allowedOrigins": "https://a.example",
+             "allowedMethods": ["GET", "POST"],
+             "allowedHeaders": "X-Token", "exposedHeaders": "X-Id",
+             "maxAge": 30, "allowCredentials": True}}},
+        {"id": "cors-get", "uri": be,
+         "predicates": ["Path=/cg/**", "Method=GET"],
+         "metadata": {"cors": {"allowedOriginPatterns": "https://*.example",
+                               "allowedMethods": "*",
+                               "allowedHeaders": "*"}}},
+        {"id": "cors-typo", "uri": be, "predicates": ["Path=/ct/**"],
+         "metadata": {"cors": {"allowedOrigin": "*"}}},
+        {"id": "loc", "uri": be, "predicates": ["Path=/loc/**"],
+         "filters": ["RewriteLocationResponseHeader=AS_IN_REQUEST,Location"]},
+        {"id": "loc2", "uri": be, "predicates": ["Path=/v1/loc/**"],
+         "filters": [{"name": "RewriteLocationResponseHeader",
+                      "args": {"stripVersion": "NEVER_STRIP",
+                               "hostValue": "api.example.com"}}]},
+    ]
+    f = procs.write_file("routes.json", json.dumps({"version": "1",
+                                                    "routes": routes}))
+    gw = procs.gateway("--routes", f)
+
+    # forward: the answering route is "new", with the outer route's
+    # request header, the client's query, and both response edits
+    st, hd, data = gw.request("GET", "/old/a?q=1")
+    c.eq(st, 200, "forward: answered")
+    echo = json.loads(data)
+    c.eq(echo["path"], "/new/x", "forward: the uri's path")
+    c.eq(echo["query"], "q=1", "forward: the query kept")
+    c.eq(h.echoed_header(data, "X-Fwd"), "yes", "forward: outer filters ran")
+    c.eq((hd.get("x-inner"), hd.get("x-outer")), ("1", "1"),
+         "forward: both routes' response edits")
+    st, hd, data = gw.request("GET", "/loop")
+    c.eq(st, 508, "forward loop: 508")
+    st, hd, _ = gw.request("GET", "/answer")
+    c.eq((st, hd.get("x-noop")), (202, "yes"), "forward to a no://op route")
+
+    # CORS: preflight answered by the gateway
+    pre = {"Origin": "https://a.example",
+           "Access-Control-Request-Method": "POST",
+           "Access-Control-Request-Headers": "x-token"}
+    st, hd, data = gw.request("OPTIONS", "/cors/x", headers=pre)
+    c.eq(st, 200, "preflight: 200")
+    c.eq(data, b"", "preflight: no body (not proxied)")
+    c.eq(hd.get("access-control-allow-origin"), "https://a.example",
+         "preflight: origin")
+    c.eq(hd.get("access-control-allow-methods"), "GET, POST",
+         "preflight: methods")
+    c.eq(hd.get("access-control-allow-headers"), "x-token",
+         "preflight: headers")
+    c.eq(hd.get("access-control-max-age"), "30", "preflight: max age")
+    c.eq(hd.get("access-control-allow-credentials"), "true",
+         "preflight: credentials")
+    bad = dict(pre, **{"Access-Control-Request-Headers": "x-other"})
+    st, _, data = gw.request("OPTIONS", "/cors/x", headers=bad)
+    c.eq((st, data), (403, b"Invalid CORS request"), "preflight: bad header")
+    bad = dict(pre, **{"Access-Control-Request-Method": "DELETE"})
+    st, _, _ = gw.request("OPTIONS", "/cors/x", headers=bad)
+    c.eq(st, 403, "preflight: method not allowed")
+    # actual requests
+    st, hd, data = gw.request("GET", "/cors/x",
+                              headers={"Origin": "https://a.example"})
+    c.eq(st, 200, "cors GET proxied")
+    c.eq(json.loads(data)["instance"], "b1", "cors GET reached the backend")
+    c.eq(hd.get("access-control-allow-origin"), "https://a.example",
+         "cors GET: allow origin")
+    c.eq(hd.get("access-control-expose-headers"), "X-Id",
+         "cors GET: exposed headers")
+    st, _, data = gw.request("GET", "/cors/x",
+                             headers={"Origin": "https://evil.example"})
+    c.eq((st, data), (403, b"Invalid CORS request"), "cors: bad origin 403")
+    st, hd, _ = gw.request("GET", "/cors/x")
+    c.ok(st == 200 and "access-control-allow-origin" not in hd,
+         "no Origin: not a CORS request")
+    # a preflight on a GET-only route finds the route by the announced
+    # method; origin by pattern, any method and header
+    st, hd, data = gw.request("OPTIONS", "/cg/1", headers={
+        "Origin": "https://b.example", "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "X-A, X-B"})
+    c.eq((st, hd.get("access-control-allow-origin"),
+          hd.get("access-control-allow-methods"),
+          hd.get("access-control-allow-headers")),
+         (200, "https://b.example", "GET", "X-A, X-B"),
+         "preflight on a GET route, origin pattern")
+    st, _, _ = gw.request("OPTIONS", "/cg/1", headers={
+        "Origin": "https://b.other", "Access-Control-Request-Method": "GET"})
+    c.eq(st, 403, "origin pattern refuses another domain")
+
+    # a cors metadata the gateway cannot read is not ignored: its CORS
+    # requests are answered 500 naming the error
+    st, _, data = gw.request("GET", "/ct/x", headers={"Origin": "https://x"})
+    c.ok(st == 500 and b"unknown key 'allowedOrigin'" in data,
+         "unreadable cors: 500 with the reason (%r %r)" % (st, data))
+    st, _, _ = gw.request("GET", "/ct/x")
+    c.eq(st, 200, "unreadable cors: requests without Origin still served")
+
+    # RewriteLocationResponseHeader
+    loc = urllib.parse.quote("http://backend.internal:8080/v2/items/7", safe="")
+    st, hd, _ = gw.request("GET", "/loc/x?location=" + loc,
+                           headers={"Host": "shop.example"})
+    c.eq(hd.get("location"), "http://shop.example/items/7",
+         "Location: host and version rewritten (AS_IN_REQUEST)")
+    st, hd, _ = gw.request("GET", "/v1/loc/x?location=" + loc)
+    c.eq(hd.get("location"), "http://api.example.com/v2/items/7",
+         "Location: hostValue, version kept (NEVER_STRIP)")
+    nohost = urllib.parse.quote("http://backend.internal:8080", safe="")
+    st, hd, _ = gw.request("GET", "/loc/x?location=" + nohost)
+    c.eq(hd.get("location"), "http://backend.internal:8080",
+         "Location without a path after the host: unchanged (as SCG)")
+
+
+h.run("gateway_forward", body)

@@ -1,4 +1,4 @@
-/* test_budget.c - the CPU budget of one request (issue 14 item 1), tested
+/* test_budget.c - the CPU budget of one request, tested
  * by outcome and by counted work, never by time: one pool of PCRE2
  * match-limit units shared by every regex of the request, a cap on the
  * repeated values of one name, RewritePath bounded in work and output,

@@ -1,4 +1,4 @@
-/* test_def_scan.c - hostile documents (issue 14 items 2 and 3): NUL bytes
+/* test_def_scan.c - hostile documents: NUL bytes
  * anywhere in a string are rejected with their path and offset instead of
  * truncating the string; the size of a route, the number of routes and the
  * syntax are checked by the pre-scan before any tree is built. */

@@ -138,7 +138,7 @@ static void has_header(size_t i, const char *name, const char *value) {
     eq(P.headers[i].value, value);
 }
 
-/* ---- end to end: tests/data/spring/routes.json (issue 13 cases, each
+/* ---- end to end: tests/data/spring/routes.json (cases, each
  * naming its source): document and default filters in, route and upstream
  * path out, the indexed matcher agreeing with the linear scan ---- */
 
@@ -573,7 +573,7 @@ START_TEST(prefix_path_prepends_the_prefix) {
 }
 END_TEST
 
-/* issue 13 item 2; SCG PrefixPathGatewayFilterFactoryTest
+/* SCG PrefixPathGatewayFilterFactoryTest
  * testPrefixPathWithVariable, testPrefixPathWithMultipleVariables */
 START_TEST(prefix_path_expands_captured_vars) {
     REQ.path = S("/bar");
@@ -593,7 +593,7 @@ START_TEST(prefix_path_expands_captured_vars) {
 }
 END_TEST
 
-/* issue 13 item 2: SCG marks the exchange GATEWAY_ALREADY_PREFIXED, so a
+/* SCG marks the exchange GATEWAY_ALREADY_PREFIXED, so a
  * chain's later PrefixPaths do nothing (defaults included). */
 START_TEST(prefix_path_only_the_first_of_a_chain_applies) {
     REQ.path = S("/x");
@@ -986,7 +986,7 @@ START_TEST(set_path_expands_and_encodes_vars) {
 }
 END_TEST
 
-/* issue 13 item 3; SCG SetPathGatewayFilterFactoryTests
+/* SCG SetPathGatewayFilterFactoryTests
  * setEncodedPathFilterWorks: the template's own text is encoded as a path
  * too, so a literal "%20" goes out as "%2520" and a space as "%20". */
 START_TEST(set_path_encodes_the_template_text) {
@@ -1156,7 +1156,7 @@ START_TEST(strip_prefix_rejects_a_non_number) {
 }
 END_TEST
 
-/* issue 13 item 1 (route model section 5): defaults and route filters
+/* (route model section 5): defaults and route filters
  * interleave - default 1, route 1, default 2, route 2. */
 START_TEST(default_filters_interleave_with_route_filters) {
     REQ.path = S("/foo/bar/get");

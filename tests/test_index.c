@@ -1,4 +1,4 @@
-/* test_index.c - the index's whole-host table (issue 15): the stepwise
+/* test_index.c - the index's whole-host table: the stepwise
  * build makes the very table the one-shot build makes; a host is a key
  * exactly when its walk meets no list but its own (no wildcard, no "**"
  * on the way) and then the key's list is the walk's whole host answer;

@@ -1,4 +1,4 @@
-/* test_path_normalize.c - request path normalisation (issue 9 item 7): the
+/* test_path_normalize.c - request path normalisation: the
  * normalisation table (dot segments, "//", %2F, %2e%2e, traversal above the
  * root) under each option, and end to end with the router's default
  * (normalise, keep "//", keep %2F encoded): what matches, what is captured

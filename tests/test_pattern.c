@@ -539,7 +539,7 @@ START_TEST(trailing_slash_is_not_a_matrix_only_segment) {
 }
 END_TEST
 
-/* issue 13 item 6; Spring PathPatternTests literalPathElements
+/* Spring PathPatternTests literalPathElements
  * (checkNoMatch("foo", "/foo")): a pattern without a leading '/' never
  * matches a request path, unless it starts with ** or {*x}, which stand
  * for the separator themselves (PathPatternParserTests

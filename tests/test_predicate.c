@@ -766,7 +766,7 @@ START_TEST(xff_index_beyond_the_entries_uses_the_left_most) {
 }
 END_TEST
 
-/* issue 13 item 4; SCG XForwardedRemoteAddressResolverTest
+/* SCG XForwardedRemoteAddressResolverTest
  * trustOneFallsBackOnMultipleHeaders / trustAllFallsBackOnMultipleHeaders:
  * several X-Forwarded-For lines are all discarded, the socket address is
  * tested instead. */

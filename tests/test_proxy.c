@@ -1,5 +1,5 @@
 /*
- * test_proxy.c - what a proxy needs from the library (issue 9): change
+ * test_proxy.c - what a proxy needs from the library: change
  * sets, route host data and keys, the target of a match, retries and
  * passive health, no-match reasons, re-entrancy, source status and
  * Prometheus metrics.

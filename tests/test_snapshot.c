@@ -1,8 +1,8 @@
-/* test_snapshot.c - snapshots share their chunked arrays (issue 14 item
- * 6): a one-route change costs memory independent of the table size (the
+/* test_snapshot.c - snapshots share their chunked arrays: a
+ * one-route change costs memory independent of the table size (the
  * library's own byte count of the derived snapshot, not time), and the
  * rank order, the id table and matching stay exact across thousands of
- * random changes that split, copy and empty chunks; and (issue 15 item 4)
+ * random changes that split, copy and empty chunks; and
  * 10,000 consecutive single changes rebuild the index several times, each
  * publish doing a bounded share of the work, matching exactly throughout. */
 #include "snapshot/index_int.h"

@@ -1,5 +1,5 @@
 /*
- * budget.h - the CPU budget of one request (issue 14 item 1): one pool of
+ * budget.h - the CPU budget of one request: one pool of
  * PCRE2 match-limit units shared by every regex evaluation of the request
  * (predicates and filters), a cap on the repeated values of one header,
  * query parameter or cookie a predicate examines, and a cap on the bytes

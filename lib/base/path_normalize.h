@@ -1,6 +1,6 @@
 /*
- * path_normalize.h - request path normalisation before matching (issue 9
- * item 7; Envoy's normalize_path, merge_slashes and
+ * path_normalize.h - request path normalisation before matching (after
+ * Envoy's normalize_path, merge_slashes and
  * path_with_escaped_slashes_action): dot segments removed per RFC 3986
  * section 5.2.4 as the decoded path reads them, a path climbing above the
  * root rejected, optional merging of repeated slashes, and a choice for

@@ -28,7 +28,7 @@ Writes: by default through etcd's JSON gateway (/v3/kv/put: the request
 body is the value in base64 inside JSON, which etcd's gateway decodes);
 --grpc-put writes through etcd's gRPC API as etcdctl and the client
 libraries do (a minimal HTTP/2 client below). The consumers always read
-through the JSON gateway (issue 11: no gRPC in the gateway). The put
+through the JSON gateway (no gRPC in the gateway). The put
 requests are built before the clock starts and sent on one connection.
 
 Printed per run: latency median/p99/max; the put's round trip; per

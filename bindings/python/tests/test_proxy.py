@@ -1,4 +1,4 @@
-"""What a proxy needs (issue 9), through the binding: change sets, route
+"""What a proxy needs, through the binding: change sets, route
 host data and keys, targets, retries and passive health, no-match reasons,
 version-not-bumped, path normalisation, re-entrancy, source status and
 Prometheus metrics. Mirrors tests/test_proxy.c."""

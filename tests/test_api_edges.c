@@ -1,5 +1,5 @@
-/* test_review.c - regressions found by the 0.2 library review (issue 9):
- * each test pins one defect that was fixed, through the public API. */
+/* test_api_edges.c - edge cases of the public API: each test pins one
+ * defect that was fixed, through the public API. */
 #include "testutil.h"
 
 #include "switchyard.h"
@@ -269,8 +269,8 @@ START_TEST(set_request_host_header_reaches_the_target) {
 END_TEST
 
 int main(void) {
-    Suite *s = suite_create("review");
-    TCase *tc = tcase_create("review");
+    Suite *s = suite_create("api_edges");
+    TCase *tc = tcase_create("api_edges");
     tcase_add_test(tc, the_405_check_draws_on_the_request_budget);
     tcase_add_test(tc, a_refused_publish_blames_no_change);
     tcase_add_test(tc, a_null_router_is_named_as_such);

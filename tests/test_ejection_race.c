@@ -1,5 +1,6 @@
-/* test_review_race.c - races found by the 0.2 library review (issue 9),
- * run under TSan with the concurrency suites. */
+/* test_ejection_race.c - concurrent outcome reports against one instance:
+ * one ejection, one backoff step; run under TSan with the concurrency
+ * suites. */
 #include "testutil.h"
 
 #include "switchyard.h"
@@ -182,8 +183,8 @@ START_TEST(racing_successes_shorten_the_next_ejection_once) {
 END_TEST
 
 int main(void) {
-    Suite *s = suite_create("review_race");
-    TCase *tc = tcase_create("review_race");
+    Suite *s = suite_create("ejection_race");
+    TCase *tc = tcase_create("ejection_race");
     tcase_add_test(tc, racing_failures_eject_once_for_the_base_time);
     tcase_add_test(tc, racing_successes_shorten_the_next_ejection_once);
     suite_add_tcase(s, tc);

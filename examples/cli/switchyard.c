@@ -13,8 +13,7 @@
 
 /* ---- check ---- */
 
-/* Read a whole file into a malloc'd buffer; NULL with errno on failure. */
-static char *read_file(const char *path, size_t *len) {
+char *sy_cli_read_file(const char *path, size_t *len) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f)
         return NULL;
@@ -108,7 +107,7 @@ static int cli_check(int argc, char **argv) {
     for (int i = first; i < argc; i++) {
         const char *file = argv[i];
         size_t len = 0;
-        char *json = read_file(file, &len);
+        char *json = sy_cli_read_file(file, &len);
         if (!json) {
             fprintf(stderr, "switchyard check: %s: %s\n", file,
                     strerror(errno));
@@ -157,6 +156,10 @@ static const cli_command commands[] = {
     {"match", sy_cli_match, "find the route a request would take"},
     {"explain", sy_cli_explain, "show why each route matches or not"},
     {"diff", sy_cli_diff, "compare two route documents"},
+#ifdef SY_HAVE_YAML
+    {"convert", sy_cli_convert, "Spring Cloud Gateway YAML/properties to a "
+                                "route document"},
+#endif
 };
 
 static int usage(FILE *out) {

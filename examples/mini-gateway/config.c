@@ -1,7 +1,9 @@
 /*
  * config.c - the router and its config as a host keeps them: the router
  * options (route host data, path safety, passive health), one source per
- * route file (named by its base name without ".json"), the instances file,
+ * route file (named by its base name without ".json", ".yml" or ".yaml";
+ * a .yml/.yaml file is Spring Boot YAML, converted by the code of
+ * `switchyard convert`, examples/cli/scg_convert.c), the instances file,
  * the first load, and inotify watches (uv_fs_event on the files'
  * directories) that re-read changed files and apply them together as one
  * change set. Also the JSON form of apply reports and errors shared with
@@ -14,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#ifdef GW_HAVE_YAML
+#include "scg_convert.h"
+#endif
 
 typedef struct watched_file {
     const char *path;
@@ -259,9 +264,60 @@ static void source_name(const char *path, char *out, size_t cap) {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     size_t n = strlen(b);
-    if (n > 5 && strcmp(b + n - 5, ".json") == 0)
-        n -= 5;
+    static const char *const ext[] = {".json", ".yml", ".yaml"};
+    for (int i = 0; i < 3; i++) {
+        size_t el = strlen(ext[i]);
+        if (n > el && strcasecmp(b + n - el, ext[i]) == 0) {
+            n -= el;
+            break;
+        }
+    }
     snprintf(out, cap, "%.*s", (int)n, b);
+}
+
+static bool is_yaml(const char *path) {
+    size_t n = strlen(path);
+    return (n > 4 && strcasecmp(path + n - 4, ".yml") == 0) ||
+           (n > 5 && strcasecmp(path + n - 5, ".yaml") == 0);
+}
+
+/* A .yml/.yaml route file's text (Spring Boot YAML) as a route document,
+ * through the converter `switchyard convert` uses: placeholders resolved
+ * from the environment and the file, every unresolved one an error.
+ * Returns the document (free it) or NULL with the first error (FILE:LINE:
+ * message) in err; warnings are logged. */
+static char *yaml_routes(const char *path, const char *text, size_t len,
+                         size_t *out_len, sy_error *err) {
+#ifdef GW_HAVE_YAML
+    scg_options o = {0};
+    scg_converter *c = scg_converter_new(&o);
+    char *doc = NULL;
+    size_t routes = 0;
+    if (c && !scg_converter_add(c, path, text, len, SCG_FORMAT_YAML))
+        doc = scg_converter_document(c, out_len, &routes);
+    const scg_issue *first = NULL;
+    for (size_t i = 0; c && i < scg_converter_issue_count(c); i++) {
+        const scg_issue *is = scg_converter_issue(c, i);
+        if (is->error && !first)
+            first = is;
+        else if (!is->error)
+            gw_log("%s", is->text);
+    }
+    if (!doc) {
+        inst_fail(err, c ? SY_ESYNTAX : SY_ENOMEM, "", "");
+        gw_copy_str(err->message, sizeof err->message,
+                    first ? first->text : "out of memory");
+    }
+    scg_converter_free(c);
+    return doc;
+#else
+    (void)text;
+    (void)len;
+    (void)out_len;
+    inst_fail(err, SY_EINVAL, "", "built without libyaml: no .yml routes");
+    (void)path;
+    return NULL;
+#endif
 }
 
 static void on_log(void *data, sy_log_level level, const char *message) {
@@ -328,6 +384,15 @@ static int stage_files(sy_change_set *cs, bool all, char *what, size_t cap,
                 return SY_ENOTFOUND;
             }
             continue; /* being replaced: the next event brings it */
+        }
+        if (f->source[0] && is_yaml(f->path)) {
+            char *doc = yaml_routes(f->path, text, len, &len, err);
+            free(text);
+            if (!doc) {
+                snprintf(what, cap, "%s", f->path);
+                return err->code;
+            }
+            text = doc;
         }
         int rc = f->source[0]
                      ? sy_change_set_apply(cs, f->source, text, len, err)

@@ -177,6 +177,20 @@ def main():
     report(not found, "no modules use each other in a loop",
            ["loop: " + " -> ".join(g) for g in found])
 
+    pkg = os.path.join(root, "bindings", "python", "switchyard")
+    pyimports = {}
+    for f in sorted(glob.glob(os.path.join(pkg, "*.py"))):
+        mod = os.path.basename(f)[:-3]
+        text = open(f, encoding="utf-8").read()
+        used = set(re.findall(r"^\s*from \.(\w+) import", text, re.M))
+        for names in re.findall(r"^\s*from \. import ([\w, ]+)", text, re.M):
+            used |= {n.strip().split(" ")[0] for n in names.split(",")}
+        pyimports[mod] = used - {mod, "__init__"}
+    found = loops(pyimports)
+    report(bool(pyimports) and not found,
+           "no two modules of the Python package import each other",
+           ["loop: " + " -> ".join(g) for g in found])
+
     header = open(os.path.join(root, "include", "switchyard.h"),
                   encoding="utf-8").read()
     public = set(re.findall(r"\bsy_(?!_)[a-z0-9_]+\b", header))

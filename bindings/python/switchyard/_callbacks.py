@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ._convert import (ENC, ERRORS, report_from_c, request_from_c,
                        route_from_c, set_error, stash, text, to_bytes)
 from ._native import ffi, lib
+from ._types import ExplainStep
 
 logger = logging.getLogger("switchyard")
 
@@ -214,7 +215,6 @@ class ExplainCollector:
 @ffi.def_extern()
 def _sy_py_explain(data: Any, route: Any, matched: bool, failed: int,
                    failed_name: Any) -> int:
-    from ._types import ExplainStep
     try:
         col: ExplainCollector = ffi.from_handle(data)
         col.steps.append(ExplainStep(

@@ -469,6 +469,11 @@ class _Live:
         self.where = (slot, slot.serial, m)
         self.route = lib.sy_match_route(m)
 
+    def target(self, match: Match, exclude: Iterable[str]) -> Target:
+        """Match.target() (the match reaches its C result through this
+        object, so _types needs no import of this module)."""
+        return match_target(match, exclude)
+
 
 def _exclusions(exclude: Iterable[str]) -> Tuple[Any, int, List[Any]]:
     if isinstance(exclude, str):

@@ -13,6 +13,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
+from ._errors import InvalidArgumentError, error_for_code
+
 __all__ = [
     "Action", "ResponseOpKind", "UpstreamKind", "InstanceState",
     "InstanceOp", "ShortcutType", "Changed", "Request", "Upstream", "Route",
@@ -290,8 +292,10 @@ class Match:
         otherwise). Raises NoInstanceError (answer 503) when no instance is
         eligible, InvalidArgumentError when the action is not PROXY.
         """
-        from ._core import match_target
-        return match_target(self, exclude)
+        if self._live is None:
+            raise InvalidArgumentError(
+                "this Match was not made by a snapshot: it has no target")
+        return self._live.target(self, exclude)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (used by ``python3 -m switchyard match --json``)."""
@@ -452,7 +456,6 @@ class Issue:
 
     def exception(self) -> Exception:
         """The exception this issue would have raised in strict mode."""
-        from ._errors import error_for_code
         return error_for_code(self.code)(
             self.message, code=self.code, path=self.path, line=self.line,
             column=self.column, offset=self.offset)

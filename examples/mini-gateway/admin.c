@@ -31,8 +31,12 @@
 static httpd *admin;
 
 static void reply_json(httpd_conn *c, int status, const gw_buf *b) {
-    httpd_respond(c, status, "application/json", NULL, b->p ? b->p : "",
-                  b->len);
+    static const char oom[] = "{\"error\":\"out of memory\"}\n";
+    if (b->failed) /* the answer could not be built (gw.h) */
+        httpd_respond(c, 500, "application/json", NULL, oom, sizeof oom - 1);
+    else
+        httpd_respond(c, status, "application/json", NULL, b->p ? b->p : "",
+                      b->len);
 }
 
 static void reply_msg(httpd_conn *c, int status, const char *msg) {
@@ -51,33 +55,6 @@ static int status_for(int code) {
     case SY_EREENTRANT: return 500;
     default: return 400;
     }
-}
-
-/* Commit cs and answer: 200 with the report, or the located error. */
-static void commit_reply(httpd_conn *c, sy_change_set *cs, const char *what) {
-    sy_error err;
-    int rc = gw_commit(cs, what, &err);
-    sy_change_set_free(cs);
-    if (rc) {
-        gw_buf b = {0};
-        gw_buf_adds(&b, "{\"error\":");
-        gw_error_json(&b, &err);
-        gw_buf_adds(&b, "}\n");
-        reply_json(c, status_for(rc), &b);
-        gw_buf_free(&b);
-        return;
-    }
-    reply_json(c, 200, &G.last_report);
-}
-
-static void staged_fail(httpd_conn *c, sy_change_set *cs, const sy_error *e) {
-    sy_change_set_free(cs);
-    gw_buf b = {0};
-    gw_buf_adds(&b, "{\"error\":");
-    gw_error_json(&b, e);
-    gw_buf_adds(&b, "}\n");
-    reply_json(c, status_for(e->code), &b);
-    gw_buf_free(&b);
 }
 
 static void hex64(char out[17], uint64_t v) {
@@ -190,23 +167,26 @@ static void get_routes(httpd_conn *c) {
 static void get_metrics(httpd_conn *c) {
     gw_buf b = {0};
     size_t need = 0;
-    gw_buf_reserve(&b, 16384);
-    int rc = sy_router_metrics_text(G.router, b.p, b.cap, &need, NULL);
-    if (rc == SY_ETOOSMALL) {
-        gw_buf_reserve(&b, need);
+    int rc = SY_ENOMEM;
+    if (gw_buf_reserve(&b, 16384))
         rc = sy_router_metrics_text(G.router, b.p, b.cap, &need, NULL);
-    }
+    if (rc == SY_ETOOSMALL && gw_buf_reserve(&b, need))
+        rc = sy_router_metrics_text(G.router, b.p, b.cap, &need, NULL);
     b.len = rc == 0 ? need : 0;
     gw_metrics_text(&b);
 #ifdef GW_HAVE_ETCD
     if (G.etcd) {
         size_t n = gw_etcd_metrics_text(G.etcd, NULL, 0);
-        gw_buf_reserve(&b, n + 1);
-        gw_etcd_metrics_text(G.etcd, b.p + b.len, n + 1);
-        b.len += n;
+        if (gw_buf_reserve(&b, n + 1)) {
+            gw_etcd_metrics_text(G.etcd, b.p + b.len, n + 1);
+            b.len += n;
+        }
     }
 #endif
-    httpd_respond(c, 200, "text/plain; version=0.0.4", NULL, b.p, b.len);
+    if (b.failed)
+        reply_msg(c, 500, "out of memory");
+    else
+        httpd_respond(c, 200, "text/plain; version=0.0.4", NULL, b.p, b.len);
     gw_buf_free(&b);
 }
 
@@ -271,6 +251,215 @@ static void query_param(const char *q, const char *key, char *out, size_t cap) {
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* Endpoints                                                            */
+/* ------------------------------------------------------------------ */
+
+/* One admin request: its connection and request, and its path split into
+ * decoded segments (seg[0] is the endpoint's name). */
+typedef struct admin_call {
+    httpd_conn *c;
+    httpd_req *r;
+    char *seg[5];
+    int ns;
+} admin_call;
+
+/* A reading endpoint answers by itself. */
+typedef void (*answer_fn)(admin_call *a);
+/* A changing endpoint stages its change into cs and names it in what[cap]
+ * (for the report and the log); 0, or SY_E* with err filled. The one
+ * stage-and-commit helper (change) does the rest. */
+typedef int (*stage_fn)(admin_call *a, sy_change_set *cs, char *what,
+                        size_t cap, sy_error *err);
+
+enum { M_GET = 1, M_PUT = 2, M_POST = 4, M_DELETE = 8 };
+/* What a changing endpoint needs before it stages. */
+enum {
+    NEEDS_SOURCE = 1, /* seg[1] is registered as a source when new */
+    NEEDS_ROUTE = 2   /* seg[2] is a live route of source seg[1], else 404 */
+};
+
+typedef struct endpoint {
+    unsigned methods; /* M_*; M_GET takes HEAD too */
+    /* the path as segments joined by '/'; "*" is any one segment */
+    const char *pattern;
+    answer_fn answer; /* a reading endpoint, or */
+    stage_fn stage;   /* a changing one */
+    unsigned needs;   /* NEEDS_* for a changing one */
+} endpoint;
+
+static void answer_status(admin_call *a) {
+    get_status(a->c);
+}
+
+static void answer_routes(admin_call *a) {
+    get_routes(a->c);
+}
+
+static void answer_metrics(admin_call *a) {
+    get_metrics(a->c);
+}
+
+static void answer_report(admin_call *a) {
+    if (G.last_report.len)
+        reply_json(a->c, 200, &G.last_report);
+    else
+        reply_msg(a->c, 404, "nothing applied yet");
+}
+
+static void answer_fingerprint(admin_call *a) {
+    sy_snapshot *s = sy_router_acquire(G.router);
+    char fp[17], body[96];
+    hex64(fp, sy_snapshot_fingerprint(s));
+    int n = snprintf(body, sizeof body,
+                     "{\"fingerprint\":\"%s\",\"generation\":%llu}\n", fp,
+                     (unsigned long long)sy_snapshot_generation(s));
+    sy_snapshot_release(s);
+    httpd_respond(a->c, 200, "application/json", NULL, body, (size_t)n);
+}
+
+/* PUT /routes/<source>: a whole document for a source. */
+static int stage_document(admin_call *a, sy_change_set *cs, char *what,
+                          size_t cap, sy_error *err) {
+    snprintf(what, cap, "admin: document for %s", a->seg[1]);
+    return sy_change_set_apply(cs, a->seg[1], a->r->body, a->r->body_len, err);
+}
+
+/* PUT /routes/<source>/<id>: one route; its "id" must be the URL's. */
+static int stage_upsert(admin_call *a, sy_change_set *cs, char *what,
+                        size_t cap, sy_error *err) {
+    cJSON *j = cJSON_ParseWithLength(a->r->body, a->r->body_len);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+    bool same = cJSON_IsString(id) && strcmp(id->valuestring, a->seg[2]) == 0;
+    cJSON_Delete(j);
+    if (j && !same) {
+        memset(err, 0, sizeof *err);
+        err->code = SY_EINVAL;
+        snprintf(err->path, sizeof err->path, "id");
+        snprintf(err->message, sizeof err->message,
+                 "the route's \"id\" must be the <id> of the URL");
+        return SY_EINVAL;
+    }
+    snprintf(what, cap, "admin: upsert %s/%s", a->seg[1], a->seg[2]);
+    return sy_change_set_upsert_route(cs, a->seg[1], a->r->body,
+                                      a->r->body_len, err);
+}
+
+/* DELETE /routes/<source>/<id> */
+static int stage_remove(admin_call *a, sy_change_set *cs, char *what,
+                        size_t cap, sy_error *err) {
+    snprintf(what, cap, "admin: remove %s/%s", a->seg[1], a->seg[2]);
+    return sy_change_set_remove_route(cs, a->seg[2], err);
+}
+
+/* POST /routes/<source>/<id>/disable and /enable */
+static int stage_enabled(admin_call *a, sy_change_set *cs, char *what,
+                         size_t cap, sy_error *err) {
+    snprintf(what, cap, "admin: %s %s/%s", a->seg[3], a->seg[1], a->seg[2]);
+    return sy_change_set_set_route_enabled(
+        cs, a->seg[2], strcmp(a->seg[3], "enable") == 0, err);
+}
+
+/* PUT /instances/<service>: a JSON array of instances. */
+static int stage_instances(admin_call *a, sy_change_set *cs, char *what,
+                           size_t cap, sy_error *err) {
+    snprintf(what, cap, "admin: instances of %s", a->seg[1]);
+    return gw_instances_stage(cs, a->r->body, a->r->body_len, a->seg[1], err);
+}
+
+/* POST /rollback/<source>[?version=V] */
+static int stage_rollback(admin_call *a, sy_change_set *cs, char *what,
+                          size_t cap, sy_error *err) {
+    char ver[256];
+    query_param(a->r->query, "version", ver, sizeof ver);
+    snprintf(what, cap, "admin: rollback %s to %s", a->seg[1],
+             ver[0] ? ver : "the previous version");
+    return sy_change_set_rollback(cs, a->seg[1], ver[0] ? ver : NULL, err);
+}
+
+static const endpoint endpoints[] = {
+    {M_GET, "status", answer_status, NULL, 0},
+    {M_GET, "routes", answer_routes, NULL, 0},
+    {M_GET, "metrics", answer_metrics, NULL, 0},
+    {M_GET, "report", answer_report, NULL, 0},
+    {M_GET, "fingerprint", answer_fingerprint, NULL, 0},
+    {M_PUT, "routes/*", NULL, stage_document, NEEDS_SOURCE},
+    {M_PUT, "routes/*/*", NULL, stage_upsert, NEEDS_SOURCE},
+    {M_DELETE, "routes/*/*", NULL, stage_remove, NEEDS_ROUTE},
+    {M_POST | M_PUT, "routes/*/*/disable", NULL, stage_enabled, NEEDS_ROUTE},
+    {M_POST | M_PUT, "routes/*/*/enable", NULL, stage_enabled, NEEDS_ROUTE},
+    {M_PUT, "instances/*", NULL, stage_instances, 0},
+    {M_POST | M_PUT, "rollback/*", NULL, stage_rollback, 0},
+};
+
+/* Reply with the located error of a change that was refused. */
+static void reply_error(httpd_conn *c, int code, const sy_error *err) {
+    gw_buf b = {0};
+    gw_buf_adds(&b, "{\"error\":");
+    gw_error_json(&b, err);
+    gw_buf_adds(&b, "}\n");
+    reply_json(c, status_for(code), &b);
+    gw_buf_free(&b);
+}
+
+/* The one stage-and-commit helper: what the endpoint needs, its change
+ * staged into a new change set, the set committed as one publish; 200 with
+ * the report, or the located error and nothing changed. */
+static void change(admin_call *a, const endpoint *ep) {
+    sy_error err;
+    if (ep->needs & NEEDS_ROUTE && !route_in_source(a->seg[1], a->seg[2])) {
+        reply_msg(a->c, 404, "no such route in this source");
+        return;
+    }
+    if (ep->needs & NEEDS_SOURCE) {
+        int rc = sy_router_add_source(G.router, a->seg[1], &err);
+        if (rc && rc != SY_EEXIST) {
+            reply_msg(a->c, 400, err.message);
+            return;
+        }
+    }
+    sy_change_set *cs;
+    if (sy_change_set_new(G.router, &cs, &err)) {
+        reply_msg(a->c, 500, err.message);
+        return;
+    }
+    char what[512];
+    int rc = ep->stage(a, cs, what, sizeof what, &err);
+    if (!rc)
+        rc = gw_commit(cs, what, &err);
+    sy_change_set_free(cs);
+    if (rc)
+        reply_error(a->c, rc, &err);
+    else
+        reply_json(a->c, 200, &G.last_report);
+}
+
+/* Does the call's path fit the pattern? */
+static bool path_fits(const admin_call *a, const char *pattern) {
+    int i = 0;
+    for (const char *p = pattern; *p; i++) {
+        size_t n = strcspn(p, "/");
+        if (i >= a->ns)
+            return false;
+        if (!(n == 1 && *p == '*') &&
+            (strlen(a->seg[i]) != n || strncmp(a->seg[i], p, n) != 0))
+            return false;
+        p += n;
+        p += *p == '/';
+    }
+    return i == a->ns;
+}
+
+static unsigned method_bit(const char *m) {
+    if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
+        return M_GET;
+    if (strcmp(m, "PUT") == 0)
+        return M_PUT;
+    if (strcmp(m, "POST") == 0)
+        return M_POST;
+    return strcmp(m, "DELETE") == 0 ? M_DELETE : 0;
+}
+
 static void handle(httpd_conn *c, httpd_req *r, void *data) {
     (void)data;
     if (!authorized(r)) {
@@ -279,158 +468,35 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
                       "{\"error\":\"unauthorized\"}\n", 25);
         return;
     }
-    /* split the path into at most 4 decoded segments */
+    /* split the path into at most 5 decoded segments */
     char path[2048];
     snprintf(path, sizeof path, "%s", r->path);
-    char *seg[5] = {0};
-    int ns = 0;
+    admin_call a = {.c = c, .r = r};
     char *save = NULL;
-    for (char *s = strtok_r(path, "/", &save); s && ns < 5;
+    for (char *s = strtok_r(path, "/", &save); s && a.ns < 5;
          s = strtok_r(NULL, "/", &save)) {
         url_decode(s);
-        seg[ns++] = s;
+        a.seg[a.ns++] = s;
     }
-    const char *m = r->method;
-    bool get = strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
-    bool put = strcmp(m, "PUT") == 0, post = strcmp(m, "POST") == 0;
-    bool del = strcmp(m, "DELETE") == 0;
-    sy_change_set *cs = NULL;
-    sy_error err;
-    char what[512];
-
-    if (ns == 1 && strcmp(seg[0], "status") == 0 && get) {
-        get_status(c);
-    } else if (ns == 1 && strcmp(seg[0], "routes") == 0 && get) {
-        get_routes(c);
-    } else if (ns == 1 && strcmp(seg[0], "metrics") == 0 && get) {
-        get_metrics(c);
-    } else if (ns == 1 && strcmp(seg[0], "report") == 0 && get) {
-        if (G.last_report.len)
-            reply_json(c, 200, &G.last_report);
+    unsigned m = method_bit(r->method);
+    bool path_known = false;
+    for (size_t i = 0; i < sizeof endpoints / sizeof *endpoints; i++) {
+        const endpoint *ep = &endpoints[i];
+        if (!path_fits(&a, ep->pattern))
+            continue;
+        path_known = true;
+        if (!(ep->methods & m))
+            continue;
+        if (ep->answer)
+            ep->answer(&a);
         else
-            reply_msg(c, 404, "nothing applied yet");
-    } else if (ns == 1 && strcmp(seg[0], "fingerprint") == 0 && get) {
-        sy_snapshot *s = sy_router_acquire(G.router);
-        char fp[17], body[96];
-        hex64(fp, sy_snapshot_fingerprint(s));
-        int n = snprintf(body, sizeof body,
-                         "{\"fingerprint\":\"%s\",\"generation\":%llu}\n", fp,
-                         (unsigned long long)sy_snapshot_generation(s));
-        sy_snapshot_release(s);
-        httpd_respond(c, 200, "application/json", NULL, body, (size_t)n);
-    } else if (ns == 2 && strcmp(seg[0], "routes") == 0 && put) {
-        /* a whole document for a source (registered when new) */
-        int rc = sy_router_add_source(G.router, seg[1], &err);
-        if (rc && rc != SY_EEXIST) {
-            reply_msg(c, 400, err.message);
-            return;
-        }
-        if (sy_change_set_new(G.router, &cs, &err)) {
-            reply_msg(c, 500, err.message);
-            return;
-        }
-        if (sy_change_set_apply(cs, seg[1], r->body, r->body_len, &err)) {
-            staged_fail(c, cs, &err);
-            return;
-        }
-        snprintf(what, sizeof what, "admin: document for %s", seg[1]);
-        commit_reply(c, cs, what);
-    } else if (ns == 3 && strcmp(seg[0], "routes") == 0 && (put || del)) {
-        if (put) { /* a new source is registered, as for a document */
-            int rc = sy_router_add_source(G.router, seg[1], &err);
-            if (rc && rc != SY_EEXIST) {
-                reply_msg(c, 400, err.message);
-                return;
-            }
-        } else if (!route_in_source(seg[1], seg[2])) {
-            reply_msg(c, 404, "no such route in this source");
-            return;
-        }
-        if (sy_change_set_new(G.router, &cs, &err)) {
-            reply_msg(c, 500, err.message);
-            return;
-        }
-        if (put) {
-            cJSON *j = cJSON_ParseWithLength(r->body, r->body_len);
-            const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
-            bool same =
-                cJSON_IsString(id) && strcmp(id->valuestring, seg[2]) == 0;
-            cJSON_Delete(j);
-            if (j && !same) {
-                sy_change_set_free(cs);
-                {
-                    reply_msg(c, 400,
-                              "the route's \"id\" must be the "
-                              "<id> of the URL");
-                    return;
-                }
-            }
-            if (sy_change_set_upsert_route(cs, seg[1], r->body, r->body_len,
-                                           &err)) {
-                staged_fail(c, cs, &err);
-                return;
-            }
-            snprintf(what, sizeof what, "admin: upsert %s/%s", seg[1], seg[2]);
-        } else {
-            if (sy_change_set_remove_route(cs, seg[2], &err)) {
-                staged_fail(c, cs, &err);
-                return;
-            }
-            snprintf(what, sizeof what, "admin: remove %s/%s", seg[1], seg[2]);
-        }
-        commit_reply(c, cs, what);
-    } else if (ns == 4 && strcmp(seg[0], "routes") == 0 && (post || put) &&
-               (strcmp(seg[3], "disable") == 0 ||
-                strcmp(seg[3], "enable") == 0)) {
-        bool en = strcmp(seg[3], "enable") == 0;
-        if (!route_in_source(seg[1], seg[2])) {
-            reply_msg(c, 404, "no such route in this source");
-            return;
-        }
-        if (sy_change_set_new(G.router, &cs, &err)) {
-            reply_msg(c, 500, err.message);
-            return;
-        }
-        if (sy_change_set_set_route_enabled(cs, seg[2], en, &err)) {
-            staged_fail(c, cs, &err);
-            return;
-        }
-        snprintf(what, sizeof what, "admin: %s %s/%s", seg[3], seg[1], seg[2]);
-        commit_reply(c, cs, what);
-    } else if (ns == 2 && strcmp(seg[0], "instances") == 0 && put) {
-        if (sy_change_set_new(G.router, &cs, &err)) {
-            reply_msg(c, 500, err.message);
-            return;
-        }
-        if (gw_instances_stage(cs, r->body, r->body_len, seg[1], &err)) {
-            staged_fail(c, cs, &err);
-            return;
-        }
-        snprintf(what, sizeof what, "admin: instances of %s", seg[1]);
-        commit_reply(c, cs, what);
-    } else if (ns == 2 && strcmp(seg[0], "rollback") == 0 && (post || put)) {
-        char ver[256];
-        query_param(r->query, "version", ver, sizeof ver);
-        if (sy_change_set_new(G.router, &cs, &err)) {
-            reply_msg(c, 500, err.message);
-            return;
-        }
-        if (sy_change_set_rollback(cs, seg[1], ver[0] ? ver : NULL, &err)) {
-            staged_fail(c, cs, &err);
-            return;
-        }
-        snprintf(what, sizeof what, "admin: rollback %s to %s", seg[1],
-                 ver[0] ? ver : "the previous version");
-        commit_reply(c, cs, what);
-    } else if (ns >= 1 && (strcmp(seg[0], "routes") == 0 ||
-                           strcmp(seg[0], "instances") == 0 ||
-                           strcmp(seg[0], "rollback") == 0 ||
-                           strcmp(seg[0], "status") == 0 ||
-                           strcmp(seg[0], "metrics") == 0)) {
-        reply_msg(c, 405, "method not allowed here");
-    } else {
-        reply_msg(c, 404, "no such admin endpoint");
+            change(&a, ep);
+        return;
     }
+    if (path_known)
+        reply_msg(c, 405, "method not allowed here");
+    else
+        reply_msg(c, 404, "no such admin endpoint");
 }
 
 int gw_admin_start(uv_loop_t *loop) {

@@ -108,7 +108,7 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
     long size = query_num(r->query, "size");
     if (size > 0 && size <= 64L * 1024 * 1024) {
         gw_buf_adds(&out, ",\"pad\":\"");
-        while (out.len + 3 < (size_t)size)
+        while (!out.failed && out.len + 3 < (size_t)size)
             gw_buf_add(&out, "x", 1);
         gw_buf_adds(&out, "\"");
     }
@@ -116,6 +116,11 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
     long status = query_num(r->query, "status");
     if (status < 100 || status > 599)
         status = 200;
+    if (out.failed) { /* out of memory (gw.h): this answer fails */
+        gw_buf_free(&out);
+        httpd_respond(c, 500, "text/plain", NULL, "out of memory\n", 14);
+        return;
+    }
     char *headers = location_header(r->query);
     long delay = query_num(r->query, "delay");
     if (delay > 0) {

@@ -490,7 +490,6 @@ void gw_config_close(void) {
     debounce_init = false;
 }
 
-void gw_config_free(void);
 void gw_config_free(void) {
     for (size_t i = 0; i < file_count; i++) {
         free(files[i].dir);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <switchyard.h>
 #include <uv.h>
 
@@ -61,15 +62,29 @@ static inline void gw_link_unlink(gw_link **head, gw_link *l) {
 #define GW_MAX_HEADERS 128
 
 /* ------------------------------------------------------------------ */
-/* Growable byte buffer                                                 */
+/* Growable byte buffer, and the out-of-memory policy                   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The gateway's one out-of-memory policy: a failed allocation fails the
+ * piece of work it was for -- the client or upstream connection (closed),
+ * the request (answered 500, or closed when the answer cannot be built),
+ * the admin call (500, nothing changed), the config change (rejected and
+ * logged, the last good config keeps serving, retried on the next change)
+ * -- and never the process: nothing aborts.
+ *
+ * A gw_buf follows it with a sticky flag: once an allocation failed,
+ * `failed` is set and later additions do nothing, so a builder appends
+ * freely and its owner checks `failed` once, before the bytes are used.
+ */
 typedef struct gw_buf {
     char *p;
     size_t len, cap;
+    bool failed; /* an allocation failed: the contents are incomplete */
 } gw_buf;
 
-void gw_buf_reserve(gw_buf *b, size_t extra);
+/* Room for `extra` more bytes; false (and `failed` set) when there is none. */
+bool gw_buf_reserve(gw_buf *b, size_t extra);
 void gw_buf_add(gw_buf *b, const void *data, size_t len);
 void gw_buf_adds(gw_buf *b, const char *s);
 void gw_buf_addu(gw_buf *b, uint64_t v); /* decimal, without printf */
@@ -108,6 +123,20 @@ typedef struct gw_config {
     bool quiet; /* no access log */
     bool demo;
 } gw_config;
+
+/* The command line (options.c): the config and what only main needs. */
+typedef struct gw_options {
+    gw_config cfg;
+    const char *listen; /* --listen as given (the backend parses it) */
+    bool help;          /* --help: print the usage and exit */
+    bool etcd_trace;    /* one JSON line per etcd commit on stdout */
+    bool backend;       /* run as the test backend */
+    const char *backend_id, *backend_version;
+} gw_options;
+
+/* Defaults, then argv; 0, or -1 after a message on stderr (exit 2). */
+int gw_options_parse(gw_options *o, int argc, char **argv);
+void gw_options_usage(FILE *f);
 
 /* ------------------------------------------------------------------ */
 /* Metrics                                                              */
@@ -170,6 +199,15 @@ typedef struct gw_pool {
     size_t idle_count;
 } gw_pool;
 
+/* A message to a worker's loop (uv_async). Messages are preallocated by
+ * their senders (the worker's stop_msg, the route data's drop_msgs): a
+ * post cannot fail. */
+typedef struct gw_msg {
+    struct gw_msg *next;
+    enum { GW_MSG_STOP, GW_MSG_DROP_ROUTE } kind;
+    struct gw_route_data *rd;
+} gw_msg;
+
 /* The host data of one live route (sy_router_options.route_attach): one
  * list of pools per worker, each touched only by its worker's thread. */
 typedef struct gw_route_data {
@@ -178,15 +216,9 @@ typedef struct gw_route_data {
     uint64_t connect_timeout_ms, response_timeout_ms;
     struct gw_cors *cors; /* metadata `cors` (cors.c), or NULL */
     char *cors_error;     /* why metadata `cors` could not be read */
-    gw_pool *pools[]; /* [worker count] */
+    gw_msg *drop_msgs; /* [worker count], in the same block after pools */
+    gw_pool *pools[];  /* [worker count] */
 } gw_route_data;
-
-/* A message to a worker's loop (uv_async). */
-typedef struct gw_msg {
-    struct gw_msg *next;
-    enum { GW_MSG_STOP, GW_MSG_DROP_ROUTE } kind;
-    gw_route_data *rd;
-} gw_msg;
 
 struct gw_worker {
     int index;
@@ -201,6 +233,7 @@ struct gw_worker {
     gw_link *dirty_clients, *dirty_ups;
     uv_mutex_t mq_lock;
     gw_msg *mq;
+    gw_msg stop_msg;
     sy_match_ctx *ctx;
     uint64_t rng;
     bool draining, started;
@@ -232,10 +265,11 @@ typedef struct gw_state {
 
 extern gw_state G;
 
-/* proxy.c: worker threads */
+/* worker.c: worker threads */
 int gw_workers_init(void);  /* loops, listeners, contexts (main thread) */
 int gw_workers_start(void); /* threads */
 void gw_workers_stop(void); /* drain and join */
+void gw_workers_free(void); /* after stop, once the router is freed */
 void gw_worker_post(gw_worker *w, gw_msg *msg);
 void *gw_route_attach(void *data, const sy_route *route);
 void gw_route_detach(void *data, const sy_route *route, void *host_data);
@@ -244,7 +278,8 @@ void gw_route_detach(void *data, const sy_route *route, void *host_data);
 int gw_config_init(void);
 int gw_config_load_all(void); /* initial load; non-zero: fatal */
 int gw_config_watch(uv_loop_t *loop);
-void gw_config_close(void);
+void gw_config_close(void); /* handles; the loop runs on to close them */
+void gw_config_free(void);  /* after the loop stopped */
 /* Parse an instances document ({"services": {...}}, or a bare array for
  * one service when `service` is set) and stage it into cs. */
 int gw_instances_stage(sy_change_set *cs, const char *json, size_t len,
@@ -282,7 +317,10 @@ typedef struct gw_deadline {
 void gw_deadline_init(uv_loop_t *loop, gw_deadline *d, void *data);
 void gw_deadline_set(gw_deadline *d, uv_timer_cb cb, uint64_t ms);
 void gw_deadline_clear(gw_deadline *d);
-uint64_t gw_now_ms(void);
+/* The gateway's one clock: CLOCK_MONOTONIC in nanoseconds (the clock
+ * uv_hrtime reads; libuv's loop time, uv_now, is it in milliseconds). Any
+ * thread. */
+uint64_t gw_now_ns(void);
 /* Copy `src` (NULL: "") into dst[cap], cut to fit; always terminated. */
 void gw_copy_str(char *dst, size_t cap, const char *src);
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

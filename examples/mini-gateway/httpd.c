@@ -85,7 +85,7 @@ static int on_begin(http_parser *p) {
 static int on_url(http_parser *p, const char *at, size_t len) {
     httpd_conn *c = p->data;
     gw_buf_add(&c->url, at, len);
-    return c->url.len > 65536;
+    return c->url.len > 65536 || c->url.failed;
 }
 
 static int on_field(http_parser *p, const char *at, size_t len) {
@@ -101,7 +101,7 @@ static int on_field(http_parser *p, const char *at, size_t len) {
         c->last = 1;
     }
     gw_buf_add(&c->hb, at, len);
-    return c->hb.len > 65536;
+    return c->hb.len > 65536 || c->hb.failed;
 }
 
 static int on_value(http_parser *p, const char *at, size_t len) {
@@ -112,7 +112,7 @@ static int on_value(http_parser *p, const char *at, size_t len) {
         c->last = 2;
     }
     gw_buf_add(&c->hb, at, len);
-    return c->hb.len > 65536;
+    return c->hb.len > 65536 || c->hb.failed;
 }
 
 static int on_headers_complete(http_parser *p) {
@@ -122,6 +122,8 @@ static int on_headers_complete(http_parser *p) {
         c->val_off[c->nh - 1] = c->hb.len;
     }
     gw_buf_add(&c->hb, "", 1);
+    if (c->hb.failed)
+        return -1;
     if (p->content_length != ULLONG_MAX &&
         p->content_length > c->srv->max_body) {
         c->too_big = true;
@@ -137,7 +139,7 @@ static int on_body(http_parser *p, const char *at, size_t len) {
         return 1;
     }
     gw_buf_add(&c->body, at, len);
-    return 0;
+    return c->body.failed;
 }
 
 static int on_message_complete(http_parser *p) {
@@ -147,6 +149,8 @@ static int on_message_complete(http_parser *p) {
     r->method = http_method_str((enum http_method)p->method);
     gw_buf_add(&c->url, "", 0);
     gw_buf_add(&c->body, "", 0);
+    if (c->url.failed || c->body.failed)
+        return -1; /* out of memory (gw.h): the connection fails */
     r->url = c->url.p;
     r->body = c->body.p;
     r->body_len = c->body.len;
@@ -213,6 +217,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (nread == 0)
         return;
     gw_buf_add(&c->pending, buf->base, (size_t)nread);
+    if (c->pending.failed) { /* out of memory (gw.h): this connection */
+        conn_close(c);
+        return;
+    }
     if (!c->busy)
         parse_pending(c);
 }
@@ -268,6 +276,8 @@ void httpd_respond(httpd_conn *c, int status, const char *content_type,
     bool head = strcmp(c->req.method ? c->req.method : "", "HEAD") == 0;
     if (!head)
         gw_buf_add(&out, body, len);
+    if (out.failed) /* out of memory (gw.h): the connection fails */
+        out.len = 0, keep = false;
     /* at once when the socket takes it all (no copy, and no write
      * callback: uv_write's would re-register the socket with epoll),
      * else the rest through uv_write */

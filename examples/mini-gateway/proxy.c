@@ -19,7 +19,6 @@
 #include <strings.h>
 #include <time.h>
 
-void gw_worker_client_closed(gw_worker *w);
 
 static http_parser_settings settings;
 static void client_parse(gw_client *c);
@@ -31,12 +30,6 @@ static void client_kick(gw_client *c) {
 }
 static void client_close(gw_client *c);
 static void request_finish(gw_request *q);
-
-uint64_t gw_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t next_rand(gw_worker *w) {
     uint64_t x = w->rng;
@@ -139,8 +132,12 @@ void gw_flush_pending(gw_worker *w) {
  * copy, the rest copied into a uv_write. */
 static void client_flush_now(gw_client *c) {
     gw_link_unlink(&c->w->dirty_clients, &c->dirty);
-    if (c->closing || c->out.len == 0)
+    if (c->closing || (c->out.len == 0 && !c->out.failed))
         return;
+    if (c->out.failed) { /* output lost to out-of-memory (gw.h) */
+        client_close(c);
+        return;
+    }
     uv_stream_t *s = (uv_stream_t *)&c->tcp;
     size_t off = 0, len = c->out.len;
     c->out.len = 0;
@@ -412,6 +409,7 @@ void gw_request_respond(gw_request *q, int status, const char *headers,
     if (!q->head_req && blen)
         gw_buf_add(&out, body, blen);
     gw_client_write(c, out.p, out.len);
+    c->out.failed |= out.failed;
     gw_buf_free(&out);
     gw_client_flush(c);
     q->resp_started = true;
@@ -449,6 +447,7 @@ static void bad_request(gw_client *c, int status) {
                   "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
                   status, gw_status_text(status), strlen(body), body);
     gw_client_write(c, out.p, out.len);
+    c->out.failed |= out.failed;
     gw_buf_free(&out);
     gw_metrics_request(&c->w->metrics, "", status);
     client_close_after_writes(c);
@@ -640,7 +639,7 @@ static int build_attempt(gw_request *q, sy_match *m) {
         gw_buf_adds(h, "\r\n");
     }
     gw_buf_adds(h, "\r\n");
-    return 0;
+    return h->failed ? 500 : 0;
 }
 
 /* Match the request again on its own snapshot (the match result of the
@@ -695,8 +694,12 @@ static void begin_proxy(gw_request *q, sy_match *m, const gw_buf *cors) {
     if (st < 0) { /* no://op: its status (SetStatus, else 200) and headers */
         gw_buf hdr = {0};
         gw_response_ops_text(q, &hdr);
-        gw_request_respond(q, q->status_override ? q->status_override : 200,
-                           hdr.p, NULL);
+        if (hdr.failed)
+            respond_error(q, 500, "out of memory");
+        else
+            gw_request_respond(
+                q, q->status_override ? q->status_override : 200, hdr.p,
+                NULL);
         gw_buf_free(&hdr);
         return;
     }
@@ -876,7 +879,10 @@ void gw_request_dispatch(gw_request *q) {
         gw_buf_adds(&cors, "Location: ");
         gw_buf_add(&cors, loc.ptr, loc.len);
         gw_buf_adds(&cors, "\r\n");
-        gw_request_respond(q, sy_match_status(m), cors.p, NULL);
+        if (cors.failed)
+            respond_error(q, 500, "out of memory");
+        else
+            gw_request_respond(q, sy_match_status(m), cors.p, NULL);
         break;
     }
     case SY_ACTION_RESPOND: {
@@ -1050,7 +1056,6 @@ void gw_client_accept(gw_worker *w, uv_stream_t *server) {
 }
 
 /* Draining: close idle keep-alive connections, let active ones finish. */
-void gw_clients_drain(gw_worker *w);
 void gw_clients_drain(gw_worker *w) {
     gw_client *c = w->client_list;
     while (c) {

@@ -137,12 +137,15 @@ void gw_request_respond(gw_request *q, int status, const char *headers,
                         const char *body);
 /* Upstream connected and head written: let the request body flow. */
 void gw_request_body_flow(gw_request *q);
-uint64_t gw_now_ns(void);
 /* The attempt failed to connect: retry elsewhere or answer 502/503. */
 void gw_request_connect_failed(gw_request *q, bool timeout);
 /* Abort the client connection (a response already under way broke). */
 void gw_client_abort(gw_client *c);
 void gw_client_resume_upstream(gw_client *c);
+/* worker.c: a client connection of w closed (the drain may be over). */
+void gw_worker_client_closed(gw_worker *w);
+/* Close w's idle client connections; the busy ones close when done. */
+void gw_clients_drain(gw_worker *w);
 
 /* Match q->sreq on q->snap and act on the route: answer, forward or
  * proxy. */

@@ -189,6 +189,8 @@ void gw_upstream_flush_now(gw_upconn *u) {
     gw_link_unlink(&u->w->dirty_ups, &u->dirty);
     if (u->closing || u->out.len == 0 || !u->connected)
         return;
+    if (u->out.failed) /* request bytes lost to out-of-memory (gw.h): */
+        return;        /* like a failed write, the timeout reports it */
     uv_stream_t *s = (uv_stream_t *)&u->tcp;
     size_t off = 0, len = u->out.len;
     u->out.len = 0;
@@ -414,7 +416,7 @@ static int r_field(http_parser *p, const char *at, size_t len) {
         q->rlast = 1;
     }
     gw_buf_add(&q->rh, at, len);
-    return q->rh.len > 256 * 1024;
+    return q->rh.len > 256 * 1024 || q->rh.failed;
 }
 
 static int r_value(http_parser *p, const char *at, size_t len) {
@@ -425,7 +427,7 @@ static int r_value(http_parser *p, const char *at, size_t len) {
         q->rlast = 2;
     }
     gw_buf_add(&q->rh, at, len);
-    return q->rh.len > 256 * 1024;
+    return q->rh.len > 256 * 1024 || q->rh.failed;
 }
 
 /* A response header list: names and values borrowed from the response
@@ -727,6 +729,7 @@ static int r_headers_complete(http_parser *p) {
     gw_buf_adds(&out, "\r\n");
     q->resp_started = true;
     gw_client_write(c, out.p, out.len);
+    c->out.failed |= out.failed || q->rh.failed;
     gw_buf_free(&out);
     return q->head_req ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 /*
- * util.c - small helpers for the mini-gateway: a growable buffer, address
- * parsing, the clock, lazily re-armed deadlines, logging, status reasons,
- * SO_REUSEPORT listeners.
+ * util.c - small helpers for the mini-gateway: a growable buffer (the
+ * gateway's out-of-memory policy, gw.h), address parsing, the one clock,
+ * lazily re-armed deadlines, logging, status reasons, SO_REUSEPORT
+ * listeners.
  */
 #define _DEFAULT_SOURCE
 #include "gw.h"
@@ -16,26 +17,31 @@
 #include <time.h>
 #include <unistd.h>
 
-static void oom(void) {
-    fputs("mini-gateway: out of memory\n", stderr);
-    abort();
-}
-
-void gw_buf_reserve(gw_buf *b, size_t extra) {
-    if (b->len + extra + 1 <= b->cap)
-        return;
+bool gw_buf_reserve(gw_buf *b, size_t extra) {
+    if (b->failed)
+        return false;
+    if (b->len + extra + 1 <= b->cap && b->p)
+        return true;
+    if (extra > SIZE_MAX / 4 - b->len) {
+        b->failed = true;
+        return false;
+    }
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra + 1)
         cap *= 2;
     char *p = realloc(b->p, cap);
-    if (!p)
-        oom();
+    if (!p) {
+        b->failed = true; /* the owner sees it once, when it is done */
+        return false;
+    }
     b->p = p;
     b->cap = cap;
+    return true;
 }
 
 void gw_buf_add(gw_buf *b, const void *data, size_t len) {
-    gw_buf_reserve(b, len);
+    if (!gw_buf_reserve(b, len))
+        return;
     if (len)
         memcpy(b->p + b->len, data, len);
     b->len += len;
@@ -74,7 +80,8 @@ void gw_buf_printf(gw_buf *b, const char *fmt, ...) {
         gw_buf_add(b, tmp, (size_t)n);
         return;
     }
-    gw_buf_reserve(b, (size_t)n);
+    if (!gw_buf_reserve(b, (size_t)n))
+        return;
     va_start(ap, fmt);
     vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -82,7 +89,8 @@ void gw_buf_printf(gw_buf *b, const char *fmt, ...) {
 }
 
 void gw_buf_json_str(gw_buf *b, const char *s, size_t len) {
-    gw_buf_reserve(b, len + 2);
+    if (!gw_buf_reserve(b, len + 2))
+        return;
     gw_buf_add(b, "\"", 1);
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)s[i];
@@ -129,10 +137,10 @@ int gw_parse_addr(const char *s, char *host, size_t hostcap, int *port) {
     return 0;
 }
 
-uint64_t gw_now_ms(void) {
+uint64_t gw_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 void gw_log(const char *fmt, ...) {
@@ -223,12 +231,12 @@ char *gw_read_file(const char *path, size_t *len) {
         gw_buf_add(&b, tmp, n);
     int bad = ferror(f);
     fclose(f);
-    if (bad) {
+    if (!b.p)
+        gw_buf_add(&b, "", 0);
+    if (bad || b.failed) {
         gw_buf_free(&b);
         return NULL;
     }
-    if (!b.p)
-        gw_buf_reserve(&b, 0), b.p[0] = 0;
     *len = b.len;
     return b.p;
 }

@@ -26,9 +26,12 @@ static uint64_t meta_ms(const sy_route *r, const char *key, uint64_t dflt) {
 void *gw_route_attach(void *data, const sy_route *route) {
     (void)data;
     size_t n = (size_t)G.nworkers;
-    gw_route_data *rd = calloc(1, sizeof *rd + n * sizeof(gw_pool *));
+    /* the messages that drop the pools come with it: a detach cannot fail */
+    gw_route_data *rd =
+        calloc(1, sizeof *rd + n * (sizeof(gw_pool *) + sizeof(gw_msg)));
     if (!rd)
         return NULL; /* the route works without pools */
+    rd->drop_msgs = (gw_msg *)(void *)(rd->pools + n);
     rd->id = strdup(sy_route_id(route));
     atomic_init(&rd->parts, (int)n);
     rd->connect_timeout_ms =
@@ -91,9 +94,7 @@ void gw_route_detach(void *data, const sy_route *route, void *host_data) {
         return;
     }
     for (int i = 0; i < G.nworkers; i++) {
-        gw_msg *m = calloc(1, sizeof *m);
-        if (!m)
-            abort();
+        gw_msg *m = &rd->drop_msgs[i];
         m->kind = GW_MSG_DROP_ROUTE;
         m->rd = rd;
         gw_worker_post(&G.workers[i], m);
@@ -110,7 +111,6 @@ void gw_worker_post(gw_worker *w, gw_msg *msg) {
 
 static void worker_maybe_exit(gw_worker *w);
 
-void gw_clients_drain(gw_worker *w);
 
 static void start_drain(gw_worker *w) {
     if (w->draining)
@@ -135,21 +135,20 @@ static void on_wake(uv_async_t *a) {
         rev = m;
         m = next;
     }
-    while (rev) {
+    while (rev) { /* the messages are not ours: rd's or the worker's */
         gw_msg *next = rev->next;
         if (rev->kind == GW_MSG_DROP_ROUTE) {
-            gw_pools_drop(w, rev->rd);
-            rd_part_done(rev->rd);
+            gw_route_data *rd = rev->rd;
+            gw_pools_drop(w, rd);
+            rd_part_done(rd); /* may free rd, and rev with it */
         } else {
             start_drain(w);
         }
-        free(rev);
         rev = next;
     }
 }
 
 /* Called by proxy.c whenever a client connection closes. */
-void gw_worker_client_closed(gw_worker *w);
 void gw_worker_client_closed(gw_worker *w) {
     worker_maybe_exit(w);
 }
@@ -190,7 +189,7 @@ int gw_workers_init(void) {
     for (int i = 0; i < G.nworkers; i++) {
         gw_worker *w = &G.workers[i];
         w->index = i;
-        w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ gw_now_ms();
+        w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ gw_now_ns();
         uv_loop_init(&w->loop);
         uv_mutex_init(&w->mq_lock);
         uv_async_init(&w->loop, &w->wake, on_wake);
@@ -232,9 +231,7 @@ int gw_workers_start(void) {
 
 void gw_workers_stop(void) {
     for (int i = 0; i < G.nworkers; i++) {
-        gw_msg *m = calloc(1, sizeof *m);
-        if (!m)
-            abort();
+        gw_msg *m = &G.workers[i].stop_msg;
         m->kind = GW_MSG_STOP;
         gw_worker_post(&G.workers[i], m);
     }
@@ -264,7 +261,6 @@ void gw_workers_stop(void) {
 }
 
 /* After sy_router_free: the loops have no handles left. */
-void gw_workers_free(void);
 void gw_workers_free(void) {
     for (int i = 0; i < G.nworkers; i++) {
         gw_worker *w = &G.workers[i];

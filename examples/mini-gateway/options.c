@@ -1,0 +1,238 @@
+/*
+ * options.c - the mini-gateway's command line as a table: one row per
+ * flag (its name, its value's name, where the value goes, its help line),
+ * the defaults, the parser and the usage text drawn from the same table.
+ * A new flag is one row here (and a field in gw_options or gw_config).
+ */
+#define _DEFAULT_SOURCE
+#include "gw.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum opt_kind {
+    OPT_BOOL,  /* no value: sets a bool */
+    OPT_STR,   /* a string (argv's, not copied) */
+    OPT_U64,   /* a decimal number into a uint64_t */
+    OPT_INT,   /* a decimal number into an int */
+    OPT_SIZE,  /* a decimal number into a size_t */
+    OPT_CUSTOM /* parsed by `parse` */
+} opt_kind;
+
+typedef struct opt {
+    const char *name; /* "--listen" */
+    const char *arg;  /* the value's name in the usage; NULL: no value */
+    opt_kind kind;
+    size_t off; /* of the target in gw_options */
+    int (*parse)(gw_options *o, const char *flag, const char *v);
+    const char *help;
+} opt;
+
+#define AT(field) offsetof(gw_options, field)
+
+static int parse_admin(gw_options *o, const char *flag, const char *v) {
+    gw_config *cfg = &o->cfg;
+    if (strcmp(v, "off") == 0) {
+        cfg->admin_port = 0;
+        return 0;
+    }
+    if (gw_parse_addr(v, cfg->admin_host, sizeof cfg->admin_host,
+                      &cfg->admin_port) == 0)
+        return 0;
+    fprintf(stderr, "mini-gateway: bad %s %s\n", flag, v);
+    return -1;
+}
+
+static int parse_routes(gw_options *o, const char *flag, const char *v) {
+    if (o->cfg.route_count == GW_MAX_FILES) {
+        fprintf(stderr, "mini-gateway: at most %d %s\n", GW_MAX_FILES, flag);
+        return -1;
+    }
+    o->cfg.routes[o->cfg.route_count++] = v;
+    return 0;
+}
+
+static int parse_slashes(gw_options *o, const char *flag, const char *v) {
+    static const struct {
+        const char *name;
+        sy_escaped_slashes value;
+    } values[] = {{"reject", SY_SLASHES_REJECT},
+                  {"keep", SY_SLASHES_KEEP},
+                  {"decode", SY_SLASHES_DECODE}};
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++)
+        if (strcmp(v, values[i].name) == 0) {
+            o->cfg.escaped_slashes = values[i].value;
+            return 0;
+        }
+    fprintf(stderr, "mini-gateway: %s takes reject, keep or decode\n", flag);
+    return -1;
+}
+
+static const opt opts[] = {
+    {"--listen", "ADDR:PORT", OPT_STR, AT(listen), NULL,
+     "the gateway's port (default 127.0.0.1:8080)"},
+    {"--admin", "ADDR:PORT|off", OPT_CUSTOM, 0, parse_admin,
+     "the admin API (default 127.0.0.1:9901)"},
+    {"--routes", "FILE", OPT_CUSTOM, 0, parse_routes,
+     "a route document, watched (repeatable; its source: the base name)"},
+    {"--instances", "FILE", OPT_STR, AT(cfg.instances), NULL,
+     "an instances document, watched"},
+    {"--workers", "N", OPT_INT, AT(cfg.workers), NULL,
+     "worker threads (default 1)"},
+    {"--admin-token", "TOKEN", OPT_STR, AT(cfg.admin_token), NULL,
+     "bearer token of the admin API (or MINI_GATEWAY_ADMIN_TOKEN)"},
+    {"--etcd", "URL", OPT_STR, AT(cfg.etcd_url), NULL,
+     "routes and instances from etcd (comma-separated endpoints)"},
+    {"--etcd-prefix", "P", OPT_STR, AT(cfg.etcd_prefix), NULL,
+     "the etcd key prefix (default /switchyard/)"},
+    {"--etcd-trace", NULL, OPT_BOOL, AT(etcd_trace), NULL,
+     "one JSON line per change from etcd on stdout (benchmarks)"},
+    {"--header-timeout", "MS", OPT_U64, AT(cfg.header_timeout_ms), NULL,
+     "the request head must arrive within (default 10000)"},
+    {"--idle-timeout", "MS", OPT_U64, AT(cfg.idle_timeout_ms), NULL,
+     "keep-alive client connections idle (default 60000)"},
+    {"--connect-timeout", "MS", OPT_U64, AT(cfg.connect_timeout_ms), NULL,
+     "upstream connect (default 2000; route metadata overrides)"},
+    {"--response-timeout", "MS", OPT_U64, AT(cfg.response_timeout_ms), NULL,
+     "upstream response head (default 30000; route metadata overrides)"},
+    {"--max-header-bytes", "N", OPT_SIZE, AT(cfg.max_header_bytes), NULL,
+     "request line and headers (default 32768, at least 1024)"},
+    {"--max-body-bytes", "N", OPT_U64, AT(cfg.max_body_bytes), NULL,
+     "request body (default 10485760)"},
+    {"--retries", "N", OPT_INT, AT(cfg.retries), NULL,
+     "extra attempts on connect failure (default 2, at most 7)"},
+    {"--escaped-slashes", "reject|keep|decode", OPT_CUSTOM, 0, parse_slashes,
+     "%2F in paths (default reject)"},
+    {"--merge-slashes", NULL, OPT_BOOL, AT(cfg.merge_slashes), NULL,
+     "// in paths as /"},
+    {"--quiet", NULL, OPT_BOOL, AT(cfg.quiet), NULL, "no access log"},
+    {"--demo", NULL, OPT_BOOL, AT(cfg.demo), NULL,
+     "the built-in demo (also without arguments)"},
+    {"--backend", NULL, OPT_BOOL, AT(backend), NULL,
+     "run as the test backend instead (with --id, --version, --listen)"},
+    {"--id", "ID", OPT_STR, AT(backend_id), NULL, "the test backend's id"},
+    {"--version", "V", OPT_STR, AT(backend_version), NULL,
+     "the test backend's version"},
+};
+
+void gw_options_usage(FILE *f) {
+    fputs("usage: mini-gateway                the built-in demo\n"
+          "       mini-gateway [OPTION]...    the gateway\n"
+          "       mini-gateway --backend --id ID [--version V] --listen "
+          "ADDR:PORT\n"
+          "Options:\n",
+          f);
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s%s%s", opts[i].name,
+                 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
+        fprintf(f, "  %-36s %s\n", head, opts[i].help);
+    }
+}
+
+void gw_options_defaults(gw_options *o) {
+    memset(o, 0, sizeof *o);
+    gw_config *cfg = &o->cfg;
+    gw_copy_str(cfg->listen_host, sizeof cfg->listen_host, "127.0.0.1");
+    cfg->listen_port = 8080;
+    gw_copy_str(cfg->admin_host, sizeof cfg->admin_host, "127.0.0.1");
+    cfg->admin_port = 9901;
+    cfg->workers = 1;
+    cfg->header_timeout_ms = 10000;
+    cfg->idle_timeout_ms = 60000;
+    cfg->connect_timeout_ms = 2000;
+    cfg->response_timeout_ms = 30000;
+    cfg->upstream_idle_ms = 30000;
+    cfg->max_header_bytes = 32768;
+    cfg->max_body_bytes = 10u << 20;
+    cfg->retries = 2;
+    cfg->pool_max_idle = 64;
+    cfg->escaped_slashes = SY_SLASHES_REJECT;
+    cfg->admin_token = getenv("MINI_GATEWAY_ADMIN_TOKEN");
+}
+
+static int num_arg(const char *flag, const char *v, uint64_t *out) {
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*v == 0 || *end || v[0] == '-') {
+        fprintf(stderr, "mini-gateway: %s takes a number, not \"%s\"\n", flag,
+                v);
+        return -1;
+    }
+    *out = (uint64_t)n;
+    return 0;
+}
+
+/* Store v into the row's target. */
+static int set_opt(gw_options *o, const opt *op, const char *v) {
+    char *at = (char *)o + op->off;
+    uint64_t n = 0;
+    if (op->kind >= OPT_U64 && op->kind <= OPT_SIZE && num_arg(op->name, v, &n))
+        return -1;
+    switch (op->kind) {
+    case OPT_BOOL: *(bool *)(void *)at = true; return 0;
+    case OPT_STR: *(const char **)(void *)at = v; return 0;
+    case OPT_U64: *(uint64_t *)(void *)at = n; return 0;
+    case OPT_INT: *(int *)(void *)at = (int)n; return 0;
+    case OPT_SIZE: *(size_t *)(void *)at = (size_t)n; return 0;
+    case OPT_CUSTOM: return op->parse(o, op->name, v);
+    }
+    return -1;
+}
+
+/* Limits that need every flag: the listen address, clamps, the build. */
+static int finish(gw_options *o) {
+    gw_config *cfg = &o->cfg;
+    if (o->backend)
+        return 0; /* the backend reads --listen itself */
+    if (o->listen && gw_parse_addr(o->listen, cfg->listen_host,
+                                   sizeof cfg->listen_host, &cfg->listen_port)) {
+        fprintf(stderr, "mini-gateway: bad --listen %s\n", o->listen);
+        return -1;
+    }
+    if (cfg->max_header_bytes < 1024)
+        cfg->max_header_bytes = 1024;
+    if (cfg->retries > 7)
+        cfg->retries = 7;
+#ifndef GW_HAVE_ETCD
+    if (cfg->etcd_url) {
+        fprintf(stderr, "mini-gateway: built without the etcd source\n");
+        return -1;
+    }
+#endif
+    return 0;
+}
+
+int gw_options_parse(gw_options *o, int argc, char **argv) {
+    gw_options_defaults(o);
+    o->cfg.demo = argc == 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            o->help = true;
+            return 0;
+        }
+        const opt *op = NULL;
+        for (size_t k = 0; !op && k < sizeof opts / sizeof *opts; k++)
+            if (strcmp(a, opts[k].name) == 0)
+                op = &opts[k];
+        if (!op) {
+            fprintf(stderr, "mini-gateway: unknown argument %s\n", a);
+            gw_options_usage(stderr);
+            return -1;
+        }
+        const char *v = NULL;
+        if (op->arg) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "mini-gateway: %s needs a value\n", a);
+                return -1;
+            }
+            v = argv[++i];
+        }
+        if (set_opt(o, op, v))
+            return -1;
+    }
+    return finish(o);
+}

@@ -78,6 +78,25 @@ typedef struct {
 
 /* ---- the shared zone ---- */
 
+/* Passive health shared by the workers: one entry per instance that
+ * ever failed (ngx_http_switchyard_balancer.c). */
+#define SW_HEALTH_SLOTS 1024
+#define SW_HEALTH_NAME 64
+#define SW_EJECT_FAILURES 5
+#define SW_EJECT_BASE_MS 30000
+#define SW_EJECT_MAX_MS 300000
+
+typedef struct {
+    ngx_atomic_t key; /* hash of service and id; 0 free, 1 being claimed */
+    u_char service[SW_HEALTH_NAME];
+    u_char id[SW_HEALTH_NAME];
+    ngx_atomic_t failures;  /* consecutive, from every worker */
+    ngx_atomic_t ejections; /* so far */
+    ngx_atomic_t ejected;   /* 1 from an ejection to the next success */
+    ngx_atomic_t until_ms;  /* end of the current ejection */
+} sw_health_t;
+
+
 /* One document stored by the admin location (slab memory). */
 typedef struct sw_shm_doc_s sw_shm_doc_t;
 struct sw_shm_doc_s {
@@ -121,6 +140,8 @@ typedef struct {
     ngx_atomic_t epoch;      /* bumped by every (re)load of the config */
     sw_shm_doc_t *docs;
     sw_slot_t slots[SW_MAX_WORKERS];
+    ngx_atomic_t ejected_count; /* health entries with ejected set */
+    sw_health_t health[SW_HEALTH_SLOTS];
 } sw_shm_t;
 
 typedef struct {
@@ -176,6 +197,58 @@ uint64_t sw_zone_link_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
 void sw_zone_discard_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
 
+/* ---- a routed request ---- */
+
+/* What routing decided for one request; strings live in r->pool. */
+typedef struct {
+    ngx_uint_t kind; /* SW_CTX_REQUEST */
+    ngx_str_t route;
+    ngx_str_t upstream; /* scheme://host:port */
+    ngx_str_t uri;      /* path?query */
+    ngx_str_t host;     /* Host header to send */
+    ngx_str_t instance;
+    ngx_str_t version;
+    ngx_str_t service; /* lb:// routes: the service */
+    ngx_int_t status;  /* SetStatus on a proxied response, or 0 */
+    sy_response_op *ops;
+    ngx_uint_t op_count;
+    /* lb:// routes: the target, for the outcome report, and the snapshot
+     * it came from, held until the request's pool goes */
+    sy_target target;
+    sy_snapshot *snap;
+    /* what a retry needs to match the request again on snap (the balancer
+     * picks another instance): the client's headers before the filters,
+     * and the time and seed of the first match */
+    ngx_list_t orig_headers;
+    int64_t now_ms;
+    uint64_t seed;
+    /* the route's connect-timeout / response-timeout metadata (0: none),
+     * applied by the balancer */
+    ngx_msec_t connect_timeout, response_timeout;
+    unsigned balanced : 1; /* the balancer reports each attempt */
+} sw_req_ctx_t;
+
+/* Match the request of ctx again on ctx->snap (its route must be the one
+ * matched first) and select an instance outside `exclude` and the zone's
+ * ejected ones: the balancer's retry. NGX_OK (t filled, borrowed until
+ * the next match), NGX_DECLINED (no instance left), NGX_ERROR. */
+ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                      const char **exclude, size_t n, sy_target *t);
+
+/* At most this many instance ids are excluded from a selection (tried
+ * ones and ejected ones). */
+#define SW_MAX_EXCLUDE 32
+
+/* ---- passive health shared by the workers (the zone's table) ---- */
+
+
+/* Report one attempt to instance `id` of `service`. */
+void sw_health_report(ngx_log_t *log, const char *service, const char *id,
+                      sy_outcome outcome);
+/* The ids of the service's instances ejected now (at most max; borrowed
+ * from the zone, which never frees an entry). */
+size_t sw_health_ejected(const char *service, const char **ids, size_t max);
+
 /* ---- the worker's router ---- */
 
 typedef struct {
@@ -223,6 +296,11 @@ int sw_worker_check(ngx_uint_t kind, const char *name, const char *source,
 /* "routes", "instances", "route", "route-remove" */
 const char *sw_kind_name(ngx_uint_t kind);
 void sw_worker_publish(int rc, const sy_error *err);
+/* The body of PUT <admin>/instances/<service> (an array of instances or
+ * an instances document listing the service; service NULL: an instances
+ * file) parsed by the library; errors located in the body. */
+int sw_instances_doc(const char *service, const char *json, size_t len,
+                     sy_instances **out, sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);
 
@@ -237,6 +315,8 @@ ngx_int_t sw_notify_watch(ngx_cycle_t *cycle, sw_notify_t *n);
 void sw_notify_others(sw_notify_t *n);
 
 ngx_int_t sw_admin_handler(ngx_http_request_t *r);
+/* The switchyard_balancer directive (ngx_http_switchyard_balancer.c). */
+char *sw_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 /* Write a JSON string literal (quotes included) of s into p; returns the
  * end. p needs 6 * len + 2 bytes. */
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len);

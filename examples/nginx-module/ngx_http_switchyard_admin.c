@@ -134,6 +134,131 @@ static u_char *sw_sources_json(u_char *p, const char **origins) {
     return p;
 }
 
+/* ---- each service's instances with their shared health ---- */
+
+typedef struct {
+    const char *service; /* NULL: every service of doc (a file) */
+    sy_instances *doc;
+} sw_inst_src_t;
+
+/* Whether service i of src[k] is the one in force: no later source
+ * (zone documents come after the files, newest last) lists it. */
+static bool sw_inst_in_force(sw_inst_src_t *src, size_t n, size_t k,
+                             const char *service) {
+    for (size_t j = k + 1; j < n; j++)
+        if (src[j].service ? ngx_strcmp(src[j].service, service) == 0
+                           : sy_instances_find(src[j].doc, service) !=
+                                 SIZE_MAX)
+            return false;
+    return true;
+}
+
+static size_t sw_inst_json_size(sw_inst_src_t *src, size_t n) {
+    size_t size = 32;
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < sy_instances_service_count(src[k].doc); i++) {
+            size += 6 * ngx_strlen(sy_instances_service(src[k].doc, i)) + 64;
+            for (size_t j = 0; j < sy_instances_count(src[k].doc, i); j++) {
+                const sy_instance *in = &sy_instances_list(src[k].doc, i)[j];
+                size += 6 * (ngx_strlen(in->id) + ngx_strlen(in->host)) + 220;
+            }
+        }
+    return size;
+}
+
+static u_char *sw_inst_json(u_char *p, sw_inst_src_t *src, size_t n) {
+    static const char *states[] = {"up", "draining", "down"};
+    bool first = true;
+    sw_shm_t *sh = sw_worker.zone->sh;
+    ngx_time_t *tp = ngx_timeofday();
+    int64_t now = (int64_t)tp->sec * 1000 + tp->msec;
+
+    p = ngx_cpymem(p, ",\"services\":[", 13);
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < sy_instances_service_count(src[k].doc); i++) {
+            const char *svc = sy_instances_service(src[k].doc, i);
+            if ((src[k].service && ngx_strcmp(svc, src[k].service) != 0) ||
+                !sw_inst_in_force(src, n, k, svc))
+                continue;
+            p = ngx_cpymem(p, first ? "{\"name\":" : ",{\"name\":",
+                           first ? 8 : 9);
+            first = false;
+            p = sw_json_str(p, (u_char *)svc, ngx_strlen(svc));
+            p = ngx_cpymem(p, ",\"instances\":[", 14);
+            for (size_t j = 0; j < sy_instances_count(src[k].doc, i); j++) {
+                const sy_instance *in = &sy_instances_list(src[k].doc, i)[j];
+                const sw_health_t *e = NULL;
+                for (ngx_uint_t h = 0; h < SW_HEALTH_SLOTS; h++)
+                    if (sh->health[h].key > 1 &&
+                        ngx_strcmp(sh->health[h].service, svc) == 0 &&
+                        ngx_strcmp(sh->health[h].id, in->id) == 0) {
+                        e = &sh->health[h];
+                        break;
+                    }
+                bool ejected = e && e->ejected && (int64_t)e->until_ms > now;
+                p = ngx_cpymem(p, j ? ",{\"id\":" : "{\"id\":", j ? 7 : 6);
+                p = sw_json_str(p, (u_char *)in->id, ngx_strlen(in->id));
+                p = ngx_cpymem(p, ",\"host\":", 8);
+                p = sw_json_str(p, (u_char *)in->host, ngx_strlen(in->host));
+                p = ngx_sprintf(
+                    p,
+                    ",\"port\":%uD,\"state\":\"%s\",\"health\":\"%s\","
+                    "\"consecutive_failures\":%uA,\"ejections\":%uA,"
+                    "\"ejected\":%s,\"eject_remaining_ms\":%L}",
+                    (uint32_t)in->port, states[in->state % 3],
+                    ejected  ? "ejected"
+                    : e && e->ejected ? "probation"
+                    : e && e->failures ? "failing"
+                                       : "healthy",
+                    e ? e->failures : 0, e ? e->ejections : 0,
+                    ejected ? "true" : "false",
+                    ejected ? (int64_t)e->until_ms - now : (int64_t)0);
+            }
+            p = ngx_cpymem(p, "]}", 2);
+        }
+    *p++ = ']';
+    return p;
+}
+
+/* The "services" member of /status: the instance lists in force (the
+ * files', replaced by the zone's newest document of a service). */
+static ngx_buf_t *sw_services_status(ngx_http_request_t *r) {
+    sw_zone_ctx_t *z = sw_worker.zone;
+    sw_file_t *f = sw_worker.mcf->instance_files.elts;
+    size_t nf = sw_worker.mcf->instance_files.nelts, n = 0, nz = 0;
+    sw_doc_copy_t *docs = NULL;
+    sw_inst_src_t *src;
+    ngx_buf_t *b = NULL;
+    uint64_t gen;
+    sy_error err;
+
+    if (sw_zone_copy(z, false, sw_worker.epoch, 0, &docs, &nz, &gen) !=
+        NGX_OK)
+        nz = 0;
+    src = ngx_pcalloc(r->pool, (nf + nz + 1) * sizeof *src);
+    if (src == NULL)
+        goto done;
+    for (size_t i = 0; i < nf; i++)
+        if (sw_instances_doc(NULL, (char *)f[i].text.data, f[i].text.len,
+                             &src[n].doc, &err) == 0)
+            n++;
+    for (size_t i = 0; i < nz; i++) /* by generation, oldest first */
+        if (docs[i].kind == SW_DOC_INSTANCES &&
+            sw_instances_doc(docs[i].name, docs[i].data, docs[i].len,
+                             &src[n].doc, &err) == 0) {
+            src[n].service = docs[i].name;
+            n++;
+        }
+    b = ngx_create_temp_buf(r->pool, sw_inst_json_size(src, n));
+    if (b)
+        b->last = sw_inst_json(b->last, src, n);
+    for (size_t i = 0; i < n; i++)
+        sy_instances_free(src[i].doc);
+done:
+    sw_docs_free(docs, nz);
+    return b;
+}
+
 /* GET <admin>/status */
 static ngx_int_t sw_status(ngx_http_request_t *r) {
     sw_zone_ctx_t *z = sw_worker.zone;
@@ -156,6 +281,13 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     if (origins == NULL)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     sw_worker_sync(r->connection->log);
+    ngx_buf_t *sb = sw_services_status(r);
+    if (sb == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: status: out of memory");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    size += sb->last - sb->pos;
     ngx_shmtx_lock(&z->shpool->mutex);
     for (d = z->sh->docs; d; d = d->next) {
         ndocs++, size += 6 * (d->name_len + d->source_len) + 140;
@@ -230,6 +362,7 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     b->last = ngx_sprintf(b->last, "],\"converged\":%s,\"this_worker\":%P",
                           converged && nslots ? "true" : "false", ngx_pid);
     b->last = sw_sources_json(b->last, origins);
+    b->last = ngx_cpymem(b->last, sb->pos, sb->last - sb->pos);
     b->last = ngx_cpymem(b->last, "}\n", 2);
     return sw_send_json(r, NGX_HTTP_OK, b);
 }

@@ -8,24 +8,6 @@
 
 #include <string.h>
 
-/* What routing decided for one request; strings live in r->pool. */
-typedef struct {
-    ngx_uint_t kind; /* SW_CTX_REQUEST */
-    ngx_str_t route;
-    ngx_str_t upstream; /* scheme://host:port */
-    ngx_str_t uri;      /* path?query */
-    ngx_str_t host;     /* Host header to send */
-    ngx_str_t instance;
-    ngx_str_t version;
-    ngx_int_t status; /* SetStatus on a proxied response, or 0 */
-    sy_response_op *ops;
-    ngx_uint_t op_count;
-    /* lb:// routes: the target, for the outcome report at the log phase,
-     * and the snapshot it came from, held until the request's pool goes */
-    sy_target target;
-    sy_snapshot *snap;
-} sw_req_ctx_t;
-
 static ngx_int_t sw_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t sw_postconfiguration(ngx_conf_t *cf);
 static void *sw_create_main_conf(ngx_conf_t *cf);
@@ -73,6 +55,8 @@ static ngx_command_t sw_commands[] = {
      NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
      ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET,
      offsetof(sw_loc_conf_t, enable), NULL},
+    {ngx_string("switchyard_balancer"), NGX_HTTP_UPS_CONF | NGX_CONF_NOARGS,
+     sw_balancer, 0, 0, NULL},
     {ngx_string("switchyard_admin"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
      sw_admin, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL},
     ngx_null_command};
@@ -385,8 +369,8 @@ static ngx_int_t sw_pstr(ngx_http_request_t *r, ngx_str_t *dst, const char *src,
 }
 
 /* The request's headers as sy_header slices (worker scratch). */
-static ngx_int_t sw_request_headers(ngx_http_request_t *r, sy_request *req) {
-    ngx_list_part_t *part = &r->headers_in.headers.part;
+static ngx_int_t sw_request_headers(ngx_list_t *headers, sy_request *req) {
+    ngx_list_part_t *part = &headers->part;
     size_t n = 0;
 
     for (; part; part = part->next) {
@@ -456,6 +440,41 @@ static ngx_int_t sw_answer_nomatch(ngx_http_request_t *r) {
     }
 }
 
+/* sy_match_target skipping `exclude` and the instances the zone's shared
+ * passive health ejected; when that leaves none, the ejected ones are
+ * eligible again (at least one instance may always be tried). */
+static int sw_select(sy_match *m, const char **exclude, size_t n,
+                     sy_target *t, sy_error *err) {
+    const char *ids[SW_MAX_EXCLUDE];
+    sy_upstream up;
+    size_t k = 0;
+
+    sy_route_upstream(sy_match_route(m), &up);
+    for (; k < n && k < SW_MAX_EXCLUDE; k++)
+        ids[k] = exclude[k];
+    if (up.kind == SY_UPSTREAM_SERVICE)
+        k += sw_health_ejected(up.host, ids + k, SW_MAX_EXCLUDE - k);
+    if (k > n) {
+        int rc = sy_match_target(m, ids, k, t, err);
+        if (rc != SY_ENOINSTANCE)
+            return rc;
+    }
+    return sy_match_target(m, ids, n < SW_MAX_EXCLUDE ? n : SW_MAX_EXCLUDE, t,
+                           err);
+}
+
+/* The route's connect-timeout / response-timeout metadata in ms (0: not
+ * set or negative: nginx's own). */
+static ngx_msec_t sw_meta_ms(const sy_route *route, const char *key) {
+    const char *v = sy_route_metadata(route, key);
+    ngx_int_t n;
+
+    if (v == NULL || *v == '-')
+        return 0;
+    n = ngx_atoi((u_char *)v, ngx_strlen(v));
+    return n > 0 ? (ngx_msec_t)n : 0;
+}
+
 /* The proxied target in one library call: where to connect, the path and
  * query, the Host to send and the request headers after filters. */
 static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
@@ -467,9 +486,12 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     bool v6;
     u_char *p;
 
-    if (sy_match_target(m, NULL, 0, &t, &err)) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "switchyard: route \"%V\": %s", &ctx->route, err.message);
+    if (sw_select(m, NULL, 0, &t, &err)) {
+        ngx_uint_t level =
+            err.code == SY_ENOINSTANCE ? NGX_LOG_WARN : NGX_LOG_ERR;
+        ngx_log_error(level, r->connection->log, 0,
+                      "switchyard: route \"%V\": %s",
+                      &ctx->route, err.message);
         return err.code == SY_ENOINSTANCE ? NGX_HTTP_SERVICE_UNAVAILABLE
                                           : NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -512,6 +534,9 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         return NGX_ERROR;
     if (t.health)
         ctx->target = t;
+    if (t.service &&
+        sw_pstr(r, &ctx->service, t.service, ngx_strlen(t.service)) != NGX_OK)
+        return NGX_ERROR;
     if (t.instance_id && sw_pstr(r, &ctx->instance, t.instance_id,
                                  ngx_strlen(t.instance_id)) != NGX_OK)
         return NGX_ERROR;
@@ -547,51 +572,83 @@ static ngx_int_t sw_keep_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     return NGX_OK;
 }
 
+/* The request as the library sees it; headers from `headers` (the
+ * client's, before the filters replaced them). */
+static ngx_int_t sw_build_request(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                                  ngx_list_t *headers, sy_request *req) {
+    u_char *q;
+
+    req->method = (sy_str){(char *)r->method_name.data, r->method_name.len};
+#if (NGX_HTTP_SSL)
+    req->scheme =
+        r->connection->ssl ? (sy_str){"https", 5} : (sy_str){"http", 4};
+#else
+    req->scheme = (sy_str){"http", 4};
+#endif
+    if (r->headers_in.host)
+        req->host = (sy_str){(char *)r->headers_in.host->value.data,
+                             r->headers_in.host->value.len};
+    else /* HTTP/1.0 without Host, or the host of an absolute URI */
+        req->host = (sy_str){(char *)r->headers_in.server.data,
+                             r->headers_in.server.len};
+    q = ngx_strlchr(r->unparsed_uri.data,
+                    r->unparsed_uri.data + r->unparsed_uri.len, '?');
+    req->path =
+        (sy_str){(char *)r->unparsed_uri.data,
+                 q ? (size_t)(q - r->unparsed_uri.data) : r->unparsed_uri.len};
+    req->query = (sy_str){(char *)r->args.data, r->args.len};
+    req->remote_addr = (sy_str){(char *)r->connection->addr_text.data,
+                                r->connection->addr_text.len};
+    req->content_length = r->headers_in.content_length_n;
+    req->now_ms = ctx->now_ms;
+    req->seed = ctx->seed;
+    return sw_request_headers(headers, req);
+}
+
 static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                           sy_snapshot *snap) {
     /* req stays on this frame: every use of the match is in this call */
     sy_request req = SY_REQUEST_INIT;
     sy_match *m = NULL;
-    u_char *q;
 
-    req.method = (sy_str){(char *)r->method_name.data, r->method_name.len};
-#if (NGX_HTTP_SSL)
-    req.scheme =
-        r->connection->ssl ? (sy_str){"https", 5} : (sy_str){"http", 4};
-#else
-    req.scheme = (sy_str){"http", 4};
-#endif
-    if (r->headers_in.host)
-        req.host = (sy_str){(char *)r->headers_in.host->value.data,
-                            r->headers_in.host->value.len};
-    else /* HTTP/1.0 without Host, or the host of an absolute URI */
-        req.host = (sy_str){(char *)r->headers_in.server.data,
-                            r->headers_in.server.len};
-    q = ngx_strlchr(r->unparsed_uri.data,
-                    r->unparsed_uri.data + r->unparsed_uri.len, '?');
-    req.path =
-        (sy_str){(char *)r->unparsed_uri.data,
-                 q ? (size_t)(q - r->unparsed_uri.data) : r->unparsed_uri.len};
-    req.query = (sy_str){(char *)r->args.data, r->args.len};
-    req.remote_addr = (sy_str){(char *)r->connection->addr_text.data,
-                               r->connection->addr_text.len};
-    req.content_length = r->headers_in.content_length_n;
-    if (sw_request_headers(r, &req) != NGX_OK)
+    /* a retry matches again: same time, same Weight draws, same headers */
+    ngx_time_t *tp = ngx_timeofday();
+    ctx->now_ms = (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
+    ctx->seed = ((uint64_t)ngx_random() << 32) ^ (uint64_t)ngx_random() ^
+                (uintptr_t)r;
+    if (ctx->seed == 0)
+        ctx->seed = 1;
+    ctx->orig_headers = r->headers_in.headers;
+    if (sw_build_request(r, ctx, &r->headers_in.headers, &req) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: out of memory for the request's headers");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
-    if (sy_snapshot_match(snap, sw_worker.mctx, &req, &m) < 0)
+    if (sy_snapshot_match(snap, sw_worker.mctx, &req, &m) < 0) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: the match failed (invalid request)");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
     if (m == NULL)
         return sw_answer_nomatch(r);
     const char *id = sy_route_id(sy_match_route(m));
     if (sw_pstr(r, &ctx->route, id, strlen(id)) != NGX_OK)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ctx->connect_timeout = sw_meta_ms(sy_match_route(m), "connect-timeout");
+    ctx->response_timeout = sw_meta_ms(sy_match_route(m), "response-timeout");
 
     /* an answer the module gives must be a real status (0 would let the
      * request go on) */
     int status = sy_match_status(m);
-    if (sy_match_action(m) != SY_ACTION_PROXY && (status < 200 || status > 599))
+    if (sy_match_action(m) != SY_ACTION_PROXY &&
+        (status < 200 || status > 599)) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: route \"%V\" answers status %d, not an "
+                      "HTTP status",
+                      &ctx->route, status);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
     switch (sy_match_action(m)) {
     case SY_ACTION_RESPOND: return status;
     case SY_ACTION_REDIRECT: {
@@ -615,6 +672,27 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     return NGX_DECLINED;
+}
+
+ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                      const char **exclude, size_t n, sy_target *t) {
+    sy_request req = SY_REQUEST_INIT;
+    sy_match *m = NULL;
+    sy_error err;
+    const char *id;
+
+    if (ctx->snap == NULL ||
+        sw_build_request(r, ctx, &ctx->orig_headers, &req) != NGX_OK ||
+        sy_snapshot_match(ctx->snap, sw_worker.mctx, &req, &m) < 0 ||
+        m == NULL)
+        return NGX_ERROR;
+    id = sy_route_id(sy_match_route(m));
+    if (ngx_strlen(id) != ctx->route.len ||
+        ngx_strncmp(id, ctx->route.data, ctx->route.len) != 0)
+        return NGX_ERROR;
+    if (sw_select(m, exclude, n, t, &err))
+        return err.code == SY_ENOINSTANCE ? NGX_DECLINED : NGX_ERROR;
+    return NGX_OK;
 }
 
 static void sw_release_snapshot(void *data) {
@@ -666,8 +744,8 @@ static ngx_int_t sw_log_handler(ngx_http_request_t *r) {
     ngx_http_upstream_state_t *st;
     sy_outcome outcome;
 
-    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->snap == NULL ||
-        ctx->target.health == NULL ||
+    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->balanced ||
+        ctx->snap == NULL || ctx->target.health == NULL ||
         r->upstream_states == NULL || r->upstream_states->nelts == 0 ||
         sw_worker.router == NULL)
         return NGX_OK;
@@ -684,6 +762,8 @@ static ngx_int_t sw_log_handler(ngx_http_request_t *r) {
     else
         outcome = SY_OUTCOME_SUCCESS;
     sy_router_report_outcome(sw_worker.router, &ctx->target, outcome);
+    sw_health_report(r->connection->log, (char *)ctx->service.data,
+                     (char *)ctx->instance.data, outcome);
     return NGX_OK;
 }
 

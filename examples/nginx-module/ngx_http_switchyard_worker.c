@@ -79,8 +79,8 @@ static int sw_stage_parsed(sy_change_set *cs, const sy_instances *doc,
  * instances document {"<service>": BODY} (error paths and positions are
  * then made relative to the body again), or an instances document holding
  * that service. */
-static int sw_stage_instances(sy_change_set *cs, const char *service,
-                              const char *json, size_t len, sy_error *err) {
+int sw_instances_doc(const char *service, const char *json, size_t len,
+                     sy_instances **out, sy_error *err) {
     sy_instances *doc = NULL;
     size_t i = 0, pre = 0;
     int rc;
@@ -88,7 +88,7 @@ static int sw_stage_instances(sy_change_set *cs, const char *service,
     while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' ||
                        json[i] == '\r'))
         i++;
-    if (i < len && json[i] == '[') {
+    if (i < len && json[i] == '[' && service != NULL) {
         size_t sl = strlen(service), wl;
         u_char *w = malloc(6 * sl + len + 8);
         if (w == NULL) {
@@ -117,7 +117,7 @@ static int sw_stage_instances(sy_change_set *cs, const char *service,
         rc = sy_instances_parse(json, len, NULL, &doc, err);
         if (rc)
             return rc;
-        if (sy_instances_find(doc, service) == SIZE_MAX) {
+        if (service && sy_instances_find(doc, service) == SIZE_MAX) {
             sy_instances_free(doc);
             sw_set_error(err, SY_ENOTFOUND, "",
                          "the instances document does not list this "
@@ -125,6 +125,16 @@ static int sw_stage_instances(sy_change_set *cs, const char *service,
             return SY_ENOTFOUND;
         }
     }
+    *out = doc;
+    return 0;
+}
+
+static int sw_stage_instances(sy_change_set *cs, const char *service,
+                              const char *json, size_t len, sy_error *err) {
+    sy_instances *doc;
+    int rc = sw_instances_doc(service, json, len, &doc, err);
+    if (rc)
+        return rc;
     rc = cs ? sw_stage_parsed(cs, doc, service, err) : 0;
     sy_instances_free(doc);
     return rc;
@@ -339,6 +349,9 @@ int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
     opts.strip_host_port = mcf->strip_host_port;
     opts.merge_slashes = mcf->merge_slashes;
     opts.escaped_slashes = (sy_escaped_slashes)mcf->escaped_slashes;
+    /* passive health is the zone's, shared by the workers (one ejection
+     * for the server, not one per worker): the routers' own is off */
+    opts.outlier.disabled = true;
     rc = sy_router_new(&opts, out, err);
     for (ngx_uint_t i = 0; rc == 0 && i < mcf->route_files.nelts; i++)
         rc = sy_router_add_source(*out, (char *)f[i].name.data, err);

@@ -34,15 +34,23 @@ def run_backend(ident, port):
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
+        # keep-alive (the balancer tests count connections)
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # no 40 ms delayed-ACK stalls
+
         def answer(self):
             n = int(self.headers.get("Content-Length") or 0)
             body_in = self.rfile.read(n) if n else b""
+            if "sleep=" in self.path:
+                time.sleep(float(self.path.split("sleep=")[1].split("&")[0]))
             body = json.dumps({
                 "id": ident, "method": self.command, "path": self.path,
                 "headers": [[k, v] for k, v in self.headers.items()],
                 "body": body_in.decode("utf-8", "replace"),
+                "peer": self.client_address[1],
             }).encode()
-            self.send_response(200)
+            # "fail=<id>" in the path: this backend answers 502
+            self.send_response(502 if "fail=" + ident in self.path else 200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -1,0 +1,435 @@
+/*
+ * ngx_http_switchyard_balancer.c - `switchyard_balancer` in an upstream
+ * block: nginx's upstream machinery (keepalive, proxy_next_upstream,
+ * tries, timeouts) around the instance the matched route chose. The first
+ * attempt goes where the request phase's selection went; each retry
+ * matches the request again on the same snapshot and selects another
+ * instance, excluding the ones tried (the library's exclude list). Every
+ * attempt's outcome feeds the passive health shared by all workers
+ * through the zone (one ejection for the whole server, logged at notice
+ * with its recovery).
+ */
+#include "ngx_http_switchyard.h"
+
+#include <string.h>
+
+#define SW_MAX_TRIES 8
+
+typedef struct {
+    ngx_http_request_t *r;
+    sw_req_ctx_t *ctx;
+    ngx_uint_t attempts;
+    const char *tried[SW_MAX_TRIES]; /* instance ids, r->pool */
+    ngx_str_t name;                  /* host:port of the current attempt */
+    const char *instance;            /* of the current attempt, or NULL */
+} sw_peer_t;
+
+/* ---- addresses: host:port to sockaddr, cached per worker ---- */
+
+typedef struct sw_addr_s sw_addr_t;
+struct sw_addr_s {
+    sw_addr_t *next;
+    ngx_str_t key; /* host:port */
+    socklen_t socklen;
+    struct sockaddr_storage sa;
+};
+
+#define SW_ADDR_BUCKETS 4096
+#define SW_ADDR_MAX 65536
+static sw_addr_t *sw_addrs[SW_ADDR_BUCKETS];
+static ngx_uint_t sw_addr_count;
+
+/* The address of "host:port" (an IP literal, or a name resolved once per
+ * worker, blocking: give instances and URLs as addresses to avoid it). */
+static sw_addr_t *sw_addr(ngx_log_t *log, ngx_str_t *key) {
+    ngx_uint_t h = ngx_hash_key(key->data, key->len) % SW_ADDR_BUCKETS;
+    sw_addr_t *a;
+    ngx_url_t u;
+    ngx_pool_t *pool;
+
+    for (a = sw_addrs[h]; a; a = a->next)
+        if (a->key.len == key->len &&
+            ngx_memcmp(a->key.data, key->data, key->len) == 0)
+            return a;
+    pool = ngx_create_pool(1024, log);
+    if (pool == NULL)
+        return NULL;
+    ngx_memzero(&u, sizeof u);
+    u.url = *key;
+    u.default_port = 80;
+    if (ngx_parse_url(pool, &u) != NGX_OK || u.naddrs == 0) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "switchyard_balancer: cannot resolve \"%V\": %s", key,
+                      u.err ? u.err : "no address");
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+    a = ngx_alloc(sizeof *a + key->len, log);
+    if (a == NULL) {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+    a->key.data = (u_char *)(a + 1);
+    a->key.len = key->len;
+    ngx_memcpy(a->key.data, key->data, key->len);
+    a->socklen = u.addrs[0].socklen;
+    ngx_memcpy(&a->sa, u.addrs[0].sockaddr, u.addrs[0].socklen);
+    ngx_destroy_pool(pool);
+    if (sw_addr_count < SW_ADDR_MAX) {
+        a->next = sw_addrs[h];
+        sw_addrs[h] = a;
+        sw_addr_count++;
+    } else {
+        /* a full cache: this one lives as long as the worker (rare) */
+        a->next = NULL;
+    }
+    return a;
+}
+
+/* ---- the shared passive health table ---- */
+
+static uint64_t sw_health_key(const char *service, const char *id) {
+    uint64_t h = sw_hash((u_char *)service, ngx_strlen(service), SW_HASH_INIT);
+    h = sw_hash((u_char *)"\0", 1, h);
+    h = sw_hash((u_char *)id, ngx_strlen(id), h);
+    return h < 2 ? h + 2 : h;
+}
+
+static int64_t sw_health_now(void) {
+    ngx_time_t *tp = ngx_timeofday();
+    return (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
+}
+
+/* The entry of (service, id); create: claim a free one. NULL when the
+ * table is full around its slot or the names are too long. */
+static sw_health_t *sw_health_find(sw_shm_t *sh, const char *service,
+                                   const char *id, bool create) {
+    size_t sl = ngx_strlen(service), il = ngx_strlen(id);
+    ngx_atomic_uint_t key;
+
+    if (sl >= SW_HEALTH_NAME || il >= SW_HEALTH_NAME)
+        return NULL;
+    key = (ngx_atomic_uint_t)sw_health_key(service, id);
+    for (ngx_uint_t probe = 0; probe < 64; probe++) {
+        sw_health_t *e = &sh->health[(key + probe) % SW_HEALTH_SLOTS];
+        ngx_atomic_uint_t k = e->key;
+        if (k == key && ngx_strcmp(e->service, service) == 0 &&
+            ngx_strcmp(e->id, id) == 0)
+            return e;
+        if (k == 0) {
+            if (!create)
+                return NULL;
+            if (!ngx_atomic_cmp_set(&e->key, 0, 1))
+                continue;
+            ngx_memcpy(e->service, service, sl + 1);
+            ngx_memcpy(e->id, id, il + 1);
+            ngx_memory_barrier();
+            e->key = key;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+void sw_health_report(ngx_log_t *log, const char *service, const char *id,
+                      sy_outcome outcome) {
+    sw_shm_t *sh;
+    sw_health_t *e;
+    int64_t now;
+
+    if (service == NULL || id == NULL || sw_worker.zone == NULL)
+        return;
+    sh = sw_worker.zone->sh;
+    now = sw_health_now();
+    if (outcome == SY_OUTCOME_SUCCESS) {
+        /* the common case touches the zone only to look */
+        e = sw_health_find(sh, service, id, false);
+        if (e == NULL)
+            return;
+        if (e->failures)
+            e->failures = 0;
+        if (e->ejected && (int64_t)e->until_ms <= now &&
+            ngx_atomic_cmp_set(&e->ejected, 1, 0)) {
+            (void)ngx_atomic_fetch_add(&sh->ejected_count, -1);
+            ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                          "switchyard: instance \"%s\" of service \"%s\" "
+                          "recovered (it answered after its ejection)",
+                          id, service);
+        }
+        return;
+    }
+    e = sw_health_find(sh, service, id, true);
+    if (e == NULL)
+        return;
+    ngx_atomic_uint_t f = ngx_atomic_fetch_add(&e->failures, 1) + 1;
+    ngx_atomic_uint_t until = e->until_ms;
+    bool probation = e->ejected && (int64_t)until <= now;
+    if (f < SW_EJECT_FAILURES && !probation)
+        return;
+    if (e->ejected && !probation)
+        return; /* ejected already (a late report) */
+    /* one worker wins the ejection: the one that moves until_ms */
+    ngx_atomic_uint_t n = e->ejections + 1;
+    int64_t ms = (int64_t)SW_EJECT_BASE_MS * (int64_t)n;
+    if (ms > SW_EJECT_MAX_MS)
+        ms = SW_EJECT_MAX_MS;
+    if (!ngx_atomic_cmp_set(&e->until_ms, until, (ngx_atomic_uint_t)(now + ms)))
+        return;
+    e->ejections = n;
+    e->failures = 0;
+    if (ngx_atomic_cmp_set(&e->ejected, 0, 1))
+        (void)ngx_atomic_fetch_add(&sh->ejected_count, 1);
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "switchyard: instance \"%s\" of service \"%s\" ejected for "
+                  "%L ms (%s, ejection %uA)",
+                  id, service, ms,
+                  probation ? "it failed again after its ejection"
+                            : "5 consecutive failures",
+                  n);
+}
+
+size_t sw_health_ejected(const char *service, const char **ids, size_t max) {
+    sw_shm_t *sh;
+    size_t n = 0;
+    int64_t now;
+
+    if (sw_worker.zone == NULL)
+        return 0;
+    sh = sw_worker.zone->sh;
+    if (sh->ejected_count == 0)
+        return 0;
+    now = sw_health_now();
+    for (ngx_uint_t i = 0; i < SW_HEALTH_SLOTS && n < max; i++) {
+        sw_health_t *e = &sh->health[i];
+        if (e->key > 1 && e->ejected && (int64_t)e->until_ms > now &&
+            ngx_strcmp(e->service, service) == 0)
+            ids[n++] = (const char *)e->id;
+    }
+    return n;
+}
+
+/* ---- the balancer ---- */
+
+/* Point the connection at the target's host:port. */
+static ngx_int_t sw_peer_set(ngx_peer_connection_t *pc, sw_peer_t *p,
+                             const char *host, uint16_t port) {
+    size_t hl = ngx_strlen(host);
+    bool v6 = ngx_strlchr((u_char *)host, (u_char *)host + hl, ':') != NULL;
+    sw_addr_t *a;
+
+    p->name.data = ngx_pnalloc(p->r->pool, hl + 10);
+    if (p->name.data == NULL)
+        return NGX_ERROR;
+    p->name.len = ngx_sprintf(p->name.data, v6 ? "[%s]:%uD" : "%s:%uD", host,
+                              (uint32_t)port) -
+                  p->name.data;
+    a = sw_addr(pc->log, &p->name);
+    if (a == NULL)
+        return NGX_ERROR;
+    pc->sockaddr = (struct sockaddr *)&a->sa;
+    pc->socklen = a->socklen;
+    pc->name = &p->name;
+    return NGX_OK;
+}
+
+static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
+    sw_peer_t *p = data;
+    sw_req_ctx_t *ctx = p->ctx;
+    ngx_int_t rc;
+
+    pc->cached = 0;
+    pc->connection = NULL;
+    if (p->attempts == 0) {
+        /* the request phase's selection */
+        u_char *h = ctx->upstream.data, *end = h + ctx->upstream.len;
+        u_char *s = ngx_strlchr(h, end, ':');
+        ngx_str_t key;
+        if (s == NULL || end - s < 4)
+            return NGX_ERROR;
+        key.data = s + 3; /* after "://" */
+        key.len = end - key.data;
+        sw_addr_t *a = sw_addr(pc->log, &key);
+        if (a == NULL)
+            return NGX_ERROR;
+        p->name = key;
+        pc->sockaddr = (struct sockaddr *)&a->sa;
+        pc->socklen = a->socklen;
+        pc->name = &p->name;
+        p->instance = ctx->instance.len ? (char *)ctx->instance.data : NULL;
+    } else {
+        /* a retry: another instance of the route's service */
+        sy_target t;
+        if (p->attempts >= SW_MAX_TRIES)
+            return NGX_BUSY;
+        rc = sw_reselect(p->r, ctx, p->tried, p->attempts, &t);
+        if (rc == NGX_DECLINED) {
+            ngx_log_error(NGX_LOG_WARN, pc->log, 0,
+                          "switchyard_balancer: route \"%V\": no instance of "
+                          "service \"%V\" left to retry on",
+                          &ctx->route, &ctx->service);
+            return NGX_BUSY;
+        }
+        if (rc != NGX_OK || t.instance_id == NULL) {
+            ngx_log_error(NGX_LOG_ERR, pc->log, 0,
+                          "switchyard_balancer: route \"%V\": the retry's "
+                          "match failed",
+                          &ctx->route);
+            return NGX_ERROR;
+        }
+        if (sw_peer_set(pc, p, t.host, t.port) != NGX_OK)
+            return NGX_ERROR;
+        ngx_str_t id = {ngx_strlen(t.instance_id), NULL};
+        id.data = ngx_pnalloc(p->r->pool, id.len + 1);
+        if (id.data == NULL)
+            return NGX_ERROR;
+        ngx_memcpy(id.data, t.instance_id, id.len + 1);
+        ctx->instance = id; /* $switchyard_instance: the last attempt's */
+        p->instance = (char *)id.data;
+        /* the upstream variable follows too */
+        u_char *up = ngx_pnalloc(p->r->pool, p->name.len + 8);
+        if (up) {
+            ctx->upstream.len =
+                ngx_sprintf(up, "%s://%V", t.scheme, &p->name) - up;
+            ctx->upstream.data = up;
+        }
+    }
+    if (p->instance && p->attempts < SW_MAX_TRIES)
+        p->tried[p->attempts] = p->instance;
+    p->attempts++;
+    return NGX_OK;
+}
+
+static void sw_free_peer(ngx_peer_connection_t *pc, void *data,
+                         ngx_uint_t state) {
+    sw_peer_t *p = data;
+    ngx_http_upstream_t *u = p->r->upstream;
+    sy_outcome outcome;
+
+    if (pc->tries)
+        pc->tries--;
+    if (p->instance == NULL || p->ctx->service.len == 0)
+        return;
+    if (state & NGX_PEER_FAILED) {
+        if (u->state && u->state->status >= 500 &&
+            u->state->status != NGX_HTTP_BAD_GATEWAY &&
+            u->state->status != NGX_HTTP_GATEWAY_TIME_OUT)
+            outcome = SY_OUTCOME_5XX;
+        else if (u->state && u->state->connect_time == (ngx_msec_t)-1)
+            outcome = SY_OUTCOME_CONNECT_FAILURE;
+        else if (u->peer.connection && u->peer.connection->read->timedout)
+            outcome = SY_OUTCOME_TIMEOUT;
+        else
+            outcome = SY_OUTCOME_5XX;
+    } else {
+        outcome = u->headers_in.status_n >= 500 ? SY_OUTCOME_5XX
+                                                : SY_OUTCOME_SUCCESS;
+    }
+    if (p->attempts == 1 && p->ctx->target.health && sw_worker.router)
+        sy_router_report_outcome(sw_worker.router, &p->ctx->target, outcome);
+    sw_health_report(pc->log, (char *)p->ctx->service.data, p->instance,
+                     outcome);
+}
+
+static ngx_int_t sw_init_peer(ngx_http_request_t *r,
+                              ngx_http_upstream_srv_conf_t *us) {
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_http_upstream_t *u = r->upstream;
+    sw_peer_t *p;
+
+    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->upstream.len == 0) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard_balancer: upstream \"%V\" used for a "
+                      "request that switchyard did not route (the location "
+                      "needs \"switchyard on\")",
+                      &us->host);
+        return NGX_ERROR;
+    }
+    if ((ctx->upstream.len > 5 && ngx_strncmp(ctx->upstream.data, "https", 5) ==
+                                      0) != (u->ssl != 0)) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard_balancer: route \"%V\" goes to %V but the "
+                      "proxy_pass scheme of upstream \"%V\" differs",
+                      &ctx->route, &ctx->upstream, &us->host);
+        return NGX_ERROR;
+    }
+    p = ngx_pcalloc(r->pool, sizeof *p);
+    if (p == NULL)
+        return NGX_ERROR;
+    p->r = r;
+    p->ctx = ctx;
+    ctx->balanced = 1;
+    u->peer.data = p;
+    u->peer.get = sw_get_peer;
+    u->peer.free = sw_free_peer;
+    /* lb:// routes try other instances (nginx caps this with
+     * proxy_next_upstream_tries); a URL has one address */
+    u->peer.tries = ctx->service.len ? SW_MAX_TRIES : 1;
+    if (ctx->connect_timeout || ctx->response_timeout) {
+        /* the route's timeouts: a copy of the location's settings */
+        ngx_http_upstream_conf_t *conf = ngx_palloc(r->pool, sizeof *conf);
+        if (conf == NULL)
+            return NGX_ERROR;
+        *conf = *u->conf;
+        if (ctx->connect_timeout)
+            conf->connect_timeout = ctx->connect_timeout;
+        if (ctx->response_timeout)
+            conf->read_timeout = ctx->response_timeout;
+        u->conf = conf;
+    }
+    return NGX_OK;
+}
+
+static ngx_int_t sw_init_upstream(ngx_conf_t *cf,
+                                  ngx_http_upstream_srv_conf_t *us) {
+    if (us->servers && us->servers->nelts > 1) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "upstream \"%V\" with switchyard_balancer takes no "
+                      "server: the routes choose where requests go",
+                      &us->host);
+        return NGX_ERROR;
+    }
+    us->peer.init = sw_init_peer;
+    return NGX_OK;
+}
+
+char *sw_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    ngx_http_upstream_srv_conf_t *us =
+        ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+    sw_main_conf_t *mcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
+    ngx_http_upstream_server_t *s;
+
+    if (us->peer.init_upstream == sw_init_upstream)
+        return "is duplicate";
+    if (us->peer.init_upstream) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "switchyard_balancer in upstream \"%V\" must come "
+                           "before keepalive and replaces any other balancer",
+                           &us->host);
+        return NGX_CONF_ERROR;
+    }
+    if (us->servers && us->servers->nelts) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "upstream \"%V\" with switchyard_balancer takes no "
+                           "server: the routes choose where requests go",
+                           &us->host);
+        return NGX_CONF_ERROR;
+    }
+    us->peer.init_upstream = sw_init_upstream;
+    us->flags = NGX_HTTP_UPSTREAM_CREATE;
+    /* nginx wants a server in every upstream block: a placeholder that
+     * no request uses (the balancer never reads the server list) */
+    if (us->servers == NULL) {
+        us->servers =
+            ngx_array_create(cf->pool, 1, sizeof(ngx_http_upstream_server_t));
+        if (us->servers == NULL)
+            return NGX_CONF_ERROR;
+    }
+    s = ngx_array_push(us->servers);
+    if (s == NULL)
+        return NGX_CONF_ERROR;
+    ngx_memzero(s, sizeof *s);
+    ngx_str_set(&s->name, "switchyard");
+    mcf->used = 1;
+    return NGX_CONF_OK;
+}

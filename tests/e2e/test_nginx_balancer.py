@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `switchyard_balancer` (TAP for meson, suite e2e):
+an upstream block whose peer is the matched route's target, so nginx's
+keepalive pool, proxy_next_upstream and tries work; retries go to another
+instance; passive health is shared by the workers through the zone (one
+ejection, named with `eject` in /status); route timeouts apply. Same
+fixture as test_nginx_module.py, plus a server proxying through the
+balancer.
+"""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402
+import test_nginx_module as base  # noqa: E402
+from test_nginx_module import NGINX, check, request  # noqa: E402
+
+UPSTREAM = """
+    upstream sy_pool {{
+        switchyard_balancer;
+        keepalive 8;
+    }}
+    server {{
+        listen 127.0.0.1:{bport};
+        location / {{
+            switchyard on;
+            proxy_pass http://sy_pool$switchyard_uri;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $switchyard_host;
+            proxy_next_upstream error timeout http_502;
+            proxy_connect_timeout 1s;
+            add_header X-Switchyard-Instance $switchyard_instance always;
+        }}
+    }}"""
+
+
+class BalancerEnv(base.Env):
+    def __init__(self):
+        super().__init__()
+        self.bport = free_port()
+        self.http_extra = "access_log off;" + UPSTREAM.format(bport=self.bport)
+
+    def get(self, path):
+        return request(self.bport, "GET", path)
+
+
+def test_keepalive_reuses_upstream_connections(env):
+    """30 requests through the balancer use a handful of upstream
+    connections (nginx's keepalive pool), not one each."""
+    peers = set()
+    for _ in range(30):
+        r = env.get("/a/x")
+        check(r.status == 200, "balancer answered %d" % r.status)
+        check(r.json()["path"] == "/x", "filters applied: %r" % r.json())
+        peers.add(r.json()["peer"])
+    check(len(peers) <= 4, "%d upstream connections for 30 requests"
+          % len(peers))
+
+
+def test_retry_on_another_instance_one_ejection(env):
+    """An instance nobody listens on: proxy_next_upstream retries on the
+    other one (no client error); the zone ejects it once for both workers
+    and /status names it with `eject`."""
+    dead = free_port()
+    r = env.put("instances/flaky", [
+        {"id": "live-a", "host": "127.0.0.1", "port": env.pa},
+        {"id": "dead-1", "host": "127.0.0.1", "port": dead}])
+    check(r.status == 200, "PUT instances: %d" % r.status)
+    env.converged()
+    statuses = [env.get("/flaky/x").status for _ in range(40)]
+    check(statuses == [200] * 40, "client errors: %r" % statuses)
+    log = env.error_log()
+    n = log.count('instance "dead-1" of service "flaky" ejected')
+    check(n == 1, "%d ejections logged (one zone-wide wanted)" % n)
+    s = env.status()
+    flaky = [x for x in s["services"] if x["name"] == "flaky"]
+    check(flaky, "service not in status: %r" % s["services"])
+    inst = {i["id"]: i for i in flaky[0]["instances"]}
+    check(inst["dead-1"]["ejected"] and "eject" in inst["dead-1"]["health"],
+          "dead instance not ejected in status: %r" % inst)
+    check(not inst["live-a"]["ejected"], "live instance ejected")
+
+
+def test_next_upstream_http_502_retries(env):
+    """A 502 from one instance: proxy_next_upstream http_502 retries on the
+    other, excluding the one tried."""
+    r = env.put("routes/live/two", {
+        "id": "two", "uri": "lb://two", "predicates": ["Path=/two/**"]})
+    check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+    r = env.put("instances/two", [
+        {"id": "ta", "host": "127.0.0.1", "port": env.pa},
+        {"id": "tb", "host": "127.0.0.1", "port": env.pb}])
+    check(r.status == 200, "PUT instances: %d" % r.status)
+    env.converged()
+    ids = set()
+    for _ in range(12):
+        r = env.get("/two/x?fail=B")
+        check(r.status == 200, "answered %d" % r.status)
+        ids.add(r.json()["id"])
+    check(ids == {"A"}, "answers from %r" % ids)
+
+
+def test_route_response_timeout_applied(env):
+    """response-timeout metadata: a slow answer is cut at the route's
+    timeout (504), not nginx's 60 s."""
+    r = env.put("routes/live/slow", {
+        "id": "slow", "uri": "http://127.0.0.1:%d" % env.pb,
+        "predicates": ["Path=/slow/**"],
+        "metadata": {"response-timeout": 300}})
+    check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+    env.converged()
+    t0 = time.time()
+    r = env.get("/slow/x?sleep=1.5")
+    took = time.time() - t0
+    check(r.status == 504 and took < 1.2, "answered %d after %.2f s"
+          % (r.status, took))
+    r = env.get("/slow/x?sleep=0.05")
+    check(r.status == 200, "a fast answer: %d" % r.status)
+
+
+def test_balancer_configuration_errors(env):
+    """switchyard_balancer after keepalive, or with a server line, fails
+    nginx -t with the upstream named."""
+    with open(os.path.join(env.dir, "nginx.conf")) as f:
+        conf = f.read()
+    for bad, want in (
+            (conf.replace("switchyard_balancer;\n        keepalive 8;",
+                          "keepalive 8;\n        switchyard_balancer;"),
+             "before keepalive"),
+            (conf.replace("switchyard_balancer;",
+                          "switchyard_balancer;\n        server 127.0.0.1:1;"),
+             "takes no server")):
+        path = os.path.join(env.dir, "bad.conf")
+        with open(path, "w") as f:
+            f.write(bad)
+        p = subprocess.run([NGINX, "-t", "-p", env.dir, "-c", path],
+                           capture_output=True, text=True, timeout=10)
+        check(p.returncode != 0 and want in p.stderr and "sy_pool" in p.stderr,
+              "%r: %r" % (want, p.stderr[-300:]))
+
+
+TESTS = [
+    test_keepalive_reuses_upstream_connections,
+    test_retry_on_another_instance_one_ejection,
+    test_next_upstream_http_502_retries,
+    test_route_response_timeout_applied,
+    test_balancer_configuration_errors,
+]
+
+if __name__ == "__main__":
+    sys.exit(base.run(TESTS, BalancerEnv))

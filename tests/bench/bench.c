@@ -17,6 +17,7 @@
  * bug, so the program then exits with status 1 (after printing all the
  * figures).
  */
+#include "bench_run.h"
 #include "bench_tables.h"
 #include "bench_util.h"
 #include "hooks.h"
@@ -24,12 +25,12 @@
 #include "bench_r3.h"
 #endif
 #include "base/alloc_small.h"
+#include "base/util.h"
 #include "def/def.h"
-#include "snapshot/publish.h"
 #include "router/router_int.h"
 #include "service/service.h"
+#include "snapshot/publish.h"
 #include "snapshot/snapshot.h"
-#include "base/util.h"
 
 #include <cJSON.h>
 #include <pthread.h>
@@ -48,18 +49,13 @@
 #define SY_BENCH_DATA_DIR "tests/data"
 #endif
 
-#define MATCH_BATCH_NS 60000000u /* 60 ms per timed batch */
-#define MATCH_REPS 7
 #define SCAN_REPS 5
 #define NREQ 8192  /* distinct requests per large table */
 #define HOT_REQS 8 /* match-hot/: the first few requests, repeated */
 
-/* One dependent load that misses every cache, measured now (ns): the
- * denominator of misses/<table> (baseline below). */
-static double load_latency_now(void);
 /* Requests on which the index and the scan disagreed, over the whole run:
  * the program exits non-zero when any did. */
-static size_t g_differ;
+size_t g_differ;
 
 /* ---------------------------------------------------------------- */
 /* Case selection and output                                         */
@@ -97,6 +93,11 @@ static const char *const case_names[] = {
     "select/round-robin",
     "select/random",
     "select/hash",
+    "scale/memory",
+    "scale/compile",
+    "scale/match",
+    "scale/one-route-max",
+    "scale/publish-max-readers",
 };
 #define NCASES (sizeof case_names / sizeof case_names[0])
 
@@ -117,7 +118,7 @@ static bool arg_selects(const char *arg, const char *name) {
     return !is_case_name(arg) && strncmp(arg, name, strlen(arg)) == 0;
 }
 
-static bool want(const char *name) {
+bool want(const char *name) {
     if (g_argc <= 1)
         return true;
     for (int i = 1; i < g_argc; i++)
@@ -126,8 +127,7 @@ static bool want(const char *name) {
     return false;
 }
 
-static void result(const char *name, size_t routes, double value,
-                   const char *unit) {
+void result(const char *name, size_t routes, double value, const char *unit) {
     if (value >= 100)
         printf("%s %zu %.0f %s\n", name, routes, value, unit);
     else
@@ -135,8 +135,7 @@ static void result(const char *name, size_t routes, double value,
     fflush(stdout);
 }
 
-static void comment(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void comment(const char *fmt, ...) {
+void comment(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     printf("# ");
@@ -146,7 +145,7 @@ static void comment(const char *fmt, ...) {
     fflush(stdout);
 }
 
-static void fail(const char *what, int rc, const sy_error *e) {
+void fail(const char *what, int rc, const sy_error *e) {
     comment("SKIPPED %s: %s (%d)%s%s%s%s", what, sy_strerror(rc), rc,
             e && e->message[0] ? ": " : "", e ? e->message : "",
             e && e->path[0] ? " at " : "", e ? e->path : "");
@@ -156,12 +155,10 @@ static void fail(const char *what, int rc, const sy_error *e) {
 /* Timing                                                            */
 /* ---------------------------------------------------------------- */
 
-typedef void (*batch_fn)(void *arg, uint64_t count);
-
 /* The process's CPU time in the kernel so far, in ns (0 when unknown):
  * the cases that read it run one thread, so a difference is the time
  * the kernel spent for that thread (page faults, unmapping). */
-static uint64_t process_sys_ns(void) {
+uint64_t process_sys_ns(void) {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0)
         return 0;
@@ -169,7 +166,7 @@ static uint64_t process_sys_ns(void) {
            (uint64_t)ru.ru_stime.tv_usec * 1000u;
 }
 
-static uint64_t thread_cpu_ns(void) {
+uint64_t thread_cpu_ns(void) {
     struct timespec ts;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
         return 0;
@@ -179,12 +176,12 @@ static uint64_t thread_cpu_ns(void) {
 /* The median thread CPU time per operation of the last measure() call:
  * far below the wall-clock figure means the thread was preempted (a busy
  * machine), not that the code is slow. */
-static double g_last_cpu_ns;
+double g_last_cpu_ns;
 
 /* Calibrate a batch size so one batch lasts at least `batch_ns`, then time
  * `reps` batches and return the median ns per operation. */
-static double measure(batch_fn fn, void *arg, uint64_t batch_ns, int reps,
-                      uint64_t *batch_out) {
+double measure(batch_fn fn, void *arg, uint64_t batch_ns, int reps,
+               uint64_t *batch_out) {
     uint64_t n = 1;
     for (;;) {
         uint64_t t0 = bench_now_ns();
@@ -219,16 +216,10 @@ static double measure(batch_fn fn, void *arg, uint64_t batch_ns, int reps,
 /* Routers                                                           */
 /* ---------------------------------------------------------------- */
 
-typedef struct table {
-    sy_router *router;
-    bench_buf doc;
-    bench_reqs reqs;
-    size_t routes; /* routes in the published snapshot */
-    double apply_ms;
-} table;
-
-static int router_fresh(sy_router **out, sy_error *e) {
+int router_fresh(sy_router **out, sy_error *e) {
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    /* the scale/ document of 1,000,000 routes is ~82 MiB */
+    o.limits.max_document_bytes = 256u << 20;
     int rc = sy_router_new(&o, out, e);
     if (rc)
         return rc;
@@ -240,7 +231,7 @@ static int router_fresh(sy_router **out, sy_error *e) {
     return rc;
 }
 
-static void table_free(table *t) {
+void table_free(table *t) {
     if (t->router)
         sy_router_free(t->router);
     bench_buf_free(&t->doc);
@@ -249,7 +240,7 @@ static void table_free(table *t) {
 }
 
 /* Apply t->doc to a fresh router. Returns 0 or prints why not. */
-static int table_load(table *t, const char *what) {
+int table_load(table *t, const char *what) {
     sy_error e;
     memset(&e, 0, sizeof e);
     int rc = router_fresh(&t->router, &e);
@@ -279,14 +270,7 @@ static int table_load(table *t, const char *what) {
 /* Lookups                                                           */
 /* ---------------------------------------------------------------- */
 
-typedef struct lookups {
-    const sy_snapshot *snap;
-    sy_match_ctx *ctx;
-    const bench_reqs *rs;
-    uint64_t hits, errors;
-} lookups;
-
-static void run_match(void *arg, uint64_t count) {
+void run_match(void *arg, uint64_t count) {
     lookups *l = arg;
     const sy_request *reqs = l->rs->reqs;
     size_t n = l->rs->n, pos = 0;
@@ -322,8 +306,8 @@ static void run_scan(void *arg, uint64_t count) {
 /* Compare the indexed matcher with the linear scan on up to `max`
  * requests; returns the number of requests where they differ and counts
  * the hits of the indexed matcher. */
-static size_t cross_check(const sy_snapshot *s, sy_match_ctx *ctx,
-                          const bench_reqs *rs, size_t max, size_t *hits) {
+size_t cross_check(const sy_snapshot *s, sy_match_ctx *ctx,
+                   const bench_reqs *rs, size_t max, size_t *hits) {
     size_t differ = 0;
     *hits = 0;
     for (size_t i = 0; i < rs->n && i < max; i++) {
@@ -351,15 +335,48 @@ static size_t cross_check(const sy_snapshot *s, sy_match_ctx *ctx,
     return differ;
 }
 
+/* misses/<table>: match/<table> divided by the mean of the run's start
+ * and end baselines of one dependent load that misses every cache (a
+ * ratio of times, not a count of misses), printed after the end
+ * baseline. */
+typedef struct miss_note {
+    char name[32];
+    size_t routes;
+    double ns;
+} miss_note;
+static miss_note g_miss[16];
+static size_t g_nmiss;
+static double g_load_start, g_load_end;
+
+static void misses_note(const char *name, size_t routes, double ns) {
+    if (g_nmiss == sizeof g_miss / sizeof g_miss[0])
+        return;
+    miss_note *m = &g_miss[g_nmiss++];
+    snprintf(m->name, sizeof m->name, "misses/%s", name);
+    m->routes = routes;
+    m->ns = ns;
+}
+
+static void misses_print(void) {
+    if (!g_nmiss || g_load_start <= 0 || g_load_end <= 0)
+        return;
+    double den = (g_load_start + g_load_end) / 2;
+    for (size_t i = 0; i < g_nmiss; i++)
+        result(g_miss[i].name, g_miss[i].routes, g_miss[i].ns / den, "misses");
+    comment("misses/: match/<table> divided by %.1f ns, the mean of this "
+            "run's start (%.1f ns) and end (%.1f ns) baselines of one "
+            "dependent load missing every cache: a ratio of times, not a "
+            "count of cache misses",
+            den, g_load_start, g_load_end);
+}
+
 /* Run match/<name>, match-hot/<name> and scan/<name> on a loaded table;
- * match/ is followed by misses/<name>, its figure in dependent loads
- * that miss every cache, measured just before it (misses per lookup). */
+ * match/'s figure is noted for misses/<name> (misses_print). */
 static void lookup_case(const char *name, table *t, size_t check_max) {
-    char mname[64], hname[64], sname[64], xname[64];
+    char mname[64], hname[64], sname[64];
     snprintf(mname, sizeof mname, "match/%s", name);
     snprintf(hname, sizeof hname, "match-hot/%s", name);
     snprintf(sname, sizeof sname, "scan/%s", name);
-    snprintf(xname, sizeof xname, "misses/%s", name);
     sy_match_ctx *ctx = NULL;
     sy_error e;
     int rc = sy_match_ctx_new(NULL, &ctx, &e);
@@ -384,21 +401,13 @@ static void lookup_case(const char *name, table *t, size_t check_max) {
     double ns_match = -1, ns_scan = -1;
     uint64_t batch = 0;
     if (want(mname)) {
-        /* measured next to the lookups: this machine's memory latency
-         * drifts within a run (62-136 ns in one on 2026-12-01) */
-        double load = load_latency_now();
         ns_match = measure(run_match, &l, MATCH_BATCH_NS, MATCH_REPS, &batch);
         if (l.errors)
             comment("%s: %llu match calls failed", mname,
                     (unsigned long long)l.errors);
         result(mname, t->routes, ns_match, "ns");
         comment("%s: thread CPU time %.1f ns per lookup", mname, g_last_cpu_ns);
-        if (load > 0) {
-            result(xname, t->routes, ns_match / load, "misses");
-            comment("%s: against one dependent load of %.1f ns, measured "
-                    "just before the lookups",
-                    xname, load);
-        }
+        misses_note(name, t->routes, ns_match);
     }
     if (want(hname)) {
         bench_reqs hot = t->reqs;
@@ -439,9 +448,6 @@ static bool want_pair(const char *name) {
     snprintf(s, sizeof s, "scan/%s", name);
     return want(m) || want(h) || want(s);
 }
-
-typedef void (*table_gen)(size_t n, size_t nreq, bench_buf *doc,
-                          bench_reqs *rs);
 
 static void generated_case(const char *name, table_gen gen, size_t n,
                            size_t check_max) {
@@ -581,14 +587,14 @@ static void case_github(void) {
 /* memory/route                                                      */
 /* ---------------------------------------------------------------- */
 
-static void memory_child(size_t n) {
+void memory_child(const char *name, table_gen gen, size_t n) {
     table t;
     memset(&t, 0, sizeof t);
-    table_static(n, 1, &t.doc, &t.reqs);
+    gen(n, 1, &t.doc, &t.reqs);
     sy_error e;
     int rc = router_fresh(&t.router, &e);
     if (rc) {
-        fail("memory/route", rc, &e);
+        fail(name, rc, &e);
         return;
     }
     uint64_t before = bench_rss_bytes();
@@ -597,7 +603,7 @@ static void memory_child(size_t n) {
     if (rep)
         sy_report_free(rep);
     if (rc) {
-        fail("memory/route", rc, &e);
+        fail(name, rc, &e);
         return;
     }
     uint64_t after = bench_rss_bytes();
@@ -636,61 +642,64 @@ static void memory_child(size_t n) {
     }
     if (!routes)
         routes = n;
-    result("memory/route", n, (double)(after - before) / (double)routes,
-           "bytes");
-    comment("memory/route: VmRSS %.1f MiB -> %.1f MiB for %zu routes "
+    result(name, n, (double)(after - before) / (double)routes, "bytes");
+    comment("%s: VmRSS %.1f MiB -> %.1f MiB for %zu routes "
             "(document text allocated before, not counted)",
-            (double)before / 1048576, (double)after / 1048576, routes);
-    comment("memory/route: the library's arena (alloc_small.c): %zu spans, "
+            name, (double)before / 1048576, (double)after / 1048576, routes);
+    comment("%s: the library's arena (alloc_small.c): %zu spans, "
             "%.1f MiB; %zu empty ones kept resident, %zu lazily freed; "
             "LazyFree %.0f bytes/route (counted above until the system "
             "takes it)",
-            arena.spans, (double)arena.span_bytes / 1048576, arena.kept,
+            name, arena.spans, (double)arena.span_bytes / 1048576, arena.kept,
             arena.lazy, (double)lazy / (double)routes);
 #ifdef __GLIBC__
     malloc_trim(0);
     uint64_t trimmed = bench_rss_bytes();
-    comment("memory/route: after malloc_trim(0): %.0f bytes/route (heap "
+    comment("%s: after malloc_trim(0): %.0f bytes/route (heap "
             "kept by glibc after parsing returned)",
-            (double)(trimmed - before) / (double)routes);
+            name, (double)(trimmed - before) / (double)routes);
 #endif
-    comment("memory/route: library accounting: snapshot %zu bytes (%.0f "
+    comment("%s: library accounting: snapshot %zu bytes (%.0f "
             "bytes/route), index %zu bytes (%.0f bytes/route)",
-            snap_bytes, (double)snap_bytes / (double)routes, base_bytes,
+            name, snap_bytes, (double)snap_bytes / (double)routes, base_bytes,
             (double)base_bytes / (double)routes);
-    comment("memory/route: library accounting: route blocks %.0f, source memo "
+    comment("%s: library accounting: route blocks %.0f, source memo "
             "%.0f, history %.0f bytes/route (requested sizes, before the "
             "allocator's headers and rounding)",
-            (double)route_bytes / (double)routes,
+            name, (double)route_bytes / (double)routes,
             (double)memo_bytes / (double)routes,
             (double)history_bytes / (double)routes);
-    comment("memory/route: counted: everything the apply left (routes, "
+    comment("%s: counted: everything the apply left (routes, "
             "snapshot and index, the source's memo and history, the heap "
             "the allocator kept); the default configuration (history of 8 "
-            "documents: the routes' references, not the text)");
+            "documents: the routes' references, not the text)",
+            name);
     table_free(&t);
 }
 
 /* Measured in a child process so the rest of the run (and its freed heap)
  * cannot hide or inflate the figure. */
-static void case_memory(void) {
-    if (!want("memory/route"))
-        return;
+void memory_forked(const char *name, table_gen gen, size_t n) {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        memory_child(100000);
+        memory_child(name, gen, n);
         fflush(stdout);
         _exit(0);
     }
     if (pid < 0) {
-        memory_child(100000);
+        memory_child(name, gen, n);
         return;
     }
     int st;
     waitpid(pid, &st, 0);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        comment("memory/route: the measuring child failed (status %d)", st);
+        comment("%s: the measuring child failed (status %d)", name, st);
+}
+
+static void case_memory(void) {
+    if (want("memory/route"))
+        memory_forked("memory/route", table_static, 100000);
 }
 
 /* ---------------------------------------------------------------- */
@@ -782,13 +791,12 @@ static void case_static(void) {
         lookup_case("static", t, 2000);
 }
 
-static int cmp_d(const void *a, const void *b) {
+int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-static void print_spread(const char *name, double *v, size_t n,
-                         const char *unit) {
+void print_spread(const char *name, double *v, size_t n, const char *unit) {
     qsort(v, n, sizeof *v, cmp_d);
     comment("%s: %zu runs: min %.1f, median %.1f, p90 %.1f, max %.1f %s", name,
             n, v[0], bench_quantile(v, n, 0.5), bench_quantile(v, n, 0.9),
@@ -1296,7 +1304,7 @@ static double load_latency_now(void) {
 /* Two figures to read the others against on a shared, noisy machine: the
  * physical floor of a lookup (hash a 30-byte path) and the latency of one
  * dependent load that misses every cache (a 64 MiB random cycle). */
-static void baseline(const char *when) {
+static double baseline(const char *when) {
     hash_arg h = {bench_xmalloc(1024 * sizeof *h.paths), 0};
     for (size_t i = 0; i < 1024; i++)
         snprintf(h.paths[i], sizeof h.paths[i], "/repos/owner%05zu/repo/events",
@@ -1307,6 +1315,27 @@ static void baseline(const char *when) {
     comment("baseline (%s): sy__hash64 of a 30-byte path %.1f ns; one "
             "dependent load missing every cache (64 MiB) %.1f ns",
             when, ns_hash, ns_load);
+    return ns_load;
+}
+
+/* Warm the CPU up before the first case (SY_BENCH_WARM_MS, default 3000;
+ * 0: none): a case run alone then gives the figure a full run gives (a
+ * cold start measured match/github ~1.8x slower). */
+static void warm_up(void) {
+    const char *env = getenv("SY_BENCH_WARM_MS");
+    uint64_t ms = env && *env ? strtoull(env, NULL, 10) : 3000;
+    if (!ms)
+        return;
+    hash_arg h = {bench_xmalloc(1024 * sizeof *h.paths), 0};
+    for (size_t i = 0; i < 1024; i++)
+        snprintf(h.paths[i], sizeof h.paths[i], "/repos/owner%05zu/repo/warm",
+                 i);
+    uint64_t t0 = bench_now_ns(), end = t0 + ms * 1000000u;
+    while (bench_now_ns() < end)
+        run_hash(&h, 100000);
+    free(h.paths);
+    comment("warm-up: %llu ms of hashing before the first case",
+            (unsigned long long)ms);
 }
 
 /* ---------------------------------------------------------------- */
@@ -1343,8 +1372,11 @@ int main(int argc, char **argv) {
     }
     uint64_t t0 = bench_now_ns();
     bench_print_machine();
-    baseline("start");
-    case_memory(); /* first, in a child, before this heap grows */
+    warm_up();
+    g_load_start = baseline("start");
+    case_memory();            /* first, in a child, before this heap grows */
+    if (want("scale/memory")) /* the same, in a child */
+        memory_forked("scale/memory", table_scale, 1000000);
     case_github();
     case_static();
     generated_case("param", table_param, 100000, 2000);
@@ -1360,7 +1392,9 @@ int main(int argc, char **argv) {
     table_free(&g_static);
     case_snapshot();
     case_select();
-    baseline("end");
+    case_scale();
+    g_load_end = baseline("end");
+    misses_print();
     free(g_chase.next);
     comment("total run time %.1f s", (double)(bench_now_ns() - t0) / 1e9);
     if (g_differ) {

@@ -1,15 +1,16 @@
 /* bench_tables.c - route tables and requests of switchyard-bench. */
 #include "bench_tables.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 /* Route ids: "<prefix><i>". Predicates and filters are given as JSON string
  * contents, already escaped. */
-static void route(bench_buf *b, size_t i, const char *prefix, int order,
-                  const char *uri, const char *const *preds, size_t np,
-                  const char *const *filters, size_t nf) {
-    bench_buf_printf(b, "%s{\"id\":\"%s%zu\",\"uri\":\"%s\"", i ? ",\n" : "",
+static void route_at(bench_buf *b, bool sep, size_t i, const char *prefix,
+                     int order, const char *uri, const char *const *preds,
+                     size_t np, const char *const *filters, size_t nf) {
+    bench_buf_printf(b, "%s{\"id\":\"%s%zu\",\"uri\":\"%s\"", sep ? ",\n" : "",
                      prefix, i, uri);
     if (order)
         bench_buf_printf(b, ",\"order\":%d", order);
@@ -24,6 +25,12 @@ static void route(bench_buf *b, size_t i, const char *prefix, int order,
         bench_buf_printf(b, "]");
     }
     bench_buf_printf(b, "}");
+}
+
+static void route(bench_buf *b, size_t i, const char *prefix, int order,
+                  const char *uri, const char *const *preds, size_t np,
+                  const char *const *filters, size_t nf) {
+    route_at(b, i != 0, i, prefix, order, uri, preds, np, filters, nf);
 }
 
 static void doc_begin(bench_buf *b) {
@@ -249,4 +256,61 @@ void table_mixed(size_t n, size_t nreq, bench_buf *doc, bench_reqs *rs) {
         bench_reqs_add(rs, method, host, path, h, nh);
     }
     free(smp);
+}
+
+/*
+ * The scale table (scale/ cases): route i is of kind i % 3:
+ *   0  Path=/s{i}/ljj                          (a literal path)
+ *   1  Path=/u{i}/{name}                       (a path with a parameter)
+ *   2  Host=t{i}.example.com, Path=/api/ then **  (a host per customer)
+ * Requests: GET /s{i}/ljj, GET /u{i}/bob, GET t{i}.example.com/api/orders/1.
+ */
+static void scale_route(bench_buf *b, size_t i, const char *variant, bool sep) {
+    char p[64], h[64];
+    switch (i % 3) {
+    case 0:
+        snprintf(p, sizeof p, "Path=/s%zu/ljj%s", i, variant);
+        route_at(b, sep, i, "c", 0, "http://backend:80",
+                 (const char *const[]){p}, 1, NULL, 0);
+        break;
+    case 1:
+        snprintf(p, sizeof p, "Path=/u%zu%s/{name}", i, variant);
+        route_at(b, sep, i, "c", 0, "http://backend:80",
+                 (const char *const[]){p}, 1, NULL, 0);
+        break;
+    default:
+        snprintf(h, sizeof h, "Host=t%zu%s.example.com", i, variant);
+        route_at(b, sep, i, "c", 0, "lb://tenants",
+                 (const char *const[]){h, "Path=/api/**"}, 2, NULL, 0);
+        break;
+    }
+}
+
+void table_scale_route(size_t i, const char *variant, bench_buf *out) {
+    out->len = 0;
+    scale_route(out, i, variant, false);
+}
+
+void table_scale(size_t n, size_t nreq, bench_buf *doc, bench_reqs *rs) {
+    doc_begin(doc);
+    for (size_t i = 0; i < n; i++)
+        scale_route(doc, i, "", i != 0);
+    doc_end(doc);
+    size_t k, *s = sample(n, nreq, &k);
+    char host[64], path[64];
+    for (size_t j = 0; j < k; j++) {
+        size_t i = s[j];
+        const char *hp = "api.example.com";
+        switch (i % 3) {
+        case 0: snprintf(path, sizeof path, "/s%zu/ljj", i); break;
+        case 1: snprintf(path, sizeof path, "/u%zu/bob", i); break;
+        default:
+            snprintf(host, sizeof host, "t%zu.example.com", i);
+            snprintf(path, sizeof path, "/api/orders/1");
+            hp = host;
+            break;
+        }
+        bench_reqs_add(rs, "GET", hp, path, common_headers, 3);
+    }
+    free(s);
 }

@@ -22,6 +22,13 @@ void table_hosts(size_t n, size_t nreq, bench_buf *doc, bench_reqs *rs);
  * filters; see bench_tables.c. */
 void table_mixed(size_t n, size_t nreq, bench_buf *doc, bench_reqs *rs);
 
+/* The scale table: kinds i % 3: `Path=/s{i}/ljj`, `Path=/u{i}/{name}`,
+ * `Host=t{i}.example.com` + `Path=/api/` then `**` (see bench_tables.c). */
+void table_scale(size_t n, size_t nreq, bench_buf *doc, bench_reqs *rs);
+/* Route i of table_scale, its path or host suffixed by `variant`, as a
+ * route object for sy_router_upsert_route. */
+void table_scale_route(size_t i, const char *variant, bench_buf *out);
+
 /* One route of table_static with its path suffixed by `variant` ("" or
  * "2"), as a route object for sy_router_upsert_route. */
 void table_static_route(size_t i, const char *variant, bench_buf *out);

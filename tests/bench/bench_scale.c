@@ -1,0 +1,281 @@
+/*
+ * bench_scale.c - the scale/ cases of switchyard-bench: the table of
+ * bench_tables.c's table_scale (literal paths, parameter paths and a route
+ * per customer host) at 1,000,000 routes, against the same table at
+ * 100,000:
+ *
+ *   scale/memory        VmRSS per route after applying 1M routes (bench.c,
+ *                       in a child, before the run's heap grows)
+ *   scale/compile       a fresh router's apply of the 1M document (parse,
+ *                       compile, index build and publish), wall clock
+ *   scale/match         lookups at 100k and at 1M, and their ratio
+ *                       (scale/match-ratio)
+ *   scale/one-route-max the slowest of 10,000 one-route upserts at 1M
+ *   scale/publish-max-readers  the slowest one-route publish at 1M while
+ *                       a reader thread matches without pause, over
+ *                       enough upserts that a background rebuild starts,
+ *                       runs and swaps in
+ */
+#include "bench_run.h"
+#include "bench_tables.h"
+
+#include "snapshot/snapshot.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCALE_BIG 1000000
+#define SCALE_SMALL 100000
+#define SCALE_NREQ 8192
+
+/* match at one size; the figure of the cold (8,192 random requests) run */
+static double scale_match(const char *what, table *t, size_t check) {
+    sy_match_ctx *ctx = NULL;
+    sy_error e;
+    int rc = sy_match_ctx_new(NULL, &ctx, &e);
+    if (rc) {
+        fail(what, rc, &e);
+        return -1;
+    }
+    sy_snapshot *s = sy_router_acquire(t->router);
+    size_t hits = 0;
+    size_t differ = cross_check(s, ctx, &t->reqs, check, &hits);
+    g_differ += differ;
+    comment("scale/match %zu: %zu requests; %zu checked against the scan: "
+            "%zu hit, %zu differ",
+            t->routes, t->reqs.n, check, hits, differ);
+    lookups l = {s, ctx, &t->reqs, 0, 0};
+    double ns = measure(run_match, &l, MATCH_BATCH_NS, MATCH_REPS, NULL);
+    result("scale/match", t->routes, ns, "ns");
+    comment("scale/match %zu: thread CPU time %.1f ns per lookup", t->routes,
+            g_last_cpu_ns);
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    return ns;
+}
+
+static const sy_snapshot *internal(sy_snapshot *h) {
+    return sy__snapshot_from_handle(h);
+}
+
+/* Upserts of distinct routes of t, from route `from`, each one suffixed
+ * with `variant`; us[i], cpu[i]: wall and thread CPU time of each. Stops
+ * after `runs`, or (when until_swap) once a rebuild has started and
+ * swapped its index in, whichever is later (at most max_runs). Returns
+ * how many were done; *swaps: index swaps seen. */
+static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
+                      size_t max_runs, bool until_swap, double *us, double *cpu,
+                      size_t *swaps, size_t *builds) {
+    bench_buf doc = {0};
+    sy_error e;
+    size_t done = 0;
+    *swaps = 0;
+    *builds = 0;
+    sy_snapshot *h = sy_router_acquire(t->router);
+    const void *base = internal(h)->base;
+    bool building = internal(h)->build != NULL;
+    sy_snapshot_release(h);
+    for (size_t r = 0; r < max_runs; r++) {
+        if (r >= runs && (!until_swap || *swaps > 0))
+            break;
+        /* 7919 is prime to the table sizes: distinct routes */
+        table_scale_route((from + r * 7919) % t->routes, variant, &doc);
+        uint64_t t0 = bench_now_ns(), c0 = thread_cpu_ns();
+        int rc =
+            sy_router_upsert_route(t->router, "bench", doc.ptr, doc.len, &e);
+        uint64_t dt = bench_now_ns() - t0, dc = thread_cpu_ns() - c0;
+        if (rc) {
+            fail("scale/one-route", rc, &e);
+            break;
+        }
+        us[done] = (double)dt / 1e3;
+        cpu[done++] = (double)dc / 1e3;
+        h = sy_router_acquire(t->router);
+        const sy_snapshot *s = internal(h);
+        if (s->build && !building)
+            (*builds)++;
+        building = s->build != NULL;
+        if (s->base != base)
+            (*swaps)++;
+        base = s->base;
+        sy_snapshot_release(h);
+    }
+    bench_buf_free(&doc);
+    return done;
+}
+
+static void report_upserts(const char *name, size_t routes, double *us,
+                           double *cpu, size_t done, size_t swaps,
+                           size_t builds) {
+    size_t worst = 0, over1 = 0, over2 = 0, cworst = 0;
+    for (size_t i = 0; i < done; i++) {
+        if (us[i] > us[worst])
+            worst = i;
+        if (cpu[i] > cpu[cworst])
+            cworst = i;
+        over1 += us[i] > 1000;
+        over2 += us[i] > 2000;
+    }
+    result(name, routes, us[worst], "us");
+    comment("%s: %zu upserts of distinct routes; the slowest was #%zu; %zu "
+            "took over 1 ms, %zu over 2 ms; rebuilds started %zu, index "
+            "swaps %zu",
+            name, done, worst, over1, over2, builds, swaps);
+    comment("%s: thread CPU time: the most was %.1f us (#%zu)", name,
+            cpu[cworst], cworst);
+    print_spread(name, us, done, "us");
+    print_spread("(thread CPU)", cpu, done, "us");
+}
+
+/* ---- a publish while a reader matches ---- */
+
+typedef struct reader {
+    sy_router *router;
+    const bench_reqs *rs;
+    _Atomic int stop;
+    _Atomic int started;
+    uint64_t lookups, hits;
+} reader;
+
+static void *reader_run(void *arg) {
+    reader *r = arg;
+    sy_match_ctx *ctx = NULL;
+    sy_error e;
+    if (sy_match_ctx_new(NULL, &ctx, &e) != 0)
+        return NULL;
+    atomic_store(&r->started, 1);
+    size_t pos = 0;
+    uint64_t n = 0, hits = 0;
+    while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+        sy_snapshot *s = sy_router_acquire(r->router);
+        for (int k = 0; k < 64; k++) {
+            sy_match *m = NULL;
+            sy_snapshot_match(s, ctx, &r->rs->reqs[pos], &m);
+            hits += m != NULL;
+            if (++pos == r->rs->n)
+                pos = 0;
+        }
+        sy_snapshot_release(s);
+        n += 64;
+    }
+    r->lookups = n;
+    r->hits = hits;
+    sy_match_ctx_free(ctx);
+    return NULL;
+}
+
+static void scale_with_readers(table *t) {
+    static const char *name = "scale/publish-max-readers";
+    enum { MAX_RUNS = 200000 };
+    double *us = bench_xmalloc(MAX_RUNS * sizeof *us);
+    double *cpu = bench_xmalloc(MAX_RUNS * sizeof *cpu);
+    reader rd = {.router = t->router, .rs = &t->reqs};
+    pthread_t tid;
+    if (pthread_create(&tid, NULL, reader_run, &rd) != 0) {
+        comment("SKIPPED %s: no reader thread", name);
+        free(us);
+        free(cpu);
+        return;
+    }
+    while (!atomic_load(&rd.started))
+        ;
+    size_t swaps, builds;
+    uint64_t t0 = bench_now_ns();
+    size_t done = upserts(t, 500001, "r", 10000, MAX_RUNS, true, us, cpu,
+                          &swaps, &builds);
+    double secs = (double)(bench_now_ns() - t0) / 1e9;
+    atomic_store(&rd.stop, 1);
+    pthread_join(tid, NULL);
+    if (done) {
+        report_upserts(name, t->routes, us, cpu, done, swaps, builds);
+        comment("%s: a reader thread matched without pause meanwhile: %.1f M "
+                "lookups in %.1f s (%.0f ns each), %.1f %% hits",
+                name, (double)rd.lookups / 1e6, secs,
+                rd.lookups ? secs * 1e9 / (double)rd.lookups : 0,
+                rd.lookups ? 100.0 * (double)rd.hits / (double)rd.lookups : 0);
+    }
+    free(us);
+    free(cpu);
+}
+
+void case_scale(void) {
+    bool w_compile = want("scale/compile"), w_match = want("scale/match"),
+         w_max = want("scale/one-route-max"),
+         w_read = want("scale/publish-max-readers");
+    if (!w_compile && !w_match && !w_max && !w_read)
+        return;
+    double small_ns = -1;
+    if (w_match) {
+        table t = {0};
+        table_scale(SCALE_SMALL, SCALE_NREQ, &t.doc, &t.reqs);
+        if (table_load(&t, "scale/match") == 0) {
+            comment("scale/match %zu: applied in %.1f ms", t.routes,
+                    t.apply_ms);
+            small_ns = scale_match("scale/match", &t, 300);
+        }
+        table_free(&t);
+    }
+    table t = {0};
+    table_scale(SCALE_BIG, SCALE_NREQ, &t.doc, &t.reqs);
+    sy_error e;
+    int rc = router_fresh(&t.router, &e);
+    if (rc) {
+        fail("scale/compile", rc, &e);
+        table_free(&t);
+        return;
+    }
+    sy_report *rep = NULL;
+    uint64_t c0 = thread_cpu_ns(), t0 = bench_now_ns();
+    rc = sy_router_apply(t.router, "bench", t.doc.ptr, t.doc.len, &rep, &e);
+    uint64_t dt = bench_now_ns() - t0, dc = thread_cpu_ns() - c0;
+    if (rc) {
+        fail("scale/compile", rc, &e);
+        if (rep)
+            sy_report_free(rep);
+        table_free(&t);
+        return;
+    }
+    sy_snapshot *h = sy_router_acquire(t.router);
+    t.routes = sy_snapshot_route_count(h);
+    sy_snapshot_release(h);
+    if (w_compile) {
+        result("scale/compile", t.routes, (double)dt / 1e6, "ms");
+        comment("scale/compile %zu: document %.1f MiB; report: parse+compile "
+                "%.1f ms, build+publish %.1f ms; thread CPU time %.1f ms; "
+                "one apply to a fresh router",
+                t.routes, (double)t.doc.len / 1048576,
+                rep ? (double)sy_report_parse_us(rep) / 1e3 : 0,
+                rep ? (double)sy_report_publish_us(rep) / 1e3 : 0,
+                (double)dc / 1e6);
+    }
+    if (rep)
+        sy_report_free(rep);
+    if (w_match) {
+        double big_ns = scale_match("scale/match", &t, 100);
+        if (small_ns > 0 && big_ns > 0) {
+            result("scale/match-ratio", t.routes, big_ns / small_ns, "x");
+            comment("scale/match-ratio: scale/match at %d / at %d routes, "
+                    "same run",
+                    SCALE_BIG, SCALE_SMALL);
+        }
+    }
+    if (w_max) {
+        enum { RUNS = 10000 };
+        double *us = bench_xmalloc(RUNS * sizeof *us);
+        double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
+        size_t swaps, builds;
+        size_t done =
+            upserts(&t, 1, "m", RUNS, RUNS, false, us, cpu, &swaps, &builds);
+        if (done)
+            report_upserts("scale/one-route-max", t.routes, us, cpu, done,
+                           swaps, builds);
+        free(us);
+        free(cpu);
+    }
+    if (w_read)
+        scale_with_readers(&t);
+    table_free(&t);
+}

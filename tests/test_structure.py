@@ -29,7 +29,8 @@ import sys
 FLOORS = [
     ("base", [
         [("alloc_small",)],
-        [("util", "alloc_map"), ("idtab",)],
+        [("alloc_map",)],
+        [("util",), ("idtab",)],
         [("factory",), ("registry",), ("values",), ("path_normalize",),
          ("budget",)],
         [("regex",)],

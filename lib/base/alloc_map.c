@@ -28,8 +28,8 @@
  * of memory).
  */
 #define _GNU_SOURCE
+#include "base/alloc_map.h"
 #include "base/alloc_small.h"
-#include "base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

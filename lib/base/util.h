@@ -5,48 +5,22 @@
 #ifndef SY_UTIL_H
 #define SY_UTIL_H
 
+#include "base/alloc_map.h"
 #include "switchyard.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
 
-#define SY_UNUSED(x) ((void)(x))
 #define SY_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 /* "No slot": an empty entry, or a missing index, in every uint32_t table
  * of lib/ (slots, groups, nodes, instances). The one definition. */
 #define SY_NONE UINT32_MAX
 
-/* A resolved allocator: every member non-NULL. */
-typedef struct sy__alloc {
-    void *(*malloc)(void *data, size_t size);
-    void *(*realloc)(void *data, void *ptr, size_t size);
-    void (*free)(void *data, void *ptr);
-    void *data;
-} sy__alloc;
-
 /* Resolve user hooks (NULL or incomplete: sy__alloc_default). */
 void sy__alloc_init(sy__alloc *out, const sy_allocator *user);
 /* libc's malloc, realloc and free as they are. */
 void sy__alloc_libc(sy__alloc *out);
-/* The library's default allocator (alloc_map.c): blocks of SY_MAP_MIN
- * bytes (alloc_small.h) or more are mapped and unmapped directly, so that
- * an apply's large temporaries go back to the system when freed, whatever
- * glibc's dynamic mmap threshold has risen to; smaller ones come from the
- * library's own spans (alloc_small.c), out of libc's heap (glibc on
- * Linux; elsewhere libc's). Blocks it returns are freed by it only (never
- * by libc's free). */
-void sy__alloc_default(sy__alloc *out);
-/* n zeroed bytes from `a` when it is the default allocator (a mapping
- * or libc's calloc: no page touched to clear it); SY_ALLOC_NOT_DEFAULT
- * for any other allocator (sy__calloc then clears a block itself). */
-void *sy__alloc_default_calloc(const sy__alloc *a, size_t n);
-#define SY_ALLOC_NOT_DEFAULT ((void *)1)
-/* The one shared copy of the default allocator when `a` is it (a route
- * then points at it instead of holding its own copy), else NULL. */
-const sy__alloc *sy__alloc_default_shared(const sy__alloc *a);
-/* True when sy__alloc_default maps large blocks (else it is libc's). */
-bool sy__alloc_maps_large(void);
 void *sy__malloc(const sy__alloc *a, size_t size);
 void *sy__calloc(const sy__alloc *a, size_t n, size_t size); /* overflow-safe */
 void *sy__realloc(const sy__alloc *a, void *ptr, size_t size);

@@ -1,0 +1,42 @@
+/*
+ * alloc_map.h - the allocator every lib/ module allocates through: the
+ * resolved hooks (sy__alloc) and the library's default allocator, which
+ * alloc_map.c implements (large blocks mapped directly, small ones from
+ * alloc_small.c's spans). util.c's sy__malloc and friends call through it.
+ */
+#ifndef SY_ALLOC_MAP_H
+#define SY_ALLOC_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SY_UNUSED(x) ((void)(x))
+
+/* A resolved allocator: every member non-NULL. */
+typedef struct sy__alloc {
+    void *(*malloc)(void *data, size_t size);
+    void *(*realloc)(void *data, void *ptr, size_t size);
+    void (*free)(void *data, void *ptr);
+    void *data;
+} sy__alloc;
+
+/* The library's default allocator (alloc_map.c): blocks of SY_MAP_MIN
+ * bytes (alloc_small.h) or more are mapped and unmapped directly, so that
+ * an apply's large temporaries go back to the system when freed, whatever
+ * glibc's dynamic mmap threshold has risen to; smaller ones come from the
+ * library's own spans (alloc_small.c), out of libc's heap (glibc on
+ * Linux; elsewhere libc's). Blocks it returns are freed by it only (never
+ * by libc's free). */
+void sy__alloc_default(sy__alloc *out);
+/* n zeroed bytes from `a` when it is the default allocator (a mapping
+ * or libc's calloc: no page touched to clear it); SY_ALLOC_NOT_DEFAULT
+ * for any other allocator (sy__calloc then clears a block itself). */
+void *sy__alloc_default_calloc(const sy__alloc *a, size_t n);
+#define SY_ALLOC_NOT_DEFAULT ((void *)1)
+/* The one shared copy of the default allocator when `a` is it (a route
+ * then points at it instead of holding its own copy), else NULL. */
+const sy__alloc *sy__alloc_default_shared(const sy__alloc *a);
+/* True when sy__alloc_default maps large blocks (else it is libc's). */
+bool sy__alloc_maps_large(void);
+
+#endif

@@ -236,16 +236,19 @@ static int commit_set(sy_router *r, sy_change_set *cs, bool dry,
     if (cs->router != r)
         return sy__error_set(err, SY_EINVAL, "",
                              "the change set belongs to another router");
-    if (cs->committed)
-        return sy__error_set(err, SY_EINVAL, "",
-                             "the change set was committed already");
     int rc = writer_enter(r, err);
     if (rc)
         return rc;
-    rc = sy__commit_run(r, cs->items, cs->count, false, dry, report, err);
-    pthread_mutex_unlock(&r->lock);
+    /* claimed under the writer lock, which every commit of cs takes (its
+     * router's): of any number of threads committing it, one publishes */
+    if (cs->committed)
+        rc = sy__error_set(err, SY_EINVAL, "",
+                           "the change set was committed already");
+    else
+        rc = sy__commit_run(r, cs->items, cs->count, false, dry, report, err);
     if (rc == SY_OK && !dry)
         cs->committed = true;
+    pthread_mutex_unlock(&r->lock);
     return rc;
 }
 

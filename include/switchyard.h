@@ -803,6 +803,15 @@ SY_API int sy_router_set_loader(sy_router *r, const char *source,
                                 sy_load_fn load, void *data, sy_error *err);
 SY_API int sy_router_notify(sy_router *r, const char *source, sy_error *err);
 
+/*
+ * Limits on the counts the router takes, checked before any size is
+ * computed from them, the same way by every call that takes them (the
+ * single calls and change-set staging): SY_ELIMIT beyond them, nothing
+ * staged or changed.
+ */
+#define SY_MAX_INSTANCES 16777216u  /* instances or deltas in one call */
+#define SY_MAX_INSTANCE_METADATA 1024u /* metadata entries of an instance */
+
 /* Replace a service's whole instance list; published at once. */
 SY_API int sy_router_set_instances(sy_router *r, const char *service,
                                    const sy_instance *instances, size_t count,

@@ -7,6 +7,8 @@
 #include "router/change_set.h"
 #include "router/router_int.h"
 
+#include <stdio.h>
+
 int sy_change_set_new(sy_router *r, sy_change_set **out, sy_error *err) {
     if (!r || !out)
         return sy__error_set(err, SY_EINVAL, "", "router or out is NULL");
@@ -133,6 +135,28 @@ int sy_change_set_rollback(sy_change_set *cs, const char *source,
     return done(cs);
 }
 
+int sy__check_instance_counts(const sy_instance *list,
+                              const sy_instance_delta *deltas, size_t n,
+                              sy_error *err) {
+    if (n > SY_MAX_INSTANCES)
+        return sy__error_set(err, SY_ELIMIT, deltas ? "deltas" : "instances",
+                             "%zu %s: at most %u in one call", n,
+                             deltas ? "deltas" : "instances", SY_MAX_INSTANCES);
+    for (size_t i = 0; i < n && (list || deltas); i++) {
+        const sy_instance *in = deltas ? &deltas[i].instance : &list[i];
+        if (in->metadata_count > SY_MAX_INSTANCE_METADATA) {
+            char path[64];
+            snprintf(path, sizeof path, "%s[%zu]%s.metadata",
+                     deltas ? "deltas" : "instances", i,
+                     deltas ? ".instance" : "");
+            return sy__error_set(err, SY_ELIMIT, path,
+                                 "%zu metadata entries: at most %u",
+                                 in->metadata_count, SY_MAX_INSTANCE_METADATA);
+        }
+    }
+    return SY_OK;
+}
+
 /* NULL stays NULL (validation at commit names it). */
 static const char *dup_or_null(sy__arena *ar, const char *s, bool *oom) {
     if (!s)
@@ -167,9 +191,11 @@ int sy_change_set_set_instances(sy_change_set *cs, const char *service,
                                 sy_error *err) {
     if (count && !instances)
         return sy__error_set(err, SY_EINVAL, "", "instances is NULL");
+    int rc = sy__check_instance_counts(instances, NULL, count, err);
     sy__change *c = NULL;
-    int rc =
-        stage(cs, SY_CHANGE_SET_INSTANCES, service, "service name", err, &c);
+    if (rc == SY_OK)
+        rc = stage(cs, SY_CHANGE_SET_INSTANCES, service, "service name", err,
+                   &c);
     if (rc)
         return rc;
     sy_instance *v = sy__arena_alloc(&cs->arena, (count + 1) * sizeof *v);
@@ -188,9 +214,11 @@ int sy_change_set_update_instances(sy_change_set *cs, const char *service,
                                    size_t count, sy_error *err) {
     if (count && !deltas)
         return sy__error_set(err, SY_EINVAL, "", "deltas is NULL");
+    int rc = sy__check_instance_counts(NULL, deltas, count, err);
     sy__change *c = NULL;
-    int rc =
-        stage(cs, SY_CHANGE_UPDATE_INSTANCES, service, "service name", err, &c);
+    if (rc == SY_OK)
+        rc = stage(cs, SY_CHANGE_UPDATE_INSTANCES, service, "service name", err,
+                   &c);
     if (rc)
         return rc;
     sy_instance_delta *v = sy__arena_alloc(&cs->arena, (count + 1) * sizeof *v);

@@ -40,6 +40,19 @@ struct sy_change_set {
     bool committed; /* published once: a second commit is refused */
 };
 
+/*
+ * The counts of an instance list (`list`) or delta list (`deltas`) of n
+ * entries, as every call that takes one checks them before computing any
+ * size from them (the single calls and staging alike): n at most
+ * SY_MAX_INSTANCES, each instance's metadata_count at most
+ * SY_MAX_INSTANCE_METADATA. SY_ELIMIT with the path ("instances",
+ * "deltas[2].instance.metadata"), else SY_OK. The entries are read only
+ * when n is within the limit.
+ */
+int sy__check_instance_counts(const sy_instance *list,
+                              const sy_instance_delta *deltas, size_t n,
+                              sy_error *err);
+
 /* What a change is, for messages: "apply 'orders'", "remove 'r1'"... */
 const char *sy__change_kind_name(sy__change_kind k);
 

@@ -324,6 +324,9 @@ int sy_router_set_instances(sy_router *r, const char *service,
         return sy__error_set(err, SY_EINVAL, "", "router or service is NULL");
     if (count && !instances)
         return sy__error_set(err, SY_EINVAL, "", "instances is NULL");
+    int rc = sy__check_instance_counts(instances, NULL, count, err);
+    if (rc)
+        return rc;
     sy__change ch = {.kind = SY_CHANGE_SET_INSTANCES,
                      .name = service,
                      .instances = instances,
@@ -340,6 +343,9 @@ int sy_router_update_instances(sy_router *r, const char *service,
         return sy__error_set(err, SY_EINVAL, "", "router or service is NULL");
     if (!deltas && count)
         return sy__error_set(err, SY_EINVAL, "", "deltas is NULL");
+    int rc = sy__check_instance_counts(NULL, deltas, count, err);
+    if (rc)
+        return rc;
     static const sy_instance_delta none[1];
     sy__change ch = {.kind = SY_CHANGE_UPDATE_INSTANCES,
                      .name = service,

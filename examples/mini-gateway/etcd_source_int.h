@@ -1,0 +1,108 @@
+/*
+ * etcd_source_int.h - the etcd source's private state, shared by the
+ * source (etcd_source.c: records, applying, the protocol) and its status
+ * (etcd_status.c). Not for the host: etcd_source.h is the module's API.
+ */
+#ifndef GW_ETCD_SOURCE_INT_H
+#define GW_ETCD_SOURCE_INT_H
+
+#include "etcd_decode.h"
+#include "etcd_http.h"
+#include "etcd_source.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One route source: PREFIX routes/<name>. */
+typedef struct source_rec {
+    char *name;
+    char *key;
+    int64_t mod_revision;    /* of the last value (or delete) seen */
+    int64_t create_revision; /* of the key's current incarnation */
+    bool present;            /* the key exists */
+    bool applied;            /* a document from etcd is live */
+    char version[128];       /* of the live document, "" if none */
+    bool has_version;
+    uint64_t checksum; /* of the live document's bytes */
+    char *error;       /* last attempt's error, NULL if it succeeded */
+    size_t lib_index;  /* the router's index of the source, or SIZE_MAX */
+    bool stale;        /* committed since applied/version/checksum were read */
+} source_rec;
+
+/* One instance: PREFIX instances/<service>/<id>. */
+typedef struct inst_rec {
+    char *id;
+    int64_t mod_revision;
+    etcd_instance val; /* the live value (val.json NULL: none valid) */
+    char *error;       /* last put's error, NULL if it was accepted */
+} inst_rec;
+
+typedef struct service_rec {
+    char *name;
+    inst_rec *v; /* sorted by id */
+    size_t n, cap;
+    bool touched;
+    char *error; /* the router rejected the list (NULL: accepted) */
+} service_rec;
+
+typedef enum state {
+    ST_CONNECTING = 0,
+    ST_READING,
+    ST_WATCHING,
+    ST_BACKOFF,
+    ST_STOPPED
+} state;
+
+
+struct gw_etcd {
+    uv_loop_t *loop;
+    sy_router *router;
+    gw_etcd_options opts;
+    char *url;
+    char *prefix;
+    size_t prefix_len;
+    etcd_keys keys;          /* prefix and prefix_len, for decoding */
+    char *key_b64, *end_b64; /* the prefix range */
+    etcd_endpoint *eps;
+    size_t ep_count, ep_index;
+
+    uv_timer_t retry_timer;
+    uint32_t backoff_ms;
+    uint64_t rng;  /* jitter */
+    etcd_http *http; /* the one exchange in flight, or NULL */
+    bool stopping;
+
+    /* full read in progress */
+    int64_t read_revision;
+    etcd_change_list pending;
+    bool need_full_read;
+    bool force_full; /* the next full read applies every key */
+    char cluster_id[32];
+
+    /* everything below is shared with status readers: under mu */
+    uv_mutex_t mu;
+    state st;
+    bool connected;
+    int64_t revision;
+    char *last_error;
+    uint64_t reconnects, full_reads, commits, events, rejected;
+    uint64_t last_commit_us, commit_us_total; /* time spent committing */
+    /* the CPU time of the commits; the time spent reading fingerprints */
+    uint64_t commit_cpu_us_total, fingerprint_us_total;
+    /* time spent parsing watch lines and decoding their values */
+    uint64_t last_decode_us, decode_us_total;
+    /* the watch response being applied, and the last one committed */
+    gw_etcd_trace trace, last_trace;
+    source_rec *src;
+    size_t src_n, src_cap;
+    service_rec *svc;
+    size_t svc_n, svc_cap;
+};
+
+/* The record of source `name`, or NULL (under mu). */
+source_rec *etcd_find_source(gw_etcd *e, const char *name);
+/* The router's index of a source (registration order), cached; SIZE_MAX
+ * when the router does not know it. */
+size_t etcd_lib_source_index(gw_etcd *e, source_rec *s);
+
+#endif /* GW_ETCD_SOURCE_INT_H */

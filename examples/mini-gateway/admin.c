@@ -13,7 +13,10 @@
  *   GET    /report                      the last apply report
  *   GET    /fingerprint                 the live snapshot's fingerprint
  *   GET    /metrics                     Prometheus text
+ *   ...    /actuator/gateway/...        SCG's actuator API (actuator.c)
  *
+ * A change to a source or service a file owns is refused with 409 naming
+ * the file, or kept as an override with --admin-overrides-files (owner.c).
  * Every change is one change set (one publish); a rejected one answers 400
  * with the located error and changes nothing.
  */
@@ -119,6 +122,7 @@ static void get_status(httpd_conn *c) {
         gw_buf_add(&b, "}", 1);
     }
     gw_buf_adds(&b, "]");
+    gw_overrides_json(&b); /* admin changes kept over files (owner.c) */
 #ifdef GW_HAVE_ETCD
     if (G.etcd) { /* the etcd source's own view (etcd_source.h) */
         char *e = gw_etcd_status_json(G.etcd);
@@ -377,6 +381,11 @@ static int stage_rollback(admin_call *a, sy_change_set *cs, char *what,
     return sy_change_set_rollback(cs, a->seg[1], ver[0] ? ver : NULL, err);
 }
 
+/* /actuator/gateway/...: Spring Cloud Gateway's actuator (actuator.c). */
+static void answer_actuator(admin_call *a) {
+    gw_actuator(a->c, a->r, a->seg, a->ns);
+}
+
 static const endpoint endpoints[] = {
     {M_GET, "status", answer_status, NULL, 0},
     {M_GET, "routes", answer_routes, NULL, 0},
@@ -390,6 +399,15 @@ static const endpoint endpoints[] = {
     {M_POST | M_PUT, "routes/*/*/enable", NULL, stage_enabled, NEEDS_ROUTE},
     {M_PUT, "instances/*", NULL, stage_instances, 0},
     {M_POST | M_PUT, "rollback/*", NULL, stage_rollback, 0},
+    {M_GET, "actuator/gateway", answer_actuator, NULL, 0},
+    {M_GET, "actuator/gateway/routes", answer_actuator, NULL, 0},
+    {M_GET, "actuator/gateway/routedefinitions", answer_actuator, NULL, 0},
+    {M_GET, "actuator/gateway/globalfilters", answer_actuator, NULL, 0},
+    {M_GET, "actuator/gateway/routefilters", answer_actuator, NULL, 0},
+    {M_GET, "actuator/gateway/routepredicates", answer_actuator, NULL, 0},
+    {M_POST, "actuator/gateway/refresh", answer_actuator, NULL, 0},
+    {M_GET | M_POST | M_DELETE, "actuator/gateway/routes/*", answer_actuator,
+     NULL, 0},
 };
 
 /* Reply with the located error of a change that was refused. */
@@ -407,6 +425,15 @@ static void reply_error(httpd_conn *c, int code, const sy_error *err) {
  * the report, or the located error and nothing changed. */
 static void change(admin_call *a, const endpoint *ep) {
     sy_error err;
+    /* a file's source or service: refused, naming the file (owner.c) */
+    char msg[768];
+    bool inst = strcmp(a->seg[0], "instances") == 0;
+    int refuse = gw_owner_check(inst ? NULL : a->seg[1],
+                                inst ? a->seg[1] : NULL, msg, sizeof msg);
+    if (refuse) {
+        reply_msg(a->c, refuse, msg);
+        return;
+    }
     if (ep->needs & NEEDS_ROUTE && !route_in_source(a->seg[1], a->seg[2])) {
         reply_msg(a->c, 404, "no such route in this source");
         return;
@@ -428,10 +455,13 @@ static void change(admin_call *a, const endpoint *ep) {
     if (!rc)
         rc = gw_commit(cs, what, &err);
     sy_change_set_free(cs);
-    if (rc)
+    if (rc) {
         reply_error(a->c, rc, &err);
-    else
-        reply_json(a->c, 200, &G.last_report);
+        return;
+    }
+    gw_overrides_note(a->r->method, a->seg, a->ns, a->r->body,
+                      a->r->body_len);
+    reply_json(a->c, 200, &G.last_report);
 }
 
 /* Does the call's path fit the pattern? */

@@ -398,6 +398,8 @@ static int stage_files(sy_change_set *cs, bool all, char *what, size_t cap,
                      ? sy_change_set_apply(cs, f->source, text, len, err)
                      : gw_instances_stage(cs, text, len, NULL, err);
         free(text);
+        if (!rc) /* admin changes kept over the file (--admin-overrides-files) */
+            rc = gw_overrides_stage(cs, f->source[0] ? f->source : NULL, err);
         size_t wl = strlen(what);
         snprintf(what + wl, cap - wl, "%s%s", wl ? " " : "", f->path);
         if (rc) {
@@ -442,6 +444,35 @@ static void on_debounce(uv_timer_t *t) {
                err.path, err.path[0] ? ": " : "", err.message);
     else if (what[0] && !G.cfg.quiet)
         gw_log("applied %s", what);
+}
+
+int gw_config_refresh(sy_error *err) {
+    sy_change_set *cs;
+    if (sy_change_set_new(G.router, &cs, err))
+        return err->code;
+    char what[1024];
+    int rc = stage_files(cs, true, what, sizeof what, err);
+    if (!rc && sy_change_set_count(cs))
+        rc = gw_commit(cs, what, err);
+    sy_change_set_free(cs);
+    if (rc)
+        gw_log("refresh: %s rejected, the old config keeps serving: %s%s%s",
+               what, err->path, err->path[0] ? ": " : "", err->message);
+    return rc;
+}
+
+const char *gw_config_source_file(const char *source) {
+    for (size_t i = 0; i < file_count; i++)
+        if (files[i].source[0] && strcmp(files[i].source, source) == 0)
+            return files[i].path;
+    return NULL;
+}
+
+const char *gw_config_service_file(const char *service) {
+    for (size_t i = 0; i < file_service_count; i++)
+        if (strcmp(file_services[i], service) == 0)
+            return G.cfg.instances;
+    return NULL;
 }
 
 static void on_fs_event(uv_fs_event_t *h, const char *filename, int events,

@@ -120,6 +120,7 @@ typedef struct gw_config {
     sy_escaped_slashes escaped_slashes;
     bool merge_slashes;
     const char *etcd_url, *etcd_prefix;
+    bool admin_overrides_files; /* admin changes to file sources kept */
     bool quiet; /* no access log */
     bool demo;
 } gw_config;
@@ -284,6 +285,13 @@ void gw_config_free(void);  /* after the loop stopped */
  * one service when `service` is set) and stage it into cs. */
 int gw_instances_stage(sy_change_set *cs, const char *json, size_t len,
                        const char *service, sy_error *err);
+/* Re-read every file and apply what changed as one change set (the
+ * actuator's refresh); 0 or the located error (nothing changed). */
+int gw_config_refresh(sy_error *err);
+/* The file a source comes from / the instances file when it names the
+ * service; NULL when none does. */
+const char *gw_config_source_file(const char *source);
+const char *gw_config_service_file(const char *service);
 /* Commit cs; on success remember its report for GET /report. */
 int gw_commit(sy_change_set *cs, const char *what, sy_error *err);
 void gw_error_json(gw_buf *b, const sy_error *err);
@@ -291,6 +299,30 @@ void gw_error_json(gw_buf *b, const sy_error *err);
 /* admin.c */
 int gw_admin_start(uv_loop_t *loop);
 void gw_admin_close(void);
+
+
+/* owner.c: who may change what. A source or service that a file owns is
+ * refused to the admin API (409 naming the file), unless
+ * --admin-overrides-files: then the admin change is kept as an override,
+ * staged again after every read of the file, listed in /status. */
+/* 0: the change may go on; else the HTTP status to refuse with, msg
+ * filled. `source` (a route source) or `service` (instances). */
+int gw_owner_check(const char *source, const char *service, char *msg,
+                   size_t cap);
+/* Remember an admin change committed to a file's source or service
+ * (override mode): method and path segments as the admin API got them. */
+void gw_overrides_note(const char *method, char *const *seg, int ns,
+                       const char *body, size_t len);
+/* Stage the overrides of `source` (NULL: of the instances file's
+ * services) into cs, after the file's own content. */
+int gw_overrides_stage(sy_change_set *cs, const char *source, sy_error *err);
+/* ,"overrides":[...] for /status. */
+void gw_overrides_json(gw_buf *b);
+/* One route upserted (json) or removed (json NULL) in `source`, as one
+ * commit; the actuator's writes. 0 or the located error. */
+int gw_admin_change_route(const char *source, const char *id,
+                          const char *json, size_t len, const char *what,
+                          sy_error *err);
 
 /* backend.c: the test backend (also started in-process by the demo) */
 int gw_backend_main(const char *listen, const char *id, const char *version);
@@ -361,5 +393,9 @@ void httpd_respond(httpd_conn *c, int status, const char *content_type,
 /* The value of a request header, or NULL (case-insensitive name). */
 const char *httpd_header(const httpd_req *r, const char *name, size_t *len);
 uv_loop_t *httpd_loop(httpd_conn *c);
+
+/* actuator.c: SCG's /actuator/gateway/... (seg: the decoded path
+ * segments, seg[0] "actuator"). Answers the request. */
+void gw_actuator(httpd_conn *c, httpd_req *r, char *const *seg, int ns);
 
 #endif /* GW_H */

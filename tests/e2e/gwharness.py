@@ -152,6 +152,17 @@ class Gateway:
         return total if found else None
 
 
+def wait_for(cond, what, deadline_s=5.0):
+    """Poll cond() until it is true; AssertionError naming `what` if it
+    never is within the deadline."""
+    end = time.time() + deadline_s
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.02)
+    raise AssertionError("never: " + what)
+
+
 def http_call(port, method, path, body=None, headers=None, timeout=10):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:

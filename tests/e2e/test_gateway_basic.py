@@ -59,8 +59,11 @@ def body(procs, c):
         {"id": "b1", "host": "127.0.0.1", "port": b1},
         {"id": "b2", "host": "127.0.0.1", "port": b2,
          "metadata": {"version": "2"}}]}}))
+    # the admin API edits the files' routes and instances below: kept as
+    # overrides (without the flag such an edit is refused, 409: see
+    # test_gateway_actuator.py)
     gw = procs.gateway("--routes", routes, "--instances", inst,
-                       admin_token=TOKEN)
+                       "--admin-overrides-files", admin_token=TOKEN)
 
     # --- routing and request filters
     st, hd, data = gw.request("GET", "/echo/alice?q=1",

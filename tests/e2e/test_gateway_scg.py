@@ -11,7 +11,6 @@ at start is a located startup error.
 import json
 import os
 import subprocess
-import time
 
 import gwharness as h
 
@@ -45,15 +44,6 @@ spring:
 """
 
 
-def wait(cond, what, deadline_s=5.0):
-    end = time.time() + deadline_s
-    while time.time() < end:
-        if cond():
-            return True
-        time.sleep(0.02)
-    raise AssertionError("never: " + what)
-
-
 def body(procs, c):
     _, bport = procs.backend("b1")
     os.environ["GREET_URI"] = "http://127.0.0.1:%d" % bport
@@ -70,13 +60,13 @@ def body(procs, c):
     c.eq(h.echoed_header(data, "X-Tag"), "one", "its header added")
 
     procs.write_file("edge.yml", YML % {"port": bport, "tag": "two"})
-    wait(lambda: h.echoed_header(gw.request("GET", "/tag/x")[2],
+    h.wait_for(lambda: h.echoed_header(gw.request("GET", "/tag/x")[2],
                                  "X-Tag") == "two", "the edit applied")
     c.ok(True, "an edit of the YAML file is applied")
 
     procs.write_file("edge.yml", YML.replace("${GREET_URI}", "${NOPE_URI}")
                      % {"port": bport, "tag": "three"})
-    wait(lambda: "NOPE_URI" in procs.log("gateway.log"),
+    h.wait_for(lambda: "NOPE_URI" in procs.log("gateway.log"),
          "the broken edit's error in the log")
     line = [ln for ln in procs.log("gateway.log").splitlines()
             if "NOPE_URI" in ln][0]

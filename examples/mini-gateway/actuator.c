@@ -1,0 +1,435 @@
+/*
+ * actuator.c - Spring Cloud Gateway's actuator API on the admin port, for
+ * the scripts and dashboards an SCG team already has (admin.c routes the
+ * paths here through gw_actuator):
+ *
+ *   GET    /actuator/gateway                   the endpoints (href, methods)
+ *   GET    /actuator/gateway/routes            [{route_id, uri, order,
+ *                                               predicate, filters,
+ *                                               metadata?}] in rank order
+ *   GET    /actuator/gateway/routes/{id}       the route's definition
+ *   POST   /actuator/gateway/routes/{id}       a RouteDefinition: 201
+ *   DELETE /actuator/gateway/routes/{id}       200
+ *   POST   /actuator/gateway/refresh           re-read the route files
+ *   GET    /actuator/gateway/routedefinitions  every live definition
+ *   GET    /actuator/gateway/globalfilters     {name: order}
+ *   GET    /actuator/gateway/routefilters      {factory: null}
+ *   GET    /actuator/gateway/routepredicates   {factory: null}
+ *
+ * Routes made here live in a source of their own, "actuator" (SCG's
+ * in-memory route repository); a route of another source is not changed
+ * here (409 naming its source and file). With a store (--etcd) the
+ * actuator source is written through it like any admin change
+ * (gw_admin_write_source). Main thread only.
+ */
+#define _DEFAULT_SOURCE
+#include "gw.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ACTUATOR_SOURCE "actuator"
+
+static void reply_cjson(httpd_conn *c, int status, cJSON *j) {
+    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!t) {
+        httpd_respond(c, 500, "application/json", NULL,
+                      "{\"error\":\"out of memory\"}\n", 26);
+        return;
+    }
+    httpd_respond(c, status, "application/json", NULL, t, strlen(t));
+    free(t);
+}
+
+static void reply_error(httpd_conn *c, int status, const char *msg) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "error", msg);
+    reply_cjson(c, status, j);
+}
+
+static void reply_sy_error(httpd_conn *c, int status, const sy_error *e) {
+    gw_buf b = {0};
+    gw_buf_adds(&b, "{\"error\":");
+    gw_error_json(&b, e);
+    gw_buf_adds(&b, "}\n");
+    httpd_respond(c, status, "application/json", NULL, b.p ? b.p : "", b.len);
+    gw_buf_free(&b);
+}
+
+/* ---- SCG's string forms of predicates and filters ---- */
+
+/* One arg value as SCG prints it: a list as [a, b], text as it is. */
+static void arg_text(gw_buf *b, const cJSON *v) {
+    if (cJSON_IsArray(v)) {
+        gw_buf_add(b, "[", 1);
+        int i = 0;
+        for (const cJSON *e = v->child; e; e = e->next, i++) {
+            if (i)
+                gw_buf_adds(b, ", ");
+            arg_text(b, e);
+        }
+        gw_buf_add(b, "]", 1);
+    } else if (cJSON_IsString(v)) {
+        gw_buf_adds(b, v->valuestring);
+    } else {
+        char *t = cJSON_PrintUnformatted(v);
+        gw_buf_adds(b, t ? t : "");
+        free(t);
+    }
+}
+
+/* "Paths: [/a/{x}], match trailing slash: true", "Methods: [GET]", ...:
+ * the shape of SCG's predicates' toString, "Name: k=v, ..." for others. */
+static void predicate_text(gw_buf *b, const cJSON *p) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(p, "args");
+    const char *n = cJSON_IsString(name) ? name->valuestring : "?";
+    static const struct {
+        const char *name, *label, *list;
+    } lists[] = {{"Path", "Paths", "patterns"},
+                 {"Host", "Hosts", "patterns"},
+                 {"Method", "Methods", "methods"}};
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+        if (strcmp(n, lists[i].name) == 0) {
+            gw_buf_printf(b, "%s: ", lists[i].label);
+            arg_text(b, cJSON_GetObjectItemCaseSensitive(args, lists[i].list));
+            const cJSON *mts =
+                cJSON_GetObjectItemCaseSensitive(args, "matchTrailingSlash");
+            if (i == 0 && mts) {
+                gw_buf_adds(b, ", match trailing slash: ");
+                arg_text(b, mts);
+            }
+            return;
+        }
+    gw_buf_printf(b, "%s:", n);
+    int i = 0;
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next, i++) {
+        gw_buf_printf(b, "%s %s=", i ? "," : "", a->string);
+        arg_text(b, a);
+    }
+}
+
+/* SCG's AndPredicate: "(A && B)", nested to the left for more. */
+static char *predicates_text(const cJSON *preds) {
+    gw_buf b = {0};
+    int n = cJSON_GetArraySize(preds);
+    if (n == 0)
+        gw_buf_adds(&b, "true");
+    for (int i = 1; i < n; i++)
+        gw_buf_add(&b, "(", 1);
+    int i = 0;
+    for (const cJSON *p = preds ? preds->child : NULL; p; p = p->next, i++) {
+        predicate_text(&b, p);
+        if (i > 0)
+            gw_buf_add(&b, ")", 1);
+        if (p->next)
+            gw_buf_adds(&b, " && ");
+    }
+    gw_buf_add(&b, "", 1);
+    return b.p;
+}
+
+/* "[[AddRequestHeader X-Foo = 'Bar'], order = 1]", "[[StripPrefix
+ * parts = 1], order = 2]": the shape of SCG's OrderedGatewayFilter. */
+static char *filter_text(const cJSON *f, int order) {
+    gw_buf b = {0};
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(f, "args");
+    gw_buf_printf(&b, "[[%s", cJSON_IsString(name) ? name->valuestring : "?");
+    const cJSON *hn = cJSON_GetObjectItemCaseSensitive(args, "name");
+    const cJSON *hv = cJSON_GetObjectItemCaseSensitive(args, "value");
+    if (cJSON_GetArraySize(args) == 2 && cJSON_IsString(hn) &&
+        cJSON_IsString(hv)) {
+        gw_buf_printf(&b, " %s = '%s'", hn->valuestring, hv->valuestring);
+    } else {
+        int i = 0;
+        for (const cJSON *a = args ? args->child : NULL; a;
+             a = a->next, i++) {
+            gw_buf_printf(&b, "%s %s = ", i ? "," : "", a->string);
+            arg_text(&b, a);
+        }
+    }
+    gw_buf_printf(&b, "], order = %d]", order);
+    gw_buf_add(&b, "", 1);
+    return b.p;
+}
+
+/* One live route in SCG's /actuator/gateway/routes form. */
+static cJSON *route_summary(const sy_route *r) {
+    const char *canon = sy_route_canonical(r);
+    cJSON *def = canon ? cJSON_Parse(canon) : NULL;
+    if (!def)
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "route_id", sy_route_id(r));
+    cJSON_AddStringToObject(o, "uri", sy_route_uri(r));
+    cJSON_AddNumberToObject(o, "order", sy_route_order(r));
+    char *p =
+        predicates_text(cJSON_GetObjectItemCaseSensitive(def, "predicates"));
+    cJSON_AddStringToObject(o, "predicate", p ? p : "");
+    free(p);
+    cJSON *fl = cJSON_AddArrayToObject(o, "filters");
+    int i = 1;
+    const cJSON *filters = cJSON_GetObjectItemCaseSensitive(def, "filters");
+    for (const cJSON *f = filters ? filters->child : NULL; f; f = f->next) {
+        char *t = filter_text(f, i++);
+        cJSON_AddItemToArray(fl, cJSON_CreateString(t ? t : ""));
+        free(t);
+    }
+    cJSON *meta = cJSON_DetachItemFromObjectCaseSensitive(def, "metadata");
+    if (cJSON_GetArraySize(meta))
+        cJSON_AddItemToObject(o, "metadata", meta);
+    else
+        cJSON_Delete(meta);
+    cJSON_Delete(def);
+    return o;
+}
+
+/* ---- endpoints ---- */
+
+static void get_routes(httpd_conn *c, bool definitions) {
+    sy_snapshot *s = sy_router_acquire(G.router);
+    cJSON *a = cJSON_CreateArray();
+    size_t n = sy_snapshot_route_count(s);
+    for (size_t i = 0; a && i < n; i++) {
+        const sy_route *r = sy_snapshot_route_at(s, i);
+        const char *canon = definitions ? sy_route_canonical(r) : NULL;
+        cJSON *o = definitions ? (canon ? cJSON_Parse(canon) : NULL)
+                               : route_summary(r);
+        if (!o) {
+            cJSON_Delete(a);
+            a = NULL;
+        } else {
+            cJSON_AddItemToArray(a, o);
+        }
+    }
+    sy_snapshot_release(s);
+    reply_cjson(c, 200, a);
+}
+
+static void get_route(httpd_conn *c, const char *id) {
+    sy_snapshot *s = sy_router_acquire(G.router);
+    const sy_route *r = sy_snapshot_find_route(s, id, NULL);
+    const char *canon = r ? sy_route_canonical(r) : NULL;
+    cJSON *def = canon ? cJSON_Parse(canon) : NULL;
+    sy_snapshot_release(s);
+    if (!r)
+        reply_error(c, 404, "no such route");
+    else
+        reply_cjson(c, 200, def);
+}
+
+/* 409 when route `id` is live in a source other than the actuator's:
+ * the actuator changes its own routes only. */
+static bool owned_elsewhere(httpd_conn *c, const char *id, bool *exists) {
+    sy_snapshot *s = sy_router_acquire(G.router);
+    const char *src = NULL;
+    char owner[256] = "";
+    *exists = sy_snapshot_find_route(s, id, &src) != NULL;
+    if (*exists && src && strcmp(src, ACTUATOR_SOURCE) != 0)
+        gw_copy_str(owner, sizeof owner, src);
+    sy_snapshot_release(s);
+    if (!owner[0])
+        return false;
+    char msg[768];
+    const char *file = gw_config_source_file(owner);
+    snprintf(msg, sizeof msg,
+             "route %s belongs to source %s%s%s%s; the actuator changes the "
+             "routes it made (source \"" ACTUATOR_SOURCE "\")",
+             id, owner, file ? " (file " : "", file ? file : "",
+             file ? ")" : "");
+    reply_error(c, 409, msg);
+    return true;
+}
+
+/* POST /actuator/gateway/routes/{id}: a RouteDefinition (its "id", if
+ * any, is replaced by the URL's, as SCG does) upserted into the actuator
+ * source; 201. */
+static void save_route(httpd_conn *c, const char *id, const httpd_req *r) {
+    bool exists;
+    if (owned_elsewhere(c, id, &exists))
+        return;
+    cJSON *def = cJSON_ParseWithLength(r->body, r->body_len);
+    if (!cJSON_IsObject(def)) {
+        cJSON_Delete(def);
+        reply_error(c, 400, "the body must be a RouteDefinition (a JSON "
+                            "object)");
+        return;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(def, "id");
+    cJSON *out = cJSON_CreateObject(); /* the URL's id first, then the rest */
+    cJSON_AddStringToObject(out, "id", id);
+    while (out && def->child) {
+        cJSON *item = def->child;
+        char *key = item->string;
+        item->string = NULL;
+        cJSON_DetachItemViaPointer(def, item);
+        cJSON_AddItemToObject(out, key, item);
+        free(key);
+    }
+    cJSON_Delete(def);
+    char *text = out ? cJSON_PrintUnformatted(out) : NULL;
+    cJSON_Delete(out);
+    if (!text) {
+        reply_error(c, 500, "out of memory");
+        return;
+    }
+    char what[512];
+    snprintf(what, sizeof what, "actuator: save %s", id);
+    sy_error err;
+    int rc = gw_admin_change_route(ACTUATOR_SOURCE, id, text, strlen(text),
+                                   what, &err);
+    free(text);
+    if (rc)
+        reply_sy_error(c, rc == SY_ENOMEM ? 500 : 400, &err);
+    else
+        httpd_respond(c, 201, "application/json", NULL, "", 0);
+}
+
+static void delete_route(httpd_conn *c, const char *id) {
+    bool exists;
+    if (owned_elsewhere(c, id, &exists))
+        return;
+    if (!exists) {
+        reply_error(c, 404, "no such route");
+        return;
+    }
+    char what[512];
+    snprintf(what, sizeof what, "actuator: delete %s", id);
+    sy_error err;
+    int rc = gw_admin_change_route(ACTUATOR_SOURCE, id, NULL, 0, what, &err);
+    if (rc)
+        reply_sy_error(c, rc == SY_ENOMEM ? 500 : 400, &err);
+    else
+        httpd_respond(c, 200, "application/json", NULL, "", 0);
+}
+
+static void refresh(httpd_conn *c) {
+    sy_error err;
+    if (gw_config_refresh(&err))
+        reply_sy_error(c, 400, &err);
+    else
+        httpd_respond(c, 200, "application/json", NULL, "", 0);
+}
+
+/* What the mini-gateway does for every request, by the SCG global filter
+ * it stands for, with that filter's order. */
+static void global_filters(httpd_conn *c) {
+    static const struct {
+        const char *name;
+        int order;
+    } g[] = {
+        {"NettyWriteResponseFilter (response streamed to the client)", -1},
+        {"ForwardPathFilter (forward: routes)", 0},
+        {"GatewayMetricsFilter (/metrics gateway_requests)", 0},
+        {"RouteToRequestUrlFilter (the route's uri)", 10000},
+        {"ReactiveLoadBalancerClientFilter (lb:// instance selection)", 10150},
+        {"NettyRoutingFilter (the upstream request)", 2147483647},
+        {"ForwardRoutingFilter (forward: re-dispatch)", 2147483647},
+    };
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; o && i < sizeof g / sizeof *g; i++)
+        cJSON_AddNumberToObject(o, g[i].name, g[i].order);
+    reply_cjson(c, 200, o);
+}
+
+/* SCG's factory names; those this build's library accepts are listed (a
+ * route naming each is parsed: an unknown name is SY_EUNKNOWN). */
+static void factories(httpd_conn *c, bool filters) {
+    static const char *const preds[] = {
+        "After",  "Before",       "Between", "Cookie",     "Header",
+        "Host",   "Method",       "Path",    "Query",      "ReadBody",
+        "RemoteAddr", "XForwardedRemoteAddr", "Weight", "CloudFoundryRouteService"};
+    static const char *const filts[] = {
+        "AddRequestHeader", "AddRequestHeadersIfNotPresent",
+        "AddRequestParameter", "AddResponseHeader", "CircuitBreaker",
+        "CacheRequestBody", "DedupeResponseHeader", "FallbackHeaders",
+        "JsonToGrpc", "LocalResponseCache", "MapRequestHeader",
+        "ModifyRequestBody", "ModifyResponseBody", "PrefixPath",
+        "PreserveHostHeader", "RedirectTo", "RemoveJsonAttributesResponseBody",
+        "RemoveRequestHeader", "RemoveRequestParameter", "RemoveResponseHeader",
+        "RequestHeaderSize", "RequestRateLimiter", "RequestSize", "Retry",
+        "RewriteLocationResponseHeader", "RewritePath",
+        "RewriteRequestParameter", "RewriteResponseHeader", "SaveSession",
+        "SecureHeaders", "SetPath", "SetRequestHeader", "SetRequestHostHeader",
+        "SetResponseHeader", "SetStatus", "StripPrefix", "TokenRelay"};
+    const char *const *names = filters ? filts : preds;
+    size_t n = filters ? sizeof filts / sizeof *filts
+                       : sizeof preds / sizeof *preds;
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; o && i < n; i++) {
+        char doc[256], key[128];
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"x\",\"uri\":\"no://op\",\"%s\":[{\"name\":\"%s\"}]}]",
+                 filters ? "filters" : "predicates", names[i]);
+        sy_document *d = NULL;
+        sy_error err;
+        int rc = sy_document_parse(doc, strlen(doc), NULL, &d, &err);
+        sy_document_free(d);
+        if (rc == SY_EUNKNOWN)
+            continue;
+        snprintf(key, sizeof key, "%s%s", names[i],
+                 filters ? "GatewayFilterFactory" : "RoutePredicateFactory");
+        cJSON_AddNullToObject(o, key);
+    }
+    reply_cjson(c, 200, o);
+}
+
+static void index_page(httpd_conn *c) {
+    static const struct {
+        const char *href, *methods;
+    } e[] = {{"/actuator/gateway/", "GET"},
+             {"/actuator/gateway/routedefinitions", "GET"},
+             {"/actuator/gateway/globalfilters", "GET"},
+             {"/actuator/gateway/routefilters", "GET"},
+             {"/actuator/gateway/routes", "GET"},
+             {"/actuator/gateway/routepredicates", "GET"},
+             {"/actuator/gateway/refresh", "POST"},
+             {"/actuator/gateway/routes/{id}", "GET POST DELETE"}};
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < sizeof e / sizeof *e; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "href", e[i].href);
+        cJSON *m = cJSON_AddArrayToObject(o, "methods");
+        char ms[32];
+        snprintf(ms, sizeof ms, "%s", e[i].methods);
+        char *save = NULL;
+        for (char *t = strtok_r(ms, " ", &save); t;
+             t = strtok_r(NULL, " ", &save))
+            cJSON_AddItemToArray(m, cJSON_CreateString(t));
+        cJSON_AddItemToArray(a, o);
+    }
+    reply_cjson(c, 200, a);
+}
+
+void gw_actuator(httpd_conn *c, httpd_req *r, char *const *seg, int ns) {
+    const char *m = r->method;
+    bool get = strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
+    bool post = strcmp(m, "POST") == 0, del = strcmp(m, "DELETE") == 0;
+    const char *what = ns >= 3 ? seg[2] : "";
+    if (ns == 2 && get)
+        index_page(c);
+    else if (ns == 3 && get && strcmp(what, "routes") == 0)
+        get_routes(c, false);
+    else if (ns == 3 && get && strcmp(what, "routedefinitions") == 0)
+        get_routes(c, true);
+    else if (ns == 3 && get && strcmp(what, "globalfilters") == 0)
+        global_filters(c);
+    else if (ns == 3 && get && strcmp(what, "routefilters") == 0)
+        factories(c, true);
+    else if (ns == 3 && get && strcmp(what, "routepredicates") == 0)
+        factories(c, false);
+    else if (ns == 3 && post && strcmp(what, "refresh") == 0)
+        refresh(c);
+    else if (ns == 4 && strcmp(what, "routes") == 0 && get)
+        get_route(c, seg[3]);
+    else if (ns == 4 && strcmp(what, "routes") == 0 && post)
+        save_route(c, seg[3], r);
+    else if (ns == 4 && strcmp(what, "routes") == 0 && del)
+        delete_route(c, seg[3]);
+    else
+        reply_error(c, ns <= 4 ? 405 : 404, "no such actuator endpoint");
+}

@@ -1,0 +1,169 @@
+"""mini-gateway end to end: SCG's actuator API, and no admin edit silently
+undone by a file.
+
+Asserted: /actuator/gateway/routes lists every live route with SCG's
+fields (route_id, uri, order, predicate, filters); POST
+/actuator/gateway/routes/{id} with a RouteDefinition (_genkey_N args)
+answers 201 and the route serves, from a source of its own; GET and DELETE
+of it; a bad definition is 400 with its located error; a route of a file is
+not the actuator's to change (409 naming the file); routedefinitions,
+globalfilters, routefilters, routepredicates, refresh answer. The admin
+API refuses a change to a file's source or service with 409 naming the
+file; with --admin-overrides-files the change is kept across file changes
+and listed in /status.
+"""
+import json
+
+import gwharness as h
+
+
+def doc(port, tag):
+    return json.dumps({"version": tag, "routes": [
+        {"id": "file-a", "uri": "http://127.0.0.1:%d" % port,
+         "predicates": ["Path=/a/**"],
+         "filters": ["AddRequestHeader=X-Tag,%s" % tag]},
+        {"id": "file-b", "uri": "http://127.0.0.1:%d" % port,
+         "predicates": ["Path=/b/**", "Method=GET"]}]})
+
+
+def actuator(procs, c, port):
+    routes = procs.write_file("edge.json", doc(port, "1"))
+    inst = procs.write_file("inst.json", json.dumps(
+        {"services": {"svc": [{"id": "i1", "host": "127.0.0.1",
+                               "port": port}]}}))
+    gw = procs.gateway("--routes", routes, "--instances", inst)
+    A = "/actuator/gateway"
+    st, hd, data = gw.admin_call("GET", A + "/routes")
+    lst = json.loads(data)
+    c.eq(st, 200, "GET routes")
+    c.eq([r["route_id"] for r in lst], ["file-a", "file-b"],
+         "every live route listed by route_id, in rank order")
+    b = lst[1]
+    c.eq(sorted(b), ["filters", "order", "predicate", "route_id", "uri"],
+         "SCG's fields")
+    c.eq((b["uri"], b["order"]), ("http://127.0.0.1:%d" % port, 0),
+         "uri and order")
+    c.ok("Paths: [/b/**]" in b["predicate"] and "&&" in b["predicate"],
+         "predicate in SCG's text form: %r" % b["predicate"])
+    c.eq(lst[0]["filters"], ["[[AddRequestHeader X-Tag = '1'], order = 1]"],
+         "filters in SCG's text form")
+
+    body = {"predicates": [{"name": "Path", "args": {"_genkey_0": "/new/**"}}],
+            "filters": [{"name": "AddRequestHeader",
+                         "args": {"_genkey_0": "X-New", "_genkey_1": "yes"}}],
+            "uri": "http://127.0.0.1:%d" % port, "order": -5}
+    st, _, _ = gw.admin_call("POST", A + "/routes/new", body)
+    c.eq(st, 201, "POST a RouteDefinition with _genkey_ args: 201")
+    st, _, data = gw.request("GET", "/new/x")
+    c.eq((st, h.echoed_header(data, "X-New")), (200, "yes"),
+         "the actuator's route serves at once")
+    c.eq(gw.source("actuator")["routes"], 1,
+         "it lives in a source of its own, \"actuator\"")
+    st, _, data = gw.admin_call("GET", A + "/routes/new")
+    one = json.loads(data)
+    c.eq((st, one["id"], one["uri"], one["order"]),
+         (200, "new", "http://127.0.0.1:%d" % port, -5),
+         "GET routes/{id}: its definition")
+    lst = json.loads(gw.admin_call("GET", A + "/routes")[2])
+    c.eq(lst[0]["route_id"], "new", "ranked first by its order")
+
+    body2 = dict(body, id="ignored", predicates=["Path=/new/**", "Nope=1"])
+    st, _, data = gw.admin_call("POST", A + "/routes/new", body2)
+    err = json.loads(data)["error"]
+    c.ok(st == 400 and err["path"].endswith("predicates[1]"),
+         "a bad definition: 400 with its located error (%s %r)" % (st, err))
+    st, _, data = gw.request("GET", "/new/x")
+    c.eq(h.echoed_header(data, "X-New"), "yes", "and nothing changed")
+
+    st, _, data = gw.admin_call("POST", A + "/routes/file-a", body)
+    c.ok(st == 409 and routes in json.loads(data)["error"],
+         "a file's route is not the actuator's: 409 naming the file")
+    st, _, _ = gw.admin_call("DELETE", A + "/routes/file-b")
+    c.eq(st, 409, "nor to delete")
+
+    st, _, _ = gw.admin_call("DELETE", A + "/routes/new")
+    c.eq(st, 200, "DELETE routes/{id}")
+    c.eq(gw.request("GET", "/new/x")[0], 404, "the route is gone")
+    c.eq(gw.admin_call("DELETE", A + "/routes/new")[0], 404,
+         "DELETE of a missing route: 404")
+    c.eq(gw.admin_call("GET", A + "/routes/new")[0], 404,
+         "GET of a missing route: 404")
+
+    st, _, data = gw.admin_call("GET", A + "/routedefinitions")
+    c.eq([d["id"] for d in json.loads(data)], ["file-a", "file-b"],
+         "routedefinitions")
+    st, _, data = gw.admin_call("GET", A + "/routefilters")
+    c.ok(st == 200 and "RewritePathGatewayFilterFactory" in json.loads(data),
+         "routefilters")
+    st, _, data = gw.admin_call("GET", A + "/routepredicates")
+    c.ok(st == 200 and "PathRoutePredicateFactory" in json.loads(data) and
+         "NopeRoutePredicateFactory" not in json.loads(data),
+         "routepredicates")
+    st, _, data = gw.admin_call("GET", A + "/globalfilters")
+    c.ok(st == 200 and all(isinstance(v, int)
+                           for v in json.loads(data).values()),
+         "globalfilters: {name: order}")
+    st, _, _ = gw.admin_call("POST", A + "/refresh")
+    c.eq(st, 200, "refresh")
+
+    # the admin API: a file's source and service are the file's
+    st, _, data = gw.admin_call("PUT", "/routes/edge/file-a",
+                                {"id": "file-a", "uri": "http://x:1"})
+    c.ok(st == 409 and routes in json.loads(data)["error"],
+         "admin PUT to a file's source: 409 naming the file")
+    c.eq(gw.admin_call("DELETE", "/routes/edge/file-b")[0], 409,
+         "admin DELETE too")
+    c.eq(gw.admin_call("PUT", "/routes/edge", "[]")[0], 409,
+         "a whole document too")
+    st, _, data = gw.admin_call("PUT", "/instances/svc", [])
+    c.ok(st == 409 and inst in json.loads(data)["error"],
+         "instances of a service the instances file names: 409")
+    c.eq(gw.admin_call("PUT", "/instances/other", [])[0], 200,
+         "a service no file names is the admin's")
+    c.eq(gw.admin_call("PUT", "/routes/mine/r1",
+                       {"id": "r1", "uri": "http://x:1"})[0], 200,
+         "a source no file owns is the admin's")
+    st, _, data = gw.request("GET", "/a/x")
+    c.eq(h.echoed_header(data, "X-Tag"), "1", "file routes untouched")
+
+
+def overrides(procs, c, port):
+    routes = procs.write_file("ov.json", doc(port, "1"))
+    gw = procs.gateway("--routes", routes, "--admin-overrides-files")
+    st, _, _ = gw.admin_call("PUT", "/routes/ov/file-a", {
+        "id": "file-a", "uri": "http://127.0.0.1:%d" % port,
+        "predicates": ["Path=/a/**"],
+        "filters": ["AddRequestHeader=X-Tag,admin"]})
+    c.eq(st, 200, "override mode: the admin change to a file's route goes on")
+    c.eq(gw.admin_call("DELETE", "/routes/ov/file-b")[0], 200,
+         "and a removal")
+    procs.write_file("ov.json", doc(port, "2"))
+    h.wait_for(lambda: gw.source("ov")["version"] == "2", "the file re-read")
+    st, _, data = gw.request("GET", "/a/x")
+    c.eq(h.echoed_header(data, "X-Tag"), "admin",
+         "the override is kept across the file change")
+    c.eq(gw.request("GET", "/b/x")[0], 404, "so is the removal")
+    ov = gw.status()["overrides"]
+    c.eq([(o["source"], o["route"], o["change"], o["file"]) for o in ov],
+         [("ov", "file-a", "upsert", routes), ("ov", "file-b", "remove",
+                                               routes)],
+         "/status lists the overrides with their file")
+    c.eq(gw.admin_call("POST", "/rollback/ov?version=1")[0], 200,
+         "a rollback of a file's source")
+    c.eq([o["change"] for o in gw.status()["overrides"]], ["rollback"],
+         "the rollback replaces the source's other overrides")
+    before = gw.status()["commits"]
+    procs.write_file("ov.json", doc(port, "3"))
+    h.wait_for(lambda: gw.status()["commits"] > before, "the file re-read")
+    st, _, data = gw.request("GET", "/a/x")
+    c.eq((gw.source("ov")["version"], h.echoed_header(data, "X-Tag")),
+         ("1", "1"), "the rollback is kept across the next file change")
+
+
+def body(procs, c):
+    _, port = procs.backend("b1")
+    actuator(procs, c, port)
+    overrides(procs, c, port)
+
+
+h.run("gateway_actuator", body)

@@ -239,6 +239,9 @@ ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
  * ones and ejected ones). */
 #define SW_MAX_EXCLUDE 32
 
+/* Apply the route's response header operations (the header filter). */
+ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx);
+
 /* ---- passive health shared by the workers (the zone's table) ---- */
 
 
@@ -303,6 +306,16 @@ int sw_instances_doc(const char *service, const char *json, size_t len,
                      sy_instances **out, sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);
+
+/* ---- what the module does not run (ngx_http_switchyard_refuse.c) ---- */
+
+/* SY_EINVAL with the route and JSON path of the first thing of a parsed
+ * document (text: its bytes) that the module does not run; 0 if none. */
+int sw_refuse_document(const sy_document *doc, const char *text, size_t len,
+                       sy_error *err);
+/* The same for the body of an admin PUT of `kind` (other kinds: 0). */
+int sw_refuse_text(ngx_uint_t kind, const char *text, size_t len,
+                   sy_error *err);
 
 /* ---- waking the other workers ---- */
 

@@ -524,6 +524,8 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         c_store = sw_cpu_us() - c0;
         if (rc == 0 && a->kind == SW_DOC_ROUTE)
             rc = sw_check_route_id(a, doc->data, len, &err);
+        if (rc == 0)
+            rc = sw_refuse_text(a->kind, (char *)doc->data, len, &err);
         if (rc == 0) {
             rc = sw_worker_apply(a->kind, name, source, (char *)doc->data, len,
                                  &err);
@@ -558,6 +560,8 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         if (a->kind == SW_DOC_ROUTE)
             rc = sw_check_route_id(a, body, len, &err);
         if (rc == 0)
+            rc = sw_refuse_text(a->kind, (char *)body, len, &err);
+        if (rc == 0)
             rc =
                 sw_worker_check(a->kind, name, source, (char *)body, len, &err);
         free(body);
@@ -569,7 +573,14 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                                    "(switchyard_zone)");
         }
     }
-    if (rc)
+    if (rc) {
+        ngx_uint_t level = rc == SY_ENOMEM ? NGX_LOG_ERR : NGX_LOG_NOTICE;
+        ngx_log_error(level, r->connection->log, 0,
+                      "switchyard: %s \"%V\" (source \"%V\") rejected: "
+                      "%s%s%s (line %uD, column %uD)",
+                      sw_kind_name(a->kind), &a->name, &a->source, err.path,
+                      err.path[0] ? ": " : "", err.message, err.line,
+                      err.column);
         return sw_send_error(r,
                              rc == SY_ENOTFOUND &&
                                      a->kind == SW_DOC_ROUTE_REMOVE
@@ -577,6 +588,11 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                              : rc == SY_ENOMEM ? NGX_HTTP_INTERNAL_SERVER_ERROR
                                                : NGX_HTTP_BAD_REQUEST,
                              &err);
+    }
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "switchyard: %s \"%V\" (source \"%V\") accepted: "
+                  "generation %uL, %uz bytes",
+                  sw_kind_name(a->kind), &a->name, &a->source, seq, len);
 
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 300);
     if (b != NULL) {

@@ -229,6 +229,11 @@ static char *sw_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
         sw_conf_error(cf, &f->path, &err);
         return NGX_CONF_ERROR;
     }
+    if (sw_refuse_document(doc, (char *)f->text.data, f->text.len, &err)) {
+        sy_document_free(doc);
+        sw_conf_error(cf, &f->path, &err);
+        return NGX_CONF_ERROR;
+    }
     sy_document_free(doc);
     mcf->used = 1;
     return NGX_CONF_OK;
@@ -328,10 +333,30 @@ static ngx_int_t sw_var(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     return NGX_OK;
 }
 
+/* $switchyard_upstream is what the variable form proxies to: a route
+ * whose timeouts only the balancer applies is refused there (500, the
+ * cause logged), not sent with the location's timeouts. */
+static ngx_int_t sw_var_upstream(ngx_http_request_t *r,
+                                 ngx_http_variable_value_t *v, uintptr_t data) {
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+
+    if (ctx && ctx->kind == SW_CTX_REQUEST && !ctx->balanced &&
+        r->upstream && ctx->upstream.len &&
+        (ctx->connect_timeout || ctx->response_timeout)) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: route \"%V\" sets connect-timeout or "
+                      "response-timeout, which the module applies only "
+                      "through switchyard_balancer: refused",
+                      &ctx->route);
+        return NGX_ERROR;
+    }
+    return sw_var(r, v, data);
+}
+
 static ngx_http_variable_t sw_vars[] = {
     {ngx_string("switchyard_route"), NULL, sw_var,
      offsetof(sw_req_ctx_t, route), NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("switchyard_upstream"), NULL, sw_var,
+    {ngx_string("switchyard_upstream"), NULL, sw_var_upstream,
      offsetof(sw_req_ctx_t, upstream), NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("switchyard_uri"), NULL, sw_var, offsetof(sw_req_ctx_t, uri),
      NGX_HTTP_VAR_NOCACHEABLE, 0},
@@ -769,29 +794,6 @@ static ngx_int_t sw_log_handler(ngx_http_request_t *r) {
 
 /* ---- response filters ---- */
 
-static void sw_remove_header(ngx_http_request_t *r, ngx_str_t *name) {
-    ngx_list_part_t *part = &r->headers_out.headers.part;
-    for (; part; part = part->next) {
-        ngx_table_elt_t *h = part->elts;
-        for (ngx_uint_t i = 0; i < part->nelts; i++)
-            if (h[i].hash && h[i].key.len == name->len &&
-                ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
-                h[i].hash = 0;
-    }
-}
-
-static bool sw_has_header(ngx_http_request_t *r, ngx_str_t *name) {
-    ngx_list_part_t *part = &r->headers_out.headers.part;
-    for (; part; part = part->next) {
-        ngx_table_elt_t *h = part->elts;
-        for (ngx_uint_t i = 0; i < part->nelts; i++)
-            if (h[i].hash && h[i].key.len == name->len &&
-                ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
-                return true;
-    }
-    return false;
-}
-
 static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
     sw_loc_conf_t *lcf =
         ngx_http_get_module_loc_conf(r, ngx_http_switchyard_module);
@@ -804,28 +806,8 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
         r->headers_out.status = ctx->status;
         r->headers_out.status_line.len = 0;
     }
-    for (ngx_uint_t i = 0; i < ctx->op_count; i++) {
-        sy_response_op *op = &ctx->ops[i];
-        ngx_str_t name = {op->name.len, (u_char *)op->name.ptr};
-        switch (op->kind) {
-        case SY_RESP_SET:
-        case SY_RESP_REMOVE: sw_remove_header(r, &name); break;
-        case SY_RESP_ADD_IF_ABSENT:
-            if (sw_has_header(r, &name))
-                continue;
-            break;
-        case SY_RESP_ADD: break;
-        default: continue; /* not supported by the module (docs/nginx.md) */
-        }
-        if (op->kind == SY_RESP_REMOVE)
-            continue;
-        ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL)
-            return NGX_ERROR;
-        h->hash = 1;
-        h->key = name;
-        h->value = (ngx_str_t){op->value.len, (u_char *)op->value.ptr};
-    }
+    if (sw_response_ops(r, ctx) != NGX_OK)
+        return NGX_ERROR;
     return sw_next_header_filter(r);
 }
 

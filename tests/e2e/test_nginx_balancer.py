@@ -119,6 +119,42 @@ def test_route_response_timeout_applied(env):
           % (r.status, took))
     r = env.get("/slow/x?sleep=0.05")
     check(r.status == 200, "a fast answer: %d" % r.status)
+    # the variable form cannot apply them: refused, not ignored
+    r = request(env.port, "GET", "/slow/x?sleep=0.05")
+    check(r.status == 500, "variable form answered %d" % r.status)
+    check('route "slow" sets connect-timeout or response-timeout' in
+          env.error_log(), "refusal not logged")
+
+
+def test_every_response_filter_applied(env):
+    """Response filters on headers nginx keeps in its list and on those it
+    keeps outside (Content-Type, Server, Location)."""
+    r = env.put("routes/live/resp", {
+        "id": "resp", "uri": "http://127.0.0.1:%d" % env.pa,
+        "predicates": ["Path=/resp/**"],
+        "filters": [
+            "SetResponseHeader=Content-Type,text/plain",
+            "RemoveResponseHeader=Server",
+            "RewriteResponseHeader=X-Secret,token=[^&]+,token=***",
+            "DedupeResponseHeader=X-Dup,RETAIN_FIRST",
+            "SetResponseHeader=Location,http://example.com/moved"]})
+    check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+    env.converged()
+    for port in (env.bport, env.port):  # balancer and variable forms
+        r = request(port, "GET", "/resp/x?rh=X-Secret:a%3D1%26token%3Ds3cr3t"
+                    "&rh=X-Dup:one&rh=X-Dup:two&rh=Location:/old")
+        check(r.status == 200, "answered %d" % r.status)
+        names = [k.lower() for k, _ in r.headers]
+        check(names.count("content-type") == 1 and
+              r.header("Content-Type") == "text/plain",
+              "Content-Type: %r" % r.headers)
+        check("server" not in names, "Server kept: %r" % r.headers)
+        check(r.header("X-Secret") == "a=1&token=***",
+              "secret not masked: %r" % r.header("X-Secret"))
+        check([v for k, v in r.headers if k.lower() == "x-dup"] == ["one"],
+              "X-Dup: %r" % r.headers)
+        check([v for k, v in r.headers if k.lower() == "location"] ==
+              ["http://example.com/moved"], "Location: %r" % r.headers)
 
 
 def test_balancer_configuration_errors(env):
@@ -147,6 +183,7 @@ TESTS = [
     test_retry_on_another_instance_one_ejection,
     test_next_upstream_http_502_retries,
     test_route_response_timeout_applied,
+    test_every_response_filter_applied,
     test_balancer_configuration_errors,
 ]
 

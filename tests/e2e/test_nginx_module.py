@@ -52,6 +52,11 @@ def run_backend(ident, port):
             # "fail=<id>" in the path: this backend answers 502
             self.send_response(502 if "fail=" + ident in self.path else 200)
             self.send_header("Content-Type", "application/json")
+            # "rh=Name:Value" in the query: a response header to send
+            from urllib.parse import parse_qs, urlsplit
+            for h in parse_qs(urlsplit(self.path).query).get("rh", []):
+                k, _, v = h.partition(":")
+                self.send_header(k, v)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Benchmark: ngx_http_switchyard_module through `switchyard_balancer` with
+keepalive against plain nginx with the equivalent `upstream` + `keepalive`
+configuration, at 10 and 10,000 routes (requests spread over all routes);
+then a backend killed under load: client errors of each (idempotent GETs,
+`proxy_next_upstream error timeout http_502` in both).
+
+  bench_balancer.py MODULE.so [--duration S] [--connections C]
+                    [--threads T] [--repeat N] [--sizes 10,10000]
+                    [--kill-duration S] [--kill-rate R]
+
+Everything runs on 127.0.0.1 free ports: two backend nginx processes
+(`master_process off`, `return 200`), the measured nginx (2 workers each)
+and wrk. Prints figures; asserts nothing. The plain configuration has one
+location per route, as an operator would write it; the module has one
+location and N routes.
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_nginx import (COMMON, NGINX, TEMPS, Nginx, free_port,  # noqa: E402
+                         median, run_wrk)
+
+PROXY = ("proxy_http_version 1.1; proxy_set_header Connection \"\"; "
+         "proxy_next_upstream error timeout http_502; "
+         "proxy_connect_timeout 1s;")
+
+
+def backend_conf(port):
+    return ("master_process off;\n" + COMMON.format(workers=1, d="{d}") +
+            "http {\n" + TEMPS.format(d="{d}") +
+            "    server { listen 127.0.0.1:%d; keepalive_requests 100000; "
+            "location / { return 200 \"$uri\\n\"; } }\n}\n" % port)
+
+
+def plain_conf(n, port, backends, keepalive):
+    servers = "".join("        server 127.0.0.1:%d;\n" % b for b in backends)
+    locs = ["        location /svc%d/ { proxy_pass http://be/; %s }"
+            % (i, PROXY) for i in range(n)]
+    return (COMMON.format(workers=2, d="{d}") + "http {\n" +
+            TEMPS.format(d="{d}") +
+            "    upstream be {\n%s        keepalive %d;\n    }\n"
+            % (servers, keepalive) +
+            "    server {\n        listen 127.0.0.1:%d;\n" % port +
+            "\n".join(locs) + "\n    }\n}\n")
+
+
+def module_conf(module, port, keepalive):
+    return ("load_module %s;\n" % module +
+            COMMON.format(workers=2, d="{d}") + "http {\n" +
+            TEMPS.format(d="{d}") +
+            "    switchyard_routes {d}/bench.json;\n"
+            "    switchyard_instances {d}/instances.json;\n"
+            "    switchyard_zone 64m;\n"
+            "    upstream routed {\n        switchyard_balancer;\n"
+            "        keepalive %d;\n    }\n" % keepalive +
+            "    server {\n        listen 127.0.0.1:%d;\n" % port +
+            "        location / { switchyard on; "
+            "proxy_pass http://routed$switchyard_uri; "
+            "proxy_set_header Host $switchyard_host; %s }\n" % PROXY +
+            "    }\n}\n")
+
+
+def routes_doc(n):
+    return {"version": "1", "routes": [
+        {"id": "svc%d" % i, "uri": "lb://be",
+         "predicates": ["Path=/svc%d/**" % i], "filters": ["StripPrefix=1"]}
+        for i in range(n)]}
+
+
+def instances_doc(backends):
+    return {"services": {"be": [
+        {"id": "be%d" % i, "host": "127.0.0.1", "port": b}
+        for i, b in enumerate(backends)]}}
+
+
+def pair(module, n, backends, keepalive):
+    """The plain and the module nginx for n routes, started."""
+    pport, mport = free_port(), free_port()
+    plain = Nginx("plain%d" % n, plain_conf(n, pport, backends, keepalive))
+    mod = Nginx("balancer%d" % n, module_conf(module, mport, keepalive))
+    with open(os.path.join(mod.dir, "bench.json"), "w") as f:
+        json.dump(routes_doc(n), f)
+    with open(os.path.join(mod.dir, "instances.json"), "w") as f:
+        json.dump(instances_doc(backends), f)
+    plain.start(pport)
+    mod.start(mport)
+    return (plain, pport), (mod, mport)
+
+
+def kill_run(port, n, args, workdir, victim):
+    """wrk for --kill-duration seconds at --kill-rate connections; the
+    victim backend is killed a third of the way in."""
+    a = argparse.Namespace(threads=args.threads,
+                           connections=args.kill_rate,
+                           duration=args.kill_duration)
+    proc = victim["proc"]
+    import threading
+
+    def kill():
+        time.sleep(args.kill_duration / 3.0)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+    t = threading.Thread(target=kill)
+    t.start()
+    r = run_wrk(port, n, a, workdir)
+    t.join()
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("module")
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--sizes", default="10,10000")
+    ap.add_argument("--keepalive", type=int, default=64)
+    ap.add_argument("--kill-duration", type=int, default=9)
+    ap.add_argument("--kill-rate", type=int, default=8,
+                    help="wrk connections during the backend kill")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    module = os.path.abspath(args.module)
+    results, kills = {}, {}
+
+    print("# %s UTC, load average at the start %s" % (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        " ".join("%.2f" % x for x in os.getloadavg())), flush=True)
+    b1, b2 = free_port(), free_port()
+    backs = [Nginx("backend1", backend_conf(b1)),
+             Nginx("backend2", backend_conf(b2))]
+    try:
+        for b, p in zip(backs, (b1, b2)):
+            b.start(p)
+        for n in [int(x) for x in args.sizes.split(",")]:
+            (plain, pport), (mod, mport) = pair(module, n, [b1, b2],
+                                               args.keepalive)
+            try:
+                runs = {"plain": [], "balancer": []}
+                for _ in range(args.repeat):  # alternate on a shared box
+                    runs["plain"].append(run_wrk(pport, n, args, plain.dir))
+                    runs["balancer"].append(run_wrk(mport, n, args, mod.dir))
+                for kind, rs in runs.items():
+                    if rs:
+                        results[(kind, n)] = {
+                            "rps": median([r["rps"] for r in rs]),
+                            "p99_ms": median([r["p99_ms"] for r in rs]),
+                            "errors": sum(r["non2xx"] for r in rs),
+                            "all": [r["rps"] for r in rs]}
+            finally:
+                plain.stop()
+                mod.stop()
+        # a backend killed under load, each configuration on fresh
+        # backends (10 routes)
+        for kind in ("plain", "balancer"):
+            k1, k2 = free_port(), free_port()
+            kb = [Nginx("kill1", backend_conf(k1)),
+                  Nginx("kill2", backend_conf(k2))]
+            try:
+                for b, p in zip(kb, (k1, k2)):
+                    b.start(p)
+                (plain, pport), (mod, mport) = pair(module, 10, [k1, k2],
+                                                   args.keepalive)
+                try:
+                    target = (pport, plain) if kind == "plain" else (mport,
+                                                                     mod)
+                    kills[kind] = kill_run(target[0], 10, args, target[1].dir,
+                                           {"proc": kb[1].proc})
+                finally:
+                    plain.stop()
+                    mod.stop()
+            finally:
+                for b in kb:
+                    b.stop()
+    finally:
+        for b in backs:
+            b.stop()
+
+    print("# %s UTC, load average at the end %s" % (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        " ".join("%.2f" % x for x in os.getloadavg())))
+    print("nginx %s, wrk -t%d -c%d -d%ds, keepalive %d, requests spread "
+          "over all routes; median of %d alternating runs"
+          % (subprocess.run([NGINX, "-v"], capture_output=True,
+                            text=True).stderr.strip().split("/")[-1],
+             args.threads, args.connections, args.duration, args.keepalive,
+             args.repeat))
+    print("%-8s %9s %12s %10s %8s" % ("routes", "config", "req/s", "p99 ms",
+                                      "errors"))
+    for (kind, n), r in sorted(results.items(), key=lambda x: (x[0][1],
+                                                               x[0][0])):
+        print("%-8d %9s %12.0f %10.2f %8d   runs: %s" % (
+            n, kind, r["rps"], r["p99_ms"], r["errors"],
+            " ".join("%.0f" % x for x in r["all"])))
+    for n in sorted({n for _, n in results}):
+        p, m = results.get(("plain", n)), results.get(("balancer", n))
+        if p and m:
+            print("routes %d: balancer/plain req/s = %.3f, p99 = %.3f"
+                  % (n, m["rps"] / p["rps"], m["p99_ms"] / p["p99_ms"]))
+    for kind, r in kills.items():
+        print("backend killed under load (%s, wrk -c%d -d%ds): %d non-2xx, "
+              "socket errors: %s" % (kind, args.kill_rate, args.kill_duration,
+                                     r["non2xx"], r["socket_errors"] or "0"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,6 +6,7 @@
  * 10,000 consecutive single changes rebuild the index several times, each
  * publish doing a bounded share of the work, matching exactly throughout. */
 #include "snapshot/index_int.h"
+#include "snapshot/snapshot.h"
 #include "snapshot/snapshot_int.h"
 #include "testutil.h"
 

@@ -55,7 +55,8 @@ FLOORS = [
     ("snapshot", [
         [("publish", "publish_int")],
         [("index", "index_int", "index_step")],
-        [("snapshot", "snapshot_int", "snapshot_table", "snapshot_overlay",
+        [("snapshot", "snapshot_layout", "snapshot_int", "snapshot_table",
+          "snapshot_overlay",
           "snapshot_build")],
         [("diff",)],
     ]),

@@ -19,6 +19,7 @@
  * copies only the chunks a change writes to (copy on write), so one change
  * costs O(n / 1024) pointer copies plus a few 1024-entry chunks.
  */
+#include "snapshot/snapshot.h"
 #include "snapshot/snapshot_int.h"
 
 #include "route/filter.h"

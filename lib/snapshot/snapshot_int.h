@@ -7,7 +7,7 @@
 #ifndef SY_SNAPSHOT_INT_H
 #define SY_SNAPSHOT_INT_H
 
-#include "snapshot/snapshot.h"
+#include "snapshot/snapshot_layout.h"
 
 #define NONE SY_NONE /* short local name */
 

@@ -18,9 +18,9 @@
  *
  * Routes made here live in a source of their own, "actuator" (SCG's
  * in-memory route repository); a route of another source is not changed
- * here (409 naming its source and file). With a store (--etcd) the
- * actuator source is written through it like any admin change
- * (gw_admin_write_source). Main thread only.
+ * here (409 naming its source and file). With --etcd the actuator
+ * source is written through to etcd like any admin change (store.c), so
+ * every gateway of the fleet has the route. Main thread only.
  */
 #define _DEFAULT_SOURCE
 #include "gw.h"
@@ -31,33 +31,6 @@
 #include <string.h>
 
 #define ACTUATOR_SOURCE "actuator"
-
-static void reply_cjson(httpd_conn *c, int status, cJSON *j) {
-    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    if (!t) {
-        httpd_respond(c, 500, "application/json", NULL,
-                      "{\"error\":\"out of memory\"}\n", 26);
-        return;
-    }
-    httpd_respond(c, status, "application/json", NULL, t, strlen(t));
-    free(t);
-}
-
-static void reply_error(httpd_conn *c, int status, const char *msg) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "error", msg);
-    reply_cjson(c, status, j);
-}
-
-static void reply_sy_error(httpd_conn *c, int status, const sy_error *e) {
-    gw_buf b = {0};
-    gw_buf_adds(&b, "{\"error\":");
-    gw_error_json(&b, e);
-    gw_buf_adds(&b, "}\n");
-    httpd_respond(c, status, "application/json", NULL, b.p ? b.p : "", b.len);
-    gw_buf_free(&b);
-}
 
 /* ---- SCG's string forms of predicates and filters ---- */
 
@@ -207,7 +180,7 @@ static void get_routes(httpd_conn *c, bool definitions) {
         }
     }
     sy_snapshot_release(s);
-    reply_cjson(c, 200, a);
+    gw_reply_cjson(c, 200, a);
 }
 
 static void get_route(httpd_conn *c, const char *id) {
@@ -217,9 +190,9 @@ static void get_route(httpd_conn *c, const char *id) {
     cJSON *def = canon ? cJSON_Parse(canon) : NULL;
     sy_snapshot_release(s);
     if (!r)
-        reply_error(c, 404, "no such route");
+        gw_reply_error(c, 404, "no such route");
     else
-        reply_cjson(c, 200, def);
+        gw_reply_cjson(c, 200, def);
 }
 
 /* 409 when route `id` is live in a source other than the actuator's:
@@ -241,7 +214,7 @@ static bool owned_elsewhere(httpd_conn *c, const char *id, bool *exists) {
              "routes it made (source \"" ACTUATOR_SOURCE "\")",
              id, owner, file ? " (file " : "", file ? file : "",
              file ? ")" : "");
-    reply_error(c, 409, msg);
+    gw_reply_error(c, 409, msg);
     return true;
 }
 
@@ -255,7 +228,7 @@ static void save_route(httpd_conn *c, const char *id, const httpd_req *r) {
     cJSON *def = cJSON_ParseWithLength(r->body, r->body_len);
     if (!cJSON_IsObject(def)) {
         cJSON_Delete(def);
-        reply_error(c, 400, "the body must be a RouteDefinition (a JSON "
+        gw_reply_error(c, 400, "the body must be a RouteDefinition (a JSON "
                             "object)");
         return;
     }
@@ -274,17 +247,22 @@ static void save_route(httpd_conn *c, const char *id, const httpd_req *r) {
     char *text = out ? cJSON_PrintUnformatted(out) : NULL;
     cJSON_Delete(out);
     if (!text) {
-        reply_error(c, 500, "out of memory");
+        gw_reply_error(c, 500, "out of memory");
         return;
     }
     char what[512];
     snprintf(what, sizeof what, "actuator: save %s", id);
+    if (G.etcd) { /* written through; answered once etcd took it */
+        gw_store_route(c, ACTUATOR_SOURCE, id, text, strlen(text), 201, what);
+        free(text);
+        return;
+    }
     sy_error err;
     int rc = gw_admin_change_route(ACTUATOR_SOURCE, id, text, strlen(text),
                                    what, &err);
     free(text);
     if (rc)
-        reply_sy_error(c, rc == SY_ENOMEM ? 500 : 400, &err);
+        gw_reply_sy_error(c, rc == SY_ENOMEM ? 500 : 400, &err);
     else
         httpd_respond(c, 201, "application/json", NULL, "", 0);
 }
@@ -294,15 +272,19 @@ static void delete_route(httpd_conn *c, const char *id) {
     if (owned_elsewhere(c, id, &exists))
         return;
     if (!exists) {
-        reply_error(c, 404, "no such route");
+        gw_reply_error(c, 404, "no such route");
         return;
     }
     char what[512];
     snprintf(what, sizeof what, "actuator: delete %s", id);
+    if (G.etcd) {
+        gw_store_route(c, ACTUATOR_SOURCE, id, NULL, 0, 200, what);
+        return;
+    }
     sy_error err;
     int rc = gw_admin_change_route(ACTUATOR_SOURCE, id, NULL, 0, what, &err);
     if (rc)
-        reply_sy_error(c, rc == SY_ENOMEM ? 500 : 400, &err);
+        gw_reply_sy_error(c, rc == SY_ENOMEM ? 500 : 400, &err);
     else
         httpd_respond(c, 200, "application/json", NULL, "", 0);
 }
@@ -310,7 +292,7 @@ static void delete_route(httpd_conn *c, const char *id) {
 static void refresh(httpd_conn *c) {
     sy_error err;
     if (gw_config_refresh(&err))
-        reply_sy_error(c, 400, &err);
+        gw_reply_sy_error(c, 400, &err);
     else
         httpd_respond(c, 200, "application/json", NULL, "", 0);
 }
@@ -333,7 +315,7 @@ static void global_filters(httpd_conn *c) {
     cJSON *o = cJSON_CreateObject();
     for (size_t i = 0; o && i < sizeof g / sizeof *g; i++)
         cJSON_AddNumberToObject(o, g[i].name, g[i].order);
-    reply_cjson(c, 200, o);
+    gw_reply_cjson(c, 200, o);
 }
 
 /* SCG's factory names; those this build's library accepts are listed (a
@@ -375,7 +357,7 @@ static void factories(httpd_conn *c, bool filters) {
                  filters ? "GatewayFilterFactory" : "RoutePredicateFactory");
         cJSON_AddNullToObject(o, key);
     }
-    reply_cjson(c, 200, o);
+    gw_reply_cjson(c, 200, o);
 }
 
 static void index_page(httpd_conn *c) {
@@ -402,7 +384,7 @@ static void index_page(httpd_conn *c) {
             cJSON_AddItemToArray(m, cJSON_CreateString(t));
         cJSON_AddItemToArray(a, o);
     }
-    reply_cjson(c, 200, a);
+    gw_reply_cjson(c, 200, a);
 }
 
 void gw_actuator(httpd_conn *c, httpd_req *r, char *const *seg, int ns) {
@@ -431,5 +413,5 @@ void gw_actuator(httpd_conn *c, httpd_req *r, char *const *seg, int ns) {
     else if (ns == 4 && strcmp(what, "routes") == 0 && del)
         delete_route(c, seg[3]);
     else
-        reply_error(c, ns <= 4 ? 405 : 404, "no such actuator endpoint");
+        gw_reply_error(c, ns <= 4 ? 405 : 404, "no such actuator endpoint");
 }

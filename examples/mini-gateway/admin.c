@@ -17,6 +17,8 @@
  *
  * A change to a source or service a file owns is refused with 409 naming
  * the file, or kept as an override with --admin-overrides-files (owner.c).
+ * With --etcd, route and instance changes are written through to etcd
+ * (store.c) and every gateway on it applies them.
  * Every change is one change set (one publish); a rejected one answers 400
  * with the located error and changes nothing.
  */
@@ -434,6 +436,10 @@ static void change(admin_call *a, const endpoint *ep) {
         reply_msg(a->c, refuse, msg);
         return;
     }
+    /* --etcd: written through to etcd, answered once it accepted (store.c) */
+    if (gw_store_admin(a->c, a->r->method, a->seg, a->ns, a->r->body,
+                       a->r->body_len))
+        return;
     if (ep->needs & NEEDS_ROUTE && !route_in_source(a->seg[1], a->seg[2])) {
         reply_msg(a->c, 404, "no such route in this source");
         return;

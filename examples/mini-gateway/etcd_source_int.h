@@ -65,6 +65,10 @@ struct gw_etcd {
     char *key_b64, *end_b64; /* the prefix range */
     etcd_endpoint *eps;
     size_t ep_count, ep_index;
+    /* every request's extra headers ("Authorization: ...\r\n" with
+     * --etcd-user) and transport (TLS), NULL when none */
+    char *auth_header;
+    const etcd_http_transport *transport;
 
     uv_timer_t retry_timer;
     uint32_t backoff_ms;

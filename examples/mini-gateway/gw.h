@@ -394,6 +394,23 @@ void httpd_respond(httpd_conn *c, int status, const char *content_type,
 const char *httpd_header(const httpd_req *r, const char *name, size_t *len);
 uv_loop_t *httpd_loop(httpd_conn *c);
 
+/* store.c: JSON answers of the admin port: a cJSON value (taken; NULL or
+ * unprintable: 500), {"error": msg}, {"error": {located error}}. */
+struct cJSON;
+void gw_reply_cjson(httpd_conn *c, int status, struct cJSON *j);
+void gw_reply_error(httpd_conn *c, int status, const char *msg);
+void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e);
+/* store.c: with --etcd, an admin change (method and decoded path
+ * segments, as admin.c got them) written through to etcd and answered
+ * once etcd accepted it; false when there is no store (apply it here). */
+bool gw_store_admin(httpd_conn *c, const char *method, char *const *seg,
+                    int ns, const char *body, size_t len);
+/* One route of `source` upserted (json) or removed (NULL) through the
+ * store; answered with ok_status once etcd accepted it. */
+void gw_store_route(httpd_conn *c, const char *source, const char *id,
+                    const char *json, size_t len, int ok_status,
+                    const char *what);
+
 /* actuator.c: SCG's /actuator/gateway/... (seg: the decoded path
  * segments, seg[0] "actuator"). Answers the request. */
 void gw_actuator(httpd_conn *c, httpd_req *r, char *const *seg, int ns);

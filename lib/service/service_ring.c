@@ -290,164 +290,214 @@ static bool sy__svc_node_less(const sy__service *a, uint64_t pa, uint32_t ia,
  * NULL (caller builds from scratch) for memory, or when many nodes come or
  * go (then hashing them costs about what a build costs).
  */
-static sy__svc_gring *sy__svc_gring_merge(const sy__service *dst, uint32_t g,
-                                  const sy__service *src, uint32_t o,
-                                  const sy__svc_gring *r) {
-    const sy__svc_group *gr = &dst->groups[g], *og = &src->groups[o];
-    uint64_t total = sy__svc_members_vnodes(dst, gr);
-    if (r->base || total == 0 || total > UINT32_MAX || sy__svc_dense(dst, g, total))
-        return NULL;
-    /* per src instance: its index in dst (SY_NONE: its nodes go) and the
-     * nodes it keeps */
-    uint32_t *to = sy__malloc(&dst->alloc, (src->n + 1) * 2 * sizeof *to);
-    if (!to)
-        return NULL;
-    uint32_t *keep = to + src->n + 1;
+/* The state of one merge, shared by its phases. */
+typedef struct ring_merge {
+    const sy__service *dst, *src;
+    const sy__svc_group *gr, *og; /* the group in dst, its counterpart */
+    const sy__svc_ring *old;      /* the ring being merged from */
+    uint32_t *to;   /* per src instance: its index in dst, or SY_NONE */
+    uint32_t *keep; /* per src instance: the nodes it keeps */
+    size_t nc, nt;  /* coming nodes, all nodes (coming, then going) */
+    uint64_t *np;   /* the nodes' points, sorted (coming ones first) */
+    uint32_t *ni;   /* their instances */
+    uint32_t *at;   /* their places in old */
+} ring_merge;
+
+/* Is src instance j a member of group og (members ascending)? */
+static bool group_has(const sy__svc_group *og, uint32_t j) {
+    uint32_t lo = 0, hi = og->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (og->members[mid] < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < og->n && og->members[lo] == j;
+}
+
+/* Phase 1: where each src member went (mg->to, mg->keep), and how many
+ * nodes come (*ncome) and go (*ngo). */
+static void merge_plan(ring_merge *mg, uint64_t *ncome, uint64_t *ngo) {
+    const sy__service *dst = mg->dst, *src = mg->src;
     for (size_t j = 0; j < src->n; j++)
-        to[j] = SY_NONE;
-    uint64_t ncome = 0, ngo = 0;
-    for (uint32_t k = 0; k < gr->n; k++) {
-        uint32_t i = gr->members[k];
+        mg->to[j] = SY_NONE;
+    *ncome = *ngo = 0;
+    for (uint32_t k = 0; k < mg->gr->n; k++) {
+        uint32_t i = mg->gr->members[k];
         uint32_t j = sy__svc_match(dst, i, src);
         uint64_t vn = sy__svc_vnodes(&dst->inst[i]);
-        bool member = false;
-        if (j != SY_NONE) { /* j member of o? (members ascending) */
-            uint32_t lo = 0, hi = og->n;
-            while (lo < hi) {
-                uint32_t mid = (lo + hi) / 2;
-                if (og->members[mid] < j)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            member = lo < og->n && og->members[lo] == j;
-        }
-        if (!member) {
-            ncome += vn;
+        if (j == SY_NONE || !group_has(mg->og, j)) {
+            *ncome += vn;
             continue;
         }
         uint64_t vo = sy__svc_vnodes(&src->inst[j]);
-        to[j] = i;
-        keep[j] = (uint32_t)(vn < vo ? vn : vo);
-        ncome += vn > vo ? vn - vo : 0;
+        mg->to[j] = i;
+        mg->keep[j] = (uint32_t)(vn < vo ? vn : vo);
+        *ncome += vn > vo ? vn - vo : 0;
     }
-    for (uint32_t k = 0; k < og->n; k++) {
-        uint32_t j = og->members[k];
-        ngo += sy__svc_vnodes(&src->inst[j]) - (to[j] == SY_NONE ? 0 : keep[j]);
+    for (uint32_t k = 0; k < mg->og->n; k++) {
+        uint32_t j = mg->og->members[k];
+        *ngo += sy__svc_vnodes(&src->inst[j]) -
+                (mg->to[j] == SY_NONE ? 0 : mg->keep[j]);
     }
-    sy__svc_gring *out = NULL;
-    sy__svc_point *tmp = NULL;
-    uint64_t *np = NULL;
-    if ((ncome + ngo) * 4 > total)
-        goto done;
-    size_t nt = (size_t)(ncome + ngo);
-    tmp = sy__malloc(&dst->alloc, (nt + 1) * sizeof *tmp);
-    /* np/ni: the nodes, sorted (coming ones first); at: their places in r */
-    np =
-        sy__malloc(&dst->alloc, (nt + 1) * (sizeof *np + 2 * sizeof(uint32_t)));
-    out = tmp && np ? sy__svc_gring_own(dst, total) : NULL;
-    if (!out)
-        goto done;
-    uint32_t *ni = (uint32_t *)(void *)(np + nt + 1);
-    uint32_t *at = ni + nt + 1;
-    size_t nc = 0;
-    for (uint32_t k = 0; k < gr->n; k++) {
-        uint32_t i = gr->members[k];
+}
+
+/* Phase 2: the coming nodes (new instances, grown weights) and the going
+ * ones (left or shrunk instances) hashed into tmp, sorted into np/ni.
+ * False when their count is not what phase 1 said, or for memory. */
+static bool merge_nodes(ring_merge *mg, sy__svc_point *tmp) {
+    const sy__service *dst = mg->dst, *src = mg->src;
+    size_t nc = 0, ng = 0;
+    for (uint32_t k = 0; k < mg->gr->n; k++) {
+        uint32_t i = mg->gr->members[k];
         uint32_t j = sy__svc_match(dst, i, src);
         const sy__svc_inst *in = &dst->inst[i];
-        uint64_t from = j != SY_NONE && to[j] == i ? keep[j] : 0;
+        uint64_t from = j != SY_NONE && mg->to[j] == i ? mg->keep[j] : 0;
         for (uint64_t v = from, vn = sy__svc_vnodes(in); v < vn; v++) {
             tmp[nc].point = sy__hash64(in->pub.id, in->idlen, v);
             tmp[nc].inst = i;
             nc++;
         }
     }
-    size_t ng = 0;
-    for (uint32_t k = 0; k < og->n; k++) {
-        uint32_t j = og->members[k];
+    for (uint32_t k = 0; k < mg->og->n; k++) {
+        uint32_t j = mg->og->members[k];
         const sy__svc_inst *in = &src->inst[j];
-        for (uint64_t v = to[j] == SY_NONE ? 0 : keep[j], vo = sy__svc_vnodes(in);
+        for (uint64_t v = mg->to[j] == SY_NONE ? 0 : mg->keep[j],
+                      vo = sy__svc_vnodes(in);
              v < vo; v++) {
             tmp[nc + ng].point = sy__hash64(in->pub.id, in->idlen, v);
             tmp[nc + ng].inst = j;
             ng++;
         }
     }
-    const sy__svc_ring * or = &r->ring;
-    bool ok = nc + ng == nt && sy__svc_points_sort(dst, tmp, nc, np, ni) &&
-              sy__svc_points_sort(src, tmp + nc, ng, np + nc, ni + nc);
-    /* places: a coming node goes before the first node of r after it; a
-     * going node is found where it is */
-    for (size_t e = 0; ok && e < nt; e++) {
-        bool come = e < nc;
-        const sy__service *es = come ? dst : src;
-        size_t i = or->bucket[np[e] >> or->shift];
-        while (i < or->n && (come ? sy__svc_node_less(src, or->points[i],
-                                                  or->inst[i], es, np[e], ni[e])
-                                  : or->points[i] < np[e] ||
-                                        (or->points[i] == np[e] &&
-                                         or->inst[i] != ni[e])))
+    mg->nc = nc;
+    return nc + ng == mg->nt &&
+           sy__svc_points_sort(dst, tmp, nc, mg->np, mg->ni) &&
+           sy__svc_points_sort(src, tmp + nc, ng, mg->np + nc, mg->ni + nc);
+}
+
+/* Phase 3: each node's place in the old ring: a coming node goes before
+ * the first node after it; a going node is found where it is. */
+static bool merge_places(ring_merge *mg) {
+    const sy__svc_ring *or = mg->old;
+    for (size_t e = 0; e < mg->nt; e++) {
+        bool come = e < mg->nc;
+        const sy__service *es = come ? mg->dst : mg->src;
+        uint64_t p = mg->np[e];
+        uint32_t pi = mg->ni[e];
+        size_t i = or->bucket[p >> or->shift];
+        while (i < or->n &&
+               (come ? sy__svc_node_less(mg->src, or->points[i], or->inst[i],
+                                         es, p, pi)
+                     : or->points[i] < p ||
+                           (or->points[i] == p && or->inst[i] != pi)))
             i++;
-        at[e] = (uint32_t)i;
-        ok = come || (i < or->n && or->points[i] == np[e]);
+        mg->at[e] = (uint32_t)i;
+        if (!come && !(i < or->n && or->points[i] == p))
+            return false;
     }
-    /* the copy: runs of r between the places, renumbered */
+    return true;
+}
+
+/* Phase 4: the copy into out: runs of the old ring between the places,
+ * renumbered to dst's positions, the coming nodes between them. False if
+ * the pieces do not add up to `total` (cannot happen). */
+static bool merge_copy(const ring_merge *mg, sy__svc_ring *out,
+                       uint64_t total) {
+    const sy__svc_ring *or = mg->old;
+    size_t nc = mg->nc, nt = mg->nt;
     size_t i = 0, n = 0, c = 0, go = nc;
-    while (ok) {
+    for (;;) {
         size_t e = or->n;
-        if (c < nc && at[c] < e)
-            e = at[c];
-        if (go < nt && at[go] < e)
-            e = at[go];
-        ok = e >= i && n + (e - i) <= total;
-        if (!ok)
-            break;
-        memcpy(out->ring.points + n, or->points + i,
-               (e - i) * sizeof * or->points);
-        bool bad = false;
+        if (c < nc && mg->at[c] < e)
+            e = mg->at[c];
+        if (go < nt && mg->at[go] < e)
+            e = mg->at[go];
+        if (e < i || n + (e - i) > total)
+            return false;
+        memcpy(out->points + n, or->points + i, (e - i) * sizeof *or->points);
         for (; i < e; i++) {
-            uint32_t m = to[or->inst[i]];
-            bad |= m == SY_NONE;
-            out->ring.inst[n++] = m;
+            uint32_t m = mg->to[or->inst[i]];
+            if (m == SY_NONE)
+                return false;
+            out->inst[n++] = m;
         }
-        ok = !bad;
-        if (c < nc && at[c] == e) { /* coming nodes go before r's node e */
-            ok = ok && n < total;
-            if (ok) {
-                out->ring.points[n] = np[c];
-                out->ring.inst[n++] = ni[c++];
-            }
-        } else if (go < nt && at[go] == e) {
-            i = e + 1; /* r's node e goes */
+        if (c < nc && mg->at[c] == e) { /* coming nodes go before node e */
+            if (n >= total)
+                return false;
+            out->points[n] = mg->np[c];
+            out->inst[n++] = mg->ni[c++];
+        } else if (go < nt && mg->at[go] == e) {
+            i = e + 1; /* the old ring's node e goes */
             go++;
         } else {
             break; /* e == or->n: all copied */
         }
     }
-    if (!ok || n != total || c != nc || go != nt) {
+    return n == total && c == nc && go == nt;
+}
+
+/* Phase 5: the bucket index. With the same buckets, the old ring's index
+ * moved by the nodes that came and went before each (both lists sorted);
+ * else built afresh. */
+static void merge_buckets(const ring_merge *mg, sy__svc_ring *out) {
+    const sy__svc_ring *or = mg->old;
+    if (out->shift != or->shift) {
+        sy__svc_ring_index(out);
+        return;
+    }
+    size_t nc = mg->nc, nt = mg->nt;
+    size_t nb = (size_t)1 << (64 - or->shift), cb = 0, gb = nc;
+    for (size_t b = 0; b <= nb; b++) {
+        while (cb < nc && (mg->np[cb] >> or->shift) < b)
+            cb++;
+        while (gb < nt && (mg->np[gb] >> or->shift) < b)
+            gb++;
+        out->bucket[b] = (uint32_t)(or->bucket[b] + cb - (gb - nc));
+    }
+}
+
+static sy__svc_gring *sy__svc_gring_merge(const sy__service *dst, uint32_t g,
+                                          const sy__service *src, uint32_t o,
+                                          const sy__svc_gring *r) {
+    ring_merge mg = {dst, src, &dst->groups[g], &src->groups[o], &r->ring,
+                     NULL, NULL, 0, 0, NULL, NULL, NULL};
+    uint64_t total = sy__svc_members_vnodes(dst, mg.gr);
+    if (r->base || total == 0 || total > UINT32_MAX ||
+        sy__svc_dense(dst, g, total))
+        return NULL;
+    mg.to = sy__malloc(&dst->alloc, (src->n + 1) * 2 * sizeof *mg.to);
+    if (!mg.to)
+        return NULL;
+    mg.keep = mg.to + src->n + 1;
+    uint64_t ncome, ngo;
+    merge_plan(&mg, &ncome, &ngo);
+    sy__svc_gring *out = NULL;
+    sy__svc_point *tmp = NULL;
+    if ((ncome + ngo) * 4 > total) /* hashing them costs about a build */
+        goto done;
+    mg.nt = (size_t)(ncome + ngo);
+    tmp = sy__malloc(&dst->alloc, (mg.nt + 1) * sizeof *tmp);
+    mg.np = sy__malloc(&dst->alloc,
+                       (mg.nt + 1) * (sizeof *mg.np + 2 * sizeof(uint32_t)));
+    out = tmp && mg.np ? sy__svc_gring_own(dst, total) : NULL;
+    if (!out)
+        goto done;
+    mg.ni = (uint32_t *)(void *)(mg.np + mg.nt + 1);
+    mg.at = mg.ni + mg.nt + 1;
+    if (!merge_nodes(&mg, tmp) || !merge_places(&mg) ||
+        !merge_copy(&mg, &out->ring, total)) {
         /* cannot happen: build from scratch */
         sy__svc_gring_unref(out);
         out = NULL;
         goto done;
     }
-    if (out->ring.shift == or->shift) {
-        /* the same buckets: r's index moved by the nodes that came and
-         * went before each (both lists sorted) */
-        size_t nb = (size_t)1 << (64 - or->shift), cb = 0, gb = nc;
-        for (size_t b = 0; b <= nb; b++) {
-            while (cb < nc && (np[cb] >> or->shift) < b)
-                cb++;
-            while (gb < nt && (np[gb] >> or->shift) < b)
-                gb++;
-            out->ring.bucket[b] = (uint32_t)(or->bucket[b] + cb - (gb - nc));
-        }
-    } else {
-        sy__svc_ring_index(&out->ring);
-    }
+    merge_buckets(&mg, &out->ring);
 done:
-    sy__free(&dst->alloc, to);
+    sy__free(&dst->alloc, mg.to);
     sy__free(&dst->alloc, tmp);
-    sy__free(&dst->alloc, np);
+    sy__free(&dst->alloc, mg.np);
     return out;
 }
 

@@ -107,7 +107,10 @@ struct sw_shm_doc_s {
      * instances, every instances file): a reload whose file differs drops
      * it (sw_zone_reconcile) */
     uint64_t base;
-    ngx_uint_t origin; /* sw_origin */
+    uint64_t changed_us; /* when it was accepted (wall clock): the newer of
+                          * two changes of a (kind, name) wins when the
+                          * state file of another nginx is taken */
+    ngx_uint_t origin;   /* sw_origin */
     size_t name_len;
     u_char *name;
     size_t source_len; /* route changes: the route's source */
@@ -141,6 +144,8 @@ typedef struct {
     sw_shm_doc_t *docs;
     sw_slot_t slots[SW_MAX_WORKERS];
     ngx_atomic_t ejected_count; /* health entries with ejected set */
+    /* the state file as this zone last wrote or read it */
+    uint64_t state_ino, state_size, state_mtime_ns;
     sw_health_t health[SW_HEALTH_SLOTS];
 } sw_shm_t;
 
@@ -169,6 +174,14 @@ uint64_t sw_hash(const u_char *p, size_t len, uint64_t h);
  * source). */
 uint64_t sw_doc_base(sw_main_conf_t *mcf, ngx_uint_t kind, ngx_str_t *source);
 void sw_zone_reconcile(ngx_cycle_t *cycle, sw_main_conf_t *mcf);
+/* The state file (ngx_http_switchyard_state.c): read into a new zone;
+ * followed by worker 0 once a second (what another nginx wrote). */
+void sw_state_read(sw_zone_ctx_t *z, sw_main_conf_t *mcf, ngx_log_t *log);
+void sw_state_follow(ngx_log_t *log);
+/* The same with the zone's mutex held (before a change is stored, so
+ * that the file written after it keeps what another nginx wrote): the
+ * number of documents taken. */
+ngx_int_t sw_state_follow_locked(ngx_log_t *log);
 /* Write every stored document to switchyard_state (if set). */
 ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
                                 ngx_log_t *log);
@@ -333,6 +346,9 @@ char *sw_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 /* Write a JSON string literal (quotes included) of s into p; returns the
  * end. p needs 6 * len + 2 bytes. */
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len);
+/* Log the cause of a 500 (every 500 the module answers says why) and
+ * return NGX_HTTP_INTERNAL_SERVER_ERROR. */
+ngx_int_t sw_500(ngx_http_request_t *r, const char *cause);
 int64_t sw_now_ms(void);
 /* CLOCK_REALTIME in microseconds. */
 int64_t sw_now_real_us(void);

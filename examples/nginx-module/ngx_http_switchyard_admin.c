@@ -61,7 +61,7 @@ static ngx_int_t sw_send_error(ngx_http_request_t *r, ngx_uint_t status,
     ngx_buf_t *b =
         ngx_create_temp_buf(r->pool, 6 * (pl + ml + strlen(name)) + 256);
     if (b == NULL)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "out of memory for an error answer");
     b->last =
         ngx_sprintf(b->last, "{\"error\":{\"code\":%d,\"name\":", err->code);
     b->last = sw_json_str(b->last, (u_char *)name, strlen(name));
@@ -279,14 +279,11 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     sw_file_t *files = sw_worker.mcf->route_files.elts;
 
     if (origins == NULL)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "status: out of memory");
     sw_worker_sync(r->connection->log);
     ngx_buf_t *sb = sw_services_status(r);
-    if (sb == NULL) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "switchyard: status: out of memory");
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    if (sb == NULL)
+        return sw_500(r, "status: out of memory");
     size += sb->last - sb->pos;
     ngx_shmtx_lock(&z->shpool->mutex);
     for (d = z->sh->docs; d; d = d->next) {
@@ -304,7 +301,7 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {
         ngx_shmtx_unlock(&z->shpool->mutex);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "status: out of memory");
     }
     gen = z->sh->generation;
     epoch = z->sh->epoch;
@@ -378,12 +375,12 @@ static ngx_int_t sw_metrics(ngx_http_request_t *r) {
     if (sy_router_metrics_text(sw_worker.router, NULL, 0, &need, NULL) !=
             SY_ETOOSMALL &&
         need == 0)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "metrics: the library gave no size");
     need += 256; /* room for a source added meanwhile */
     b = ngx_create_temp_buf(r->pool, need);
     if (b == NULL || sy_router_metrics_text(sw_worker.router, (char *)b->pos,
                                             need, &need, NULL) != SY_OK)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "metrics: out of memory or the metrics grew");
     b->last = b->pos + need;
     rc = sw_send(r, NGX_HTTP_OK, b, "text/plain; version=0.0.4");
     return rc;
@@ -500,6 +497,10 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         return sw_send_message(r, NGX_HTTP_SERVICE_UNAVAILABLE, SY_EBUSY,
                                "the configuration is being reloaded: retry");
     }
+    /* what another nginx wrote to the state file comes first (a binary
+     * upgrade's two generations serve at once) */
+    if (sw_state_follow_locked(r->connection->log) > 0)
+        sw_notify_others(sw_worker.mcf->notify);
     followed = sw_worker_follow_locked(r->connection->log, &frc, &ferr);
     /* false only when the catch-up could not copy the zone (memory) */
     current = z->sh->generation == sw_worker.generation;
@@ -538,6 +539,7 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
              * change: it is at the new one without applying it again */
             doc->base = sw_doc_base(sw_worker.mcf, a->kind, &a->source);
             doc->origin = SW_ORIGIN_ADMIN;
+            doc->changed_us = (uint64_t)sw_now_real_us();
             seq = sw_zone_link_locked(z, doc);
             if (current)
                 sw_worker.generation = seq;
@@ -555,7 +557,7 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         u_char *body = malloc(len + 1);
         if (body == NULL || sw_body_copy(r, body) != NGX_OK) {
             free(body);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return sw_500(r, "cannot read the request body");
         }
         if (a->kind == SW_DOC_ROUTE)
             rc = sw_check_route_id(a, body, len, &err);
@@ -567,7 +569,10 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         free(body);
         if (rc == 0) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "switchyard: zone is full, change not stored");
+                          "switchyard: zone \"%V\" (%uz bytes) is full: "
+                          "change not stored (switchyard_zone)",
+                          &sw_worker.mcf->zone->shm.name,
+                          sw_worker.mcf->zone->shm.size);
             return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,
                                    "the switchyard zone is full "
                                    "(switchyard_zone)");
@@ -607,7 +612,8 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                               seq, t1 - t0, t2 - t1, c1 - c0, c_store, c_stage,
                               a->body_t1 - a->body_t0, a->body_reads);
     }
-    rc = b ? sw_send_json(r, NGX_HTTP_OK, b) : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    rc = b ? sw_send_json(r, NGX_HTTP_OK, b)
+           : sw_500(r, "out of memory for the answer (the change was stored)");
     /* the answer is on its way: now wake the other workers (on a busy
      * machine a woken worker may take this one's CPU for its apply) and
      * publish this worker's state */
@@ -678,7 +684,7 @@ static ngx_int_t sw_room_read(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                 ngx_http_get_module_loc_conf(r, ngx_http_core_module);
             ngx_add_timer(c->read, clcf->client_body_timeout);
             if (ngx_handle_read_event(c->read, 0) != NGX_OK)
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return sw_500(r, "cannot wait for the request body (event)");
             return NGX_AGAIN;
         }
         if (n == 0)
@@ -733,7 +739,7 @@ static ngx_int_t sw_read_into_zone(ngx_http_request_t *r, sw_admin_ctx_t *a) {
 #endif
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "out of memory for the body's cleanup");
     sw_zone_lock(sw_worker.zone);
     a->doc = sw_zone_prepare_locked(sw_worker.zone, a->kind, &a->name,
                                     &a->source, (size_t)len);
@@ -743,7 +749,7 @@ static ngx_int_t sw_read_into_zone(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     cln->handler = sw_room_cleanup;
     cln->data = a;
     if (sw_expect(r) != NGX_OK)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "cannot answer Expect: 100-continue");
 
     r->main->count++;
     r->reading_body = 1;
@@ -836,7 +842,7 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
     }
     a = ngx_pcalloc(r->pool, sizeof *a);
     if (a == NULL)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "out of memory for the admin context");
     a->ctx_kind = SW_CTX_ADMIN;
     if (rest.len > 7 && ngx_strncmp(p, "routes/", 7) == 0) {
         rest.data += 7, rest.len -= 7;

@@ -451,12 +451,12 @@ static ngx_int_t sw_answer_nomatch(ngx_http_request_t *r) {
     case SY_NOMATCH_METHOD: {
         ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL)
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return sw_500(r, "out of memory for the Allow header");
         h->hash = 1;
         ngx_str_set(&h->key, "Allow");
         if (sw_pstr(r, &h->value, allow.ptr ? allow.ptr : "", allow.len) !=
             NGX_OK)
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return sw_500(r, "out of memory for the Allow header");
         return NGX_HTTP_NOT_ALLOWED;
     }
     case SY_NOMATCH_BAD_PATH: return NGX_HTTP_BAD_REQUEST;
@@ -659,7 +659,7 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         return sw_answer_nomatch(r);
     const char *id = sy_route_id(sy_match_route(m));
     if (sw_pstr(r, &ctx->route, id, strlen(id)) != NGX_OK)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "out of memory for the route id");
     ctx->connect_timeout = sw_meta_ms(sy_match_route(m), "connect-timeout");
     ctx->response_timeout = sw_meta_ms(sy_match_route(m), "response-timeout");
 
@@ -680,11 +680,11 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         sy_str loc = sy_match_redirect(m);
         ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL)
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return sw_500(r, "out of memory for a redirect's Location");
         h->hash = 1;
         ngx_str_set(&h->key, "Location");
         if (sw_pstr(r, &h->value, loc.ptr ? loc.ptr : "", loc.len) != NGX_OK)
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return sw_500(r, "out of memory for a redirect's Location");
         ngx_http_clear_location(r);
         r->headers_out.location = h;
         return status;
@@ -693,9 +693,10 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     }
     ngx_int_t rc = sw_target(r, ctx, m);
     if (rc != NGX_OK)
-        return rc == NGX_ERROR ? NGX_HTTP_INTERNAL_SERVER_ERROR : rc;
+        return rc == NGX_ERROR ? sw_500(r, "out of memory for the target")
+                               : rc;
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "out of memory for the response operations");
     return NGX_DECLINED;
 }
 
@@ -741,7 +742,7 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
     sw_worker_sync(r->connection->log);
     ctx = ngx_pcalloc(r->pool, sizeof *ctx);
     if (ctx == NULL)
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return sw_500(r, "out of memory for the request's context");
     ctx->kind = SW_CTX_REQUEST;
     ngx_http_set_ctx(r, ctx, ngx_http_switchyard_module);
 

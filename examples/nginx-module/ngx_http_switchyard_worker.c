@@ -42,6 +42,12 @@ uint64_t sw_cpu_us(void) {
     return sw_clock_us(CLOCK_THREAD_CPUTIME_ID);
 }
 
+ngx_int_t sw_500(ngx_http_request_t *r, const char *cause) {
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "switchyard: %s: answering 500", cause);
+    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
 static void sw_set_error(sy_error *err, int code, const char *path,
                          const char *msg) {
     ngx_memzero(err, sizeof *err);
@@ -509,6 +515,7 @@ bool sw_worker_follow_locked(ngx_log_t *log, int *rc, sy_error *err) {
 
 static void sw_timer_handler(ngx_event_t *ev) {
     sw_worker_sync(ev->log);
+    sw_state_follow(ev->log);
     /* free retired snapshots and renew the readers' counters now and then
      * (the library asks hosts that publish rarely to do so) */
     if (++sw_worker.ticks % (60000 / SW_POLL_MS) == 0 && sw_worker.router)

@@ -57,6 +57,22 @@ class OpsEnv(base.Env):
         os.kill(self.nginx.pid, signal.SIGHUP)
         return old
 
+    def stop(self):
+        # the daemonized masters of the binary upgrade test are not our
+        # children: stop them by their pid files
+        for name in ("nginx.pid.oldbin", "nginx.pid"):
+            try:
+                with open(os.path.join(self.dir, name)) as f:
+                    pid = int(f.read().strip())
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.time() + 5
+                while os.path.exists("/proc/%d" % pid) and \
+                        time.time() < deadline:
+                    time.sleep(0.05)
+            except (OSError, ValueError):
+                pass
+        super().stop()
+
     def worker_pids(self):
         return {w["pid"] for w in self.status()["workers"]}
 
@@ -258,6 +274,49 @@ def test_unrun_filters_refused_with_location(env):
           "CircuitBreaker" in err, "nginx -t: %r" % err[-300:])
 
 
+def test_binary_upgrade_keeps_changes(env):
+    """USR2 starts a new master with a new zone (read from the state
+    file); changes PUT while both generations serve, to either, reach the
+    new workers (they follow the state file); after WINCH and QUIT of the
+    old master every change is served."""
+    pidfile = os.path.join(env.dir, "nginx.pid")
+    # nginx ignores USR2 while the master's parent is the one it started
+    # with: run it as a daemon, as an upgrade is done in production
+    env.stop_nginx()
+    subprocess.run([NGINX, "-p", env.dir, "-c", env.dir + "/nginx.conf"],
+                   check=True, timeout=10, capture_output=True)
+    served(env, "/a/x")
+    with open(pidfile) as f:
+        old = int(f.read().strip())
+    os.kill(old, signal.SIGUSR2)
+    deadline = time.time() + 10
+    while True:
+        try:
+            with open(pidfile) as f:
+                new = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            new = 0
+        if new and new != old and os.path.exists(pidfile + ".oldbin"):
+            break
+        check(time.time() < deadline, "no new master after USR2")
+        time.sleep(0.05)
+    time.sleep(0.5)  # the new workers are up
+    for i in range(6):
+        r = env.put("routes/live/up%d" % i, route("up%d" % i, env.pa,
+                                                  "/up%d" % i))
+        check(r.status == 200, "PUT during the upgrade: %d %r"
+              % (r.status, r.body))
+    os.kill(old, signal.SIGWINCH)
+    time.sleep(1.5)  # a follow period of the state file
+    os.kill(old, signal.SIGQUIT)
+    deadline = time.time() + 10
+    while os.path.exists("/proc/%d" % old):
+        check(time.time() < deadline, "the old master did not exit")
+        time.sleep(0.05)
+    for i in range(6):
+        served(env, "/up%d" % i)
+
+
 TESTS = [
     test_variables_logged_for_admin_requests,
     test_unrun_filters_refused_with_location,
@@ -266,6 +325,7 @@ TESTS = [
     test_put_survives_reload,
     test_state_file_survives_restart,
     test_changed_file_wins_over_stored_changes,
+    test_binary_upgrade_keeps_changes,
 ]
 
 if __name__ == "__main__":

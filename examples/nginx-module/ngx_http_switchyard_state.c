@@ -1,0 +1,287 @@
+/*
+ * ngx_http_switchyard_state.c - the state file (switchyard_state): every
+ * stored document, written to FILE.tmp and renamed over FILE under the
+ * zone's mutex after each accepted change; read into a new zone (the
+ * first start, a restart, a binary upgrade, a zone of another size); and
+ * followed: one worker looks at the file every second, and takes what
+ * another nginx wrote into it (the old workers of a binary upgrade, which
+ * serve alongside the new ones until WINCH). Text header lines with the
+ * byte counts, then the raw bytes:
+ *   switchyard-state 1 <generation>
+ *   doc <kind> <base hex> <name bytes> <source bytes> <data bytes> <us>
+ *   <name><source><data>
+ *   end
+ */
+#include "ngx_http_switchyard.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#define SW_STATE_FOLLOW_TICKS (1000 / SW_POLL_MS)
+
+/* What the zone last wrote or read: another writer changes it. */
+static void sw_state_stamp(sw_shm_t *sh, const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        sh->state_ino = (uint64_t)st.st_ino;
+        sh->state_size = (uint64_t)st.st_size;
+        sh->state_mtime_ns =
+            (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+    }
+}
+
+static bool sw_state_changed(sw_shm_t *sh, const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return false;
+    return sh->state_ino != (uint64_t)st.st_ino ||
+           sh->state_size != (uint64_t)st.st_size ||
+           sh->state_mtime_ns != (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
+                                     (uint64_t)st.st_mtim.tv_nsec;
+}
+
+static ngx_int_t sw_write_all(ngx_fd_t fd, const u_char *p, size_t len) {
+    while (len) {
+        ssize_t n = ngx_write_fd(fd, (void *)p, len);
+        if (n <= 0)
+            return NGX_ERROR;
+        p += n;
+        len -= (size_t)n;
+    }
+    return NGX_OK;
+}
+
+ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
+                                ngx_log_t *log) {
+    u_char tmp[NGX_MAX_PATH + 8], line[256], *e;
+    sw_shm_doc_t *d;
+    ngx_fd_t fd;
+    ngx_int_t rc;
+    ngx_uint_t n = 0;
+
+    if (mcf->state_path.len == 0)
+        return NGX_OK;
+    if (mcf->state_path.len + 5 > sizeof tmp) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "switchyard: state file name too long");
+        return NGX_ERROR;
+    }
+    ngx_sprintf(tmp, "%V.tmp%Z", &mcf->state_path);
+    fd = ngx_open_file(tmp, NGX_FILE_WRONLY, NGX_FILE_TRUNCATE,
+                       NGX_FILE_DEFAULT_ACCESS);
+    if (fd == NGX_INVALID_FILE) {
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "switchyard: state file: " ngx_open_file_n
+                      " \"%s\" failed: admin changes will not survive a "
+                      "restart",
+                      tmp);
+        return NGX_ERROR;
+    }
+    e = ngx_sprintf(line, "switchyard-state 1 %uL\n", z->sh->generation);
+    rc = sw_write_all(fd, line, e - line);
+    /* oldest first (the list is newest first): a reader links them in
+     * this order */
+    for (d = z->sh->docs; d; d = d->next)
+        n++;
+    for (ngx_uint_t k = n; rc == NGX_OK && k > 0; k--) {
+        d = z->sh->docs;
+        for (ngx_uint_t j = 1; j < k; j++)
+            d = d->next;
+        e = ngx_sprintf(line, "doc %ui %016uxL %uz %uz %uz %uL\n", d->kind,
+                        d->base, d->name_len, d->source_len, d->len,
+                        d->changed_us);
+        if (sw_write_all(fd, line, e - line) != NGX_OK ||
+            sw_write_all(fd, d->name, d->name_len) != NGX_OK ||
+            sw_write_all(fd, d->source, d->source_len) != NGX_OK ||
+            sw_write_all(fd, d->data, d->len) != NGX_OK ||
+            sw_write_all(fd, (u_char *)"\n", 1) != NGX_OK)
+            rc = NGX_ERROR;
+    }
+    if (rc == NGX_OK)
+        rc = sw_write_all(fd, (u_char *)"end\n", 4);
+    if (ngx_close_file(fd) == NGX_FILE_ERROR)
+        rc = NGX_ERROR;
+    if (rc == NGX_OK &&
+        ngx_rename_file(tmp, mcf->state_path.data) == NGX_FILE_ERROR)
+        rc = NGX_ERROR;
+    if (rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "switchyard: cannot write the state file \"%V\": admin "
+                      "changes will not survive a restart",
+                      &mcf->state_path);
+        ngx_delete_file(tmp);
+        return NGX_ERROR;
+    }
+    sw_state_stamp(z->sh, (char *)mcf->state_path.data);
+    return NGX_OK;
+}
+
+/* The file's bytes (malloc, NUL-terminated), or NULL (logged unless the
+ * file does not exist). */
+static u_char *sw_state_load(sw_main_conf_t *mcf, ngx_log_t *log,
+                             size_t *size) {
+    ngx_file_t file;
+    ngx_file_info_t fi;
+    u_char *buf;
+
+    ngx_memzero(&file, sizeof file);
+    file.name = mcf->state_path;
+    file.log = log;
+    file.fd = ngx_open_file(mcf->state_path.data, NGX_FILE_RDONLY,
+                            NGX_FILE_OPEN, 0);
+    if (file.fd == NGX_INVALID_FILE) {
+        if (ngx_errno != NGX_ENOENT)
+            ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                          "switchyard: cannot open the state file \"%V\"",
+                          &mcf->state_path);
+        return NULL;
+    }
+    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR) {
+        ngx_close_file(file.fd);
+        return NULL;
+    }
+    *size = (size_t)ngx_file_size(&fi);
+    buf = malloc(*size + 1);
+    if (buf == NULL ||
+        ngx_read_file(&file, buf, *size, 0) != (ssize_t)*size) {
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "switchyard: cannot read the state file \"%V\"",
+                      &mcf->state_path);
+        ngx_close_file(file.fd);
+        free(buf);
+        return NULL;
+    }
+    ngx_close_file(file.fd);
+    buf[*size] = '\0';
+    return buf;
+}
+
+/* Does the zone hold this change of (kind, name), or a later one? */
+static bool sw_state_held_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
+                                 ngx_str_t *name, uint64_t changed_us) {
+    for (sw_shm_doc_t *d = z->sh->docs; d; d = d->next)
+        if ((d->kind == kind ||
+             (SW_IS_ROUTE_OP(d->kind) && SW_IS_ROUTE_OP(kind))) &&
+            d->name_len == name->len &&
+            ngx_memcmp(d->name, name->data, name->len) == 0)
+            return d->changed_us >= changed_us;
+    return false;
+}
+
+/* Link the file's documents into the zone (only the ones it does not hold
+ * when `only_new`); the count linked, or -1 for a damaged file. */
+static ngx_int_t sw_state_apply_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
+                                       u_char *buf, size_t size,
+                                       bool only_new, ngx_log_t *log) {
+    u_char *p = (u_char *)ngx_strchr(buf, '\n'), *end = buf + size;
+    ngx_int_t count = 0;
+
+    if (ngx_strncmp(buf, "switchyard-state 1 ", 19) != 0 || p == NULL)
+        return -1;
+    p++;
+    while (p < end && ngx_strncmp(p, "doc ", 4) == 0) {
+        unsigned kind;
+        unsigned long long base, changed;
+        size_t nl, sl, dl;
+        u_char *eol = (u_char *)ngx_strchr(p, '\n');
+        if (eol == NULL ||
+            sscanf((char *)p, "doc %u %llx %zu %zu %zu %llu", &kind, &base,
+                   &nl, &sl, &dl, &changed) != 6 ||
+            kind > SW_DOC_ROUTE_REMOVE || nl == 0 || nl > 255 || sl > 255 ||
+            (size_t)(end - eol - 1) < nl + sl + dl + 1)
+            return -1;
+        p = eol + 1;
+        ngx_str_t name = {nl, p}, source = {sl, p + nl};
+        if (!only_new || !sw_state_held_locked(z, kind, &name, changed)) {
+            sw_shm_doc_t *d =
+                sw_zone_prepare_locked(z, kind, &name, &source, dl);
+            if (d == NULL) {
+                ngx_log_error(NGX_LOG_ERR, log, 0,
+                              "switchyard: zone \"%V\" too small for the "
+                              "state file \"%V\"",
+                              &mcf->zone->shm.name, &mcf->state_path);
+                return count;
+            }
+            ngx_memcpy(d->data, p + nl + sl, dl);
+            d->base = base;
+            d->changed_us = changed;
+            d->origin = SW_ORIGIN_STATE;
+            sw_zone_link_locked(z, d);
+            count++;
+        }
+        p += nl + sl + dl + 1;
+    }
+    return p < end && ngx_strncmp(p, "end\n", 4) != 0 ? -1 : count;
+}
+
+void sw_state_read(sw_zone_ctx_t *z, sw_main_conf_t *mcf, ngx_log_t *log) {
+    u_char *buf;
+    size_t size;
+    ngx_int_t n;
+
+    if (mcf == NULL || mcf->state_path.len == 0)
+        return;
+    buf = sw_state_load(mcf, log, &size);
+    if (buf == NULL)
+        return;
+    ngx_shmtx_lock(&z->shpool->mutex);
+    n = sw_state_apply_locked(z, mcf, buf, size, false, log);
+    sw_state_stamp(z->sh, (char *)mcf->state_path.data);
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    free(buf);
+    if (n < 0) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "switchyard: state file \"%V\" is damaged: what "
+                      "follows the damage is ignored",
+                      &mcf->state_path);
+    } else if (n > 0) {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "switchyard: %i stored documents read from \"%V\"", n,
+                      &mcf->state_path);
+    }
+}
+
+ngx_int_t sw_state_follow_locked(ngx_log_t *log) {
+    sw_main_conf_t *mcf = sw_worker.mcf;
+    sw_zone_ctx_t *z = sw_worker.zone;
+    u_char *buf;
+    size_t size;
+    ngx_int_t n;
+
+    if (mcf == NULL || mcf->state_path.len == 0 ||
+        z->sh->epoch != sw_worker.epoch ||
+        !sw_state_changed(z->sh, (char *)mcf->state_path.data))
+        return 0;
+    buf = sw_state_load(mcf, log, &size);
+    if (buf == NULL)
+        return 0;
+    n = sw_state_apply_locked(z, mcf, buf, size, true, log);
+    sw_state_stamp(z->sh, (char *)mcf->state_path.data);
+    free(buf);
+    if (n > 0)
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "switchyard: %i changes taken from the state file "
+                      "\"%V\" written by another nginx (a binary upgrade's "
+                      "other generation)",
+                      n, &mcf->state_path);
+    return n > 0 ? n : 0;
+}
+
+void sw_state_follow(ngx_log_t *log) {
+    sw_main_conf_t *mcf = sw_worker.mcf;
+    ngx_int_t n;
+
+    /* one worker looks, once a second (the stat without the mutex) */
+    if (mcf == NULL || mcf->state_path.len == 0 || ngx_worker != 0 ||
+        sw_worker.ticks % SW_STATE_FOLLOW_TICKS != 0 ||
+        !sw_state_changed(sw_worker.zone->sh, (char *)mcf->state_path.data))
+        return;
+    sw_zone_lock(sw_worker.zone);
+    n = sw_state_follow_locked(log);
+    sw_zone_unlock(sw_worker.zone);
+    if (n > 0) {
+        sw_notify_others(mcf->notify);
+        sw_worker_sync(log);
+    }
+}

@@ -117,13 +117,19 @@ static void get_status(httpd_conn *c) {
                       (unsigned long long)st.applied_count,
                       (unsigned long long)st.skipped_count,
                       (unsigned long long)st.failed_count);
-        if (st.last_result != SY_OK)
+        /* a file refused before the router saw it (or left out of its
+         * tick's commit) has its own error */
+        const sy_error *fe = gw_config_source_error(st.name);
+        if (fe)
+            gw_error_json(&b, fe);
+        else if (st.last_result != SY_OK)
             gw_error_json(&b, &st.last_error);
         else
             gw_buf_adds(&b, "null");
         gw_buf_add(&b, "}", 1);
     }
-    gw_buf_adds(&b, "]");
+    gw_buf_adds(&b, "],\"files\":");
+    gw_config_files_json(&b);
     gw_overrides_json(&b); /* admin changes kept over files (owner.c) */
 #ifdef GW_HAVE_ETCD
     if (G.etcd) { /* the etcd source's own view (etcd_source.h) */
@@ -422,6 +428,70 @@ static void reply_error(httpd_conn *c, int code, const sy_error *err) {
     gw_buf_free(&b);
 }
 
+static bool source_exists(const char *name) {
+    size_t n = sy_router_source_count(G.router);
+    for (size_t i = 0; i < n; i++) {
+        sy_source_status st;
+        if (sy_router_source_status(G.router, i, &st, NULL) == 0 &&
+            strcmp(st.name, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Route ids the check added that another source of the live router
+ * holds: SY_EDUPLICATE, as the live commit would say. */
+static int added_ids_free(const sy_report *rep, const char *source,
+                          sy_error *err) {
+    size_t parts = sy_report_part_count(rep);
+    sy_snapshot *s = sy_router_acquire(G.router);
+    int rc = 0;
+    for (size_t p = 0; !rc && p < (parts ? parts : 1); p++) {
+        const sy_diff *d = sy_report_diff(parts ? sy_report_part(rep, p) : rep);
+        size_t n = d ? sy_diff_added_count(d) : 0;
+        for (size_t i = 0; !rc && i < n; i++) {
+            const char *src = NULL, *id = sy_diff_added(d, i);
+            if (sy_snapshot_find_route(s, id, &src) && src &&
+                strcmp(src, source) != 0) {
+                memset(err, 0, sizeof *err);
+                err->code = rc = SY_EDUPLICATE;
+                snprintf(err->path, sizeof err->path, "id");
+                snprintf(err->message, sizeof err->message,
+                         "route id '%s' is already defined by source '%s'", id,
+                         src);
+            }
+        }
+    }
+    sy_snapshot_release(s);
+    return rc;
+}
+
+/* A change to a source the router does not know yet: registering it is a
+ * change too, so the change is tried first on a scratch router with the
+ * gateway's options (and its route ids against the other sources' live
+ * routes); only a change that passes registers the source. */
+static int try_on_scratch(admin_call *a, const endpoint *ep, sy_error *err) {
+    sy_router *r = NULL;
+    sy_change_set *cs = NULL;
+    sy_report *rep = NULL;
+    char what[512];
+    int rc = gw_scratch_router(&r, err);
+    if (!rc)
+        rc = sy_router_add_source(r, a->seg[1], err);
+    if (!rc)
+        rc = sy_change_set_new(r, &cs, err);
+    if (!rc)
+        rc = ep->stage(a, cs, what, sizeof what, err);
+    if (!rc)
+        rc = sy_router_check(r, cs, &rep, err);
+    if (!rc && rep)
+        rc = added_ids_free(rep, a->seg[1], err);
+    sy_report_free(rep);
+    sy_change_set_free(cs);
+    sy_router_free(r);
+    return rc;
+}
+
 /* The one stage-and-commit helper: what the endpoint needs, its change
  * staged into a new change set, the set committed as one publish; 200 with
  * the report, or the located error and nothing changed. */
@@ -444,10 +514,12 @@ static void change(admin_call *a, const endpoint *ep) {
         reply_msg(a->c, 404, "no such route in this source");
         return;
     }
-    if (ep->needs & NEEDS_SOURCE) {
-        int rc = sy_router_add_source(G.router, a->seg[1], &err);
-        if (rc && rc != SY_EEXIST) {
-            reply_msg(a->c, 400, err.message);
+    if (ep->needs & NEEDS_SOURCE && !source_exists(a->seg[1])) {
+        int rc = try_on_scratch(a, ep, &err);
+        if (!rc)
+            rc = sy_router_add_source(G.router, a->seg[1], &err);
+        if (rc) {
+            reply_error(a->c, rc, &err);
             return;
         }
     }

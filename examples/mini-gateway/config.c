@@ -20,11 +20,24 @@
 #include "scg_convert.h"
 #endif
 
+/*
+ * A watched file. `dirty`: changed on disk and neither applied nor refused
+ * with its own error since; a file stays dirty until one of the two, so a
+ * change is never dropped because another file of the same tick failed.
+ */
 typedef struct watched_file {
     const char *path;
     char *dir, *base;
     char source[128]; /* "" for the instances file */
     bool dirty;
+    bool has_error;  /* the last attempt refused it: `error` says why */
+    sy_error error;  /* (shown in /status until the file applies) */
+    /* the tick in progress */
+    char *text; /* the route document read (converted from YAML) */
+    size_t len;
+    sy_instances *doc; /* the instances file, parsed */
+    bool refused;      /* refused in this tick */
+    size_t first, count; /* the changes staged for it in this attempt */
 } watched_file;
 
 static watched_file files[GW_MAX_FILES + 1];
@@ -139,8 +152,10 @@ static void part_json(gw_buf *b, const sy_report *p) {
 int gw_commit(sy_change_set *cs, const char *what, sy_error *err) {
     sy_report *rep = NULL;
     int rc = sy_router_commit(G.router, cs, &rep, err);
+    G.last_failed_change = rc && rep ? sy_report_failed_change(rep) : -1;
     gw_buf *b = &G.last_report;
     b->len = 0;
+    b->failed = false; /* a new report */
     gw_buf_adds(b, "{\"what\":");
     gw_buf_json_str(b, what, strlen(what));
     gw_buf_printf(b, ",\"ok\":%s", rc ? "false" : "true");
@@ -178,7 +193,8 @@ static int inst_fail(sy_error *err, int code, const char *path,
 }
 
 /* Stage every service of a parsed instances document; with `file`, the
- * services the file named last time and no longer does lose their
+ * services the file named last time (file_services, replaced only once a
+ * commit took them: remember_file_services) and no longer does lose their
  * instances. */
 static int stage_doc(sy_change_set *cs, const sy_instances *d, bool file,
                      sy_error *err) {
@@ -199,31 +215,37 @@ static int stage_doc(sy_change_set *cs, const sy_instances *d, bool file,
             if (rc)
                 return rc;
         }
-    /* the names staged now (a failed commit leaves the old instances with
-     * these names gone from the list: the next file read stages them
-     * again anyway, since it re-reads the whole file) */
+    return 0;
+}
+
+/* The instances file's services after a commit took its document: the
+ * ones to empty when a later version no longer names them. Out of memory:
+ * false, and the old list stays (a later version then empties at most
+ * services that are empty already). */
+static bool remember_file_services(const sy_instances *d) {
+    size_t n = sy_instances_service_count(d);
+    char **names = calloc(n + 1, sizeof *names);
+    for (size_t i = 0; names && i < n; i++)
+        if (!(names[i] = strdup(sy_instances_service(d, i)))) {
+            while (i)
+                free(names[--i]);
+            free(names);
+            names = NULL;
+        }
+    if (!names)
+        return false;
     for (size_t i = 0; i < file_service_count; i++)
         free(file_services[i]);
     free(file_services);
-    file_services = calloc(n + 1, sizeof *file_services);
-    file_service_count = 0;
-    for (size_t i = 0; file_services && i < n; i++)
-        file_services[file_service_count++] =
-            strdup(sy_instances_service(d, i));
-    return 0;
+    file_services = names;
+    file_service_count = n;
+    return true;
 }
 
 int gw_instances_stage(sy_change_set *cs, const char *json, size_t len,
                        const char *service, sy_error *err) {
     sy_instances *d = NULL;
     int rc;
-    if (!service) {
-        rc = sy_instances_parse(json, len, NULL, &d, err);
-        if (!rc)
-            rc = stage_doc(cs, d, true, err);
-        sy_instances_free(d);
-        return rc;
-    }
     /* one service's bare array: parsed as {"services": {NAME: ARRAY}} by
      * the library, error positions given back relative to the array */
     gw_buf doc = {0};
@@ -326,16 +348,30 @@ static void on_log(void *data, sy_log_level level, const char *message) {
         gw_log("switchyard: %s", message);
 }
 
+/* The gateway's router options; with `host`, its host data and log. */
+static void router_options(sy_router_options *o, bool host) {
+    *o = (sy_router_options)SY_ROUTER_OPTIONS_INIT;
+    if (host) {
+        o->route_attach = gw_route_attach;
+        o->route_detach = gw_route_detach;
+        o->on_log = on_log;
+    }
+    o->strip_host_port = true;
+    o->path_normalization = SY_PATH_NORMALIZE;
+    o->escaped_slashes = G.cfg.escaped_slashes;
+    o->merge_slashes = G.cfg.merge_slashes;
+    o->max_retired = 0;
+}
+
+int gw_scratch_router(sy_router **out, sy_error *err) {
+    sy_router_options o;
+    router_options(&o, false);
+    return sy_router_new(&o, out, err);
+}
+
 int gw_config_init(void) {
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.route_attach = gw_route_attach;
-    o.route_detach = gw_route_detach;
-    o.on_log = on_log;
-    o.strip_host_port = true;
-    o.path_normalization = SY_PATH_NORMALIZE;
-    o.escaped_slashes = G.cfg.escaped_slashes;
-    o.merge_slashes = G.cfg.merge_slashes;
-    o.max_retired = 0;
+    sy_router_options o;
+    router_options(&o, true);
     sy_error err;
     if (sy_router_new(&o, &G.router, &err)) {
         gw_log("router: %s", err.message);
@@ -366,99 +402,238 @@ int gw_config_init(void) {
     return 0;
 }
 
-/* Stage the files marked dirty (all of them when `all`). */
-static int stage_files(sy_change_set *cs, bool all, char *what, size_t cap,
-                       sy_error *err) {
-    what[0] = 0;
-    for (size_t i = 0; i < file_count; i++) {
-        watched_file *f = &files[i];
-        if (!all && !f->dirty)
-            continue;
-        f->dirty = false;
-        size_t len;
-        char *text = gw_read_file(f->path, &len);
-        if (!text) {
-            if (all) {
-                inst_fail(err, SY_ENOTFOUND, "", "cannot read the file");
-                snprintf(what, cap, "%s", f->path);
-                return SY_ENOTFOUND;
-            }
-            continue; /* being replaced: the next event brings it */
-        }
-        if (f->source[0] && is_yaml(f->path)) {
-            char *doc = yaml_routes(f->path, text, len, &len, err);
-            free(text);
-            if (!doc) {
-                snprintf(what, cap, "%s", f->path);
-                return err->code;
-            }
-            text = doc;
-        }
-        int rc = f->source[0]
-                     ? sy_change_set_apply(cs, f->source, text, len, err)
-                     : gw_instances_stage(cs, text, len, NULL, err);
+/* ------------------------------------------------------------------ */
+/* Applying files                                                       */
+/* ------------------------------------------------------------------ */
+
+static void refuse(watched_file *f, const sy_error *err) {
+    f->refused = true;
+    f->error = *err;
+}
+
+/* Read (and convert, or parse) a file for this tick; false when it cannot
+ * be used, its error in f->error. */
+static bool read_file(watched_file *f) {
+    sy_error err;
+    size_t len;
+    char *text = gw_read_file(f->path, &len);
+    if (!text) {
+        inst_fail(&err, SY_ENOTFOUND, "", "cannot read the file");
+        refuse(f, &err);
+        return false;
+    }
+    if (!f->source[0]) { /* the instances file: parsed now, staged later */
+        int rc = sy_instances_parse(text, len, NULL, &f->doc, &err);
         free(text);
+        if (rc)
+            refuse(f, &err);
+        return rc == 0;
+    }
+    if (is_yaml(f->path)) {
+        char *doc = yaml_routes(f->path, text, len, &len, &err);
+        free(text);
+        if (!doc) {
+            refuse(f, &err);
+            return false;
+        }
+        text = doc;
+    }
+    f->text = text;
+    f->len = len;
+    return true;
+}
+
+/* Stage every file of the tick not refused yet; a file whose staging
+ * fails is refused, and the caller tries again without it. */
+static int stage_tick(sy_change_set *cs, watched_file **tick, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        watched_file *f = tick[i];
+        if (f->refused)
+            continue;
+        sy_error err;
+        f->first = sy_change_set_count(cs);
+        int rc = f->source[0]
+                     ? sy_change_set_apply(cs, f->source, f->text, f->len, &err)
+                     : stage_doc(cs, f->doc, true, &err);
         if (!rc) /* admin changes kept over the file (--admin-overrides-files) */
-            rc = gw_overrides_stage(cs, f->source[0] ? f->source : NULL, err);
-        size_t wl = strlen(what);
-        snprintf(what + wl, cap - wl, "%s%s", wl ? " " : "", f->path);
+            rc = gw_overrides_stage(cs, f->source[0] ? f->source : NULL, &err);
+        f->count = sy_change_set_count(cs) - f->first;
         if (rc) {
-            snprintf(what, cap, "%s", f->path);
+            refuse(f, &err);
             return rc;
         }
     }
     return 0;
 }
 
-int gw_config_load_all(void) {
-    sy_change_set *cs;
-    sy_error err;
-    if (sy_change_set_new(G.router, &cs, &err))
-        return -1;
-    char what[1024];
-    int rc = stage_files(cs, true, what, sizeof what, &err);
-    if (!rc)
-        rc = gw_commit(cs, what[0] ? what : "startup", &err);
-    sy_change_set_free(cs);
-    if (rc) {
-        gw_log("%s: %s%s%s", what[0] ? what : "config", err.path,
-               err.path[0] ? ": " : "", err.message);
-        return -1;
+/* The file whose changes include change `k` of the attempt, or NULL. */
+static watched_file *file_of_change(watched_file **tick, size_t n, long k) {
+    for (size_t i = 0; k >= 0 && i < n; i++) {
+        watched_file *f = tick[i];
+        if (!f->refused && (size_t)k >= f->first &&
+            (size_t)k < f->first + f->count)
+            return f;
     }
-    return 0;
+    return NULL;
+}
+
+/* The error of a failed commit without its "change N (...): " prefix: it
+ * is shown on the file it belongs to. */
+static void strip_change_prefix(sy_error *err) {
+    const char *m = err->message;
+    if (strncmp(m, "change ", 7) != 0)
+        return;
+    const char *p = strstr(m, ": ");
+    if (p)
+        memmove(err->message, p + 2, strlen(p + 2) + 1);
+}
+
+/* Commit the tick's files as one change set; a file the router refuses is
+ * left out with its own error and the others are committed again. Returns
+ * whether what was left was committed (false: nothing was, for a reason
+ * no single file owns, e.g. out of memory; every file then carries it). */
+static bool commit_tick(watched_file **tick, size_t n, char *what,
+                        size_t cap) {
+    for (;;) {
+        what[0] = 0;
+        size_t left = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!tick[i]->refused) {
+                size_t wl = strlen(what);
+                snprintf(what + wl, cap - wl, "%s%s", wl ? " " : "",
+                         tick[i]->path);
+                left++;
+            }
+        if (!left)
+            return true;
+        sy_change_set *cs;
+        sy_error err;
+        if (sy_change_set_new(G.router, &cs, &err))
+            break;
+        if (stage_tick(cs, tick, n)) {
+            sy_change_set_free(cs);
+            continue; /* that file is refused: again without it */
+        }
+        int rc = sy_change_set_count(cs) ? gw_commit(cs, what, &err) : 0;
+        sy_change_set_free(cs);
+        if (!rc)
+            return true;
+        watched_file *f = file_of_change(tick, n, G.last_failed_change);
+        if (!f) { /* nothing to leave out: every file carries the error */
+            for (size_t i = 0; i < n; i++)
+                if (!tick[i]->refused)
+                    refuse(tick[i], &err);
+            return false;
+        }
+        strip_change_prefix(&err);
+        refuse(f, &err);
+    }
+    sy_error oom;
+    inst_fail(&oom, SY_ENOMEM, "", "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (!tick[i]->refused)
+            refuse(tick[i], &oom);
+    return false;
+}
+
+/* The outcome of a tick on each of its files: applied ones are clean,
+ * refused ones show their own error; both stop being dirty (an
+ * out-of-memory keeps the files dirty: they are tried again). Logged. */
+static void settle_tick(watched_file **tick, size_t n, bool committed,
+                        bool startup, int *refused) {
+    *refused = 0;
+    for (size_t i = 0; i < n; i++) {
+        watched_file *f = tick[i];
+        if (f->refused) {
+            f->has_error = true;
+            f->dirty = f->error.code == SY_ENOMEM;
+            ++*refused;
+            gw_log("%s %s: %s%s%s", f->path,
+                   startup ? "cannot be loaded"
+                           : "rejected, the old config keeps serving",
+                   f->error.path, f->error.path[0] ? ": " : "",
+                   f->error.message);
+        } else {
+            if (f->doc && committed && !remember_file_services(f->doc))
+                gw_log("%s: out of memory keeping its service names",
+                       f->path);
+            f->has_error = false;
+            f->dirty = false;
+        }
+        free(f->text);
+        sy_instances_free(f->doc);
+        f->text = NULL;
+        f->doc = NULL;
+        f->refused = false;
+    }
+}
+
+/* Read, stage and commit the dirty files (every file when `all`); returns
+ * the number of files refused. */
+static int apply_files(bool all) {
+    watched_file *tick[GW_MAX_FILES + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < file_count; i++)
+        if (all || files[i].dirty)
+            tick[n++] = &files[i];
+    for (size_t i = 0; i < n; i++)
+        read_file(tick[i]);
+    char what[2048];
+    bool committed = commit_tick(tick, n, what, sizeof what);
+    int refused;
+    settle_tick(tick, n, committed, all, &refused);
+    if (committed && what[0] && !G.cfg.quiet)
+        gw_log("applied %s", what);
+    return refused;
+}
+
+int gw_config_load_all(void) {
+    return apply_files(true) ? -1 : 0;
 }
 
 static void on_debounce(uv_timer_t *t) {
     (void)t;
-    sy_change_set *cs;
-    sy_error err;
-    if (sy_change_set_new(G.router, &cs, &err))
-        return;
-    char what[1024];
-    int rc = stage_files(cs, false, what, sizeof what, &err);
-    if (!rc && sy_change_set_count(cs))
-        rc = gw_commit(cs, what, &err);
-    sy_change_set_free(cs);
-    if (rc)
-        gw_log("%s rejected, the old config keeps serving: %s%s%s", what,
-               err.path, err.path[0] ? ": " : "", err.message);
-    else if (what[0] && !G.cfg.quiet)
-        gw_log("applied %s", what);
+    apply_files(false);
+}
+
+void gw_config_files_json(gw_buf *b) {
+    gw_buf_adds(b, "[");
+    for (size_t i = 0; i < file_count; i++) {
+        const watched_file *f = &files[i];
+        gw_buf_adds(b, i ? ",{\"path\":" : "{\"path\":");
+        gw_buf_json_str(b, f->path, strlen(f->path));
+        gw_buf_adds(b, ",\"source\":");
+        if (f->source[0])
+            gw_buf_json_str(b, f->source, strlen(f->source));
+        else
+            gw_buf_adds(b, "null");
+        gw_buf_adds(b, ",\"error\":");
+        if (f->has_error)
+            gw_error_json(b, &f->error);
+        else
+            gw_buf_adds(b, "null");
+        gw_buf_adds(b, "}");
+    }
+    gw_buf_adds(b, "]");
+}
+
+const sy_error *gw_config_source_error(const char *source) {
+    for (size_t i = 0; i < file_count; i++)
+        if (files[i].has_error && strcmp(files[i].source, source) == 0)
+            return &files[i].error;
+    return NULL;
 }
 
 int gw_config_refresh(sy_error *err) {
-    sy_change_set *cs;
-    if (sy_change_set_new(G.router, &cs, err))
-        return err->code;
-    char what[1024];
-    int rc = stage_files(cs, true, what, sizeof what, err);
-    if (!rc && sy_change_set_count(cs))
-        rc = gw_commit(cs, what, err);
-    sy_change_set_free(cs);
-    if (rc)
-        gw_log("refresh: %s rejected, the old config keeps serving: %s%s%s",
-               what, err->path, err->path[0] ? ": " : "", err->message);
-    return rc;
+    for (size_t i = 0; i < file_count; i++)
+        files[i].dirty = true;
+    apply_files(false);
+    for (size_t i = 0; i < file_count; i++)
+        if (files[i].has_error) {
+            *err = files[i].error;
+            return err->code ? err->code : SY_EINVAL;
+        }
+    return 0;
 }
 
 const char *gw_config_source_file(const char *source) {

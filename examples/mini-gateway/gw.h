@@ -261,6 +261,7 @@ typedef struct gw_state {
     uv_loop_t *main_loop;
     /* the last apply report as JSON (admin GET /report), main thread */
     gw_buf last_report;
+    long last_failed_change; /* of the last failed gw_commit, or -1 */
     void *etcd; /* the gw_etcd source (etcd_source.h) when --etcd is on */
 } gw_state;
 
@@ -285,15 +286,27 @@ void gw_config_free(void);  /* after the loop stopped */
  * one service when `service` is set) and stage it into cs. */
 int gw_instances_stage(sy_change_set *cs, const char *json, size_t len,
                        const char *service, sy_error *err);
-/* Re-read every file and apply what changed as one change set (the
- * actuator's refresh); 0 or the located error (nothing changed). */
+/* Re-read every file and apply what changed (the actuator's refresh), as
+ * a file change is applied; 0, or the located error of the first file
+ * refused (its old config keeps serving, the other files applied). */
 int gw_config_refresh(sy_error *err);
 /* The file a source comes from / the instances file when it names the
  * service; NULL when none does. */
 const char *gw_config_source_file(const char *source);
 const char *gw_config_service_file(const char *service);
-/* Commit cs; on success remember its report for GET /report. */
+/* Commit cs and remember its report for GET /report (and, when it failed,
+ * the index of the failed change in G.last_failed_change). */
 int gw_commit(sy_change_set *cs, const char *what, sy_error *err);
+/* The watched files as a JSON array for /status: [{"path", "source"
+ * (null for the instances file), "error" (null, or the last attempt's
+ * located error while the file's previous config keeps serving)}]. */
+void gw_config_files_json(gw_buf *b);
+/* A new router with the gateway's options and no host data, to try a
+ * change on without touching the live one; free it with sy_router_free. */
+int gw_scratch_router(sy_router **out, sy_error *err);
+/* The last error of the route file of `source`, or NULL when it applied
+ * (or the source has no file). */
+const sy_error *gw_config_source_error(const char *source);
 void gw_error_json(gw_buf *b, const sy_error *err);
 
 /* admin.c */

@@ -1,0 +1,135 @@
+"""mini-gateway end to end: a refused config change costs nothing else.
+
+  - two route files changed together, one broken: the valid one applies,
+    the broken one's error shows on its source and its file in /status,
+    and fixing it later applies it;
+  - a valid route file written together with a broken instances file: the
+    route file applies, the instances file's error shows in /status;
+  - an instances file that drops a service, written together with a broken
+    route file: the service loses its instances (the file's service list is
+    only replaced once a commit took it);
+  - a refused admin request changes nothing: a PUT of invalid JSON (or of
+    a route id another source holds) to a new source answers 400 and the
+    source does not appear in /status.
+"""
+import json
+import time
+
+import gwharness as h
+
+
+def wait(cond, what, deadline_s=5.0):
+    end = time.time() + deadline_s
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting: " + what)
+
+
+def route_doc(version, port, path, tag):
+    return json.dumps({"version": version, "routes": [
+        {"id": "r-" + tag, "uri": "http://127.0.0.1:%d" % port,
+         "predicates": ["Path=%s/**" % path],
+         "filters": ["AddRequestHeader=X-Tag,%s-%s" % (tag, version)]}]})
+
+
+def inst_doc(services):
+    return json.dumps({"services": services})
+
+
+def file_error(gw, path):
+    for f in gw.status()["files"]:
+        if f["path"] == path:
+            return f["error"]
+    raise AssertionError("no file %s in /status" % path)
+
+
+def body(procs, c):
+    _, bport = procs.backend("b1")
+    a = procs.write_file("a.json", route_doc("1", bport, "/a", "a"))
+    b = procs.write_file("b.json", route_doc("1", bport, "/b", "b"))
+    x = procs.write_file("x.json", json.dumps({"version": "1", "routes": [
+        {"id": "r-x", "uri": "lb://xsvc", "predicates": ["Path=/x/**"]}]}))
+    one = [{"id": "x1", "host": "127.0.0.1", "port": bport}]
+    inst = procs.write_file("inst.json", inst_doc({"xsvc": one, "ysvc": one}))
+    gw = procs.gateway("--routes", a, "--routes", b, "--routes", x,
+                       "--instances", inst)
+
+    def tag(path):
+        st, _, data = gw.request("GET", path)
+        return h.echoed_header(data, "X-Tag") if st == 200 else st
+
+    c.eq((tag("/a/1"), tag("/b/1")), ("a-1", "b-1"), "both files serve")
+    c.eq(gw.request("GET", "/x/1")[0], 200, "lb://xsvc has an instance")
+
+    # two route files changed together, one of them broken
+    procs.write_file("a.json", route_doc("2", bport, "/a", "a"))
+    procs.write_file("b.json", '{"version": "2", "routes": [')
+    wait(lambda: (file_error(gw, b) or {}).get("code") is not None,
+         "b.json's error in /status")
+    c.ok(wait(lambda: tag("/a/1") == "a-2", "a.json v2 applied"),
+         "the valid file of the pair applies")
+    c.eq(gw.source("a")["version"], "2", "source a is at version 2")
+    c.eq(gw.source("a")["error"], None, "source a has no error")
+    c.ok(gw.source("b")["error"] is not None,
+         "source b shows its own error: %r" % gw.source("b")["error"])
+    c.eq(tag("/b/1"), "b-1", "b's old routes keep serving")
+    c.eq(file_error(gw, a), None, "a.json has no error")
+
+    procs.write_file("b.json", route_doc("3", bport, "/b", "b"))
+    c.ok(wait(lambda: tag("/b/1") == "b-3", "b.json fixed"),
+         "the fixed file applies later")
+    c.eq(file_error(gw, b), None, "b.json's error is gone once it applies")
+    c.eq(gw.source("b")["error"], None, "source b's error is gone")
+
+    # a valid route file and a broken instances file
+    procs.write_file("a.json", route_doc("3", bport, "/a", "a"))
+    procs.write_file("inst.json", inst_doc(
+        {"xsvc": [{"id": "x1", "host": "127.0.0.1", "port": "nope"}]}))
+    wait(lambda: file_error(gw, inst) is not None,
+         "the instances file's error in /status")
+    err = file_error(gw, inst)
+    c.ok("port" in err["path"],
+         "the instances file's error is located: %r" % err)
+    c.ok(wait(lambda: tag("/a/1") == "a-3", "a.json v3 applied"),
+         "a route file written with a broken instances file applies")
+    c.eq(gw.request("GET", "/x/1")[0], 200, "the old instances keep serving")
+
+    # an instances file that drops a service, with a broken route file
+    procs.write_file("inst.json", inst_doc({"ysvc": one}))
+    procs.write_file("a.json", "[{")
+    wait(lambda: file_error(gw, inst) is None, "the instances file applied")
+    c.ok(file_error(gw, a) is not None, "a.json shows its error")
+    c.eq(gw.request("GET", "/x/1")[0], 503,
+         "the dropped service has no instance left")
+    procs.write_file("a.json", route_doc("4", bport, "/a", "a"))
+    wait(lambda: tag("/a/1") == "a-4", "a.json v4 applied")
+    c.eq(gw.request("GET", "/x/1")[0], 503,
+         "and none comes back when the other file is fixed")
+
+    # a refused admin request changes nothing
+    before = gw.status()
+    st, _, data = gw.admin_call("PUT", "/routes/newsrc", "{not json")
+    c.eq(st, 400, "invalid JSON for a new source: 400 (%r)" % data)
+    names = [s["name"] for s in gw.status()["sources"]]
+    c.ok("newsrc" not in names, "no newsrc in /status: %r" % names)
+    st, _, data = gw.admin_call("PUT", "/routes/newsrc/r-a", {
+        "id": "r-a", "uri": "http://127.0.0.1:%d" % bport,
+        "predicates": ["Path=/dup/**"]})
+    c.eq(st, 400, "a route id of another source: 400 (%r)" % data)
+    c.ok(b"already defined by source 'a'" in data, "named as such: %r" % data)
+    after = gw.status()
+    c.ok("newsrc" not in [s["name"] for s in after["sources"]],
+         "still no newsrc in /status")
+    c.eq((after["generation"], after["fingerprint"]),
+         (before["generation"], before["fingerprint"]), "nothing published")
+    st, _, data = gw.admin_call("PUT", "/routes/newsrc",
+                                route_doc("1", bport, "/n", "n"))
+    c.eq(st, 200, "a valid document for the new source: 200 (%r)" % data)
+    c.eq(tag("/n/1"), "n-1", "and it serves")
+    c.ok("newsrc" in [s["name"] for s in gw.status()["sources"]],
+         "newsrc is in /status once it applied")
+
+
+h.run("gateway_config_errors", body)

@@ -8,14 +8,13 @@ fixture as test_nginx_module.py, plus a server proxying through the
 balancer.
 """
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports import free_port  # noqa: E402
 import test_nginx_module as base  # noqa: E402
-from test_nginx_module import NGINX, check, request  # noqa: E402
+from test_nginx_module import check, request  # noqa: E402
 
 UPSTREAM = """
     upstream sy_pool {{
@@ -169,13 +168,9 @@ def test_balancer_configuration_errors(env):
             (conf.replace("switchyard_balancer;",
                           "switchyard_balancer;\n        server 127.0.0.1:1;"),
              "takes no server")):
-        path = os.path.join(env.dir, "bad.conf")
-        with open(path, "w") as f:
-            f.write(bad)
-        p = subprocess.run([NGINX, "-t", "-p", env.dir, "-c", path],
-                           capture_output=True, text=True, timeout=10)
-        check(p.returncode != 0 and want in p.stderr and "sy_pool" in p.stderr,
-              "%r: %r" % (want, p.stderr[-300:]))
+        rc, err = env.test_conf(bad)
+        check(rc != 0 and want in err and "sy_pool" in err,
+              "%r: %r" % (want, err[-300:]))
 
 
 TESTS = [

@@ -263,6 +263,27 @@ http {{
                         "-s", "reload"], check=True, timeout=10,
                        capture_output=True)
 
+    def wait_live_version(self, version, what, timeout=10):
+        """Poll /live/x until the live route of `version` answers."""
+        deadline = time.time() + timeout
+        while True:
+            r = request(self.port, "GET", "/live/x")
+            if (r.status == 200 and
+                    r.echo_header("X-Route-Version") == str(version)):
+                return
+            check(time.time() < deadline, what)
+            time.sleep(0.05)
+
+    def test_conf(self, conf):
+        """nginx -t on the configuration text `conf`: (returncode,
+        stderr)."""
+        path = os.path.join(self.dir, "test.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        p = subprocess.run([NGINX, "-t", "-p", self.dir, "-c", path],
+                           capture_output=True, text=True, timeout=10)
+        return p.returncode, p.stderr
+
     def put(self, what, doc):
         body = doc if isinstance(doc, (bytes, str)) else json.dumps(doc)
         return request(self.port, "PUT", "/switchyard/" + what, body=body,
@@ -887,13 +908,8 @@ def test_reload_rereads_files(env):
     old_pids = {w["pid"] for w in env.converged()["workers"]}
     env.write("live.json", env.live_routes(1000))
     env.reload()
+    env.wait_live_version(1000, "reload not served")
     deadline = time.time() + 10
-    while True:
-        r = request(env.port, "GET", "/live/x")
-        if r.status == 200 and r.echo_header("X-Route-Version") == "1000":
-            break
-        check(time.time() < deadline, "reload not served")
-        time.sleep(0.1)
     # old workers keep their configuration until they exit
     while any(os.path.exists("/proc/%d" % p) for p in old_pids):
         check(time.time() < deadline, "old workers did not exit")

@@ -37,15 +37,6 @@ class OpsEnv(base.Env):
         with open(os.path.join(self.dir, "nginx.conf")) as f:
             return f.read()
 
-    def test_conf(self, conf):
-        """nginx -t on `conf`: (returncode, stderr)."""
-        path = os.path.join(self.dir, "test.conf")
-        with open(path, "w") as f:
-            f.write(conf)
-        p = subprocess.run([NGINX, "-t", "-p", self.dir, "-c", path],
-                           capture_output=True, text=True, timeout=10)
-        return p.returncode, p.stderr
-
     def reload_with(self, conf):
         """Write conf as nginx.conf and send SIGHUP to the master (as
         `kill -HUP` does: `nginx -s reload` would refuse a configuration
@@ -226,13 +217,7 @@ def test_changed_file_wins_over_stored_changes(env):
     and the dropped admin changes are logged at notice."""
     env.write("live.json", env.live_routes(77))
     env.reload()
-    deadline = time.time() + 10
-    while True:
-        r = request(env.port, "GET", "/live/x")
-        if r.status == 200 and r.echo_header("X-Route-Version") == "77":
-            break
-        check(time.time() < deadline, "file not taken")
-        time.sleep(0.05)
+    env.wait_live_version(77, "file not taken")
     check(request(env.port, "GET", "/reloaded").status == 404,
           "a dropped change still served")
     check('stored route "reloaded" (source "live") dropped' in

@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_nginx import (COMMON, NGINX, TEMPS, Nginx, free_port,  # noqa: E402
-                         median, run_wrk)
+                         load_line, median, run_wrk)
 
 PROXY = ("proxy_http_version 1.1; proxy_set_header Connection \"\"; "
          "proxy_next_upstream error timeout http_502; "
@@ -131,9 +131,7 @@ def main():
     module = os.path.abspath(args.module)
     results, kills = {}, {}
 
-    print("# %s UTC, load average at the start %s" % (
-        time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-        " ".join("%.2f" % x for x in os.getloadavg())), flush=True)
+    print(load_line("start"), flush=True)
     b1, b2 = free_port(), free_port()
     backs = [Nginx("backend1", backend_conf(b1)),
              Nginx("backend2", backend_conf(b2))]
@@ -184,9 +182,7 @@ def main():
         for b in backs:
             b.stop()
 
-    print("# %s UTC, load average at the end %s" % (
-        time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-        " ".join("%.2f" % x for x in os.getloadavg())))
+    print(load_line("end"))
     print("nginx %s, wrk -t%d -c%d -d%ds, keepalive %d, requests spread "
           "over all routes; median of %d alternating runs"
           % (subprocess.run([NGINX, "-v"], capture_output=True,

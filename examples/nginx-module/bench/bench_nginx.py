@@ -176,6 +176,13 @@ def run_wrk(port, n, args, workdir):
             "socket_errors": sockerr.group(1) if sockerr else ""}
 
 
+def load_line(when):
+    """A comment line: the time and the load average at `when`."""
+    return "# %s UTC, load average at the %s %s" % (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), when,
+        " ".join("%.2f" % x for x in os.getloadavg()))
+
+
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
@@ -401,9 +408,7 @@ def main():
                     "location / { return 200 \"$uri\\n\"; } }\n}\n" % bport)
     results = {}
     change = {}
-    print("# %s UTC, load average at the start %s" % (
-        time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-        " ".join("%.2f" % x for x in os.getloadavg())), flush=True)
+    print(load_line("start"), flush=True)
     try:
         backend.start(bport)
         for n in [int(x) for x in args.sizes.split(",")]:
@@ -440,9 +445,7 @@ def main():
     finally:
         backend.stop()
 
-    print("# %s UTC, load average at the end %s" % (
-        time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-        " ".join("%.2f" % x for x in os.getloadavg())))
+    print(load_line("end"))
     print("nginx %s, wrk -t%d -c%d -d%ds, requests spread over all routes; "
           "median of %d alternating runs"
           % (subprocess.run([NGINX, "-v"], capture_output=True,

@@ -142,6 +142,29 @@ START_TEST(change_set_publishes_documents_and_instances_once) {
 }
 END_TEST
 
+/* A set of one change that fails says so the way any failed set does:
+ * "change 0 (kind 'name'): " before the change's own message (the single
+ * call's message has no prefix). */
+START_TEST(a_failed_one_change_set_names_its_change) {
+    sy_router *r = new_router(NULL);
+    sy_change_set *cs;
+    sy_error err;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, &err), 0);
+    ck_assert_int_eq(sy_change_set_remove_route(cs, "nope", &err), 0);
+    sy_report *rep = NULL;
+    ck_assert_int_eq(sy_router_commit(r, cs, &rep, &err), SY_ENOTFOUND);
+    ck_assert_str_eq(err.message, "change 0 (remove 'nope'): no route 'nope'");
+    ck_assert_int_eq(sy_report_failed_change(rep), 0);
+    sy_report_free(rep);
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &err), SY_ENOTFOUND);
+    ck_assert_str_eq(err.message, "change 0 (remove 'nope'): no route 'nope'");
+    ck_assert_int_eq(sy_router_remove_route(r, "nope", &err), SY_ENOTFOUND);
+    ck_assert_str_eq(err.message, "no route 'nope'");
+    sy_change_set_free(cs);
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(change_set_failing_at_its_last_change_publishes_nothing) {
     sy_router *r = new_router(NULL);
     ck_assert_int_eq(apply(r, "main", ROUTES_LB), 0);
@@ -1051,6 +1074,7 @@ int main(void) {
     TCase *tc = tcase_create("proxy");
     tcase_add_test(tc, change_set_publishes_documents_and_instances_once);
     tcase_add_test(tc, change_set_failing_at_its_last_change_publishes_nothing);
+    tcase_add_test(tc, a_failed_one_change_set_names_its_change);
     tcase_add_test(tc, change_set_steps_see_the_steps_before_them);
     tcase_add_test(tc, change_set_of_another_router_is_refused);
     tcase_add_test(

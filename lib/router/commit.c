@@ -382,7 +382,7 @@ int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
         for (size_t i = failed < n ? failed : 0;
              !dry && i < (failed < n ? failed + 1 : n); i++)
             note_failure(&c, &items[i], now, err);
-        if (!single && n > 1 && failed < n) {
+        if (!single && failed < n) {
             char msg[sizeof err->message + 128];
             int k = snprintf(
                 msg, sizeof msg, "change %zu (%s '%.40s'): ", failed,

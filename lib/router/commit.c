@@ -24,43 +24,6 @@
 
 #define NONE SY_NONE
 
-/* Derive the next working snapshot from `ch` (and cfg's services). */
-int sy__commit_derive(commit *c, const sy__snapshot_config *cfg,
-                      const sy__route_change *ch, size_t n, sy_error *err) {
-    const sy__alloc *a = &c->r->alloc;
-    uint64_t t0 = sy__now_monotonic_us();
-    sy_snapshot *next;
-    struct sy_route **removed;
-    size_t nremoved;
-    int rc = sy__snapshot_derive(a, c->work, cfg, ch, n, c->generation, &next,
-                                 &removed, &nremoved, err);
-    if (rc)
-        return rc;
-    rc = sy__vec_push(a, &c->inter, next);
-    size_t t0n = c->touched.n;
-    for (size_t i = 0; rc == SY_OK && i < n; i++)
-        if (ch[i].route)
-            rc = sy__vec_push(a, &c->touched, ch[i].route);
-    /* every change's route has a slot in `next` */
-    size_t adds = c->touched.n - t0n;
-    for (size_t i = 0; rc == SY_OK && i < nremoved; i++)
-        rc = sy__vec_push(a, &c->touched, removed[i]);
-    sy__free(a, removed);
-    if (rc) {
-        if (c->inter.n && c->inter.v[c->inter.n - 1] == next)
-            c->inter.n--;
-        sy__snapshot_destroy(next);
-        return sy__commit_nomem(err);
-    }
-    if (t0n == 0)
-        c->held_adds = adds;
-    else if (adds || nremoved)
-        c->held_adds = 0;
-    c->work = next;
-    c->derive_us += sy__now_monotonic_us() - t0;
-    return SY_OK;
-}
-
 /* ---- publishing ---- */
 
 typedef struct ptr_at {
@@ -194,63 +157,15 @@ static void commit_cleanup(commit *c) {
         sy_document_free(c->docs.v[i]);
     for (size_t i = 0; i < c->owned.n; i++)
         sy__route_unref(c->owned.v[i]);
-    for (size_t i = 0; c->st && i < c->r->source_count; i++)
+    for (size_t i = 0; c->st && i < c->r->source_count; i++) {
         sy__free(a, c->st[i].memo); /* not taken: the commit failed */
+        sy__free(a, c->st[i].pend); /* the entries are borrowed */
+    }
     sy__free(a, c->inter.v);
     sy__free(a, c->docs.v);
     sy__free(a, c->owned.v);
     sy__free(a, c->touched.v);
     sy__free(a, c->st);
-}
-
-/* Keep the document `k` (borrowed: a commit's document or a kept one) as
- * the source's newest; a full history drops its oldest after the new
- * entry holds its references (k may be that oldest). */
-static int push_history(sy_router *r, sy__source *s,
-                        const sy__history_entry *k) {
-    const sy__alloc *a = &r->alloc;
-    sy__history_entry e = *k;
-    /* positions 0..count-1 (a document without invalid routes): none kept */
-    bool dense = true;
-    for (size_t i = 0; k->positions && dense && i < k->count; i++)
-        dense = k->positions[i] == i;
-    e.routes = sy__malloc(
-        a,
-        k->count * (sizeof *e.routes + (dense ? 0 : sizeof *e.positions)) + 1);
-    e.issues = k->issue_count ? sy__malloc(a, k->issue_count * sizeof *e.issues)
-                              : NULL;
-    e.version = k->version ? sy__strdup(a, k->version) : NULL;
-    bool full = s->history_count == r->opts.history;
-    bool ok =
-        e.routes && (e.issues || !k->issue_count) && (e.version || !k->version);
-    if (ok && !full) {
-        sy__history_entry *h =
-            sy__realloc(a, s->history, (s->history_count + 1) * sizeof *h);
-        if (h)
-            s->history = h;
-        ok = h != NULL;
-    }
-    if (!ok) {
-        sy__free(a, e.routes);
-        sy__free(a, e.issues);
-        sy__free(a, e.version);
-        return SY_ENOMEM;
-    }
-    if (k->issue_count)
-        memcpy(e.issues, k->issues, k->issue_count * sizeof *e.issues);
-    e.positions = dense ? NULL : (uint32_t *)(void *)(e.routes + e.count);
-    for (size_t i = 0; i < e.count; i++)
-        e.routes[i] = sy__route_ref(k->routes[i]);
-    if (!dense)
-        memcpy(e.positions, k->positions, e.count * sizeof *e.positions);
-    if (full) {
-        sy__history_entry_free(r, &s->history[0]);
-        memmove(s->history, s->history + 1,
-                (s->history_count - 1) * sizeof *s->history);
-        s->history_count--;
-    }
-    s->history[s->history_count++] = e;
-    return SY_OK;
 }
 
 /* After the publish: the sources take the state the steps gave them. */
@@ -285,7 +200,7 @@ static void sources_follow(commit *c, int64_t now) {
         s->applied = st->applied;
         s->modified = st->modified;
         s->next_pos = st->next_pos;
-        if (st->keep && push_history(r, s, &st->kept))
+        if (sy__history_push(r, s, st->pend, st->pend_count))
             sy__router_log(r, SY_LOG_WARN,
                            "source %s: history not kept (out of memory)",
                            s->name);

@@ -2,7 +2,8 @@
  * commit_int.h - a commit's working state, shared by the commit engine
  * (commit.c: running the steps, publishing, references, sources) and the
  * steps themselves (commit_steps.c: documents, rollbacks, one-route
- * changes, instance lists). Private to those two files.
+ * changes, instance lists, deriving the working snapshots). Private to
+ * those two files; commit.c calls down into commit_steps.c, never back.
  */
 #ifndef SY_COMMIT_INT_H
 #define SY_COMMIT_INT_H
@@ -34,10 +35,13 @@ typedef struct src_state {
     uint64_t checksum;
     bool applied, modified, touched;
     uint32_t next_pos;
-    /* the document to keep in the history (the last apply's or the kept
-     * one a rollback put back; borrowed until the sources follow) */
-    bool keep;
-    sy__history_entry kept;
+    /* the documents to keep in the history, oldest first: each apply's,
+     * or the kept one a rollback put back (borrowed until the sources
+     * follow; at most opts.history, the oldest dropped first). The
+     * source's history as the steps see it is its live one followed by
+     * these, the newest opts.history of all (sy__commit_history_at) */
+    sy__history_entry *pend;
+    size_t pend_count, pend_cap;
     /* a rollback left no memo (it parsed nothing): the live one goes */
     bool memo_drop;
     int outcome;                /* 0 none, 1 applied, 2 skipped */
@@ -65,11 +69,6 @@ typedef struct commit {
 static inline int sy__commit_nomem(sy_error *err) {
     return sy__error_set(err, SY_ENOMEM, "", "out of memory");
 }
-
-/* Derive the next working snapshot from `ch` (and cfg's services): the
- * changes' routes and the removed ones are noted as touched. */
-int sy__commit_derive(commit *c, const sy__snapshot_config *cfg,
-                      const sy__route_change *ch, size_t n, sy_error *err);
 
 /* Run one staged change on the working state: its part report in *rep
  * (also on failure, when there is one). */

@@ -209,6 +209,87 @@ static bool same_text(const char *a, const char *b) {
 
 /* ---- the steps ---- */
 
+/* Derive the next working snapshot from `ch` (and cfg's services): the
+ * changes' routes and the removed ones are noted as touched. */
+static int commit_derive(commit *c, const sy__snapshot_config *cfg,
+                         const sy__route_change *ch, size_t n, sy_error *err) {
+    const sy__alloc *a = &c->r->alloc;
+    uint64_t t0 = sy__now_monotonic_us();
+    sy_snapshot *next;
+    struct sy_route **removed;
+    size_t nremoved;
+    int rc = sy__snapshot_derive(a, c->work, cfg, ch, n, c->generation, &next,
+                                 &removed, &nremoved, err);
+    if (rc)
+        return rc;
+    rc = sy__vec_push(a, &c->inter, next);
+    size_t t0n = c->touched.n;
+    for (size_t i = 0; rc == SY_OK && i < n; i++)
+        if (ch[i].route)
+            rc = sy__vec_push(a, &c->touched, ch[i].route);
+    /* every change's route has a slot in `next` */
+    size_t adds = c->touched.n - t0n;
+    for (size_t i = 0; rc == SY_OK && i < nremoved; i++)
+        rc = sy__vec_push(a, &c->touched, removed[i]);
+    sy__free(a, removed);
+    if (rc) {
+        if (c->inter.n && c->inter.v[c->inter.n - 1] == next)
+            c->inter.n--;
+        sy__snapshot_destroy(next);
+        return sy__commit_nomem(err);
+    }
+    if (t0n == 0)
+        c->held_adds = adds;
+    else if (adds || nremoved)
+        c->held_adds = 0;
+    c->work = next;
+    c->derive_us += sy__now_monotonic_us() - t0;
+    return SY_OK;
+}
+
+
+/* The document source si keeps `back` places from its newest (0: the
+ * newest) as the steps see its history: the live one followed by this
+ * commit's, the newest opts.history of all; NULL past the oldest. */
+static const sy__history_entry *history_at(const commit *c, uint32_t si,
+                                           size_t back) {
+    const sy__source *s = &c->r->sources[si];
+    const src_state *st = &c->st[si];
+    size_t n = s->history_count + st->pend_count;
+    if (n > c->r->opts.history)
+        n = c->r->opts.history;
+    if (back >= n)
+        return NULL;
+    if (back < st->pend_count)
+        return &st->pend[st->pend_count - 1 - back];
+    return &s->history[s->history_count - 1 - (back - st->pend_count)];
+}
+
+/* Keep `e` (a copy; its arrays borrowed until the sources follow) as source
+ * si's newest document, as a single call would: the oldest goes when the
+ * commit's own list holds opts.history. */
+static int history_note(commit *c, uint32_t si, const sy__history_entry *e,
+                        sy_error *err) {
+    src_state *st = &c->st[si];
+    size_t cap = c->r->opts.history;
+    if (st->pend_count == cap) {
+        memmove(st->pend, st->pend + 1, (cap - 1) * sizeof *st->pend);
+        st->pend_count--;
+    } else if (st->pend_count == st->pend_cap) {
+        size_t n = st->pend_cap ? 2 * st->pend_cap : 2;
+        if (n > cap)
+            n = cap;
+        sy__history_entry *v =
+            sy__realloc(&c->r->alloc, st->pend, n * sizeof *v);
+        if (!v)
+            return sy__commit_nomem(err);
+        st->pend = v;
+        st->pend_cap = n;
+    }
+    st->pend[st->pend_count++] = *e;
+    return SY_OK;
+}
+
 /* The memo of source si's last apply: this commit's, else the live one. */
 static sy__span_memo *source_memo(commit *c, uint32_t si, size_t *count) {
     src_state *st = &c->st[si];
@@ -239,7 +320,7 @@ static int derive_document(commit *c, sy__route_change *ch, size_t nch,
                            sy_report *rep, uint64_t t0, sy_error *err) {
     rep->parse_us = sy__now_monotonic_us() - t0;
     sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
-    int rc = sy__commit_derive(c, &cfg, ch, nch, err);
+    int rc = commit_derive(c, &cfg, ch, nch, err);
     sy__free(&c->r->alloc, ch);
     return rc;
 }
@@ -438,15 +519,16 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     for (size_t i = 0, n = doc->route_count; i < n; i++)
         if (doc->positions[i] >= st->next_pos)
             st->next_pos = doc->positions[i] + 1;
-    st->keep = true;
-    st->kept = (sy__history_entry){(char *)(uintptr_t)version,
-                                   doc->checksum,
-                                   doc->routes,
-                                   doc->positions,
-                                   doc->route_count,
-                                   doc->issues,
-                                   doc->issue_count,
-                                   doc->envelope};
+    sy__history_entry kept = {(char *)(uintptr_t)version,
+                              doc->checksum,
+                              doc->routes,
+                              doc->positions,
+                              doc->route_count,
+                              doc->issues,
+                              doc->issue_count,
+                              doc->envelope};
+    if ((rc = history_note(c, si, &kept, err)))
+        return rc;
     /* what this apply learnt: the next one's memo, if the commit holds */
     sy__free(&r->alloc, st->memo);
     st->memo = doc->memo;
@@ -478,22 +560,23 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     const sy__source *src = &r->sources[si];
     src_state *st = &c->st[si];
     uint64_t t0 = sy__now_monotonic_us();
-    /* version NULL: the document before the current one */
-    const sy__history_entry *e = NULL;
+    /* version NULL: the document before the current one; the history as
+     * the changes before this one left it (history_at) */
+    const sy__history_entry *found = NULL;
     if (!version) {
-        if (src->history_count >= 2)
-            e = &src->history[src->history_count - 2];
+        found = history_at(c, si, 1);
     } else {
-        for (size_t i = src->history_count; i-- > 0;)
-            if (same_text(src->history[i].version, version)) {
-                e = &src->history[i];
-                break;
-            }
+        const sy__history_entry *h;
+        for (size_t i = 0; !found && (h = history_at(c, si, i)); i++)
+            if (same_text(h->version, version))
+                found = h;
     }
-    if (!e)
+    if (!found)
         return sy__error_set(err, SY_ENOTFOUND, "",
                              "source '%s' has no kept version '%s'", src->name,
                              version ? version : "(previous)");
+    /* a copy: noting it below may move the commit's list */
+    const sy__history_entry kept = *found, *e = &kept;
     if (e->version && !(rep->version = sy__strdup(&r->alloc, e->version)))
         return sy__commit_nomem(err);
     for (size_t i = 0; i < e->issue_count; i++)
@@ -537,8 +620,8 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     for (size_t i = 0; e->positions && i < e->count; i++)
         if (e->positions[i] >= st->next_pos)
             st->next_pos = e->positions[i] + 1;
-    st->keep = true;
-    st->kept = *e; /* the entry stays until the sources follow */
+    if ((rc = history_note(c, si, e, err))) /* kept until sources follow */
+        return rc;
     /* no parse, no memo: the next apply reads the document once */
     sy__free(&r->alloc, st->memo);
     st->memo = NULL;
@@ -560,7 +643,7 @@ static int one_route_step(commit *c, uint32_t si, const char *id,
         return sy__commit_nomem(err);
     sy__route_change ch = {id, now, key, si};
     sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
-    int rc = sy__commit_derive(c, &cfg, &ch, 1, err);
+    int rc = commit_derive(c, &cfg, &ch, 1, err);
     if (rc == SY_OK) {
         c->st[si].modified = c->st[si].touched = true;
         if (old)
@@ -686,7 +769,7 @@ static int derive_with_service(commit *c, struct sy__service *svc,
     cfg.services = list;
     cfg.service_count = k;
     cfg.replace_services = true;
-    int rc = sy__commit_derive(c, &cfg, NULL, 0, err);
+    int rc = commit_derive(c, &cfg, NULL, 0, err);
     sy__free(&c->r->alloc, list);
     return rc;
 }

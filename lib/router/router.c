@@ -126,15 +126,6 @@ fail:
     return rc;
 }
 
-void sy__history_entry_free(sy_router *r, sy__history_entry *e) {
-    for (size_t i = 0; i < e->count; i++)
-        sy__route_unref(e->routes[i]); /* may call route_detach */
-    sy__free(&r->alloc, e->routes);
-    sy__free(&r->alloc, e->issues);
-    sy__free(&r->alloc, e->version);
-    memset(e, 0, sizeof *e);
-}
-
 static void free_history(sy_router *r, sy__source *s) {
     sy__free(&r->alloc, s->memo);
     for (size_t i = 0; i < s->history_count; i++)

@@ -2,8 +2,9 @@
  * router_core.c - what every part of the router stands on, below the
  * calls that change it (router.c) and the commit engine (commit.c): host
  * callbacks run with the re-entrancy guard, the sources table lookup, the
- * configuration each derived snapshot gets, graves of removed routes, and
- * the route keys and host data of routes that go live or are freed.
+ * configuration each derived snapshot gets, graves of removed routes, the
+ * route keys and host data of routes that go live or are freed, and the
+ * documents each source keeps for rollback.
  */
 #include "router/report.h"
 #include "router/router_int.h"
@@ -187,4 +188,92 @@ void sy__router_attach_route(sy_router *r, struct sy_route *rt) {
         rt->host_data = r->opts.route_attach(r->opts.callback_data, rt);
         sy__router_cb_leave(r);
     }
+}
+
+/* ---- documents kept for rollback ---- */
+
+void sy__history_entry_free(sy_router *r, sy__history_entry *e) {
+    for (size_t i = 0; i < e->count; i++)
+        sy__route_unref(e->routes[i]); /* may call route_detach */
+    sy__free(&r->alloc, e->routes);
+    sy__free(&r->alloc, e->issues);
+    sy__free(&r->alloc, e->version);
+    memset(e, 0, sizeof *e);
+}
+
+/* An owned copy of `k` in *e (a reference to each route), or SY_ENOMEM
+ * (nothing held). */
+static int history_copy(sy_router *r, const sy__history_entry *k,
+                        sy__history_entry *e) {
+    const sy__alloc *a = &r->alloc;
+    *e = *k;
+    /* positions 0..count-1 (a document without invalid routes): none kept */
+    bool dense = true;
+    for (size_t i = 0; k->positions && dense && i < k->count; i++)
+        dense = k->positions[i] == i;
+    e->routes = sy__malloc(
+        a,
+        k->count * (sizeof *e->routes + (dense ? 0 : sizeof *e->positions)) +
+            1);
+    e->issues = k->issue_count
+                    ? sy__malloc(a, k->issue_count * sizeof *e->issues)
+                    : NULL;
+    e->version = k->version ? sy__strdup(a, k->version) : NULL;
+    if (!e->routes || (!e->issues && k->issue_count) ||
+        (!e->version && k->version)) {
+        sy__free(a, e->routes);
+        sy__free(a, e->issues);
+        sy__free(a, e->version);
+        memset(e, 0, sizeof *e);
+        return SY_ENOMEM;
+    }
+    if (k->issue_count)
+        memcpy(e->issues, k->issues, k->issue_count * sizeof *e->issues);
+    e->positions = dense ? NULL : (uint32_t *)(void *)(e->routes + e->count);
+    for (size_t i = 0; i < e->count; i++)
+        e->routes[i] = sy__route_ref(k->routes[i]);
+    if (!dense)
+        memcpy(e->positions, k->positions, e->count * sizeof *e->positions);
+    return SY_OK;
+}
+
+int sy__history_push(sy_router *r, sy__source *s, const sy__history_entry *k,
+                     size_t n) {
+    const sy__alloc *a = &r->alloc;
+    size_t cap = r->opts.history;
+    if (n > cap) { /* the older ones would be dropped at once */
+        k += n - cap;
+        n = cap;
+    }
+    if (n == 0)
+        return SY_OK;
+    sy__history_entry *e = sy__calloc(a, n, sizeof *e);
+    size_t made = 0;
+    while (e && made < n && history_copy(r, &k[made], &e[made]) == SY_OK)
+        made++;
+    size_t keep = s->history_count < cap - n ? s->history_count : cap - n;
+    if (made == n && keep + n > s->history_count) {
+        sy__history_entry *h =
+            sy__realloc(a, s->history, (keep + n) * sizeof *h);
+        if (h)
+            s->history = h;
+        else
+            made = SIZE_MAX; /* out of memory */
+    }
+    if (made != n) {
+        for (size_t i = 0; e && i < n && i < made; i++)
+            sy__history_entry_free(r, &e[i]);
+        sy__free(a, e);
+        return SY_ENOMEM;
+    }
+    /* the copies hold their references: the oldest may go now (k may
+     * have borrowed from them) */
+    size_t drop = s->history_count - keep;
+    for (size_t i = 0; i < drop; i++)
+        sy__history_entry_free(r, &s->history[i]);
+    memmove(s->history, s->history + drop, keep * sizeof *s->history);
+    memcpy(s->history + keep, e, n * sizeof *e);
+    s->history_count = keep + n;
+    sy__free(a, e);
+    return SY_OK;
 }

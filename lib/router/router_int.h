@@ -33,7 +33,7 @@ typedef struct sy__history_entry {
     bool envelope; /* {"version", "routes"}: error paths "routes[i]" */
 } sy__history_entry;
 
-/* Drop a kept document's references and memory. */
+/* Drop a kept document's references and memory (router_core.c). */
 void sy__history_entry_free(sy_router *r, sy__history_entry *e);
 
 typedef struct sy__source {
@@ -60,6 +60,14 @@ typedef struct sy__source {
     sy_error last_error;
     uint64_t applied_count, skipped_count, failed_count;
 } sy__source;
+
+/* Keep the documents k[0..n) (borrowed: a commit's documents or kept
+ * ones), oldest first, as the source's newest, as n pushes one by one
+ * would: the history keeps its newest opts.history entries. The new
+ * entries hold their references before the oldest are dropped (k may
+ * borrow from those). SY_ENOMEM changes nothing. */
+int sy__history_push(sy_router *r, sy__source *s, const sy__history_entry *k,
+                     size_t n);
 
 /* A route that left the live table at `generation`: its reference is
  * dropped once no snapshot older than that generation is alive. */

@@ -428,6 +428,7 @@ static bool apply_changes(gw_etcd *e, etcd_change_list *l, int64_t revision,
 
 static void start_full_read(gw_etcd *e);
 static void start_watch(gw_etcd *e);
+static void fail(gw_etcd *e, const char *what, const char *err);
 
 static void set_state(gw_etcd *e, state st, const char *err) {
     uv_mutex_lock(&e->mu);
@@ -447,6 +448,8 @@ static etcd_http *http_post(gw_etcd *e, const char *path, const char *body,
                              .ep = &e->eps[e->ep_index],
                              .path = path,
                              .body = body,
+                             .headers = e->auth_header,
+                             .transport = e->transport,
                              .timeout_ms = e->opts.request_timeout_ms,
                              .streaming = on_line != NULL,
                              .on_line = on_line,
@@ -472,6 +475,10 @@ static void on_retry(uv_timer_t *t) {
         start_watch(e);
     else
         start_full_read(e);
+}
+
+void etcd_source_fail(gw_etcd *e, const char *what, const char *err) {
+    fail(e, what, err);
 }
 
 /* Something failed: keep serving, try again after the backoff (the next
@@ -919,6 +926,9 @@ int gw_etcd_start_opts(uv_loop_t *loop, sy_router *router,
     uv_timer_init(loop, &e->retry_timer);
     e->retry_timer.data = e;
     *out = e;
+    if (etcd_probe_start(e))
+        etcd_log(e, GW_ETCD_LOG_WARN,
+                 "out of memory: no liveness probe of the watched member");
     start_full_read(e);
     return 0;
 }
@@ -940,6 +950,7 @@ void gw_etcd_stop(gw_etcd *e) {
     if (!e || e->stopping)
         return;
     e->stopping = true;
+    etcd_probe_stop(e);
     drop_http(e);
     set_state(e, ST_STOPPED, NULL);
     uv_timer_stop(&e->retry_timer);

@@ -69,6 +69,9 @@ struct gw_etcd {
      * --etcd-user) and transport (TLS), NULL when none */
     char *auth_header;
     const etcd_http_transport *transport;
+    /* the watched member's liveness (etcd_probe.c) */
+    uv_timer_t *probe_timer;
+    etcd_http *probe_http;
 
     uv_timer_t retry_timer;
     uint32_t backoff_ms;
@@ -108,5 +111,13 @@ source_rec *etcd_find_source(gw_etcd *e, const char *name);
 /* The router's index of a source (registration order), cached; SIZE_MAX
  * when the router does not know it. */
 size_t etcd_lib_source_index(gw_etcd *e, source_rec *s);
+
+/* Something failed: keep serving, drop the exchange, move to the next
+ * endpoint after the backoff and resume (etcd_source.c). */
+void etcd_source_fail(gw_etcd *e, const char *what, const char *err);
+/* The watched member's liveness probe (etcd_probe.c): started with the
+ * source, stopped with it. */
+int etcd_probe_start(gw_etcd *e);
+void etcd_probe_stop(gw_etcd *e);
 
 #endif /* GW_ETCD_SOURCE_INT_H */

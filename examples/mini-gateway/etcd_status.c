@@ -68,6 +68,10 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     char hex[24];
     uv_mutex_lock(&e->mu);
     cJSON_AddStringToObject(o, "url", e->url);
+    char ep[300]; /* the endpoint the watch uses (or will try next) */
+    snprintf(ep, sizeof ep, "%s:%s", e->eps[e->ep_index].host,
+             e->eps[e->ep_index].port);
+    cJSON_AddStringToObject(o, "endpoint", ep);
     cJSON_AddStringToObject(o, "prefix", e->prefix);
     cJSON_AddStringToObject(o, "state", state_names[e->st]);
     cJSON_AddBoolToObject(o, "connected", e->connected);

@@ -198,6 +198,112 @@ class Etcd:
         self.call("/v3/lease/revoke", {"ID": str(lease)}, base)
 
 
+class Cluster:
+    """Three (or n) etcd members on loopback forming one cluster, with
+    short raft timers so a leader election takes well under a second.
+    Members are stopped, paused (SIGSTOP) and started again by index;
+    `extra` args go to every member (TLS, auth)."""
+
+    def __init__(self, n=3, scheme="http", extra=None):
+        self.n, self.scheme, self.extra = n, scheme, list(extra or [])
+        self.dirs = [tmpdir("m%d" % i) for i in range(n)]
+        self.ports = [free_port() for _ in range(n)]
+        self.peers = [free_port() for _ in range(n)]
+        self.procs = [None] * n
+        self.bin = os.environ.get("ETCD_BIN", "etcd")
+
+    def url(self, i):
+        return "%s://127.0.0.1:%d" % (self.scheme, self.ports[i])
+
+    def urls(self):
+        return ",".join(self.url(i) for i in range(self.n))
+
+    def start(self, i, state="new"):
+        cluster = ",".join("m%d=http://127.0.0.1:%d" % (k, self.peers[k])
+                           for k in range(self.n))
+        log = open(os.path.join(self.dirs[i], "etcd.log"), "ab")
+        self.procs[i] = subprocess.Popen(
+            [self.bin, "--name", "m%d" % i,
+             "--data-dir", os.path.join(self.dirs[i], "data"),
+             "--listen-client-urls", self.url(i),
+             "--advertise-client-urls", self.url(i),
+             "--listen-peer-urls", "http://127.0.0.1:%d" % self.peers[i],
+             "--initial-advertise-peer-urls",
+             "http://127.0.0.1:%d" % self.peers[i],
+             "--initial-cluster", cluster,
+             "--initial-cluster-state", state,
+             "--initial-cluster-token", "sy-test",
+             "--heartbeat-interval", "50", "--election-timeout", "400",
+             "--log-level", "error"] + self.extra,
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        _procs.append(self.procs[i])
+
+    def start_all(self):
+        for i in range(self.n):
+            self.start(i)
+        if not wait_until(lambda: self.leader() is not None, 20, 0.1):
+            raise RuntimeError("no leader: " + self.log_tail(0))
+        return self
+
+    def log_tail(self, i, lines=6):
+        try:
+            with open(os.path.join(self.dirs[i], "etcd.log"), "rb") as f:
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return "(no log)"
+        return " | ".join(text.strip().splitlines()[-lines:])
+
+    def call(self, i, path, body, timeout=2):
+        req = urllib.request.Request(
+            self.url(i) + path, data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())
+
+    def leader(self):
+        """The index of the leader, asked of the members that answer."""
+        ids = {}
+        lead = None
+        for i in range(self.n):
+            try:
+                st = self.call(i, "/v3/maintenance/status", {}, timeout=1)
+            except Exception:
+                continue
+            ids[st["header"]["member_id"]] = i
+            lead = st.get("leader", lead)
+        return ids.get(lead)
+
+    def healthy(self, i):
+        try:
+            self.call(i, "/v3/kv/range", {"key": b64("\0")}, timeout=1)
+            return True
+        except Exception:
+            return False
+
+    def put(self, key, value, avoid=()):
+        """Through the first member that takes it (not those in avoid)."""
+        body = {"key": b64(key), "value": b64(value)}
+        last = None
+        for _ in range(3):
+            for i in range(self.n):
+                if i in avoid or self.procs[i].poll() is not None:
+                    continue
+                try:
+                    r = self.call(i, "/v3/kv/put", body, timeout=2)
+                    return int(r["header"]["revision"])
+                except Exception as e:  # try the next member
+                    last = e
+            time.sleep(0.2)
+        raise RuntimeError("no member took the write: %r" % last)
+
+    def kill(self, i, sig=signal.SIGKILL):
+        p = self.procs[i]
+        if p and p.poll() is None:
+            p.send_signal(sig)
+            if sig in (signal.SIGKILL, signal.SIGTERM):
+                p.wait(timeout=10)
+
+
 class Driver:
     """tests/e2e/etcd_driver: a router fed by the etcd source."""
 

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -803,7 +804,8 @@ int etcd_decode_instance(const char *key_id, const char *json, size_t len,
              port->valuedouble != (double)(int)port->valuedouble)
         what = "port: expected an integer in 1..65535";
     else if (weight && (!cJSON_IsNumber(weight) || weight->valuedouble < 0 ||
-                        weight->valuedouble > 4294967295.0))
+                        weight->valuedouble > 4294967295.0 ||
+                        weight->valuedouble != floor(weight->valuedouble)))
         what = "weight: expected an integer in 0..4294967295";
     else if (secure && !cJSON_IsBool(secure))
         what = "secure: expected true or false";

@@ -727,7 +727,11 @@ static void on_watch_line(void *data, char *line, size_t n) {
     case ETCD_WATCH_ERROR: fail(e, "watch", m.message); return;
     case ETCD_WATCH_CANCELED: on_watch_canceled(e, &m, applied); return;
     case ETCD_WATCH_CREATED: on_watch_created(e, &m, applied); return;
-    case ETCD_WATCH_PROGRESS: return;
+    case ETCD_WATCH_PROGRESS: /* etcd is alive and at m.revision */
+        uv_mutex_lock(&e->mu);
+        e->progress_notifies++;
+        uv_mutex_unlock(&e->mu);
+        return;
     case ETCD_WATCH_EVENTS: break;
     }
     uv_mutex_lock(&e->mu);
@@ -772,7 +776,7 @@ static void start_watch(gw_etcd *e) {
     }
     sprintf(body,
             "{\"create_request\":{\"key\":\"%s\",\"range_end\":\"%s\","
-            "\"start_revision\":\"%" PRId64 "\"}}",
+            "\"start_revision\":\"%" PRId64 "\",\"progress_notify\":true}}",
             e->key_b64, e->end_b64, from);
     set_state(e, ST_CONNECTING, NULL);
     e->http = http_post(e, "/v3/watch", body, on_watch_line, on_watch_done);

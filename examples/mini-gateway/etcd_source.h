@@ -105,7 +105,8 @@ int64_t gw_etcd_revision(gw_etcd *e);
  *    "fingerprint": "hex16" (of the router's live snapshot, which
  *    reflects that revision; read when asked, not after every commit),
  *    "last_error": string|null, "reconnects", "full_reads", "commits",
- *    "events", "rejected": counters, "last_commit_us" / "commit_us_total":
+ *    "events", "rejected", "progress_notifies" (progress notifications
+ *    the watch asked etcd for and got): counters, "last_commit_us" / "commit_us_total":
  *    time spent applying changes to the router (the last commit's, all
  *    commits'),
  *    "commit_cpu_us_total": their CPU time, "fingerprint_us_total": time

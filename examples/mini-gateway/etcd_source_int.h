@@ -93,6 +93,7 @@ struct gw_etcd {
     int64_t revision;
     char *last_error;
     uint64_t reconnects, full_reads, commits, events, rejected;
+    uint64_t progress_notifies; /* watch lines with no event */
     uint64_t last_commit_us, commit_us_total; /* time spent committing */
     /* the CPU time of the commits; the time spent reading fingerprints */
     uint64_t commit_cpu_us_total, fingerprint_us_total;

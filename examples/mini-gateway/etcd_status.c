@@ -84,6 +84,8 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     cJSON_AddNumberToObject(o, "commits", (double)e->commits);
     cJSON_AddNumberToObject(o, "events", (double)e->events);
     cJSON_AddNumberToObject(o, "rejected", (double)e->rejected);
+    cJSON_AddNumberToObject(o, "progress_notifies",
+                            (double)e->progress_notifies);
     cJSON_AddNumberToObject(o, "last_commit_us", (double)e->last_commit_us);
     cJSON_AddNumberToObject(o, "commit_us_total", (double)e->commit_us_total);
     cJSON_AddNumberToObject(o, "commit_cpu_us_total",

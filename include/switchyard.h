@@ -617,6 +617,55 @@ SY_API const char *sy_diff_updated(const sy_diff *d, size_t i,
                                    unsigned *changed);
 SY_API size_t sy_diff_unchanged_count(const sy_diff *d);
 
+/*
+ * Shadowed and unreachable routes: each route no request can ever reach,
+ * either because routes ranked above it take every request it would match
+ * (it is shadowed by them) or because its own predicates hold for no
+ * request (a Method listing no method, After/Before/Between leaving no
+ * instant, Path patterns that match no path). Exact when it reports: a
+ * reported route is never chosen, for any request. It may miss some: a
+ * route above takes another's requests only when each of its predicates is
+ * implied by the other's (Path and Host patterns contained pattern by
+ * pattern, Method sets, time windows; any other predicate written exactly
+ * alike); regex elements of the route above count as matching nothing; a
+ * route above with a Weight or a host-registered predicate takes none.
+ * Disabled routes are neither reported nor counted.
+ *
+ * `fn` is called once per such route, in rank order, with a description
+ * valid during the call only; a non-zero return stops the walk and is
+ * returned. Quadratic in the routes in the worst case: for checks at
+ * publish or CI time, never on the request path. Any thread; the document
+ * (snapshot) must stay alive during the call. Returns 0, SY_EINVAL (NULL
+ * argument) or SY_ENOMEM.
+ */
+typedef struct sy_shadow {
+    const sy_route *route; /* the route that is never chosen */
+    size_t rank;           /* its place in rank order (0: tried first) */
+    size_t position;       /* its index in its document's routes array */
+    /* documents: its JSON path ("routes[1]", or "[1]" for a bare array);
+     * snapshots: "" */
+    const char *path;
+    /* the routes that take its requests, in rank order, with the same
+     * three facts; by_count 0: it can match no request at all */
+    size_t by_count;
+    const sy_route *const *by;
+    const size_t *by_rank;
+    const size_t *by_position;
+    const char *const *by_path;
+    /* one sentence: "every request it matches goes to 'api'", or "it can
+     * match no request: ..." */
+    const char *reason;
+} sy_shadow;
+typedef int (*sy_shadow_fn)(void *data, const sy_shadow *shadow);
+/* The routes of one document, ranked as a router ranks them (order, then
+ * position). */
+SY_API int sy_document_shadowed(const sy_document *doc,
+                                const sy_allocator *alloc, sy_shadow_fn fn,
+                                void *data, sy_error *err);
+/* The live routes of a snapshot, every source together. */
+SY_API int sy_snapshot_shadowed(const sy_snapshot *s, const sy_allocator *alloc,
+                                sy_shadow_fn fn, void *data, sy_error *err);
+
 /* ------------------------------------------------------------------ */
 /* The router                                                           */
 /* ------------------------------------------------------------------ */

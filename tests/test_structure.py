@@ -42,8 +42,8 @@ FLOORS = [
     ("route", [
         [("compile_env",)],
         [("pattern", "pattern_int", "pattern_elem", "pattern_host",
-          "pattern_split"),
-         ("predicate", "predicate_int", "predicate_eval"),
+          "pattern_split", "pattern_cover"),
+         ("predicate", "predicate_int", "predicate_eval", "predicate_cover"),
          ("filter", "filter_int", "filter_plan", "filter_plan_int",
           "filter_headers", "filter_template", "filter_query", "filter_path")],
         [("route",)],
@@ -58,7 +58,7 @@ FLOORS = [
         [("snapshot", "snapshot_layout", "snapshot_int", "snapshot_table",
           "snapshot_overlay",
           "snapshot_build")],
-        [("diff",)],
+        [("diff",), ("shadow",)],
     ]),
     ("request", [
         [("match",), ("select",), ("target",)],

@@ -32,6 +32,7 @@ extern "Python" {
     void _sy_py_release_loaded(void *data, const char *bytes);
     int _sy_py_explain(void *data, const sy_route *route, bool matched,
                        int failed_predicate, const char *failed_name);
+    int _sy_py_shadow(void *data, const sy_shadow *shadow);
     int _sy_py_pred_compile(void *data, const sy_kv *args, size_t arg_count,
                             void **state, sy_error *err);
     bool _sy_py_pred_test(void *state, const sy_request *req);

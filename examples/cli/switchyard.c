@@ -1,7 +1,7 @@
 /*
  * switchyard.c - the command-line tool: main() and its subcommand table,
  * `--version`, `--help`, and the `check` subcommand (validate route
- * documents, one line per error). Other subcommands live in their own
+ * documents, one line per error, and warn of routes no request reaches). Other subcommands live in their own
  * files and are declared in cli.h. Uses only the public API.
  */
 #include "cli.h"
@@ -58,20 +58,54 @@ static void print_error(const char *file, const sy_error *e) {
         printf("%s: %s\n", file, e->message);
 }
 
+/* One warning line per shadowed or unreachable route: FILE: PATH:
+ * warning: route 'x' is shadowed by 'y' (PATH): reason. */
+typedef struct warn_state {
+    const char *file;
+    size_t count;
+} warn_state;
+
+static int print_shadow(void *data, const sy_shadow *s) {
+    warn_state *w = data;
+    w->count++;
+    const char *id = sy_route_id(s->route);
+    if (!s->by_count) {
+        printf("%s: %s: warning: route '%s' is unreachable: %s\n", w->file,
+               s->path, id, s->reason);
+        return 0;
+    }
+    printf("%s: %s: warning: route '%s' is shadowed by ", w->file, s->path,
+           id);
+    for (size_t i = 0; i < s->by_count; i++)
+        printf("%s'%s' (%s)",
+               i == 0 ? "" : i + 1 == s->by_count ? " and " : ", ",
+               sy_route_id(s->by[i]), s->by_path[i]);
+    printf(": %s\n", s->reason);
+    return 0;
+}
+
 static int check_usage(FILE *out) {
-    fprintf(out, "usage: switchyard check [--quiet] FILE...\n"
+    fprintf(out, "usage: switchyard check [--quiet] [--fail-on-warning] "
+                 "FILE...\n"
                  "Validate route documents (a JSON array of routes or "
                  "{\"version\", \"routes\"}).\n"
                  "Prints one line per error, every error of every route: "
                  "FILE: PATH: message.\n"
+                 "Warns of each route no request can reach: shadowed by "
+                 "routes ranked above\nit (they take every request it "
+                 "matches) or matching nothing at all:\n"
+                 "FILE: PATH: warning: route 'x' is shadowed by 'y' (PATH): "
+                 "...\n"
                  "\n"
                  "options:\n"
-                 "  -q, --quiet   print nothing for valid files\n"
-                 "  -h, --help    show this help\n"
+                 "  -q, --quiet          print nothing for valid files\n"
+                 "  --fail-on-warning    exit 1 when any warning is printed\n"
+                 "  -h, --help           show this help\n"
                  "FILE may be - for standard input.\n"
                  "\n"
-                 "exit status: 0 every file is valid, 1 any is not, 2 usage "
-                 "errors or\nunreadable files.\n"
+                 "exit status: 0 every file is valid (warnings or not), 1 "
+                 "any is not (or\nwarned, with --fail-on-warning), 2 usage "
+                 "errors or unreadable files.\n"
                  "\n"
                  "example:\n"
                  "  switchyard check routes.json other-routes.json\n");
@@ -79,7 +113,7 @@ static int check_usage(FILE *out) {
 }
 
 static int cli_check(int argc, char **argv) {
-    bool quiet = false;
+    bool quiet = false, fail_on_warning = false;
     int first = 0;
     for (; first < argc; first++) {
         const char *a = argv[first];
@@ -91,6 +125,10 @@ static int cli_check(int argc, char **argv) {
             return check_usage(stdout);
         if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             quiet = true;
+            continue;
+        }
+        if (strcmp(a, "--fail-on-warning") == 0) {
+            fail_on_warning = true;
             continue;
         }
         if (a[0] == '-' && a[1]) {
@@ -131,6 +169,13 @@ static int cli_check(int argc, char **argv) {
         for (size_t k = 0; k < issues; k++)
             print_error(file, sy_document_issue(doc, k));
         if (issues && status == 0)
+            status = 1;
+        warn_state w = {file, 0};
+        if (sy_document_shadowed(doc, NULL, print_shadow, &w, &err)) {
+            fprintf(stderr, "switchyard check: %s: %s\n", file, err.message);
+            status = 2;
+        }
+        if (w.count && fail_on_warning && status == 0)
             status = 1;
         if (!issues && !quiet) {
             size_t n = sy_document_route_count(doc);

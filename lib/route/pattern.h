@@ -177,4 +177,16 @@ sy_str sy__pattern_segment_var(const sy__pattern *p, size_t i);
 bool sy__pattern_segment_is_star(const sy__pattern *p, size_t i);
 const char *sy__pattern_source(const sy__pattern *p);
 
+/* Containment, for the shadowed-route check (pattern_cover.c): true only
+ * when q matches every request path p matches, with each pattern's
+ * matchTrailingSlash; false when it does not or cannot be told (regex
+ * elements of q count as matching nothing, of p as matching anything). */
+bool sy__pattern_covers_path(const sy__pattern *q, bool q_trailing,
+                             const sy__pattern *p, bool p_trailing);
+/* The same for host patterns: equal texts, or an all-literal p (no
+ * leading or trailing '.') whose labels q's matcher accepts. `alloc`
+ * holds the labels for the time of the call. */
+bool sy__pattern_covers_host(const sy__pattern *q, const sy__pattern *p,
+                             const sy__alloc *alloc);
+
 #endif

@@ -87,6 +87,18 @@ uint32_t sy__pred_weight_value(const sy__pred *p);
 uint32_t sy__pred_max_groups(const sy__pred *p);
 uint32_t sy__pred_var_count(const sy__pred *p);
 
+/* Containment (predicate_cover.c), for the shadowed-route check. A Path
+ * (Host) predicate q holds for every request b holds for: each pattern of
+ * b (only pattern `only`, unless SIZE_MAX) is contained in one of q's
+ * (sy__pattern_covers_path / _host). False when unsure. */
+bool sy__pred_patterns_cover(const sy__pred *q, const sy__pred *b, size_t only,
+                             const sy__alloc *alloc);
+/* False for a Path predicate none of whose patterns can match a path. */
+bool sy__pred_can_match_path(const sy__pred *p);
+/* After / Before / Between: true and now must lie in (lo, hi) (INT64_MIN /
+ * INT64_MAX for a missing bound); false for other kinds. */
+bool sy__pred_time_window(const sy__pred *p, int64_t *lo, int64_t *hi);
+
 /* The Weight draw for a group: deterministic in [0,1) from seed and group. */
 double sy__weight_draw(uint64_t seed, uint32_t group);
 

@@ -102,6 +102,30 @@ for f in "$data"/valid/*.json; do
     if [[ $rc -eq 0 ]]; then ok "corpus valid/$(basename "$f")"
     else not_ok "corpus valid/$(basename "$f")" "exit $rc"; fi
 done
+# Shadowed and unreachable routes: warnings, exit 0 unless --fail-on-warning
+cat >"$tmp/shadow.json" <<'JSON'
+{"version": "1", "routes": [
+  {"id": "api", "uri": "http://x", "predicates": ["Path=/api/**"]},
+  {"id": "users", "uri": "http://x", "predicates": ["Path=/api/users/{id}", "Method=GET"]},
+  {"id": "a", "uri": "http://x", "predicates": ["Path=/a/**"]},
+  {"id": "b", "uri": "http://x", "predicates": ["Path=/b/**", "Method=GET,POST"]},
+  {"id": "ab", "uri": "http://x", "predicates": ["Path=/a/x,/b/y", "Method=GET"]},
+  {"id": "debug", "uri": "http://x", "predicates": ["Path=/c/**", "Header=X-Debug"]},
+  {"id": "c", "uri": "http://x", "predicates": ["Path=/c/d"]},
+  {"id": "never", "uri": "http://x", "predicates": ["Path=/n", "Method=GET", "Method=PUT"]}
+]}
+JSON
+shadow_out="shadow.json: routes[1]: warning: route 'users' is shadowed by 'api' (routes[0]): every request it matches goes to 'api'
+shadow.json: routes[4]: warning: route 'ab' is shadowed by 'a' (routes[2]) and 'b' (routes[3]): every request it matches goes to 'a' or 'b'
+shadow.json: routes[7]: warning: route 'never' is unreachable: it can match no request: no method passes its Method predicates
+shadow.json: ok, 8 routes"
+run "shadowed routes are warnings naming both routes, exit 0" 0 \
+    "$shadow_out" check shadow.json
+run "--fail-on-warning makes a warning exit 1" 1 "$shadow_out" \
+    check --fail-on-warning shadow.json
+run "no warning for valid, unshadowed files with --fail-on-warning" 0 \
+    "good.json: ok, 12 routes" check --fail-on-warning good.json
+
 while IFS=$'\t' read -r file code path lc; do
     [[ $file == \#* || -z $file ]] && continue
     out=$("$bin" check "$data/invalid/$file" 2>&1)

@@ -36,7 +36,7 @@ from ._types import (Action, Changed, Diff, EscapedSlashes, ExplainStep,
                      InstanceState, Issue, Limits, Match, Metrics, NoMatch,
                      NoMatchReason, Outcome, OutlierOptions,
                      PathNormalization, Report, Request, ResponseOp,
-                     ResponseOpKind, Route, Selection, ShortcutType,
+                     ResponseOpKind, Route, Selection, Shadow, ShortcutType,
                      SourceStatus, Target, Upstream, UpstreamKind)
 
 # Library logs go to the "switchyard" logger; like any library, stay quiet
@@ -70,6 +70,7 @@ __all__ = [
     # values
     "Request", "Match", "Route", "Upstream", "UpstreamKind", "ResponseOp",
     "ResponseOpKind", "HostFilter", "Action", "ExplainStep", "Selection",
+    "Shadow",
     "Instance", "InstanceDelta", "InstanceOp", "InstanceState", "Issue",
     "Diff", "Changed", "Report", "Metrics", "Limits", "ShortcutType",
     "Target", "NoMatch", "NoMatchReason", "Outcome", "OutlierOptions",

@@ -229,6 +229,29 @@ def _sy_py_explain(data: Any, route: Any, matched: bool, failed: int,
 
 
 # ------------------------------------------------------------------------
+# Shadowed routes
+# ------------------------------------------------------------------------
+
+@ffi.def_extern()
+def _sy_py_shadow(data: Any, s: Any) -> int:
+    from ._types import Shadow
+    try:
+        found: List[Any] = ffi.from_handle(data)
+        n = int(s.by_count)
+        found.append(Shadow(
+            route_id=text(lib.sy_route_id(s.route)), rank=int(s.rank),
+            position=int(s.position), path=text(s.path),
+            shadowed_by=tuple(text(lib.sy_route_id(s.by[i]))
+                              for i in range(n)),
+            shadowed_by_paths=tuple(text(s.by_path[i]) for i in range(n)),
+            reason=text(s.reason)))
+        return 0
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        return 1
+
+
+# ------------------------------------------------------------------------
 # Host-registered predicate and filter factories
 # ------------------------------------------------------------------------
 

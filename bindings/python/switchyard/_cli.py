@@ -75,26 +75,41 @@ def _issue_line(file: str, i: Issue) -> str:
 # ------------------------------------------------------------------------
 
 _CHECK_USAGE = (
-    "usage: switchyard check [--quiet] FILE...\n"
-    "Validate route documents (a JSON array of routes or "
-    "{\"version\", \"routes\"}).\n"
-    "Prints one line per error, every error of every route: "
-    "FILE: PATH: message.\n"
+    "usage: switchyard check [--quiet] [--fail-on-warning] FILE...\n"
+    'Validate route documents (a JSON array of routes or {"version", "routes"}).\n'
+    "Prints one line per error, every error of every route: FILE: PATH: message.\n"
+    "Warns of each route no request can reach: shadowed by routes ranked above\n"
+    "it (they take every request it matches) or matching nothing at all:\n"
+    "FILE: PATH: warning: route 'x' is shadowed by 'y' (PATH): ...\n"
     "\n"
     "options:\n"
-    "  -q, --quiet   print nothing for valid files\n"
-    "  -h, --help    show this help\n"
+    "  -q, --quiet          print nothing for valid files\n"
+    "  --fail-on-warning    exit 1 when any warning is printed\n"
+    "  -h, --help           show this help\n"
     "FILE may be - for standard input.\n"
     "\n"
-    "exit status: 0 every file is valid, 1 any is not, 2 usage errors or\n"
-    "unreadable files.\n"
+    "exit status: 0 every file is valid (warnings or not), 1 any is not (or\n"
+    "warned, with --fail-on-warning), 2 usage errors or unreadable files.\n"
     "\n"
     "example:\n"
     "  switchyard check routes.json other-routes.json\n")
 
 
+def _shadow_line(file: str, s: Any) -> str:
+    if not s.shadowed_by:
+        return (f"{file}: {s.path}: warning: route '{s.route_id}' is "
+                f"unreachable: {s.reason}")
+    names = [f"'{b}' ({p})" for b, p in zip(s.shadowed_by,
+                                            s.shadowed_by_paths)]
+    by = names[0] if len(names) == 1 else (", ".join(names[:-1]) + " and "
+                                           + names[-1])
+    return (f"{file}: {s.path}: warning: route '{s.route_id}' is shadowed "
+            f"by {by}: {s.reason}")
+
+
 def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     quiet = False
+    fail_on_warning = False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -106,6 +121,10 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             return EXIT_OK
         if a in ("-q", "--quiet"):
             quiet = True
+            i += 1
+            continue
+        if a == "--fail-on-warning":
+            fail_on_warning = True
             i += 1
             continue
         if a.startswith("-") and len(a) > 1:
@@ -138,7 +157,12 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
                 out.write(_issue_line(file, issue) + "\n")
             if issues:
                 status = status or EXIT_FAIL
-            elif not quiet:
+            warnings = doc.shadowed()
+            for w in warnings:
+                out.write(_shadow_line(file, w) + "\n")
+            if warnings and fail_on_warning:
+                status = status or EXIT_FAIL
+            if not issues and not quiet:
                 n = len(doc)
                 out.write(f"{file}: ok, {n} route{'' if n == 1 else 's'}\n")
     return status

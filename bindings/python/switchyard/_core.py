@@ -14,7 +14,7 @@ from ._convert import (CRequest, as_request, check, cstr, diff_from_c,
                        route_upstream, slice_text, text, to_bytes, trap)
 from ._errors import ClosedError, InvalidArgumentError
 from ._native import ffi, lib
-from ._types import (Action, Diff, ExplainStep, HostFilter, Instance,
+from ._types import (Action, Diff, ExplainStep, HostFilter, Instance, Shadow,
                      InstanceState, Issue, Limits, Match, NoMatch,
                      NoMatchReason, Request, ResponseOp, ResponseOpKind,
                      Route, Selection, ShortcutType, Target, UpstreamKind)
@@ -116,6 +116,15 @@ class Registry:
 # Documents
 # ------------------------------------------------------------------------
 
+def _shadowed(call: Any, ptr: Any) -> List[Shadow]:
+    found: List[Shadow] = []
+    handle = ffi.new_handle(found)
+    err = new_error()
+    with trap():
+        check(call(ptr, ffi.NULL, lib._sy_py_shadow, handle, err), err)
+    return found
+
+
 class Document:
     """A parsed and compiled route document (see :func:`parse`).
 
@@ -179,6 +188,11 @@ class Document:
         p = self._p()
         return tuple(issue_from_c(lib.sy_document_issue(p, i))
                      for i in range(lib.sy_document_issue_count(p)))
+
+    def shadowed(self) -> List[Shadow]:
+        """Routes no request can reach, in rank order: shadowed by routes
+        ranked above them, or matching nothing (sy_document_shadowed)."""
+        return _shadowed(lib.sy_document_shadowed, self._p())
 
     def __len__(self) -> int:
         return int(lib.sy_document_route_count(self._p()))
@@ -400,6 +414,11 @@ class Snapshot:
             reason = NoMatchReason(int(lib.sy_match_ctx_nomatch(slot.ptr,
                                                                 allow)))
             return NoMatch(reason, slice_text(allow[0]))
+
+    def shadowed(self) -> List[Shadow]:
+        """The live routes no request can reach, in rank order
+        (sy_snapshot_shadowed)."""
+        return _shadowed(lib.sy_snapshot_shadowed, self._p())
 
     def explain(self, request: Optional[Request] = None,
                 **kwargs: Any) -> List[ExplainStep]:

@@ -397,6 +397,20 @@ class ExplainStep:
 
 
 @dataclass(frozen=True)
+class Shadow:
+    """A route no request can reach (Document.shadowed, Snapshot.shadowed):
+    routes ranked above take every request it matches (shadowed_by, in
+    rank order), or, with shadowed_by empty, it matches no request at all."""
+    route_id: str
+    rank: int
+    position: int                  # index in its document's routes array
+    path: str                      # "routes[1]" (documents), "" (snapshots)
+    shadowed_by: Tuple[str, ...]
+    shadowed_by_paths: Tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
 class Selection:
     """The instance chosen for an lb:// route."""
     route_id: str

@@ -176,3 +176,26 @@ def test_diff_accepts_json_and_identical_documents_are_empty(gateway):
 def test_diff_rejects_mixed_arguments(router, gateway):
     with router.acquire() as snap, pytest.raises(TypeError):
         sy.diff(snap, gateway)
+
+
+def test_shadowed_routes_name_the_routes_that_take_their_requests():
+    doc = {"version": "1", "routes": [
+        {"id": "api", "uri": "http://a:1", "predicates": ["Path=/api/**"]},
+        {"id": "users", "uri": "http://a:1",
+         "predicates": ["Path=/api/users/{id}", "Method=GET"]},
+        {"id": "never", "uri": "http://a:1",
+         "predicates": ["Method=GET", "Method=POST"]},
+        {"id": "free", "uri": "http://a:1", "predicates": ["Path=/free"]}]}
+    with sy.parse(doc) as d:
+        found = d.shadowed()
+    assert [(s.route_id, s.path, s.shadowed_by, s.shadowed_by_paths)
+            for s in found] == [("users", "routes[1]", ("api",),
+                                 ("routes[0]",)),
+                                ("never", "routes[2]", (), ())]
+    assert "goes to 'api'" in found[0].reason
+    assert "can match no request" in found[1].reason
+    router = sy.Router()
+    router.add_source("s")
+    router.apply("s", doc)
+    with router.acquire() as snap:
+        assert [s.route_id for s in snap.shadowed()] == ["users", "never"]

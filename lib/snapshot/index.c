@@ -794,11 +794,18 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
         goto fail;
     ix->alloc = a;
     atomic_init(&ix->refs, 1);
-    b.edge_mask = 63;
-    b.edges = sy__malloc(a, 64 * sizeof *b.edges);
+    /* the edge table sized for ~2 literal edges a route (as
+     * sy__index_step_reserve sizes it), so that a large table does not
+     * rehash every edge at each doubling on the way (~10 % of a
+     * 1,000,000-route build, in cache misses and fresh pages) */
+    uint32_t ecap = 64;
+    while (ecap < UINT32_MAX / 4 && (size_t)ecap * 3 < (2 * n + n / 4) * 4)
+        ecap *= 2;
+    b.edge_mask = ecap - 1;
+    b.edges = sy__malloc(a, (size_t)ecap * sizeof *b.edges);
     if (!b.edges)
         goto fail;
-    for (uint32_t i = 0; i < 64; i++)
+    for (uint32_t i = 0; i < ecap; i++)
         b.edges[i].child = NONE;
     sy__ix_new_node(&b); /* ROOT_PATH */
     sy__ix_new_node(&b); /* ROOT_HOST */

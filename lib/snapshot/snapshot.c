@@ -32,10 +32,12 @@
 
 static void snapshot_free_parts(sy_snapshot *s) {
     const sy__alloc *a = s->alloc;
-    sy__snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
-    sy__snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy__snap_free_chunks(a, s->crefs, (void **)s->slot_chunks, s->slot_cids,
+                         s->slot_chunk_cap);
+    sy__snap_free_chunks(a, s->crefs, (void **)s->rank_chunks, s->rank_cids,
+                         s->rank_nchunks);
     sy__free(a, s->rank_start);
-    sy__snap_free_chunks(a, (void **)s->id_chunks,
+    sy__snap_free_chunks(a, s->crefs, (void **)s->id_chunks, s->id_cids,
                          s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
     sy__index_unref(s->base);
     sy__overlay_free(s->ov[0]);
@@ -45,6 +47,7 @@ static void snapshot_free_parts(sy_snapshot *s) {
     sy__snap_list_free(a, &s->graves[1]);
     sy__snap_build_unref(a, s->build);
     sy__snap_trash_unref(a, s->trash);
+    sy__crefs_drop(a, s->crefs);
     sy__free(a, s->weights);
     sy__free(a, s->weight_slots);
     if (s->defaults)
@@ -386,13 +389,17 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
             ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(sy__id_chunk);
     }
     sy__slot_chunk **sc = sy__calloc(a, nsk ? nsk : 1, sizeof *sc);
+    uint32_t *scid = sy__calloc(a, nsk ? nsk : 1, sizeof *scid);
     sy__rank_chunk **rc = sy__calloc(a, nrk + 1, sizeof *rc);
+    uint32_t *rcid = sy__calloc(a, nrk + 1, sizeof *rcid);
     size_t *rs = sy__calloc(a, nrk + 1, sizeof *rs);
-    bool ok = sc && rc && rs;
+    bool ok = sc && scid && rc && rcid && rs;
     for (size_t k = 0; ok && k < nsk; k++)
-        ok = (sc[k] = sy__snap_chunk_new(s, sizeof **sc)) != NULL;
+        if ((ok = (sc[k] = sy__snap_chunk_new(s, sizeof **sc)) != NULL))
+            scid[k] = sc[k]->cid;
     for (size_t k = 0; ok && k < nrk; k++)
-        ok = (rc[k] = sy__snap_chunk_new(s, sizeof **rc)) != NULL;
+        if ((ok = (rc[k] = sy__snap_chunk_new(s, sizeof **rc)) != NULL))
+            rcid[k] = rc[k]->cid;
     if (ok) {
         size_t i = 0;
         for (size_t k = 0; k < s->rank_nchunks; k++)
@@ -408,28 +415,34 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
             }
     }
     if (!ok) {
-        sy__snap_free_chunks(a, (void **)sc, nsk);
-        sy__snap_free_chunks(a, (void **)rc, nrk);
+        sy__snap_free_chunks(a, s->crefs, (void **)sc, scid, nsk);
+        sy__snap_free_chunks(a, s->crefs, (void **)rc, rcid, nrk);
         sy__free(a, rs);
         return SY_ENOMEM;
     }
-    sy__snap_free_chunks(a, (void **)s->rank_chunks, s->rank_nchunks);
+    sy__snap_free_chunks(a, s->crefs, (void **)s->rank_chunks, s->rank_cids,
+                         s->rank_nchunks);
     sy__free(a, s->rank_start);
     s->rank_chunks = rc;
+    s->rank_cids = rcid;
     s->rank_start = rs;
     s->rank_nchunks = nrk;
     if (keep) {
         sy__free(a, sc);
+        sy__free(a, scid);
         sy__snap_rank_recount(s);
     } else {
-        sy__snap_free_chunks(a, (void **)s->slot_chunks, s->slot_chunk_cap);
+        sy__snap_free_chunks(a, s->crefs, (void **)s->slot_chunks,
+                             s->slot_cids, s->slot_chunk_cap);
         s->slot_chunks = sc;
+        s->slot_cids = scid;
         s->slot_chunk_cap = nsk;
         s->slot_count = (uint32_t)n;
         sy__snap_rank_recount(s);
-        sy__snap_free_chunks(a, (void **)s->id_chunks,
+        sy__snap_free_chunks(a, s->crefs, (void **)s->id_chunks, s->id_cids,
                              (s->id_mask >> SY_CHUNK_BITS) + 1);
         s->id_chunks = NULL;
+        s->id_cids = NULL;
         if (!sy__snap_id_alloc(s, sy__snap_id_cap_for(n)))
             return SY_ENOMEM;
         sy__snap_id_fill(s);
@@ -482,6 +495,12 @@ int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
     int rc = copy_config(s, base, cfg);
     if (rc)
         goto fail;
+    s->crefs = base && base->crefs ? sy__crefs_hold(base->crefs)
+                                   : sy__crefs_new(a);
+    if (!s->crefs) {
+        rc = SY_ENOMEM;
+        goto fail;
+    }
 
     /* slots: the base's (routes shared, not counted) + one per set change,
      * a free one reused when there is one */
@@ -676,9 +695,10 @@ int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
     if (rc)
         goto fail;
     match_prep_init(s);
-    s->bytes = sizeof *s + s->slot_chunk_cap * sizeof(void *) +
-               s->rank_nchunks * (sizeof(void *) + sizeof(size_t)) +
-               ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(void *) +
+    s->bytes = sizeof *s + s->slot_chunk_cap * (sizeof(void *) + 4) +
+               s->rank_nchunks * (sizeof(void *) + 4 + sizeof(size_t)) +
+               ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) *
+                   (sizeof(void *) + 4) +
                s->chunk_bytes + sy__overlay_bytes(s->ov[0]) +
                sy__overlay_bytes(s->ov[1]) +
                (bulk && s->base ? sy__index_bytes(s->base) : 0);

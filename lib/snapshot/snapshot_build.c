@@ -24,6 +24,8 @@ struct sy__snap_build {
     _Atomic uint32_t refs;
     const sy__alloc *a;
     sy__rank_chunk **frozen; /* S0's rank chunks (a reference each) */
+    uint32_t *frozen_cids;   /* their ids in crefs */
+    sy__crefs *crefs;        /* S0's (held) */
     size_t nfrozen;
     size_t k; /* next frozen entry: chunk k, entry j */
     uint32_t j;
@@ -80,7 +82,9 @@ sy__snap_build *sy__snap_build_ref(sy__snap_build *b) {
 void sy__snap_build_unref(const sy__alloc *a, sy__snap_build *b) {
     if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
         return;
-    sy__snap_free_chunks(a, (void **)b->frozen, b->nfrozen);
+    sy__snap_free_chunks(a, b->crefs, (void **)b->frozen, b->frozen_cids,
+                         b->nfrozen);
+    sy__crefs_drop(a, b->crefs);
     sy__index_step_free(b->st);
     sy__index_unref(b->done);
     sy__free(a, b->skipped);
@@ -95,10 +99,14 @@ static int start(sy_snapshot *s) {
     if (!b || !fresh ||
         !(b->frozen =
               sy__malloc(a, (s->rank_nchunks + 1) * sizeof *b->frozen)) ||
+        !(b->frozen_cids =
+              sy__malloc(a, (s->rank_nchunks + 1) * sizeof *b->frozen_cids)) ||
         !(b->st = sy__index_step_new(a))) {
         sy__overlay_free(fresh);
-        if (b)
+        if (b) {
             sy__free(a, b->frozen);
+            sy__free(a, b->frozen_cids);
+        }
         sy__free(a, b);
         return SY_ENOMEM;
     }
@@ -106,15 +114,17 @@ static int start(sy_snapshot *s) {
         sy__index_step_free(b->st);
         sy__overlay_free(fresh);
         sy__free(a, b->frozen);
+        sy__free(a, b->frozen_cids);
         sy__free(a, b);
         return SY_ENOMEM;
     }
     atomic_init(&b->refs, 1);
     b->a = a;
-    for (size_t k = 0; k < s->rank_nchunks; k++) {
-        b->frozen[k] = s->rank_chunks[k];
-        sy__snap_chunk_ref(b->frozen[k]);
-    }
+    b->crefs = sy__crefs_hold(s->crefs);
+    memcpy(b->frozen, s->rank_chunks, s->rank_nchunks * sizeof *b->frozen);
+    memcpy(b->frozen_cids, s->rank_cids,
+           s->rank_nchunks * sizeof *b->frozen_cids);
+    sy__snap_chunks_ref(s->crefs, b->frozen_cids, s->rank_nchunks);
     b->nfrozen = s->rank_nchunks;
     b->nroutes = s->route_count;
     b->dead_at_start = s->base_dead;

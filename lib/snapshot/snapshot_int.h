@@ -13,15 +13,35 @@
 
 /* ---- shared chunks (snapshot_table.c) ---- */
 
-/* Every chunk type starts with its _Atomic uint32_t reference count. */
-void sy__snap_chunk_ref(void *c);
-void sy__snap_chunk_unref(const sy__alloc *a, void *c);
-/* A new chunk of `size` bytes, refs 1, zeroed past the header. */
+/* The reference counts of the chunks of every snapshot derived from one
+ * first snapshot (snapshot.h): refs[cid], an id reused once its chunk is
+ * freed. Writer only (under the router's lock), so plain integers. */
+typedef struct sy__crefs {
+    uint32_t *refs;     /* by chunk id */
+    uint32_t *free_ids; /* ids free for reuse (room for every id) */
+    uint32_t cap, next, nfree;
+    size_t users; /* snapshots and rebuilds holding the table */
+} sy__crefs;
+/* A new table (one user) / one user more / one fewer (the last frees). */
+sy__crefs *sy__crefs_new(const sy__alloc *a);
+sy__crefs *sy__crefs_hold(sy__crefs *c);
+void sy__crefs_drop(const sy__alloc *a, sy__crefs *c);
+
+/* Count a reference on each chunk of ids cids[0..n). */
+void sy__snap_chunks_ref(sy__crefs *cr, const uint32_t *cids, size_t n);
+/* Drop one reference on chunk c (NULL: nothing); the last frees it. */
+void sy__snap_chunk_unref(const sy__alloc *a, sy__crefs *cr, void *c);
+/* A new chunk of `size` bytes with an id of s->crefs (count 1), zeroed
+ * past the header. */
 void *sy__snap_chunk_new(sy_snapshot *s, size_t size);
 /* `c` itself when this snapshot is its only holder, else a private copy
- * (the shared one loses this snapshot's reference). NULL: out of memory. */
+ * (the shared one loses this snapshot's reference). NULL: out of memory.
+ * The caller stores the result and its cid in its vectors. */
 void *sy__snap_chunk_own(sy_snapshot *s, void *c, size_t size);
-void sy__snap_free_chunks(const sy__alloc *a, void **v, size_t n);
+/* Drop a reference on every chunk v[i] (id cids[i]; NULL entries
+ * skipped) and free both vectors. */
+void sy__snap_free_chunks(const sy__alloc *a, sy__crefs *cr, void **v,
+                          uint32_t *cids, size_t n);
 /* Slot i, writable (its chunk made private or created). NULL: no memory. */
 sy__slot *sy__snap_slot_mut(sy_snapshot *s, uint32_t i);
 uint64_t sy__snap_key_of(const sy_snapshot *s, uint32_t slot);

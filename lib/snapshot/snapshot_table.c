@@ -26,28 +26,82 @@ uint64_t sy__snap_fp_empty(void) {
 
 /* ---- shared chunks (snapshot.h) ---- */
 
-/* Every chunk type starts with its _Atomic uint32_t reference count. */
+/* Every chunk type starts with its id in the snapshot's sy__crefs. */
 typedef struct chunk_head {
-    _Atomic uint32_t refs;
+    uint32_t cid;
 } chunk_head;
 
-void sy__snap_chunk_ref(void *c) {
-    atomic_fetch_add_explicit(&((chunk_head *)c)->refs, 1,
-                              memory_order_relaxed);
+sy__crefs *sy__crefs_new(const sy__alloc *a) {
+    sy__crefs *c = sy__calloc(a, 1, sizeof *c);
+    if (c)
+        c->users = 1;
+    return c;
 }
 
-void sy__snap_chunk_unref(const sy__alloc *a, void *c) {
-    if (c && atomic_fetch_sub_explicit(&((chunk_head *)c)->refs, 1,
-                                       memory_order_acq_rel) == 1)
-        sy__free(a, c);
+sy__crefs *sy__crefs_hold(sy__crefs *c) {
+    c->users++;
+    return c;
 }
 
-/* A new chunk of `size` bytes, refs 1, zeroed past the header. */
+void sy__crefs_drop(const sy__alloc *a, sy__crefs *c) {
+    if (!c || --c->users)
+        return;
+    sy__free(a, c->refs);
+    sy__free(a, c->free_ids);
+    sy__free(a, c);
+}
+
+/* An id with a count of 1; false: out of memory. */
+static bool cid_take(const sy__alloc *a, sy__crefs *c, uint32_t *out) {
+    if (c->nfree) {
+        *out = c->free_ids[--c->nfree];
+    } else {
+        if (c->next == c->cap) {
+            if (c->cap > UINT32_MAX / 2)
+                return false;
+            uint32_t cap = c->cap ? c->cap * 2 : 256;
+            uint32_t *r = sy__realloc(a, c->refs, cap * sizeof *r);
+            if (!r)
+                return false;
+            c->refs = r;
+            uint32_t *f = sy__realloc(a, c->free_ids, cap * sizeof *f);
+            if (!f)
+                return false; /* refs grown, cap not: harmless */
+            c->free_ids = f;
+            c->cap = cap;
+        }
+        *out = c->next++;
+    }
+    c->refs[*out] = 1;
+    return true;
+}
+
+/* The last reference on chunk ptr (id cid) went: free both. */
+static void cid_free(const sy__alloc *a, sy__crefs *c, uint32_t cid,
+                     void *ptr) {
+    c->free_ids[c->nfree++] = cid; /* room for every id: cannot fail */
+    sy__free(a, ptr);
+}
+
+void sy__snap_chunks_ref(sy__crefs *cr, const uint32_t *cids, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        cr->refs[cids[i]]++;
+}
+
+void sy__snap_chunk_unref(const sy__alloc *a, sy__crefs *cr, void *c) {
+    if (c && --cr->refs[((chunk_head *)c)->cid] == 0)
+        cid_free(a, cr, ((chunk_head *)c)->cid, c);
+}
+
+/* A new chunk of `size` bytes, count 1, zeroed past the header. */
 void *sy__snap_chunk_new(sy_snapshot *s, size_t size) {
     chunk_head *c = sy__calloc(s->alloc, 1, size);
     if (!c)
         return NULL;
-    atomic_init(&c->refs, 1);
+    if (!cid_take(s->alloc, s->crefs, &c->cid)) {
+        sy__free(s->alloc, c);
+        return NULL;
+    }
     s->chunk_bytes += size;
     return c;
 }
@@ -55,23 +109,28 @@ void *sy__snap_chunk_new(sy_snapshot *s, size_t size) {
 /* `c` itself when this snapshot is its only holder, else a private copy
  * (the shared one loses this snapshot's reference). NULL: out of memory. */
 void *sy__snap_chunk_own(sy_snapshot *s, void *c, size_t size) {
-    if (atomic_load_explicit(&((chunk_head *)c)->refs, memory_order_acquire) ==
-        1)
+    if (s->crefs->refs[((chunk_head *)c)->cid] == 1)
         return c;
     chunk_head *n = sy__malloc(s->alloc, size);
     if (!n)
         return NULL;
     memcpy(n, c, size);
-    atomic_init(&n->refs, 1);
-    sy__snap_chunk_unref(s->alloc, c);
+    if (!cid_take(s->alloc, s->crefs, &n->cid)) {
+        sy__free(s->alloc, n);
+        return NULL;
+    }
+    sy__snap_chunk_unref(s->alloc, s->crefs, c);
     s->chunk_bytes += size;
     return n;
 }
 
-void sy__snap_free_chunks(const sy__alloc *a, void **v, size_t n) {
-    for (size_t i = 0; v && i < n; i++)
-        sy__snap_chunk_unref(a, v[i]);
+void sy__snap_free_chunks(const sy__alloc *a, sy__crefs *cr, void **v,
+                          uint32_t *cids, size_t n) {
+    for (size_t i = 0; v && cids && i < n; i++)
+        if (v[i] && --cr->refs[cids[i]] == 0)
+            cid_free(a, cr, cids[i], v[i]);
     sy__free(a, v);
+    sy__free(a, cids);
 }
 
 /* Slot i, writable (its chunk made private or created). NULL: no memory. */
@@ -83,6 +142,7 @@ sy__slot *sy__snap_slot_mut(sy_snapshot *s, uint32_t i) {
     if (!c)
         return NULL;
     s->slot_chunks[k] = c;
+    s->slot_cids[k] = c->cid;
     return &c->e[i & (SY_CHUNK - 1)];
 }
 
@@ -150,6 +210,7 @@ static sy__id_entry *id_mut(sy_snapshot *s, uint32_t i) {
     if (!c)
         return NULL;
     s->id_chunks[k] = c;
+    s->id_cids[k] = c->cid;
     return &c->e[i & (SY_CHUNK - 1)];
 }
 
@@ -214,7 +275,8 @@ uint32_t sy__snap_id_cap_for(size_t live) {
 bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap) {
     uint32_t nk = cap >> SY_CHUNK_BITS;
     s->id_chunks = sy__calloc(s->alloc, nk, sizeof *s->id_chunks);
-    if (!s->id_chunks)
+    s->id_cids = sy__calloc(s->alloc, nk, sizeof *s->id_cids);
+    if (!s->id_chunks || !s->id_cids)
         return false;
     s->id_mask = cap - 1;
     for (uint32_t k = 0; k < nk; k++) {
@@ -224,6 +286,7 @@ bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap) {
         for (uint32_t i = 0; i < SY_CHUNK; i++)
             c->e[i].slot = NONE;
         s->id_chunks[k] = c;
+        s->id_cids[k] = c->cid;
     }
     return true;
 }
@@ -232,13 +295,18 @@ bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap) {
 static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
     uint32_t nk = (base->id_mask >> SY_CHUNK_BITS) + 1;
     s->id_chunks = sy__malloc(s->alloc, nk * sizeof *s->id_chunks);
-    if (!s->id_chunks)
+    s->id_cids = sy__malloc(s->alloc, nk * sizeof *s->id_cids);
+    if (!s->id_chunks || !s->id_cids) {
+        sy__free(s->alloc, s->id_chunks);
+        sy__free(s->alloc, s->id_cids);
+        s->id_chunks = NULL;
+        s->id_cids = NULL;
         return false;
-    s->id_mask = base->id_mask;
-    for (uint32_t k = 0; k < nk; k++) {
-        s->id_chunks[k] = base->id_chunks[k];
-        sy__snap_chunk_ref(s->id_chunks[k]);
     }
+    s->id_mask = base->id_mask;
+    memcpy(s->id_chunks, base->id_chunks, nk * sizeof *s->id_chunks);
+    memcpy(s->id_cids, base->id_cids, nk * sizeof *s->id_cids);
+    sy__snap_chunks_ref(s->crefs, s->id_cids, nk);
     return true;
 }
 
@@ -336,6 +404,7 @@ bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
         sy__rank_chunk *c = sy__snap_chunk_new(s, sizeof *c);
         if (!c)
             return false;
+        s->rank_cids[s->rank_nchunks] = c->cid;
         s->rank_chunks[s->rank_nchunks++] = c;
     }
     size_t k = rank_chunk_for(s, key, true);
@@ -343,6 +412,7 @@ bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
     if (!c)
         return false;
     s->rank_chunks[k] = c;
+    s->rank_cids[k] = c->cid;
     if (c->n == SY_RANK_CHUNK_MAX) { /* split: the upper half moves on */
         sy__rank_chunk *n = sy__snap_chunk_new(s, sizeof *n);
         if (!n)
@@ -352,7 +422,10 @@ bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
         memcpy(n->e, c->e + c->n, n->n * sizeof *n->e);
         memmove(s->rank_chunks + k + 2, s->rank_chunks + k + 1,
                 (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
+        memmove(s->rank_cids + k + 2, s->rank_cids + k + 1,
+                (s->rank_nchunks - k - 1) * sizeof *s->rank_cids);
         s->rank_chunks[k + 1] = n;
+        s->rank_cids[k + 1] = n->cid;
         s->rank_nchunks++;
         if (sy__snap_key_of(s, n->e[0]) <= key) {
             c = n;
@@ -391,12 +464,15 @@ bool sy__snap_rank_remove(sy_snapshot *s, uint32_t slot) {
                 return false;
             memmove(c->e + i, c->e + i + 1, (c->n - i - 1) * sizeof *c->e);
             if (--c->n == 0) {
-                sy__snap_chunk_unref(s->alloc, c);
+                sy__snap_chunk_unref(s->alloc, s->crefs, c);
                 memmove(s->rank_chunks + k, s->rank_chunks + k + 1,
                         (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
+                memmove(s->rank_cids + k, s->rank_cids + k + 1,
+                        (s->rank_nchunks - k - 1) * sizeof *s->rank_cids);
                 s->rank_nchunks--;
             } else {
                 s->rank_chunks[k] = c;
+                s->rank_cids[k] = c->cid;
             }
             return true;
         }
@@ -414,22 +490,28 @@ int sy__snap_share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
     size_t cap = ((size_t)base_slots + n + SY_CHUNK - 1) / SY_CHUNK;
     size_t base_chunks = ((size_t)base_slots + SY_CHUNK - 1) / SY_CHUNK;
     s->slot_chunks = sy__calloc(a, cap ? cap : 1, sizeof *s->slot_chunks);
-    if (!s->slot_chunks)
+    s->slot_cids = sy__calloc(a, cap ? cap : 1, sizeof *s->slot_cids);
+    if (!s->slot_chunks || !s->slot_cids)
         return SY_ENOMEM;
     s->slot_chunk_cap = cap;
-    for (size_t k = 0; k < base_chunks; k++) {
-        s->slot_chunks[k] = base->slot_chunks[k];
-        sy__snap_chunk_ref(s->slot_chunks[k]);
+    if (base_chunks) {
+        memcpy(s->slot_chunks, base->slot_chunks,
+               base_chunks * sizeof *s->slot_chunks);
+        memcpy(s->slot_cids, base->slot_cids,
+               base_chunks * sizeof *s->slot_cids);
+        sy__snap_chunks_ref(s->crefs, s->slot_cids, base_chunks);
     }
     s->slot_count = base_slots;
     size_t rn = base ? base->rank_nchunks : 0;
     s->rank_chunks = sy__calloc(a, rn + n + 1, sizeof *s->rank_chunks);
+    s->rank_cids = sy__calloc(a, rn + n + 1, sizeof *s->rank_cids);
     s->rank_start = sy__calloc(a, rn + n + 1, sizeof *s->rank_start);
-    if (!s->rank_chunks || !s->rank_start)
+    if (!s->rank_chunks || !s->rank_cids || !s->rank_start)
         return SY_ENOMEM;
-    for (size_t k = 0; k < rn; k++) {
-        s->rank_chunks[k] = base->rank_chunks[k];
-        sy__snap_chunk_ref(s->rank_chunks[k]);
+    if (rn) {
+        memcpy(s->rank_chunks, base->rank_chunks, rn * sizeof *s->rank_chunks);
+        memcpy(s->rank_cids, base->rank_cids, rn * sizeof *s->rank_cids);
+        sy__snap_chunks_ref(s->crefs, s->rank_cids, rn);
     }
     s->rank_nchunks = rn;
     uint32_t want = sy__snap_id_cap_for(live + n);

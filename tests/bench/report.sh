@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# tests/bench/report.sh - regenerate the figures of README.md and
+# docs/performance.md from the current tree, and print them as one table
+# with their conditions (commit, machine, load, run count, each run's
+# baselines) and the targets of issue 30.
+#
+#   bash tests/bench/report.sh                  # 2 full bench runs in a row
+#   RUNS=3 bash tests/bench/report.sh
+#   GATEWAY=1 bash tests/bench/report.sh        # and the mini-gateway bench
+#   bash tests/bench/report.sh --from DIR       # re-print a saved report
+#
+# It builds a release tree (build-report/), runs switchyard-bench RUNS
+# times in a row (every case; the bench warms the CPU up first), then,
+# with GATEWAY=1, examples/mini-gateway/bench/run.sh (wrk against the
+# gateway and nginx, same hour). The raw outputs stay in OUT (default a
+# fresh /tmp/sy-report-*); the table says "met" only for a target every
+# run meets. A benchmark prints figures and asserts nothing: the exit
+# status is 0 whatever the figures.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+from=""
+if [ "${1:-}" = "--from" ]; then from=$2; fi
+RUNS=${RUNS:-2}
+if [ -z "$from" ]; then
+  OUT=${OUT:-$(mktemp -d /tmp/sy-report-XXXXXX)}
+  mkdir -p "$OUT"
+  bash tests/install-deps.sh
+  [ -d build-report ] || meson setup build-report --buildtype=release \
+    -Dpython=false -Dnginx=false >/dev/null
+  ninja -C build-report tests/bench/switchyard-bench >/dev/null
+  {
+    echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- lib include tests/bench || echo '+local changes')"
+    echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
+    echo "loadavg-before $(cut -d' ' -f1-3 /proc/loadavg)"
+  } > "$OUT/conditions.txt"
+  for i in $(seq "$RUNS"); do
+    echo "run $i of $RUNS ..." >&2
+    build-report/tests/bench/switchyard-bench > "$OUT/bench-$i.txt" || true
+  done
+  echo "loadavg-after-bench $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/conditions.txt"
+  if [ "${GATEWAY:-0}" = 1 ]; then
+    echo "gateway bench ..." >&2
+    bash examples/mini-gateway/bench/run.sh > "$OUT/gateway.txt" 2>&1 || true
+    echo "gateway-date $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$OUT/conditions.txt"
+  fi
+else
+  OUT=$from
+fi
+
+python3 - "$OUT" <<'PY'
+import glob, os, re, sys
+out = sys.argv[1]
+runs = sorted(glob.glob(os.path.join(out, "bench-*.txt")),
+              key=lambda p: int(re.search(r"bench-(\d+)", p).group(1)))
+cond = open(os.path.join(out, "conditions.txt")).read().strip().split("\n")
+figs = []   # per run: {(name, routes): value}
+notes = []  # per run: (date, loadavg, baselines)
+for p in runs:
+    f, base = {}, []
+    date = load = ""
+    for line in open(p):
+        line = line.rstrip("\n")
+        m = re.match(r"^(\S+) (\d+) ([\d.]+) (\S+)$", line)
+        if m:
+            f[(m.group(1), int(m.group(2)))] = float(m.group(3))
+        elif line.startswith("# baseline"):
+            base.append(re.sub(r"^# baseline ", "", line))
+        elif line.startswith("# date:"):
+            date = line.split(": ", 1)[1]
+        elif line.startswith("# loadavg at start:"):
+            load = " ".join(line.split(": ", 1)[1].split()[:3])
+    figs.append(f)
+    notes.append((date, load, base))
+
+def get(f, name, routes):
+    return f.get((name, routes))
+
+def ratio(a, b):
+    return lambda f: (get(f, *a) / get(f, *b)
+                      if get(f, *a) and get(f, *b) else None)
+
+def fig(name, routes):
+    return lambda f: get(f, name, routes)
+
+# (label, routes shown, how to read it from a run, target op, target, unit)
+rows = [
+    ("match/github", 203, fig("match/github", 203), None, None, "ns"),
+    ("peer/r3-github", 203, fig("peer/r3-github", 203), None, None, "ns"),
+    ("match/github / peer/r3-github", 203,
+     ratio(("match/github", 203), ("peer/r3-github", 203)), "<=", 0.2, "x"),
+    ("match-hot/github", 203, fig("match-hot/github", 203), None, None, "ns"),
+    ("match-hot/static", 100000, fig("match-hot/static", 100000), "<=", 40, "ns"),
+    ("match-hot/param", 100000, fig("match-hot/param", 100000), "<=", 60, "ns"),
+    ("match-hot/prefix", 100000, fig("match-hot/prefix", 100000), "<=", 60, "ns"),
+    ("match-hot/hosts", 1000, fig("match-hot/hosts", 1000), "<=", 32, "ns"),
+    ("match-hot/mixed", 1000, fig("match-hot/mixed", 1000), None, None, "ns"),
+    ("match-hot/mixed", 100000, fig("match-hot/mixed", 100000), "<=", 64, "ns"),
+    ("match-hot/mixed 100k / 1k", 100000,
+     ratio(("match-hot/mixed", 100000), ("match-hot/mixed", 1000)), "<=", 1.2,
+     "x"),
+    ("match/static (cold)", 100000, fig("match/static", 100000), None, None, "ns"),
+    ("match/param (cold)", 100000, fig("match/param", 100000), None, None, "ns"),
+    ("match/prefix (cold)", 100000, fig("match/prefix", 100000), None, None, "ns"),
+    ("match/hosts (cold)", 1000, fig("match/hosts", 1000), None, None, "ns"),
+    ("match/mixed (cold)", 1000, fig("match/mixed", 1000), None, None, "ns"),
+    ("match/mixed (cold)", 100000, fig("match/mixed", 100000), None, None, "ns"),
+    ("misses/static", 100000, fig("misses/static", 100000), "<=", 2, "misses"),
+    ("misses/param", 100000, fig("misses/param", 100000), "<=", 3, "misses"),
+    ("misses/prefix", 100000, fig("misses/prefix", 100000), "<=", 3, "misses"),
+    ("misses/mixed", 100000, fig("misses/mixed", 100000), "<=", 4, "misses"),
+    ("scan/static / match/static", 100000,
+     ratio(("scan/static", 100000), ("match/static", 100000)), None, None, "x"),
+    ("scan/mixed / match/mixed", 100000,
+     ratio(("scan/mixed", 100000), ("match/mixed", 100000)), None, None, "x"),
+    ("scan/mixed / match/mixed", 1000,
+     ratio(("scan/mixed", 1000), ("match/mixed", 1000)), None, None, "x"),
+    ("compile/json", 10000, fig("compile/json", 10000), "<=", 30, "ms"),
+    ("compile/json", 100000, fig("compile/json", 100000), "<=", 300, "ms"),
+    ("memory/route", 100000, fig("memory/route", 100000), "<=", 560, "bytes"),
+    ("update/one-route", 100000, fig("update/one-route", 100000), "<=", 300, "us"),
+    ("update/one-route-max", 100000, fig("update/one-route-max", 100000), "<=",
+     2000, "us"),
+    ("update/instances", 100000, fig("update/instances", 100000), "<=", 300, "us"),
+    ("update/document-one-changed", 10000,
+     fig("update/document-one-changed", 10000), None, None, "ms"),
+    ("update/document-one-changed", 100000,
+     fig("update/document-one-changed", 100000), None, None, "ms"),
+    ("snapshot/acquire-release", 203, fig("snapshot/acquire-release", 203),
+     None, None, "ns"),
+    ("snapshot/acquire-release-2t", 203, fig("snapshot/acquire-release-2t", 203),
+     None, None, "ns"),
+    ("snapshot/acquire-release-storm", 203,
+     fig("snapshot/acquire-release-storm", 203), None, None, "ns"),
+    ("select/round-robin", 1000, fig("select/round-robin", 1000), None, None, "ns"),
+    ("select/random", 1000, fig("select/random", 1000), None, None, "ns"),
+    ("select/hash", 1000, fig("select/hash", 1000), None, None, "ns"),
+    ("scale/compile", 1000000, fig("scale/compile", 1000000), "<=", 3000, "ms"),
+    ("scale/memory", 1000000, fig("scale/memory", 1000000), "<=", 512, "bytes"),
+    ("scale/match", 100000, fig("scale/match", 100000), None, None, "ns"),
+    ("scale/match", 1000000, fig("scale/match", 1000000), None, None, "ns"),
+    ("scale/match-ratio (1M / 100k)", 1000000,
+     fig("scale/match-ratio", 1000000), "<=", 1.3, "x"),
+    ("scale/one-route-max", 1000000, fig("scale/one-route-max", 1000000), "<=",
+     1000, "us"),
+    ("scale/publish-max-readers", 1000000,
+     fig("scale/publish-max-readers", 1000000), "<=", 2000, "us"),
+]
+
+def fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit == "x":
+        return "%.2fx" % v
+    if unit == "misses":
+        return "%.1f" % v
+    return ("%.0f" % v) if v >= 100 else ("%.1f" % v)
+
+print("## Conditions\n")
+for c in cond:
+    print("- " + c)
+print("- runs: %d full bench runs in a row (every case, after a 3 s warm-up)"
+      % len(runs))
+for i, (date, load, base) in enumerate(notes):
+    print("- run %d: %s, load average at start %s" % (i + 1, date, load))
+    for b in base:
+        print("  - baseline " + b)
+print("\n## Figures\n")
+hdr = "| case | routes | " + " | ".join("run %d" % (i + 1)
+                                        for i in range(len(runs)))
+print(hdr + " | target | |")
+print("|---|---|" + "---|" * len(runs) + "---|---|")
+for label, routes, how, op, target, unit in rows:
+    vals = [how(f) for f in figs]
+    if all(v is None for v in vals):
+        continue
+    status = ""
+    if op and target is not None:
+        ok = [v is not None and v <= target for v in vals]
+        if all(ok):
+            status = "met"
+        else:
+            worst = max(v for v in vals if v is not None) if any(
+                v is not None for v in vals) else None
+            status = ("missed (worst %s, %.0f %% over)" %
+                      (fmt(worst, unit) + ("" if unit == "x" else " " + unit),
+                       100 * (worst / target - 1))
+                      if worst is not None else "not measured")
+    tgt = ("%s %gx" % (op, target) if unit == "x" else
+           "%s %g %s" % (op, target, unit)) if op else ""
+    print("| `%s` | %s | %s | %s | %s |" % (
+        label, "{:,}".format(routes),
+        " | ".join(fmt(v, unit) + ("" if unit in ("x",) else " " + unit)
+                   if v is not None else "-" for v in vals),
+        tgt.strip(), status))
+gw = os.path.join(out, "gateway.txt")
+if os.path.exists(gw):
+    print("\n## Gateway (examples/mini-gateway/bench/run.sh)\n")
+    txt = open(gw).read()
+    for line in txt.split("\n"):
+        if line.startswith("wrk ") or line.startswith("gateway /") or \
+           line.startswith("gateway storm") or line.startswith("reload storm"):
+            print("    " + line)
+    for label, key in (("1 route", "gateway / nginx, 1 route:"),
+                       ("many routes", "gateway / nginx, many routes:")):
+        m = re.search(re.escape(key) + r".*cpu/req ([\d.]+)", txt)
+        if m:
+            v = float(m.group(1))
+            print("- cpu/req gateway / nginx, %s: %.2f (target <= 0.70: %s)"
+                  % (label, v, "met" if v <= 0.70 else
+                     "missed by %.0f %%" % (100 * (v / 0.70 - 1))))
+diff = [i for i, f in enumerate(figs) if get(f, "match/github", 203) is None]
+if diff:
+    print("\n(runs without figures: %s)" % diff)
+PY
+echo "raw outputs: $OUT" >&2

@@ -76,8 +76,11 @@ typedef enum sy_code {
     SY_ECALLBACK = -19,   /* a host callback reported failure */
     SY_EINVALIDDOC = -20, /* lenient apply: no route of the document is valid */
     SY_EREENTRANT = -21,  /* a writer call made from inside a router callback */
-    SY_ETOOSMALL = -22    /* a caller buffer is too small (*needed says how
+    SY_ETOOSMALL = -22,   /* a caller buffer is too small (*needed says how
                              much) */
+    SY_ENOTRUN = -23      /* the document uses a host-run filter, uri scheme
+                             or metadata key this host does not run
+                             (sy_router_options.host_runs) */
 } sy_code;
 
 /*
@@ -175,12 +178,16 @@ typedef struct sy_request {
                                0: the router's random callback, else the
                                match context's own generator */
     int64_t content_length; /* -1 when unknown (RequestSize) */
+    /* since 0.3: the authenticated principal's name, as the host knows it
+     * (SCG's principalNameKeyResolver, the default key resolver of
+     * RequestRateLimiter); empty when none */
+    sy_str principal;
 } sy_request;
 
 #define SY_REQUEST_INIT                                                        \
     {                                                                          \
         sizeof(sy_request), {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, 0, 0,      \
-            {0, 0}, 0, 0, -1                                                   \
+            {0, 0}, 0, 0, -1, {0, 0}                                           \
     }
 
 /* ------------------------------------------------------------------ */
@@ -241,6 +248,29 @@ SY_API int sy_registry_add_predicate(sy_registry *reg, const char *name,
 SY_API int sy_registry_add_filter(sy_registry *reg, const char *name,
                                   const sy_filter_factory *f, sy_error *err);
 
+struct sy_route;
+/*
+ * A key resolver the host registers by bean name, for RequestRateLimiter's
+ * `"key-resolver": "#{@name}"` (docs/policies.md). `resolve` runs per
+ * request on any reader thread, concurrently, and must not block or
+ * allocate: it writes the key into buf (cap bytes, SY_POLICY_KEY_MAX) and
+ * sets *len; *len == 0 means "no key" (deny-empty-key decides). A negative
+ * return is treated as no key. `route` is the matched route.
+ */
+typedef struct sy_key_resolver {
+    int (*resolve)(void *data, const sy_request *req,
+                   const struct sy_route *route, char *buf, size_t cap,
+                   size_t *len);
+    void *data;
+} sy_key_resolver;
+/* Register a key resolver under `name` (the bean name, without "#{@" and
+ * "}"); the name must not be a built-in resolver's or an earlier one's.
+ * The struct is copied. A document naming a resolver that is neither
+ * built in nor registered is refused (SY_EARG at args.key-resolver). */
+SY_API int sy_registry_add_key_resolver(sy_registry *reg, const char *name,
+                                        const sy_key_resolver *kr,
+                                        sy_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Documents: parse, validate, compile                                  */
 /* ------------------------------------------------------------------ */
@@ -252,10 +282,13 @@ typedef struct sy_parse_options {
     sy_limits limits;
     const sy_allocator *allocator; /* NULL: the default allocator */
     const sy_registry *registry;   /* host factories, may be NULL */
+    /* since 0.3: what the host runs (sy_router_options.host_runs); NULL:
+     * not declared, nothing is refused for it */
+    const char *const *host_runs;
 } sy_parse_options;
 
 #define SY_PARSE_OPTIONS_INIT                                                  \
-    { sizeof(sy_parse_options), false, {0, 0, 0, 0}, 0, 0 }
+    { sizeof(sy_parse_options), false, {0, 0, 0, 0}, 0, 0, 0 }
 
 /* A compiled route: immutable, shared between documents and snapshots. */
 typedef struct sy_route sy_route;
@@ -798,6 +831,34 @@ typedef struct sy_router_options {
     uint64_t regex_budget;        /* default 1,000,000 units (~4 ms) */
     uint32_t max_repeated_values; /* default 32 */
     size_t max_rewritten_path;    /* default 16,384 bytes */
+
+    /* ---- since 0.3 (append only) ---- */
+
+    /*
+     * Run or refuse (docs/policies.md): the host-run items this host
+     * executes, a NULL-terminated list of names as sy_host_runs_all()
+     * spells them ("Retry", "CircuitBreaker", "forward:", "metadata.cors",
+     * ...; sy_host_profile() gives the lists of the project's own hosts).
+     * A route using a host-run item missing from the list is refused at
+     * apply, check and parse with a located error naming the item and
+     * saying this host does not run it (SY_ENOTRUN); an entry
+     * "host=NAME" names the host in that message. Filters the host
+     * registered (sy_registry_add_filter) are run by the host by
+     * definition. NULL: nothing declared, nothing refused for it (tools
+     * that only read documents). Not copied: it must stay valid as long as
+     * the router (sy_host_profile's lists are static).
+     */
+    const char *const *host_runs;
+    /*
+     * Where the policy state (rate-limit buckets, circuit breakers) lives.
+     * NULL: the router makes its own store of policy_slots bucket slots in
+     * memory it owns. Else a store the host formatted in its own memory
+     * (sy_policy_store_init, e.g. in shared memory for several processes);
+     * it must outlive the router, and several routers may share it.
+     */
+    struct sy_policy_store *policy_store;
+    uint32_t policy_slots; /* default 16,384 bucket slots (rounded up to a
+                              power of 2), and 256 breakers */
 } sy_router_options;
 
 #define SY_ROUTER_OPTIONS_INIT                                                 \
@@ -1073,6 +1134,278 @@ SY_API size_t sy_report_part_count(const sy_report *rep);
 SY_API const sy_report *sy_report_part(const sy_report *rep, size_t i);
 /* The index of the change that failed a commit, or -1. */
 SY_API long sy_report_failed_change(const sy_report *rep);
+
+/* ------------------------------------------------------------------ */
+/* Policies: rate limits, circuit breakers, retries (docs/policies.md)  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The library runs SCG's three stateful filters itself: a route's
+ * RequestRateLimiter, CircuitBreaker and Retry args are validated exactly
+ * as SCG binds them and compiled at publish; the state (token buckets,
+ * breakers) lives in a policy store; the host asks at request time and
+ * reports outcomes. Nothing here does I/O, takes a lock or allocates: every
+ * call below is lock-free (atomics) and may run on any reader thread.
+ *
+ * State across publishes: a bucket is keyed by (route id, the limiter's
+ * args, the resolved key) and a breaker by its `name`, so a route whose
+ * policy did not change keeps its bucket levels and breaker state however
+ * often other routes or instances change; a changed limiter starts a full
+ * bucket and a breaker whose args changed starts closed with an empty
+ * window, at the next request.
+ */
+
+/* ---- the policy store ---- */
+
+/*
+ * A policy store: a fixed-size block with no pointers inside (offsets
+ * only), so that it can sit in memory shared by several processes (an
+ * nginx shared zone) and be used by all of them at once through atomics.
+ * Buckets: an open-addressing table of `slots` entries of 16 bytes; a
+ * bucket that is full again frees its slot for another key. Breakers: a
+ * table of `breakers` entries (sy_policy_store_bytes says the size).
+ */
+typedef struct sy_policy_store sy_policy_store;
+
+/* Most bytes of a resolved rate-limit key (longer keys are cut). */
+#define SY_POLICY_KEY_MAX 256
+/* Most calls in a breaker's sliding window (slidingWindowSize). */
+#define SY_BREAKER_WINDOW_MAX 1024
+
+/* Bytes a store of `slots` bucket slots (rounded up to a power of two,
+ * at least 64) and `breakers` breakers (rounded likewise, at least 16)
+ * takes. Any thread. */
+SY_API size_t sy_policy_store_bytes(uint32_t slots, uint32_t breakers);
+/*
+ * Format `len` bytes at `mem` (8-byte aligned, zero or not) as an empty
+ * store with the most slots and breakers of the given counts that fit, and
+ * return it in *out (== mem). SY_ETOOSMALL when len is below
+ * sy_policy_store_bytes(64, 16). The memory stays the caller's: nothing is
+ * allocated, nothing to free. Call it once, before any other use (e.g. in
+ * nginx's zone init); other processes mapping the same memory use
+ * sy_policy_store_attach.
+ */
+SY_API int sy_policy_store_init(void *mem, size_t len, uint32_t slots,
+                                uint32_t breakers, sy_policy_store **out,
+                                sy_error *err);
+/* Use a store that sy_policy_store_init formatted (in this or another
+ * process): checks its header against len (SY_EINVAL when it is not a
+ * store of this library version). *out == mem. Any thread. */
+SY_API int sy_policy_store_attach(void *mem, size_t len, sy_policy_store **out,
+                                  sy_error *err);
+
+/* Counters of a store (approximate under concurrent use). */
+typedef struct sy_policy_stats {
+    uint32_t slots, breakers;  /* capacities */
+    uint64_t buckets_used;     /* slots holding a bucket that is not full */
+    uint64_t breakers_used;    /* breaker entries in use */
+    uint64_t limited;          /* requests denied by a limiter */
+    uint64_t store_full;       /* checks that found no slot: allowed,
+                                  remaining -1 (fail open) */
+    uint64_t breaker_rejected; /* calls not permitted by a breaker */
+    uint64_t breaker_opened;   /* transitions to open */
+    uint64_t breaker_half_opened, breaker_closed;
+} sy_policy_stats;
+SY_API void sy_policy_store_stats(const sy_policy_store *st,
+                                  sy_policy_stats *out);
+/* The store a router uses (its own or sy_router_options.policy_store).
+ * Any thread; valid as long as the router. */
+SY_API sy_policy_store *sy_router_policy_store(sy_router *r);
+
+/* ---- run or refuse ---- */
+
+/*
+ * Every host-run item the library knows, NULL-terminated: the filters whose
+ * effect needs the host ("RequestRateLimiter", "CircuitBreaker", "Retry",
+ * "RewriteLocationResponseHeader"), uri schemes ("forward:", "ws:",
+ * "wss:") and metadata keys ("metadata.cors", "metadata.response-timeout",
+ * "metadata.connect-timeout"). Static; any thread.
+ */
+SY_API const char *const *sy_host_runs_all(void);
+/* What one of the project's own hosts runs, NULL-terminated, by name:
+ * "gateway" (examples/mini-gateway) or "nginx" (examples/nginx-module);
+ * NULL for another name. The hosts pass these as host_runs, and
+ * `switchyard check --host NAME` checks against them. Static. */
+SY_API const char *const *sy_host_profile(const char *host);
+/* The host-run items route `r` uses, in route order (filters, then the
+ * uri scheme, then metadata keys), each once; returns how many there are
+ * and writes at most `cap` names (static strings, or the route's filter
+ * names for host-registered filters) into names. Any thread. */
+SY_API size_t sy_route_host_runs(const struct sy_route *r, const char **names,
+                                 size_t cap);
+
+/* ---- rate limiting (RequestRateLimiter) ---- */
+
+/* The answer of the limiters of a match. */
+typedef struct sy_ratelimit {
+    bool limited;     /* a RequestRateLimiter applies to the route; false:
+                         the rest is zero, send no X-RateLimit-* header */
+    bool allowed;     /* false: answer `status` now, without upstream */
+    bool empty_key;   /* the resolver gave no key (deny-empty-key decided) */
+    bool headers;     /* send the four X-RateLimit-* headers (false for an
+                         empty-key answer, as SCG) */
+    int status;       /* when denied: status-code (429) or
+                         empty-key-status-code (403) */
+    int64_t remaining;        /* X-RateLimit-Remaining; -1 failing open */
+    uint32_t replenish_rate;  /* X-RateLimit-Replenish-Rate */
+    uint32_t burst_capacity;  /* X-RateLimit-Burst-Capacity */
+    uint32_t requested_tokens;/* X-RateLimit-Requested-Tokens */
+    size_t key_len;
+    char key[256];    /* the resolved key (SY_POLICY_KEY_MAX), NUL-ended */
+} sy_ratelimit;
+
+/* The number of RequestRateLimiter filters of a match (default filters
+ * and the route's, chain order). Same thread rules as sy_snapshot_match. */
+SY_API size_t sy_match_ratelimit_count(const sy_match *m);
+/*
+ * Check every RequestRateLimiter of the match in chain order against the
+ * local buckets of the router's store, at `now_ms` (epoch ms, the host's
+ * clock; 0: the router's clock callback or real time), taking the tokens
+ * of each that allows. *out is the first limiter that denies, else the
+ * last one (out->limited false when there is none). A store with no free
+ * slot allows (remaining -1) and counts store_full. Lock-free, no
+ * allocation; the context's thread, while the match is valid.
+ */
+SY_API int sy_match_ratelimit(const sy_match *m, int64_t now_ms,
+                              sy_ratelimit *out, sy_error *err);
+/* Format out's four X-RateLimit-* headers into hdrs (names static, values
+ * in buf, at least 96 bytes); returns how many (0 or 4). */
+SY_API size_t sy_ratelimit_headers(const sy_ratelimit *rl, sy_header hdrs[4],
+                                   char *buf, size_t cap);
+
+/*
+ * Redis mode: the host runs SCG's token bucket in Redis (shared with SCG
+ * instances). sy_ratelimit_redis_script() is the Lua text (EVAL/EVALSHA;
+ * KEYS[1] tokens key, KEYS[2] timestamp key; ARGV rate, capacity, now ("":
+ * Redis's own clock, whole seconds), requested; returns {allowed, tokens
+ * left}), implementing route-model.md section 9.
+ */
+SY_API const char *sy_ratelimit_redis_script(void);
+/* One Redis call for limiter i of a match, self-contained (no borrowed
+ * pointers): keep it until the reply. */
+typedef struct sy_redis_call {
+    bool needed;  /* false: answer with `decided` without calling Redis
+                     (an empty key, a store-less router, ...) */
+    sy_ratelimit decided;
+    /* KEYS[1], KEYS[2]: request_rate_limiter.{ROUTE_ID.KEY}.tokens and
+     * .timestamp (route ids past 300 bytes are cut) */
+    char tokens_key[576];
+    char timestamp_key[576];
+    char rate[16], capacity[16], requested[16]; /* ARGV 1, 2, 4; ARGV 3 "" */
+    int status;                                 /* status-code */
+    uint32_t replenish_rate, burst_capacity, requested_tokens;
+    size_t key_len;
+    char key[256]; /* the resolved key, NUL-ended */
+} sy_redis_call;
+/* Prepare the Redis call of limiter i (< sy_match_ratelimit_count):
+ * resolves the key. Same rules as sy_match_ratelimit. */
+SY_API int sy_match_ratelimit_redis(const sy_match *m, size_t i,
+                                    sy_redis_call *call, sy_error *err);
+/* Turn Redis's reply into the decision: ok with (allowed, tokens_left) as
+ * the script returned them; ok == false (an error, a timeout, Redis down):
+ * allowed with remaining -1 (SCG's fail open). Pure; any thread. */
+SY_API void sy_ratelimit_redis_result(const sy_redis_call *call, bool ok,
+                                      int64_t allowed, int64_t tokens_left,
+                                      sy_ratelimit *out);
+
+/* ---- circuit breaking (CircuitBreaker on Resilience4j) ---- */
+
+typedef enum sy_breaker_state {
+    SY_BREAKER_CLOSED = 0,
+    SY_BREAKER_OPEN = 1,
+    SY_BREAKER_HALF_OPEN = 2
+} sy_breaker_state;
+
+/* Permission for one call through a route's CircuitBreaker. Pointers are
+ * borrowed from the snapshot the match came from: keep the permit (and
+ * the snapshot) until sy_breaker_record. */
+typedef struct sy_breaker_permit {
+    bool breaker;          /* the route has a CircuitBreaker */
+    bool permitted;        /* false: do not call upstream; go to the
+                              fallback, or answer 503 without one */
+    sy_breaker_state state;/* the breaker's state when asked */
+    uint32_t timeout_ms;   /* time limit of the call (timeoutDuration,
+                              SCG's 1 s unless set); report TIMEOUT past it */
+    const char *name;      /* the breaker's name */
+    const char *fallback;  /* fallbackUri's path ("forward:/x" -> "/x"),
+                              or NULL */
+    /* private to the library */
+    const void *cfg;
+    sy_policy_store *store;
+    uint32_t entry;
+    uint32_t epoch;
+} sy_breaker_permit;
+/*
+ * Ask the route's CircuitBreaker for permission to call upstream now
+ * (now_ms as in sy_match_ratelimit). Closed: permitted (during a recovery
+ * warm-up after closing, a share of calls that grows with the time since
+ * closing); open: not permitted until waitDurationInOpenState has passed,
+ * then half-open; half-open: permitted for permittedNumberOfCalls calls.
+ * Every permitted call must be recorded. Lock-free; the context's thread
+ * while the match is valid.
+ */
+SY_API int sy_match_breaker_acquire(const sy_match *m, int64_t now_ms,
+                                    sy_breaker_permit *out, sy_error *err);
+/* What to do with an upstream answer (sy_breaker_record). */
+typedef enum sy_breaker_verdict {
+    SY_BREAKER_PASS = 0,    /* send the answer to the client */
+    SY_BREAKER_FALLBACK = 1 /* a failure: go to the fallback, or answer the
+                               error (504 on TIMEOUT, else 502/503) */
+} sy_breaker_verdict;
+/*
+ * Record the outcome of a permitted call: `outcome` as the host saw it,
+ * `status` the upstream's answer (0 when none), `duration_ms` the call's
+ * time. A failure is a connect failure, a timeout, or a status listed in
+ * statusCodes; a slow call one longer than slowCallDurationThreshold. The
+ * window and state change as Resilience4j's count-based breaker does.
+ * Any thread (the permit carries what it needs); lock-free.
+ */
+SY_API sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
+                                            sy_outcome outcome, int status,
+                                            uint64_t duration_ms,
+                                            int64_t now_ms);
+/* The state of the breaker `name` in a store (SY_ENOTFOUND when no route
+ * has used it yet), and its window's counts. Any thread. */
+typedef struct sy_breaker_info {
+    sy_breaker_state state;
+    uint32_t calls, failures, slow; /* in the window (or half-open) */
+    int64_t state_since_ms;
+} sy_breaker_info;
+SY_API int sy_policy_store_breaker(const sy_policy_store *st,
+                                   const char *name, sy_breaker_info *out,
+                                   sy_error *err);
+
+/* ---- retries (Retry) ---- */
+
+/* A route's compiled Retry (borrowed from the snapshot), or NULL. */
+typedef struct sy_retry_policy sy_retry_policy;
+SY_API const sy_retry_policy *sy_match_retry_policy(const sy_match *m);
+/*
+ * Should the request be retried after attempt number `retries_done` + 1
+ * (0 after the first attempt) gave `outcome` and `status` (0 when no
+ * answer)? True when fewer than `retries` retries were made, the method
+ * is in `methods`, and the status is in `statuses` or its series in
+ * `series`, or the failure (CONNECT_FAILURE, TIMEOUT) is in `exceptions`,
+ * and the delay keeps the whole within `timeout` (elapsed_ms since the
+ * first attempt). *delay_ms gets the backoff to wait (0 without backoff;
+ * jitter drawn from `random`, any 64-bit number). The host then targets
+ * again with the tried instances in sy_match_target's exclude list. Pure;
+ * any thread while the snapshot is held.
+ */
+SY_API bool sy_retry_next(const sy_retry_policy *p, uint32_t retries_done,
+                          sy_str method, sy_outcome outcome, int status,
+                          uint64_t elapsed_ms, uint64_t random,
+                          uint32_t *delay_ms);
+/* The policy's settings, for display. */
+typedef struct sy_retry_info {
+    uint32_t retries;
+    uint32_t first_backoff_ms, max_backoff_ms; /* 0: no backoff / no cap */
+    uint32_t factor;
+    bool based_on_previous;
+    double jitter;       /* randomFactor, 0 without jitter */
+    int64_t timeout_ms;  /* -1: none */
+} sy_retry_info;
+SY_API void sy_retry_policy_info(const sy_retry_policy *p, sy_retry_info *out);
 
 /* ------------------------------------------------------------------ */
 /* Instances documents                                                  */

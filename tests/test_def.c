@@ -608,13 +608,13 @@ END_TEST
 START_TEST(entries_without_args_have_an_empty_arg_list) {
     sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":"
                               "[{\"name\":\"PreserveHostHeader\"},{\"name\":"
-                              "\"RequestRateLimiter\",\"args\":{}}]}]",
+                              "\"CircuitBreaker\",\"args\":{}}]}]",
                               false);
     ck_assert_uint_eq(filt(d, 0, 0)->arg_count, 0);
     ck_assert_uint_eq(filt(d, 0, 1)->arg_count, 0);
     ck_assert_ptr_nonnull(
         strstr(sy_route_canonical(route0(d)),
-               "{\"name\":\"RequestRateLimiter\",\"args\":{}}"));
+               "{\"name\":\"CircuitBreaker\",\"args\":{}}"));
     sy_document_free(d);
 }
 END_TEST
@@ -636,12 +636,13 @@ END_TEST
 START_TEST(open_args_filters_keep_extra_keys_sorted) {
     sy_document *d = parse_ok(
         "[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":[{\"name\":"
-        "\"RequestRateLimiter\",\"args\":{\"z\":\"1\",\"b\":\"2\"}}]}]",
+        "\"RequestRateLimiter\",\"args\":{\"status-code\":\"429\","
+        "\"redis-rate-limiter.replenishRate\":\"2\"}}]}]",
         false);
     const sy__def_entry *e = filt(d, 0, 0);
     ck_assert_uint_eq(e->arg_count, 2);
-    ck_assert_str_eq(e->args[0].key, "b");
-    ck_assert_str_eq(e->args[1].key, "z");
+    ck_assert_str_eq(e->args[0].key, "redis-rate-limiter.replenishRate");
+    ck_assert_str_eq(e->args[1].key, "status-code");
     sy_document_free(d);
 }
 END_TEST
@@ -802,7 +803,7 @@ static cJSON *route_with(size_t npreds, size_t nfilters) {
 START_TEST(entry_counts_past_16_bits_are_an_error) {
     sy__alloc a;
     sy__alloc_default(&a);
-    sy__def_ctx ctx = {&a, NULL, NULL, NULL, NULL, NULL, 0};
+    sy__def_ctx ctx = {&a, NULL, NULL, NULL, NULL, NULL, 0, NULL};
     struct sy_route *r = NULL;
     sy_error e;
     cJSON *o = route_with(65536, 1);

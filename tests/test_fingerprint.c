@@ -103,9 +103,11 @@ START_TEST(key_order_anywhere_does_not_matter) {
                 "{\"metadata\":{\"b\":\"2\",\"a\":\"1\"},\"order\":1,"
                 "\"uri\":\"http://b\",\"id\":\"r\"}");
     assert_same(ROUTE("", "{\"name\":\"RequestRateLimiter\",\"args\":{"
-                          "\"a\":\"1\",\"b\":\"2\"}}"),
+                          "\"redis-rate-limiter.replenishRate\":\"1\","
+                          "\"status-code\":\"429\"}}"),
                 ROUTE("", "{\"name\":\"RequestRateLimiter\",\"args\":{"
-                          "\"b\":\"2\",\"a\":\"1\"}}"));
+                          "\"status-code\":\"429\","
+                          "\"redis-rate-limiter.replenishRate\":\"1\"}}"));
 }
 END_TEST
 
@@ -207,12 +209,13 @@ static const char *const variants[] = {
           "\"StripPrefix=1\",\"AddResponseHeader=X-A, v, false\""),
     ROUTE("\"Path=/a\"", "\"StripPrefix=1\",\"SetStatus=FOUND\""),
     ROUTE("\"Path=/a\"", "\"StripPrefix=1\",\"SetStatus=303\""),
-    ROUTE("\"Path=/a\"", "{\"name\":\"RequestRateLimiter\",\"args\":{\"a\":"
-                         "\"1\"}}"),
-    ROUTE("\"Path=/a\"", "{\"name\":\"RequestRateLimiter\",\"args\":{\"a\":"
-                         "\"2\"}}"),
-    ROUTE("\"Path=/a\"", "{\"name\":\"RequestRateLimiter\",\"args\":{\"b\":"
-                         "\"1\"}}"),
+    ROUTE("\"Path=/a\"", "{\"name\":\"RequestRateLimiter\",\"args\":{"
+                         "\"redis-rate-limiter.replenishRate\":\"1\"}}"),
+    ROUTE("\"Path=/a\"", "{\"name\":\"RequestRateLimiter\",\"args\":{"
+                         "\"redis-rate-limiter.replenishRate\":\"2\"}}"),
+    ROUTE("\"Path=/a\"", "{\"name\":\"RequestRateLimiter\",\"args\":{"
+                         "\"redis-rate-limiter.replenishRate\":\"1\","
+                         "\"status-code\":\"403\"}}"),
 };
 
 START_TEST(every_change_of_meaning_changes_the_fingerprint) {

@@ -39,6 +39,11 @@ FLOORS = [
         [("service", "service_int", "service_delta", "service_ring",
           "service_select", "service_health")],
     ]),
+    ("policy", [
+        [("policy_args",), ("store",), ("host_runs",)],
+        [("keyresolve",)],
+        [("ratelimit",), ("breaker",), ("retry",)],
+    ]),
     ("route", [
         [("compile_env",)],
         [("pattern", "pattern_int", "pattern_elem", "pattern_host",
@@ -62,6 +67,7 @@ FLOORS = [
     ]),
     ("request", [
         [("match",), ("select",), ("target",)],
+        [("policy_match",)],
     ]),
     ("router", [
         [("report",)],

@@ -364,21 +364,24 @@ static const sy__factory_spec builtins[] = {
      {F("parts", SY_FT_UINT, false, "1")},
      HEAD("StripPrefix")},
 
-    /* ---- stateful filters: shape only, run by the host ---- */
+    /* ---- stateful filters: every arg checked by lib/policy/ (typed
+     * there, with SCG's relaxed names), run through the policy calls ---- */
     {"Retry",
      SY_F_RETRY,
      FI,
      DEF,
      true,
      true,
-     7,
+     9,
      {F("retries", SY_FT_UINT, false, NULL),
       F("statuses", SY_FT_STRING, false, NULL),
       F("methods", SY_FT_STRING, false, NULL),
       F("backoff.firstBackoff", SY_FT_DURATION, false, NULL),
       F("backoff.maxBackoff", SY_FT_DURATION, false, NULL),
       F("backoff.factor", SY_FT_POSINT, false, NULL),
-      F("backoff.basedOnPreviousValue", SY_FT_BOOL, false, NULL)},
+      F("backoff.basedOnPreviousValue", SY_FT_BOOL, false, NULL),
+      F("jitter.randomFactor", SY_FT_STRING, false, NULL),
+      F("timeout", SY_FT_DURATION, false, NULL)},
      HEAD("Retry")},
     {"RequestRateLimiter",
      SY_F_REQUEST_RATE_LIMITER,
@@ -400,6 +403,10 @@ static const sy__factory_spec builtins[] = {
       F("fallbackUri", SY_FT_STRING, false, NULL)},
      HEAD("CircuitBreaker")},
 };
+
+const char *const sy__key_resolver_names[SY_KR_BUILTIN_COUNT] = {
+    "principalNameKeyResolver", "remoteAddrKeyResolver", "hostKeyResolver",
+    "routeKeyResolver",         "header",                "pathVariable"};
 
 /* The built-ins by name: an open-addressed table of indexes into builtins
  * (0: empty, else index + 1), hashed on the kind, the length and three of

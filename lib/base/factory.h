@@ -95,7 +95,7 @@ typedef enum sy__builtin {
     SY_HOST_FACTORY = 1000 /* registered by the host */
 } sy__builtin;
 
-#define SY_MAX_FIELDS 8
+#define SY_MAX_FIELDS 9
 
 typedef struct sy__factory_spec {
     const char *name;
@@ -119,11 +119,28 @@ const sy__factory_spec *sy__factory_find(sy__factory_kind kind,
 const sy__field_spec *sy__factory_field(const sy__factory_spec *spec,
                                         const char *name);
 
+/* The built-in key resolvers of RequestRateLimiter ("#{@name}";
+ * header and pathVariable take an argument: "#{@header:X-User}"). */
+typedef enum sy__key_resolver_kind {
+    SY_KR_PRINCIPAL = 0, /* principalNameKeyResolver (SCG's default) */
+    SY_KR_REMOTE_ADDR,   /* remoteAddrKeyResolver */
+    SY_KR_HOST,          /* hostKeyResolver */
+    SY_KR_ROUTE,         /* routeKeyResolver */
+    SY_KR_HEADER,        /* header:<name> */
+    SY_KR_PATH_VAR,      /* pathVariable:<name> */
+    SY_KR_BUILTIN_COUNT,
+    SY_KR_REGISTERED = 100 /* sy_registry_add_key_resolver */
+} sy__key_resolver_kind;
+extern const char *const sy__key_resolver_names[SY_KR_BUILTIN_COUNT];
+
 /* Host-registered factories (registry.c), or NULL when absent. */
 const sy_predicate_factory *sy__registry_find_predicate(const sy_registry *reg,
                                                         const char *name,
                                                         size_t len);
 const sy_filter_factory *sy__registry_find_filter(const sy_registry *reg,
                                                   const char *name, size_t len);
+const sy_key_resolver *sy__registry_find_key_resolver(const sy_registry *reg,
+                                                      const char *name,
+                                                      size_t len);
 
 #endif

@@ -15,8 +15,15 @@ typedef struct sy__reg_filter {
     sy_filter_factory f;
 } sy__reg_filter;
 
+typedef struct sy__reg_resolver {
+    char *name;
+    sy_key_resolver kr;
+} sy__reg_resolver;
+
 struct sy_registry {
     sy__alloc alloc;
+    sy__reg_resolver *resolvers;
+    size_t resolver_count, resolver_cap;
     sy__reg_pred *preds;
     size_t pred_count, pred_cap;
     sy__reg_filter *filters;
@@ -58,6 +65,9 @@ void sy_registry_free(sy_registry *reg) {
         sy__free(&a, reg->filters[i].name);
         free_fields(&a, reg->filters[i].f.shortcut_fields);
     }
+    for (size_t i = 0; i < reg->resolver_count; i++)
+        sy__free(&a, reg->resolvers[i].name);
+    sy__free(&a, reg->resolvers);
     sy__free(&a, reg->preds);
     sy__free(&a, reg->filters);
     sy__free(&a, reg);
@@ -204,5 +214,50 @@ sy__registry_find_filter(const sy_registry *reg, const char *name, size_t len) {
         if (strlen(reg->filters[i].name) == len &&
             memcmp(reg->filters[i].name, name, len) == 0)
             return &reg->filters[i].f;
+    return NULL;
+}
+
+int sy_registry_add_key_resolver(sy_registry *reg, const char *name,
+                                 const sy_key_resolver *kr, sy_error *err) {
+    if (!reg || !name || !*name || !kr || !kr->resolve)
+        return sy__error_set(err, SY_EINVAL, "",
+                             "registry, name and resolve are required");
+    size_t len = strlen(name);
+    for (size_t i = 0; i < len; i++)
+        if (!(name[i] == '_' || name[i] == '$' ||
+              (name[i] >= '0' && name[i] <= '9' && i) ||
+              (name[i] >= 'a' && name[i] <= 'z') ||
+              (name[i] >= 'A' && name[i] <= 'Z')))
+            return sy__error_set(err, SY_EINVAL, "",
+                                 "key resolver name '%s' is not a bean name",
+                                 name);
+    for (size_t i = 0; i < SY_KR_BUILTIN_COUNT; i++)
+        if (strcmp(sy__key_resolver_names[i], name) == 0)
+            return sy__error_set(err, SY_EEXIST, "",
+                                 "'%s' is a built-in key resolver", name);
+    if (sy__registry_find_key_resolver(reg, name, len))
+        return sy__error_set(err, SY_EEXIST, "",
+                             "key resolver '%s' is already registered", name);
+    if (!grow(&reg->alloc, (void **)&reg->resolvers, &reg->resolver_cap,
+              reg->resolver_count, sizeof *reg->resolvers))
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    char *copy = sy__strdup(&reg->alloc, name);
+    if (!copy)
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    sy__reg_resolver *e = &reg->resolvers[reg->resolver_count++];
+    e->name = copy;
+    e->kr = *kr;
+    return SY_OK;
+}
+
+const sy_key_resolver *sy__registry_find_key_resolver(const sy_registry *reg,
+                                                      const char *name,
+                                                      size_t len) {
+    if (!reg)
+        return NULL;
+    for (size_t i = 0; i < reg->resolver_count; i++)
+        if (strlen(reg->resolvers[i].name) == len &&
+            memcmp(reg->resolvers[i].name, name, len) == 0)
+            return &reg->resolvers[i].kr;
     return NULL;
 }

@@ -558,6 +558,7 @@ const char *sy_strerror(int code) {
     case SY_EUNKNOWN: return "unknown predicate or filter";
     case SY_EARG: return "invalid argument value";
     case SY_ESPEL: return "SpEL expressions are not supported";
+    case SY_ENOTRUN: return "not run by this host";
     case SY_ELIMIT: return "limit exceeded";
     case SY_EREGEX: return "invalid regular expression";
     case SY_EPATTERN: return "invalid path or host pattern";

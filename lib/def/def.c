@@ -455,7 +455,8 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                        reuse ? reuse->data : NULL,
                        sy__regex_cache_new(&d->alloc),
                        &scratch,
-                       0};
+                       0,
+                       sy__def_host_runs(opts)};
     size_t i = 0;
     int rc = 0;
     bool by_bytes = reuse && reuse->by_bytes;
@@ -689,12 +690,19 @@ const sy_error *sy_document_issue(const sy_document *doc, size_t i) {
 
 /* ---- single routes and default filters ---- */
 
+const char *const *sy__def_host_runs(const sy_parse_options *o) {
+    return o && o->size >= offsetof(sy_parse_options, host_runs) +
+                               sizeof o->host_runs
+               ? o->host_runs
+               : NULL;
+}
+
 static int resolve_opts(const sy_parse_options **opts, sy__alloc *a,
                         sy_limits *lim, sy_error *err) {
     static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
     if (!*opts)
         *opts = &defaults;
-    if ((*opts)->size < sizeof(sy_parse_options))
+    if ((*opts)->size < offsetof(sy_parse_options, host_runs))
         return sy__error_set(err, SY_EINVAL, "",
                              "sy_parse_options.size is not set");
     sy__alloc_init(a, (*opts)->allocator);
@@ -719,7 +727,9 @@ int sy__def_parse_route(const char *json, size_t len,
     sy__arena_init(&tree, &a, 4096);
     rc = parse_json(&a, &tree, json ? json : "", len, &lim, &root, &own, err);
     if (!rc) {
-        sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, len};
+        sy__def_ctx ctx = {&a,   opts->registry, NULL,
+                           NULL, NULL,           NULL,
+                           len,  sy__def_host_runs(opts)};
         rc = sy__def_build_route(&ctx, root, path ? path : "", out, err);
     }
     if (own)
@@ -765,7 +775,8 @@ int sy__def_route_with_enabled(const struct sy_route *r, bool enabled,
     c->metadata = md;
     c->metadata_count = (uint32_t)n;
     c->disabled = !enabled;
-    sy__compile_env env = {c->alloc, opts->registry, NULL, NULL};
+    sy__compile_env env = {c->alloc, opts->registry, NULL, NULL,
+                           sy__def_host_runs(opts)};
     if (sy__def_canonicalize(c)) {
         sy__route_unref(c);
         return sy__error_set(err, SY_ENOMEM, "", "out of memory");
@@ -800,7 +811,8 @@ int sy__def_parse_filters(const char *json, size_t len,
         return rc;
     }
     struct sy_route *r = sy__route_new(&a);
-    sy__def_ctx ctx = {&a, opts->registry, NULL, NULL, NULL, NULL, 0};
+    sy__def_ctx ctx = {&a,   opts->registry, NULL, NULL,
+                       NULL, NULL,           0,    sy__def_host_runs(opts)};
     if (!r)
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     else if (!cJSON_IsArray(root))
@@ -814,7 +826,8 @@ int sy__def_parse_filters(const char *json, size_t len,
     if (!rc && sy__def_canonicalize(r))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if (!rc && r->filter_count) {
-        sy__compile_env env = {r->alloc, opts->registry, NULL, &r->arena};
+        sy__compile_env env = {r->alloc, opts->registry, NULL, &r->arena,
+                               sy__def_host_runs(opts)};
         r->cfilters = sy__route_calloc(r, r->filter_count, sizeof *r->cfilters);
         if (!r->cfilters)
             rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
@@ -826,6 +839,9 @@ int sy__def_parse_filters(const char *json, size_t len,
             if (rc && r->filters[i].shortcut)
                 sy__def_shortcut_error(err, p);
         }
+        if (!rc)
+            rc = sy__route_check_host(r, sy__def_host_runs(opts), path, path,
+                                      err);
     }
     if (rc) {
         sy__route_unref(r);

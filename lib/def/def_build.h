@@ -25,6 +25,7 @@ typedef struct sy__def_ctx {
     struct sy__regex_cache *regex_cache; /* may be NULL */
     sy__buf *scratch; /* canonical forms, reused route to route; may be NULL */
     size_t text_len;  /* bytes of the route's JSON text; 0: unknown */
+    const char *const *host_runs; /* what the host runs; NULL: undeclared */
 } sy__def_ctx;
 
 /*
@@ -99,5 +100,9 @@ int sy__def_tree_parse(sy__arena *ar, const char *json, size_t start,
 
 /* snprintf for JSON paths: truncation is accepted silently. */
 #define sy__def_path sy__path_printf
+
+/* The host's host_runs list of parse options (NULL when the options
+ * are older than the field, or it is not set). */
+const char *const *sy__def_host_runs(const sy_parse_options *o);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "def/def_build.h"
 #include "base/values.h"
+#include "policy/policy_args.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -161,6 +162,14 @@ static bool is_spel(const char *s) {
                  s[n - 1] == '\r'))
         n--;
     return n >= 3 && s[0] == '#' && s[1] == '{' && s[n - 1] == '}';
+}
+
+/* RequestRateLimiter names its key resolver and rate limiter as SCG
+ * names beans, "#{@name}": policy/keyresolve.c checks those. */
+static bool bean_ref_arg(const factory_view *v, const char *key) {
+    return v->spec && v->spec->id == SY_F_REQUEST_RATE_LIMITER &&
+           (sy__parg_name_eq(key, "key-resolver") ||
+            sy__parg_name_eq(key, "rate-limiter"));
 }
 
 /* Map raw args onto fields (sets raw[i].field). */
@@ -706,7 +715,7 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
     e->name = ec.name;
     sy__def_set_factory(e, v.spec, v.host);
     for (size_t i = 0; i < n; i++)
-        if (is_spel(raw[i].value)) {
+        if (is_spel(raw[i].value) && !bean_ref_arg(&v, raw[i].key)) {
             rc = arg_error(&ec, SY_ESPEL, raw[i].key,
                            "SpEL expressions (#{...}) are not supported", err);
             raw_put(ctx->alloc, raw, stack);

@@ -371,7 +371,8 @@ static int compile_route(const sy__def_ctx *ctx, struct sy_route *r,
     local.line = local.column = 0;
     local.offset = 0;
     local.path[0] = local.message[0] = '\0';
-    sy__compile_env env = {r->alloc, ctx->registry, ctx->regex_cache, NULL};
+    sy__compile_env env = {r->alloc, ctx->registry, ctx->regex_cache, NULL,
+                           ctx->host_runs};
     int rc = sy__route_compile(r, &env, path, &local);
     if (!rc)
         return 0;

@@ -480,7 +480,7 @@ static __attribute__((noinline)) int match_linear(sy_match_ctx *c,
  * content_length existed passes the shorter size). */
 static inline bool valid_request(const sy_request *req) {
     return __builtin_expect(req != NULL, 1) &&
-           __builtin_expect(req->size >= sizeof(sy_request) - sizeof(int64_t),
+           __builtin_expect(req->size >= offsetof(sy_request, content_length),
                             1);
 }
 

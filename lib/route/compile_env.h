@@ -70,6 +70,9 @@ typedef struct sy__compile_env {
      * and its pattern list, a filter): they live exactly as long as the
      * route. NULL: they are allocated with `alloc`. */
     sy__arena *arena;
+    /* What the host runs (sy_router_options.host_runs): a route using a
+     * host-run item missing from it is refused; NULL: undeclared */
+    const char *const *host_runs;
 } sy__compile_env;
 
 #endif

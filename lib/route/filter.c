@@ -8,6 +8,9 @@
  */
 #include "route/filter_int.h"
 #include "base/values.h"
+#include "policy/breaker.h"
+#include "policy/ratelimit.h"
+#include "policy/retry.h"
 
 #include <stdio.h>
 
@@ -22,6 +25,7 @@ typedef struct sy__fc {
     sy__filter *f;
     sy_error *err;
     sy__arena *ar; /* for its strings: the route's, else f->arena */
+    const sy_registry *registry;
 } sy__fc;
 
 /* ---- small helpers ---- */
@@ -403,6 +407,40 @@ static int compile_host_filter(sy__fc *c) {
     return make_entry(c, false);
 }
 
+/* A stateful filter: its entry for the host, and its config compiled
+ * from the entry's args (policy/), every field checked as SCG binds it. */
+static int compile_policy(sy__fc *c) {
+    int rc = make_entry(c, false);
+    if (rc)
+        return rc;
+    const sy_filter_entry *en = &c->f->entry;
+    sy__pargs p = {en->args, en->arg_count, en->name, c->path,
+                   c->e->shortcut, c->err, 0};
+    size_t size = c->f->id == SY_F_RETRY ? sizeof(struct sy_retry_policy)
+                  : c->f->id == SY_F_REQUEST_RATE_LIMITER ? sizeof(sy__rl_cfg)
+                                                          : sizeof(sy__brk_cfg);
+    void *cfg = sy__arena_alloc(c->ar, size);
+    if (!cfg)
+        return oom(c);
+    if (c->f->id == SY_F_RETRY)
+        rc = sy__retry_compile(&p, cfg);
+    else if (c->f->id == SY_F_REQUEST_RATE_LIMITER)
+        rc = sy__rl_compile(&p, c->registry, cfg);
+    else
+        rc = sy__brk_compile(&p, cfg);
+    if (!rc)
+        c->f->policy = cfg;
+    return rc;
+}
+
+const void *sy__filter_policy(const sy__filter *f, sy__builtin *id) {
+    if (!f || (f->id != SY_F_RETRY && f->id != SY_F_REQUEST_RATE_LIMITER &&
+               f->id != SY_F_CIRCUIT_BREAKER))
+        return NULL;
+    *id = f->id;
+    return f->policy;
+}
+
 static int compile_kind(sy__fc *c) {
     sy__filter *f = c->f;
     int rc = 0;
@@ -479,7 +517,7 @@ static int compile_kind(sy__fc *c) {
     }
     case SY_F_RETRY:
     case SY_F_REQUEST_RATE_LIMITER:
-    case SY_F_CIRCUIT_BREAKER: return make_entry(c, false);
+    case SY_F_CIRCUIT_BREAKER: return compile_policy(c);
     case SY_HOST_FACTORY: return compile_host_filter(c);
     default:
         return fail(c, SY_EUNKNOWN, NULL, "%s is not a filter",
@@ -514,7 +552,8 @@ int sy__filter_compile(const sy__def_entry *e, const sy__compile_env *env,
     for (size_t i = 0; !env->arena && i < e->arg_count; i++)
         text += 2 * (strlen(e->args[i].key) + strlen(e->args[i].value) + 2);
     sy__arena_init(&f->arena, env->alloc, text < 256 ? text : 256);
-    sy__fc c = {e, path, f, err, env->arena ? env->arena : &f->arena};
+    sy__fc c = {e, path, f, err, env->arena ? env->arena : &f->arena,
+                env->registry};
     int rc = compile_kind(&c);
     if (rc) {
         sy__filter_free(f, env->alloc);

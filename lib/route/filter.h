@@ -30,6 +30,11 @@ void sy__filter_free(sy__filter *f, const sy__alloc *a);
  * (RewritePath), or 0. */
 uint32_t sy__filter_max_groups(const sy__filter *f);
 
+/* The compiled policy config of a Retry (struct sy_retry_policy),
+ * RequestRateLimiter (sy__rl_cfg) or CircuitBreaker (sy__brk_cfg) filter,
+ * with *id its builtin id; NULL for any other filter. */
+const void *sy__filter_policy(const sy__filter *f, sy__builtin *id);
+
 /* The plan, built in the match context's scratch arena. */
 typedef struct sy__plan {
     sy_action action;

@@ -42,8 +42,9 @@
  *   SetRequestHostHeader                    value = host template
  *   SetStatus                               status
  *   StripPrefix                             size = parts
- *   Retry, RequestRateLimiter,              entry
- *   CircuitBreaker, host filters
+ *   Retry, RequestRateLimiter,              entry, policy (the config of
+ *   CircuitBreaker                          retry.h, ratelimit.h, breaker.h)
+ *   host filters                            entry
  *
  * Every string is NUL-terminated and lives in its route's arena, or in
  * `arena` for a filter compiled without one.
@@ -60,7 +61,11 @@ struct sy__filter {
     bool value_has_vars; /* value contains '{' */
     int status;
     int64_t size;
-    sy_header *items;
+    union {
+        sy_header *items; /* AddRequestHeadersIfNotPresent */
+        void *policy;     /* Retry, RequestRateLimiter, CircuitBreaker: the
+                             compiled config (lib/policy/) */
+    };
     size_t item_count;
     pcre2_code *re;
     pcre2_match_context *mctx;

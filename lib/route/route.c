@@ -7,6 +7,7 @@
 
 #include "route/filter.h"
 #include "route/predicate.h"
+#include "policy/host_runs.h"
 #include "service/service.h"
 
 #include <stdio.h>
@@ -356,7 +357,8 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
     /* compiled objects keep the allocator: use the route's own, which
      * lives exactly as long as they do */
     sy__compile_env own = {r->alloc, env ? env->registry : NULL,
-                           env ? env->regex_cache : NULL, &r->arena};
+                           env ? env->regex_cache : NULL, &r->arena,
+                           env ? env->host_runs : NULL};
     env = &own;
     free_compiled(r);
     if (r->predicate_count) {
@@ -409,7 +411,125 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
             return rc;
         }
     }
+    if (env->host_runs) {
+        char fp[200];
+        sy__path_join(fp, sizeof fp, path, "filters");
+        int rc = sy__route_check_host(r, env->host_runs, path, fp, err);
+        if (rc) {
+            free_compiled(r);
+            return rc;
+        }
+    }
     return SY_OK;
+}
+
+/* ---- run or refuse ---- */
+
+/* The uri's scheme as host_runs.c names it ("lb:ws" counts as "ws"). */
+static const char *uri_scheme_item(const struct sy_route *r) {
+    static const char *const names[] = {[SY_SCHEME_WS] = "ws",
+                                        [SY_SCHEME_WSS] = "wss",
+                                        [SY_SCHEME_LB_WS] = "ws",
+                                        [SY_SCHEME_LB_WSS] = "wss",
+                                        [SY_SCHEME_FORWARD] = "forward"};
+    unsigned s = r->up_scheme;
+    return s < SY_ARRAY_LEN(names) && names[s] ? sy__host_item_scheme(names[s])
+                                               : NULL;
+}
+
+/* Calls fn for each host-run item of r, in route order; stops at and
+ * returns fn's first non-zero result. */
+static int each_host_item(const struct sy_route *r,
+                          int (*fn)(void *data, const char *item, int where,
+                                    size_t i),
+                          void *data) {
+    int rc;
+    for (size_t i = 0; i < r->filter_count; i++) {
+        const sy__def_entry *e = &r->filters[i];
+        const char *it = e->host ? NULL : sy__host_item_filter(e->name);
+        if (it && (rc = fn(data, it, 0, i)))
+            return rc;
+    }
+    const char *it = uri_scheme_item(r);
+    if (it && (rc = fn(data, it, 1, 0)))
+        return rc;
+    for (size_t i = 0; i < r->metadata_count; i++) {
+        it = sy__host_item_metadata(r->metadata[i].key);
+        if (it && (rc = fn(data, it, 2, i)))
+            return rc;
+    }
+    return 0;
+}
+
+typedef struct host_check {
+    const struct sy_route *r;
+    const char *const *runs;
+    const char *path, *filters_path;
+    sy_error *err;
+} host_check;
+
+static int check_item(void *data, const char *item, int where, size_t i) {
+    host_check *c = data;
+    if (sy__host_runs(c->runs, item))
+        return 0;
+    char p[300], who[80];
+    sy__host_name(c->runs, who, sizeof who);
+    if (where == 0) {
+        snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);
+        return sy__error_set(c->err, SY_ENOTRUN, p,
+                             "%s: %s does not run this filter", item, who);
+    }
+    if (where == 1) {
+        sy__path_join(p, sizeof p, c->path, "uri");
+        return sy__error_set(c->err, SY_ENOTRUN, p,
+                             "%s uri: %s does not run this scheme", item, who);
+    }
+    char key[120];
+    snprintf(key, sizeof key, "metadata.%s", c->r->metadata[i].key);
+    sy__path_join(p, sizeof p, c->path, key);
+    return sy__error_set(c->err, SY_ENOTRUN, p,
+                         "%s: %s does not run this metadata key", item, who);
+}
+
+int sy__route_check_host(const struct sy_route *r, const char *const *runs,
+                         const char *path, const char *filters_path,
+                         sy_error *err) {
+    if (!runs)
+        return 0;
+    host_check c = {r, runs, path ? path : "", filters_path, err};
+    return each_host_item(r, check_item, &c);
+}
+
+typedef struct host_list {
+    const char **names;
+    size_t cap, n;
+    const char *seen[64]; /* the first 64, to count each once */
+} host_list;
+
+static int list_item(void *data, const char *item, int where, size_t i) {
+    (void)where, (void)i;
+    host_list *l = data;
+    for (size_t k = 0; k < l->n && k < SY_ARRAY_LEN(l->seen); k++)
+        if (strcmp(l->seen[k], item) == 0)
+            return 0;
+    if (l->n < l->cap)
+        l->names[l->n] = item;
+    if (l->n < SY_ARRAY_LEN(l->seen))
+        l->seen[l->n] = item;
+    l->n++;
+    return 0;
+}
+
+size_t sy_route_host_runs(const sy_route *r, const char **names, size_t cap) {
+    if (!r)
+        return 0;
+    host_list l = {names, names ? cap : 0, 0, {0}};
+    each_host_item(r, list_item, &l);
+    /* host-registered filters are host-run too (by their own name) */
+    for (size_t i = 0; i < r->filter_count; i++)
+        if (r->filters[i].host)
+            list_item(&l, r->filters[i].name, 0, i);
+    return l.n;
 }
 
 /* ---- public accessors ---- */

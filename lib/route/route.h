@@ -207,4 +207,12 @@ char *sy__route_strdup(struct sy_route *r, const char *s);
 struct sy_route *sy__route_ref(const struct sy_route *r);
 void sy__route_unref(struct sy_route *r); /* frees at zero */
 
+/* Run or refuse: SY_ENOTRUN, located, when r uses a host-run item
+ * (policy/host_runs.h) that `runs` lacks (NULL: nothing declared).
+ * Filter i is named "<filters_path>[i]", the uri and metadata
+ * "<path>.uri" / "<path>.metadata.<key>". */
+int sy__route_check_host(const struct sy_route *r, const char *const *runs,
+                         const char *path, const char *filters_path,
+                         sy_error *err);
+
 #endif

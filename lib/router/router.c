@@ -84,6 +84,7 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
     r->popts.limits = o.limits;
     r->popts.allocator = o.allocator;
     r->popts.registry = o.registry;
+    r->popts.host_runs = o.host_runs;
     r->rng = (uint64_t)(uintptr_t)r ^ sy__now_monotonic_us();
     r->owner = (sy__route_owner){sy__router_route_released, r};
     atomic_init(&r->callback_thread, 0);
@@ -94,6 +95,8 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
         sy__free(&a, r);
         return sy__error_set(err, SY_ENOMEM, "", "cannot create mutex");
     }
+    if ((rc = sy__router_policy_init(r, err)))
+        goto fail;
     if (o.default_filters) {
         rc = sy__def_parse_filters(o.default_filters, strlen(o.default_filters),
                                    &r->popts, &r->defaults, err);
@@ -121,6 +124,7 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
 fail:
     if (r->defaults)
         sy__route_unref(r->defaults);
+    sy__free(&a, r->policy_mem);
     pthread_mutex_destroy(&r->lock);
     sy__free(&a, r);
     return rc;
@@ -156,9 +160,30 @@ void sy_router_free(sy_router *r) {
         sy__route_unref(r->defaults);
     sy__free(&r->alloc, r->free_keys);
     sy__free(&r->alloc, r->status_memo);
+    sy__free(&r->alloc, r->policy_mem);
     pthread_mutex_destroy(&r->lock);
     sy__alloc a = r->alloc;
     sy__free(&a, r);
+}
+
+/* The policy store: the host's (options), else one of the router's own
+ * (docs/policies.md). */
+int sy__router_policy_init(sy_router *r, sy_error *err) {
+    if (r->opts.policy_store) {
+        r->policy = r->opts.policy_store;
+        return 0;
+    }
+    uint32_t slots = r->opts.policy_slots ? r->opts.policy_slots : 16384;
+    size_t bytes = sy_policy_store_bytes(slots, 256);
+    r->policy_mem = sy__malloc(&r->alloc, bytes);
+    if (!r->policy_mem)
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    return sy_policy_store_init(r->policy_mem, bytes, slots, 256, &r->policy,
+                                err);
+}
+
+sy_policy_store *sy_router_policy_store(sy_router *r) {
+    return r ? r->policy : NULL;
 }
 
 void sy_router_set_data(sy_router *r, void *data) {

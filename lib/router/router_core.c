@@ -103,6 +103,7 @@ sy__snapshot_config sy__router_snapshot_config(sy_router *r) {
     cfg.clock_ms = r->opts.clock_ms;
     cfg.clock_data = r->opts.callback_data;
     cfg.random = r->opts.random;
+    cfg.policy = r->policy;
     cfg.defaults = r->defaults;
     cfg.key_limit = r->key_limit;
     cfg.sources = r->source_names;

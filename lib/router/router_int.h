@@ -88,6 +88,8 @@ struct sy_router {
     const char *source_names[SY_MAX_SOURCES];
     sy__pub *pub;
     struct sy_route *defaults;
+    struct sy_policy_store *policy; /* the store the snapshots use */
+    void *policy_mem;               /* the router's own store, or NULL */
     void *data;
     uint64_t rng;
     /* route keys (sy_route_key): a free list below key_limit */
@@ -145,5 +147,8 @@ bool sy__router_graves_reserve(sy_router *r, size_t extra);
 /* A route about to become live for the first time: its key and host data
  * (route_attach). */
 void sy__router_attach_route(sy_router *r, struct sy_route *rt);
+
+/* Set r->policy from the options, or make the router's own store. */
+int sy__router_policy_init(sy_router *r, sy_error *err);
 
 #endif

@@ -338,6 +338,7 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
     s->clock_ms = cfg->clock_ms;
     s->clock_data = cfg->clock_data;
     s->random = cfg->random;
+    s->policy = cfg->policy;
     s->key_limit = cfg->key_limit;
     s->defaults = cfg->defaults ? sy__route_ref(cfg->defaults) : NULL;
     if (s->defaults)

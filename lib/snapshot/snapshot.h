@@ -27,6 +27,7 @@ typedef struct sy__snapshot_config {
     int64_t (*clock_ms)(void *data);
     void *clock_data; /* also passed to random */
     uint64_t (*random)(void *data);
+    struct sy_policy_store *policy;
     struct sy_route *defaults;
     uint32_t key_limit; /* above every live route's key */
     const char *const *sources;

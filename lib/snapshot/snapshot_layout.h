@@ -172,6 +172,7 @@ struct sy_snapshot {
     int64_t (*clock_ms)(void *data); /* for requests with now_ms == 0 */
     void *clock_data;
     uint64_t (*random)(void *data); /* for requests with seed == 0 */
+    struct sy_policy_store *policy; /* the router's (lib/policy/store.h) */
     uint32_t key_limit;             /* above every sy_route_key of its routes */
     bool needs_host;                /* some route has a Host predicate */
     bool needs_time;                /* some route has After/Before/Between */

@@ -1,0 +1,387 @@
+/*
+ * breaker.c - the circuit breaker (breaker.h), Resilience4j's count-based
+ * state machine kept lock-free in a store entry (store.h):
+ *
+ *   word  bits 0-1 state, 2-11 epoch (+1 at every transition),
+ *         12-24 half-open permits left, 25-37 half-open calls recorded,
+ *         38-50 of them failed, 51-63 of them slow
+ *   since epoch << 54 | recovering << 53 | ms since the store's base
+ *   closed window: pos (calls recorded), one failure bit and one slow bit
+ *   per position (pos % slidingWindowSize), failures / slow counted
+ *
+ * Every transition is one CAS on `word`, so the half-open permits and
+ * counts are reset with the state. A permit carries the epoch it was
+ * given in: an outcome from an older epoch changes nothing.
+ */
+#include "policy/breaker.h"
+#include "base/values.h"
+
+#include <stdio.h>
+
+#define KNOWN                                                                  \
+    "name, fallbackUri, statusCodes, resumeWithoutError, "                     \
+    "failureRateThreshold, slowCallRateThreshold, "                            \
+    "slowCallDurationThreshold, slidingWindowType, slidingWindowSize, "        \
+    "minimumNumberOfCalls, waitDurationInOpenState, "                          \
+    "permittedNumberOfCallsInHalfOpenState, timeoutDuration, warmupDuration"
+
+#define F13 0x1fffull
+#define ST(w) ((int)((w) & 3))
+#define EPOCH(w) (((w) >> 2) & 0x3ff)
+#define PERMITS(w) (((w) >> 12) & F13)
+#define HCALLS(w) (((w) >> 25) & F13)
+#define HFAILS(w) (((w) >> 38) & F13)
+#define HSLOW(w) (((w) >> 51) & F13)
+#define HALF_OPEN_MAX 8191u
+
+static uint64_t mkword(int st, uint64_t epoch, uint64_t permits,
+                       uint64_t calls, uint64_t fails, uint64_t slow) {
+    return (uint64_t)st | (epoch & 0x3ff) << 2 | (permits & F13) << 12 |
+           (calls & F13) << 25 | (fails & F13) << 38 | (slow & F13) << 51;
+}
+
+static uint64_t mksince(uint64_t epoch, bool recovering, uint64_t ms) {
+    return (epoch & 0x3ff) << 54 | (uint64_t)recovering << 53 |
+           (ms & ((1ull << 53) - 1));
+}
+
+uint64_t sy__brk_key(const char *name, size_t len) {
+    uint64_t h = sy__hash64(name, len, 0x627265616b6572ull);
+    return h ? h : 1;
+}
+
+typedef struct codes_ctx {
+    sy__pargs *p;
+    sy__brk_cfg *cfg;
+} codes_ctx;
+
+static int add_code(void *data, const char *item, size_t len) {
+    codes_ctx *c = data;
+    char buf[64];
+    const char *why = NULL;
+    int code;
+    if (len >= sizeof buf)
+        len = sizeof buf - 1;
+    memcpy(buf, item, len);
+    buf[len] = '\0';
+    if (!sy__value_status(buf, &code, &why))
+        return sy__parg_fail(c->p, SY_EARG, "statusCodes", "'%s': %s", buf,
+                             why);
+    c->cfg->codes[(code - 100) / 64] |= 1ull << ((code - 100) % 64);
+    return 0;
+}
+
+int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    int rc = 0;
+    const char *v = sy__parg(p, "name", &rc);
+    if (rc)
+        return rc;
+    if (v && *v) {
+        cfg->name = v;
+        cfg->key = sy__brk_key(v, strlen(v));
+    }
+    v = sy__parg(p, "fallbackUri", &rc);
+    if (rc)
+        return rc;
+    if (v && *v) {
+        if (strncmp(v, "forward:", 8) != 0 || v[8] != '/')
+            return sy__parg_fail(p, SY_EURI, "fallbackUri",
+                                 "'%.80s': only forward:/path is run (the "
+                                 "request is dispatched again to that path)",
+                                 v);
+        cfg->fallback = v + 8;
+    }
+    codes_ctx cc = {p, cfg};
+    if ((rc = sy__parg_list(p, "statusCodes", add_code, &cc, &cfg->has_codes)))
+        return rc;
+    if ((rc = sy__parg_bool(p, "resumeWithoutError",
+                            &cfg->resume_without_error)))
+        return rc;
+    /* Resilience4j's defaults */
+    double fr = 50, sr = 100;
+    int64_t slow = 60000, win = 100, minc = 100, wait = 60000, half = 10,
+            timeout = 1000, warm = 0;
+    v = sy__parg(p, "slidingWindowType", &rc);
+    if (rc)
+        return rc;
+    if (v && !sy__parg_enum_eq(v, strlen(v), "COUNT_BASED"))
+        return sy__parg_fail(p, SY_EARG, "slidingWindowType",
+                             "'%.40s': only COUNT_BASED is run", v);
+    if ((rc = sy__parg_float(p, "failureRateThreshold", 0, true, 100, &fr,
+                             NULL)) ||
+        (rc = sy__parg_float(p, "slowCallRateThreshold", 0, true, 100, &sr,
+                             NULL)) ||
+        (rc = sy__parg_duration(p, "slowCallDurationThreshold", 1, &slow,
+                                NULL)) ||
+        (rc = sy__parg_int(p, "slidingWindowSize", 1, SY_BREAKER_WINDOW_MAX,
+                           &win, NULL)) ||
+        (rc = sy__parg_int(p, "minimumNumberOfCalls", 1, INT32_MAX, &minc,
+                           NULL)) ||
+        (rc = sy__parg_duration(p, "waitDurationInOpenState", 1, &wait,
+                                NULL)) ||
+        (rc = sy__parg_int(p, "permittedNumberOfCallsInHalfOpenState", 1,
+                           HALF_OPEN_MAX, &half, NULL)) ||
+        (rc = sy__parg_duration(p, "timeoutDuration", 1, &timeout, NULL)) ||
+        (rc = sy__parg_duration(p, "warmupDuration", 0, &warm, NULL)))
+        return rc;
+    if ((rc = sy__parg_unknown(p, KNOWN)))
+        return rc;
+    int64_t cap = UINT32_MAX;
+    cfg->failure_rate = (float)fr;
+    cfg->slow_rate = (float)sr;
+    cfg->slow_ms = (uint32_t)(slow < cap ? slow : cap);
+    cfg->window = (uint32_t)win;
+    cfg->min_calls = (uint32_t)(minc < win ? minc : win);
+    cfg->wait_ms = (uint32_t)(wait < cap ? wait : cap);
+    cfg->half_open = (uint32_t)half;
+    cfg->timeout_ms = (uint32_t)(timeout < cap ? timeout : cap);
+    cfg->warmup_ms = (uint32_t)(warm < cap ? warm : cap);
+    uint64_t shape[] = {(uint64_t)(fr * 1000), (uint64_t)(sr * 1000),
+                        cfg->slow_ms, cfg->window, cfg->min_calls,
+                        cfg->wait_ms, cfg->half_open, cfg->warmup_ms,
+                        cfg->codes[0] ^ cfg->codes[1] ^ cfg->codes[2] ^
+                            cfg->codes[3] ^ cfg->codes[4] ^ cfg->codes[5] ^
+                            cfg->codes[6] ^ cfg->codes[7],
+                        cfg->timeout_ms};
+    cfg->fp = sy__hash64(shape, sizeof shape, 0x62726b636667ull) | 1;
+    return 0;
+}
+
+/* Empty the closed window (after the state moved to a new epoch). */
+static void clear_window(sy__brk *b) {
+    atomic_store_explicit(&b->pos, 0, memory_order_relaxed);
+    for (size_t i = 0; i < SY_BRK_WORDS; i++) {
+        atomic_store_explicit(&b->fbits[i], 0, memory_order_relaxed);
+        atomic_store_explicit(&b->sbits[i], 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&b->failures, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->slow, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->warm, 0, memory_order_relaxed);
+}
+
+/* The breaker runs with cfg from now on: a new config starts it closed
+ * with an empty window. */
+static void adopt(sy_policy_store *st, sy__brk *b, const sy__brk_cfg *cfg,
+                  uint64_t now) {
+    uint64_t c = atomic_load_explicit(&b->cfg, memory_order_acquire);
+    if (c == cfg->fp || !atomic_compare_exchange_strong(&b->cfg, &c, cfg->fp))
+        return;
+    uint64_t w = atomic_load(&b->word);
+    uint64_t e = EPOCH(w) + 1;
+    clear_window(b);
+    atomic_store(&b->since, mksince(e, false, now));
+    atomic_store(&b->word, mkword(SY_BREAKER_CLOSED, e, 0, 0, 0, 0));
+    (void)st;
+}
+
+static bool warm_admit(sy__brk *b, const sy__brk_cfg *cfg, uint64_t w,
+                       uint64_t now) {
+    if (!cfg->warmup_ms)
+        return true;
+    uint64_t s = atomic_load_explicit(&b->since, memory_order_acquire);
+    if (!(s >> 53 & 1) || (s >> 54) != EPOCH(w))
+        return true;
+    uint64_t at = s & ((1ull << 53) - 1);
+    uint64_t el = now > at ? now - at : 0;
+    if (el >= cfg->warmup_ms)
+        return true;
+    /* a share el / warmup of the calls, spread evenly */
+    uint64_t n = atomic_fetch_add_explicit(&b->warm, 1, memory_order_relaxed);
+    uint64_t spot = (n * 0x9e3779b97f4a7c15ull) >> 54; /* 0..1023 */
+    return spot < el * 1024 / cfg->warmup_ms;
+}
+
+void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
+                     const char *route_id, int64_t now_ms,
+                     sy_breaker_permit *out) {
+    memset(out, 0, sizeof *out);
+    out->breaker = true;
+    out->permitted = true;
+    out->state = SY_BREAKER_CLOSED;
+    out->timeout_ms = cfg->timeout_ms;
+    out->name = cfg->name ? cfg->name : route_id;
+    out->fallback = cfg->fallback;
+    out->cfg = cfg;
+    out->store = st;
+    out->entry = UINT32_MAX;
+    uint64_t key = cfg->key ? cfg->key : sy__brk_key(route_id, strlen(route_id));
+    sy__brk *b = sy__store_breaker(st, key, true);
+    if (!b) {
+        sy__store_count(&st->store_full);
+        return; /* no room: calls pass, unbroken */
+    }
+    out->entry = (uint32_t)(b - sy__store_brks(st));
+    uint64_t now = sy__store_rel_ms(st, now_ms);
+    adopt(st, b, cfg, now);
+    for (;;) {
+        uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+        out->epoch = (uint32_t)EPOCH(w);
+        out->state = (sy_breaker_state)ST(w);
+        if (ST(w) == SY_BREAKER_CLOSED) {
+            out->permitted = warm_admit(b, cfg, w, now);
+            break;
+        }
+        if (ST(w) == SY_BREAKER_OPEN) {
+            uint64_t s = atomic_load_explicit(&b->since, memory_order_acquire);
+            uint64_t at = s & ((1ull << 53) - 1);
+            if ((s >> 54) != EPOCH(w) || now < at + cfg->wait_ms) {
+                out->permitted = false;
+                break;
+            }
+            uint64_t e = EPOCH(w) + 1;
+            uint64_t nw = mkword(SY_BREAKER_HALF_OPEN, e, cfg->half_open - 1,
+                                 0, 0, 0);
+            if (atomic_compare_exchange_strong(&b->word, &w, nw)) {
+                atomic_store(&b->since, mksince(e, false, now));
+                sy__store_count(&st->breaker_half_opened);
+                out->epoch = (uint32_t)(e & 0x3ff);
+                out->state = SY_BREAKER_HALF_OPEN;
+                out->permitted = true;
+                return;
+            }
+            continue;
+        }
+        /* half-open: take a permit */
+        if (!PERMITS(w)) {
+            out->permitted = false;
+            break;
+        }
+        uint64_t nw = w - (1ull << 12);
+        if (atomic_compare_exchange_weak(&b->word, &w, nw)) {
+            out->permitted = true;
+            return;
+        }
+    }
+    if (!out->permitted)
+        sy__store_count(&st->breaker_rejected);
+}
+
+static bool is_code(const sy__brk_cfg *cfg, int status) {
+    if (status < 100 || status > 599)
+        return false;
+    return cfg->codes[(status - 100) / 64] >> ((status - 100) % 64) & 1;
+}
+
+/* One outcome into the closed window; opens the breaker past a
+ * threshold. */
+static void record_closed(sy_policy_store *st, sy__brk *b,
+                          const sy__brk_cfg *cfg, uint64_t w, bool fail,
+                          bool slow, uint64_t now) {
+    uint64_t idx = atomic_fetch_add(&b->pos, 1);
+    uint64_t i = idx % cfg->window, mask = 1ull << (i % 64);
+    size_t word = (size_t)(i / 64);
+    uint64_t old = fail ? atomic_fetch_or(&b->fbits[word], mask)
+                        : atomic_fetch_and(&b->fbits[word], ~mask);
+    if (!!(old & mask) != fail)
+        atomic_fetch_add(&b->failures, fail ? 1u : (uint32_t)-1);
+    old = slow ? atomic_fetch_or(&b->sbits[word], mask)
+               : atomic_fetch_and(&b->sbits[word], ~mask);
+    if (!!(old & mask) != slow)
+        atomic_fetch_add(&b->slow, slow ? 1u : (uint32_t)-1);
+    uint64_t calls = idx + 1 < cfg->window ? idx + 1 : cfg->window;
+    if (calls < cfg->min_calls)
+        return;
+    float f = (float)atomic_load(&b->failures) * 100.0f / (float)calls;
+    float s = (float)atomic_load(&b->slow) * 100.0f / (float)calls;
+    if (f < cfg->failure_rate && s < cfg->slow_rate)
+        return;
+    uint64_t e = EPOCH(w) + 1;
+    if (atomic_compare_exchange_strong(
+            &b->word, &w, mkword(SY_BREAKER_OPEN, e, 0, 0, 0, 0))) {
+        atomic_store(&b->since, mksince(e, false, now));
+        sy__store_count(&st->breaker_opened);
+    }
+}
+
+static void record_half_open(sy_policy_store *st, sy__brk *b,
+                             const sy__brk_cfg *cfg, uint64_t w, bool fail,
+                             bool slow, uint64_t now) {
+    uint32_t epoch = (uint32_t)EPOCH(w);
+    for (;;) {
+        uint64_t calls = HCALLS(w) + 1, fails = HFAILS(w) + fail,
+                 slows = HSLOW(w) + slow;
+        uint64_t nw = mkword(SY_BREAKER_HALF_OPEN, epoch, PERMITS(w), calls,
+                             fails, slows);
+        int to = -1;
+        if (calls >= cfg->half_open) {
+            float f = (float)fails * 100.0f / (float)calls;
+            float s = (float)slows * 100.0f / (float)calls;
+            to = f >= cfg->failure_rate || s >= cfg->slow_rate
+                     ? SY_BREAKER_OPEN
+                     : SY_BREAKER_CLOSED;
+            nw = mkword(to, epoch + 1, 0, 0, 0, 0);
+        }
+        if (atomic_compare_exchange_weak(&b->word, &w, nw)) {
+            if (to == SY_BREAKER_CLOSED) {
+                clear_window(b);
+                atomic_store(&b->since, mksince(epoch + 1, true, now));
+                sy__store_count(&st->breaker_closed);
+            } else if (to == SY_BREAKER_OPEN) {
+                atomic_store(&b->since, mksince(epoch + 1, false, now));
+                sy__store_count(&st->breaker_opened);
+            }
+            return;
+        }
+        if (ST(w) != SY_BREAKER_HALF_OPEN || EPOCH(w) != epoch)
+            return;
+    }
+}
+
+sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
+                                     sy_outcome outcome, int status,
+                                     uint64_t duration_ms, int64_t now_ms) {
+    if (!p || !p->breaker || !p->cfg)
+        return SY_BREAKER_PASS;
+    const sy__brk_cfg *cfg = p->cfg;
+    bool err = outcome == SY_OUTCOME_CONNECT_FAILURE ||
+               outcome == SY_OUTCOME_TIMEOUT;
+    bool code = is_code(cfg, status);
+    bool fail = err || code;
+    bool slow = duration_ms > cfg->slow_ms;
+    sy_breaker_verdict v = fail ? SY_BREAKER_FALLBACK : SY_BREAKER_PASS;
+    if (!err && code && cfg->resume_without_error && !cfg->fallback)
+        v = SY_BREAKER_PASS;
+    sy_policy_store *st = p->store;
+    if (!p->permitted || !st || p->entry >= st->breakers)
+        return v;
+    sy__brk *b = &sy__store_brks(st)[p->entry];
+    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    if (EPOCH(w) != p->epoch ||
+        atomic_load_explicit(&b->cfg, memory_order_relaxed) != cfg->fp)
+        return v; /* asked before a transition: counts no more */
+    uint64_t now = sy__store_rel_ms(st, now_ms);
+    if (ST(w) == SY_BREAKER_CLOSED)
+        record_closed(st, b, cfg, w, fail, slow, now);
+    else if (ST(w) == SY_BREAKER_HALF_OPEN)
+        record_half_open(st, b, cfg, w, fail, slow, now);
+    return v;
+}
+
+int sy_policy_store_breaker(const sy_policy_store *cst, const char *name,
+                            sy_breaker_info *out, sy_error *err) {
+    sy_policy_store *st = (sy_policy_store *)(uintptr_t)cst;
+    if (!st || !name || !out)
+        return sy__error_set(err, SY_EINVAL, "", "store, name and out needed");
+    sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)), false);
+    if (!b)
+        return sy__error_set(err, SY_ENOTFOUND, "",
+                             "no breaker named '%.80s' has been used", name);
+    uint64_t w = atomic_load(&b->word);
+    uint64_t s = atomic_load(&b->since);
+    memset(out, 0, sizeof *out);
+    out->state = (sy_breaker_state)ST(w);
+    if (ST(w) == SY_BREAKER_HALF_OPEN) {
+        out->calls = (uint32_t)HCALLS(w);
+        out->failures = (uint32_t)HFAILS(w);
+        out->slow = (uint32_t)HSLOW(w);
+    } else {
+        uint64_t pos = atomic_load(&b->pos);
+        out->calls = (uint32_t)(pos < UINT32_MAX ? pos : UINT32_MAX);
+        out->failures = atomic_load(&b->failures);
+        out->slow = atomic_load(&b->slow);
+    }
+    int64_t base = atomic_load(&st->base_ms);
+    out->state_since_ms = base + (int64_t)(s & ((1ull << 53) - 1));
+    return 0;
+}

@@ -1,0 +1,35 @@
+/*
+ * breaker.h - CircuitBreaker (Spring Cloud CircuitBreaker on
+ * Resilience4j): its args (SCG's name, fallbackUri, statusCodes,
+ * resumeWithoutError; Resilience4j's CircuitBreakerConfig and
+ * TimeLimiterConfig names; warmupDuration, switchyard's gradual recovery)
+ * and the breaker's state machine over a store entry.
+ */
+#ifndef SY_POLICY_BREAKER_H
+#define SY_POLICY_BREAKER_H
+
+#include "policy/policy_args.h"
+#include "policy/store.h"
+
+typedef struct sy__brk_cfg {
+    const char *name;     /* NULL: the route's id (SCG's default) */
+    const char *fallback; /* the path of forward:/path, or NULL */
+    uint64_t codes[8];    /* statusCodes: bit (status - 100) */
+    bool resume_without_error;
+    bool has_codes;
+    float failure_rate, slow_rate; /* percent, (0, 100] */
+    uint32_t slow_ms, window, min_calls, wait_ms, half_open, timeout_ms;
+    uint32_t warmup_ms; /* 0: none */
+    uint64_t key;       /* of the name (0: the route id's, per request) */
+    uint64_t fp;        /* of every setting: a change resets the breaker */
+} sy__brk_cfg;
+
+int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg);
+/* The store key of a breaker name. */
+uint64_t sy__brk_key(const char *name, size_t len);
+/* Permission for one call (sy_match_breaker_acquire). */
+void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
+                     const char *route_id, int64_t now_ms,
+                     sy_breaker_permit *out);
+
+#endif

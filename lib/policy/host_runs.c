@@ -1,0 +1,103 @@
+/*
+ * host_runs.c - the host-run items and the hosts' lists (host_runs.h,
+ * sy_host_runs_all, sy_host_profile). The lists of the project's own
+ * hosts live here, in one place: the mini-gateway and the nginx module
+ * pass them as sy_router_options.host_runs, and `switchyard check --host`
+ * checks documents against them.
+ */
+#include "policy/host_runs.h"
+
+#include <stdio.h>
+
+static const char *const all_items[] = {
+    "RequestRateLimiter",       "CircuitBreaker",
+    "Retry",                    "RewriteLocationResponseHeader",
+    "forward:",                 "ws:",
+    "wss:",                     "metadata.cors",
+    "metadata.response-timeout", "metadata.connect-timeout",
+    NULL};
+
+/* examples/mini-gateway */
+static const char *const gateway_runs[] = {
+    "host=gateway",   "RequestRateLimiter",
+    "CircuitBreaker", "Retry",
+    "RewriteLocationResponseHeader",
+    "forward:",       "metadata.cors",
+    NULL};
+
+/* examples/nginx-module */
+static const char *const nginx_runs[] = {"host=nginx", "RequestRateLimiter",
+                                         "ws:", "wss:", NULL};
+
+const char *const *sy_host_runs_all(void) {
+    return all_items;
+}
+
+const char *const *sy_host_profile(const char *host) {
+    if (!host)
+        return NULL;
+    if (strcmp(host, "gateway") == 0)
+        return gateway_runs;
+    if (strcmp(host, "nginx") == 0)
+        return nginx_runs;
+    return NULL;
+}
+
+static const char *find(const char *prefix, const char *name) {
+    size_t pl = strlen(prefix);
+    for (size_t i = 0; all_items[i]; i++) {
+        const char *it = all_items[i];
+        if (pl && strncmp(it, prefix, pl) != 0)
+            continue;
+        if (!strcmp(prefix, "") && strchr(it, ':'))
+            continue;
+        if (!strcmp(prefix, "") && !strncmp(it, "metadata.", 9))
+            continue;
+        size_t nl = strlen(it) - pl;
+        if (!strcmp(prefix, "") ? strcmp(it, name) == 0
+                                : strncmp(it + pl, name, nl) == 0 &&
+                                      name[nl] == '\0')
+            return it;
+    }
+    return NULL;
+}
+
+const char *sy__host_item_filter(const char *name) {
+    return name ? find("", name) : NULL;
+}
+
+const char *sy__host_item_scheme(const char *scheme) {
+    if (!scheme)
+        return NULL;
+    for (size_t i = 0; all_items[i]; i++) {
+        const char *it = all_items[i];
+        size_t n = strlen(it);
+        if (it[n - 1] == ':' && strlen(scheme) == n - 1 &&
+            strncmp(it, scheme, n - 1) == 0)
+            return it;
+    }
+    return NULL;
+}
+
+const char *sy__host_item_metadata(const char *key) {
+    return key ? find("metadata.", key) : NULL;
+}
+
+bool sy__host_runs(const char *const *runs, const char *item) {
+    if (!runs)
+        return true;
+    for (size_t i = 0; runs[i]; i++)
+        if (strcmp(runs[i], item) == 0)
+            return true;
+    return false;
+}
+
+const char *sy__host_name(const char *const *runs, char *buf, size_t cap) {
+    for (size_t i = 0; runs && runs[i]; i++)
+        if (strncmp(runs[i], "host=", 5) == 0) {
+            snprintf(buf, cap, "host '%s'", runs[i] + 5);
+            return buf;
+        }
+    snprintf(buf, cap, "this host");
+    return buf;
+}

@@ -1,0 +1,139 @@
+/*
+ * keyresolve.c - parsing "#{@name}" key-resolver references and resolving
+ * a request's key (keyresolve.h).
+ */
+#include "policy/keyresolve.h"
+
+#include <ctype.h>
+
+static bool bean_char(char c, bool first) {
+    return c == '_' || c == '$' || isalpha((unsigned char)c) ||
+           (!first && isdigit((unsigned char)c));
+}
+
+bool sy__keyres_parse(const char *text, const sy_registry *reg,
+                      sy__keyres *out, const char **why) {
+    memset(out, 0, sizeof *out);
+    const char *s = text, *e = text + strlen(text);
+    while (s < e && isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    if (e - s < 5 || memcmp(s, "#{@", 3) != 0 || e[-1] != '}') {
+        *why = "expected a bean reference such as "
+               "\"#{@remoteAddrKeyResolver}\"";
+        return false;
+    }
+    s += 3, e--;
+    const char *colon = memchr(s, ':', (size_t)(e - s));
+    const char *name_end = colon ? colon : e;
+    for (const char *c = s; c < name_end; c++)
+        if (!bean_char(*c, c == s)) {
+            *why = "expected a bean name inside #{@...}";
+            return false;
+        }
+    size_t len = (size_t)(name_end - s);
+    if (!len) {
+        *why = "expected a bean name inside #{@...}";
+        return false;
+    }
+    for (int k = 0; k < SY_KR_BUILTIN_COUNT; k++) {
+        const char *n = sy__key_resolver_names[k];
+        if (strlen(n) != len || memcmp(n, s, len) != 0)
+            continue;
+        bool takes_arg = k == SY_KR_HEADER || k == SY_KR_PATH_VAR;
+        if (takes_arg != (colon != NULL)) {
+            *why = takes_arg ? "this resolver takes a name: "
+                               "\"#{@header:X-User}\", "
+                               "\"#{@pathVariable:segment}\""
+                             : "this resolver takes no argument";
+            return false;
+        }
+        out->kind = (sy__key_resolver_kind)k;
+        if (colon) {
+            size_t al = (size_t)(e - colon - 1);
+            if (!al || al >= sizeof out->arg) {
+                *why = "the resolver's name argument is empty or longer "
+                       "than 63 bytes";
+                return false;
+            }
+            memcpy(out->arg, colon + 1, al);
+        }
+        return true;
+    }
+    if (!colon) {
+        const sy_key_resolver *h = sy__registry_find_key_resolver(reg, s, len);
+        if (h) {
+            out->kind = SY_KR_REGISTERED;
+            out->host = h;
+            return true;
+        }
+    }
+    *why = "no such key resolver (built in: principalNameKeyResolver, "
+           "remoteAddrKeyResolver, hostKeyResolver, routeKeyResolver, "
+           "header:<name>, pathVariable:<name>; others must be registered "
+           "by the host)";
+    return false;
+}
+
+static size_t put(char *buf, size_t cap, const char *s, size_t n) {
+    if (n > cap)
+        n = cap;
+    if (n)
+        memcpy(buf, s, n);
+    return n;
+}
+
+static sy_str header_value(const sy_request *req, const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 0; i < req->header_count; i++) {
+        if (sy__str_ieq(req->headers[i].name, name, n))
+            return req->headers[i].value;
+    }
+    return (sy_str){NULL, 0};
+}
+
+/* The host without a port ("[::1]:80" -> "[::1]"). */
+static sy_str host_only(sy_str h) {
+    size_t n = h.len;
+    for (size_t i = n; i-- > 0;) {
+        if (h.ptr[i] == ']')
+            break;
+        if (h.ptr[i] == ':') {
+            n = i;
+            break;
+        }
+    }
+    return (sy_str){h.ptr, n};
+}
+
+size_t sy__keyres_resolve(const sy__keyres *kr, const sy_request *req,
+                          const struct sy_route *route, const char *route_id,
+                          sy__var_fn var, const void *var_data, char *buf,
+                          size_t cap) {
+    sy_str v = {NULL, 0};
+    switch (kr->kind) {
+    case SY_KR_PRINCIPAL:
+        if (req->size >= offsetof(sy_request, principal) + sizeof(sy_str))
+            v = req->principal;
+        break;
+    case SY_KR_REMOTE_ADDR: v = req->remote_addr; break;
+    case SY_KR_HOST: v = host_only(req->host); break;
+    case SY_KR_ROUTE:
+        v = (sy_str){route_id, route_id ? strlen(route_id) : 0};
+        break;
+    case SY_KR_HEADER: v = header_value(req, kr->arg); break;
+    case SY_KR_PATH_VAR:
+        if (var)
+            v = var(var_data, kr->arg);
+        break;
+    case SY_KR_REGISTERED: {
+        size_t len = 0;
+        if (kr->host->resolve(kr->host->data, req, route, buf, cap, &len) < 0)
+            return 0;
+        return len > cap ? cap : len;
+    }
+    default: break;
+    }
+    return v.ptr ? put(buf, cap, v.ptr, v.len) : 0;
+}

@@ -1,0 +1,208 @@
+/*
+ * policy_args.c - the arg reader of the stateful filters (policy_args.h):
+ * relaxed names, duplicate and unknown keys, typed values, located errors.
+ */
+#include "policy/policy_args.h"
+#include "base/values.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static char relax(char c) {
+    return (char)tolower((unsigned char)c);
+}
+
+bool sy__parg_name_eq(const char *a, const char *b) {
+    for (;;) {
+        while (*a == '-' || *a == '_')
+            a++;
+        while (*b == '-' || *b == '_')
+            b++;
+        if (!*a || !*b)
+            return !*a && !*b;
+        if (relax(*a) != relax(*b))
+            return false;
+        a++, b++;
+    }
+}
+
+bool sy__parg_enum_eq(const char *t, size_t len, const char *name) {
+    const char *end = t + len;
+    for (;;) {
+        while (t < end && !isalnum((unsigned char)*t))
+            t++;
+        while (*name && !isalnum((unsigned char)*name))
+            name++;
+        if (t == end || !*name)
+            return t == end && !*name;
+        if (relax(*t) != relax(*name))
+            return false;
+        t++, name++;
+    }
+}
+
+int sy__parg_fail(sy__pargs *p, int code, const char *key, const char *fmt,
+                  ...) {
+    char msg[200], path[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (p->shortcut || !key)
+        snprintf(path, sizeof path, "%s", p->path ? p->path : "");
+    else
+        snprintf(path, sizeof path, "%s.args.%s", p->path ? p->path : "",
+                 key);
+    if (key)
+        return sy__error_set(p->err, code, path, "%s: %s: %s", p->filter, key,
+                             msg);
+    return sy__error_set(p->err, code, path, "%s: %s", p->filter, msg);
+}
+
+const char *sy__parg(sy__pargs *p, const char *name, int *rc) {
+    const char *v = NULL;
+    for (size_t i = 0; i < p->count; i++) {
+        if (!sy__parg_name_eq(p->args[i].key, name))
+            continue;
+        if (v) {
+            *rc = sy__parg_fail(p, SY_EARG, p->args[i].key,
+                                "given more than once");
+            return NULL;
+        }
+        v = p->args[i].value;
+        if (i < 64)
+            p->used |= 1ull << i;
+    }
+    return v;
+}
+
+int sy__parg_unknown(sy__pargs *p, const char *known) {
+    for (size_t i = 0; i < p->count && i < 64; i++)
+        if (!(p->used & (1ull << i)))
+            return sy__parg_fail(p, SY_EARG, p->args[i].key,
+                                 "unknown argument (known: %s)", known);
+    return 0;
+}
+
+int sy__parg_int(sy__pargs *p, const char *name, int64_t min, int64_t max,
+                 int64_t *out, bool *present) {
+    int rc = 0;
+    const char *v = sy__parg(p, name, &rc), *why = NULL;
+    if (present)
+        *present = v != NULL;
+    if (rc || !v)
+        return rc;
+    int64_t x;
+    if (!sy__value_int64(v, INT64_MIN, INT64_MAX, &x, &why))
+        return sy__parg_fail(p, SY_EARG, name, "%s", why);
+    if (x < min || x > max)
+        return sy__parg_fail(p, SY_ERANGE, name,
+                             "%lld is out of range %lld..%lld", (long long)x,
+                             (long long)min, (long long)max);
+    *out = x;
+    return 0;
+}
+
+int sy__parg_bool(sy__pargs *p, const char *name, bool *out) {
+    int rc = 0;
+    const char *v = sy__parg(p, name, &rc), *why = NULL;
+    if (rc || !v)
+        return rc;
+    if (!sy__value_bool(v, out, &why))
+        return sy__parg_fail(p, SY_EARG, name, "%s", why);
+    return 0;
+}
+
+int sy__parg_duration(sy__pargs *p, const char *name, int64_t min_ms,
+                      int64_t *out, bool *present) {
+    int rc = 0;
+    const char *v = sy__parg(p, name, &rc), *why = NULL;
+    if (present)
+        *present = v != NULL;
+    if (rc || !v)
+        return rc;
+    int64_t ms;
+    if (!sy__value_duration_ms(v, &ms, &why))
+        return sy__parg_fail(p, SY_EARG, name, "%s", why);
+    if (ms < min_ms)
+        return sy__parg_fail(p, SY_ERANGE, name, "must be at least %lldms",
+                             (long long)min_ms);
+    *out = ms;
+    return 0;
+}
+
+int sy__parg_float(sy__pargs *p, const char *name, double min, bool min_open,
+                   double max, double *out, bool *present) {
+    int rc = 0;
+    const char *v = sy__parg(p, name, &rc);
+    if (present)
+        *present = v != NULL;
+    if (rc || !v)
+        return rc;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    while (end && (*end == ' ' || *end == '\t'))
+        end++;
+    if (!*v || !end || *end || errno || !isfinite(x) || isspace((unsigned char)*v))
+        return sy__parg_fail(p, SY_EARG, name, "expected a number");
+    if (x > max || x < min || (min_open && x == min))
+        return sy__parg_fail(p, SY_ERANGE, name, "%g is out of range %s%g..%g",
+                             x, min_open ? "above " : "", min, max);
+    *out = x;
+    return 0;
+}
+
+int sy__parg_status(sy__pargs *p, const char *name, int *out) {
+    int rc = 0;
+    const char *v = sy__parg(p, name, &rc), *why = NULL;
+    if (rc || !v)
+        return rc;
+    if (!sy__value_status(v, out, &why))
+        return sy__parg_fail(p, SY_EARG, name, "%s", why);
+    return 0;
+}
+
+int sy__parg_each(const char *list,
+                  int (*fn)(void *data, const char *item, size_t len),
+                  void *data) {
+    const char *s = list;
+    while (*s) {
+        const char *e = strchr(s, ',');
+        if (!e)
+            e = s + strlen(s);
+        const char *a = s, *b = e;
+        while (a < b && isspace((unsigned char)*a))
+            a++;
+        while (b > a && isspace((unsigned char)b[-1]))
+            b--;
+        if (b > a) {
+            int rc = fn(data, a, (size_t)(b - a));
+            if (rc)
+                return rc;
+        }
+        s = *e ? e + 1 : e;
+    }
+    return 0;
+}
+
+int sy__parg_list(sy__pargs *p, const char *name,
+                  int (*fn)(void *data, const char *item, size_t len),
+                  void *data, bool *present) {
+    *present = false;
+    for (size_t i = 0; i < p->count; i++) {
+        if (!sy__parg_name_eq(p->args[i].key, name))
+            continue;
+        *present = true;
+        if (i < 64)
+            p->used |= 1ull << i;
+        int rc = sy__parg_each(p->args[i].value, fn, data);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,270 @@
+/*
+ * ratelimit.c - RequestRateLimiter (ratelimit.h). The local bucket is
+ * SCG's token bucket kept as one 64-bit word, the time at which it will
+ * be full again (a "theoretical arrival time", GCRA):
+ *
+ *   T = 1 s / replenishRate          one token's refill time
+ *   tokens(now) = burstCapacity - (tat - now) / T    (tat <= now: full)
+ *   take n: allowed when tokens(now) >= n, then tat = max(tat, now) + n*T
+ *
+ * which is SCG's filled = min(capacity, last + elapsed * rate) with a
+ * continuous clock (microseconds) instead of Redis's whole seconds. The
+ * word also holds the key's tag, so that a CAS fails when the slot was
+ * given to another key meanwhile (store.c).
+ */
+#include "policy/ratelimit.h"
+
+#include <stdio.h>
+
+#define KNOWN                                                                  \
+    "redis-rate-limiter.replenishRate, redis-rate-limiter.burstCapacity, "     \
+    "redis-rate-limiter.requestedTokens, key-resolver, rate-limiter, "         \
+    "deny-empty-key, empty-key-status, status-code"
+
+int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    int64_t rate = 0, burst = 1, req = 1;
+    bool has_rate = false;
+    int rc;
+    if ((rc = sy__parg_int(p, "redis-rate-limiter.replenishRate", 1, INT32_MAX,
+                           &rate, &has_rate)) ||
+        (rc = sy__parg_int(p, "redis-rate-limiter.burstCapacity", 0,
+                           INT32_MAX, &burst, NULL)) ||
+        (rc = sy__parg_int(p, "redis-rate-limiter.requestedTokens", 1,
+                           INT32_MAX, &req, NULL)))
+        return rc;
+    if (!has_rate)
+        return sy__parg_fail(p, SY_EMISSING, "redis-rate-limiter.replenishRate",
+                             "missing required argument (tokens per second, "
+                             "at least 1)");
+    cfg->rate = (uint32_t)rate;
+    cfg->burst = (uint32_t)burst;
+    cfg->requested = (uint32_t)req;
+    const char *v, *why = NULL;
+    rc = 0;
+    v = sy__parg(p, "key-resolver", &rc);
+    if (rc)
+        return rc;
+    if (v) {
+        if (!sy__keyres_parse(v, reg, &cfg->kr, &why))
+            return sy__parg_fail(p, SY_EARG, "key-resolver", "%s", why);
+    } else {
+        cfg->kr.kind = SY_KR_PRINCIPAL; /* SCG's default resolver */
+    }
+    v = sy__parg(p, "rate-limiter", &rc);
+    if (rc)
+        return rc;
+    if (v) {
+        const char *s = v;
+        while (*s == ' ')
+            s++;
+        if (strncmp(s, "#{@redisRateLimiter}", 20) != 0 ||
+            s[20 + strspn(s + 20, " ")])
+            return sy__parg_fail(p, SY_EARG, "rate-limiter",
+                                 "only \"#{@redisRateLimiter}\" (SCG's token "
+                                 "bucket) is run");
+    }
+    cfg->deny_empty = true;
+    cfg->empty_status = 403;
+    cfg->status = 429;
+    if ((rc = sy__parg_bool(p, "deny-empty-key", &cfg->deny_empty)))
+        return rc;
+    /* SCG's route arg is emptyKeyStatus; its global property is
+     * empty-key-status-code: both are taken */
+    bool has_eks = sy__parg(p, "empty-key-status", &rc) != NULL;
+    if (rc)
+        return rc;
+    if (has_eks && (rc = sy__parg_status(p, "empty-key-status",
+                                         &cfg->empty_status)))
+        return rc;
+    if (sy__parg(p, "empty-key-status-code", &rc)) {
+        if (has_eks)
+            return sy__parg_fail(p, SY_EARG, "empty-key-status-code",
+                                 "given with empty-key-status");
+        if ((rc = sy__parg_status(p, "empty-key-status-code",
+                                  &cfg->empty_status)))
+            return rc;
+    }
+    if (rc || (rc = sy__parg_status(p, "status-code", &cfg->status)))
+        return rc;
+    if ((rc = sy__parg_unknown(p, KNOWN)))
+        return rc;
+    uint32_t shape[3] = {cfg->rate, cfg->burst, cfg->requested};
+    cfg->fp = sy__hash64(shape, sizeof shape, 0x726174656c696dull);
+    return 0;
+}
+
+uint64_t sy__rl_bucket_key(const sy__rl_cfg *cfg, const char *route_id,
+                           const char *key, size_t key_len) {
+    uint64_t h = sy__hash64(route_id, strlen(route_id), cfg->fp);
+    h = sy__hash64(key, key_len, h);
+    return h ? h : 1;
+}
+
+void sy__rl_fill(const sy__rl_cfg *cfg, sy_ratelimit *out) {
+    out->limited = true;
+    out->headers = true;
+    out->empty_key = false;
+    out->status = 0;
+    out->replenish_rate = cfg->rate;
+    out->burst_capacity = cfg->burst;
+    out->requested_tokens = cfg->requested;
+}
+
+void sy__rl_empty_key(const sy__rl_cfg *cfg, sy_ratelimit *out) {
+    sy__rl_fill(cfg, out);
+    out->empty_key = true;
+    out->headers = false; /* SCG answers an empty key without them */
+    out->allowed = !cfg->deny_empty;
+    out->status = cfg->deny_empty ? cfg->empty_status : 0;
+    out->remaining = 0;
+    out->key_len = 0;
+    out->key[0] = '\0';
+}
+
+void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,
+                 uint64_t bucket_key, int64_t now_ms, sy_ratelimit *out) {
+    sy__rl_fill(cfg, out);
+    uint64_t now = sy__store_now_us(st, now_ms);
+    uint64_t t = 1000000u / cfg->rate;
+    if (!t)
+        t = 1; /* above 1,000,000 tokens a second: one a microsecond */
+    uint64_t tau = (uint64_t)cfg->burst * t;
+    uint64_t need = (uint64_t)cfg->requested * t;
+    uint64_t tag = bucket_key >> 48;
+    for (int tries = 0; tries < 64; tries++) {
+        sy__bucket *b = sy__store_bucket(st, bucket_key, now);
+        if (!b)
+            break;
+        uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
+        if ((s & 0xffff) != tag ||
+            atomic_load_explicit(&b->key, memory_order_relaxed) != bucket_key)
+            continue; /* given to another key meanwhile: find again */
+        uint64_t tat = s >> 16;
+        if (tat < now)
+            tat = now;
+        uint64_t used = tat - now; /* <= tau unless the clock went back */
+        uint64_t avail = used >= tau ? 0 : (tau - used) / t;
+        if (used + need > tau) {
+            out->allowed = false;
+            out->status = cfg->status;
+            out->remaining = (int64_t)avail;
+            sy__store_count(&st->limited);
+            return;
+        }
+        uint64_t nt = tat + need;
+        if (nt >= (1ull << 48))
+            break; /* past the word's range: fail open */
+        if (atomic_compare_exchange_weak_explicit(
+                &b->state, &s, nt << 16 | tag, memory_order_acq_rel,
+                memory_order_relaxed)) {
+            out->allowed = true;
+            out->remaining = (int64_t)((tau - (nt - now)) / t);
+            return;
+        }
+    }
+    out->allowed = true; /* no slot: fail open, as SCG does without Redis */
+    out->remaining = -1;
+}
+
+void sy__rl_redis_call(const sy__rl_cfg *cfg, const char *route_id,
+                       sy_redis_call *call) {
+    call->needed = true;
+    call->status = cfg->status;
+    call->replenish_rate = cfg->rate;
+    call->burst_capacity = cfg->burst;
+    call->requested_tokens = cfg->requested;
+    int kl = (int)call->key_len;
+    snprintf(call->tokens_key, sizeof call->tokens_key,
+             "request_rate_limiter.{%.300s.%.*s}.tokens", route_id, kl,
+             call->key);
+    snprintf(call->timestamp_key, sizeof call->timestamp_key,
+             "request_rate_limiter.{%.300s.%.*s}.timestamp", route_id, kl,
+             call->key);
+    snprintf(call->rate, sizeof call->rate, "%u", cfg->rate);
+    snprintf(call->capacity, sizeof call->capacity, "%u", cfg->burst);
+    snprintf(call->requested, sizeof call->requested, "%u", cfg->requested);
+}
+
+/* The token bucket in Redis, as route-model.md section 9 states SCG's:
+ * written for switchyard, the same keys, arguments and reply. */
+static const char redis_script[] =
+    "-- switchyard: SCG's RequestRateLimiter token bucket\n"
+    "if redis.replicate_commands then redis.replicate_commands() end\n"
+    "local tokens_key = KEYS[1]\n"
+    "local stamp_key = KEYS[2]\n"
+    "local rate = tonumber(ARGV[1])\n"
+    "local capacity = tonumber(ARGV[2])\n"
+    "local now = tonumber(ARGV[3])\n"
+    "if now == nil then now = tonumber(redis.call('TIME')[1]) end\n"
+    "local requested = tonumber(ARGV[4])\n"
+    "local ttl = math.floor(2 * (capacity / rate))\n"
+    "local last = tonumber(redis.call('GET', tokens_key))\n"
+    "if last == nil then last = capacity end\n"
+    "local stamp = tonumber(redis.call('GET', stamp_key))\n"
+    "if stamp == nil then stamp = 0 end\n"
+    "local filled = math.min(capacity, last + math.max(0, now - stamp) * rate)\n"
+    "local left = filled\n"
+    "local ok = 0\n"
+    "if filled >= requested then\n"
+    "  left = filled - requested\n"
+    "  ok = 1\n"
+    "end\n"
+    "if ttl > 0 then\n"
+    "  redis.call('SETEX', tokens_key, ttl, left)\n"
+    "  redis.call('SETEX', stamp_key, ttl, now)\n"
+    "end\n"
+    "return { ok, left }\n";
+
+const char *sy_ratelimit_redis_script(void) {
+    return redis_script;
+}
+
+void sy_ratelimit_redis_result(const sy_redis_call *call, bool ok,
+                               int64_t allowed, int64_t tokens_left,
+                               sy_ratelimit *out) {
+    if (!call || !out)
+        return;
+    if (!call->needed) {
+        *out = call->decided;
+        return;
+    }
+    memset(out, 0, offsetof(sy_ratelimit, key));
+    out->limited = true;
+    out->headers = true;
+    out->replenish_rate = call->replenish_rate;
+    out->burst_capacity = call->burst_capacity;
+    out->requested_tokens = call->requested_tokens;
+    out->key_len = call->key_len;
+    memcpy(out->key, call->key, call->key_len);
+    if (call->key_len < sizeof out->key)
+        out->key[call->key_len] = '\0';
+    if (!ok) {
+        out->allowed = true; /* SCG's fail open */
+        out->remaining = -1;
+        return;
+    }
+    out->allowed = allowed == 1;
+    out->remaining = tokens_left;
+    out->status = out->allowed ? 0 : call->status;
+}
+
+size_t sy_ratelimit_headers(const sy_ratelimit *rl, sy_header hdrs[4],
+                            char *buf, size_t cap) {
+    if (!rl || !rl->limited || !rl->headers || !hdrs || !buf || cap < 96)
+        return 0;
+    static const char *const names[4] = {
+        "X-RateLimit-Remaining", "X-RateLimit-Replenish-Rate",
+        "X-RateLimit-Burst-Capacity", "X-RateLimit-Requested-Tokens"};
+    long long v[4] = {(long long)rl->remaining, (long long)rl->replenish_rate,
+                      (long long)rl->burst_capacity,
+                      (long long)rl->requested_tokens};
+    size_t at = 0;
+    for (int i = 0; i < 4; i++) {
+        int n = snprintf(buf + at, cap - at, "%lld", v[i]);
+        hdrs[i].name = (sy_str){names[i], strlen(names[i])};
+        hdrs[i].value = (sy_str){buf + at, (size_t)n};
+        at += (size_t)n + 1;
+    }
+    return 4;
+}

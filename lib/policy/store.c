@@ -1,0 +1,179 @@
+/*
+ * store.c - the policy store's block (store.h): formatting, attaching,
+ * the time base, claiming bucket slots and breaker entries, statistics.
+ */
+#include "policy/store.h"
+
+#include <stdio.h>
+
+static uint32_t pow2_at_least(uint32_t n, uint32_t min) {
+    uint32_t p = min;
+    while (p < n && p < (1u << 30))
+        p <<= 1;
+    return p;
+}
+
+static size_t bytes_for(uint32_t slots, uint32_t breakers) {
+    return sizeof(struct sy_policy_store) + (size_t)slots * sizeof(sy__bucket) +
+           (size_t)breakers * sizeof(sy__brk);
+}
+
+size_t sy_policy_store_bytes(uint32_t slots, uint32_t breakers) {
+    return bytes_for(pow2_at_least(slots, 64), pow2_at_least(breakers, 16));
+}
+
+int sy_policy_store_init(void *mem, size_t len, uint32_t slots,
+                         uint32_t breakers, sy_policy_store **out,
+                         sy_error *err) {
+    if (!mem || !out || ((uintptr_t)mem & 7))
+        return sy__error_set(err, SY_EINVAL, "",
+                             "a store needs 8-byte aligned memory");
+    uint32_t s = pow2_at_least(slots, 64), b = pow2_at_least(breakers, 16);
+    if (len < bytes_for(64, 16))
+        return sy__error_set(err, SY_ETOOSMALL, "",
+                             "a policy store needs at least %zu bytes",
+                             bytes_for(64, 16));
+    while (bytes_for(s, b) > len && s > 64)
+        s >>= 1;
+    while (bytes_for(s, b) > len && b > 16)
+        b >>= 1;
+    memset(mem, 0, bytes_for(s, b));
+    sy_policy_store *st = mem;
+    st->version = SY_STORE_VERSION;
+    st->slots = s;
+    st->breakers = b;
+    st->bytes = bytes_for(s, b);
+    atomic_thread_fence(memory_order_release);
+    st->magic = SY_STORE_MAGIC;
+    *out = st;
+    return 0;
+}
+
+int sy_policy_store_attach(void *mem, size_t len, sy_policy_store **out,
+                           sy_error *err) {
+    sy_policy_store *st = mem;
+    if (!st || !out || ((uintptr_t)mem & 7) || len < sizeof *st ||
+        st->magic != SY_STORE_MAGIC || st->version != SY_STORE_VERSION ||
+        st->bytes > len || st->bytes != bytes_for(st->slots, st->breakers))
+        return sy__error_set(err, SY_EINVAL, "",
+                             "not a policy store of this library version");
+    *out = st;
+    return 0;
+}
+
+static int64_t base_of(sy_policy_store *st, int64_t now_ms) {
+    int64_t b = atomic_load_explicit(&st->base_ms, memory_order_relaxed);
+    if (b)
+        return b;
+    int64_t want = now_ms - 86400000;
+    if (want <= 0)
+        want = 1;
+    if (atomic_compare_exchange_strong(&st->base_ms, &b, want))
+        return want;
+    return b;
+}
+
+uint64_t sy__store_now_us(sy_policy_store *st, int64_t now_ms) {
+    int64_t b = base_of(st, now_ms);
+    return now_ms > b ? (uint64_t)(now_ms - b) * 1000u : 0;
+}
+
+uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms) {
+    int64_t b = base_of(st, now_ms);
+    return now_ms > b ? (uint64_t)(now_ms - b) : 1;
+}
+
+static uint64_t tag_of(uint64_t key) {
+    return key >> 48;
+}
+
+sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
+                             uint64_t now_us) {
+    sy__bucket *t = sy__store_buckets(st);
+    uint32_t mask = st->slots - 1;
+    sy__bucket *spare = NULL;
+    uint32_t h = (uint32_t)(key ^ (key >> 32)) & mask;
+    for (uint32_t i = 0; i < SY_STORE_PROBES && i <= mask; i++) {
+        sy__bucket *b = &t[(h + i) & mask];
+        uint64_t k = atomic_load_explicit(&b->key, memory_order_acquire);
+        if (k == key)
+            return b;
+        if (k == 0) {
+            if (atomic_compare_exchange_strong(&b->key, &k, key)) {
+                atomic_store_explicit(&b->state, tag_of(key),
+                                      memory_order_release);
+                return b;
+            }
+            if (k == key)
+                return b;
+            continue;
+        }
+        if (!spare) {
+            uint64_t s = atomic_load_explicit(&b->state, memory_order_relaxed);
+            if ((s >> 16) <= now_us)
+                spare = b; /* full again: no bucket is the same */
+        }
+    }
+    if (spare) {
+        uint64_t k = atomic_load_explicit(&spare->key, memory_order_relaxed);
+        uint64_t s = atomic_load_explicit(&spare->state, memory_order_relaxed);
+        if ((s >> 16) <= now_us && (s & 0xffff) == tag_of(k) &&
+            atomic_compare_exchange_strong(&spare->key, &k, key)) {
+            /* the old key's updaters fail their CAS on the tag */
+            atomic_compare_exchange_strong(&spare->state, &s, tag_of(key));
+            return spare;
+        }
+        if (k == key)
+            return spare;
+    }
+    sy__store_count(&st->store_full);
+    return NULL;
+}
+
+sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create) {
+    sy__brk *t = sy__store_brks(st);
+    uint32_t mask = st->breakers - 1;
+    uint32_t h = (uint32_t)(key ^ (key >> 32)) & mask;
+    for (uint32_t i = 0; i <= mask; i++) {
+        sy__brk *b = &t[(h + i) & mask];
+        uint64_t k = atomic_load_explicit(&b->key, memory_order_acquire);
+        if (k == key)
+            return b;
+        if (k == 0) {
+            if (!create)
+                return NULL;
+            if (atomic_compare_exchange_strong(&b->key, &k, key))
+                return b;
+            if (k == key)
+                return b;
+        }
+    }
+    return NULL;
+}
+
+void sy_policy_store_stats(const sy_policy_store *cst, sy_policy_stats *out) {
+    sy_policy_store *st = (sy_policy_store *)(uintptr_t)cst;
+    memset(out, 0, sizeof *out);
+    if (!st)
+        return;
+    out->slots = st->slots;
+    out->breakers = st->breakers;
+    int64_t b = atomic_load_explicit(&st->base_ms, memory_order_relaxed);
+    uint64_t now_us = b ? sy__store_now_us(st, sy__now_realtime_ms()) : 0;
+    sy__bucket *t = sy__store_buckets(st);
+    for (uint32_t i = 0; i < st->slots; i++) {
+        uint64_t k = atomic_load_explicit(&t[i].key, memory_order_relaxed);
+        uint64_t s = atomic_load_explicit(&t[i].state, memory_order_relaxed);
+        out->buckets_used += k && (s >> 16) > now_us;
+    }
+    sy__brk *bt = sy__store_brks(st);
+    for (uint32_t i = 0; i < st->breakers; i++)
+        out->breakers_used +=
+            atomic_load_explicit(&bt[i].key, memory_order_relaxed) != 0;
+    out->limited = atomic_load(&st->limited);
+    out->store_full = atomic_load(&st->store_full);
+    out->breaker_rejected = atomic_load(&st->breaker_rejected);
+    out->breaker_opened = atomic_load(&st->breaker_opened);
+    out->breaker_half_opened = atomic_load(&st->breaker_half_opened);
+    out->breaker_closed = atomic_load(&st->breaker_closed);
+}

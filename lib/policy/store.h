@@ -1,0 +1,86 @@
+/*
+ * store.h - the policy store (public sy_policy_store): one block with no
+ * pointers inside, so that it may live in memory several processes map.
+ *
+ *   +----------------------+  offset 0
+ *   | header (128 bytes)   |  magic, version, capacities, time base,
+ *   |                      |  counters (atomics)
+ *   +----------------------+  128
+ *   | bucket slots         |  slots x 16 bytes: key, state (ratelimit.c)
+ *   +----------------------+  128 + 16 * slots
+ *   | breaker entries      |  breakers x 320 bytes (breaker.c)
+ *   +----------------------+
+ *
+ * Both tables are open-addressed on a 64-bit key (0: empty), claimed with
+ * a CAS. A bucket slot whose bucket is full again may be taken by another
+ * key (a full bucket and no bucket are the same); breaker entries stay.
+ */
+#ifndef SY_POLICY_STORE_H
+#define SY_POLICY_STORE_H
+
+#include "base/util.h"
+
+#include <stdatomic.h>
+
+#define SY_STORE_MAGIC 0x3152545359505953ull /* "SYPYSTR1" */
+#define SY_STORE_VERSION 1u
+#define SY_STORE_PROBES 32u
+
+typedef struct sy__bucket {
+    _Atomic uint64_t key;
+    /* (theoretical arrival time in us since the base) << 16 | key's tag */
+    _Atomic uint64_t state;
+} sy__bucket;
+
+#define SY_BRK_WORDS (SY_BREAKER_WINDOW_MAX / 64)
+typedef struct sy__brk {
+    _Atomic uint64_t key; /* the name's hash; 0: empty */
+    _Atomic uint64_t cfg; /* fingerprint of the config it runs with */
+    _Atomic uint64_t word;  /* state, epoch, half-open counts (breaker.c) */
+    _Atomic uint64_t since; /* epoch << 54 | ms since the base */
+    _Atomic uint64_t pos;   /* calls recorded in the closed window */
+    _Atomic uint64_t warm;  /* calls asked during a recovery warm-up */
+    _Atomic uint32_t failures, slow; /* in the closed window */
+    _Atomic uint64_t fbits[SY_BRK_WORDS], sbits[SY_BRK_WORDS];
+} sy__brk;
+
+struct sy_policy_store {
+    uint64_t magic;
+    uint32_t version, slots, breakers, reserved;
+    uint64_t bytes;
+    _Atomic int64_t base_ms; /* the time base (0: not yet set) */
+    _Atomic uint64_t limited, store_full, breaker_rejected, breaker_opened,
+        breaker_half_opened, breaker_closed;
+    uint64_t pad[5];
+};
+_Static_assert(sizeof(struct sy_policy_store) == 128, "a 128-byte header");
+
+static inline sy__bucket *sy__store_buckets(sy_policy_store *st) {
+    return (sy__bucket *)(void *)((char *)st + sizeof *st);
+}
+static inline sy__brk *sy__store_brks(sy_policy_store *st) {
+    return (sy__brk *)(void *)((char *)st + sizeof *st +
+                               (size_t)st->slots * sizeof(sy__bucket));
+}
+
+/* Microseconds since the store's time base for now_ms (the base is set
+ * by the first call, a day before it; earlier times give 0). */
+uint64_t sy__store_now_us(sy_policy_store *st, int64_t now_ms);
+/* Milliseconds since the base, at least 1. */
+uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms);
+
+/* The bucket slot of `key` (never 0), found or claimed at now_us (a slot
+ * whose bucket is full by then may be taken); NULL: no slot within the
+ * probe limit (counted in store_full). */
+sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
+                             uint64_t now_us);
+/* The breaker entry of `key`, found or (create) claimed; NULL when absent
+ * or the table is full. */
+sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create);
+
+/* Counters. */
+static inline void sy__store_count(_Atomic uint64_t *c) {
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,120 @@
+/*
+ * policy_match.c - the policy calls of a match (sy_match_ratelimit*,
+ * sy_match_breaker_acquire, sy_match_retry_policy): the stateful filters
+ * of the match's chain (default filters and the route's, in SCG's merged
+ * order) run against the snapshot's policy store (lib/policy/).
+ */
+#include "request/match.h"
+#include "policy/breaker.h"
+#include "policy/ratelimit.h"
+#include "policy/retry.h"
+
+/* The k-th policy of builtin `id` in the merged chain (default i before
+ * route i), or NULL. */
+static const void *nth_policy(const sy_match *m, sy__builtin id, size_t k) {
+    const struct sy_route *d = m->snap->defaults, *r = m->route;
+    size_t nd = d ? d->filter_count : 0, nr = r->filter_count;
+    size_t n = nd > nr ? nd : nr;
+    for (size_t i = 0; i < n; i++) {
+        for (int side = 0; side < 2; side++) {
+            const struct sy_route *src = side ? r : d;
+            if (!src || i >= (side ? nr : nd))
+                continue;
+            sy__builtin got;
+            const void *p = sy__filter_policy(src->cfilters[i], &got);
+            if (p && got == id && k-- == 0)
+                return p;
+        }
+    }
+    return NULL;
+}
+
+static int64_t now_of(const sy_match *m, int64_t now_ms) {
+    if (now_ms)
+        return now_ms;
+    const sy_snapshot *s = m->snap;
+    return s->clock_ms ? s->clock_ms(s->clock_data) : sy__now_realtime_ms();
+}
+
+static sy_str var_of(const void *m, const char *name) {
+    return sy_match_var_get(m, name);
+}
+
+static size_t resolve(const sy_match *m, const sy__rl_cfg *cfg, char *buf,
+                      size_t cap) {
+    return sy__keyres_resolve(&cfg->kr, m->req, m->route, m->route->id,
+                              var_of, m, buf, cap);
+}
+
+size_t sy_match_ratelimit_count(const sy_match *m) {
+    size_t n = 0;
+    while (m && nth_policy(m, SY_F_REQUEST_RATE_LIMITER, n))
+        n++;
+    return n;
+}
+
+int sy_match_ratelimit(const sy_match *m, int64_t now_ms, sy_ratelimit *out,
+                       sy_error *err) {
+    if (!m || !out)
+        return sy__error_set(err, SY_EINVAL, "", "match and out needed");
+    out->limited = false;
+    const sy__rl_cfg *cfg;
+    for (size_t i = 0; (cfg = nth_policy(m, SY_F_REQUEST_RATE_LIMITER, i));
+         i++) {
+        out->key_len = resolve(m, cfg, out->key, sizeof out->key - 1);
+        out->key[out->key_len] = '\0';
+        if (!out->key_len) {
+            sy__rl_empty_key(cfg, out);
+            if (!out->allowed) {
+                sy__store_count(&m->snap->policy->limited);
+                return 0;
+            }
+            continue;
+        }
+        uint64_t bk = sy__rl_bucket_key(cfg, m->route->id, out->key,
+                                        out->key_len);
+        sy__rl_take(m->snap->policy, cfg, bk, now_of(m, now_ms), out);
+        if (!out->allowed)
+            return 0;
+    }
+    return 0;
+}
+
+int sy_match_ratelimit_redis(const sy_match *m, size_t i, sy_redis_call *call,
+                             sy_error *err) {
+    if (!m || !call)
+        return sy__error_set(err, SY_EINVAL, "", "match and call needed");
+    const sy__rl_cfg *cfg = nth_policy(m, SY_F_REQUEST_RATE_LIMITER, i);
+    if (!cfg)
+        return sy__error_set(err, SY_ENOTFOUND, "",
+                             "the route has no RequestRateLimiter %zu", i);
+    memset(call, 0, offsetof(sy_redis_call, tokens_key));
+    call->key_len = resolve(m, cfg, call->key, sizeof call->key - 1);
+    call->key[call->key_len] = '\0';
+    if (!call->key_len) {
+        call->needed = false;
+        sy__rl_empty_key(cfg, &call->decided);
+        return 0;
+    }
+    sy__rl_redis_call(cfg, m->route->id, call);
+    return 0;
+}
+
+int sy_match_breaker_acquire(const sy_match *m, int64_t now_ms,
+                             sy_breaker_permit *out, sy_error *err) {
+    if (!m || !out)
+        return sy__error_set(err, SY_EINVAL, "", "match and out needed");
+    const sy__brk_cfg *cfg = nth_policy(m, SY_F_CIRCUIT_BREAKER, 0);
+    if (!cfg) {
+        memset(out, 0, sizeof *out);
+        out->permitted = true;
+        return 0;
+    }
+    sy__brk_acquire(m->snap->policy, cfg, m->route->id, now_of(m, now_ms),
+                    out);
+    return 0;
+}
+
+const sy_retry_policy *sy_match_retry_policy(const sy_match *m) {
+    return m ? nth_policy(m, SY_F_RETRY, 0) : NULL;
+}

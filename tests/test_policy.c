@@ -1,0 +1,853 @@
+/* test_policy.c - rate limits, circuit breakers, retries and run or
+ * refuse (docs/policies.md): the policy calls against real routers. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T0 1700000000000LL /* a fixed "now" (epoch ms) */
+
+/* ---- helpers ---- */
+
+static bool streq(sy_str a, const char *b) {
+    return a.len == strlen(b) && memcmp(a.ptr, b, a.len) == 0;
+}
+
+typedef struct fix {
+    sy_router *r;
+    sy_snapshot *s;
+    sy_match_ctx *ctx;
+    sy_match *m;
+    sy_request req;
+    sy_header hdr[4];
+} fix;
+
+static sy_router *router_with(const char *doc, sy_policy_store *store,
+                              const char *const *runs) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_store = store;
+    o.host_runs = runs;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_error e;
+    if (doc)
+        ck_assert_msg(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e) == 0,
+                      "%s: %s", e.path, e.message);
+    return r;
+}
+
+static void fix_open(fix *f, sy_router *r) {
+    memset(f, 0, sizeof *f);
+    f->r = r;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &f->ctx, NULL), 0);
+    f->req = (sy_request)SY_REQUEST_INIT;
+    f->req.method = (sy_str){"GET", 3};
+    f->req.host = (sy_str){"api.example.com", 15};
+    f->req.remote_addr = (sy_str){"10.0.0.1", 8};
+}
+
+/* Match `path` on the current snapshot (kept in f->s until fix_close). */
+static sy_match *fix_match(fix *f, const char *path) {
+    if (f->s)
+        sy_snapshot_release(f->s);
+    f->s = sy_router_acquire(f->r);
+    f->req.path = (sy_str){path, strlen(path)};
+    ck_assert_int_eq(sy_snapshot_match(f->s, f->ctx, &f->req, &f->m), 0);
+    ck_assert_ptr_nonnull(f->m);
+    return f->m;
+}
+
+static void fix_close(fix *f) {
+    if (f->s)
+        sy_snapshot_release(f->s);
+    sy_match_ctx_free(f->ctx);
+    sy_router_free(f->r);
+}
+
+static sy_ratelimit limit(fix *f, const char *path, int64_t now) {
+    sy_ratelimit rl;
+    ck_assert_int_eq(sy_match_ratelimit(fix_match(f, path), now, &rl, NULL),
+                     0);
+    return rl;
+}
+
+static int allowed_of(fix *f, const char *path, int n, int64_t now) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += limit(f, path, now).allowed;
+    return k;
+}
+
+/* The error of parsing one route document. */
+static sy_error parse_error(const char *doc, const sy_registry *reg) {
+    sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+    po.registry = reg;
+    sy_document *d = NULL;
+    sy_error e;
+    memset(&e, 0, sizeof e);
+    int rc = sy_document_parse(doc, strlen(doc), &po, &d, &e);
+    ck_assert_msg(rc != 0, "accepted: %s", doc);
+    ck_assert_int_eq(rc, e.code);
+    return e;
+}
+
+static void parses(const char *doc, const sy_registry *reg) {
+    sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+    po.registry = reg;
+    sy_document *d = NULL;
+    sy_error e;
+    ck_assert_msg(sy_document_parse(doc, strlen(doc), &po, &d, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    sy_document_free(d);
+}
+
+#define RL_ROUTE(ARGS)                                                         \
+    "[{\"id\":\"rl\",\"uri\":\"http://b\",\"predicates\":[\"Path=/rl/**\"],"   \
+    "\"filters\":[{\"name\":\"RequestRateLimiter\",\"args\":{" ARGS "}}]}]"
+
+/* ---- rate limiting ---- */
+
+START_TEST(burst_of_one_lets_one_of_twenty_through) {
+    fix f;
+    fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
+                                      "\"1\",\"redis-rate-limiter."
+                                      "burstCapacity\":\"1\",\"key-resolver\":"
+                                      "\"#{@remoteAddrKeyResolver}\""),
+                             NULL, NULL));
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 20, T0), 1);
+    sy_ratelimit rl = limit(&f, "/rl/a", T0);
+    ck_assert(rl.limited && !rl.allowed && rl.headers);
+    ck_assert_int_eq(rl.status, 429);
+    ck_assert_int_eq(rl.remaining, 0);
+    ck_assert_uint_eq(rl.replenish_rate, 1);
+    ck_assert_uint_eq(rl.burst_capacity, 1);
+    ck_assert_uint_eq(rl.requested_tokens, 1);
+    ck_assert_str_eq(rl.key, "10.0.0.1");
+    /* one second later one token is back */
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 5, T0 + 1000), 1);
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(burst_of_zero_blocks_everything) {
+    fix f;
+    fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
+                                      "\"1\",\"redis-rate-limiter."
+                                      "burstCapacity\":\"0\",\"key-resolver\":"
+                                      "\"#{@routeKeyResolver}\""),
+                             NULL, NULL));
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 10, T0), 0);
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 10, T0 + 60000), 0);
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(remaining_counts_down_and_headers_are_formatted) {
+    fix f;
+    fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
+                                      "\"10\",\"redis-rate-limiter."
+                                      "burstCapacity\":\"20\",\"redis-rate-"
+                                      "limiter.requestedTokens\":\"5\","
+                                      "\"key-resolver\":\"#{@hostKeyResolver}"
+                                      "\",\"status-code\":\"TOO_MANY_REQUESTS"
+                                      "\""),
+                             NULL, NULL));
+    int64_t left[4];
+    for (int i = 0; i < 4; i++)
+        left[i] = limit(&f, "/rl/x", T0).remaining;
+    ck_assert_int_eq(left[0], 15);
+    ck_assert_int_eq(left[3], 0);
+    sy_ratelimit rl = limit(&f, "/rl/x", T0);
+    ck_assert(!rl.allowed);
+    ck_assert_str_eq(rl.key, "api.example.com");
+    char buf[128];
+    sy_header h[4];
+    ck_assert_uint_eq(sy_ratelimit_headers(&rl, h, buf, sizeof buf), 4);
+    ck_assert(streq(h[0].name, "X-RateLimit-Remaining"));
+    ck_assert(streq(h[0].value, "0"));
+    ck_assert(streq(h[1].name, "X-RateLimit-Replenish-Rate"));
+    ck_assert(streq(h[1].value, "10"));
+    ck_assert(streq(h[2].name, "X-RateLimit-Burst-Capacity"));
+    ck_assert(streq(h[2].value, "20"));
+    ck_assert(streq(h[3].name, "X-RateLimit-Requested-Tokens"));
+    ck_assert(streq(h[3].value, "5"));
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(each_key_has_its_own_bucket) {
+    fix f;
+    fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
+                                      "\"1\",\"key-resolver\":"
+                                      "\"#{@header:X-User}\""),
+                             NULL, NULL));
+    sy_header h = {{"x-user", 6}, {"ann", 3}};
+    f.req.headers = &h;
+    f.req.header_count = 1;
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 3, T0), 1);
+    h.value = (sy_str){"bob", 3};
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 3, T0), 1);
+    sy_ratelimit rl = limit(&f, "/rl/a", T0);
+    ck_assert_str_eq(rl.key, "bob");
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(path_variable_resolver_keys_by_the_capture) {
+    fix f;
+    fix_open(&f, router_with(
+        "[{\"id\":\"u\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Path=/u/{user}/**\"],\"filters\":[{\"name\":\"RequestRateLimiter\","
+        "\"args\":{\"redis-rate-limiter.replenishRate\":\"1\",\"key-resolver\":"
+        "\"#{@pathVariable:user}\"}}]}]",
+        NULL, NULL));
+    ck_assert_int_eq(allowed_of(&f, "/u/ann/x", 3, T0), 1);
+    ck_assert_int_eq(allowed_of(&f, "/u/bob/x", 3, T0), 1);
+    ck_assert_str_eq(limit(&f, "/u/bob/y", T0).key, "bob");
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(no_principal_is_an_empty_key_denied_with_403_and_no_headers) {
+    fix f;
+    /* no key-resolver: SCG's default, the principal's name */
+    fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
+                                      "\"5\""),
+                             NULL, NULL));
+    sy_ratelimit rl = limit(&f, "/rl/a", T0);
+    ck_assert(rl.limited && !rl.allowed && rl.empty_key && !rl.headers);
+    ck_assert_int_eq(rl.status, 403);
+    f.req.principal = (sy_str){"alice", 5};
+    rl = limit(&f, "/rl/a", T0);
+    ck_assert(rl.allowed && !rl.empty_key);
+    ck_assert_str_eq(rl.key, "alice");
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(deny_empty_key_false_lets_keyless_requests_through) {
+    fix f;
+    fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
+                                      "\"1\",\"deny-empty-key\":\"false\","
+                                      "\"empty-key-status\":\"451\""),
+                             NULL, NULL));
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 5, T0), 5);
+    fix_close(&f);
+}
+END_TEST
+
+static int user_resolver(void *data, const sy_request *req,
+                         const struct sy_route *route, char *buf, size_t cap,
+                         size_t *len) {
+    (void)req, (void)route;
+    *len = snprintf(buf, cap, "%s", (const char *)data);
+    return 0;
+}
+
+START_TEST(a_registered_resolver_is_accepted_and_used) {
+    sy_registry *reg;
+    ck_assert_int_eq(sy_registry_new(NULL, &reg, NULL), 0);
+    const char *doc = RL_ROUTE("\"redis-rate-limiter.replenishRate\":\"1\","
+                               "\"key-resolver\":\"#{@userKeyResolver}\"");
+    sy_error e = parse_error(doc, reg);
+    ck_assert_int_eq(e.code, SY_EARG);
+    ck_assert_str_eq(e.path, "[0].filters[0].args.key-resolver");
+    sy_key_resolver kr = {user_resolver, "u-42"};
+    ck_assert_int_eq(sy_registry_add_key_resolver(reg, "userKeyResolver", &kr,
+                                                  NULL),
+                     0);
+    ck_assert_int_eq(sy_registry_add_key_resolver(reg, "hostKeyResolver", &kr,
+                                                  NULL),
+                     SY_EEXIST);
+    parses(doc, reg);
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.registry = reg;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL), 0);
+    fix f;
+    fix_open(&f, r);
+    sy_ratelimit rl = limit(&f, "/rl/a", T0);
+    ck_assert_str_eq(rl.key, "u-42");
+    ck_assert(rl.allowed);
+    ck_assert(!limit(&f, "/rl/a", T0).allowed);
+    fix_close(&f);
+    sy_registry_free(reg);
+}
+END_TEST
+
+START_TEST(buckets_survive_publishes_of_other_routes_and_reset_on_change) {
+    const char *a = RL_ROUTE("\"redis-rate-limiter.replenishRate\":\"1\","
+                             "\"redis-rate-limiter.burstCapacity\":\"2\","
+                             "\"key-resolver\":\"#{@routeKeyResolver}\"");
+    fix f;
+    fix_open(&f, router_with(a, NULL, NULL));
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 2, T0), 2);
+    /* another route comes and goes: the bucket stays empty */
+    const char *other = "{\"id\":\"o\",\"uri\":\"http://c\"}";
+    ck_assert_int_eq(sy_router_upsert_route(f.r, "s", other, strlen(other),
+                                            NULL),
+                     0);
+    ck_assert_int_eq(sy_router_remove_route(f.r, "o", NULL), 0);
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 2, T0), 0);
+    /* the limiter changes: a fresh (full) bucket at the next request */
+    const char *b = RL_ROUTE("\"redis-rate-limiter.replenishRate\":\"1\","
+                             "\"redis-rate-limiter.burstCapacity\":\"3\","
+                             "\"key-resolver\":\"#{@routeKeyResolver}\"");
+    ck_assert_int_eq(sy_router_apply(f.r, "s", b, strlen(b), NULL, NULL), 0);
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 5, T0), 3);
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(routers_sharing_a_store_share_buckets) {
+    size_t n = sy_policy_store_bytes(1024, 16);
+    void *mem = aligned_alloc(64, (n + 63) & ~(size_t)63);
+    sy_policy_store *st, *again;
+    ck_assert_int_eq(sy_policy_store_init(mem, n, 1024, 16, &st, NULL), 0);
+    ck_assert_int_eq(sy_policy_store_attach(mem, n, &again, NULL), 0);
+    ck_assert_ptr_eq(st, again);
+    ck_assert_int_eq(sy_policy_store_attach(mem, 64, &again, NULL), SY_EINVAL);
+    ck_assert_int_eq(sy_policy_store_init(mem, 100, 1, 1, &again, NULL),
+                     SY_ETOOSMALL);
+    const char *doc = RL_ROUTE("\"redis-rate-limiter.replenishRate\":\"1\","
+                               "\"redis-rate-limiter.burstCapacity\":\"3\","
+                               "\"key-resolver\":\"#{@routeKeyResolver}\"");
+    fix f, g;
+    fix_open(&f, router_with(doc, st, NULL));
+    fix_open(&g, router_with(doc, st, NULL));
+    ck_assert_ptr_eq(sy_router_policy_store(f.r), st);
+    ck_assert_int_eq(allowed_of(&f, "/rl/a", 2, T0), 2);
+    ck_assert_int_eq(allowed_of(&g, "/rl/a", 2, T0), 1);
+    sy_policy_stats ps;
+    sy_policy_store_stats(st, &ps);
+    ck_assert_uint_eq(ps.slots, 1024);
+    ck_assert_uint_eq(ps.limited, 1);
+    fix_close(&f);
+    fix_close(&g);
+    free(mem);
+}
+END_TEST
+
+START_TEST(hundred_thousand_keys_in_a_small_store_fail_open) {
+    fix f;
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_slots = 64;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    const char *doc = RL_ROUTE("\"redis-rate-limiter.replenishRate\":\"1\","
+                               "\"key-resolver\":\"#{@header:K}\"");
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL), 0);
+    fix_open(&f, r);
+    char key[32];
+    sy_header h = {{"K", 1}, {key, 0}};
+    f.req.headers = &h;
+    f.req.header_count = 1;
+    int open = 0;
+    for (int i = 0; i < 1000; i++) {
+        h.value.len = (size_t)snprintf(key, sizeof key, "k%d", i);
+        sy_ratelimit rl = limit(&f, "/rl/a", T0);
+        ck_assert(rl.allowed);
+        open += rl.remaining == -1;
+    }
+    ck_assert_int_gt(open, 0); /* past 64 live buckets: fail open */
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(redis_calls_use_scg_key_names_and_fail_open) {
+    fix f;
+    fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
+                                      "\"10\",\"redis-rate-limiter."
+                                      "burstCapacity\":\"20\",\"key-resolver\":"
+                                      "\"#{@remoteAddrKeyResolver}\""),
+                             NULL, NULL));
+    sy_match *m = fix_match(&f, "/rl/a");
+    ck_assert_uint_eq(sy_match_ratelimit_count(m), 1);
+    sy_redis_call c;
+    ck_assert_int_eq(sy_match_ratelimit_redis(m, 0, &c, NULL), 0);
+    ck_assert(c.needed);
+    ck_assert_str_eq(c.tokens_key, "request_rate_limiter.{rl.10.0.0.1}.tokens");
+    ck_assert_str_eq(c.timestamp_key,
+                     "request_rate_limiter.{rl.10.0.0.1}.timestamp");
+    ck_assert_str_eq(c.rate, "10");
+    ck_assert_str_eq(c.capacity, "20");
+    ck_assert_str_eq(c.requested, "1");
+    ck_assert_int_eq(sy_match_ratelimit_redis(m, 1, &c, NULL), SY_ENOTFOUND);
+    ck_assert_int_eq(sy_match_ratelimit_redis(m, 0, &c, NULL), 0);
+    sy_ratelimit rl;
+    sy_ratelimit_redis_result(&c, false, 0, 0, &rl);
+    ck_assert(rl.allowed && rl.headers);
+    ck_assert_int_eq(rl.remaining, -1);
+    sy_ratelimit_redis_result(&c, true, 0, 3, &rl);
+    ck_assert(!rl.allowed);
+    ck_assert_int_eq(rl.status, 429);
+    ck_assert_int_eq(rl.remaining, 3);
+    ck_assert_ptr_nonnull(strstr(sy_ratelimit_redis_script(), "SETEX"));
+    fix_close(&f);
+}
+END_TEST
+
+/* ---- validation as SCG binds ---- */
+
+START_TEST(typos_and_bad_values_are_refused_where_they_are) {
+    static const struct {
+        const char *filter, *path, *why;
+    } bad[] = {
+        {"{\"name\":\"Retry\",\"args\":{\"retires\":\"3\"}}",
+         "[0].filters[0].args.retires", "unknown argument"},
+        {"{\"name\":\"Retry\",\"args\":{\"statuses\":\"BAD_GATEWY\"}}",
+         "[0].filters[0].args.statuses", "BAD_GATEWY"},
+        {"{\"name\":\"Retry\",\"args\":{\"retries\":\"0\"}}",
+         "[0].filters[0].args.retries", "greater than 0"},
+        {"{\"name\":\"Retry\",\"args\":{\"series\":\"SERVER_ERR\"}}",
+         "[0].filters[0].args.series", "not a series"},
+        {"{\"name\":\"Retry\",\"args\":{\"methods\":\"GETT\"}}",
+         "[0].filters[0].args.methods", "not an HTTP method"},
+        {"{\"name\":\"Retry\",\"args\":{\"jitter.randomFactor\":\"1.5\"}}",
+         "[0].filters[0].args.jitter.randomFactor", "out of range"},
+        {"{\"name\":\"Retry\",\"args\":{\"exceptions\":\"java.lang.Oops\"}}",
+         "[0].filters[0].args.exceptions", "java.lang.Oops"},
+        {"{\"name\":\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+         "replenishRate\":\"1\",\"redis-rate-limiter.burstCapacity\":\"-5\"}}",
+         "[0].filters[0].args.redis-rate-limiter.burstCapacity",
+         "out of range"},
+        {"{\"name\":\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+         "burstCapacity\":\"5\"}}",
+         "[0].filters[0].args.redis-rate-limiter.replenishRate", "missing"},
+        {"{\"name\":\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+         "replenishRate\":\"1\",\"deny-empty-key\":\"maybe\"}}",
+         "[0].filters[0].args.deny-empty-key", ""},
+        {"{\"name\":\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+         "replenishRate\":\"1\",\"rate-limiter\":\"#{@myLimiter}\"}}",
+         "[0].filters[0].args.rate-limiter", "redisRateLimiter"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"fallbackUri\":"
+         "\"forwrd:/x\"}}",
+         "[0].filters[0].args.fallbackUri", "forward:"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"statusCodes\":\"5OO\"}}",
+         "[0].filters[0].args.statusCodes", "5OO"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"failureRateThreshold\":"
+         "\"0\"}}",
+         "[0].filters[0].args.failureRateThreshold", "out of range"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"slidingWindowType\":"
+         "\"TIME_BASED\"}}",
+         "[0].filters[0].args.slidingWindowType", "COUNT_BASED"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"waitDurationInOpenState\":"
+         "\"soon\"}}",
+         "[0].filters[0].args.waitDurationInOpenState", "duration"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"nmae\":\"cb\"}}",
+         "[0].filters[0].args.nmae", "unknown argument"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char doc[600];
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[%s]}]",
+                 bad[i].filter);
+        sy_error e = parse_error(doc, NULL);
+        ck_assert_msg(strcmp(e.path, bad[i].path) == 0, "%s: path %s", doc,
+                      e.path);
+        ck_assert_msg(strstr(e.message, bad[i].why), "%s: message %s", doc,
+                      e.message);
+    }
+}
+END_TEST
+
+START_TEST(scg_forms_are_accepted) {
+    const char *docs[] = {
+        /* Retry's 9-field shortcut (SCG 4.1.7+) */
+        "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
+        "[\"Retry=3, BAD_GATEWAY, GET, 10ms, 50ms, 2, false, 0.5, 2s\"]}]",
+        /* the 7-field one and relaxed names */
+        "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
+        "[\"Retry=3,INTERNAL_SERVER_ERROR,GET,10ms,50ms,2,false\","
+        "{\"name\":\"Retry\",\"args\":{\"retries\":2,\"series\":"
+        "[\"server_error\",\"CLIENT_ERROR\"],\"methods\":\"GET,POST\","
+        "\"exceptions\":\"java.io.IOException\",\"backoff.first-backoff\":"
+        "\"100ms\"}}]}]",
+        "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[{\"name\":"
+        "\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter.replenish-rate\":"
+        "10,\"redis-rate-limiter.burst-capacity\":20,\"keyResolver\":"
+        "\"#{@remoteAddrKeyResolver}\",\"rate-limiter\":"
+        "\"#{@redisRateLimiter}\",\"denyEmptyKey\":false,\"emptyKeyStatus\":"
+        "\"FORBIDDEN\",\"statusCode\":503}}]}]",
+        "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[\"CircuitBreaker=cb\","
+        "{\"name\":\"CircuitBreaker\",\"args\":{\"name\":\"cb2\",\"fallbackUri\":"
+        "\"forward:/fallback\",\"statusCodes\":[\"500\",\"BAD_GATEWAY\"],"
+        "\"failureRateThreshold\":25.5,\"slowCallRateThreshold\":80,"
+        "\"slowCallDurationThreshold\":\"2s\",\"slidingWindowSize\":10,"
+        "\"minimumNumberOfCalls\":5,\"waitDurationInOpenState\":\"500ms\","
+        "\"permittedNumberOfCallsInHalfOpenState\":3,\"timeoutDuration\":"
+        "1500,\"warmupDuration\":\"10s\",\"resumeWithoutError\":true}}]}]",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++)
+        parses(docs[i], NULL);
+}
+END_TEST
+
+/* ---- retries ---- */
+
+static const sy_retry_policy *retry_of(fix *f, const char *filters) {
+    char doc[800];
+    snprintf(doc, sizeof doc,
+             "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[%s]}]", filters);
+    fix_open(f, router_with(doc, NULL, NULL));
+    return sy_match_retry_policy(fix_match(f, "/x"));
+}
+
+START_TEST(retry_follows_statuses_series_methods_and_exceptions) {
+    fix f;
+    const sy_retry_policy *p = retry_of(&f, "\"Retry=2, BAD_GATEWAY, POST\"");
+    ck_assert_ptr_nonnull(p);
+    sy_str post = {"POST", 4}, get = {"GET", 3};
+    uint32_t d = 99;
+    ck_assert(sy_retry_next(p, 0, post, SY_OUTCOME_5XX, 502, 0, 0, &d));
+    ck_assert_uint_eq(d, 0);
+    ck_assert(sy_retry_next(p, 1, post, SY_OUTCOME_5XX, 502, 0, 0, &d));
+    ck_assert(!sy_retry_next(p, 2, post, SY_OUTCOME_5XX, 502, 0, 0, &d));
+    ck_assert(!sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 502, 0, 0, &d));
+    /* SERVER_ERROR stays the default series */
+    ck_assert(sy_retry_next(p, 0, post, SY_OUTCOME_5XX, 503, 0, 0, &d));
+    ck_assert(!sy_retry_next(p, 0, post, SY_OUTCOME_SUCCESS, 404, 0, 0, &d));
+    ck_assert(sy_retry_next(p, 0, post, SY_OUTCOME_CONNECT_FAILURE, 0, 0, 0,
+                            &d));
+    ck_assert(sy_retry_next(p, 0, post, SY_OUTCOME_TIMEOUT, 0, 0, 0, &d));
+    fix_close(&f);
+    p = retry_of(&f, "{\"name\":\"Retry\",\"args\":{\"series\":\"CLIENT_ERROR\","
+                     "\"exceptions\":\"java.util.concurrent.TimeoutException\"}}");
+    ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_SUCCESS, 404, 0, 0, &d));
+    ck_assert(!sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 500, 0, 0, &d));
+    ck_assert(!sy_retry_next(p, 0, get, SY_OUTCOME_CONNECT_FAILURE, 0, 0, 0,
+                             &d));
+    ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_TIMEOUT, 0, 0, 0, &d));
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(retry_backoff_grows_by_factor_caps_and_jitters) {
+    fix f;
+    const sy_retry_policy *p =
+        retry_of(&f, "\"Retry=5, BAD_GATEWAY, GET, 10ms, 50ms, 2, false\"");
+    sy_str get = {"GET", 3};
+    uint32_t want[] = {10, 20, 40, 50, 50}, d;
+    for (uint32_t i = 0; i < 5; i++) {
+        ck_assert(sy_retry_next(p, i, get, SY_OUTCOME_5XX, 502, 0, 0, &d));
+        ck_assert_uint_eq(d, want[i]);
+    }
+    sy_retry_info ri;
+    sy_retry_policy_info(p, &ri);
+    ck_assert_uint_eq(ri.retries, 5);
+    ck_assert_uint_eq(ri.first_backoff_ms, 10);
+    ck_assert_uint_eq(ri.max_backoff_ms, 50);
+    ck_assert_uint_eq(ri.factor, 2);
+    ck_assert(!ri.based_on_previous);
+    fix_close(&f);
+    p = retry_of(&f, "\"Retry=3, BAD_GATEWAY, GET, 100ms, 1s, 2, true, 0.5, "
+                     "250ms\"");
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (uint64_t rnd = 0; rnd < 200; rnd++) {
+        ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 502, 0,
+                                rnd * 0x9e3779b97f4a7c15ull, &d));
+        lo = d < lo ? d : lo;
+        hi = d > hi ? d : hi;
+    }
+    ck_assert_uint_ge(lo, 50);
+    ck_assert_uint_le(hi, 150);
+    ck_assert_uint_lt(lo, 80);
+    ck_assert_uint_gt(hi, 120);
+    /* the timeout: no retry whose delay would end past 250 ms */
+    ck_assert(!sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 502, 200, 0, &d));
+    fix_close(&f);
+}
+END_TEST
+
+/* ---- circuit breaking ---- */
+
+#define CB_ROUTE(ARGS)                                                         \
+    "[{\"id\":\"cb\",\"uri\":\"http://b\",\"filters\":[{\"name\":"            \
+    "\"CircuitBreaker\",\"args\":{\"name\":\"orders\",\"fallbackUri\":"        \
+    "\"forward:/fallback\"," ARGS "}}]}]"
+
+static sy_breaker_permit ask(fix *f, int64_t now) {
+    sy_breaker_permit p;
+    ck_assert_int_eq(sy_match_breaker_acquire(fix_match(f, "/x"), now, &p,
+                                              NULL),
+                     0);
+    ck_assert(p.breaker);
+    return p;
+}
+
+static sy_breaker_state state_of(fix *f) {
+    sy_breaker_info bi;
+    ck_assert_int_eq(
+        sy_policy_store_breaker(sy_router_policy_store(f->r), "orders", &bi,
+                                NULL),
+        0);
+    return bi.state;
+}
+
+START_TEST(breaker_opens_half_opens_and_closes) {
+    fix f;
+    fix_open(&f, router_with(CB_ROUTE("\"slidingWindowSize\":4,"
+                                      "\"minimumNumberOfCalls\":4,"
+                                      "\"waitDurationInOpenState\":\"1s\","
+                                      "\"permittedNumberOfCallsInHalfOpenState"
+                                      "\":2,\"statusCodes\":\"500\""),
+                             NULL, NULL));
+    sy_breaker_permit p = ask(&f, T0);
+    ck_assert(p.permitted);
+    ck_assert_str_eq(p.name, "orders");
+    ck_assert_str_eq(p.fallback, "/fallback");
+    ck_assert_uint_eq(p.timeout_ms, 1000); /* SCG's time limit */
+    ck_assert_int_eq(sy_breaker_record(&p, SY_OUTCOME_SUCCESS, 200, 5, T0),
+                     SY_BREAKER_PASS);
+    ck_assert_int_eq(sy_breaker_record(&(sy_breaker_permit){0}, 0, 0, 0, 0),
+                     SY_BREAKER_PASS);
+    p = ask(&f, T0);
+    ck_assert_int_eq(sy_breaker_record(&p, SY_OUTCOME_5XX, 500, 5, T0),
+                     SY_BREAKER_FALLBACK);
+    p = ask(&f, T0);
+    sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 5, T0);
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_CLOSED); /* 3 calls < 4 */
+    p = ask(&f, T0);
+    sy_breaker_record(&p, SY_OUTCOME_SUCCESS, 200, 5, T0); /* 2 of 4: 50% */
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_OPEN);
+    p = ask(&f, T0 + 999);
+    ck_assert(!p.permitted);
+    ck_assert_int_eq(p.state, SY_BREAKER_OPEN);
+    /* after the wait: half-open, two permits */
+    sy_breaker_permit h1 = ask(&f, T0 + 1000), h2 = ask(&f, T0 + 1001),
+                      h3 = ask(&f, T0 + 1002);
+    ck_assert(h1.permitted && h2.permitted && !h3.permitted);
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_HALF_OPEN);
+    sy_breaker_record(&h1, SY_OUTCOME_SUCCESS, 200, 5, T0 + 1010);
+    sy_breaker_record(&h2, SY_OUTCOME_SUCCESS, 204, 5, T0 + 1010);
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_CLOSED);
+    /* a permit from before the transition changes nothing */
+    sy_breaker_record(&p, SY_OUTCOME_TIMEOUT, 0, 5, T0 + 1020);
+    sy_breaker_info bi;
+    sy_policy_store_breaker(sy_router_policy_store(f.r), "orders", &bi, NULL);
+    ck_assert_uint_eq(bi.failures, 0);
+    sy_policy_stats ps;
+    sy_policy_store_stats(sy_router_policy_store(f.r), &ps);
+    ck_assert_uint_eq(ps.breaker_opened, 1);
+    ck_assert_uint_eq(ps.breaker_half_opened, 1);
+    ck_assert_uint_eq(ps.breaker_closed, 1);
+    ck_assert_uint_ge(ps.breaker_rejected, 2);
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(half_open_failures_open_again) {
+    fix f;
+    fix_open(&f, router_with(CB_ROUTE("\"slidingWindowSize\":2,"
+                                      "\"minimumNumberOfCalls\":2,"
+                                      "\"waitDurationInOpenState\":100,"
+                                      "\"permittedNumberOfCallsInHalfOpenState"
+                                      "\":1"),
+                             NULL, NULL));
+    for (int i = 0; i < 2; i++) {
+        sy_breaker_permit p = ask(&f, T0);
+        sy_breaker_record(&p, SY_OUTCOME_TIMEOUT, 0, 5, T0);
+    }
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_OPEN);
+    sy_breaker_permit p = ask(&f, T0 + 100);
+    ck_assert(p.permitted);
+    sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 5, T0 + 101);
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_OPEN);
+    ck_assert(!ask(&f, T0 + 150).permitted);
+    ck_assert(ask(&f, T0 + 201).permitted);
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(slow_calls_trip_the_slow_call_model) {
+    fix f;
+    fix_open(&f, router_with(CB_ROUTE("\"slidingWindowSize\":10,"
+                                      "\"minimumNumberOfCalls\":10,"
+                                      "\"slowCallRateThreshold\":50,"
+                                      "\"slowCallDurationThreshold\":"
+                                      "\"200ms\""),
+                             NULL, NULL));
+    for (int i = 0; i < 10; i++) {
+        sy_breaker_permit p = ask(&f, T0);
+        ck_assert_int_eq(sy_breaker_record(&p, SY_OUTCOME_SUCCESS, 200,
+                                           i < 5 ? 300 : 200, T0),
+                         SY_BREAKER_PASS);
+    }
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_OPEN);
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(recovery_admits_a_growing_share_after_closing) {
+    fix f;
+    fix_open(&f, router_with(CB_ROUTE("\"slidingWindowSize\":1,"
+                                      "\"minimumNumberOfCalls\":1,"
+                                      "\"waitDurationInOpenState\":10,"
+                                      "\"permittedNumberOfCallsInHalfOpenState"
+                                      "\":1,\"warmupDuration\":\"10s\""),
+                             NULL, NULL));
+    sy_breaker_permit p = ask(&f, T0);
+    sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, T0);
+    p = ask(&f, T0 + 10);
+    sy_breaker_record(&p, SY_OUTCOME_SUCCESS, 200, 1, T0 + 10);
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_CLOSED);
+    int early = 0, late = 0, after = 0;
+    for (int i = 0; i < 1000; i++) {
+        early += ask(&f, T0 + 10 + 1000).permitted; /* 10% in */
+        late += ask(&f, T0 + 10 + 8000).permitted;  /* 80% in */
+        after += ask(&f, T0 + 10 + 10000).permitted;
+    }
+    ck_assert_int_gt(early, 50);
+    ck_assert_int_lt(early, 150);
+    ck_assert_int_gt(late, 750);
+    ck_assert_int_lt(late, 850);
+    ck_assert_int_eq(after, 1000);
+    fix_close(&f);
+}
+END_TEST
+
+START_TEST(routes_naming_one_breaker_share_it_and_a_new_config_resets_it) {
+    fix f;
+    fix_open(&f, router_with(
+        "[{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
+        "\"filters\":[\"CircuitBreaker=shared\"]},"
+        "{\"id\":\"b\",\"uri\":\"http://b\",\"predicates\":[\"Path=/b\"],"
+        "\"filters\":[\"CircuitBreaker=shared\"]}]",
+        NULL, NULL));
+    sy_breaker_permit p;
+    for (int i = 0; i < 100; i++) {
+        sy_match_breaker_acquire(fix_match(&f, i % 2 ? "/a" : "/b"), T0, &p,
+                                 NULL);
+        sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, T0);
+    }
+    sy_match_breaker_acquire(fix_match(&f, "/a"), T0, &p, NULL);
+    ck_assert(!p.permitted); /* 100 calls through two routes opened it */
+    const char *other = "{\"id\":\"o\",\"uri\":\"http://c\"}";
+    ck_assert_int_eq(sy_router_upsert_route(f.r, "s", other, strlen(other),
+                                            NULL),
+                     0);
+    sy_match_breaker_acquire(fix_match(&f, "/b"), T0, &p, NULL);
+    ck_assert(!p.permitted); /* still open after another route's publish */
+    const char *changed =
+        "{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
+        "\"filters\":[{\"name\":\"CircuitBreaker\",\"args\":{\"name\":"
+        "\"shared\",\"slidingWindowSize\":50}}]}";
+    ck_assert_int_eq(sy_router_upsert_route(f.r, "s", changed,
+                                            strlen(changed), NULL),
+                     0);
+    sy_match_breaker_acquire(fix_match(&f, "/a"), T0, &p, NULL);
+    ck_assert(p.permitted); /* a changed policy starts closed */
+    fix_close(&f);
+}
+END_TEST
+
+/* ---- run or refuse ---- */
+
+START_TEST(a_host_refuses_what_it_does_not_run) {
+    const char *const *nginx = sy_host_profile("nginx");
+    ck_assert_ptr_nonnull(nginx);
+    ck_assert_ptr_null(sy_host_profile("nope"));
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.host_runs = nginx;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    const char *doc = "[{\"id\":\"a\",\"uri\":\"http://b\"},"
+                      "{\"id\":\"b\",\"uri\":\"http://b\",\"filters\":"
+                      "[\"StripPrefix=1\",\"CircuitBreaker=cb\"]}]";
+    sy_error e;
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
+                     SY_ENOTRUN);
+    ck_assert_str_eq(e.path, "[1].filters[1]");
+    ck_assert_ptr_nonnull(strstr(e.message, "host 'nginx'"));
+    ck_assert_ptr_nonnull(strstr(e.message, "CircuitBreaker"));
+    const char *fwd = "[{\"id\":\"f\",\"uri\":\"forward:/x\"}]";
+    ck_assert_int_eq(sy_router_apply(r, "s", fwd, strlen(fwd), NULL, &e),
+                     SY_ENOTRUN);
+    ck_assert_str_eq(e.path, "[0].uri");
+    const char *cors = "[{\"id\":\"c\",\"uri\":\"http://b\",\"metadata\":"
+                       "{\"cors\":{\"allowedOrigins\":\"*\"}}}]";
+    ck_assert_int_eq(sy_router_apply(r, "s", cors, strlen(cors), NULL, &e),
+                     SY_ENOTRUN);
+    ck_assert_str_eq(e.path, "[0].metadata.cors");
+    /* the same document passes where the host runs it */
+    const char *const *gw = sy_host_profile("gateway");
+    sy_router *g;
+    o.host_runs = gw;
+    ck_assert_int_eq(sy_router_new(&o, &g, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(g, "s", NULL), 0);
+    ck_assert_int_eq(sy_router_apply(g, "s", doc, strlen(doc), NULL, &e), 0);
+    /* and parse options refuse as the router does */
+    sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+    po.host_runs = nginx;
+    sy_document *d = NULL;
+    ck_assert_int_eq(sy_document_parse(doc, strlen(doc), &po, &d, &e),
+                     SY_ENOTRUN);
+    /* default filters too */
+    sy_router *x;
+    o.host_runs = nginx;
+    o.default_filters = "[\"Retry=3\"]";
+    ck_assert_int_eq(sy_router_new(&o, &x, &e), SY_ENOTRUN);
+    ck_assert_str_eq(e.path, "defaultFilters[0]");
+    sy_router_free(r);
+    sy_router_free(g);
+}
+END_TEST
+
+START_TEST(route_host_runs_lists_every_host_run_item) {
+    const char *doc =
+        "[{\"id\":\"r\",\"uri\":\"forward:/x\",\"metadata\":{\"cors\":\"{}\","
+        "\"connect-timeout\":100},\"filters\":[\"Retry=3\",\"StripPrefix=1\","
+        "\"CircuitBreaker=c\",\"Retry=2\"]}]";
+    sy_document *d;
+    ck_assert_int_eq(sy_document_parse(doc, strlen(doc), NULL, &d, NULL), 0);
+    const char *names[8];
+    size_t n = sy_route_host_runs(sy_document_route(d, 0), names, 8);
+    ck_assert_uint_eq(n, 5);
+    ck_assert_str_eq(names[0], "Retry");
+    ck_assert_str_eq(names[1], "CircuitBreaker");
+    ck_assert_str_eq(names[2], "forward:");
+    ck_assert_str_eq(names[3], "metadata.connect-timeout");
+    ck_assert_str_eq(names[4], "metadata.cors");
+    ck_assert_uint_eq(sy_route_host_runs(sy_document_route(d, 0), NULL, 0), 5);
+    sy_document_free(d);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("policy");
+    TCase *tc = tcase_create("policy");
+    tcase_add_test(tc, burst_of_one_lets_one_of_twenty_through);
+    tcase_add_test(tc, burst_of_zero_blocks_everything);
+    tcase_add_test(tc, remaining_counts_down_and_headers_are_formatted);
+    tcase_add_test(tc, each_key_has_its_own_bucket);
+    tcase_add_test(tc, path_variable_resolver_keys_by_the_capture);
+    tcase_add_test(tc,
+                   no_principal_is_an_empty_key_denied_with_403_and_no_headers);
+    tcase_add_test(tc, deny_empty_key_false_lets_keyless_requests_through);
+    tcase_add_test(tc, a_registered_resolver_is_accepted_and_used);
+    tcase_add_test(tc,
+                   buckets_survive_publishes_of_other_routes_and_reset_on_change);
+    tcase_add_test(tc, routers_sharing_a_store_share_buckets);
+    tcase_add_test(tc, hundred_thousand_keys_in_a_small_store_fail_open);
+    tcase_add_test(tc, redis_calls_use_scg_key_names_and_fail_open);
+    tcase_add_test(tc, typos_and_bad_values_are_refused_where_they_are);
+    tcase_add_test(tc, scg_forms_are_accepted);
+    tcase_add_test(tc, retry_follows_statuses_series_methods_and_exceptions);
+    tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
+    tcase_add_test(tc, breaker_opens_half_opens_and_closes);
+    tcase_add_test(tc, half_open_failures_open_again);
+    tcase_add_test(tc, slow_calls_trip_the_slow_call_model);
+    tcase_add_test(tc, recovery_admits_a_growing_share_after_closing);
+    tcase_add_test(
+        tc, routes_naming_one_breaker_share_it_and_a_new_config_resets_it);
+    tcase_add_test(tc, a_host_refuses_what_it_does_not_run);
+    tcase_add_test(tc, route_host_runs_lists_every_host_run_item);
+    suite_add_tcase(s, tc);
+    return sy_test_run(s);
+}

@@ -828,8 +828,11 @@ int etcd_decode_instance(const char *key_id, const char *json, size_t len,
     sy_kv *kvs = NULL;
     if (!what && nmd) {
         kvs = calloc(nmd, sizeof *kvs);
-        if (!kvs)
-            what = "out of memory";
+        if (!kvs) {
+            snprintf(err, err_len, "out of memory");
+            cJSON_Delete(o);
+            return -2;
+        }
         size_t k = 0;
         const cJSON *kv;
         cJSON_ArrayForEach(kv, md) {

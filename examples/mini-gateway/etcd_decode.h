@@ -121,7 +121,7 @@ typedef struct etcd_instance {
 
 /* Parse json into *out for instance `id` (the key's; an "id" member must
  * equal it), replacing its value only on success. -1 with a located
- * message in err. */
+ * message in err, or -2 when memory ran out (not the value's fault). */
 int etcd_decode_instance(const char *id, const char *json, size_t len,
                          etcd_instance *out, char *err, size_t err_len);
 void etcd_instance_clear(etcd_instance *v);

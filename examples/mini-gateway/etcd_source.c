@@ -154,41 +154,48 @@ static void format_error(char *out, size_t cap, const sy_error *err) {
 /* ------------------------------------------------------------------ */
 
 
-/* Apply one instance change to the records (under mu). */
-static void stage_instance(gw_etcd *e, etcd_change *c) {
+/* Apply one instance change to the records (under mu); false when out of
+ * memory (a refused value is recorded with its error: true). */
+static bool stage_instance(gw_etcd *e, etcd_change *c) {
     service_rec *s = find_service(e, c->name, !c->del);
     if (!s)
-        return;
+        return c->del; /* a delete of nothing, or out of memory */
     bool found;
     size_t i = find_inst(s, c->id, &found);
     if (c->del) {
         if (!found)
-            return;
+            return true;
         inst_free(&s->v[i]);
         memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof *s->v);
         s->n--;
         s->touched = true;
-        return;
+        return true;
     }
     if (!found) {
         if (s->n == s->cap) {
             size_t cap = s->cap ? s->cap * 2 : 8;
             inst_rec *v = realloc(s->v, cap * sizeof *v);
             if (!v)
-                return;
+                return false;
             s->v = v;
             s->cap = cap;
         }
+        char *id = etcd_strdup(c->id);
+        if (!id)
+            return false;
         memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
         s->v[i] = (inst_rec){0};
-        s->v[i].id = etcd_strdup(c->id);
+        s->v[i].id = id;
         s->n++;
     }
     inst_rec *r = &s->v[i];
     r->mod_revision = c->mod_revision;
     char err[512];
-    if (etcd_decode_instance(r->id, c->value, c->len, &r->val, err,
-                             sizeof err)) {
+    int rc = etcd_decode_instance(r->id, c->value, c->len, &r->val, err,
+                                  sizeof err);
+    if (rc == -2)
+        return false; /* out of memory: not the value's fault */
+    if (rc) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s: %s", c->key, err);
         set_str(&r->error, msg);
@@ -199,6 +206,7 @@ static void stage_instance(gw_etcd *e, etcd_change *c) {
         set_str(&r->error, NULL);
     }
     s->touched = true;
+    return true;
 }
 
 /* The router's index of a source (registration order), cached. */
@@ -301,12 +309,15 @@ static bool apply_changes(gw_etcd *e, etcd_change_list *l, int64_t revision,
                           bool full_read) {
     uint64_t t0 = uv_hrtime(), c0 = cpu_us();
     uv_mutex_lock(&e->mu);
-    for (size_t i = 0; i < l->n; i++)
+    /* out of memory staging a change: nothing is committed and the
+     * revision does not move (the caller reads everything again) */
+    bool oom = false;
+    for (size_t i = 0; !oom && i < l->n; i++)
         if (!l->v[i].is_route)
-            stage_instance(e, &l->v[i]);
+            oom = !stage_instance(e, &l->v[i]);
     size_t n = 0;
-    staged *st = calloc(l->n + e->svc_n + 1, sizeof *st);
-    size_t *map = calloc(l->n + e->svc_n + 1, sizeof *map);
+    staged *st = oom ? NULL : calloc(l->n + e->svc_n + 1, sizeof *st);
+    size_t *map = oom ? NULL : calloc(l->n + e->svc_n + 1, sizeof *map);
     for (size_t i = 0; st && map && i < e->svc_n; i++)
         if (e->svc[i].touched) {
             e->svc[i].touched = false;
@@ -317,6 +328,10 @@ static bool apply_changes(gw_etcd *e, etcd_change_list *l, int64_t revision,
         if (!c->is_route)
             continue;
         source_rec *s = c->del ? etcd_find_source(e, c->name) : source_for(e, c);
+        if (!s && !c->del) { /* out of memory registering it */
+            oom = true;
+            break;
+        }
         if (!s)
             continue;
         s->mod_revision = c->mod_revision;
@@ -325,15 +340,18 @@ static bool apply_changes(gw_etcd *e, etcd_change_list *l, int64_t revision,
             s->create_revision = c->create_revision;
         st[n++] = (staged){.c = c};
     }
-    bool committed = false, failed_all = !st || !map;
-    while (st && map && !committed) {
+    bool committed = false, failed_all = oom || !st || !map;
+    while (!failed_all && !committed) {
         sy_change_set *cs = NULL;
         sy_report *rep = NULL;
         sy_error err;
         size_t count = 0;
         if (sy_change_set_new(e->router, &cs, &err) ||
             stage_all(e, cs, st, n, map, &count)) {
+            /* out of memory (staging only copies): nothing is published,
+             * and the revision must not move past these changes */
             sy_change_set_free(cs);
+            failed_all = true;
             break;
         }
         int rc = count ? sy_router_commit(e->router, cs, &rep, &err) : 0;
@@ -511,6 +529,7 @@ static void fail(gw_etcd *e, const char *what, const char *err) {
  * applied (by mod_revision), apply the difference, then watch. */
 static void finish_full_read(gw_etcd *e) {
     etcd_change_list diff = {0};
+    bool oom = false; /* a change could not be listed: apply nothing */
     etcd_change_list *got = &e->pending;
     /* Register new sources in creation order, as watching gateways saw
      * them: registration order breaks rank ties between sources. */
@@ -539,7 +558,10 @@ static void finish_full_read(gw_etcd *e) {
             same = found && s->v[k].mod_revision == c->mod_revision;
         }
         if (!same) {
-            etcd_changes_push(&diff, c);
+            if (!etcd_changes_push(&diff, c)) {
+                oom = true;
+                break;
+            }
             *c = (etcd_change){0};
         }
     }
@@ -560,7 +582,10 @@ static void finish_full_read(gw_etcd *e) {
                         .name = etcd_strdup(s->name),
                         .key = etcd_strdup(s->key),
                         .mod_revision = e->read_revision};
-            etcd_changes_push(&diff, &c);
+            if (!c.name || !c.key || !etcd_changes_push(&diff, &c)) {
+                etcd_change_free(&c);
+                oom = true;
+            }
         }
     }
     for (size_t i = 0; i < e->svc_n; i++) {
@@ -579,7 +604,10 @@ static void finish_full_read(gw_etcd *e) {
                             .name = etcd_strdup(s->name),
                             .id = etcd_strdup(s->v[j].id),
                             .mod_revision = e->read_revision};
-                etcd_changes_push(&diff, &c);
+                if (!c.name || !c.id || !etcd_changes_push(&diff, &c)) {
+                    etcd_change_free(&c);
+                    oom = true;
+                }
             }
         }
     }
@@ -589,8 +617,11 @@ static void finish_full_read(gw_etcd *e) {
     etcd_log(e, GW_ETCD_LOG_INFO,
              "full read at revision %" PRId64 ": %zu change(s)",
              e->read_revision, diff.n);
-    e->force_full = false;
-    bool ok = apply_changes(e, &diff, e->read_revision, true);
+    bool ok = false;
+    if (!oom) {
+        e->force_full = false;
+        ok = apply_changes(e, &diff, e->read_revision, true);
+    }
     etcd_changes_clear(&diff);
     if (!ok) {
         e->need_full_read = true;

@@ -12,6 +12,8 @@
  *   match METHOD HOST PATH  {"route": id|null, "instance": id|null,
  *                            "target": "host:port"|null, "error": ...}
  *   metrics                 {"text": the module's Prometheus lines}
+ *   fail-alloc N            (etcd_driver_faults only) the module's Nth
+ *                            allocation from now fails, once: {"armed": N}
  *   quit                    stops the module and exits 0
  * With --commits every commit from etcd also prints
  *   {"commit": revision, "fingerprint": "hex", "us": epoch microseconds}
@@ -27,6 +29,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifdef GW_ETCD_FAULTS /* the driver's own allocations are not counted */
+#undef malloc
+#undef calloc
+#undef realloc
+
+static long fault_countdown; /* 0: off; else allocations until the fault */
+
+static bool fault_now(void) {
+    return fault_countdown > 0 && --fault_countdown == 0;
+}
+
+void *etcd_fault_malloc(size_t n) {
+    return fault_now() ? NULL : malloc(n);
+}
+
+void *etcd_fault_calloc(size_t n, size_t size) {
+    return fault_now() ? NULL : calloc(n, size);
+}
+
+void *etcd_fault_realloc(void *p, size_t n) {
+    return fault_now() ? NULL : realloc(p, n);
+}
+#endif
 
 typedef struct driver {
     uv_loop_t *loop;
@@ -183,6 +209,13 @@ static void run_line(driver *d, char *line) {
         emit(o);
     } else if (strcmp(line, "quit") == 0) {
         stop(d);
+#ifdef GW_ETCD_FAULTS
+    } else if (strncmp(line, "fail-alloc ", 11) == 0) {
+        fault_countdown = strtol(line + 11, NULL, 10);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "armed", (double)fault_countdown);
+        emit(o);
+#endif
     } else if (line[0]) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "error", "unknown command");

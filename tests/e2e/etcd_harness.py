@@ -307,8 +307,8 @@ class Cluster:
 class Driver:
     """tests/e2e/etcd_driver: a router fed by the etcd source."""
 
-    def __init__(self, url, prefix=None, commits=False):
-        args = [os.environ["ETCD_DRIVER"], "--etcd", url]
+    def __init__(self, url, prefix=None, commits=False, binary=None):
+        args = [binary or os.environ["ETCD_DRIVER"], "--etcd", url]
         if prefix:
             args += ["--etcd-prefix", prefix]
         if commits:

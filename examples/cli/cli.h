@@ -10,6 +10,15 @@ int sy_cli_match(int argc, char **argv);
 int sy_cli_explain(int argc, char **argv);
 int sy_cli_diff(int argc, char **argv);
 int sy_cli_convert(int argc, char **argv); /* cli_convert.c */
+/* diff --requests: replay recorded requests (cli_replay.c) */
+int sy_cli_replay(int argc, char **argv);
+
+/* Split "scheme://authority/path?query" (or "/path?query") into req's
+ * scheme, host, path and query (cli_route.c). */
+void sy_cli_split_url(const char *url, sy_request *req);
+/* An instances document into r, one sy_router_set_instances per
+ * service; 0, or 2 with the located error on stderr (cli_route.c). */
+int sy_cli_load_instances(sy_router *r, const char *path);
 
 /* Read a whole file ("-": stdin) into a malloc'd buffer; NULL with errno
  * on failure (switchyard.c). */

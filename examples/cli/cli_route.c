@@ -306,7 +306,7 @@ static bool parse_now(const char *s, int64_t *out) {
 }
 
 /* Split "scheme://authority/path?query" (or "/path?query"). */
-static void split_url(const char *url, sy_request *req) {
+void sy_cli_split_url(const char *url, sy_request *req) {
     const char *p = url;
     const char *sep = strstr(url, "://");
     if (sep) {
@@ -353,7 +353,7 @@ static char *read_file(const char *path, size_t *len) {
 
 /* An instances document (sy_instances_parse: the format of
  * docs/route-definitions.md) -> sy_router_set_instances per service. */
-static int load_instances(sy_router *r, const char *path) {
+int sy_cli_load_instances(sy_router *r, const char *path) {
     size_t len;
     char *text = read_file(path, &len);
     if (!text) {
@@ -435,11 +435,11 @@ static int load_router(const char *cmd, const request_args *a,
             return 2;
         }
     }
-    return a->instances ? load_instances(*out, a->instances) : 0;
+    return a->instances ? sy_cli_load_instances(*out, a->instances) : 0;
 }
 
 static int build_request(const char *cmd, request_args *a, sy_request *req) {
-    split_url(a->url, req);
+    sy_cli_split_url(a->url, req);
     req->method = cs(a->method);
     bool has_host = false;
     for (size_t i = 0; i < a->header_count; i++)
@@ -790,6 +790,9 @@ static const char diff_help[] =
     "options:\n"
     "  --json       print one JSON object: added, removed, updated, "
     "unchanged\n"
+    "  --requests FILE  replay recorded requests through both instead "
+    "(see\n"
+    "               switchyard diff --requests - --help)\n"
     "  -h, --help   show this help\n"
     "\n"
     "exit status: 0 the diff was printed (changes or not), 2 usage errors, "
@@ -799,6 +802,9 @@ static const char diff_help[] =
     "  switchyard diff routes-v1.json routes-v2.json\n";
 
 int sy_cli_diff(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--requests") == 0)
+            return sy_cli_replay(argc, argv); /* cli_replay.c */
     bool json = false;
     const char *files[2];
     int nf = 0;

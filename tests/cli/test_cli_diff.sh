@@ -56,4 +56,52 @@ echo '[{"id":1}]' >"$tmp/bad.json"
 "$bin" diff "$tmp/a.json" "$tmp/bad.json" >/dev/null 2>"$tmp/err"
 same "an invalid document exits 2" 2 "$?"
 same "and says where" "$tmp/bad.json: [0].id: id must be a string" "$(head -1 "$tmp/err")"
+# diff --requests: replayed traffic, three request formats, --json
+cat >"$tmp/old.json" <<'JSON'
+{"version":"1","routes":[
+ {"id":"users","uri":"http://u:1","predicates":["Path=/api/users/**"]},
+ {"id":"api","uri":"http://a:1","predicates":["Path=/api/**"]},
+ {"id":"gray","uri":"lb://svc","predicates":["Path=/svc/**"],"metadata":{"version-default":"oldest"}},
+ {"id":"gone","uri":"http://g:1","predicates":["Path=/old/**"]}]}
+JSON
+cat >"$tmp/new.json" <<'JSON'
+{"version":"2","routes":[
+ {"id":"api","uri":"http://a:1","predicates":["Path=/api/**"]},
+ {"id":"users","uri":"http://u:1","predicates":["Path=/api/users/**"]},
+ {"id":"gray","uri":"lb://svc","predicates":["Path=/svc/**"],"metadata":{"version-default":"2"}},
+ {"id":"fresh","uri":"http://f:1","predicates":["Path=/new/**"]}]}
+JSON
+cat >"$tmp/inst.json" <<'JSON'
+{"services":{"svc":[{"id":"svc-1","host":"10.0.0.1","port":80,"metadata":{"version":"1"}},
+                    {"id":"svc-2","host":"10.0.0.2","port":80,"metadata":{"version":"2"}}]}}
+JSON
+printf 'GET /api/users/1\nGET /api/orders\tX-A: 1\nPOST /old/x?y=1\n# a comment\n\nGET http://h.example/new/a\nGET /svc/a\nGET /svc/b\tversion: 1\n' >"$tmp/plain.txt"
+same "replay: re-routed requests, then the summary by route pair" \
+"GET /api/users/1: users -> api [upstream http://u:1 -> http://a:1]
+POST /old/x?y=1: gone -> (no route)
+GET http://h.example/new/a: (no route) -> fresh
+GET /svc/a: gray -> gray [instance svc-1 -> svc-2]
+4 of 6 requests re-routed:
+       1  users -> api
+       1  gone -> (no route)
+       1  (no route) -> fresh
+       1  gray -> gray" \
+    "$("$bin" diff --requests "$tmp/plain.txt" --instances "$tmp/inst.json" "$tmp/old.json" "$tmp/new.json")"
+cat >"$tmp/nginx.log" <<'LOG'
+10.0.0.1 - - [10/Oct/2024:13:55:36 +0000] "GET /api/users/7 HTTP/1.1" 200 512 "-" "curl/8.0"
+10.0.0.2 - - [10/Oct/2024:13:55:37 +0000] "\x16\x03\x01" 400 150 "-" "-"
+10.0.0.3 - bob [10/Oct/2024:13:55:38 +0000] "GET /api/orders?x=1 HTTP/1.1" 200 10 "http://r/" "ua"
+LOG
+same "replay --json of an nginx combined log (a line without a request skipped)" \
+    '{"requests":2,"changed":[{"method":"GET","url":"/api/users/7","line":1,"old_route":"users","new_route":"api","old_upstream":"http://u:1","new_upstream":"http://a:1","old_instance":null,"new_instance":null}],"summary":[{"old_route":"users","new_route":"api","count":1}]}' \
+    "$("$bin" diff --requests "$tmp/nginx.log" --json "$tmp/old.json" "$tmp/new.json" 2>"$tmp/err")"
+same "and says what it skipped" "$tmp/nginx.log: 1 line without a request skipped (first: line 2)" "$(cat "$tmp/err")"
+printf '{"time":"2024-10-10T13:55:36Z","method":"GET","path":"/api/users/2","query":"a=1","status":200,"route":"users","trace_id":"0af7651916cd43dd8448eb211c80319c"}\n{"method":"DELETE","path":"/old/1"}\n' >"$tmp/access.log"
+same "replay of the mini-gateway access log, null for no route" \
+    '{"requests":2,"changed":[{"method":"GET","url":"/api/users/2?a=1","line":1,"old_route":"users","new_route":"api","old_upstream":"http://u:1","new_upstream":"http://a:1","old_instance":null,"new_instance":null},{"method":"DELETE","url":"/old/1","line":2,"old_route":"gone","new_route":null,"old_upstream":"http://g:1","new_upstream":null,"old_instance":null,"new_instance":null}],"summary":[{"old_route":"users","new_route":"api","count":1},{"old_route":"gone","new_route":null,"count":1}]}' \
+    "$("$bin" diff --requests "$tmp/access.log" --json "$tmp/old.json" "$tmp/new.json")"
+printf 'GET /a\nGET\n' >"$tmp/badreq.txt"
+"$bin" diff --requests "$tmp/badreq.txt" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
+same "a bad request line exits 2" 2 "$?"
+same "and names the file and line" "$tmp/badreq.txt:2: expected METHOD URL (read as plain lines)" "$(cat "$tmp/err")"
 echo "1..$n"

@@ -1,7 +1,9 @@
 /*
  * switchyard.c - the command-line tool: main() and its subcommand table,
  * `--version`, `--help`, and the `check` subcommand (validate route
- * documents, one line per error, and warn of routes no request reaches). Other subcommands live in their own
+ * documents, one line per error, warn of routes no request reaches, list
+ * what the host must run, check against what a host runs). Other
+ * subcommands live in their own
  * files and are declared in cli.h. Uses only the public API.
  */
 #include "cli.h"
@@ -84,9 +86,33 @@ static int print_shadow(void *data, const sy_shadow *s) {
     return 0;
 }
 
+/* One line per host-run item a document uses (docs/policies.md, "Run or
+ * refuse"): FILE: host-run [NAME]: 'a', 'b' (the ids of its routes). */
+static void print_host_runs(const char *file, const sy_document *doc) {
+    const char *const *all = sy_host_runs_all();
+    size_t n = sy_document_route_count(doc);
+    for (size_t k = 0; all[k]; k++) {
+        size_t hits = 0;
+        for (size_t i = 0; i < n; i++) {
+            const sy_route *r = sy_document_route(doc, i);
+            const char *names[32];
+            size_t c = sy_route_host_runs(r, names, 32);
+            for (size_t j = 0; j < c && j < 32; j++)
+                if (strcmp(names[j], all[k]) == 0) {
+                    if (!hits)
+                        printf("%s: host-run [%s]:", file, all[k]);
+                    printf("%s '%s'", hits ? "," : "", sy_route_id(r));
+                    hits++;
+                }
+        }
+        if (hits)
+            printf("\n");
+    }
+}
+
 static int check_usage(FILE *out) {
     fprintf(out, "usage: switchyard check [--quiet] [--fail-on-warning] "
-                 "FILE...\n"
+                 "[--host gateway|nginx] FILE...\n"
                  "Validate route documents (a JSON array of routes or "
                  "{\"version\", \"routes\"}).\n"
                  "Prints one line per error, every error of every route: "
@@ -96,10 +122,17 @@ static int check_usage(FILE *out) {
                  "matches) or matching nothing at all:\n"
                  "FILE: PATH: warning: route 'x' is shadowed by 'y' (PATH): "
                  "...\n"
+                 "Lists what the host must run (rate limiters, breakers, "
+                 "retries, forward:, ...):\n"
+                 "FILE: host-run [NAME]: 'a', 'b'   (the routes using it)\n"
                  "\n"
                  "options:\n"
                  "  -q, --quiet          print nothing for valid files\n"
                  "  --fail-on-warning    exit 1 when any warning is printed\n"
+                 "  --host NAME          refuse what host NAME does not run "
+                 "(gateway: the\n"
+                 "                       mini-gateway, nginx: the nginx "
+                 "module)\n"
                  "  -h, --help           show this help\n"
                  "FILE may be - for standard input.\n"
                  "\n"
@@ -114,6 +147,7 @@ static int check_usage(FILE *out) {
 
 static int cli_check(int argc, char **argv) {
     bool quiet = false, fail_on_warning = false;
+    const char *const *host_runs = NULL;
     int first = 0;
     for (; first < argc; first++) {
         const char *a = argv[first];
@@ -129,6 +163,17 @@ static int cli_check(int argc, char **argv) {
         }
         if (strcmp(a, "--fail-on-warning") == 0) {
             fail_on_warning = true;
+            continue;
+        }
+        if (strcmp(a, "--host") == 0) {
+            host_runs = first + 1 < argc ? sy_host_profile(argv[first + 1])
+                                         : NULL;
+            if (!host_runs) {
+                fprintf(stderr,
+                        "switchyard check: --host takes gateway or nginx\n");
+                return check_usage(stderr);
+            }
+            first++;
             continue;
         }
         if (a[0] == '-' && a[1]) {
@@ -154,6 +199,7 @@ static int cli_check(int argc, char **argv) {
         }
         sy_parse_options opts = SY_PARSE_OPTIONS_INIT;
         opts.lenient = true; /* list every bad route, not just the first */
+        opts.host_runs = host_runs;
         sy_document *doc = NULL;
         sy_error err;
         memset(&err, 0, sizeof err);
@@ -181,6 +227,8 @@ static int cli_check(int argc, char **argv) {
             size_t n = sy_document_route_count(doc);
             printf("%s: ok, %zu route%s\n", file, n, n == 1 ? "" : "s");
         }
+        if (!quiet)
+            print_host_runs(file, doc);
         sy_document_free(doc);
     }
     return status;

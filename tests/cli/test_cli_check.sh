@@ -36,6 +36,13 @@ run() {
 }
 
 cp "$data/valid/uris.json" "$tmp/good.json"
+# what `check` says of good.json: it is valid, and what the host must run
+hostrun() {
+    printf '%s\n' "$1: host-run [forward:]: 'forward'" \
+        "$1: host-run [ws:]: 'ws', 'lb-ws'" "$1: host-run [wss:]: 'wss'"
+}
+good_ok="good.json: ok, 12 routes
+$(hostrun good.json)"
 cp "$data/valid/empty-array.json" "$tmp/empty.json"
 cat >"$tmp/bad.json" <<'JSON'
 {"version": "1", "routes": [
@@ -51,9 +58,9 @@ printf '[] []' >"$tmp/trailing.json"
 printf '"text"' >"$tmp/shape.json"
 
 run "--version prints the version" 0 "switchyard 0.2.0" --version
-run "valid file: one ok line, exit 0" 0 "good.json: ok, 12 routes" \
+run "valid file: an ok line and its host-run items, exit 0" 0 "$good_ok" \
     check good.json
-run "several valid files" 0 "good.json: ok, 12 routes
+run "several valid files" 0 "$good_ok
 empty.json: ok, 0 routes" check good.json empty.json
 run "--quiet prints nothing for valid files" 0 "" check --quiet good.json
 run "every bad route is listed with its path, exit 1" 1 \
@@ -71,10 +78,11 @@ run "trailing data is a syntax error" 1 \
 run "document-level errors have no path" 1 \
     "shape.json: a document is an array of routes or an object with \"routes\"" \
     check shape.json
-run "a bad file among good ones fails the run" 1 "good.json: ok, 12 routes
+run "a bad file among good ones fails the run" 1 "$good_ok
 trailing.json: line 1, column 4: JSON syntax error: unexpected data after the document
 empty.json: ok, 0 routes" check good.json trailing.json empty.json
-run "standard input with -" 0 "-: ok, 12 routes" check - <"$tmp/good.json"
+run "standard input with -" 0 "-: ok, 12 routes
+$(hostrun -)" check - <"$tmp/good.json"
 
 run "unreadable file exits 2" 2 "" check missing.json
 if grep -q "missing.json" "$tmp/stderr"; then
@@ -124,7 +132,7 @@ run "shadowed routes are warnings naming both routes, exit 0" 0 \
 run "--fail-on-warning makes a warning exit 1" 1 "$shadow_out" \
     check --fail-on-warning shadow.json
 run "no warning for valid, unshadowed files with --fail-on-warning" 0 \
-    "good.json: ok, 12 routes" check --fail-on-warning good.json
+    "$good_ok" check --fail-on-warning good.json
 
 while IFS=$'\t' read -r file code path lc; do
     [[ $file == \#* || -z $file ]] && continue
@@ -142,6 +150,52 @@ while IFS=$'\t' read -r file code path lc; do
         not_ok "corpus invalid/$file ($code)" "exit $rc" "$out" "want prefix: $want"
     fi
 done <"$data/invalid/expect.tsv"
+
+# Run or refuse: what each host runs (docs/policies.md)
+cat >"$tmp/policies.json" <<'JSON'
+{"routes": [
+  {"id": "orders", "uri": "http://o", "predicates": ["Path=/o/**"],
+   "filters": ["Retry=3, BAD_GATEWAY, GET, 10ms, 50ms, 2, false, 0.5, 2s",
+               {"name": "CircuitBreaker", "args": {"name": "orders", "fallbackUri": "forward:/fallback"}}]},
+  {"id": "fallback", "uri": "forward:/down", "predicates": ["Path=/fallback"]},
+  {"id": "limited", "uri": "http://l", "predicates": ["Path=/l/**"],
+   "filters": [{"name": "RequestRateLimiter", "args": {"redis-rate-limiter.replenishRate": "10",
+     "key-resolver": "#{@remoteAddrKeyResolver}"}}]}
+]}
+JSON
+run "check lists every host-run item and the routes using it" 0 \
+"policies.json: ok, 3 routes
+policies.json: host-run [RequestRateLimiter]: 'limited'
+policies.json: host-run [CircuitBreaker]: 'orders'
+policies.json: host-run [Retry]: 'orders'
+policies.json: host-run [forward:]: 'fallback'" check policies.json
+run "--host gateway: the mini-gateway runs them all" 0 \
+"policies.json: ok, 3 routes
+policies.json: host-run [RequestRateLimiter]: 'limited'
+policies.json: host-run [CircuitBreaker]: 'orders'
+policies.json: host-run [Retry]: 'orders'
+policies.json: host-run [forward:]: 'fallback'" \
+    check --host gateway policies.json
+run "--host nginx: what nginx does not run is refused where it is" 1 \
+"policies.json: routes[0].filters[0]: Retry: host 'nginx' does not run this filter
+policies.json: routes[0].filters[1]: CircuitBreaker: host 'nginx' does not run this filter
+policies.json: routes[1].uri: forward: uri: host 'nginx' does not run this scheme" \
+    check --quiet --host nginx policies.json
+run "--host with an unknown host is a usage error" 2 "" \
+    check --host iis policies.json
+cat >"$tmp/typos.json" <<'JSON'
+[{"id": "t", "uri": "http://t", "filters": [
+  {"name": "Retry", "args": {"retires": "3"}},
+  {"name": "Retry", "args": {"statuses": "BAD_GATEWY"}},
+  {"name": "RequestRateLimiter", "args": {"redis-rate-limiter.replenishRate": "1", "redis-rate-limiter.burstCapacity": "-5"}},
+  {"name": "CircuitBreaker", "args": {"fallbackUri": "forwrd:/x"}}]}]
+JSON
+run "typos in policy args are refused at their path" 1 \
+"typos.json: [0].filters[0].args.retires: Retry: retires: unknown argument (known: retries, statuses, series, methods, exceptions, backoff.firstBackoff, backoff.maxBackoff, backoff.factor, backoff.basedOnPreviousValue, jitter.randomFactor, timeout)
+typos.json: [0].filters[1].args.statuses: Retry: statuses: 'BAD_GATEWY': unknown HTTP status name
+typos.json: [0].filters[2].args.redis-rate-limiter.burstCapacity: RequestRateLimiter: redis-rate-limiter.burstCapacity: -5 is out of range 0..2147483647
+typos.json: [0].filters[3].args.fallbackUri: CircuitBreaker: fallbackUri: 'forwrd:/x': only forward:/path is run (the request is dispatched again to that path)" \
+    check --quiet typos.json
 
 echo "1..$n"
 [[ $failed -eq 0 ]]

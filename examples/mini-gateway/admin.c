@@ -334,7 +334,10 @@ static void answer_fingerprint(admin_call *a) {
 static int stage_document(admin_call *a, sy_change_set *cs, char *what,
                           size_t cap, sy_error *err) {
     snprintf(what, cap, "admin: document for %s", a->seg[1]);
-    return sy_change_set_apply(cs, a->seg[1], a->r->body, a->r->body_len, err);
+    int rc = gw_document_check(a->r->body, a->r->body_len, err);
+    return rc ? rc
+              : sy_change_set_apply(cs, a->seg[1], a->r->body, a->r->body_len,
+                                    err);
 }
 
 /* PUT /routes/<source>/<id>: one route; its "id" must be the URL's. */

@@ -348,6 +348,9 @@ static void on_log(void *data, sy_log_level level, const char *message) {
         gw_log("switchyard: %s", message);
 }
 
+/* --default-filters' text, read once at start (the routers copy it). */
+static char *default_filters;
+
 /* The gateway's router options; with `host`, its host data and log. */
 static void router_options(sy_router_options *o, bool host) {
     *o = (sy_router_options)SY_ROUTER_OPTIONS_INIT;
@@ -361,6 +364,9 @@ static void router_options(sy_router_options *o, bool host) {
     o->escaped_slashes = G.cfg.escaped_slashes;
     o->merge_slashes = G.cfg.merge_slashes;
     o->max_retired = 0;
+    /* run or refuse: what the gateway runs (policy.c) */
+    o->host_runs = gw_host_runs;
+    o->default_filters = default_filters;
 }
 
 int gw_scratch_router(sy_router **out, sy_error *err) {
@@ -370,11 +376,24 @@ int gw_scratch_router(sy_router **out, sy_error *err) {
 }
 
 int gw_config_init(void) {
+    if (G.cfg.default_filters && !default_filters) {
+        size_t len;
+        default_filters = gw_read_file(G.cfg.default_filters, &len);
+        if (!default_filters) {
+            gw_log("%s: cannot read the default filters",
+                   G.cfg.default_filters);
+            return -1;
+        }
+    }
     sy_router_options o;
     router_options(&o, true);
     sy_error err;
     if (sy_router_new(&o, &G.router, &err)) {
-        gw_log("router: %s", err.message);
+        if (G.cfg.default_filters)
+            gw_log("router: %s: %s: %s", G.cfg.default_filters, err.path,
+                   err.message);
+        else
+            gw_log("router: %s", err.message);
         return -1;
     }
     for (size_t i = 0; i < G.cfg.route_count; i++) {
@@ -452,9 +471,10 @@ static int stage_tick(sy_change_set *cs, watched_file **tick, size_t n) {
             continue;
         sy_error err;
         f->first = sy_change_set_count(cs);
-        int rc = f->source[0]
-                     ? sy_change_set_apply(cs, f->source, f->text, f->len, &err)
-                     : stage_doc(cs, f->doc, true, &err);
+        int rc = !f->source[0] ? stage_doc(cs, f->doc, true, &err)
+                 : gw_document_check(f->text, f->len, &err)
+                     ? err.code
+                     : sy_change_set_apply(cs, f->source, f->text, f->len, &err);
         if (!rc) /* admin changes kept over the file (--admin-overrides-files) */
             rc = gw_overrides_stage(cs, f->source[0] ? f->source : NULL, &err);
         f->count = sy_change_set_count(cs) - f->first;

@@ -121,6 +121,10 @@ typedef struct gw_config {
     bool merge_slashes;
     const char *etcd_url, *etcd_prefix;
     bool admin_overrides_files; /* admin changes to file sources kept */
+    const char *redis;           /* --redis HOST:PORT: shared rate limits */
+    uint64_t redis_timeout_ms;   /* a Redis call answers within this */
+    uint64_t retry_body_bytes;   /* request bodies kept for a retry */
+    const char *default_filters; /* --default-filters FILE */
     bool quiet; /* no access log */
     bool demo;
 } gw_config;
@@ -174,7 +178,19 @@ typedef struct gw_wmetrics {
     double up_sum;
     uint64_t up_count;
     atomic_ullong retries, upstream_connects, upstream_reuses; /* lock-free */
+    /* policies (policy.c): by (route, GW_POLICY_*) */
+    gw_count_table policy;
+    atomic_ullong redis_errors, redis_timeouts, redis_calls;
 } gw_wmetrics;
+
+enum {
+    GW_POLICY_LIMITED = 1,     /* answered by a rate limiter (429) */
+    GW_POLICY_FAILED_OPEN = 2, /* allowed because Redis failed */
+    GW_POLICY_RETRIED = 3,     /* a Retry attempt */
+    GW_POLICY_REJECTED = 4,    /* not permitted by an open breaker */
+    GW_POLICY_FALLBACK = 5     /* sent to the breaker's fallback */
+};
+void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind);
 
 void gw_metrics_init(gw_wmetrics *m);
 void gw_metrics_destroy(gw_wmetrics *m);
@@ -217,6 +233,7 @@ typedef struct gw_route_data {
     uint64_t connect_timeout_ms, response_timeout_ms;
     struct gw_cors *cors; /* metadata `cors` (cors.c), or NULL */
     char *cors_error;     /* why metadata `cors` could not be read */
+    char *breaker;        /* its CircuitBreaker's name, or NULL */
     gw_msg *drop_msgs; /* [worker count], in the same block after pools */
     gw_pool *pools[];  /* [worker count] */
 } gw_route_data;
@@ -241,6 +258,7 @@ struct gw_worker {
     size_t clients;    /* open client connections */
     void *client_list; /* gw_client list (proxy.c) */
     void *upconn_list; /* every gw_upconn (upstream.c) */
+    void *redis;       /* the Redis connection (redis.c), --redis only */
     char rbuf[65536];  /* shared read buffer for upstream reads */
     gw_wmetrics metrics;
 };
@@ -308,6 +326,12 @@ int gw_scratch_router(sy_router **out, sy_error *err);
  * (or the source has no file). */
 const sy_error *gw_config_source_error(const char *source);
 void gw_error_json(gw_buf *b, const sy_error *err);
+
+/* policy.c: the host-run items the gateway executes (run or refuse) */
+extern const char *const gw_host_runs[];
+/* A route document's own `default-filters` (an envelope key the library
+ * ignores) is refused: SY_EARG at that key, else 0. Config thread. */
+int gw_document_check(const char *json, size_t len, sy_error *err);
 
 /* admin.c */
 int gw_admin_start(uv_loop_t *loop);

@@ -85,12 +85,19 @@ static bool table_add(gw_count_table *t, const char *route, int status,
 
 void gw_metrics_destroy(gw_wmetrics *m) {
     table_free(&m->requests);
+    table_free(&m->policy);
     uv_mutex_destroy(&m->lock);
 }
 
 void gw_metrics_request(gw_wmetrics *m, const char *route, int status) {
     uv_mutex_lock(&m->lock);
     table_add(&m->requests, route ? route : "", status, 1);
+    uv_mutex_unlock(&m->lock);
+}
+
+void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind) {
+    uv_mutex_lock(&m->lock);
+    table_add(&m->policy, route ? route : "", kind, 1);
     uv_mutex_unlock(&m->lock);
 }
 
@@ -145,6 +152,107 @@ static void label(gw_buf *out, const char *s) {
     }
 }
 
+static void per_route(gw_buf *out, const gw_count_table *t, int kind,
+                      const char *name, const char *help) {
+    gw_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (size_t i = 0; i < t->len; i++) {
+        if (t->counts[i].status != kind)
+            continue;
+        gw_buf_printf(out, "%s{route=\"", name);
+        label(out, t->counts[i].route);
+        gw_buf_printf(out, "\"} %llu\n",
+                      (unsigned long long)t->counts[i].count);
+    }
+}
+
+/* The breakers of the live routes: state gauge per name (0 closed, 1 open,
+ * 2 half-open), and the store's transition counts. */
+static void breakers_text(gw_buf *out) {
+    sy_policy_store *st = sy_router_policy_store(G.router);
+    sy_policy_stats ps;
+    sy_policy_store_stats(st, &ps);
+    gw_buf_adds(out, "# HELP gateway_circuit_breaker_state State of each "
+                     "circuit breaker: 0 closed, 1 open, 2 half-open.\n"
+                     "# TYPE gateway_circuit_breaker_state gauge\n");
+    sy_snapshot *snap = sy_router_acquire(G.router);
+    const char **seen = NULL;
+    size_t nseen = 0;
+    for (size_t i = 0; i < sy_snapshot_route_count(snap); i++) {
+        gw_route_data *rd = sy_route_host_data(sy_snapshot_route_at(snap, i));
+        const char *name = rd ? rd->breaker : NULL;
+        bool dup = !name;
+        for (size_t j = 0; !dup && j < nseen; j++)
+            dup = strcmp(seen[j], name) == 0;
+        if (dup)
+            continue;
+        const char **ns = realloc(seen, (nseen + 1) * sizeof *ns);
+        if (!ns)
+            break;
+        seen = ns;
+        seen[nseen++] = name;
+        sy_breaker_info bi;
+        sy_error err;
+        if (sy_policy_store_breaker(st, name, &bi, &err))
+            bi.state = SY_BREAKER_CLOSED; /* not used yet */
+        gw_buf_adds(out, "gateway_circuit_breaker_state{name=\"");
+        label(out, name);
+        gw_buf_printf(out, "\"} %d\n", (int)bi.state);
+    }
+    free(seen);
+    sy_snapshot_release(snap);
+    gw_buf_printf(out,
+                  "# HELP gateway_circuit_breaker_transitions_total Breaker "
+                  "state changes, by the state entered.\n"
+                  "# TYPE gateway_circuit_breaker_transitions_total counter\n"
+                  "gateway_circuit_breaker_transitions_total{to=\"open\"} "
+                  "%llu\n"
+                  "gateway_circuit_breaker_transitions_total{to=\"half_open\"} "
+                  "%llu\n"
+                  "gateway_circuit_breaker_transitions_total{to=\"closed\"} "
+                  "%llu\n"
+                  "# HELP gateway_circuit_breaker_rejected_total Calls not "
+                  "permitted by an open breaker.\n"
+                  "# TYPE gateway_circuit_breaker_rejected_total counter\n"
+                  "gateway_circuit_breaker_rejected_total %llu\n",
+                  (unsigned long long)ps.breaker_opened,
+                  (unsigned long long)ps.breaker_half_opened,
+                  (unsigned long long)ps.breaker_closed,
+                  (unsigned long long)ps.breaker_rejected);
+}
+
+static void policy_text(gw_buf *out, const gw_count_table *pol,
+                        uint64_t rcalls, uint64_t rerr, uint64_t rtimeouts) {
+    per_route(out, pol, GW_POLICY_LIMITED, "gateway_rate_limit_limited_total",
+              "Requests denied by a RequestRateLimiter, by route.");
+    per_route(out, pol, GW_POLICY_FAILED_OPEN,
+              "gateway_rate_limit_failed_open_total",
+              "Requests allowed because Redis failed or was late, by route.");
+    gw_buf_printf(out,
+                  "# HELP gateway_rate_limit_redis_calls_total Limiter "
+                  "calls sent to Redis.\n"
+                  "# TYPE gateway_rate_limit_redis_calls_total counter\n"
+                  "gateway_rate_limit_redis_calls_total %llu\n"
+                  "# HELP gateway_rate_limit_redis_errors_total Redis "
+                  "errors: refused or lost connections, error replies.\n"
+                  "# TYPE gateway_rate_limit_redis_errors_total counter\n"
+                  "gateway_rate_limit_redis_errors_total %llu\n"
+                  "# HELP gateway_rate_limit_redis_timeouts_total Redis calls "
+                  "not answered within --redis-timeout.\n"
+                  "# TYPE gateway_rate_limit_redis_timeouts_total counter\n"
+                  "gateway_rate_limit_redis_timeouts_total %llu\n",
+                  (unsigned long long)rcalls, (unsigned long long)rerr,
+                  (unsigned long long)rtimeouts);
+    breakers_text(out);
+    per_route(out, pol, GW_POLICY_REJECTED,
+              "gateway_circuit_breaker_rejected_by_route_total",
+              "Calls not permitted by an open breaker, by route.");
+    per_route(out, pol, GW_POLICY_FALLBACK,
+              "gateway_circuit_breaker_fallbacks_total",
+              "Requests sent to a breaker's fallbackUri, by route.");
+    per_route(out, pol, GW_POLICY_RETRIED, "gateway_retry_attempts_total",
+              "Attempts made again by a Retry filter, by route.");
+}
+
 void gw_metrics_text(gw_buf *out) {
     /* requests by route and status, summed over workers */
     gw_count_table all = {0};
@@ -152,9 +260,18 @@ void gw_metrics_text(gw_buf *out) {
     uint64_t ubuckets[GW_LAT_BUCKETS + 1] = {0}, up_count = 0;
     double lat_sum = 0, up_sum = 0;
     uint64_t retries = 0, connects = 0, reuses = 0;
+    gw_count_table pol = {0};
+    uint64_t rerr = 0, rtimeouts = 0, rcalls = 0;
     for (int w = 0; w < G.nworkers; w++) {
         gw_wmetrics *m = &G.workers[w].metrics;
         uv_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->policy.len; i++) {
+            const gw_route_count *e = &m->policy.counts[i];
+            table_add(&pol, e->route, e->status, e->count);
+        }
+        rerr += atomic_load(&m->redis_errors);
+        rtimeouts += atomic_load(&m->redis_timeouts);
+        rcalls += atomic_load(&m->redis_calls);
         for (size_t i = 0; i < m->requests.len; i++) {
             const gw_route_count *e = &m->requests.counts[i];
             table_add(&all, e->route, e->status, e->count);
@@ -211,4 +328,6 @@ void gw_metrics_text(gw_buf *out) {
                   atomic_load(&G.active_clients),
                   atomic_load(&G.active_requests), (unsigned long long)retries,
                   (unsigned long long)connects, (unsigned long long)reuses);
+    policy_text(out, &pol, rcalls, rerr, rtimeouts);
+    table_free(&pol);
 }

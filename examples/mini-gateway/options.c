@@ -92,6 +92,15 @@ static const opt opts[] = {
      "the etcd key prefix (default /switchyard/)"},
     {"--etcd-trace", NULL, OPT_BOOL, AT(etcd_trace), NULL,
      "one JSON line per change from etcd on stdout (benchmarks)"},
+    {"--redis", "HOST:PORT", OPT_STR, AT(cfg.redis), NULL,
+     "rate limits shared through Redis (SCG's script and keys)"},
+    {"--redis-timeout", "MS", OPT_U64, AT(cfg.redis_timeout_ms), NULL,
+     "a Redis call not answered within fails open (default 100)"},
+    {"--retry-body-bytes", "N", OPT_U64, AT(cfg.retry_body_bytes), NULL,
+     "request body kept for a Retry or a fallback (default 1048576)"},
+    {"--default-filters", "FILE", OPT_STR, AT(cfg.default_filters), NULL,
+     "a JSON array of filters run before every route's (SCG's "
+     "default-filters)"},
     {"--header-timeout", "MS", OPT_U64, AT(cfg.header_timeout_ms), NULL,
      "the request head must arrive within (default 10000)"},
     {"--idle-timeout", "MS", OPT_U64, AT(cfg.idle_timeout_ms), NULL,
@@ -152,6 +161,8 @@ void gw_options_defaults(gw_options *o) {
     cfg->max_body_bytes = 10u << 20;
     cfg->retries = 2;
     cfg->pool_max_idle = 64;
+    cfg->redis_timeout_ms = 100;
+    cfg->retry_body_bytes = 1u << 20;
     cfg->escaped_slashes = SY_SLASHES_REJECT;
     cfg->admin_token = getenv("MINI_GATEWAY_ADMIN_TOKEN");
 }
@@ -199,6 +210,16 @@ static int finish(gw_options *o) {
         cfg->max_header_bytes = 1024;
     if (cfg->retries > 7)
         cfg->retries = 7;
+    char rhost[256];
+    int rport;
+    if (cfg->redis &&
+        gw_parse_addr(cfg->redis, rhost, sizeof rhost, &rport)) {
+        fprintf(stderr, "mini-gateway: bad --redis %s (HOST:PORT)\n",
+                cfg->redis);
+        return -1;
+    }
+    if (cfg->redis_timeout_ms == 0)
+        cfg->redis_timeout_ms = 1;
 #ifndef GW_HAVE_ETCD
     if (cfg->etcd_url) {
         fprintf(stderr, "mini-gateway: built without the etcd source\n");

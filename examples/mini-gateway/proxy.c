@@ -208,6 +208,7 @@ static void request_free(gw_request *q) {
         free(q->ops[i].extra);
     }
     gw_forward_free(q);
+    gw_policy_free(q);
     free(q->ops);
     for (size_t i = 0; i < q->ntried; i++)
         free(q->tried[i]);
@@ -366,6 +367,7 @@ static int on_body(http_parser *p, const char *at, size_t len) {
     }
     if (!q->up)
         return 0; /* answered by the gateway: the body is dropped */
+    gw_policy_keep_body(q, at, len);
     if (q->req_chunked) {
         char sz[24];
         int n = snprintf(sz, sizeof sz, "%zx\r\n", len);
@@ -642,22 +644,44 @@ static int build_attempt(gw_request *q, sy_match *m) {
     return h->failed ? 500 : 0;
 }
 
+int gw_request_rematch(gw_request *q, sy_match **m) {
+    *m = NULL;
+    return sy_snapshot_match(q->snap, q->w->ctx, &q->sreq, m) || !*m ? -1 : 0;
+}
+
 /* Match the request again on its own snapshot (the match result of the
  * first try may have been overwritten by other requests of this worker)
  * and build the next attempt. */
 static int rematch_attempt(gw_request *q) {
     sy_match *m = NULL;
-    if (sy_snapshot_match(q->snap, q->w->ctx, &q->sreq, &m) || !m)
+    if (gw_request_rematch(q, &m))
         return 502;
     return build_attempt(q, m);
 }
 
+int gw_request_retry_attempt(gw_request *q) {
+    int st = rematch_attempt(q);
+    if (st == 502 && q->ntried) { /* every instance tried: any again */
+        for (size_t i = 0; i < q->ntried; i++)
+            free(q->tried[i]);
+        q->ntried = 0;
+        st = rematch_attempt(q);
+    }
+    if (st)
+        return st < 0 ? 502 : st;
+    q->attempts++;
+    gw_upstream_start(q);
+    return 0;
+}
+
 void gw_request_connect_failed(gw_request *q, bool timeout) {
     q->up = NULL;
-    if (q->lb) {
-        sy_router_report_outcome(G.router, &q->health,
-                                 timeout ? SY_OUTCOME_TIMEOUT
-                                         : SY_OUTCOME_CONNECT_FAILURE);
+    sy_outcome o = timeout ? SY_OUTCOME_TIMEOUT : SY_OUTCOME_CONNECT_FAILURE;
+    if (q->lb)
+        sy_router_report_outcome(G.router, &q->health, o);
+    /* without a Retry filter, connect failures of lb:// routes go to
+     * another instance (--retries) */
+    if (q->lb && !q->retry) {
         if (q->attempts <= G.cfg.retries && q->ntried < GW_MAX_TRIES) {
             q->tried[q->ntried++] = strdup(q->instance);
             atomic_fetch_add(&q->w->metrics.retries, 1);
@@ -669,6 +693,8 @@ void gw_request_connect_failed(gw_request *q, bool timeout) {
             }
         }
     }
+    if (gw_policy_on_failure(q, o))
+        return;
     respond_error(q, timeout ? 504 : 502,
                   timeout ? "upstream connect timeout"
                           : "upstream connect failed");
@@ -679,8 +705,13 @@ void gw_request_body_flow(gw_request *q) {
     client_kick(q->c);
 }
 
-static void begin_proxy(gw_request *q, sy_match *m, const gw_buf *cors) {
-    copy_response_ops(q, m, cors);
+void gw_request_proceed_ops(gw_request *q, sy_match *m) {
+    copy_response_ops(q, m, &q->xhdrs);
+    q->xhdrs.len = 0;
+}
+
+void gw_request_proceed(gw_request *q, sy_match *m) {
+    gw_request_proceed_ops(q, m);
     int st = sy_match_status(m);
     if (!q->status_override) /* an outer (forwarding) route's wins */
         q->status_override = st;
@@ -868,21 +899,19 @@ void gw_request_dispatch(gw_request *q) {
     const sy_route *route = sy_match_route(m);
     q->route_id = sy_route_id(route);
     q->rd = sy_route_host_data(route);
-    gw_buf cors = {0};
-    if (cors_check(q, &cors)) {
-        gw_buf_free(&cors);
+    q->xhdrs.len = 0;
+    if (cors_check(q, &q->xhdrs))
         return;
-    }
     switch (sy_match_action(m)) {
     case SY_ACTION_REDIRECT: {
         sy_str loc = sy_match_redirect(m);
-        gw_buf_adds(&cors, "Location: ");
-        gw_buf_add(&cors, loc.ptr, loc.len);
-        gw_buf_adds(&cors, "\r\n");
-        if (cors.failed)
+        gw_buf_adds(&q->xhdrs, "Location: ");
+        gw_buf_add(&q->xhdrs, loc.ptr, loc.len);
+        gw_buf_adds(&q->xhdrs, "\r\n");
+        if (q->xhdrs.failed)
             respond_error(q, 500, "out of memory");
         else
-            gw_request_respond(q, sy_match_status(m), cors.p, NULL);
+            gw_request_respond(q, sy_match_status(m), q->xhdrs.p, NULL);
         break;
     }
     case SY_ACTION_RESPOND: {
@@ -890,9 +919,8 @@ void gw_request_dispatch(gw_request *q) {
         respond_error(q, st ? st : 500, NULL);
         break;
     }
-    case SY_ACTION_PROXY: begin_proxy(q, m, &cors); break;
+    case SY_ACTION_PROXY: gw_policy_begin(q, m); break;
     }
-    gw_buf_free(&cors);
 }
 
 /* The client's message is complete. */

@@ -96,6 +96,22 @@ struct gw_request {
     int forwards;        /* hops so far */
     gw_buf fwd;          /* path, query, header names and values */
     sy_header *fwd_hdrs; /* sreq.headers after a forward */
+    /* policies (policy.c) */
+    gw_buf xhdrs; /* response headers from the gateway (CORS,
+                     X-RateLimit-*), "Name: v\r\n", until copied as edits */
+    struct gw_rlwait *rlw;    /* calls to Redis in flight */
+    sy_breaker_permit permit; /* valid while permit_held */
+    bool permit_held;
+    uint64_t call_start_ms; /* the breaker's call began */
+    const sy_retry_policy *retry;
+    uint32_t retries_done;
+    uint64_t first_attempt_ms;
+    uv_timer_t *backoff;
+    gw_buf body_keep; /* the request body so far, for another attempt */
+    bool keep_body, body_overflow, replay;
+    int redo; /* after a response head: what policy does instead */
+    int redo_status;
+    uint32_t redo_delay;
 };
 
 struct gw_upconn {
@@ -150,6 +166,52 @@ void gw_clients_drain(gw_worker *w);
 /* Match q->sreq on q->snap and act on the route: answer, forward or
  * proxy. */
 void gw_request_dispatch(gw_request *q);
+
+/* Match q->sreq on q->snap again (the worker's context was used by other
+ * requests meanwhile): 0 and *m, or non-zero when it no longer matches. */
+int gw_request_rematch(gw_request *q, sy_match **m);
+/* After the policies: the route's response edits, then forward, answer
+ * (no://op) or the first upstream attempt. */
+void gw_request_proceed(gw_request *q, sy_match *m);
+/* Only the route's response edits (before going to a fallback). */
+void gw_request_proceed_ops(gw_request *q, sy_match *m);
+/* Another attempt (Retry): target again excluding the instances tried
+ * (all of them again when none is left) and start it; 0 or the status to
+ * answer with. */
+int gw_request_retry_attempt(gw_request *q);
+
+/* policy.c */
+/* Rate limits, then the breaker's permit, then gw_request_proceed (or an
+ * answer: 429, 503, a fallback). May go on later (Redis). */
+void gw_policy_begin(gw_request *q, sy_match *m);
+/* Cap q->connect_ms / response_ms by the breaker's time limit. */
+void gw_policy_timeouts(gw_request *q);
+/* The upstream answered `status`: 0 to pass the answer on; 1 when policy
+ * takes the request over (a retry, the fallback): the caller stops the
+ * response, closes the connection, then calls gw_policy_redo. */
+int gw_policy_on_response(gw_request *q, int status);
+void gw_policy_redo(gw_request *q);
+/* An attempt failed without an answer: true when policy took the request
+ * over (a retry or the fallback); false: answer as usual. */
+bool gw_policy_on_failure(gw_request *q, sy_outcome o);
+void gw_policy_keep_body(gw_request *q, const char *at, size_t len);
+void gw_policy_replay(gw_request *q, gw_upconn *u);
+void gw_policy_free(gw_request *q);
+
+/* redis.c */
+typedef struct gw_rcall gw_rcall;
+typedef void (*gw_redis_cb)(void *data, bool ok, int64_t v0, int64_t v1);
+int gw_redis_init(gw_worker *w, const char *script);
+void gw_redis_close(gw_worker *w);
+/* Run the script with two keys and four args; cb once, within
+ * --redis-timeout: ok with the two integers it returned, or not ok (an
+ * error, no reply in time, Redis down). NULL when no call can be made now
+ * (cb is never called): fail open at once. */
+gw_rcall *gw_redis_script(gw_worker *w, const char *const keys[2],
+                          const char *const args[4], gw_redis_cb cb,
+                          void *data);
+/* cb will not be called. */
+void gw_redis_cancel(gw_rcall *c);
 
 /* forward.c */
 /* Dispatch q again through the gateway's routes with this path, query and

@@ -238,6 +238,8 @@ static void on_response_timeout(uv_timer_t *t) {
         gw_client_abort(q->c);
         return;
     }
+    if (gw_policy_on_failure(q, SY_OUTCOME_TIMEOUT))
+        return;
     gw_request_respond(q, 504, NULL,
                        "{\"status\":504,\"error\":\"upstream timeout\"}\n");
 }
@@ -251,6 +253,9 @@ void gw_upstream_request_done(gw_upconn *u) {
 static void send_head(gw_upconn *u) {
     gw_request *q = u->req;
     gw_upstream_write(u, q->head.p, q->head.len);
+    gw_policy_replay(q, u); /* a retry or a fallback: the body kept */
+    if (q->replay && q->msg_done && q->req_chunked)
+        gw_upstream_write(u, "0\r\n\r\n", 5);
     q->t_sent_ns = gw_now_ns();
     gw_deadline_set(&u->timer, on_response_timeout, q->response_ms);
     if (!u->reading) {
@@ -343,6 +348,7 @@ void gw_upstream_start(gw_request *q) {
         q->rd ? q->rd->connect_timeout_ms : G.cfg.connect_timeout_ms;
     q->response_ms =
         q->rd ? q->rd->response_timeout_ms : G.cfg.response_timeout_ms;
+    gw_policy_timeouts(q);
     gw_pool *pool = pool_find(q);
     if (pool && pool->idle && !q->fresh) {
         gw_upconn *u = pool->idle;
@@ -685,6 +691,12 @@ static int r_headers_complete(http_parser *p) {
         sy_router_report_outcome(G.router, &q->health,
                                  st >= 500 ? SY_OUTCOME_5XX
                                            : SY_OUTCOME_SUCCESS);
+    if (gw_policy_on_response(q, st)) {
+        /* a retry or the fallback: nothing of this answer goes out;
+         * up_read closes the connection and hands over (gw_policy_redo) */
+        http_parser_pause(p, 1);
+        return 0;
+    }
     if (q->rlast == 1) {
         gw_buf_add(&q->rh, "", 1);
         q->rval[q->rn - 1] = q->rh.len;
@@ -810,6 +822,8 @@ static void response_failed(gw_upconn *u) {
     if (q->lb)
         sy_router_report_outcome(G.router, &q->health,
                                  SY_OUTCOME_CONNECT_FAILURE);
+    if (gw_policy_on_failure(q, SY_OUTCOME_CONNECT_FAILURE))
+        return;
     gw_request_respond(q, 502, NULL,
                        "{\"status\":502,\"error\":\"upstream failed\"}\n");
 }
@@ -835,10 +849,14 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     size_t len = nread > 0 ? (size_t)nread : 0;
     if (nread > 0)
         u->got_bytes = true;
-    gw_client *c = u->req->c;
+    gw_request *q = u->req;
+    gw_client *c = q->c;
     http_parser_execute(&u->p, &up_settings, data, len);
     enum http_errno e = HTTP_PARSER_ERRNO(&u->p);
-    if (e == HPE_PAUSED)
+    if (q->redo) { /* policy takes over (r_headers_complete) */
+        gw_upstream_close(u);
+        gw_policy_redo(q);
+    } else if (e == HPE_PAUSED)
         response_complete(u);
     else if (e != HPE_OK || nread < 0)
         response_failed(u);

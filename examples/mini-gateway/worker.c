@@ -10,9 +10,29 @@
 #define _DEFAULT_SOURCE
 #include "proxy.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The name of the route's CircuitBreaker (its canonical form's filter
+ * args), for the per-name state gauge of /metrics; NULL when none. */
+static char *breaker_name(const sy_route *route) {
+    cJSON *c = cJSON_Parse(sy_route_canonical(route));
+    cJSON *fs = cJSON_GetObjectItemCaseSensitive(c, "filters"), *f;
+    char *name = NULL;
+    cJSON_ArrayForEach(f, fs) {
+        cJSON *n = cJSON_GetObjectItemCaseSensitive(f, "name");
+        cJSON *a = cJSON_GetObjectItemCaseSensitive(f, "args");
+        cJSON *bn = cJSON_GetObjectItemCaseSensitive(a, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, "CircuitBreaker") == 0) {
+            name = strdup(cJSON_IsString(bn) ? bn->valuestring : "");
+            break;
+        }
+    }
+    cJSON_Delete(c);
+    return name;
+}
 
 static uint64_t meta_ms(const sy_route *r, const char *key, uint64_t dflt) {
     const char *v = sy_route_metadata(r, key);
@@ -38,6 +58,7 @@ void *gw_route_attach(void *data, const sy_route *route) {
         meta_ms(route, "connect-timeout", G.cfg.connect_timeout_ms);
     rd->response_timeout_ms =
         meta_ms(route, "response-timeout", G.cfg.response_timeout_ms);
+    rd->breaker = breaker_name(route);
     const char *cors = sy_route_metadata(route, "cors");
     if (cors) {
         char err[256] = "";
@@ -56,6 +77,7 @@ void *gw_route_attach(void *data, const sy_route *route) {
 static void rd_free(gw_route_data *rd) {
     gw_cors_free(rd->cors);
     free(rd->cors_error);
+    free(rd->breaker);
     free(rd->id);
     free(rd);
 }
@@ -157,6 +179,7 @@ static void worker_maybe_exit(gw_worker *w) {
     if (!w->draining || w->clients > 0)
         return;
     gw_upstream_close_all(w);
+    gw_redis_close(w);
     if (!uv_is_closing((uv_handle_t *)&w->wake)) {
         uv_close((uv_handle_t *)&w->wake, NULL);
         uv_close((uv_handle_t *)&w->flush, NULL);
@@ -205,6 +228,8 @@ int gw_workers_init(void) {
             gw_log("match context: %s", err.message);
             return -1;
         }
+        if (G.cfg.redis && gw_redis_init(w, sy_ratelimit_redis_script()))
+            return -1;
         w->listener.data = w;
         int rc = gw_listen_tcp(&w->loop, &w->listener, G.cfg.listen_host,
                                G.cfg.listen_port, true, on_connection);

@@ -75,6 +75,15 @@ class Procs:
         wait_port(admin, proc=p)
         return Gateway(p, port, admin, admin_token, self)
 
+    def redis(self):
+        """A redis-server on a free loopback port, nothing persisted."""
+        port = free_port()
+        p = self.start(["redis-server", "--port", str(port), "--bind",
+                        "127.0.0.1", "--save", "", "--appendonly", "no"],
+                       "redis-%d.log" % port)
+        wait_port(port, proc=p)
+        return p, port
+
     def log(self, name):
         try:
             with open(os.path.join(self.dir, name), "rb") as f:
@@ -172,6 +181,40 @@ def http_call(port, method, path, body=None, headers=None, timeout=10):
         return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
     finally:
         c.close()
+
+
+def redis_cmd(port, *args):
+    """One Redis command (RESP), its reply as Python values."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        s.sendall(out)
+        f = s.makefile("rb")
+
+        def read():
+            line = f.readline().rstrip(b"\r\n")
+            t, rest = line[:1], line[1:]
+            if t == b"+":
+                return rest.decode()
+            if t == b"-":
+                raise RuntimeError(rest.decode())
+            if t == b":":
+                return int(rest)
+            if t == b"$":
+                n = int(rest)
+                if n < 0:
+                    return None
+                data = f.read(n + 2)[:-2]
+                return data.decode()
+            if t == b"*":
+                return [read() for _ in range(int(rest))]
+            raise RuntimeError("bad reply %r" % line)
+        return read()
+    finally:
+        s.close()
 
 
 def raw(port, data, timeout=5.0, read_all=True):

@@ -3,7 +3,8 @@ gateway's own routes (headers and query of the forwarding route kept, its
 response edits applied after the answering route's, loops bounded with
 508), per-route CORS from the `cors` metadata (preflights answered by the
 gateway, disallowed origins 403, headers on allowed answers) and
-RewriteLocationResponseHeader."""
+RewriteLocationResponseHeader, and default filters (--default-filters run
+with every route's; a document's own default-filters refused)."""
 import json
 import urllib.parse
 
@@ -47,7 +48,21 @@ def body(procs, c):
     ]
     f = procs.write_file("routes.json", json.dumps({"version": "1",
                                                     "routes": routes}))
-    gw = procs.gateway("--routes", f)
+    dflt = procs.write_file("default.json", json.dumps(
+        ["AddResponseHeader=X-Default,1", "AddRequestHeader=X-Dreq,2"]))
+    gw = procs.gateway("--routes", f, "--default-filters", dflt)
+
+    # default filters run with every route's
+    st, hd, data = gw.request("GET", "/new/a")
+    c.eq((st, hd.get("x-default"), h.echoed_header(data, "X-Dreq")),
+         (200, "1", "2"), "--default-filters: run on every route")
+    doc = {"default-filters": ["AddResponseHeader=X-No,1"],
+           "routes": [{"id": "d", "uri": be, "predicates": ["Path=/d"]}]}
+    st, _, data = gw.admin_call("PUT", "/routes/other", doc)
+    err = json.loads(data).get("error", {}) if st == 400 else {}
+    c.eq((st, err.get("path")), (400, "default-filters"),
+         "a document's own default-filters: refused, located")
+    c.eq(gw.request("GET", "/d")[0], 404, "nothing of it went live")
 
     # forward: the answering route is "new", with the outer route's
     # request header, the client's query, and both response edits

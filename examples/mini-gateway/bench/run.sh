@@ -18,6 +18,10 @@
 # the headers the gateway sends upstream (Host: the upstream's authority,
 # X-Forwarded-For/Proto/Host), so the backend does the same work behind
 # both (it echoes every header it receives).
+# Then the gateway at 1 route with a policy on it: a local rate limit
+# (RequestRateLimiter that never denies), a circuit breaker (closed), and
+# the same rate limit shared through a redis-server (--redis; one Redis
+# round trip per request, pipelined on each worker's connection).
 # Each case runs ROUNDS times, interleaved, and the median round is shown
 # (a shared machine is noisy: compare figures of one run only).
 #   DURATION=10 CONNECTIONS=50 ROUNDS=3 bash examples/mini-gateway/bench/run.sh
@@ -101,6 +105,16 @@ xff = """
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Proto $scheme;
       proxy_set_header X-Forwarded-Host $http_host;""" % bp
+# the policies, each on the one route (limits that never deny)
+lim = {"name": "RequestRateLimiter", "args": {
+    "redis-rate-limiter.replenishRate": "2000000000",
+    "redis-rate-limiter.burstCapacity": "2000000000",
+    "key-resolver": "#{@remoteAddrKeyResolver}"}}
+brk = {"name": "CircuitBreaker", "args": {"name": "bench"}}
+for name, f in (("limit", lim), ("breaker", brk)):
+    json.dump({"version": "1", "routes": [
+        {"id": "all", "uri": up, "predicates": ["Path=/**"],
+         "filters": [f]}]}, open(work + "/%s.json" % name, "w"))
 open(work + "/nginx-one.conf", "w").write(nginx(loc % ("/", "")))
 open(work + "/nginx-one-xff.conf", "w").write(nginx(loc % ("/", xff)))
 open(work + "/nginx-many.conf", "w").write(
@@ -176,9 +190,9 @@ printf "%-28s %10s %9s %9s %8s %9s %8s %7s %7s\n" case "req/s" "p50 ms" "p99 ms"
 # request (every process; others' work counts too); none for the proxy in
 # the backend-direct case
 
-start_gw() { # routes file
+start_gw() { # routes file [more flags]
   "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers "$WORKERS" --quiet \
-    --routes "$1" 2>"$work/gw.log" &
+    --routes "$@" 2>"$work/gw.log" &
   gwpid=$!; pids+=($gwpid)
   wait_port $GP; wait_port $AP
 }
@@ -215,6 +229,11 @@ print(n, bad)
 PY
   stormpid=$!
 }
+RP=$(port)
+redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no \
+  >"$work/redis.log" 2>&1 &
+pids+=($!)
+wait_port $RP
 storm_total=0; storm_bad_total=0
 for round in $(seq "$ROUNDS"); do
   run_wrk "backend direct" "http://127.0.0.1:$BP/$url_end"
@@ -247,6 +266,17 @@ for round in $(seq "$ROUNDS"); do
   wait $stormpid || true
   read -r publishes storm_bad < "$work/storm.txt"
   storm_total=$((storm_total + publishes)); storm_bad_total=$((storm_bad_total + storm_bad))
+  stop_pid $gwpid
+
+  # policies on the one route
+  start_gw "$work/limit.json"
+  run_wrk "mini-gateway, local limit" "http://127.0.0.1:$GP/$url_end" $gwpid
+  stop_pid $gwpid
+  start_gw "$work/breaker.json"
+  run_wrk "mini-gateway, breaker" "http://127.0.0.1:$GP/$url_end" $gwpid
+  stop_pid $gwpid
+  start_gw "$work/limit.json" --redis 127.0.0.1:$RP
+  run_wrk "mini-gateway, Redis limit" "http://127.0.0.1:$GP/$url_end" $gwpid
   stop_pid $gwpid
 done
 echo "reload storm: $storm_total publishes in $ROUNDS x ~${DURATION}s ($storm_bad_total rejected)"
@@ -281,10 +311,13 @@ def ratio(a, b, label):
             ra[4] / rb[4] if rb[4] else 0))
 print()
 names = list(rows)  # in the order of the cases above
-gw1, ng1, ngx, gwn, ngn, ctl, storm = names[1:8]
+gw1, ng1, ngx, gwn, ngn, ctl, storm, lim, brk, rlim = names[1:11]
 ratio(gw1, ng1, "gateway / nginx, 1 route:")
 ratio(gw1, ngx, "gateway / nginx + X-Forwarded, 1 route:")
 ratio(gwn, ngn, "gateway / nginx, many routes:")
 ratio(storm, ctl, "gateway storm / its control:")
 ratio(storm, gw1, "gateway storm / gateway quiet:")
+ratio(lim, gw1, "local limit / no policy (target >= 0.97):")
+ratio(brk, gw1, "breaker / no policy (target >= 0.97):")
+ratio(rlim, gw1, "Redis limit / no policy (target >= 0.85):")
 PY

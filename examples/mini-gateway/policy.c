@@ -1,0 +1,490 @@
+/*
+ * policy.c - the mini-gateway runs the library's route policies
+ * (docs/policies.md): the library holds their semantics and state, the
+ * gateway does the I/O around them.
+ *
+ *   RequestRateLimiter  local buckets (sy_match_ratelimit) by default; with
+ *                       --redis, SCG's script and keys in Redis (redis.c),
+ *                       one limiter after the other; a failed or late Redis
+ *                       call allows the request with X-RateLimit-Remaining
+ *                       -1 (SCG's fail open). Denied: the limiter's status
+ *                       (429) and the four X-RateLimit-* headers, no body.
+ *   CircuitBreaker      a permit per request before the upstream call
+ *                       (sy_match_breaker_acquire); the call's time limit
+ *                       caps the connect and response timeouts; the
+ *                       outcome (response status, connect failure,
+ *                       timeout) is recorded once, after any retries; a
+ *                       refused or failed call goes to fallbackUri
+ *                       (re-dispatched, forward.c) or is answered 503
+ *                       (open), 504 (time limit) or 502.
+ *   Retry               after each failed attempt sy_retry_next says
+ *                       whether and when to try again; the gateway waits
+ *                       the backoff on a libuv timer and targets again,
+ *                       excluding the instances tried (all of them again
+ *                       when none is left). A request body is kept up to
+ *                       --retry-body-bytes for the new attempt; a longer
+ *                       one is not retried.
+ *
+ * The gateway declares what it runs (gw_host_runs, sy_router_options.
+ * host_runs): a document using any other host-run item is refused by the
+ * library with a located error.
+ */
+#define _GNU_SOURCE /* memmem */
+#include "proxy.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+const char *const gw_host_runs[] = {"host=gateway",
+                                    "RequestRateLimiter",
+                                    "CircuitBreaker",
+                                    "Retry",
+                                    "RewriteLocationResponseHeader",
+                                    "forward:",
+                                    "metadata.cors",
+                                    "metadata.response-timeout",
+                                    "metadata.connect-timeout",
+                                    NULL};
+
+static uint64_t now_ms(void) {
+    return gw_now_ns() / 1000000u;
+}
+
+/* The breaker's clock: epoch milliseconds, the library's own default. */
+static int64_t epoch_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t next_rand(gw_worker *w) {
+    uint64_t x = w->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    w->rng = x;
+    return x ? x : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rate limits                                                          */
+/* ------------------------------------------------------------------ */
+
+/* The limiters' calls to Redis of one request, made one after the other. */
+typedef struct gw_rlwait {
+    gw_request *q;
+    gw_rcall *call; /* the one in flight */
+    size_t i, n;
+    sy_redis_call calls[];
+} gw_rlwait;
+
+static void breaker_step(gw_request *q, sy_match *m);
+
+/* A limiter's decision: its X-RateLimit-* headers go with the response
+ * (allowed: true), or with the denial answer, in *deny (false). Nothing
+ * is answered here: the caller answers once it let go of what it holds. */
+static bool ratelimit_decided(gw_request *q, const sy_ratelimit *rl,
+                              gw_buf *deny, int *status) {
+    if (!rl->limited)
+        return true;
+    sy_header h[4];
+    char buf[160];
+    size_t n = rl->headers ? sy_ratelimit_headers(rl, h, buf, sizeof buf) : 0;
+    gw_buf *out = rl->allowed ? &q->xhdrs : deny;
+    for (size_t i = 0; i < n; i++)
+        gw_buf_printf(out, "%.*s: %.*s\r\n", (int)h[i].name.len,
+                      h[i].name.ptr, (int)h[i].value.len, h[i].value.ptr);
+    if (!rl->allowed) {
+        gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_LIMITED);
+        *status = rl->status;
+        return false;
+    }
+    if (rl->remaining < 0)
+        gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_FAILED_OPEN);
+    return true;
+}
+
+static void deny(gw_request *q, int status, gw_buf *hdrs) {
+    if (hdrs->failed)
+        gw_request_respond(q, 500, NULL, NULL);
+    else
+        gw_request_respond(q, status, hdrs->p, NULL);
+    gw_buf_free(hdrs);
+}
+
+static void on_redis(void *data, bool ok, int64_t allowed, int64_t left);
+
+typedef enum { RL_WAIT, RL_ALLOWED, RL_DENIED } rl_state;
+
+/* Run the Redis calls from rw->i on, one after the other. RL_WAIT: one
+ * is in flight (on_redis goes on); RL_DENIED: *hdrs and *status say how
+ * to answer. */
+static rl_state redis_next(gw_rlwait *rw, gw_buf *hdrs, int *status) {
+    gw_request *q = rw->q;
+    for (; rw->i < rw->n; rw->i++) {
+        sy_redis_call *c = &rw->calls[rw->i];
+        sy_ratelimit rl;
+        if (c->needed) {
+            const char *keys[2] = {c->tokens_key, c->timestamp_key};
+            const char *args[4] = {c->rate, c->capacity, "", c->requested};
+            atomic_fetch_add(&q->w->metrics.redis_calls, 1);
+            rw->call = gw_redis_script(q->w, keys, args, on_redis, rw);
+            if (rw->call)
+                return RL_WAIT;
+            sy_ratelimit_redis_result(c, false, 0, 0, &rl); /* fail open */
+        } else {
+            rl = c->decided;
+        }
+        if (!ratelimit_decided(q, &rl, hdrs, status))
+            return RL_DENIED;
+    }
+    return RL_ALLOWED;
+}
+
+static void rlwait_end(gw_request *q) {
+    gw_rlwait *rw = q->rlw;
+    q->rlw = NULL;
+    if (rw)
+        gw_redis_cancel(rw->call);
+    free(rw);
+}
+
+static void on_redis(void *data, bool ok, int64_t allowed, int64_t left) {
+    gw_rlwait *rw = data;
+    gw_request *q = rw->q;
+    rw->call = NULL;
+    sy_ratelimit rl;
+    sy_ratelimit_redis_result(&rw->calls[rw->i], ok, allowed, left, &rl);
+    gw_buf hdrs = {0};
+    int status = 0;
+    rl_state st = RL_DENIED;
+    if (ratelimit_decided(q, &rl, &hdrs, &status)) {
+        rw->i++;
+        st = redis_next(rw, &hdrs, &status);
+        if (st == RL_WAIT)
+            return;
+    }
+    rlwait_end(q);
+    if (st == RL_DENIED) {
+        deny(q, status, &hdrs);
+        return;
+    }
+    /* the match was overwritten meanwhile: match again (same snapshot,
+     * same request, same route) */
+    sy_match *m = NULL;
+    if (gw_request_rematch(q, &m)) {
+        gw_request_respond(q, 502, NULL, NULL);
+        return;
+    }
+    breaker_step(q, m);
+}
+
+void gw_policy_begin(gw_request *q, sy_match *m) {
+    size_t n = sy_match_ratelimit_count(m);
+    if (!n) {
+        breaker_step(q, m);
+        return;
+    }
+    sy_error err;
+    gw_buf hdrs = {0};
+    int status = 0;
+    if (!G.cfg.redis) {
+        sy_ratelimit rl;
+        if (sy_match_ratelimit(m, 0, &rl, &err)) {
+            gw_request_respond(q, 500, NULL, NULL);
+            return;
+        }
+        if (ratelimit_decided(q, &rl, &hdrs, &status))
+            breaker_step(q, m);
+        else
+            deny(q, status, &hdrs);
+        return;
+    }
+    gw_rlwait *rw = calloc(1, sizeof *rw + n * sizeof(sy_redis_call));
+    if (!rw) {
+        gw_request_respond(q, 500, NULL, NULL);
+        return;
+    }
+    rw->q = q;
+    rw->n = n;
+    for (size_t i = 0; i < n; i++)
+        if (sy_match_ratelimit_redis(m, i, &rw->calls[i], &err)) {
+            free(rw);
+            gw_request_respond(q, 500, NULL, NULL);
+            return;
+        }
+    q->rlw = rw;
+    rl_state st = redis_next(rw, &hdrs, &status);
+    if (st == RL_WAIT)
+        return; /* on_redis goes on */
+    rlwait_end(q);
+    if (st == RL_DENIED)
+        deny(q, status, &hdrs);
+    else
+        breaker_step(q, m); /* no call was made: m is still valid */
+}
+
+/* ------------------------------------------------------------------ */
+/* Breaker and retry                                                    */
+/* ------------------------------------------------------------------ */
+
+/* Re-dispatch q to its breaker's fallback path with the headers and query
+ * the route's filters produced. */
+static void to_fallback(gw_request *q, const char *path) {
+    sy_match *m = NULL;
+    if (gw_request_rematch(q, &m)) {
+        gw_request_respond(q, 502, NULL, NULL);
+        return;
+    }
+    size_t n = sy_match_header_count(m), k = 0;
+    sy_header *h = malloc((n ? n : 1) * sizeof *h);
+    if (!h) {
+        gw_request_respond(q, 500, NULL, NULL);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sy_header x = sy_match_header(m, i);
+        if (!(x.name.len == 4 && strncasecmp(x.name.ptr, "host", 4) == 0))
+            h[k++] = x;
+    }
+    gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_FALLBACK);
+    q->replay = true; /* the body again, to whoever answers */
+    gw_request_forward(q, (sy_str){path, strlen(path)}, sy_match_query(m), h,
+                       k);
+    free(h);
+}
+
+static void breaker_step(gw_request *q, sy_match *m) {
+    if (!q->permit_held) { /* a forward keeps the first route's permit */
+        sy_error err;
+        sy_breaker_permit p;
+        if (sy_match_breaker_acquire(m, epoch_ms(), &p, &err)) {
+            gw_request_respond(q, 500, NULL, NULL);
+            return;
+        }
+        if (p.breaker && !p.permitted) {
+            gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_REJECTED);
+            if (p.fallback) {
+                gw_request_proceed_ops(q, m); /* this route's edits too */
+                to_fallback(q, p.fallback);
+            } else {
+                gw_request_respond(
+                    q, 503, NULL,
+                    "{\"status\":503,\"error\":\"circuit breaker open\"}\n");
+            }
+            return;
+        }
+        if (p.breaker) {
+            q->permit = p;
+            q->permit_held = true;
+            q->call_start_ms = now_ms();
+        }
+    }
+    const sy_retry_policy *rp = sy_match_retry_policy(m);
+    if (rp) {
+        q->retry = rp;
+        if (!q->first_attempt_ms)
+            q->first_attempt_ms = now_ms();
+    }
+    if ((q->retry || (q->permit_held && q->permit.fallback)) && q->has_body &&
+        !q->keep_body)
+        q->keep_body = true; /* kept from the first byte on */
+    gw_request_proceed(q, m);
+}
+
+/* The connect and response timeouts of an attempt, within the breaker's
+ * time limit counted from the start of the call. */
+void gw_policy_timeouts(gw_request *q) {
+    if (!q->permit_held || !q->permit.timeout_ms)
+        return;
+    uint64_t spent = now_ms() - q->call_start_ms;
+    uint64_t left = spent < q->permit.timeout_ms
+                        ? q->permit.timeout_ms - spent
+                        : 1;
+    if (q->connect_ms > left)
+        q->connect_ms = left;
+    if (q->response_ms > left)
+        q->response_ms = left;
+}
+
+static bool can_replay(const gw_request *q) {
+    return !q->has_body || (q->keep_body && !q->body_overflow);
+}
+
+static void retry_now(gw_request *q) {
+    q->retries_done++;
+    gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_RETRIED);
+    atomic_fetch_add(&q->w->metrics.retries, 1);
+    int st = gw_request_retry_attempt(q);
+    if (st)
+        gw_request_respond(q, st, NULL, NULL);
+}
+
+static void on_backoff(uv_timer_t *t) {
+    retry_now(t->data);
+}
+
+static void backoff_closed(uv_handle_t *h) {
+    free(h);
+}
+
+/* What to do after an attempt that failed or answered `status`. */
+typedef enum { DO_PASS, DO_RETRY, DO_FALLBACK, DO_ERROR } gw_do;
+
+static gw_do decide(gw_request *q, sy_outcome o, int status, uint32_t *delay,
+                    int *err_status) {
+    uint64_t now = now_ms();
+    if (q->retry && can_replay(q) &&
+        sy_retry_next(q->retry, q->retries_done, q->sreq.method, o, status,
+                      now - q->first_attempt_ms, next_rand(q->w), delay))
+        return DO_RETRY;
+    if (!q->permit_held)
+        return o == SY_OUTCOME_SUCCESS || status ? DO_PASS : DO_ERROR;
+    q->permit_held = false;
+    sy_breaker_verdict v = sy_breaker_record(&q->permit, o, status,
+                                             now - q->call_start_ms,
+                                             epoch_ms());
+    if (v == SY_BREAKER_PASS)
+        return DO_PASS;
+    if (q->permit.fallback && can_replay(q))
+        return DO_FALLBACK;
+    if (status) /* a listed status without a fallback: the answer stands */
+        return DO_PASS;
+    *err_status = o == SY_OUTCOME_TIMEOUT ? 504 : 502;
+    return DO_ERROR;
+}
+
+/* Carry out a decision that is not PASS (no upstream attached). */
+static void carry_out(gw_request *q, gw_do d, uint32_t delay, int err_status) {
+    q->body_flow = false; /* the body waits for the next attempt */
+    if (d == DO_RETRY) {
+        if (q->lb && q->ntried < GW_MAX_TRIES && q->instance[0])
+            q->tried[q->ntried++] = strdup(q->instance);
+        q->replay = true;
+        if (!q->backoff) {
+            q->backoff = malloc(sizeof *q->backoff);
+            if (!q->backoff) {
+                retry_now(q);
+                return;
+            }
+            uv_timer_init(&q->w->loop, q->backoff);
+            q->backoff->data = q;
+        }
+        uv_timer_start(q->backoff, on_backoff, delay, 0);
+        return;
+    }
+    if (d == DO_FALLBACK) {
+        to_fallback(q, q->permit.fallback);
+        return;
+    }
+    gw_request_respond(q, err_status, NULL, NULL);
+}
+
+int gw_policy_on_response(gw_request *q, int status) {
+    if (!q->retry && !q->permit_held)
+        return 0;
+    uint32_t delay = 0;
+    int err = 502;
+    sy_outcome o = status >= 500 ? SY_OUTCOME_5XX : SY_OUTCOME_SUCCESS;
+    gw_do d = decide(q, o, status, &delay, &err);
+    if (d == DO_PASS)
+        return 0;
+    q->redo = (int)d;
+    q->redo_delay = delay;
+    q->redo_status = err;
+    return 1;
+}
+
+void gw_policy_redo(gw_request *q) {
+    gw_do d = (gw_do)q->redo;
+    q->redo = 0;
+    carry_out(q, d, q->redo_delay, q->redo_status);
+}
+
+bool gw_policy_on_failure(gw_request *q, sy_outcome o) {
+    uint32_t delay = 0;
+    int err = o == SY_OUTCOME_TIMEOUT ? 504 : 502;
+    if (!q->retry && !q->permit_held)
+        return false;
+    gw_do d = decide(q, o, 0, &delay, &err);
+    if (d == DO_PASS || d == DO_ERROR)
+        return false; /* the caller answers as it would have */
+    carry_out(q, d, delay, err);
+    return true;
+}
+
+/* Keep request body bytes for a retry or a fallback. */
+void gw_policy_keep_body(gw_request *q, const char *at, size_t len) {
+    if (!q->keep_body || q->body_overflow)
+        return;
+    if (q->body_keep.len + len > G.cfg.retry_body_bytes) {
+        q->body_overflow = true;
+        gw_buf_free(&q->body_keep);
+        q->body_keep = (gw_buf){0};
+        return;
+    }
+    gw_buf_add(&q->body_keep, at, len);
+}
+
+/* A new attempt after the first: the body kept so far goes first. */
+void gw_policy_replay(gw_request *q, gw_upconn *u) {
+    if (!q->replay || !q->body_keep.len)
+        return;
+    if (q->req_chunked) {
+        char sz[24];
+        int n = snprintf(sz, sizeof sz, "%zx\r\n", q->body_keep.len);
+        gw_upstream_write(u, sz, (size_t)n);
+        gw_upstream_write(u, q->body_keep.p, q->body_keep.len);
+        gw_upstream_write(u, "\r\n", 2);
+    } else {
+        gw_upstream_write(u, q->body_keep.p, q->body_keep.len);
+    }
+}
+
+void gw_policy_free(gw_request *q) {
+    rlwait_end(q);
+    if (q->permit_held) /* the client left first: not the upstream's fault */
+        sy_breaker_record(&q->permit, SY_OUTCOME_SUCCESS, 0,
+                          now_ms() - q->call_start_ms, epoch_ms());
+    q->permit_held = false;
+    if (q->backoff) {
+        uv_timer_stop(q->backoff);
+        uv_close((uv_handle_t *)q->backoff, backoff_closed);
+        q->backoff = NULL;
+    }
+    gw_buf_free(&q->body_keep);
+    gw_buf_free(&q->xhdrs);
+}
+
+/* ------------------------------------------------------------------ */
+/* A document's default-filters                                         */
+/* ------------------------------------------------------------------ */
+
+int gw_document_check(const char *json, size_t len, sy_error *err) {
+    if (!json || !memmem(json, len, "efault", 6))
+        return 0; /* cheap: no key of that name can be there */
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    const cJSON *it, *obj = cJSON_IsObject(root) ? root : NULL;
+    int rc = 0;
+    cJSON_ArrayForEach(it, obj) {
+        if (strcmp(it->string, "default-filters") != 0 &&
+            strcmp(it->string, "defaultFilters") != 0 &&
+            strcmp(it->string, "default_filters") != 0)
+            continue;
+        memset(err, 0, sizeof *err);
+        err->code = SY_EARG;
+        snprintf(err->path, sizeof err->path, "%s", it->string);
+        snprintf(err->message, sizeof err->message,
+                 "a document's default filters are not run by this gateway: "
+                 "give them with --default-filters, or merge them into the "
+                 "routes' filters (switchyard convert does)");
+        rc = SY_EARG;
+        break;
+    }
+    cJSON_Delete(root);
+    return rc;
+}

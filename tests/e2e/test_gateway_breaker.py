@@ -1,0 +1,90 @@
+"""mini-gateway end to end: CircuitBreaker run for real. A backend that
+fails (statusCodes) opens the breaker: calls go to fallbackUri
+(forward:/path, answered by another route) without reaching the backend;
+after waitDurationInOpenState it is half-open, and healthy calls close it.
+Slow calls trip the slow-call model; SCG's default 1 s time limit answers
+504. Breaker state per name is in /metrics."""
+import json
+import time
+
+import gwharness as h
+
+
+def state(gw, name):
+    st, _, body = gw.admin_call("GET", "/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith('gateway_circuit_breaker_state{name="%s"}' % name):
+            return int(float(line.rsplit(" ", 1)[1]))
+    return None
+
+
+def body(procs, c):
+    _, bport = procs.backend("b1")
+    _, fport = procs.backend("fb")
+    be, fb = "http://127.0.0.1:%d" % bport, "http://127.0.0.1:%d" % fport
+    routes = [
+        {"id": "cb", "uri": be, "predicates": ["Path=/cb/**"],
+         "filters": [{"name": "CircuitBreaker", "args": {
+             "name": "svc", "fallbackUri": "forward:/fallback/svc",
+             "statusCodes": ["500", "BAD_GATEWAY"],
+             "slidingWindowSize": "4", "minimumNumberOfCalls": "4",
+             "failureRateThreshold": "50", "waitDurationInOpenState": "1s",
+             "permittedNumberOfCallsInHalfOpenState": "2"}}]},
+        {"id": "fallback", "uri": fb, "predicates": ["Path=/fallback/**"],
+         "filters": ["RemoveRequestParameter=status"]},
+        {"id": "slow", "uri": be, "predicates": ["Path=/slow/**"],
+         "filters": [{"name": "CircuitBreaker", "args": {
+             "name": "slow", "slowCallDurationThreshold": "100ms",
+             "slowCallRateThreshold": "50", "slidingWindowSize": "4",
+             "minimumNumberOfCalls": "4", "timeoutDuration": "2s",
+             "waitDurationInOpenState": "30s"}}]},
+        {"id": "tl", "uri": be, "predicates": ["Path=/tl/**"],
+         "filters": ["CircuitBreaker=tl"]},
+    ]
+    gw = procs.gateway("--routes", procs.write_file(
+        "routes.json", json.dumps({"version": "1", "routes": routes})))
+
+    def who(path):
+        st, _, data = gw.request("GET", path)
+        try:
+            return st, json.loads(data)["instance"]
+        except ValueError:
+            return st, None
+
+    c.eq(who("/cb/x"), (200, "b1"), "closed: the backend answers")
+    c.eq(state(gw, "svc"), 0, "closed in /metrics")
+    # failures: each goes to the fallback, the fourth opens the breaker
+    fails = [who("/cb/x?status=500") for _ in range(4)]
+    c.ok(all(f == (200, "fb") for f in fails),
+         "a listed status goes to the fallback: %r" % fails)
+    c.eq(state(gw, "svc"), 1, "open after 4 of 4 failed")
+    # open: the healthy backend is not called
+    c.eq(who("/cb/x"), (200, "fb"), "open: the fallback answers")
+    st, _, data = gw.request("GET", "/cb/x")
+    c.eq(json.loads(data)["path"], "/fallback/svc",
+         "the fallback got the fallbackUri's path")
+    time.sleep(1.2)
+    c.eq(who("/cb/x"), (200, "b1"), "after the wait: half-open, permitted")
+    c.eq(state(gw, "svc"), 2, "half-open in /metrics")
+    c.eq(who("/cb/x"), (200, "b1"), "second permitted call")
+    c.eq(state(gw, "svc"), 0, "closed again after healthy calls")
+    opened = gw.metric('gateway_circuit_breaker_transitions_total{to="open"}')
+    c.ok(opened is not None and opened >= 1, "transitions counted")
+
+    # the slow-call model: 4 slow successes open it; then 503 (no fallback)
+    slow = [gw.request("GET", "/slow/x?delay=200")[0] for _ in range(4)]
+    c.eq(slow, [200] * 4, "slow calls still answer")
+    t0 = time.monotonic()
+    st = gw.request("GET", "/slow/x")[0]
+    c.eq(st, 503, "slow-call rate over the threshold: open, 503")
+    c.ok(time.monotonic() - t0 < 0.1, "refused without calling upstream")
+
+    # SCG's default time limit: 1 s, then 504
+    t0 = time.monotonic()
+    st = gw.request("GET", "/tl/x?delay=3000")[0]
+    took = time.monotonic() - t0
+    c.eq(st, 504, "past the 1 s time limit: 504")
+    c.ok(0.9 < took < 1.8, "answered at the time limit (%.2f s)" % took)
+
+
+h.run("gateway_breaker", body)

@@ -1,0 +1,77 @@
+"""mini-gateway end to end: a policy changed through the admin API under
+load takes effect at the next request (a generous limiter replaced by a
+tight one), and the run-or-refuse rule: what the gateway does not run is
+refused at apply with a located error, the live routes untouched."""
+import http.client
+import json
+import threading
+import time
+
+import gwharness as h
+
+
+def limiter(rate, burst):
+    return {"name": "RequestRateLimiter", "args": {
+        "redis-rate-limiter.replenishRate": str(rate),
+        "redis-rate-limiter.burstCapacity": str(burst),
+        "key-resolver": "#{@remoteAddrKeyResolver}"}}
+
+
+def body(procs, c):
+    _, bport = procs.backend("b1")
+    be = "http://127.0.0.1:%d" % bport
+    route = {"id": "r", "uri": be, "predicates": ["Path=/r/**"],
+             "filters": [limiter(100000, 100000)]}
+    gw = procs.gateway("--routes", procs.write_file(
+        "routes.json", json.dumps({"version": "1", "routes": [route]})))
+
+    results, lock, stop = [], threading.Lock(), threading.Event()
+
+    def load():
+        conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10)
+        while not stop.is_set():
+            t0 = time.monotonic()
+            conn.request("GET", "/r/x")
+            r = conn.getresponse()
+            r.read()
+            with lock:
+                results.append((t0, r.status))
+
+    threads = [threading.Thread(target=load) for _ in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.4)
+    tight = dict(route, filters=[limiter(1, 1)])
+    st, _, rep = gw.admin_call("PUT", "/routes/routes/r", tight)
+    changed = time.monotonic()
+    c.eq(st, 200, "PUT the tight limiter: %r" % rep[:200])
+    time.sleep(0.5)
+    stop.set()
+    for t in threads:
+        t.join(10)
+    before = [s for t0, s in results if t0 < changed - 0.05]
+    after = [s for t0, s in results if t0 > changed]
+    c.ok(len(before) > 20 and all(s == 200 for s in before),
+         "generous limiter: all allowed (%d)" % len(before))
+    c.ok(len(after) > 20 and after.count(200) <= 2,
+         "tight limiter from the next request on: %d of %d allowed"
+         % (after.count(200), len(after)))
+
+    # run or refuse: a ws:// upstream is not run by the gateway
+    bad = {"id": "ws", "uri": "ws://127.0.0.1:1", "predicates": ["Path=/ws"]}
+    st, _, data = gw.admin_call("PUT", "/routes/routes/ws", bad)
+    c.eq(st, 400, "a ws:// route is refused")
+    err = json.loads(data).get("error", {})
+    c.ok("ws" in err.get("message", "") and "uri" in err.get("path", ""),
+         "the error names the item and where: %r" % err)
+    # an unknown filter (not run anywhere) is refused too
+    bad = {"id": "sh", "uri": be, "predicates": ["Path=/sh"],
+           "filters": ["SecureHeadersTypo"]}
+    st, _, data = gw.admin_call("PUT", "/routes/routes/sh", bad)
+    c.eq(st, 400, "an unknown filter is refused")
+    c.eq(gw.request("GET", "/ws")[0], 404, "nothing refused went live")
+    c.eq(gw.request("GET", "/r/x")[0] in (200, 429), True,
+         "the live route still answers")
+
+
+h.run("gateway_policy_admin", body)

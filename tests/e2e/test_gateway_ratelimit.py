@@ -1,0 +1,105 @@
+"""mini-gateway end to end: RequestRateLimiter run for real. Local buckets
+(burstCapacity=1 lets one of 20 through, 429 with the four X-RateLimit-*
+headers); with --redis two gateways share one bucket through a real
+redis-server under SCG's key names; Redis killed mid-run and Redis stopped
+(SIGSTOP): requests are allowed with X-RateLimit-Remaining -1, none waits
+long, errors are counted."""
+import json
+import shutil
+import signal
+import sys
+import time
+
+import gwharness as h
+
+LIMIT = {"name": "RequestRateLimiter", "args": {
+    "redis-rate-limiter.replenishRate": "1",
+    "redis-rate-limiter.burstCapacity": "5",
+    "key-resolver": "#{@remoteAddrKeyResolver}"}}
+
+
+def doc(be, burst):
+    lim = json.loads(json.dumps(LIMIT))
+    lim["args"]["redis-rate-limiter.burstCapacity"] = str(burst)
+    return json.dumps({"version": "1", "routes": [
+        {"id": "limited", "uri": be, "predicates": ["Path=/l/**"],
+         "filters": [lim]},
+        {"id": "free", "uri": be, "predicates": ["Path=/f/**"]}]})
+
+
+def body(procs, c):
+    _, bport = procs.backend("b1")
+    be = "http://127.0.0.1:%d" % bport
+
+    # local buckets
+    gw = procs.gateway("--routes", procs.write_file("local.json", doc(be, 1)))
+    codes = [gw.request("GET", "/l/x")[0] for _ in range(20)]
+    c.ok(1 <= codes.count(200) <= 2 and codes.count(429) >= 18,
+         "burstCapacity=1: one (or two across a second) of 20 allowed: %r"
+         % codes)
+    st, hd, data = gw.request("GET", "/l/x")
+    c.eq(st, 429, "denied: 429")
+    c.eq(data, b"", "denied: no body")
+    c.eq((hd.get("x-ratelimit-remaining"), hd.get("x-ratelimit-replenish-rate"),
+          hd.get("x-ratelimit-burst-capacity"),
+          hd.get("x-ratelimit-requested-tokens")), ("0", "1", "1", "1"),
+         "the four X-RateLimit-* headers")
+    c.eq(gw.request("GET", "/f/x")[0], 200, "a route without a limiter")
+    lim = gw.metric("gateway_rate_limit_limited_total")
+    c.ok(lim is not None and lim >= 18, "limited requests counted: %r" % lim)
+    gw.proc.terminate()
+    gw.proc.wait(10)
+
+    # Redis: two gateways, one bucket of 5
+    rproc, rport = procs.redis()
+    f = procs.write_file("redis.json", doc(be, 5))
+    g1 = procs.gateway("--routes", f, "--redis", "127.0.0.1:%d" % rport)
+    g2 = procs.gateway("--routes", f, "--redis", "127.0.0.1:%d" % rport)
+    res = []
+    for i in range(12):
+        g = g1 if i % 2 == 0 else g2
+        st, hd, _ = g.request("GET", "/l/x")
+        res.append((st, hd.get("x-ratelimit-remaining")))
+    allowed = [r for r in res if r[0] == 200]
+    c.ok(5 <= len(allowed) <= 7,
+         "one bucket of 5 shared by both gateways: %r" % res)
+    c.ok(any(r[0] == 429 for r in res[0::2]) and
+         any(r[0] == 429 for r in res[1::2]), "both gateways deny")
+    keys = h.redis_cmd(rport, "KEYS", "request_rate_limiter.*")
+    c.eq(sorted(keys), ["request_rate_limiter.{limited.127.0.0.1}.timestamp",
+                        "request_rate_limiter.{limited.127.0.0.1}.tokens"],
+         "SCG's key names")
+
+    # Redis stopped (no answer): fail open within the timeout
+    rproc.send_signal(signal.SIGSTOP)
+    t0 = time.monotonic()
+    st, hd, _ = g1.request("GET", "/l/x")
+    took = time.monotonic() - t0
+    c.eq((st, hd.get("x-ratelimit-remaining")), (200, "-1"),
+         "Redis silent: allowed, remaining -1")
+    c.ok(took < 1.0, "Redis silent: answered in %.3f s" % took)
+    rproc.send_signal(signal.SIGCONT)
+
+    # Redis killed mid-run: every request allowed, none waits long
+    rproc.kill()
+    rproc.wait()
+    worst, statuses = 0.0, []
+    for _ in range(20):
+        t0 = time.monotonic()
+        st, hd, _ = g2.request("GET", "/l/x")
+        worst = max(worst, time.monotonic() - t0)
+        statuses.append((st, hd.get("x-ratelimit-remaining")))
+    c.ok(all(s == (200, "-1") for s in statuses),
+         "Redis down: fail open (%r)" % statuses[:3])
+    c.ok(worst < 0.5, "Redis down: slowest request %.3f s" % worst)
+    errs = g2.metric("gateway_rate_limit_redis_errors_total")
+    c.ok(errs is not None and errs >= 1, "Redis errors counted: %r" % errs)
+    fo = g2.metric("gateway_rate_limit_failed_open_total")
+    c.ok(fo is not None and fo >= 20, "fail-open requests counted: %r" % fo)
+
+
+if shutil.which("redis-server") is None:
+    print("gateway_ratelimit: SKIP: redis-server is not installed "
+          "(tests/install-deps.sh)")
+    sys.exit(77)  # meson: skipped
+h.run("gateway_ratelimit", body)

@@ -70,6 +70,13 @@ def body(procs, c):
                         "request_rate_limiter.{limited.127.0.0.1}.tokens"],
          "SCG's key names")
 
+    # the script flushed from Redis (as after a restart): loaded again
+    h.redis_cmd(rport, "SCRIPT", "FLUSH")
+    h.redis_cmd(rport, "DEL", *keys)
+    st, hd, _ = g1.request("GET", "/l/x")
+    c.eq((st, hd.get("x-ratelimit-remaining")), (200, "4"),
+         "NOSCRIPT: the script loaded again, the call repeated")
+
     # Redis stopped (no answer): fail open within the timeout
     rproc.send_signal(signal.SIGSTOP)
     t0 = time.monotonic()

@@ -61,14 +61,6 @@ static int64_t epoch_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static uint64_t next_rand(gw_worker *w) {
-    uint64_t x = w->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    w->rng = x;
-    return x ? x : 1;
-}
 
 /* ------------------------------------------------------------------ */
 /* Rate limits                                                          */
@@ -340,7 +332,7 @@ static gw_do decide(gw_request *q, sy_outcome o, int status, uint32_t *delay,
     uint64_t now = now_ms();
     if (q->retry && can_replay(q) &&
         sy_retry_next(q->retry, q->retries_done, q->sreq.method, o, status,
-                      now - q->first_attempt_ms, next_rand(q->w), delay))
+                      now - q->first_attempt_ms, gw_worker_rand(q->w), delay))
         return DO_RETRY;
     if (!q->permit_held)
         return o == SY_OUTCOME_SUCCESS || status ? DO_PASS : DO_ERROR;

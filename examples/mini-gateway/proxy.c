@@ -31,7 +31,7 @@ static void client_kick(gw_client *c) {
 static void client_close(gw_client *c);
 static void request_finish(gw_request *q);
 
-static uint64_t next_rand(gw_worker *w) {
+uint64_t gw_worker_rand(gw_worker *w) {
     uint64_t x = w->rng;
     x ^= x << 13;
     x ^= x >> 7;
@@ -775,7 +775,7 @@ static void request_begin(gw_client *c) {
     r->headers = c->hdrs;
     r->header_count = c->nh;
     r->remote_addr = (sy_str){c->peer, strlen(c->peer)};
-    r->seed = next_rand(w);
+    r->seed = gw_worker_rand(w);
     r->content_length = has_cl ? (int64_t)p->content_length : -1;
     if (has_cl && p->content_length > G.cfg.max_body_bytes) {
         respond_error(q, 413, "request body too large");

@@ -167,6 +167,8 @@ void gw_clients_drain(gw_worker *w);
  * proxy. */
 void gw_request_dispatch(gw_request *q);
 
+/* The worker's xorshift generator (seeds, jitter); never 0. */
+uint64_t gw_worker_rand(gw_worker *w);
 /* Match q->sreq on q->snap again (the worker's context was used by other
  * requests meanwhile): 0 and *m, or non-zero when it no longer matches. */
 int gw_request_rematch(gw_request *q, sy_match **m);

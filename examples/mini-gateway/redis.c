@@ -229,33 +229,31 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
 
 /* ---- the connection ---- */
 
-static void on_connect(const redisAsyncContext *ac, int status) {
-    gw_redis *r = ac->data;
-    if (!r)
-        return;
-    if (status != REDIS_OK) {
-        gw_log("redis: cannot connect to %s: %s", G.cfg.redis, ac->errstr);
-        atomic_fetch_add(&r->w->metrics.redis_errors, 1);
-        r->ac = NULL; /* hiredis frees it */
-        r->connected = false;
-        r->retry_at_ms = now_ms() + GW_REDIS_RETRY_MS;
-        return;
-    }
-    r->connected = true;
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status) {
-    gw_redis *r = ac->data;
-    if (!r)
-        return;
-    if (status != REDIS_OK) {
-        gw_log("redis: connection to %s lost: %s", G.cfg.redis, ac->errstr);
+/* The connection is gone (hiredis frees it): opened again a second
+ * later; `why` logged and counted unless it was closed on purpose. */
+static void gone(gw_redis *r, const redisAsyncContext *ac, const char *why) {
+    if (why) {
+        gw_log("redis: %s %s: %s", why, G.cfg.redis, ac->errstr);
         atomic_fetch_add(&r->w->metrics.redis_errors, 1);
     }
     r->ac = NULL;
     r->connected = false;
     r->sha[0] = 0;
     r->retry_at_ms = now_ms() + GW_REDIS_RETRY_MS;
+}
+
+static void on_connect(const redisAsyncContext *ac, int status) {
+    gw_redis *r = ac->data;
+    if (r && status != REDIS_OK)
+        gone(r, ac, "cannot connect to");
+    else if (r)
+        r->connected = true;
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+    gw_redis *r = ac->data;
+    if (r)
+        gone(r, ac, status != REDIS_OK ? "lost the connection to" : NULL);
 }
 
 static bool redis_open(gw_redis *r) {

@@ -364,8 +364,10 @@ static void router_options(sy_router_options *o, bool host) {
     o->escaped_slashes = G.cfg.escaped_slashes;
     o->merge_slashes = G.cfg.merge_slashes;
     o->max_retired = 0;
-    /* run or refuse: what the gateway runs (policy.c) */
-    o->host_runs = gw_host_runs;
+    /* run or refuse: what the gateway runs (the three policies,
+     * RewriteLocationResponseHeader, forward:, the cors and timeout
+     * metadata; lib/policy/host_runs.c keeps the list) */
+    o->host_runs = sy_host_profile("gateway");
     o->default_filters = default_filters;
 }
 

@@ -382,8 +382,7 @@ int gw_cors_check(const gw_cors *c, const gw_request *q, gw_buf *h) {
         else
             add_list(h, "Access-Control-Allow-Methods", &c->methods);
         if (allowed.len)
-            gw_buf_printf(h, "Access-Control-Allow-Headers: %s\r\n",
-                          allowed.p);
+            gw_buf_printf(h, "Access-Control-Allow-Headers: %s\r\n", allowed.p);
     } else if (c->exposed.n) {
         add_list(h, "Access-Control-Expose-Headers", &c->exposed);
     }

@@ -327,8 +327,7 @@ int gw_scratch_router(sy_router **out, sy_error *err);
 const sy_error *gw_config_source_error(const char *source);
 void gw_error_json(gw_buf *b, const sy_error *err);
 
-/* policy.c: the host-run items the gateway executes (run or refuse) */
-extern const char *const gw_host_runs[];
+/* policy.c */
 /* A route document's own `default-filters` (an envelope key the library
  * ignores) is refused: SY_EARG at that key, else 0. Config thread. */
 int gw_document_check(const char *json, size_t len, sy_error *err);

@@ -25,9 +25,9 @@
  *                       --retry-body-bytes for the new attempt; a longer
  *                       one is not retried.
  *
- * The gateway declares what it runs (gw_host_runs, sy_router_options.
- * host_runs): a document using any other host-run item is refused by the
- * library with a located error.
+ * The gateway declares what it runs (sy_host_profile("gateway") as
+ * sy_router_options.host_runs, config.c): a document using any other
+ * host-run item is refused by the library with a located error.
  */
 #define _GNU_SOURCE /* memmem */
 #include "proxy.h"
@@ -39,17 +39,6 @@
 #include <strings.h>
 #include <time.h>
 
-const char *const gw_host_runs[] = {"host=gateway",
-                                    "RequestRateLimiter",
-                                    "CircuitBreaker",
-                                    "Retry",
-                                    "RewriteLocationResponseHeader",
-                                    "forward:",
-                                    "metadata.cors",
-                                    "metadata.response-timeout",
-                                    "metadata.connect-timeout",
-                                    NULL};
-
 static uint64_t now_ms(void) {
     return gw_now_ns() / 1000000u;
 }
@@ -60,7 +49,6 @@ static int64_t epoch_ms(void) {
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
-
 
 /* ------------------------------------------------------------------ */
 /* Rate limits                                                          */
@@ -88,8 +76,8 @@ static bool ratelimit_decided(gw_request *q, const sy_ratelimit *rl,
     size_t n = rl->headers ? sy_ratelimit_headers(rl, h, buf, sizeof buf) : 0;
     gw_buf *out = rl->allowed ? &q->xhdrs : deny;
     for (size_t i = 0; i < n; i++)
-        gw_buf_printf(out, "%.*s: %.*s\r\n", (int)h[i].name.len,
-                      h[i].name.ptr, (int)h[i].value.len, h[i].value.ptr);
+        gw_buf_printf(out, "%.*s: %.*s\r\n", (int)h[i].name.len, h[i].name.ptr,
+                      (int)h[i].value.len, h[i].value.ptr);
     if (!rl->allowed) {
         gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_LIMITED);
         *status = rl->status;
@@ -294,9 +282,8 @@ void gw_policy_timeouts(gw_request *q) {
     if (!q->permit_held || !q->permit.timeout_ms)
         return;
     uint64_t spent = now_ms() - q->call_start_ms;
-    uint64_t left = spent < q->permit.timeout_ms
-                        ? q->permit.timeout_ms - spent
-                        : 1;
+    uint64_t left =
+        spent < q->permit.timeout_ms ? q->permit.timeout_ms - spent : 1;
     if (q->connect_ms > left)
         q->connect_ms = left;
     if (q->response_ms > left)
@@ -337,9 +324,8 @@ static gw_do decide(gw_request *q, sy_outcome o, int status, uint32_t *delay,
     if (!q->permit_held)
         return o == SY_OUTCOME_SUCCESS || status ? DO_PASS : DO_ERROR;
     q->permit_held = false;
-    sy_breaker_verdict v = sy_breaker_record(&q->permit, o, status,
-                                             now - q->call_start_ms,
-                                             epoch_ms());
+    sy_breaker_verdict v = sy_breaker_record(
+        &q->permit, o, status, now - q->call_start_ms, epoch_ms());
     if (v == SY_BREAKER_PASS)
         return DO_PASS;
     if (q->permit.fallback && can_replay(q))

@@ -28,9 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GW_REDIS_MAX_CALLS 4096   /* calls waiting per connection */
-#define GW_REDIS_RETRY_MS 1000    /* between connection attempts */
-#define GW_REDIS_STALL_MS 1000    /* no reply that long: reconnect */
+#define GW_REDIS_MAX_CALLS 4096 /* calls waiting per connection */
+#define GW_REDIS_RETRY_MS 1000  /* between connection attempts */
+#define GW_REDIS_STALL_MS 1000  /* no reply that long: reconnect */
 
 struct gw_rcall {
     gw_rcall *prev, *next; /* the connection's calls waiting, oldest first */
@@ -39,7 +39,7 @@ struct gw_rcall {
     void *data;
     uint64_t sent_ms, due_ms;
     bool retried; /* sent again after NOSCRIPT */
-    int argc; /* EVALSHA sha 2 KEY KEY ARG ARG ARG ARG */
+    int argc;     /* EVALSHA sha 2 KEY KEY ARG ARG ARG ARG */
     char *argv[9];
     size_t argvlen[9];
 };
@@ -94,11 +94,21 @@ static void rp_update(rpoll *p, int add, int del) {
     else
         uv_poll_stop(&p->h);
 }
-static void rp_add_read(void *d) { rp_update(d, UV_READABLE, 0); }
-static void rp_del_read(void *d) { rp_update(d, 0, UV_READABLE); }
-static void rp_add_write(void *d) { rp_update(d, UV_WRITABLE, 0); }
-static void rp_del_write(void *d) { rp_update(d, 0, UV_WRITABLE); }
-static void rp_closed(uv_handle_t *h) { free(h->data); }
+static void rp_add_read(void *d) {
+    rp_update(d, UV_READABLE, 0);
+}
+static void rp_del_read(void *d) {
+    rp_update(d, 0, UV_READABLE);
+}
+static void rp_add_write(void *d) {
+    rp_update(d, UV_WRITABLE, 0);
+}
+static void rp_del_write(void *d) {
+    rp_update(d, 0, UV_WRITABLE);
+}
+static void rp_closed(uv_handle_t *h) {
+    free(h->data);
+}
 static void rp_cleanup(void *d) {
     rpoll *p = d;
     p->ac = NULL;

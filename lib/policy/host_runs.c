@@ -23,6 +23,7 @@ static const char *const gateway_runs[] = {
     "CircuitBreaker", "Retry",
     "RewriteLocationResponseHeader",
     "forward:",       "metadata.cors",
+    "metadata.response-timeout", "metadata.connect-timeout",
     NULL};
 
 /* examples/nginx-module */

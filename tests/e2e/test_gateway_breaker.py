@@ -74,10 +74,9 @@ def body(procs, c):
     # the slow-call model: 4 slow successes open it; then 503 (no fallback)
     slow = [gw.request("GET", "/slow/x?delay=200")[0] for _ in range(4)]
     c.eq(slow, [200] * 4, "slow calls still answer")
-    t0 = time.monotonic()
+    # (the backend would answer this one at once with 200)
     st = gw.request("GET", "/slow/x")[0]
     c.eq(st, 503, "slow-call rate over the threshold: open, 503")
-    c.ok(time.monotonic() - t0 < 0.1, "refused without calling upstream")
 
     # SCG's default time limit: 1 s, then 504
     t0 = time.monotonic()

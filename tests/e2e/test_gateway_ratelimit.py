@@ -33,9 +33,12 @@ def body(procs, c):
 
     # local buckets
     gw = procs.gateway("--routes", procs.write_file("local.json", doc(be, 1)))
+    t0 = time.monotonic()
     codes = [gw.request("GET", "/l/x")[0] for _ in range(20)]
-    c.ok(1 <= codes.count(200) <= 2 and codes.count(429) >= 18,
-         "burstCapacity=1: one (or two across a second) of 20 allowed: %r"
+    most = 1 + int(time.monotonic() - t0 + 1)  # the burst, one a second
+    c.ok(1 <= codes.count(200) <= most and
+         codes.count(200) + codes.count(429) == 20,
+         "burstCapacity=1: one of 20 allowed (one more a second): %r"
          % codes)
     st, hd, data = gw.request("GET", "/l/x")
     c.eq(st, 429, "denied: 429")
@@ -56,12 +59,14 @@ def body(procs, c):
     g1 = procs.gateway("--routes", f, "--redis", "127.0.0.1:%d" % rport)
     g2 = procs.gateway("--routes", f, "--redis", "127.0.0.1:%d" % rport)
     res = []
+    t0 = time.monotonic()
     for i in range(12):
         g = g1 if i % 2 == 0 else g2
         st, hd, _ = g.request("GET", "/l/x")
         res.append((st, hd.get("x-ratelimit-remaining")))
     allowed = [r for r in res if r[0] == 200]
-    c.ok(5 <= len(allowed) <= 7,
+    most = 5 + int(time.monotonic() - t0 + 1)  # Redis refills by the second
+    c.ok(5 <= len(allowed) <= most and len(allowed) < 12,
          "one bucket of 5 shared by both gateways: %r" % res)
     c.ok(any(r[0] == 429 for r in res[0::2]) and
          any(r[0] == 429 for r in res[1::2]), "both gateways deny")

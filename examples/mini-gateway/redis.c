@@ -54,6 +54,8 @@ typedef struct gw_redis {
     size_t calls;
     const char *script;
     char sha[48]; /* the script's digest once loaded, else "" */
+    unsigned late;          /* calls timed out, not logged yet */
+    uint64_t late_logged_ms;
 } gw_redis;
 
 static uint64_t now_ms(void) {
@@ -311,11 +313,20 @@ static void redis_drop(gw_redis *r, const char *why) {
 static void on_timer(uv_timer_t *t) {
     gw_redis *r = t->data;
     uint64_t now = now_ms();
+    unsigned late = 0;
     for (gw_rcall *c = r->head; c; c = c->next)
         if (c->cb && c->due_ms <= now) {
             atomic_fetch_add(&r->w->metrics.redis_timeouts, 1);
             call_answer(c, false, 0, 0);
+            late++;
         }
+    r->late += late;
+    if (r->late && now >= r->late_logged_ms + 1000) { /* a line a second */
+        gw_log("redis: %u call(s) not answered within %llu ms: allowed",
+               r->late, (unsigned long long)G.cfg.redis_timeout_ms);
+        r->late = 0;
+        r->late_logged_ms = now;
+    }
     /* nothing came back for a while, or the connect hangs */
     if (r->ac && ((r->head && now - r->head->sent_ms >= GW_REDIS_STALL_MS) ||
                   (!r->connected && now - r->opened_ms >= GW_REDIS_STALL_MS)))

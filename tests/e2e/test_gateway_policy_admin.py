@@ -1,6 +1,7 @@
 """mini-gateway end to end: a policy changed through the admin API under
 load takes effect at the next request (a generous limiter replaced by a
-tight one), and the run-or-refuse rule: what the gateway does not run is
+tight one), an unchanged policy keeps its state across publishes, and the
+run-or-refuse rule: what the gateway does not run is
 refused at apply with a located error, the live routes untouched."""
 import http.client
 import json
@@ -58,6 +59,15 @@ def body(procs, c):
     c.ok(len(after) > 20 and after.count(200) <= 2,
          "tight limiter from the next request on: %d of %d allowed"
          % (after.count(200), len(after)))
+
+    # state survives publishes: the tight bucket is empty; another route
+    # changing (a publish) does not refill it
+    c.eq(gw.request("GET", "/r/x")[0], 429, "the tight bucket is empty")
+    other = {"id": "o", "uri": be, "predicates": ["Path=/o/**"]}
+    st, _, _ = gw.admin_call("PUT", "/routes/api/o", other)
+    c.eq(st, 200, "another route published")
+    c.eq(gw.request("GET", "/r/x")[0], 429,
+         "after the publish: still empty (the bucket was kept)")
 
     # run or refuse: a ws:// upstream is not run by the gateway
     bad = {"id": "ws", "uri": "ws://127.0.0.1:1", "predicates": ["Path=/ws"]}

@@ -53,8 +53,8 @@ typedef struct gw_redis {
     gw_rcall *head, *tail;
     size_t calls;
     const char *script;
-    char sha[48]; /* the script's digest once loaded, else "" */
-    unsigned late;          /* calls timed out, not logged yet */
+    char sha[48];  /* the script's digest once loaded, else "" */
+    unsigned late; /* calls timed out, not logged yet */
     uint64_t late_logged_ms;
 } gw_redis;
 

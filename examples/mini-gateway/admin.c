@@ -356,8 +356,8 @@ static int stage_upsert(admin_call *a, sy_change_set *cs, char *what,
         return SY_EINVAL;
     }
     snprintf(what, cap, "admin: upsert %s/%s", a->seg[1], a->seg[2]);
-    return sy_change_set_upsert_route(cs, a->seg[1], a->r->body,
-                                      a->r->body_len, err);
+    return sy_change_set_upsert_route(cs, a->seg[1], a->r->body, a->r->body_len,
+                                      err);
 }
 
 /* DELETE /routes/<source>/<id> */
@@ -540,8 +540,7 @@ static void change(admin_call *a, const endpoint *ep) {
         reply_error(a->c, rc, &err);
         return;
     }
-    gw_overrides_note(a->r->method, a->seg, a->ns, a->r->body,
-                      a->r->body_len);
+    gw_overrides_note(a->r->method, a->seg, a->ns, a->r->body, a->r->body_len);
     reply_json(a->c, 200, &G.last_report);
 }
 

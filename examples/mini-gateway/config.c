@@ -30,13 +30,13 @@ typedef struct watched_file {
     char *dir, *base;
     char source[128]; /* "" for the instances file */
     bool dirty;
-    bool has_error;  /* the last attempt refused it: `error` says why */
-    sy_error error;  /* (shown in /status until the file applies) */
+    bool has_error; /* the last attempt refused it: `error` says why */
+    sy_error error; /* (shown in /status until the file applies) */
     /* the tick in progress */
     char *text; /* the route document read (converted from YAML) */
     size_t len;
-    sy_instances *doc; /* the instances file, parsed */
-    bool refused;      /* refused in this tick */
+    sy_instances *doc;   /* the instances file, parsed */
+    bool refused;        /* refused in this tick */
     size_t first, count; /* the changes staged for it in this attempt */
 } watched_file;
 
@@ -473,11 +473,13 @@ static int stage_tick(sy_change_set *cs, watched_file **tick, size_t n) {
             continue;
         sy_error err;
         f->first = sy_change_set_count(cs);
-        int rc = !f->source[0] ? stage_doc(cs, f->doc, true, &err)
-                 : gw_document_check(f->text, f->len, &err)
-                     ? err.code
-                     : sy_change_set_apply(cs, f->source, f->text, f->len, &err);
-        if (!rc) /* admin changes kept over the file (--admin-overrides-files) */
+        int rc =
+            !f->source[0] ? stage_doc(cs, f->doc, true, &err)
+            : gw_document_check(f->text, f->len, &err)
+                ? err.code
+                : sy_change_set_apply(cs, f->source, f->text, f->len, &err);
+        if (!rc) /* admin changes kept over the file (--admin-overrides-files)
+                  */
             rc = gw_overrides_stage(cs, f->source[0] ? f->source : NULL, &err);
         f->count = sy_change_set_count(cs) - f->first;
         if (rc) {
@@ -514,8 +516,7 @@ static void strip_change_prefix(sy_error *err) {
  * left out with its own error and the others are committed again. Returns
  * whether what was left was committed (false: nothing was, for a reason
  * no single file owns, e.g. out of memory; every file then carries it). */
-static bool commit_tick(watched_file **tick, size_t n, char *what,
-                        size_t cap) {
+static bool commit_tick(watched_file **tick, size_t n, char *what, size_t cap) {
     for (;;) {
         what[0] = 0;
         size_t left = 0;
@@ -577,8 +578,7 @@ static void settle_tick(watched_file **tick, size_t n, bool committed,
                    f->error.message);
         } else {
             if (f->doc && committed && !remember_file_services(f->doc))
-                gw_log("%s: out of memory keeping its service names",
-                       f->path);
+                gw_log("%s: out of memory keeping its service names", f->path);
             f->has_error = false;
             f->dirty = false;
         }

@@ -602,7 +602,7 @@ bool etcd_changes_push(etcd_change_list *l, etcd_change *c) {
 
 /* The error of a non-200 answer: etcd's "message", else the status. */
 void etcd_decode_answer_error(int status, const char *body, size_t n, char *out,
-                         size_t cap, int *code) {
+                              size_t cap, int *code) {
     *code = -1;
     cJSON *o = body ? cJSON_ParseWithLength(body, n) : NULL;
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "message");
@@ -630,7 +630,7 @@ static int watch_events(jdoc *d, long res, const etcd_keys *keys,
         long kv = jget(d, ev, "kv");
         int64_t rev = jint(d, jget(d, kv, "mod_revision"));
         if (rev <= applied)
-            continue; /* already applied: never twice */
+            continue;     /* already applied: never twice */
         if (rev > m->top) /* a key not ours moves the revision too */
             m->top = rev;
         long k = jget(d, kv, "key"), v = jget(d, kv, "value");
@@ -712,8 +712,8 @@ static char *next_page_key(const char *last) {
 }
 
 int etcd_decode_range(const char *body, size_t n, const etcd_keys *keys,
-                      etcd_change_list *into, etcd_range_page *page,
-                      char *err, size_t err_len) {
+                      etcd_change_list *into, etcd_range_page *page, char *err,
+                      size_t err_len) {
     memset(page, 0, sizeof *page);
     cJSON *o = cJSON_ParseWithLength(body, n);
     const cJSON *hdr = cJSON_GetObjectItemCaseSensitive(o, "header");

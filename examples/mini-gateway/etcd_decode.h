@@ -103,13 +103,13 @@ typedef struct etcd_range_page {
  * (owning their values). Returns 0, -1 for a malformed answer (message in
  * err), or -2 when memory ran out. */
 int etcd_decode_range(const char *body, size_t n, const etcd_keys *keys,
-                      etcd_change_list *into, etcd_range_page *page,
-                      char *err, size_t err_len);
+                      etcd_change_list *into, etcd_range_page *page, char *err,
+                      size_t err_len);
 
 /* The error of a non-200 answer: "HTTP <status>: <etcd's message>" in out
  * and etcd's gRPC code in *code (-1 when none). */
-void etcd_decode_answer_error(int status, const char *body, size_t n,
-                              char *out, size_t cap, int *code);
+void etcd_decode_answer_error(int status, const char *body, size_t n, char *out,
+                              size_t cap, int *code);
 
 /* One instance value (an entry of the instances file format) as the
  * router takes it; `inst` points into `json` and `md`. */

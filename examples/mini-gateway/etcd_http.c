@@ -367,8 +367,8 @@ static void http_timeout(uv_timer_t *t) {
 static char *request_bytes(const etcd_http_request *r, size_t *len) {
     const char *extra = r->headers ? r->headers : "";
     size_t jlen = strlen(r->body);
-    size_t cap = jlen + strlen(r->path) + strlen(r->ep->host) +
-                 strlen(extra) + 256;
+    size_t cap =
+        jlen + strlen(r->path) + strlen(r->ep->host) + strlen(extra) + 256;
     char *out = malloc(cap);
     if (!out)
         return NULL;

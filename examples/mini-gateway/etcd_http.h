@@ -75,15 +75,15 @@ typedef void (*etcd_http_done_fn)(void *data, int status, const char *body,
 typedef struct etcd_http_request {
     uv_loop_t *loop;
     const etcd_endpoint *ep;
-    const char *path;      /* "/v3/watch" */
-    const char *body;      /* JSON */
-    const char *headers;   /* extra "Name: value\r\n" lines, or NULL */
-    uint32_t timeout_ms;   /* connect and response head (whole answer when
-                              not streaming) */
-    bool streaming;        /* the body goes to on_line, line by line */
+    const char *path;    /* "/v3/watch" */
+    const char *body;    /* JSON */
+    const char *headers; /* extra "Name: value\r\n" lines, or NULL */
+    uint32_t timeout_ms; /* connect and response head (whole answer when
+                            not streaming) */
+    bool streaming;      /* the body goes to on_line, line by line */
     etcd_http_line_fn on_line;
     etcd_http_done_fn on_done;
-    void *data;                            /* for the callbacks */
+    void *data;                           /* for the callbacks */
     const etcd_http_transport *transport; /* NULL: plain TCP */
 } etcd_http_request;
 

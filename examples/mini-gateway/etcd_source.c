@@ -131,13 +131,11 @@ static size_t find_inst(const service_rec *s, const char *id, bool *found) {
     return lo;
 }
 
-
 static void inst_free(inst_rec *r) {
     etcd_instance_clear(&r->val);
     free(r->id);
     free(r->error);
 }
-
 
 static void format_error(char *out, size_t cap, const sy_error *err) {
     if (err->path[0])
@@ -152,7 +150,6 @@ static void format_error(char *out, size_t cap, const sy_error *err) {
 /* ------------------------------------------------------------------ */
 /* Applying changes                                                     */
 /* ------------------------------------------------------------------ */
-
 
 /* Apply one instance change to the records (under mu); false when out of
  * memory (a refused value is recorded with its error: true). */
@@ -191,8 +188,8 @@ static bool stage_instance(gw_etcd *e, etcd_change *c) {
     inst_rec *r = &s->v[i];
     r->mod_revision = c->mod_revision;
     char err[512];
-    int rc = etcd_decode_instance(r->id, c->value, c->len, &r->val, err,
-                                  sizeof err);
+    int rc =
+        etcd_decode_instance(r->id, c->value, c->len, &r->val, err, sizeof err);
     if (rc == -2)
         return false; /* out of memory: not the value's fault */
     if (rc) {
@@ -242,7 +239,7 @@ static source_rec *source_for(gw_etcd *e, etcd_change *c) {
 
 /* One staged change of a commit: a route document or a service's list. */
 typedef struct staged {
-    etcd_change *c;        /* route change, or NULL */
+    etcd_change *c;   /* route change, or NULL */
     service_rec *svc; /* instance list, or NULL */
     bool dropped;     /* rejected by an earlier commit attempt */
     char *error;      /* why, when dropped */
@@ -327,7 +324,8 @@ static bool apply_changes(gw_etcd *e, etcd_change_list *l, int64_t revision,
         etcd_change *c = &l->v[i];
         if (!c->is_route)
             continue;
-        source_rec *s = c->del ? etcd_find_source(e, c->name) : source_for(e, c);
+        source_rec *s =
+            c->del ? etcd_find_source(e, c->name) : source_for(e, c);
         if (!s && !c->del) { /* out of memory registering it */
             oom = true;
             break;
@@ -524,7 +522,6 @@ static void fail(gw_etcd *e, const char *what, const char *err) {
     uv_timer_start(&e->retry_timer, on_retry, wait, 0);
 }
 
-
 /* Full read done: diff what etcd holds at read_revision against what is
  * applied (by mod_revision), apply the difference, then watch. */
 static void finish_full_read(gw_etcd *e) {
@@ -578,10 +575,10 @@ static void finish_full_read(gw_etcd *e) {
             seen = diff.v[k].is_route && strcmp(diff.v[k].key, s->key) == 0;
         if (!seen) {
             etcd_change c = {.is_route = true,
-                        .del = true,
-                        .name = etcd_strdup(s->name),
-                        .key = etcd_strdup(s->key),
-                        .mod_revision = e->read_revision};
+                             .del = true,
+                             .name = etcd_strdup(s->name),
+                             .key = etcd_strdup(s->key),
+                             .mod_revision = e->read_revision};
             if (!c.name || !c.key || !etcd_changes_push(&diff, &c)) {
                 etcd_change_free(&c);
                 oom = true;
@@ -600,10 +597,10 @@ static void finish_full_read(gw_etcd *e) {
             }
             if (!seen) {
                 etcd_change c = {.is_route = false,
-                            .del = true,
-                            .name = etcd_strdup(s->name),
-                            .id = etcd_strdup(s->v[j].id),
-                            .mod_revision = e->read_revision};
+                                 .del = true,
+                                 .name = etcd_strdup(s->name),
+                                 .id = etcd_strdup(s->v[j].id),
+                                 .mod_revision = e->read_revision};
                 if (!c.name || !c.id || !etcd_changes_push(&diff, &c)) {
                     etcd_change_free(&c);
                     oom = true;
@@ -709,8 +706,8 @@ static void on_watch_canceled(gw_etcd *e, const etcd_watch_msg *m,
         return;
     }
     etcd_log(e, GW_ETCD_LOG_WARN,
-             "revision %" PRId64
-             " was compacted (compact revision %" PRId64 "): full read",
+             "revision %" PRId64 " was compacted (compact revision %" PRId64
+             "): full read",
              applied + 1, m->compact_revision);
     drop_http(e);
     start_full_read(e);
@@ -739,8 +736,8 @@ static void on_watch_created(gw_etcd *e, const etcd_watch_msg *m,
 }
 
 /* One line of the watch stream: a JSON object {"result": {...}}, parsed
- * in place (etcd_decode_watch); the values of its events are decoded where they lie
- * and applied from there, without a copy. */
+ * in place (etcd_decode_watch); the values of its events are decoded where they
+ * lie and applied from there, without a copy. */
 static void on_watch_line(void *data, char *line, size_t n) {
     gw_etcd *e = data;
     uint64_t t0 = uv_hrtime(), c0 = cpu_us();

@@ -53,7 +53,6 @@ typedef enum state {
     ST_STOPPED
 } state;
 
-
 struct gw_etcd {
     uv_loop_t *loop;
     sy_router *router;
@@ -75,7 +74,7 @@ struct gw_etcd {
 
     uv_timer_t retry_timer;
     uint32_t backoff_ms;
-    uint64_t rng;  /* jitter */
+    uint64_t rng;    /* jitter */
     etcd_http *http; /* the one exchange in flight, or NULL */
     bool stopping;
 
@@ -93,7 +92,7 @@ struct gw_etcd {
     int64_t revision;
     char *last_error;
     uint64_t reconnects, full_reads, commits, events, rejected;
-    uint64_t progress_notifies; /* watch lines with no event */
+    uint64_t progress_notifies;               /* watch lines with no event */
     uint64_t last_commit_us, commit_us_total; /* time spent committing */
     /* the CPU time of the commits; the time spent reading fingerprints */
     uint64_t commit_cpu_us_total, fingerprint_us_total;

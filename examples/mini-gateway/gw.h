@@ -120,12 +120,12 @@ typedef struct gw_config {
     sy_escaped_slashes escaped_slashes;
     bool merge_slashes;
     const char *etcd_url, *etcd_prefix;
-    bool admin_overrides_files; /* admin changes to file sources kept */
+    bool admin_overrides_files;  /* admin changes to file sources kept */
     const char *redis;           /* --redis HOST:PORT: shared rate limits */
     uint64_t redis_timeout_ms;   /* a Redis call answers within this */
     uint64_t retry_body_bytes;   /* request bodies kept for a retry */
     const char *default_filters; /* --default-filters FILE */
-    bool quiet; /* no access log */
+    bool quiet;                  /* no access log */
     bool demo;
 } gw_config;
 
@@ -234,8 +234,8 @@ typedef struct gw_route_data {
     struct gw_cors *cors; /* metadata `cors` (cors.c), or NULL */
     char *cors_error;     /* why metadata `cors` could not be read */
     char *breaker;        /* its CircuitBreaker's name, or NULL */
-    gw_msg *drop_msgs; /* [worker count], in the same block after pools */
-    gw_pool *pools[];  /* [worker count] */
+    gw_msg *drop_msgs;    /* [worker count], in the same block after pools */
+    gw_pool *pools[];     /* [worker count] */
 } gw_route_data;
 
 struct gw_worker {
@@ -336,7 +336,6 @@ int gw_document_check(const char *json, size_t len, sy_error *err);
 int gw_admin_start(uv_loop_t *loop);
 void gw_admin_close(void);
 
-
 /* owner.c: who may change what. A source or service that a file owns is
  * refused to the admin API (409 naming the file), unless
  * --admin-overrides-files: then the admin change is kept as an override,
@@ -356,9 +355,8 @@ int gw_overrides_stage(sy_change_set *cs, const char *source, sy_error *err);
 void gw_overrides_json(gw_buf *b);
 /* One route upserted (json) or removed (json NULL) in `source`, as one
  * commit; the actuator's writes. 0 or the located error. */
-int gw_admin_change_route(const char *source, const char *id,
-                          const char *json, size_t len, const char *what,
-                          sy_error *err);
+int gw_admin_change_route(const char *source, const char *id, const char *json,
+                          size_t len, const char *what, sy_error *err);
 
 /* backend.c: the test backend (also started in-process by the demo) */
 int gw_backend_main(const char *listen, const char *id, const char *version);
@@ -439,8 +437,8 @@ void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e);
 /* store.c: with --etcd, an admin change (method and decoded path
  * segments, as admin.c got them) written through to etcd and answered
  * once etcd accepted it; false when there is no store (apply it here). */
-bool gw_store_admin(httpd_conn *c, const char *method, char *const *seg,
-                    int ns, const char *body, size_t len);
+bool gw_store_admin(httpd_conn *c, const char *method, char *const *seg, int ns,
+                    const char *body, size_t len);
 /* One route of `source` upserted (json) or removed (NULL) through the
  * store; answered with ok_status once etcd accepted it. */
 void gw_store_route(httpd_conn *c, const char *source, const char *id,

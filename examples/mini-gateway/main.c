@@ -178,8 +178,7 @@ static int start_etcd(const gw_options *o) {
     eo.prefix = G.cfg.etcd_prefix;
     if (o->etcd_trace)
         eo.on_commit = on_etcd_commit;
-    if (gw_etcd_start_opts(&main_loop, G.router, &eo, &etcd, err,
-                           sizeof err)) {
+    if (gw_etcd_start_opts(&main_loop, G.router, &eo, &etcd, err, sizeof err)) {
         gw_log("--etcd: %s", err);
         return -1;
     }

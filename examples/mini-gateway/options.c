@@ -83,9 +83,8 @@ static const opt opts[] = {
      "worker threads (default 1)"},
     {"--admin-token", "TOKEN", OPT_STR, AT(cfg.admin_token), NULL,
      "bearer token of the admin API (or MINI_GATEWAY_ADMIN_TOKEN)"},
-    {"--admin-overrides-files", NULL, OPT_BOOL,
-     AT(cfg.admin_overrides_files), NULL,
-     "admin changes to a file's routes kept over it (default: 409)"},
+    {"--admin-overrides-files", NULL, OPT_BOOL, AT(cfg.admin_overrides_files),
+     NULL, "admin changes to a file's routes kept over it (default: 409)"},
     {"--etcd", "URL", OPT_STR, AT(cfg.etcd_url), NULL,
      "routes and instances from etcd (comma-separated endpoints)"},
     {"--etcd-prefix", "P", OPT_STR, AT(cfg.etcd_prefix), NULL,
@@ -201,8 +200,9 @@ static int finish(gw_options *o) {
     gw_config *cfg = &o->cfg;
     if (o->backend)
         return 0; /* the backend reads --listen itself */
-    if (o->listen && gw_parse_addr(o->listen, cfg->listen_host,
-                                   sizeof cfg->listen_host, &cfg->listen_port)) {
+    if (o->listen &&
+        gw_parse_addr(o->listen, cfg->listen_host, sizeof cfg->listen_host,
+                      &cfg->listen_port)) {
         fprintf(stderr, "mini-gateway: bad --listen %s\n", o->listen);
         return -1;
     }
@@ -212,8 +212,7 @@ static int finish(gw_options *o) {
         cfg->retries = 7;
     char rhost[256];
     int rport;
-    if (cfg->redis &&
-        gw_parse_addr(cfg->redis, rhost, sizeof rhost, &rport)) {
+    if (cfg->redis && gw_parse_addr(cfg->redis, rhost, sizeof rhost, &rport)) {
         fprintf(stderr, "mini-gateway: bad --redis %s (HOST:PORT)\n",
                 cfg->redis);
         return -1;

@@ -25,7 +25,8 @@ static char *breaker_name(const sy_route *route) {
         cJSON *n = cJSON_GetObjectItemCaseSensitive(f, "name");
         cJSON *a = cJSON_GetObjectItemCaseSensitive(f, "args");
         cJSON *bn = cJSON_GetObjectItemCaseSensitive(a, "name");
-        if (cJSON_IsString(n) && strcmp(n->valuestring, "CircuitBreaker") == 0) {
+        if (cJSON_IsString(n) &&
+            strcmp(n->valuestring, "CircuitBreaker") == 0) {
             name = strdup(cJSON_IsString(bn) ? bn->valuestring : "");
             break;
         }
@@ -132,7 +133,6 @@ void gw_worker_post(gw_worker *w, gw_msg *msg) {
 }
 
 static void worker_maybe_exit(gw_worker *w);
-
 
 static void start_drain(gw_worker *w) {
     if (w->draining)

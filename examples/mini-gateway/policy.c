@@ -249,6 +249,8 @@ static void breaker_step(gw_request *q, sy_match *m) {
         if (p.breaker && !p.permitted) {
             gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_REJECTED);
             if (p.fallback) {
+                q->fb_kind = GW_FB_OPEN;
+                q->permit = p; /* its name, for FallbackHeaders */
                 gw_request_proceed_ops(q, m); /* this route's edits too */
                 to_fallback(q, p.fallback);
             } else {
@@ -328,8 +330,13 @@ static gw_do decide(gw_request *q, sy_outcome o, int status, uint32_t *delay,
         &q->permit, o, status, now - q->call_start_ms, epoch_ms());
     if (v == SY_BREAKER_PASS)
         return DO_PASS;
-    if (q->permit.fallback && can_replay(q))
+    if (q->permit.fallback && can_replay(q)) {
+        q->fb_kind = status                    ? GW_FB_STATUS
+                     : o == SY_OUTCOME_TIMEOUT ? GW_FB_TIMEOUT
+                                               : GW_FB_CONNECT;
+        q->fb_status = status;
         return DO_FALLBACK;
+    }
     if (status) /* a listed status without a fallback: the answer stands */
         return DO_PASS;
     *err_status = o == SY_OUTCOME_TIMEOUT ? 504 : 502;
@@ -436,6 +443,7 @@ void gw_policy_free(gw_request *q) {
     }
     gw_buf_free(&q->body_keep);
     gw_buf_free(&q->xhdrs);
+    gw_buf_free(&q->req_xhdrs);
 }
 
 /* ------------------------------------------------------------------ */

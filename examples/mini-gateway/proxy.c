@@ -621,6 +621,7 @@ static int build_attempt(gw_request *q, sy_match *m) {
         xfh |= name_is(hd.name, "x-forwarded-host");
         gw_buf_adds(h, "\r\n");
     }
+    gw_buf_add(h, q->req_xhdrs.p, q->req_xhdrs.len); /* FallbackHeaders */
     if (!xff) {
         gw_buf_adds(h, "X-Forwarded-For: ");
         gw_buf_adds(h, q->c->peer);
@@ -706,6 +707,7 @@ void gw_request_body_flow(gw_request *q) {
 }
 
 void gw_request_proceed_ops(gw_request *q, sy_match *m) {
+    gw_host_filters(q, m);
     copy_response_ops(q, m, &q->xhdrs);
     q->xhdrs.len = 0;
 }

@@ -109,6 +109,8 @@ struct gw_request {
     uv_timer_t *backoff;
     gw_buf body_keep; /* the request body so far, for another attempt */
     bool keep_body, body_overflow, replay;
+    int fb_kind, fb_status; /* why the request went to a fallback */
+    gw_buf req_xhdrs; /* request headers from the gateway (FallbackHeaders) */
     int redo; /* after a response head: what policy does instead */
     int redo_status;
     uint32_t redo_delay;
@@ -199,6 +201,13 @@ bool gw_policy_on_failure(gw_request *q, sy_outcome o);
 void gw_policy_keep_body(gw_request *q, const char *at, size_t len);
 void gw_policy_replay(gw_request *q, gw_upconn *u);
 void gw_policy_free(gw_request *q);
+
+/* filters.c: SCG filters run as host filters (SecureHeaders,
+ * FallbackHeaders) */
+enum { GW_FB_OPEN = 1, GW_FB_STATUS, GW_FB_TIMEOUT, GW_FB_CONNECT };
+/* The route's host filters of match m: response headers into q->xhdrs,
+ * request headers into q->req_xhdrs. */
+void gw_host_filters(gw_request *q, sy_match *m);
 
 /* redis.c */
 typedef struct gw_rcall gw_rcall;

@@ -3,7 +3,8 @@ fails (statusCodes) opens the breaker: calls go to fallbackUri
 (forward:/path, answered by another route) without reaching the backend;
 after waitDurationInOpenState it is half-open, and healthy calls close it.
 Slow calls trip the slow-call model; SCG's default 1 s time limit answers
-504. Breaker state per name is in /metrics."""
+504. Breaker state per name is in /metrics. FallbackHeaders tells the
+fallback what failed."""
 import json
 import time
 
@@ -31,7 +32,7 @@ def body(procs, c):
              "failureRateThreshold": "50", "waitDurationInOpenState": "1s",
              "permittedNumberOfCallsInHalfOpenState": "2"}}]},
         {"id": "fallback", "uri": fb, "predicates": ["Path=/fallback/**"],
-         "filters": ["RemoveRequestParameter=status"]},
+         "filters": ["RemoveRequestParameter=status", "FallbackHeaders"]},
         {"id": "slow", "uri": be, "predicates": ["Path=/slow/**"],
          "filters": [{"name": "CircuitBreaker", "args": {
              "name": "slow", "slowCallDurationThreshold": "100ms",
@@ -54,10 +55,19 @@ def body(procs, c):
     c.eq(who("/cb/x"), (200, "b1"), "closed: the backend answers")
     c.eq(state(gw, "svc"), 0, "closed in /metrics")
     # failures: each goes to the fallback, the fourth opens the breaker
-    fails = [who("/cb/x?status=500") for _ in range(4)]
+    st, _, data = gw.request("GET", "/cb/x?status=502")
+    c.ok(h.echoed_header(data, "Execution-Exception-Type").endswith(
+        "CircuitBreakerStatusCodeException") and
+        h.echoed_header(data, "Execution-Exception-Message") ==
+        "502 Bad Gateway", "FallbackHeaders: the status failure")
+    fails = [who("/cb/x?status=500") for _ in range(3)]
     c.ok(all(f == (200, "fb") for f in fails),
          "a listed status goes to the fallback: %r" % fails)
     c.eq(state(gw, "svc"), 1, "open after 4 of 4 failed")
+    st, _, data = gw.request("GET", "/cb/x?status=500")
+    c.eq(h.echoed_header(data, "Execution-Exception-Type"),
+         "io.github.resilience4j.circuitbreaker.CallNotPermittedException",
+         "FallbackHeaders: the open breaker's exception")
     # open: the healthy backend is not called
     c.eq(who("/cb/x"), (200, "fb"), "open: the fallback answers")
     st, _, data = gw.request("GET", "/cb/x")

@@ -3,7 +3,7 @@ gateway's own routes (headers and query of the forwarding route kept, its
 response edits applied after the answering route's, loops bounded with
 508), per-route CORS from the `cors` metadata (preflights answered by the
 gateway, disallowed origins 403, headers on allowed answers) and
-RewriteLocationResponseHeader, and default filters (--default-filters run
+RewriteLocationResponseHeader, SecureHeaders, and default filters (--default-filters run
 with every route's; a document's own default-filters refused)."""
 import json
 import urllib.parse
@@ -39,6 +39,9 @@ def body(procs, c):
                                "allowedHeaders": "*"}}},
         {"id": "cors-typo", "uri": be, "predicates": ["Path=/ct/**"],
          "metadata": {"cors": {"allowedOrigin": "*"}}},
+        {"id": "sec", "uri": be, "predicates": ["Path=/sec/**"],
+         "filters": [{"name": "SecureHeaders",
+                      "args": {"frameOptions": "SAMEORIGIN"}}]},
         {"id": "loc", "uri": be, "predicates": ["Path=/loc/**"],
          "filters": ["RewriteLocationResponseHeader=AS_IN_REQUEST,Location"]},
         {"id": "loc2", "uri": be, "predicates": ["Path=/v1/loc/**"],
@@ -137,6 +140,19 @@ def body(procs, c):
          "unreadable cors: 500 with the reason (%r %r)" % (st, data))
     st, _, _ = gw.request("GET", "/ct/x")
     c.eq(st, 200, "unreadable cors: requests without Origin still served")
+
+    # SecureHeaders: SCG's defaults, one of them set by its arg
+    st, hd, _ = gw.request("GET", "/sec/x")
+    c.eq((hd.get("x-frame-options"), hd.get("x-content-type-options"),
+          hd.get("strict-transport-security")),
+         ("SAMEORIGIN", "nosniff", "max-age=631138519"), "SecureHeaders")
+    bad = {"id": "sb", "uri": be, "predicates": ["Path=/sb"],
+           "filters": [{"name": "SecureHeaders", "args": {"frameOption": "x"}}]}
+    st, _, data = gw.admin_call("PUT", "/routes/other/sb", bad)
+    err = json.loads(data).get("error", {}) if st == 400 else {}
+    c.ok(st == 400 and
+         err.get("path", "").endswith("filters[0].args.frameOption"),
+         "SecureHeaders: an unknown arg refused, located: %r" % (err,))
 
     # RewriteLocationResponseHeader
     loc = urllib.parse.quote("http://backend.internal:8080/v2/items/7", safe="")

@@ -334,7 +334,7 @@ static void answer_fingerprint(admin_call *a) {
 static int stage_document(admin_call *a, sy_change_set *cs, char *what,
                           size_t cap, sy_error *err) {
     snprintf(what, cap, "admin: document for %s", a->seg[1]);
-    int rc = gw_document_check(a->r->body, a->r->body_len, err);
+    int rc = gw_document_check(a->r->body, a->r->body_len, false, err);
     return rc ? rc
               : sy_change_set_apply(cs, a->seg[1], a->r->body, a->r->body_len,
                                     err);
@@ -356,8 +356,10 @@ static int stage_upsert(admin_call *a, sy_change_set *cs, char *what,
         return SY_EINVAL;
     }
     snprintf(what, cap, "admin: upsert %s/%s", a->seg[1], a->seg[2]);
-    return sy_change_set_upsert_route(cs, a->seg[1], a->r->body, a->r->body_len,
-                                      err);
+    int rc = gw_document_check(a->r->body, a->r->body_len, true, err);
+    return rc ? rc
+              : sy_change_set_upsert_route(cs, a->seg[1], a->r->body,
+                                           a->r->body_len, err);
 }
 
 /* DELETE /routes/<source>/<id> */

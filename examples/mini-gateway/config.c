@@ -476,7 +476,7 @@ static int stage_tick(sy_change_set *cs, watched_file **tick, size_t n) {
         f->first = sy_change_set_count(cs);
         int rc =
             !f->source[0] ? stage_doc(cs, f->doc, true, &err)
-            : gw_document_check(f->text, f->len, &err)
+            : gw_document_check(f->text, f->len, false, &err)
                 ? err.code
                 : sy_change_set_apply(cs, f->source, f->text, f->len, &err);
         if (!rc) /* admin changes kept over the file (--admin-overrides-files)

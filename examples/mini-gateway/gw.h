@@ -331,9 +331,12 @@ void gw_error_json(gw_buf *b, const sy_error *err);
  * before the routers) */
 const sy_registry *gw_registry(void);
 /* policy.c */
-/* A route document's own `default-filters` (an envelope key the library
- * ignores) is refused: SY_EARG at that key, else 0. Config thread. */
-int gw_document_check(const char *json, size_t len, sy_error *err);
+/* What the library leaves to the gateway, checked before a document (or
+ * with `single`, one route) is staged: a document's own `default-filters`
+ * (an envelope key the library ignores) and a `cors` metadata the gateway
+ * cannot read are refused, SY_EARG at their path; else 0. Config thread. */
+int gw_document_check(const char *json, size_t len, bool single,
+                      sy_error *err);
 
 /* admin.c */
 int gw_admin_start(uv_loop_t *loop);

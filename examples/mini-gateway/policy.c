@@ -447,29 +447,71 @@ void gw_policy_free(gw_request *q) {
 }
 
 /* ------------------------------------------------------------------ */
-/* A document's default-filters                                         */
+/* Checks at apply that the library leaves to the gateway               */
 /* ------------------------------------------------------------------ */
 
-int gw_document_check(const char *json, size_t len, sy_error *err) {
-    if (!json || !memmem(json, len, "efault", 6))
-        return 0; /* cheap: no key of that name can be there */
+static int refuse(sy_error *err, const char *path, const char *msg) {
+    memset(err, 0, sizeof *err);
+    err->code = SY_EARG;
+    snprintf(err->path, sizeof err->path, "%s", path);
+    snprintf(err->message, sizeof err->message, "%s", msg);
+    return SY_EARG;
+}
+
+/* A route's metadata.cors must be what cors.c reads (else its CORS
+ * requests would be answered 500). */
+static int check_cors(const cJSON *route, const char *path, sy_error *err) {
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(route, "metadata");
+    const cJSON *cors = cJSON_GetObjectItemCaseSensitive(md, "cors");
+    if (!cors)
+        return 0;
+    char *text = cJSON_PrintUnformatted(cors), msg[256] = "";
+    gw_cors *c = text ? gw_cors_parse(text, msg, sizeof msg) : NULL;
+    free(text);
+    if (c) {
+        gw_cors_free(c);
+        return 0;
+    }
+    char p[128];
+    snprintf(p, sizeof p, "%s%smetadata.cors", path, path[0] ? "." : "");
+    return refuse(err, p, msg[0] ? msg : "out of memory");
+}
+
+int gw_document_check(const char *json, size_t len, bool single,
+                      sy_error *err) {
+    if (!json ||
+        (!memmem(json, len, "efault", 6) && !memmem(json, len, "\"cors\"", 6)))
+        return 0; /* cheap: neither key can be there */
     cJSON *root = cJSON_ParseWithLength(json, len);
-    const cJSON *it, *obj = cJSON_IsObject(root) ? root : NULL;
+    if (!root)
+        return 0; /* the library reports the syntax error */
     int rc = 0;
-    cJSON_ArrayForEach(it, obj) {
-        if (strcmp(it->string, "default-filters") != 0 &&
-            strcmp(it->string, "defaultFilters") != 0 &&
-            strcmp(it->string, "default_filters") != 0)
-            continue;
-        memset(err, 0, sizeof *err);
-        err->code = SY_EARG;
-        snprintf(err->path, sizeof err->path, "%s", it->string);
-        snprintf(err->message, sizeof err->message,
-                 "a document's default filters are not run by this gateway: "
-                 "give them with --default-filters, or merge them into the "
-                 "routes' filters (switchyard convert does)");
-        rc = SY_EARG;
-        break;
+    const cJSON *routes = root, *it;
+    if (single) {
+        rc = check_cors(root, "route", err);
+        routes = NULL;
+    } else if (cJSON_IsObject(root)) {
+        cJSON_ArrayForEach(it, root) {
+            if (strcmp(it->string, "default-filters") == 0 ||
+                strcmp(it->string, "defaultFilters") == 0 ||
+                strcmp(it->string, "default_filters") == 0) {
+                rc = refuse(err, it->string,
+                            "a document's default filters are not run by "
+                            "this gateway: give them with --default-filters, "
+                            "or merge them into the routes' filters "
+                            "(switchyard convert does)");
+                break;
+            }
+        }
+        routes = cJSON_GetObjectItemCaseSensitive(root, "routes");
+    }
+    int i = 0;
+    const cJSON *list = cJSON_IsArray(routes) && !rc ? routes : NULL;
+    cJSON_ArrayForEach(it, list) {
+        char p[64];
+        snprintf(p, sizeof p, "%s[%d]", routes == root ? "" : "routes", i++);
+        if ((rc = check_cors(it, p, err)))
+            break;
     }
     cJSON_Delete(root);
     return rc;

@@ -37,8 +37,6 @@ def body(procs, c):
          "metadata": {"cors": {"allowedOriginPatterns": "https://*.example",
                                "allowedMethods": "*",
                                "allowedHeaders": "*"}}},
-        {"id": "cors-typo", "uri": be, "predicates": ["Path=/ct/**"],
-         "metadata": {"cors": {"allowedOrigin": "*"}}},
         {"id": "sec", "uri": be, "predicates": ["Path=/sec/**"],
          "filters": [{"name": "SecureHeaders",
                       "args": {"frameOptions": "SAMEORIGIN"}}]},
@@ -133,13 +131,18 @@ def body(procs, c):
         "Origin": "https://b.other", "Access-Control-Request-Method": "GET"})
     c.eq(st, 403, "origin pattern refuses another domain")
 
-    # a cors metadata the gateway cannot read is not ignored: its CORS
-    # requests are answered 500 naming the error
-    st, _, data = gw.request("GET", "/ct/x", headers={"Origin": "https://x"})
-    c.ok(st == 500 and b"unknown key 'allowedOrigin'" in data,
-         "unreadable cors: 500 with the reason (%r %r)" % (st, data))
-    st, _, _ = gw.request("GET", "/ct/x")
-    c.eq(st, 200, "unreadable cors: requests without Origin still served")
+    # a cors metadata the gateway cannot read is refused at apply, located
+    typo = {"id": "ct2", "uri": be, "predicates": ["Path=/ct2"],
+            "metadata": {"cors": {"allowedOrigns": "*"}}}
+    st, _, data = gw.admin_call("PUT", "/routes/other/ct2", typo)
+    err = json.loads(data).get("error", {}) if st == 400 else {}
+    c.ok(st == 400 and err.get("path") == "route.metadata.cors" and
+         "allowedOrigns" in err.get("message", ""),
+         "an unreadable cors metadata refused at apply: %r" % (err,))
+    st, _, data = gw.admin_call("PUT", "/routes/other", {"routes": [typo]})
+    err = json.loads(data).get("error", {}) if st == 400 else {}
+    c.eq((st, err.get("path")), (400, "routes[0].metadata.cors"),
+         "in a whole document too")
 
     # SecureHeaders: SCG's defaults, one of them set by its arg
     st, hd, _ = gw.request("GET", "/sec/x")

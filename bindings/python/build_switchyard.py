@@ -42,6 +42,9 @@ extern "Python" {
     void *_sy_py_route_attach(void *data, const sy_route *route);
     void _sy_py_route_detach(void *data, const sy_route *route,
                              void *host_data);
+    int _sy_py_key_resolve(void *data, const sy_request *req,
+                           const sy_route *route, char *buf, size_t cap,
+                           size_t *len);
 }
 """
 

@@ -27,9 +27,12 @@ from ._errors import (BusyError, CallbackAfterPublishError, CallbackError,
                       ClosedError, DuplicateError, ExistsError,
                       InvalidArgumentError, InvalidDocumentError, LimitError,
                       NoInstanceError, NotFoundError, OutOfMemoryError,
-                      ParseError, PatternError, ReentrantError, RegexError,
+                      NotRunError, ParseError, PatternError, ReentrantError,
+                      RegexError,
                       SpelError, SwitchyardError, UnknownNameError,
                       ValidationError, code_name, error_for_code, strerror)
+from ._policy import (BreakerInfo, BreakerPermit, RateLimit, RetryPolicy,
+                      host_profile, host_runs_all)
 from ._router import ChangeSet, Router
 from ._types import (Action, Changed, Diff, EscapedSlashes, ExplainStep,
                      HostFilter, Instance, InstanceDelta, InstanceOp,
@@ -75,11 +78,14 @@ __all__ = [
     "Diff", "Changed", "Report", "Metrics", "Limits", "ShortcutType",
     "Target", "NoMatch", "NoMatchReason", "Outcome", "OutlierOptions",
     "PathNormalization", "EscapedSlashes", "SourceStatus",
+    # policies
+    "RateLimit", "BreakerPermit", "RetryPolicy", "BreakerInfo",
+    "host_profile", "host_runs_all",
     # errors
     "SwitchyardError", "OutOfMemoryError", "InvalidArgumentError",
     "ParseError", "ValidationError", "DuplicateError", "UnknownNameError",
-    "RegexError", "PatternError", "SpelError", "InvalidDocumentError",
-    "LimitError", "NotFoundError", "ExistsError", "BusyError",
+    "RegexError", "PatternError", "SpelError", "NotRunError",
+    "InvalidDocumentError", "LimitError", "NotFoundError", "ExistsError", "BusyError",
     "NoInstanceError", "CallbackError", "ClosedError", "ReentrantError",
     "CallbackAfterPublishError", "code_name",
     "error_for_code", "strerror",

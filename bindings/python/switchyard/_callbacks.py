@@ -315,6 +315,26 @@ def _sy_py_pred_test(state: Any, req: Any) -> bool:
 
 
 @ffi.def_extern()
+def _sy_py_key_resolve(data: Any, req: Any, route: Any, buf: Any, cap: int,
+                       length: Any) -> int:
+    """A key resolver registered from Python: fn(request, route) -> key
+    (str or bytes; None or "" for no key)."""
+    try:
+        fn = ffi.from_handle(data)
+        key = fn(request_from_c(req), route_from_c(route))
+        raw = b"" if key is None else (key if isinstance(key, bytes)
+                                       else str(key).encode(ENC))
+        n = min(len(raw), int(cap))
+        ffi.memmove(buf, raw, n)
+        length[0] = n
+        return 0
+    except BaseException as exc:  # noqa: BLE001
+        stash(exc)
+        length[0] = 0
+        return -1
+
+
+@ffi.def_extern()
 def _sy_py_pred_free(data: Any, state: Any) -> None:
     try:
         if state == ffi.NULL:

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ._core import diff, parse, parse_instances
 from ._errors import InvalidDocumentError, SwitchyardError
+from ._policy import host_profile, host_runs_all
 from ._router import Router
 from ._types import Action, Changed, Issue, Request, UpstreamKind
 
@@ -75,16 +76,22 @@ def _issue_line(file: str, i: Issue) -> str:
 # ------------------------------------------------------------------------
 
 _CHECK_USAGE = (
-    "usage: switchyard check [--quiet] [--fail-on-warning] FILE...\n"
+    "usage: switchyard check [--quiet] [--fail-on-warning] "
+    "[--host gateway|nginx] FILE...\n"
     'Validate route documents (a JSON array of routes or {"version", "routes"}).\n'
     "Prints one line per error, every error of every route: FILE: PATH: message.\n"
     "Warns of each route no request can reach: shadowed by routes ranked above\n"
     "it (they take every request it matches) or matching nothing at all:\n"
     "FILE: PATH: warning: route 'x' is shadowed by 'y' (PATH): ...\n"
+    "Lists what the host must run (rate limiters, breakers, retries, "
+    "forward:, ...):\n"
+    "FILE: host-run [NAME]: 'a', 'b'   (the routes using it)\n"
     "\n"
     "options:\n"
     "  -q, --quiet          print nothing for valid files\n"
     "  --fail-on-warning    exit 1 when any warning is printed\n"
+    "  --host NAME          refuse what host NAME does not run (gateway: the\n"
+    "                       mini-gateway, nginx: the nginx module)\n"
     "  -h, --help           show this help\n"
     "FILE may be - for standard input.\n"
     "\n"
@@ -107,9 +114,22 @@ def _shadow_line(file: str, s: Any) -> str:
             f"by {by}: {s.reason}")
 
 
+def _host_run_lines(file: str, doc: Any) -> List[str]:
+    """FILE: host-run [NAME]: 'a', 'b' for each host-run item in use, in
+    the library's order (the C tool's print_host_runs)."""
+    lines = []
+    for item in host_runs_all():
+        ids = [r.id for r in doc.routes if item in r.host_runs]
+        if ids:
+            lines.append(f"{file}: host-run [{item}]: "
+                         + ", ".join(f"'{i}'" for i in ids))
+    return lines
+
+
 def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     quiet = False
     fail_on_warning = False
+    host = None
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -126,6 +146,14 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         if a == "--fail-on-warning":
             fail_on_warning = True
             i += 1
+            continue
+        if a == "--host":
+            host = argv[i + 1] if i + 1 < len(argv) else None
+            if host is None or host_profile(host) is None:
+                err.write("switchyard check: --host takes gateway or nginx\n")
+                err.write(_CHECK_USAGE)
+                return EXIT_USAGE
+            i += 2
             continue
         if a.startswith("-") and len(a) > 1:
             err.write(f"switchyard check: unknown option '{a}'\n")
@@ -146,7 +174,8 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             status = EXIT_USAGE
             continue
         try:
-            doc = parse(raw, lenient=True)  # list every bad route
+            doc = parse(raw, lenient=True,  # list every bad route
+                        host_runs=host)
         except SwitchyardError as exc:
             out.write(_exc_line(file, exc) + "\n")
             status = status or EXIT_FAIL
@@ -165,6 +194,9 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             if not issues and not quiet:
                 n = len(doc)
                 out.write(f"{file}: ok, {n} route{'' if n == 1 else 's'}\n")
+            if not quiet:
+                for line in _host_run_lines(file, doc):
+                    out.write(line + "\n")
     return status
 
 

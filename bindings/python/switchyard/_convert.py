@@ -281,6 +281,7 @@ class CRequest:
         r.seed = int(req.seed) & 0xFFFFFFFFFFFFFFFF
         r.content_length = -1 if req.content_length is None else int(
             req.content_length)
+        self._set(r.principal, req.principal or "", keep)
         self.ptr = r
         self._keep = keep
 
@@ -305,7 +306,8 @@ def request_from_c(r: Any) -> Request:
         host=slice_text(r.host), scheme=slice_text(r.scheme),
         remote_addr=slice_text(r.remote_addr), now=int(r.now_ms),
         seed=int(r.seed),
-        content_length=None if r.content_length < 0 else int(r.content_length))
+        content_length=None if r.content_length < 0 else int(r.content_length),
+        principal=slice_text(r.principal) or None)
 
 
 # ------------------------------------------------------------------------
@@ -353,7 +355,17 @@ def route_from_c(r: Any, source: Optional[str] = None) -> Route:
         disabled=bool(lib.sy_route_disabled(r)), upstream=route_upstream(r),
         metadata=MappingProxyType(meta), predicates=preds,
         canonical=text(lib.sy_route_canonical(r)), source=source,
-        key=route_key(r), host_data=route_host_data(r))
+        key=route_key(r), host_data=route_host_data(r),
+        host_runs=_route_host_runs(r))
+
+
+def _route_host_runs(r: Any) -> Tuple[str, ...]:
+    n = int(lib.sy_route_host_runs(r, ffi.NULL, 0))
+    if not n:
+        return ()
+    names = ffi.new("char *[]", n)
+    lib.sy_route_host_runs(r, names, n)
+    return tuple(text(names[i]) for i in range(n))
 
 
 def issue_from_c(e: Any) -> Issue:

@@ -107,6 +107,24 @@ class Registry:
         self._keep.append(handle)
         self.names.append(name)
 
+    def add_key_resolver(self, name: str,
+                         resolve: Callable[[Request, Route],
+                                           Union[str, bytes, None]]) -> None:
+        """Register a RequestRateLimiter key resolver, named in documents as
+        SCG names beans: ``"key-resolver": "#{@name}"``. ``resolve(request,
+        route)`` runs per request on the matching thread and returns the
+        key (None or "" for no key: deny-empty-key decides)."""
+        self._check_open()
+        handle = ffi.new_handle(resolve)
+        kr = ffi.new("sy_key_resolver *")
+        kr.resolve = lib._sy_py_key_resolve
+        kr.data = handle
+        err = new_error()
+        check(lib.sy_registry_add_key_resolver(self._ptr, cstr(name), kr,
+                                               err), err)
+        self._keep.append(handle)
+        self.names.append(name)
+
     def _use(self) -> Any:
         self._frozen = True
         return self._ptr
@@ -218,22 +236,28 @@ class Document:
 
 def parse(document: DocumentLike, *, lenient: bool = False,
           limits: Optional[Limits] = None,
-          registry: Optional[Registry] = None) -> Document:
+          registry: Optional[Registry] = None,
+          host_runs: Union[str, Sequence[str], None] = None) -> Document:
     """Parse, validate and compile a route document.
 
     ``document`` is JSON text (str or bytes) or an already-decoded JSON
     value (list of routes or ``{"version":..., "routes": [...]}``). Strict
     mode raises on the first invalid route; lenient mode drops invalid
-    routes and lists them in :attr:`Document.issues`. The GIL is released
-    while the library works.
+    routes and lists them in :attr:`Document.issues`. ``host_runs``
+    refuses what that host does not run (see :class:`Router`). The GIL is
+    released while the library works.
     """
     raw = to_bytes(document)
+    keep: List[Any] = []
     opts = ffi.new("sy_parse_options *")
     opts.size = ffi.sizeof("sy_parse_options")
     opts.lenient = lenient
     fill_limits(opts.limits, limits)
     if registry is not None:
         opts.registry = registry._use()
+    if host_runs is not None:
+        from ._policy import c_host_runs
+        opts.host_runs = c_host_runs(host_runs, keep)
     out = ffi.new("sy_document **")
     err = new_error()
     with trap():
@@ -493,6 +517,11 @@ class _Live:
         object, so _types needs no import of this module)."""
         return match_target(match, exclude)
 
+    def policy(self, match: Match, kind: str, now_ms: int) -> Any:
+        """Match.ratelimit() / breaker() / retry_policy()."""
+        from . import _policy
+        return _policy.run(match, kind, now_ms, with_c_match)
+
 
 def _exclusions(exclude: Iterable[str]) -> Tuple[Any, int, List[Any]]:
     if isinstance(exclude, str):
@@ -536,6 +565,22 @@ def match_target(match: Match, exclude: Iterable[str]) -> Target:
     arr, n, keep = _exclusions(exclude)
     t = ffi.new("sy_target *")
     err = new_error()
+
+    def run(m: Any) -> Target:
+        check(lib.sy_match_target(m, arr, n, t, err), err)
+        return _target_from_c(t, match.route_id, snap)
+    result = with_c_match(match, run)
+    del keep
+    return result
+
+
+def with_c_match(match: Match, fn: Callable[[Any], Any]) -> Any:
+    """fn(the C match of `match`), on this thread's context: the match is
+    run again there when another one has run since (on the same snapshot,
+    which must still be held)."""
+    live = match._live
+    snap: Snapshot = live.snapshot
+    snap._p()  # ClosedError once the snapshot is released
     with trap(), match_context() as slot:
         where_slot, serial, m = live.where
         if where_slot is not slot or slot.serial != serial:
@@ -545,10 +590,7 @@ def match_target(match: Match, exclude: Iterable[str]) -> Target:
                     f"the request no longer matches route "
                     f"'{match.route_id}' (a Weight draw?): match it again")
             live.where = (slot, slot.serial, m)
-        check(lib.sy_match_target(m, arr, n, t, err), err)
-        result = _target_from_c(t, match.route_id, snap)
-    del keep
-    return result
+        return fn(m)
 
 
 def _match_from_c(m: Any, live: Optional[_Live] = None) -> Match:

@@ -13,7 +13,8 @@ from ._native import ffi, lib
 __all__ = [
     "SwitchyardError", "OutOfMemoryError", "InvalidArgumentError",
     "ParseError", "ValidationError", "DuplicateError", "UnknownNameError",
-    "RegexError", "PatternError", "SpelError", "InvalidDocumentError",
+    "RegexError", "PatternError", "SpelError", "NotRunError",
+    "InvalidDocumentError",
     "LimitError", "NotFoundError", "ExistsError", "BusyError",
     "NoInstanceError", "CallbackError", "ClosedError", "ReentrantError",
     "CallbackAfterPublishError", "error_for_code",
@@ -26,7 +27,7 @@ _CODE_NAMES = {
     -12: "SY_ELIMIT", -13: "SY_EREGEX", -14: "SY_EPATTERN",
     -15: "SY_ENOTFOUND", -16: "SY_EEXIST", -17: "SY_EBUSY",
     -18: "SY_ENOINSTANCE", -19: "SY_ECALLBACK", -20: "SY_EINVALIDDOC",
-    -21: "SY_EREENTRANT", -22: "SY_ETOOSMALL",
+    -21: "SY_EREENTRANT", -22: "SY_ETOOSMALL", -23: "SY_ENOTRUN",
 }
 
 
@@ -131,6 +132,12 @@ class SpelError(ValidationError):
     default_code = -11
 
 
+class NotRunError(ValidationError):
+    """SY_ENOTRUN: a host-run filter, uri scheme or metadata key the host
+    does not run (Router ``host_runs``)."""
+    default_code = -23
+
+
 class InvalidDocumentError(ValidationError):
     """SY_EINVALIDDOC: lenient mode, and no route of the document is valid."""
     default_code = -20
@@ -208,7 +215,7 @@ _CLASSES: dict[int, type[SwitchyardError]] = {
     -10: ValidationError, -11: SpelError, -12: LimitError, -13: RegexError,
     -14: PatternError, -15: NotFoundError, -16: ExistsError, -17: BusyError,
     -18: NoInstanceError, -19: CallbackError, -20: InvalidDocumentError,
-    -21: ReentrantError,
+    -21: ReentrantError, -23: NotRunError,
 }
 
 

@@ -7,10 +7,12 @@ import json
 import logging
 import threading
 import weakref
-from typing import (Any, Callable, Iterable, Iterator, List, Mapping,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Sequence, Tuple, Union)
 
 from . import _callbacks as cb
+from . import _policy
+from ._policy import BreakerInfo
 from ._convert import (as_instance, check, cstr, fill_instance, fill_limits,
                        fill_outlier, issue_from_c, new_error, take_report,
                        text, to_bytes, trap)
@@ -125,6 +127,12 @@ class Router:
     "as_is"), ``merge_slashes``, ``escaped_slashes``
     (:class:`EscapedSlashes` or "keep" / "reject" / "decode") and
     ``outlier`` (:class:`OutlierOptions` or a dict of its fields).
+
+    Since 0.3: ``host_runs`` (what this host runs: a host name of
+    :func:`host_profile`, "gateway" or "nginx", or a list of item names;
+    a document using anything else is refused with NotRunError) and
+    ``policy_slots`` (rate-limit bucket slots of the router's own policy
+    store, docs/policies.md).
     """
 
     def __init__(self, *, lenient: bool = False,
@@ -147,7 +155,9 @@ class Router:
                  escaped_slashes: Union[EscapedSlashes, str] =
                  EscapedSlashes.KEEP,
                  outlier: Union[OutlierOptions, Mapping[str, Any],
-                                None] = None) -> None:
+                                None] = None,
+                 host_runs: Union[str, Sequence[str], None] = None,
+                 policy_slots: int = 0) -> None:
         callbacks = cb.RouterCallbacks(on_event, on_retired_held, clock,
                                        random, logger or cb.logger)
         callbacks.route_attach = route_attach
@@ -189,6 +199,9 @@ class Router:
         o.merge_slashes = merge_slashes
         o.escaped_slashes = int(_enum_of(EscapedSlashes, escaped_slashes))
         fill_outlier(o.outlier, outlier)
+        if host_runs is not None:
+            o.host_runs = _policy.c_host_runs(host_runs, keep)
+        o.policy_slots = policy_slots
         o.callback_data = handle
         out = ffi.new("sy_router **")
         err = new_error()
@@ -417,6 +430,20 @@ class Router:
         t.health = target._health
         with self._owner.use() as p, trap():
             lib.sy_router_report_outcome(p, t, int(o))
+
+    # -- policies ------------------------------------------------------------
+
+    def policy_stats(self) -> Dict[str, int]:
+        """Counters of the router's policy store (sy_policy_store_stats):
+        slots, buckets_used, limited, store_full, breaker_opened, ..."""
+        with self._owner.use() as p, trap():
+            return _policy.store_stats(lib.sy_router_policy_store(p))
+
+    def breaker(self, name: str) -> Optional[BreakerInfo]:
+        """The state of the circuit breaker ``name`` (None until a route
+        naming it has been asked)."""
+        with self._owner.use() as p, trap():
+            return _policy.store_breaker(lib.sy_router_policy_store(p), name)
 
     # -- status ----------------------------------------------------------------
 

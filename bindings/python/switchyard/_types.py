@@ -188,7 +188,8 @@ class Request:
     host is taken from ``host``, else the URL's authority, else the
     ``Host`` header. ``now`` is a datetime (naive means UTC) or epoch
     milliseconds; None uses the router's clock. ``seed`` pins the Weight
-    draws. ``content_length`` None means unknown.
+    draws. ``content_length`` None means unknown. ``principal`` is the
+    authenticated principal's name (RequestRateLimiter's default key).
     """
     method: str = "GET"
     url: Optional[str] = None
@@ -201,6 +202,7 @@ class Request:
     now: Union[datetime, int, None] = None
     seed: int = 0
     content_length: Optional[int] = None
+    principal: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,9 @@ class Route:
     key: Optional[int] = field(default=None, compare=False)
     #: what the router's ``route_attach`` returned for this route
     host_data: Any = field(default=None, repr=False, compare=False)
+    #: the host-run items the route uses ("Retry", "forward:", ...), in
+    #: route order (sy_route_host_runs)
+    host_runs: Tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical form parsed back into a dict."""
@@ -296,6 +301,29 @@ class Match:
             raise InvalidArgumentError(
                 "this Match was not made by a snapshot: it has no target")
         return self._live.target(self, exclude)
+
+    def ratelimit(self, now_ms: int = 0) -> "Any":
+        """Check the route's RequestRateLimiters against the router's local
+        buckets at ``now_ms`` (0: the router's clock), taking tokens
+        (``sy_match_ratelimit``): a :class:`switchyard.RateLimit`."""
+        return self._policy("ratelimit", now_ms)
+
+    def breaker(self, now_ms: int = 0) -> "Any":
+        """Ask the route's CircuitBreaker for permission to call upstream
+        (``sy_match_breaker_acquire``): a :class:`switchyard.BreakerPermit`
+        whose ``record()`` reports the outcome."""
+        return self._policy("breaker", now_ms)
+
+    def retry_policy(self) -> "Any":
+        """The route's Retry as a :class:`switchyard.RetryPolicy`, or
+        None."""
+        return self._policy("retry", 0)
+
+    def _policy(self, kind: str, now_ms: int) -> Any:
+        if self._live is None:
+            raise InvalidArgumentError(
+                "this Match was not made by a snapshot: it has no policies")
+        return self._live.policy(self, kind, now_ms)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (used by ``python3 -m switchyard match --json``)."""

@@ -67,7 +67,9 @@ def test_version_and_help():
 
 def test_check_valid_and_invalid(files):
     rc, out, _ = run("check", str(files / "gw.json"))
-    assert rc == 0 and out == f"{files / 'gw.json'}: ok, 6 routes\n"
+    gw = files / "gw.json"
+    assert rc == 0 and out == (f"{gw}: ok, 6 routes\n"
+                               f"{gw}: host-run [Retry]: 'users'\n")
     rc, out, _ = run("check", "--quiet", str(files / "gw.json"))
     assert rc == 0 and out == ""
     rc, out, _ = run("check", str(files / "bad.json"))

@@ -1,0 +1,133 @@
+"""Policies from Python: rate limits, breakers, retries, key resolvers and
+what a host runs (docs/policies.md)."""
+from __future__ import annotations
+
+import pytest
+
+import switchyard as sy
+
+T0 = 1_700_000_000_000
+
+
+def limited_router(args, **opts):
+    r = sy.Router(**opts)
+    r.add_source("s")
+    r.apply("s", [{"id": "rl", "uri": "http://b",
+                   "predicates": ["Path=/rl/**"],
+                   "filters": [{"name": "RequestRateLimiter", "args": args}]}])
+    return r
+
+
+def test_a_burst_of_one_lets_one_request_through_with_scg_headers():
+    r = limited_router({"redis-rate-limiter.replenishRate": "1",
+                        "redis-rate-limiter.burstCapacity": "1",
+                        "key-resolver": "#{@remoteAddrKeyResolver}"})
+    with r.acquire() as snap:
+        req = sy.Request(path="/rl/a", remote_addr="10.1.1.1")
+        got = [snap.match(req).ratelimit(T0) for _ in range(5)]
+    assert [g.allowed for g in got] == [True, False, False, False, False]
+    assert got[1].status == 429 and got[1].key == "10.1.1.1"
+    assert got[0].headers == {"X-RateLimit-Remaining": "0",
+                              "X-RateLimit-Replenish-Rate": "1",
+                              "X-RateLimit-Burst-Capacity": "1",
+                              "X-RateLimit-Requested-Tokens": "1"}
+
+
+def test_a_route_without_a_limiter_is_not_limited():
+    r = sy.Router()
+    r.add_source("s")
+    r.apply("s", [{"id": "a", "uri": "http://b"}])
+    with r.acquire() as snap:
+        rl = snap.match(path="/x").ratelimit(T0)
+    assert not rl.limited and rl.allowed
+
+
+def test_key_resolvers_registered_from_python_key_the_buckets():
+    reg = sy.Registry()
+    seen = []
+
+    def tenant(req, route):
+        seen.append(route.id)
+        return {k.lower(): v for k, v in req.headers}.get("x-tenant")
+
+    reg.add_key_resolver("tenantKeyResolver", tenant)
+    r = limited_router({"redis-rate-limiter.replenishRate": "1",
+                        "key-resolver": "#{@tenantKeyResolver}"},
+                       registry=reg)
+    with r.acquire() as snap:
+        a = [snap.match(path="/rl/x", headers={"X-Tenant": "a"}).ratelimit(T0)
+             for _ in range(2)]
+        b = snap.match(path="/rl/x", headers={"X-Tenant": "b"}).ratelimit(T0)
+        none = snap.match(path="/rl/x").ratelimit(T0)
+    assert [x.allowed for x in a] == [True, False]
+    assert b.allowed and b.key == "b"
+    assert none.empty_key and not none.allowed and none.status == 403
+    assert seen and set(seen) == {"rl"}
+
+
+def test_an_unregistered_resolver_is_refused_at_its_path():
+    with pytest.raises(sy.ValidationError) as e:
+        limited_router({"redis-rate-limiter.replenishRate": "1",
+                        "key-resolver": "#{@userKeyResolver}"})
+    assert e.value.path == "[0].filters[0].args.key-resolver"
+
+
+def test_the_principal_is_the_default_key():
+    r = limited_router({"redis-rate-limiter.replenishRate": "1"})
+    with r.acquire() as snap:
+        rl = snap.match(path="/rl/a", principal="alice").ratelimit(T0)
+    assert rl.allowed and rl.key == "alice"
+
+
+def test_a_breaker_opens_and_its_state_is_visible():
+    r = sy.Router()
+    r.add_source("s")
+    r.apply("s", [{"id": "cb", "uri": "http://b", "filters": [
+        {"name": "CircuitBreaker", "args": {
+            "name": "orders", "fallbackUri": "forward:/fallback",
+            "slidingWindowSize": 2, "minimumNumberOfCalls": 2,
+            "waitDurationInOpenState": "1s"}}]}])
+    assert r.breaker("orders") is None
+    with r.acquire() as snap:
+        m = snap.match(path="/x")
+        for _ in range(2):
+            p = m.breaker(T0)
+            assert p.permitted and p.fallback == "/fallback"
+            assert p.timeout_ms == 1000
+            assert p.record("connect_failure", 0, 3, T0) == "fallback"
+        assert not m.breaker(T0).permitted
+        assert m.breaker(T0 + 1000).state == "half_open"
+    info = r.breaker("orders")
+    assert info.state == "half_open"
+    assert r.policy_stats()["breaker_opened"] == 1
+
+
+def test_retry_policy_answers_retry_and_backoff():
+    r = sy.Router()
+    r.add_source("s")
+    r.apply("s", [{"id": "r", "uri": "http://b", "filters": [
+        "Retry=3, BAD_GATEWAY, GET, 10ms, 50ms, 2, false"]}])
+    with r.acquire() as snap:
+        p = snap.match(path="/x").retry_policy()
+        assert p.retries == 3 and p.first_backoff_ms == 10
+        assert p.next(0, "GET", "5xx", 502) == 10
+        assert p.next(1, "GET", "5xx", 502) == 20
+        assert p.next(3, "GET", "5xx", 502) is None
+        assert p.next(0, "POST", "5xx", 502) is None
+    r.apply("s", [{"id": "r", "uri": "http://b"}])
+    with r.acquire() as snap:
+        assert snap.match(path="/x").retry_policy() is None
+
+
+def test_a_host_refuses_what_it_does_not_run():
+    assert "CircuitBreaker" in sy.host_runs_all()
+    assert sy.host_profile("nginx")[0] == "host=nginx"
+    r = sy.Router(host_runs="nginx")
+    r.add_source("s")
+    with pytest.raises(sy.NotRunError) as e:
+        r.apply("s", [{"id": "a", "uri": "http://b",
+                       "filters": ["CircuitBreaker=cb"]}])
+    assert e.value.path == "[0].filters[0]"
+    assert "host 'nginx'" in str(e.value)
+    with pytest.raises(sy.InvalidArgumentError):
+        sy.Router(host_runs="iis")

@@ -106,6 +106,7 @@ def body(procs, c):
         c.eq(d["path"], "/api/y/z", "forwarded path is normalised")
     resp = h.raw(port, b"GET /admin/../api/x HTTP/1.1\r\nHost: a\r\n"
                  b"Connection: close\r\n\r\n")
+    c.eq(status_of(resp), 200, "/admin/../api/x is routed as /api/x")
     if status_of(resp) == 200:
         d = json.loads(resp.split(b"\r\n\r\n", 1)[1])
         c.eq(d["path"], "/api/x", "/admin/../api/x forwarded as /api/x")

@@ -465,7 +465,7 @@ static etcd_http *http_post(gw_etcd *e, const char *path, const char *body,
                              .path = path,
                              .body = body,
                              .headers = e->auth_header,
-                             .transport = e->transport,
+                             .transport = etcd_transport(e, &e->eps[e->ep_index]),
                              .timeout_ms = e->opts.request_timeout_ms,
                              .streaming = on_line != NULL,
                              .on_line = on_line,
@@ -479,18 +479,45 @@ static void drop_http(gw_etcd *e) {
     e->http = NULL;
 }
 
-static void on_retry(uv_timer_t *t) {
-    gw_etcd *e = t->data;
-    if (e->stopping)
-        return;
+/* Watch from the applied revision, or read in full first. */
+static void proceed(gw_etcd *e) {
     uv_mutex_lock(&e->mu);
-    e->reconnects++;
     bool synced = e->revision > 0;
     uv_mutex_unlock(&e->mu);
     if (synced && !e->need_full_read)
         start_watch(e);
     else
         start_full_read(e);
+}
+
+static void on_login(gw_etcd *e, void *data, const char *err) {
+    (void)data;
+    if (e->stopping)
+        return;
+    if (err)
+        fail(e, "auth", err);
+    else
+        proceed(e);
+}
+
+/* With --etcd-user, a token first when there is none (etcd_auth.c). */
+static void proceed_or_login(gw_etcd *e) {
+    if (etcd_auth_needed(e)) {
+        set_state(e, ST_CONNECTING, NULL);
+        etcd_auth_login(e, &e->http, on_login, NULL);
+    } else {
+        proceed(e);
+    }
+}
+
+static void on_retry(uv_timer_t *t) {
+    gw_etcd *e = t->data;
+    if (e->stopping)
+        return;
+    uv_mutex_lock(&e->mu);
+    e->reconnects++;
+    uv_mutex_unlock(&e->mu);
+    proceed_or_login(e);
 }
 
 void etcd_source_fail(gw_etcd *e, const char *what, const char *err) {
@@ -500,9 +527,14 @@ void etcd_source_fail(gw_etcd *e, const char *what, const char *err) {
 /* Something failed: keep serving, try again after the backoff (the next
  * endpoint of the list, if any). */
 static void fail(gw_etcd *e, const char *what, const char *err) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s: %s", what, err);
+    char msg[900];
+    snprintf(msg, sizeof msg, "%s: %s%s%s%s", what, err,
+             e->tls_error[0] ? " (" : "", e->tls_error,
+             e->tls_error[0] ? ")" : "");
+    e->tls_error[0] = 0;
     drop_http(e);
+    if (etcd_auth_expired(0, err)) /* log in again at the next attempt */
+        etcd_auth_drop(e);
     etcd_changes_clear(&e->pending);
     if (e->stopping)
         return;
@@ -836,16 +868,21 @@ static int parse_endpoints(gw_etcd *e, const char *url, char *err,
         if (len == 0 || http_parser_parse_url(p, len, 0, &u) ||
             !(u.field_set & (1 << UF_SCHEMA)) ||
             !(u.field_set & (1 << UF_HOST)) ||
-            u.field_data[UF_SCHEMA].len != 4 ||
-            memcmp(p + u.field_data[UF_SCHEMA].off, "http", 4) ||
+            !((u.field_data[UF_SCHEMA].len == 4 &&
+               memcmp(p + u.field_data[UF_SCHEMA].off, "http", 4) == 0) ||
+              (u.field_data[UF_SCHEMA].len == 5 &&
+               memcmp(p + u.field_data[UF_SCHEMA].off, "https", 5) == 0)) ||
             u.field_data[UF_HOST].len >= sizeof e->eps[0].host) {
             snprintf(err, err_len,
                      "--etcd: \"%.*s\" (offset %zu) is not an "
-                     "http://host:port URL",
+                     "http(s)://host:port URL",
                      (int)len, p, (size_t)(p - url));
             return -1;
         }
         etcd_endpoint *ep = &e->eps[e->ep_count++];
+        snprintf(ep->scheme, sizeof ep->scheme, "%.*s",
+                 (int)u.field_data[UF_SCHEMA].len,
+                 p + u.field_data[UF_SCHEMA].off);
         memcpy(ep->host, p + u.field_data[UF_HOST].off,
                u.field_data[UF_HOST].len);
         ep->host[u.field_data[UF_HOST].len] = '\0';
@@ -888,6 +925,8 @@ static void etcd_free(gw_etcd *e) {
     free(e->end_b64);
     free(e->eps);
     free(e->last_error);
+    etcd_auth_drop(e);
+    etcd_tls_free(e);
     uv_mutex_destroy(&e->mu);
     free(e);
 }
@@ -938,7 +977,13 @@ int gw_etcd_start_opts(uv_loop_t *loop, sy_router *router,
         etcd_free(e);
         return -1;
     }
-    if (parse_endpoints(e, opts->url, err, err_len)) {
+    if (parse_endpoints(e, opts->url, err, err_len) ||
+        etcd_tls_init(e, err, err_len)) {
+        etcd_free(e);
+        return -1;
+    }
+    if (!opts->user != !opts->password) {
+        snprintf(err, err_len, "--etcd-user and its password go together");
         etcd_free(e);
         return -1;
     }
@@ -961,7 +1006,7 @@ int gw_etcd_start_opts(uv_loop_t *loop, sy_router *router,
     if (etcd_probe_start(e))
         etcd_log(e, GW_ETCD_LOG_WARN,
                  "out of memory: no liveness probe of the watched member");
-    start_full_read(e);
+    proceed_or_login(e);
     return 0;
 }
 

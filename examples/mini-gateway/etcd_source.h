@@ -69,6 +69,14 @@ typedef struct gw_etcd_options {
     /* Optional log sink (loop's thread); NULL: stderr. */
     void (*on_log)(void *data, gw_etcd_log_level level, const char *message);
     void *data;
+    /* etcd authentication: a user and its password (NULL: none); the
+     * token is fetched, sent with every request and renewed when etcd
+     * says it expired (etcd_auth.c). */
+    const char *user, *password;
+    /* TLS for https:// endpoints (etcd_tls.c, OpenSSL): the CA file that
+     * signs the members' certificates, and the client's certificate and
+     * key files when the members ask for one. */
+    const char *cacert, *cert, *key;
 } gw_etcd_options;
 
 /*

@@ -67,7 +67,8 @@ struct gw_etcd {
     /* every request's extra headers ("Authorization: ...\r\n" with
      * --etcd-user) and transport (TLS), NULL when none */
     char *auth_header;
-    const etcd_http_transport *transport;
+    void *tls; /* the SSL_CTX of https:// endpoints (etcd_tls.c) */
+    char tls_error[320]; /* the last exchange's TLS failure, for fail() */
     /* the watched member's liveness (etcd_probe.c) */
     uv_timer_t *probe_timer;
     etcd_http *probe_http;
@@ -119,5 +120,24 @@ void etcd_source_fail(gw_etcd *e, const char *what, const char *err);
  * source, stopped with it. */
 int etcd_probe_start(gw_etcd *e);
 void etcd_probe_stop(gw_etcd *e);
+
+/* Authentication (etcd_auth.c): is a login due (a user and no token)?
+ * Does an answer (its status, its text or the error) say the token is
+ * invalid or expired? Forget the token; log in (the exchange kept in
+ * *slot for its owner to close), then done(err or NULL). */
+bool etcd_auth_needed(const gw_etcd *e);
+bool etcd_auth_expired(int status, const char *text);
+void etcd_auth_drop(gw_etcd *e);
+void etcd_auth_login(gw_etcd *e, etcd_http **slot,
+                     void (*done)(gw_etcd *e, void *data, const char *err),
+                     void *data);
+
+/* TLS (etcd_tls.c): the context for https:// endpoints from the options
+ * (0, or -1 with err); a transport for one exchange with ep (NULL for
+ * http://; freed when the exchange is); the context freed. */
+int etcd_tls_init(gw_etcd *e, char *err, size_t cap);
+const etcd_http_transport *etcd_transport(gw_etcd *e,
+                                          const etcd_endpoint *ep);
+void etcd_tls_free(gw_etcd *e);
 
 #endif /* GW_ETCD_SOURCE_INT_H */

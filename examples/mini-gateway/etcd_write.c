@@ -22,6 +22,7 @@ typedef struct write_op {
     gw_etcd_write_cb cb;
     void *data;
     etcd_http *h; /* the exchange in flight */
+    bool relogged; /* the token was renewed once for this write */
 } write_op;
 
 void gw_etcd_source_key(gw_etcd *e, const char *source, char *out,
@@ -36,11 +37,29 @@ static void op_free(write_op *w) {
 
 static void send_try(write_op *w);
 
+static void on_relogin(gw_etcd *e, void *data, const char *err) {
+    (void)e;
+    write_op *w = data;
+    if (err) {
+        w->cb(w->data, 502, 0, err);
+        op_free(w);
+    } else {
+        send_try(w);
+    }
+}
+
 static void on_txn(void *data, int status, const char *body, size_t n,
                    const char *err) {
     write_op *w = data;
     etcd_http_close(w->h); /* the owner closes its exchange */
     w->h = NULL;
+    if (!w->relogged && w->e->opts.user &&
+        etcd_auth_expired(err ? 0 : status, err ? err : body)) {
+        w->relogged = true; /* the token expired: a new one, then again */
+        etcd_auth_drop(w->e);
+        etcd_auth_login(w->e, &w->h, on_relogin, w);
+        return;
+    }
     char msg[512];
     if (!err && status == 200) {
         cJSON *j = cJSON_ParseWithLength(body, n);
@@ -89,7 +108,7 @@ static void send_try(write_op *w) {
                              .timeout_ms = w->e->opts.request_timeout_ms,
                              .on_done = on_txn,
                              .data = w,
-                             .transport = w->e->transport};
+                             .transport = etcd_transport(w->e, &w->e->eps[w->ep])};
     if (!(w->h = etcd_http_post(&req))) {
         w->cb(w->data, 502, 0, "cannot start a request to etcd");
         op_free(w);
@@ -106,7 +125,7 @@ static int start_op(gw_etcd *e, cJSON *txn, gw_etcd_write_cb cb,
         free(body);
         return -1;
     }
-    *w = (write_op){e, body, 0, e->ep_index, cb, data, NULL};
+    *w = (write_op){e, body, 0, e->ep_index, cb, data, NULL, false};
     send_try(w);
     return 0;
 }

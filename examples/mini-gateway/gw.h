@@ -120,6 +120,9 @@ typedef struct gw_config {
     sy_escaped_slashes escaped_slashes;
     bool merge_slashes;
     const char *etcd_url, *etcd_prefix;
+    /* etcd authentication and TLS (etcd_source.h) */
+    const char *etcd_user, *etcd_password_file;
+    const char *etcd_cacert, *etcd_cert, *etcd_key;
     bool admin_overrides_files;  /* admin changes to file sources kept */
     const char *redis;           /* --redis HOST:PORT: shared rate limits */
     uint64_t redis_timeout_ms;   /* a Redis call answers within this */

@@ -176,6 +176,24 @@ static int start_etcd(const gw_options *o) {
     gw_etcd_options eo = {0};
     eo.url = G.cfg.etcd_url;
     eo.prefix = G.cfg.etcd_prefix;
+    eo.cacert = G.cfg.etcd_cacert;
+    eo.cert = G.cfg.etcd_cert;
+    eo.key = G.cfg.etcd_key;
+    static char password[1024]; /* the source's for as long as it runs */
+    if (G.cfg.etcd_user) {
+        FILE *f = fopen(G.cfg.etcd_password_file, "r");
+        if (!f || !fgets(password, sizeof password, f)) {
+            gw_log("--etcd-password-file %s: cannot read it",
+                   G.cfg.etcd_password_file);
+            if (f)
+                fclose(f);
+            return -1;
+        }
+        fclose(f);
+        password[strcspn(password, "\r\n")] = 0;
+        eo.user = G.cfg.etcd_user;
+        eo.password = password;
+    }
     if (o->etcd_trace)
         eo.on_commit = on_etcd_commit;
     if (gw_etcd_start_opts(&main_loop, G.router, &eo, &etcd, err, sizeof err)) {

@@ -89,6 +89,16 @@ static const opt opts[] = {
      "routes and instances from etcd (comma-separated endpoints)"},
     {"--etcd-prefix", "P", OPT_STR, AT(cfg.etcd_prefix), NULL,
      "the etcd key prefix (default /switchyard/)"},
+    {"--etcd-user", "USER", OPT_STR, AT(cfg.etcd_user), NULL,
+     "authenticate to etcd as USER (with --etcd-password-file)"},
+    {"--etcd-password-file", "FILE", OPT_STR, AT(cfg.etcd_password_file),
+     NULL, "the etcd user's password (the file's first line)"},
+    {"--etcd-cacert", "FILE", OPT_STR, AT(cfg.etcd_cacert), NULL,
+     "CA of the etcd members' certificates (https:// endpoints)"},
+    {"--etcd-cert", "FILE", OPT_STR, AT(cfg.etcd_cert), NULL,
+     "client certificate for etcd (with --etcd-key)"},
+    {"--etcd-key", "FILE", OPT_STR, AT(cfg.etcd_key), NULL,
+     "client key for etcd"},
     {"--etcd-trace", NULL, OPT_BOOL, AT(etcd_trace), NULL,
      "one JSON line per change from etcd on stdout (benchmarks)"},
     {"--redis", "HOST:PORT", OPT_STR, AT(cfg.redis), NULL,
@@ -219,6 +229,17 @@ static int finish(gw_options *o) {
     }
     if (cfg->redis_timeout_ms == 0)
         cfg->redis_timeout_ms = 1;
+    if (!cfg->etcd_url && (cfg->etcd_user || cfg->etcd_password_file ||
+                           cfg->etcd_cacert || cfg->etcd_cert ||
+                           cfg->etcd_key)) {
+        fprintf(stderr, "mini-gateway: the --etcd-* options need --etcd\n");
+        return -1;
+    }
+    if (!cfg->etcd_user != !cfg->etcd_password_file) {
+        fprintf(stderr, "mini-gateway: --etcd-user and "
+                        "--etcd-password-file go together\n");
+        return -1;
+    }
 #ifndef GW_HAVE_ETCD
     if (cfg->etcd_url) {
         fprintf(stderr, "mini-gateway: built without the etcd source\n");

@@ -3,7 +3,8 @@
 promises:
 - layers ("Modules"): every #include "x.h" and every call of a function
   defined in another lib/*.c file goes to the same or a lower layer, so the
-  modules have no loop. A new lib/ file must be given a layer here.
+  modules have no loop, nor do two files (calls between .c files,
+  includes of headers). A new lib/ file must be given a layer here.
 - names ("Names"): the shared library exports only calls declared with
   SY_API in include/switchyard.h; nothing internal leaks out; internal
   names are sy__ (public ones sy_), so a call tells which it is.
@@ -183,6 +184,20 @@ def main():
     report(not up, "no include or call goes to a higher layer", up)
     found = loops(uses)
     report(not found, "no modules use each other in a loop",
+           ["loop: " + " -> ".join(g) for g in found])
+    # Files, not modules: a .c file uses the headers it includes and the
+    # .c files that define what it calls; a header the headers it includes.
+    file_uses = {}
+    for f in files:
+        base = os.path.basename(f)
+        used = {inc + ".h" for inc in re.findall(
+            r'#include "(?:[a-z_]+/)?([a-z_]+)\.h"', texts[f])}
+        if f.endswith(".c"):
+            used |= {defined[fn] + ".c" for fn in set(re.findall(
+                r"\b(sy_[a-z0-9_]+)\(", texts[f])) if fn in defined}
+        file_uses[base] = used - {base}
+    found = loops(file_uses)
+    report(not found, "no two lib/ files use each other in a loop",
            ["loop: " + " -> ".join(g) for g in found])
 
     pkg = os.path.join(root, "bindings", "python", "switchyard")

@@ -13,6 +13,8 @@
  *   GET    /report                      the last apply report
  *   GET    /fingerprint                 the live snapshot's fingerprint
  *   GET    /metrics                     Prometheus text
+ *   GET    /  /explain  /shadowed  /changes, PUT /routes/<source>?dry_run=1
+ *                                       the operator's (admin_ops.c)
  *   ...    /actuator/gateway/...        SCG's actuator API (actuator.c)
  *
  * A change to a source or service a file owns is refused with 409 naming
@@ -399,7 +401,27 @@ static void answer_actuator(admin_call *a) {
     gw_actuator(a->c, a->r, a->seg, a->ns);
 }
 
+static void answer_console(admin_call *a) {
+    gw_admin_console(a->c);
+}
+
+static void answer_explain(admin_call *a) {
+    gw_admin_explain(a->c, a->r);
+}
+
+static void answer_shadowed(admin_call *a) {
+    gw_admin_shadowed(a->c);
+}
+
+static void answer_changes(admin_call *a) {
+    gw_admin_changes(a->c);
+}
+
 static const endpoint endpoints[] = {
+    {M_GET, "", answer_console, NULL, 0},
+    {M_GET, "explain", answer_explain, NULL, 0},
+    {M_GET, "shadowed", answer_shadowed, NULL, 0},
+    {M_GET, "changes", answer_changes, NULL, 0},
     {M_GET, "status", answer_status, NULL, 0},
     {M_GET, "routes", answer_routes, NULL, 0},
     {M_GET, "metrics", answer_metrics, NULL, 0},
@@ -502,6 +524,10 @@ static int try_on_scratch(admin_call *a, const endpoint *ep, sy_error *err) {
  * the report, or the located error and nothing changed. */
 static void change(admin_call *a, const endpoint *ep) {
     sy_error err;
+    if (ep->stage == stage_document && gw_is_dry_run(a->r->query)) {
+        gw_admin_dry_run(a->c, a->seg[1], a->r->body, a->r->body_len);
+        return; /* changes nothing: no owner or etcd question */
+    }
     /* a file's source or service: refused, naming the file (owner.c) */
     char msg[768];
     bool inst = strcmp(a->seg[0], "instances") == 0;
@@ -580,7 +606,9 @@ static unsigned method_bit(const char *m) {
 
 static void handle(httpd_conn *c, httpd_req *r, void *data) {
     (void)data;
-    if (!authorized(r)) {
+    /* the console page holds no data: it asks for the token itself */
+    bool console = strcmp(r->path, "/") == 0 && method_bit(r->method) == M_GET;
+    if (!console && !authorized(r)) {
         httpd_respond(c, 401, "application/json",
                       "WWW-Authenticate: Bearer\r\n",
                       "{\"error\":\"unauthorized\"}\n", 25);

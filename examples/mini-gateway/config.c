@@ -86,7 +86,7 @@ static const char *updated_at(const sy_diff *d, size_t i) {
     return sy_diff_updated(d, i, &changed);
 }
 
-static void part_json(gw_buf *b, const sy_report *p) {
+void gw_report_part_json(gw_buf *b, const sy_report *p) {
     const char *src = sy_report_source(p);
     const char *ver = sy_report_version(p);
     const char *svc = sy_report_service(p);
@@ -170,11 +170,12 @@ int gw_commit(sy_change_set *cs, const char *what, sy_error *err) {
         for (size_t i = 0; i < n; i++) {
             if (i)
                 gw_buf_add(b, ",", 1);
-            part_json(b, sy_report_part(rep, i));
+            gw_report_part_json(b, sy_report_part(rep, i));
         }
         gw_buf_add(b, "]", 1);
     }
     gw_buf_adds(b, "}\n");
+    gw_changes_note(b); /* for the console (admin_ops.c) */
     sy_report_free(rep);
     return rc;
 }

@@ -129,6 +129,7 @@ typedef struct gw_config {
     uint64_t retry_body_bytes;   /* request bodies kept for a retry */
     const char *default_filters; /* --default-filters FILE */
     bool quiet;                  /* no access log */
+    const char *access_log; /* --access-log FILE, "-": stdout; NULL: none */
     bool demo;
 } gw_config;
 
@@ -141,6 +142,24 @@ typedef struct gw_options {
     bool backend;       /* run as the test backend */
     const char *backend_id, *backend_version;
 } gw_options;
+
+/* access_log.c: --access-log (0, or -1 after a message) and the ring of
+ * the last requests served, for the admin dry run. */
+int gw_access_log_open(const char *path);
+void gw_access_log_close(void);
+#define GW_RECENT_MAX 256
+#define GW_RECENT_HEADERS 16
+typedef struct gw_recent {
+    char method[16], host[256], path[1024], query[512], remote[64];
+    char hbuf[1024]; /* header names and values */
+    uint16_t hname[GW_RECENT_HEADERS], hname_len[GW_RECENT_HEADERS];
+    uint16_t hval[GW_RECENT_HEADERS], hval_len[GW_RECENT_HEADERS];
+    size_t nh;
+} gw_recent;
+/* Up to max of the last requests, oldest first; any thread. */
+size_t gw_recent_copy(gw_recent *out, size_t max);
+/* e as a request (hs: GW_RECENT_HEADERS slots; both borrow from e). */
+void gw_recent_request(const gw_recent *e, sy_header *hs, sy_request *r);
 
 /* Defaults, then argv; 0, or -1 after a message on stderr (exit 2). */
 int gw_options_parse(gw_options *o, int argc, char **argv);
@@ -198,7 +217,7 @@ void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind);
 void gw_metrics_init(gw_wmetrics *m);
 void gw_metrics_destroy(gw_wmetrics *m);
 void gw_metrics_request(gw_wmetrics *m, const char *route, int status);
-void gw_metrics_latency(gw_wmetrics *m, double seconds);
+void gw_metrics_latency(gw_wmetrics *m, const char *route, double seconds);
 void gw_metrics_upstream_latency(gw_wmetrics *m, double seconds);
 /* The gateway's own series in Prometheus text (all workers). */
 void gw_metrics_text(gw_buf *out);
@@ -329,6 +348,10 @@ int gw_scratch_router(sy_router **out, sy_error *err);
  * (or the source has no file). */
 const sy_error *gw_config_source_error(const char *source);
 void gw_error_json(gw_buf *b, const sy_error *err);
+/* One part of an apply report as JSON: source, version, added, removed,
+ * updated, instance changes (config.c). */
+void gw_report_part_json(gw_buf *b, const sy_report *p);
+
 
 /* filters.c: the registry of the filters the gateway adds (built once,
  * before the routers) */
@@ -442,6 +465,20 @@ uv_loop_t *httpd_loop(httpd_conn *c);
 struct cJSON;
 void gw_reply_cjson(httpd_conn *c, int status, struct cJSON *j);
 void gw_reply_error(httpd_conn *c, int status, const char *msg);
+
+/* admin_ops.c: the operator's admin endpoints (main thread) */
+void gw_admin_console(httpd_conn *c);
+void gw_admin_explain(httpd_conn *c, httpd_req *r);
+void gw_admin_shadowed(httpd_conn *c);
+void gw_admin_changes(httpd_conn *c);
+/* A committed change's report, kept for GET /changes. */
+void gw_changes_note(const gw_buf *report);
+/* ?dry_run=1 (or true) in the query. */
+bool gw_is_dry_run(const char *query);
+/* PUT /routes/<source>?dry_run=1: the diff and the impact, nothing
+ * changed. */
+void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
+                      size_t len);
 void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e);
 /* store.c: with --etcd, an admin change (method and decoded path
  * segments, as admin.c got them) written through to etcd and answered

@@ -159,7 +159,8 @@ static void print_demo(void) {
 static int start_config(void) {
     uv_loop_init(&main_loop);
     G.main_loop = &main_loop;
-    if (gw_workers_init() || gw_config_init())
+    if (gw_workers_init() || gw_config_init() ||
+        gw_access_log_open(G.cfg.access_log))
         return -1;
     if (G.cfg.demo ? run_demo_setup() : gw_config_load_all())
         return -1;

@@ -101,14 +101,23 @@ void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind) {
     uv_mutex_unlock(&m->lock);
 }
 
-void gw_metrics_latency(gw_wmetrics *m, double s) {
+/* The per-route latency histogram lives in the requests table too, under
+ * statuses no response has: LAT_BUCKET - b for bucket b, LAT_SUM_US for
+ * the sum in microseconds. */
+#define LAT_BUCKET (-1)
+#define LAT_SUM_US (-100)
+
+void gw_metrics_latency(gw_wmetrics *m, const char *route, double s) {
     size_t b = 0;
     while (b < GW_LAT_BUCKETS && s > gw_lat_bounds_s[b])
         b++;
+    route = route ? route : "";
     uv_mutex_lock(&m->lock);
     m->lat_buckets[b]++;
     m->lat_sum += s;
     m->lat_count++;
+    table_add(&m->requests, route, LAT_BUCKET - (int)b, 1);
+    table_add(&m->requests, route, LAT_SUM_US, (uint64_t)(s * 1e6 + 0.5));
     uv_mutex_unlock(&m->lock);
 }
 
@@ -253,6 +262,40 @@ static void policy_text(gw_buf *out, const gw_count_table *pol,
               "Attempts made again by a Retry filter, by route.");
 }
 
+/* gateway_request_duration_seconds with a route label (route="" for
+ * requests no route took), from the buckets kept per route. */
+static void route_histograms(gw_buf *out, gw_count_table *all) {
+    static const char name[] = "gateway_request_duration_seconds";
+    gw_buf_printf(out,
+                  "# HELP %s Time from the request head to the end of the "
+                  "response, by route.\n# TYPE %s histogram\n",
+                  name, name);
+    for (size_t i = 0; i < all->len; i++) {
+        const char *route = all->counts[i].route;
+        if (all->counts[i].status != LAT_SUM_US)
+            continue;
+        uint64_t cum = 0;
+        for (int b = 0; b <= GW_LAT_BUCKETS; b++) {
+            uint32_t *s = table_slot(all, route, LAT_BUCKET - b);
+            cum += *s ? all->counts[*s - 1].count : 0;
+            gw_buf_printf(out, "%s_bucket{route=\"", name);
+            label(out, route);
+            if (b < GW_LAT_BUCKETS)
+                gw_buf_printf(out, "\",le=\"%g\"} %llu\n", gw_lat_bounds_s[b],
+                              (unsigned long long)cum);
+            else
+                gw_buf_printf(out, "\",le=\"+Inf\"} %llu\n",
+                              (unsigned long long)cum);
+        }
+        gw_buf_printf(out, "%s_sum{route=\"", name);
+        label(out, route);
+        gw_buf_printf(out, "\"} %.6f\n%s_count{route=\"",
+                      (double)all->counts[i].count / 1e6, name);
+        label(out, route);
+        gw_buf_printf(out, "\"} %llu\n", (unsigned long long)cum);
+    }
+}
+
 void gw_metrics_text(gw_buf *out) {
     /* requests by route and status, summed over workers */
     gw_count_table all = {0};
@@ -293,15 +336,18 @@ void gw_metrics_text(gw_buf *out) {
                      "route and status.\n"
                      "# TYPE gateway_requests_total counter\n");
     for (size_t i = 0; i < all.len; i++) {
+        if (all.counts[i].status < 0)
+            continue; /* a latency bucket */
         gw_buf_adds(out, "gateway_requests_total{route=\"");
         label(out, all.counts[i].route);
         gw_buf_printf(out, "\",status=\"%d\"} %llu\n", all.counts[i].status,
                       (unsigned long long)all.counts[i].count);
     }
+    (void)buckets;
+    (void)lat_sum;
+    (void)lat_count;
+    route_histograms(out, &all);
     table_free(&all);
-    histogram(out, "gateway_request_duration_seconds",
-              "Time from the request head to the end of the response.", buckets,
-              lat_sum, lat_count);
     histogram(out, "gateway_upstream_latency_seconds",
               "Time from sending the request upstream to its response head.",
               ubuckets, up_sum, up_count);

@@ -129,6 +129,8 @@ static const opt opts[] = {
     {"--merge-slashes", NULL, OPT_BOOL, AT(cfg.merge_slashes), NULL,
      "// in paths as /"},
     {"--quiet", NULL, OPT_BOOL, AT(cfg.quiet), NULL, "no access log"},
+    {"--access-log", "FILE|-", OPT_STR, AT(cfg.access_log), NULL,
+     "one JSON line per request (- for stdout; docs/operations.md)"},
     {"--demo", NULL, OPT_BOOL, AT(cfg.demo), NULL,
      "the built-in demo (also without arguments)"},
     {"--backend", NULL, OPT_BOOL, AT(backend), NULL,

@@ -80,6 +80,7 @@ static bool ratelimit_decided(gw_request *q, const sy_ratelimit *rl,
                       (int)h[i].value.len, h[i].value.ptr);
     if (!rl->allowed) {
         gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_LIMITED);
+        q->rate_limited = true; /* for the access log */
         *status = rl->status;
         return false;
     }

@@ -103,6 +103,8 @@ static void on_written(uv_write_t *w, int status) {
 }
 
 void gw_client_write(gw_client *c, const char *data, size_t len) {
+    if (c->req)
+        c->req->bytes_out += len;
     if (!c->closing && len)
         gw_buf_add(&c->out, data, len);
 }
@@ -607,7 +609,8 @@ static int build_attempt(gw_request *q, sy_match *m) {
     bool xff = false, xfp = false, xfh = false;
     for (size_t i = 0; i < t.header_count; i++) {
         sy_header hd = t.headers[i];
-        if (hop_by_hop(hd.name) || named_by_connection(q->c, hd.name))
+        if (hop_by_hop(hd.name) || named_by_connection(q->c, hd.name) ||
+            gw_trace_is_header(hd.name))
             continue;
         gw_buf_add(h, hd.name.ptr, hd.name.len);
         gw_buf_add(h, ": ", 2);
@@ -634,6 +637,7 @@ static int build_attempt(gw_request *q, sy_match *m) {
         gw_buf_add(h, r->host.ptr, r->host.len);
         gw_buf_adds(h, "\r\n");
     }
+    gw_trace_write(&q->trace, h);
     if (q->req_chunked)
         gw_buf_adds(h, "Transfer-Encoding: chunked\r\n");
     else if (q->has_body) {
@@ -779,6 +783,7 @@ static void request_begin(gw_client *c) {
     r->remote_addr = (sy_str){c->peer, strlen(c->peer)};
     r->seed = gw_worker_rand(w);
     r->content_length = has_cl ? (int64_t)p->content_length : -1;
+    gw_trace_begin(&q->trace, r);
     if (has_cl && p->content_length > G.cfg.max_body_bytes) {
         respond_error(q, 413, "request body too large");
         return;
@@ -955,7 +960,8 @@ static void request_finish(gw_request *q) {
     q->finished = true;
     double secs = (double)(gw_now_ns() - q->t_start_ns) / 1e9;
     gw_metrics_request(&c->w->metrics, q->route_id, q->status);
-    gw_metrics_latency(&c->w->metrics, secs);
+    gw_metrics_latency(&c->w->metrics, q->route_id, secs);
+    gw_access_log(q);
     bool keep = q->keep_alive && !c->w->draining;
     if (q->up) /* still attached: the response was cut short */
         keep = false;

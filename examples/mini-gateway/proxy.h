@@ -46,6 +46,12 @@ struct gw_client {
     char peer[64];
 };
 
+/* W3C trace context of one request (trace.c): hex text, NUL-ended;
+ * parent_id "" when the request came without a valid traceparent. */
+typedef struct gw_trace {
+    char trace_id[33], parent_id[17], span_id[17], flags[3];
+} gw_trace;
+
 typedef struct gw_resp_op {
     sy_response_op_kind kind;
     char *name, *value, *arg;
@@ -114,6 +120,10 @@ struct gw_request {
     int redo; /* after a response head: what policy does instead */
     int redo_status;
     uint32_t redo_delay;
+    /* for the access log (access_log.c) */
+    gw_trace trace;
+    uint64_t bytes_out;  /* response bytes queued for the client */
+    bool rate_limited;   /* a rate limiter refused it (policy.c) */
 };
 
 struct gw_upconn {
@@ -251,6 +261,18 @@ bool gw_cors_is_cross_origin(const gw_request *q);
 /* The method a preflight request announces, or {NULL, 0} when q is not a
  * preflight. */
 sy_str gw_cors_preflight_method(const gw_request *q);
+
+/* trace.c: W3C Trace Context */
+/* Read r's traceparent (one, valid) or start a trace; a new span id. */
+void gw_trace_begin(gw_trace *t, const sy_request *r);
+/* The client's traceparent is not sent on: the gateway writes its own. */
+bool gw_trace_is_header(sy_str name);
+/* "traceparent: 00-<trace>-<the gateway's span>-<flags>\r\n" */
+void gw_trace_write(const gw_trace *t, gw_buf *h);
+
+/* access_log.c */
+/* The request is over: remember it (the recent ring) and log it. */
+void gw_access_log(gw_request *q);
 
 /* upstream.c */
 /* The response edits of q applied to an empty header list, as

@@ -1,0 +1,213 @@
+/*
+ * access_log.c - what the gateway remembers of each request it served:
+ * the access log (--access-log FILE, or - for stdout: one JSON line per
+ * request, written whole in one call, so worker threads never interleave)
+ * and a bounded ring of the last GW_RECENT_MAX requests (method, host,
+ * path, query, headers) that the admin dry run replays through a changed
+ * document (admin_ops.c).
+ *
+ *   {"time":"2026-01-02T03:04:05.678Z","method":"GET","path":"/a",
+ *    "query":"x=1","host":"h","remote_addr":"127.0.0.1","status":200,
+ *    "route":"r","source":"s","upstream":"lb://svc","instance":"svc-1",
+ *    "version":"2","bytes_in":0,"bytes":312,"duration_ms":1.234,
+ *    "upstream_ms":0.9,"retries":0,"rate_limited":false,"fallback":false,
+ *    "breaker":null,
+ *    "trace_id":"4bf9...","span_id":"00f0...","parent_id":"b7ad..."}
+ */
+#define _DEFAULT_SOURCE
+#include "proxy.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static FILE *log_file;
+static bool log_own;
+
+int gw_access_log_open(const char *path) {
+    if (!path)
+        return 0;
+    if (strcmp(path, "-") == 0) {
+        log_file = stdout;
+    } else {
+        log_file = fopen(path, "a");
+        if (!log_file) {
+            perror(path);
+            return -1;
+        }
+        log_own = true;
+    }
+    setvbuf(log_file, NULL, _IOLBF, 1u << 16); /* a line is one write */
+    return 0;
+}
+
+void gw_access_log_close(void) {
+    if (log_own && log_file)
+        fclose(log_file);
+    log_file = NULL;
+    log_own = false;
+}
+
+/* ---- the ring of recent requests ---- */
+
+static gw_recent ring[GW_RECENT_MAX];
+static size_t ring_next, ring_count;
+static uv_mutex_t ring_lock;
+static uv_once_t ring_once = UV_ONCE_INIT;
+
+static void ring_init(void) {
+    uv_mutex_init(&ring_lock);
+}
+
+static void put(char *dst, size_t cap, sy_str s) {
+    size_t n = s.len < cap - 1 ? s.len : cap - 1;
+    if (n)
+        memcpy(dst, s.ptr, n);
+    dst[n] = '\0';
+}
+
+static void remember(const gw_request *q) {
+    const sy_request *r = &q->sreq;
+    gw_recent e;
+    memset(&e, 0, sizeof e);
+    put(e.method, sizeof e.method, r->method);
+    put(e.host, sizeof e.host, r->host);
+    put(e.path, sizeof e.path, r->path);
+    put(e.query, sizeof e.query, r->query);
+    put(e.remote, sizeof e.remote, r->remote_addr);
+    size_t o = 0;
+    for (size_t i = 0; i < r->header_count && e.nh < GW_RECENT_HEADERS; i++) {
+        sy_header h = r->headers[i];
+        if (o + h.name.len + h.value.len + 2 > sizeof e.hbuf)
+            break;
+        memcpy(e.hbuf + o, h.name.ptr, h.name.len);
+        e.hname[e.nh] = (uint16_t)o;
+        e.hname_len[e.nh] = (uint16_t)h.name.len;
+        o += h.name.len;
+        memcpy(e.hbuf + o, h.value.ptr, h.value.len);
+        e.hval[e.nh] = (uint16_t)o;
+        e.hval_len[e.nh] = (uint16_t)h.value.len;
+        o += h.value.len;
+        e.nh++;
+    }
+    uv_once(&ring_once, ring_init);
+    uv_mutex_lock(&ring_lock);
+    ring[ring_next] = e;
+    ring_next = (ring_next + 1) % GW_RECENT_MAX;
+    if (ring_count < GW_RECENT_MAX)
+        ring_count++;
+    uv_mutex_unlock(&ring_lock);
+}
+
+size_t gw_recent_copy(gw_recent *out, size_t max) {
+    uv_once(&ring_once, ring_init);
+    uv_mutex_lock(&ring_lock);
+    size_t n = ring_count < max ? ring_count : max;
+    /* oldest first */
+    size_t first = (ring_next + GW_RECENT_MAX - ring_count) % GW_RECENT_MAX;
+    for (size_t i = 0; i < n; i++)
+        out[i] = ring[(first + ring_count - n + i) % GW_RECENT_MAX];
+    uv_mutex_unlock(&ring_lock);
+    return n;
+}
+
+void gw_recent_request(const gw_recent *e, sy_header *hs, sy_request *r) {
+    *r = (sy_request)SY_REQUEST_INIT;
+    r->method = (sy_str){e->method, strlen(e->method)};
+    r->scheme = (sy_str){"http", 4};
+    r->host = (sy_str){e->host, strlen(e->host)};
+    r->path = (sy_str){e->path, strlen(e->path)};
+    r->query = (sy_str){e->query, strlen(e->query)};
+    r->remote_addr = (sy_str){e->remote, strlen(e->remote)};
+    for (size_t i = 0; i < e->nh; i++)
+        hs[i] = (sy_header){{e->hbuf + e->hname[i], e->hname_len[i]},
+                            {e->hbuf + e->hval[i], e->hval_len[i]}};
+    r->headers = hs;
+    r->header_count = e->nh;
+}
+
+/* ---- the access log ---- */
+
+static void str_field(gw_buf *b, const char *name, const char *s, size_t n) {
+    gw_buf_printf(b, ",\"%s\":", name);
+    if (s)
+        gw_buf_json_str(b, s, n);
+    else
+        gw_buf_adds(b, "null");
+}
+
+/* The state of the route's circuit breaker (policy.c) now, or NULL. */
+static const char *breaker_state(const gw_request *q) {
+    static const char *const names[] = {"closed", "open", "half_open"};
+    if (!q->rd || !q->rd->breaker)
+        return NULL;
+    sy_breaker_info bi;
+    if (sy_policy_store_breaker(sy_router_policy_store(G.router),
+                                q->rd->breaker, &bi, NULL))
+        return "closed"; /* no call recorded yet */
+    return (unsigned)bi.state < 3 ? names[bi.state] : NULL;
+}
+
+void gw_access_log(gw_request *q) {
+    remember(q);
+    if (!log_file)
+        return;
+    uint64_t now = gw_now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[40];
+    size_t wl = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + wl, sizeof when - wl, ".%03ldZ", ts.tv_nsec / 1000000);
+
+    const sy_request *r = &q->sreq;
+    const char *route = q->route_id && q->route_id[0] ? q->route_id : NULL;
+    const char *source = NULL, *upstream = NULL;
+    if (route && q->snap) {
+        const sy_route *rt = sy_snapshot_find_route(q->snap, route, &source);
+        upstream = rt ? sy_route_uri(rt) : NULL;
+    }
+    const char *version = q->instance[0] ? q->health.version : NULL;
+    gw_buf b = {0};
+    gw_buf_adds(&b, "{\"time\":\"");
+    gw_buf_adds(&b, when);
+    gw_buf_adds(&b, "\"");
+    str_field(&b, "method", r->method.ptr, r->method.len);
+    str_field(&b, "path", r->path.ptr, r->path.len);
+    str_field(&b, "query", r->query.ptr, r->query.len);
+    str_field(&b, "host", r->host.ptr, r->host.len);
+    str_field(&b, "remote_addr", q->c->peer, strlen(q->c->peer));
+    gw_buf_printf(&b, ",\"status\":%d", q->status);
+    str_field(&b, "route", route, route ? strlen(route) : 0);
+    str_field(&b, "source", source, source ? strlen(source) : 0);
+    str_field(&b, "upstream", upstream, upstream ? strlen(upstream) : 0);
+    str_field(&b, "instance", q->instance[0] ? q->instance : NULL,
+              strlen(q->instance));
+    str_field(&b, "version", version, version ? strlen(version) : 0);
+    gw_buf_printf(&b, ",\"bytes_in\":%llu,\"bytes\":%llu,\"duration_ms\":%.3f",
+                  (unsigned long long)q->body_bytes,
+                  (unsigned long long)q->bytes_out,
+                  (double)(now - q->t_start_ns) / 1e6);
+    if (q->t_sent_ns)
+        gw_buf_printf(&b, ",\"upstream_ms\":%.3f",
+                      (double)(now - q->t_sent_ns) / 1e6);
+    else
+        gw_buf_adds(&b, ",\"upstream_ms\":null");
+    int retries = q->attempts > 1 ? q->attempts - 1 : 0;
+    if ((int)q->retries_done > retries)
+        retries = (int)q->retries_done; /* a Retry filter's */
+    gw_buf_printf(&b, ",\"retries\":%d,\"rate_limited\":%s,\"fallback\":%s",
+                  retries, q->rate_limited ? "true" : "false",
+                  q->fb_kind ? "true" : "false");
+    const char *breaker = breaker_state(q);
+    str_field(&b, "breaker", breaker, breaker ? strlen(breaker) : 0);
+    str_field(&b, "trace_id", q->trace.trace_id, strlen(q->trace.trace_id));
+    str_field(&b, "span_id", q->trace.span_id, strlen(q->trace.span_id));
+    str_field(&b, "parent_id", q->trace.parent_id[0] ? q->trace.parent_id : NULL,
+              strlen(q->trace.parent_id));
+    gw_buf_adds(&b, "}\n");
+    if (!b.failed)
+        fwrite(b.p, 1, b.len, log_file);
+    gw_buf_free(&b);
+}

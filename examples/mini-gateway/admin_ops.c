@@ -1,0 +1,457 @@
+/*
+ * admin_ops.c - the operator's admin endpoints (rows of admin.c's table):
+ *
+ *   GET /                          the web console (console_html.c)
+ *   GET /explain?method=M&url=U[&header=Name:%20v]...
+ *                                  every live route in rank order, matched
+ *                                  or the first predicate that failed
+ *   GET /shadowed                  live routes no request can reach
+ *   GET /changes                   the last changes, newest first, each
+ *                                  with its three-way diff (the report)
+ *   PUT /routes/<source>?dry_run=1 the diff the document would make and
+ *                                  its impact on the last requests served
+ *                                  (access_log.c's ring); changes nothing
+ *
+ * Main thread only (the admin loop), as admin.c.
+ */
+#define _DEFAULT_SOURCE
+#include "gw.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- the console ---- */
+
+extern const char gw_console_html[];
+
+void gw_admin_console(httpd_conn *c) {
+    httpd_respond(c, 200, "text/html; charset=utf-8",
+                  "Cache-Control: no-store\r\n"
+                  "Content-Security-Policy: default-src 'self'; "
+                  "style-src 'unsafe-inline'; script-src 'unsafe-inline'\r\n",
+                  gw_console_html, strlen(gw_console_html));
+}
+
+/* ---- query parameters ---- */
+
+static int hexval(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* The i-th value of `key` in query q, decoded (%XX, '+'), into out[cap];
+ * false when there is none. */
+static bool param(const char *q, const char *key, size_t nth, char *out,
+                  size_t cap) {
+    size_t kl = strlen(key), seen = 0;
+    for (const char *p = q; p && *p;) {
+        size_t n = strcspn(p, "&");
+        if (n > kl && strncmp(p, key, kl) == 0 && p[kl] == '=' &&
+            seen++ == nth) {
+            size_t o = 0;
+            for (size_t i = kl + 1; i < n && o + 1 < cap; i++) {
+                int h1, h2;
+                if (p[i] == '%' && i + 2 < n + 1 &&
+                    (h1 = hexval(p[i + 1])) >= 0 &&
+                    (h2 = hexval(p[i + 2])) >= 0) {
+                    out[o++] = (char)(h1 * 16 + h2);
+                    i += 2;
+                } else {
+                    out[o++] = p[i] == '+' ? ' ' : p[i];
+                }
+            }
+            out[o] = '\0';
+            return true;
+        }
+        p = p[n] ? p + n + 1 : NULL;
+    }
+    return false;
+}
+
+/* ---- explain ---- */
+
+typedef struct explain_state {
+    cJSON *list;
+    const sy_snapshot *snap;
+} explain_state;
+
+static int explain_one(void *data, const sy_route *route, bool matched,
+                       int failed, const char *failed_name) {
+    explain_state *st = data;
+    const char *src = NULL;
+    sy_snapshot_find_route(st->snap, sy_route_id(route), &src);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "route", sy_route_id(route));
+    cJSON_AddStringToObject(e, "source", src ? src : "");
+    cJSON_AddNumberToObject(e, "order", sy_route_order(route));
+    cJSON_AddBoolToObject(e, "matched", matched);
+    if (!matched) {
+        cJSON_AddNumberToObject(e, "failed_predicate", failed);
+        cJSON_AddStringToObject(e, "failed", failed_name);
+    }
+    cJSON_AddItemToArray(st->list, e);
+    return 0;
+}
+
+void gw_admin_explain(httpd_conn *c, httpd_req *r) {
+    static char method[32], url[2048], hbuf[16][512];
+    sy_header hs[17];
+    size_t nh = 0;
+    if (!param(r->query, "method", 0, method, sizeof method))
+        snprintf(method, sizeof method, "GET");
+    if (!param(r->query, "url", 0, url, sizeof url) || url[0] != '/') {
+        gw_reply_error(c, 400, "url must be given and start with '/' "
+                               "(e.g. /explain?method=GET&url=/api/x)");
+        return;
+    }
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){method, strlen(method)};
+    req.scheme = (sy_str){"http", 4};
+    char *q = strchr(url, '?');
+    if (q)
+        *q++ = '\0';
+    req.path = (sy_str){url, strlen(url)};
+    req.query = q ? (sy_str){q, strlen(q)} : (sy_str){"", 0};
+    for (; nh < 16 && param(r->query, "header", nh, hbuf[nh], sizeof hbuf[nh]);
+         nh++) {
+        char *colon = strchr(hbuf[nh], ':');
+        if (!colon || colon == hbuf[nh]) {
+            gw_reply_error(c, 400, "a header must look like 'Name: value'");
+            return;
+        }
+        char *v = colon + 1;
+        while (*v == ' ')
+            v++;
+        hs[nh] = (sy_header){{hbuf[nh], (size_t)(colon - hbuf[nh])},
+                             {v, strlen(v)}};
+        if (hs[nh].name.len == 4 && strncasecmp(hbuf[nh], "host", 4) == 0)
+            req.host = hs[nh].value;
+    }
+    req.headers = hs;
+    req.header_count = nh;
+    req.remote_addr = (sy_str){"127.0.0.1", 9};
+    sy_match_ctx *ctx = NULL;
+    if (sy_match_ctx_new(NULL, &ctx, NULL)) {
+        gw_reply_error(c, 500, "out of memory");
+        return;
+    }
+    sy_snapshot *s = sy_router_acquire(G.router);
+    explain_state st = {cJSON_CreateArray(), s};
+    int rc = sy_snapshot_explain(s, ctx, &req, explain_one, &st);
+    sy_match *m = NULL;
+    if (!rc)
+        rc = sy_snapshot_match(s, ctx, &req, &m);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "method", method);
+    cJSON_AddStringToObject(o, "path", url);
+    if (m)
+        cJSON_AddStringToObject(o, "route", sy_route_id(sy_match_route(m)));
+    else
+        cJSON_AddNullToObject(o, "route");
+    cJSON_AddItemToObject(o, "routes", st.list);
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    if (rc) {
+        cJSON_Delete(o);
+        gw_reply_error(c, 400, sy_strerror(rc));
+        return;
+    }
+    gw_reply_cjson(c, 200, o);
+}
+
+/* ---- shadowed routes ---- */
+
+typedef struct shadow_state {
+    cJSON *list;
+    const sy_snapshot *snap;
+} shadow_state;
+
+static int shadow_one(void *data, const sy_shadow *sh) {
+    shadow_state *st = data;
+    const char *src = NULL;
+    sy_snapshot_find_route(st->snap, sy_route_id(sh->route), &src);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "route", sy_route_id(sh->route));
+    cJSON_AddStringToObject(e, "source", src ? src : "");
+    cJSON *by = cJSON_AddArrayToObject(e, "shadowed_by");
+    for (size_t i = 0; i < sh->by_count; i++)
+        cJSON_AddItemToArray(by, cJSON_CreateString(sy_route_id(sh->by[i])));
+    cJSON_AddStringToObject(e, "reason", sh->reason);
+    cJSON_AddItemToArray(st->list, e);
+    return 0;
+}
+
+void gw_admin_shadowed(httpd_conn *c) {
+    sy_snapshot *s = sy_router_acquire(G.router);
+    shadow_state st = {cJSON_CreateArray(), s};
+    sy_error err;
+    int rc = sy_snapshot_shadowed(s, NULL, shadow_one, &st, &err);
+    sy_snapshot_release(s);
+    if (rc) {
+        cJSON_Delete(st.list);
+        gw_reply_error(c, 500, err.message);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "shadowed", st.list);
+    gw_reply_cjson(c, 200, o);
+}
+
+/* ---- the last changes ---- */
+
+#define CHANGES_MAX 16
+static struct {
+    char *report; /* the commit's report JSON */
+    long long at_ms;
+} changes[CHANGES_MAX];
+static size_t changes_next, changes_count;
+
+void gw_changes_note(const gw_buf *report) {
+    if (report->failed || !report->len)
+        return;
+    char *copy = strndup(report->p, report->len);
+    if (!copy)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    free(changes[changes_next].report);
+    changes[changes_next].report = copy;
+    changes[changes_next].at_ms =
+        (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    changes_next = (changes_next + 1) % CHANGES_MAX;
+    if (changes_count < CHANGES_MAX)
+        changes_count++;
+}
+
+void gw_admin_changes(httpd_conn *c) {
+    gw_buf b = {0};
+    gw_buf_adds(&b, "{\"changes\":[");
+    for (size_t i = 0; i < changes_count; i++) {
+        size_t k = (changes_next + CHANGES_MAX - 1 - i) % CHANGES_MAX;
+        gw_buf_printf(&b, "%s{\"at_ms\":%lld,\"report\":", i ? "," : "",
+                      changes[k].at_ms);
+        size_t n = strlen(changes[k].report);
+        while (n && changes[k].report[n - 1] == '\n')
+            n--;
+        gw_buf_add(&b, changes[k].report, n);
+        gw_buf_adds(&b, "}");
+    }
+    gw_buf_adds(&b, "]}\n");
+    if (b.failed)
+        gw_reply_error(c, 500, "out of memory");
+    else
+        httpd_respond(c, 200, "application/json", NULL, b.p, b.len);
+    gw_buf_free(&b);
+}
+
+/* ---- dry run ---- */
+
+bool gw_is_dry_run(const char *query) {
+    char v[8];
+    return query && param(query, "dry_run", 0, v, sizeof v) &&
+           (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+}
+
+/* A scratch router holding what the live one would after the change:
+ * every live source in order, each with its live routes (their canonical
+ * definitions), `source` with `body` instead. */
+static int build_after(const char *source, const char *body, size_t len,
+                       sy_router **out, sy_error *err) {
+    int rc = gw_scratch_router(out, err);
+    sy_snapshot *live = sy_router_acquire(G.router);
+    size_t ns = sy_router_source_count(G.router);
+    bool seen = false;
+    for (size_t i = 0; !rc && i < ns; i++) {
+        sy_source_status st;
+        if (sy_router_source_status(G.router, i, &st, NULL))
+            continue;
+        rc = sy_router_add_source(*out, st.name, err);
+        if (rc)
+            break;
+        if (strcmp(st.name, source) == 0) {
+            seen = true;
+            rc = sy_router_apply(*out, st.name, body, len, NULL, err);
+            continue;
+        }
+        gw_buf doc = {0};
+        gw_buf_adds(&doc, "[");
+        size_t nr = sy_snapshot_route_count(live), k = 0;
+        for (size_t j = 0; j < nr; j++) {
+            const sy_route *r = sy_snapshot_route_at(live, j);
+            const char *src = NULL;
+            sy_snapshot_find_route(live, sy_route_id(r), &src);
+            const char *def = sy_route_canonical(r);
+            if (!src || strcmp(src, st.name) != 0 || !def)
+                continue;
+            gw_buf_adds(&doc, k++ ? "," : "");
+            gw_buf_adds(&doc, def);
+        }
+        gw_buf_adds(&doc, "]");
+        rc = doc.failed ? SY_ENOMEM
+                        : sy_router_apply(*out, st.name, doc.p, doc.len, NULL,
+                                          err);
+        gw_buf_free(&doc);
+    }
+    if (!rc && !seen) {
+        rc = sy_router_add_source(*out, source, err);
+        if (!rc)
+            rc = sy_router_apply(*out, source, body, len, NULL, err);
+    }
+    sy_snapshot_release(live);
+    return rc;
+}
+
+static cJSON *str_or_null(const char *s) {
+    return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+/* The last requests served, through the live routes and through `after`:
+ * {"requests": N, "changed": [...], "summary": [...]}. */
+static cJSON *impact(sy_router *after) {
+    gw_recent *recent = malloc(GW_RECENT_MAX * sizeof *recent);
+    sy_match_ctx *ctx = NULL;
+    cJSON *o = cJSON_CreateObject(), *list = cJSON_CreateArray(),
+          *sum = cJSON_CreateArray();
+    size_t n = recent ? gw_recent_copy(recent, GW_RECENT_MAX) : 0;
+    sy_snapshot *a = sy_router_acquire(G.router), *b = sy_router_acquire(after);
+    if (sy_match_ctx_new(NULL, &ctx, NULL))
+        n = 0;
+    for (size_t i = 0; i < n; i++) {
+        sy_header hs[GW_RECENT_HEADERS];
+        sy_request req;
+        gw_recent_request(&recent[i], hs, &req);
+        req.seed = 0x9e3779b97f4a7c15ull * (i + 1); /* the same draws */
+        const sy_route *ra = NULL, *rb = NULL;
+        sy_match *m = NULL;
+        if (sy_snapshot_match(a, ctx, &req, &m) == 0 && m)
+            ra = sy_match_route(m);
+        m = NULL;
+        if (sy_snapshot_match(b, ctx, &req, &m) == 0 && m)
+            rb = sy_match_route(m);
+        const char *ia = ra ? sy_route_id(ra) : NULL;
+        const char *ib = rb ? sy_route_id(rb) : NULL;
+        const char *ua = ra ? sy_route_uri(ra) : NULL;
+        const char *ub = rb ? sy_route_uri(rb) : NULL;
+        bool same_route = (!ia && !ib) || (ia && ib && strcmp(ia, ib) == 0);
+        bool same_up = (!ua && !ub) || (ua && ub && strcmp(ua, ub) == 0);
+        if (same_route && same_up)
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "method", recent[i].method);
+        char url[1600];
+        snprintf(url, sizeof url, "%s%s%s", recent[i].path,
+                 recent[i].query[0] ? "?" : "", recent[i].query);
+        cJSON_AddStringToObject(e, "url", url);
+        cJSON_AddItemToObject(e, "old_route", str_or_null(ia));
+        cJSON_AddItemToObject(e, "new_route", str_or_null(ib));
+        cJSON_AddItemToObject(e, "old_upstream", str_or_null(ua));
+        cJSON_AddItemToObject(e, "new_upstream", str_or_null(ub));
+        cJSON_AddItemToArray(list, e);
+        /* the summary by route pair */
+        cJSON *p = NULL;
+        cJSON_ArrayForEach(p, sum) {
+            const cJSON *po = cJSON_GetObjectItem(p, "old_route");
+            const cJSON *pn = cJSON_GetObjectItem(p, "new_route");
+            bool so = cJSON_IsNull(po) ? !ia
+                                       : ia && strcmp(po->valuestring, ia) == 0;
+            bool sn = cJSON_IsNull(pn) ? !ib
+                                       : ib && strcmp(pn->valuestring, ib) == 0;
+            if (so && sn)
+                break;
+        }
+        if (p) {
+            cJSON *cnt = cJSON_GetObjectItem(p, "count");
+            cJSON_SetNumberValue(cnt, cnt->valuedouble + 1);
+        } else {
+            p = cJSON_CreateObject();
+            cJSON_AddItemToObject(p, "old_route", str_or_null(ia));
+            cJSON_AddItemToObject(p, "new_route", str_or_null(ib));
+            cJSON_AddNumberToObject(p, "count", 1);
+            cJSON_AddItemToArray(sum, p);
+        }
+    }
+    sy_snapshot_release(a);
+    sy_snapshot_release(b);
+    sy_match_ctx_free(ctx);
+    free(recent);
+    cJSON_AddNumberToObject(o, "requests", (double)n);
+    cJSON_AddItemToObject(o, "changed", list);
+    cJSON_AddItemToObject(o, "summary", sum);
+    return o;
+}
+
+void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
+                      size_t len) {
+    sy_error err;
+    memset(&err, 0, sizeof err);
+    sy_router *after = NULL;
+    sy_change_set *cs = NULL;
+    sy_report *rep = NULL;
+    /* the diff, exactly as the live router would report the change */
+    int rc = sy_change_set_new(G.router, &cs, &err);
+    bool known = false;
+    for (size_t i = 0; !rc && i < sy_router_source_count(G.router); i++) {
+        sy_source_status st;
+        if (!sy_router_source_status(G.router, i, &st, NULL) &&
+            strcmp(st.name, source) == 0)
+            known = true;
+    }
+    if (!rc && known)
+        rc = sy_change_set_apply(cs, source, body, len, &err);
+    if (!rc && known)
+        rc = sy_router_check(G.router, cs, &rep, &err);
+    if (!rc)
+        rc = build_after(source, body, len, &after, &err);
+    if (rc) {
+        gw_buf b = {0};
+        gw_buf_adds(&b, "{\"dry_run\":true,\"ok\":false,\"error\":");
+        gw_error_json(&b, &err);
+        gw_buf_adds(&b, "}\n");
+        httpd_respond(c, 400, "application/json", NULL, b.p, b.len);
+        gw_buf_free(&b);
+    } else {
+        gw_buf b = {0};
+        gw_buf_adds(&b, "{\"dry_run\":true,\"ok\":true,\"diff\":");
+        if (rep && sy_report_part_count(rep))
+            gw_report_part_json(&b, sy_report_part(rep, 0));
+        else if (rep)
+            gw_report_part_json(&b, rep);
+        else { /* a new source: every route is added */
+            sy_snapshot *s = sy_router_acquire(after);
+            gw_buf_adds(&b, "{\"source\":");
+            gw_buf_json_str(&b, source, strlen(source));
+            gw_buf_adds(&b, ",\"added\":[");
+            size_t k = 0;
+            for (size_t i = 0; i < sy_snapshot_route_count(s); i++) {
+                const sy_route *r = sy_snapshot_route_at(s, i);
+                const char *src = NULL;
+                sy_snapshot_find_route(s, sy_route_id(r), &src);
+                if (!src || strcmp(src, source) != 0)
+                    continue;
+                gw_buf_adds(&b, k++ ? "," : "");
+                gw_buf_json_str(&b, sy_route_id(r), strlen(sy_route_id(r)));
+            }
+            gw_buf_adds(&b, "],\"removed\":[],\"updated\":[]}");
+            sy_snapshot_release(s);
+        }
+        cJSON *imp = impact(after);
+        char *t = cJSON_PrintUnformatted(imp);
+        gw_buf_adds(&b, ",\"impact\":");
+        gw_buf_adds(&b, t ? t : "null");
+        gw_buf_adds(&b, "}\n");
+        free(t);
+        cJSON_Delete(imp);
+        if (b.failed)
+            gw_reply_error(c, 500, "out of memory");
+        else
+            httpd_respond(c, 200, "application/json", NULL, b.p, b.len);
+        gw_buf_free(&b);
+    }
+    sy_report_free(rep);
+    sy_change_set_free(cs);
+    sy_router_free(after);
+}

@@ -1,0 +1,186 @@
+"""The operator's side of the mini-gateway, end to end: the JSON access
+log, W3C trace context carried upstream, the route label of the latency
+histogram, /explain, /shadowed, /changes, the dry run of a document (its
+diff and its impact on the last requests, nothing changed), and the web
+console rendered in headless Chromium (route ids, source names, the
+/status fingerprint and an explain result in the DOM; a screenshot kept
+under the build directory; no src/href to another host).
+
+Usage: test_gateway_ops.py MINI_GATEWAY [ARTEFACT_DIR]
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import gwharness as h
+
+TOKEN = "console-token"
+CHROMIUM = "/usr/bin/chromium"
+
+
+def routes_doc(port, version):
+    return json.dumps({"version": version, "routes": [
+        {"id": "api", "uri": "http://127.0.0.1:%d" % port,
+         "predicates": ["Path=/api/**"]},
+        {"id": "users", "uri": "http://127.0.0.1:%d" % port,
+         "predicates": ["Path=/api/users/{id}"]},
+        {"id": "echo", "uri": "http://127.0.0.1:%d" % port,
+         "predicates": ["Path=/echo/**"]}]})
+
+
+def log_lines(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def chromium(args, timeout=60):
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+         "--hide-scrollbars", "--virtual-time-budget=8000"] + args,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=timeout)
+
+
+def body(procs, c):
+    _, bport = procs.backend("b1")
+    routes = procs.write_file("ops.json", routes_doc(bport, "1"))
+    access = os.path.join(procs.dir, "access.jsonl")
+    gw = procs.gateway("--routes", routes, "--access-log", access,
+                       admin_token=TOKEN)
+
+    # --- trace context ---
+    incoming = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    st, _, data = gw.request("GET", "/echo/a", headers={
+        "traceparent": incoming, "tracestate": "vendor=x"})
+    c.eq(st, 200, "proxied")
+    sent = h.echoed_header(data, "traceparent")
+    c.ok(sent is not None and re.fullmatch(
+        r"00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01", sent),
+        "traceparent upstream keeps the trace id: %r" % sent)
+    c.ok(sent and sent.split("-")[2] != "b7ad6b7169203331",
+         "with the gateway's own span id as the parent")
+    c.eq(h.echoed_header(data, "tracestate"), "vendor=x", "tracestate passed on")
+    st, _, data = gw.request("GET", "/echo/b")
+    fresh = h.echoed_header(data, "traceparent")
+    c.ok(fresh is not None and re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01",
+                                            fresh),
+         "a traceparent is generated when absent: %r" % fresh)
+    st, _, data = gw.request("GET", "/echo/c", headers={
+        "traceparent": "00-00000000000000000000000000000000-b7ad6b7169203331-01"})
+    bad = h.echoed_header(data, "traceparent")
+    c.ok(bad and "00000000000000000000000000000000" not in bad,
+         "an invalid traceparent starts a new trace")
+    gw.request("GET", "/api/users/7")
+    gw.request("GET", "/nowhere")
+
+    # --- the access log ---
+    h.wait_for(lambda: len(log_lines(access)) >= 5, "five access log lines")
+    lines = log_lines(access)
+    first = lines[0]
+    for key in ("time", "method", "path", "status", "route", "source",
+                "upstream", "instance", "version", "bytes", "duration_ms",
+                "upstream_ms", "retries", "rate_limited", "breaker",
+                "trace_id"):
+        c.ok(key in first, "access log line has %s" % key)
+    c.eq((first["method"], first["path"], first["status"], first["route"],
+          first["source"]), ("GET", "/echo/a", 200, "echo", "ops"),
+         "first line: request, status, route, source")
+    c.eq(first["trace_id"], "0af7651916cd43dd8448eb211c80319c",
+         "the log line carries the incoming trace id")
+    c.eq(first["parent_id"], "b7ad6b7169203331", "and the client's span")
+    c.eq(sent.split("-")[2], first["span_id"],
+         "the span sent upstream is the one logged")
+    c.eq(lines[1]["trace_id"], fresh.split("-")[1],
+         "a generated trace id is logged")
+    c.ok(first["bytes"] > 0 and first["duration_ms"] >= 0,
+         "bytes and duration")
+    c.eq((lines[4]["status"], lines[4]["route"]), (404, None),
+         "no route: 404, route null")
+
+    # --- metrics: the latency histogram by route ---
+    st, _, data = gw.admin_call("GET", "/metrics")
+    text = data.decode()
+    c.ok('gateway_request_duration_seconds_count{route="echo"} 3' in text,
+         "latency histogram count by route")
+    c.ok('gateway_request_duration_seconds_bucket{route="users",le="+Inf"}'
+         not in text, "users took no request")
+    c.ok('gateway_request_duration_seconds_bucket{route="api",le="+Inf"} 1'
+         in text, "api took /api/users/7")
+
+    # --- explain, shadowed, changes ---
+    st, _, data = gw.admin_call(
+        "GET", "/explain?method=GET&url=/api/users/7&header=X-A:%201")
+    ex = json.loads(data)
+    c.eq((st, ex["route"], ex["routes"][0]["route"]), (200, "api", "api"),
+         "explain: the route and the walk in rank order")
+    st, _, data = gw.admin_call("GET", "/explain?method=GET&url=/zzz")
+    ex = json.loads(data)
+    c.eq((ex["route"], ex["routes"][0]["failed"]), (None, "Path"),
+         "explain: no route, the failed predicate")
+    st, _, data = gw.admin_call("GET", "/shadowed")
+    c.eq(json.loads(data)["shadowed"][0]["shadowed_by"], ["api"],
+         "/shadowed: users is shadowed by api")
+    st, _, data = gw.admin_call("GET", "/changes")
+    ch = json.loads(data)["changes"]
+    c.ok(ch and ch[0]["report"]["parts"][0]["added"] == ["api", "users",
+                                                        "echo"],
+         "/changes: the load, with its three-way diff")
+
+    # --- dry run ---
+    status_before = gw.status()
+    doc2 = json.loads(routes_doc(bport, "2"))
+    doc2["routes"] = [doc2["routes"][1], doc2["routes"][0]]  # users first
+    st, _, data = gw.admin_call("PUT", "/routes/ops?dry_run=1", doc2)
+    c.eq(st, 200, "dry run answers 200: %s" % data[:300])
+    dr = json.loads(data)
+    c.eq((dr["dry_run"], dr["diff"]["removed"]), (True, ["echo"]),
+         "dry run: the diff")
+    imp = dr["impact"]
+    c.eq(imp["requests"], 5, "dry run replays the last requests")
+    moved = {(x["url"], x["old_route"], x["new_route"])
+             for x in imp["changed"]}
+    c.ok(("/api/users/7", "api", "users") in moved,
+         "impact: /api/users/7 goes from api to users: %r" % moved)
+    c.ok(("/echo/a", "echo", None) in moved, "impact: /echo/a loses its route")
+    after = gw.status()
+    c.eq((after["fingerprint"], after["generation"]),
+         (status_before["fingerprint"], status_before["generation"]),
+         "a dry run changes nothing")
+    st, _, data = gw.admin_call("PUT", "/routes/ops?dry_run=1",
+                                {"routes": [{"id": "x"}]})
+    c.eq((st, json.loads(data)["error"]["path"]), (400, "routes[0].uri"),
+         "a bad document: 400 with the located error")
+    st, _, _ = gw.admin_call("GET", "/explain?url=/a", token=False)
+    c.eq(st, 401, "the admin endpoints still need the token")
+
+    # --- the console ---
+    st, hdrs, page = gw.admin_call("GET", "/", token=False)
+    c.eq(st, 200, "the console page is served without the token")
+    html = page.decode()
+    outside = re.findall(r'(?:src|href)\s*=\s*["\']?\s*(?:[a-z]+:)?//', html,
+                         re.I)
+    c.eq(outside, [], "no src/href to another host")
+    if not os.path.exists(CHROMIUM):
+        print("SKIP: %s missing (tests/install-deps.sh installs chromium)"
+              % CHROMIUM)
+        return
+    url = "http://127.0.0.1:%d/#token=%s&explain=/api/users/7" % (gw.admin,
+                                                                  TOKEN)
+    dom = chromium(["--dump-dom", url]).stdout.decode("utf-8", "replace")
+    fp = gw.status()["fingerprint"]
+    c.ok('id="fingerprint">%s<' % fp in dom, "the DOM shows the fingerprint")
+    for rid in ("api", "users", "echo"):
+        c.ok('route-id mono">%s<' % rid in dom, "the DOM shows route %s" % rid)
+    c.ok('source-name">ops<' in dom, "the DOM shows the source name")
+    c.ok("shadowed by api" in dom, "the DOM shows the shadow warning")
+    c.ok(re.search(r'explain-winner">GET /api/users/7 =&gt; <b>api</b>', dom),
+         "the DOM shows an explain result")
+    out_dir = sys.argv[2] if len(sys.argv) > 2 else procs.dir
+    shot = os.path.join(out_dir, "console.png")
+    chromium(["--window-size=1280,1100", "--screenshot=" + shot, url])
+    c.ok(os.path.exists(shot) and os.path.getsize(shot) > 10000,
+         "a screenshot of the console at %s" % shot)
+
+
+h.run("gateway_ops", body)

@@ -318,8 +318,9 @@ static void global_filters(httpd_conn *c) {
     gw_reply_cjson(c, 200, o);
 }
 
-/* SCG's factory names; those this build's library accepts are listed (a
- * route naming each is parsed: an unknown name is SY_EUNKNOWN). */
+/* SCG's factory names; those this gateway runs are listed (a route naming
+ * each is parsed as the gateway's router parses: an unknown name is
+ * SY_EUNKNOWN, one the gateway does not run SY_ENOTRUN). */
 static void factories(httpd_conn *c, bool filters) {
     static const char *const preds[] = {
         "After",  "Before",       "Between", "Cookie",     "Header",
@@ -349,9 +350,12 @@ static void factories(httpd_conn *c, bool filters) {
                  filters ? "filters" : "predicates", names[i]);
         sy_document *d = NULL;
         sy_error err;
-        int rc = sy_document_parse(doc, strlen(doc), NULL, &d, &err);
+        sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+        po.registry = gw_registry();               /* the gateway's own */
+        po.host_runs = sy_host_profile("gateway"); /* what it runs */
+        int rc = sy_document_parse(doc, strlen(doc), &po, &d, &err);
         sy_document_free(d);
-        if (rc == SY_EUNKNOWN)
+        if (rc == SY_EUNKNOWN || rc == SY_ENOTRUN)
             continue;
         snprintf(key, sizeof key, "%s%s", names[i],
                  filters ? "GatewayFilterFactory" : "RoutePredicateFactory");

@@ -93,8 +93,11 @@ def actuator(procs, c, port):
     c.eq([d["id"] for d in json.loads(data)], ["file-a", "file-b"],
          "routedefinitions")
     st, _, data = gw.admin_call("GET", A + "/routefilters")
-    c.ok(st == 200 and "RewritePathGatewayFilterFactory" in json.loads(data),
-         "routefilters")
+    rf = json.loads(data)
+    c.ok(st == 200 and "RewritePathGatewayFilterFactory" in rf and
+         "SecureHeadersGatewayFilterFactory" in rf and
+         "ModifyRequestBodyGatewayFilterFactory" not in rf,
+         "routefilters: what this gateway runs (%s)" % sorted(rf))
     st, _, data = gw.admin_call("GET", A + "/routepredicates")
     c.ok(st == 200 and "PathRoutePredicateFactory" in json.loads(data) and
          "NopeRoutePredicateFactory" not in json.loads(data),

@@ -5,7 +5,7 @@ A .yml route file goes through the converter of `switchyard convert`
 (examples/cli/scg_convert.c): asserted that its routes serve (shortcut and
 expanded forms), default-filters apply, a placeholder resolves from the
 environment, an edit of the file is applied, a broken edit is refused with
-FILE:LINE (in the log) while the old routes keep serving, and an unresolved placeholder
+FILE:LINE (in /status) while the old routes keep serving, and an unresolved placeholder
 at start is a located startup error.
 """
 import json
@@ -66,12 +66,12 @@ def body(procs, c):
 
     procs.write_file("edge.yml", YML.replace("${GREET_URI}", "${NOPE_URI}")
                      % {"port": bport, "tag": "three"})
-    h.wait_for(lambda: "NOPE_URI" in procs.log("gateway.log"),
-         "the broken edit's error in the log")
-    line = [ln for ln in procs.log("gateway.log").splitlines()
-            if "NOPE_URI" in ln][0]
-    c.ok("rejected, the old config keeps serving: %s:8: " % path in line,
-         "an unresolved placeholder is refused with FILE:LINE (%s)" % line)
+    h.wait_for(lambda: (gw.source("edge")["error"] or {}).get("message"),
+               "the broken edit's error in /status")
+    msg = gw.source("edge")["error"]["message"]
+    c.ok(msg.startswith(path + ":8: ") and "${NOPE_URI}" in msg,
+         "an unresolved placeholder is refused with FILE:LINE, in /status "
+         "(%s)" % msg)
     st, _, data = gw.request("GET", "/tag/x")
     c.eq((st, h.echoed_header(data, "X-Tag")), (200, "two"),
          "the old routes keep serving")

@@ -88,17 +88,46 @@ int sy__parg_unknown(sy__pargs *p, const char *known) {
     return 0;
 }
 
-int sy__parg_int(sy__pargs *p, const char *name, int64_t min, int64_t max,
-                 int64_t *out, bool *present) {
+/* A text-to-value conversion of values.c, on a void pointer. */
+typedef bool (*conv_fn)(const char *s, void *out, const char **why);
+
+static bool conv_int(const char *s, void *out, const char **why) {
+    return sy__value_int64(s, INT64_MIN, INT64_MAX, out, why);
+}
+static bool conv_bool(const char *s, void *out, const char **why) {
+    return sy__value_bool(s, out, why);
+}
+static bool conv_duration(const char *s, void *out, const char **why) {
+    return sy__value_duration_ms(s, out, why);
+}
+static bool conv_status(const char *s, void *out, const char **why) {
+    return sy__value_status(s, out, why);
+}
+
+/* Read `name` through fn into out: 0 when absent (*present false) or
+ * converted, else the located error. */
+static int typed(sy__pargs *p, const char *name, conv_fn fn, void *out,
+                 bool *present) {
     int rc = 0;
     const char *v = sy__parg(p, name, &rc), *why = NULL;
     if (present)
         *present = v != NULL;
     if (rc || !v)
         return rc;
-    int64_t x;
-    if (!sy__value_int64(v, INT64_MIN, INT64_MAX, &x, &why))
+    if (!fn(v, out, &why))
         return sy__parg_fail(p, SY_EARG, name, "%s", why);
+    return 0;
+}
+
+int sy__parg_int(sy__pargs *p, const char *name, int64_t min, int64_t max,
+                 int64_t *out, bool *present) {
+    int64_t x = *out;
+    bool given;
+    int rc = typed(p, name, conv_int, &x, &given);
+    if (present)
+        *present = given;
+    if (rc || !given)
+        return rc;
     if (x < min || x > max)
         return sy__parg_fail(p, SY_ERANGE, name,
                              "%lld is out of range %lld..%lld", (long long)x,
@@ -108,26 +137,22 @@ int sy__parg_int(sy__pargs *p, const char *name, int64_t min, int64_t max,
 }
 
 int sy__parg_bool(sy__pargs *p, const char *name, bool *out) {
-    int rc = 0;
-    const char *v = sy__parg(p, name, &rc), *why = NULL;
-    if (rc || !v)
-        return rc;
-    if (!sy__value_bool(v, out, &why))
-        return sy__parg_fail(p, SY_EARG, name, "%s", why);
-    return 0;
+    return typed(p, name, conv_bool, out, NULL);
+}
+
+int sy__parg_status(sy__pargs *p, const char *name, int *out) {
+    return typed(p, name, conv_status, out, NULL);
 }
 
 int sy__parg_duration(sy__pargs *p, const char *name, int64_t min_ms,
                       int64_t *out, bool *present) {
-    int rc = 0;
-    const char *v = sy__parg(p, name, &rc), *why = NULL;
+    int64_t ms = *out;
+    bool given;
+    int rc = typed(p, name, conv_duration, &ms, &given);
     if (present)
-        *present = v != NULL;
-    if (rc || !v)
+        *present = given;
+    if (rc || !given)
         return rc;
-    int64_t ms;
-    if (!sy__value_duration_ms(v, &ms, &why))
-        return sy__parg_fail(p, SY_EARG, name, "%s", why);
     if (ms < min_ms)
         return sy__parg_fail(p, SY_ERANGE, name, "must be at least %lldms",
                              (long long)min_ms);
@@ -135,35 +160,34 @@ int sy__parg_duration(sy__pargs *p, const char *name, int64_t min_ms,
     return 0;
 }
 
-int sy__parg_float(sy__pargs *p, const char *name, double min, bool min_open,
-                   double max, double *out, bool *present) {
-    int rc = 0;
-    const char *v = sy__parg(p, name, &rc);
-    if (present)
-        *present = v != NULL;
-    if (rc || !v)
-        return rc;
+static bool conv_double(const char *v, void *out, const char **why) {
     char *end;
     errno = 0;
     double x = strtod(v, &end);
     while (end && (*end == ' ' || *end == '\t'))
         end++;
-    if (!*v || !end || *end || errno || !isfinite(x) || isspace((unsigned char)*v))
-        return sy__parg_fail(p, SY_EARG, name, "expected a number");
+    if (!*v || isspace((unsigned char)*v) || !end || *end || errno ||
+        !isfinite(x)) {
+        *why = "expected a number";
+        return false;
+    }
+    *(double *)out = x;
+    return true;
+}
+
+int sy__parg_float(sy__pargs *p, const char *name, double min, bool min_open,
+                   double max, double *out, bool *present) {
+    double x = *out;
+    bool given;
+    int rc = typed(p, name, conv_double, &x, &given);
+    if (present)
+        *present = given;
+    if (rc || !given)
+        return rc;
     if (x > max || x < min || (min_open && x == min))
         return sy__parg_fail(p, SY_ERANGE, name, "%g is out of range %s%g..%g",
                              x, min_open ? "above " : "", min, max);
     *out = x;
-    return 0;
-}
-
-int sy__parg_status(sy__pargs *p, const char *name, int *out) {
-    int rc = 0;
-    const char *v = sy__parg(p, name, &rc), *why = NULL;
-    if (rc || !v)
-        return rc;
-    if (!sy__value_status(v, out, &why))
-        return sy__parg_fail(p, SY_EARG, name, "%s", why);
     return 0;
 }
 

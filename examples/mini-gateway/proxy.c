@@ -228,8 +228,10 @@ static void client_close(gw_client *c) {
     if (c->req) {
         gw_request *q = c->req;
         c->req = NULL;
+        q->status = q->status ? q->status : 499; /* the client left */
         gw_metrics_request(&c->w->metrics, q->route_id ? q->route_id : "",
-                           q->status ? q->status : 499);
+                           q->status);
+        gw_access_log(q);
         request_free(q);
     }
     uv_close((uv_handle_t *)&c->timer.timer, on_client_handle_closed);

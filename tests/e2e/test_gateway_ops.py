@@ -98,6 +98,26 @@ def body(procs, c):
     c.eq((lines[4]["status"], lines[4]["route"]), (404, None),
          "no route: 404, route null")
 
+    # --- the access log read back by switchyard diff --requests ---
+    cli = os.path.join(os.path.dirname(h.binary()), "..", "cli", "switchyard")
+    doc2 = json.loads(routes_doc(bport, "2"))
+    doc2["routes"] = [doc2["routes"][1], doc2["routes"][0]]  # users first
+    new_doc = procs.write_file("ops-v2.json", json.dumps(doc2))
+    if os.path.exists(cli):
+        out = subprocess.run([cli, "diff", "--requests", access, "--json",
+                              routes, new_doc], stdout=subprocess.PIPE,
+                             timeout=30)
+        rep = json.loads(out.stdout)
+        c.eq((out.returncode, rep["requests"]), (0, 5),
+             "switchyard diff --requests reads the access log")
+        c.eq(sorted((x["url"], x["old_route"], x["new_route"])
+                    for x in rep["changed"]),
+             [("/api/users/7", "api", "users"), ("/echo/a", "echo", None),
+              ("/echo/b", "echo", None), ("/echo/c", "echo", None)],
+             "and tells what the new document re-routes")
+    else:
+        print("SKIP: no switchyard tool at %s" % cli)
+
     # --- metrics: the latency histogram by route ---
     st, _, data = gw.admin_call("GET", "/metrics")
     text = data.decode()
@@ -129,8 +149,6 @@ def body(procs, c):
 
     # --- dry run ---
     status_before = gw.status()
-    doc2 = json.loads(routes_doc(bport, "2"))
-    doc2["routes"] = [doc2["routes"][1], doc2["routes"][0]]  # users first
     st, _, data = gw.admin_call("PUT", "/routes/ops?dry_run=1", doc2)
     c.eq(st, 200, "dry run answers 200: %s" % data[:300])
     dr = json.loads(data)

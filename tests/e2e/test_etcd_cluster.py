@@ -8,8 +8,10 @@ to the cluster (through whichever member takes them) after each failure:
   2. the member the gateway watches is paused (SIGSTOP: it answers
      nothing, the way a partitioned member does), then resumed;
   3. a rolling restart: each member in turn stopped and started again.
-Asserted: no request fails, and every change made after a failure is
-served by the gateway within a bound. TAP on stdout.
+Asserted: no request fails, every change made after a failure is served
+by the gateway within a bound, an admin write goes through while a member
+is paused, and an admin PUT on one gateway is served by a second one on
+the cluster. TAP on stdout.
 """
 import json
 import os
@@ -98,6 +100,11 @@ try:
     cl.kill(w, signal.SIGSTOP)
     change("member %d paused" % w, avoid=(w,))
     t.ok(watched(gw, cl) != w, "the watch moved to another member")
+    st, _, body = gw.admin_call("PUT", "/routes/paused", [{
+        "id": "paused", "uri": up, "predicates": ["Path=/paused/**"]}])
+    t.ok(st == 200 and gw.request("GET", "/paused/x")[0] == 200,
+         "an admin write through the cluster while a member is paused",
+         body)
     cl.kill(w, signal.SIGCONT)
     t.ok(wait_until(lambda: cl.healthy(w), 10), "the paused member is back")
 
@@ -109,6 +116,18 @@ try:
         t.ok(wait_until(lambda: cl.healthy(i), 10),
              "member %d restarted" % i)
     change("after the rolling restart")
+
+    # the fleet: an admin PUT on one gateway, stored under
+    # PREFIX routes/<source>, served by every gateway on the cluster
+    gw2 = procs.gateway("--etcd", cl.urls())
+    st, _, body = gw.admin_call("PUT", "/routes/fleet", {
+        "version": "1", "routes": [{"id": "fleet", "uri": up,
+                                    "predicates": ["Path=/fleet/**"]}]})
+    key = json.loads(body).get("etcd", {}).get("key")
+    t.ok(st == 200 and key == P + "routes/fleet" and
+         wait_until(lambda: gw2.request("GET", "/fleet/x")[0] == 200, 5),
+         "admin PUT /routes/<source> on one gateway: stored under "
+         "PREFIX routes/<source>, served by the other", body)
 
     stop.set()
     loader.join(10)

@@ -144,6 +144,10 @@ typedef struct {
     sw_shm_doc_t *docs;
     sw_slot_t slots[SW_MAX_WORKERS];
     ngx_atomic_t ejected_count; /* health entries with ejected set */
+    /* the library's policy store (rate-limit buckets, breakers), shared
+     * by every worker: sy_policy_store_init'ed in the zone */
+    void *policy;
+    size_t policy_len;
     /* the state file as this zone last wrote or read it */
     uint64_t state_ino, state_size, state_mtime_ns;
     sw_health_t health[SW_HEALTH_SLOTS];
@@ -238,8 +242,32 @@ typedef struct {
     /* the route's connect-timeout / response-timeout metadata (0: none),
      * applied by the balancer */
     ngx_msec_t connect_timeout, response_timeout;
-    unsigned balanced : 1; /* the balancer reports each attempt */
+    /* policies (ngx_http_switchyard_policy.c): the breaker's permit
+     * (borrowed from snap), an open breaker's fallback path, Retry as
+     * next-upstream conditions and tries */
+    sy_breaker_permit permit;
+    ngx_str_t fallback;
+    ngx_uint_t next_upstream, tries;
+    unsigned balanced : 1;       /* the balancer reports each attempt */
+    unsigned needs_balancer : 1; /* timeouts, Retry or a breaker's limit */
+    unsigned retry : 1;
+    unsigned breaker_recorded : 1;
 } sw_req_ctx_t;
+
+/* The route's rate limiters, breaker and Retry for a matched request:
+ * NGX_DECLINED to go on, a status to answer (429, 403, 503), or NGX_DONE
+ * (an open breaker's fallback: sw_policy_redirect once the match is
+ * released). */
+ngx_int_t sw_policy_phase(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                          sy_match *m);
+ngx_int_t sw_policy_redirect(ngx_http_request_t *r, sw_req_ctx_t *ctx);
+/* Retry's conditions and tries, the breaker's time limit, on the
+ * request's copy of the upstream settings (the balancer). */
+void sw_policy_conf(sw_req_ctx_t *ctx, ngx_http_upstream_conf_t *conf,
+                    ngx_peer_connection_t *pc);
+/* Record a permitted call's outcome with its breaker (once). */
+void sw_policy_record(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                      sy_outcome outcome, int status);
 
 /* Match the request of ctx again on ctx->snap (its route must be the one
  * matched first) and select an instance outside `exclude` and the zone's
@@ -319,16 +347,6 @@ int sw_instances_doc(const char *service, const char *json, size_t len,
                      sy_instances **out, sy_error *err);
 /* Check an instances file {"services": {name: [...]}} at config time. */
 int sw_instances_file_check(const char *json, size_t len, sy_error *err);
-
-/* ---- what the module does not run (ngx_http_switchyard_refuse.c) ---- */
-
-/* SY_EINVAL with the route and JSON path of the first thing of a parsed
- * document (text: its bytes) that the module does not run; 0 if none. */
-int sw_refuse_document(const sy_document *doc, const char *text, size_t len,
-                       sy_error *err);
-/* The same for the body of an admin PUT of `kind` (other kinds: 0). */
-int sw_refuse_text(ngx_uint_t kind, const char *text, size_t len,
-                   sy_error *err);
 
 /* ---- waking the other workers ---- */
 

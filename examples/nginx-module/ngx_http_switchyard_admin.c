@@ -134,6 +134,28 @@ static u_char *sw_sources_json(u_char *p, const char **origins) {
     return p;
 }
 
+/* The zone's policy store: rate limits and breakers of every worker.
+ * Needs SW_POLICY_JSON_MAX bytes. */
+#define SW_POLICY_JSON_MAX 400
+static u_char *sw_policy_json(u_char *p) {
+    sy_policy_stats st;
+    sy_policy_store *store = sy_router_policy_store(sw_worker.router);
+
+    if (store == NULL)
+        return p;
+    sy_policy_store_stats(store, &st);
+    return ngx_sprintf(p,
+                       ",\"policy\":{\"slots\":%uD,\"breakers\":%uD,"
+                       "\"buckets_used\":%uL,\"breakers_used\":%uL,"
+                       "\"limited\":%uL,\"store_full\":%uL,"
+                       "\"breaker_rejected\":%uL,\"breaker_opened\":%uL,"
+                       "\"breaker_half_opened\":%uL,\"breaker_closed\":%uL}",
+                       st.slots, st.breakers, st.buckets_used,
+                       st.breakers_used, st.limited, st.store_full,
+                       st.breaker_rejected, st.breaker_opened,
+                       st.breaker_half_opened, st.breaker_closed);
+}
+
 /* ---- each service's instances with their shared health ---- */
 
 typedef struct {
@@ -263,7 +285,7 @@ done:
 static ngx_int_t sw_status(ngx_http_request_t *r) {
     sw_zone_ctx_t *z = sw_worker.zone;
     sw_shm_doc_t *d;
-    size_t size = 512 + SW_MAX_WORKERS * (520 + 6 * 520) +
+    size_t size = 512 + SW_POLICY_JSON_MAX + SW_MAX_WORKERS * (520 + 6 * 520) +
                   sy_router_source_count(sw_worker.router) * SW_SOURCE_JSON_MAX,
            ndocs = 0;
     ngx_buf_t *b;
@@ -359,6 +381,7 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     b->last = ngx_sprintf(b->last, "],\"converged\":%s,\"this_worker\":%P",
                           converged && nslots ? "true" : "false", ngx_pid);
     b->last = sw_sources_json(b->last, origins);
+    b->last = sw_policy_json(b->last);
     b->last = ngx_cpymem(b->last, sb->pos, sb->last - sb->pos);
     b->last = ngx_cpymem(b->last, "}\n", 2);
     return sw_send_json(r, NGX_HTTP_OK, b);
@@ -525,8 +548,6 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         c_store = sw_cpu_us() - c0;
         if (rc == 0 && a->kind == SW_DOC_ROUTE)
             rc = sw_check_route_id(a, doc->data, len, &err);
-        if (rc == 0)
-            rc = sw_refuse_text(a->kind, (char *)doc->data, len, &err);
         if (rc == 0) {
             rc = sw_worker_apply(a->kind, name, source, (char *)doc->data, len,
                                  &err);
@@ -561,8 +582,6 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         }
         if (a->kind == SW_DOC_ROUTE)
             rc = sw_check_route_id(a, body, len, &err);
-        if (rc == 0)
-            rc = sw_refuse_text(a->kind, (char *)body, len, &err);
         if (rc == 0)
             rc =
                 sw_worker_check(a->kind, name, source, (char *)body, len, &err);

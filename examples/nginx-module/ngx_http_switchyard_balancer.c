@@ -239,8 +239,9 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
 
     pc->cached = 0;
     pc->connection = NULL;
-    if (p->attempts == 0) {
-        /* the request phase's selection */
+    if (p->attempts == 0 || ctx->service.len == 0) {
+        /* the request phase's selection; a URL has one address (Retry
+         * tries it again) */
         u_char *h = ctx->upstream.data, *end = h + ctx->upstream.len;
         u_char *s = ngx_strlchr(h, end, ':');
         ngx_str_t key;
@@ -364,8 +365,9 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
     /* lb:// routes try other instances (nginx caps this with
      * proxy_next_upstream_tries); a URL has one address */
     u->peer.tries = ctx->service.len ? SW_MAX_TRIES : 1;
-    if (ctx->connect_timeout || ctx->response_timeout) {
-        /* the route's timeouts: a copy of the location's settings */
+    if (ctx->needs_balancer) {
+        /* the route's timeouts, Retry and breaker: a copy of the
+         * location's settings for this request */
         ngx_http_upstream_conf_t *conf = ngx_palloc(r->pool, sizeof *conf);
         if (conf == NULL)
             return NGX_ERROR;
@@ -374,6 +376,9 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
             conf->connect_timeout = ctx->connect_timeout;
         if (ctx->response_timeout)
             conf->read_timeout = ctx->response_timeout;
+        sw_policy_conf(ctx, conf, &u->peer);
+        if (u->peer.tries > SW_MAX_TRIES)
+            u->peer.tries = SW_MAX_TRIES;
         u->conf = conf;
     }
     return NGX_OK;

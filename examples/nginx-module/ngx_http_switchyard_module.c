@@ -188,6 +188,9 @@ static char *sw_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     ngx_str_t *value = cf->args->elts;
     sw_file_t *f, *all;
     sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+
+    /* what the module does not run is refused, located (SY_ENOTRUN) */
+    po.host_runs = sy_host_profile("nginx");
     sy_document *doc;
     sy_error err;
     u_char *base, *end;
@@ -226,11 +229,6 @@ static char *sw_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
         }
     /* a bad file fails the configuration (nginx -t, reload) */
     if (sy_document_parse((char *)f->text.data, f->text.len, &po, &doc, &err)) {
-        sw_conf_error(cf, &f->path, &err);
-        return NGX_CONF_ERROR;
-    }
-    if (sw_refuse_document(doc, (char *)f->text.data, f->text.len, &err)) {
-        sy_document_free(doc);
         sw_conf_error(cf, &f->path, &err);
         return NGX_CONF_ERROR;
     }
@@ -341,12 +339,12 @@ static ngx_int_t sw_var_upstream(ngx_http_request_t *r,
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
 
     if (ctx && ctx->kind == SW_CTX_REQUEST && !ctx->balanced &&
-        r->upstream && ctx->upstream.len &&
-        (ctx->connect_timeout || ctx->response_timeout)) {
+        r->upstream && ctx->upstream.len && ctx->needs_balancer) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "switchyard: route \"%V\" sets connect-timeout or "
-                      "response-timeout, which the module applies only "
-                      "through switchyard_balancer: refused",
+                      "switchyard: route \"%V\" sets connect-timeout, "
+                      "response-timeout, Retry or a CircuitBreaker's time "
+                      "limit, which the module applies only through "
+                      "switchyard_balancer: refused",
                       &ctx->route);
         return NGX_ERROR;
     }
@@ -616,11 +614,17 @@ static ngx_int_t sw_build_request(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     else /* HTTP/1.0 without Host, or the host of an absolute URI */
         req->host = (sy_str){(char *)r->headers_in.server.data,
                              r->headers_in.server.len};
-    q = ngx_strlchr(r->unparsed_uri.data,
-                    r->unparsed_uri.data + r->unparsed_uri.len, '?');
-    req->path =
-        (sy_str){(char *)r->unparsed_uri.data,
-                 q ? (size_t)(q - r->unparsed_uri.data) : r->unparsed_uri.len};
+    if (r->internal) {
+        /* an internal redirect (an open breaker's forward:, error_page):
+         * the URI it was given, not the client's */
+        req->path = (sy_str){(char *)r->uri.data, r->uri.len};
+    } else {
+        q = ngx_strlchr(r->unparsed_uri.data,
+                        r->unparsed_uri.data + r->unparsed_uri.len, '?');
+        req->path = (sy_str){(char *)r->unparsed_uri.data,
+                             q ? (size_t)(q - r->unparsed_uri.data)
+                               : r->unparsed_uri.len};
+    }
     req->query = (sy_str){(char *)r->args.data, r->args.len};
     req->remote_addr = (sy_str){(char *)r->connection->addr_text.data,
                                 r->connection->addr_text.len};
@@ -662,6 +666,7 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         return sw_500(r, "out of memory for the route id");
     ctx->connect_timeout = sw_meta_ms(sy_match_route(m), "connect-timeout");
     ctx->response_timeout = sw_meta_ms(sy_match_route(m), "response-timeout");
+    ctx->needs_balancer = ctx->connect_timeout || ctx->response_timeout;
 
     /* an answer the module gives must be a real status (0 would let the
      * request go on) */
@@ -674,6 +679,9 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                       &ctx->route, status);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+    ngx_int_t prc = sw_policy_phase(r, ctx, m);
+    if (prc != NGX_DECLINED)
+        return prc;
     switch (sy_match_action(m)) {
     case SY_ACTION_RESPOND: return status;
     case SY_ACTION_REDIRECT: {
@@ -748,7 +756,12 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
 
     sy_snapshot *snap = sy_router_acquire(sw_worker.router);
     ngx_int_t rc = sw_route(r, ctx, snap);
-    if (rc == NGX_DECLINED && ctx->target.health) {
+    if (rc == NGX_DONE) {
+        /* an open breaker's fallback: the match is done with */
+        sy_snapshot_release(snap);
+        return sw_policy_redirect(r, ctx);
+    }
+    if (rc == NGX_DECLINED && (ctx->target.health || ctx->permit.breaker)) {
         /* keep the snapshot for the outcome report (sw_log_handler) */
         ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
         if (cln) {
@@ -767,26 +780,33 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
  * instance went (consecutive failures eject it for a while). */
 static ngx_int_t sw_log_handler(ngx_http_request_t *r) {
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
-    ngx_http_upstream_state_t *st;
+    ngx_http_upstream_state_t *st = NULL;
     sy_outcome outcome;
+    int status;
 
-    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->balanced ||
-        ctx->snap == NULL || ctx->target.health == NULL ||
-        r->upstream_states == NULL || r->upstream_states->nelts == 0 ||
+    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->snap == NULL ||
         sw_worker.router == NULL)
         return NGX_OK;
-    st = r->upstream_states->elts;
-    st = &st[r->upstream_states->nelts - 1];
-    if (st->connect_time == (ngx_msec_t)-1)
+    if (r->upstream_states && r->upstream_states->nelts) {
+        st = r->upstream_states->elts;
+        st = &st[r->upstream_states->nelts - 1];
+    }
+    status = st ? (int)st->status : (int)r->headers_out.status;
+    if (st && st->connect_time == (ngx_msec_t)-1)
         outcome = st->status == NGX_HTTP_GATEWAY_TIME_OUT
                       ? SY_OUTCOME_TIMEOUT
                       : SY_OUTCOME_CONNECT_FAILURE;
-    else if (st->status == NGX_HTTP_GATEWAY_TIME_OUT)
+    else if (status == NGX_HTTP_GATEWAY_TIME_OUT)
         outcome = SY_OUTCOME_TIMEOUT;
-    else if (st->status >= 500 || st->status == 0)
+    else if (status >= 500 || status == 0)
         outcome = SY_OUTCOME_5XX;
     else
         outcome = SY_OUTCOME_SUCCESS;
+    /* the breaker counts the request's call once, whatever the tries */
+    sw_policy_record(r, ctx, outcome, status);
+    /* passive health: the balancer reported every attempt already */
+    if (ctx->balanced || ctx->target.health == NULL || st == NULL)
+        return NGX_OK;
     sy_router_report_outcome(sw_worker.router, &ctx->target, outcome);
     sw_health_report(r->connection->log, (char *)ctx->service.data,
                      (char *)ctx->instance.data, outcome);

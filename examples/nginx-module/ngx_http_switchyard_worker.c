@@ -358,6 +358,15 @@ int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
     /* passive health is the zone's, shared by the workers (one ejection
      * for the server, not one per worker): the routers' own is off */
     opts.outlier.disabled = true;
+    /* what the module does not run is refused, located (SY_ENOTRUN) */
+    opts.host_runs = sy_host_profile("nginx");
+    /* rate-limit buckets and breakers shared by every worker (the -t
+     * check in the master, before the zone exists, has its own) */
+    sw_zone_ctx_t *z = mcf->zone ? mcf->zone->data : NULL;
+    if (z && z->sh && z->sh->policy &&
+        sy_policy_store_attach(z->sh->policy, z->sh->policy_len,
+                               &opts.policy_store, err))
+        return err->code;
     rc = sy_router_new(&opts, out, err);
     for (ngx_uint_t i = 0; rc == 0 && i < mcf->route_files.nelts; i++)
         rc = sy_router_add_source(*out, (char *)f[i].name.data, err);

@@ -81,6 +81,32 @@ void sw_zone_reconcile(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     ngx_shmtx_unlock(&z->shpool->mutex);
 }
 
+#define SW_POLICY_SLOTS 16384
+#define SW_POLICY_BREAKERS 256
+
+/* The library's policy store, in the zone: every worker's limiters and
+ * breakers use the same buckets (one rate for the server, not one per
+ * worker). */
+static ngx_int_t sw_zone_policy_init(sw_zone_ctx_t *ctx, ngx_shm_zone_t *zone) {
+    size_t len = sy_policy_store_bytes(SW_POLICY_SLOTS, SW_POLICY_BREAKERS);
+    sy_policy_store *st;
+    sy_error err;
+    void *mem = ngx_slab_alloc(ctx->shpool, len);
+
+    if (mem == NULL ||
+        sy_policy_store_init(mem, len, SW_POLICY_SLOTS, SW_POLICY_BREAKERS,
+                             &st, &err)) {
+        ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
+                      "switchyard: zone \"%V\" (%uz bytes) is too small for "
+                      "the policy store: it needs at least %uz bytes",
+                      &zone->shm.name, zone->shm.size, sw_zone_min_size());
+        return NGX_ERROR;
+    }
+    ctx->sh->policy = mem;
+    ctx->sh->policy_len = len;
+    return NGX_OK;
+}
+
 ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
     sw_zone_ctx_t *octx = data, *ctx = zone->data;
 
@@ -107,14 +133,19 @@ ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
     ctx->sh->epoch = 1;
     ctx->shpool->data = ctx->sh;
     ctx->shpool->log_nomem = 0;
+    if (sw_zone_policy_init(ctx, zone) != NGX_OK)
+        return NGX_ERROR;
     sw_state_read(ctx, ctx->mcf, zone->shm.log);
     return NGX_OK;
 }
 
 size_t sw_zone_min_size(void) {
     /* the slab pool's own pages and header, the zone's header (worker
-     * slots) and room for a few documents */
-    return 8 * ngx_pagesize + sizeof(sw_shm_t) + 64 * 1024;
+     * slots, health table), the policy store and room for a few
+     * documents */
+    return 8 * ngx_pagesize + sizeof(sw_shm_t) +
+           sy_policy_store_bytes(SW_POLICY_SLOTS, SW_POLICY_BREAKERS) +
+           64 * 1024;
 }
 
 static int sw_doc_cmp(const void *a, const void *b) {

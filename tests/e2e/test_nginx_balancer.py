@@ -32,6 +32,7 @@ UPSTREAM = """
             proxy_next_upstream error timeout http_502;
             proxy_connect_timeout 1s;
             add_header X-Switchyard-Instance $switchyard_instance always;
+            add_header X-Upstream-Addr $upstream_addr always;
         }}
     }}"""
 
@@ -121,7 +122,7 @@ def test_route_response_timeout_applied(env):
     # the variable form cannot apply them: refused, not ignored
     r = request(env.port, "GET", "/slow/x?sleep=0.05")
     check(r.status == 500, "variable form answered %d" % r.status)
-    check('route "slow" sets connect-timeout or response-timeout' in
+    check('route "slow" sets connect-timeout, response-timeout' in
           env.error_log(), "refusal not logged")
 
 

@@ -49,8 +49,14 @@ def run_backend(ident, port):
                 "body": body_in.decode("utf-8", "replace"),
                 "peer": self.client_address[1],
             }).encode()
-            # "fail=<id>" in the path: this backend answers 502
-            self.send_response(502 if "fail=" + ident in self.path else 200)
+            # "fail=<id>" in the path: this backend answers 502, or the
+            # status of "failcode=NNN"
+            code = 200
+            if "fail=" + ident in self.path:
+                code = 502
+                if "failcode=" in self.path:
+                    code = int(self.path.split("failcode=")[1][:3])
+            self.send_response(code)
             self.send_header("Content-Type", "application/json")
             # "rh=Name:Value" in the query: a response header to send
             from urllib.parse import parse_qs, urlsplit

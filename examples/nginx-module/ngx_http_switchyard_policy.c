@@ -1,0 +1,181 @@
+/*
+ * ngx_http_switchyard_policy.c - the library's policies run by the module
+ * (docs/policies.md, docs/nginx.md): RequestRateLimiter against the
+ * policy store in the zone (one bucket per key for every worker),
+ * CircuitBreaker (an open breaker goes to its fallbackUri by an internal
+ * redirect, or answers 503; every permitted call is recorded), and Retry
+ * mapped onto the balancer's tries (its statuses, exceptions and methods
+ * become the request's proxy_next_upstream, its retries the tries).
+ */
+#include "ngx_http_switchyard.h"
+
+#include <string.h>
+
+/* The statuses nginx's next upstream can retry on, and their flags. */
+static const struct {
+    int status;
+    ngx_uint_t ft;
+} sw_ft[] = {{500, NGX_HTTP_UPSTREAM_FT_HTTP_500},
+             {502, NGX_HTTP_UPSTREAM_FT_HTTP_502},
+             {503, NGX_HTTP_UPSTREAM_FT_HTTP_503},
+             {504, NGX_HTTP_UPSTREAM_FT_HTTP_504},
+             {403, NGX_HTTP_UPSTREAM_FT_HTTP_403},
+             {404, NGX_HTTP_UPSTREAM_FT_HTTP_404},
+             {429, NGX_HTTP_UPSTREAM_FT_HTTP_429}};
+
+/* The X-RateLimit-* headers of a limiter's answer, on the response. */
+static ngx_int_t sw_ratelimit_headers(ngx_http_request_t *r,
+                                      const sy_ratelimit *rl) {
+    sy_header hs[4];
+    u_char *buf = ngx_pnalloc(r->pool, 128);
+    size_t n;
+
+    if (buf == NULL)
+        return NGX_ERROR;
+    n = sy_ratelimit_headers(rl, hs, (char *)buf, 128);
+    for (size_t i = 0; i < n; i++) {
+        ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL)
+            return NGX_ERROR;
+        h->hash = 1;
+        h->key.data = (u_char *)hs[i].name.ptr; /* static */
+        h->key.len = hs[i].name.len;
+        h->value.data = (u_char *)hs[i].value.ptr; /* in buf */
+        h->value.len = hs[i].value.len;
+        h->lowcase_key = NULL;
+    }
+    return NGX_OK;
+}
+
+/* Retry: the request's next-upstream conditions and tries. */
+static void sw_retry_map(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                         const sy_retry_policy *rp) {
+    sy_str method = {(char *)r->method_name.data, r->method_name.len};
+    sy_retry_info info;
+    ngx_uint_t flags = 0;
+    uint32_t delay;
+
+    sy_retry_policy_info(rp, &info);
+    for (size_t i = 0; i < sizeof sw_ft / sizeof *sw_ft; i++)
+        if (sy_retry_next(rp, 0, method, SY_OUTCOME_5XX, sw_ft[i].status, 0,
+                          0, &delay))
+            flags |= sw_ft[i].ft;
+    if (sy_retry_next(rp, 0, method, SY_OUTCOME_CONNECT_FAILURE, 0, 0, 0,
+                      &delay))
+        flags |= NGX_HTTP_UPSTREAM_FT_ERROR;
+    if (sy_retry_next(rp, 0, method, SY_OUTCOME_TIMEOUT, 0, 0, 0, &delay))
+        flags |= NGX_HTTP_UPSTREAM_FT_TIMEOUT;
+    /* the methods decided above (sy_retry_next said no for another
+     * method); nginx retries POST, LOCK and PATCH only when told */
+    if (flags && (r->method & (NGX_HTTP_POST | NGX_HTTP_LOCK |
+                               NGX_HTTP_PATCH)))
+        flags |= NGX_HTTP_UPSTREAM_FT_NON_IDEMPOTENT;
+    ctx->retry = 1;
+    ctx->next_upstream = flags ? flags : NGX_HTTP_UPSTREAM_FT_OFF;
+    ctx->tries = flags ? info.retries + 1 : 1;
+}
+
+/* Go to an open breaker's fallback (forward:/path) by an internal
+ * redirect; the caller has released the match. */
+static ngx_int_t sw_fallback(ngx_http_request_t *r, ngx_str_t *to) {
+    ngx_str_t uri = *to, args = ngx_null_string;
+    u_char *q = ngx_strlchr(uri.data, uri.data + uri.len, '?');
+
+    if (q) {
+        args.data = q + 1;
+        args.len = uri.data + uri.len - args.data;
+        uri.len = q - uri.data;
+    }
+    (void)ngx_http_internal_redirect(r, &uri, &args);
+    ngx_http_finalize_request(r, NGX_DONE);
+    return NGX_DONE;
+}
+
+ngx_int_t sw_policy_phase(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                          sy_match *m) {
+    sy_error err;
+
+    if (sy_match_ratelimit_count(m)) {
+        sy_ratelimit rl;
+        if (sy_match_ratelimit(m, ctx->now_ms, &rl, &err)) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "switchyard: route \"%V\": rate limiter: %s",
+                          &ctx->route, err.message);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        if (rl.limited && rl.headers && sw_ratelimit_headers(r, &rl) != NGX_OK)
+            return sw_500(r, "out of memory for the X-RateLimit headers");
+        if (rl.limited && !rl.allowed)
+            return rl.status;
+    }
+    if (sy_match_breaker_acquire(m, ctx->now_ms, &ctx->permit, &err)) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: route \"%V\": circuit breaker: %s",
+                      &ctx->route, err.message);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (ctx->permit.breaker && !ctx->permit.permitted) {
+        if (ctx->permit.fallback == NULL)
+            return NGX_HTTP_SERVICE_UNAVAILABLE;
+        size_t fl = ngx_strlen(ctx->permit.fallback);
+        ctx->fallback.data = ngx_pnalloc(r->pool, fl);
+        if (ctx->fallback.data == NULL)
+            return sw_500(r, "out of memory for a fallback");
+        ngx_memcpy(ctx->fallback.data, ctx->permit.fallback, fl);
+        ctx->fallback.len = fl;
+        ctx->permit.breaker = 0; /* not permitted: nothing to record */
+        return NGX_DONE;         /* sw_policy_redirect, once released */
+    }
+    if (ctx->permit.breaker)
+        ctx->needs_balancer = 1; /* its time limit */
+    const sy_retry_policy *rp = sy_match_retry_policy(m);
+    if (rp) {
+        sw_retry_map(r, ctx, rp);
+        ctx->needs_balancer = 1;
+    }
+    return NGX_DECLINED;
+}
+
+ngx_int_t sw_policy_redirect(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
+    ngx_str_t to = ctx->fallback;
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "switchyard: route \"%V\": circuit breaker open, forward "
+                  "to \"%V\"",
+                  &ctx->route, &to);
+    return sw_fallback(r, &to);
+}
+
+void sw_policy_conf(sw_req_ctx_t *ctx, ngx_http_upstream_conf_t *conf,
+                    ngx_peer_connection_t *pc) {
+    if (ctx->retry) {
+        conf->next_upstream = ctx->next_upstream;
+        conf->next_upstream_tries = ctx->tries;
+        pc->tries = ctx->tries;
+    }
+    if (ctx->permit.breaker && ctx->permit.timeout_ms) {
+        ngx_msec_t t = ctx->permit.timeout_ms;
+        if (conf->read_timeout > t)
+            conf->read_timeout = t;
+        if (conf->connect_timeout > t)
+            conf->connect_timeout = t;
+        if (conf->send_timeout > t)
+            conf->send_timeout = t;
+    }
+}
+
+void sw_policy_record(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                      sy_outcome outcome, int status) {
+    ngx_time_t *tp;
+    int64_t now;
+
+    if (!ctx->permit.breaker || ctx->breaker_recorded)
+        return;
+    ctx->breaker_recorded = 1;
+    tp = ngx_timeofday();
+    now = (int64_t)tp->sec * 1000 + tp->msec;
+    (void)sy_breaker_record(&ctx->permit, outcome, status,
+                            (uint64_t)(now > ctx->now_ms ? now - ctx->now_ms
+                                                         : 0),
+                            now);
+    (void)r;
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the library's policies run by the nginx module (TAP
+for meson, suite e2e): RequestRateLimiter with its buckets in the zone
+(one rate for every worker, 429 and X-RateLimit-* headers), Retry mapped
+onto the balancer's tries (its statuses and methods), and CircuitBreaker
+(an open breaker forwards to its fallbackUri by an internal redirect).
+Same fixture as test_nginx_balancer.py.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402
+import test_nginx_module as base  # noqa: E402
+from test_nginx_balancer import BalancerEnv  # noqa: E402
+from test_nginx_module import check, request  # noqa: E402
+
+
+def put_route(env, doc):
+    r = env.put("routes/live/" + doc["id"], doc)
+    check(r.status == 200, "PUT %s: %d %r" % (doc["id"], r.status, r.body))
+
+
+def test_rate_limiter_429_shared_by_workers(env):
+    """A burst of 3: of 10 quick requests on fresh connections (spread
+    over both workers) 3 pass, the others get 429 with X-RateLimit-*; per
+    worker buckets would let up to 6 through."""
+    put_route(env, {
+        "id": "limited", "uri": "http://127.0.0.1:%d" % env.pa,
+        "predicates": ["Path=/limited/**"],
+        "filters": [{"name": "RequestRateLimiter", "args": {
+            "redis-rate-limiter.replenishRate": "1",
+            "redis-rate-limiter.burstCapacity": "3",
+            "key-resolver": "#{@remoteAddrKeyResolver}"}}]})
+    env.converged()
+    answers = [request(env.port, "GET", "/limited/x") for _ in range(10)]
+    ok = [r for r in answers if r.status == 200]
+    limited = [r for r in answers if r.status == 429]
+    check(len(ok) in (3, 4) and len(ok) + len(limited) == 10,
+          "statuses %r" % [r.status for r in answers])
+    check(limited[0].header("X-RateLimit-Remaining") == "0" and
+          limited[0].header("X-RateLimit-Burst-Capacity") == "3",
+          "headers %r" % limited[0].headers)
+    check(ok[0].header("X-RateLimit-Replenish-Rate") == "1",
+          "headers of an allowed answer %r" % ok[0].headers)
+    check(env.status()["policy"]["limited"] >= len(limited),
+          "status: %r" % env.status().get("policy"))
+
+
+def retry_service(env, name):
+    put_route(env, {"id": name, "uri": "lb://" + name,
+                    "predicates": ["Path=/%s/**" % name],
+                    "filters": ["Retry=2,SERVICE_UNAVAILABLE,GET"]})
+    r = env.put("instances/" + name, [
+        {"id": name + "-a", "host": "127.0.0.1", "port": env.pa},
+        {"id": name + "-b", "host": "127.0.0.1", "port": env.pb}])
+    check(r.status == 200, "PUT instances: %d" % r.status)
+
+
+def test_retry_statuses_and_methods(env):
+    """Retry=2,SERVICE_UNAVAILABLE,GET: a 503 from one instance is retried
+    on the other for a GET although the location's proxy_next_upstream
+    does not name http_503; a POST is not retried."""
+    retry_service(env, "rtg")
+    retry_service(env, "rtp")
+    env.converged()
+    gets = [env.get("/rtg/x?fail=B&failcode=503") for _ in range(8)]
+    check([r.status for r in gets] == [200] * 8,
+          "GETs: %r" % [r.status for r in gets])
+    check(any("," in (r.header("X-Upstream-Addr") or "") for r in gets),
+          "no GET was retried: %r" % [r.header("X-Upstream-Addr")
+                                      for r in gets])
+    posts = [request(env.bport, "POST", "/rtp/x?fail=B&failcode=503",
+                     body=b"x").status for _ in range(8)]
+    check(503 in posts, "POSTs retried: %r" % posts)
+
+
+def test_open_breaker_forwards_to_fallback(env):
+    """Connections refused open the breaker after 4 calls; then requests
+    go to the fallbackUri's route by an internal redirect."""
+    dead = free_port()
+    put_route(env, {"id": "fb", "uri": "http://127.0.0.1:%d" % env.pa,
+                    "predicates": ["Path=/fallback/**"]})
+    put_route(env, {
+        "id": "cb", "uri": "http://127.0.0.1:%d" % dead,
+        "predicates": ["Path=/cb/**"],
+        "filters": [{"name": "CircuitBreaker", "args": {
+            "name": "cbt", "fallbackUri": "forward:/fallback/from-cb",
+            "slidingWindowSize": 4, "minimumNumberOfCalls": 4,
+            "waitDurationInOpenState": "30s"}}]})
+    env.converged()
+    first = [env.get("/cb/x").status for _ in range(4)]
+    check(all(s >= 500 for s in first), "calls to a dead upstream: %r"
+          % first)
+    r = env.get("/cb/x")
+    check(r.status == 200 and r.json()["path"] == "/fallback/from-cb",
+          "open breaker: %d %r" % (r.status, r.body[:200]))
+    check(env.status()["policy"]["breaker_opened"] >= 1,
+          "status: %r" % env.status().get("policy"))
+
+
+TESTS = [
+    test_rate_limiter_429_shared_by_workers,
+    test_retry_statuses_and_methods,
+    test_open_breaker_forwards_to_fallback,
+]
+
+if __name__ == "__main__":
+    sys.exit(base.run(TESTS, BalancerEnv))

@@ -10,6 +10,10 @@ int sy_cli_match(int argc, char **argv);
 int sy_cli_explain(int argc, char **argv);
 int sy_cli_diff(int argc, char **argv);
 int sy_cli_convert(int argc, char **argv); /* cli_convert.c */
+/* `check` on a .yml/.yaml/.properties file: its text (taken) converted as
+ * `convert` does; its issues printed as check prints errors; NULL when
+ * it does not convert. */
+char *sy_cli_convert_for_check(const char *file, char *text, size_t *len);
 /* diff --requests: replay recorded requests (cli_replay.c) */
 int sy_cli_replay(int argc, char **argv);
 

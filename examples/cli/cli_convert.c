@@ -144,3 +144,21 @@ int sy_cli_convert(int argc, char **argv) {
     scg_converter_free(c);
     return status;
 }
+
+char *sy_cli_convert_for_check(const char *file, char *text, size_t *len) {
+    scg_options o = {0};
+    scg_converter *c = scg_converter_new(&o);
+    char *doc = NULL;
+    size_t routes = 0;
+    if (c && !scg_converter_add(c, file, text, *len, SCG_FORMAT_UNKNOWN))
+        doc = scg_converter_document(c, len, &routes);
+    free(text);
+    for (size_t k = 0; c && k < scg_converter_issue_count(c); k++) {
+        const scg_issue *is = scg_converter_issue(c, k);
+        printf("%s%s\n", is->error ? "" : "warning: ", is->text);
+    }
+    if (!c)
+        printf("%s: out of memory\n", file);
+    scg_converter_free(c);
+    return doc;
+}

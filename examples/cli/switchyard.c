@@ -7,6 +7,9 @@
  * files and are declared in cli.h. Uses only the public API.
  */
 #include "cli.h"
+#ifdef SY_HAVE_YAML
+#include "scg_convert.h"
+#endif
 
 #include <errno.h>
 #include <stdio.h>
@@ -114,7 +117,9 @@ static int check_usage(FILE *out) {
     fprintf(out, "usage: switchyard check [--quiet] [--fail-on-warning] "
                  "[--host gateway|nginx] FILE...\n"
                  "Validate route documents (a JSON array of routes or "
-                 "{\"version\", \"routes\"}).\n"
+                 "{\"version\", \"routes\"}),\nor Spring Cloud Gateway's "
+                 "application.yml/.yaml/.properties as `switchyard\n"
+                 "convert` makes them.\n"
                  "Prints one line per error, every error of every route: "
                  "FILE: PATH: message.\n"
                  "Warns of each route no request can reach: shadowed by "
@@ -197,6 +202,16 @@ static int cli_check(int argc, char **argv) {
             status = 2;
             continue;
         }
+#ifdef SY_HAVE_YAML
+        /* Spring Boot configuration: checked as `convert` makes it (the
+         * paths of route errors are those of the converted document) */
+        if (scg_format_of(file) != SCG_FORMAT_UNKNOWN &&
+            !(json = sy_cli_convert_for_check(file, json, &len))) {
+            if (status == 0)
+                status = 1;
+            continue;
+        }
+#endif
         sy_parse_options opts = SY_PARSE_OPTIONS_INIT;
         opts.lenient = true; /* list every bad route, not just the first */
         opts.host_runs = host_runs;

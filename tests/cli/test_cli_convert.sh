@@ -131,4 +131,12 @@ same "no routes at all is an error" 1 "$?"
 same "an unreadable file exits 2" 2 "$?"
 "$bin" convert "$tmp/o.json" >/dev/null 2>&1
 same "a file that is not .yml/.yaml/.properties fails" 1 "$?"
+# check reads Spring Boot files through the same conversion
+same "check application.yml: converted, then checked" \
+    "$d/application.yml: ok, 3 routes|0" \
+    "$("$bin" check "$d/application.yml" | grep ': ok,')|$("$bin" check -q "$d/application.yml" >/dev/null; echo $?)"
+"$bin" check "$d/application.properties" >"$tmp/chk.out" 2>&1
+same "check of a file that does not convert: 1, with FILE:LINE" \
+    "1|$d/application.properties:4: spring.cloud.gateway.routes[0].uri: unresolved placeholder \${ORDERS_URI} (give it with --set NAME=VALUE or the environment)" \
+    "$?|$(cat "$tmp/chk.out")"
 echo "1..$n"

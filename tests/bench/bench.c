@@ -98,6 +98,11 @@ static const char *const case_names[] = {
     "scale/match",
     "scale/one-route-max",
     "scale/publish-max-readers",
+    "policy/ratelimit",
+    "policy/ratelimit-100k-keys",
+    "policy/breaker",
+    "policy/breaker-100k-names",
+    "policy/breaker-100k-match-only",
 };
 #define NCASES (sizeof case_names / sizeof case_names[0])
 
@@ -1392,6 +1397,7 @@ int main(int argc, char **argv) {
     table_free(&g_static);
     case_snapshot();
     case_select();
+    case_policy();
     case_scale();
     g_load_end = baseline("end");
     misses_print();

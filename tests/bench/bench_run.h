@@ -73,5 +73,7 @@ void memory_forked(const char *name, table_gen gen, size_t n);
 
 /* bench_scale.c: the scale/ cases (1,000,000 routes). */
 void case_scale(void);
+/* bench_policy.c: the policy/ cases (rate limits, breakers). */
+void case_policy(void);
 
 #endif

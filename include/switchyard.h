@@ -754,7 +754,9 @@ typedef enum sy_escaped_slashes {
  * ejected for base_ejection_ms times the number of times it has been
  * ejected, at most max_ejection_ms, then returns by itself. At most
  * max_ejected_percent of a service's instances are ejected at once (at
- * least one may always be). No publish is needed; ejections are carried
+ * least one may always be), however reports from many threads interleave:
+ * a failure that arrives while another report is ejecting ejects nothing
+ * then, and its instance's next failure tries again. No publish is needed; ejections are carried
  * across publishes for instances that stay. Zero members take the
  * defaults shown.
  */

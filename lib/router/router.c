@@ -90,6 +90,7 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
     atomic_init(&r->callback_thread, 0);
     atomic_init(&r->ejections, 0);
     atomic_init(&r->outcomes, 0);
+    atomic_init(&r->eject_gate, false);
     int rc = SY_ENOMEM;
     if (pthread_mutex_init(&r->lock, NULL) != 0) {
         sy__free(&a, r);

@@ -103,6 +103,9 @@ struct sy_router {
     uint64_t commits, failed_commits, skipped_applies, instance_updates;
     /* counters (any thread) */
     _Atomic uint64_t ejections, outcomes;
+    /* held by the outcome report that counts the ejected share and
+     * ejects (sy__service_report_outcome) */
+    atomic_bool eject_gate;
     /* per-source fingerprints and route counts of the live snapshot,
      * worked out once per generation (router_status.c), under the lock:
      * NULL until a status asks; status_gen is its snapshot's generation */

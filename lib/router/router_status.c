@@ -332,6 +332,6 @@ void sy_router_report_outcome(sy_router *r, const sy_target *t,
         return;
     atomic_fetch_add_explicit(&r->outcomes, 1, memory_order_relaxed);
     if (sy__service_report_outcome(t->health, outcome, sy__router_now_ms(r),
-                                   &r->opts.outlier))
+                                   &r->opts.outlier, &r->eject_gate))
         atomic_fetch_add_explicit(&r->ejections, 1, memory_order_relaxed);
 }

@@ -203,10 +203,16 @@ int sy__service_select_ex(const sy__service *svc, const sy__select_params *p,
 /*
  * Passive health: record the outcome of an attempt to the instance behind
  * `health` (from sy__service_select_ex) at time `now_ms`. Returns true when
- * this outcome ejected the instance. Any thread, lock-free.
+ * this outcome ejected the instance. Any thread, lock-free. `gate` is
+ * one flag shared by every reporter of every version of the service (the
+ * router's): an ejection is counted against max_ejected_percent and made
+ * by the one report that holds it, so no interleaving of reports exceeds
+ * the cap; a report that finds it held ejects nothing now (the instance
+ * stays over its threshold: its next failure tries again).
  */
 bool sy__service_report_outcome(const void *health, sy_outcome outcome,
-                                int64_t now_ms, const sy_outlier_options *o);
+                                int64_t now_ms, const sy_outlier_options *o,
+                                atomic_bool *gate);
 
 /* Share `src`'s health records with the instances of `dst` that have the
  * same id, so outcomes and ejections carry across publishes. Call before

@@ -19,7 +19,9 @@
  *   v2: block B [-- -- -- d]      a1..a3 shared (refs 2), B's three fresh
  *                                 records dropped at once (live 4 -> 1)
  * Everything on the request path is a relaxed atomic; the ejected share is
- * counted only when an ejection is about to happen.
+ * counted only when an ejection is about to happen, and counted and
+ * ejected by one report at a time (the caller's gate: a try, never a
+ * wait), so concurrent reports never eject past max_ejected_percent.
  */
 #include "service/service_int.h"
 
@@ -127,7 +129,8 @@ static size_t ejected_count(const sy__service *s, int64_t now) {
 }
 
 bool sy__service_report_outcome(const void *handle, sy_outcome outcome,
-                                int64_t now, const sy_outlier_options *o) {
+                                int64_t now, const sy_outlier_options *o,
+                                atomic_bool *gate) {
     const sy__svc_inst *in = handle;
     if (!in || !in->health || !o || o->disabled)
         return false;
@@ -157,27 +160,37 @@ bool sy__service_report_outcome(const void *handle, sy_outcome outcome,
         atomic_fetch_add_explicit(&h->failures, 1, memory_order_relaxed) + 1;
     if (f < threshold || (until != 0 && now < until))
         return false;
+    /* counting the ejected share and ejecting is one step: only the
+     * holder of the gate takes it (a report that finds it held ejects
+     * nothing now; its instance stays over the threshold). Ejections are
+     * made only under the gate and the share only shrinks without it
+     * (time, successes), so the count it reads stays true until it
+     * ejects. */
+    if (atomic_exchange_explicit(gate, true, memory_order_acquire))
+        return false;
+    bool ejected = false;
     const sy__service *s = in->owner;
     uint32_t pct = o->max_ejected_percent ? o->max_ejected_percent : 50;
     size_t cap = s->n * pct / 100;
     if (cap < 1)
         cap = 1;
-    if (ejected_count(s, now) >= cap)
-        return false;
     uint64_t base = o->base_ejection_ms ? o->base_ejection_ms : 30000;
     uint64_t max = o->max_ejection_ms ? o->max_ejection_ms : 300000;
     uint32_t k = atomic_load_explicit(&h->ejections, memory_order_relaxed) + 1;
     uint64_t ms = base * k;
     if (ms > max || ms / k != base)
         ms = max;
-    /* one thread ejects; concurrent failures of the same instance lose,
-     * and only the winner counts the ejection (a loser's count would
-     * lengthen the next one) */
-    if (!atomic_compare_exchange_strong_explicit(
+    /* concurrent failures of the same instance: one ejects, and only it
+     * counts the ejection (a loser's count would lengthen the next one);
+     * a success may have cleared an expired ejection meanwhile */
+    if (ejected_count(s, now) < cap &&
+        atomic_compare_exchange_strong_explicit(
             &h->ejected_until, &until, now + (int64_t)ms, memory_order_relaxed,
-            memory_order_relaxed))
-        return false;
-    atomic_fetch_add_explicit(&h->ejections, 1, memory_order_relaxed);
-    atomic_store_explicit(&h->failures, 0, memory_order_relaxed);
-    return true;
+            memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&h->ejections, 1, memory_order_relaxed);
+        atomic_store_explicit(&h->failures, 0, memory_order_relaxed);
+        ejected = true;
+    }
+    atomic_store_explicit(gate, false, memory_order_release);
+    return ejected;
 }

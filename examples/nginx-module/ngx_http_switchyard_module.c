@@ -518,10 +518,36 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         return err.code == SY_ENOINSTANCE ? NGX_HTTP_SERVICE_UNAVAILABLE
                                           : NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+    if (t.kind == SY_UPSTREAM_FORWARD) {
+        /* forward:/path: dispatched again through the routes, by an
+         * internal redirect once the match is released (the request
+         * headers after the filters go with it) */
+        sy_upstream up;
+        size_t pl;
+        if (sy_match_response_op_count(m) || sy_match_status(m))
+            return sw_500(r, "response filters on a forward: route are not "
+                             "run by the module");
+        /* the uri's path, with the request's query after the filters (as
+         * the mini-gateway forwards) */
+        sy_route_upstream(sy_match_route(m), &up);
+        pl = ngx_strlen(up.path);
+        ctx->fallback.data = ngx_pnalloc(r->pool, pl + t.query.len + 1);
+        if (ctx->fallback.data == NULL)
+            return NGX_ERROR;
+        p = ngx_cpymem(ctx->fallback.data, up.path, pl);
+        if (t.query.len) {
+            *p++ = '?';
+            p = ngx_cpymem(p, t.query.ptr, t.query.len);
+        }
+        ctx->fallback.len = p - ctx->fallback.data;
+        if (sw_set_headers(r, t.headers, t.header_count) != NGX_OK)
+            return NGX_ERROR;
+        return NGX_DONE;
+    }
     if (t.kind != SY_UPSTREAM_URL && t.kind != SY_UPSTREAM_SERVICE) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "switchyard: route \"%V\": forward: and no:// routes "
-                      "are not supported by the module",
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: route \"%V\": no:// routes are not run "
+                      "by the module",
                       &ctx->route);
         return NGX_HTTP_BAD_GATEWAY;
     }
@@ -700,7 +726,7 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     case SY_ACTION_PROXY: break;
     }
     ngx_int_t rc = sw_target(r, ctx, m);
-    if (rc != NGX_OK)
+    if (rc != NGX_OK) /* NGX_DONE: a forward: route */
         return rc == NGX_ERROR ? sw_500(r, "out of memory for the target")
                                : rc;
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
@@ -757,7 +783,8 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
     sy_snapshot *snap = sy_router_acquire(sw_worker.router);
     ngx_int_t rc = sw_route(r, ctx, snap);
     if (rc == NGX_DONE) {
-        /* an open breaker's fallback: the match is done with */
+        /* a forward: route, or an open breaker's fallback: the match is
+         * done with */
         sy_snapshot_release(snap);
         return sw_policy_redirect(r, ctx);
     }

@@ -139,9 +139,8 @@ ngx_int_t sw_policy_phase(ngx_http_request_t *r, sw_req_ctx_t *ctx,
 ngx_int_t sw_policy_redirect(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
     ngx_str_t to = ctx->fallback;
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "switchyard: route \"%V\": circuit breaker open, forward "
-                  "to \"%V\"",
-                  &ctx->route, &to);
+                  "switchyard: route \"%V\": forward to \"%V\"", &ctx->route,
+                  &to);
     return sw_fallback(r, &to);
 }
 

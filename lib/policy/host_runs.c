@@ -29,8 +29,9 @@ static const char *const gateway_runs[] = {
 /* examples/nginx-module */
 static const char *const nginx_runs[] = {
     "host=nginx",     "RequestRateLimiter",        "CircuitBreaker",
-    "Retry",          "ws:",                       "wss:",
-    "metadata.response-timeout", "metadata.connect-timeout", NULL};
+    "Retry",          "forward:",                  "ws:",
+    "wss:",           "metadata.response-timeout", "metadata.connect-timeout",
+    NULL};
 
 const char *const *sy_host_runs_all(void) {
     return all_items;

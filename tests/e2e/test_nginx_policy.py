@@ -99,10 +99,25 @@ def test_open_breaker_forwards_to_fallback(env):
           "status: %r" % env.status().get("policy"))
 
 
+def test_forward_route_dispatched_again(env):
+    """forward:/a/fw is matched again by the routes (route "a" strips the
+    prefix): in the balancer and the variable forms."""
+    put_route(env, {"id": "fw", "uri": "forward:/a/fw",
+                    "predicates": ["Path=/fw/**"],
+                    "filters": ["AddRequestHeader=X-Forwarded-By,fw"]})
+    env.converged()
+    for port in (env.bport, env.port):
+        r = request(port, "GET", "/fw/x")
+        check(r.status == 200 and r.json()["path"] == "/fw" and
+              r.echo_header("X-Forwarded-By") == "fw",
+              "forward: %d %r" % (r.status, r.body[:300]))
+
+
 TESTS = [
     test_rate_limiter_429_shared_by_workers,
     test_retry_statuses_and_methods,
     test_open_breaker_forwards_to_fallback,
+    test_forward_route_dispatched_again,
 ]
 
 if __name__ == "__main__":

@@ -566,6 +566,28 @@ typedef struct sy_selection {
 } sy_selection;
 
 /*
+ * The services and instances a snapshot holds, with each instance's
+ * passive health (sy_router_options.outlier), for status pages: services
+ * by name (i < sy_snapshot_service_count), instances in their list's
+ * order. sy_snapshot_instance_health fills `out` (0) or answers SY_EINVAL
+ * for an index out of range. Health is read when asked (passive health
+ * is shared by every snapshot holding the instance), without a lock; the
+ * instance is borrowed from the snapshot. Any thread holding it.
+ */
+typedef struct sy_instance_health {
+    const sy_instance *instance;
+    uint32_t consecutive_failures; /* failed outcomes in a row */
+    uint32_t ejections;            /* times ejected so far */
+    int64_t ejected_until_ms;      /* epoch ms; ejected while now is before */
+} sy_instance_health;
+SY_API size_t sy_snapshot_service_count(const sy_snapshot *s);
+SY_API const char *sy_snapshot_service_name(const sy_snapshot *s, size_t i);
+SY_API size_t sy_snapshot_instance_count(const sy_snapshot *s,
+                                         size_t service);
+SY_API int sy_snapshot_instance_health(const sy_snapshot *s, size_t service,
+                                       size_t i, sy_instance_health *out);
+
+/*
  * Choose an instance for a matched lb:// route (section 7 of the route
  * model). Returns 0 and fills out; SY_ENOINSTANCE when nothing is eligible
  * (err->message says why: unknown service, all down, no such version);

@@ -1613,6 +1613,63 @@ START_TEST(source_fingerprints_in_one_pass_match_the_definition) {
 }
 END_TEST
 
+/* sy_snapshot_service_count ... sy_snapshot_instance_health: the
+ * services by name, their instances in order, and an ejection seen. */
+START_TEST(snapshot_lists_services_instances_and_their_health) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.outlier.consecutive_failures = 2;
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    const char *doc = "[{\"id\":\"k\",\"uri\":\"lb://b\"}]";
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL), 0);
+    sy_instance in[3] = {
+        {"b1", "10.0.0.1", 80, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"b2", "10.0.0.2", 80, false, 1, SY_INSTANCE_UP, NULL, 0},
+        {"b3", "10.0.0.3", 80, false, 1, SY_INSTANCE_UP, NULL, 0}};
+    ck_assert_int_eq(sy_router_set_instances(r, "b", in, 3, NULL, NULL), 0);
+    ck_assert_int_eq(sy_router_set_instances(r, "a", in, 1, NULL, NULL), 0);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/", 1};
+    sy_match *m = NULL;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    sy_target t;
+    ck_assert_int_eq(sy_match_target(m, NULL, 0, &t, NULL), 0);
+    sy_router_report_outcome(r, &t, SY_OUTCOME_CONNECT_FAILURE);
+    sy_router_report_outcome(r, &t, SY_OUTCOME_CONNECT_FAILURE);
+    ck_assert_uint_eq(sy_snapshot_service_count(s), 2);
+    ck_assert_str_eq(sy_snapshot_service_name(s, 0), "a");
+    ck_assert_str_eq(sy_snapshot_service_name(s, 1), "b");
+    ck_assert_ptr_null(sy_snapshot_service_name(s, 2));
+    ck_assert_uint_eq(sy_snapshot_instance_count(s, 1), 3);
+    ck_assert_uint_eq(sy_snapshot_instance_count(s, 9), 0);
+    int ejected = 0;
+    for (size_t i = 0; i < 3; i++) {
+        sy_instance_health h;
+        ck_assert_int_eq(sy_snapshot_instance_health(s, 1, i, &h), 0);
+        ck_assert_str_eq(h.instance->id, in[i].id);
+        if (strcmp(h.instance->id, t.instance_id) == 0) {
+            ck_assert_uint_eq(h.ejections, 1);
+            ck_assert_int_gt(h.ejected_until_ms, 0);
+            ejected++;
+        } else {
+            ck_assert_uint_eq(h.ejections, 0);
+            ck_assert_int_eq(h.ejected_until_ms, 0);
+        }
+    }
+    ck_assert_int_eq(ejected, 1);
+    sy_instance_health h;
+    ck_assert_int_eq(sy_snapshot_instance_health(s, 1, 3, &h), SY_EINVAL);
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("service");
     TCase *tc = tcase_create("service");
@@ -1691,6 +1748,7 @@ int main(void) {
     tcase_add_test(tc, route_metadata_values_parse);
     tcase_add_test(tc, bench_hook_measures_every_policy);
     tcase_add_test(tc, source_fingerprints_in_one_pass_match_the_definition);
+    tcase_add_test(tc, snapshot_lists_services_instances_and_their_health);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

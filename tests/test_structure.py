@@ -63,7 +63,7 @@ FLOORS = [
         [("index", "index_int", "index_layout", "index_step")],
         [("snapshot", "snapshot_layout", "snapshot_int", "snapshot_table",
           "snapshot_overlay",
-          "snapshot_build")],
+          "snapshot_build", "snapshot_services")],
         [("diff",), ("shadow",)],
     ]),
     ("request", [

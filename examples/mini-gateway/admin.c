@@ -13,7 +13,8 @@
  *   GET    /report                      the last apply report
  *   GET    /fingerprint                 the live snapshot's fingerprint
  *   GET    /metrics                     Prometheus text
- *   GET    /  /explain  /shadowed  /changes, PUT /routes/<source>?dry_run=1
+ *   GET    /  /explain  /shadowed  /changes  /instances,
+ *   PUT    /routes/<source>?dry_run=1
  *                                       the operator's (admin_ops.c)
  *   ...    /actuator/gateway/...        SCG's actuator API (actuator.c)
  *
@@ -417,11 +418,16 @@ static void answer_changes(admin_call *a) {
     gw_admin_changes(a->c);
 }
 
+static void answer_instances(admin_call *a) {
+    gw_admin_instances(a->c);
+}
+
 static const endpoint endpoints[] = {
     {M_GET, "", answer_console, NULL, 0},
     {M_GET, "explain", answer_explain, NULL, 0},
     {M_GET, "shadowed", answer_shadowed, NULL, 0},
     {M_GET, "changes", answer_changes, NULL, 0},
+    {M_GET, "instances", answer_instances, NULL, 0},
     {M_GET, "status", answer_status, NULL, 0},
     {M_GET, "routes", answer_routes, NULL, 0},
     {M_GET, "metrics", answer_metrics, NULL, 0},

@@ -6,6 +6,8 @@
  *                                  every live route in rank order, matched
  *                                  or the first predicate that failed
  *   GET /shadowed                  live routes no request can reach
+ *   GET /instances                 services and instances with their
+ *                                  passive health (ejections)
  *   GET /changes                   the last changes, newest first, each
  *                                  with its three-way diff (the report)
  *   PUT /routes/<source>?dry_run=1 the diff the document would make and
@@ -21,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+static cJSON *str_or_null(const char *s);
 
 /* ---- the console ---- */
 
@@ -198,6 +202,53 @@ void gw_admin_shadowed(httpd_conn *c) {
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "shadowed", st.list);
+    gw_reply_cjson(c, 200, o);
+}
+
+/* ---- instances and their health ---- */
+
+void gw_admin_instances(httpd_conn *c) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    static const char *const states[] = {"up", "draining", "down"};
+    sy_snapshot *s = sy_router_acquire(G.router);
+    cJSON *o = cJSON_CreateObject(), *svcs = cJSON_CreateArray();
+    cJSON_AddNumberToObject(o, "now_ms", (double)now);
+    for (size_t i = 0; i < sy_snapshot_service_count(s); i++) {
+        cJSON *sv = cJSON_CreateObject(), *list = cJSON_CreateArray();
+        cJSON_AddStringToObject(sv, "name", sy_snapshot_service_name(s, i));
+        for (size_t k = 0; k < sy_snapshot_instance_count(s, i); k++) {
+            sy_instance_health hh;
+            if (sy_snapshot_instance_health(s, i, k, &hh))
+                continue;
+            const sy_instance *in = hh.instance;
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "id", in->id);
+            cJSON_AddStringToObject(e, "host", in->host);
+            cJSON_AddNumberToObject(e, "port", in->port);
+            cJSON_AddNumberToObject(e, "weight", in->weight ? in->weight : 1);
+            cJSON_AddStringToObject(e, "state", (unsigned)in->state < 3
+                                                    ? states[in->state]
+                                                    : "unknown");
+            const char *ver = NULL;
+            for (size_t m = 0; m < in->metadata_count; m++)
+                if (strcmp(in->metadata[m].key, "version") == 0)
+                    ver = in->metadata[m].value;
+            cJSON_AddItemToObject(e, "version", str_or_null(ver));
+            cJSON_AddNumberToObject(e, "consecutive_failures",
+                                    hh.consecutive_failures);
+            cJSON_AddNumberToObject(e, "ejections", hh.ejections);
+            cJSON_AddBoolToObject(e, "ejected", hh.ejected_until_ms > now);
+            cJSON_AddNumberToObject(e, "ejected_until_ms",
+                                    (double)hh.ejected_until_ms);
+            cJSON_AddItemToArray(list, e);
+        }
+        cJSON_AddItemToObject(sv, "instances", list);
+        cJSON_AddItemToArray(svcs, sv);
+    }
+    sy_snapshot_release(s);
+    cJSON_AddItemToObject(o, "services", svcs);
     gw_reply_cjson(c, 200, o);
 }
 

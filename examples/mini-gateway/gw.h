@@ -471,6 +471,7 @@ void gw_admin_console(httpd_conn *c);
 void gw_admin_explain(httpd_conn *c, httpd_req *r);
 void gw_admin_shadowed(httpd_conn *c);
 void gw_admin_changes(httpd_conn *c);
+void gw_admin_instances(httpd_conn *c);
 /* A committed change's report, kept for GET /changes. */
 void gw_changes_note(const gw_buf *report);
 /* ?dry_run=1 (or true) in the query. */

@@ -75,6 +75,11 @@ size_t sy__service_count(const sy__service *s);
 const sy_instance *sy__service_instance(const sy__service *s, size_t i);
 /* The instance with this id, or NULL. */
 const sy_instance *sy__service_find(const sy__service *s, const char *id);
+/* Passive health of instance i (service_health.c): consecutive failures,
+ * times ejected, ejected until (epoch ms, 0: never). Relaxed reads: a
+ * moment's view for status pages. Any thread. */
+void sy__service_health_of(const sy__service *s, size_t i, uint32_t *failures,
+                           uint32_t *ejections, int64_t *ejected_until);
 
 /*
  * Fingerprint of the service's name and instance list, independent of the

@@ -194,3 +194,13 @@ bool sy__service_report_outcome(const void *handle, sy_outcome outcome,
     atomic_store_explicit(gate, false, memory_order_release);
     return ejected;
 }
+
+void sy__service_health_of(const sy__service *s, size_t i, uint32_t *failures,
+                           uint32_t *ejections, int64_t *ejected_until) {
+    const sy__svc_health *h = i < s->n ? s->inst[i].health : NULL;
+    *failures = h ? atomic_load_explicit(&h->failures, memory_order_relaxed) : 0;
+    *ejections =
+        h ? atomic_load_explicit(&h->ejections, memory_order_relaxed) : 0;
+    *ejected_until =
+        h ? atomic_load_explicit(&h->ejected_until, memory_order_relaxed) : 0;
+}

@@ -45,9 +45,14 @@ def chromium(args, timeout=60):
 def body(procs, c):
     _, bport = procs.backend("b1")
     routes = procs.write_file("ops.json", routes_doc(bport, "1"))
+    inst = procs.write_file("inst.json", json.dumps({"services": {"svc": [
+        {"id": "svc-1", "host": "127.0.0.1", "port": bport,
+         "metadata": {"version": "1"}},
+        {"id": "svc-2", "host": "127.0.0.1", "port": bport,
+         "state": "draining"}]}}))
     access = os.path.join(procs.dir, "access.jsonl")
-    gw = procs.gateway("--routes", routes, "--access-log", access,
-                       admin_token=TOKEN)
+    gw = procs.gateway("--routes", routes, "--instances", inst,
+                       "--access-log", access, admin_token=TOKEN)
 
     # --- trace context ---
     incoming = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -141,6 +146,13 @@ def body(procs, c):
     st, _, data = gw.admin_call("GET", "/shadowed")
     c.eq(json.loads(data)["shadowed"][0]["shadowed_by"], ["api"],
          "/shadowed: users is shadowed by api")
+    st, _, data = gw.admin_call("GET", "/instances")
+    svcs = json.loads(data)["services"]
+    c.eq([(s["name"], [(i["id"], i["state"], i["version"], i["ejected"])
+                       for i in s["instances"]]) for s in svcs],
+         [("svc", [("svc-1", "up", "1", False),
+                   ("svc-2", "draining", None, False)])],
+         "/instances: services, instances, state, version, health")
     st, _, data = gw.admin_call("GET", "/changes")
     ch = json.loads(data)["changes"]
     c.ok(ch and ch[0]["report"]["parts"][0]["added"] == ["api", "users",
@@ -191,6 +203,7 @@ def body(procs, c):
     for rid in ("api", "users", "echo"):
         c.ok('route-id mono">%s<' % rid in dom, "the DOM shows route %s" % rid)
     c.ok('source-name">ops<' in dom, "the DOM shows the source name")
+    c.ok('instance-id mono">svc-2<' in dom, "the DOM shows the instances")
     c.ok("shadowed by api" in dom, "the DOM shows the shadow warning")
     c.ok(re.search(r'explain-winner">GET /api/users/7 =&gt; <b>api</b>', dom),
          "the DOM shows an explain result")

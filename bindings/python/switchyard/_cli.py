@@ -9,6 +9,10 @@ output lines, same JSON shapes, same exit statuses.
     python3 -m switchyard explain [same options as match] FILE... METHOD URL
     python3 -m switchyard diff [--json] OLD NEW
 
+``convert`` (Spring Boot YAML and .properties to a route document) is a
+command of the C tool only, which reads YAML with libyaml: here it is
+refused with a message that says so, never half done.
+
 Exit status: 0 ok (match/explain: a route matched; match: and an lb://
 route has an instance), 1 an invalid document (check), no route matched or
 no instance can be chosen (match), 2 usage errors, unreadable files,
@@ -732,6 +736,11 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None,
             return (_match if cmd == "match" else _explain)(rest, out, err)
         if cmd == "diff":
             return _diff(rest, out, err)
+        if cmd == "convert":
+            err.write("switchyard convert: a command of the C switchyard tool "
+                      "only (it reads YAML with libyaml): run "
+                      "`switchyard convert FILE...`\n")
+            return EXIT_USAGE
     except _Help:
         out.write(_request_help(cmd))
         return EXIT_OK

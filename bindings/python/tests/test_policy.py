@@ -126,7 +126,7 @@ def test_a_host_refuses_what_it_does_not_run():
     r.add_source("s")
     with pytest.raises(sy.NotRunError) as e:
         r.apply("s", [{"id": "a", "uri": "http://b",
-                       "filters": ["CircuitBreaker=cb"]}])
+                       "filters": ["RewriteLocationResponseHeader"]}])
     assert e.value.path == "[0].filters[0]"
     assert "host 'nginx'" in str(e.value)
     with pytest.raises(sy.InvalidArgumentError):

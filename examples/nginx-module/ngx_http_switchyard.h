@@ -289,6 +289,8 @@ ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 /* Report one attempt to instance `id` of `service`. */
 void sw_health_report(ngx_log_t *log, const char *service, const char *id,
                       sy_outcome outcome);
+/* The entry of an instance that ever failed, or NULL. */
+const sw_health_t *sw_health_get(const char *service, const char *id);
 /* The ids of the service's instances ejected now (at most max; borrowed
  * from the zone, which never frees an entry). */
 size_t sw_health_ejected(const char *service, const char **ids, size_t max);

@@ -191,7 +191,6 @@ static size_t sw_inst_json_size(sw_inst_src_t *src, size_t n) {
 static u_char *sw_inst_json(u_char *p, sw_inst_src_t *src, size_t n) {
     static const char *states[] = {"up", "draining", "down"};
     bool first = true;
-    sw_shm_t *sh = sw_worker.zone->sh;
     ngx_time_t *tp = ngx_timeofday();
     int64_t now = (int64_t)tp->sec * 1000 + tp->msec;
 
@@ -209,14 +208,7 @@ static u_char *sw_inst_json(u_char *p, sw_inst_src_t *src, size_t n) {
             p = ngx_cpymem(p, ",\"instances\":[", 14);
             for (size_t j = 0; j < sy_instances_count(src[k].doc, i); j++) {
                 const sy_instance *in = &sy_instances_list(src[k].doc, i)[j];
-                const sw_health_t *e = NULL;
-                for (ngx_uint_t h = 0; h < SW_HEALTH_SLOTS; h++)
-                    if (sh->health[h].key > 1 &&
-                        ngx_strcmp(sh->health[h].service, svc) == 0 &&
-                        ngx_strcmp(sh->health[h].id, in->id) == 0) {
-                        e = &sh->health[h];
-                        break;
-                    }
+                const sw_health_t *e = sw_health_get(svc, in->id);
                 bool ejected = e && e->ejected && (int64_t)e->until_ms > now;
                 p = ngx_cpymem(p, j ? ",{\"id\":" : "{\"id\":", j ? 7 : 6);
                 p = sw_json_str(p, (u_char *)in->id, ngx_strlen(in->id));

@@ -131,6 +131,12 @@ static sw_health_t *sw_health_find(sw_shm_t *sh, const char *service,
     return NULL;
 }
 
+const sw_health_t *sw_health_get(const char *service, const char *id) {
+    return sw_worker.zone ? sw_health_find(sw_worker.zone->sh, service, id,
+                                           false)
+                          : NULL;
+}
+
 void sw_health_report(ngx_log_t *log, const char *service, const char *id,
                       sy_outcome outcome) {
     sw_shm_t *sh;

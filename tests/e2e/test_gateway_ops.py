@@ -205,6 +205,8 @@ def body(procs, c):
     c.ok('source-name">ops<' in dom, "the DOM shows the source name")
     c.ok('instance-id mono">svc-2<' in dom, "the DOM shows the instances")
     c.ok("shadowed by api" in dom, "the DOM shows the shadow warning")
+    c.ok(re.search(r">3 req, p99 &lt;= [0-9.]+ ms<", dom),
+         "the DOM shows the traffic of route echo")
     c.ok(re.search(r'explain-winner">GET /api/users/7 =&gt; <b>api</b>', dom),
          "the DOM shows an explain result")
     out_dir = sys.argv[2] if len(sys.argv) > 2 else procs.dir

@@ -177,7 +177,10 @@ static char *source_doc(const char *source, const cJSON *route,
 static int check_doc(const char *source, const char *json, size_t len,
                      sy_error *err) {
     sy_document *d = NULL;
-    int rc = sy_document_parse(json, len, NULL, &d, err);
+    sy_parse_options po = SY_PARSE_OPTIONS_INIT; /* as the router parses */
+    po.registry = gw_registry();
+    po.host_runs = sy_host_profile("gateway");
+    int rc = sy_document_parse(json, len, &po, &d, err);
     sy_snapshot *s = sy_router_acquire(G.router);
     size_t n = rc ? 0 : sy_document_route_count(d);
     for (size_t i = 0; i < n && !rc; i++) {

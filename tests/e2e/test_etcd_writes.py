@@ -94,6 +94,12 @@ try:
          etcd.revision() == rev,
          "a bad route: 400 with its located error, nothing written", body)
 
+    st, _, body = g1.admin_call("PUT", "/routes/orders/sec", {
+        "id": "sec", "uri": up, "predicates": ["Path=/sec/**"],
+        "filters": ["SecureHeaders"]})
+    t.ok(st == 200 and wait_until(serves(g2, "/sec/x"), 5),
+         "a filter the gateway registers itself (SecureHeaders) is checked "
+         "as the router checks it", body)
     st, _, body = g1.admin_call("PUT", "/instances/svc", [
         {"id": "i1", "host": "127.0.0.1", "port": bport}])
     t.ok(st == 200 and get(etcd, P + "instances/svc/i1")[0] is not None,

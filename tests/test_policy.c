@@ -742,6 +742,17 @@ START_TEST(routes_naming_one_breaker_share_it_and_a_new_config_resets_it) {
                      0);
     sy_match_breaker_acquire(fix_match(&f, "/a"), T0, &p, NULL);
     ck_assert(p.permitted); /* a changed policy starts closed */
+    /* the two routes now disagree on its settings: they do not reset it in
+     * turn (the later published ones hold), so 50 failures through both
+     * open its window of 50 */
+    for (int i = 0; i < 50; i++) {
+        sy_match_breaker_acquire(fix_match(&f, i % 2 ? "/a" : "/b"), T0, &p,
+                                 NULL);
+        ck_assert(p.permitted);
+        sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, T0);
+    }
+    sy_match_breaker_acquire(fix_match(&f, "/b"), T0, &p, NULL);
+    ck_assert(!p.permitted);
     fix_close(&f);
 }
 END_TEST

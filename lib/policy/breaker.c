@@ -137,13 +137,12 @@ int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg) {
     cfg->half_open = (uint32_t)half;
     cfg->timeout_ms = (uint32_t)(timeout < cap ? timeout : cap);
     cfg->warmup_ms = (uint32_t)(warm < cap ? warm : cap);
+    /* what the window and the state machine run with; statusCodes, the
+     * time limit and the fallback are read per call from the permit */
     uint64_t shape[] = {(uint64_t)(fr * 1000), (uint64_t)(sr * 1000),
-                        cfg->slow_ms, cfg->window, cfg->min_calls,
-                        cfg->wait_ms, cfg->half_open, cfg->warmup_ms,
-                        cfg->codes[0] ^ cfg->codes[1] ^ cfg->codes[2] ^
-                            cfg->codes[3] ^ cfg->codes[4] ^ cfg->codes[5] ^
-                            cfg->codes[6] ^ cfg->codes[7],
-                        cfg->timeout_ms};
+                        cfg->slow_ms,          cfg->window,
+                        cfg->min_calls,        cfg->wait_ms,
+                        cfg->half_open,        cfg->warmup_ms};
     cfg->fp = sy__hash64(shape, sizeof shape, 0x62726b636667ull) | 1;
     return 0;
 }
@@ -160,19 +159,27 @@ static void clear_window(sy__brk *b) {
     atomic_store_explicit(&b->warm, 0, memory_order_relaxed);
 }
 
-/* The breaker runs with cfg from now on: a new config starts it closed
- * with an empty window. */
-static void adopt(sy_policy_store *st, sy__brk *b, const sy__brk_cfg *cfg,
+/* The breaker runs with cfg from now on: new settings start it closed
+ * with an empty window. Only settings published later than the ones it
+ * runs with replace them (a later snapshot generation), so two live routes
+ * that name one breaker with different settings do not reset it in turn:
+ * the first asked keeps it. */
+static void adopt(sy__brk *b, const sy__brk_cfg *cfg, uint64_t gen,
                   uint64_t now) {
     uint64_t c = atomic_load_explicit(&b->cfg, memory_order_acquire);
-    if (c == cfg->fp || !atomic_compare_exchange_strong(&b->cfg, &c, cfg->fp))
+    if (c == cfg->fp)
         return;
+    uint64_t g = atomic_load_explicit(&b->cfg_gen, memory_order_relaxed);
+    if (c && gen <= g)
+        return;
+    if (!atomic_compare_exchange_strong(&b->cfg, &c, cfg->fp))
+        return;
+    atomic_store(&b->cfg_gen, gen);
     uint64_t w = atomic_load(&b->word);
     uint64_t e = EPOCH(w) + 1;
     clear_window(b);
     atomic_store(&b->since, mksince(e, false, now));
     atomic_store(&b->word, mkword(SY_BREAKER_CLOSED, e, 0, 0, 0, 0));
-    (void)st;
 }
 
 static bool warm_admit(sy__brk *b, const sy__brk_cfg *cfg, uint64_t w,
@@ -193,7 +200,7 @@ static bool warm_admit(sy__brk *b, const sy__brk_cfg *cfg, uint64_t w,
 }
 
 void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
-                     const char *route_id, int64_t now_ms,
+                     const char *route_id, uint64_t gen, int64_t now_ms,
                      sy_breaker_permit *out) {
     memset(out, 0, sizeof *out);
     out->breaker = true;
@@ -213,7 +220,7 @@ void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
     }
     out->entry = (uint32_t)(b - sy__store_brks(st));
     uint64_t now = sy__store_rel_ms(st, now_ms);
-    adopt(st, b, cfg, now);
+    adopt(b, cfg, gen, now);
     for (;;) {
         uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
         out->epoch = (uint32_t)EPOCH(w);
@@ -347,8 +354,7 @@ sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
         return v;
     sy__brk *b = &sy__store_brks(st)[p->entry];
     uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
-    if (EPOCH(w) != p->epoch ||
-        atomic_load_explicit(&b->cfg, memory_order_relaxed) != cfg->fp)
+    if (EPOCH(w) != p->epoch)
         return v; /* asked before a transition: counts no more */
     uint64_t now = sy__store_rel_ms(st, now_ms);
     if (ST(w) == SY_BREAKER_CLOSED)

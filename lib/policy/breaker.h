@@ -21,15 +21,17 @@ typedef struct sy__brk_cfg {
     uint32_t slow_ms, window, min_calls, wait_ms, half_open, timeout_ms;
     uint32_t warmup_ms; /* 0: none */
     uint64_t key;       /* of the name (0: the route id's, per request) */
-    uint64_t fp;        /* of every setting: a change resets the breaker */
+    uint64_t fp;        /* of the window's settings (Resilience4j's): a
+                           change resets the breaker */
 } sy__brk_cfg;
 
 int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg);
 /* The store key of a breaker name. */
 uint64_t sy__brk_key(const char *name, size_t len);
-/* Permission for one call (sy_match_breaker_acquire). */
+/* Permission for one call (sy_match_breaker_acquire), asked from a
+ * snapshot of generation `gen`. */
 void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
-                     const char *route_id, int64_t now_ms,
+                     const char *route_id, uint64_t gen, int64_t now_ms,
                      sy_breaker_permit *out);
 
 #endif

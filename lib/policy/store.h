@@ -36,6 +36,7 @@ typedef struct sy__bucket {
 typedef struct sy__brk {
     _Atomic uint64_t key; /* the name's hash; 0: empty */
     _Atomic uint64_t cfg; /* fingerprint of the config it runs with */
+    _Atomic uint64_t cfg_gen; /* the snapshot generation that set it */
     _Atomic uint64_t word;  /* state, epoch, half-open counts (breaker.c) */
     _Atomic uint64_t since; /* epoch << 54 | ms since the base */
     _Atomic uint64_t pos;   /* calls recorded in the closed window */

@@ -110,8 +110,8 @@ int sy_match_breaker_acquire(const sy_match *m, int64_t now_ms,
         out->permitted = true;
         return 0;
     }
-    sy__brk_acquire(m->snap->policy, cfg, m->route->id, now_of(m, now_ms),
-                    out);
+    sy__brk_acquire(m->snap->policy, cfg, m->route->id, m->snap->generation,
+                    now_of(m, now_ms), out);
     return 0;
 }
 

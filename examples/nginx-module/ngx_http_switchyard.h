@@ -247,6 +247,7 @@ typedef struct {
      * next-upstream conditions and tries */
     sy_breaker_permit permit;
     ngx_str_t fallback;
+    void (*finalize)(ngx_http_request_t *r, ngx_int_t rc); /* proxy's */
     ngx_uint_t next_upstream, tries;
     unsigned balanced : 1;       /* the balancer reports each attempt */
     unsigned needs_balancer : 1; /* timeouts, Retry or a breaker's limit */
@@ -266,8 +267,12 @@ ngx_int_t sw_policy_redirect(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 void sw_policy_conf(sw_req_ctx_t *ctx, ngx_http_upstream_conf_t *conf,
                     ngx_peer_connection_t *pc);
 /* Record a permitted call's outcome with its breaker (once). */
-void sw_policy_record(ngx_http_request_t *r, sw_req_ctx_t *ctx,
-                      sy_outcome outcome, int status);
+sy_breaker_verdict sw_policy_record(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                                    sy_outcome outcome, int status);
+/* A breaker with a fallback: hook the upstream's finalize, so that a
+ * call that fails without an answer goes to the fallback (the balancer's
+ * peer init). */
+void sw_policy_hook(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 
 /* Match the request of ctx again on ctx->snap (its route must be the one
  * matched first) and select an instance outside `exclude` and the zone's

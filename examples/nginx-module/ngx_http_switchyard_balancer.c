@@ -383,6 +383,7 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
         if (ctx->response_timeout)
             conf->read_timeout = ctx->response_timeout;
         sw_policy_conf(ctx, conf, &u->peer);
+        sw_policy_hook(r, ctx);
         if (u->peer.tries > SW_MAX_TRIES)
             u->peer.tries = SW_MAX_TRIES;
         u->conf = conf;

@@ -162,19 +162,101 @@ void sw_policy_conf(sw_req_ctx_t *ctx, ngx_http_upstream_conf_t *conf,
     }
 }
 
-void sw_policy_record(ngx_http_request_t *r, sw_req_ctx_t *ctx,
-                      sy_outcome outcome, int status) {
+sy_breaker_verdict sw_policy_record(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                                    sy_outcome outcome, int status) {
     ngx_time_t *tp;
     int64_t now;
 
     if (!ctx->permit.breaker || ctx->breaker_recorded)
-        return;
+        return SY_BREAKER_PASS;
     ctx->breaker_recorded = 1;
     tp = ngx_timeofday();
     now = (int64_t)tp->sec * 1000 + tp->msec;
-    (void)sy_breaker_record(&ctx->permit, outcome, status,
-                            (uint64_t)(now > ctx->now_ms ? now - ctx->now_ms
-                                                         : 0),
-                            now);
     (void)r;
+    return sy_breaker_record(&ctx->permit, outcome, status,
+                             (uint64_t)(now > ctx->now_ms ? now - ctx->now_ms
+                                                          : 0),
+                             now);
+}
+
+/* ---- a failed call's fallback ----
+ * A permitted call that fails without an answer (refused, reset, timed
+ * out: nginx answers 502 or 504 itself) goes to the breaker's fallback as
+ * SCG's does. The upstream's finalize hook records the call; on the
+ * breaker's FALLBACK verdict the request gets, for its remaining life in
+ * this location, a copy of the location's settings whose error_page sends
+ * 502, 503 and 504 to the fallback path: nginx's own error_page machinery
+ * then redirects internally (a GET, as error_page does), and the
+ * redirected request finds its location again. */
+
+static ngx_int_t sw_fallback_error_pages(ngx_http_request_t *r,
+                                         const char *fallback) {
+    static const ngx_int_t codes[] = {NGX_HTTP_BAD_GATEWAY,
+                                      NGX_HTTP_SERVICE_UNAVAILABLE,
+                                      NGX_HTTP_GATEWAY_TIME_OUT};
+    ngx_http_core_loc_conf_t *clcf;
+    void **lc = ngx_palloc(r->pool, ngx_http_max_module * sizeof(void *));
+    ngx_array_t *pages = ngx_array_create(r->pool, 3, sizeof(ngx_http_err_page_t));
+    size_t fl = ngx_strlen(fallback);
+    u_char *uri = ngx_pnalloc(r->pool, fl), *q;
+
+    clcf = ngx_palloc(r->pool, sizeof *clcf);
+    if (lc == NULL || pages == NULL || uri == NULL || clcf == NULL)
+        return NGX_ERROR;
+    ngx_memcpy(uri, fallback, fl);
+    ngx_memcpy(lc, r->loc_conf, ngx_http_max_module * sizeof(void *));
+    *clcf = *(ngx_http_core_loc_conf_t *)
+                 r->loc_conf[ngx_http_core_module.ctx_index];
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+        ngx_http_err_page_t *ep = ngx_array_push(pages);
+        if (ep == NULL)
+            return NGX_ERROR;
+        ngx_memzero(ep, sizeof *ep);
+        ep->status = codes[i];
+        ep->overwrite = 0; /* the fallback's own status */
+        q = ngx_strlchr(uri, uri + fl, '?');
+        ep->value.value.data = uri;
+        ep->value.value.len = q ? (size_t)(q - uri) : fl;
+        if (q) {
+            ep->args.data = q + 1;
+            ep->args.len = uri + fl - q - 1;
+        }
+    }
+    clcf->error_pages = pages;
+    lc[ngx_http_core_module.ctx_index] = clcf;
+    r->loc_conf = lc;
+    r->error_page = 0;
+    return NGX_OK;
+}
+
+static void sw_policy_finalize(ngx_http_request_t *r, ngx_int_t rc) {
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_http_upstream_t *u = r->upstream;
+
+    /* (the hook is set only on a request with its context) */
+    ctx->finalize(r, rc);
+    if (!ctx->permit.breaker || ctx->breaker_recorded || u->header_sent ||
+        (rc != NGX_HTTP_BAD_GATEWAY && rc != NGX_HTTP_GATEWAY_TIME_OUT &&
+         rc != NGX_HTTP_SERVICE_UNAVAILABLE))
+        return;
+    sy_outcome outcome = rc == NGX_HTTP_GATEWAY_TIME_OUT
+                             ? SY_OUTCOME_TIMEOUT
+                             : SY_OUTCOME_CONNECT_FAILURE;
+    if (sw_policy_record(r, ctx, outcome, 0) == SY_BREAKER_FALLBACK &&
+        ctx->permit.fallback &&
+        sw_fallback_error_pages(r, ctx->permit.fallback) != NGX_OK)
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: route \"%V\": out of memory for the "
+                      "breaker's fallback",
+                      &ctx->route);
+}
+
+void sw_policy_hook(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
+    ngx_http_upstream_t *u = r->upstream;
+
+    if (!ctx->permit.breaker || ctx->permit.fallback == NULL ||
+        u->finalize_request == sw_policy_finalize)
+        return;
+    ctx->finalize = u->finalize_request;
+    u->finalize_request = sw_policy_finalize;
 }

@@ -17,9 +17,10 @@
 
 static int convert_usage(FILE *out) {
     fprintf(out,
-            "usage: switchyard convert [--set NAME=VALUE]... [--no-env] "
-            "[--keep-unresolved]\n"
-            "                          [-o FILE] FILE...\n"
+            "usage: switchyard convert [--set NAME=VALUE]... [--profile P]... "
+            "[--no-env]\n"
+            "                          [--keep-unresolved] [-o FILE] "
+            "FILE...\n"
             "Convert Spring Cloud Gateway route definitions "
             "(application.yml, .yaml or\n"
             ".properties: spring.cloud.gateway.routes or "
@@ -33,6 +34,9 @@ static int convert_usage(FILE *out) {
             "options:\n"
             "  --set NAME=VALUE     resolve ${NAME} (before the environment "
             "and the files)\n"
+            "  --profile P          also read the YAML documents for profile "
+            "P\n"
+            "                       (spring.config.activate.on-profile)\n"
             "  --no-env             do not resolve placeholders from the "
             "environment\n"
             "  --keep-unresolved    an unresolved ${NAME} is a warning and "
@@ -54,9 +58,10 @@ static int convert_usage(FILE *out) {
 }
 
 int sy_cli_convert(int argc, char **argv) {
-    const char *sets[MAX_SETS];
+    const char *sets[MAX_SETS], *profiles[MAX_SETS];
     scg_options o = {0};
     o.set = sets;
+    o.profiles = profiles;
     const char *out_path = NULL;
     int i = 0;
     for (; i < argc; i++) {
@@ -71,7 +76,8 @@ int sy_cli_convert(int argc, char **argv) {
             o.no_env = true;
         } else if (strcmp(a, "--keep-unresolved") == 0) {
             o.keep_unresolved = true;
-        } else if (strcmp(a, "--set") == 0 || strcmp(a, "-o") == 0) {
+        } else if (strcmp(a, "--set") == 0 || strcmp(a, "-o") == 0 ||
+                   strcmp(a, "--profile") == 0) {
             if (i + 1 == argc) {
                 fprintf(stderr, "switchyard convert: %s needs a value\n", a);
                 return convert_usage(stderr);
@@ -79,6 +85,14 @@ int sy_cli_convert(int argc, char **argv) {
             const char *v = argv[++i];
             if (a[1] == 'o') {
                 out_path = v;
+            } else if (a[2] == 'p') {
+                if (o.profile_count == MAX_SETS) {
+                    fprintf(stderr, "switchyard convert: at most %d "
+                                    "--profile\n",
+                            MAX_SETS);
+                    return 2;
+                }
+                profiles[o.profile_count++] = v;
             } else if (!strchr(v, '=') || v[0] == '=' ||
                        o.set_count == MAX_SETS) {
                 fprintf(stderr,

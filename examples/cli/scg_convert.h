@@ -32,6 +32,11 @@ typedef struct scg_options {
     /* Unresolved placeholders are warnings and their text is kept as
      * written (as Spring Boot keeps them); by default they are errors. */
     bool keep_unresolved;
+    /* Active profiles: a YAML document for one of them
+     * (spring.config.activate.on-profile) is read, in its place after
+     * the documents before it, as Spring Boot reads it. */
+    const char *const *profiles;
+    size_t profile_count;
 } scg_options;
 
 typedef struct scg_issue {

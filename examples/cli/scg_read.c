@@ -1,8 +1,8 @@
 /*
  * scg_read.c - Spring Boot configuration files into the converter's tree
  * (scg_tree.h): YAML through libyaml's document API (every document of a
- * file; merge keys; a document for a profile is left out with a
- * warning), .properties in java.util.Properties' format (continuations,
+ * file; merge keys; a document for a profile is read when --profile
+ * names it, else left out with a warning), .properties in java.util.Properties' format (continuations,
  * escapes, \\uXXXX). Each file or document is read into a tree of its
  * own, then merged into the converter's, so a later source overrides an
  * earlier one as Spring Boot's property sources do.
@@ -352,6 +352,40 @@ static const node *doc_profiles(const node *root) {
     return p ? p : scg_map_get(s, "profiles");
 }
 
+/* Is one of `names` (a comma-separated profile list, "!p" for "not p")
+ * active (--profile)? */
+static bool names_active(const scg_converter *c, const char *names) {
+    for (const char *p = names; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t n = strcspn(p, ",");
+        size_t len = n;
+        while (len && p[len - 1] == ' ')
+            len--;
+        size_t neg = len && *p == '!';
+        bool on = false;
+        for (size_t i = 0; i < c->opt.profile_count; i++)
+            on |= strlen(c->opt.profiles[i]) == len - neg &&
+                  strncmp(c->opt.profiles[i], p + neg, len - neg) == 0;
+        if (len && on != (neg != 0))
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+/* A profile document is read when --profile names one of its profiles
+ * (spring.config.activate.on-profile: a list, or "a, b", or "!a"). */
+static bool profile_active(const scg_converter *c, const node *prof) {
+    if (prof->kind == N_SCALAR)
+        return names_active(c, prof->value);
+    for (size_t i = 0; prof->kind == N_LIST && i < prof->n; i++)
+        if (prof->kids[i]->kind == N_SCALAR &&
+            names_active(c, prof->kids[i]->value))
+            return true;
+    return false;
+}
+
 int scg_add_yaml(scg_converter *c, const char *file, const char *text,
                     size_t len) {
     yaml_parser_t p;
@@ -397,10 +431,10 @@ int scg_add_yaml(scg_converter *c, const char *file, const char *text,
             rc = -1;
             break;
         }
-        if (prof) {
+        if (prof && !profile_active(c, prof)) {
             scg_issue_add(c, false, file, prof->line,
-                  "document %u is for profile %s: not converted (convert "
-                  "reads the documents without a profile)",
+                  "document %u is for profile %s: not converted (no "
+                  "--profile names it)",
                   ndoc, prof->kind == N_SCALAR && prof->value ? prof->value
                                                               : "(a list)");
             scg_node_free(t);

@@ -86,6 +86,11 @@ same "webflux: a dotted YAML key, lists, nested metadata, YAML 1.1 booleans" \
 same "a profile's document is named as not converted" 1 \
     "$(grep -c "^warning: $d/webflux.yaml:24: document 2 is for profile prod" "$tmp/wf.err")"
 
+"$bin" convert --profile prod "$d/webflux.yaml" >"$tmp/prod.json" 2>/dev/null
+same "--profile prod: its document is read after the default one (its list replaces the list; default-filters stay)" \
+    'prod-only ["AddResponseHeader=X-Edge, webflux"]' \
+    "$(jpy "$tmp/prod.json" 'd[0]["id"] + " " + json.dumps(d[0]["filters"])' 2>&1)"
+
 # later files override earlier ones; a list replaces the whole list
 cat >"$tmp/override.properties" <<'P'
 spring.cloud.gateway.routes[0].id=only

@@ -1,9 +1,13 @@
 /* test_failalloc.c - failure atomicity: for every allocation point of
  * every writer call (apply, upsert, remove, disable, enable, rollback,
- * instance lists and instance deltas), an allocator that fails the Nth
- * allocation either makes the call fail cleanly (the live state is exactly
- * the old one) or, when the call still succeeds, leaves exactly the state
- * and events of a run without failures; nothing leaks either way. */
+ * instance lists and instance deltas),
+ * an allocator that fails the Nth allocation either makes the call fail
+ * cleanly (the live state is exactly the old one) or, when the call still
+ * succeeds, leaves exactly the state and events of a run without failures;
+ * nothing leaks either way. On the request side, a match and its target
+ * (filter plan with RewritePath, instance pick) under a match context
+ * whose Nth allocation fails either return SY_ENOMEM or exactly the
+ * target of a run without failures (never an answer such as 500). */
 #include "testutil.h"
 
 #include "switchyard.h"
@@ -246,6 +250,95 @@ FAILALLOC_TEST(instance_update_fails_cleanly_at_every_allocation, NULL,
 FAILALLOC_TEST(instance_deltas_fail_cleanly_at_every_allocation,
                change_instances, change_instance_deltas)
 
+/* ---- the request side: a target and outcome reports ---- */
+
+/* An lb:// route whose RewritePath output outgrows its first buffer (so
+ * pcre2_substitute is asked again with more room) and two instances. */
+static const char *DOC_TARGET =
+    "[{\"id\":\"t\",\"uri\":\"lb://svc\",\"predicates\":[\"Path=/t/**\"],"
+    "\"filters\":[{\"name\":\"RewritePath\",\"args\":{\"regexp\":"
+    "\"/t/(?<rest>.*)\",\"replacement\":"
+    "\"/r/${rest}/${rest}/${rest}/${rest}\"}}]}]";
+#define TARGET_PATH "/t/0123456789abcdefghijklmnopqrstuvwxyz"
+#define TARGET_REST "0123456789abcdefghijklmnopqrstuvwxyz"
+#define TARGET_WANT                                                            \
+    "/r/" TARGET_REST "/" TARGET_REST "/" TARGET_REST "/" TARGET_REST
+
+/* Match TARGET_PATH in a fresh context whose allocation N fails (0:
+ * none) and take its target: the result, *t and whether allocation N was
+ * reached. The context stays open in *ctx (its arena holds the target). */
+static int target_under(sy_router *r, counting *c, const sy_allocator *al,
+                        long n, sy_snapshot *s, sy_match_ctx **ctx,
+                        sy_target *t, bool *hit) {
+    ck_assert_int_eq(sy_match_ctx_new(al, ctx, NULL), 0);
+    c->calls = 0;
+    c->fail_at = n;
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.host = (sy_str){"h", 1};
+    req.path = (sy_str){TARGET_PATH, strlen(TARGET_PATH)};
+    sy_match *m = NULL;
+    int rc = sy_snapshot_match(s, *ctx, &req, &m);
+    if (rc == 0) {
+        ck_assert_ptr_nonnull(m);
+        sy_error e;
+        rc = sy_match_target(m, NULL, 0, t, &e);
+        ck_assert_int_eq(sy_match_status(m), rc ? sy_match_status(m) : 0);
+    }
+    *hit = n && c->calls >= n;
+    c->fail_at = 0;
+    (void)r;
+    return rc;
+}
+
+START_TEST(target_fails_cleanly_at_every_allocation) {
+    counting c = {0};
+    sy_allocator al = sy_test_allocator(&c);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.outlier.consecutive_failures = 1;
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "main", NULL), 0);
+    ck_assert_int_eq(
+        sy_router_apply(r, "main", DOC_TARGET, strlen(DOC_TARGET), NULL, NULL),
+        0);
+    ck_assert_int_eq(change_instances(r, NULL), 0);
+    sy_snapshot *s = sy_router_acquire(r);
+    long points = 0;
+    for (long n = 1;; n++) {
+        sy_match_ctx *ctx;
+        sy_target t;
+        bool hit;
+        int rc = target_under(r, &c, &al, n, s, &ctx, &t, &hit);
+        if (rc) {
+            ck_assert_msg(hit, "failed (%d) without an injected failure", rc);
+            ck_assert_msg(rc == SY_ENOMEM,
+                          "allocation %ld: %d (%s), not SY_ENOMEM", n, rc,
+                          sy_strerror(rc));
+            points++;
+        } else {
+            /* recovered or not reached: exactly the target, never an
+             * answer in its place */
+            ck_assert_msg(t.path.len == strlen(TARGET_WANT) &&
+                              memcmp(t.path.ptr, TARGET_WANT, t.path.len) == 0,
+                          "allocation %ld: path %.*s", n, (int)t.path.len,
+                          t.path.ptr);
+            ck_assert_ptr_nonnull(t.instance_id);
+        }
+        sy_match_ctx_free(ctx);
+        ck_assert_msg(c.live == 0, "allocation %ld: %ld blocks leaked", n,
+                      c.live);
+        if (rc == 0 && !hit)
+            break;
+        ck_assert_msg(n < 100000, "did not converge");
+    }
+    ck_assert_int_gt(points, 3);
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
+
 int main(void) {
     Suite *s = suite_create("failalloc");
     TCase *tc = tcase_create("failalloc");
@@ -258,6 +351,7 @@ int main(void) {
     tcase_add_test(tc, rollback_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, instance_update_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, instance_deltas_fail_cleanly_at_every_allocation);
+    tcase_add_test(tc, target_fails_cleanly_at_every_allocation);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

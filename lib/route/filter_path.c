@@ -107,8 +107,9 @@ static bool rw_put(sy__run *r, rw_out *w, const char *src, size_t n) {
  * at its max_rewrite bytes; each replacement is expanded by
  * pcre2_substitute from the match already made (SUBSTITUTE_MATCHED).
  * switchyard: a regex failure at run time (match limit, budget) or an
- * output over the cap answers 500, as SCG's exception would; the arena
- * running out of memory is SY_ENOMEM. */
+ * output over the cap answers 500, as SCG's exception would; running out
+ * of memory anywhere (the arena, pcre2_match's frames, pcre2_substitute's
+ * own allocation) is SY_ENOMEM, never an answer. */
 int sy__plan_rewrite_path(sy__run *r, const sy__filter *f) {
     sy_str p = r->plan->path;
     PCRE2_SPTR subject = (PCRE2_SPTR)(p.ptr ? p.ptr : "");
@@ -134,8 +135,9 @@ int sy__plan_rewrite_path(sy__run *r, const sy__filter *f) {
         }
         const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         if (rc < 0 || ov[0] < copied || ov[1] < ov[0]) {
-            /* pcre2_match's NOMEMORY: its heap frames, not a limit */
-            w.oom = rc == PCRE2_ERROR_NOMEMORY;
+            /* pcre2_match's NOMEMORY (HEAP_FAILED before 10.41): its heap
+             * frames could not be had, not a limit */
+            w.oom = rc == PCRE2_ERROR_NOMEMORY || rc == PCRE2_ERROR_HEAP_FAILED;
             ok = false;
             break;
         }
@@ -158,7 +160,17 @@ int sy__plan_rewrite_path(sy__run *r, const sy__filter *f) {
                 w.len += n;
                 break;
             }
-            /* n: the bytes needed, terminator included; grow, retry once */
+            /* NOMEMORY is two things here. The output did not fit: n is
+             * then the bytes needed, terminator included (OVERFLOW_LENGTH);
+             * grow and retry once. Or PCRE2 could not allocate (the copy
+             * of the match data SUBSTITUTE_MATCHED makes): n is still
+             * PCRE2_UNSET, as pcre2_substitute sets it first. Any other
+             * error is the regex's at run time: the 500 below. */
+            if (rc == PCRE2_ERROR_NOMEMORY && n == PCRE2_UNSET) {
+                w.oom = true;
+                ok = false;
+                break;
+            }
             ok = rc == PCRE2_ERROR_NOMEMORY && attempt == 0 &&
                  rw_reserve(r, &w, n - 1);
         }

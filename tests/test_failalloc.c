@@ -1,13 +1,14 @@
 /* test_failalloc.c - failure atomicity: for every allocation point of
  * every writer call (apply, upsert, remove, disable, enable, rollback,
- * instance lists and instance deltas),
+ * instance lists and instance deltas, a change set staged and committed),
  * an allocator that fails the Nth allocation either makes the call fail
  * cleanly (the live state is exactly the old one) or, when the call still
  * succeeds, leaves exactly the state and events of a run without failures;
  * nothing leaks either way. On the request side, a match and its target
  * (filter plan with RewritePath, instance pick) under a match context
  * whose Nth allocation fails either return SY_ENOMEM or exactly the
- * target of a run without failures (never an answer such as 500). */
+ * target of a run without failures (never an answer such as 500), and
+ * outcome reports allocate nothing. */
 #include "testutil.h"
 
 #include "switchyard.h"
@@ -131,6 +132,37 @@ static int change_instance_deltas(sy_router *r, sy_error *err) {
     return sy_router_update_instances(r, "svc", d, 3, NULL, err);
 }
 
+/* A set of every kind of change, staged and committed: staging copies
+ * under the same allocator. */
+static int change_set_commit(sy_router *r, sy_error *err) {
+    const char *route = "{\"id\":\"a\",\"uri\":\"http://z:80\",\"predicates\":"
+                        "[\"Path=/z/{y}\"]}";
+    sy_kv md[] = {{"version", "1.0"}};
+    sy_instance in[] = {
+        {"i1", "10.0.0.1", 80, false, 1, SY_INSTANCE_UP, md, 1},
+        {"i2", "10.0.0.2", 80, false, 2, SY_INSTANCE_UP, NULL, 0}};
+    sy_instance_delta d[1];
+    memset(d, 0, sizeof d);
+    d[0].op = SY_INSTANCE_WEIGHT;
+    d[0].instance.id = "i2";
+    d[0].instance.weight = 7;
+    sy_change_set *cs;
+    int rc = sy_change_set_new(r, &cs, err);
+    if (rc)
+        return rc;
+    if (!(rc = sy_change_set_apply(cs, "main", DOC2, strlen(DOC2), err)) &&
+        !(rc = sy_change_set_rollback(cs, "main", "1", err)) &&
+        !(rc = sy_change_set_upsert_route(cs, "main", route, strlen(route),
+                                          err)) &&
+        !(rc = sy_change_set_set_route_enabled(cs, "b", false, err)) &&
+        !(rc = sy_change_set_set_instances(cs, "svc", in, 2, err)) &&
+        !(rc = sy_change_set_update_instances(cs, "svc", d, 1, err)) &&
+        !(rc = sy_change_set_remove_route(cs, "a", err)))
+        rc = sy_router_commit(r, cs, NULL, err);
+    sy_change_set_free(cs);
+    return rc;
+}
+
 static int setup_two_versions(sy_router *r, sy_error *err) {
     return sy_router_apply(r, "main", DOC2, strlen(DOC2), NULL, err);
 }
@@ -249,6 +281,8 @@ FAILALLOC_TEST(instance_update_fails_cleanly_at_every_allocation, NULL,
                change_instances)
 FAILALLOC_TEST(instance_deltas_fail_cleanly_at_every_allocation,
                change_instances, change_instance_deltas)
+FAILALLOC_TEST(change_set_fails_cleanly_at_every_allocation, NULL,
+               change_set_commit)
 
 /* ---- the request side: a target and outcome reports ---- */
 
@@ -338,6 +372,56 @@ START_TEST(target_fails_cleanly_at_every_allocation) {
 }
 END_TEST
 
+/* Outcome reports allocate nothing: with the first allocation of the
+ * router's allocator failing, a failure still ejects and a success after
+ * the ejection time still clears it. */
+static _Atomic int64_t clock_now = 1000000;
+static int64_t test_clock(void *d) {
+    (void)d;
+    return clock_now;
+}
+
+START_TEST(outcome_reports_allocate_nothing) {
+    counting c = {0};
+    sy_allocator al = sy_test_allocator(&c);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.allocator = &al;
+    o.clock_ms = test_clock;
+    o.outlier.consecutive_failures = 1;
+    o.outlier.base_ejection_ms = 1000;
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "main", NULL), 0);
+    ck_assert_int_eq(
+        sy_router_apply(r, "main", DOC_TARGET, strlen(DOC_TARGET), NULL, NULL),
+        0);
+    ck_assert_int_eq(change_instances(r, NULL), 0);
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match_ctx *ctx;
+    sy_target t;
+    bool hit;
+    counting cc = {0};
+    sy_allocator cal = sy_test_allocator(&cc);
+    ck_assert_int_eq(target_under(r, &cc, &cal, 0, s, &ctx, &t, &hit), 0);
+    c.calls = 0;
+    c.fail_at = 1;
+    sy_metrics m;
+    sy_router_report_outcome(r, &t, SY_OUTCOME_CONNECT_FAILURE);
+    sy_router_metrics(r, &m);
+    ck_assert_uint_eq(m.ejections, 1);
+    clock_now += 1000;
+    sy_router_report_outcome(r, &t, SY_OUTCOME_SUCCESS);
+    sy_router_report_outcome(r, &t, SY_OUTCOME_CONNECT_FAILURE);
+    sy_router_metrics(r, &m);
+    ck_assert_uint_eq(m.ejections, 2); /* cleared, then ejected again */
+    ck_assert_int_eq(c.calls, 0);
+    c.fail_at = 0;
+    sy_match_ctx_free(ctx);
+    sy_snapshot_release(s);
+    sy_router_free(r);
+    ck_assert_int_eq(c.live, 0);
+}
+END_TEST
 
 int main(void) {
     Suite *s = suite_create("failalloc");
@@ -351,7 +435,9 @@ int main(void) {
     tcase_add_test(tc, rollback_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, instance_update_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, instance_deltas_fail_cleanly_at_every_allocation);
+    tcase_add_test(tc, change_set_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, target_fails_cleanly_at_every_allocation);
+    tcase_add_test(tc, outcome_reports_allocate_nothing);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -46,7 +46,7 @@ static uint64_t mksince(uint64_t epoch, bool recovering, uint64_t ms) {
 }
 
 uint64_t sy__brk_key(const char *name, size_t len) {
-    uint64_t h = sy__hash64(name, len, 0x627265616b6572ull);
+    uint64_t h = sy__store_hash(name, len, 0x627265616b6572ull);
     return h ? h : 1;
 }
 
@@ -270,6 +270,18 @@ static bool is_code(const sy__brk_cfg *cfg, int status) {
     return cfg->codes[(status - 100) / 64] >> ((status - 100) % 64) & 1;
 }
 
+/* Set the window bit `mask` of *w to `on`, counting the change in *count;
+ * a bit already right costs a load, not a read-modify-write (a steady
+ * stream of successes writes nothing). */
+static void set_bit(_Atomic uint64_t *w, uint64_t mask, bool on,
+                    _Atomic uint32_t *count) {
+    if (!!(atomic_load_explicit(w, memory_order_relaxed) & mask) == on)
+        return;
+    uint64_t old = on ? atomic_fetch_or(w, mask) : atomic_fetch_and(w, ~mask);
+    if (!!(old & mask) != on)
+        atomic_fetch_add(count, on ? 1u : (uint32_t)-1);
+}
+
 /* One outcome into the closed window; opens the breaker past a
  * threshold. */
 static void record_closed(sy_policy_store *st, sy__brk *b,
@@ -278,14 +290,8 @@ static void record_closed(sy_policy_store *st, sy__brk *b,
     uint64_t idx = atomic_fetch_add(&b->pos, 1);
     uint64_t i = idx % cfg->window, mask = 1ull << (i % 64);
     size_t word = (size_t)(i / 64);
-    uint64_t old = fail ? atomic_fetch_or(&b->fbits[word], mask)
-                        : atomic_fetch_and(&b->fbits[word], ~mask);
-    if (!!(old & mask) != fail)
-        atomic_fetch_add(&b->failures, fail ? 1u : (uint32_t)-1);
-    old = slow ? atomic_fetch_or(&b->sbits[word], mask)
-               : atomic_fetch_and(&b->sbits[word], ~mask);
-    if (!!(old & mask) != slow)
-        atomic_fetch_add(&b->slow, slow ? 1u : (uint32_t)-1);
+    set_bit(&b->fbits[word], mask, fail, &b->failures);
+    set_bit(&b->sbits[word], mask, slow, &b->slow);
     uint64_t calls = idx + 1 < cfg->window ? idx + 1 : cfg->window;
     if (calls < cfg->min_calls)
         return;

@@ -96,8 +96,8 @@ int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
 
 uint64_t sy__rl_bucket_key(const sy__rl_cfg *cfg, const char *route_id,
                            const char *key, size_t key_len) {
-    uint64_t h = sy__hash64(route_id, strlen(route_id), cfg->fp);
-    h = sy__hash64(key, key_len, h);
+    uint64_t h = sy__store_hash(route_id, strlen(route_id), cfg->fp);
+    h = sy__store_hash(key, key_len, h);
     return h ? h : 1;
 }
 

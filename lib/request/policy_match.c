@@ -20,10 +20,12 @@ static const void *nth_policy(const sy_match *m, sy__builtin id, size_t k) {
             const struct sy_route *src = side ? r : d;
             if (!src || i >= (side ? nr : nd))
                 continue;
+            /* the entry names its built-in: no call for other filters */
+            const sy__factory_spec *spec = sy__def_spec(&src->filters[i]);
+            if (!spec || spec->id != id || k-- != 0)
+                continue;
             sy__builtin got;
-            const void *p = sy__filter_policy(src->cfilters[i], &got);
-            if (p && got == id && k-- == 0)
-                return p;
+            return sy__filter_policy(src->cfilters[i], &got);
         }
     }
     return NULL;

@@ -514,6 +514,80 @@ START_TEST(failed_single_changes_during_rebuilds_leave_exact_state) {
 }
 END_TEST
 
+/* Routes with a Host of literal labels are filed in the overlay under
+ * their host (snapshot_overlay.c): a request finds them by its labels
+ * whatever path they share, and every odd spelling of a host (an empty
+ * label, a leading or trailing '.', another case, a port) gets what the
+ * scan gives. */
+START_TEST(host_routes_in_the_overlay_are_found_by_their_labels) {
+    enum { N = 2000, UP = 40 };
+    char *doc = malloc((size_t)N * 128 + 16), buf[256];
+    ck_assert_ptr_nonnull(doc);
+    size_t o = (size_t)snprintf(doc, 16, "[");
+    for (size_t i = 0; i < N; i++)
+        o += (size_t)snprintf(doc + o, 128,
+                              "%s{\"id\":\"h%zu\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Host=t%zu.example.com\","
+                              "\"Path=/api/**\"]}",
+                              i ? "," : "", i, i);
+    o += (size_t)snprintf(doc + o, 4, "]");
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    sy_error e;
+    for (size_t i = 0; i < UP; i++) {
+        /* new hosts, a changed one, a wildcard and a leading-dot pattern
+         * (both filed by path), a host with a port */
+        const char *host = i == 0   ? "t7.example.com"
+                           : i == 1 ? "*.w.example.com"
+                           : i == 2 ? ".lead.example.com"
+                                    : NULL;
+        char h[64];
+        if (!host) {
+            snprintf(h, sizeof h, "u%zu.example.com", i);
+            host = h;
+        }
+        int n = snprintf(buf, sizeof buf,
+                         "{\"id\":\"%s%zu\",\"uri\":\"http://b\","
+                         "\"predicates\":[\"Host=%s\",\"Path=/api/**\"]}",
+                         i == 0 ? "h" : "x", i == 0 ? (size_t)7 : i, host);
+        ck_assert_msg(sy_router_upsert_route(r, "s", buf, (size_t)n, &e) == 0,
+                      "%s", e.message);
+    }
+    sy_match_ctx *ctx = NULL;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, &e), 0);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy_snapshot *in = sy__snapshot_from_handle(h);
+    ck_assert(sy__overlay_hosts((const sy__overlay *const *)in->ov, 2));
+    static const struct {
+        const char *host, *path, *want;
+    } cases[] = {
+        {"u5.example.com", "/api/x", "x5"},
+        {"u5..example.com", "/api/x", "x5"},
+        {".u5.example.com", "/api/x", NULL},
+        {"u5.example.com.", "/api/x", NULL},
+        {"U5.example.com", "/api/x", NULL},
+        {"u5.example.com", "/other", NULL},
+        {"u39.example.com", "/api", "x39"},
+        {"t7.example.com", "/api/y", "h7"},
+        {"t8.example.com", "/api/y", "h8"},
+        {"a.w.example.com", "/api/z", "x1"},
+        {".lead.example.com", "/api/z", NULL},
+        {"u5", "/api/x", NULL},
+        {"", "/api/x", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sy_request req = SY_REQUEST_INIT;
+        req.method = (sy_str){"GET", 3};
+        req.host = (sy_str){cases[i].host, strlen(cases[i].host)};
+        req.path = (sy_str){cases[i].path, strlen(cases[i].path)};
+        same_as_scan(h, ctx, &req, cases[i].want);
+    }
+    sy_snapshot_release(h);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("snapshot");
     TCase *tc = tcase_create("snapshot");
@@ -524,6 +598,7 @@ int main(void) {
     tcase_add_test(tc, ten_thousand_single_changes_rebuild_in_bounded_shares);
     tcase_add_test(tc, the_stepwise_build_makes_the_one_shot_index);
     tcase_add_test(tc, failed_single_changes_during_rebuilds_leave_exact_state);
+    tcase_add_test(tc, host_routes_in_the_overlay_are_found_by_their_labels);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -651,8 +651,13 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     if (n != SIZE_MAX)
         n += pre;
     if (n != SIZE_MAX && s->ov[0]) {
-        size_t m = sy__overlay_lookup((const sy__overlay *const *)s->ov, 2,
-                                      &c->path, c->lists + n, MAX_LISTS - n);
+        const sy__overlay *const *ov = (const sy__overlay *const *)s->ov;
+        /* routes filed under a host key need the labels */
+        bool hk = c->ev.host_str.len && sy__overlay_hosts(ov, 2);
+        if (hk && !host_labels(c))
+            return SY_ENOMEM;
+        size_t m = sy__overlay_lookup(ov, 2, &c->path, hk ? &c->host : NULL,
+                                      c->lists + n, MAX_LISTS - n);
         n = m == SIZE_MAX ? SIZE_MAX : n + m;
     }
     if (n == SIZE_MAX)

@@ -74,10 +74,13 @@ const struct sy__service *sy__snapshot_service(const sy_snapshot *s,
 uint64_t sy__match_draw_seed(const sy_match *m);
 
 /* Append the candidate lists of overlays ov[0..nov) (NULL ones skipped;
- * snapshot_overlay.c) for a request path to out[0..cap): their number,
- * or SIZE_MAX when they do not fit. Reads only; allocation-free. */
+ * snapshot_overlay.c) for a request path and host labels (NULL: no host)
+ * to out[0..cap): their number, or SIZE_MAX when they do not fit. Reads
+ * only; allocation-free. The host's labels are needed (split) only when
+ * sy__overlay_hosts says a route is filed under a host key. */
 size_t sy__overlay_lookup(const sy__overlay *const *ov, size_t nov,
-                          const sy__segments *path, sy__cand_list *out,
-                          size_t cap);
+                          const sy__segments *path, const sy__segments *host,
+                          sy__cand_list *out, size_t cap);
+bool sy__overlay_hosts(const sy__overlay *const *ov, size_t nov);
 
 #endif

@@ -3,7 +3,11 @@
  * added since its base index was built, findable by request at a cost per
  * change that does not grow with the overlay (snapshot_int.h).
  *
- * A route is filed under keys: per Path pattern, the hash of its leading
+ * A route is filed under keys: when a Host predicate of it has one
+ * pattern of literal labels, the hash of those labels (a host key: a
+ * table of a route per customer host shares one path, so its path keys
+ * would make one group of every updated host route, scanned by every
+ * request to that path); else per Path pattern, the hash of its leading
  * literal segments, or of one later literal at its position (keys_of);
  * else under the one root key (always a candidate: no Path, or a pattern
  * with no literal before its first "**").
@@ -30,6 +34,7 @@
 #define OV_KEYS 16 /* a route with more patterns goes to the root group */
 #define SEED_PATH 0x9a7bull
 #define SEED_SINGLE 0x5e91ull
+#define SEED_HOST 0x4057ull
 #define ROOT_KEY 0x726f6f74ull /* "root" */
 
 typedef struct ov_group {
@@ -64,6 +69,7 @@ struct sy__overlay {
     size_t count;       /* live entries */
     uint64_t depths;    /* bit d: some prefix key of depth d (63: or more) */
     uint64_t positions; /* bit p: some single key at position p */
+    bool hosts;         /* some route is filed under a host key */
     size_t bytes;       /* chunks and groups this overlay made */
 };
 
@@ -190,6 +196,7 @@ sy__overlay *sy__overlay_copy(const sy__alloc *a, const sy__overlay *src) {
     ov->count = src->count;
     ov->depths = src->depths;
     ov->positions = src->positions;
+    ov->hosts = src->hosts;
     return ov;
 }
 
@@ -295,6 +302,7 @@ static bool grow(sy__overlay *ov) {
 typedef struct route_keys {
     uint64_t hash[OV_KEYS];
     size_t n;
+    bool host; /* one key: a host key */
     uint8_t depth[OV_KEYS]; /* prefix: its length; single: its position */
     uint8_t single[OV_KEYS];
 } route_keys;
@@ -358,10 +366,52 @@ static const sy__pred *first_pred(const struct sy_route *r,
     return NULL;
 }
 
-/* Where a route is filed: its path keys, else the root. (Host-only
- * routes go to the root too: a request's odd host forms, a leading or
- * trailing '.', make label prefixes an unsafe key.) */
+/* The host key of a request's labels or of a pattern's: every label in
+ * order, so only a host of exactly those labels meets it. */
+static uint64_t host_key_mix(uint64_t h, sy_str label) {
+    return sy__hash_mix(h, seg_hash(label));
+}
+
+/* A host key for r: a Host predicate of one pattern of non-empty literal
+ * labels (every request it matches has exactly those labels, no leading
+ * or trailing '.'); false: none. */
+static bool host_key_of(const struct sy_route *r, uint64_t *out) {
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        const sy__pred *p = r->cpreds[i];
+        if (!p || sy__pred_get_kind(p) != SY_PK_HOST ||
+            sy__pred_pattern_count(p) != 1)
+            continue;
+        const sy__pattern *pat = sy__pred_pattern(p, 0);
+        size_t n = sy__pattern_segment_count(pat);
+        bool lit = n > 0 && sy__pattern_can_match(pat);
+        uint64_t h = SEED_HOST;
+        for (size_t j = 0; lit && j < n; j++) {
+            sy_str l = sy__pattern_literal(pat, j);
+            lit = sy__pattern_segment_kind(pat, j) == SY_SEG_LITERAL &&
+                  l.len > 0;
+            h = host_key_mix(h, l);
+        }
+        if (lit) {
+            *out = h;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Where a route is filed: its host key, else its path keys, else the
+ * root. (A Host predicate of wildcards goes by its path or to the root:
+ * a request's odd host forms, a leading or trailing '.', make label
+ * prefixes an unsafe key.) */
 static void route_keys_of(const struct sy_route *r, route_keys *k) {
+    k->host = false;
+    if (host_key_of(r, &k->hash[0])) {
+        k->n = 1;
+        k->host = true;
+        k->depth[0] = 0;
+        k->single[0] = 0;
+        return;
+    }
     if (keys_of(first_pred(r, SY_PK_PATH), k))
         return;
     k->n = 1;
@@ -436,7 +486,9 @@ int sy__overlay_add(sy__overlay *ov, uint32_t slot, uint64_t key,
         int rc = regroup(ov, find(ov, k.hash[j]), k.hash[j], &cand, key, slot);
         if (rc || !filter_set(ov, k.hash[j]))
             return rc ? rc : SY_ENOMEM;
-        if (k.single[j])
+        if (k.host)
+            ov->hosts = true;
+        else if (k.single[j])
             ov->positions |= 1ull << k.depth[j];
         else if (k.hash[j] != ROOT_KEY)
             ov->depths |= 1ull << k.depth[j];
@@ -515,9 +567,16 @@ static bool probe(const sy__overlay *const *ov, size_t nov,
     return true;
 }
 
+bool sy__overlay_hosts(const sy__overlay *const *ov, size_t nov) {
+    for (size_t o = 0; o < nov; o++)
+        if (ov[o] && ov[o]->count && ov[o]->hosts)
+            return true;
+    return false;
+}
+
 size_t sy__overlay_lookup(const sy__overlay *const *ov, size_t nov,
-                          const sy__segments *path, sy__cand_list *out,
-                          size_t cap) {
+                          const sy__segments *path, const sy__segments *host,
+                          sy__cand_list *out, size_t cap) {
     const sy__overlay *live[4];
     size_t k = 0, n = 0;
     for (size_t o = 0; o < nov && k < 4; o++)
@@ -527,6 +586,16 @@ size_t sy__overlay_lookup(const sy__overlay *const *ov, size_t nov,
         return 0;
     if (!probe(live, k, path, out, &n, cap))
         return SIZE_MAX;
+    /* a host of real labels only: a virtual empty one (a leading or
+     * trailing '.') meets no host key */
+    if (host && host->count && !host->lead && !host->trail) {
+        uint64_t h = SEED_HOST;
+        for (size_t i = 0; i < host->count; i++)
+            h = host_key_mix(h, host->dec[i]);
+        for (size_t o = 0; o < k; o++)
+            if (live[o]->hosts && !collect(live[o], h, out, &n, cap))
+                return SIZE_MAX;
+    }
     for (size_t o = 0; o < k; o++)
         if (!collect(live[o], ROOT_KEY, out, &n, cap))
             return SIZE_MAX;

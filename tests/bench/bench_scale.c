@@ -61,6 +61,10 @@ static const sy_snapshot *internal(sy_snapshot *h) {
     return sy__snapshot_from_handle(h);
 }
 
+/* What each upsert of the last upserts() call met: 'b' a rebuild ran,
+ * 'S' it started one, 'W' it swapped one in, '.' neither. */
+static char *g_state;
+
 /* Upserts of distinct routes of t, from route `from`, each one suffixed
  * with `variant`; us[i], cpu[i]: wall and thread CPU time of each. Stops
  * after `runs`, or (when until_swap) once a rebuild has started and
@@ -92,14 +96,18 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
             break;
         }
         us[done] = (double)dt / 1e3;
-        cpu[done++] = (double)dc / 1e3;
+        cpu[done] = (double)dc / 1e3;
         h = sy_router_acquire(t->router);
         const sy_snapshot *s = internal(h);
+        char st = s->build ? 'b' : '.';
         if (s->build && !building)
-            (*builds)++;
+            (*builds)++, st = 'S';
         building = s->build != NULL;
         if (s->base != base)
-            (*swaps)++;
+            (*swaps)++, st = 'W';
+        if (g_state)
+            g_state[done] = st;
+        done++;
         base = s->base;
         sy_snapshot_release(h);
     }
@@ -126,6 +134,25 @@ static void report_upserts(const char *name, size_t routes, double *us,
             name, done, worst, over1, over2, builds, swaps);
     comment("%s: thread CPU time: the most was %.1f us (#%zu)", name,
             cpu[cworst], cworst);
+    if (g_state) { /* the five slowest by CPU and what they met */
+        char line[256];
+        size_t len = 0;
+        bool *seen = calloc(done, 1);
+        for (int k = 0; k < 5 && seen && (size_t)k < done; k++) {
+            size_t w = SIZE_MAX;
+            for (size_t i = 0; i < done; i++)
+                if (!seen[i] && (w == SIZE_MAX || cpu[i] > cpu[w]))
+                    w = i;
+            seen[w] = true;
+            len +=
+                (size_t)snprintf(line + len, sizeof line - len,
+                                 " #%zu %.0f us (%c)", w, cpu[w], g_state[w]);
+        }
+        free(seen);
+        comment("%s: slowest by CPU:%s (b: a rebuild ran, S: one started, "
+                "W: one swapped in, .: neither)",
+                name, line);
+    }
     print_spread(name, us, done, "us");
     print_spread("(thread CPU)", cpu, done, "us");
 }
@@ -167,17 +194,55 @@ static void *reader_run(void *arg) {
     return NULL;
 }
 
+/* Index against scan on requests for routes the upserts changed (the
+ * overlays' routes, host keys included): every one must be found. */
+static void check_updated(table *t, size_t from, const char *variant,
+                          size_t done) {
+    bench_reqs rs = {0};
+    char host[64], path[64];
+    for (size_t r = 0; r < done && rs.n < 300; r += 1 + done / 300) {
+        size_t i = (from + r * 7919) % t->routes;
+        const char *hp = "api.example.com";
+        if (i % 3 == 0) {
+            snprintf(path, sizeof path, "/s%zu/ljj%s", i, variant);
+        } else if (i % 3 == 1) {
+            snprintf(path, sizeof path, "/u%zu%s/bob", i, variant);
+        } else {
+            snprintf(host, sizeof host, "t%zu%s.example.com", i, variant);
+            snprintf(path, sizeof path, "/api/orders/1");
+            hp = host;
+        }
+        bench_reqs_add(&rs, "GET", hp, path, NULL, 0);
+    }
+    sy_match_ctx *ctx = NULL;
+    sy_error e;
+    if (sy_match_ctx_new(NULL, &ctx, &e) == 0) {
+        sy_snapshot *s = sy_router_acquire(t->router);
+        size_t hits = 0, differ = cross_check(s, ctx, &rs, rs.n, &hits);
+        g_differ += differ;
+        comment("scale/publish-max-readers: %zu requests to updated routes "
+                "checked against the scan: %zu hit, %zu differ",
+                rs.n, hits, differ);
+        sy_snapshot_release(s);
+        sy_match_ctx_free(ctx);
+    }
+    bench_reqs_free(&rs);
+}
+
 static void scale_with_readers(table *t) {
     static const char *name = "scale/publish-max-readers";
     enum { MAX_RUNS = 200000 };
     double *us = bench_xmalloc(MAX_RUNS * sizeof *us);
     double *cpu = bench_xmalloc(MAX_RUNS * sizeof *cpu);
+    g_state = bench_xmalloc(MAX_RUNS);
     reader rd = {.router = t->router, .rs = &t->reqs};
     pthread_t tid;
     if (pthread_create(&tid, NULL, reader_run, &rd) != 0) {
         comment("SKIPPED %s: no reader thread", name);
         free(us);
         free(cpu);
+        free(g_state);
+        g_state = NULL;
         return;
     }
     while (!atomic_load(&rd.started))
@@ -189,6 +254,8 @@ static void scale_with_readers(table *t) {
     double secs = (double)(bench_now_ns() - t0) / 1e9;
     atomic_store(&rd.stop, 1);
     pthread_join(tid, NULL);
+    if (done)
+        check_updated(t, 500001, "r", done);
     if (done) {
         report_upserts(name, t->routes, us, cpu, done, swaps, builds);
         comment("%s: a reader thread matched without pause meanwhile: %.1f M "
@@ -199,6 +266,8 @@ static void scale_with_readers(table *t) {
     }
     free(us);
     free(cpu);
+    free(g_state);
+    g_state = NULL;
 }
 
 void case_scale(void) {
@@ -266,6 +335,7 @@ void case_scale(void) {
         enum { RUNS = 10000 };
         double *us = bench_xmalloc(RUNS * sizeof *us);
         double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
+        g_state = bench_xmalloc(RUNS);
         size_t swaps, builds;
         size_t done =
             upserts(&t, 1, "m", RUNS, RUNS, false, us, cpu, &swaps, &builds);
@@ -274,6 +344,8 @@ void case_scale(void) {
                            swaps, builds);
         free(us);
         free(cpu);
+        free(g_state);
+        g_state = NULL;
     }
     if (w_read)
         scale_with_readers(&t);

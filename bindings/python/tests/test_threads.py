@@ -195,17 +195,27 @@ def test_generated_code_releases_the_gil_around_library_calls():
 def test_a_python_thread_runs_while_another_parses():
     """While one thread is inside a long parse, another thread keeps
     running Python code (it would stall if the GIL were held)."""
-    routes = [{"id": f"r{i}", "uri": "http://x",
-               "predicates": [f"Path=/a{i}/{{v}}/**", "Method=GET,POST",
-                              "Header=X-Test, [a-z]+[0-9]*"]}
-              for i in range(2000)]
     import json
-    raw = json.dumps(routes).encode()
-    t0 = time.perf_counter()
-    sy.parse(raw).close()
-    single = time.perf_counter() - t0
-    if single < 0.05:  # too fast to observe anything
-        return
+
+    def document(n: int) -> bytes:
+        return json.dumps([{"id": f"r{i}", "uri": "http://x",
+                            "predicates": [f"Path=/a{i}/{{v}}/**",
+                                           "Method=GET,POST",
+                                           "Header=X-Test, [a-z]+[0-9]*"]}
+                           for i in range(n)]).encode()
+
+    # a parse long enough to observe (at least 50 ms): the document grows
+    # until it is, on any machine; the test never passes without looking
+    n, single = 2000, 0.0
+    while True:
+        raw = document(n)
+        t0 = time.perf_counter()
+        sy.parse(raw).close()
+        single = time.perf_counter() - t0
+        if single >= 0.05 or n >= 256000:
+            break
+        n *= 2
+    assert single >= 0.05, (n, single)
     ticks = []
     done = threading.Event()
 

@@ -25,6 +25,15 @@ def status_of(resp):
         return None
 
 
+def forwarded_path(resp):
+    """The path the backend saw (it echoes it as JSON), or what came back
+    instead: the check always runs, whatever the status."""
+    try:
+        return json.loads(resp.split(b"\r\n\r\n", 1)[1])["path"]
+    except (IndexError, ValueError, KeyError, TypeError):
+        return "no echo from the backend: %r" % resp[:120]
+
+
 def body(procs, c):
     _, b1 = procs.backend("b1")
     routes = procs.write_file("routes.json", json.dumps({"version": "1",
@@ -101,15 +110,11 @@ def body(procs, c):
     resp = h.raw(port, b"GET /api/x/../y/./z HTTP/1.1\r\nHost: a\r\n"
                  b"Connection: close\r\n\r\n")
     c.eq(status_of(resp), 200, "dot segments inside the root: routed")
-    if status_of(resp) == 200:
-        d = json.loads(resp.split(b"\r\n\r\n", 1)[1])
-        c.eq(d["path"], "/api/y/z", "forwarded path is normalised")
+    c.eq(forwarded_path(resp), "/api/y/z", "forwarded path is normalised")
     resp = h.raw(port, b"GET /admin/../api/x HTTP/1.1\r\nHost: a\r\n"
                  b"Connection: close\r\n\r\n")
     c.eq(status_of(resp), 200, "/admin/../api/x is routed as /api/x")
-    if status_of(resp) == 200:
-        d = json.loads(resp.split(b"\r\n\r\n", 1)[1])
-        c.eq(d["path"], "/api/x", "/admin/../api/x forwarded as /api/x")
+    c.eq(forwarded_path(resp), "/api/x", "/admin/../api/x forwarded as /api/x")
     alive("hostile paths")
     c.eq(gw.proc.poll(), None, "the gateway process is up")
 

@@ -141,6 +141,15 @@ def test_duplicate_id_across_files_refused_by_test_and_reload(env):
     no_crash(env)
 
 
+def test_small_zone_refused_naming_the_zone(env):
+    """switchyard_zone below what the zone needs fails nginx -t, naming
+    the zone and the least size."""
+    rc, err = env.test_conf(env.conf().replace("switchyard_zone 8m;",
+                                               "switchyard_zone 32k;"))
+    check(rc != 0 and 'zone "switchyard"' in err and "at least" in err,
+          "nginx -t: %r" % err[-300:])
+
+
 def test_failed_reload_keeps_admin_changes(env):
     """A reload that fails on bind() leaves the stored changes in place
     and PUTs keep working."""
@@ -315,6 +324,7 @@ TESTS = [
     test_variables_logged_for_admin_requests,
     test_unrun_filters_refused_with_location,
     test_duplicate_id_across_files_refused_by_test_and_reload,
+    test_small_zone_refused_naming_the_zone,
     test_failed_reload_keeps_admin_changes,
     test_put_survives_reload,
     test_state_file_survives_restart,

@@ -123,6 +123,12 @@ static void get_status(httpd_conn *c) {
         /* a file refused before the router saw it (or left out of its
          * tick's commit) has its own error */
         const sy_error *fe = gw_config_source_error(st.name);
+#ifdef GW_HAVE_ETCD
+        gw_etcd_source_info ei; /* likewise a document from etcd */
+        if (!fe && G.etcd && !gw_etcd_source_info_get(G.etcd, st.name, &ei) &&
+            ei.refused.code)
+            fe = &ei.refused;
+#endif
         if (fe)
             gw_error_json(&b, fe);
         else if (st.last_result != SY_OK)

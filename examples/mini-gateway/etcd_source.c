@@ -259,6 +259,25 @@ static void commit_error(char *out, size_t cap, sy_error *err) {
     format_error(out, cap, err);
 }
 
+/* The host's check of a route document (the one its files and admin API
+ * run): a refused document is dropped with its located error before any
+ * commit attempt, as one the router refuses. */
+static void host_check(gw_etcd *e, source_rec *src, staged *s) {
+    sy_error err = {0};
+    src->refused.code = 0;
+    if (s->c->del || !e->opts.check_document ||
+        !e->opts.check_document(s->c->value, s->c->len, &err))
+        return;
+    src->refused = err;
+    char msg[1024];
+    format_error(msg, sizeof msg, &err);
+    s->dropped = true;
+    s->error = etcd_strdup(msg);
+    e->rejected++;
+    etcd_log(e, GW_ETCD_LOG_WARN, "%s rejected (mod_revision %" PRId64 "): %s",
+             s->c->key, s->c->mod_revision, msg);
+}
+
 /* Stage every change not dropped yet; instance lists first. */
 static int stage_all(gw_etcd *e, sy_change_set *cs, staged *st, size_t n,
                      size_t *map, size_t *count) {
@@ -336,7 +355,9 @@ static bool apply_changes(gw_etcd *e, etcd_change_list *l, int64_t revision,
         s->present = !c->del;
         if (!c->del)
             s->create_revision = c->create_revision;
-        st[n++] = (staged){.c = c};
+        st[n] = (staged){.c = c};
+        host_check(e, s, &st[n]);
+        n++;
     }
     bool committed = false, failed_all = oom || !st || !map;
     while (!failed_all && !committed) {

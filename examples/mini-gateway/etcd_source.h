@@ -77,6 +77,13 @@ typedef struct gw_etcd_options {
      * signs the members' certificates, and the client's certificate and
      * key files when the members ask for one. */
     const char *cacert, *cert, *key;
+    /* Optional: the host's own check of a route document before it is
+     * staged (loop's thread), the one its route files and admin API run
+     * (the mini-gateway's gw_document_check). Non-zero refuses the
+     * document with err's located error, as the router refuses a broken
+     * one: the source's last good document keeps serving and its status
+     * shows the error. */
+    int (*check_document)(const char *json, size_t len, sy_error *err);
 } gw_etcd_options;
 
 /*
@@ -139,6 +146,8 @@ typedef struct gw_etcd_source_info {
     char version[128];    /* of the live document, "" when none */
     uint64_t checksum;    /* of the live document's bytes, 0 when none */
     char error[512];      /* last attempt's error, "" when it succeeded */
+    sy_error refused;     /* code != 0: that error was the host's check's
+                             (check_document), the router never saw it */
 } gw_etcd_source_info;
 /* Fills out and returns 0, or -1 when the source does not come from etcd.
  * Any thread. */

@@ -25,6 +25,8 @@ typedef struct source_rec {
     bool has_version;
     uint64_t checksum; /* of the live document's bytes */
     char *error;       /* last attempt's error, NULL if it succeeded */
+    sy_error refused;  /* code != 0: the host's check refused the last
+                          document (gw_etcd_options.check_document) */
     size_t lib_index;  /* the router's index of the source, or SIZE_MAX */
     bool stale;        /* committed since applied/version/checksum were read */
 } source_rec;

@@ -152,6 +152,8 @@ int gw_etcd_source_info_get(gw_etcd *e, const char *source,
                  s->has_version ? s->version : "");
         out->checksum = s->applied ? s->checksum : 0;
         snprintf(out->error, sizeof out->error, "%s", s->error ? s->error : "");
+        if (s->refused.code)
+            out->refused = s->refused;
         rc = 0;
     }
     uv_mutex_unlock(&e->mu);

@@ -167,6 +167,13 @@ static int start_config(void) {
     return gw_config_watch(&main_loop) || gw_admin_start(&main_loop) ? -1 : 0;
 }
 
+#ifdef GW_HAVE_ETCD
+/* Documents from etcd get the check route files and the admin API run. */
+static int etcd_check_document(const char *json, size_t len, sy_error *err) {
+    return gw_document_check(json, len, false, err);
+}
+#endif
+
 /* The etcd source when --etcd is given. */
 static int start_etcd(const gw_options *o) {
 #ifdef GW_HAVE_ETCD
@@ -180,6 +187,7 @@ static int start_etcd(const gw_options *o) {
     eo.cacert = G.cfg.etcd_cacert;
     eo.cert = G.cfg.etcd_cert;
     eo.key = G.cfg.etcd_key;
+    eo.check_document = etcd_check_document;
     static char password[1024]; /* the source's for as long as it runs */
     if (G.cfg.etcd_user) {
         FILE *f = fopen(G.cfg.etcd_password_file, "r");

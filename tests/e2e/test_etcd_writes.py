@@ -10,7 +10,10 @@ route is 400 and writes nothing. Concurrent writes of one source from
 both gateways: each answer is 200 or 409 (the etcd transaction compares
 the key's mod revision with what the gateway saw), at least one conflict
 is detected, and etcd ends with the last accepted write. The fleet ends
-with one fingerprint. TAP on stdout.
+with one fingerprint. A document put into etcd directly with a cors
+metadata or default filters the gateway refuses from files and its
+admin API is refused from etcd too (located error in /status, the last
+good document serving). TAP on stdout.
 """
 import json
 import os
@@ -59,6 +62,41 @@ try:
     t.ok(wait_until(serves(g2, "/o1/x"), 5) and
          wait_until(serves(g1, "/o1/x"), 5),
          "served by every gateway on that etcd")
+
+    # Written to etcd by something else than a gateway: the gateway's own
+    # apply-time checks (a route's cors metadata, a document's default
+    # filters) refuse it as its route files and admin API do.
+    good = {"version": "1", "routes": [
+        {"id": "c1", "uri": up, "predicates": ["Path=/c1/**"],
+         "metadata": {"cors": {"allowedOrigins": "https://a.example"}}}]}
+    etcd.put(P + "routes/corsy", json.dumps(good))
+    t.ok(wait_until(serves(g1, "/c1/x"), 5), "a good cors document from etcd")
+    for n, (bad, where) in enumerate([
+            ({"allowedOrigins": "https://b.example",
+              "allowCredentials": "yes"}, "routes[0].metadata.cors"),
+            (None, "default-filters")]):
+        doc2 = json.loads(json.dumps(good))
+        doc2["version"] = str(2 + n)
+        doc2["routes"][0]["predicates"] = ["Path=/c2/**"]
+        if bad:
+            doc2["routes"][0]["metadata"]["cors"] = bad
+        else:
+            doc2["default-filters"] = ["AddResponseHeader=X-D,1"]
+        rev = etcd.put(P + "routes/corsy", json.dumps(doc2))
+        wait_until(lambda: g1.status()["etcd"]["revision"] >= rev, 5)
+        st = g1.status()
+        e1 = [s["error"] for s in st["etcd"]["sources"]
+              if s["name"] == "corsy"][0]
+        e2 = [s["error"] for s in st["sources"] if s["name"] == "corsy"][0]
+        t.ok(e1 and e1.startswith(where + ": ") and where in json.dumps(e2),
+             "etcd: %s refused at apply with its located error in /status"
+             % where, (e1, e2))
+        pre = {"Origin": "https://a.example",
+               "Access-Control-Request-Method": "GET"}
+        t.ok(g1.request("GET", "/c1/x")[0] == 200 and
+             g1.request("GET", "/c2/x")[0] == 404 and
+             g1.request("OPTIONS", "/c1/x", headers=pre)[0] == 200,
+             "etcd: the last good document keeps serving (%s)" % where)
 
     a = g1.admin_call("PUT", "/routes/seq/s1", {
         "id": "s1", "uri": up, "predicates": ["Path=/s1/**"]})[0]

@@ -4,16 +4,23 @@
 
 #include "switchyard.h"
 
+#include <stdio.h>
+
 /* Each takes the arguments after the subcommand name and returns the
  * process exit status. */
 int sy_cli_match(int argc, char **argv);
 int sy_cli_explain(int argc, char **argv);
 int sy_cli_diff(int argc, char **argv);
 int sy_cli_convert(int argc, char **argv); /* cli_convert.c */
-/* `check` on a .yml/.yaml/.properties file: its text (taken) converted as
- * `convert` does; its issues printed as check prints errors; NULL when
- * it does not convert. */
-char *sy_cli_convert_for_check(const char *file, char *text, size_t *len);
+/* A .yml/.yaml/.properties file's text (taken) converted as `convert`
+ * does; its issues printed to `out`, one a line; NULL when it does not
+ * convert. */
+char *sy_cli_convert_for_check(const char *file, char *text, size_t *len,
+                               FILE *out);
+/* A route file for match, explain and diff: read, and converted when it
+ * is Spring Boot configuration (issues on stderr); NULL with errno set
+ * (EINVAL: it does not convert). switchyard.c. */
+char *sy_cli_read_routes(const char *path, size_t *len);
 /* diff --requests: replay recorded requests (cli_replay.c) */
 int sy_cli_replay(int argc, char **argv);
 

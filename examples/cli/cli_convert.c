@@ -159,7 +159,8 @@ int sy_cli_convert(int argc, char **argv) {
     return status;
 }
 
-char *sy_cli_convert_for_check(const char *file, char *text, size_t *len) {
+char *sy_cli_convert_for_check(const char *file, char *text, size_t *len,
+                               FILE *out) {
     scg_options o = {0};
     scg_converter *c = scg_converter_new(&o);
     char *doc = NULL;
@@ -169,10 +170,10 @@ char *sy_cli_convert_for_check(const char *file, char *text, size_t *len) {
     free(text);
     for (size_t k = 0; c && k < scg_converter_issue_count(c); k++) {
         const scg_issue *is = scg_converter_issue(c, k);
-        printf("%s%s\n", is->error ? "" : "warning: ", is->text);
+        fprintf(out, "%s%s\n", is->error ? "" : "warning: ", is->text);
     }
     if (!c)
-        printf("%s: out of memory\n", file);
+        fprintf(out, "%s: out of memory\n", file);
     scg_converter_free(c);
     return doc;
 }

@@ -412,7 +412,7 @@ static int load_router(const char *cmd, const request_args *a,
     }
     for (size_t i = 0; i < a->file_count; i++) {
         size_t len;
-        char *text = read_file(a->files[i], &len);
+        char *text = sy_cli_read_routes(a->files[i], &len);
         if (!text) {
             fprintf(stderr, "switchyard %s: cannot read %s: %s\n", cmd,
                     a->files[i], strerror(errno));
@@ -759,7 +759,7 @@ static const char *const part_names[] = {"predicates", "filters", "uri",
 
 static sy_document *load_doc(const char *path) {
     size_t len;
-    char *text = read_file(path, &len);
+    char *text = sy_cli_read_routes(path, &len);
     if (!text) {
         fprintf(stderr, "switchyard diff: cannot read %s: %s\n", path,
                 strerror(errno));

@@ -113,6 +113,16 @@ static void print_host_runs(const char *file, const sy_document *doc) {
     }
 }
 
+char *sy_cli_read_routes(const char *path, size_t *len) {
+    char *text = sy_cli_read_file(path, len);
+#ifdef SY_HAVE_YAML
+    if (text && scg_format_of(path) != SCG_FORMAT_UNKNOWN &&
+        !(text = sy_cli_convert_for_check(path, text, len, stderr)))
+        errno = EINVAL;
+#endif
+    return text;
+}
+
 static int check_usage(FILE *out) {
     fprintf(out, "usage: switchyard check [--quiet] [--fail-on-warning] "
                  "[--host gateway|nginx] FILE...\n"
@@ -206,7 +216,7 @@ static int cli_check(int argc, char **argv) {
         /* Spring Boot configuration: checked as `convert` makes it (the
          * paths of route errors are those of the converted document) */
         if (scg_format_of(file) != SCG_FORMAT_UNKNOWN &&
-            !(json = sy_cli_convert_for_check(file, json, &len))) {
+            !(json = sy_cli_convert_for_check(file, json, &len, stdout))) {
             if (status == 0)
                 status = 1;
             continue;

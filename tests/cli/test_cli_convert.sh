@@ -144,4 +144,9 @@ same "check application.yml: converted, then checked" \
 same "check of a file that does not convert: 1, with FILE:LINE" \
     "1|$d/application.properties:4: spring.cloud.gateway.routes[0].uri: unresolved placeholder \${ORDERS_URI} (give it with --set NAME=VALUE or the environment)" \
     "$?|$(cat "$tmp/chk.out")"
+same "match reads application.yml through the conversion" \
+    "route:    orders (order -1)" \
+    "$("$bin" match "$d/application.yml" GET http://shop/orders/42 2>/dev/null | head -1)"
+same "diff of application.yml and its converted document: nothing differs" \
+    "3 unchanged" "$("$bin" diff "$d/application.yml" "$tmp/yml.json" 2>/dev/null)"
 echo "1..$n"

@@ -12,7 +12,12 @@
  * watch response is applied as one change. etcd down or compacted: the
  * router keeps its last good snapshot, the module retries with backoff and
  * resynchronises (from the last applied revision, or with a full read when
- * that revision was compacted). See docs/config-sources.md.
+ * that revision was compacted). --etcd may list the members of a cluster:
+ * the watch moves to the next one when its member fails or stops
+ * answering a linearizable read each second (etcd_probe.c). With a user
+ * it authenticates (etcd_auth.c); https:// members are spoken to with TLS
+ * (etcd_tls.c). Admin writes go through etcd_write.h. See
+ * docs/config-sources.md.
  *
  * Threads: gw_etcd_start and gw_etcd_stop on the loop's thread; the status
  * and metrics calls on any thread (they copy under an internal mutex).

@@ -310,9 +310,15 @@ bool gw_store_admin(httpd_conn *c, const char *method, char *const *seg,
                     int ns, const char *body, size_t len) {
     if (!G.etcd)
         return false;
+    /* a file's source or service stays the file's: with
+     * --admin-overrides-files its override is kept here, not in etcd */
+    bool inst = strcmp(seg[0], "instances") == 0;
+    if (ns >= 2 && (inst ? gw_config_service_file(seg[1])
+                         : gw_config_source_file(seg[1])))
+        return false;
     char what[256];
     bool del = strcmp(method, "DELETE") == 0;
-    if (strcmp(seg[0], "instances") == 0 && ns == 2) {
+    if (inst && ns == 2) {
         snprintf(what, sizeof what, "admin: instances of %s", seg[1]);
         put_instances(c, seg[1], body, len, what);
     } else if (strcmp(seg[0], "routes") == 0 && ns == 2) {

@@ -195,6 +195,24 @@ try:
     t.ok(conflicts > 0, "concurrent writes detected: %d conflicts (409)"
          % conflicts)
 
+    # a --routes file's source stays the file's, also with --etcd
+    fpath = procs.write_file("local.json", json.dumps([
+        {"id": "loc", "uri": up, "predicates": ["Path=/loc/**"]}]))
+    g3 = procs.gateway("--etcd", etcd.url, "--routes", fpath)
+    st, _, body = g3.admin_call("PUT", "/routes/local/loc2", {
+        "id": "loc2", "uri": up, "predicates": ["Path=/loc2/**"]})
+    t.ok(st == 409 and fpath in json.loads(body)["error"],
+         "with --etcd, an admin change to a file's source: 409 naming it",
+         body)
+    g4 = procs.gateway("--etcd", etcd.url, "--routes", fpath,
+                       "--admin-overrides-files")
+    st, _, body = g4.admin_call("PUT", "/routes/local/loc2", {
+        "id": "loc2", "uri": up, "predicates": ["Path=/loc2/**"]})
+    t.ok(st == 200 and g4.request("GET", "/loc2/x")[0] == 200 and
+         get(etcd, P + "routes/local")[0] is None,
+         "with --admin-overrides-files it is a local override, not "
+         "written to etcd", body)
+
     rev = etcd.revision()
     fps = lambda: [g.status() for g in (g1, g2)]  # noqa: E731
     t.ok(wait_until(lambda: all(s["etcd"]["revision"] == rev for s in fps())

@@ -201,14 +201,37 @@ if os.path.exists(gw):
         if line.startswith("wrk ") or line.startswith("gateway /") or \
            line.startswith("gateway storm") or line.startswith("reload storm"):
             print("    " + line)
-    for label, key in (("1 route", "gateway / nginx, 1 route:"),
-                       ("many routes", "gateway / nginx, many routes:")):
-        m = re.search(re.escape(key) + r".*cpu/req ([\d.]+)", txt)
-        if m:
-            v = float(m.group(1))
-            print("- cpu/req gateway / nginx, %s: %.2f (target <= 0.70: %s)"
-                  % (label, v, "met" if v <= 0.70 else
-                     "missed by %.0f %%" % (100 * (v / 0.70 - 1))))
+    # the median table: case -> proxy CPU per request (us/req column)
+    med = txt.split("median round", 1)[-1]
+    cpu = {}
+    for line in med.split("\n"):
+        m = re.match(r"^(\S.*?)\s{2,}(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)"
+                     r"\s+([\d.]+|nan)", line)
+        if m and m.group(6) != "nan":
+            cpu[m.group(1).strip()] = float(m.group(6))
+    def pick(prefix):
+        for k, v in cpu.items():
+            if k.startswith(prefix):
+                return k, v
+        return None, None
+    ng1 = pick("nginx, 1 location")
+    ngn = next(((k, v) for k, v in cpu.items()
+                if k.startswith("nginx,") and "locations" in k), None)
+    checks = [(pick("mini-gateway, 1 route"), ng1, "1 route"),
+              (next(((k, v) for k, v in cpu.items()
+                     if k.startswith("mini-gateway,") and "routes" in k),
+                    (None, None)), ngn, "many routes"),
+              (pick("mini-gateway, local limit"), ng1,
+               "1 route, local rate limit"),
+              (pick("mini-gateway, breaker"), ng1, "1 route, circuit breaker")]
+    for (gk, gv), nn, label in checks:
+        if not gv or not nn or not nn[1]:
+            continue
+        v = gv / nn[1]
+        print("- cpu/req %s / %s (%s): %.1f / %.1f us = %.2f (target <= 0.70: "
+              "%s)" % (gk, nn[0], label, gv, nn[1], v,
+                       "met" if v <= 0.70 else
+                       "missed by %.0f %%" % (100 * (v / 0.70 - 1))))
 diff = [i for i, f in enumerate(figs) if get(f, "match/github", 203) is None]
 if diff:
     print("\n(runs without figures: %s)" % diff)

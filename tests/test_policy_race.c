@@ -3,10 +3,12 @@
  * its permits, however many threads ask at once, and publishes running
  * beside them lose no state. */
 #include "testutil.h"
+#include "policy/ratelimit.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define T0 1700000000000LL
@@ -134,11 +136,83 @@ START_TEST(a_half_open_breaker_admits_exactly_its_permits) {
 }
 END_TEST
 
+/* Many keys churning through a small store: slots are taken over by other
+ * keys while the old key's takers still race on them. Afterwards, with
+ * every bucket full again, each key must get a bucket (remaining >= 0),
+ * never a slot wedged on a state its key does not own (fail open, -1). */
+#define CHURN_KEYS 509
+#define CHURN_THREADS 8
+typedef struct churn {
+    sy_policy_store *st;
+    sy__rl_cfg cfg;
+    int id, ops, done;
+    _Atomic bool *go;
+} churn;
+
+static void *churn_keys(void *arg) {
+    churn *c = arg;
+    while (!atomic_load(c->go))
+        ;
+    uint64_t until = sy__now_monotonic_us() + 3000000; /* sanitizer builds: fewer */
+    int i = 0;
+    for (; i < c->ops; i++) {
+        if (!(i & 4095) && sy__now_monotonic_us() > until)
+            break;
+        char k[16];
+        int n = snprintf(k, sizeof k, "k%d", (i * 7 + c->id * 131) % CHURN_KEYS);
+        sy_ratelimit rl;
+        sy__rl_take(c->st, &c->cfg,
+                    sy__rl_bucket_key(&c->cfg, "r", k, (size_t)n),
+                    T0 + (int64_t)(i / 4) * 1000, &rl);
+    }
+    c->done = i;
+    return NULL;
+}
+
+START_TEST(slots_taken_over_by_racing_keys_stay_usable) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = aligned_alloc(64, len);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    _Atomic bool go = false;
+    churn c[CHURN_THREADS];
+    pthread_t t[CHURN_THREADS];
+    for (int i = 0; i < CHURN_THREADS; i++) {
+        c[i] = (churn){.st = st, .id = i, .ops = 1000000, .go = &go};
+        c[i].cfg.rate = 1;
+        c[i].cfg.burst = 1;
+        c[i].cfg.requested = 1;
+        c[i].cfg.status = 429;
+        pthread_create(&t[i], NULL, churn_keys, &c[i]);
+    }
+    atomic_store(&go, true);
+    for (int i = 0; i < CHURN_THREADS; i++)
+        pthread_join(t[i], NULL);
+    int done = 0;
+    for (int i = 0; i < CHURN_THREADS; i++)
+        done = c[i].done > done ? c[i].done : done;
+    ck_assert_int_gt(done, 10000);
+    int wedged = 0;
+    for (int i = 0; i < CHURN_KEYS; i++) {
+        char k[16];
+        int n = snprintf(k, sizeof k, "k%d", i);
+        sy_ratelimit rl;
+        sy__rl_take(st, &c[0].cfg, sy__rl_bucket_key(&c[0].cfg, "r", k, (size_t)n),
+                    T0 + (done / 4 + 10) * 1000LL + i * 2000LL, &rl);
+        ck_assert(rl.allowed);
+        wedged += rl.remaining < 0;
+    }
+    ck_assert_int_eq(wedged, 0);
+    free(mem);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy_race");
     TCase *tc = tcase_create("policy_race");
     tcase_add_test(tc, a_bucket_hands_out_exactly_its_tokens_to_racing_threads);
     tcase_add_test(tc, a_half_open_breaker_admits_exactly_its_permits);
+    tcase_add_test(tc, slots_taken_over_by_racing_keys_stay_usable);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

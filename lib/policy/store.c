@@ -119,8 +119,13 @@ sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
         uint64_t s = atomic_load_explicit(&spare->state, memory_order_relaxed);
         if ((s >> 16) <= now_us && (s & 0xffff) == tag_of(k) &&
             atomic_compare_exchange_strong(&spare->key, &k, key)) {
-            /* the old key's updaters fail their CAS on the tag */
-            atomic_compare_exchange_strong(&spare->state, &s, tag_of(key));
+            /* a store, not a CAS: an old key's taker may still have
+             * written its tag since s was read, and a CAS failing then
+             * left this key's slot on a state it does not own (the key
+             * failed open for good); after the store, the old key's
+             * takers fail their CAS on the tag */
+            atomic_store_explicit(&spare->state, tag_of(key),
+                                  memory_order_release);
             return spare;
         }
         if (k == key)

@@ -144,6 +144,35 @@ START_TEST(burst_of_zero_blocks_everything) {
 }
 END_TEST
 
+/* The largest values the args take are run as SCG runs them, never
+ * turned into "no limit" (allowed with remaining -1). */
+START_TEST(huge_bucket_sizes_are_run_or_refused_never_fail_open) {
+    fix f;
+    fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
+                                      "\"1000\",\"redis-rate-limiter."
+                                      "burstCapacity\":\"2147483647\","
+                                      "\"redis-rate-limiter.requestedTokens\":"
+                                      "\"2147483647\",\"key-resolver\":"
+                                      "\"#{@routeKeyResolver}\""),
+                             NULL, NULL));
+    sy_ratelimit rl = limit(&f, "/rl/a", T0);
+    ck_assert(rl.allowed);
+    ck_assert_int_eq(rl.remaining, 0);
+    rl = limit(&f, "/rl/a", T0 + 1000);
+    ck_assert(!rl.allowed); /* 1,000 of 2,147,483,647 back */
+    ck_assert_int_eq(rl.remaining, 1000);
+    fix_close(&f);
+    /* a bucket refilling for longer than the store's clock can hold */
+    sy_error e = parse_error(
+        RL_ROUTE("\"redis-rate-limiter.replenishRate\":\"1\","
+                 "\"redis-rate-limiter.burstCapacity\":\"2147483647\""),
+        NULL);
+    ck_assert_str_eq(e.path,
+                     "[0].filters[0].args.redis-rate-limiter.burstCapacity");
+    ck_assert_msg(strstr(e.message, "replenishRate"), "%s", e.message);
+}
+END_TEST
+
 START_TEST(remaining_counts_down_and_headers_are_formatted) {
     fix f;
     fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
@@ -840,6 +869,7 @@ int main(void) {
     TCase *tc = tcase_create("policy");
     tcase_add_test(tc, burst_of_one_lets_one_of_twenty_through);
     tcase_add_test(tc, burst_of_zero_blocks_everything);
+    tcase_add_test(tc, huge_bucket_sizes_are_run_or_refused_never_fail_open);
     tcase_add_test(tc, remaining_counts_down_and_headers_are_formatted);
     tcase_add_test(tc, each_key_has_its_own_bucket);
     tcase_add_test(tc, path_variable_resolver_keys_by_the_capture);

@@ -37,6 +37,16 @@ int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
         return sy__parg_fail(p, SY_EMISSING, "redis-rate-limiter.replenishRate",
                              "missing required argument (tokens per second, "
                              "at least 1)");
+    /* the bucket's word holds its refill end in 48 bits of microseconds
+     * (about 8.9 years): a bucket refilling for longer than 2^46 us would
+     * run past it and fail open, so it is refused */
+    uint64_t t = 1000000u / (uint64_t)rate;
+    if ((uint64_t)burst * (t ? t : 1) >= 1ull << 46)
+        return sy__parg_fail(
+            p, SY_ERANGE, "redis-rate-limiter.burstCapacity",
+            "%lld tokens at replenishRate %lld take more than 800 days to "
+            "refill, which the bucket does not hold",
+            (long long)burst, (long long)rate);
     cfg->rate = (uint32_t)rate;
     cfg->burst = (uint32_t)burst;
     cfg->requested = (uint32_t)req;

@@ -9,6 +9,7 @@
 #include "cli.h"
 #ifdef SY_HAVE_YAML
 #include "scg_convert.h"
+#include "../mini-gateway/host_filters.h"
 #endif
 
 #include <errno.h>
@@ -160,9 +161,25 @@ static int check_usage(FILE *out) {
     return out == stderr ? 2 : 0;
 }
 
+/* The host filters a host registers (the mini-gateway's own, the same
+ * source it compiles); NULL for a host with none. Exits on failure. */
+static sy_registry *host_registry(const char *host) {
+    if (strcmp(host, "gateway") != 0)
+        return NULL;
+    sy_registry *reg = NULL;
+    sy_error err;
+    if (sy_registry_new(NULL, &reg, &err) ||
+        gw_host_filters_register(reg, &err)) {
+        fprintf(stderr, "switchyard check: %s\n", err.message);
+        exit(2);
+    }
+    return reg;
+}
+
 static int cli_check(int argc, char **argv) {
     bool quiet = false, fail_on_warning = false;
     const char *const *host_runs = NULL;
+    sy_registry *registry = NULL;
     int first = 0;
     for (; first < argc; first++) {
         const char *a = argv[first];
@@ -188,6 +205,8 @@ static int cli_check(int argc, char **argv) {
                         "switchyard check: --host takes gateway or nginx\n");
                 return check_usage(stderr);
             }
+            sy_registry_free(registry);
+            registry = host_registry(argv[first + 1]);
             first++;
             continue;
         }
@@ -225,6 +244,7 @@ static int cli_check(int argc, char **argv) {
         sy_parse_options opts = SY_PARSE_OPTIONS_INIT;
         opts.lenient = true; /* list every bad route, not just the first */
         opts.host_runs = host_runs;
+        opts.registry = registry;
         sy_document *doc = NULL;
         sy_error err;
         memset(&err, 0, sizeof err);
@@ -256,6 +276,7 @@ static int cli_check(int argc, char **argv) {
             print_host_runs(file, doc);
         sy_document_free(doc);
     }
+    sy_registry_free(registry);
     return status;
 }
 

@@ -273,8 +273,9 @@ static void breaker_step(gw_request *q, sy_match *m) {
         if (!q->first_attempt_ms)
             q->first_attempt_ms = now_ms();
     }
-    if ((q->retry || (q->permit_held && q->permit.fallback)) && q->has_body &&
-        !q->keep_body)
+    if (q->has_body && !q->keep_body &&
+        (q->retry || (q->permit_held && q->permit.fallback) ||
+         gw_caches_body(m)))
         q->keep_body = true; /* kept from the first byte on */
     gw_request_proceed(q, m);
 }

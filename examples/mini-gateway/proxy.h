@@ -218,6 +218,8 @@ enum { GW_FB_OPEN = 1, GW_FB_STATUS, GW_FB_TIMEOUT, GW_FB_CONNECT };
 /* The route's host filters of match m: response headers into q->xhdrs,
  * request headers into q->req_xhdrs. */
 void gw_host_filters(gw_request *q, sy_match *m);
+/* The route has CacheRequestBody: its request body is kept as for a retry. */
+bool gw_caches_body(sy_match *m);
 
 /* redis.c */
 typedef struct gw_rcall gw_rcall;

@@ -192,6 +192,44 @@ gateway-only.json: routes[1].metadata.cors: metadata.cors: host 'nginx' does not
     check --quiet --host nginx gateway-only.json
 run "--host with an unknown host is a usage error" 2 "" \
     check --host iis policies.json
+# The filters the mini-gateway runs itself (examples/mini-gateway/
+# host_filters.c, compiled into both): --host gateway accepts exactly them
+cat >"$tmp/host-filters.json" <<'JSON'
+{"routes": [
+  {"id": "sec", "uri": "http://s", "predicates": ["Path=/s/**"],
+   "filters": ["SecureHeaders", {"name": "SecureHeaders", "args": {"frameOptions": "SAMEORIGIN"}}]},
+  {"id": "fb", "uri": "http://f", "predicates": ["Path=/f/**"],
+   "filters": [{"name": "FallbackHeaders", "args": {"executionExceptionTypeHeaderName": "X-Type"}}]},
+  {"id": "body", "uri": "http://b", "predicates": ["Path=/b/**"],
+   "filters": ["CacheRequestBody=java.lang.String"]}
+]}
+JSON
+run "--host gateway: SecureHeaders, FallbackHeaders, CacheRequestBody run there" 0 \
+"host-filters.json: ok, 3 routes" check --host gateway host-filters.json
+run "--host nginx: the gateway's own filters are unknown there" 1 \
+"host-filters.json: routes[0].filters[0]: unknown filter 'SecureHeaders'
+host-filters.json: routes[0].filters[1].name: unknown filter 'SecureHeaders'
+host-filters.json: routes[1].filters[0].name: unknown filter 'FallbackHeaders'
+host-filters.json: routes[2].filters[0]: unknown filter 'CacheRequestBody'" \
+    check --quiet --host nginx host-filters.json
+cat >"$tmp/host-filters-bad.json" <<'JSON'
+{"routes": [
+  {"id": "sec", "uri": "http://s", "predicates": ["Path=/s/**"],
+   "filters": [{"name": "SecureHeaders", "args": {"frameOption": "DENY"}}]},
+  {"id": "fb", "uri": "http://f", "predicates": ["Path=/f/**"],
+   "filters": [{"name": "FallbackHeaders", "args": {"executionExceptionTypeHeaderName": "X Type"}}]},
+  {"id": "body", "uri": "http://b", "predicates": ["Path=/b/**"],
+   "filters": ["CacheRequestBody=java lang"]},
+  {"id": "cache", "uri": "http://c", "predicates": ["Path=/c/**"],
+   "filters": ["LocalResponseCache=30m,500MB"]}
+]}
+JSON
+run "--host gateway: their args checked as the gateway checks them; LocalResponseCache refused" 1 \
+"host-filters-bad.json: routes[0].filters[0].args.frameOption: unknown argument
+host-filters-bad.json: routes[1].filters[0].args.executionExceptionTypeHeaderName: must be a header name
+host-filters-bad.json: routes[2].filters[0]: bodyClass: must be a Java class name (java.lang.String)
+host-filters-bad.json: routes[3].filters[0]: LocalResponseCache is not run by the mini-gateway (it has no response cache): remove the filter, or cache in front of the gateway" \
+    check --quiet --host gateway host-filters-bad.json
 cat >"$tmp/typos.json" <<'JSON'
 [{"id": "t", "uri": "http://t", "filters": [
   {"name": "Retry", "args": {"retires": "3"}},

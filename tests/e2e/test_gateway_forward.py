@@ -3,7 +3,8 @@ gateway's own routes (headers and query of the forwarding route kept, its
 response edits applied after the answering route's, loops bounded with
 508), per-route CORS from the `cors` metadata (preflights answered by the
 gateway, disallowed origins 403, headers on allowed answers) and
-RewriteLocationResponseHeader, SecureHeaders, and default filters (--default-filters run
+RewriteLocationResponseHeader, SecureHeaders, CacheRequestBody (LocalResponseCache
+refused), and default filters (--default-filters run
 with every route's; a document's own default-filters refused)."""
 import json
 import urllib.parse
@@ -40,6 +41,8 @@ def body(procs, c):
         {"id": "sec", "uri": be, "predicates": ["Path=/sec/**"],
          "filters": [{"name": "SecureHeaders",
                       "args": {"frameOptions": "SAMEORIGIN"}}]},
+        {"id": "cached-body", "uri": be, "predicates": ["Path=/cb/**"],
+         "filters": ["CacheRequestBody=java.lang.String"]},
         {"id": "loc", "uri": be, "predicates": ["Path=/loc/**"],
          "filters": ["RewriteLocationResponseHeader=AS_IN_REQUEST,Location"]},
         {"id": "loc2", "uri": be, "predicates": ["Path=/v1/loc/**"],
@@ -156,6 +159,25 @@ def body(procs, c):
     c.ok(st == 400 and
          err.get("path", "").endswith("filters[0].args.frameOption"),
          "SecureHeaders: an unknown arg refused, located: %r" % (err,))
+
+    # CacheRequestBody: run (the body kept as for a retry), its arg checked;
+    # LocalResponseCache: refused, saying the gateway does not run it
+    st, _, data = gw.request("POST", "/cb/x", body=b"z" * 3000,
+                             headers={"Content-Type": "text/plain"})
+    c.eq((st, json.loads(data).get("body_bytes")), (200, 3000),
+         "CacheRequestBody: the body goes upstream whole")
+    for flt, where, says in [
+            ("CacheRequestBody=java lang", "filters[0]", "Java class name"),
+            ("LocalResponseCache=30m,500MB", "filters[0]",
+             "not run by the mini-gateway")]:
+        st, _, data = gw.admin_call("PUT", "/routes/other/lr", {
+            "id": "lr", "uri": be, "predicates": ["Path=/lr"],
+            "filters": [flt]})
+        err = json.loads(data).get("error", {}) if st == 400 else {}
+        c.ok(st == 400 and err.get("path", "").endswith(where) and
+             says in err.get("message", ""),
+             "%s: refused at apply, located: %r" % (flt, err))
+    c.eq(gw.request("GET", "/lr")[0], 404, "nothing of them went live")
 
     # RewriteLocationResponseHeader
     loc = urllib.parse.quote("http://backend.internal:8080/v2/items/7", safe="")

@@ -1,0 +1,162 @@
+/*
+ * host_filters.c - what the mini-gateway's own filters are and accept
+ * (host_filters.h): names, args and their checks at apply, shared by the
+ * gateway (filters.c runs them) and `switchyard check --host gateway`.
+ *
+ *   SecureHeaders     args: xssProtectionHeader, strictTransportSecurity,
+ *                     frameOptions, contentTypeOptions, referrerPolicy,
+ *                     contentSecurityPolicy, downloadOptions,
+ *                     permittedCrossDomainPolicies (header values).
+ *   FallbackHeaders   args: executionExceptionTypeHeaderName,
+ *                     ...MessageHeaderName, rootCauseExceptionTypeHeaderName,
+ *                     ...MessageHeaderName (header names).
+ *   CacheRequestBody  arg: bodyClass (a Java class name; shortcut form
+ *                     too): the gateway keeps the request body, up to
+ *                     --retry-body-bytes, as it does for retries.
+ *   LocalResponseCache  refused: the gateway has no response cache.
+ *
+ * Any other arg, or a shortcut value where none is taken, is refused with
+ * its path.
+ */
+#include "host_filters.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+const gw_filter_field gw_secure_fields[] = {
+    {"xssProtectionHeader", "X-Xss-Protection", "1 ; mode=block"},
+    {"strictTransportSecurity", "Strict-Transport-Security",
+     "max-age=631138519"},
+    {"frameOptions", "X-Frame-Options", "DENY"},
+    {"contentTypeOptions", "X-Content-Type-Options", "nosniff"},
+    {"referrerPolicy", "Referrer-Policy", "no-referrer"},
+    {"contentSecurityPolicy", "Content-Security-Policy",
+     "default-src 'self' https:; font-src 'self' https: data:; img-src "
+     "'self' https: data:; object-src 'none'; script-src https:; style-src "
+     "'self' https: 'unsafe-inline'"},
+    {"downloadOptions", "X-Download-Options", "noopen"},
+    {"permittedCrossDomainPolicies", "X-Permitted-Cross-Domain-Policies",
+     "none"},
+    {NULL, NULL, NULL}};
+
+const gw_filter_field gw_fallback_fields[] = {
+    {"executionExceptionTypeHeaderName", "type", "Execution-Exception-Type"},
+    {"executionExceptionMessageHeaderName", "message",
+     "Execution-Exception-Message"},
+    {"rootCauseExceptionTypeHeaderName", "root-type",
+     "Root-Cause-Exception-Type"},
+    {"rootCauseExceptionMessageHeaderName", "root-message",
+     "Root-Cause-Exception-Message"},
+    {NULL, NULL, NULL}};
+
+static const gw_filter_field cache_body_fields[] = {
+    {"bodyClass", NULL, NULL}, {NULL, NULL, NULL}};
+
+static bool token(const char *s) {
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!strchr("!#$%&'*+-.^_`|~", *s) &&
+            !((*s >= '0' && *s <= '9') ||
+              ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'z')))
+            return false;
+    return true;
+}
+
+/* A Java class name: dotted identifiers ($ and _ allowed). */
+static bool class_name(const char *s) {
+    bool start = true;
+    for (; *s; s++) {
+        bool alpha = ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'z') ||
+                     *s == '_' || *s == '$';
+        if (*s == '.' && !start)
+            start = true;
+        else if (alpha || (!start && *s >= '0' && *s <= '9'))
+            start = false;
+        else
+            return false;
+    }
+    return !start;
+}
+
+static int refuse(sy_error *err, const char *key, const char *why) {
+    memset(err, 0, sizeof *err);
+    err->code = SY_EARG;
+    if (key)
+        snprintf(err->path, sizeof err->path, "args.%s", key);
+    snprintf(err->message, sizeof err->message, "%s", why);
+    return SY_EARG;
+}
+
+typedef enum kind { HEADER_VALUES, HEADER_NAMES, CLASS_NAMES } kind;
+
+/* Every arg must be one of the fields, its value of the kind. */
+static int check(const gw_filter_field *fs, kind k, const sy_kv *args,
+                 size_t n, sy_error *err) {
+    for (size_t i = 0; i < n; i++) {
+        const gw_filter_field *f = fs;
+        while (f->arg && strcmp(f->arg, args[i].key) != 0)
+            f++;
+        const char *v = args[i].value, *why = NULL;
+        if (!f->arg)
+            why = strncmp(args[i].key, "_genkey_", 8) == 0
+                      ? "takes no shortcut value (use the object form)"
+                      : "unknown argument";
+        else if (k == HEADER_NAMES && !token(v))
+            why = "must be a header name";
+        else if (k == HEADER_VALUES && strpbrk(v, "\r\n"))
+            why = "must not contain CR or LF";
+        else if (k == CLASS_NAMES && !class_name(v))
+            why = "must be a Java class name (java.lang.String)";
+        if (why)
+            return refuse(err, args[i].key, why);
+    }
+    return 0;
+}
+
+static int check_secure(void *data, const sy_kv *args, size_t n,
+                        sy_error *err) {
+    (void)data;
+    return check(gw_secure_fields, HEADER_VALUES, args, n, err);
+}
+
+static int check_fallback(void *data, const sy_kv *args, size_t n,
+                          sy_error *err) {
+    (void)data;
+    return check(gw_fallback_fields, HEADER_NAMES, args, n, err);
+}
+
+static int check_cache_body(void *data, const sy_kv *args, size_t n,
+                            sy_error *err) {
+    (void)data;
+    return check(cache_body_fields, CLASS_NAMES, args, n, err);
+}
+
+static int refuse_response_cache(void *data, const sy_kv *args, size_t n,
+                                 sy_error *err) {
+    (void)data, (void)args, (void)n;
+    refuse(err, NULL,
+                  "LocalResponseCache is not run by the mini-gateway (it "
+                  "has no response cache): remove the filter, or cache in "
+                  "front of the gateway");
+    return err->code = SY_ENOTRUN;
+}
+
+int gw_host_filters_register(sy_registry *reg, sy_error *err) {
+    static const char *const body_class[] = {"bodyClass", NULL};
+    sy_filter_factory sf = {NULL, SY_SHORTCUT_DEFAULT, check_secure, NULL};
+    sy_filter_factory ff = {NULL, SY_SHORTCUT_DEFAULT, check_fallback, NULL};
+    sy_filter_factory cf = {body_class, SY_SHORTCUT_DEFAULT, check_cache_body,
+                            NULL};
+    sy_filter_factory lf = {NULL, SY_SHORTCUT_DEFAULT, refuse_response_cache,
+                            NULL};
+    int rc = sy_registry_add_filter(reg, "SecureHeaders", &sf, err);
+    if (!rc)
+        rc = sy_registry_add_filter(reg, "FallbackHeaders", &ff, err);
+    if (!rc)
+        rc = sy_registry_add_filter(reg, "CacheRequestBody", &cf, err);
+    if (!rc)
+        rc = sy_registry_add_filter(reg, "LocalResponseCache", &lf, err);
+    return rc;
+}

@@ -1142,6 +1142,7 @@ START_TEST(factory_lookup_finds_exactly_the_builtins) {
                                           "SetRequestHostHeader",
                                           "SetStatus",
                                           "StripPrefix",
+                                          "RewriteRequestParameter",
                                           "Retry",
                                           "RequestRateLimiter",
                                           "CircuitBreaker"};

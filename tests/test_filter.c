@@ -709,6 +709,37 @@ START_TEST(remove_request_parameter_without_match_keeps_query_bytes) {
 }
 END_TEST
 
+/* SCG: the name's values (matched by decoded name) replaced by one value,
+ * the name added back last, the rest grouped and re-encoded as
+ * RemoveRequestParameter does; the replacement is encoded, not expanded. */
+START_TEST(rewrite_request_parameter_replaces_every_value_with_one) {
+    REQ.query = S("a=1&b=x&a%20=3&a=2&flag");
+    route(filt("RewriteRequestParameter", "name", "a", "replacement",
+               "new v&{x}", NULL));
+    run();
+    eq(P.query, "b=x&a%20=3&flag&a=new%20v%26%7Bx%7D");
+}
+END_TEST
+
+START_TEST(rewrite_request_parameter_without_match_keeps_query_bytes) {
+    REQ.query = S("x=%7e&y");
+    route(filt("RewriteRequestParameter", "name", "z", "replacement", "1",
+               NULL));
+    run();
+    eq(P.query, "x=%7e&y");
+    REQ.query = S("");
+    run();
+    eq(P.query, "");
+}
+END_TEST
+
+START_TEST(rewrite_request_parameter_needs_a_replacement) {
+    ck_assert_int_eq(filt_err("RewriteRequestParameter", "name", "a", NULL),
+                     SY_EMISSING);
+    ck_assert_str_eq(ERR.path, ENTRY_PATH ".args.replacement");
+}
+END_TEST
+
 START_TEST(request_header_size_answers_431_with_error_header) {
     header("X-Big", "0123456789");
     route(filt("RequestHeaderSize", "maxSize", "10B", NULL));
@@ -1344,6 +1375,11 @@ int main(void) {
     tcase_add_test(tc, remove_request_parameter_groups_and_reencodes_the_rest);
     tcase_add_test(tc,
                    remove_request_parameter_without_match_keeps_query_bytes);
+    tcase_add_test(tc,
+                   rewrite_request_parameter_replaces_every_value_with_one);
+    tcase_add_test(tc,
+                   rewrite_request_parameter_without_match_keeps_query_bytes);
+    tcase_add_test(tc, rewrite_request_parameter_needs_a_replacement);
     tcase_add_test(tc, request_header_size_answers_431_with_error_header);
     tcase_add_test(tc, request_header_size_sums_all_values_of_one_name);
     tcase_add_test(tc, request_header_size_within_limit_proxies);

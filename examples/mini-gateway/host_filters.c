@@ -50,8 +50,8 @@ const gw_filter_field gw_fallback_fields[] = {
      "Root-Cause-Exception-Message"},
     {NULL, NULL, NULL}};
 
-static const gw_filter_field cache_body_fields[] = {
-    {"bodyClass", NULL, NULL}, {NULL, NULL, NULL}};
+static const gw_filter_field cache_body_fields[] = {{"bodyClass", NULL, NULL},
+                                                    {NULL, NULL, NULL}};
 
 static bool token(const char *s) {
     if (!*s)
@@ -68,8 +68,8 @@ static bool token(const char *s) {
 static bool class_name(const char *s) {
     bool start = true;
     for (; *s; s++) {
-        bool alpha = ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'z') ||
-                     *s == '_' || *s == '$';
+        bool alpha = ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'z') || *s == '_' ||
+                     *s == '$';
         if (*s == '.' && !start)
             start = true;
         else if (alpha || (!start && *s >= '0' && *s <= '9'))
@@ -92,8 +92,8 @@ static int refuse(sy_error *err, const char *key, const char *why) {
 typedef enum kind { HEADER_VALUES, HEADER_NAMES, CLASS_NAMES } kind;
 
 /* Every arg must be one of the fields, its value of the kind. */
-static int check(const gw_filter_field *fs, kind k, const sy_kv *args,
-                 size_t n, sy_error *err) {
+static int check(const gw_filter_field *fs, kind k, const sy_kv *args, size_t n,
+                 sy_error *err) {
     for (size_t i = 0; i < n; i++) {
         const gw_filter_field *f = fs;
         while (f->arg && strcmp(f->arg, args[i].key) != 0)
@@ -137,9 +137,9 @@ static int refuse_response_cache(void *data, const sy_kv *args, size_t n,
                                  sy_error *err) {
     (void)data, (void)args, (void)n;
     refuse(err, NULL,
-                  "LocalResponseCache is not run by the mini-gateway (it "
-                  "has no response cache): remove the filter, or cache in "
-                  "front of the gateway");
+           "LocalResponseCache is not run by the mini-gateway (it "
+           "has no response cache): remove the filter, or cache in "
+           "front of the gateway");
     return err->code = SY_ENOTRUN;
 }
 

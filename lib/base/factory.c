@@ -363,6 +363,16 @@ static const sy__factory_spec builtins[] = {
      1,
      {F("parts", SY_FT_UINT, false, "1")},
      HEAD("StripPrefix")},
+    {"RewriteRequestParameter",
+     SY_F_REWRITE_REQUEST_PARAMETER,
+     FI,
+     DEF,
+     true,
+     false,
+     2,
+     {F("name", SY_FT_NONEMPTY, true, NULL),
+      F("replacement", SY_FT_STRING, true, NULL)},
+     HEAD("RewriteRequestParameter")},
 
     /* ---- stateful filters: every arg checked by lib/policy/ (typed
      * there, with SCG's relaxed names), run through the policy calls ---- */

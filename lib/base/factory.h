@@ -87,6 +87,7 @@ typedef enum sy__builtin {
     SY_F_SET_REQUEST_HOST_HEADER,
     SY_F_SET_STATUS,
     SY_F_STRIP_PREFIX,
+    SY_F_REWRITE_REQUEST_PARAMETER,
     /* stateful filters, handed to the host */
     SY_F_RETRY,
     SY_F_REQUEST_RATE_LIMITER,

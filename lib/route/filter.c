@@ -471,6 +471,11 @@ static int compile_kind(sy__fc *c) {
         return keep(c, v, &f->value) ? 0 : oom(c);
     case SY_F_PRESERVE_HOST_HEADER: return 0;
     case SY_F_REDIRECT_TO: return compile_redirect(c);
+    case SY_F_REWRITE_REQUEST_PARAMETER:
+        if ((rc = name_value(c, "name", "replacement")) != 0)
+            return rc;
+        c->f->value_has_vars = false; /* SCG does not expand it */
+        return 0;
     case SY_F_REMOVE_REQUEST_HEADER:
     case SY_F_REMOVE_RESPONSE_HEADER:
     case SY_F_REMOVE_REQUEST_PARAMETER:

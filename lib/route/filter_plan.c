@@ -125,7 +125,10 @@ static int apply(sy__run *r, const sy__filter *f) {
                                SY_PLAN_EMPTY);
         break;
     case SY_F_REMOVE_REQUEST_PARAMETER:
-        ok = sy__plan_remove_param(r, f->name);
+        ok = sy__plan_remove_param(r, f->name, NULL);
+        break;
+    case SY_F_REWRITE_REQUEST_PARAMETER:
+        ok = sy__plan_remove_param(r, f->name, &f->value);
         break;
     case SY_F_REQUEST_HEADER_SIZE:
         if (!sy__plan_short_circuited(r))

@@ -104,8 +104,10 @@ char *sy__plan_concat(sy__arena *ar, sy_str a, sy_str b, sy_str c, sy_str d,
  * returns the bytes written (1 or 3). */
 size_t sy__plan_put_byte(char *dst, unsigned char ch, bool plain);
 
-/* filter_query.c: RemoveRequestParameter and AddRequestParameter. */
-bool sy__plan_remove_param(sy__run *r, sy_str name);
+/* filter_query.c: RemoveRequestParameter (replacement NULL),
+ * RewriteRequestParameter (the name's values replaced by one, last) and
+ * AddRequestParameter. */
+bool sy__plan_remove_param(sy__run *r, sy_str name, const sy_str *replacement);
 bool sy__plan_add_param(sy__run *r, const sy__filter *f);
 
 /* filter_path.c: StripPrefix, PrefixPath, SetPath; RewritePath returns 0

@@ -1,7 +1,8 @@
 /*
  * filter_query.c - the plan's raw query string: RemoveRequestParameter
- * (read into a multi-map by decoded name, re-encoded as SCG does) and
- * AddRequestParameter. Strings live in the scratch arena.
+ * and RewriteRequestParameter (read into a multi-map by decoded name,
+ * re-encoded as SCG does) and AddRequestParameter. Strings live in the
+ * scratch arena.
  */
 #include "route/filter_plan_int.h"
 
@@ -34,6 +35,13 @@ static bool decoded_eq(sy_str a, sy_str b, bool b_plain) {
     return i == a.len && j == b.len;
 }
 
+/* Written as it is (unreserved characters and the safe sub-delims). */
+static bool plain(unsigned char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch >= '0' && ch <= '9') ||
+           (ch && strchr("-._~!$'()*,;:@/?", ch) != NULL);
+}
+
 /* Decode then re-encode a query name or value, so that equal decoded
  * values get one spelling. Keeps unreserved characters and the safe
  * sub-delims; encodes '&', '=', '+', '%', '#', space, controls and
@@ -42,10 +50,17 @@ static size_t reencode(sy_str s, char *dst) {
     size_t o = 0;
     for (size_t i = 0; i < s.len;) {
         unsigned char ch = next_decoded(s, &i);
-        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                     (ch >= '0' && ch <= '9') ||
-                     (ch && strchr("-._~!$'()*,;:@/?", ch) != NULL);
-        o += sy__plan_put_byte(dst ? dst + o : NULL, ch, plain);
+        o += sy__plan_put_byte(dst ? dst + o : NULL, ch, plain(ch));
+    }
+    return o;
+}
+
+/* Encode a plain (not encoded) name or value as reencode spells it. */
+static size_t encode_plain(sy_str s, char *dst) {
+    size_t o = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char ch = (unsigned char)s.ptr[i];
+        o += sy__plan_put_byte(dst ? dst + o : NULL, ch, plain(ch));
     }
     return o;
 }
@@ -94,9 +109,12 @@ static size_t put_part(char *buf, size_t o, const sy__qpart *qp) {
  * RemoveRequestParameter, as SCG does it: the query is read into a
  * multi-map keyed by decoded name (names in first-seen order, each name's
  * values together), the name is removed and the rest is re-encoded.
- * switchyard: a query without that parameter is left byte for byte.
+ * RewriteRequestParameter (`replacement` non-NULL), as SCG does it: the
+ * same, then the name is added back last with the one value
+ * `replacement` (encoded). switchyard: a query without that parameter is
+ * left byte for byte.
  */
-bool sy__plan_remove_param(sy__run *r, sy_str name) {
+bool sy__plan_remove_param(sy__run *r, sy_str name, const sy_str *replacement) {
     sy_str q = r->plan->query;
     size_t pos = 0, n = 0;
     sy__qpart part;
@@ -109,7 +127,8 @@ bool sy__plan_remove_param(sy__run *r, sy_str name) {
         return true;
     sy__qpart *parts = sy__arena_alloc(r->ar, n * sizeof *parts);
     /* worst case every byte becomes %XX */
-    char *buf = sy__arena_alloc(r->ar, q.len * 3 + 1);
+    size_t extra = replacement ? 3 * (name.len + replacement->len) + 2 : 0;
+    char *buf = sy__arena_alloc(r->ar, q.len * 3 + extra + 1);
     if (!parts || !buf)
         return false;
     pos = 0;
@@ -126,6 +145,13 @@ bool sy__plan_remove_param(sy__run *r, sy_str name) {
                 o = put_part(buf, o, &parts[j]);
                 parts[j].done = true;
             }
+    }
+    if (replacement) {
+        if (o)
+            buf[o++] = '&';
+        o += encode_plain(name, buf + o);
+        buf[o++] = '=';
+        o += encode_plain(*replacement, buf + o);
     }
     buf[o] = '\0';
     r->plan->query = (sy_str){buf, o};

@@ -230,6 +230,11 @@ host-filters-bad.json: routes[1].filters[0].args.executionExceptionTypeHeaderNam
 host-filters-bad.json: routes[2].filters[0]: bodyClass: must be a Java class name (java.lang.String)
 host-filters-bad.json: routes[3].filters[0]: LocalResponseCache is not run by the mini-gateway (it has no response cache): remove the filter, or cache in front of the gateway" \
     check --quiet --host gateway host-filters-bad.json
+printf '%s' '[{"id": "p", "uri": "http://p", "filters": ["RewriteRequestParameter=campaign"]}]' \
+    >"$tmp/rrp.json"
+run "RewriteRequestParameter: a missing replacement refused at its path" 1 \
+"rrp.json: [0].filters[0]: RewriteRequestParameter: missing required argument 'replacement'" \
+    check --quiet rrp.json
 cat >"$tmp/typos.json" <<'JSON'
 [{"id": "t", "uri": "http://t", "filters": [
   {"name": "Retry", "args": {"retires": "3"}},

@@ -41,6 +41,8 @@ def body(procs, c):
         {"id": "sec", "uri": be, "predicates": ["Path=/sec/**"],
          "filters": [{"name": "SecureHeaders",
                       "args": {"frameOptions": "SAMEORIGIN"}}]},
+        {"id": "rrp", "uri": be, "predicates": ["Path=/rrp/**"],
+         "filters": ["RewriteRequestParameter=campaign,fall 2023"]},
         {"id": "cached-body", "uri": be, "predicates": ["Path=/cb/**"],
          "filters": ["CacheRequestBody=java.lang.String"]},
         {"id": "loc", "uri": be, "predicates": ["Path=/loc/**"],
@@ -159,6 +161,11 @@ def body(procs, c):
     c.ok(st == 400 and
          err.get("path", "").endswith("filters[0].args.frameOption"),
          "SecureHeaders: an unknown arg refused, located: %r" % (err,))
+
+    # RewriteRequestParameter (the library's filter plan)
+    st, _, data = gw.request("GET", "/rrp/x?campaign=old&q=1&campaign=x")
+    c.eq((st, json.loads(data).get("query")), (200, "q=1&campaign=fall%202023"),
+         "RewriteRequestParameter: one value, last, encoded")
 
     # CacheRequestBody: run (the body kept as for a retry), its arg checked;
     # LocalResponseCache: refused, saying the gateway does not run it

@@ -189,20 +189,41 @@ static int shadow_one(void *data, const sy_shadow *sh) {
     return 0;
 }
 
+/* The answer is worked out once per published snapshot (the console asks
+ * every few seconds; a large table takes a while). */
+static char *shadowed_json;
+static uint64_t shadowed_fp, shadowed_gen;
+
 void gw_admin_shadowed(httpd_conn *c) {
     sy_snapshot *s = sy_router_acquire(G.router);
-    shadow_state st = {cJSON_CreateArray(), s};
-    sy_error err;
-    int rc = sy_snapshot_shadowed(s, NULL, shadow_one, &st, &err);
-    sy_snapshot_release(s);
-    if (rc) {
-        cJSON_Delete(st.list);
-        gw_reply_error(c, 500, err.message);
-        return;
+    uint64_t fp = sy_snapshot_fingerprint(s), gen = sy_snapshot_generation(s);
+    if (!shadowed_json || fp != shadowed_fp || gen != shadowed_gen) {
+        shadow_state st = {cJSON_CreateArray(), s};
+        sy_error err;
+        int rc = sy_snapshot_shadowed(s, NULL, shadow_one, &st, &err);
+        if (rc) {
+            sy_snapshot_release(s);
+            cJSON_Delete(st.list);
+            gw_reply_error(c, 500, err.message);
+            return;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "shadowed", st.list);
+        char *t = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (!t) {
+            sy_snapshot_release(s);
+            gw_reply_error(c, 500, "out of memory");
+            return;
+        }
+        free(shadowed_json);
+        shadowed_json = t;
+        shadowed_fp = fp;
+        shadowed_gen = gen;
     }
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "shadowed", st.list);
-    gw_reply_cjson(c, 200, o);
+    sy_snapshot_release(s);
+    httpd_respond(c, 200, "application/json", NULL, shadowed_json,
+                  strlen(shadowed_json));
 }
 
 /* ---- instances and their health ---- */

@@ -13,8 +13,12 @@
  * predicate takes no route's requests (a draw, a host's decision). B's
  * own extra predicates only narrow B, so they never stop A from taking
  * it. B's Path patterns may be taken by different routes above (route(s)
- * named in rank order). The work is quadratic in the routes in the worst
- * case: a check for publish or CI time, not for the request path.
+ * named in rank order). A route above whose Path patterns all start with
+ * one literal segment ("/api/...") is only tried for patterns of B that
+ * start with it (routes are grouped by that segment, sorted once), so a
+ * table of distinct prefixes is checked in about n log n; the worst case
+ * (every route a wildcard first segment) stays quadratic: a check for
+ * publish or CI time, not for the request path.
  */
 #include "def/def.h"
 #include "route/predicate.h"
@@ -35,6 +39,9 @@ typedef struct rinfo {
     int method;      /* first Method predicate (its others), or -1 */
     int64_t lo, hi;  /* now must lie in (lo, hi) */
     int path_pred;   /* first Path predicate, or -1 */
+    /* a first path segment every request it matches has ("api" for
+     * Path=/api/x,/api/y), or ptr NULL: none known */
+    sy_str first;
     const char *nothing; /* why no request can match it, or NULL */
 } rinfo;
 
@@ -57,6 +64,26 @@ static bool other_admitted(const rinfo *ri, const char *m) {
             return false;
     }
     return true;
+}
+
+/* The literal first segment of pattern p, or {NULL, 0}. */
+static sy_str first_literal(const sy__pattern *p) {
+    if (!sy__pattern_segment_count(p) ||
+        sy__pattern_segment_kind(p, 0) != SY_SEG_LITERAL)
+        return (sy_str){NULL, 0};
+    return sy__pattern_literal(p, 0);
+}
+
+/* One literal first segment all patterns of Path predicate p share. */
+static sy_str shared_first(const struct sy__pred *p) {
+    sy_str f = {NULL, 0};
+    for (size_t i = 0; i < sy__pred_pattern_count(p); i++) {
+        sy_str s = first_literal(sy__pred_pattern(p, i));
+        if (!s.ptr || (f.ptr && !sy__str_eq(f, s.ptr, s.len)))
+            return (sy_str){NULL, 0};
+        f = s;
+    }
+    return f;
 }
 
 static void analyse(rinfo *ri) {
@@ -93,6 +120,8 @@ static void analyse(rinfo *ri) {
         case SY_PK_PATH:
             if (ri->path_pred < 0)
                 ri->path_pred = (int)i;
+            if (!ri->first.ptr)
+                ri->first = shared_first(p);
             if (!sy__pred_can_match_path(p))
                 ri->nothing = "no pattern of its Path predicate can match a "
                               "path (a pattern must start with '/')";
@@ -194,7 +223,67 @@ typedef struct shadow_run {
     size_t n;
     sy_shadow_fn fn;
     void *data;
+    /* the routes with a first segment, sorted by (segment, rank), and
+     * the ranks of those without one, in rank order */
+    struct keyed_ent *keyed;
+    size_t nkeyed;
+    size_t *open, nopen;
 } shadow_run;
+
+typedef struct keyed_ent {
+    sy_str first;
+    size_t rank;
+} keyed_ent;
+
+static int cmp_str(sy_str a, sy_str b) {
+    size_t n = a.len < b.len ? a.len : b.len;
+    int c = n ? memcmp(a.ptr, b.ptr, n) : 0;
+    return c ? c : (a.len > b.len) - (a.len < b.len);
+}
+
+static int keyed_cmp(const void *x, const void *y) {
+    const keyed_ent *a = x, *b = y;
+    int c = cmp_str(a->first, b->first);
+    return c ? c : (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+/* The first route above rank k that takes b's piece (key: the piece's
+ * literal first segment, or NULL), or k. Only routes without a first
+ * segment and those with the piece's can: a route whose patterns all
+ * start with "api" holds for no path of a piece that starts otherwise (or
+ * with a wildcard, which also matches other first segments). */
+static size_t first_taker(const shadow_run *run, const rinfo *b, size_t k,
+                          size_t piece, sy_str key) {
+    size_t lo = 0, hi = 0;
+    if (key.ptr) { /* the range of routes whose first segment is key */
+        size_t l = 0, h = run->nkeyed;
+        while (l < h) {
+            size_t m = (l + h) / 2;
+            if (cmp_str(run->keyed[m].first, key) < 0)
+                l = m + 1;
+            else
+                h = m;
+        }
+        lo = hi = l;
+        while (hi < run->nkeyed &&
+               cmp_str(run->keyed[hi].first, key) == 0)
+            hi++;
+    }
+    size_t a = 0, x = lo;
+    for (;;) {
+        size_t ra = a < run->nopen ? run->open[a] : SIZE_MAX;
+        size_t rx = x < hi ? run->keyed[x].rank : SIZE_MAX;
+        size_t j = ra < rx ? ra : rx;
+        if (j >= k)
+            return k;
+        if (ra < rx)
+            a++;
+        else
+            x++;
+        if (takes(&run->info[j], b, piece, run->alloc))
+            return j;
+    }
+}
 
 /* Report route k when it is unreachable. */
 static int check_one(shadow_run *run, size_t k, size_t *by, size_t *by_rank,
@@ -222,9 +311,11 @@ static int check_one(shadow_run *run, size_t k, size_t *by, size_t *by_rank,
     size_t nby = 0;
     for (size_t piece = 0; piece < pieces; piece++) {
         size_t whole = b->path_pred >= 0 ? piece : SIZE_MAX;
-        size_t j = 0;
-        while (j < k && !takes(&run->info[j], b, whole, run->alloc))
-            j++;
+        sy_str key = {NULL, 0};
+        if (b->path_pred >= 0)
+            key = first_literal(
+                sy__pred_pattern(pred(b->r, (size_t)b->path_pred), piece));
+        size_t j = first_taker(run, b, k, whole, key);
         if (j == k)
             return 0; /* this part of its requests reaches it */
         size_t m = 0;
@@ -266,6 +357,20 @@ static int check_one(shadow_run *run, size_t k, size_t *by, size_t *by_rank,
 
 static int run_all(shadow_run *run, sy_error *err) {
     size_t n = run->n;
+    run->keyed = sy__calloc(run->alloc, n + 1, sizeof *run->keyed);
+    run->open = sy__calloc(run->alloc, n + 1, sizeof *run->open);
+    if (!run->keyed || !run->open) {
+        sy__free(run->alloc, run->keyed);
+        sy__free(run->alloc, run->open);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (run->info[i].first.ptr)
+            run->keyed[run->nkeyed++] = (keyed_ent){run->info[i].first, i};
+        else
+            run->open[run->nopen++] = i;
+    }
+    qsort(run->keyed, run->nkeyed, sizeof *run->keyed, keyed_cmp);
     size_t *by = sy__calloc(run->alloc, 3 * n + 1, sizeof *by);
     const sy_route **by_route = sy__calloc(run->alloc, n + 1, sizeof *by_route);
     const char **by_path = sy__calloc(run->alloc, n + 1, sizeof *by_path);
@@ -274,6 +379,8 @@ static int run_all(shadow_run *run, sy_error *err) {
         rc = sy__error_set(err, SY_ENOMEM, "", "out of memory");
     for (size_t k = 0; !rc && k < n; k++)
         rc = check_one(run, k, by, by + n, by + 2 * n, by_route, by_path);
+    sy__free(run->alloc, run->keyed);
+    sy__free(run->alloc, run->open);
     sy__free(run->alloc, by);
     sy__free(run->alloc, by_route);
     sy__free(run->alloc, by_path);
@@ -309,7 +416,7 @@ int sy_document_shadowed(const sy_document *doc, const sy_allocator *alloc,
     qsort(info, n, sizeof *info, order_cmp);
     for (size_t i = 0; i < n; i++)
         info[i].rank = i;
-    shadow_run run = {&a, info, n, fn, data};
+    shadow_run run = {.alloc = &a, .info = info, .n = n, .fn = fn, .data = data};
     int rc = run_all(&run, err);
     sy__free(&a, info);
     return rc;
@@ -332,7 +439,7 @@ int sy_snapshot_shadowed(const sy_snapshot *snap, const sy_allocator *alloc,
         ri->position = ri->r->doc_index;
         analyse(ri);
     }
-    shadow_run run = {&a, info, n, fn, data};
+    shadow_run run = {.alloc = &a, .info = info, .n = n, .fn = fn, .data = data};
     int rc = run_all(&run, err);
     sy__free(&a, info);
     return rc;

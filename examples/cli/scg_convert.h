@@ -34,7 +34,9 @@ typedef struct scg_options {
     bool keep_unresolved;
     /* Active profiles: a YAML document for one of them
      * (spring.config.activate.on-profile) is read, in its place after
-     * the documents before it, as Spring Boot reads it. */
+     * the documents before it, as Spring Boot reads it. None given: the
+     * environment's SPRING_PROFILES_ACTIVE (unless no_env), else the
+     * files' spring.profiles.active. */
     const char *const *profiles;
     size_t profile_count;
 } scg_options;

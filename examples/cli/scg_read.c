@@ -352,8 +352,49 @@ static const node *doc_profiles(const node *root) {
     return p ? p : scg_map_get(s, "profiles");
 }
 
+/* Is name[0..n) in the comma-separated `list`? */
+static bool in_list(const char *list, const char *name, size_t n) {
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t k = strcspn(p, ",");
+        size_t len = k;
+        while (len && p[len - 1] == ' ')
+            len--;
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += k;
+    }
+    return false;
+}
+
+/* Is profile name[0..n) active? --profile, else the environment's
+ * SPRING_PROFILES_ACTIVE, else spring.profiles.active of what was read so
+ * far, as Spring Boot decides. */
+static bool is_active(const scg_converter *c, const char *name, size_t n) {
+    if (c->opt.profile_count) {
+        for (size_t i = 0; i < c->opt.profile_count; i++)
+            if (strlen(c->opt.profiles[i]) == n &&
+                strncmp(c->opt.profiles[i], name, n) == 0)
+                return true;
+        return false;
+    }
+    const char *env = c->opt.no_env ? NULL : getenv("SPRING_PROFILES_ACTIVE");
+    if (env)
+        return in_list(env, name, n);
+    const node *a = scg_map_get(
+        scg_map_get(scg_map_get(c->root, "spring"), "profiles"), "active");
+    if (a && a->kind == N_SCALAR)
+        return in_list(a->value, name, n);
+    for (size_t i = 0; a && a->kind == N_LIST && i < a->n; i++)
+        if (a->kids[i]->kind == N_SCALAR &&
+            in_list(a->kids[i]->value, name, n))
+            return true;
+    return false;
+}
+
 /* Is one of `names` (a comma-separated profile list, "!p" for "not p")
- * active (--profile)? */
+ * active? */
 static bool names_active(const scg_converter *c, const char *names) {
     for (const char *p = names; p && *p;) {
         while (*p == ' ' || *p == ',')
@@ -363,10 +404,7 @@ static bool names_active(const scg_converter *c, const char *names) {
         while (len && p[len - 1] == ' ')
             len--;
         size_t neg = len && *p == '!';
-        bool on = false;
-        for (size_t i = 0; i < c->opt.profile_count; i++)
-            on |= strlen(c->opt.profiles[i]) == len - neg &&
-                  strncmp(c->opt.profiles[i], p + neg, len - neg) == 0;
+        bool on = len > neg && is_active(c, p + neg, len - neg);
         if (len && on != (neg != 0))
             return true;
         p += n;
@@ -374,7 +412,7 @@ static bool names_active(const scg_converter *c, const char *names) {
     return false;
 }
 
-/* A profile document is read when --profile names one of its profiles
+/* A profile document is read when one of its profiles is active
  * (spring.config.activate.on-profile: a list, or "a, b", or "!a"). */
 static bool profile_active(const scg_converter *c, const node *prof) {
     if (prof->kind == N_SCALAR)
@@ -433,8 +471,9 @@ int scg_add_yaml(scg_converter *c, const char *file, const char *text,
         }
         if (prof && !profile_active(c, prof)) {
             scg_issue_add(c, false, file, prof->line,
-                  "document %u is for profile %s: not converted (no "
-                  "--profile names it)",
+                  "document %u is for profile %s: not converted (not an "
+                  "active profile: --profile, SPRING_PROFILES_ACTIVE or "
+                  "spring.profiles.active)",
                   ndoc, prof->kind == N_SCALAR && prof->value ? prof->value
                                                               : "(a list)");
             scg_node_free(t);

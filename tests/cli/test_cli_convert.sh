@@ -12,7 +12,7 @@ root=${2:?source root}
 d="$root/tests/data/scg"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-unset USERS_SERVICE ORDERS_URI
+unset USERS_SERVICE ORDERS_URI SPRING_PROFILES_ACTIVE
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
@@ -90,6 +90,10 @@ same "a profile's document is named as not converted" 1 \
 same "--profile prod: its document is read after the default one (its list replaces the list; default-filters stay)" \
     'prod-only ["AddResponseHeader=X-Edge, webflux"]' \
     "$(jpy "$tmp/prod.json" 'd[0]["id"] + " " + json.dumps(d[0]["filters"])' 2>&1)"
+
+SPRING_PROFILES_ACTIVE=dev,prod "$bin" convert "$d/webflux.yaml" 2>/dev/null >"$tmp/envprod.json"
+same "SPRING_PROFILES_ACTIVE makes a profile active, as in Spring Boot" \
+    "prod-only" "$(jpy "$tmp/envprod.json" 'd[0]["id"]' 2>&1)"
 
 # later files override earlier ones; a list replaces the whole list
 cat >"$tmp/override.properties" <<'P'

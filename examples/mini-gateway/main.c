@@ -41,7 +41,26 @@ static const char demo_routes[] =
     "[\"SetStatus=418\"]},\n"
     "  {\"id\": \"docs\", \"uri\": \"no://op\",\n"
     "   \"predicates\": [\"Path=/docs/**\"],\n"
-    "   \"filters\": [\"RedirectTo=302,https://example.org/docs\"]}\n"
+    "   \"filters\": [\"RedirectTo=302,https://example.org/docs\"]},\n"
+    /* policies: a rate limit, a breaker with a forward: fallback, a retry */
+    "  {\"id\": \"limited\", \"uri\": \"lb://greeter\",\n"
+    "   \"predicates\": [\"Path=/limited/**\"],\n"
+    "   \"filters\": [\"StripPrefix=1\", {\"name\": \"RequestRateLimiter\", "
+    "\"args\": {\"redis-rate-limiter.replenishRate\": \"1\", "
+    "\"redis-rate-limiter.burstCapacity\": \"2\", "
+    "\"key-resolver\": \"#{@remoteAddrKeyResolver}\"}}]},\n"
+    "  {\"id\": \"flaky\", \"uri\": \"http://127.0.0.1:1\",\n"
+    "   \"predicates\": [\"Path=/flaky/**\"],\n"
+    "   \"filters\": [{\"name\": \"CircuitBreaker\", \"args\": "
+    "{\"name\": \"flaky\", \"fallbackUri\": \"forward:/fallback/flaky\", "
+    "\"minimumNumberOfCalls\": \"2\", \"slidingWindowSize\": \"4\"}}]},\n"
+    "  {\"id\": \"fallback\", \"uri\": \"http://127.0.0.1:%d\",\n"
+    "   \"predicates\": [\"Path=/fallback/**\"],\n"
+    "   \"filters\": [\"AddResponseHeader=X-Fallback,true\"]},\n"
+    "  {\"id\": \"shaky\", \"uri\": \"lb://shaky\",\n"
+    "   \"predicates\": [\"Path=/shaky/**\"],\n"
+    "   \"filters\": [\"StripPrefix=1\", "
+    "\"Retry=2, SERVICE_UNAVAILABLE, GET\"]}\n"
     "]}\n";
 
 static void on_signal(uv_signal_t *s, int sig) {
@@ -91,7 +110,7 @@ static int run_demo_setup(void) {
     if (sy_router_add_source(G.router, "demo", &err))
         return -1;
     char doc[sizeof demo_routes + 32];
-    snprintf(doc, sizeof doc, demo_routes, p1, p1);
+    snprintf(doc, sizeof doc, demo_routes, p1, p1, p1);
     char inst[512];
     snprintf(inst, sizeof inst,
              "[{\"id\": \"greeter-v1\", \"host\": \"127.0.0.1\", \"port\": "
@@ -105,6 +124,16 @@ static int run_demo_setup(void) {
     int rc = sy_change_set_apply(cs, "demo", doc, strlen(doc), &err);
     if (!rc)
         rc = gw_instances_stage(cs, inst, strlen(inst), "greeter", &err);
+    /* one instance of "shaky" refuses connections: the Retry route's
+     * attempts that land there are made again on the other one */
+    snprintf(inst, sizeof inst,
+             "[{\"id\": \"shaky-down\", \"host\": \"127.0.0.1\", "
+             "\"port\": 1},\n"
+             " {\"id\": \"shaky-up\", \"host\": \"127.0.0.1\", \"port\": "
+             "%d}]",
+             p1);
+    if (!rc)
+        rc = gw_instances_stage(cs, inst, strlen(inst), "shaky", &err);
     if (!rc)
         rc = gw_commit(cs, "demo", &err);
     sy_change_set_free(cs);
@@ -144,10 +173,23 @@ static void print_demo(void) {
            "\"predicates\":[\"Path=/hello/{name}\"],"
            "\"filters\":[\"SetPath=/v2/{name}\"]}'\n"
            "  curl -s http://127.0.0.1:%d/hello/world\n"
+           "  # policies: a rate limit (burst 2, 1/s: then 429)\n"
+           "  for i in 1 2 3 4; do curl -s -o /dev/null -w '%%{http_code} ' "
+           "http://127.0.0.1:%d/limited/x; done; echo\n"
+           "  # a circuit breaker on a dead upstream: its forward: fallback "
+           "answers (then the breaker opens)\n"
+           "  curl -si http://127.0.0.1:%d/flaky/x | grep -iE "
+           "'^HTTP|^x-fallback'\n"
+           "  # Retry: an attempt on the dead instance of lb://shaky is made "
+           "again on the live one\n"
+           "  for i in 1 2 3 4; do curl -s -o /dev/null -w '%%{http_code} ' "
+           "http://127.0.0.1:%d/shaky/x; done; echo\n"
            "  # status, fingerprint and metrics\n"
            "  curl -s http://127.0.0.1:%d/status\n"
-           "  curl -s http://127.0.0.1:%d/metrics | grep gateway_requests\n\n",
-           gp, ap, gp, gp, gp, gp, gp, gp, gp, ap, gp, ap, ap);
+           "  curl -s http://127.0.0.1:%d/metrics | grep -E "
+           "'gateway_requests|rate_limit_limited|circuit_breaker_state|"
+           "retry_attempts'\n\n",
+           gp, ap, gp, gp, gp, gp, gp, gp, gp, ap, gp, gp, gp, gp, ap, ap);
     fflush(stdout);
 }
 

@@ -352,19 +352,28 @@ static const node *doc_profiles(const node *root) {
     return p ? p : scg_map_get(s, "profiles");
 }
 
+/* The next name of a comma-separated list at *p (spaces trimmed): its
+ * start, *len its length; NULL at the end. */
+static const char *next_name(const char **p, size_t *len) {
+    const char *s = *p;
+    while (s && (*s == ' ' || *s == ','))
+        s++;
+    if (!s || !*s)
+        return NULL;
+    size_t k = strcspn(s, ",");
+    *len = k;
+    while (*len && s[*len - 1] == ' ')
+        (*len)--;
+    *p = s + k;
+    return s;
+}
+
 /* Is name[0..n) in the comma-separated `list`? */
 static bool in_list(const char *list, const char *name, size_t n) {
-    for (const char *p = list; p && *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        size_t k = strcspn(p, ",");
-        size_t len = k;
-        while (len && p[len - 1] == ' ')
-            len--;
-        if (len == n && strncmp(p, name, n) == 0)
+    size_t len;
+    for (const char *t; (t = next_name(&list, &len));)
+        if (len == n && strncmp(t, name, n) == 0)
             return true;
-        p += k;
-    }
     return false;
 }
 
@@ -396,18 +405,12 @@ static bool is_active(const scg_converter *c, const char *name, size_t n) {
 /* Is one of `names` (a comma-separated profile list, "!p" for "not p")
  * active? */
 static bool names_active(const scg_converter *c, const char *names) {
-    for (const char *p = names; p && *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        size_t n = strcspn(p, ",");
-        size_t len = n;
-        while (len && p[len - 1] == ' ')
-            len--;
-        size_t neg = len && *p == '!';
-        bool on = len > neg && is_active(c, p + neg, len - neg);
+    size_t len;
+    for (const char *t; (t = next_name(&names, &len));) {
+        size_t neg = len && *t == '!';
+        bool on = len > neg && is_active(c, t + neg, len - neg);
         if (len && on != (neg != 0))
             return true;
-        p += n;
     }
     return false;
 }

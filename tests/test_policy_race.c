@@ -207,12 +207,91 @@ START_TEST(slots_taken_over_by_racing_keys_stay_usable) {
 }
 END_TEST
 
+/* A breaker cycling closed -> open -> half-open -> closed while threads
+ * record into its window: the failures and slow calls it reports never
+ * exceed the window (a count cleared beside a racing record once wrapped
+ * below zero and opened the breaker on successes). */
+typedef struct flip {
+    sy_router *r;
+    int id;
+    _Atomic int *bad;
+    _Atomic bool *go;
+} flip;
+
+static void *flip_breaker(void *arg) {
+    flip *x = arg;
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/cb", 3};
+    while (!atomic_load(x->go))
+        ;
+    uint64_t until = sy__now_monotonic_us() + 3000000;
+    for (int i = 0; i < 400000; i++) {
+        if (!(i & 1023) && sy__now_monotonic_us() > until)
+            break;
+        sy_snapshot *s = sy_router_acquire(x->r);
+        sy_match *m;
+        ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+        int64_t now = T0 + i;
+        sy_breaker_permit p;
+        sy_match_breaker_acquire(m, now, &p, NULL);
+        if (p.permitted) {
+            bool fail = (i + x->id) % 3 == 0;
+            sy_breaker_record(&p,
+                              fail ? SY_OUTCOME_CONNECT_FAILURE
+                                   : SY_OUTCOME_SUCCESS,
+                              200, i % 5 == 0 ? 50 : 1, now);
+        }
+        sy_breaker_info bi;
+        if (!sy_policy_store_breaker(sy_router_policy_store(x->r), "flip",
+                                     &bi, NULL) &&
+            (bi.failures > 4 || bi.slow > 4))
+            atomic_store(x->bad, (int)(bi.failures > bi.slow ? bi.failures
+                                                             : bi.slow));
+        sy_snapshot_release(s);
+    }
+    sy_match_ctx_free(ctx);
+    return NULL;
+}
+
+START_TEST(a_cycling_breaker_counts_stay_within_its_window) {
+    sy_router *r = router_of(
+        "[{\"id\":\"cb\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Path=/cb\"],\"filters\":[{\"name\":\"CircuitBreaker\","
+        "\"args\":{\"name\":\"flip\",\"slidingWindowSize\":4,"
+        "\"minimumNumberOfCalls\":4,\"failureRateThreshold\":50,"
+        "\"slowCallDurationThreshold\":\"10ms\",\"slowCallRateThreshold\":"
+        "50,\"waitDurationInOpenState\":1,"
+        "\"permittedNumberOfCallsInHalfOpenState\":1}}]}]");
+    _Atomic int bad = 0;
+    _Atomic bool go = false;
+    flip f[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        f[i] = (flip){.r = r, .id = i, .bad = &bad, .go = &go};
+        pthread_create(&t[i], NULL, flip_breaker, &f[i]);
+    }
+    atomic_store(&go, true);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    sy_policy_stats ps;
+    sy_policy_store_stats(sy_router_policy_store(r), &ps);
+    ck_assert_uint_gt(ps.breaker_closed, 100); /* it did cycle */
+    int seen = atomic_load(&bad);
+    ck_assert_msg(seen == 0, "a count of %u in a window of 4", (unsigned)seen);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy_race");
     TCase *tc = tcase_create("policy_race");
     tcase_add_test(tc, a_bucket_hands_out_exactly_its_tokens_to_racing_threads);
     tcase_add_test(tc, a_half_open_breaker_admits_exactly_its_permits);
     tcase_add_test(tc, slots_taken_over_by_racing_keys_stay_usable);
+    tcase_add_test(tc, a_cycling_breaker_counts_stay_within_its_window);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

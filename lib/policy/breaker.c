@@ -8,6 +8,8 @@
  *   since epoch << 54 | recovering << 53 | ms since the store's base
  *   closed window: pos (calls recorded), one failure bit and one slow bit
  *   per position (pos % slidingWindowSize), failures / slow counted
+ *   from the bits (counters kept beside them drifted, even below zero,
+ *   when a transition's clear raced a record)
  *
  * Every transition is one CAS on `word`, so the half-open permits and
  * counts are reset with the state. A permit carries the epoch it was
@@ -154,8 +156,6 @@ static void clear_window(sy__brk *b) {
         atomic_store_explicit(&b->fbits[i], 0, memory_order_relaxed);
         atomic_store_explicit(&b->sbits[i], 0, memory_order_relaxed);
     }
-    atomic_store_explicit(&b->failures, 0, memory_order_relaxed);
-    atomic_store_explicit(&b->slow, 0, memory_order_relaxed);
     atomic_store_explicit(&b->warm, 0, memory_order_relaxed);
 }
 
@@ -270,16 +270,29 @@ static bool is_code(const sy__brk_cfg *cfg, int status) {
     return cfg->codes[(status - 100) / 64] >> ((status - 100) % 64) & 1;
 }
 
-/* Set the window bit `mask` of *w to `on`, counting the change in *count;
- * a bit already right costs a load, not a read-modify-write (a steady
- * stream of successes writes nothing). */
-static void set_bit(_Atomic uint64_t *w, uint64_t mask, bool on,
-                    _Atomic uint32_t *count) {
+/* Set the window bit `mask` of *w to `on`; a bit already right costs a
+ * load, not a read-modify-write (a steady stream of successes writes
+ * nothing). */
+static void set_bit(_Atomic uint64_t *w, uint64_t mask, bool on) {
     if (!!(atomic_load_explicit(w, memory_order_relaxed) & mask) == on)
         return;
-    uint64_t old = on ? atomic_fetch_or(w, mask) : atomic_fetch_and(w, ~mask);
-    if (!!(old & mask) != on)
-        atomic_fetch_add(count, on ? 1u : (uint32_t)-1);
+    if (on)
+        atomic_fetch_or(w, mask);
+    else
+        atomic_fetch_and(w, ~mask);
+}
+
+/* The bits set among the first `window` of bits: never more than the
+ * window, whatever raced. */
+static uint32_t ones(_Atomic uint64_t *bits, uint32_t window) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < window && i < SY_BREAKER_WINDOW_MAX; i += 64) {
+        uint64_t v = atomic_load_explicit(&bits[i / 64], memory_order_relaxed);
+        if (window - i < 64)
+            v &= (1ull << (window - i)) - 1;
+        n += (uint32_t)__builtin_popcountll(v);
+    }
+    return n;
 }
 
 /* One outcome into the closed window; opens the breaker past a
@@ -290,13 +303,13 @@ static void record_closed(sy_policy_store *st, sy__brk *b,
     uint64_t idx = atomic_fetch_add(&b->pos, 1);
     uint64_t i = idx % cfg->window, mask = 1ull << (i % 64);
     size_t word = (size_t)(i / 64);
-    set_bit(&b->fbits[word], mask, fail, &b->failures);
-    set_bit(&b->sbits[word], mask, slow, &b->slow);
+    set_bit(&b->fbits[word], mask, fail);
+    set_bit(&b->sbits[word], mask, slow);
     uint64_t calls = idx + 1 < cfg->window ? idx + 1 : cfg->window;
     if (calls < cfg->min_calls)
         return;
-    float f = (float)atomic_load(&b->failures) * 100.0f / (float)calls;
-    float s = (float)atomic_load(&b->slow) * 100.0f / (float)calls;
+    float f = (float)ones(b->fbits, cfg->window) * 100.0f / (float)calls;
+    float s = (float)ones(b->sbits, cfg->window) * 100.0f / (float)calls;
     if (f < cfg->failure_rate && s < cfg->slow_rate)
         return;
     uint64_t e = EPOCH(w) + 1;
@@ -390,8 +403,8 @@ int sy_policy_store_breaker(const sy_policy_store *cst, const char *name,
     } else {
         uint64_t pos = atomic_load(&b->pos);
         out->calls = (uint32_t)(pos < UINT32_MAX ? pos : UINT32_MAX);
-        out->failures = atomic_load(&b->failures);
-        out->slow = atomic_load(&b->slow);
+        out->failures = ones(b->fbits, SY_BREAKER_WINDOW_MAX);
+        out->slow = ones(b->sbits, SY_BREAKER_WINDOW_MAX);
     }
     int64_t base = atomic_load(&st->base_ms);
     out->state_since_ms = base + (int64_t)(s & ((1ull << 53) - 1));

@@ -41,7 +41,7 @@ typedef struct sy__brk {
     _Atomic uint64_t since; /* epoch << 54 | ms since the base */
     _Atomic uint64_t pos;   /* calls recorded in the closed window */
     _Atomic uint64_t warm;  /* calls asked during a recovery warm-up */
-    _Atomic uint32_t failures, slow; /* in the closed window */
+    uint32_t unused[2]; /* the window's counts are its bits' (breaker.c) */
     _Atomic uint64_t fbits[SY_BRK_WORDS], sbits[SY_BRK_WORDS];
 } sy__brk;
 

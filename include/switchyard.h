@@ -1263,7 +1263,8 @@ SY_API size_t sy_route_host_runs(const struct sy_route *r, const char **names,
 /* The answer of the limiters of a match. */
 typedef struct sy_ratelimit {
     bool limited;     /* a RequestRateLimiter applies to the route; false:
-                         the rest is zero, send no X-RateLimit-* header */
+                         allowed is true and the rest zero, send no
+                         X-RateLimit-* header */
     bool allowed;     /* false: answer `status` now, without upstream */
     bool empty_key;   /* the resolver gave no key (deny-empty-key decided) */
     bool headers;     /* send the four X-RateLimit-* headers (false for an

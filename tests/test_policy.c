@@ -131,6 +131,27 @@ START_TEST(burst_of_one_lets_one_of_twenty_through) {
 }
 END_TEST
 
+START_TEST(a_route_without_a_limiter_is_allowed_and_says_nothing_more) {
+    fix f;
+    fix_open(&f, router_with("[{\"id\":\"a\",\"uri\":\"http://b\"}]", NULL,
+                             NULL));
+    sy_ratelimit rl;
+    memset(&rl, 0xa5, sizeof rl);
+    ck_assert_int_eq(sy_match_ratelimit(fix_match(&f, "/x"), T0, &rl, NULL),
+                     0);
+    ck_assert(!rl.limited && rl.allowed && !rl.headers && !rl.empty_key);
+    ck_assert_int_eq(rl.status, 0);
+    ck_assert_int_eq(rl.remaining, 0);
+    ck_assert_uint_eq(rl.key_len, 0);
+    ck_assert_uint_eq(sy_match_ratelimit_count(f.m), 0);
+    sy_breaker_permit p;
+    ck_assert_int_eq(sy_match_breaker_acquire(f.m, T0, &p, NULL), 0);
+    ck_assert(!p.breaker && p.permitted);
+    ck_assert_ptr_null(sy_match_retry_policy(f.m));
+    fix_close(&f);
+}
+END_TEST
+
 START_TEST(burst_of_zero_blocks_everything) {
     fix f;
     fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
@@ -870,6 +891,8 @@ int main(void) {
     tcase_add_test(tc, burst_of_one_lets_one_of_twenty_through);
     tcase_add_test(tc, burst_of_zero_blocks_everything);
     tcase_add_test(tc, huge_bucket_sizes_are_run_or_refused_never_fail_open);
+    tcase_add_test(tc,
+                   a_route_without_a_limiter_is_allowed_and_says_nothing_more);
     tcase_add_test(tc, remaining_counts_down_and_headers_are_formatted);
     tcase_add_test(tc, each_key_has_its_own_bucket);
     tcase_add_test(tc, path_variable_resolver_keys_by_the_capture);

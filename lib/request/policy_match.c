@@ -59,7 +59,10 @@ int sy_match_ratelimit(const sy_match *m, int64_t now_ms, sy_ratelimit *out,
                        sy_error *err) {
     if (!m || !out)
         return sy__error_set(err, SY_EINVAL, "", "match and out needed");
-    out->limited = false;
+    /* no limiter: allowed, nothing else to say */
+    memset(out, 0, offsetof(sy_ratelimit, key));
+    out->allowed = true;
+    out->key[0] = '\0';
     const sy__rl_cfg *cfg;
     for (size_t i = 0; (cfg = nth_policy(m, SY_F_REQUEST_RATE_LIMITER, i));
          i++) {

@@ -987,8 +987,12 @@ SY_API int sy_router_update_instances(sy_router *r, const char *service,
  * SY_EINVAL ("the change set was committed already") and changes nothing;
  * a failed commit may be retried, and sy_router_check does not count as a
  * commit. Staging is not thread-safe on one change set (use one per
- * thread).
+ * thread). A set holds at most SY_MAX_CHANGE_SET_SIZE changes: staging one
+ * more is SY_ELIMIT (nothing staged; the set keeps what it holds). A staged
+ * change costs memory in proportion to its own size, at staging (its copy)
+ * and at commit (a one-route change about 1 KB beyond its text).
  */
+#define SY_MAX_CHANGE_SET_SIZE 65536u
 typedef struct sy_change_set sy_change_set;
 SY_API int sy_change_set_new(sy_router *r, sy_change_set **out, sy_error *err);
 SY_API void sy_change_set_free(sy_change_set *cs);

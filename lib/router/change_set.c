@@ -56,6 +56,10 @@ static int stage(sy_change_set *cs, sy__change_kind kind, const char *name,
     if (!cs || !name || !*name)
         return sy__error_set(err, SY_EINVAL, "", "%s is NULL or empty",
                              cs ? what : "change set");
+    if (cs->count >= SY_MAX_CHANGE_SET_SIZE)
+        return sy__error_set(err, SY_ELIMIT, "",
+                             "a change set holds at most %u changes",
+                             SY_MAX_CHANGE_SET_SIZE);
     if (cs->count == cs->cap) {
         size_t cap = cs->cap ? cs->cap * 2 : 8;
         sy__change *v = sy__realloc(&cs->alloc, cs->items, cap * sizeof *v);

@@ -210,7 +210,11 @@ static bool same_text(const char *a, const char *b) {
 /* ---- the steps ---- */
 
 /* Derive the next working snapshot from `ch` (and cfg's services): the
- * changes' routes and the removed ones are noted as touched. */
+ * changes' routes and the removed ones are noted as touched. The working
+ * snapshot it replaces goes at once when this commit derived it: every
+ * route it holds is held by the live table or by the commit (owned,
+ * documents), and what the two snapshots share is counted (chunks,
+ * index), so a commit keeps one working snapshot, not one per change. */
 static int commit_derive(commit *c, const sy__snapshot_config *cfg,
                          const sy__route_change *ch, size_t n, sy_error *err) {
     const sy__alloc *a = &c->r->alloc;
@@ -222,7 +226,9 @@ static int commit_derive(commit *c, const sy__snapshot_config *cfg,
                                  &removed, &nremoved, err);
     if (rc)
         return rc;
-    rc = sy__vec_push(a, &c->inter, next);
+    /* c->inter holds at most the one working snapshot */
+    bool replace = c->inter.n && c->inter.v[c->inter.n - 1] == c->work;
+    rc = replace ? SY_OK : sy__vec_push(a, &c->inter, next);
     size_t t0n = c->touched.n;
     for (size_t i = 0; rc == SY_OK && i < n; i++)
         if (ch[i].route)
@@ -237,6 +243,10 @@ static int commit_derive(commit *c, const sy__snapshot_config *cfg,
             c->inter.n--;
         sy__snapshot_destroy(next);
         return sy__commit_nomem(err);
+    }
+    if (replace) {
+        sy__snapshot_destroy((sy_snapshot *)(uintptr_t)c->work);
+        c->inter.v[c->inter.n - 1] = next;
     }
     if (t0n == 0)
         c->held_adds = adds;

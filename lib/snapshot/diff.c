@@ -40,7 +40,10 @@ int sy__diff_routes(const sy__alloc *a,
     if (!d)
         return SY_ENOMEM;
     d->alloc = *a;
-    sy__arena_init(&d->arena, &d->alloc, 4096);
+    /* chunks sized to the diff: a one-route change's report (a commit
+     * keeps one per change) costs a few hundred bytes, not 4 KB */
+    size_t guess = 160 + (old_count + new_count) * 48;
+    sy__arena_init(&d->arena, &d->alloc, guess < 4096 ? guess : 4096);
     size_t cap = sy__idtab_capacity(old_count);
     sy__idtab_entry *table = sy__malloc(a, cap * sizeof *table);
     bool *seen = sy__calloc(a, old_count + 1, sizeof *seen);

@@ -489,6 +489,9 @@ START_TEST(typos_and_bad_values_are_refused_where_they_are) {
         {"{\"name\":\"CircuitBreaker\",\"args\":{\"waitDurationInOpenState\":"
          "\"soon\"}}",
          "[0].filters[0].args.waitDurationInOpenState", "duration"},
+        {"{\"name\":\"Retry\",\"args\":{\"series\":\"\",\"exceptions\":"
+         "\"\"}}",
+         "[0].filters[0].args.exceptions", "may not all be empty"},
         {"{\"name\":\"CircuitBreaker\",\"args\":{\"nmae\":\"cb\"}}",
          "[0].filters[0].args.nmae", "unknown argument"},
     };
@@ -604,12 +607,27 @@ START_TEST(retry_backoff_grows_by_factor_caps_and_jitters) {
         lo = d < lo ? d : lo;
         hi = d > hi ? d : hi;
     }
-    ck_assert_uint_ge(lo, 50);
+    /* 100 ms +- 50, never below firstBackoff (Reactor's jitter) */
+    ck_assert_uint_ge(lo, 100);
     ck_assert_uint_le(hi, 150);
-    ck_assert_uint_lt(lo, 80);
-    ck_assert_uint_gt(hi, 120);
+    ck_assert_uint_lt(lo, 110);
+    ck_assert_uint_gt(hi, 140);
     /* the timeout: no retry whose delay would end past 250 ms */
     ck_assert(!sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 502, 200, 0, &d));
+    fix_close(&f);
+    /* capped at maxBackoff, the jitter does not take it past the cap */
+    p = retry_of(&f, "\"Retry=3, BAD_GATEWAY, GET, 100ms, 150ms, 2, true, "
+                     "0.5\"");
+    lo = UINT32_MAX, hi = 0;
+    for (uint64_t rnd = 0; rnd < 200; rnd++) {
+        ck_assert(sy_retry_next(p, 1, get, SY_OUTCOME_5XX, 502, 0,
+                                rnd * 0x9e3779b97f4a7c15ull, &d));
+        lo = d < lo ? d : lo;
+        hi = d > hi ? d : hi;
+    }
+    ck_assert_uint_ge(lo, 100);
+    ck_assert_uint_le(hi, 150);
+    ck_assert_uint_lt(lo, 110);
     fix_close(&f);
 }
 END_TEST

@@ -140,6 +140,13 @@ int sy__retry_compile(sy__pargs *p, struct sy_retry_policy *r) {
         r->exceptions = SY_RETRY_EX_CONNECT | SY_RETRY_EX_TIMEOUT;
     if (!r->methods)
         return sy__parg_fail(p, SY_EARG, "methods", "methods may not be empty");
+    bool any_status = r->series;
+    for (size_t i = 0; i < SY_ARRAY_LEN(r->statuses); i++)
+        any_status |= r->statuses[i] != 0;
+    if (!any_status && !r->exceptions) /* a Retry that never retries */
+        return sy__parg_fail(p, SY_EARG, "exceptions",
+                             "series, statuses and exceptions may not all "
+                             "be empty");
     /* backoff: present when any of its fields is */
     int64_t first = 5, max = 0, factor = 2;
     bool f1 = false, f2 = false, f3 = false;
@@ -192,6 +199,11 @@ static uint64_t delay_of(const sy_retry_policy *p, uint32_t n,
     if (p->jitter && p->random_factor > 0) {
         uint64_t off = (uint64_t)((double)ms * p->random_factor);
         uint64_t lo = ms > off ? ms - off : 0, hi = ms + off;
+        /* as Reactor's: never below firstBackoff nor above maxBackoff */
+        if (lo < p->first_ms)
+            lo = p->first_ms < ms ? p->first_ms : ms;
+        if (p->max_ms && hi > p->max_ms)
+            hi = p->max_ms > ms ? p->max_ms : ms;
         ms = lo + random % (hi - lo + 1);
     }
     return ms;

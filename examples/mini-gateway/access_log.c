@@ -80,11 +80,13 @@ static void remember(const gw_request *q) {
         sy_header h = r->headers[i];
         if (o + h.name.len + h.value.len + 2 > sizeof e.hbuf)
             break;
-        memcpy(e.hbuf + o, h.name.ptr, h.name.len);
+        if (h.name.len)
+            memcpy(e.hbuf + o, h.name.ptr, h.name.len);
         e.hname[e.nh] = (uint16_t)o;
         e.hname_len[e.nh] = (uint16_t)h.name.len;
         o += h.name.len;
-        memcpy(e.hbuf + o, h.value.ptr, h.value.len);
+        if (h.value.len)
+            memcpy(e.hbuf + o, h.value.ptr, h.value.len);
         e.hval[e.nh] = (uint16_t)o;
         e.hval_len[e.nh] = (uint16_t)h.value.len;
         o += h.value.len;

@@ -492,6 +492,12 @@ START_TEST(typos_and_bad_values_are_refused_where_they_are) {
         {"{\"name\":\"Retry\",\"args\":{\"series\":\"\",\"exceptions\":"
          "\"\"}}",
          "[0].filters[0].args.exceptions", "may not all be empty"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"failureRateThreshold\":"
+         "\"1e-50\"}}",
+         "[0].filters[0].args.failureRateThreshold", "above 0"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"slowCallRateThreshold\":"
+         "\"1e-46\"}}",
+         "[0].filters[0].args.slowCallRateThreshold", "above 0"},
         {"{\"name\":\"CircuitBreaker\",\"args\":{\"nmae\":\"cb\"}}",
          "[0].filters[0].args.nmae", "unknown argument"},
     };

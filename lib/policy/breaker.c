@@ -129,6 +129,15 @@ int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg) {
         return rc;
     if ((rc = sy__parg_unknown(p, KNOWN)))
         return rc;
+    /* the rates run as floats (Resilience4j's): one that rounds to 0 would
+     * open the breaker on calls that all succeeded */
+    if ((float)fr <= 0.0f || (float)sr <= 0.0f)
+        return sy__parg_fail(p, SY_ERANGE,
+                             (float)fr <= 0.0f ? "failureRateThreshold"
+                                               : "slowCallRateThreshold",
+                             "%g is 0 as a float (the threshold must be "
+                             "above 0)",
+                             (float)fr <= 0.0f ? fr : sr);
     int64_t cap = UINT32_MAX;
     cfg->failure_rate = (float)fr;
     cfg->slow_rate = (float)sr;

@@ -10,7 +10,8 @@
  *                                  passive health (ejections)
  *   GET /changes                   the last changes, newest first, each
  *                                  with its three-way diff (the report)
- *   PUT /routes/<source>?dry_run=1 the diff the document would make and
+ *   PUT /routes/<source>?dry_run=1 the diff the document would make, the
+ *                                  routes it would leave unreachable and
  *                                  its impact on the last requests served
  *                                  (access_log.c's ring); changes nothing
  *
@@ -514,9 +515,21 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
         char *t = cJSON_PrintUnformatted(imp);
         gw_buf_adds(&b, ",\"impact\":");
         gw_buf_adds(&b, t ? t : "null");
-        gw_buf_adds(&b, "}\n");
         free(t);
         cJSON_Delete(imp);
+        /* the routes no request could reach after the change */
+        sy_snapshot *s = sy_router_acquire(after);
+        shadow_state st = {cJSON_CreateArray(), s};
+        sy_error serr;
+        if (sy_snapshot_shadowed(s, NULL, shadow_one, &st, &serr) == 0) {
+            t = cJSON_PrintUnformatted(st.list);
+            gw_buf_adds(&b, ",\"shadowed\":");
+            gw_buf_adds(&b, t ? t : "null");
+            free(t);
+        }
+        cJSON_Delete(st.list);
+        sy_snapshot_release(s);
+        gw_buf_adds(&b, "}\n");
         if (b.failed)
             gw_reply_error(c, 500, "out of memory");
         else

@@ -173,6 +173,15 @@ def body(procs, c):
     c.ok(("/api/users/7", "api", "users") in moved,
          "impact: /api/users/7 goes from api to users: %r" % moved)
     c.ok(("/echo/a", "echo", None) in moved, "impact: /echo/a loses its route")
+    c.eq(dr["shadowed"], [],
+         "after the change no route is shadowed (users now ranks first)")
+    doc3 = json.loads(routes_doc(bport, "3"))
+    doc3["routes"].append({"id": "late", "uri": "http://127.0.0.1:1",
+                           "predicates": ["Path=/echo/late"]})
+    st, _, data = gw.admin_call("PUT", "/routes/ops?dry_run=1", doc3)
+    c.eq([(x["route"], x["shadowed_by"]) for x in json.loads(data)["shadowed"]],
+         [("users", ["api"]), ("late", ["echo"])],
+         "a dry run names the routes the change would leave unreachable")
     after = gw.status()
     c.eq((after["fingerprint"], after["generation"]),
          (status_before["fingerprint"], status_before["generation"]),

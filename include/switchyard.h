@@ -866,7 +866,10 @@ typedef struct sy_router_options {
      * A route using a host-run item missing from the list is refused at
      * apply, check and parse with a located error naming the item and
      * saying this host does not run it (SY_ENOTRUN); an entry
-     * "host=NAME" names the host in that message. Filters the host
+     * "host=NAME" names the host in that message. An entry "!PART" says
+     * the host runs the item but not that part of it, refused at its arg
+     * (SY_ENOTRUN): "!Retry.backoff" (a Retry with backoff.* refused at
+     * "...filters[j].args.backoff"; the tries follow one another at once). Filters the host
      * registered (sy_registry_add_filter) are run by the host by
      * definition. NULL: nothing declared, nothing refused for it (tools
      * that only read documents). Not copied: it must stay valid as long as

@@ -884,6 +884,19 @@ START_TEST(a_host_refuses_what_it_does_not_run) {
     o.default_filters = "[\"RewriteLocationResponseHeader\"]";
     ck_assert_int_eq(sy_router_new(&o, &x, &e), SY_ENOTRUN);
     ck_assert_str_eq(e.path, "defaultFilters[0]");
+    /* a part of a filter the host does not run: nginx's Retry without
+     * backoff runs, with backoff it is refused at the arg */
+    const char *rb = "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
+                     "[{\"name\":\"Retry\",\"args\":{\"retries\":2,"
+                     "\"backoff.firstBackoff\":\"10ms\"}}]}]";
+    ck_assert_int_eq(sy_router_apply(r, "s", rb, strlen(rb), NULL, &e),
+                     SY_ENOTRUN);
+    ck_assert_str_eq(e.path, "[0].filters[0].args.backoff");
+    ck_assert_ptr_nonnull(strstr(e.message, "host 'nginx'"));
+    ck_assert_int_eq(sy_router_apply(g, "s", rb, strlen(rb), NULL, &e), 0);
+    const char *rn = "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
+                     "[\"Retry=2,BAD_GATEWAY\"]}]";
+    ck_assert_int_eq(sy_router_apply(r, "s", rn, strlen(rn), NULL, &e), 0);
     sy_router_free(r);
     sy_router_free(g);
 }

@@ -26,11 +26,13 @@ static const char *const gateway_runs[] = {
     "metadata.response-timeout", "metadata.connect-timeout",
     NULL};
 
-/* examples/nginx-module */
+/* examples/nginx-module: its tries follow one another at once (nginx's
+ * upstream machinery has no wait between them) */
 static const char *const nginx_runs[] = {
     "host=nginx",     "RequestRateLimiter",        "CircuitBreaker",
-    "Retry",          "forward:",                  "ws:",
-    "wss:",           "metadata.response-timeout", "metadata.connect-timeout",
+    "Retry",          "!Retry.backoff",            "forward:",
+    "ws:",            "wss:",                      "metadata.response-timeout",
+    "metadata.connect-timeout",
     NULL};
 
 const char *const *sy_host_runs_all(void) {
@@ -92,6 +94,13 @@ bool sy__host_runs(const char *const *runs, const char *item) {
         return true;
     for (size_t i = 0; runs[i]; i++)
         if (strcmp(runs[i], item) == 0)
+            return true;
+    return false;
+}
+
+bool sy__host_excludes(const char *const *runs, const char *part) {
+    for (size_t i = 0; runs && runs[i]; i++)
+        if (runs[i][0] == '!' && strcmp(runs[i] + 1, part) == 0)
             return true;
     return false;
 }

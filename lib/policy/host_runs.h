@@ -15,6 +15,9 @@ const char *sy__host_item_scheme(const char *scheme);
 const char *sy__host_item_metadata(const char *key);
 /* True when `runs` (NULL: nothing declared) lets the host run `item`. */
 bool sy__host_runs(const char *const *runs, const char *item);
+/* True when `runs` lists "!PART": the host runs the item but not this
+ * part of it ("!Retry.backoff": Retry without a wait between tries). */
+bool sy__host_excludes(const char *const *runs, const char *part);
 /* The host's name from its list ("host=NAME" entry), or "this host". */
 const char *sy__host_name(const char *const *runs, char *buf, size_t cap);
 

@@ -8,6 +8,7 @@
 #include "route/filter.h"
 #include "route/predicate.h"
 #include "policy/host_runs.h"
+#include "policy/retry.h"
 #include "service/service.h"
 
 #include <stdio.h>
@@ -491,13 +492,40 @@ static int check_item(void *data, const char *item, int where, size_t i) {
                          "%s: %s does not run this metadata key", item, who);
 }
 
+/* The parts of a host-run filter the host declared it does not run
+ * ("!Retry.backoff"), refused at the filter's arg. */
+static int check_parts(const host_check *c) {
+    const struct sy_route *r = c->r;
+    if (!r->cfilters || !sy__host_excludes(c->runs, "Retry.backoff"))
+        return 0;
+    for (size_t i = 0; i < r->filter_count; i++) {
+        sy__builtin id;
+        const struct sy_retry_policy *rp =
+            r->cfilters[i] ? sy__filter_policy(r->cfilters[i], &id) : NULL;
+        if (!rp || id != SY_F_RETRY || !rp->backoff)
+            continue;
+        char p[300], who[80];
+        if (r->filters[i].shortcut)
+            snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);
+        else
+            snprintf(p, sizeof p, "%s[%zu].args.backoff", c->filters_path, i);
+        sy__host_name(c->runs, who, sizeof who);
+        return sy__error_set(c->err, SY_ENOTRUN, p,
+                             "Retry: backoff: %s does not wait between "
+                             "tries (it retries at once); remove backoff",
+                             who);
+    }
+    return 0;
+}
+
 int sy__route_check_host(const struct sy_route *r, const char *const *runs,
                          const char *path, const char *filters_path,
                          sy_error *err) {
     if (!runs)
         return 0;
     host_check c = {r, runs, path ? path : "", filters_path, err};
-    return each_host_item(r, check_item, &c);
+    int rc = each_host_item(r, check_item, &c);
+    return rc ? rc : check_parts(&c);
 }
 
 typedef struct host_list {

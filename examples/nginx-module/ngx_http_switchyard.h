@@ -248,11 +248,18 @@ typedef struct {
     sy_breaker_permit permit;
     ngx_str_t fallback;
     void (*finalize)(ngx_http_request_t *r, ngx_int_t rc); /* proxy's */
+    /* the proxy's header parser and reinit, wrapped so that every answer
+     * is seen by the route's Retry and breaker (sw_policy_hook) */
+    ngx_int_t (*process_header)(ngx_http_request_t *r);
+    ngx_int_t (*reinit_request)(ngx_http_request_t *r);
+    const sy_retry_policy *rp; /* borrowed from snap */
+    ngx_msec_t retry_timeout;  /* Retry's timeout, 0: none */
     ngx_uint_t next_upstream, tries;
     unsigned balanced : 1;       /* the balancer reports each attempt */
     unsigned needs_balancer : 1; /* timeouts, Retry or a breaker's limit */
     unsigned retry : 1;
     unsigned breaker_recorded : 1;
+    unsigned answered : 1; /* the current attempt's status was read */
 } sw_req_ctx_t;
 
 /* The route's rate limiters, breaker and Retry for a matched request:
@@ -269,10 +276,15 @@ void sw_policy_conf(sw_req_ctx_t *ctx, ngx_http_upstream_conf_t *conf,
 /* Record a permitted call's outcome with its breaker (once). */
 sy_breaker_verdict sw_policy_record(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                                     sy_outcome outcome, int status);
-/* A breaker with a fallback: hook the upstream's finalize, so that a
- * call that fails without an answer goes to the fallback (the balancer's
- * peer init). */
+/* Retry or a breaker: hook the upstream (the balancer's peer init) so
+ * that an answered status Retry lists is retried on the next try (any
+ * status, not only those proxy_next_upstream names), a status in a
+ * breaker's statusCodes and a call that fails without an answer go to
+ * its fallback. */
 void sw_policy_hook(ngx_http_request_t *r, sw_req_ctx_t *ctx);
+/* An internal request that is a breaker's fallback gets the client's
+ * method back (nginx's error_page made it a GET): the phase handler. */
+void sw_policy_restore_method(ngx_http_request_t *r);
 
 /* Match the request of ctx again on ctx->snap (its route must be the one
  * matched first) and select an instance outside `exclude` and the zone's

@@ -316,7 +316,11 @@ static void sw_free_peer(ngx_peer_connection_t *pc, void *data,
         pc->tries--;
     if (p->instance == NULL || p->ctx->service.len == 0)
         return;
-    if (state & NGX_PEER_FAILED) {
+    if ((state & NGX_PEER_FAILED) && p->ctx->answered) {
+        /* an answer handed on by Retry or a breaker: its status says */
+        outcome = u->headers_in.status_n >= 500 ? SY_OUTCOME_5XX
+                                                 : SY_OUTCOME_SUCCESS;
+    } else if (state & NGX_PEER_FAILED) {
         if (u->state && u->state->status >= 500 &&
             u->state->status != NGX_HTTP_BAD_GATEWAY &&
             u->state->status != NGX_HTTP_GATEWAY_TIME_OUT)

@@ -764,6 +764,8 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
         ngx_http_get_module_loc_conf(r, ngx_http_switchyard_module);
     sw_req_ctx_t *ctx;
 
+    if (r->internal)
+        sw_policy_restore_method(r); /* a breaker's fallback */
     if (!lcf->enable || lcf->admin ||
         ngx_http_get_module_ctx(r, ngx_http_switchyard_module) != NULL)
         return NGX_DECLINED;

@@ -3,25 +3,18 @@
  * (docs/policies.md, docs/nginx.md): RequestRateLimiter against the
  * policy store in the zone (one bucket per key for every worker),
  * CircuitBreaker (an open breaker goes to its fallbackUri by an internal
- * redirect, or answers 503; every permitted call is recorded), and Retry
- * mapped onto the balancer's tries (its statuses, exceptions and methods
- * become the request's proxy_next_upstream, its retries the tries).
+ * redirect, or answers 503; every permitted call is recorded; a status
+ * in its statusCodes goes to the fallback too), and Retry mapped onto the
+ * balancer's tries (its exceptions become the request's
+ * proxy_next_upstream, its retries the tries, its timeout
+ * proxy_next_upstream_timeout; every answered status is looked at by the
+ * wrapped header parser, which hands one Retry lists to nginx's next
+ * upstream while a try is left). Retry's backoff is refused by the host
+ * list ("!Retry.backoff"): nginx's tries follow one another at once.
  */
 #include "ngx_http_switchyard.h"
 
 #include <string.h>
-
-/* The statuses nginx's next upstream can retry on, and their flags. */
-static const struct {
-    int status;
-    ngx_uint_t ft;
-} sw_ft[] = {{500, NGX_HTTP_UPSTREAM_FT_HTTP_500},
-             {502, NGX_HTTP_UPSTREAM_FT_HTTP_502},
-             {503, NGX_HTTP_UPSTREAM_FT_HTTP_503},
-             {504, NGX_HTTP_UPSTREAM_FT_HTTP_504},
-             {403, NGX_HTTP_UPSTREAM_FT_HTTP_403},
-             {404, NGX_HTTP_UPSTREAM_FT_HTTP_404},
-             {429, NGX_HTTP_UPSTREAM_FT_HTTP_429}};
 
 /* The X-RateLimit-* headers of a limiter's answer, on the response. */
 static ngx_int_t sw_ratelimit_headers(ngx_http_request_t *r,
@@ -47,32 +40,32 @@ static ngx_int_t sw_ratelimit_headers(ngx_http_request_t *r,
     return NGX_OK;
 }
 
-/* Retry: the request's next-upstream conditions and tries. */
+/* Retry: the request's next-upstream conditions and tries. The
+ * exceptions are nginx's error and timeout conditions; statuses are
+ * decided per answer by sw_process_header, which reports one to retry as
+ * an invalid header (nginx's condition for the next try, set here). */
 static void sw_retry_map(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                          const sy_retry_policy *rp) {
     sy_str method = {(char *)r->method_name.data, r->method_name.len};
     sy_retry_info info;
-    ngx_uint_t flags = 0;
+    ngx_uint_t flags = NGX_HTTP_UPSTREAM_FT_INVALID_HEADER;
     uint32_t delay;
 
     sy_retry_policy_info(rp, &info);
-    for (size_t i = 0; i < sizeof sw_ft / sizeof *sw_ft; i++)
-        if (sy_retry_next(rp, 0, method, SY_OUTCOME_5XX, sw_ft[i].status, 0,
-                          0, &delay))
-            flags |= sw_ft[i].ft;
     if (sy_retry_next(rp, 0, method, SY_OUTCOME_CONNECT_FAILURE, 0, 0, 0,
                       &delay))
         flags |= NGX_HTTP_UPSTREAM_FT_ERROR;
     if (sy_retry_next(rp, 0, method, SY_OUTCOME_TIMEOUT, 0, 0, 0, &delay))
         flags |= NGX_HTTP_UPSTREAM_FT_TIMEOUT;
-    /* the methods decided above (sy_retry_next said no for another
-     * method); nginx retries POST, LOCK and PATCH only when told */
-    if (flags && (r->method & (NGX_HTTP_POST | NGX_HTTP_LOCK |
-                               NGX_HTTP_PATCH)))
+    /* every decision is the method's (sy_retry_next); nginx retries POST,
+     * LOCK and PATCH only when told */
+    if (r->method & (NGX_HTTP_POST | NGX_HTTP_LOCK | NGX_HTTP_PATCH))
         flags |= NGX_HTTP_UPSTREAM_FT_NON_IDEMPOTENT;
     ctx->retry = 1;
-    ctx->next_upstream = flags ? flags : NGX_HTTP_UPSTREAM_FT_OFF;
-    ctx->tries = flags ? info.retries + 1 : 1;
+    ctx->rp = rp;
+    ctx->retry_timeout = info.timeout_ms > 0 ? (ngx_msec_t)info.timeout_ms : 0;
+    ctx->next_upstream = flags;
+    ctx->tries = info.retries + 1;
 }
 
 /* Go to an open breaker's fallback (forward:/path) by an internal
@@ -149,6 +142,10 @@ void sw_policy_conf(sw_req_ctx_t *ctx, ngx_http_upstream_conf_t *conf,
     if (ctx->retry) {
         conf->next_upstream = ctx->next_upstream;
         conf->next_upstream_tries = ctx->tries;
+        if (ctx->retry_timeout && (conf->next_upstream_timeout == 0 ||
+                                   conf->next_upstream_timeout >
+                                       ctx->retry_timeout))
+            conf->next_upstream_timeout = ctx->retry_timeout;
         pc->tries = ctx->tries;
     }
     if (ctx->permit.breaker && ctx->permit.timeout_ms) {
@@ -186,8 +183,55 @@ sy_breaker_verdict sw_policy_record(ngx_http_request_t *r, sw_req_ctx_t *ctx,
  * breaker's FALLBACK verdict the request gets, for its remaining life in
  * this location, a copy of the location's settings whose error_page sends
  * 502, 503 and 504 to the fallback path: nginx's own error_page machinery
- * then redirects internally (a GET, as error_page does), and the
- * redirected request finds its location again. */
+ * then redirects internally, and the redirected request finds its
+ * location again. error_page makes the request a GET; the client's method
+ * is kept in a pool cleanup entry (it survives the redirect, the module
+ * context does not) and given back by the phase handler of the
+ * redirected request, so that the fallback gets the method as SCG's
+ * forward does. A status in the breaker's statusCodes takes the same way:
+ * the wrapped header parser reports it as an invalid header with nginx's
+ * next try turned off, nginx answers 502, error_page redirects. */
+
+typedef struct {
+    ngx_uint_t method;
+    ngx_str_t method_name;
+    unsigned active : 1;
+} sw_method_keep_t;
+
+static void sw_method_keep_cleanup(void *data) {
+    (void)data; /* only a marker in the pool's cleanup list */
+}
+
+static ngx_int_t sw_method_keep(ngx_http_request_t *r) {
+    ngx_pool_cleanup_t *cln;
+    sw_method_keep_t *k;
+
+    if (r->method == NGX_HTTP_GET || r->method == NGX_HTTP_HEAD)
+        return NGX_OK; /* error_page keeps these */
+    cln = ngx_pool_cleanup_add(r->pool, sizeof *k);
+    if (cln == NULL)
+        return NGX_ERROR;
+    k = cln->data;
+    k->method = r->method;
+    k->method_name = r->method_name;
+    k->active = 1;
+    cln->handler = sw_method_keep_cleanup;
+    return NGX_OK;
+}
+
+void sw_policy_restore_method(ngx_http_request_t *r) {
+    for (ngx_pool_cleanup_t *c = r->pool->cleanup; c; c = c->next) {
+        sw_method_keep_t *k = c->data;
+        if (c->handler != sw_method_keep_cleanup || !k->active)
+            continue;
+        k->active = 0;
+        if (r->method == NGX_HTTP_GET) {
+            r->method = k->method;
+            r->method_name = k->method_name;
+        }
+        return;
+    }
+}
 
 static ngx_int_t sw_fallback_error_pages(ngx_http_request_t *r,
                                          const char *fallback) {
@@ -226,7 +270,7 @@ static ngx_int_t sw_fallback_error_pages(ngx_http_request_t *r,
     lc[ngx_http_core_module.ctx_index] = clcf;
     r->loc_conf = lc;
     r->error_page = 0;
-    return NGX_OK;
+    return sw_method_keep(r);
 }
 
 static void sw_policy_finalize(ngx_http_request_t *r, ngx_int_t rc) {
@@ -251,9 +295,96 @@ static void sw_policy_finalize(ngx_http_request_t *r, ngx_int_t rc) {
                       &ctx->route);
 }
 
+/* Retry on an answered status: while a try is left (and nginx's own
+ * limits allow the next), a status Retry lists for this method. */
+static bool sw_retry_status(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                            ngx_http_upstream_t *u, int status) {
+    sy_str method = {(char *)r->method_name.data, r->method_name.len};
+    ngx_msec_t timeout = u->conf->next_upstream_timeout;
+    uint32_t delay;
+
+    if (ctx->rp == NULL || u->peer.tries <= 1 || r->connection->error ||
+        (u->request_sent && r->request_body_no_buffering) ||
+        (timeout && ngx_current_msec - u->peer.start_time >= timeout))
+        return false;
+    if (!sy_retry_next(ctx->rp, (uint32_t)(ctx->tries - u->peer.tries),
+                       method, status >= 500 ? SY_OUTCOME_5XX
+                                             : SY_OUTCOME_SUCCESS,
+                       status, 0, 0, &delay))
+        return false;
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "switchyard: route \"%V\": status %d retried (Retry)",
+                  &ctx->route, status);
+    return true;
+}
+
+static ngx_int_t sw_process_header(ngx_http_request_t *r) {
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_http_upstream_t *u = r->upstream;
+    ngx_int_t rc = ctx->process_header(r);
+    int status;
+
+    /* the proxy moves from its status line parser to its header parser */
+    if (u->process_header != sw_process_header) {
+        ctx->process_header = u->process_header;
+        u->process_header = sw_process_header;
+    }
+    if (rc != NGX_OK)
+        return rc;
+    status = (int)u->headers_in.status_n;
+    ctx->answered = 1;
+    if (sw_retry_status(r, ctx, u, status))
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    if (!ctx->permit.breaker || ctx->breaker_recorded ||
+        sw_policy_record(r, ctx, status >= 500 ? SY_OUTCOME_5XX
+                                               : SY_OUTCOME_SUCCESS,
+                         status) != SY_BREAKER_FALLBACK ||
+        ctx->permit.fallback == NULL)
+        return NGX_OK;
+    if (sw_fallback_error_pages(r, ctx->permit.fallback) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: route \"%V\": out of memory for the "
+                      "breaker's fallback: status %d passed on",
+                      &ctx->route, status);
+        return NGX_OK;
+    }
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "switchyard: route \"%V\": status %d is a failure of "
+                  "breaker \"%s\": forward to \"%s\"",
+                  &ctx->route, status, ctx->permit.name ? ctx->permit.name : "",
+                  ctx->permit.fallback);
+    /* nginx answers 502 without a next try; error_page goes on */
+    u->conf->next_upstream &= ~NGX_HTTP_UPSTREAM_FT_INVALID_HEADER;
+    return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+}
+
+/* A next try starts the proxy's parser again: wrap it again. */
+static ngx_int_t sw_reinit_request(ngx_http_request_t *r) {
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+    ngx_http_upstream_t *u = r->upstream;
+    ngx_int_t rc = ctx->reinit_request(r);
+
+    ctx->answered = 0;
+    if (u->process_header != sw_process_header) {
+        ctx->process_header = u->process_header;
+        u->process_header = sw_process_header;
+    }
+    return rc;
+}
+
 void sw_policy_hook(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
     ngx_http_upstream_t *u = r->upstream;
 
+    if (!ctx->permit.breaker && !ctx->retry)
+        return;
+    if (u->process_header && u->process_header != sw_process_header) {
+        ctx->process_header = u->process_header;
+        u->process_header = sw_process_header;
+    }
+    if (u->reinit_request && u->reinit_request != sw_reinit_request) {
+        ctx->reinit_request = u->reinit_request;
+        u->reinit_request = sw_reinit_request;
+    }
     if (!ctx->permit.breaker || ctx->permit.fallback == NULL ||
         u->finalize_request == sw_policy_finalize)
         return;

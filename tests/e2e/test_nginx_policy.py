@@ -3,8 +3,10 @@
 for meson, suite e2e): RequestRateLimiter with its buckets in the zone
 (one rate for every worker, 429 and X-RateLimit-* headers), Retry mapped
 onto the balancer's tries (its statuses and methods), and CircuitBreaker
-(an open breaker forwards to its fallbackUri by an internal redirect).
-Same fixture as test_nginx_balancer.py.
+(an open breaker forwards to its fallbackUri by an internal redirect, a
+status in statusCodes too, the client's method kept). What the module
+cannot run (Retry's backoff) is refused, located. Same fixture as
+test_nginx_balancer.py.
 """
 import os
 import sys
@@ -75,6 +77,61 @@ def test_retry_statuses_and_methods(env):
     check(503 in posts, "POSTs retried: %r" % posts)
 
 
+def test_retry_any_status_and_backoff_refused(env):
+    """Retry=2,NOT_IMPLEMENTED: a 501 (no proxy_next_upstream condition
+    names it) is retried on the other instance. A backoff, which nginx's
+    tries cannot wait for, is refused at the admin location and by
+    `nginx -t`, located at the arg and naming the host."""
+    put_route(env, {"id": "r501", "uri": "lb://r501",
+                    "predicates": ["Path=/r501/**"],
+                    "filters": ["Retry=2,NOT_IMPLEMENTED,GET"]})
+    env.put("instances/r501", [
+        {"id": "r501-a", "host": "127.0.0.1", "port": env.pa},
+        {"id": "r501-b", "host": "127.0.0.1", "port": env.pb}])
+    env.converged()
+    got = [env.get("/r501/x?fail=B&failcode=501").status for _ in range(8)]
+    check(got == [200] * 8, "501 not retried: %r" % got)
+    bo = {"id": "bo", "uri": "http://127.0.0.1:%d" % env.pa,
+          "predicates": ["Path=/bo/**"],
+          "filters": [{"name": "Retry", "args": {
+              "retries": 2, "backoff.firstBackoff": "50ms"}}]}
+    r = env.put("routes/live/bo", bo)
+    check(r.status == 400 and b"filters[0].args.backoff" in r.body and
+          b"nginx" in r.body, "backoff: %d %r" % (r.status, r.body))
+    env.write("bo.json", {"routes": [bo]})
+    with open(os.path.join(env.dir, "nginx.conf")) as f:
+        conf = f.read().replace("live.json;", "live.json; switchyard_routes "
+                                + env.dir + "/bo.json;")
+    rc, err = env.test_conf(conf)
+    check(rc != 0 and "routes[0].filters[0].args.backoff" in err,
+          "nginx -t: %d %s" % (rc, err))
+
+
+def test_breaker_status_code_to_fallback_keeps_method(env):
+    """A status in statusCodes answered by the upstream goes to the
+    fallbackUri, not to the client; a POST arrives there as a POST with
+    its body (SCG's forward keeps the method)."""
+    put_route(env, {"id": "fb2", "uri": "http://127.0.0.1:%d" % env.pa,
+                    "predicates": ["Path=/fb2/**"]})
+    put_route(env, {
+        "id": "cbs", "uri": "http://127.0.0.1:%d" % env.pb,
+        "predicates": ["Path=/cbs/**"],
+        "filters": [{"name": "CircuitBreaker", "args": {
+            "name": "cbs", "fallbackUri": "forward:/fb2/from-cbs",
+            "statusCodes": ["500"], "slidingWindowSize": 50,
+            "minimumNumberOfCalls": 50}}]})
+    env.converged()
+    for method, body in (("GET", None), ("POST", b"hello")):
+        r = request(env.bport, method, "/cbs/x?fail=B&failcode=500",
+                    body=body)
+        check(r.status == 200 and r.json()["path"] == "/fb2/from-cbs" and
+              r.json()["method"] == method and
+              r.json()["body"] == (body or b"").decode(),
+              "%s: %d %r" % (method, r.status, r.body[:300]))
+    r = request(env.bport, "GET", "/cbs/x?fail=B&failcode=503")
+    check(r.status == 503, "a status not listed: %d" % r.status)
+
+
 def test_breaker_fallback_on_failure_and_when_open(env):
     """Connections refused: each failed call goes to the fallbackUri's
     route (nginx's error_page machinery, an internal redirect); after 4
@@ -116,6 +173,8 @@ def test_forward_route_dispatched_again(env):
 TESTS = [
     test_rate_limiter_429_shared_by_workers,
     test_retry_statuses_and_methods,
+    test_retry_any_status_and_backoff_refused,
+    test_breaker_status_code_to_fallback_keeps_method,
     test_breaker_fallback_on_failure_and_when_open,
     test_forward_route_dispatched_again,
 ]

@@ -281,6 +281,7 @@ struct gw_worker {
     void *client_list; /* gw_client list (proxy.c) */
     void *upconn_list; /* every gw_upconn (upstream.c) */
     void *redis;       /* the Redis connection (redis.c), --redis only */
+    struct gw_cache *cache; /* LocalResponseCache's answers (cache.c) */
     char rbuf[65536];  /* shared read buffer for upstream reads */
     gw_wmetrics metrics;
 };

@@ -13,7 +13,9 @@
  *   CacheRequestBody  arg: bodyClass (a Java class name; shortcut form
  *                     too): the gateway keeps the request body, up to
  *                     --retry-body-bytes, as it does for retries.
- *   LocalResponseCache  refused: the gateway has no response cache.
+ *   LocalResponseCache  args: timeToLive (duration, 5m), size (size, 1MB):
+ *                     GET 200 answers kept per route and worker
+ *                     (cache.c).
  *
  * Any other arg, or a shortcut value where none is taken, is refused with
  * its path.
@@ -21,8 +23,10 @@
 #include "host_filters.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 const gw_filter_field gw_secure_fields[] = {
     {"xssProtectionHeader", "X-Xss-Protection", "1 ; mode=block"},
@@ -133,24 +137,72 @@ static int check_cache_body(void *data, const sy_kv *args, size_t n,
     return check(cache_body_fields, CLASS_NAMES, args, n, err);
 }
 
-static int refuse_response_cache(void *data, const sy_kv *args, size_t n,
-                                 sy_error *err) {
-    (void)data, (void)args, (void)n;
-    refuse(err, NULL,
-           "LocalResponseCache is not run by the mini-gateway (it "
-           "has no response cache): remove the filter, or cache in "
-           "front of the gateway");
-    return err->code = SY_ENOTRUN;
+/* "<digits>[unit]" with the units given (factor each; the first unit is
+ * the one of a bare number). */
+static bool scaled(const char *v, const char *const *units,
+                   const uint64_t *factors, uint64_t *out) {
+    uint64_t n = 0;
+    const char *s = v;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (n > (UINT64_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (uint64_t)(*s - '0');
+    }
+    if (s == v)
+        return false;
+    for (size_t i = 0; units[i]; i++)
+        if ((!*s && i == 0) || strcasecmp(s, units[i]) == 0) {
+            if (factors[i] && n > UINT64_MAX / factors[i])
+                return false;
+            *out = n * factors[i];
+            return true;
+        }
+    return false;
+}
+
+int gw_response_cache_args(const sy_kv *args, size_t n, uint64_t *ttl_ms,
+                           uint64_t *size, sy_error *err) {
+    static const char *const tu[] = {"ms", "s", "m", "h", "d", NULL};
+    static const uint64_t tf[] = {1, 1000, 60000, 3600000, 86400000};
+    static const char *const su[] = {"B", "KB", "MB", "GB", NULL};
+    static const uint64_t sf[] = {1, 1024, 1024 * 1024, 1024 * 1024 * 1024};
+    *ttl_ms = 5 * 60000; /* SCG's default time-to-live */
+    *size = 1024 * 1024; /* a bound per route and worker */
+    for (size_t i = 0; i < n; i++) {
+        const char *k = args[i].key, *v = args[i].value;
+        if (strcmp(k, "timeToLive") == 0) {
+            if (!scaled(v, tu, tf, ttl_ms) || !*ttl_ms)
+                return refuse(err, k,
+                              "must be a duration above 0 (30s, 5m, 500ms, "
+                              "or milliseconds)");
+        } else if (strcmp(k, "size") == 0) {
+            if (!scaled(v, su, sf, size) || !*size)
+                return refuse(err, k,
+                              "must be a size above 0 (500KB, 10MB, or "
+                              "bytes)");
+        } else {
+            return refuse(err, k, "unknown argument");
+        }
+    }
+    return 0;
+}
+
+static int check_response_cache(void *data, const sy_kv *args, size_t n,
+                                sy_error *err) {
+    (void)data;
+    uint64_t ttl, size;
+    return gw_response_cache_args(args, n, &ttl, &size, err);
 }
 
 int gw_host_filters_register(sy_registry *reg, sy_error *err) {
     static const char *const body_class[] = {"bodyClass", NULL};
+    static const char *const cache_fields[] = {"timeToLive", "size", NULL};
     sy_filter_factory sf = {NULL, SY_SHORTCUT_DEFAULT, check_secure, NULL};
     sy_filter_factory ff = {NULL, SY_SHORTCUT_DEFAULT, check_fallback, NULL};
     sy_filter_factory cf = {body_class, SY_SHORTCUT_DEFAULT, check_cache_body,
                             NULL};
-    sy_filter_factory lf = {NULL, SY_SHORTCUT_DEFAULT, refuse_response_cache,
-                            NULL};
+    sy_filter_factory lf = {cache_fields, SY_SHORTCUT_DEFAULT,
+                            check_response_cache, NULL};
     int rc = sy_registry_add_filter(reg, "SecureHeaders", &sf, err);
     if (!rc)
         rc = sy_registry_add_filter(reg, "FallbackHeaders", &ff, err);

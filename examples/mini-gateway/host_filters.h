@@ -20,8 +20,14 @@ extern const gw_filter_field gw_secure_fields[];
 /* FallbackHeaders: arg, what it carries, the default header name. */
 extern const gw_filter_field gw_fallback_fields[];
 
-/* Add SecureHeaders, FallbackHeaders and CacheRequestBody (and the
- * refusal of LocalResponseCache, which the gateway does not run) to reg.
+/* LocalResponseCache's args: timeToLive (duration: N[ms|s|m|h|d], bare
+ * milliseconds; default 5m) and size (N[B|KB|MB|GB], bare bytes; default
+ * 1MB). Returns 0, or SY_EARG with err located at args.<key>. */
+int gw_response_cache_args(const sy_kv *args, size_t n, uint64_t *ttl_ms,
+                           uint64_t *size, sy_error *err);
+
+/* Add SecureHeaders, FallbackHeaders, CacheRequestBody and
+ * LocalResponseCache to reg.
  * Returns 0 or a negative SY_E* with err filled. */
 int gw_host_filters_register(sy_registry *reg, sy_error *err);
 

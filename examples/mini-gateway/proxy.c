@@ -211,6 +211,7 @@ static void request_free(gw_request *q) {
     }
     gw_forward_free(q);
     gw_policy_free(q);
+    gw_cache_request_free(q);
     free(q->ops);
     for (size_t i = 0; i < q->ntried; i++)
         free(q->tried[i]);
@@ -928,7 +929,10 @@ void gw_request_dispatch(gw_request *q) {
         respond_error(q, st ? st : 500, NULL);
         break;
     }
-    case SY_ACTION_PROXY: gw_policy_begin(q, m); break;
+    case SY_ACTION_PROXY:
+        if (!gw_cache_lookup(q, m)) /* LocalResponseCache (cache.c) */
+            gw_policy_begin(q, m);
+        break;
     }
 }
 

@@ -124,6 +124,7 @@ struct gw_request {
     gw_trace trace;
     uint64_t bytes_out;  /* response bytes queued for the client */
     bool rate_limited;   /* a rate limiter refused it (policy.c) */
+    struct gw_cache_cap *cache_cap; /* the answer LocalResponseCache keeps */
 };
 
 struct gw_upconn {
@@ -218,6 +219,20 @@ enum { GW_FB_OPEN = 1, GW_FB_STATUS, GW_FB_TIMEOUT, GW_FB_CONNECT };
 /* The route's host filters of match m: response headers into q->xhdrs,
  * request headers into q->req_xhdrs. */
 void gw_host_filters(gw_request *q, sy_match *m);
+/* LocalResponseCache (cache.c): answer from the worker's cache (true:
+ * answered), else note what to keep of the upstream's answer. */
+bool gw_cache_lookup(gw_request *q, sy_match *m);
+/* The answer's head (status after the route's edits, its Cache-Control
+ * or NULL): the Cache-Control value to send instead, in buf, or NULL
+ * when nothing is kept for q; then the header lines without it. */
+const char *gw_cache_head(gw_request *q, int status, const char *cc, char *buf,
+                          size_t cap);
+void gw_cache_head_text(gw_request *q, const char *text, size_t len);
+void gw_cache_body(gw_request *q, const char *at, size_t len);
+/* The answer ended (complete: whole): kept when it may be. */
+void gw_cache_done(gw_request *q, bool complete);
+void gw_cache_request_free(gw_request *q);
+void gw_cache_free(gw_worker *w);
 /* The route has CacheRequestBody: its request body is kept as for a retry. */
 bool gw_caches_body(sy_match *m);
 

@@ -711,6 +711,20 @@ static int r_headers_complete(http_parser *p) {
     }
     apply_ops(q, &l);
     q->status = q->status_override ? q->status_override : st;
+    char ccbuf[512];
+    if (q->cache_cap) { /* LocalResponseCache (cache.c) */
+        const char *cc = NULL;
+        for (size_t i = 0; i < l.n && !cc; i++)
+            if (strcasecmp(l.a[i].n, "cache-control") == 0)
+                cc = l.a[i].v;
+        cc = gw_cache_head(q, q->status, cc, ccbuf, sizeof ccbuf);
+        hl_remove(&l, "cache-control");
+        gw_buf kept = {0};
+        hl_text(&l, &kept);
+        gw_cache_head_text(q, kept.p, kept.len);
+        gw_buf_free(&kept);
+        hl_add(&l, "Cache-Control", cc);
+    }
     q->resp_no_body = q->head_req || st == 204 || st == 304;
     bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;
     gw_client *c = q->c;
@@ -751,6 +765,7 @@ static int r_body(http_parser *p, const char *at, size_t len) {
     gw_request *q = u->req;
     if (q->resp_no_body)
         return 0;
+    gw_cache_body(q, at, len);
     if (q->resp_chunked) {
         char sz[24];
         int n = snprintf(sz, sizeof sz, "%zx\r\n", len);
@@ -777,6 +792,7 @@ static void response_complete(gw_upconn *u) {
     if (q->resp_chunked)
         gw_client_write(q->c, "0\r\n\r\n", 5);
     bool reusable = http_should_keep_alive(&u->p) && q->msg_done;
+    gw_cache_done(q, true);
     gw_upstream_detach(u, reusable);
     if (!q->msg_done)
         q->keep_alive = false; /* the request body is cut short */

@@ -201,16 +201,19 @@ cat >"$tmp/host-filters.json" <<'JSON'
   {"id": "fb", "uri": "http://f", "predicates": ["Path=/f/**"],
    "filters": [{"name": "FallbackHeaders", "args": {"executionExceptionTypeHeaderName": "X-Type"}}]},
   {"id": "body", "uri": "http://b", "predicates": ["Path=/b/**"],
-   "filters": ["CacheRequestBody=java.lang.String"]}
+   "filters": ["CacheRequestBody=java.lang.String"]},
+  {"id": "cache", "uri": "http://c", "predicates": ["Path=/c/**"],
+   "filters": ["LocalResponseCache=30m,500MB"]}
 ]}
 JSON
-run "--host gateway: SecureHeaders, FallbackHeaders, CacheRequestBody run there" 0 \
-"host-filters.json: ok, 3 routes" check --host gateway host-filters.json
+run "--host gateway: SecureHeaders, FallbackHeaders, CacheRequestBody, LocalResponseCache run there" 0 \
+"host-filters.json: ok, 4 routes" check --host gateway host-filters.json
 run "--host nginx: the gateway's own filters are unknown there" 1 \
 "host-filters.json: routes[0].filters[0]: unknown filter 'SecureHeaders'
 host-filters.json: routes[0].filters[1].name: unknown filter 'SecureHeaders'
 host-filters.json: routes[1].filters[0].name: unknown filter 'FallbackHeaders'
-host-filters.json: routes[2].filters[0]: unknown filter 'CacheRequestBody'" \
+host-filters.json: routes[2].filters[0]: unknown filter 'CacheRequestBody'
+host-filters.json: routes[3].filters[0]: unknown filter 'LocalResponseCache'" \
     check --quiet --host nginx host-filters.json
 cat >"$tmp/host-filters-bad.json" <<'JSON'
 {"routes": [
@@ -221,14 +224,14 @@ cat >"$tmp/host-filters-bad.json" <<'JSON'
   {"id": "body", "uri": "http://b", "predicates": ["Path=/b/**"],
    "filters": ["CacheRequestBody=java lang"]},
   {"id": "cache", "uri": "http://c", "predicates": ["Path=/c/**"],
-   "filters": ["LocalResponseCache=30m,500MB"]}
+   "filters": ["LocalResponseCache=30x"]}
 ]}
 JSON
-run "--host gateway: their args checked as the gateway checks them; LocalResponseCache refused" 1 \
+run "--host gateway: their args checked as the gateway checks them" 1 \
 "host-filters-bad.json: routes[0].filters[0].args.frameOption: unknown argument
 host-filters-bad.json: routes[1].filters[0].args.executionExceptionTypeHeaderName: must be a header name
 host-filters-bad.json: routes[2].filters[0]: bodyClass: must be a Java class name (java.lang.String)
-host-filters-bad.json: routes[3].filters[0]: LocalResponseCache is not run by the mini-gateway (it has no response cache): remove the filter, or cache in front of the gateway" \
+host-filters-bad.json: routes[3].filters[0]: timeToLive: must be a duration above 0 (30s, 5m, 500ms, or milliseconds)" \
     check --quiet --host gateway host-filters-bad.json
 printf '%s' '[{"id": "p", "uri": "http://p", "filters": ["RewriteRequestParameter=campaign"]}]' \
     >"$tmp/rrp.json"

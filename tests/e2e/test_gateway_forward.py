@@ -3,8 +3,8 @@ gateway's own routes (headers and query of the forwarding route kept, its
 response edits applied after the answering route's, loops bounded with
 508), per-route CORS from the `cors` metadata (preflights answered by the
 gateway, disallowed origins 403, headers on allowed answers) and
-RewriteLocationResponseHeader, SecureHeaders, CacheRequestBody (LocalResponseCache
-refused), and default filters (--default-filters run
+RewriteLocationResponseHeader, SecureHeaders, CacheRequestBody, and default
+filters (--default-filters run
 with every route's; a document's own default-filters refused)."""
 import json
 import urllib.parse
@@ -167,16 +167,14 @@ def body(procs, c):
     c.eq((st, json.loads(data).get("query")), (200, "q=1&campaign=fall%202023"),
          "RewriteRequestParameter: one value, last, encoded")
 
-    # CacheRequestBody: run (the body kept as for a retry), its arg checked;
-    # LocalResponseCache: refused, saying the gateway does not run it
+    # CacheRequestBody: run (the body kept as for a retry), its arg checked
+    # (LocalResponseCache: test_gateway_cache.py)
     st, _, data = gw.request("POST", "/cb/x", body=b"z" * 3000,
                              headers={"Content-Type": "text/plain"})
     c.eq((st, json.loads(data).get("body_bytes")), (200, 3000),
          "CacheRequestBody: the body goes upstream whole")
     for flt, where, says in [
-            ("CacheRequestBody=java lang", "filters[0]", "Java class name"),
-            ("LocalResponseCache=30m,500MB", "filters[0]",
-             "not run by the mini-gateway")]:
+            ("CacheRequestBody=java lang", "filters[0]", "Java class name")]:
         st, _, data = gw.admin_call("PUT", "/routes/other/lr", {
             "id": "lr", "uri": be, "predicates": ["Path=/lr"],
             "filters": [flt]})

@@ -63,6 +63,10 @@ typedef struct {
     ngx_shm_zone_t *zone;
     sw_notify_t *notify; /* NULL: one worker, or no master */
     ngx_flag_t used;     /* any switchyard directive was seen */
+    /* an upstream block has switchyard_balancer: without one, every
+     * location proxies in the variable form, which cannot apply a route's
+     * timeouts, Retry or CircuitBreaker: they are refused at load */
+    ngx_flag_t balancer;
     uint64_t instances_hash; /* of every instances file, in order */
     ngx_str_t state_path;    /* switchyard_state, or empty */
     /* router options */
@@ -186,6 +190,12 @@ void sw_state_follow(ngx_log_t *log);
  * that the file written after it keeps what another nginx wrote): the
  * number of documents taken. */
 ngx_int_t sw_state_follow_locked(ngx_log_t *log);
+/* The state file's flock (FILE.lock), held from sw_state_follow_locked
+ * to sw_state_write_locked when a change is stored (after the zone's
+ * mutex), so that no nginx writes on a file it has not read; -1 without
+ * a state file or when the lock fails (logged). */
+ngx_fd_t sw_state_lock(sw_main_conf_t *mcf, ngx_log_t *log);
+void sw_state_unlock(ngx_fd_t fd);
 /* Write every stored document to switchyard_state (if set). */
 ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
                                 ngx_log_t *log);

@@ -502,6 +502,7 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     uint64_t seq = 0, t0, t1, t2, c0, c1, c_store = 0, c_stage = 0;
     int rc = 0, frc = 0;
     bool followed, current;
+    ngx_fd_t slock;
 
     sw_cstr(name, sizeof name, &a->name);
     sw_cstr(source, sizeof source, &a->source);
@@ -513,7 +514,9 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
                                "the configuration is being reloaded: retry");
     }
     /* what another nginx wrote to the state file comes first (a binary
-     * upgrade's two generations serve at once) */
+     * upgrade's two generations serve at once); the file's lock is held
+     * until this change is written on it */
+    slock = sw_state_lock(sw_worker.mcf, r->connection->log);
     if (sw_state_follow_locked(r->connection->log) > 0)
         sw_notify_others(sw_worker.mcf->notify);
     followed = sw_worker_follow_locked(r->connection->log, &frc, &ferr);
@@ -559,6 +562,7 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
             sw_state_write_locked(z, sw_worker.mcf, r->connection->log);
         }
     }
+    sw_state_unlock(slock);
     sw_zone_unlock(z);
     c1 = sw_cpu_us();
     t2 = sw_now_us();

@@ -433,6 +433,7 @@ char *sw_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     }
     us->peer.init_upstream = sw_init_upstream;
     us->flags = NGX_HTTP_UPSTREAM_CREATE;
+    mcf->balancer = 1;
     /* nginx wants a server in every upstream block: a placeholder that
      * no request uses (the balancer never reads the server list) */
     if (us->servers == NULL) {

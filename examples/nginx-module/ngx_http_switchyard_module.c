@@ -333,7 +333,9 @@ static ngx_int_t sw_var(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
 /* $switchyard_upstream is what the variable form proxies to: a route
  * whose timeouts only the balancer applies is refused there (500, the
- * cause logged), not sent with the location's timeouts. */
+ * cause logged), not sent with the location's timeouts. Without any
+ * switchyard_balancer such routes are refused at load instead
+ * (sw_router_create); this is for a configuration with both forms. */
 static ngx_int_t sw_var_upstream(ngx_http_request_t *r,
                                  ngx_http_variable_value_t *v, uintptr_t data) {
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);

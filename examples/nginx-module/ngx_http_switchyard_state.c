@@ -1,7 +1,11 @@
 /*
  * ngx_http_switchyard_state.c - the state file (switchyard_state): every
- * stored document, written to FILE.tmp and renamed over FILE under the
- * zone's mutex after each accepted change; read into a new zone (the
+ * stored document, written to FILE.tmp.<pid> and renamed over FILE under
+ * the zone's mutex and an flock of FILE.lock (held by the admin location
+ * from reading what another nginx wrote to its own write, so that two
+ * generations of a binary upgrade storing a change at the same instant
+ * each write on the other's: no write is lost) after each accepted
+ * change; read into a new zone (the
  * first start, a restart, a binary upgrade, a zone of another size); and
  * followed: one worker looks at the file every second, and takes what
  * another nginx wrote into it (the old workers of a binary upgrade, which
@@ -16,6 +20,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #define SW_STATE_FOLLOW_TICKS (1000 / SW_POLL_MS)
@@ -52,6 +57,39 @@ static ngx_int_t sw_write_all(ngx_fd_t fd, const u_char *p, size_t len) {
     return NGX_OK;
 }
 
+ngx_fd_t sw_state_lock(sw_main_conf_t *mcf, ngx_log_t *log) {
+    u_char path[NGX_MAX_PATH + 8];
+    ngx_fd_t fd;
+
+    if (mcf->state_path.len == 0 || mcf->state_path.len + 6 > sizeof path)
+        return NGX_INVALID_FILE;
+    ngx_sprintf(path, "%V.lock%Z", &mcf->state_path);
+    fd = ngx_open_file(path, NGX_FILE_RDWR, NGX_FILE_CREATE_OR_OPEN,
+                       NGX_FILE_DEFAULT_ACCESS);
+    if (fd == NGX_INVALID_FILE) {
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "switchyard: cannot open the state file's lock \"%s\": "
+                      "a change stored by another nginx at the same instant "
+                      "may be lost",
+                      path);
+        return NGX_INVALID_FILE;
+    }
+    while (flock(fd, LOCK_EX) == -1) {
+        if (ngx_errno == NGX_EINTR)
+            continue;
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "switchyard: flock \"%s\" failed", path);
+        ngx_close_file(fd);
+        return NGX_INVALID_FILE;
+    }
+    return fd;
+}
+
+void sw_state_unlock(ngx_fd_t fd) {
+    if (fd != NGX_INVALID_FILE)
+        ngx_close_file(fd); /* releases the flock */
+}
+
 ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
                                 ngx_log_t *log) {
     u_char tmp[NGX_MAX_PATH + 8], line[256], *e;
@@ -62,12 +100,12 @@ ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
 
     if (mcf->state_path.len == 0)
         return NGX_OK;
-    if (mcf->state_path.len + 5 > sizeof tmp) {
+    if (mcf->state_path.len + 32 > sizeof tmp) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "switchyard: state file name too long");
         return NGX_ERROR;
     }
-    ngx_sprintf(tmp, "%V.tmp%Z", &mcf->state_path);
+    ngx_sprintf(tmp, "%V.tmp.%P%Z", &mcf->state_path, ngx_pid);
     fd = ngx_open_file(tmp, NGX_FILE_WRONLY, NGX_FILE_TRUNCATE,
                        NGX_FILE_DEFAULT_ACCESS);
     if (fd == NGX_INVALID_FILE) {

@@ -341,6 +341,16 @@ int sw_load_files(sy_router *router, sw_main_conf_t *mcf, sy_error *err,
     return rc;
 }
 
+/* What the module runs when no upstream has switchyard_balancer: the
+ * variable form (proxy_pass $switchyard_upstream...) takes the location's
+ * own timeouts and tries, so a route's connect-timeout,
+ * response-timeout, Retry and CircuitBreaker (its time limit) cannot
+ * run; they are refused, located, at `nginx -t`, worker start and the
+ * admin location. */
+static const char *const sw_variable_runs[] = {
+    "host=nginx without switchyard_balancer", "RequestRateLimiter",
+    "forward:", "ws:", "wss:", NULL};
+
 int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
     sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
     sw_file_t *f = mcf->route_files.elts;
@@ -359,7 +369,8 @@ int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
      * for the server, not one per worker): the routers' own is off */
     opts.outlier.disabled = true;
     /* what the module does not run is refused, located (SY_ENOTRUN) */
-    opts.host_runs = sy_host_profile("nginx");
+    opts.host_runs =
+        mcf->balancer == 1 ? sy_host_profile("nginx") : sw_variable_runs;
     /* rate-limit buckets and breakers shared by every worker (the -t
      * check in the master, before the zone exists, has its own) */
     sw_zone_ctx_t *z = mcf->zone ? mcf->zone->data : NULL;

@@ -76,8 +76,11 @@ void sw_zone_reconcile(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     }
     ngx_memzero(z->sh->slots, sizeof(z->sh->slots));
     z->sh->epoch++;
-    if (dropped && !ngx_test_config)
+    if (dropped && !ngx_test_config) {
+        ngx_fd_t fd = sw_state_lock(mcf, cycle->log);
         sw_state_write_locked(z, mcf, cycle->log);
+        sw_state_unlock(fd);
+    }
     ngx_shmtx_unlock(&z->shpool->mutex);
 }
 

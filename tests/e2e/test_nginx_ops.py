@@ -277,6 +277,58 @@ def test_unrun_filters_refused_with_location(env):
           "cors" in err, "nginx -t: %r" % err[-300:])
 
 
+def test_two_nginx_lose_no_state_write(env):
+    """A second nginx (its own zone, as a binary upgrade's new master)
+    shares the state file; PUTs to both at the same instant: every change
+    is in the file (each write is made under the file's lock, on what the
+    other wrote)."""
+    import threading
+    port2 = free_port()
+    conf = env.conf().replace("127.0.0.1:%d;" % env.port,
+                              "127.0.0.1:%d;" % port2)
+    conf = conf.replace("nginx.pid;", "nginx2.pid;").replace(
+        "error.log", "error2.log").replace("access.log", "access2.log")
+    with open(os.path.join(env.dir, "nginx2.conf"), "w") as f:
+        f.write(conf)
+    p2 = subprocess.Popen([NGINX, "-p", env.dir, "-c", env.dir +
+                           "/nginx2.conf", "-g", "daemon off;"])
+    try:
+        deadline = time.time() + 10
+        while True:
+            try:
+                if request(port2, "GET", "/switchyard/status").status == 200:
+                    break
+            except OSError:
+                pass
+            check(time.time() < deadline, "second nginx not up")
+            time.sleep(0.05)
+        bad = []
+
+        def puts(port, tag):
+            for i in range(12):
+                doc = route("%s%d" % (tag, i), env.pa, "/%s%d" % (tag, i))
+                r = request(port, "PUT", "/switchyard/routes/live/%s%d"
+                                 % (tag, i), body=base.json.dumps(doc))
+                if r.status != 200:
+                    bad.append(r.status)
+        tags = [(port, "g%d%s" % (k, c)) for k, port in
+                enumerate((env.port, port2)) for c in "xyzw"]
+        ts = [threading.Thread(target=puts, args=a) for a in tags]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        check(not bad, "PUTs refused: %r" % bad)
+        with open(os.path.join(env.dir, "state/switchyard.state"), "rb") as f:
+            state = f.read()
+        lost = [t + str(i) for _, t in tags for i in range(12)
+                if b'"%s%d"' % (t.encode(), i) not in state]
+        check(not lost, "changes lost from the state file: %r" % lost)
+    finally:
+        p2.terminate()
+        p2.wait(timeout=10)
+
+
 def test_binary_upgrade_keeps_changes(env):
     """USR2 starts a new master with a new zone (read from the state
     file); changes PUT while both generations serve, to either, reach the
@@ -329,6 +381,7 @@ TESTS = [
     test_put_survives_reload,
     test_state_file_survives_restart,
     test_changed_file_wins_over_stored_changes,
+    test_two_nginx_lose_no_state_write,
     test_binary_upgrade_keeps_changes,
 ]
 

@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports import free_port  # noqa: E402
 import test_nginx_module as base  # noqa: E402
-from test_nginx_balancer import BalancerEnv  # noqa: E402
+from test_nginx_balancer import UPSTREAM, BalancerEnv  # noqa: E402
 from test_nginx_module import check, request  # noqa: E402
 
 
@@ -156,6 +156,25 @@ def test_breaker_fallback_on_failure_and_when_open(env):
           "status: %r" % p)
 
 
+def test_variable_form_only_refuses_policies(env):
+    """Without any switchyard_balancer (every location in the variable
+    form) a route with a CircuitBreaker (its time limit), Retry or a
+    timeout cannot run: `nginx -t` refuses it, located, naming why."""
+    env.write("cbv.json", {"routes": [{
+        "id": "cbv", "uri": "http://127.0.0.1:%d" % env.pa,
+        "filters": [{"name": "CircuitBreaker", "args": {"name": "v"}}]}]})
+    with open(os.path.join(env.dir, "nginx.conf")) as f:
+        conf = f.read().replace(UPSTREAM.format(bport=env.bport), "")
+    check("switchyard_balancer" not in conf, "balancer left in the conf")
+    rc, _ = env.test_conf(conf)
+    check(rc == 0, "the configuration without the route fails -t")
+    conf = conf.replace("live.json;", "live.json; switchyard_routes " +
+                        env.dir + "/cbv.json;")
+    rc, err = env.test_conf(conf)
+    check(rc != 0 and "routes[0].filters[0]" in err and
+          "without switchyard_balancer" in err, "nginx -t: %d %s" % (rc, err))
+
+
 def test_forward_route_dispatched_again(env):
     """forward:/a/fw is matched again by the routes (route "a" strips the
     prefix): in the balancer and the variable forms."""
@@ -177,6 +196,7 @@ TESTS = [
     test_breaker_status_code_to_fallback_keeps_method,
     test_breaker_fallback_on_failure_and_when_open,
     test_forward_route_dispatched_again,
+    test_variable_form_only_refuses_policies,
 ]
 
 if __name__ == "__main__":

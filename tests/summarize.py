@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Sum test results over meson test logs: TAP suites count their subtests,
 other tests count once. A test meson reports as SKIP (or a TAP line
-"ok N # SKIP") is counted as skipped, never as passed. Prints
+"ok N # SKIP") is counted as skipped, never as passed; a suite registered
+without its tools (tests/e2e/meson.build: exit 77) is listed with the
+reason it printed. Prints
 "N passed, N failed" as the last line, preceded by "N skipped" when any
 test was skipped, and by what failed (the "not ok" lines with their first
 diagnostics, or the end of a crashed test's output)."""
@@ -50,7 +52,11 @@ for path in sys.argv[1:]:
         bad = len(re.findall(r"^not ok \d+", out, re.M))
         if t.get("result") == "SKIP" and oks + bad == 0:
             skipped += 1
-            print(f"SKIPPED: {t.get('name')} in {path}")
+            # a suite registered without its tools says what is missing
+            why = next((ln.strip() for ln in out.splitlines() if ln.strip()),
+                       "")
+            print(f"SKIPPED: {t.get('name')} in {path}"
+                  + (f" ({why[:200]})" if why else ""))
             continue
         ok = t.get("result") in ("OK", "EXPECTEDFAIL")
         skipped += skips

@@ -325,18 +325,23 @@ static int target_under(sy_router *r, counting *c, const sy_allocator *al,
     return rc;
 }
 
-START_TEST(target_fails_cleanly_at_every_allocation) {
-    counting c = {0};
-    sy_allocator al = sy_test_allocator(&c);
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.outlier.consecutive_failures = 1;
+/* A router with DOC_TARGET and svc's instances (options `o`). */
+static sy_router *target_router(const sy_router_options *o) {
     sy_router *r;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_new(o, &r, NULL), 0);
     ck_assert_int_eq(sy_router_add_source(r, "main", NULL), 0);
     ck_assert_int_eq(
         sy_router_apply(r, "main", DOC_TARGET, strlen(DOC_TARGET), NULL, NULL),
         0);
     ck_assert_int_eq(change_instances(r, NULL), 0);
+    return r;
+}
+
+START_TEST(target_fails_cleanly_at_every_allocation) {
+    counting c = {0};
+    sy_allocator al = sy_test_allocator(&c);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    sy_router *r = target_router(&o);
     sy_snapshot *s = sy_router_acquire(r);
     long points = 0;
     for (long n = 1;; n++) {
@@ -389,13 +394,7 @@ START_TEST(outcome_reports_allocate_nothing) {
     o.clock_ms = test_clock;
     o.outlier.consecutive_failures = 1;
     o.outlier.base_ejection_ms = 1000;
-    sy_router *r;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "main", NULL), 0);
-    ck_assert_int_eq(
-        sy_router_apply(r, "main", DOC_TARGET, strlen(DOC_TARGET), NULL, NULL),
-        0);
-    ck_assert_int_eq(change_instances(r, NULL), 0);
+    sy_router *r = target_router(&o);
     sy_snapshot *s = sy_router_acquire(r);
     sy_match_ctx *ctx;
     sy_target t;

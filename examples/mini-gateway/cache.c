@@ -6,7 +6,7 @@
  * upstream and a 200 answer is kept (its headers after the route's edits
  * and its body) unless the request says Cache-Control no-store or the
  * answer no-store or private, or its body is larger than the route's
- * size. Every answer of such a route gets Cache-Control max-age (the
+ * size. An answer kept (or being kept) gets Cache-Control max-age (the
  * seconds the kept answer has left). A request with Cache-Control
  * no-cache for a kept answer gets 304 without a body, as SCG's. The
  * answers of one route in one worker take at most `size` bytes: the
@@ -195,6 +195,8 @@ const char *gw_cache_head(gw_request *q, int status, const char *cc,
         (cc && (directive(cc, strlen(cc), "no-store") ||
                 directive(cc, strlen(cc), "private"))))
         cap->on = false;
+    if (!cap->on)
+        return NULL; /* the answer goes out as it is */
     /* the upstream's directives but max-age, then the route's max-age */
     size_t o = 0;
     buf[0] = '\0';

@@ -718,12 +718,14 @@ static int r_headers_complete(http_parser *p) {
             if (strcasecmp(l.a[i].n, "cache-control") == 0)
                 cc = l.a[i].v;
         cc = gw_cache_head(q, q->status, cc, ccbuf, sizeof ccbuf);
-        hl_remove(&l, "cache-control");
-        gw_buf kept = {0};
-        hl_text(&l, &kept);
-        gw_cache_head_text(q, kept.p, kept.len);
-        gw_buf_free(&kept);
-        hl_add(&l, "Cache-Control", cc);
+        if (cc) { /* to be kept: sent with the route's max-age */
+            hl_remove(&l, "cache-control");
+            gw_buf kept = {0};
+            hl_text(&l, &kept);
+            gw_cache_head_text(q, kept.p, kept.len);
+            gw_buf_free(&kept);
+            hl_add(&l, "Cache-Control", cc);
+        }
     }
     q->resp_no_body = q->head_req || st == 204 || st == 304;
     bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;

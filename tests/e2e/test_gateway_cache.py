@@ -1,12 +1,12 @@
 """mini-gateway end to end: LocalResponseCache (cache.c), as SCG runs it.
 A GET 200 of a route with the filter is kept per route and worker and
 answered from there for the same host, path, query (a backend that echoes
-a per-request header shows which answer came back); every answer gets
-Cache-Control max-age; not kept: other statuses, a POST, a request with
-Cache-Control no-store, an answer with Cache-Control private, a body
-larger than `size`; a request with no-cache for a kept answer gets 304
-without a body; past timeToLive the upstream answers again; bad args are
-refused at apply with their path."""
+a per-request header shows which answer came back); an answer kept gets
+Cache-Control max-age (one not kept goes out as it is); not kept: other
+statuses, a POST, a request with Cache-Control no-store, an answer with
+Cache-Control private, a body larger than `size`; a request with no-cache
+for a kept answer gets 304 without a body; past timeToLive the upstream
+answers again; bad args are refused at apply with their path."""
 import json
 import time
 
@@ -55,14 +55,18 @@ def body(procs, c):
     c.eq(get("/c/b")[3], "7", "the next one is")
     c.eq([get("/c/s?status=503")[3] for _ in range(2)], ["9", "10"],
          "503: not kept")
-    c.eq([get("/c/big?size=20000")[3] for _ in range(2)], ["11", "12"],
+    c.eq(get("/c/s?status=503")[1].get("cache-control"), None,
+         "503: no max-age")
+    c.eq([get("/c/big?size=20000")[3] for _ in range(2)], ["12", "13"],
          "a body larger than size: not kept")
-    c.eq([get("/priv/x")[3] for _ in range(2)], ["13", "14"],
-         "answer Cache-Control private: not kept")
+    pv = [get("/priv/x") for _ in range(2)]
+    c.eq([(p[3], p[1].get("cache-control")) for p in pv],
+         [("14", "private"), ("15", "private")],
+         "answer Cache-Control private: not kept, sent as it is")
     c.eq([get("/plain/x")[1].get("cache-control") for _ in range(1)], [None],
          "a route without the filter: no max-age")
     time.sleep(2.2)
-    c.eq(get("/c/a")[3], "16", "past timeToLive: upstream again")
+    c.eq(get("/c/a")[3], "17", "past timeToLive: upstream again")
 
     for flt, where, says in [
             ("LocalResponseCache=abc", "filters[0]", "must be a duration"),

@@ -145,6 +145,10 @@ static const char *parse_json(const char *line, replay_req *r) {
     cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "query");
     cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "host");
     cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "remote_addr");
+    if (cJSON_IsNull(m) && cJSON_IsNull(p)) {
+        cJSON_Delete(o);
+        return NULL; /* refused before its head was read: skipped */
+    }
     if (!cJSON_IsString(m) || !cJSON_IsString(p) || p->valuestring[0] != '/')
         why = "needs \"method\" and \"path\" (a string starting with '/')";
     else if (!set_str(r->method, sizeof r->method, m->valuestring,

@@ -150,18 +150,46 @@ static const char *breaker_state(const gw_request *q) {
     return (unsigned)bi.state < 3 ? names[bi.state] : NULL;
 }
 
+/* Now as 2026-01-02T03:04:05.678Z. */
+static void time_stamp(char *when, size_t cap) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t wl = strftime(when, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + wl, cap - wl, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
+void gw_access_log_refused(const char *peer, int status, uint64_t bytes) {
+    if (!log_file)
+        return;
+    char when[40];
+    time_stamp(when, sizeof when);
+    gw_buf b = {0};
+    gw_buf_printf(&b, "{\"time\":\"%s\",\"method\":null,\"path\":null,"
+                      "\"query\":null,\"host\":null",
+                  when);
+    str_field(&b, "remote_addr", peer, strlen(peer));
+    gw_buf_printf(&b,
+                  ",\"status\":%d,\"route\":null,\"source\":null,"
+                  "\"upstream\":null,\"instance\":null,\"version\":null,"
+                  "\"bytes_in\":0,\"bytes\":%llu,\"duration_ms\":0.000,"
+                  "\"upstream_ms\":null,\"retries\":0,\"rate_limited\":false,"
+                  "\"fallback\":false,\"breaker\":null,\"trace_id\":null,"
+                  "\"span_id\":null,\"parent_id\":null}\n",
+                  status, (unsigned long long)bytes);
+    if (!b.failed)
+        fwrite(b.p, 1, b.len, log_file);
+    gw_buf_free(&b);
+}
+
 void gw_access_log(gw_request *q) {
     remember(q);
     if (!log_file)
         return;
     uint64_t now = gw_now_ns();
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
     char when[40];
-    size_t wl = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(when + wl, sizeof when - wl, ".%03ldZ", ts.tv_nsec / 1000000);
+    time_stamp(when, sizeof when);
 
     const sy_request *r = &q->sreq;
     const char *route = q->route_id && q->route_id[0] ? q->route_id : NULL;

@@ -455,6 +455,7 @@ static void bad_request(gw_client *c, int status) {
                   status, gw_status_text(status), strlen(body), body);
     gw_client_write(c, out.p, out.len);
     c->out.failed |= out.failed;
+    gw_access_log_refused(c->peer, status, out.len);
     gw_buf_free(&out);
     gw_metrics_request(&c->w->metrics, "", status);
     client_close_after_writes(c);

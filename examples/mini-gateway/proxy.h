@@ -291,6 +291,9 @@ void gw_trace_write(const gw_trace *t, gw_buf *h);
 /* access_log.c */
 /* The request is over: remember it (the recent ring) and log it. */
 void gw_access_log(gw_request *q);
+/* One access log line for a request refused before its head was read
+ * (400, 431): method, path and the request's fields null. */
+void gw_access_log_refused(const char *peer, int status, uint64_t bytes);
 
 /* upstream.c */
 /* The response edits of q applied to an empty header list, as

@@ -11,6 +11,7 @@ Usage: test_gateway_ops.py MINI_GATEWAY [ARTEFACT_DIR]
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -78,6 +79,16 @@ def body(procs, c):
          "an invalid traceparent starts a new trace")
     gw.request("GET", "/api/users/7")
     gw.request("GET", "/nowhere")
+    # refused before the head is read: a bad request line, too big a head
+    for raw in (b"GET /a HTTP/1.1\r\nNo colon here\r\n\r\n",
+                b"GET /echo/a HTTP/1.1\r\nX-Big: " + b"a" * 70000 +
+                b"\r\n\r\n"):
+        with socket.create_connection(("127.0.0.1", gw.port), 5) as s:
+            try:
+                s.sendall(raw)
+                s.recv(100)
+            except OSError:
+                pass
 
     # --- the access log ---
     h.wait_for(lambda: len(log_lines(access)) >= 5, "five access log lines")
@@ -102,6 +113,12 @@ def body(procs, c):
          "bytes and duration")
     c.eq((lines[4]["status"], lines[4]["route"]), (404, None),
          "no route: 404, route null")
+    h.wait_for(lambda: len(log_lines(access)) >= 7, "the refused requests")
+    lines = log_lines(access)
+    c.eq(sorted((x["status"], x["method"], x["path"], x["remote_addr"])
+                for x in lines[5:7]),
+         [(400, None, None, "127.0.0.1"), (431, None, None, "127.0.0.1")],
+         "requests refused before their head was read are logged")
 
     # --- the access log read back by switchyard diff --requests ---
     cli = os.path.join(os.path.dirname(h.binary()), "..", "cli", "switchyard")

@@ -27,6 +27,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ._core import diff, parse, parse_instances
+from ._replay import replay
 from ._errors import InvalidDocumentError, SwitchyardError
 from ._policy import host_profile, host_runs_all
 from ._router import Router
@@ -651,7 +652,47 @@ _DIFF_HELP = (
     "  switchyard diff routes-v1.json routes-v2.json\n")
 
 
+def _replay_router(file: str, instances: Optional[str],
+                   err: TextIO) -> Optional[Router]:
+    """One side of diff --requests: the document as source "routes"
+    (strict), the instances for lb:// routes; None after an error."""
+    try:
+        raw = _read(file)
+    except OSError as exc:
+        err.write(f"switchyard diff: cannot read {file}: "
+                  f"{exc.strerror or exc}\n")
+        return None
+    router = Router()
+    try:
+        router.add_source("routes")
+        router.apply("routes", raw)
+    except SwitchyardError as exc:
+        err.write(_exc_line(file, exc, dollar=True) + "\n")
+        router.close()
+        return None
+    if instances and _load_instances(router, instances, err):
+        router.close()
+        return None
+    return router
+
+
+def _replay_request(q: Dict[str, Any], seed: int) -> Request:
+    """A replayed request as cli_replay.c builds it: the URL split, the
+    Host header (else the log's host) as the host, no Host added."""
+    scheme, host, path, query = _split_url(q["url"])
+    host = q.get("host") or host
+    for n, v in q["headers"]:
+        if n.lower() == "host":
+            host = v
+    return Request(method=q["method"], scheme=scheme, host=host, path=path,
+                   query=query, headers=tuple(q["headers"]),
+                   remote_addr=q.get("remote") or "127.0.0.1", seed=seed)
+
+
 def _diff(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+    if "--requests" in argv:
+        return replay(list(argv), out, err, read=_read,
+                      router_for=_replay_router, build_request=_replay_request)
     as_json = False
     files: List[str] = []
     bad = False

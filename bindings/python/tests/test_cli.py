@@ -326,3 +326,59 @@ def test_convert_is_refused_with_where_to_find_it(files):
                         env=_env())
     assert py.returncode == 2
     assert "C switchyard tool" in py.stderr and py.stdout == ""
+
+
+REPLAY_OLD = {"version": "1", "routes": [
+    {"id": "users", "uri": "http://u:1", "predicates": ["Path=/api/users/**"]},
+    {"id": "api", "uri": "http://a:1", "predicates": ["Path=/api/**"]},
+    {"id": "gray", "uri": "lb://svc", "predicates": ["Path=/svc/**"],
+     "metadata": {"version-default": "oldest"}},
+    {"id": "gone", "uri": "http://g:1", "predicates": ["Path=/old/**"]}]}
+REPLAY_NEW = {"version": "2", "routes": [
+    {"id": "api", "uri": "http://a:1", "predicates": ["Path=/api/**"]},
+    {"id": "users", "uri": "http://u:1", "predicates": ["Path=/api/users/**"]},
+    {"id": "gray", "uri": "lb://svc", "predicates": ["Path=/svc/**"],
+     "metadata": {"version-default": "2"}},
+    {"id": "fresh", "uri": "http://f:1", "predicates": ["Path=/new/**"]}]}
+REPLAY_FILES = {
+    "plain.txt": "GET /api/users/1\nGET /api/orders\tX-A: 1\nPOST /old/x?y=1"
+                 "\n# c\n\nGET http://h.example/new/a\nGET /svc/a\n",
+    "nginx.log": '10.0.0.1 - - [10/Oct/2024:13:55:36 +0000] "GET /api/users/7 '
+                 'HTTP/1.1" 200 5 "-" "curl/8.0"\n10.0.0.2 - - [10/Oct/2024:'
+                 '13:55:37 +0000] "\\x16\\x03" 400 1 "-" "-"\n',
+    "access.log": '{"method":"GET","path":"/api/users/2","query":"a=1"}\n'
+                  '{"method":"DELETE","path":"/old/1","query":null}\n',
+    "bad.txt": "GET /a\nGET\n",
+}
+
+
+@pytest.mark.skipif(not C_TOOL, reason="the C switchyard tool is not built")
+@pytest.mark.parametrize("argv", [
+    ["diff", "--requests", "plain.txt", "--instances", "inst.json", "old.json",
+     "new.json"],
+    ["diff", "--requests", "plain.txt", "--json", "--instances", "inst.json",
+     "old.json", "new.json"],
+    ["diff", "--requests", "nginx.log", "--json", "old.json", "new.json"],
+    ["diff", "--requests", "access.log", "old.json", "new.json"],
+    ["diff", "--requests", "bad.txt", "old.json", "new.json"],
+    ["diff", "--requests", "x", "--help"],
+    ["diff", "--requests", "plain.txt", "old.json"],
+])
+def test_diff_requests_as_the_c_tool(tmp_path, argv):
+    import json as _json
+    (tmp_path / "old.json").write_text(_json.dumps(REPLAY_OLD))
+    (tmp_path / "new.json").write_text(_json.dumps(REPLAY_NEW))
+    (tmp_path / "inst.json").write_text(_json.dumps({"services": {"svc": [
+        {"id": "svc-1", "host": "10.0.0.1", "port": 80,
+         "metadata": {"version": "1"}},
+        {"id": "svc-2", "host": "10.0.0.2", "port": 80,
+         "metadata": {"version": "2"}}]}}))
+    for name, text in REPLAY_FILES.items():
+        (tmp_path / name).write_text(text)
+    c = subprocess.run([C_TOOL, *argv], cwd=tmp_path, capture_output=True,
+                       text=True)
+    py = subprocess.run([sys.executable, "-m", "switchyard", *argv],
+                        cwd=tmp_path, capture_output=True, text=True,
+                        env=_env())
+    assert (py.returncode, py.stdout, py.stderr) == \
+        (c.returncode, c.stdout, c.stderr)

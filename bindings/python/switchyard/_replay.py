@@ -99,7 +99,7 @@ def _nginx(line: str) -> Optional[Dict[str, Any]]:
             "remote": remote if len(remote) < 63 else ""}
 
 
-def _json_line(line: str) -> Dict[str, Any]:
+def _json_line(line: str) -> Optional[Dict[str, Any]]:
     try:
         o = json.loads(line)
     except ValueError:
@@ -107,6 +107,8 @@ def _json_line(line: str) -> Dict[str, Any]:
     if not isinstance(o, dict):
         raise _Bad("not a JSON object")
     m, p = o.get("method"), o.get("path")
+    if "method" in o and "path" in o and m is None and p is None:
+        return None  # refused before its head was read: skipped
     if not isinstance(m, str) or not isinstance(p, str) or \
             not p.startswith("/"):
         raise _Bad("needs \"method\" and \"path\" (a string starting "

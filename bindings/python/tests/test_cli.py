@@ -347,6 +347,7 @@ REPLAY_FILES = {
                  'HTTP/1.1" 200 5 "-" "curl/8.0"\n10.0.0.2 - - [10/Oct/2024:'
                  '13:55:37 +0000] "\\x16\\x03" 400 1 "-" "-"\n',
     "access.log": '{"method":"GET","path":"/api/users/2","query":"a=1"}\n'
+                  '{"method":null,"path":null,"status":400}\n'
                   '{"method":"DELETE","path":"/old/1","query":null}\n',
     "bad.txt": "GET /a\nGET\n",
 }

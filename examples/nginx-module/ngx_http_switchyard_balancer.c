@@ -390,6 +390,8 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
         sw_policy_hook(r, ctx);
         if (u->peer.tries > SW_MAX_TRIES)
             u->peer.tries = SW_MAX_TRIES;
+        if (ctx->retry) /* the tries counted by sw_process_header */
+            ctx->tries = u->peer.tries;
         u->conf = conf;
     }
     return NGX_OK;

@@ -43,12 +43,13 @@ static ngx_int_t sw_ratelimit_headers(ngx_http_request_t *r,
 /* Retry: the request's next-upstream conditions and tries. The
  * exceptions are nginx's error and timeout conditions; statuses are
  * decided per answer by sw_process_header, which reports one to retry as
- * an invalid header (nginx's condition for the next try, set here). */
+ * an invalid header (nginx's condition for the next try, set there for
+ * that try only: an answer nginx itself finds invalid is not retried). */
 static void sw_retry_map(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                          const sy_retry_policy *rp) {
     sy_str method = {(char *)r->method_name.data, r->method_name.len};
     sy_retry_info info;
-    ngx_uint_t flags = NGX_HTTP_UPSTREAM_FT_INVALID_HEADER;
+    ngx_uint_t flags = 0;
     uint32_t delay;
 
     sy_retry_policy_info(rp, &info);
@@ -64,7 +65,7 @@ static void sw_retry_map(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     ctx->retry = 1;
     ctx->rp = rp;
     ctx->retry_timeout = info.timeout_ms > 0 ? (ngx_msec_t)info.timeout_ms : 0;
-    ctx->next_upstream = flags;
+    ctx->next_upstream = flags ? flags : NGX_HTTP_UPSTREAM_FT_OFF;
     ctx->tries = info.retries + 1;
 }
 
@@ -333,8 +334,10 @@ static ngx_int_t sw_process_header(ngx_http_request_t *r) {
         return rc;
     status = (int)u->headers_in.status_n;
     ctx->answered = 1;
-    if (sw_retry_status(r, ctx, u, status))
+    if (sw_retry_status(r, ctx, u, status)) {
+        u->conf->next_upstream |= NGX_HTTP_UPSTREAM_FT_INVALID_HEADER;
         return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
     if (!ctx->permit.breaker || ctx->breaker_recorded ||
         sw_policy_record(r, ctx, status >= 500 ? SY_OUTCOME_5XX
                                                : SY_OUTCOME_SUCCESS,
@@ -365,6 +368,7 @@ static ngx_int_t sw_reinit_request(ngx_http_request_t *r) {
     ngx_int_t rc = ctx->reinit_request(r);
 
     ctx->answered = 0;
+    u->conf->next_upstream &= ~NGX_HTTP_UPSTREAM_FT_INVALID_HEADER;
     if (u->process_header != sw_process_header) {
         ctx->process_header = u->process_header;
         u->process_header = sw_process_header;

@@ -115,6 +115,35 @@ def test_variables_logged_for_admin_requests(env):
           "routed request's variables: %r" % routed[:1])
 
 
+def test_variables_logged_for_refused_requests(env):
+    """Requests nginx refuses before any location (a bad request line, too
+    big a header, HTTP/0.9, a bad Host) are logged with every variable
+    empty, and no worker crashes."""
+    import socket
+    raws = [b"GET /a/x HTTP/1.1\r\nNo colon\r\n\r\n",
+            b"GET /a/x HTTP/1.1\r\nHost: a\r\nX-Big: " + b"b" * 20000 +
+            b"\r\n\r\n",
+            b"GET /a/x\r\n",
+            b"GET /a/x HTTP/1.1\r\nHost: ../..\r\n\r\n",
+            b"GET a/x HTTP/1.1\r\nHost: a\r\n\r\n"]
+    for raw in raws:
+        with socket.create_connection(("127.0.0.1", env.port), 5) as s:
+            s.sendall(raw)
+            try:
+                s.recv(200)
+            except OSError:
+                pass
+    time.sleep(0.3)
+    no_crash(env)
+    with open(os.path.join(env.dir, "access.log")) as f:
+        lines = f.read().splitlines()
+    none = " " + "|".join(["-"] * 6)
+    empty = [l for l in lines[-len(raws):] if l.endswith(none)]
+    check(len(empty) >= 4, "refused requests not logged empty: %r"
+          % lines[-len(raws):])
+    check(request(env.port, "GET", "/a/x").status == 200, "still routing")
+
+
 def test_duplicate_id_across_files_refused_by_test_and_reload(env):
     """The same route id in two files: nginx -t fails naming the file and
     the id; a reload with it fails and the old workers keep serving."""
@@ -377,6 +406,7 @@ TESTS = [
     test_unrun_filters_refused_with_location,
     test_duplicate_id_across_files_refused_by_test_and_reload,
     test_small_zone_refused_naming_the_zone,
+    test_variables_logged_for_refused_requests,
     test_failed_reload_keeps_admin_changes,
     test_put_survives_reload,
     test_state_file_survives_restart,

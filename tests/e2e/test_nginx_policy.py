@@ -159,17 +159,19 @@ def test_breaker_fallback_on_failure_and_when_open(env):
 def test_variable_form_only_refuses_policies(env):
     """Without any switchyard_balancer (every location in the variable
     form) a route with a CircuitBreaker (its time limit), Retry or a
-    timeout cannot run: `nginx -t` refuses it, located, naming why."""
+    timeout cannot run: `nginx -t` refuses it, located, naming why. With
+    both forms it passes with a warning naming the route."""
     env.write("cbv.json", {"routes": [{
         "id": "cbv", "uri": "http://127.0.0.1:%d" % env.pa,
         "filters": [{"name": "CircuitBreaker", "args": {"name": "v"}}]}]})
     with open(os.path.join(env.dir, "nginx.conf")) as f:
-        conf = f.read().replace(UPSTREAM.format(bport=env.bport), "")
+        both = f.read().replace("live.json;", "live.json; switchyard_routes "
+                                + env.dir + "/cbv.json;")
+    rc, err = env.test_conf(both)
+    check(rc == 0 and 'route "cbv" uses CircuitBreaker' in err,
+          "both forms: %d %s" % (rc, err))
+    conf = both.replace(UPSTREAM.format(bport=env.bport), "")
     check("switchyard_balancer" not in conf, "balancer left in the conf")
-    rc, _ = env.test_conf(conf)
-    check(rc == 0, "the configuration without the route fails -t")
-    conf = conf.replace("live.json;", "live.json; switchyard_routes " +
-                        env.dir + "/cbv.json;")
     rc, err = env.test_conf(conf)
     check(rc != 0 and "routes[0].filters[0]" in err and
           "without switchyard_balancer" in err, "nginx -t: %d %s" % (rc, err))

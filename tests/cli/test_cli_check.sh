@@ -176,7 +176,8 @@ policies.json: host-run [CircuitBreaker]: 'orders'
 policies.json: host-run [Retry]: 'orders'
 policies.json: host-run [forward:]: 'fallback'" \
     check --host gateway policies.json
-run "--host nginx: the nginx module runs these too" 0 "" \
+run "--host nginx: the nginx module runs these too, not Retry's backoff" 1 \
+"policies.json: routes[0].filters[0]: Retry: backoff: host 'nginx' does not wait between tries (it retries at once); remove backoff" \
     check --quiet --host nginx policies.json
 cat >"$tmp/gateway-only.json" <<'JSON'
 {"routes": [

@@ -2,7 +2,8 @@
  * fuzz_match.c - libFuzzer target for the matching contract (route model
  * section 3): the indexed matcher and the linear scan must choose the same
  * route with the same variables and the same plan, and explain must call
- * that same route the first match.
+ * that same route the first match. The policy calls then run on the match
+ * (rate limit, Redis call, breaker, retry) within their contract.
  *
  * Input: a route document, then optionally a NUL byte and request lines
  *
@@ -117,6 +118,32 @@ static void parse_line(const char *p, size_t n, sy_request *req,
     req->content_length = (h & 64) ? (int64_t)(h % 1000) : -1;
 }
 
+/* The policy calls on a match (lib/policy/): whatever args the document
+ * gave, they answer within their contract. */
+static void policies(const sy_match *m, const sy_request *req) {
+    sy_ratelimit rl;
+    must(sy_match_ratelimit(m, req->now_ms, &rl, NULL) == 0, "ratelimit");
+    must(rl.limited || rl.allowed, "no limiter, yet not allowed");
+    must(rl.allowed || rl.status >= 100, "a denial without a status");
+    must(rl.key_len < sizeof rl.key, "key length");
+    for (size_t i = 0; i < sy_match_ratelimit_count(m); i++) {
+        sy_redis_call c;
+        must(sy_match_ratelimit_redis(m, i, &c, NULL) == 0, "redis call");
+        sy_ratelimit_redis_result(&c, req->seed & 1, 1, 0, &rl);
+    }
+    sy_breaker_permit p;
+    must(sy_match_breaker_acquire(m, req->now_ms, &p, NULL) == 0, "breaker");
+    if (p.permitted)
+        sy_breaker_record(&p, (sy_outcome)(req->seed % 4),
+                          (int)(req->seed % 600), req->seed % 5000,
+                          req->now_ms);
+    const sy_retry_policy *rp = sy_match_retry_policy(m);
+    uint32_t delay;
+    for (uint32_t n = 0; rp && n < 4; n++)
+        sy_retry_next(rp, n, req->method, (sy_outcome)((req->seed >> n) % 4),
+                      (int)(req->seed % 600), n * 100u, req->seed, &delay);
+}
+
 static void check(const sy_snapshot *s, sy_match_ctx *ci, sy_match_ctx *cl,
                   const sy_request *req) {
     sy_match *mi = NULL, *ml = NULL;
@@ -150,6 +177,7 @@ static void check(const sy_snapshot *s, sy_match_ctx *ci, sy_match_ctx *cl,
     }
     must(sy_match_response_op_count(mi) == sy_match_response_op_count(ml),
          "response ops");
+    policies(mi, req);
     /* explain runs on the linear context: ml is not used after this */
     first_match f = {NULL, false};
     must(sy_snapshot_explain(s, cl, req, explain_cb, &f) == 0, "explain");

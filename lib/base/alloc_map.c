@@ -312,3 +312,12 @@ bool sy__alloc_maps_large(void) {
     return false;
 #endif
 }
+
+size_t sy__alloc_mapped_len(const void *p) {
+#ifdef SY_MAP_ON
+    return mapped_len(p);
+#else
+    (void)p;
+    return 0;
+#endif
+}

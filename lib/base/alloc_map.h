@@ -38,5 +38,10 @@ void *sy__alloc_default_calloc(const sy__alloc *a, size_t n);
 const sy__alloc *sy__alloc_default_shared(const sy__alloc *a);
 /* True when sy__alloc_default maps large blocks (else it is libc's). */
 bool sy__alloc_maps_large(void);
+/* The length of the mapping that holds p when p is a block the default
+ * allocator mapped itself (one of 512 KiB or more), else 0: a caller that
+ * frees a large block a share at a time (shrinking it with realloc) can
+ * learn its size. */
+size_t sy__alloc_mapped_len(const void *p);
 
 #endif

@@ -14,7 +14,7 @@
  *   scale/publish-max-readers  the slowest one-route publish at 1M while
  *                       a reader thread matches without pause, over
  *                       enough upserts that a background rebuild starts,
- *                       runs and swaps in
+ *                       runs and swaps in, and the old index is freed
  */
 #include "bench_run.h"
 #include "bench_tables.h"
@@ -67,8 +67,9 @@ static char *g_state;
 
 /* Upserts of distinct routes of t, from route `from`, each one suffixed
  * with `variant`; us[i], cpu[i]: wall and thread CPU time of each. Stops
- * after `runs`, or (when until_swap) once a rebuild has started and
- * swapped its index in, whichever is later (at most max_runs). Returns
+ * after `runs`, or (when until_swap) once a rebuild has started, swapped
+ * its index in and the old one has been freed (a part per publish),
+ * whichever is later (at most max_runs). Returns
  * how many were done; *swaps: index swaps seen. */
 static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
                       size_t max_runs, bool until_swap, double *us, double *cpu,
@@ -82,8 +83,9 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
     const void *base = internal(h)->base;
     bool building = internal(h)->build != NULL;
     sy_snapshot_release(h);
+    bool tidy = true; /* nothing in the trash */
     for (size_t r = 0; r < max_runs; r++) {
-        if (r >= runs && (!until_swap || *swaps > 0))
+        if (r >= runs && (!until_swap || (*swaps > 0 && tidy)))
             break;
         /* 7919 is prime to the table sizes: distinct routes */
         table_scale_route((from + r * 7919) % t->routes, variant, &doc);
@@ -105,6 +107,7 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
         building = s->build != NULL;
         if (s->base != base)
             (*swaps)++, st = 'W';
+        tidy = !s->trash;
         if (g_state)
             g_state[done] = st;
         done++;

@@ -369,8 +369,14 @@ static void gen_route(rng *r, text *t, const char *id, bool allow_disabled) {
     if (chance(r, 40)) {
         unsigned nf = 1 + below(r, 3);
         tput(t, ",\"filters\":[");
-        for (unsigned i = 0; i < nf; i++)
-            tput(t, "%s%s", i ? "," : "", PICK(r, filters));
+        bool retry = false; /* a route runs one Retry */
+        for (unsigned i = 0; i < nf; i++) {
+            const char *f = PICK(r, filters);
+            if (strcmp(f, "\"Retry=3\"") == 0 && retry)
+                f = "\"PreserveHostHeader\"";
+            retry |= strcmp(f, "\"Retry=3\"") == 0;
+            tput(t, "%s%s", i ? "," : "", f);
+        }
         tput(t, "]");
     }
     if (allow_disabled && chance(r, 10))

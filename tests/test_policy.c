@@ -498,6 +498,10 @@ START_TEST(typos_and_bad_values_are_refused_where_they_are) {
         {"{\"name\":\"CircuitBreaker\",\"args\":{\"slowCallRateThreshold\":"
          "\"1e-46\"}}",
          "[0].filters[0].args.slowCallRateThreshold", "above 0"},
+        {"\"Retry=2\",\"AddRequestHeader=X-A,1\",\"Retry=3\"",
+         "[0].filters[2]", "a route runs one Retry"},
+        {"\"CircuitBreaker=a\",\"CircuitBreaker=b\"", "[0].filters[1]",
+         "a route runs one CircuitBreaker"},
         {"{\"name\":\"CircuitBreaker\",\"args\":{\"nmae\":\"cb\"}}",
          "[0].filters[0].args.nmae", "unknown argument"},
     };
@@ -522,7 +526,8 @@ START_TEST(scg_forms_are_accepted) {
         "[\"Retry=3, BAD_GATEWAY, GET, 10ms, 50ms, 2, false, 0.5, 2s\"]}]",
         /* the 7-field one and relaxed names */
         "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
-        "[\"Retry=3,INTERNAL_SERVER_ERROR,GET,10ms,50ms,2,false\","
+        "[\"Retry=3,INTERNAL_SERVER_ERROR,GET,10ms,50ms,2,false\"]},"
+        "{\"id\":\"r2\",\"uri\":\"http://b\",\"filters\":["
         "{\"name\":\"Retry\",\"args\":{\"retries\":2,\"series\":"
         "[\"server_error\",\"CLIENT_ERROR\"],\"methods\":\"GET,POST\","
         "\"exceptions\":\"java.io.IOException\",\"backoff.first-backoff\":"
@@ -533,7 +538,8 @@ START_TEST(scg_forms_are_accepted) {
         "\"#{@remoteAddrKeyResolver}\",\"rate-limiter\":"
         "\"#{@redisRateLimiter}\",\"denyEmptyKey\":false,\"emptyKeyStatus\":"
         "\"FORBIDDEN\",\"statusCode\":503}}]}]",
-        "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[\"CircuitBreaker=cb\","
+        "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[\"CircuitBreaker=cb\"]},"
+        "{\"id\":\"r2\",\"uri\":\"http://b\",\"filters\":["
         "{\"name\":\"CircuitBreaker\",\"args\":{\"name\":\"cb2\",\"fallbackUri\":"
         "\"forward:/fallback\",\"statusCodes\":[\"500\",\"BAD_GATEWAY\"],"
         "\"failureRateThreshold\":25.5,\"slowCallRateThreshold\":80,"
@@ -906,7 +912,7 @@ START_TEST(route_host_runs_lists_every_host_run_item) {
     const char *doc =
         "[{\"id\":\"r\",\"uri\":\"forward:/x\",\"metadata\":{\"cors\":\"{}\","
         "\"connect-timeout\":100},\"filters\":[\"Retry=3\",\"StripPrefix=1\","
-        "\"CircuitBreaker=c\",\"Retry=2\"]}]";
+        "\"CircuitBreaker=c\"]}]";
     sy_document *d;
     ck_assert_int_eq(sy_document_parse(doc, strlen(doc), NULL, &d, NULL), 0);
     const char *names[8];

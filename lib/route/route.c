@@ -403,10 +403,24 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
     r->literal_path = literal_pred_index(r, SY_PK_PATH);
     r->literal_host = literal_pred_index(r, SY_PK_HOST);
     at = r->filter_count ? sy__path_join(p, sizeof p, path, "filters") : 0;
+    unsigned once = 0; /* a CircuitBreaker, a Retry seen */
     for (size_t i = 0; i < r->filter_count; i++) {
         sy__path_index(p, sizeof p, at, i);
         int rc =
             sy__filter_compile(&r->filters[i], env, p, &r->cfilters[i], err);
+        sy__builtin id;
+        if (!rc && sy__filter_policy(r->cfilters[i], &id) &&
+            (id == SY_F_CIRCUIT_BREAKER || id == SY_F_RETRY)) {
+            unsigned bit = id == SY_F_RETRY ? 1u : 2u;
+            /* the first one runs: a second would be accepted and ignored
+             * (SCG nests them) */
+            if (once & bit)
+                rc = sy__error_set(err, SY_EARG, p,
+                                   "%s: a route runs one %s; this is its "
+                                   "second",
+                                   r->filters[i].name, r->filters[i].name);
+            once |= bit;
+        }
         if (rc) {
             free_compiled(r);
             return rc;

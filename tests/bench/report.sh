@@ -151,7 +151,7 @@ def fmt(v, unit):
     if v is None:
         return "-"
     if unit == "x":
-        return "%.2fx" % v
+        return "{:,.0f}x".format(v) if v >= 100 else "%.2fx" % v
     if unit == "misses":
         return "%.1f" % v
     return ("%.0f" % v) if v >= 100 else ("%.1f" % v)

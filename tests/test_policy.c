@@ -519,6 +519,29 @@ START_TEST(typos_and_bad_values_are_refused_where_they_are) {
 }
 END_TEST
 
+/* Past 64 args a typo was not looked at (the used bits stop there). */
+START_TEST(a_typo_after_sixty_four_args_is_refused) {
+    char doc[4096];
+    size_t at = (size_t)snprintf(doc, sizeof doc,
+                                 "[{\"id\":\"r\",\"uri\":\"http://b\","
+                                 "\"filters\":[{\"name\":\"CircuitBreaker\","
+                                 "\"args\":{");
+    /* 64 spellings of statusCodes (a list: each is read) */
+    for (int i = 0; i < 64; i++) {
+        char name[40] = "statusCodes";
+        for (int b = 0; b < 6; b++)
+            if (i >> b & 1)
+                name[b] = (char)(name[b] - 32); /* upper case */
+        at += (size_t)snprintf(doc + at, sizeof doc - at,
+                               "\"%s\":\"500\",", name);
+    }
+    snprintf(doc + at, sizeof doc - at, "\"zzTypo\":\"x\"}}]}]");
+    sy_error e = parse_error(doc, NULL);
+    ck_assert_msg(strcmp(e.path, "[0].filters[0].args.zzTypo") == 0, "%s: %s",
+                  e.path, e.message);
+}
+END_TEST
+
 START_TEST(scg_forms_are_accepted) {
     const char *docs[] = {
         /* Retry's 9-field shortcut (SCG 4.1.7+) */
@@ -949,6 +972,7 @@ int main(void) {
     tcase_add_test(tc, hundred_thousand_keys_in_a_small_store_fail_open);
     tcase_add_test(tc, redis_calls_use_scg_key_names_and_fail_open);
     tcase_add_test(tc, typos_and_bad_values_are_refused_where_they_are);
+    tcase_add_test(tc, a_typo_after_sixty_four_args_is_refused);
     tcase_add_test(tc, scg_forms_are_accepted);
     tcase_add_test(tc, retry_follows_statuses_series_methods_and_exceptions);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);

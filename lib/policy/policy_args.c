@@ -81,6 +81,10 @@ const char *sy__parg(sy__pargs *p, const char *name, int *rc) {
 }
 
 int sy__parg_unknown(sy__pargs *p, const char *known) {
+    /* the used bits cover 64 args: one past them would go unchecked */
+    if (p->count > 64)
+        return sy__parg_fail(p, SY_EARG, p->args[64].key,
+                             "more than 64 arguments");
     for (size_t i = 0; i < p->count && i < 64; i++)
         if (!(p->used & (1ull << i)))
             return sy__parg_fail(p, SY_EARG, p->args[i].key,

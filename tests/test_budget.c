@@ -287,6 +287,56 @@ START_TEST(rewrite_path_matches_draw_on_the_pool) {
 }
 END_TEST
 
+/* An allocator for PCRE2 that grants `grant_left` blocks, then fails:
+ * the general context and the match data get theirs, pcre2_match's
+ * backtracking frames do not. */
+static int grant_left;
+static void *granting_malloc(size_t n, void *d) {
+    (void)d;
+    return grant_left-- > 0 ? malloc(n) : NULL;
+}
+static void granting_free(void *p, void *d) {
+    (void)d;
+    free(p);
+}
+
+START_TEST(a_regex_that_fails_for_memory_is_no_memory_not_no_match) {
+    int ec;
+    PCRE2_SIZE eo;
+    /* anchored, no start optimisation (no "required c" shortcut), not
+     * JIT-compiled: the interpreter needs frames for the subject */
+    pcre2_code *code =
+        pcre2_compile((PCRE2_SPTR) "^(a|b)*c", PCRE2_ZERO_TERMINATED,
+                      PCRE2_NO_START_OPTIMIZE, &ec, &eo, NULL);
+    ck_assert_ptr_nonnull(code);
+    grant_left = 2;
+    pcre2_general_context *g =
+        pcre2_general_context_create(granting_malloc, granting_free, NULL);
+    ck_assert_ptr_nonnull(g);
+    pcre2_match_data *md = pcre2_match_data_create(4, g);
+    ck_assert_ptr_nonnull(md);
+    sy__budget b;
+    ck_assert(sy__budget_init(&b, NULL));
+    static char subject[20001];
+    memset(subject, 'a', sizeof subject - 1);
+    sy__budget_start(&b, NULL);
+    sy__budget *saved;
+    sy__budget_enter(&b, &saved);
+    int rc = sy__re_match(code, (PCRE2_SPTR)subject, sizeof subject - 1, 0, 0,
+                          md, NULL, UINT32_MAX);
+    sy__budget_leave(saved);
+    ck_assert_int_eq(rc, PCRE2_ERROR_NOMEMORY);
+    ck_assert(b.nomem);     /* the match will answer SY_ENOMEM */
+    ck_assert(b.exhausted); /* and stop at once */
+    sy__budget_start(&b, NULL); /* the next request starts clean */
+    ck_assert(!b.nomem && !b.exhausted);
+    pcre2_match_data_free(md);
+    sy__budget_free(&b);
+    pcre2_general_context_free(g);
+    pcre2_code_free(code);
+}
+END_TEST
+
 /* PCRE2's own global substitution, for comparison. */
 static char *pcre2_global(const char *re, const char *repl, const char *s) {
     int ec;
@@ -440,6 +490,7 @@ int main(void) {
     tcase_add_test(tc, rewrite_path_equals_pcre2_global_substitution);
     tcase_add_test(tc, request_header_size_sums_each_name_once_in_order);
     tcase_add_test(tc, router_options_set_the_budget);
+    tcase_add_test(tc, a_regex_that_fails_for_memory_is_no_memory_not_no_match);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -46,6 +46,10 @@ int sy__re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
         pcre2_set_match_limit(b->mctx, (uint32_t)lim);
         int rc = pcre2_match(code, subject, len, start, options, md, b->mctx);
         b->used += lim; /* an upper bound of what the attempt did */
+        if (rc == PCRE2_ERROR_NOMEMORY || rc == PCRE2_ERROR_HEAP_FAILED) {
+            b->nomem = b->exhausted = true; /* an answer would be a lie */
+            return rc;
+        }
         if (rc != PCRE2_ERROR_MATCHLIMIT)
             return rc;
         if (by_pool) {

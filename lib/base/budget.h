@@ -46,6 +46,8 @@ typedef struct sy__budget {
     const sy__budget_limits *lim; /* this request's (NULL: defaults) */
     uint64_t used;                /* units charged so far (tests, metrics) */
     bool exhausted;               /* a call was cut short by the pool */
+    bool nomem; /* a call failed for memory: the request's answer is
+                 * SY_ENOMEM, never "no route" (sets exhausted too) */
     pcre2_match_context *mctx;    /* this context's own, limits set per call */
 } sy__budget;
 
@@ -60,6 +62,7 @@ static inline void sy__budget_start(sy__budget *b,
     b->lim = lim; /* `lim` must outlive the request (the snapshot's) */
     b->used = 0;
     b->exhausted = false;
+    b->nomem = false;
 }
 
 /* The budget of the match or plan running on this thread (budget.c;
@@ -85,7 +88,9 @@ static inline sy__budget *sy__budget_current(void) {
  * pcre2_match under the current budget (as pcre2_match otherwise, with
  * `mctx`). `per_call` is the call's own match limit. A call stopped by
  * the pool returns PCRE2_ERROR_MATCHLIMIT and marks the budget exhausted;
- * once exhausted, every call returns that at once.
+ * once exhausted, every call returns that at once. A call PCRE2 fails for
+ * memory (PCRE2_ERROR_NOMEMORY, PCRE2_ERROR_HEAP_FAILED) marks the budget
+ * exhausted and nomem: the match stops and returns SY_ENOMEM.
  */
 int sy__re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
                  PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,

@@ -587,7 +587,8 @@ match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
         c->nomatch = method_reason(c, s);
     if (rc == SY_OK && c->budget.exhausted) {
         *out = NULL; /* stopped: no route, whatever was left to try */
-        if (c->host_state == HOST_OOM) /* no labels: no answer */
+        /* no labels, or a regex PCRE2 could not run for memory: no answer */
+        if (c->host_state == HOST_OOM || c->budget.nomem)
             rc = SY_ENOMEM;
         else
             c->nomatch = SY_NOMATCH_BUDGET;

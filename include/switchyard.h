@@ -31,9 +31,9 @@ extern "C" {
 /* ------------------------------------------------------------------ */
 
 #define SY_VERSION_MAJOR 0
-#define SY_VERSION_MINOR 2
+#define SY_VERSION_MINOR 3
 #define SY_VERSION_PATCH 0
-#define SY_VERSION_STRING "0.2.0"
+#define SY_VERSION_STRING "0.3.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SY_VERSION_NUMBER                                                      \
     (SY_VERSION_MAJOR * 10000 + SY_VERSION_MINOR * 100 + SY_VERSION_PATCH)

@@ -57,7 +57,7 @@ printf '[\n  {"id": "a",\n   "uri" "x"}\n]\n' >"$tmp/syntax.json"
 printf '[] []' >"$tmp/trailing.json"
 printf '"text"' >"$tmp/shape.json"
 
-run "--version prints the version" 0 "switchyard 0.2.0" --version
+run "--version prints the version" 0 "switchyard 0.3.0" --version
 run "valid file: an ok line and its host-run items, exit 0" 0 "$good_ok" \
     check good.json
 run "several valid files" 0 "$good_ok

@@ -20,7 +20,7 @@ if [ "${1:-}" != "--cli" ]; then
   exec "$gw"
 fi
 
-sy=build-demo/examples/switchyard
+sy=build-demo/examples/cli/switchyard
 r=examples/routes
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@" || true; }
 

@@ -885,7 +885,16 @@ typedef struct sy_router_options {
      */
     struct sy_policy_store *policy_store;
     uint32_t policy_slots; /* default 16,384 bucket slots (rounded up to a
-                              power of 2), and 256 breakers */
+                              power of 2) */
+    /*
+     * Circuit-breaker entries of the router's own store (default 256,
+     * rounded up to a power of 2, at least 16; unused with policy_store).
+     * An entry is claimed at the commit that first publishes a breaker
+     * name (or, unnamed, a route id) and never freed; a commit that needs
+     * one more than the store has is refused with SY_ELIMIT, located at
+     * the CircuitBreaker, and changes nothing live.
+     */
+    uint32_t policy_breakers;
 } sy_router_options;
 
 #define SY_ROUTER_OPTIONS_INIT                                                 \

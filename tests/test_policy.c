@@ -692,6 +692,110 @@ static sy_breaker_state state_of(fix *f) {
     return bi.state;
 }
 
+/* A document of n routes r<first>.. whose breakers are named b<k>..,
+ * in buf. */
+static const char *breaker_doc(char *buf, size_t cap, int first, int n,
+                               int name0) {
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(buf + o, cap - o,
+                              "%s{\"id\":\"r%d\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Path=/r%d\"],\"filters\":[{"
+                              "\"name\":\"CircuitBreaker\",\"args\":{\"name\":"
+                              "\"b%d\"}}]}",
+                              i ? "," : "", first + i, first + i, name0 + i);
+    snprintf(buf + o, cap - o, "]");
+    return buf;
+}
+
+static size_t live_routes(sy_router *r) {
+    sy_snapshot *s = sy_router_acquire(r);
+    size_t n = sy_snapshot_route_count(s);
+    sy_snapshot_release(s);
+    return n;
+}
+
+START_TEST(a_breaker_the_store_has_no_entry_for_is_refused_at_commit) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_breakers = 16;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    static char doc[8192];
+    sy_error e;
+    /* 20 names, 16 entries: the 17th breaker would never run */
+    breaker_doc(doc, sizeof doc, 0, 20, 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
+                     SY_ELIMIT);
+    ck_assert_str_eq(e.path, "[16].filters[0].args.name"); /* a bare array */
+    ck_assert_ptr_nonnull(strstr(e.message, "policy_breakers"));
+    ck_assert_uint_eq(live_routes(r), 0);
+    /* 16 names fit; other routes naming the same breakers need none */
+    breaker_doc(doc, sizeof doc, 0, 16, 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e), 0);
+    breaker_doc(doc, sizeof doc, 100, 16, 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e), 0);
+    ck_assert_uint_eq(live_routes(r), 16);
+    /* one new name more: refused, the live routes untouched */
+    const char *one = "{\"id\":\"x\",\"uri\":\"http://b\",\"filters\":[{"
+                      "\"name\":\"CircuitBreaker\",\"args\":{\"name\":"
+                      "\"new\"}}]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", one, strlen(one), &e),
+                     SY_ELIMIT);
+    ck_assert_str_eq(e.path, "route.filters[0].args.name");
+    ck_assert_uint_eq(live_routes(r), 16);
+    sy_policy_stats st;
+    sy_policy_store_stats(sy_router_policy_store(r), &st);
+    ck_assert_uint_eq(st.breakers_used, 16);
+    sy_router_free(r);
+}
+END_TEST
+
+START_TEST(a_breaker_or_retry_in_the_defaults_and_a_route_is_refused) {
+    static const char *defs[2] = {
+        "[{\"name\":\"CircuitBreaker\",\"args\":{\"name\":\"d\"}}]",
+        "[{\"name\":\"Retry\",\"args\":{\"retries\":2}}]"};
+    static const char *names[2] = {"CircuitBreaker", "Retry"};
+    for (int k = 0; k < 2; k++) {
+        sy_router *r;
+        sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+        o.default_filters = defs[k];
+        ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+        ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+        char doc[512];
+        snprintf(doc, sizeof doc,
+                 "{\"version\":\"1\",\"routes\":[{\"id\":\"a\",\"uri\":"
+                 "\"http://b\",\"filters\":[\"%s\"]},{\"id\":\"c\",\"uri\":"
+                 "\"http://b\",\"filters\":[\"PrefixPath=/p\",{\"name\":"
+                 "\"%s\"}]}]}",
+                 k ? "CircuitBreaker" : "Retry", names[k]);
+        sy_error e;
+        ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
+                         SY_EARG);
+        ck_assert_str_eq(e.path, "routes[1].filters[1]");
+        ck_assert_ptr_nonnull(strstr(e.message, names[k]));
+        ck_assert_ptr_nonnull(strstr(e.message, "default filters"));
+        ck_assert_uint_eq(live_routes(r), 0);
+        /* the other policy beside the defaults' runs: accepted */
+        char ok[256];
+        snprintf(ok, sizeof ok,
+                 "{\"id\":\"a\",\"uri\":\"http://b\",\"filters\":[\"%s\"]}",
+                 k ? "CircuitBreaker" : "Retry");
+        ck_assert_int_eq(sy_router_upsert_route(r, "s", ok, strlen(ok), &e),
+                         0);
+        snprintf(ok, sizeof ok,
+                 "{\"id\":\"b\",\"uri\":\"http://b\",\"filters\":["
+                 "{\"name\":\"%s\"}]}",
+                 names[k]);
+        ck_assert_int_eq(sy_router_upsert_route(r, "s", ok, strlen(ok), &e),
+                         SY_EARG);
+        ck_assert_str_eq(e.path, "route.filters[0]");
+        ck_assert_uint_eq(live_routes(r), 1);
+        sy_router_free(r);
+    }
+}
+END_TEST
+
 START_TEST(breaker_opens_half_opens_and_closes) {
     fix f;
     fix_open(&f, router_with(CB_ROUTE("\"slidingWindowSize\":4,"
@@ -977,6 +1081,9 @@ int main(void) {
     tcase_add_test(tc, retry_follows_statuses_series_methods_and_exceptions);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);
+    tcase_add_test(tc,
+                   a_breaker_the_store_has_no_entry_for_is_refused_at_commit);
+    tcase_add_test(tc, a_breaker_or_retry_in_the_defaults_and_a_route_is_refused);
     tcase_add_test(tc, half_open_failures_open_again);
     tcase_add_test(tc, slow_calls_trip_the_slow_call_model);
     tcase_add_test(tc, recovery_admits_a_growing_share_after_closing);

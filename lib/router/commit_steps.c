@@ -216,13 +216,31 @@ static bool same_text(const char *a, const char *b) {
  * documents), and what the two snapshots share is counted (chunks,
  * index), so a commit keeps one working snapshot, not one per change. */
 static int commit_derive(commit *c, const sy__snapshot_config *cfg,
-                         const sy__route_change *ch, size_t n, sy_error *err) {
+                         const sy__route_change *ch, size_t n,
+                         const char *list, sy_error *err) {
     const sy__alloc *a = &c->r->alloc;
     uint64_t t0 = sy__now_monotonic_us();
     sy_snapshot *next;
     struct sy_route **removed;
     size_t nremoved;
-    int rc = sy__snapshot_derive(a, c->work, cfg, ch, n, c->generation, &next,
+    int rc = SY_OK;
+    /* policies the route and the default filters cannot run together,
+     * and a breaker entry for each route's breaker, before anything is
+     * derived (list: the document's "routes", NULL: one route) */
+    for (size_t i = 0; rc == SY_OK && i < n; i++) {
+        char at[64];
+        if (!ch[i].route)
+            continue;
+        if (list)
+            snprintf(at, sizeof at, "%s[%u]", list,
+                     (unsigned)(ch[i].key & 0xffffffu));
+        else
+            snprintf(at, sizeof at, "route");
+        rc = sy__router_check_policies(c->r, ch[i].route, at, err);
+    }
+    if (rc)
+        return rc;
+    rc = sy__snapshot_derive(a, c->work, cfg, ch, n, c->generation, &next,
                                  &removed, &nremoved, err);
     if (rc)
         return rc;
@@ -327,10 +345,11 @@ static void memo_forget(commit *c, uint32_t si, const struct sy_route *old,
 /* Derive the next snapshot from a document's changes (and free them),
  * the parse time (since t0) reported first. */
 static int derive_document(commit *c, sy__route_change *ch, size_t nch,
-                           sy_report *rep, uint64_t t0, sy_error *err) {
+                           bool envelope, sy_report *rep, uint64_t t0,
+                           sy_error *err) {
     rep->parse_us = sy__now_monotonic_us() - t0;
     sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
-    int rc = commit_derive(c, &cfg, ch, nch, err);
+    int rc = commit_derive(c, &cfg, ch, nch, envelope ? "routes" : "", err);
     sy__free(&c->r->alloc, ch);
     return rc;
 }
@@ -516,7 +535,8 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     sy__route_change *ch;
     size_t nch;
     rc = document_changes(c, si, doc, rctx, rep, &ch, &nch, err);
-    if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
+    if (rc ||
+        (rc = derive_document(c, ch, nch, doc->envelope, rep, t0, err)))
         return rc;
     st->version = version;
     st->checksum = sy_document_checksum(doc);
@@ -619,7 +639,7 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     sy__free(&r->alloc, rctx.spans);
     sy__free(&r->alloc, rctx.at);
     sy__free(&r->alloc, dense);
-    if (rc || (rc = derive_document(c, ch, nch, rep, t0, err)))
+    if (rc || (rc = derive_document(c, ch, nch, e->envelope, rep, t0, err)))
         return rc;
     st->version = e->version;
     st->checksum = e->checksum;
@@ -653,7 +673,7 @@ static int one_route_step(commit *c, uint32_t si, const char *id,
         return sy__commit_nomem(err);
     sy__route_change ch = {id, now, key, si};
     sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
-    int rc = commit_derive(c, &cfg, &ch, 1, err);
+    int rc = commit_derive(c, &cfg, &ch, 1, NULL, err);
     if (rc == SY_OK) {
         c->st[si].modified = c->st[si].touched = true;
         if (old)
@@ -779,7 +799,7 @@ static int derive_with_service(commit *c, struct sy__service *svc,
     cfg.services = list;
     cfg.service_count = k;
     cfg.replace_services = true;
-    int rc = commit_derive(c, &cfg, NULL, 0, err);
+    int rc = commit_derive(c, &cfg, NULL, 0, NULL, err);
     sy__free(&c->r->alloc, list);
     return rc;
 }

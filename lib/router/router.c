@@ -175,11 +175,12 @@ int sy__router_policy_init(sy_router *r, sy_error *err) {
         return 0;
     }
     uint32_t slots = r->opts.policy_slots ? r->opts.policy_slots : 16384;
-    size_t bytes = sy_policy_store_bytes(slots, 256);
+    uint32_t brk = r->opts.policy_breakers ? r->opts.policy_breakers : 256;
+    size_t bytes = sy_policy_store_bytes(slots, brk);
     r->policy_mem = sy__malloc(&r->alloc, bytes);
     if (!r->policy_mem)
         return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    return sy_policy_store_init(r->policy_mem, bytes, slots, 256, &r->policy,
+    return sy_policy_store_init(r->policy_mem, bytes, slots, brk, &r->policy,
                                 err);
 }
 

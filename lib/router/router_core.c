@@ -9,6 +9,8 @@
 #include "router/report.h"
 #include "router/router_int.h"
 #include "snapshot/snapshot.h"
+#include "policy/breaker.h"
+#include "route/filter.h"
 
 #include <stdio.h>
 
@@ -277,4 +279,61 @@ int sy__history_push(sy_router *r, sy__source *s, const sy__history_entry *k,
     s->history_count = keep + n;
     sy__free(a, e);
     return SY_OK;
+}
+
+/* The index of the first filter of builtin `id` in r's compiled chain
+ * (its policy in *cfg), or -1. */
+static int policy_at(const struct sy_route *r, sy__builtin id,
+                     const void **cfg) {
+    for (size_t i = 0; r && r->cfilters && i < r->filter_count; i++) {
+        sy__builtin got;
+        const void *p = sy__filter_policy(r->cfilters[i], &got);
+        if (p && got == id) {
+            if (cfg)
+                *cfg = p;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
+                              const char *at, sy_error *err) {
+    static const sy__builtin once[2] = {SY_F_CIRCUIT_BREAKER, SY_F_RETRY};
+    char p[300];
+    for (int k = 0; k < 2; k++) {
+        int ri = policy_at(rt, once[k], NULL);
+        if (ri >= 0 && policy_at(r->defaults, once[k], NULL) >= 0) {
+            snprintf(p, sizeof p, "%s.filters[%d]", at, ri);
+            const char *n = k ? "Retry" : "CircuitBreaker";
+            return sy__error_set(err, SY_EARG, p,
+                                 "a %s is already in the default filters; "
+                                 "SCG would nest them, switchyard runs one "
+                                 "per request",
+                                 n);
+        }
+    }
+    const void *v = NULL;
+    int ri = -1;
+    if (policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, &v) < 0)
+        ri = policy_at(rt, SY_F_CIRCUIT_BREAKER, &v);
+    const sy__brk_cfg *cfg = v;
+    if (!cfg)
+        return 0;
+    /* the key the requests use (breaker.c): the name's, else the id's */
+    uint64_t key = cfg->key ? cfg->key : sy__brk_key(rt->id, strlen(rt->id));
+    if (sy__store_breaker(r->policy, key, true))
+        return 0;
+    if (ri < 0)
+        snprintf(p, sizeof p, "%s", at);
+    else
+        snprintf(p, sizeof p, "%s.filters[%d]%s", at, ri,
+                 cfg->name ? ".args.name" : "");
+    return sy__error_set(
+        err, SY_ELIMIT, p,
+        "no free circuit-breaker entry in the policy store (%u in use): %s",
+        r->policy->breakers,
+        r->policy_mem ? "raise sy_router_options.policy_breakers"
+                      : "format the store with more breakers "
+                        "(sy_policy_store_init)");
 }

@@ -1405,8 +1405,10 @@ SY_API sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
                                             sy_outcome outcome, int status,
                                             uint64_t duration_ms,
                                             int64_t now_ms);
-/* The state of the breaker `name` in a store (SY_ENOTFOUND when no route
- * has used it yet), and its window's counts. Any thread. */
+/* The state of the breaker `name` in a store (SY_ENOTFOUND when no
+ * published route has named it: a commit claims the entry, closed with
+ * no call, before the first request), and its window's counts. Any
+ * thread. */
 typedef struct sy_breaker_info {
     sy_breaker_state state;
     uint32_t calls, failures, slow; /* in the window (or half-open) */

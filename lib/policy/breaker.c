@@ -400,7 +400,8 @@ int sy_policy_store_breaker(const sy_policy_store *cst, const char *name,
     sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)), false);
     if (!b)
         return sy__error_set(err, SY_ENOTFOUND, "",
-                             "no breaker named '%.80s' has been used", name);
+                             "no published route names a breaker '%.80s'",
+                             name);
     uint64_t w = atomic_load(&b->word);
     uint64_t s = atomic_load(&b->since);
     memset(out, 0, sizeof *out);

@@ -441,7 +441,8 @@ class Router:
 
     def breaker(self, name: str) -> Optional[BreakerInfo]:
         """The state of the circuit breaker ``name`` (None until a route
-        naming it has been asked)."""
+        naming it has been published; then closed, with no calls, until
+        its first request)."""
         with self._owner.use() as p, trap():
             return _policy.store_breaker(lib.sy_router_policy_store(p), name)
 

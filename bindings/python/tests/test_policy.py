@@ -87,7 +87,10 @@ def test_a_breaker_opens_and_its_state_is_visible():
             "name": "orders", "fallbackUri": "forward:/fallback",
             "slidingWindowSize": 2, "minimumNumberOfCalls": 2,
             "waitDurationInOpenState": "1s"}}]}])
-    assert r.breaker("orders") is None
+    # the commit claimed its entry: closed, no call yet
+    first = r.breaker("orders")
+    assert first is not None and first.state == "closed" and first.calls == 0
+    assert r.breaker("nobody-names-this") is None
     with r.acquire() as snap:
         m = snap.match(path="/x")
         for _ in range(2):

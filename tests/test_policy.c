@@ -723,7 +723,17 @@ START_TEST(a_breaker_the_store_has_no_entry_for_is_refused_at_commit) {
     ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
     static char doc[8192];
     sy_error e;
-    /* 20 names, 16 entries: the 17th breaker would never run */
+    /* a check looks and claims nothing */
+    sy_policy_stats st;
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    breaker_doc(doc, sizeof doc, 200, 1, 200);
+    ck_assert_int_eq(sy_change_set_apply(cs, "s", doc, strlen(doc), NULL), 0);
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &e), 0);
+    sy_policy_store_stats(sy_router_policy_store(r), &st);
+    ck_assert_uint_eq(st.breakers_used, 0);
+    /* 20 names, 16 entries: the 17th breaker would never run (the first
+     * 16 stay claimed) */
     breaker_doc(doc, sizeof doc, 0, 20, 0);
     ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
                      SY_ELIMIT);
@@ -744,9 +754,12 @@ START_TEST(a_breaker_the_store_has_no_entry_for_is_refused_at_commit) {
                      SY_ELIMIT);
     ck_assert_str_eq(e.path, "route.filters[0].args.name");
     ck_assert_uint_eq(live_routes(r), 16);
-    sy_policy_stats st;
     sy_policy_store_stats(sy_router_policy_store(r), &st);
     ck_assert_uint_eq(st.breakers_used, 16);
+    /* a check of a new name on the full store: refused, nothing claimed */
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &e), SY_ELIMIT);
+    ck_assert_str_eq(e.path, "[0].filters[0].args.name");
+    sy_change_set_free(cs);
     sy_router_free(r);
 }
 END_TEST

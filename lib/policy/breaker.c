@@ -222,7 +222,7 @@ void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
     out->store = st;
     out->entry = UINT32_MAX;
     uint64_t key = cfg->key ? cfg->key : sy__brk_key(route_id, strlen(route_id));
-    sy__brk *b = sy__store_breaker(st, key, true);
+    sy__brk *b = sy__store_breaker(st, key, true, NULL);
     if (!b) {
         sy__store_count(&st->store_full);
         return; /* no room: calls pass, unbroken */
@@ -397,7 +397,8 @@ int sy_policy_store_breaker(const sy_policy_store *cst, const char *name,
     sy_policy_store *st = (sy_policy_store *)(uintptr_t)cst;
     if (!st || !name || !out)
         return sy__error_set(err, SY_EINVAL, "", "store, name and out needed");
-    sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)), false);
+    sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)), false,
+                                  NULL);
     if (!b)
         return sy__error_set(err, SY_ENOTFOUND, "",
                              "no published route names a breaker '%.80s'",

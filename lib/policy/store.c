@@ -135,16 +135,21 @@ sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
     return NULL;
 }
 
-sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create) {
+sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create,
+                           bool *room) {
     sy__brk *t = sy__store_brks(st);
     uint32_t mask = st->breakers - 1;
     uint32_t h = (uint32_t)(key ^ (key >> 32)) & mask;
+    if (room)
+        *room = false;
     for (uint32_t i = 0; i <= mask; i++) {
         sy__brk *b = &t[(h + i) & mask];
         uint64_t k = atomic_load_explicit(&b->key, memory_order_acquire);
         if (k == key)
             return b;
         if (k == 0) {
+            if (room)
+                *room = true;
             if (!create)
                 return NULL;
             if (atomic_compare_exchange_strong(&b->key, &k, key))

@@ -76,8 +76,10 @@ uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms);
 sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
                              uint64_t now_us);
 /* The breaker entry of `key`, found or (create) claimed; NULL when absent
- * or the table is full. */
-sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create);
+ * or the table is full (*room, unless NULL: whether a free entry was
+ * seen, so that a claim could be made). */
+sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create,
+                           bool *room);
 
 /* A quick hash of a short text (route ids, keys, names) for the store's
  * tables: 8 bytes a step, multiply and fold. Not for hostile inputs'

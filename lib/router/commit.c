@@ -255,6 +255,7 @@ int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
     c.r = r;
     c.cur = c.work = sy__router_current(r);
     c.generation = c.cur->pub.generation + 1;
+    c.dry = dry;
     sy_report *all = single ? NULL : sy__report_new(&r->alloc, NULL);
     sy_error local;
     if (!err)

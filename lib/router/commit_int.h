@@ -64,6 +64,7 @@ typedef struct commit {
      * (the first derive that touched routes added them; no derive touched
      * routes after it), so the publish need not look their ids up */
     size_t held_adds;
+    bool dry; /* a check: breaker entries are looked at, not claimed */
 } commit;
 
 static inline int sy__commit_nomem(sy_error *err) {

@@ -236,7 +236,7 @@ static int commit_derive(commit *c, const sy__snapshot_config *cfg,
                      (unsigned)(ch[i].key & 0xffffffu));
         else
             snprintf(at, sizeof at, "route");
-        rc = sy__router_check_policies(c->r, ch[i].route, at, err);
+        rc = sy__router_check_policies(c->r, ch[i].route, at, !c->dry, err);
     }
     if (rc)
         return rc;

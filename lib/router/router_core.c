@@ -298,7 +298,7 @@ static int policy_at(const struct sy_route *r, sy__builtin id,
 }
 
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
-                              const char *at, sy_error *err) {
+                              const char *at, bool claim, sy_error *err) {
     static const sy__builtin once[2] = {SY_F_CIRCUIT_BREAKER, SY_F_RETRY};
     char p[300];
     for (int k = 0; k < 2; k++) {
@@ -322,7 +322,8 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
         return 0;
     /* the key the requests use (breaker.c): the name's, else the id's */
     uint64_t key = cfg->key ? cfg->key : sy__brk_key(rt->id, strlen(rt->id));
-    if (sy__store_breaker(r->policy, key, true))
+    bool room;
+    if (sy__store_breaker(r->policy, key, claim, &room) || (!claim && room))
         return 0;
     if (ri < 0)
         snprintf(p, sizeof p, "%s", at);

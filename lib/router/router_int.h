@@ -157,8 +157,9 @@ int sy__router_policy_init(sy_router *r, sy_error *err);
  * default filters both hold a CircuitBreaker or both a Retry (SCG nests
  * them; one runs per request), and claim the store entry of the breaker
  * its chain runs: SY_ELIMIT when the store has none free (entries are
- * never freed, so an entry is claimed at the commit, never at a request). */
+ * never freed, so an entry is claimed at the commit, never at a request;
+ * !claim, a check: only whether one could be). */
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
-                              const char *at, sy_error *err);
+                              const char *at, bool claim, sy_error *err);
 
 #endif

@@ -183,6 +183,7 @@ START_TEST(slots_taken_over_by_racing_keys_stay_usable) {
         c[i].cfg.burst = 1;
         c[i].cfg.requested = 1;
         c[i].cfg.status = 429;
+        sy__rl_shape(&c[i].cfg);
         pthread_create(&t[i], NULL, churn_keys, &c[i]);
     }
     atomic_store(&go, true);

@@ -58,6 +58,7 @@ bool sy__keyres_parse(const char *text, const sy_registry *reg,
                 return false;
             }
             memcpy(out->arg, colon + 1, al);
+            out->arg_len = al;
         }
         return true;
     }
@@ -84,10 +85,25 @@ static size_t put(char *buf, size_t cap, const char *s, size_t n) {
     return n;
 }
 
-static sy_str header_value(const sy_request *req, const char *name) {
-    size_t n = strlen(name);
+/* a (n bytes) and b the same but for ASCII case: a byte compare first,
+ * the case folded only where they differ (the request's hot path) */
+static bool same_nocase(const char *a, const char *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+        if (x == y)
+            continue;
+        x |= 0x20;
+        if (x != (y | 0x20) || x < 'a' || x > 'z')
+            return false;
+    }
+    return true;
+}
+
+static sy_str header_value(const sy_request *req, const char *name,
+                           size_t n) {
     for (size_t i = 0; i < req->header_count; i++) {
-        if (sy__str_ieq(req->headers[i].name, name, n))
+        sy_str h = req->headers[i].name;
+        if (h.len == n && same_nocase(h.ptr, name, n))
             return req->headers[i].value;
     }
     return (sy_str){NULL, 0};
@@ -122,7 +138,7 @@ size_t sy__keyres_resolve(const sy__keyres *kr, const sy_request *req,
     case SY_KR_ROUTE:
         v = (sy_str){route_id, route_id ? strlen(route_id) : 0};
         break;
-    case SY_KR_HEADER: v = header_value(req, kr->arg); break;
+    case SY_KR_HEADER: v = header_value(req, kr->arg, kr->arg_len); break;
     case SY_KR_PATH_VAR:
         if (var)
             v = var(var_data, kr->arg);

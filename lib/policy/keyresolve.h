@@ -15,6 +15,7 @@ typedef struct sy__keyres {
     sy__key_resolver_kind kind;
     const sy_key_resolver *host; /* SY_KR_REGISTERED */
     char arg[SY_KEYRES_ARG_MAX]; /* the header's or variable's name */
+    size_t arg_len;              /* its length */
 } sy__keyres;
 
 /* Parse a bean reference "#{@name}" (spaces around allowed). false and

@@ -21,6 +21,13 @@
     "redis-rate-limiter.requestedTokens, key-resolver, rate-limiter, "         \
     "deny-empty-key, empty-key-status, status-code"
 
+void sy__rl_shape(sy__rl_cfg *cfg) {
+    uint64_t t = 1000000u / (cfg->rate ? cfg->rate : 1);
+    cfg->t = t ? t : 1; /* above 1,000,000 tokens a second: one a us */
+    cfg->tau = (uint64_t)cfg->burst * cfg->t;
+    cfg->need = (uint64_t)cfg->requested * cfg->t;
+}
+
 int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
     memset(cfg, 0, sizeof *cfg);
     int64_t rate = 0, burst = 1, req = 1;
@@ -50,6 +57,7 @@ int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
     cfg->rate = (uint32_t)rate;
     cfg->burst = (uint32_t)burst;
     cfg->requested = (uint32_t)req;
+    sy__rl_shape(cfg);
     const char *v, *why = NULL;
     rc = 0;
     v = sy__parg(p, "key-resolver", &rc);
@@ -136,11 +144,7 @@ void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,
                  uint64_t bucket_key, int64_t now_ms, sy_ratelimit *out) {
     sy__rl_fill(cfg, out);
     uint64_t now = sy__store_now_us(st, now_ms);
-    uint64_t t = 1000000u / cfg->rate;
-    if (!t)
-        t = 1; /* above 1,000,000 tokens a second: one a microsecond */
-    uint64_t tau = (uint64_t)cfg->burst * t;
-    uint64_t need = (uint64_t)cfg->requested * t;
+    uint64_t t = cfg->t, tau = cfg->tau, need = cfg->need;
     uint64_t tag = bucket_key >> 48;
     for (int tries = 0; tries < 64; tries++) {
         sy__bucket *b = sy__store_bucket(st, bucket_key, now);

@@ -18,7 +18,14 @@ typedef struct sy__rl_cfg {
     bool deny_empty;
     sy__keyres kr;
     uint64_t fp; /* of rate, burst, requested: the bucket's shape */
+    /* in microseconds, set by compile for the check: one token's refill
+     * time (at least 1), the full bucket's, the requested tokens' */
+    uint64_t t, tau, need;
 } sy__rl_cfg;
+
+/* Set cfg's t, tau and need from its rate, burst and requested (compile
+ * does). */
+void sy__rl_shape(sy__rl_cfg *cfg);
 
 /* Read and check the args (p) into cfg. */
 int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg);

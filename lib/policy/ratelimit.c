@@ -158,11 +158,11 @@ void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,
         if (tat < now)
             tat = now;
         uint64_t used = tat - now; /* <= tau unless the clock went back */
-        uint64_t avail = used >= tau ? 0 : (tau - used) / t;
         if (used + need > tau) {
+            /* the division only here: an allowed check divides once */
             out->allowed = false;
             out->status = cfg->status;
-            out->remaining = (int64_t)avail;
+            out->remaining = (int64_t)(used >= tau ? 0 : (tau - used) / t);
             sy__store_count(&st->limited);
             return;
         }

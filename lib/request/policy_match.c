@@ -9,26 +9,39 @@
 #include "policy/ratelimit.h"
 #include "policy/retry.h"
 
-/* The k-th policy of builtin `id` in the merged chain (default i before
- * route i), or NULL. */
-static const void *nth_policy(const sy_match *m, sy__builtin id, size_t k) {
+/* The next policy of builtin `id` in the merged chain (default i before
+ * route i) from position *at (0 at first; moved past the one returned),
+ * or NULL. */
+static const void *next_policy(const sy_match *m, sy__builtin id,
+                               size_t *at) {
     const struct sy_route *d = m->snap->defaults, *r = m->route;
     size_t nd = d ? d->filter_count : 0, nr = r->filter_count;
-    size_t n = nd > nr ? nd : nr;
-    for (size_t i = 0; i < n; i++) {
-        for (int side = 0; side < 2; side++) {
+    size_t i = *at >> 1, side = *at & 1;
+    for (; i < nd || i < nr; i++, side = 0) {
+        for (; side < 2; side++) {
             const struct sy_route *src = side ? r : d;
-            if (!src || i >= (side ? nr : nd))
+            if (i >= (side ? nr : nd))
                 continue;
             /* the entry names its built-in: no call for other filters */
             const sy__factory_spec *spec = sy__def_spec(&src->filters[i]);
-            if (!spec || spec->id != id || k-- != 0)
+            if (!spec || spec->id != id)
                 continue;
+            *at = 2 * i + side + 1;
             sy__builtin got;
             return sy__filter_policy(src->cfilters[i], &got);
         }
     }
+    *at = 2 * i;
     return NULL;
+}
+
+/* The k-th policy of builtin `id` in the merged chain, or NULL. */
+static const void *nth_policy(const sy_match *m, sy__builtin id, size_t k) {
+    size_t at = 0;
+    const void *p;
+    while ((p = next_policy(m, id, &at)) && k--)
+        ;
+    return p;
 }
 
 static int64_t now_of(const sy_match *m, int64_t now_ms) {
@@ -49,8 +62,8 @@ static size_t resolve(const sy_match *m, const sy__rl_cfg *cfg, char *buf,
 }
 
 size_t sy_match_ratelimit_count(const sy_match *m) {
-    size_t n = 0;
-    while (m && nth_policy(m, SY_F_REQUEST_RATE_LIMITER, n))
+    size_t n = 0, at = 0;
+    while (m && next_policy(m, SY_F_REQUEST_RATE_LIMITER, &at))
         n++;
     return n;
 }
@@ -64,8 +77,8 @@ int sy_match_ratelimit(const sy_match *m, int64_t now_ms, sy_ratelimit *out,
     out->allowed = true;
     out->key[0] = '\0';
     const sy__rl_cfg *cfg;
-    for (size_t i = 0; (cfg = nth_policy(m, SY_F_REQUEST_RATE_LIMITER, i));
-         i++) {
+    for (size_t at = 0;
+         (cfg = next_policy(m, SY_F_REQUEST_RATE_LIMITER, &at));) {
         out->key_len = resolve(m, cfg, out->key, sizeof out->key - 1);
         out->key[out->key_len] = '\0';
         if (!out->key_len) {

@@ -291,16 +291,33 @@ static void set_bit(_Atomic uint64_t *w, uint64_t mask, bool on) {
         atomic_fetch_and(w, ~mask);
 }
 
+/* The bits set in v, inline (a build for any x86-64 has no popcnt
+ * instruction, and __builtin_popcountll is then a call) */
+static inline uint32_t pop64(uint64_t v) {
+    v -= (v >> 1) & 0x5555555555555555ull;
+    v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+    v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (uint32_t)((v * 0x0101010101010101ull) >> 56);
+}
+
 /* The bits set among the first `window` of bits: never more than the
- * window, whatever raced. */
+ * window, whatever raced. A word of no bits (the usual window: no
+ * failure, no slow call) costs a load and a test. */
 static uint32_t ones(_Atomic uint64_t *bits, uint32_t window) {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < window && i < SY_BREAKER_WINDOW_MAX; i += 64) {
-        uint64_t v = atomic_load_explicit(&bits[i / 64], memory_order_relaxed);
-        if (window - i < 64)
-            v &= (1ull << (window - i)) - 1;
-        n += (uint32_t)__builtin_popcountll(v);
-    }
+    if (window > SY_BREAKER_WINDOW_MAX)
+        window = SY_BREAKER_WINDOW_MAX;
+    uint32_t full = window / 64, rest = window % 64;
+    uint64_t last = 0, any = 0;
+    if (rest)
+        last = atomic_load_explicit(&bits[full], memory_order_relaxed) &
+               ((1ull << rest) - 1);
+    for (uint32_t i = 0; i < full; i++)
+        any |= atomic_load_explicit(&bits[i], memory_order_relaxed);
+    if (!(any | last))
+        return 0;
+    uint32_t n = pop64(last);
+    for (uint32_t i = 0; i < full; i++)
+        n += pop64(atomic_load_explicit(&bits[i], memory_order_relaxed));
     return n;
 }
 
@@ -308,7 +325,7 @@ static uint32_t ones(_Atomic uint64_t *bits, uint32_t window) {
  * threshold. */
 static void record_closed(sy_policy_store *st, sy__brk *b,
                           const sy__brk_cfg *cfg, uint64_t w, bool fail,
-                          bool slow, uint64_t now) {
+                          bool slow, int64_t now_ms) {
     uint64_t idx = atomic_fetch_add(&b->pos, 1);
     uint64_t i = idx % cfg->window, mask = 1ull << (i % 64);
     size_t word = (size_t)(i / 64);
@@ -317,21 +334,24 @@ static void record_closed(sy_policy_store *st, sy__brk *b,
     uint64_t calls = idx + 1 < cfg->window ? idx + 1 : cfg->window;
     if (calls < cfg->min_calls)
         return;
-    float f = (float)ones(b->fbits, cfg->window) * 100.0f / (float)calls;
-    float s = (float)ones(b->sbits, cfg->window) * 100.0f / (float)calls;
-    if (f < cfg->failure_rate && s < cfg->slow_rate)
+    /* no failure (no slow call) is a rate of 0, below every threshold
+     * (compile refuses 0): no float division for it */
+    uint32_t nf = ones(b->fbits, cfg->window), ns = ones(b->sbits, cfg->window);
+    if ((!nf || (float)nf * 100.0f / (float)calls < cfg->failure_rate) &&
+        (!ns || (float)ns * 100.0f / (float)calls < cfg->slow_rate))
         return;
     uint64_t e = EPOCH(w) + 1;
     if (atomic_compare_exchange_strong(
             &b->word, &w, mkword(SY_BREAKER_OPEN, e, 0, 0, 0, 0))) {
-        atomic_store(&b->since, mksince(e, false, now));
+        atomic_store(&b->since,
+                     mksince(e, false, sy__store_rel_ms(st, now_ms)));
         sy__store_count(&st->breaker_opened);
     }
 }
 
 static void record_half_open(sy_policy_store *st, sy__brk *b,
                              const sy__brk_cfg *cfg, uint64_t w, bool fail,
-                             bool slow, uint64_t now) {
+                             bool slow, int64_t now_ms) {
     uint32_t epoch = (uint32_t)EPOCH(w);
     for (;;) {
         uint64_t calls = HCALLS(w) + 1, fails = HFAILS(w) + fail,
@@ -348,6 +368,7 @@ static void record_half_open(sy_policy_store *st, sy__brk *b,
             nw = mkword(to, epoch + 1, 0, 0, 0, 0);
         }
         if (atomic_compare_exchange_weak(&b->word, &w, nw)) {
+            uint64_t now = to < 0 ? 0 : sy__store_rel_ms(st, now_ms);
             if (to == SY_BREAKER_CLOSED) {
                 clear_window(b);
                 atomic_store(&b->since, mksince(epoch + 1, true, now));
@@ -384,11 +405,11 @@ sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
     uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
     if (EPOCH(w) != p->epoch)
         return v; /* asked before a transition: counts no more */
-    uint64_t now = sy__store_rel_ms(st, now_ms);
+    /* the time is read only when the state moves */
     if (ST(w) == SY_BREAKER_CLOSED)
-        record_closed(st, b, cfg, w, fail, slow, now);
+        record_closed(st, b, cfg, w, fail, slow, now_ms);
     else if (ST(w) == SY_BREAKER_HALF_OPEN)
-        record_half_open(st, b, cfg, w, fail, slow, now);
+        record_half_open(st, b, cfg, w, fail, slow, now_ms);
     return v;
 }
 

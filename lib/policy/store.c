@@ -61,7 +61,7 @@ int sy_policy_store_attach(void *mem, size_t len, sy_policy_store **out,
     return 0;
 }
 
-static int64_t base_of(sy_policy_store *st, int64_t now_ms) {
+int64_t sy__store_set_base(sy_policy_store *st, int64_t now_ms) {
     int64_t b = atomic_load_explicit(&st->base_ms, memory_order_relaxed);
     if (b)
         return b;
@@ -71,16 +71,6 @@ static int64_t base_of(sy_policy_store *st, int64_t now_ms) {
     if (atomic_compare_exchange_strong(&st->base_ms, &b, want))
         return want;
     return b;
-}
-
-uint64_t sy__store_now_us(sy_policy_store *st, int64_t now_ms) {
-    int64_t b = base_of(st, now_ms);
-    return now_ms > b ? (uint64_t)(now_ms - b) * 1000u : 0;
-}
-
-uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms) {
-    int64_t b = base_of(st, now_ms);
-    return now_ms > b ? (uint64_t)(now_ms - b) : 1;
 }
 
 static uint64_t tag_of(uint64_t key) {

@@ -64,11 +64,23 @@ static inline sy__brk *sy__store_brks(sy_policy_store *st) {
                                (size_t)st->slots * sizeof(sy__bucket));
 }
 
-/* Microseconds since the store's time base for now_ms (the base is set
- * by the first call, a day before it; earlier times give 0). */
-uint64_t sy__store_now_us(sy_policy_store *st, int64_t now_ms);
+/* The store's time base, set by the first call (a day before now_ms). */
+int64_t sy__store_set_base(sy_policy_store *st, int64_t now_ms);
+static inline int64_t sy__store_base(sy_policy_store *st, int64_t now_ms) {
+    int64_t b = atomic_load_explicit(&st->base_ms, memory_order_relaxed);
+    return b ? b : sy__store_set_base(st, now_ms);
+}
+/* Microseconds since the store's time base for now_ms (earlier times
+ * give 0); inline: every check reads it. */
+static inline uint64_t sy__store_now_us(sy_policy_store *st, int64_t now_ms) {
+    int64_t b = sy__store_base(st, now_ms);
+    return now_ms > b ? (uint64_t)(now_ms - b) * 1000u : 0;
+}
 /* Milliseconds since the base, at least 1. */
-uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms);
+static inline uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms) {
+    int64_t b = sy__store_base(st, now_ms);
+    return now_ms > b ? (uint64_t)(now_ms - b) : 1;
+}
 
 /* The bucket slot of `key` (never 0), found or claimed at now_us (a slot
  * whose bucket is full by then may be taken); NULL: no slot within the

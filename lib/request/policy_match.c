@@ -122,7 +122,8 @@ int sy_match_breaker_acquire(const sy_match *m, int64_t now_ms,
                              sy_breaker_permit *out, sy_error *err) {
     if (!m || !out)
         return sy__error_set(err, SY_EINVAL, "", "match and out needed");
-    const sy__brk_cfg *cfg = nth_policy(m, SY_F_CIRCUIT_BREAKER, 0);
+    size_t at = 0;
+    const sy__brk_cfg *cfg = next_policy(m, SY_F_CIRCUIT_BREAKER, &at);
     if (!cfg) {
         memset(out, 0, sizeof *out);
         out->permitted = true;

@@ -77,11 +77,30 @@ bool sy__keyres_parse(const char *text, const sy_registry *reg,
     return false;
 }
 
+/* Copy n bytes (at most cap) of s to buf: a short key (most are) in two
+ * overlapping fixed-size moves, no call. */
 static size_t put(char *buf, size_t cap, const char *s, size_t n) {
     if (n > cap)
         n = cap;
-    if (n)
+    if (n > 16) {
         memcpy(buf, s, n);
+    } else if (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(buf, &a, 8);
+        memcpy(buf + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(buf, &a, 4);
+        memcpy(buf + n - 4, &b, 4);
+    } else if (n) {
+        buf[0] = s[0];
+        buf[n >> 1] = s[n >> 1];
+        buf[n - 1] = s[n - 1];
+    }
     return n;
 }
 

@@ -132,8 +132,10 @@ sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create,
     uint32_t h = (uint32_t)(key ^ (key >> 32)) & mask;
     if (room)
         *room = false;
+    /* the probe steps a pointer, wrapping at the table's end: a long
+     * probe (a full table) costs a few instructions an entry */
+    sy__brk *b = &t[h], *end = t + mask + 1;
     for (uint32_t i = 0; i <= mask; i++) {
-        sy__brk *b = &t[(h + i) & mask];
         uint64_t k = atomic_load_explicit(&b->key, memory_order_acquire);
         if (k == key)
             return b;
@@ -147,6 +149,8 @@ sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create,
             if (k == key)
                 return b;
         }
+        if (++b == end)
+            b = t;
     }
     return NULL;
 }

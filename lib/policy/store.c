@@ -73,6 +73,15 @@ int64_t sy__store_set_base(sy_policy_store *st, int64_t now_ms) {
     return b;
 }
 
+/* The first slot of key in a table of n (a power of two) slots: the
+ * key's high bits after a multiply by 2^64 / phi. The key's low bits
+ * alone (version 1) clustered: 100,000 breaker names in 131,072 entries
+ * took 17 probes a lookup, against 2.6 for a uniform spread. */
+static uint32_t home_of(uint64_t key, uint32_t n) {
+    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >>
+                      (64 - __builtin_ctz(n))) & (n - 1);
+}
+
 static uint64_t tag_of(uint64_t key) {
     return key >> 48;
 }
@@ -82,7 +91,7 @@ sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
     sy__bucket *t = sy__store_buckets(st);
     uint32_t mask = st->slots - 1;
     sy__bucket *spare = NULL;
-    uint32_t h = (uint32_t)(key ^ (key >> 32)) & mask;
+    uint32_t h = home_of(key, st->slots);
     for (uint32_t i = 0; i < SY_STORE_PROBES && i <= mask; i++) {
         sy__bucket *b = &t[(h + i) & mask];
         uint64_t k = atomic_load_explicit(&b->key, memory_order_acquire);
@@ -129,7 +138,7 @@ sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create,
                            bool *room) {
     sy__brk *t = sy__store_brks(st);
     uint32_t mask = st->breakers - 1;
-    uint32_t h = (uint32_t)(key ^ (key >> 32)) & mask;
+    uint32_t h = home_of(key, st->breakers);
     if (room)
         *room = false;
     /* the probe steps a pointer, wrapping at the table's end: a long

@@ -23,7 +23,7 @@
 #include <stdatomic.h>
 
 #define SY_STORE_MAGIC 0x3152545359505953ull /* "SYPYSTR1" */
-#define SY_STORE_VERSION 1u
+#define SY_STORE_VERSION 2u /* 2: keys placed by home_of (store.c) */
 #define SY_STORE_PROBES 32u
 
 typedef struct sy__bucket {

@@ -110,6 +110,28 @@ static ngx_int_t sw_zone_policy_init(sw_zone_ctx_t *ctx, ngx_shm_zone_t *zone) {
     return NGX_OK;
 }
 
+/* A zone kept across a reload holds the store the previous module
+ * formatted. If this build cannot use it (another store format, after an
+ * upgrade of the module), a new store is made beside it: the old workers
+ * keep the one they attached to until they exit, the new ones start with
+ * fresh limiter and breaker state, and the log says so. */
+static ngx_int_t sw_zone_policy_reuse(sw_zone_ctx_t *ctx, ngx_shm_zone_t *zone) {
+    sy_policy_store *st;
+    sy_error err;
+
+    if (ctx->sh->policy &&
+        sy_policy_store_attach(ctx->sh->policy, ctx->sh->policy_len, &st,
+                               &err) == 0)
+        return NGX_OK;
+    ngx_log_error(NGX_LOG_NOTICE, zone->shm.log, 0,
+                  "switchyard: zone \"%V\": the policy store it holds is "
+                  "not this module's format (%s): a new one is made, rate "
+                  "limits and breakers start afresh",
+                  &zone->shm.name,
+                  ctx->sh->policy ? err.message : "none");
+    return sw_zone_policy_init(ctx, zone);
+}
+
 ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
     sw_zone_ctx_t *octx = data, *ctx = zone->data;
 
@@ -118,12 +140,12 @@ ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
     if (octx) {
         ctx->sh = octx->sh;
         ctx->shpool = octx->shpool;
-        return NGX_OK;
+        return sw_zone_policy_reuse(ctx, zone);
     }
     ctx->shpool = (ngx_slab_pool_t *)zone->shm.addr;
     if (zone->shm.exists) {
         ctx->sh = ctx->shpool->data;
-        return NGX_OK;
+        return sw_zone_policy_reuse(ctx, zone);
     }
     ctx->sh = ngx_slab_calloc(ctx->shpool, sizeof(sw_shm_t));
     if (ctx->sh == NULL) {

@@ -474,48 +474,58 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
     return r;
 }
 
-int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
-                        const sy__snapshot_config *cfg,
-                        const sy__route_change *changes, size_t n,
-                        uint64_t generation, sy_snapshot **out,
-                        struct sy_route ***removed_out, size_t *removed_count,
-                        sy_error *err) {
-    *out = NULL;
-    *removed_out = NULL;
-    *removed_count = 0;
-    uint32_t *added = NULL, *order = NULL, *fresh_ws = NULL;
-    size_t fresh_wn = 0;
-    struct sy_route **removed = NULL;
-    size_t added_count = 0, nremoved = 0;
-    sy_snapshot *s = sy__pub_obj_alloc(a, sizeof *s);
+/* One derive's state, shared by its phases. */
+typedef struct derive {
+    const sy__alloc *a;
+    sy_snapshot *s;
+    const sy_snapshot *base;
+    const sy__route_change *changes;
+    size_t n;
+    bool bulk;        /* indexed from scratch (compact_and_index) */
+    size_t live;      /* live routes as the changes are applied */
+    uint32_t *order;  /* the changes in key order (a first document) */
+    uint32_t *added;  /* slots of set changes */
+    size_t added_count;
+    struct sy_route **removed; /* routes that left, handed back */
+    size_t nremoved;
+    uint32_t *fresh_ws; /* a first document: its weight candidates */
+    size_t fresh_wn;
+} derive;
+
+static const sy__route_change *change_at(const derive *d, size_t c) {
+    return &d->changes[d->order ? d->order[c] : c];
+}
+
+/* Phase 1: the new snapshot object sharing the base's tables; whether it
+ * is indexed from scratch (a change list about as large as the table:
+ * its cost is O(n) anyway) or over the base's index with overlays. */
+static int derive_start(derive *d, const sy__snapshot_config *cfg,
+                        uint64_t generation) {
+    const sy__alloc *a = d->a;
+    const sy_snapshot *base = d->base;
+    size_t n = d->n;
+    sy_snapshot *s = d->s = sy__pub_obj_alloc(a, sizeof *s);
     if (!s)
-        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+        return SY_ENOMEM;
     s->alloc = a;
     s->generation = generation;
     s->fp_seq = base ? base->fp_seq : sy__snap_fp_empty();
     int rc = copy_config(s, base, cfg);
     if (rc)
-        goto fail;
+        return rc;
     s->crefs = base && base->crefs ? sy__crefs_hold(base->crefs)
                                    : sy__crefs_new(a);
-    if (!s->crefs) {
-        rc = SY_ENOMEM;
-        goto fail;
-    }
-
+    if (!s->crefs)
+        return SY_ENOMEM;
     /* slots: the base's (routes shared, not counted) + one per set change,
      * a free one reused when there is one */
-    size_t live = base ? base->route_count : 0;
-    added = sy__malloc(a, (n ? n : 1) * sizeof *added);
-    removed = sy__malloc(a, (n ? n : 1) * sizeof *removed);
-    if (!added || !removed || (rc = sy__snap_share_base(s, base, n, live))) {
-        rc = SY_ENOMEM;
-        goto fail;
-    }
-    /* a change list about as large as the table is indexed from scratch
-     * (its cost is O(n) anyway): compact slots, build a fresh base */
-    bool bulk = !base || !base->base || n * 4 >= live + 64;
-    if (!bulk) {
+    d->live = base ? base->route_count : 0;
+    d->added = sy__malloc(a, (n ? n : 1) * sizeof *d->added);
+    d->removed = sy__malloc(a, (n ? n : 1) * sizeof *d->removed);
+    if (!d->added || !d->removed || sy__snap_share_base(s, base, n, d->live))
+        return SY_ENOMEM;
+    d->bulk = !base || !base->base || n * 4 >= d->live + 64;
+    if (!d->bulk) {
         s->base = sy__index_ref(base->base);
         s->base_dead = base->base_dead;
         s->build = base->build ? sy__snap_build_ref(base->build) : NULL;
@@ -525,62 +535,125 @@ int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
             !sy__snap_list_copy(a, &s->free_slots, &base->free_slots, n) ||
             !sy__snap_list_copy(a, &s->graves[0], &base->graves[0], n) ||
             !sy__snap_list_copy(a, &s->graves[1], &base->graves[1], n))
-            goto fail;
+            return SY_ENOMEM;
     }
     /* a whole document onto an empty table: taken in rank order, so the
      * slots need no compaction (compact_and_index) */
-    if (bulk && live == 0 && n > 1 && !(order = key_order(a, changes, n))) {
-        rc = SY_ENOMEM;
-        goto fail;
-    }
+    if (d->bulk && d->live == 0 && n > 1 &&
+        !(d->order = key_order(a, d->changes, n)))
+        return SY_ENOMEM;
     /* a first document: every live route is one of the changes, whose
      * scratch needs and weight slots the change loop notes while it reads
      * the route anyway (compact_and_index then needs no pass of its own) */
-    if (order && !(fresh_ws = sy__malloc(a, n * sizeof *fresh_ws))) {
-        rc = SY_ENOMEM;
-        goto fail;
+    if (d->order && !(d->fresh_ws = sy__malloc(a, n * sizeof *d->fresh_ws)))
+        return SY_ENOMEM;
+    return SY_OK;
+}
+
+/* What change c + 12 (its id's text and fingerprint, the rank order's
+ * sequence hash), c + 6 and c + 3 (what scratch_needs reads) will read:
+ * in key order they lie all over the heap. */
+static void prefetch_changes(const derive *d, size_t c) {
+    size_t n = d->n;
+    if (c + 12 < n) {
+        const sy__route_change *ah = change_at(d, c + 12);
+        __builtin_prefetch(ah->id);
+        if (ah->route) {
+            __builtin_prefetch(&ah->route->fingerprint);
+            if (d->fresh_ws) { /* and what scratch_needs reads */
+                __builtin_prefetch(&ah->route->predicate_count);
+                __builtin_prefetch(&ah->route->cpreds);
+            }
+        }
     }
-    rc = SY_ENOMEM; /* what a failed chunk copy below means */
+    if (d->fresh_ws && c + 6 < n) {
+        const struct sy_route *ar = d->changes[d->order[c + 6]].route;
+        if (ar) {
+            __builtin_prefetch(ar->cpreds);
+            __builtin_prefetch(ar->cfilters);
+        }
+    }
+    if (d->fresh_ws && c + 3 < n) {
+        const struct sy_route *ar = d->changes[d->order[c + 3]].route;
+        for (size_t k = 0; ar && k < ar->predicate_count && k < 8; k++)
+            __builtin_prefetch(ar->cpreds[k]);
+        for (size_t k = 0; ar && k < ar->filter_count && k < 8; k++)
+            __builtin_prefetch(ar->cfilters[k]);
+    }
+}
+
+/* Phase 2a: the live route in slot `old` leaves (replaced or removed):
+ * out of the rank order, the id table and the overlays, its slot free now
+ * (only in ov[0]: no index holds it) or a grave until no base or rebuild
+ * can hold it (snapshot_build.c); its route handed back. */
+static bool derive_remove(derive *d, uint32_t old, uint32_t pos) {
+    sy_snapshot *s = d->s;
+    sy__slot *os = sy__snap_slot_mut(s, old);
+    if (!os || !sy__snap_rank_remove(s, old) || !sy__snap_id_remove_at(s, pos))
+        return false;
+    bool in0 = false, in1 = false;
+    if (!d->bulk &&
+        (sy__overlay_remove(s->ov[0], old, os->route, &in0) ||
+         (!in0 && sy__overlay_remove(s->ov[1], old, os->route, &in1))))
+        return false;
+    s->base_dead += !d->bulk && !in0; /* a dead entry of an index */
+    sy__slot_list *to = in0        ? &s->free_slots
+                        : s->build ? &s->graves[1]
+                                   : &s->graves[0];
+    if (!d->bulk && !sy__snap_list_push(d->a, to, old))
+        return false;
+    d->removed[d->nremoved++] = os->route; /* hand it back */
+    os->route = NULL;
+    d->live--;
+    return true;
+}
+
+/* Phase 2b: change ch's route into a slot (a free one reused), the id
+ * table at `pos`, the rank order and the overlay. */
+static bool derive_add(derive *d, const sy__route_change *ch, uint32_t h,
+                       uint32_t pos) {
+    sy_snapshot *s = d->s;
+    bool reuse = !d->bulk && s->free_slots.n;
+    uint32_t slot = reuse ? s->free_slots.v[s->free_slots.n - 1] : s->slot_count;
+    sy__slot *ns = sy__snap_slot_mut(s, slot);
+    if (!ns)
+        return false;
+    /* NEW_SLOT marks a slot of this change list until the loop ends */
+    *ns = (sy__slot){ch->route, ch->key, ch->source, NEW_SLOT};
+    if (reuse)
+        s->free_slots.n--;
+    else
+        s->slot_count++;
+    if (!sy__snap_id_set(s, pos, (sy__id_entry){h, slot}) ||
+        !sy__snap_rank_insert(s, slot))
+        return false;
+    if (!d->bulk && sy__overlay_add(s->ov[0], slot, ch->key, ch->route))
+        return false;
+    d->added[d->added_count++] = slot;
+    d->live++;
+    if (d->fresh_ws && scratch_needs(s, ch->route) && !ch->route->disabled)
+        d->fresh_ws[d->fresh_wn++] = slot;
+    return true;
+}
+
+/* Phase 2: every change in order. SY_EINVAL for an id twice in the list
+ * (the caller takes one reference per set change), SY_ENOMEM. */
+static int derive_changes(derive *d) {
+    sy_snapshot *s = d->s;
+    size_t n = d->n;
     /* id hashes of the changes c .. c + ID_AHEAD (idq[c % 8]): each hashed
      * ID_AHEAD changes ahead and its id table entry fetched (a random line
      * of the table, a miss per change in a large one) */
     enum { ID_AHEAD = 4 };
     uint32_t idq[8];
     for (size_t c = 0; c < n && c < ID_AHEAD; c++)
-        idq[c] = sy__snap_id_hash(changes[order ? order[c] : c].id);
+        idq[c] = sy__snap_id_hash(change_at(d, c)->id);
     for (size_t c = 0; c < n; c++) {
-        const sy__route_change *ch = &changes[order ? order[c] : c];
-        /* the id's text and fingerprint (the rank order's sequence hash)
-         * of a change ahead: in key order they lie all over the heap */
-        if (c + 12 < n) {
-            const sy__route_change *ah =
-                &changes[order ? order[c + 12] : c + 12];
-            __builtin_prefetch(ah->id);
-            if (ah->route) {
-                __builtin_prefetch(&ah->route->fingerprint);
-                if (fresh_ws) { /* and what scratch_needs reads */
-                    __builtin_prefetch(&ah->route->predicate_count);
-                    __builtin_prefetch(&ah->route->cpreds);
-                }
-            }
-        }
-        if (fresh_ws && c + 6 < n) {
-            const struct sy_route *ar = changes[order[c + 6]].route;
-            if (ar) {
-                __builtin_prefetch(ar->cpreds);
-                __builtin_prefetch(ar->cfilters);
-            }
-        }
-        if (fresh_ws && c + 3 < n) {
-            const struct sy_route *ar = changes[order[c + 3]].route;
-            for (size_t k = 0; ar && k < ar->predicate_count && k < 8; k++)
-                __builtin_prefetch(ar->cpreds[k]);
-            for (size_t k = 0; ar && k < ar->filter_count && k < 8; k++)
-                __builtin_prefetch(ar->cfilters[k]);
-        }
+        const sy__route_change *ch = change_at(d, c);
+        prefetch_changes(d, c);
         if (c + ID_AHEAD < n) {
             size_t k = c + ID_AHEAD;
-            uint32_t hk = sy__snap_id_hash(changes[order ? order[k] : k].id);
+            uint32_t hk = sy__snap_id_hash(change_at(d, k)->id);
             uint32_t i = hk & s->id_mask;
             idq[k % 8] = hk;
             __builtin_prefetch(
@@ -589,137 +662,122 @@ int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
         uint32_t h = idq[c % 8];
         uint32_t pos;
         uint32_t old = sy__snap_id_find(s, ch->id, h, &pos);
-        if (old != NONE && sy__snapshot_slot(s, old)->weight == NEW_SLOT) {
-            /* the caller takes one reference per set change: an id may
-             * appear once per change list */
-            rc = SY_EINVAL;
-            goto fail;
-        }
+        if (old != NONE && sy__snapshot_slot(s, old)->weight == NEW_SLOT)
+            return SY_EINVAL;
         if (old != NONE) {
-            sy__slot *os = sy__snap_slot_mut(s, old);
-            if (!os || !sy__snap_rank_remove(s, old) ||
-                !sy__snap_id_remove_at(s, pos))
-                goto fail;
-            bool in0 = false, in1 = false;
-            if (!bulk &&
-                (sy__overlay_remove(s->ov[0], old, os->route, &in0) ||
-                 (!in0 && sy__overlay_remove(s->ov[1], old, os->route, &in1))))
-                goto fail;
-            s->base_dead += !bulk && !in0; /* a dead entry of an index */
-            /* only in ov[0]: no index holds it, free now; else a grave
-             * until no base or rebuild can hold it (snapshot_build.c) */
-            sy__slot_list *to = in0        ? &s->free_slots
-                                : s->build ? &s->graves[1]
-                                           : &s->graves[0];
-            if (!bulk && !sy__snap_list_push(a, to, old))
-                goto fail;
-            removed[nremoved++] = os->route; /* hand it back */
-            os->route = NULL;
-            live--;
+            if (!derive_remove(d, old, pos))
+                return SY_ENOMEM;
             sy__snap_id_find(s, ch->id, h, &pos);
         }
-        if (!ch->route)
-            continue;
-        bool reuse = !bulk && s->free_slots.n;
-        uint32_t slot =
-            reuse ? s->free_slots.v[s->free_slots.n - 1] : s->slot_count;
-        sy__slot *ns = sy__snap_slot_mut(s, slot);
-        if (!ns)
-            goto fail;
-        /* NEW_SLOT marks a slot of this change list until the loop ends */
-        *ns = (sy__slot){ch->route, ch->key, ch->source, NEW_SLOT};
-        if (reuse)
-            s->free_slots.n--;
-        else
-            s->slot_count++;
-        if (!sy__snap_id_set(s, pos, (sy__id_entry){h, slot}) ||
-            !sy__snap_rank_insert(s, slot))
-            goto fail;
-        if (!bulk && sy__overlay_add(s->ov[0], slot, ch->key, ch->route))
-            goto fail;
-        added[added_count++] = slot;
-        live++;
-        if (fresh_ws && scratch_needs(s, ch->route) && !ch->route->disabled)
-            fresh_ws[fresh_wn++] = slot;
+        if (ch->route && !derive_add(d, ch, h, pos))
+            return SY_ENOMEM;
     }
-    for (size_t i = 0; i < added_count; i++) /* private chunks: no copy */
-        sy__snap_slot_mut(s, added[i])->weight = NONE;
+    for (size_t i = 0; i < d->added_count; i++) /* private chunks: no copy */
+        sy__snap_slot_mut(s, d->added[i])->weight = NONE;
     sy__snap_rank_recount(s);
     /* taken in key order (key_order): already sorted */
-    if (!order && !sort_by_key(s, added, added_count))
-        goto fail;
-
-    /* index: the base shared, the changes in the overlay (above), a
-     * rebuild advanced by one bounded share; or all from scratch */
-    if (bulk) {
-        /* weight candidates: found by the change loop (a first document)
-         * or by a pass over every route there */
-        rc = compact_and_index(s, &fresh_ws, &fresh_wn, fresh_ws != NULL);
-        if (!rc)
-            rc = build_weights(s, fresh_ws, fresh_wn);
-        sy__free(a, fresh_ws);
-        fresh_ws = NULL;
-    } else {
-        if (base->max_groups > s->max_groups)
-            s->max_groups = base->max_groups;
-        if (base->max_vars > s->max_vars)
-            s->max_vars = base->max_vars;
-        s->needs_host |= base->needs_host;
-        s->needs_time |= base->needs_time;
-        /* weight candidates: the base's weight routes and the new slots */
-        size_t wn = (base ? base->weight_count : 0) + added_count;
-        uint32_t *wc = sy__malloc(a, (wn ? wn : 1) * sizeof *wc);
-        if (!wc) {
-            rc = SY_ENOMEM;
-            goto fail;
-        }
-        for (size_t i = 0; i < added_count; i++)
-            scratch_needs(s, sy__snapshot_slot(s, added[i])->route);
-        rc = sy__snap_build_advance(s);
-        size_t k = 0;
-        for (size_t i = 0; base && i < base->weight_count; i++)
-            wc[k++] = base->weight_slots[i];
-        memcpy(wc + k, added, added_count * sizeof *added);
-        k += added_count;
-        /* weight indices of the base belong to the base's table */
-        for (size_t i = 0; !rc && base && i < base->weight_count; i++) {
-            sy__slot *ws = sy__snap_slot_mut(s, base->weight_slots[i]);
-            if (!ws)
-                rc = SY_ENOMEM;
-            else
-                ws->weight = NONE;
-        }
-        if (!rc)
-            rc = build_weights(s, wc, k);
-        sy__free(a, wc);
-    }
-    if (rc)
-        goto fail;
-    match_prep_init(s);
-    s->bytes = sizeof *s + s->slot_chunk_cap * (sizeof(void *) + 4) +
-               s->rank_nchunks * (sizeof(void *) + 4 + sizeof(size_t)) +
-               ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) *
-                   (sizeof(void *) + 4) +
-               s->chunk_bytes + sy__overlay_bytes(s->ov[0]) +
-               sy__overlay_bytes(s->ov[1]) +
-               (bulk && s->base ? sy__index_bytes(s->base) : 0);
-    s->pub.bytes = s->bytes;
-    sy__free(a, added);
-    sy__free(a, order);
-    *out = s;
-    *removed_out = removed;
-    *removed_count = nremoved;
+    if (!d->order && !sort_by_key(s, d->added, d->added_count))
+        return SY_ENOMEM;
     return SY_OK;
+}
 
-fail:
-    sy__free(a, added);
-    sy__free(a, order);
-    sy__free(a, fresh_ws);
-    sy__free(a, removed);
-    snapshot_free_parts(s);
-    sy__pub_obj_free(a, &s->pub);
-    return sy__error_set(err, rc ? rc : SY_ENOMEM, "", "%s",
-                         sy_strerror(rc ? rc : SY_ENOMEM));
+/* Phase 3 over a base: the base's index shared, the changes in the
+ * overlay (phase 2), a rebuild advanced by one bounded share; weight
+ * candidates are the base's weight routes and the new slots. */
+static int derive_index_over_base(derive *d) {
+    sy_snapshot *s = d->s;
+    const sy_snapshot *base = d->base;
+    if (base->max_groups > s->max_groups)
+        s->max_groups = base->max_groups;
+    if (base->max_vars > s->max_vars)
+        s->max_vars = base->max_vars;
+    s->needs_host |= base->needs_host;
+    s->needs_time |= base->needs_time;
+    size_t wn = base->weight_count + d->added_count;
+    uint32_t *wc = sy__malloc(d->a, (wn ? wn : 1) * sizeof *wc);
+    if (!wc)
+        return SY_ENOMEM;
+    for (size_t i = 0; i < d->added_count; i++)
+        scratch_needs(s, sy__snapshot_slot(s, d->added[i])->route);
+    int rc = sy__snap_build_advance(s);
+    size_t k = 0;
+    for (size_t i = 0; i < base->weight_count; i++)
+        wc[k++] = base->weight_slots[i];
+    memcpy(wc + k, d->added, d->added_count * sizeof *d->added);
+    k += d->added_count;
+    /* weight indices of the base belong to the base's table */
+    for (size_t i = 0; !rc && i < base->weight_count; i++) {
+        sy__slot *ws = sy__snap_slot_mut(s, base->weight_slots[i]);
+        if (!ws)
+            rc = SY_ENOMEM;
+        else
+            ws->weight = NONE;
+    }
+    if (!rc)
+        rc = build_weights(s, wc, k);
+    sy__free(d->a, wc);
+    return rc;
+}
+
+/* Phase 3: the index, from scratch (bulk: weight candidates found by the
+ * change loop for a first document, or by a pass over every route) or
+ * over the base. */
+static int derive_index(derive *d) {
+    if (!d->bulk)
+        return derive_index_over_base(d);
+    int rc = compact_and_index(d->s, &d->fresh_ws, &d->fresh_wn,
+                               d->fresh_ws != NULL);
+    if (!rc)
+        rc = build_weights(d->s, d->fresh_ws, d->fresh_wn);
+    sy__free(d->a, d->fresh_ws);
+    d->fresh_ws = NULL;
+    return rc;
+}
+
+/* The bytes the snapshot itself holds (not its routes). */
+static size_t derive_bytes(const sy_snapshot *s, bool bulk) {
+    return sizeof *s + s->slot_chunk_cap * (sizeof(void *) + 4) +
+           s->rank_nchunks * (sizeof(void *) + 4 + sizeof(size_t)) +
+           ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * (sizeof(void *) + 4) +
+           s->chunk_bytes + sy__overlay_bytes(s->ov[0]) +
+           sy__overlay_bytes(s->ov[1]) +
+           (bulk && s->base ? sy__index_bytes(s->base) : 0);
+}
+
+int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
+                        const sy__snapshot_config *cfg,
+                        const sy__route_change *changes, size_t n,
+                        uint64_t generation, sy_snapshot **out,
+                        struct sy_route ***removed_out, size_t *removed_count,
+                        sy_error *err) {
+    *out = NULL;
+    *removed_out = NULL;
+    *removed_count = 0;
+    derive d = {a, NULL, base, changes, n, false, 0, NULL, NULL, 0,
+                NULL, 0, NULL, 0};
+    int rc = derive_start(&d, cfg, generation);
+    if (!rc)
+        rc = derive_changes(&d);
+    if (!rc)
+        rc = derive_index(&d);
+    sy__free(a, d.added);
+    sy__free(a, d.order);
+    sy__free(a, d.fresh_ws);
+    if (rc) {
+        sy__free(a, d.removed);
+        if (d.s) {
+            snapshot_free_parts(d.s);
+            sy__pub_obj_free(a, &d.s->pub);
+        }
+        return sy__error_set(err, rc, "", "%s", sy_strerror(rc));
+    }
+    match_prep_init(d.s);
+    d.s->bytes = derive_bytes(d.s, d.bulk);
+    d.s->pub.bytes = d.s->bytes;
+    *out = d.s;
+    *removed_out = d.removed;
+    *removed_count = d.nremoved;
+    return SY_OK;
 }
 
 const struct sy__service *sy__snapshot_service(const sy_snapshot *s,

@@ -219,7 +219,7 @@ while time.time() < end:
         body = json.dumps({"id": "storm", "uri": "http://127.0.0.1:%d" % bp,
                            "predicates": ["Path=/storm/%d/**" % n],
                            "filters": ["AddRequestHeader=X-Storm,%d" % n]})
-        c.request("PUT", "/routes/single/storm", body=body)
+        c.request("PUT", "/routes/storm/storm", body=body)
     else:
         c.request("GET", "/status")
     r = c.getresponse(); r.read()

@@ -213,6 +213,35 @@ static inline unsigned sy__swar_first(uint64_t answer) {
 #define SY_SWAR_FIRST_OK 0
 #endif
 
+/* n bytes at a and b are equal: overlapping word loads, no call (for the short
+ * texts of the request path: segments, labels, header names). */
+static inline bool sy__bytes_eq(const char *a, const char *b, size_t n) {
+    if (n >= 8) {
+        uint64_t x, y;
+        for (size_t i = 0; i + 8 <= n; i += 8) {
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return false;
+        }
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    if (n >= 4) {
+        uint32_t x0, y0, x1, y1;
+        memcpy(&x0, a, 4);
+        memcpy(&y0, b, 4);
+        memcpy(&x1, a + n - 4, 4);
+        memcpy(&y1, b + n - 4, 4);
+        return x0 == y0 && x1 == y1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 static inline bool sy__str_eq(sy_str a, const char *b, size_t blen) {
     return a.len == blen && (blen == 0 || memcmp(a.ptr, b, blen) == 0);
 }

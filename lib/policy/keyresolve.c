@@ -104,33 +104,10 @@ static size_t put(char *buf, size_t cap, const char *s, size_t n) {
     return n;
 }
 
-/* a and b (n bytes) the same as they are, in fixed-size loads */
-static bool same_bytes(const char *a, const char *b, size_t n) {
-    uint64_t x, y;
-    for (; n >= 8; a += 8, b += 8, n -= 8) {
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y)
-            return false;
-    }
-    if (n >= 4) {
-        uint32_t p, q, r, s;
-        memcpy(&p, a, 4);
-        memcpy(&q, b, 4);
-        memcpy(&r, a + n - 4, 4);
-        memcpy(&s, b + n - 4, 4);
-        return p == q && r == s;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i])
-            return false;
-    return true;
-}
-
 /* a and b (n bytes) the same but for ASCII case: the bytes as they are
  * first (the request's hot path), the case folded only when they differ */
 static bool same_nocase(const char *a, const char *b, size_t n) {
-    if (same_bytes(a, b, n))
+    if (sy__bytes_eq(a, b, n))
         return true;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)a[i], d = (unsigned char)b[i];

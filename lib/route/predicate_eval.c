@@ -318,35 +318,6 @@ static bool test_method(const sy__pred *p, sy_str m) {
     return false;
 }
 
-/* n bytes at a and b are equal: overlapping word loads, no call (the
- * segments and labels compared here are short). */
-static inline bool bytes_eq(const char *a, const char *b, size_t n) {
-    if (n >= 8) {
-        uint64_t x, y;
-        for (size_t i = 0; i + 8 <= n; i += 8) {
-            memcpy(&x, a + i, 8);
-            memcpy(&y, b + i, 8);
-            if (x != y)
-                return false;
-        }
-        memcpy(&x, a + n - 8, 8);
-        memcpy(&y, b + n - 8, 8);
-        return x == y;
-    }
-    if (n >= 4) {
-        uint32_t x0, y0, x1, y1;
-        memcpy(&x0, a, 4);
-        memcpy(&y0, b, 4);
-        memcpy(&x1, a + n - 4, 4);
-        memcpy(&y1, b + n - 4, 4);
-        return x0 == y0 && x1 == y1;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i])
-            return false;
-    return true;
-}
-
 /* sy__pattern_match_host for a literal pattern: no leading or trailing
  * '.' (either adds a virtual empty label: the count tells), as many
  * labels, the same text (a label holds no '.'). */
@@ -359,7 +330,7 @@ static bool test_literal_host(const sy__pred *p, const sy__segments *labels) {
         sy_str d = labels->dec[i];
         if (i && (pos >= len || lit[pos++] != '.'))
             return false;
-        if (len - pos < d.len || !bytes_eq(lit + pos, d.ptr, d.len))
+        if (len - pos < d.len || !sy__bytes_eq(lit + pos, d.ptr, d.len))
             return false;
         pos += d.len;
     }
@@ -378,7 +349,7 @@ static bool lit_segments_eq(const sy__pred *p, const sy__segments *segs,
         sy_str d = segs->dec[i];
         if (pos >= len || lit[pos] != '/' || len - pos - 1 < d.len)
             return false;
-        if (!bytes_eq(lit + pos + 1, d.ptr, d.len))
+        if (!sy__bytes_eq(lit + pos + 1, d.ptr, d.len))
             return false;
         pos += 1 + d.len;
     }
@@ -396,7 +367,7 @@ static bool test_literal_path(const sy__pred *p, const sy__segments *segs) {
          * segments are an equal prefix ending where a segment does */
         size_t len = p->lit_len;
         const char *lit = sy__pattern_source(p->one); /* lit: one pattern */
-        if (f.len < len || !bytes_eq(f.ptr, lit, len))
+        if (f.len < len || !sy__bytes_eq(f.ptr, lit, len))
             return false;
         if (f.len == len)
             return true;

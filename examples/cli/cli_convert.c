@@ -87,8 +87,9 @@ int sy_cli_convert(int argc, char **argv) {
                 out_path = v;
             } else if (a[2] == 'p') {
                 if (o.profile_count == MAX_SETS) {
-                    fprintf(stderr, "switchyard convert: at most %d "
-                                    "--profile\n",
+                    fprintf(stderr,
+                            "switchyard convert: at most %d "
+                            "--profile\n",
                             MAX_SETS);
                     return 2;
                 }

@@ -222,7 +222,8 @@ typedef struct replay {
 
 static void count_pair(replay *rp, const char *a, const char *b) {
     for (size_t i = 0; i < rp->npairs; i++)
-        if (same(rp->pairs[i].old_route, a) && same(rp->pairs[i].new_route, b)) {
+        if (same(rp->pairs[i].old_route, a) &&
+            same(rp->pairs[i].new_route, b)) {
             rp->pairs[i].count++;
             return;
         }
@@ -230,8 +231,8 @@ static void count_pair(replay *rp, const char *a, const char *b) {
     if (!np)
         return;
     rp->pairs = np;
-    np[rp->npairs++] = (pair_count){a ? strdup(a) : NULL, b ? strdup(b) : NULL,
-                                    1};
+    np[rp->npairs++] =
+        (pair_count){a ? strdup(a) : NULL, b ? strdup(b) : NULL, 1};
 }
 
 static cJSON *str_or_null(const char *s) {

@@ -83,8 +83,8 @@ int scg_converter_add(scg_converter *c, const char *file, const char *text,
         fmt = scg_format_of(file);
     if (fmt == SCG_FORMAT_UNKNOWN) {
         scg_issue_add(c, true, name, 0,
-              "not a .yml, .yaml or .properties file name (the format "
-              "is told by the extension)");
+                      "not a .yml, .yaml or .properties file name (the format "
+                      "is told by the extension)");
         return -1;
     }
     int rc = fmt == SCG_FORMAT_YAML ? scg_add_yaml(c, name, text, len)
@@ -123,9 +123,10 @@ static const node *property(const scg_converter *c, const char *name) {
         canon[cl] = 0;
         for (size_t k = 0; k < t->n; k++) {
             const node *kid = t->kids[k];
-            if (segs[i].index ? t->kind == N_LIST &&
-                                    kid->index == strtol(segs[i].p, NULL, 10)
-                              : t->kind == N_MAP && scg_relaxed_eq(kid->key, canon))
+            if (segs[i].index
+                    ? t->kind == N_LIST &&
+                          kid->index == strtol(segs[i].p, NULL, 10)
+                    : t->kind == N_MAP && scg_relaxed_eq(kid->key, canon))
                 hit = kid;
         }
         t = hit;
@@ -187,7 +188,8 @@ static char *resolve(scg_converter *c, const char *s, const where *w,
                      int depth) {
     if (depth > 16) {
         scg_issue_add(c, true, w->file, w->line,
-              "%s: placeholders refer to each other in a loop", w->path);
+                      "%s: placeholders refer to each other in a loop",
+                      w->path);
         return strdup(s);
     }
     sbuf out = {0};
@@ -220,11 +222,12 @@ static char *resolve(scg_converter *c, const char *s, const where *w,
         } else if (!val && name && w->groups && named_group(w->groups, name)) {
             val = strndup(p, (size_t)(q + 1 - p)); /* a group reference */
         } else if (!val && name) {
-            scg_issue_add(c, !c->opt.keep_unresolved, w->file, w->line,
-                  "%s: unresolved placeholder ${%s}%s", w->path, name,
-                  c->opt.keep_unresolved
-                      ? ", kept as written"
-                      : " (give it with --set NAME=VALUE or the environment)");
+            scg_issue_add(
+                c, !c->opt.keep_unresolved, w->file, w->line,
+                "%s: unresolved placeholder ${%s}%s", w->path, name,
+                c->opt.keep_unresolved
+                    ? ", kept as written"
+                    : " (give it with --set NAME=VALUE or the environment)");
             val = strndup(p, (size_t)(q + 1 - p));
         }
         if (val)
@@ -270,9 +273,9 @@ static cJSON *scalar_json(scg_converter *c, const node *n, const char *path,
     cJSON *j = NULL;
     if (n->plain) {
         /* YAML 1.1's booleans, as SCG's YAML reader takes them */
-        static const char *const yes[] = {"yes", "Yes", "YES", "on",  "On",
+        static const char *const yes[] = {"yes", "Yes",  "YES",  "on",  "On",
                                           "ON",  "true", "True", "TRUE"};
-        static const char *const no[] = {"no", "No", "NO",  "off", "Off",
+        static const char *const no[] = {"no",  "No",    "NO",    "off",  "Off",
                                          "OFF", "false", "False", "FALSE"};
         for (size_t i = 0; i < sizeof yes / sizeof *yes && !j; i++) {
             if (strcmp(v, yes[i]) == 0)
@@ -328,10 +331,11 @@ static node **list_items(scg_converter *c, const node *l, const char *path,
         }
     for (size_t i = 0; i < l->n; i++)
         if (v[i]->index != (long)i) {
-            scg_issue_add(c, true, v[i]->file, v[i]->line,
-                  "%s[%ld]: the list has no element [%zu] (indexes must "
-                  "run from 0 without gaps)",
-                  path, v[i]->index, i);
+            scg_issue_add(
+                c, true, v[i]->file, v[i]->line,
+                "%s[%ld]: the list has no element [%zu] (indexes must "
+                "run from 0 without gaps)",
+                path, v[i]->index, i);
             free(v);
             return NULL;
         }
@@ -347,8 +351,7 @@ static void args_json(scg_converter *c, const node *m, const char *prefix,
     for (size_t i = 0; i < m->n; i++) {
         const node *k = m->kids[i];
         char key[512], p[1024];
-        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "",
-                 k->key);
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k->key);
         sub(p, sizeof p, path, ".");
         sub(p, sizeof p, p, key);
         if (k->kind == N_MAP) {
@@ -400,7 +403,8 @@ static cJSON *entry_json(scg_converter *c, const node *e, const char *path) {
         return scalar_json(c, e, path, groups, false);
     if (e->kind != N_MAP) {
         scg_issue_add(c, true, e->file, e->line,
-              "%s: expected \"Name=args\" or a map of name and args", path);
+                      "%s: expected \"Name=args\" or a map of name and args",
+                      path);
         return NULL;
     }
     cJSON *o = cJSON_CreateObject();
@@ -412,9 +416,10 @@ static cJSON *entry_json(scg_converter *c, const node *e, const char *path) {
         else if (scg_relaxed_eq(k->key, "args"))
             args = k;
         else
-            scg_issue_add(c, true, k->file, k->line,
-                  "%s.%s: not a field of a predicate or filter (name, args)",
-                  path, k->key);
+            scg_issue_add(
+                c, true, k->file, k->line,
+                "%s.%s: not a field of a predicate or filter (name, args)",
+                path, k->key);
     }
     char p[1024];
     sub(p, sizeof p, path, ".name");
@@ -427,7 +432,7 @@ static cJSON *entry_json(scg_converter *c, const node *e, const char *path) {
         cJSON *a = cJSON_AddObjectToObject(o, "args");
         if (args->kind == N_SCALAR && args->value)
             scg_issue_add(c, true, args->file, args->line,
-                  "%s: expected a map of arguments", p);
+                          "%s: expected a map of arguments", p);
         else if (a)
             args_json(c, args, "", a, p, groups);
     }
@@ -457,9 +462,9 @@ static cJSON *meta_json(scg_converter *c, const node *m, const char *path) {
             strspn(m->value, "0123456789.-+eE") == strlen(m->value) &&
             isdigit((unsigned char)m->value[strlen(m->value) - 1]))
             scg_issue_add(c, false, m->file, m->line,
-                  "%s: %s is a YAML number to SCG (quote it to keep it "
-                  "text); kept as the string \"%s\"",
-                  path, m->value, m->value);
+                          "%s: %s is a YAML number to SCG (quote it to keep it "
+                          "text); kept as the string \"%s\"",
+                          path, m->value, m->value);
         return scalar_json(c, m, path, NULL, true);
     }
     bool list = m->kind == N_LIST;
@@ -496,7 +501,8 @@ static bool integer_text(const char *s) {
 static cJSON *route_json(scg_converter *c, const node *r, const char *path,
                          const cJSON *defaults) {
     if (r->kind != N_MAP) {
-        scg_issue_add(c, true, r->file, r->line, "%s: expected a map (a route)", path);
+        scg_issue_add(c, true, r->file, r->line, "%s: expected a map (a route)",
+                      path);
         return NULL;
     }
     static const char *const fields[] = {"id",      "uri",      "predicates",
@@ -509,18 +515,20 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
         if (k < 6)
             f[k] = r->kids[i];
         else
-            scg_issue_add(c, true, r->kids[i]->file, r->kids[i]->line,
-                  "%s.%s: not a route field (id, uri, predicates, filters, "
-                  "metadata, order)",
-                  path, r->kids[i]->key);
+            scg_issue_add(
+                c, true, r->kids[i]->file, r->kids[i]->line,
+                "%s.%s: not a route field (id, uri, predicates, filters, "
+                "metadata, order)",
+                path, r->kids[i]->key);
     }
     cJSON *o = cJSON_CreateObject();
     char p[1024];
     if (!f[0] || f[0]->kind != N_SCALAR || !f[0]->value)
-        scg_issue_add(c, true, r->file, r->line,
-              "%s: no id (switchyard needs one; SCG would make up a random "
-              "one)",
-              path);
+        scg_issue_add(
+            c, true, r->file, r->line,
+            "%s: no id (switchyard needs one; SCG would make up a random "
+            "one)",
+            path);
     for (int k = 0; k < 2; k++)
         if (f[k] && f[k]->kind == N_SCALAR) {
             sub(p, sizeof p, path, k ? ".uri" : ".id");
@@ -528,8 +536,8 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
             if (v)
                 cJSON_AddItemToObject(o, fields[k], v);
         } else if (f[k]) {
-            scg_issue_add(c, true, f[k]->file, f[k]->line, "%s.%s: expected text",
-                  path, fields[k]);
+            scg_issue_add(c, true, f[k]->file, f[k]->line,
+                          "%s.%s: expected text", path, fields[k]);
         }
     if (f[2]) {
         sub(p, sizeof p, path, ".predicates");
@@ -562,7 +570,8 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
         if (f[4]->kind == N_MAP)
             cJSON_AddItemToObject(o, "metadata", meta_json(c, f[4], p));
         else if (f[4]->kind != N_SCALAR || f[4]->value)
-            scg_issue_add(c, true, f[4]->file, f[4]->line, "%s: expected a map", p);
+            scg_issue_add(c, true, f[4]->file, f[4]->line, "%s: expected a map",
+                          p);
     }
     if (f[5]) {
         sub(p, sizeof p, path, ".order");
@@ -575,7 +584,7 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
             cJSON_AddRawToObject(o, "order", v[0] == '+' ? v + 1 : v);
         else
             scg_issue_add(c, true, f[5]->file, f[5]->line,
-                  "%s: expected an integer, not \"%s\"", p, v ? v : "");
+                          "%s: expected an integer, not \"%s\"", p, v ? v : "");
         free(v);
     }
     return o;
@@ -584,37 +593,40 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
 char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
     *len = 0;
     *routes = 0;
-    const node *gw = scg_map_get(scg_map_get(scg_map_get(c->root, "spring"), "cloud"),
-                             "gateway");
+    const node *gw = scg_map_get(
+        scg_map_get(scg_map_get(c->root, "spring"), "cloud"), "gateway");
     const node *wf = scg_map_get(scg_map_get(gw, "server"), "webflux");
-    const node *g = wf && (scg_map_get(wf, "routes") || !scg_map_get(gw, "routes"))
-                        ? wf
-                        : gw;
+    const node *g =
+        wf && (scg_map_get(wf, "routes") || !scg_map_get(gw, "routes")) ? wf
+                                                                        : gw;
     const char *gpath = g == wf ? "spring.cloud.gateway.server.webflux"
                                 : "spring.cloud.gateway";
     if (wf && gw && scg_map_get(wf, "routes") && scg_map_get(gw, "routes")) {
         const node *old = scg_map_get(gw, "routes");
-        scg_issue_add(c, true, old->file, old->line,
-              "spring.cloud.gateway.routes and spring.cloud.gateway.server."
-              "webflux.routes are both set: keep one");
+        scg_issue_add(
+            c, true, old->file, old->line,
+            "spring.cloud.gateway.routes and spring.cloud.gateway.server."
+            "webflux.routes are both set: keep one");
     }
     /* what a gateway key holds besides routes is not converted: say so */
     for (size_t i = 0; g && g->kind == N_MAP && i < g->n; i++) {
         const node *k = g->kids[i];
-        if (scg_relaxed_eq(k->key, "routes") || scg_relaxed_eq(k->key, "defaultfilters"))
+        if (scg_relaxed_eq(k->key, "routes") ||
+            scg_relaxed_eq(k->key, "defaultfilters"))
             continue;
-        if (g == gw && scg_relaxed_eq(k->key, "server") && k == scg_map_get(gw, "server"))
+        if (g == gw && scg_relaxed_eq(k->key, "server") &&
+            k == scg_map_get(gw, "server"))
             continue;
         scg_issue_add(c, false, k->file, k->line,
-              "%s.%s: not converted (convert reads routes and "
-              "default-filters)",
-              gpath, k->key);
+                      "%s.%s: not converted (convert reads routes and "
+                      "default-filters)",
+                      gpath, k->key);
     }
     const node *rl = scg_map_get(g, "routes");
     if (!rl)
         scg_issue_add(c, true, c->nfiles ? c->files[0] : "", 0,
-              "no spring.cloud.gateway.routes (or spring.cloud.gateway."
-              "server.webflux.routes)");
+                      "no spring.cloud.gateway.routes (or spring.cloud.gateway."
+                      "server.webflux.routes)");
     const node *df = scg_map_get(g, "defaultfilters");
     char path[256];
     cJSON *defaults = NULL;
@@ -642,7 +654,8 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
     if (!doc)
         c->oom = true;
     if (c->oom)
-        scg_issue_add(c, true, c->nfiles ? c->files[0] : "", 0, "out of memory");
+        scg_issue_add(c, true, c->nfiles ? c->files[0] : "", 0,
+                      "out of memory");
     if (!c->errors && doc) { /* one route a line: readable, diffable */
         sbuf b = {0};
         scg_sb_add(&b, "[", 1);

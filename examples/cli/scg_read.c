@@ -2,10 +2,10 @@
  * scg_read.c - Spring Boot configuration files into the converter's tree
  * (scg_tree.h): YAML through libyaml's document API (every document of a
  * file; merge keys; a document for a profile is read when --profile
- * names it, else left out with a warning), .properties in java.util.Properties' format (continuations,
- * escapes, \\uXXXX). Each file or document is read into a tree of its
- * own, then merged into the converter's, so a later source overrides an
- * earlier one as Spring Boot's property sources do.
+ * names it, else left out with a warning), .properties in java.util.Properties'
+ * format (continuations, escapes, \\uXXXX). Each file or document is read into
+ * a tree of its own, then merged into the converter's, so a later source
+ * overrides an earlier one as Spring Boot's property sources do.
  */
 #define _DEFAULT_SOURCE
 #include "scg_tree.h"
@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-
 
 node *scg_node_new(nkind k, const char *file, unsigned line) {
     node *n = calloc(1, sizeof *n);
@@ -89,7 +88,7 @@ node *scg_map_get(const node *m, const char *canon) {
 /* ------------------------------------------------------------------ */
 
 void scg_issue_add(scg_converter *c, bool error, const char *file,
-                  unsigned line, const char *fmt, ...) {
+                   unsigned line, const char *fmt, ...) {
     if (error)
         c->errors++;
     if (c->nissues == c->cap) {
@@ -114,16 +113,19 @@ void scg_issue_add(scg_converter *c, bool error, const char *file,
     va_end(ap);
 }
 
-size_t scg_converter_issue_count(const scg_converter *c) { return c->nissues; }
+size_t scg_converter_issue_count(const scg_converter *c) {
+    return c->nissues;
+}
 const scg_issue *scg_converter_issue(const scg_converter *c, size_t i) {
     return i < c->nissues ? &c->issues[i] : NULL;
 }
-size_t scg_converter_error_count(const scg_converter *c) { return c->errors; }
+size_t scg_converter_error_count(const scg_converter *c) {
+    return c->errors;
+}
 
 /* ------------------------------------------------------------------ */
 /* Property names into the tree                                         */
 /* ------------------------------------------------------------------ */
-
 
 /* Split "a.b[0].c[x.y]" into segments; returns the count (at most cap),
  * -1 on an unclosed bracket. */
@@ -169,9 +171,9 @@ static node *descend(scg_converter *c, node *p, const seg *g, const char *file,
     long idx = g->index ? strtol(g->p, NULL, 10) : 0;
     for (size_t i = 0; i < p->n; i++) {
         node *k = p->kids[i];
-        if (g->index ? k->index == idx
-                     : strlen(k->key) == g->len &&
-                           memcmp(k->key, g->p, g->len) == 0)
+        if (g->index
+                ? k->index == idx
+                : strlen(k->key) == g->len && memcmp(k->key, g->p, g->len) == 0)
             return k;
     }
     node *k = scg_node_new(N_MAP, file, line);
@@ -195,8 +197,8 @@ static node *at_name(scg_converter *c, node *p, const char *name, size_t len,
     seg segs[MAX_DEPTH];
     int n = scg_split_name(name, len, segs, MAX_DEPTH);
     if (n < 0) {
-        scg_issue_add(c, true, file, line, "%.*s: a bad property name", (int)len,
-              name);
+        scg_issue_add(c, true, file, line, "%.*s: a bad property name",
+                      (int)len, name);
         return NULL;
     }
     for (int i = 0; i < n && p; i++)
@@ -251,9 +253,8 @@ static void merge(scg_converter *c, node *dst, node *src) {
 static int walk_yaml(scg_converter *c, yaml_document_t *d, yaml_node_t *y,
                      node *t, const char *file, int depth);
 
-static int walk_map_pairs(scg_converter *c, yaml_document_t *d,
-                          yaml_node_t *y, node *t, const char *file,
-                          int depth) {
+static int walk_map_pairs(scg_converter *c, yaml_document_t *d, yaml_node_t *y,
+                          node *t, const char *file, int depth) {
     for (yaml_node_pair_t *p = y->data.mapping.pairs.start;
          p < y->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(d, p->key);
@@ -305,7 +306,8 @@ static int walk_yaml(scg_converter *c, yaml_document_t *d, yaml_node_t *y,
                      node *t, const char *file, int depth) {
     unsigned line = (unsigned)y->start_mark.line + 1;
     if (depth > MAX_DEPTH || ++c->walked > MAX_WALK) {
-        scg_issue_add(c, true, file, line, "nested too deeply (or an alias bomb)");
+        scg_issue_add(c, true, file, line,
+                      "nested too deeply (or an alias bomb)");
         return -1;
     }
     t->file = file;
@@ -313,10 +315,9 @@ static int walk_yaml(scg_converter *c, yaml_document_t *d, yaml_node_t *y,
         t->line = line; /* a container keeps its key's line */
     switch (y->type) {
     case YAML_SCALAR_NODE:
-        set_scalar(c, t, (const char *)y->data.scalar.value,
-                   y->data.scalar.length,
-                   y->data.scalar.style == YAML_PLAIN_SCALAR_STYLE,
-                   yaml_null(y));
+        set_scalar(
+            c, t, (const char *)y->data.scalar.value, y->data.scalar.length,
+            y->data.scalar.style == YAML_PLAIN_SCALAR_STYLE, yaml_null(y));
         return 0;
     case YAML_SEQUENCE_NODE: {
         node_clear(t, N_LIST);
@@ -338,8 +339,7 @@ static int walk_yaml(scg_converter *c, yaml_document_t *d, yaml_node_t *y,
         if (t->kind != N_MAP)
             node_clear(t, N_MAP);
         return walk_map_pairs(c, d, y, t, file, depth);
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -347,8 +347,8 @@ static int walk_yaml(scg_converter *c, yaml_document_t *d, yaml_node_t *y,
  * the older spring.profiles), or NULL: for every profile. */
 static const node *doc_profiles(const node *root) {
     const node *s = scg_map_get(root, "spring");
-    const node *p = scg_map_get(scg_map_get(scg_map_get(s, "config"), "activate"),
-                            "onprofile");
+    const node *p = scg_map_get(
+        scg_map_get(scg_map_get(s, "config"), "activate"), "onprofile");
     return p ? p : scg_map_get(s, "profiles");
 }
 
@@ -396,8 +396,7 @@ static bool is_active(const scg_converter *c, const char *name, size_t n) {
     if (a && a->kind == N_SCALAR)
         return in_list(a->value, name, n);
     for (size_t i = 0; a && a->kind == N_LIST && i < a->n; i++)
-        if (a->kids[i]->kind == N_SCALAR &&
-            in_list(a->kids[i]->value, name, n))
+        if (a->kids[i]->kind == N_SCALAR && in_list(a->kids[i]->value, name, n))
             return true;
     return false;
 }
@@ -428,7 +427,7 @@ static bool profile_active(const scg_converter *c, const node *prof) {
 }
 
 int scg_add_yaml(scg_converter *c, const char *file, const char *text,
-                    size_t len) {
+                 size_t len) {
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
         c->oom = true;
@@ -440,9 +439,10 @@ int scg_add_yaml(scg_converter *c, const char *file, const char *text,
         yaml_document_t d;
         if (!yaml_parser_load(&p, &d)) {
             scg_issue_add(c, true, file, (unsigned)p.problem_mark.line + 1,
-                  "column %u: YAML: %s%s%s", (unsigned)p.problem_mark.column + 1,
-                  p.problem ? p.problem : "syntax error",
-                  p.context ? " " : "", p.context ? p.context : "");
+                          "column %u: YAML: %s%s%s",
+                          (unsigned)p.problem_mark.column + 1,
+                          p.problem ? p.problem : "syntax error",
+                          p.context ? " " : "", p.context ? p.context : "");
             rc = -1;
             break;
         }
@@ -466,19 +466,22 @@ int scg_add_yaml(scg_converter *c, const char *file, const char *text,
         }
         const node *prof = doc_profiles(t);
         if (t->kind != N_MAP && !(t->kind == N_SCALAR && !t->value)) {
-            scg_issue_add(c, true, file, t->line,
-                  "a configuration document must be a map of properties");
+            scg_issue_add(
+                c, true, file, t->line,
+                "a configuration document must be a map of properties");
             scg_node_free(t);
             rc = -1;
             break;
         }
         if (prof && !profile_active(c, prof)) {
-            scg_issue_add(c, false, file, prof->line,
-                  "document %u is for profile %s: not converted (not an "
-                  "active profile: --profile, SPRING_PROFILES_ACTIVE or "
-                  "spring.profiles.active)",
-                  ndoc, prof->kind == N_SCALAR && prof->value ? prof->value
-                                                              : "(a list)");
+            scg_issue_add(
+                c, false, file, prof->line,
+                "document %u is for profile %s: not converted (not an "
+                "active profile: --profile, SPRING_PROFILES_ACTIVE or "
+                "spring.profiles.active)",
+                ndoc,
+                prof->kind == N_SCALAR && prof->value ? prof->value
+                                                      : "(a list)");
             scg_node_free(t);
             continue;
         }
@@ -494,7 +497,6 @@ int scg_add_yaml(scg_converter *c, const char *file, const char *text,
 /* ------------------------------------------------------------------ */
 /* .properties (java.util.Properties' format)                           */
 /* ------------------------------------------------------------------ */
-
 
 void scg_sb_add(sbuf *b, const char *s, size_t n) {
     if (b->oom)
@@ -516,7 +518,9 @@ void scg_sb_add(sbuf *b, const char *s, size_t n) {
     b->p[b->len] = 0;
 }
 
-void scg_sb_addc(sbuf *b, char ch) { scg_sb_add(b, &ch, 1); }
+void scg_sb_addc(sbuf *b, char ch) {
+    scg_sb_add(b, &ch, 1);
+}
 
 static void sb_utf8(sbuf *b, unsigned cp) {
     char u[4];
@@ -603,15 +607,15 @@ static void prop_unescape(const char *t, size_t n, sbuf *out) {
             }
         }
         scg_sb_addc(out, e == 't'   ? '\t'
-                     : e == 'n' ? '\n'
-                     : e == 'r' ? '\r'
-                     : e == 'f' ? '\f'
-                                : e);
+                         : e == 'n' ? '\n'
+                         : e == 'r' ? '\r'
+                         : e == 'f' ? '\f'
+                                    : e);
     }
 }
 
-int scg_add_properties(scg_converter *c, const char *file,
-                          const char *text, size_t len) {
+int scg_add_properties(scg_converter *c, const char *file, const char *text,
+                       size_t len) {
     node *t = scg_node_new(N_MAP, file, 1);
     if (!t) {
         c->oom = true;
@@ -669,4 +673,3 @@ int scg_add_properties(scg_converter *c, const char *file,
         merge(c, c->root, t);
     return rc;
 }
-

@@ -13,7 +13,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-
 typedef enum nkind { N_MAP, N_LIST, N_SCALAR } nkind;
 
 typedef struct node {
@@ -65,12 +64,13 @@ int scg_split_name(const char *s, size_t len, seg *out, int cap);
 void scg_sb_add(sbuf *b, const char *s, size_t n);
 void scg_sb_addc(sbuf *b, char ch);
 /* An issue at FILE:LINE (no line: FILE: ...). */
-void scg_issue_add(scg_converter *c, bool error, const char *file, unsigned line,
-           const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void scg_issue_add(scg_converter *c, bool error, const char *file,
+                   unsigned line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Read a text into c's tree; 0, or -1 with an error issue. */
 int scg_add_yaml(scg_converter *c, const char *file, const char *text,
-             size_t len);
+                 size_t len);
 int scg_add_properties(scg_converter *c, const char *file, const char *text,
-                   size_t len);
+                       size_t len);
 
 #endif

@@ -8,8 +8,8 @@
  */
 #include "cli.h"
 #ifdef SY_HAVE_YAML
-#include "scg_convert.h"
 #include "../mini-gateway/host_filters.h"
+#include "scg_convert.h"
 #endif
 
 #include <errno.h>
@@ -80,11 +80,12 @@ static int print_shadow(void *data, const sy_shadow *s) {
                s->path, id, s->reason);
         return 0;
     }
-    printf("%s: %s: warning: route '%s' is shadowed by ", w->file, s->path,
-           id);
+    printf("%s: %s: warning: route '%s' is shadowed by ", w->file, s->path, id);
     for (size_t i = 0; i < s->by_count; i++)
         printf("%s'%s' (%s)",
-               i == 0 ? "" : i + 1 == s->by_count ? " and " : ", ",
+               i == 0                 ? ""
+               : i + 1 == s->by_count ? " and "
+                                      : ", ",
                sy_route_id(s->by[i]), s->by_path[i]);
     printf(": %s\n", s->reason);
     return 0;
@@ -198,8 +199,8 @@ static int cli_check(int argc, char **argv) {
             continue;
         }
         if (strcmp(a, "--host") == 0) {
-            host_runs = first + 1 < argc ? sy_host_profile(argv[first + 1])
-                                         : NULL;
+            host_runs =
+                first + 1 < argc ? sy_host_profile(argv[first + 1]) : NULL;
             if (!host_runs) {
                 fprintf(stderr,
                         "switchyard check: --host takes gateway or nginx\n");
@@ -296,8 +297,9 @@ static const cli_command commands[] = {
     {"explain", sy_cli_explain, "show why each route matches or not"},
     {"diff", sy_cli_diff, "compare two route documents"},
 #ifdef SY_HAVE_YAML
-    {"convert", sy_cli_convert, "Spring Cloud Gateway YAML/properties to a "
-                                "route document"},
+    {"convert", sy_cli_convert,
+     "Spring Cloud Gateway YAML/properties to a "
+     "route document"},
 #endif
 };
 

@@ -166,8 +166,9 @@ void gw_access_log_refused(const char *peer, int status, uint64_t bytes) {
     char when[40];
     time_stamp(when, sizeof when);
     gw_buf b = {0};
-    gw_buf_printf(&b, "{\"time\":\"%s\",\"method\":null,\"path\":null,"
-                      "\"query\":null,\"host\":null",
+    gw_buf_printf(&b,
+                  "{\"time\":\"%s\",\"method\":null,\"path\":null,"
+                  "\"query\":null,\"host\":null",
                   when);
     str_field(&b, "remote_addr", peer, strlen(peer));
     gw_buf_printf(&b,
@@ -234,7 +235,8 @@ void gw_access_log(gw_request *q) {
     str_field(&b, "breaker", breaker, breaker ? strlen(breaker) : 0);
     str_field(&b, "trace_id", q->trace.trace_id, strlen(q->trace.trace_id));
     str_field(&b, "span_id", q->trace.span_id, strlen(q->trace.span_id));
-    str_field(&b, "parent_id", q->trace.parent_id[0] ? q->trace.parent_id : NULL,
+    str_field(&b, "parent_id",
+              q->trace.parent_id[0] ? q->trace.parent_id : NULL,
               strlen(q->trace.parent_id));
     gw_buf_adds(&b, "}\n");
     if (!b.failed)

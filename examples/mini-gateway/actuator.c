@@ -119,8 +119,7 @@ static char *filter_text(const cJSON *f, int order) {
         gw_buf_printf(&b, " %s = '%s'", hn->valuestring, hv->valuestring);
     } else {
         int i = 0;
-        for (const cJSON *a = args ? args->child : NULL; a;
-             a = a->next, i++) {
+        for (const cJSON *a = args ? args->child : NULL; a; a = a->next, i++) {
             gw_buf_printf(&b, "%s %s = ", i ? "," : "", a->string);
             arg_text(&b, a);
         }
@@ -228,8 +227,9 @@ static void save_route(httpd_conn *c, const char *id, const httpd_req *r) {
     cJSON *def = cJSON_ParseWithLength(r->body, r->body_len);
     if (!cJSON_IsObject(def)) {
         cJSON_Delete(def);
-        gw_reply_error(c, 400, "the body must be a RouteDefinition (a JSON "
-                            "object)");
+        gw_reply_error(c, 400,
+                       "the body must be a RouteDefinition (a JSON "
+                       "object)");
         return;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(def, "id");
@@ -323,31 +323,60 @@ static void global_filters(httpd_conn *c) {
  * SY_EUNKNOWN, one the gateway does not run SY_ENOTRUN). */
 static void factories(httpd_conn *c, bool filters) {
     static const char *const preds[] = {
-        "After",  "Before",       "Between", "Cookie",     "Header",
-        "Host",   "Method",       "Path",    "Query",      "ReadBody",
-        "RemoteAddr", "XForwardedRemoteAddr", "Weight", "CloudFoundryRouteService"};
-    static const char *const filts[] = {
-        "AddRequestHeader", "AddRequestHeadersIfNotPresent",
-        "AddRequestParameter", "AddResponseHeader", "CircuitBreaker",
-        "CacheRequestBody", "DedupeResponseHeader", "FallbackHeaders",
-        "JsonToGrpc", "LocalResponseCache", "MapRequestHeader",
-        "ModifyRequestBody", "ModifyResponseBody", "PrefixPath",
-        "PreserveHostHeader", "RedirectTo", "RemoveJsonAttributesResponseBody",
-        "RemoveRequestHeader", "RemoveRequestParameter", "RemoveResponseHeader",
-        "RequestHeaderSize", "RequestRateLimiter", "RequestSize", "Retry",
-        "RewriteLocationResponseHeader", "RewritePath",
-        "RewriteRequestParameter", "RewriteResponseHeader", "SaveSession",
-        "SecureHeaders", "SetPath", "SetRequestHeader", "SetRequestHostHeader",
-        "SetResponseHeader", "SetStatus", "StripPrefix", "TokenRelay"};
+        "After",      "Before",
+        "Between",    "Cookie",
+        "Header",     "Host",
+        "Method",     "Path",
+        "Query",      "ReadBody",
+        "RemoteAddr", "XForwardedRemoteAddr",
+        "Weight",     "CloudFoundryRouteService"};
+    static const char *const filts[] = {"AddRequestHeader",
+                                        "AddRequestHeadersIfNotPresent",
+                                        "AddRequestParameter",
+                                        "AddResponseHeader",
+                                        "CircuitBreaker",
+                                        "CacheRequestBody",
+                                        "DedupeResponseHeader",
+                                        "FallbackHeaders",
+                                        "JsonToGrpc",
+                                        "LocalResponseCache",
+                                        "MapRequestHeader",
+                                        "ModifyRequestBody",
+                                        "ModifyResponseBody",
+                                        "PrefixPath",
+                                        "PreserveHostHeader",
+                                        "RedirectTo",
+                                        "RemoveJsonAttributesResponseBody",
+                                        "RemoveRequestHeader",
+                                        "RemoveRequestParameter",
+                                        "RemoveResponseHeader",
+                                        "RequestHeaderSize",
+                                        "RequestRateLimiter",
+                                        "RequestSize",
+                                        "Retry",
+                                        "RewriteLocationResponseHeader",
+                                        "RewritePath",
+                                        "RewriteRequestParameter",
+                                        "RewriteResponseHeader",
+                                        "SaveSession",
+                                        "SecureHeaders",
+                                        "SetPath",
+                                        "SetRequestHeader",
+                                        "SetRequestHostHeader",
+                                        "SetResponseHeader",
+                                        "SetStatus",
+                                        "StripPrefix",
+                                        "TokenRelay"};
     const char *const *names = filters ? filts : preds;
-    size_t n = filters ? sizeof filts / sizeof *filts
-                       : sizeof preds / sizeof *preds;
+    size_t n =
+        filters ? sizeof filts / sizeof *filts : sizeof preds / sizeof *preds;
     cJSON *o = cJSON_CreateObject();
     for (size_t i = 0; o && i < n; i++) {
         char doc[256], key[128];
-        snprintf(doc, sizeof doc,
-                 "[{\"id\":\"x\",\"uri\":\"no://op\",\"%s\":[{\"name\":\"%s\"}]}]",
-                 filters ? "filters" : "predicates", names[i]);
+        snprintf(
+            doc, sizeof doc,
+            "[{\"id\":\"x\",\"uri\":\"no://op\",\"%s\":[{\"name\":\"%s\"}]}]",
+            filters ? "filters" : "predicates", names[i]);
         sy_document *d = NULL;
         sy_error err;
         sy_parse_options po = SY_PARSE_OPTIONS_INIT;

@@ -109,8 +109,9 @@ void gw_admin_explain(httpd_conn *c, httpd_req *r) {
     if (!param(r->query, "method", 0, method, sizeof method))
         snprintf(method, sizeof method, "GET");
     if (!param(r->query, "url", 0, url, sizeof url) || url[0] != '/') {
-        gw_reply_error(c, 400, "url must be given and start with '/' "
-                               "(e.g. /explain?method=GET&url=/api/x)");
+        gw_reply_error(c, 400,
+                       "url must be given and start with '/' "
+                       "(e.g. /explain?method=GET&url=/api/x)");
         return;
     }
     sy_request req = SY_REQUEST_INIT;
@@ -131,8 +132,8 @@ void gw_admin_explain(httpd_conn *c, httpd_req *r) {
         char *v = colon + 1;
         while (*v == ' ')
             v++;
-        hs[nh] = (sy_header){{hbuf[nh], (size_t)(colon - hbuf[nh])},
-                             {v, strlen(v)}};
+        hs[nh] =
+            (sy_header){{hbuf[nh], (size_t)(colon - hbuf[nh])}, {v, strlen(v)}};
         if (hs[nh].name.len == 4 && strncasecmp(hbuf[nh], "host", 4) == 0)
             req.host = hs[nh].value;
     }
@@ -250,9 +251,9 @@ void gw_admin_instances(httpd_conn *c) {
             cJSON_AddStringToObject(e, "host", in->host);
             cJSON_AddNumberToObject(e, "port", in->port);
             cJSON_AddNumberToObject(e, "weight", in->weight ? in->weight : 1);
-            cJSON_AddStringToObject(e, "state", (unsigned)in->state < 3
-                                                    ? states[in->state]
-                                                    : "unknown");
+            cJSON_AddStringToObject(e, "state",
+                                    (unsigned)in->state < 3 ? states[in->state]
+                                                            : "unknown");
             const char *ver = NULL;
             for (size_t m = 0; m < in->metadata_count; m++)
                 if (strcmp(in->metadata[m].key, "version") == 0)
@@ -364,9 +365,9 @@ static int build_after(const char *source, const char *body, size_t len,
             gw_buf_adds(&doc, def);
         }
         gw_buf_adds(&doc, "]");
-        rc = doc.failed ? SY_ENOMEM
-                        : sy_router_apply(*out, st.name, doc.p, doc.len, NULL,
-                                          err);
+        rc = doc.failed
+                 ? SY_ENOMEM
+                 : sy_router_apply(*out, st.name, doc.p, doc.len, NULL, err);
         gw_buf_free(&doc);
     }
     if (!rc && !seen) {
@@ -429,10 +430,10 @@ static cJSON *impact(sy_router *after) {
         cJSON_ArrayForEach(p, sum) {
             const cJSON *po = cJSON_GetObjectItem(p, "old_route");
             const cJSON *pn = cJSON_GetObjectItem(p, "new_route");
-            bool so = cJSON_IsNull(po) ? !ia
-                                       : ia && strcmp(po->valuestring, ia) == 0;
-            bool sn = cJSON_IsNull(pn) ? !ib
-                                       : ib && strcmp(pn->valuestring, ib) == 0;
+            bool so =
+                cJSON_IsNull(po) ? !ia : ia && strcmp(po->valuestring, ia) == 0;
+            bool sn =
+                cJSON_IsNull(pn) ? !ib : ib && strcmp(pn->valuestring, ib) == 0;
             if (so && sn)
                 break;
         }

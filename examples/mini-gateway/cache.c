@@ -24,12 +24,12 @@
 #define BUCKETS 256
 
 typedef struct entry {
-    struct entry *next;  /* in its bucket */
+    struct entry *next; /* in its bucket */
     uint64_t hash;
-    char *key;           /* route id, NUL, then the rest */
+    char *key; /* route id, NUL, then the rest */
     size_t key_len;
     uint64_t stored_ms, expires_ms;
-    char *head;          /* header lines, without Cache-Control */
+    char *head; /* header lines, without Cache-Control */
     size_t head_len;
     char *body;
     size_t body_len;
@@ -186,8 +186,8 @@ bool gw_cache_lookup(gw_request *q, sy_match *m) {
     return false;
 }
 
-const char *gw_cache_head(gw_request *q, int status, const char *cc,
-                          char *buf, size_t cap_len) {
+const char *gw_cache_head(gw_request *q, int status, const char *cc, char *buf,
+                          size_t cap_len) {
     struct gw_cache_cap *cap = q->cache_cap;
     if (!cap)
         return NULL;

@@ -326,9 +326,6 @@ static bool idtab_free_for(const sy__idtab *t, uint32_t h, uint32_t *pos) {
     }
 }
 
-/* Build the routes one at a time: each span is parsed into its own cJSON
- * tree, built and deleted before the next, so only one route's tree is
- * ever alive. */
 /* Phase 1 of build_routes: the document's route arrays for n routes (the
  * reuse arrays only when the scan guessed) and the id table. */
 static bool route_arrays_alloc(sy_document *d, size_t n, bool guess,
@@ -429,11 +426,204 @@ static int duplicate_id(const struct sy_route *r, const char *path,
                          "route id '%.120s' is already used", r->id);
 }
 
+/* The walk of build_routes: what every route of the document shares. */
+typedef struct route_walk {
+    sy_document *d;
+    const sy_parse_options *opts;
+    const sy__def_reuse *reuse;
+    const char *json;
+    const sy__json_scan *scan;
+    skip_state *ss;
+    sy__idtab ids;
+    sy__def_ctx ctx;
+    sy__buf scratch;
+    sy__arena tree; /* the tree of the route being built (def_tree.c) */
+    bool by_bytes;
+    uint64_t seed;
+    char path[64];
+    size_t at; /* path's length before the route's index */
+} route_walk;
+
+/* One route of the walk, from its span to its place in the document. */
+typedef struct route_step {
+    const sy__json_span *sp;
+    size_t span_len;
+    uint64_t span_hash;
+    const struct sy_route *same; /* the live route of the same bytes */
+    size_t prev;                 /* same's position in the previous doc */
+    struct sy_route *r;
+    cJSON *c;    /* this route's tree only: parsed, used, deleted */
+    bool own;    /* c is cJSON's (deleted), not the arena's */
+    bool borrow; /* a live route found by position is used without a
+                  * reference (def.h sy_document.prev says for how long) */
+    bool built;
+    uint32_t pos, h;
+    size_t id_len;
+    sy_error e;
+} route_step;
+
+/* Phase 2 of build_routes: the walk's shared state (the id table, the
+ * build context, the scratch and tree). False: out of memory. */
+static bool route_walk_begin(route_walk *w, sy_document *d,
+                             const sy_parse_options *opts, const char *json,
+                             const sy__json_scan *scan, const char *prefix,
+                             skip_state *ss) {
+    const sy__def_reuse *reuse = ss->reuse;
+    w->d = d;
+    w->opts = opts;
+    w->reuse = reuse;
+    w->json = json;
+    w->scan = scan;
+    w->ss = ss;
+    if (!route_arrays_alloc(d, scan->route_count, ss->guess, &w->ids))
+        return false;
+    /* without a cache (out of memory) every regex is compiled on its own */
+    sy__buf_init(&w->scratch, &d->alloc);
+    sy__arena_init(&w->tree, &d->alloc, 4096);
+    w->ctx = (sy__def_ctx){&d->alloc,
+                           opts->registry,
+                           reuse ? reuse->by_fingerprint : NULL,
+                           reuse ? reuse->data : NULL,
+                           sy__regex_cache_new(&d->alloc),
+                           &w->scratch,
+                           0,
+                           sy__def_host_runs(opts)};
+    w->by_bytes = reuse && reuse->by_bytes;
+    w->seed = span_seed(scan->root == '{' ? 2 : 1);
+    w->at = sy__path_join(w->path, sizeof w->path, "", prefix);
+    return true;
+}
+
+static void route_walk_end(route_walk *w) {
+    sy__free(&w->d->alloc, w->ids.e);
+    sy__regex_cache_free(w->ctx.regex_cache);
+    sy__buf_free(&w->scratch);
+    sy__arena_free(&w->tree);
+}
+
+/* A live route built from exactly these bytes is this route: the caller
+ * offers only routes of one router, whose options (registry, limits,
+ * lenient or strict) never change after it is created, so equal bytes
+ * mean the same route; an invalid route never became live, so it is never
+ * found here. Only the id check and the position are left to do. The
+ * scan's guess (span_skip) found most of them already. */
+static void route_find_same(route_walk *w, size_t i, route_step *s) {
+    s->sp = &w->scan->routes[i];
+    s->span_len = w->by_bytes ? s->sp->end - s->sp->start : 0;
+    s->span_hash = 0;
+    s->same = s->sp->known;
+    s->prev = s->sp->aux;
+    if (s->same) {
+        s->span_hash = s->sp->hash;
+    } else if (w->by_bytes) {
+        /* the scan looked for every element it read but the last */
+        s->span_hash = s->sp->hashed ? s->sp->hash
+                                     : sy__hash64(w->json + s->sp->start,
+                                                  s->span_len, w->seed);
+        s->same = s->sp->hashed
+                      ? NULL
+                      : find_span(w->ss, s->span_hash, s->span_len,
+                                  (int64_t)i + w->ss->shift, &s->prev);
+    }
+}
+
+/* The route of step s: the live one of the same bytes (the scan's finds
+ * compared the span already, from the memo without reading the route),
+ * else parsed and built from its span. */
+static int route_obtain(route_walk *w, size_t i, route_step *s) {
+    const sy__json_span *sp = s->sp;
+    int rc = 0;
+    if (s->same && (sp->known || (s->same->span_hash == s->span_hash &&
+                                  s->same->span_len == s->span_len))) {
+        s->borrow = w->d->prev && s->prev < UINT32_MAX;
+        s->r = s->borrow ? (struct sy_route *)s->same
+                         : sy__route_ref(s->same);
+    } else {
+        sy__path_index(w->path, sizeof w->path, w->at, i);
+        /* as sy__error_clear reads, without writing all 500 bytes */
+        s->e.line = s->e.column = 0;
+        s->e.offset = 0;
+        s->e.path[0] = s->e.message[0] = '\0';
+        sy__arena_reset(&w->tree);
+        rc = parse_tree(&w->tree, w->json, sp->start, sp->end, &s->c, &s->own,
+                        &s->e);
+    }
+    w->ctx.text_len = sp->end - sp->start;
+    if (!rc && !s->r && s->c)
+        prefetch_id(&w->ids, s->c);
+    if (!rc && !s->r)
+        rc = sy__def_build_route(&w->ctx, s->c, w->path, &s->r, &s->e);
+    return rc;
+}
+
+/* The id check of step s's built route: a duplicate id fails the route
+ * (and drops the reference taken for it). */
+static int route_check_id(route_walk *w, size_t i, route_step *s) {
+    bool kept = s->same && s->r == s->same;
+    const sy__span_memo *m =
+        kept && s->borrow ? memo_at(w->reuse, (int64_t)s->prev, s->r) : NULL;
+    if (id_is_free(w->d, &w->ids, s->r, kept, m, &s->h, &s->id_len, &s->pos))
+        return 0;
+    sy__path_index(w->path, sizeof w->path, w->at, i);
+    int rc = duplicate_id(s->r, w->path, &s->e);
+    if (!s->borrow)
+        sy__route_unref(s->r);
+    return rc;
+}
+
+/* A failed route: fatal (out of memory, or strict) with its error in
+ * *err, else noted in the document's issues (lenient). The route's tree
+ * is deleted either way. 0: go on with the next route. */
+static int route_failed(route_walk *w, route_step *s, int rc, sy_error *err) {
+    if (rc == SY_ENOMEM || !w->opts->lenient) {
+        if (err)
+            *err = s->e;
+    } else {
+        rc = note_route_errors(w->d, &w->ctx, s->c, s->built, w->path, &s->e,
+                               err);
+    }
+    if (s->own)
+        cJSON_Delete(s->c);
+    return rc;
+}
+
+/* A route that passed: its place in the document, the id table and the
+ * memo. */
+static void route_place(route_walk *w, size_t i, route_step *s) {
+    sy_document *d = w->d;
+    struct sy_route *r = s->r;
+    bool kept = s->same && r == s->same;
+    if (s->own)
+        cJSON_Delete(s->c);
+    if (!kept && atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
+        r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
+    /* fresh, or shared for bytes of the same meaning (the caller is the
+     * only writer of the routes it offers): these bytes now find it.
+     * Routes of a parse without byte reuse (sy_document_parse) never
+     * enter a router and carry no span. */
+    if (d->memo && s->span_len && s->span_len <= UINT32_MAX)
+        d->memo[i] = (sy__span_memo){r, s->span_hash, (uint32_t)s->span_len,
+                                     s->h};
+    if (w->by_bytes && !kept && s->id_len) {
+        r->span_hash = s->span_hash;
+        r->span_len = (uint32_t)s->span_len;
+        r->id_hash = s->h;
+    }
+    sy__idtab_set(&w->ids, s->pos, s->h, (uint32_t)d->route_count);
+    d->positions[d->route_count] = (uint32_t)i;
+    if (d->prev)
+        d->prev[d->route_count] = s->borrow ? (uint32_t)s->prev : UINT32_MAX;
+    d->routes[d->route_count++] = r;
+}
+
+/* Build the routes one at a time: each span is parsed into its own cJSON
+ * tree, built and deleted before the next, so only one route's tree is
+ * ever alive. Phases: the limits, the walk's state, then per route its
+ * live twin, the route, its id check, and its place or its failure. */
 static int build_routes(sy_document *d, const sy_parse_options *opts,
                         const sy_limits *lim, const char *json,
                         const sy__json_scan *scan, const char *prefix,
                         skip_state *ss, sy_error *err) {
-    const sy__def_reuse *reuse = ss->reuse;
     size_t n = scan->route_count;
     if (n > lim->max_routes)
         return sy__error_set(err, SY_ELIMIT, prefix,
@@ -441,137 +631,30 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                              lim->max_routes);
     if (n > UINT32_MAX)
         return sy__error_set(err, SY_ELIMIT, prefix, "too many routes");
-    sy__idtab ids;
-    if (!route_arrays_alloc(d, n, ss->guess, &ids))
+    route_walk w;
+    if (!route_walk_begin(&w, d, opts, json, scan, prefix, ss))
         return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    /* without a cache (out of memory) every regex is compiled on its own */
-    sy__buf scratch;
-    sy__buf_init(&scratch, &d->alloc);
-    sy__arena tree; /* the tree of the route being built (def_tree.c) */
-    sy__arena_init(&tree, &d->alloc, 4096);
-    sy__def_ctx ctx = {&d->alloc,
-                       opts->registry,
-                       reuse ? reuse->by_fingerprint : NULL,
-                       reuse ? reuse->data : NULL,
-                       sy__regex_cache_new(&d->alloc),
-                       &scratch,
-                       0,
-                       sy__def_host_runs(opts)};
-    size_t i = 0;
     int rc = 0;
-    bool by_bytes = reuse && reuse->by_bytes;
-    uint64_t seed = span_seed(scan->root == '{' ? 2 : 1);
-    char path[64];
-    size_t at = sy__path_join(path, sizeof path, "", prefix);
-    for (; i < n; i++) {
-        sy_error e;
-        e.code = 0;
-        struct sy_route *r = NULL;
-        cJSON *c = NULL; /* this route's tree only: parsed, used, deleted */
-        /* A live route built from exactly these bytes is this route: the
-         * caller offers only routes of one router, whose options (registry,
-         * limits, lenient or strict) never change after it is created, so
-         * equal bytes mean the same route; an invalid route never became
-         * live, so it is never found here. Only the id check below and the
-         * position are left to do. The scan's guess (span_skip) found most
-         * of them already. */
-        const sy__json_span *sp = &scan->routes[i];
-        size_t span_len = by_bytes ? sp->end - sp->start : 0;
-        uint64_t span_hash = 0;
-        const struct sy_route *same = sp->known;
-        size_t prev = sp->aux;
-        prefetch_ahead(scan, reuse, &ids, i, n);
-        if (same) {
-            span_hash = sp->hash;
-        } else if (by_bytes) {
-            /* the scan looked for every element it read but the last */
-            span_hash = sp->hashed
-                            ? sp->hash
-                            : sy__hash64(json + sp->start, span_len, seed);
-            same = sp->hashed ? NULL
-                              : find_span(ss, span_hash, span_len,
-                                          (int64_t)i + ss->shift, &prev);
-        }
-        bool own = false; /* c is cJSON's (deleted), not the arena's */
-        /* borrowed: a live route found by position is used without a
-         * reference (def.h sy_document.prev says for how long) */
-        bool borrow = false;
-        /* (the scan's finds compared the span already, from the memo
-         * without reading the route) */
-        if (same && (sp->known || (same->span_hash == span_hash &&
-                                   same->span_len == span_len))) {
-            borrow = d->prev && prev < UINT32_MAX;
-            r = borrow ? (struct sy_route *)same : sy__route_ref(same);
-        } else {
-            sy__path_index(path, sizeof path, at, i);
-            /* as sy__error_clear reads, without writing all 500 bytes */
-            e.line = e.column = 0;
-            e.offset = 0;
-            e.path[0] = e.message[0] = '\0';
-            sy__arena_reset(&tree);
-            rc = parse_tree(&tree, json, sp->start, sp->end, &c, &own, &e);
-        }
-        ctx.text_len = sp->end - sp->start;
-        if (!rc && !r && c)
-            prefetch_id(&ids, c);
-        if (!rc && !r)
-            rc = sy__def_build_route(&ctx, c, path, &r, &e);
-        bool built = rc == 0;
-        uint32_t pos = 0, h = 0;
-        size_t id_len = 0;
-        if (!rc) {
-            const sy__span_memo *m = same && r == same && borrow
-                                         ? memo_at(reuse, (int64_t)prev, r)
-                                         : NULL;
-            if (!id_is_free(d, &ids, r, same && r == same, m, &h, &id_len,
-                            &pos)) {
-                sy__path_index(path, sizeof path, at, i);
-                rc = duplicate_id(r, path, &e);
-                if (!borrow)
-                    sy__route_unref(r);
-            }
-        }
-        if (rc == SY_ENOMEM || (rc && !opts->lenient)) {
-            if (err)
-                *err = e;
-            if (own)
-                cJSON_Delete(c);
-            break;
-        }
-        if (rc) {
-            rc = note_route_errors(d, &ctx, c, built, path, &e, err);
-            if (own)
-                cJSON_Delete(c);
-            if (rc == SY_ENOMEM)
-                break;
-            continue;
-        }
-        if (own)
-            cJSON_Delete(c);
-        if (!(same && r == same) &&
-            atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
-            r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
-        /* fresh, or shared for bytes of the same meaning (the caller is the
-         * only writer of the routes it offers): these bytes now find it.
-         * Routes of a parse without byte reuse (sy_document_parse) never
-         * enter a router and carry no span. */
-        if (d->memo && span_len && span_len <= UINT32_MAX)
-            d->memo[i] = (sy__span_memo){r, span_hash, (uint32_t)span_len, h};
-        if (by_bytes && !(same && r == same) && id_len) {
-            r->span_hash = span_hash;
-            r->span_len = (uint32_t)span_len;
-            r->id_hash = h;
-        }
-        sy__idtab_set(&ids, pos, h, (uint32_t)d->route_count);
-        d->positions[d->route_count] = (uint32_t)i;
-        if (d->prev)
-            d->prev[d->route_count] = borrow ? (uint32_t)prev : UINT32_MAX;
-        d->routes[d->route_count++] = r;
+    for (size_t i = 0; i < n && !rc; i++) {
+        route_step s; /* set field by field: s.e is 500 bytes */
+        s.r = NULL;
+        s.c = NULL;
+        s.own = s.borrow = false;
+        s.pos = s.h = 0;
+        s.id_len = 0;
+        s.e.code = 0;
+        prefetch_ahead(scan, w.reuse, &w.ids, i, n);
+        route_find_same(&w, i, &s);
+        rc = route_obtain(&w, i, &s);
+        s.built = rc == 0;
+        if (!rc)
+            rc = route_check_id(&w, i, &s);
+        if (rc)
+            rc = route_failed(&w, &s, rc, err);
+        else
+            route_place(&w, i, &s);
     }
-    sy__free(&d->alloc, ids.e);
-    sy__regex_cache_free(ctx.regex_cache);
-    sy__buf_free(&scratch);
-    sy__arena_free(&tree);
+    route_walk_end(&w);
     return rc;
 }
 

@@ -65,10 +65,23 @@ static const char *route_authority(struct sy_route *r, const char *h,
     return sy__route_strndup(r, small, n);
 }
 
-/* Fill r's upstream (up_*) and authority from r->uri (section 2 and 6). */
-static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
+/* A uri's authority ("user@host:port"), in the uri's own bytes. */
+typedef struct uri_authority {
+    const char *text; /* after the user info */
+    size_t len;
+    const char *host;
+    size_t host_len;
+    const char *port; /* NULL: none given */
+} uri_authority;
+
+/* Phase 1 of parse_uri: the scheme and the port it implies; *rest: the
+ * uri after it ("lb:ws:" both). *done: the uri says all there is
+ * (forward:, no:). */
+static int uri_scheme(struct sy_route *r, const char *path, const char **rest,
+                      bool *done, sy_error *err) {
     const char *u = r->uri;
     size_t n = 0;
+    *done = false;
     while (u[n] && scheme_char(u[n], n == 0))
         n++;
     if (n == 0 || u[n] != ':')
@@ -76,40 +89,47 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
                              "uri '%.100s' has no scheme (such as http://)", u);
     char scheme[48]; /* longer than any scheme we take: none matches */
     lower_copy(scheme, sizeof scheme, u, n);
-    const char *rest = u + n + 1;
+    *rest = u + n + 1;
     sy__route_scheme sc =
         n < sizeof scheme ? scheme_of(scheme, n) : SY_SCHEME_NONE;
     r->up_port = 0;
     r->up_host = "";
     r->up_scheme = sc;
     if (sc == SY_SCHEME_FORWARD) {
-        if (!*rest)
+        if (!**rest)
             return sy__error_set(err, SY_EURI, path,
                                  "forward: uri needs a path");
         r->up_kind = SY_UPSTREAM_FORWARD;
         /* the path: the uri after "forward:" (sy_route_upstream) */
-        return SY_OK;
-    }
-    if (sc == SY_SCHEME_NO) {
+        *done = true;
+    } else if (sc == SY_SCHEME_NO) {
         r->up_kind = SY_UPSTREAM_NONE;
-        return SY_OK;
-    }
-    bool lb = sc == SY_SCHEME_LB;
-    if (lb && (strncmp(rest, "ws:", 3) == 0 || strncmp(rest, "wss:", 4) == 0)) {
-        bool wss = rest[2] == 's';
+        *done = true;
+    } else if (sc == SY_SCHEME_LB && (strncmp(*rest, "ws:", 3) == 0 ||
+                                      strncmp(*rest, "wss:", 4) == 0)) {
+        bool wss = (*rest)[2] == 's';
         r->up_scheme = wss ? SY_SCHEME_LB_WSS : SY_SCHEME_LB_WS;
-        rest += wss ? 4 : 3;
+        *rest += wss ? 4 : 3;
     } else if (sc == SY_SCHEME_HTTP || sc == SY_SCHEME_WS) {
         r->up_port = 80;
     } else if (sc == SY_SCHEME_HTTPS || sc == SY_SCHEME_WSS) {
         r->up_port = 443;
-    } else if (!lb) {
+    } else if (sc != SY_SCHEME_LB) {
         r->up_scheme = SY_SCHEME_NONE;
         return sy__error_set(err, SY_EURI, path,
                              "unsupported uri scheme '%.40s' (use http, "
                              "https, ws, wss, lb, forward or no)",
                              scheme);
     }
+    return SY_OK;
+}
+
+/* Phase 2 of parse_uri: "//authority" at rest split into host and port
+ * (user info dropped, an IPv6 host in brackets). */
+static int uri_split_authority(const struct sy_route *r, const char *rest,
+                               bool lb, const char *path, uri_authority *a,
+                               sy_error *err) {
+    const char *u = r->uri;
     if (strncmp(rest, "//", 2) != 0)
         return sy__error_set(err, SY_EURI, path, "uri '%.100s' needs '//host'",
                              u);
@@ -120,52 +140,66 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         alen -= (size_t)(at + 1 - rest);
         rest = at + 1;
     }
-    const char *host = rest, *port = NULL;
-    size_t hlen;
+    *a = (uri_authority){rest, alen, rest, 0, NULL};
     if (alen && rest[0] == '[') {
         const char *close = memchr(rest, ']', alen);
         if (!close)
             return sy__error_set(err, SY_EURI, path,
                                  "uri '%.100s' has an unclosed '['", u);
-        host = rest + 1;
-        hlen = (size_t)(close - host);
+        a->host = rest + 1;
+        a->host_len = (size_t)(close - a->host);
         if ((size_t)(close + 1 - rest) < alen) {
             if (close[1] != ':')
                 return sy__error_set(err, SY_EURI, path,
                                      "uri '%.100s' has a bad authority", u);
-            port = close + 2;
+            a->port = close + 2;
         }
     } else {
         const char *colon = memchr(rest, ':', alen);
-        hlen = colon ? (size_t)(colon - rest) : alen;
+        a->host_len = colon ? (size_t)(colon - rest) : alen;
         if (colon)
-            port = colon + 1;
+            a->port = colon + 1;
     }
-    if (hlen == 0)
+    if (a->host_len == 0)
         return sy__error_set(err, SY_EURI, path, "uri '%.100s' has no %s", u,
                              lb ? "service name" : "host");
-    if (port) {
-        size_t plen = (size_t)(rest + alen - port);
-        long v = 0;
-        if (plen == 0 || plen > 5)
+    return SY_OK;
+}
+
+/* Phase 3 of parse_uri: the port given, 1..65535 (a service's is checked
+ * and not used). */
+static int uri_port(struct sy_route *r, const uri_authority *a, bool lb,
+                    const char *path, sy_error *err) {
+    const char *u = r->uri, *port = a->port;
+    size_t plen = (size_t)(a->text + a->len - port);
+    long v = 0;
+    if (plen == 0 || plen > 5)
+        return sy__error_set(err, SY_EURI, path,
+                             "uri '%.100s' has a bad port", u);
+    for (size_t i = 0; i < plen; i++) {
+        if (port[i] < '0' || port[i] > '9')
             return sy__error_set(err, SY_EURI, path,
                                  "uri '%.100s' has a bad port", u);
-        for (size_t i = 0; i < plen; i++) {
-            if (port[i] < '0' || port[i] > '9')
-                return sy__error_set(err, SY_EURI, path,
-                                     "uri '%.100s' has a bad port", u);
-            v = v * 10 + (port[i] - '0');
-        }
-        if (v < 1 || v > 65535)
-            return sy__error_set(err, SY_EURI, path,
-                                 "uri '%.100s': port out of range 1..65535", u);
-        if (!lb)
-            r->up_port = (uint16_t)v;
+        v = v * 10 + (port[i] - '0');
     }
+    if (v < 1 || v > 65535)
+        return sy__error_set(err, SY_EURI, path,
+                             "uri '%.100s': port out of range 1..65535", u);
+    if (!lb)
+        r->up_port = (uint16_t)v;
+    return SY_OK;
+}
+
+/* Phase 4 of parse_uri: the upstream's host, and for a url its Host
+ * header. */
+static int uri_host(struct sy_route *r, const uri_authority *a, bool lb,
+                    const char *path, sy_error *err) {
+    sy__route_scheme sc = r->up_scheme;
     /* the host ends the uri ("lb://svc"): the uri's own bytes (r->uri is
      * the route's copy), else a copy */
-    const char *h =
-        host[hlen] == '\0' ? host : sy__route_strndup(r, host, hlen);
+    const char *h = a->host[a->host_len] == '\0'
+                        ? a->host
+                        : sy__route_strndup(r, a->host, a->host_len);
     if (!h)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     r->up_host = h;
@@ -175,12 +209,32 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
         return SY_OK;
     if (r->up_port == (secure ? 443 : 80) && !strchr(h, ':'))
         r->authority = h; /* the Host header is the host itself */
-    else if (port && port[0] != '0' && rest[alen] == '\0')
-        r->authority = rest; /* "host:port" ends the uri, spelled as
-                                sy__arena_authority would spell it */
+    else if (a->port && a->port[0] != '0' && a->text[a->len] == '\0')
+        r->authority = a->text; /* "host:port" ends the uri, spelled as
+                                   sy__arena_authority would spell it */
     else if (!(r->authority = route_authority(r, h, secure)))
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     return SY_OK;
+}
+
+/* Fill r's upstream (up_*) and authority from r->uri (section 2 and 6):
+ * its scheme, then its authority's host and port. */
+static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
+    const char *rest = NULL;
+    bool done;
+    int rc = uri_scheme(r, path, &rest, &done, err);
+    if (rc || done)
+        return rc;
+    bool lb = r->up_scheme == SY_SCHEME_LB ||
+              r->up_scheme == SY_SCHEME_LB_WS ||
+              r->up_scheme == SY_SCHEME_LB_WSS;
+    uri_authority a = {NULL, 0, NULL, 0, NULL};
+    rc = uri_split_authority(r, rest, lb, path, &a, err);
+    if (!rc && a.port)
+        rc = uri_port(r, &a, lb, path, err);
+    if (!rc)
+        rc = uri_host(r, &a, lb, path, err);
+    return rc;
 }
 
 /* ---- the route object ---- */

@@ -374,116 +374,129 @@ static void end_value(scanner *sc, size_t start) {
     }
 }
 
-static int scan(scanner *sc) {
-    int rc;
-    size_t vstart[2] = {0, 0}; /* value start at depth 1 and at routes */
-    /* an optional UTF-8 byte order mark, as cJSON accepts */
-    if (sc->len >= 3 && memcmp(sc->s, "\xEF\xBB\xBF", 3) == 0)
-        sc->pos = 3;
+/* Where the scan of scan() stands: the states of its loop (the negative
+ * SY_E* codes end it too). */
+enum { AT_END = 0, AT_VALUE, AT_AFTER, AT_KEY };
+
+/* A route the caller knows (sc->skip) at sc->pos: valid bytes, skipped
+ * whole. True when skipped. */
+static bool skip_known_route(scanner *sc) {
+    if (!sc->skip || !sc->routes_depth || sc->depth != sc->routes_depth)
+        return false;
+    size_t n = sc->skip->fn(sc->skip->data, sc->s, sc->len, sc->out,
+                            sc->out->route_count, sc->pos, sc->depth);
+    if (!n || n > sc->len - sc->pos)
+        return false;
+    sc->pos += n;
+    return true;
+}
+
+/* The top frame's container closed (its closing byte read). */
+static void close_frame(scanner *sc) {
+    if (sc->routes_depth == sc->depth) {
+        sc->routes_depth = 0; /* the routes array is complete (or empty) */
+        sc->routes_done = true;
+    }
+    sc->depth--;
+}
+
+/* A '{' or '[' at sc->pos: a new frame (the routes array noted), closed
+ * at once when empty. The next state. */
+static int open_container(scanner *sc, char c) {
+    if (sc->depth >= sc->max_depth)
+        return fail_at(sc, SY_ELIMIT, 0, sc->pos,
+                       "JSON nesting deeper than %u levels", sc->max_depth);
+    frame *f = &sc->st[sc->depth++];
+    *f = (frame){c, 0, NULL, 0};
+    if (sc->want_routes && !sc->routes_depth && !sc->routes_done &&
+        ((sc->depth == 1 && c == '[') ||
+         (sc->depth == 2 && c == '[' && sc->st[0].kind == '{' &&
+          key_is(&sc->st[0], "routes"))))
+        sc->routes_depth = sc->depth;
+    sc->pos++;
     skip_ws(sc);
-value:
+    if (sc->pos < sc->len && sc->s[sc->pos] == (c == '{' ? '}' : ']')) {
+        sc->pos++;
+        close_frame(sc);
+        return AT_AFTER;
+    }
+    return c == '[' ? AT_VALUE : AT_KEY;
+}
+
+static int scan_scalar(scanner *sc, char c) {
+    if (c == '"')
+        return scan_string(sc, false);
+    if (c == '-' || digit(c))
+        return scan_number(sc);
+    if (c == 't')
+        return scan_literal(sc, "true");
+    if (c == 'f')
+        return scan_literal(sc, "false");
+    if (c == 'n')
+        return scan_literal(sc, "null");
+    return unexpected(sc);
+}
+
+/* A value starts at sc->pos: a known route skipped, a container opened
+ * or a scalar read. *vstart: where a value at depth 1 starts. */
+static int at_value(scanner *sc, size_t *vstart) {
+    int rc;
     if (sc->pos >= sc->len)
         return unexpected(sc);
     if ((rc = begin_value(sc)))
         return rc;
     if (sc->depth == 1)
-        vstart[0] = sc->pos;
-    {
-        char c = sc->s[sc->pos];
-        if (sc->depth == 0)
-            sc->out->root = c;
-        if (c == '{' && sc->skip && sc->routes_depth &&
-            sc->depth == sc->routes_depth) {
-            /* a route the caller knows: valid bytes, skipped whole */
-            size_t n = sc->skip->fn(sc->skip->data, sc->s, sc->len, sc->out,
-                                    sc->out->route_count, sc->pos, sc->depth);
-            if (n && n <= sc->len - sc->pos) {
-                sc->pos += n;
-                goto after;
-            }
-        }
-        if (c == '{' || c == '[') {
-            if (sc->depth >= sc->max_depth)
-                return fail_at(sc, SY_ELIMIT, 0, sc->pos,
-                               "JSON nesting deeper than %u levels",
-                               sc->max_depth);
-            frame *f = &sc->st[sc->depth++];
-            *f = (frame){c, 0, NULL, 0};
-            if (sc->want_routes && !sc->routes_depth && !sc->routes_done &&
-                ((sc->depth == 1 && c == '[') ||
-                 (sc->depth == 2 && c == '[' && sc->st[0].kind == '{' &&
-                  key_is(&sc->st[0], "routes"))))
-                sc->routes_depth = sc->depth;
-            sc->pos++;
-            skip_ws(sc);
-            if (sc->pos < sc->len && sc->s[sc->pos] == (c == '{' ? '}' : ']')) {
-                sc->pos++;
-                if (sc->routes_depth == sc->depth) {
-                    sc->routes_depth = 0; /* an empty routes array */
-                    sc->routes_done = true;
-                }
-                sc->depth--;
-                goto after;
-            }
-            if (c == '[')
-                goto value;
-            goto key;
-        }
-        if (c == '"')
-            rc = scan_string(sc, false);
-        else if (c == '-' || digit(c))
-            rc = scan_number(sc);
-        else if (c == 't')
-            rc = scan_literal(sc, "true");
-        else if (c == 'f')
-            rc = scan_literal(sc, "false");
-        else if (c == 'n')
-            rc = scan_literal(sc, "null");
-        else
-            rc = unexpected(sc);
-        if (rc)
-            return rc;
-    }
-after:
-    /* the value just closed is a child of the top frame (or the root) */
-    end_value(sc, sc->depth == 1 ? vstart[0] : 0);
-    if (sc->depth == 0) {
-        skip_ws(sc);
-        if (sc->pos < sc->len) {
-            sy__error_set(sc->err, SY_ESYNTAX, "",
-                          "JSON syntax error: unexpected data after the "
-                          "document");
-            sy__json_locate(sc->s, sc->len, sc->pos, sc->err);
-            return SY_ESYNTAX;
-        }
-        return 0;
-    }
+        *vstart = sc->pos;
+    char c = sc->s[sc->pos];
+    if (sc->depth == 0)
+        sc->out->root = c;
+    if (c == '{' && skip_known_route(sc))
+        return AT_AFTER;
+    if (c == '{' || c == '[')
+        return open_container(sc, c);
+    rc = scan_scalar(sc, c);
+    return rc ? rc : AT_AFTER;
+}
+
+/* The root value closed: nothing but whitespace may follow. */
+static int end_of_document(scanner *sc) {
+    skip_ws(sc);
+    if (sc->pos >= sc->len)
+        return AT_END;
+    sy__error_set(sc->err, SY_ESYNTAX, "",
+                  "JSON syntax error: unexpected data after the document");
+    sy__json_locate(sc->s, sc->len, sc->pos, sc->err);
+    return SY_ESYNTAX;
+}
+
+/* A value just closed, a child of the top frame (or the root): a ',' and
+ * the next child, or the frame's closing byte. */
+static int at_after(scanner *sc, size_t vstart) {
+    end_value(sc, sc->depth == 1 ? vstart : 0);
+    if (sc->depth == 0)
+        return end_of_document(sc);
     skip_ws(sc);
     if (sc->pos >= sc->len)
         return unexpected(sc);
-    {
-        frame *f = &sc->st[sc->depth - 1];
-        char c = sc->s[sc->pos];
-        if (c == ',') {
-            sc->pos++;
-            f->index++;
-            f->key = NULL; /* until the next key is read */
-            skip_ws(sc);
-            if (f->kind == '[')
-                goto value;
-            goto key;
-        }
-        if (c != (f->kind == '{' ? '}' : ']'))
-            return unexpected(sc);
+    frame *f = &sc->st[sc->depth - 1];
+    char c = sc->s[sc->pos];
+    if (c == ',') {
         sc->pos++;
-        if (sc->routes_depth == sc->depth) {
-            sc->routes_depth = 0; /* the routes array is complete */
-            sc->routes_done = true;
-        }
-        sc->depth--;
-        goto after;
+        f->index++;
+        f->key = NULL; /* until the next key is read */
+        skip_ws(sc);
+        return f->kind == '[' ? AT_VALUE : AT_KEY;
     }
-key:
+    if (c != (f->kind == '{' ? '}' : ']'))
+        return unexpected(sc);
+    sc->pos++;
+    close_frame(sc);
+    return AT_AFTER;
+}
+
+/* An object's key and its ':' (the routes key of the root noted). */
+static int at_key(scanner *sc) {
+    int rc;
     if (sc->pos >= sc->len || sc->s[sc->pos] != '"')
         return unexpected(sc);
     if ((rc = scan_string(sc, true)))
@@ -498,7 +511,27 @@ key:
         sc->out->has_routes = true;
         sc->out->routes_first = sc->pos < sc->len ? sc->s[sc->pos] : 0;
     }
-    goto value;
+    return AT_VALUE;
+}
+
+/* The whole text: a value, what follows it, a key, as the grammar goes,
+ * until the root value closed (0) or an error (negative). */
+static int scan(scanner *sc) {
+    size_t vstart = 0; /* where the value at depth 1 starts */
+    /* an optional UTF-8 byte order mark, as cJSON accepts */
+    if (sc->len >= 3 && memcmp(sc->s, "\xEF\xBB\xBF", 3) == 0)
+        sc->pos = 3;
+    skip_ws(sc);
+    int at = AT_VALUE;
+    while (at > AT_END) {
+        if (at == AT_VALUE)
+            at = at_value(sc, &vstart);
+        else if (at == AT_AFTER)
+            at = at_after(sc, vstart);
+        else
+            at = at_key(sc);
+    }
+    return at;
 }
 
 static int scan_text(const sy__alloc *a, const char *json, size_t len,

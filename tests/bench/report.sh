@@ -7,6 +7,10 @@
 #   bash tests/bench/report.sh                  # 2 full bench runs in a row
 #   RUNS=3 bash tests/bench/report.sh
 #   GATEWAY=1 bash tests/bench/report.sh        # and the mini-gateway bench
+#   NGINX=1 bash tests/bench/report.sh          # and the nginx module's
+#                                               # balancer bench
+#   ETCD=1 bash tests/bench/report.sh           # and the etcd change bench
+#                                               # (three gateways)
 #   bash tests/bench/report.sh --from DIR       # re-print a saved report
 #
 # It builds a release tree (build-report/), runs switchyard-bench RUNS
@@ -43,6 +47,26 @@ if [ -z "$from" ]; then
     echo "gateway bench ..." >&2
     bash examples/mini-gateway/bench/run.sh > "$OUT/gateway.txt" 2>&1 || true
     echo "gateway-date $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$OUT/conditions.txt"
+  fi
+  if [ "${NGINX:-0}" = 1 ]; then
+    echo "nginx module bench ..." >&2
+    [ -d build-report-nginx ] || meson setup build-report-nginx \
+      --buildtype=release -Dpython=false -Dnginx=true >/dev/null
+    ninja -C build-report-nginx >/dev/null
+    /usr/bin/python3 examples/nginx-module/bench/bench_balancer.py \
+      "$PWD/build-report-nginx/examples/nginx-module/ngx_http_switchyard_module.so" \
+      > "$OUT/nginx.txt" 2>&1 || true
+    echo "nginx-date $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$OUT/conditions.txt"
+  fi
+  if [ "${ETCD:-0}" = 1 ]; then
+    echo "etcd bench ..." >&2
+    ninja -C build-report tests/e2e/etcd_driver \
+      examples/mini-gateway/mini-gateway >/dev/null
+    ETCD_DRIVER=build-report/tests/e2e/etcd_driver \
+      MINI_GATEWAY=build-report/examples/mini-gateway/mini-gateway \
+      /usr/bin/python3 tests/e2e/bench_etcd.py --gateways 10 10000 \
+      > "$OUT/etcd.txt" 2>&1 || true
+    echo "etcd-date $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$OUT/conditions.txt"
   fi
 else
   OUT=$from
@@ -232,6 +256,25 @@ if os.path.exists(gw):
               "%s)" % (gk, nn[0], label, gv, nn[1], v,
                        "met" if v <= 0.70 else
                        "missed by %.0f %%" % (100 * (v / 0.70 - 1))))
+ngx = os.path.join(out, "nginx.txt")
+if os.path.exists(ngx):
+    print("\n## nginx module (examples/nginx-module/bench/bench_balancer.py)\n")
+    for line in open(ngx).read().split("\n"):
+        if line.strip() and not line.startswith(("Traceback", "  File")):
+            print("    " + line)
+    for m in re.finditer(r"routes (\d+): balancer/plain req/s = ([\d.]+), "
+                         r"p99 = ([\d.]+)", open(ngx).read()):
+        rps, p99 = float(m.group(2)), float(m.group(3))
+        print("- %s routes: req/s %.3f (target >= 0.95: %s), p99 %.3f "
+              "(target within 10 %%: %s)" % (
+                  m.group(1), rps, "met" if rps >= 0.95 else "missed",
+                  p99, "met" if p99 <= 1.10 else "missed"))
+etc = os.path.join(out, "etcd.txt")
+if os.path.exists(etc):
+    print("\n## etcd: a put to three gateways serving it (tests/e2e/bench_etcd.py --gateways)\n")
+    for line in open(etc).read().split("\n"):
+        if line.strip():
+            print("    " + line)
 diff = [i for i, f in enumerate(figs) if get(f, "match/github", 203) is None]
 if diff:
     print("\n(runs without figures: %s)" % diff)

@@ -1,5 +1,5 @@
-/* test_contention.c - promises that must hold however threads interleave
- * (issue 24), run under TSan with the concurrency suites: a change set
+/* test_contention.c - promises that must hold however threads interleave,
+ * run under TSan with the concurrency suites: a change set
  * committed by many threads is published once; the ejection cap holds
  * under concurrent outcome reports. */
 #include "testutil.h"

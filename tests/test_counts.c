@@ -1,5 +1,5 @@
 /* test_counts.c - every count the API takes is checked before any size is
- * computed from it, the same way in every call (issue 24): absurd counts
+ * computed from it, the same way in every call: absurd counts
  * are SY_ELIMIT and change nothing (under ASan a count used before the
  * check shows as an overflow). */
 #include "testutil.h"

@@ -889,7 +889,7 @@ static void failing_free(void *d, void *p) {
     free(p);
 }
 
-/* Issue 14: the scratch arena running out of memory while RewritePath
+/* The scratch arena running out of memory while RewritePath
  * grows its output is SY_ENOMEM, never a 500 answer. */
 START_TEST(rewrite_path_out_of_memory_is_enomem_not_an_answer) {
     REQ.path = S("/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");

@@ -334,7 +334,7 @@ static int stage_kind(sy_change_set *cs, int k) {
     }
 }
 
-/* Issue 14: out of memory is SY_ENOMEM, never an input error, also for a
+/* Out of memory is SY_ENOMEM, never an input error, also for a
  * caller that passes no sy_error; a failed staging stages nothing. */
 START_TEST(staging_out_of_memory_is_enomem_without_an_error_too) {
     failing f = {0, 0};
@@ -926,7 +926,7 @@ START_TEST(check_runs_a_change_set_without_publishing_it) {
 }
 END_TEST
 
-/* Issue 14: re-applying a source's document restores its routes over
+/* Re-applying a source's document restores its routes over
  * the one-route changes made since, instead of being skipped as "same". */
 START_TEST(reapplying_a_document_undoes_one_route_changes) {
     sy_router *r = new_router(NULL);
@@ -956,7 +956,7 @@ START_TEST(reapplying_a_document_undoes_one_route_changes) {
 }
 END_TEST
 
-/* Issue 9: "%2F" captured in a variable must not become a real '/' after
+/* "%2F" captured in a variable must not become a real '/' after
  * SetPath (with the default SY_SLASHES_KEEP): no traversal upstream. */
 START_TEST(encoded_slash_in_a_capture_stays_encoded_upstream) {
     sy_router *r = new_router(NULL);

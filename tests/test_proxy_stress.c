@@ -144,7 +144,7 @@ static void *notifier(void *arg) {
     return NULL;
 }
 
-/* Issue 14: registering a loader while another thread notifies is no
+/* Registering a loader while another thread notifies is no
  * data race (TSan) and every notification applies through a loader. */
 START_TEST(loader_registration_races_no_notification) {
     sy_router *r;

@@ -1,5 +1,5 @@
 /* test_set_memory.c - a staged change costs memory in proportion to its
- * own size (issue 24): the peak of the router's allocations while a set of
+ * own size: the peak of the router's allocations while a set of
  * many one-route upserts is committed stays within a small bound per
  * change of what the same upserts cost as single calls, and a set over
  * SY_MAX_CHANGE_SET_SIZE changes is refused with SY_ELIMIT. */

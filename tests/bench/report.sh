@@ -2,7 +2,7 @@
 # tests/bench/report.sh - regenerate the figures of README.md and
 # docs/performance.md from the current tree, and print them as one table
 # with their conditions (commit, machine, load, run count, each run's
-# baselines) and the targets of issue 30.
+# baselines) and the targets of docs/performance.md.
 #
 #   bash tests/bench/report.sh                  # 2 full bench runs in a row
 #   RUNS=3 bash tests/bench/report.sh

@@ -63,10 +63,13 @@ typedef struct {
     ngx_shm_zone_t *zone;
     sw_notify_t *notify; /* NULL: one worker, or no master */
     ngx_flag_t used;     /* any switchyard directive was seen */
-    /* an upstream block has switchyard_balancer: without one, every
-     * location proxies in the variable form, which cannot apply a route's
-     * timeouts, Retry or CircuitBreaker: they are refused at load */
+    /* an upstream block has switchyard_balancer */
     ngx_flag_t balancer;
+    /* a directive uses $switchyard_upstream (the variable form), which
+     * cannot apply a route's timeouts, Retry or CircuitBreaker. Which
+     * location serves a route is not known at load: with this set, or
+     * without a balancer, such routes are refused (sw_router_create) */
+    ngx_flag_t variable_form;
     uint64_t instances_hash; /* of every instances file, in order */
     ngx_str_t state_path;    /* switchyard_state, or empty */
     /* router options */

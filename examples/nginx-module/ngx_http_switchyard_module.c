@@ -331,11 +331,12 @@ static ngx_int_t sw_var(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     return NGX_OK;
 }
 
-/* $switchyard_upstream is what the variable form proxies to: a route
- * whose timeouts only the balancer applies is refused there (500, the
- * cause logged), not sent with the location's timeouts. Without any
- * switchyard_balancer such routes are refused at load instead
- * (sw_router_create); this is for a configuration with both forms. */
+/* $switchyard_upstream is what the variable form proxies to. A route
+ * whose timeouts or policies only the balancer applies cannot reach it:
+ * a configuration that uses this variable refuses such routes at load
+ * and at the admin location (sw_router_create). Should one come through
+ * anyway, it is refused here (500, the cause logged), never sent with
+ * the location's timeouts. */
 static ngx_int_t sw_var_upstream(ngx_http_request_t *r,
                                  ngx_http_variable_value_t *v, uintptr_t data) {
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
@@ -865,10 +866,8 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
 
 /* ---- module life cycle ---- */
 
-/* Every routes and instances file together, as a worker will load them
- * (ids across files, every reference): `nginx -t` and a reload fail here
- * rather than leave the master with workers that cannot start. */
-/* True when a directive uses $switchyard_upstream (the variable form). */
+/* True when a directive uses $switchyard_upstream (the variable form:
+ * proxy_pass $switchyard_upstream..., or any other use of it). */
 static bool sw_variable_form_used(ngx_conf_t *cf) {
     ngx_http_core_main_conf_t *cmcf =
         ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
@@ -881,45 +880,9 @@ static bool sw_variable_form_used(ngx_conf_t *cf) {
     return false;
 }
 
-/* Both forms in one configuration: which location serves a route is not
- * known at load, so the routes a variable-form location cannot run
- * (timeouts, Retry, CircuitBreaker: 500 there) are named in a warning. */
-static void sw_warn_variable_form(ngx_conf_t *cf, sy_router *router) {
-    static const char *const items[] = {
-        "Retry", "CircuitBreaker", "metadata.connect-timeout",
-        "metadata.response-timeout"};
-    sy_snapshot *snap = sy_router_acquire(router);
-    size_t n = sy_snapshot_route_count(snap), warned = 0, more = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        const sy_route *rt = sy_snapshot_route_at(snap, i);
-        const char *names[16];
-        size_t k = sy_route_host_runs(rt, names, 16);
-        for (size_t j = 0; j < k && j < 16; j++) {
-            bool hit = false;
-            for (size_t x = 0; x < sizeof items / sizeof *items; x++)
-                hit = hit || ngx_strcmp(names[j], items[x]) == 0;
-            if (!hit)
-                continue;
-            if (warned++ < 20)
-                ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                                   "switchyard: route \"%s\" uses %s, which "
-                                   "a location proxying with "
-                                   "$switchyard_upstream cannot apply: it "
-                                   "answers 500 there (serve it through "
-                                   "switchyard_balancer)",
-                                   sy_route_id(rt), names[j]);
-            else
-                more++;
-            break;
-        }
-    }
-    if (more)
-        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                           "switchyard: %uz more such routes", more);
-    sy_snapshot_release(snap);
-}
-
+/* Every routes and instances file together, as a worker will load them
+ * (ids across files, every reference): `nginx -t` and a reload fail here
+ * rather than leave the master with workers that cannot start. */
 static ngx_int_t sw_check_files(ngx_conf_t *cf, sw_main_conf_t *mcf) {
     sy_router *router = NULL;
     ngx_str_t *path = NULL;
@@ -928,8 +891,6 @@ static ngx_int_t sw_check_files(ngx_conf_t *cf, sw_main_conf_t *mcf) {
 
     if (rc == 0)
         rc = sw_load_files(router, mcf, &err, &path);
-    if (rc == 0 && mcf->balancer == 1 && sw_variable_form_used(cf))
-        sw_warn_variable_form(cf, router);
     if (router)
         sy_router_free(router);
     if (rc == 0)
@@ -952,6 +913,10 @@ static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
 
     if (!mcf->used)
         return NGX_OK;
+    /* which location serves which route is not known at load: one
+     * variable-form location makes the whole configuration refuse what
+     * that form cannot run (sw_router_create) */
+    mcf->variable_form = sw_variable_form_used(cf);
     if (sw_check_files(cf, mcf) != NGX_OK)
         return NGX_ERROR;
     mcf->zone = ngx_shared_memory_add(cf, &name, mcf->zone_size,

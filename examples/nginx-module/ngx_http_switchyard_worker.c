@@ -341,15 +341,19 @@ int sw_load_files(sy_router *router, sw_main_conf_t *mcf, sy_error *err,
     return rc;
 }
 
-/* What the module runs when no upstream has switchyard_balancer: the
- * variable form (proxy_pass $switchyard_upstream...) takes the location's
- * own timeouts and tries, so a route's connect-timeout,
- * response-timeout, Retry and CircuitBreaker (its time limit) cannot
- * run; they are refused, located, at `nginx -t`, worker start and the
- * admin location. */
+/* What the module runs when a route may be proxied in the variable form
+ * (proxy_pass $switchyard_upstream...), which takes the location's own
+ * timeouts and tries: a route's connect-timeout, response-timeout, Retry
+ * and CircuitBreaker (its time limit) cannot run there. Which location
+ * serves a route is not known at load, so they are refused, located, at
+ * `nginx -t`, worker start and the admin location whenever a directive
+ * uses $switchyard_upstream, and when no upstream has
+ * switchyard_balancer. */
+#define SW_VARIABLE_RUNS "RequestRateLimiter", "forward:", "ws:", "wss:", NULL
+static const char *const sw_unbalanced_runs[] = {
+    "host=nginx without switchyard_balancer", SW_VARIABLE_RUNS};
 static const char *const sw_variable_runs[] = {
-    "host=nginx without switchyard_balancer", "RequestRateLimiter",
-    "forward:", "ws:", "wss:", NULL};
+    "host=nginx with a $switchyard_upstream location", SW_VARIABLE_RUNS};
 
 int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
     sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
@@ -369,8 +373,9 @@ int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
      * for the server, not one per worker): the routers' own is off */
     opts.outlier.disabled = true;
     /* what the module does not run is refused, located (SY_ENOTRUN) */
-    opts.host_runs =
-        mcf->balancer == 1 ? sy_host_profile("nginx") : sw_variable_runs;
+    opts.host_runs = mcf->balancer != 1    ? sw_unbalanced_runs
+                     : mcf->variable_form ? sw_variable_runs
+                                          : sy_host_profile("nginx");
     /* rate-limit buckets and breakers shared by every worker (the -t
      * check in the master, before the zone exists, has its own) */
     sw_zone_ctx_t *z = mcf->zone ? mcf->zone->data : NULL;

@@ -148,6 +148,8 @@ class Env:
         # directives of the proxying location
         self.http_extra = "access_log off;"
         self.location_extra = ""
+        # how the location on self.port proxies (the variable form here)
+        self.proxy = "proxy_pass $switchyard_upstream$switchyard_uri;"
 
     def write(self, name, obj):
         with open(os.path.join(self.dir, name), "w") as f:
@@ -229,7 +231,7 @@ http {{
         }}
         location / {{
             switchyard on;
-            proxy_pass $switchyard_upstream$switchyard_uri;
+            {proxy}
             proxy_set_header Host $switchyard_host;
             add_header X-Switchyard-Route $switchyard_route always;
             add_header X-Switchyard-Instance $switchyard_instance always;
@@ -239,7 +241,7 @@ http {{
     }}
 }}
 """.format(module=MODULE, d=d, port=self.port, http_extra=self.http_extra,
-           location_extra=self.location_extra)
+           location_extra=self.location_extra, proxy=self.proxy)
         with open(os.path.join(d, "nginx.conf"), "w") as f:
             f.write(conf)
         self.launch()

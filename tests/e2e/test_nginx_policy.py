@@ -5,16 +5,20 @@ for meson, suite e2e): RequestRateLimiter with its buckets in the zone
 onto the balancer's tries (its statuses and methods), and CircuitBreaker
 (an open breaker forwards to its fallbackUri by an internal redirect, a
 status in statusCodes too, the client's method kept). What the module
-cannot run (Retry's backoff) is refused, located. Same fixture as
-test_nginx_balancer.py.
+cannot run (Retry's backoff; timeouts and policies wherever a location
+proxies with $switchyard_upstream) is refused, located. Same fixture as
+test_nginx_balancer.py (every location through the balancer).
 """
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports import free_port  # noqa: E402
 import test_nginx_module as base  # noqa: E402
-from test_nginx_balancer import UPSTREAM, BalancerEnv  # noqa: E402
+from test_nginx_balancer import (BALANCED, UPSTREAM,  # noqa: E402
+                                 BalancerEnv,
+                                 test_every_response_filter_applied)
 from test_nginx_module import check, request  # noqa: E402
 
 
@@ -156,19 +160,28 @@ def test_breaker_fallback_on_failure_and_when_open(env):
           "status: %r" % p)
 
 
-def test_variable_form_only_refuses_policies(env):
-    """Without any switchyard_balancer (every location in the variable
-    form) a route with a CircuitBreaker (its time limit), Retry or a
-    timeout cannot run: `nginx -t` refuses it, located, naming why. With
-    both forms it passes with a warning naming the route."""
+def test_variable_form_anywhere_refuses_policies(env):
+    """A route with a CircuitBreaker (its time limit), Retry or a timeout
+    runs only through switchyard_balancer, and which location serves a
+    route is not known at load: `nginx -t` passes it when no location
+    uses $switchyard_upstream, and refuses it, located in its file and
+    naming why, as soon as one does (both forms), as without any
+    balancer."""
     env.write("cbv.json", {"routes": [{
         "id": "cbv", "uri": "http://127.0.0.1:%d" % env.pa,
         "filters": [{"name": "CircuitBreaker", "args": {"name": "v"}}]}]})
     with open(os.path.join(env.dir, "nginx.conf")) as f:
-        both = f.read().replace("live.json;", "live.json; switchyard_routes "
-                                + env.dir + "/cbv.json;")
+        balanced = f.read().replace("live.json;", "live.json; "
+                                    "switchyard_routes %s/cbv.json;" % env.dir)
+    check(BALANCED in balanced, "the fixture's location is not balanced")
+    rc, err = env.test_conf(balanced)
+    check(rc == 0 and "cbv" not in err, "balancer only: %d %s" % (rc, err))
+    both = balanced.replace(
+        BALANCED, "proxy_pass $switchyard_upstream$switchyard_uri;")
     rc, err = env.test_conf(both)
-    check(rc == 0 and 'route "cbv" uses CircuitBreaker' in err,
+    check(rc != 0 and "cbv.json" in err and "routes[0].filters[0]" in err
+          and "CircuitBreaker" in err and
+          "with a $switchyard_upstream location" in err,
           "both forms: %d %s" % (rc, err))
     conf = both.replace(UPSTREAM.format(bport=env.bport), "")
     check("switchyard_balancer" not in conf, "balancer left in the conf")
@@ -177,9 +190,45 @@ def test_variable_form_only_refuses_policies(env):
           "without switchyard_balancer" in err, "nginx -t: %d %s" % (rc, err))
 
 
+def test_both_forms_refuse_policies_at_the_admin_location(env):
+    """A running nginx with both forms (its own, started here): a route
+    PUT with Retry, a CircuitBreaker or a timeout is answered 400 with the
+    located error and logged, never accepted to fail later; routes
+    without them are served by both locations (response filters and
+    forward: in the variable form too)."""
+    m = BalancerEnv(mixed=True)
+    try:
+        m.start()
+        base_route = {"uri": "http://127.0.0.1:%d" % m.pa,
+                      "predicates": ["Path=/p/**"]}
+        for rid, extra, where in (
+                ("rt", {"filters": ["Retry=2,BAD_GATEWAY,GET"]},
+                 "filters[0]"),
+                ("cbm", {"filters": ["AddRequestHeader=X-A,1", {
+                    "name": "CircuitBreaker", "args": {"name": "m"}}]},
+                 "filters[1]"),
+                ("tmo", {"metadata": {"response-timeout": 300}},
+                 "metadata.response-timeout")):
+            r = m.put("routes/live/" + rid, dict(base_route, id=rid, **extra))
+            check(r.status == 400, "%s: %d %r" % (rid, r.status, r.body))
+            e = r.json()["error"]
+            check(e["path"].endswith(where) and
+                  "$switchyard_upstream" in e["message"],
+                  "%s not located: %r" % (rid, e))
+        check('route "tmo" (source "live") rejected' in m.error_log(),
+              "rejection not logged: %s" % m.error_log()[-500:])
+        test_every_response_filter_applied(m)
+        test_forward_route_dispatched_again(m)
+    finally:
+        m.stop()
+        shutil.rmtree(m.dir, ignore_errors=True)
+
+
 def test_forward_route_dispatched_again(env):
     """forward:/a/fw is matched again by the routes (route "a" strips the
-    prefix): in the balancer and the variable forms."""
+    prefix): through both servers (the balancer and, in the mixed env of
+    test_both_forms_refuse_policies_at_the_admin_location, the variable
+    form)."""
     put_route(env, {"id": "fw", "uri": "forward:/a/fw",
                     "predicates": ["Path=/fw/**"],
                     "filters": ["AddRequestHeader=X-Forwarded-By,fw"]})
@@ -198,7 +247,8 @@ TESTS = [
     test_breaker_status_code_to_fallback_keeps_method,
     test_breaker_fallback_on_failure_and_when_open,
     test_forward_route_dispatched_again,
-    test_variable_form_only_refuses_policies,
+    test_variable_form_anywhere_refuses_policies,
+    test_both_forms_refuse_policies_at_the_admin_location,
 ]
 
 if __name__ == "__main__":

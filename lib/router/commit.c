@@ -248,113 +248,136 @@ static void log_part(sy_router *r, const sy_report *p) {
             (unsigned long long)p->generation);
 }
 
-int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
-                   bool dry, sy_report **report, sy_error *err) {
+/* What sy__commit_run carries from phase to phase. */
+typedef struct commit_run {
     commit c;
-    memset(&c, 0, sizeof c);
-    c.r = r;
-    c.cur = c.work = sy__router_current(r);
-    c.generation = c.cur->pub.generation + 1;
-    c.dry = dry;
-    sy_report *all = single ? NULL : sy__report_new(&r->alloc, NULL);
-    sy_error local;
-    if (!err)
-        err = &local;
-    memset(err, 0, sizeof *err);
-    c.st = sy__calloc(&r->alloc, r->source_count + 1, sizeof *c.st);
-    int rc = (!single && !all) || !c.st ? sy__commit_nomem(err) : SY_OK;
-    for (size_t i = 0; i < r->source_count && c.st; i++) {
+    const sy__change *items;
+    size_t n;
+    bool single;      /* one change: its part is the report */
+    sy_report *all;   /* the report of every part (not single) */
+    sy_report *part;  /* the last step's part */
+    size_t failed;    /* the change that failed; n: none did, the publish */
+    uint64_t publish_us;
+    int64_t now; /* wall time, for operators */
+} commit_run;
+
+/* Phase 1: the commit starts from the published snapshot, each source's
+ * working state from its own. */
+static int run_begin(commit_run *u, sy_router *r, sy_error *err) {
+    commit *c = &u->c;
+    c->r = r;
+    c->cur = c->work = sy__router_current(r);
+    c->generation = c->cur->pub.generation + 1;
+    u->failed = u->n;
+    u->all = u->single ? NULL : sy__report_new(&r->alloc, NULL);
+    c->st = sy__calloc(&r->alloc, r->source_count + 1, sizeof *c->st);
+    if ((!u->single && !u->all) || !c->st)
+        return sy__commit_nomem(err);
+    for (size_t i = 0; i < r->source_count; i++) {
         const sy__source *s = &r->sources[i];
-        memset(&c.st[i], 0, sizeof c.st[i]);
-        c.st[i].version = s->version;
-        c.st[i].checksum = s->checksum;
-        c.st[i].applied = s->applied;
-        c.st[i].modified = s->modified;
-        c.st[i].next_pos = s->next_pos;
+        memset(&c->st[i], 0, sizeof c->st[i]);
+        c->st[i].version = s->version;
+        c->st[i].checksum = s->checksum;
+        c->st[i].applied = s->applied;
+        c->st[i].modified = s->modified;
+        c->st[i].next_pos = s->next_pos;
     }
-    sy_report *part = NULL;
-    size_t failed = n; /* n: no change failed, the publish did */
-    for (size_t i = 0; rc == SY_OK && i < n; i++) {
-        rc = sy__commit_step(&c, &items[i], &part, err);
-        if (rc) {
-            failed = i;
-            break;
-        }
-        if (!single && sy__report_add_part(all, part)) {
-            sy_report_free(part);
+    return SY_OK;
+}
+
+/* Phase 2: every change a step on the working state, its part report
+ * gathered; the first failure stops (u->failed names it, u->part is its
+ * part report when there is one). */
+static int run_steps(commit_run *u, sy_error *err) {
+    for (size_t i = 0; i < u->n; i++) {
+        int rc = sy__commit_step(&u->c, &u->items[i], &u->part, err);
+        if (!rc && !u->single && sy__report_add_part(u->all, u->part)) {
+            sy_report_free(u->part);
+            u->part = NULL;
             rc = sy__commit_nomem(err);
-            failed = i;
         }
-        if (!single)
-            part = NULL;
-    }
-    uint64_t t1 = sy__now_monotonic_us();
-    if (rc == SY_OK && c.inter.n && !dry)
-        rc = publish_work(&c, err);
-    uint64_t publish_us = sy__now_monotonic_us() - t1 + c.derive_us;
-    int64_t now = sy__now_realtime_ms(); /* wall time, for operators */
-    if (rc) {
-        /* a refused publish is a failed attempt of every change */
-        for (size_t i = failed < n ? failed : 0;
-             !dry && i < (failed < n ? failed + 1 : n); i++)
-            note_failure(&c, &items[i], now, err);
-        if (!single && failed < n) {
-            char msg[sizeof err->message + 128];
-            int k = snprintf(
-                msg, sizeof msg, "change %zu (%s '%.40s'): ", failed,
-                sy__change_kind_name(items[failed].kind), items[failed].name);
-            size_t used = k > 0 ? (size_t)k : 0;
-            size_t rest = sizeof err->message - 1 - used;
-            memcpy(msg + used, err->message, rest);
-            msg[used + rest] = '\0';
-            memcpy(err->message, msg, sizeof err->message);
-            err->message[sizeof err->message - 1] = '\0';
+        if (rc) {
+            u->failed = i;
+            return rc;
         }
-        if (!dry)
-            r->failed_commits++;
-        sy_report *rep = single ? part : all;
-        if (rep) {
-            /* best effort: the error is also in *err */
-            if (err->code && rep->issue_count == 0)
-                (void)sy__report_add_issue(rep, err);
-            rep->failed_change = failed < n ? (long)failed : -1;
-        }
-        if (!single)
-            sy_report_free(part);
-        commit_cleanup(&c);
-        if (report)
-            *report = rep;
-        else
-            sy_report_free(rep);
-        if (!dry)
-            sy__router_log(r, SY_LOG_ERROR,
-                           "commit rejected, nothing changed: %s%s%s",
-                           err->path, *err->path ? ": " : "", err->message);
-        return rc;
+        if (!u->single)
+            u->part = NULL;
     }
-    if (dry) { /* a check: everything held, nothing published or kept */
-        commit_cleanup(&c);
-        sy_report *rep = single ? part : all;
-        if (report)
-            *report = rep;
-        else
-            sy_report_free(rep);
-        return SY_OK;
+    return SY_OK;
+}
+
+/* The report to the caller, or freed when it did not ask for one. */
+static void hand_report(sy_report *rep, sy_report **report) {
+    if (report)
+        *report = rep;
+    else
+        sy_report_free(rep);
+}
+
+/* A failed change of a change set says which one in its message. */
+static void name_failed_change(const commit_run *u, sy_error *err) {
+    const sy__change *ch = &u->items[u->failed];
+    char msg[sizeof err->message + 128];
+    int k = snprintf(msg, sizeof msg, "change %zu (%s '%.40s'): ", u->failed,
+                     sy__change_kind_name(ch->kind), ch->name);
+    size_t used = k > 0 ? (size_t)k : 0;
+    size_t rest = sizeof err->message - 1 - used;
+    memcpy(msg + used, err->message, rest);
+    msg[used + rest] = '\0';
+    memcpy(err->message, msg, sizeof err->message);
+    err->message[sizeof err->message - 1] = '\0';
+}
+
+/* Phase 3, refused: nothing published; the failed change (or, for a
+ * refused publish, every change) is its source's failed attempt. */
+static int run_refused(commit_run *u, int rc, sy_report **report,
+                       sy_error *err) {
+    sy_router *r = u->c.r;
+    bool dry = u->c.dry;
+    size_t n = u->n, failed = u->failed;
+    for (size_t i = failed < n ? failed : 0;
+         !dry && i < (failed < n ? failed + 1 : n); i++)
+        note_failure(&u->c, &u->items[i], u->now, err);
+    if (!u->single && failed < n)
+        name_failed_change(u, err);
+    if (!dry)
+        r->failed_commits++;
+    sy_report *rep = u->single ? u->part : u->all;
+    if (rep) {
+        /* best effort: the error is also in *err */
+        if (err->code && rep->issue_count == 0)
+            (void)sy__report_add_issue(rep, err);
+        rep->failed_change = failed < n ? (long)failed : -1;
     }
+    if (!u->single)
+        sy_report_free(u->part);
+    commit_cleanup(&u->c);
+    hand_report(rep, report);
+    if (!dry)
+        sy__router_log(r, SY_LOG_ERROR,
+                       "commit rejected, nothing changed: %s%s%s", err->path,
+                       *err->path ? ": " : "", err->message);
+    return rc;
+}
+
+/* Phase 3, published: the sources follow, and every part report gets the
+ * generation, goes to the log and to on_event. */
+static void run_published(commit_run *u, sy_report **report) {
+    sy_router *r = u->c.r;
     uint64_t gen = sy__router_current(r)->pub.generation;
-    sources_follow(&c, now);
+    sources_follow(&u->c, u->now);
     r->commits++;
-    commit_cleanup(&c);
+    commit_cleanup(&u->c);
     sy__router_bury(r);
     if (r->opts.retired_warn_ms)
         sy__pub_check_held(r->pub, r->opts.retired_warn_ms, sy__router_held_cb,
                            r);
-    sy_report *const *parts = single ? &part : all->parts;
-    size_t nparts = single ? 1 : all->part_count;
+    sy_report *const *parts = u->single ? &u->part : u->all->parts;
+    size_t nparts = u->single ? 1 : u->all->part_count;
     for (size_t i = 0; i < nparts; i++) {
         sy_report *p = parts[i];
         p->generation = gen;
-        p->publish_us = p->skipped ? 0 : publish_us;
+        p->publish_us = p->skipped ? 0 : u->publish_us;
         if (p->skipped && p->source)
             r->skipped_applies++;
         if (p->service)
@@ -363,12 +386,39 @@ int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
         if (!p->noop)
             sy__router_event(r, p);
     }
-    if (all)
-        all->generation = gen;
-    sy_report *rep = single ? part : all;
-    if (report)
-        *report = rep;
-    else
-        sy_report_free(rep);
+    if (u->all)
+        u->all->generation = gen;
+    hand_report(u->single ? u->part : u->all, report);
+}
+
+/* Steps, publish, then the refused or the published commit's ending. */
+int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
+                   bool dry, sy_report **report, sy_error *err) {
+    commit_run u;
+    memset(&u, 0, sizeof u);
+    u.items = items;
+    u.n = n;
+    u.single = single;
+    u.c.dry = dry;
+    sy_error local;
+    if (!err)
+        err = &local;
+    memset(err, 0, sizeof *err);
+    int rc = run_begin(&u, r, err);
+    if (rc == SY_OK)
+        rc = run_steps(&u, err);
+    uint64_t t1 = sy__now_monotonic_us();
+    if (rc == SY_OK && u.c.inter.n && !dry)
+        rc = publish_work(&u.c, err);
+    u.publish_us = sy__now_monotonic_us() - t1 + u.c.derive_us;
+    u.now = sy__now_realtime_ms();
+    if (rc)
+        return run_refused(&u, rc, report, err);
+    if (dry) { /* a check: everything held, nothing published or kept */
+        commit_cleanup(&u.c);
+        hand_report(single ? u.part : u.all, report);
+        return SY_OK;
+    }
+    run_published(&u, report);
     return SY_OK;
 }

@@ -354,7 +354,130 @@ static int derive_document(commit *c, sy__route_change *ch, size_t nch,
     return rc;
 }
 
-/* The changes that make source `si` hold exactly the document's routes. */
+/* The walk of document_changes over a document's routes. */
+typedef struct doc_walk {
+    commit *c;
+    uint32_t si;
+    const sy_document *doc;
+    const reuse_ctx *rctx;
+    sy_report *rep;
+    const sy_snapshot *w;
+    const struct sy_route **keep; /* routes for the diff (not shared) */
+    sy__route_change *ch;
+    /* Routes the parse shared by bytes are the live route object of their
+     * slot: found through the span table without an id lookup, and left
+     * out of the diff (they are unchanged; `shared` marks their slots). */
+    bool *shared;
+    size_t kept, nch, nshared;
+} doc_walk;
+
+/* A route ahead that will be read (not one shared by position, which the
+ * walk decides without reading it): its order, id and fingerprint. */
+static void prefetch_doc_route(const doc_walk *dw, size_t i) {
+    const sy_document *doc = dw->doc;
+    if (i + 8 >= doc->route_count)
+        return;
+    const struct sy_route *ah = doc->routes[i + 8];
+    uint32_t pa = doc->prev ? doc->prev[i + 8] : UINT32_MAX;
+    if (!(pa < dw->rctx->at_count && dw->rctx->at[pa].route == ah)) {
+        __builtin_prefetch(&ah->order);
+        __builtin_prefetch(&ah->fingerprint);
+    }
+}
+
+/* An id owned by another source is an error of this document: fails a
+ * strict apply, an issue of a lenient one. */
+static int other_source_id(doc_walk *dw, const struct sy_route *rt,
+                           uint32_t pos, uint32_t slot, sy_error *err) {
+    sy_router *r = dw->c->r;
+    sy_error e;
+    char path[64];
+    snprintf(path, sizeof path, "%s[%u].id",
+             dw->doc->envelope ? "routes" : "", pos);
+    sy__error_set(&e, SY_EDUPLICATE, path,
+                  "route id '%s' is already defined by source '%s'", rt->id,
+                  r->sources[sy__snapshot_slot(dw->w, slot)->source].name);
+    if (!r->opts.lenient) {
+        if (err)
+            *err = e;
+        return SY_EDUPLICATE;
+    }
+    return sy__report_add_issue(dw->rep, &e) ? sy__commit_nomem(err) : SY_OK;
+}
+
+/* The document's route i: unchanged and shared as it is, or a change (a
+ * new route, or the live one at a new rank). */
+static int route_change(doc_walk *dw, size_t i, sy_error *err) {
+    const sy_document *doc = dw->doc;
+    const sy_snapshot *w = dw->w;
+    const struct sy_route *rt = doc->routes[i];
+    uint32_t pos = doc->positions[i];
+    if (pos > SY_RANK_POS_MAX)
+        return sy__error_set(err, SY_ELIMIT, "routes",
+                             "a source holds at most %u routes",
+                             SY_RANK_POS_MAX + 1);
+    /* a route the parse shared by its bytes and position is that
+     * position's slot; any other is found by id, and is shared when the
+     * slot holds this very route object (shared by bytes or by meaning) */
+    uint32_t prev = doc->prev ? doc->prev[i] : UINT32_MAX;
+    bool by_pos = prev < dw->rctx->at_count && dw->rctx->at[prev].route == rt;
+    if (by_pos) {
+        /* the commonest case reads no route: the slot holds this very
+         * route, so its key differs from the one wanted at most in the
+         * position */
+        uint32_t slot = dw->rctx->at[prev].slot;
+        dw->shared[slot] = true;
+        dw->nshared++;
+        if ((sy__snapshot_slot(w, slot)->key & 0xffffffu) == pos)
+            return SY_OK; /* unchanged, same rank: shared as it is */
+    }
+    /* (an empty table holds no id: a first apply hashes none) */
+    uint32_t slot = by_pos            ? dw->rctx->at[prev].slot
+                    : w->route_count ? sy__snapshot_find_slot(w, rt->id)
+                                     : NONE;
+    const sy__slot *sl = slot != NONE ? sy__snapshot_slot(w, slot) : NULL;
+    if (sl && sl->route == rt && sl->source == dw->si && !dw->shared[slot]) {
+        dw->shared[slot] = true;
+        dw->nshared++;
+    }
+    if (sl && sl->source != dw->si)
+        return other_source_id(dw, rt, pos, slot, err);
+    if (!dw->shared[sl ? slot : w->slot_count])
+        dw->keep[dw->kept++] = rt;
+    uint64_t key = sy__rank_key(rt->order, dw->si, pos);
+    bool same_meaning = sl && sl->route->fingerprint == rt->fingerprint;
+    if (same_meaning && sl->key == key)
+        return SY_OK; /* unchanged, same rank: shared as it is */
+    /* same meaning at a new rank: keep sharing the compiled route */
+    struct sy_route *use = same_meaning ? sl->route : (struct sy_route *)rt;
+    dw->ch[dw->nch++] = (sy__route_change){rt->id, use, key, dw->si};
+    return SY_OK;
+}
+
+/* The diff of the routes kept against the source's live ones (but the
+ * shared), and a change removing each route the document dropped. */
+static int removed_changes(doc_walk *dw, sy_error *err) {
+    sy_router *r = dw->c->r;
+    sy_report *rep = dw->rep;
+    size_t old_count = 0;
+    const struct sy_route **old =
+        source_routes(r, dw->rctx, dw->shared, &old_count);
+    int rc = SY_OK;
+    if (!old || sy__diff_routes(&r->alloc, old, old_count, dw->keep, dw->kept,
+                                &rep->diff))
+        rc = sy__commit_nomem(err);
+    sy__free(&r->alloc, old);
+    if (rc)
+        return rc;
+    sy__diff_add_unchanged(rep->diff, dw->nshared);
+    for (size_t i = 0; i < sy_diff_removed_count(rep->diff); i++)
+        dw->ch[dw->nch++] = (sy__route_change){sy_diff_removed(rep->diff, i),
+                                               NULL, 0, dw->si};
+    return SY_OK;
+}
+
+/* The changes that make source `si` hold exactly the document's routes:
+ * one per route that is new or moved, then the diff and the removals. */
 static int document_changes(commit *c, uint32_t si, const sy_document *doc,
                             reuse_ctx *rctx, sy_report *rep,
                             sy__route_change **out, size_t *nout,
@@ -362,117 +485,27 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     sy_router *r = c->r;
     const sy_snapshot *w = c->work;
     size_t n = sy_document_route_count(doc);
-    const struct sy_route **keep =
-        sy__malloc(&r->alloc, (n + 1) * sizeof *keep);
-    sy__route_change *ch =
-        sy__malloc(&r->alloc, (n + w->route_count + 1) * sizeof *ch);
-    /* Routes the parse shared by bytes are the live route object of their
-     * slot: found through the span table without an id lookup, and left
-     * out of the diff (they are unchanged; `shared` marks their slots). */
-    bool *shared = sy__calloc(&r->alloc, (size_t)w->slot_count + 1, 1);
-    size_t kept = 0, nch = 0, old_count = 0, nshared = 0;
-    const struct sy_route **old = NULL;
+    doc_walk dw = {c, si, doc, rctx, rep, w, NULL, NULL, NULL, 0, 0, 0};
+    dw.keep = sy__malloc(&r->alloc, (n + 1) * sizeof *dw.keep);
+    dw.ch = sy__malloc(&r->alloc, (n + w->route_count + 1) * sizeof *dw.ch);
+    dw.shared = sy__calloc(&r->alloc, (size_t)w->slot_count + 1, 1);
     int rc = SY_OK;
-    if (!keep || !ch || !shared)
+    if (!dw.keep || !dw.ch || !dw.shared)
         rc = sy__commit_nomem(err);
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
-        const struct sy_route *rt = doc->routes[i];
-        uint32_t pos = doc->positions[i];
-        /* a route ahead that will be read (not one shared by position,
-         * which the loop decides without reading it): its order, id and
-         * fingerprint */
-        if (i + 8 < n) {
-            const struct sy_route *ah = doc->routes[i + 8];
-            uint32_t pa = doc->prev ? doc->prev[i + 8] : UINT32_MAX;
-            if (!(pa < rctx->at_count && rctx->at[pa].route == ah)) {
-                __builtin_prefetch(&ah->order);
-                __builtin_prefetch(&ah->fingerprint);
-            }
-        }
-        if (pos > SY_RANK_POS_MAX) {
-            rc = sy__error_set(err, SY_ELIMIT, "routes",
-                               "a source holds at most %u routes",
-                               SY_RANK_POS_MAX + 1);
-            break;
-        }
-        /* a route the parse shared by its bytes and position is that
-         * position's slot; any other is found by id, and is shared when
-         * the slot holds this very route object (shared by bytes or by
-         * meaning) */
-        uint32_t prev = doc->prev ? doc->prev[i] : UINT32_MAX;
-        if (prev < rctx->at_count && rctx->at[prev].route == rt) {
-            /* the commonest case reads no route: the slot holds this very
-             * route, so its key differs from the one wanted at most in the
-             * position */
-            uint32_t slot = rctx->at[prev].slot;
-            const sy__slot *sl = sy__snapshot_slot(w, slot);
-            shared[slot] = true;
-            nshared++;
-            if ((sl->key & 0xffffffu) == pos)
-                continue; /* unchanged, same rank: shared as it is */
-        }
-        /* (an empty table holds no id: a first apply hashes none) */
-        uint32_t slot = prev < rctx->at_count && rctx->at[prev].route == rt
-                            ? rctx->at[prev].slot
-                        : w->route_count ? sy__snapshot_find_slot(w, rt->id)
-                                         : NONE;
-        if (slot != NONE && sy__snapshot_slot(w, slot)->route == rt &&
-            sy__snapshot_slot(w, slot)->source == si && !shared[slot]) {
-            shared[slot] = true;
-            nshared++;
-        }
-        if (slot != NONE && sy__snapshot_slot(w, slot)->source != si) {
-            /* an id owned by another source is an error of this document */
-            sy_error e;
-            char path[64];
-            snprintf(path, sizeof path, "%s[%u].id",
-                     doc->envelope ? "routes" : "", pos);
-            sy__error_set(&e, SY_EDUPLICATE, path,
-                          "route id '%s' is already defined by source '%s'",
-                          rt->id,
-                          r->sources[sy__snapshot_slot(w, slot)->source].name);
-            if (!r->opts.lenient) {
-                if (err)
-                    *err = e;
-                rc = SY_EDUPLICATE;
-            } else if (sy__report_add_issue(rep, &e)) {
-                rc = sy__commit_nomem(err);
-            }
-            continue;
-        }
-        if (!shared[slot == NONE ? w->slot_count : slot])
-            keep[kept++] = rt;
-        uint64_t key = sy__rank_key(rt->order, si, pos);
-        if (slot != NONE && sy__snapshot_slot(w, slot)->key == key &&
-            sy__snapshot_slot(w, slot)->route->fingerprint == rt->fingerprint)
-            continue; /* unchanged, same rank: shared as it is */
-        /* same meaning at a new rank: keep sharing the compiled route */
-        struct sy_route *use =
-            slot != NONE && sy__snapshot_slot(w, slot)->route->fingerprint ==
-                                rt->fingerprint
-                ? sy__snapshot_slot(w, slot)->route
-                : (struct sy_route *)rt;
-        ch[nch++] = (sy__route_change){rt->id, use, key, si};
+        prefetch_doc_route(&dw, i);
+        rc = route_change(&dw, i, err);
     }
-    if (rc == SY_OK && !(old = source_routes(r, rctx, shared, &old_count)))
-        rc = sy__commit_nomem(err);
-    if (rc == SY_OK &&
-        sy__diff_routes(&r->alloc, old, old_count, keep, kept, &rep->diff))
-        rc = sy__commit_nomem(err);
     if (rc == SY_OK)
-        sy__diff_add_unchanged(rep->diff, nshared);
-    for (size_t i = 0; rc == SY_OK && i < sy_diff_removed_count(rep->diff); i++)
-        ch[nch++] =
-            (sy__route_change){sy_diff_removed(rep->diff, i), NULL, 0, si};
-    sy__free(&r->alloc, keep);
-    sy__free(&r->alloc, old);
-    sy__free(&r->alloc, shared);
+        rc = removed_changes(&dw, err);
+    sy__free(&r->alloc, dw.keep);
+    sy__free(&r->alloc, dw.shared);
     if (rc) {
-        sy__free(&r->alloc, ch);
+        sy__free(&r->alloc, dw.ch);
         return rc;
     }
-    *out = ch;
-    *nout = nch;
+    *out = dw.ch;
+    *nout = dw.nch;
     return SY_OK;
 }
 

@@ -20,6 +20,8 @@
  *
  * A change to a source or service a file owns is refused with 409 naming
  * the file, or kept as an override with --admin-overrides-files (owner.c).
+ * With --state FILE every accepted change is saved before the answer and
+ * replayed at the next start (state.c).
  * With --etcd, route and instance changes are written through to etcd
  * (store.c) and every gateway on it applies them.
  * Every change is one change set (one publish); a rejected one answers 400
@@ -105,6 +107,12 @@ static void get_status(httpd_conn *c) {
             gw_buf_add(&b, ",", 1);
         gw_buf_adds(&b, "{\"name\":");
         gw_buf_json_str(&b, st.name, strlen(st.name));
+        const char *from = gw_origin(st.name); /* file, admin, state, etcd */
+        gw_buf_adds(&b, ",\"origin\":");
+        if (from)
+            gw_buf_json_str(&b, from, strlen(from));
+        else
+            gw_buf_adds(&b, "null");
         gw_buf_adds(&b, ",\"version\":");
         if (st.applied)
             gw_buf_json_str(&b, st.version, strlen(st.version));
@@ -139,7 +147,8 @@ static void get_status(httpd_conn *c) {
     }
     gw_buf_adds(&b, "],\"files\":");
     gw_config_files_json(&b);
-    gw_overrides_json(&b); /* admin changes kept over files (owner.c) */
+    gw_overrides_json(&b); /* admin changes kept over files (state.c) */
+    gw_state_json(&b);     /* --state */
 #ifdef GW_HAVE_ETCD
     if (G.etcd) { /* the etcd source's own view (etcd_source.h) */
         char *e = gw_etcd_status_json(G.etcd);
@@ -580,7 +589,17 @@ static void change(admin_call *a, const endpoint *ep) {
         reply_error(a->c, rc, &err);
         return;
     }
-    gw_overrides_note(a->r->method, a->seg, a->ns, a->r->body, a->r->body_len);
+    /* kept, and with --state saved, before the answer (state.c) */
+    if (gw_state_note(a->r->method, a->seg, a->ns, a->r->body,
+                      a->r->body_len, msg, sizeof msg)) {
+        char m[1024];
+        snprintf(m, sizeof m,
+                 "the change is live but not kept (a restart would lose "
+                 "it): %s",
+                 msg);
+        reply_msg(a->c, 500, m);
+        return;
+    }
     if (G.last_report.failed) { /* applied; only its report was lost */
         static const char done[] = "{\"ok\":true,\"report\":null}\n";
         httpd_respond(a->c, 200, "application/json", NULL, done,

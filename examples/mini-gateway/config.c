@@ -581,6 +581,8 @@ static void settle_tick(watched_file **tick, size_t n, bool committed,
         } else {
             if (f->doc && committed && !remember_file_services(f->doc))
                 gw_log("%s: out of memory keeping its service names", f->path);
+            if (committed && f->source[0])
+                gw_origin_set(f->source, "file"); /* for /status */
             f->has_error = false;
             f->dirty = false;
         }

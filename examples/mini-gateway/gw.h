@@ -124,6 +124,7 @@ typedef struct gw_config {
     const char *etcd_user, *etcd_password_file;
     const char *etcd_cacert, *etcd_cert, *etcd_key;
     bool admin_overrides_files;  /* admin changes to file sources kept */
+    const char *state_file;      /* --state FILE: admin changes kept */
     const char *redis;           /* --redis HOST:PORT: shared rate limits */
     uint64_t redis_timeout_ms;   /* a Redis call answers within this */
     uint64_t retry_body_bytes;   /* request bodies kept for a retry */
@@ -377,10 +378,27 @@ void gw_admin_close(void);
  * filled. `source` (a route source) or `service` (instances). */
 int gw_owner_check(const char *source, const char *service, char *msg,
                    size_t cap);
-/* Remember an admin change committed to a file's source or service
- * (override mode): method and path segments as the admin API got them. */
-void gw_overrides_note(const char *method, char *const *seg, int ns,
-                       const char *body, size_t len);
+/* state.c: the admin changes kept (the overrides above; with --state
+ * FILE every accepted admin change, saved durably to FILE before the
+ * answer and replayed at start). After a committed admin change (method
+ * and path segments as the admin API got them): keep it if it is to be
+ * kept and save the state; 0, or -1 with msg filled when it could not be
+ * saved (the change is live, not kept). */
+int gw_state_note(const char *method, char *const *seg, int ns,
+                  const char *body, size_t len, char *msg, size_t cap);
+/* At start, after the files are read: replay --state FILE, each change as
+ * one change set (logged; one that no longer applies is logged, left out
+ * and the file as it was copied to FILE.not-replayed); -1 when the file
+ * does not parse (logged with its JSON path). Without --state, the
+ * warning that admin changes live in memory only. */
+int gw_state_load(void);
+void gw_state_free(void);
+/* ,"state":{...} for /status (null without --state). */
+void gw_state_json(gw_buf *b);
+/* Where a source's live document came from: "file", "admin", "state",
+ * "etcd"; NULL when unknown (the demo). */
+void gw_origin_set(const char *source, const char *from);
+const char *gw_origin(const char *source);
 /* Stage the overrides of `source` (NULL: of the instances file's
  * services) into cs, after the file's own content. */
 int gw_overrides_stage(sy_change_set *cs, const char *source, sy_error *err);

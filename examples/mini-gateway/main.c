@@ -206,6 +206,8 @@ static int start_config(void) {
         return -1;
     if (G.cfg.demo ? run_demo_setup() : gw_config_load_all())
         return -1;
+    if (gw_state_load()) /* --state: admin changes, after the files */
+        return -1;
     return gw_config_watch(&main_loop) || gw_admin_start(&main_loop) ? -1 : 0;
 }
 
@@ -284,6 +286,7 @@ static void shut_down(void) {
     G.router = NULL;
     gw_workers_free();
     gw_config_free();
+    gw_state_free();
     uv_loop_close(&main_loop);
     gw_log("stopped");
 }

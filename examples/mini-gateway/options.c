@@ -85,6 +85,8 @@ static const opt opts[] = {
      "bearer token of the admin API (or MINI_GATEWAY_ADMIN_TOKEN)"},
     {"--admin-overrides-files", NULL, OPT_BOOL, AT(cfg.admin_overrides_files),
      NULL, "admin changes to a file's routes kept over it (default: 409)"},
+    {"--state", "FILE", OPT_STR, AT(cfg.state_file), NULL,
+     "admin changes saved to FILE and replayed at start"},
     {"--etcd", "URL", OPT_STR, AT(cfg.etcd_url), NULL,
      "routes and instances from etcd (comma-separated endpoints)"},
     {"--etcd-prefix", "P", OPT_STR, AT(cfg.etcd_prefix), NULL,

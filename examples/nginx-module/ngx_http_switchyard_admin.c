@@ -8,7 +8,6 @@
 
 #include <cJSON.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len) {
@@ -480,38 +479,87 @@ static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
     return rc;
 }
 
-/* A change, from the request to the answer. The body is in room made in
- * the zone (unseen by the other workers) already (sw_read_into_zone), or
- * is copied there from nginx's reader. Under the zone's mutex: this
- * worker catches up with the zone, the change is committed
- * to this worker's router, and only when that held is it linked as the
- * zone's newest document. One change at a time across the workers, so the
- * zone's order is the order of the commits: a change that conflicts with
- * one stored just before fails here with its error, and a failed change is
- * stored nowhere and changes nothing. One parse on this worker (the
- * commit, which reuses the unchanged routes of a document); the others
- * are woken once the answer is written (sw_notify_others). */
-static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
-    size_t len = a->kind == SW_DOC_ROUTE_REMOVE ? 0
-                 : a->doc                       ? a->doc->len
-                                                : sw_body_len(r);
+/* What a change carries from one phase of sw_change to the next. */
+typedef struct {
+    size_t len; /* of the body */
     char name[256], source[256];
+    sy_error err;
+    int rc;       /* SY_OK or the change's error */
+    uint64_t seq; /* the zone generation that stored it */
+    /* wall clock: from the request to the mutex and the catch-up (t0..t1),
+     * the commit (t1..t2); CPU time: the commit (c0..c1), the body's copy
+     * into the zone, the library's staging */
+    uint64_t t0, t1, t2, c0, c1, c_store, c_stage;
+} sw_change_t;
+
+typedef enum { SW_TAKEN, SW_TAKE_RELOADED, SW_TAKE_NO_ROOM } sw_take_t;
+
+/* Under the zone's mutex, caught up with the zone: the body into room
+ * in the zone (when nginx's reader read it), the commit to this worker's
+ * router, and the link as the zone's newest document (written to the
+ * state file) if it held, the room freed if not. NULL: no room. */
+static sw_shm_doc_t *sw_change_commit_locked(ngx_http_request_t *r,
+                                             sw_admin_ctx_t *a,
+                                             sw_change_t *c, bool current) {
     sw_zone_ctx_t *z = sw_worker.zone;
-    sy_error err, ferr;
+    sw_shm_doc_t *doc =
+        a->doc ? a->doc
+               : sw_zone_prepare_locked(z, a->kind, &a->name, &a->source,
+                                        c->len);
+
+    if (doc == NULL)
+        return NULL;
+    if (a->doc != NULL) {
+        a->doc = NULL; /* linked or freed below */
+    } else if (sw_body_copy(r, doc->data) != NGX_OK) {
+        c->rc = SY_ENOMEM;
+        ngx_memzero(&c->err, sizeof c->err);
+        c->err.code = c->rc;
+        ngx_cpystrn((u_char *)c->err.message,
+                    (u_char *)"cannot read the request body",
+                    sizeof c->err.message);
+    }
+    c->c_store = sw_cpu_us() - c->c0;
+    if (c->rc == 0 && a->kind == SW_DOC_ROUTE)
+        c->rc = sw_check_route_id(a, doc->data, c->len, &c->err);
+    if (c->rc == 0) {
+        c->rc = sw_worker_apply(a->kind, c->name, c->source,
+                                (char *)doc->data, c->len, &c->err);
+        c->c_stage = sw_worker.stage_cpu_us;
+    }
+    if (c->rc) {
+        sw_zone_discard_locked(z, doc);
+        return doc;
+    }
+    /* this worker was at the zone's generation and committed the change:
+     * it is at the new one without applying it again */
+    doc->base = sw_doc_base(sw_worker.mcf, a->kind, &a->source);
+    doc->origin = SW_ORIGIN_ADMIN;
+    doc->changed_us = (uint64_t)sw_now_real_us();
+    c->seq = sw_zone_link_locked(z, doc);
+    if (current)
+        sw_worker.generation = c->seq;
+    sw_state_write_locked(z, sw_worker.mcf, r->connection->log);
+    return doc;
+}
+
+/* Holding the zone's mutex (and the state file's lock) from the catch-up
+ * to the store: what another nginx wrote to the state file, then the
+ * zone's documents this worker has not applied, then the change. */
+static sw_take_t sw_change_take(ngx_http_request_t *r, sw_admin_ctx_t *a,
+                                sw_change_t *c) {
+    sw_zone_ctx_t *z = sw_worker.zone;
+    sy_error ferr;
     sw_shm_doc_t *doc;
-    uint64_t seq = 0, t0, t1, t2, c0, c1, c_store = 0, c_stage = 0;
-    int rc = 0, frc = 0;
+    int frc = 0;
     bool followed, current;
     ngx_fd_t slock;
 
-    sw_cstr(name, sizeof name, &a->name);
-    sw_cstr(source, sizeof source, &a->source);
-    t0 = sw_now_us();
+    c->t0 = sw_now_us();
     sw_zone_lock(z);
     if (z->sh->epoch != sw_worker.epoch) {
         sw_zone_unlock(z);
-        return sw_send_message(r, NGX_HTTP_SERVICE_UNAVAILABLE, SY_EBUSY,
-                               "the configuration is being reloaded: retry");
+        return SW_TAKE_RELOADED;
     }
     /* what another nginx wrote to the state file comes first (a binary
      * upgrade's two generations serve at once); the file's lock is held
@@ -522,122 +570,136 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
     followed = sw_worker_follow_locked(r->connection->log, &frc, &ferr);
     /* false only when the catch-up could not copy the zone (memory) */
     current = z->sh->generation == sw_worker.generation;
-    t1 = sw_now_us();
-    c0 = sw_cpu_us();
-    /* the body is in the zone already, or nginx read it: make room and
-     * copy it there */
-    doc = a->doc
-              ? a->doc
-              : sw_zone_prepare_locked(z, a->kind, &a->name, &a->source, len);
-    if (doc != NULL) {
-        if (a->doc != NULL) {
-            a->doc = NULL; /* linked or freed below */
-        } else if (sw_body_copy(r, doc->data) != NGX_OK) {
-            rc = SY_ENOMEM;
-            ngx_memzero(&err, sizeof err);
-            err.code = rc;
-            ngx_cpystrn((u_char *)err.message,
-                        (u_char *)"cannot read the request body",
-                        sizeof err.message);
-        }
-        c_store = sw_cpu_us() - c0;
-        if (rc == 0 && a->kind == SW_DOC_ROUTE)
-            rc = sw_check_route_id(a, doc->data, len, &err);
-        if (rc == 0) {
-            rc = sw_worker_apply(a->kind, name, source, (char *)doc->data, len,
-                                 &err);
-            c_stage = sw_worker.stage_cpu_us;
-        }
-        if (rc) {
-            sw_zone_discard_locked(z, doc);
-        } else {
-            /* this worker was at the zone's generation and committed the
-             * change: it is at the new one without applying it again */
-            doc->base = sw_doc_base(sw_worker.mcf, a->kind, &a->source);
-            doc->origin = SW_ORIGIN_ADMIN;
-            doc->changed_us = (uint64_t)sw_now_real_us();
-            seq = sw_zone_link_locked(z, doc);
-            if (current)
-                sw_worker.generation = seq;
-            sw_state_write_locked(z, sw_worker.mcf, r->connection->log);
-        }
-    }
+    c->t1 = sw_now_us();
+    c->c0 = sw_cpu_us();
+    doc = sw_change_commit_locked(r, a, c, current);
     sw_state_unlock(slock);
     sw_zone_unlock(z);
-    c1 = sw_cpu_us();
-    t2 = sw_now_us();
+    c->c1 = sw_cpu_us();
+    c->t2 = sw_now_us();
     if (followed)
         sw_worker_publish(frc, &ferr);
+    return doc ? SW_TAKEN : SW_TAKE_NO_ROOM;
+}
 
-    if (doc == NULL) {
-        /* the zone is full; a bad change is still answered with its error */
-        u_char *body = malloc(len + 1);
-        if (body == NULL || sw_body_copy(r, body) != NGX_OK) {
-            free(body);
-            return sw_500(r, "cannot read the request body");
-        }
-        if (a->kind == SW_DOC_ROUTE)
-            rc = sw_check_route_id(a, body, len, &err);
-        if (rc == 0)
-            rc =
-                sw_worker_check(a->kind, name, source, (char *)body, len, &err);
-        free(body);
-        if (rc == 0) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "switchyard: zone \"%V\" (%uz bytes) is full: "
-                          "change not stored (switchyard_zone)",
-                          &sw_worker.mcf->zone->shm.name,
-                          sw_worker.mcf->zone->shm.size);
-            return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,
-                                   "the switchyard zone is full "
-                                   "(switchyard_zone)");
-        }
-    }
-    if (rc) {
-        ngx_uint_t level = rc == SY_ENOMEM ? NGX_LOG_ERR : NGX_LOG_NOTICE;
-        ngx_log_error(level, r->connection->log, 0,
-                      "switchyard: %s \"%V\" (source \"%V\") rejected: "
-                      "%s%s%s (line %uD, column %uD)",
-                      sw_kind_name(a->kind), &a->name, &a->source, err.path,
-                      err.path[0] ? ": " : "", err.message, err.line,
-                      err.column);
-        return sw_send_error(r,
-                             rc == SY_ENOTFOUND &&
-                                     a->kind == SW_DOC_ROUTE_REMOVE
-                                 ? NGX_HTTP_NOT_FOUND
-                             : rc == SY_ENOMEM ? NGX_HTTP_INTERNAL_SERVER_ERROR
-                                               : NGX_HTTP_BAD_REQUEST,
-                             &err);
-    }
+/* The zone is full: the change is only checked (a copy of the body in
+ * the request's pool), so that a bad change still gets its error; a good
+ * one is answered 507. NGX_DECLINED: c->rc says why it is refused. */
+static ngx_int_t sw_change_unstored(ngx_http_request_t *r, sw_admin_ctx_t *a,
+                                    sw_change_t *c) {
+    u_char *body = ngx_pnalloc(r->pool, c->len + 1);
+
+    if (body == NULL || sw_body_copy(r, body) != NGX_OK)
+        return sw_500(r, "cannot read the request body");
+    if (a->kind == SW_DOC_ROUTE)
+        c->rc = sw_check_route_id(a, body, c->len, &c->err);
+    if (c->rc == 0)
+        c->rc = sw_worker_check(a->kind, c->name, c->source, (char *)body,
+                                c->len, &c->err);
+    ngx_pfree(r->pool, body);
+    if (c->rc)
+        return NGX_DECLINED;
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "switchyard: zone \"%V\" (%uz bytes) is full: "
+                  "change not stored (switchyard_zone)",
+                  &sw_worker.mcf->zone->shm.name,
+                  sw_worker.mcf->zone->shm.size);
+    return sw_send_message(r, NGX_HTTP_INSUFFICIENT_STORAGE, SY_ENOMEM,
+                           "the switchyard zone is full (switchyard_zone)");
+}
+
+/* A refused change: logged (notice; error when memory ran out) and
+ * answered with the located error. */
+static ngx_int_t sw_change_rejected(ngx_http_request_t *r, sw_admin_ctx_t *a,
+                                    sw_change_t *c) {
+    ngx_uint_t level = c->rc == SY_ENOMEM ? NGX_LOG_ERR : NGX_LOG_NOTICE;
+
+    ngx_log_error(level, r->connection->log, 0,
+                  "switchyard: %s \"%V\" (source \"%V\") rejected: "
+                  "%s%s%s (line %uD, column %uD)",
+                  sw_kind_name(a->kind), &a->name, &a->source, c->err.path,
+                  c->err.path[0] ? ": " : "", c->err.message, c->err.line,
+                  c->err.column);
+    return sw_send_error(
+        r,
+        c->rc == SY_ENOTFOUND && a->kind == SW_DOC_ROUTE_REMOVE
+            ? NGX_HTTP_NOT_FOUND
+        : c->rc == SY_ENOMEM ? NGX_HTTP_INTERNAL_SERVER_ERROR
+                             : NGX_HTTP_BAD_REQUEST,
+        &c->err);
+}
+
+/* A stored change: logged at notice, answered with its generation and
+ * timings; then the other workers are woken (after the answer: on a busy
+ * machine a woken worker may take this one's CPU for its apply) and this
+ * worker's state is published. */
+static ngx_int_t sw_change_accepted(ngx_http_request_t *r, sw_admin_ctx_t *a,
+                                    sw_change_t *c) {
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 300);
+    ngx_int_t rc;
+
     ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
                   "switchyard: %s \"%V\" (source \"%V\") accepted: "
                   "generation %uL, %uz bytes",
-                  sw_kind_name(a->kind), &a->name, &a->source, seq, len);
-
-    ngx_buf_t *b = ngx_create_temp_buf(r->pool, 6 * a->name.len + 300);
+                  sw_kind_name(a->kind), &a->name, &a->source, c->seq, c->len);
     if (b != NULL) {
         b->last = ngx_sprintf(
             b->last, "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
         b->last = sw_json_str(b->last, a->name.data, a->name.len);
-        b->last = ngx_sprintf(b->last,
-                              ",\"generation\":%uL,\"wait_us\":%uL,"
-                              "\"commit_us\":%uL,\"commit_cpu_us\":%uL,"
-                              "\"store_cpu_us\":%uL,\"stage_cpu_us\":%uL,"
-                              "\"body_us\":%uL,\"body_reads\":%ui}\n",
-                              seq, t1 - t0, t2 - t1, c1 - c0, c_store, c_stage,
-                              a->body_t1 - a->body_t0, a->body_reads);
+        b->last = ngx_sprintf(
+            b->last,
+            ",\"generation\":%uL,\"wait_us\":%uL,"
+            "\"commit_us\":%uL,\"commit_cpu_us\":%uL,"
+            "\"store_cpu_us\":%uL,\"stage_cpu_us\":%uL,"
+            "\"body_us\":%uL,\"body_reads\":%ui}\n",
+            c->seq, c->t1 - c->t0, c->t2 - c->t1, c->c1 - c->c0, c->c_store,
+            c->c_stage, a->body_t1 - a->body_t0, a->body_reads);
     }
     rc = b ? sw_send_json(r, NGX_HTTP_OK, b)
            : sw_500(r, "out of memory for the answer (the change was stored)");
-    /* the answer is on its way: now wake the other workers (on a busy
-     * machine a woken worker may take this one's CPU for its apply) and
-     * publish this worker's state */
     sw_notify_others(sw_worker.mcf->notify);
     sw_worker.slot.copy_us = 0;
-    sw_worker.slot.apply_us = t2 - t1;
-    sw_worker.slot.apply_cpu_us = c1 - c0;
+    sw_worker.slot.apply_us = c->t2 - c->t1;
+    sw_worker.slot.apply_cpu_us = c->c1 - c->c0;
     sw_worker_publish(0, NULL);
     return rc;
+}
+
+/* A change, from the request to the answer. The body is in room made in
+ * the zone (unseen by the other workers) already (sw_read_into_zone), or
+ * is copied there from nginx's reader. Under the zone's mutex: this
+ * worker catches up with the zone, the change is committed to this
+ * worker's router, and only when that held is it linked as the zone's
+ * newest document. One change at a time across the workers, so the
+ * zone's order is the order of the commits: a change that conflicts with
+ * one stored just before fails here with its error, and a failed change is
+ * stored nowhere and changes nothing. One parse on this worker (the
+ * commit, which reuses the unchanged routes of a document); the others
+ * are woken once the answer is written (sw_notify_others). */
+static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
+    sw_change_t *c = ngx_pcalloc(r->pool, sizeof *c);
+    ngx_int_t rc;
+
+    if (c == NULL)
+        return sw_500(r, "out of memory for the change");
+    c->len = a->kind == SW_DOC_ROUTE_REMOVE ? 0
+             : a->doc                       ? a->doc->len
+                                            : sw_body_len(r);
+    sw_cstr(c->name, sizeof c->name, &a->name);
+    sw_cstr(c->source, sizeof c->source, &a->source);
+    switch (sw_change_take(r, a, c)) {
+    case SW_TAKE_RELOADED:
+        return sw_send_message(r, NGX_HTTP_SERVICE_UNAVAILABLE, SY_EBUSY,
+                               "the configuration is being reloaded: retry");
+    case SW_TAKE_NO_ROOM:
+        rc = sw_change_unstored(r, a, c);
+        if (rc != NGX_DECLINED)
+            return rc;
+        break;
+    case SW_TAKEN:
+        break;
+    }
+    return c->rc ? sw_change_rejected(r, a, c) : sw_change_accepted(r, a, c);
 }
 
 /* ---- a document's body read straight into the zone ----

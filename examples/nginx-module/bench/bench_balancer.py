@@ -11,13 +11,17 @@ then a backend killed under load: client errors of each (idempotent GETs,
 
 Everything runs on 127.0.0.1 free ports: two backend nginx processes
 (`master_process off`, `return 200`), the measured nginx (2 workers each)
-and wrk. Prints figures; asserts nothing. The plain configuration has one
+and wrk. Prints, per size and configuration, the median requests/s and
+p99 and the client errors (non-2xx answers and socket errors), the
+balancer/plain ratios of both, and each one's client errors with a
+backend killed. Asserts nothing. The plain configuration has one
 location per route, as an operator would write it; the module has one
 location and N routes.
 """
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -114,6 +118,13 @@ def kill_run(port, n, args, workdir, victim):
     return r
 
 
+def client_errors(r):
+    """What the clients saw fail in a wrk run: non-2xx/3xx answers and
+    socket errors (connect, read, write, timeout)."""
+    return r["non2xx"] + sum(int(x) for x in
+                             re.findall(r"\d+", r["socket_errors"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("module")
@@ -151,7 +162,7 @@ def main():
                         results[(kind, n)] = {
                             "rps": median([r["rps"] for r in rs]),
                             "p99_ms": median([r["p99_ms"] for r in rs]),
-                            "errors": sum(r["non2xx"] for r in rs),
+                            "errors": sum(client_errors(r) for r in rs),
                             "all": [r["rps"] for r in rs]}
             finally:
                 plain.stop()
@@ -189,6 +200,7 @@ def main():
                             text=True).stderr.strip().split("/")[-1],
              args.threads, args.connections, args.duration, args.keepalive,
              args.repeat))
+    # errors: client errors summed over the runs (non-2xx + socket errors)
     print("%-8s %9s %12s %10s %8s" % ("routes", "config", "req/s", "p99 ms",
                                       "errors"))
     for (kind, n), r in sorted(results.items(), key=lambda x: (x[0][1],
@@ -202,9 +214,10 @@ def main():
             print("routes %d: balancer/plain req/s = %.3f, p99 = %.3f"
                   % (n, m["rps"] / p["rps"], m["p99_ms"] / p["p99_ms"]))
     for kind, r in kills.items():
-        print("backend killed under load (%s, wrk -c%d -d%ds): %d non-2xx, "
-              "socket errors: %s" % (kind, args.kill_rate, args.kill_duration,
-                                     r["non2xx"], r["socket_errors"] or "0"))
+        print("backend killed under load (%s, wrk -c%d -d%ds): %d client "
+              "errors (%d non-2xx, socket errors: %s)"
+              % (kind, args.kill_rate, args.kill_duration, client_errors(r),
+                 r["non2xx"], r["socket_errors"] or "0"))
     return 0
 
 

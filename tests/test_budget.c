@@ -45,12 +45,15 @@ static void table_open(table *t, const char *const *defs, size_t n,
         cfg.budget = *lim;
     cfg.sources = sources;
     cfg.source_count = 1;
-    struct sy_route **removed;
-    size_t nremoved;
-    ck_assert_int_eq(sy__snapshot_derive(&t->a, NULL, &cfg, ch, n, 1, &t->snap,
-                                         &removed, &nremoved, NULL),
-                     0);
-    sy__free(&t->a, removed);
+    sy__derive_input in = {.alloc = &t->a,
+                           .config = &cfg,
+                           .changes = ch,
+                           .change_count = n,
+                           .generation = 1};
+    sy__derive_result d;
+    ck_assert_int_eq(sy__snapshot_derive(&in, &d, NULL), 0);
+    t->snap = d.snapshot;
+    sy__free(&t->a, d.removed);
     ck_assert_int_eq(sy_match_ctx_new(NULL, &t->ctx, NULL), 0);
 }
 

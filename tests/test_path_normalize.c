@@ -249,14 +249,15 @@ static sy_snapshot *snapshot_with(int k) {
     cfg.path_norm = opts_of(k);
     cfg.sources = sources;
     cfg.source_count = 1;
-    sy_snapshot *snap;
-    struct sy_route **removed;
-    size_t nremoved;
-    ck_assert_int_eq(sy__snapshot_derive(&snap_alloc, NULL, &cfg, ch, 2, 1,
-                                         &snap, &removed, &nremoved, NULL),
-                     0);
-    sy__free(&snap_alloc, removed);
-    return snap;
+    sy__derive_input in = {.alloc = &snap_alloc,
+                           .config = &cfg,
+                           .changes = ch,
+                           .change_count = 2,
+                           .generation = 1};
+    sy__derive_result d;
+    ck_assert_int_eq(sy__snapshot_derive(&in, &d, NULL), 0);
+    sy__free(&snap_alloc, d.removed);
+    return d.snapshot;
 }
 
 static void destroy_snapshot(sy_snapshot *snap) {

@@ -536,8 +536,7 @@ static int route_obtain(route_walk *w, size_t i, route_step *s) {
     if (s->same && (sp->known || (s->same->span_hash == s->span_hash &&
                                   s->same->span_len == s->span_len))) {
         s->borrow = w->d->prev && s->prev < UINT32_MAX;
-        s->r = s->borrow ? (struct sy_route *)s->same
-                         : sy__route_ref(s->same);
+        s->r = s->borrow ? (struct sy_route *)s->same : sy__route_ref(s->same);
     } else {
         sy__path_index(w->path, sizeof w->path, w->at, i);
         /* as sy__error_clear reads, without writing all 500 bytes */
@@ -602,8 +601,8 @@ static void route_place(route_walk *w, size_t i, route_step *s) {
      * Routes of a parse without byte reuse (sy_document_parse) never
      * enter a router and carry no span. */
     if (d->memo && s->span_len && s->span_len <= UINT32_MAX)
-        d->memo[i] = (sy__span_memo){r, s->span_hash, (uint32_t)s->span_len,
-                                     s->h};
+        d->memo[i] =
+            (sy__span_memo){r, s->span_hash, (uint32_t)s->span_len, s->h};
     if (w->by_bytes && !kept && s->id_len) {
         r->span_hash = s->span_hash;
         r->span_len = (uint32_t)s->span_len;

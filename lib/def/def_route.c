@@ -174,8 +174,8 @@ static int uri_port(struct sy_route *r, const uri_authority *a, bool lb,
     size_t plen = (size_t)(a->text + a->len - port);
     long v = 0;
     if (plen == 0 || plen > 5)
-        return sy__error_set(err, SY_EURI, path,
-                             "uri '%.100s' has a bad port", u);
+        return sy__error_set(err, SY_EURI, path, "uri '%.100s' has a bad port",
+                             u);
     for (size_t i = 0; i < plen; i++) {
         if (port[i] < '0' || port[i] > '9')
             return sy__error_set(err, SY_EURI, path,
@@ -225,8 +225,7 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     int rc = uri_scheme(r, path, &rest, &done, err);
     if (rc || done)
         return rc;
-    bool lb = r->up_scheme == SY_SCHEME_LB ||
-              r->up_scheme == SY_SCHEME_LB_WS ||
+    bool lb = r->up_scheme == SY_SCHEME_LB || r->up_scheme == SY_SCHEME_LB_WS ||
               r->up_scheme == SY_SCHEME_LB_WSS;
     uri_authority a = {NULL, 0, NULL, 0, NULL};
     rc = uri_split_authority(r, rest, lb, path, &a, err);

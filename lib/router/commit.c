@@ -253,10 +253,10 @@ typedef struct commit_run {
     commit c;
     const sy__change *items;
     size_t n;
-    bool single;      /* one change: its part is the report */
-    sy_report *all;   /* the report of every part (not single) */
-    sy_report *part;  /* the last step's part */
-    size_t failed;    /* the change that failed; n: none did, the publish */
+    bool single;     /* one change: its part is the report */
+    sy_report *all;  /* the report of every part (not single) */
+    sy_report *part; /* the last step's part */
+    size_t failed;   /* the change that failed; n: none did, the publish */
     uint64_t publish_us;
     int64_t now; /* wall time, for operators */
 } commit_run;

@@ -209,24 +209,12 @@ static bool same_text(const char *a, const char *b) {
 
 /* ---- the steps ---- */
 
-/* Derive the next working snapshot from `ch` (and cfg's services): the
- * changes' routes and the removed ones are noted as touched. The working
- * snapshot it replaces goes at once when this commit derived it: every
- * route it holds is held by the live table or by the commit (owned,
- * documents), and what the two snapshots share is counted (chunks,
- * index), so a commit keeps one working snapshot, not one per change. */
-static int commit_derive(commit *c, const sy__snapshot_config *cfg,
-                         const sy__route_change *ch, size_t n,
-                         const char *list, sy_error *err) {
-    const sy__alloc *a = &c->r->alloc;
-    uint64_t t0 = sy__now_monotonic_us();
-    sy_snapshot *next;
-    struct sy_route **removed;
-    size_t nremoved;
+/* Policies the routes of changes ch[0, n) and the default filters cannot
+ * run together, and a breaker entry for each route's breaker, before
+ * anything is derived (list: the document's "routes", NULL: one route). */
+static int check_change_policies(commit *c, const sy__route_change *ch,
+                                 size_t n, const char *list, sy_error *err) {
     int rc = SY_OK;
-    /* policies the route and the default filters cannot run together,
-     * and a breaker entry for each route's breaker, before anything is
-     * derived (list: the document's "routes", NULL: one route) */
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         char at[64];
         if (!ch[i].route)
@@ -238,12 +226,34 @@ static int commit_derive(commit *c, const sy__snapshot_config *cfg,
             snprintf(at, sizeof at, "route");
         rc = sy__router_check_policies(c->r, ch[i].route, at, !c->dry, err);
     }
+    return rc;
+}
+
+/* Derive the next working snapshot from `ch` (and cfg's services): the
+ * changes' routes and the removed ones are noted as touched. The working
+ * snapshot it replaces goes at once when this commit derived it: every
+ * route it holds is held by the live table or by the commit (owned,
+ * documents), and what the two snapshots share is counted (chunks,
+ * index), so a commit keeps one working snapshot, not one per change. */
+static int commit_derive(commit *c, const sy__snapshot_config *cfg,
+                         const sy__route_change *ch, size_t n, const char *list,
+                         sy_error *err) {
+    const sy__alloc *a = &c->r->alloc;
+    uint64_t t0 = sy__now_monotonic_us();
+    int rc = check_change_policies(c, ch, n, list, err);
     if (rc)
         return rc;
-    rc = sy__snapshot_derive(a, c->work, cfg, ch, n, c->generation, &next,
-                                 &removed, &nremoved, err);
+    sy__derive_result d;
+    rc = sy__snapshot_derive(&(sy__derive_input){.alloc = a,
+                                                 .base = c->work,
+                                                 .config = cfg,
+                                                 .changes = ch,
+                                                 .change_count = n,
+                                                 .generation = c->generation},
+                             &d, err);
     if (rc)
         return rc;
+    sy_snapshot *next = d.snapshot;
     /* c->inter holds at most the one working snapshot */
     bool replace = c->inter.n && c->inter.v[c->inter.n - 1] == c->work;
     rc = replace ? SY_OK : sy__vec_push(a, &c->inter, next);
@@ -253,9 +263,9 @@ static int commit_derive(commit *c, const sy__snapshot_config *cfg,
             rc = sy__vec_push(a, &c->touched, ch[i].route);
     /* every change's route has a slot in `next` */
     size_t adds = c->touched.n - t0n;
-    for (size_t i = 0; rc == SY_OK && i < nremoved; i++)
-        rc = sy__vec_push(a, &c->touched, removed[i]);
-    sy__free(a, removed);
+    for (size_t i = 0; rc == SY_OK && i < d.removed_count; i++)
+        rc = sy__vec_push(a, &c->touched, d.removed[i]);
+    sy__free(a, d.removed);
     if (rc) {
         if (c->inter.n && c->inter.v[c->inter.n - 1] == next)
             c->inter.n--;
@@ -268,13 +278,12 @@ static int commit_derive(commit *c, const sy__snapshot_config *cfg,
     }
     if (t0n == 0)
         c->held_adds = adds;
-    else if (adds || nremoved)
+    else if (adds || d.removed_count)
         c->held_adds = 0;
     c->work = next;
     c->derive_us += sy__now_monotonic_us() - t0;
     return SY_OK;
 }
-
 
 /* The document source si keeps `back` places from its newest (0: the
  * newest) as the steps see its history: the live one followed by this
@@ -392,8 +401,8 @@ static int other_source_id(doc_walk *dw, const struct sy_route *rt,
     sy_router *r = dw->c->r;
     sy_error e;
     char path[64];
-    snprintf(path, sizeof path, "%s[%u].id",
-             dw->doc->envelope ? "routes" : "", pos);
+    snprintf(path, sizeof path, "%s[%u].id", dw->doc->envelope ? "routes" : "",
+             pos);
     sy__error_set(&e, SY_EDUPLICATE, path,
                   "route id '%s' is already defined by source '%s'", rt->id,
                   r->sources[sy__snapshot_slot(dw->w, slot)->source].name);
@@ -432,7 +441,7 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
             return SY_OK; /* unchanged, same rank: shared as it is */
     }
     /* (an empty table holds no id: a first apply hashes none) */
-    uint32_t slot = by_pos            ? dw->rctx->at[prev].slot
+    uint32_t slot = by_pos           ? dw->rctx->at[prev].slot
                     : w->route_count ? sy__snapshot_find_slot(w, rt->id)
                                      : NONE;
     const sy__slot *sl = slot != NONE ? sy__snapshot_slot(w, slot) : NULL;
@@ -471,8 +480,8 @@ static int removed_changes(doc_walk *dw, sy_error *err) {
         return rc;
     sy__diff_add_unchanged(rep->diff, dw->nshared);
     for (size_t i = 0; i < sy_diff_removed_count(rep->diff); i++)
-        dw->ch[dw->nch++] = (sy__route_change){sy_diff_removed(rep->diff, i),
-                                               NULL, 0, dw->si};
+        dw->ch[dw->nch++] =
+            (sy__route_change){sy_diff_removed(rep->diff, i), NULL, 0, dw->si};
     return SY_OK;
 }
 

@@ -105,14 +105,13 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
             goto fail;
     }
     sy__snapshot_config cfg = sy__router_snapshot_config(r);
-    sy_snapshot *first;
-    struct sy_route **none;
-    size_t nnone;
-    rc = sy__snapshot_derive(&r->alloc, NULL, &cfg, NULL, 0, 0, &first, &none,
-                             &nnone, err);
+    sy__derive_result empty; /* no change: nothing removed */
+    rc = sy__snapshot_derive(
+        &(sy__derive_input){.alloc = &r->alloc, .config = &cfg}, &empty, err);
     if (rc)
         goto fail;
-    sy__free(&r->alloc, none);
+    sy__free(&r->alloc, empty.removed);
+    sy_snapshot *first = empty.snapshot;
     sy__pub_options po = {destroy_snapshot, pub_clock, r, o.max_retired};
     rc = sy__pub_new(&r->alloc, &po, &first->pub, &r->pub);
     if (rc) {

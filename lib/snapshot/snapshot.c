@@ -744,18 +744,15 @@ static size_t derive_bytes(const sy_snapshot *s, bool bulk) {
            (bulk && s->base ? sy__index_bytes(s->base) : 0);
 }
 
-int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
-                        const sy__snapshot_config *cfg,
-                        const sy__route_change *changes, size_t n,
-                        uint64_t generation, sy_snapshot **out,
-                        struct sy_route ***removed_out, size_t *removed_count,
+int sy__snapshot_derive(const sy__derive_input *in, sy__derive_result *out,
                         sy_error *err) {
-    *out = NULL;
-    *removed_out = NULL;
-    *removed_count = 0;
-    derive d = {a, NULL, base, changes, n, false, 0, NULL, NULL, 0,
-                NULL, 0, NULL, 0};
-    int rc = derive_start(&d, cfg, generation);
+    const sy__alloc *a = in->alloc;
+    *out = (sy__derive_result){NULL, NULL, 0};
+    derive d = {.a = a,
+                .base = in->base,
+                .changes = in->changes,
+                .n = in->change_count};
+    int rc = derive_start(&d, in->config, in->generation);
     if (!rc)
         rc = derive_changes(&d);
     if (!rc)
@@ -774,9 +771,7 @@ int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
     match_prep_init(d.s);
     d.s->bytes = derive_bytes(d.s, d.bulk);
     d.s->pub.bytes = d.s->bytes;
-    *out = d.s;
-    *removed_out = d.removed;
-    *removed_count = d.nremoved;
+    *out = (sy__derive_result){d.s, d.removed, d.nremoved};
     return SY_OK;
 }
 

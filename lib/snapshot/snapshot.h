@@ -38,24 +38,37 @@ typedef struct sy__snapshot_config {
     bool replace_services;
 } sy__snapshot_config;
 
+/* What a snapshot is derived from (sy__snapshot_derive). */
+typedef struct sy__derive_input {
+    const sy__alloc *alloc;  /* of the snapshot and of removed */
+    const sy_snapshot *base; /* NULL: empty */
+    const sy__snapshot_config *config;
+    const sy__route_change *changes; /* applied in this order */
+    size_t change_count;
+    uint64_t generation; /* the derived snapshot's */
+} sy__derive_input;
+
+/* What a derive gives back. */
+typedef struct sy__derive_result {
+    sy_snapshot *snapshot;
+    struct sy_route **removed; /* from the input's alloc: the caller frees */
+    size_t removed_count;
+} sy__derive_result;
+
 /*
- * Derive a snapshot from `base` (NULL: empty) with `changes` applied, in
- * the given order; an id appears at most once per change list (SY_EINVAL
- * otherwise). Every failure leaves `base` untouched and frees what was
- * built. The result has generation `generation`.
+ * Derive a snapshot from in->base with in->changes applied, in the given
+ * order; an id appears at most once per change list (SY_EINVAL
+ * otherwise). Every failure leaves the base untouched, frees what was
+ * built and sets *out to empty. The result has generation in->generation.
  *
  * Ownership: snapshots do not count references to their routes (that
  * would touch every route at every publish). The caller holds one
  * reference per live route: once the derived snapshot is published it
- * takes a reference to every route a change added, and *removed (array
- * from `a`, caller frees it) lists the routes that left, whose references
- * it keeps until no snapshot older than the derived one is alive.
+ * takes a reference to every route a change added, and out->removed
+ * lists the routes that left, whose references it keeps until no
+ * snapshot older than the derived one is alive.
  */
-int sy__snapshot_derive(const sy__alloc *a, const sy_snapshot *base,
-                        const sy__snapshot_config *cfg,
-                        const sy__route_change *changes, size_t n,
-                        uint64_t generation, sy_snapshot **out,
-                        struct sy_route ***removed, size_t *removed_count,
+int sy__snapshot_derive(const sy__derive_input *in, sy__derive_result *out,
                         sy_error *err);
 void sy__snapshot_destroy(sy_snapshot *s);
 

@@ -40,8 +40,11 @@ static sw_addr_t *sw_addrs[SW_ADDR_BUCKETS];
 static ngx_uint_t sw_addr_count;
 
 /* The address of "host:port" (an IP literal, or a name resolved once per
- * worker, blocking: give instances and URLs as addresses to avoid it). */
-static sw_addr_t *sw_addr(ngx_log_t *log, ngx_str_t *key) {
+ * worker, blocking: give instances and URLs as addresses to avoid it).
+ * Once the cache is full, an address not in it is resolved for this
+ * request only, in the request's pool. */
+static sw_addr_t *sw_addr(ngx_http_request_t *r, ngx_log_t *log,
+                          ngx_str_t *key) {
     ngx_uint_t h = ngx_hash_key(key->data, key->len) % SW_ADDR_BUCKETS;
     sw_addr_t *a;
     ngx_url_t u;
@@ -64,7 +67,8 @@ static sw_addr_t *sw_addr(ngx_log_t *log, ngx_str_t *key) {
         ngx_destroy_pool(pool);
         return NULL;
     }
-    a = ngx_alloc(sizeof *a + key->len, log);
+    a = sw_addr_count < SW_ADDR_MAX ? ngx_alloc(sizeof *a + key->len, log)
+                                    : ngx_palloc(r->pool, sizeof *a + key->len);
     if (a == NULL) {
         ngx_destroy_pool(pool);
         return NULL;
@@ -75,13 +79,11 @@ static sw_addr_t *sw_addr(ngx_log_t *log, ngx_str_t *key) {
     a->socklen = u.addrs[0].socklen;
     ngx_memcpy(&a->sa, u.addrs[0].sockaddr, u.addrs[0].socklen);
     ngx_destroy_pool(pool);
+    a->next = NULL;
     if (sw_addr_count < SW_ADDR_MAX) {
         a->next = sw_addrs[h];
         sw_addrs[h] = a;
         sw_addr_count++;
-    } else {
-        /* a full cache: this one lives as long as the worker (rare) */
-        a->next = NULL;
     }
     return a;
 }
@@ -229,7 +231,7 @@ static ngx_int_t sw_peer_set(ngx_peer_connection_t *pc, sw_peer_t *p,
     p->name.len = ngx_sprintf(p->name.data, v6 ? "[%s]:%uD" : "%s:%uD", host,
                               (uint32_t)port) -
                   p->name.data;
-    a = sw_addr(pc->log, &p->name);
+    a = sw_addr(p->r, pc->log, &p->name);
     if (a == NULL)
         return NGX_ERROR;
     pc->sockaddr = (struct sockaddr *)&a->sa;
@@ -251,11 +253,16 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
         u_char *h = ctx->upstream.data, *end = h + ctx->upstream.len;
         u_char *s = ngx_strlchr(h, end, ':');
         ngx_str_t key;
-        if (s == NULL || end - s < 4)
+        if (s == NULL || end - s < 4) {
+            ngx_log_error(NGX_LOG_ERR, pc->log, 0,
+                          "switchyard_balancer: route \"%V\": upstream "
+                          "\"%V\" is not scheme://host:port",
+                          &ctx->route, &ctx->upstream);
             return NGX_ERROR;
+        }
         key.data = s + 3; /* after "://" */
         key.len = end - key.data;
-        sw_addr_t *a = sw_addr(pc->log, &key);
+        sw_addr_t *a = sw_addr(p->r, pc->log, &key);
         if (a == NULL)
             return NGX_ERROR;
         p->name = key;

@@ -225,15 +225,32 @@ static void sw_rewrite_value(ngx_http_request_t *r, pcre2_code *re,
     }
 }
 
+/* PCRE2's memory for a response's rewrite: the request's pool. */
+static void *sw_pcre2_alloc(PCRE2_SIZE size, void *pool) {
+    return ngx_palloc(pool, size);
+}
+
+static void sw_pcre2_free(void *p, void *pool) {
+    if (p)
+        ngx_pfree(pool, p);
+}
+
 static ngx_int_t sw_rewrite(ngx_http_request_t *r, sy_response_op *op) {
     ngx_str_t name = {op->name.len, (u_char *)op->name.ptr};
     ngx_list_part_t *part = &r->headers_out.headers.part;
-    int ec;
-    PCRE2_SIZE eo;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)op->arg.ptr, op->arg.len, 0,
-                                   &ec, &eo, NULL);
+    int ec = 0;
+    PCRE2_SIZE eo = 0;
+    pcre2_general_context *gc =
+        pcre2_general_context_create(sw_pcre2_alloc, sw_pcre2_free, r->pool);
+    pcre2_compile_context *cc = gc ? pcre2_compile_context_create(gc) : NULL;
+    pcre2_code *re = cc ? pcre2_compile((PCRE2_SPTR)op->arg.ptr, op->arg.len,
+                                        0, &ec, &eo, cc)
+                        : NULL;
     pcre2_match_data *md;
 
+    pcre2_compile_context_free(cc);
+    if (cc == NULL)
+        return NGX_ERROR; /* out of memory: logged by the caller */
     if (re == NULL) {
         /* the library compiled it when the route was loaded */
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -242,7 +259,7 @@ static ngx_int_t sw_rewrite(ngx_http_request_t *r, sy_response_op *op) {
                       &name, (size_t)eo);
         return NGX_ERROR;
     }
-    md = pcre2_match_data_create_from_pattern(re, NULL);
+    md = pcre2_match_data_create_from_pattern(re, gc);
     if (md == NULL) {
         pcre2_code_free(re);
         return NGX_ERROR;
@@ -260,6 +277,7 @@ static ngx_int_t sw_rewrite(ngx_http_request_t *r, sy_response_op *op) {
     }
     pcre2_match_data_free(md);
     pcre2_code_free(re);
+    pcre2_general_context_free(gc);
     return NGX_OK;
 }
 
@@ -286,7 +304,7 @@ ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
         case SY_RESP_REWRITE: rc = sw_rewrite(r, op); break;
         default:
             /* RewriteLocationResponseHeader is refused when the route is
-             * loaded (ngx_http_switchyard_refuse.c) */
+             * loaded (host_runs: the library's SY_ENOTRUN) */
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                           "switchyard: route \"%V\": response operation %d "
                           "is not run by the module",

@@ -714,10 +714,19 @@ static int r_headers_complete(http_parser *p) {
     char ccbuf[512];
     if (q->cache_cap) { /* LocalResponseCache (cache.c) */
         const char *cc = NULL;
-        for (size_t i = 0; i < l.n && !cc; i++)
-            if (strcasecmp(l.a[i].n, "cache-control") == 0)
+        gw_buf vary = {0}; /* every Vary line, joined */
+        for (size_t i = 0; i < l.n; i++) {
+            if (!cc && strcasecmp(l.a[i].n, "cache-control") == 0)
                 cc = l.a[i].v;
-        cc = gw_cache_head(q, q->status, cc, ccbuf, sizeof ccbuf);
+            if (strcasecmp(l.a[i].n, "vary") == 0) {
+                gw_buf_adds(&vary, vary.len ? "," : "");
+                gw_buf_adds(&vary, l.a[i].v);
+            }
+        }
+        gw_buf_add(&vary, "", 1);
+        cc = gw_cache_head(q, q->status, cc, vary.failed ? "*" : vary.p,
+                           ccbuf, sizeof ccbuf);
+        gw_buf_free(&vary);
         if (cc) { /* to be kept: sent with the route's max-age */
             hl_remove(&l, "cache-control");
             gw_buf kept = {0};

@@ -6,7 +6,11 @@ Cache-Control max-age (one not kept goes out as it is); not kept: other
 statuses, a POST, a request with Cache-Control no-store, an answer with
 Cache-Control private, a body larger than `size`; a request with no-cache
 for a kept answer gets 304 without a body; past timeToLive the upstream
-answers again; bad args are refused at apply with their path."""
+answers again; bad args are refused at apply with their path. Vary as
+SCG's ResponseCacheManager: an answer with Vary: Accept-Language is kept
+per value of the request's Accept-Language (another value, or none, goes
+upstream; each value's answer served to that value); Vary: * is not
+kept."""
 import json
 import time
 
@@ -24,6 +28,12 @@ def body(procs, c):
                       "args": {"timeToLive": "30s"}},
                      "SetResponseHeader=Cache-Control,private"]},
         {"id": "plain", "uri": be, "predicates": ["Path=/plain/**"]},
+        {"id": "v", "uri": be, "predicates": ["Path=/v/**"],
+         "filters": ["LocalResponseCache=30s,10KB",
+                     "SetResponseHeader=Vary,Accept-Language"]},
+        {"id": "vstar", "uri": be, "predicates": ["Path=/vstar/**"],
+         "filters": ["LocalResponseCache=30s,10KB",
+                     "SetResponseHeader=Vary,*"]},
     ]
     f = procs.write_file("routes.json", json.dumps({"version": "1",
                                                     "routes": routes}))
@@ -67,6 +77,20 @@ def body(procs, c):
          "a route without the filter: no max-age")
     time.sleep(2.2)
     c.eq(get("/c/a")[3], "17", "past timeToLive: upstream again")
+
+    def lang(v):
+        return get("/v/x", headers={"Accept-Language": v} if v else None)[3]
+    c.eq([lang("en"), lang("en")], ["18", "18"],
+         "Vary: Accept-Language: the answer kept for 'en'")
+    c.eq([lang("de"), lang("de")], ["20", "20"],
+         "another value goes upstream, its answer kept for it")
+    c.eq([lang("en"), lang("de")], ["18", "20"],
+         "each value gets its own answer")
+    c.eq([lang(None), lang(None)], ["24", "24"],
+         "a request without the header: its own answer")
+    vs = [get("/vstar/x") for _ in range(2)]
+    c.eq([(p[3], p[1].get("cache-control")) for p in vs],
+         [("26", None), ("27", None)], "Vary: *: not kept, no max-age")
 
     for flt, where, says in [
             ("LocalResponseCache=abc", "filters[0]", "must be a duration"),

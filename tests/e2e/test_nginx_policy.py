@@ -12,6 +12,7 @@ test_nginx_balancer.py (every location through the balancer).
 import os
 import shutil
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports import free_port  # noqa: E402
@@ -160,6 +161,76 @@ def test_breaker_fallback_on_failure_and_when_open(env):
           "status: %r" % p)
 
 
+def zone_store_header(pid, size):
+    """The address of the policy store's header in nginx's zone (the
+    shared mapping of `size` bytes in the master), found by its magic."""
+    magic = (0x3152545359505953).to_bytes(8, "little")  # SY_STORE_MAGIC
+    found = []
+    with open("/proc/%d/maps" % pid) as maps, \
+            open("/proc/%d/mem" % pid, "rb") as mem:
+        for line in maps:
+            f = line.split()
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            if hi - lo != size or "s" not in f[1]:
+                continue
+            mem.seek(lo)
+            data = mem.read(hi - lo)
+            at = data.find(magic)
+            while at >= 0:
+                if at % 8 == 0:
+                    found.append(lo + at)
+                at = data.find(magic, at + 1)
+    return found
+
+
+def reload_and_wait(env):
+    """nginx -s reload, then wait for the old workers to exit (one still
+    draining answers an admin change 503)."""
+    old = {w["pid"] for w in env.status()["workers"]}
+    env.reload()
+    deadline = time.time() + 10
+    while any(os.path.exists("/proc/%d" % p) for p in old):
+        check(time.time() < deadline, "old workers still running")
+        time.sleep(0.05)
+    env.converged()
+
+
+def test_zone_store_of_another_format_replaced_on_reload(env):
+    """A reload keeps the zone; if the policy store it holds is not this
+    module's format (an older store version, as after a module upgrade),
+    a new store is made beside it, logged at notice, and the limiters run
+    on it, fresh. Provoked by writing an older version number into the
+    store's header in the master's mapping of the zone."""
+    size = 8 * 1024 * 1024  # switchyard_zone 8m (the fixture)
+    reload_and_wait(env)
+    check("not this module's format" not in env.error_log(),
+          "a reload of the same module replaced the store")
+    heads = zone_store_header(env.nginx.pid, size)
+    check(len(heads) == 1, "store headers found: %r" % heads)
+    with open("/proc/%d/mem" % env.nginx.pid, "r+b") as mem:
+        mem.seek(heads[0] + 8)  # uint32 version after the magic
+        mem.write((1).to_bytes(4, "little"))
+    reload_and_wait(env)
+    check("not this module's format" in env.error_log(),
+          "no notice: %s" % env.error_log()[-800:])
+    check(len(zone_store_header(env.nginx.pid, size)) == 2,
+          "no new store beside the old one")
+    put_route(env, {
+        "id": "fresh", "uri": "http://127.0.0.1:%d" % env.pa,
+        "predicates": ["Path=/fresh/**"],
+        "filters": [{"name": "RequestRateLimiter", "args": {
+            "redis-rate-limiter.replenishRate": "1",
+            "redis-rate-limiter.burstCapacity": "2",
+            "key-resolver": "#{@remoteAddrKeyResolver}"}}]})
+    env.converged()
+    got = [request(env.port, "GET", "/fresh/x").status for _ in range(6)]
+    check(got.count(200) in (2, 3) and got.count(429) == 6 - got.count(200),
+          "limiter on the new store: %r" % got)
+    limited = env.status()["policy"]["limited"]
+    check(limited == got.count(429),
+          "the new store counts only its own: %d limited" % limited)
+
+
 def test_variable_form_anywhere_refuses_policies(env):
     """A route with a CircuitBreaker (its time limit), Retry or a timeout
     runs only through switchyard_balancer, and which location serves a
@@ -247,6 +318,7 @@ TESTS = [
     test_breaker_status_code_to_fallback_keeps_method,
     test_breaker_fallback_on_failure_and_when_open,
     test_forward_route_dispatched_again,
+    test_zone_store_of_another_format_replaced_on_reload,
     test_variable_form_anywhere_refuses_policies,
     test_both_forms_refuse_policies_at_the_admin_location,
 ]

@@ -313,6 +313,160 @@ static int stage_all(gw_etcd *e, sy_change_set *cs, staged *st, size_t n,
     return 0;
 }
 
+/* What one apply stages: every change not dropped yet, in staging order,
+ * and map[k]: which of them is the commit's change k. */
+typedef struct staged_list {
+    staged *st;
+    size_t *map;
+    size_t n;
+} staged_list;
+
+/* Phase 1 of apply_changes: the instance changes into their service
+ * records (their lists are staged from there). False: out of memory. */
+static bool stage_instances(gw_etcd *e, etcd_change_list *l) {
+    for (size_t i = 0; i < l->n; i++)
+        if (!l->v[i].is_route && !stage_instance(e, &l->v[i]))
+            return false;
+    return true;
+}
+
+/* Phase 2: the staged list, services whose instances changed first, then
+ * each route document with its source's record updated and the host's
+ * check run. False: out of memory. */
+static bool collect_staged(gw_etcd *e, etcd_change_list *l, staged_list *sl) {
+    sl->st = calloc(l->n + e->svc_n + 1, sizeof *sl->st);
+    sl->map = calloc(l->n + e->svc_n + 1, sizeof *sl->map);
+    if (!sl->st || !sl->map)
+        return false;
+    for (size_t i = 0; i < e->svc_n; i++)
+        if (e->svc[i].touched) {
+            e->svc[i].touched = false;
+            sl->st[sl->n++] = (staged){.svc = &e->svc[i]};
+        }
+    for (size_t i = 0; i < l->n; i++) {
+        etcd_change *c = &l->v[i];
+        if (!c->is_route)
+            continue;
+        source_rec *s =
+            c->del ? etcd_find_source(e, c->name) : source_for(e, c);
+        if (!s && !c->del) /* out of memory registering it */
+            return false;
+        if (!s)
+            continue;
+        s->mod_revision = c->mod_revision;
+        s->present = !c->del;
+        if (!c->del)
+            s->create_revision = c->create_revision;
+        sl->st[sl->n] = (staged){.c = c};
+        host_check(e, s, &sl->st[sl->n]);
+        sl->n++;
+    }
+    return true;
+}
+
+/* A change the router rejected is dropped with its error. */
+static void drop_rejected(gw_etcd *e, staged *bad, const char *msg) {
+    bad->dropped = true;
+    bad->error = etcd_strdup(msg);
+    e->rejected++;
+    if (bad->c)
+        etcd_log(e, GW_ETCD_LOG_WARN,
+                 "%s rejected (mod_revision %" PRId64 "): %s", bad->c->key,
+                 bad->c->mod_revision, msg);
+    else
+        etcd_log(e, GW_ETCD_LOG_WARN, "instances of %s rejected: %s",
+                 bad->svc->name, msg);
+}
+
+typedef enum attempt { COMMITTED, DROPPED_ONE, FAILED_ALL } attempt;
+
+/* One commit of what is staged and not dropped: committed, one change
+ * dropped (try again without it), or nothing can be (out of memory, most
+ * likely). */
+static attempt commit_attempt(gw_etcd *e, staged_list *sl) {
+    sy_change_set *cs = NULL;
+    sy_report *rep = NULL;
+    sy_error err;
+    size_t count = 0;
+    if (sy_change_set_new(e->router, &cs, &err) ||
+        stage_all(e, cs, sl->st, sl->n, sl->map, &count)) {
+        /* out of memory (staging only copies): nothing is published, and
+         * the revision must not move past these changes */
+        sy_change_set_free(cs);
+        return FAILED_ALL;
+    }
+    int rc = count ? sy_router_commit(e->router, cs, &rep, &err) : 0;
+    sy_change_set_free(cs);
+    long f = rc && rep ? sy_report_failed_change(rep) : -1;
+    sy_report_free(rep);
+    if (!rc)
+        return COMMITTED;
+    char msg[1024];
+    commit_error(msg, sizeof msg, &err);
+    if (f < 0 || (size_t)f >= count) {
+        etcd_log(e, GW_ETCD_LOG_ERROR, "commit failed: %s", msg);
+        return FAILED_ALL;
+    }
+    drop_rejected(e, &sl->st[sl->map[f]], msg);
+    return DROPPED_ONE;
+}
+
+/* Phase 4: per-source outcome, in staging order (the last attempt wins);
+ * the staged list freed. */
+static void record_outcomes(gw_etcd *e, staged_list *sl, bool committed) {
+    for (size_t i = 0; i < sl->n; i++) {
+        staged *st = &sl->st[i];
+        if (st->svc) {
+            set_str(&st->svc->error, st->dropped ? st->error : NULL);
+            continue;
+        }
+        source_rec *s = etcd_find_source(e, st->c->name);
+        if (!s)
+            continue;
+        if (st->dropped || !committed) {
+            set_str(&s->error, st->error ? st->error : "commit failed");
+            continue;
+        }
+        set_str(&s->error, NULL);
+        /* version and checksum are read from the router when asked
+         * (refresh_source_locked): its source status walks the source's
+         * routes, which need not delay the next etcd_change */
+        s->stale = true;
+    }
+    for (size_t i = 0; sl->st && i < sl->n; i++)
+        free(sl->st[i].error);
+    free(sl->st);
+    free(sl->map);
+}
+
+/* Phase 5, committed: the revision the router reflects, the counters and
+ * the trace of this commit (t0, c0: when it started, wall and CPU). The
+ * router's generation now. */
+static uint64_t note_commit(gw_etcd *e, size_t events, int64_t revision,
+                            bool full_read, uint64_t t0, uint64_t c0) {
+    e->events += events;
+    /* A full read is the truth, even when etcd went back (lost data). */
+    if (full_read || revision > e->revision)
+        e->revision = revision;
+    /* the fingerprint is read when asked (live_fingerprint_locked): a
+     * walk of every route, which need not delay the next etcd_change */
+    sy_snapshot *snap = sy_router_acquire(e->router);
+    uint64_t gen = sy_snapshot_generation(snap);
+    sy_snapshot_release(snap);
+    e->commits++;
+    e->last_commit_us = (uv_hrtime() - t0) / 1000;
+    e->commit_us_total += e->last_commit_us;
+    uint64_t cpu = cpu_us() - c0;
+    e->commit_cpu_us_total += cpu;
+    if (full_read)
+        e->trace = (gw_etcd_trace){0};
+    e->trace.revision = e->revision;
+    e->trace.committed_us = etcd_wall_us();
+    e->trace.commit_cpu_us = cpu;
+    e->last_trace = e->trace;
+    return gen;
+}
+
 /*
  * Apply a list of changes as ONE commit (sy_router_commit: one publish)
  * and record `revision` as what the router reflects (a watch only moves
@@ -327,104 +481,13 @@ static bool apply_changes(gw_etcd *e, etcd_change_list *l, int64_t revision,
     uv_mutex_lock(&e->mu);
     /* out of memory staging a change: nothing is committed and the
      * revision does not move (the caller reads everything again) */
-    bool oom = false;
-    for (size_t i = 0; !oom && i < l->n; i++)
-        if (!l->v[i].is_route)
-            oom = !stage_instance(e, &l->v[i]);
-    size_t n = 0;
-    staged *st = oom ? NULL : calloc(l->n + e->svc_n + 1, sizeof *st);
-    size_t *map = oom ? NULL : calloc(l->n + e->svc_n + 1, sizeof *map);
-    for (size_t i = 0; st && map && i < e->svc_n; i++)
-        if (e->svc[i].touched) {
-            e->svc[i].touched = false;
-            st[n++] = (staged){.svc = &e->svc[i]};
-        }
-    for (size_t i = 0; st && map && i < l->n; i++) {
-        etcd_change *c = &l->v[i];
-        if (!c->is_route)
-            continue;
-        source_rec *s =
-            c->del ? etcd_find_source(e, c->name) : source_for(e, c);
-        if (!s && !c->del) { /* out of memory registering it */
-            oom = true;
-            break;
-        }
-        if (!s)
-            continue;
-        s->mod_revision = c->mod_revision;
-        s->present = !c->del;
-        if (!c->del)
-            s->create_revision = c->create_revision;
-        st[n] = (staged){.c = c};
-        host_check(e, s, &st[n]);
-        n++;
-    }
-    bool committed = false, failed_all = oom || !st || !map;
-    while (!failed_all && !committed) {
-        sy_change_set *cs = NULL;
-        sy_report *rep = NULL;
-        sy_error err;
-        size_t count = 0;
-        if (sy_change_set_new(e->router, &cs, &err) ||
-            stage_all(e, cs, st, n, map, &count)) {
-            /* out of memory (staging only copies): nothing is published,
-             * and the revision must not move past these changes */
-            sy_change_set_free(cs);
-            failed_all = true;
-            break;
-        }
-        int rc = count ? sy_router_commit(e->router, cs, &rep, &err) : 0;
-        sy_change_set_free(cs);
-        if (!rc) {
-            committed = true;
-            sy_report_free(rep);
-            break;
-        }
-        long f = rep ? sy_report_failed_change(rep) : -1;
-        sy_report_free(rep);
-        char msg[1024];
-        commit_error(msg, sizeof msg, &err);
-        if (f < 0 || (size_t)f >= count) {
-            etcd_log(e, GW_ETCD_LOG_ERROR, "commit failed: %s", msg);
-            failed_all = true;
-            break;
-        }
-        staged *bad = &st[map[f]];
-        bad->dropped = true;
-        bad->error = etcd_strdup(msg);
-        e->rejected++;
-        if (bad->c)
-            etcd_log(e, GW_ETCD_LOG_WARN,
-                     "%s rejected (mod_revision %" PRId64 "): %s", bad->c->key,
-                     bad->c->mod_revision, msg);
-        else
-            etcd_log(e, GW_ETCD_LOG_WARN, "instances of %s rejected: %s",
-                     bad->svc->name, msg);
-    }
-    /* Per-source outcome, in staging order: the last attempt wins. */
-    for (size_t i = 0; i < n; i++) {
-        if (st[i].svc) {
-            set_str(&st[i].svc->error, st[i].dropped ? st[i].error : NULL);
-            continue;
-        }
-        source_rec *s = etcd_find_source(e, st[i].c->name);
-        if (!s)
-            continue;
-        if (st[i].dropped || !committed) {
-            set_str(&s->error, st[i].error ? st[i].error : "commit failed");
-            continue;
-        }
-        set_str(&s->error, NULL);
-        /* version and checksum are read from the router when asked
-         * (refresh_source_locked): its source status walks the source's
-         * routes, which need not delay the next etcd_change */
-        s->stale = true;
-    }
-    for (size_t i = 0; st && i < n; i++)
-        free(st[i].error);
-    free(st);
-    free(map);
-    if (failed_all) {
+    staged_list sl = {NULL, NULL, 0};
+    attempt a = stage_instances(e, l) && collect_staged(e, l, &sl) ? DROPPED_ONE
+                                                                   : FAILED_ALL;
+    while (a == DROPPED_ONE)
+        a = commit_attempt(e, &sl);
+    record_outcomes(e, &sl, a == COMMITTED);
+    if (a == FAILED_ALL) {
         /* Nothing was published (out of memory, most likely) but the
          * records moved on: the revision stays, and the caller reads
          * everything again, applying every key. */
@@ -432,27 +495,8 @@ static bool apply_changes(gw_etcd *e, etcd_change_list *l, int64_t revision,
         uv_mutex_unlock(&e->mu);
         return false;
     }
-    e->events += l->n;
-    /* A full read is the truth, even when etcd went back (lost data). */
-    if (full_read || revision > e->revision)
-        e->revision = revision;
-    /* the fingerprint is read when asked (live_fingerprint_locked): a
-     * walk of every route, which need not delay the next etcd_change */
-    sy_snapshot *snap = sy_router_acquire(e->router);
-    uint64_t gen = sy_snapshot_generation(snap);
-    sy_snapshot_release(snap);
-    e->commits++;
-    e->last_commit_us = (uv_hrtime() - t0) / 1000;
-    e->commit_us_total += e->last_commit_us;
-    uint64_t cpu = cpu_us() - c0;
-    e->commit_cpu_us_total += cpu;
+    uint64_t gen = note_commit(e, l->n, revision, full_read, t0, c0);
     int64_t rev = e->revision;
-    if (full_read)
-        e->trace = (gw_etcd_trace){0};
-    e->trace.revision = rev;
-    e->trace.committed_us = etcd_wall_us();
-    e->trace.commit_cpu_us = cpu;
-    e->last_trace = e->trace;
     uv_mutex_unlock(&e->mu);
     if (e->opts.on_commit)
         e->opts.on_commit(e->opts.data, rev, gen);

@@ -261,6 +261,40 @@ def test_variable_form_anywhere_refuses_policies(env):
           "without switchyard_balancer" in err, "nginx -t: %d %s" % (rc, err))
 
 
+def test_reload_to_both_forms_refuses_stored_policies(env):
+    """Routes with Retry PUT while every location used the balancer, then
+    a reload that adds the variable form: the workers start, each refuses
+    the stored route with its located error (logged, and in /status), the
+    route is not served (404) rather than served without its Retry; a
+    reload back to the balancer applies it again."""
+    retry_service(env, "rback")
+    env.converged()
+    check(env.get("/rback/x").status == 200, "not served before")
+    with open(os.path.join(env.dir, "nginx.conf")) as f:
+        balanced = f.read()
+    both = balanced.replace(
+        BALANCED, "proxy_pass $switchyard_upstream$switchyard_uri;")
+    try:
+        with open(os.path.join(env.dir, "nginx.conf"), "w") as f:
+            f.write(both)
+        reload_and_wait(env)
+        log = env.error_log()
+        check('stored route "rback"' in log and "not applied" in log and
+              "filters[0]" in log and "$switchyard_upstream" in log,
+              "refusal not logged: %s" % log[-800:])
+        s = env.status()
+        check(all(w["error"] and "$switchyard_upstream" in w["error"]
+                  for w in s["workers"]), "status: %r" % s["workers"])
+        for port in (env.bport, env.port):
+            r = request(port, "GET", "/rback/x")
+            check(r.status == 404, "served without its Retry: %d" % r.status)
+    finally:
+        with open(os.path.join(env.dir, "nginx.conf"), "w") as f:
+            f.write(balanced)
+        reload_and_wait(env)
+    check(env.get("/rback/x").status == 200, "not served again")
+
+
 def test_both_forms_refuse_policies_at_the_admin_location(env):
     """A running nginx with both forms (its own, started here): a route
     PUT with Retry, a CircuitBreaker or a timeout is answered 400 with the
@@ -320,6 +354,7 @@ TESTS = [
     test_forward_route_dispatched_again,
     test_zone_store_of_another_format_replaced_on_reload,
     test_variable_form_anywhere_refuses_policies,
+    test_reload_to_both_forms_refuses_stored_policies,
     test_both_forms_refuse_policies_at_the_admin_location,
 ]
 

@@ -131,6 +131,50 @@ def test_route_response_timeout_applied(env):
     check(r.status == 200, "a fast answer: %d" % r.status)
 
 
+def stalled_listener():
+    """A port whose SYNs go unanswered: a listener with backlog 0 that
+    never accepts, its queue filled by connections of ours (Linux drops
+    a SYN while the accept queue is full). (listener, fillers)."""
+    import socket
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(0)
+    fillers = []
+    for _ in range(4):
+        c = socket.socket()
+        c.setblocking(False)
+        c.connect_ex(lst.getsockname())
+        fillers.append(c)
+    time.sleep(0.2)
+    return lst, fillers
+
+
+def test_route_connect_timeout_applied(env):
+    """connect-timeout metadata: a connection that is never accepted is
+    given up at the route's timeout (504 after ~0.3 s), not at the
+    location's proxy_connect_timeout (60 s on env.port); the accepted
+    change is logged at notice."""
+    lst, fillers = stalled_listener()
+    try:
+        r = env.put("routes/live/stall", {
+            "id": "stall", "uri": "http://127.0.0.1:%d" % lst.getsockname()[1],
+            "predicates": ["Path=/stall/**"],
+            "metadata": {"connect-timeout": 300}})
+        check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+        check('route "stall" (source "live") accepted' in env.error_log(),
+              "accepted change not logged")
+        env.converged()
+        t0 = time.time()
+        r = request(env.port, "GET", "/stall/x")
+        took = time.time() - t0
+        check(r.status == 504 and 0.25 < took < 2.0,
+              "answered %d after %.2f s" % (r.status, took))
+    finally:
+        for c in fillers:
+            c.close()
+        lst.close()
+
+
 def test_every_response_filter_applied(env):
     """Response filters on headers nginx keeps in its list and on those it
     keeps outside (Content-Type, Server, Location)."""
@@ -184,6 +228,7 @@ TESTS = [
     test_retry_on_another_instance_one_ejection,
     test_next_upstream_http_502_retries,
     test_route_response_timeout_applied,
+    test_route_connect_timeout_applied,
     test_every_response_filter_applied,
     test_balancer_configuration_errors,
 ]

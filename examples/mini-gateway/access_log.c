@@ -152,12 +152,12 @@ static const char *breaker_state(const gw_request *q) {
 
 /* Now as 2026-01-02T03:04:05.678Z. */
 static void time_stamp(char *when, size_t cap) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ms = gw_wall_ms();
+    time_t secs = (time_t)(ms / 1000);
     struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&secs, &tm);
     size_t wl = strftime(when, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(when + wl, cap - wl, ".%03ldZ", ts.tv_nsec / 1000000);
+    snprintf(when + wl, cap - wl, ".%03dZ", (int)(ms % 1000));
 }
 
 void gw_access_log_refused(const char *peer, int status, uint64_t bytes) {

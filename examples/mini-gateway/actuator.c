@@ -257,14 +257,9 @@ static void save_route(httpd_conn *c, const char *id, const httpd_req *r) {
         free(text);
         return;
     }
-    sy_error err;
-    int rc = gw_admin_change_route(ACTUATOR_SOURCE, id, text, strlen(text),
-                                   what, &err);
+    gw_admin_route_change(c, ACTUATOR_SOURCE, id, text, strlen(text), what,
+                          201);
     free(text);
-    if (rc)
-        gw_reply_sy_error(c, rc == SY_ENOMEM ? 500 : 400, &err);
-    else
-        httpd_respond(c, 201, "application/json", NULL, "", 0);
 }
 
 static void delete_route(httpd_conn *c, const char *id) {
@@ -281,12 +276,7 @@ static void delete_route(httpd_conn *c, const char *id) {
         gw_store_route(c, ACTUATOR_SOURCE, id, NULL, 0, 200, what);
         return;
     }
-    sy_error err;
-    int rc = gw_admin_change_route(ACTUATOR_SOURCE, id, NULL, 0, what, &err);
-    if (rc)
-        gw_reply_sy_error(c, rc == SY_ENOMEM ? 500 : 400, &err);
-    else
-        httpd_respond(c, 200, "application/json", NULL, "", 0);
+    gw_admin_route_change(c, ACTUATOR_SOURCE, id, NULL, 0, what, 200);
 }
 
 static void refresh(httpd_conn *c) {

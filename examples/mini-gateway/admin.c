@@ -40,7 +40,9 @@
 
 static httpd *admin;
 
-static void reply_json(httpd_conn *c, int status, const gw_buf *b) {
+/* ---- the admin port's answers (gw.h; every admin file answers so) ---- */
+
+void gw_reply_json(httpd_conn *c, int status, const gw_buf *b) {
     static const char oom[] = "{\"error\":\"out of memory\"}\n";
     if (b->failed) /* the answer could not be built (gw.h) */
         httpd_respond(c, 500, "application/json", NULL, oom, sizeof oom - 1);
@@ -49,12 +51,29 @@ static void reply_json(httpd_conn *c, int status, const gw_buf *b) {
                       b->len);
 }
 
-static void reply_msg(httpd_conn *c, int status, const char *msg) {
+void gw_reply_cjson(httpd_conn *c, int status, cJSON *j) {
+    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    gw_buf b = {.p = t, .len = t ? strlen(t) : 0, .failed = !t};
+    gw_reply_json(c, status, &b);
+    free(t);
+}
+
+void gw_reply_error(httpd_conn *c, int status, const char *msg) {
     gw_buf b = {0};
     gw_buf_adds(&b, "{\"error\":");
     gw_buf_json_str(&b, msg, strlen(msg));
     gw_buf_adds(&b, "}\n");
-    reply_json(c, status, &b);
+    gw_reply_json(c, status, &b);
+    gw_buf_free(&b);
+}
+
+void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e) {
+    gw_buf b = {0};
+    gw_buf_adds(&b, "{\"error\":");
+    gw_error_json(&b, e);
+    gw_buf_adds(&b, "}\n");
+    gw_reply_json(c, status, &b);
     gw_buf_free(&b);
 }
 
@@ -160,7 +179,7 @@ static void get_status(httpd_conn *c) {
     }
 #endif
     gw_buf_adds(&b, "}\n");
-    reply_json(c, 200, &b);
+    gw_reply_json(c, 200, &b);
     gw_buf_free(&b);
 }
 
@@ -190,7 +209,7 @@ static void get_routes(httpd_conn *c) {
     }
     sy_snapshot_release(s);
     gw_buf_adds(&b, "]}\n");
-    reply_json(c, 200, &b);
+    gw_reply_json(c, 200, &b);
     gw_buf_free(&b);
 }
 
@@ -214,7 +233,7 @@ static void get_metrics(httpd_conn *c) {
     }
 #endif
     if (b.failed)
-        reply_msg(c, 500, "out of memory");
+        gw_reply_error(c, 500, "out of memory");
     else
         httpd_respond(c, 200, "text/plain; version=0.0.4", NULL, b.p, b.len);
     gw_buf_free(&b);
@@ -289,9 +308,14 @@ static void query_param(const char *q, const char *key, char *out, size_t cap) {
  * decoded segments (seg[0] is the endpoint's name). */
 typedef struct admin_call {
     httpd_conn *c;
-    httpd_req *r;
+    httpd_req *r;       /* the request; NULL for an actuator's change */
+    const char *method; /* as a change is kept (state.c) */
+    const char *query;
+    const char *body;
+    size_t len;
     char *seg[5];
     int ns;
+    const char *what; /* the change's name from its caller, or NULL */
 } admin_call;
 
 /* A reading endpoint answers by itself. */
@@ -332,9 +356,9 @@ static void answer_metrics(admin_call *a) {
 
 static void answer_report(admin_call *a) {
     if (G.last_report.len)
-        reply_json(a->c, 200, &G.last_report);
+        gw_reply_json(a->c, 200, &G.last_report);
     else
-        reply_msg(a->c, 404, "nothing applied yet");
+        gw_reply_error(a->c, 404, "nothing applied yet");
 }
 
 static void answer_fingerprint(admin_call *a) {
@@ -352,16 +376,14 @@ static void answer_fingerprint(admin_call *a) {
 static int stage_document(admin_call *a, sy_change_set *cs, char *what,
                           size_t cap, sy_error *err) {
     snprintf(what, cap, "admin: document for %s", a->seg[1]);
-    int rc = gw_document_check(a->r->body, a->r->body_len, false, err);
-    return rc ? rc
-              : sy_change_set_apply(cs, a->seg[1], a->r->body, a->r->body_len,
-                                    err);
+    int rc = gw_document_check(a->body, a->len, false, err);
+    return rc ? rc : sy_change_set_apply(cs, a->seg[1], a->body, a->len, err);
 }
 
 /* PUT /routes/<source>/<id>: one route; its "id" must be the URL's. */
 static int stage_upsert(admin_call *a, sy_change_set *cs, char *what,
                         size_t cap, sy_error *err) {
-    cJSON *j = cJSON_ParseWithLength(a->r->body, a->r->body_len);
+    cJSON *j = cJSON_ParseWithLength(a->body, a->len);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
     bool same = cJSON_IsString(id) && strcmp(id->valuestring, a->seg[2]) == 0;
     cJSON_Delete(j);
@@ -374,10 +396,9 @@ static int stage_upsert(admin_call *a, sy_change_set *cs, char *what,
         return SY_EINVAL;
     }
     snprintf(what, cap, "admin: upsert %s/%s", a->seg[1], a->seg[2]);
-    int rc = gw_document_check(a->r->body, a->r->body_len, true, err);
+    int rc = gw_document_check(a->body, a->len, true, err);
     return rc ? rc
-              : sy_change_set_upsert_route(cs, a->seg[1], a->r->body,
-                                           a->r->body_len, err);
+              : sy_change_set_upsert_route(cs, a->seg[1], a->body, a->len, err);
 }
 
 /* DELETE /routes/<source>/<id> */
@@ -399,14 +420,14 @@ static int stage_enabled(admin_call *a, sy_change_set *cs, char *what,
 static int stage_instances(admin_call *a, sy_change_set *cs, char *what,
                            size_t cap, sy_error *err) {
     snprintf(what, cap, "admin: instances of %s", a->seg[1]);
-    return gw_instances_stage(cs, a->r->body, a->r->body_len, a->seg[1], err);
+    return gw_instances_stage(cs, a->body, a->len, a->seg[1], err);
 }
 
 /* POST /rollback/<source>[?version=V] */
 static int stage_rollback(admin_call *a, sy_change_set *cs, char *what,
                           size_t cap, sy_error *err) {
     char ver[256];
-    query_param(a->r->query, "version", ver, sizeof ver);
+    query_param(a->query, "version", ver, sizeof ver);
     snprintf(what, cap, "admin: rollback %s to %s", a->seg[1],
              ver[0] ? ver : "the previous version");
     return sy_change_set_rollback(cs, a->seg[1], ver[0] ? ver : NULL, err);
@@ -468,12 +489,7 @@ static const endpoint endpoints[] = {
 
 /* Reply with the located error of a change that was refused. */
 static void reply_error(httpd_conn *c, int code, const sy_error *err) {
-    gw_buf b = {0};
-    gw_buf_adds(&b, "{\"error\":");
-    gw_error_json(&b, err);
-    gw_buf_adds(&b, "}\n");
-    reply_json(c, status_for(code), &b);
-    gw_buf_free(&b);
+    gw_reply_sy_error(c, status_for(code), err);
 }
 
 static bool source_exists(const char *name) {
@@ -540,32 +556,15 @@ static int try_on_scratch(admin_call *a, const endpoint *ep, sy_error *err) {
     return rc;
 }
 
-/* The one stage-and-commit helper: what the endpoint needs, its change
- * staged into a new change set, the set committed as one publish; 200 with
- * the report, or the located error and nothing changed. */
-static void change(admin_call *a, const endpoint *ep) {
+/* The one stage-and-commit helper: ep's change staged into a new change
+ * set and committed as one publish (a new source registered first, once
+ * the change passed on a scratch router), then kept (state.c). Answered:
+ * ok_status with the report (report) or an empty body, or the located
+ * error with nothing changed (500 when the change is live but could not
+ * be kept). The admin API's changes and the actuator's come here. */
+static void stage_and_commit(admin_call *a, const endpoint *ep, int ok_status,
+                             bool report) {
     sy_error err;
-    if (ep->stage == stage_document && gw_is_dry_run(a->r->query)) {
-        gw_admin_dry_run(a->c, a->seg[1], a->r->body, a->r->body_len);
-        return; /* changes nothing: no owner or etcd question */
-    }
-    /* a file's source or service: refused, naming the file (owner.c) */
-    char msg[768];
-    bool inst = strcmp(a->seg[0], "instances") == 0;
-    int refuse = gw_owner_check(inst ? NULL : a->seg[1],
-                                inst ? a->seg[1] : NULL, msg, sizeof msg);
-    if (refuse) {
-        reply_msg(a->c, refuse, msg);
-        return;
-    }
-    /* --etcd: written through to etcd, answered once it accepted (store.c) */
-    if (gw_store_admin(a->c, a->r->method, a->seg, a->ns, a->r->body,
-                       a->r->body_len))
-        return;
-    if (ep->needs & NEEDS_ROUTE && !route_in_source(a->seg[1], a->seg[2])) {
-        reply_msg(a->c, 404, "no such route in this source");
-        return;
-    }
     if (ep->needs & NEEDS_SOURCE && !source_exists(a->seg[1])) {
         int rc = try_on_scratch(a, ep, &err);
         if (!rc)
@@ -577,11 +576,13 @@ static void change(admin_call *a, const endpoint *ep) {
     }
     sy_change_set *cs;
     if (sy_change_set_new(G.router, &cs, &err)) {
-        reply_msg(a->c, 500, err.message);
+        gw_reply_error(a->c, 500, err.message);
         return;
     }
     char what[512];
     int rc = ep->stage(a, cs, what, sizeof what, &err);
+    if (a->what)
+        gw_copy_str(what, sizeof what, a->what);
     if (!rc)
         rc = gw_commit(cs, what, &err);
     sy_change_set_free(cs);
@@ -590,23 +591,67 @@ static void change(admin_call *a, const endpoint *ep) {
         return;
     }
     /* kept, and with --state saved, before the answer (state.c) */
-    if (gw_state_note(a->r->method, a->seg, a->ns, a->r->body,
-                      a->r->body_len, msg, sizeof msg)) {
-        char m[1024];
+    char msg[768], m[1024];
+    if (gw_state_note(a->method, a->seg, a->ns, a->body, a->len, msg,
+                      sizeof msg)) {
         snprintf(m, sizeof m,
                  "the change is live but not kept (a restart would lose "
                  "it): %s",
                  msg);
-        reply_msg(a->c, 500, m);
-        return;
-    }
-    if (G.last_report.failed) { /* applied; only its report was lost */
+        gw_reply_error(a->c, 500, m);
+    } else if (!report) {
+        httpd_respond(a->c, ok_status, "application/json", NULL, "", 0);
+    } else if (G.last_report.failed) { /* applied; only its report lost */
         static const char done[] = "{\"ok\":true,\"report\":null}\n";
-        httpd_respond(a->c, 200, "application/json", NULL, done,
+        httpd_respond(a->c, ok_status, "application/json", NULL, done,
                       sizeof done - 1);
+    } else {
+        gw_reply_json(a->c, ok_status, &G.last_report);
+    }
+}
+
+/* An admin API change: what it needs asked first (a dry run changes
+ * nothing; a file's source is refused; with --etcd it is written
+ * through), then the one stage-and-commit helper. */
+static void change(admin_call *a, const endpoint *ep) {
+    if (ep->stage == stage_document && gw_is_dry_run(a->query)) {
+        gw_admin_dry_run(a->c, a->seg[1], a->body, a->len);
+        return; /* changes nothing: no owner or etcd question */
+    }
+    /* a file's source or service: refused, naming the file (owner.c) */
+    char msg[768];
+    bool inst = strcmp(a->seg[0], "instances") == 0;
+    int refuse = gw_owner_check(inst ? NULL : a->seg[1],
+                                inst ? a->seg[1] : NULL, msg, sizeof msg);
+    if (refuse) {
+        gw_reply_error(a->c, refuse, msg);
         return;
     }
-    reply_json(a->c, 200, &G.last_report);
+    /* --etcd: written through to etcd, answered once it accepted (store.c) */
+    if (gw_store_admin(a->c, a->method, a->seg, a->ns, a->body, a->len))
+        return;
+    if (ep->needs & NEEDS_ROUTE && !route_in_source(a->seg[1], a->seg[2])) {
+        gw_reply_error(a->c, 404, "no such route in this source");
+        return;
+    }
+    stage_and_commit(a, ep, 200, true);
+}
+
+void gw_admin_route_change(httpd_conn *c, const char *source, const char *id,
+                           const char *json, size_t len, const char *what,
+                           int ok_status) {
+    static const endpoint ep_upsert = {M_PUT, "routes/*/*", NULL, stage_upsert,
+                                       NEEDS_SOURCE};
+    static const endpoint ep_remove = {M_DELETE, "routes/*/*", NULL,
+                                       stage_remove, NEEDS_ROUTE};
+    admin_call a = {.c = c,
+                    .method = json ? "PUT" : "DELETE",
+                    .body = json,
+                    .len = len,
+                    .seg = {"routes", (char *)source, (char *)id},
+                    .ns = 3,
+                    .what = what};
+    stage_and_commit(&a, json ? &ep_upsert : &ep_remove, ok_status, false);
 }
 
 /* Does the call's path fit the pattern? */
@@ -648,7 +693,12 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
     /* split the path into at most 5 decoded segments */
     char path[2048];
     snprintf(path, sizeof path, "%s", r->path);
-    admin_call a = {.c = c, .r = r};
+    admin_call a = {.c = c,
+                    .r = r,
+                    .method = r->method,
+                    .query = r->query,
+                    .body = r->body,
+                    .len = r->body_len};
     char *save = NULL;
     for (char *s = strtok_r(path, "/", &save); s && a.ns < 5;
          s = strtok_r(NULL, "/", &save)) {
@@ -671,9 +721,9 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
         return;
     }
     if (path_known)
-        reply_msg(c, 405, "method not allowed here");
+        gw_reply_error(c, 405, "method not allowed here");
     else
-        reply_msg(c, 404, "no such admin endpoint");
+        gw_reply_error(c, 404, "no such admin endpoint");
 }
 
 int gw_admin_start(uv_loop_t *loop) {

@@ -29,8 +29,6 @@ static cJSON *str_or_null(const char *s);
 
 /* ---- the console ---- */
 
-extern const char gw_console_html[];
-
 void gw_admin_console(httpd_conn *c) {
     httpd_respond(c, 200, "text/html; charset=utf-8",
                   "Cache-Control: no-store\r\n"
@@ -231,9 +229,7 @@ void gw_admin_shadowed(httpd_conn *c) {
 /* ---- instances and their health ---- */
 
 void gw_admin_instances(httpd_conn *c) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long now = gw_wall_ms();
     static const char *const states[] = {"up", "draining", "down"};
     sy_snapshot *s = sy_router_acquire(G.router);
     cJSON *o = cJSON_CreateObject(), *svcs = cJSON_CreateArray();
@@ -290,12 +286,9 @@ void gw_changes_note(const gw_buf *report) {
     char *copy = strndup(report->p, report->len);
     if (!copy)
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     free(changes[changes_next].report);
     changes[changes_next].report = copy;
-    changes[changes_next].at_ms =
-        (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    changes[changes_next].at_ms = gw_wall_ms();
     changes_next = (changes_next + 1) % CHANGES_MAX;
     if (changes_count < CHANGES_MAX)
         changes_count++;
@@ -315,10 +308,7 @@ void gw_admin_changes(httpd_conn *c) {
         gw_buf_adds(&b, "}");
     }
     gw_buf_adds(&b, "]}\n");
-    if (b.failed)
-        gw_reply_error(c, 500, "out of memory");
-    else
-        httpd_respond(c, 200, "application/json", NULL, b.p, b.len);
+    gw_reply_json(c, 200, &b);
     gw_buf_free(&b);
 }
 
@@ -485,7 +475,7 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
         gw_buf_adds(&b, "{\"dry_run\":true,\"ok\":false,\"error\":");
         gw_error_json(&b, &err);
         gw_buf_adds(&b, "}\n");
-        httpd_respond(c, 400, "application/json", NULL, b.p, b.len);
+        gw_reply_json(c, 400, &b);
         gw_buf_free(&b);
     } else {
         gw_buf b = {0};
@@ -531,10 +521,7 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
         cJSON_Delete(st.list);
         sy_snapshot_release(s);
         gw_buf_adds(&b, "}\n");
-        if (b.failed)
-            gw_reply_error(c, 500, "out of memory");
-        else
-            httpd_respond(c, 200, "application/json", NULL, b.p, b.len);
+        gw_reply_json(c, 200, &b);
         gw_buf_free(&b);
     }
     sy_report_free(rep);

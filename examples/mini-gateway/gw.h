@@ -404,10 +404,6 @@ const char *gw_origin(const char *source);
 int gw_overrides_stage(sy_change_set *cs, const char *source, sy_error *err);
 /* ,"overrides":[...] for /status. */
 void gw_overrides_json(gw_buf *b);
-/* One route upserted (json) or removed (json NULL) in `source`, as one
- * commit; the actuator's writes. 0 or the located error. */
-int gw_admin_change_route(const char *source, const char *id, const char *json,
-                          size_t len, const char *what, sy_error *err);
 
 /* backend.c: the test backend (also started in-process by the demo) */
 int gw_backend_main(const char *listen, const char *id, const char *version);
@@ -438,6 +434,10 @@ void gw_deadline_clear(gw_deadline *d);
  * uv_hrtime reads; libuv's loop time, uv_now, is it in milliseconds). Any
  * thread. */
 uint64_t gw_now_ns(void);
+/* The wall clock: CLOCK_REALTIME in epoch milliseconds, for what an
+ * operator reads (stamps, the breaker's clock as the library's default);
+ * never for durations. Any thread. */
+int64_t gw_wall_ms(void);
 /* Copy `src` (NULL: "") into dst[cap], cut to fit; always terminated. */
 void gw_copy_str(char *dst, size_t cap, const char *src);
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -479,13 +479,27 @@ void httpd_respond(httpd_conn *c, int status, const char *content_type,
 const char *httpd_header(const httpd_req *r, const char *name, size_t *len);
 uv_loop_t *httpd_loop(httpd_conn *c);
 
-/* store.c: JSON answers of the admin port: a cJSON value (taken; NULL or
- * unprintable: 500), {"error": msg}, {"error": {located error}}. */
+/* admin.c: the admin port's JSON answers, every admin file's: a built
+ * body (500 {"error": "out of memory"} when it failed, gw.h), a cJSON
+ * value (taken; NULL or unprintable: 500), {"error": msg},
+ * {"error": {located error}}. */
 struct cJSON;
+void gw_reply_json(httpd_conn *c, int status, const gw_buf *b);
 void gw_reply_cjson(httpd_conn *c, int status, struct cJSON *j);
 void gw_reply_error(httpd_conn *c, int status, const char *msg);
+void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e);
+/* A route of `source` upserted (json) or removed (json NULL) through the
+ * admin API's one stage-and-commit helper, as PUT or DELETE
+ * /routes/<source>/<id> (kept likewise; the owner and etcd questions are
+ * the caller's), named `what`: answered ok_status with an empty body, or
+ * the located error. The actuator's writes. */
+void gw_admin_route_change(httpd_conn *c, const char *source, const char *id,
+                           const char *json, size_t len, const char *what,
+                           int ok_status);
 
 /* admin_ops.c: the operator's admin endpoints (main thread) */
+/* console_html.c (made from console.html at build time): the page */
+extern const char gw_console_html[];
 void gw_admin_console(httpd_conn *c);
 void gw_admin_explain(httpd_conn *c, httpd_req *r);
 void gw_admin_shadowed(httpd_conn *c);
@@ -499,7 +513,6 @@ bool gw_is_dry_run(const char *query);
  * changed. */
 void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
                       size_t len);
-void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e);
 /* store.c: with --etcd, an admin change (method and decoded path
  * segments, as admin.c got them) written through to etcd and answered
  * once etcd accepted it; false when there is no store (apply it here). */

@@ -7,8 +7,7 @@
  * admin change is kept as an override, staged again on top of the file's
  * content after every read of the file (in the same change set: one
  * publish), and listed in /status under "overrides" (state.c keeps them).
- * Also the one path for the actuator's route writes
- * (gw_admin_change_route). Main thread only.
+ * Main thread only.
  */
 #define _DEFAULT_SOURCE
 #include "gw.h"
@@ -31,30 +30,4 @@ int gw_owner_check(const char *source, const char *service, char *msg,
              "--admin-overrides-files)",
              source ? "source" : "service", source ? source : service, file);
     return 409;
-}
-
-int gw_admin_change_route(const char *source, const char *id,
-                          const char *json, size_t len, const char *what,
-                          sy_error *err) {
-    int rc = sy_router_add_source(G.router, source, err);
-    if (rc && rc != SY_EEXIST)
-        return rc;
-    sy_change_set *cs;
-    if ((rc = sy_change_set_new(G.router, &cs, err)))
-        return rc;
-    rc = json ? sy_change_set_upsert_route(cs, source, json, len, err)
-              : sy_change_set_remove_route(cs, id, err);
-    if (!rc)
-        rc = gw_commit(cs, what, err);
-    sy_change_set_free(cs);
-    char *seg[3] = {"routes", (char *)source, (char *)id};
-    char msg[160];
-    if (!rc && gw_state_note(json ? "PUT" : "DELETE", seg, 3, json, len, msg,
-                             sizeof msg)) { /* live, but not kept */
-        memset(err, 0, sizeof *err);
-        err->code = rc = SY_ECALLBACK;
-        snprintf(err->message, sizeof err->message,
-                 "the change is live but not kept: %s", msg);
-    }
-    return rc;
 }

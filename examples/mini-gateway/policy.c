@@ -43,13 +43,6 @@ static uint64_t now_ms(void) {
     return gw_now_ns() / 1000000u;
 }
 
-/* The breaker's clock: epoch milliseconds, the library's own default. */
-static int64_t epoch_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------------ */
 /* Rate limits                                                          */
 /* ------------------------------------------------------------------ */
@@ -243,7 +236,7 @@ static void breaker_step(gw_request *q, sy_match *m) {
     if (!q->permit_held) { /* a forward keeps the first route's permit */
         sy_error err;
         sy_breaker_permit p;
-        if (sy_match_breaker_acquire(m, epoch_ms(), &p, &err)) {
+        if (sy_match_breaker_acquire(m, gw_wall_ms(), &p, &err)) {
             gw_request_respond(q, 500, NULL, NULL);
             return;
         }
@@ -329,7 +322,7 @@ static gw_do decide(gw_request *q, sy_outcome o, int status, uint32_t *delay,
         return o == SY_OUTCOME_SUCCESS || status ? DO_PASS : DO_ERROR;
     q->permit_held = false;
     sy_breaker_verdict v = sy_breaker_record(
-        &q->permit, o, status, now - q->call_start_ms, epoch_ms());
+        &q->permit, o, status, now - q->call_start_ms, gw_wall_ms());
     if (v == SY_BREAKER_PASS)
         return DO_PASS;
     if (q->permit.fallback && can_replay(q)) {
@@ -436,7 +429,7 @@ void gw_policy_free(gw_request *q) {
     rlwait_end(q);
     if (q->permit_held) /* the client left first: not the upstream's fault */
         sy_breaker_record(&q->permit, SY_OUTCOME_SUCCESS, 0,
-                          now_ms() - q->call_start_ms, epoch_ms());
+                          now_ms() - q->call_start_ms, gw_wall_ms());
     q->permit_held = false;
     if (q->backoff) {
         uv_timer_stop(q->backoff);

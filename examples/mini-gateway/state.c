@@ -67,12 +67,6 @@ static size_t nkept, cap_kept;
 static size_t replayed, not_replayed;
 static char *replay_errors[STATE_ERRORS];
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static const char *owner_file(const kept *k) {
     return k->kind == K_INSTANCES ? gw_config_service_file(k->name)
                                   : gw_config_source_file(k->name);
@@ -311,7 +305,7 @@ int gw_state_note(const char *method, char *const *seg, int ns,
         k.kind = strcmp(method, "DELETE") == 0 ? K_REMOVE : K_UPSERT;
     else
         k.kind = strcmp(seg[3], "enable") == 0 ? K_ENABLE : K_DISABLE;
-    k.at_ms = now_ms();
+    k.at_ms = gw_wall_ms();
     k.name = strdup(seg[1]);
     bool oom = !k.name;
     if (ns >= 3 && !inst && k.kind != K_ROLLBACK)

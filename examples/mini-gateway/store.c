@@ -42,33 +42,6 @@ typedef struct pending {
     uint64_t deadline; /* loop time (ms) */
 } pending;
 
-void gw_reply_cjson(httpd_conn *c, int status, cJSON *j) {
-    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    if (!t)
-        httpd_respond(c, 500, "application/json", NULL,
-                      "{\"error\":\"out of memory\"}\n", 26);
-    else
-        httpd_respond(c, status, "application/json", NULL, t, strlen(t));
-    free(t);
-}
-
-void gw_reply_error(httpd_conn *c, int status, const char *msg) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "error", msg);
-    gw_reply_cjson(c, status, j);
-}
-
-void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e) {
-    gw_buf b = {0};
-    gw_buf_adds(&b, "{\"error\":");
-    gw_error_json(&b, e);
-    gw_buf_adds(&b, "}\n");
-    httpd_respond(c, b.failed ? 500 : status, "application/json", NULL,
-                  b.p ? b.p : "", b.len);
-    gw_buf_free(&b);
-}
-
 static void answer(pending *p, int status, int64_t revision,
                    const char *msg) {
     cJSON *j = cJSON_CreateObject();

@@ -310,8 +310,15 @@ ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
  * ones and ejected ones). */
 #define SW_MAX_EXCLUDE 32
 
-/* Apply the route's response header operations (the header filter). */
+/* Apply the route's SetStatus and response header operations (the
+ * header filter). */
 ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx);
+/* Keep them for the answer of an internal redirect (a forward: route, a
+ * breaker's fallback), which clears the context; the header filter
+ * applies what was kept (sw_response_ops_kept) after the answering
+ * route's own (ctx: the answering request's, whose own are skipped). */
+ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx);
+ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 
 /* ---- passive health shared by the workers (the zone's table) ---- */
 

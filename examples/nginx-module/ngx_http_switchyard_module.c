@@ -527,9 +527,6 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
          * headers after the filters go with it) */
         sy_upstream up;
         size_t pl;
-        if (sy_match_response_op_count(m) || sy_match_status(m))
-            return sw_500(r, "response filters on a forward: route are not "
-                             "run by the module");
         /* the uri's path, with the request's query after the filters (as
          * the mini-gateway forwards) */
         sy_route_upstream(sy_match_route(m), &up);
@@ -624,6 +621,16 @@ static ngx_int_t sw_keep_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     return NGX_OK;
 }
 
+/* A forward: route or an open breaker goes on by an internal redirect:
+ * the route's response operations are kept for the answer. NGX_DONE. */
+static ngx_int_t sw_keep_over_redirect(ngx_http_request_t *r,
+                                       sw_req_ctx_t *ctx, sy_match *m) {
+    if (sw_keep_response_ops(r, ctx, m) != NGX_OK ||
+        sw_response_ops_keep(r, ctx) != NGX_OK)
+        return sw_500(r, "out of memory for the response operations");
+    return NGX_DONE;
+}
+
 /* The request as the library sees it; headers from `headers` (the
  * client's, before the filters replaced them). */
 static ngx_int_t sw_build_request(ngx_http_request_t *r, sw_req_ctx_t *ctx,
@@ -709,6 +716,8 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     ngx_int_t prc = sw_policy_phase(r, ctx, m);
+    if (prc == NGX_DONE) /* an open breaker's fallback answers */
+        return sw_keep_over_redirect(r, ctx, m);
     if (prc != NGX_DECLINED)
         return prc;
     switch (sy_match_action(m)) {
@@ -729,7 +738,9 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     case SY_ACTION_PROXY: break;
     }
     ngx_int_t rc = sw_target(r, ctx, m);
-    if (rc != NGX_OK) /* NGX_DONE: a forward: route */
+    if (rc == NGX_DONE) /* a forward: route */
+        return sw_keep_over_redirect(r, ctx, m);
+    if (rc != NGX_OK)
         return rc == NGX_ERROR ? sw_500(r, "out of memory for the target")
                                : rc;
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
@@ -852,14 +863,14 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
         ngx_http_get_module_loc_conf(r, ngx_http_switchyard_module);
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
 
-    if (lcf->admin || ctx == NULL || ctx->kind != SW_CTX_REQUEST ||
-        ctx->upstream.data == NULL || r != r->main)
+    if (lcf->admin || r != r->main)
         return sw_next_header_filter(r);
-    if (ctx->status) {
-        r->headers_out.status = ctx->status;
-        r->headers_out.status_line.len = 0;
-    }
-    if (sw_response_ops(r, ctx) != NGX_OK)
+    /* the proxied route's, then those kept over a forward or fallback */
+    if (ctx && ctx->kind != SW_CTX_REQUEST)
+        ctx = NULL;
+    if (ctx && ctx->upstream.data && sw_response_ops(r, ctx) != NGX_OK)
+        return NGX_ERROR;
+    if (sw_response_ops_kept(r, ctx) != NGX_OK)
         return NGX_ERROR;
     return sw_next_header_filter(r);
 }

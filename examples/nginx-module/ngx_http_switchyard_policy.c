@@ -234,7 +234,11 @@ void sw_policy_restore_method(ngx_http_request_t *r) {
     }
 }
 
+/* A breaker's fallback by nginx's error_page: a copy of the location's
+ * settings whose error pages for 502, 503 and 504 go to the fallback; the
+ * route's response operations are kept for the fallback's answer. */
 static ngx_int_t sw_fallback_error_pages(ngx_http_request_t *r,
+                                         sw_req_ctx_t *ctx,
                                          const char *fallback) {
     static const ngx_int_t codes[] = {NGX_HTTP_BAD_GATEWAY,
                                       NGX_HTTP_SERVICE_UNAVAILABLE,
@@ -271,6 +275,8 @@ static ngx_int_t sw_fallback_error_pages(ngx_http_request_t *r,
     lc[ngx_http_core_module.ctx_index] = clcf;
     r->loc_conf = lc;
     r->error_page = 0;
+    if (sw_response_ops_keep(r, ctx) != NGX_OK)
+        return NGX_ERROR;
     return sw_method_keep(r);
 }
 
@@ -289,7 +295,7 @@ static void sw_policy_finalize(ngx_http_request_t *r, ngx_int_t rc) {
                              : SY_OUTCOME_CONNECT_FAILURE;
     if (sw_policy_record(r, ctx, outcome, 0) == SY_BREAKER_FALLBACK &&
         ctx->permit.fallback &&
-        sw_fallback_error_pages(r, ctx->permit.fallback) != NGX_OK)
+        sw_fallback_error_pages(r, ctx, ctx->permit.fallback) != NGX_OK)
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "switchyard: route \"%V\": out of memory for the "
                       "breaker's fallback",
@@ -344,7 +350,7 @@ static ngx_int_t sw_process_header(ngx_http_request_t *r) {
                          status) != SY_BREAKER_FALLBACK ||
         ctx->permit.fallback == NULL)
         return NGX_OK;
-    if (sw_fallback_error_pages(r, ctx->permit.fallback) != NGX_OK) {
+    if (sw_fallback_error_pages(r, ctx, ctx->permit.fallback) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "switchyard: route \"%V\": out of memory for the "
                       "breaker's fallback: status %d passed on",

@@ -6,7 +6,9 @@
  * when a pointer is NULL; those are handled by name: Content-Type (a
  * string of its own: Set gives one header), Server and Date (nginx adds
  * its own unless the pointer is set: Remove sets it to a removed entry),
- * Location and Last-Modified (pointer and time kept in step).
+ * Location and Last-Modified (pointer and time kept in step). Those of
+ * a forward: route or a breaker's route whose fallback answers are kept
+ * over the internal redirect and applied after the answering route's.
  */
 #include "ngx_http_switchyard.h"
 
@@ -281,9 +283,16 @@ static ngx_int_t sw_rewrite(ngx_http_request_t *r, sy_response_op *op) {
     return NGX_OK;
 }
 
-ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
-    for (ngx_uint_t i = 0; i < ctx->op_count; i++) {
-        sy_response_op *op = &ctx->ops[i];
+/* SetStatus (when not 0) and the response operations of `route`. */
+static ngx_int_t sw_ops_apply(ngx_http_request_t *r, ngx_str_t *route,
+                              ngx_int_t status, sy_response_op *ops,
+                              ngx_uint_t n) {
+    if (status) {
+        r->headers_out.status = status;
+        r->headers_out.status_line.len = 0;
+    }
+    for (ngx_uint_t i = 0; i < n; i++) {
+        sy_response_op *op = &ops[i];
         ngx_str_t name = {op->name.len, (u_char *)op->name.ptr};
         ngx_str_t value = {op->value.len, (u_char *)op->value.ptr};
         ngx_int_t rc = NGX_OK;
@@ -308,16 +317,77 @@ ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                           "switchyard: route \"%V\": response operation %d "
                           "is not run by the module",
-                          &ctx->route, (int)op->kind);
+                          route, (int)op->kind);
             return NGX_ERROR;
         }
         if (rc != NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                           "switchyard: route \"%V\": response header \"%V\" "
                           "not changed (out of memory)",
-                          &ctx->route, &name);
+                          route, &name);
             return NGX_ERROR;
         }
+    }
+    return NGX_OK;
+}
+
+ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
+    return sw_ops_apply(r, &ctx->route, ctx->status, ctx->ops, ctx->op_count);
+}
+
+/* ---- response operations carried over an internal redirect ----
+ *
+ * A forward: route and a breaker's fallback go on by an internal
+ * redirect, which clears the module's context: their route's SetStatus
+ * and response operations are kept in the request's pool (a cleanup
+ * entry marked by its handler) and applied after those of the route that
+ * answers, innermost first, as a response returns through the routes
+ * that forwarded it (SCG's forward). */
+
+typedef struct {
+    ngx_str_t route;
+    ngx_int_t status;
+    sy_response_op *ops;
+    ngx_uint_t op_count;
+    unsigned active : 1;
+} sw_kept_ops_t;
+
+static void sw_kept_ops_mark(void *data) {
+    (void)data; /* only a marker in the pool's cleanup list */
+}
+
+ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
+    ngx_pool_cleanup_t *cln;
+    sw_kept_ops_t *k;
+
+    if (ctx->status == 0 && ctx->op_count == 0)
+        return NGX_OK;
+    cln = ngx_pool_cleanup_add(r->pool, sizeof *k);
+    if (cln == NULL)
+        return NGX_ERROR;
+    k = cln->data;
+    k->route = ctx->route;
+    k->status = ctx->status;
+    k->ops = ctx->ops; /* in r->pool, as the route's strings */
+    k->op_count = ctx->op_count;
+    k->active = 1;
+    cln->handler = sw_kept_ops_mark;
+    return NGX_OK;
+}
+
+ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
+    /* newest first: the route forwarded to last is the innermost */
+    for (ngx_pool_cleanup_t *c = r->pool->cleanup; c; c = c->next) {
+        sw_kept_ops_t *k = c->data;
+        if (c->handler != sw_kept_ops_mark || !k->active)
+            continue;
+        k->active = 0;
+        /* kept for a fallback that did not happen: applied already */
+        if (ctx && k->route.data == ctx->route.data)
+            continue;
+        if (sw_ops_apply(r, &k->route, k->status, k->ops, k->op_count) !=
+            NGX_OK)
+            return NGX_ERROR;
     }
     return NGX_OK;
 }

@@ -121,18 +121,20 @@ def test_breaker_status_code_to_fallback_keeps_method(env):
     put_route(env, {
         "id": "cbs", "uri": "http://127.0.0.1:%d" % env.pb,
         "predicates": ["Path=/cbs/**"],
-        "filters": [{"name": "CircuitBreaker", "args": {
-            "name": "cbs", "fallbackUri": "forward:/fb2/from-cbs",
-            "statusCodes": ["500"], "slidingWindowSize": 50,
-            "minimumNumberOfCalls": 50}}]})
+        "filters": ["AddResponseHeader=X-Cb,cbs", {
+            "name": "CircuitBreaker", "args": {
+                "name": "cbs", "fallbackUri": "forward:/fb2/from-cbs",
+                "statusCodes": ["500"], "slidingWindowSize": 50,
+                "minimumNumberOfCalls": 50}}]})
     env.converged()
     for method, body in (("GET", None), ("POST", b"hello")):
         r = request(env.bport, method, "/cbs/x?fail=B&failcode=500",
                     body=body)
         check(r.status == 200 and r.json()["path"] == "/fb2/from-cbs" and
               r.json()["method"] == method and
-              r.json()["body"] == (body or b"").decode(),
-              "%s: %d %r" % (method, r.status, r.body[:300]))
+              r.json()["body"] == (body or b"").decode() and
+              r.header("X-Cb") == "cbs",
+              "%s: %d %r %r" % (method, r.status, r.body[:300], r.headers))
     r = request(env.bport, "GET", "/cbs/x?fail=B&failcode=503")
     check(r.status == 503, "a status not listed: %d" % r.status)
 
@@ -147,15 +149,17 @@ def test_breaker_fallback_on_failure_and_when_open(env):
     put_route(env, {
         "id": "cb", "uri": "http://127.0.0.1:%d" % dead,
         "predicates": ["Path=/cb/**"],
-        "filters": [{"name": "CircuitBreaker", "args": {
-            "name": "cbt", "fallbackUri": "forward:/fallback/from-cb",
-            "slidingWindowSize": 4, "minimumNumberOfCalls": 4,
-            "waitDurationInOpenState": "30s"}}]})
+        "filters": ["AddResponseHeader=X-Cb,cb", {
+            "name": "CircuitBreaker", "args": {
+                "name": "cbt", "fallbackUri": "forward:/fallback/from-cb",
+                "slidingWindowSize": 4, "minimumNumberOfCalls": 4,
+                "waitDurationInOpenState": "30s"}}]})
     env.converged()
-    for i in range(6):
+    for i in range(6):  # failed calls, then the open breaker's
         r = env.get("/cb/x")
-        check(r.status == 200 and r.json()["path"] == "/fallback/from-cb",
-              "call %d: %d %r" % (i, r.status, r.body[:200]))
+        check(r.status == 200 and r.json()["path"] == "/fallback/from-cb"
+              and r.header("X-Cb") == "cb",
+              "call %d: %d %r %r" % (i, r.status, r.body[:200], r.headers))
     p = env.status()["policy"]
     check(p["breaker_opened"] >= 1 and p["breaker_rejected"] >= 1,
           "status: %r" % p)
@@ -330,19 +334,28 @@ def test_both_forms_refuse_policies_at_the_admin_location(env):
 
 
 def test_forward_route_dispatched_again(env):
-    """forward:/a/fw is matched again by the routes (route "a" strips the
-    prefix): through both servers (the balancer and, in the mixed env of
+    """forward:/b/fw is matched again by the routes (route "b" sets the
+    path and adds X-Resp: on); the forwarding route's response filters
+    and SetStatus apply after route b's, as the answer returns through
+    it (SCG's forward): through both servers (the balancer and, in the mixed env of
     test_both_forms_refuse_policies_at_the_admin_location, the variable
     form)."""
-    put_route(env, {"id": "fw", "uri": "forward:/a/fw",
+    put_route(env, {"id": "fw", "uri": "forward:/b/fw",
                     "predicates": ["Path=/fw/**"],
-                    "filters": ["AddRequestHeader=X-Forwarded-By,fw"]})
+                    "filters": ["AddRequestHeader=X-Forwarded-By,fw",
+                                "AddResponseHeader=X-Fw,yes",
+                                "SetResponseHeader=X-Resp,outer",
+                                "SetStatus=203"]})
     env.converged()
     for port in (env.bport, env.port):
         r = request(port, "GET", "/fw/x")
-        check(r.status == 200 and r.json()["path"] == "/fw" and
+        check(r.status == 203 and r.json()["path"] == "/set/fw" and
               r.echo_header("X-Forwarded-By") == "fw",
               "forward: %d %r" % (r.status, r.body[:300]))
+        # route b's response filters, then the forwarding route's
+        check(r.header("X-Fw") == "yes" and
+              [v for k, v in r.headers if k.lower() == "x-resp"] ==
+              ["outer"], "response filters: %r" % r.headers)
 
 
 TESTS = [

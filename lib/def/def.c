@@ -792,31 +792,56 @@ static int resolve_opts(const sy_parse_options **opts, sy__alloc *a,
     return 0;
 }
 
-int sy__def_parse_route(const char *json, size_t len,
-                        const sy_parse_options *opts, const char *path,
-                        struct sy_route **out, sy_error *err) {
+/* One JSON value, a single route or the default filters: its allocator
+ * and its tree (in `tree`, or cJSON's own when `own`). */
+typedef struct one_value {
+    sy__alloc a;
+    sy__arena tree;
+    cJSON *root;
+    bool own;
+} one_value;
+
+static void one_value_free(one_value *v) {
+    if (v->own)
+        cJSON_Delete(v->root);
+    v->own = false;
+    sy__arena_free(&v->tree);
+}
+
+/* The start of sy__def_parse_route and sy__def_parse_filters: the
+ * arguments checked (*out NULL), the options resolved and json parsed
+ * under the limits into v (nothing to free on failure). */
+static int one_value_parse(const char *json, size_t len,
+                           const sy_parse_options **opts, struct sy_route **out,
+                           one_value *v, sy_error *err) {
     if (!out || (!json && len))
         return sy__error_set(err, SY_EINVAL, "", "json and out are required");
     *out = NULL;
-    sy__alloc a;
     sy_limits lim = {0, 0, 0, 0};
-    int rc = resolve_opts(&opts, &a, &lim, err);
+    int rc = resolve_opts(opts, &v->a, &lim, err);
     if (rc)
         return rc;
-    cJSON *root = NULL;
-    bool own = false;
-    sy__arena tree;
-    sy__arena_init(&tree, &a, 4096);
-    rc = parse_json(&a, &tree, json ? json : "", len, &lim, &root, &own, err);
-    if (!rc) {
-        sy__def_ctx ctx = {&a,   opts->registry, NULL,
-                           NULL, NULL,           NULL,
-                           len,  sy__def_host_runs(opts)};
-        rc = sy__def_build_route(&ctx, root, path ? path : "", out, err);
-    }
-    if (own)
-        cJSON_Delete(root);
-    sy__arena_free(&tree);
+    v->root = NULL;
+    v->own = false;
+    sy__arena_init(&v->tree, &v->a, 4096);
+    rc = parse_json(&v->a, &v->tree, json ? json : "", len, &lim, &v->root,
+                    &v->own, err);
+    if (rc)
+        one_value_free(v);
+    return rc;
+}
+
+int sy__def_parse_route(const char *json, size_t len,
+                        const sy_parse_options *opts, const char *path,
+                        struct sy_route **out, sy_error *err) {
+    one_value v;
+    int rc = one_value_parse(json, len, &opts, out, &v, err);
+    if (rc)
+        return rc;
+    sy__def_ctx ctx = {&v.a, opts->registry, NULL, NULL,
+                       NULL, NULL,           len,  sy__def_host_runs(opts)};
+    rc = sy__def_build_route(&ctx, v.root, path ? path : "", out, err);
+    one_value_free(&v);
     return rc;
 }
 
@@ -875,36 +900,22 @@ int sy__def_parse_filters(const char *json, size_t len,
                           const sy_parse_options *opts, struct sy_route **out,
                           sy_error *err) {
     static const char *path = "defaultFilters";
-    if (!out || (!json && len))
-        return sy__error_set(err, SY_EINVAL, "", "json and out are required");
-    *out = NULL;
-    sy__alloc a;
-    sy_limits lim = {0, 0, 0, 0};
-    int rc = resolve_opts(&opts, &a, &lim, err);
+    one_value v;
+    int rc = one_value_parse(json, len, &opts, out, &v, err);
     if (rc)
         return rc;
-    cJSON *root = NULL;
-    bool own = false;
-    sy__arena tree;
-    sy__arena_init(&tree, &a, 4096);
-    if ((rc = parse_json(&a, &tree, json ? json : "", len, &lim, &root, &own,
-                         err))) {
-        sy__arena_free(&tree);
-        return rc;
-    }
-    struct sy_route *r = sy__route_new(&a);
-    sy__def_ctx ctx = {&a,   opts->registry, NULL, NULL,
+    struct sy_route *r = sy__route_new(&v.a);
+    sy__def_ctx ctx = {&v.a, opts->registry, NULL, NULL,
                        NULL, NULL,           0,    sy__def_host_runs(opts)};
     if (!r)
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
-    else if (!cJSON_IsArray(root))
+    else if (!cJSON_IsArray(v.root))
         rc = sy__error_set(err, SY_ETYPE, path,
                            "default filters must be an array");
     else
-        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, root, path, err);
-    if (own)
-        cJSON_Delete(root);
-    sy__arena_free(&tree);
+        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, v.root, path,
+                                   err);
+    one_value_free(&v);
     if (!rc && sy__def_canonicalize(r))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     if (!rc && r->filter_count) {

@@ -544,11 +544,13 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
             return NGX_ERROR;
         return NGX_DONE;
     }
+    if (t.kind == SY_UPSTREAM_NONE)
+        return NGX_AGAIN; /* no://op: the module answers (sw_answer_noop) */
     if (t.kind != SY_UPSTREAM_URL && t.kind != SY_UPSTREAM_SERVICE) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "switchyard: route \"%V\": no:// routes are not run "
-                      "by the module",
-                      &ctx->route);
+                      "switchyard: route \"%V\": upstream kind %d is not "
+                      "run by the module",
+                      &ctx->route, (int)t.kind);
         return NGX_HTTP_BAD_GATEWAY;
     }
     /* nginx proxies WebSocket over http(s) with the Upgrade headers */
@@ -619,6 +621,21 @@ static ngx_int_t sw_keep_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     }
     ctx->op_count = n;
     return NGX_OK;
+}
+
+/* A no://op route: answered by the module with its status (SetStatus,
+ * else 200), its response operations and no body, as the mini-gateway
+ * and SCG do. */
+static ngx_int_t sw_answer_noop(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                                sy_match *m) {
+    if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
+        return sw_500(r, "out of memory for the response operations");
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = 0;
+    r->header_only = 1;
+    if (sw_response_ops(r, ctx) != NGX_OK)
+        return NGX_HTTP_INTERNAL_SERVER_ERROR; /* logged there */
+    return ngx_http_send_header(r); /* header only: the answer is done */
 }
 
 /* A forward: route or an open breaker goes on by an internal redirect:
@@ -740,6 +757,8 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     ngx_int_t rc = sw_target(r, ctx, m);
     if (rc == NGX_DONE) /* a forward: route */
         return sw_keep_over_redirect(r, ctx, m);
+    if (rc == NGX_AGAIN)
+        return sw_answer_noop(r, ctx, m);
     if (rc != NGX_OK)
         return rc == NGX_ERROR ? sw_500(r, "out of memory for the target")
                                : rc;

@@ -436,6 +436,35 @@ def test_set_status(env):
     check(r.json()["id"] == "A", "body not from the backend")
 
 
+def test_noop_route_answered_by_the_module(env):
+    """no://op routes are answered by the module (as the mini-gateway and
+    SCG): the route's SetStatus (else 200), its response headers, no body;
+    a forward: to one gets the forwarding route's headers too."""
+    for rid, path, filters in (
+            ("noop", "/noop", ["AddResponseHeader=X-Noop,1"]),
+            ("noop418", "/noop418", ["SetStatus=418",
+                                     "SetResponseHeader=X-Noop,2"])):
+        r = env.put("routes/live/" + rid, {
+            "id": rid, "uri": "no://op", "predicates": ["Path=" + path],
+            "filters": filters})
+        check(r.status == 200, "PUT %s: %d %r" % (rid, r.status, r.body))
+    r = env.put("routes/live/tonoop", {
+        "id": "tonoop", "uri": "forward:/noop418",
+        "predicates": ["Path=/tonoop"],
+        "filters": ["AddResponseHeader=X-Outer,yes"]})
+    check(r.status == 200, "PUT tonoop: %d %r" % (r.status, r.body))
+    env.converged()
+    for path, status, noop in (("/noop", 200, "1"), ("/noop418", 418, "2"),
+                               ("/tonoop", 418, "2")):
+        r = request(env.port, "GET", path)
+        check(r.status == status and r.header("X-Noop") == noop and
+              r.body == b"" and r.header("Content-Length") == "0",
+              "%s: %d %r %r" % (path, r.status, r.headers, r.body[:100]))
+    check(r.header("X-Outer") == "yes", "forwarding route's header: %r"
+          % r.headers)
+    check('no://' not in env.error_log(), "logged: %s" % env.error_log())
+
+
 def test_broken_document_rejected(env):
     before = env.converged()
     bad = env.live_routes(99)
@@ -951,6 +980,7 @@ TESTS = [
     test_method_mismatch_is_405_with_allow,
     test_redirect_answered_by_module,
     test_set_status,
+    test_noop_route_answered_by_the_module,
     test_broken_document_rejected,
     test_instances_put,
     test_single_route_changes,

@@ -40,6 +40,20 @@
 
 static httpd *admin;
 
+/* One admin request: its connection and request, and its path split into
+ * decoded segments (seg[0] is the endpoint's name). */
+typedef struct admin_call {
+    httpd_conn *c;
+    httpd_req *r;       /* the request; NULL for an actuator's change */
+    const char *method; /* as a change is kept (state.c) */
+    const char *query;
+    const char *body;
+    size_t len;
+    char *seg[5];
+    int ns;
+    const char *what; /* the change's name from its caller, or NULL */
+} admin_call;
+
 /* ---- the admin port's answers (gw.h; every admin file answers so) ---- */
 
 void gw_reply_json(httpd_conn *c, int status, const gw_buf *b) {
@@ -90,7 +104,8 @@ static void hex64(char out[17], uint64_t v) {
     snprintf(out, 17, "%016llx", (unsigned long long)v);
 }
 
-static void get_status(httpd_conn *c) {
+static void answer_status(admin_call *a) {
+    httpd_conn *c = a->c;
     sy_metrics m;
     sy_router_metrics(G.router, &m);
     sy_snapshot *s = sy_router_acquire(G.router);
@@ -183,7 +198,8 @@ static void get_status(httpd_conn *c) {
     gw_buf_free(&b);
 }
 
-static void get_routes(httpd_conn *c) {
+static void answer_routes(admin_call *a) {
+    httpd_conn *c = a->c;
     sy_snapshot *s = sy_router_acquire(G.router);
     gw_buf b = {0};
     gw_buf_printf(&b, "{\"generation\":%llu,\"routes\":[",
@@ -213,7 +229,8 @@ static void get_routes(httpd_conn *c) {
     gw_buf_free(&b);
 }
 
-static void get_metrics(httpd_conn *c) {
+static void answer_metrics(admin_call *a) {
+    httpd_conn *c = a->c;
     gw_buf b = {0};
     size_t need = 0;
     int rc = SY_ENOMEM;
@@ -304,20 +321,6 @@ static void query_param(const char *q, const char *key, char *out, size_t cap) {
 /* Endpoints                                                            */
 /* ------------------------------------------------------------------ */
 
-/* One admin request: its connection and request, and its path split into
- * decoded segments (seg[0] is the endpoint's name). */
-typedef struct admin_call {
-    httpd_conn *c;
-    httpd_req *r;       /* the request; NULL for an actuator's change */
-    const char *method; /* as a change is kept (state.c) */
-    const char *query;
-    const char *body;
-    size_t len;
-    char *seg[5];
-    int ns;
-    const char *what; /* the change's name from its caller, or NULL */
-} admin_call;
-
 /* A reading endpoint answers by itself. */
 typedef void (*answer_fn)(admin_call *a);
 /* A changing endpoint stages its change into cs and names it in what[cap]
@@ -341,18 +344,6 @@ typedef struct endpoint {
     stage_fn stage;   /* a changing one */
     unsigned needs;   /* NEEDS_* for a changing one */
 } endpoint;
-
-static void answer_status(admin_call *a) {
-    get_status(a->c);
-}
-
-static void answer_routes(admin_call *a) {
-    get_routes(a->c);
-}
-
-static void answer_metrics(admin_call *a) {
-    get_metrics(a->c);
-}
 
 static void answer_report(admin_call *a) {
     if (G.last_report.len)
@@ -492,17 +483,6 @@ static void reply_error(httpd_conn *c, int code, const sy_error *err) {
     gw_reply_sy_error(c, status_for(code), err);
 }
 
-static bool source_exists(const char *name) {
-    size_t n = sy_router_source_count(G.router);
-    for (size_t i = 0; i < n; i++) {
-        sy_source_status st;
-        if (sy_router_source_status(G.router, i, &st, NULL) == 0 &&
-            strcmp(st.name, name) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* Route ids the check added that another source of the live router
  * holds: SY_EDUPLICATE, as the live commit would say. */
 static int added_ids_free(const sy_report *rep, const char *source,
@@ -565,7 +545,7 @@ static int try_on_scratch(admin_call *a, const endpoint *ep, sy_error *err) {
 static void stage_and_commit(admin_call *a, const endpoint *ep, int ok_status,
                              bool report) {
     sy_error err;
-    if (ep->needs & NEEDS_SOURCE && !source_exists(a->seg[1])) {
+    if (ep->needs & NEEDS_SOURCE && !gw_source_exists(a->seg[1])) {
         int rc = try_on_scratch(a, ep, &err);
         if (!rc)
             rc = sy_router_add_source(G.router, a->seg[1], &err);

@@ -457,13 +457,7 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
     sy_report *rep = NULL;
     /* the diff, exactly as the live router would report the change */
     int rc = sy_change_set_new(G.router, &cs, &err);
-    bool known = false;
-    for (size_t i = 0; !rc && i < sy_router_source_count(G.router); i++) {
-        sy_source_status st;
-        if (!sy_router_source_status(G.router, i, &st, NULL) &&
-            strcmp(st.name, source) == 0)
-            known = true;
-    }
+    bool known = !rc && gw_source_exists(source);
     if (!rc && known)
         rc = sy_change_set_apply(cs, source, body, len, &err);
     if (!rc && known)

@@ -373,6 +373,17 @@ static void router_options(sy_router_options *o, bool host) {
     o->default_filters = default_filters;
 }
 
+bool gw_source_exists(const char *name) {
+    size_t n = sy_router_source_count(G.router);
+    for (size_t i = 0; i < n; i++) {
+        sy_source_status st;
+        if (sy_router_source_status(G.router, i, &st, NULL) == 0 &&
+            strcmp(st.name, name) == 0)
+            return true;
+    }
+    return false;
+}
+
 int gw_scratch_router(sy_router **out, sy_error *err) {
     sy_router_options o;
     router_options(&o, false);

@@ -343,6 +343,8 @@ int gw_commit(sy_change_set *cs, const char *what, sy_error *err);
  * (null for the instances file), "error" (null, or the last attempt's
  * located error while the file's previous config keeps serving)}]. */
 void gw_config_files_json(gw_buf *b);
+/* Is `name` a source of the live router? */
+bool gw_source_exists(const char *name);
 /* A new router with the gateway's options and no host data, to try a
  * change on without touching the live one; free it with sy_router_free. */
 int gw_scratch_router(sy_router **out, sy_error *err);

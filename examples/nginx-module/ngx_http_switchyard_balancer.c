@@ -240,6 +240,37 @@ static ngx_int_t sw_peer_set(ngx_peer_connection_t *pc, sw_peer_t *p,
     return NGX_OK;
 }
 
+/* True for the scheme "https" or "wss" (alone, or of a URL). */
+static bool sw_secure(const u_char *p, size_t len) {
+    const u_char *c = ngx_strlchr((u_char *)p, (u_char *)p + len, ':');
+    size_t n = c ? (size_t)(c - p) : len;
+
+    return (n == 5 && ngx_strncmp(p, "https", 5) == 0) ||
+           (n == 3 && ngx_strncmp(p, "wss", 3) == 0);
+}
+
+/* The attempt's connection speaks TLS when its target is https. The
+ * location's proxy_pass has variables ($switchyard_uri), so nginx made it
+ * an SSL context whatever its scheme (as for any proxy_pass with
+ * variables): the target's scheme decides, per attempt. */
+static ngx_int_t sw_peer_ssl(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                             bool https) {
+    ngx_http_upstream_t *u = r->upstream;
+
+#if (NGX_HTTP_SSL)
+    if (!https || u->conf->ssl)
+        u->ssl = https;
+#endif
+    if (https == (u->ssl != 0))
+        return NGX_OK;
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "switchyard_balancer: route \"%V\" goes to %V, but the "
+                  "location has no SSL context for it (a proxy_pass without "
+                  "variables): answering 500",
+                  &ctx->route, &ctx->upstream);
+    return NGX_ERROR;
+}
+
 static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
     sw_peer_t *p = data;
     sw_req_ctx_t *ctx = p->ctx;
@@ -290,7 +321,10 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
                           &ctx->route);
             return NGX_ERROR;
         }
-        if (sw_peer_set(pc, p, t.host, t.port) != NGX_OK)
+        if (sw_peer_set(pc, p, t.host, t.port) != NGX_OK ||
+            sw_peer_ssl(p->r, ctx,
+                        sw_secure((u_char *)t.scheme, ngx_strlen(t.scheme))) !=
+                NGX_OK)
             return NGX_ERROR;
         ngx_str_t id = {ngx_strlen(t.instance_id), NULL};
         id.data = ngx_pnalloc(p->r->pool, id.len + 1);
@@ -348,6 +382,23 @@ static void sw_free_peer(ngx_peer_connection_t *pc, void *data,
                      outcome);
 }
 
+#if (NGX_HTTP_SSL)
+/* TLS to an https target: nginx asks the balancer for a session to
+ * resume and hands it the new one; targets change per request, so none
+ * is kept (each TLS connection makes a full handshake; keepalive keeps
+ * the connection itself). */
+static ngx_int_t sw_set_session(ngx_peer_connection_t *pc, void *data) {
+    (void)pc;
+    (void)data;
+    return NGX_OK;
+}
+
+static void sw_save_session(ngx_peer_connection_t *pc, void *data) {
+    (void)pc;
+    (void)data;
+}
+#endif
+
 static ngx_int_t sw_init_peer(ngx_http_request_t *r,
                               ngx_http_upstream_srv_conf_t *us) {
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
@@ -362,14 +413,9 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
                       &us->host);
         return NGX_ERROR;
     }
-    if ((ctx->upstream.len > 5 && ngx_strncmp(ctx->upstream.data, "https", 5) ==
-                                      0) != (u->ssl != 0)) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "switchyard_balancer: route \"%V\" goes to %V but the "
-                      "proxy_pass scheme of upstream \"%V\" differs",
-                      &ctx->route, &ctx->upstream, &us->host);
+    if (sw_peer_ssl(r, ctx, sw_secure(ctx->upstream.data,
+                                      ctx->upstream.len)) != NGX_OK)
         return NGX_ERROR;
-    }
     p = ngx_pcalloc(r->pool, sizeof *p);
     if (p == NULL)
         return NGX_ERROR;
@@ -379,6 +425,10 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
     u->peer.data = p;
     u->peer.get = sw_get_peer;
     u->peer.free = sw_free_peer;
+#if (NGX_HTTP_SSL)
+    u->peer.set_session = sw_set_session;
+    u->peer.save_session = sw_save_session;
+#endif
     /* lb:// routes try other instances (nginx caps this with
      * proxy_next_upstream_tries); a URL has one address */
     u->peer.tries = ctx->service.len ? SW_MAX_TRIES : 1;

@@ -175,6 +175,82 @@ def test_route_connect_timeout_applied(env):
         lst.close()
 
 
+def tls_backend(env):
+    """An HTTPS backend in this process (a throwaway self-signed
+    certificate; nginx does not verify upstream certificates unless
+    told): answers {"tls": true, "path": ...}. (server, port)."""
+    import json
+    import ssl
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    key, crt = (os.path.join(env.dir, n) for n in ("tls.key", "tls.crt"))
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
+                    "-out", crt, "-days", "1", "-subj", "/CN=127.0.0.1"],
+                   check=True, capture_output=True, timeout=20)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            body = json.dumps({"tls": True, "path": self.path}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(crt, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, srv.server_address[1]
+
+
+def test_https_targets_through_an_http_proxy_pass(env):
+    """proxy_pass http://UPSTREAM$switchyard_uri has variables, so nginx
+    gives it an SSL context: an https route is proxied over TLS, and an
+    lb:// service mixing a secure instance with a plain one that refuses
+    connections retries across the schemes (no client error)."""
+    srv, tport = tls_backend(env)
+    try:
+        r = env.put("routes/live/tls", {
+            "id": "tls", "uri": "https://127.0.0.1:%d" % tport,
+            "predicates": ["Path=/tls/**"]})
+        check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+        r = env.put("routes/live/mixs", {
+            "id": "mixs", "uri": "lb://mixs",
+            "predicates": ["Path=/mixs/**"]})
+        check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+        r = env.put("instances/mixs", [
+            {"id": "mixs-tls", "host": "127.0.0.1", "port": tport,
+             "secure": True},
+            {"id": "mixs-dead", "host": "127.0.0.1", "port": free_port()}])
+        check(r.status == 200, "PUT instances: %d" % r.status)
+        env.converged()
+        for port in (env.bport, env.port):
+            r = request(port, "GET", "/tls/x")
+            check(r.status == 200 and r.json() == {"tls": True,
+                                                   "path": "/tls/x"},
+                  "https route: %d %r" % (r.status, r.body[:200]))
+        got = [env.get("/mixs/y") for _ in range(12)]
+        check(all(r.status == 200 and r.json()["tls"] for r in got),
+              "mixed schemes: %r" % [(r.status, r.body[:80]) for r in got])
+        check(any("," in (r.header("X-Upstream-Addr") or "") for r in got),
+              "no retry from the plain instance to the secure one: %r"
+              % [r.header("X-Upstream-Addr") for r in got])
+        check("exited on signal" not in env.error_log(),
+              "a worker crashed: %s" % env.error_log()[-1500:])
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def test_every_response_filter_applied(env):
     """Response filters on headers nginx keeps in its list and on those it
     keeps outside (Content-Type, Server, Location)."""
@@ -229,6 +305,7 @@ TESTS = [
     test_next_upstream_http_502_retries,
     test_route_response_timeout_applied,
     test_route_connect_timeout_applied,
+    test_https_targets_through_an_http_proxy_pass,
     test_every_response_filter_applied,
     test_balancer_configuration_errors,
 ]

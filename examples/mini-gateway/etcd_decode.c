@@ -21,6 +21,16 @@ char *etcd_strdup(const char *s) {
     return p;
 }
 
+void *etcd_grow(void *v, size_t *cap, size_t n, size_t size, size_t first) {
+    if (n < *cap)
+        return v;
+    size_t c = *cap ? *cap * 2 : first;
+    void *p = realloc(v, c * size);
+    if (p)
+        *cap = c;
+    return p;
+}
+
 char *etcd_strndup(const char *s, size_t n) {
     char *p = malloc(n + 1);
     if (p) {
@@ -584,14 +594,10 @@ static int change_from_kv(const etcd_keys *e, const cJSON *kv, bool del,
 }
 
 bool etcd_changes_push(etcd_change_list *l, etcd_change *c) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        etcd_change *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return false;
-        l->v = v;
-        l->cap = cap;
-    }
+    etcd_change *v = etcd_grow(l->v, &l->cap, l->n, sizeof *v, 16);
+    if (!v)
+        return false;
+    l->v = v;
     l->v[l->n++] = *c;
     return true;
 }

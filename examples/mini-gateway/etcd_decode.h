@@ -22,6 +22,10 @@
 
 char *etcd_strdup(const char *s);
 char *etcd_strndup(const char *s, size_t n);
+/* Room for element n of the array v of *cap elements of `size` bytes: v
+ * itself, or a larger copy (*cap doubled, `first` when empty); NULL when
+ * out of memory (v and *cap unchanged). */
+void *etcd_grow(void *v, size_t *cap, size_t n, size_t size, size_t first);
 
 /* Standard base64 with padding; malloc'd, NUL-terminated. */
 char *etcd_b64_encode(const char *src, size_t n);

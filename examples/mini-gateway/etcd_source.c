@@ -68,14 +68,10 @@ source_rec *etcd_find_source(gw_etcd *e, const char *name) {
 }
 
 static source_rec *add_source(gw_etcd *e, const char *name, const char *key) {
-    if (e->src_n == e->src_cap) {
-        size_t cap = e->src_cap ? e->src_cap * 2 : 8;
-        source_rec *v = realloc(e->src, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        e->src = v;
-        e->src_cap = cap;
-    }
+    source_rec *v = etcd_grow(e->src, &e->src_cap, e->src_n, sizeof *v, 8);
+    if (!v)
+        return NULL;
+    e->src = v;
     source_rec *s = &e->src[e->src_n];
     *s = (source_rec){0};
     s->name = etcd_strdup(name);
@@ -95,14 +91,10 @@ static service_rec *find_service(gw_etcd *e, const char *name, bool create) {
             return &e->svc[i];
     if (!create)
         return NULL;
-    if (e->svc_n == e->svc_cap) {
-        size_t cap = e->svc_cap ? e->svc_cap * 2 : 8;
-        service_rec *v = realloc(e->svc, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        e->svc = v;
-        e->svc_cap = cap;
-    }
+    service_rec *v = etcd_grow(e->svc, &e->svc_cap, e->svc_n, sizeof *v, 8);
+    if (!v)
+        return NULL;
+    e->svc = v;
     service_rec *s = &e->svc[e->svc_n];
     *s = (service_rec){0};
     s->name = etcd_strdup(name);
@@ -169,14 +161,10 @@ static bool stage_instance(gw_etcd *e, etcd_change *c) {
         return true;
     }
     if (!found) {
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 8;
-            inst_rec *v = realloc(s->v, cap * sizeof *v);
-            if (!v)
-                return false;
-            s->v = v;
-            s->cap = cap;
-        }
+        inst_rec *v = etcd_grow(s->v, &s->cap, s->n, sizeof *v, 8);
+        if (!v)
+            return false;
+        s->v = v;
         char *id = etcd_strdup(c->id);
         if (!id)
             return false;

@@ -3,15 +3,26 @@
  * --etcd-password-file): a token from /v3/auth/authenticate, sent as the
  * Authorization header of every request (full reads, the watch, the
  * liveness probe, admin writes). etcd's tokens expire (--auth-token-ttl,
- * 5 minutes by default, or a JWT's lifetime): an answer "invalid auth
- * token" (401) drops the token, and the next attempt logs in again first.
- * The password stays in memory only for that.
+ * 5 minutes by default, or a JWT's lifetime), so the token is renewed
+ * before that, by a login of its own beside the watch: at two thirds of
+ * a JWT's lifetime (its "exp" claim), else (a simple token, whose TTL
+ * etcd does not tell) every gw_etcd_options.auth_renew_ms (100 s by
+ * default, a third of etcd's default TTL); a watch then never meets a
+ * rejected token. Should one be rejected all the same (etcd restarted,
+ * a shorter TTL), an answer "invalid auth token" (401) drops the token,
+ * and the next attempt logs in again first. The password stays in memory
+ * only for that.
  */
 #include "etcd_source_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#define RENEW_DEFAULT_MS 100000u /* simple tokens: etcd's TTL is 300 s */
+#define RENEW_RETRY_MS 1000u     /* a renewal that failed, again */
+#define RENEW_MIN_MS 200u
 
 typedef struct login {
     gw_etcd *e;
@@ -32,8 +43,82 @@ bool etcd_auth_expired(int status, const char *text) {
 }
 
 void etcd_auth_drop(gw_etcd *e) {
+    if (e->auth_header) { /* etcd rejected it (or the source stops) */
+        uv_mutex_lock(&e->mu);
+        e->auth_rejections++;
+        uv_mutex_unlock(&e->mu);
+    }
     free(e->auth_header);
     e->auth_header = NULL;
+}
+
+/* When to renew `token` (ms from now): at two thirds of a JWT's lifetime
+ * (header.payload.signature, the payload's "exp" in seconds), else every
+ * auth_renew_ms. */
+static uint64_t renew_in_ms(const gw_etcd *e, const char *token) {
+    uint64_t every = e->opts.auth_renew_ms ? e->opts.auth_renew_ms
+                                           : RENEW_DEFAULT_MS;
+    const char *p1 = strchr(token, '.');
+    const char *p2 = p1 ? strchr(p1 + 1, '.') : NULL;
+    if (!p2 || p2 - p1 - 1 <= 0 || p2 - p1 > 4096)
+        return every;
+    char b64[4100];
+    size_t n = 0;
+    for (const char *c = p1 + 1; c < p2; c++) /* base64url to base64 */
+        b64[n++] = *c == '-' ? '+' : *c == '_' ? '/' : *c;
+    while (n % 4)
+        b64[n++] = '=';
+    size_t len = 0;
+    char *json = etcd_b64_decode_n(b64, n, &len);
+    cJSON *j = json ? cJSON_ParseWithLength(json, len) : NULL;
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(j, "exp");
+    double exp_s = cJSON_IsNumber(exp) ? exp->valuedouble : 0;
+    cJSON_Delete(j);
+    free(json);
+    if (exp_s <= 0)
+        return every;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double left_ms = exp_s * 1000.0 - ((double)ts.tv_sec * 1000.0 +
+                                       (double)ts.tv_nsec / 1e6);
+    uint64_t at = left_ms > 0 ? (uint64_t)(left_ms * 2 / 3) : 0;
+    return at < RENEW_MIN_MS ? RENEW_MIN_MS : at;
+}
+
+static void on_renew_timer(uv_timer_t *t);
+
+/* Arm the renewal timer for `ms` from now. */
+static void renew_after(gw_etcd *e, uint64_t ms) {
+    if (e->stopping)
+        return;
+    if (!e->auth_timer) {
+        e->auth_timer = calloc(1, sizeof *e->auth_timer);
+        if (!e->auth_timer)
+            return; /* no renewal: the rejection path still works */
+        uv_timer_init(e->loop, e->auth_timer);
+        e->auth_timer->data = e;
+    }
+    uv_timer_start(e->auth_timer, on_renew_timer, ms, 0);
+}
+
+static void on_renewed(gw_etcd *e, void *data, const char *err) {
+    (void)data;
+    if (err) /* the token held may still be good: try again soon */
+        renew_after(e, RENEW_RETRY_MS);
+}
+
+static void on_renew_timer(uv_timer_t *t) {
+    gw_etcd *e = t->data;
+    if (e->stopping || e->auth_http)
+        return;
+    uv_mutex_lock(&e->mu);
+    e->auth_renewals++;
+    uv_mutex_unlock(&e->mu);
+    etcd_auth_login(e, &e->auth_http, on_renewed, NULL);
+}
+
+void etcd_auth_stop(gw_etcd *e) {
+    etcd_close_timed(&e->auth_http, &e->auth_timer);
 }
 
 static void login_done(void *data, int status, const char *body, size_t n,
@@ -52,8 +137,12 @@ static void login_done(void *data, int status, const char *body, size_t n,
             char *h = malloc(cap);
             if (h) {
                 snprintf(h, cap, "Authorization: %s\r\n", tok->valuestring);
-                etcd_auth_drop(e);
+                free(e->auth_header); /* replaced, not rejected */
                 e->auth_header = h;
+                uv_mutex_lock(&e->mu);
+                e->auth_logins++;
+                uv_mutex_unlock(&e->mu);
+                renew_after(e, renew_in_ms(e, tok->valuestring));
             } else {
                 snprintf(msg, sizeof msg, "out of memory");
             }

@@ -686,6 +686,8 @@ int etcd_decode_watch(char *line, size_t n, const etcd_keys *keys,
     if (jeq(&d, jget(&d, res, "canceled"), "true")) {
         m->kind = ETCD_WATCH_CANCELED;
         m->compact_revision = jint(&d, jget(&d, res, "compact_revision"));
+        jcopy(&d, jget(&d, res, "cancel_reason"), m->message,
+              sizeof m->message); /* why, when etcd says */
     } else if (jeq(&d, jget(&d, res, "created"), "true")) {
         m->kind = ETCD_WATCH_CREATED;
         jcopy(&d, jget(&d, hdr, "cluster_id"), m->cluster_id,

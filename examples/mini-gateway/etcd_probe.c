@@ -68,14 +68,18 @@ int etcd_probe_start(gw_etcd *e) {
     return 0;
 }
 
-static void probe_timer_closed(uv_handle_t *h) {
+static void timer_closed(uv_handle_t *h) {
     free(h);
 }
 
+void etcd_close_timed(etcd_http **http, uv_timer_t **timer) {
+    etcd_http_close(*http);
+    *http = NULL;
+    if (*timer)
+        uv_close((uv_handle_t *)*timer, timer_closed);
+    *timer = NULL;
+}
+
 void etcd_probe_stop(gw_etcd *e) {
-    etcd_http_close(e->probe_http);
-    e->probe_http = NULL;
-    if (e->probe_timer)
-        uv_close((uv_handle_t *)e->probe_timer, probe_timer_closed);
-    e->probe_timer = NULL;
+    etcd_close_timed(&e->probe_http, &e->probe_timer);
 }

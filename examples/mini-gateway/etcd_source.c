@@ -786,8 +786,11 @@ static void start_full_read(gw_etcd *e) {
  * everything again), or for another reason (reconnect). */
 static void on_watch_canceled(gw_etcd *e, const etcd_watch_msg *m,
                               int64_t applied) {
-    if (!m->compact_revision) {
-        fail(e, "watch", "canceled by etcd");
+    if (!m->compact_revision) { /* the reason tells an expired token */
+        char why[600];
+        snprintf(why, sizeof why, "canceled by etcd%s%s",
+                 m->message[0] ? ": " : "", m->message);
+        fail(e, "watch", why);
         return;
     }
     etcd_log(e, GW_ETCD_LOG_WARN,
@@ -978,7 +981,7 @@ static void etcd_free(gw_etcd *e) {
     free(e->end_b64);
     free(e->eps);
     free(e->last_error);
-    etcd_auth_drop(e);
+    free(e->auth_header); /* not a rejection */
     etcd_tls_free(e);
     uv_mutex_destroy(&e->mu);
     free(e);
@@ -1081,6 +1084,7 @@ void gw_etcd_stop(gw_etcd *e) {
         return;
     e->stopping = true;
     etcd_probe_stop(e);
+    etcd_auth_stop(e);
     drop_http(e);
     set_state(e, ST_STOPPED, NULL);
     uv_timer_stop(&e->retry_timer);

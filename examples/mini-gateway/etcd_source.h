@@ -75,9 +75,12 @@ typedef struct gw_etcd_options {
     void (*on_log)(void *data, gw_etcd_log_level level, const char *message);
     void *data;
     /* etcd authentication: a user and its password (NULL: none); the
-     * token is fetched, sent with every request and renewed when etcd
-     * says it expired (etcd_auth.c). */
+     * token is fetched, sent with every request and renewed before it
+     * expires: at two thirds of a JWT's lifetime, else every
+     * auth_renew_ms (0: 100000, a third of etcd's default TTL); and
+     * when etcd says it expired (etcd_auth.c). */
     const char *user, *password;
+    uint64_t auth_renew_ms;
     /* TLS for https:// endpoints (etcd_tls.c, OpenSSL): the CA file that
      * signs the members' certificates, and the client's certificate and
      * key files when the members ask for one. */

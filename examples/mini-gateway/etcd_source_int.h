@@ -69,6 +69,10 @@ struct gw_etcd {
     /* every request's extra headers ("Authorization: ...\r\n" with
      * --etcd-user) and transport (TLS), NULL when none */
     char *auth_header;
+    /* the token's renewal before it expires (etcd_auth.c): its timer and
+     * its login exchange */
+    uv_timer_t *auth_timer;
+    etcd_http *auth_http;
     void *tls; /* the SSL_CTX of https:// endpoints (etcd_tls.c) */
     char tls_error[320]; /* the last exchange's TLS failure, for fail() */
     /* the watched member's liveness (etcd_probe.c) */
@@ -96,6 +100,9 @@ struct gw_etcd {
     char *last_error;
     uint64_t reconnects, full_reads, commits, events, rejected;
     uint64_t progress_notifies;               /* watch lines with no event */
+    /* tokens got (the first and renewals), renewals started, tokens
+     * dropped because etcd rejected them */
+    uint64_t auth_logins, auth_renewals, auth_rejections;
     uint64_t last_commit_us, commit_us_total; /* time spent committing */
     /* the CPU time of the commits; the time spent reading fingerprints */
     uint64_t commit_cpu_us_total, fingerprint_us_total;
@@ -122,6 +129,9 @@ void etcd_source_fail(gw_etcd *e, const char *what, const char *err);
  * source, stopped with it. */
 int etcd_probe_start(gw_etcd *e);
 void etcd_probe_stop(gw_etcd *e);
+/* Close an exchange and a calloc'd timer of the source (freed once
+ * closed); both set to NULL. */
+void etcd_close_timed(etcd_http **http, uv_timer_t **timer);
 
 /* Authentication (etcd_auth.c): is a login due (a user and no token)?
  * Does an answer (its status, its text or the error) say the token is
@@ -130,6 +140,8 @@ void etcd_probe_stop(gw_etcd *e);
 bool etcd_auth_needed(const gw_etcd *e);
 bool etcd_auth_expired(int status, const char *text);
 void etcd_auth_drop(gw_etcd *e);
+/* Stop renewing (the source stops). */
+void etcd_auth_stop(gw_etcd *e);
 void etcd_auth_login(gw_etcd *e, etcd_http **slot,
                      void (*done)(gw_etcd *e, void *data, const char *err),
                      void *data);

@@ -196,10 +196,17 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
              "switchyard_etcd_commits_total %" PRIu64 "\n"
              "# TYPE switchyard_etcd_rejected_total counter\n"
              "switchyard_etcd_rejected_total %" PRIu64 "\n"
+             "# TYPE switchyard_etcd_auth_logins_total counter\n"
+             "switchyard_etcd_auth_logins_total %" PRIu64 "\n"
+             "# TYPE switchyard_etcd_auth_renewals_total counter\n"
+             "switchyard_etcd_auth_renewals_total %" PRIu64 "\n"
+             "# TYPE switchyard_etcd_auth_rejections_total counter\n"
+             "switchyard_etcd_auth_rejections_total %" PRIu64 "\n"
              "# TYPE switchyard_etcd_source_error gauge\n",
              e->revision, e->revision, live_fingerprint_locked(e),
              e->connected ? 1 : 0, e->reconnects, e->full_reads, e->commits,
-             e->rejected);
+             e->rejected, e->auth_logins, e->auth_renewals,
+             e->auth_rejections);
     for (size_t i = 0; i < e->src_n; i++) {
         /* label value escaping: backslash, quote, newline */
         char name[300];

@@ -122,6 +122,7 @@ typedef struct gw_config {
     const char *etcd_url, *etcd_prefix;
     /* etcd authentication and TLS (etcd_source.h) */
     const char *etcd_user, *etcd_password_file;
+    uint64_t etcd_token_renew_ms; /* 0: etcd_auth.c's default */
     const char *etcd_cacert, *etcd_cert, *etcd_key;
     bool admin_overrides_files;  /* admin changes to file sources kept */
     const char *state_file;      /* --state FILE: admin changes kept */

@@ -245,6 +245,7 @@ static int start_etcd(const gw_options *o) {
         fclose(f);
         password[strcspn(password, "\r\n")] = 0;
         eo.user = G.cfg.etcd_user;
+        eo.auth_renew_ms = G.cfg.etcd_token_renew_ms;
         eo.password = password;
     }
     if (o->etcd_trace)

@@ -95,6 +95,9 @@ static const opt opts[] = {
      "authenticate to etcd as USER (with --etcd-password-file)"},
     {"--etcd-password-file", "FILE", OPT_STR, AT(cfg.etcd_password_file),
      NULL, "the etcd user's password (the file's first line)"},
+    {"--etcd-token-renew", "MS", OPT_U64, AT(cfg.etcd_token_renew_ms), NULL,
+     "renew an etcd simple token this often (default 100000; a JWT at 2/3 "
+     "of its lifetime)"},
     {"--etcd-cacert", "FILE", OPT_STR, AT(cfg.etcd_cacert), NULL,
      "CA of the etcd members' certificates (https:// endpoints)"},
     {"--etcd-cert", "FILE", OPT_STR, AT(cfg.etcd_cert), NULL,

@@ -4,8 +4,10 @@ and on an etcd over TLS with client certificates.
 1. etcd with auth enabled and tokens that expire after 2 s: a gateway
    started with --etcd-user and --etcd-password-file reads and watches,
    still gets changes and writes an admin change through after its token
-   expired (renewed when etcd says "invalid auth token"); a gateway with
-   a wrong password reads nothing and says why.
+   expired (renewed when etcd says "invalid auth token"); a gateway that
+   renews its token before it expires (--etcd-token-renew 600) gets the
+   same changes and never has a token rejected; a gateway with a wrong
+   password reads nothing and says why.
 2. etcd serving https with --client-cert-auth, certificates made here
    with the openssl CLI (a CA, the member's for 127.0.0.1, a client's): a
    gateway with --etcd-cacert, --etcd-cert, --etcd-key reads, watches and
@@ -60,9 +62,11 @@ def etcd_error(g):
     return (g.status().get("etcd") or {}).get("last_error") or ""
 
 
-def auth(up, d):
-    etcd = Etcd("auth")
-    etcd.extra_args = ["--auth-token", "simple", "--auth-token-ttl", "2"]
+def auth_etcd(name, extra):
+    """An etcd with auth on (its token flags `extra`), root and a gw user
+    that may read and write P; its URL and a put(key, value) as root."""
+    etcd = Etcd(name)
+    etcd.extra_args = extra
     etcd.start()
     u = etcd.url
     end = P[:-1] + chr(ord(P[-1]) + 1)
@@ -79,34 +83,85 @@ def auth(up, d):
         tok = call(u, "/v3/auth/authenticate",
                    {"name": "root", "password": "rootpw"})["token"]
         call(u, "/v3/kv/put", {"key": b64(key), "value": b64(value)}, tok)
+    return u, put
 
-    put(P + "routes/r", route(up, "1"))
+
+def password_file(d):
     pw = os.path.join(d, "pw")
     with open(pw, "w") as f:
         f.write("gw-secret\n")
+    return pw
+
+
+def auth(up, d):
+    u, put = auth_etcd("auth", ["--auth-token", "simple",
+                                "--auth-token-ttl", "2"])
+    put(P + "routes/r", route(up, "1"))
+    pw = password_file(d)
     bad = os.path.join(d, "bad")
     with open(bad, "w") as f:
         f.write("nope\n")
     gw = procs.gateway("--etcd", u, "--etcd-user", "gw",
                        "--etcd-password-file", pw)
+    renew = procs.gateway("--etcd", u, "--etcd-user", "gw",
+                          "--etcd-password-file", pw,
+                          "--etcd-token-renew", "600")
     t.ok(wait_until(serves(gw, "/r/x", "1"), 10),
          "auth: the gateway logs in, reads and serves", etcd_error(gw))
     time.sleep(2.5)  # every token issued so far has expired
     put(P + "routes/r", route(up, "2"))
     t.ok(wait_until(serves(gw, "/r/x", "2"), 8),
          "auth: a change after the token expired arrives", etcd_error(gw))
+    t.ok(wait_until(serves(renew, "/r/x", "2"), 8),
+         "auth: and at the gateway that renews its token", etcd_error(renew))
     time.sleep(2.5)
     st, _, body = gw.admin_call("PUT", "/routes/r/r2", {
         "id": "r2", "uri": up, "predicates": ["Path=/r2/**"]})
     t.ok(st == 200 and wait_until(serves(gw, "/r2/x"), 5),
          "auth: an admin write through etcd after the token expired "
          "(renewed)", body)
+    m = auth_metrics(renew)
+    t.ok(m["rejections"] == 0 and m["renewals"] >= 5 and
+         m["logins"] >= m["renewals"],
+         "auth: a simple token renewed on --etcd-token-renew's timer", m)
     wrong = procs.gateway("--etcd", u, "--etcd-user", "gw",
                           "--etcd-password-file", bad)
     t.ok(wait_until(lambda: "authentication failed" in etcd_error(wrong), 5)
          and wrong.request("GET", "/r/x")[0] == 404,
          "auth: a wrong password reads nothing and says why",
          etcd_error(wrong))
+
+
+def auth_metrics(g):
+    return {k: g.metric("switchyard_etcd_auth_" + k + "_total")
+            for k in ("logins", "renewals", "rejections")}
+
+
+def auth_jwt(up, d):
+    """JWT tokens living 2 s (their "exp" fixed at login, unlike simple
+    tokens, which each use keeps alive): the gateway renews at two thirds
+    of the lifetime, so in 5 s of watching, probing and a change no token
+    of it is ever rejected (without the renewal the liveness probe meets
+    an expired token within 3 s)."""
+    openssl("genrsa", "-out", os.path.join(d, "jwt.key"), "2048")
+    openssl("rsa", "-in", os.path.join(d, "jwt.key"), "-pubout", "-out",
+            os.path.join(d, "jwt.pub"))
+    u, put = auth_etcd("jwt", [
+        "--auth-token", "jwt,pub-key=%s,priv-key=%s,sign-method=RS256,"
+        "ttl=2s" % (os.path.join(d, "jwt.pub"), os.path.join(d, "jwt.key"))])
+    put(P + "routes/r", route(up, "j1"))
+    gw = procs.gateway("--etcd", u, "--etcd-user", "gw",
+                       "--etcd-password-file", password_file(d))
+    t.ok(wait_until(serves(gw, "/r/x", "j1"), 10),
+         "jwt: the gateway logs in, reads and serves", etcd_error(gw))
+    time.sleep(4.5)
+    put(P + "routes/r", route(up, "j2"))
+    t.ok(wait_until(serves(gw, "/r/x", "j2"), 5),
+         "jwt: a change after several token lifetimes arrives",
+         etcd_error(gw))
+    m = auth_metrics(gw)
+    t.ok(m["rejections"] == 0 and m["renewals"] >= 2,
+         "jwt: renewed before its exp, never rejected", m)
 
 
 def openssl(*args):
@@ -208,6 +263,7 @@ try:
     d = tmpdir("secure")
     auth(up, d)
     if shutil.which("openssl"):
+        auth_jwt(up, d)
         tls(up, d)
     else:  # reported, not hidden
         print("ok %d - tls # SKIP the openssl CLI is not installed" %

@@ -76,6 +76,9 @@ typedef struct {
     ngx_flag_t strip_host_port;
     ngx_flag_t merge_slashes;
     ngx_uint_t escaped_slashes; /* sy_escaped_slashes */
+    /* switchyard_eject_time: the first ejection of an instance; the n-th
+     * lasts n times it, at most SW_EJECT_MAX_TIMES times */
+    ngx_msec_t eject_ms;
 } sw_main_conf_t;
 
 typedef struct {
@@ -90,8 +93,8 @@ typedef struct {
 #define SW_HEALTH_SLOTS 1024
 #define SW_HEALTH_NAME 64
 #define SW_EJECT_FAILURES 5
-#define SW_EJECT_BASE_MS 30000
-#define SW_EJECT_MAX_MS 300000
+#define SW_EJECT_BASE_MS 30000 /* switchyard_eject_time's default */
+#define SW_EJECT_MAX_TIMES 10
 
 typedef struct {
     ngx_atomic_t key; /* hash of service and id; 0 free, 1 being claimed */

@@ -178,9 +178,8 @@ void sw_health_report(ngx_log_t *log, const char *service, const char *id,
         return; /* ejected already (a late report) */
     /* one worker wins the ejection: the one that moves until_ms */
     ngx_atomic_uint_t n = e->ejections + 1;
-    int64_t ms = (int64_t)SW_EJECT_BASE_MS * (int64_t)n;
-    if (ms > SW_EJECT_MAX_MS)
-        ms = SW_EJECT_MAX_MS;
+    int64_t ms = (int64_t)sw_worker.mcf->eject_ms *
+                 (int64_t)ngx_min(n, SW_EJECT_MAX_TIMES);
     if (!ngx_atomic_cmp_set(&e->until_ms, until, (ngx_atomic_uint_t)(now + ms)))
         return;
     e->ejections = n;

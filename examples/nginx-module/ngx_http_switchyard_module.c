@@ -51,6 +51,9 @@ static ngx_command_t sw_commands[] = {
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_enum_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(sw_main_conf_t, escaped_slashes),
      sw_escaped_slashes},
+    {ngx_string("switchyard_eject_time"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_msec_slot, NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(sw_main_conf_t, eject_ms), NULL},
     {ngx_string("switchyard"),
      NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
      ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET,
@@ -93,6 +96,7 @@ static void *sw_create_main_conf(ngx_conf_t *cf) {
     mcf->strip_host_port = NGX_CONF_UNSET;
     mcf->merge_slashes = NGX_CONF_UNSET;
     mcf->escaped_slashes = NGX_CONF_UNSET_UINT;
+    mcf->eject_ms = NGX_CONF_UNSET_MSEC;
     return mcf;
 }
 
@@ -102,6 +106,12 @@ static char *sw_init_main_conf(ngx_conf_t *cf, void *conf) {
     ngx_conf_init_value(mcf->strip_host_port, 0);
     ngx_conf_init_value(mcf->merge_slashes, 0);
     ngx_conf_init_uint_value(mcf->escaped_slashes, SY_SLASHES_KEEP);
+    ngx_conf_init_msec_value(mcf->eject_ms, SW_EJECT_BASE_MS);
+    if (mcf->eject_ms == 0 || mcf->eject_ms > 3600000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "switchyard_eject_time must be 1ms to 1h");
+        return NGX_CONF_ERROR;
+    }
     sw_file_t *f = mcf->instance_files.elts;
     mcf->instances_hash = SW_HASH_INIT;
     for (ngx_uint_t i = 0; i < mcf->instance_files.nelts; i++)

@@ -57,6 +57,18 @@ class BalancerEnv(base.Env):
         return request(self.bport, "GET", path)
 
 
+def reload_and_wait(env):
+    """nginx -s reload, then wait for the old workers to exit (one still
+    draining answers an admin change 503)."""
+    old = {w["pid"] for w in env.status()["workers"]}
+    env.reload()
+    deadline = time.time() + 10
+    while any(os.path.exists("/proc/%d" % p) for p in old):
+        check(time.time() < deadline, "old workers still running")
+        time.sleep(0.05)
+    env.converged()
+
+
 def test_keepalive_reuses_upstream_connections(env):
     """30 requests through the balancer use a handful of upstream
     connections (nginx's keepalive pool), not one each."""
@@ -282,6 +294,58 @@ def test_every_response_filter_applied(env):
               ["http://example.com/moved"], "Location: %r" % r.headers)
 
 
+def test_ejection_ends_and_recovery_logged(env):
+    """switchyard_eject_time 1s (a reload): an instance that refuses
+    connections is ejected for 1 s, logged; once it listens and its
+    ejection ran out it is tried again, answers, and its recovery is
+    logged at notice; /status says healthy."""
+    import subprocess
+    with open(os.path.join(env.dir, "nginx.conf")) as f:
+        conf = f.read()
+    check("switchyard_zone 8m;" in conf, "fixture changed")
+    with open(os.path.join(env.dir, "nginx.conf"), "w") as f:
+        f.write(conf.replace("switchyard_zone 8m;",
+                             "switchyard_zone 8m; switchyard_eject_time 1s;"))
+    reload_and_wait(env)
+    hport = free_port()
+    r = env.put("routes/live/heal", {
+        "id": "heal", "uri": "lb://heal", "predicates": ["Path=/heal/**"]})
+    check(r.status == 200, "PUT route: %d" % r.status)
+    r = env.put("instances/heal", [
+        {"id": "heal-a", "host": "127.0.0.1", "port": env.pa},
+        {"id": "heal-b", "host": "127.0.0.1", "port": hport}])
+    check(r.status == 200, "PUT instances: %d" % r.status)
+    deadline = time.time() + 10
+    while 'instance "heal-b" of service "heal" ejected for 1000 ms' \
+            not in env.error_log():
+        check(time.time() < deadline, "no ejection: %s"
+              % env.error_log()[-800:])
+        check(env.get("/heal/x").status == 200, "a client error")
+    t_ejected = time.time()
+    proc = subprocess.Popen([sys.executable, base.__file__, "--backend", "H",
+                             str(hport)], preexec_fn=base.die_with_parent)
+    try:
+        base.wait_port(hport, time.time() + 10)
+        ids = set()
+        while 'instance "heal-b" of service "heal" recovered' \
+                not in env.error_log():
+            check(time.time() < deadline, "no recovery: %s"
+                  % env.error_log()[-800:])
+            r = env.get("/heal/x")
+            check(r.status == 200, "answered %d" % r.status)
+            ids.add(r.json()["id"])
+            time.sleep(0.02)
+        check(time.time() - t_ejected >= 0.9, "tried again within its "
+              "ejection")
+        heal = [x for x in env.status()["services"] if x["name"] == "heal"]
+        inst = {i["id"]: i for i in heal[0]["instances"]}
+        check(inst["heal-b"]["health"] == "healthy" and
+              not inst["heal-b"]["ejected"], "status: %r" % inst)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_balancer_configuration_errors(env):
     """switchyard_balancer after keepalive, or with a server line, fails
     nginx -t with the upstream named."""
@@ -308,6 +372,7 @@ TESTS = [
     test_https_targets_through_an_http_proxy_pass,
     test_every_response_filter_applied,
     test_balancer_configuration_errors,
+    test_ejection_ends_and_recovery_logged,  # reloads: last
 ]
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports import free_port  # noqa: E402
 import test_nginx_module as base  # noqa: E402
 from test_nginx_balancer import (BALANCED, UPSTREAM,  # noqa: E402
-                                 BalancerEnv,
+                                 BalancerEnv, reload_and_wait,
                                  test_every_response_filter_applied)
 from test_nginx_module import check, request  # noqa: E402
 
@@ -185,18 +185,6 @@ def zone_store_header(pid, size):
                     found.append(lo + at)
                 at = data.find(magic, at + 1)
     return found
-
-
-def reload_and_wait(env):
-    """nginx -s reload, then wait for the old workers to exit (one still
-    draining answers an admin change 503)."""
-    old = {w["pid"] for w in env.status()["workers"]}
-    env.reload()
-    deadline = time.time() + 10
-    while any(os.path.exists("/proc/%d" % p) for p in old):
-        check(time.time() < deadline, "old workers still running")
-        time.sleep(0.05)
-    env.converged()
 
 
 def test_zone_store_of_another_format_replaced_on_reload(env):

@@ -119,12 +119,16 @@ static void on_renew_timer(uv_timer_t *t) {
 
 void etcd_auth_stop(gw_etcd *e) {
     etcd_close_timed(&e->auth_http, &e->auth_timer);
+    free(e->auth_login); /* a closed exchange does not call back */
+    e->auth_login = NULL;
 }
 
 static void login_done(void *data, int status, const char *body, size_t n,
                        const char *err) {
     login *l = data;
     gw_etcd *e = l->e;
+    if (l == e->auth_login)
+        e->auth_login = NULL;
     etcd_http_close(*l->slot);
     *l->slot = NULL;
     char msg[512] = "";
@@ -196,5 +200,7 @@ void etcd_auth_login(gw_etcd *e, etcd_http **slot,
     if (!*slot) {
         free(l);
         done(e, data, "authentication: cannot start a request");
+    } else if (slot == &e->auth_http) {
+        e->auth_login = l;
     }
 }

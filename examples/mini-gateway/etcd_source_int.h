@@ -73,6 +73,7 @@ struct gw_etcd {
      * its login exchange */
     uv_timer_t *auth_timer;
     etcd_http *auth_http;
+    void *auth_login; /* its state, freed if the source stops meanwhile */
     void *tls; /* the SSL_CTX of https:// endpoints (etcd_tls.c) */
     char tls_error[320]; /* the last exchange's TLS failure, for fail() */
     /* the watched member's liveness (etcd_probe.c) */

@@ -11,7 +11,9 @@
  *     nothing), logged.
  * The list is compacted as it grows: a change drops the earlier ones it
  * makes void (a document, rollback or instance list those of its source
- * or service; an upsert or removal those of its route). Also where each
+ * or service; an upsert or removal those of its route), and a route
+ * upserted again takes its earlier upsert's place, so that it keeps its
+ * rank when replayed, as it did live. Also where each
  * source's live document came from (file, admin, state, etcd), for
  * /status. Main thread only (the admin loop and the config ticks); the
  * worker threads never touch any of it.
@@ -79,9 +81,11 @@ static void kept_free(kept *k) {
     free(k->version);
 }
 
-/* Drop the kept changes that a new one of `kind` on (name, id) voids. */
-static void supersede(kept_kind kind, const char *name, const char *id) {
-    size_t j = 0;
+/* Drop the kept changes that a new one of `kind` on (name, id) voids;
+ * returns where an upsert of the same route was (among those left), or
+ * SIZE_MAX: a route upserted again keeps its rank, as in the router. */
+static size_t supersede(kept_kind kind, const char *name, const char *id) {
+    size_t j = 0, at = SIZE_MAX;
     for (size_t i = 0; i < nkept; i++) {
         kept *o = &list[i];
         bool same_name = strcmp(o->name, name) == 0 &&
@@ -93,18 +97,21 @@ static void supersede(kept_kind kind, const char *name, const char *id) {
         bool gone = same_name &&
                     (whole || (same_route && (kind == K_UPSERT ||
                                               kind == K_REMOVE || state)));
+        if (gone && at == SIZE_MAX && kind == K_UPSERT && o->kind == K_UPSERT)
+            at = j;
         if (gone)
             kept_free(o);
         else
             list[j++] = *o;
     }
     nkept = j;
+    return at;
 }
 
 /* Append k (taking its strings), after dropping what it voids; false
  * when out of memory (k freed). */
 static bool keep(kept *k) {
-    supersede(k->kind, k->name, k->id);
+    size_t at = supersede(k->kind, k->name, k->id);
     if (nkept == cap_kept) {
         size_t nc = cap_kept ? cap_kept * 2 : 8;
         kept *n = realloc(list, nc * sizeof *n);
@@ -115,7 +122,11 @@ static bool keep(kept *k) {
         list = n;
         cap_kept = nc;
     }
-    list[nkept++] = *k;
+    if (at == SIZE_MAX)
+        at = nkept;
+    memmove(&list[at + 1], &list[at], (nkept - at) * sizeof *list);
+    list[at] = *k;
+    nkept++;
     return true;
 }
 

@@ -64,6 +64,14 @@ def restart_keeps_admin_changes(procs, c, port, port2):
     c.eq(gw.admin_call("POST", "/actuator/gateway/routes/act", {
         "uri": "http://127.0.0.1:%d" % port,
         "predicates": ["Path=/act/**"]})[0], 201, "an actuator route")
+    # two routes for the same paths, equal order: the first upserted
+    # ranks first, and keeps its rank when upserted again
+    for rid, tag in (("o1", "o1"), ("o2", "o2"), ("o1", "o1-again")):
+        c.eq(gw.admin_call("PUT", "/routes/mine/" + rid, route(
+            rid, "/o/**", "http://127.0.0.1:%d" % port, tag))[0], 200,
+            "upsert %s" % rid)
+    c.eq(tag_of(gw, "/o/x"), (200, "o1-again"),
+         "a route upserted again keeps its rank")
     st, _, data = gw.request("GET", "/r2/x")
     c.eq((st, json.loads(data)["instance"]), (200, "b2"),
          "served by the admin's instance before the restart")
@@ -77,11 +85,13 @@ def restart_keeps_admin_changes(procs, c, port, port2):
          (200, "b2"), "the instance list survives the restart")
     c.eq(gw.request("GET", "/r3/x")[0], 404, "the route is still disabled")
     c.eq(gw.request("GET", "/act/x")[0], 200, "the actuator's route too")
+    c.eq(tag_of(gw, "/o/x"), (200, "o1-again"),
+         "the route upserted again keeps its rank after the restart")
     s = gw.status()
     c.eq(gw.source("mine")["origin"], "state",
          "/status: the source's document came from the state")
     c.eq((s["state"]["file"], s["state"]["replayed"],
-          s["state"]["not_replayed"]), (state, 6, 0),
+          s["state"]["not_replayed"]), (state, 8, 0),
          "/status: the state file and what was replayed")
     c.ok("replayed changes[0] (upsert mine/r1)" in procs.log("gateway.log"),
          "the replay is logged per change")

@@ -409,6 +409,12 @@ u_char *sw_json_str(u_char *p, const u_char *s, size_t len);
 /* Log the cause of a 500 (every 500 the module answers says why) and
  * return NGX_HTTP_INTERNAL_SERVER_ERROR. */
 ngx_int_t sw_500(ngx_http_request_t *r, const char *cause);
+/* Room for data kept in the request's pool over an internal redirect,
+ * which clears the module's context: a cleanup entry whose handler `mark`
+ * (a no-op) tells it from the others when the list is walked. NULL: out
+ * of memory. */
+void *sw_keep_add(ngx_http_request_t *r, ngx_pool_cleanup_pt mark,
+                  size_t size);
 int64_t sw_now_ms(void);
 /* CLOCK_REALTIME in microseconds. */
 int64_t sw_now_real_us(void);

@@ -204,19 +204,16 @@ static void sw_method_keep_cleanup(void *data) {
 }
 
 static ngx_int_t sw_method_keep(ngx_http_request_t *r) {
-    ngx_pool_cleanup_t *cln;
     sw_method_keep_t *k;
 
     if (r->method == NGX_HTTP_GET || r->method == NGX_HTTP_HEAD)
         return NGX_OK; /* error_page keeps these */
-    cln = ngx_pool_cleanup_add(r->pool, sizeof *k);
-    if (cln == NULL)
+    k = sw_keep_add(r, sw_method_keep_cleanup, sizeof *k);
+    if (k == NULL)
         return NGX_ERROR;
-    k = cln->data;
     k->method = r->method;
     k->method_name = r->method_name;
     k->active = 1;
-    cln->handler = sw_method_keep_cleanup;
     return NGX_OK;
 }
 

@@ -357,21 +357,18 @@ static void sw_kept_ops_mark(void *data) {
 }
 
 ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
-    ngx_pool_cleanup_t *cln;
     sw_kept_ops_t *k;
 
     if (ctx->status == 0 && ctx->op_count == 0)
         return NGX_OK;
-    cln = ngx_pool_cleanup_add(r->pool, sizeof *k);
-    if (cln == NULL)
+    k = sw_keep_add(r, sw_kept_ops_mark, sizeof *k);
+    if (k == NULL)
         return NGX_ERROR;
-    k = cln->data;
     k->route = ctx->route;
     k->status = ctx->status;
     k->ops = ctx->ops; /* in r->pool, as the route's strings */
     k->op_count = ctx->op_count;
     k->active = 1;
-    cln->handler = sw_kept_ops_mark;
     return NGX_OK;
 }
 

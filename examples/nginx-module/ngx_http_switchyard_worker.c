@@ -42,6 +42,16 @@ uint64_t sw_cpu_us(void) {
     return sw_clock_us(CLOCK_THREAD_CPUTIME_ID);
 }
 
+void *sw_keep_add(ngx_http_request_t *r, ngx_pool_cleanup_pt mark,
+                  size_t size) {
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, size);
+
+    if (cln == NULL)
+        return NULL;
+    cln->handler = mark;
+    return cln->data;
+}
+
 ngx_int_t sw_500(ngx_http_request_t *r, const char *cause) {
     ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                   "switchyard: %s: answering 500", cause);

@@ -28,17 +28,23 @@ def put_route(env, doc):
     check(r.status == 200, "PUT %s: %d %r" % (doc["id"], r.status, r.body))
 
 
+def limited_route(env, rid, burst):
+    """A route /RID/** limited to 1 request/s per client address, with a
+    burst of `burst`."""
+    put_route(env, {
+        "id": rid, "uri": "http://127.0.0.1:%d" % env.pa,
+        "predicates": ["Path=/%s/**" % rid],
+        "filters": [{"name": "RequestRateLimiter", "args": {
+            "redis-rate-limiter.replenishRate": "1",
+            "redis-rate-limiter.burstCapacity": str(burst),
+            "key-resolver": "#{@remoteAddrKeyResolver}"}}]})
+
+
 def test_rate_limiter_429_shared_by_workers(env):
     """A burst of 3: of 10 quick requests on fresh connections (spread
     over both workers) 3 pass, the others get 429 with X-RateLimit-*; per
     worker buckets would let up to 6 through."""
-    put_route(env, {
-        "id": "limited", "uri": "http://127.0.0.1:%d" % env.pa,
-        "predicates": ["Path=/limited/**"],
-        "filters": [{"name": "RequestRateLimiter", "args": {
-            "redis-rate-limiter.replenishRate": "1",
-            "redis-rate-limiter.burstCapacity": "3",
-            "key-resolver": "#{@remoteAddrKeyResolver}"}}]})
+    limited_route(env, "limited", 3)
     env.converged()
     answers = [request(env.port, "GET", "/limited/x") for _ in range(10)]
     ok = [r for r in answers if r.status == 200]
@@ -207,13 +213,7 @@ def test_zone_store_of_another_format_replaced_on_reload(env):
           "no notice: %s" % env.error_log()[-800:])
     check(len(zone_store_header(env.nginx.pid, size)) == 2,
           "no new store beside the old one")
-    put_route(env, {
-        "id": "fresh", "uri": "http://127.0.0.1:%d" % env.pa,
-        "predicates": ["Path=/fresh/**"],
-        "filters": [{"name": "RequestRateLimiter", "args": {
-            "redis-rate-limiter.replenishRate": "1",
-            "redis-rate-limiter.burstCapacity": "2",
-            "key-resolver": "#{@remoteAddrKeyResolver}"}}]})
+    limited_route(env, "fresh", 2)
     env.converged()
     got = [request(env.port, "GET", "/fresh/x").status for _ in range(6)]
     check(got.count(200) in (2, 3) and got.count(429) == 6 - got.count(200),

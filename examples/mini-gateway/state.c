@@ -206,8 +206,7 @@ static int write_durable(const char *path, const char *data, size_t len,
     }
     return 0;
 fail:
-    snprintf(msg, cap, "%s: %s of %s failed: %s", path, step, tmp,
-             strerror(errno));
+    snprintf(msg, cap, "%s of %s failed: %s", step, tmp, strerror(errno));
     unlink(tmp);
     return -1;
 }
@@ -345,7 +344,8 @@ int gw_state_note(const char *method, char *const *seg, int ns,
         return -1;
     }
     if (save(msg, cap)) {
-        gw_log("--state: %s; the change is live but not saved", msg);
+        gw_log("--state %s: %s; the change is live but not saved",
+               G.cfg.state_file, msg);
         return -1;
     }
     return 0;
@@ -457,8 +457,7 @@ void gw_state_json(gw_buf *b) {
 
 /* "FILE: PATH: MSG" for the start's error. */
 static int bad(const char *path, const char *msg) {
-    gw_log("--state %s: %s%s%s; the gateway does not start (nothing "
-           "replayed)",
+    gw_log("--state %s: %s%s%s; the gateway does not start",
            G.cfg.state_file, path, path[0] ? ": " : "", msg);
     return -1;
 }
@@ -568,6 +567,13 @@ static int replay_one(const kept *o, sy_error *err) {
     return rc;
 }
 
+/* The state written once at start, so that a FILE the gateway cannot
+ * write stops the start instead of every admin change later. */
+static int saved_at_start(void) {
+    char m[512];
+    return save(m, sizeof m) ? bad("", m) : 0;
+}
+
 int gw_state_load(void) {
     bool etcd = G.cfg.etcd_url != NULL;
     if (!G.cfg.state_file) {
@@ -585,7 +591,7 @@ int gw_state_load(void) {
             gw_log("--state %s: no such file yet; admin changes will be "
                    "kept in it",
                    G.cfg.state_file);
-            return 0;
+            return saved_at_start();
         }
         return bad("", strerror(errno));
     }
@@ -653,13 +659,16 @@ int gw_state_load(void) {
         char copy[4096], m[512];
         snprintf(copy, sizeof copy, "%s.not-replayed", G.cfg.state_file);
         text = gw_read_file(G.cfg.state_file, &len);
-        if (text && !write_durable(copy, text, len, m, sizeof m))
-            gw_log("--state: %zu change(s) not replayed; the file as it was "
-                   "is kept in %s",
-                   not_replayed, copy);
+        int rc = text ? write_durable(copy, text, len, m, sizeof m)
+                      : (snprintf(m, sizeof m, "cannot read it again"), -1);
         free(text);
+        if (rc) /* rewritten below, they would be gone: stop here */
+            return bad("", m);
+        gw_log("--state: %zu change(s) not replayed; the file as it was "
+               "is kept in %s",
+               not_replayed, copy);
     }
-    return 0;
+    return saved_at_start(); /* compacted, and FILE writable */
 }
 
 void gw_state_free(void) {

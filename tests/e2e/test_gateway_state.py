@@ -9,7 +9,8 @@ replayed; the state file is JSON on disk before the admin call is answered;
 an override of a file's route (--admin-overrides-files) survives a restart
 together with a change of the file made while the gateway was down; a
 state file that does not parse (syntax, or a change without its route)
-fails the start with the file and the located error; a change that no
+fails the start with the file and the located error, and so does one the
+gateway cannot write; a change that no
 longer applies (its source now a file's, without --admin-overrides-files)
 is logged, left out, and the file as it was kept; a gateway with the admin
 API and no --state warns once that admin changes live in memory only.
@@ -155,8 +156,10 @@ def bad_state(procs, c):
                 {"change": "upsert", "source": "s", "body": {}}]}),
              "changes[1].route"),
             ("kind.json", json.dumps({"changes": [{"change": "zap"}]}),
-             "changes[0].change")]:
-        path = procs.write_file(name, text)
+             "changes[0].change"),
+            ("nodir", None, "state.json.tmp failed")]:
+        path = procs.write_file(name, text) if text else os.path.join(
+            procs.dir, "no-such-dir", "state.json")
         args = [h.binary(), "--listen", "127.0.0.1:%d" % h.free_port(),
                 "--admin", "127.0.0.1:%d" % h.free_port(), "--state", path]
         r = subprocess.run(args, capture_output=True, timeout=10)

@@ -607,14 +607,9 @@ static void fail(gw_etcd *e, const char *what, const char *err) {
     uv_timer_start(&e->retry_timer, on_retry, wait, 0);
 }
 
-/* Full read done: diff what etcd holds at read_revision against what is
- * applied (by mod_revision), apply the difference, then watch. */
-static void finish_full_read(gw_etcd *e) {
-    etcd_change_list diff = {0};
-    bool oom = false; /* a change could not be listed: apply nothing */
-    etcd_change_list *got = &e->pending;
-    /* Register new sources in creation order, as watching gateways saw
-     * them: registration order breaks rank ties between sources. */
+/* New sources are registered in creation order, as watching gateways saw
+ * them: registration order breaks rank ties between sources. */
+static void sort_by_creation(etcd_change_list *got) {
     for (size_t i = 1; i < got->n; i++) {
         etcd_change c = got->v[i];
         size_t j = i;
@@ -624,30 +619,58 @@ static void finish_full_read(gw_etcd *e) {
         }
         got->v[j] = c;
     }
-    uv_mutex_lock(&e->mu);
+}
+
+/* Is c applied already, at its mod revision? */
+static bool applied_already(gw_etcd *e, const etcd_change *c) {
+    if (e->force_full) /* a failed commit left the records ahead */
+        return false;
+    if (c->is_route) {
+        source_rec *s = etcd_find_source(e, c->name);
+        return s && s->present && s->mod_revision == c->mod_revision;
+    }
+    service_rec *s = find_service(e, c->name, false);
+    bool found = false;
+    size_t k = s ? find_inst(s, c->id, &found) : 0;
+    return found && s->v[k].mod_revision == c->mod_revision;
+}
+
+/* The keys read that are not applied at their revision, moved from got
+ * into diff. False: out of memory. */
+static bool diff_changed(gw_etcd *e, etcd_change_list *got,
+                         etcd_change_list *diff) {
     for (size_t i = 0; i < got->n; i++) {
         etcd_change *c = &got->v[i];
-        bool same = false; /* already applied at this mod revision */
-        if (e->force_full) {
-            /* a failed commit left the records ahead of the router */
-        } else if (c->is_route) {
-            source_rec *s = etcd_find_source(e, c->name);
-            same = s && s->present && s->mod_revision == c->mod_revision;
-        } else {
-            service_rec *s = find_service(e, c->name, false);
-            bool found = false;
-            size_t k = s ? find_inst(s, c->id, &found) : 0;
-            same = found && s->v[k].mod_revision == c->mod_revision;
-        }
-        if (!same) {
-            if (!etcd_changes_push(&diff, c)) {
-                oom = true;
-                break;
-            }
-            *c = (etcd_change){0};
-        }
+        if (applied_already(e, c))
+            continue;
+        if (!etcd_changes_push(diff, c))
+            return false;
+        *c = (etcd_change){0};
     }
-    /* Keys that are gone. */
+    return true;
+}
+
+/* A delete of a key that is gone (name and id copied). False: out of
+ * memory. */
+static bool push_gone(etcd_change_list *diff, bool is_route, const char *name,
+                      const char *key, const char *id, int64_t revision) {
+    etcd_change c = {.is_route = is_route,
+                     .del = true,
+                     .name = etcd_strdup(name),
+                     .key = key ? etcd_strdup(key) : NULL,
+                     .id = id ? etcd_strdup(id) : NULL,
+                     .mod_revision = revision};
+    if (c.name && (!key || c.key) && (!id || c.id) &&
+        etcd_changes_push(diff, &c))
+        return true;
+    etcd_change_free(&c);
+    return false;
+}
+
+/* A delete for every source whose key the read did not see. */
+static bool diff_gone_sources(gw_etcd *e, const etcd_change_list *got,
+                              etcd_change_list *diff) {
+    bool ok = true;
     for (size_t i = 0; i < e->src_n; i++) {
         source_rec *s = &e->src[i];
         if (!s->present)
@@ -656,43 +679,49 @@ static void finish_full_read(gw_etcd *e) {
         for (size_t k = 0; k < got->n && !seen; k++)
             seen = got->v[k].is_route && got->v[k].key &&
                    strcmp(got->v[k].key, s->key) == 0;
-        for (size_t k = 0; k < diff.n && !seen; k++)
-            seen = diff.v[k].is_route && strcmp(diff.v[k].key, s->key) == 0;
-        if (!seen) {
-            etcd_change c = {.is_route = true,
-                             .del = true,
-                             .name = etcd_strdup(s->name),
-                             .key = etcd_strdup(s->key),
-                             .mod_revision = e->read_revision};
-            if (!c.name || !c.key || !etcd_changes_push(&diff, &c)) {
-                etcd_change_free(&c);
-                oom = true;
-            }
-        }
+        for (size_t k = 0; k < diff->n && !seen; k++)
+            seen = diff->v[k].is_route && strcmp(diff->v[k].key, s->key) == 0;
+        if (!seen &&
+            !push_gone(diff, true, s->name, s->key, NULL, e->read_revision))
+            ok = false;
     }
+    return ok;
+}
+
+/* A delete for every instance the read did not see. */
+static bool diff_gone_instances(gw_etcd *e, const etcd_change_list *got,
+                                etcd_change_list *diff) {
+    bool ok = true;
     for (size_t i = 0; i < e->svc_n; i++) {
         service_rec *s = &e->svc[i];
         for (size_t j = 0; j < s->n; j++) {
             bool seen = false;
-            for (size_t k = 0; k < got->n + diff.n && !seen; k++) {
-                etcd_change *c = k < got->n ? &got->v[k] : &diff.v[k - got->n];
+            for (size_t k = 0; k < got->n + diff->n && !seen; k++) {
+                const etcd_change *c =
+                    k < got->n ? &got->v[k] : &diff->v[k - got->n];
                 seen = !c->is_route && c->name && c->id &&
                        strcmp(c->name, s->name) == 0 &&
                        strcmp(c->id, s->v[j].id) == 0;
             }
-            if (!seen) {
-                etcd_change c = {.is_route = false,
-                                 .del = true,
-                                 .name = etcd_strdup(s->name),
-                                 .id = etcd_strdup(s->v[j].id),
-                                 .mod_revision = e->read_revision};
-                if (!c.name || !c.id || !etcd_changes_push(&diff, &c)) {
-                    etcd_change_free(&c);
-                    oom = true;
-                }
-            }
+            if (!seen && !push_gone(diff, false, s->name, NULL, s->v[j].id,
+                                    e->read_revision))
+                ok = false;
         }
     }
+    return ok;
+}
+
+/* Full read done: diff what etcd holds at read_revision against what is
+ * applied (by mod_revision), apply the difference, then watch. */
+static void finish_full_read(gw_etcd *e) {
+    etcd_change_list diff = {0};
+    etcd_change_list *got = &e->pending;
+    sort_by_creation(got);
+    uv_mutex_lock(&e->mu);
+    /* a change that could not be listed: apply nothing */
+    bool listed = diff_changed(e, got, &diff);
+    listed &= diff_gone_sources(e, got, &diff);
+    listed &= diff_gone_instances(e, got, &diff);
     e->full_reads++;
     uv_mutex_unlock(&e->mu);
     etcd_changes_clear(got);
@@ -700,7 +729,7 @@ static void finish_full_read(gw_etcd *e) {
              "full read at revision %" PRId64 ": %zu change(s)",
              e->read_revision, diff.n);
     bool ok = false;
-    if (!oom) {
+    if (listed) {
         e->force_full = false;
         ok = apply_changes(e, &diff, e->read_revision, true);
     }

@@ -3,10 +3,10 @@
  * a body on a route with the filter is answered from the worker's cache
  * when an answer for the same route, host, path, query, Authorization and
  * Cookie is there and younger than the route's timeToLive; else it goes
- * upstream and a 200 answer is kept (its headers after the route's edits
- * and its body) unless the request says Cache-Control no-store or the
- * answer no-store or private, or its body is larger than the route's
- * size. An answer kept (or being kept) gets Cache-Control max-age (the
+ * upstream and a 200, 206 or 301 answer is kept (its status, its
+ * headers after the route's edits and its body) unless the request says
+ * Cache-Control no-store or the answer no-store or private, or its body
+ * is larger than the route's size. An answer kept (or being kept) gets Cache-Control max-age (the
  * seconds the kept answer has left). A request with Cache-Control
  * no-cache for a kept answer gets 304 without a body, as SCG's. The
  * answers of one route in one worker take at most `size` bytes: the
@@ -39,6 +39,7 @@ typedef struct entry {
     char *body;
     size_t body_len;
     bool meta; /* the Vary names for a request key (head: "name\n"...) */
+    int status; /* 200, 206 or 301 */
 } entry;
 
 struct gw_cache {
@@ -52,6 +53,7 @@ struct gw_cache_cap {
     gw_buf reqh; /* the request's headers, "name:value\n" each */
     gw_buf vary; /* the answer's Vary names, lower case, sorted, "name\n" */
     bool on;     /* still to be kept */
+    int status;
 };
 
 static void cap_free(struct gw_cache_cap *cap);
@@ -186,7 +188,7 @@ static void answer(gw_request *q, const entry *e, uint64_t now, bool not_mod) {
     gw_client *c = q->c;
     if (c->w->draining)
         q->keep_alive = false;
-    q->status = not_mod ? 304 : 200;
+    q->status = not_mod ? 304 : e->status;
     gw_buf out = {0};
     gw_buf_printf(&out, "HTTP/1.1 %d %s\r\n", q->status,
                   gw_status_text(q->status));
@@ -330,7 +332,8 @@ const char *gw_cache_head(gw_request *q, int status, const char *cc,
         return NULL;
     if (cap->on && !vary_names(cap, vary))
         cap->on = false;
-    if (status != 200 || q->head_req ||
+    cap->status = status; /* SCG keeps 200, 206 and 301 */
+    if ((status != 200 && status != 206 && status != 301) || q->head_req ||
         (cc && (directive(cc, strlen(cc), "no-store") ||
                 directive(cc, strlen(cc), "private"))))
         cap->on = false;
@@ -426,6 +429,7 @@ void gw_cache_done(gw_request *q, bool complete) {
     e->head_len = cap->head.len;
     e->body = cap->body.p;
     e->body_len = cap->body.len;
+    e->status = cap->status;
     m->key = mk.p;
     m->key_len = mk.len;
     m->head = cap->vary.p;

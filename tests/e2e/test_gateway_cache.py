@@ -1,7 +1,8 @@
 """mini-gateway end to end: LocalResponseCache (cache.c), as SCG runs it.
-A GET 200 of a route with the filter is kept per route and worker and
-answered from there for the same host, path, query (a backend that echoes
-a per-request header shows which answer came back); an answer kept gets
+A GET 200 (or 301, 206, as SCG) of a route with the filter is kept per
+route and worker (its status too) and answered from there for the same
+host, path, query (a backend that echoes a per-request header shows
+which answer came back); an answer kept gets
 Cache-Control max-age (one not kept goes out as it is); not kept: other
 statuses, a POST, a request with Cache-Control no-store, an answer with
 Cache-Control private, a body larger than `size`; a request with no-cache
@@ -67,30 +68,34 @@ def body(procs, c):
          "503: not kept")
     c.eq(get("/c/s?status=503")[1].get("cache-control"), None,
          "503: no max-age")
-    c.eq([get("/c/big?size=20000")[3] for _ in range(2)], ["12", "13"],
+    m = [get("/c/m?status=301&location=/elsewhere") for _ in range(2)]
+    c.eq([(p[0], p[3], p[1].get("location")) for p in m],
+         [(301, "12", "/elsewhere"), (301, "12", "/elsewhere")],
+         "301 is kept (as SCG: 200, 206, 301), its status and Location")
+    c.eq([get("/c/big?size=20000")[3] for _ in range(2)], ["14", "15"],
          "a body larger than size: not kept")
     pv = [get("/priv/x") for _ in range(2)]
     c.eq([(p[3], p[1].get("cache-control")) for p in pv],
-         [("14", "private"), ("15", "private")],
+         [("16", "private"), ("17", "private")],
          "answer Cache-Control private: not kept, sent as it is")
     c.eq([get("/plain/x")[1].get("cache-control") for _ in range(1)], [None],
          "a route without the filter: no max-age")
     time.sleep(2.2)
-    c.eq(get("/c/a")[3], "17", "past timeToLive: upstream again")
+    c.eq(get("/c/a")[3], "19", "past timeToLive: upstream again")
 
     def lang(v):
         return get("/v/x", headers={"Accept-Language": v} if v else None)[3]
-    c.eq([lang("en"), lang("en")], ["18", "18"],
+    c.eq([lang("en"), lang("en")], ["20", "20"],
          "Vary: Accept-Language: the answer kept for 'en'")
-    c.eq([lang("de"), lang("de")], ["20", "20"],
+    c.eq([lang("de"), lang("de")], ["22", "22"],
          "another value goes upstream, its answer kept for it")
-    c.eq([lang("en"), lang("de")], ["18", "20"],
+    c.eq([lang("en"), lang("de")], ["20", "22"],
          "each value gets its own answer")
-    c.eq([lang(None), lang(None)], ["24", "24"],
+    c.eq([lang(None), lang(None)], ["26", "26"],
          "a request without the header: its own answer")
     vs = [get("/vstar/x") for _ in range(2)]
     c.eq([(p[3], p[1].get("cache-control")) for p in vs],
-         [("26", None), ("27", None)], "Vary: *: not kept, no max-age")
+         [("28", None), ("29", None)], "Vary: *: not kept, no max-age")
 
     for flt, where, says in [
             ("LocalResponseCache=abc", "filters[0]", "must be a duration"),

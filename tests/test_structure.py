@@ -56,7 +56,8 @@ FLOORS = [
     ]),
     ("def", [
         [("def", "def_build", "def_route", "def_entry", "def_canon",
-          "def_probe", "def_scan", "def_tree"), ("instances",)],
+          "def_probe", "def_scan", "def_tree", "def_single"),
+         ("instances",)],
     ]),
     ("snapshot", [
         [("publish", "publish_int")],

@@ -2,14 +2,15 @@
  * def.c - route documents (route model section 1): limits, JSON syntax
  * errors with line and column, the two document shapes, strict and
  * lenient modes, duplicate ids, document fingerprints and the public
- * sy_document_* calls; single-route, enable/disable and default-filter
- * parsing. One route object is built by def_route.c; a router's apply
- * shares the live route built from the same bytes instead (build_routes).
+ * sy_document_* calls, and the JSON parse that def_single.c (single
+ * routes, default filters) shares. One route object is built by
+ * def_route.c; a router's apply shares the live route built from the
+ * same bytes instead (build_routes).
  */
+#include "base/idtab.h"
 #include "def/def_build.h"
 #include "def/def_scan.h"
 #include "route/filter.h"
-#include "base/idtab.h"
 
 #include <stdio.h>
 
@@ -770,178 +771,13 @@ const sy_error *sy_document_issue(const sy_document *doc, size_t i) {
     return doc && i < doc->issue_count ? &doc->issues[i] : NULL;
 }
 
-/* ---- single routes and default filters ---- */
+/* ---- shared with def_single.c and instances.c ---- */
 
 const char *const *sy__def_host_runs(const sy_parse_options *o) {
     return o && o->size >= offsetof(sy_parse_options, host_runs) +
                                sizeof o->host_runs
                ? o->host_runs
                : NULL;
-}
-
-static int resolve_opts(const sy_parse_options **opts, sy__alloc *a,
-                        sy_limits *lim, sy_error *err) {
-    static const sy_parse_options defaults = SY_PARSE_OPTIONS_INIT;
-    if (!*opts)
-        *opts = &defaults;
-    if ((*opts)->size < offsetof(sy_parse_options, host_runs))
-        return sy__error_set(err, SY_EINVAL, "",
-                             "sy_parse_options.size is not set");
-    sy__alloc_init(a, (*opts)->allocator);
-    sy__limits_resolve(lim, &(*opts)->limits);
-    return 0;
-}
-
-/* One JSON value, a single route or the default filters: its allocator
- * and its tree (in `tree`, or cJSON's own when `own`). */
-typedef struct one_value {
-    sy__alloc a;
-    sy__arena tree;
-    cJSON *root;
-    bool own;
-} one_value;
-
-static void one_value_free(one_value *v) {
-    if (v->own)
-        cJSON_Delete(v->root);
-    v->own = false;
-    sy__arena_free(&v->tree);
-}
-
-/* The start of sy__def_parse_route and sy__def_parse_filters: the
- * arguments checked (*out NULL), the options resolved and json parsed
- * under the limits into v (nothing to free on failure). */
-static int one_value_parse(const char *json, size_t len,
-                           const sy_parse_options **opts, struct sy_route **out,
-                           one_value *v, sy_error *err) {
-    if (!out || (!json && len))
-        return sy__error_set(err, SY_EINVAL, "", "json and out are required");
-    *out = NULL;
-    sy_limits lim = {0, 0, 0, 0};
-    int rc = resolve_opts(opts, &v->a, &lim, err);
-    if (rc)
-        return rc;
-    v->root = NULL;
-    v->own = false;
-    sy__arena_init(&v->tree, &v->a, 4096);
-    rc = parse_json(&v->a, &v->tree, json ? json : "", len, &lim, &v->root,
-                    &v->own, err);
-    if (rc)
-        one_value_free(v);
-    return rc;
-}
-
-int sy__def_parse_route(const char *json, size_t len,
-                        const sy_parse_options *opts, const char *path,
-                        struct sy_route **out, sy_error *err) {
-    one_value v;
-    int rc = one_value_parse(json, len, &opts, out, &v, err);
-    if (rc)
-        return rc;
-    sy__def_ctx ctx = {&v.a, opts->registry, NULL, NULL,
-                       NULL, NULL,           len,  sy__def_host_runs(opts)};
-    rc = sy__def_build_route(&ctx, v.root, path ? path : "", out, err);
-    one_value_free(&v);
-    return rc;
-}
-
-int sy__def_route_with_enabled(const struct sy_route *r, bool enabled,
-                               const sy_parse_options *opts,
-                               struct sy_route **out, sy_error *err) {
-    if (!r || !out)
-        return sy__error_set(err, SY_EINVAL, "", "route and out are required");
-    *out = NULL;
-    sy__alloc a;
-    sy_limits lim = {0, 0, 0, 0};
-    int rc = resolve_opts(&opts, &a, &lim, err);
-    if (rc)
-        return rc;
-    struct sy_route *c = sy__def_clone(r);
-    if (!c)
-        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    /* metadata without "status", then "status": "disabled" if wanted */
-    size_t n = 0;
-    sy_kv *md =
-        sy__arena_alloc(&c->arena, (c->metadata_count + 1) * sizeof *md);
-    if (!md) {
-        sy__route_unref(c);
-        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    }
-    bool placed = enabled;
-    for (size_t i = 0; i < c->metadata_count; i++) {
-        int cmp = strcmp(c->metadata[i].key, "status");
-        if (!placed && cmp > 0) {
-            md[n++] = (sy_kv){"status", "disabled"};
-            placed = true;
-        }
-        if (cmp != 0)
-            md[n++] = c->metadata[i];
-    }
-    if (!placed)
-        md[n++] = (sy_kv){"status", "disabled"};
-    c->metadata = md;
-    c->metadata_count = (uint32_t)n;
-    c->disabled = !enabled;
-    sy__compile_env env = {c->alloc, opts->registry, NULL, NULL,
-                           sy__def_host_runs(opts)};
-    if (sy__def_canonicalize(c)) {
-        sy__route_unref(c);
-        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    }
-    if ((rc = sy__route_compile(c, &env, "", err))) {
-        sy__route_unref(c);
-        return rc;
-    }
-    *out = c;
-    return 0;
-}
-
-int sy__def_parse_filters(const char *json, size_t len,
-                          const sy_parse_options *opts, struct sy_route **out,
-                          sy_error *err) {
-    static const char *path = "defaultFilters";
-    one_value v;
-    int rc = one_value_parse(json, len, &opts, out, &v, err);
-    if (rc)
-        return rc;
-    struct sy_route *r = sy__route_new(&v.a);
-    sy__def_ctx ctx = {&v.a, opts->registry, NULL, NULL,
-                       NULL, NULL,           0,    sy__def_host_runs(opts)};
-    if (!r)
-        rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
-    else if (!cJSON_IsArray(v.root))
-        rc = sy__error_set(err, SY_ETYPE, path,
-                           "default filters must be an array");
-    else
-        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, v.root, path,
-                                   err);
-    one_value_free(&v);
-    if (!rc && sy__def_canonicalize(r))
-        rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
-    if (!rc && r->filter_count) {
-        sy__compile_env env = {r->alloc, opts->registry, NULL, &r->arena,
-                               sy__def_host_runs(opts)};
-        r->cfilters = sy__route_calloc(r, r->filter_count, sizeof *r->cfilters);
-        if (!r->cfilters)
-            rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
-        for (size_t i = 0; !rc && i < r->filter_count; i++) {
-            char p[64];
-            sy__def_path(p, sizeof p, "%s[%zu]", path, i);
-            rc = sy__filter_compile(&r->filters[i], &env, p, &r->cfilters[i],
-                                    err);
-            if (rc && r->filters[i].shortcut)
-                sy__def_shortcut_error(err, p);
-        }
-        if (!rc)
-            rc = sy__route_check_host(r, sy__def_host_runs(opts), path, path,
-                                      err);
-    }
-    if (rc) {
-        sy__route_unref(r);
-        return rc;
-    }
-    *out = r;
-    return 0;
 }
 
 int sy__def_parse_json(sy__arena *tree, const char *json, size_t len,

@@ -1,0 +1,203 @@
+/*
+ * commit_reuse.c - the live routes of one source that an apply (or a
+ * rollback) may share rather than build again (commit_reuse.h): by the
+ * document position they hold, by the bytes that built them, by meaning
+ * (id and fingerprint); and the source's routes in rank order for the
+ * diff.
+ */
+#include "router/commit_reuse.h"
+#include "base/util.h"
+
+#define NONE SY_NONE
+
+/* The live routes of one source by the hash of the bytes that built them
+ * (route.h span_hash): an open-addressing table, built at the first lookup
+ * of an apply (the parse finds most routes by position, below, and asks
+ * for this one only when a document was reordered). */
+typedef struct span_entry {
+    uint64_t hash;
+    size_t len;
+    const struct sy_route *route; /* NULL: empty */
+    uint32_t slot;                /* of route in the working snapshot */
+} span_entry;
+
+/* Fill rc->at from the source's live routes: one pass over the slots in
+ * slot order (sequential memory) that reads no route. Positions of one
+ * document are dense (a lenient apply leaves holes for invalid routes;
+ * next_pos bounds them): a table much larger than the routes, or out of
+ * memory, leaves it NULL, and the apply then only loses the shortcut. */
+static void at_build(reuse_ctx *rc, uint32_t next_pos) {
+    const sy_snapshot *s = rc->work;
+    if (!s->route_count || !next_pos ||
+        next_pos > 4 * (size_t)s->route_count + 64)
+        return;
+    rc->at = sy__calloc(rc->alloc, next_pos, sizeof *rc->at);
+    if (!rc->at)
+        return;
+    rc->at_count = next_pos;
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const sy__slot *sl = sy__snapshot_slot(s, i);
+        size_t pos = (size_t)(sl->key & 0xffffffu);
+        if (!sl->route || sl->source != rc->source)
+            continue;
+        if (pos >= rc->at_count || rc->at[pos].route) {
+            /* every route of the source must be in the table exactly once
+             * (sy__reuse_source_routes reads it): never expected, but
+             * then none */
+            sy__free(rc->alloc, rc->at);
+            rc->at = NULL;
+            rc->at_count = 0;
+            return;
+        }
+        rc->at[pos] = (at_entry){sl->route, i};
+    }
+}
+
+/* Fill rc->spans from the source's live routes that carry a span, sized
+ * for every route of the snapshot. */
+static void spans_build(reuse_ctx *rc) {
+    const sy_snapshot *s = rc->work;
+    rc->spans_tried = true;
+    if (!s->route_count)
+        return;
+    size_t cap = 16;
+    while (cap < 2 * (size_t)s->route_count)
+        cap *= 2;
+    rc->spans = sy__calloc(rc->alloc, cap, sizeof *rc->spans);
+    if (!rc->spans)
+        return;
+    rc->mask = cap - 1;
+    for (uint32_t i = 0; i < s->slot_count; i++) {
+        const sy__slot *sl = sy__snapshot_slot(s, i);
+        const struct sy_route *rt = sl->route;
+        if (!rt || sl->source != rc->source || !rt->span_len)
+            continue;
+        size_t k = (size_t)rt->span_hash & rc->mask;
+        while (rc->spans[k].route)
+            k = (k + 1) & rc->mask;
+        rc->spans[k] = (span_entry){rt->span_hash, rt->span_len, rt, i};
+    }
+}
+
+static const span_entry *span_find(reuse_ctx *rc, uint64_t hash, size_t len) {
+    if (!rc->spans_tried)
+        spans_build(rc);
+    if (!rc->spans)
+        return NULL;
+    for (size_t k = (size_t)hash & rc->mask; rc->spans[k].route;
+         k = (k + 1) & rc->mask)
+        if (rc->spans[k].hash == hash && rc->spans[k].len == len)
+            return &rc->spans[k];
+    return NULL;
+}
+
+/* A live route of the same source built from the same bytes: the route
+ * those bytes build (def.c build_routes says why), without parsing them. */
+static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
+                                          size_t len) {
+    const span_entry *e = span_find(data, hash, len);
+    return e ? e->route : NULL;
+}
+
+/* The live route at position `pos` of the source's document. */
+static const struct sy_route *reuse_at(void *data, size_t pos) {
+    const reuse_ctx *rc = data;
+    return pos < rc->at_count ? rc->at[pos].route : NULL;
+}
+
+/* The position of a route reuse_bytes returned. */
+static size_t reuse_position(void *data, const struct sy_route *rt) {
+    reuse_ctx *rc = data;
+    const span_entry *e =
+        rt->span_len ? span_find(rc, rt->span_hash, rt->span_len) : NULL;
+    if (!e || e->route != rt)
+        return SIZE_MAX;
+    return (size_t)(sy__snapshot_slot(rc->work, e->slot)->key & 0xffffffu);
+}
+
+/* The live routes of the apply's source in rank order, but those whose
+ * slot is marked in `skip` (may be NULL). From the position table: the
+ * source's routes only, sorted by their rank key (unique within a
+ * source: order, source, position); else by a walk of the rank order. */
+typedef struct keyed_route {
+    uint64_t key;
+    const struct sy_route *route;
+} keyed_route;
+
+const struct sy_route **
+sy__reuse_source_routes(const reuse_ctx *rc, const bool *skip, size_t *count) {
+    const sy_snapshot *s = rc->work;
+    size_t n = 0;
+    if (rc->at) {
+        keyed_route *kr =
+            sy__malloc(rc->alloc, (rc->at_count + 1) * sizeof *kr);
+        const struct sy_route **v =
+            kr ? sy__malloc(rc->alloc, (rc->at_count + 1) * sizeof *v) : NULL;
+        if (v) {
+            for (size_t p = 0; p < rc->at_count; p++) {
+                const at_entry *e = &rc->at[p];
+                if (e->route && !(skip && skip[e->slot]))
+                    kr[n++] = (keyed_route){sy__snapshot_slot(s, e->slot)->key,
+                                            e->route};
+            }
+            if (sy__sort_by_u64(rc->alloc, kr, n, sizeof *kr,
+                                offsetof(keyed_route, key)))
+                for (size_t i = 0; i < n; i++)
+                    v[i] = kr[i].route;
+            else
+                sy__free(rc->alloc, v), v = NULL;
+        }
+        sy__free(rc->alloc, kr);
+        *count = v ? n : 0;
+        return v;
+    }
+    const struct sy_route **v =
+        sy__malloc(rc->alloc, (s->route_count + 1) * sizeof *v);
+    if (v)
+        for (size_t i = 0; i < s->route_count; i++) {
+            uint32_t slot = sy__snapshot_rank_at(s, i);
+            const sy__slot *sl = sy__snapshot_slot(s, slot);
+            if (sl->source == rc->source && !(skip && skip[slot]))
+                v[n++] = sl->route;
+        }
+    *count = n;
+    return v;
+}
+
+/* A live route of the same source with the same meaning: share it rather
+ * than compile it again. */
+static const struct sy_route *reuse_live(void *data, const char *id,
+                                         uint64_t fingerprint) {
+    const reuse_ctx *rc = data;
+    if (!rc->work->route_count) /* (an empty table: no id to hash) */
+        return NULL;
+    uint32_t slot = sy__snapshot_find_slot(rc->work, id);
+    if (slot == NONE ||
+        sy__snapshot_slot(rc->work, slot)->source != rc->source ||
+        sy__snapshot_slot(rc->work, slot)->route->fingerprint != fingerprint)
+        return NULL;
+    return sy__snapshot_slot(rc->work, slot)->route;
+}
+
+void sy__reuse_begin(reuse_ctx *rc, const sy__alloc *a, const sy_snapshot *work,
+                     uint32_t source, uint32_t next_pos) {
+    *rc = (reuse_ctx){a, work, source, false, NULL, 0, NULL, 0};
+    at_build(rc, next_pos);
+}
+
+void sy__reuse_end(reuse_ctx *rc) {
+    sy__free(rc->alloc, rc->spans);
+    sy__free(rc->alloc, rc->at);
+    rc->spans = NULL;
+    rc->at = NULL;
+}
+
+sy__def_reuse sy__reuse_for_parse(reuse_ctx *rc) {
+    return (sy__def_reuse){.by_fingerprint = reuse_live,
+                           .by_bytes = reuse_bytes,
+                           .data = rc,
+                           .at_position = reuse_at,
+                           .position_of = reuse_position,
+                           .count_hint = rc->at_count + 16,
+                           .none_live = rc->work->route_count == 0};
+}

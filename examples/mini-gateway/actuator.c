@@ -1,7 +1,7 @@
 /*
  * actuator.c - Spring Cloud Gateway's actuator API on the admin port, for
- * the scripts and dashboards an SCG team already has (admin.c routes the
- * paths here through gw_actuator):
+ * the scripts and dashboards an SCG team already has (its rows,
+ * gw_actuator_pages, are part of admin.c's table of endpoints):
  *
  *   GET    /actuator/gateway                   the endpoints (href, methods)
  *   GET    /actuator/gateway/routes            [{route_id, uri, order,
@@ -162,27 +162,33 @@ static cJSON *route_summary(const sy_route *r) {
 
 /* ---- endpoints ---- */
 
-static void get_routes(httpd_conn *c, bool definitions) {
+/* GET /actuator/gateway/routes (summaries) and /routedefinitions. */
+static void routes_page(gw_admin_call *a) {
+    httpd_conn *c = a->c;
+    bool definitions = strcmp(a->seg[2], "routedefinitions") == 0;
     sy_snapshot *s = sy_router_acquire(G.router);
-    cJSON *a = cJSON_CreateArray();
+    cJSON *list = cJSON_CreateArray();
     size_t n = sy_snapshot_route_count(s);
-    for (size_t i = 0; a && i < n; i++) {
+    for (size_t i = 0; list && i < n; i++) {
         const sy_route *r = sy_snapshot_route_at(s, i);
         const char *canon = definitions ? sy_route_canonical(r) : NULL;
         cJSON *o = definitions ? (canon ? cJSON_Parse(canon) : NULL)
                                : route_summary(r);
         if (!o) {
-            cJSON_Delete(a);
-            a = NULL;
+            cJSON_Delete(list);
+            list = NULL;
         } else {
-            cJSON_AddItemToArray(a, o);
+            cJSON_AddItemToArray(list, o);
         }
     }
     sy_snapshot_release(s);
-    gw_reply_cjson(c, 200, a);
+    gw_reply_cjson(c, 200, list);
 }
 
-static void get_route(httpd_conn *c, const char *id) {
+/* GET /actuator/gateway/routes/{id}: the route's definition. */
+static void get_route(gw_admin_call *a) {
+    httpd_conn *c = a->c;
+    const char *id = a->seg[3];
     sy_snapshot *s = sy_router_acquire(G.router);
     const sy_route *r = sy_snapshot_find_route(s, id, NULL);
     const char *canon = r ? sy_route_canonical(r) : NULL;
@@ -220,11 +226,13 @@ static bool owned_elsewhere(httpd_conn *c, const char *id, bool *exists) {
 /* POST /actuator/gateway/routes/{id}: a RouteDefinition (its "id", if
  * any, is replaced by the URL's, as SCG does) upserted into the actuator
  * source; 201. */
-static void save_route(httpd_conn *c, const char *id, const httpd_req *r) {
+static void save_route(gw_admin_call *a) {
+    httpd_conn *c = a->c;
+    const char *id = a->seg[3];
     bool exists;
     if (owned_elsewhere(c, id, &exists))
         return;
-    cJSON *def = cJSON_ParseWithLength(r->body, r->body_len);
+    cJSON *def = cJSON_ParseWithLength(a->body, a->len);
     if (!cJSON_IsObject(def)) {
         cJSON_Delete(def);
         gw_reply_error(c, 400,
@@ -262,7 +270,10 @@ static void save_route(httpd_conn *c, const char *id, const httpd_req *r) {
     free(text);
 }
 
-static void delete_route(httpd_conn *c, const char *id) {
+/* DELETE /actuator/gateway/routes/{id} */
+static void delete_route(gw_admin_call *a) {
+    httpd_conn *c = a->c;
+    const char *id = a->seg[3];
     bool exists;
     if (owned_elsewhere(c, id, &exists))
         return;
@@ -279,17 +290,18 @@ static void delete_route(httpd_conn *c, const char *id) {
     gw_admin_route_change(c, ACTUATOR_SOURCE, id, NULL, 0, what, 200);
 }
 
-static void refresh(httpd_conn *c) {
+/* POST /actuator/gateway/refresh: the route files read again. */
+static void refresh(gw_admin_call *a) {
     sy_error err;
     if (gw_config_refresh(&err))
-        gw_reply_sy_error(c, 400, &err);
+        gw_reply_sy_error(a->c, 400, &err);
     else
-        httpd_respond(c, 200, "application/json", NULL, "", 0);
+        httpd_respond(a->c, 200, "application/json", NULL, "", 0);
 }
 
 /* What the mini-gateway does for every request, by the SCG global filter
  * it stands for, with that filter's order. */
-static void global_filters(httpd_conn *c) {
+static void global_filters(gw_admin_call *a) {
     static const struct {
         const char *name;
         int order;
@@ -305,13 +317,14 @@ static void global_filters(httpd_conn *c) {
     cJSON *o = cJSON_CreateObject();
     for (size_t i = 0; o && i < sizeof g / sizeof *g; i++)
         cJSON_AddNumberToObject(o, g[i].name, g[i].order);
-    gw_reply_cjson(c, 200, o);
+    gw_reply_cjson(a->c, 200, o);
 }
 
 /* SCG's factory names; those this gateway runs are listed (a route naming
  * each is parsed as the gateway's router parses: an unknown name is
  * SY_EUNKNOWN, one the gateway does not run SY_ENOTRUN). */
-static void factories(httpd_conn *c, bool filters) {
+static void factories(gw_admin_call *a) {
+    bool filters = strcmp(a->seg[2], "routefilters") == 0;
     static const char *const preds[] = {
         "After",      "Before",
         "Between",    "Cookie",
@@ -380,10 +393,10 @@ static void factories(httpd_conn *c, bool filters) {
                  filters ? "GatewayFilterFactory" : "RoutePredicateFactory");
         cJSON_AddNullToObject(o, key);
     }
-    gw_reply_cjson(c, 200, o);
+    gw_reply_cjson(a->c, 200, o);
 }
 
-static void index_page(httpd_conn *c) {
+static void index_page(gw_admin_call *call) {
     static const struct {
         const char *href, *methods;
     } e[] = {{"/actuator/gateway/", "GET"},
@@ -407,34 +420,20 @@ static void index_page(httpd_conn *c) {
             cJSON_AddItemToArray(m, cJSON_CreateString(t));
         cJSON_AddItemToArray(a, o);
     }
-    gw_reply_cjson(c, 200, a);
+    gw_reply_cjson(call->c, 200, a);
 }
 
-void gw_actuator(httpd_conn *c, httpd_req *r, char *const *seg, int ns) {
-    const char *m = r->method;
-    bool get = strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
-    bool post = strcmp(m, "POST") == 0, del = strcmp(m, "DELETE") == 0;
-    const char *what = ns >= 3 ? seg[2] : "";
-    if (ns == 2 && get)
-        index_page(c);
-    else if (ns == 3 && get && strcmp(what, "routes") == 0)
-        get_routes(c, false);
-    else if (ns == 3 && get && strcmp(what, "routedefinitions") == 0)
-        get_routes(c, true);
-    else if (ns == 3 && get && strcmp(what, "globalfilters") == 0)
-        global_filters(c);
-    else if (ns == 3 && get && strcmp(what, "routefilters") == 0)
-        factories(c, true);
-    else if (ns == 3 && get && strcmp(what, "routepredicates") == 0)
-        factories(c, false);
-    else if (ns == 3 && post && strcmp(what, "refresh") == 0)
-        refresh(c);
-    else if (ns == 4 && strcmp(what, "routes") == 0 && get)
-        get_route(c, seg[3]);
-    else if (ns == 4 && strcmp(what, "routes") == 0 && post)
-        save_route(c, seg[3], r);
-    else if (ns == 4 && strcmp(what, "routes") == 0 && del)
-        delete_route(c, seg[3]);
-    else
-        gw_reply_error(c, ns <= 4 ? 405 : 404, "no such actuator endpoint");
-}
+const gw_admin_page gw_actuator_pages[] = {
+    {GW_M_GET, "actuator/gateway", index_page},
+    {GW_M_GET, "actuator/gateway/routes", routes_page},
+    {GW_M_GET, "actuator/gateway/routedefinitions", routes_page},
+    {GW_M_GET, "actuator/gateway/globalfilters", global_filters},
+    {GW_M_GET, "actuator/gateway/routefilters", factories},
+    {GW_M_GET, "actuator/gateway/routepredicates", factories},
+    {GW_M_POST, "actuator/gateway/refresh", refresh},
+    {GW_M_GET, "actuator/gateway/routes/*", get_route},
+    {GW_M_POST, "actuator/gateway/routes/*", save_route},
+    {GW_M_DELETE, "actuator/gateway/routes/*", delete_route},
+};
+const size_t gw_actuator_page_count =
+    sizeof gw_actuator_pages / sizeof *gw_actuator_pages;

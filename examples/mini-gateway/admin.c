@@ -40,20 +40,6 @@
 
 static httpd *admin;
 
-/* One admin request: its connection and request, and its path split into
- * decoded segments (seg[0] is the endpoint's name). */
-typedef struct admin_call {
-    httpd_conn *c;
-    httpd_req *r;       /* the request; NULL for an actuator's change */
-    const char *method; /* as a change is kept (state.c) */
-    const char *query;
-    const char *body;
-    size_t len;
-    char *seg[5];
-    int ns;
-    const char *what; /* the change's name from its caller, or NULL */
-} admin_call;
-
 /* ---- the admin port's answers (gw.h; every admin file answers so) ---- */
 
 void gw_reply_json(httpd_conn *c, int status, const gw_buf *b) {
@@ -104,7 +90,7 @@ static void hex64(char out[17], uint64_t v) {
     snprintf(out, 17, "%016llx", (unsigned long long)v);
 }
 
-static void answer_status(admin_call *a) {
+static void answer_status(gw_admin_call *a) {
     httpd_conn *c = a->c;
     sy_metrics m;
     sy_router_metrics(G.router, &m);
@@ -198,7 +184,7 @@ static void answer_status(admin_call *a) {
     gw_buf_free(&b);
 }
 
-static void answer_routes(admin_call *a) {
+static void answer_routes(gw_admin_call *a) {
     httpd_conn *c = a->c;
     sy_snapshot *s = sy_router_acquire(G.router);
     gw_buf b = {0};
@@ -229,7 +215,7 @@ static void answer_routes(admin_call *a) {
     gw_buf_free(&b);
 }
 
-static void answer_metrics(admin_call *a) {
+static void answer_metrics(gw_admin_call *a) {
     httpd_conn *c = a->c;
     gw_buf b = {0};
     size_t need = 0;
@@ -321,15 +307,14 @@ static void query_param(const char *q, const char *key, char *out, size_t cap) {
 /* Endpoints                                                            */
 /* ------------------------------------------------------------------ */
 
-/* A reading endpoint answers by itself. */
-typedef void (*answer_fn)(admin_call *a);
+/* A reading endpoint answers by itself (gw_admin_answer, gw.h). */
+typedef gw_admin_answer answer_fn;
 /* A changing endpoint stages its change into cs and names it in what[cap]
  * (for the report and the log); 0, or SY_E* with err filled. The one
  * stage-and-commit helper (change) does the rest. */
-typedef int (*stage_fn)(admin_call *a, sy_change_set *cs, char *what,
+typedef int (*stage_fn)(gw_admin_call *a, sy_change_set *cs, char *what,
                         size_t cap, sy_error *err);
 
-enum { M_GET = 1, M_PUT = 2, M_POST = 4, M_DELETE = 8 };
 /* What a changing endpoint needs before it stages. */
 enum {
     NEEDS_SOURCE = 1, /* seg[1] is registered as a source when new */
@@ -337,7 +322,7 @@ enum {
 };
 
 typedef struct endpoint {
-    unsigned methods; /* M_*; M_GET takes HEAD too */
+    unsigned methods; /* GW_M_*; GW_M_GET takes HEAD too */
     /* the path as segments joined by '/'; "*" is any one segment */
     const char *pattern;
     answer_fn answer; /* a reading endpoint, or */
@@ -345,14 +330,14 @@ typedef struct endpoint {
     unsigned needs;   /* NEEDS_* for a changing one */
 } endpoint;
 
-static void answer_report(admin_call *a) {
+static void answer_report(gw_admin_call *a) {
     if (G.last_report.len)
         gw_reply_json(a->c, 200, &G.last_report);
     else
         gw_reply_error(a->c, 404, "nothing applied yet");
 }
 
-static void answer_fingerprint(admin_call *a) {
+static void answer_fingerprint(gw_admin_call *a) {
     sy_snapshot *s = sy_router_acquire(G.router);
     char fp[17], body[96];
     hex64(fp, sy_snapshot_fingerprint(s));
@@ -364,7 +349,7 @@ static void answer_fingerprint(admin_call *a) {
 }
 
 /* PUT /routes/<source>: a whole document for a source. */
-static int stage_document(admin_call *a, sy_change_set *cs, char *what,
+static int stage_document(gw_admin_call *a, sy_change_set *cs, char *what,
                           size_t cap, sy_error *err) {
     snprintf(what, cap, "admin: document for %s", a->seg[1]);
     int rc = gw_document_check(a->body, a->len, false, err);
@@ -372,7 +357,7 @@ static int stage_document(admin_call *a, sy_change_set *cs, char *what,
 }
 
 /* PUT /routes/<source>/<id>: one route; its "id" must be the URL's. */
-static int stage_upsert(admin_call *a, sy_change_set *cs, char *what,
+static int stage_upsert(gw_admin_call *a, sy_change_set *cs, char *what,
                         size_t cap, sy_error *err) {
     cJSON *j = cJSON_ParseWithLength(a->body, a->len);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
@@ -393,14 +378,14 @@ static int stage_upsert(admin_call *a, sy_change_set *cs, char *what,
 }
 
 /* DELETE /routes/<source>/<id> */
-static int stage_remove(admin_call *a, sy_change_set *cs, char *what,
+static int stage_remove(gw_admin_call *a, sy_change_set *cs, char *what,
                         size_t cap, sy_error *err) {
     snprintf(what, cap, "admin: remove %s/%s", a->seg[1], a->seg[2]);
     return sy_change_set_remove_route(cs, a->seg[2], err);
 }
 
 /* POST /routes/<source>/<id>/disable and /enable */
-static int stage_enabled(admin_call *a, sy_change_set *cs, char *what,
+static int stage_enabled(gw_admin_call *a, sy_change_set *cs, char *what,
                          size_t cap, sy_error *err) {
     snprintf(what, cap, "admin: %s %s/%s", a->seg[3], a->seg[1], a->seg[2]);
     return sy_change_set_set_route_enabled(
@@ -408,14 +393,14 @@ static int stage_enabled(admin_call *a, sy_change_set *cs, char *what,
 }
 
 /* PUT /instances/<service>: a JSON array of instances. */
-static int stage_instances(admin_call *a, sy_change_set *cs, char *what,
+static int stage_instances(gw_admin_call *a, sy_change_set *cs, char *what,
                            size_t cap, sy_error *err) {
     snprintf(what, cap, "admin: instances of %s", a->seg[1]);
     return gw_instances_stage(cs, a->body, a->len, a->seg[1], err);
 }
 
 /* POST /rollback/<source>[?version=V] */
-static int stage_rollback(admin_call *a, sy_change_set *cs, char *what,
+static int stage_rollback(gw_admin_call *a, sy_change_set *cs, char *what,
                           size_t cap, sy_error *err) {
     char ver[256];
     query_param(a->query, "version", ver, sizeof ver);
@@ -424,58 +409,46 @@ static int stage_rollback(admin_call *a, sy_change_set *cs, char *what,
     return sy_change_set_rollback(cs, a->seg[1], ver[0] ? ver : NULL, err);
 }
 
-/* /actuator/gateway/...: Spring Cloud Gateway's actuator (actuator.c). */
-static void answer_actuator(admin_call *a) {
-    gw_actuator(a->c, a->r, a->seg, a->ns);
-}
-
-static void answer_console(admin_call *a) {
+static void answer_console(gw_admin_call *a) {
     gw_admin_console(a->c);
 }
 
-static void answer_explain(admin_call *a) {
+static void answer_explain(gw_admin_call *a) {
     gw_admin_explain(a->c, a->r);
 }
 
-static void answer_shadowed(admin_call *a) {
+static void answer_shadowed(gw_admin_call *a) {
     gw_admin_shadowed(a->c);
 }
 
-static void answer_changes(admin_call *a) {
+static void answer_changes(gw_admin_call *a) {
     gw_admin_changes(a->c);
 }
 
-static void answer_instances(admin_call *a) {
+static void answer_instances(gw_admin_call *a) {
     gw_admin_instances(a->c);
 }
 
 static const endpoint endpoints[] = {
-    {M_GET, "", answer_console, NULL, 0},
-    {M_GET, "explain", answer_explain, NULL, 0},
-    {M_GET, "shadowed", answer_shadowed, NULL, 0},
-    {M_GET, "changes", answer_changes, NULL, 0},
-    {M_GET, "instances", answer_instances, NULL, 0},
-    {M_GET, "status", answer_status, NULL, 0},
-    {M_GET, "routes", answer_routes, NULL, 0},
-    {M_GET, "metrics", answer_metrics, NULL, 0},
-    {M_GET, "report", answer_report, NULL, 0},
-    {M_GET, "fingerprint", answer_fingerprint, NULL, 0},
-    {M_PUT, "routes/*", NULL, stage_document, NEEDS_SOURCE},
-    {M_PUT, "routes/*/*", NULL, stage_upsert, NEEDS_SOURCE},
-    {M_DELETE, "routes/*/*", NULL, stage_remove, NEEDS_ROUTE},
-    {M_POST | M_PUT, "routes/*/*/disable", NULL, stage_enabled, NEEDS_ROUTE},
-    {M_POST | M_PUT, "routes/*/*/enable", NULL, stage_enabled, NEEDS_ROUTE},
-    {M_PUT, "instances/*", NULL, stage_instances, 0},
-    {M_POST | M_PUT, "rollback/*", NULL, stage_rollback, 0},
-    {M_GET, "actuator/gateway", answer_actuator, NULL, 0},
-    {M_GET, "actuator/gateway/routes", answer_actuator, NULL, 0},
-    {M_GET, "actuator/gateway/routedefinitions", answer_actuator, NULL, 0},
-    {M_GET, "actuator/gateway/globalfilters", answer_actuator, NULL, 0},
-    {M_GET, "actuator/gateway/routefilters", answer_actuator, NULL, 0},
-    {M_GET, "actuator/gateway/routepredicates", answer_actuator, NULL, 0},
-    {M_POST, "actuator/gateway/refresh", answer_actuator, NULL, 0},
-    {M_GET | M_POST | M_DELETE, "actuator/gateway/routes/*", answer_actuator,
-     NULL, 0},
+    {GW_M_GET, "", answer_console, NULL, 0},
+    {GW_M_GET, "explain", answer_explain, NULL, 0},
+    {GW_M_GET, "shadowed", answer_shadowed, NULL, 0},
+    {GW_M_GET, "changes", answer_changes, NULL, 0},
+    {GW_M_GET, "instances", answer_instances, NULL, 0},
+    {GW_M_GET, "status", answer_status, NULL, 0},
+    {GW_M_GET, "routes", answer_routes, NULL, 0},
+    {GW_M_GET, "metrics", answer_metrics, NULL, 0},
+    {GW_M_GET, "report", answer_report, NULL, 0},
+    {GW_M_GET, "fingerprint", answer_fingerprint, NULL, 0},
+    {GW_M_PUT, "routes/*", NULL, stage_document, NEEDS_SOURCE},
+    {GW_M_PUT, "routes/*/*", NULL, stage_upsert, NEEDS_SOURCE},
+    {GW_M_DELETE, "routes/*/*", NULL, stage_remove, NEEDS_ROUTE},
+    {GW_M_POST | GW_M_PUT, "routes/*/*/disable", NULL, stage_enabled,
+     NEEDS_ROUTE},
+    {GW_M_POST | GW_M_PUT, "routes/*/*/enable", NULL, stage_enabled,
+     NEEDS_ROUTE},
+    {GW_M_PUT, "instances/*", NULL, stage_instances, 0},
+    {GW_M_POST | GW_M_PUT, "rollback/*", NULL, stage_rollback, 0},
 };
 
 /* Reply with the located error of a change that was refused. */
@@ -514,7 +487,7 @@ static int added_ids_free(const sy_report *rep, const char *source,
  * change too, so the change is tried first on a scratch router with the
  * gateway's options (and its route ids against the other sources' live
  * routes); only a change that passes registers the source. */
-static int try_on_scratch(admin_call *a, const endpoint *ep, sy_error *err) {
+static int try_on_scratch(gw_admin_call *a, const endpoint *ep, sy_error *err) {
     sy_router *r = NULL;
     sy_change_set *cs = NULL;
     sy_report *rep = NULL;
@@ -542,8 +515,8 @@ static int try_on_scratch(admin_call *a, const endpoint *ep, sy_error *err) {
  * ok_status with the report (report) or an empty body, or the located
  * error with nothing changed (500 when the change is live but could not
  * be kept). The admin API's changes and the actuator's come here. */
-static void stage_and_commit(admin_call *a, const endpoint *ep, int ok_status,
-                             bool report) {
+static void stage_and_commit(gw_admin_call *a, const endpoint *ep,
+                             int ok_status, bool report) {
     sy_error err;
     if (ep->needs & NEEDS_SOURCE && !gw_source_exists(a->seg[1])) {
         int rc = try_on_scratch(a, ep, &err);
@@ -593,7 +566,7 @@ static void stage_and_commit(admin_call *a, const endpoint *ep, int ok_status,
 /* An admin API change: what it needs asked first (a dry run changes
  * nothing; a file's source is refused; with --etcd it is written
  * through), then the one stage-and-commit helper. */
-static void change(admin_call *a, const endpoint *ep) {
+static void change(gw_admin_call *a, const endpoint *ep) {
     if (ep->stage == stage_document && gw_is_dry_run(a->query)) {
         gw_admin_dry_run(a->c, a->seg[1], a->body, a->len);
         return; /* changes nothing: no owner or etcd question */
@@ -620,22 +593,22 @@ static void change(admin_call *a, const endpoint *ep) {
 void gw_admin_route_change(httpd_conn *c, const char *source, const char *id,
                            const char *json, size_t len, const char *what,
                            int ok_status) {
-    static const endpoint ep_upsert = {M_PUT, "routes/*/*", NULL, stage_upsert,
-                                       NEEDS_SOURCE};
-    static const endpoint ep_remove = {M_DELETE, "routes/*/*", NULL,
+    static const endpoint ep_upsert = {GW_M_PUT, "routes/*/*", NULL,
+                                       stage_upsert, NEEDS_SOURCE};
+    static const endpoint ep_remove = {GW_M_DELETE, "routes/*/*", NULL,
                                        stage_remove, NEEDS_ROUTE};
-    admin_call a = {.c = c,
-                    .method = json ? "PUT" : "DELETE",
-                    .body = json,
-                    .len = len,
-                    .seg = {"routes", (char *)source, (char *)id},
-                    .ns = 3,
-                    .what = what};
+    gw_admin_call a = {.c = c,
+                       .method = json ? "PUT" : "DELETE",
+                       .body = json,
+                       .len = len,
+                       .seg = {"routes", (char *)source, (char *)id},
+                       .ns = 3,
+                       .what = what};
     stage_and_commit(&a, json ? &ep_upsert : &ep_remove, ok_status, false);
 }
 
 /* Does the call's path fit the pattern? */
-static bool path_fits(const admin_call *a, const char *pattern) {
+static bool path_fits(const gw_admin_call *a, const char *pattern) {
     int i = 0;
     for (const char *p = pattern; *p; i++) {
         size_t n = strcspn(p, "/");
@@ -650,20 +623,31 @@ static bool path_fits(const admin_call *a, const char *pattern) {
     return i == a->ns;
 }
 
+/* Does the call fit a row of methods and pattern? *path_known: set when
+ * its path does. */
+static bool row_fits(const gw_admin_call *a, unsigned m, unsigned methods,
+                     const char *pattern, bool *path_known) {
+    if (!path_fits(a, pattern))
+        return false;
+    *path_known = true;
+    return (methods & m) != 0;
+}
+
 static unsigned method_bit(const char *m) {
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
-        return M_GET;
+        return GW_M_GET;
     if (strcmp(m, "PUT") == 0)
-        return M_PUT;
+        return GW_M_PUT;
     if (strcmp(m, "POST") == 0)
-        return M_POST;
-    return strcmp(m, "DELETE") == 0 ? M_DELETE : 0;
+        return GW_M_POST;
+    return strcmp(m, "DELETE") == 0 ? GW_M_DELETE : 0;
 }
 
 static void handle(httpd_conn *c, httpd_req *r, void *data) {
     (void)data;
     /* the console page holds no data: it asks for the token itself */
-    bool console = strcmp(r->path, "/") == 0 && method_bit(r->method) == M_GET;
+    bool console =
+        strcmp(r->path, "/") == 0 && method_bit(r->method) == GW_M_GET;
     if (!console && !authorized(r)) {
         httpd_respond(c, 401, "application/json",
                       "WWW-Authenticate: Bearer\r\n",
@@ -673,12 +657,12 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
     /* split the path into at most 5 decoded segments */
     char path[2048];
     snprintf(path, sizeof path, "%s", r->path);
-    admin_call a = {.c = c,
-                    .r = r,
-                    .method = r->method,
-                    .query = r->query,
-                    .body = r->body,
-                    .len = r->body_len};
+    gw_admin_call a = {.c = c,
+                       .r = r,
+                       .method = r->method,
+                       .query = r->query,
+                       .body = r->body,
+                       .len = r->body_len};
     char *save = NULL;
     for (char *s = strtok_r(path, "/", &save); s && a.ns < 5;
          s = strtok_r(NULL, "/", &save)) {
@@ -689,16 +673,21 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
     bool path_known = false;
     for (size_t i = 0; i < sizeof endpoints / sizeof *endpoints; i++) {
         const endpoint *ep = &endpoints[i];
-        if (!path_fits(&a, ep->pattern))
-            continue;
-        path_known = true;
-        if (!(ep->methods & m))
+        if (!row_fits(&a, m, ep->methods, ep->pattern, &path_known))
             continue;
         if (ep->answer)
             ep->answer(&a);
         else
             change(&a, ep);
         return;
+    }
+    /* /actuator/gateway/...: Spring Cloud Gateway's (actuator.c) */
+    for (size_t i = 0; i < gw_actuator_page_count; i++) {
+        const gw_admin_page *pg = &gw_actuator_pages[i];
+        if (row_fits(&a, m, pg->methods, pg->pattern, &path_known)) {
+            pg->answer(&a);
+            return;
+        }
     }
     if (path_known)
         gw_reply_error(c, 405, "method not allowed here");

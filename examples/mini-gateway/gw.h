@@ -527,8 +527,34 @@ void gw_store_route(httpd_conn *c, const char *source, const char *id,
                     const char *json, size_t len, int ok_status,
                     const char *what);
 
-/* actuator.c: SCG's /actuator/gateway/... (seg: the decoded path
- * segments, seg[0] "actuator"). Answers the request. */
-void gw_actuator(httpd_conn *c, httpd_req *r, char *const *seg, int ns);
+/* One admin request: its connection and request, and its path split into
+ * decoded segments (seg[0] is the endpoint's name). admin.c. */
+typedef struct gw_admin_call {
+    httpd_conn *c;
+    httpd_req *r;       /* the request; NULL for an actuator's change */
+    const char *method; /* as a change is kept (state.c) */
+    const char *query;
+    const char *body;
+    size_t len;
+    char *seg[5];
+    int ns;
+    const char *what; /* the change's name from its caller, or NULL */
+} gw_admin_call;
+
+/* A row of the admin port's table of endpoints that another file answers:
+ * the methods it takes (GW_M_GET takes HEAD too), its path as segments
+ * joined by '/' ("*": any one segment), its answer. */
+enum { GW_M_GET = 1, GW_M_PUT = 2, GW_M_POST = 4, GW_M_DELETE = 8 };
+typedef void (*gw_admin_answer)(gw_admin_call *a);
+typedef struct gw_admin_page {
+    unsigned methods;
+    const char *pattern;
+    gw_admin_answer answer;
+} gw_admin_page;
+
+/* actuator.c: SCG's /actuator/gateway/... endpoints, rows of admin.c's
+ * table. */
+extern const gw_admin_page gw_actuator_pages[];
+extern const size_t gw_actuator_page_count;
 
 #endif /* GW_H */

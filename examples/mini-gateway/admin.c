@@ -409,32 +409,12 @@ static int stage_rollback(gw_admin_call *a, sy_change_set *cs, char *what,
     return sy_change_set_rollback(cs, a->seg[1], ver[0] ? ver : NULL, err);
 }
 
-static void answer_console(gw_admin_call *a) {
-    gw_admin_console(a->c);
-}
-
-static void answer_explain(gw_admin_call *a) {
-    gw_admin_explain(a->c, a->r);
-}
-
-static void answer_shadowed(gw_admin_call *a) {
-    gw_admin_shadowed(a->c);
-}
-
-static void answer_changes(gw_admin_call *a) {
-    gw_admin_changes(a->c);
-}
-
-static void answer_instances(gw_admin_call *a) {
-    gw_admin_instances(a->c);
-}
-
 static const endpoint endpoints[] = {
-    {GW_M_GET, "", answer_console, NULL, 0},
-    {GW_M_GET, "explain", answer_explain, NULL, 0},
-    {GW_M_GET, "shadowed", answer_shadowed, NULL, 0},
-    {GW_M_GET, "changes", answer_changes, NULL, 0},
-    {GW_M_GET, "instances", answer_instances, NULL, 0},
+    {GW_M_GET, "", gw_admin_console, NULL, 0},
+    {GW_M_GET, "explain", gw_admin_explain, NULL, 0},
+    {GW_M_GET, "shadowed", gw_admin_shadowed, NULL, 0},
+    {GW_M_GET, "changes", gw_admin_changes, NULL, 0},
+    {GW_M_GET, "instances", gw_admin_instances, NULL, 0},
     {GW_M_GET, "status", answer_status, NULL, 0},
     {GW_M_GET, "routes", answer_routes, NULL, 0},
     {GW_M_GET, "metrics", answer_metrics, NULL, 0},

@@ -29,7 +29,8 @@ static cJSON *str_or_null(const char *s);
 
 /* ---- the console ---- */
 
-void gw_admin_console(httpd_conn *c) {
+void gw_admin_console(gw_admin_call *a) {
+    httpd_conn *c = a->c;
     httpd_respond(c, 200, "text/html; charset=utf-8",
                   "Cache-Control: no-store\r\n"
                   "Content-Security-Policy: default-src 'self'; "
@@ -100,7 +101,9 @@ static int explain_one(void *data, const sy_route *route, bool matched,
     return 0;
 }
 
-void gw_admin_explain(httpd_conn *c, httpd_req *r) {
+void gw_admin_explain(gw_admin_call *a) {
+    httpd_conn *c = a->c;
+    httpd_req *r = a->r;
     static char method[32], url[2048], hbuf[16][512];
     sy_header hs[17];
     size_t nh = 0;
@@ -194,7 +197,8 @@ static int shadow_one(void *data, const sy_shadow *sh) {
 static char *shadowed_json;
 static uint64_t shadowed_fp, shadowed_gen;
 
-void gw_admin_shadowed(httpd_conn *c) {
+void gw_admin_shadowed(gw_admin_call *a) {
+    httpd_conn *c = a->c;
     sy_snapshot *s = sy_router_acquire(G.router);
     uint64_t fp = sy_snapshot_fingerprint(s), gen = sy_snapshot_generation(s);
     if (!shadowed_json || fp != shadowed_fp || gen != shadowed_gen) {
@@ -228,7 +232,8 @@ void gw_admin_shadowed(httpd_conn *c) {
 
 /* ---- instances and their health ---- */
 
-void gw_admin_instances(httpd_conn *c) {
+void gw_admin_instances(gw_admin_call *a) {
+    httpd_conn *c = a->c;
     long long now = gw_wall_ms();
     static const char *const states[] = {"up", "draining", "down"};
     sy_snapshot *s = sy_router_acquire(G.router);
@@ -294,7 +299,8 @@ void gw_changes_note(const gw_buf *report) {
         changes_count++;
 }
 
-void gw_admin_changes(httpd_conn *c) {
+void gw_admin_changes(gw_admin_call *a) {
+    httpd_conn *c = a->c;
     gw_buf b = {0};
     gw_buf_adds(&b, "{\"changes\":[");
     for (size_t i = 0; i < changes_count; i++) {

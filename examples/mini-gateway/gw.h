@@ -482,51 +482,6 @@ void httpd_respond(httpd_conn *c, int status, const char *content_type,
 const char *httpd_header(const httpd_req *r, const char *name, size_t *len);
 uv_loop_t *httpd_loop(httpd_conn *c);
 
-/* admin.c: the admin port's JSON answers, every admin file's: a built
- * body (500 {"error": "out of memory"} when it failed, gw.h), a cJSON
- * value (taken; NULL or unprintable: 500), {"error": msg},
- * {"error": {located error}}. */
-struct cJSON;
-void gw_reply_json(httpd_conn *c, int status, const gw_buf *b);
-void gw_reply_cjson(httpd_conn *c, int status, struct cJSON *j);
-void gw_reply_error(httpd_conn *c, int status, const char *msg);
-void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e);
-/* A route of `source` upserted (json) or removed (json NULL) through the
- * admin API's one stage-and-commit helper, as PUT or DELETE
- * /routes/<source>/<id> (kept likewise; the owner and etcd questions are
- * the caller's), named `what`: answered ok_status with an empty body, or
- * the located error. The actuator's writes. */
-void gw_admin_route_change(httpd_conn *c, const char *source, const char *id,
-                           const char *json, size_t len, const char *what,
-                           int ok_status);
-
-/* admin_ops.c: the operator's admin endpoints (main thread) */
-/* console_html.c (made from console.html at build time): the page */
-extern const char gw_console_html[];
-void gw_admin_console(httpd_conn *c);
-void gw_admin_explain(httpd_conn *c, httpd_req *r);
-void gw_admin_shadowed(httpd_conn *c);
-void gw_admin_changes(httpd_conn *c);
-void gw_admin_instances(httpd_conn *c);
-/* A committed change's report, kept for GET /changes. */
-void gw_changes_note(const gw_buf *report);
-/* ?dry_run=1 (or true) in the query. */
-bool gw_is_dry_run(const char *query);
-/* PUT /routes/<source>?dry_run=1: the diff and the impact, nothing
- * changed. */
-void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
-                      size_t len);
-/* store.c: with --etcd, an admin change (method and decoded path
- * segments, as admin.c got them) written through to etcd and answered
- * once etcd accepted it; false when there is no store (apply it here). */
-bool gw_store_admin(httpd_conn *c, const char *method, char *const *seg, int ns,
-                    const char *body, size_t len);
-/* One route of `source` upserted (json) or removed (NULL) through the
- * store; answered with ok_status once etcd accepted it. */
-void gw_store_route(httpd_conn *c, const char *source, const char *id,
-                    const char *json, size_t len, int ok_status,
-                    const char *what);
-
 /* One admin request: its connection and request, and its path split into
  * decoded segments (seg[0] is the endpoint's name). admin.c. */
 typedef struct gw_admin_call {
@@ -551,6 +506,51 @@ typedef struct gw_admin_page {
     const char *pattern;
     gw_admin_answer answer;
 } gw_admin_page;
+
+/* admin.c: the admin port's JSON answers, every admin file's: a built
+ * body (500 {"error": "out of memory"} when it failed, gw.h), a cJSON
+ * value (taken; NULL or unprintable: 500), {"error": msg},
+ * {"error": {located error}}. */
+struct cJSON;
+void gw_reply_json(httpd_conn *c, int status, const gw_buf *b);
+void gw_reply_cjson(httpd_conn *c, int status, struct cJSON *j);
+void gw_reply_error(httpd_conn *c, int status, const char *msg);
+void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e);
+/* A route of `source` upserted (json) or removed (json NULL) through the
+ * admin API's one stage-and-commit helper, as PUT or DELETE
+ * /routes/<source>/<id> (kept likewise; the owner and etcd questions are
+ * the caller's), named `what`: answered ok_status with an empty body, or
+ * the located error. The actuator's writes. */
+void gw_admin_route_change(httpd_conn *c, const char *source, const char *id,
+                           const char *json, size_t len, const char *what,
+                           int ok_status);
+
+/* admin_ops.c: the operator's admin endpoints (main thread) */
+/* console_html.c (made from console.html at build time): the page */
+extern const char gw_console_html[];
+void gw_admin_console(gw_admin_call *a);
+void gw_admin_explain(gw_admin_call *a);
+void gw_admin_shadowed(gw_admin_call *a);
+void gw_admin_changes(gw_admin_call *a);
+void gw_admin_instances(gw_admin_call *a);
+/* A committed change's report, kept for GET /changes. */
+void gw_changes_note(const gw_buf *report);
+/* ?dry_run=1 (or true) in the query. */
+bool gw_is_dry_run(const char *query);
+/* PUT /routes/<source>?dry_run=1: the diff and the impact, nothing
+ * changed. */
+void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
+                      size_t len);
+/* store.c: with --etcd, an admin change (method and decoded path
+ * segments, as admin.c got them) written through to etcd and answered
+ * once etcd accepted it; false when there is no store (apply it here). */
+bool gw_store_admin(httpd_conn *c, const char *method, char *const *seg, int ns,
+                    const char *body, size_t len);
+/* One route of `source` upserted (json) or removed (NULL) through the
+ * store; answered with ok_status once etcd accepted it. */
+void gw_store_route(httpd_conn *c, const char *source, const char *id,
+                    const char *json, size_t len, int ok_status,
+                    const char *what);
 
 /* actuator.c: SCG's /actuator/gateway/... endpoints, rows of admin.c's
  * table. */

@@ -573,7 +573,7 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
             hcount += l != 0;
             hbytes += l;
         }
-        if (!host_alloc(a, hcount, hbytes, &ix->hosts, &ix->host_mask,
+        if (!host_alloc(a, hcount, hbytes, true, &ix->hosts, &ix->host_mask,
                         &ix->hkeys))
             goto fail;
         for (uint32_t i = 0; i < nn; i++)

@@ -398,8 +398,12 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
     return len - 1; /* the dots between labels */
 }
 
+/* zero: the table zeroed (else the caller zeroes it, a line per item,
+ * so that its pages are faulted in over many calls, not by host_put's
+ * random writes) */
 static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
-                              hentry **tab, uint32_t *mask, char **keys) {
+                              bool zero, hentry **tab, uint32_t *mask,
+                              char **keys) {
     *tab = NULL;
     *keys = NULL;
     *mask = 0;
@@ -410,7 +414,8 @@ static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
         cap *= 2;
     if (cap > UINT32_MAX || bytes > UINT32_MAX)
         return true; /* no table: every host is walked */
-    *tab = sy__calloc(a, cap, sizeof **tab);
+    *tab = zero ? sy__calloc(a, cap, sizeof **tab)
+                : sy__malloc(a, cap * sizeof **tab);
     *keys = sy__malloc(a, bytes ? bytes : 1);
     if (!*tab || !*keys) {
         sy__free(a, *tab);

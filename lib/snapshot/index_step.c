@@ -33,6 +33,8 @@ enum {
     PH_UP_W,   /* nodes: parents of wildcard children */
     PH_PRUNE,  /* nodes, last first: cut branches without lists */
     PH_HMARK,  /* nodes: whole-host keys, their count and text length */
+    PH_HZERO,  /* the whole-host table, a line per item (its pages faulted
+                  in order, not by the random writes of HPUT) */
     PH_HPUT,   /* nodes: keys into the whole-host table */
     PH_LCOUNT, /* nodes: children's ranges, the layout's sizes */
     PH_LZERO,  /* the child table, a line per item */
@@ -64,6 +66,8 @@ struct sy__index_step {
     size_t hcount, hbytes, hused;
     hfilter hfilt;
     size_t nlists, kept;
+    list_ref generic[GENERIC_LISTS]; /* kept for finish: start and fill go
+                                        before it */
     sy__cand *cands;
     size_t drop_len; /* the array drop_one is shrinking: its size now */
     edge *big;       /* a reserved edge table being emptied (prepare) */
@@ -253,9 +257,7 @@ static int finish(sy__index_step *st, sy__index **out) {
     ix->alloc = a;
     atomic_init(&ix->refs, 1);
     for (size_t g = 0; g < GENERIC_LISTS; g++) {
-        size_t li = (size_t)b->node_count * 2 + g;
-        ix->generic[g] =
-            (list_ref){st->start[li], st->fill[li] - st->start[li]};
+        ix->generic[g] = st->generic[g];
         if (ix->generic[g].len)
             ix->generic_some |= 1u << g;
     }
@@ -313,7 +315,9 @@ static bool drop_one(sy__index_step *st) {
         {(void **)&L->cstart, 0},
         {(void **)&L->clist, 0},
         {(void **)&L->order, 0},
-        {(void **)&L->stack, 0}};
+        {(void **)&L->stack, 0},
+        {(void **)&st->start, 0},
+        {(void **)&st->fill, 0}};
     bool maps = sy__alloc_default_shared(b->a) && sy__alloc_maps_large();
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         if (!*parts[i].p)
@@ -449,6 +453,11 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
             b->nodes[i].multi =
                 (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
         });
+        for (size_t g = 0; g < GENERIC_LISTS; g++) {
+            size_t li = (size_t)b->node_count * 2 + g;
+            st->generic[g] =
+                (list_ref){st->start[li], st->fill[li] - st->start[li]};
+        }
         next_phase(st);
         if (!sy__ix_layout_start(a, &st->L, b->node_count))
             return SY_ENOMEM;
@@ -483,9 +492,14 @@ static int step(sy__index_step *st, size_t *left, sy__index **out) {
             st->hbytes += l;
         });
         next_phase(st);
-        if (!host_alloc(a, st->hcount, st->hbytes, &st->hosts, &st->host_mask,
-                        &st->hkeys))
+        if (!host_alloc(a, st->hcount, st->hbytes, false, &st->hosts,
+                        &st->host_mask, &st->hkeys))
             return SY_ENOMEM;
+        /* fall through */
+    case PH_HZERO:
+        PASS(st, st->hosts ? ((size_t)st->host_mask + 1) / 4 : 0, left,
+             memset(&st->hosts[i * 4], 0, 4 * sizeof *st->hosts));
+        next_phase(st);
         /* fall through */
     case PH_HPUT:
         PASS(st, b->node_count, left,

@@ -19,7 +19,16 @@
  *
  * Groups and chunks are immutable once shared and refcounted, so deriving
  * copies the chunk vector (a few pointers) and a change copies one chunk
- * and one group: O(group + 256), whatever the overlay holds.
+ * and one group: O(group + 256), whatever the overlay holds. A chunk no
+ * group has reached yet is not allocated (NULL: 256 empty buckets).
+ *
+ * The table doubles when its groups reach half its buckets, but its
+ * groups move over a chunk at a time: the old table stays (read-only,
+ * with its filter) until every one of its chunks has moved, one per
+ * change (sy__overlay_add / _remove), long before the next doubling (a
+ * table of B buckets moves in B / 256 changes; the next doubling is B / 2
+ * changes away). Meanwhile a key's group is the new table's when it has
+ * one (a change writes only there), else the old table's.
  *
  * A lookup hashes the request's path segments one prefix at a time (and
  * each alone) and probes the depths and positions some key has (bit masks
@@ -66,6 +75,11 @@ struct sy__overlay {
     ov_chunk **chunks;
     uint32_t mask; /* buckets - 1; buckets a multiple of OV_CHUNK */
     uint32_t groups;
+    /* the table before the last doubling, while its chunks move (NULL:
+     * none): chunks [0, moved) have moved */
+    ov_chunk **old;
+    ov_filter *old_filter;
+    uint32_t old_mask, moved;
     size_t count;       /* live entries */
     uint64_t depths;    /* bit d: some prefix key of depth d (63: or more) */
     uint64_t positions; /* bit p: some single key at position p */
@@ -137,6 +151,7 @@ static bool filter_set(sy__overlay *ov, uint64_t h) {
     return true;
 }
 
+/* An empty table of `buckets` (its chunks not allocated yet). */
 static bool table_alloc(sy__overlay *ov, uint32_t buckets) {
     uint32_t nk = buckets / OV_CHUNK;
     size_t fsize = sizeof(ov_filter) + (size_t)buckets; /* 8 bits each */
@@ -150,13 +165,6 @@ static bool table_alloc(sy__overlay *ov, uint32_t buckets) {
     if (!ov->chunks)
         return false;
     ov->mask = buckets - 1;
-    for (uint32_t k = 0; k < nk; k++) {
-        ov->chunks[k] = sy__calloc(ov->a, 1, sizeof(ov_chunk));
-        if (!ov->chunks[k])
-            return false;
-        atomic_init(&ov->chunks[k]->refs, 1);
-        ov->bytes += sizeof(ov_chunk);
-    }
     return true;
 }
 
@@ -164,6 +172,21 @@ static void table_free(const sy__alloc *a, ov_chunk **chunks, uint32_t mask) {
     for (uint32_t k = 0; chunks && k <= mask / OV_CHUNK; k++)
         chunk_unref(a, chunks[k]);
     sy__free(a, chunks);
+}
+
+/* A copy of a chunk vector, a reference on each chunk. */
+static ov_chunk **chunks_share(const sy__alloc *a, ov_chunk *const *src,
+                               uint32_t mask) {
+    uint32_t nk = (mask + 1) / OV_CHUNK;
+    ov_chunk **v = sy__malloc(a, nk * sizeof *v);
+    if (!v)
+        return NULL;
+    for (uint32_t k = 0; k < nk; k++) {
+        v[k] = src[k];
+        if (v[k])
+            atomic_fetch_add_explicit(&v[k]->refs, 1, memory_order_relaxed);
+    }
+    return v;
 }
 
 sy__overlay *sy__overlay_copy(const sy__alloc *a, const sy__overlay *src) {
@@ -178,20 +201,27 @@ sy__overlay *sy__overlay_copy(const sy__alloc *a, const sy__overlay *src) {
         }
         return ov;
     }
-    uint32_t nk = (src->mask + 1) / OV_CHUNK;
-    ov->chunks = sy__malloc(a, nk * sizeof *ov->chunks);
+    ov->chunks = chunks_share(a, src->chunks, src->mask);
     if (!ov->chunks) {
         sy__free(a, ov);
         return NULL;
     }
-    for (uint32_t k = 0; k < nk; k++) {
-        ov->chunks[k] = src->chunks[k];
-        atomic_fetch_add_explicit(&ov->chunks[k]->refs, 1,
+    ov->mask = src->mask;
+    if (src->old) {
+        ov->old = chunks_share(a, src->old, src->old_mask);
+        if (!ov->old) {
+            table_free(a, ov->chunks, ov->mask);
+            sy__free(a, ov);
+            return NULL;
+        }
+        ov->old_mask = src->old_mask;
+        ov->moved = src->moved;
+        ov->old_filter = src->old_filter;
+        atomic_fetch_add_explicit(&ov->old_filter->refs, 1,
                                   memory_order_relaxed);
     }
     ov->filter = src->filter;
     atomic_fetch_add_explicit(&ov->filter->refs, 1, memory_order_relaxed);
-    ov->mask = src->mask;
     ov->groups = src->groups;
     ov->count = src->count;
     ov->depths = src->depths;
@@ -205,22 +235,30 @@ void sy__overlay_free(sy__overlay *ov) {
         return;
     filter_unref(ov->a, ov->filter);
     table_free(ov->a, ov->chunks, ov->mask);
+    filter_unref(ov->a, ov->old_filter);
+    table_free(ov->a, ov->old, ov->old_mask);
     sy__free(ov->a, ov);
 }
 
-bool sy__overlay_free_step(sy__overlay *ov) {
-    uint32_t nk = (ov->mask + 1) / OV_CHUNK;
-    for (uint32_t k = 0; k < nk; k++) {
-        ov_chunk *c = ov->chunks[k];
+/* One chunk of `chunks` freed (or found shared): true; none left: false. */
+static bool chunks_free_one(const sy__alloc *a, ov_chunk **chunks,
+                            uint32_t mask) {
+    for (uint32_t k = 0; chunks && k <= mask / OV_CHUNK; k++) {
+        ov_chunk *c = chunks[k];
         if (!c)
             continue;
         if (atomic_load_explicit(&c->refs, memory_order_acquire) != 1)
-            return false; /* shared: its last holder frees its groups */
-        chunk_unref(ov->a, c);
-        ov->chunks[k] = NULL;
-        return false;
+            return true; /* shared: its last holder frees its groups */
+        chunk_unref(a, c);
+        chunks[k] = NULL;
+        return true;
     }
-    return true;
+    return false;
+}
+
+bool sy__overlay_free_step(sy__overlay *ov) {
+    return !chunks_free_one(ov->a, ov->chunks, ov->mask) &&
+           !chunks_free_one(ov->a, ov->old, ov->old_mask);
 }
 
 size_t sy__overlay_count(const sy__overlay *ov) {
@@ -228,29 +266,55 @@ size_t sy__overlay_count(const sy__overlay *ov) {
 }
 
 size_t sy__overlay_bytes(const sy__overlay *ov) {
-    return ov ? sizeof *ov +
-                    ((size_t)ov->mask + 1) / OV_CHUNK * sizeof(void *) +
-                    ov->bytes
-              : 0;
+    if (!ov)
+        return 0;
+    size_t vec = ((size_t)ov->mask + 1) / OV_CHUNK;
+    if (ov->old)
+        vec += ((size_t)ov->old_mask + 1) / OV_CHUNK;
+    return sizeof *ov + vec * sizeof(void *) + ov->bytes;
 }
 
-static ov_group *const *bucket(const sy__overlay *ov, uint32_t i) {
-    return &ov->chunks[i / OV_CHUNK]->g[i % OV_CHUNK];
+/* Bucket i's group of a chunk vector (NULL: empty). */
+static ov_group *bucket_in(ov_chunk *const *chunks, uint32_t i) {
+    const ov_chunk *c = chunks[i / OV_CHUNK];
+    return c ? c->g[i % OV_CHUNK] : NULL;
 }
 
-/* The bucket of `hash`: its group's, or the empty one where it goes. */
-static uint32_t find(const sy__overlay *ov, uint64_t hash) {
-    for (uint32_t i = (uint32_t)hash & ov->mask;; i = (i + 1) & ov->mask) {
-        const ov_group *g = *bucket(ov, i);
+/* The bucket of `hash` in a table: its group's, or the empty one where it
+ * goes. */
+static uint32_t find_in(ov_chunk *const *chunks, uint32_t mask, uint64_t hash) {
+    for (uint32_t i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
+        const ov_group *g = bucket_in(chunks, i);
         if (!g || g->hash == hash)
             return i;
     }
 }
 
-/* Bucket i, writable (its chunk made private). NULL: out of memory. */
+static uint32_t find(const sy__overlay *ov, uint64_t hash) {
+    return find_in(ov->chunks, ov->mask, hash);
+}
+
+/* The group of `hash` (NULL: none): the table's, else, while the old
+ * table's chunks move, the old table's. */
+static const ov_group *group_of(const sy__overlay *ov, uint64_t hash) {
+    const ov_group *g = bucket_in(ov->chunks, find(ov, hash));
+    if (!g && ov->old)
+        g = bucket_in(ov->old, find_in(ov->old, ov->old_mask, hash));
+    return g;
+}
+
+/* Bucket i, writable (its chunk made private, or allocated). NULL: out of
+ * memory. */
 static ov_group **bucket_mut(sy__overlay *ov, uint32_t i) {
     ov_chunk *c = ov->chunks[i / OV_CHUNK];
-    if (atomic_load_explicit(&c->refs, memory_order_acquire) != 1) {
+    if (!c) {
+        c = sy__calloc(ov->a, 1, sizeof *c);
+        if (!c)
+            return NULL;
+        atomic_init(&c->refs, 1);
+        ov->chunks[i / OV_CHUNK] = c;
+        ov->bytes += sizeof *c;
+    } else if (atomic_load_explicit(&c->refs, memory_order_acquire) != 1) {
         ov_chunk *n = sy__malloc(ov->a, sizeof *n);
         if (!n)
             return NULL;
@@ -268,8 +332,45 @@ static ov_group **bucket_mut(sy__overlay *ov, uint32_t i) {
     return &c->g[i % OV_CHUNK];
 }
 
-/* Twice the buckets; every group moves (a reference each). */
+/* The old table's next chunk moved over: each of its groups whose key
+ * has none in the table yet (a reference each); the old table dropped
+ * after its last chunk. false: out of memory (nothing lost: the chunk
+ * moves again, its moved groups found in the table). */
+static bool move_chunk(sy__overlay *ov) {
+    if (!ov->old)
+        return true;
+    const ov_chunk *c = ov->old[ov->moved];
+    for (uint32_t k = 0; c && k < OV_CHUNK; k++) {
+        ov_group *g = c->g[k];
+        if (!g)
+            continue;
+        uint32_t i = find(ov, g->hash);
+        if (bucket_in(ov->chunks, i))
+            continue; /* changed since the doubling, or moved before */
+        ov_group **b = bucket_mut(ov, i);
+        if (!b || !filter_set(ov, g->hash))
+            return false;
+        atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
+        *b = g;
+        ov->groups++;
+    }
+    if (++ov->moved <= ov->old_mask / OV_CHUNK)
+        return true;
+    table_free(ov->a, ov->old, ov->old_mask);
+    filter_unref(ov->a, ov->old_filter);
+    ov->old = NULL;
+    ov->old_filter = NULL;
+    ov->old_mask = ov->moved = 0;
+    return true;
+}
+
+/* Twice the buckets: the table becomes the old one, whose groups move
+ * over a chunk per change (move_chunk). A doubling while the last one's
+ * chunks still move (not with the pace above) moves the rest first. */
 static bool grow(sy__overlay *ov) {
+    while (ov->old)
+        if (!move_chunk(ov))
+            return false;
     ov_chunk **old = ov->chunks;
     ov_filter *old_filter = ov->filter;
     uint32_t old_mask = ov->mask;
@@ -277,23 +378,17 @@ static bool grow(sy__overlay *ov) {
     ov->filter = NULL;
     if (!table_alloc(ov, (old_mask + 1) * 2)) {
         filter_unref(ov->a, ov->filter);
-        table_free(ov->a, ov->chunks, ov->mask);
+        sy__free(ov->a, ov->chunks);
         ov->chunks = old;
         ov->filter = old_filter;
         ov->mask = old_mask;
         return false;
     }
-    for (uint32_t i = 0; i <= old_mask; i++) {
-        ov_group *g = old[i / OV_CHUNK]->g[i % OV_CHUNK];
-        if (!g)
-            continue;
-        atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
-        /* the fresh chunks and filter are private: no copy, cannot fail */
-        *bucket_mut(ov, find(ov, g->hash)) = g;
-        filter_set(ov, g->hash);
-    }
-    filter_unref(ov->a, old_filter);
-    table_free(ov->a, old, old_mask);
+    ov->old = old;
+    ov->old_filter = old_filter;
+    ov->old_mask = old_mask;
+    ov->moved = 0;
+    ov->groups = 0;
     return true;
 }
 
@@ -434,7 +529,7 @@ static uint32_t methods_of(const struct sy_route *r) {
  * inserted (cand != NULL) or with slot `slot` removed. */
 static int regroup(sy__overlay *ov, uint32_t i, uint64_t hash,
                    const sy__cand *cand, uint64_t key, uint32_t slot) {
-    const ov_group *g = *bucket(ov, i);
+    const ov_group *g = group_of(ov, hash);
     uint32_t len = g ? g->len : 0, at = len;
     if (cand) {
         at = 0; /* after every key <= its own */
@@ -477,6 +572,8 @@ int sy__overlay_add(sy__overlay *ov, uint32_t slot, uint64_t key,
                     const struct sy_route *r) {
     if (r->disabled)
         return SY_OK; /* never matches: not indexed */
+    if (!move_chunk(ov))
+        return SY_ENOMEM;
     route_keys k;
     route_keys_of(r, &k);
     sy__cand cand = {slot, methods_of(r), 0, 0, 0, 0};
@@ -502,11 +599,13 @@ int sy__overlay_remove(sy__overlay *ov, uint32_t slot, const struct sy_route *r,
     *found = false;
     if (!ov || r->disabled)
         return SY_OK;
+    if (!move_chunk(ov))
+        return SY_ENOMEM;
     route_keys k;
     route_keys_of(r, &k);
     for (size_t j = 0; j < k.n; j++) {
         uint32_t i = find(ov, k.hash[j]);
-        const ov_group *g = *bucket(ov, i);
+        const ov_group *g = group_of(ov, k.hash[j]);
         bool here = false;
         for (uint32_t e = 0; g && e < g->len; e++)
             here |= g->c[e].slot == slot;
@@ -526,9 +625,10 @@ int sy__overlay_remove(sy__overlay *ov, uint32_t slot, const struct sy_route *r,
 
 static bool collect(const sy__overlay *ov, uint64_t hash, sy__cand_list *out,
                     size_t *n, size_t cap) {
-    if (!filter_has(ov->filter, hash))
+    if (!filter_has(ov->filter, hash) &&
+        !(ov->old_filter && filter_has(ov->old_filter, hash)))
         return true;
-    const ov_group *g = *bucket(ov, find(ov, hash));
+    const ov_group *g = group_of(ov, hash);
     if (!g || !g->len)
         return true;
     if (*n == cap)

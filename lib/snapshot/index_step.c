@@ -323,10 +323,10 @@ static bool drop_one(sy__index_step *st) {
         if (!*parts[i].p)
             continue;
         /* a part of no known size: its mapping's, when it is one */
-        size_t cur = st->drop_len    ? st->drop_len
+        size_t cur = st->drop_len     ? st->drop_len
                      : parts[i].bytes ? parts[i].bytes
-                     : maps          ? sy__alloc_mapped_len(*parts[i].p)
-                                     : 0;
+                     : maps           ? sy__alloc_mapped_len(*parts[i].p)
+                                      : 0;
         if (maps && cur >= 2 * DROP_STEP) {
             void *q = sy__realloc(b->a, *parts[i].p, cur - DROP_STEP);
             if (q) {
@@ -343,223 +343,315 @@ static bool drop_one(sy__index_step *st) {
     return false;
 }
 
-/* The passes of sy__index_build after insertion (index.c), resumable. */
-static int step(sy__index_step *st, size_t *left, sy__index **out) {
+/* ---- the passes of sy__index_build after insertion (index.c), each
+ * resumable: 1 done, 0 to be continued (budget spent), < 0 an error ---- */
+
+/* Per-route and per-list arrays. */
+static int ph_alloc(sy__index_step *st) {
     builder *b = &st->b;
     const sy__alloc *a = b->a;
     size_t n = st->n;
+    b->list_len = sy__calloc(a, (size_t)b->node_count * 2, sizeof *b->list_len);
+    st->slot_pos = sy__malloc(a, (b->pend_count ? b->pend_count : 1) *
+                                     sizeof *st->slot_pos);
+    st->placement = sy__malloc(a, n ? n : 1);
+    st->pcost = sy__malloc(a, (n ? n : 1) * 2 * sizeof *st->pcost);
+    if (!b->list_len || !st->slot_pos || !st->placement || !st->pcost)
+        return SY_ENOMEM;
+    return 1;
+}
+
+/* Routes: no cost yet, generic placement. */
+static int ph_init(sy__index_step *st, size_t *left) {
+    PASS(st, st->n, left, {
+        st->pcost[i * 2] = st->pcost[i * 2 + 1] = 0;
+        st->placement[i] = 2;
+    });
+    return 1;
+}
+
+/* Pending entries: list lengths. */
+static int ph_count(sy__index_step *st, size_t *left) {
+    builder *b = &st->b;
+    PASS(st, b->pend_count, left, {
+        if (b->pend[i].dim != 2)
+            b->list_len[b->pend[i].node * 2 + b->pend[i].kind]++;
+    });
+    st->r = 0;
+    return 1;
+}
+
+/* Pending entries: each route's longest list per trie (routes are in
+ * key order, pending entries in the order added: st->r follows). */
+static int ph_cost(sy__index_step *st, size_t *left) {
+    builder *b = &st->b;
+    PASS(st, b->pend_count, left, {
+        while (st->routes[st->r].slot != b->pend[i].slot)
+            st->r++;
+        st->slot_pos[i] = (uint32_t)st->r;
+        if (b->pend[i].dim != 2) {
+            uint32_t len = b->list_len[b->pend[i].node * 2 + b->pend[i].kind];
+            uint32_t *c = &st->pcost[st->r * 2 + b->pend[i].dim];
+            if (len + 1 > *c)
+                *c = len + 1;
+        }
+    });
+    return 1;
+}
+
+/* Routes: the path trie unless the host trie is more selective; then the
+ * list starts for the next pass. */
+static int ph_place(sy__index_step *st, size_t *left) {
+    builder *b = &st->b;
+    PASS(st, st->n, left, {
+        uint32_t pc = st->pcost[i * 2], hc = st->pcost[i * 2 + 1];
+        if (pc && (!hc || pc <= hc)) {
+            st->placement[i] = 0;
+        } else if (hc) {
+            st->placement[i] = 1;
+            st->host_routes++;
+        }
+    });
+    st->nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
+    st->start = sy__calloc(b->a, st->nlists + 1, sizeof *st->start);
+    return st->start ? 1 : SY_ENOMEM;
+}
+
+/* Pending entries: the list of each kept one, the lists' sizes. */
+static int ph_lists(sy__index_step *st, size_t *left) {
+    builder *b = &st->b;
+    PASS(st, b->pend_count, left, {
+        pending *p = &b->pend[i];
+        if (p->dim != st->placement[st->slot_pos[i]]) {
+            p->kind = NONE; /* placed in the other dimension */
+        } else {
+            size_t li = p->dim == 2 ? (size_t)b->node_count * 2 + p->node
+                                    : (size_t)p->node * 2 + p->kind;
+            p->node = (uint32_t)li;
+            st->start[li + 1]++;
+            st->kept++;
+        }
+    });
+    return 1;
+}
+
+/* Lists: prefix sums. */
+static int ph_sum(sy__index_step *st, size_t *left) {
+    PASS(st, st->nlists, left, st->start[i + 1] += st->start[i]);
+    return 1;
+}
+
+/* The candidate pool and the fill cursors. */
+static int ph_cands(sy__index_step *st) {
+    const sy__alloc *a = st->b.a;
+    st->cands = sy__malloc(a, (st->kept ? st->kept : 1) * sizeof *st->cands);
+    st->fill = sy__malloc(a, st->nlists * sizeof *st->fill);
+    return st->cands && st->fill ? 1 : SY_ENOMEM;
+}
+
+/* Lists: fill cursors = starts. */
+static int ph_copy(sy__index_step *st, size_t *left) {
+    PASS(st, st->nlists, left, st->fill[i] = st->start[i]);
+    return 1;
+}
+
+/* Pending entries: candidates into their lists. */
+static int ph_fill(sy__index_step *st, size_t *left) {
+    builder *b = &st->b;
+    PASS(st, b->pend_count, left, {
+        pending *p = &b->pend[i];
+        uint32_t *pos = p->kind != NONE ? &st->fill[p->node] : NULL;
+        /* a route with several patterns landing on one list: one */
+        if (pos &&
+            !(*pos > st->start[p->node] && st->cands[*pos - 1].slot == p->slot))
+            st->cands[(*pos)++] = cand_of(p, &st->info[st->slot_pos[i]]);
+    });
+    return 1;
+}
+
+/* Nodes: their list refs; the generic lists kept for finish; then the
+ * pruning's arrays. */
+static int ph_nodes(sy__index_step *st, size_t *left) {
+    builder *b = &st->b;
+    const uint32_t *s0 = st->start, *f = st->fill;
+    PASS(st, b->node_count, left, {
+        b->nodes[i].term = (list_ref){s0[i * 2], f[i * 2] - s0[i * 2]};
+        b->nodes[i].multi =
+            (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
+    });
+    for (size_t g = 0; g < GENERIC_LISTS; g++) {
+        size_t li = (size_t)b->node_count * 2 + g;
+        st->generic[g] = (list_ref){s0[li], f[li] - s0[li]};
+    }
+    return sy__ix_layout_start(b->a, &st->L, b->node_count) ? 1 : SY_ENOMEM;
+}
+
+/* Nodes: their parent and key zeroed, in order. */
+static int ph_up_zero(sy__index_step *st, size_t *left) {
+    PASS(st, st->b.node_count, left, {
+        st->L.up[i] = 0;
+        st->L.key[i] = (lkey){0, 0, 0, 0};
+    });
+    return 1;
+}
+
+/* The edge table: parents of literal children. */
+static int ph_up_edges(sy__index_step *st, size_t *left) {
+    PASS(st, (size_t)st->b.edge_mask + 1, left,
+         prune_up_edge(&st->b, st->L.up, st->L.key, i));
+    return 1;
+}
+
+/* Nodes: parents of wildcard children. */
+static int ph_up_wild(sy__index_step *st, size_t *left) {
+    PASS(st, st->b.node_count, left,
+         prune_up_wild(&st->b, st->L.up, (uint32_t)i));
+    return 1;
+}
+
+/* Nodes, last first: cut the branches without lists. */
+static int ph_prune(sy__index_step *st, size_t *left) {
+    builder *b = &st->b;
+    PASS(st, b->node_count, left,
+         prune_node(b, st->L.up, st->L.live, st->L.kids,
+                    b->node_count - 1 - (uint32_t)i));
+    return 1;
+}
+
+/* Nodes: whole-host keys, their count and text length; then the table
+ * (not zeroed: ph_host_zero does it in order). */
+static int ph_host_mark(sy__index_step *st, size_t *left) {
+    builder *b = &st->b;
+    PASS(st, b->node_count, left, {
+        size_t l = host_mark(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i);
+        st->hcount += l != 0;
+        st->hbytes += l;
+    });
+    return host_alloc(b->a, st->hcount, st->hbytes, false, &st->hosts,
+                      &st->host_mask, &st->hkeys)
+               ? 1
+               : SY_ENOMEM;
+}
+
+/* The whole-host table, a line per item. */
+static int ph_host_zero(sy__index_step *st, size_t *left) {
+    PASS(st, st->hosts ? ((size_t)st->host_mask + 1) / 4 : 0, left,
+         memset(&st->hosts[i * 4], 0, 4 * sizeof *st->hosts));
+    return 1;
+}
+
+/* Nodes: keys into the whole-host table. */
+static int ph_host_put(sy__index_step *st, size_t *left) {
+    PASS(st, st->b.node_count, left,
+         host_put(&st->b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
+                  st->hosts, st->host_mask, st->hkeys, &st->hused, &st->hfilt));
+    return 1;
+}
+
+/* Nodes: children's ranges, the layout's sizes; then its arrays (the
+ * child table not zeroed: ph_layout_zero does it in order). */
+static int ph_layout_count(sy__index_step *st, size_t *left) {
+    PASS(st, st->b.node_count, left,
+         sy__ix_layout_count(&st->b, &st->L, (uint32_t)i));
+    return sy__ix_layout_alloc(st->b.a, &st->L, false) ? 1 : SY_ENOMEM;
+}
+
+/* The child table, a line per item. */
+static int ph_layout_zero(sy__index_step *st, size_t *left) {
+    PASS(st, st->L.slots ? ((size_t)st->L.slot_mask + 1) / 8 : 0, left,
+         memset(&st->L.slots[i * 8], 0, 8 * sizeof *st->L.slots));
+    return 1;
+}
+
+/* Nodes: into their parents' ranges. */
+static int ph_layout_place(sy__index_step *st, size_t *left) {
+    PASS(st, st->b.node_count, left,
+         sy__ix_layout_place(&st->b, &st->L, (uint32_t)i));
+    return 1;
+}
+
+/* The depth-first numbering, until it is done. */
+static int ph_layout_order(sy__index_step *st, size_t *left) {
+    size_t did = sy__ix_layout_order(&st->b, &st->L, *left);
+    *left -= did;
+    st->work += did;
+    return st->L.sp ? 0 : 1;
+}
+
+/* New nodes: filled. */
+static int ph_layout_node(sy__index_step *st, size_t *left) {
+    PASS(st, st->L.count, left,
+         sy__ix_layout_node(&st->b, &st->L, (uint32_t)i));
+    return 1;
+}
+
+/* New nodes: the child table. */
+static int ph_layout_hash(sy__index_step *st, size_t *left) {
+    PASS(st, st->L.count, left,
+         sy__ix_layout_hash(&st->b, &st->L, (uint32_t)i));
+    return 1;
+}
+
+/* The build's big arrays: all at once for a small build, else one share
+ * per call (the rest of the call's budget). */
+static int ph_drop(sy__index_step *st, size_t *left) {
+    if (st->b.node_count + st->n < 32768) {
+        while (drop_one(st))
+            ;
+    } else if (drop_one(st)) {
+        st->work += *left;
+        *left = 0;
+        return 0;
+    }
+    return 1;
+}
+
+static int run_phase(sy__index_step *st, size_t *left) {
     switch (st->phase) {
-    case PH_ALLOC:
-        st->b.list_len =
-            sy__calloc(a, (size_t)b->node_count * 2, sizeof *b->list_len);
-        st->slot_pos = sy__malloc(a, (b->pend_count ? b->pend_count : 1) *
-                                         sizeof *st->slot_pos);
-        st->placement = sy__malloc(a, n ? n : 1);
-        st->pcost = sy__malloc(a, (n ? n : 1) * 2 * sizeof *st->pcost);
-        if (!b->list_len || !st->slot_pos || !st->placement || !st->pcost)
-            return SY_ENOMEM;
-        next_phase(st);
-        /* fall through */
-    case PH_INIT:
-        PASS(st, n, left, {
-            st->pcost[i * 2] = st->pcost[i * 2 + 1] = 0;
-            st->placement[i] = 2;
-        });
-        next_phase(st);
-        /* fall through */
-    case PH_COUNT:
-        PASS(st, b->pend_count, left, {
-            if (b->pend[i].dim != 2)
-                b->list_len[b->pend[i].node * 2 + b->pend[i].kind]++;
-        });
-        next_phase(st);
-        st->r = 0;
-        /* fall through */
-    case PH_COST:
-        PASS(st, b->pend_count, left, {
-            while (st->routes[st->r].slot != b->pend[i].slot)
-                st->r++;
-            st->slot_pos[i] = (uint32_t)st->r;
-            if (b->pend[i].dim != 2) {
-                uint32_t len =
-                    b->list_len[b->pend[i].node * 2 + b->pend[i].kind];
-                uint32_t *c = &st->pcost[st->r * 2 + b->pend[i].dim];
-                if (len + 1 > *c)
-                    *c = len + 1;
-            }
-        });
-        next_phase(st);
-        /* fall through */
-    case PH_PLACE:
-        PASS(st, n, left, {
-            uint32_t pc = st->pcost[i * 2], hc = st->pcost[i * 2 + 1];
-            if (pc && (!hc || pc <= hc)) {
-                st->placement[i] = 0;
-            } else if (hc) {
-                st->placement[i] = 1;
-                st->host_routes++;
-            }
-        });
-        next_phase(st);
-        st->nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
-        st->start = sy__calloc(a, st->nlists + 1, sizeof *st->start);
-        if (!st->start)
-            return SY_ENOMEM;
-        /* fall through */
-    case PH_LISTS:
-        PASS(st, b->pend_count, left, {
-            pending *p = &b->pend[i];
-            if (p->dim != st->placement[st->slot_pos[i]]) {
-                p->kind = NONE; /* placed in the other dimension */
-            } else {
-                size_t li = p->dim == 2 ? (size_t)b->node_count * 2 + p->node
-                                        : (size_t)p->node * 2 + p->kind;
-                p->node = (uint32_t)li;
-                st->start[li + 1]++;
-                st->kept++;
-            }
-        });
-        next_phase(st);
-        /* fall through */
-    case PH_SUM:
-        PASS(st, st->nlists, left, st->start[i + 1] += st->start[i]);
-        next_phase(st);
-        st->cands =
-            sy__malloc(a, (st->kept ? st->kept : 1) * sizeof *st->cands);
-        st->fill = sy__malloc(a, st->nlists * sizeof *st->fill);
-        if (!st->cands || !st->fill)
-            return SY_ENOMEM;
-        next_phase(st);
-        /* fall through */
-    case PH_COPY:
-        PASS(st, st->nlists, left, st->fill[i] = st->start[i]);
-        next_phase(st);
-        /* fall through */
-    case PH_FILL:
-        PASS(st, b->pend_count, left, {
-            pending *p = &b->pend[i];
-            uint32_t *pos = p->kind != NONE ? &st->fill[p->node] : NULL;
-            /* a route with several patterns landing on one list: one */
-            if (pos && !(*pos > st->start[p->node] &&
-                         st->cands[*pos - 1].slot == p->slot))
-                st->cands[(*pos)++] = cand_of(p, &st->info[st->slot_pos[i]]);
-        });
-        next_phase(st);
-        /* fall through */
-    case PH_NODES:
-        PASS(st, b->node_count, left, {
-            uint32_t *s0 = st->start, *f = st->fill;
-            b->nodes[i].term = (list_ref){s0[i * 2], f[i * 2] - s0[i * 2]};
-            b->nodes[i].multi =
-                (list_ref){s0[i * 2 + 1], f[i * 2 + 1] - s0[i * 2 + 1]};
-        });
-        for (size_t g = 0; g < GENERIC_LISTS; g++) {
-            size_t li = (size_t)b->node_count * 2 + g;
-            st->generic[g] =
-                (list_ref){st->start[li], st->fill[li] - st->start[li]};
-        }
-        next_phase(st);
-        if (!sy__ix_layout_start(a, &st->L, b->node_count))
-            return SY_ENOMEM;
-        /* fall through */
-    case PH_UP_0:
-        PASS(st, b->node_count, left, {
-            st->L.up[i] = 0;
-            st->L.key[i] = (lkey){0, 0, 0, 0};
-        });
-        next_phase(st);
-        /* fall through */
-    case PH_UP_E:
-        PASS(st, (size_t)b->edge_mask + 1, left,
-             prune_up_edge(b, st->L.up, st->L.key, i));
-        next_phase(st);
-        /* fall through */
-    case PH_UP_W:
-        PASS(st, b->node_count, left, prune_up_wild(b, st->L.up, (uint32_t)i));
-        next_phase(st);
-        /* fall through */
-    case PH_PRUNE:
-        PASS(st, b->node_count, left,
-             prune_node(b, st->L.up, st->L.live, st->L.kids,
-                        b->node_count - 1 - (uint32_t)i));
-        next_phase(st);
-        /* fall through */
-    case PH_HMARK:
-        PASS(st, b->node_count, left, {
-            size_t l =
-                host_mark(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i);
-            st->hcount += l != 0;
-            st->hbytes += l;
-        });
-        next_phase(st);
-        if (!host_alloc(a, st->hcount, st->hbytes, false, &st->hosts,
-                        &st->host_mask, &st->hkeys))
-            return SY_ENOMEM;
-        /* fall through */
-    case PH_HZERO:
-        PASS(st, st->hosts ? ((size_t)st->host_mask + 1) / 4 : 0, left,
-             memset(&st->hosts[i * 4], 0, 4 * sizeof *st->hosts));
-        next_phase(st);
-        /* fall through */
-    case PH_HPUT:
-        PASS(st, b->node_count, left,
-             host_put(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
-                      st->hosts, st->host_mask, st->hkeys, &st->hused,
-                      &st->hfilt));
-        next_phase(st);
-        /* fall through */
-    case PH_LCOUNT:
-        PASS(st, b->node_count, left, sy__ix_layout_count(b, &st->L, (uint32_t)i));
-        next_phase(st);
-        if (!sy__ix_layout_alloc(a, &st->L, false))
-            return SY_ENOMEM;
-        /* fall through */
-    case PH_LZERO:
-        PASS(st, st->L.slots ? ((size_t)st->L.slot_mask + 1) / 8 : 0, left,
-             memset(&st->L.slots[i * 8], 0, 8 * sizeof *st->L.slots));
-        next_phase(st);
-        /* fall through */
-    case PH_LPLACE:
-        PASS(st, b->node_count, left, sy__ix_layout_place(b, &st->L, (uint32_t)i));
-        next_phase(st);
-        /* fall through */
-    case PH_LORDER: {
-        size_t did = sy__ix_layout_order(b, &st->L, *left);
-        *left -= did;
-        st->work += did;
-        if (st->L.sp)
-            return 0;
-    }
-        next_phase(st);
-        /* fall through */
-    case PH_LNODE:
-        PASS(st, st->L.count, left, sy__ix_layout_node(b, &st->L, (uint32_t)i));
-        next_phase(st);
-        /* fall through */
-    case PH_LHASH:
-        PASS(st, st->L.count, left, sy__ix_layout_hash(b, &st->L, (uint32_t)i));
-        next_phase(st);
-        /* fall through */
-    case PH_DROP:
-        if (b->node_count + st->n < 32768) {
-            while (drop_one(st))
-                ;
-        } else if (drop_one(st)) {
-            st->work += *left; /* a call's share: the rest of its budget */
-            *left = 0;
-            return 0;
-        }
-        next_phase(st);
-        /* fall through */
-    case PH_FINISH: {
-        int rc = finish(st, out);
-        if (rc)
-            return rc;
-        st->phase = PH_DONE;
-        return 1;
-    }
+    case PH_ALLOC: return ph_alloc(st);
+    case PH_INIT: return ph_init(st, left);
+    case PH_COUNT: return ph_count(st, left);
+    case PH_COST: return ph_cost(st, left);
+    case PH_PLACE: return ph_place(st, left);
+    case PH_LISTS: return ph_lists(st, left);
+    case PH_SUM: return ph_sum(st, left);
+    case PH_CANDS: return ph_cands(st);
+    case PH_COPY: return ph_copy(st, left);
+    case PH_FILL: return ph_fill(st, left);
+    case PH_NODES: return ph_nodes(st, left);
+    case PH_UP_0: return ph_up_zero(st, left);
+    case PH_UP_E: return ph_up_edges(st, left);
+    case PH_UP_W: return ph_up_wild(st, left);
+    case PH_PRUNE: return ph_prune(st, left);
+    case PH_HMARK: return ph_host_mark(st, left);
+    case PH_HZERO: return ph_host_zero(st, left);
+    case PH_HPUT: return ph_host_put(st, left);
+    case PH_LCOUNT: return ph_layout_count(st, left);
+    case PH_LZERO: return ph_layout_zero(st, left);
+    case PH_LPLACE: return ph_layout_place(st, left);
+    case PH_LORDER: return ph_layout_order(st, left);
+    case PH_LNODE: return ph_layout_node(st, left);
+    case PH_LHASH: return ph_layout_hash(st, left);
+    case PH_DROP: return ph_drop(st, left);
     default: return SY_EINVAL;
     }
+}
+
+/* The passes in order, as far as the budget goes; then the index. */
+static int step(sy__index_step *st, size_t *left, sy__index **out) {
+    while (st->phase < PH_FINISH) {
+        int rc = run_phase(st, left);
+        if (rc <= 0)
+            return rc;
+        next_phase(st);
+    }
+    if (st->phase != PH_FINISH)
+        return SY_EINVAL;
+    int rc = finish(st, out);
+    if (rc)
+        return rc;
+    st->phase = PH_DONE;
+    return 1;
 }
 
 int sy__index_step_run(sy__index_step *st, size_t budget, sy__index **out) {

@@ -92,7 +92,7 @@ static const span_entry *span_find(reuse_ctx *rc, uint64_t hash, size_t len) {
 }
 
 /* A live route of the same source built from the same bytes: the route
- * those bytes build (def.c build_routes says why), without parsing them. */
+ * those bytes build (def.c route_find_same says why), without parsing them. */
 static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
                                           size_t len) {
     const span_entry *e = span_find(data, hash, len);

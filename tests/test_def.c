@@ -519,8 +519,8 @@ static const sy__def_entry *pred(const sy_document *d, size_t r, size_t i) {
 
 static const sy__def_entry *filt(const sy_document *d, size_t r, size_t i) {
     const sy_route *rt = sy_document_route(d, r);
-    ck_assert_uint_gt(rt->filter_count, i);
-    return &rt->filters[i];
+    ck_assert_uint_gt(rt->more->filter_count, i);
+    return &rt->more->filters[i];
 }
 
 START_TEST(shortcut_default_maps_genkeys_to_field_order) {
@@ -820,7 +820,7 @@ START_TEST(entry_counts_past_16_bits_are_an_error) {
     o = route_with(65535, 65535);
     ck_assert_int_eq(sy__def_build_route(&ctx, o, "routes[0]", &r, &e), 0);
     ck_assert_uint_eq(sy_route_predicate_count(r), 65535);
-    ck_assert_uint_eq(r->filter_count, 65535);
+    ck_assert_uint_eq(r->more->filter_count, 65535);
     sy__route_unref(r);
     cJSON_Delete(o);
 }
@@ -981,7 +981,7 @@ START_TEST(default_filters_parse_with_their_own_path) {
     ck_assert_str_eq(e.path, "defaultFilters[1].args.parts");
     js = "[\"AddRequestHeader=X-A, 1\", \"PreserveHostHeader\"]";
     ck_assert_int_eq(sy__def_parse_filters(js, strlen(js), NULL, &r, &e), 0);
-    ck_assert_uint_eq(r->filter_count, 2);
+    ck_assert_uint_eq(r->more->filter_count, 2);
     ck_assert_uint_eq(r->predicate_count, 0);
     sy__route_unref(r);
     ck_assert_int_eq(sy__def_parse_filters("{}", 2, NULL, &r, &e), SY_ETYPE);

@@ -369,12 +369,12 @@ static void canon_uri(sy__buf *b, const struct sy_route *r) {
 
 static void canon_metadata(sy__buf *b, const struct sy_route *r) {
     putc1(b, '{');
-    for (size_t i = 0; i < r->metadata_count; i++) {
+    for (size_t i = 0; i < r->more->metadata_count; i++) {
         if (i)
             putc1(b, ',');
-        put_json_str(b, r->metadata[i].key);
+        put_json_str(b, r->more->metadata[i].key);
         putc1(b, ':');
-        put_json_str(b, r->metadata[i].value);
+        put_json_str(b, r->more->metadata[i].value);
     }
     putc1(b, '}');
 }
@@ -388,7 +388,9 @@ static void canon_part(sy__buf *b, const struct sy_route *r, int part) {
     case PART_PREDICATES:
         canon_entries(b, r->predicates, r->predicate_count);
         break;
-    case PART_FILTERS: canon_entries(b, r->filters, r->filter_count); break;
+    case PART_FILTERS:
+        canon_entries(b, r->more->filters, r->more->filter_count);
+        break;
     default: canon_metadata(b, r); break;
     }
 }
@@ -405,7 +407,7 @@ static void canon_write(sy__buf *b, const struct sy_route *r) {
     PUTS(b, ",\"predicates\":");
     canon_entries(b, r->predicates, r->predicate_count);
     PUTS(b, ",\"filters\":");
-    canon_entries(b, r->filters, r->filter_count);
+    canon_entries(b, r->more->filters, r->more->filter_count);
     PUTS(b, ",\"metadata\":");
     canon_metadata(b, r);
     putc1(b, '}');
@@ -507,14 +509,15 @@ static int part_compare(const struct sy_route *a, const struct sy_route *b,
         return entries_compare(a->predicates, a->predicate_count, b->predicates,
                                b->predicate_count);
     case PART_FILTERS:
-        return entries_compare(a->filters, a->filter_count, b->filters,
-                               b->filter_count);
+        return entries_compare(a->more->filters, a->more->filter_count,
+                               b->more->filters, b->more->filter_count);
     default: /* keys and values written verbatim, in key order */
-        if (a->metadata_count != b->metadata_count)
+        if (a->more->metadata_count != b->more->metadata_count)
             return DIFFERENT;
-        for (size_t i = 0; i < a->metadata_count; i++)
-            if (!str_same(a->metadata[i].key, b->metadata[i].key) ||
-                !str_same(a->metadata[i].value, b->metadata[i].value))
+        for (size_t i = 0; i < a->more->metadata_count; i++)
+            if (!str_same(a->more->metadata[i].key, b->more->metadata[i].key) ||
+                !str_same(a->more->metadata[i].value,
+                          b->more->metadata[i].value))
                 return DIFFERENT;
         return SAME;
     }
@@ -642,21 +645,29 @@ struct sy_route *sy__def_clone(const struct sy_route *r) {
     c->authority = dup_or_static(ar, r->authority, &fail);
     c->predicates = clone_entries(ar, r->predicates, r->predicate_count, &fail);
     c->predicate_count = r->predicate_count;
-    c->filters = clone_entries(ar, r->filters, r->filter_count, &fail);
-    c->filter_count = r->filter_count;
-    if (r->metadata_count) {
-        c->metadata =
-            sy__arena_alloc(ar, (r->metadata_count + 1) * sizeof *c->metadata);
-        if (c->metadata) {
-            for (size_t i = 0; i < r->metadata_count; i++) {
-                c->metadata[i].key =
-                    dup_or_static(ar, r->metadata[i].key, &fail);
-                c->metadata[i].value =
-                    dup_or_static(ar, r->metadata[i].value, &fail);
+    const sy__route_more *rm = r->more;
+    if (rm != &sy__route_more_none) {
+        sy__route_more *m = sy__route_more_own(c);
+        if (!m) {
+            sy__route_unref(c);
+            return NULL;
+        }
+        m->filters = clone_entries(ar, rm->filters, rm->filter_count, &fail);
+        m->filter_count = rm->filter_count;
+        if (rm->metadata_count) {
+            m->metadata = sy__arena_alloc(ar, (rm->metadata_count + 1) *
+                                                  sizeof *m->metadata);
+            if (m->metadata) {
+                for (size_t i = 0; i < rm->metadata_count; i++) {
+                    m->metadata[i].key =
+                        dup_or_static(ar, rm->metadata[i].key, &fail);
+                    m->metadata[i].value =
+                        dup_or_static(ar, rm->metadata[i].value, &fail);
+                }
+                m->metadata_count = rm->metadata_count;
+            } else {
+                fail = true;
             }
-            c->metadata_count = r->metadata_count;
-        } else {
-            fail = true;
         }
     }
     if (fail) {

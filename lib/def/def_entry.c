@@ -733,12 +733,18 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
 int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
                           sy__factory_kind kind, const cJSON *arr,
                           const char *path, sy_error *err) {
-    sy__def_entry **list =
-        kind == SY_FACTORY_PREDICATE ? &r->predicates : &r->filters;
-    uint16_t *count =
-        kind == SY_FACTORY_PREDICATE ? &r->predicate_count : &r->filter_count;
-    *list = NULL;
-    *count = 0;
+    /* filters go to r's own `more`, made only when there are some */
+    bool preds = kind == SY_FACTORY_PREDICATE;
+    sy__route_more *m = r->more == &sy__route_more_none
+                            ? NULL
+                            : (sy__route_more *)(uintptr_t)r->more;
+    if (preds) {
+        r->predicates = NULL;
+        r->predicate_count = 0;
+    } else if (m) {
+        m->filters = NULL;
+        m->filter_count = 0;
+    }
     if (!arr || sy__def_is(arr, cJSON_NULL))
         return 0;
     if (!sy__def_is(arr, cJSON_Array))
@@ -771,8 +777,15 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
         if (rc)
             return rc;
     }
-    *list = es;
-    *count = (uint16_t)n;
+    if (preds) {
+        r->predicates = es;
+        r->predicate_count = (uint16_t)n;
+    } else {
+        if (!(m = sy__route_more_own(r)))
+            return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+        m->filters = es;
+        m->filter_count = (uint16_t)n;
+    }
     return 0;
 }
 

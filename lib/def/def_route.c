@@ -281,8 +281,11 @@ int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
         else
             kv[k++] = kv[i];
     }
-    r->metadata = kv;
-    r->metadata_count = (uint32_t)k; /* a cJSON object size: an int */
+    sy__route_more *m = sy__route_more_own(r);
+    if (!m)
+        return sy__error_set(err, SY_ENOMEM, p, "out of memory");
+    m->metadata = kv;
+    m->metadata_count = (uint32_t)k; /* a cJSON object size: an int */
     static const char *const ms_keys[] = {"response-timeout",
                                           "connect-timeout"};
     for (i = 0; i < k; i++) {
@@ -436,9 +439,9 @@ static int compile_route(const sy__def_ctx *ctx, struct sy_route *r,
         if (r->predicates[i].shortcut)
             sy__def_shortcut_error(&local, p);
     }
-    for (size_t i = 0; i < r->filter_count; i++) {
+    for (size_t i = 0; i < r->more->filter_count; i++) {
         sy__def_path(p, sizeof p, "%s%sfilters[%zu]", path, sep, i);
-        if (r->filters[i].shortcut)
+        if (r->more->filters[i].shortcut)
             sy__def_shortcut_error(&local, p);
     }
     if (local.code == 0)
@@ -655,6 +658,11 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
         }
     }
     n += simple && text < json ? text : json;
+    /* a route's own `more`: metadata, filters, an lb:ws uri's selection */
+    if (f->filters || f->metadata ||
+        (cJSON_IsString(f->uri) &&
+         strncmp(f->uri->valuestring, "lb:ws", 5) == 0))
+        n += sizeof(sy__route_more);
     if (cJSON_IsArray(f->filters)) {
         for (const cJSON *c = f->filters->child; c; c = c->next)
             n += sizeof(sy__def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES +

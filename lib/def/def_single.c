@@ -89,25 +89,26 @@ int sy__def_route_with_enabled(const struct sy_route *r, bool enabled,
     /* metadata without "status", then "status": "disabled" if wanted */
     size_t n = 0;
     sy_kv *md =
-        sy__arena_alloc(&c->arena, (c->metadata_count + 1) * sizeof *md);
-    if (!md) {
+        sy__arena_alloc(&c->arena, (c->more->metadata_count + 1) * sizeof *md);
+    sy__route_more *m = md ? sy__route_more_own(c) : NULL;
+    if (!m) {
         sy__route_unref(c);
         return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
     bool placed = enabled;
-    for (size_t i = 0; i < c->metadata_count; i++) {
-        int cmp = strcmp(c->metadata[i].key, "status");
+    for (size_t i = 0; i < m->metadata_count; i++) {
+        int cmp = strcmp(m->metadata[i].key, "status");
         if (!placed && cmp > 0) {
             md[n++] = (sy_kv){"status", "disabled"};
             placed = true;
         }
         if (cmp != 0)
-            md[n++] = c->metadata[i];
+            md[n++] = m->metadata[i];
     }
     if (!placed)
         md[n++] = (sy_kv){"status", "disabled"};
-    c->metadata = md;
-    c->metadata_count = (uint32_t)n;
+    m->metadata = md;
+    m->metadata_count = (uint32_t)n;
     c->disabled = !enabled;
     sy__compile_env env = {c->alloc, opts->registry, NULL, NULL,
                            sy__def_host_runs(opts)};
@@ -145,18 +146,19 @@ int sy__def_parse_filters(const char *json, size_t len,
     one_value_free(&v);
     if (!rc && sy__def_canonicalize(r))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
-    if (!rc && r->filter_count) {
+    if (!rc && r->more->filter_count) { /* then r owns its more */
         sy__compile_env env = {r->alloc, opts->registry, NULL, &r->arena,
                                sy__def_host_runs(opts)};
-        r->cfilters = sy__route_calloc(r, r->filter_count, sizeof *r->cfilters);
-        if (!r->cfilters)
+        sy__route_more *m = (sy__route_more *)(uintptr_t)r->more;
+        m->cfilters = sy__route_calloc(r, m->filter_count, sizeof *m->cfilters);
+        if (!m->cfilters)
             rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
-        for (size_t i = 0; !rc && i < r->filter_count; i++) {
+        for (size_t i = 0; !rc && i < m->filter_count; i++) {
             char p[64];
             sy__def_path(p, sizeof p, "%s[%zu]", path, i);
-            rc = sy__filter_compile(&r->filters[i], &env, p, &r->cfilters[i],
+            rc = sy__filter_compile(&m->filters[i], &env, p, &m->cfilters[i],
                                     err);
-            if (rc && r->filters[i].shortcut)
+            if (rc && m->filters[i].shortcut)
                 sy__def_shortcut_error(err, p);
         }
         if (!rc)

@@ -811,11 +811,11 @@ sy__plan *sy__match_plan(const sy_match *cm) {
         sy__budget *saved;
         sy__budget_enter(&m->ctx->budget, &saved);
         m->plan_rc = sy__plan_compute(
-            &m->plan, d ? (const sy__filter *const *)d->cfilters : NULL,
-            d ? d->filter_count : 0,
-            (const sy__filter *const *)m->route->cfilters,
-            m->route->filter_count, m->req, ev->caps, ev->ncaps, m->ctx->md,
-            &m->ctx->scratch);
+            &m->plan, d ? (const sy__filter *const *)d->more->cfilters : NULL,
+            d ? d->more->filter_count : 0,
+            (const sy__filter *const *)m->route->more->cfilters,
+            m->route->more->filter_count, m->req, ev->caps, ev->ncaps,
+            m->ctx->md, &m->ctx->scratch);
         sy__budget_leave(saved);
         m->plan_done = true;
     }

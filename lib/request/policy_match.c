@@ -15,7 +15,7 @@
 static const void *next_policy(const sy_match *m, sy__builtin id,
                                size_t *at) {
     const struct sy_route *d = m->snap->defaults, *r = m->route;
-    size_t nd = d ? d->filter_count : 0, nr = r->filter_count;
+    size_t nd = d ? d->more->filter_count : 0, nr = r->more->filter_count;
     size_t i = *at >> 1, side = *at & 1;
     for (; i < nd || i < nr; i++, side = 0) {
         for (; side < 2; side++) {
@@ -23,12 +23,12 @@ static const void *next_policy(const sy_match *m, sy__builtin id,
             if (i >= (side ? nr : nd))
                 continue;
             /* the entry names its built-in: no call for other filters */
-            const sy__factory_spec *spec = sy__def_spec(&src->filters[i]);
+            const sy__factory_spec *spec = sy__def_spec(&src->more->filters[i]);
             if (!spec || spec->id != id)
                 continue;
             *at = 2 * i + side + 1;
             sy__builtin got;
-            return sy__filter_policy(src->cfilters[i], &got);
+            return sy__filter_policy(src->more->cfilters[i], &got);
         }
     }
     *at = 2 * i;

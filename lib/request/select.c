@@ -50,25 +50,26 @@ static sy_str cstr(const char *s) {
 /* The route's settings and the request's headers as selection input. */
 static void params_of(const struct sy_route *r, const sy_request *req,
                       sy__select_params *p) {
-    sy_str version = header_value(req, r->select->version_header);
+    const sy__route_select *sel = sy__route_select_of(r);
+    sy_str version = header_value(req, sel->version_header);
     p->has_version = version.ptr != NULL;
     p->version = version;
     /* untagged traffic: metadata version-default (the latest unless set) */
-    if (!p->has_version && r->select->untagged == SY_UNTAGGED_PINNED) {
+    if (!p->has_version && sel->untagged == SY_UNTAGGED_PINNED) {
         p->has_version = true;
-        p->version = cstr(r->select->default_version);
+        p->version = cstr(sel->default_version);
     }
-    p->untagged_oldest = r->select->untagged == SY_UNTAGGED_OLDEST;
-    p->fallback = (sy__version_fallback)r->select->fallback;
+    p->untagged_oldest = sel->untagged == SY_UNTAGGED_OLDEST;
+    p->fallback = (sy__version_fallback)sel->fallback;
     p->hint = header_value(req, "X-SC-LB-Hint");
-    p->zone = cstr(r->select->zone);
-    p->policy = (sy__lb_policy)r->select->policy;
-    if (r->select->hash_header)
-        p->hash_key = header_value(req, r->select->hash_header);
-    else if (r->select->hash_cookie)
-        p->hash_key = cookie_value(req, r->select->hash_cookie);
+    p->zone = cstr(sel->zone);
+    p->policy = (sy__lb_policy)sel->policy;
+    if (sel->hash_header)
+        p->hash_key = header_value(req, sel->hash_header);
+    else if (sel->hash_cookie)
+        p->hash_key = cookie_value(req, sel->hash_cookie);
     p->seed = req->seed;
-    p->websocket = r->select->websocket;
+    p->websocket = sel->websocket;
 }
 
 int sy__select_for_match(const sy_match *m, const char *const *exclude,

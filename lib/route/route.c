@@ -21,6 +21,19 @@ static const sy__route_select select_defaults[2] = {
     {"version", NULL, NULL, NULL, NULL, (int8_t)SY_VERSION_FALLBACK_NONE,
      (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, true},
 };
+const sy__route_select sy__route_select_default = {
+    "version",
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    (int8_t)SY_VERSION_FALLBACK_NONE,
+    (int8_t)SY_LB_ROUND_ROBIN,
+    SY_UNTAGGED_LATEST,
+    false};
+
+/* No metadata, no filters, the default selection settings. */
+const sy__route_more sy__route_more_none = {NULL, NULL, NULL, NULL, 0, 0};
 
 const char *const sy__route_schemes[SY_SCHEME_COUNT] = {
     "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss", "forward", "no"};
@@ -81,8 +94,19 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
     r->literal_path = -1;
     r->literal_host = -1;
     r->key = UINT32_MAX;
-    r->select = &select_defaults[0];
+    r->more = &sy__route_more_none;
     return r;
+}
+
+sy__route_more *sy__route_more_own(struct sy_route *r) {
+    if (r->more != &sy__route_more_none)
+        return (sy__route_more *)(uintptr_t)r->more;
+    sy__route_more *m = sy__arena_alloc(&r->arena, sizeof *m);
+    if (!m)
+        return NULL;
+    *m = sy__route_more_none;
+    r->more = m;
+    return m;
 }
 
 struct sy_route *sy__route_new(const sy__alloc *alloc) {
@@ -135,11 +159,12 @@ static void free_compiled(struct sy_route *r) {
                 sy__pred_free(r->cpreds[i], r->alloc);
         r->cpreds = NULL;
     }
-    if (r->cfilters) {
-        for (size_t i = 0; i < r->filter_count; i++)
-            if (r->cfilters[i])
-                sy__filter_free(r->cfilters[i], r->alloc);
-        r->cfilters = NULL;
+    if (r->more->cfilters) { /* then r owns its more */
+        sy__route_more *m = (sy__route_more *)(uintptr_t)r->more;
+        for (size_t i = 0; i < m->filter_count; i++)
+            if (m->cfilters[i])
+                sy__filter_free(m->cfilters[i], r->alloc);
+        m->cfilters = NULL;
     }
 }
 
@@ -179,12 +204,13 @@ void sy__route_unref(struct sy_route *r) {
 
 /* The first predicate of `kind` (Path or Host), if all its patterns are
  * literal segments or labels; else -1. */
-static int8_t literal_pred_index(const struct sy_route *r, sy__pred_kind kind) {
-    for (size_t i = 0; i < r->predicate_count && i <= INT8_MAX; i++) {
+static int literal_pred_index(const struct sy_route *r, sy__pred_kind kind) {
+    for (size_t i = 0; i < r->predicate_count && i <= SY_ROUTE_LITERAL_MAX;
+         i++) {
         const sy__pred *p = r->cpreds[i];
         if (!p || sy__pred_get_kind(p) != kind)
             continue;
-        return sy__pred_all_literal(p) ? (int8_t)i : -1;
+        return sy__pred_all_literal(p) ? (int)i : -1;
     }
     return -1;
 }
@@ -237,7 +263,7 @@ static void select_error(select_errors *se, const char *key) {
 
 size_t sy__route_check_select(const struct sy_route *r, const char *path,
                               sy_error *errs, size_t max) {
-    if (!r->metadata_count)
+    if (!r->more->metadata_count)
         return 0; /* nothing set: nothing to check */
     select_errors se = {path ? path : "", errs, max, 0, {0}};
     const char *v;
@@ -310,15 +336,23 @@ size_t sy__route_check_select(const struct sy_route *r, const char *path,
 
 /* Selection settings from the metadata, so selection reads no strings.
  * Values were checked at parse (sy__route_check_select); an unknown one
- * here (a route built around the parser) keeps the default. False: out
- * of memory (r->select is then the defaults). */
+ * here (a route built around the parser) keeps the default. The plain
+ * defaults need no `more` of r's own. False: out of memory (the
+ * selection is then the defaults). */
 static bool read_select(struct sy_route *r) {
     const char *v;
     bool ws = strncmp(r->uri, "lb:ws", 5) == 0;
-    r->select = &select_defaults[ws];
+    if (r->more != &sy__route_more_none)
+        ((sy__route_more *)(uintptr_t)r->more)->select = NULL;
     bool any = false; /* the defaults, without seven lookups */
-    for (size_t i = 0; i < r->metadata_count && !any; i++)
-        any = sy__route_is_select_key(r->metadata[i].key);
+    for (size_t i = 0; i < r->more->metadata_count && !any; i++)
+        any = sy__route_is_select_key(r->more->metadata[i].key);
+    if (!any && !ws)
+        return true;
+    sy__route_more *m = sy__route_more_own(r);
+    if (!m)
+        return false;
+    m->select = &select_defaults[ws];
     if (!any)
         return true;
     sy__route_select *s = sy__route_calloc(r, 1, sizeof *s);
@@ -346,7 +380,7 @@ static bool read_select(struct sy_route *r) {
         sy__lb_policy_parse(v, strlen(v), &pol);
     s->fallback = (int8_t)fb;
     s->policy = (int8_t)pol;
-    r->select = s;
+    m->select = s;
     return true;
 }
 
@@ -367,9 +401,10 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
         if (!r->cpreds)
             return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     }
-    if (r->filter_count) {
-        r->cfilters = sy__route_calloc(r, r->filter_count, sizeof *r->cfilters);
-        if (!r->cfilters) {
+    if (r->more->filter_count) { /* then r owns its more */
+        sy__route_more *m = (sy__route_more *)(uintptr_t)r->more;
+        m->cfilters = sy__route_calloc(r, m->filter_count, sizeof *m->cfilters);
+        if (!m->cfilters) {
             free_compiled(r);
             return sy__error_set(err, SY_ENOMEM, path, "out of memory");
         }
@@ -402,14 +437,15 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
     }
     r->literal_path = literal_pred_index(r, SY_PK_PATH);
     r->literal_host = literal_pred_index(r, SY_PK_HOST);
-    at = r->filter_count ? sy__path_join(p, sizeof p, path, "filters") : 0;
+    at =
+        r->more->filter_count ? sy__path_join(p, sizeof p, path, "filters") : 0;
     unsigned once = 0; /* a CircuitBreaker, a Retry seen */
-    for (size_t i = 0; i < r->filter_count; i++) {
+    for (size_t i = 0; i < r->more->filter_count; i++) {
         sy__path_index(p, sizeof p, at, i);
-        int rc =
-            sy__filter_compile(&r->filters[i], env, p, &r->cfilters[i], err);
+        int rc = sy__filter_compile(&r->more->filters[i], env, p,
+                                    &r->more->cfilters[i], err);
         sy__builtin id;
-        if (!rc && sy__filter_policy(r->cfilters[i], &id) &&
+        if (!rc && sy__filter_policy(r->more->cfilters[i], &id) &&
             (id == SY_F_CIRCUIT_BREAKER || id == SY_F_RETRY)) {
             unsigned bit = id == SY_F_RETRY ? 1u : 2u;
             /* the first one runs: a second would be accepted and ignored
@@ -418,7 +454,8 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                 rc = sy__error_set(err, SY_EARG, p,
                                    "%s: a route runs one %s; this is its "
                                    "second",
-                                   r->filters[i].name, r->filters[i].name);
+                                   r->more->filters[i].name,
+                                   r->more->filters[i].name);
             once |= bit;
         }
         if (rc) {
@@ -459,8 +496,8 @@ static int each_host_item(const struct sy_route *r,
                                     size_t i),
                           void *data) {
     int rc;
-    for (size_t i = 0; i < r->filter_count; i++) {
-        const sy__def_entry *e = &r->filters[i];
+    for (size_t i = 0; i < r->more->filter_count; i++) {
+        const sy__def_entry *e = &r->more->filters[i];
         const char *it = e->host ? NULL : sy__host_item_filter(e->name);
         if (it && (rc = fn(data, it, 0, i)))
             return rc;
@@ -468,8 +505,8 @@ static int each_host_item(const struct sy_route *r,
     const char *it = uri_scheme_item(r);
     if (it && (rc = fn(data, it, 1, 0)))
         return rc;
-    for (size_t i = 0; i < r->metadata_count; i++) {
-        it = sy__host_item_metadata(r->metadata[i].key);
+    for (size_t i = 0; i < r->more->metadata_count; i++) {
+        it = sy__host_item_metadata(r->more->metadata[i].key);
         if (it && (rc = fn(data, it, 2, i)))
             return rc;
     }
@@ -500,7 +537,7 @@ static int check_item(void *data, const char *item, int where, size_t i) {
                              "%s uri: %s does not run this scheme", item, who);
     }
     char key[120];
-    snprintf(key, sizeof key, "metadata.%s", c->r->metadata[i].key);
+    snprintf(key, sizeof key, "metadata.%s", c->r->more->metadata[i].key);
     sy__path_join(p, sizeof p, c->path, key);
     return sy__error_set(c->err, SY_ENOTRUN, p,
                          "%s: %s does not run this metadata key", item, who);
@@ -510,16 +547,17 @@ static int check_item(void *data, const char *item, int where, size_t i) {
  * ("!Retry.backoff"), refused at the filter's arg. */
 static int check_parts(const host_check *c) {
     const struct sy_route *r = c->r;
-    if (!r->cfilters || !sy__host_excludes(c->runs, "Retry.backoff"))
+    if (!r->more->cfilters || !sy__host_excludes(c->runs, "Retry.backoff"))
         return 0;
-    for (size_t i = 0; i < r->filter_count; i++) {
+    for (size_t i = 0; i < r->more->filter_count; i++) {
         sy__builtin id;
         const struct sy_retry_policy *rp =
-            r->cfilters[i] ? sy__filter_policy(r->cfilters[i], &id) : NULL;
+            r->more->cfilters[i] ? sy__filter_policy(r->more->cfilters[i], &id)
+                                 : NULL;
         if (!rp || id != SY_F_RETRY || !rp->backoff)
             continue;
         char p[300], who[80];
-        if (r->filters[i].shortcut)
+        if (r->more->filters[i].shortcut)
             snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);
         else
             snprintf(p, sizeof p, "%s[%zu].args.backoff", c->filters_path, i);
@@ -568,9 +606,9 @@ size_t sy_route_host_runs(const sy_route *r, const char **names, size_t cap) {
     host_list l = {names, names ? cap : 0, 0, {0}};
     each_host_item(r, list_item, &l);
     /* host-registered filters are host-run too (by their own name) */
-    for (size_t i = 0; i < r->filter_count; i++)
-        if (r->filters[i].host)
-            list_item(&l, r->filters[i].name, 0, i);
+    for (size_t i = 0; i < r->more->filter_count; i++)
+        if (r->more->filters[i].host)
+            list_item(&l, r->more->filters[i].name, 0, i);
     return l.n;
 }
 
@@ -616,25 +654,25 @@ void sy_route_upstream(const sy_route *r, sy_upstream *out) {
 }
 
 size_t sy_route_metadata_count(const sy_route *r) {
-    return r ? r->metadata_count : 0;
+    return r ? r->more->metadata_count : 0;
 }
 
 sy_kv sy_route_metadata_at(const sy_route *r, size_t i) {
     sy_kv none = {NULL, NULL};
-    if (!r || i >= r->metadata_count)
+    if (!r || i >= r->more->metadata_count)
         return none;
-    return r->metadata[i];
+    return r->more->metadata[i];
 }
 
 const char *sy_route_metadata(const sy_route *r, const char *key) {
     if (!r || !key)
         return NULL;
-    size_t lo = 0, hi = r->metadata_count;
+    size_t lo = 0, hi = r->more->metadata_count;
     while (lo < hi) { /* sorted by key (strcmp) */
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(r->metadata[mid].key, key);
+        int c = strcmp(r->more->metadata[mid].key, key);
         if (c == 0)
-            return r->metadata[mid].value;
+            return r->more->metadata[mid].value;
         if (c < 0)
             lo = mid + 1;
         else

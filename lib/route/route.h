@@ -29,8 +29,30 @@ typedef struct sy__route_select {
     bool websocket; /* lb:ws:// */
 } sy__route_select;
 
-/* Laid out without holes: most routes are simple, and 100,000 of them
- * are held at once (docs/performance.md, memory/route). */
+/* What few routes have: metadata, filters, selection settings other than
+ * the defaults. In the route's arena (sy__route_more_own); a route without
+ * any points at the one shared empty block, sy__route_more_none, so a
+ * reader never tests for NULL. Immutable once the route is built. */
+typedef struct sy__route_more {
+    sy_kv *metadata; /* sorted by key; values JSON text unless strings */
+    struct sy__def_entry *filters;
+    struct sy__filter **cfilters; /* compiled, parallel to filters[] */
+    /* instance selection settings: shared static defaults unless the
+     * metadata sets one of the keys (then in the route's arena); NULL
+     * only in sy__route_more_none (read with sy__route_select_of) */
+    const sy__route_select *select;
+    uint32_t metadata_count;
+    uint16_t filter_count; /* SY_ROUTE_ENTRIES_MAX */
+} sy__route_more;
+
+extern const sy__route_more sy__route_more_none;
+/* The default selection settings (a route without a selection key and
+ * without an lb:ws / lb:wss uri). */
+extern const sy__route_select sy__route_select_default;
+
+/* Laid out without holes, and the rarely set fields in `more`: most
+ * routes are simple, and 1,000,000 of them are held at once
+ * (docs/performance.md, memory/route). */
 struct sy_route {
     _Atomic uint32_t refs;
     /* Set by the router when the route first becomes live (with host_data
@@ -51,18 +73,23 @@ struct sy_route {
     const char *id;
     const char *uri;
     int32_t order;
-    bool disabled; /* metadata.status == "disabled" */
-    /* bits, so that the struct has no hole: */
-    unsigned arena_embedded : 1; /* the arena's first chunk is in the
-                                    route's block */
-    unsigned up_kind : 2;        /* the upstream's sy_upstream_kind */
-    unsigned up_scheme : 4;      /* sy__route_scheme (sy__route_schemes[]) */
     /* Writer only: the live table's references to the route (+1 at each
      * publish that makes it live, -1 when such a reference is buried).
      * At 0 no snapshot can reach it: the host's data and key go then,
      * even if a kept document of the history still holds the route.
      * UINT16_MAX: saturated, they go when the route is freed. */
     uint16_t live;
+    /* bits, so that the struct has no hole: */
+    unsigned disabled : 1;       /* metadata.status == "disabled" */
+    unsigned arena_embedded : 1; /* the arena's first chunk is in the
+                                    route's block */
+    unsigned up_kind : 2;        /* the upstream's sy_upstream_kind */
+    unsigned up_scheme : 4;      /* sy__route_scheme (sy__route_schemes[]) */
+    /* index of the first Path (Host) predicate when every one of its
+     * patterns is all literal segments (labels): the index can prove it;
+     * -1: none (or past the SY_ROUTE_LITERAL_MAX-th predicate: then
+     * tested as usual) */
+    signed literal_path : 4, literal_host : 4;
     /* the upstream, compact (up_kind, up_scheme above, up_port below):
      * sy_route_upstream gives it as a sy_upstream */
     const char *up_host; /* URL: host; SERVICE: service name; else "" */
@@ -70,17 +97,12 @@ struct sy_route {
     const char *authority; /* URL upstreams: the Host header to send */
 
     sy__def_entry *predicates;
-    sy__def_entry *filters;
-    sy_kv *metadata; /* sorted by key; values JSON text unless strings */
-    uint16_t predicate_count, filter_count; /* SY_ROUTE_ENTRIES_MAX */
-    uint32_t metadata_count;
-    uint32_t doc_index; /* position in the document that built it (ranks
-                           come from the snapshot slot key, not this) */
-    uint16_t up_port;   /* URL: explicit or 80/443; else 0 */
-    /* index of the first Path (Host) predicate when every one of its
-     * patterns is all literal segments (labels): the index can prove it;
-     * -1: none (or past the 127th predicate: then tested as usual) */
-    int8_t literal_path, literal_host;
+    /* metadata, filters, selection settings: never NULL */
+    const sy__route_more *more;
+    uint16_t predicate_count; /* SY_ROUTE_ENTRIES_MAX */
+    uint16_t up_port;         /* URL: explicit or 80/443; else 0 */
+    uint32_t doc_index;       /* position in the document that built it (ranks
+                                 come from the snapshot slot key, not this) */
 
     /* The canonical JSON the fingerprints hash: not kept by the parse,
      * built by the first sy_route_canonical (def_canon.c) and then kept
@@ -107,14 +129,8 @@ struct sy_route {
      * another id has the same hash) */
     uint32_t id_hash;
 
-    /* instance selection settings: shared static defaults unless the
-     * metadata sets one of the keys (then in the route's arena); never
-     * NULL */
-    const sy__route_select *select;
-
-    /* compiled, parallel to predicates[] / filters[] */
+    /* compiled, parallel to predicates[] */
     struct sy__pred **cpreds;
-    struct sy__filter **cfilters;
 
     /* Set by the router when the route becomes live (again, after a
      * rollback put it back): the host's data (route_attach), the key
@@ -123,6 +139,20 @@ struct sy_route {
     void *host_data;
     const struct sy__route_owner *owner;
 };
+
+/* The highest predicate index literal_path / literal_host hold. */
+#define SY_ROUTE_LITERAL_MAX 7
+
+/* r's instance selection settings (never NULL). */
+static inline const sy__route_select *
+sy__route_select_of(const struct sy_route *r) {
+    return r->more->select ? r->more->select : &sy__route_select_default;
+}
+
+/* r's own `more` block, made (in its arena, zeroed but for the shared
+ * selection defaults) when r still points at sy__route_more_none; NULL
+ * when out of memory. Only while r is built (nothing reads it yet). */
+sy__route_more *sy__route_more_own(struct sy_route *r);
 
 /* Most predicates (filters) of one route: their counts are 16-bit. */
 #define SY_ROUTE_ENTRIES_MAX 65535u

@@ -285,9 +285,10 @@ int sy__history_push(sy_router *r, sy__source *s, const sy__history_entry *k,
  * (its policy in *cfg), or -1. */
 static int policy_at(const struct sy_route *r, sy__builtin id,
                      const void **cfg) {
-    for (size_t i = 0; r && r->cfilters && i < r->filter_count; i++) {
+    for (size_t i = 0; r && r->more->cfilters && i < r->more->filter_count;
+         i++) {
         sy__builtin got;
-        const void *p = sy__filter_policy(r->cfilters[i], &got);
+        const void *p = sy__filter_policy(r->more->cfilters[i], &got);
         if (p && got == id) {
             if (cfg)
                 *cfg = p;

@@ -437,7 +437,7 @@ static void prefetch_patterns(const struct sy_route *rt, bool text) {
 static void prefetch_ahead(const sy__index_route *routes, size_t n, size_t r) {
     if (r + 16 < n) {
         const struct sy_route *rt = routes[r + 16].route;
-        __builtin_prefetch(&rt->disabled);
+        __builtin_prefetch(&rt->order);
         __builtin_prefetch(&rt->predicate_count);
         __builtin_prefetch(&rt->cpreds);
     }

@@ -265,9 +265,9 @@ static bool scratch_needs(sy_snapshot *s, const struct sy_route *r) {
                 groups = g;
             vars += sy__pred_var_count(r->cpreds[i]);
         }
-    for (size_t i = 0; i < r->filter_count; i++)
-        if (r->cfilters[i]) {
-            uint32_t g = sy__filter_max_groups(r->cfilters[i]);
+    for (size_t i = 0; i < r->more->filter_count; i++)
+        if (r->more->cfilters[i]) {
+            uint32_t g = sy__filter_max_groups(r->more->cfilters[i]);
             if (g > groups)
                 groups = g;
         }
@@ -294,15 +294,15 @@ static void prefetch_needs(const sy_snapshot *s, uint32_t i, uint32_t n) {
         const struct sy_route *r = sy__snapshot_slot(s, i + 8)->route;
         if (r) {
             __builtin_prefetch(r->cpreds);
-            __builtin_prefetch(r->cfilters);
+            __builtin_prefetch(r->more->cfilters);
         }
     }
     if (i + 4 < n) {
         const struct sy_route *r = sy__snapshot_slot(s, i + 4)->route;
         for (size_t k = 0; r && k < r->predicate_count && k < 8; k++)
             __builtin_prefetch(r->cpreds[k]);
-        for (size_t k = 0; r && k < r->filter_count && k < 8; k++)
-            __builtin_prefetch(r->cfilters[k]);
+        for (size_t k = 0; r && k < r->more->filter_count && k < 8; k++)
+            __builtin_prefetch(r->more->cfilters[k]);
     }
 }
 
@@ -570,15 +570,15 @@ static void prefetch_changes(const derive *d, size_t c) {
         const struct sy_route *ar = d->changes[d->order[c + 6]].route;
         if (ar) {
             __builtin_prefetch(ar->cpreds);
-            __builtin_prefetch(ar->cfilters);
+            __builtin_prefetch(ar->more->cfilters);
         }
     }
     if (d->fresh_ws && c + 3 < n) {
         const struct sy_route *ar = d->changes[d->order[c + 3]].route;
         for (size_t k = 0; ar && k < ar->predicate_count && k < 8; k++)
             __builtin_prefetch(ar->cpreds[k]);
-        for (size_t k = 0; ar && k < ar->filter_count && k < 8; k++)
-            __builtin_prefetch(ar->cfilters[k]);
+        for (size_t k = 0; ar && k < ar->more->filter_count && k < 8; k++)
+            __builtin_prefetch(ar->more->cfilters[k]);
     }
 }
 

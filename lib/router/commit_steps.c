@@ -31,15 +31,14 @@ static int check_change_policies(commit *c, const sy__route_change *ch,
                                  size_t n, const char *list, sy_error *err) {
     int rc = SY_OK;
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
-        char at[64];
-        if (!ch[i].route)
-            continue;
-        if (list)
-            snprintf(at, sizeof at, "%s[%u]", list,
-                     (unsigned)(ch[i].key & 0xffffffu));
-        else
-            snprintf(at, sizeof at, "route");
-        rc = sy__router_check_policies(c->r, ch[i].route, at, !c->dry, err);
+        /* a large document's routes are no longer in the cache: the one
+         * line the check reads, ahead (a hint only) */
+        if (i + 8 < n && ch[i + 8].route)
+            __builtin_prefetch(&ch[i + 8].route->more);
+        if (ch[i].route)
+            rc = sy__router_check_policies(c->r, ch[i].route, list,
+                                           (unsigned)(ch[i].key & 0xffffffu),
+                                           !c->dry, err);
     }
     return rc;
 }

@@ -298,13 +298,24 @@ static int policy_at(const struct sy_route *r, sy__builtin id,
     return -1;
 }
 
+/* The route's path, for an error only: a document's routes pass the
+ * check one after the other, none formatted when all pass. */
+static void route_path(char *at, size_t n, const char *list, unsigned index) {
+    if (list)
+        snprintf(at, n, "%s[%u]", list, index);
+    else
+        snprintf(at, n, "route");
+}
+
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
-                              const char *at, bool claim, sy_error *err) {
+                              const char *list, unsigned index, bool claim,
+                              sy_error *err) {
     static const sy__builtin once[2] = {SY_F_CIRCUIT_BREAKER, SY_F_RETRY};
-    char p[300];
+    char p[300], at[64];
     for (int k = 0; k < 2; k++) {
         int ri = policy_at(rt, once[k], NULL);
         if (ri >= 0 && policy_at(r->defaults, once[k], NULL) >= 0) {
+            route_path(at, sizeof at, list, index);
             snprintf(p, sizeof p, "%s.filters[%d]", at, ri);
             const char *n = k ? "Retry" : "CircuitBreaker";
             return sy__error_set(err, SY_EARG, p,
@@ -326,6 +337,7 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
     bool room;
     if (sy__store_breaker(r->policy, key, claim, &room) || (!claim && room))
         return 0;
+    route_path(at, sizeof at, list, index);
     if (ri < 0)
         snprintf(p, sizeof p, "%s", at);
     else

@@ -153,13 +153,15 @@ void sy__router_attach_route(sy_router *r, struct sy_route *rt);
 
 /* Set r->policy from the options, or make the router's own store. */
 int sy__router_policy_init(sy_router *r, sy_error *err);
-/* Refuse route rt (located at `at`, e.g. "routes[3]") when it and the
+/* Refuse route rt (located at "<list>[<index>]", e.g. "routes[3]", or
+ * "route" when list is NULL: formatted only for an error) when it and the
  * default filters both hold a CircuitBreaker or both a Retry (SCG nests
  * them; one runs per request), and claim the store entry of the breaker
  * its chain runs: SY_ELIMIT when the store has none free (entries are
  * never freed, so an entry is claimed at the commit, never at a request;
  * !claim, a check: only whether one could be). */
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
-                              const char *at, bool claim, sy_error *err);
+                              const char *list, unsigned index, bool claim,
+                              sy_error *err);
 
 #endif

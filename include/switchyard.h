@@ -352,6 +352,23 @@ SY_API size_t sy_route_metadata_count(const sy_route *r);
 SY_API sy_kv sy_route_metadata_at(const sy_route *r, size_t i);
 /* The value of one metadata key, or NULL. */
 SY_API const char *sy_route_metadata(const sy_route *r, const char *key);
+/*
+ * A route's `connect-timeout` or `response-timeout` metadata, read as Spring
+ * Cloud Gateway reads it: SY_TIMEOUT_UNSET when the route does not set it
+ * (the host's own default applies), SY_TIMEOUT_MS with *ms the limit in
+ * milliseconds, SY_TIMEOUT_NONE for no limit at all (a negative
+ * response-timeout; a connect-timeout of 0). Parsing refuses, located, the
+ * values with which Spring fails every request of the route (a negative
+ * connect-timeout, a response-timeout of 0). `ms` may be NULL. Any thread.
+ */
+typedef enum { SY_TIMEOUT_CONNECT, SY_TIMEOUT_RESPONSE } sy_timeout_kind;
+typedef enum {
+    SY_TIMEOUT_UNSET,
+    SY_TIMEOUT_MS,
+    SY_TIMEOUT_NONE
+} sy_timeout_setting;
+SY_API sy_timeout_setting sy_route_timeout(const sy_route *r,
+                                           sy_timeout_kind kind, uint64_t *ms);
 /* The route's canonical form as JSON (what the fingerprint hashes);
  * borrowed, valid as long as the route. Built on the first call for a
  * route (through the allocator hooks of the router or document that made

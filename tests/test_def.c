@@ -57,6 +57,64 @@ static int code_by_name(const char *name) {
     return 0;
 }
 
+/* ---- timeouts: Spring Cloud Gateway's reading of the metadata ---- */
+
+START_TEST(timeouts_are_read_as_spring_reads_them) {
+    static const struct {
+        const char *metadata;
+        sy_timeout_kind kind;
+        sy_timeout_setting setting;
+        uint64_t ms;
+    } good[] = {
+        {"{}", SY_TIMEOUT_RESPONSE, SY_TIMEOUT_UNSET, 7},
+        {"{}", SY_TIMEOUT_CONNECT, SY_TIMEOUT_UNSET, 7},
+        {"{\"response-timeout\":250}", SY_TIMEOUT_RESPONSE, SY_TIMEOUT_MS, 250},
+        {"{\"response-timeout\":\"250\"}", SY_TIMEOUT_RESPONSE, SY_TIMEOUT_MS,
+         250},
+        {"{\"response-timeout\":-1}", SY_TIMEOUT_RESPONSE, SY_TIMEOUT_NONE, 7},
+        {"{\"response-timeout\":-1}", SY_TIMEOUT_CONNECT, SY_TIMEOUT_UNSET, 7},
+        {"{\"connect-timeout\":0}", SY_TIMEOUT_CONNECT, SY_TIMEOUT_NONE, 7},
+        {"{\"connect-timeout\":40}", SY_TIMEOUT_CONNECT, SY_TIMEOUT_MS, 40},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(good); i++) {
+        char json[256];
+        snprintf(json, sizeof json,
+                 "{\"routes\":[{\"id\":\"a\",\"uri\":\"http://h:1\","
+                 "\"metadata\":%s}]}",
+                 good[i].metadata);
+        sy_document *d = parse_ok(json, false);
+        uint64_t ms = 7;
+        ck_assert_int_eq(sy_route_timeout(route0(d), good[i].kind, &ms),
+                         good[i].setting);
+        ck_assert_uint_eq(ms, good[i].ms);
+        sy_document_free(d);
+    }
+    static const struct {
+        const char *metadata, *path, *needle;
+    } bad[] = {
+        {"{\"connect-timeout\":-5}", "routes[0].metadata.connect-timeout",
+         "must not be negative"},
+        {"{\"response-timeout\":0}", "routes[0].metadata.response-timeout",
+         "times out every request"},
+        {"{\"response-timeout\":\"5s\"}", "routes[0].metadata.response-timeout",
+         "must be an integer"},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(bad); i++) {
+        char json[256];
+        snprintf(json, sizeof json,
+                 "{\"routes\":[{\"id\":\"a\",\"uri\":\"http://h:1\","
+                 "\"metadata\":%s}]}",
+                 bad[i].metadata);
+        sy_error e;
+        ck_assert_int_eq(parse_err(json, NULL, &e), SY_EARG);
+        ck_assert_str_eq(e.path, bad[i].path);
+        ck_assert_msg(strstr(e.message, bad[i].needle), "%s", e.message);
+    }
+    ck_assert_int_eq(sy_route_timeout(NULL, SY_TIMEOUT_CONNECT, NULL),
+                     SY_TIMEOUT_UNSET);
+}
+END_TEST
+
 /* ---- selection settings and every error of a route ---- */
 
 START_TEST(selection_settings_are_checked_with_their_path) {
@@ -1244,6 +1302,7 @@ int main(void) {
     tcase_add_test(tc, simple_routes_fill_their_block_exactly);
     tcase_add_test(tc, entry_counts_past_16_bits_are_an_error);
     tcase_add_test(tc, schemes_are_read_in_any_case);
+    tcase_add_test(tc, timeouts_are_read_as_spring_reads_them);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

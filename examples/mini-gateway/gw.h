@@ -60,6 +60,8 @@ static inline void gw_link_unlink(gw_link **head, gw_link *l) {
 #define GW_MAX_FILES 64
 #define GW_MAX_WORKERS 64
 #define GW_MAX_HEADERS 128
+/* a route timeout of "no limit" (sy_route_timeout): ~35 years */
+#define GW_NO_TIME_LIMIT_MS (UINT64_C(1) << 40)
 
 /* ------------------------------------------------------------------ */
 /* Growable byte buffer, and the out-of-memory policy                   */

@@ -35,13 +35,19 @@ static char *breaker_name(const sy_route *route) {
     return name;
 }
 
-static uint64_t meta_ms(const sy_route *r, const char *key, uint64_t dflt) {
-    const char *v = sy_route_metadata(r, key);
-    if (!v)
+/* A route's timeout as the library reads its metadata (Spring's reading):
+ * unset: the gateway's default; no limit: a deadline no request reaches. */
+static uint64_t route_timeout_ms(const sy_route *r, sy_timeout_kind kind,
+                                 uint64_t dflt) {
+    uint64_t ms = dflt;
+    switch (sy_route_timeout(r, kind, &ms)) {
+    case SY_TIMEOUT_MS:
+        return ms;
+    case SY_TIMEOUT_NONE:
+        return GW_NO_TIME_LIMIT_MS;
+    default:
         return dflt;
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    return end != v && n > 0 ? (uint64_t)n : dflt;
+    }
 }
 
 void *gw_route_attach(void *data, const sy_route *route) {
@@ -56,9 +62,11 @@ void *gw_route_attach(void *data, const sy_route *route) {
     rd->id = strdup(sy_route_id(route));
     atomic_init(&rd->parts, (int)n);
     rd->connect_timeout_ms =
-        meta_ms(route, "connect-timeout", G.cfg.connect_timeout_ms);
+        route_timeout_ms(route, SY_TIMEOUT_CONNECT,
+                         G.cfg.connect_timeout_ms);
     rd->response_timeout_ms =
-        meta_ms(route, "response-timeout", G.cfg.response_timeout_ms);
+        route_timeout_ms(route, SY_TIMEOUT_RESPONSE,
+                         G.cfg.response_timeout_ms);
     rd->breaker = breaker_name(route);
     const char *cors = sy_route_metadata(route, "cors");
     if (cors) {

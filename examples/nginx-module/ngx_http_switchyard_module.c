@@ -499,16 +499,22 @@ static int sw_select(sy_match *m, const char **exclude, size_t n,
                            err);
 }
 
-/* The route's connect-timeout / response-timeout metadata in ms (0: not
- * set or negative: nginx's own). */
-static ngx_msec_t sw_meta_ms(const sy_route *route, const char *key) {
-    const char *v = sy_route_metadata(route, key);
-    ngx_int_t n;
+/* The route's connect-timeout / response-timeout in ms, as the library
+ * reads its metadata (Spring's reading): 0 when not set (nginx's own
+ * proxy_connect_timeout / proxy_read_timeout), NGX_MAX_INT32_VALUE (about
+ * 24 days) for "no limit". */
+static ngx_msec_t sw_meta_ms(const sy_route *route, sy_timeout_kind kind) {
+    uint64_t ms = 0;
 
-    if (v == NULL || *v == '-')
+    switch (sy_route_timeout(route, kind, &ms)) {
+    case SY_TIMEOUT_MS:
+        return ms < NGX_MAX_INT32_VALUE ? (ngx_msec_t) ms
+                                        : (ngx_msec_t) NGX_MAX_INT32_VALUE;
+    case SY_TIMEOUT_NONE:
+        return (ngx_msec_t) NGX_MAX_INT32_VALUE;
+    default:
         return 0;
-    n = ngx_atoi((u_char *)v, ngx_strlen(v));
-    return n > 0 ? (ngx_msec_t)n : 0;
+    }
 }
 
 /* The proxied target in one library call: where to connect, the path and
@@ -727,8 +733,8 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     const char *id = sy_route_id(sy_match_route(m));
     if (sw_pstr(r, &ctx->route, id, strlen(id)) != NGX_OK)
         return sw_500(r, "out of memory for the route id");
-    ctx->connect_timeout = sw_meta_ms(sy_match_route(m), "connect-timeout");
-    ctx->response_timeout = sw_meta_ms(sy_match_route(m), "response-timeout");
+    ctx->connect_timeout = sw_meta_ms(sy_match_route(m), SY_TIMEOUT_CONNECT);
+    ctx->response_timeout = sw_meta_ms(sy_match_route(m), SY_TIMEOUT_RESPONSE);
     ctx->needs_balancer = ctx->connect_timeout || ctx->response_timeout;
 
     /* an answer the module gives must be a real status (0 would let the

@@ -219,6 +219,23 @@ static int uri_host(struct sy_route *r, const uri_authority *a, bool lb,
 
 /* Fill r's upstream (up_*) and authority from r->uri (section 2 and 6):
  * its scheme, then its authority's host and port. */
+
+/* connect-timeout / response-timeout (ms): integers, read as Spring Cloud
+ * Gateway reads them (sy_route_timeout); the values with which Spring
+ * fails every request of the route are refused here. */
+static const char *check_timeout(const char *key, const char *value) {
+    int64_t n = 0;
+    if (!sy__value_int64(value, INT64_MIN, INT64_MAX, &n, NULL))
+        return key[0] == 'c' ? "connect-timeout must be an integer (milliseconds)"
+                             : "response-timeout must be an integer (milliseconds)";
+    if (key[0] == 'c' && n < 0)
+        return "connect-timeout must not be negative (0: no limit)";
+    if (key[0] == 'r' && n == 0)
+        return "response-timeout 0 times out every request (a negative "
+               "value: no limit)";
+    return NULL;
+}
+
 static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
     const char *rest = NULL;
     bool done;
@@ -292,15 +309,15 @@ int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
         if (strcmp(kv[i].key, "status") == 0 &&
             strcmp(kv[i].value, "disabled") == 0)
             r->disabled = true;
-        for (size_t j = 0; j < SY_ARRAY_LEN(ms_keys); j++)
-            if (strcmp(kv[i].key, ms_keys[j]) == 0 &&
-                !sy__value_int64(kv[i].value, INT64_MIN, INT64_MAX, NULL,
-                                 NULL)) {
+        for (size_t j = 0; j < SY_ARRAY_LEN(ms_keys); j++) {
+            if (strcmp(kv[i].key, ms_keys[j]) != 0)
+                continue;
+            const char *why = check_timeout(kv[i].key, kv[i].value);
+            if (why) {
                 sy__def_path(p, sizeof p, "%s.metadata.%s", path, kv[i].key);
-                return sy__error_set(err, SY_EARG, p,
-                                     "%s must be an integer (milliseconds)",
-                                     kv[i].key);
+                return sy__error_set(err, SY_EARG, p, "%s", why);
             }
+        }
     }
     return 0;
 }

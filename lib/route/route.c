@@ -5,6 +5,8 @@
  */
 #include "route/route.h"
 
+#include "base/values.h"
+
 #include "route/filter.h"
 #include "route/predicate.h"
 #include "policy/host_runs.h"
@@ -679,6 +681,21 @@ const char *sy_route_metadata(const sy_route *r, const char *key) {
             hi = mid;
     }
     return NULL;
+}
+
+sy_timeout_setting sy_route_timeout(const sy_route *r, sy_timeout_kind kind,
+                                    uint64_t *ms) {
+    bool connect = kind == SY_TIMEOUT_CONNECT;
+    const char *v =
+        sy_route_metadata(r, connect ? "connect-timeout" : "response-timeout");
+    int64_t n = 0;
+    if (!v || !sy__value_int64(v, INT64_MIN, INT64_MAX, &n, NULL))
+        return SY_TIMEOUT_UNSET; /* parsing lets no other value through */
+    if (connect ? n == 0 : n < 0)
+        return SY_TIMEOUT_NONE;
+    if (ms)
+        *ms = (uint64_t)n;
+    return SY_TIMEOUT_MS;
 }
 
 size_t sy_route_predicate_count(const sy_route *r) {

@@ -38,6 +38,9 @@ def routes_doc(b1, dead, version="1"):
         {"id": "slow", "uri": "http://127.0.0.1:%d" % b1,
          "predicates": ["Path=/slow/**"],
          "metadata": {"response-timeout": 300}},
+        {"id": "unlimited", "uri": "http://127.0.0.1:%d" % b1,
+         "predicates": ["Path=/unlimited/**"],
+         "metadata": {"response-timeout": -1}},
         {"id": "dead", "uri": "http://127.0.0.1:%d" % dead,
          "predicates": ["Path=/dead/**"]},
         {"id": "by-name", "uri": "http://localhost:%d" % b1,
@@ -63,7 +66,8 @@ def body(procs, c):
     # overrides (without the flag such an edit is refused, 409: see
     # test_gateway_actuator.py)
     gw = procs.gateway("--routes", routes, "--instances", inst,
-                       "--admin-overrides-files", admin_token=TOKEN)
+                       "--admin-overrides-files", "--response-timeout", "2000",
+                       admin_token=TOKEN)
 
     # --- routing and request filters
     st, hd, data = gw.request("GET", "/echo/alice?q=1",
@@ -139,6 +143,12 @@ def body(procs, c):
     st, _, _ = gw.request("GET", "/slow/x?delay=2000")
     c.eq(st, 504, "response-timeout metadata: 504")
     c.ok(time.time() - t0 < 1.5, "504 came after ~300 ms, not 2 s")
+    # Spring's reading: a negative response-timeout is no limit at all,
+    # where the gateway's own (--response-timeout 2000) cuts other routes
+    st, _, _ = gw.request("GET", "/unlimited/x?delay=2500")
+    c.eq(st, 200, "response-timeout -1: no limit, answered after 2.5 s")
+    st, _, _ = gw.request("GET", "/echo/x?delay=2500")
+    c.eq(st, 504, "a route without the key: the gateway's 2 s")
 
     # --- bodies both ways, keep-alive on one connection
     conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10)

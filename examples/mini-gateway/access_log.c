@@ -66,35 +66,37 @@ static void put(char *dst, size_t cap, sy_str s) {
     dst[n] = '\0';
 }
 
+/* Written into its ring slot under the lock (no ~3 KB entry cleared and
+ * copied per request): every string is NUL-ended by put(), and only the
+ * first nh header slots and their bytes in hbuf are read. */
 static void remember(const gw_request *q) {
     const sy_request *r = &q->sreq;
-    gw_recent e;
-    memset(&e, 0, sizeof e);
-    put(e.method, sizeof e.method, r->method);
-    put(e.host, sizeof e.host, r->host);
-    put(e.path, sizeof e.path, r->path);
-    put(e.query, sizeof e.query, r->query);
-    put(e.remote, sizeof e.remote, r->remote_addr);
-    size_t o = 0;
-    for (size_t i = 0; i < r->header_count && e.nh < GW_RECENT_HEADERS; i++) {
-        sy_header h = r->headers[i];
-        if (o + h.name.len + h.value.len + 2 > sizeof e.hbuf)
-            break;
-        if (h.name.len)
-            memcpy(e.hbuf + o, h.name.ptr, h.name.len);
-        e.hname[e.nh] = (uint16_t)o;
-        e.hname_len[e.nh] = (uint16_t)h.name.len;
-        o += h.name.len;
-        if (h.value.len)
-            memcpy(e.hbuf + o, h.value.ptr, h.value.len);
-        e.hval[e.nh] = (uint16_t)o;
-        e.hval_len[e.nh] = (uint16_t)h.value.len;
-        o += h.value.len;
-        e.nh++;
-    }
     uv_once(&ring_once, ring_init);
     uv_mutex_lock(&ring_lock);
-    ring[ring_next] = e;
+    gw_recent *e = &ring[ring_next];
+    put(e->method, sizeof e->method, r->method);
+    put(e->host, sizeof e->host, r->host);
+    put(e->path, sizeof e->path, r->path);
+    put(e->query, sizeof e->query, r->query);
+    put(e->remote, sizeof e->remote, r->remote_addr);
+    size_t o = 0;
+    e->nh = 0;
+    for (size_t i = 0; i < r->header_count && e->nh < GW_RECENT_HEADERS; i++) {
+        sy_header h = r->headers[i];
+        if (o + h.name.len + h.value.len + 2 > sizeof e->hbuf)
+            break;
+        if (h.name.len)
+            memcpy(e->hbuf + o, h.name.ptr, h.name.len);
+        e->hname[e->nh] = (uint16_t)o;
+        e->hname_len[e->nh] = (uint16_t)h.name.len;
+        o += h.name.len;
+        if (h.value.len)
+            memcpy(e->hbuf + o, h.value.ptr, h.value.len);
+        e->hval[e->nh] = (uint16_t)o;
+        e->hval_len[e->nh] = (uint16_t)h.value.len;
+        o += h.value.len;
+        e->nh++;
+    }
     ring_next = (ring_next + 1) % GW_RECENT_MAX;
     if (ring_count < GW_RECENT_MAX)
         ring_count++;

@@ -92,8 +92,7 @@ struct gw_request {
     int status;
     bool resp_started, resp_chunked, resp_close, resp_done, resp_no_body;
     gw_buf rh; /* response header names and values, NUL separated */
-    size_t rname[GW_MAX_HEADERS], rval[GW_MAX_HEADERS];
-    size_t rn;
+    size_t rn; /* headers in rname/rval (at the end: see GW_REQ_ZEROED) */
     int rlast;
     bool keep_alive; /* to the client after this request */
     bool finished;
@@ -125,7 +124,12 @@ struct gw_request {
     uint64_t bytes_out;  /* response bytes queued for the client */
     bool rate_limited;   /* a rate limiter refused it (policy.c) */
     struct gw_cache_cap *cache_cap; /* the answer LocalResponseCache keeps */
+    /* Not zeroed when a request starts (proxy.c reuses request blocks):
+     * an entry is written before it is read (r_field, r_value). */
+    size_t rname[GW_MAX_HEADERS], rval[GW_MAX_HEADERS];
 };
+/* The part of a gw_request a new request starts zeroed. */
+#define GW_REQ_ZEROED offsetof(gw_request, rname)
 
 struct gw_upconn {
     uv_tcp_t tcp;
@@ -146,6 +150,8 @@ struct gw_upconn {
 
 /* proxy.c */
 void gw_client_accept(gw_worker *w, uv_stream_t *server);
+/* Free the request blocks the calling worker thread kept (its loop ended). */
+void gw_request_blocks_free(void);
 /* Queue bytes for the client (copied). gw_client_flush: the queued bytes
  * are complete for now; they go to the socket at the end of this loop
  * iteration (at once when GW_FLUSH_AT or more are queued), in one write

@@ -32,12 +32,15 @@ static uint64_t next_random(void) {
     return x * 0x2545f4914f6cdd1dull;
 }
 
+/* n even: two digits a byte of each random word */
 static void random_hex(char *out, size_t n) {
     static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < n;) {
         uint64_t r = next_random();
-        for (int k = 0; k < 16 && i < n; k++, r >>= 4)
+        for (int k = 0; k < 8 && i < n; k++, r >>= 8) {
             out[i++] = hex[r & 15];
+            out[i++] = hex[(r >> 4) & 15];
+        }
     }
     out[n] = '\0';
 }
@@ -101,7 +104,16 @@ bool gw_trace_is_header(sy_str name) {
     return name.len == 11 && strncasecmp(name.ptr, "traceparent", 11) == 0;
 }
 
+/* one copy of a fixed layout (no printf per request): the ids are always
+ * 32 and 16 hex digits and the flags 2 (gw_trace_begin) */
 void gw_trace_write(const gw_trace *t, gw_buf *h) {
-    gw_buf_printf(h, "traceparent: 00-%s-%s-%s\r\n", t->trace_id, t->span_id,
-                  t->flags);
+    char line[16 + 32 + 1 + 16 + 1 + 2 + 2];
+    memcpy(line, "traceparent: 00-", 16);
+    memcpy(line + 16, t->trace_id, 32);
+    line[48] = '-';
+    memcpy(line + 49, t->span_id, 16);
+    line[65] = '-';
+    memcpy(line + 66, t->flags, 2);
+    memcpy(line + 68, "\r\n", 2);
+    gw_buf_add(h, line, sizeof line);
 }

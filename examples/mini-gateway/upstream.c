@@ -669,11 +669,20 @@ void gw_response_ops_text(gw_request *q, gw_buf *out) {
 }
 
 static bool resp_hop(const char *n) {
-    static const char *const hop[] = {
-        "connection", "keep-alive", "proxy-connection",  "te",
-        "trailer",    "upgrade",    "transfer-encoding", "content-length"};
+    static const struct {
+        const char *s;
+        size_t len;
+    } hop[] = {{"connection", 10},
+               {"keep-alive", 10},
+               {"proxy-connection", 16},
+               {"te", 2},
+               {"trailer", 7},
+               {"upgrade", 7},
+               {"transfer-encoding", 17},
+               {"content-length", 14}};
+    size_t len = strlen(n); /* most names differ in length from all */
     for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
-        if (strcasecmp(n, hop[i]) == 0)
+        if (len == hop[i].len && strcasecmp(n, hop[i].s) == 0)
             return true;
     return false;
 }

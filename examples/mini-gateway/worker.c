@@ -208,6 +208,7 @@ static void on_connection(uv_stream_t *server, int status) {
 static void worker_main(void *arg) {
     gw_worker *w = arg;
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    gw_request_blocks_free();
 }
 
 int gw_workers_init(void) {

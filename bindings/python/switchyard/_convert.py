@@ -6,6 +6,7 @@ _types.py before the borrowed C memory can go away.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from datetime import datetime, timezone
 from types import MappingProxyType
@@ -356,7 +357,17 @@ def route_from_c(r: Any, source: Optional[str] = None) -> Route:
         metadata=MappingProxyType(meta), predicates=preds,
         canonical=text(lib.sy_route_canonical(r)), source=source,
         key=route_key(r), host_data=route_host_data(r),
-        host_runs=_route_host_runs(r))
+        host_runs=_route_host_runs(r),
+        connect_timeout_ms=_route_timeout(r, lib.SY_TIMEOUT_CONNECT),
+        response_timeout_ms=_route_timeout(r, lib.SY_TIMEOUT_RESPONSE))
+
+
+def _route_timeout(r: Any, kind: int) -> Optional[float]:
+    ms = ffi.new("uint64_t *")
+    setting = lib.sy_route_timeout(r, kind, ms)
+    if setting == lib.SY_TIMEOUT_MS:
+        return int(ms[0])
+    return math.inf if setting == lib.SY_TIMEOUT_NONE else None
 
 
 def _route_host_runs(r: Any) -> Tuple[str, ...]:

@@ -236,6 +236,11 @@ class Route:
     #: the host-run items the route uses ("Retry", "forward:", ...), in
     #: route order (sy_route_host_runs)
     host_runs: Tuple[str, ...] = field(default=(), compare=False)
+    #: the ``connect-timeout`` / ``response-timeout`` metadata as Spring
+    #: Cloud Gateway reads it (sy_route_timeout): milliseconds, ``math.inf``
+    #: for no limit, None when the route does not set it (the host's own)
+    connect_timeout_ms: Optional[float] = field(default=None, compare=False)
+    response_timeout_ms: Optional[float] = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical form parsed back into a dict."""

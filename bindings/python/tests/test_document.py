@@ -199,3 +199,24 @@ def test_shadowed_routes_name_the_routes_that_take_their_requests():
     router.apply("s", doc)
     with router.acquire() as snap:
         assert [s.route_id for s in snap.shadowed()] == ["users", "never"]
+
+
+def test_route_timeouts_are_read_as_spring_reads_them():
+    import math
+    doc = sy.parse(json.dumps({"routes": [
+        {"id": "a", "uri": "http://h:1",
+         "metadata": {"response-timeout": -1, "connect-timeout": 250}},
+        {"id": "b", "uri": "http://h:1",
+         "metadata": {"connect-timeout": 0}},
+        {"id": "c", "uri": "http://h:1"}]}))
+    a, b, c = list(doc)
+    assert a.response_timeout_ms == math.inf
+    assert a.connect_timeout_ms == 250
+    assert b.connect_timeout_ms == math.inf
+    assert b.response_timeout_ms is None
+    assert c.connect_timeout_ms is None and c.response_timeout_ms is None
+    with pytest.raises(sy.SwitchyardError) as ei:
+        sy.parse(json.dumps({"routes": [
+            {"id": "a", "uri": "http://h:1",
+             "metadata": {"connect-timeout": -3}}]}))
+    assert ei.value.path == "routes[0].metadata.connect-timeout"

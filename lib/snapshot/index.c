@@ -46,6 +46,10 @@
  * path trie, or in the host trie when its Host patterns are more selective
  * than its Path patterns, or in the "generic" any-method list when it has
  * neither. Disabled routes are not indexed: they never match.
+ *
+ * This file inserts routes into the tries and looks requests up; the
+ * one-shot build's phases are in index_build.c, the stepwise build in
+ * index_step.c, the layout of the nodes in index_layout.c.
  */
 #include "snapshot/index_int.h"
 
@@ -108,6 +112,15 @@ uint32_t sy__ix_new_node(builder *b) {
     n->wild = WILD_NONE;
     n->term = n->multi = (list_ref){0, 0};
     return b->node_count++;
+}
+
+void sy__ix_builder_free(builder *b) {
+    sy__free(b->a, b->nodes);
+    sy__free(b->a, b->edges);
+    sy__buf_free(&b->strings);
+    sy__free(b->a, b->vars);
+    sy__free(b->a, b->pend);
+    sy__free(b->a, b->list_len);
 }
 
 static edge *edge_find(edge *edges, uint32_t mask, const char *strings,
@@ -345,285 +358,6 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
             ri.flags[d] |= SY_CAND_WHOLE;
     }
     return ri;
-}
-
-/* Stable counting sort of pending entries into per-(node, kind) lists. */
-static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
-                    const uint32_t *slot_pos, const rinfo *info) {
-    size_t nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
-    uint32_t *start = sy__calloc(b->a, nlists + 1, sizeof *start);
-    if (!start)
-        return false;
-    size_t kept = 0;
-    for (size_t i = 0; i < b->pend_count; i++) {
-        pending *p = &b->pend[i];
-        if (p->dim != placement[slot_pos[i]]) {
-            p->kind = NONE; /* placed in the other dimension */
-            continue;
-        }
-        size_t li = p->dim == 2 ? (size_t)b->node_count * 2 + p->node
-                                : (size_t)p->node * 2 + p->kind;
-        p->node = (uint32_t)li;
-        start[li + 1]++;
-        kept++;
-    }
-    for (size_t i = 0; i < nlists; i++)
-        start[i + 1] += start[i];
-    ix->cands = sy__malloc(b->a, (kept ? kept : 1) * sizeof *ix->cands);
-    uint32_t *fill = sy__malloc(b->a, nlists * sizeof *fill);
-    if (!ix->cands || !fill) {
-        sy__free(b->a, fill);
-        sy__free(b->a, start);
-        return false;
-    }
-    memcpy(fill, start, nlists * sizeof *fill);
-    for (size_t i = 0; i < b->pend_count; i++) {
-        pending *p = &b->pend[i];
-        if (p->kind == NONE)
-            continue;
-        uint32_t *pos = &fill[p->node];
-        /* a route with several patterns landing on one list: keep one */
-        if (*pos > start[p->node] && ix->cands[*pos - 1].slot == p->slot)
-            continue;
-        ix->cands[(*pos)++] = cand_of(p, &info[slot_pos[i]]);
-    }
-    for (uint32_t n = 0; n < b->node_count; n++) {
-        b->nodes[n].term = (list_ref){start[n * 2], fill[n * 2] - start[n * 2]};
-        b->nodes[n].multi =
-            (list_ref){start[n * 2 + 1], fill[n * 2 + 1] - start[n * 2 + 1]};
-    }
-    for (size_t g = 0; g < GENERIC_LISTS; g++) {
-        size_t li = (size_t)b->node_count * 2 + g;
-        ix->generic[g] = (list_ref){start[li], fill[li] - start[li]};
-        if (ix->generic[g].len)
-            ix->generic_some |= 1u << g;
-    }
-    ix->bytes += kept * sizeof *ix->cands;
-    sy__free(b->a, fill);
-    sy__free(b->a, start);
-    return true;
-}
-
-static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
-    return b->list_len ? b->list_len[node * 2 + kind] : 0;
-}
-
-/*
- * The build visits routes in rank order, which in a large table with
- * mixed orders reads them all over the heap: each line a TLB and cache
- * miss (at 100k routes most of the build's time). The routes ahead are
- * fetched in stages, each stage reading only lines an earlier one
- * fetched: the route's own fields 16 ahead, its predicate array 8 ahead,
- * the predicates 4 ahead, their patterns 2 ahead, the patterns' text 1
- * ahead. Hints only: what is read and built does not change.
- */
-static void prefetch_patterns(const struct sy_route *rt, bool text) {
-    size_t np = rt->predicate_count < 8 ? rt->predicate_count : 8;
-    for (size_t i = 0; i < np; i++) {
-        const sy__pred *p = rt->cpreds[i];
-        size_t nk = p ? sy__pred_pattern_count(p) : 0;
-        for (size_t k = 0; k < nk && k < 2; k++) {
-            const sy__pattern *pat = sy__pred_pattern(p, k);
-            if (text) {
-                __builtin_prefetch(sy__pattern_source(pat));
-            } else {
-                __builtin_prefetch(pat);
-                __builtin_prefetch((const char *)pat + 64);
-            }
-        }
-    }
-}
-
-static void prefetch_ahead(const sy__index_route *routes, size_t n, size_t r) {
-    if (r + 16 < n) {
-        const struct sy_route *rt = routes[r + 16].route;
-        __builtin_prefetch(&rt->order);
-        __builtin_prefetch(&rt->predicate_count);
-        __builtin_prefetch(&rt->cpreds);
-    }
-    if (r + 8 < n)
-        __builtin_prefetch(routes[r + 8].route->cpreds);
-    if (r + 4 < n) {
-        const struct sy_route *rt = routes[r + 4].route;
-        size_t np = rt->predicate_count < 8 ? rt->predicate_count : 8;
-        for (size_t i = 0; i < np; i++)
-            if (rt->cpreds[i])
-                __builtin_prefetch(rt->cpreds[i]);
-    }
-    if (r + 2 < n)
-        prefetch_patterns(routes[r + 2].route, false);
-    if (r + 1 < n)
-        prefetch_patterns(routes[r + 1].route, true);
-}
-
-int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
-                    size_t n, sy__index **out) {
-    *out = NULL;
-    sy__index *ix = sy__calloc(a, 1, sizeof *ix);
-    sy__index_route *routes = sy__malloc(a, (n ? n : 1) * sizeof *routes);
-    uint8_t *placement = sy__malloc(a, n ? n : 1);
-    uint32_t *pcost = sy__malloc(a, (n ? n : 1) * 2 * sizeof *pcost);
-    rinfo *info = sy__malloc(a, (n ? n : 1) * sizeof *info);
-    builder b = {.a = a};
-    sy__buf_init(&b.strings, a);
-    layout L;
-    memset(&L, 0, sizeof L);
-    uint32_t *slot_pos = NULL;
-    int rc = SY_OK;
-    if (!ix || !routes || !placement || !pcost || !info)
-        goto fail;
-    if (n)
-        memcpy(routes, routes_in, n * sizeof *routes);
-    if (!sy__sort_by_u64(a, routes, n, sizeof *routes,
-                         offsetof(sy__index_route, key)))
-        goto fail;
-    ix->alloc = a;
-    atomic_init(&ix->refs, 1);
-    /* the edge table sized for ~2 literal edges a route (as
-     * sy__index_step_reserve sizes it), so that a large table does not
-     * rehash every edge at each doubling on the way (~10 % of a
-     * 1,000,000-route build, in cache misses and fresh pages) */
-    uint32_t ecap = 64;
-    while (ecap < UINT32_MAX / 4 && (size_t)ecap * 3 < (2 * n + n / 4) * 4)
-        ecap *= 2;
-    b.edge_mask = ecap - 1;
-    b.edges = sy__malloc(a, (size_t)ecap * sizeof *b.edges);
-    if (!b.edges)
-        goto fail;
-    for (uint32_t i = 0; i < ecap; i++)
-        b.edges[i].child = NONE;
-    sy__ix_new_node(&b); /* ROOT_PATH */
-    sy__ix_new_node(&b); /* ROOT_HOST */
-
-    /* Insert each route into every dimension it could use. */
-    for (size_t r = 0; r < n && !b.failed; r++) {
-        const struct sy_route *rt = routes[r].route;
-        uint32_t slot = routes[r].slot;
-        prefetch_ahead(routes, n, r);
-        if (rt->disabled)
-            continue;
-        info[r] = sy__ix_route_info(&b, rt);
-        const sy__pred *path = sy__ix_find_pred(rt, SY_PK_PATH);
-        const sy__pred *host = sy__ix_find_pred(rt, SY_PK_HOST);
-        sy__ix_insert_patterns(&b, path, ROOT_PATH, slot, 0);
-        sy__ix_insert_patterns(&b, host, ROOT_HOST, slot, 1);
-        /* in the any-method list even with a Method predicate: a request
-         * of another method must still meet it (inline method bits reject
-         * it at once), so a miss can answer 405 rather than 404 */
-        if (!path && !host)
-            sy__ix_add_pending(&b, GENERIC_ANY, 0, slot, 2);
-    }
-    if (b.failed)
-        goto fail;
-
-    /* Count list sizes, then place each route where its lists are
-     * shortest: the path trie unless the host trie is more selective. */
-    b.list_len = sy__calloc(a, (size_t)b.node_count * 2, sizeof *b.list_len);
-    slot_pos =
-        sy__malloc(a, (b.pend_count ? b.pend_count : 1) * sizeof *slot_pos);
-    if (!b.list_len || !slot_pos)
-        goto fail;
-    for (size_t i = 0; i < b.pend_count; i++)
-        if (b.pend[i].dim != 2)
-            b.list_len[b.pend[i].node * 2 + b.pend[i].kind]++;
-    for (size_t r = 0; r < n; r++) {
-        pcost[r * 2] = pcost[r * 2 + 1] = 0;
-        placement[r] = 2;
-    }
-    /* map pending -> route position (routes are sorted; pending in order) */
-    {
-        size_t r = 0;
-        for (size_t i = 0; i < b.pend_count; i++) {
-            while (routes[r].slot != b.pend[i].slot)
-                r++;
-            slot_pos[i] = (uint32_t)r;
-            if (b.pend[i].dim == 2)
-                continue;
-            uint32_t len = list_len_at(&b, b.pend[i].node, b.pend[i].kind);
-            uint32_t *c = &pcost[r * 2 + b.pend[i].dim];
-            if (len + 1 > *c)
-                *c = len + 1;
-        }
-    }
-    for (size_t r = 0; r < n; r++) {
-        uint32_t pc = pcost[r * 2], hc = pcost[r * 2 + 1];
-        if (pc && (!hc || pc <= hc)) {
-            placement[r] = 0;
-        } else if (hc) {
-            placement[r] = 1;
-            ix->host_routes++;
-        }
-    }
-    if (!flatten(&b, ix, placement, slot_pos, info))
-        goto fail;
-    if (!sy__ix_layout_start(a, &L, b.node_count))
-        goto fail;
-    {
-        size_t nn = b.node_count;
-        for (size_t i = 0; i <= b.edge_mask; i++)
-            prune_up_edge(&b, L.up, L.key, i);
-        for (uint32_t i = 0; i < nn; i++)
-            prune_up_wild(&b, L.up, i);
-        for (uint32_t i = b.node_count; i-- > 0;)
-            prune_node(&b, L.up, L.live, L.kids, i);
-        /* the whole-host table (kids[] reused for its flags) */
-        size_t hcount = 0, hbytes = 0, used = 0;
-        for (uint32_t i = 0; i < nn; i++) {
-            size_t l = host_mark(&b, L.up, L.key, L.kids, i);
-            hcount += l != 0;
-            hbytes += l;
-        }
-        if (!host_alloc(a, hcount, hbytes, true, &ix->hosts, &ix->host_mask,
-                        &ix->hkeys))
-            goto fail;
-        for (uint32_t i = 0; i < nn; i++)
-            host_put(&b, L.up, L.key, L.kids, i, ix->hosts, ix->host_mask,
-                     ix->hkeys, &used, &ix->hfilt);
-        if (ix->hosts)
-            ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
-        /* the live nodes, depth first */
-        for (uint32_t i = 0; i < nn; i++)
-            sy__ix_layout_count(&b, &L, i);
-        if (!sy__ix_layout_alloc(a, &L, true))
-            goto fail;
-        for (uint32_t i = 0; i < nn; i++)
-            sy__ix_layout_place(&b, &L, i);
-        sy__ix_layout_order(&b, &L, SIZE_MAX);
-        for (uint32_t j = 0; j < L.count; j++)
-            sy__ix_layout_node(&b, &L, j);
-        for (uint32_t j = 0; j < L.count; j++)
-            sy__ix_layout_hash(&b, &L, j);
-    }
-    sy__ix_layout_give(&L, ix);
-    ix->built_nodes = b.node_count;
-    ix->vars = b.vars;
-    b.vars = NULL;
-    ix->bytes += sizeof *ix + (size_t)b.var_cap * sizeof *ix->vars;
-    *out = ix;
-    goto done;
-
-fail:
-    rc = SY_ENOMEM;
-    if (ix) {
-        sy__free(a, ix->cands);
-        sy__free(a, ix->hosts);
-        sy__free(a, ix->hkeys);
-    }
-    sy__free(a, ix);
-done: /* the build's temporaries, whatever the outcome */
-    sy__ix_layout_done(a, &L);
-    sy__free(a, b.nodes);
-    sy__free(a, b.edges);
-    sy__buf_free(&b.strings);
-    sy__free(a, b.vars);
-    sy__free(a, b.pend);
-    sy__free(a, b.list_len);
-    sy__free(a, slot_pos);
-    sy__free(a, routes);
-    sy__free(a, placement);
-    sy__free(a, pcost);
-    sy__free(a, info);
-    return rc;
 }
 
 sy__index *sy__index_ref(sy__index *ix) {

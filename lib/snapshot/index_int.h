@@ -228,6 +228,8 @@ void sy__ix_insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
                      uint32_t slot, uint32_t dim);
 const sy__pred *sy__ix_find_pred(const struct sy_route *r, sy__pred_kind kind);
 rinfo sy__ix_route_info(builder *b, const struct sy_route *r);
+/* The builder's own arrays freed (those not given to an index). */
+void sy__ix_builder_free(builder *b);
 
 /*
  * Pruning, after the lists are placed (both builds): a branch of a trie

@@ -102,12 +102,7 @@ void sy__index_step_free(sy__index_step *st) {
     if (!st)
         return;
     const sy__alloc *a = st->b.a;
-    sy__free(a, st->b.nodes);
-    sy__free(a, st->b.edges);
-    sy__buf_free(&st->b.strings);
-    sy__free(a, st->b.pend);
-    sy__free(a, st->b.list_len);
-    sy__free(a, st->b.vars);
+    sy__ix_builder_free(&st->b);
     sy__free(a, st->routes);
     sy__free(a, st->info);
     sy__free(a, st->placement);

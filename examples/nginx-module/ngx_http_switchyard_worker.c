@@ -359,7 +359,8 @@ int sw_load_files(sy_router *router, sw_main_conf_t *mcf, sy_error *err,
  * `nginx -t`, worker start and the admin location whenever a directive
  * uses $switchyard_upstream, and when no upstream has
  * switchyard_balancer. */
-#define SW_VARIABLE_RUNS "RequestRateLimiter", "forward:", "ws:", "wss:", NULL
+#define SW_VARIABLE_RUNS \
+    "RequestRateLimiter", "forward:", "https:", "ws:", "wss:", NULL
 static const char *const sw_unbalanced_runs[] = {
     "host=nginx without switchyard_balancer", SW_VARIABLE_RUNS};
 static const char *const sw_variable_runs[] = {

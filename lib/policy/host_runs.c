@@ -12,12 +12,14 @@
 static const char *const all_items[] = {
     "RequestRateLimiter",       "CircuitBreaker",
     "Retry",                    "RewriteLocationResponseHeader",
-    "forward:",                 "ws:",
-    "wss:",                     "metadata.cors",
+    "forward:",                 "https:",
+    "ws:",                      "wss:",
+    "metadata.cors",
     "metadata.response-timeout", "metadata.connect-timeout",
     NULL};
 
-/* examples/mini-gateway */
+/* examples/mini-gateway: it speaks plain HTTP upstream (no TLS client), so
+ * an https:// route is refused at apply rather than answered 502 */
 static const char *const gateway_runs[] = {
     "host=gateway",   "RequestRateLimiter",
     "CircuitBreaker", "Retry",
@@ -31,8 +33,8 @@ static const char *const gateway_runs[] = {
 static const char *const nginx_runs[] = {
     "host=nginx",     "RequestRateLimiter",        "CircuitBreaker",
     "Retry",          "!Retry.backoff",            "forward:",
-    "ws:",            "wss:",                      "metadata.response-timeout",
-    "metadata.connect-timeout",
+    "https:",         "ws:",                       "wss:",
+    "metadata.response-timeout", "metadata.connect-timeout",
     NULL};
 
 const char *const *sy_host_runs_all(void) {

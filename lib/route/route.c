@@ -481,7 +481,8 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
 
 /* The uri's scheme as host_runs.c names it ("lb:ws" counts as "ws"). */
 static const char *uri_scheme_item(const struct sy_route *r) {
-    static const char *const names[] = {[SY_SCHEME_WS] = "ws",
+    static const char *const names[] = {[SY_SCHEME_HTTPS] = "https",
+                                        [SY_SCHEME_WS] = "ws",
                                         [SY_SCHEME_WSS] = "wss",
                                         [SY_SCHEME_LB_WS] = "ws",
                                         [SY_SCHEME_LB_WSS] = "wss",

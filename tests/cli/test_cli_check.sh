@@ -39,6 +39,7 @@ cp "$data/valid/uris.json" "$tmp/good.json"
 # what `check` says of good.json: it is valid, and what the host must run
 hostrun() {
     printf '%s\n' "$1: host-run [forward:]: 'forward'" \
+        "$1: host-run [https:]: 'https'" \
         "$1: host-run [ws:]: 'ws', 'lb-ws'" "$1: host-run [wss:]: 'wss'"
 }
 good_ok="good.json: ok, 12 routes

@@ -76,12 +76,23 @@ def body(procs, c):
     err = json.loads(data).get("error", {}) if st == 400 else {}
     c.ok("ws" in err.get("message", "") and "uri" in err.get("path", ""),
          "the error names the item and where: %r" % err)
+    # an https:// upstream too: the gateway has no TLS client, and an
+    # accepted https route answered 502 to every request
+    bad = {"id": "tls", "uri": "https://127.0.0.1:1",
+           "predicates": ["Path=/tls"]}
+    st, _, data = gw.admin_call("PUT", "/routes/api/tls", bad)
+    c.eq(st, 400, "an https:// route is refused")
+    err = json.loads(data).get("error", {}) if st == 400 else {}
+    c.ok("https" in err.get("message", "") and
+         err.get("path", "").endswith("uri"),
+         "the error names https and the uri: %r" % err)
     # an unknown filter (not run anywhere) is refused too
     bad = {"id": "sh", "uri": be, "predicates": ["Path=/sh"],
            "filters": ["SecureHeadersTypo"]}
     st, _, data = gw.admin_call("PUT", "/routes/api/sh", bad)
     c.eq(st, 400, "an unknown filter is refused")
     c.eq(gw.request("GET", "/ws")[0], 404, "nothing refused went live")
+    c.eq(gw.request("GET", "/tls")[0], 404, "the https route is not live")
     c.eq(gw.request("GET", "/r/x")[0] in (200, 429), True,
          "the live route still answers")
 

@@ -69,7 +69,8 @@ def test_check_valid_and_invalid(files):
     rc, out, _ = run("check", str(files / "gw.json"))
     gw = files / "gw.json"
     assert rc == 0 and out == (f"{gw}: ok, 6 routes\n"
-                               f"{gw}: host-run [Retry]: 'users'\n")
+                               f"{gw}: host-run [Retry]: 'users'\n"
+                               f"{gw}: host-run [https:]: 'users'\n")
     rc, out, _ = run("check", "--quiet", str(files / "gw.json"))
     assert rc == 0 and out == ""
     rc, out, _ = run("check", str(files / "bad.json"))

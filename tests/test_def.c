@@ -98,6 +98,11 @@ START_TEST(timeouts_are_read_as_spring_reads_them) {
          "times out every request"},
         {"{\"response-timeout\":\"5s\"}", "routes[0].metadata.response-timeout",
          "must be an integer"},
+        /* a typo would leave a route meant to be off serving */
+        {"{\"status\":\"Disabled\"}", "routes[0].metadata.status",
+         "not 'Disabled'"},
+        {"{\"status\":\"off\"}", "routes[0].metadata.status",
+         "\"disabled\" or \"enabled\""},
     };
     for (size_t i = 0; i < SY_ARRAY_LEN(bad); i++) {
         char json[256];

@@ -306,9 +306,17 @@ int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
     static const char *const ms_keys[] = {"response-timeout",
                                           "connect-timeout"};
     for (i = 0; i < k; i++) {
-        if (strcmp(kv[i].key, "status") == 0 &&
-            strcmp(kv[i].value, "disabled") == 0)
-            r->disabled = true;
+        if (strcmp(kv[i].key, "status") == 0) {
+            /* a typo ("Disabled", "disable") would leave the route live */
+            r->disabled = strcmp(kv[i].value, "disabled") == 0;
+            if (!r->disabled && strcmp(kv[i].value, "enabled") != 0) {
+                sy__def_path(p, sizeof p, "%s.metadata.status", path);
+                return sy__error_set(err, SY_EARG, p,
+                                     "status must be \"disabled\" or "
+                                     "\"enabled\", not '%.40s'",
+                                     kv[i].value);
+            }
+        }
         for (size_t j = 0; j < SY_ARRAY_LEN(ms_keys); j++) {
             if (strcmp(kv[i].key, ms_keys[j]) != 0)
                 continue;

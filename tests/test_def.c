@@ -521,6 +521,31 @@ START_TEST(limit_on_route_count) {
 }
 END_TEST
 
+/* A document's own default filters: no host runs them (they were
+ * accepted and ignored); refused in every spelling, in lenient mode too. */
+START_TEST(document_default_filters_are_refused) {
+    static const char *const keys[] = {"default-filters", "defaultFilters",
+                                       "default_filters"};
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.lenient = true;
+    for (size_t i = 0; i < SY_ARRAY_LEN(keys); i++) {
+        char json[200];
+        snprintf(json, sizeof json,
+                 "{\"routes\":[{\"id\":\"a\",\"uri\":\"no://op\"}],"
+                 "\"%s\":[\"AddResponseHeader=X,1\"]}",
+                 keys[i]);
+        sy_error e;
+        ck_assert_int_eq(parse_err(json, &o, &e), SY_EARG);
+        ck_assert_str_eq(e.path, keys[i]);
+        ck_assert_ptr_nonnull(strstr(e.message, "not run"));
+    }
+    /* a route's own "default-filters" key stays an ignored route key */
+    const char *ok = "{\"routes\":[{\"id\":\"a\",\"uri\":\"no://op\","
+                     "\"x\":{\"default-filters\":1}}]}";
+    sy_document_free(parse_ok(ok, false));
+}
+END_TEST
+
 START_TEST(limit_on_string_length_names_the_path) {
     sy_parse_options o = SY_PARSE_OPTIONS_INIT;
     o.limits.max_string_bytes = 8;
@@ -1275,6 +1300,7 @@ int main(void) {
     tcase_add_test(tc, lenient_parse_lists_every_error_of_a_route);
     tcase_add_test(tc, lenient_errors_of_a_route_are_listed_once);
     tcase_add_test(tc, limit_on_route_count);
+    tcase_add_test(tc, document_default_filters_are_refused);
     tcase_add_test(tc, limit_on_string_length_names_the_path);
     tcase_add_test(tc, limit_on_nesting_depth);
     tcase_add_test(tc, default_depth_limit_is_32);

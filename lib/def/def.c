@@ -713,7 +713,13 @@ int sy__document_parse_reusing(const char *json, size_t len,
             prefix = "routes";
             d->envelope = true;
             rc = read_version(d, json, &scan.version, err);
-            if (!rc && !scan.has_routes)
+            if (!rc && scan.default_filters) /* accepted, it was ignored */
+                rc = sy__error_set(
+                    err, SY_EARG, scan.default_filters,
+                    "a document's default filters are not run: merge them "
+                    "into the routes' filters (switchyard convert does) or "
+                    "give them to the router (its default filters)");
+            else if (!rc && !scan.has_routes)
                 rc = sy__error_set(err, SY_EMISSING, "routes",
                                    "the document object has no \"routes\"");
             else if (!rc && scan.routes_first != '[')

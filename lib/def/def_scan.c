@@ -365,6 +365,12 @@ static int begin_value(scanner *sc) {
 
 /* A value ended at sc->pos, child of the top frame. */
 static void end_value(scanner *sc, size_t start) {
+    static const char *const dflt[] = {"default-filters", "defaultFilters",
+                                       "default_filters"};
+    if (sc->depth == 1 && sc->st[0].kind == '{' && !sc->out->default_filters)
+        for (size_t i = 0; i < SY_ARRAY_LEN(dflt); i++)
+            if (key_is(&sc->st[0], dflt[i]))
+                sc->out->default_filters = dflt[i];
     if (sc->routes_depth && sc->depth == sc->routes_depth)
         sc->out->routes[sc->out->route_count++].end = sc->pos;
     if (sc->depth == 1 && sc->st[0].kind == '{' &&

@@ -35,6 +35,8 @@ typedef struct sy__json_span {
 typedef struct sy__json_scan {
     char root;             /* first byte of the top-level value */
     bool has_routes;       /* object root: a "routes" key (first one) */
+    const char *default_filters; /* object root: a default-filters key as
+                                    spelled (no host runs it), else NULL */
     char routes_first;     /* first byte of that key's value */
     sy__json_span version; /* object root: the "version" value; 0,0: none */
     sy__json_span *routes; /* the route elements, sy__malloc'd */

@@ -200,6 +200,22 @@ static int inst_fail(sy_error *err, int code, const char *path,
 static int stage_doc(sy_change_set *cs, const sy_instances *d, bool file,
                      sy_error *err) {
     size_t n = sy_instances_service_count(d);
+    /* run or refuse: the gateway has no TLS client, so a secure instance
+     * (https/wss) would be answered 502 at every request sent to it */
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < sy_instances_count(d, i); k++) {
+            if (!sy_instances_list(d, i)[k].secure)
+                continue;
+            char path[200];
+            if (file)
+                snprintf(path, sizeof path, "services.%.120s[%zu].secure",
+                         sy_instances_service(d, i), k);
+            else
+                snprintf(path, sizeof path, "[%zu].secure", k);
+            return inst_fail(err, SY_ENOTRUN, path,
+                             "secure: host 'gateway' does not run TLS to "
+                             "an instance");
+        }
     for (size_t i = 0; i < n; i++) {
         int rc = sy_change_set_set_instances(cs, sy_instances_service(d, i),
                                              sy_instances_list(d, i),

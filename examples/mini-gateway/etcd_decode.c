@@ -817,6 +817,8 @@ int etcd_decode_instance(const char *key_id, const char *json, size_t len,
         what = "weight: expected an integer in 0..4294967295";
     else if (secure && !cJSON_IsBool(secure))
         what = "secure: expected true or false";
+    else if (cJSON_IsTrue(secure)) /* run or refuse: no TLS client */
+        what = "secure: host 'gateway' does not run TLS to an instance";
     else if (st && !cJSON_IsString(st))
         what = "state: expected \"up\", \"draining\" or \"down\"";
     else if (md && !cJSON_IsObject(md))

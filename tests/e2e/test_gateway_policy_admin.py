@@ -86,6 +86,13 @@ def body(procs, c):
     c.ok("https" in err.get("message", "") and
          err.get("path", "").endswith("uri"),
          "the error names https and the uri: %r" % err)
+    # and a secure (TLS) instance, through which every request was 502
+    st, _, data = gw.admin_call("PUT", "/instances/tls", [
+        {"id": "t1", "host": "127.0.0.1", "port": bport},
+        {"id": "t2", "host": "127.0.0.1", "port": 1, "secure": True}])
+    c.eq(st, 400, "a secure instance is refused")
+    err = json.loads(data).get("error", {}) if st == 400 else {}
+    c.eq(err.get("path"), "[1].secure", "the error names the instance")
     # an unknown filter (not run anywhere) is refused too
     bad = {"id": "sh", "uri": be, "predicates": ["Path=/sh"],
            "filters": ["SecureHeadersTypo"]}

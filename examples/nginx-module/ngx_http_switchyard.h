@@ -276,6 +276,8 @@ typedef struct {
     unsigned retry : 1;
     unsigned breaker_recorded : 1;
     unsigned answered : 1; /* the current attempt's status was read */
+    unsigned uri_read : 1;  /* $switchyard_uri was evaluated (proxy_pass) */
+    unsigned host_read : 1; /* $switchyard_host was (proxy_set_header) */
 } sw_req_ctx_t;
 
 /* The route's rate limiters, breaker and Retry for a matched request:

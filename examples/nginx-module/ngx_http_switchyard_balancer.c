@@ -412,6 +412,23 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
                       &us->host);
         return NGX_ERROR;
     }
+    /* run or refuse: the request line and the Host come from the location
+     * (proxy_pass, proxy_set_header), evaluated before this; one that
+     * does not send $switchyard_uri and $switchyard_host would send the
+     * client's path and another Host, the route's filters ignored */
+    if (!ctx->uri_read || !ctx->host_read) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard_balancer: route \"%V\" refused: the "
+                      "location does not send %s, so the route's filters "
+                      "would be ignored",
+                      &ctx->route,
+                      !ctx->uri_read
+                          ? "$switchyard_uri (proxy_pass "
+                            "http://UPSTREAM$switchyard_uri)"
+                          : "$switchyard_host (proxy_set_header Host "
+                            "$switchyard_host)");
+        return NGX_ERROR;
+    }
     if (sw_peer_ssl(r, ctx, sw_secure(ctx->upstream.data,
                                       ctx->upstream.len)) != NGX_OK)
         return NGX_ERROR;

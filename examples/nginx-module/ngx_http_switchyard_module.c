@@ -328,6 +328,12 @@ static ngx_int_t sw_var(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         v->not_found = 1;
         return NGX_OK;
     }
+    /* the balancer refuses a request whose location sends neither
+     * (sw_init_peer): its filters' path and Host would be lost */
+    if (data == offsetof(sw_req_ctx_t, uri))
+        ctx->uri_read = 1;
+    else if (data == offsetof(sw_req_ctx_t, host))
+        ctx->host_read = 1;
     s = (ngx_str_t *)((u_char *)ctx + data);
     if (s->data == NULL) {
         v->not_found = 1;

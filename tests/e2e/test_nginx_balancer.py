@@ -35,6 +35,16 @@ UPSTREAM = """
             add_header X-Switchyard-Instance $switchyard_instance always;
             add_header X-Upstream-Addr $upstream_addr always;
         }}
+        # mis-wired: the route's path or Host not sent (refused)
+        location /nouri/ {{
+            switchyard on;
+            proxy_pass http://sy_pool;
+            proxy_set_header Host $switchyard_host;
+        }}
+        location /nohost/ {{
+            switchyard on;
+            proxy_pass http://sy_pool$switchyard_uri;
+        }}
     }}"""
 
 
@@ -224,6 +234,30 @@ def tls_backend(env):
     return srv, srv.server_address[1]
 
 
+def test_location_not_sending_the_filters_refused(env):
+    """A balancer location whose proxy_pass lacks $switchyard_uri (the
+    client's path would go upstream, StripPrefix ignored) or which does not
+    send Host $switchyard_host is refused per request (500, logged with the
+    variable missing), never proxied with the filters silently lost."""
+    r = env.put("routes/live/wired", {
+        "id": "wired", "uri": "http://127.0.0.1:%d" % env.pa,
+        "predicates": ["Path=/nouri/**,/nohost/**,/wired/**"],
+        "filters": ["StripPrefix=1"]})
+    check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+    env.converged()
+    r = env.get("/wired/x")
+    check(r.status == 200 and r.json()["path"] == "/x",
+          "a wired location: %d %r" % (r.status, r.body[:200]))
+    for path, var in (("/nouri/x", "$switchyard_uri"),
+                      ("/nohost/x", "$switchyard_host")):
+        r = env.get(path)
+        check(r.status == 500, "%s answered %d %r, not refused"
+              % (path, r.status, r.body[:200]))
+        check('route "wired" refused: the location does not send ' + var
+              in env.error_log(), "%s not logged: %s"
+              % (var, env.error_log()[-800:]))
+
+
 def test_https_targets_through_an_http_proxy_pass(env):
     """proxy_pass http://UPSTREAM$switchyard_uri has variables, so nginx
     gives it an SSL context: an https route is proxied over TLS, and an
@@ -370,6 +404,7 @@ TESTS = [
     test_route_response_timeout_applied,
     test_route_connect_timeout_applied,
     test_https_targets_through_an_http_proxy_pass,
+    test_location_not_sending_the_filters_refused,
     test_every_response_filter_applied,
     test_balancer_configuration_errors,
     test_ejection_ends_and_recovery_logged,  # reloads: last

@@ -2,6 +2,9 @@
  * build makes the very table the one-shot build makes; a host is a key
  * exactly when its walk meets no list but its own (no wildcard, no "**"
  * on the way) and then the key's list is the walk's whole host answer;
+ * a host of one more label than a node whose only child is a wildcard
+ * one ("eu" + ".w1.example.com") finds that child's list by its wildcard
+ * key, again the walk's whole host answer, and an odd spelling none;
  * and matching through the table (labels split only on need) picks what
  * the linear scan picks, with the same captures, for hosts that hit, that
  * miss and that are spelled oddly. */
@@ -92,10 +95,11 @@ static sy_router *router_new_of(void) {
     return r;
 }
 
-static size_t keys_in(const sy__index *ix) {
+/* The entries of one kind: whole hosts (wild 0) or wildcard keys. */
+static size_t keys_in(const sy__index *ix, unsigned wild) {
     size_t k = 0;
     for (uint32_t i = 0; ix->hosts && i <= ix->host_mask; i++)
-        k += ix->hosts[i].len != 0;
+        k += ix->hosts[i].len != 0 && (ix->hosts[i].len & HE_WILD) == wild;
     return k;
 }
 
@@ -140,25 +144,30 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
     sy__alloc_init(&a, NULL);
     sy__index *one;
     ck_assert_int_eq(sy__index_build(&a, in, n, &one), 0);
-    ck_assert_uint_eq(keys_in(one), N / 2);
+    ck_assert_uint_eq(keys_in(one, 0), N / 2);
+    ck_assert_uint_eq(keys_in(one, HE_WILD), N / 6); /* kind 1's */
     size_t text = 0;
     for (uint32_t i = 0; i <= one->host_mask; i++)
         if (one->hosts[i].len) {
             const hentry *e = &one->hosts[i];
-            /* each key is a host of the table's kind 0, 2 or 5 */
+            size_t len = e->len & HE_MAX_LEN;
+            bool wild = e->len & HE_WILD;
+            /* each key is a host of the table's kind 0, 2 or 5, or the
+             * labels after kind 1's wildcard */
             char k[64];
-            ck_assert_uint_lt(e->len, sizeof k);
-            memcpy(k, one->hkeys + e->off, e->len);
-            k[e->len] = '\0';
+            ck_assert_uint_lt(len, sizeof k);
+            memcpy(k, one->hkeys + e->off, len);
+            k[len] = '\0';
             size_t id;
             char tail[32];
             ck_assert_msg(sscanf(k, "%*c%zu.%31s", &id, tail) == 2, "%s", k);
-            ck_assert_msg(id < N && is_key(id), "%s", k);
+            ck_assert_msg(id < N && (wild ? id % 6 == 1 : is_key(id)), "%s",
+                          k);
             char want[64];
             host_of(id, want, sizeof want);
-            ck_assert_str_eq(k, want);
-            ck_assert_uint_eq(e->hash, (uint32_t)(host_hash(k, e->len) >> 32));
-            text = e->off + e->len > text ? e->off + e->len : text;
+            ck_assert_str_eq(k, wild ? strchr(want, '.') + 1 : want);
+            ck_assert_uint_eq(e->hash, (uint32_t)(host_hash(k, len) >> 32));
+            text = e->off + len > text ? e->off + len : text;
         }
     const size_t budgets[] = {1, 7, 4096};
     for (size_t bi = 0; bi < 3; bi++) {
@@ -204,9 +213,15 @@ START_TEST(a_key_is_the_whole_answer_of_the_host_walk) {
         char host[64];
         host_of(i, host, sizeof host);
         sy_str hs = {host, strlen(host)};
-        sy__cand_list key;
+        sy__cand_list key, wkey;
         bool hit = sy__index_host_exact(ix, hs, &key);
         ck_assert_msg(hit == is_key(i), "%s", host);
+        bool whit = !hit && index_host_wild(ix, hs, &wkey);
+        ck_assert_msg(whit == (i % 6 == 1), "%s", host);
+        if (whit) {
+            key = wkey;
+            hit = true;
+        }
         ck_assert(sy__segments_split_host(&labels, hs, &a));
         sy__cand_list out[16];
         size_t k = sy__index_lookup(ix, &path, &labels, 0, out, 16);
@@ -223,7 +238,7 @@ START_TEST(a_key_is_the_whole_answer_of_the_host_walk) {
         }
         if (hit) {
             ck_assert_uint_eq(host_lists, 1);
-            hits++;
+            hits += !whit;
         } else {
             ck_assert_uint_ge(host_lists, 1); /* its route's list */
         }
@@ -231,6 +246,15 @@ START_TEST(a_key_is_the_whole_answer_of_the_host_walk) {
         char odd[80];
         snprintf(odd, sizeof odd, "%s.", host);
         ck_assert(!sy__index_host_exact(ix, (sy_str){odd, strlen(odd)}, &key));
+        ck_assert(!index_host_wild(ix, (sy_str){odd, strlen(odd)}, &key));
+        /* nor a wildcard label that is empty or two labels */
+        if (i % 6 == 1) {
+            const char *suffix = strchr(host, '.');
+            snprintf(odd, sizeof odd, "%s", suffix);
+            ck_assert(!index_host_wild(ix, (sy_str){odd, strlen(odd)}, &key));
+            snprintf(odd, sizeof odd, "a.b%s", suffix);
+            ck_assert(!index_host_wild(ix, (sy_str){odd, strlen(odd)}, &key));
+        }
     }
     ck_assert_uint_eq(hits, N / 2);
     sy__segments_free(&path, &a);

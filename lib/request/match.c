@@ -632,7 +632,8 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     int mbit = method_bit(req->method);
     /* an empty Host matches no Host pattern (as SCG's null host): its
      * routes are no candidates, and no walk may prove them. A host the
-     * whole-host table knows needs no labels and no host walk. Without
+     * whole-host table knows needs no labels and no host walk; one its
+     * wildcard keys know needs no walk. Without
      * Host predicates (HOST_READY, no labels) there is no host walk
      * either. */
     const sy__segments *host = NULL;
@@ -641,6 +642,10 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         if (index_host_exact(s->base, c->ev.host_str, &c->lists[0])) {
             pre = 1; /* no labels: a host list sees no odd end */
             c->host.lead = c->host.trail = false;
+        } else if (index_host_wild(s->base, c->ev.host_str, &c->lists[0])) {
+            pre = 1; /* no walk; the labels for the captures */
+            if (!host_labels(c))
+                return SY_ENOMEM;
         } else if (!host_labels(c)) {
             return SY_ENOMEM;
         } else {

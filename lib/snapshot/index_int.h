@@ -139,23 +139,36 @@ typedef struct inode {
  * request names it ("h7.example.com": its labels from that node up, joined
  * by '.'), its hash and the node's term list. A request's host (unsplit)
  * is hashed once and probed; a hit is the whole answer of the host walk.
+ * Such a node whose only child is a wildcard one without children or a
+ * multi list ("*.w7.example.com": the node w7) is also a wildcard key
+ * (HE_WILD in len): a request of one more non-empty label than it
+ * ("eu.w7.example.com") meets that child's term list and nothing else, so
+ * the request's host past its first '.' is probed for it and a hit is
+ * again the whole answer of the host walk (no walk: the labels are split
+ * for the captures only).
  * 16 bytes (four to a line): the hash's high half (the slot is from its
- * low bits), the key's text in the index's hkeys, the term list; a key or
- * a list longer than 65535 is left to the walk. len 0: an empty slot.
+ * low bits), the key's text in the index's hkeys, the term list; a key
+ * longer than 32767 bytes or a list longer than 65535 is left to the
+ * walk. len 0: an empty slot.
  */
 typedef struct hentry {
     uint32_t hash;
     uint32_t off;
     uint32_t term_off;
-    uint16_t len, term_len;
+    uint16_t len, term_len; /* len | HE_WILD: a wildcard key */
 } hentry;
+#define HE_WILD 0x8000u
+#define HE_MAX_LEN 0x7fffu
 
 /* Which hosts could be keys at all: the lengths (bit len % 64) and first
- * bytes of the keys. A host outside them is walked without a probe (a
- * table line not read: the cold tables' request hosts mostly miss). */
+ * bytes of the keys (w: of the wildcard keys). A host outside them is
+ * walked without a probe (a table line not read: the cold tables' request
+ * hosts mostly miss). */
 typedef struct hfilter {
     uint64_t lens;
     uint64_t first[4];
+    uint64_t wlens;
+    uint64_t wfirst[4];
 } hfilter;
 
 struct sy__index {
@@ -370,14 +383,27 @@ static inline uint64_t host_hash(const char *s, size_t len) {
  * and key[] of the pruning and a byte per node (flag, the pruning's
  * kids[] reused). host_mark, for every node first to last (a parent is
  * numbered before its children): flags the nodes reached by literal edges
- * only past nothing a walk would collect or branch into, and returns the
- * length of the key a node is (0: none). host_put, for every node again
- * once the table is allocated (host_alloc, all slots empty): writes the
- * key's text and takes its slot.
+ * only past nothing a walk would collect or branch into, counts the keys
+ * a node is in *keys (its whole host, a wildcard key) and returns the
+ * length of their text (0: none). host_put, for every node again once
+ * the table is allocated (host_alloc, all slots empty): writes the text
+ * and takes a slot per key.
  */
-enum { HF_REACH = 1, HF_KEY = 2 };
+enum { HF_REACH = 1, HF_KEY = 2, HF_WKEY = 4 };
+/* The wildcard child of nd that makes it a wildcard key, or NONE. */
+static inline uint32_t host_wild_key(const builder *b, const inode *nd) {
+    uint32_t w = nd->wild & WILD_MASK;
+    if (w == WILD_NONE || (nd->wild & LIT_KIDS) || nd->multi.len)
+        return NONE;
+    const inode *wn = &b->nodes[w];
+    if (!wn->term.len || wn->term.len > UINT16_MAX || wn->multi.len ||
+        wn->wild != WILD_NONE)
+        return NONE; /* no list, or the walk goes on past it */
+    return w;
+}
 static inline size_t host_mark(const builder *b, const uint32_t *up,
-                               const lkey *key, uint8_t *flag, uint32_t n) {
+                               const lkey *key, uint8_t *flag, uint32_t n,
+                               size_t *keys) {
     flag[n] = n == ROOT_HOST ? HF_REACH : 0;
     if (n <= ROOT_HOST || !(up[n] & 1u) || !(flag[up[n] >> 1] & HF_REACH))
         return 0;
@@ -385,18 +411,20 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
     if (p->multi.len || (p->wild & WILD_MASK) != WILD_NONE)
         return 0; /* the walk collects or branches at the parent */
     flag[n] = HF_REACH;
-    if (!nd->term.len || nd->multi.len)
+    uint8_t k = 0;
+    if (nd->term.len && !nd->multi.len && nd->term.len <= UINT16_MAX)
+        k |= HF_KEY;
+    if (host_wild_key(b, nd) != NONE)
+        k |= HF_WKEY;
+    if (!k)
         return 0;
-    if (nd->term.len > UINT16_MAX)
-        return 0;
-    flag[n] |= HF_KEY;
     size_t len = 0;
     for (uint32_t m = n; m != ROOT_HOST; m = up[m] >> 1)
         len += key[m].len + 1;
-    if (len <= 1 || len - 1 > UINT16_MAX) { /* none (0: an empty slot) */
-        flag[n] = HF_REACH;
+    if (len <= 1 || len - 1 > HE_MAX_LEN) /* none (0: an empty slot) */
         return 0;
-    }
+    flag[n] |= k;
+    *keys += (k & HF_KEY ? 1 : 0) + (k & HF_WKEY ? 1 : 0);
     return len - 1; /* the dots between labels */
 }
 
@@ -430,11 +458,21 @@ static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
     return true;
 }
 
+/* One entry: text at keys + off, len (| HE_WILD), list l. */
+static inline void host_slot(hentry *tab, uint32_t mask, const char *k,
+                             uint32_t off, uint16_t len, list_ref l) {
+    uint64_t h = host_hash(k, len & HE_MAX_LEN);
+    uint32_t i = (uint32_t)h & mask;
+    while (tab[i].len)
+        i = (i + 1) & mask;
+    tab[i] = (hentry){(uint32_t)(h >> 32), off, l.off, len, (uint16_t)l.len};
+}
+
 static inline void host_put(const builder *b, const uint32_t *up,
                             const lkey *key, const uint8_t *flag, uint32_t n,
                             hentry *tab, uint32_t mask, char *keys,
                             size_t *used, hfilter *f) {
-    if (!tab || !(flag[n] & HF_KEY))
+    if (!tab || !(flag[n] & (HF_KEY | HF_WKEY)))
         return;
     char *k = keys + *used;
     size_t len = 0;
@@ -447,40 +485,79 @@ static inline void host_put(const builder *b, const uint32_t *up,
             break;
         k[len++] = '.';
     }
-    f->lens |= 1ull << (len & 63);
-    f->first[(unsigned char)k[0] >> 6] |= 1ull << ((unsigned char)k[0] & 63);
-    uint64_t h = host_hash(k, len);
-    uint32_t i = (uint32_t)h & mask;
-    while (tab[i].len)
-        i = (i + 1) & mask;
-    tab[i] =
-        (hentry){(uint32_t)(h >> 32), (uint32_t)*used, b->nodes[n].term.off,
-                 (uint16_t)len, (uint16_t)b->nodes[n].term.len};
+    unsigned char c0 = (unsigned char)k[0];
+    if (flag[n] & HF_KEY) {
+        f->lens |= 1ull << (len & 63);
+        f->first[c0 >> 6] |= 1ull << (c0 & 63);
+        host_slot(tab, mask, k, (uint32_t)*used, (uint16_t)len,
+                  b->nodes[n].term);
+    }
+    if (flag[n] & HF_WKEY) {
+        f->wlens |= 1ull << (len & 63);
+        f->wfirst[c0 >> 6] |= 1ull << (c0 & 63);
+        host_slot(tab, mask, k, (uint32_t)*used, (uint16_t)(len | HE_WILD),
+                  b->nodes[host_wild_key(b, &b->nodes[n])].term);
+    }
     *used += len;
+}
+
+/* The whole-host table's entry for key text `key` of kind `wild`
+ * (HE_WILD or 0), or NULL. */
+static inline const hentry *host_probe(const sy__index *ix, sy_str key,
+                                       uint32_t wild) {
+    uint64_t h = host_hash(key.ptr, key.len);
+    uint32_t tag = (uint32_t)(h >> 32), want = (uint32_t)key.len | wild;
+    for (uint32_t i = (uint32_t)h & ix->host_mask;;
+         i = (i + 1) & ix->host_mask) {
+        const hentry *e = &ix->hosts[i];
+        if (!e->len)
+            return NULL;
+        if (e->hash == tag && e->len == want &&
+            memcmp(ix->hkeys + e->off, key.ptr, key.len) == 0)
+            return e;
+    }
 }
 
 /* sy__index_host_exact, inline for the matcher. */
 static inline bool index_host_exact(const sy__index *ix, sy_str host,
                                     sy__cand_list *out) {
     unsigned char c0 = (unsigned char)host.ptr[0]; /* host.len > 0 */
-    if (!ix->hosts || !(ix->hfilt.lens >> (host.len & 63) & 1u) ||
+    if (!ix->hosts || host.len > HE_MAX_LEN ||
+        !(ix->hfilt.lens >> (host.len & 63) & 1u) ||
         !(ix->hfilt.first[c0 >> 6] >> (c0 & 63) & 1u))
         return false;
-    uint64_t h = host_hash(host.ptr, host.len);
-    uint32_t tag = (uint32_t)(h >> 32);
-    for (uint32_t i = (uint32_t)h & ix->host_mask;;
-         i = (i + 1) & ix->host_mask) {
-        const hentry *e = &ix->hosts[i];
-        if (!e->len)
-            return false;
-        if (e->hash == tag && e->len == host.len &&
-            memcmp(ix->hkeys + e->off, host.ptr, host.len) == 0) {
-            *out =
-                (sy__cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
-                                SY_PROOF_HOST,           true,     true};
-            return true;
-        }
-    }
+    const hentry *e = host_probe(ix, host, 0);
+    if (!e)
+        return false;
+    *out = (sy__cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
+                           SY_PROOF_HOST,           true,     true};
+    return true;
+}
+
+/* The wildcard key for a host of one more label (index_host_exact's
+ * miss): the host past its first '.', when that label is not empty. A
+ * hit is the host walk's whole answer (the wildcard child's term list:
+ * no proof, exact; the captures need the labels). */
+static inline bool index_host_wild(const sy__index *ix, sy_str host,
+                                   sy__cand_list *out) {
+    if (!ix->hosts || !ix->hfilt.wlens)
+        return false;
+    const char *dot = memchr(host.ptr, '.', host.len);
+    if (!dot || dot == host.ptr)
+        return false;
+    sy_str key = {dot + 1, host.len - (size_t)(dot + 1 - host.ptr)};
+    if (!key.len || key.len > HE_MAX_LEN)
+        return false;
+    unsigned char c0 = (unsigned char)key.ptr[0];
+    if (!(ix->hfilt.wlens >> (key.len & 63) & 1u) ||
+        !(ix->hfilt.wfirst[c0 >> 6] >> (c0 & 63) & 1u))
+        return false;
+    const hentry *e = host_probe(ix, key, HE_WILD);
+    if (!e)
+        return false;
+    *out = (sy__cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
+                           SY_PROOF_NONE,           true,     true};
+    return true;
 }
 
 /* The candidate entry of pending entry `p` of the route described by

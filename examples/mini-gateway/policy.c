@@ -68,9 +68,12 @@ static bool ratelimit_decided(gw_request *q, const sy_ratelimit *rl,
     char buf[160];
     size_t n = rl->headers ? sy_ratelimit_headers(rl, h, buf, sizeof buf) : 0;
     gw_buf *out = rl->allowed ? &q->xhdrs : deny;
-    for (size_t i = 0; i < n; i++)
-        gw_buf_printf(out, "%.*s: %.*s\r\n", (int)h[i].name.len, h[i].name.ptr,
-                      (int)h[i].value.len, h[i].value.ptr);
+    for (size_t i = 0; i < n; i++) { /* per limited request: no printf */
+        gw_buf_add(out, h[i].name.ptr, h[i].name.len);
+        gw_buf_add(out, ": ", 2);
+        gw_buf_add(out, h[i].value.ptr, h[i].value.len);
+        gw_buf_add(out, "\r\n", 2);
+    }
     if (!rl->allowed) {
         gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_LIMITED);
         q->rate_limited = true; /* for the access log */
@@ -437,7 +440,7 @@ void gw_policy_free(gw_request *q) {
         q->backoff = NULL;
     }
     gw_buf_free(&q->body_keep);
-    gw_buf_free(&q->xhdrs);
+    q->xhdrs.len = 0; /* its memory stays with the request block (proxy.c) */
     gw_buf_free(&q->req_xhdrs);
 }
 

@@ -201,7 +201,8 @@ static void on_client_handle_closed(uv_handle_t *h) {
  * written before they are read), and a calloc per request cleared all of
  * it; its upstream head and response header buffers keep their memory
  * too (each is refilled from len 0), so a steady request allocates
- * nothing for them. At most REQ_KEEP blocks are kept per thread. */
+ * nothing for them (nor for the gateway's own response headers, xhdrs).
+ * At most REQ_KEEP blocks are kept per thread. */
 #define REQ_KEEP 64
 static _Thread_local gw_request *req_free;
 static _Thread_local unsigned req_nfree;
@@ -212,18 +213,21 @@ static gw_request *request_get(void) {
         return calloc(1, sizeof *q);
     req_free = (gw_request *)q->c;
     req_nfree--;
-    gw_buf head = q->head, rh = q->rh;
+    gw_buf head = q->head, rh = q->rh, xh = q->xhdrs;
     memset(q, 0, GW_REQ_ZEROED);
     q->head = (gw_buf){head.p, 0, head.cap, false};
     q->rh = (gw_buf){rh.p, 0, rh.cap, false};
+    q->xhdrs = (gw_buf){xh.p, 0, xh.cap, false};
     return q;
 }
 
 static void request_put(gw_request *q) {
     /* buffers grown by a large request go back to the system */
-    if (req_nfree >= REQ_KEEP || q->head.cap > 16384 || q->rh.cap > 16384) {
+    if (req_nfree >= REQ_KEEP || q->head.cap > 16384 || q->rh.cap > 16384 ||
+        q->xhdrs.cap > 16384) {
         gw_buf_free(&q->head);
         gw_buf_free(&q->rh);
+        gw_buf_free(&q->xhdrs);
         free(q);
         return;
     }
@@ -238,6 +242,7 @@ void gw_request_blocks_free(void) {
         req_free = (gw_request *)q->c;
         gw_buf_free(&q->head);
         gw_buf_free(&q->rh);
+        gw_buf_free(&q->xhdrs);
         free(q);
     }
     req_nfree = 0;
@@ -251,9 +256,7 @@ static void request_free(gw_request *q) {
     if (q->snap)
         sy_snapshot_release(q->snap);
     for (size_t i = 0; i < q->nops; i++) {
-        free(q->ops[i].name);
-        free(q->ops[i].value);
-        free(q->ops[i].arg);
+        free(q->ops[i].name); /* and value and arg (op_strings) */
         free(q->ops[i].extra);
     }
     gw_forward_free(q);
@@ -555,10 +558,6 @@ static bool named_by_connection(const gw_client *c, sy_str name) {
     return false;
 }
 
-static char *dup_str(sy_str s) {
-    return strndup(s.ptr ? s.ptr : "", s.len);
-}
-
 /* The value of arg `key` of a filter entry, or "". */
 static const char *entry_arg(const sy_filter_entry *e, const char *key) {
     for (size_t i = 0; i < e->arg_count; i++)
@@ -572,6 +571,27 @@ static const char *entry_arg(const sy_filter_entry *e, const char *key) {
  * it), put before the edits already there: those of a route that
  * forwarded here, which edit the response after this one, as SCG's outer
  * filter chain does. */
+/* An op's name, value and arg in one block, owned through name (one
+ * malloc and one free an op, per request, instead of three). */
+static bool op_strings(gw_resp_op *op, sy_str name, sy_str value, sy_str arg) {
+    char *b = malloc(name.len + value.len + arg.len + 3);
+    if (!b)
+        return false;
+    op->name = b;
+    op->value = b + name.len + 1;
+    op->arg = op->value + value.len + 1;
+    if (name.len)
+        memcpy(op->name, name.ptr, name.len);
+    op->name[name.len] = '\0';
+    if (value.len)
+        memcpy(op->value, value.ptr, value.len);
+    op->value[value.len] = '\0';
+    if (arg.len)
+        memcpy(op->arg, arg.ptr, arg.len);
+    op->arg[arg.len] = '\0';
+    return true;
+}
+
 static void copy_response_ops(gw_request *q, sy_match *m, const gw_buf *cors) {
     size_t n = sy_match_response_op_count(m), nc = 0;
     for (size_t i = 0; cors && i < cors->len; i++)
@@ -582,21 +602,25 @@ static void copy_response_ops(gw_request *q, sy_match *m, const gw_buf *cors) {
     if (!ops)
         return;
     size_t k = 0;
-    for (const char *l = cors ? cors->p : NULL; l && k < nc; k++) {
+    const char *l = cors ? cors->p : NULL;
+    for (size_t i = 0; l && i < nc; i++) {
         const char *colon = strchr(l, ':'), *eol = strchr(l, '\r');
         ops[k].kind = SY_RESP_ADD_IF_ABSENT;
-        ops[k].name = strndup(l, (size_t)(colon - l));
-        ops[k].value = strndup(colon + 2, (size_t)(eol - colon - 2));
-        ops[k].arg = strdup("");
+        if (op_strings(&ops[k], (sy_str){l, (size_t)(colon - l)},
+                       (sy_str){colon + 2, (size_t)(eol - colon - 2)},
+                       (sy_str){"", 0}))
+            k++;
         l = eol + 2;
     }
     size_t loc = 0; /* RewriteLocationResponseHeader entries seen */
-    for (size_t i = 0; i < n; i++, k++) {
+    for (size_t i = 0; i < n; i++) {
         sy_response_op op = sy_match_response_op(m, i);
         ops[k].kind = op.kind;
-        ops[k].name = dup_str(op.name);
-        ops[k].value = dup_str(op.value);
-        ops[k].arg = dup_str(op.arg);
+        if (!op_strings(&ops[k], op.name, op.value, op.arg)) {
+            loc += op.kind == SY_RESP_REWRITE_LOCATION;
+            continue;
+        }
+        k++;
         if (op.kind != SY_RESP_REWRITE_LOCATION)
             continue;
         /* its protocols are in its host filter entry (the loc-th) */
@@ -605,7 +629,7 @@ static void copy_response_ops(gw_request *q, sy_match *m, const gw_buf *cors) {
             const sy_filter_entry *e = sy_match_host_filter(m, j);
             if (strcmp(e->name, "RewriteLocationResponseHeader") == 0 &&
                 seen++ == loc) {
-                ops[k].extra = strdup(entry_arg(e, "protocols"));
+                ops[k - 1].extra = strdup(entry_arg(e, "protocols"));
                 break;
             }
         }

@@ -418,6 +418,21 @@ void sy__path_printf(char *out, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 
+size_t sy__int_text(int64_t v, char *num) {
+    char d[24];
+    size_t n = 0, k = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        d[n++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0)
+        num[k++] = '-';
+    while (n)
+        num[k++] = d[--n];
+    num[k] = '\0';
+    return k;
+}
+
 size_t sy__path_join(char *out, size_t cap, const char *base,
                      const char *field) {
     if (!cap)

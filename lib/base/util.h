@@ -156,6 +156,9 @@ size_t sy__path_join(char *out, size_t cap, const char *base,
  * sy__path_join or strlen): each index of a list formatted without
  * formatting the list's path again. Truncated as sy__path_printf. */
 void sy__path_index(char *out, size_t cap, size_t at, size_t i);
+/* Decimal text of v into num (at least 24 bytes), NUL-ended; its length.
+ * No printf: for paths that format numbers per request. */
+size_t sy__int_text(int64_t v, char *num);
 
 /* Fill err (if non-NULL) with code, path and a formatted message. Returns
  * code, so `return sy__error_set(...)` reads naturally. */

@@ -127,22 +127,6 @@ static void put_json_str(sy__buf *b, const char *s) {
     put_json(b, s, strlen(s));
 }
 
-/* Decimal text of v into num (at least 24 bytes); returns its length. */
-static size_t int_text(int64_t v, char *num) {
-    char d[24];
-    size_t n = 0, k = 0;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do
-        d[n++] = (char)('0' + u % 10);
-    while ((u /= 10) != 0);
-    if (v < 0)
-        num[k++] = '-';
-    while (n)
-        num[k++] = d[--n];
-    num[k] = '\0';
-    return k;
-}
-
 /* Append the normalised form of a value of type t. */
 static void canon_value(sy__buf *b, sy__field_type t, const char *v) {
     char num[32];
@@ -155,7 +139,7 @@ static void canon_value(sy__buf *b, sy__field_type t, const char *v) {
     case SY_FT_UINT:
     case SY_FT_POSINT:
         if (sy__value_int64(v, INT64_MIN, INT64_MAX, &iv, NULL)) {
-            int_text(iv, num);
+            sy__int_text(iv, num);
             v = num;
         }
         break;
@@ -165,27 +149,27 @@ static void canon_value(sy__buf *b, sy__field_type t, const char *v) {
         break;
     case SY_FT_DURATION:
         if (sy__value_duration_ms(v, &iv, NULL)) {
-            n = int_text(iv, num);
+            n = sy__int_text(iv, num);
             memcpy(num + n, "ms", 3);
             v = num;
         }
         break;
     case SY_FT_SIZE:
         if (sy__value_size(v, &iv, NULL)) {
-            n = int_text(iv, num);
+            n = sy__int_text(iv, num);
             memcpy(num + n, "B", 2);
             v = num;
         }
         break;
     case SY_FT_DATETIME:
         if (sy__value_datetime_ms(v, &iv, NULL)) {
-            int_text(iv, num);
+            sy__int_text(iv, num);
             v = num;
         }
         break;
     case SY_FT_STATUS:
         if (sy__value_status(v, &st, NULL)) {
-            int_text(st, num);
+            sy__int_text(st, num);
             v = num;
         }
         break;
@@ -332,7 +316,7 @@ static void canon_uri(sy__buf *b, const struct sy_route *r) {
         if (v6)
             putc1(b, ']');
         putc1(b, ':');
-        put(b, num, int_text(u->port, num));
+        put(b, num, sy__int_text(u->port, num));
         break;
     }
     case SY_UPSTREAM_SERVICE:
@@ -403,7 +387,7 @@ static void canon_write(sy__buf *b, const struct sy_route *r) {
     canon_uri(b, r);
     PUTS(b, ",\"order\":");
     char num[24];
-    put(b, num, int_text(r->order, num));
+    put(b, num, sy__int_text(r->order, num));
     PUTS(b, ",\"predicates\":");
     canon_entries(b, r->predicates, r->predicate_count);
     PUTS(b, ",\"filters\":");

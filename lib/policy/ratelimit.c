@@ -13,6 +13,7 @@
  * given to another key meanwhile (store.c).
  */
 #include "policy/ratelimit.h"
+#include "base/util.h"
 
 #include <stdio.h>
 
@@ -270,15 +271,14 @@ size_t sy_ratelimit_headers(const sy_ratelimit *rl, sy_header hdrs[4],
     static const char *const names[4] = {
         "X-RateLimit-Remaining", "X-RateLimit-Replenish-Rate",
         "X-RateLimit-Burst-Capacity", "X-RateLimit-Requested-Tokens"};
-    long long v[4] = {(long long)rl->remaining, (long long)rl->replenish_rate,
-                      (long long)rl->burst_capacity,
-                      (long long)rl->requested_tokens};
+    int64_t v[4] = {(int64_t)rl->remaining, (int64_t)rl->replenish_rate,
+                    (int64_t)rl->burst_capacity, (int64_t)rl->requested_tokens};
     size_t at = 0;
     for (int i = 0; i < 4; i++) {
-        int n = snprintf(buf + at, cap - at, "%lld", v[i]);
+        size_t n = sy__int_text(v[i], buf + at); /* 4 x (20 + NUL) < 96 */
         hdrs[i].name = (sy_str){names[i], strlen(names[i])};
-        hdrs[i].value = (sy_str){buf + at, (size_t)n};
-        at += (size_t)n + 1;
+        hdrs[i].value = (sy_str){buf + at, n};
+        at += n + 1;
     }
     return 4;
 }

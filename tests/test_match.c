@@ -993,12 +993,12 @@ END_TEST
 
 START_TEST(stateful_filters_are_handed_to_the_host_in_order) {
     sy_router *r = route_with_filters(
-        "/**", "[\"Retry=3\",\"StripPrefix=1\",\"CircuitBreaker=cb\"]");
+        "/**", "[\"CircuitBreaker=cb\",\"StripPrefix=1\",\"Retry=3\"]");
     rq q = request("GET", "h", "/a/b");
     held h = match_held(r, &q);
     ck_assert_uint_eq(sy_match_host_filter_count(h.m), 2);
-    ck_assert_str_eq(sy_match_host_filter(h.m, 0)->name, "Retry");
-    ck_assert_str_eq(sy_match_host_filter(h.m, 1)->name, "CircuitBreaker");
+    ck_assert_str_eq(sy_match_host_filter(h.m, 0)->name, "CircuitBreaker");
+    ck_assert_str_eq(sy_match_host_filter(h.m, 1)->name, "Retry");
     ck_assert_ptr_null(sy_match_host_filter(h.m, 2));
     ck_assert_sy_str(sy_match_path(h.m), "/b");
     held_free(&h);

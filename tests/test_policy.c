@@ -781,7 +781,7 @@ START_TEST(a_breaker_or_retry_in_the_defaults_and_a_route_is_refused) {
                  "\"http://b\",\"filters\":[\"%s\"]},{\"id\":\"c\",\"uri\":"
                  "\"http://b\",\"filters\":[\"PrefixPath=/p\",{\"name\":"
                  "\"%s\"}]}]}",
-                 k ? "CircuitBreaker" : "Retry", names[k]);
+                 k ? "PrefixPath=/q" : "Retry", names[k]);
         sy_error e;
         ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
                          SY_EARG);
@@ -789,13 +789,25 @@ START_TEST(a_breaker_or_retry_in_the_defaults_and_a_route_is_refused) {
         ck_assert_ptr_nonnull(strstr(e.message, names[k]));
         ck_assert_ptr_nonnull(strstr(e.message, "default filters"));
         ck_assert_uint_eq(live_routes(r), 0);
-        /* the other policy beside the defaults' runs: accepted */
+        /* a Retry beside the defaults' CircuitBreaker runs (the breaker
+         * around the tries); a CircuitBreaker after the defaults' Retry
+         * is refused (SCG would run it on every try) */
         char ok[256];
         snprintf(ok, sizeof ok,
                  "{\"id\":\"a\",\"uri\":\"http://b\",\"filters\":[\"%s\"]}",
                  k ? "CircuitBreaker" : "Retry");
         ck_assert_int_eq(sy_router_upsert_route(r, "s", ok, strlen(ok), &e),
-                         0);
+                         k ? SY_EARG : 0);
+        if (k) {
+            ck_assert_str_eq(e.path, "route.filters[0]");
+            ck_assert_ptr_nonnull(strstr(e.message, "after a Retry"));
+            ok[0] = '\0';
+            snprintf(ok, sizeof ok,
+                     "{\"id\":\"a\",\"uri\":\"http://b\",\"filters\":"
+                     "[\"PrefixPath=/q\"]}");
+            ck_assert_int_eq(
+                sy_router_upsert_route(r, "s", ok, strlen(ok), &e), 0);
+        }
         snprintf(ok, sizeof ok,
                  "{\"id\":\"b\",\"uri\":\"http://b\",\"filters\":["
                  "{\"name\":\"%s\"}]}",
@@ -1051,15 +1063,15 @@ END_TEST
 START_TEST(route_host_runs_lists_every_host_run_item) {
     const char *doc =
         "[{\"id\":\"r\",\"uri\":\"forward:/x\",\"metadata\":{\"cors\":\"{}\","
-        "\"connect-timeout\":100},\"filters\":[\"Retry=3\",\"StripPrefix=1\","
-        "\"CircuitBreaker=c\"]}]";
+        "\"connect-timeout\":100},\"filters\":[\"CircuitBreaker=c\","
+        "\"StripPrefix=1\",\"Retry=3\"]}]";
     sy_document *d;
     ck_assert_int_eq(sy_document_parse(doc, strlen(doc), NULL, &d, NULL), 0);
     const char *names[8];
     size_t n = sy_route_host_runs(sy_document_route(d, 0), names, 8);
     ck_assert_uint_eq(n, 5);
-    ck_assert_str_eq(names[0], "Retry");
-    ck_assert_str_eq(names[1], "CircuitBreaker");
+    ck_assert_str_eq(names[0], "CircuitBreaker");
+    ck_assert_str_eq(names[1], "Retry");
     ck_assert_str_eq(names[2], "forward:");
     ck_assert_str_eq(names[3], "metadata.connect-timeout");
     ck_assert_str_eq(names[4], "metadata.cors");

@@ -35,6 +35,14 @@ uint32_t sy__filter_max_groups(const sy__filter *f);
  * with *id its builtin id; NULL for any other filter. */
 const void *sy__filter_policy(const sy__filter *f, sy__builtin *id);
 
+/* A CircuitBreaker after a Retry in a chain is refused (route.c, and
+ * router_core.c for a Retry among the default filters): SCG would run the
+ * breaker on every try; the hosts run it once, around all the tries. */
+#define SY__BREAKER_AFTER_RETRY                                                \
+    "CircuitBreaker: after a Retry, SCG runs the breaker on every try; "      \
+    "switchyard runs it once around all the tries: list the CircuitBreaker "  \
+    "before the Retry"
+
 /* The plan, built in the match context's scratch arena. */
 typedef struct sy__plan {
     sy_action action;

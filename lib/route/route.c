@@ -458,6 +458,8 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                                    "second",
                                    r->more->filters[i].name,
                                    r->more->filters[i].name);
+            else if (bit == 2u && (once & 1u))
+                rc = sy__error_set(err, SY_EARG, p, SY__BREAKER_AFTER_RETRY);
             once |= bit;
         }
         if (rc) {

@@ -325,6 +325,12 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                                  n);
         }
     }
+    int bi = policy_at(rt, SY_F_CIRCUIT_BREAKER, NULL);
+    if (bi >= 0 && policy_at(r->defaults, SY_F_RETRY, NULL) >= 0) {
+        route_path(at, sizeof at, list, index);
+        snprintf(p, sizeof p, "%s.filters[%d]", at, bi);
+        return sy__error_set(err, SY_EARG, p, SY__BREAKER_AFTER_RETRY);
+    }
     const void *v = NULL;
     int ri = -1;
     if (policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, &v) < 0)

@@ -156,8 +156,8 @@ done <"$data/invalid/expect.tsv"
 cat >"$tmp/policies.json" <<'JSON'
 {"routes": [
   {"id": "orders", "uri": "http://o", "predicates": ["Path=/o/**"],
-   "filters": ["Retry=3, BAD_GATEWAY, GET, 10ms, 50ms, 2, false, 0.5, 2s",
-               {"name": "CircuitBreaker", "args": {"name": "orders", "fallbackUri": "forward:/fallback"}}]},
+   "filters": [{"name": "CircuitBreaker", "args": {"name": "orders", "fallbackUri": "forward:/fallback"}},
+               "Retry=3, BAD_GATEWAY, GET, 10ms, 50ms, 2, false, 0.5, 2s"]},
   {"id": "fallback", "uri": "forward:/down", "predicates": ["Path=/fallback"]},
   {"id": "limited", "uri": "http://l", "predicates": ["Path=/l/**"],
    "filters": [{"name": "RequestRateLimiter", "args": {"redis-rate-limiter.replenishRate": "10",
@@ -178,8 +178,16 @@ policies.json: host-run [Retry]: 'orders'
 policies.json: host-run [forward:]: 'fallback'" \
     check --host gateway policies.json
 run "--host nginx: the nginx module runs these too, not Retry's backoff" 1 \
-"policies.json: routes[0].filters[0]: Retry: backoff: host 'nginx' does not wait between tries (it retries at once); remove backoff" \
+"policies.json: routes[0].filters[1]: Retry: backoff: host 'nginx' does not wait between tries (it retries at once); remove backoff" \
     check --quiet --host nginx policies.json
+# a CircuitBreaker after a Retry: SCG runs it on every try, the hosts once
+# around them all (refused, located)
+cat >"$tmp/retry-first.json" <<'JSON'
+[{"id": "rc", "uri": "http://o", "filters": ["Retry=2", "CircuitBreaker=rc"]}]
+JSON
+run "a CircuitBreaker after a Retry is refused" 1 \
+"retry-first.json: [0].filters[1]: CircuitBreaker: after a Retry, SCG runs the breaker on every try; switchyard runs it once around all the tries: list the CircuitBreaker before the Retry" \
+    check --quiet retry-first.json
 cat >"$tmp/gateway-only.json" <<'JSON'
 {"routes": [
   {"id": "moved", "uri": "http://m", "predicates": ["Path=/m/**"],

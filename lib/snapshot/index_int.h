@@ -513,7 +513,7 @@ static inline const hentry *host_probe(const sy__index *ix, sy_str key,
         if (!e->len)
             return NULL;
         if (e->hash == tag && e->len == want &&
-            memcmp(ix->hkeys + e->off, key.ptr, key.len) == 0)
+            sy__bytes_eq(ix->hkeys + e->off, key.ptr, key.len))
             return e;
     }
 }
@@ -542,10 +542,12 @@ static inline bool index_host_wild(const sy__index *ix, sy_str host,
                                    sy__cand_list *out) {
     if (!ix->hosts || !ix->hfilt.wlens)
         return false;
-    const char *dot = memchr(host.ptr, '.', host.len);
-    if (!dot || dot == host.ptr)
+    size_t d = 0; /* the first label: short, so a loop and no call */
+    while (d < host.len && host.ptr[d] != '.')
+        d++;
+    if (d == 0 || d == host.len)
         return false;
-    sy_str key = {dot + 1, host.len - (size_t)(dot + 1 - host.ptr)};
+    sy_str key = {host.ptr + d + 1, host.len - d - 1};
     if (!key.len || key.len > HE_MAX_LEN)
         return false;
     unsigned char c0 = (unsigned char)key.ptr[0];

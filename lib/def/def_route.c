@@ -639,7 +639,8 @@ static size_t filter_estimate(const cJSON *c) {
 /* What a route built from `obj` will hold in its arena, about: its text
  * (ids, values and the uri's parts are copied from it: fewer bytes than
  * its JSON spelling), per predicate and filter its entry, args, compiled
- * object and slot, and the compiled patterns of Path and Host predicates.
+ * object (and a filter's slot), and the compiled patterns of Path and Host
+ * predicates.
  * A route that holds more gets another chunk. */
 static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
     size_t json = ctx->text_len ? ctx->text_len : 256;
@@ -678,7 +679,9 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
     if (cJSON_IsArray(f->predicates)) {
         for (const cJSON *c = f->predicates->child; c; c = c->next) {
             simple = simple && cJSON_IsString(c);
-            n += sizeof(sy__def_entry) + 16 + 8 + SY_PRED_OBJECT_BYTES +
+            /* the entry, an argument, the compiled object (in a row
+             * with the route's others: no slot) */
+            n += sizeof(sy__def_entry) + 16 + SY_PRED_OBJECT_BYTES +
                  predicate_estimate(c, &text);
         }
     }

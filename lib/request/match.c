@@ -265,7 +265,7 @@ static int first_failing_but(sy_match_ctx *c, const sy_snapshot *s,
     ev->ncaps = 0;
     ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
     for (size_t i = 0; i < r->predicate_count; i++)
-        if ((int32_t)i != proven && !pred_holds(c, r->cpreds[i]))
+        if ((int32_t)i != proven && !pred_holds(c, sy__route_cpred(r, i)))
             return (int)i;
     return -1;
 }
@@ -280,7 +280,7 @@ static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                          int f) {
     const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
     if (f >= 0 && c->method_miss_count < MAX_METHOD_MISSES &&
-        sy__pred_get_kind(r->cpreds[f]) == SY_PK_METHOD)
+        sy__pred_get_kind(sy__route_cpred(r, f)) == SY_PK_METHOD)
         c->method_misses[c->method_miss_count++] = slot;
 }
 
@@ -332,7 +332,7 @@ static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
         if (i == cd->pred) {
             if (!walk_caps(ev, l, cd))
                 return candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
-        } else if (!pred_holds(c, r->cpreds[i])) {
+        } else if (!pred_holds(c, sy__route_cpred(r, i))) {
             note_failure(c, s, cd->slot, (int)i);
             return false;
         }
@@ -530,12 +530,12 @@ static sy_nomatch method_reason_now(sy_match_ctx *c, const sy_snapshot *s) {
         c->ev.weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
         bool others_hold = true;
         for (size_t i = 0; i < r->predicate_count && others_hold; i++)
-            if (sy__pred_get_kind(r->cpreds[i]) != SY_PK_METHOD)
-                others_hold = sy__pred_test(r->cpreds[i], &c->ev);
+            if (sy__pred_get_kind(sy__route_cpred(r, i)) != SY_PK_METHOD)
+                others_hold = sy__pred_test(sy__route_cpred(r, i), &c->ev);
         if (!others_hold)
             continue;
         for (size_t i = 0; i < r->predicate_count; i++) {
-            const sy__pred *p = r->cpreds[i];
+            const sy__pred *p = sy__route_cpred(r, i);
             if (sy__pred_get_kind(p) != SY_PK_METHOD)
                 continue;
             uint32_t mask = sy__pred_method_mask(p);

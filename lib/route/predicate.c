@@ -338,6 +338,10 @@ static int compile_host_factory(sy__pred *p, const sy__def_entry *e,
                 local.path[0] ? local.path : NULL, local.offset, msg);
 }
 
+static int compile_in(sy__pred *p, const sy__def_entry *e,
+                      const sy__compile_env *env, const char *path,
+                      sy_error *err);
+
 int sy__pred_compile(const sy__def_entry *e, const sy__compile_env *env,
                      const char *path, sy__pred **out, sy_error *err) {
     *out = NULL;
@@ -345,6 +349,34 @@ int sy__pred_compile(const sy__def_entry *e, const sy__compile_env *env,
     if (!p)
         return fail_nomem(err, path);
     p->in_arena = env->arena != NULL;
+    int rc = compile_in(p, e, env, path, err);
+    if (rc) {
+        sy__pred_free(p, env->alloc);
+        return rc;
+    }
+    *out = p;
+    return SY_OK;
+}
+
+int sy__pred_compile_into(const sy__def_entry *e, const sy__compile_env *env,
+                          const char *path, sy__pred *p, sy_error *err) {
+    memset(p, 0, sizeof *p);
+    if (!env->arena) /* the slot's pieces live in the slot's arena */
+        return fail(err, SY_EINVAL, path, NULL, 0, "no arena for the slot");
+    p->in_arena = true; /* the slot is the caller's */
+    int rc = compile_in(p, e, env, path, err);
+    if (rc) {
+        sy__pred_free(p, env->alloc);
+        memset(p, 0, sizeof *p);
+    }
+    return rc;
+}
+
+/* Compile entry e into p (zeroed but for in_arena); on failure p holds
+ * what sy__pred_free releases. */
+static int compile_in(sy__pred *p, const sy__def_entry *e,
+                      const sy__compile_env *env, const char *path,
+                      sy_error *err) {
     p->max_groups = 1;
     int rc;
     sy__builtin id = sy__def_spec(e) ? sy__def_spec(e)->id : SY_HOST_FACTORY;
@@ -402,12 +434,7 @@ int sy__pred_compile(const sy__def_entry *e, const sy__compile_env *env,
         rc = fail(err, SY_EUNKNOWN, path, NULL, 0, "not a predicate");
         break;
     }
-    if (rc) {
-        sy__pred_free(p, env->alloc);
-        return rc;
-    }
-    *out = p;
-    return SY_OK;
+    return rc;
 }
 
 void sy__pred_free(sy__pred *p, const sy__alloc *a) {

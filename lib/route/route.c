@@ -154,12 +154,17 @@ struct sy_route *sy__route_ref(const struct sy_route *r) {
 
 /* The compiled objects' own resources (patterns, regexes, host state);
  * the arrays and the objects themselves are in the route's arena. */
+static void free_preds(struct sy__pred *slots, size_t n, const sy__alloc *a) {
+    for (size_t i = 0; i < n; i++)
+        sy__pred_free((sy__pred *)(void *)((char *)(void *)slots +
+                                           i * SY_PRED_OBJECT_BYTES),
+                      a);
+}
+
 static void free_compiled(struct sy_route *r) {
-    if (r->cpreds) {
-        for (size_t i = 0; i < r->predicate_count; i++)
-            if (r->cpreds[i])
-                sy__pred_free(r->cpreds[i], r->alloc);
-        r->cpreds = NULL;
+    if (r->cpred) { /* set once every predicate is compiled */
+        free_preds(r->cpred, r->predicate_count, r->alloc);
+        r->cpred = NULL;
     }
     if (r->more->cfilters) { /* then r owns its more */
         sy__route_more *m = (sy__route_more *)(uintptr_t)r->more;
@@ -209,8 +214,8 @@ void sy__route_unref(struct sy_route *r) {
 static int literal_pred_index(const struct sy_route *r, sy__pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count && i <= SY_ROUTE_LITERAL_MAX;
          i++) {
-        const sy__pred *p = r->cpreds[i];
-        if (!p || sy__pred_get_kind(p) != kind)
+        const sy__pred *p = sy__route_cpred(r, i);
+        if (sy__pred_get_kind(p) != kind)
             continue;
         return sy__pred_all_literal(p) ? (int)i : -1;
     }
@@ -398,9 +403,11 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                            env ? env->host_runs : NULL};
     env = &own;
     free_compiled(r);
+    /* the objects in a row, r->cpred only once all are compiled */
+    struct sy__pred *slots = NULL;
     if (r->predicate_count) {
-        r->cpreds = sy__route_calloc(r, r->predicate_count, sizeof *r->cpreds);
-        if (!r->cpreds)
+        slots = sy__route_calloc(r, r->predicate_count, SY_PRED_OBJECT_BYTES);
+        if (!slots)
             return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     }
     if (r->more->filter_count) { /* then r owns its more */
@@ -419,20 +426,24 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
          * allocation failure the second try may succeed); a host's
          * factory (a callback, called once) gets it at once */
         const sy__def_entry *e = &r->predicates[i];
+        sy__pred *slot = (sy__pred *)(void *)((char *)(void *)slots +
+                                              i * SY_PRED_OBJECT_BYTES);
         int rc = 1;
         if (sy__def_spec(e))
-            rc = sy__pred_compile(e, env, "", &r->cpreds[i], err);
+            rc = sy__pred_compile_into(e, env, "", slot, err);
         if (rc) {
             if (!at)
                 at = sy__path_join(p, sizeof p, path, "predicates");
             sy__path_index(p, sizeof p, at, i);
-            rc = sy__pred_compile(e, env, p, &r->cpreds[i], err);
+            rc = sy__pred_compile_into(e, env, p, slot, err);
         }
         if (rc) {
+            free_preds(slots, i, r->alloc);
             free_compiled(r);
             return rc;
         }
     }
+    r->cpred = slots;
     if (!read_select(r)) {
         free_compiled(r);
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");

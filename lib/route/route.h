@@ -9,6 +9,7 @@
 #define SY_ROUTE_H
 
 #include "route/compile_env.h"
+#include "route/predicate.h"
 
 struct sy__pred;
 struct sy__filter;
@@ -129,8 +130,10 @@ struct sy_route {
      * another id has the same hash) */
     uint32_t id_hash;
 
-    /* compiled, parallel to predicates[] */
-    struct sy__pred **cpreds;
+    /* compiled, parallel to predicates[]: predicate_count objects of
+     * SY_PRED_OBJECT_BYTES in a row (read with sy__route_cpred), NULL
+     * until compiled */
+    struct sy__pred *cpred;
 
     /* Set by the router when the route becomes live (again, after a
      * rollback put it back): the host's data (route_attach), the key
@@ -142,6 +145,14 @@ struct sy_route {
 
 /* The highest predicate index literal_path / literal_host hold. */
 #define SY_ROUTE_LITERAL_MAX 7
+
+/* The compiled predicate i of r (r compiled, i < predicate_count). */
+static inline const struct sy__pred *sy__route_cpred(const struct sy_route *r,
+                                                     size_t i) {
+    return (const struct sy__pred *)(const void *)((const char *)(const void *)
+                                                       r->cpred +
+                                                   i * SY_PRED_OBJECT_BYTES);
+}
 
 /* r's instance selection settings (never NULL). */
 static inline const sy__route_select *
@@ -208,7 +219,7 @@ typedef struct sy__route_owner {
 } sy__route_owner;
 
 /*
- * Compile every predicate and filter of `r` (sets cpreds / cfilters).
+ * Compile every predicate and filter of `r` (sets cpred / more->cfilters).
  * `path` is the route's JSON path ("routes[3]"); errors get
  * "<path>.predicates[i].args.<field>" and the offset in the pattern.
  */

@@ -261,8 +261,8 @@ void sy__ix_insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
 /* The first built-in predicate of `kind` of a route, or NULL. */
 const sy__pred *sy__ix_find_pred(const struct sy_route *r, sy__pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count; i++)
-        if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == kind)
-            return r->cpreds[i];
+        if (sy__pred_get_kind(sy__route_cpred(r, i)) == kind)
+            return sy__route_cpred(r, i);
     return NULL;
 }
 
@@ -315,7 +315,7 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
     size_t at[2] = {0, 0}, ndims[2] = {0, 0};
     bool other = false;
     for (size_t i = 0; i < r->predicate_count; i++) {
-        const sy__pred *p = r->cpreds[i];
+        const sy__pred *p = sy__route_cpred(r, i);
         sy__pred_kind k = p ? sy__pred_get_kind(p) : SY_PK_HOST_FACTORY;
         if (k == SY_PK_METHOD) {
             ri.methods &= sy__pred_method_mask(p);
@@ -329,7 +329,7 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
     for (int d = 0; d < 2; d++) {
         if (ndims[d] != 1 || at[d] >= UINT8_MAX)
             continue;
-        const sy__pred *pred = r->cpreds[at[d]];
+        const sy__pred *pred = sy__route_cpred(r, at[d]);
         if (sy__pred_pattern_count(pred) != 1)
             continue;
         const sy__pattern *pat = sy__pred_pattern(pred, 0);

@@ -93,7 +93,7 @@ static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
 static void prefetch_patterns(const struct sy_route *rt, bool text) {
     size_t np = rt->predicate_count < 8 ? rt->predicate_count : 8;
     for (size_t i = 0; i < np; i++) {
-        const sy__pred *p = rt->cpreds[i];
+        const sy__pred *p = sy__route_cpred(rt, i);
         size_t nk = p ? sy__pred_pattern_count(p) : 0;
         for (size_t k = 0; k < nk && k < 2; k++) {
             const sy__pattern *pat = sy__pred_pattern(p, k);
@@ -112,16 +112,15 @@ static void prefetch_ahead(const sy__index_route *routes, size_t n, size_t r) {
         const struct sy_route *rt = routes[r + 16].route;
         __builtin_prefetch(&rt->order);
         __builtin_prefetch(&rt->predicate_count);
-        __builtin_prefetch(&rt->cpreds);
+        __builtin_prefetch(&rt->cpred);
     }
     if (r + 8 < n)
-        __builtin_prefetch(routes[r + 8].route->cpreds);
+        __builtin_prefetch(routes[r + 8].route->cpred);
     if (r + 4 < n) {
         const struct sy_route *rt = routes[r + 4].route;
         size_t np = rt->predicate_count < 8 ? rt->predicate_count : 8;
         for (size_t i = 0; i < np; i++)
-            if (rt->cpreds[i])
-                __builtin_prefetch(rt->cpreds[i]);
+            __builtin_prefetch(sy__route_cpred(rt, i));
     }
     if (r + 2 < n)
         prefetch_patterns(routes[r + 2].route, false);

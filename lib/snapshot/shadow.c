@@ -48,7 +48,7 @@ typedef struct rinfo {
 #define STD_METHODS 0x7fffffffu
 
 static const struct sy__pred *pred(const struct sy_route *r, size_t i) {
-    return r->cpreds[i];
+    return sy__route_cpred(r, i);
 }
 
 /* A non-standard method every Method predicate of `ri` lists. */
@@ -88,7 +88,7 @@ static sy_str shared_first(const struct sy__pred *p) {
 
 static void analyse(rinfo *ri) {
     const struct sy_route *r = ri->r;
-    ri->skip = r->disabled || !r->cpreds;
+    ri->skip = r->disabled || !r->cpred;
     ri->may_take = true;
     ri->any_method = true;
     ri->mask = STD_METHODS;

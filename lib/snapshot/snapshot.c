@@ -143,15 +143,15 @@ static int index_over(sy_snapshot *s, const uint32_t *slots, size_t n,
 
 static bool has_weight(const struct sy_route *r) {
     for (size_t p = 0; p < r->predicate_count; p++)
-        if (r->cpreds[p] && sy__pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
+        if (sy__pred_get_kind(sy__route_cpred(r, p)) == SY_PK_WEIGHT)
             return true;
     return false;
 }
 
 static const sy__pred *weight_pred(const struct sy_route *r) {
     for (size_t p = 0; p < r->predicate_count; p++)
-        if (r->cpreds[p] && sy__pred_get_kind(r->cpreds[p]) == SY_PK_WEIGHT)
-            return r->cpreds[p];
+        if (sy__pred_get_kind(sy__route_cpred(r, p)) == SY_PK_WEIGHT)
+            return sy__route_cpred(r, p);
     return NULL;
 }
 
@@ -254,17 +254,17 @@ static int build_weights(sy_snapshot *s, const uint32_t *cand, size_t n) {
 static bool scratch_needs(sy_snapshot *s, const struct sy_route *r) {
     uint32_t groups = 0, vars = 0;
     bool weight = false;
-    for (size_t i = 0; i < r->predicate_count; i++)
-        if (r->cpreds[i]) {
-            sy__pred_kind k = sy__pred_get_kind(r->cpreds[i]);
-            s->needs_host |= k == SY_PK_HOST;
-            s->needs_time |= k == SY_PK_TIME;
-            weight |= k == SY_PK_WEIGHT;
-            uint32_t g = sy__pred_max_groups(r->cpreds[i]);
-            if (g > groups)
-                groups = g;
-            vars += sy__pred_var_count(r->cpreds[i]);
-        }
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        const sy__pred *p = sy__route_cpred(r, i);
+        sy__pred_kind k = sy__pred_get_kind(p);
+        s->needs_host |= k == SY_PK_HOST;
+        s->needs_time |= k == SY_PK_TIME;
+        weight |= k == SY_PK_WEIGHT;
+        uint32_t g = sy__pred_max_groups(p);
+        if (g > groups)
+            groups = g;
+        vars += sy__pred_var_count(p);
+    }
     for (size_t i = 0; i < r->more->filter_count; i++)
         if (r->more->cfilters[i]) {
             uint32_t g = sy__filter_max_groups(r->more->cfilters[i]);
@@ -287,20 +287,20 @@ static void prefetch_needs(const sy_snapshot *s, uint32_t i, uint32_t n) {
         const struct sy_route *r = sy__snapshot_slot(s, i + 16)->route;
         if (r) {
             __builtin_prefetch(&r->predicate_count);
-            __builtin_prefetch(&r->cpreds);
+            __builtin_prefetch(&r->cpred);
         }
     }
     if (i + 8 < n) {
         const struct sy_route *r = sy__snapshot_slot(s, i + 8)->route;
         if (r) {
-            __builtin_prefetch(r->cpreds);
+            __builtin_prefetch(r->cpred);
             __builtin_prefetch(r->more->cfilters);
         }
     }
     if (i + 4 < n) {
         const struct sy_route *r = sy__snapshot_slot(s, i + 4)->route;
         for (size_t k = 0; r && k < r->predicate_count && k < 8; k++)
-            __builtin_prefetch(r->cpreds[k]);
+            __builtin_prefetch(sy__route_cpred(r, k));
         for (size_t k = 0; r && k < r->more->filter_count && k < 8; k++)
             __builtin_prefetch(r->more->cfilters[k]);
     }
@@ -562,21 +562,21 @@ static void prefetch_changes(const derive *d, size_t c) {
             __builtin_prefetch(&ah->route->fingerprint);
             if (d->fresh_ws) { /* and what scratch_needs reads */
                 __builtin_prefetch(&ah->route->predicate_count);
-                __builtin_prefetch(&ah->route->cpreds);
+                __builtin_prefetch(&ah->route->cpred);
             }
         }
     }
     if (d->fresh_ws && c + 6 < n) {
         const struct sy_route *ar = d->changes[d->order[c + 6]].route;
         if (ar) {
-            __builtin_prefetch(ar->cpreds);
+            __builtin_prefetch(ar->cpred);
             __builtin_prefetch(ar->more->cfilters);
         }
     }
     if (d->fresh_ws && c + 3 < n) {
         const struct sy_route *ar = d->changes[d->order[c + 3]].route;
         for (size_t k = 0; ar && k < ar->predicate_count && k < 8; k++)
-            __builtin_prefetch(ar->cpreds[k]);
+            __builtin_prefetch(sy__route_cpred(ar, k));
         for (size_t k = 0; ar && k < ar->more->filter_count && k < 8; k++)
             __builtin_prefetch(ar->more->cfilters[k]);
     }

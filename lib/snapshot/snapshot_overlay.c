@@ -456,8 +456,8 @@ static bool keys_of(const sy__pred *pred, route_keys *k) {
 static const sy__pred *first_pred(const struct sy_route *r,
                                   sy__pred_kind kind) {
     for (size_t i = 0; i < r->predicate_count; i++)
-        if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == kind)
-            return r->cpreds[i];
+        if (sy__pred_get_kind(sy__route_cpred(r, i)) == kind)
+            return sy__route_cpred(r, i);
     return NULL;
 }
 
@@ -472,7 +472,7 @@ static uint64_t host_key_mix(uint64_t h, sy_str label) {
  * or trailing '.'); false: none. */
 static bool host_key_of(const struct sy_route *r, uint64_t *out) {
     for (size_t i = 0; i < r->predicate_count; i++) {
-        const sy__pred *p = r->cpreds[i];
+        const sy__pred *p = sy__route_cpred(r, i);
         if (!p || sy__pred_get_kind(p) != SY_PK_HOST ||
             sy__pred_pattern_count(p) != 1)
             continue;
@@ -518,8 +518,8 @@ static void route_keys_of(const struct sy_route *r, route_keys *k) {
 static uint32_t methods_of(const struct sy_route *r) {
     uint32_t m = UINT32_MAX;
     for (size_t i = 0; i < r->predicate_count; i++)
-        if (r->cpreds[i] && sy__pred_get_kind(r->cpreds[i]) == SY_PK_METHOD)
-            m &= sy__pred_method_mask(r->cpreds[i]);
+        if (sy__pred_get_kind(sy__route_cpred(r, i)) == SY_PK_METHOD)
+            m &= sy__pred_method_mask(sy__route_cpred(r, i));
     return m;
 }
 

@@ -643,20 +643,25 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 /* Router with one route `filters` (a JSON array) on Path=`pattern`. */
-/* A literal Path past the 127th predicate is not recorded for the index
- * (literal_path is 8-bit): the route is then tested as usual and still
- * matches exactly as the linear scan says. */
-START_TEST(literal_path_past_the_127th_predicate_is_tested_as_usual) {
+/* A literal Path just past predicate SY_ROUTE_LITERAL_MAX is not recorded
+ * for the index (literal_path is 4 bits): the route is then tested as
+ * usual and still matches exactly as the linear scan says. */
+START_TEST(literal_path_past_the_limit_is_tested_as_usual) {
     char *json = malloc(8192);
     ck_assert_ptr_nonnull(json);
     size_t n = (size_t)snprintf(json, 8192,
                                 "[{\"id\":\"late\",\"uri\":\"no://op\","
                                 "\"predicates\":[");
-    for (int i = 0; i < 130; i++)
+    for (int i = 0; i < SY_ROUTE_LITERAL_MAX + 1; i++)
+        n += (size_t)snprintf(json + n, 8192 - n, "\"Method=GET\",");
+    /* "early": its Path is the last one the field holds */
+    n += (size_t)snprintf(json + n, 8192 - n,
+                          "\"Path=/a/b\"]},{\"id\":\"early\",\"uri\":"
+                          "\"no://op\",\"predicates\":[");
+    for (int i = 0; i < SY_ROUTE_LITERAL_MAX; i++)
         n += (size_t)snprintf(json + n, 8192 - n, "\"Method=GET\",");
     snprintf(json + n, 8192 - n,
-             "\"Path=/a/b\"]},{\"id\":\"early\",\"uri\":\"no://op\","
-             "\"predicates\":[\"Method=GET\",\"Path=/x/y\"]},"
+             "\"Path=/x/y\"]},"
              "{\"id\":\"other\",\"uri\":\"no://op\",\"order\":1,"
              "\"predicates\":[\"Path=/a/**\"]}]");
     sy_router *r = router_with(json);
@@ -671,7 +676,7 @@ START_TEST(literal_path_past_the_127th_predicate_is_tested_as_usual) {
     m = match_on(s, &q);
     ck_assert_ptr_nonnull(m);
     ck_assert_str_eq(sy_route_id(sy_match_route(m)), "early");
-    ck_assert_int_eq(sy_match_route(m)->literal_path, 1);
+    ck_assert_int_eq(sy_match_route(m)->literal_path, SY_ROUTE_LITERAL_MAX);
     sy_snapshot_release(s);
     q = request("GET", "h", "/a/c");
     ck_assert_str_eq(match_id(r, &q), "other");
@@ -1662,8 +1667,7 @@ int main(void) {
     tcase_add_test(tc,
                    fingerprint_does_not_depend_on_how_positions_were_reached);
     tcase_add_test(tc, query_predicate_handles_absent_and_trailing_separators);
-    tcase_add_test(tc,
-                   literal_path_past_the_127th_predicate_is_tested_as_usual);
+    tcase_add_test(tc, literal_path_past_the_limit_is_tested_as_usual);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

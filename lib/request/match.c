@@ -652,8 +652,10 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             host = &c->host;
         }
     }
-    size_t n = sy__index_lookup(s->base, &c->path, host, mbit, c->lists + pre,
-                                MAX_LISTS - pre);
+    size_t n = !host && index_path_none(s->base)
+                   ? 0 /* a table of host routes after a whole-host hit */
+                   : sy__index_lookup(s->base, &c->path, host, mbit,
+                                      c->lists + pre, MAX_LISTS - pre);
     if (n != SIZE_MAX)
         n += pre;
     if (n != SIZE_MAX && s->ov[0]) {

@@ -534,6 +534,16 @@ static inline bool index_host_exact(const sy__index *ix, sy_str host,
     return true;
 }
 
+/* Whether a lookup without host labels would find no list at all: the
+ * path trie's root has no child, no list (after pruning: every route
+ * placed in the host trie) and there is no generic list. The matcher
+ * then skips sy__index_lookup after a whole-host hit. */
+static inline bool index_path_none(const sy__index *ix) {
+    const xnode *r = &ix->nodes[ROOT_PATH];
+    return !ix->generic_some && !r->tlen &&
+           !(r->shape & (X_NLIT | X_WILD | X_HASH | X_SIDE | X_MULTI));
+}
+
 /* The wildcard key for a host of one more label (index_host_exact's
  * miss): the host past its first '.', when that label is not empty. A
  * hit is the host walk's whole answer (the wildcard child's term list:

@@ -186,6 +186,29 @@ START_TEST(selection_settings_are_checked_with_their_path) {
         sy_document *d = parse_ok(json, false);
         sy_document_free(d);
     }
+    /* run or refuse: where a key has no effect it is refused, not kept */
+    static const struct {
+        const char *uri, *metadata, *path, *needle;
+    } idle[] = {
+        {"http://h", "{\"lb-policy\":\"random\"}", "[0].metadata.lb-policy",
+         "lb:// routes only"},
+        {"https://h", "{\"version-header\":\"X-V\"}",
+         "[0].metadata.version-header", "lb:// routes only"},
+        {"forward:/x", "{\"response-timeout\":100}",
+         "[0].metadata.response-timeout", "calls no upstream"},
+        {"no://op", "{\"connect-timeout\":100}", "[0].metadata.connect-timeout",
+         "calls no upstream"},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(idle); i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "[{\"id\":\"a\",\"uri\":\"%s\",\"metadata\":%s}]",
+                 idle[i].uri, idle[i].metadata);
+        sy_error e;
+        ck_assert_int_eq(parse_err(json, NULL, &e), SY_EARG);
+        ck_assert_str_eq(e.path, idle[i].path);
+        ck_assert_msg(strstr(e.message, idle[i].needle), "%s", e.message);
+    }
 }
 END_TEST
 

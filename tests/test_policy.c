@@ -1062,7 +1062,7 @@ END_TEST
 
 START_TEST(route_host_runs_lists_every_host_run_item) {
     const char *doc =
-        "[{\"id\":\"r\",\"uri\":\"forward:/x\",\"metadata\":{\"cors\":\"{}\","
+        "[{\"id\":\"r\",\"uri\":\"lb:ws://s\",\"metadata\":{\"cors\":\"{}\","
         "\"connect-timeout\":100},\"filters\":[\"CircuitBreaker=c\","
         "\"StripPrefix=1\",\"Retry=3\"]}]";
     sy_document *d;
@@ -1072,7 +1072,7 @@ START_TEST(route_host_runs_lists_every_host_run_item) {
     ck_assert_uint_eq(n, 5);
     ck_assert_str_eq(names[0], "CircuitBreaker");
     ck_assert_str_eq(names[1], "Retry");
-    ck_assert_str_eq(names[2], "forward:");
+    ck_assert_str_eq(names[2], "ws:");
     ck_assert_str_eq(names[3], "metadata.connect-timeout");
     ck_assert_str_eq(names[4], "metadata.cors");
     ck_assert_uint_eq(sy_route_host_runs(sy_document_route(d, 0), NULL, 0), 5);

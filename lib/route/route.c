@@ -338,6 +338,25 @@ size_t sy__route_check_select(const struct sy_route *r, const char *path,
                  v ? v : "round-robin by default");
         select_error(&se, k);
     }
+    /* run or refuse: instance selection runs only for lb:// routes, the
+     * timeouts only where an upstream is called */
+    for (size_t i = 0; i < r->more->metadata_count; i++) {
+        const char *k = r->more->metadata[i].key;
+        bool sel = sy__route_is_select_key(k);
+        bool tmo = !strcmp(k, "response-timeout") ||
+                   !strcmp(k, "connect-timeout");
+        if (r->up_scheme == SY_SCHEME_NONE)
+            break; /* no uri (or a bad one, reported): nothing to say */
+        if ((sel && r->up_kind != SY_UPSTREAM_SERVICE) ||
+            (tmo && (r->up_kind == SY_UPSTREAM_FORWARD ||
+                     r->up_kind == SY_UPSTREAM_NONE))) {
+            snprintf(se.msg, sizeof se.msg,
+                     "%s has no effect on this route: %s", k,
+                     sel ? "instances are selected for lb:// routes only"
+                         : "a forward: or no://op route calls no upstream");
+            select_error(&se, k);
+        }
+    }
     return se.n;
 }
 

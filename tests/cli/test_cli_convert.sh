@@ -81,7 +81,7 @@ same "properties: shortcut, expanded, args[key], continuation, order" \
 "$bin" convert "$d/webflux.yaml" >"$tmp/wf.json" 2>"$tmp/wf.err"
 same "spring.cloud.gateway.server.webflux.routes converts" "$tmp/wf.json: ok, 1 route" "$("$bin" check "$tmp/wf.json" | head -1)"
 same "webflux: a dotted YAML key, lists, nested metadata, YAML 1.1 booleans" \
-    '{"id": "api", "uri": "http://127.0.0.1:9103", "predicates": ["Path=/api/{segment}", {"name": "Method", "args": {"methods": ["GET", "POST"]}}], "filters": ["AddResponseHeader=X-Edge, webflux", {"name": "SetPath", "args": {"template": "/v2/{segment}"}}], "metadata": {"version-header": "x-version", "enabled": true, "labels": {"tier": "gold"}}}' \
+    '{"id": "api", "uri": "http://127.0.0.1:9103", "predicates": ["Path=/api/{segment}", {"name": "Method", "args": {"methods": ["GET", "POST"]}}], "filters": ["AddResponseHeader=X-Edge, webflux", {"name": "SetPath", "args": {"template": "/v2/{segment}"}}], "metadata": {"owner": "x-version", "enabled": true, "labels": {"tier": "gold"}}}' \
     "$(jpy "$tmp/wf.json" 'json.dumps(d[0])')"
 same "a profile's document is named as not converted" 1 \
     "$(grep -c "^warning: $d/webflux.yaml:24: document 2 is for profile prod" "$tmp/wf.err")"

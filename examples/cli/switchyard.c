@@ -8,6 +8,7 @@
  */
 #include "cli.h"
 #ifdef SY_HAVE_YAML
+#include "../mini-gateway/cors_parse.h"
 #include "../mini-gateway/host_filters.h"
 #include "scg_convert.h"
 #endif
@@ -177,10 +178,43 @@ static sy_registry *host_registry(const char *host) {
     return reg;
 }
 
+/* --host gateway: each route's `cors` metadata read as the gateway reads
+ * it at apply (cors_parse.c), one error line per route it would refuse;
+ * how many. Paths index the document's routes when none was dropped, else
+ * name the route by id. */
+static size_t check_gateway_cors(const char *file, const sy_document *doc,
+                                 bool envelope, bool dropped) {
+    size_t bad = 0;
+    for (size_t i = 0; i < sy_document_route_count(doc); i++) {
+        const sy_route *r = sy_document_route(doc, i);
+        const char *v = sy_route_metadata(r, "cors");
+        char msg[256] = "";
+        gw_cors *c = v ? gw_cors_parse(v, msg, sizeof msg) : NULL;
+        if (!v || c) {
+            gw_cors_free(c);
+            continue;
+        }
+        sy_error e;
+        memset(&e, 0, sizeof e);
+        if (dropped)
+            snprintf(e.path, sizeof e.path, "route '%.100s'.metadata.cors",
+                     sy_route_id(r));
+        else
+            snprintf(e.path, sizeof e.path, "%s[%zu].metadata.cors",
+                     envelope ? "routes" : "", i);
+        snprintf(e.message, sizeof e.message, "cors: %s",
+                 msg[0] ? msg : "out of memory");
+        print_error(file, &e);
+        bad++;
+    }
+    return bad;
+}
+
 static int cli_check(int argc, char **argv) {
     bool quiet = false, fail_on_warning = false;
     const char *const *host_runs = NULL;
     sy_registry *registry = NULL;
+    bool gateway = false;
     int first = 0;
     for (; first < argc; first++) {
         const char *a = argv[first];
@@ -208,6 +242,7 @@ static int cli_check(int argc, char **argv) {
             }
             sy_registry_free(registry);
             registry = host_registry(argv[first + 1]);
+            gateway = strcmp(argv[first + 1], "gateway") == 0;
             first++;
             continue;
         }
@@ -250,6 +285,8 @@ static int cli_check(int argc, char **argv) {
         sy_error err;
         memset(&err, 0, sizeof err);
         int rc = sy_document_parse(json, len, &opts, &doc, &err);
+        size_t lead = strspn(json, " \t\r\n");
+        bool envelope = lead < len && json[lead] == '{';
         free(json);
         if (rc) {
             print_error(file, &err);
@@ -260,6 +297,8 @@ static int cli_check(int argc, char **argv) {
         size_t issues = sy_document_issue_count(doc);
         for (size_t k = 0; k < issues; k++)
             print_error(file, sy_document_issue(doc, k));
+        if (gateway)
+            issues += check_gateway_cors(file, doc, envelope, issues != 0);
         if (issues && status == 0)
             status = 1;
         warn_state w = {file, 0};

@@ -271,11 +271,7 @@ void gw_forward_route(gw_request *q, sy_match *m, const char *path);
 void gw_forward_free(gw_request *q);
 
 /* cors.c: a route's `cors` metadata (SCG's per-route CORS) */
-typedef struct gw_cors gw_cors;
-/* Parse the metadata value (JSON object text); NULL and a message in
- * err[cap] when it is not valid. */
-gw_cors *gw_cors_parse(const char *json, char *err, size_t cap);
-void gw_cors_free(gw_cors *c);
+#include "cors_parse.h" /* gw_cors, its parse and free */
 /* Check q against its route's CORS configuration: 0 and the response
  * headers to add in *hdrs ("Name: value\r\n" lines), or the status to
  * answer with from the gateway (200 for a preflight, 403 for a rejected

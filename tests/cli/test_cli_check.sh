@@ -200,6 +200,18 @@ run "--host nginx: what nginx does not run is refused where it is" 1 \
 "gateway-only.json: routes[0].filters[0]: RewriteLocationResponseHeader: host 'nginx' does not run this filter
 gateway-only.json: routes[1].metadata.cors: metadata.cors: host 'nginx' does not run this metadata key" \
     check --quiet --host nginx gateway-only.json
+# --host gateway reads the cors metadata as the gateway does at apply
+cat >"$tmp/cors.json" <<'JSON'
+{"routes": [
+  {"id": "open", "uri": "http://c", "metadata": {"cors": {"allowedOrigins": "*"}}},
+  {"id": "typo", "uri": "http://c", "metadata": {"cors": {"allowedOrigin": "*"}}},
+  {"id": "cred", "uri": "http://c", "metadata": {"cors": {"allowedOrigins": "*", "allowCredentials": true}}}
+]}
+JSON
+run "--host gateway: a cors the gateway refuses is refused" 1 \
+"cors.json: routes[1].metadata.cors: cors: unknown key 'allowedOrigin' (allowedOrigins, allowedOriginPatterns, allowedMethods, allowedHeaders, exposedHeaders, allowCredentials, maxAge)
+cors.json: routes[2].metadata.cors: cors: allowCredentials true cannot go with allowedOrigins '*' (list the origins, or use allowedOriginPatterns)" \
+    check --quiet --host gateway cors.json
 run "--host with an unknown host is a usage error" 2 "" \
     check --host iis policies.json
 # The filters the mini-gateway runs itself (examples/mini-gateway/

@@ -115,6 +115,13 @@ d.wait_revision(rev)
 svc = d.status()["etcd"]["services"][0]
 t.ok(svc["instances"] == 2 and "port" in (svc["error"] or ""),
      "a bad instance is rejected with its field", svc)
+# a TLS instance: the gateway has no TLS client (it answered 502 to all)
+rev = etcd.put(P + "instances/orders/o3",
+               '{"host": "10.0.0.3", "port": 8443, "secure": true}')
+d.wait_revision(rev)
+svc = d.status()["etcd"]["services"][0]
+t.ok(svc["instances"] == 2 and "secure" in (svc["error"] or ""),
+     "a secure instance is refused with its field", svc)
 rev = etcd.delete(P + "instances/orders/o3")
 rev = etcd.delete(P + "instances/orders/o2")
 d.wait_revision(rev)

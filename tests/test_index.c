@@ -374,9 +374,15 @@ START_TEST(labels_are_split_only_on_need_and_a_failed_split_is_reported) {
         ck_assert_ptr_nonnull(rt);
         ck_assert_str_eq(sy_route_id(rt), "r0");
         ck_assert_ptr_null(ctx->host.dec); /* never split */
-        const char *host = miss ? "eu.w1.example.com" : "h0.example.com";
+        /* a wildcard key's hit needs no labels either */
+        ck_assert_int_eq(match_one(h, ctx, "eu.w1.example.com", "/", &rt), 0);
+        ck_assert_ptr_nonnull(rt);
+        ck_assert_str_eq(sy_route_id(rt), "r1");
+        ck_assert_ptr_null(ctx->host.dec);
+        /* a host walked ("**" on the way) or a Host predicate tested */
+        const char *host = miss ? "x.y.z3.example.net" : "h0.example.com";
         const char *path = miss ? "/" : "/only0";
-        const char *want = miss ? "r1" : "b0";
+        const char *want = miss ? "r3" : "b0";
         c.calls = 0;
         c.fail_at = 1; /* the labels' arrays are the next allocation */
         ck_assert_int_eq(match_one(h, ctx, host, path, &rt), SY_ENOMEM);
@@ -389,6 +395,72 @@ START_TEST(labels_are_split_only_on_need_and_a_failed_split_is_reported) {
         sy_match_ctx_free(ctx);
         ck_assert_int_eq(c.live, 0);
     }
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
+/* A wildcard key's captures are the request's first label, as the
+ * scan's: a named label, a "*" beside a literal sibling's own key, and
+ * spellings the key must not answer (no first label, an empty one, two,
+ * another case, a trailing '.'). */
+START_TEST(a_wildcard_keys_captures_are_the_first_label) {
+    /* enough routes that the first document builds the base index (a
+     * few would go to the overlay) */
+    char doc[4096];
+    size_t o = (size_t)snprintf(
+        doc, sizeof doc, "%s",
+        "[{\"id\":\"n\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Host={sub}.t.example.com\"]},"
+        "{\"id\":\"s\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Host=*.u.example.com\"]},"
+        "{\"id\":\"l\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Host=u.example.com\"]}");
+    for (int i = 0; i < 40; i++)
+        o += (size_t)snprintf(doc + o, sizeof doc - o,
+                              ",{\"id\":\"f%d\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Host=f%d.example.org\"]}",
+                              i, i);
+    o += (size_t)snprintf(doc + o, sizeof doc - o, "]");
+    ck_assert_uint_lt(o, sizeof doc);
+    sy_router *r = sy_test_router(doc, o);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy__index *ix = sy__snapshot_from_handle(h)->base;
+    ck_assert_uint_eq(keys_in(ix, HE_WILD), 2);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    static const char *const hosts[] = {
+        "eu.t.example.com", "x.u.example.com",  "u.example.com",
+        ".t.example.com",   "a..t.example.com", "a.b.t.example.com",
+        "eu.T.example.com", "eu.t.example.com.", "t.example.com"};
+    size_t found = 0;
+    for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
+        sy_request req = SY_REQUEST_INIT;
+        req.method = (sy_str){"GET", 3};
+        req.path = (sy_str){"/p/7", 4};
+        req.host = (sy_str){hosts[i], strlen(hosts[i])};
+        sy_match *a = NULL, *b = NULL;
+        ck_assert_int_eq(sy_snapshot_match(h, ctx, &req, &a), 0);
+        const sy_route *ra = a ? sy_match_route(a) : NULL;
+        size_t na = a ? sy_match_var_count(a) : 0;
+        sy_str vals[4];
+        for (size_t k = 0; k < na && k < 4; k++)
+            sy_match_var(a, k, NULL, &vals[k]);
+        ck_assert_int_eq(sy_snapshot_match_linear(h, ctx, &req, &b), 0);
+        const sy_route *rb = b ? sy_match_route(b) : NULL;
+        ck_assert_msg(ra == rb, "%s: index %s, scan %s", hosts[i],
+                      ra ? sy_route_id(ra) : "-", rb ? sy_route_id(rb) : "-");
+        ck_assert_uint_eq(na, b ? sy_match_var_count(b) : 0);
+        for (size_t k = 0; k < na && k < 4; k++) {
+            sy_str vb;
+            sy_match_var(b, k, NULL, &vb);
+            ck_assert(vals[k].len == vb.len &&
+                      memcmp(vals[k].ptr, vb.ptr, vb.len) == 0);
+        }
+        found += ra != NULL;
+    }
+    ck_assert_uint_ge(found, 3); /* n with sub=eu, s, l */
+    sy_match_ctx_free(ctx);
     sy_snapshot_release(h);
     sy_router_free(r);
 }
@@ -887,6 +959,7 @@ int main(void) {
     tcase_add_test(tc, both_builds_make_the_same_whole_host_table);
     tcase_add_test(tc, a_key_is_the_whole_answer_of_the_host_walk);
     tcase_add_test(tc, matching_through_the_table_equals_the_scan);
+    tcase_add_test(tc, a_wildcard_keys_captures_are_the_first_label);
     tcase_add_test(
         tc, labels_are_split_only_on_need_and_a_failed_split_is_reported);
     suite_add_tcase(s, tc);

@@ -301,6 +301,14 @@ static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
 /* Append the captures of a walk-proven pattern (SY_CAND_WALK): the
  * request's segments (labels) at its {var}s; false when one is empty (a
  * {var} needs a non-empty segment: the pattern does not hold after all). */
+/* The host's first label (a wildcard key's list: not empty, no '.'). */
+static sy_str first_label(sy_str host) {
+    size_t d = 0;
+    while (d < host.len && host.ptr[d] != '.')
+        d++;
+    return (sy_str){host.ptr, d};
+}
+
 static inline bool walk_caps(sy__eval *ev, const sy__cand_list *l,
                              const sy__cand *cd) {
     const sy__segments *segs = l->host ? ev->host : ev->path;
@@ -309,7 +317,10 @@ static inline bool walk_caps(sy__eval *ev, const sy__cand_list *l,
     if (ev->caps_cap - n < cd->nvars)
         return false;
     for (size_t k = 0; k < cd->nvars; k++) {
-        sy_str val = segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
+        sy_str val =
+            l->host == SY_LIST_WILD_KEY
+                ? first_label(ev->host_str)
+                : segs->dec[l->host ? segs->count - 1 - v[k].seg : v[k].seg];
         if (!val.len)
             return false;
         if (v[k].name.ptr) /* else a "*": checked, not captured */
@@ -643,9 +654,9 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             pre = 1; /* no labels: a host list sees no odd end */
             c->host.lead = c->host.trail = false;
         } else if (index_host_wild(s->base, c->ev.host_str, &c->lists[0])) {
-            pre = 1; /* no walk; the labels for the captures */
-            if (!host_labels(c))
-                return SY_ENOMEM;
+            pre = 1; /* no walk, no labels: the captures are the first
+                      * label (walk_caps); no odd end (its probe) */
+            c->host.lead = c->host.trail = false;
         } else if (!host_labels(c)) {
             return SY_ENOMEM;
         } else {

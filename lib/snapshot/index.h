@@ -74,8 +74,13 @@ typedef struct sy__cand_list {
      * segment before it consumed so): SY_CAND_WHOLE entries hold when
      * their method bit is set and their {var}s are non-empty */
     uint8_t exact;
-    uint8_t host; /* found in the host trie (captures are labels) */
+    /* found in the host trie (captures are labels); SY_LIST_WILD_KEY: by
+     * a wildcard key of the whole-host table, whose routes' only {var}
+     * or "*" is the request's first label (no labels split) */
+    uint8_t host;
 } sy__cand_list;
+
+#define SY_LIST_WILD_KEY 2
 
 enum { SY_PROOF_NONE = 0, SY_PROOF_PATH = 1, SY_PROOF_HOST = 2 };
 

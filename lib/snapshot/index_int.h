@@ -547,7 +547,8 @@ static inline bool index_path_none(const sy__index *ix) {
 /* The wildcard key for a host of one more label (index_host_exact's
  * miss): the host past its first '.', when that label is not empty. A
  * hit is the host walk's whole answer (the wildcard child's term list:
- * no proof, exact; the captures need the labels). */
+ * no proof, exact; every {var} or "*" of its routes is the first label,
+ * SY_LIST_WILD_KEY). */
 static inline bool index_host_wild(const sy__index *ix, sy_str host,
                                    sy__cand_list *out) {
     if (!ix->hosts || !ix->hfilt.wlens)
@@ -568,7 +569,7 @@ static inline bool index_host_wild(const sy__index *ix, sy_str host,
     if (!e)
         return false;
     *out = (sy__cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
-                           SY_PROOF_NONE,           true,     true};
+                           SY_PROOF_NONE,           true,     SY_LIST_WILD_KEY};
     return true;
 }
 

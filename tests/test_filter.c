@@ -80,7 +80,6 @@ static void var(const char *name, const char *value) {
 /* Build an entry: filter name then key, value pairs, NULL-terminated. */
 static sy__def_entry entry_v(const char *name, va_list ap) {
     sy__def_entry e = {
-        .name = name,
         .f.spec = sy__factory_find(SY_FACTORY_FILTER, name, strlen(name)),
         .args = &KVS[NKVS]};
     const char *k;
@@ -1289,11 +1288,9 @@ static const sy_filter_factory host_factory = {
 START_TEST(host_filter_is_validated_and_handed_over) {
     validate_calls = 0;
     sy_kv args[] = {{"key", "v"}};
-    sy__def_entry e = {.name = "MyAuth",
-                       .f.host_factory = &host_factory,
-                       .args = args,
-                       .arg_count = 1,
-                       .host = true};
+    sy__def_host_ref ref = {&host_factory, "MyAuth"};
+    sy__def_entry e = {
+        .f.ref = &ref, .args = args, .arg_count = 1, .host = true};
     sy__filter *f = NULL;
     ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR), 0);
     ck_assert_int_eq(validate_calls, 1);
@@ -1307,11 +1304,9 @@ END_TEST
 
 START_TEST(host_filter_validation_failure_names_the_path) {
     sy_kv args[] = {{"other", "v"}};
-    sy__def_entry e = {.name = "MyAuth",
-                       .f.host_factory = &host_factory,
-                       .args = args,
-                       .arg_count = 1,
-                       .host = true};
+    sy__def_host_ref ref = {&host_factory, "MyAuth"};
+    sy__def_entry e = {
+        .f.ref = &ref, .args = args, .arg_count = 1, .host = true};
     sy__filter *f = NULL;
     ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
                      SY_EMISSING);
@@ -1322,7 +1317,8 @@ START_TEST(host_filter_validation_failure_names_the_path) {
 END_TEST
 
 START_TEST(unknown_filter_without_host_factory_is_rejected) {
-    sy__def_entry e = {.name = "Nope", .host = true}; /* none registered */
+    sy__def_host_ref ref = {NULL, "Nope"}; /* none registered */
+    sy__def_entry e = {.f.ref = &ref, .host = true};
     sy__filter *f = NULL;
     ck_assert_int_eq(sy__filter_compile(&e, &ENV, ENTRY_PATH, &f, &ERR),
                      SY_EUNKNOWN);

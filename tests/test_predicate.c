@@ -21,7 +21,6 @@ static void setup(void) {
 
 static sy__def_entry entry(const char *name, sy_kv *args, size_t n) {
     sy__def_entry e = {
-        .name = name,
         .f.spec = sy__factory_find(SY_FACTORY_PREDICATE, name, strlen(name)),
         .args = args,
         .arg_count = (uint32_t)n};
@@ -930,11 +929,9 @@ START_TEST(host_factory_compiles_once_tests_per_request_and_frees) {
     sy_predicate_factory f = {
         NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test_counting, hf_free, &c};
     sy_kv args[] = {{"prefix", "/in"}};
-    sy__def_entry e = {.name = "InHouse",
-                       .f.host_factory = &f,
-                       .args = args,
-                       .arg_count = 1,
-                       .host = true};
+    sy__def_host_ref ref = {&f, "InHouse"};
+    sy__def_entry e = {
+        .f.ref = &ref, .args = args, .arg_count = 1, .host = true};
     sy__pred *p;
     ck_assert_int_eq(sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, NULL), 0);
     ck_assert_int_eq(sy__pred_get_kind(p), SY_PK_HOST_FACTORY);
@@ -953,11 +950,9 @@ START_TEST(host_factory_error_gets_the_entry_path) {
     sy_predicate_factory f = {
         NULL, SY_SHORTCUT_DEFAULT, hf_compile, hf_test, hf_free, &c};
     sy_kv args[] = {{"other", "x"}};
-    sy__def_entry e = {.name = "InHouse",
-                       .f.host_factory = &f,
-                       .args = args,
-                       .arg_count = 1,
-                       .host = true};
+    sy__def_host_ref ref = {&f, "InHouse"};
+    sy__def_entry e = {
+        .f.ref = &ref, .args = args, .arg_count = 1, .host = true};
     sy__pred *p;
     sy_error err;
     ck_assert_int_eq(sy__pred_compile(&e, &ENV, ROUTE_PATH, &p, &err), SY_EARG);

@@ -211,7 +211,7 @@ static void canon_entry(sy__buf *b, const sy__def_entry *e) {
         put(b, sy__def_spec(e)->canon_head, sy__def_spec(e)->canon_head_len);
     } else {
         PUTS(b, "{\"name\":");
-        put_json_str(b, e->name);
+        put_json_str(b, sy__def_name(e));
         PUTS(b, ",\"args\":{");
     }
     bool first = true;
@@ -448,8 +448,10 @@ static int entries_compare(const sy__def_entry *a, size_t na,
     int r = SAME;
     for (size_t i = 0; i < na; i++) {
         const sy__def_entry *x = &a[i], *y = &b[i];
-        if (x->host != y->host || x->f.spec != y->f.spec ||
-            x->arg_count != y->arg_count || !str_same(x->name, y->name)) {
+        if (x->host != y->host || sy__def_spec(x) != sy__def_spec(y) ||
+            sy__def_host(x) != sy__def_host(y) ||
+            x->arg_count != y->arg_count ||
+            !str_same(sy__def_name(x), sy__def_name(y))) {
             r = UNKNOWN;
             continue;
         }
@@ -593,7 +595,16 @@ static sy__def_entry *clone_entries(sy__arena *ar, const sy__def_entry *es,
     }
     for (size_t i = 0; i < n; i++) {
         out[i] = es[i];
-        out[i].name = dup_or_static(ar, es[i].name, fail);
+        if (es[i].host && es[i].f.ref) { /* the name as written, copied */
+            sy__def_host_ref *ref = sy__arena_alloc(ar, sizeof *ref);
+            if (ref) {
+                ref->factory = es[i].f.ref->factory;
+                ref->name = dup_or_static(ar, es[i].f.ref->name, fail);
+            } else {
+                *fail = true;
+            }
+            out[i].f.ref = ref;
+        }
         out[i].args = NULL;
         if (es[i].arg_count) {
             out[i].args = sy__arena_alloc(ar, es[i].arg_count * sizeof(sy_kv));

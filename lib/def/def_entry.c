@@ -712,8 +712,17 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
         return sy__error_set(err, SY_EUNKNOWN, p, "unknown %s '%.80s'", what,
                              ec.name);
     }
-    e->name = ec.name;
-    sy__def_set_factory(e, v.spec, v.host);
+    if (v.spec) {
+        sy__def_set_factory(e, v.spec, NULL);
+    } else { /* the name as written, with the host's factory */
+        sy__def_host_ref *ref = sy__route_calloc(r, 1, sizeof *ref);
+        if (!ref) {
+            raw_put(ctx->alloc, raw, stack);
+            return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+        }
+        *ref = (sy__def_host_ref){v.host, ec.name};
+        sy__def_set_factory(e, NULL, ref);
+    }
     for (size_t i = 0; i < n; i++)
         if (is_spel(raw[i].value) && !bean_ref_arg(&v, raw[i].key)) {
             rc = arg_error(&ec, SY_ESPEL, raw[i].key,

@@ -775,7 +775,8 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
             stop = fn(data, r, false, -1, "disabled");
         } else {
             int f = first_failing(c, s, slot);
-            stop = fn(data, r, f < 0, f, f < 0 ? NULL : r->predicates[f].name);
+            stop = fn(data, r, f < 0, f,
+                      f < 0 ? NULL : sy__def_name(&r->predicates[f]));
         }
         if (stop)
             break;

@@ -16,23 +16,30 @@
 #include "base/factory.h"
 #include "base/util.h"
 
+/* A host-registered factory an entry names, and the name as written (in
+ * the route's arena). */
+typedef struct sy__def_host_ref {
+    const void *factory; /* registry entry; NULL: none registered */
+    const char *name;
+} sy__def_host_ref;
+
 /* One predicate or filter entry after shortcut/field mapping. Args are in
  * canonical order: the factory's fields in shortcut order (list fields
  * repeat the key, values in order), then other keys sorted by name.
- * Defaults are NOT filled in (compilers apply them). */
+ * Defaults are NOT filled in (compilers apply them). 24 bytes an entry
+ * (one or more in every route): a built-in's name is its spec's
+ * (sy__def_name). */
 typedef struct sy__def_entry {
-    const char *name;
-    /* read them with sy__def_spec / sy__def_host: */
+    /* read them with sy__def_spec / sy__def_host / sy__def_name: */
     union {
         const sy__factory_spec *spec; /* built-in (!host) */
-        const void *host_factory;     /* registry entry (host) */
+        const sy__def_host_ref *ref;  /* host-registered (host) */
     } f;
     sy_kv *args;
     uint32_t arg_count;
     bool host;     /* a host-registered factory */
     bool shortcut; /* written "Name=args": its compile errors are reported
-                      at the entry (32 bytes an entry: one or more in every
-                      route) */
+                      at the entry */
 } sy__def_entry;
 
 /* The built-in spec of e, or NULL for a host-registered factory. */
@@ -41,17 +48,24 @@ static inline const sy__factory_spec *sy__def_spec(const sy__def_entry *e) {
 }
 /* The registry entry of a host-registered factory, or NULL. */
 static inline const void *sy__def_host(const sy__def_entry *e) {
-    return e->host ? e->f.host_factory : NULL;
+    return e->host && e->f.ref ? e->f.ref->factory : NULL;
 }
-/* Set e's factory: a built-in spec, else (spec NULL) the registry entry. */
+/* The factory's name: the spec's for a built-in, else as written ("" when
+ * neither is set). */
+static inline const char *sy__def_name(const sy__def_entry *e) {
+    if (e->host)
+        return e->f.ref && e->f.ref->name ? e->f.ref->name : "";
+    return e->f.spec ? e->f.spec->name : "";
+}
+/* Set e's factory: a built-in spec, else (spec NULL) the host's `ref`. */
 static inline void sy__def_set_factory(sy__def_entry *e,
                                        const sy__factory_spec *spec,
-                                       const void *host_factory) {
+                                       const sy__def_host_ref *ref) {
     e->host = spec == NULL;
     if (spec)
         e->f.spec = spec;
     else
-        e->f.host_factory = host_factory;
+        e->f.ref = ref;
 }
 
 /* First value of `key`, or NULL. */

@@ -342,7 +342,7 @@ static int make_entry(sy__fc *c, bool defaults) {
                 extra++;
     sy_kv *args =
         sy__arena_alloc(c->ar, (e->arg_count + extra + 1) * sizeof(sy_kv));
-    char *name = sy__arena_strdup(c->ar, e->name ? e->name : "");
+    char *name = sy__arena_strdup(c->ar, sy__def_name(e));
     if (!args || !name)
         return oom(c);
     size_t n = 0;
@@ -382,7 +382,7 @@ static int compile_host_filter(sy__fc *c) {
     const sy_filter_factory *hf = sy__def_host(c->e);
     if (!hf)
         return fail(c, SY_EUNKNOWN, NULL, "unknown filter %s",
-                    c->e->name ? c->e->name : "");
+                    sy__def_name(c->e));
     if (hf->validate) {
         sy_error local;
         sy__error_clear(&local);
@@ -526,7 +526,7 @@ static int compile_kind(sy__fc *c) {
     case SY_HOST_FACTORY: return compile_host_filter(c);
     default:
         return fail(c, SY_EUNKNOWN, NULL, "%s is not a filter",
-                    c->e->name ? c->e->name : "");
+                    sy__def_name(c->e));
     }
 }
 

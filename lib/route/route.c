@@ -486,8 +486,8 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                 rc = sy__error_set(err, SY_EARG, p,
                                    "%s: a route runs one %s; this is its "
                                    "second",
-                                   r->more->filters[i].name,
-                                   r->more->filters[i].name);
+                                   sy__def_name(&r->more->filters[i]),
+                                   sy__def_name(&r->more->filters[i]));
             else if (bit == 2u && (once & 1u))
                 rc = sy__error_set(err, SY_EARG, p, SY__BREAKER_AFTER_RETRY);
             once |= bit;
@@ -533,7 +533,7 @@ static int each_host_item(const struct sy_route *r,
     int rc;
     for (size_t i = 0; i < r->more->filter_count; i++) {
         const sy__def_entry *e = &r->more->filters[i];
-        const char *it = e->host ? NULL : sy__host_item_filter(e->name);
+        const char *it = e->host ? NULL : sy__host_item_filter(sy__def_name(e));
         if (it && (rc = fn(data, it, 0, i)))
             return rc;
     }
@@ -643,7 +643,7 @@ size_t sy_route_host_runs(const sy_route *r, const char **names, size_t cap) {
     /* host-registered filters are host-run too (by their own name) */
     for (size_t i = 0; i < r->more->filter_count; i++)
         if (r->more->filters[i].host)
-            list_item(&l, r->more->filters[i].name, 0, i);
+            list_item(&l, sy__def_name(&r->more->filters[i]), 0, i);
     return l.n;
 }
 
@@ -738,7 +738,7 @@ size_t sy_route_predicate_count(const sy_route *r) {
 const char *sy_route_predicate_name(const sy_route *r, size_t i) {
     if (!r || i >= r->predicate_count)
         return NULL;
-    return r->predicates[i].name;
+    return sy__def_name(&r->predicates[i]);
 }
 void *sy_route_host_data(const sy_route *r) {
     return r ? r->host_data : NULL;

@@ -144,8 +144,8 @@ static void analyse(rinfo *ri) {
 }
 
 static bool entries_equal(const sy__def_entry *a, const sy__def_entry *b) {
-    if (strcmp(a->name, b->name) != 0 || a->arg_count != b->arg_count ||
-        a->host || b->host)
+    if (strcmp(sy__def_name(a), sy__def_name(b)) != 0 ||
+        a->arg_count != b->arg_count || a->host || b->host)
         return false;
     for (uint32_t i = 0; i < a->arg_count; i++)
         if (strcmp(a->args[i].key, b->args[i].key) != 0 ||

@@ -588,6 +588,52 @@ START_TEST(host_routes_in_the_overlay_are_found_by_their_labels) {
 }
 END_TEST
 
+/* The overlay's table doubles (at 128, 256, 512 and 1,024 groups) while
+ * its groups move over a chunk per change: after every change, routes
+ * changed before and after each doubling are found under their new
+ * paths and not under their old ones, whichever table holds their group
+ * (100,000 routes: the rebuild starts only after ~1,500 changes). */
+static void match_want(sy_router *r, sy_match_ctx *ctx, const char *path,
+                       const char *want) {
+    sy_snapshot *h = sy_router_acquire(r);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){path, strlen(path)};
+    sy_match *m = NULL;
+    ck_assert_int_eq(sy_snapshot_match(h, ctx, &req, &m), 0);
+    const char *got = m ? sy_route_id(sy_match_route(m)) : NULL;
+    ck_assert_msg(want ? got && strcmp(got, want) == 0 : !got,
+                  "%s: %s, want %s", path, got ? got : "-",
+                  want ? want : "-");
+    sy_snapshot_release(h);
+}
+
+START_TEST(overlay_groups_move_a_chunk_per_change_and_stay_found) {
+    enum { N0 = 100000, UP = 1400 };
+    sy_router *r = router_of(N0, 1);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    for (size_t j = 0; j < UP; j++) {
+        char id[16], path[32];
+        snprintf(id, sizeof id, "r%zu", j * 7);
+        snprintf(path, sizeof path, "/n%zu", j * 7);
+        upsert(r, id, 0, path);
+        size_t probe[] = {j, j / 2, j / 3, 0, j > 200 ? j - 200 : 0};
+        for (size_t k = 0; k < sizeof probe / sizeof probe[0]; k++) {
+            char want[16], now[32], old[32];
+            snprintf(want, sizeof want, "r%zu", probe[k] * 7);
+            snprintf(now, sizeof now, "/n%zu", probe[k] * 7);
+            snprintf(old, sizeof old, "/p%zu", probe[k] * 7);
+            match_want(r, ctx, now, want);
+            match_want(r, ctx, old, NULL);
+        }
+    }
+    match_want(r, ctx, "/p3", "r3"); /* never changed: the base's */
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("snapshot");
     TCase *tc = tcase_create("snapshot");
@@ -599,6 +645,7 @@ int main(void) {
     tcase_add_test(tc, the_stepwise_build_makes_the_one_shot_index);
     tcase_add_test(tc, failed_single_changes_during_rebuilds_leave_exact_state);
     tcase_add_test(tc, host_routes_in_the_overlay_are_found_by_their_labels);
+    tcase_add_test(tc, overlay_groups_move_a_chunk_per_change_and_stay_found);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -4,7 +4,8 @@
  * rank order, the id table and matching stay exact across thousands of
  * random changes that split, copy and empty chunks; and
  * 10,000 consecutive single changes rebuild the index several times, each
- * publish doing a bounded share of the work, matching exactly throughout. */
+ * publish doing a bounded share of the work, matching exactly throughout;
+ * and the overlay's groups stay found while its doublings move them. */
 #include "snapshot/index_int.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_int.h"

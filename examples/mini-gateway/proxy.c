@@ -12,13 +12,14 @@
 #define _DEFAULT_SOURCE
 #include "proxy.h"
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
-
 
 static http_parser_settings settings;
 static void client_parse(gw_client *c);
@@ -130,6 +131,19 @@ void gw_flush_pending(gw_worker *w) {
         client_flush_now(GW_OWNER(w->dirty_clients, gw_client, dirty));
 }
 
+int gw_try_send(uv_stream_t *s, const char *p, size_t len) {
+    uv_os_fd_t fd;
+    if (uv_fileno((const uv_handle_t *)s, &fd))
+        return UV_EBADF;
+    ssize_t n;
+    do
+        n = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n >= 0)
+        return n ? (int)n : UV_EAGAIN;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? UV_EAGAIN : -errno;
+}
+
 /* Everything queued for c, to the socket now: tried at once without a
  * copy, the rest copied into a uv_write. */
 static void client_flush_now(gw_client *c) {
@@ -144,8 +158,7 @@ static void client_flush_now(gw_client *c) {
     size_t off = 0, len = c->out.len;
     c->out.len = 0;
     if (uv_stream_get_write_queue_size(s) == 0) {
-        uv_buf_t b = uv_buf_init(c->out.p, (unsigned)len);
-        int n = uv_try_write(s, &b, 1);
+        int n = gw_try_send(s, c->out.p, len);
         if (n > 0)
             off = (size_t)n;
         else if (n != UV_EAGAIN) {

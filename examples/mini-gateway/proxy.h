@@ -150,6 +150,11 @@ struct gw_upconn {
 
 /* proxy.c */
 void gw_client_accept(gw_worker *w, uv_stream_t *server);
+/* uv_try_write of one buffer with send() (MSG_DONTWAIT): bytes taken,
+ * UV_EAGAIN, or a negative UV error. Only when nothing is queued on s
+ * (uv_stream_get_write_queue_size 0). send() takes the socket path;
+ * write() goes through vfs_write and fdget_pos first. */
+int gw_try_send(uv_stream_t *s, const char *p, size_t len);
 /* Free the request blocks the calling worker thread kept (its loop ended). */
 void gw_request_blocks_free(void);
 /* Queue bytes for the client (copied). gw_client_flush: the queued bytes

@@ -195,8 +195,7 @@ void gw_upstream_flush_now(gw_upconn *u) {
     size_t off = 0, len = u->out.len;
     u->out.len = 0;
     if (uv_stream_get_write_queue_size(s) == 0) {
-        uv_buf_t b = uv_buf_init(u->out.p, (unsigned)len);
-        int n = uv_try_write(s, &b, 1);
+        int n = gw_try_send(s, u->out.p, len);
         if (n > 0)
             off = (size_t)n;
         else if (n != UV_EAGAIN)

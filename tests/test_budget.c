@@ -4,6 +4,7 @@
  * repeated values of one name, RewritePath bounded in work and output,
  * RequestHeaderSize summed per name in one pass. */
 #include "base/budget.h"
+#include "base/regex.h"
 #include "def/def.h"
 #include "request/match.h"
 #include "snapshot/snapshot.h"
@@ -479,6 +480,79 @@ START_TEST(router_options_set_the_budget) {
 }
 END_TEST
 
+/* sy__regex answers simple patterns (regex.c) without PCRE2: every answer
+ * and charge must be PCRE2's. For each pattern and each subject (every
+ * string up to 3 bytes over an alphabet that hits and misses each atom,
+ * and long ones about the 64-byte cut): the answer under a full pool
+ * equals a plain pcre2_match of the same pattern, the charge is the first
+ * step; under a pool of exactly one step (PCRE2 runs, limited to 256)
+ * the answer is the same: PCRE2 needs less than a step for them. */
+START_TEST(simple_regexes_answer_as_pcre2_and_charge_as_it) {
+    static const char *pats[] = {"t\\d+",     "v[12]",      "application/json",
+                                 "a?",        "[a-cx]*",    "\\.x",
+                                 "",          "ab\\-c+",    "[0-9a-f]+",
+                                 "x[1-2a]?",  "a b;c=d",    "\\d\\d*",
+                                 "[]a]",      "a|b",        "a+b",
+                                 "(a)",       "[^a]",       "a{2}"};
+    static const char alpha[] = "at1v2x.-bc/ ]";
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__budget b;
+    ck_assert(sy__budget_init(&b, NULL));
+    pcre2_match_data *md = pcre2_match_data_create(4, NULL);
+    for (size_t p = 0; p < sizeof pats / sizeof *pats; p++) {
+        sy__regex *re;
+        sy_error e;
+        ck_assert_int_eq(sy__regex_compile(&a, pats[p], &re, &e), 0);
+        int ec;
+        PCRE2_SIZE eo;
+        pcre2_code *code = pcre2_compile((PCRE2_SPTR)pats[p],
+                                         PCRE2_ZERO_TERMINATED, SY_RE_WHOLE,
+                                         &ec, &eo, NULL);
+        ck_assert_ptr_nonnull(code);
+        size_t na = sizeof alpha - 1;
+        for (size_t k = 0; k < 1 + na + na * na + na * na * na + 8; k++) {
+            char subj[80];
+            size_t n = 0, x = k;
+            if (k < 1 + na + na * na + na * na * na) {
+                size_t len = x == 0 ? 0 : x <= na ? 1 : x <= na + na * na ? 2 : 3;
+                x -= len == 0 ? 0 : len == 1 ? 1 : len == 2 ? 1 + na : 1 + na + na * na;
+                for (; n < len; n++, x /= na)
+                    subj[n] = alpha[x % na];
+            } else { /* 63..66 bytes of one atom, then a stray last byte */
+                size_t j = k - (1 + na + na * na + na * na * na);
+                n = 63 + j % 4;
+                memset(subj, "1a"[j / 4 % 2], n);
+                subj[0] = pats[p][0] ? pats[p][0] : 't';
+                if (j >= 8)
+                    subj[n - 1] = '!';
+            }
+            bool want = pcre2_match(code, (PCRE2_SPTR)subj, n, 0, 0, md,
+                                    NULL) >= 0;
+            for (int one_step = 0; one_step < 2; one_step++) {
+                sy__budget_limits lim = {one_step ? SY_BUDGET_FIRST_LIMIT : 0,
+                                         0, 0};
+                sy__budget_start(&b, &lim);
+                sy__budget *saved;
+                sy__budget_enter(&b, &saved);
+                bool got = sy__regex_full_match(re, subj, n, md);
+                sy__budget_leave(saved);
+                ck_assert_msg(got == want, "%s on %.*s: %d", pats[p], (int)n,
+                              subj, got);
+                ck_assert_uint_eq(b.used, SY_BUDGET_FIRST_LIMIT);
+                ck_assert(!b.exhausted);
+            }
+            /* and without a current budget */
+            ck_assert(sy__regex_full_match(re, subj, n, md) == want);
+        }
+        pcre2_code_free(code);
+        sy__regex_free(re);
+    }
+    pcre2_match_data_free(md);
+    sy__budget_free(&b);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("budget");
     TCase *tc = tcase_create("budget");
@@ -494,6 +568,7 @@ int main(void) {
     tcase_add_test(tc, request_header_size_sums_each_name_once_in_order);
     tcase_add_test(tc, router_options_set_the_budget);
     tcase_add_test(tc, a_regex_that_fails_for_memory_is_no_memory_not_no_match);
+    tcase_add_test(tc, simple_regexes_answer_as_pcre2_and_charge_as_it);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

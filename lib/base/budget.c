@@ -23,14 +23,34 @@ void sy__budget_free(sy__budget *b) {
     b->mctx = NULL;
 }
 
+/* The units of b's pool. */
+static uint64_t pool_total(const sy__budget *b) {
+    return b->lim && b->lim->regex_units ? b->lim->regex_units
+                                         : SY_BUDGET_DEFAULT_UNITS;
+}
+
+bool sy__budget_charge_first_step(uint32_t per_call) {
+    sy__budget *b = sy__budget_cur;
+    if (!b || !b->mctx)
+        return true; /* sy__re_match charges nothing either */
+    if (b->exhausted)
+        return false;
+    uint64_t lim = SY_BUDGET_FIRST_LIMIT < per_call ? SY_BUDGET_FIRST_LIMIT
+                                                    : per_call;
+    /* sy__re_match's first attempt, when the pool does not bound it */
+    if (lim >= pool_total(b) - b->used)
+        return false;
+    b->used += lim;
+    return true;
+}
+
 int sy__re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
                  PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,
                  pcre2_match_context *mctx, uint32_t per_call) {
     sy__budget *b = sy__budget_cur;
     if (!b || !b->mctx)
         return pcre2_match(code, subject, len, start, options, md, mctx);
-    uint64_t total = b->lim && b->lim->regex_units ? b->lim->regex_units
-                                                   : SY_BUDGET_DEFAULT_UNITS;
+    uint64_t total = pool_total(b);
     uint64_t step = SY_BUDGET_FIRST_LIMIT;
     for (;;) {
         /* used <= total: a charge never exceeds what was left */

@@ -96,6 +96,14 @@ int sy__re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
                  PCRE2_SIZE start, uint32_t options, pcre2_match_data *md,
                  pcre2_match_context *mctx, uint32_t per_call);
 
+/* For a call its caller knows PCRE2 would finish within the first step's
+ * limit (min(SY_BUDGET_FIRST_LIMIT, per_call)) and which it answers
+ * without PCRE2: charge what sy__re_match would (that first step; nothing
+ * without a current budget) and return true; false, charging nothing,
+ * when less than a step is left in the pool, where sy__re_match's answer
+ * depends on the pool: call it then. */
+bool sy__budget_charge_first_step(uint32_t per_call);
+
 /* The current budget's match context (its sy_match_ctx's own, which
  * allocates as that context's match data does), else `fallback`. */
 static inline pcre2_match_context *

@@ -105,13 +105,133 @@ int sy__re_error(sy_error *err, const char *path, int ec, size_t off) {
 /* sy__regex                                                             */
 /* ------------------------------------------------------------------ */
 
+/*
+ * A whole-value regex simple enough to answer without PCRE2, exactly as
+ * PCRE2 would (bytes, no flags): a row of atoms, each one byte of a set
+ * (a literal, an escaped punctuation byte, \d, or a class of alphanumeric
+ * bytes and ranges), all matched once except the last, which may carry
+ * one quantifier (+ * ?). One way to split a subject at most, so no
+ * backtracking: "t\d+", "v[12]", "application/json".
+ */
+#define SIMPLE_ATOMS_MAX 32
+/* Subjects up to this long are answered without PCRE2: PCRE2 needs far
+ * fewer than SY_BUDGET_FIRST_LIMIT match-limit units for them, so the
+ * charge is the first step's (sy__budget_charge_first_step); longer ones
+ * go to PCRE2 under its limits. */
+#define SIMPLE_SUBJECT_MAX 64
+
+typedef struct simple_re {
+    uint8_t n;                         /* atoms */
+    uint8_t last_min, last_max;        /* the last atom's count; max 0xff:
+                                          any */
+    uint8_t set[SIMPLE_ATOMS_MAX][32]; /* each atom's bytes, a bit each */
+} simple_re;
+
 struct sy__regex {
     _Atomic long refs;
     sy__alloc a; /* a copy: PCRE2 keeps a pointer to it */
     pcre2_code *code;
     pcre2_match_context *mctx;
+    simple_re *simple; /* NULL: PCRE2 answers */
     uint32_t groups;
 };
+
+static bool is_alnum(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+           (c >= 'A' && c <= 'Z');
+}
+
+static void set_range(uint8_t *set, unsigned lo, unsigned hi) {
+    for (unsigned c = lo; c <= hi; c++)
+        set[c >> 3] |= (uint8_t)(1u << (c & 7));
+}
+
+/* "[...]" at src[*i]: alphanumeric bytes and ranges between them only. */
+static bool simple_class(const char *src, size_t len, size_t *i,
+                         uint8_t *set) {
+    size_t k = *i + 1;
+    if (k >= len || src[k] == ']')
+        return false; /* "[]..." means ']' is a member in PCRE2 */
+    while (k < len && src[k] != ']') {
+        char lo = src[k];
+        if (!is_alnum(lo))
+            return false;
+        if (k + 2 < len && src[k + 1] == '-' && src[k + 2] != ']') {
+            char hi = src[k + 2];
+            if (!is_alnum(hi) || (unsigned char)hi < (unsigned char)lo)
+                return false;
+            set_range(set, (unsigned char)lo, (unsigned char)hi);
+            k += 3;
+        } else {
+            set_range(set, (unsigned char)lo, (unsigned char)lo);
+            k++;
+        }
+    }
+    if (k >= len)
+        return false;
+    *i = k + 1;
+    return true;
+}
+
+/* The simple form of src[0..len), or false when it has anything else. */
+static bool simple_parse(const char *src, size_t len, simple_re *out) {
+    memset(out, 0, sizeof *out);
+    out->last_min = out->last_max = 1;
+    for (size_t i = 0; i < len;) {
+        if (out->n == SIMPLE_ATOMS_MAX)
+            return false;
+        uint8_t *set = out->set[out->n++];
+        char c = src[i];
+        if (c == '\\') {
+            char d = i + 1 < len ? src[i + 1] : '\0';
+            if (d == 'd')
+                set_range(set, '0', '9');
+            else if (d > ' ' && d < 0x7f && !is_alnum(d))
+                set_range(set, (unsigned char)d, (unsigned char)d);
+            else
+                return false;
+            i += 2;
+        } else if (c == '[') {
+            if (!simple_class(src, len, &i, set))
+                return false;
+        } else if (is_alnum(c) || (c && strchr("-_,:/=@%!~;'\"<>& ", c))) {
+            set_range(set, (unsigned char)c, (unsigned char)c);
+            i++;
+        } else {
+            return false;
+        }
+        if (i < len && (src[i] == '+' || src[i] == '*' || src[i] == '?')) {
+            if (i + 1 != len)
+                return false; /* a quantifier on the last atom only */
+            out->last_min = src[i] == '+' ? 1 : 0;
+            out->last_max = src[i] == '?' ? 1 : 0xff;
+            i++;
+        }
+    }
+    return true;
+}
+
+static bool in_set(const uint8_t *set, unsigned char c) {
+    return (set[c >> 3] >> (c & 7)) & 1u;
+}
+
+/* What PCRE2 answers for a whole-value match of s[0..n). */
+static bool simple_match(const simple_re *m, const unsigned char *s,
+                         size_t n) {
+    if (m->n == 0)
+        return n == 0;
+    size_t fixed = m->n - 1u, rest = n - fixed;
+    if (n < fixed + m->last_min ||
+        (m->last_max != 0xff && rest > m->last_max))
+        return false;
+    for (size_t i = 0; i < fixed; i++)
+        if (!in_set(m->set[i], s[i]))
+            return false;
+    for (size_t i = fixed; i < n; i++)
+        if (!in_set(m->set[fixed], s[i]))
+            return false;
+    return true;
+}
 
 int sy__regex_compile(const sy__alloc *a, const char *src, sy__regex **out,
                       sy_error *err) {
@@ -133,6 +253,13 @@ int sy__regex_compile(const sy__alloc *a, const char *src, sy__regex **out,
     }
     sy__re_env_done(&env, true);
     re->mctx = env.m;
+    simple_re m;
+    if (simple_parse(src, strlen(src), &m)) {
+        /* without memory for it, PCRE2 answers */
+        re->simple = sy__malloc(a, sizeof m);
+        if (re->simple)
+            *re->simple = m;
+    }
     re->groups = sy__re_capture_count(re->code) + 1;
     atomic_init(&re->refs, 1);
     *out = re;
@@ -147,6 +274,7 @@ void sy__regex_free(sy__regex *re) {
     pcre2_code_free(re->code);
     pcre2_match_context_free(re->mctx);
     sy__alloc a = re->a;
+    sy__free(&a, re->simple);
     sy__free(&a, re);
 }
 
@@ -160,6 +288,9 @@ bool sy__regex_full_match(const sy__regex *re, const char *s, size_t n,
         return false;
     if (!s)
         s = "";
+    if (re->simple && n <= SIMPLE_SUBJECT_MAX &&
+        sy__budget_charge_first_step(SY_RE_MATCH_LIMIT))
+        return simple_match(re->simple, (const unsigned char *)s, n);
     /* rc == 0: matched, the match data just has no room for groups */
     /* under the request's budget (budget.h) */
     return sy__re_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx,

@@ -52,7 +52,9 @@ def random_doc(name):
         # random choice with the request's seed: the same instance on
         # every router holding the same snapshot (round robin would
         # depend on each router's request history)
-        extra = {"metadata": {"lb-policy": "random"}}
+        # (a selection key only on lb:// routes: elsewhere it is refused)
+        extra = {"metadata": {"lb-policy": "random"}} \
+            if uri.startswith("lb://") else {}
         routes.append(route("%s-r%d" % (name, i),
                             "/%s/%d/**" % (rng.choice(["a", "b", "c"]), i),
                             uri=uri, order=rng.choice([0, 0, 1, 5]),

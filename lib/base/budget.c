@@ -35,8 +35,8 @@ bool sy__budget_charge_first_step(uint32_t per_call) {
         return true; /* sy__re_match charges nothing either */
     if (b->exhausted)
         return false;
-    uint64_t lim = SY_BUDGET_FIRST_LIMIT < per_call ? SY_BUDGET_FIRST_LIMIT
-                                                    : per_call;
+    uint64_t lim =
+        SY_BUDGET_FIRST_LIMIT < per_call ? SY_BUDGET_FIRST_LIMIT : per_call;
     /* sy__re_match's first attempt, when the pool does not bound it */
     if (lim >= pool_total(b) - b->used)
         return false;

@@ -147,8 +147,7 @@ static void set_range(uint8_t *set, unsigned lo, unsigned hi) {
 }
 
 /* "[...]" at src[*i]: alphanumeric bytes and ranges between them only. */
-static bool simple_class(const char *src, size_t len, size_t *i,
-                         uint8_t *set) {
+static bool simple_class(const char *src, size_t len, size_t *i, uint8_t *set) {
     size_t k = *i + 1;
     if (k >= len || src[k] == ']')
         return false; /* "[]..." means ']' is a member in PCRE2 */
@@ -216,13 +215,11 @@ static bool in_set(const uint8_t *set, unsigned char c) {
 }
 
 /* What PCRE2 answers for a whole-value match of s[0..n). */
-static bool simple_match(const simple_re *m, const unsigned char *s,
-                         size_t n) {
+static bool simple_match(const simple_re *m, const unsigned char *s, size_t n) {
     if (m->n == 0)
         return n == 0;
     size_t fixed = m->n - 1u, rest = n - fixed;
-    if (n < fixed + m->last_min ||
-        (m->last_max != 0xff && rest > m->last_max))
+    if (n < fixed + m->last_min || (m->last_max != 0xff && rest > m->last_max))
         return false;
     for (size_t i = 0; i < fixed; i++)
         if (!in_set(m->set[i], s[i]))

@@ -59,6 +59,15 @@ static int code_by_name(const char *name) {
 
 /* ---- timeouts: Spring Cloud Gateway's reading of the metadata ---- */
 
+/* A one-route document: an http route with this metadata object. */
+static void url_route_with_metadata(char *json, size_t n,
+                                    const char *metadata) {
+    snprintf(json, n,
+             "{\"routes\":[{\"id\":\"a\",\"uri\":\"http://h:1\","
+             "\"metadata\":%s}]}",
+             metadata);
+}
+
 START_TEST(timeouts_are_read_as_spring_reads_them) {
     static const struct {
         const char *metadata;
@@ -78,10 +87,7 @@ START_TEST(timeouts_are_read_as_spring_reads_them) {
     };
     for (size_t i = 0; i < SY_ARRAY_LEN(good); i++) {
         char json[256];
-        snprintf(json, sizeof json,
-                 "{\"routes\":[{\"id\":\"a\",\"uri\":\"http://h:1\","
-                 "\"metadata\":%s}]}",
-                 good[i].metadata);
+        url_route_with_metadata(json, sizeof json, good[i].metadata);
         sy_document *d = parse_ok(json, false);
         uint64_t ms = 7;
         ck_assert_int_eq(sy_route_timeout(route0(d), good[i].kind, &ms),
@@ -106,10 +112,7 @@ START_TEST(timeouts_are_read_as_spring_reads_them) {
     };
     for (size_t i = 0; i < SY_ARRAY_LEN(bad); i++) {
         char json[256];
-        snprintf(json, sizeof json,
-                 "{\"routes\":[{\"id\":\"a\",\"uri\":\"http://h:1\","
-                 "\"metadata\":%s}]}",
-                 bad[i].metadata);
+        url_route_with_metadata(json, sizeof json, bad[i].metadata);
         sy_error e;
         ck_assert_int_eq(parse_err(json, NULL, &e), SY_EARG);
         ck_assert_str_eq(e.path, bad[i].path);

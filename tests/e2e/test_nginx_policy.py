@@ -253,6 +253,28 @@ def test_variable_form_anywhere_refuses_policies(env):
           "without switchyard_balancer" in err, "nginx -t: %d %s" % (rc, err))
 
 
+def test_variable_form_without_the_uri_is_refused(env):
+    """proxy_pass $switchyard_upstream without $switchyard_uri would send
+    the client's path, so a route's StripPrefix, RewritePath or SetPath
+    would be accepted and ignored: `nginx -t` refuses that proxy_pass,
+    naming it and the fix; with $switchyard_uri the directive passes."""
+    with open(os.path.join(env.dir, "nginx.conf")) as f:
+        balanced = f.read()
+    check(BALANCED in balanced, "the fixture's location is not balanced")
+    for bare in ("proxy_pass $switchyard_upstream;",
+                 "proxy_pass ${switchyard_upstream}/v1;"):
+        rc, err = env.test_conf(balanced.replace(BALANCED, bare))
+        check(rc != 0 and '"proxy_pass" directive' in err and
+              "without $switchyard_uri" in err and "test.conf:" in err,
+              "%s: %d %s" % (bare, rc, err))
+    rc, err = env.test_conf(balanced.replace(
+        BALANCED, "proxy_pass $switchyard_upstream$switchyard_uri;"))
+    check("without $switchyard_uri" not in err, "with the uri: %s" % err)
+    # the wrap is the module's alone: plain proxy_pass elsewhere unchanged
+    rc, err = env.test_conf(balanced)
+    check(rc == 0, "the fixture itself: %d %s" % (rc, err))
+
+
 def test_reload_to_both_forms_refuses_stored_policies(env):
     """Routes with Retry PUT while every location used the balancer, then
     a reload that adds the variable form: the workers start, each refuses
@@ -355,6 +377,7 @@ TESTS = [
     test_forward_route_dispatched_again,
     test_zone_store_of_another_format_replaced_on_reload,
     test_variable_form_anywhere_refuses_policies,
+    test_variable_form_without_the_uri_is_refused,
     test_reload_to_both_forms_refuses_stored_policies,
     test_both_forms_refuse_policies_at_the_admin_location,
 ]

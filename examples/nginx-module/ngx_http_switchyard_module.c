@@ -413,7 +413,8 @@ static char *sw_proxy_pass_checked(ngx_conf_t *cf, ngx_command_t *cmd,
                                    void *conf) {
     ngx_str_t *value = cf->args->elts;
 
-    if (cf->args->nelts == 2 && sw_str_has(&value[1], "switchyard_upstream") &&
+    if (cf->args->nelts == 2 &&
+        sw_str_has(&value[1], "switchyard_upstream") &&
         !sw_str_has(&value[1], "switchyard_uri"))
         return "uses $switchyard_upstream without $switchyard_uri: the "
                "client's path would be sent and the route's path filters "

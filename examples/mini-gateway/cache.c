@@ -6,16 +6,16 @@
  * upstream and a 200, 206 or 301 answer is kept (its status, its
  * headers after the route's edits and its body) unless the request says
  * Cache-Control no-store or the answer no-store or private, or its body
- * is larger than the route's size. An answer kept (or being kept) gets Cache-Control max-age (the
- * seconds the kept answer has left). A request with Cache-Control
- * no-cache for a kept answer gets 304 without a body, as SCG's. The
- * answers of one route in one worker take at most `size` bytes: the
- * oldest go first. Vary as SCG's ResponseCacheManager: an answer with
- * `Vary: *` is not kept; else the names its Vary lists are kept for the
- * request's key (a metadata entry) and the answer under that key extended
- * with the request's values of those headers, so a later request is
- * answered from the cache only when its values are the same. Args
- * checked in host_filters.c. Worker thread only.
+ * is larger than the route's size. An answer kept (or being kept) gets
+ * Cache-Control max-age (the seconds the kept answer has left). A request with
+ * Cache-Control no-cache for a kept answer gets 304 without a body, as SCG's.
+ * The answers of one route in one worker take at most `size` bytes: the oldest
+ * go first. Vary as SCG's ResponseCacheManager: an answer with `Vary: *` is not
+ * kept; else the names its Vary lists are kept for the request's key (a
+ * metadata entry) and the answer under that key extended with the request's
+ * values of those headers, so a later request is answered from the cache only
+ * when its values are the same. Args checked in host_filters.c. Worker thread
+ * only.
  */
 #define _DEFAULT_SOURCE
 #include "host_filters.h"
@@ -38,7 +38,7 @@ typedef struct entry {
     size_t head_len;
     char *body;
     size_t body_len;
-    bool meta; /* the Vary names for a request key (head: "name\n"...) */
+    bool meta;  /* the Vary names for a request key (head: "name\n"...) */
     int status; /* 200, 206 or 301 */
 } entry;
 

@@ -146,4 +146,3 @@ out:
     }
     return c;
 }
-

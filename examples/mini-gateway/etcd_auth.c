@@ -56,8 +56,8 @@ void etcd_auth_drop(gw_etcd *e) {
  * (header.payload.signature, the payload's "exp" in seconds), else every
  * auth_renew_ms. */
 static uint64_t renew_in_ms(const gw_etcd *e, const char *token) {
-    uint64_t every = e->opts.auth_renew_ms ? e->opts.auth_renew_ms
-                                           : RENEW_DEFAULT_MS;
+    uint64_t every =
+        e->opts.auth_renew_ms ? e->opts.auth_renew_ms : RENEW_DEFAULT_MS;
     const char *p1 = strchr(token, '.');
     const char *p2 = p1 ? strchr(p1 + 1, '.') : NULL;
     if (!p2 || p2 - p1 - 1 <= 0 || p2 - p1 > 4096)
@@ -79,8 +79,8 @@ static uint64_t renew_in_ms(const gw_etcd *e, const char *token) {
         return every;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    double left_ms = exp_s * 1000.0 - ((double)ts.tv_sec * 1000.0 +
-                                       (double)ts.tv_nsec / 1e6);
+    double left_ms = exp_s * 1000.0 -
+                     ((double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6);
     uint64_t at = left_ms > 0 ? (uint64_t)(left_ms * 2 / 3) : 0;
     return at < RENEW_MIN_MS ? RENEW_MIN_MS : at;
 }
@@ -164,8 +164,7 @@ static void login_done(void *data, int status, const char *body, size_t n,
     void *d = l->data;
     free(l);
     char what[600];
-    snprintf(what, sizeof what, "authentication as %s: %s", e->opts.user,
-             msg);
+    snprintf(what, sizeof what, "authentication as %s: %s", e->opts.user, msg);
     done(e, d, msg[0] ? what : NULL);
 }
 

@@ -54,7 +54,8 @@ static void on_probe(uv_timer_t *t) {
                              .timeout_ms = PROBE_TIMEOUT_MS,
                              .on_done = probe_done,
                              .data = e,
-                             .transport = etcd_transport(e, &e->eps[e->ep_index])};
+                             .transport =
+                                 etcd_transport(e, &e->eps[e->ep_index])};
     e->probe_http = etcd_http_post(&req);
 }
 

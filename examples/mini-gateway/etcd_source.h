@@ -129,12 +129,11 @@ int64_t gw_etcd_revision(gw_etcd *e);
  *    reflects that revision; read when asked, not after every commit),
  *    "last_error": string|null, "reconnects", "full_reads", "commits",
  *    "events", "rejected", "progress_notifies" (progress notifications
- *    the watch asked etcd for and got): counters, "last_commit_us" / "commit_us_total":
- *    time spent applying changes to the router (the last commit's, all
- *    commits'),
- *    "commit_cpu_us_total": their CPU time, "fingerprint_us_total": time
- *    spent reading fingerprints for status and metrics,
- *    "last_decode_us" / "decode_us_total": time spent parsing watch
+ *    the watch asked etcd for and got): counters, "last_commit_us" /
+ * "commit_us_total": time spent applying changes to the router (the last
+ * commit's, all commits'), "commit_cpu_us_total": their CPU time,
+ * "fingerprint_us_total": time spent reading fingerprints for status and
+ * metrics, "last_decode_us" / "decode_us_total": time spent parsing watch
  *    responses and decoding their values (the last one's, all of them),
  *    "sources": [{"name", "key", "mod_revision", "present" (the key
  *                 exists), "version" (string|null), "checksum"

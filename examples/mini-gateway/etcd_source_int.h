@@ -73,8 +73,8 @@ struct gw_etcd {
      * its login exchange */
     uv_timer_t *auth_timer;
     etcd_http *auth_http;
-    void *auth_login; /* its state, freed if the source stops meanwhile */
-    void *tls; /* the SSL_CTX of https:// endpoints (etcd_tls.c) */
+    void *auth_login;    /* its state, freed if the source stops meanwhile */
+    void *tls;           /* the SSL_CTX of https:// endpoints (etcd_tls.c) */
     char tls_error[320]; /* the last exchange's TLS failure, for fail() */
     /* the watched member's liveness (etcd_probe.c) */
     uv_timer_t *probe_timer;
@@ -100,7 +100,7 @@ struct gw_etcd {
     int64_t revision;
     char *last_error;
     uint64_t reconnects, full_reads, commits, events, rejected;
-    uint64_t progress_notifies;               /* watch lines with no event */
+    uint64_t progress_notifies; /* watch lines with no event */
     /* tokens got (the first and renewals), renewals started, tokens
      * dropped because etcd rejected them */
     uint64_t auth_logins, auth_renewals, auth_rejections;
@@ -151,8 +151,7 @@ void etcd_auth_login(gw_etcd *e, etcd_http **slot,
  * (0, or -1 with err); a transport for one exchange with ep (NULL for
  * http://; freed when the exchange is); the context freed. */
 int etcd_tls_init(gw_etcd *e, char *err, size_t cap);
-const etcd_http_transport *etcd_transport(gw_etcd *e,
-                                          const etcd_endpoint *ep);
+const etcd_http_transport *etcd_transport(gw_etcd *e, const etcd_endpoint *ep);
 void etcd_tls_free(gw_etcd *e);
 
 #endif /* GW_ETCD_SOURCE_INT_H */

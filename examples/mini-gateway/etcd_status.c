@@ -205,8 +205,7 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
              "# TYPE switchyard_etcd_source_error gauge\n",
              e->revision, e->revision, live_fingerprint_locked(e),
              e->connected ? 1 : 0, e->reconnects, e->full_reads, e->commits,
-             e->rejected, e->auth_logins, e->auth_renewals,
-             e->auth_rejections);
+             e->rejected, e->auth_logins, e->auth_renewals, e->auth_rejections);
     for (size_t i = 0; i < e->src_n; i++) {
         /* label value escaping: backslash, quote, newline */
         char name[300];

@@ -281,12 +281,12 @@ struct gw_worker {
     sy_match_ctx *ctx;
     uint64_t rng;
     bool draining, started;
-    size_t clients;    /* open client connections */
-    void *client_list; /* gw_client list (proxy.c) */
-    void *upconn_list; /* every gw_upconn (upstream.c) */
-    void *redis;       /* the Redis connection (redis.c), --redis only */
+    size_t clients;         /* open client connections */
+    void *client_list;      /* gw_client list (proxy.c) */
+    void *upconn_list;      /* every gw_upconn (upstream.c) */
+    void *redis;            /* the Redis connection (redis.c), --redis only */
     struct gw_cache *cache; /* LocalResponseCache's answers (cache.c) */
-    char rbuf[65536];  /* shared read buffer for upstream reads */
+    char rbuf[65536];       /* shared read buffer for upstream reads */
     gw_wmetrics metrics;
 };
 
@@ -359,7 +359,6 @@ void gw_error_json(gw_buf *b, const sy_error *err);
  * updated, instance changes (config.c). */
 void gw_report_part_json(gw_buf *b, const sy_report *p);
 
-
 /* filters.c: the registry of the filters the gateway adds (built once,
  * before the routers) */
 const sy_registry *gw_registry(void);
@@ -368,8 +367,7 @@ const sy_registry *gw_registry(void);
  * with `single`, one route) is staged: a document's own `default-filters`
  * (an envelope key the library ignores) and a `cors` metadata the gateway
  * cannot read are refused, SY_EARG at their path; else 0. Config thread. */
-int gw_document_check(const char *json, size_t len, bool single,
-                      sy_error *err);
+int gw_document_check(const char *json, size_t len, bool single, sy_error *err);
 
 /* admin.c */
 int gw_admin_start(uv_loop_t *loop);

@@ -93,8 +93,8 @@ static const opt opts[] = {
      "the etcd key prefix (default /switchyard/)"},
     {"--etcd-user", "USER", OPT_STR, AT(cfg.etcd_user), NULL,
      "authenticate to etcd as USER (with --etcd-password-file)"},
-    {"--etcd-password-file", "FILE", OPT_STR, AT(cfg.etcd_password_file),
-     NULL, "the etcd user's password (the file's first line)"},
+    {"--etcd-password-file", "FILE", OPT_STR, AT(cfg.etcd_password_file), NULL,
+     "the etcd user's password (the file's first line)"},
     {"--etcd-token-renew", "MS", OPT_U64, AT(cfg.etcd_token_renew_ms), NULL,
      "renew an etcd simple token this often (default 100000; a JWT at 2/3 "
      "of its lifetime)"},
@@ -236,9 +236,9 @@ static int finish(gw_options *o) {
     }
     if (cfg->redis_timeout_ms == 0)
         cfg->redis_timeout_ms = 1;
-    if (!cfg->etcd_url && (cfg->etcd_user || cfg->etcd_password_file ||
-                           cfg->etcd_cacert || cfg->etcd_cert ||
-                           cfg->etcd_key)) {
+    if (!cfg->etcd_url &&
+        (cfg->etcd_user || cfg->etcd_password_file || cfg->etcd_cacert ||
+         cfg->etcd_cert || cfg->etcd_key)) {
         fprintf(stderr, "mini-gateway: the --etcd-* options need --etcd\n");
         return -1;
     }

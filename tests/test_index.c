@@ -270,6 +270,19 @@ END_TEST
  * leading '.', an empty label, a port, a near miss), several paths and
  * methods; the same context throughout, so labels left by one request
  * must not leak into the next one's answer. */
+
+/* The scan's match b has the same variables as the index's (na of them,
+ * the first 4 in vals). */
+static void assert_same_vars(const sy_str *vals, size_t na, const sy_match *b) {
+    ck_assert_uint_eq(na, b ? sy_match_var_count(b) : 0);
+    for (size_t k = 0; k < na && k < 4; k++) {
+        sy_str vb;
+        sy_match_var(b, k, NULL, &vb);
+        ck_assert(vals[k].len == vb.len &&
+                  memcmp(vals[k].ptr, vb.ptr, vb.len) == 0);
+    }
+}
+
 START_TEST(matching_through_the_table_equals_the_scan) {
     sy_router *r = router_new_of();
     sy_snapshot *h = sy_router_acquire(r);
@@ -323,13 +336,7 @@ START_TEST(matching_through_the_table_equals_the_scan) {
                                   methods[m], host, paths[p],
                                   ra ? sy_route_id(ra) : "-",
                                   rb ? sy_route_id(rb) : "-");
-                    ck_assert_uint_eq(na, b ? sy_match_var_count(b) : 0);
-                    for (size_t k = 0; k < na && k < 4; k++) {
-                        sy_str vb;
-                        sy_match_var(b, k, NULL, &vb);
-                        ck_assert(vals[k].len == vb.len &&
-                                  memcmp(vals[k].ptr, vb.ptr, vb.len) == 0);
-                    }
+                    assert_same_vars(vals, na, b);
                     found += ra != NULL;
                     checked++;
                 }
@@ -450,13 +457,7 @@ START_TEST(a_wildcard_keys_captures_are_the_first_label) {
         const sy_route *rb = b ? sy_match_route(b) : NULL;
         ck_assert_msg(ra == rb, "%s: index %s, scan %s", hosts[i],
                       ra ? sy_route_id(ra) : "-", rb ? sy_route_id(rb) : "-");
-        ck_assert_uint_eq(na, b ? sy_match_var_count(b) : 0);
-        for (size_t k = 0; k < na && k < 4; k++) {
-            sy_str vb;
-            sy_match_var(b, k, NULL, &vb);
-            ck_assert(vals[k].len == vb.len &&
-                      memcmp(vals[k].ptr, vb.ptr, vb.len) == 0);
-        }
+        assert_same_vars(vals, na, b);
         found += ra != NULL;
     }
     ck_assert_uint_ge(found, 3); /* n with sub=eu, s, l */

@@ -489,49 +489,51 @@ static int try_on_scratch(gw_admin_call *a, const endpoint *ep, sy_error *err) {
     return rc;
 }
 
-/* The one stage-and-commit helper: ep's change staged into a new change
+/* The one stage-and-commit helper: ep's change saved first when it is
+ * kept (state.c: with --state, durably; a change that cannot be saved is
+ * refused with 500 and nothing changed), then staged into a new change
  * set and committed as one publish (a new source registered first, once
- * the change passed on a scratch router), then kept (state.c). Answered:
- * ok_status with the report (report) or an empty body, or the located
- * error with nothing changed (500 when the change is live but could not
- * be kept). The admin API's changes and the actuator's come here. */
+ * the change passed on a scratch router). Answered: ok_status with the
+ * report (report) or an empty body, or the located error with nothing
+ * changed. The admin API's changes and the actuator's come here. */
 static void stage_and_commit(gw_admin_call *a, const endpoint *ep,
                              int ok_status, bool report) {
     sy_error err;
-    if (ep->needs & NEEDS_SOURCE && !gw_source_exists(a->seg[1])) {
+    bool new_source = ep->needs & NEEDS_SOURCE && !gw_source_exists(a->seg[1]);
+    if (new_source) {
         int rc = try_on_scratch(a, ep, &err);
-        if (!rc)
-            rc = sy_router_add_source(G.router, a->seg[1], &err);
         if (rc) {
             reply_error(a->c, rc, &err);
             return;
         }
     }
-    sy_change_set *cs;
-    if (sy_change_set_new(G.router, &cs, &err)) {
-        gw_reply_error(a->c, 500, err.message);
+    /* with --state, saved before it is committed (state.c) */
+    char msg[768], m[1024];
+    if (gw_state_begin(a->method, a->seg, a->ns, a->body, a->len, msg,
+                       sizeof msg)) {
+        snprintf(m, sizeof m, "the change cannot be kept, nothing changed: %s",
+                 msg);
+        gw_reply_error(a->c, 500, m);
         return;
     }
+    sy_change_set *cs = NULL;
+    int rc = new_source ? sy_router_add_source(G.router, a->seg[1], &err) : 0;
+    if (!rc)
+        rc = sy_change_set_new(G.router, &cs, &err);
     char what[512];
-    int rc = ep->stage(a, cs, what, sizeof what, &err);
+    if (!rc)
+        rc = ep->stage(a, cs, what, sizeof what, &err);
     if (a->what)
         gw_copy_str(what, sizeof what, a->what);
     if (!rc)
         rc = gw_commit(cs, what, &err);
     sy_change_set_free(cs);
+    bool inst = strcmp(a->seg[0], "instances") == 0;
+    int kept = gw_state_end(rc == 0, inst ? NULL : a->seg[1], msg, sizeof msg);
     if (rc) {
         reply_error(a->c, rc, &err);
-        return;
-    }
-    /* kept, and with --state saved, before the answer (state.c) */
-    char msg[768], m[1024];
-    if (gw_state_note(a->method, a->seg, a->ns, a->body, a->len, msg,
-                      sizeof msg)) {
-        snprintf(m, sizeof m,
-                 "the change is live but not kept (a restart would lose "
-                 "it): %s",
-                 msg);
-        gw_reply_error(a->c, 500, m);
+    } else if (kept) { /* a rollback that could not be saved (state.c) */
+        gw_reply_error(a->c, 500, msg);
     } else if (!report) {
         httpd_respond(a->c, ok_status, "application/json", NULL, "", 0);
     } else if (G.last_report.failed) { /* applied; only its report lost */

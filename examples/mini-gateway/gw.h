@@ -382,13 +382,19 @@ void gw_admin_close(void);
 int gw_owner_check(const char *source, const char *service, char *msg,
                    size_t cap);
 /* state.c: the admin changes kept (the overrides above; with --state
- * FILE every accepted admin change, saved durably to FILE before the
- * answer and replayed at start). After a committed admin change (method
- * and path segments as the admin API got them): keep it if it is to be
- * kept and save the state; 0, or -1 with msg filled when it could not be
- * saved (the change is live, not kept). */
-int gw_state_note(const char *method, char *const *seg, int ns,
-                  const char *body, size_t len, char *msg, size_t cap);
+ * FILE every accepted admin change, saved durably to FILE before it is
+ * committed and replayed at start). Around the commit of an admin change
+ * (method and path segments as the admin API got them):
+ * gw_state_begin saves the state with the change in it when it is to be
+ * kept: -1 with msg filled when it cannot (the change must not be
+ * committed); gw_state_end keeps it once committed, or saves the state
+ * as it was when the commit failed. A rollback is saved at the end (its
+ * routes are known then): -1 when it cannot be, and the rollback was
+ * undone (msg says so, or that it is live but not kept). `source`: the
+ * route source changed (NULL for instances), its origin "admin". */
+int gw_state_begin(const char *method, char *const *seg, int ns,
+                   const char *body, size_t len, char *msg, size_t cap);
+int gw_state_end(bool committed, const char *source, char *msg, size_t cap);
 /* At start, after the files are read: replay --state FILE, each change as
  * one change set (logged; one that no longer applies is logged, left out
  * and the file as it was copied to FILE.not-replayed); -1 when the file

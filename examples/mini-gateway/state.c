@@ -6,7 +6,9 @@
  *     read of the file (owner.c decides who may change what);
  *   - with --state FILE, every accepted admin change (and actuator write):
  *     written durably to FILE (FILE.tmp, fsync, rename, fsync of the
- *     directory) before the admin call is answered, and replayed at start
+ *     directory) before it is committed (a change that cannot be saved
+ *     is refused; a rollback, saved once committed, is undone), and
+ *     replayed at start
  *     after the files are read, each change as one change set (all or
  *     nothing), logged.
  * The list is compacted as it grows: a change drops the earlier ones it
@@ -62,7 +64,7 @@ typedef struct kept {
 } kept;
 
 static kept *list;
-static size_t nkept, cap_kept;
+static size_t nkept;
 
 /* What the start's replay did, for /status. */
 #define STATE_ERRORS 16
@@ -81,52 +83,68 @@ static void kept_free(kept *k) {
     free(k->version);
 }
 
-/* Drop the kept changes that a new one of `kind` on (name, id) voids;
- * returns where an upsert of the same route was (among those left), or
- * SIZE_MAX: a route upserted again keeps its rank, as in the router. */
-static size_t supersede(kept_kind kind, const char *name, const char *id) {
+/* Does the new change k make the kept change o void? A document, a
+ * rollback or an instance list voids everything of its source (service);
+ * an upsert, removal or switch voids what was kept of its route. */
+static bool voids(const kept *k, const kept *o) {
+    bool same_name = strcmp(o->name, k->name) == 0 &&
+                     (k->kind == K_INSTANCES) == (o->kind == K_INSTANCES);
+    bool same_route = o->id && k->id && strcmp(o->id, k->id) == 0;
+    bool state = o->kind == K_ENABLE || o->kind == K_DISABLE;
+    bool whole = k->kind == K_DOCUMENT || k->kind == K_INSTANCES ||
+                 k->kind == K_ROLLBACK;
+    return same_name &&
+           (whole || (same_route && (k->kind == K_UPSERT ||
+                                     k->kind == K_REMOVE || state)));
+}
+
+/* The kept list as it would be with k: what k voids left out (not freed:
+ * the list stays as it is until adopt()), k in its place (a route
+ * upserted again takes its earlier upsert's place, so that it keeps its
+ * rank, as in the router), else at the end. NULL: out of memory. */
+static kept *list_with(const kept *k, size_t *n) {
+    kept *next = malloc((nkept + 1) * sizeof *next);
+    if (!next)
+        return NULL;
     size_t j = 0, at = SIZE_MAX;
     for (size_t i = 0; i < nkept; i++) {
-        kept *o = &list[i];
-        bool same_name = strcmp(o->name, name) == 0 &&
-                         (kind == K_INSTANCES) == (o->kind == K_INSTANCES);
-        bool same_route = o->id && id && strcmp(o->id, id) == 0;
-        bool state = o->kind == K_ENABLE || o->kind == K_DISABLE;
-        bool whole = kind == K_DOCUMENT || kind == K_INSTANCES ||
-                     kind == K_ROLLBACK;
-        bool gone = same_name &&
-                    (whole || (same_route && (kind == K_UPSERT ||
-                                              kind == K_REMOVE || state)));
-        if (gone && at == SIZE_MAX && kind == K_UPSERT && o->kind == K_UPSERT)
+        const kept *o = &list[i];
+        bool gone = voids(k, o);
+        if (gone && at == SIZE_MAX && k->kind == K_UPSERT &&
+            o->kind == K_UPSERT)
             at = j;
-        if (gone)
-            kept_free(o);
-        else
-            list[j++] = *o;
+        if (!gone)
+            next[j++] = *o;
     }
-    nkept = j;
-    return at;
+    if (at == SIZE_MAX)
+        at = j;
+    memmove(&next[at + 1], &next[at], (j - at) * sizeof *next);
+    next[at] = *k;
+    *n = j + 1;
+    return next;
+}
+
+/* next (from list_with, holding k) becomes the kept list: what k voids
+ * is freed. */
+static void adopt(kept *next, size_t n, const kept *k) {
+    for (size_t i = 0; i < nkept; i++)
+        if (voids(k, &list[i]))
+            kept_free(&list[i]);
+    free(list);
+    list = next;
+    nkept = n;
 }
 
 /* Append k (taking its strings), after dropping what it voids; false
  * when out of memory (k freed). */
 static bool keep(kept *k) {
-    size_t at = supersede(k->kind, k->name, k->id);
-    if (nkept == cap_kept) {
-        size_t nc = cap_kept ? cap_kept * 2 : 8;
-        kept *n = realloc(list, nc * sizeof *n);
-        if (!n) {
-            kept_free(k);
-            return false;
-        }
-        list = n;
-        cap_kept = nc;
+    size_t n;
+    kept *next = list_with(k, &n);
+    if (!next) {
+        kept_free(k);
+        return false;
     }
-    if (at == SIZE_MAX)
-        at = nkept;
-    memmove(&list[at + 1], &list[at], (nkept - at) * sizeof *list);
-    list[at] = *k;
-    nkept++;
+    adopt(next, n, k);
     return true;
 }
 
@@ -211,14 +229,15 @@ fail:
     return -1;
 }
 
-/* The kept changes to save: with --state, all of them. */
-static int save(char *msg, size_t cap) {
+/* Save v[0..n) as the state: with --state, written durably; else
+ * nothing to do. */
+static int save(const kept *v, size_t n, char *msg, size_t cap) {
     if (!G.cfg.state_file)
         return 0;
     gw_buf b = {0};
     gw_buf_adds(&b, "{\"format\":\"mini-gateway-state/1\",\"changes\":[");
-    for (size_t i = 0; i < nkept; i++) {
-        const kept *k = &list[i];
+    for (size_t i = 0; i < n; i++) {
+        const kept *k = &v[i];
         gw_buf_printf(&b, "%s\n{\"change\":\"%s\",\"%s\":", i ? "," : "",
                       kind_names[k->kind],
                       k->kind == K_INSTANCES ? "service" : "source");
@@ -291,64 +310,150 @@ static void live_version(const char *source, char *out, size_t cap) {
     }
 }
 
-int gw_state_note(const char *method, char *const *seg, int ns,
-                  const char *body, size_t len, char *msg, size_t cap) {
+/* The admin change under way, between gw_state_begin and gw_state_end
+ * (main thread only, one at a time). */
+static struct {
+    bool active;  /* begun, not ended */
+    bool keeping; /* the change is kept */
+    kept k;       /* what is kept of it (a rollback's filled at the end) */
+    kept *next;   /* the list with k, saved (NULL for a rollback) */
+    size_t n;
+    char *undo;   /* a rollback: the source's document before it */
+    size_t undo_len;
+} pending;
+
+static void pending_clear(void) {
+    kept_free(&pending.k);
+    free(pending.next);
+    free(pending.undo);
+    memset(&pending, 0, sizeof pending);
+}
+
+/* What of the change is kept, but a rollback's version and routes (known
+ * once it is committed). False: out of memory. */
+static bool describe(kept *k, const char *method, char *const *seg, int ns,
+                     bool inst, const char *body, size_t len) {
+    if (inst)
+        k->kind = K_INSTANCES;
+    else if (strcmp(seg[0], "rollback") == 0)
+        k->kind = K_ROLLBACK;
+    else if (ns == 2)
+        k->kind = K_DOCUMENT;
+    else if (ns == 3)
+        k->kind = strcmp(method, "DELETE") == 0 ? K_REMOVE : K_UPSERT;
+    else
+        k->kind = strcmp(seg[3], "enable") == 0 ? K_ENABLE : K_DISABLE;
+    k->at_ms = gw_wall_ms();
+    bool ok = (k->name = strdup(seg[1])) != NULL;
+    if (ns >= 3 && !inst && k->kind != K_ROLLBACK)
+        ok &= (k->id = strdup(seg[2])) != NULL;
+    if (k->kind == K_DOCUMENT || k->kind == K_UPSERT ||
+        k->kind == K_INSTANCES) {
+        if ((k->body = malloc(len + 1))) {
+            memcpy(k->body, body, len);
+            k->body[len] = 0;
+            k->len = len;
+        }
+        ok &= k->body != NULL;
+    }
+    return ok;
+}
+
+int gw_state_begin(const char *method, char *const *seg, int ns,
+                   const char *body, size_t len, char *msg, size_t cap) {
+    pending_clear();
+    pending.active = true;
     if (ns < 2)
         return 0;
     bool inst = strcmp(seg[0], "instances") == 0;
     bool file = inst ? gw_config_service_file(seg[1]) != NULL
                      : gw_config_source_file(seg[1]) != NULL;
-    if (!inst)
-        gw_origin_set(seg[1], "admin");
     /* kept: an override of a file's (nothing else would keep it), or,
      * with --state, any change */
     if (!(file ? G.cfg.admin_overrides_files : G.cfg.state_file != NULL))
         return 0;
-    kept k = {0};
-    if (inst)
-        k.kind = K_INSTANCES;
-    else if (strcmp(seg[0], "rollback") == 0)
-        k.kind = K_ROLLBACK;
-    else if (ns == 2)
-        k.kind = K_DOCUMENT;
-    else if (ns == 3)
-        k.kind = strcmp(method, "DELETE") == 0 ? K_REMOVE : K_UPSERT;
-    else
-        k.kind = strcmp(seg[3], "enable") == 0 ? K_ENABLE : K_DISABLE;
-    k.at_ms = gw_wall_ms();
-    k.name = strdup(seg[1]);
-    bool oom = !k.name;
-    if (ns >= 3 && !inst && k.kind != K_ROLLBACK)
-        oom |= !(k.id = strdup(seg[2]));
-    if (k.kind == K_ROLLBACK) { /* the version rolled back to, and its
-                                   routes: history does not survive a
-                                   restart */
+    pending.keeping = true;
+    bool ok = describe(&pending.k, method, seg, ns, inst, body, len);
+    if (ok && pending.k.kind == K_ROLLBACK) { /* saved at the end; what
+                                                 undoes it if it cannot be */
         char version[128];
         live_version(seg[1], version, sizeof version);
-        oom |= !(k.version = strdup(version));
-        oom |= !(k.body = live_document(seg[1], version, &k.len));
-    } else if (k.kind == K_DOCUMENT || k.kind == K_UPSERT ||
-               k.kind == K_INSTANCES) {
-        if ((k.body = malloc(len + 1))) {
-            memcpy(k.body, body, len);
-            k.body[len] = 0;
-            k.len = len;
-        }
-        oom |= !k.body;
+        ok = (pending.undo = live_document(seg[1], version,
+                                           &pending.undo_len)) != NULL;
+    } else if (ok) {
+        ok = (pending.next = list_with(&pending.k, &pending.n)) != NULL;
     }
-    if (oom || !keep(&k)) {
-        if (oom)
-            kept_free(&k);
-        snprintf(msg, cap, "out of memory keeping the change of %s", seg[1]);
-        gw_log("%s: it is live, but not kept", msg);
+    if (!ok) {
+        pending_clear();
+        snprintf(msg, cap, "out of memory keeping the change of %s; "
+                           "nothing changed", seg[1]);
         return -1;
     }
-    if (save(msg, cap)) {
-        gw_log("--state %s: %s; the change is live but not saved",
-               G.cfg.state_file, msg);
+    if (pending.next && save(pending.next, pending.n, msg, cap)) {
+        gw_log("--state %s: %s; the change is refused", G.cfg.state_file,
+               msg);
+        pending_clear();
         return -1;
     }
     return 0;
+}
+
+/* A rollback committed: kept with its version and routes, and saved;
+ * when it cannot be, undone (its source's document before it applied
+ * again). */
+static int end_rollback(char *msg, size_t cap) {
+    kept *k = &pending.k;
+    char version[128];
+    live_version(k->name, version, sizeof version);
+    bool ok = (k->version = strdup(version)) != NULL &&
+              (k->body = live_document(k->name, version, &k->len)) != NULL &&
+              (pending.next = list_with(k, &pending.n)) != NULL;
+    if (!ok)
+        snprintf(msg, cap, "out of memory keeping the change of %s",
+                 k->name);
+    if (ok && !save(pending.next, pending.n, msg, cap))
+        return 0;
+    sy_change_set *cs = NULL;
+    sy_error err;
+    int rc = sy_change_set_new(G.router, &cs, &err);
+    if (!rc)
+        rc = sy_change_set_apply(cs, k->name, pending.undo, pending.undo_len,
+                                 &err);
+    if (!rc)
+        rc = gw_commit(cs, "--state: undo of a rollback not saved", &err);
+    sy_change_set_free(cs);
+    size_t at = strlen(msg);
+    snprintf(msg + at, cap - at, "%s",
+             rc ? "; the rollback is live but not kept (a restart would "
+                  "lose it)"
+                : "; the rollback was undone");
+    gw_log("--state %s: %s", G.cfg.state_file ? G.cfg.state_file : "",
+           msg);
+    return -1;
+}
+
+int gw_state_end(bool committed, const char *source, char *msg,
+                 size_t cap) {
+    int rc = 0;
+    if (committed && source)
+        gw_origin_set(source, "admin");
+    if (!pending.active || !pending.keeping) {
+        pending_clear();
+        return 0;
+    }
+    if (!committed) { /* the file as it was */
+        if (pending.next && save(list, nkept, msg, cap))
+            gw_log("--state %s: %s; it holds a change that was refused "
+                   "(not replayed at start)",
+                   G.cfg.state_file, msg);
+    } else if (pending.k.kind != K_ROLLBACK ||
+               !(rc = end_rollback(msg, cap))) {
+        adopt(pending.next, pending.n, &pending.k);
+        pending.next = NULL;
+        pending.k = (kept){0}; /* its strings are the list's now */
+    }
+    pending_clear();
+    return rc;
 }
 
 /* ---- staging kept changes ---- */
@@ -571,7 +676,7 @@ static int replay_one(const kept *o, sy_error *err) {
  * write stops the start instead of every admin change later. */
 static int saved_at_start(void) {
     char m[512];
-    return save(m, sizeof m) ? bad("", m) : 0;
+    return save(list, nkept, m, sizeof m) ? bad("", m) : 0;
 }
 
 int gw_state_load(void) {
@@ -676,7 +781,7 @@ void gw_state_free(void) {
         kept_free(&list[i]);
     free(list);
     list = NULL;
-    nkept = cap_kept = 0;
+    nkept = 0;
     for (size_t i = 0; i < norigins; i++)
         free(origins[i].source);
     free(origins);

@@ -15,6 +15,7 @@ to a route that never changes, through all three gateways:
      error in the admin API, and the other keys keep working.
 Through it all, no request to the unchanged route fails. TAP on stdout.
 """
+import difflib
 import json
 import os
 import random
@@ -150,6 +151,23 @@ try:
         broken_now.discard(name)
         return etcd.put(P + "routes/" + name, doc(name))
 
+    def explain_difference(fps):
+        """What the gateway whose fingerprint differs holds otherwise."""
+        views = []
+        for g in gws:
+            view = []
+            for path in ("/routes", "/instances"):
+                body = g.admin_call("GET", path)[2].decode()
+                view += json.dumps(json.loads(body), indent=1,
+                                   sort_keys=True).splitlines()
+            views.append(view)
+        odd = [i for i in range(3) if fps.count(fps[i]) == 1][:1] or [0]
+        other = 1 if odd[0] == 0 else 0
+        for line in difflib.unified_diff(views[other], views[odd[0]],
+                                         "gateway %d" % other,
+                                         "gateway %d" % odd[0], n=2):
+            print("# " + line.rstrip())
+
     def converge(last, what, bound=BOUND_S):
         t0 = time.monotonic()
         ok = wait_until(lambda: min(revs()) >= last, bound + 5)
@@ -159,9 +177,12 @@ try:
              (what, last, bound, took), revs())
         sts = [status(g) for g in gws]
         fps = [s["fingerprint"] for s in sts]
-        t.ok(len(set(fps)) == 1 and
-             all(s["etcd"]["fingerprint"] == s["fingerprint"] for s in sts),
-             "%s: one snapshot fingerprint on all three" % what, fps)
+        same = t.ok(len(set(fps)) == 1 and
+                    all(s["etcd"]["fingerprint"] == s["fingerprint"]
+                        for s in sts),
+                    "%s: one snapshot fingerprint on all three" % what, fps)
+        if not same:
+            explain_difference(fps)
         want = 'switchyard_etcd_info{revision="%d",fingerprint="%s"} 1' % (
             sts[0]["etcd"]["revision"], fps[0])
         texts = [g.admin_call("GET", "/metrics")[2].decode() for g in gws]

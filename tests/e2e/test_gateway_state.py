@@ -169,6 +169,59 @@ def bad_state(procs, c):
              "file and %r: %d %r" % (name, where, r.returncode, err[-300:]))
 
 
+def unsaved_change_refused(procs, c, port):
+    """A change that cannot be saved is refused and nothing changes: the
+    state file's directory moved away, every kind of change (a rollback
+    is saved once committed, so it is undone)."""
+    where = os.path.join(procs.dir, "statedir")
+    os.mkdir(where)
+    state = os.path.join(where, "state.json")
+    gw = procs.gateway("--state", state)
+    uri = "http://127.0.0.1:%d" % port
+    doc = {"version": "v1", "routes": [route("d1", "/d/**", uri, "v1")]}
+    c.eq(gw.admin_call("PUT", "/routes/docs", doc)[0], 200, "document v1")
+    doc["version"] = "v2"
+    doc["routes"] = [route("d1", "/d/**", uri, "v2")]
+    c.eq(gw.admin_call("PUT", "/routes/docs", doc)[0], 200, "document v2")
+    with open(state) as f:
+        before = f.read()
+    gen = gw.status()["generation"]
+    os.rename(where, where + ".away")
+    tries = [("PUT", "/routes/mine/u1", route("u1", "/u1/**", uri, "u")),
+             ("PUT", "/routes/fresh", {"version": "1", "routes": [
+                 route("f1", "/f1/**", uri, "f")]}),
+             ("POST", "/routes/docs/d1/disable", None),
+             ("DELETE", "/routes/docs/d1", None),
+             ("PUT", "/instances/svc", [{"id": "i1", "host": "127.0.0.1",
+                                         "port": port}]),
+             ("POST", "/rollback/docs", None)]
+    for method, path, body in tries:
+        st, _, data = gw.admin_call(method, path, body)
+        c.eq((st, b"state.json.tmp failed" in data), (500, True),
+             "%s %s with a state file that cannot be written: refused, "
+             "saying why (%r)" % (method, path, data[:200]))
+    c.eq(tag_of(gw, "/d/x"), (200, "v2"),
+         "nothing changed: the document, its route enabled, no rollback")
+    c.eq((gw.request("GET", "/u1/x")[0], gw.request("GET", "/f1/x")[0]),
+         (404, 404), "nothing changed: no route added")
+    c.eq([s["name"] for s in gw.status()["sources"]].count("fresh"), 0,
+         "nothing changed: no source registered")
+    c.ok(gw.status()["generation"] in (gen, gen + 2),
+         "published nothing but the rollback and its undo (generation %d, "
+         "was %d)" % (gw.status()["generation"], gen))
+    os.rename(where + ".away", where)
+    with open(state) as f:
+        c.eq(f.read(), before, "the state file as it was")
+    c.eq(gw.admin_call("PUT", "/routes/mine/u1", route(
+        "u1", "/u1/**", uri, "u"))[0], 200, "writable again: accepted")
+    stop(gw)
+    gw = procs.gateway("--state", state)
+    c.eq((tag_of(gw, "/d/x"), tag_of(gw, "/u1/x")),
+         ((200, "v2"), (200, "u")),
+         "after a restart: what was accepted, and only that")
+    stop(gw)
+
+
 def memory_only_warning(procs, c):
     gw = procs.gateway()
     time.sleep(0.1)
@@ -185,6 +238,7 @@ def body(procs, c):
     restart_keeps_admin_changes(procs, c, port, port2)
     override_survives(procs, c, port)
     bad_state(procs, c)
+    unsaved_change_refused(procs, c, port)
     memory_only_warning(procs, c)
 
 

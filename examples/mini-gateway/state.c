@@ -49,15 +49,15 @@ typedef enum kept_kind {
 } kept_kind;
 
 static const char *const kind_names[K_COUNT] = {
-    "document", "upsert", "remove", "enable", "disable", "instances",
-    "rollback"};
+    "document", "upsert",    "remove",  "enable",
+    "disable",  "instances", "rollback"};
 
 typedef struct kept {
     kept_kind kind;
-    char *name;    /* the source, or the service for K_INSTANCES */
-    char *id;      /* the route; NULL for a document, instances, rollback */
-    char *body;    /* JSON: document, upsert, instances; for a rollback the
-                      source's routes after it (a document), NULL if none */
+    char *name; /* the source, or the service for K_INSTANCES */
+    char *id;   /* the route; NULL for a document, instances, rollback */
+    char *body; /* JSON: document, upsert, instances; for a rollback the
+                   source's routes after it (a document), NULL if none */
     size_t len;
     char *version; /* a rollback's version; else NULL */
     int64_t at_ms; /* when the admin made it (wall clock) */
@@ -94,8 +94,8 @@ static bool voids(const kept *k, const kept *o) {
     bool whole = k->kind == K_DOCUMENT || k->kind == K_INSTANCES ||
                  k->kind == K_ROLLBACK;
     return same_name &&
-           (whole || (same_route && (k->kind == K_UPSERT ||
-                                     k->kind == K_REMOVE || state)));
+           (whole || (same_route &&
+                      (k->kind == K_UPSERT || k->kind == K_REMOVE || state)));
 }
 
 /* The kept list as it would be with k: what k voids left out (not freed:
@@ -318,7 +318,7 @@ static struct {
     kept k;       /* what is kept of it (a rollback's filled at the end) */
     kept *next;   /* the list with k, saved (NULL for a rollback) */
     size_t n;
-    char *undo;   /* a rollback: the source's document before it */
+    char *undo; /* a rollback: the source's document before it */
     size_t undo_len;
 } pending;
 
@@ -378,20 +378,21 @@ int gw_state_begin(const char *method, char *const *seg, int ns,
                                                  undoes it if it cannot be */
         char version[128];
         live_version(seg[1], version, sizeof version);
-        ok = (pending.undo = live_document(seg[1], version,
-                                           &pending.undo_len)) != NULL;
+        ok = (pending.undo =
+                  live_document(seg[1], version, &pending.undo_len)) != NULL;
     } else if (ok) {
         ok = (pending.next = list_with(&pending.k, &pending.n)) != NULL;
     }
     if (!ok) {
         pending_clear();
-        snprintf(msg, cap, "out of memory keeping the change of %s; "
-                           "nothing changed", seg[1]);
+        snprintf(msg, cap,
+                 "out of memory keeping the change of %s; "
+                 "nothing changed",
+                 seg[1]);
         return -1;
     }
     if (pending.next && save(pending.next, pending.n, msg, cap)) {
-        gw_log("--state %s: %s; the change is refused", G.cfg.state_file,
-               msg);
+        gw_log("--state %s: %s; the change is refused", G.cfg.state_file, msg);
         pending_clear();
         return -1;
     }
@@ -409,8 +410,7 @@ static int end_rollback(char *msg, size_t cap) {
               (k->body = live_document(k->name, version, &k->len)) != NULL &&
               (pending.next = list_with(k, &pending.n)) != NULL;
     if (!ok)
-        snprintf(msg, cap, "out of memory keeping the change of %s",
-                 k->name);
+        snprintf(msg, cap, "out of memory keeping the change of %s", k->name);
     if (ok && !save(pending.next, pending.n, msg, cap))
         return 0;
     sy_change_set *cs = NULL;
@@ -427,13 +427,11 @@ static int end_rollback(char *msg, size_t cap) {
              rc ? "; the rollback is live but not kept (a restart would "
                   "lose it)"
                 : "; the rollback was undone");
-    gw_log("--state %s: %s", G.cfg.state_file ? G.cfg.state_file : "",
-           msg);
+    gw_log("--state %s: %s", G.cfg.state_file ? G.cfg.state_file : "", msg);
     return -1;
 }
 
-int gw_state_end(bool committed, const char *source, char *msg,
-                 size_t cap) {
+int gw_state_end(bool committed, const char *source, char *msg, size_t cap) {
     int rc = 0;
     if (committed && source)
         gw_origin_set(source, "admin");
@@ -446,8 +444,7 @@ int gw_state_end(bool committed, const char *source, char *msg,
             gw_log("--state %s: %s; it holds a change that was refused "
                    "(not replayed at start)",
                    G.cfg.state_file, msg);
-    } else if (pending.k.kind != K_ROLLBACK ||
-               !(rc = end_rollback(msg, cap))) {
+    } else if (pending.k.kind != K_ROLLBACK || !(rc = end_rollback(msg, cap))) {
         adopt(pending.next, pending.n, &pending.k);
         pending.next = NULL;
         pending.k = (kept){0}; /* its strings are the list's now */
@@ -472,9 +469,7 @@ static int stage_one(sy_change_set *cs, const kept *o, sy_error *err) {
         if (!rc)
             rc = sy_change_set_upsert_route(cs, o->name, o->body, o->len, err);
         break;
-    case K_REMOVE:
-        rc = sy_change_set_remove_route(cs, o->id, err);
-        break;
+    case K_REMOVE: rc = sy_change_set_remove_route(cs, o->id, err); break;
     case K_ENABLE:
     case K_DISABLE:
         rc = sy_change_set_set_route_enabled(cs, o->id, o->kind == K_ENABLE,
@@ -489,8 +484,7 @@ static int stage_one(sy_change_set *cs, const kept *o, sy_error *err) {
                                               its routes as they were */
             rc = sy_change_set_apply(cs, o->name, o->body, o->len, err);
         break;
-    default:
-        break;
+    default: break;
     }
     if (rc == SY_ENOTFOUND && o->id)
         rc = 0; /* the route is not there: nothing to remove or switch */
@@ -502,10 +496,9 @@ int gw_overrides_stage(sy_change_set *cs, const char *source, sy_error *err) {
         return 0;
     for (size_t i = 0; i < nkept; i++) {
         const kept *o = &list[i];
-        bool mine = source ? o->kind != K_INSTANCES &&
-                                 strcmp(o->name, source) == 0
-                           : o->kind == K_INSTANCES &&
-                                 gw_config_service_file(o->name);
+        bool mine =
+            source ? o->kind != K_INSTANCES && strcmp(o->name, source) == 0
+                   : o->kind == K_INSTANCES && gw_config_service_file(o->name);
         if (!mine)
             continue;
         int rc = stage_one(cs, o, err);
@@ -548,8 +541,9 @@ void gw_state_json(gw_buf *b) {
     }
     gw_buf_adds(b, "{\"file\":");
     gw_buf_json_str(b, G.cfg.state_file, strlen(G.cfg.state_file));
-    gw_buf_printf(b, ",\"changes\":%zu,\"replayed\":%zu,\"not_replayed\":%zu,"
-                     "\"errors\":[",
+    gw_buf_printf(b,
+                  ",\"changes\":%zu,\"replayed\":%zu,\"not_replayed\":%zu,"
+                  "\"errors\":[",
                   nkept, replayed, not_replayed);
     for (size_t i = 0; i < STATE_ERRORS && replay_errors[i]; i++) {
         gw_buf_adds(b, i ? "," : "");
@@ -562,8 +556,8 @@ void gw_state_json(gw_buf *b) {
 
 /* "FILE: PATH: MSG" for the start's error. */
 static int bad(const char *path, const char *msg) {
-    gw_log("--state %s: %s%s%s; the gateway does not start",
-           G.cfg.state_file, path, path[0] ? ": " : "", msg);
+    gw_log("--state %s: %s%s%s; the gateway does not start", G.cfg.state_file,
+           path, path[0] ? ": " : "", msg);
     return -1;
 }
 
@@ -589,8 +583,8 @@ static int parse_entry(const cJSON *e, size_t i, kept *k) {
     if (!cJSON_IsString(name) || !name->valuestring[0])
         return bad(path, "must be a non-empty string");
     k->name = strdup(name->valuestring);
-    bool needs_id = kind == K_UPSERT || kind == K_REMOVE ||
-                    kind == K_ENABLE || kind == K_DISABLE;
+    bool needs_id = kind == K_UPSERT || kind == K_REMOVE || kind == K_ENABLE ||
+                    kind == K_DISABLE;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "route");
     snprintf(path, sizeof path, "changes[%zu].route", i);
     if (needs_id && (!cJSON_IsString(id) || !id->valuestring[0]))
@@ -613,10 +607,10 @@ static int parse_entry(const cJSON *e, size_t i, kept *k) {
     bool needs_body = kind == K_DOCUMENT || kind == K_UPSERT ||
                       kind == K_INSTANCES || kind == K_ROLLBACK;
     if (needs_body) {
-        bool shape = kind == K_UPSERT      ? cJSON_IsObject(body)
-                     : kind == K_INSTANCES ? cJSON_IsArray(body)
-                                           : cJSON_IsObject(body) ||
-                                                 cJSON_IsArray(body);
+        bool shape = kind == K_UPSERT ? cJSON_IsObject(body)
+                     : kind == K_INSTANCES
+                         ? cJSON_IsArray(body)
+                         : cJSON_IsObject(body) || cJSON_IsArray(body);
         if (!shape)
             return bad(path, kind == K_UPSERT ? "must be a route object"
                              : kind == K_INSTANCES
@@ -640,8 +634,7 @@ static int replay_one(const kept *o, sy_error *err) {
         snprintf(err->message, sizeof err->message,
                  "%s %s now comes from the file %s (start with "
                  "--admin-overrides-files to keep admin changes over it)",
-                 o->kind == K_INSTANCES ? "service" : "source", o->name,
-                 file);
+                 o->kind == K_INSTANCES ? "service" : "source", o->name, file);
         return SY_EINVAL;
     }
     if (!file && G.cfg.etcd_url) {
@@ -682,8 +675,8 @@ static int saved_at_start(void) {
 int gw_state_load(void) {
     bool etcd = G.cfg.etcd_url != NULL;
     if (!G.cfg.state_file) {
-        if (G.cfg.admin_port > 0 && !G.cfg.demo && (!etcd ||
-                                                    G.cfg.admin_overrides_files))
+        if (G.cfg.admin_port > 0 && !G.cfg.demo &&
+            (!etcd || G.cfg.admin_overrides_files))
             gw_log("warning: admin changes%s are kept in memory only: a "
                    "restart loses them (--state FILE keeps them)",
                    etcd ? " over files" : "");
@@ -707,8 +700,8 @@ int gw_state_load(void) {
         for (size_t i = 0; i < off && i < len; i++)
             line += text[i] == '\n';
         char m[128];
-        snprintf(m, sizeof m, "JSON syntax error at offset %zu (line %zu)",
-                 off, line);
+        snprintf(m, sizeof m, "JSON syntax error at offset %zu (line %zu)", off,
+                 line);
         free(text);
         return bad("", m);
     }
@@ -738,8 +731,9 @@ int gw_state_load(void) {
         int r = replay_one(o, &err);
         if (r) {
             char m[1024];
-            snprintf(m, sizeof m, "changes[%zu] (%s %s%s%s) not replayed: "
-                                  "%s%s%s",
+            snprintf(m, sizeof m,
+                     "changes[%zu] (%s %s%s%s) not replayed: "
+                     "%s%s%s",
                      i, kind_names[o->kind], o->name, o->id ? "/" : "",
                      o->id ? o->id : "", err.path, err.path[0] ? ": " : "",
                      err.message);

@@ -6,8 +6,7 @@
  * request through switchyard (one snapshot per request, held until its
  * response is finished), answer 400/404/405/413/431/503 and redirects
  * itself, and hand proxied requests to upstream.c with the upstream head
- * built from the library's target (Host, path, filtered headers) plus
- * X-Forwarded-For/Proto/Host.
+ * built from the library's target (upstream_head.c).
  */
 #define _DEFAULT_SOURCE
 #include "proxy.h"
@@ -531,130 +530,6 @@ static bool name_is(sy_str n, const char *s) {
     return n.len == l && strncasecmp(n.ptr, s, l) == 0;
 }
 
-static bool hop_by_hop(sy_str n) {
-    static const char *const hop[] = {"connection",
-                                      "keep-alive",
-                                      "proxy-connection",
-                                      "te",
-                                      "trailer",
-                                      "transfer-encoding",
-                                      "upgrade",
-                                      "content-length",
-                                      "expect",
-                                      "host",
-                                      "proxy-authorization"};
-    for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
-        if (name_is(n, hop[i]))
-            return true;
-    return false;
-}
-
-/* True when the client's Connection header lists this header name (a
- * hop-by-hop header of its own, RFC 9110 7.6.1). */
-static bool named_by_connection(const gw_client *c, sy_str name) {
-    for (size_t i = 0; i < c->nh; i++) {
-        if (!name_is(c->hdrs[i].name, "connection"))
-            continue;
-        const char *p = c->hdrs[i].value.ptr;
-        const char *end = p + c->hdrs[i].value.len;
-        while (p < end) {
-            while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-                p++;
-            const char *tok = p;
-            while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-                p++;
-            if ((size_t)(p - tok) == name.len &&
-                strncasecmp(tok, name.ptr, name.len) == 0)
-                return true;
-        }
-    }
-    return false;
-}
-
-/* The value of arg `key` of a filter entry, or "". */
-static const char *entry_arg(const sy_filter_entry *e, const char *key) {
-    for (size_t i = 0; i < e->arg_count; i++)
-        if (strcmp(e->args[i].key, key) == 0)
-            return e->args[i].value;
-    return "";
-}
-
-/* The response edits of match m, after the route's CORS headers (`cors`:
- * "Name: value\r\n" lines, each added when the upstream did not send
- * it), put before the edits already there: those of a route that
- * forwarded here, which edit the response after this one, as SCG's outer
- * filter chain does. */
-/* An op's name, value and arg in one block, owned through name (one
- * malloc and one free an op, per request, instead of three). */
-static bool op_strings(gw_resp_op *op, sy_str name, sy_str value, sy_str arg) {
-    char *b = malloc(name.len + value.len + arg.len + 3);
-    if (!b)
-        return false;
-    op->name = b;
-    op->value = b + name.len + 1;
-    op->arg = op->value + value.len + 1;
-    if (name.len)
-        memcpy(op->name, name.ptr, name.len);
-    op->name[name.len] = '\0';
-    if (value.len)
-        memcpy(op->value, value.ptr, value.len);
-    op->value[value.len] = '\0';
-    if (arg.len)
-        memcpy(op->arg, arg.ptr, arg.len);
-    op->arg[arg.len] = '\0';
-    return true;
-}
-
-static void copy_response_ops(gw_request *q, sy_match *m, const gw_buf *cors) {
-    size_t n = sy_match_response_op_count(m), nc = 0;
-    for (size_t i = 0; cors && i < cors->len; i++)
-        nc += cors->p[i] == '\n';
-    if (!n && !nc)
-        return;
-    gw_resp_op *ops = calloc(n + nc + q->nops, sizeof *ops);
-    if (!ops)
-        return;
-    size_t k = 0;
-    const char *l = cors ? cors->p : NULL;
-    for (size_t i = 0; l && i < nc; i++) {
-        const char *colon = strchr(l, ':'), *eol = strchr(l, '\r');
-        ops[k].kind = SY_RESP_ADD_IF_ABSENT;
-        if (op_strings(&ops[k], (sy_str){l, (size_t)(colon - l)},
-                       (sy_str){colon + 2, (size_t)(eol - colon - 2)},
-                       (sy_str){"", 0}))
-            k++;
-        l = eol + 2;
-    }
-    size_t loc = 0; /* RewriteLocationResponseHeader entries seen */
-    for (size_t i = 0; i < n; i++) {
-        sy_response_op op = sy_match_response_op(m, i);
-        ops[k].kind = op.kind;
-        if (!op_strings(&ops[k], op.name, op.value, op.arg)) {
-            loc += op.kind == SY_RESP_REWRITE_LOCATION;
-            continue;
-        }
-        k++;
-        if (op.kind != SY_RESP_REWRITE_LOCATION)
-            continue;
-        /* its protocols are in its host filter entry (the loc-th) */
-        size_t seen = 0;
-        for (size_t j = 0; j < sy_match_host_filter_count(m); j++) {
-            const sy_filter_entry *e = sy_match_host_filter(m, j);
-            if (strcmp(e->name, "RewriteLocationResponseHeader") == 0 &&
-                seen++ == loc) {
-                ops[k - 1].extra = strdup(entry_arg(e, "protocols"));
-                break;
-            }
-        }
-        loc++;
-    }
-    if (q->nops)
-        memcpy(ops + k, q->ops, q->nops * sizeof *ops);
-    free(q->ops);
-    q->ops = ops;
-    q->nops += k;
-}
-
 /* Build the upstream head for the target of match m, excluding the
  * instances already tried. 0, or the status to answer with. */
 static int build_attempt(gw_request *q, sy_match *m) {
@@ -675,64 +550,7 @@ static int build_attempt(gw_request *q, sy_match *m) {
     q->health = t;
     if (t.scheme && strcmp(t.scheme, "http") != 0)
         return 502; /* https/ws upstreams are not supported here */
-
-    gw_buf *h = &q->head;
-    h->len = 0;
-    const sy_request *r = &q->sreq;
-    gw_buf_add(h, r->method.ptr, r->method.len);
-    gw_buf_add(h, " ", 1);
-    if (t.path.len)
-        gw_buf_add(h, t.path.ptr, t.path.len);
-    else
-        gw_buf_add(h, "/", 1);
-    if (t.query.len) {
-        gw_buf_add(h, "?", 1);
-        gw_buf_add(h, t.query.ptr, t.query.len);
-    }
-    gw_buf_adds(h, " HTTP/1.1\r\nHost: ");
-    gw_buf_add(h, t.host_header.ptr, t.host_header.len);
-    gw_buf_adds(h, "\r\n");
-    bool xff = false, xfp = false, xfh = false;
-    for (size_t i = 0; i < t.header_count; i++) {
-        sy_header hd = t.headers[i];
-        if (hop_by_hop(hd.name) || named_by_connection(q->c, hd.name) ||
-            gw_trace_is_header(hd.name))
-            continue;
-        gw_buf_add(h, hd.name.ptr, hd.name.len);
-        gw_buf_add(h, ": ", 2);
-        gw_buf_add(h, hd.value.ptr, hd.value.len);
-        if (name_is(hd.name, "x-forwarded-for")) {
-            xff = true;
-            gw_buf_add(h, ", ", 2);
-            gw_buf_adds(h, q->c->peer);
-        }
-        xfp |= name_is(hd.name, "x-forwarded-proto");
-        xfh |= name_is(hd.name, "x-forwarded-host");
-        gw_buf_adds(h, "\r\n");
-    }
-    gw_buf_add(h, q->req_xhdrs.p, q->req_xhdrs.len); /* FallbackHeaders */
-    if (!xff) {
-        gw_buf_adds(h, "X-Forwarded-For: ");
-        gw_buf_adds(h, q->c->peer);
-        gw_buf_add(h, "\r\n", 2);
-    }
-    if (!xfp)
-        gw_buf_adds(h, "X-Forwarded-Proto: http\r\n");
-    if (!xfh && r->host.len) {
-        gw_buf_adds(h, "X-Forwarded-Host: ");
-        gw_buf_add(h, r->host.ptr, r->host.len);
-        gw_buf_adds(h, "\r\n");
-    }
-    gw_trace_write(&q->trace, h);
-    if (q->req_chunked)
-        gw_buf_adds(h, "Transfer-Encoding: chunked\r\n");
-    else if (q->has_body) {
-        gw_buf_adds(h, "Content-Length: ");
-        gw_buf_addu(h, q->sreq.content_length);
-        gw_buf_adds(h, "\r\n");
-    }
-    gw_buf_adds(h, "\r\n");
-    return h->failed ? 500 : 0;
+    return gw_upstream_head(q, &t);
 }
 
 int gw_request_rematch(gw_request *q, sy_match **m) {
@@ -798,7 +616,7 @@ void gw_request_body_flow(gw_request *q) {
 
 void gw_request_proceed_ops(gw_request *q, sy_match *m) {
     gw_host_filters(q, m);
-    copy_response_ops(q, m, &q->xhdrs);
+    gw_request_copy_response_ops(q, m, &q->xhdrs);
     q->xhdrs.len = 0;
 }
 
@@ -820,9 +638,8 @@ void gw_request_proceed(gw_request *q, sy_match *m) {
         if (hdr.failed)
             respond_error(q, 500, "out of memory");
         else
-            gw_request_respond(
-                q, q->status_override ? q->status_override : 200, hdr.p,
-                NULL);
+            gw_request_respond(q, q->status_override ? q->status_override : 200,
+                               hdr.p, NULL);
         gw_buf_free(&hdr);
         return;
     }
@@ -934,7 +751,8 @@ static bool cors_check(gw_request *q, gw_buf *hdrs) {
     int st = gw_cors_check(q->rd->cors, q, hdrs);
     if (!st)
         return false;
-    gw_request_respond(q, st, hdrs->p, st == 403 ? "Invalid CORS request" : NULL);
+    gw_request_respond(q, st, hdrs->p,
+                       st == 403 ? "Invalid CORS request" : NULL);
     return true;
 }
 

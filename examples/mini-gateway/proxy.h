@@ -102,8 +102,8 @@ struct gw_request {
     gw_buf fwd;          /* path, query, header names and values */
     sy_header *fwd_hdrs; /* sreq.headers after a forward */
     /* policies (policy.c) */
-    gw_buf xhdrs; /* response headers from the gateway (CORS,
-                     X-RateLimit-*), "Name: v\r\n", until copied as edits */
+    gw_buf xhdrs;             /* response headers from the gateway (CORS,
+                                 X-RateLimit-*), "Name: v\r\n", until copied as edits */
     struct gw_rlwait *rlw;    /* calls to Redis in flight */
     sy_breaker_permit permit; /* valid while permit_held */
     bool permit_held;
@@ -116,13 +116,13 @@ struct gw_request {
     bool keep_body, body_overflow, replay;
     int fb_kind, fb_status; /* why the request went to a fallback */
     gw_buf req_xhdrs; /* request headers from the gateway (FallbackHeaders) */
-    int redo; /* after a response head: what policy does instead */
+    int redo;         /* after a response head: what policy does instead */
     int redo_status;
     uint32_t redo_delay;
     /* for the access log (access_log.c) */
     gw_trace trace;
-    uint64_t bytes_out;  /* response bytes queued for the client */
-    bool rate_limited;   /* a rate limiter refused it (policy.c) */
+    uint64_t bytes_out;             /* response bytes queued for the client */
+    bool rate_limited;              /* a rate limiter refused it (policy.c) */
     struct gw_cache_cap *cache_cap; /* the answer LocalResponseCache keeps */
     /* Not zeroed when a request starts (proxy.c reuses request blocks):
      * an entry is written before it is read (r_field, r_value). */
@@ -196,6 +196,13 @@ uint64_t gw_worker_rand(gw_worker *w);
 /* Match q->sreq on q->snap again (the worker's context was used by other
  * requests meanwhile): 0 and *m, or non-zero when it no longer matches. */
 int gw_request_rematch(gw_request *q, sy_match **m);
+/* upstream_head.c: q's upstream head (q->head) for target t: 0, or 500
+ * when out of memory; match m's response edits, after the route's CORS
+ * header lines `cors`, put before the edits q holds already (those of a
+ * route that forwarded here). */
+int gw_upstream_head(gw_request *q, const sy_target *t);
+void gw_request_copy_response_ops(gw_request *q, sy_match *m,
+                                  const gw_buf *cors);
 /* After the policies: the route's response edits, then forward, answer
  * (no://op) or the first upstream attempt. */
 void gw_request_proceed(gw_request *q, sy_match *m);

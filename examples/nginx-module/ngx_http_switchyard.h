@@ -63,13 +63,17 @@ typedef struct {
     ngx_shm_zone_t *zone;
     sw_notify_t *notify; /* NULL: one worker, or no master */
     ngx_flag_t used;     /* any switchyard directive was seen */
-    /* an upstream block has switchyard_balancer */
+    /* an upstream block has switchyard_balancer; which ones */
     ngx_flag_t balancer;
+    ngx_array_t balancers; /* ngx_http_upstream_srv_conf_t * */
     /* a directive uses $switchyard_upstream (the variable form), which
      * cannot apply a route's timeouts, Retry or CircuitBreaker. Which
      * location serves a route is not known at load: with this set, or
      * without a balancer, such routes are refused (sw_router_create) */
     ngx_flag_t variable_form;
+    /* every proxy_pass of the http block, checked once merged
+     * (ngx_http_switchyard_location.c) */
+    ngx_array_t proxy_passes;
     uint64_t instances_hash; /* of every instances file, in order */
     ngx_str_t state_path;    /* switchyard_state, or empty */
     /* router options */
@@ -405,6 +409,17 @@ void sw_notify_others(sw_notify_t *n);
 ngx_int_t sw_admin_handler(ngx_http_request_t *r);
 /* The switchyard_balancer directive (ngx_http_switchyard_balancer.c). */
 char *sw_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+/* True for an upstream block with switchyard_balancer. */
+ngx_flag_t sw_is_balancer(sw_main_conf_t *mcf,
+                          ngx_http_upstream_srv_conf_t *us);
+
+/* ngx_http_switchyard_location.c: the proxy_pass handler wrapped while an
+ * http block is parsed (undone by unwrap, also when the cycle's pool
+ * goes); at postconfiguration, a switchyard location that would not send
+ * the route's target, path, Host or request headers is refused. */
+ngx_int_t sw_location_wrap(ngx_conf_t *cf);
+void sw_location_unwrap(void *data);
+ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf);
 /* Write a JSON string literal (quotes included) of s into p; returns the
  * end. p needs 6 * len + 2 bytes. */
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len);

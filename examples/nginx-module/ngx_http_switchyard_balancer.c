@@ -483,12 +483,24 @@ static ngx_int_t sw_init_upstream(ngx_conf_t *cf,
     return NGX_OK;
 }
 
+/* (keepalive replaces peer.init_upstream: the blocks are listed) */
+ngx_flag_t sw_is_balancer(sw_main_conf_t *mcf,
+                          ngx_http_upstream_srv_conf_t *us) {
+    ngx_http_upstream_srv_conf_t **b = mcf->balancers.elts;
+
+    for (ngx_uint_t i = 0; i < mcf->balancers.nelts; i++)
+        if (b[i] == us)
+            return 1;
+    return 0;
+}
+
 char *sw_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     ngx_http_upstream_srv_conf_t *us =
         ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
     sw_main_conf_t *mcf =
         ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
     ngx_http_upstream_server_t *s;
+    ngx_http_upstream_srv_conf_t **ups;
 
     if (us->peer.init_upstream == sw_init_upstream)
         return "is duplicate";
@@ -506,6 +518,13 @@ char *sw_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
                            &us->host);
         return NGX_CONF_ERROR;
     }
+    if (mcf->balancers.elts == NULL &&
+        ngx_array_init(&mcf->balancers, cf->pool, 2, sizeof(void *)) != NGX_OK)
+        return NGX_CONF_ERROR;
+    ups = ngx_array_push(&mcf->balancers);
+    if (ups == NULL)
+        return NGX_CONF_ERROR;
+    *ups = us;
     us->peer.init_upstream = sw_init_upstream;
     us->flags = NGX_HTTP_UPSTREAM_CREATE;
     mcf->balancer = 1;

@@ -385,77 +385,8 @@ static ngx_http_variable_t sw_vars[] = {
      offsetof(sw_req_ctx_t, version), NGX_HTTP_VAR_NOCACHEABLE, 0},
     ngx_http_null_variable};
 
-/* ---- proxy_pass read with the module's eyes ----
- *
- * A location that proxies to $switchyard_upstream but does not send
- * $switchyard_uri sends the client's path, so the route's StripPrefix,
- * RewritePath, SetPath... would be accepted and ignored. nginx offers no
- * hook between the proxy's variables and its request, so the module reads
- * each proxy_pass as the configuration is parsed: while an http block is
- * parsed, the proxy module's proxy_pass handler is wrapped by one that
- * refuses that form (at `nginx -t`, start and reload) and then hands the
- * directive on. The wrap is undone when the block is done (postconfiguration)
- * or when the cycle being configured goes away (a failed parse), so the
- * proxy module never keeps a pointer into this module. */
-extern ngx_module_t ngx_http_proxy_module;
-static char *(*sw_proxy_pass_set)(ngx_conf_t *, ngx_command_t *, void *);
-
-static ngx_flag_t sw_str_has(const ngx_str_t *s, const char *needle) {
-    size_t n = ngx_strlen(needle);
-
-    for (size_t i = 0; i + n <= s->len; i++)
-        if (ngx_strncmp(s->data + i, needle, n) == 0)
-            return 1;
-    return 0;
-}
-
-static char *sw_proxy_pass_checked(ngx_conf_t *cf, ngx_command_t *cmd,
-                                   void *conf) {
-    ngx_str_t *value = cf->args->elts;
-
-    if (cf->args->nelts == 2 &&
-        sw_str_has(&value[1], "switchyard_upstream") &&
-        !sw_str_has(&value[1], "switchyard_uri"))
-        return "uses $switchyard_upstream without $switchyard_uri: the "
-               "client's path would be sent and the route's path filters "
-               "(StripPrefix, RewritePath, SetPath...) ignored; write "
-               "proxy_pass $switchyard_upstream$switchyard_uri";
-    return sw_proxy_pass_set(cf, cmd, conf);
-}
-
-static ngx_command_t *sw_proxy_pass_command(void) {
-    for (ngx_command_t *c = ngx_http_proxy_module.commands; c->name.len; c++)
-        if (c->name.len == 10 &&
-            ngx_strncmp(c->name.data, "proxy_pass", 10) == 0)
-            return c;
-    return NULL;
-}
-
-static void sw_proxy_pass_unwrap(void *data) {
-    ngx_command_t *c = sw_proxy_pass_command();
-
-    (void)data;
-    if (c && c->set == sw_proxy_pass_checked && sw_proxy_pass_set)
-        c->set = sw_proxy_pass_set;
-}
-
-static ngx_int_t sw_proxy_pass_wrap(ngx_conf_t *cf) {
-    ngx_command_t *c = sw_proxy_pass_command();
-    ngx_pool_cleanup_t *cln;
-
-    if (c == NULL || c->set == sw_proxy_pass_checked)
-        return NGX_OK;
-    cln = ngx_pool_cleanup_add(cf->pool, 0);
-    if (cln == NULL)
-        return NGX_ERROR;
-    cln->handler = sw_proxy_pass_unwrap;
-    sw_proxy_pass_set = c->set;
-    c->set = sw_proxy_pass_checked;
-    return NGX_OK;
-}
-
 static ngx_int_t sw_preconfiguration(ngx_conf_t *cf) {
-    if (sw_proxy_pass_wrap(cf) != NGX_OK)
+    if (sw_location_wrap(cf) != NGX_OK)
         return NGX_ERROR;
     for (ngx_http_variable_t *v = sw_vars; v->name.len; v++) {
         ngx_http_variable_t *var =
@@ -1034,9 +965,12 @@ static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
     ngx_http_handler_pt *h;
     static ngx_str_t name = ngx_string("switchyard");
 
-    sw_proxy_pass_unwrap(NULL); /* the http block is read */
+    sw_location_unwrap(NULL); /* the http block is read */
     if (!mcf->used)
         return NGX_OK;
+    /* every location merged: what each switchyard location sends */
+    if (sw_location_check(cf, mcf) != NGX_OK)
+        return NGX_ERROR;
     /* which location serves which route is not known at load: one
      * variable-form location makes the whole configuration refuse what
      * that form cannot run (sw_router_create) */

@@ -35,16 +35,6 @@ UPSTREAM = """
             add_header X-Switchyard-Instance $switchyard_instance always;
             add_header X-Upstream-Addr $upstream_addr always;
         }}
-        # mis-wired: the route's path or Host not sent (refused)
-        location /nouri/ {{
-            switchyard on;
-            proxy_pass http://sy_pool;
-            proxy_set_header Host $switchyard_host;
-        }}
-        location /nohost/ {{
-            switchyard on;
-            proxy_pass http://sy_pool$switchyard_uri;
-        }}
     }}"""
 
 
@@ -236,26 +226,32 @@ def tls_backend(env):
 
 def test_location_not_sending_the_filters_refused(env):
     """A balancer location whose proxy_pass lacks $switchyard_uri (the
-    client's path would go upstream, StripPrefix ignored) or which does not
-    send Host $switchyard_host is refused per request (500, logged with the
-    variable missing), never proxied with the filters silently lost."""
-    r = env.put("routes/live/wired", {
-        "id": "wired", "uri": "http://127.0.0.1:%d" % env.pa,
-        "predicates": ["Path=/nouri/**,/nohost/**,/wired/**"],
-        "filters": ["StripPrefix=1"]})
-    check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
-    env.converged()
-    r = env.get("/wired/x")
-    check(r.status == 200 and r.json()["path"] == "/x",
-          "a wired location: %d %r" % (r.status, r.body[:200]))
-    for path, var in (("/nouri/x", "$switchyard_uri"),
-                      ("/nohost/x", "$switchyard_host")):
-        r = env.get(path)
-        check(r.status == 500, "%s answered %d %r, not refused"
-              % (path, r.status, r.body[:200]))
-        check('route "wired" refused: the location does not send ' + var
-              in env.error_log(), "%s not logged: %s"
-              % (var, env.error_log()[-800:]))
+    client's path would go upstream, StripPrefix ignored), which does not
+    send Host $switchyard_host, or which proxies to an upstream without
+    switchyard_balancer (the route's target ignored) fails nginx -t,
+    naming the proxy_pass, what would be lost and its file:line; the
+    fixture's wired location passes."""
+    with open(os.path.join(env.dir, "nginx.conf")) as f:
+        conf = f.read()
+    rc, err = env.test_conf(conf)
+    check(rc == 0, "the fixture fails nginx -t: %s" % err[-400:])
+    wired = "proxy_pass http://sy_pool$switchyard_uri;"
+    at = conf.index(wired)
+    line = conf[:at].count("\n") + 1
+    block = conf[at:conf.index("}", at)]
+    for bad, want in (
+            (conf[:at] + "proxy_pass http://sy_pool;" +
+             conf[at + len(wired):], "does not send $switchyard_uri"),
+            (conf[:at] + block.replace(
+                "proxy_set_header Host $switchyard_host;", "") +
+             conf[at + len(block):], "sends Host $proxy_host"),
+            (conf[:at] + "proxy_pass http://127.0.0.1:%d$switchyard_uri;"
+             % env.pa + conf[at + len(wired):],
+             "sends to neither $switchyard_upstream nor an upstream with "
+             "switchyard_balancer")):
+        rc, err = env.test_conf(bad)
+        check(rc != 0 and want in err and "test.conf:%d" % line in err,
+              "%r: %d %s" % (want, rc, err[-400:]))
 
 
 def test_https_targets_through_an_http_proxy_pass(env):

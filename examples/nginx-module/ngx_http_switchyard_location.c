@@ -1,0 +1,236 @@
+/*
+ * ngx_http_switchyard_location.c - what a `switchyard on` location sends
+ * upstream, checked when the configuration is loaded (`nginx -t`, start,
+ * reload). The route's target, path and query, Host and request headers
+ * reach the upstream only through the location's proxy directives
+ * (proxy_pass, proxy_set_header, proxy_pass_request_headers), which nginx
+ * evaluates after the module's last hook: a location that does not send
+ * them would have the route's filters accepted and ignored. So every
+ * proxy_pass is recorded as it is parsed (the proxy module's handler is
+ * wrapped while an http block is parsed) and, once every location is
+ * merged, one in a `switchyard on` location that would lose any of them
+ * is refused with its file and line. docs/nginx.md, "What a switchyard
+ * location must send".
+ */
+#include "ngx_http_switchyard.h"
+
+#include <ctype.h>
+
+extern ngx_module_t ngx_http_proxy_module;
+
+/* One proxy_pass of the http block being parsed (the cycle's pool). */
+typedef struct {
+    ngx_str_t value; /* its argument */
+    ngx_str_t file;
+    ngx_uint_t line;
+    void *proxy_conf;   /* the proxy module's conf of its location */
+    sw_loc_conf_t *lcf; /* this module's conf of its location */
+} sw_proxy_pass_t;
+
+static char *(*sw_proxy_pass_set)(ngx_conf_t *, ngx_command_t *, void *);
+
+static ngx_flag_t sw_str_has(const ngx_str_t *s, const char *needle) {
+    size_t n = ngx_strlen(needle);
+
+    for (size_t i = 0; i + n <= s->len; i++)
+        if (ngx_strncmp(s->data + i, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
+static ngx_flag_t sw_str_is(const ngx_str_t *s, const char *a) {
+    return s->len == ngx_strlen(a) && ngx_strncmp(s->data, a, s->len) == 0;
+}
+
+static ngx_command_t *sw_proxy_command(const char *name) {
+    size_t n = ngx_strlen(name);
+
+    for (ngx_command_t *c = ngx_http_proxy_module.commands; c->name.len; c++)
+        if (c->name.len == n && ngx_strncmp(c->name.data, name, n) == 0)
+            return c;
+    return NULL;
+}
+
+static char *sw_proxy_pass_checked(ngx_conf_t *cf, ngx_command_t *cmd,
+                                   void *conf) {
+    ngx_str_t *value = cf->args->elts;
+    sw_main_conf_t *mcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
+    sw_proxy_pass_t *p;
+
+    if (cf->args->nelts == 2 && sw_str_has(&value[1], "switchyard_upstream") &&
+        !sw_str_has(&value[1], "switchyard_uri"))
+        return "uses $switchyard_upstream without $switchyard_uri: the "
+               "client's path would be sent and the route's path filters "
+               "(StripPrefix, RewritePath, SetPath...) ignored; write "
+               "proxy_pass $switchyard_upstream$switchyard_uri";
+    if (cf->args->nelts == 2) {
+        if (mcf->proxy_passes.elts == NULL &&
+            ngx_array_init(&mcf->proxy_passes, cf->pool, 4, sizeof *p) !=
+                NGX_OK)
+            return NGX_CONF_ERROR;
+        p = ngx_array_push(&mcf->proxy_passes);
+        if (p == NULL)
+            return NGX_CONF_ERROR;
+        p->value = value[1];
+        p->file.len = cf->conf_file->file.name.len;
+        p->file.data = ngx_pstrdup(cf->pool, &cf->conf_file->file.name);
+        if (p->file.data == NULL)
+            return NGX_CONF_ERROR;
+        p->line = cf->conf_file->line;
+        p->proxy_conf = conf;
+        p->lcf =
+            ngx_http_conf_get_module_loc_conf(cf, ngx_http_switchyard_module);
+    }
+    return sw_proxy_pass_set(cf, cmd, conf);
+}
+
+void sw_location_unwrap(void *data) {
+    ngx_command_t *c = sw_proxy_command("proxy_pass");
+
+    (void)data;
+    if (c && c->set == sw_proxy_pass_checked && sw_proxy_pass_set)
+        c->set = sw_proxy_pass_set;
+}
+
+/* The wrap is undone when the http block is done (postconfiguration) or
+ * when the cycle being configured goes away (a failed parse), so the
+ * proxy module never keeps a pointer into this module. */
+ngx_int_t sw_location_wrap(ngx_conf_t *cf) {
+    ngx_command_t *c = sw_proxy_command("proxy_pass");
+    ngx_pool_cleanup_t *cln;
+
+    if (c == NULL || c->set == sw_proxy_pass_checked)
+        return NGX_OK;
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL)
+        return NGX_ERROR;
+    cln->handler = sw_location_unwrap;
+    sw_proxy_pass_set = c->set;
+    c->set = sw_proxy_pass_checked;
+    return NGX_OK;
+}
+
+/* True when proxy_pass sends to $switchyard_upstream or to an upstream
+ * block with switchyard_balancer (`http://NAME$switchyard_uri`). */
+static ngx_flag_t sw_routed_target(ngx_conf_t *cf, sw_main_conf_t *mcf,
+                                   const ngx_str_t *v) {
+    ngx_http_upstream_main_conf_t *umcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
+    ngx_http_upstream_srv_conf_t **us = umcf->upstreams.elts;
+    ngx_str_t host = *v;
+    size_t n;
+
+    if (host.len > 1 && host.data[0] == '$') {
+        host.data += host.data[1] == '{' ? 2 : 1;
+        host.len -= host.data - v->data;
+        return host.len >= 19 &&
+               ngx_strncmp(host.data, "switchyard_upstream", 19) == 0 &&
+               (host.len == 19 ||
+                !(isalnum(host.data[19]) || host.data[19] == '_'));
+    }
+    if (host.len > 7 && ngx_strncasecmp(host.data, (u_char *)"http://", 7) == 0)
+        n = 7;
+    else if (host.len > 8 &&
+             ngx_strncasecmp(host.data, (u_char *)"https://", 8) == 0)
+        n = 8;
+    else
+        return 0;
+    host.data += n;
+    host.len -= n;
+    for (n = 0; n < host.len; n++)
+        if (host.data[n] == '$' || host.data[n] == '/' || host.data[n] == ':')
+            break;
+    host.len = n;
+    for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++)
+        if (us[i]->host.len == host.len &&
+            ngx_strncasecmp(us[i]->host.data, host.data, host.len) == 0 &&
+            sw_is_balancer(mcf, us[i]))
+            return 1;
+    return 0;
+}
+
+/* The Host header the location sends: its own proxy_set_header lines or
+ * the nearest level's above (nginx inherits the whole list), nginx's
+ * $proxy_host without any. Set `host` to the first one that is not
+ * $switchyard_host; false when every one is. */
+static ngx_flag_t sw_host_lost(const sw_proxy_pass_t *p,
+                               const ngx_command_t *psh, ngx_str_t *host) {
+    ngx_array_t *a = *(ngx_array_t **)((u_char *)p->proxy_conf + psh->offset);
+    ngx_keyval_t *kv;
+    ngx_flag_t found = 0;
+
+    ngx_str_set(host, "$proxy_host (nginx's default)");
+    if (a == NULL || a == NGX_CONF_UNSET_PTR)
+        return 1;
+    kv = a->elts;
+    for (ngx_uint_t i = 0; i < a->nelts; i++) {
+        if (kv[i].key.len != 4 ||
+            ngx_strncasecmp(kv[i].key.data, (u_char *)"host", 4) != 0)
+            continue;
+        found = 1;
+        if (!sw_str_is(&kv[i].value, "$switchyard_host") &&
+            !sw_str_is(&kv[i].value, "${switchyard_host}")) {
+            *host = kv[i].value;
+            if (host->len == 0) {
+                ngx_str_set(host, "\"\" (none)");
+            }
+            return 1;
+        }
+    }
+    return !found;
+}
+
+ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
+    ngx_command_t *psh = sw_proxy_command("proxy_set_header");
+    ngx_command_t *prh = sw_proxy_command("proxy_pass_request_headers");
+    sw_proxy_pass_t *p = mcf->proxy_passes.elts;
+    u_char why[512], *e;
+    ngx_str_t host;
+
+    if (psh == NULL || prh == NULL) { /* not this nginx's proxy module */
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "switchyard: the proxy module has no proxy_set_header "
+                      "or proxy_pass_request_headers: the module cannot check "
+                      "what its locations send");
+        return NGX_ERROR;
+    }
+    for (ngx_uint_t i = 0; i < mcf->proxy_passes.nelts; i++) {
+        if (p[i].lcf == NULL || p[i].lcf->enable != 1)
+            continue;
+        e = why;
+        if (!sw_routed_target(cf, mcf, &p[i].value))
+            e = ngx_snprintf(why, sizeof why,
+                             "sends to neither $switchyard_upstream nor an "
+                             "upstream with switchyard_balancer, so the "
+                             "route's target would be ignored");
+        else if (!sw_str_has(&p[i].value, "switchyard_uri"))
+            e = ngx_snprintf(why, sizeof why,
+                             "does not send $switchyard_uri, so the route's "
+                             "path filters (StripPrefix, RewritePath, "
+                             "SetPath...) would be ignored; write proxy_pass "
+                             "http://UPSTREAM$switchyard_uri");
+        else if (sw_host_lost(&p[i], psh, &host))
+            e = ngx_snprintf(why, sizeof why,
+                             "sends Host %V, so a route's PreserveHostHeader "
+                             "or SetRequestHostHeader would be ignored; add "
+                             "proxy_set_header Host $switchyard_host (a "
+                             "location with its own proxy_set_header lines "
+                             "inherits none from above)",
+                             &host);
+        else if (*(ngx_flag_t *)((u_char *)p[i].proxy_conf + prh->offset) == 0)
+            e = ngx_snprintf(why, sizeof why,
+                             "has proxy_pass_request_headers off, so the "
+                             "route's request header filters "
+                             "(AddRequestHeader, SetRequestHeader...) would "
+                             "not be sent");
+        if (e == why)
+            continue;
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "switchyard: \"proxy_pass %V\" of a \"switchyard on\" "
+                      "location %*s in %V:%ui",
+                      &p[i].value, e - why, why, &p[i].file, p[i].line);
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}

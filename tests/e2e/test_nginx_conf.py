@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""End-to-end tests of what ngx_http_switchyard_module refuses in an nginx
+configuration and what a worker does when it cannot load its routes (TAP
+for meson, suite e2e). A `switchyard on` location in the variable form
+(proxy_pass $switchyard_upstream$switchyard_uri) that would not send the
+route's Host ($switchyard_host) or request headers fails `nginx -t` and a
+reload (the old workers keep serving); a correct one serves
+PreserveHostHeader and SetRequestHostHeader. A worker whose routes cannot
+be loaded answers 503 and logs why. Same fixture as test_nginx_module.py
+(Debian's nginx, 2 workers, two backends, loopback).
+"""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_nginx_module as base  # noqa: E402
+from test_nginx_module import check, request  # noqa: E402
+from test_nginx_ops import OpsEnv  # noqa: E402
+from test_nginx_policy import zone_store_header  # noqa: E402
+
+HOST = "proxy_set_header Host $switchyard_host;"
+PROXY = "proxy_pass $switchyard_upstream$switchyard_uri;"
+
+
+class ConfEnv(OpsEnv):
+    """The ops fixture (conf(), reload_with()) without its access log and
+    state file."""
+
+    def __init__(self):
+        super().__init__()
+        self.http_extra = "access_log off;"
+        # which worker answered, also on the module's own 503
+        self.location_extra = "add_header X-Pid $pid always;"
+
+    def workers(self):
+        """The master's children (the workers) by /proc."""
+        path = "/proc/%d/task/%d/children" % (self.nginx.pid, self.nginx.pid)
+        with open(path) as f:
+            return {int(p) for p in f.read().split()}
+
+
+def line_of(conf, needle):
+    return conf[:conf.index(needle)].count("\n") + 1
+
+
+def test_location_without_host_refused_by_test(env):
+    """A variable-form location whose Host is not $switchyard_host (the
+    line missing, another value, or shadowed by the location's own
+    proxy_set_header lines, which inherit none from above), or with
+    proxy_pass_request_headers off, or proxying somewhere else, fails
+    nginx -t naming the proxy_pass, what it sends and its file:line.
+    The Host line inherited from the server level passes, and so does a
+    location without `switchyard on`."""
+    conf = env.conf()
+    moved = conf.replace(HOST, "").replace(
+        "listen 127.0.0.1:%d;" % env.port,
+        "listen 127.0.0.1:%d;\n        %s" % (env.port, HOST))
+    other = moved.replace(
+        "location /switchyard/ {",
+        "location /static/ { proxy_pass http://127.0.0.1:%d; }\n"
+        "        location /switchyard/ {" % env.pa)
+    rc, err = env.test_conf(other)
+    check(rc == 0, "Host from the server level refused: %s" % err[-400:])
+    for bad, want in (
+            (conf.replace(HOST, ""), "sends Host $proxy_host"),
+            (conf.replace(HOST, "proxy_set_header Host $host;"),
+             "sends Host $host"),
+            (conf.replace(HOST, 'proxy_set_header Host "";'),
+             'sends Host "" (none)'),
+            (moved.replace(PROXY, PROXY + " proxy_set_header X-A b;"),
+             "sends Host $proxy_host"),
+            (conf.replace(HOST, HOST + " proxy_pass_request_headers off;"),
+             "has proxy_pass_request_headers off"),
+            (conf.replace(PROXY, "proxy_pass http://127.0.0.1:%d"
+                          "$switchyard_uri;" % env.pa),
+             "sends to neither $switchyard_upstream")):
+        rc, err = env.test_conf(bad)
+        line = line_of(bad, "switchyard on;") + 1  # its proxy_pass
+        check(rc != 0 and want in err and "switchyard on" in err and
+              "test.conf:%d" % line in err,
+              "%r: %d %s" % (want, rc, err[-400:]))
+    rc, err = env.test_conf(conf.replace(HOST, ""))
+    check("PreserveHostHeader" in err and
+          "add proxy_set_header Host $switchyard_host" in err,
+          "the error does not say what is lost and the fix: %s" % err)
+
+
+def test_host_filters_served(env):
+    """With the Host line, the variable form sends what the route says:
+    the client's Host (PreserveHostHeader), the route's
+    (SetRequestHostHeader), otherwise the target's host and port."""
+    r = request(env.port, "GET", "/keep/1", headers={"Host": "shop.example"})
+    check(r.status == 200 and r.echo_header("Host") == "shop.example",
+          "PreserveHostHeader: %d %r" % (r.status, r.echo_header("Host")))
+    r = env.put("routes/live/sethost", {
+        "id": "sethost", "uri": "http://127.0.0.1:%d" % env.pa,
+        "predicates": ["Path=/sethost"],
+        "filters": ["SetRequestHostHeader=set.example"]})
+    check(r.status == 200, "PUT: %d %r" % (r.status, r.body))
+    env.converged()
+    r = request(env.port, "GET", "/sethost", headers={"Host": "c.example"})
+    check(r.status == 200 and r.echo_header("Host") == "set.example",
+          "SetRequestHostHeader: %d %r" % (r.status, r.echo_header("Host")))
+    r = request(env.port, "GET", "/a/x", headers={"Host": "c.example"})
+    check(r.echo_header("Host") == "127.0.0.1:%d" % env.pa,
+          "no host filter: %r" % r.echo_header("Host"))
+
+
+def test_reload_without_host_refused(env):
+    """A reload to a configuration whose location lost the Host line is
+    refused (logged with the file and line); the old workers keep serving
+    PreserveHostHeader and SetRequestHostHeader."""
+    pids = env.workers()
+    conf = env.conf().replace(HOST, "")
+    old = env.reload_with(conf)
+    try:
+        deadline = time.time() + 5
+        while "sends Host $proxy_host" not in env.error_log():
+            check(time.time() < deadline, "the reload was not refused: %s"
+                  % env.error_log()[-600:])
+            time.sleep(0.05)
+    finally:
+        with open(os.path.join(env.dir, "nginx.conf"), "w") as f:
+            f.write(old)
+    check("nginx.conf:%d" % line_of(conf, PROXY) in env.error_log(),
+          "not located: %s" % env.error_log()[-600:])
+    time.sleep(0.3)
+    check(env.workers() == pids, "workers changed by a refused reload")
+    r = request(env.port, "GET", "/keep/1", headers={"Host": "shop.example"})
+    check(r.status == 200 and r.echo_header("Host") == "shop.example",
+          "PreserveHostHeader after the refused reload: %d %r"
+          % (r.status, r.echo_header("Host")))
+    r = request(env.port, "GET", "/sethost")
+    check(r.echo_header("Host") == "set.example",
+          "SetRequestHostHeader after the refused reload: %r"
+          % r.echo_header("Host"))
+
+
+def respawn_workers(env):
+    """SIGKILL every worker; the master starts new ones. Returns them."""
+    old = env.workers()
+    for pid in old:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + 10
+    while True:
+        now = env.workers()
+        if len(now) == 2 and not now & old:
+            return now
+        check(time.time() < deadline, "workers not respawned: %r" % now)
+        time.sleep(0.05)
+
+
+def test_worker_that_cannot_load_answers_503(env):
+    """A worker that cannot load its routes at its start (here: the
+    zone's policy store is not one it can attach to, its version number
+    rewritten in the master's mapping, and the workers respawned) stays
+    up, logs an alert with the cause, and answers every routed and admin
+    request 503, logging why per request: it neither exits (the master
+    would be left without workers) nor routes with no routes. Once the
+    store is whole again, respawned workers route."""
+    size = 8 * 1024 * 1024  # switchyard_zone 8m (the fixture)
+    heads = zone_store_header(env.nginx.pid, size)
+    check(len(heads) == 1, "store headers found: %r" % heads)
+    with open("/proc/%d/mem" % env.nginx.pid, "r+b") as mem:
+        mem.seek(heads[0] + 8)  # uint32 version after the magic
+        version = mem.read(4)
+        mem.seek(heads[0] + 8)
+        mem.write((1).to_bytes(4, "little"))
+    try:
+        broken = respawn_workers(env)
+        deadline = time.time() + 5
+        while request(env.port, "GET", "/a/x").status != 503:
+            check(time.time() < deadline, "no 503 from the new workers")
+            time.sleep(0.05)
+        seen = set()
+        for _ in range(20):
+            r = request(env.port, "GET", "/a/x")
+            check(r.status == 503, "a broken worker answered %d" % r.status)
+            seen.add(int(r.header("X-Pid")))
+        check(seen <= broken, "answered by %r, not %r" % (seen, broken))
+        r = request(env.port, "GET", "/switchyard/status")
+        check(r.status == 503, "admin status answered %d" % r.status)
+        with open(os.path.join(env.dir, "error.log")) as f:
+            log = f.read()
+        for pid in seen:
+            check("] %d#%d: switchyard: this worker cannot load its routes"
+                  % (pid, pid) in log,
+                  "no alert from worker %d: %s" % (pid, log[-900:]))
+        check("[alert]" in log and "it answers 503" in log,
+              "alert: %s" % log[-900:])
+        check("this worker has no routes" in log,
+              "503 not logged per request: %s" % log[-900:])
+        check(env.nginx.poll() is None, "the master exited")
+    finally:
+        with open("/proc/%d/mem" % env.nginx.pid, "r+b") as mem:
+            mem.seek(heads[0] + 8)
+            mem.write(version)
+    respawn_workers(env)
+    deadline = time.time() + 5
+    while request(env.port, "GET", "/a/x").status != 200:
+        check(time.time() < deadline, "whole store: still not routing")
+        time.sleep(0.05)
+    check(" exited on signal 11" not in env.error_log(), "a worker crashed")
+
+
+TESTS = [
+    test_location_without_host_refused_by_test,
+    test_host_filters_served,
+    test_reload_without_host_refused,
+    test_worker_that_cannot_load_answers_503,
+]
+
+if __name__ == "__main__":
+    sys.exit(base.run(TESTS, ConfEnv))

@@ -420,6 +420,13 @@ ngx_flag_t sw_is_balancer(sw_main_conf_t *mcf,
 ngx_int_t sw_location_wrap(ngx_conf_t *cf);
 void sw_location_unwrap(void *data);
 ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf);
+/* The name of a request header the route's filters changed (plan against
+ * orig) that the request's location sets itself with proxy_set_header,
+ * so that nginx would not pass the route's; NULL when there is none.
+ * Worker, request path: no allocation. */
+const ngx_str_t *sw_location_header_lost(ngx_http_request_t *r,
+                                         const ngx_list_t *orig,
+                                         const sy_header *plan, size_t n);
 /* Write a JSON string literal (quotes included) of s into p; returns the
  * end. p needs 6 * len + 2 bytes. */
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len);

@@ -9,8 +9,10 @@
  * proxy_pass is recorded as it is parsed (the proxy module's handler is
  * wrapped while an http block is parsed) and, once every location is
  * merged, one in a `switchyard on` location that would lose any of them
- * is refused with its file and line. docs/nginx.md, "What a switchyard
- * location must send".
+ * is refused with its file and line. A request header the location sets
+ * itself (proxy_set_header) is not passed from the request: a route whose
+ * filters change it is refused per request (sw_location_header_lost).
+ * docs/nginx.md, "What a switchyard location must send".
  */
 #include "ngx_http_switchyard.h"
 
@@ -28,6 +30,9 @@ typedef struct {
 } sw_proxy_pass_t;
 
 static char *(*sw_proxy_pass_set)(ngx_conf_t *, ngx_command_t *, void *);
+/* where proxy_set_header's list is in the proxy module's loc conf (set at
+ * configuration, read by the workers) */
+static ngx_uint_t sw_psh_offset = NGX_CONF_UNSET_UINT;
 
 static ngx_flag_t sw_str_has(const ngx_str_t *s, const char *needle) {
     size_t n = ngx_strlen(needle);
@@ -195,6 +200,7 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
                       "what its locations send");
         return NGX_ERROR;
     }
+    sw_psh_offset = psh->offset;
     for (ngx_uint_t i = 0; i < mcf->proxy_passes.nelts; i++) {
         if (p[i].lcf == NULL || p[i].lcf->enable != 1)
             continue;
@@ -233,4 +239,86 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
         return NGX_ERROR;
     }
     return NGX_OK;
+}
+
+static ngx_flag_t sw_name_is(const u_char *s, size_t len, const ngx_str_t *n) {
+    return len == n->len && ngx_strncasecmp((u_char *)s, n->data, len) == 0;
+}
+
+/* True when the route's filters changed the request's headers named
+ * `name`: the values of that name, in order, differ between the request
+ * (orig) and the filter plan. */
+static ngx_flag_t sw_header_changed(const ngx_str_t *name,
+                                    const ngx_list_t *orig,
+                                    const sy_header *plan, size_t n) {
+    size_t j = 0;
+
+    for (const ngx_list_part_t *part = &orig->part; part; part = part->next) {
+        const ngx_table_elt_t *h = part->elts;
+        for (ngx_uint_t k = 0; k < part->nelts; k++) {
+            if (!sw_name_is(h[k].key.data, h[k].key.len, name))
+                continue;
+            while (j < n && !sw_name_is((u_char *)plan[j].name.ptr,
+                                        plan[j].name.len, name))
+                j++;
+            if (j == n || plan[j].value.len != h[k].value.len ||
+                ngx_memcmp(plan[j].value.ptr, h[k].value.data,
+                           h[k].value.len) != 0)
+                return 1;
+            j++;
+        }
+    }
+    while (j < n &&
+           !sw_name_is((u_char *)plan[j].name.ptr, plan[j].name.len, name))
+        j++;
+    return j < n;
+}
+
+/* True when the location's line for a header sends what the plan has
+ * anyway: "" (none) for a header the plan drops, or $http_NAME, which
+ * reads the request's headers after the filters. */
+static ngx_flag_t sw_line_agrees(const ngx_keyval_t *kv, const sy_header *plan,
+                                 size_t n) {
+    if (kv->value.len == 0) {
+        for (size_t j = 0; j < n; j++)
+            if (sw_name_is((u_char *)plan[j].name.ptr, plan[j].name.len,
+                           &kv->key))
+                return 0;
+        return 1;
+    }
+    if (kv->value.len != kv->key.len + 6 ||
+        ngx_strncmp(kv->value.data, "$http_", 6) != 0)
+        return 0;
+    for (size_t i = 0; i < kv->key.len; i++) {
+        u_char c = ngx_tolower(kv->key.data[i]);
+        if (c == '-')
+            c = '_';
+        if (kv->value.data[6 + i] != c)
+            return 0;
+    }
+    return 1;
+}
+
+const ngx_str_t *sw_location_header_lost(ngx_http_request_t *r,
+                                         const ngx_list_t *orig,
+                                         const sy_header *plan, size_t n) {
+    u_char *plcf = ngx_http_get_module_loc_conf(r, ngx_http_proxy_module);
+    ngx_array_t *a;
+    ngx_keyval_t *kv;
+
+    if (plcf == NULL || sw_psh_offset == NGX_CONF_UNSET_UINT)
+        return NULL;
+    a = *(ngx_array_t **)(plcf + sw_psh_offset);
+    if (a == NULL || a == NGX_CONF_UNSET_PTR)
+        return NULL;
+    kv = a->elts;
+    for (ngx_uint_t i = 0; i < a->nelts; i++) {
+        if (kv[i].key.len == 4 &&
+            ngx_strncasecmp(kv[i].key.data, (u_char *)"host", 4) == 0)
+            continue; /* $switchyard_host: sw_location_check */
+        if (sw_header_changed(&kv[i].key, orig, plan, n) &&
+            !sw_line_agrees(&kv[i], plan, n))
+            return &kv[i].key;
+    }
+    return NULL;
 }

@@ -618,6 +618,18 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (t.version &&
         sw_pstr(r, &ctx->version, t.version, ngx_strlen(t.version)) != NGX_OK)
         return NGX_ERROR;
+    /* run or refuse: nginx passes no request header the location sets */
+    const ngx_str_t *lost = sw_location_header_lost(r, &ctx->orig_headers,
+                                                    t.headers, t.header_count);
+    if (lost) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard: route \"%V\" refused: its filters change "
+                      "the request header \"%V\", which the location sets "
+                      "with proxy_set_header (nginx would send the "
+                      "location's): answering 500",
+                      &ctx->route, lost);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
     return sw_set_headers(r, t.headers, t.header_count);
 }
 

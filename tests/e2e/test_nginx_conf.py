@@ -15,6 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402
 import test_nginx_module as base  # noqa: E402
 from test_nginx_module import check, request  # noqa: E402
 from test_nginx_ops import OpsEnv  # noqa: E402
@@ -22,6 +23,20 @@ from test_nginx_policy import zone_store_header  # noqa: E402
 
 HOST = "proxy_set_header Host $switchyard_host;"
 PROXY = "proxy_pass $switchyard_upstream$switchyard_uri;"
+# a location that sets request headers itself (nginx then passes no
+# request header of those names)
+HEADERS = """
+    server {{
+        listen 127.0.0.1:{hport};
+        location / {{
+            switchyard on;
+            proxy_pass $switchyard_upstream$switchyard_uri;
+            proxy_set_header Host $switchyard_host;
+            proxy_set_header X-Added fixed;
+            proxy_set_header X-Secret "";
+            proxy_set_header X-Pass $http_x_pass;
+        }}
+    }}"""
 
 
 class ConfEnv(OpsEnv):
@@ -30,7 +45,8 @@ class ConfEnv(OpsEnv):
 
     def __init__(self):
         super().__init__()
-        self.http_extra = "access_log off;"
+        self.hport = free_port()
+        self.http_extra = "access_log off;" + HEADERS.format(hport=self.hport)
         # which worker answered, also on the module's own 503
         self.location_extra = "add_header X-Pid $pid always;"
 
@@ -42,7 +58,16 @@ class ConfEnv(OpsEnv):
 
 
 def line_of(conf, needle):
-    return conf[:conf.index(needle)].count("\n") + 1
+    """The line of needle's last occurrence (the main server's location
+    comes after HEADERS' server)."""
+    return conf[:conf.rindex(needle)].count("\n") + 1
+
+
+def last(conf, old, new):
+    """conf with the last occurrence of old (in the main server's
+    location) replaced by new."""
+    at = conf.rindex(old)
+    return conf[:at] + new + conf[at + len(old):]
 
 
 def test_location_without_host_refused_by_test(env):
@@ -54,7 +79,7 @@ def test_location_without_host_refused_by_test(env):
     The Host line inherited from the server level passes, and so does a
     location without `switchyard on`."""
     conf = env.conf()
-    moved = conf.replace(HOST, "").replace(
+    moved = last(conf, HOST, "").replace(
         "listen 127.0.0.1:%d;" % env.port,
         "listen 127.0.0.1:%d;\n        %s" % (env.port, HOST))
     other = moved.replace(
@@ -64,16 +89,16 @@ def test_location_without_host_refused_by_test(env):
     rc, err = env.test_conf(other)
     check(rc == 0, "Host from the server level refused: %s" % err[-400:])
     for bad, want in (
-            (conf.replace(HOST, ""), "sends Host $proxy_host"),
-            (conf.replace(HOST, "proxy_set_header Host $host;"),
+            (last(conf, HOST, ""), "sends Host $proxy_host"),
+            (last(conf, HOST, "proxy_set_header Host $host;"),
              "sends Host $host"),
-            (conf.replace(HOST, 'proxy_set_header Host "";'),
+            (last(conf, HOST, 'proxy_set_header Host "";'),
              'sends Host "" (none)'),
-            (moved.replace(PROXY, PROXY + " proxy_set_header X-A b;"),
+            (last(moved, PROXY, PROXY + " proxy_set_header X-A b;"),
              "sends Host $proxy_host"),
-            (conf.replace(HOST, HOST + " proxy_pass_request_headers off;"),
+            (last(conf, HOST, HOST + " proxy_pass_request_headers off;"),
              "has proxy_pass_request_headers off"),
-            (conf.replace(PROXY, "proxy_pass http://127.0.0.1:%d"
+            (last(conf, PROXY, "proxy_pass http://127.0.0.1:%d"
                           "$switchyard_uri;" % env.pa),
              "sends to neither $switchyard_upstream")):
         rc, err = env.test_conf(bad)
@@ -81,7 +106,7 @@ def test_location_without_host_refused_by_test(env):
         check(rc != 0 and want in err and "switchyard on" in err and
               "test.conf:%d" % line in err,
               "%r: %d %s" % (want, rc, err[-400:]))
-    rc, err = env.test_conf(conf.replace(HOST, ""))
+    rc, err = env.test_conf(last(conf, HOST, ""))
     check("PreserveHostHeader" in err and
           "add proxy_set_header Host $switchyard_host" in err,
           "the error does not say what is lost and the fix: %s" % err)
@@ -113,7 +138,7 @@ def test_reload_without_host_refused(env):
     refused (logged with the file and line); the old workers keep serving
     PreserveHostHeader and SetRequestHostHeader."""
     pids = env.workers()
-    conf = env.conf().replace(HOST, "")
+    conf = last(env.conf(), HOST, "")
     old = env.reload_with(conf)
     try:
         deadline = time.time() + 5
@@ -136,6 +161,42 @@ def test_reload_without_host_refused(env):
     check(r.echo_header("Host") == "set.example",
           "SetRequestHostHeader after the refused reload: %r"
           % r.echo_header("Host"))
+
+
+def test_header_the_location_sets_refused_per_request(env):
+    """nginx passes no request header whose name the location sets with
+    proxy_set_header: a route whose filters change such a header is
+    refused per request (500, logged with the route and the header), not
+    proxied with its filter ignored. A line that sends what the route
+    asks ("" for a header the route removes, $http_NAME) and a route that
+    does not touch the header pass."""
+    r = request(env.port, "GET", "/a/x")
+    check(r.status == 200 and r.echo_header("X-Added") == "yes",
+          "without the lines: %d %r" % (r.status, r.body[:200]))
+    r = request(env.hport, "GET", "/a/x")
+    check(r.status == 500, "AddRequestHeader=X-Added under proxy_set_header "
+          "X-Added answered %d %r" % (r.status, r.body[:200]))
+    check('route "a" refused: its filters change the request header '
+          '"X-Added", which the location sets with proxy_set_header'
+          in env.error_log(), "not logged: %s" % env.error_log()[-600:])
+    for ident, path, filt in (("rm", "/rm", "RemoveRequestHeader=X-Secret"),
+                              ("pass", "/pass", "SetRequestHeader=X-Pass,v")):
+        r = env.put("routes/live/" + ident, {
+            "id": ident, "uri": "http://127.0.0.1:%d" % env.pa,
+            "predicates": ["Path=" + path], "filters": [filt]})
+        check(r.status == 200, "PUT %s: %d %r" % (ident, r.status, r.body))
+    env.converged()
+    r = request(env.hport, "GET", "/rm", headers={"X-Secret": "s"})
+    check(r.status == 200 and r.echo_header("X-Secret") is None,
+          "RemoveRequestHeader under X-Secret \"\": %d %r"
+          % (r.status, r.body[:200]))
+    r = request(env.hport, "GET", "/pass", headers={"X-Pass": "client"})
+    check(r.status == 200 and r.echo_header("X-Pass") == "v",
+          "SetRequestHeader under $http_x_pass: %d %r"
+          % (r.status, r.body[:200]))
+    r = request(env.hport, "GET", "/keep/1", headers={"X-Added": "c"})
+    check(r.status == 200 and r.echo_header("X-Added") == "fixed",
+          "a route without header filters: %d %r" % (r.status, r.body[:200]))
 
 
 def respawn_workers(env):
@@ -209,6 +270,7 @@ TESTS = [
     test_location_without_host_refused_by_test,
     test_host_filters_served,
     test_reload_without_host_refused,
+    test_header_the_location_sets_refused_per_request,
     test_worker_that_cannot_load_answers_503,
 ]
 

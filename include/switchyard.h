@@ -907,9 +907,10 @@ typedef struct sy_router_options {
      * Circuit-breaker entries of the router's own store (default 256,
      * rounded up to a power of 2, at least 16; unused with policy_store).
      * An entry is claimed at the commit that first publishes a breaker
-     * name (or, unnamed, a route id) and never freed; a commit that needs
-     * one more than the store has is refused with SY_ELIMIT, located at
-     * the CircuitBreaker, and changes nothing live.
+     * name (or, unnamed, a route id) and freed once no snapshot reaches a
+     * route naming it (docs/policies.md); a commit that needs one more
+     * than the store has free is refused with SY_ELIMIT, located at the
+     * CircuitBreaker, and changes nothing live.
      */
     uint32_t policy_breakers;
 } sy_router_options;

@@ -733,13 +733,15 @@ START_TEST(a_breaker_the_store_has_no_entry_for_is_refused_at_commit) {
     sy_policy_store_stats(sy_router_policy_store(r), &st);
     ck_assert_uint_eq(st.breakers_used, 0);
     /* 20 names, 16 entries: the 17th breaker would never run (the first
-     * 16 stay claimed) */
+     * 16 are given back with the refused commit) */
     breaker_doc(doc, sizeof doc, 0, 20, 0);
     ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
                      SY_ELIMIT);
     ck_assert_str_eq(e.path, "[16].filters[0].args.name"); /* a bare array */
     ck_assert_ptr_nonnull(strstr(e.message, "policy_breakers"));
     ck_assert_uint_eq(live_routes(r), 0);
+    sy_policy_store_stats(sy_router_policy_store(r), &st);
+    ck_assert_uint_eq(st.breakers_used, 0);
     /* 16 names fit; other routes naming the same breakers need none */
     breaker_doc(doc, sizeof doc, 0, 16, 0);
     ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e), 0);
@@ -761,6 +763,163 @@ START_TEST(a_breaker_the_store_has_no_entry_for_is_refused_at_commit) {
     ck_assert_str_eq(e.path, "[0].filters[0].args.name");
     sy_change_set_free(cs);
     sy_router_free(r);
+}
+END_TEST
+
+static size_t breakers_used(sy_router *r) {
+    sy_policy_stats st;
+    sy_policy_store_stats(sy_router_policy_store(r), &st);
+    return (size_t)st.breakers_used;
+}
+
+static int upsert_breaker(sy_router *r, const char *id, const char *name,
+                          int window) {
+    char doc[256];
+    int n = snprintf(doc, sizeof doc,
+                     "{\"id\":\"%s\",\"uri\":\"http://b\",\"predicates\":"
+                     "[\"Path=/%s\"],\"filters\":[{\"name\":\"CircuitBreaker\","
+                     "\"args\":{\"name\":\"%s\",\"slidingWindowSize\":%d,"
+                     "\"minimumNumberOfCalls\":1}}]}",
+                     id, id, name, window);
+    sy_error e;
+    int rc = sy_router_upsert_route(r, "s", doc, (size_t)n, &e);
+    ck_assert_msg(rc == 0, "%s %s: %s: %s", id, name, e.path, e.message);
+    return rc;
+}
+
+/* A gateway sees routes come and go for days: the breaker entries of
+ * removed routes, and of names a changed config left, are given back. */
+START_TEST(removed_and_renamed_breakers_give_their_entries_back) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_breakers = 16;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_error e;
+    char id[32], name[32];
+    /* 200 routes added then removed, each with its own breaker name */
+    for (int i = 0; i < 200; i++) {
+        snprintf(id, sizeof id, "r%d", i);
+        snprintf(name, sizeof name, "n%d", i);
+        upsert_breaker(r, id, name, 10);
+        ck_assert_uint_eq(breakers_used(r), 1);
+        ck_assert_int_eq(sy_router_remove_route(r, id, &e), 0);
+        ck_assert_uint_eq(breakers_used(r), 0);
+    }
+    /* one route whose breaker is renamed (and reconfigured) 200 times */
+    for (int i = 0; i < 200; i++) {
+        snprintf(name, sizeof name, "m%d", i);
+        upsert_breaker(r, "a", name, 10 + i % 7);
+        ck_assert_uint_eq(breakers_used(r), 1);
+    }
+    /* half a table of names replaced by another half, 20 times (the
+     * names a document replaces are live until it is published: they and
+     * the new ones need room together) */
+    ck_assert_int_eq(sy_router_remove_route(r, "a", &e), 0);
+    static char doc[8192];
+    for (int k = 0; k < 20; k++) {
+        breaker_doc(doc, sizeof doc, 0, 8, k * 8);
+        ck_assert_msg(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e) == 0,
+                      "%s: %s", e.path, e.message);
+        ck_assert_uint_eq(breakers_used(r), 8);
+    }
+    sy_router_free(r);
+}
+END_TEST
+
+/* An entry stays while a snapshot can reach its route; once freed and
+ * taken by another name, the new breaker starts closed with an empty
+ * window, whatever the old one's state was. */
+START_TEST(a_freed_entry_waits_for_readers_and_is_reused_clean) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_breakers = 16;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    fix f;
+    fix_open(&f, r);
+    char id[32], name[32];
+    /* 16 breakers, every one opened by a failure */
+    for (int i = 0; i < 16; i++) {
+        snprintf(id, sizeof id, "r%d", i);
+        snprintf(name, sizeof name, "old%d", i);
+        upsert_breaker(r, id, name, 1);
+        char path[40];
+        snprintf(path, sizeof path, "/%s", id);
+        sy_breaker_permit p;
+        sy_match_breaker_acquire(fix_match(&f, path), T0, &p, NULL);
+        ck_assert(p.permitted);
+        sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, T0);
+        sy_match_breaker_acquire(fix_match(&f, path), T0, &p, NULL);
+        ck_assert(!p.permitted);
+    }
+    ck_assert_uint_eq(breakers_used(r), 16);
+    sy_snapshot_release(f.s);
+    f.s = NULL;
+    /* a reader holds the snapshot that reaches old0's route */
+    sy_snapshot *held = sy_router_acquire(r);
+    sy_error e;
+    ck_assert_int_eq(sy_router_remove_route(r, "r0", &e), 0);
+    ck_assert_uint_eq(breakers_used(r), 16);
+    const char *q = "{\"id\":\"q\",\"uri\":\"http://b\",\"filters\":"
+                    "[\"CircuitBreaker=new\"]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", q, strlen(q), &e),
+                     SY_ELIMIT); /* old0 still reachable: no room */
+    sy_breaker_info bi;
+    ck_assert_int_eq(
+        sy_policy_store_breaker(sy_router_policy_store(r), "old0", &bi, NULL),
+        0);
+    ck_assert_int_eq(bi.state, SY_BREAKER_OPEN);
+    sy_snapshot_release(held);
+    /* the next commit buries it */
+    for (int i = 0; i < 16; i++) {
+        snprintf(id, sizeof id, "r%d", i);
+        if (i)
+            ck_assert_int_eq(sy_router_remove_route(r, id, &e), 0);
+        snprintf(id, sizeof id, "n%d", i);
+        snprintf(name, sizeof name, "new%d", i);
+        upsert_breaker(r, id, name, 1);
+        ck_assert_int_eq(
+            sy_policy_store_breaker(sy_router_policy_store(r), name, &bi, NULL),
+            0);
+        ck_assert_int_eq(bi.state, SY_BREAKER_CLOSED);
+        ck_assert_uint_eq(bi.calls, 0);
+        ck_assert_uint_eq(bi.failures, 0);
+    }
+    ck_assert_int_eq(
+        sy_policy_store_breaker(sy_router_policy_store(r), "old0", &bi, NULL),
+        SY_ENOTFOUND);
+    ck_assert_uint_eq(breakers_used(r), 16);
+    fix_close(&f);
+}
+END_TEST
+
+/* Two routes name one breaker: removing one keeps its state. */
+START_TEST(a_shared_breaker_stays_while_one_route_names_it) {
+    fix f;
+    fix_open(
+        &f,
+        router_with(
+            "[{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/x\"],"
+            "\"filters\":[\"CircuitBreaker=shared\"]},"
+            "{\"id\":\"b\",\"uri\":\"http://b\",\"predicates\":[\"Path=/y\"],"
+            "\"filters\":[\"CircuitBreaker=shared\"]}]",
+            NULL, NULL));
+    sy_breaker_permit p;
+    for (int i = 0; i < 100; i++) {
+        sy_match_breaker_acquire(fix_match(&f, "/x"), T0, &p, NULL);
+        sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, T0);
+    }
+    ck_assert_int_eq(sy_router_remove_route(f.r, "a", NULL), 0);
+    sy_match_breaker_acquire(fix_match(&f, "/y"), T0, &p, NULL);
+    ck_assert(p.breaker);
+    ck_assert(!p.permitted); /* b's breaker is the one a opened */
+    ck_assert_uint_eq(breakers_used(f.r), 1);
+    sy_snapshot_release(f.s); /* no reader reaches b after its removal */
+    f.s = NULL;
+    ck_assert_int_eq(sy_router_remove_route(f.r, "b", NULL), 0);
+    ck_assert_uint_eq(breakers_used(f.r), 0);
+    fix_close(&f);
 }
 END_TEST
 
@@ -1106,6 +1265,9 @@ int main(void) {
     tcase_add_test(tc, retry_follows_statuses_series_methods_and_exceptions);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);
+    tcase_add_test(tc, removed_and_renamed_breakers_give_their_entries_back);
+    tcase_add_test(tc, a_freed_entry_waits_for_readers_and_is_reused_clean);
+    tcase_add_test(tc, a_shared_breaker_stays_while_one_route_names_it);
     tcase_add_test(tc,
                    a_breaker_the_store_has_no_entry_for_is_refused_at_commit);
     tcase_add_test(tc, a_breaker_or_retry_in_the_defaults_and_a_route_is_refused);

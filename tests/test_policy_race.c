@@ -6,6 +6,7 @@
 #include "policy/ratelimit.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,6 +295,129 @@ START_TEST(a_cycling_breaker_counts_stay_within_its_window) {
 }
 END_TEST
 
+/* Breaker entries freed and taken by new names while readers ask and
+ * record through the routes that use them: a 16-entry store serves 120
+ * names in turn, no reader ever finds its route's entry gone (store_full
+ * stays 0), no new name inherits a state, and an open breaker that stays
+ * published stays open however its neighbours' entries churn. */
+typedef struct reuse {
+    sy_router *r;
+    _Atomic bool *stop;
+    _Atomic int *bad, *started;
+    _Atomic int asked;
+} reuse;
+
+static void *ask_churned(void *arg) {
+    reuse *x = arg;
+    sy_match_ctx *ctx;
+    if (sy_match_ctx_new(NULL, &ctx, NULL))
+        abort();
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    while (!atomic_load(x->stop)) {
+        sy_snapshot *s = sy_router_acquire(x->r);
+        for (int k = 0; k < 2; k++) {
+            req.path = k ? (sy_str){"/o", 2} : (sy_str){"/c", 2};
+            sy_match *m = NULL;
+            if (sy_snapshot_match(s, ctx, &req, &m) || !m) {
+                atomic_fetch_add(x->bad, 1000);
+                continue;
+            }
+            sy_breaker_permit p;
+            sy_match_breaker_acquire(m, T0, &p, NULL);
+            /* /c: fresh names, only successes: always closed; /o: open */
+            if (!p.breaker || p.permitted != !k)
+                atomic_fetch_add(x->bad, 1);
+            if (p.permitted)
+                sy_breaker_record(&p, SY_OUTCOME_SUCCESS, 200, 1, T0);
+        }
+        if (!atomic_fetch_add(&x->asked, 1))
+            atomic_fetch_add(x->started, 1);
+        sy_snapshot_release(s);
+    }
+    sy_match_ctx_free(ctx);
+    return NULL;
+}
+
+START_TEST(freed_breaker_entries_are_reused_beside_readers) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.clock_ms = frozen_ms;
+    o.policy_breakers = 16;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    const char *open = "{\"id\":\"o\",\"uri\":\"http://b\",\"predicates\":"
+                       "[\"Path=/o\"],\"filters\":[{\"name\":"
+                       "\"CircuitBreaker\",\"args\":{\"name\":\"opened\","
+                       "\"slidingWindowSize\":1,\"minimumNumberOfCalls\":1,"
+                       "\"waitDurationInOpenState\":\"1h\"}}]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", open, strlen(open), NULL),
+                     0);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/o", 2};
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    sy_breaker_permit p;
+    sy_match_breaker_acquire(m, T0, &p, NULL);
+    sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, T0);
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    _Atomic bool stop = false;
+    _Atomic int bad = 0, started = 0;
+    reuse x[THREADS];
+    pthread_t t[THREADS];
+    char doc[512];
+    int n = snprintf(doc, sizeof doc,
+                     "{\"id\":\"c\",\"uri\":\"http://b\",\"predicates\":"
+                     "[\"Path=/c\"],\"filters\":[\"CircuitBreaker=n0\"]}");
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", doc, (size_t)n, NULL), 0);
+    for (int i = 0; i < THREADS; i++) {
+        x[i] = (reuse){.r = r, .stop = &stop, .bad = &bad, .started = &started};
+        pthread_create(&t[i], NULL, ask_churned, &x[i]);
+    }
+    while (atomic_load(&started) < THREADS)
+        sched_yield();
+    /* a held snapshot keeps the routes removed since it was taken (and
+     * their entries): after each publish the readers move on (two rounds
+     * each: the second began after it), so a commit finds the entries of
+     * the names before the last one free */
+    for (int i = 1; i <= 120; i++) {
+        int seen[THREADS];
+        for (int k = 0; k < THREADS; k++)
+            seen[k] = atomic_load(&x[k].asked);
+        for (int k = 0; k < THREADS; k++)
+            while (atomic_load(&x[k].asked) < seen[k] + 2)
+                sched_yield();
+        n = snprintf(doc, sizeof doc,
+                     "{\"id\":\"c\",\"uri\":\"http://b\",\"predicates\":"
+                     "[\"Path=/c\"],\"filters\":[{\"name\":"
+                     "\"CircuitBreaker\",\"args\":{\"name\":\"n%d\","
+                     "\"slidingWindowSize\":1,\"minimumNumberOfCalls\":1}}]}",
+                     i);
+        sy_error e;
+        ck_assert_msg(sy_router_upsert_route(r, "s", doc, (size_t)n, &e) == 0,
+                      "publish %d: %s: %s", i, e.path, e.message);
+    }
+    atomic_store(&stop, true);
+    int asked = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        asked += atomic_load(&x[i].asked);
+    }
+    ck_assert_int_gt(asked, THREADS);
+    ck_assert_int_eq(atomic_load(&bad), 0);
+    sy_policy_stats ps;
+    sy_policy_store_stats(sy_router_policy_store(r), &ps);
+    ck_assert_uint_eq(ps.store_full, 0);
+    ck_assert_uint_le(ps.breakers_used, 3);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy_race");
     TCase *tc = tcase_create("policy_race");
@@ -301,6 +425,7 @@ int main(void) {
     tcase_add_test(tc, a_half_open_breaker_admits_exactly_its_permits);
     tcase_add_test(tc, slots_taken_over_by_racing_keys_stay_usable);
     tcase_add_test(tc, a_cycling_breaker_counts_stay_within_its_window);
+    tcase_add_test(tc, freed_breaker_entries_are_reused_beside_readers);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

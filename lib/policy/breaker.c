@@ -49,7 +49,7 @@ static uint64_t mksince(uint64_t epoch, bool recovering, uint64_t ms) {
 
 uint64_t sy__brk_key(const char *name, size_t len) {
     uint64_t h = sy__store_hash(name, len, 0x627265616b6572ull);
-    return h ? h : 1;
+    return h && h != SY_BRK_TOMB ? h : 1;
 }
 
 typedef struct codes_ctx {
@@ -222,10 +222,12 @@ void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
     out->store = st;
     out->entry = UINT32_MAX;
     uint64_t key = cfg->key ? cfg->key : sy__brk_key(route_id, strlen(route_id));
-    sy__brk *b = sy__store_breaker(st, key, true, NULL);
+    /* the route's attach claimed the entry (a commit refuses a breaker
+     * the store has no room for) */
+    sy__brk *b = sy__store_breaker(st, key);
     if (!b) {
         sy__store_count(&st->store_full);
-        return; /* no room: calls pass, unbroken */
+        return; /* no entry: calls pass, unbroken */
     }
     out->entry = (uint32_t)(b - sy__store_brks(st));
     uint64_t now = sy__store_rel_ms(st, now_ms);
@@ -418,8 +420,7 @@ int sy_policy_store_breaker(const sy_policy_store *cst, const char *name,
     sy_policy_store *st = (sy_policy_store *)(uintptr_t)cst;
     if (!st || !name || !out)
         return sy__error_set(err, SY_EINVAL, "", "store, name and out needed");
-    sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)), false,
-                                  NULL);
+    sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)));
     if (!b)
         return sy__error_set(err, SY_ENOTFOUND, "",
                              "no published route names a breaker '%.80s'",

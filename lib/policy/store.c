@@ -1,9 +1,11 @@
 /*
  * store.c - the policy store's block (store.h): formatting, attaching,
- * the time base, claiming bucket slots and breaker entries, statistics.
+ * the time base, claiming bucket slots, claiming, counting and freeing
+ * breaker entries, statistics.
  */
 #include "policy/store.h"
 
+#include <sched.h>
 #include <stdio.h>
 
 static uint32_t pow2_at_least(uint32_t n, uint32_t min) {
@@ -134,34 +136,114 @@ sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
     return NULL;
 }
 
-sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create,
-                           bool *room) {
+/* Walk key's probe chain (lock-free): its entry, or NULL at the chain's
+ * end (an empty entry, or the whole table). *free_at, unless NULL: the
+ * first freed or empty entry passed, where a claim would go. */
+static sy__brk *brk_find(sy_policy_store *st, uint64_t key, sy__brk **free_at) {
     sy__brk *t = sy__store_brks(st);
     uint32_t mask = st->breakers - 1;
-    uint32_t h = home_of(key, st->breakers);
-    if (room)
-        *room = false;
     /* the probe steps a pointer, wrapping at the table's end: a long
      * probe (a full table) costs a few instructions an entry */
-    sy__brk *b = &t[h], *end = t + mask + 1;
+    sy__brk *b = &t[home_of(key, st->breakers)], *end = t + mask + 1;
+    if (free_at)
+        *free_at = NULL;
     for (uint32_t i = 0; i <= mask; i++) {
         uint64_t k = atomic_load_explicit(&b->key, memory_order_acquire);
         if (k == key)
             return b;
-        if (k == 0) {
-            if (room)
-                *room = true;
-            if (!create)
-                return NULL;
-            if (atomic_compare_exchange_strong(&b->key, &k, key))
-                return b;
-            if (k == key)
-                return b;
-        }
+        if ((k == 0 || k == SY_BRK_TOMB) && free_at && !*free_at)
+            *free_at = b;
+        if (k == 0)
+            return NULL;
         if (++b == end)
             b = t;
     }
     return NULL;
+}
+
+sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key) {
+    return brk_find(st, key, NULL);
+}
+
+bool sy__store_breaker_room(sy_policy_store *st, uint64_t key) {
+    sy__brk *fr;
+    return brk_find(st, key, &fr) || fr;
+}
+
+/* The store's writer lock over breaker claims and frees (several routers,
+ * even processes, may share a store). Held for one probe chain; a holder
+ * that died holding it is passed after a second. */
+static void brk_lock(sy_policy_store *st) {
+    for (unsigned spin = 0;; spin++) {
+        uint64_t now = sy__now_monotonic_us() | 1;
+        uint64_t held =
+            atomic_load_explicit(&st->brk_lock, memory_order_relaxed);
+        if ((held == 0 || now > held + 1000000) &&
+            atomic_compare_exchange_weak_explicit(&st->brk_lock, &held, now,
+                                                  memory_order_acquire,
+                                                  memory_order_relaxed))
+            return;
+        if (spin >= 64)
+            sched_yield();
+    }
+}
+
+static void brk_unlock(sy_policy_store *st) {
+    atomic_store_explicit(&st->brk_lock, 0, memory_order_release);
+}
+
+sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key) {
+    brk_lock(st);
+    sy__brk *fr, *b = brk_find(st, key, &fr);
+    if (!b && fr) {
+        /* no reader reaches a free entry: reset it, then publish the key */
+        atomic_store_explicit(&fr->cfg, 0, memory_order_relaxed);
+        atomic_store_explicit(&fr->cfg_gen, 0, memory_order_relaxed);
+        atomic_store_explicit(&fr->word, 0, memory_order_relaxed);
+        atomic_store_explicit(&fr->since, 0, memory_order_relaxed);
+        atomic_store_explicit(&fr->pos, 0, memory_order_relaxed);
+        atomic_store_explicit(&fr->warm, 0, memory_order_relaxed);
+        for (size_t i = 0; i < SY_BRK_WORDS; i++) {
+            atomic_store_explicit(&fr->fbits[i], 0, memory_order_relaxed);
+            atomic_store_explicit(&fr->sbits[i], 0, memory_order_relaxed);
+        }
+        atomic_store_explicit(&fr->refs, 0, memory_order_relaxed);
+        atomic_store_explicit(&fr->key, key, memory_order_release);
+        b = fr;
+    }
+    if (b)
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    brk_unlock(st);
+    return b;
+}
+
+void sy__store_breaker_drop(sy_policy_store *st, uint64_t key) {
+    brk_lock(st);
+    sy__brk *b = brk_find(st, key, NULL);
+    uint32_t n = b ? atomic_load_explicit(&b->refs, memory_order_relaxed) : 0;
+    if (n > 1)
+        atomic_store_explicit(&b->refs, n - 1, memory_order_relaxed);
+    else if (n == 1) {
+        atomic_store_explicit(&b->refs, 0, memory_order_relaxed);
+        /* the last entry of a chain goes back to empty, and the freed ones
+         * before it with it (no chain passes an empty entry's successor:
+         * no lookup needs them); any other becomes a tombstone */
+        sy__brk *t = sy__store_brks(st);
+        uint32_t mask = st->breakers - 1, i = (uint32_t)(b - t);
+        if (atomic_load_explicit(&t[(i + 1) & mask].key,
+                                 memory_order_relaxed) != 0) {
+            atomic_store_explicit(&b->key, SY_BRK_TOMB, memory_order_release);
+        } else {
+            for (uint32_t k = 0; k <= mask; k++, i = (i - 1) & mask) {
+                uint64_t v =
+                    atomic_load_explicit(&t[i].key, memory_order_relaxed);
+                if (k && v != SY_BRK_TOMB)
+                    break;
+                atomic_store_explicit(&t[i].key, 0, memory_order_release);
+            }
+        }
+    }
+    brk_unlock(st);
 }
 
 void sy_policy_store_stats(const sy_policy_store *cst, sy_policy_stats *out) {
@@ -180,9 +262,10 @@ void sy_policy_store_stats(const sy_policy_store *cst, sy_policy_stats *out) {
         out->buckets_used += k && (s >> 16) > now_us;
     }
     sy__brk *bt = sy__store_brks(st);
-    for (uint32_t i = 0; i < st->breakers; i++)
-        out->breakers_used +=
-            atomic_load_explicit(&bt[i].key, memory_order_relaxed) != 0;
+    for (uint32_t i = 0; i < st->breakers; i++) {
+        uint64_t k = atomic_load_explicit(&bt[i].key, memory_order_relaxed);
+        out->breakers_used += k != 0 && k != SY_BRK_TOMB;
+    }
     out->limited = atomic_load(&st->limited);
     out->store_full = atomic_load(&st->store_full);
     out->breaker_rejected = atomic_load(&st->breaker_rejected);

@@ -13,7 +13,13 @@
  *
  * Both tables are open-addressed on a 64-bit key (0: empty), claimed with
  * a CAS. A bucket slot whose bucket is full again may be taken by another
- * key (a full bucket and no bucket are the same); breaker entries stay.
+ * key (a full bucket and no bucket are the same). A breaker entry counts
+ * the live routes that use it (refs, held from a route's attach to its
+ * release: no snapshot reaches it then); at 0 it is freed: its key becomes
+ * a tombstone (SY_BRK_TOMB, passed by lookups, reused by claims), or 0
+ * when the entry after it is empty. Claims and frees of breaker entries
+ * take the store's writer lock (brk_lock, never on the request path);
+ * lookups take nothing.
  */
 #ifndef SY_POLICY_STORE_H
 #define SY_POLICY_STORE_H
@@ -23,7 +29,7 @@
 #include <stdatomic.h>
 
 #define SY_STORE_MAGIC 0x3152545359505953ull /* "SYPYSTR1" */
-#define SY_STORE_VERSION 2u /* 2: keys placed by home_of (store.c) */
+#define SY_STORE_VERSION 3u /* 3: breaker entries counted and freed */
 #define SY_STORE_PROBES 32u
 
 typedef struct sy__bucket {
@@ -33,15 +39,17 @@ typedef struct sy__bucket {
 } sy__bucket;
 
 #define SY_BRK_WORDS (SY_BREAKER_WINDOW_MAX / 64)
+#define SY_BRK_TOMB UINT64_MAX /* a freed entry's key (sy__brk_key never) */
 typedef struct sy__brk {
-    _Atomic uint64_t key; /* the name's hash; 0: empty */
+    _Atomic uint64_t key; /* the name's hash; 0: empty; SY_BRK_TOMB: freed */
     _Atomic uint64_t cfg; /* fingerprint of the config it runs with */
     _Atomic uint64_t cfg_gen; /* the snapshot generation that set it */
-    _Atomic uint64_t word;  /* state, epoch, half-open counts (breaker.c) */
-    _Atomic uint64_t since; /* epoch << 54 | ms since the base */
-    _Atomic uint64_t pos;   /* calls recorded in the closed window */
-    _Atomic uint64_t warm;  /* calls asked during a recovery warm-up */
-    uint32_t unused[2]; /* the window's counts are its bits' (breaker.c) */
+    _Atomic uint64_t word;    /* state, epoch, half-open counts (breaker.c) */
+    _Atomic uint64_t since;   /* epoch << 54 | ms since the base */
+    _Atomic uint64_t pos;     /* calls recorded in the closed window */
+    _Atomic uint64_t warm;    /* calls asked during a recovery warm-up */
+    _Atomic uint32_t refs;    /* live routes using it (all routers') */
+    uint32_t unused; /* the window's counts are its bits' (breaker.c) */
     _Atomic uint64_t fbits[SY_BRK_WORDS], sbits[SY_BRK_WORDS];
 } sy__brk;
 
@@ -52,7 +60,10 @@ struct sy_policy_store {
     _Atomic int64_t base_ms; /* the time base (0: not yet set) */
     _Atomic uint64_t limited, store_full, breaker_rejected, breaker_opened,
         breaker_half_opened, breaker_closed;
-    uint64_t pad[5];
+    /* breaker claims and frees: 0, or the monotonic us it was taken at
+     * (a holder that died is passed after a second) */
+    _Atomic uint64_t brk_lock;
+    uint64_t pad[4];
 };
 _Static_assert(sizeof(struct sy_policy_store) == 128, "a 128-byte header");
 
@@ -87,11 +98,17 @@ static inline uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms) {
  * probe limit (counted in store_full). */
 sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
                              uint64_t now_us);
-/* The breaker entry of `key`, found or (create) claimed; NULL when absent
- * or the table is full (*room, unless NULL: whether a free entry was
- * seen, so that a claim could be made). */
-sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key, bool create,
-                           bool *room);
+/* The breaker entry of `key`, or NULL. Lock-free: the request path. */
+sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key);
+/* Whether `key` has an entry or a free one could be claimed for it. */
+bool sy__store_breaker_room(sy_policy_store *st, uint64_t key);
+/* One more user of `key`'s entry, claimed (closed, empty) when there is
+ * none; NULL: the table is full. Writer side (takes the store's lock). */
+sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key);
+/* One user fewer of `key`'s entry; the last frees it. The caller
+ * guarantees no reader can still reach the entry through that user (a
+ * route no snapshot holds). Writer side (takes the store's lock). */
+void sy__store_breaker_drop(sy_policy_store *st, uint64_t key);
 
 /* A quick hash of a short text (route ids, keys, names) for the store's
  * tables: 8 bytes a step, multiply and fold. Not for hostile inputs'

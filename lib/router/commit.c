@@ -151,6 +151,8 @@ static int publish_work(commit *c, sy_error *err) {
 
 static void commit_cleanup(commit *c) {
     const sy__alloc *a = &c->r->alloc;
+    /* after the attaches: an entry a published route uses stays */
+    sy__router_drop_checked(c->r);
     for (size_t i = 0; i < c->inter.n; i++)
         sy__snapshot_destroy(c->inter.v[i]);
     for (size_t i = 0; i < c->docs.n; i++)
@@ -266,6 +268,10 @@ typedef struct commit_run {
 static int run_begin(commit_run *u, sy_router *r, sy_error *err) {
     commit *c = &u->c;
     c->r = r;
+    /* routes the snapshots readers released since the last commit can no
+     * longer reach go first: their breaker entries are free for this one */
+    sy__pub_reclaim(r->pub);
+    sy__router_bury(r);
     c->cur = c->work = sy__router_current(r);
     c->generation = c->cur->pub.generation + 1;
     u->failed = u->n;

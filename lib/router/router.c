@@ -159,6 +159,7 @@ void sy_router_free(sy_router *r) {
     if (r->defaults)
         sy__route_unref(r->defaults);
     sy__free(&r->alloc, r->free_keys);
+    sy__free(&r->alloc, r->brk_held);
     sy__free(&r->alloc, r->status_memo);
     sy__free(&r->alloc, r->policy_mem);
     pthread_mutex_destroy(&r->lock);

@@ -159,10 +159,38 @@ bool sy__router_graves_reserve(sy_router *r, size_t extra) {
 
 /* ---- route keys and host data ---- */
 
+static int policy_at(const struct sy_route *r, sy__builtin id,
+                     const void **cfg);
+
+/* The store key of the breaker rt's chain runs (the default filters',
+ * else its own), or 0 when it runs none; its config in *cfg, its filter's
+ * index in the route's chain in *ri (-1: the defaults'). */
+static uint64_t breaker_key(const sy_router *r, const struct sy_route *rt,
+                            const sy__brk_cfg **cfg, int *ri) {
+    const void *v = NULL;
+    int at = -1;
+    if (policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, &v) < 0)
+        at = policy_at(rt, SY_F_CIRCUIT_BREAKER, &v);
+    const sy__brk_cfg *c = v;
+    if (cfg)
+        *cfg = c;
+    if (ri)
+        *ri = at;
+    if (!c)
+        return 0;
+    /* the key the requests use (breaker.c): the name's, else the id's */
+    return c->key ? c->key : sy__brk_key(rt->id, strlen(rt->id));
+}
+
 /* The last reference of a live route is gone: tell the host, free its key.
  * Runs on the writer's side (bury, a commit's cleanup, sy_router_free). */
 void sy__router_route_released(void *data, struct sy_route *rt) {
     sy_router *r = data;
+    /* no snapshot reaches rt: its breaker entry loses a user (freed at
+     * the last, so that route changes never use the store up) */
+    uint64_t bk = breaker_key(r, rt, NULL, NULL);
+    if (bk)
+        sy__store_breaker_drop(r->policy, bk);
     if (r->opts.route_detach) {
         sy__router_cb_enter(r);
         r->opts.route_detach(r->opts.callback_data, rt, rt->host_data);
@@ -183,6 +211,13 @@ void sy__router_route_released(void *data, struct sy_route *rt) {
 
 /* A route about to become live for the first time: key and host data. */
 void sy__router_attach_route(sy_router *r, struct sy_route *rt) {
+    /* the commit's check holds the entry: found, it cannot fail */
+    uint64_t bk = breaker_key(r, rt, NULL, NULL);
+    if (bk && !sy__store_breaker_hold(r->policy, bk))
+        sy__router_log(r, SY_LOG_ERROR,
+                       "route %s: no circuit-breaker entry: its calls pass "
+                       "unbroken",
+                       rt->id);
     rt->key =
         r->free_key_count ? r->free_keys[--r->free_key_count] : r->key_limit++;
     rt->owner = &r->owner;
@@ -331,18 +366,25 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
         snprintf(p, sizeof p, "%s.filters[%d]", at, bi);
         return sy__error_set(err, SY_EARG, p, SY__BREAKER_AFTER_RETRY);
     }
-    const void *v = NULL;
-    int ri = -1;
-    if (policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, &v) < 0)
-        ri = policy_at(rt, SY_F_CIRCUIT_BREAKER, &v);
-    const sy__brk_cfg *cfg = v;
-    if (!cfg)
+    const sy__brk_cfg *cfg;
+    int ri;
+    uint64_t key = breaker_key(r, rt, &cfg, &ri);
+    if (!key)
         return 0;
-    /* the key the requests use (breaker.c): the name's, else the id's */
-    uint64_t key = cfg->key ? cfg->key : sy__brk_key(rt->id, strlen(rt->id));
-    bool room;
-    if (sy__store_breaker(r->policy, key, claim, &room) || (!claim && room))
+    if (!claim && sy__store_breaker_room(r->policy, key))
         return 0;
+    if (claim && r->brk_held_count == r->brk_held_cap) {
+        size_t cap = r->brk_held_cap ? r->brk_held_cap * 2 : 16;
+        uint64_t *v = sy__realloc(&r->alloc, r->brk_held, cap * sizeof *v);
+        if (!v)
+            return sy__error_set(err, SY_ENOMEM, "", "out of memory");
+        r->brk_held = v;
+        r->brk_held_cap = cap;
+    }
+    if (claim && sy__store_breaker_hold(r->policy, key)) {
+        r->brk_held[r->brk_held_count++] = key;
+        return 0;
+    }
     route_path(at, sizeof at, list, index);
     if (ri < 0)
         snprintf(p, sizeof p, "%s", at);
@@ -356,4 +398,10 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
         r->policy_mem ? "raise sy_router_options.policy_breakers"
                       : "format the store with more breakers "
                         "(sy_policy_store_init)");
+}
+
+void sy__router_drop_checked(sy_router *r) {
+    for (size_t i = 0; i < r->brk_held_count; i++)
+        sy__store_breaker_drop(r->policy, r->brk_held[i]);
+    r->brk_held_count = 0;
 }

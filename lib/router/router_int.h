@@ -111,6 +111,11 @@ struct sy_router {
      * NULL until a status asks; status_gen is its snapshot's generation */
     struct sy__source_memo *status_memo;
     uint64_t status_gen;
+    /* breaker entries the running commit's checks hold (store keys), so
+     * that they stay until its routes are attached (which hold their
+     * own); dropped at the commit's end (sy__router_drop_checked) */
+    uint64_t *brk_held;
+    size_t brk_held_count, brk_held_cap;
 };
 
 /* The router's allocator (for change sets). */
@@ -156,12 +161,15 @@ int sy__router_policy_init(sy_router *r, sy_error *err);
 /* Refuse route rt (located at "<list>[<index>]", e.g. "routes[3]", or
  * "route" when list is NULL: formatted only for an error) when it and the
  * default filters both hold a CircuitBreaker or both a Retry (SCG nests
- * them; one runs per request), and claim the store entry of the breaker
- * its chain runs: SY_ELIMIT when the store has none free (entries are
- * never freed, so an entry is claimed at the commit, never at a request;
- * !claim, a check: only whether one could be). */
+ * them; one runs per request), and hold the store entry of the breaker
+ * its chain runs until the commit ends: SY_ELIMIT when the store has none
+ * free (an entry is claimed at the commit, never at a request; !claim, a
+ * check: only whether one could be). */
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                               const char *list, unsigned index, bool claim,
                               sy_error *err);
+/* The commit ends: the entries its checks hold are given back (an entry
+ * no attached route holds is freed). */
+void sy__router_drop_checked(sy_router *r);
 
 #endif

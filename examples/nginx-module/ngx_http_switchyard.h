@@ -88,6 +88,10 @@ typedef struct {
 typedef struct {
     ngx_flag_t enable;
     ngx_flag_t admin;
+    /* the add_header names and whether expires is on at this level, as
+     * the headers module inherits them (ngx_http_switchyard_location.c) */
+    ngx_array_t *added; /* ngx_str_t */
+    ngx_flag_t expires;
 } sw_loc_conf_t;
 
 /* ---- the shared zone ---- */
@@ -322,6 +326,11 @@ ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
 /* Apply the route's SetStatus and response header operations (the
  * header filter). */
 ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx);
+/* True (logged, with `outcome`) when the request's location adds a
+ * header the ops set, remove or rewrite (sw_location_response_lost). */
+ngx_flag_t sw_response_refused(ngx_http_request_t *r, ngx_str_t *route,
+                               const sy_response_op *ops, ngx_uint_t n,
+                               const char *outcome);
 /* Keep them for the answer of an internal redirect (a forward: route, a
  * breaker's fallback), which clears the context; the header filter
  * applies what was kept (sw_response_ops_kept) after the answering
@@ -427,6 +436,13 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf);
 const ngx_str_t *sw_location_header_lost(ngx_http_request_t *r,
                                          const ngx_list_t *orig,
                                          const sy_header *plan, size_t n);
+/* The directive ("add_header" or "expires") of the location (lcf) that
+ * adds a response header one of the route's response operations sets,
+ * removes or rewrites (so nginx would send it anyway), its name in
+ * `name`; NULL when there is none. Request path: no allocation. */
+const char *sw_location_response_lost(const sw_loc_conf_t *lcf,
+                                      const sy_response_op *ops, size_t n,
+                                      ngx_str_t *name);
 /* Write a JSON string literal (quotes included) of s into p; returns the
  * end. p needs 6 * len + 2 bytes. */
 u_char *sw_json_str(u_char *p, const u_char *s, size_t len);

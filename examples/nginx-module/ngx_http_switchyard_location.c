@@ -12,6 +12,11 @@
  * is refused with its file and line. A request header the location sets
  * itself (proxy_set_header) is not passed from the request: a route whose
  * filters change it is refused per request (sw_location_header_lost).
+ * Likewise a response header the location adds (add_header, expires) is
+ * added after the route's response filters ran: a route that sets,
+ * removes or rewrites it is refused (sw_location_response_lost). The
+ * add_header and expires lines are recorded into this module's conf of
+ * their level as they are parsed, and inherited as nginx inherits them.
  * docs/nginx.md, "What a switchyard location must send".
  */
 #include "ngx_http_switchyard.h"
@@ -19,6 +24,7 @@
 #include <ctype.h>
 
 extern ngx_module_t ngx_http_proxy_module;
+extern ngx_module_t ngx_http_headers_filter_module;
 
 /* One proxy_pass of the http block being parsed (the cycle's pool). */
 typedef struct {
@@ -29,7 +35,8 @@ typedef struct {
     sw_loc_conf_t *lcf; /* this module's conf of its location */
 } sw_proxy_pass_t;
 
-static char *(*sw_proxy_pass_set)(ngx_conf_t *, ngx_command_t *, void *);
+typedef char *(*sw_set_pt)(ngx_conf_t *, ngx_command_t *, void *);
+static sw_set_pt sw_proxy_pass_set, sw_add_header_set, sw_expires_set;
 /* where proxy_set_header's list is in the proxy module's loc conf (set at
  * configuration, read by the workers) */
 static ngx_uint_t sw_psh_offset = NGX_CONF_UNSET_UINT;
@@ -47,13 +54,17 @@ static ngx_flag_t sw_str_is(const ngx_str_t *s, const char *a) {
     return s->len == ngx_strlen(a) && ngx_strncmp(s->data, a, s->len) == 0;
 }
 
-static ngx_command_t *sw_proxy_command(const char *name) {
+static ngx_command_t *sw_command(ngx_module_t *m, const char *name) {
     size_t n = ngx_strlen(name);
 
-    for (ngx_command_t *c = ngx_http_proxy_module.commands; c->name.len; c++)
+    for (ngx_command_t *c = m->commands; c->name.len; c++)
         if (c->name.len == n && ngx_strncmp(c->name.data, name, n) == 0)
             return c;
     return NULL;
+}
+
+static ngx_command_t *sw_proxy_command(const char *name) {
+    return sw_command(&ngx_http_proxy_module, name);
 }
 
 static char *sw_proxy_pass_checked(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -90,29 +101,87 @@ static char *sw_proxy_pass_checked(ngx_conf_t *cf, ngx_command_t *cmd,
     return sw_proxy_pass_set(cf, cmd, conf);
 }
 
-void sw_location_unwrap(void *data) {
-    ngx_command_t *c = sw_proxy_command("proxy_pass");
+/* add_header NAME VALUE [always]: NAME recorded at its level */
+static char *sw_add_header_seen(ngx_conf_t *cf, ngx_command_t *cmd,
+                                void *conf) {
+    sw_loc_conf_t *lcf =
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_switchyard_module);
+    ngx_str_t *value = cf->args->elts, *name;
+    char *rv = sw_add_header_set(cf, cmd, conf);
 
+    if (rv != NGX_CONF_OK)
+        return rv;
+    if (lcf->added == NULL) {
+        lcf->added = ngx_array_create(cf->pool, 2, sizeof(ngx_str_t));
+        if (lcf->added == NULL)
+            return NGX_CONF_ERROR;
+    }
+    name = ngx_array_push(lcf->added);
+    if (name == NULL)
+        return NGX_CONF_ERROR;
+    *name = value[1];
+    return NGX_CONF_OK;
+}
+
+/* expires ...: on at its level unless "off" */
+static char *sw_expires_seen(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    sw_loc_conf_t *lcf =
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_switchyard_module);
+    ngx_str_t *value = cf->args->elts;
+    char *rv = sw_expires_set(cf, cmd, conf);
+
+    if (rv == NGX_CONF_OK)
+        lcf->expires = !(cf->args->nelts == 2 && sw_str_is(&value[1], "off"));
+    return rv;
+}
+
+/* The directives read while an http block is parsed. */
+static struct {
+    ngx_module_t *module;
+    const char *name;
+    sw_set_pt wrapper;
+    sw_set_pt *saved;
+} sw_wraps[] = {
+    {&ngx_http_proxy_module, "proxy_pass", sw_proxy_pass_checked,
+     &sw_proxy_pass_set},
+    {&ngx_http_headers_filter_module, "add_header", sw_add_header_seen,
+     &sw_add_header_set},
+    {&ngx_http_headers_filter_module, "expires", sw_expires_seen,
+     &sw_expires_set},
+};
+
+void sw_location_unwrap(void *data) {
     (void)data;
-    if (c && c->set == sw_proxy_pass_checked && sw_proxy_pass_set)
-        c->set = sw_proxy_pass_set;
+    for (size_t i = 0; i < sizeof sw_wraps / sizeof sw_wraps[0]; i++) {
+        ngx_command_t *c = sw_command(sw_wraps[i].module, sw_wraps[i].name);
+        if (c && c->set == sw_wraps[i].wrapper && *sw_wraps[i].saved)
+            c->set = *sw_wraps[i].saved;
+    }
 }
 
 /* The wrap is undone when the http block is done (postconfiguration) or
- * when the cycle being configured goes away (a failed parse), so the
- * proxy module never keeps a pointer into this module. */
+ * when the cycle being configured goes away (a failed parse), so no other
+ * module keeps a pointer into this module. */
 ngx_int_t sw_location_wrap(ngx_conf_t *cf) {
-    ngx_command_t *c = sw_proxy_command("proxy_pass");
-    ngx_pool_cleanup_t *cln;
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cf->pool, 0);
 
-    if (c == NULL || c->set == sw_proxy_pass_checked)
-        return NGX_OK;
-    cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (cln == NULL)
         return NGX_ERROR;
     cln->handler = sw_location_unwrap;
-    sw_proxy_pass_set = c->set;
-    c->set = sw_proxy_pass_checked;
+    for (size_t i = 0; i < sizeof sw_wraps / sizeof sw_wraps[0]; i++) {
+        ngx_command_t *c = sw_command(sw_wraps[i].module, sw_wraps[i].name);
+        if (c == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "switchyard: this nginx has no \"%s\" directive: "
+                          "the module cannot check its locations",
+                          sw_wraps[i].name);
+            return NGX_ERROR;
+        }
+        if (c->set == sw_wraps[i].wrapper)
+            continue;
+        *sw_wraps[i].saved = c->set;
+        c->set = sw_wraps[i].wrapper;
+    }
     return NGX_OK;
 }
 
@@ -319,6 +388,53 @@ const ngx_str_t *sw_location_header_lost(ngx_http_request_t *r,
         if (sw_header_changed(&kv[i].key, orig, plan, n) &&
             !sw_line_agrees(&kv[i], plan, n))
             return &kv[i].key;
+    }
+    return NULL;
+}
+
+/* What a response operation of a route acts on that the location's
+ * add_header or expires would add again after it: SetResponseHeader and
+ * RemoveResponseHeader, the rewrites and DedupeResponseHeader
+ * (AddResponseHeader's value is sent beside the location's). */
+static ngx_flag_t sw_op_lost(const sy_response_op *op, const ngx_str_t *name) {
+    switch (op->kind) {
+    case SY_RESP_SET:
+    case SY_RESP_REMOVE:
+    case SY_RESP_REWRITE:
+        return sw_name_is((u_char *)op->name.ptr, op->name.len, name);
+    case SY_RESP_REWRITE_LOCATION:
+        return name->len == 8 &&
+               ngx_strncasecmp(name->data, (u_char *)"location", 8) == 0;
+    case SY_RESP_DEDUPE: /* space separated names */
+        for (size_t i = 0, k; i < op->name.len; i = k + 1) {
+            for (k = i; k < op->name.len && op->name.ptr[k] != ' '; k++)
+                ;
+            if (k > i && sw_name_is((u_char *)op->name.ptr + i, k - i, name))
+                return 1;
+        }
+        return 0;
+    default: return 0;
+    }
+}
+
+const char *sw_location_response_lost(const sw_loc_conf_t *lcf,
+                                      const sy_response_op *ops, size_t n,
+                                      ngx_str_t *name) {
+    static ngx_str_t by_expires[] = {ngx_string("Expires"),
+                                     ngx_string("Cache-Control")};
+    ngx_str_t *added = lcf->added ? lcf->added->elts : NULL;
+
+    for (size_t i = 0; i < n; i++) {
+        for (ngx_uint_t k = 0; added && k < lcf->added->nelts; k++)
+            if (sw_op_lost(&ops[i], &added[k])) {
+                *name = added[k];
+                return "add_header";
+            }
+        for (ngx_uint_t k = 0; lcf->expires == 1 && k < 2; k++)
+            if (sw_op_lost(&ops[i], &by_expires[k])) {
+                *name = by_expires[k];
+                return "expires";
+            }
     }
     return NULL;
 }

@@ -127,12 +127,17 @@ static void *sw_create_loc_conf(ngx_conf_t *cf) {
         return NULL;
     lcf->enable = NGX_CONF_UNSET;
     lcf->admin = 0;
+    lcf->expires = NGX_CONF_UNSET;
     return lcf;
 }
 
 static char *sw_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     sw_loc_conf_t *prev = parent, *conf = child;
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    /* as the headers module: a level with add_header lines inherits none */
+    if (conf->added == NULL)
+        conf->added = prev->added;
+    ngx_conf_merge_value(conf->expires, prev->expires, 0);
     if (conf->enable) {
         sw_main_conf_t *mcf =
             ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
@@ -803,6 +808,22 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     return NGX_DECLINED;
 }
 
+/* After the rewrite phase, in the request's final location (an `if`
+ * block may have added headers): a route whose response filters the
+ * location's add_header or expires would undo is refused before it is
+ * proxied. */
+static ngx_int_t sw_precontent_handler(ngx_http_request_t *r) {
+    sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
+
+    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->op_count == 0 ||
+        !sw_response_refused(r, &ctx->route, ctx->ops, ctx->op_count,
+                             "answering 500"))
+        return NGX_DECLINED;
+    ctx->op_count = 0; /* the 500 goes out without them */
+    ctx->status = 0;
+    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
 ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                       const char **exclude, size_t n, sy_target *t) {
     sy_request req = SY_REQUEST_INIT;
@@ -1005,6 +1026,10 @@ static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
     if (h == NULL)
         return NGX_ERROR;
     *h = sw_phase_handler;
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
+    if (h == NULL)
+        return NGX_ERROR;
+    *h = sw_precontent_handler;
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
     if (h == NULL)
         return NGX_ERROR;

@@ -284,9 +284,36 @@ static ngx_int_t sw_rewrite(ngx_http_request_t *r, sy_response_op *op) {
 }
 
 /* SetStatus (when not 0) and the response operations of `route`. */
+/* Run or refuse: the location's add_header and expires lines add their
+ * headers after the route's response operations, so a route that sets,
+ * removes or rewrites one of them is refused, logged at error. Checked
+ * before the request is proxied (sw_precontent_handler: a 500) and again
+ * when the operations are applied (a no://op answer, those kept over a
+ * redirect). */
+ngx_flag_t sw_response_refused(ngx_http_request_t *r, ngx_str_t *route,
+                               const sy_response_op *ops, ngx_uint_t n,
+                               const char *outcome) {
+    sw_loc_conf_t *lcf =
+        ngx_http_get_module_loc_conf(r, ngx_http_switchyard_module);
+    ngx_str_t name;
+    const char *d =
+        n && lcf ? sw_location_response_lost(lcf, ops, n, &name) : NULL;
+
+    if (d == NULL)
+        return 0;
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "switchyard: route \"%V\" refused: its response filters "
+                  "set, remove or rewrite \"%V\", which the location adds "
+                  "after them with %s: %s",
+                  route, &name, d, outcome);
+    return 1;
+}
+
 static ngx_int_t sw_ops_apply(ngx_http_request_t *r, ngx_str_t *route,
                               ngx_int_t status, sy_response_op *ops,
                               ngx_uint_t n) {
+    if (sw_response_refused(r, route, ops, n, "refused"))
+        return NGX_ERROR;
     if (status) {
         r->headers_out.status = status;
         r->headers_out.status_line.len = 0;

@@ -24,7 +24,8 @@ from test_nginx_policy import zone_store_header  # noqa: E402
 HOST = "proxy_set_header Host $switchyard_host;"
 PROXY = "proxy_pass $switchyard_upstream$switchyard_uri;"
 # a location that sets request headers itself (nginx then passes no
-# request header of those names)
+# request header of those names) and adds response headers after the
+# route's response filters
 HEADERS = """
     server {{
         listen 127.0.0.1:{hport};
@@ -35,6 +36,11 @@ HEADERS = """
             proxy_set_header X-Added fixed;
             proxy_set_header X-Secret "";
             proxy_set_header X-Pass $http_x_pass;
+            add_header X-Loc loc always;
+            expires 1h;
+            if ($http_x_if) {{
+                add_header X-If yes;
+            }}
         }}
     }}"""
 
@@ -199,6 +205,49 @@ def test_header_the_location_sets_refused_per_request(env):
           "a route without header filters: %d %r" % (r.status, r.body[:200]))
 
 
+def test_header_the_location_adds_refused(env):
+    """The location's add_header and expires add their headers after the
+    route's response filters ran: a route that removes or sets such a
+    header is refused (500, logged with the route, the header and the
+    directive), also when the add_header is in an `if` block that only
+    the request's final location knows; AddResponseHeader is sent beside
+    the location's value; without those lines the same routes run."""
+    for ident, filt in (("rmloc", "RemoveResponseHeader=X-Loc"),
+                        ("cc", "SetResponseHeader=Cache-Control,no-store"),
+                        ("addloc", "AddResponseHeader=X-Loc,route"),
+                        ("rmif", "RemoveResponseHeader=X-If")):
+        r = env.put("routes/live/" + ident, {
+            "id": ident, "uri": "http://127.0.0.1:%d" % env.pa,
+            "predicates": ["Path=/" + ident], "filters": [filt]})
+        check(r.status == 200, "PUT %s: %d %r" % (ident, r.status, r.body))
+    env.converged()
+    for ident, name, directive in (("rmloc", "X-Loc", "add_header"),
+                                   ("cc", "Cache-Control", "expires")):
+        r = request(env.hport, "GET", "/" + ident)
+        check(r.status == 500, "%s answered %d %r"
+              % (ident, r.status, r.headers))
+        check('route "%s" refused: its response filters set, remove or '
+              'rewrite "%s", which the location adds after them with %s'
+              % (ident, name, directive) in env.error_log(),
+              "not logged: %s" % env.error_log()[-600:])
+        r = request(env.port, "GET", "/" + ident)
+        check(r.status == 200, "%s without the lines: %d" % (ident, r.status))
+    r = request(env.port, "GET", "/cc")
+    check(r.header("Cache-Control") == "no-store", "cc: %r" % r.headers)
+    r = request(env.hport, "GET", "/addloc")
+    got = sorted(v for k, v in r.headers if k.lower() == "x-loc")
+    check(r.status == 200 and got == ["loc", "route"],
+          "AddResponseHeader beside add_header: %d %r" % (r.status, got))
+    r = request(env.hport, "GET", "/rmif")
+    check(r.status == 200 and r.header("X-Loc") == "loc",
+          "rmif without the if: %d %r" % (r.status, r.headers))
+    r = request(env.hport, "GET", "/rmif", headers={"X-If": "1"})
+    check(r.status == 500 and r.header("X-If") is None,
+          "rmif in the if: %d %r" % (r.status, r.headers))
+    check('route "rmif" refused' in env.error_log(),
+          "if not logged: %s" % env.error_log()[-600:])
+
+
 def respawn_workers(env):
     """SIGKILL every worker; the master starts new ones. Returns them."""
     old = env.workers()
@@ -271,6 +320,7 @@ TESTS = [
     test_host_filters_served,
     test_reload_without_host_refused,
     test_header_the_location_sets_refused_per_request,
+    test_header_the_location_adds_refused,
     test_worker_that_cannot_load_answers_503,
 ]
 

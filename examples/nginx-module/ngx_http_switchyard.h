@@ -92,6 +92,9 @@ typedef struct {
      * the headers module inherits them (ngx_http_switchyard_location.c) */
     ngx_array_t *added; /* ngx_str_t */
     ngx_flag_t expires;
+    /* an `if` block of this location has a proxy_pass (set on the if's
+     * conf as parsed, on the location's at the merge) */
+    ngx_flag_t proxy_in_if;
 } sw_loc_conf_t;
 
 /* ---- the shared zone ---- */
@@ -436,6 +439,12 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf);
 const ngx_str_t *sw_location_header_lost(ngx_http_request_t *r,
                                          const ngx_list_t *orig,
                                          const sy_header *plan, size_t n);
+/* True (logged) when the request was routed to a target but its location
+ * does not proxy (its content handler is not proxy_pass's): in the
+ * rewrite phase (final 0: an `if` block with proxy_pass may still make
+ * it proxy) and before the content phase (final 1). */
+ngx_flag_t sw_location_refuses(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                               ngx_flag_t final);
 /* The directive ("add_header" or "expires") of the location (lcf) that
  * adds a response header one of the route's response operations sets,
  * removes or rewrites (so nginx would send it anyway), its name in

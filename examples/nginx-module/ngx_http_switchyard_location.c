@@ -17,6 +17,8 @@
  * removes or rewrites it is refused (sw_location_response_lost). The
  * add_header and expires lines are recorded into this module's conf of
  * their level as they are parsed, and inherited as nginx inherits them.
+ * A routed request whose location does not proxy at all (a return, static
+ * files) is refused too (sw_location_refuses).
  * docs/nginx.md, "What a switchyard location must send".
  */
 #include "ngx_http_switchyard.h"
@@ -37,6 +39,9 @@ typedef struct {
 
 typedef char *(*sw_set_pt)(ngx_conf_t *, ngx_command_t *, void *);
 static sw_set_pt sw_proxy_pass_set, sw_add_header_set, sw_expires_set;
+/* the proxy module's content handler, as proxy_pass sets it (one
+ * function: the same in every configuration) */
+static ngx_http_handler_pt sw_proxy_handler;
 /* where proxy_set_header's list is in the proxy module's loc conf (set at
  * configuration, read by the workers) */
 static ngx_uint_t sw_psh_offset = NGX_CONF_UNSET_UINT;
@@ -97,8 +102,15 @@ static char *sw_proxy_pass_checked(ngx_conf_t *cf, ngx_command_t *cmd,
         p->proxy_conf = conf;
         p->lcf =
             ngx_http_conf_get_module_loc_conf(cf, ngx_http_switchyard_module);
+        if (cf->cmd_type == NGX_HTTP_LIF_CONF)
+            p->lcf->proxy_in_if = 1;
     }
-    return sw_proxy_pass_set(cf, cmd, conf);
+    char *rv = sw_proxy_pass_set(cf, cmd, conf);
+    ngx_http_core_loc_conf_t *clcf =
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    if (rv == NGX_CONF_OK && clcf->handler)
+        sw_proxy_handler = clcf->handler;
+    return rv;
 }
 
 /* add_header NAME VALUE [always]: NAME recorded at its level */
@@ -437,4 +449,22 @@ const char *sw_location_response_lost(const sw_loc_conf_t *lcf,
             }
     }
     return NULL;
+}
+
+ngx_flag_t sw_location_refuses(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                               ngx_flag_t final) {
+    sw_loc_conf_t *lcf =
+        ngx_http_get_module_loc_conf(r, ngx_http_switchyard_module);
+
+    if (ctx->upstream.data == NULL ||
+        (sw_proxy_handler && r->content_handler == sw_proxy_handler) ||
+        (!final && lcf->proxy_in_if))
+        return 0;
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "switchyard: route \"%V\" refused: the location does not "
+                  "proxy (no proxy_pass, or a return or another content "
+                  "handler), so the route's target would be ignored; give "
+                  "it a proxy_pass or \"switchyard off\": answering 500",
+                  &ctx->route);
+    return 1;
 }

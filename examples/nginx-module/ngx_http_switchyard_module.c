@@ -138,6 +138,8 @@ static char *sw_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     if (conf->added == NULL)
         conf->added = prev->added;
     ngx_conf_merge_value(conf->expires, prev->expires, 0);
+    if (conf->proxy_in_if) /* conf is an `if` block of prev */
+        prev->proxy_in_if = 1;
     if (conf->enable) {
         sw_main_conf_t *mcf =
             ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
@@ -805,23 +807,32 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                                : rc;
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
         return sw_500(r, "out of memory for the response operations");
+    if (sw_location_refuses(r, ctx, 0)) {
+        ctx->op_count = 0; /* the 500 goes out without them */
+        ctx->status = 0;
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
     return NGX_DECLINED;
 }
 
 /* After the rewrite phase, in the request's final location (an `if`
- * block may have added headers): a route whose response filters the
- * location's add_header or expires would undo is refused before it is
- * proxied. */
+ * block may have added headers or a proxy_pass): a route whose location
+ * does not proxy, or whose response filters the location's add_header or
+ * expires would undo, is refused before it is proxied. */
 static ngx_int_t sw_precontent_handler(ngx_http_request_t *r) {
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
 
-    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->op_count == 0 ||
-        !sw_response_refused(r, &ctx->route, ctx->ops, ctx->op_count,
-                             "answering 500"))
+    if (ctx == NULL || ctx->kind != SW_CTX_REQUEST)
         return NGX_DECLINED;
-    ctx->op_count = 0; /* the 500 goes out without them */
-    ctx->status = 0;
-    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (sw_location_refuses(r, ctx, 1) ||
+        (ctx->op_count &&
+         sw_response_refused(r, &ctx->route, ctx->ops, ctx->op_count,
+                             "answering 500"))) {
+        ctx->op_count = 0; /* the 500 goes out without them */
+        ctx->status = 0;
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    return NGX_DECLINED;
 }
 
 ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,

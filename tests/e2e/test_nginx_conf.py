@@ -42,6 +42,22 @@ HEADERS = """
                 add_header X-If yes;
             }}
         }}
+        # routed but not proxied (refused), or proxied only from an if
+        location /ret/ {{
+            switchyard on;
+            return 200 "static";
+        }}
+        location /files/ {{
+            switchyard on;
+            root /nonexistent;
+        }}
+        location /viaif/ {{
+            switchyard on;
+            proxy_set_header Host $switchyard_host;
+            if ($http_x_go) {{
+                proxy_pass $switchyard_upstream$switchyard_uri;
+            }}
+        }}
     }}"""
 
 
@@ -248,6 +264,27 @@ def test_header_the_location_adds_refused(env):
           "if not logged: %s" % env.error_log()[-600:])
 
 
+def test_location_that_does_not_proxy_refused(env):
+    """A routed request whose location does not proxy (a return, static
+    files: the route's target would be ignored) is refused, 500 and
+    logged; a location that proxies from an `if` block proxies when the
+    `if` holds and refuses otherwise."""
+    r = env.put("routes/live/elsewhere", {
+        "id": "elsewhere", "uri": "http://127.0.0.1:%d" % env.pa,
+        "predicates": ["Path=/ret/**,/files/**,/viaif/**"]})
+    check(r.status == 200, "PUT: %d %r" % (r.status, r.body))
+    env.converged()
+    for path in ("/ret/x", "/files/x", "/viaif/x"):
+        r = request(env.hport, "GET", path)
+        check(r.status == 500, "%s answered %d %r"
+              % (path, r.status, r.body[:100]))
+    check('route "elsewhere" refused: the location does not proxy'
+          in env.error_log(), "not logged: %s" % env.error_log()[-600:])
+    r = request(env.hport, "GET", "/viaif/x", headers={"X-Go": "1"})
+    check(r.status == 200 and r.json()["path"] == "/viaif/x",
+          "proxied from the if: %d %r" % (r.status, r.body[:200]))
+
+
 def respawn_workers(env):
     """SIGKILL every worker; the master starts new ones. Returns them."""
     old = env.workers()
@@ -321,6 +358,7 @@ TESTS = [
     test_reload_without_host_refused,
     test_header_the_location_sets_refused_per_request,
     test_header_the_location_adds_refused,
+    test_location_that_does_not_proxy_refused,
     test_worker_that_cannot_load_answers_503,
 ]
 

@@ -439,6 +439,11 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf);
 const ngx_str_t *sw_location_header_lost(ngx_http_request_t *r,
                                          const ngx_list_t *orig,
                                          const sy_header *plan, size_t n);
+/* Keep the client's headers (orig) over a redirect, once: the final
+ * location's sw_location_header_lost compares the last plan with them, so
+ * a forwarding route's header changes are checked too. */
+ngx_int_t sw_location_keep_headers(ngx_http_request_t *r,
+                                   const ngx_list_t *orig);
 /* True (logged) when the request was routed to a target but its location
  * does not proxy (its content handler is not proxy_pass's): in the
  * rewrite phase (final 0: an `if` block with proxy_pass may still make

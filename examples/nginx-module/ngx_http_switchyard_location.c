@@ -380,6 +380,30 @@ static ngx_flag_t sw_line_agrees(const ngx_keyval_t *kv, const sy_header *plan,
     return 1;
 }
 
+static void sw_kept_headers_mark(void *data) {
+    (void)data; /* only a marker in the pool's cleanup list */
+}
+
+static const ngx_list_t *sw_kept_headers(ngx_http_request_t *r) {
+    for (ngx_pool_cleanup_t *c = r->pool->cleanup; c; c = c->next)
+        if (c->handler == sw_kept_headers_mark)
+            return c->data;
+    return NULL;
+}
+
+ngx_int_t sw_location_keep_headers(ngx_http_request_t *r,
+                                   const ngx_list_t *orig) {
+    ngx_list_t *k;
+
+    if (sw_kept_headers(r)) /* the client's, from the first redirect */
+        return NGX_OK;
+    k = sw_keep_add(r, sw_kept_headers_mark, sizeof *k);
+    if (k == NULL)
+        return NGX_ERROR;
+    *k = *orig;
+    return NGX_OK;
+}
+
 const ngx_str_t *sw_location_header_lost(ngx_http_request_t *r,
                                          const ngx_list_t *orig,
                                          const sy_header *plan, size_t n) {
@@ -392,6 +416,8 @@ const ngx_str_t *sw_location_header_lost(ngx_http_request_t *r,
     a = *(ngx_array_t **)(plcf + sw_psh_offset);
     if (a == NULL || a == NGX_CONF_UNSET_PTR)
         return NULL;
+    if (a->nelts && sw_kept_headers(r)) /* routed on after a forward: */
+        orig = sw_kept_headers(r);      /* every route's changes */
     kv = a->elts;
     for (ngx_uint_t i = 0; i < a->nelts; i++) {
         if (kv[i].key.len == 4 &&

@@ -682,11 +682,13 @@ static ngx_int_t sw_answer_noop(ngx_http_request_t *r, sw_req_ctx_t *ctx,
 }
 
 /* A forward: route or an open breaker goes on by an internal redirect:
- * the route's response operations are kept for the answer. NGX_DONE. */
+ * the route's response operations are kept for the answer, and the
+ * client's headers for the final location's check. NGX_DONE. */
 static ngx_int_t sw_keep_over_redirect(ngx_http_request_t *r,
                                        sw_req_ctx_t *ctx, sy_match *m) {
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK ||
-        sw_response_ops_keep(r, ctx) != NGX_OK)
+        sw_response_ops_keep(r, ctx) != NGX_OK ||
+        sw_location_keep_headers(r, &ctx->orig_headers) != NGX_OK)
         return sw_500(r, "out of memory for the response operations");
     return NGX_DONE;
 }

@@ -191,7 +191,8 @@ def test_header_the_location_sets_refused_per_request(env):
     refused per request (500, logged with the route and the header), not
     proxied with its filter ignored. A line that sends what the route
     asks ("" for a header the route removes, $http_NAME) and a route that
-    does not touch the header pass."""
+    does not touch the header pass. A forward: route's change is checked
+    in the location that proxies the forwarded request."""
     r = request(env.port, "GET", "/a/x")
     check(r.status == 200 and r.echo_header("X-Added") == "yes",
           "without the lines: %d %r" % (r.status, r.body[:200]))
@@ -219,6 +220,24 @@ def test_header_the_location_sets_refused_per_request(env):
     r = request(env.hport, "GET", "/keep/1", headers={"X-Added": "c"})
     check(r.status == 200 and r.echo_header("X-Added") == "fixed",
           "a route without header filters: %d %r" % (r.status, r.body[:200]))
+    # a forward: route's change is checked where the request is proxied
+    for doc in ({"id": "fwd", "uri": "forward:/fwdtarget",
+                 "predicates": ["Path=/fwd/**"],
+                 "filters": ["AddRequestHeader=X-Added,fwd"]},
+                {"id": "fwdtarget", "uri": "http://127.0.0.1:%d" % env.pa,
+                 "predicates": ["Path=/fwdtarget"]}):
+        r = env.put("routes/live/" + doc["id"], doc)
+        check(r.status == 200, "PUT %s: %d %r" % (doc["id"], r.status,
+                                                  r.body))
+    env.converged()
+    r = request(env.port, "GET", "/fwd/x")
+    check(r.status == 200 and r.echo_header("X-Added") == "fwd",
+          "forward without the lines: %d %r" % (r.status, r.body[:200]))
+    r = request(env.hport, "GET", "/fwd/x")
+    check(r.status == 500 and 'route "fwdtarget" refused: its filters '
+          'change the request header "X-Added"' in env.error_log(),
+          "a forward's header change under proxy_set_header: %d %s"
+          % (r.status, env.error_log()[-400:]))
 
 
 def test_header_the_location_adds_refused(env):

@@ -198,9 +198,10 @@ ngx_int_t sw_location_wrap(ngx_conf_t *cf) {
 }
 
 /* True when proxy_pass sends to $switchyard_upstream or to an upstream
- * block with switchyard_balancer (`http://NAME$switchyard_uri`). */
+ * block with switchyard_balancer (`http://NAME$switchyard_uri`); `rest`
+ * is what follows it. */
 static ngx_flag_t sw_routed_target(ngx_conf_t *cf, sw_main_conf_t *mcf,
-                                   const ngx_str_t *v) {
+                                   const ngx_str_t *v, ngx_str_t *rest) {
     ngx_http_upstream_main_conf_t *umcf =
         ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
     ngx_http_upstream_srv_conf_t **us = umcf->upstreams.elts;
@@ -208,12 +209,17 @@ static ngx_flag_t sw_routed_target(ngx_conf_t *cf, sw_main_conf_t *mcf,
     size_t n;
 
     if (host.len > 1 && host.data[0] == '$') {
-        host.data += host.data[1] == '{' ? 2 : 1;
-        host.len -= host.data - v->data;
-        return host.len >= 19 &&
-               ngx_strncmp(host.data, "switchyard_upstream", 19) == 0 &&
-               (host.len == 19 ||
-                !(isalnum(host.data[19]) || host.data[19] == '_'));
+        ngx_flag_t brace = host.data[1] == '{';
+        n = (brace ? 2 : 1) + 19;
+        if (host.len < n + brace ||
+            ngx_strncmp(host.data + n - 19, "switchyard_upstream", 19) != 0 ||
+            (brace && host.data[n] != '}') ||
+            (!brace && host.len > n &&
+             (isalnum(host.data[n]) || host.data[n] == '_')))
+            return 0;
+        rest->data = host.data + n + brace;
+        rest->len = host.len - n - brace;
+        return 1;
     }
     if (host.len > 7 && ngx_strncasecmp(host.data, (u_char *)"http://", 7) == 0)
         n = 7;
@@ -227,6 +233,8 @@ static ngx_flag_t sw_routed_target(ngx_conf_t *cf, sw_main_conf_t *mcf,
     for (n = 0; n < host.len; n++)
         if (host.data[n] == '$' || host.data[n] == '/' || host.data[n] == ':')
             break;
+    rest->data = host.data + n;
+    rest->len = host.len - n;
     host.len = n;
     for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++)
         if (us[i]->host.len == host.len &&
@@ -272,7 +280,7 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
     ngx_command_t *prh = sw_proxy_command("proxy_pass_request_headers");
     sw_proxy_pass_t *p = mcf->proxy_passes.elts;
     u_char why[512], *e;
-    ngx_str_t host;
+    ngx_str_t host, rest;
 
     if (psh == NULL || prh == NULL) { /* not this nginx's proxy module */
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -286,17 +294,22 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
         if (p[i].lcf == NULL || p[i].lcf->enable != 1)
             continue;
         e = why;
-        if (!sw_routed_target(cf, mcf, &p[i].value))
+        if (!sw_routed_target(cf, mcf, &p[i].value, &rest))
             e = ngx_snprintf(why, sizeof why,
                              "sends to neither $switchyard_upstream nor an "
                              "upstream with switchyard_balancer, so the "
                              "route's target would be ignored");
-        else if (!sw_str_has(&p[i].value, "switchyard_uri"))
+        else if (!sw_str_is(&rest, "$switchyard_uri") &&
+                 !sw_str_is(&rest, "${switchyard_uri}"))
             e = ngx_snprintf(why, sizeof why,
-                             "does not send $switchyard_uri, so the route's "
-                             "path filters (StripPrefix, RewritePath, "
-                             "SetPath...) would be ignored; write proxy_pass "
-                             "http://UPSTREAM$switchyard_uri");
+                             "%s, so the route's path and query (StripPrefix, "
+                             "RewritePath, SetPath...) would not be sent as "
+                             "they are; write proxy_pass "
+                             "http://UPSTREAM$switchyard_uri",
+                             sw_str_has(&rest, "switchyard_uri")
+                                 ? "sends more than $switchyard_uri after the "
+                                   "upstream"
+                                 : "does not send $switchyard_uri");
         else if (sw_host_lost(&p[i], psh, &host))
             e = ngx_snprintf(why, sizeof why,
                              "sends Host %V, so a route's PreserveHostHeader "

@@ -110,6 +110,10 @@ def test_location_without_host_refused_by_test(env):
         "        location /switchyard/ {" % env.pa)
     rc, err = env.test_conf(other)
     check(rc == 0, "Host from the server level refused: %s" % err[-400:])
+    braces = last(conf, PROXY,
+                  "proxy_pass ${switchyard_upstream}${switchyard_uri};")
+    rc, err = env.test_conf(braces)
+    check(rc == 0, "${...} refused: %s" % err[-400:])
     for bad, want in (
             (last(conf, HOST, ""), "sends Host $proxy_host"),
             (last(conf, HOST, "proxy_set_header Host $host;"),
@@ -122,7 +126,9 @@ def test_location_without_host_refused_by_test(env):
              "has proxy_pass_request_headers off"),
             (last(conf, PROXY, "proxy_pass http://127.0.0.1:%d"
                           "$switchyard_uri;" % env.pa),
-             "sends to neither $switchyard_upstream")):
+             "sends to neither $switchyard_upstream"),
+            (last(conf, PROXY, PROXY[:-1] + "/v2;"),
+             "sends more than $switchyard_uri after the upstream")):
         rc, err = env.test_conf(bad)
         line = line_of(bad, "switchyard on;") + 1  # its proxy_pass
         check(rc != 0 and want in err and "switchyard on" in err and

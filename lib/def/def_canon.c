@@ -277,12 +277,23 @@ static void canon_entry(sy__buf *b, const sy__def_entry *e) {
     PUTS(b, "}}");
 }
 
-static void canon_entries(sy__buf *b, const sy__def_entry *es, size_t n) {
+/* Entry i of a list: es[i], or (es NULL) predicate i of r rebuilt from
+ * its compiled form (route.h predicates). */
+static const sy__def_entry *entry_at(const struct sy_route *r,
+                                     const sy__def_entry *es, size_t i,
+                                     sy__entry_view *tmp) {
+    return es ? &es[i] : sy__route_pred_entry(r, i, tmp);
+}
+
+/* The n entries es of r (es NULL: r's predicates, rebuilt). */
+static void canon_entries(sy__buf *b, const struct sy_route *r,
+                          const sy__def_entry *es, size_t n) {
+    sy__entry_view tmp;
     putc1(b, '[');
     for (size_t i = 0; i < n; i++) {
         if (i)
             putc1(b, ',');
-        canon_entry(b, &es[i]);
+        canon_entry(b, entry_at(r, es, i, &tmp));
     }
     putc1(b, ']');
 }
@@ -370,10 +381,10 @@ static void canon_part(sy__buf *b, const struct sy_route *r, int part) {
     switch (part) {
     case PART_URI: canon_uri(b, r); break;
     case PART_PREDICATES:
-        canon_entries(b, r->predicates, r->predicate_count);
+        canon_entries(b, r, r->predicates, r->predicate_count);
         break;
     case PART_FILTERS:
-        canon_entries(b, r->more->filters, r->more->filter_count);
+        canon_entries(b, r, r->more->filters, r->more->filter_count);
         break;
     default: canon_metadata(b, r); break;
     }
@@ -389,9 +400,9 @@ static void canon_write(sy__buf *b, const struct sy_route *r) {
     char num[24];
     put(b, num, sy__int_text(r->order, num));
     PUTS(b, ",\"predicates\":");
-    canon_entries(b, r->predicates, r->predicate_count);
+    canon_entries(b, r, r->predicates, r->predicate_count);
     PUTS(b, ",\"filters\":");
-    canon_entries(b, r->more->filters, r->more->filter_count);
+    canon_entries(b, r, r->more->filters, r->more->filter_count);
     PUTS(b, ",\"metadata\":");
     canon_metadata(b, r);
     putc1(b, '}');
@@ -441,13 +452,16 @@ static bool verbatim_type(sy__field_type t) {
  * texts); DIFFERENT when the texts surely differ: another count of
  * entries (top-level elements), or in entries of one factory and the
  * same keys a value that canon_value writes verbatim; else UNKNOWN. */
-static int entries_compare(const sy__def_entry *a, size_t na,
+static int entries_compare(const struct sy_route *ra, const sy__def_entry *a,
+                           size_t na, const struct sy_route *rb,
                            const sy__def_entry *b, size_t nb) {
     if (na != nb)
         return DIFFERENT;
     int r = SAME;
+    sy__entry_view ta, tb;
     for (size_t i = 0; i < na; i++) {
-        const sy__def_entry *x = &a[i], *y = &b[i];
+        const sy__def_entry *x = entry_at(ra, a, i, &ta);
+        const sy__def_entry *y = entry_at(rb, b, i, &tb);
         if (x->host != y->host || sy__def_spec(x) != sy__def_spec(y) ||
             sy__def_host(x) != sy__def_host(y) ||
             x->arg_count != y->arg_count ||
@@ -492,10 +506,10 @@ static int part_compare(const struct sy_route *a, const struct sy_route *b,
                    ? SAME
                    : UNKNOWN;
     case PART_PREDICATES:
-        return entries_compare(a->predicates, a->predicate_count, b->predicates,
-                               b->predicate_count);
+        return entries_compare(a, a->predicates, a->predicate_count, b,
+                               b->predicates, b->predicate_count);
     case PART_FILTERS:
-        return entries_compare(a->more->filters, a->more->filter_count,
+        return entries_compare(a, a->more->filters, a->more->filter_count, b,
                                b->more->filters, b->more->filter_count);
     default: /* keys and values written verbatim, in key order */
         if (a->more->metadata_count != b->more->metadata_count)
@@ -584,8 +598,10 @@ static const char *dup_or_static(sy__arena *ar, const char *s, bool *fail) {
     return p ? p : "";
 }
 
-static sy__def_entry *clone_entries(sy__arena *ar, const sy__def_entry *es,
-                                    size_t n, bool *fail) {
+/* The n entries es of r (es NULL: r's predicates, rebuilt), copied. */
+static sy__def_entry *clone_entries(sy__arena *ar, const struct sy_route *r,
+                                    const sy__def_entry *list, size_t n,
+                                    bool *fail) {
     if (!n)
         return NULL;
     sy__def_entry *out = sy__arena_alloc(ar, n * sizeof *out);
@@ -593,30 +609,32 @@ static sy__def_entry *clone_entries(sy__arena *ar, const sy__def_entry *es,
         *fail = true;
         return NULL;
     }
+    sy__entry_view tmp;
     for (size_t i = 0; i < n; i++) {
-        out[i] = es[i];
-        if (es[i].host && es[i].f.ref) { /* the name as written, copied */
+        const sy__def_entry *e = entry_at(r, list, i, &tmp);
+        out[i] = *e;
+        if (e->host && e->f.ref) { /* the name as written, copied */
             sy__def_host_ref *ref = sy__arena_alloc(ar, sizeof *ref);
             if (ref) {
-                ref->factory = es[i].f.ref->factory;
-                ref->name = dup_or_static(ar, es[i].f.ref->name, fail);
+                ref->factory = e->f.ref->factory;
+                ref->name = dup_or_static(ar, e->f.ref->name, fail);
             } else {
                 *fail = true;
             }
             out[i].f.ref = ref;
         }
         out[i].args = NULL;
-        if (es[i].arg_count) {
-            out[i].args = sy__arena_alloc(ar, es[i].arg_count * sizeof(sy_kv));
+        if (e->arg_count) {
+            out[i].args = sy__arena_alloc(ar, e->arg_count * sizeof(sy_kv));
             if (!out[i].args) {
                 *fail = true;
                 out[i].arg_count = 0;
                 continue;
             }
         }
-        for (size_t k = 0; k < es[i].arg_count; k++) {
-            out[i].args[k].key = dup_or_static(ar, es[i].args[k].key, fail);
-            out[i].args[k].value = dup_or_static(ar, es[i].args[k].value, fail);
+        for (size_t k = 0; k < e->arg_count; k++) {
+            out[i].args[k].key = dup_or_static(ar, e->args[k].key, fail);
+            out[i].args[k].value = dup_or_static(ar, e->args[k].value, fail);
         }
     }
     return out;
@@ -638,7 +656,8 @@ struct sy_route *sy__def_clone(const struct sy_route *r) {
     c->up_port = r->up_port;
     c->up_host = dup_or_static(ar, r->up_host, &fail);
     c->authority = dup_or_static(ar, r->authority, &fail);
-    c->predicates = clone_entries(ar, r->predicates, r->predicate_count, &fail);
+    c->predicates =
+        clone_entries(ar, r, r->predicates, r->predicate_count, &fail);
     c->predicate_count = r->predicate_count;
     const sy__route_more *rm = r->more;
     if (rm != &sy__route_more_none) {
@@ -647,7 +666,7 @@ struct sy_route *sy__def_clone(const struct sy_route *r) {
             sy__route_unref(c);
             return NULL;
         }
-        m->filters = clone_entries(ar, rm->filters, rm->filter_count, &fail);
+        m->filters = clone_entries(ar, r, rm->filters, rm->filter_count, &fail);
         m->filter_count = rm->filter_count;
         if (rm->metadata_count) {
             m->metadata = sy__arena_alloc(ar, (rm->metadata_count + 1) *

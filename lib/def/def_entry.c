@@ -588,10 +588,10 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
 
 /* Order the mapped args (fields in order, list values in order, then
  * extra keys sorted), check required fields and types. */
-static int finish_entry(struct sy_route *r, const factory_view *v,
+static int finish_entry(sy__arena *ea, const factory_view *v,
                         const entry_ctx *ec, raw_arg *raw, size_t n,
                         sy__def_entry *e, const sy__alloc *a, sy_error *err) {
-    e->args = n ? sy__arena_alloc(&r->arena, n * sizeof *e->args) : NULL;
+    e->args = n ? sy__arena_alloc(ea, n * sizeof *e->args) : NULL;
     if (n && !e->args)
         return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t k = 0;
@@ -645,7 +645,7 @@ static int finish_entry(struct sy_route *r, const factory_view *v,
 }
 
 static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
-                       sy__factory_kind kind, const cJSON *item,
+                       sy__arena *ea, sy__factory_kind kind, const cJSON *item,
                        const char *path, sy__def_entry *e, bool *shortcut,
                        sy_error *err) {
     entry_ctx ec = {path, false, "", NULL};
@@ -734,14 +734,15 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
     if (!rc && !ec.shortcut)
         rc = split_named_lists(&v, r, &raw, &n, ctx->alloc, stack, err, path);
     if (!rc)
-        rc = finish_entry(r, &v, &ec, raw, n, e, ctx->alloc, err);
+        rc = finish_entry(ea, &v, &ec, raw, n, e, ctx->alloc, err);
     raw_put(ctx->alloc, raw, stack);
     return rc;
 }
 
-int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
-                          sy__factory_kind kind, const cJSON *arr,
-                          const char *path, sy_error *err) {
+int sy__def_build_entries_in(const sy__def_ctx *ctx, struct sy_route *r,
+                             sy__arena *ea, sy__factory_kind kind,
+                             const cJSON *arr, const char *path,
+                             sy_error *err) {
     /* filters go to r's own `more`, made only when there are some */
     bool preds = kind == SY_FACTORY_PREDICATE;
     sy__route_more *m = r->more == &sy__route_more_none
@@ -770,7 +771,9 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
                              (unsigned)SY_ROUTE_ENTRIES_MAX,
                              kind == SY_FACTORY_PREDICATE ? "predicates"
                                                           : "filters");
-    sy__def_entry *es = sy__arena_alloc(&r->arena, n * sizeof *es);
+    if (!preds || !ea)
+        ea = &r->arena;
+    sy__def_entry *es = sy__arena_alloc(ea, n * sizeof *es);
     if (!es)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
     memset(es, 0, n * sizeof *es);
@@ -782,7 +785,8 @@ int sy__def_build_entries(const sy__def_ctx *ctx, struct sy_route *r,
     memcpy(p, path, at);
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
         sy__path_index(p, sizeof p, at, i);
-        int rc = build_entry(ctx, r, kind, c, p, &es[i], &es[i].shortcut, err);
+        int rc =
+            build_entry(ctx, r, ea, kind, c, p, &es[i], &es[i].shortcut, err);
         if (rc)
             return rc;
     }

@@ -406,7 +406,7 @@ static int required_string(const cJSON *v, const char *key, const char *path,
     return sy__error_set(err, SY_EMISSING, p, "%s is empty", key);
 }
 
-static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
+static int fill_route(const sy__def_ctx *ctx, struct sy_route *r, sy__arena *ea,
                       const route_fields *f, const char *path, sy_error *err) {
     char p[256];
     const char *id, *uri;
@@ -427,8 +427,8 @@ static int fill_route(const sy__def_ctx *ctx, struct sy_route *r,
     if ((rc = build_order(r, f->order, path, err)))
         return rc;
     sy__path_join(p, sizeof p, path, "predicates");
-    rc = sy__def_build_entries(ctx, r, SY_FACTORY_PREDICATE, f->predicates, p,
-                               err);
+    rc = sy__def_build_entries_in(ctx, r, ea, SY_FACTORY_PREDICATE,
+                                  f->predicates, p, err);
     if (rc)
         return rc;
     /* (no filters: no path to format, it is never named) */
@@ -569,14 +569,19 @@ static bool standard_methods(const char *s) {
  * (sy_kv) per value past the first, its compiled patterns (one per list
  * item: more than there are otherwise) and, for a shortcut, the text it
  * keeps (*text: its arguments; a compiled Header, Query, Cookie or Weight
- * keeps a name too, patterns borrow theirs). */
-static size_t predicate_estimate(const cJSON *c, size_t *text) {
+ * keeps a name too, patterns borrow theirs). *one: a Path or Host
+ * shortcut of one pattern. */
+static size_t predicate_estimate(const cJSON *c, size_t *text, bool *one) {
     char sep;
     text_counts tc = {0, 0, 0, 0, 0};
+    *one = false;
     if (cJSON_IsString(c)) {
         const char *eq = strchr(c->valuestring, '=');
         sep = pattern_sep(c->valuestring);
         size_t len = count_text(eq ? eq + 1 : c->valuestring, sep, &tc);
+        /* "Path=..." or "Host=..." of one pattern: the entry
+         * sy__route_pred_entry rebuilds from the compiled pattern */
+        *one = sep && eq == c->valuestring + 4 && !tc.commas;
         /* a pattern borrows its text; a Method of standard ones keeps no
          * text; others may keep a name too */
         bool bare = sep || (strncmp(c->valuestring, "Method=", 7) == 0 &&
@@ -640,9 +645,11 @@ static size_t filter_estimate(const cJSON *c) {
  * (ids, values and the uri's parts are copied from it: fewer bytes than
  * its JSON spelling), per predicate and filter its entry, args, compiled
  * object (and a filter's slot), and the compiled patterns of Path and Host
- * predicates.
+ * predicates. *drop: every predicate is a one-pattern Path or Host
+ * shortcut, so the route will keep no predicate entries (counted out).
  * A route that holds more gets another chunk. */
-static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
+static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f,
+                             bool *drop) {
     size_t json = ctx->text_len ? ctx->text_len : 256;
     /* the text: for the common route of an id, a uri and shortcut
      * predicates, from the strings themselves (the id, the uri and its
@@ -676,15 +683,21 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
             }
         }
     }
+    size_t entries = 0;
+    *drop = cJSON_IsArray(f->predicates) && f->predicates->child;
     if (cJSON_IsArray(f->predicates)) {
         for (const cJSON *c = f->predicates->child; c; c = c->next) {
+            bool one;
             simple = simple && cJSON_IsString(c);
-            /* the entry, an argument, the compiled object (in a row
-             * with the route's others: no slot) */
-            n += sizeof(sy__def_entry) + 16 + SY_PRED_OBJECT_BYTES +
-                 predicate_estimate(c, &text);
+            /* the compiled object (in a row with the route's others: no
+             * slot); the entry and an argument */
+            n += SY_PRED_OBJECT_BYTES + predicate_estimate(c, &text, &one);
+            entries += sizeof(sy__def_entry) + sizeof(sy_kv);
+            *drop = *drop && one;
         }
     }
+    if (!*drop)
+        n += entries;
     n += simple && text < json ? text : json;
     /* a route's own `more`: metadata, filters, an lb:ws uri's selection */
     if (f->filters || f->metadata ||
@@ -699,6 +712,34 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f) {
     return n;
 }
 
+/* After compiling a route built with its predicate entries outside its
+ * arena: none kept when the compiled patterns give them back exactly,
+ * else (unforeseen by the estimate) copied into its arena. False: out of
+ * memory. */
+static bool keep_entries(struct sy_route *r) {
+    if (sy__route_entries_rebuildable(r)) {
+        r->predicates = NULL;
+        return true;
+    }
+    size_t n = r->predicate_count, args = 0;
+    for (size_t i = 0; i < n; i++)
+        args += r->predicates[i].arg_count;
+    sy__def_entry *es = sy__arena_alloc(&r->arena, n * sizeof *es);
+    sy_kv *kv = args ? sy__arena_alloc(&r->arena, args * sizeof *kv) : NULL;
+    if (!es || (args && !kv))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        es[i] = r->predicates[i];
+        if (es[i].arg_count) {
+            memcpy(kv, es[i].args, es[i].arg_count * sizeof *kv);
+            es[i].args = kv;
+            kv += es[i].arg_count;
+        }
+    }
+    r->predicates = es;
+    return true;
+}
+
 int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
                         const char *path, struct sy_route **out,
                         sy_error *err) {
@@ -707,11 +748,22 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
         return sy__error_set(err, SY_ETYPE, path, "a route must be an object");
     route_fields f;
     find_fields(obj, &f);
+    bool drop;
     struct sy_route *r =
-        sy__route_new_sized(ctx->alloc, arena_estimate(ctx, &f));
+        sy__route_new_sized(ctx->alloc, arena_estimate(ctx, &f, &drop));
     if (!r)
         return sy__error_set(err, SY_ENOMEM, path, "out of memory");
-    int rc = fill_route(ctx, r, &f, path, err);
+    /* a route that will keep no predicate entries builds them here, on
+     * the stack (a chunk of the allocator's past a few predicates) */
+    enum { STACK = 8 * (sizeof(sy__def_entry) + sizeof(sy_kv)) };
+    _Alignas(8) unsigned char stack[sizeof(sy__arena_chunk) + STACK];
+    sy__arena_chunk *first = (sy__arena_chunk *)(void *)stack;
+    sy__arena ea;
+    if (drop) {
+        *first = (sy__arena_chunk){NULL, STACK, 0};
+        ea = (sy__arena){ctx->alloc, first, STACK, 0};
+    }
+    int rc = fill_route(ctx, r, drop ? &ea : NULL, &f, path, err);
     if (!rc && (ctx->scratch ? sy__def_canonicalize_into(r, ctx->scratch)
                              : sy__def_canonicalize(r)))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
@@ -721,15 +773,25 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
     if (same && same->fingerprint == r->fingerprint) {
         /* already compiled and live: share it */
         sy__route_unref(r);
-        *out = sy__route_ref(same);
-        return 0;
+        r = sy__route_ref(same);
+    } else {
+        if (!rc)
+            rc = compile_route(ctx, r, path, err);
+        if (!rc && drop && !keep_entries(r))
+            rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
+        if (rc) {
+            sy__route_unref(r);
+            r = NULL;
+        }
     }
-    if (!rc)
-        rc = compile_route(ctx, r, path, err);
-    if (rc) {
-        sy__route_unref(r);
-        return rc;
+    if (drop && ea.head != first) { /* the stack chunk is the oldest: out
+                                       before the free */
+        sy__arena_chunk **c = &ea.head;
+        while (*c != first)
+            c = &(*c)->next;
+        *c = NULL;
+        sy__arena_free(&ea);
     }
     *out = r;
-    return 0;
+    return rc;
 }

@@ -776,7 +776,7 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
         } else {
             int f = first_failing(c, s, slot);
             stop = fn(data, r, f < 0, f,
-                      f < 0 ? NULL : sy__def_name(&r->predicates[f]));
+                      f < 0 ? NULL : sy_route_predicate_name(r, (size_t)f));
         }
         if (stop)
             break;

@@ -222,6 +222,55 @@ static int literal_pred_index(const struct sy_route *r, sy__pred_kind kind) {
     return -1;
 }
 
+/* ---- entries rebuilt from the compiled form ---- */
+
+/* The built-in spec of a Path or Host predicate (else NULL). */
+static const sy__factory_spec *pattern_spec(sy__pred_kind kind) {
+    if (kind != SY_PK_PATH && kind != SY_PK_HOST)
+        return NULL;
+    return sy__factory_find(SY_FACTORY_PREDICATE,
+                            kind == SY_PK_PATH ? "Path" : "Host", 4);
+}
+
+const sy__def_entry *sy__route_pred_entry(const struct sy_route *r, size_t i,
+                                          sy__entry_view *tmp) {
+    if (r->predicates)
+        return &r->predicates[i];
+    const sy__pred *p = sy__route_cpred(r, i);
+    const sy__factory_spec *spec = pattern_spec(sy__pred_get_kind(p));
+    memset(tmp, 0, sizeof *tmp);
+    sy__def_set_factory(&tmp->e, spec, NULL);
+    /* the parse maps a shortcut's value to the field by the spec's own
+     * name (the same pointer), and the pattern borrows the value */
+    tmp->arg = (sy_kv){spec->fields[0].name,
+                       sy__pattern_source(sy__pred_pattern(p, 0))};
+    tmp->e.args = &tmp->arg;
+    tmp->e.arg_count = 1;
+    tmp->e.shortcut = true;
+    return &tmp->e;
+}
+
+bool sy__route_entries_rebuildable(const struct sy_route *r) {
+    if (!r->cpred || !r->predicates)
+        return false;
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        const sy__def_entry *e = &r->predicates[i];
+        const sy__pred *p = sy__route_cpred(r, i);
+        sy__pred_kind kind = sy__pred_get_kind(p);
+        const sy__factory_spec *spec = sy__def_spec(e);
+        /* a built-in compiled to a Path (Host) predicate is Path (Host):
+         * the spec pattern_spec finds */
+        if ((kind != SY_PK_PATH && kind != SY_PK_HOST) || !spec ||
+            spec->id != (kind == SY_PK_PATH ? SY_P_PATH : SY_P_HOST) ||
+            !e->shortcut || e->arg_count != 1 ||
+            sy__pred_pattern_count(p) != 1 ||
+            e->args[0].key != spec->fields[0].name ||
+            e->args[0].value != sy__pattern_source(sy__pred_pattern(p, 0)))
+            return false;
+    }
+    return true;
+}
+
 /* ---- selection settings ---- */
 
 static const char *const select_keys[] = {
@@ -738,7 +787,8 @@ size_t sy_route_predicate_count(const sy_route *r) {
 const char *sy_route_predicate_name(const sy_route *r, size_t i) {
     if (!r || i >= r->predicate_count)
         return NULL;
-    return sy__def_name(&r->predicates[i]);
+    sy__entry_view tmp;
+    return sy__def_name(sy__route_pred_entry(r, i, &tmp));
 }
 void *sy_route_host_data(const sy_route *r) {
     return r ? r->host_data : NULL;

@@ -97,6 +97,10 @@ struct sy_route {
     /* (FORWARD's path is the uri's text after "forward:") */
     const char *authority; /* URL upstreams: the Host header to send */
 
+    /* NULL in a compiled route whose every predicate is a one-pattern
+     * Path or Host shortcut: its entries are rebuilt from the compiled
+     * patterns when asked (sy__route_pred_entry), 40 bytes a predicate
+     * not kept (docs/performance.md, memory/route) */
     sy__def_entry *predicates;
     /* metadata, filters, selection settings: never NULL */
     const sy__route_more *more;
@@ -153,6 +157,26 @@ static inline const struct sy__pred *sy__route_cpred(const struct sy_route *r,
                                                        r->cpred +
                                                    i * SY_PRED_OBJECT_BYTES);
 }
+
+/* A predicate's entry rebuilt from its compiled form: the entry and its
+ * one argument (sy__route_pred_entry). */
+typedef struct sy__entry_view {
+    sy__def_entry e;
+    sy_kv arg;
+} sy__entry_view;
+
+/* The definition entry of predicate i of r (i < predicate_count):
+ * &r->predicates[i], or, in a route that keeps none (predicates NULL),
+ * the entry its parse built, rebuilt into *tmp from the compiled pattern
+ * (valid while r and *tmp are). */
+const sy__def_entry *sy__route_pred_entry(const struct sy_route *r, size_t i,
+                                          sy__entry_view *tmp);
+
+/* True when compiled r's predicate entries are exactly what
+ * sy__route_pred_entry rebuilds: each a Path or Host shortcut of one
+ * pattern, whose argument is the text the compiled pattern keeps. Then
+ * its parse may keep no entries (def_route.c). */
+bool sy__route_entries_rebuildable(const struct sy_route *r);
 
 /* r's instance selection settings (never NULL). */
 static inline const sy__route_select *

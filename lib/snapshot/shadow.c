@@ -176,8 +176,9 @@ static bool methods_cover(const struct sy__pred *q, const rinfo *b) {
 
 /* Predicate q of a route above holds for every request b matches (with
  * b's first Path predicate narrowed to pattern `piece`, SIZE_MAX: all). */
-static bool pred_covers(const struct sy__pred *q, const sy__def_entry *qe,
-                        const rinfo *b, size_t piece, const sy__alloc *a) {
+static bool pred_covers(const struct sy_route *qr, size_t qi, const rinfo *b,
+                        size_t piece, const sy__alloc *a) {
+    const struct sy__pred *q = pred(qr, qi);
     sy__pred_kind kind = sy__pred_get_kind(q);
     const struct sy_route *br = b->r;
     int64_t lo, hi;
@@ -190,6 +191,8 @@ static bool pred_covers(const struct sy__pred *q, const sy__def_entry *qe,
     case SY_PK_HOST_FACTORY: return false;
     default: break;
     }
+    sy__entry_view qt, tmp; /* the entries: rebuilt if not kept */
+    const sy__def_entry *qe = NULL;
     for (size_t i = 0; i < br->predicate_count; i++) {
         const struct sy__pred *bp = pred(br, i);
         if (sy__pred_get_kind(bp) != kind)
@@ -198,8 +201,11 @@ static bool pred_covers(const struct sy__pred *q, const sy__def_entry *qe,
             size_t only = (int)i == b->path_pred ? piece : SIZE_MAX;
             if (sy__pred_patterns_cover(q, bp, only, a))
                 return true;
-        } else if (entries_equal(qe, &br->predicates[i])) {
-            return true;
+        } else {
+            if (!qe)
+                qe = sy__route_pred_entry(qr, qi, &qt);
+            if (entries_equal(qe, sy__route_pred_entry(br, i, &tmp)))
+                return true;
         }
     }
     return false;
@@ -212,7 +218,7 @@ static bool takes(const rinfo *above, const rinfo *b, size_t piece,
         return false;
     const struct sy_route *r = above->r;
     for (size_t i = 0; i < r->predicate_count; i++)
-        if (!pred_covers(pred(r, i), &r->predicates[i], b, piece, a))
+        if (!pred_covers(r, i, b, piece, a))
             return false;
     return true;
 }

@@ -298,7 +298,8 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
             e = ngx_snprintf(why, sizeof why,
                              "sends to neither $switchyard_upstream nor an "
                              "upstream with switchyard_balancer, so the "
-                             "route's target would be ignored");
+                             "route's target would be ignored (a location not "
+                             "meant for routes needs \"switchyard off\")");
         else if (!sw_str_is(&rest, "$switchyard_uri") &&
                  !sw_str_is(&rest, "${switchyard_uri}"))
             e = ngx_snprintf(why, sizeof why,

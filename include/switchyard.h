@@ -1407,9 +1407,13 @@ SY_API int sy_match_breaker_acquire(const sy_match *m, int64_t now_ms,
                                     sy_breaker_permit *out, sy_error *err);
 /* What to do with an upstream answer (sy_breaker_record). */
 typedef enum sy_breaker_verdict {
-    SY_BREAKER_PASS = 0,    /* send the answer to the client */
-    SY_BREAKER_FALLBACK = 1 /* a failure: go to the fallback, or answer the
-                               error (504 on TIMEOUT, else 502/503) */
+    SY_BREAKER_PASS = 0,     /* send the answer to the client */
+    SY_BREAKER_FALLBACK = 1, /* a failure: go to the fallback, or answer the
+                                error (504 on TIMEOUT, else 502/503) */
+    SY_BREAKER_RESUME = 2    /* a connect failure of a breaker
+                                with resumeWithoutError and no fallbackUri:
+                                answer 200 with an empty body (SCG's
+                                resumed exchange) */
 } sy_breaker_verdict;
 /*
  * Record the outcome of a permitted call: `outcome` as the host saw it,
@@ -1417,6 +1421,9 @@ typedef enum sy_breaker_verdict {
  * time. A failure is a connect failure, a timeout, or a status listed in
  * statusCodes; a slow call one longer than slowCallDurationThreshold. The
  * window and state change as Resilience4j's count-based breaker does.
+ * The verdict is SCG's: a failure goes to the fallbackUri; without one, a
+ * timeout is 504 and, under resumeWithoutError, a listed status passes
+ * the answer on and a connect failure is an empty 200 (RESUME).
  * Any thread (the permit carries what it needs); lock-free.
  */
 SY_API sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,

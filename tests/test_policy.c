@@ -980,6 +980,41 @@ START_TEST(a_breaker_or_retry_in_the_defaults_and_a_route_is_refused) {
 }
 END_TEST
 
+/* SCG's answers without a fallbackUri under resumeWithoutError: an empty
+ * 200 for a connect failure (RESUME), the upstream's answer for a listed
+ * status, still the error for a timeout; with a fallback, the fallback. */
+START_TEST(resume_without_error_verdicts_are_scgs) {
+    static const char *args[2] = {
+        "\"resumeWithoutError\":true",
+        "\"resumeWithoutError\":true,\"fallbackUri\":\"forward:/f\""};
+    for (int k = 0; k < 2; k++) {
+        char doc[512];
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"x\",\"uri\":\"http://b\",\"predicates\":"
+                 "[\"Path=/x\"],\"filters\":[{\"name\":\"CircuitBreaker\","
+                 "\"args\":{\"name\":\"orders\",\"statusCodes\":[\"500\"],"
+                 "%s}}]}]",
+                 args[k]);
+        fix f;
+        fix_open(&f, router_with(doc, NULL, NULL));
+        sy_breaker_permit p = ask(&f, T0);
+        ck_assert_int_eq(
+            sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, T0),
+            k ? SY_BREAKER_FALLBACK : SY_BREAKER_RESUME);
+        p = ask(&f, T0);
+        ck_assert_int_eq(sy_breaker_record(&p, SY_OUTCOME_5XX, 500, 1, T0),
+                         k ? SY_BREAKER_FALLBACK : SY_BREAKER_PASS);
+        p = ask(&f, T0);
+        ck_assert_int_eq(sy_breaker_record(&p, SY_OUTCOME_TIMEOUT, 0, 1, T0),
+                         SY_BREAKER_FALLBACK);
+        p = ask(&f, T0);
+        ck_assert_int_eq(sy_breaker_record(&p, SY_OUTCOME_5XX, 503, 1, T0),
+                         SY_BREAKER_PASS);
+        fix_close(&f);
+    }
+}
+END_TEST
+
 START_TEST(breaker_opens_half_opens_and_closes) {
     fix f;
     fix_open(&f, router_with(CB_ROUTE("\"slidingWindowSize\":4,"
@@ -1214,6 +1249,21 @@ START_TEST(a_host_refuses_what_it_does_not_run) {
     const char *rn = "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
                      "[\"Retry=2,BAD_GATEWAY\"]}]";
     ck_assert_int_eq(sy_router_apply(r, "s", rn, strlen(rn), NULL, &e), 0);
+    /* nginx answers a connect failure 502: resumeWithoutError without a
+     * fallbackUri (SCG's empty 200) is refused there, at the arg */
+    const char *cr = "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
+                     "[{\"name\":\"CircuitBreaker\",\"args\":{\"name\":\"c\","
+                     "\"resumeWithoutError\":true}}]}]";
+    ck_assert_int_eq(sy_router_apply(r, "s", cr, strlen(cr), NULL, &e),
+                     SY_ENOTRUN);
+    ck_assert_str_eq(e.path, "[0].filters[0].args.resumeWithoutError");
+    ck_assert_ptr_nonnull(strstr(e.message, "host 'nginx'"));
+    ck_assert_int_eq(sy_router_apply(g, "s", cr, strlen(cr), NULL, &e), 0);
+    const char *cf = "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
+                     "[{\"name\":\"CircuitBreaker\",\"args\":{\"name\":\"c\","
+                     "\"resumeWithoutError\":true,\"fallbackUri\":"
+                     "\"forward:/f\"}}]}]";
+    ck_assert_int_eq(sy_router_apply(r, "s", cf, strlen(cf), NULL, &e), 0);
     sy_router_free(r);
     sy_router_free(g);
 }
@@ -1265,6 +1315,7 @@ int main(void) {
     tcase_add_test(tc, retry_follows_statuses_series_methods_and_exceptions);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);
+    tcase_add_test(tc, resume_without_error_verdicts_are_scgs);
     tcase_add_test(tc, removed_and_renamed_breakers_give_their_entries_back);
     tcase_add_test(tc, a_freed_entry_waits_for_readers_and_is_reused_clean);
     tcase_add_test(tc, a_shared_breaker_stays_while_one_route_names_it);

@@ -312,7 +312,7 @@ static void backoff_closed(uv_handle_t *h) {
 }
 
 /* What to do after an attempt that failed or answered `status`. */
-typedef enum { DO_PASS, DO_RETRY, DO_FALLBACK, DO_ERROR } gw_do;
+typedef enum { DO_PASS, DO_RETRY, DO_FALLBACK, DO_ERROR, DO_EMPTY } gw_do;
 
 static gw_do decide(gw_request *q, sy_outcome o, int status, uint32_t *delay,
                     int *err_status) {
@@ -328,6 +328,8 @@ static gw_do decide(gw_request *q, sy_outcome o, int status, uint32_t *delay,
         &q->permit, o, status, now - q->call_start_ms, gw_wall_ms());
     if (v == SY_BREAKER_PASS)
         return DO_PASS;
+    if (v == SY_BREAKER_RESUME) /* resumeWithoutError: SCG's empty 200 */
+        return DO_EMPTY;
     if (q->permit.fallback && can_replay(q)) {
         q->fb_kind = status                    ? GW_FB_STATUS
                      : o == SY_OUTCOME_TIMEOUT ? GW_FB_TIMEOUT
@@ -364,7 +366,7 @@ static void carry_out(gw_request *q, gw_do d, uint32_t delay, int err_status) {
         to_fallback(q, q->permit.fallback);
         return;
     }
-    gw_request_respond(q, err_status, NULL, NULL);
+    gw_request_respond(q, d == DO_EMPTY ? 200 : err_status, NULL, NULL);
 }
 
 int gw_policy_on_response(gw_request *q, int status) {

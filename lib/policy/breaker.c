@@ -398,8 +398,12 @@ sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
     bool fail = err || code;
     bool slow = duration_ms > cfg->slow_ms;
     sy_breaker_verdict v = fail ? SY_BREAKER_FALLBACK : SY_BREAKER_PASS;
-    if (!err && code && cfg->resume_without_error && !cfg->fallback)
-        v = SY_BREAKER_PASS;
+    /* SCG without a fallbackUri, resumeWithoutError: a timeout stays 504;
+     * a listed status resumes with the upstream's answer; any other error
+     * (no answer) resumes an exchange nothing wrote: an empty 200 */
+    if (fail && cfg->resume_without_error && !cfg->fallback &&
+        outcome != SY_OUTCOME_TIMEOUT)
+        v = code ? SY_BREAKER_PASS : SY_BREAKER_RESUME;
     sy_policy_store *st = p->store;
     if (!p->permitted || !st || p->entry >= st->breakers)
         return v;

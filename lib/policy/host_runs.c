@@ -29,9 +29,12 @@ static const char *const gateway_runs[] = {
     NULL};
 
 /* examples/nginx-module: its tries follow one another at once (nginx's
- * upstream machinery has no wait between them) */
+ * upstream machinery has no wait between them); a connect failure is
+ * nginx's 502 once its breaker learns of it (no empty 200 of SCG's
+ * resumeWithoutError) */
 static const char *const nginx_runs[] = {
     "host=nginx",     "RequestRateLimiter",        "CircuitBreaker",
+    "!CircuitBreaker.resumeWithoutError",
     "Retry",          "!Retry.backoff",            "forward:",
     "https:",         "ws:",                       "wss:",
     "metadata.response-timeout", "metadata.connect-timeout",

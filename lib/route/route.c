@@ -7,10 +7,11 @@
 
 #include "base/values.h"
 
-#include "route/filter.h"
-#include "route/predicate.h"
+#include "policy/breaker.h"
 #include "policy/host_runs.h"
 #include "policy/retry.h"
+#include "route/filter.h"
+#include "route/predicate.h"
 #include "service/service.h"
 
 #include <stdio.h>
@@ -628,28 +629,48 @@ static int check_item(void *data, const char *item, int where, size_t i) {
 }
 
 /* The parts of a host-run filter the host declared it does not run
- * ("!Retry.backoff"), refused at the filter's arg. */
+ * ("!Retry.backoff", "!CircuitBreaker.resumeWithoutError"), refused at
+ * the filter's arg. */
 static int check_parts(const host_check *c) {
     const struct sy_route *r = c->r;
-    if (!r->more->cfilters || !sy__host_excludes(c->runs, "Retry.backoff"))
+    bool backoff = sy__host_excludes(c->runs, "Retry.backoff"),
+         resume =
+             sy__host_excludes(c->runs, "CircuitBreaker.resumeWithoutError");
+    if (!r->more->cfilters || !(backoff || resume))
         return 0;
     for (size_t i = 0; i < r->more->filter_count; i++) {
         sy__builtin id;
-        const struct sy_retry_policy *rp =
-            r->more->cfilters[i] ? sy__filter_policy(r->more->cfilters[i], &id)
-                                 : NULL;
-        if (!rp || id != SY_F_RETRY || !rp->backoff)
-            continue;
+        const void *pol = r->more->cfilters[i]
+                              ? sy__filter_policy(r->more->cfilters[i], &id)
+                              : NULL;
+        const struct sy_retry_policy *rp = pol && id == SY_F_RETRY ? pol : NULL;
+        const sy__brk_cfg *bc = pol && id == SY_F_CIRCUIT_BREAKER ? pol : NULL;
         char p[300], who[80];
-        if (r->more->filters[i].shortcut)
-            snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);
-        else
-            snprintf(p, sizeof p, "%s[%zu].args.backoff", c->filters_path, i);
-        sy__host_name(c->runs, who, sizeof who);
-        return sy__error_set(c->err, SY_ENOTRUN, p,
-                             "Retry: backoff: %s does not wait between "
-                             "tries (it retries at once); remove backoff",
-                             who);
+        if (rp && backoff && rp->backoff) {
+            if (r->more->filters[i].shortcut)
+                snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);
+            else
+                snprintf(p, sizeof p, "%s[%zu].args.backoff", c->filters_path,
+                         i);
+            sy__host_name(c->runs, who, sizeof who);
+            return sy__error_set(c->err, SY_ENOTRUN, p,
+                                 "Retry: backoff: %s does not wait between "
+                                 "tries (it retries at once); remove backoff",
+                                 who);
+        }
+        /* without a fallbackUri, SCG answers a connect failure with an
+         * empty 200 (SY_BREAKER_RESUME) */
+        if (bc && resume && bc->resume_without_error && !bc->fallback) {
+            snprintf(p, sizeof p, "%s[%zu].args.resumeWithoutError",
+                     c->filters_path, i);
+            sy__host_name(c->runs, who, sizeof who);
+            return sy__error_set(c->err, SY_ENOTRUN, p,
+                                 "CircuitBreaker: resumeWithoutError without "
+                                 "a fallbackUri: %s answers a connect "
+                                 "failure 502, not SCG's empty 200; give a "
+                                 "fallbackUri or remove it",
+                                 who);
+        }
     }
     return 0;
 }

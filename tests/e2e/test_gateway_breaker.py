@@ -4,7 +4,9 @@ fails (statusCodes) opens the breaker: calls go to fallbackUri
 after waitDurationInOpenState it is half-open, and healthy calls close it.
 Slow calls trip the slow-call model; SCG's default 1 s time limit answers
 504. Breaker state per name is in /metrics. FallbackHeaders tells the
-fallback what failed."""
+fallback what failed. Without a fallbackUri, resumeWithoutError answers
+as SCG's resumed exchange: a connect failure an empty 200, a listed
+status the upstream's answer, a timeout still 504."""
 import json
 import time
 
@@ -42,6 +44,14 @@ def body(procs, c):
         {"id": "tl", "uri": be, "predicates": ["Path=/tl/**"],
          "filters": ["CircuitBreaker=tl"]},
     ]
+    dead = "http://127.0.0.1:%d" % h.free_port()  # nothing listens there
+    for rid, uri, resume in (("rw", dead, True), ("nrw", dead, False),
+                             ("rws", be, True), ("rwt", be, True)):
+        routes.append(
+            {"id": rid, "uri": uri, "predicates": ["Path=/%s/**" % rid],
+             "filters": [{"name": "CircuitBreaker", "args": {
+                 "name": rid, "resumeWithoutError": resume,
+                 "statusCodes": ["500"], "timeoutDuration": "300ms"}}]})
     gw = procs.gateway("--routes", procs.write_file(
         "routes.json", json.dumps({"version": "1", "routes": routes})))
 
@@ -94,6 +104,19 @@ def body(procs, c):
     took = time.monotonic() - t0
     c.eq(st, 504, "past the 1 s time limit: 504")
     c.ok(0.9 < took < 1.8, "answered at the time limit (%.2f s)" % took)
+
+    # resumeWithoutError without a fallbackUri (SCG's
+    # handleErrorWithoutFallback): the error is dropped, the exchange ends
+    st, hdrs, data = gw.request("GET", "/rw/x")
+    c.eq((st, data, hdrs.get("content-length")), (200, b"", "0"),
+         "resumeWithoutError, upstream down: an empty 200")
+    c.eq(gw.request("GET", "/nrw/x")[0], 502,
+         "without resumeWithoutError, upstream down: 502")
+    st, _, data = gw.request("GET", "/rws/x?status=500")
+    c.eq((st, json.loads(data)["instance"]), (500, "b1"),
+         "resumeWithoutError, a listed status: the upstream's answer")
+    c.eq(gw.request("GET", "/rwt/x?delay=1500")[0], 504,
+         "resumeWithoutError, past the time limit: still 504")
 
 
 h.run("gateway_breaker", body)

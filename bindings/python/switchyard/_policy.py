@@ -56,11 +56,13 @@ class BreakerPermit:
                status: int = 0, duration_ms: int = 0,
                now_ms: int = 0) -> str:
         """Report the call: "fallback" when it counts as a failure (go to
-        the fallback or answer the error), else "pass"."""
+        the fallback or answer the error), "resume" for a connect failure
+        under resumeWithoutError without a fallbackUri (answer an empty
+        200, as SCG), else "pass"."""
         self._snapshot._p()  # ClosedError once released
         v = lib.sy_breaker_record(self._c, int(Outcome.of(outcome)),
                                   int(status), int(duration_ms), int(now_ms))
-        return "fallback" if int(v) else "pass"
+        return ("pass", "fallback", "resume")[int(v)]
 
     def __repr__(self) -> str:
         return (f"BreakerPermit(name={self.name!r}, permitted="

@@ -463,30 +463,39 @@ static int added_ids_free(const sy_report *rep, const char *source,
     return rc;
 }
 
-/* A change to a source the router does not know yet: registering it is a
- * change too, so the change is tried first on a scratch router with the
- * gateway's options (and its route ids against the other sources' live
- * routes); only a change that passes registers the source. */
-static int try_on_scratch(gw_admin_call *a, const endpoint *ep, sy_error *err) {
+int gw_try_new_source(const char *source,
+                      int (*stage)(void *data, sy_change_set *cs,
+                                   sy_error *err),
+                      void *data, sy_error *err) {
     sy_router *r = NULL;
     sy_change_set *cs = NULL;
     sy_report *rep = NULL;
-    char what[512];
     int rc = gw_scratch_router(&r, err);
     if (!rc)
-        rc = sy_router_add_source(r, a->seg[1], err);
+        rc = sy_router_add_source(r, source, err);
     if (!rc)
         rc = sy_change_set_new(r, &cs, err);
     if (!rc)
-        rc = ep->stage(a, cs, what, sizeof what, err);
+        rc = stage(data, cs, err);
     if (!rc)
         rc = sy_router_check(r, cs, &rep, err);
     if (!rc && rep)
-        rc = added_ids_free(rep, a->seg[1], err);
+        rc = added_ids_free(rep, source, err);
     sy_report_free(rep);
     sy_change_set_free(cs);
     sy_router_free(r);
     return rc;
+}
+
+typedef struct scratch_call {
+    gw_admin_call *a;
+    const endpoint *ep;
+} scratch_call;
+
+static int stage_call(void *data, sy_change_set *cs, sy_error *err) {
+    scratch_call *s = data;
+    char what[512];
+    return s->ep->stage(s->a, cs, what, sizeof what, err);
 }
 
 /* The one stage-and-commit helper: ep's change saved first when it is
@@ -501,7 +510,8 @@ static void stage_and_commit(gw_admin_call *a, const endpoint *ep,
     sy_error err;
     bool new_source = ep->needs & NEEDS_SOURCE && !gw_source_exists(a->seg[1]);
     if (new_source) {
-        int rc = try_on_scratch(a, ep, &err);
+        scratch_call sc = {a, ep};
+        int rc = gw_try_new_source(a->seg[1], stage_call, &sc, &err);
         if (rc) {
             reply_error(a->c, rc, &err);
             return;

@@ -351,6 +351,15 @@ bool gw_source_exists(const char *name);
 /* A new router with the gateway's options and no host data, to try a
  * change on without touching the live one; free it with sy_router_free. */
 int gw_scratch_router(sy_router **out, sy_error *err);
+/* A change to a source the router does not know yet: registering it is a
+ * change too, so the change (stage's) is tried first on a scratch router
+ * with the gateway's options (its new route ids against the other
+ * sources' live routes); 0 when it passes, and only then may the caller
+ * register the source (admin.c; state.c's replay). */
+int gw_try_new_source(const char *source,
+                      int (*stage)(void *data, sy_change_set *cs,
+                                   sy_error *err),
+                      void *data, sy_error *err);
 /* The last error of the route file of `source`, or NULL when it applied
  * (or the source has no file). */
 const sy_error *gw_config_source_error(const char *source);

@@ -491,6 +491,10 @@ static int stage_one(sy_change_set *cs, const kept *o, sy_error *err) {
     return rc;
 }
 
+static int stage_kept(void *data, sy_change_set *cs, sy_error *err) {
+    return stage_one(cs, data, err);
+}
+
 int gw_overrides_stage(sy_change_set *cs, const char *source, sy_error *err) {
     if (!G.cfg.admin_overrides_files)
         return 0;
@@ -646,10 +650,14 @@ static int replay_one(const kept *o, sy_error *err) {
     }
     memset(err, 0, sizeof *err);
     int rc = 0;
-    if (o->kind == K_DOCUMENT || o->kind == K_UPSERT || o->kind == K_ROLLBACK) {
-        rc = sy_router_add_source(G.router, o->name, err);
-        if (rc == SY_EEXIST)
-            rc = 0;
+    /* a change of a source not known yet registers it only when it
+     * passes (as the admin API's): a failed one leaves no empty source */
+    if ((o->kind == K_DOCUMENT || o->kind == K_UPSERT ||
+         o->kind == K_ROLLBACK) &&
+        !gw_source_exists(o->name)) {
+        rc = gw_try_new_source(o->name, stage_kept, (void *)o, err);
+        if (!rc)
+            rc = sy_router_add_source(G.router, o->name, err);
     }
     sy_change_set *cs = NULL;
     if (!rc)

@@ -12,8 +12,10 @@ state file that does not parse (syntax, or a change without its route)
 fails the start with the file and the located error, and so does one the
 gateway cannot write; a change that no
 longer applies (its source now a file's, without --admin-overrides-files)
-is logged, left out, and the file as it was kept; a gateway with the admin
-API and no --state warns once that admin changes live in memory only.
+is logged, left out, and the file as it was kept; a change to a source
+not known yet that fails at replay registers no source (the ones that
+pass do); a gateway with the admin API and no --state warns once that
+admin changes live in memory only.
 """
 import json
 import os
@@ -222,6 +224,35 @@ def unsaved_change_refused(procs, c, port):
     stop(gw)
 
 
+def failed_replay_registers_nothing(procs, c, port):
+    """A replayed change of an unknown source is tried before the source
+    is registered: one that fails leaves no empty source behind."""
+    up = "http://127.0.0.1:%d" % port
+    bad = route("g1", "/g1/**", up, "g")
+    bad["predicates"] = ["Path=/g1/{x:[}"]  # a regex that does not compile
+    state = procs.write_file("ghost-state.json", json.dumps({
+        "format": "mini-gateway-state/1", "changes": [
+            {"change": "upsert", "source": "ghost", "route": "g1",
+             "body": bad},
+            {"change": "document", "source": "ghost2",
+             "body": {"version": "1", "routes": [bad]}},
+            {"change": "upsert", "source": "fine", "route": "f1",
+             "body": route("f1", "/f1/**", up, "f")}]}))
+    gw = procs.gateway("--state", state)
+    s = gw.status()
+    names = [x["name"] for x in s["sources"]]
+    c.ok("ghost" not in names and "ghost2" not in names,
+         "failed replays of unknown sources register none: %r" % names)
+    c.eq((s["state"]["replayed"], s["state"]["not_replayed"]), (1, 2),
+         "/status: one replayed, two not")
+    c.eq(tag_of(gw, "/f1/x"), (200, "f"), "the change that passes applies")
+    c.eq(gw.source("fine")["origin"], "state", "its source's origin")
+    # the admin API then creates the source as if it never was
+    c.eq(gw.admin_call("PUT", "/routes/ghost/g2", route(
+        "g2", "/g2/**", up, "g2"))[0], 200, "the source can be made later")
+    stop(gw)
+
+
 def memory_only_warning(procs, c):
     gw = procs.gateway()
     time.sleep(0.1)
@@ -239,6 +270,7 @@ def body(procs, c):
     override_survives(procs, c, port)
     bad_state(procs, c)
     unsaved_change_refused(procs, c, port)
+    failed_replay_registers_nothing(procs, c, port)
     memory_only_warning(procs, c)
 
 

@@ -141,6 +141,7 @@ static int run_demo_setup(void) {
         gw_log("demo routes: %s: %s", err.path, err.message);
         return -1;
     }
+    gw_origin_set("demo", "demo"); /* /status: the built-in routes */
     return 0;
 }
 

@@ -152,7 +152,7 @@ static bool keep(kept *k) {
 
 typedef struct origin {
     char *source;
-    const char *from; /* "file", "admin", "state" */
+    const char *from; /* "file", "admin", "state", "demo" */
 } origin;
 static origin *origins;
 static size_t norigins;

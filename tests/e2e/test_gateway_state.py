@@ -15,7 +15,8 @@ longer applies (its source now a file's, without --admin-overrides-files)
 is logged, left out, and the file as it was kept; a change to a source
 not known yet that fails at replay registers no source (the ones that
 pass do); a gateway with the admin API and no --state warns once that
-admin changes live in memory only.
+admin changes live in memory only; the built-in demo's source has the
+origin "demo".
 """
 import json
 import os
@@ -253,6 +254,31 @@ def failed_replay_registers_nothing(procs, c, port):
     stop(gw)
 
 
+def demo_origin(procs, c):
+    """The demo's built-in routes: origin "demo" in /status. Its backends
+    listen on 127.0.0.1:9101 and :9102; taken by something else, the
+    check is reported as skipped."""
+    import socket
+    for p in (9101, 9102):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            print("skipped: the demo's origin (127.0.0.1:%d is taken)" % p)
+            return
+        finally:
+            s.close()
+    port, admin = h.free_port(), h.free_port()
+    p = procs.start([h.binary(), "--demo", "--listen", "127.0.0.1:%d" % port,
+                     "--admin", "127.0.0.1:%d" % admin], "demo.log")
+    h.wait_port(admin, proc=p)
+    st, _, data = h.http_call(admin, "GET", "/status")
+    c.eq([(s["name"], s["origin"]) for s in json.loads(data)["sources"]],
+         [("demo", "demo")], "/status: the demo's source has origin demo")
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=10)
+
+
 def memory_only_warning(procs, c):
     gw = procs.gateway()
     time.sleep(0.1)
@@ -272,6 +298,7 @@ def body(procs, c):
     unsaved_change_refused(procs, c, port)
     failed_replay_registers_nothing(procs, c, port)
     memory_only_warning(procs, c)
+    demo_origin(procs, c)
 
 
 h.run("gateway_state", body)

@@ -127,8 +127,8 @@ static void answer_status(gw_admin_call *a) {
             gw_buf_add(&b, ",", 1);
         gw_buf_adds(&b, "{\"name\":");
         gw_buf_json_str(&b, st.name, strlen(st.name));
-        const char *from =
-            gw_origin(st.name); /* file, admin, state, etcd, demo */
+        /* file, admin, state, etcd, demo */
+        const char *from = gw_origin(st.name);
         gw_buf_adds(&b, ",\"origin\":");
         if (from)
             gw_buf_json_str(&b, from, strlen(from));

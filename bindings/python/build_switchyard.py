@@ -48,6 +48,18 @@ extern "Python" {
 }
 """
 
+# The mini-gateway's own readers, compiled into the extension from
+# examples/mini-gateway (the C tool links the same files), so that
+# `python3 -m switchyard check --host gateway` refuses exactly what the
+# gateway refuses: a route's cors metadata (cors_parse.c) and the filters
+# it runs itself (host_filters.c).
+GATEWAY_CDEF = r"""
+typedef struct gw_cors gw_cors;
+gw_cors *gw_cors_parse(const char *json, char *err, size_t cap);
+void gw_cors_free(gw_cors *c);
+int gw_host_filters_register(sy_registry *reg, sy_error *err);
+"""
+
 # Macros of the header that the binding uses, as plain integer constants.
 EXTRA_CONSTANTS = r"""
 #define SY_VERSION_MAJOR ...
@@ -82,8 +94,11 @@ def make_ffi(header_path: str) -> cffi.FFI:
     with open(header_path, encoding="utf-8") as f:
         header = f.read()
     ffi = cffi.FFI()
-    ffi.cdef(header_to_cdef(header) + EXTRA_CONSTANTS + EXTERN_PYTHON)
-    ffi.set_source("switchyard._native", '#include "switchyard.h"\n')
+    ffi.cdef(header_to_cdef(header) + EXTRA_CONSTANTS + GATEWAY_CDEF +
+             EXTERN_PYTHON)
+    ffi.set_source("switchyard._native",
+                   '#include "switchyard.h"\n#include "cors_parse.h"\n'
+                   '#include "host_filters.h"\n')
     return ffi
 
 

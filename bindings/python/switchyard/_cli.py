@@ -26,11 +26,13 @@ import json
 import sys
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from ._core import diff, parse, parse_instances
+from ._core import Registry, diff, parse, parse_instances
 from ._replay import replay
 from ._errors import InvalidDocumentError, SwitchyardError
 from ._policy import host_profile, host_runs_all
 from ._router import Router
+from ._native import ffi, lib
+from ._convert import check as _check_rc, new_error
 from ._types import Action, Changed, Issue, Request, UpstreamKind
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -131,6 +133,44 @@ def _host_run_lines(file: str, doc: Any) -> List[str]:
     return lines
 
 
+def _gateway_registry() -> Registry:
+    """The filters the mini-gateway runs itself (SecureHeaders, ...),
+    registered by its own host_filters.c, as the C tool does."""
+    reg = Registry()
+    e = new_error()
+    _check_rc(lib.gw_host_filters_register(reg._ptr, e), e)
+    return reg
+
+
+def _gateway_cors_lines(file: str, doc: Any, envelope: bool,
+                        dropped: bool) -> List[str]:
+    """--host gateway: each route's cors metadata read by the gateway's own
+    cors_parse.c, one line per route the gateway would refuse at apply (the
+    C tool's check_gateway_cors: paths index the document's routes when
+    none was dropped, else name the route by id)."""
+    lines = []
+    p = doc._p()
+    for i in range(lib.sy_document_route_count(p)):
+        r = lib.sy_document_route(p, i)
+        v = lib.sy_route_metadata(r, b"cors")
+        if v == ffi.NULL:
+            continue
+        msg = ffi.new("char[256]")
+        c = lib.gw_cors_parse(v, msg, 256)
+        if c != ffi.NULL:
+            lib.gw_cors_free(c)
+            continue
+        if dropped:
+            rid = ffi.string(lib.sy_route_id(r))[:100].decode(
+                "utf-8", "replace")
+            path = f"route '{rid}'.metadata.cors"
+        else:
+            path = f"{'routes' if envelope else ''}[{i}].metadata.cors"
+        why = ffi.string(msg).decode("utf-8", "replace") or "out of memory"
+        lines.append(_where(file, 0, 0, path, f"cors: {why}"))
+    return lines
+
+
 def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     quiet = False
     fail_on_warning = False
@@ -180,7 +220,9 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             continue
         try:
             doc = parse(raw, lenient=True,  # list every bad route
-                        host_runs=host)
+                        host_runs=host,
+                        registry=_gateway_registry() if host == "gateway"
+                        else None)
         except SwitchyardError as exc:
             out.write(_exc_line(file, exc) + "\n")
             status = status or EXIT_FAIL
@@ -189,6 +231,12 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             issues = doc.issues
             for issue in issues:
                 out.write(_issue_line(file, issue) + "\n")
+            if host == "gateway":
+                envelope = raw.lstrip(b" \t\r\n").startswith(b"{")
+                cors = _gateway_cors_lines(file, doc, envelope, bool(issues))
+                for line in cors:
+                    out.write(line + "\n")
+                issues = tuple(issues) + tuple(cors)
             if issues:
                 status = status or EXIT_FAIL
             warnings = doc.shadowed()

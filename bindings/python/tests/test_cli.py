@@ -22,6 +22,23 @@ INSTANCES = {"services": {"orders": [
     {"id": "o3", "host": "10.0.0.3", "port": 8080, "state": "down"}]}}
 
 
+def _cors_route(rid, cors):
+    return {"id": rid, "uri": "http://b", "predicates": [f"Path=/{rid}"],
+            "metadata": {"cors": cors}}
+
+
+# what the mini-gateway's cors_parse.c accepts and refuses at apply
+CORS_DOC = {"version": "1", "routes": [
+    _cors_route("ok", {"allowedOrigins": "https://a.com, https://b.com",
+                       "allowedMethods": ["GET"], "maxAge": 10}),
+    _cors_route("typo", {"allowedOrigin": "https://a.com"}),
+    _cors_route("creds", {"allowCredentials": True, "allowedOrigins": "*"}),
+    _cors_route("age", {"maxAge": 1.5}),
+    _cors_route("list", {"allowedMethods": [1]}),
+    {"id": "sec", "uri": "http://b", "predicates": ["Path=/sec"],
+     "filters": ["SecureHeaders"]}]}
+
+
 @pytest.fixture
 def files(tmp_path):
     gw = tmp_path / "gw.json"
@@ -40,6 +57,10 @@ def files(tmp_path):
             {"name": "Header", "args": {"header": "X", "regexp": "[0-9"}}]}]}))
     (tmp_path / "syntax.json").write_text('[\n  {"id": "a",\n   "uri" "x"}\n]\n')
     (tmp_path / "inst.json").write_text(json.dumps(INSTANCES))
+    (tmp_path / "cors.json").write_text(json.dumps(CORS_DOC))
+    # a bare array with a route the library drops: cors paths name ids
+    (tmp_path / "cors-array.json").write_text(json.dumps(
+        [{"id": "x", "uri": "ftp://x"}] + CORS_DOC["routes"][1:3]))
     (tmp_path / "inst-num.json").write_text(json.dumps({"orders": [
         {"id": "n2", "host": "10.0.0.2", "port": 8080, "state": "UP",
          "metadata": {"version": 2}}]}))
@@ -63,6 +84,44 @@ def test_version_and_help():
     assert rc == 2 and "usage" in err
     rc, _, err = run("frobnicate")
     assert rc == 2 and "unknown command 'frobnicate'" in err
+
+
+def test_check_host_gateway_refuses_the_cors_the_gateway_refuses(files):
+    cors = files / "cors.json"
+    rc, out, _ = run("check", "--host", "gateway", str(cors))
+    assert rc == 1
+    assert out.splitlines()[:4] == [
+        f"{cors}: routes[1].metadata.cors: cors: unknown key 'allowedOrigin' "
+        "(allowedOrigins, allowedOriginPatterns, allowedMethods, "
+        "allowedHeaders, exposedHeaders, allowCredentials, maxAge)",
+        f"{cors}: routes[2].metadata.cors: cors: allowCredentials true cannot "
+        "go with allowedOrigins '*' (list the origins, or use "
+        "allowedOriginPatterns)",
+        f"{cors}: routes[3].metadata.cors: cors: maxAge: must be a whole "
+        "number of seconds",
+        f"{cors}: routes[4].metadata.cors: cors: allowedMethods: must be a "
+        "string or an array of strings"]
+    assert f"{cors}: ok" not in out
+    # a route the library dropped: the cors lines name the routes by id
+    arr = files / "cors-array.json"
+    rc, out, _ = run("check", "--host", "gateway", str(arr))
+    assert rc == 1 and out.splitlines()[1:3] == [
+        f"{arr}: route 'typo'.metadata.cors: cors: unknown key "
+        "'allowedOrigin' (allowedOrigins, allowedOriginPatterns, "
+        "allowedMethods, allowedHeaders, exposedHeaders, allowCredentials, "
+        "maxAge)",
+        f"{arr}: route 'creds'.metadata.cors: cors: allowCredentials true "
+        "cannot go with allowedOrigins '*' (list the origins, or use "
+        "allowedOriginPatterns)"]
+    # what the gateway runs passes: its cors and its own filters
+    good = files / "cors-good.json"
+    good.write_text(json.dumps({"version": "1", "routes": [
+        CORS_DOC["routes"][0], CORS_DOC["routes"][5]]}))
+    rc, out, _ = run("check", "--host", "gateway", str(good))
+    assert rc == 0 and out.startswith(f"{good}: ok, 2 routes\n")
+    # without --host the metadata is the host's business: not read
+    rc, out, _ = run("check", str(cors))
+    assert "metadata.cors: cors:" not in out
 
 
 def test_check_valid_and_invalid(files):
@@ -272,6 +331,8 @@ def _env():
 @pytest.mark.parametrize("argv", [
     ["--version"], ["--help"], ["nope"],
     ["check", "gw.json", "bad.json", "syntax.json"], ["check", "-q", "gw.json"],
+    ["check", "--host", "gateway", "cors.json", "cors-array.json"],
+    ["check", "--host", "nginx", "cors.json"],
     ["check", "missing.json"],
     ["match", "gw.json", "GET", "http://shop/api/orders/42?x=1"],
     ["match", "--json", "gw.json", "GET", "http://shop/api/orders/42?x=1"],

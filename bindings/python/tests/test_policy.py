@@ -105,6 +105,23 @@ def test_a_breaker_opens_and_its_state_is_visible():
     assert r.policy_stats()["breaker_opened"] == 1
 
 
+def test_resume_without_error_and_no_fallback_is_resume():
+    """SCG without a fallbackUri, resumeWithoutError: a connect failure is
+    an empty 200 ("resume"), a listed status passes, a timeout is still
+    the error ("fallback")."""
+    r = sy.Router()
+    r.add_source("s")
+    r.apply("s", [{"id": "cb", "uri": "http://b", "filters": [
+        {"name": "CircuitBreaker", "args": {
+            "name": "rw", "resumeWithoutError": True,
+            "statusCodes": ["500"]}}]}])
+    with r.acquire() as snap:
+        m = snap.match(path="/x")
+        assert m.breaker(T0).record("connect_failure", 0, 3, T0) == "resume"
+        assert m.breaker(T0).record("5xx", 500, 3, T0) == "pass"
+        assert m.breaker(T0).record("timeout", 0, 3, T0) == "fallback"
+
+
 def test_retry_policy_answers_retry_and_backoff():
     r = sy.Router()
     r.add_source("s")

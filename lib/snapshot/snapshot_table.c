@@ -417,7 +417,12 @@ bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
         sy__rank_chunk *n = sy__snap_chunk_new(s, sizeof *n);
         if (!n)
             return false;
-        n->n = c->n / 2;
+        /* but for a key after the last one (the routes of a document,
+         * inserted in their order): a new chunk of its own, the full one
+         * stays full (half-full chunks cost 4 bytes a route) */
+        bool append = k + 1 == s->rank_nchunks &&
+                      sy__snap_key_of(s, c->e[c->n - 1]) <= key;
+        n->n = append ? 0 : c->n / 2;
         c->n -= n->n;
         memcpy(n->e, c->e + c->n, n->n * sizeof *n->e);
         memmove(s->rank_chunks + k + 2, s->rank_chunks + k + 1,
@@ -427,7 +432,7 @@ bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
         s->rank_chunks[k + 1] = n;
         s->rank_cids[k + 1] = n->cid;
         s->rank_nchunks++;
-        if (sy__snap_key_of(s, n->e[0]) <= key) {
+        if (append || sy__snap_key_of(s, n->e[0]) <= key) {
             c = n;
             k++;
         }

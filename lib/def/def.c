@@ -210,20 +210,19 @@ static const struct sy_route *route_at(const sy__def_reuse *ru, int64_t pos) {
     return pos < 0 ? NULL : ru->at_position(ru->data, (size_t)pos);
 }
 
-/* The memo entry of position `pos` when it describes route r, else NULL
- * (then r itself is read). */
-static const sy__span_memo *memo_at(const sy__def_reuse *ru, int64_t pos,
-                                    const struct sy_route *r) {
+/* The memo entry of position `pos`, describing the route at pos (def.h),
+ * or NULL (then the route itself is read). */
+static const sy__span_memo *memo_at(const sy__def_reuse *ru, int64_t pos) {
     if (!ru->memo || pos < 0 || (size_t)pos >= ru->memo_count)
         return NULL;
     const sy__span_memo *m = &ru->memo[pos];
-    return m->route == r ? m : NULL;
+    return m->span_len ? m : NULL;
 }
 
 /* Route r's span length and hash, from the memo when it has them. */
 static size_t span_of(const sy__def_reuse *ru, int64_t pos,
                       const struct sy_route *r, uint64_t *hash) {
-    const sy__span_memo *m = memo_at(ru, pos, r);
+    const sy__span_memo *m = memo_at(ru, pos);
     *hash = m ? m->span_hash : r->span_hash;
     return m ? m->span_len : r->span_len;
 }
@@ -357,7 +356,7 @@ static void prefetch_ahead(const sy__json_scan *scan,
     if (i + 2 * SPAN_AHEAD < n) {
         const sy__json_span *ka = &scan->routes[i + 2 * SPAN_AHEAD];
         const struct sy_route *k = ka->known;
-        if (k && !memo_at(reuse, (int64_t)ka->aux, k)) {
+        if (k && !memo_at(reuse, (int64_t)ka->aux)) {
             PREFETCH(&k->span_hash);
             PREFETCH(&k->id_hash);
         }
@@ -365,7 +364,7 @@ static void prefetch_ahead(const sy__json_scan *scan,
     if (i + SPAN_AHEAD < n) {
         const sy__json_span *ka = &scan->routes[i + SPAN_AHEAD];
         const struct sy_route *k = ka->known;
-        const sy__span_memo *m = k ? memo_at(reuse, (int64_t)ka->aux, k) : NULL;
+        const sy__span_memo *m = k ? memo_at(reuse, (int64_t)ka->aux) : NULL;
         if (k)
             PREFETCH(&ids->e[(m ? m->id_hash : k->id_hash) & ids->mask]);
     }
@@ -561,7 +560,7 @@ static int route_obtain(route_walk *w, size_t i, route_step *s) {
 static int route_check_id(route_walk *w, size_t i, route_step *s) {
     bool kept = s->same && s->r == s->same;
     const sy__span_memo *m =
-        kept && s->borrow ? memo_at(w->reuse, (int64_t)s->prev, s->r) : NULL;
+        kept && s->borrow ? memo_at(w->reuse, (int64_t)s->prev) : NULL;
     if (id_is_free(w->d, &w->ids, s->r, kept, m, &s->h, &s->id_len, &s->pos))
         return 0;
     sy__path_index(w->path, sizeof w->path, w->at, i);
@@ -602,8 +601,7 @@ static void route_place(route_walk *w, size_t i, route_step *s) {
      * Routes of a parse without byte reuse (sy_document_parse) never
      * enter a router and carry no span. */
     if (d->memo && s->span_len && s->span_len <= UINT32_MAX)
-        d->memo[i] =
-            (sy__span_memo){r, s->span_hash, (uint32_t)s->span_len, s->h};
+        d->memo[i] = (sy__span_memo){s->span_hash, (uint32_t)s->span_len, s->h};
     if (w->by_bytes && !kept && s->id_len) {
         r->span_hash = s->span_hash;
         r->span_len = (uint32_t)s->span_len;

@@ -9,13 +9,14 @@
 
 #include "route/route.h"
 
-/* What an apply learnt about one element of the routes array: the route
- * it gave (NULL: none, an invalid element, or a span of 4 GiB or more)
- * with that route's span and id hash (route.h span_hash, span_len,
- * id_hash), so the next apply of the source compares bytes with it
- * without reading the route. 24 bytes an element. */
+/* What an apply learnt about one element of the routes array: the span
+ * and id hash (route.h span_hash, span_len, id_hash) of the route it gave,
+ * so the next apply of the source compares bytes with it without reading
+ * the route; span_len 0: nothing (an invalid element, a span of 4 GiB or
+ * more, or an entry cleared since). The route is the one at that position
+ * (sy__def_reuse at_position): the memo is offered only while that holds.
+ * 16 bytes an element. */
 typedef struct sy__span_memo {
-    const struct sy_route *route;
     uint64_t span_hash;
     uint32_t span_len, id_hash;
 } sy__span_memo;
@@ -86,9 +87,10 @@ typedef struct sy__def_reuse {
     size_t (*position_of)(void *data, const struct sy_route *r);
     size_t count_hint; /* routes the document before held (0: unknown) */
     /* Optional: the memo of the document before (sy_document.memo). Entry
-     * p is used only while its route is at_position(p)'s, compared by
-     * address: the caller must offer it only while no route it names can
-     * have been freed (no other change of the source since). */
+     * p describes at_position(p)'s route: the caller offers it only while
+     * that holds, an entry cleared (span_len 0) for every route replaced or
+     * removed since (no other change of the source since: commit_steps.c
+     * memo_forget). */
     const sy__span_memo *memo;
     size_t memo_count;
     /* Optional: no live route can be found (a first document): the scan

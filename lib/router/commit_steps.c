@@ -153,16 +153,16 @@ static sy__span_memo *source_memo(commit *c, uint32_t si, size_t *count) {
     return st->memo ? st->memo : s->memo;
 }
 
-/* A one-route change replaced or removed `old`, at document position pos:
- * its memo entry goes, so the memo never names a route that a publish may
- * free (a later route at that address would pass memo_at's check). A
- * failed commit leaves the entry gone: the next apply reads that route. */
-static void memo_forget(commit *c, uint32_t si, const struct sy_route *old,
-                        uint32_t pos) {
+/* A one-route change replaced or removed the route at document position
+ * pos: its memo entry goes, so every entry describes the route at its
+ * position (def.h sy__def_reuse memo; a route upserted later takes a
+ * position past the memo, next_pos). A failed commit leaves the entry
+ * gone: the next apply reads that route. */
+static void memo_forget(commit *c, uint32_t si, uint32_t pos) {
     size_t n;
     sy__span_memo *m = source_memo(c, si, &n);
-    if (m && pos < n && m[pos].route == old)
-        m[pos].route = NULL;
+    if (m && pos < n)
+        m[pos].span_len = 0;
 }
 
 /* Derive the next snapshot from a document's changes (and free them),
@@ -523,7 +523,7 @@ static int one_route_step(commit *c, uint32_t si, const char *id,
     if (rc == SY_OK) {
         c->st[si].modified = c->st[si].touched = true;
         if (old)
-            memo_forget(c, si, old, old_pos);
+            memo_forget(c, si, old_pos);
     }
     return rc;
 }

@@ -495,6 +495,17 @@ START_TEST(add_request_parameter_appends_with_ampersand) {
 }
 END_TEST
 
+/* A captured variable is decoded ("a b" from /sp/a%20b): written raw it
+ * would put a space in the upstream request line. Encoded as java.net.URI
+ * encodes it when SCG builds the query; '+', '&', '%' stay as written. */
+START_TEST(add_request_parameter_encodes_what_cannot_stand_in_a_query) {
+    var("v", "a b\"<\xc3\xa9>#|+&%41");
+    route(filt("AddRequestParameter", "name", "n m", "value", "x-{v}", NULL));
+    run();
+    eq(P.query, "n%20m=x-a%20b%22%3C%C3%A9%3E%23%7C+&%41");
+}
+END_TEST
+
 START_TEST(add_request_parameter_after_trailing_ampersand_adds_none) {
     REQ.query = S("x=1&");
     route(filt("AddRequestParameter", "name", "a", "value", "b", NULL));
@@ -1349,6 +1360,8 @@ int main(void) {
         tc, add_request_headers_if_not_present_rejects_item_without_colon);
     tcase_add_test(tc, add_request_parameter_on_empty_query_has_no_separator);
     tcase_add_test(tc, add_request_parameter_appends_with_ampersand);
+    tcase_add_test(tc,
+                   add_request_parameter_encodes_what_cannot_stand_in_a_query);
     tcase_add_test(tc,
                    add_request_parameter_after_trailing_ampersand_adds_none);
     tcase_add_test(tc, add_response_header_adds_by_default);

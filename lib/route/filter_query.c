@@ -158,11 +158,45 @@ bool sy__plan_remove_param(sy__run *r, sy_str name, const sy_str *replacement) {
     return true;
 }
 
+/* May this byte stand in a request target's query as it is? Not a
+ * space, control, non-ASCII byte or one of "#<>\^`{|}: a captured
+ * variable is decoded ("a b"), and written raw it would break the
+ * upstream request line. */
+static bool query_safe(unsigned char ch) {
+    return ch > 0x20 && ch < 0x7f && !strchr("\"#<>\\^`{|}", ch);
+}
+
+/* s with the bytes query_safe refuses as %XX (what java.net.URI does to
+ * them when SCG builds the new query), in the arena; '%', '&', '=' and
+ * '+' are kept as they are, as SCG appends them. */
+static bool query_encode(sy__run *r, sy_str s, sy_str *out) {
+    size_t n = 0;
+    for (size_t i = 0; i < s.len; i++)
+        n += query_safe((unsigned char)s.ptr[i]) ? 1 : 3;
+    if (n == s.len) {
+        *out = s;
+        return true;
+    }
+    char *buf = sy__arena_alloc(r->ar, n + 1);
+    if (!buf)
+        return false;
+    size_t o = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char ch = (unsigned char)s.ptr[i];
+        o += sy__plan_put_byte(buf + o, ch, query_safe(ch));
+    }
+    buf[o] = '\0';
+    *out = (sy_str){buf, o};
+    return true;
+}
+
 /* AddRequestParameter: "name=<expanded value>" appended to the query,
- * behind a '&' unless the query is blank or already ends in one. */
+ * behind a '&' unless the query is blank or already ends in one; bytes
+ * that cannot stand in a query are percent-encoded (query_encode). */
 bool sy__plan_add_param(sy__run *r, const sy__filter *f) {
-    sy_str v;
-    if (!sy__plan_expand(r, f->value, &v))
+    sy_str v, name;
+    if (!sy__plan_expand(r, f->value, &v) || !query_encode(r, v, &v) ||
+        !query_encode(r, f->name, &name))
         return false;
     sy_str q = r->plan->query, sep = SY_PLAN_EMPTY;
     if (!sy__plan_has_text(q))
@@ -171,7 +205,7 @@ bool sy__plan_add_param(sy__run *r, const sy__filter *f) {
         sep = sy__plan_cstr("&");
     size_t len;
     char *head =
-        sy__plan_concat(r->ar, q, sep, f->name, sy__plan_cstr("="), &len);
+        sy__plan_concat(r->ar, q, sep, name, sy__plan_cstr("="), &len);
     if (!head)
         return false;
     char *buf = sy__plan_concat(r->ar, (sy_str){head, len}, v, SY_PLAN_EMPTY,

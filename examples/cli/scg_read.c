@@ -344,12 +344,17 @@ static int walk_yaml(scg_converter *c, yaml_document_t *d, yaml_node_t *y,
 }
 
 /* The profiles a document is for (spring.config.activate.on-profile or
- * the older spring.profiles), or NULL: for every profile. */
+ * the older spring.profiles), or NULL: for every profile. A map under
+ * spring.profiles (`active:`, `include:`, `group:`) says which profiles
+ * are on, not which this document is for. */
 static const node *doc_profiles(const node *root) {
     const node *s = scg_map_get(root, "spring");
     const node *p = scg_map_get(
         scg_map_get(scg_map_get(s, "config"), "activate"), "onprofile");
-    return p ? p : scg_map_get(s, "profiles");
+    if (p)
+        return p;
+    p = scg_map_get(s, "profiles");
+    return p && p->kind != N_MAP ? p : NULL;
 }
 
 /* The next name of a comma-separated list at *p (spaces trimmed): its

@@ -1,0 +1,205 @@
+"""mini-gateway end to end: an SCG team's application.yml, converted with
+`switchyard convert` and served, each route checked against what Spring
+Cloud Gateway's reference documentation (docs.spring.io/spring-cloud-gateway,
+"GatewayFilter Factories" / "Route Predicate Factories" pages, cited by
+page name below) and its factory tests say it does: the path, query and
+headers the backend sees (the test backend echoes them), the response
+headers and the status. Also SCG's actuator API as a team's scripts call
+it ("Actuator API" page).
+
+Arguments: the mini-gateway binary, the switchyard CLI.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import gwharness as h
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+YML = os.path.join(HERE, "data", "scg_trial_application.yml")
+
+
+def echo(data):
+    return json.loads(data)
+
+
+def body(procs, c):
+    cli = os.path.abspath(sys.argv[2])
+    _, bport = procs.backend("b1")
+    _, gport = procs.backend("g1")
+    env = dict(os.environ, BACKEND_PORT=str(bport))
+    env.pop("SPRING_PROFILES_ACTIVE", None)
+    r = subprocess.run([cli, "convert", YML], capture_output=True, env=env,
+                       timeout=20)
+    err = r.stderr.decode()
+    c.eq(r.returncode, 0, "convert exits 0 (%s)" % err)
+    # Spring Boot: spring.profiles.active (a map under spring.profiles)
+    # activates 'prod'; the document is for every profile, and the prod
+    # document's backend.url overrides the first one's.
+    c.ok("document 1 is for profile" not in err,
+         "spring.profiles.active is not read as the document's profile "
+         "(%s)" % err)
+    c.ok("httpclient: not converted" in err,
+         "spring.cloud.gateway.httpclient is named in a warning")
+    routes = procs.write_file("routes.json", r.stdout.decode())
+    inst = procs.write_file("instances.json", json.dumps(
+        {"services": {"greeter": [
+            {"id": "g1", "host": "127.0.0.1", "port": gport}]}}))
+    gw = procs.gateway("--routes", routes, "--instances", inst)
+
+    def get(path, headers=None, method="GET", data=None):
+        return gw.request(method, path, data, headers)
+
+    # StripPrefix page: /name/blue/red is sent as /red. default-filters
+    # (Default Filters page) add their header to every route's answer.
+    st, hd, data = get("/name/blue/red")
+    c.eq((st, echo(data)["path"]), (200, "/red"), "StripPrefix=2")
+    c.eq(hd.get("x-response-default-red"), "Default-Blue",
+         "default-filters' AddResponseHeader (from the prod profile's uri)")
+
+    # PrefixPath page: /hello is sent as /mypath/hello.
+    st, _, data = get("/pp/x?a=b")
+    c.eq((echo(data)["path"], echo(data)["query"]), ("/mypath/pp/x", "a=b"),
+         "PrefixPath (expanded args)")
+
+    # RewritePath page: /red/blue is sent as /blue.
+    c.eq(echo(get("/red/blue")[2])["path"], "/blue", "RewritePath")
+
+    # SetPath page (/red/blue -> /blue), AddRequestHeader and
+    # AddRequestParameter pages (URI variables in the value).
+    d = echo(get("/sp/x")[2])
+    c.eq((d["path"], d["query"]), ("/x", "foo=bar-x"),
+         "SetPath and AddRequestParameter with {segment}")
+    c.eq(h.echoed_header(get("/sp/x")[2], "X-Request-Red"), "Blue-x",
+         "AddRequestHeader with {segment}")
+    # A decoded variable with a space: SCG's UriTemplate encodes the path
+    # and java.net.URI the added parameter; never a raw space in the
+    # upstream request line (the backend answered 400 before the fix).
+    st, _, data = get("/sp/a%20b")
+    c.eq(st, 200, "a variable with a space reaches the backend")
+    if st == 200:
+        c.eq((echo(data)["path"], echo(data)["query"]),
+             ("/a%20b", "foo=bar-a%20b"), "path and parameter encoded")
+
+    # AddRequestHeadersIfNotPresent, MapRequestHeader, SetRequestHeader,
+    # RemoveRequestHeader, RemoveRequestParameter, SetResponseHeader pages.
+    st, hd, data = get("/hdr/a?red=1&blue=2", {
+        "Blue": "b1", "X-Request-Red": "r0", "X-Request-Color-1": "mine",
+        "X-Request-Foo": "f", "X-Request-Set": "old"})
+    d = echo(data)
+    seen = [(k.lower(), v) for k, v in d["headers"]]
+    c.eq(d["query"], "blue=2", "RemoveRequestParameter=red")
+    c.ok(("x-request-color-1", "mine") in seen and
+         ("x-request-color-1", "blue") not in seen and
+         ("x-request-color-2", "green") in seen,
+         "AddRequestHeadersIfNotPresent adds only the missing header")
+    c.eq(sorted(v for k, v in seen if k == "x-request-red"), ["b1", "r0"],
+         "MapRequestHeader augments X-Request-Red with Blue's value")
+    c.eq([v for k, v in seen if k == "x-request-set"], ["Blue"],
+         "SetRequestHeader replaces")
+    c.ok("x-request-foo" not in dict(seen), "RemoveRequestHeader")
+    c.eq(hd.get("x-response-red"), "Blue", "SetResponseHeader")
+
+    # RedirectTo page: 302 to https://acme.org, the request's query kept
+    # with includeRequestParams=true.
+    st, hd, _ = get("/redir/x?a=1")
+    c.eq((st, hd.get("location")), (302, "https://acme.org?a=1"),
+         "RedirectTo=302, https://acme.org, true")
+
+    # SetStatus page: UNAUTHORIZED is 401.
+    c.eq(get("/status/x")[0], 401, "SetStatus=UNAUTHORIZED")
+
+    # Query, Cookie, Header, Host predicate pages.
+    c.eq(get("/q/x?green")[0], 200, "Query=green matches with the param")
+    c.eq(get("/q/x")[0], 404, "Query=green: no route without it")
+    c.eq(get("/c/x", {"Cookie": "chocolate=chip"})[0], 200,
+         "Cookie=chocolate, ch.p")
+    c.eq(get("/c/x", {"Cookie": "chocolate=cake"})[0], 404,
+         "Cookie regexp not matching: no route")
+    c.eq(get("/h/x", {"X-Request-Id": "123"})[0], 200,
+         "Header=X-Request-Id, \\d+")
+    c.eq(get("/h/x", {"X-Request-Id": "abc"})[0], 404,
+         "Header regexp not matching: no route")
+    c.eq(h.echoed_header(get("/any", {"Host": "www.myhost.org"})[2], "X-Sub"),
+         "www", "Host={sub}.myhost.org: {sub} in AddRequestHeader")
+
+    # SecureHeaders page: the eight headers and their default values.
+    hd = get("/sec/x")[1]
+    c.eq((hd.get("x-frame-options"), hd.get("x-content-type-options"),
+          hd.get("referrer-policy"), hd.get("strict-transport-security"),
+          hd.get("x-download-options"),
+          hd.get("x-permitted-cross-domain-policies")),
+         ("DENY", "nosniff", "no-referrer", "max-age=631138519", "noopen",
+          "none"), "SecureHeaders' defaults")
+
+    # RequestHeaderSize page: 431, and the errorMessage header naming the
+    # header that is too large (RequestHeaderSizeGatewayFilterFactoryTests).
+    st, _, _ = get("/hs/x", {"X-A": "a" * 1200})
+    c.eq(st, 431, "RequestHeaderSize=1000B")
+    c.eq(get("/hs/x", {"X-A": "a" * 600, "X-B": "b" * 600})[0], 200,
+         "RequestHeaderSize counts each header, not their total")
+    # RequestSize page: 413 and errorMessage: "Request size is larger than
+    # permissible limit. Request size is ... where permissible limit is ..."
+    st, _, _ = get("/rs/x", method="POST", data=b"a" * 6000)
+    c.eq(st, 413, "RequestSize maxSize 5000")
+
+    # Route Metadata Configuration / per-route timeouts: response-timeout
+    # 200 ms, a 500 ms answer is 504 Gateway Timeout.
+    c.eq(get("/slow/x?delay=500")[0], 504, "metadata response-timeout")
+
+    # RewriteLocationResponseHeader page: .../v2/some/object/id becomes
+    # the request's host with the version stripped (AS_IN_REQUEST, the
+    # request path has no /vN/).
+    loc = "http://object-service.prod.example.net/v2/some/object/id"
+    hd = get("/loc/x?location=" + loc)[1]
+    c.eq(hd.get("location"), "http://127.0.0.1:%d/some/object/id" % gw.port,
+         "RewriteLocationResponseHeader=AS_IN_REQUEST, Location, ,")
+
+    # lb:// (LoadBalancerClient filter page): the service's instance.
+    d = echo(get("/lb/x")[2])
+    c.eq((d["instance"], d["path"]), ("g1", "/x"), "lb://greeter")
+
+    # RequestRateLimiter page: burstCapacity 2, the third request in a row
+    # is 429; the X-RateLimit-* headers on each answer.
+    sts = [get("/limited/x") for _ in range(3)]
+    c.eq([s[0] for s in sts], [200, 200, 429], "RequestRateLimiter burst 2")
+    c.eq(sts[2][1].get("x-ratelimit-burst-capacity"), "2",
+         "X-RateLimit-Burst-Capacity")
+
+    # CircuitBreaker and FallbackHeaders pages: the dead upstream goes to
+    # forward:/inCaseOfFailureUseThis, whose request carries the
+    # Execution-Exception-Type header.
+    st, _, data = get("/cb/x")
+    c.eq(st, 200, "CircuitBreaker fallbackUri answers")
+    c.ok(h.echoed_header(data, "Execution-Exception-Type"),
+         "FallbackHeaders on the forwarded request")
+
+    # Actuator API page: GET routes (route_id, predicate, filters, uri,
+    # order), GET routes/{id} (the definition), POST routes/{id} with
+    # _genkey_ args, POST refresh, DELETE routes/{id}.
+    st, _, data = gw.admin_call("GET", "/actuator/gateway/routes")
+    lst = json.loads(data)
+    c.ok(st == 200 and all({"route_id", "uri", "order", "predicate",
+                            "filters"} <= set(x) for x in lst),
+         "GET /actuator/gateway/routes: SCG's fields")
+    c.eq(lst[0]["route_id"], "headers", "in rank order (order -1 first)")
+    st, _, data = gw.admin_call("GET", "/actuator/gateway/routes/strip")
+    c.eq((st, json.loads(data).get("id")), (200, "strip"),
+         "GET /actuator/gateway/routes/{id}")
+    st, _, _ = gw.admin_call("POST", "/actuator/gateway/routes/newone", {
+        "uri": "http://127.0.0.1:%d" % bport,
+        "predicates": [{"name": "Path", "args": {"_genkey_0": "/new/**"}}],
+        "filters": [{"name": "StripPrefix", "args": {"_genkey_0": "1"}}]})
+    c.eq(st, 201, "POST /actuator/gateway/routes/{id}")
+    c.eq(gw.admin_call("POST", "/actuator/gateway/refresh")[0], 200,
+         "POST /actuator/gateway/refresh")
+    c.eq(echo(get("/new/a/b")[2])["path"], "/a/b", "the posted route serves")
+    c.eq(gw.admin_call("DELETE", "/actuator/gateway/routes/newone")[0], 200,
+         "DELETE /actuator/gateway/routes/{id}")
+    c.eq(gw.admin_call("GET", "/actuator/gateway/routes/newone")[0], 404,
+         "a deleted route is 404")
+    c.eq(get("/new/a/b")[0], 404, "and no longer serves")
+
+
+h.run("gateway_scg_trial", body)

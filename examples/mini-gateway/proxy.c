@@ -825,9 +825,21 @@ void gw_request_dispatch(gw_request *q) {
             gw_request_respond(q, sy_match_status(m), q->xhdrs.p, NULL);
         break;
     }
-    case SY_ACTION_RESPOND: {
+    case SY_ACTION_RESPOND: { /* RequestSize 413, RequestHeaderSize 431 */
+        /* with the filter's error header (SCG's errorMessage) and the
+         * route's other response edits, as a no://op answer */
         int st = sy_match_status(m);
-        respond_error(q, st ? st : 500, NULL);
+        gw_request_copy_response_ops(q, m, &q->xhdrs);
+        q->xhdrs.len = 0;
+        gw_buf hdr = {0};
+        gw_response_ops_text(q, &hdr);
+        char body[256];
+        error_body(body, sizeof body, st ? st : 500, NULL);
+        if (hdr.failed)
+            respond_error(q, 500, "out of memory");
+        else
+            gw_request_respond(q, st ? st : 500, hdr.p, body);
+        gw_buf_free(&hdr);
         break;
     }
     case SY_ACTION_PROXY:

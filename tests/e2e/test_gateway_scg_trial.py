@@ -135,14 +135,19 @@ def body(procs, c):
 
     # RequestHeaderSize page: 431, and the errorMessage header naming the
     # header that is too large (RequestHeaderSizeGatewayFilterFactoryTests).
-    st, _, _ = get("/hs/x", {"X-A": "a" * 1200})
+    st, hd, _ = get("/hs/x", {"X-A": "a" * 1200})
     c.eq(st, 431, "RequestHeaderSize=1000B")
+    c.ok("X-A" in (hd.get("errormessage") or ""),
+         "the 431 carries errorMessage (%r)" % hd.get("errormessage"))
     c.eq(get("/hs/x", {"X-A": "a" * 600, "X-B": "b" * 600})[0], 200,
          "RequestHeaderSize counts each header, not their total")
     # RequestSize page: 413 and errorMessage: "Request size is larger than
     # permissible limit. Request size is ... where permissible limit is ..."
-    st, _, _ = get("/rs/x", method="POST", data=b"a" * 6000)
+    st, hd, _ = get("/rs/x", method="POST", data=b"a" * 6000)
     c.eq(st, 413, "RequestSize maxSize 5000")
+    c.ok((hd.get("errormessage") or "").startswith(
+        "Request size is larger than permissible limit."),
+        "the 413 carries errorMessage (%r)" % hd.get("errormessage"))
 
     # Route Metadata Configuration / per-route timeouts: response-timeout
     # 200 ms, a 500 ms answer is 504 Gateway Timeout.

@@ -204,8 +204,7 @@ bool sy__plan_add_param(sy__run *r, const sy__filter *f) {
     else if (q.ptr[q.len - 1] != '&')
         sep = sy__plan_cstr("&");
     size_t len;
-    char *head =
-        sy__plan_concat(r->ar, q, sep, name, sy__plan_cstr("="), &len);
+    char *head = sy__plan_concat(r->ar, q, sep, name, sy__plan_cstr("="), &len);
     if (!head)
         return false;
     char *buf = sy__plan_concat(r->ar, (sy_str){head, len}, v, SY_PLAN_EMPTY,

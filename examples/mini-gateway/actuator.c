@@ -7,7 +7,7 @@
  *   GET    /actuator/gateway/routes            [{route_id, uri, order,
  *                                               predicate, filters,
  *                                               metadata?}] in rank order
- *   GET    /actuator/gateway/routes/{id}       the route's definition
+ *   GET    /actuator/gateway/routes/{id}       that route, in the same form
  *   POST   /actuator/gateway/routes/{id}       a RouteDefinition: 201
  *   DELETE /actuator/gateway/routes/{id}       200
  *   POST   /actuator/gateway/refresh           re-read the route files
@@ -185,19 +185,20 @@ static void routes_page(gw_admin_call *a) {
     gw_reply_cjson(c, 200, list);
 }
 
-/* GET /actuator/gateway/routes/{id}: the route's definition. */
+/* GET /actuator/gateway/routes/{id}: the route as GET routes lists it
+ * (SCG's GatewayControllerEndpoint serializes the live route, route_id
+ * and all; the definition is in /routedefinitions). */
 static void get_route(gw_admin_call *a) {
     httpd_conn *c = a->c;
     const char *id = a->seg[3];
     sy_snapshot *s = sy_router_acquire(G.router);
     const sy_route *r = sy_snapshot_find_route(s, id, NULL);
-    const char *canon = r ? sy_route_canonical(r) : NULL;
-    cJSON *def = canon ? cJSON_Parse(canon) : NULL;
+    cJSON *one = r ? route_summary(r) : NULL;
     sy_snapshot_release(s);
     if (!r)
         gw_reply_error(c, 404, "no such route");
     else
-        gw_reply_cjson(c, 200, def);
+        gw_reply_cjson(c, 200, one);
 }
 
 /* 409 when route `id` is live in a source other than the actuator's:

@@ -61,9 +61,14 @@ def actuator(procs, c, port):
          "it lives in a source of its own, \"actuator\"")
     st, _, data = gw.admin_call("GET", A + "/routes/new")
     one = json.loads(data)
-    c.eq((st, one["id"], one["uri"], one["order"]),
-         (200, "new", "http://127.0.0.1:%d" % port, -5),
-         "GET routes/{id}: its definition")
+    # SCG's GatewayControllerEndpoint.route(id): serialize(route), the
+    # form of the list (its actuator-api page, "Retrieving Information
+    # about a Particular Route")
+    c.eq((st, one.get("route_id"), one["uri"], one["order"],
+          one.get("predicate")),
+         (200, "new", "http://127.0.0.1:%d" % port, -5,
+          "Paths: [/new/**], match trailing slash: true"),
+         "GET routes/{id}: the route in the list's form")
     lst = json.loads(gw.admin_call("GET", A + "/routes")[2])
     c.eq(lst[0]["route_id"], "new", "ranked first by its order")
 

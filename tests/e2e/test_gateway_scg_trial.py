@@ -189,9 +189,13 @@ def body(procs, c):
                             "filters"} <= set(x) for x in lst),
          "GET /actuator/gateway/routes: SCG's fields")
     c.eq(lst[0]["route_id"], "headers", "in rank order (order -1 first)")
+    # "Retrieving Information about a Particular Route": route_id,
+    # predicate (one human-readable string), filters, uri, order.
     st, _, data = gw.admin_call("GET", "/actuator/gateway/routes/strip")
-    c.eq((st, json.loads(data).get("id")), (200, "strip"),
-         "GET /actuator/gateway/routes/{id}")
+    one = json.loads(data)
+    c.eq((st, one.get("route_id"), one.get("predicate")),
+         (200, "strip", "Paths: [/name/**], match trailing slash: true"),
+         "GET /actuator/gateway/routes/{id}: the route as the list has it")
     st, _, _ = gw.admin_call("POST", "/actuator/gateway/routes/newone", {
         "uri": "http://127.0.0.1:%d" % bport,
         "predicates": [{"name": "Path", "args": {"_genkey_0": "/new/**"}}],

@@ -7,6 +7,8 @@
  *   GET    /actuator/gateway/routes            [{route_id, uri, order,
  *                                               predicate, filters,
  *                                               metadata?}] in rank order
+ *   POST   /actuator/gateway/routes            RouteDefinitions with ids:
+ *                                               all saved or none; 200
  *   GET    /actuator/gateway/routes/{id}       that route, in the same form
  *   POST   /actuator/gateway/routes/{id}       a RouteDefinition: 201
  *   DELETE /actuator/gateway/routes/{id}       200
@@ -271,6 +273,74 @@ static void save_route(gw_admin_call *a) {
     free(text);
 }
 
+/* Is `id` the "id" of one of the array's objects? */
+static bool posted(const cJSON *list, const char *id) {
+    for (const cJSON *r = list->child; r; r = r->next) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "id");
+        if (cJSON_IsString(v) && strcmp(v->valuestring, id) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* POST /actuator/gateway/routes: RouteDefinitions, each with its id (SCG:
+ * "Saving multiple routes require specifying the ID for every route"),
+ * saved all or none: the actuator source's document becomes the posted
+ * routes (first, so that an error's [i] is the posted index) and its
+ * other routes as they are, one PUT of the source. 200, as SCG. */
+static void save_routes(gw_admin_call *a) {
+    httpd_conn *c = a->c;
+    cJSON *doc = cJSON_ParseWithLength(a->body, a->len);
+    if (!cJSON_IsArray(doc)) {
+        cJSON_Delete(doc);
+        gw_reply_error(c, 400,
+                       "the body must be a JSON array of RouteDefinitions");
+        return;
+    }
+    int i = 0;
+    for (const cJSON *r = doc->child; r; r = r->next, i++) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
+        bool exists;
+        if (!cJSON_IsString(id) || !id->valuestring[0]) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "[%d].id: saving several routes needs the id of every "
+                     "route",
+                     i);
+            gw_reply_error(c, 400, msg);
+            cJSON_Delete(doc);
+            return;
+        }
+        if (owned_elsewhere(c, id->valuestring, &exists)) {
+            cJSON_Delete(doc);
+            return;
+        }
+    }
+    sy_snapshot *s = sy_router_acquire(G.router);
+    size_t n = sy_snapshot_route_count(s);
+    for (size_t k = 0; k < n; k++) {
+        const sy_route *r = sy_snapshot_route_at(s, k);
+        const char *src = NULL, *id = sy_route_id(r);
+        sy_snapshot_find_route(s, id, &src);
+        const char *canon = sy_route_canonical(r);
+        if (src && strcmp(src, ACTUATOR_SOURCE) == 0 && !posted(doc, id) &&
+            canon)
+            cJSON_AddItemToArray(doc, cJSON_Parse(canon));
+    }
+    sy_snapshot_release(s);
+    char *text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    if (!text) {
+        gw_reply_error(c, 500, "out of memory");
+        return;
+    }
+    char *seg[] = {"routes", ACTUATOR_SOURCE};
+    if (!gw_store_admin(c, "PUT", seg, 2, text, strlen(text)))
+        gw_admin_route_change(c, ACTUATOR_SOURCE, NULL, text, strlen(text),
+                              "actuator: save routes", 200);
+    free(text);
+}
+
 /* DELETE /actuator/gateway/routes/{id} */
 static void delete_route(gw_admin_call *a) {
     httpd_conn *c = a->c;
@@ -404,7 +474,7 @@ static void index_page(gw_admin_call *call) {
              {"/actuator/gateway/routedefinitions", "GET"},
              {"/actuator/gateway/globalfilters", "GET"},
              {"/actuator/gateway/routefilters", "GET"},
-             {"/actuator/gateway/routes", "GET"},
+             {"/actuator/gateway/routes", "GET POST"},
              {"/actuator/gateway/routepredicates", "GET"},
              {"/actuator/gateway/refresh", "POST"},
              {"/actuator/gateway/routes/{id}", "GET POST DELETE"}};
@@ -427,6 +497,7 @@ static void index_page(gw_admin_call *call) {
 const gw_admin_page gw_actuator_pages[] = {
     {GW_M_GET, "actuator/gateway", index_page},
     {GW_M_GET, "actuator/gateway/routes", routes_page},
+    {GW_M_POST, "actuator/gateway/routes", save_routes},
     {GW_M_GET, "actuator/gateway/routedefinitions", routes_page},
     {GW_M_GET, "actuator/gateway/globalfilters", global_filters},
     {GW_M_GET, "actuator/gateway/routefilters", factories},

@@ -590,14 +590,20 @@ void gw_admin_route_change(httpd_conn *c, const char *source, const char *id,
                                        stage_upsert, NEEDS_SOURCE};
     static const endpoint ep_remove = {GW_M_DELETE, "routes/*/*", NULL,
                                        stage_remove, NEEDS_ROUTE};
+    static const endpoint ep_document = {GW_M_PUT, "routes/*", NULL,
+                                         stage_document, NEEDS_SOURCE};
     gw_admin_call a = {.c = c,
                        .method = json ? "PUT" : "DELETE",
                        .body = json,
                        .len = len,
                        .seg = {"routes", (char *)source, (char *)id},
-                       .ns = 3,
+                       .ns = id ? 3 : 2,
                        .what = what};
-    stage_and_commit(&a, json ? &ep_upsert : &ep_remove, ok_status, false);
+    stage_and_commit(&a,
+                     !id    ? &ep_document
+                     : json ? &ep_upsert
+                            : &ep_remove,
+                     ok_status, false);
 }
 
 /* Does the call's path fit the pattern? */

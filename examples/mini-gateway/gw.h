@@ -535,7 +535,8 @@ void gw_reply_sy_error(httpd_conn *c, int status, const sy_error *e);
  * admin API's one stage-and-commit helper, as PUT or DELETE
  * /routes/<source>/<id> (kept likewise; the owner and etcd questions are
  * the caller's), named `what`: answered ok_status with an empty body, or
- * the located error. The actuator's writes. */
+ * the located error. With id NULL, json is the source's whole document
+ * (PUT /routes/<source>). The actuator's writes. */
 void gw_admin_route_change(httpd_conn *c, const char *source, const char *id,
                            const char *json, size_t len, const char *what,
                            int ok_status);

@@ -210,5 +210,33 @@ def body(procs, c):
          "a deleted route is 404")
     c.eq(get("/new/a/b")[0], 404, "and no longer serves")
 
+    # "Creating multiple Route Definitions" (AbstractGatewayController-
+    # Endpoint.save(List<RouteDefinition>)): POST /routes with an array,
+    # every route with its id, 200; discarded if any route is in error.
+    A = "/actuator/gateway/routes"
+    be = "http://127.0.0.1:%d" % bport
+    st, _, _ = gw.admin_call("POST", A, [
+        {"id": "bulk1", "uri": be, "predicates": ["Path=/bulk1/**"]},
+        {"id": "bulk2", "uri": be,
+         "predicates": [{"name": "Path", "args": {"_genkey_0": "/bulk2/**"}}],
+         "filters": ["StripPrefix=1"]}])
+    c.eq(st, 200, "POST /actuator/gateway/routes with two definitions")
+    c.eq((get("/bulk1/x")[0], echo(get("/bulk2/x")[2])["path"]),
+         (200, "/x"), "both serve")
+    st, _, data = gw.admin_call("POST", A, [
+        {"id": "bulk3", "uri": be, "predicates": ["Path=/bulk3/**"]},
+        {"uri": be, "predicates": ["Path=/noid/**"]}])
+    c.ok(st == 400 and "[1].id" in data.decode(),
+         "a definition without id: 400, located (%s %r)" % (st, data))
+    st, _, data = gw.admin_call("POST", A, [
+        {"id": "bulk3", "uri": be, "predicates": ["Path=/bulk3/**"]},
+        {"id": "bulk4", "uri": be, "predicates": ["Nope=1"]}])
+    c.ok(st == 400 and json.loads(data)["error"]["path"] ==
+         "[1].predicates[0]", "a bad definition: 400, located (%r)" % data)
+    c.eq(get("/bulk3/x")[0], 404, "all or none: the good one not saved")
+    c.eq(get("/bulk1/x")[0], 200, "the actuator's other routes kept")
+    c.eq(gw.admin_call("POST", A, [{"id": "strip", "uri": be}])[0], 409,
+         "a file's route is not the actuator's: 409")
+
 
 h.run("gateway_scg_trial", body)

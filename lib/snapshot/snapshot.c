@@ -373,11 +373,13 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
     const sy__alloc *a = s->alloc;
     size_t n = s->route_count;
     size_t nsk = (n + SY_CHUNK - 1) / SY_CHUNK;
-    /* fresh rank chunks, half full so later inserts rarely split */
-    size_t half = SY_RANK_CHUNK_MAX / 2, nrk = (n + half - 1) / half;
+    /* fresh rank chunks, full: half-full ones cost 4 bytes a route, and a
+     * later insert into a full one splits it (a copy of one chunk, as a
+     * shared chunk's first change makes anyway) */
+    size_t per = SY_RANK_CHUNK_MAX, nrk = (n + per - 1) / per;
     /* slots already in rank order (a first document: see key_order): the
      * slot chunks and the id table stay, only the rank chunks are made
-     * afresh (half full); nothing is copied and freed again */
+     * afresh; nothing is copied and freed again */
     bool keep = slots_in_rank_order(s);
     /* every chunk made so far is replaced (and freed) below: count only
      * the fresh ones */
@@ -396,11 +398,9 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
     size_t *rs = sy__calloc(a, nrk + 1, sizeof *rs);
     bool ok = sc && scid && rc && rcid && rs;
     for (size_t k = 0; ok && k < nsk; k++)
-        if ((ok = (sc[k] = sy__snap_chunk_new(s, sizeof **sc)) != NULL))
-            scid[k] = sc[k]->cid;
+        ok = (sc[k] = sy__snap_chunk_new(s, sizeof **sc, &scid[k])) != NULL;
     for (size_t k = 0; ok && k < nrk; k++)
-        if ((ok = (rc[k] = sy__snap_chunk_new(s, sizeof **rc)) != NULL))
-            rcid[k] = rc[k]->cid;
+        ok = (rc[k] = sy__snap_chunk_new(s, sizeof **rc, &rcid[k])) != NULL;
     if (ok) {
         size_t i = 0;
         for (size_t k = 0; k < s->rank_nchunks; k++)
@@ -411,7 +411,7 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
                     *d = *sy__snapshot_slot(s, s->rank_chunks[k]->e[j]);
                     d->weight = NONE;
                 } /* else: every slot is this derive's, weight NONE */
-                sy__rank_chunk *r = rc[i / half];
+                sy__rank_chunk *r = rc[i / per];
                 r->e[r->n++] = (uint32_t)i;
             }
     }

@@ -29,15 +29,20 @@ void sy__crefs_drop(const sy__alloc *a, sy__crefs *c);
 
 /* Count a reference on each chunk of ids cids[0..n). */
 void sy__snap_chunks_ref(sy__crefs *cr, const uint32_t *cids, size_t n);
-/* Drop one reference on chunk c (NULL: nothing); the last frees it. */
-void sy__snap_chunk_unref(const sy__alloc *a, sy__crefs *cr, void *c);
-/* A new chunk of `size` bytes with an id of s->crefs (count 1), zeroed
- * past the header. */
-void *sy__snap_chunk_new(sy_snapshot *s, size_t size);
-/* `c` itself when this snapshot is its only holder, else a private copy
- * (the shared one loses this snapshot's reference). NULL: out of memory.
- * The caller stores the result and its cid in its vectors. */
-void *sy__snap_chunk_own(sy_snapshot *s, void *c, size_t size);
+/* Drop one reference on chunk c of id cid (NULL: nothing); the last
+ * frees it. A chunk's id is not in the chunk (its size is its entries',
+ * a size class of its own: docs/performance.md) but in the vector of
+ * ids parallel to the chunk vector (slot_cids, rank_cids, id_cids). */
+void sy__snap_chunk_unref(const sy__alloc *a, sy__crefs *cr, void *c,
+                          uint32_t cid);
+/* A new zeroed chunk of `size` bytes with an id of s->crefs (count 1),
+ * stored in *cid. */
+void *sy__snap_chunk_new(sy_snapshot *s, size_t size, uint32_t *cid);
+/* `c` (of id *cid) itself when this snapshot is its only holder, else a
+ * private copy (the shared one loses this snapshot's reference; *cid
+ * becomes the copy's id). NULL: out of memory. The caller stores the
+ * result in its vector. */
+void *sy__snap_chunk_own(sy_snapshot *s, void *c, uint32_t *cid, size_t size);
 /* Drop a reference on every chunk v[i] (id cids[i]; NULL entries
  * skipped) and free both vectors. */
 void sy__snap_free_chunks(const sy__alloc *a, sy__crefs *cr, void **v,

@@ -76,20 +76,22 @@ typedef struct sy__id_entry {
  */
 #define SY_CHUNK_BITS 10u
 #define SY_CHUNK (1u << SY_CHUNK_BITS)
-#define SY_RANK_CHUNK_MAX (2u * SY_CHUNK)
+/* a rank chunk is 8 KiB: its count and the ids */
+#define SY_RANK_CHUNK_MAX (2u * SY_CHUNK - 1u)
 
+/* A chunk holds its entries only: 24 KiB, 8 KiB, 8 KiB, each exactly a
+ * size class of the allocator (alloc_small.c; a header would take the
+ * next class, 2 KiB or 1 KiB more). Its count is refs[cid] of the
+ * sy__crefs, cid in the vector of ids parallel to its chunk vector. */
 typedef struct sy__slot_chunk {
-    uint32_t cid; /* its count: refs[cid] of the sy__crefs */
     sy__slot e[SY_CHUNK];
 } sy__slot_chunk;
 
 typedef struct sy__id_chunk {
-    uint32_t cid; /* its count: refs[cid] of the sy__crefs */
     sy__id_entry e[SY_CHUNK];
 } sy__id_chunk;
 
 typedef struct sy__rank_chunk {
-    uint32_t cid; /* its count: refs[cid] of the sy__crefs */
     uint32_t n;
     uint32_t e[SY_RANK_CHUNK_MAX];
 } sy__rank_chunk;

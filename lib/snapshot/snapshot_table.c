@@ -26,11 +26,6 @@ uint64_t sy__snap_fp_empty(void) {
 
 /* ---- shared chunks (snapshot.h) ---- */
 
-/* Every chunk type starts with its id in the snapshot's sy__crefs. */
-typedef struct chunk_head {
-    uint32_t cid;
-} chunk_head;
-
 sy__crefs *sy__crefs_new(const sy__alloc *a) {
     sy__crefs *c = sy__calloc(a, 1, sizeof *c);
     if (c)
@@ -88,17 +83,17 @@ void sy__snap_chunks_ref(sy__crefs *cr, const uint32_t *cids, size_t n) {
         cr->refs[cids[i]]++;
 }
 
-void sy__snap_chunk_unref(const sy__alloc *a, sy__crefs *cr, void *c) {
-    if (c && --cr->refs[((chunk_head *)c)->cid] == 0)
-        cid_free(a, cr, ((chunk_head *)c)->cid, c);
+void sy__snap_chunk_unref(const sy__alloc *a, sy__crefs *cr, void *c,
+                          uint32_t cid) {
+    if (c && --cr->refs[cid] == 0)
+        cid_free(a, cr, cid, c);
 }
 
-/* A new chunk of `size` bytes, count 1, zeroed past the header. */
-void *sy__snap_chunk_new(sy_snapshot *s, size_t size) {
-    chunk_head *c = sy__calloc(s->alloc, 1, size);
+void *sy__snap_chunk_new(sy_snapshot *s, size_t size, uint32_t *cid) {
+    void *c = sy__calloc(s->alloc, 1, size);
     if (!c)
         return NULL;
-    if (!cid_take(s->alloc, s->crefs, &c->cid)) {
+    if (!cid_take(s->alloc, s->crefs, cid)) {
         sy__free(s->alloc, c);
         return NULL;
     }
@@ -106,20 +101,20 @@ void *sy__snap_chunk_new(sy_snapshot *s, size_t size) {
     return c;
 }
 
-/* `c` itself when this snapshot is its only holder, else a private copy
- * (the shared one loses this snapshot's reference). NULL: out of memory. */
-void *sy__snap_chunk_own(sy_snapshot *s, void *c, size_t size) {
-    if (s->crefs->refs[((chunk_head *)c)->cid] == 1)
+void *sy__snap_chunk_own(sy_snapshot *s, void *c, uint32_t *cid, size_t size) {
+    if (s->crefs->refs[*cid] == 1)
         return c;
-    chunk_head *n = sy__malloc(s->alloc, size);
+    void *n = sy__malloc(s->alloc, size);
+    uint32_t ncid;
     if (!n)
         return NULL;
     memcpy(n, c, size);
-    if (!cid_take(s->alloc, s->crefs, &n->cid)) {
+    if (!cid_take(s->alloc, s->crefs, &ncid)) {
         sy__free(s->alloc, n);
         return NULL;
     }
-    sy__snap_chunk_unref(s->alloc, s->crefs, c);
+    sy__snap_chunk_unref(s->alloc, s->crefs, c, *cid);
+    *cid = ncid;
     s->chunk_bytes += size;
     return n;
 }
@@ -137,12 +132,11 @@ void sy__snap_free_chunks(const sy__alloc *a, sy__crefs *cr, void **v,
 sy__slot *sy__snap_slot_mut(sy_snapshot *s, uint32_t i) {
     uint32_t k = i >> SY_CHUNK_BITS;
     sy__slot_chunk *c = s->slot_chunks[k];
-    c = c ? sy__snap_chunk_own(s, c, sizeof *c)
-          : sy__snap_chunk_new(s, sizeof *c);
+    c = c ? sy__snap_chunk_own(s, c, &s->slot_cids[k], sizeof *c)
+          : sy__snap_chunk_new(s, sizeof *c, &s->slot_cids[k]);
     if (!c)
         return NULL;
     s->slot_chunks[k] = c;
-    s->slot_cids[k] = c->cid;
     return &c->e[i & (SY_CHUNK - 1)];
 }
 
@@ -206,11 +200,11 @@ static const sy__id_entry *id_at(const sy_snapshot *s, uint32_t i) {
 /* Entry i, writable. NULL: out of memory. */
 static sy__id_entry *id_mut(sy_snapshot *s, uint32_t i) {
     uint32_t k = i >> SY_CHUNK_BITS;
-    sy__id_chunk *c = sy__snap_chunk_own(s, s->id_chunks[k], sizeof *c);
+    sy__id_chunk *c =
+        sy__snap_chunk_own(s, s->id_chunks[k], &s->id_cids[k], sizeof *c);
     if (!c)
         return NULL;
     s->id_chunks[k] = c;
-    s->id_cids[k] = c->cid;
     return &c->e[i & (SY_CHUNK - 1)];
 }
 
@@ -280,13 +274,12 @@ bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap) {
         return false;
     s->id_mask = cap - 1;
     for (uint32_t k = 0; k < nk; k++) {
-        sy__id_chunk *c = sy__snap_chunk_new(s, sizeof *c);
+        sy__id_chunk *c = sy__snap_chunk_new(s, sizeof *c, &s->id_cids[k]);
         if (!c)
             return false;
         for (uint32_t i = 0; i < SY_CHUNK; i++)
             c->e[i].slot = NONE;
         s->id_chunks[k] = c;
-        s->id_cids[k] = c->cid;
     }
     return true;
 }
@@ -401,20 +394,21 @@ static size_t rank_chunk_for(const sy_snapshot *s, uint64_t key,
 bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
     uint64_t key = sy__snap_key_of(s, slot);
     if (!s->rank_nchunks) {
-        sy__rank_chunk *c = sy__snap_chunk_new(s, sizeof *c);
+        sy__rank_chunk *c =
+            sy__snap_chunk_new(s, sizeof *c, &s->rank_cids[s->rank_nchunks]);
         if (!c)
             return false;
-        s->rank_cids[s->rank_nchunks] = c->cid;
         s->rank_chunks[s->rank_nchunks++] = c;
     }
     size_t k = rank_chunk_for(s, key, true);
-    sy__rank_chunk *c = sy__snap_chunk_own(s, s->rank_chunks[k], sizeof *c);
+    sy__rank_chunk *c =
+        sy__snap_chunk_own(s, s->rank_chunks[k], &s->rank_cids[k], sizeof *c);
     if (!c)
         return false;
     s->rank_chunks[k] = c;
-    s->rank_cids[k] = c->cid;
     if (c->n == SY_RANK_CHUNK_MAX) { /* split: the upper half moves on */
-        sy__rank_chunk *n = sy__snap_chunk_new(s, sizeof *n);
+        uint32_t ncid;
+        sy__rank_chunk *n = sy__snap_chunk_new(s, sizeof *n, &ncid);
         if (!n)
             return false;
         /* but for a key after the last one (the routes of a document,
@@ -430,7 +424,7 @@ bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
         memmove(s->rank_cids + k + 2, s->rank_cids + k + 1,
                 (s->rank_nchunks - k - 1) * sizeof *s->rank_cids);
         s->rank_chunks[k + 1] = n;
-        s->rank_cids[k + 1] = n->cid;
+        s->rank_cids[k + 1] = ncid;
         s->rank_nchunks++;
         if (append || sy__snap_key_of(s, n->e[0]) <= key) {
             c = n;
@@ -463,13 +457,13 @@ bool sy__snap_rank_remove(sy_snapshot *s, uint32_t slot) {
             if (r->e[i] != slot)
                 continue;
             fp_update(s, k, i, -1);
-            sy__rank_chunk *c =
-                sy__snap_chunk_own(s, s->rank_chunks[k], sizeof *c);
+            sy__rank_chunk *c = sy__snap_chunk_own(s, s->rank_chunks[k],
+                                                   &s->rank_cids[k], sizeof *c);
             if (!c)
                 return false;
             memmove(c->e + i, c->e + i + 1, (c->n - i - 1) * sizeof *c->e);
             if (--c->n == 0) {
-                sy__snap_chunk_unref(s->alloc, s->crefs, c);
+                sy__snap_chunk_unref(s->alloc, s->crefs, c, s->rank_cids[k]);
                 memmove(s->rank_chunks + k, s->rank_chunks + k + 1,
                         (s->rank_nchunks - k - 1) * sizeof *s->rank_chunks);
                 memmove(s->rank_cids + k, s->rank_cids + k + 1,
@@ -477,7 +471,6 @@ bool sy__snap_rank_remove(sy_snapshot *s, uint32_t slot) {
                 s->rank_nchunks--;
             } else {
                 s->rank_chunks[k] = c;
-                s->rank_cids[k] = c->cid;
             }
             return true;
         }

@@ -4,8 +4,10 @@
  * ForwardPathFilter and ForwardRoutingFilter hand it back to the gateway's
  * handler mapping. The re-dispatched request keeps the client's Host and
  * carries the query and headers the forwarding route's filters produced;
- * its response gets the forwarding route's response edits after the
- * answering route's. At most GW_MAX_FORWARDS hops: past that the loop is
+ * its response gets the answering route's response edits, and the
+ * forwarding route's after them only when the gateway answers itself
+ * (no://op): SCG's outer filters find a proxied answer already written
+ * (gw_resp_op.outer). At most GW_MAX_FORWARDS hops: past that the loop is
  * answered with 508.
  */
 #define _DEFAULT_SOURCE

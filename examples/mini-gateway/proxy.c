@@ -623,10 +623,15 @@ void gw_request_proceed_ops(gw_request *q, sy_match *m) {
 void gw_request_proceed(gw_request *q, sy_match *m) {
     gw_request_proceed_ops(q, m);
     int st = sy_match_status(m);
-    if (!q->status_override) /* an outer (forwarding) route's wins */
-        q->status_override = st;
     sy_upstream up;
     sy_route_upstream(sy_match_route(m), &up);
+    /* SetStatus: on the gateway's own answer (no://op) an outer
+     * (forwarding) route's wins, as its filter runs last; on a proxied
+     * one only the answering route's, as in SCG the outer one finds the
+     * answer written */
+    if (!q->status_override || (up.kind == SY_UPSTREAM_URL ||
+                                up.kind == SY_UPSTREAM_SERVICE))
+        q->status_override = st;
     if (up.kind == SY_UPSTREAM_FORWARD) {
         gw_forward_route(q, m, up.path);
         return;

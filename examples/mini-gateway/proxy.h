@@ -56,6 +56,11 @@ typedef struct gw_resp_op {
     sy_response_op_kind kind;
     char *name, *value, *arg;
     char *extra; /* RewriteLocationResponseHeader: its protocols */
+    bool pre;    /* a header line set before the call (CORS, X-RateLimit-*) */
+    /* an edit of a route that forwarded the request: SCG runs it after the
+     * answering route wrote its answer, so it changes only an answer the
+     * gateway makes itself (no://op), never a proxied one */
+    bool outer;
 } gw_resp_op;
 
 struct gw_request {

@@ -616,9 +616,13 @@ static void rewrite_location(hlist *l, const gw_resp_op *op,
     pcre2_code_free(code);
 }
 
-static void apply_ops(gw_request *q, hlist *l) {
+/* The response edits on l; `proxied`: an upstream's answer, which the
+ * edits of routes that forwarded the request leave alone (gw_resp_op). */
+static void apply_ops(gw_request *q, hlist *l, bool proxied) {
     for (size_t i = 0; i < q->nops; i++) {
         gw_resp_op *op = &q->ops[i];
+        if (proxied && op->outer)
+            continue;
         switch (op->kind) {
         case SY_RESP_ADD: hl_add(l, op->name, op->value); break;
         case SY_RESP_ADD_IF_ABSENT:
@@ -662,7 +666,7 @@ static void hl_text(const hlist *l, gw_buf *out) {
 void gw_response_ops_text(gw_request *q, gw_buf *out) {
     hlist l;
     hl_init(&l);
-    apply_ops(q, &l);
+    apply_ops(q, &l, false);
     hl_text(&l, out);
     hl_free(&l);
 }
@@ -717,7 +721,7 @@ static int r_headers_complete(http_parser *p) {
         if (!resp_hop(n))
             hl_add(&l, n, q->rh.p + q->rval[i]);
     }
-    apply_ops(q, &l);
+    apply_ops(q, &l, true);
     q->status = q->status_override ? q->status_override : st;
     char ccbuf[512];
     if (q->cache_cap) { /* LocalResponseCache (cache.c) */

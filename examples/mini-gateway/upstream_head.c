@@ -91,7 +91,8 @@ static bool op_strings(gw_resp_op *op, sy_str name, sy_str value, sy_str arg) {
  * "Name: value\r\n" lines, each added when the upstream did not send
  * it), put before the edits already there: those of a route that
  * forwarded here, which edit the response after this one, as SCG's outer
- * filter chain does. */
+ * filter chain does, and are marked `outer` (a proxied answer is already
+ * written when they run in SCG). */
 void gw_request_copy_response_ops(gw_request *q, sy_match *m,
                                   const gw_buf *cors) {
     size_t n = sy_match_response_op_count(m), nc = 0;
@@ -107,6 +108,7 @@ void gw_request_copy_response_ops(gw_request *q, sy_match *m,
     for (size_t i = 0; l && i < nc; i++) {
         const char *colon = strchr(l, ':'), *eol = strchr(l, '\r');
         ops[k].kind = SY_RESP_ADD_IF_ABSENT;
+        ops[k].pre = true;
         if (op_strings(&ops[k], (sy_str){l, (size_t)(colon - l)},
                        (sy_str){colon + 2, (size_t)(eol - colon - 2)},
                        (sy_str){"", 0}))
@@ -138,6 +140,8 @@ void gw_request_copy_response_ops(gw_request *q, sy_match *m,
     }
     if (q->nops)
         memcpy(ops + k, q->ops, q->nops * sizeof *ops);
+    for (size_t i = k; i < k + q->nops; i++)
+        ops[i].outer |= !ops[i].pre; /* the forwarding route's edits */
     free(q->ops);
     q->ops = ops;
     q->nops += k;

@@ -980,6 +980,50 @@ START_TEST(a_breaker_or_retry_in_the_defaults_and_a_route_is_refused) {
 }
 END_TEST
 
+/* Lenient: the route whose policy cannot run beside the defaults' is an
+ * issue of the document, left out as an invalid route is (its live
+ * version goes); the rest of the document is applied. */
+START_TEST(a_lenient_apply_leaves_out_a_route_nesting_a_default_policy) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.default_filters = "[{\"name\":\"Retry\",\"args\":{\"retries\":2}}]";
+    o.lenient = true;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    static const char v1[] =
+        "{\"version\":\"1\",\"routes\":[{\"id\":\"a\",\"uri\":\"http://b\"},"
+        "{\"id\":\"c\",\"uri\":\"http://b\",\"filters\":[\"PrefixPath=/p\"]}]}";
+    static const char v2[] =
+        "{\"version\":\"2\",\"routes\":[{\"id\":\"a\",\"uri\":\"http://b\"},"
+        "{\"id\":\"c\",\"uri\":\"http://b\",\"filters\":[\"PrefixPath=/p\","
+        "{\"name\":\"Retry\"}]},{\"id\":\"d\",\"uri\":\"http://b\"}]}";
+    sy_error e;
+    sy_report *rep = NULL;
+    ck_assert_int_eq(sy_router_apply(r, "s", v1, strlen(v1), NULL, &e), 0);
+    ck_assert_uint_eq(live_routes(r), 2);
+    ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), &rep, &e), 0);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    const sy_error *is = sy_report_issue(rep, 0);
+    ck_assert_str_eq(is->path, "routes[1].filters[1]");
+    ck_assert_ptr_nonnull(strstr(is->message, "default filters"));
+    const sy_diff *d = sy_report_diff(rep);
+    ck_assert_uint_eq(sy_diff_added_count(d), 1);   /* d */
+    ck_assert_uint_eq(sy_diff_removed_count(d), 1); /* c, left out */
+    ck_assert_str_eq(sy_diff_removed(d, 0), "c");
+    sy_report_free(rep);
+    sy_snapshot *s = sy_router_acquire(r);
+    ck_assert_uint_eq(sy_snapshot_route_count(s), 2);
+    ck_assert_ptr_nonnull(sy_snapshot_find_route(s, "a", NULL));
+    ck_assert_ptr_nonnull(sy_snapshot_find_route(s, "d", NULL));
+    ck_assert_ptr_null(sy_snapshot_find_route(s, "c", NULL));
+    sy_snapshot_release(s);
+    /* the same document again (its bytes and routes reused): the same */
+    ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), NULL, &e), 0);
+    ck_assert_uint_eq(live_routes(r), 2);
+    sy_router_free(r);
+}
+END_TEST
+
 /* SCG's answers without a fallbackUri under resumeWithoutError: an empty
  * 200 for a connect failure (RESUME), the upstream's answer for a listed
  * status, still the error for a timeout; with a fallback, the fallback. */
@@ -1322,6 +1366,8 @@ int main(void) {
     tcase_add_test(tc,
                    a_breaker_the_store_has_no_entry_for_is_refused_at_commit);
     tcase_add_test(tc, a_breaker_or_retry_in_the_defaults_and_a_route_is_refused);
+    tcase_add_test(tc,
+                   a_lenient_apply_leaves_out_a_route_nesting_a_default_policy);
     tcase_add_test(tc, half_open_failures_open_again);
     tcase_add_test(tc, slow_calls_trip_the_slow_call_model);
     tcase_add_test(tc, recovery_admits_a_growing_share_after_closing);

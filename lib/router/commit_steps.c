@@ -254,6 +254,19 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
         if ((sy__snapshot_slot(w, slot)->key & 0xffffffu) == pos)
             return SY_OK; /* unchanged, same rank: shared as it is */
     }
+    /* lenient: a route whose policies cannot run beside the default
+     * filters is this document's issue and left out, as an invalid route
+     * is (a live one of its id goes); strict documents fail at
+     * commit_derive. A route shared by position was checked when it
+     * became live. */
+    if (!by_pos && dw->c->r->opts.lenient) {
+        sy_error e;
+        if (sy__router_check_policies(dw->c->r, rt,
+                                      dw->doc->envelope ? "routes" : "", pos,
+                                      false, &e))
+            return sy__report_add_issue(dw->rep, &e) ? sy__commit_nomem(err)
+                                                     : SY_OK;
+    }
     /* (an empty table holds no id: a first apply hashes none) */
     uint32_t slot = by_pos           ? dw->rctx->at[prev].slot
                     : w->route_count ? sy__snapshot_find_slot(w, rt->id)

@@ -590,9 +590,47 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
     return o;
 }
 
+extern char **environ;
+
+/* Spring Boot binds environment variables over the files:
+ * SPRING_CLOUD_GATEWAY_ROUTES_0_URI is spring.cloud.gateway.routes[0].uri,
+ * and a list any of whose elements the environment names is bound from the
+ * environment alone (the files' list is dropped). convert reads routes
+ * from the files: such a variable is an error, never left unread while the
+ * files' routes are served; another gateway setting is named in a warning,
+ * as in a file. Not looked at with --no-env. */
+static void environment_overrides(scg_converter *c) {
+    static const char *const lists[] = {
+        "SPRING_CLOUD_GATEWAY_ROUTES_", "SPRING_CLOUD_GATEWAY_DEFAULTFILTERS_",
+        "SPRING_CLOUD_GATEWAY_SERVER_WEBFLUX_ROUTES_",
+        "SPRING_CLOUD_GATEWAY_SERVER_WEBFLUX_DEFAULTFILTERS_"};
+    for (char **e = c->opt.no_env ? NULL : environ; e && *e; e++) {
+        const char *v = *e;
+        if (strncmp(v, "SPRING_CLOUD_GATEWAY_", 21) != 0)
+            continue;
+        int nl = (int)strcspn(v, "=");
+        bool list = false;
+        for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+            list |= strncmp(v, lists[i], strlen(lists[i])) == 0;
+        if (list)
+            scg_issue_add(c, true, "environment", 0,
+                          "%.*s: Spring Boot would bind the gateway's routes "
+                          "from the environment instead of the files; "
+                          "convert reads them from the files: unset it, or "
+                          "read a value in the file with a ${placeholder}",
+                          nl, v);
+        else
+            scg_issue_add(c, false, "environment", 0,
+                          "%.*s: not converted (convert reads routes and "
+                          "default-filters)",
+                          nl, v);
+    }
+}
+
 char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
     *len = 0;
     *routes = 0;
+    environment_overrides(c);
     const node *gw = scg_map_get(
         scg_map_get(scg_map_get(c->root, "spring"), "cloud"), "gateway");
     const node *wf = scg_map_get(scg_map_get(gw, "server"), "webflux");

@@ -42,6 +42,18 @@ def body(procs, c):
          "(%s)" % err)
     c.ok("httpclient: not converted" in err,
          "spring.cloud.gateway.httpclient is named in a warning")
+    # Spring Boot's relaxed binding: SPRING_CLOUD_GATEWAY_ROUTES_0_URI binds
+    # spring.cloud.gateway.routes[0].uri, and a list the environment names
+    # is bound from the environment alone ("Binding from Environment
+    # Variables", Spring Boot reference). Never left unread while the
+    # files' routes are served: refused, naming the variable.
+    bad = dict(env, SPRING_CLOUD_GATEWAY_ROUTES_0_URI="http://other:1")
+    rb = subprocess.run([cli, "convert", YML], capture_output=True, env=bad,
+                        timeout=20)
+    c.ok(rb.returncode == 1 and not rb.stdout and
+         b"environment: SPRING_CLOUD_GATEWAY_ROUTES_0_URI:" in rb.stderr,
+         "an environment override of the routes is refused (%r)"
+         % rb.stderr[-300:])
     routes = procs.write_file("routes.json", r.stdout.decode())
     inst = procs.write_file("instances.json", json.dumps(
         {"services": {"greeter": [

@@ -439,6 +439,147 @@ static cJSON *entry_json(scg_converter *c, const node *e, const char *path) {
     return o;
 }
 
+/* SCG's global filter properties (spring.cloud.gateway.filter.<group>.*)
+ * are the defaults of a route filter's args: SecureHeaders' header values
+ * (Config.withDefaults), RequestRateLimiter's empty-key answer,
+ * LocalResponseCache's time to live and size. They are folded into each
+ * such entry's args (the route's own win); a property of these groups
+ * that switchyard cannot carry (secure-headers.disable, ...) is an error. */
+static const struct {
+    const char *filter, *group, *prop, *arg;
+} folded[] = {
+    {"SecureHeaders", "secureheaders", "xssprotectionheader",
+     "xssProtectionHeader"},
+    {"SecureHeaders", "secureheaders", "stricttransportsecurity",
+     "strictTransportSecurity"},
+    {"SecureHeaders", "secureheaders", "frameoptions", "frameOptions"},
+    {"SecureHeaders", "secureheaders", "contenttypeoptions",
+     "contentTypeOptions"},
+    {"SecureHeaders", "secureheaders", "referrerpolicy", "referrerPolicy"},
+    {"SecureHeaders", "secureheaders", "contentsecuritypolicy",
+     "contentSecurityPolicy"},
+    {"SecureHeaders", "secureheaders", "downloadoptions", "downloadOptions"},
+    {"SecureHeaders", "secureheaders", "permittedcrossdomainpolicies",
+     "permittedCrossDomainPolicies"},
+    {"RequestRateLimiter", "requestratelimiter", "denyemptykey",
+     "deny-empty-key"},
+    {"RequestRateLimiter", "requestratelimiter", "emptykeystatuscode",
+     "empty-key-status-code"},
+    {"LocalResponseCache", "localresponsecache", "timetolive", "timeToLive"},
+    {"LocalResponseCache", "localresponsecache", "size", "size"},
+    {"LocalResponseCache", "localresponsecache", "enabled", NULL},
+};
+#define NFOLDED (sizeof folded / sizeof *folded)
+
+/* Is group.prop (relaxed) one that fold() carries (or, arg NULL, may be
+ * there and means nothing to switchyard)? */
+static bool folded_prop(const char *group, const char *key) {
+    for (size_t i = 0; i < NFOLDED; i++)
+        if (strcmp(folded[i].group, group) == 0 &&
+            scg_relaxed_eq(key, folded[i].prop))
+            return true;
+    return false;
+}
+
+/* Does the object `args` have a key that is `arg` in relaxed form? */
+static bool has_arg(const cJSON *args, const char *arg) {
+    char canon[64];
+    size_t k = 0;
+    for (const char *p = arg; *p && k + 1 < sizeof canon; p++)
+        if (*p != '-' && *p != '_')
+            canon[k++] = (char)tolower((unsigned char)*p);
+    canon[k] = 0;
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next)
+        if (scg_relaxed_eq(a->string, canon))
+            return true;
+    return false;
+}
+
+/* The global properties folded into entry e (made by entry_json). */
+static cJSON *fold(scg_converter *c, cJSON *e) {
+    const node *fp = c->filter_props;
+    const char *name =
+        cJSON_IsString(e) ? e->valuestring
+        : cJSON_GetObjectItemCaseSensitive(e, "name")
+            ? cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring
+            : NULL;
+    if (!fp || !name)
+        return e;
+    size_t nl = strcspn(name, "=");
+    const char *group = NULL;
+    for (size_t i = 0; i < NFOLDED && !group; i++)
+        if (strlen(folded[i].filter) == nl &&
+            strncmp(name, folded[i].filter, nl) == 0)
+            group = folded[i].group;
+    const node *g = group ? scg_map_get(fp, group) : NULL;
+    if (!g || g->kind != N_MAP)
+        return e;
+    size_t gi = 0;
+    while (strcmp(folded[gi].group, group) != 0)
+        gi++;
+    if (!(c->fold_checked & (1u << gi))) { /* once, where it is used */
+        c->fold_checked |= 1u << gi;
+        for (size_t j = 0; j < g->n; j++)
+            if (!folded_prop(group, g->kids[j]->key))
+                scg_issue_add(c, true, g->kids[j]->file, g->kids[j]->line,
+                              "spring.cloud.gateway.filter.%s.%s: %.*s has no "
+                              "such setting in switchyard (it is refused, "
+                              "not left unread)",
+                              g->key, g->kids[j]->key, (int)nl, name);
+    }
+    cJSON *o = e;
+    if (cJSON_IsString(e)) { /* the shortcut as named args */
+        o = cJSON_CreateObject();
+        char *nm = strndup(name, nl);
+        cJSON_AddItemToObject(o, "name", cJSON_CreateString(nm ? nm : ""));
+        free(nm);
+        cJSON *args = cJSON_AddObjectToObject(o, "args");
+        /* only LocalResponseCache takes shortcut args: timeToLive, size */
+        const char *rest = name[nl] ? name + nl + 1 : "";
+        static const char *const lrc[] = {"timeToLive", "size"};
+        for (int k = 0; *rest; k++) {
+            size_t len = strcspn(rest, ",");
+            const char *v = rest;
+            while (len && *v == ' ')
+                v++, len--;
+            size_t vl = len;
+            while (vl && v[vl - 1] == ' ')
+                vl--;
+            char *t = strndup(v, vl);
+            if (k < 2 && strcmp(group, "localresponsecache") == 0)
+                cJSON_AddItemToObject(args, lrc[k],
+                                      cJSON_CreateString(t ? t : ""));
+            else { /* not a shortcut switchyard maps: left to the check */
+                free(t);
+                cJSON_Delete(o);
+                return e;
+            }
+            free(t);
+            rest = v + len + (v[len] == ',');
+            if (!v[len])
+                break;
+        }
+        cJSON_Delete(e);
+    }
+    cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "args");
+    if (!args)
+        args = cJSON_AddObjectToObject(o, "args");
+    for (size_t i = 0; args && i < NFOLDED; i++) {
+        if (strcmp(folded[i].group, group) != 0 || !folded[i].arg)
+            continue;
+        const node *v = scg_map_get(g, folded[i].prop);
+        if (!v || v->kind != N_SCALAR || has_arg(args, folded[i].arg))
+            continue;
+        char p[256];
+        snprintf(p, sizeof p, "spring.cloud.gateway.filter.%s.%s", g->key,
+                 v->key);
+        cJSON *j = scalar_json(c, v, p, NULL, false);
+        if (j)
+            cJSON_AddItemToObject(args, folded[i].arg, j);
+    }
+    return o;
+}
+
 static cJSON *entries_json(scg_converter *c, const node *l, const char *path) {
     cJSON *a = cJSON_CreateArray();
     size_t n;
@@ -448,7 +589,7 @@ static cJSON *entries_json(scg_converter *c, const node *l, const char *path) {
         snprintf(p, sizeof p, "%s[%zu]", path, i);
         cJSON *e = entry_json(c, items[i], p);
         if (e)
-            cJSON_AddItemToArray(a, e);
+            cJSON_AddItemToArray(a, fold(c, e));
     }
     free(items);
     return a;
@@ -627,9 +768,31 @@ static void environment_overrides(scg_converter *c) {
     }
 }
 
+/* <gateway>.filter: the groups fold() carries are read from c->filter_props
+ * (a property of theirs fold() cannot carry is an error where the filter is
+ * used); the others are named in a warning, as other gateway settings. */
+static void filter_props(scg_converter *c, const node *f, const char *gpath) {
+    static const char *const groups[] = {"secureheaders", "requestratelimiter",
+                                         "localresponsecache"};
+    c->filter_props = f;
+    for (size_t i = 0; i < f->n; i++) {
+        const node *k = f->kids[i];
+        bool ours = false;
+        for (size_t j = 0; j < 3; j++)
+            ours |= scg_relaxed_eq(k->key, groups[j]);
+        if (!ours)
+            scg_issue_add(c, false, k->file, k->line,
+                          "%s.filter.%s: not converted (convert reads routes "
+                          "and default-filters)",
+                          gpath, k->key);
+    }
+}
+
 char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
     *len = 0;
     *routes = 0;
+    c->filter_props = NULL;
+    c->fold_checked = 0;
     environment_overrides(c);
     const node *gw = scg_map_get(
         scg_map_get(scg_map_get(c->root, "spring"), "cloud"), "gateway");
@@ -652,6 +815,10 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
         if (scg_relaxed_eq(k->key, "routes") ||
             scg_relaxed_eq(k->key, "defaultfilters"))
             continue;
+        if (scg_relaxed_eq(k->key, "filter") && k->kind == N_MAP) {
+            filter_props(c, k, gpath);
+            continue;
+        }
         if (g == gw && scg_relaxed_eq(k->key, "server") &&
             k == scg_map_get(gw, "server"))
             continue;

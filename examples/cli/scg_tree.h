@@ -34,7 +34,10 @@ struct scg_converter {
     size_t nfiles;
     scg_issue *issues;
     size_t nissues, cap, errors;
-    size_t walked; /* YAML nodes walked (an alias bomb stops) */
+    size_t walked;            /* YAML nodes walked (an alias bomb stops) */
+    const node *filter_props; /* <gateway>.filter, while the document is
+                                 made (scg_convert.c folds it into args) */
+    unsigned fold_checked;    /* the groups of it whose keys were checked */
     bool oom;
 };
 

@@ -54,6 +54,19 @@ def body(procs, c):
          b"environment: SPRING_CLOUD_GATEWAY_ROUTES_0_URI:" in rb.stderr,
          "an environment override of the routes is refused (%r)"
          % rb.stderr[-300:])
+    # secure-headers.disable (same page) is not a setting switchyard's
+    # SecureHeaders has: refused with its place, never left unread.
+    with open(YML) as f:
+        text = f.read().replace("frame-options: SAMEORIGIN",
+                                "frame-options: SAMEORIGIN\n"
+                                "          disable: x-frame-options")
+    dis = procs.write_file("disable.yml", text)
+    rd = subprocess.run([cli, "convert", dis], capture_output=True, env=env,
+                        timeout=20)
+    c.ok(rd.returncode == 1 and (dis + ":").encode() in rd.stderr and
+         b"secure-headers.disable" in rd.stderr,
+         "secure-headers.disable is refused, located (%r)"
+         % rd.stderr[-300:])
     routes = procs.write_file("routes.json", r.stdout.decode())
     inst = procs.write_file("instances.json", json.dumps(
         {"services": {"greeter": [
@@ -136,14 +149,17 @@ def body(procs, c):
     c.eq(h.echoed_header(get("/any", {"Host": "www.myhost.org"})[2], "X-Sub"),
          "www", "Host={sub}.myhost.org: {sub} in AddRequestHeader")
 
-    # SecureHeaders page: the eight headers and their default values.
+    # SecureHeaders page: the eight headers and their default values;
+    # "To change the default values, set the appropriate property in the
+    # spring.cloud.gateway.filter.secure-headers namespace" (frame-options
+    # is SAMEORIGIN in the file).
     hd = get("/sec/x")[1]
     c.eq((hd.get("x-frame-options"), hd.get("x-content-type-options"),
           hd.get("referrer-policy"), hd.get("strict-transport-security"),
           hd.get("x-download-options"),
           hd.get("x-permitted-cross-domain-policies")),
-         ("DENY", "nosniff", "no-referrer", "max-age=631138519", "noopen",
-          "none"), "SecureHeaders' defaults")
+         ("SAMEORIGIN", "nosniff", "no-referrer", "max-age=631138519",
+          "noopen", "none"), "SecureHeaders' defaults, one from the file")
 
     # RequestHeaderSize page: 431, and the errorMessage header naming the
     # header that is too large (RequestHeaderSizeGatewayFilterFactoryTests).

@@ -639,6 +639,90 @@ static bool integer_text(const char *s) {
     return n > 0 && n < 10 && strspn(s, "0123456789") == n;
 }
 
+/* A Spring Duration in milliseconds: "5000" (ms), "5s", "500ms", "1m",
+ * "2h", "1d", "10us"/"10ns" (rounded down), ISO-8601 "PT5S", "PT1M30S",
+ * "PT0.5S". false when it is none of these. */
+static bool duration_ms(const char *s, long long *ms) {
+    char *end;
+    errno = 0;
+    if ((s[0] == 'P' || s[0] == 'p') && (s[1] == 'T' || s[1] == 't')) {
+        double total = 0;
+        const char *p = s + 2;
+        if (!*p)
+            return false;
+        while (*p) {
+            double v = strtod(p, &end);
+            if (end == p || errno)
+                return false;
+            char u = (char)toupper((unsigned char)*end);
+            total += u == 'H'   ? v * 3600000
+                     : u == 'M' ? v * 60000
+                     : u == 'S' ? v * 1000
+                                : -1e300;
+            if (total < 0)
+                return false;
+            p = end + 1;
+        }
+        *ms = (long long)total;
+        return true;
+    }
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno)
+        return false;
+    static const struct {
+        const char *unit;
+        long long mul, div;
+    } units[] = {{"", 1, 1},      {"ms", 1, 1},      {"s", 1000, 1},
+                 {"m", 60000, 1}, {"h", 3600000, 1}, {"d", 86400000, 1},
+                 {"us", 1, 1000}, {"ns", 1, 1000000}};
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (strcasecmp(end, units[i].unit) == 0) {
+            *ms = v * units[i].mul / units[i].div;
+            return true;
+        }
+    return false;
+}
+
+/* SCG's global spring.cloud.gateway.httpclient.connect-timeout (ms) and
+ * .response-timeout (a Duration) hold for every route whose metadata does
+ * not set its own: added to the route's metadata (in ms) where absent. */
+static void timeout_defaults(scg_converter *c, cJSON *route) {
+    static const char *const keys[] = {"connect-timeout", "response-timeout"};
+    static const char *const canon[] = {"connecttimeout", "responsetimeout"};
+    for (int k = 0; k < 2; k++) {
+        const node *v = scg_map_get(c->httpclient, canon[k]);
+        if (!v || v->kind != N_SCALAR || !v->value)
+            continue;
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(route, "metadata");
+        if (meta && cJSON_GetObjectItemCaseSensitive(meta, keys[k]))
+            continue;
+        char p[256];
+        snprintf(p, sizeof p, "spring.cloud.gateway.httpclient.%s", v->key);
+        where w = {v->file, v->line, p, NULL};
+        char *t = resolve(c, v->value, &w, 0);
+        long long ms = 0;
+        bool ok = t && (k ? duration_ms(t, &ms) : integer_text(t));
+        if (ok && !k)
+            ms = strtoll(t, NULL, 10);
+        if (!ok) {
+            if (t && !(c->fold_checked & (1u << (30 + k))))
+                scg_issue_add(c, true, v->file, v->line,
+                              "%s: expected %s, not \"%s\"", p,
+                              k ? "a duration (5s, 500ms, PT5S or "
+                                  "milliseconds)"
+                                : "milliseconds",
+                              t);
+            c->fold_checked |= 1u << (30 + k); /* said once */
+            free(t);
+            continue;
+        }
+        free(t);
+        if (!meta)
+            meta = cJSON_AddObjectToObject(route, "metadata");
+        cJSON_AddItemToObject(meta, keys[k], cJSON_CreateNumber((double)ms));
+    }
+}
+
 static cJSON *route_json(scg_converter *c, const node *r, const char *path,
                          const cJSON *defaults) {
     if (r->kind != N_MAP) {
@@ -714,6 +798,7 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
             scg_issue_add(c, true, f[4]->file, f[4]->line, "%s: expected a map",
                           p);
     }
+    timeout_defaults(c, o);
     if (f[5]) {
         sub(p, sizeof p, path, ".order");
         char *v = NULL;
@@ -792,6 +877,7 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
     *len = 0;
     *routes = 0;
     c->filter_props = NULL;
+    c->httpclient = NULL;
     c->fold_checked = 0;
     environment_overrides(c);
     const node *gw = scg_map_get(
@@ -817,6 +903,18 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
             continue;
         if (scg_relaxed_eq(k->key, "filter") && k->kind == N_MAP) {
             filter_props(c, k, gpath);
+            continue;
+        }
+        if (scg_relaxed_eq(k->key, "httpclient") && k->kind == N_MAP) {
+            c->httpclient = k; /* its timeouts: timeout_defaults() */
+            for (size_t j = 0; j < k->n; j++)
+                if (!scg_relaxed_eq(k->kids[j]->key, "connecttimeout") &&
+                    !scg_relaxed_eq(k->kids[j]->key, "responsetimeout"))
+                    scg_issue_add(c, false, k->kids[j]->file, k->kids[j]->line,
+                                  "%s.httpclient.%s: not converted (convert "
+                                  "reads routes, default-filters and the "
+                                  "httpclient timeouts)",
+                                  gpath, k->kids[j]->key);
             continue;
         }
         if (g == gw && scg_relaxed_eq(k->key, "server") &&

@@ -37,7 +37,10 @@ struct scg_converter {
     size_t walked;            /* YAML nodes walked (an alias bomb stops) */
     const node *filter_props; /* <gateway>.filter, while the document is
                                  made (scg_convert.c folds it into args) */
-    unsigned fold_checked;    /* the groups of it whose keys were checked */
+    unsigned fold_checked;    /* said once: filter groups checked (bit per
+                                 group), bad httpclient timeouts (30, 31) */
+    const node *httpclient;   /* <gateway>.httpclient: its timeouts are the
+                                 routes' default metadata */
     bool oom;
 };
 

@@ -48,8 +48,11 @@ same "RewritePath's \${group} is a group reference, not a placeholder" \
 same "a quoted value is kept as text" "on" \
     "$(jpy "$tmp/yml.json" 'd[0]["filters"][2]["args"]["value"]')"
 same "what is not a route is named, not silently dropped" \
-    "warning: $d/application.yml:12: spring.cloud.gateway.httpclient: not converted (convert reads routes and default-filters)" \
+    "warning: $d/application.yml:14: spring.cloud.gateway.httpclient.pool: not converted (convert reads routes, default-filters and the httpclient timeouts)" \
     "$(grep '^warning' "$tmp/yml.err")"
+same "httpclient.connect-timeout: the metadata of routes without their own" \
+    "500 1000" \
+    "$(jpy "$tmp/yml.json" 'str(d[0]["metadata"]["connect-timeout"]) + " " + str(d[1]["metadata"]["connect-timeout"])')"
 same "the converted routes route" "route:    orders (order -1)" \
     "$("$bin" match "$tmp/yml.json" GET http://shop/orders/42 | head -1)"
 

@@ -853,6 +853,42 @@ static void environment_overrides(scg_converter *c) {
     }
 }
 
+/* Gateway settings that change what SCG's routes do and that no route
+ * field can carry: an error at their place when set away from SCG's
+ * default, never a warning the routes then ignore. True when k is one
+ * (whether or not it was set away from the default). */
+static bool changes_routes(scg_converter *c, const node *k, const char *gpath) {
+    static const struct {
+        const char *key, *sub, *sub2, *refused; /* NULL: any value */
+        const char *why;
+    } rules[] = {
+        {"predicate", "host", "includeport", "false",
+         "Host predicates match the Host header with its port"},
+        {"setstatus", "originalstatusheadername", NULL, NULL,
+         "SetStatus does not add the original status as a header"},
+        {"loadbalancer", "use404", NULL, "true",
+         "an lb:// route without an instance is answered 503"},
+    };
+    bool ours = false;
+    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
+        if (!scg_relaxed_eq(k->key, rules[i].key))
+            continue;
+        ours = true;
+        const node *mid = scg_map_get(k, rules[i].sub), *v = mid;
+        if (rules[i].sub2)
+            v = scg_map_get(mid, rules[i].sub2);
+        if (!v || v->kind != N_SCALAR || !v->value ||
+            (rules[i].refused && strcasecmp(v->value, rules[i].refused) != 0))
+            continue;
+        scg_issue_add(c, true, v->file, v->line,
+                      "%s.%s.%s%s%s: %s: switchyard does not run this "
+                      "setting (%s)",
+                      gpath, k->key, mid->key, rules[i].sub2 ? "." : "",
+                      rules[i].sub2 ? v->key : "", v->value, rules[i].why);
+    }
+    return ours && k->kind == N_MAP && k->n == 1;
+}
+
 /* <gateway>.filter: the groups fold() carries are read from c->filter_props
  * (a property of theirs fold() cannot carry is an error where the filter is
  * used); the others are named in a warning, as other gateway settings. */
@@ -919,6 +955,8 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
         }
         if (g == gw && scg_relaxed_eq(k->key, "server") &&
             k == scg_map_get(gw, "server"))
+            continue;
+        if (changes_routes(c, k, gpath))
             continue;
         scg_issue_add(c, false, k->file, k->line,
                       "%s.%s: not converted (convert reads routes and "

@@ -54,19 +54,27 @@ def body(procs, c):
          b"environment: SPRING_CLOUD_GATEWAY_ROUTES_0_URI:" in rb.stderr,
          "an environment override of the routes is refused (%r)"
          % rb.stderr[-300:])
+    def refused(name, old, new, what):
+        with open(YML) as f:
+            text = f.read().replace(old, new)
+        path = procs.write_file(name, text)
+        rd = subprocess.run([cli, "convert", path], capture_output=True,
+                            env=env, timeout=20)
+        c.ok(rd.returncode == 1 and (path + ":").encode() in rd.stderr and
+             what.encode() in rd.stderr,
+             "%s is refused, located (%r)" % (what, rd.stderr[-300:]))
+
     # secure-headers.disable (same page) is not a setting switchyard's
     # SecureHeaders has: refused with its place, never left unread.
-    with open(YML) as f:
-        text = f.read().replace("frame-options: SAMEORIGIN",
-                                "frame-options: SAMEORIGIN\n"
-                                "          disable: x-frame-options")
-    dis = procs.write_file("disable.yml", text)
-    rd = subprocess.run([cli, "convert", dis], capture_output=True, env=env,
-                        timeout=20)
-    c.ok(rd.returncode == 1 and (dis + ":").encode() in rd.stderr and
-         b"secure-headers.disable" in rd.stderr,
-         "secure-headers.disable is refused, located (%r)"
-         % rd.stderr[-300:])
+    refused("disable.yml", "frame-options: SAMEORIGIN",
+            "frame-options: SAMEORIGIN\n          disable: x-frame-options",
+            "secure-headers.disable")
+    # SetStatus page: set-status.original-status-header-name adds the
+    # proxied status as a header, which switchyard's SetStatus does not.
+    refused("setstatus.yml", "      filter:\n",
+            "      set-status:\n        original-status-header-name: "
+            "original-http-status\n      filter:\n",
+            "set-status.original-status-header-name")
     routes = procs.write_file("routes.json", r.stdout.decode())
     inst = procs.write_file("instances.json", json.dumps(
         {"services": {"greeter": [

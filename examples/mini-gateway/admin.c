@@ -546,7 +546,17 @@ static void stage_and_commit(gw_admin_call *a, const endpoint *ep,
     } else if (kept) { /* a rollback that could not be saved (state.c) */
         gw_reply_error(a->c, 500, msg);
     } else if (!report) {
-        httpd_respond(a->c, ok_status, "application/json", NULL, "", 0);
+        /* a route created (the actuator's 201): where it is, as SCG's
+         * ResponseEntity.created("/routes/" + id) says; an id with bytes
+         * a header cannot carry goes without */
+        char loc[320] = "";
+        bool plain = ok_status == 201 && a->ns == 3 && strlen(a->seg[2]) < 256;
+        for (const char *p = plain ? a->seg[2] : ""; *p; p++)
+            plain &= *p > 0x20 && *p < 0x7f;
+        if (plain)
+            snprintf(loc, sizeof loc, "Location: /routes/%s\r\n", a->seg[2]);
+        httpd_respond(a->c, ok_status, "application/json", plain ? loc : NULL,
+                      "", 0);
     } else if (G.last_report.failed) { /* applied; only its report lost */
         static const char done[] = "{\"ok\":true,\"report\":null}\n";
         httpd_respond(a->c, ok_status, "application/json", NULL, done,

@@ -246,11 +246,14 @@ def body(procs, c):
     c.eq((st, one.get("route_id"), one.get("predicate")),
          (200, "strip", "Paths: [/name/**], match trailing slash: true"),
          "GET /actuator/gateway/routes/{id}: the route as the list has it")
-    st, _, _ = gw.admin_call("POST", "/actuator/gateway/routes/newone", {
+    st, hd, _ = gw.admin_call("POST", "/actuator/gateway/routes/newone", {
         "uri": "http://127.0.0.1:%d" % bport,
         "predicates": [{"name": "Path", "args": {"_genkey_0": "/new/**"}}],
         "filters": [{"name": "StripPrefix", "args": {"_genkey_0": "1"}}]})
-    c.eq(st, 201, "POST /actuator/gateway/routes/{id}")
+    # AbstractGatewayControllerEndpoint.save: ResponseEntity.created(
+    # URI.create("/routes/" + id))
+    c.eq((st, hd.get("location")), (201, "/routes/newone"),
+         "POST /actuator/gateway/routes/{id}: 201 and Location")
     c.eq(gw.admin_call("POST", "/actuator/gateway/refresh")[0], 200,
          "POST /actuator/gateway/refresh")
     c.eq(echo(get("/new/a/b")[2])["path"], "/a/b", "the posted route serves")

@@ -723,6 +723,107 @@ static void timeout_defaults(scg_converter *c, cJSON *route) {
     }
 }
 
+/* A CorsConfiguration's properties (relaxed) and the names the route's
+ * cors metadata has for them (as SCG reads that metadata). */
+static const char *const cors_props[][2] = {
+    {"allowedorigins", "allowedOrigins"},
+    {"allowedoriginpatterns", "allowedOriginPatterns"},
+    {"allowedmethods", "allowedMethods"},
+    {"allowedheaders", "allowedHeaders"},
+    {"exposedheaders", "exposedHeaders"},
+    {"allowcredentials", "allowCredentials"},
+    {"maxage", "maxAge"}};
+#define NCORS (sizeof cors_props / sizeof *cors_props)
+
+/* spring.cloud.gateway.globalcors: the configuration of the catch-all pattern
+ * (every request) becomes the cors metadata of every route (cors_default);
+ * a configuration of other paths, which no route field holds, and
+ * add-to-simple-url-handler-mapping: true (preflights of paths no route
+ * matches answered) are refused with their place. */
+static void globalcors(scg_converter *c, const node *k, const char *gpath) {
+    for (size_t i = 0; i < k->n; i++) {
+        const node *e = k->kids[i];
+        if (scg_relaxed_eq(e->key, "addtosimpleurlhandlermapping")) {
+            if (e->kind == N_SCALAR && e->value &&
+                strcasecmp(e->value, "true") == 0)
+                scg_issue_add(c, true, e->file, e->line,
+                              "%s.globalcors.%s: true: switchyard does not "
+                              "answer preflights of paths no route matches",
+                              gpath, e->key);
+            continue;
+        }
+        if (!scg_relaxed_eq(e->key, "corsconfigurations") || e->kind != N_MAP) {
+            scg_issue_add(c, false, e->file, e->line,
+                          "%s.globalcors.%s: not converted", gpath, e->key);
+            continue;
+        }
+        for (size_t j = 0; j < e->n; j++) {
+            const node *pat = e->kids[j];
+            if (strcmp(pat->key, "/**") != 0 &&
+                strcmp(pat->key, "[/**]") != 0) {
+                scg_issue_add(c, true, pat->file, pat->line,
+                              "%s.globalcors.cors-configurations.%s: a CORS "
+                              "configuration of some paths only: switchyard "
+                              "carries the one of /** (to every route's cors "
+                              "metadata); give the others as the cors "
+                              "metadata of their routes",
+                              gpath, pat->key);
+                continue;
+            }
+            c->global_cors = pat;
+            for (size_t m = 0; pat->kind == N_MAP && m < pat->n; m++) {
+                bool known = false;
+                for (size_t q = 0; q < NCORS; q++)
+                    known |=
+                        scg_relaxed_eq(pat->kids[m]->key, cors_props[q][0]);
+                if (!known)
+                    scg_issue_add(c, true, pat->kids[m]->file,
+                                  pat->kids[m]->line,
+                                  "%s.globalcors.cors-configurations.%s.%s: "
+                                  "not a CORS setting switchyard reads",
+                                  gpath, pat->key, pat->kids[m]->key);
+            }
+        }
+    }
+}
+
+/* The globalcors catch-all configuration as the route's cors metadata. SCG
+ * combines it with a route's own cors metadata (CorsConfiguration.combine);
+ * switchyard takes one, so a route with both is refused. */
+static void cors_default(scg_converter *c, cJSON *route, const char *path) {
+    const node *g = c->global_cors;
+    if (!g || g->kind != N_MAP)
+        return;
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(route, "metadata");
+    if (meta && cJSON_GetObjectItemCaseSensitive(meta, "cors")) {
+        scg_issue_add(c, true, g->file, g->line,
+                      "%s.metadata.cors: SCG combines it with globalcors' "
+                      "configuration of /** (here); switchyard takes one: "
+                      "give this route the combined one, or leave it out",
+                      path);
+        return;
+    }
+    cJSON *cors = cJSON_CreateObject();
+    for (size_t i = 0; cors && i < g->n; i++)
+        for (size_t q = 0; q < NCORS; q++)
+            if (scg_relaxed_eq(g->kids[i]->key, cors_props[q][0])) {
+                char p[256];
+                snprintf(p, sizeof p,
+                         "spring.cloud.gateway.globalcors.cors-configurations."
+                         "%s.%s",
+                         g->key, g->kids[i]->key);
+                cJSON *v = meta_json(c, g->kids[i], p);
+                if (v)
+                    cJSON_AddItemToObject(cors, cors_props[q][1], v);
+            }
+    if (!meta)
+        meta = cJSON_AddObjectToObject(route, "metadata");
+    if (meta && cors)
+        cJSON_AddItemToObject(meta, "cors", cors);
+    else
+        cJSON_Delete(cors);
+}
+
 static cJSON *route_json(scg_converter *c, const node *r, const char *path,
                          const cJSON *defaults) {
     if (r->kind != N_MAP) {
@@ -799,6 +900,7 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
                           p);
     }
     timeout_defaults(c, o);
+    cors_default(c, o, path);
     if (f[5]) {
         sub(p, sizeof p, path, ".order");
         char *v = NULL;
@@ -914,6 +1016,7 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
     *routes = 0;
     c->filter_props = NULL;
     c->httpclient = NULL;
+    c->global_cors = NULL;
     c->fold_checked = 0;
     environment_overrides(c);
     const node *gw = scg_map_get(
@@ -958,6 +1061,10 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
             continue;
         if (changes_routes(c, k, gpath))
             continue;
+        if (scg_relaxed_eq(k->key, "globalcors") && k->kind == N_MAP) {
+            globalcors(c, k, gpath);
+            continue;
+        }
         scg_issue_add(c, false, k->file, k->line,
                       "%s.%s: not converted (convert reads routes and "
                       "default-filters)",

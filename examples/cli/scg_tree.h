@@ -41,6 +41,8 @@ struct scg_converter {
                                  group), bad httpclient timeouts (30, 31) */
     const node *httpclient;   /* <gateway>.httpclient: its timeouts are the
                                  routes' default metadata */
+    const node *global_cors;  /* globalcors' catch-all configuration: every
+                                 route's cors metadata */
     bool oom;
 };
 

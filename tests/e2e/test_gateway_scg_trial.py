@@ -84,6 +84,25 @@ def body(procs, c):
     def get(path, headers=None, method="GET", data=None):
         return gw.request(method, path, data, headers)
 
+    # CORS Configuration page: globalcors' '[/**]' allows CORS requests
+    # from docs.spring.io for GET on every path (a preflight answered by
+    # the gateway; another origin or method refused).
+    pre = {"Origin": "https://docs.spring.io",
+           "Access-Control-Request-Method": "GET"}
+    st, hd, _ = get("/name/blue/red", pre, method="OPTIONS")
+    c.eq((st, hd.get("access-control-allow-origin")),
+         (200, "https://docs.spring.io"), "globalcors: preflight answered")
+    c.eq(get("/name/blue/red", dict(pre, **{
+        "Access-Control-Request-Method": "POST"}), method="OPTIONS")[0], 403,
+         "globalcors: a method not allowed")
+    c.eq(get("/name/blue/red", {"Origin": "https://evil.example"})[0], 403,
+         "globalcors: an origin not allowed")
+    st, hd, _ = get("/name/blue/red", {"Origin": "https://docs.spring.io"})
+    c.eq((st, hd.get("access-control-allow-origin")),
+         (200, "https://docs.spring.io"), "globalcors: an allowed GET")
+    refused("cors.yml", "          '[/**]':", "          '[/api/**]':",
+            "cors-configurations./api/**: a CORS configuration of some")
+
     # StripPrefix page: /name/blue/red is sent as /red. default-filters
     # (Default Filters page) add their header to every route's answer.
     st, hd, data = get("/name/blue/red")

@@ -1,9 +1,10 @@
 /*
  * config.c - the router and its config as a host keeps them: the router
  * options (route host data, path safety, passive health), one source per
- * route file (named by its base name without ".json", ".yml" or ".yaml";
- * a .yml/.yaml file is Spring Boot YAML, converted by the code of
- * `switchyard convert`, examples/cli/scg_convert.c), the instances file,
+ * route file (named by its base name without ".json", ".yml", ".yaml" or
+ * ".properties"; such a .yml/.yaml/.properties file is Spring Boot's,
+ * converted by the code of `switchyard convert`,
+ * examples/cli/scg_convert.c), the instances file,
  * the first load, and inotify watches (uv_fs_event on the files'
  * directories) that re-read changed files and apply them together as one
  * change set. Also the JSON form of apply reports and errors shared with
@@ -303,8 +304,9 @@ static void source_name(const char *path, char *out, size_t cap) {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     size_t n = strlen(b);
-    static const char *const ext[] = {".json", ".yml", ".yaml"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const ext[] = {".json", ".yml", ".yaml",
+                                      ".properties"};
+    for (int i = 0; i < 4; i++) {
         size_t el = strlen(ext[i]);
         if (n > el && strcasecmp(b + n - el, ext[i]) == 0) {
             n -= el;
@@ -314,13 +316,16 @@ static void source_name(const char *path, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)n, b);
 }
 
-static bool is_yaml(const char *path) {
+/* Is the route file Spring Boot's (.yml, .yaml, .properties)? */
+static bool is_spring(const char *path) {
     size_t n = strlen(path);
     return (n > 4 && strcasecmp(path + n - 4, ".yml") == 0) ||
-           (n > 5 && strcasecmp(path + n - 5, ".yaml") == 0);
+           (n > 5 && strcasecmp(path + n - 5, ".yaml") == 0) ||
+           (n > 11 && strcasecmp(path + n - 11, ".properties") == 0);
 }
 
-/* A .yml/.yaml route file's text (Spring Boot YAML) as a route document,
+/* A .yml/.yaml/.properties route file's text (Spring Boot configuration)
+ * as a route document,
  * through the converter `switchyard convert` uses: placeholders resolved
  * from the environment and the file, every unresolved one an error.
  * Returns the document (free it) or NULL with the first error (FILE:LINE:
@@ -332,7 +337,7 @@ static char *yaml_routes(const char *path, const char *text, size_t len,
     scg_converter *c = scg_converter_new(&o);
     char *doc = NULL;
     size_t routes = 0;
-    if (c && !scg_converter_add(c, path, text, len, SCG_FORMAT_YAML))
+    if (c && !scg_converter_add(c, path, text, len, scg_format_of(path)))
         doc = scg_converter_document(c, out_len, &routes);
     const scg_issue *first = NULL;
     for (size_t i = 0; c && i < scg_converter_issue_count(c); i++) {
@@ -353,7 +358,8 @@ static char *yaml_routes(const char *path, const char *text, size_t len,
     (void)text;
     (void)len;
     (void)out_len;
-    inst_fail(err, SY_EINVAL, "", "built without libyaml: no .yml routes");
+    inst_fail(err, SY_EINVAL, "",
+              "built without libyaml: no .yml or .properties routes");
     (void)path;
     return NULL;
 #endif
@@ -479,7 +485,7 @@ static bool read_file(watched_file *f) {
             refuse(f, &err);
         return rc == 0;
     }
-    if (is_yaml(f->path)) {
+    if (is_spring(f->path)) {
         char *doc = yaml_routes(f->path, text, len, &len, &err);
         free(text);
         if (!doc) {

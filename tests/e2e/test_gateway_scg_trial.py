@@ -249,6 +249,20 @@ def body(procs, c):
     c.ok(h.echoed_header(data, "Execution-Exception-Type"),
          "FallbackHeaders on the forwarded request")
 
+    # application.properties ("the following two examples are equivalent"
+    # in SCG's configuration pages) read by the gateway as application.yml
+    # is: the source named after the file.
+    props = procs.write_file("edge.properties", "\n".join([
+        "spring.cloud.gateway.routes[0].id=props",
+        "spring.cloud.gateway.routes[0].uri=http://127.0.0.1:%d" % bport,
+        "spring.cloud.gateway.routes[0].predicates[0]=Path=/props/**",
+        "spring.cloud.gateway.routes[0].filters[0]=StripPrefix=1", ""]))
+    gp = procs.gateway("--routes", props)
+    st, _, data = gp.request("GET", "/props/a")
+    c.eq((st, st == 200 and echo(data)["path"]), (200, "/a"),
+         "mini-gateway --routes application.properties")
+    c.ok(gp.source("edge") is not None, "its source is named after the file")
+
     # Actuator API page: GET routes (route_id, predicate, filters, uri,
     # order), GET routes/{id} (the definition), POST routes/{id} with
     # _genkey_ args, POST refresh, DELETE routes/{id}.

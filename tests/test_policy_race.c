@@ -2,8 +2,10 @@
  * CI): a bucket hands out exactly its tokens, a half-open breaker exactly
  * its permits, however many threads ask at once, and publishes running
  * beside them lose no state. */
-#include "testutil.h"
+#define _GNU_SOURCE /* MAP_ANONYMOUS, usleep */
 #include "policy/ratelimit.h"
+#include "policy/store.h"
+#include "testutil.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -11,6 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #define T0 1700000000000LL
 #define THREADS 4
@@ -418,6 +424,84 @@ START_TEST(freed_breaker_entries_are_reused_beside_readers) {
 }
 END_TEST
 
+/* ---- the store's writer lock (breaker claims and frees) ---- */
+
+static uint64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+typedef struct claimer {
+    sy_policy_store *st;
+    _Atomic bool done;
+} claimer;
+
+static void *claim_one(void *arg) {
+    claimer *c = arg;
+    ck_assert_ptr_nonnull(sy__store_breaker_hold(c->st, 42));
+    atomic_store(&c->done, true);
+    return NULL;
+}
+
+/* A holder that is slow (preempted, stopped, a loaded machine) keeps the
+ * lock however long it holds it: a claim waits for it. The lock once
+ * passed a holder after a second, so two writers changed the counts at
+ * once and the first one's unlock freed the second one's lock. */
+START_TEST(a_slow_holder_keeps_the_breaker_lock) {
+    static _Alignas(8) char mem[65536];
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, sizeof mem, 64, 16, &st, NULL),
+                     0);
+    sy__store_brk_lock(st);
+    claimer c = {.st = st};
+    pthread_t t;
+    pthread_create(&t, NULL, claim_one, &c);
+    uint64_t t0 = mono_ms();
+    while (mono_ms() - t0 < 1500) {
+        ck_assert_msg(!atomic_load(&c.done),
+                      "a claim passed a live holder after %llu ms",
+                      (unsigned long long)(mono_ms() - t0));
+        usleep(10000);
+    }
+    sy__store_brk_unlock(st);
+    pthread_join(t, NULL);
+    ck_assert(atomic_load(&c.done));
+    sy__store_breaker_drop(st, 42);
+}
+END_TEST
+
+/* A process (an nginx worker) killed while it holds the lock blocks no
+ * other: the next claim sees the holder is gone and takes the lock at
+ * once. */
+START_TEST(a_dead_holders_breaker_lock_is_passed) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(mem, MAP_FAILED);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        sy__store_brk_lock(st);
+        _exit(0); /* dies holding it */
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_int_ne(atomic_load(&st->brk_lock), 0);
+    uint64_t t0 = mono_ms();
+    ck_assert_ptr_nonnull(sy__store_breaker_hold(st, 42));
+    ck_assert_uint_lt(mono_ms() - t0, 500);
+    sy__store_breaker_drop(st, 42);
+    sy_policy_stats ps;
+    sy_policy_store_stats(st, &ps);
+    ck_assert_uint_eq(ps.breakers_used, 0);
+    ck_assert_uint_eq(atomic_load(&st->brk_lock), 0);
+    munmap(mem, len);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy_race");
     TCase *tc = tcase_create("policy_race");
@@ -426,6 +510,8 @@ int main(void) {
     tcase_add_test(tc, slots_taken_over_by_racing_keys_stay_usable);
     tcase_add_test(tc, a_cycling_breaker_counts_stay_within_its_window);
     tcase_add_test(tc, freed_breaker_entries_are_reused_beside_readers);
+    tcase_add_test(tc, a_slow_holder_keeps_the_breaker_lock);
+    tcase_add_test(tc, a_dead_holders_breaker_lock_is_passed);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -5,8 +5,11 @@
  */
 #include "policy/store.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 
 static uint32_t pow2_at_least(uint32_t n, uint32_t min) {
     uint32_t p = min;
@@ -170,16 +173,29 @@ bool sy__store_breaker_room(sy_policy_store *st, uint64_t key) {
     return brk_find(st, key, &fr) || fr;
 }
 
+/* The process holding the store's writer lock (brk_lock), lock word
+ * `held`, is gone: kill(pid, 0) finds no such process. A zombie not yet
+ * reaped still counts as there (its parent reaps it soon). */
+static bool holder_gone(uint64_t held) {
+    return kill((pid_t)held, 0) != 0 && errno == ESRCH;
+}
+
 /* The store's writer lock over breaker claims and frees (several routers,
- * even processes, may share a store). Held for one probe chain; a holder
- * that died holding it is passed after a second. */
-static void brk_lock(sy_policy_store *st) {
+ * even processes, may share a store), held for one probe chain. The word
+ * is the holder's process id: a waiter passes a holder only when that
+ * process is gone (a worker killed holding it blocks no other), never a
+ * live one however long it holds it (preempted, stopped). A time limit
+ * once passed a holder after a second: two writers then changed the
+ * counts at once, and the first one's unlock freed the second's lock. */
+void sy__store_brk_lock(sy_policy_store *st) {
+    uint64_t me = (uint64_t)getpid();
     for (unsigned spin = 0;; spin++) {
-        uint64_t now = sy__now_monotonic_us() | 1;
         uint64_t held =
             atomic_load_explicit(&st->brk_lock, memory_order_relaxed);
-        if ((held == 0 || now > held + 1000000) &&
-            atomic_compare_exchange_weak_explicit(&st->brk_lock, &held, now,
+        /* a holder's liveness is asked now and then, not at every turn */
+        if ((held == 0 ||
+             (held != me && spin % 64 == 63 && holder_gone(held))) &&
+            atomic_compare_exchange_weak_explicit(&st->brk_lock, &held, me,
                                                   memory_order_acquire,
                                                   memory_order_relaxed))
             return;
@@ -188,12 +204,12 @@ static void brk_lock(sy_policy_store *st) {
     }
 }
 
-static void brk_unlock(sy_policy_store *st) {
+void sy__store_brk_unlock(sy_policy_store *st) {
     atomic_store_explicit(&st->brk_lock, 0, memory_order_release);
 }
 
 sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key) {
-    brk_lock(st);
+    sy__store_brk_lock(st);
     sy__brk *fr, *b = brk_find(st, key, &fr);
     if (!b && fr) {
         /* no reader reaches a free entry: reset it, then publish the key */
@@ -213,12 +229,12 @@ sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key) {
     }
     if (b)
         atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
-    brk_unlock(st);
+    sy__store_brk_unlock(st);
     return b;
 }
 
 void sy__store_breaker_drop(sy_policy_store *st, uint64_t key) {
-    brk_lock(st);
+    sy__store_brk_lock(st);
     sy__brk *b = brk_find(st, key, NULL);
     uint32_t n = b ? atomic_load_explicit(&b->refs, memory_order_relaxed) : 0;
     if (n > 1)
@@ -243,7 +259,7 @@ void sy__store_breaker_drop(sy_policy_store *st, uint64_t key) {
             }
         }
     }
-    brk_unlock(st);
+    sy__store_brk_unlock(st);
 }
 
 void sy_policy_store_stats(const sy_policy_store *cst, sy_policy_stats *out) {

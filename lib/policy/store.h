@@ -60,8 +60,8 @@ struct sy_policy_store {
     _Atomic int64_t base_ms; /* the time base (0: not yet set) */
     _Atomic uint64_t limited, store_full, breaker_rejected, breaker_opened,
         breaker_half_opened, breaker_closed;
-    /* breaker claims and frees: 0, or the monotonic us it was taken at
-     * (a holder that died is passed after a second) */
+    /* breaker claims and frees: 0, or the holder's process id (a holder
+     * whose process is gone is passed; store.c sy__store_brk_lock) */
     _Atomic uint64_t brk_lock;
     uint64_t pad[4];
 };
@@ -109,6 +109,9 @@ sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key);
  * guarantees no reader can still reach the entry through that user (a
  * route no snapshot holds). Writer side (takes the store's lock). */
 void sy__store_breaker_drop(sy_policy_store *st, uint64_t key);
+/* The writer lock itself (the two calls above take it). */
+void sy__store_brk_lock(sy_policy_store *st);
+void sy__store_brk_unlock(sy_policy_store *st);
 
 /* A quick hash of a short text (route ids, keys, names) for the store's
  * tables: 8 bytes a step, multiply and fold. Not for hostile inputs'

@@ -59,6 +59,7 @@ void scg_converter_free(scg_converter *c) {
     if (!c)
         return;
     scg_node_free(c->root);
+    free(c->defaults_json);
     for (size_t i = 0; i < c->nfiles; i++)
         free(c->files[i]);
     free(c->files);
@@ -1097,6 +1098,9 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
             cJSON_AddItemToArray(doc, r);
     }
     free(items);
+    free(c->defaults_json);
+    c->defaults_json =
+        cJSON_GetArraySize(defaults) ? cJSON_PrintUnformatted(defaults) : NULL;
     cJSON_Delete(defaults);
     char *out = NULL;
     if (!doc)
@@ -1127,4 +1131,8 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
     }
     cJSON_Delete(doc);
     return out;
+}
+
+const char *scg_converter_default_filters(const scg_converter *c) {
+    return c->errors ? NULL : c->defaults_json;
 }

@@ -65,6 +65,12 @@ int scg_converter_add(scg_converter *c, const char *file, const char *text,
  * found (every one is listed). *routes gets the number of routes. */
 char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes);
 
+/* After a document was made: its default-filters (resolved, as merged
+ * into each route) as a JSON array text, or NULL when there are none. The
+ * converter keeps it. For routes made later elsewhere (the mini-gateway's
+ * actuator), which SCG runs with the default filters too. */
+const char *scg_converter_default_filters(const scg_converter *c);
+
 /* Issues found so far (errors and warnings, in the order found). */
 size_t scg_converter_issue_count(const scg_converter *c);
 const scg_issue *scg_converter_issue(const scg_converter *c, size_t i);

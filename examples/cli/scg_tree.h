@@ -41,6 +41,7 @@ struct scg_converter {
                                  group), bad httpclient timeouts (30, 31) */
     const node *httpclient;   /* <gateway>.httpclient: its timeouts are the
                                  routes' default metadata */
+    char *defaults_json;      /* the document's default-filters, or NULL */
     const node *global_cors;  /* globalcors' catch-all configuration: every
                                  route's cors metadata */
     bool oom;

@@ -226,6 +226,49 @@ static bool owned_elsewhere(httpd_conn *c, const char *id, bool *exists) {
     return true;
 }
 
+/* SCG runs its default-filters with every route, the actuator's too: the
+ * Spring route files' default-filters (config.c) interleaved into the
+ * definition's filters as the converter does for the files' routes
+ * (default 1, route 1, default 2, ...). False, answered 409, when two
+ * files give different ones. */
+static bool with_default_filters(httpd_conn *c, cJSON *def) {
+    const char *file, *other;
+    const char *text = gw_config_default_filters(&file, &other);
+    if (!text)
+        return true;
+    if (other) {
+        char msg[1200];
+        snprintf(msg, sizeof msg,
+                 "the default-filters of %s and %s differ: which run with "
+                 "the actuator's routes is not known (keep them in one "
+                 "file, or use --default-filters)",
+                 file, other);
+        gw_reply_error(c, 409, msg);
+        return false;
+    }
+    cJSON *dflt = cJSON_Parse(text);
+    cJSON *own = cJSON_DetachItemFromObjectCaseSensitive(def, "filters");
+    cJSON *all = cJSON_CreateArray();
+    int nd = cJSON_GetArraySize(dflt), no = cJSON_GetArraySize(own);
+    for (int i = 0; all && (i < nd || i < no); i++) {
+        if (i < nd)
+            cJSON_AddItemToArray(
+                all, cJSON_Duplicate(cJSON_GetArrayItem(dflt, i), true));
+        if (i < no)
+            cJSON_AddItemToArray(
+                all, cJSON_Duplicate(cJSON_GetArrayItem(own, i), true));
+    }
+    cJSON_Delete(dflt);
+    if (!cJSON_IsArray(own) && own) { /* not a list: left for the check */
+        cJSON_Delete(all);
+        cJSON_AddItemToObject(def, "filters", own);
+        return true;
+    }
+    cJSON_Delete(own);
+    cJSON_AddItemToObject(def, "filters", all);
+    return true;
+}
+
 /* POST /actuator/gateway/routes/{id}: a RouteDefinition (its "id", if
  * any, is replaced by the URL's, as SCG does) upserted into the actuator
  * source; 201. */
@@ -244,6 +287,10 @@ static void save_route(gw_admin_call *a) {
         return;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(def, "id");
+    if (!with_default_filters(c, def)) {
+        cJSON_Delete(def);
+        return;
+    }
     cJSON *out = cJSON_CreateObject(); /* the URL's id first, then the rest */
     cJSON_AddStringToObject(out, "id", id);
     while (out && def->child) {
@@ -311,7 +358,8 @@ static void save_routes(gw_admin_call *a) {
             cJSON_Delete(doc);
             return;
         }
-        if (owned_elsewhere(c, id->valuestring, &exists)) {
+        if (owned_elsewhere(c, id->valuestring, &exists) ||
+            (cJSON_IsObject(r) && !with_default_filters(c, (cJSON *)r))) {
             cJSON_Delete(doc);
             return;
         }

@@ -36,6 +36,9 @@ typedef struct watched_file {
     /* the tick in progress */
     char *text; /* the route document read (converted from YAML) */
     size_t len;
+    /* a Spring file's default-filters (JSON array): read in the tick, and
+     * those of the version applied (for the actuator's routes) */
+    char *defaults_read, *defaults;
     sy_instances *doc;   /* the instances file, parsed */
     bool refused;        /* refused in this tick */
     size_t first, count; /* the changes staged for it in this attempt */
@@ -304,8 +307,7 @@ static void source_name(const char *path, char *out, size_t cap) {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     size_t n = strlen(b);
-    static const char *const ext[] = {".json", ".yml", ".yaml",
-                                      ".properties"};
+    static const char *const ext[] = {".json", ".yml", ".yaml", ".properties"};
     for (int i = 0; i < 4; i++) {
         size_t el = strlen(ext[i]);
         if (n > el && strcasecmp(b + n - el, ext[i]) == 0) {
@@ -331,7 +333,7 @@ static bool is_spring(const char *path) {
  * Returns the document (free it) or NULL with the first error (FILE:LINE:
  * message) in err; warnings are logged. */
 static char *yaml_routes(const char *path, const char *text, size_t len,
-                         size_t *out_len, sy_error *err) {
+                         size_t *out_len, char **defaults, sy_error *err) {
 #ifdef GW_HAVE_YAML
     scg_options o = {0};
     scg_converter *c = scg_converter_new(&o);
@@ -339,6 +341,8 @@ static char *yaml_routes(const char *path, const char *text, size_t len,
     size_t routes = 0;
     if (c && !scg_converter_add(c, path, text, len, scg_format_of(path)))
         doc = scg_converter_document(c, out_len, &routes);
+    const char *df = doc ? scg_converter_default_filters(c) : NULL;
+    *defaults = df ? strdup(df) : NULL;
     const scg_issue *first = NULL;
     for (size_t i = 0; c && i < scg_converter_issue_count(c); i++) {
         const scg_issue *is = scg_converter_issue(c, i);
@@ -358,6 +362,7 @@ static char *yaml_routes(const char *path, const char *text, size_t len,
     (void)text;
     (void)len;
     (void)out_len;
+    *defaults = NULL;
     inst_fail(err, SY_EINVAL, "",
               "built without libyaml: no .yml or .properties routes");
     (void)path;
@@ -486,7 +491,9 @@ static bool read_file(watched_file *f) {
         return rc == 0;
     }
     if (is_spring(f->path)) {
-        char *doc = yaml_routes(f->path, text, len, &len, &err);
+        free(f->defaults_read);
+        char *doc =
+            yaml_routes(f->path, text, len, &len, &f->defaults_read, &err);
         free(text);
         if (!doc) {
             refuse(f, &err);
@@ -616,6 +623,11 @@ static void settle_tick(watched_file **tick, size_t n, bool committed,
                 gw_log("%s: out of memory keeping its service names", f->path);
             if (committed && f->source[0])
                 gw_origin_set(f->source, "file"); /* for /status */
+            if (committed) { /* the applied version's default-filters */
+                free(f->defaults);
+                f->defaults = f->defaults_read;
+                f->defaults_read = NULL;
+            }
             f->has_error = false;
             f->dirty = false;
         }
@@ -695,6 +707,22 @@ int gw_config_refresh(sy_error *err) {
     return 0;
 }
 
+const char *gw_config_default_filters(const char **file, const char **other) {
+    const char *df = NULL;
+    *file = *other = NULL;
+    for (size_t i = 0; i < file_count; i++) {
+        if (!files[i].defaults)
+            continue;
+        if (!df) {
+            df = files[i].defaults;
+            *file = files[i].path;
+        } else if (strcmp(df, files[i].defaults) != 0) {
+            *other = files[i].path;
+        }
+    }
+    return df;
+}
+
 const char *gw_config_source_file(const char *source) {
     for (size_t i = 0; i < file_count; i++)
         if (files[i].source[0] && strcmp(files[i].source, source) == 0)
@@ -759,6 +787,8 @@ void gw_config_free(void) {
     for (size_t i = 0; i < file_count; i++) {
         free(files[i].dir);
         free(files[i].base);
+        free(files[i].defaults);
+        free(files[i].defaults_read);
     }
     file_count = 0;
     for (size_t i = 0; i < file_service_count; i++)

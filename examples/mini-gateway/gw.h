@@ -338,6 +338,10 @@ int gw_config_refresh(sy_error *err);
 /* The file a source comes from / the instances file when it names the
  * service; NULL when none does. */
 const char *gw_config_source_file(const char *source);
+/* The default-filters (a JSON array text) of the Spring route files as
+ * applied, or NULL: *file names the file; *other, when set, a file whose
+ * default-filters differ. Main thread. */
+const char *gw_config_default_filters(const char **file, const char **other);
 const char *gw_config_service_file(const char *service);
 /* Commit cs and remember its report for GET /report (and, when it failed,
  * the index of the failed change in G.last_failed_change). */

@@ -54,6 +54,7 @@ def body(procs, c):
          b"environment: SPRING_CLOUD_GATEWAY_ROUTES_0_URI:" in rb.stderr,
          "an environment override of the routes is refused (%r)"
          % rb.stderr[-300:])
+
     def refused(name, old, new, what):
         with open(YML) as f:
             text = f.read().replace(old, new)
@@ -256,12 +257,25 @@ def body(procs, c):
         "spring.cloud.gateway.routes[0].id=props",
         "spring.cloud.gateway.routes[0].uri=http://127.0.0.1:%d" % bport,
         "spring.cloud.gateway.routes[0].predicates[0]=Path=/props/**",
-        "spring.cloud.gateway.routes[0].filters[0]=StripPrefix=1", ""]))
+        "spring.cloud.gateway.routes[0].filters[0]=StripPrefix=1",
+        "spring.cloud.gateway.default-filters[0]=AddResponseHeader=X-Dflt, 1",
+        ""]))
     gp = procs.gateway("--routes", props)
-    st, _, data = gp.request("GET", "/props/a")
-    c.eq((st, st == 200 and echo(data)["path"]), (200, "/a"),
-         "mini-gateway --routes application.properties")
+    st, hd, data = gp.request("GET", "/props/a")
+    c.eq((st, st == 200 and echo(data)["path"], hd.get("x-dflt")),
+         (200, "/a", "1"), "mini-gateway --routes application.properties")
     c.ok(gp.source("edge") is not None, "its source is named after the file")
+    # Default Filters page: "add a filter and apply it to all routes";
+    # SCG's RouteDefinitionRouteLocator adds them to the actuator's routes
+    # as well. First in the chain: default 1, then the route's.
+    st, _, _ = gp.admin_call("POST", "/actuator/gateway/routes/act", {
+        "uri": "http://127.0.0.1:%d" % bport, "predicates": ["Path=/act/**"],
+        "filters": ["SetStatus=202"]})
+    st, hd, _ = gp.request("GET", "/act/x")
+    c.eq((st, hd.get("x-dflt")), (202, "1"),
+         "an actuator route runs the file's default-filters and its own")
+    st, _, data = gp.admin_call("GET", "/actuator/gateway/routes/act")
+    c.eq(len(json.loads(data)["filters"]), 2, "both listed, as SCG lists them")
 
     # Actuator API page: GET routes (route_id, predicate, filters, uri,
     # order), GET routes/{id} (the definition), POST routes/{id} with

@@ -1,5 +1,6 @@
 /* test_policy.c - rate limits, circuit breakers, retries and run or
  * refuse (docs/policies.md): the policy calls against real routers. */
+#include "policy/breaker.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -923,6 +924,146 @@ START_TEST(a_shared_breaker_stays_while_one_route_names_it) {
 }
 END_TEST
 
+/* The routes counted on an entry (every router sharing the store): 0
+ * when the name has no entry. */
+static unsigned refs_of(sy_policy_store *st, const char *name) {
+    sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)));
+    return b ? atomic_load(&b->refs) : 0;
+}
+
+/* The counts follow the routes through every kind of change: an update
+ * keeping the name, a disable and an enable, unnamed breakers of the
+ * default filters (one per route id), a document dropping them all, a
+ * rollback bringing them back, a refused commit. */
+START_TEST(breaker_counts_follow_every_kind_of_change) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_breakers = 16;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_policy_store *st = sy_router_policy_store(r);
+    static const char v1[] =
+        "{\"version\":\"1\",\"routes\":["
+        "{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
+        "\"filters\":[\"CircuitBreaker=x\"]},"
+        "{\"id\":\"b\",\"uri\":\"http://b\",\"predicates\":[\"Path=/b\"],"
+        "\"filters\":[\"CircuitBreaker=x\"]},"
+        "{\"id\":\"c\",\"uri\":\"http://b\",\"predicates\":[\"Path=/c\"],"
+        "\"filters\":[{\"name\":\"CircuitBreaker\"}]}]}";
+    static const char v2[] =
+        "{\"version\":\"2\",\"routes\":[{\"id\":\"z\",\"uri\":\"http://b\"}]}";
+    sy_error e;
+    ck_assert_int_eq(sy_router_apply(r, "s", v1, strlen(v1), NULL, &e), 0);
+    ck_assert_uint_eq(refs_of(st, "x"), 2);
+    ck_assert_uint_eq(refs_of(st, "c"), 1);
+    /* a's breaker reconfigured under the same name, a disabled, enabled */
+    upsert_breaker(r, "a", "x", 7);
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(refs_of(st, "x"), 2);
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "a", false, &e), 0);
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "b", false, &e), 0);
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(refs_of(st, "x"), 2);
+    ck_assert_int_eq(sy_router_set_route_enabled(r, "a", true, &e), 0);
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(refs_of(st, "x"), 2);
+    ck_assert_uint_eq(breakers_used(r), 2);
+    /* a document without them: the entries go once buried */
+    ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), NULL, &e), 0);
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(refs_of(st, "x"), 0);
+    ck_assert_uint_eq(refs_of(st, "c"), 0);
+    ck_assert_uint_eq(breakers_used(r), 0);
+    /* the kept version 1 back, twice (a rollback of a rollback) */
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(sy_router_rollback(r, "s", "1", NULL, &e), 0);
+        sy_router_reclaim(r);
+        ck_assert_uint_eq(refs_of(st, "x"), 2);
+        ck_assert_uint_eq(refs_of(st, "c"), 1);
+        ck_assert_int_eq(sy_router_rollback(r, "s", "2", NULL, &e), 0);
+        sy_router_reclaim(r);
+        ck_assert_uint_eq(breakers_used(r), 0);
+    }
+    ck_assert_int_eq(sy_router_rollback(r, "s", "1", NULL, &e), 0);
+    /* a refused commit (a 17th name) gives back what it claimed */
+    static char doc[8192];
+    breaker_doc(doc, sizeof doc, 0, 15, 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
+                     SY_ELIMIT);
+    ck_assert_uint_eq(refs_of(st, "x"), 2);
+    ck_assert_uint_eq(refs_of(st, "b0"), 0);
+    ck_assert_uint_eq(breakers_used(r), 2);
+    sy_router_free(r);
+}
+END_TEST
+
+/* A publish refused after the new routes were attached (too many retired
+ * snapshots held) gives their entries back with them. */
+START_TEST(a_publish_refused_after_the_attach_gives_the_entries_back) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_breakers = 16;
+    o.max_retired = 1;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_snapshot *h1 = sy_router_acquire(r);
+    upsert_breaker(r, "a", "one", 5);
+    sy_snapshot *h2 = sy_router_acquire(r);
+    char q[256];
+    int n = snprintf(q, sizeof q,
+                     "{\"id\":\"q\",\"uri\":\"http://b\",\"filters\":"
+                     "[\"CircuitBreaker=two\"]}");
+    sy_error e;
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", q, (size_t)n, &e),
+                     SY_EBUSY);
+    ck_assert_uint_eq(refs_of(sy_router_policy_store(r), "two"), 0);
+    ck_assert_uint_eq(refs_of(sy_router_policy_store(r), "one"), 1);
+    ck_assert_uint_eq(breakers_used(r), 1);
+    sy_snapshot_release(h1);
+    sy_snapshot_release(h2);
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", q, (size_t)n, &e), 0);
+    ck_assert_uint_eq(refs_of(sy_router_policy_store(r), "two"), 1);
+    sy_router_free(r);
+}
+END_TEST
+
+/* Two routers on one store (two workers): a name both use stays, with
+ * its state, while either has a route naming it. */
+START_TEST(routers_sharing_a_store_count_each_others_routes) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = aligned_alloc(64, len);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    static const char doc[] =
+        "[{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
+        "\"filters\":[{\"name\":\"CircuitBreaker\",\"args\":{\"name\":\"s\","
+        "\"slidingWindowSize\":1,\"minimumNumberOfCalls\":1,"
+        "\"waitDurationInOpenState\":\"1h\"}}]}]";
+    fix f1, f2;
+    fix_open(&f1, router_with(doc, st, NULL));
+    fix_open(&f2, router_with(doc, st, NULL));
+    ck_assert_uint_eq(refs_of(st, "s"), 2);
+    sy_breaker_permit p;
+    sy_match_breaker_acquire(fix_match(&f1, "/a"), T0, &p, NULL);
+    sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, T0);
+    sy_snapshot_release(f1.s);
+    f1.s = NULL;
+    ck_assert_int_eq(sy_router_remove_route(f1.r, "a", NULL), 0);
+    sy_router_reclaim(f1.r);
+    ck_assert_uint_eq(refs_of(st, "s"), 1);
+    sy_match_breaker_acquire(fix_match(&f2, "/a"), T0 + 1, &p, NULL);
+    ck_assert(!p.permitted); /* still the breaker f1 opened */
+    /* a router freed with its routes live gives them back too */
+    fix_close(&f2);
+    ck_assert_uint_eq(refs_of(st, "s"), 0);
+    sy_policy_stats ps;
+    sy_policy_store_stats(st, &ps);
+    ck_assert_uint_eq(ps.breakers_used, 0);
+    fix_close(&f1);
+    free(mem);
+}
+END_TEST
+
 START_TEST(a_breaker_or_retry_in_the_defaults_and_a_route_is_refused) {
     static const char *defs[2] = {
         "[{\"name\":\"CircuitBreaker\",\"args\":{\"name\":\"d\"}}]",
@@ -1020,6 +1161,89 @@ START_TEST(a_lenient_apply_leaves_out_a_route_nesting_a_default_policy) {
     /* the same document again (its bytes and routes reused): the same */
     ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), NULL, &e), 0);
     ck_assert_uint_eq(live_routes(r), 2);
+    sy_router_free(r);
+}
+END_TEST
+
+static sy_router *lenient_router(const char *defaults, uint32_t breakers) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.default_filters = defaults;
+    o.lenient = true;
+    o.policy_breakers = breakers;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    return r;
+}
+
+static size_t source_routes(sy_router *r) {
+    sy_source_status ss;
+    ck_assert_int_eq(sy_router_source_status(r, 0, &ss, NULL), 0);
+    return ss.routes;
+}
+
+/* The left-out route again: a rollback to its version, the same bytes
+ * after a one-route change (the memo), a change set of the document and
+ * upserts; the source counts the routes it runs. */
+START_TEST(a_left_out_nesting_route_stays_out_on_rollback_and_reapply) {
+    sy_router *r =
+        lenient_router("[{\"name\":\"Retry\",\"args\":{\"retries\":2}}]", 0);
+    static const char v2[] =
+        "{\"version\":\"2\",\"routes\":[{\"id\":\"a\",\"uri\":\"http://b\"},"
+        "{\"id\":\"c\",\"uri\":\"http://b\",\"filters\":[\"PrefixPath=/p\","
+        "{\"name\":\"Retry\"}]},{\"id\":\"d\",\"uri\":\"http://b\"}]}";
+    static const char v3[] =
+        "{\"version\":\"3\",\"routes\":[{\"id\":\"c\",\"uri\":\"http://b\"}]}";
+    static const char up[] = "{\"id\":\"e\",\"uri\":\"http://b\"}";
+    static const char nest[] = "{\"id\":\"f\",\"uri\":\"http://b\",\"filters\":"
+                               "[{\"name\":\"Retry\"}]}";
+    sy_error e;
+    sy_report *rep = NULL;
+    ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), NULL, &e), 0);
+    ck_assert_uint_eq(source_routes(r), 2);
+    ck_assert_int_eq(sy_router_apply(r, "s", v3, strlen(v3), NULL, &e), 0);
+    ck_assert_uint_eq(source_routes(r), 1);
+    /* back to 2: c left out again, with its issue */
+    ck_assert_int_eq(sy_router_rollback(r, "s", "2", &rep, &e), 0);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    ck_assert_str_eq(sy_report_issue(rep, 0)->path, "routes[1].filters[1]");
+    ck_assert_uint_eq(sy_diff_removed_count(sy_report_diff(rep)), 1);
+    ck_assert_uint_eq(sy_diff_added_count(sy_report_diff(rep)), 2);
+    sy_report_free(rep);
+    ck_assert_uint_eq(source_routes(r), 2);
+    ck_assert_uint_eq(live_routes(r), 2);
+    /* a one-route change, then the same bytes: applied again, e goes */
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", up, strlen(up), &e), 0);
+    ck_assert_uint_eq(source_routes(r), 3);
+    ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), &rep, &e), 0);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    ck_assert_uint_eq(sy_diff_removed_count(sy_report_diff(rep)), 1);
+    ck_assert_str_eq(sy_diff_removed(sy_report_diff(rep), 0), "e");
+    sy_report_free(rep);
+    ck_assert_uint_eq(source_routes(r), 2);
+    /* the document and an upsert in one change set: both hold; a nesting
+     * upsert fails the set (a one-route change is strict) */
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    ck_assert_int_eq(sy_change_set_apply(cs, "s", v3, strlen(v3), NULL), 0);
+    ck_assert_int_eq(sy_change_set_upsert_route(cs, "s", up, strlen(up), NULL),
+                     0);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &e), 0);
+    sy_change_set_free(cs);
+    ck_assert_uint_eq(source_routes(r), 2); /* c, e */
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    ck_assert_int_eq(sy_change_set_apply(cs, "s", v2, strlen(v2), NULL), 0);
+    ck_assert_int_eq(
+        sy_change_set_upsert_route(cs, "s", nest, strlen(nest), NULL), 0);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &e), SY_EARG);
+    ck_assert_msg(strstr(e.message, "change 1 (upsert"), "%s: %s", e.path,
+                  e.message);
+    sy_change_set_free(cs);
+    ck_assert_uint_eq(source_routes(r), 2);
+    sy_snapshot *s = sy_router_acquire(r);
+    ck_assert_ptr_nonnull(sy_snapshot_find_route(s, "e", NULL));
+    ck_assert_ptr_nonnull(sy_snapshot_find_route(s, "c", NULL));
+    sy_snapshot_release(s);
     sy_router_free(r);
 }
 END_TEST
@@ -1363,11 +1587,17 @@ int main(void) {
     tcase_add_test(tc, removed_and_renamed_breakers_give_their_entries_back);
     tcase_add_test(tc, a_freed_entry_waits_for_readers_and_is_reused_clean);
     tcase_add_test(tc, a_shared_breaker_stays_while_one_route_names_it);
+    tcase_add_test(tc, breaker_counts_follow_every_kind_of_change);
+    tcase_add_test(tc,
+                   a_publish_refused_after_the_attach_gives_the_entries_back);
+    tcase_add_test(tc, routers_sharing_a_store_count_each_others_routes);
     tcase_add_test(tc,
                    a_breaker_the_store_has_no_entry_for_is_refused_at_commit);
     tcase_add_test(tc, a_breaker_or_retry_in_the_defaults_and_a_route_is_refused);
     tcase_add_test(tc,
                    a_lenient_apply_leaves_out_a_route_nesting_a_default_policy);
+    tcase_add_test(tc,
+                   a_left_out_nesting_route_stays_out_on_rollback_and_reapply);
     tcase_add_test(tc, half_open_failures_open_again);
     tcase_add_test(tc, slow_calls_trip_the_slow_call_model);
     tcase_add_test(tc, recovery_admits_a_growing_share_after_closing);

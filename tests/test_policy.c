@@ -1248,6 +1248,29 @@ START_TEST(a_left_out_nesting_route_stays_out_on_rollback_and_reapply) {
 }
 END_TEST
 
+/* Lenient leaves out routes that cannot run beside the defaults, not
+ * routes a full policy store has no breaker entry for: that commit is
+ * refused and the live route stays (docs/policies.md), as in a strict
+ * router. The lenient check once took any refusal for the route's own
+ * issue, so a renamed breaker on a full store dropped the live route. */
+START_TEST(a_lenient_apply_on_a_full_breaker_store_is_refused) {
+    sy_router *r = lenient_router(NULL, 16);
+    static char doc[8192];
+    sy_error e;
+    breaker_doc(doc, sizeof doc, 0, 16, 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e), 0);
+    breaker_doc(doc, sizeof doc, 0, 16, 1); /* r0 names b1.., r15 b16 */
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
+                     SY_ELIMIT);
+    ck_assert_str_eq(e.path, "[15].filters[0].args.name");
+    ck_assert_uint_eq(live_routes(r), 16);
+    sy_snapshot *s = sy_router_acquire(r);
+    ck_assert_ptr_nonnull(sy_snapshot_find_route(s, "r15", NULL));
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
 /* SCG's answers without a fallbackUri under resumeWithoutError: an empty
  * 200 for a connect failure (RESUME), the upstream's answer for a listed
  * status, still the error for a timeout; with a fallback, the fallback. */
@@ -1598,6 +1621,7 @@ int main(void) {
                    a_lenient_apply_leaves_out_a_route_nesting_a_default_policy);
     tcase_add_test(tc,
                    a_left_out_nesting_route_stays_out_on_rollback_and_reapply);
+    tcase_add_test(tc, a_lenient_apply_on_a_full_breaker_store_is_refused);
     tcase_add_test(tc, half_open_failures_open_again);
     tcase_add_test(tc, slow_calls_trip_the_slow_call_model);
     tcase_add_test(tc, recovery_admits_a_growing_share_after_closing);

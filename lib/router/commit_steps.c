@@ -255,17 +255,23 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
             return SY_OK; /* unchanged, same rank: shared as it is */
     }
     /* lenient: a route whose policies cannot run beside the default
-     * filters is this document's issue and left out, as an invalid route
-     * is (a live one of its id goes); strict documents fail at
-     * commit_derive. A route shared by position was checked when it
-     * became live. */
+     * filters (SY_EARG) is this document's issue and left out, as an
+     * invalid route is (a live one of its id goes); strict documents fail
+     * at commit_derive. A store with no breaker entry for it (SY_ELIMIT)
+     * is no fault of the route: the apply is refused, the live one stays.
+     * A route shared by position was checked when it became live. */
     if (!by_pos && dw->c->r->opts.lenient) {
         sy_error e;
-        if (sy__router_check_policies(dw->c->r, rt,
-                                      dw->doc->envelope ? "routes" : "", pos,
-                                      false, &e))
+        int rc = sy__router_check_policies(
+            dw->c->r, rt, dw->doc->envelope ? "routes" : "", pos, false, &e);
+        if (rc == SY_EARG)
             return sy__report_add_issue(dw->rep, &e) ? sy__commit_nomem(err)
                                                      : SY_OK;
+        if (rc) {
+            if (err)
+                *err = e;
+            return rc;
+        }
     }
     /* (an empty table holds no id: a first apply hashes none) */
     uint32_t slot = by_pos           ? dw->rctx->at[prev].slot

@@ -38,7 +38,7 @@ static void snapshot_free_parts(sy_snapshot *s) {
                          s->rank_nchunks);
     sy__free(a, s->rank_start);
     sy__snap_free_chunks(a, s->crefs, (void **)s->id_chunks, s->id_cids,
-                         s->id_chunks ? (s->id_mask >> SY_CHUNK_BITS) + 1 : 0);
+                         s->id_chunks ? s->id_cap >> SY_CHUNK_BITS : 0);
     sy__index_unref(s->base);
     sy__overlay_free(s->ov[0]);
     sy__overlay_free(s->ov[1]);
@@ -389,7 +389,7 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
         for (size_t k = 0; k < s->slot_chunk_cap && s->slot_chunks[k]; k++)
             s->chunk_bytes += sizeof(sy__slot_chunk);
         s->chunk_bytes +=
-            ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * sizeof(sy__id_chunk);
+            ((size_t)s->id_cap >> SY_CHUNK_BITS) * sizeof(sy__id_chunk);
     }
     sy__slot_chunk **sc = sy__calloc(a, nsk ? nsk : 1, sizeof *sc);
     uint32_t *scid = sy__calloc(a, nsk ? nsk : 1, sizeof *scid);
@@ -441,10 +441,10 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
         s->slot_count = (uint32_t)n;
         sy__snap_rank_recount(s);
         sy__snap_free_chunks(a, s->crefs, (void **)s->id_chunks, s->id_cids,
-                             (s->id_mask >> SY_CHUNK_BITS) + 1);
+                             s->id_cap >> SY_CHUNK_BITS);
         s->id_chunks = NULL;
         s->id_cids = NULL;
-        if (!sy__snap_id_alloc(s, sy__snap_id_cap_for(n)))
+        if (!sy__snap_id_alloc(s, sy__snap_id_cap_new(n)))
             return SY_ENOMEM;
         sy__snap_id_fill(s);
     }
@@ -654,7 +654,7 @@ static int derive_changes(derive *d) {
         if (c + ID_AHEAD < n) {
             size_t k = c + ID_AHEAD;
             uint32_t hk = sy__snap_id_hash(change_at(d, k)->id);
-            uint32_t i = hk & s->id_mask;
+            uint32_t i = sy__snap_id_home(hk, s->id_cap);
             idq[k % 8] = hk;
             __builtin_prefetch(
                 &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)]);
@@ -738,7 +738,7 @@ static int derive_index(derive *d) {
 static size_t derive_bytes(const sy_snapshot *s, bool bulk) {
     return sizeof *s + s->slot_chunk_cap * (sizeof(void *) + 4) +
            s->rank_nchunks * (sizeof(void *) + 4 + sizeof(size_t)) +
-           ((size_t)(s->id_mask >> SY_CHUNK_BITS) + 1) * (sizeof(void *) + 4) +
+           ((size_t)s->id_cap >> SY_CHUNK_BITS) * (sizeof(void *) + 4) +
            s->chunk_bytes + sy__overlay_bytes(s->ov[0]) +
            sy__overlay_bytes(s->ov[1]) +
            (bulk && s->base ? sy__index_bytes(s->base) : 0);

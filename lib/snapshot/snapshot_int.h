@@ -70,6 +70,11 @@ uint32_t sy__snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
 bool sy__snap_id_set(sy_snapshot *s, uint32_t pos, sy__id_entry v);
 bool sy__snap_id_remove_at(sy_snapshot *s, uint32_t pos);
 uint32_t sy__snap_id_cap_for(size_t live);
+/* The capacity of a new table for `ids` ids: room for an eighth more
+ * (at 1,000,000 ids: 125,000 added before it is filled again), or the
+ * power of two the table had before when that is smaller (room for
+ * fewer, never more bytes than then). */
+uint32_t sy__snap_id_cap_new(size_t ids);
 bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap);
 void sy__snap_id_fill(sy_snapshot *s);
 

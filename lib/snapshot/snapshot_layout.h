@@ -154,8 +154,10 @@ struct sy_snapshot {
     /* the rebuild work this derive did (tests count it) */
     size_t build_routes, build_items;
 
-    sy__id_chunk **id_chunks; /* open addressing over id_mask + 1 >= 1024 */
-    uint32_t id_mask;
+    /* open addressing over id_cap entries, a multiple of SY_CHUNK (not a
+     * power of two: sy__snap_id_home) */
+    sy__id_chunk **id_chunks;
+    uint32_t id_cap;
 
     sy__weight_slot *weights; /* per weight route */
     uint32_t *weight_slots;   /* slot of each weight route */
@@ -187,6 +189,12 @@ struct sy_snapshot {
 static inline const sy__slot *sy__snapshot_slot(const sy_snapshot *s,
                                                 uint32_t i) {
     return &s->slot_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
+}
+
+/* The home entry of an id of hash h in a table of `cap` entries: h
+ * scaled to [0, cap) by its high bits (any capacity, no division). */
+static inline uint32_t sy__snap_id_home(uint32_t h, uint32_t cap) {
+    return (uint32_t)(((uint64_t)h * cap) >> 32);
 }
 
 /* The snapshot behind a handle returned by acquire (untags it). */

@@ -186,8 +186,9 @@ uint64_t sy__snap_key_of(const sy_snapshot *s, uint32_t slot) {
 }
 /* ---- id table (open addressing, linear probing, chunked) ---- */
 
-/* 32 bits: the entry's home is its low bits, the rest tells most ids
- * that share a probe run apart before their text is compared. */
+/* 32 bits: the entry's home is its high bits scaled to the capacity
+ * (sy__snap_id_home), all of it tells most ids that share a probe run
+ * apart before their text is compared. */
 uint32_t sy__snap_id_hash(const char *id) {
     uint64_t h = sy__hash64(id, strlen(id), 0x1d);
     return (uint32_t)(h ^ (h >> 32));
@@ -210,7 +211,8 @@ static sy__id_entry *id_mut(sy_snapshot *s, uint32_t i) {
 
 uint32_t sy__snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
                           uint32_t *pos) {
-    for (uint32_t i = h & s->id_mask;; i = (i + 1) & s->id_mask) {
+    uint32_t cap = s->id_cap;
+    for (uint32_t i = sy__snap_id_home(h, cap);; i = i + 1 == cap ? 0 : i + 1) {
         const sy__id_entry *e = id_at(s, i);
         if (e->slot == NONE) {
             *pos = i;
@@ -233,16 +235,16 @@ bool sy__snap_id_set(sy_snapshot *s, uint32_t pos, sy__id_entry v) {
 
 /* Remove entry at pos with backward-shift deletion. */
 bool sy__snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
-    uint32_t mask = s->id_mask, i = pos;
+    uint32_t cap = s->id_cap, i = pos;
     for (;;) {
         if (!sy__snap_id_set(s, i, (sy__id_entry){0, NONE}))
             return false;
         uint32_t j = i;
         for (;;) {
-            j = (j + 1) & mask;
+            j = j + 1 == cap ? 0 : j + 1;
             if (id_at(s, j)->slot == NONE)
                 return true;
-            uint32_t home = id_at(s, j)->hash & mask;
+            uint32_t home = sy__snap_id_home(id_at(s, j)->hash, cap);
             /* can entry j move to hole i? (home not in (i, j]) */
             bool between =
                 i <= j ? (home > i && home <= j) : (home > i || home <= j);
@@ -255,14 +257,22 @@ bool sy__snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
     }
 }
 
-/* Capacity for `live` ids: a power of two, at least one chunk, loaded at
- * most 80 % (8-byte entries: a probe run of a few entries mostly stays
- * within a cache line; the matcher never looks ids up). */
+/* Capacity for `live` ids: whole chunks, loaded at most 80 % (8-byte
+ * entries: a probe run of a few entries mostly stays within a cache line;
+ * the matcher never looks ids up). Not a power of two: 1,000,000 ids
+ * took 2^21 entries (16 bytes an id). */
 uint32_t sy__snap_id_cap_for(size_t live) {
-    uint32_t cap = SY_CHUNK;
-    while (cap < live + live / 4 + 16)
-        cap *= 2;
-    return cap;
+    size_t want = live + live / 4 + 16;
+    if (want > (size_t)UINT32_MAX - SY_CHUNK)
+        want = (size_t)UINT32_MAX - SY_CHUNK; /* past any slot count */
+    return (uint32_t)((want + SY_CHUNK - 1) & ~(size_t)(SY_CHUNK - 1));
+}
+
+uint32_t sy__snap_id_cap_new(size_t ids) {
+    uint32_t roomy = sy__snap_id_cap_for(ids + ids / 8), pow2 = SY_CHUNK;
+    while (pow2 < roomy && pow2 < ids + ids / 4 + 16)
+        pow2 *= 2;
+    return pow2 < roomy ? pow2 : roomy;
 }
 
 /* A fresh, empty table of `cap` entries. */
@@ -272,7 +282,7 @@ bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap) {
     s->id_cids = sy__calloc(s->alloc, nk, sizeof *s->id_cids);
     if (!s->id_chunks || !s->id_cids)
         return false;
-    s->id_mask = cap - 1;
+    s->id_cap = cap;
     for (uint32_t k = 0; k < nk; k++) {
         sy__id_chunk *c = sy__snap_chunk_new(s, sizeof *c, &s->id_cids[k]);
         if (!c)
@@ -286,7 +296,7 @@ bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap) {
 
 /* The base's table shared chunk by chunk. */
 static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
-    uint32_t nk = (base->id_mask >> SY_CHUNK_BITS) + 1;
+    uint32_t nk = base->id_cap >> SY_CHUNK_BITS;
     s->id_chunks = sy__malloc(s->alloc, nk * sizeof *s->id_chunks);
     s->id_cids = sy__malloc(s->alloc, nk * sizeof *s->id_cids);
     if (!s->id_chunks || !s->id_cids) {
@@ -296,7 +306,7 @@ static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
         s->id_cids = NULL;
         return false;
     }
-    s->id_mask = base->id_mask;
+    s->id_cap = base->id_cap;
     memcpy(s->id_chunks, base->id_chunks, nk * sizeof *s->id_chunks);
     memcpy(s->id_cids, base->id_cids, nk * sizeof *s->id_cids);
     sy__snap_chunks_ref(s->crefs, s->id_cids, nk);
@@ -513,9 +523,14 @@ int sy__snap_share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
     }
     s->rank_nchunks = rn;
     uint32_t want = sy__snap_id_cap_for(live + n);
-    uint32_t have = base ? base->id_mask + 1 : 0;
+    uint32_t have = base ? base->id_cap : 0;
     if (base && have >= want && have / 4 <= want)
         return id_table_share(s, base) ? SY_OK : SY_ENOMEM;
+    /* a table that grows takes room for as many ids again, a new one
+     * sy__snap_id_cap_new's: filling one is O(n) in one publish, so routes
+     * added one by one refill it rarely */
+    want = live && want > have ? sy__snap_id_cap_for(2 * (live + n))
+                               : sy__snap_id_cap_new(live + n);
     if (!sy__snap_id_alloc(s, want))
         return SY_ENOMEM;
     sy__snap_id_fill(s);

@@ -1271,6 +1271,28 @@ START_TEST(a_lenient_apply_on_a_full_breaker_store_is_refused) {
 }
 END_TEST
 
+/* A lenient document none of whose routes can run is refused as one of
+ * only invalid routes is, rather than emptying the source. */
+START_TEST(a_lenient_document_of_only_nesting_routes_changes_nothing) {
+    sy_router *r =
+        lenient_router("[{\"name\":\"Retry\",\"args\":{\"retries\":2}}]", 0);
+    static const char v1[] =
+        "[{\"id\":\"a\",\"uri\":\"http://b\"},{\"id\":\"b\",\"uri\":"
+        "\"http://b\"}]";
+    static const char v2[] =
+        "[{\"id\":\"a\",\"uri\":\"http://b\",\"filters\":[\"Retry=3\"]},"
+        "{\"id\":\"b\",\"uri\":\"http://b\",\"filters\":[{\"name\":"
+        "\"Retry\"}]}]";
+    sy_error e;
+    ck_assert_int_eq(sy_router_apply(r, "s", v1, strlen(v1), NULL, &e), 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), NULL, &e),
+                     SY_EINVALIDDOC);
+    ck_assert_ptr_nonnull(strstr(e.message, "no route of the document"));
+    ck_assert_uint_eq(live_routes(r), 2);
+    sy_router_free(r);
+}
+END_TEST
+
 /* SCG's answers without a fallbackUri under resumeWithoutError: an empty
  * 200 for a connect failure (RESUME), the upstream's answer for a listed
  * status, still the error for a timeout; with a fallback, the fallback. */
@@ -1622,6 +1644,8 @@ int main(void) {
     tcase_add_test(tc,
                    a_left_out_nesting_route_stays_out_on_rollback_and_reapply);
     tcase_add_test(tc, a_lenient_apply_on_a_full_breaker_store_is_refused);
+    tcase_add_test(tc,
+                   a_lenient_document_of_only_nesting_routes_changes_nothing);
     tcase_add_test(tc, half_open_failures_open_again);
     tcase_add_test(tc, slow_calls_trip_the_slow_call_model);
     tcase_add_test(tc, recovery_admits_a_growing_share_after_closing);

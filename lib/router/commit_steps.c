@@ -192,6 +192,7 @@ typedef struct doc_walk {
      * out of the diff (they are unchanged; `shared` marks their slots). */
     bool *shared;
     size_t kept, nch, nshared;
+    size_t left_out; /* routes left out as issues of a lenient document */
 } doc_walk;
 
 /* A route ahead that will be read (not one shared by position, which the
@@ -225,6 +226,7 @@ static int other_source_id(doc_walk *dw, const struct sy_route *rt,
             *err = e;
         return SY_EDUPLICATE;
     }
+    dw->left_out++;
     return sy__report_add_issue(dw->rep, &e) ? sy__commit_nomem(err) : SY_OK;
 }
 
@@ -264,9 +266,11 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
         sy_error e;
         int rc = sy__router_check_policies(
             dw->c->r, rt, dw->doc->envelope ? "routes" : "", pos, false, &e);
-        if (rc == SY_EARG)
+        if (rc == SY_EARG) {
+            dw->left_out++;
             return sy__report_add_issue(dw->rep, &e) ? sy__commit_nomem(err)
                                                      : SY_OK;
+        }
         if (rc) {
             if (err)
                 *err = e;
@@ -327,7 +331,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     sy_router *r = c->r;
     const sy_snapshot *w = c->work;
     size_t n = sy_document_route_count(doc);
-    doc_walk dw = {c, si, doc, rctx, rep, w, NULL, NULL, NULL, 0, 0, 0};
+    doc_walk dw = {c, si, doc, rctx, rep, w, NULL, NULL, NULL, 0, 0, 0, 0};
     dw.keep = sy__malloc(&r->alloc, (n + 1) * sizeof *dw.keep);
     dw.ch = sy__malloc(&r->alloc, (n + w->route_count + 1) * sizeof *dw.ch);
     dw.shared = sy__calloc(&r->alloc, (size_t)w->slot_count + 1, 1);
@@ -338,6 +342,14 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
         prefetch_doc_route(&dw, i);
         rc = route_change(&dw, i, err);
     }
+    /* a lenient document none of whose routes is left to run is refused,
+     * as one of invalid routes only is (apply_document): it would empty
+     * the source */
+    if (rc == SY_OK && n && dw.left_out == n)
+        rc = sy__error_set(err, SY_EINVALIDDOC, "",
+                           "no route of the document is valid (%zu invalid); "
+                           "nothing changed",
+                           sy_report_issue_count(rep));
     if (rc == SY_OK)
         rc = removed_changes(&dw, err);
     sy__free(&r->alloc, dw.keep);

@@ -11,7 +11,8 @@
  * resolved from --set values, then the environment, then the files' own
  * properties. Structure keys bind relaxed (defaultFilters, default-filters
  * and default_filters are one); metadata and args keys are kept as
- * written.
+ * written. The gateway settings SCG applies to every route (global filter
+ * defaults, timeouts, CORS) are scg_settings.c's.
  */
 #define _DEFAULT_SOURCE
 #include "scg_tree.h"
@@ -99,16 +100,6 @@ int scg_converter_add(scg_converter *c, const char *file, const char *text,
 
 /* ---- placeholders ---- */
 
-typedef struct where {
-    const char *file;
-    unsigned line;
-    const char *path;   /* property name, for messages */
-    const char *groups; /* a RewritePath regexp: ${g} of its groups stay */
-} where;
-
-static char *resolve(scg_converter *c, const char *s, const where *w,
-                     int depth);
-
 /* The value of the file property `name` (a scalar), or NULL. */
 static const node *property(const scg_converter *c, const char *name) {
     seg segs[MAX_DEPTH];
@@ -167,7 +158,7 @@ static char *lookup(scg_converter *c, const char *name, int depth) {
     if (!p)
         return NULL;
     where at = {p->file, p->line, name, NULL};
-    return resolve(c, p->value, &at, depth + 1);
+    return scg_resolve(c, p->value, &at, depth + 1);
 }
 
 /* True when regexp has a named group `name`: (?<name> or (?P<name>. */
@@ -185,8 +176,7 @@ static bool named_group(const char *regexp, const char *name) {
 
 /* s with its placeholders resolved, malloc'd (NULL: out of memory). An
  * unresolved one is an issue at w and is kept as written. */
-static char *resolve(scg_converter *c, const char *s, const where *w,
-                     int depth) {
+char *scg_resolve(scg_converter *c, const char *s, const where *w, int depth) {
     if (depth > 16) {
         scg_issue_add(c, true, w->file, w->line,
                       "%s: placeholders refer to each other in a loop",
@@ -218,7 +208,7 @@ static char *resolve(scg_converter *c, const char *s, const where *w,
         char *val = name ? lookup(c, name, depth) : NULL;
         if (!val && colon) {
             char *def = strndup(colon + 1, (size_t)(q - colon - 1));
-            val = def ? resolve(c, def, w, depth + 1) : NULL;
+            val = def ? scg_resolve(c, def, w, depth + 1) : NULL;
             free(def);
         } else if (!val && name && w->groups && named_group(w->groups, name)) {
             val = strndup(p, (size_t)(q + 1 - p)); /* a group reference */
@@ -263,12 +253,12 @@ static void sub(char *p, size_t cap, const char *path, const char *suffix) {
 
 /* A scalar's text with placeholders resolved, into a cJSON string (or a
  * raw number/bool/null when `typed` and the YAML scalar was plain). */
-static cJSON *scalar_json(scg_converter *c, const node *n, const char *path,
-                          const char *groups, bool typed) {
+cJSON *scg_scalar_json(scg_converter *c, const node *n, const char *path,
+                       const char *groups, bool typed) {
     if (!n->value)
         return typed ? cJSON_CreateNull() : cJSON_CreateString("");
     where w = {n->file, n->line, path, groups};
-    char *v = resolve(c, n->value, &w, 0);
+    char *v = scg_resolve(c, n->value, &w, 0);
     if (!v)
         return NULL;
     cJSON *j = NULL;
@@ -372,11 +362,11 @@ static void args_json(scg_converter *c, const node *m, const char *prefix,
                                   "%s: expected a value", ip);
                 else
                     cJSON_AddItemToArray(
-                        v, scalar_json(c, items[j], ip, groups, false));
+                        v, scg_scalar_json(c, items[j], ip, groups, false));
             }
             free(items);
         } else {
-            v = scalar_json(c, k, p, groups, false);
+            v = scg_scalar_json(c, k, p, groups, false);
         }
         if (v)
             cJSON_AddItemToObject(out, key, v);
@@ -401,7 +391,7 @@ static const char *rewrite_regexp(const node *e) {
 static cJSON *entry_json(scg_converter *c, const node *e, const char *path) {
     const char *groups = rewrite_regexp(e);
     if (e->kind == N_SCALAR)
-        return scalar_json(c, e, path, groups, false);
+        return scg_scalar_json(c, e, path, groups, false);
     if (e->kind != N_MAP) {
         scg_issue_add(c, true, e->file, e->line,
                       "%s: expected \"Name=args\" or a map of name and args",
@@ -427,7 +417,8 @@ static cJSON *entry_json(scg_converter *c, const node *e, const char *path) {
     if (!name || name->kind != N_SCALAR || !name->value)
         scg_issue_add(c, true, e->file, e->line, "%s: no name", path);
     else
-        cJSON_AddItemToObject(o, "name", scalar_json(c, name, p, NULL, false));
+        cJSON_AddItemToObject(o, "name",
+                              scg_scalar_json(c, name, p, NULL, false));
     if (args) {
         sub(p, sizeof p, path, ".args");
         cJSON *a = cJSON_AddObjectToObject(o, "args");
@@ -436,147 +427,6 @@ static cJSON *entry_json(scg_converter *c, const node *e, const char *path) {
                           "%s: expected a map of arguments", p);
         else if (a)
             args_json(c, args, "", a, p, groups);
-    }
-    return o;
-}
-
-/* SCG's global filter properties (spring.cloud.gateway.filter.<group>.*)
- * are the defaults of a route filter's args: SecureHeaders' header values
- * (Config.withDefaults), RequestRateLimiter's empty-key answer,
- * LocalResponseCache's time to live and size. They are folded into each
- * such entry's args (the route's own win); a property of these groups
- * that switchyard cannot carry (secure-headers.disable, ...) is an error. */
-static const struct {
-    const char *filter, *group, *prop, *arg;
-} folded[] = {
-    {"SecureHeaders", "secureheaders", "xssprotectionheader",
-     "xssProtectionHeader"},
-    {"SecureHeaders", "secureheaders", "stricttransportsecurity",
-     "strictTransportSecurity"},
-    {"SecureHeaders", "secureheaders", "frameoptions", "frameOptions"},
-    {"SecureHeaders", "secureheaders", "contenttypeoptions",
-     "contentTypeOptions"},
-    {"SecureHeaders", "secureheaders", "referrerpolicy", "referrerPolicy"},
-    {"SecureHeaders", "secureheaders", "contentsecuritypolicy",
-     "contentSecurityPolicy"},
-    {"SecureHeaders", "secureheaders", "downloadoptions", "downloadOptions"},
-    {"SecureHeaders", "secureheaders", "permittedcrossdomainpolicies",
-     "permittedCrossDomainPolicies"},
-    {"RequestRateLimiter", "requestratelimiter", "denyemptykey",
-     "deny-empty-key"},
-    {"RequestRateLimiter", "requestratelimiter", "emptykeystatuscode",
-     "empty-key-status-code"},
-    {"LocalResponseCache", "localresponsecache", "timetolive", "timeToLive"},
-    {"LocalResponseCache", "localresponsecache", "size", "size"},
-    {"LocalResponseCache", "localresponsecache", "enabled", NULL},
-};
-#define NFOLDED (sizeof folded / sizeof *folded)
-
-/* Is group.prop (relaxed) one that fold() carries (or, arg NULL, may be
- * there and means nothing to switchyard)? */
-static bool folded_prop(const char *group, const char *key) {
-    for (size_t i = 0; i < NFOLDED; i++)
-        if (strcmp(folded[i].group, group) == 0 &&
-            scg_relaxed_eq(key, folded[i].prop))
-            return true;
-    return false;
-}
-
-/* Does the object `args` have a key that is `arg` in relaxed form? */
-static bool has_arg(const cJSON *args, const char *arg) {
-    char canon[64];
-    size_t k = 0;
-    for (const char *p = arg; *p && k + 1 < sizeof canon; p++)
-        if (*p != '-' && *p != '_')
-            canon[k++] = (char)tolower((unsigned char)*p);
-    canon[k] = 0;
-    for (const cJSON *a = args ? args->child : NULL; a; a = a->next)
-        if (scg_relaxed_eq(a->string, canon))
-            return true;
-    return false;
-}
-
-/* The global properties folded into entry e (made by entry_json). */
-static cJSON *fold(scg_converter *c, cJSON *e) {
-    const node *fp = c->filter_props;
-    const char *name =
-        cJSON_IsString(e) ? e->valuestring
-        : cJSON_GetObjectItemCaseSensitive(e, "name")
-            ? cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring
-            : NULL;
-    if (!fp || !name)
-        return e;
-    size_t nl = strcspn(name, "=");
-    const char *group = NULL;
-    for (size_t i = 0; i < NFOLDED && !group; i++)
-        if (strlen(folded[i].filter) == nl &&
-            strncmp(name, folded[i].filter, nl) == 0)
-            group = folded[i].group;
-    const node *g = group ? scg_map_get(fp, group) : NULL;
-    if (!g || g->kind != N_MAP)
-        return e;
-    size_t gi = 0;
-    while (strcmp(folded[gi].group, group) != 0)
-        gi++;
-    if (!(c->fold_checked & (1u << gi))) { /* once, where it is used */
-        c->fold_checked |= 1u << gi;
-        for (size_t j = 0; j < g->n; j++)
-            if (!folded_prop(group, g->kids[j]->key))
-                scg_issue_add(c, true, g->kids[j]->file, g->kids[j]->line,
-                              "spring.cloud.gateway.filter.%s.%s: %.*s has no "
-                              "such setting in switchyard (it is refused, "
-                              "not left unread)",
-                              g->key, g->kids[j]->key, (int)nl, name);
-    }
-    cJSON *o = e;
-    if (cJSON_IsString(e)) { /* the shortcut as named args */
-        o = cJSON_CreateObject();
-        char *nm = strndup(name, nl);
-        cJSON_AddItemToObject(o, "name", cJSON_CreateString(nm ? nm : ""));
-        free(nm);
-        cJSON *args = cJSON_AddObjectToObject(o, "args");
-        /* only LocalResponseCache takes shortcut args: timeToLive, size */
-        const char *rest = name[nl] ? name + nl + 1 : "";
-        static const char *const lrc[] = {"timeToLive", "size"};
-        for (int k = 0; *rest; k++) {
-            size_t len = strcspn(rest, ",");
-            const char *v = rest;
-            while (len && *v == ' ')
-                v++, len--;
-            size_t vl = len;
-            while (vl && v[vl - 1] == ' ')
-                vl--;
-            char *t = strndup(v, vl);
-            if (k < 2 && strcmp(group, "localresponsecache") == 0)
-                cJSON_AddItemToObject(args, lrc[k],
-                                      cJSON_CreateString(t ? t : ""));
-            else { /* not a shortcut switchyard maps: left to the check */
-                free(t);
-                cJSON_Delete(o);
-                return e;
-            }
-            free(t);
-            rest = v + len + (v[len] == ',');
-            if (!v[len])
-                break;
-        }
-        cJSON_Delete(e);
-    }
-    cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "args");
-    if (!args)
-        args = cJSON_AddObjectToObject(o, "args");
-    for (size_t i = 0; args && i < NFOLDED; i++) {
-        if (strcmp(folded[i].group, group) != 0 || !folded[i].arg)
-            continue;
-        const node *v = scg_map_get(g, folded[i].prop);
-        if (!v || v->kind != N_SCALAR || has_arg(args, folded[i].arg))
-            continue;
-        char p[256];
-        snprintf(p, sizeof p, "spring.cloud.gateway.filter.%s.%s", g->key,
-                 v->key);
-        cJSON *j = scalar_json(c, v, p, NULL, false);
-        if (j)
-            cJSON_AddItemToObject(args, folded[i].arg, j);
     }
     return o;
 }
@@ -590,7 +440,7 @@ static cJSON *entries_json(scg_converter *c, const node *l, const char *path) {
         snprintf(p, sizeof p, "%s[%zu]", path, i);
         cJSON *e = entry_json(c, items[i], p);
         if (e)
-            cJSON_AddItemToArray(a, fold(c, e));
+            cJSON_AddItemToArray(a, scg_fold(c, e));
     }
     free(items);
     return a;
@@ -598,7 +448,7 @@ static cJSON *entries_json(scg_converter *c, const node *l, const char *path) {
 
 /* Metadata: nested maps stay objects, lists arrays; plain YAML scalars
  * keep their type (integers, booleans, null). */
-static cJSON *meta_json(scg_converter *c, const node *m, const char *path) {
+cJSON *scg_meta_json(scg_converter *c, const node *m, const char *path) {
     if (m->kind == N_SCALAR) {
         if (m->plain && m->value && strchr(m->value, '.') &&
             strspn(m->value, "0123456789.-+eE") == strlen(m->value) &&
@@ -607,7 +457,7 @@ static cJSON *meta_json(scg_converter *c, const node *m, const char *path) {
                           "%s: %s is a YAML number to SCG (quote it to keep it "
                           "text); kept as the string \"%s\"",
                           path, m->value, m->value);
-        return scalar_json(c, m, path, NULL, true);
+        return scg_scalar_json(c, m, path, NULL, true);
     }
     bool list = m->kind == N_LIST;
     cJSON *o = list ? cJSON_CreateArray() : cJSON_CreateObject();
@@ -620,7 +470,7 @@ static cJSON *meta_json(scg_converter *c, const node *m, const char *path) {
             path_add(p, sizeof p, "[%zu]", i);
         else
             path_add(p, sizeof p, ".%s", items[i]->key);
-        cJSON *v = meta_json(c, items[i], p);
+        cJSON *v = scg_meta_json(c, items[i], p);
         if (!v)
             continue;
         if (list)
@@ -633,196 +483,11 @@ static cJSON *meta_json(scg_converter *c, const node *m, const char *path) {
     return o;
 }
 
-static bool integer_text(const char *s) {
+bool scg_integer_text(const char *s) {
     if (*s == '-' || *s == '+')
         s++;
     size_t n = strlen(s);
     return n > 0 && n < 10 && strspn(s, "0123456789") == n;
-}
-
-/* A Spring Duration in milliseconds: "5000" (ms), "5s", "500ms", "1m",
- * "2h", "1d", "10us"/"10ns" (rounded down), ISO-8601 "PT5S", "PT1M30S",
- * "PT0.5S". false when it is none of these. */
-static bool duration_ms(const char *s, long long *ms) {
-    char *end;
-    errno = 0;
-    if ((s[0] == 'P' || s[0] == 'p') && (s[1] == 'T' || s[1] == 't')) {
-        double total = 0;
-        const char *p = s + 2;
-        if (!*p)
-            return false;
-        while (*p) {
-            double v = strtod(p, &end);
-            if (end == p || errno)
-                return false;
-            char u = (char)toupper((unsigned char)*end);
-            total += u == 'H'   ? v * 3600000
-                     : u == 'M' ? v * 60000
-                     : u == 'S' ? v * 1000
-                                : -1e300;
-            if (total < 0)
-                return false;
-            p = end + 1;
-        }
-        *ms = (long long)total;
-        return true;
-    }
-    long long v = strtoll(s, &end, 10);
-    if (end == s || errno)
-        return false;
-    static const struct {
-        const char *unit;
-        long long mul, div;
-    } units[] = {{"", 1, 1},      {"ms", 1, 1},      {"s", 1000, 1},
-                 {"m", 60000, 1}, {"h", 3600000, 1}, {"d", 86400000, 1},
-                 {"us", 1, 1000}, {"ns", 1, 1000000}};
-    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
-        if (strcasecmp(end, units[i].unit) == 0) {
-            *ms = v * units[i].mul / units[i].div;
-            return true;
-        }
-    return false;
-}
-
-/* SCG's global spring.cloud.gateway.httpclient.connect-timeout (ms) and
- * .response-timeout (a Duration) hold for every route whose metadata does
- * not set its own: added to the route's metadata (in ms) where absent. */
-static void timeout_defaults(scg_converter *c, cJSON *route) {
-    static const char *const keys[] = {"connect-timeout", "response-timeout"};
-    static const char *const canon[] = {"connecttimeout", "responsetimeout"};
-    for (int k = 0; k < 2; k++) {
-        const node *v = scg_map_get(c->httpclient, canon[k]);
-        if (!v || v->kind != N_SCALAR || !v->value)
-            continue;
-        cJSON *meta = cJSON_GetObjectItemCaseSensitive(route, "metadata");
-        if (meta && cJSON_GetObjectItemCaseSensitive(meta, keys[k]))
-            continue;
-        char p[256];
-        snprintf(p, sizeof p, "spring.cloud.gateway.httpclient.%s", v->key);
-        where w = {v->file, v->line, p, NULL};
-        char *t = resolve(c, v->value, &w, 0);
-        long long ms = 0;
-        bool ok = t && (k ? duration_ms(t, &ms) : integer_text(t));
-        if (ok && !k)
-            ms = strtoll(t, NULL, 10);
-        if (!ok) {
-            if (t && !(c->fold_checked & (1u << (30 + k))))
-                scg_issue_add(c, true, v->file, v->line,
-                              "%s: expected %s, not \"%s\"", p,
-                              k ? "a duration (5s, 500ms, PT5S or "
-                                  "milliseconds)"
-                                : "milliseconds",
-                              t);
-            c->fold_checked |= 1u << (30 + k); /* said once */
-            free(t);
-            continue;
-        }
-        free(t);
-        if (!meta)
-            meta = cJSON_AddObjectToObject(route, "metadata");
-        cJSON_AddItemToObject(meta, keys[k], cJSON_CreateNumber((double)ms));
-    }
-}
-
-/* A CorsConfiguration's properties (relaxed) and the names the route's
- * cors metadata has for them (as SCG reads that metadata). */
-static const char *const cors_props[][2] = {
-    {"allowedorigins", "allowedOrigins"},
-    {"allowedoriginpatterns", "allowedOriginPatterns"},
-    {"allowedmethods", "allowedMethods"},
-    {"allowedheaders", "allowedHeaders"},
-    {"exposedheaders", "exposedHeaders"},
-    {"allowcredentials", "allowCredentials"},
-    {"maxage", "maxAge"}};
-#define NCORS (sizeof cors_props / sizeof *cors_props)
-
-/* spring.cloud.gateway.globalcors: the configuration of the catch-all pattern
- * (every request) becomes the cors metadata of every route (cors_default);
- * a configuration of other paths, which no route field holds, and
- * add-to-simple-url-handler-mapping: true (preflights of paths no route
- * matches answered) are refused with their place. */
-static void globalcors(scg_converter *c, const node *k, const char *gpath) {
-    for (size_t i = 0; i < k->n; i++) {
-        const node *e = k->kids[i];
-        if (scg_relaxed_eq(e->key, "addtosimpleurlhandlermapping")) {
-            if (e->kind == N_SCALAR && e->value &&
-                strcasecmp(e->value, "true") == 0)
-                scg_issue_add(c, true, e->file, e->line,
-                              "%s.globalcors.%s: true: switchyard does not "
-                              "answer preflights of paths no route matches",
-                              gpath, e->key);
-            continue;
-        }
-        if (!scg_relaxed_eq(e->key, "corsconfigurations") || e->kind != N_MAP) {
-            scg_issue_add(c, false, e->file, e->line,
-                          "%s.globalcors.%s: not converted", gpath, e->key);
-            continue;
-        }
-        for (size_t j = 0; j < e->n; j++) {
-            const node *pat = e->kids[j];
-            if (strcmp(pat->key, "/**") != 0 &&
-                strcmp(pat->key, "[/**]") != 0) {
-                scg_issue_add(c, true, pat->file, pat->line,
-                              "%s.globalcors.cors-configurations.%s: a CORS "
-                              "configuration of some paths only: switchyard "
-                              "carries the one of /** (to every route's cors "
-                              "metadata); give the others as the cors "
-                              "metadata of their routes",
-                              gpath, pat->key);
-                continue;
-            }
-            c->global_cors = pat;
-            for (size_t m = 0; pat->kind == N_MAP && m < pat->n; m++) {
-                bool known = false;
-                for (size_t q = 0; q < NCORS; q++)
-                    known |=
-                        scg_relaxed_eq(pat->kids[m]->key, cors_props[q][0]);
-                if (!known)
-                    scg_issue_add(c, true, pat->kids[m]->file,
-                                  pat->kids[m]->line,
-                                  "%s.globalcors.cors-configurations.%s.%s: "
-                                  "not a CORS setting switchyard reads",
-                                  gpath, pat->key, pat->kids[m]->key);
-            }
-        }
-    }
-}
-
-/* The globalcors catch-all configuration as the route's cors metadata. SCG
- * combines it with a route's own cors metadata (CorsConfiguration.combine);
- * switchyard takes one, so a route with both is refused. */
-static void cors_default(scg_converter *c, cJSON *route, const char *path) {
-    const node *g = c->global_cors;
-    if (!g || g->kind != N_MAP)
-        return;
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(route, "metadata");
-    if (meta && cJSON_GetObjectItemCaseSensitive(meta, "cors")) {
-        scg_issue_add(c, true, g->file, g->line,
-                      "%s.metadata.cors: SCG combines it with globalcors' "
-                      "configuration of /** (here); switchyard takes one: "
-                      "give this route the combined one, or leave it out",
-                      path);
-        return;
-    }
-    cJSON *cors = cJSON_CreateObject();
-    for (size_t i = 0; cors && i < g->n; i++)
-        for (size_t q = 0; q < NCORS; q++)
-            if (scg_relaxed_eq(g->kids[i]->key, cors_props[q][0])) {
-                char p[256];
-                snprintf(p, sizeof p,
-                         "spring.cloud.gateway.globalcors.cors-configurations."
-                         "%s.%s",
-                         g->key, g->kids[i]->key);
-                cJSON *v = meta_json(c, g->kids[i], p);
-                if (v)
-                    cJSON_AddItemToObject(cors, cors_props[q][1], v);
-            }
-    if (!meta)
-        meta = cJSON_AddObjectToObject(route, "metadata");
-    if (meta && cors)
-        cJSON_AddItemToObject(meta, "cors", cors);
-    else
-        cJSON_Delete(cors);
 }
 
 static cJSON *route_json(scg_converter *c, const node *r, const char *path,
@@ -859,7 +524,7 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
     for (int k = 0; k < 2; k++)
         if (f[k] && f[k]->kind == N_SCALAR) {
             sub(p, sizeof p, path, k ? ".uri" : ".id");
-            cJSON *v = scalar_json(c, f[k], p, NULL, false);
+            cJSON *v = scg_scalar_json(c, f[k], p, NULL, false);
             if (v)
                 cJSON_AddItemToObject(o, fields[k], v);
         } else if (f[k]) {
@@ -895,21 +560,21 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
     if (f[4]) {
         sub(p, sizeof p, path, ".metadata");
         if (f[4]->kind == N_MAP)
-            cJSON_AddItemToObject(o, "metadata", meta_json(c, f[4], p));
+            cJSON_AddItemToObject(o, "metadata", scg_meta_json(c, f[4], p));
         else if (f[4]->kind != N_SCALAR || f[4]->value)
             scg_issue_add(c, true, f[4]->file, f[4]->line, "%s: expected a map",
                           p);
     }
-    timeout_defaults(c, o);
-    cors_default(c, o, path);
+    scg_timeout_defaults(c, o);
+    scg_cors_default(c, o, path);
     if (f[5]) {
         sub(p, sizeof p, path, ".order");
         char *v = NULL;
         if (f[5]->kind == N_SCALAR && f[5]->value) {
             where w = {f[5]->file, f[5]->line, p, NULL};
-            v = resolve(c, f[5]->value, &w, 0);
+            v = scg_resolve(c, f[5]->value, &w, 0);
         }
-        if (v && integer_text(v))
+        if (v && scg_integer_text(v))
             cJSON_AddRawToObject(o, "order", v[0] == '+' ? v + 1 : v);
         else
             scg_issue_add(c, true, f[5]->file, f[5]->line,
@@ -919,99 +584,6 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
     return o;
 }
 
-extern char **environ;
-
-/* Spring Boot binds environment variables over the files:
- * SPRING_CLOUD_GATEWAY_ROUTES_0_URI is spring.cloud.gateway.routes[0].uri,
- * and a list any of whose elements the environment names is bound from the
- * environment alone (the files' list is dropped). convert reads routes
- * from the files: such a variable is an error, never left unread while the
- * files' routes are served; another gateway setting is named in a warning,
- * as in a file. Not looked at with --no-env. */
-static void environment_overrides(scg_converter *c) {
-    static const char *const lists[] = {
-        "SPRING_CLOUD_GATEWAY_ROUTES_", "SPRING_CLOUD_GATEWAY_DEFAULTFILTERS_",
-        "SPRING_CLOUD_GATEWAY_SERVER_WEBFLUX_ROUTES_",
-        "SPRING_CLOUD_GATEWAY_SERVER_WEBFLUX_DEFAULTFILTERS_"};
-    for (char **e = c->opt.no_env ? NULL : environ; e && *e; e++) {
-        const char *v = *e;
-        if (strncmp(v, "SPRING_CLOUD_GATEWAY_", 21) != 0)
-            continue;
-        int nl = (int)strcspn(v, "=");
-        bool list = false;
-        for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
-            list |= strncmp(v, lists[i], strlen(lists[i])) == 0;
-        if (list)
-            scg_issue_add(c, true, "environment", 0,
-                          "%.*s: Spring Boot would bind the gateway's routes "
-                          "from the environment instead of the files; "
-                          "convert reads them from the files: unset it, or "
-                          "read a value in the file with a ${placeholder}",
-                          nl, v);
-        else
-            scg_issue_add(c, false, "environment", 0,
-                          "%.*s: not converted (convert reads routes and "
-                          "default-filters)",
-                          nl, v);
-    }
-}
-
-/* Gateway settings that change what SCG's routes do and that no route
- * field can carry: an error at their place when set away from SCG's
- * default, never a warning the routes then ignore. True when k is one
- * (whether or not it was set away from the default). */
-static bool changes_routes(scg_converter *c, const node *k, const char *gpath) {
-    static const struct {
-        const char *key, *sub, *sub2, *refused; /* NULL: any value */
-        const char *why;
-    } rules[] = {
-        {"predicate", "host", "includeport", "false",
-         "Host predicates match the Host header with its port"},
-        {"setstatus", "originalstatusheadername", NULL, NULL,
-         "SetStatus does not add the original status as a header"},
-        {"loadbalancer", "use404", NULL, "true",
-         "an lb:// route without an instance is answered 503"},
-    };
-    bool ours = false;
-    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
-        if (!scg_relaxed_eq(k->key, rules[i].key))
-            continue;
-        ours = true;
-        const node *mid = scg_map_get(k, rules[i].sub), *v = mid;
-        if (rules[i].sub2)
-            v = scg_map_get(mid, rules[i].sub2);
-        if (!v || v->kind != N_SCALAR || !v->value ||
-            (rules[i].refused && strcasecmp(v->value, rules[i].refused) != 0))
-            continue;
-        scg_issue_add(c, true, v->file, v->line,
-                      "%s.%s.%s%s%s: %s: switchyard does not run this "
-                      "setting (%s)",
-                      gpath, k->key, mid->key, rules[i].sub2 ? "." : "",
-                      rules[i].sub2 ? v->key : "", v->value, rules[i].why);
-    }
-    return ours && k->kind == N_MAP && k->n == 1;
-}
-
-/* <gateway>.filter: the groups fold() carries are read from c->filter_props
- * (a property of theirs fold() cannot carry is an error where the filter is
- * used); the others are named in a warning, as other gateway settings. */
-static void filter_props(scg_converter *c, const node *f, const char *gpath) {
-    static const char *const groups[] = {"secureheaders", "requestratelimiter",
-                                         "localresponsecache"};
-    c->filter_props = f;
-    for (size_t i = 0; i < f->n; i++) {
-        const node *k = f->kids[i];
-        bool ours = false;
-        for (size_t j = 0; j < 3; j++)
-            ours |= scg_relaxed_eq(k->key, groups[j]);
-        if (!ours)
-            scg_issue_add(c, false, k->file, k->line,
-                          "%s.filter.%s: not converted (convert reads routes "
-                          "and default-filters)",
-                          gpath, k->key);
-    }
-}
-
 char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
     *len = 0;
     *routes = 0;
@@ -1019,7 +591,7 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
     c->httpclient = NULL;
     c->global_cors = NULL;
     c->fold_checked = 0;
-    environment_overrides(c);
+    scg_environment_overrides(c);
     const node *gw = scg_map_get(
         scg_map_get(scg_map_get(c->root, "spring"), "cloud"), "gateway");
     const node *wf = scg_map_get(scg_map_get(gw, "server"), "webflux");
@@ -1041,31 +613,11 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
         if (scg_relaxed_eq(k->key, "routes") ||
             scg_relaxed_eq(k->key, "defaultfilters"))
             continue;
-        if (scg_relaxed_eq(k->key, "filter") && k->kind == N_MAP) {
-            filter_props(c, k, gpath);
-            continue;
-        }
-        if (scg_relaxed_eq(k->key, "httpclient") && k->kind == N_MAP) {
-            c->httpclient = k; /* its timeouts: timeout_defaults() */
-            for (size_t j = 0; j < k->n; j++)
-                if (!scg_relaxed_eq(k->kids[j]->key, "connecttimeout") &&
-                    !scg_relaxed_eq(k->kids[j]->key, "responsetimeout"))
-                    scg_issue_add(c, false, k->kids[j]->file, k->kids[j]->line,
-                                  "%s.httpclient.%s: not converted (convert "
-                                  "reads routes, default-filters and the "
-                                  "httpclient timeouts)",
-                                  gpath, k->kids[j]->key);
-            continue;
-        }
         if (g == gw && scg_relaxed_eq(k->key, "server") &&
             k == scg_map_get(gw, "server"))
             continue;
-        if (changes_routes(c, k, gpath))
+        if (scg_gateway_setting(c, k, gpath))
             continue;
-        if (scg_relaxed_eq(k->key, "globalcors") && k->kind == N_MAP) {
-            globalcors(c, k, gpath);
-            continue;
-        }
         scg_issue_add(c, false, k->file, k->line,
                       "%s.%s: not converted (convert reads routes and "
                       "default-filters)",

@@ -82,4 +82,35 @@ int scg_add_yaml(scg_converter *c, const char *file, const char *text,
 int scg_add_properties(scg_converter *c, const char *file, const char *text,
                        size_t len);
 
+/* scg_convert.c: placeholders and values, for scg_settings.c too */
+struct cJSON;
+typedef struct where {
+    const char *file;
+    unsigned line;
+    const char *path;   /* property name, for messages */
+    const char *groups; /* a RewritePath regexp: ${g} of its groups stay */
+} where;
+/* s with its ${placeholders} resolved (malloc'd), or NULL (an issue). */
+char *scg_resolve(scg_converter *c, const char *s, const where *w, int depth);
+/* A scalar node as a JSON string (typed: plain YAML numbers and booleans
+ * keep their type); a metadata value (maps and lists kept). */
+struct cJSON *scg_scalar_json(scg_converter *c, const node *n, const char *path,
+                              const char *groups, bool typed);
+struct cJSON *scg_meta_json(scg_converter *c, const node *m, const char *path);
+/* A decimal int32-sized integer text, optional sign. */
+bool scg_integer_text(const char *s);
+
+/* scg_settings.c: the gateway settings SCG applies to every route */
+/* SPRING_CLOUD_GATEWAY_* environment variables: refused or warned of. */
+void scg_environment_overrides(scg_converter *c);
+/* One key of <gateway> besides routes and default-filters: true when it
+ * is carried or refused here (the caller warns of the rest). */
+bool scg_gateway_setting(scg_converter *c, const node *k, const char *gpath);
+/* The global filter properties folded into a filter entry (may replace
+ * it: the result is the entry to keep). */
+struct cJSON *scg_fold(scg_converter *c, struct cJSON *e);
+/* httpclient timeouts and globalcors as a route's metadata. */
+void scg_timeout_defaults(scg_converter *c, struct cJSON *route);
+void scg_cors_default(scg_converter *c, struct cJSON *route, const char *path);
+
 #endif

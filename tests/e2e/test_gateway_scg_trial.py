@@ -70,6 +70,10 @@ def body(procs, c):
     refused("disable.yml", "frame-options: SAMEORIGIN",
             "frame-options: SAMEORIGIN\n          disable: x-frame-options",
             "secure-headers.disable")
+    # a list where SCG binds one value is no value: refused, not skipped
+    refused("shape.yml", "frame-options: SAMEORIGIN",
+            "frame-options: [SAMEORIGIN]",
+            "secure-headers.frame-options: expected a value")
     # SetStatus page: set-status.original-status-header-name adds the
     # proxied status as a header, which switchyard's SetStatus does not.
     refused("setstatus.yml", "      filter:\n",

@@ -668,11 +668,13 @@ static ngx_int_t sw_keep_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx,
 
 /* A no://op route: answered by the module with its status (SetStatus,
  * else 200), its response operations and no body, as the mini-gateway
- * and SCG do. */
+ * and SCG do; those of the routes that forwarded here follow (the only
+ * answer they apply to: sw_response_ops_kept). */
 static ngx_int_t sw_answer_noop(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                                 sy_match *m) {
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
         return sw_500(r, "out of memory for the response operations");
+    ctx->noop = 1;
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = 0;
     r->header_only = 1;
@@ -954,7 +956,8 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
 
     if (lcf->admin || r != r->main)
         return sw_next_header_filter(r);
-    /* the proxied route's, then those kept over a forward or fallback */
+    /* the proxied route's; those kept over a forward or fallback only on
+     * a no://op answer */
     if (ctx && ctx->kind != SW_CTX_REQUEST)
         ctx = NULL;
     if (ctx && ctx->upstream.data && sw_response_ops(r, ctx) != NGX_OK)

@@ -8,7 +8,9 @@
  * its own unless the pointer is set: Remove sets it to a removed entry),
  * Location and Last-Modified (pointer and time kept in step). Those of
  * a forward: route or a breaker's route whose fallback answers are kept
- * over the internal redirect and applied after the answering route's.
+ * over the internal redirect and applied after the answering route's
+ * only to a no://op answer: a proxied one is left as the answering route
+ * made it.
  */
 #include "ngx_http_switchyard.h"
 
@@ -367,9 +369,15 @@ ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
  * A forward: route and a breaker's fallback go on by an internal
  * redirect, which clears the module's context: their route's SetStatus
  * and response operations are kept in the request's pool (a cleanup
- * entry marked by its handler) and applied after those of the route that
- * answers, innermost first, as a response returns through the routes
- * that forwarded it (SCG's forward). */
+ * entry marked by its handler). They are applied after those of the
+ * route that answers, innermost first, as a response returns through the
+ * routes that forwarded it (SCG's forward), only when that route is a
+ * no://op the module answers (the outer SetStatus wins). Any other answer
+ * (proxied, or nginx's own error page for it) is left as it was made: in
+ * SCG the forwarding route's post filters run after the answering route
+ * wrote its answer, find it committed and change nothing (the
+ * mini-gateway's gw_resp_op.outer). Headers set before the redirect
+ * (X-RateLimit-*) are in the answer already and stay. */
 
 typedef struct {
     ngx_str_t route;
@@ -400,6 +408,9 @@ ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
 }
 
 ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
+    /* only the module's own answer is still open to them (see above) */
+    ngx_flag_t open = ctx && ctx->noop;
+
     /* newest first: the route forwarded to last is the innermost */
     for (ngx_pool_cleanup_t *c = r->pool->cleanup; c; c = c->next) {
         sw_kept_ops_t *k = c->data;
@@ -407,7 +418,7 @@ ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
             continue;
         k->active = 0;
         /* kept for a fallback that did not happen: applied already */
-        if (ctx && k->route.data == ctx->route.data)
+        if (!open || k->route.data == ctx->route.data)
             continue;
         if (sw_ops_apply(r, &k->route, k->status, k->ops, k->op_count) !=
             NGX_OK)

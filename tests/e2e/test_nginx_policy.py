@@ -121,7 +121,9 @@ def test_retry_any_status_and_backoff_refused(env):
 def test_breaker_status_code_to_fallback_keeps_method(env):
     """A status in statusCodes answered by the upstream goes to the
     fallbackUri, not to the client; a POST arrives there as a POST with
-    its body (SCG's forward keeps the method)."""
+    its body (SCG's forward keeps the method). The breaker route's
+    response filters leave the fallback's proxied answer alone (in SCG
+    they run after the fallback route wrote it)."""
     put_route(env, {"id": "fb2", "uri": "http://127.0.0.1:%d" % env.pa,
                     "predicates": ["Path=/fb2/**"]})
     put_route(env, {
@@ -139,7 +141,7 @@ def test_breaker_status_code_to_fallback_keeps_method(env):
         check(r.status == 200 and r.json()["path"] == "/fb2/from-cbs" and
               r.json()["method"] == method and
               r.json()["body"] == (body or b"").decode() and
-              r.header("X-Cb") == "cbs",
+              r.header("X-Cb") is None,
               "%s: %d %r %r" % (method, r.status, r.body[:300], r.headers))
     r = request(env.bport, "GET", "/cbs/x?fail=B&failcode=503")
     check(r.status == 503, "a status not listed: %d" % r.status)
@@ -148,26 +150,47 @@ def test_breaker_status_code_to_fallback_keeps_method(env):
 def test_breaker_fallback_on_failure_and_when_open(env):
     """Connections refused: each failed call goes to the fallbackUri's
     route (nginx's error_page machinery, an internal redirect); after 4
-    the breaker opens and requests go there without a call."""
+    the breaker opens and requests go there without a call. The breaker
+    route's response filters and SetStatus apply to a no://op fallback's
+    answer (the outer SetStatus wins), not to a proxied one."""
     dead = free_port()
     put_route(env, {"id": "fb", "uri": "http://127.0.0.1:%d" % env.pa,
                     "predicates": ["Path=/fallback/**"]})
     put_route(env, {
         "id": "cb", "uri": "http://127.0.0.1:%d" % dead,
         "predicates": ["Path=/cb/**"],
-        "filters": ["AddResponseHeader=X-Cb,cb", {
+        "filters": ["AddResponseHeader=X-Cb,cb", "SetStatus=203", {
             "name": "CircuitBreaker", "args": {
                 "name": "cbt", "fallbackUri": "forward:/fallback/from-cb",
                 "slidingWindowSize": 4, "minimumNumberOfCalls": 4,
                 "waitDurationInOpenState": "30s"}}]})
+    put_route(env, {"id": "fbn", "uri": "no://op",
+                    "predicates": ["Path=/fbnoop/**"],
+                    "filters": ["SetStatus=418", "SetResponseHeader=X-Fb,in"]})
+    put_route(env, {
+        "id": "cbn", "uri": "http://127.0.0.1:%d" % dead,
+        "predicates": ["Path=/cbn/**"],
+        "filters": ["AddResponseHeader=X-Cb,cbn", "SetStatus=203",
+                    "SetResponseHeader=X-Fb,out", {
+                        "name": "CircuitBreaker", "args": {
+                            "name": "cbn", "fallbackUri": "forward:/fbnoop/x",
+                            "slidingWindowSize": 4,
+                            "minimumNumberOfCalls": 4,
+                            "waitDurationInOpenState": "30s"}}]})
     env.converged()
     for i in range(6):  # failed calls, then the open breaker's
         r = env.get("/cb/x")
         check(r.status == 200 and r.json()["path"] == "/fallback/from-cb"
-              and r.header("X-Cb") == "cb",
+              and r.header("X-Cb") is None,
               "call %d: %d %r %r" % (i, r.status, r.body[:200], r.headers))
+        r = env.get("/cbn/x")
+        check(r.status == 203 and r.header("X-Cb") == "cbn" and
+              [v for k, v in r.headers if k.lower() == "x-fb"] == ["out"]
+              and r.body == b"",
+              "no://op fallback, call %d: %d %r %r"
+              % (i, r.status, r.body[:200], r.headers))
     p = env.status()["policy"]
-    check(p["breaker_opened"] >= 1 and p["breaker_rejected"] >= 1,
+    check(p["breaker_opened"] >= 2 and p["breaker_rejected"] >= 2,
           "status: %r" % p)
 
 
@@ -345,27 +368,39 @@ def test_both_forms_refuse_policies_at_the_admin_location(env):
 
 def test_forward_route_dispatched_again(env):
     """forward:/b/fw is matched again by the routes (route "b" sets the
-    path and adds X-Resp: on); the forwarding route's response filters
-    and SetStatus apply after route b's, as the answer returns through
-    it (SCG's forward): through both servers (the balancer and, in the mixed env of
+    path and adds X-Resp: on) with the forwarding route's request
+    headers. Its proxied answer gets route b's response filters only: in
+    SCG the forwarding route's (AddResponseHeader, SetStatus) run after
+    route b wrote the answer and find it committed. A no://op answer
+    gets them after its own, the forwarding route's SetStatus winning.
+    Through both servers (the balancer and, in the mixed env of
     test_both_forms_refuse_policies_at_the_admin_location, the variable
     form)."""
+    outer = ["AddRequestHeader=X-Forwarded-By,fw", "AddResponseHeader=X-Fw,yes",
+             "SetResponseHeader=X-Resp,outer", "SetStatus=203"]
     put_route(env, {"id": "fw", "uri": "forward:/b/fw",
-                    "predicates": ["Path=/fw/**"],
-                    "filters": ["AddRequestHeader=X-Forwarded-By,fw",
-                                "AddResponseHeader=X-Fw,yes",
-                                "SetResponseHeader=X-Resp,outer",
-                                "SetStatus=203"]})
+                    "predicates": ["Path=/fw/**"], "filters": outer})
+    put_route(env, {"id": "fwnoop", "uri": "no://op",
+                    "predicates": ["Path=/fwnoop"],
+                    "filters": ["SetStatus=418",
+                                "SetResponseHeader=X-Resp,inner"]})
+    put_route(env, {"id": "fwn", "uri": "forward:/fwnoop",
+                    "predicates": ["Path=/fwn/**"], "filters": outer})
     env.converged()
     for port in (env.bport, env.port):
         r = request(port, "GET", "/fw/x")
-        check(r.status == 203 and r.json()["path"] == "/set/fw" and
+        check(r.status == 200 and r.json()["path"] == "/set/fw" and
               r.echo_header("X-Forwarded-By") == "fw",
               "forward: %d %r" % (r.status, r.body[:300]))
-        # route b's response filters, then the forwarding route's
-        check(r.header("X-Fw") == "yes" and
+        # route b's response filters only
+        check(r.header("X-Fw") is None and
               [v for k, v in r.headers if k.lower() == "x-resp"] ==
-              ["outer"], "response filters: %r" % r.headers)
+              ["on"], "response filters: %r" % r.headers)
+        r = request(port, "GET", "/fwn/x")
+        check(r.status == 203 and r.body == b"" and
+              r.header("X-Fw") == "yes" and
+              [v for k, v in r.headers if k.lower() == "x-resp"] ==
+              ["outer"], "forward to no://op: %d %r" % (r.status, r.headers))
 
 
 TESTS = [

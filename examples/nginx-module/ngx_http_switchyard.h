@@ -289,7 +289,10 @@ typedef struct {
     unsigned answered : 1; /* the current attempt's status was read */
     unsigned uri_read : 1;  /* $switchyard_uri was evaluated (proxy_pass) */
     unsigned host_read : 1; /* $switchyard_host was (proxy_set_header) */
-    unsigned noop : 1;      /* answered by the module (a no://op route) */
+    /* answered by the module: a no://op route, a RequestSize or
+     * RequestHeaderSize status (SY_ACTION_RESPOND) */
+    unsigned noop : 1;
+    unsigned respond : 1;
 } sw_req_ctx_t;
 
 /* The route's rate limiters, breaker and Retry for a matched request:
@@ -339,7 +342,8 @@ ngx_flag_t sw_response_refused(ngx_http_request_t *r, ngx_str_t *route,
  * breaker's fallback), which clears the context; the header filter
  * applies what was kept (sw_response_ops_kept) after the answering
  * route's own (ctx: the answering request's, whose own are skipped),
- * and only to a no://op answer (ctx->noop), never to a proxied one. */
+ * and only to an answer the module makes (a no://op, where their
+ * SetStatus wins, or a 413/431), never to a proxied one. */
 ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 

@@ -785,7 +785,16 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (prc != NGX_DECLINED)
         return prc;
     switch (sy_match_action(m)) {
-    case SY_ACTION_RESPOND: return status;
+    case SY_ACTION_RESPOND:
+        /* 413/431 with the filter's error header and the route's other
+         * response operations (the header filter), as the mini-gateway */
+        if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
+            return sw_500(r, "out of memory for the response operations");
+        if (sw_response_refused(r, &ctx->route, ctx->ops, ctx->op_count,
+                                "answering 500"))
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        ctx->respond = 1;
+        return status;
     case SY_ACTION_REDIRECT: {
         sy_str loc = sy_match_redirect(m);
         ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
@@ -956,11 +965,13 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
 
     if (lcf->admin || r != r->main)
         return sw_next_header_filter(r);
-    /* the proxied route's; those kept over a forward or fallback only on
-     * a no://op answer */
+    /* the proxied or 413/431 route's (a no://op's are applied already);
+     * those kept over a forward or fallback only on the module's own
+     * answer */
     if (ctx && ctx->kind != SW_CTX_REQUEST)
         ctx = NULL;
-    if (ctx && ctx->upstream.data && sw_response_ops(r, ctx) != NGX_OK)
+    if (ctx && (ctx->upstream.data || ctx->respond) &&
+        sw_response_ops(r, ctx) != NGX_OK)
         return NGX_ERROR;
     if (sw_response_ops_kept(r, ctx) != NGX_OK)
         return NGX_ERROR;

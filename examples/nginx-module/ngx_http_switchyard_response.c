@@ -9,8 +9,8 @@
  * Location and Last-Modified (pointer and time kept in step). Those of
  * a forward: route or a breaker's route whose fallback answers are kept
  * over the internal redirect and applied after the answering route's
- * only to a no://op answer: a proxied one is left as the answering route
- * made it.
+ * only to an answer the module makes (no://op, 413/431): a proxied one is
+ * left as the answering route made it.
  */
 #include "ngx_http_switchyard.h"
 
@@ -371,9 +371,11 @@ ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
  * and response operations are kept in the request's pool (a cleanup
  * entry marked by its handler). They are applied after those of the
  * route that answers, innermost first, as a response returns through the
- * routes that forwarded it (SCG's forward), only when that route is a
- * no://op the module answers (the outer SetStatus wins). Any other answer
- * (proxied, or nginx's own error page for it) is left as it was made: in
+ * routes that forwarded it (SCG's forward), only when the module makes
+ * the answer: a no://op route (the outer SetStatus wins) or a 413/431 of
+ * RequestSize/RequestHeaderSize (its status stays), as the mini-gateway
+ * does. Any other answer (proxied, or nginx's own error page for it) is
+ * left as it was made: in
  * SCG the forwarding route's post filters run after the answering route
  * wrote its answer, find it committed and change nothing (the
  * mini-gateway's gw_resp_op.outer). Headers set before the redirect
@@ -409,7 +411,7 @@ ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
 
 ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
     /* only the module's own answer is still open to them (see above) */
-    ngx_flag_t open = ctx && ctx->noop;
+    ngx_flag_t open = ctx && (ctx->noop || ctx->respond);
 
     /* newest first: the route forwarded to last is the innermost */
     for (ngx_pool_cleanup_t *c = r->pool->cleanup; c; c = c->next) {
@@ -420,8 +422,8 @@ ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
         /* kept for a fallback that did not happen: applied already */
         if (!open || k->route.data == ctx->route.data)
             continue;
-        if (sw_ops_apply(r, &k->route, k->status, k->ops, k->op_count) !=
-            NGX_OK)
+        if (sw_ops_apply(r, &k->route, ctx->noop ? k->status : 0, k->ops,
+                         k->op_count) != NGX_OK)
             return NGX_ERROR;
     }
     return NGX_OK;

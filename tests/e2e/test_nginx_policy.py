@@ -372,7 +372,9 @@ def test_forward_route_dispatched_again(env):
     headers. Its proxied answer gets route b's response filters only: in
     SCG the forwarding route's (AddResponseHeader, SetStatus) run after
     route b wrote the answer and find it committed. A no://op answer
-    gets them after its own, the forwarding route's SetStatus winning.
+    gets them after its own, the forwarding route's SetStatus winning; a
+    RequestSize 413 too (with the library's errorMessage header and the
+    route's own edits), its status kept, as in the mini-gateway.
     Through both servers (the balancer and, in the mixed env of
     test_both_forms_refuse_policies_at_the_admin_location, the variable
     form)."""
@@ -386,6 +388,13 @@ def test_forward_route_dispatched_again(env):
                                 "SetResponseHeader=X-Resp,inner"]})
     put_route(env, {"id": "fwn", "uri": "forward:/fwnoop",
                     "predicates": ["Path=/fwn/**"], "filters": outer})
+    put_route(env, {"id": "fwbig", "uri": "http://127.0.0.1:%d" % env.pa,
+                    "predicates": ["Path=/fwbig"],
+                    "filters": [{"name": "RequestSize",
+                                 "args": {"maxSize": "5B"}},
+                                "AddResponseHeader=X-Resp,big"]})
+    put_route(env, {"id": "fwb", "uri": "forward:/fwbig",
+                    "predicates": ["Path=/fwb/**"], "filters": outer})
     env.converged()
     for port in (env.bport, env.port):
         r = request(port, "GET", "/fw/x")
@@ -401,6 +410,15 @@ def test_forward_route_dispatched_again(env):
               r.header("X-Fw") == "yes" and
               [v for k, v in r.headers if k.lower() == "x-resp"] ==
               ["outer"], "forward to no://op: %d %r" % (r.status, r.headers))
+        for path, fw, resp in (("/fwbig", None, "big"),
+                               ("/fwb/x", "yes", "outer")):
+            r = request(port, "POST", path, body=b"0123456789")
+            check(r.status == 413 and
+                  (r.header("errorMessage") or "").startswith(
+                      "Request size is larger than permissible limit") and
+                  r.header("X-Fw") == fw and
+                  [v for k, v in r.headers if k.lower() == "x-resp"] ==
+                  [resp], "%s: %d %r" % (path, r.status, r.headers))
 
 
 TESTS = [

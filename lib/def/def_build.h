@@ -37,22 +37,15 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
                         const char *path, struct sy_route **out, sy_error *err);
 
 /*
- * Parse an array of predicate or filter entries into r (arena-owned).
- * Entry i is named "<path>[i]"; its `shortcut` says whether it was a
- * shortcut string.
+ * Parse an array of predicate or filter entries into r. Entry i is named
+ * "<path>[i]"; its `shortcut` says whether it was a shortcut string.
+ * ea: where predicate entries and their argument arrays (not their texts)
+ * go: NULL, r's arena; else an arena the caller frees, for a route that
+ * keeps no entries (def_route.c).
  */
-/* (ea: where predicate entries and their argument arrays, not their
- * texts, go: NULL, r's arena; else an arena the caller frees, for a
- * route that keeps no entries, def_route.c) */
 int sy__def_build_entries_in(const sy__def_ctx *ctx, struct sy_route *r,
                              sy__arena *ea, sy__factory_kind kind,
                              const cJSON *arr, const char *path, sy_error *err);
-static inline int sy__def_build_entries(const sy__def_ctx *ctx,
-                                        struct sy_route *r,
-                                        sy__factory_kind kind, const cJSON *arr,
-                                        const char *path, sy_error *err) {
-    return sy__def_build_entries_in(ctx, r, NULL, kind, arr, path, err);
-}
 
 /*
  * After a compile error on entry i of a shortcut string, move the error

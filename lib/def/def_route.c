@@ -3,10 +3,10 @@
  * id, uri and upstream, order and metadata; entries are parsed by
  * def_entry.c; then the canonical form and compilation.
  */
+#include "base/values.h"
 #include "def/def_build.h"
 #include "route/filter.h"
 #include "route/predicate.h"
-#include "base/values.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -226,8 +226,9 @@ static int uri_host(struct sy_route *r, const uri_authority *a, bool lb,
 static const char *check_timeout(const char *key, const char *value) {
     int64_t n = 0;
     if (!sy__value_int64(value, INT64_MIN, INT64_MAX, &n, NULL))
-        return key[0] == 'c' ? "connect-timeout must be an integer (milliseconds)"
-                             : "response-timeout must be an integer (milliseconds)";
+        return key[0] == 'c'
+                   ? "connect-timeout must be an integer (milliseconds)"
+                   : "response-timeout must be an integer (milliseconds)";
     if (key[0] == 'c' && n < 0)
         return "connect-timeout must not be negative (0: no limit)";
     if (key[0] == 'r' && n == 0)
@@ -434,7 +435,8 @@ static int fill_route(const sy__def_ctx *ctx, struct sy_route *r, sy__arena *ea,
     /* (no filters: no path to format, it is never named) */
     if (f->filters)
         sy__path_join(p, sizeof p, path, "filters");
-    rc = sy__def_build_entries(ctx, r, SY_FACTORY_FILTER, f->filters, p, err);
+    rc = sy__def_build_entries_in(ctx, r, NULL, SY_FACTORY_FILTER, f->filters,
+                                  p, err);
     if (rc)
         return rc;
     rc = sy__def_build_metadata(r, f->metadata, path, ctx->alloc, err);

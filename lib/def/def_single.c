@@ -141,8 +141,8 @@ int sy__def_parse_filters(const char *json, size_t len,
         rc = sy__error_set(err, SY_ETYPE, path,
                            "default filters must be an array");
     else
-        rc = sy__def_build_entries(&ctx, r, SY_FACTORY_FILTER, v.root, path,
-                                   err);
+        rc = sy__def_build_entries_in(&ctx, r, NULL, SY_FACTORY_FILTER, v.root,
+                                      path, err);
     one_value_free(&v);
     if (!rc && sy__def_canonicalize(r))
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");

@@ -898,7 +898,10 @@ typedef struct sy_router_options {
      * NULL: the router makes its own store of policy_slots bucket slots in
      * memory it owns. Else a store the host formatted in its own memory
      * (sy_policy_store_init, e.g. in shared memory for several processes);
-     * it must outlive the router, and several routers may share it.
+     * it must outlive the router, and several routers may share it (256
+     * at once, of any processes: sy_router_new is refused with SY_ELIMIT
+     * past that; a router of a process that is gone, killed, no longer
+     * counts and gives back the breaker entries its routes held).
      */
     struct sy_policy_store *policy_store;
     uint32_t policy_slots; /* default 16,384 bucket slots (rounded up to a

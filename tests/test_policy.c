@@ -1,6 +1,7 @@
 /* test_policy.c - rate limits, circuit breakers, retries and run or
  * refuse (docs/policies.md): the policy calls against real routers. */
 #include "policy/breaker.h"
+#include "router/router_int.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -924,11 +925,26 @@ START_TEST(a_shared_breaker_stays_while_one_route_names_it) {
 }
 END_TEST
 
-/* The routes counted on an entry (every router sharing the store): 0
- * when the name has no entry. */
-static unsigned refs_of(sy_policy_store *st, const char *name) {
+/* The routers whose routes name breaker `name` (the owner bits of its
+ * entry; 0 when it has none). */
+static unsigned owners_of(sy_policy_store *st, const char *name) {
     sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)));
-    return b ? atomic_load(&b->refs) : 0;
+    unsigned n = 0;
+    for (size_t w = 0; b && w < SY_OWNER_WORDS; w++)
+        n += (unsigned)__builtin_popcountll(atomic_load(&b->users[w]));
+    return n;
+}
+
+/* The live routes of r naming breaker `name`, checked against the store:
+ * r's bit is set exactly when it has one. */
+static unsigned uses_of(sy_router *r, const char *name) {
+    uint64_t key = sy__brk_key(name, strlen(name));
+    unsigned n = sy__router_brk_uses(r, key);
+    sy__brk *b = sy__store_breaker(sy_router_policy_store(r), key);
+    int o = r->brk_owner;
+    bool bit = b && (atomic_load(&b->users[o / 64]) >> (o % 64) & 1);
+    ck_assert_msg(bit == (n > 0), "%s: %u uses, bit %d", name, n, bit);
+    return n;
 }
 
 /* The counts follow the routes through every kind of change: an update
@@ -941,7 +957,6 @@ START_TEST(breaker_counts_follow_every_kind_of_change) {
     o.policy_breakers = 16;
     ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
     ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
-    sy_policy_store *st = sy_router_policy_store(r);
     static const char v1[] =
         "{\"version\":\"1\",\"routes\":["
         "{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
@@ -954,32 +969,32 @@ START_TEST(breaker_counts_follow_every_kind_of_change) {
         "{\"version\":\"2\",\"routes\":[{\"id\":\"z\",\"uri\":\"http://b\"}]}";
     sy_error e;
     ck_assert_int_eq(sy_router_apply(r, "s", v1, strlen(v1), NULL, &e), 0);
-    ck_assert_uint_eq(refs_of(st, "x"), 2);
-    ck_assert_uint_eq(refs_of(st, "c"), 1);
+    ck_assert_uint_eq(uses_of(r, "x"), 2);
+    ck_assert_uint_eq(uses_of(r, "c"), 1);
     /* a's breaker reconfigured under the same name, a disabled, enabled */
     upsert_breaker(r, "a", "x", 7);
     sy_router_reclaim(r);
-    ck_assert_uint_eq(refs_of(st, "x"), 2);
+    ck_assert_uint_eq(uses_of(r, "x"), 2);
     ck_assert_int_eq(sy_router_set_route_enabled(r, "a", false, &e), 0);
     ck_assert_int_eq(sy_router_set_route_enabled(r, "b", false, &e), 0);
     sy_router_reclaim(r);
-    ck_assert_uint_eq(refs_of(st, "x"), 2);
+    ck_assert_uint_eq(uses_of(r, "x"), 2);
     ck_assert_int_eq(sy_router_set_route_enabled(r, "a", true, &e), 0);
     sy_router_reclaim(r);
-    ck_assert_uint_eq(refs_of(st, "x"), 2);
+    ck_assert_uint_eq(uses_of(r, "x"), 2);
     ck_assert_uint_eq(breakers_used(r), 2);
     /* a document without them: the entries go once buried */
     ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), NULL, &e), 0);
     sy_router_reclaim(r);
-    ck_assert_uint_eq(refs_of(st, "x"), 0);
-    ck_assert_uint_eq(refs_of(st, "c"), 0);
+    ck_assert_uint_eq(uses_of(r, "x"), 0);
+    ck_assert_uint_eq(uses_of(r, "c"), 0);
     ck_assert_uint_eq(breakers_used(r), 0);
     /* the kept version 1 back, twice (a rollback of a rollback) */
     for (int k = 0; k < 2; k++) {
         ck_assert_int_eq(sy_router_rollback(r, "s", "1", NULL, &e), 0);
         sy_router_reclaim(r);
-        ck_assert_uint_eq(refs_of(st, "x"), 2);
-        ck_assert_uint_eq(refs_of(st, "c"), 1);
+        ck_assert_uint_eq(uses_of(r, "x"), 2);
+        ck_assert_uint_eq(uses_of(r, "c"), 1);
         ck_assert_int_eq(sy_router_rollback(r, "s", "2", NULL, &e), 0);
         sy_router_reclaim(r);
         ck_assert_uint_eq(breakers_used(r), 0);
@@ -990,8 +1005,8 @@ START_TEST(breaker_counts_follow_every_kind_of_change) {
     breaker_doc(doc, sizeof doc, 0, 15, 0);
     ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
                      SY_ELIMIT);
-    ck_assert_uint_eq(refs_of(st, "x"), 2);
-    ck_assert_uint_eq(refs_of(st, "b0"), 0);
+    ck_assert_uint_eq(uses_of(r, "x"), 2);
+    ck_assert_uint_eq(uses_of(r, "b0"), 0);
     ck_assert_uint_eq(breakers_used(r), 2);
     sy_router_free(r);
 }
@@ -1016,13 +1031,13 @@ START_TEST(a_publish_refused_after_the_attach_gives_the_entries_back) {
     sy_error e;
     ck_assert_int_eq(sy_router_upsert_route(r, "s", q, (size_t)n, &e),
                      SY_EBUSY);
-    ck_assert_uint_eq(refs_of(sy_router_policy_store(r), "two"), 0);
-    ck_assert_uint_eq(refs_of(sy_router_policy_store(r), "one"), 1);
+    ck_assert_uint_eq(uses_of(r, "two"), 0);
+    ck_assert_uint_eq(uses_of(r, "one"), 1);
     ck_assert_uint_eq(breakers_used(r), 1);
     sy_snapshot_release(h1);
     sy_snapshot_release(h2);
     ck_assert_int_eq(sy_router_upsert_route(r, "s", q, (size_t)n, &e), 0);
-    ck_assert_uint_eq(refs_of(sy_router_policy_store(r), "two"), 1);
+    ck_assert_uint_eq(uses_of(r, "two"), 1);
     sy_router_free(r);
 }
 END_TEST
@@ -1042,7 +1057,7 @@ START_TEST(routers_sharing_a_store_count_each_others_routes) {
     fix f1, f2;
     fix_open(&f1, router_with(doc, st, NULL));
     fix_open(&f2, router_with(doc, st, NULL));
-    ck_assert_uint_eq(refs_of(st, "s"), 2);
+    ck_assert_uint_eq(owners_of(st, "s"), 2);
     sy_breaker_permit p;
     sy_match_breaker_acquire(fix_match(&f1, "/a"), T0, &p, NULL);
     sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, T0);
@@ -1050,16 +1065,40 @@ START_TEST(routers_sharing_a_store_count_each_others_routes) {
     f1.s = NULL;
     ck_assert_int_eq(sy_router_remove_route(f1.r, "a", NULL), 0);
     sy_router_reclaim(f1.r);
-    ck_assert_uint_eq(refs_of(st, "s"), 1);
+    ck_assert_uint_eq(owners_of(st, "s"), 1);
     sy_match_breaker_acquire(fix_match(&f2, "/a"), T0 + 1, &p, NULL);
     ck_assert(!p.permitted); /* still the breaker f1 opened */
     /* a router freed with its routes live gives them back too */
     fix_close(&f2);
-    ck_assert_uint_eq(refs_of(st, "s"), 0);
+    ck_assert_uint_eq(owners_of(st, "s"), 0);
     sy_policy_stats ps;
     sy_policy_store_stats(st, &ps);
     ck_assert_uint_eq(ps.breakers_used, 0);
     fix_close(&f1);
+    free(mem);
+}
+END_TEST
+
+/* A store serves SY_STORE_OWNERS routers at once: one more is refused,
+ * located, until one is freed. */
+START_TEST(a_store_serves_a_bounded_number_of_routers) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = aligned_alloc(64, len);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_store = st;
+    static sy_router *rs[SY_STORE_OWNERS];
+    for (unsigned i = 0; i < SY_STORE_OWNERS; i++)
+        ck_assert_int_eq(sy_router_new(&o, &rs[i], NULL), 0);
+    sy_router *x;
+    sy_error e;
+    ck_assert_int_eq(sy_router_new(&o, &x, &e), SY_ELIMIT);
+    ck_assert_str_eq(e.path, "policy_store");
+    sy_router_free(rs[7]);
+    ck_assert_int_eq(sy_router_new(&o, &rs[7], NULL), 0);
+    for (unsigned i = 0; i < SY_STORE_OWNERS; i++)
+        sy_router_free(rs[i]);
     free(mem);
 }
 END_TEST
@@ -1636,6 +1675,7 @@ int main(void) {
     tcase_add_test(tc,
                    a_publish_refused_after_the_attach_gives_the_entries_back);
     tcase_add_test(tc, routers_sharing_a_store_count_each_others_routes);
+    tcase_add_test(tc, a_store_serves_a_bounded_number_of_routers);
     tcase_add_test(tc,
                    a_breaker_the_store_has_no_entry_for_is_refused_at_commit);
     tcase_add_test(tc, a_breaker_or_retry_in_the_defaults_and_a_route_is_refused);

@@ -439,7 +439,7 @@ typedef struct claimer {
 
 static void *claim_one(void *arg) {
     claimer *c = arg;
-    ck_assert_ptr_nonnull(sy__store_breaker_hold(c->st, 42));
+    ck_assert_ptr_nonnull(sy__store_breaker_hold(c->st, 42, 0));
     atomic_store(&c->done, true);
     return NULL;
 }
@@ -467,7 +467,7 @@ START_TEST(a_slow_holder_keeps_the_breaker_lock) {
     sy__store_brk_unlock(st);
     pthread_join(t, NULL);
     ck_assert(atomic_load(&c.done));
-    sy__store_breaker_drop(st, 42);
+    sy__store_breaker_drop(st, 42, 0);
 }
 END_TEST
 
@@ -491,9 +491,9 @@ START_TEST(a_dead_holders_breaker_lock_is_passed) {
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_int_ne(atomic_load(&st->brk_lock), 0);
     uint64_t t0 = mono_ms();
-    ck_assert_ptr_nonnull(sy__store_breaker_hold(st, 42));
+    ck_assert_ptr_nonnull(sy__store_breaker_hold(st, 42, 0));
     ck_assert_uint_lt(mono_ms() - t0, 500);
-    sy__store_breaker_drop(st, 42);
+    sy__store_breaker_drop(st, 42, 0);
     sy_policy_stats ps;
     sy_policy_store_stats(st, &ps);
     ck_assert_uint_eq(ps.breakers_used, 0);
@@ -502,9 +502,88 @@ START_TEST(a_dead_holders_breaker_lock_is_passed) {
 }
 END_TEST
 
+/* Breaker documents of n routes r0.. naming <prefix>0.. */
+static void apply_breakers(sy_router *r, const char *prefix, int n) {
+    char doc[4096];
+    size_t o = (size_t)snprintf(doc, sizeof doc, "[");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(doc + o, sizeof doc - o,
+                              "%s{\"id\":\"r%d\",\"uri\":\"http://b\","
+                              "\"filters\":[\"CircuitBreaker=%s%d\"]}",
+                              i ? "," : "", i, prefix, i);
+    snprintf(doc + o, sizeof doc - o, "]");
+    sy_error e;
+    ck_assert_msg(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e) == 0,
+                  "%s: %s", e.path, e.message);
+}
+
+static size_t used_in(sy_policy_store *st) {
+    sy_policy_stats ps;
+    sy_policy_store_stats(st, &ps);
+    return (size_t)ps.breakers_used;
+}
+
+/* A process killed with live routes (an nginx worker) never releases
+ * them: the entries its routes named once stayed claimed for the store's
+ * life, and a store shared by workers that die now and then filled up.
+ * Its router's owner slot names its process: a claim finding the store
+ * full, and the next router made (the new worker), reap it. */
+START_TEST(a_killed_processes_breaker_entries_are_reaped) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(mem, MAP_FAILED);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_store = st;
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    for (int round = 0; round < 2; round++) {
+        if (round) { /* r gives its entries back: the child's fill all */
+            ck_assert_int_eq(sy_router_apply(r, "s", "[]", 2, NULL, NULL), 0);
+            sy_router_reclaim(r);
+            ck_assert_uint_eq(used_in(st), 0);
+        }
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            sy_router *c;
+            if (sy_router_new(&o, &c, NULL) ||
+                sy_router_add_source(c, "s", NULL))
+                _exit(1);
+            apply_breakers(c, round ? "late" : "gone", 16);
+            _exit(0); /* killed: nothing released */
+        }
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ck_assert_uint_eq(used_in(st), 16);
+        if (round == 0) {
+            /* the survivor's claim finds the store full: reaped */
+            apply_breakers(r, "kept", 16);
+            ck_assert_uint_eq(used_in(st), 16);
+        } else {
+            /* a new router (the respawned worker) reaps at its start */
+            sy_router *n;
+            ck_assert_int_eq(sy_router_new(&o, &n, NULL), 0);
+            ck_assert_uint_eq(used_in(st), 0);
+            sy_router_free(n);
+        }
+    }
+    sy_router_free(r);
+    ck_assert_uint_eq(used_in(st), 0);
+    munmap(mem, len);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy_race");
     TCase *tc = tcase_create("policy_race");
+    /* threads racing on a loaded machine (and under TSan): more than
+     * check's 4 s a test */
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_bucket_hands_out_exactly_its_tokens_to_racing_threads);
     tcase_add_test(tc, a_half_open_breaker_admits_exactly_its_permits);
     tcase_add_test(tc, slots_taken_over_by_racing_keys_stay_usable);
@@ -512,6 +591,7 @@ int main(void) {
     tcase_add_test(tc, freed_breaker_entries_are_reused_beside_readers);
     tcase_add_test(tc, a_slow_holder_keeps_the_breaker_lock);
     tcase_add_test(tc, a_dead_holders_breaker_lock_is_passed);
+    tcase_add_test(tc, a_killed_processes_breaker_entries_are_reaped);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

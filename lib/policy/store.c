@@ -19,7 +19,7 @@ static uint32_t pow2_at_least(uint32_t n, uint32_t min) {
 }
 
 static size_t bytes_for(uint32_t slots, uint32_t breakers) {
-    return sizeof(struct sy_policy_store) + (size_t)slots * sizeof(sy__bucket) +
+    return SY_STORE_OWNERS_END + (size_t)slots * sizeof(sy__bucket) +
            (size_t)breakers * sizeof(sy__brk);
 }
 
@@ -208,9 +208,95 @@ void sy__store_brk_unlock(sy_policy_store *st) {
     atomic_store_explicit(&st->brk_lock, 0, memory_order_release);
 }
 
-sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key) {
+static bool brk_used(sy__brk *b) {
+    uint64_t any = 0;
+    for (size_t w = 0; w < SY_OWNER_WORDS; w++)
+        any |= atomic_load_explicit(&b->users[w], memory_order_relaxed);
+    return any != 0;
+}
+
+/* b has no owner left: the last entry of a chain goes back to empty, and
+ * the freed ones before it with it (no chain passes an empty entry's
+ * successor: no lookup needs them); any other becomes a tombstone. Under
+ * the lock. */
+static void brk_free(sy_policy_store *st, sy__brk *b) {
+    sy__brk *t = sy__store_brks(st);
+    uint32_t mask = st->breakers - 1, i = (uint32_t)(b - t);
+    if (atomic_load_explicit(&t[(i + 1) & mask].key, memory_order_relaxed) !=
+        0) {
+        atomic_store_explicit(&b->key, SY_BRK_TOMB, memory_order_release);
+        return;
+    }
+    for (uint32_t k = 0; k <= mask; k++, i = (i - 1) & mask) {
+        uint64_t v = atomic_load_explicit(&t[i].key, memory_order_relaxed);
+        if (k && v != SY_BRK_TOMB)
+            break;
+        atomic_store_explicit(&t[i].key, 0, memory_order_release);
+    }
+}
+
+/* Owner `o`'s bit off in every entry, those left with none freed; the
+ * slot free. Under the lock. */
+static void owner_clear(sy_policy_store *st, unsigned o) {
+    sy__brk *t = sy__store_brks(st);
+    uint64_t bit = 1ull << (o % 64);
+    for (uint32_t i = 0; i < st->breakers; i++) {
+        uint64_t k = atomic_load_explicit(&t[i].key, memory_order_relaxed);
+        if (k == 0 || k == SY_BRK_TOMB ||
+            !(atomic_load_explicit(&t[i].users[o / 64], memory_order_relaxed) &
+              bit))
+            continue;
+        atomic_fetch_and_explicit(&t[i].users[o / 64], ~bit,
+                                  memory_order_relaxed);
+        if (!brk_used(&t[i]))
+            brk_free(st, &t[i]);
+    }
+    atomic_store_explicit(&sy__store_owners(st)[o], 0, memory_order_relaxed);
+}
+
+/* The owners whose process is gone (killed: their routers never gave
+ * their entries back) lose their bits. Under the lock. */
+static void owners_reap(sy_policy_store *st) {
+    _Atomic uint64_t *own = sy__store_owners(st);
+    for (unsigned o = 0; o < SY_STORE_OWNERS; o++) {
+        uint64_t pid = atomic_load_explicit(&own[o], memory_order_relaxed);
+        if (pid && holder_gone(pid))
+            owner_clear(st, o);
+    }
+}
+
+int sy__store_owner_take(sy_policy_store *st) {
+    _Atomic uint64_t *own = sy__store_owners(st);
+    int got = -1;
+    sy__store_brk_lock(st);
+    owners_reap(st);
+    for (unsigned o = 0; got < 0 && o < SY_STORE_OWNERS; o++)
+        if (!atomic_load_explicit(&own[o], memory_order_relaxed)) {
+            atomic_store_explicit(&own[o], (uint64_t)getpid(),
+                                  memory_order_relaxed);
+            got = (int)o;
+        }
+    sy__store_brk_unlock(st);
+    return got;
+}
+
+void sy__store_owner_give(sy_policy_store *st, int owner) {
+    if (owner < 0 || owner >= (int)SY_STORE_OWNERS)
+        return;
+    sy__store_brk_lock(st);
+    owner_clear(st, (unsigned)owner);
+    sy__store_brk_unlock(st);
+}
+
+sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key, int owner) {
+    if (owner < 0 || owner >= (int)SY_STORE_OWNERS)
+        return NULL;
     sy__store_brk_lock(st);
     sy__brk *fr, *b = brk_find(st, key, &fr);
+    if (!b && !fr) { /* full: the entries of owners gone may be free */
+        owners_reap(st);
+        b = brk_find(st, key, &fr);
+    }
     if (!b && fr) {
         /* no reader reaches a free entry: reset it, then publish the key */
         atomic_store_explicit(&fr->cfg, 0, memory_order_relaxed);
@@ -223,41 +309,29 @@ sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key) {
             atomic_store_explicit(&fr->fbits[i], 0, memory_order_relaxed);
             atomic_store_explicit(&fr->sbits[i], 0, memory_order_relaxed);
         }
-        atomic_store_explicit(&fr->refs, 0, memory_order_relaxed);
+        for (size_t w = 0; w < SY_OWNER_WORDS; w++)
+            atomic_store_explicit(&fr->users[w], 0, memory_order_relaxed);
         atomic_store_explicit(&fr->key, key, memory_order_release);
         b = fr;
     }
     if (b)
-        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+        atomic_fetch_or_explicit(&b->users[owner / 64], 1ull << (owner % 64),
+                                 memory_order_relaxed);
     sy__store_brk_unlock(st);
     return b;
 }
 
-void sy__store_breaker_drop(sy_policy_store *st, uint64_t key) {
+void sy__store_breaker_drop(sy_policy_store *st, uint64_t key, int owner) {
+    if (owner < 0 || owner >= (int)SY_STORE_OWNERS)
+        return;
     sy__store_brk_lock(st);
     sy__brk *b = brk_find(st, key, NULL);
-    uint32_t n = b ? atomic_load_explicit(&b->refs, memory_order_relaxed) : 0;
-    if (n > 1)
-        atomic_store_explicit(&b->refs, n - 1, memory_order_relaxed);
-    else if (n == 1) {
-        atomic_store_explicit(&b->refs, 0, memory_order_relaxed);
-        /* the last entry of a chain goes back to empty, and the freed ones
-         * before it with it (no chain passes an empty entry's successor:
-         * no lookup needs them); any other becomes a tombstone */
-        sy__brk *t = sy__store_brks(st);
-        uint32_t mask = st->breakers - 1, i = (uint32_t)(b - t);
-        if (atomic_load_explicit(&t[(i + 1) & mask].key,
-                                 memory_order_relaxed) != 0) {
-            atomic_store_explicit(&b->key, SY_BRK_TOMB, memory_order_release);
-        } else {
-            for (uint32_t k = 0; k <= mask; k++, i = (i - 1) & mask) {
-                uint64_t v =
-                    atomic_load_explicit(&t[i].key, memory_order_relaxed);
-                if (k && v != SY_BRK_TOMB)
-                    break;
-                atomic_store_explicit(&t[i].key, 0, memory_order_release);
-            }
-        }
+    if (b) {
+        atomic_fetch_and_explicit(&b->users[owner / 64],
+                                  ~(1ull << (owner % 64)),
+                                  memory_order_relaxed);
+        if (!brk_used(b))
+            brk_free(st, b);
     }
     sy__store_brk_unlock(st);
 }

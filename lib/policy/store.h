@@ -6,20 +6,27 @@
  *   | header (128 bytes)   |  magic, version, capacities, time base,
  *   |                      |  counters (atomics)
  *   +----------------------+  128
+ *   | owners               |  SY_STORE_OWNERS x 8 bytes: the process id
+ *   |                      |  of each router using the store (0: free)
+ *   +----------------------+  OWNERS_END = 128 + 8 * SY_STORE_OWNERS
  *   | bucket slots         |  slots x 16 bytes: key, state (ratelimit.c)
- *   +----------------------+  128 + 16 * slots
- *   | breaker entries      |  breakers x 320 bytes (breaker.c)
+ *   +----------------------+  OWNERS_END + 16 * slots
+ *   | breaker entries      |  breakers x 344 bytes (breaker.c)
  *   +----------------------+
  *
  * Both tables are open-addressed on a 64-bit key (0: empty), claimed with
  * a CAS. A bucket slot whose bucket is full again may be taken by another
- * key (a full bucket and no bucket are the same). A breaker entry counts
- * the live routes that use it (refs, held from a route's attach to its
- * release: no snapshot reaches it then); at 0 it is freed: its key becomes
- * a tombstone (SY_BRK_TOMB, passed by lookups, reused by claims), or 0
- * when the entry after it is empty. Claims and frees of breaker entries
- * take the store's writer lock (brk_lock, never on the request path);
- * lookups take nothing.
+ * key (a full bucket and no bucket are the same). Each router using the
+ * store takes an owner slot (its process id); a breaker entry holds one
+ * bit per owner with a live route naming it (the router counts its own
+ * routes: the bit is set at its first, from the route's attach, and
+ * cleared at its last release: no snapshot reaches it then). With no bit
+ * left the entry is freed: its key becomes a tombstone (SY_BRK_TOMB,
+ * passed by lookups, reused by claims), or 0 when the entry after it is
+ * empty. An owner whose process is gone (a worker killed) is reaped: its
+ * bits go as its routes' would have. Claims, frees and owner slots take
+ * the store's writer lock (brk_lock, never on the request path); lookups
+ * take nothing.
  */
 #ifndef SY_POLICY_STORE_H
 #define SY_POLICY_STORE_H
@@ -29,8 +36,11 @@
 #include <stdatomic.h>
 
 #define SY_STORE_MAGIC 0x3152545359505953ull /* "SYPYSTR1" */
-#define SY_STORE_VERSION 3u /* 3: breaker entries counted and freed */
+#define SY_STORE_VERSION 4u /* 4: breaker entries hold their owners' bits */
 #define SY_STORE_PROBES 32u
+/* routers (of any process) using one store at once */
+#define SY_STORE_OWNERS 256u
+#define SY_OWNER_WORDS (SY_STORE_OWNERS / 64)
 
 typedef struct sy__bucket {
     _Atomic uint64_t key;
@@ -48,8 +58,9 @@ typedef struct sy__brk {
     _Atomic uint64_t since;   /* epoch << 54 | ms since the base */
     _Atomic uint64_t pos;     /* calls recorded in the closed window */
     _Atomic uint64_t warm;    /* calls asked during a recovery warm-up */
-    _Atomic uint32_t refs;    /* live routes using it (all routers') */
-    uint32_t unused; /* the window's counts are its bits' (breaker.c) */
+    /* bit i: owner i has a live route naming it (the window's counts are
+     * its bits', breaker.c) */
+    _Atomic uint64_t users[SY_OWNER_WORDS];
     _Atomic uint64_t fbits[SY_BRK_WORDS], sbits[SY_BRK_WORDS];
 } sy__brk;
 
@@ -67,11 +78,15 @@ struct sy_policy_store {
 };
 _Static_assert(sizeof(struct sy_policy_store) == 128, "a 128-byte header");
 
+static inline _Atomic uint64_t *sy__store_owners(sy_policy_store *st) {
+    return (_Atomic uint64_t *)(void *)((char *)st + sizeof *st);
+}
+#define SY_STORE_OWNERS_END (128u + 8u * SY_STORE_OWNERS)
 static inline sy__bucket *sy__store_buckets(sy_policy_store *st) {
-    return (sy__bucket *)(void *)((char *)st + sizeof *st);
+    return (sy__bucket *)(void *)((char *)st + SY_STORE_OWNERS_END);
 }
 static inline sy__brk *sy__store_brks(sy_policy_store *st) {
-    return (sy__brk *)(void *)((char *)st + sizeof *st +
+    return (sy__brk *)(void *)((char *)st + SY_STORE_OWNERS_END +
                                (size_t)st->slots * sizeof(sy__bucket));
 }
 
@@ -102,13 +117,21 @@ sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
 sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key);
 /* Whether `key` has an entry or a free one could be claimed for it. */
 bool sy__store_breaker_room(sy_policy_store *st, uint64_t key);
-/* One more user of `key`'s entry, claimed (closed, empty) when there is
- * none; NULL: the table is full. Writer side (takes the store's lock). */
-sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key);
-/* One user fewer of `key`'s entry; the last frees it. The caller
- * guarantees no reader can still reach the entry through that user (a
- * route no snapshot holds). Writer side (takes the store's lock). */
-void sy__store_breaker_drop(sy_policy_store *st, uint64_t key);
+/* An owner slot for a router of this process: its index, or -1 when
+ * every slot is taken by a live process (slots of processes gone are
+ * reaped first). Writer side (takes the store's lock). */
+int sy__store_owner_take(sy_policy_store *st);
+/* The router of owner slot `owner` is freed: its bits go (its routes were
+ * released), the slot is free. */
+void sy__store_owner_give(sy_policy_store *st, int owner);
+/* Owner `owner` uses `key`'s entry (its first route naming it), claimed
+ * (closed, empty) when there is none; NULL: the table is full (after the
+ * bits of owners gone were reaped). Writer side (takes the store's lock). */
+sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key, int owner);
+/* Owner `owner` no longer uses `key`'s entry; the last owner frees it.
+ * The caller guarantees no reader can still reach the entry through that
+ * owner (its routes naming it no snapshot holds). Writer side. */
+void sy__store_breaker_drop(sy_policy_store *st, uint64_t key, int owner);
 /* The writer lock itself (the two calls above take it). */
 void sy__store_brk_lock(sy_policy_store *st);
 void sy__store_brk_unlock(sy_policy_store *st);

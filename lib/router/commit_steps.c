@@ -260,21 +260,17 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
      * filters (SY_EARG) is this document's issue and left out, as an
      * invalid route is (a live one of its id goes); strict documents fail
      * at commit_derive. A store with no breaker entry for it (SY_ELIMIT)
-     * is no fault of the route: the apply is refused, the live one stays.
-     * A route shared by position was checked when it became live. */
+     * is no fault of the route: commit_derive's claim decides (it may
+     * reap owners gone) and refuses the apply, the live one stays. A
+     * route shared by position was checked when it became live. */
     if (!by_pos && dw->c->r->opts.lenient) {
         sy_error e;
-        int rc = sy__router_check_policies(
-            dw->c->r, rt, dw->doc->envelope ? "routes" : "", pos, false, &e);
-        if (rc == SY_EARG) {
+        if (sy__router_check_policies(dw->c->r, rt,
+                                      dw->doc->envelope ? "routes" : "", pos,
+                                      false, &e) == SY_EARG) {
             dw->left_out++;
             return sy__report_add_issue(dw->rep, &e) ? sy__commit_nomem(err)
                                                      : SY_OK;
-        }
-        if (rc) {
-            if (err)
-                *err = e;
-            return rc;
         }
     }
     /* (an empty table holds no id: a first apply hashes none) */

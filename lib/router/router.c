@@ -15,12 +15,13 @@
  * Writers are serialized by one mutex; readers never touch it. A writer
  * call from inside a callback gets SY_EREENTRANT instead of a deadlock.
  */
-#include "router/commit.h"
 #include "def/def.h"
-#include "snapshot/diff.h"
+#include "policy/store.h"
+#include "router/commit.h"
 #include "router/report.h"
 #include "router/router_int.h"
 #include "service/service.h"
+#include "snapshot/diff.h"
 #include "snapshot/snapshot.h"
 
 #include <stdio.h>
@@ -92,6 +93,7 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
     atomic_init(&r->outcomes, 0);
     atomic_init(&r->eject_gate, false);
     int rc = SY_ENOMEM;
+    r->brk_owner = -1;
     if (pthread_mutex_init(&r->lock, NULL) != 0) {
         sy__free(&a, r);
         return sy__error_set(err, SY_ENOMEM, "", "cannot create mutex");
@@ -124,6 +126,8 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
 fail:
     if (r->defaults)
         sy__route_unref(r->defaults);
+    if (r->policy)
+        sy__router_policy_free(r);
     sy__free(&a, r->policy_mem);
     pthread_mutex_destroy(&r->lock);
     sy__free(&a, r);
@@ -160,6 +164,7 @@ void sy_router_free(sy_router *r) {
         sy__route_unref(r->defaults);
     sy__free(&r->alloc, r->free_keys);
     sy__free(&r->alloc, r->brk_held);
+    sy__router_policy_free(r); /* every route released */
     sy__free(&r->alloc, r->status_memo);
     sy__free(&r->alloc, r->policy_mem);
     pthread_mutex_destroy(&r->lock);
@@ -167,12 +172,25 @@ void sy_router_free(sy_router *r) {
     sy__free(&a, r);
 }
 
+/* The router's owner slot in its store: its bit marks the breaker
+ * entries its routes use (policy/store.h). */
+static int policy_owner(sy_router *r, sy_error *err) {
+    r->brk_owner = sy__store_owner_take(r->policy);
+    if (r->brk_owner < 0)
+        return sy__error_set(err, SY_ELIMIT, "policy_store",
+                             "the policy store is used by %u routers already "
+                             "(its most)",
+                             SY_STORE_OWNERS);
+    return 0;
+}
+
 /* The policy store: the host's (options), else one of the router's own
  * (docs/policies.md). */
+
 int sy__router_policy_init(sy_router *r, sy_error *err) {
     if (r->opts.policy_store) {
         r->policy = r->opts.policy_store;
-        return 0;
+        return policy_owner(r, err);
     }
     uint32_t slots = r->opts.policy_slots ? r->opts.policy_slots : 16384;
     uint32_t brk = r->opts.policy_breakers ? r->opts.policy_breakers : 256;
@@ -180,8 +198,9 @@ int sy__router_policy_init(sy_router *r, sy_error *err) {
     r->policy_mem = sy__malloc(&r->alloc, bytes);
     if (!r->policy_mem)
         return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    return sy_policy_store_init(r->policy_mem, bytes, slots, brk, &r->policy,
-                                err);
+    int rc =
+        sy_policy_store_init(r->policy_mem, bytes, slots, brk, &r->policy, err);
+    return rc ? rc : policy_owner(r, err);
 }
 
 sy_policy_store *sy_router_policy_store(sy_router *r) {

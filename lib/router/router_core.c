@@ -182,6 +182,102 @@ static uint64_t breaker_key(const sy_router *r, const struct sy_route *rt,
     return c->key ? c->key : sy__brk_key(rt->id, strlen(rt->id));
 }
 
+/* ---- the router's use of breaker entries ---- */
+
+/* The index of key in the use table, or of the empty place it would go. */
+static size_t use_at(const sy_router *r, uint64_t key) {
+    size_t m = r->use_cap - 1, i = (size_t)(key * 0x9e3779b97f4a7c15ull) & m;
+    while (r->use_keys[i] && r->use_keys[i] != key)
+        i = (i + 1) & m;
+    return i;
+}
+
+static bool use_grow(sy_router *r) {
+    size_t cap = r->use_cap ? r->use_cap * 2 : 64;
+    uint64_t *k = sy__calloc(&r->alloc, cap, sizeof *k);
+    uint32_t *c = sy__calloc(&r->alloc, cap, sizeof *c);
+    if (!k || !c) {
+        sy__free(&r->alloc, k);
+        sy__free(&r->alloc, c);
+        return false;
+    }
+    uint64_t *ok = r->use_keys;
+    uint32_t *oc = r->use_counts;
+    size_t on = r->use_cap;
+    r->use_keys = k, r->use_counts = c, r->use_cap = cap;
+    for (size_t i = 0; i < on; i++)
+        if (ok[i]) {
+            size_t j = use_at(r, ok[i]);
+            k[j] = ok[i], c[j] = oc[i];
+        }
+    sy__free(&r->alloc, ok);
+    sy__free(&r->alloc, oc);
+    return true;
+}
+
+/* One more route (or check) of this router names breaker `key`: at the
+ * first, the store's entry takes the router's bit (claimed when new).
+ * SY_ELIMIT: the store has no free entry; SY_ENOMEM. */
+static int brk_use(sy_router *r, uint64_t key) {
+    size_t i = r->use_cap ? use_at(r, key) : 0;
+    if (r->use_cap && r->use_keys[i]) { /* a count: never fails */
+        r->use_counts[i]++;
+        return SY_OK;
+    }
+    if ((r->use_n + 1) * 2 > r->use_cap) {
+        if (!use_grow(r))
+            return SY_ENOMEM;
+        i = use_at(r, key);
+    }
+    if (!sy__store_breaker_hold(r->policy, key, r->brk_owner))
+        return SY_ELIMIT;
+    r->use_keys[i] = key;
+    r->use_counts[i] = 1;
+    r->use_n++;
+    return SY_OK;
+}
+
+/* One fewer: at the last, the router's bit goes (the entry is freed when
+ * no router has one). Deletion by backward shift (no tombstones). */
+static void brk_unuse(sy_router *r, uint64_t key) {
+    if (!r->use_cap)
+        return;
+    size_t i = use_at(r, key), m = r->use_cap - 1;
+    if (!r->use_keys[i] || --r->use_counts[i])
+        return;
+    sy__store_breaker_drop(r->policy, key, r->brk_owner);
+    r->use_n--;
+    for (size_t j = (i + 1) & m; r->use_keys[j]; j = (j + 1) & m) {
+        size_t h = (size_t)(r->use_keys[j] * 0x9e3779b97f4a7c15ull) & m;
+        /* j's entry may move to the hole at i when its home is not in
+         * (i, j] (cyclically) */
+        if (((j - h) & m) >= ((j - i) & m)) {
+            r->use_keys[i] = r->use_keys[j];
+            r->use_counts[i] = r->use_counts[j];
+            i = j;
+        }
+    }
+    r->use_keys[i] = 0;
+    r->use_counts[i] = 0;
+}
+
+uint32_t sy__router_brk_uses(const sy_router *r, uint64_t key) {
+    if (!r->use_cap)
+        return 0;
+    size_t i = use_at(r, key);
+    return r->use_keys[i] ? r->use_counts[i] : 0;
+}
+
+void sy__router_policy_free(sy_router *r) {
+    sy__store_owner_give(r->policy, r->brk_owner);
+    r->brk_owner = -1;
+    sy__free(&r->alloc, r->use_keys);
+    sy__free(&r->alloc, r->use_counts);
+    r->use_keys = NULL;
+    r->use_counts = NULL;
+    r->use_n = r->use_cap = 0;
+}
+
 /* The last reference of a live route is gone: tell the host, free its key.
  * Runs on the writer's side (bury, a commit's cleanup, sy_router_free). */
 void sy__router_route_released(void *data, struct sy_route *rt) {
@@ -190,7 +286,7 @@ void sy__router_route_released(void *data, struct sy_route *rt) {
      * the last, so that route changes never use the store up) */
     uint64_t bk = breaker_key(r, rt, NULL, NULL);
     if (bk)
-        sy__store_breaker_drop(r->policy, bk);
+        brk_unuse(r, bk);
     if (r->opts.route_detach) {
         sy__router_cb_enter(r);
         r->opts.route_detach(r->opts.callback_data, rt, rt->host_data);
@@ -213,7 +309,7 @@ void sy__router_route_released(void *data, struct sy_route *rt) {
 void sy__router_attach_route(sy_router *r, struct sy_route *rt) {
     /* the commit's check holds the entry: found, it cannot fail */
     uint64_t bk = breaker_key(r, rt, NULL, NULL);
-    if (bk && !sy__store_breaker_hold(r->policy, bk))
+    if (bk && brk_use(r, bk) != SY_OK)
         sy__router_log(r, SY_LOG_ERROR,
                        "route %s: no circuit-breaker entry: its calls pass "
                        "unbroken",
@@ -381,10 +477,13 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
         r->brk_held = v;
         r->brk_held_cap = cap;
     }
-    if (claim && sy__store_breaker_hold(r->policy, key)) {
+    int rc = claim ? brk_use(r, key) : SY_ELIMIT;
+    if (rc == SY_OK) {
         r->brk_held[r->brk_held_count++] = key;
         return 0;
     }
+    if (rc == SY_ENOMEM)
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     route_path(at, sizeof at, list, index);
     if (ri < 0)
         snprintf(p, sizeof p, "%s", at);
@@ -402,6 +501,6 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
 
 void sy__router_drop_checked(sy_router *r) {
     for (size_t i = 0; i < r->brk_held_count; i++)
-        sy__store_breaker_drop(r->policy, r->brk_held[i]);
+        brk_unuse(r, r->brk_held[i]);
     r->brk_held_count = 0;
 }

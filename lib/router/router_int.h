@@ -116,6 +116,14 @@ struct sy_router {
      * own); dropped at the commit's end (sy__router_drop_checked) */
     uint64_t *brk_held;
     size_t brk_held_count, brk_held_cap;
+    /* the router's owner slot in the store (sy__store_owner_take), and
+     * its count of live routes (and checks) naming each breaker key: the
+     * store's entry holds the router's bit from the first to the last
+     * (open addressing on the key; 0: empty) */
+    int brk_owner;
+    uint64_t *use_keys;
+    uint32_t *use_counts;
+    size_t use_n, use_cap;
 };
 
 /* The router's allocator (for change sets). */
@@ -171,5 +179,11 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
 /* The commit ends: the entries its checks hold are given back (an entry
  * no attached route holds is freed). */
 void sy__router_drop_checked(sy_router *r);
+/* The router gives up its owner slot and its counts (sy_router_free,
+ * after every route was released). */
+void sy__router_policy_free(sy_router *r);
+/* How many of the router's live routes (and running checks) name breaker
+ * key (tests). */
+uint32_t sy__router_brk_uses(const sy_router *r, uint64_t key);
 
 #endif

@@ -128,6 +128,19 @@ def request(port, method, path, headers=None, body=None):
         c.close()
 
 
+def wait_respawned(env, victim):
+    """Poll the status until worker `victim` (killed) is replaced: two
+    workers, none of them it."""
+    deadline = time.time() + 10
+    while True:
+        s = env.status()
+        pids = {w["pid"] for w in s["workers"]}
+        if victim not in pids and len(pids) == 2:
+            return
+        check(time.time() < deadline, "no respawned worker: %r" % s)
+        time.sleep(0.05)
+
+
 def check(cond, what):
     if not cond:
         raise AssertionError(what)
@@ -925,14 +938,7 @@ def test_respawned_worker_catches_up(env):
     before = env.converged()
     victim = before["workers"][0]["pid"]
     os.kill(victim, signal.SIGKILL)
-    deadline = time.time() + 10
-    while True:
-        s = env.status()
-        pids = {w["pid"] for w in s["workers"]}
-        if victim not in pids and len(pids) == 2:
-            break
-        check(time.time() < deadline, "no respawned worker: %r" % s)
-        time.sleep(0.05)
+    wait_respawned(env, victim)
     after = env.converged()
     check({w["fingerprint"] for w in after["workers"]} ==
           {before["workers"][1]["fingerprint"]}, "fingerprints %r -> %r"

@@ -11,7 +11,9 @@ test_nginx_balancer.py (every location through the balancer).
 """
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -192,6 +194,95 @@ def test_breaker_fallback_on_failure_and_when_open(env):
     p = env.status()["policy"]
     check(p["breaker_opened"] >= 2 and p["breaker_rejected"] >= 2,
           "status: %r" % p)
+
+
+def breaker_route(env, rid, name, port):
+    """Route /RID/** to `port` with CircuitBreaker `name` (opens after 2
+    failed calls of 2) falling back to /kfb/RID."""
+    put_route(env, {
+        "id": rid, "uri": "http://127.0.0.1:%d" % port,
+        "predicates": ["Path=/%s/**" % rid],
+        "filters": [{"name": "CircuitBreaker", "args": {
+            "name": name, "fallbackUri": "forward:/kfb/" + rid,
+            "slidingWindowSize": 2, "minimumNumberOfCalls": 2,
+            "waitDurationInOpenState": "30s"}}]})
+
+
+def changed(env, what, doc=None):
+    """PUT (doc) or DELETE `what`, again while a worker dies under it."""
+    deadline = time.time() + 10
+    while True:
+        try:
+            r = (env.put(what, doc) if doc is not None else
+                 request(env.port, "DELETE", "/switchyard/" + what))
+            if r.status in (200, 204):
+                return
+        except OSError:
+            r = None
+        check(time.time() < deadline, "%s: %r" % (what, r and r.body))
+        time.sleep(0.05)
+
+
+def test_worker_killed_amid_traffic_and_changes(env):
+    """kill -9 of a worker while requests and route changes that claim
+    and free breaker entries run: the other worker keeps answering and
+    taking changes, the master's new worker loads the routes, the
+    breakers open on both workers and a removed breaker's entry is freed
+    (in the zone's store, shared by every worker)."""
+    dead = free_port()
+    put_route(env, {"id": "kfb", "uri": "http://127.0.0.1:%d" % env.pa,
+                    "predicates": ["Path=/kfb/**"]})
+    put_route(env, {"id": "kok", "uri": "http://127.0.0.1:%d" % env.pa,
+                    "predicates": ["Path=/kok/**"]})
+    env.converged()
+    used0 = env.status()["policy"]["breakers_used"]
+    stop = threading.Event()
+    answered = []
+
+    def traffic():
+        while not stop.is_set():
+            try:
+                answered.append(request(env.port, "GET", "/kok/x").status)
+            except OSError:
+                answered.append(0)  # the killed worker's connection
+
+    t = threading.Thread(target=traffic)
+    t.start()
+    try:
+        victim = env.converged()["workers"][0]["pid"]
+        for i in range(12):
+            breaker_route(env, "kc", "kill-%d" % i, dead)
+            if i == 5:
+                os.kill(victim, signal.SIGKILL)
+        base.wait_respawned(env, victim)
+        env.converged()
+        n = len(answered)
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        t.join()
+    check(answered[n:].count(200) == len(answered[n:]) > 0,
+          "answers after the respawn: %r" % answered[n:])
+    # the breaker opens, whichever worker answers (fresh connections)
+    for i in range(6):
+        r = request(env.port, "GET", "/kc/x")
+        check(r.status == 200 and r.json()["path"] == "/kfb/kc",
+              "call %d: %d %r" % (i, r.status, r.body[:200]))
+    info = env.status()["policy"]
+    check(info["breaker_rejected"] >= 1, "never open: %r" % info)
+    # the renamed breakers' entries were given back: one left, then none
+    check(info["breakers_used"] == used0 + 1, "entries: %r" % info)
+    changed(env, "routes/live/kc")
+    env.converged()
+    deadline = time.time() + 5
+    while env.status()["policy"]["breakers_used"] != used0:
+        check(time.time() < deadline,
+              "kc's entry not freed: %r" % env.status()["policy"])
+        changed(env, "routes/live/kok", {
+            "id": "kok", "uri": "http://127.0.0.1:%d" % env.pa,
+            "predicates": ["Path=/kok/**"],
+            "filters": ["AddResponseHeader=X-N,%f" % time.time()]})
+        time.sleep(0.1)
 
 
 def zone_store_header(pid, size):
@@ -427,6 +518,7 @@ TESTS = [
     test_retry_any_status_and_backoff_refused,
     test_breaker_status_code_to_fallback_keeps_method,
     test_breaker_fallback_on_failure_and_when_open,
+    test_worker_killed_amid_traffic_and_changes,
     test_forward_route_dispatched_again,
     test_zone_store_of_another_format_replaced_on_reload,
     test_variable_form_anywhere_refuses_policies,

@@ -265,6 +265,12 @@ static void owners_reap(sy_policy_store *st) {
     }
 }
 
+void sy__store_reap(sy_policy_store *st) {
+    sy__store_brk_lock(st);
+    owners_reap(st);
+    sy__store_brk_unlock(st);
+}
+
 int sy__store_owner_take(sy_policy_store *st) {
     _Atomic uint64_t *own = sy__store_owners(st);
     int got = -1;

@@ -121,6 +121,9 @@ bool sy__store_breaker_room(sy_policy_store *st, uint64_t key);
  * every slot is taken by a live process (slots of processes gone are
  * reaped first). Writer side (takes the store's lock). */
 int sy__store_owner_take(sy_policy_store *st);
+/* The bits of owners whose process is gone go (as in the two calls
+ * around): for a check that would find the store full. Writer side. */
+void sy__store_reap(sy_policy_store *st);
 /* The router of owner slot `owner` is freed: its bits go (its routes were
  * released), the slot is free. */
 void sy__store_owner_give(sy_policy_store *st, int owner);

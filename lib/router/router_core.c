@@ -467,6 +467,10 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
     uint64_t key = breaker_key(r, rt, &cfg, &ri);
     if (!key)
         return 0;
+    /* a check claims nothing, but sees the room a claim would make by
+     * reaping the routers of processes gone */
+    if (!claim && !sy__store_breaker_room(r->policy, key))
+        sy__store_reap(r->policy);
     if (!claim && sy__store_breaker_room(r->policy, key))
         return 0;
     if (claim && r->brk_held_count == r->brk_held_cap) {

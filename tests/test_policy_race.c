@@ -589,6 +589,41 @@ START_TEST(a_killed_processes_breaker_entries_are_reaped) {
 }
 END_TEST
 
+/* A process killed inside a free (its router's bit cleared, the entry not
+ * yet freed, the lock still held): the lock is passed and the next reap
+ * frees the entry no router uses, rather than keeping it for good. */
+START_TEST(an_entry_a_dying_free_left_is_reaped) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(mem, MAP_FAILED);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int o = sy__store_owner_take(st);
+        sy__brk *b = sy__store_breaker_hold(st, 42, o);
+        if (o < 0 || !b)
+            _exit(1);
+        sy__store_brk_lock(st); /* sy__store_breaker_drop, cut short */
+        atomic_fetch_and(&b->users[o / 64], ~(1ull << (o % 64)));
+        _exit(0);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_uint_eq(used_in(st), 1);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_store = st;
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0); /* reaps */
+    ck_assert_uint_eq(used_in(st), 0);
+    sy_router_free(r);
+    munmap(mem, len);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy_race");
     TCase *tc = tcase_create("policy_race");
@@ -603,6 +638,7 @@ int main(void) {
     tcase_add_test(tc, a_slow_holder_keeps_the_breaker_lock);
     tcase_add_test(tc, a_dead_holders_breaker_lock_is_passed);
     tcase_add_test(tc, a_killed_processes_breaker_entries_are_reaped);
+    tcase_add_test(tc, an_entry_a_dying_free_left_is_reaped);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

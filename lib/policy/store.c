@@ -236,18 +236,21 @@ static void brk_free(sy_policy_store *st, sy__brk *b) {
 }
 
 /* Owner `o`'s bit off in every entry, those left with none freed; the
- * slot free. Under the lock. */
+ * slot free. Under the lock, where an entry of a key without a bit is
+ * one a process killed between the two steps of a claim or a free left:
+ * freed too. */
 static void owner_clear(sy_policy_store *st, unsigned o) {
     sy__brk *t = sy__store_brks(st);
     uint64_t bit = 1ull << (o % 64);
     for (uint32_t i = 0; i < st->breakers; i++) {
         uint64_t k = atomic_load_explicit(&t[i].key, memory_order_relaxed);
-        if (k == 0 || k == SY_BRK_TOMB ||
-            !(atomic_load_explicit(&t[i].users[o / 64], memory_order_relaxed) &
-              bit))
+        if (k == 0 || k == SY_BRK_TOMB)
             continue;
-        atomic_fetch_and_explicit(&t[i].users[o / 64], ~bit,
-                                  memory_order_relaxed);
+        /* written only where set: readers share these lines */
+        if (atomic_load_explicit(&t[i].users[o / 64], memory_order_relaxed) &
+            bit)
+            atomic_fetch_and_explicit(&t[i].users[o / 64], ~bit,
+                                      memory_order_relaxed);
         if (!brk_used(&t[i]))
             brk_free(st, &t[i]);
     }

@@ -4,7 +4,8 @@ for meson, suite e2e): RequestRateLimiter with its buckets in the zone
 (one rate for every worker, 429 and X-RateLimit-* headers), Retry mapped
 onto the balancer's tries (its statuses and methods), and CircuitBreaker
 (an open breaker forwards to its fallbackUri by an internal redirect, a
-status in statusCodes too, the client's method kept). What the module
+status in statusCodes too, the client's method kept; a worker killed amid
+traffic and breaker renames gives back its breaker entries). What the module
 cannot run (Retry's backoff; timeouts and policies wherever a location
 proxies with $switchyard_upstream) is refused, located. Same fixture as
 test_nginx_balancer.py (every location through the balancer).

@@ -931,7 +931,8 @@ static unsigned owners_of(sy_policy_store *st, const char *name) {
     sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)));
     unsigned n = 0;
     for (size_t w = 0; b && w < SY_OWNER_WORDS; w++)
-        n += (unsigned)__builtin_popcountll(atomic_load(&b->users[w]));
+        n += (unsigned)__builtin_popcountll(
+            atomic_load(&sy__store_users(st, b)[w]));
     return n;
 }
 
@@ -942,7 +943,11 @@ static unsigned uses_of(sy_router *r, const char *name) {
     unsigned n = sy__router_brk_uses(r, key);
     sy__brk *b = sy__store_breaker(sy_router_policy_store(r), key);
     int o = r->brk_owner;
-    bool bit = b && (atomic_load(&b->users[o / 64]) >> (o % 64) & 1);
+    bool bit =
+        b &&
+        (atomic_load(&sy__store_users(sy_router_policy_store(r), b)[o / 64]) >>
+             (o % 64) &
+         1);
     ck_assert_msg(bit == (n > 0), "%s: %u uses, bit %d", name, n, bit);
     return n;
 }

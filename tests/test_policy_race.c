@@ -607,7 +607,7 @@ START_TEST(an_entry_a_dying_free_left_is_reaped) {
         if (o < 0 || !b)
             _exit(1);
         sy__store_brk_lock(st); /* sy__store_breaker_drop, cut short */
-        atomic_fetch_and(&b->users[o / 64], ~(1ull << (o % 64)));
+        atomic_fetch_and(&sy__store_users(st, b)[o / 64], ~(1ull << (o % 64)));
         _exit(0);
     }
     int status;

@@ -20,7 +20,7 @@ static uint32_t pow2_at_least(uint32_t n, uint32_t min) {
 
 static size_t bytes_for(uint32_t slots, uint32_t breakers) {
     return SY_STORE_OWNERS_END + (size_t)slots * sizeof(sy__bucket) +
-           (size_t)breakers * sizeof(sy__brk);
+           (size_t)breakers * (sizeof(sy__brk) + 8u * SY_OWNER_WORDS);
 }
 
 size_t sy_policy_store_bytes(uint32_t slots, uint32_t breakers) {
@@ -208,10 +208,11 @@ void sy__store_brk_unlock(sy_policy_store *st) {
     atomic_store_explicit(&st->brk_lock, 0, memory_order_release);
 }
 
-static bool brk_used(sy__brk *b) {
+static bool brk_used(sy_policy_store *st, sy__brk *b) {
+    _Atomic uint64_t *u = sy__store_users(st, b);
     uint64_t any = 0;
     for (size_t w = 0; w < SY_OWNER_WORDS; w++)
-        any |= atomic_load_explicit(&b->users[w], memory_order_relaxed);
+        any |= atomic_load_explicit(&u[w], memory_order_relaxed);
     return any != 0;
 }
 
@@ -247,11 +248,10 @@ static void owner_clear(sy_policy_store *st, unsigned o) {
         if (k == 0 || k == SY_BRK_TOMB)
             continue;
         /* written only where set: readers share these lines */
-        if (atomic_load_explicit(&t[i].users[o / 64], memory_order_relaxed) &
-            bit)
-            atomic_fetch_and_explicit(&t[i].users[o / 64], ~bit,
-                                      memory_order_relaxed);
-        if (!brk_used(&t[i]))
+        _Atomic uint64_t *u = &sy__store_users(st, &t[i])[o / 64];
+        if (atomic_load_explicit(u, memory_order_relaxed) & bit)
+            atomic_fetch_and_explicit(u, ~bit, memory_order_relaxed);
+        if (!brk_used(st, &t[i]))
             brk_free(st, &t[i]);
     }
     atomic_store_explicit(&sy__store_owners(st)[o], 0, memory_order_relaxed);
@@ -319,13 +319,14 @@ sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key, int owner) {
             atomic_store_explicit(&fr->sbits[i], 0, memory_order_relaxed);
         }
         for (size_t w = 0; w < SY_OWNER_WORDS; w++)
-            atomic_store_explicit(&fr->users[w], 0, memory_order_relaxed);
+            atomic_store_explicit(&sy__store_users(st, fr)[w], 0,
+                                  memory_order_relaxed);
         atomic_store_explicit(&fr->key, key, memory_order_release);
         b = fr;
     }
     if (b)
-        atomic_fetch_or_explicit(&b->users[owner / 64], 1ull << (owner % 64),
-                                 memory_order_relaxed);
+        atomic_fetch_or_explicit(&sy__store_users(st, b)[owner / 64],
+                                 1ull << (owner % 64), memory_order_relaxed);
     sy__store_brk_unlock(st);
     return b;
 }
@@ -336,10 +337,10 @@ void sy__store_breaker_drop(sy_policy_store *st, uint64_t key, int owner) {
     sy__store_brk_lock(st);
     sy__brk *b = brk_find(st, key, NULL);
     if (b) {
-        atomic_fetch_and_explicit(&b->users[owner / 64],
+        atomic_fetch_and_explicit(&sy__store_users(st, b)[owner / 64],
                                   ~(1ull << (owner % 64)),
                                   memory_order_relaxed);
-        if (!brk_used(b))
+        if (!brk_used(st, b))
             brk_free(st, b);
     }
     sy__store_brk_unlock(st);

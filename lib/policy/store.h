@@ -11,8 +11,10 @@
  *   +----------------------+  OWNERS_END = 128 + 8 * SY_STORE_OWNERS
  *   | bucket slots         |  slots x 16 bytes: key, state (ratelimit.c)
  *   +----------------------+  OWNERS_END + 16 * slots
- *   | breaker entries      |  breakers x 344 bytes (breaker.c)
+ *   | breaker entries      |  breakers x 320 bytes (breaker.c)
  *   +----------------------+
+ *   | breaker users        |  breakers x 32 bytes: each entry's owner bits
+ *   +----------------------+  (writers only: off the entries' lines)
  *
  * Both tables are open-addressed on a 64-bit key (0: empty), claimed with
  * a CAS. A bucket slot whose bucket is full again may be taken by another
@@ -36,7 +38,7 @@
 #include <stdatomic.h>
 
 #define SY_STORE_MAGIC 0x3152545359505953ull /* "SYPYSTR1" */
-#define SY_STORE_VERSION 4u /* 4: breaker entries hold their owners' bits */
+#define SY_STORE_VERSION 5u /* 5: owner bits in a table of their own */
 #define SY_STORE_PROBES 32u
 /* routers (of any process) using one store at once */
 #define SY_STORE_OWNERS 256u
@@ -58,9 +60,7 @@ typedef struct sy__brk {
     _Atomic uint64_t since;   /* epoch << 54 | ms since the base */
     _Atomic uint64_t pos;     /* calls recorded in the closed window */
     _Atomic uint64_t warm;    /* calls asked during a recovery warm-up */
-    /* bit i: owner i has a live route naming it (the window's counts are
-     * its bits', breaker.c) */
-    _Atomic uint64_t users[SY_OWNER_WORDS];
+    uint32_t unused[2]; /* the window's counts are its bits' (breaker.c) */
     _Atomic uint64_t fbits[SY_BRK_WORDS], sbits[SY_BRK_WORDS];
 } sy__brk;
 
@@ -77,6 +77,7 @@ struct sy_policy_store {
     uint64_t pad[4];
 };
 _Static_assert(sizeof(struct sy_policy_store) == 128, "a 128-byte header");
+_Static_assert(sizeof(sy__brk) % 64 == 0, "entries on whole cache lines");
 
 static inline _Atomic uint64_t *sy__store_owners(sy_policy_store *st) {
     return (_Atomic uint64_t *)(void *)((char *)st + sizeof *st);
@@ -88,6 +89,15 @@ static inline sy__bucket *sy__store_buckets(sy_policy_store *st) {
 static inline sy__brk *sy__store_brks(sy_policy_store *st) {
     return (sy__brk *)(void *)((char *)st + SY_STORE_OWNERS_END +
                                (size_t)st->slots * sizeof(sy__bucket));
+}
+/* Entry b's owner bits (SY_OWNER_WORDS words; bit i: owner i has a live
+ * route naming it), in a table after the entries: the request path never
+ * reads them. */
+static inline _Atomic uint64_t *sy__store_users(sy_policy_store *st,
+                                                const sy__brk *b) {
+    sy__brk *t = sy__store_brks(st);
+    _Atomic uint64_t *u = (_Atomic uint64_t *)(void *)(t + st->breakers);
+    return u + (size_t)(b - t) * SY_OWNER_WORDS;
 }
 
 /* The store's time base, set by the first call (a day before now_ms). */

@@ -624,6 +624,43 @@ START_TEST(an_entry_a_dying_free_left_is_reaped) {
 }
 END_TEST
 
+/* The same with the dead holder not yet reaped by its parent (a zombie:
+ * kill(pid, 0) still finds it): the lock is passed all the same, not
+ * only once the parent waits for it (a host that never does would have
+ * stalled every claim for good). */
+START_TEST(a_zombie_holders_breaker_lock_is_passed) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(mem, MAP_FAILED);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        sy__store_brk_lock(st);
+        _exit(0);
+    }
+    /* the child is a zombie once its exit is seen (not waited for) */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+    claimer c = {.st = st};
+    pthread_t t;
+    pthread_create(&t, NULL, claim_one, &c);
+    uint64_t t0 = mono_ms();
+    while (!atomic_load(&c.done) && mono_ms() - t0 < 2000)
+        usleep(10000);
+    bool passed = atomic_load(&c.done);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid); /* lets a stuck one go */
+    pthread_join(t, NULL);
+    ck_assert_msg(passed, "a zombie's lock was held for 2 s");
+    sy__store_breaker_drop(st, 42, 0);
+    munmap(mem, len);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy_race");
     TCase *tc = tcase_create("policy_race");
@@ -637,6 +674,7 @@ int main(void) {
     tcase_add_test(tc, freed_breaker_entries_are_reused_beside_readers);
     tcase_add_test(tc, a_slow_holder_keeps_the_breaker_lock);
     tcase_add_test(tc, a_dead_holders_breaker_lock_is_passed);
+    tcase_add_test(tc, a_zombie_holders_breaker_lock_is_passed);
     tcase_add_test(tc, a_killed_processes_breaker_entries_are_reaped);
     tcase_add_test(tc, an_entry_a_dying_free_left_is_reaped);
     suite_add_tcase(s, tc);

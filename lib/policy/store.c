@@ -173,11 +173,24 @@ bool sy__store_breaker_room(sy_policy_store *st, uint64_t key) {
     return brk_find(st, key, &fr) || fr;
 }
 
-/* The process holding the store's writer lock (brk_lock), lock word
- * `held`, is gone: kill(pid, 0) finds no such process. A zombie not yet
- * reaped still counts as there (its parent reaps it soon). */
-static bool holder_gone(uint64_t held) {
-    return kill((pid_t)held, 0) != 0 && errno == ESRCH;
+/* Process `pid` (a lock holder, an owner slot's) is gone: kill(pid, 0)
+ * finds no such process, or /proc says it is a zombie (dead, its parent
+ * has not waited for it yet; a parent that never waits would otherwise
+ * keep its lock and entries for good). */
+static bool holder_gone(uint64_t pid) {
+    if (kill((pid_t)pid, 0) != 0)
+        return errno == ESRCH;
+    char path[48], buf[256];
+    snprintf(path, sizeof path, "/proc/%llu/stat", (unsigned long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false; /* no /proc: alive as far as anyone can tell */
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "pid (comm) S ...": the state after the last ')' */
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
 /* The store's writer lock over breaker claims and frees (several routers,

@@ -717,12 +717,18 @@ static size_t live_routes(sy_router *r) {
     return n;
 }
 
-START_TEST(a_breaker_the_store_has_no_entry_for_is_refused_at_commit) {
+/* A router of its own store of `breakers` breaker entries, source "s". */
+static sy_router *breaker_router(uint32_t breakers) {
     sy_router *r;
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.policy_breakers = 16;
+    o.policy_breakers = breakers;
     ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
     ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    return r;
+}
+
+START_TEST(a_breaker_the_store_has_no_entry_for_is_refused_at_commit) {
+    sy_router *r = breaker_router(16);
     static char doc[8192];
     sy_error e;
     /* a check looks and claims nothing */
@@ -792,11 +798,7 @@ static int upsert_breaker(sy_router *r, const char *id, const char *name,
 /* A gateway sees routes come and go for days: the breaker entries of
  * removed routes, and of names a changed config left, are given back. */
 START_TEST(removed_and_renamed_breakers_give_their_entries_back) {
-    sy_router *r;
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.policy_breakers = 16;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_router *r = breaker_router(16);
     sy_error e;
     char id[32], name[32];
     /* 200 routes added then removed, each with its own breaker name */
@@ -833,11 +835,7 @@ END_TEST
  * taken by another name, the new breaker starts closed with an empty
  * window, whatever the old one's state was. */
 START_TEST(a_freed_entry_waits_for_readers_and_is_reused_clean) {
-    sy_router *r;
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.policy_breakers = 16;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_router *r = breaker_router(16);
     fix f;
     fix_open(&f, r);
     char id[32], name[32];
@@ -957,11 +955,7 @@ static unsigned uses_of(sy_router *r, const char *name) {
  * default filters (one per route id), a document dropping them all, a
  * rollback bringing them back, a refused commit. */
 START_TEST(breaker_counts_follow_every_kind_of_change) {
-    sy_router *r;
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.policy_breakers = 16;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_router *r = breaker_router(16);
     static const char v1[] =
         "{\"version\":\"1\",\"routes\":["
         "{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"

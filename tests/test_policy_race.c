@@ -471,16 +471,24 @@ START_TEST(a_slow_holder_keeps_the_breaker_lock) {
 }
 END_TEST
 
+/* A store of 64 slots and 16 breakers in memory a forked child shares
+ * (unmapped by the caller: munmap(st, *len)). */
+static sy_policy_store *shared_store(size_t *len) {
+    *len = sy_policy_store_bytes(64, 16);
+    void *mem = mmap(NULL, *len, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(mem, MAP_FAILED);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, *len, 64, 16, &st, NULL), 0);
+    return st;
+}
+
 /* A process (an nginx worker) killed while it holds the lock blocks no
  * other: the next claim sees the holder is gone and takes the lock at
  * once. */
 START_TEST(a_dead_holders_breaker_lock_is_passed) {
-    size_t len = sy_policy_store_bytes(64, 16);
-    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_ne(mem, MAP_FAILED);
-    sy_policy_store *st;
-    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    size_t len;
+    sy_policy_store *st = shared_store(&len);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -498,7 +506,7 @@ START_TEST(a_dead_holders_breaker_lock_is_passed) {
     sy_policy_store_stats(st, &ps);
     ck_assert_uint_eq(ps.breakers_used, 0);
     ck_assert_uint_eq(atomic_load(&st->brk_lock), 0);
-    munmap(mem, len);
+    munmap(st, len);
 }
 END_TEST
 
@@ -529,12 +537,8 @@ static size_t used_in(sy_policy_store *st) {
  * Its router's owner slot names its process: a claim finding the store
  * full, and the next router made (the new worker), reap it. */
 START_TEST(a_killed_processes_breaker_entries_are_reaped) {
-    size_t len = sy_policy_store_bytes(64, 16);
-    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_ne(mem, MAP_FAILED);
-    sy_policy_store *st;
-    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    size_t len;
+    sy_policy_store *st = shared_store(&len);
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
     o.policy_store = st;
     sy_router *r;
@@ -585,7 +589,7 @@ START_TEST(a_killed_processes_breaker_entries_are_reaped) {
     }
     sy_router_free(r);
     ck_assert_uint_eq(used_in(st), 0);
-    munmap(mem, len);
+    munmap(st, len);
 }
 END_TEST
 
@@ -593,12 +597,8 @@ END_TEST
  * yet freed, the lock still held): the lock is passed and the next reap
  * frees the entry no router uses, rather than keeping it for good. */
 START_TEST(an_entry_a_dying_free_left_is_reaped) {
-    size_t len = sy_policy_store_bytes(64, 16);
-    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_ne(mem, MAP_FAILED);
-    sy_policy_store *st;
-    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    size_t len;
+    sy_policy_store *st = shared_store(&len);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -620,7 +620,7 @@ START_TEST(an_entry_a_dying_free_left_is_reaped) {
     ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0); /* reaps */
     ck_assert_uint_eq(used_in(st), 0);
     sy_router_free(r);
-    munmap(mem, len);
+    munmap(st, len);
 }
 END_TEST
 
@@ -629,12 +629,8 @@ END_TEST
  * only once the parent waits for it (a host that never does would have
  * stalled every claim for good). */
 START_TEST(a_zombie_holders_breaker_lock_is_passed) {
-    size_t len = sy_policy_store_bytes(64, 16);
-    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_ne(mem, MAP_FAILED);
-    sy_policy_store *st;
-    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    size_t len;
+    sy_policy_store *st = shared_store(&len);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -657,7 +653,7 @@ START_TEST(a_zombie_holders_breaker_lock_is_passed) {
     pthread_join(t, NULL);
     ck_assert_msg(passed, "a zombie's lock was held for 2 s");
     sy__store_breaker_drop(st, 42, 0);
-    munmap(mem, len);
+    munmap(st, len);
 }
 END_TEST
 

@@ -36,7 +36,7 @@ const sy__route_select sy__route_select_default = {
     false};
 
 /* No metadata, no filters, the default selection settings. */
-const sy__route_more sy__route_more_none = {NULL, NULL, NULL, NULL, 0, 0};
+const sy__route_more sy__route_more_none = {NULL, NULL, NULL, NULL, 0, 0, 0};
 
 const char *const sy__route_schemes[SY_SCHEME_COUNT] = {
     "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss", "forward", "no"};
@@ -173,6 +173,7 @@ static void free_compiled(struct sy_route *r) {
             if (m->cfilters[i])
                 sy__filter_free(m->cfilters[i], r->alloc);
         m->cfilters = NULL;
+        m->policies = 0;
     }
 }
 
@@ -547,6 +548,10 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
             return rc;
         }
     }
+    if (r->more->cfilters)
+        ((sy__route_more *)(uintptr_t)r->more)->policies =
+            (uint16_t)(SY_MORE_COMPILED | (once & 1u ? SY_MORE_RETRY : 0) |
+                       (once & 2u ? SY_MORE_BREAKER : 0));
     if (env->host_runs) {
         char fp[200];
         sy__path_join(fp, sizeof fp, path, "filters");

@@ -44,7 +44,16 @@ typedef struct sy__route_more {
     const sy__route_select *select;
     uint32_t metadata_count;
     uint16_t filter_count; /* SY_ROUTE_ENTRIES_MAX */
+    /* SY_MORE_* bits, set by sy__route_compile once cfilters are all
+     * compiled (in the padding: no byte more a route) */
+    uint16_t policies;
 } sy__route_more;
+
+/* sy__route_more.policies: the filters are compiled (the bits below are
+ * known), and which of the policies that a router checks against its
+ * default filters they hold (a commit then skips a route of neither
+ * without reading its filters: sy__route_policy_free). */
+enum { SY_MORE_COMPILED = 1, SY_MORE_RETRY = 2, SY_MORE_BREAKER = 4 };
 
 extern const sy__route_more sy__route_more_none;
 /* The default selection settings (a route without a selection key and
@@ -182,6 +191,13 @@ bool sy__route_entries_rebuildable(const struct sy_route *r);
 static inline const sy__route_select *
 sy__route_select_of(const struct sy_route *r) {
     return r->more->select ? r->more->select : &sy__route_select_default;
+}
+
+/* True when compiled r runs neither a Retry nor a CircuitBreaker, known
+ * without reading its filters (sy__route_more.policies); false also when
+ * not known. */
+static inline bool sy__route_policy_free(const struct sy_route *r) {
+    return !r->more->filter_count || r->more->policies == SY_MORE_COMPILED;
 }
 
 /* r's own `more` block, made (in its arena, zeroed but for the shared

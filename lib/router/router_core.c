@@ -442,6 +442,12 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                               const char *list, unsigned index, bool claim,
                               sy_error *err) {
     static const sy__builtin once[2] = {SY_F_CIRCUIT_BREAKER, SY_F_RETRY};
+    /* the common route: no policy of its own and no default breaker to
+     * claim an entry for; its filters are not read (a large document's
+     * routes are out of the cache by now) */
+    if (sy__route_policy_free(rt) &&
+        policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, NULL) < 0)
+        return 0;
     char p[300], at[64];
     for (int k = 0; k < 2; k++) {
         int ri = policy_at(rt, once[k], NULL);

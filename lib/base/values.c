@@ -84,6 +84,18 @@ bool sy__value_int64(const char *s, int64_t min, int64_t max, int64_t *out,
 bool sy__value_bool(const char *s, bool *out, const char **why) {
     if (!s || (to_lower(*s) != 't' && to_lower(*s) != 'f'))
         return set_why(why, "expected true or false"); /* most texts */
+    /* the lower-case spellings (defaults, canonical forms: a compile
+     * reads one a route or more) byte by byte, without strlen */
+    bool t = s[0] == 't';
+    const char *lit = t ? "true" : "false";
+    size_t i = 0;
+    while (lit[i] && s[i] == lit[i])
+        i++;
+    if (!lit[i] && !s[i]) {
+        if (out)
+            *out = t;
+        return true;
+    }
     size_t n = strlen(s);
     if (ieq(s, n, "true")) {
         if (out)

@@ -550,16 +550,18 @@ static int derive_start(derive *d, const sy__snapshot_config *cfg,
     return SY_OK;
 }
 
-/* What change c + 12 (its id's text and fingerprint, the rank order's
- * sequence hash), c + 6 and c + 3 (what scratch_needs reads) will read:
- * in key order they lie all over the heap. */
+/* What change c + 12 (its id's hash or text, its fingerprint, the rank
+ * order's sequence hash), c + 6 and c + 3 (what scratch_needs reads)
+ * will read: in key order they lie all over the heap. */
 static void prefetch_changes(const derive *d, size_t c) {
     size_t n = d->n;
     if (c + 12 < n) {
         const sy__route_change *ah = change_at(d, c + 12);
-        __builtin_prefetch(ah->id);
+        if (!ah->route) /* else its id hash is the route's own */
+            __builtin_prefetch(ah->id);
         if (ah->route) {
             __builtin_prefetch(&ah->route->fingerprint);
+            __builtin_prefetch(&ah->route->id_hash);
             if (d->fresh_ws) { /* and what scratch_needs reads */
                 __builtin_prefetch(&ah->route->predicate_count);
                 __builtin_prefetch(&ah->route->cpred);
@@ -636,6 +638,14 @@ static bool derive_add(derive *d, const sy__route_change *ch, uint32_t h,
     return true;
 }
 
+/* Change ch's id hash: the one its route's parse recorded with its span
+ * (def.c route_place; the same hash), so that a large document's ids are
+ * not read here (a miss each), else hashed from the text. */
+static uint32_t change_id_hash(const sy__route_change *ch) {
+    const struct sy_route *r = ch->route;
+    return r && r->span_len ? r->id_hash : sy__snap_id_hash(ch->id);
+}
+
 /* Phase 2: every change in order. SY_EINVAL for an id twice in the list
  * (the caller takes one reference per set change), SY_ENOMEM. */
 static int derive_changes(derive *d) {
@@ -647,13 +657,13 @@ static int derive_changes(derive *d) {
     enum { ID_AHEAD = 4 };
     uint32_t idq[8];
     for (size_t c = 0; c < n && c < ID_AHEAD; c++)
-        idq[c] = sy__snap_id_hash(change_at(d, c)->id);
+        idq[c] = change_id_hash(change_at(d, c));
     for (size_t c = 0; c < n; c++) {
         const sy__route_change *ch = change_at(d, c);
         prefetch_changes(d, c);
         if (c + ID_AHEAD < n) {
             size_t k = c + ID_AHEAD;
-            uint32_t hk = sy__snap_id_hash(change_at(d, k)->id);
+            uint32_t hk = change_id_hash(change_at(d, k));
             uint32_t i = sy__snap_id_home(hk, s->id_cap);
             idq[k % 8] = hk;
             __builtin_prefetch(

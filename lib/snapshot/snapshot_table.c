@@ -11,6 +11,7 @@
  * the history that led to it; since route fingerprints are distinct (the
  * id is part of the canonical form), the pairs determine the sequence.
  */
+#include "base/idtab.h"
 #include "snapshot/snapshot_int.h"
 
 #define FP_START 0x5354415254ull /* "START" */
@@ -190,8 +191,7 @@ uint64_t sy__snap_key_of(const sy_snapshot *s, uint32_t slot) {
  * (sy__snap_id_home), all of it tells most ids that share a probe run
  * apart before their text is compared. */
 uint32_t sy__snap_id_hash(const char *id) {
-    uint64_t h = sy__hash64(id, strlen(id), 0x1d);
-    return (uint32_t)(h ^ (h >> 32));
+    return sy__idtab_hash(id, strlen(id));
 }
 
 static const sy__id_entry *id_at(const sy_snapshot *s, uint32_t i) {

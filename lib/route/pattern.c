@@ -62,20 +62,27 @@ static bool piece_may_regex(const char *s, size_t n) {
     return false;
 }
 
+static bool piece_end(char c, char sep, bool commas) {
+    return c == sep || (commas && c == ',');
+}
+
+/* Only the pieces around a glob character are looked at: the bytes
+ * between are skipped one table test each (most of a pattern's text). */
 size_t sy__pattern_regex_pieces(const char *s, size_t len, char sep,
                                 bool commas) {
-    size_t count = 0, start = 0;
-    bool glob = false;
-    for (size_t i = 0; i <= len; i++) {
-        char c = i < len ? s[i] : sep;
-        if (c == sep || (commas && c == ',')) {
-            if (glob && piece_may_regex(s + start, i - start))
-                count++;
-            start = i + 1;
-            glob = false;
-        } else {
-            glob = glob || (cls[(unsigned char)c] & C_GLOB) != 0;
+    size_t count = 0;
+    for (size_t i = 0; i < len;) {
+        if (!(cls[(unsigned char)s[i]] & C_GLOB)) {
+            i++;
+            continue;
         }
+        size_t start = i, end = i + 1;
+        while (start > 0 && !piece_end(s[start - 1], sep, commas))
+            start--;
+        while (end < len && !piece_end(s[end], sep, commas))
+            end++;
+        count += piece_may_regex(s + start, end - start);
+        i = end + 1; /* past the piece's separator */
     }
     return count;
 }

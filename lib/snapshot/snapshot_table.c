@@ -410,7 +410,11 @@ bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
             return false;
         s->rank_chunks[s->rank_nchunks++] = c;
     }
-    size_t k = rank_chunk_for(s, key, true);
+    /* a first document's routes come in key order (snapshot.c
+     * key_order): each after the last entry, found without a search */
+    const sy__rank_chunk *last = s->rank_chunks[s->rank_nchunks - 1];
+    bool tail = last->n && sy__snap_key_of(s, last->e[last->n - 1]) <= key;
+    size_t k = tail ? s->rank_nchunks - 1 : rank_chunk_for(s, key, true);
     sy__rank_chunk *c =
         sy__snap_chunk_own(s, s->rank_chunks[k], &s->rank_cids[k], sizeof *c);
     if (!c)
@@ -441,7 +445,7 @@ bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot) {
             k++;
         }
     }
-    uint32_t lo = 0, hi = c->n;
+    uint32_t lo = tail ? c->n : 0, hi = c->n; /* tail: every key <= key */
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         if (sy__snap_key_of(s, c->e[mid]) <= key)

@@ -284,15 +284,20 @@ static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
         c->method_misses[c->method_miss_count++] = slot;
 }
 
+/* The proven predicate of a candidate its walk does not prove with
+ * captures: the list's literal Path (Host), or none (-1). */
+static inline int32_t proof_skip(const struct sy_route *r, uint8_t proof) {
+    return proof == SY_PROOF_PATH   ? r->literal_path
+           : proof == SY_PROOF_HOST ? r->literal_host
+                                    : -1;
+}
+
 /* A candidate from a list reached through literal edges only: its
  * all-literal Path (or Host) predicate is proven (no captures to take). */
 static int candidate_fails(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                            uint8_t proof) {
     const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
-    int32_t skip = proof == SY_PROOF_PATH   ? r->literal_path
-                   : proof == SY_PROOF_HOST ? r->literal_host
-                                            : -1;
-    int f = first_failing_but(c, s, slot, skip);
+    int f = first_failing_but(c, s, slot, proof_skip(r, proof));
     if (f >= 0)
         note_failure(c, s, slot, f);
     return f;
@@ -330,53 +335,62 @@ static inline bool walk_caps(sy__eval *ev, const sy__cand_list *l,
     return true;
 }
 
-/* A walk-proven candidate: test its other predicates in order, taking the
- * proven one's captures at its place. */
-static bool walk_rest_holds(sy_match_ctx *c, const sy_snapshot *s,
-                            const sy__cand_list *l, const sy__cand *cd) {
-    const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
-    const struct sy_route *r = sl->route;
-    sy__eval *ev = &c->ev;
-    ev->ncaps = 0;
-    ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
-    for (size_t i = 0; i < r->predicate_count; i++) {
-        if (i == cd->pred) {
-            if (!walk_caps(ev, l, cd))
-                return candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
-        } else if (!pred_holds(c, sy__route_cpred(r, i))) {
-            note_failure(c, s, cd->slot, (int)i);
-            return false;
-        }
-    }
-    return true;
-}
-
-/* cand_holds for a candidate its inline data does not decide. */
-static bool cand_test(sy_match_ctx *c, const sy_snapshot *s,
-                      const sy__cand_list *l, const sy__cand *cd, int mbit,
-                      bool odd_host) {
-    sy__eval *ev = &c->ev;
-    if ((cd->flags & SY_CAND_WALK) && l->exact && !odd_host) {
-        if (!(cd->flags & SY_CAND_WHOLE) ||
-            (mbit == 31 && cd->methods != UINT32_MAX))
-            return walk_rest_holds(c, s, l, cd);
-        ev->ncaps = 0; /* a whole route: no predicate to evaluate */
-        if (walk_caps(ev, l, cd))
-            return true;
-    }
-    return candidate_fails(c, s, cd->slot, l->proof) < 0;
-}
-
-/* cand_test under the request's budget: the predicates it may run are
- * the only part of a lookup that reads the budget (a regex, repeated
- * values), so only they make it this thread's current one. */
+/* A candidate its inline data does not decide: its predicates in order,
+ * but the proven one (a walk-proven one's captures taken at its place;
+ * should one be empty, the candidate is tested in full), the first that
+ * fails noted (note_failure). A literal Path, or a Method when the
+ * method is a standard one, is answered without the budget
+ * (sy__pred_test_quick); the budget is made this thread's current one
+ * only for the first other predicate (a regex, repeated values: the
+ * only part of a lookup that reads it), so a host route with a literal
+ * Path takes neither the budget nor the general predicate test. */
 static __attribute__((noinline)) bool
 cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
                 const sy__cand *cd, int mbit, bool odd_host) {
-    sy__budget *saved;
-    sy__budget_enter(&c->budget, &saved);
-    bool ok = cand_test(c, s, l, cd, mbit, odd_host);
-    sy__budget_leave(saved);
+    const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
+    const struct sy_route *r = sl->route;
+    sy__eval *ev = &c->ev;
+    bool walk = (cd->flags & SY_CAND_WALK) && l->exact && !odd_host;
+    sy__budget *saved = NULL;
+    bool entered = false, ok = true;
+    if (walk && (cd->flags & SY_CAND_WHOLE) &&
+        !(mbit == 31 && cd->methods != UINT32_MAX)) {
+        ev->ncaps = 0; /* a whole route: no predicate to evaluate */
+        if (walk_caps(ev, l, cd))
+            return true;
+        sy__budget_enter(&c->budget, &saved);
+        ok = candidate_fails(c, s, cd->slot, l->proof) < 0;
+        sy__budget_leave(saved);
+        return ok;
+    }
+    int32_t proven = walk ? cd->pred : proof_skip(r, l->proof);
+    ev->ncaps = 0;
+    ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+    for (size_t i = 0; i < r->predicate_count; i++) {
+        if ((int32_t)i == proven) {
+            if (walk && !walk_caps(ev, l, cd)) {
+                if (!entered)
+                    sy__budget_enter(&c->budget, &saved), entered = true;
+                ok = candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
+                break;
+            }
+            continue;
+        }
+        const sy__pred *p = sy__route_cpred(r, i);
+        int q = sy__pred_test_quick(p, ev, mbit);
+        if (q < 0) {
+            if (!entered)
+                sy__budget_enter(&c->budget, &saved), entered = true;
+            q = pred_holds(c, p);
+        }
+        if (!q) {
+            note_failure(c, s, cd->slot, (int)i);
+            ok = false;
+            break;
+        }
+    }
+    if (entered)
+        sy__budget_leave(saved);
     return ok;
 }
 

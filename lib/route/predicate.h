@@ -68,6 +68,10 @@ int sy__pred_compile_into(const sy__def_entry *e, const sy__compile_env *env,
                           const char *path, sy__pred *p, sy_error *err);
 void sy__pred_free(sy__pred *p, const sy__alloc *a);
 bool sy__pred_test(const sy__pred *p, sy__eval *ev);
+/* sy__pred_test for a literal Path, or a Method when `mbit` (the
+ * request's sy__method_bit) is below 31: 1 holds, 0 fails; -1 for any
+ * other predicate (left untested). Reads no budget. */
+int sy__pred_test_quick(const sy__pred *p, const sy__eval *ev, int mbit);
 
 sy__pred_kind sy__pred_get_kind(const sy__pred *p);
 /* Path / Host: the patterns, in order. */

@@ -6,6 +6,7 @@
  * values). The choices of how values are read are listed in predicate.c.
  */
 #include "route/predicate_int.h"
+#include "route/pattern_int.h" /* a literal pattern's src, inline */
 
 #include "base/budget.h"
 #include "base/values.h"
@@ -325,7 +326,7 @@ static __attribute__((noinline)) bool test_method(const sy__pred *p, sy_str m) {
 static bool test_literal_host(const sy__pred *p, const sy__segments *labels) {
     if (labels->lead || labels->trail || labels->count != p->lit_segs)
         return false;
-    const char *lit = sy__pattern_source(p->one); /* lit: one pattern */
+    const char *lit = p->one->src; /* lit: one pattern */
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < labels->count; i++) {
         sy_str d = labels->dec[i];
@@ -344,7 +345,7 @@ static bool test_literal_host(const sy__pred *p, const sy__segments *labels) {
  * segment would make one '/' too many. */
 static bool lit_segments_eq(const sy__pred *p, const sy__segments *segs,
                             size_t c) {
-    const char *lit = sy__pattern_source(p->one); /* lit: one pattern */
+    const char *lit = p->one->src; /* lit: one pattern */
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < c; i++) {
         sy_str d = segs->dec[i];
@@ -367,7 +368,7 @@ static bool test_literal_path(const sy__pred *p, const sy__segments *segs) {
          * path itself, and a literal segment holds no '/', so equal
          * segments are an equal prefix ending where a segment does */
         size_t len = p->lit_len;
-        const char *lit = sy__pattern_source(p->one); /* lit: one pattern */
+        const char *lit = p->one->src; /* lit: one pattern */
         if (f.len < len || !sy__bytes_eq(f.ptr, lit, len))
             return false;
         if (f.len == len)
@@ -426,6 +427,18 @@ bool sy__pred_test(const sy__pred *p, sy__eval *ev) {
     if (p->kind == SY_PK_METHOD)
         return test_method(p, ev->req->method);
     return test_any(p, ev);
+}
+
+/* The predicates a candidate's other tests mostly are, answered without
+ * the budget: a literal Path; a Method for a standard method (`mbit`, the
+ * request's sy__method_bit, below 31). 1 holds, 0 fails, -1 another kind
+ * (sy__pred_test decides it). */
+int sy__pred_test_quick(const sy__pred *p, const sy__eval *ev, int mbit) {
+    if (p->kind == SY_PK_PATH && p->lit && ev->path)
+        return test_literal_path(p, ev->path);
+    if (p->kind == SY_PK_METHOD && mbit != 31)
+        return (int)((p->mask >> mbit) & 1u);
+    return -1;
 }
 
 static bool test_any(const sy__pred *p, sy__eval *ev) {

@@ -652,6 +652,21 @@ static int match_merge(sy_match_ctx *c, const sy_snapshot *s,
                        const sy_request *req, sy_match **out, size_t n,
                        int mbit);
 
+/* A host of 1..64 bytes without an empty label: no '.' first, last or
+ * after another (index_host_keyed). false: walk it. */
+static inline bool host_plain(sy_str host) {
+#if defined(__SSE2__)
+    if (host.len - 1 >= 64)
+        return false;
+    uint64_t dot, odd;
+    path_masks(host.ptr, host.len, &dot, &odd);
+    return !((dot & 1) | (dot >> (host.len - 1)) | (dot & (dot >> 1)));
+#else
+    (void)host;
+    return false;
+#endif
+}
+
 static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                          const sy_request *req, sy_match **out) {
     int mbit = method_bit(req->method);
@@ -671,6 +686,10 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             pre = 1; /* no walk, no labels: the captures are the first
                       * label (walk_caps); no odd end (its probe) */
             c->host.lead = c->host.trail = false;
+        } else if (index_host_keyed(s->base) &&
+                   host_plain(c->ev.host_str)) {
+            /* no walk: it would find nothing (labels split only if a
+             * Host predicate asks) */
         } else if (!host_labels(c)) {
             return SY_ENOMEM;
         } else {

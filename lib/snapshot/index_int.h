@@ -169,6 +169,11 @@ typedef struct hfilter {
     uint64_t first[4];
     uint64_t wlens;
     uint64_t wfirst[4];
+    /* some list of the host trie is no key's (a multi list, a node past
+     * a wildcard, a key too long): a host both probes miss is walked.
+     * 0: every host list is a key's, so a walk of a host with no empty
+     * label finds nothing after both probes miss (index_host_keyed) */
+    uint32_t loose;
 } hfilter;
 
 struct sy__index {
@@ -389,7 +394,7 @@ static inline uint64_t host_hash(const char *s, size_t len) {
  * the table is allocated (host_alloc, all slots empty): writes the text
  * and takes a slot per key.
  */
-enum { HF_REACH = 1, HF_KEY = 2, HF_WKEY = 4 };
+enum { HF_REACH = 1, HF_KEY = 2, HF_WKEY = 4, HF_HOST = 8, HF_LOOSE = 16 };
 /* The wildcard child of nd that makes it a wildcard key, or NONE. */
 static inline uint32_t host_wild_key(const builder *b, const inode *nd) {
     uint32_t w = nd->wild & WILD_MASK;
@@ -401,16 +406,36 @@ static inline uint32_t host_wild_key(const builder *b, const inode *nd) {
         return NONE; /* no list, or the walk goes on past it */
     return w;
 }
+/* Also flags HF_HOST (a node of the host trie) and HF_LOOSE (one whose
+ * lists are not all keys': host_put notes it in hfilter.loose). */
+static inline uint8_t host_loose(const builder *b, const uint32_t *up,
+                                 const uint8_t *flag, uint32_t n, uint8_t k) {
+    const inode *nd = &b->nodes[n];
+    if (nd->multi.len)
+        return HF_LOOSE;
+    if (!nd->term.len || (k & HF_KEY))
+        return 0;
+    /* the wildcard child of a wildcard key: its list is that key's */
+    bool wkey = n > ROOT_HOST && !(up[n] & 1u) &&
+                (flag[up[n] >> 1] & HF_WKEY);
+    return wkey ? 0 : HF_LOOSE;
+}
 static inline size_t host_mark(const builder *b, const uint32_t *up,
                                const lkey *key, uint8_t *flag, uint32_t n,
                                size_t *keys) {
-    flag[n] = n == ROOT_HOST ? HF_REACH : 0;
+    uint8_t host = n == ROOT_HOST || (n > ROOT_HOST &&
+                                      (flag[up[n] >> 1] & HF_HOST))
+                       ? HF_HOST
+                       : 0;
+    flag[n] = n == ROOT_HOST ? HF_REACH | HF_HOST : host;
+    if (host)
+        flag[n] |= host_loose(b, up, flag, n, 0);
     if (n <= ROOT_HOST || !(up[n] & 1u) || !(flag[up[n] >> 1] & HF_REACH))
         return 0;
     const inode *p = &b->nodes[up[n] >> 1], *nd = &b->nodes[n];
     if (p->multi.len || (p->wild & WILD_MASK) != WILD_NONE)
         return 0; /* the walk collects or branches at the parent */
-    flag[n] = HF_REACH;
+    flag[n] = HF_REACH | host | host_loose(b, up, flag, n, 0);
     uint8_t k = 0;
     if (nd->term.len && !nd->multi.len && nd->term.len <= UINT16_MAX)
         k |= HF_KEY;
@@ -423,7 +448,8 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
         len += key[m].len + 1;
     if (len <= 1 || len - 1 > HE_MAX_LEN) /* none (0: an empty slot) */
         return 0;
-    flag[n] |= k;
+    flag[n] = (uint8_t)((flag[n] & ~HF_LOOSE) | k |
+                        host_loose(b, up, flag, n, k));
     *keys += (k & HF_KEY ? 1 : 0) + (k & HF_WKEY ? 1 : 0);
     return len - 1; /* the dots between labels */
 }
@@ -472,6 +498,8 @@ static inline void host_put(const builder *b, const uint32_t *up,
                             const lkey *key, const uint8_t *flag, uint32_t n,
                             hentry *tab, uint32_t mask, char *keys,
                             size_t *used, hfilter *f) {
+    if (flag[n] & HF_LOOSE)
+        f->loose = 1;
     if (!tab || !(flag[n] & (HF_KEY | HF_WKEY)))
         return;
     char *k = keys + *used;
@@ -571,6 +599,14 @@ static inline bool index_host_wild(const sy__index *ix, sy_str host,
     *out = (sy__cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
                            SY_PROOF_NONE,           true,     SY_LIST_WILD_KEY};
     return true;
+}
+
+/* Whether every list of the host trie is a key's (hfilter.loose): then
+ * a host without an empty label (no leading, trailing or doubled '.':
+ * the walk drops those labels, the probes do not) that both probes
+ * missed meets no list in a walk either, and the matcher skips it. */
+static inline bool index_host_keyed(const sy__index *ix) {
+    return ix->hosts && !ix->hfilt.loose;
 }
 
 /* The candidate entry of pending entry `p` of the route described by

@@ -31,11 +31,16 @@ static void lower_copy(char *out, size_t cap, const char *s, size_t n) {
     out[n] = '\0';
 }
 
+/* The bytes that end a uri's authority. */
+static const unsigned char authority_end[256] = {
+    [0] = 1, ['/'] = 1, ['?'] = 1, ['#'] = 1};
+
 /* The length of a uri's authority at s: up to '/', '?', '#' or the end
- * (strcspn, without its set up for these few bytes). */
+ * (strcspn, without its set up for these few bytes; one table test a
+ * byte). */
 static size_t authority_len(const char *s) {
     size_t n = 0;
-    for (char c; (c = s[n]) && c != '/' && c != '?' && c != '#';)
+    while (!authority_end[(unsigned char)s[n]])
         n++;
     return n;
 }

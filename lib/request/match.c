@@ -95,7 +95,8 @@ static inline int ctx_fit(sy_match_ctx *c, const sy_snapshot *s) {
 }
 
 /* The host as matched: port removed when the router strips it. */
-static sy_str host_for_match(const sy_snapshot *s, sy_str host) {
+static inline __attribute__((always_inline)) sy_str
+host_for_match(const sy_snapshot *s, sy_str host) {
     if (!s->prep.strip_host_port || !host.len)
         return host;
     size_t end = host.len;
@@ -365,7 +366,6 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     }
     int32_t proven = walk ? cd->pred : proof_skip(r, l->proof);
     ev->ncaps = 0;
-    ev->weight = sl->weight != NONE ? &s->weights[sl->weight] : NULL;
     for (size_t i = 0; i < r->predicate_count; i++) {
         if ((int32_t)i == proven) {
             if (walk && !walk_caps(ev, l, cd)) {
@@ -379,8 +379,11 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
         const sy__pred *p = sy__route_cpred(r, i);
         int q = sy__pred_test_quick(p, ev, mbit);
         if (q < 0) {
-            if (!entered)
+            if (!entered) { /* the weight: for a Weight predicate only */
+                ev->weight =
+                    sl->weight != NONE ? &s->weights[sl->weight] : NULL;
                 sy__budget_enter(&c->budget, &saved), entered = true;
+            }
             q = pred_holds(c, p);
         }
         if (!q) {

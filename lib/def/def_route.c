@@ -553,13 +553,20 @@ static bool standard_methods(const char *s) {
     static const char *const names[] = {"GET",     "HEAD",  "POST",
                                         "PUT",     "PATCH", "DELETE",
                                         "OPTIONS", "TRACE", "CONNECT"};
+    static const unsigned char lens[] = {3, 4, 4, 3, 5, 6, 7, 5, 7};
     for (;;) {
         while (*s == ' ')
             s++;
-        size_t n = strcspn(s, ", ");
+        size_t n = 0;
+        while (s[n] && s[n] != ',' && s[n] != ' ')
+            n++;
+        /* the length and the first letter (either case) before the
+         * case-blind compare */
+        char c0 = (char)(s[0] & ~0x20);
         bool known = false;
         for (size_t i = 0; i < sizeof names / sizeof *names && !known; i++)
-            known = strlen(names[i]) == n && strncasecmp(names[i], s, n) == 0;
+            known = lens[i] == n && names[i][0] == c0 &&
+                    strncasecmp(names[i], s, n) == 0;
         if (!known)
             return false;
         s += n;

@@ -184,11 +184,13 @@ typedef struct sy_request {
     sy_str principal;
 } sy_request;
 
+/* clang-format off */
 #define SY_REQUEST_INIT                                                        \
     {                                                                          \
         sizeof(sy_request), {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, 0, 0,      \
             {0, 0}, 0, 0, -1, {0, 0}                                           \
     }
+/* clang-format on */
 
 /* ------------------------------------------------------------------ */
 /* Host-registered predicate and filter factories                       */
@@ -599,8 +601,7 @@ typedef struct sy_instance_health {
 } sy_instance_health;
 SY_API size_t sy_snapshot_service_count(const sy_snapshot *s);
 SY_API const char *sy_snapshot_service_name(const sy_snapshot *s, size_t i);
-SY_API size_t sy_snapshot_instance_count(const sy_snapshot *s,
-                                         size_t service);
+SY_API size_t sy_snapshot_instance_count(const sy_snapshot *s, size_t service);
 SY_API int sy_snapshot_instance_health(const sy_snapshot *s, size_t service,
                                        size_t i, sy_instance_health *out);
 
@@ -795,9 +796,9 @@ typedef enum sy_escaped_slashes {
  * max_ejected_percent of a service's instances are ejected at once (at
  * least one may always be), however reports from many threads interleave:
  * a failure that arrives while another report is ejecting ejects nothing
- * then, and its instance's next failure tries again. No publish is needed; ejections are carried
- * across publishes for instances that stay. Zero members take the
- * defaults shown.
+ * then, and its instance's next failure tries again. No publish is needed;
+ * ejections are carried across publishes for instances that stay. Zero members
+ * take the defaults shown.
  */
 typedef struct sy_outlier_options {
     uint32_t consecutive_failures; /* 5 */
@@ -886,11 +887,11 @@ typedef struct sy_router_options {
      * "host=NAME" names the host in that message. An entry "!PART" says
      * the host runs the item but not that part of it, refused at its arg
      * (SY_ENOTRUN): "!Retry.backoff" (a Retry with backoff.* refused at
-     * "...filters[j].args.backoff"; the tries follow one another at once). Filters the host
-     * registered (sy_registry_add_filter) are run by the host by
-     * definition. NULL: nothing declared, nothing refused for it (tools
-     * that only read documents). Not copied: it must stay valid as long as
-     * the router (sy_host_profile's lists are static).
+     * "...filters[j].args.backoff"; the tries follow one another at once).
+     * Filters the host registered (sy_registry_add_filter) are run by the host
+     * by definition. NULL: nothing declared, nothing refused for it (tools that
+     * only read documents). Not copied: it must stay valid as long as the
+     * router (sy_host_profile's lists are static).
      */
     const char *const *host_runs;
     /*
@@ -976,7 +977,7 @@ SY_API int sy_router_notify(sy_router *r, const char *source, sy_error *err);
  * single calls and change-set staging): SY_ELIMIT beyond them, nothing
  * staged or changed.
  */
-#define SY_MAX_INSTANCES 16777216u  /* instances or deltas in one call */
+#define SY_MAX_INSTANCES 16777216u     /* instances or deltas in one call */
 #define SY_MAX_INSTANCE_METADATA 1024u /* metadata entries of an instance */
 
 /* Replace a service's whole instance list; published at once. */
@@ -1299,21 +1300,21 @@ SY_API size_t sy_route_host_runs(const struct sy_route *r, const char **names,
 
 /* The answer of the limiters of a match. */
 typedef struct sy_ratelimit {
-    bool limited;     /* a RequestRateLimiter applies to the route; false:
-                         allowed is true and the rest zero, send no
-                         X-RateLimit-* header */
-    bool allowed;     /* false: answer `status` now, without upstream */
-    bool empty_key;   /* the resolver gave no key (deny-empty-key decided) */
-    bool headers;     /* send the four X-RateLimit-* headers (false for an
-                         empty-key answer, as SCG) */
-    int status;       /* when denied: status-code (429) or
-                         empty-key-status-code (403) */
-    int64_t remaining;        /* X-RateLimit-Remaining; -1 failing open */
-    uint32_t replenish_rate;  /* X-RateLimit-Replenish-Rate */
-    uint32_t burst_capacity;  /* X-RateLimit-Burst-Capacity */
-    uint32_t requested_tokens;/* X-RateLimit-Requested-Tokens */
+    bool limited;      /* a RequestRateLimiter applies to the route; false:
+                          allowed is true and the rest zero, send no
+                          X-RateLimit-* header */
+    bool allowed;      /* false: answer `status` now, without upstream */
+    bool empty_key;    /* the resolver gave no key (deny-empty-key decided) */
+    bool headers;      /* send the four X-RateLimit-* headers (false for an
+                          empty-key answer, as SCG) */
+    int status;        /* when denied: status-code (429) or
+                          empty-key-status-code (403) */
+    int64_t remaining; /* X-RateLimit-Remaining; -1 failing open */
+    uint32_t replenish_rate;   /* X-RateLimit-Replenish-Rate */
+    uint32_t burst_capacity;   /* X-RateLimit-Burst-Capacity */
+    uint32_t requested_tokens; /* X-RateLimit-Requested-Tokens */
     size_t key_len;
-    char key[256];    /* the resolved key (SY_POLICY_KEY_MAX), NUL-ended */
+    char key[256]; /* the resolved key (SY_POLICY_KEY_MAX), NUL-ended */
 } sy_ratelimit;
 
 /* The number of RequestRateLimiter filters of a match (default filters
@@ -1346,8 +1347,8 @@ SY_API const char *sy_ratelimit_redis_script(void);
 /* One Redis call for limiter i of a match, self-contained (no borrowed
  * pointers): keep it until the reply. */
 typedef struct sy_redis_call {
-    bool needed;  /* false: answer with `decided` without calling Redis
-                     (an empty key, a store-less router, ...) */
+    bool needed; /* false: answer with `decided` without calling Redis
+                    (an empty key, a store-less router, ...) */
     sy_ratelimit decided;
     /* KEYS[1], KEYS[2]: request_rate_limiter.{ROUTE_ID.KEY}.tokens and
      * .timestamp (route ids past 300 bytes are cut) */
@@ -1382,15 +1383,15 @@ typedef enum sy_breaker_state {
  * borrowed from the snapshot the match came from: keep the permit (and
  * the snapshot) until sy_breaker_record. */
 typedef struct sy_breaker_permit {
-    bool breaker;          /* the route has a CircuitBreaker */
-    bool permitted;        /* false: do not call upstream; go to the
-                              fallback, or answer 503 without one */
-    sy_breaker_state state;/* the breaker's state when asked */
-    uint32_t timeout_ms;   /* time limit of the call (timeoutDuration,
-                              SCG's 1 s unless set); report TIMEOUT past it */
-    const char *name;      /* the breaker's name */
-    const char *fallback;  /* fallbackUri's path ("forward:/x" -> "/x"),
-                              or NULL */
+    bool breaker;           /* the route has a CircuitBreaker */
+    bool permitted;         /* false: do not call upstream; go to the
+                               fallback, or answer 503 without one */
+    sy_breaker_state state; /* the breaker's state when asked */
+    uint32_t timeout_ms;    /* time limit of the call (timeoutDuration,
+                               SCG's 1 s unless set); report TIMEOUT past it */
+    const char *name;       /* the breaker's name */
+    const char *fallback;   /* fallbackUri's path ("forward:/x" -> "/x"),
+                               or NULL */
     /* private to the library */
     const void *cfg;
     sy_policy_store *store;
@@ -1442,9 +1443,8 @@ typedef struct sy_breaker_info {
     uint32_t calls, failures, slow; /* in the window (or half-open) */
     int64_t state_since_ms;
 } sy_breaker_info;
-SY_API int sy_policy_store_breaker(const sy_policy_store *st,
-                                   const char *name, sy_breaker_info *out,
-                                   sy_error *err);
+SY_API int sy_policy_store_breaker(const sy_policy_store *st, const char *name,
+                                   sy_breaker_info *out, sy_error *err);
 
 /* ---- retries (Retry) ---- */
 
@@ -1473,8 +1473,8 @@ typedef struct sy_retry_info {
     uint32_t first_backoff_ms, max_backoff_ms; /* 0: no backoff / no cap */
     uint32_t factor;
     bool based_on_previous;
-    double jitter;       /* randomFactor, 0 without jitter */
-    int64_t timeout_ms;  /* -1: none */
+    double jitter;      /* randomFactor, 0 without jitter */
+    int64_t timeout_ms; /* -1: none */
 } sy_retry_info;
 SY_API void sy_retry_policy_info(const sy_retry_policy *p, sy_retry_info *out);
 

@@ -629,8 +629,8 @@ void gw_request_proceed(gw_request *q, sy_match *m) {
      * (forwarding) route's wins, as its filter runs last; on a proxied
      * one only the answering route's, as in SCG the outer one finds the
      * answer written */
-    if (!q->status_override || (up.kind == SY_UPSTREAM_URL ||
-                                up.kind == SY_UPSTREAM_SERVICE))
+    if (!q->status_override ||
+        (up.kind == SY_UPSTREAM_URL || up.kind == SY_UPSTREAM_SERVICE))
         q->status_override = st;
     if (up.kind == SY_UPSTREAM_FORWARD) {
         gw_forward_route(q, m, up.path);

@@ -736,8 +736,8 @@ static int r_headers_complete(http_parser *p) {
             }
         }
         gw_buf_add(&vary, "", 1);
-        cc = gw_cache_head(q, q->status, cc, vary.failed ? "*" : vary.p,
-                           ccbuf, sizeof ccbuf);
+        cc = gw_cache_head(q, q->status, cc, vary.failed ? "*" : vary.p, ccbuf,
+                           sizeof ccbuf);
         gw_buf_free(&vary);
         if (cc) { /* to be kept: sent with the route's max-age */
             hl_remove(&l, "cache-control");

@@ -117,7 +117,6 @@ typedef struct {
     ngx_atomic_t until_ms;  /* end of the current ejection */
 } sw_health_t;
 
-
 /* One document stored by the admin location (slab memory). */
 typedef struct sw_shm_doc_s sw_shm_doc_t;
 struct sw_shm_doc_s {
@@ -286,7 +285,7 @@ typedef struct {
     unsigned needs_balancer : 1; /* timeouts, Retry or a breaker's limit */
     unsigned retry : 1;
     unsigned breaker_recorded : 1;
-    unsigned answered : 1; /* the current attempt's status was read */
+    unsigned answered : 1;  /* the current attempt's status was read */
     unsigned uri_read : 1;  /* $switchyard_uri was evaluated (proxy_pass) */
     unsigned host_read : 1; /* $switchyard_host was (proxy_set_header) */
     /* answered by the module: a no://op route, a RequestSize or
@@ -348,7 +347,6 @@ ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 
 /* ---- passive health shared by the workers (the zone's table) ---- */
-
 
 /* Report one attempt to instance `id` of `service`. */
 void sw_health_report(ngx_log_t *log, const char *service, const char *id,
@@ -473,8 +471,7 @@ ngx_int_t sw_500(ngx_http_request_t *r, const char *cause);
  * which clears the module's context: a cleanup entry whose handler `mark`
  * (a no-op) tells it from the others when the list is walked. NULL: out
  * of memory. */
-void *sw_keep_add(ngx_http_request_t *r, ngx_pool_cleanup_pt mark,
-                  size_t size);
+void *sw_keep_add(ngx_http_request_t *r, ngx_pool_cleanup_pt mark, size_t size);
 int64_t sw_now_ms(void);
 /* CLOCK_REALTIME in microseconds. */
 int64_t sw_now_real_us(void);

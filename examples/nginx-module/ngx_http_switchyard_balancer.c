@@ -134,9 +134,9 @@ static sw_health_t *sw_health_find(sw_shm_t *sh, const char *service,
 }
 
 const sw_health_t *sw_health_get(const char *service, const char *id) {
-    return sw_worker.zone ? sw_health_find(sw_worker.zone->sh, service, id,
-                                           false)
-                          : NULL;
+    return sw_worker.zone
+               ? sw_health_find(sw_worker.zone->sh, service, id, false)
+               : NULL;
 }
 
 void sw_health_report(ngx_log_t *log, const char *service, const char *id,
@@ -358,8 +358,8 @@ static void sw_free_peer(ngx_peer_connection_t *pc, void *data,
         return;
     if ((state & NGX_PEER_FAILED) && p->ctx->answered) {
         /* an answer handed on by Retry or a breaker: its status says */
-        outcome = u->headers_in.status_n >= 500 ? SY_OUTCOME_5XX
-                                                 : SY_OUTCOME_SUCCESS;
+        outcome =
+            u->headers_in.status_n >= 500 ? SY_OUTCOME_5XX : SY_OUTCOME_SUCCESS;
     } else if (state & NGX_PEER_FAILED) {
         if (u->state && u->state->status >= 500 &&
             u->state->status != NGX_HTTP_BAD_GATEWAY &&
@@ -372,8 +372,8 @@ static void sw_free_peer(ngx_peer_connection_t *pc, void *data,
         else
             outcome = SY_OUTCOME_5XX;
     } else {
-        outcome = u->headers_in.status_n >= 500 ? SY_OUTCOME_5XX
-                                                : SY_OUTCOME_SUCCESS;
+        outcome =
+            u->headers_in.status_n >= 500 ? SY_OUTCOME_5XX : SY_OUTCOME_SUCCESS;
     }
     if (p->attempts == 1 && p->ctx->target.health && sw_worker.router)
         sy_router_report_outcome(sw_worker.router, &p->ctx->target, outcome);
@@ -429,8 +429,8 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
                             "$switchyard_host)");
         return NGX_ERROR;
     }
-    if (sw_peer_ssl(r, ctx, sw_secure(ctx->upstream.data,
-                                      ctx->upstream.len)) != NGX_OK)
+    if (sw_peer_ssl(r, ctx, sw_secure(ctx->upstream.data, ctx->upstream.len)) !=
+        NGX_OK)
         return NGX_ERROR;
     p = ngx_pcalloc(r->pool, sizeof *p);
     if (p == NULL)

@@ -115,9 +115,9 @@ static char *sw_init_main_conf(ngx_conf_t *cf, void *conf) {
     sw_file_t *f = mcf->instance_files.elts;
     mcf->instances_hash = SW_HASH_INIT;
     for (ngx_uint_t i = 0; i < mcf->instance_files.nelts; i++)
-        mcf->instances_hash =
-            sw_hash((u_char *)"\n", 1,
-                    sw_hash(f[i].text.data, f[i].text.len, mcf->instances_hash));
+        mcf->instances_hash = sw_hash(
+            (u_char *)"\n", 1,
+            sw_hash(f[i].text.data, f[i].text.len, mcf->instances_hash));
     return NGX_CONF_OK;
 }
 
@@ -364,8 +364,8 @@ static ngx_int_t sw_var_upstream(ngx_http_request_t *r,
                                  ngx_http_variable_value_t *v, uintptr_t data) {
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
 
-    if (ctx && ctx->kind == SW_CTX_REQUEST && !ctx->balanced &&
-        r->upstream && ctx->upstream.len && ctx->needs_balancer) {
+    if (ctx && ctx->kind == SW_CTX_REQUEST && !ctx->balanced && r->upstream &&
+        ctx->upstream.len && ctx->needs_balancer) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "switchyard: route \"%V\" sets connect-timeout, "
                       "response-timeout, Retry or a CircuitBreaker's time "
@@ -494,8 +494,8 @@ static ngx_int_t sw_answer_nomatch(ngx_http_request_t *r) {
 /* sy_match_target skipping `exclude` and the instances the zone's shared
  * passive health ejected; when that leaves none, the ejected ones are
  * eligible again (at least one instance may always be tried). */
-static int sw_select(sy_match *m, const char **exclude, size_t n,
-                     sy_target *t, sy_error *err) {
+static int sw_select(sy_match *m, const char **exclude, size_t n, sy_target *t,
+                     sy_error *err) {
     const char *ids[SW_MAX_EXCLUDE];
     sy_upstream up;
     size_t k = 0;
@@ -523,12 +523,10 @@ static ngx_msec_t sw_meta_ms(const sy_route *route, sy_timeout_kind kind) {
 
     switch (sy_route_timeout(route, kind, &ms)) {
     case SY_TIMEOUT_MS:
-        return ms < NGX_MAX_INT32_VALUE ? (ngx_msec_t) ms
-                                        : (ngx_msec_t) NGX_MAX_INT32_VALUE;
-    case SY_TIMEOUT_NONE:
-        return (ngx_msec_t) NGX_MAX_INT32_VALUE;
-    default:
-        return 0;
+        return ms < NGX_MAX_INT32_VALUE ? (ngx_msec_t)ms
+                                        : (ngx_msec_t)NGX_MAX_INT32_VALUE;
+    case SY_TIMEOUT_NONE: return (ngx_msec_t)NGX_MAX_INT32_VALUE;
+    default: return 0;
     }
 }
 
@@ -547,8 +545,7 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         ngx_uint_t level =
             err.code == SY_ENOINSTANCE ? NGX_LOG_WARN : NGX_LOG_ERR;
         ngx_log_error(level, r->connection->log, 0,
-                      "switchyard: route \"%V\": %s",
-                      &ctx->route, err.message);
+                      "switchyard: route \"%V\": %s", &ctx->route, err.message);
         return err.code == SY_ENOINSTANCE ? NGX_HTTP_SERVICE_UNAVAILABLE
                                           : NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -686,8 +683,8 @@ static ngx_int_t sw_answer_noop(ngx_http_request_t *r, sw_req_ctx_t *ctx,
 /* A forward: route or an open breaker goes on by an internal redirect:
  * the route's response operations are kept for the answer, and the
  * client's headers for the final location's check. NGX_DONE. */
-static ngx_int_t sw_keep_over_redirect(ngx_http_request_t *r,
-                                       sw_req_ctx_t *ctx, sy_match *m) {
+static ngx_int_t sw_keep_over_redirect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                                       sy_match *m) {
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK ||
         sw_response_ops_keep(r, ctx) != NGX_OK ||
         sw_location_keep_headers(r, &ctx->orig_headers) != NGX_OK)
@@ -743,8 +740,8 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     /* a retry matches again: same time, same Weight draws, same headers */
     ngx_time_t *tp = ngx_timeofday();
     ctx->now_ms = (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
-    ctx->seed = ((uint64_t)ngx_random() << 32) ^ (uint64_t)ngx_random() ^
-                (uintptr_t)r;
+    ctx->seed =
+        ((uint64_t)ngx_random() << 32) ^ (uint64_t)ngx_random() ^ (uintptr_t)r;
     if (ctx->seed == 0)
         ctx->seed = 1;
     ctx->orig_headers = r->headers_in.headers;
@@ -816,8 +813,7 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (rc == NGX_AGAIN)
         return sw_answer_noop(r, ctx, m);
     if (rc != NGX_OK)
-        return rc == NGX_ERROR ? sw_500(r, "out of memory for the target")
-                               : rc;
+        return rc == NGX_ERROR ? sw_500(r, "out of memory for the target") : rc;
     if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
         return sw_500(r, "out of memory for the response operations");
     if (sw_location_refuses(r, ctx, 0)) {
@@ -857,8 +853,7 @@ ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
 
     if (ctx->snap == NULL ||
         sw_build_request(r, ctx, &ctx->orig_headers, &req) != NGX_OK ||
-        sy_snapshot_match(ctx->snap, sw_worker.mctx, &req, &m) < 0 ||
-        m == NULL)
+        sy_snapshot_match(ctx->snap, sw_worker.mctx, &req, &m) < 0 || m == NULL)
         return NGX_ERROR;
     id = sy_route_id(sy_match_route(m));
     if (ngx_strlen(id) != ctx->route.len ||
@@ -1012,8 +1007,8 @@ static ngx_int_t sw_check_files(ngx_conf_t *cf, sw_main_conf_t *mcf) {
     if (path)
         sw_conf_error(cf, path, &err);
     else
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "switchyard: %s%s%s",
-                           err.path, err.path[0] ? ": " : "", err.message);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "switchyard: %s%s%s", err.path,
+                           err.path[0] ? ": " : "", err.message);
     return NGX_ERROR;
 }
 

@@ -154,12 +154,12 @@ static void sw_dedupe_one(ngx_http_request_t *r, ngx_str_t *name,
     ngx_table_elt_t *seen[64];
     ngx_uint_t n = 0;
     ngx_list_part_t *part = &r->headers_out.headers.part;
-    bool last = strategy->len == 11 &&
-                ngx_strncasecmp(strategy->data, (u_char *)"RETAIN_LAST", 11) ==
-                    0;
-    bool unique = strategy->len == 13 &&
-                  ngx_strncasecmp(strategy->data, (u_char *)"RETAIN_UNIQUE",
-                                  13) == 0;
+    bool last =
+        strategy->len == 11 &&
+        ngx_strncasecmp(strategy->data, (u_char *)"RETAIN_LAST", 11) == 0;
+    bool unique =
+        strategy->len == 13 &&
+        ngx_strncasecmp(strategy->data, (u_char *)"RETAIN_UNIQUE", 13) == 0;
 
     for (; part; part = part->next) {
         ngx_table_elt_t *h = part->elts;
@@ -247,8 +247,8 @@ static ngx_int_t sw_rewrite(ngx_http_request_t *r, sy_response_op *op) {
     pcre2_general_context *gc =
         pcre2_general_context_create(sw_pcre2_alloc, sw_pcre2_free, r->pool);
     pcre2_compile_context *cc = gc ? pcre2_compile_context_create(gc) : NULL;
-    pcre2_code *re = cc ? pcre2_compile((PCRE2_SPTR)op->arg.ptr, op->arg.len,
-                                        0, &ec, &eo, cc)
+    pcre2_code *re = cc ? pcre2_compile((PCRE2_SPTR)op->arg.ptr, op->arg.len, 0,
+                                        &ec, &eo, cc)
                         : NULL;
     pcre2_match_data *md;
 

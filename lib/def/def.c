@@ -337,8 +337,8 @@ static bool route_arrays_alloc(sy_document *d, size_t n, bool guess,
     d->memo = n && guess ? sy__calloc(&d->alloc, n, sizeof *d->memo) : NULL;
     d->memo_count = d->memo ? n : 0;
     sy__idtab_entry *entries = sy__malloc(&d->alloc, cap * sizeof *entries);
-    if ((n && (!d->routes || !d->positions ||
-               (guess && (!d->prev || !d->memo)))) ||
+    if ((n &&
+         (!d->routes || !d->positions || (guess && (!d->prev || !d->memo)))) ||
         !entries) {
         sy__free(&d->alloc, entries);
         return false;
@@ -409,9 +409,7 @@ static bool id_is_free(const sy_document *d, sy__idtab *ids,
                        const sy__span_memo *m, uint32_t *h, size_t *id_len,
                        uint32_t *pos) {
     *id_len = known ? 0 : strlen(r->id);
-    *h = m       ? m->id_hash
-         : known ? r->id_hash
-                 : sy__idtab_hash(r->id, *id_len);
+    *h = m ? m->id_hash : known ? r->id_hash : sy__idtab_hash(r->id, *id_len);
     return idtab_free_for(ids, *h, pos) ||
            sy__idtab_find(ids, r->id, known ? strlen(r->id) : *id_len, *h,
                           doc_route_id, d, pos) == SY_NONE;

@@ -4,8 +4,8 @@
  * sorted metadata) and the fingerprints hashed from it; deep copies of
  * route definitions; the stable key sort used for args and metadata.
  */
-#include "def/def_build.h"
 #include "base/values.h"
+#include "def/def_build.h"
 
 #include <stdio.h>
 

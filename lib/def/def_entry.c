@@ -4,8 +4,8 @@
  * factory's fields (DEFAULT, GATHER_LIST, GATHER_LIST_TAIL_FLAG), SpEL
  * rejection and validation of every value by its field type.
  */
-#include "def/def_build.h"
 #include "base/values.h"
+#include "def/def_build.h"
 #include "policy/policy_args.h"
 
 #include <math.h>

@@ -234,6 +234,32 @@ START_TEST(sort_by_u64_is_ascending_and_stable) {
 }
 END_TEST
 
+START_TEST(grow_doubles_from_first_and_fails_whole_on_overflow) {
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    size_t cap = 0;
+    uint32_t *v = sy__grow(&a, NULL, &cap, 1, 16, sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_uint_eq(cap, 16);
+    for (uint32_t i = 0; i < 16; i++)
+        v[i] = i;
+    uint32_t *w = sy__grow(&a, v, &cap, 17, 16, sizeof *w); /* doubled */
+    ck_assert_ptr_nonnull(w);
+    ck_assert_uint_eq(cap, 32);
+    v = sy__grow(&a, w, &cap, 200, 16, sizeof *v); /* doubled until 200 fit */
+    ck_assert_ptr_nonnull(v);
+    ck_assert_uint_eq(cap, 256);
+    for (uint32_t i = 0; i < 16; i++)
+        ck_assert_uint_eq(v[i], i);
+    /* a count whose bytes, or whose doubling, overflow: NULL, cap kept */
+    ck_assert_ptr_null(sy__grow(&a, v, &cap, SIZE_MAX / 2, 16, sizeof *v));
+    ck_assert_ptr_null(sy__grow(&a, v, &cap, SIZE_MAX, 16, 1));
+    ck_assert_uint_eq(cap, 256);
+    ck_assert_uint_eq(v[15], 15);
+    sy__free(&a, v);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("util");
@@ -247,6 +273,7 @@ int main(void) {
     tcase_add_test(tc, arena_bytes_pack_and_alignment_holds_after_them);
     tcase_add_test(tc, error_prefix_joins_paths);
     tcase_add_test(tc, sort_by_u64_is_ascending_and_stable);
+    tcase_add_test(tc, grow_doubles_from_first_and_fails_whole_on_overflow);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

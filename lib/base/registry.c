@@ -125,12 +125,10 @@ static bool grow(const sy__alloc *a, void **arr, size_t *cap, size_t count,
                  size_t elem) {
     if (count < *cap)
         return true;
-    size_t nc = *cap ? *cap * 2 : 8;
-    void *p = sy__realloc(a, *arr, nc * elem);
+    void *p = sy__grow(a, *arr, cap, count + 1, 8, elem);
     if (!p)
         return false;
     *arr = p;
-    *cap = nc;
     return true;
 }
 

@@ -1,5 +1,6 @@
 /*
- * util.c - allocator hooks, arenas, buffers, hashing and error filling.
+ * util.c - allocator hooks, growable arrays, arenas, buffers, hashing and
+ * error filling.
  */
 #include "base/util.h"
 
@@ -56,6 +57,22 @@ void *sy__calloc(const sy__alloc *a, size_t n, size_t size) {
 
 void *sy__realloc(const sy__alloc *a, void *ptr, size_t size) {
     return a->realloc(a->data, ptr, size ? size : 1);
+}
+
+void *sy__grow(const sy__alloc *a, void *items, size_t *cap, size_t need,
+               size_t first, size_t size) {
+    size_t n = *cap ? *cap : first ? first : 1;
+    while (n < need) {
+        if (n > SIZE_MAX / 2)
+            return NULL;
+        n *= 2;
+    }
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = sy__realloc(a, items, n * size);
+    if (p)
+        *cap = n;
+    return p;
 }
 
 void sy__free(const sy__alloc *a, void *ptr) {

@@ -1,6 +1,7 @@
 /*
- * util.h - the leaf module: allocator hooks, arenas, growable buffers,
- * hashing and error filling. Nothing here knows about routes.
+ * util.h - the leaf module: allocator hooks, growable arrays, arenas,
+ * growable buffers, hashing and error filling. Nothing here knows about
+ * routes.
  */
 #ifndef SY_UTIL_H
 #define SY_UTIL_H
@@ -25,6 +26,13 @@ void *sy__malloc(const sy__alloc *a, size_t size);
 void *sy__calloc(const sy__alloc *a, size_t n, size_t size); /* overflow-safe */
 void *sy__realloc(const sy__alloc *a, void *ptr, size_t size);
 void sy__free(const sy__alloc *a, void *ptr);
+/* The one "grow an array by doubling" of lib/: `items` (*cap items of
+ * `size` bytes; *cap 0: none yet) reallocated to hold at least `need`,
+ * the capacity doubled from *cap (from `first` when 0) until it does.
+ * Returns the new array and sets *cap; NULL, items and *cap untouched,
+ * when out of memory or the count or its bytes overflow size_t. */
+void *sy__grow(const sy__alloc *a, void *items, size_t *cap, size_t need,
+               size_t first, size_t size);
 char *sy__strndup(const sy__alloc *a, const char *s, size_t n);
 char *sy__strdup(const sy__alloc *a, const char *s);
 

@@ -345,16 +345,16 @@ static int begin_value(scanner *sc) {
                            "more than %zu routes (the limit)",
                            sc->lim->max_routes);
         if (o->route_count == sc->cap) {
-            size_t ncap = sc->cap ? sc->cap * 2 : 64;
-            if (!sc->cap && sc->skip && sc->skip->expect > ncap &&
+            size_t first = 64;
+            if (sc->skip && sc->skip->expect > first &&
                 sc->skip->expect <= sc->lim->max_routes)
-                ncap = sc->skip->expect; /* no copies on the way up */
+                first = sc->skip->expect; /* no copies on the way up */
             sy__json_span *n =
-                sy__realloc(sc->a, o->routes, ncap * sizeof *o->routes);
+                sy__grow(sc->a, o->routes, &sc->cap, o->route_count + 1, first,
+                         sizeof *o->routes);
             if (!n)
                 return sy__error_set(sc->err, SY_ENOMEM, "", "out of memory");
             o->routes = n;
-            sc->cap = ncap;
         }
         o->routes[o->route_count] =
             (sy__json_span){sc->pos, 0, 0, NULL, 0, false};

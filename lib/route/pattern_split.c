@@ -27,17 +27,10 @@
 bool sy__segs_reserve(sy__segments *s, size_t n, const sy__alloc *a) {
     if (n <= s->cap)
         return true;
-    size_t cap = s->cap ? s->cap : 8;
-    while (cap < n) {
-        if (cap > SIZE_MAX / (4 * sizeof(sy_str)))
-            return false;
-        cap *= 2;
-    }
-    sy_str *d = sy__realloc(a, s->dec, 2 * cap * sizeof *d);
+    sy_str *d = sy__grow(a, s->dec, &s->cap, n, 8, 2 * sizeof *d);
     if (!d)
         return false;
     s->dec = s->raw = d;
-    s->cap = cap;
     return true;
 }
 

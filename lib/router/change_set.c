@@ -61,12 +61,11 @@ static int stage(sy_change_set *cs, sy__change_kind kind, const char *name,
                              "a change set holds at most %u changes",
                              SY_MAX_CHANGE_SET_SIZE);
     if (cs->count == cs->cap) {
-        size_t cap = cs->cap ? cs->cap * 2 : 8;
-        sy__change *v = sy__realloc(&cs->alloc, cs->items, cap * sizeof *v);
+        sy__change *v = sy__grow(&cs->alloc, cs->items, &cs->cap, cs->count + 1,
+                                 8, sizeof *v);
         if (!v)
             return sy__error_set(err, SY_ENOMEM, "", "out of memory");
         cs->items = v;
-        cs->cap = cap;
     }
     sy__change *c = &cs->items[cs->count];
     memset(c, 0, sizeof *c);

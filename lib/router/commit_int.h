@@ -18,12 +18,10 @@ typedef struct ptr_vec {
 
 static inline int sy__vec_push(const sy__alloc *a, ptr_vec *pv, void *p) {
     if (pv->n == pv->cap) {
-        size_t cap = pv->cap ? pv->cap * 2 : 16;
-        void **v = sy__realloc(a, pv->v, cap * sizeof *v);
+        void **v = sy__grow(a, pv->v, &pv->cap, pv->n + 1, 16, sizeof *v);
         if (!v)
             return SY_ENOMEM;
         pv->v = v;
-        pv->cap = cap;
     }
     pv->v[pv->n++] = p;
     return SY_OK;

@@ -146,14 +146,11 @@ void sy__router_bury(sy_router *r) {
 bool sy__router_graves_reserve(sy_router *r, size_t extra) {
     if (r->grave_count + extra <= r->grave_cap)
         return true;
-    size_t cap = r->grave_cap ? r->grave_cap * 2 : 64;
-    while (cap < r->grave_count + extra)
-        cap *= 2;
-    sy__grave *g = sy__realloc(&r->alloc, r->graves, cap * sizeof *g);
+    sy__grave *g = sy__grow(&r->alloc, r->graves, &r->grave_cap,
+                            r->grave_count + extra, 64, sizeof *g);
     if (!g)
         return false;
     r->graves = g;
-    r->grave_cap = cap;
     return true;
 }
 
@@ -295,12 +292,11 @@ void sy__router_route_released(void *data, struct sy_route *rt) {
     if (rt->key == UINT32_MAX)
         return;
     if (r->free_key_count == r->free_key_cap) {
-        size_t cap = r->free_key_cap ? r->free_key_cap * 2 : 64;
-        uint32_t *v = sy__realloc(&r->alloc, r->free_keys, cap * sizeof *v);
+        uint32_t *v = sy__grow(&r->alloc, r->free_keys, &r->free_key_cap,
+                               r->free_key_count + 1, 64, sizeof *v);
         if (!v)
             return; /* the key is not reused: key_limit grows, no harm */
         r->free_keys = v;
-        r->free_key_cap = cap;
     }
     r->free_keys[r->free_key_count++] = rt->key;
 }
@@ -480,12 +476,11 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
     if (!claim && sy__store_breaker_room(r->policy, key))
         return 0;
     if (claim && r->brk_held_count == r->brk_held_cap) {
-        size_t cap = r->brk_held_cap ? r->brk_held_cap * 2 : 16;
-        uint64_t *v = sy__realloc(&r->alloc, r->brk_held, cap * sizeof *v);
+        uint64_t *v = sy__grow(&r->alloc, r->brk_held, &r->brk_held_cap,
+                               r->brk_held_count + 1, 16, sizeof *v);
         if (!v)
             return sy__error_set(err, SY_ENOMEM, "", "out of memory");
         r->brk_held = v;
-        r->brk_held_cap = cap;
     }
     int rc = claim ? brk_use(r, key) : SY_ELIMIT;
     if (rc == SY_OK) {

@@ -222,12 +222,11 @@ static int sy__svc_group_add(sy__service *s, uint32_t parent, char tag,
                          const char *k, size_t len, uint64_t kh,
                          uint32_t *out) {
     if (s->ngroups == s->groups_cap) {
-        size_t cap = s->groups_cap ? s->groups_cap * 2 : 16;
-        sy__svc_group *ng = sy__realloc(&s->alloc, s->groups, cap * sizeof *ng);
+        sy__svc_group *ng = sy__grow(&s->alloc, s->groups, &s->groups_cap,
+                                     s->ngroups + 1, 16, sizeof *ng);
         if (!ng)
             return SY_ENOMEM;
         s->groups = ng;
-        s->groups_cap = cap;
     }
     if ((s->map_used + 1) * 2 > s->map_cap) {
         size_t cap = s->map_cap * 2;

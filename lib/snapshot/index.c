@@ -99,14 +99,17 @@ static inline bool node_is(const xnode *x, const char *strings, uint64_t w0,
 
 uint32_t sy__ix_new_node(builder *b) {
     if (b->node_count == b->node_cap) {
-        uint32_t cap = b->node_cap ? b->node_cap * 2 : 64;
-        inode *n = sy__realloc(b->a, b->nodes, cap * sizeof *n);
+        size_t cap = b->node_cap;
+        inode *n = b->node_cap > UINT32_MAX / 2
+                       ? NULL /* ids are 32 bits */
+                       : sy__grow(b->a, b->nodes, &cap,
+                                  (size_t)b->node_count + 1, 64, sizeof *n);
         if (!n) {
             b->failed = true;
             return NONE;
         }
         b->nodes = n;
-        b->node_cap = cap;
+        b->node_cap = (uint32_t)cap;
     }
     inode *n = &b->nodes[b->node_count];
     n->wild = WILD_NONE;
@@ -202,14 +205,13 @@ static uint32_t wild_child(builder *b, uint32_t parent) {
 void sy__ix_add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
                  uint32_t dim) {
     if (b->pend_count == b->pend_cap) {
-        size_t cap = b->pend_cap ? b->pend_cap * 2 : 256;
-        pending *p = sy__realloc(b->a, b->pend, cap * sizeof *p);
+        pending *p = sy__grow(b->a, b->pend, &b->pend_cap, b->pend_count + 1,
+                              256, sizeof *p);
         if (!p) {
             b->failed = true;
             return;
         }
         b->pend = p;
-        b->pend_cap = cap;
     }
     b->pend[b->pend_count++] = (pending){node, kind, slot, dim};
 }
@@ -293,12 +295,16 @@ static bool pattern_walkable(const sy__pattern *p, bool host) {
 
 static bool add_var(builder *b, sy_str name, uint32_t seg) {
     if (b->var_count == b->var_cap) {
-        uint32_t cap = b->var_cap ? b->var_cap * 2 : 64;
-        sy__cand_var *v = sy__realloc(b->a, b->vars, cap * sizeof *v);
+        size_t cap = b->var_cap;
+        sy__cand_var *v =
+            b->var_cap > UINT32_MAX / 2
+                ? NULL /* a 32-bit count */
+                : sy__grow(b->a, b->vars, &cap, (size_t)b->var_count + 1, 64,
+                           sizeof *v);
         if (!v)
             return false;
         b->vars = v;
-        b->var_cap = cap;
+        b->var_cap = (uint32_t)cap;
     }
     b->vars[b->var_count++] = (sy__cand_var){name, seg};
     return true;

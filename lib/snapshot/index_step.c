@@ -190,11 +190,14 @@ int sy__index_step_add(sy__index_step *st, const sy__index_route *r) {
     if (st->phase != PH_ALLOC || b->failed || st->big)
         return SY_EINVAL;
     if (st->n == st->cap) {
-        size_t cap = st->cap ? st->cap * 2 : 256;
-        sy__index_route *nr = sy__realloc(b->a, st->routes, cap * sizeof *nr);
+        size_t cap = st->cap, icap = st->cap; /* both grow alike */
+        sy__index_route *nr =
+            sy__grow(b->a, st->routes, &cap, st->n + 1, 256, sizeof *nr);
         if (nr)
             st->routes = nr;
-        rinfo *ni = nr ? sy__realloc(b->a, st->info, cap * sizeof *ni) : NULL;
+        rinfo *ni =
+            nr ? sy__grow(b->a, st->info, &icap, st->n + 1, 256, sizeof *ni)
+               : NULL;
         if (!ni)
             return SY_ENOMEM;
         st->info = ni;

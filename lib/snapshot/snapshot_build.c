@@ -137,12 +137,11 @@ static int start(sy_snapshot *s) {
 
 static bool skip(sy__snap_build *b, uint32_t slot) {
     if (b->nskipped == b->skip_cap) {
-        size_t cap = b->skip_cap ? b->skip_cap * 2 : 64;
-        uint32_t *v = sy__realloc(b->a, b->skipped, cap * sizeof *v);
+        uint32_t *v = sy__grow(b->a, b->skipped, &b->skip_cap, b->nskipped + 1,
+                               64, sizeof *v);
         if (!v)
             return false;
         b->skipped = v;
-        b->skip_cap = cap;
     }
     b->skipped[b->nskipped++] = slot;
     return true;

@@ -55,16 +55,18 @@ static bool cid_take(const sy__alloc *a, sy__crefs *c, uint32_t *out) {
         if (c->next == c->cap) {
             if (c->cap > UINT32_MAX / 2)
                 return false;
-            uint32_t cap = c->cap ? c->cap * 2 : 256;
-            uint32_t *r = sy__realloc(a, c->refs, cap * sizeof *r);
+            size_t cap = c->cap, fcap = c->cap; /* both grow alike */
+            uint32_t *r =
+                sy__grow(a, c->refs, &cap, (size_t)c->next + 1, 256, sizeof *r);
             if (!r)
                 return false;
             c->refs = r;
-            uint32_t *f = sy__realloc(a, c->free_ids, cap * sizeof *f);
+            uint32_t *f = sy__grow(a, c->free_ids, &fcap, (size_t)c->next + 1,
+                                   256, sizeof *f);
             if (!f)
                 return false; /* refs grown, cap not: harmless */
             c->free_ids = f;
-            c->cap = cap;
+            c->cap = (uint32_t)cap;
         }
         *out = c->next++;
     }
@@ -156,12 +158,10 @@ bool sy__snap_list_copy(const sy__alloc *a, sy__slot_list *dst,
 
 bool sy__snap_list_push(const sy__alloc *a, sy__slot_list *l, uint32_t v) {
     if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        uint32_t *nv = sy__realloc(a, l->v, cap * sizeof *nv);
+        uint32_t *nv = sy__grow(a, l->v, &l->cap, l->n + 1, 16, sizeof *nv);
         if (!nv)
             return false;
         l->v = nv;
-        l->cap = cap;
     }
     l->v[l->n++] = v;
     return true;

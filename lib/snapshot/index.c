@@ -10,9 +10,9 @@
  *       +--"users"--> [3] --*--> [5]                               multi: {}
  *                                  multi: {p42}   (pattern users/{u}/ then **)
  *
- *   edges: open-addressing table keyed by (parent node, literal segment);
- *          an entry holds the segment's first 16 bytes as two words:
- *          [ w0 | w1 | parent | child | str_off | len|tag ]  (32 bytes)
+ *   edges: open-addressing table keyed by (parent node, literal segment),
+ *          the segment's text in the build's strings:
+ *          [ parent | child | str_off | len|tag ]  (16 bytes)
  *   node:  wild word, term list (patterns that end here), multi list
  *          (patterns whose ** / {*x} starts here):
  *
@@ -58,12 +58,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+/* Edge e is segment s (len bytes, key k) from parent: its length, tag
+ * and parent first, then its text (a hit is a segment met before: its
+ * text was read then, and is mostly still in the cache). */
 static inline bool edge_is(const edge *e, const char *strings, uint32_t parent,
                            const seg_key *k, const char *s, size_t len) {
-    return e->len_tag == k->len_tag && e->parent == parent && e->w0 == k->w0 &&
-           e->w1 == k->w1 &&
-           (len <= KEY_BYTES || memcmp(strings + e->str_off + KEY_BYTES,
-                                       s + KEY_BYTES, len - KEY_BYTES) == 0);
+    return e->len_tag == k->len_tag && e->parent == parent &&
+           sy__bytes_eq(strings + e->str_off, s, len);
 }
 
 /* segment_key's words alone (no hash): what a node's own key is compared
@@ -97,28 +98,45 @@ static inline bool node_is(const xnode *x, const char *strings, uint64_t w0,
     return memcmp(strings + x->w1, s + 8, len - 8) == 0;
 }
 
-uint32_t sy__ix_new_node(builder *b) {
-    if (b->node_count == b->node_cap) {
-        size_t cap = b->node_cap;
-        inode *n = b->node_cap > UINT32_MAX / 2
-                       ? NULL /* ids are 32 bits */
-                       : sy__grow(b->a, b->nodes, &cap,
-                                  (size_t)b->node_count + 1, 64, sizeof *n);
-        if (!n) {
-            b->failed = true;
-            return NONE;
-        }
+bool sy__ix_nodes_reserve(builder *b, size_t cap) {
+    if (cap <= b->node_cap)
+        return true;
+    if (cap > WILD_NONE)
+        return false;
+    inode *n = sy__realloc(b->a, b->nodes, cap * sizeof *n);
+    if (n)
         b->nodes = n;
-        b->node_cap = (uint32_t)cap;
+    uint32_t *up = n ? sy__realloc(b->a, b->up, cap * sizeof *up) : NULL;
+    if (up)
+        b->up = up;
+    lkey *key = up ? sy__realloc(b->a, b->key, cap * sizeof *key) : NULL;
+    if (!key)
+        return false; /* those grown are kept, node_cap is not */
+    b->key = key;
+    b->node_cap = (uint32_t)cap;
+    return true;
+}
+
+/* A new node with no lists, no children, and as its parent and key
+ * (up[], key[]) a root's: the caller notes a child's. */
+uint32_t sy__ix_new_node(builder *b) {
+    if (b->node_count == b->node_cap &&
+        !sy__ix_nodes_reserve(b, b->node_cap ? (size_t)b->node_cap * 2 : 64)) {
+        b->failed = true;
+        return NONE;
     }
     inode *n = &b->nodes[b->node_count];
     n->wild = WILD_NONE;
     n->term = n->multi = (list_ref){0, 0};
+    b->up[b->node_count] = 0;
+    b->key[b->node_count] = (lkey){0, 0, 0, 0};
     return b->node_count++;
 }
 
 void sy__ix_builder_free(builder *b) {
     sy__free(b->a, b->nodes);
+    sy__free(b->a, b->up);
+    sy__free(b->a, b->key);
     sy__free(b->a, b->edges);
     sy__buf_free(&b->strings);
     sy__free(b->a, b->vars);
@@ -181,13 +199,13 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
         b->failed = true;
         return NONE;
     }
-    e->w0 = k.w0;
-    e->w1 = k.w1;
     e->parent = parent;
     e->child = child;
     e->str_off = off;
     e->len_tag = k.len_tag;
     b->edge_count++;
+    b->up[child] = parent << 1 | 1u;
+    b->key[child] = (lkey){k.w0, k.w1, off, (uint32_t)seg.len};
     b->nodes[parent].wild |= LIT_KIDS;
     return child;
 }
@@ -198,12 +216,13 @@ static uint32_t wild_child(builder *b, uint32_t parent) {
         if (c == NONE || c >= WILD_NONE)
             return NONE;
         b->nodes[parent].wild = (b->nodes[parent].wild & LIT_KIDS) | c;
+        b->up[c] = parent << 1;
     }
     return b->nodes[parent].wild & WILD_MASK;
 }
 
 void sy__ix_add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
-                 uint32_t dim) {
+                        uint32_t dim) {
     if (b->pend_count == b->pend_cap) {
         pending *p = sy__grow(b->a, b->pend, &b->pend_cap, b->pend_count + 1,
                               256, sizeof *p);
@@ -246,7 +265,7 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy__pattern *p,
  * label for a leading or trailing '.'), and a host pattern is walked from
  * its end down to its last "**", which Ant matches label for label. */
 void sy__ix_insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
-                     uint32_t slot, uint32_t dim) {
+                            uint32_t slot, uint32_t dim) {
     for (size_t i = 0; pred && i < sy__pred_pattern_count(pred); i++) {
         const sy__pattern *pat = sy__pred_pattern(pred, i);
         /* a path pattern that matches nothing ("foo" without '/') is left

@@ -164,11 +164,15 @@ static bool build_start(oneshot *o, const sy__index_route *routes_in) {
     /* the edge table sized for ~2 literal edges a route (as
      * sy__index_step_reserve sizes it), so that a large table does not
      * rehash every edge at each doubling on the way (~10 % of a
-     * 1,000,000-route build, in cache misses and fresh pages) */
+     * 1,000,000-route build, in cache misses and fresh pages); the node
+     * arrays for as many nodes */
     builder *b = &o->b;
+    size_t guess = 2 * n + n / 4 + 64;
     uint32_t ecap = 64;
-    while (ecap < UINT32_MAX / 4 && (size_t)ecap * 3 < (2 * n + n / 4) * 4)
+    while (ecap < UINT32_MAX / 4 && (size_t)ecap * 3 < guess * 4)
         ecap *= 2;
+    if (!sy__ix_nodes_reserve(b, guess < WILD_NONE ? guess : WILD_NONE))
+        return false;
     b->edge_mask = ecap - 1;
     b->edges = sy__malloc(a, (size_t)ecap * sizeof *b->edges);
     if (!b->edges)
@@ -249,12 +253,8 @@ static bool build_place(oneshot *o) {
 static bool build_prune(oneshot *o) {
     builder *b = &o->b;
     layout *L = &o->L;
-    if (!sy__ix_layout_start(o->a, L, b->node_count))
+    if (!sy__ix_layout_start(b, L))
         return false;
-    for (size_t i = 0; i <= b->edge_mask; i++)
-        prune_up_edge(b, L->up, L->key, i);
-    for (uint32_t i = 0; i < b->node_count; i++)
-        prune_up_wild(b, L->up, i);
     for (uint32_t i = b->node_count; i-- > 0;)
         prune_node(b, L->up, L->live, L->kids, i);
     return true;

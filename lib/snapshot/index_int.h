@@ -6,8 +6,8 @@
 #ifndef SY_INDEX_INT_H
 #define SY_INDEX_INT_H
 
-#include "snapshot/index.h"
 #include "route/predicate.h"
+#include "snapshot/index.h"
 
 #define NONE SY_NONE /* short local name */
 #define ROOT_PATH 0u
@@ -110,9 +110,14 @@ typedef struct list_ref {
 
 /* ---- build state: the tries as inserted, before the layout ---- */
 
-/* 32 bytes: an open-addressing table keyed by (parent, segment). */
+/* 16 bytes (four to a line): an open-addressing table keyed by (parent,
+ * segment). The segment's text is in the builder's strings at str_off
+ * (what a hit is checked against); len_tag as seg_key's. A probe reads
+ * one line where a 32-byte edge with the segment's words read two, and
+ * the table is half the size (at 100,000 routes 8 MiB probed at random,
+ * not 16). The node's own key (the words the layout needs) is noted in
+ * the builder's key[] when the node is made, in order. */
 typedef struct edge {
-    uint64_t w0, w1;
     uint32_t parent;
     uint32_t child; /* NONE: empty */
     uint32_t str_off;
@@ -223,11 +228,25 @@ typedef struct rinfo {
     uint8_t flags[2]; /* SY_CAND_WALK, SY_CAND_WHOLE */
 } rinfo;
 
+/* The literal segment into a node (zero for roots and wildcard
+ * children): segment_key's words, its text in the builder's strings,
+ * its length. */
+typedef struct lkey {
+    uint64_t w0, w1;
+    uint32_t str_off, len;
+} lkey;
+
 typedef struct builder {
     const sy__alloc *a;
     sy__cand_var *vars;
     uint32_t var_count, var_cap;
     inode *nodes;
+    /* per node, noted when it is made (in order: no pass over the edge
+     * table after the insertion): up[n] = parent << 1 | (n is a literal
+     * child), 0 for the roots; key[n] its segment. node_cap of each;
+     * the layout takes them over (sy__ix_layout_start) */
+    uint32_t *up;
+    lkey *key;
     uint32_t node_count, node_cap;
     edge *edges;
     uint32_t edge_mask, edge_count;
@@ -240,10 +259,13 @@ typedef struct builder {
 
 /* Build steps shared with index_step.c (index.c). */
 uint32_t sy__ix_new_node(builder *b);
+/* Room for `cap` nodes (nodes, up, key); false: out of memory (or past
+ * the wildcard field's range). */
+bool sy__ix_nodes_reserve(builder *b, size_t cap);
 void sy__ix_add_pending(builder *b, uint32_t node, uint32_t kind, uint32_t slot,
-                 uint32_t dim);
+                        uint32_t dim);
 void sy__ix_insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
-                     uint32_t slot, uint32_t dim);
+                            uint32_t slot, uint32_t dim);
 const sy__pred *sy__ix_find_pred(const struct sy_route *r, sy__pred_kind kind);
 rinfo sy__ix_route_info(builder *b, const struct sy_route *r);
 /* The builder's own arrays freed (those not given to an index). */
@@ -253,36 +275,15 @@ void sy__ix_builder_free(builder *b);
  * Pruning, after the lists are placed (both builds): a branch of a trie
  * whose subtree holds no list (every route under it was placed in the
  * other trie) is cut off: it is left out of the layout, so a walk never
- * enters it. up[n] = parent << 1 | (n is a literal child) and key[n] =
- * its segment, filled by prune_up_edge for each edge table entry and
- * prune_up_wild for each node; then prune_node for every node from the
- * last to the first (a child is always numbered after its parent), with
+ * enters it. With up[] and key[] as the insertion noted them (builder),
+ * prune_node runs for every node from the last to the first (a child is
+ * always numbered after its parent), with
  * kids[] and live[] zeroed: it clears LIT_KIDS and the wildcard child of a
  * node whose literal (wildcard) children are all dead, and leaves in
  * live[n] LIVE (n is kept) | the number of n's live children.
  */
 enum { KID_LIT = 1, KID_WILD = 2 };
 #define LIVE 0x80000000u
-/* The literal segment into a node, copied from its edge in the table's
- * order (one pass over it), so that the passes after it read it in the
- * nodes' order instead of the table's. */
-typedef struct lkey {
-    uint64_t w0, w1;
-    uint32_t str_off, len;
-} lkey;
-static inline void prune_up_edge(const builder *b, uint32_t *up, lkey *key,
-                                 size_t i) {
-    const edge *e = &b->edges[i];
-    if (e->child != NONE) {
-        up[e->child] = e->parent << 1 | 1u;
-        key[e->child] = (lkey){e->w0, e->w1, e->str_off, e->len_tag & 0xffff};
-    }
-}
-static inline void prune_up_wild(const builder *b, uint32_t *up, uint32_t n) {
-    uint32_t w = b->nodes[n].wild & WILD_MASK;
-    if (w != WILD_NONE)
-        up[w] = n << 1;
-}
 static inline void prune_node(builder *b, const uint32_t *up, uint32_t *live,
                               uint8_t *kids, uint32_t n) {
     inode *nd = &b->nodes[n];
@@ -346,7 +347,9 @@ typedef struct layout {
     xside *side;
 } layout;
 
-bool sy__ix_layout_start(const sy__alloc *a, layout *L, uint32_t nodes);
+/* The pruning's arrays; up[] and key[] taken over from b (b keeps
+ * neither). */
+bool sy__ix_layout_start(builder *b, layout *L);
 void sy__ix_layout_count(const builder *b, layout *L, uint32_t n);
 void sy__ix_layout_place(const builder *b, layout *L, uint32_t n);
 /* zero: the child table zeroed (else the caller zeroes it, a line per
@@ -416,17 +419,16 @@ static inline uint8_t host_loose(const builder *b, const uint32_t *up,
     if (!nd->term.len || (k & HF_KEY))
         return 0;
     /* the wildcard child of a wildcard key: its list is that key's */
-    bool wkey = n > ROOT_HOST && !(up[n] & 1u) &&
-                (flag[up[n] >> 1] & HF_WKEY);
+    bool wkey = n > ROOT_HOST && !(up[n] & 1u) && (flag[up[n] >> 1] & HF_WKEY);
     return wkey ? 0 : HF_LOOSE;
 }
 static inline size_t host_mark(const builder *b, const uint32_t *up,
                                const lkey *key, uint8_t *flag, uint32_t n,
                                size_t *keys) {
-    uint8_t host = n == ROOT_HOST || (n > ROOT_HOST &&
-                                      (flag[up[n] >> 1] & HF_HOST))
-                       ? HF_HOST
-                       : 0;
+    uint8_t host =
+        n == ROOT_HOST || (n > ROOT_HOST && (flag[up[n] >> 1] & HF_HOST))
+            ? HF_HOST
+            : 0;
     flag[n] = n == ROOT_HOST ? HF_REACH | HF_HOST : host;
     if (host)
         flag[n] |= host_loose(b, up, flag, n, 0);
@@ -448,8 +450,8 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
         len += key[m].len + 1;
     if (len <= 1 || len - 1 > HE_MAX_LEN) /* none (0: an empty slot) */
         return 0;
-    flag[n] = (uint8_t)((flag[n] & ~HF_LOOSE) | k |
-                        host_loose(b, up, flag, n, k));
+    flag[n] =
+        (uint8_t)((flag[n] & ~HF_LOOSE) | k | host_loose(b, up, flag, n, k));
     *keys += (k & HF_KEY ? 1 : 0) + (k & HF_WKEY ? 1 : 0);
     return len - 1; /* the dots between labels */
 }

@@ -10,10 +10,14 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-bool sy__ix_layout_start(const sy__alloc *a, layout *L, uint32_t nodes) {
+bool sy__ix_layout_start(builder *b, layout *L) {
+    const sy__alloc *a = b->a;
+    uint32_t nodes = b->node_count;
     memset(L, 0, sizeof *L);
-    L->up = sy__malloc(a, (size_t)nodes * sizeof *L->up);
-    L->key = sy__malloc(a, (size_t)nodes * sizeof *L->key);
+    L->up = b->up;
+    L->key = b->key;
+    b->up = NULL;
+    b->key = NULL;
     L->live = sy__calloc(a, nodes, sizeof *L->live);
     L->kids = sy__calloc(a, nodes, 1);
     L->cstart = sy__malloc(a, ((size_t)nodes + 1) * sizeof *L->cstart);
@@ -252,4 +256,3 @@ void sy__ix_layout_done(const sy__alloc *a, layout *L) {
     sy__free(a, L->side);
     memset(L, 0, sizeof *L);
 }
-

@@ -27,10 +27,6 @@ enum {
     PH_COPY,   /* lists: fill cursors = starts */
     PH_FILL,   /* pending: candidates into their lists */
     PH_NODES,  /* nodes: their list refs */
-    PH_UP_0,   /* nodes: their parent and key zeroed (the pages faulted in
-                  in order, not all at once by the random writes of UP_E) */
-    PH_UP_E,   /* edge table: parents of literal children (pruning) */
-    PH_UP_W,   /* nodes: parents of wildcard children */
     PH_PRUNE,  /* nodes, last first: cut branches without lists */
     PH_HMARK,  /* nodes: whole-host keys, their count and text length */
     PH_HZERO,  /* the whole-host table, a line per item (its pages faulted
@@ -139,9 +135,7 @@ int sy__index_step_reserve(sy__index_step *st, const sy__index *like,
     pending *np = ni ? sy__realloc(a, b->pend, r * sizeof *np) : NULL;
     if (np)
         b->pend = np;
-    inode *nn = np ? sy__realloc(a, b->nodes, nodes * sizeof *nn) : NULL;
-    if (nn)
-        b->nodes = nn;
+    bool nn = np && sy__ix_nodes_reserve(b, nodes);
     sy__cand_var *nv = nn ? sy__realloc(a, b->vars, r * sizeof *nv) : NULL;
     if (nv)
         b->vars = nv;
@@ -154,7 +148,6 @@ int sy__index_step_reserve(sy__index_step *st, const sy__index *like,
     }
     st->cap = r;
     b->pend_cap = r;
-    b->node_cap = (uint32_t)nodes;
     b->var_cap = (uint32_t)r;
     if (ne) { /* emptied by sy__index_step_prepare, a share at a time */
         st->big = ne;
@@ -298,7 +291,7 @@ static bool drop_one(sy__index_step *st) {
     } parts[] = {
         {(void **)&b->edges, ((size_t)b->edge_mask + 1) * sizeof(edge)},
         {(void **)&b->nodes, (size_t)b->node_cap * sizeof(inode)},
-        {(void **)&L->key, (size_t)b->node_count * sizeof(lkey)},
+        {(void **)&L->key, (size_t)b->node_cap * sizeof(lkey)},
         {(void **)&b->strings.ptr, 0},
         {(void **)&b->pend, 0},
         {(void **)&b->list_len, 0},
@@ -481,30 +474,7 @@ static int ph_nodes(sy__index_step *st, size_t *left) {
         size_t li = (size_t)b->node_count * 2 + g;
         st->generic[g] = (list_ref){s0[li], f[li] - s0[li]};
     }
-    return sy__ix_layout_start(b->a, &st->L, b->node_count) ? 1 : SY_ENOMEM;
-}
-
-/* Nodes: their parent and key zeroed, in order. */
-static int ph_up_zero(sy__index_step *st, size_t *left) {
-    PASS(st, st->b.node_count, left, {
-        st->L.up[i] = 0;
-        st->L.key[i] = (lkey){0, 0, 0, 0};
-    });
-    return 1;
-}
-
-/* The edge table: parents of literal children. */
-static int ph_up_edges(sy__index_step *st, size_t *left) {
-    PASS(st, (size_t)st->b.edge_mask + 1, left,
-         prune_up_edge(&st->b, st->L.up, st->L.key, i));
-    return 1;
-}
-
-/* Nodes: parents of wildcard children. */
-static int ph_up_wild(sy__index_step *st, size_t *left) {
-    PASS(st, st->b.node_count, left,
-         prune_up_wild(&st->b, st->L.up, (uint32_t)i));
-    return 1;
+    return sy__ix_layout_start(b, &st->L) ? 1 : SY_ENOMEM;
 }
 
 /* Nodes, last first: cut the branches without lists. */
@@ -521,8 +491,8 @@ static int ph_prune(sy__index_step *st, size_t *left) {
 static int ph_host_mark(sy__index_step *st, size_t *left) {
     builder *b = &st->b;
     PASS(st, b->node_count, left, {
-        st->hbytes += host_mark(b, st->L.up, st->L.key, st->L.kids,
-                                (uint32_t)i, &st->hcount);
+        st->hbytes += host_mark(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
+                                &st->hcount);
     });
     return host_alloc(b->a, st->hcount, st->hbytes, false, &st->hosts,
                       &st->host_mask, &st->hkeys)
@@ -616,9 +586,6 @@ static int run_phase(sy__index_step *st, size_t *left) {
     case PH_COPY: return ph_copy(st, left);
     case PH_FILL: return ph_fill(st, left);
     case PH_NODES: return ph_nodes(st, left);
-    case PH_UP_0: return ph_up_zero(st, left);
-    case PH_UP_E: return ph_up_edges(st, left);
-    case PH_UP_W: return ph_up_wild(st, left);
     case PH_PRUNE: return ph_prune(st, left);
     case PH_HMARK: return ph_host_mark(st, left);
     case PH_HZERO: return ph_host_zero(st, left);

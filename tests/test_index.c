@@ -386,8 +386,15 @@ START_TEST(labels_are_split_only_on_need_and_a_failed_split_is_reported) {
         ck_assert_ptr_nonnull(rt);
         ck_assert_str_eq(sy_route_id(rt), "r1");
         ck_assert_ptr_null(ctx->host.dec);
-        /* a host walked ("**" on the way) or a Host predicate tested */
-        const char *host = miss ? "x.y.z3.example.net" : "h0.example.com";
+        /* a literal Host predicate the unsplit host decides: none */
+        ck_assert_int_eq(match_one(h, ctx, "h0.example.com", "/only0", &rt),
+                         0);
+        ck_assert_ptr_nonnull(rt);
+        ck_assert_str_eq(sy_route_id(rt), "b0");
+        ck_assert_ptr_null(ctx->host.dec);
+        /* a host walked ("**" on the way), or one with an empty label
+         * (longer than the literal: its labels decide) */
+        const char *host = miss ? "x.y.z3.example.net" : "h0..example.com";
         const char *path = miss ? "/" : "/only0";
         const char *want = miss ? "r3" : "b0";
         c.calls = 0;

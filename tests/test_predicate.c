@@ -270,7 +270,7 @@ START_TEST(host_literal_compare_equals_the_pattern_matcher) {
     static const char alphabet[] = "ab..";
     uint64_t rng = 0x2545f4914f6cdd1dull;
     sy__segments labels = {0};
-    size_t agreed_true = 0;
+    size_t agreed_true = 0, flat_decided = 0, flat_true = 0;
     for (size_t k = 0; k < SY_ARRAY_LEN(pats); k++) {
         sy__pred *p = pred("Host", ARGS({"patterns", pats[k]}));
         const sy__pattern *pat = sy__pred_pattern(p, 0);
@@ -297,10 +297,19 @@ START_TEST(host_literal_compare_equals_the_pattern_matcher) {
             bool want = sy__pattern_match_host(pat, &labels, NULL, &nc, NULL);
             ck_assert_msg(got == want, "pattern %s host '%s'", pats[k], host);
             agreed_true += got;
+            /* the unsplit compare (match.c's, before any labels): when it
+             * decides, it agrees */
+            int flat = sy__pred_test_host_flat(p, (sy_str){host, len});
+            ck_assert_msg(flat < 0 || flat == (int)want,
+                          "flat: pattern %s host '%s'", pats[k], host);
+            flat_decided += flat >= 0;
+            flat_true += flat == 1;
         }
         sy__pred_free(p, &A);
     }
     ck_assert_uint_gt(agreed_true, 100);
+    ck_assert_uint_gt(flat_decided, 1000);
+    ck_assert_uint_gt(flat_true, 100);
     sy__segments_free(&labels, &A);
 }
 END_TEST

@@ -11,8 +11,8 @@
  */
 #include "request/match.h"
 
-#include "snapshot/index_int.h"     /* index_host_exact, inline */
 #include "route/pattern_split.h" /* sy__segments_split_fast, inline */
+#include "snapshot/index_int.h"  /* index_host_exact, inline */
 
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
@@ -251,8 +251,13 @@ static inline bool host_labels(sy_match_ctx *c) {
 
 /* sy__pred_test, the host's labels split first for a Host predicate. */
 static inline bool pred_holds(sy_match_ctx *c, const sy__pred *p) {
-    if (c->host_state == HOST_PENDING && sy__pred_get_kind(p) == SY_PK_HOST)
+    if (c->host_state == HOST_PENDING && sy__pred_get_kind(p) == SY_PK_HOST) {
+        /* a literal decided by the unsplit host needs no labels */
+        int q = sy__pred_test_host_flat(p, c->ev.host_str);
+        if (q >= 0)
+            return q;
         host_split_now(c);
+    }
     return sy__pred_test(p, &c->ev);
 }
 
@@ -689,8 +694,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             pre = 1; /* no walk, no labels: the captures are the first
                       * label (walk_caps); no odd end (its probe) */
             c->host.lead = c->host.trail = false;
-        } else if (index_host_keyed(s->base) &&
-                   host_plain(c->ev.host_str)) {
+        } else if (index_host_keyed(s->base) && host_plain(c->ev.host_str)) {
             /* no walk: it would find nothing (labels split only if a
              * Host predicate asks) */
         } else if (!host_labels(c)) {

@@ -72,6 +72,10 @@ bool sy__pred_test(const sy__pred *p, sy__eval *ev);
  * request's sy__method_bit) is below 31: 1 holds, 0 fails; -1 for any
  * other predicate (left untested). Reads no budget. */
 int sy__pred_test_quick(const sy__pred *p, const sy__eval *ev, int mbit);
+/* A Host predicate's literal (sy__pred_note_literal) against the host as
+ * matched, unsplit: 1 holds, 0 fails, -1 undecided (not a literal, or a
+ * host longer than it: its labels decide). */
+int sy__pred_test_host_flat(const sy__pred *p, sy_str host);
 
 sy__pred_kind sy__pred_get_kind(const sy__pred *p);
 /* Path / Host: the patterns, in order. */

@@ -5,8 +5,8 @@
  * arena (joined {*x} captures, long escaped header values or query
  * values). The choices of how values are read are listed in predicate.c.
  */
-#include "route/predicate_int.h"
 #include "route/pattern_int.h" /* a literal pattern's src, inline */
+#include "route/predicate_int.h"
 
 #include "base/budget.h"
 #include "base/values.h"
@@ -457,7 +457,23 @@ int sy__pred_test_quick(const sy__pred *p, const sy__eval *ev, int mbit) {
         return test_literal_path(p, ev->path);
     if (p->kind == SY_PK_METHOD && mbit != 31)
         return (int)((p->mask >> mbit) & 1u);
+    if (p->kind == SY_PK_HOST)
+        return sy__pred_test_host_flat(p, ev->host_str);
     return -1;
+}
+
+/* A literal Host against the unsplit host: its labels joined by '.' are
+ * at most the host's length (a dropped empty label only shortens them),
+ * and the literal is its labels joined by single dots (no empty one:
+ * sy__pred_note_literal). So a host shorter than the literal fails, and
+ * one as long holds exactly when it is the literal (no room for an empty
+ * label). A longer one may hold through empty labels ("a..b"): -1, test
+ * the labels. */
+int sy__pred_test_host_flat(const sy__pred *p, sy_str host) {
+    if (!p->lit || host.len > p->lit_len)
+        return -1;
+    return host.len == p->lit_len &&
+           sy__bytes_eq(host.ptr, p->one->src, host.len);
 }
 
 static bool test_any(const sy__pred *p, sy__eval *ev) {

@@ -280,8 +280,24 @@ static int finish(sy__index_step *st, sy__index **out) {
  * edges: ~0.8 ms), so a large build frees one per call, and with the
  * default allocator, whose large blocks are mappings that a shrinking
  * realloc trims in place (mremap), gives back a large one DROP_STEP
- * bytes per call. */
-#define DROP_STEP ((size_t)2 << 20)
+ * bytes per call. Unmapping costs by the page, and on a virtual machine
+ * that shadows the guest's page tables 2 MB took 0.5-0.9 ms: a share
+ * gives back 512 KB at a time, as many times as its time allows
+ * (snapshot_build.c). */
+#define DROP_STEP ((size_t)512 << 10)
+
+/* *p, a mapping of the default allocator, trimmed to `to` bytes: true
+ * when the mapping shrank (a block small enough for the allocator to keep
+ * keeps its room: then it is freed whole instead). */
+static bool trim(const sy__alloc *a, void **p, size_t to) {
+    size_t before = sy__alloc_mapped_len(*p);
+    void *q = sy__realloc(a, *p, to);
+    if (!q)
+        return false;
+    *p = q;
+    return sy__alloc_mapped_len(q) < before;
+}
+
 static bool drop_one(sy__index_step *st) {
     builder *b = &st->b;
     layout *L = &st->L;
@@ -318,13 +334,10 @@ static bool drop_one(sy__index_step *st) {
                      : parts[i].bytes ? parts[i].bytes
                      : maps           ? sy__alloc_mapped_len(*parts[i].p)
                                       : 0;
-        if (maps && cur >= 2 * DROP_STEP) {
-            void *q = sy__realloc(b->a, *parts[i].p, cur - DROP_STEP);
-            if (q) {
-                *parts[i].p = q;
-                st->drop_len = cur - DROP_STEP;
-                return true;
-            }
+        if (maps && cur >= 2 * DROP_STEP &&
+            trim(b->a, parts[i].p, cur - DROP_STEP)) {
+            st->drop_len = cur - DROP_STEP;
+            return true;
         }
         sy__free(b->a, *parts[i].p);
         *parts[i].p = NULL;
@@ -645,13 +658,9 @@ bool sy__index_free_step(sy__index *ix) {
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (*parts[i]) {
             size_t len = maps ? sy__alloc_mapped_len(*parts[i]) : 0;
-            if (len >= 2 * DROP_STEP) {
-                void *q = sy__realloc(ix->alloc, *parts[i], len - DROP_STEP);
-                if (q) {
-                    *parts[i] = q;
-                    return false;
-                }
-            }
+            if (len >= 2 * DROP_STEP &&
+                trim(ix->alloc, parts[i], len - DROP_STEP))
+                return false;
             sy__free(ix->alloc, *parts[i]);
             *parts[i] = NULL;
             return false;

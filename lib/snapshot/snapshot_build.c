@@ -147,14 +147,37 @@ static bool skip(sy__snap_build *b, uint32_t slot) {
     return true;
 }
 
-/* One share of the rebuild: routes, then finishing items. */
+/* Whether the share's time is spent (checked between slices). */
+static bool spent(uint64_t until) {
+    return sy__now_monotonic_us() >= until;
+}
+
+/* One share of the rebuild: the reserved edge table emptied, routes, then
+ * finishing items, each up to its count and all of it until SY_BUILD_US
+ * have passed, whichever comes first. The time is checked between slices
+ * of SY_BUILD_SLICE items (SY_BUILD_SLICE_ROUTES routes), and the first
+ * slice of a part always runs, so every share makes progress however
+ * loaded the machine is. */
 static int advance(sy_snapshot *s, sy__snap_build *b) {
-    size_t w0 = sy__index_step_work(b->st);
-    int ready = sy__index_step_prepare(b->st, SY_BUILD_ITEMS);
-    s->build_items += sy__index_step_work(b->st) - w0;
+    uint64_t until = sy__now_monotonic_us() + SY_BUILD_US;
+    size_t items = 0;
+    int ready = 0;
+    while (items < SY_BUILD_ITEMS) {
+        size_t w0 = sy__index_step_work(b->st);
+        size_t want = SY_BUILD_ITEMS - items;
+        ready = sy__index_step_prepare(
+            b->st, want < SY_BUILD_SLICE ? want : SY_BUILD_SLICE);
+        items += sy__index_step_work(b->st) - w0;
+        if (ready || spent(until))
+            break;
+    }
+    s->build_items += items;
     if (!ready)
         return SY_OK;
     while (b->k < b->nfrozen && s->build_routes < SY_BUILD_ROUTES) {
+        if (s->build_routes && s->build_routes % SY_BUILD_SLICE_ROUTES == 0 &&
+            spent(until))
+            return SY_OK;
         const sy__rank_chunk *c = b->frozen[b->k];
         uint32_t slot = c->e[b->j];
         const sy__slot *sl = sy__snapshot_slot(s, slot);
@@ -172,11 +195,20 @@ static int advance(sy_snapshot *s, sy__snap_build *b) {
             b->k++;
         }
     }
-    if (b->k < b->nfrozen)
+    if (b->k < b->nfrozen || (s->build_routes && spent(until)))
         return SY_OK;
-    w0 = sy__index_step_work(b->st);
-    int rc = sy__index_step_run(b->st, SY_BUILD_ITEMS, &b->done);
-    s->build_items += sy__index_step_work(b->st) - w0;
+    items = 0;
+    int rc = 0;
+    while (rc == 0 && items < SY_BUILD_ITEMS) {
+        size_t w0 = sy__index_step_work(b->st);
+        size_t want = SY_BUILD_ITEMS - items;
+        rc = sy__index_step_run(
+            b->st, want < SY_BUILD_SLICE ? want : SY_BUILD_SLICE, &b->done);
+        items += sy__index_step_work(b->st) - w0;
+        if (spent(until))
+            break;
+    }
+    s->build_items += items;
     return rc < 0 ? rc : SY_OK;
 }
 

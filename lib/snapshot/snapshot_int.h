@@ -114,10 +114,18 @@ int sy__overlay_remove(sy__overlay *ov, uint32_t slot, const struct sy_route *r,
 
 /* ---- the spread rebuild (snapshot_build.c) ---- */
 
-/* Routes indexed / finishing items done per derive while a rebuild runs:
- * the bound on a publish's share of the rebuild. */
+/* Routes indexed / finishing items done per derive while a rebuild runs,
+ * and the time a share may take (microseconds, wall clock, checked every
+ * SY_BUILD_SLICE items or SY_BUILD_SLICE_ROUTES routes): the bounds on a
+ * publish's share of the rebuild. An item's cost varies by pass (a cache
+ * miss, a page fault of fresh memory, part of a mapping given back) and
+ * with the machine's load, so the count alone let a share of 4,096 items
+ * take 0.2-3 ms. */
 #define SY_BUILD_ROUTES 64
 #define SY_BUILD_ITEMS 4096
+#define SY_BUILD_US 250
+#define SY_BUILD_SLICE 64
+#define SY_BUILD_SLICE_ROUTES 16
 
 /* After a derive's changes: advance the running rebuild by one share and
  * swap its index in when complete; start one when the overlay and the

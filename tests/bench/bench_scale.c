@@ -16,6 +16,7 @@
  *                       enough upserts that a background rebuild starts,
  *                       runs and swaps in, and the old index is freed
  */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "bench_run.h"
 #include "bench_tables.h"
 
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define SCALE_BIG 1000000
 #define SCALE_SMALL 100000
@@ -64,6 +66,18 @@ static const sy_snapshot *internal(sy_snapshot *h) {
 /* What each upsert of the last upserts() call met: 'b' a rebuild ran,
  * 'S' it started one, 'W' it swapped one in, '.' neither. */
 static char *g_state;
+/* and the page faults its thread took, the times it was preempted
+ * (getrusage RUSAGE_THREAD: minor faults, involuntary switches) */
+static uint32_t *g_faults, *g_preempt;
+
+static void thread_usage(uint64_t *faults, uint64_t *preempt) {
+    struct rusage ru;
+    *faults = *preempt = 0;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        *faults = (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+        *preempt = (uint64_t)ru.ru_nivcsw;
+    }
+}
 
 /* Upserts of distinct routes of t, from route `from`, each one suffixed
  * with `variant`; us[i], cpu[i]: wall and thread CPU time of each. Stops
@@ -89,10 +103,13 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
             break;
         /* 7919 is prime to the table sizes: distinct routes */
         table_scale_route((from + r * 7919) % t->routes, variant, &doc);
+        uint64_t f0, p0, f1, p1;
+        thread_usage(&f0, &p0);
         uint64_t t0 = bench_now_ns(), c0 = thread_cpu_ns();
         int rc =
             sy_router_upsert_route(t->router, "bench", doc.ptr, doc.len, &e);
         uint64_t dt = bench_now_ns() - t0, dc = thread_cpu_ns() - c0;
+        thread_usage(&f1, &p1);
         if (rc) {
             fail("scale/one-route", rc, &e);
             break;
@@ -110,12 +127,62 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
         tidy = !s->trash;
         if (g_state)
             g_state[done] = st;
+        if (g_faults) {
+            g_faults[done] = (uint32_t)(f1 - f0);
+            g_preempt[done] = (uint32_t)(p1 - p0);
+        }
         done++;
         base = s->base;
         sy_snapshot_release(h);
     }
     bench_buf_free(&doc);
     return done;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The machine's load average (/proc/loadavg's first three fields). */
+static const char *loadavg(void) {
+    static char buf[64];
+    snprintf(buf, sizeof buf, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        double a, b, c;
+        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+            snprintf(buf, sizeof buf, "%.2f %.2f %.2f", a, b, c);
+        fclose(f);
+    }
+    return buf;
+}
+
+/* The five upserts with the most `by`, with their wall and CPU time,
+ * page faults, preemptions and what they met (g_state). */
+static void slowest(const char *name, const char *by_name, const double *by,
+                    const double *us, const double *cpu, size_t done) {
+    char line[512];
+    size_t len = 0;
+    bool *seen = calloc(done, 1);
+    for (int k = 0; k < 5 && seen && (size_t)k < done; k++) {
+        size_t w = SIZE_MAX;
+        for (size_t i = 0; i < done; i++)
+            if (!seen[i] && (w == SIZE_MAX || by[i] > by[w]))
+                w = i;
+        seen[w] = true;
+        len += (size_t)snprintf(line + len, sizeof line - len,
+                                " #%zu %.0f/%.0f us %uf %up (%c)", w, us[w],
+                                cpu[w], g_faults ? g_faults[w] : 0,
+                                g_preempt ? g_preempt[w] : 0, g_state[w]);
+        if (len >= sizeof line)
+            break;
+    }
+    free(seen);
+    comment("%s: slowest by %s (wall/CPU, page faults f, preemptions p):%s "
+            "(b: a rebuild ran, S: one started, W: one swapped in, .: "
+            "neither)",
+            name, by_name, line);
 }
 
 static void report_upserts(const char *name, size_t routes, double *us,
@@ -137,25 +204,43 @@ static void report_upserts(const char *name, size_t routes, double *us,
             name, done, worst, over1, over2, builds, swaps);
     comment("%s: thread CPU time: the most was %.1f us (#%zu)", name,
             cpu[cworst], cworst);
-    if (g_state) { /* the five slowest by CPU and what they met */
-        char line[256];
-        size_t len = 0;
-        bool *seen = calloc(done, 1);
-        for (int k = 0; k < 5 && seen && (size_t)k < done; k++) {
-            size_t w = SIZE_MAX;
-            for (size_t i = 0; i < done; i++)
-                if (!seen[i] && (w == SIZE_MAX || cpu[i] > cpu[w]))
-                    w = i;
-            seen[w] = true;
-            len +=
-                (size_t)snprintf(line + len, sizeof line - len,
-                                 " #%zu %.0f us (%c)", w, cpu[w], g_state[w]);
-        }
-        free(seen);
-        comment("%s: slowest by CPU:%s (b: a rebuild ran, S: one started, "
-                "W: one swapped in, .: neither)",
-                name, line);
+    if (g_state) { /* the five slowest by CPU, by wall, what they met */
+        size_t during = 0;
+        for (size_t i = 0; i < done; i++)
+            during += g_state[i] == 'b' || g_state[i] == 'S';
+        comment("%s: %zu publishes ran a share of a rebuild", name, during);
+        slowest(name, "CPU", cpu, us, cpu, done);
+        slowest(name, "wall", us, us, cpu, done);
     }
+    if (g_faults) {
+        double *f = bench_xmalloc(done * sizeof *f);
+        size_t preempted = 0, fmax = 0, calm = SIZE_MAX;
+        for (size_t i = 0; i < done; i++) {
+            f[i] = g_faults[i];
+            preempted += g_preempt[i] > 0;
+            fmax = g_faults[i] > g_faults[fmax] ? i : fmax;
+            if (!g_preempt[i] && (calm == SIZE_MAX || us[i] > us[calm]))
+                calm = i;
+        }
+        comment("%s: page faults a publish: the most %u (#%zu); %zu "
+                "publishes were preempted (involuntary switches)",
+                name, g_faults[fmax], fmax, preempted);
+        if (calm != SIZE_MAX)
+            comment("%s: the slowest publish not preempted: %.1f us wall, "
+                    "%.1f us thread CPU (#%zu)",
+                    name, us[calm], cpu[calm], calm);
+        print_spread("(page faults)", f, done, "");
+        free(f);
+    }
+    double *sorted = bench_xmalloc(done * sizeof *sorted);
+    memcpy(sorted, cpu, done * sizeof *sorted);
+    qsort(sorted, done, sizeof *sorted, cmp_double);
+    double cpu999 = bench_quantile(sorted, done, 0.999);
+    memcpy(sorted, us, done * sizeof *sorted);
+    qsort(sorted, done, sizeof *sorted, cmp_double);
+    comment("%s: p99.9 wall %.1f us, thread CPU %.1f us; load average %s", name,
+            bench_quantile(sorted, done, 0.999), cpu999, loadavg());
+    free(sorted);
     print_spread(name, us, done, "us");
     print_spread("(thread CPU)", cpu, done, "us");
 }
@@ -238,6 +323,8 @@ static void scale_with_readers(table *t) {
     double *us = bench_xmalloc(MAX_RUNS * sizeof *us);
     double *cpu = bench_xmalloc(MAX_RUNS * sizeof *cpu);
     g_state = bench_xmalloc(MAX_RUNS);
+    g_faults = bench_xmalloc(MAX_RUNS * sizeof *g_faults);
+    g_preempt = bench_xmalloc(MAX_RUNS * sizeof *g_preempt);
     reader rd = {.router = t->router, .rs = &t->reqs};
     pthread_t tid;
     if (pthread_create(&tid, NULL, reader_run, &rd) != 0) {
@@ -245,7 +332,10 @@ static void scale_with_readers(table *t) {
         free(us);
         free(cpu);
         free(g_state);
+        free(g_faults);
+        free(g_preempt);
         g_state = NULL;
+        g_faults = g_preempt = NULL;
         return;
     }
     while (!atomic_load(&rd.started))
@@ -270,7 +360,10 @@ static void scale_with_readers(table *t) {
     free(us);
     free(cpu);
     free(g_state);
+    free(g_faults);
+    free(g_preempt);
     g_state = NULL;
+    g_faults = g_preempt = NULL;
 }
 
 void case_scale(void) {
@@ -339,6 +432,8 @@ void case_scale(void) {
         double *us = bench_xmalloc(RUNS * sizeof *us);
         double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
         g_state = bench_xmalloc(RUNS);
+        g_faults = bench_xmalloc(RUNS * sizeof *g_faults);
+        g_preempt = bench_xmalloc(RUNS * sizeof *g_preempt);
         size_t swaps, builds;
         size_t done =
             upserts(&t, 1, "m", RUNS, RUNS, false, us, cpu, &swaps, &builds);
@@ -348,7 +443,10 @@ void case_scale(void) {
         free(us);
         free(cpu);
         free(g_state);
+        free(g_faults);
+        free(g_preempt);
         g_state = NULL;
+        g_faults = g_preempt = NULL;
     }
     if (w_read)
         scale_with_readers(&t);

@@ -46,10 +46,7 @@ static inline uint32_t sy__idtab_hash(const char *id, size_t len) {
 
 /* Entries for a table of up to n ids: a power of two >= 16, load <= 3/4. */
 static inline size_t sy__idtab_capacity(size_t n) {
-    size_t cap = 16;
-    while (cap < n + n / 3 + 16)
-        cap *= 2;
-    return cap;
+    return sy__pow2_at_least(16, n + n / 3 + 16);
 }
 
 /* Use `entries` (cap of them, cap from sy__idtab_capacity) as an empty

@@ -18,6 +18,15 @@
  * of lib/ (slots, groups, nodes, instances). The one definition. */
 #define SY_NONE UINT32_MAX
 
+/* The size of a hash table: the least power of two >= n, from `least`
+ * (itself a power of two) up. */
+static inline size_t sy__pow2_at_least(size_t least, size_t n) {
+    size_t cap = least;
+    while (cap < n)
+        cap *= 2;
+    return cap;
+}
+
 /* Resolve user hooks (NULL or incomplete: sy__alloc_default). */
 void sy__alloc_init(sy__alloc *out, const sy_allocator *user);
 /* libc's malloc, realloc and free as they are. */

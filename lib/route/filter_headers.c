@@ -92,9 +92,7 @@ static uint64_t name_hash(sy_str n) {
  * occurrences (from the arena), not by comparing every pair. */
 bool sy__plan_header_size(sy__run *r, const sy__filter *f) {
     const sy__plan *p = r->plan;
-    size_t n = p->header_count, cap = 16;
-    while (cap < n * 2)
-        cap *= 2;
+    size_t n = p->header_count, cap = sy__pow2_at_least(16, n * 2);
     /* slot: 1 + index of the name's first header, 0: empty */
     size_t *slot = sy__arena_alloc(r->ar, cap * sizeof *slot);
     int64_t *total = sy__arena_alloc(r->ar, (n ? n : 1) * sizeof *total);

@@ -60,9 +60,7 @@ static void spans_build(reuse_ctx *rc) {
     rc->spans_tried = true;
     if (!s->route_count)
         return;
-    size_t cap = 16;
-    while (cap < 2 * (size_t)s->route_count)
-        cap *= 2;
+    size_t cap = sy__pow2_at_least(16, 2 * (size_t)s->route_count);
     rc->spans = sy__calloc(rc->alloc, cap, sizeof *rc->spans);
     if (!rc->spans)
         return;

@@ -467,9 +467,7 @@ static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
     *mask = 0;
     if (!count)
         return true;
-    size_t cap = 8; /* load <= 1/2 */
-    while (cap < count * 2)
-        cap *= 2;
+    size_t cap = sy__pow2_at_least(8, count * 2); /* load <= 1/2 */
     if (cap > UINT32_MAX || bytes > UINT32_MAX)
         return true; /* no table: every host is walked */
     *tab = zero ? sy__calloc(a, cap, sizeof **tab)

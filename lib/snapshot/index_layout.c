@@ -76,9 +76,7 @@ bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero) {
     if (L->nside)
         L->side = sy__malloc(a, L->nside * sizeof *L->side);
     if (L->nhash) {
-        size_t cap = 8;
-        while (cap < L->nhash * 2)
-            cap *= 2;
+        size_t cap = sy__pow2_at_least(8, L->nhash * 2);
         L->slots = cap > (size_t)UINT32_MAX + 1 ? NULL
                    : zero ? sy__calloc(a, cap, sizeof *L->slots)
                           : sy__malloc(a, cap * sizeof *L->slots);

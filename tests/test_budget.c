@@ -37,7 +37,7 @@ static void table_open(table *t, const char *const *defs, size_t n,
                                           "route", &t->rt[i], &e) == 0,
                       "%s: %s", defs[i], e.message);
         ch[i] = (sy__route_change){t->rt[i]->id, t->rt[i],
-                                   sy__rank_key(0, 0, (uint32_t)i), 0};
+                                   sy__rank_key(0, 0, (uint32_t)i), 0, 0};
     }
     t->n = n;
     const char *const sources[] = {"s"};

@@ -242,7 +242,7 @@ static sy_snapshot *snapshot_with(int k) {
                                              "route", &snap_routes[i], NULL),
                          0);
         ch[i] = (sy__route_change){snap_routes[i]->id, snap_routes[i],
-                                   sy__rank_key(0, 0, i), 0};
+                                   sy__rank_key(0, 0, i), 0, 0};
     }
     const char *const sources[] = {"s"};
     sy__snapshot_config cfg = {0};

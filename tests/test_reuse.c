@@ -3,12 +3,15 @@
  * build_routes), falls back to the fingerprint for bytes of the same
  * meaning, and gives exactly the routes and errors a fresh router gives
  * for the same document. Route objects are compared by pointer through
- * sy_snapshot_find_route; the span fields through route.h. The random
+ * sy_snapshot_find_route; the spans through the source's memo (def.h
+ * sy__span_memo, router_int.h: routes carry none). The random
  * test also checks that a router fed other bytes of the same meaning (no
  * byte sharing possible) reports the same diffs. */
 #include "testutil.h"
 
+#include "def/def.h"
 #include "route/route.h"
+#include "router/router_int.h"
 #include "switchyard.h"
 
 #include <stdio.h>
@@ -38,6 +41,15 @@ static const sy_route *live(sy_router *r, const char *id) {
     const sy_route *rt = sy_snapshot_find_route(s, id, NULL);
     sy_snapshot_release(s);
     return rt; /* the router holds it while it stays live */
+}
+
+/* The memo entry of element `pos` of source src's last document (span_len
+ * 0: none, or no memo). */
+static sy__span_memo memo_of(sy_router *r, const char *src, size_t pos) {
+    const sy__source *s = sy__router_find_source(r, src);
+    ck_assert_ptr_nonnull(s);
+    return s->memo && pos < s->memo_count ? s->memo[pos]
+                                          : (sy__span_memo){0, 0, 0};
 }
 
 /* A document of n routes "r0".."r<n-1>"; route `changed` (if < n) gets
@@ -76,8 +88,8 @@ START_TEST(unchanged_bytes_share_the_live_route) {
         snprintf(id, sizeof id, "r%zu", i);
         before[i] = live(r, id);
         ck_assert_ptr_nonnull(before[i]);
-        /* built from a document: it carries the span of its bytes */
-        ck_assert_uint_gt(before[i]->span_len, 0);
+        /* built from a document: the memo holds the span of its bytes */
+        ck_assert_uint_gt(memo_of(r, "main", i).span_len, 0);
     }
     /* held: keeps the replaced route alive (and its address unused) */
     sy_snapshot *old = sy_router_acquire(r);
@@ -181,8 +193,8 @@ START_TEST(whitespace_change_falls_back_to_the_fingerprint) {
     sy_error err;
     ck_assert_int_eq(apply(r, "main", a, NULL, &err), 0);
     const sy_route *r5 = live(r, "r5");
-    size_t old_len = r5->span_len;
-    uint64_t old_hash = r5->span_hash;
+    size_t old_len = memo_of(r, "main", 5).span_len;
+    uint64_t old_hash = memo_of(r, "main", 5).span_hash;
     sy_report *rep;
     ck_assert_int_eq(apply(r, "main", b, &rep, &err), 0);
     ck_assert_uint_eq(sy_diff_unchanged_count(sy_report_diff(rep)), N);
@@ -190,8 +202,8 @@ START_TEST(whitespace_change_falls_back_to_the_fingerprint) {
     /* same meaning: still the same compiled route ... */
     ck_assert_ptr_eq(live(r, "r5"), r5);
     /* ... which now answers to the new bytes */
-    ck_assert_uint_eq(r5->span_len, old_len + 1);
-    ck_assert_uint_ne(r5->span_hash, old_hash);
+    ck_assert_uint_eq(memo_of(r, "main", 5).span_len, old_len + 1);
+    ck_assert_uint_ne(memo_of(r, "main", 5).span_hash, old_hash);
     free(a);
     free(b);
     sy_router_free(r);
@@ -205,10 +217,13 @@ START_TEST(disabled_or_upserted_route_is_not_taken_for_its_old_bytes) {
     char *a3 = make_doc("3", 4, NONE, NONE);
     sy_error err;
     ck_assert_int_eq(apply(r, "main", a, NULL, &err), 0);
-    /* disabled by a one-route change: a copy without a span */
+    /* disabled by a one-route change: a copy, whose position the memo
+     * forgets */
+    ck_assert_uint_gt(memo_of(r, "main", 1).span_len, 0);
     ck_assert_int_eq(sy_router_set_route_enabled(r, "r1", false, &err), 0);
     ck_assert(sy_route_disabled(live(r, "r1")));
-    ck_assert_uint_eq(live(r, "r1")->span_len, 0);
+    ck_assert_uint_eq(memo_of(r, "main", 1).span_len, 0);
+    ck_assert_uint_gt(memo_of(r, "main", 2).span_len, 0);
     /* the document again (same bytes for r1): r1 is enabled again */
     ck_assert_int_eq(apply(r, "main", a2, NULL, &err), 0);
     ck_assert(!sy_route_disabled(live(r, "r1")));
@@ -668,6 +683,51 @@ END_TEST
 
 /* A full history lends its oldest buffer to the newest copy: documents of
  * other lengths each way, every kept one rolled back to exactly. */
+START_TEST(after_a_rollback_routes_are_shared_by_meaning_then_by_bytes) {
+    sy_router *r = new_router(false, 1);
+    char *a = make_doc("1", N, NONE, NONE);
+    char *b = make_doc("2", N, 17, NONE);
+    char *a3 = make_doc("3", N, NONE, NONE);
+    char *a4 = make_doc("4", N, NONE, NONE);
+    sy_error err;
+    ck_assert_int_eq(apply(r, "main", a, NULL, &err), 0);
+    ck_assert_int_eq(apply(r, "main", b, NULL, &err), 0);
+    ck_assert_int_eq(sy_router_rollback(r, "main", "1", NULL, &err), 0);
+    /* no parse, no memo: no route is known by its bytes now */
+    ck_assert_uint_eq(memo_of(r, "main", 0).span_len, 0);
+    const sy_route *before[N];
+    char id[16];
+    for (size_t i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "r%zu", i);
+        before[i] = live(r, id);
+    }
+    /* the same routes again: shared by their meaning, and the memo back */
+    sy_report *rep;
+    ck_assert_int_eq(apply(r, "main", a3, &rep, &err), 0);
+    ck_assert_uint_eq(sy_diff_unchanged_count(sy_report_diff(rep)), N);
+    sy_report_free(rep);
+    for (size_t i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "r%zu", i);
+        ck_assert_ptr_eq(live(r, id), before[i]);
+        ck_assert_uint_gt(memo_of(r, "main", i).span_len, 0);
+    }
+    /* and then by their bytes */
+    ck_assert_int_eq(apply(r, "main", a4, &rep, &err), 0);
+    ck_assert_uint_eq(sy_diff_unchanged_count(sy_report_diff(rep)), N);
+    sy_report_free(rep);
+    for (size_t i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "r%zu", i);
+        ck_assert_ptr_eq(live(r, id), before[i]);
+        ck_assert_uint_gt(memo_of(r, "main", i).span_len, 0);
+    }
+    free(a);
+    free(b);
+    free(a3);
+    free(a4);
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(history_keeps_every_document_when_buffers_are_reused) {
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
     o.history = 3;
@@ -820,6 +880,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, the_memo_is_used_only_for_the_routes_it_describes);
     tcase_add_test(tc, one_route_changes_forget_only_their_route_in_the_memo);
     tcase_add_test(tc, history_keeps_every_document_when_buffers_are_reused);
+    tcase_add_test(tc,
+                   after_a_rollback_routes_are_shared_by_meaning_then_by_bytes);
     tcase_add_loop_test(tc, random_edits_match_a_fresh_router, 0, 2);
     suite_add_tcase(s, tc);
     return s;

@@ -161,16 +161,16 @@ static int read_version(sy_document *d, const char *json,
     return rc;
 }
 
-/* The seed of a route's span hash (route.h span_hash): the routes array's
+/* The seed of a route's span hash (def.h sy__span_memo): the routes array's
  * nesting is part of what the bytes were checked under (the depth limit),
  * so a route read in a root array and in an envelope hash apart. */
 static uint64_t span_seed(uint32_t depth) {
     return SY_ROUTE_SPAN_SEED ^ (depth == 2 ? 0 : (uint64_t)depth << 56);
 }
 
-/* Routes shared by bytes are cold in memory at large sizes: the route a
- * guess will read SPAN_AHEAD elements on is prefetched, so those cache
- * misses overlap. */
+/* The id table entries of routes shared by bytes are cold in memory at
+ * large sizes: the entry route i + SPAN_AHEAD names is prefetched, so
+ * those cache misses overlap. */
 #define SPAN_AHEAD 8
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(p) __builtin_prefetch(p)
@@ -182,16 +182,16 @@ static uint64_t span_seed(uint32_t depth) {
  * array is guessed to be the route that the document before held at
  * position i + shift (shift: where the last known element was, relative to
  * its own index; an insert or a removal moves it). When the element's bytes
- * are that route's span (length, the closing brace, what follows, then the
- * hash) they are the very bytes the scan accepted when the route was built
- * (under the router's fixed limits, at the same nesting: span_seed), so
- * they are skipped unread. A guess that fails costs a few compares and at
- * most three hashes of one element; an element the scan read is hashed on
- * the next call and looked for by its bytes (find_span), and the shift
- * follows it. */
+ * are that position's span in the memo (length, the closing brace, what
+ * follows, then the hash) they are the very bytes the scan accepted when the
+ * route was built (under the router's fixed limits, at the same nesting:
+ * span_seed), so they are skipped unread. A guess that fails costs a few
+ * compares and at most three hashes of one element; an element the scan read is
+ * hashed on the next call and looked for by its bytes (find_span), and the
+ * shift follows it. */
 typedef struct skip_state {
     const sy__def_reuse *reuse;
-    bool guess;    /* at_position and position_of are there */
+    bool guess;    /* at_position is there */
     int64_t shift; /* see above */
     size_t misses; /* elements not found near their guess */
     /* the document's checksum, hashed along with the spans, so a large
@@ -211,7 +211,7 @@ static const struct sy_route *route_at(const sy__def_reuse *ru, int64_t pos) {
 }
 
 /* The memo entry of position `pos`, describing the route at pos (def.h),
- * or NULL (then the route itself is read). */
+ * or NULL (then that route is not known by its bytes). */
 static const sy__span_memo *memo_at(const sy__def_reuse *ru, int64_t pos) {
     if (!ru->memo || pos < 0 || (size_t)pos >= ru->memo_count)
         return NULL;
@@ -219,12 +219,12 @@ static const sy__span_memo *memo_at(const sy__def_reuse *ru, int64_t pos) {
     return m->span_len ? m : NULL;
 }
 
-/* Route r's span length and hash, from the memo when it has them. */
-static size_t span_of(const sy__def_reuse *ru, int64_t pos,
-                      const struct sy_route *r, uint64_t *hash) {
+/* The span length and hash of the route at position pos (0: none, or no
+ * route there). */
+static size_t span_of(const sy__def_reuse *ru, int64_t pos, uint64_t *hash) {
     const sy__span_memo *m = memo_at(ru, pos);
-    *hash = m ? m->span_hash : r->span_hash;
-    return m ? m->span_len : r->span_len;
+    *hash = m ? m->span_hash : 0;
+    return m ? m->span_len : 0;
 }
 
 /* A live route whose span is `n` bytes hashing to `h`: near position
@@ -237,22 +237,25 @@ static const struct sy_route *find_span(skip_state *ss, uint64_t h, size_t n,
     *pos = SIZE_MAX;
     if (ru->none_live)
         return NULL;
-    if (ss->guess) {
+    if (ss->guess && ru->memo) {
         for (int64_t d = 0; d <= SPAN_WINDOW; d++)
             for (int64_t p = expect - d; p <= expect + d; p += d ? 2 * d : 1) {
-                const struct sy_route *r = route_at(ru, p);
                 uint64_t rh = 0;
-                if (r && span_of(ru, p, r, &rh) == n && rh == h) {
-                    *pos = (size_t)p;
-                    return r;
+                if (span_of(ru, p, &rh) == n && rh == h) {
+                    const struct sy_route *r = route_at(ru, p);
+                    if (r) {
+                        *pos = (size_t)p;
+                        return r;
+                    }
                 }
             }
         if (ss->misses++ < SPAN_MISSES_BEFORE_TABLE)
             return NULL;
     }
-    const struct sy_route *r = ru->by_bytes(ru->data, h, n);
+    size_t p = SIZE_MAX;
+    const struct sy_route *r = ru->by_bytes(ru->data, h, n, &p);
     if (r && ss->guess)
-        *pos = ru->position_of(ru->data, r);
+        *pos = p;
     return r;
 }
 
@@ -275,20 +278,12 @@ static size_t span_skip(void *data, const char *json, size_t len,
         if (p != SIZE_MAX)
             ss->shift = (int64_t)p - (int64_t)(index - 1);
     }
-    if (ru->none_live)
-        return 0;
-    /* without a memo the guesses read the routes themselves */
-    const struct sy_route *ahead =
-        ru->memo ? NULL : route_at(ru, (int64_t)index + ss->shift + SPAN_AHEAD);
-    if (ahead) {
-        PREFETCH(ahead);
-        PREFETCH(&ahead->span_hash);
-    }
+    if (ru->none_live || !ru->memo)
+        return 0; /* no span known (a first document; after a rollback) */
     for (int k = 0; k < 3; k++) {
         int64_t p = (int64_t)index + ss->shift + tries[k];
-        const struct sy_route *r = route_at(ru, p);
         uint64_t rh = 0;
-        size_t n = r ? span_of(ru, p, r, &rh) : 0;
+        size_t n = span_of(ru, p, &rh);
         if (!n || n > len - at || json[at + n - 1] != '}')
             continue;
         if (at + n < len) {
@@ -299,7 +294,8 @@ static size_t span_skip(void *data, const char *json, size_t len,
         }
         sy__hash64_advance(&ss->sum, at + n);
         uint64_t h = sy__hash64(json + at, n, seed);
-        if (h != rh)
+        const struct sy_route *r = h == rh ? route_at(ru, p) : NULL;
+        if (!r)
             continue;
         sy__json_span *sp = &out->routes[index];
         sp->hash = h;
@@ -347,26 +343,17 @@ static bool route_arrays_alloc(sy_document *d, size_t n, bool guess,
     return true;
 }
 
-/* Two stages of prefetch for route i: the span line of route i + 2 ahead
- * (id_len, id_hash), then the id table entry route i + 1 ahead's id hash
- * names. */
+/* The id table entry that the id hash of route i + SPAN_AHEAD (shared
+ * by bytes, its hash in the memo) names. */
 static void prefetch_ahead(const sy__json_scan *scan,
                            const sy__def_reuse *reuse, const sy__idtab *ids,
                            size_t i, size_t n) {
-    if (i + 2 * SPAN_AHEAD < n) {
-        const sy__json_span *ka = &scan->routes[i + 2 * SPAN_AHEAD];
-        const struct sy_route *k = ka->known;
-        if (k && !memo_at(reuse, (int64_t)ka->aux)) {
-            PREFETCH(&k->span_hash);
-            PREFETCH(&k->id_hash);
-        }
-    }
     if (i + SPAN_AHEAD < n) {
         const sy__json_span *ka = &scan->routes[i + SPAN_AHEAD];
-        const struct sy_route *k = ka->known;
-        const sy__span_memo *m = k ? memo_at(reuse, (int64_t)ka->aux) : NULL;
-        if (k)
-            PREFETCH(&ids->e[(m ? m->id_hash : k->id_hash) & ids->mask]);
+        const sy__span_memo *m =
+            ka->known ? memo_at(reuse, (int64_t)ka->aux) : NULL;
+        if (m)
+            PREFETCH(&ids->e[m->id_hash & ids->mask]);
     }
 }
 
@@ -400,18 +387,15 @@ static int note_route_errors(sy_document *d, sy__def_ctx *ctx, const cJSON *c,
 }
 
 /* The id check of build_routes: true when r's id is not in the table yet,
- * with its hash, length (0 for a known route, whose id is read only when
- * an entry has its hash) and free slot. A route shared by bytes carries
- * its id's length and hash, and the memo m has them without reading the
- * route. */
+ * with its hash, length (0 when the memo m gave the hash: the id is read
+ * only when an entry has that hash) and free slot. */
 static bool id_is_free(const sy_document *d, sy__idtab *ids,
-                       const struct sy_route *r, bool known,
-                       const sy__span_memo *m, uint32_t *h, size_t *id_len,
-                       uint32_t *pos) {
-    *id_len = known ? 0 : strlen(r->id);
-    *h = m ? m->id_hash : known ? r->id_hash : sy__idtab_hash(r->id, *id_len);
+                       const struct sy_route *r, const sy__span_memo *m,
+                       uint32_t *h, size_t *id_len, uint32_t *pos) {
+    *id_len = m ? 0 : strlen(r->id);
+    *h = m ? m->id_hash : sy__idtab_hash(r->id, *id_len);
     return idtab_free_for(ids, *h, pos) ||
-           sy__idtab_find(ids, r->id, known ? strlen(r->id) : *id_len, *h,
+           sy__idtab_find(ids, r->id, m ? strlen(r->id) : *id_len, *h,
                           doc_route_id, d, pos) == SY_NONE;
 }
 
@@ -531,8 +515,7 @@ static void route_find_same(route_walk *w, size_t i, route_step *s) {
 static int route_obtain(route_walk *w, size_t i, route_step *s) {
     const sy__json_span *sp = s->sp;
     int rc = 0;
-    if (s->same && (sp->known || (s->same->span_hash == s->span_hash &&
-                                  s->same->span_len == s->span_len))) {
+    if (s->same) { /* found by its span's length and hash */
         s->borrow = w->d->prev && s->prev < UINT32_MAX;
         s->r = s->borrow ? (struct sy_route *)s->same : sy__route_ref(s->same);
     } else {
@@ -559,7 +542,7 @@ static int route_check_id(route_walk *w, size_t i, route_step *s) {
     bool kept = s->same && s->r == s->same;
     const sy__span_memo *m =
         kept && s->borrow ? memo_at(w->reuse, (int64_t)s->prev) : NULL;
-    if (id_is_free(w->d, &w->ids, s->r, kept, m, &s->h, &s->id_len, &s->pos))
+    if (id_is_free(w->d, &w->ids, s->r, m, &s->h, &s->id_len, &s->pos))
         return 0;
     sy__path_index(w->path, sizeof w->path, w->at, i);
     int rc = duplicate_id(s->r, w->path, &s->e);
@@ -594,17 +577,11 @@ static void route_place(route_walk *w, size_t i, route_step *s) {
         cJSON_Delete(s->c);
     if (!kept && atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
         r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
-    /* fresh, or shared for bytes of the same meaning (the caller is the
-     * only writer of the routes it offers): these bytes now find it.
-     * Routes of a parse without byte reuse (sy_document_parse) never
-     * enter a router and carry no span. */
+    /* shared by bytes, fresh, or shared for bytes of the same meaning:
+     * these bytes find it at the next apply (the memo is the only record
+     * of them; a parse without byte reuse, sy_document_parse, keeps none) */
     if (d->memo && s->span_len && s->span_len <= UINT32_MAX)
         d->memo[i] = (sy__span_memo){s->span_hash, (uint32_t)s->span_len, s->h};
-    if (w->by_bytes && !kept && s->id_len) {
-        r->span_hash = s->span_hash;
-        r->span_len = (uint32_t)s->span_len;
-        r->id_hash = s->h;
-    }
     sy__idtab_set(&w->ids, s->pos, s->h, (uint32_t)d->route_count);
     d->positions[d->route_count] = (uint32_t)i;
     if (d->prev)
@@ -686,8 +663,7 @@ int sy__document_parse_reusing(const char *json, size_t len,
     sy__json_scan scan;
     memset(&scan, 0, sizeof scan);
     skip_state ss = {.reuse = reuse,
-                     .guess = reuse && reuse->by_bytes && reuse->at_position &&
-                              reuse->position_of};
+                     .guess = reuse && reuse->by_bytes && reuse->at_position};
     sy__json_skip skip = {span_skip, &ss, reuse ? reuse->count_hint : 0};
     if (ss.guess)
         sy__hash64_begin(&ss.sum, json, len, 0);

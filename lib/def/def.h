@@ -10,11 +10,20 @@
 #include "route/route.h"
 
 /* What an apply learnt about one element of the routes array: the span
- * and id hash (route.h span_hash, span_len, id_hash) of the route it gave,
- * so the next apply of the source compares bytes with it without reading
- * the route; span_len 0: nothing (an invalid element, a span of 4 GiB or
- * more, or an entry cleared since). The route is the one at that position
+ * of its bytes and the id hash of the route it gave, so the next apply of
+ * the source finds that route by its bytes (by position, or through
+ * by_bytes' table) without reading the route. span_hash: sy__hash64 of
+ * the element's bytes with a seed of SY_ROUTE_SPAN_SEED and the routes
+ * array's nesting (def.c span_seed); span_len their length; id_hash the
+ * id's sy__idtab_hash (a route shared by bytes is checked for a duplicate
+ * id without reading the id, but when another id has the same hash).
+ * span_len 0: nothing (an invalid element, a span of 4 GiB or more, or an
+ * entry cleared since). The route is the one at that position
  * (sy__def_reuse at_position): the memo is offered only while that holds.
+ * The memo is the only record of a route's bytes (routes carry none: 16
+ * bytes a route, docs/performance.md round 11); a route not in it (an
+ * upsert, an enable/disable copy, the first apply after a rollback) is
+ * never found by its bytes, only by its id and fingerprint.
  * 16 bytes an element. */
 typedef struct sy__span_memo {
     uint64_t span_hash;
@@ -56,35 +65,33 @@ typedef const struct sy_route *(*sy__def_reuse_fn)(void *data, const char *id,
 
 /*
  * Asked for each route object of a document before it is parsed: a live
- * route whose span_hash and span_len (route.h) are `hash` and `len`, i.e.
- * one built from the very same bytes, to share instead, or NULL to parse.
+ * route built from the very same bytes (a span of `len` bytes hashing to
+ * `hash`, as the memo records them) to share instead, or NULL to parse;
+ * *pos gets its position in the document before (SIZE_MAX: unknown).
  * Lets an apply of a large document in which few routes changed cost a
  * hash of its bytes for the others, not a parse and canonical form.
  */
 typedef const struct sy_route *(*sy__def_reuse_bytes_fn)(void *data,
                                                          uint64_t hash,
-                                                         size_t len);
+                                                         size_t len,
+                                                         size_t *pos);
 
 /*
- * What a parse may share: both functions may be NULL. The callers own the
- * routes they return and must be the only writer of them for the parse:
- * it records the span of the bytes it shared a route for (span_hash,
- * span_len). Only the routes of ONE router may be offered, parsed with
- * that router's options (same registry, limits, strict or lenient mode):
- * then equal bytes mean exactly the same route.
+ * What a parse may share: both functions may be NULL. Only the routes of
+ * ONE router may be offered, parsed with that router's options (same
+ * registry, limits, strict or lenient mode): then equal bytes mean
+ * exactly the same route.
  */
 typedef struct sy__def_reuse {
     sy__def_reuse_fn by_fingerprint;
     sy__def_reuse_bytes_fn by_bytes;
     void *data;
-    /* Optional, with by_bytes: the live route (with a span) that was
-     * element `pos` of the routes array of the document before, or NULL;
-     * and the position of a route by_bytes returned (SIZE_MAX: none).
-     * With them the scan guesses that element i is the route the document
+    /* Optional, with by_bytes: the live route that was element `pos` of
+     * the routes array of the document before, or NULL. With it and the
+     * memo the scan guesses that element i is the route the document
      * before held near position i and, when its bytes are that route's
      * span, skips them unread (def.c span_skip). */
     const struct sy_route *(*at_position)(void *data, size_t pos);
-    size_t (*position_of)(void *data, const struct sy_route *r);
     size_t count_hint; /* routes the document before held (0: unknown) */
     /* Optional: the memo of the document before (sy_document.memo). Entry
      * p describes at_position(p)'s route: the caller offers it only while

@@ -124,24 +124,9 @@ struct sy_route {
     _Atomic(char *) canonical;
     uint64_t fingerprint; /* of the whole canonical form (what changed in
                              an updated route: sy__def_route_changes) */
-    /* The exact bytes of a route object of a document that builds this
-     * route (def.c build_routes): sy__hash64 of the span with a seed of
-     * SY_ROUTE_SPAN_SEED and the routes array's nesting (def.c span_seed)
-     * and its length; span_len 0: none (upserts,
-     * enable/disable copies, default filters), never reused by bytes.
-     * Unlike the rest of the route these two may be rewritten after the
-     * route is live, by the router's writer only (under its lock): a parse
-     * that shares this route for other bytes of the same meaning records
-     * them. Matching threads never read them. span_len is 32 bits: a span
-     * of 4 GiB or more (a document limit raised that far) is recorded cut
-     * to its low bits, which no real span of those bytes' hash has, so
-     * such a route is simply never found by its bytes. */
-    uint64_t span_hash;
-    uint32_t span_len;
-    /* the id's sy__idtab_hash, set with the span: a route shared by bytes
-     * is checked for a duplicate id without reading the id (but when
-     * another id has the same hash) */
-    uint32_t id_hash;
+    /* (The exact bytes of the route object a document built it from, their
+     * hash and length and the id's hash, are the source's memo's: def.h
+     * sy__span_memo, 16 bytes a route kept once, not here.) */
 
     /* compiled, parallel to predicates[]: predicate_count objects of
      * SY_PRED_OBJECT_BYTES in a row (read with sy__route_cpred), NULL
@@ -226,7 +211,7 @@ typedef enum sy__route_scheme {
  * "forward", "no". */
 extern const char *const sy__route_schemes[SY_SCHEME_COUNT];
 
-/* Seed of span_hash. */
+/* Seed of a document element's span hash (def.h sy__span_memo). */
 #define SY_ROUTE_SPAN_SEED 0x5359535041ull /* "SYSPA" */
 
 /* What metadata.version-default asks for requests without the version

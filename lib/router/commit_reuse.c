@@ -11,14 +11,15 @@
 #define NONE SY_NONE
 
 /* The live routes of one source by the hash of the bytes that built them
- * (route.h span_hash): an open-addressing table, built at the first lookup
- * of an apply (the parse finds most routes by position, below, and asks
- * for this one only when a document was reordered). */
+ * (the source's memo, def.h sy__span_memo): an open-addressing table,
+ * built at the first lookup of an apply (the parse finds most routes by
+ * position, below, and asks for this one only when a document was
+ * reordered). */
 typedef struct span_entry {
     uint64_t hash;
-    size_t len;
+    uint32_t len;
+    uint32_t pos;                 /* the route's document position */
     const struct sy_route *route; /* NULL: empty */
-    uint32_t slot;                /* of route in the working snapshot */
 } span_entry;
 
 /* Fill rc->at from the source's live routes: one pass over the slots in
@@ -53,27 +54,32 @@ static void at_build(reuse_ctx *rc, uint32_t next_pos) {
     }
 }
 
-/* Fill rc->spans from the source's live routes that carry a span, sized
- * for every route of the snapshot. */
+/* Fill rc->spans from the memo's entries of positions that hold a live
+ * route (an entry describes the route at its position: def.h), sized for
+ * twice their number. No memo (a first apply, the first after a
+ * rollback) or no position table: none. */
 static void spans_build(reuse_ctx *rc) {
-    const sy_snapshot *s = rc->work;
     rc->spans_tried = true;
-    if (!s->route_count)
+    size_t n = rc->memo_count < rc->at_count ? rc->memo_count : rc->at_count;
+    size_t known = 0;
+    for (size_t p = 0; p < n; p++)
+        known += rc->at[p].route && rc->memo[p].span_len;
+    if (!known)
         return;
-    size_t cap = sy__pow2_at_least(16, 2 * (size_t)s->route_count);
+    size_t cap = sy__pow2_at_least(16, 2 * known);
     rc->spans = sy__calloc(rc->alloc, cap, sizeof *rc->spans);
     if (!rc->spans)
         return;
     rc->mask = cap - 1;
-    for (uint32_t i = 0; i < s->slot_count; i++) {
-        const sy__slot *sl = sy__snapshot_slot(s, i);
-        const struct sy_route *rt = sl->route;
-        if (!rt || sl->source != rc->source || !rt->span_len)
+    for (size_t p = 0; p < n; p++) {
+        const sy__span_memo *m = &rc->memo[p];
+        if (!rc->at[p].route || !m->span_len)
             continue;
-        size_t k = (size_t)rt->span_hash & rc->mask;
+        size_t k = (size_t)m->span_hash & rc->mask;
         while (rc->spans[k].route)
             k = (k + 1) & rc->mask;
-        rc->spans[k] = (span_entry){rt->span_hash, rt->span_len, rt, i};
+        rc->spans[k] = (span_entry){m->span_hash, m->span_len, (uint32_t)p,
+                                    rc->at[p].route};
     }
 }
 
@@ -90,10 +96,12 @@ static const span_entry *span_find(reuse_ctx *rc, uint64_t hash, size_t len) {
 }
 
 /* A live route of the same source built from the same bytes: the route
- * those bytes build (def.c route_find_same says why), without parsing them. */
-static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
-                                          size_t len) {
+ * those bytes build (def.c route_find_same says why), without parsing
+ * them; *pos gets its position. */
+static const struct sy_route *reuse_bytes(void *data, uint64_t hash, size_t len,
+                                          size_t *pos) {
     const span_entry *e = span_find(data, hash, len);
+    *pos = e ? e->pos : SIZE_MAX;
     return e ? e->route : NULL;
 }
 
@@ -101,16 +109,6 @@ static const struct sy_route *reuse_bytes(void *data, uint64_t hash,
 static const struct sy_route *reuse_at(void *data, size_t pos) {
     const reuse_ctx *rc = data;
     return pos < rc->at_count ? rc->at[pos].route : NULL;
-}
-
-/* The position of a route reuse_bytes returned. */
-static size_t reuse_position(void *data, const struct sy_route *rt) {
-    reuse_ctx *rc = data;
-    const span_entry *e =
-        rt->span_len ? span_find(rc, rt->span_hash, rt->span_len) : NULL;
-    if (!e || e->route != rt)
-        return SIZE_MAX;
-    return (size_t)(sy__snapshot_slot(rc->work, e->slot)->key & 0xffffffu);
 }
 
 /* The live routes of the apply's source in rank order, but those whose
@@ -179,7 +177,7 @@ static const struct sy_route *reuse_live(void *data, const char *id,
 
 void sy__reuse_begin(reuse_ctx *rc, const sy__alloc *a, const sy_snapshot *work,
                      uint32_t source, uint32_t next_pos) {
-    *rc = (reuse_ctx){a, work, source, false, NULL, 0, NULL, 0};
+    *rc = (reuse_ctx){a, work, source, false, NULL, 0, NULL, 0, NULL, 0};
     at_build(rc, next_pos);
 }
 
@@ -195,7 +193,6 @@ sy__def_reuse sy__reuse_for_parse(reuse_ctx *rc) {
                            .by_bytes = reuse_bytes,
                            .data = rc,
                            .at_position = reuse_at,
-                           .position_of = reuse_position,
                            .count_hint = rc->at_count + 16,
                            .none_live = rc->work->route_count == 0};
 }

@@ -27,6 +27,10 @@ typedef struct reuse_ctx {
     size_t mask;
     at_entry *at; /* by position; NULL: no table */
     size_t at_count;
+    /* the source's memo (def.h): the spans of the routes by position,
+     * which spans_build reads; NULL: none (set by the caller) */
+    const sy__span_memo *memo;
+    size_t memo_count;
 } reuse_ctx;
 
 /* The reuse of source `source` of the working snapshot `work`: the table
@@ -36,7 +40,8 @@ void sy__reuse_begin(reuse_ctx *rc, const sy__alloc *a, const sy_snapshot *work,
                      uint32_t source, uint32_t next_pos);
 void sy__reuse_end(reuse_ctx *rc);
 
-/* The parse's reuse callbacks over rc (sy__def_reuse; memo unset). */
+/* The parse's reuse callbacks over rc (sy__def_reuse; memo unset: the
+ * caller sets it there and in rc). */
 sy__def_reuse sy__reuse_for_parse(reuse_ctx *rc);
 
 /* The live routes of rc's source in rank order, but those whose slot is

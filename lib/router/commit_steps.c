@@ -292,7 +292,12 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
         return SY_OK; /* unchanged, same rank: shared as it is */
     /* same meaning at a new rank: keep sharing the compiled route */
     struct sy_route *use = same_meaning ? sl->route : (struct sy_route *)rt;
-    dw->ch[dw->nch++] = (sy__route_change){rt->id, use, key, dw->si};
+    /* the id's hash as the parse took it (the memo's), so the derive
+     * does not read the id */
+    uint32_t h = doc->memo && pos < doc->memo_count && doc->memo[pos].span_len
+                     ? doc->memo[pos].id_hash
+                     : 0;
+    dw->ch[dw->nch++] = (sy__route_change){rt->id, use, key, dw->si, h};
     return SY_OK;
 }
 
@@ -314,7 +319,8 @@ static int removed_changes(doc_walk *dw, sy_error *err) {
     sy__diff_add_unchanged(rep->diff, dw->nshared);
     for (size_t i = 0; i < sy_diff_removed_count(rep->diff); i++)
         dw->ch[dw->nch++] =
-            (sy__route_change){sy_diff_removed(rep->diff, i), NULL, 0, dw->si};
+            (sy__route_change){sy_diff_removed(rep->diff, i), NULL, 0, dw->si,
+                               0};
     return SY_OK;
 }
 
@@ -376,6 +382,8 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
      * forgets the entry of the route it replaces or removes
      * (memo_forget), so none can name a freed route */
     reuse.memo = source_memo(c, si, &reuse.memo_count);
+    rctx->memo = reuse.memo;
+    rctx->memo_count = reuse.memo_count;
     int rc =
         sy__document_parse_reusing(json, len, &r->popts, &reuse, &doc, err);
     if (rc)
@@ -544,7 +552,7 @@ static int one_route_step(commit *c, uint32_t si, const char *id,
     if (sy__diff_routes(&c->r->alloc, o, old ? 1 : 0, n, now ? 1 : 0,
                         &rep->diff))
         return sy__commit_nomem(err);
-    sy__route_change ch = {id, now, key, si};
+    sy__route_change ch = {id, now, key, si, 0};
     sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
     int rc = commit_derive(c, &cfg, &ch, 1, NULL, err);
     if (rc == SY_OK) {

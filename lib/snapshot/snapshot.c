@@ -557,11 +557,10 @@ static void prefetch_changes(const derive *d, size_t c) {
     size_t n = d->n;
     if (c + 12 < n) {
         const sy__route_change *ah = change_at(d, c + 12);
-        if (!ah->route) /* else its id hash is the route's own */
+        if (!ah->id_hash) /* else the change carries its id's hash */
             __builtin_prefetch(ah->id);
         if (ah->route) {
             __builtin_prefetch(&ah->route->fingerprint);
-            __builtin_prefetch(&ah->route->id_hash);
             if (d->fresh_ws) { /* and what scratch_needs reads */
                 __builtin_prefetch(&ah->route->predicate_count);
                 __builtin_prefetch(&ah->route->cpred);
@@ -638,12 +637,12 @@ static bool derive_add(derive *d, const sy__route_change *ch, uint32_t h,
     return true;
 }
 
-/* Change ch's id hash: the one its route's parse recorded with its span
- * (def.c route_place; the same hash), so that a large document's ids are
- * not read here (a miss each), else hashed from the text. */
+/* Change ch's id hash: the one the caller gave (a document's memo holds
+ * the hash its parse took: def.c route_place, the same function), so that
+ * a large document's ids are not read here (a miss each), else hashed
+ * from the text (a hash of 0 is hashed again, to 0). */
 static uint32_t change_id_hash(const sy__route_change *ch) {
-    const struct sy_route *r = ch->route;
-    return r && r->span_len ? r->id_hash : sy__snap_id_hash(ch->id);
+    return ch->id_hash ? ch->id_hash : sy__snap_id_hash(ch->id);
 }
 
 /* Phase 2: every change in order. SY_EINVAL for an id twice in the list

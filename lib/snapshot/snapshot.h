@@ -18,6 +18,9 @@ typedef struct sy__route_change {
     struct sy_route *route; /* borrowed; the snapshot takes its own ref */
     uint64_t key;
     uint32_t source;
+    /* the id's sy__snap_id_hash when the caller knows it (a document's
+     * memo), else 0: hashed from the id (in the struct's padding) */
+    uint32_t id_hash;
 } sy__route_change;
 
 typedef struct sy__snapshot_config {

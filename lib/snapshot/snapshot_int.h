@@ -63,7 +63,7 @@ void sy__snap_list_free(const sy__alloc *a, sy__slot_list *l);
 /* ---- id table ---- */
 
 /* The id table's hash of an id: sy__idtab_hash, the one a document's
- * parse records in a route it builds (sy_route.id_hash, with span_len). */
+ * parse records in the memo of a document (def.h sy__span_memo id_hash). */
 uint32_t sy__snap_id_hash(const char *id);
 /* The slot of `id` (hash h), or NONE; *pos: its entry or the free entry
  * where it would go. */

@@ -66,8 +66,9 @@ static const sy_snapshot *internal(sy_snapshot *h) {
 /* What each upsert of the last upserts() call met: 'b' a rebuild ran,
  * 'S' it started one, 'W' it swapped one in, '.' neither. */
 static char *g_state;
-/* and the page faults its thread took, the times it was preempted
- * (getrusage RUSAGE_THREAD: minor faults, involuntary switches) */
+/* and the page faults its thread took, the times it was switched out
+ * (getrusage RUSAGE_THREAD: minor faults, involuntary and voluntary
+ * context switches; a virtual CPU the host takes away is not seen) */
 static uint32_t *g_faults, *g_preempt;
 
 static void thread_usage(uint64_t *faults, uint64_t *preempt) {
@@ -75,7 +76,7 @@ static void thread_usage(uint64_t *faults, uint64_t *preempt) {
     *faults = *preempt = 0;
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
         *faults = (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
-        *preempt = (uint64_t)ru.ru_nivcsw;
+        *preempt = (uint64_t)ru.ru_nivcsw + (uint64_t)ru.ru_nvcsw;
     }
 }
 
@@ -159,7 +160,7 @@ static const char *loadavg(void) {
 }
 
 /* The five upserts with the most `by`, with their wall and CPU time,
- * page faults, preemptions and what they met (g_state). */
+ * page faults, context switches and what they met (g_state). */
 static void slowest(const char *name, const char *by_name, const double *by,
                     const double *us, const double *cpu, size_t done) {
     char line[512];
@@ -179,7 +180,7 @@ static void slowest(const char *name, const char *by_name, const double *by,
             break;
     }
     free(seen);
-    comment("%s: slowest by %s (wall/CPU, page faults f, preemptions p):%s "
+    comment("%s: slowest by %s (wall/CPU, page faults f, switches p):%s "
             "(b: a rebuild ran, S: one started, W: one swapped in, .: "
             "neither)",
             name, by_name, line);
@@ -223,10 +224,10 @@ static void report_upserts(const char *name, size_t routes, double *us,
                 calm = i;
         }
         comment("%s: page faults a publish: the most %u (#%zu); %zu "
-                "publishes were preempted (involuntary switches)",
+                "publishes were switched out (context switches)",
                 name, g_faults[fmax], fmax, preempted);
         if (calm != SIZE_MAX)
-            comment("%s: the slowest publish not preempted: %.1f us wall, "
+            comment("%s: the slowest publish not switched out: %.1f us wall, "
                     "%.1f us thread CPU (#%zu)",
                     name, us[calm], cpu[calm], calm);
         print_spread("(page faults)", f, done, "");

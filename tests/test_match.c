@@ -638,6 +638,61 @@ START_TEST(walk_proven_captures_are_taken_when_read) {
 }
 END_TEST
 
+/* A table of host routes only (an empty path trie): a request the
+ * whole-host table answers has its path cut into segments only when a
+ * predicate past a literal Path reads them (a {var}, a "**", the 405
+ * check), and each reader gets the request's own segments, not the last
+ * one's. */
+START_TEST(a_host_table_cuts_the_path_only_for_its_readers) {
+    char doc[8192];
+    int k = snprintf(doc, sizeof doc, "[");
+    for (int i = 0; i < 40; i++)
+        k += snprintf(doc + k, sizeof doc - (size_t)k,
+                      "%s{\"id\":\"h%d\",\"uri\":\"http://a\","
+                      "\"predicates\":[\"Host=h%d.example.com\",%s]}",
+                      i ? "," : "", i, i,
+                      i % 3 == 0   ? "\"Path=/items/{id}\",\"Method=GET\""
+                      : i % 3 == 1 ? "\"Path=/lit/a\""
+                                   : "\"Path=/deep/**\"");
+    snprintf(doc + k, sizeof doc - (size_t)k, "]");
+    sy_router *r = router_with(doc);
+    sy_snapshot *s = sy_router_acquire(r);
+    static const struct {
+        const char *method, *host, *path, *want, *var;
+    } t[] = {
+        {"GET", "h1.example.com", "/lit/a", "h1", NULL},
+        {"GET", "h0.example.com", "/items/42", "h0", "42"},
+        {"GET", "h1.example.com", "/lit/a", "h1", NULL},
+        {"GET", "h3.example.com", "/items/7", "h3", "7"},
+        {"GET", "h3.example.com", "/items/7/x", NULL, NULL},
+        {"GET", "h2.example.com", "/deep/x/y", "h2", NULL},
+        {"GET", "h2.example.com", "/deeper", NULL, NULL},
+        {"GET", "h4.example.com", "/lit/b", NULL, NULL},
+        {"POST", "h6.example.com", "/items/9", NULL, NULL}, /* 405 */
+        {"GET", "h6.example.com", "/items/9", "h6", "9"},
+        {"GET", "h9.example.com", "/items/", NULL, NULL},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
+        rq q = request(t[i].method, t[i].host, t[i].path);
+        sy_match *m = match_on(s, &q);
+        const char *got = m ? sy_route_id(sy_match_route(m)) : NULL;
+        ck_assert_msg(t[i].want ? got && strcmp(got, t[i].want) == 0 : !got,
+                      "%s %s%s: %s", t[i].method, t[i].host, t[i].path,
+                      got ? got : "(none)");
+        if (t[i].var)
+            ck_assert_sy_str(sy_match_var_get(m, "id"), t[i].var);
+        if (!strcmp(t[i].method, "POST")) {
+            sy_str allow;
+            ck_assert_int_eq(sy_match_ctx_nomatch(ctx_ix, &allow),
+                             SY_NOMATCH_METHOD);
+            ck_assert_sy_str(allow, "GET");
+        }
+    }
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* The filter plan                                                      */
 /* ------------------------------------------------------------------ */
@@ -1614,6 +1669,7 @@ int main(void) {
     tcase_add_test(tc, host_port_is_part_of_the_host_by_default);
     tcase_add_test(tc, strip_host_port_option_ignores_the_port);
     tcase_add_test(tc, walk_proven_captures_are_taken_when_read);
+    tcase_add_test(tc, a_host_table_cuts_the_path_only_for_its_readers);
     tcase_add_test(tc, plan_without_filters_keeps_path_query_and_headers);
     tcase_add_test(tc, strip_prefix_drops_leading_segments);
     tcase_add_test(tc, strip_prefix_of_every_segment_leaves_root);

@@ -11,7 +11,7 @@
  */
 #include "request/match.h"
 
-#include "route/pattern_split.h" /* sy__segments_split_fast, inline */
+#include "route/pattern_split.h" /* sy__segments_split_lazy, inline */
 #include "snapshot/index_int.h"  /* index_host_exact, inline */
 
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
@@ -180,7 +180,20 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
      * split decodes nothing, so only the others read keep_escaped_slashes */
     sy_str path = (*reqp)->path;
     unsigned seen;
-    int split = sy__segments_split_fast(&c->path, path, &c->alloc, &seen);
+    uint64_t sl;
+    int split = sy__segments_split_lazy(&c->path, path, &c->alloc, &seen, &sl);
+    c->path_state = PATH_READY;
+    if (split == 2) {
+        /* left for later only where it may never be needed: a table whose
+         * path trie is empty (host routes), whose lookups mostly end at
+         * a whole-host hit */
+        if (__builtin_expect(index_path_none(s->base), 0)) {
+            c->path_state = PATH_PENDING;
+            c->path_sl = sl;
+        } else {
+            sy__split_segs(&c->path, path.ptr, path.len, sl);
+        }
+    }
     if (split < 0) {
         c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
         split = sy__segments_split_scan(&c->path, path, &c->scratch, &c->alloc,
@@ -193,6 +206,7 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
             return rc;
         if ((*reqp)->path.ptr != path.ptr) {
             c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
+            c->path_state = PATH_READY;
             if (!sy__segments_split(&c->path, (*reqp)->path, &c->scratch,
                                     &c->alloc))
                 return SY_ENOMEM;
@@ -249,8 +263,26 @@ static inline bool host_labels(sy_match_ctx *c) {
     return c->host_state != HOST_OOM;
 }
 
-/* sy__pred_test, the host's labels split first for a Host predicate. */
+/* The path's segments (c->path), cut now if prepare left them: every
+ * reader but a literal Path compare (path.flat) calls this first. */
+static inline __attribute__((always_inline)) void path_segs(sy_match_ctx *c) {
+    if (c->path_state == PATH_PENDING) {
+        c->path_state = PATH_READY;
+        sy__split_segs(&c->path, c->path.flat.ptr, c->path.flat.len,
+                       c->path_sl);
+    }
+}
+
+/* path_segs out of line, for the readers off the common path. */
+static __attribute__((noinline)) void path_segs_now(sy_match_ctx *c) {
+    path_segs(c);
+}
+
+/* sy__pred_test, the host's labels split first for a Host predicate
+ * (and the path's segments for a Path one). */
 static inline bool pred_holds(sy_match_ctx *c, const sy__pred *p) {
+    if (c->path_state == PATH_PENDING && sy__pred_get_kind(p) == SY_PK_PATH)
+        path_segs_now(c);
     if (c->host_state == HOST_PENDING && sy__pred_get_kind(p) == SY_PK_HOST) {
         /* a literal decided by the unsplit host needs no labels */
         int q = sy__pred_test_host_flat(p, c->ev.host_str);
@@ -554,6 +586,7 @@ static sy_nomatch method_reason_now(sy_match_ctx *c, const sy_snapshot *s) {
     c->allow_len = 0;
     c->allow[0] = '\0';
     host_labels(c); /* a failure is reported by the match (HOST_OOM) */
+    path_segs_now(c);
     for (size_t k = 0; k < c->method_miss_count; k++) {
         const sy__slot *sl = sy__snapshot_slot(s, c->method_misses[k]);
         const struct sy_route *r = sl->route;
@@ -703,10 +736,15 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             host = &c->host;
         }
     }
-    size_t n = !host && index_path_none(s->base)
-                   ? 0 /* a table of host routes after a whole-host hit */
-                   : sy__index_lookup(s->base, &c->path, host, mbit,
-                                      c->lists + pre, MAX_LISTS - pre);
+    size_t n;
+    if (!host && index_path_none(s->base)) {
+        n = 0; /* a table of host routes after a whole-host hit */
+    } else {
+        if (c->path_state == PATH_PENDING) /* a host walked */
+            path_segs_now(c);
+        n = sy__index_lookup(s->base, &c->path, host, mbit, c->lists + pre,
+                             MAX_LISTS - pre);
+    }
     if (n != SIZE_MAX)
         n += pre;
     if (n != SIZE_MAX && s->ov[0]) {
@@ -715,6 +753,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         bool hk = c->ev.host_str.len && sy__overlay_hosts(ov, 2);
         if (hk && !host_labels(c))
             return SY_ENOMEM;
+        path_segs_now(c);
         size_t m = sy__overlay_lookup(ov, 2, &c->path, hk ? &c->host : NULL,
                                       c->lists + n, MAX_LISTS - n);
         n = m == SIZE_MAX ? SIZE_MAX : n + m;

@@ -8,8 +8,8 @@
 
 #include "base/budget.h"
 #include "route/filter.h"
-#include "snapshot/index.h"
 #include "route/predicate.h"
+#include "snapshot/index.h"
 #include "snapshot/snapshot.h"
 
 #ifndef NONE
@@ -31,6 +31,7 @@ struct sy_match {
 };
 
 enum { HOST_READY = 0, HOST_PENDING = 1, HOST_OOM = 2 };
+enum { PATH_READY = 0, PATH_PENDING = 1 };
 
 struct sy_match_ctx {
     sy__alloc alloc;
@@ -43,6 +44,12 @@ struct sy_match_ctx {
      * split failed (and stopped the match, as an exhausted budget does):
      * the match reports SY_ENOMEM */
     uint8_t host_state; /* HOST_READY, HOST_PENDING, HOST_OOM */
+    /* a rooted short path's slices are cut on first need (path_segs,
+     * match.c): path.flat answers a literal Path, and a table of host
+     * routes walks no path. PATH_PENDING: path.count, dec and raw are
+     * stale; path_sl holds the path's '/' bits */
+    uint8_t path_state; /* PATH_READY, PATH_PENDING */
+    uint64_t path_sl;
     sy__capture *caps;
     size_t caps_cap;
     /* what the scratch fits (sy__match_prep's fit_*; 0 before the first

@@ -115,19 +115,17 @@ static inline uint64_t path_masks(const char *p, size_t len, uint64_t *dot,
  * (raw is dec), and what the normaliser and the captures need to know is
  * read off the masks: a '.' starting a segment is a '.' bit at 0 or just
  * after a '/' bit; an empty segment is two adjacent '/' bits or a '/' at
- * the end. *ok false: out of memory.
+ * the end. *ok false: out of memory. In two halves, so the matcher can
+ * leave the second to the first reader of the segments: sy__split_scan
+ * (the masks: false with nothing done for a '%' or ';'; else the '/' bits
+ * in *slp, *seen set) and sy__split_segs (the slices, room for 65 made).
  */
 static inline __attribute__((always_inline)) bool
-sy__split_short(sy__segments *segs, const char *p, size_t len,
-                const sy__alloc *alloc, unsigned *seen, bool *ok) {
+sy__split_scan(const char *p, size_t len, uint64_t *slp, unsigned *seen) {
     uint64_t dot, odd;
     uint64_t sl = path_masks(p, len, &dot, &odd);
     if (odd)
         return false;
-    if (!sy__segs_room(segs, 65, alloc)) /* at most one a byte, and the last */
-        return *ok = false, true;
-    sy_str *dec = segs->dec, *o = dec;
-    segs->raw = dec;
     uint64_t rooted = sl & 1;
     /* what the matcher must look at: each test rare, so tested once */
     uint64_t dots = dot & ((sl << 1) | 1);
@@ -137,6 +135,15 @@ sy__split_short(sy__segments *segs, const char *p, size_t len,
         flags |= (dots ? SY_SEEN_DOT : 0u) | (empty ? SY_SEEN_EMPTY : 0u) |
                  (rooted ? 0u : SY_SEEN_UNROOTED);
     *seen = flags;
+    *slp = sl;
+    return true;
+}
+
+static inline __attribute__((always_inline)) void
+sy__split_segs(sy__segments *segs, const char *p, size_t len, uint64_t sl) {
+    sy_str *dec = segs->dec, *o = dec;
+    segs->raw = dec;
+    uint64_t rooted = sl & 1;
     const char *b = p + rooted; /* the segment's first byte */
     for (uint64_t m = sl & ~rooted; m; m &= m - 1) {
         const char *e = p + __builtin_ctzll(m);
@@ -146,6 +153,17 @@ sy__split_short(sy__segments *segs, const char *p, size_t len,
     *o = (sy_str){b, (size_t)(p + len - b)};
     segs->count = (size_t)(o - dec) + 1;
     segs->flat = (sy_str){rooted ? p : NULL, len};
+}
+
+static inline __attribute__((always_inline)) bool
+sy__split_short(sy__segments *segs, const char *p, size_t len,
+                const sy__alloc *alloc, unsigned *seen, bool *ok) {
+    uint64_t sl;
+    if (!sy__split_scan(p, len, &sl, seen))
+        return false;
+    if (!sy__segs_room(segs, 65, alloc)) /* at most one a byte, and the last */
+        return *ok = false, true;
+    sy__split_segs(segs, p, len, sl);
     return true;
 }
 
@@ -209,6 +227,32 @@ sy__segments_split_fast(sy__segments *segs, sy_str path, const sy__alloc *alloc,
     }
 #else
     (void)segs, (void)path, (void)alloc, (void)seen;
+#endif
+    return -1;
+}
+
+/* sy__segments_split_fast with a rooted path's slices left to its first
+ * reader (sy__split_segs(segs, segs->flat.ptr, segs->flat.len, *sl)):
+ * returns 2 with segs->flat the path (all a literal Path compare reads),
+ * its '/' bits in *sl and room made; count, dec and raw are stale until
+ * that split. 1: split now (not rooted), 0: out of memory, -1: not a
+ * short plain path (nothing done). */
+static inline __attribute__((always_inline)) int
+sy__segments_split_lazy(sy__segments *segs, sy_str path, const sy__alloc *alloc,
+                        unsigned *seen, uint64_t *sl) {
+#if defined(__SSE2__)
+    if (path.len - 1 < 64 && sy__split_scan(path.ptr, path.len, sl, seen)) {
+        if (!sy__segs_room(segs, 65, alloc)) /* one a byte, and the last */
+            return 0;
+        if (*sl & 1) {
+            segs->flat = path;
+            return 2;
+        }
+        sy__split_segs(segs, path.ptr, path.len, *sl);
+        return 1;
+    }
+#else
+    (void)segs, (void)path, (void)alloc, (void)seen, (void)sl;
 #endif
     return -1;
 }

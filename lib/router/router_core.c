@@ -6,11 +6,11 @@
  * route keys and host data of routes that go live or are freed, and the
  * documents each source keeps for rollback.
  */
+#include "policy/breaker.h"
+#include "route/filter.h"
 #include "router/report.h"
 #include "router/router_int.h"
 #include "snapshot/snapshot.h"
-#include "policy/breaker.h"
-#include "route/filter.h"
 
 #include <stdio.h>
 
@@ -166,7 +166,10 @@ static uint64_t breaker_key(const sy_router *r, const struct sy_route *rt,
                             const sy__brk_cfg **cfg, int *ri) {
     const void *v = NULL;
     int at = -1;
-    if (policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, &v) < 0)
+    /* a route known to run no breaker of its own: its filters are not
+     * read (a large document's are out of the cache by its attach) */
+    if (policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, &v) < 0 &&
+        !sy__route_policy_free(rt))
         at = policy_at(rt, SY_F_CIRCUIT_BREAKER, &v);
     const sy__brk_cfg *c = v;
     if (cfg)
@@ -342,9 +345,8 @@ static int history_copy(sy_router *r, const sy__history_entry *k,
     for (size_t i = 0; k->positions && dense && i < k->count; i++)
         dense = k->positions[i] == i;
     e->routes = sy__malloc(
-        a,
-        k->count * (sizeof *e->routes + (dense ? 0 : sizeof *e->positions)) +
-            1);
+        a, k->count * (sizeof *e->routes + (dense ? 0 : sizeof *e->positions)) +
+               1);
     e->issues = k->issue_count
                     ? sy__malloc(a, k->issue_count * sizeof *e->issues)
                     : NULL;

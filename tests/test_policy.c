@@ -70,8 +70,7 @@ static void fix_close(fix *f) {
 
 static sy_ratelimit limit(fix *f, const char *path, int64_t now) {
     sy_ratelimit rl;
-    ck_assert_int_eq(sy_match_ratelimit(fix_match(f, path), now, &rl, NULL),
-                     0);
+    ck_assert_int_eq(sy_match_ratelimit(fix_match(f, path), now, &rl, NULL), 0);
     return rl;
 }
 
@@ -135,12 +134,11 @@ END_TEST
 
 START_TEST(a_route_without_a_limiter_is_allowed_and_says_nothing_more) {
     fix f;
-    fix_open(&f, router_with("[{\"id\":\"a\",\"uri\":\"http://b\"}]", NULL,
-                             NULL));
+    fix_open(&f,
+             router_with("[{\"id\":\"a\",\"uri\":\"http://b\"}]", NULL, NULL));
     sy_ratelimit rl;
     memset(&rl, 0xa5, sizeof rl);
-    ck_assert_int_eq(sy_match_ratelimit(fix_match(&f, "/x"), T0, &rl, NULL),
-                     0);
+    ck_assert_int_eq(sy_match_ratelimit(fix_match(&f, "/x"), T0, &rl, NULL), 0);
     ck_assert(!rl.limited && rl.allowed && !rl.headers && !rl.empty_key);
     ck_assert_int_eq(rl.status, 0);
     ck_assert_int_eq(rl.remaining, 0);
@@ -249,12 +247,14 @@ END_TEST
 
 START_TEST(path_variable_resolver_keys_by_the_capture) {
     fix f;
-    fix_open(&f, router_with(
-        "[{\"id\":\"u\",\"uri\":\"http://b\",\"predicates\":"
-        "[\"Path=/u/{user}/**\"],\"filters\":[{\"name\":\"RequestRateLimiter\","
-        "\"args\":{\"redis-rate-limiter.replenishRate\":\"1\",\"key-resolver\":"
-        "\"#{@pathVariable:user}\"}}]}]",
-        NULL, NULL));
+    fix_open(&f,
+             router_with("[{\"id\":\"u\",\"uri\":\"http://b\",\"predicates\":"
+                         "[\"Path=/u/{user}/"
+                         "**\"],\"filters\":[{\"name\":\"RequestRateLimiter\","
+                         "\"args\":{\"redis-rate-limiter.replenishRate\":\"1\","
+                         "\"key-resolver\":"
+                         "\"#{@pathVariable:user}\"}}]}]",
+                         NULL, NULL));
     ck_assert_int_eq(allowed_of(&f, "/u/ann/x", 3, T0), 1);
     ck_assert_int_eq(allowed_of(&f, "/u/bob/x", 3, T0), 1);
     ck_assert_str_eq(limit(&f, "/u/bob/y", T0).key, "bob");
@@ -307,12 +307,11 @@ START_TEST(a_registered_resolver_is_accepted_and_used) {
     ck_assert_int_eq(e.code, SY_EARG);
     ck_assert_str_eq(e.path, "[0].filters[0].args.key-resolver");
     sy_key_resolver kr = {user_resolver, "u-42"};
-    ck_assert_int_eq(sy_registry_add_key_resolver(reg, "userKeyResolver", &kr,
-                                                  NULL),
-                     0);
-    ck_assert_int_eq(sy_registry_add_key_resolver(reg, "hostKeyResolver", &kr,
-                                                  NULL),
-                     SY_EEXIST);
+    ck_assert_int_eq(
+        sy_registry_add_key_resolver(reg, "userKeyResolver", &kr, NULL), 0);
+    ck_assert_int_eq(
+        sy_registry_add_key_resolver(reg, "hostKeyResolver", &kr, NULL),
+        SY_EEXIST);
     parses(doc, reg);
     sy_router *r;
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
@@ -340,9 +339,8 @@ START_TEST(buckets_survive_publishes_of_other_routes_and_reset_on_change) {
     ck_assert_int_eq(allowed_of(&f, "/rl/a", 2, T0), 2);
     /* another route comes and goes: the bucket stays empty */
     const char *other = "{\"id\":\"o\",\"uri\":\"http://c\"}";
-    ck_assert_int_eq(sy_router_upsert_route(f.r, "s", other, strlen(other),
-                                            NULL),
-                     0);
+    ck_assert_int_eq(
+        sy_router_upsert_route(f.r, "s", other, strlen(other), NULL), 0);
     ck_assert_int_eq(sy_router_remove_route(f.r, "o", NULL), 0);
     ck_assert_int_eq(allowed_of(&f, "/rl/a", 2, T0), 0);
     /* the limiter changes: a fresh (full) bucket at the next request */
@@ -500,8 +498,8 @@ START_TEST(typos_and_bad_values_are_refused_where_they_are) {
         {"{\"name\":\"CircuitBreaker\",\"args\":{\"slowCallRateThreshold\":"
          "\"1e-46\"}}",
          "[0].filters[0].args.slowCallRateThreshold", "above 0"},
-        {"\"Retry=2\",\"AddRequestHeader=X-A,1\",\"Retry=3\"",
-         "[0].filters[2]", "a route runs one Retry"},
+        {"\"Retry=2\",\"AddRequestHeader=X-A,1\",\"Retry=3\"", "[0].filters[2]",
+         "a route runs one Retry"},
         {"\"CircuitBreaker=a\",\"CircuitBreaker=b\"", "[0].filters[1]",
          "a route runs one CircuitBreaker"},
         {"{\"name\":\"CircuitBreaker\",\"args\":{\"nmae\":\"cb\"}}",
@@ -534,8 +532,8 @@ START_TEST(a_typo_after_sixty_four_args_is_refused) {
         for (int b = 0; b < 6; b++)
             if (i >> b & 1)
                 name[b] = (char)(name[b] - 32); /* upper case */
-        at += (size_t)snprintf(doc + at, sizeof doc - at,
-                               "\"%s\":\"500\",", name);
+        at += (size_t)snprintf(doc + at, sizeof doc - at, "\"%s\":\"500\",",
+                               name);
     }
     snprintf(doc + at, sizeof doc - at, "\"zzTypo\":\"x\"}}]}]");
     sy_error e = parse_error(doc, NULL);
@@ -558,14 +556,17 @@ START_TEST(scg_forms_are_accepted) {
         "\"exceptions\":\"java.io.IOException\",\"backoff.first-backoff\":"
         "\"100ms\"}}]}]",
         "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[{\"name\":"
-        "\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter.replenish-rate\":"
+        "\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter.replenish-"
+        "rate\":"
         "10,\"redis-rate-limiter.burst-capacity\":20,\"keyResolver\":"
         "\"#{@remoteAddrKeyResolver}\",\"rate-limiter\":"
         "\"#{@redisRateLimiter}\",\"denyEmptyKey\":false,\"emptyKeyStatus\":"
         "\"FORBIDDEN\",\"statusCode\":503}}]}]",
-        "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[\"CircuitBreaker=cb\"]},"
+        "[{\"id\":\"r\",\"uri\":\"http://"
+        "b\",\"filters\":[\"CircuitBreaker=cb\"]},"
         "{\"id\":\"r2\",\"uri\":\"http://b\",\"filters\":["
-        "{\"name\":\"CircuitBreaker\",\"args\":{\"name\":\"cb2\",\"fallbackUri\":"
+        "{\"name\":\"CircuitBreaker\",\"args\":{\"name\":\"cb2\","
+        "\"fallbackUri\":"
         "\"forward:/fallback\",\"statusCodes\":[\"500\",\"BAD_GATEWAY\"],"
         "\"failureRateThreshold\":25.5,\"slowCallRateThreshold\":80,"
         "\"slowCallDurationThreshold\":\"2s\",\"slidingWindowSize\":10,"
@@ -602,16 +603,17 @@ START_TEST(retry_follows_statuses_series_methods_and_exceptions) {
     /* SERVER_ERROR stays the default series */
     ck_assert(sy_retry_next(p, 0, post, SY_OUTCOME_5XX, 503, 0, 0, &d));
     ck_assert(!sy_retry_next(p, 0, post, SY_OUTCOME_SUCCESS, 404, 0, 0, &d));
-    ck_assert(sy_retry_next(p, 0, post, SY_OUTCOME_CONNECT_FAILURE, 0, 0, 0,
-                            &d));
+    ck_assert(
+        sy_retry_next(p, 0, post, SY_OUTCOME_CONNECT_FAILURE, 0, 0, 0, &d));
     ck_assert(sy_retry_next(p, 0, post, SY_OUTCOME_TIMEOUT, 0, 0, 0, &d));
     fix_close(&f);
-    p = retry_of(&f, "{\"name\":\"Retry\",\"args\":{\"series\":\"CLIENT_ERROR\","
-                     "\"exceptions\":\"java.util.concurrent.TimeoutException\"}}");
+    p = retry_of(&f,
+                 "{\"name\":\"Retry\",\"args\":{\"series\":\"CLIENT_ERROR\","
+                 "\"exceptions\":\"java.util.concurrent.TimeoutException\"}}");
     ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_SUCCESS, 404, 0, 0, &d));
     ck_assert(!sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 500, 0, 0, &d));
-    ck_assert(!sy_retry_next(p, 0, get, SY_OUTCOME_CONNECT_FAILURE, 0, 0, 0,
-                             &d));
+    ck_assert(
+        !sy_retry_next(p, 0, get, SY_OUTCOME_CONNECT_FAILURE, 0, 0, 0, &d));
     ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_TIMEOUT, 0, 0, 0, &d));
     fix_close(&f);
 }
@@ -672,25 +674,23 @@ END_TEST
 /* ---- circuit breaking ---- */
 
 #define CB_ROUTE(ARGS)                                                         \
-    "[{\"id\":\"cb\",\"uri\":\"http://b\",\"filters\":[{\"name\":"            \
+    "[{\"id\":\"cb\",\"uri\":\"http://b\",\"filters\":[{\"name\":"             \
     "\"CircuitBreaker\",\"args\":{\"name\":\"orders\",\"fallbackUri\":"        \
     "\"forward:/fallback\"," ARGS "}}]}]"
 
 static sy_breaker_permit ask(fix *f, int64_t now) {
     sy_breaker_permit p;
-    ck_assert_int_eq(sy_match_breaker_acquire(fix_match(f, "/x"), now, &p,
-                                              NULL),
-                     0);
+    ck_assert_int_eq(
+        sy_match_breaker_acquire(fix_match(f, "/x"), now, &p, NULL), 0);
     ck_assert(p.breaker);
     return p;
 }
 
 static sy_breaker_state state_of(fix *f) {
     sy_breaker_info bi;
-    ck_assert_int_eq(
-        sy_policy_store_breaker(sy_router_policy_store(f->r), "orders", &bi,
-                                NULL),
-        0);
+    ck_assert_int_eq(sy_policy_store_breaker(sy_router_policy_store(f->r),
+                                             "orders", &bi, NULL),
+                     0);
     return bi.state;
 }
 
@@ -1143,8 +1143,8 @@ START_TEST(a_breaker_or_retry_in_the_defaults_and_a_route_is_refused) {
             snprintf(ok, sizeof ok,
                      "{\"id\":\"a\",\"uri\":\"http://b\",\"filters\":"
                      "[\"PrefixPath=/q\"]}");
-            ck_assert_int_eq(
-                sy_router_upsert_route(r, "s", ok, strlen(ok), &e), 0);
+            ck_assert_int_eq(sy_router_upsert_route(r, "s", ok, strlen(ok), &e),
+                             0);
         }
         snprintf(ok, sizeof ok,
                  "{\"id\":\"b\",\"uri\":\"http://b\",\"filters\":["
@@ -1219,6 +1219,40 @@ static size_t source_routes(sy_router *r) {
     ck_assert_int_eq(sy_router_source_status(r, 0, &ss, NULL), 0);
     return ss.routes;
 }
+
+/* A first document of routes without policies: the commit reads none of
+ * them when nothing needs claiming (sy_document.policy_some), but a
+ * default CircuitBreaker claims an entry per route all the same, and a
+ * store too small for them refuses the document. */
+START_TEST(a_default_breaker_claims_for_routes_without_policies) {
+    static const char cb[] = "[{\"name\":\"CircuitBreaker\"}]";
+    char doc[2048];
+    size_t at = 0;
+    for (int i = 0; i < 17; i++) /* 17 routes: one more than the store */
+        at += (size_t)snprintf(doc + at, sizeof doc - at,
+                               "%s{\"id\":\"r%d\",\"uri\":\"http://b\"}",
+                               i ? "," : "[", i);
+    snprintf(doc + at, sizeof doc - at, "]");
+    sy_error e;
+    sy_policy_stats st;
+    sy_router *r = lenient_router(NULL, 16);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e), 0);
+    sy_policy_store_stats(sy_router_policy_store(r), &st);
+    ck_assert_uint_eq(st.breakers_used, 0);
+    ck_assert_uint_eq(live_routes(r), 17);
+    sy_router_free(r);
+    r = lenient_router(cb, 16);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e),
+                     SY_ELIMIT);
+    ck_assert_uint_eq(live_routes(r), 0);
+    /* the same routes less the last: an entry each */
+    snprintf(strstr(doc, ",{\"id\":\"r16\""), 2, "]");
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e), 0);
+    sy_policy_store_stats(sy_router_policy_store(r), &st);
+    ck_assert_uint_eq(st.breakers_used, 16);
+    sy_router_free(r);
+}
+END_TEST
 
 /* The left-out route again: a rollback to its version, the same bytes
  * after a one-route change (the memo), a change set of the document and
@@ -1490,12 +1524,14 @@ END_TEST
 
 START_TEST(routes_naming_one_breaker_share_it_and_a_new_config_resets_it) {
     fix f;
-    fix_open(&f, router_with(
-        "[{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
-        "\"filters\":[\"CircuitBreaker=shared\"]},"
-        "{\"id\":\"b\",\"uri\":\"http://b\",\"predicates\":[\"Path=/b\"],"
-        "\"filters\":[\"CircuitBreaker=shared\"]}]",
-        NULL, NULL));
+    fix_open(
+        &f,
+        router_with(
+            "[{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
+            "\"filters\":[\"CircuitBreaker=shared\"]},"
+            "{\"id\":\"b\",\"uri\":\"http://b\",\"predicates\":[\"Path=/b\"],"
+            "\"filters\":[\"CircuitBreaker=shared\"]}]",
+            NULL, NULL));
     sy_breaker_permit p;
     for (int i = 0; i < 100; i++) {
         sy_match_breaker_acquire(fix_match(&f, i % 2 ? "/a" : "/b"), T0, &p,
@@ -1505,18 +1541,16 @@ START_TEST(routes_naming_one_breaker_share_it_and_a_new_config_resets_it) {
     sy_match_breaker_acquire(fix_match(&f, "/a"), T0, &p, NULL);
     ck_assert(!p.permitted); /* 100 calls through two routes opened it */
     const char *other = "{\"id\":\"o\",\"uri\":\"http://c\"}";
-    ck_assert_int_eq(sy_router_upsert_route(f.r, "s", other, strlen(other),
-                                            NULL),
-                     0);
+    ck_assert_int_eq(
+        sy_router_upsert_route(f.r, "s", other, strlen(other), NULL), 0);
     sy_match_breaker_acquire(fix_match(&f, "/b"), T0, &p, NULL);
     ck_assert(!p.permitted); /* still open after another route's publish */
     const char *changed =
         "{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
         "\"filters\":[{\"name\":\"CircuitBreaker\",\"args\":{\"name\":"
         "\"shared\",\"slidingWindowSize\":50}}]}";
-    ck_assert_int_eq(sy_router_upsert_route(f.r, "s", changed,
-                                            strlen(changed), NULL),
-                     0);
+    ck_assert_int_eq(
+        sy_router_upsert_route(f.r, "s", changed, strlen(changed), NULL), 0);
     sy_match_breaker_acquire(fix_match(&f, "/a"), T0, &p, NULL);
     ck_assert(p.permitted); /* a changed policy starts closed */
     /* the two routes now disagree on its settings: they do not reset it in
@@ -1655,8 +1689,8 @@ int main(void) {
                    no_principal_is_an_empty_key_denied_with_403_and_no_headers);
     tcase_add_test(tc, deny_empty_key_false_lets_keyless_requests_through);
     tcase_add_test(tc, a_registered_resolver_is_accepted_and_used);
-    tcase_add_test(tc,
-                   buckets_survive_publishes_of_other_routes_and_reset_on_change);
+    tcase_add_test(
+        tc, buckets_survive_publishes_of_other_routes_and_reset_on_change);
     tcase_add_test(tc, routers_sharing_a_store_share_buckets);
     tcase_add_test(tc, hundred_thousand_keys_in_a_small_store_fail_open);
     tcase_add_test(tc, redis_calls_use_scg_key_names_and_fail_open);
@@ -1677,11 +1711,13 @@ int main(void) {
     tcase_add_test(tc, a_store_serves_a_bounded_number_of_routers);
     tcase_add_test(tc,
                    a_breaker_the_store_has_no_entry_for_is_refused_at_commit);
-    tcase_add_test(tc, a_breaker_or_retry_in_the_defaults_and_a_route_is_refused);
+    tcase_add_test(tc,
+                   a_breaker_or_retry_in_the_defaults_and_a_route_is_refused);
     tcase_add_test(tc,
                    a_lenient_apply_leaves_out_a_route_nesting_a_default_policy);
     tcase_add_test(tc,
                    a_left_out_nesting_route_stays_out_on_rollback_and_reapply);
+    tcase_add_test(tc, a_default_breaker_claims_for_routes_without_policies);
     tcase_add_test(tc, a_lenient_apply_on_a_full_breaker_store_is_refused);
     tcase_add_test(tc,
                    a_lenient_document_of_only_nesting_routes_changes_nothing);

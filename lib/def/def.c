@@ -575,8 +575,13 @@ static void route_place(route_walk *w, size_t i, route_step *s) {
     bool kept = s->same && r == s->same;
     if (s->own)
         cJSON_Delete(s->c);
-    if (!kept && atomic_load_explicit(&r->refs, memory_order_relaxed) == 1)
+    bool fresh =
+        !kept && atomic_load_explicit(&r->refs, memory_order_relaxed) == 1;
+    if (fresh)
         r->doc_index = (uint32_t)i; /* fresh; shared routes stay as is */
+    /* a fresh route was just built (its `more` is in the cache); a shared
+     * one is not read for it */
+    d->policy_some = d->policy_some || !fresh || !sy__route_policy_free(r);
     /* shared by bytes, fresh, or shared for bytes of the same meaning:
      * these bytes find it at the next apply (the memo is the only record
      * of them; a parse without byte reuse, sy_document_parse, keeps none) */

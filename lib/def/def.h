@@ -46,7 +46,12 @@ struct sy_document {
      * (memo_count elements); the caller may take it (and set it NULL) */
     sy__span_memo *memo;
     size_t memo_count;
-    bool envelope;     /* {"version", "routes"} shape: paths "routes[i]" */
+    bool envelope; /* {"version", "routes"} shape: paths "routes[i]" */
+    /* some route may run a Retry or a CircuitBreaker: one that does, or
+     * one this parse did not build (shared: not known without reading
+     * it). False: the commit's policy check need not read the routes
+     * (sy__route_policy_free of each, noted while it was hot) */
+    bool policy_some;
     char *version;     /* NULL when the envelope has none */
     uint64_t checksum; /* of the bytes */
     struct sy_route **routes;

@@ -26,10 +26,17 @@ static bool same_text(const char *a, const char *b) {
 
 /* Policies the routes of changes ch[0, n) and the default filters cannot
  * run together, and a breaker entry for each route's breaker, before
- * anything is derived (list: the document's "routes", NULL: one route). */
+ * anything is derived (list: the document's "routes", NULL: one route).
+ * known_free: every route is known to run neither policy (a document's
+ * parse noted it: sy_document.policy_some), so without a default
+ * breaker to claim entries for no route needs reading (at 100,000 routes
+ * a cache miss each: the routes were built long before). */
 static int check_change_policies(commit *c, const sy__route_change *ch,
-                                 size_t n, const char *list, sy_error *err) {
+                                 size_t n, const char *list, bool known_free,
+                                 sy_error *err) {
     int rc = SY_OK;
+    if (known_free && !sy__router_default_breaker(c->r))
+        return SY_OK;
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         /* a large document's routes are no longer in the cache: the one
          * line the check reads, ahead (a hint only) */
@@ -51,10 +58,10 @@ static int check_change_policies(commit *c, const sy__route_change *ch,
  * index), so a commit keeps one working snapshot, not one per change. */
 static int commit_derive(commit *c, const sy__snapshot_config *cfg,
                          const sy__route_change *ch, size_t n, const char *list,
-                         sy_error *err) {
+                         bool known_free, sy_error *err) {
     const sy__alloc *a = &c->r->alloc;
     uint64_t t0 = sy__now_monotonic_us();
-    int rc = check_change_policies(c, ch, n, list, err);
+    int rc = check_change_policies(c, ch, n, list, known_free, err);
     if (rc)
         return rc;
     sy__derive_result d;
@@ -166,13 +173,15 @@ static void memo_forget(commit *c, uint32_t si, uint32_t pos) {
 }
 
 /* Derive the next snapshot from a document's changes (and free them),
- * the parse time (since t0) reported first. */
+ * the parse time (since t0) reported first; known_free as
+ * check_change_policies. */
 static int derive_document(commit *c, sy__route_change *ch, size_t nch,
-                           bool envelope, sy_report *rep, uint64_t t0,
-                           sy_error *err) {
+                           bool envelope, bool known_free, sy_report *rep,
+                           uint64_t t0, sy_error *err) {
     rep->parse_us = sy__now_monotonic_us() - t0;
     sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
-    int rc = commit_derive(c, &cfg, ch, nch, envelope ? "routes" : "", err);
+    int rc = commit_derive(c, &cfg, ch, nch, envelope ? "routes" : "",
+                           known_free, err);
     sy__free(&c->r->alloc, ch);
     return rc;
 }
@@ -193,6 +202,9 @@ typedef struct doc_walk {
     bool *shared;
     size_t kept, nch, nshared;
     size_t left_out; /* routes left out as issues of a lenient document */
+    /* no route runs a policy and no default breaker claims entries: the
+     * lenient check reads no route (check_change_policies) */
+    bool policy_free;
 } doc_walk;
 
 /* A route ahead that will be read (not one shared by position, which the
@@ -263,7 +275,7 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
      * is no fault of the route: commit_derive's claim decides (it may
      * reap owners gone) and refuses the apply, the live one stays. A
      * route shared by position was checked when it became live. */
-    if (!by_pos && dw->c->r->opts.lenient) {
+    if (!by_pos && dw->c->r->opts.lenient && !dw->policy_free) {
         sy_error e;
         if (sy__router_check_policies(dw->c->r, rt,
                                       dw->doc->envelope ? "routes" : "", pos,
@@ -333,7 +345,9 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     sy_router *r = c->r;
     const sy_snapshot *w = c->work;
     size_t n = sy_document_route_count(doc);
-    doc_walk dw = {c, si, doc, rctx, rep, w, NULL, NULL, NULL, 0, 0, 0, 0};
+    doc_walk dw = {
+        .c = c, .si = si, .doc = doc, .rctx = rctx, .rep = rep, .w = w};
+    dw.policy_free = !doc->policy_some && !sy__router_default_breaker(r);
     dw.keep = sy__malloc(&r->alloc, (n + 1) * sizeof *dw.keep);
     dw.ch = sy__malloc(&r->alloc, (n + w->route_count + 1) * sizeof *dw.ch);
     dw.shared = sy__calloc(&r->alloc, (size_t)w->slot_count + 1, 1);
@@ -418,8 +432,8 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
     sy__route_change *ch;
     size_t nch;
     rc = document_changes(c, si, doc, rctx, rep, &ch, &nch, err);
-    if (rc ||
-        (rc = derive_document(c, ch, nch, doc->envelope, rep, t0, err)))
+    if (rc || (rc = derive_document(c, ch, nch, doc->envelope,
+                                    !doc->policy_some, rep, t0, err)))
         return rc;
     st->version = version;
     st->checksum = sy_document_checksum(doc);
@@ -513,6 +527,7 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     doc.positions = e->positions ? e->positions : dense;
     doc.route_count = e->count;
     doc.envelope = e->envelope;
+    doc.policy_some = true; /* not known without reading the routes */
     reuse_ctx rctx;
     sy__reuse_begin(&rctx, &r->alloc, c->work, si, st->next_pos);
     sy__route_change *ch;
@@ -520,7 +535,8 @@ static int step_rollback(commit *c, uint32_t si, const char *version,
     int rc = document_changes(c, si, &doc, &rctx, rep, &ch, &nch, err);
     sy__reuse_end(&rctx);
     sy__free(&r->alloc, dense);
-    if (rc || (rc = derive_document(c, ch, nch, e->envelope, rep, t0, err)))
+    if (rc ||
+        (rc = derive_document(c, ch, nch, e->envelope, false, rep, t0, err)))
         return rc;
     st->version = e->version;
     st->checksum = e->checksum;
@@ -554,7 +570,7 @@ static int one_route_step(commit *c, uint32_t si, const char *id,
         return sy__commit_nomem(err);
     sy__route_change ch = {id, now, key, si, 0};
     sy__snapshot_config cfg = sy__router_snapshot_config(c->r);
-    int rc = commit_derive(c, &cfg, &ch, 1, NULL, err);
+    int rc = commit_derive(c, &cfg, &ch, 1, NULL, false, err);
     if (rc == SY_OK) {
         c->st[si].modified = c->st[si].touched = true;
         if (old)
@@ -680,7 +696,7 @@ static int derive_with_service(commit *c, struct sy__service *svc,
     cfg.services = list;
     cfg.service_count = k;
     cfg.replace_services = true;
-    int rc = commit_derive(c, &cfg, NULL, 0, NULL, err);
+    int rc = commit_derive(c, &cfg, NULL, 0, NULL, false, err);
     sy__free(&c->r->alloc, list);
     return rc;
 }

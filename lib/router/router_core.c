@@ -436,6 +436,10 @@ static void route_path(char *at, size_t n, const char *list, unsigned index) {
         snprintf(at, n, "route");
 }
 
+bool sy__router_default_breaker(const sy_router *r) {
+    return policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, NULL) >= 0;
+}
+
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                               const char *list, unsigned index, bool claim,
                               sy_error *err) {

@@ -7,8 +7,8 @@
 #ifndef SY_ROUTER_INT_H
 #define SY_ROUTER_INT_H
 
-#include "snapshot/publish.h"
 #include "route/route.h"
+#include "snapshot/publish.h"
 
 #include <pthread.h>
 
@@ -173,6 +173,10 @@ int sy__router_policy_init(sy_router *r, sy_error *err);
  * its chain runs until the commit ends: SY_ELIMIT when the store has none
  * free (an entry is claimed at the commit, never at a request; !claim, a
  * check: only whether one could be). */
+/* Whether the default filters hold a CircuitBreaker: then
+ * sy__router_check_policies claims an entry for every route (else it
+ * passes a route of neither policy without more). */
+bool sy__router_default_breaker(const sy_router *r);
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                               const char *list, unsigned index, bool claim,
                               sy_error *err);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <switchyard.h>
 #include <uv.h>
 
@@ -87,8 +88,23 @@ typedef struct gw_buf {
 
 /* Room for `extra` more bytes; false (and `failed` set) when there is none. */
 bool gw_buf_reserve(gw_buf *b, size_t extra);
-void gw_buf_add(gw_buf *b, const void *data, size_t len);
-void gw_buf_adds(gw_buf *b, const char *s);
+void gw_buf_add_grow(gw_buf *b, const void *data, size_t len);
+/* Inline: a request's heads are built from ~40 small appends, most of
+ * literal strings whose length and copy the compiler folds; only an
+ * append that needs room (or a failed buffer) calls out. */
+static inline void gw_buf_add(gw_buf *b, const void *data, size_t len) {
+    if (b->failed || !b->p || b->len + len + 1 > b->cap) {
+        gw_buf_add_grow(b, data, len);
+        return;
+    }
+    if (len)
+        memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len] = 0;
+}
+static inline void gw_buf_adds(gw_buf *b, const char *s) {
+    gw_buf_add(b, s, strlen(s));
+}
 void gw_buf_addu(gw_buf *b, uint64_t v); /* decimal, without printf */
 void gw_buf_printf(gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -221,7 +237,10 @@ void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind);
 void gw_metrics_init(gw_wmetrics *m);
 void gw_metrics_destroy(gw_wmetrics *m);
 void gw_metrics_request(gw_wmetrics *m, const char *route, int status);
-void gw_metrics_latency(gw_wmetrics *m, const char *route, double seconds);
+/* A finished request: its count by (route, status) and its latency, under
+ * one lock and one hash of the route id. */
+void gw_metrics_done(gw_wmetrics *m, const char *route, int status,
+                     double seconds);
 void gw_metrics_upstream_latency(gw_wmetrics *m, double seconds);
 /* The gateway's own series in Prometheus text (all workers). */
 void gw_metrics_text(gw_buf *out);

@@ -19,11 +19,16 @@ void gw_metrics_init(gw_wmetrics *m) {
     uv_mutex_init(&m->lock);
 }
 
-static uint64_t count_hash(const char *route, int status) {
+static uint64_t route_hash(const char *route) {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
     for (const unsigned char *p = (const unsigned char *)route; *p; p++)
         h = (h ^ *p) * 0x100000001b3ull;
-    return (h ^ (uint64_t)(unsigned)status) * 0x9e3779b97f4a7c15ull;
+    return h;
+}
+
+/* rh: route_hash(route), computed once for the entries of one request */
+static uint64_t count_hash(uint64_t rh, int status) {
+    return (rh ^ (uint64_t)(unsigned)status) * 0x9e3779b97f4a7c15ull;
 }
 
 static void table_free(gw_count_table *t) {
@@ -35,9 +40,10 @@ static void table_free(gw_count_table *t) {
 }
 
 /* The slot of (route, status): its entry's, or the empty one to fill. */
-static uint32_t *table_slot(gw_count_table *t, const char *route, int status) {
+static uint32_t *table_slot(gw_count_table *t, const char *route, uint64_t rh,
+                            int status) {
     size_t mask = t->nslots - 1;
-    for (size_t i = count_hash(route, status) & mask;; i = (i + 1) & mask) {
+    for (size_t i = count_hash(rh, status) & mask;; i = (i + 1) & mask) {
         uint32_t *s = &t->slots[i];
         if (*s == 0)
             return s;
@@ -48,8 +54,8 @@ static uint32_t *table_slot(gw_count_table *t, const char *route, int status) {
 }
 
 /* Add n to (route, status); false when memory ran out (not counted). */
-static bool table_add(gw_count_table *t, const char *route, int status,
-                      uint64_t n) {
+static bool table_add_h(gw_count_table *t, const char *route, uint64_t rh,
+                        int status, uint64_t n) {
     if (t->nslots < 2 * (t->len + 1)) { /* grow the index */
         size_t ns = t->nslots ? t->nslots * 2 : 64;
         uint32_t *slots = calloc(ns, sizeof *slots);
@@ -59,10 +65,10 @@ static bool table_add(gw_count_table *t, const char *route, int status,
         t->slots = slots;
         t->nslots = ns;
         for (size_t i = 0; i < t->len; i++)
-            *table_slot(t, t->counts[i].route, t->counts[i].status) =
-                (uint32_t)(i + 1);
+            *table_slot(t, t->counts[i].route, route_hash(t->counts[i].route),
+                        t->counts[i].status) = (uint32_t)(i + 1);
     }
-    uint32_t *s = table_slot(t, route, status);
+    uint32_t *s = table_slot(t, route, rh, status);
     if (*s) {
         t->counts[*s - 1].count += n;
         return true;
@@ -81,6 +87,11 @@ static bool table_add(gw_count_table *t, const char *route, int status,
     t->counts[t->len++] = (gw_route_count){r, status, n};
     *s = (uint32_t)t->len;
     return true;
+}
+
+static bool table_add(gw_count_table *t, const char *route, int status,
+                      uint64_t n) {
+    return table_add_h(t, route, route_hash(route), status, n);
 }
 
 void gw_metrics_destroy(gw_wmetrics *m) {
@@ -107,17 +118,19 @@ void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind) {
 #define LAT_BUCKET (-1)
 #define LAT_SUM_US (-100)
 
-void gw_metrics_latency(gw_wmetrics *m, const char *route, double s) {
+void gw_metrics_done(gw_wmetrics *m, const char *route, int status, double s) {
     size_t b = 0;
     while (b < GW_LAT_BUCKETS && s > gw_lat_bounds_s[b])
         b++;
     route = route ? route : "";
+    uint64_t rh = route_hash(route);
     uv_mutex_lock(&m->lock);
+    table_add_h(&m->requests, route, rh, status, 1);
     m->lat_buckets[b]++;
     m->lat_sum += s;
     m->lat_count++;
-    table_add(&m->requests, route, LAT_BUCKET - (int)b, 1);
-    table_add(&m->requests, route, LAT_SUM_US, (uint64_t)(s * 1e6 + 0.5));
+    table_add_h(&m->requests, route, rh, LAT_BUCKET - (int)b, 1);
+    table_add_h(&m->requests, route, rh, LAT_SUM_US, (uint64_t)(s * 1e6 + 0.5));
     uv_mutex_unlock(&m->lock);
 }
 
@@ -229,8 +242,8 @@ static void breakers_text(gw_buf *out) {
                   (unsigned long long)ps.breaker_rejected);
 }
 
-static void policy_text(gw_buf *out, const gw_count_table *pol,
-                        uint64_t rcalls, uint64_t rerr, uint64_t rtimeouts) {
+static void policy_text(gw_buf *out, const gw_count_table *pol, uint64_t rcalls,
+                        uint64_t rerr, uint64_t rtimeouts) {
     per_route(out, pol, GW_POLICY_LIMITED, "gateway_rate_limit_limited_total",
               "Requests denied by a RequestRateLimiter, by route.");
     per_route(out, pol, GW_POLICY_FAILED_OPEN,
@@ -274,9 +287,9 @@ static void route_histograms(gw_buf *out, gw_count_table *all) {
         const char *route = all->counts[i].route;
         if (all->counts[i].status != LAT_SUM_US)
             continue;
-        uint64_t cum = 0;
+        uint64_t cum = 0, rh = route_hash(route);
         for (int b = 0; b <= GW_LAT_BUCKETS; b++) {
-            uint32_t *s = table_slot(all, route, LAT_BUCKET - b);
+            uint32_t *s = table_slot(all, route, rh, LAT_BUCKET - b);
             cum += *s ? all->counts[*s - 1].count : 0;
             gw_buf_printf(out, "%s_bucket{route=\"", name);
             label(out, route);

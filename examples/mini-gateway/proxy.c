@@ -268,7 +268,8 @@ static void request_free(gw_request *q) {
     if (q->snap)
         sy_snapshot_release(q->snap);
     for (size_t i = 0; i < q->nops; i++) {
-        free(q->ops[i].name); /* and value and arg (op_strings) */
+        if (q->ops[i].owns) /* the strings of its call's ops */
+            free(q->ops[i].name);
         free(q->ops[i].extra);
     }
     gw_forward_free(q);
@@ -883,8 +884,7 @@ static void request_finish(gw_request *q) {
         return;
     q->finished = true;
     double secs = (double)(gw_now_ns() - q->t_start_ns) / 1e9;
-    gw_metrics_request(&c->w->metrics, q->route_id, q->status);
-    gw_metrics_latency(&c->w->metrics, q->route_id, secs);
+    gw_metrics_done(&c->w->metrics, q->route_id, q->status, secs);
     gw_access_log(q);
     bool keep = q->keep_alive && !c->w->draining;
     if (q->up) /* still attached: the response was cut short */

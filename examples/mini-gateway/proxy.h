@@ -57,6 +57,9 @@ typedef struct gw_resp_op {
     char *name, *value, *arg;
     char *extra; /* RewriteLocationResponseHeader: its protocols */
     bool pre;    /* a header line set before the call (CORS, X-RateLimit-*) */
+    /* name is the block of the strings of this op and the ops after it
+     * that one gw_request_copy_response_ops call added (freed through it) */
+    bool owns;
     /* an edit of a route that forwarded the request: SCG runs it after the
      * answering route wrote its answer, so it changes only an answer the
      * gateway makes itself (no://op), never a proxied one */

@@ -66,12 +66,12 @@ static const char *entry_arg(const sy_filter_entry *e, const char *key) {
     return "";
 }
 
-/* An op's name, value and arg in one block, owned through name (one
- * malloc and one free an op, per request, instead of three). */
-static bool op_strings(gw_resp_op *op, sy_str name, sy_str value, sy_str arg) {
-    char *b = malloc(name.len + value.len + arg.len + 3);
-    if (!b)
-        return false;
+/* An op's name, value and arg, copied into `*blk` (the block of the
+ * strings of all the ops one call adds: one malloc and one free a call,
+ * per request, instead of one an op). */
+static void op_strings(gw_resp_op *op, char **blk, sy_str name, sy_str value,
+                       sy_str arg) {
+    char *b = *blk;
     op->name = b;
     op->value = b + name.len + 1;
     op->arg = op->value + value.len + 1;
@@ -84,7 +84,7 @@ static bool op_strings(gw_resp_op *op, sy_str name, sy_str value, sy_str arg) {
     if (arg.len)
         memcpy(op->arg, arg.ptr, arg.len);
     op->arg[arg.len] = '\0';
-    return true;
+    *blk = op->arg + arg.len + 1;
 }
 
 /* The response edits of match m, after the route's CORS headers (`cors`:
@@ -95,34 +95,42 @@ static bool op_strings(gw_resp_op *op, sy_str name, sy_str value, sy_str arg) {
  * written when they run in SCG). */
 void gw_request_copy_response_ops(gw_request *q, sy_match *m,
                                   const gw_buf *cors) {
-    size_t n = sy_match_response_op_count(m), nc = 0;
+    size_t n = sy_match_response_op_count(m), nc = 0, bytes = 0;
     for (size_t i = 0; cors && i < cors->len; i++)
         nc += cors->p[i] == '\n';
     if (!n && !nc)
         return;
+    if (nc) /* a line "Name: value\r\n" has room for its op's 3 NULs */
+        bytes += cors->len;
+    for (size_t i = 0; i < n; i++) {
+        sy_response_op op = sy_match_response_op(m, i);
+        bytes += op.name.len + op.value.len + op.arg.len + 3;
+    }
     gw_resp_op *ops = calloc(n + nc + q->nops, sizeof *ops);
-    if (!ops)
+    char *blk = malloc(bytes);
+    if (!ops || !blk) {
+        free(ops);
+        free(blk);
         return;
+    }
+    ops[0].owns = true; /* blk: the strings of ops[0..n + nc) */
     size_t k = 0;
     const char *l = cors ? cors->p : NULL;
     for (size_t i = 0; l && i < nc; i++) {
         const char *colon = strchr(l, ':'), *eol = strchr(l, '\r');
         ops[k].kind = SY_RESP_ADD_IF_ABSENT;
         ops[k].pre = true;
-        if (op_strings(&ops[k], (sy_str){l, (size_t)(colon - l)},
-                       (sy_str){colon + 2, (size_t)(eol - colon - 2)},
-                       (sy_str){"", 0}))
-            k++;
+        op_strings(&ops[k], &blk, (sy_str){l, (size_t)(colon - l)},
+                   (sy_str){colon + 2, (size_t)(eol - colon - 2)},
+                   (sy_str){"", 0});
+        k++;
         l = eol + 2;
     }
     size_t loc = 0; /* RewriteLocationResponseHeader entries seen */
     for (size_t i = 0; i < n; i++) {
         sy_response_op op = sy_match_response_op(m, i);
         ops[k].kind = op.kind;
-        if (!op_strings(&ops[k], op.name, op.value, op.arg)) {
-            loc += op.kind == SY_RESP_REWRITE_LOCATION;
-            continue;
-        }
+        op_strings(&ops[k], &blk, op.name, op.value, op.arg);
         k++;
         if (op.kind != SY_RESP_REWRITE_LOCATION)
             continue;

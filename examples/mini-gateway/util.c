@@ -39,17 +39,13 @@ bool gw_buf_reserve(gw_buf *b, size_t extra) {
     return true;
 }
 
-void gw_buf_add(gw_buf *b, const void *data, size_t len) {
+void gw_buf_add_grow(gw_buf *b, const void *data, size_t len) {
     if (!gw_buf_reserve(b, len))
         return;
     if (len)
         memcpy(b->p + b->len, data, len);
     b->len += len;
     b->p[b->len] = 0;
-}
-
-void gw_buf_adds(gw_buf *b, const char *s) {
-    gw_buf_add(b, s, strlen(s));
 }
 
 void gw_buf_addu(gw_buf *b, uint64_t v) {

@@ -531,8 +531,8 @@ static inline void host_put(const builder *b, const uint32_t *up,
 
 /* The whole-host table's entry for key text `key` of kind `wild`
  * (HE_WILD or 0), or NULL. */
-static inline const hentry *host_probe(const sy__index *ix, sy_str key,
-                                       uint32_t wild) {
+static inline __attribute__((always_inline)) const hentry *
+host_probe(const sy__index *ix, sy_str key, uint32_t wild) {
     uint64_t h = host_hash(key.ptr, key.len);
     uint32_t tag = (uint32_t)(h >> 32), want = (uint32_t)key.len | wild;
     for (uint32_t i = (uint32_t)h & ix->host_mask;;

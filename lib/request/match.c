@@ -187,7 +187,7 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
         /* left for later only where it may never be needed: a table whose
          * path trie is empty (host routes), whose lookups mostly end at
          * a whole-host hit */
-        if (__builtin_expect(index_path_none(s->base), 0)) {
+        if (__builtin_expect(s->prep.path_lazy, 0)) {
             c->path_state = PATH_PENDING;
             c->path_sl = sl;
         } else {

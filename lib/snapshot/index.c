@@ -417,6 +417,10 @@ bool sy__index_host_exact(const sy__index *ix, sy_str host,
     return host.len && index_host_exact(ix, host, out);
 }
 
+bool sy__index_path_none(const sy__index *ix) {
+    return index_path_none(ix);
+}
+
 typedef struct collector {
     const sy__index *ix;
     sy__cand_list *out;

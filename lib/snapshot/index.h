@@ -133,6 +133,10 @@ void sy__index_step_free(sy__index_step *st);
  */
 bool sy__index_host_exact(const sy__index *ix, sy_str host, sy__cand_list *out);
 
+/* Whether a lookup without host labels finds no list at all (no route
+ * placed in the path trie, no generic list): a table of host routes. */
+bool sy__index_path_none(const sy__index *ix);
+
 /*
  * Collect the candidate lists for a request into out[0..cap). Returns the
  * number of lists, or SIZE_MAX when more than `cap` lists would be needed

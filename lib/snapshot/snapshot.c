@@ -327,6 +327,7 @@ static void match_prep_init(sy_snapshot *s) {
     p->needs_time = s->needs_time;
     p->host_or_time = s->strip_host_port || s->needs_host || s->needs_time;
     p->weights = s->weight_count > 0;
+    p->path_lazy = s->base && sy__index_path_none(s->base);
 }
 
 static int copy_config(sy_snapshot *s, const sy_snapshot *base,

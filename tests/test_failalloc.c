@@ -180,6 +180,27 @@ typedef struct world {
     long events;
 } world;
 
+/* Host data for every live route (route_attach): a block made for it in a
+ * route without one (route.c sy__route_set_host_data) is an allocation
+ * that may fail too; every attach must be matched by one detach of the
+ * same data, whatever failed. */
+static char host_token;
+static long attached, detached;
+
+static void *token_attach(void *data, const sy_route *rt) {
+    (void)data;
+    (void)rt;
+    attached++;
+    return &host_token;
+}
+
+static void token_detach(void *data, const sy_route *rt, void *host_data) {
+    (void)data;
+    (void)rt;
+    ck_assert_ptr_eq(host_data, &host_token);
+    detached++;
+}
+
 /* A router with DOC1 applied and the change's setup done. */
 static void world_open(world *w, const change *ch) {
     memset(w, 0, sizeof *w);
@@ -187,7 +208,10 @@ static void world_open(world *w, const change *ch) {
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
     o.allocator = &w->al;
     o.on_event = count_event;
+    o.route_attach = token_attach;
+    o.route_detach = token_detach;
     o.callback_data = &w->events;
+    attached = detached = 0;
     ck_assert_int_eq(sy_router_new(&o, &w->r, NULL), 0);
     ck_assert_int_eq(sy_router_add_source(w->r, "main", NULL), 0);
     ck_assert_int_eq(
@@ -201,6 +225,8 @@ static void world_open(world *w, const change *ch) {
 static void world_close(world *w) {
     sy_match_ctx_free(w->ctx);
     sy_router_free(w->r);
+    ck_assert_int_gt(attached, 0);
+    ck_assert_int_eq(detached, attached);
 }
 
 /* Run the change with allocation N failing for N = 1, 2, ... until it

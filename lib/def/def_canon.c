@@ -660,7 +660,8 @@ struct sy_route *sy__def_clone(const struct sy_route *r) {
         clone_entries(ar, r, r->predicates, r->predicate_count, &fail);
     c->predicate_count = r->predicate_count;
     const sy__route_more *rm = r->more;
-    if (rm != &sy__route_more_none) {
+    /* (a block of host data only holds nothing a copy keeps) */
+    if (rm != &sy__route_more_none && !(rm->policies & SY_MORE_HEAP)) {
         sy__route_more *m = sy__route_more_own(c);
         if (!m) {
             sy__route_unref(c);

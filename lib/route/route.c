@@ -36,7 +36,8 @@ const sy__route_select sy__route_select_default = {
     false};
 
 /* No metadata, no filters, the default selection settings. */
-const sy__route_more sy__route_more_none = {NULL, NULL, NULL, NULL, 0, 0, 0};
+const sy__route_more sy__route_more_none = {NULL, NULL, NULL, NULL,
+                                            NULL, 0,    0,    0};
 
 const char *const sy__route_schemes[SY_SCHEME_COUNT] = {
     "", "http", "https", "ws", "wss", "lb", "lb:ws", "lb:wss", "forward", "no"};
@@ -99,6 +100,21 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
     r->key = UINT32_MAX;
     r->more = &sy__route_more_none;
     return r;
+}
+
+int sy__route_set_host_data(struct sy_route *r, void *data) {
+    if (r->more == &sy__route_more_none) {
+        if (!data)
+            return SY_OK;
+        sy__route_more *m = sy__malloc(r->alloc, sizeof *m);
+        if (!m)
+            return SY_ENOMEM;
+        *m = sy__route_more_none;
+        m->policies = SY_MORE_HEAP;
+        r->more = m;
+    }
+    ((sy__route_more *)(uintptr_t)r->more)->host_data = data;
+    return SY_OK;
 }
 
 sy__route_more *sy__route_more_own(struct sy_route *r) {
@@ -191,9 +207,9 @@ void sy__route_unref(struct sy_route *r) {
         return;
     if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
         return;
-    if (r->owner)
-        r->owner->released(r->owner->data, r);
     free_compiled(r);
+    if (r->more->policies & SY_MORE_HEAP)
+        sy__free(r->alloc, (void *)(uintptr_t)r->more);
     sy__free(r->alloc,
              atomic_load_explicit(&r->canonical, memory_order_relaxed));
     /* the first chunk is part of the box: out of the list before the
@@ -817,7 +833,7 @@ const char *sy_route_predicate_name(const sy_route *r, size_t i) {
     return sy__def_name(sy__route_pred_entry(r, i, &tmp));
 }
 void *sy_route_host_data(const sy_route *r) {
-    return r ? r->host_data : NULL;
+    return r ? r->more->host_data : NULL;
 }
 uint32_t sy_route_key(const sy_route *r) {
     return r ? r->key : UINT32_MAX;

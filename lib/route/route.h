@@ -31,9 +31,11 @@ typedef struct sy__route_select {
 } sy__route_select;
 
 /* What few routes have: metadata, filters, selection settings other than
- * the defaults. In the route's arena (sy__route_more_own); a route without
- * any points at the one shared empty block, sy__route_more_none, so a
- * reader never tests for NULL. Immutable once the route is built. */
+ * the defaults, and the host's data of a live route. In the route's arena
+ * (sy__route_more_own); a route without any points at the one shared
+ * empty block, sy__route_more_none, so a reader never tests for NULL.
+ * Immutable once the route is built, but host_data (and, for a route
+ * that had none, the block: sy__route_set_host_data). */
 typedef struct sy__route_more {
     sy_kv *metadata; /* sorted by key; values JSON text unless strings */
     struct sy__def_entry *filters;
@@ -42,10 +44,16 @@ typedef struct sy__route_more {
      * metadata sets one of the keys (then in the route's arena); NULL
      * only in sy__route_more_none (read with sy__route_select_of) */
     const sy__route_select *select;
+    /* Set by the router when the route becomes live (again, after a
+     * rollback put it back): what the host's route_attach returned (NULL
+     * again when no snapshot can reach the route). Written before the
+     * route is published; read-only while live. */
+    void *host_data;
     uint32_t metadata_count;
     uint16_t filter_count; /* SY_ROUTE_ENTRIES_MAX */
     /* SY_MORE_* bits, set by sy__route_compile once cfilters are all
-     * compiled (in the padding: no byte more a route) */
+     * compiled (in the padding: no byte more a route); SY_MORE_HEAP alone
+     * in a block made for host data only */
     uint16_t policies;
 } sy__route_more;
 
@@ -54,6 +62,10 @@ typedef struct sy__route_more {
  * default filters they hold (a commit then skips a route of neither
  * without reading its filters: sy__route_policy_free). */
 enum { SY_MORE_COMPILED = 1, SY_MORE_RETRY = 2, SY_MORE_BREAKER = 4 };
+/* The block is not in the route's arena but its own allocation (r->alloc),
+ * made for the host's data of a route that shared sy__route_more_none (no
+ * filters: its policies are never compiled), freed with the route. */
+enum { SY_MORE_HEAP = 0x8000 };
 
 extern const sy__route_more sy__route_more_none;
 /* The default selection settings (a route without a selection key and
@@ -65,8 +77,10 @@ extern const sy__route_select sy__route_select_default;
  * (docs/performance.md, memory/route). */
 struct sy_route {
     _Atomic uint32_t refs;
-    /* Set by the router when the route first becomes live (with host_data
-     * and owner below): a small key, UINT32_MAX until live. */
+    /* Set by the router when the route becomes live (with more->host_data):
+     * a small key, UINT32_MAX while not live. The router releases a route
+     * (route_detach, the key back to its free list) itself when no
+     * snapshot can reach it any more: a route keeps no pointer back. */
     uint32_t key;
     /* the allocator is the arena's (one field, two names: sy__arena starts
      * with it) */
@@ -87,7 +101,8 @@ struct sy_route {
      * publish that makes it live, -1 when such a reference is buried).
      * At 0 no snapshot can reach it: the host's data and key go then,
      * even if a kept document of the history still holds the route.
-     * UINT16_MAX: saturated, they go when the route is freed. */
+     * UINT16_MAX: saturated, the router keeps the route (a reference of
+     * its own) until it is freed, and releases it then. */
     uint16_t live;
     /* bits, so that the struct has no hole: */
     unsigned disabled : 1;       /* metadata.status == "disabled" */
@@ -132,13 +147,9 @@ struct sy_route {
      * SY_PRED_OBJECT_BYTES in a row (read with sy__route_cpred), NULL
      * until compiled */
     struct sy__pred *cpred;
-
-    /* Set by the router when the route becomes live (again, after a
-     * rollback put it back): the host's data (route_attach), the key
-     * (above), and who to tell when no snapshot can reach it any more.
-     * Written before the route is published; read-only while live. */
-    void *host_data;
-    const struct sy__route_owner *owner;
+    /* (The host's data of a live route is more->host_data: 16 bytes a
+     * route with the pointer back to its router, which the router does
+     * without, docs/performance.md round 11.) */
 };
 
 /* The highest predicate index literal_path / literal_host hold. */
@@ -237,11 +248,11 @@ bool sy__route_is_select_key(const char *key);
 size_t sy__route_check_select(const struct sy_route *r, const char *path,
                               sy_error *errs, size_t max);
 
-/* Told when a live route is freed (its last reference dropped). */
-typedef struct sy__route_owner {
-    void (*released)(void *data, struct sy_route *r);
-    void *data;
-} sy__route_owner;
+/* Set the host's data of r (writer only, r not reachable by any
+ * snapshot): in its own `more`, or, when r shares sy__route_more_none and
+ * data is not NULL, in a block made for it (SY_MORE_HEAP, kept until r is
+ * freed). SY_ENOMEM: not set (r unchanged). */
+int sy__route_set_host_data(struct sy_route *r, void *data);
 
 /*
  * Compile every predicate and filter of `r` (sets cpred / more->cfilters).

@@ -103,31 +103,52 @@ static int publish_work(commit *c, sy_error *err) {
     if (dedupe_in_order(&r->alloc, t, &known))
         return sy__commit_nomem(err);
     bool cur_empty = c->cur->route_count == 0;
-    size_t graves = 0;
-    /* 2 bits per route: held by the published / the old snapshot */
+    size_t graves = 0, pins = 0;
+    /* 2 bits per route: held by the published / the old snapshot; and
+     * ATTACHED: attached here (released again if the publish fails) */
+    enum { ATTACHED = 4 };
     uint8_t *held = sy__malloc(&r->alloc, t->n + 1);
     if (!held)
         return sy__commit_nomem(err);
-    for (size_t i = 0; i < t->n; i++) {
+    int rc = SY_OK;
+    size_t i = 0;
+    for (; i < t->n && rc == SY_OK; i++) {
         struct sy_route *rt = t->v[i];
-        /* routes ahead (a large document's lie ~1 KB apart): the key and
-         * owner lines attach writes */
+        /* routes ahead (a large document's lie ~1 KB apart): the key
+         * line attach writes */
         if (i + 8 < t->n) {
             const struct sy_route *ah = t->v[i + 8];
             __builtin_prefetch(&ah->key, 1);
-            __builtin_prefetch(&ah->owner, 1);
         }
         held[i] = (uint8_t)((i < known || holds(f, rt)) |
                             (!cur_empty && holds(c->cur, rt)) << 1);
         graves += held[i] == 2;
-        if (held[i] == 1 && rt->key == UINT32_MAX)
-            sy__router_attach_route(r, rt); /* before readers can see it */
+        pins += held[i] == 1 && rt->live == UINT16_MAX - 1;
+        if (held[i] == 1 && rt->key == UINT32_MAX) {
+            /* before readers can see it */
+            rc = sy__router_attach_route(r, rt);
+            held[i] |= rc == SY_OK ? ATTACHED : 0;
+        }
     }
     f->key_limit = r->key_limit;
-    int rc = sy__router_graves_reserve(r, graves)
+    if (rc == SY_OK && r->pinned_count + pins > r->pinned_cap) {
+        struct sy_route **v =
+            sy__grow(&r->alloc, r->pinned, &r->pinned_cap,
+                     r->pinned_count + pins, 4, sizeof *r->pinned);
+        if (v)
+            r->pinned = v;
+        else
+            rc = SY_ENOMEM;
+    }
+    if (rc == SY_OK)
+        rc = sy__router_graves_reserve(r, graves)
                  ? sy__pub_publish(r->pub, &f->pub)
                  : SY_ENOMEM;
     if (rc) {
+        /* not published: what was attached for it is released */
+        for (size_t k = 0; k < i; k++)
+            if (held[k] & ATTACHED)
+                sy__router_route_released(r, t->v[k]);
         sy__free(&r->alloc, held);
         return sy__error_set(err, rc, "",
                              rc == SY_EBUSY
@@ -137,9 +158,14 @@ static int publish_work(commit *c, sy_error *err) {
                              sy_strerror(rc));
     }
     c->inter.n--; /* published: the publisher owns it now */
-    for (size_t i = 0; i < t->n; i++) {
+    for (i = 0; i < t->n; i++) {
+        held[i] &= (uint8_t)~ATTACHED;
         if (held[i] == 1) {
             struct sy_route *rt = sy__route_ref(t->v[i]);
+            /* saturated now: the router keeps it until it goes, and
+             * releases it then (route.h live; room made above) */
+            if (rt->live == UINT16_MAX - 1)
+                r->pinned[r->pinned_count++] = sy__route_ref(rt);
             rt->live += rt->live != UINT16_MAX;
         } else if (held[i] == 2)
             r->graves[r->grave_count++] =

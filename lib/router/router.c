@@ -87,7 +87,6 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
     r->popts.registry = o.registry;
     r->popts.host_runs = o.host_runs;
     r->rng = (uint64_t)(uintptr_t)r ^ sy__now_monotonic_us();
-    r->owner = (sy__route_owner){sy__router_route_released, r};
     atomic_init(&r->callback_thread, 0);
     atomic_init(&r->ejections, 0);
     atomic_init(&r->outcomes, 0);
@@ -144,7 +143,9 @@ static void free_history(sy_router *r, sy__source *s) {
 void sy_router_free(sy_router *r) {
     if (!r)
         return;
-    /* the live table's references, then the buried ones */
+    /* every attached route released (route_detach), then the live
+     * table's references, then the buried ones */
+    sy__router_release_all(r);
     const sy_snapshot *cur = sy__router_current(r);
     for (uint32_t i = 0; i < cur->slot_count; i++)
         if (sy__snapshot_slot(cur, i)->route)

@@ -115,19 +115,14 @@ sy__snapshot_config sy__router_snapshot_config(sy_router *r) {
 
 /* Drop the references of removed routes no live snapshot can still use. */
 /* One of the live table's references to rt is buried. At the last one no
- * snapshot can reach rt: when something else still holds it (a kept
- * document of the history), the host's data and the key go now, as they
- * would at its free; a rollback that puts it back attaches it again. */
+ * snapshot can reach rt: the host's data and the key go now (also when
+ * something else still holds it, a kept document of the history: a
+ * rollback that puts it back attaches it again). */
 static void route_unlive(sy_router *r, struct sy_route *rt) {
     if (rt->live == UINT16_MAX || rt->live == 0 || --rt->live)
         return;
-    if (!rt->owner ||
-        atomic_load_explicit(&rt->refs, memory_order_relaxed) == 1)
-        return; /* freed by the unref that follows: released then */
-    sy__router_route_released(r, rt);
-    rt->owner = NULL;
-    rt->host_data = NULL;
-    rt->key = UINT32_MAX;
+    if (rt->key != UINT32_MAX)
+        sy__router_route_released(r, rt);
 }
 
 void sy__router_bury(sy_router *r) {
@@ -278,21 +273,17 @@ void sy__router_policy_free(sy_router *r) {
     r->use_n = r->use_cap = 0;
 }
 
-/* The last reference of a live route is gone: tell the host, free its key.
- * Runs on the writer's side (bury, a commit's cleanup, sy_router_free). */
-void sy__router_route_released(void *data, struct sy_route *rt) {
-    sy_router *r = data;
+/* rt's breaker entry use and key, given back (released or not attached
+ * after all). */
+static void give_back(sy_router *r, struct sy_route *rt) {
     /* no snapshot reaches rt: its breaker entry loses a user (freed at
      * the last, so that route changes never use the store up) */
     uint64_t bk = breaker_key(r, rt, NULL, NULL);
     if (bk)
         brk_unuse(r, bk);
-    if (r->opts.route_detach) {
-        sy__router_cb_enter(r);
-        r->opts.route_detach(r->opts.callback_data, rt, rt->host_data);
-        sy__router_cb_leave(r);
-    }
-    if (rt->key == UINT32_MAX)
+    uint32_t key = rt->key;
+    rt->key = UINT32_MAX;
+    if (key == UINT32_MAX)
         return;
     if (r->free_key_count == r->free_key_cap) {
         uint32_t *v = sy__grow(&r->alloc, r->free_keys, &r->free_key_cap,
@@ -301,11 +292,40 @@ void sy__router_route_released(void *data, struct sy_route *rt) {
             return; /* the key is not reused: key_limit grows, no harm */
         r->free_keys = v;
     }
-    r->free_keys[r->free_key_count++] = rt->key;
+    r->free_keys[r->free_key_count++] = key;
 }
 
-/* A route about to become live for the first time: key and host data. */
-void sy__router_attach_route(sy_router *r, struct sy_route *rt) {
+void sy__router_route_released(sy_router *r, struct sy_route *rt) {
+    if (r->opts.route_detach) {
+        sy__router_cb_enter(r);
+        r->opts.route_detach(r->opts.callback_data, rt, rt->more->host_data);
+        sy__router_cb_leave(r);
+    }
+    sy__route_set_host_data(rt, NULL); /* (cannot fail for NULL) */
+    give_back(r, rt);
+}
+
+void sy__router_release_all(sy_router *r) {
+    const sy_snapshot *cur = sy__router_current(r);
+    for (uint32_t i = 0; i < cur->slot_count; i++) {
+        struct sy_route *rt = sy__snapshot_slot(cur, i)->route;
+        if (rt && rt->key != UINT32_MAX)
+            sy__router_route_released(r, rt);
+    }
+    for (size_t i = 0; i < r->grave_count; i++)
+        if (r->graves[i].route->key != UINT32_MAX)
+            sy__router_route_released(r, r->graves[i].route);
+    for (size_t i = 0; i < r->pinned_count; i++) {
+        if (r->pinned[i]->key != UINT32_MAX)
+            sy__router_route_released(r, r->pinned[i]);
+        sy__route_unref(r->pinned[i]);
+    }
+    sy__free(&r->alloc, r->pinned);
+    r->pinned = NULL;
+    r->pinned_count = r->pinned_cap = 0;
+}
+
+int sy__router_attach_route(sy_router *r, struct sy_route *rt) {
     /* the commit's check holds the entry: found, it cannot fail */
     uint64_t bk = breaker_key(r, rt, NULL, NULL);
     if (bk && brk_use(r, bk) != SY_OK)
@@ -315,12 +335,21 @@ void sy__router_attach_route(sy_router *r, struct sy_route *rt) {
                        rt->id);
     rt->key =
         r->free_key_count ? r->free_keys[--r->free_key_count] : r->key_limit++;
-    rt->owner = &r->owner;
-    if (r->opts.route_attach) {
+    if (!r->opts.route_attach)
+        return SY_OK;
+    sy__router_cb_enter(r);
+    void *data = r->opts.route_attach(r->opts.callback_data, rt);
+    sy__router_cb_leave(r);
+    if (sy__route_set_host_data(rt, data) == SY_OK)
+        return SY_OK;
+    /* no room for it: the host has it back, and rt is not attached */
+    if (r->opts.route_detach) {
         sy__router_cb_enter(r);
-        rt->host_data = r->opts.route_attach(r->opts.callback_data, rt);
+        r->opts.route_detach(r->opts.callback_data, rt, data);
         sy__router_cb_leave(r);
     }
+    give_back(r, rt);
+    return SY_ENOMEM;
 }
 
 /* ---- documents kept for rollback ---- */

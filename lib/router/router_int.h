@@ -92,8 +92,11 @@ struct sy_router {
     void *policy_mem;               /* the router's own store, or NULL */
     void *data;
     uint64_t rng;
+    /* routes whose live count saturated (route.h live): a reference each,
+     * released and dropped by sy_router_free */
+    struct sy_route **pinned;
+    size_t pinned_count, pinned_cap;
     /* route keys (sy_route_key): a free list below key_limit */
-    sy__route_owner owner;
     uint32_t *free_keys;
     size_t free_key_count, free_key_cap;
     uint32_t key_limit;
@@ -145,8 +148,11 @@ int64_t sy__router_now_ms(sy_router *r);
 /* Mark the calling thread as running a callback of r, and clear it. */
 void sy__router_cb_enter(sy_router *r);
 void sy__router_cb_leave(sy_router *r);
-/* The owner callback of live routes: route_detach and the key's return. */
-void sy__router_route_released(void *data, struct sy_route *rt);
+/* Live route rt (its key set) is no longer reachable by any snapshot, or
+ * the router goes: route_detach, its breaker entry's use, its key back to
+ * the free list; then its key is UINT32_MAX and its host data NULL. The
+ * router calls it itself (a route keeps no pointer back to it). */
+void sy__router_route_released(sy_router *r, struct sy_route *rt);
 /* on_log, as a callback (re-entrancy guarded). */
 void sy__router_log(sy_router *r, sy_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -160,9 +166,14 @@ struct sy__snapshot_config sy__router_snapshot_config(sy_router *r);
 /* Drop the references of removed routes no live snapshot can still use. */
 void sy__router_bury(sy_router *r);
 bool sy__router_graves_reserve(sy_router *r, size_t extra);
-/* A route about to become live for the first time: its key and host data
- * (route_attach). */
-void sy__router_attach_route(sy_router *r, struct sy_route *rt);
+/* A route about to become live (its key UINT32_MAX): its key and host
+ * data (route_attach). SY_ENOMEM: no room for the host data (route_detach
+ * has had it back): rt is as before. */
+int sy__router_attach_route(sy_router *r, struct sy_route *rt);
+/* Release every attached route of the live table, the graves and the
+ * pinned list, and drop the pinned list's references (sy_router_free,
+ * before the references go). */
+void sy__router_release_all(sy_router *r);
 
 /* Set r->policy from the options, or make the router's own store. */
 int sy__router_policy_init(sy_router *r, sy_error *err);

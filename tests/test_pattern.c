@@ -518,6 +518,57 @@ START_TEST(capture_rest_includes_the_leading_slash) {
 }
 END_TEST
 
+/* A plain rooted path split as the matcher splits it (the scan: its
+ * segments keep the path as flat) gives a {*rest} the path's own text;
+ * the plain split copies the joined segments. Both the same, matched or
+ * not, for short paths, empty segments and one past 64 bytes. */
+START_TEST(capture_rest_from_the_flat_path_equals_the_joined_segments) {
+    static const char *const pats[] = {"/static/{*path}", "/{*path}/x",
+                                       "/{a}/{*rest}", "{*rest}",
+                                       "/a/{b}/{*r}"};
+    static const char *const paths[] = {
+        "/static/css/a.css", "/static", "/static/", "/a/b/x", "/a//b/x",
+        "/a/b//", "/x/y/z", "/a", "/a/", "//", "/a/b/c/d/x",
+        "/a/bb/ccc/dddd/eeeee/ffffff/ggggggg/hhhhhhhh/iiiiiiiii/jjjjjjjjjj/x",
+        "/static/a/bb/ccc/dddd/eeeee/ffffff/ggggggg/hhhhhhhh/iiiiiiiii/jjj"};
+    size_t flat_caps = 0;
+    for (size_t i = 0; i < SY_ARRAY_LEN(pats); i++) {
+        mt m;
+        mt_open(&m, pats[i], false);
+        sy__segments flat = {0};
+        for (size_t j = 0; j < SY_ARRAY_LEN(paths); j++) {
+            sy_str s = {paths[j], strlen(paths[j])};
+            unsigned seen;
+            ck_assert(sy__segments_split_scan(&flat, s, &m.scratch, &A, &seen));
+            ck_assert_ptr_eq(flat.flat.ptr, paths[j]);
+            sy__capture fc[16];
+            size_t fn = 0;
+            bool fok = sy__pattern_match_path(m.p, &flat, true, fc, &fn, m.md,
+                                              &m.scratch);
+            bool ok = mt_run(&m, paths[j], true);
+            ck_assert_msg(fok == ok, "%s %s", pats[i], paths[j]);
+            ck_assert_uint_eq(fn, ok ? m.ncaps : 0);
+            for (size_t k = 0; ok && k < fn; k++) {
+                ck_assert_msg(fc[k].value.len == m.caps[k].value.len &&
+                                  !memcmp(fc[k].value.ptr, m.caps[k].value.ptr,
+                                          fc[k].value.len),
+                              "%s %s: %.*s", pats[i], paths[j],
+                              (int)fc[k].value.len, fc[k].value.ptr);
+                /* the rest points into the path itself (no copy) */
+                if (fc[k].value.len && fc[k].value.ptr[0] == '/') {
+                    ck_assert(fc[k].value.ptr >= paths[j] &&
+                              fc[k].value.ptr < paths[j] + s.len);
+                    flat_caps++;
+                }
+            }
+        }
+        sy__segments_free(&flat, &A);
+        mt_close(&m);
+    }
+    ck_assert_uint_gt(flat_caps, 10);
+}
+END_TEST
+
 START_TEST(trailing_slash_matches_when_enabled) {
     static const row on[] = {
         {"/a", "/a/", true},
@@ -1093,6 +1144,8 @@ static Suite *suite(void) {
     tcase_add_test(t, double_star_last_matches_zero_or_more_segments);
     tcase_add_test(t, double_star_first_matches_any_prefix);
     tcase_add_test(t, capture_rest_includes_the_leading_slash);
+    tcase_add_test(
+        t, capture_rest_from_the_flat_path_equals_the_joined_segments);
     tcase_add_test(t, trailing_slash_matches_when_enabled);
     tcase_add_test(t, trailing_slash_is_not_a_matrix_only_segment);
     tcase_add_test(t, pattern_without_leading_slash_never_matches);

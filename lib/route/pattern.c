@@ -491,6 +491,16 @@ static bool join_rest(const sy__segments *segs, size_t b, size_t e,
     size_t total = 0;
     for (size_t i = b; i < e; i++)
         total += segs->dec[i].len + 1;
+    if (segs->flat.ptr) {
+        /* plain segments of one rooted path, "/" + dec[0] + "/" + ...:
+         * the joined rest is that path's own text from the '/' before
+         * segment b, no copy */
+        size_t pos = 0;
+        for (size_t i = 0; i < b; i++)
+            pos += segs->dec[i].len + 1;
+        *out = (sy_str){segs->flat.ptr + pos, total};
+        return true;
+    }
     char *buf = scratch ? sy__arena_alloc(scratch, total) : NULL;
     if (!buf)
         return false;

@@ -8,7 +8,8 @@
  * (filter plan with RewritePath, instance pick) under a match context
  * whose Nth allocation fails either return SY_ENOMEM or exactly the
  * target of a run without failures (never an answer such as 500), and
- * outcome reports allocate nothing. */
+ * outcome reports allocate nothing. A snapshot's id table that grows,
+ * and a publish while its entries move, fail cleanly the same way. */
 #include "testutil.h"
 
 #include "switchyard.h"
@@ -448,6 +449,144 @@ START_TEST(outcome_reports_allocate_nothing) {
 }
 END_TEST
 
+/* ---- an id table that grows, and its move ---- */
+
+/* 3,264 routes fill their id table (4,096 entries at most 80 %): the next
+ * new id grows it, and its entries move over the next publishes. */
+enum { GROW_N = 3264 };
+
+static int grow_add(sy_router *r, sy_error *err) {
+    const char *route = "{\"id\":\"x1\",\"uri\":\"http://x:80\","
+                        "\"predicates\":[\"Path=/x1\"]}";
+    return sy_router_upsert_route(r, "main", route, strlen(route), err);
+}
+
+/* One publish while the move runs: new ids, replaced and removed ones
+ * spread over the old table (moved and not). */
+static int grow_move(sy_router *r, sy_error *err) {
+    sy_change_set *cs;
+    int rc = sy_change_set_new(r, &cs, err);
+    if (rc)
+        return rc;
+    char buf[160];
+    for (int i = 0; !rc && i < 12; i++) {
+        int k = i * 271 + 5, len;
+        if (i % 3 == 2) {
+            snprintf(buf, sizeof buf, "r%d", k);
+            rc = sy_change_set_remove_route(cs, buf, err);
+            continue;
+        }
+        len = snprintf(buf, sizeof buf,
+                       "{\"id\":\"%s%d\",\"uri\":\"http://y:80\","
+                       "\"predicates\":[\"Path=/y%d\"]}",
+                       i % 3 ? "r" : "y", k, k);
+        rc = sy_change_set_upsert_route(cs, "main", buf, (size_t)len, err);
+    }
+    if (!rc)
+        rc = sy_router_commit(r, cs, NULL, err);
+    sy_change_set_free(cs);
+    return rc;
+}
+
+/* What the id table answers: every route in rank order found by its id
+ * (the same route), an absent id not, and the fingerprint. */
+static void grow_signature(sy_router *r, char *out, size_t cap) {
+    sy_snapshot *s = sy_router_acquire(r);
+    size_t n = sy_snapshot_route_count(s), found = 0;
+    for (size_t i = 0; i < n; i++) {
+        const sy_route *rt = sy_snapshot_route_at(s, i);
+        found += sy_snapshot_find_route(s, sy_route_id(rt), NULL) == rt;
+    }
+    snprintf(out, cap, "n=%zu found=%zu none=%d fp=%llx", n, found,
+             sy_snapshot_find_route(s, "x-none", NULL) != NULL,
+             (unsigned long long)sy_snapshot_fingerprint(s));
+    sy_snapshot_release(s);
+}
+
+static void grow_open(world *w, int (*setup)(sy_router *, sy_error *)) {
+    memset(w, 0, sizeof *w);
+    w->al = sy_test_allocator(&w->c);
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.allocator = &w->al;
+    ck_assert_int_eq(sy_router_new(&o, &w->r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(w->r, "main", NULL), 0);
+    size_t cap = (size_t)GROW_N * 96 + 16, len = 0;
+    char *d = malloc(cap);
+    ck_assert_ptr_nonnull(d);
+    len += (size_t)snprintf(d + len, cap - len, "[");
+    for (int i = 0; i < GROW_N; i++)
+        len += (size_t)snprintf(d + len, cap - len,
+                                "%s{\"id\":\"r%d\",\"uri\":\"http://b\","
+                                "\"predicates\":[\"Path=/p%d\"]}",
+                                i ? "," : "", i, i);
+    len += (size_t)snprintf(d + len, cap - len, "]");
+    ck_assert_int_eq(sy_router_apply(w->r, "main", d, len, NULL, NULL), 0);
+    free(d);
+    if (setup)
+        ck_assert_int_eq(setup(w->r, NULL), 0);
+}
+
+/* As every_allocation_point, for the id table's growth and move. */
+static void grow_every_allocation_point(int (*setup)(sy_router *, sy_error *),
+                                        int (*fn)(sy_router *, sy_error *)) {
+    char before[256], after[256], now[256];
+    world w;
+    grow_open(&w, setup);
+    grow_signature(w.r, before, sizeof before);
+    ck_assert_int_eq(fn(w.r, NULL), 0);
+    grow_signature(w.r, after, sizeof after);
+    ck_assert_str_ne(before, after);
+    sy_router_free(w.r);
+    long points = 0;
+    for (long n = 1;; n++) {
+        grow_open(&w, setup);
+        w.c.calls = 0;
+        w.c.fail_at = n;
+        sy_error err;
+        memset(&err, 0, sizeof err);
+        int rc = fn(w.r, &err);
+        bool hit = w.c.calls >= n;
+        w.c.fail_at = 0;
+        grow_signature(w.r, now, sizeof now);
+        ck_assert_str_eq(now, rc ? before : after);
+        points += rc != 0;
+        /* the next publishes finish the move: all found still */
+        for (int i = 0; i < 6; i++) {
+            char route[128];
+            int len = snprintf(route, sizeof route,
+                               "{\"id\":\"z%d\",\"uri\":\"http://z:80\","
+                               "\"predicates\":[\"Path=/z%d\"]}",
+                               i, i);
+            ck_assert_int_eq(
+                sy_router_upsert_route(w.r, "main", route, (size_t)len, NULL),
+                0);
+        }
+        grow_signature(w.r, now, sizeof now);
+        ck_assert_ptr_nonnull(strstr(now, "none=0"));
+        ck_assert_msg(strstr(now, "found=") &&
+                          atol(strstr(now, "found=") + 6) ==
+                              atol(strstr(now, "n=") + 2),
+                      "%s", now);
+        sy_router_free(w.r);
+        ck_assert_msg(w.c.live == 0, "allocation %ld: %ld blocks leaked", n,
+                      w.c.live);
+        if (rc == 0 && !hit)
+            break;
+        ck_assert_msg(n < 100000, "did not converge");
+    }
+    ck_assert_int_gt(points, 3);
+}
+
+START_TEST(id_table_growth_fails_cleanly_at_every_allocation) {
+    grow_every_allocation_point(NULL, grow_add);
+}
+END_TEST
+
+START_TEST(id_table_move_fails_cleanly_at_every_allocation) {
+    grow_every_allocation_point(grow_add, grow_move);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("failalloc");
     TCase *tc = tcase_create("failalloc");
@@ -463,6 +602,8 @@ int main(void) {
     tcase_add_test(tc, change_set_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, target_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, outcome_reports_allocate_nothing);
+    tcase_add_test(tc, id_table_growth_fails_cleanly_at_every_allocation);
+    tcase_add_test(tc, id_table_move_fails_cleanly_at_every_allocation);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -5,7 +5,8 @@
  * random changes that split, copy and empty chunks; and
  * 10,000 consecutive single changes rebuild the index several times, each
  * publish doing a bounded share of the work, matching exactly throughout;
- * and the overlay's groups stay found while its doublings move them. */
+ * and the overlay's groups stay found while its doublings move them, and
+ * ids while a growing id table moves into its larger one. */
 #include "snapshot/index_int.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_int.h"
@@ -604,8 +605,7 @@ static void match_want(sy_router *r, sy_match_ctx *ctx, const char *path,
     ck_assert_int_eq(sy_snapshot_match(h, ctx, &req, &m), 0);
     const char *got = m ? sy_route_id(sy_match_route(m)) : NULL;
     ck_assert_msg(want ? got && strcmp(got, want) == 0 : !got,
-                  "%s: %s, want %s", path, got ? got : "-",
-                  want ? want : "-");
+                  "%s: %s, want %s", path, got ? got : "-", want ? want : "-");
     sy_snapshot_release(h);
 }
 
@@ -635,6 +635,93 @@ START_TEST(overlay_groups_move_a_chunk_per_change_and_stay_found) {
 }
 END_TEST
 
+/* The id table outgrows its capacity as routes are added one a publish:
+ * a larger table takes its entries over a stretch per publish, looked up
+ * in both meanwhile. Before, during and after the move every live id is
+ * found with its latest route (replaced ones too, whichever table held
+ * them), removed ones are not, and a snapshot held from before the growth
+ * still finds its own routes (published tables never change). */
+static void ids_as_model(sy_router *r, const int *order, size_t n0,
+                         size_t added, size_t every) {
+    sy_snapshot *h = sy_router_acquire(r);
+    char id[16];
+    for (size_t i = 0; i < n0 + added; i += every) {
+        if (i < n0)
+            snprintf(id, sizeof id, "r%zu", i);
+        else
+            snprintf(id, sizeof id, "n%zu", i - n0);
+        const sy_route *rt = sy_snapshot_find_route(h, id, NULL);
+        int want = i < n0 ? order[i] : 7;
+        ck_assert_msg(want < 0 ? !rt : rt && sy_route_order(rt) == want,
+                      "%s after %zu added: %s, order %d", id, added,
+                      rt ? "found" : "missing", rt ? sy_route_order(rt) : -1);
+        ck_assert(!rt || strcmp(sy_route_id(rt), id) == 0);
+    }
+    ck_assert(!sy_snapshot_find_route(h, "n-none", NULL));
+    sy_snapshot_release(h);
+}
+
+START_TEST(an_id_table_that_grows_moves_a_stretch_per_publish) {
+    enum { N0 = 20000, ADD = 4000 };
+    sy_router *r = router_of(N0, 1);
+    int *order = calloc(N0, sizeof *order); /* -1: removed */
+    ck_assert_ptr_nonnull(order);
+    sy_snapshot *before = sy_router_acquire(r);
+    uint32_t cap0 = sy__snapshot_from_handle(before)->id_cap;
+    size_t moving = 0, grew_at = 0;
+    for (size_t j = 0; j < ADD; j++) {
+        char id[16], path[32];
+        snprintf(id, sizeof id, "n%zu", j);
+        snprintf(path, sizeof path, "/n%zu", j);
+        upsert(r, id, 7, path);
+        if (j % 3 == 0) { /* replace an id of the first document */
+            size_t k = (j * 5) % N0;
+            snprintf(id, sizeof id, "r%zu", k);
+            snprintf(path, sizeof path, "/q%zu", k);
+            order[k] = (int)(j % 100) + 1;
+            upsert(r, id, order[k], path);
+        }
+        if (j % 7 == 1) { /* remove one */
+            size_t k = (j * 11 + 1) % N0;
+            snprintf(id, sizeof id, "r%zu", k);
+            sy_error e;
+            int rc = sy_router_remove_route(r, id, &e);
+            ck_assert_int_eq(rc, order[k] < 0 ? SY_ENOTFOUND : 0);
+            order[k] = -1;
+        }
+        sy_snapshot *h = sy_router_acquire(r);
+        const sy_snapshot *s = sy__snapshot_from_handle(h);
+        bool during = s->id_old_chunks != NULL;
+        if (during && !moving++)
+            grew_at = j;
+        if (during) /* the old table: the first document's */
+            ck_assert_uint_eq(s->id_old_cap, cap0);
+        sy_snapshot_release(h);
+        /* every id while the move runs and once after; a sample else */
+        bool all = during || j + 1 == ADD || (moving && j == grew_at + moving);
+        ids_as_model(r, order, N0, j + 1, all ? 1 : 97);
+    }
+    /* the move took many publishes, not one, and is done */
+    ck_assert_uint_gt(moving, 10);
+    ck_assert_uint_lt(moving, 200);
+    sy_snapshot *h = sy_router_acquire(r);
+    ck_assert_ptr_null(sy__snapshot_from_handle(h)->id_old_chunks);
+    ck_assert_uint_gt(sy__snapshot_from_handle(h)->id_cap, cap0);
+    sy_snapshot_release(h);
+    /* the snapshot from before: its own routes, all of them */
+    char id[16];
+    for (size_t i = 0; i < N0; i++) {
+        snprintf(id, sizeof id, "r%zu", i);
+        const sy_route *rt = sy_snapshot_find_route(before, id, NULL);
+        ck_assert_msg(rt && sy_route_order(rt) == 0, "%s in the old one", id);
+    }
+    ck_assert(!sy_snapshot_find_route(before, "n0", NULL));
+    sy_snapshot_release(before);
+    free(order);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("snapshot");
     TCase *tc = tcase_create("snapshot");
@@ -647,6 +734,7 @@ int main(void) {
     tcase_add_test(tc, failed_single_changes_during_rebuilds_leave_exact_state);
     tcase_add_test(tc, host_routes_in_the_overlay_are_found_by_their_labels);
     tcase_add_test(tc, overlay_groups_move_a_chunk_per_change_and_stay_found);
+    tcase_add_test(tc, an_id_table_that_grows_moves_a_stretch_per_publish);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -39,6 +39,7 @@ static void snapshot_free_parts(sy_snapshot *s) {
     sy__free(a, s->rank_start);
     sy__snap_free_chunks(a, s->crefs, (void **)s->id_chunks, s->id_cids,
                          s->id_chunks ? s->id_cap >> SY_CHUNK_BITS : 0);
+    sy__snap_id_drop_old(s);
     sy__index_unref(s->base);
     sy__overlay_free(s->ov[0]);
     sy__overlay_free(s->ov[1]);
@@ -389,8 +390,8 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
         nsk = 0;
         for (size_t k = 0; k < s->slot_chunk_cap && s->slot_chunks[k]; k++)
             s->chunk_bytes += sizeof(sy__slot_chunk);
-        s->chunk_bytes +=
-            ((size_t)s->id_cap >> SY_CHUNK_BITS) * sizeof(sy__id_chunk);
+        for (size_t k = 0; k < s->id_cap >> SY_CHUNK_BITS; k++)
+            s->chunk_bytes += s->id_chunks[k] ? sizeof(sy__id_chunk) : 0;
     }
     sy__slot_chunk **sc = sy__calloc(a, nsk ? nsk : 1, sizeof *sc);
     uint32_t *scid = sy__calloc(a, nsk ? nsk : 1, sizeof *scid);
@@ -445,6 +446,7 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
                              s->id_cap >> SY_CHUNK_BITS);
         s->id_chunks = NULL;
         s->id_cids = NULL;
+        sy__snap_id_drop_old(s);
         if (!sy__snap_id_alloc(s, sy__snap_id_cap_new(n)))
             return SY_ENOMEM;
         sy__snap_id_fill(s);
@@ -666,8 +668,9 @@ static int derive_changes(derive *d) {
             uint32_t hk = change_id_hash(change_at(d, k));
             uint32_t i = sy__snap_id_home(hk, s->id_cap);
             idq[k % 8] = hk;
-            __builtin_prefetch(
-                &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)]);
+            const sy__id_chunk *ic = s->id_chunks[i >> SY_CHUNK_BITS];
+            if (ic) /* NULL: a chunk of a table that grew, still empty */
+                __builtin_prefetch(&ic->e[i & (SY_CHUNK - 1)]);
         }
         uint32_t h = idq[c % 8];
         uint32_t pos;
@@ -749,6 +752,8 @@ static size_t derive_bytes(const sy_snapshot *s, bool bulk) {
     return sizeof *s + s->slot_chunk_cap * (sizeof(void *) + 4) +
            s->rank_nchunks * (sizeof(void *) + 4 + sizeof(size_t)) +
            ((size_t)s->id_cap >> SY_CHUNK_BITS) * (sizeof(void *) + 4) +
+           (s->id_old_chunks ? (size_t)s->id_old_cap >> SY_CHUNK_BITS : 0) *
+               (sizeof(void *) + 4) +
            s->chunk_bytes + sy__overlay_bytes(s->ov[0]) +
            sy__overlay_bytes(s->ov[1]) +
            (bulk && s->base ? sy__index_bytes(s->base) : 0);

@@ -79,6 +79,12 @@ uint32_t sy__snap_id_cap_for(size_t live);
 uint32_t sy__snap_id_cap_new(size_t ids);
 bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap);
 void sy__snap_id_fill(sy_snapshot *s);
+/* A table that grew moves the entries of the one it outgrew `count`
+ * positions at a time (sy__snap_share_base, each derive); the old one is
+ * dropped once all have moved. false: out of memory. */
+bool sy__snap_id_move(sy_snapshot *s, size_t count);
+/* Drop the old table (every entry moved, or the table refilled). */
+void sy__snap_id_drop_old(sy_snapshot *s);
 
 /* ---- rank order ---- */
 

@@ -159,8 +159,15 @@ struct sy_snapshot {
 
     /* open addressing over id_cap entries, a multiple of SY_CHUNK (not a
      * power of two: sy__snap_id_home) */
-    sy__id_chunk **id_chunks;
+    sy__id_chunk **id_chunks; /* a NULL chunk: every entry empty */
     uint32_t id_cap;
+    /* While the table grows (snapshot_table.c): the one it outgrew,
+     * shared with the snapshots before, whose entries move into id_chunks
+     * a stretch per publish (those before id_old_next have moved; a
+     * lookup not found in id_chunks looks here past it); NULL when none. */
+    sy__id_chunk **id_old_chunks;
+    uint32_t *id_old_cids;
+    uint32_t id_old_cap, id_old_next;
 
     sy__weight_slot *weights; /* per weight route */
     uint32_t *weight_slots;   /* slot of each weight route */

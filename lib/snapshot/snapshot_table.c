@@ -1,7 +1,9 @@
 /*
  * snapshot_table.c - the chunked, copy-on-write tables of a snapshot
  * (snapshot.h): slots, the rank order and the id table, shared chunk by
- * chunk between a snapshot and the ones derived from it.
+ * chunk between a snapshot and the ones derived from it. An id table that
+ * outgrows its capacity moves into a larger one a stretch per publish
+ * (sy__snap_id_move), never in one O(n) refill.
  *
  * The rank order also keeps the snapshot's route-sequence fingerprint up
  * to date: the sum (mod 2^64) of pair(a, b) over every two neighbours of
@@ -194,19 +196,44 @@ uint32_t sy__snap_id_hash(const char *id) {
     return sy__idtab_hash(id, strlen(id));
 }
 
+/* An entry of the table being moved out whose id has left (replaced or
+ * removed) while it had not moved: skipped by lookups and by the move.
+ * The old table never takes new entries, so its empty entries never run
+ * out and a probe of it ends. */
+#define ID_GONE (NONE - 1)
+
+static const sy__id_entry id_none = {0, NONE};
+
+static const sy__id_entry *entry_at(sy__id_chunk *const *v, uint32_t i) {
+    const sy__id_chunk *c = v[i >> SY_CHUNK_BITS];
+    return c ? &c->e[i & (SY_CHUNK - 1)] : &id_none;
+}
+
 static const sy__id_entry *id_at(const sy_snapshot *s, uint32_t i) {
-    return &s->id_chunks[i >> SY_CHUNK_BITS]->e[i & (SY_CHUNK - 1)];
+    return entry_at(s->id_chunks, i);
+}
+
+/* Entry i of chunk vector v (ids cids), writable: its chunk made private,
+ * or created empty. NULL: out of memory. */
+static sy__id_entry *entry_mut(sy_snapshot *s, sy__id_chunk **v, uint32_t *cids,
+                               uint32_t i) {
+    uint32_t k = i >> SY_CHUNK_BITS;
+    sy__id_chunk *c;
+    if (v[k]) {
+        c = sy__snap_chunk_own(s, v[k], &cids[k], sizeof *c);
+    } else if ((c = sy__snap_chunk_new(s, sizeof *c, &cids[k])) != NULL) {
+        for (uint32_t j = 0; j < SY_CHUNK; j++)
+            c->e[j].slot = NONE;
+    }
+    if (!c)
+        return NULL;
+    v[k] = c;
+    return &c->e[i & (SY_CHUNK - 1)];
 }
 
 /* Entry i, writable. NULL: out of memory. */
 static sy__id_entry *id_mut(sy_snapshot *s, uint32_t i) {
-    uint32_t k = i >> SY_CHUNK_BITS;
-    sy__id_chunk *c =
-        sy__snap_chunk_own(s, s->id_chunks[k], &s->id_cids[k], sizeof *c);
-    if (!c)
-        return NULL;
-    s->id_chunks[k] = c;
-    return &c->e[i & (SY_CHUNK - 1)];
+    return entry_mut(s, s->id_chunks, s->id_cids, i);
 }
 
 uint32_t sy__snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
@@ -216,7 +243,7 @@ uint32_t sy__snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
         const sy__id_entry *e = id_at(s, i);
         if (e->slot == NONE) {
             *pos = i;
-            return NONE;
+            break;
         }
         if (e->hash == h &&
             strcmp(sy__snapshot_slot(s, e->slot)->route->id, id) == 0) {
@@ -224,18 +251,41 @@ uint32_t sy__snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
             return e->slot;
         }
     }
+    if (!s->id_old_chunks)
+        return NONE;
+    /* not moved yet? Entries before id_old_next have moved (and may have
+     * left since: their slot is not read); the position of one found is
+     * id_cap + its position in the old table */
+    uint32_t ocap = s->id_old_cap, next = s->id_old_next;
+    for (uint32_t i = sy__snap_id_home(h, ocap);;
+         i = i + 1 == ocap ? 0 : i + 1) {
+        const sy__id_entry *e = entry_at(s->id_old_chunks, i);
+        if (e->slot == NONE)
+            return NONE;
+        if (i >= next && e->slot != ID_GONE && e->hash == h &&
+            strcmp(sy__snapshot_slot(s, e->slot)->route->id, id) == 0) {
+            *pos = cap + i;
+            return e->slot;
+        }
+    }
 }
 
 bool sy__snap_id_set(sy_snapshot *s, uint32_t pos, sy__id_entry v) {
-    sy__id_entry *e = id_mut(s, pos);
+    sy__id_entry *e =
+        pos < s->id_cap
+            ? id_mut(s, pos)
+            : entry_mut(s, s->id_old_chunks, s->id_old_cids, pos - s->id_cap);
     if (e)
         *e = v;
     return e != NULL;
 }
 
-/* Remove entry at pos with backward-shift deletion. */
+/* Remove entry at pos with backward-shift deletion (in the old table: a
+ * GONE mark, nothing shifts there). */
 bool sy__snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
     uint32_t cap = s->id_cap, i = pos;
+    if (pos >= cap)
+        return sy__snap_id_set(s, pos, (sy__id_entry){0, ID_GONE});
     for (;;) {
         if (!sy__snap_id_set(s, i, (sy__id_entry){0, NONE}))
             return false;
@@ -255,6 +305,45 @@ bool sy__snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
             return false;
         i = j;
     }
+}
+
+/* Move the old table's next `count` entries (positions) into the table;
+ * the old one is freed once every entry has moved. The home is the
+ * hash's high bits scaled to the capacity, so the entries of a stretch of
+ * the old table land in a stretch of the new one (about cap / old cap
+ * times as long): a publish copies a few chunks, not one per entry. */
+bool sy__snap_id_move(sy_snapshot *s, size_t count) {
+    if (!s->id_old_chunks)
+        return true;
+    uint32_t cap = s->id_cap, ocap = s->id_old_cap, p = s->id_old_next;
+    uint32_t end = count < ocap - p ? p + (uint32_t)count : ocap;
+    for (; p < end; p++) {
+        sy__id_entry e = *entry_at(s->id_old_chunks, p);
+        if (e.slot == NONE || e.slot == ID_GONE)
+            continue;
+        /* not in the table (a lookup found it in the old one, where an
+         * id that changed was marked GONE): its first empty entry */
+        uint32_t i = sy__snap_id_home(e.hash, cap);
+        while (id_at(s, i)->slot != NONE)
+            i = i + 1 == cap ? 0 : i + 1;
+        sy__id_entry *d = id_mut(s, i);
+        if (!d)
+            return false;
+        *d = e;
+    }
+    s->id_old_next = end;
+    if (end == ocap)
+        sy__snap_id_drop_old(s);
+    return true;
+}
+
+void sy__snap_id_drop_old(sy_snapshot *s) {
+    sy__snap_free_chunks(s->alloc, s->crefs, (void **)s->id_old_chunks,
+                         s->id_old_cids,
+                         s->id_old_chunks ? s->id_old_cap >> SY_CHUNK_BITS : 0);
+    s->id_old_chunks = NULL;
+    s->id_old_cids = NULL;
+    s->id_old_cap = s->id_old_next = 0;
 }
 
 /* Capacity for `live` ids: whole chunks, loaded at most 80 % (8-byte
@@ -294,22 +383,61 @@ bool sy__snap_id_alloc(sy_snapshot *s, uint32_t cap) {
     return true;
 }
 
-/* The base's table shared chunk by chunk. */
-static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
-    uint32_t nk = base->id_cap >> SY_CHUNK_BITS;
-    s->id_chunks = sy__malloc(s->alloc, nk * sizeof *s->id_chunks);
-    s->id_cids = sy__malloc(s->alloc, nk * sizeof *s->id_cids);
-    if (!s->id_chunks || !s->id_cids) {
-        sy__free(s->alloc, s->id_chunks);
-        sy__free(s->alloc, s->id_cids);
-        s->id_chunks = NULL;
-        s->id_cids = NULL;
+/* Copies of a table's chunk vectors (nk chunks), a reference on each
+ * chunk there is. false: out of memory (nothing taken). */
+static bool id_vec_share(sy_snapshot *s, sy__id_chunk ***pv, uint32_t **pc,
+                         sy__id_chunk *const *v, const uint32_t *c,
+                         uint32_t nk) {
+    sy__id_chunk **nv = sy__malloc(s->alloc, (nk ? nk : 1) * sizeof *nv);
+    uint32_t *nc = sy__malloc(s->alloc, (nk ? nk : 1) * sizeof *nc);
+    if (!nv || !nc) {
+        sy__free(s->alloc, nv);
+        sy__free(s->alloc, nc);
         return false;
     }
+    memcpy(nv, v, nk * sizeof *nv);
+    memcpy(nc, c, nk * sizeof *nc);
+    for (uint32_t k = 0; k < nk; k++)
+        if (nv[k])
+            s->crefs->refs[nc[k]]++;
+    *pv = nv;
+    *pc = nc;
+    return true;
+}
+
+/* The base's table (and the one it is moving out of) shared chunk by
+ * chunk. */
+static bool id_table_share(sy_snapshot *s, const sy_snapshot *base) {
+    if (!id_vec_share(s, &s->id_chunks, &s->id_cids, base->id_chunks,
+                      base->id_cids, base->id_cap >> SY_CHUNK_BITS))
+        return false;
     s->id_cap = base->id_cap;
-    memcpy(s->id_chunks, base->id_chunks, nk * sizeof *s->id_chunks);
-    memcpy(s->id_cids, base->id_cids, nk * sizeof *s->id_cids);
-    sy__snap_chunks_ref(s->crefs, s->id_cids, nk);
+    if (!base->id_old_chunks)
+        return true;
+    if (!id_vec_share(s, &s->id_old_chunks, &s->id_old_cids,
+                      base->id_old_chunks, base->id_old_cids,
+                      base->id_old_cap >> SY_CHUNK_BITS))
+        return false;
+    s->id_old_cap = base->id_old_cap;
+    s->id_old_next = base->id_old_next;
+    return true;
+}
+
+/* The base's table becomes the old one, moved into a new empty table of
+ * `cap` entries (its chunks made as entries land in them). */
+static bool id_table_grow(sy_snapshot *s, const sy_snapshot *base,
+                          uint32_t cap) {
+    if (!id_vec_share(s, &s->id_old_chunks, &s->id_old_cids, base->id_chunks,
+                      base->id_cids, base->id_cap >> SY_CHUNK_BITS))
+        return false;
+    s->id_old_cap = base->id_cap;
+    s->id_old_next = 0;
+    uint32_t nk = cap >> SY_CHUNK_BITS;
+    s->id_chunks = sy__calloc(s->alloc, nk, sizeof *s->id_chunks);
+    s->id_cids = sy__calloc(s->alloc, nk, sizeof *s->id_cids);
+    if (!s->id_chunks || !s->id_cids)
+        return false; /* freed with the snapshot (NULL chunks) */
+    s->id_cap = cap;
     return true;
 }
 
@@ -528,13 +656,25 @@ int sy__snap_share_base(sy_snapshot *s, const sy_snapshot *base, size_t n,
     s->rank_nchunks = rn;
     uint32_t want = sy__snap_id_cap_for(live + n);
     uint32_t have = base ? base->id_cap : 0;
+    /* a table being moved out of moves a stretch per publish: a chunk and
+     * four entries per change, so that it is done long before the new
+     * table (room for twice the ids it grew at) fills up */
+    size_t step = SY_CHUNK + 4 * n;
     if (base && have >= want && have / 4 <= want)
-        return id_table_share(s, base) ? SY_OK : SY_ENOMEM;
-    /* a table that grows takes room for as many ids again, a new one
-     * sy__snap_id_cap_new's: filling one is O(n) in one publish, so routes
-     * added one by one refill it rarely */
-    want = live && want > have ? sy__snap_id_cap_for(2 * (live + n))
-                               : sy__snap_id_cap_new(live + n);
+        return id_table_share(s, base) && sy__snap_id_move(s, step) ? SY_OK
+                                                                    : SY_ENOMEM;
+    /* a table that grows takes room for as many ids again, its entries
+     * moved in a stretch per publish (sy__snap_id_move), looked up in
+     * both meanwhile; a new one (or one that shrinks, or grows again
+     * before its move is done) takes sy__snap_id_cap_new's, filled at
+     * once (O(n), like the change list or the table that left) */
+    uint32_t grown = sy__snap_id_cap_for(2 * (live + n));
+    if (base && live && want > have && !base->id_old_chunks &&
+        (size_t)grown + have <= (size_t)UINT32_MAX - SY_CHUNK)
+        return id_table_grow(s, base, grown) && sy__snap_id_move(s, step)
+                   ? SY_OK
+                   : SY_ENOMEM;
+    want = live && want > have ? grown : sy__snap_id_cap_new(live + n);
     if (!sy__snap_id_alloc(s, want))
         return SY_ENOMEM;
     sy__snap_id_fill(s);

@@ -98,6 +98,7 @@ static const char *const case_names[] = {
     "scale/match",
     "scale/one-route-max",
     "scale/publish-max-readers",
+    "scale/publish-grow-max",
     "policy/ratelimit",
     "policy/ratelimit-100k-keys",
     "policy/breaker",

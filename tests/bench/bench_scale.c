@@ -15,6 +15,10 @@
  *                       a reader thread matches without pause, over
  *                       enough upserts that a background rebuild starts,
  *                       runs and swaps in, and the old index is freed
+ *   scale/publish-grow-max  the slowest of 200,000 one-route publishes
+ *                       that each add a new route to the 1M table (the
+ *                       snapshot's id table outgrows its capacity on
+ *                       the way, at ~1,125,600 routes)
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "bench_run.h"
@@ -70,6 +74,9 @@ static char *g_state;
  * (getrusage RUSAGE_THREAD: minor faults, involuntary and voluntary
  * context switches; a virtual CPU the host takes away is not seen) */
 static uint32_t *g_faults, *g_preempt;
+/* whether each upsert's snapshot was still moving its id table into a
+ * larger one (NULL: not recorded) */
+static bool *g_idmove;
 
 static void thread_usage(uint64_t *faults, uint64_t *preempt) {
     struct rusage ru;
@@ -81,14 +88,14 @@ static void thread_usage(uint64_t *faults, uint64_t *preempt) {
 }
 
 /* Upserts of distinct routes of t, from route `from`, each one suffixed
- * with `variant`; us[i], cpu[i]: wall and thread CPU time of each. Stops
- * after `runs`, or (when until_swap) once a rebuild has started, swapped
- * its index in and the old one has been freed (a part per publish),
- * whichever is later (at most max_runs). Returns
- * how many were done; *swaps: index swaps seen. */
+ * with `variant` (or, with `add`, new routes `from`, `from` + 1, ...); us[i],
+ * cpu[i]: wall and thread CPU time of each. Stops after `runs`, or (when
+ * until_swap) once a rebuild has started, swapped its index in and the old one
+ * has been freed (a part per publish), whichever is later (at most max_runs).
+ * Returns how many were done; *swaps: index swaps seen. */
 static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
-                      size_t max_runs, bool until_swap, double *us, double *cpu,
-                      size_t *swaps, size_t *builds) {
+                      size_t max_runs, bool until_swap, bool add, double *us,
+                      double *cpu, size_t *swaps, size_t *builds) {
     bench_buf doc = {0};
     sy_error e;
     size_t done = 0;
@@ -103,7 +110,8 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
         if (r >= runs && (!until_swap || (*swaps > 0 && tidy)))
             break;
         /* 7919 is prime to the table sizes: distinct routes */
-        table_scale_route((from + r * 7919) % t->routes, variant, &doc);
+        table_scale_route(add ? from + r : (from + r * 7919) % t->routes,
+                          variant, &doc);
         uint64_t f0, p0, f1, p1;
         thread_usage(&f0, &p0);
         uint64_t t0 = bench_now_ns(), c0 = thread_cpu_ns();
@@ -128,6 +136,8 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
         tidy = !s->trash;
         if (g_state)
             g_state[done] = st;
+        if (g_idmove)
+            g_idmove[done] = s->id_old_chunks != NULL;
         if (g_faults) {
             g_faults[done] = (uint32_t)(f1 - f0);
             g_preempt[done] = (uint32_t)(p1 - p0);
@@ -343,7 +353,7 @@ static void scale_with_readers(table *t) {
         ;
     size_t swaps, builds;
     uint64_t t0 = bench_now_ns();
-    size_t done = upserts(t, 500001, "r", 10000, MAX_RUNS, true, us, cpu,
+    size_t done = upserts(t, 500001, "r", 10000, MAX_RUNS, true, false, us, cpu,
                           &swaps, &builds);
     double secs = (double)(bench_now_ns() - t0) / 1e9;
     atomic_store(&rd.stop, 1);
@@ -367,11 +377,69 @@ static void scale_with_readers(table *t) {
     g_faults = g_preempt = NULL;
 }
 
+/* ---- a table that grows by one route a publish ---- */
+
+static void scale_grow(table *t) {
+    static const char *name = "scale/publish-grow-max";
+    enum { RUNS = 200000 };
+    double *us = bench_xmalloc(RUNS * sizeof *us);
+    double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
+    g_state = bench_xmalloc(RUNS);
+    g_faults = bench_xmalloc(RUNS * sizeof *g_faults);
+    g_preempt = bench_xmalloc(RUNS * sizeof *g_preempt);
+    g_idmove = bench_xmalloc(RUNS * sizeof *g_idmove);
+    size_t swaps, builds, from = t->routes;
+    size_t done =
+        upserts(t, from, "", RUNS, RUNS, false, true, us, cpu, &swaps, &builds);
+    sy_snapshot *h = sy_router_acquire(t->router);
+    size_t now = sy_snapshot_route_count(h);
+    sy_snapshot_release(h);
+    if (done && now != from + done) {
+        comment("%s: %zu routes after %zu added to %zu", name, now, done, from);
+        g_differ++;
+    }
+    if (done) {
+        size_t worst = 0; /* before report_upserts sorts cpu */
+        size_t moves = 0, mworst = SIZE_MAX, first = SIZE_MAX;
+        for (size_t i = 1; i < done; i++)
+            worst = cpu[i] > cpu[worst] ? i : worst;
+        for (size_t i = 0; i < done; i++) {
+            if (!g_idmove[i])
+                continue;
+            moves++;
+            first = first == SIZE_MAX ? i : first;
+            mworst = mworst == SIZE_MAX || cpu[i] > cpu[mworst] ? i : mworst;
+        }
+        if (moves)
+            comment("%s: the id table grew at route %zu (publish #%zu: %.1f "
+                    "us thread CPU) and moved over %zu publishes, the most "
+                    "%.1f us thread CPU (#%zu, '%c')",
+                    name, from + first, first, cpu[first], moves, cpu[mworst],
+                    mworst, g_state[mworst]);
+        else
+            comment("%s: the id table grew in no publish", name);
+        report_upserts(name, from, us, cpu, done, swaps, builds);
+        comment("%s: the publish of the most thread CPU added route %zu "
+                "(the table then held %zu)",
+                name, from + worst, from + worst + 1);
+    }
+    free(us);
+    free(cpu);
+    free(g_state);
+    free(g_faults);
+    free(g_preempt);
+    free(g_idmove);
+    g_state = NULL;
+    g_faults = g_preempt = NULL;
+    g_idmove = NULL;
+}
+
 void case_scale(void) {
     bool w_compile = want("scale/compile"), w_match = want("scale/match"),
          w_max = want("scale/one-route-max"),
-         w_read = want("scale/publish-max-readers");
-    if (!w_compile && !w_match && !w_max && !w_read)
+         w_read = want("scale/publish-max-readers"),
+         w_grow = want("scale/publish-grow-max");
+    if (!w_compile && !w_match && !w_max && !w_read && !w_grow)
         return;
     double small_ns = -1;
     if (w_match) {
@@ -436,8 +504,8 @@ void case_scale(void) {
         g_faults = bench_xmalloc(RUNS * sizeof *g_faults);
         g_preempt = bench_xmalloc(RUNS * sizeof *g_preempt);
         size_t swaps, builds;
-        size_t done =
-            upserts(&t, 1, "m", RUNS, RUNS, false, us, cpu, &swaps, &builds);
+        size_t done = upserts(&t, 1, "m", RUNS, RUNS, false, false, us, cpu,
+                              &swaps, &builds);
         if (done)
             report_upserts("scale/one-route-max", t.routes, us, cpu, done,
                            swaps, builds);
@@ -451,5 +519,7 @@ void case_scale(void) {
     }
     if (w_read)
         scale_with_readers(&t);
+    if (w_grow) /* last: the table is larger after it */
+        scale_grow(&t);
     table_free(&t);
 }

@@ -967,8 +967,8 @@ START_TEST(indexed_equals_linear_across_index_rebuild) {
 }
 END_TEST
 
-/* A document of more than 1024 routes is indexed as a shared base index
- * (smaller ones go to the overlay); one-route changes then tombstone base
+/* A first document is indexed as a shared base index (later small
+ * changes go to the overlay); one-route changes then tombstone base
  * slots and add overlay slots, and both indexes are merged per request. */
 START_TEST(indexed_equals_linear_on_large_base_index) {
     size_t scale = (size_t)sy_test_scale(), checks = 0, matched = 0;

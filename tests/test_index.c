@@ -419,8 +419,8 @@ END_TEST
  * spellings the key must not answer (no first label, an empty one, two,
  * another case, a trailing '.'). */
 START_TEST(a_wildcard_keys_captures_are_the_first_label) {
-    /* enough routes that the first document builds the base index (a
-     * few would go to the overlay) */
+    /* the first document builds the base index (later one-route changes
+     * would go to the overlay) */
     char doc[4096];
     size_t o = (size_t)snprintf(
         doc, sizeof doc, "%s",

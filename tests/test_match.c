@@ -567,8 +567,8 @@ END_TEST
  * and path lists alike, and the next match on the same context never
  * sees the last one's. */
 START_TEST(walk_proven_captures_are_taken_when_read) {
-    /* 36 routes: a first document that large is indexed in one piece (a
-     * small one goes to an overlay, whose lists the walk proves nothing
+    /* a first document is indexed in one piece (changes to a table that
+     * has routes go to an overlay, whose lists the walk proves nothing
      * for), as the whole-route path needs */
     char doc[4096];
     int k = snprintf(

@@ -527,7 +527,12 @@ static int derive_start(derive *d, const sy__snapshot_config *cfg,
     d->removed = sy__malloc(a, (n ? n : 1) * sizeof *d->removed);
     if (!d->added || !d->removed || sy__snap_share_base(s, base, n, d->live))
         return SY_ENOMEM;
-    d->bulk = !base || !base->base || n * 4 >= d->live + 64;
+    /* from scratch: no base index, no live route to keep (a first
+     * document after the router's empty snapshot is indexed whole,
+     * not left in the overlay, whose lists the walk proves nothing
+     * for), or changes that outweigh what is kept */
+    d->bulk =
+        !base || !base->base || d->live == 0 || n * 4 >= d->live + 64;
     if (!d->bulk) {
         s->base = sy__index_ref(base->base);
         s->base_dead = base->base_dead;

@@ -104,12 +104,12 @@ void sy__arena_init(sy__arena *ar, const sy__alloc *alloc, size_t chunk_size) {
     ar->chunk_size =
         (uint32_t)(chunk_size < SY_ARENA_CHUNK_MAX ? chunk_size
                                                    : SY_ARENA_CHUNK_MAX);
-    ar->user = 0;
+    ar->pad = 0;
 }
 
 /* A new chunk of at least `size` bytes at the head. */
 static sy__arena_chunk *arena_grow(sy__arena *ar, size_t size) {
-    size_t want = ar->chunk_size;
+    size_t want = ar->chunk_size ? ar->chunk_size : SY_ARENA_SMALL_CHUNK;
     if (want < size)
         want = size;
     if (want > SY_ARENA_CHUNK_MAX)

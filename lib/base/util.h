@@ -62,9 +62,15 @@ typedef struct sy__arena_chunk {
 typedef struct sy__arena {
     const sy__alloc *alloc;
     sy__arena_chunk *head;
-    uint32_t chunk_size; /* default size of a new chunk */
-    uint32_t user;       /* the arena's owner's (0 at init) */
+    /* default size of a new chunk; 0 (set by the owner after init):
+     * SY_ARENA_SMALL_CHUNK, and then chunk_size and pad stay 0, so an
+     * owner may lay a pointer that is NULL while it allocates over the
+     * two (struct sy_route's canonical text) */
+    uint32_t chunk_size;
+    uint32_t pad; /* 0 */
 } sy__arena;
+/* A new chunk of an arena whose chunk_size is 0. */
+#define SY_ARENA_SMALL_CHUNK 256u
 
 void sy__arena_init(sy__arena *ar, const sy__alloc *alloc, size_t chunk_size);
 /* util.c: a new head chunk holding the `size` bytes asked for. */

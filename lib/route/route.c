@@ -56,9 +56,6 @@ typedef struct sy__route_box {
                                           allocator copy if any */
 } sy__route_box;
 
-/* Chunks after the first: a route that outgrew its estimate. */
-#define SY_ROUTE_CHUNK 256
-
 struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
                                      size_t arena_bytes) {
     if (arena_bytes > SY_ARENA_CHUNK_MAX - 8)
@@ -80,7 +77,8 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
         r->alloc = own;
     }
     atomic_init(&r->refs, 1);
-    sy__arena_init(&r->arena, r->alloc, SY_ROUTE_CHUNK);
+    sy__arena_init(&r->arena, r->alloc, 0);
+    r->arena.chunk_size = 0; /* small chunks, and canonical stays NULL */
     if (arena_bytes) {
         sy__arena_chunk *c = (sy__arena_chunk *)(void *)b->chunk;
         c->next = NULL;
@@ -140,7 +138,6 @@ void *sy__route_text(struct sy_route *r, size_t n) {
         c == (sy__arena_chunk *)(void *)((sy__route_box *)(void *)r)->chunk &&
         c->size - c->used >= n) {
         c->size -= (uint32_t)n; /* n <= the chunk's size: fits */
-        r->arena.user += (uint32_t)n;
         return c->data + c->size;
     }
     return sy__arena_alloc_bytes(&r->arena, n);
@@ -410,8 +407,8 @@ size_t sy__route_check_select(const struct sy_route *r, const char *path,
     for (size_t i = 0; i < r->more->metadata_count; i++) {
         const char *k = r->more->metadata[i].key;
         bool sel = sy__route_is_select_key(k);
-        bool tmo = !strcmp(k, "response-timeout") ||
-                   !strcmp(k, "connect-timeout");
+        bool tmo =
+            !strcmp(k, "response-timeout") || !strcmp(k, "connect-timeout");
         if (r->up_scheme == SY_SCHEME_NONE)
             break; /* no uri (or a bad one, reported): nothing to say */
         if ((sel && r->up_kind != SY_UPSTREAM_SERVICE) ||
@@ -584,12 +581,10 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
 
 /* The uri's scheme as host_runs.c names it ("lb:ws" counts as "ws"). */
 static const char *uri_scheme_item(const struct sy_route *r) {
-    static const char *const names[] = {[SY_SCHEME_HTTPS] = "https",
-                                        [SY_SCHEME_WS] = "ws",
-                                        [SY_SCHEME_WSS] = "wss",
-                                        [SY_SCHEME_LB_WS] = "ws",
-                                        [SY_SCHEME_LB_WSS] = "wss",
-                                        [SY_SCHEME_FORWARD] = "forward"};
+    static const char *const names[] = {
+        [SY_SCHEME_HTTPS] = "https", [SY_SCHEME_WS] = "ws",
+        [SY_SCHEME_WSS] = "wss",     [SY_SCHEME_LB_WS] = "ws",
+        [SY_SCHEME_LB_WSS] = "wss",  [SY_SCHEME_FORWARD] = "forward"};
     unsigned s = r->up_scheme;
     return s < SY_ARRAY_LEN(names) && names[s] ? sy__host_item_scheme(names[s])
                                                : NULL;

@@ -83,14 +83,22 @@ struct sy_route {
      * snapshot can reach it any more: a route keeps no pointer back. */
     uint32_t key;
     /* the allocator is the arena's (one field, two names: sy__arena starts
-     * with it) */
+     * with it), and the canonical text lies over the arena's chunk_size
+     * and pad, which stay 0 (chunk_size 0: small chunks) while the route
+     * is built, the only time its arena allocates: 8 bytes a route */
     union {
         struct {
             const sy__alloc *alloc;
+            sy__arena_chunk *arena_head_; /* arena.head */
+            /* The canonical JSON the fingerprints hash: not kept by the
+             * parse, built by the first sy_route_canonical (def_canon.c,
+             * published with a CAS) and then kept (r->alloc); NULL until
+             * then. */
+            _Atomic(char *) canonical;
         };
-        /* every string and array below; arena.user: the bytes of strings
-         * taken from the top of its first chunk, the one in the route's block
-         * (sy__route_text): that chunk holds its size, then these */
+        /* every string and array below; strings are taken from the top
+         * of its first chunk, the one in the route's block
+         * (sy__route_text) */
         sy__arena arena;
     };
 
@@ -133,10 +141,6 @@ struct sy_route {
     uint32_t doc_index;       /* position in the document that built it (ranks
                                  come from the snapshot slot key, not this) */
 
-    /* The canonical JSON the fingerprints hash: not kept by the parse,
-     * built by the first sy_route_canonical (def_canon.c) and then kept
-     * (r->alloc); NULL until then. */
-    _Atomic(char *) canonical;
     uint64_t fingerprint; /* of the whole canonical form (what changed in
                              an updated route: sy__def_route_changes) */
     /* (The exact bytes of the route object a document built it from, their
@@ -151,6 +155,14 @@ struct sy_route {
      * route with the pointer back to its router, which the router does
      * without, docs/performance.md round 11.) */
 };
+
+/* canonical lies exactly over the arena's chunk_size and pad. */
+_Static_assert(offsetof(struct sy_route, canonical) ==
+                       offsetof(struct sy_route, arena) +
+                           offsetof(sy__arena, chunk_size) &&
+                   sizeof(_Atomic(char *)) == 2 * sizeof(uint32_t) &&
+                   sizeof(sy__arena) == 3 * sizeof(void *),
+               "sy_route: canonical over arena.chunk_size and pad");
 
 /* The highest predicate index literal_path / literal_host hold. */
 #define SY_ROUTE_LITERAL_MAX 7

@@ -169,6 +169,8 @@ rows = [
      1000, "us"),
     ("scale/publish-max-readers", 1000000,
      fig("scale/publish-max-readers", 1000000), "<=", 2000, "us"),
+    ("scale/publish-grow-max", 1000000,
+     fig("scale/publish-grow-max", 1000000), "<=", 2000, "us"),
 ]
 
 def fmt(v, unit):

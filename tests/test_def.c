@@ -1,9 +1,9 @@
 /* test_def.c - route documents: the valid/invalid corpus under
  * tests/data, shapes, strict and lenient modes, limits, syntax positions,
  * shortcut mapping, upstreams, metadata and the internal def.h calls. */
+#include "base/factory.h"
 #include "def/def_build.h"
 #include "snapshot/diff.h"
-#include "base/factory.h"
 #include "testutil.h"
 
 #include <dirent.h>
@@ -205,8 +205,8 @@ START_TEST(selection_settings_are_checked_with_their_path) {
     for (size_t i = 0; i < SY_ARRAY_LEN(idle); i++) {
         char json[512];
         snprintf(json, sizeof json,
-                 "[{\"id\":\"a\",\"uri\":\"%s\",\"metadata\":%s}]",
-                 idle[i].uri, idle[i].metadata);
+                 "[{\"id\":\"a\",\"uri\":\"%s\",\"metadata\":%s}]", idle[i].uri,
+                 idle[i].metadata);
         sy_error e;
         ck_assert_int_eq(parse_err(json, NULL, &e), SY_EARG);
         ck_assert_str_eq(e.path, idle[i].path);
@@ -726,9 +726,8 @@ START_TEST(entries_without_args_have_an_empty_arg_list) {
                               false);
     ck_assert_uint_eq(filt(d, 0, 0)->arg_count, 0);
     ck_assert_uint_eq(filt(d, 0, 1)->arg_count, 0);
-    ck_assert_ptr_nonnull(
-        strstr(sy_route_canonical(route0(d)),
-               "{\"name\":\"CircuitBreaker\",\"args\":{}}"));
+    ck_assert_ptr_nonnull(strstr(sy_route_canonical(route0(d)),
+                                 "{\"name\":\"CircuitBreaker\",\"args\":{}}"));
     sy_document_free(d);
 }
 END_TEST
@@ -748,11 +747,11 @@ START_TEST(json_numbers_and_booleans_become_text) {
 END_TEST
 
 START_TEST(open_args_filters_keep_extra_keys_sorted) {
-    sy_document *d = parse_ok(
-        "[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":[{\"name\":"
-        "\"RequestRateLimiter\",\"args\":{\"status-code\":\"429\","
-        "\"redis-rate-limiter.replenishRate\":\"2\"}}]}]",
-        false);
+    sy_document *d =
+        parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":[{\"name\":"
+                 "\"RequestRateLimiter\",\"args\":{\"status-code\":\"429\","
+                 "\"redis-rate-limiter.replenishRate\":\"2\"}}]}]",
+                 false);
     const sy__def_entry *e = filt(d, 0, 0);
     ck_assert_uint_eq(e->arg_count, 2);
     ck_assert_str_eq(e->args[0].key, "redis-rate-limiter.replenishRate");
@@ -882,15 +881,23 @@ START_TEST(simple_routes_fill_their_block_exactly) {
                      u * 100 + k, uris[u], preds[k]);
             sy_document *d = parse_ok(json, false);
             const struct sy_route *r = route0(d);
-            const sy__arena_chunk *c = r->arena.head;
+            /* one chunk, the one in the route's block (its header is
+             * cpred and fingerprint once built: route.h) */
+            const sy__arena_chunk *c =
+                sy__route_first_chunk((struct sy_route *)(uintptr_t)r);
             ck_assert(r->arena_embedded);
-            ck_assert_msg(c && !c->next, "%s: %s chunk", uris[u], preds[k]);
-            ck_assert_msg(c->size - c->used < 8, "%s %s: %u to spare", uris[u],
-                          preds[k], c->size - c->used);
-            /* the strings are in the block, after the objects */
-            const char *top = (const char *)c->data + c->size;
-            ck_assert(r->id >= top && r->id < top + 64);
-            ck_assert(r->uri >= top && r->uri < top + 64);
+            ck_assert_msg(r->arena.head == c, "%s: %s chunk", uris[u],
+                          preds[k]);
+            /* the compiled objects at its bottom, the strings at its top
+             * (the id, taken first, ends the block), after the objects */
+            const char *data = (const char *)c->data;
+            const char *objs = (const char *)r->cpred;
+            const char *end = r->id + strlen(r->id) + 1;
+            ck_assert_msg(objs >= data && objs < end, "%s %s: cpred", uris[u],
+                          preds[k]);
+            const char *low = objs + r->predicate_count * SY_PRED_OBJECT_BYTES;
+            ck_assert(r->uri >= low && r->uri < end);
+            ck_assert(r->id >= low && end - data < 512);
             sy_document_free(d);
         }
 }

@@ -72,12 +72,16 @@ size_t sy__def_route_errors(const sy__def_ctx *ctx, const cJSON *obj,
                             const char *path, const sy_error *first,
                             sy_error *out, size_t max);
 
-/* Set all fingerprints of r from its fields (the canonical form is
- * written, hashed and not kept: sy_route_canonical builds it again when
- * asked). SY_ENOMEM. The _into form writes into `scratch` (reused from
- * route to route; its text is the canonical form until the next call). */
+/* Set r's fingerprint from its fields (the canonical form is written,
+ * hashed and not kept: sy_route_canonical builds it again when asked).
+ * SY_ENOMEM. The fingerprint lies over the header of the arena's first
+ * chunk (route.h): call it once r's arena allocates no more. The _into
+ * form only computes it, into *fingerprint, writing into `scratch`
+ * (reused from route to route; its text is the canonical form until the
+ * next call). */
 int sy__def_canonicalize(struct sy_route *r);
-int sy__def_canonicalize_into(struct sy_route *r, sy__buf *scratch);
+int sy__def_canonicalize_into(const struct sy_route *r, sy__buf *scratch,
+                              uint64_t *fingerprint);
 
 /* A deep copy of r's definition (not compiled, no canonical form). */
 struct sy_route *sy__def_clone(const struct sy_route *r);

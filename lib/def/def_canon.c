@@ -410,7 +410,8 @@ static void canon_write(sy__buf *b, const struct sy_route *r) {
         b->ptr[b->len] = '\0'; /* appends leave room for it */
 }
 
-int sy__def_canonicalize_into(struct sy_route *r, sy__buf *scratch) {
+int sy__def_canonicalize_into(const struct sy_route *r, sy__buf *scratch,
+                              uint64_t *fingerprint) {
     scratch->len = 0;
     scratch->failed = false;
     if (scratch->ptr)
@@ -418,7 +419,7 @@ int sy__def_canonicalize_into(struct sy_route *r, sy__buf *scratch) {
     canon_write(scratch, r);
     if (scratch->failed)
         return SY_ENOMEM;
-    r->fingerprint = sy__hash64(scratch->ptr, scratch->len, SEED_ROUTE);
+    *fingerprint = sy__hash64(scratch->ptr, scratch->len, SEED_ROUTE);
     return SY_OK;
 }
 
@@ -555,8 +556,11 @@ unsigned sy__def_route_changes(const struct sy_route *a,
 int sy__def_canonicalize(struct sy_route *r) {
     sy__buf b;
     sy__buf_init(&b, r->alloc);
-    int rc = sy__def_canonicalize_into(r, &b);
+    uint64_t fp;
+    int rc = sy__def_canonicalize_into(r, &b, &fp);
     sy__buf_free(&b);
+    if (!rc)
+        r->fingerprint = fp;
     return rc;
 }
 

@@ -778,13 +778,22 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
         ea = (sy__arena){ctx->alloc, first, STACK, 0};
     }
     int rc = fill_route(ctx, r, drop ? &ea : NULL, &f, path, err);
-    if (!rc && (ctx->scratch ? sy__def_canonicalize_into(r, ctx->scratch)
-                             : sy__def_canonicalize(r)))
-        rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
+    /* the fingerprint is stored last: it lies over the header of the
+     * arena's first chunk, which the compile still allocates from */
+    uint64_t fp = 0;
+    sy__buf own;
+    if (!rc) {
+        sy__buf *b = ctx->scratch;
+        if (!b)
+            sy__buf_init(b = &own, r->alloc);
+        if (sy__def_canonicalize_into(r, b, &fp))
+            rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
+        if (b == &own)
+            sy__buf_free(&own);
+    }
     const struct sy_route *same =
-        !rc && ctx->reuse ? ctx->reuse(ctx->reuse_data, r->id, r->fingerprint)
-                          : NULL;
-    if (same && same->fingerprint == r->fingerprint) {
+        !rc && ctx->reuse ? ctx->reuse(ctx->reuse_data, r->id, fp) : NULL;
+    if (same && same->fingerprint == fp) {
         /* already compiled and live: share it */
         sy__route_unref(r);
         r = sy__route_ref(same);
@@ -796,6 +805,8 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
         if (rc) {
             sy__route_unref(r);
             r = NULL;
+        } else {
+            r->fingerprint = fp;
         }
     }
     if (drop && ea.head != first) { /* the stack chunk is the oldest: out

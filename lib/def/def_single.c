@@ -112,13 +112,14 @@ int sy__def_route_with_enabled(const struct sy_route *r, bool enabled,
     c->disabled = !enabled;
     sy__compile_env env = {c->alloc, opts->registry, NULL, NULL,
                            sy__def_host_runs(opts)};
-    if (sy__def_canonicalize(c)) {
-        sy__route_unref(c);
-        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    }
     if ((rc = sy__route_compile(c, &env, "", err))) {
         sy__route_unref(c);
         return rc;
+    }
+    /* last: the fingerprint lies over the arena's first chunk's header */
+    if (sy__def_canonicalize(c)) {
+        sy__route_unref(c);
+        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
     *out = c;
     return 0;

@@ -44,7 +44,9 @@ const char *const sy__route_schemes[SY_SCHEME_COUNT] = {
 
 /* A route and, in the same block, the first chunk of its arena (sized by
  * the caller's estimate of what the route holds: its strings, entries and
- * compiled objects), so a route is usually one allocation. A route built
+ * compiled objects), so a route is usually one allocation: the chunk's
+ * header is the route's last 16 bytes (cpred and fingerprint,
+ * sy__route_first_chunk), its data follows the struct. A route built
  * with the library's default allocator points at the one shared copy of
  * it (stateless: libc plus alloc_map.c); with a host's allocator the
  * block ends with the route's own copy (the route may outlive the router
@@ -52,8 +54,8 @@ const char *const sy__route_schemes[SY_SCHEME_COUNT] = {
 typedef struct sy__route_box {
     struct sy_route route;
     _Alignas(8) unsigned char chunk[]; /* route.arena_embedded: the first
-                                          chunk of the arena, then the
-                                          allocator copy if any */
+                                          chunk's data, then the allocator
+                                          copy if any */
 } sy__route_box;
 
 struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
@@ -61,7 +63,7 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
     if (arena_bytes > SY_ARENA_CHUNK_MAX - 8)
         return NULL;
     arena_bytes = (arena_bytes + 7u) & ~(size_t)7u;
-    size_t extra = arena_bytes ? sizeof(sy__arena_chunk) + arena_bytes : 0;
+    size_t extra = arena_bytes;
     const sy__alloc *shared = sy__alloc_default_shared(alloc);
     sy__route_box *b =
         sy__malloc(alloc, sizeof *b + extra + (shared ? 0 : sizeof *alloc));
@@ -80,8 +82,8 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
     sy__arena_init(&r->arena, r->alloc, 0);
     r->arena.chunk_size = 0; /* small chunks, and canonical stays NULL */
     if (arena_bytes) {
-        sy__arena_chunk *c = (sy__arena_chunk *)(void *)b->chunk;
-        c->next = NULL;
+        sy__arena_chunk *c = sy__route_first_chunk(r);
+        c->next = NULL; /* cpred */
         c->size = (uint32_t)arena_bytes;
         c->used = 0;
         r->arena.head = c;
@@ -134,8 +136,7 @@ void *sy__route_text(struct sy_route *r, size_t n) {
     if (n == 0)
         n = 1;
     sy__arena_chunk *c = r->arena.head;
-    if (r->arena_embedded &&
-        c == (sy__arena_chunk *)(void *)((sy__route_box *)(void *)r)->chunk &&
+    if (r->arena_embedded && c == sy__route_first_chunk(r) &&
         c->size - c->used >= n) {
         c->size -= (uint32_t)n; /* n <= the chunk's size: fits */
         return c->data + c->size;
@@ -212,8 +213,7 @@ void sy__route_unref(struct sy_route *r) {
     /* the first chunk is part of the box: out of the list before the
      * arena frees its chunks (it is the last one, the oldest) */
     if (r->arena_embedded) {
-        sy__arena_chunk *first =
-            (sy__arena_chunk *)(void *)((sy__route_box *)(void *)r)->chunk;
+        sy__arena_chunk *first = sy__route_first_chunk(r);
         sy__arena_chunk **c = &r->arena.head;
         while (*c && *c != first)
             c = &(*c)->next;

@@ -141,19 +141,27 @@ struct sy_route {
     uint32_t doc_index;       /* position in the document that built it (ranks
                                  come from the snapshot slot key, not this) */
 
-    uint64_t fingerprint; /* of the whole canonical form (what changed in
-                             an updated route: sy__def_route_changes) */
     /* (The exact bytes of the route object a document built it from, their
      * hash and length and the id's hash, are the source's memo's: def.h
      * sy__span_memo, 16 bytes a route kept once, not here.) */
+    /* (The host's data of a live route is more->host_data: 16 bytes a
+     * route with the pointer back to its router, which the router does
+     * without, docs/performance.md round 11.) */
+
+    /* The last 16 bytes are the header of the arena's first chunk when it
+     * is in the route's block (arena_embedded, route.c): its data follows
+     * the struct. cpred lies over the chunk's next, which stays NULL (the
+     * first chunk is the oldest: the arena never reads its next, and
+     * sy__route_unref stops before it); fingerprint over its size and
+     * used, so it is set only once the route's arena allocates no more
+     * (def_route.c, def_single.c): 16 bytes a route. */
 
     /* compiled, parallel to predicates[]: predicate_count objects of
      * SY_PRED_OBJECT_BYTES in a row (read with sy__route_cpred), NULL
      * until compiled */
     struct sy__pred *cpred;
-    /* (The host's data of a live route is more->host_data: 16 bytes a
-     * route with the pointer back to its router, which the router does
-     * without, docs/performance.md round 11.) */
+    uint64_t fingerprint; /* of the whole canonical form (what changed in
+                             an updated route: sy__def_route_changes) */
 };
 
 /* canonical lies exactly over the arena's chunk_size and pad. */
@@ -163,6 +171,25 @@ _Static_assert(offsetof(struct sy_route, canonical) ==
                    sizeof(_Atomic(char *)) == 2 * sizeof(uint32_t) &&
                    sizeof(sy__arena) == 3 * sizeof(void *),
                "sy_route: canonical over arena.chunk_size and pad");
+
+/* cpred and fingerprint lie exactly over the first chunk's header, and its
+ * data starts at the struct's end. */
+_Static_assert(offsetof(sy__arena_chunk, next) == 0 &&
+                   offsetof(sy__arena_chunk, size) == sizeof(void *) &&
+                   sizeof(sy__arena_chunk) == 16 &&
+                   offsetof(sy__arena_chunk, data) == 16 &&
+                   offsetof(struct sy_route, fingerprint) ==
+                       offsetof(struct sy_route, cpred) + sizeof(void *) &&
+                   offsetof(struct sy_route, cpred) + 16 ==
+                       sizeof(struct sy_route),
+               "sy_route: cpred and fingerprint over the first chunk's "
+               "header");
+
+/* The first chunk of r's arena when it is in the route's block
+ * (r->arena_embedded): its header is r's last 16 bytes. */
+static inline sy__arena_chunk *sy__route_first_chunk(struct sy_route *r) {
+    return (sy__arena_chunk *)(void *)&r->cpred;
+}
 
 /* The highest predicate index literal_path / literal_host hold. */
 #define SY_ROUTE_LITERAL_MAX 7

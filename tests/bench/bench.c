@@ -621,23 +621,26 @@ void memory_child(const char *name, table_gen gen, size_t n) {
     const sy_snapshot *s = sy__snapshot_from_handle(h);
     size_t snap_bytes = s->bytes;
     size_t base_bytes = s->base ? sy__index_bytes(s->base) : 0;
-    /* the routes' own blocks: struct, arena chunks (with their headers;
-     * the first chunk's strings at its top are past its size: the id,
-     * taken first, ends at the block's end) */
+    /* the routes' own blocks: struct, arena chunks (with their headers).
+     * The first chunk, in the route's block, has its header over cpred
+     * and fingerprint (route.h): the block runs from the struct to the
+     * end of the id, taken first from the top of that chunk. */
     size_t route_bytes = 0;
     for (uint32_t i = 0; i < s->slot_count; i++) {
         const struct sy_route *rt = sy__snapshot_slot(s, i)->route;
         if (!rt)
             continue;
-        route_bytes += sizeof *rt; /* the block holds the first chunk */
-        const sy__arena_chunk *last = NULL;
-        for (const sy__arena_chunk *c = rt->arena.head; c; c = c->next) {
+        const sy__arena_chunk *first =
+            rt->arena_embedded
+                ? sy__route_first_chunk((struct sy_route *)(uintptr_t)rt)
+                : NULL;
+        for (const sy__arena_chunk *c = rt->arena.head; c && c != first;
+             c = c->next)
             route_bytes += sizeof *c + c->size;
-            last = c;
-        }
-        const char *top = last ? (const char *)last->data + last->size : NULL;
-        if (rt->arena_embedded && top && rt->id >= top && rt->id < top + 65536)
-            route_bytes += (size_t)(rt->id + strlen(rt->id) + 1 - top);
+        const char *end = (const char *)(rt + 1);
+        if (first && rt->id >= end && rt->id < end + SY_ARENA_CHUNK_MAX)
+            end = rt->id + strlen(rt->id) + 1;
+        route_bytes += (size_t)(end - (const char *)rt);
     }
     sy_snapshot_release(h);
     /* what the source keeps besides: the memo of its last document (the

@@ -78,6 +78,25 @@ static uint32_t *g_faults, *g_preempt;
  * larger one (NULL: not recorded) */
 static bool *g_idmove;
 
+/* The per-upsert notes above for up to n upserts (the id table's moves
+ * too when idmove), and their release. */
+static void notes_alloc(size_t n, bool idmove) {
+    g_state = bench_xmalloc(n);
+    g_faults = bench_xmalloc(n * sizeof *g_faults);
+    g_preempt = bench_xmalloc(n * sizeof *g_preempt);
+    g_idmove = idmove ? bench_xmalloc(n * sizeof *g_idmove) : NULL;
+}
+
+static void notes_free(void) {
+    free(g_state);
+    free(g_faults);
+    free(g_preempt);
+    free(g_idmove);
+    g_state = NULL;
+    g_faults = g_preempt = NULL;
+    g_idmove = NULL;
+}
+
 static void thread_usage(uint64_t *faults, uint64_t *preempt) {
     struct rusage ru;
     *faults = *preempt = 0;
@@ -333,20 +352,14 @@ static void scale_with_readers(table *t) {
     enum { MAX_RUNS = 200000 };
     double *us = bench_xmalloc(MAX_RUNS * sizeof *us);
     double *cpu = bench_xmalloc(MAX_RUNS * sizeof *cpu);
-    g_state = bench_xmalloc(MAX_RUNS);
-    g_faults = bench_xmalloc(MAX_RUNS * sizeof *g_faults);
-    g_preempt = bench_xmalloc(MAX_RUNS * sizeof *g_preempt);
+    notes_alloc(MAX_RUNS, false);
     reader rd = {.router = t->router, .rs = &t->reqs};
     pthread_t tid;
     if (pthread_create(&tid, NULL, reader_run, &rd) != 0) {
         comment("SKIPPED %s: no reader thread", name);
         free(us);
         free(cpu);
-        free(g_state);
-        free(g_faults);
-        free(g_preempt);
-        g_state = NULL;
-        g_faults = g_preempt = NULL;
+        notes_free();
         return;
     }
     while (!atomic_load(&rd.started))
@@ -370,11 +383,7 @@ static void scale_with_readers(table *t) {
     }
     free(us);
     free(cpu);
-    free(g_state);
-    free(g_faults);
-    free(g_preempt);
-    g_state = NULL;
-    g_faults = g_preempt = NULL;
+    notes_free();
 }
 
 /* ---- a table that grows by one route a publish ---- */
@@ -384,10 +393,7 @@ static void scale_grow(table *t) {
     enum { RUNS = 200000 };
     double *us = bench_xmalloc(RUNS * sizeof *us);
     double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
-    g_state = bench_xmalloc(RUNS);
-    g_faults = bench_xmalloc(RUNS * sizeof *g_faults);
-    g_preempt = bench_xmalloc(RUNS * sizeof *g_preempt);
-    g_idmove = bench_xmalloc(RUNS * sizeof *g_idmove);
+    notes_alloc(RUNS, true);
     size_t swaps, builds, from = t->routes;
     size_t done =
         upserts(t, from, "", RUNS, RUNS, false, true, us, cpu, &swaps, &builds);
@@ -425,13 +431,7 @@ static void scale_grow(table *t) {
     }
     free(us);
     free(cpu);
-    free(g_state);
-    free(g_faults);
-    free(g_preempt);
-    free(g_idmove);
-    g_state = NULL;
-    g_faults = g_preempt = NULL;
-    g_idmove = NULL;
+    notes_free();
 }
 
 void case_scale(void) {
@@ -500,9 +500,7 @@ void case_scale(void) {
         enum { RUNS = 10000 };
         double *us = bench_xmalloc(RUNS * sizeof *us);
         double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
-        g_state = bench_xmalloc(RUNS);
-        g_faults = bench_xmalloc(RUNS * sizeof *g_faults);
-        g_preempt = bench_xmalloc(RUNS * sizeof *g_preempt);
+        notes_alloc(RUNS, false);
         size_t swaps, builds;
         size_t done = upserts(&t, 1, "m", RUNS, RUNS, false, false, us, cpu,
                               &swaps, &builds);
@@ -511,11 +509,7 @@ void case_scale(void) {
                            swaps, builds);
         free(us);
         free(cpu);
-        free(g_state);
-        free(g_faults);
-        free(g_preempt);
-        g_state = NULL;
-        g_faults = g_preempt = NULL;
+        notes_free();
     }
     if (w_read)
         scale_with_readers(&t);

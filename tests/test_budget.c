@@ -330,8 +330,8 @@ START_TEST(a_regex_that_fails_for_memory_is_no_memory_not_no_match) {
                           md, NULL, UINT32_MAX);
     sy__budget_leave(saved);
     ck_assert_int_eq(rc, PCRE2_ERROR_NOMEMORY);
-    ck_assert(b.nomem);     /* the match will answer SY_ENOMEM */
-    ck_assert(b.exhausted); /* and stop at once */
+    ck_assert(b.nomem);         /* the match will answer SY_ENOMEM */
+    ck_assert(b.exhausted);     /* and stop at once */
     sy__budget_start(&b, NULL); /* the next request starts clean */
     ck_assert(!b.nomem && !b.exhausted);
     pcre2_match_data_free(md);
@@ -488,12 +488,12 @@ END_TEST
  * step; under a pool of exactly one step (PCRE2 runs, limited to 256)
  * the answer is the same: PCRE2 needs less than a step for them. */
 START_TEST(simple_regexes_answer_as_pcre2_and_charge_as_it) {
-    static const char *pats[] = {"t\\d+",     "v[12]",      "application/json",
-                                 "a?",        "[a-cx]*",    "\\.x",
-                                 "",          "ab\\-c+",    "[0-9a-f]+",
-                                 "x[1-2a]?",  "a b;c=d",    "\\d\\d*",
-                                 "[]a]",      "a|b",        "a+b",
-                                 "(a)",       "[^a]",       "a{2}"};
+    static const char *pats[] = {"t\\d+",    "v[12]",   "application/json",
+                                 "a?",       "[a-cx]*", "\\.x",
+                                 "",         "ab\\-c+", "[0-9a-f]+",
+                                 "x[1-2a]?", "a b;c=d", "\\d\\d*",
+                                 "[]a]",     "a|b",     "a+b",
+                                 "(a)",      "[^a]",    "a{2}"};
     static const char alpha[] = "at1v2x.-bc/ ]";
     sy__alloc a;
     sy__alloc_init(&a, NULL);
@@ -506,17 +506,23 @@ START_TEST(simple_regexes_answer_as_pcre2_and_charge_as_it) {
         ck_assert_int_eq(sy__regex_compile(&a, pats[p], &re, &e), 0);
         int ec;
         PCRE2_SIZE eo;
-        pcre2_code *code = pcre2_compile((PCRE2_SPTR)pats[p],
-                                         PCRE2_ZERO_TERMINATED, SY_RE_WHOLE,
-                                         &ec, &eo, NULL);
+        pcre2_code *code =
+            pcre2_compile((PCRE2_SPTR)pats[p], PCRE2_ZERO_TERMINATED,
+                          SY_RE_WHOLE, &ec, &eo, NULL);
         ck_assert_ptr_nonnull(code);
         size_t na = sizeof alpha - 1;
         for (size_t k = 0; k < 1 + na + na * na + na * na * na + 8; k++) {
             char subj[80];
             size_t n = 0, x = k;
             if (k < 1 + na + na * na + na * na * na) {
-                size_t len = x == 0 ? 0 : x <= na ? 1 : x <= na + na * na ? 2 : 3;
-                x -= len == 0 ? 0 : len == 1 ? 1 : len == 2 ? 1 + na : 1 + na + na * na;
+                size_t len = x == 0              ? 0
+                             : x <= na           ? 1
+                             : x <= na + na * na ? 2
+                                                 : 3;
+                x -= len == 0   ? 0
+                     : len == 1 ? 1
+                     : len == 2 ? 1 + na
+                                : 1 + na + na * na;
                 for (; n < len; n++, x /= na)
                     subj[n] = alpha[x % na];
             } else { /* 63..66 bytes of one atom, then a stray last byte */
@@ -527,8 +533,8 @@ START_TEST(simple_regexes_answer_as_pcre2_and_charge_as_it) {
                 if (j >= 8)
                     subj[n - 1] = '!';
             }
-            bool want = pcre2_match(code, (PCRE2_SPTR)subj, n, 0, 0, md,
-                                    NULL) >= 0;
+            bool want =
+                pcre2_match(code, (PCRE2_SPTR)subj, n, 0, 0, md, NULL) >= 0;
             for (int one_step = 0; one_step < 2; one_step++) {
                 sy__budget_limits lim = {one_step ? SY_BUDGET_FIRST_LIMIT : 0,
                                          0, 0};

@@ -8,8 +8,8 @@
  * and matching through the table (labels split only on need) picks what
  * the linear scan picks, with the same captures, for hosts that hit, that
  * miss and that are spelled oddly. */
-#include "snapshot/index_int.h"
 #include "request/match.h"
+#include "snapshot/index_int.h"
 #include "snapshot/snapshot_int.h"
 #include "testutil.h"
 
@@ -161,8 +161,7 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
             size_t id;
             char tail[32];
             ck_assert_msg(sscanf(k, "%*c%zu.%31s", &id, tail) == 2, "%s", k);
-            ck_assert_msg(id < N && (wild ? id % 6 == 1 : is_key(id)), "%s",
-                          k);
+            ck_assert_msg(id < N && (wild ? id % 6 == 1 : is_key(id)), "%s", k);
             char want[64];
             host_of(id, want, sizeof want);
             ck_assert_str_eq(k, wild ? strchr(want, '.') + 1 : want);
@@ -387,8 +386,7 @@ START_TEST(labels_are_split_only_on_need_and_a_failed_split_is_reported) {
         ck_assert_str_eq(sy_route_id(rt), "r1");
         ck_assert_ptr_null(ctx->host.dec);
         /* a literal Host predicate the unsplit host decides: none */
-        ck_assert_int_eq(match_one(h, ctx, "h0.example.com", "/only0", &rt),
-                         0);
+        ck_assert_int_eq(match_one(h, ctx, "h0.example.com", "/only0", &rt), 0);
         ck_assert_ptr_nonnull(rt);
         ck_assert_str_eq(sy_route_id(rt), "b0");
         ck_assert_ptr_null(ctx->host.dec);
@@ -422,14 +420,14 @@ START_TEST(a_wildcard_keys_captures_are_the_first_label) {
     /* the first document builds the base index (later one-route changes
      * would go to the overlay) */
     char doc[4096];
-    size_t o = (size_t)snprintf(
-        doc, sizeof doc, "%s",
-        "[{\"id\":\"n\",\"uri\":\"http://b\",\"predicates\":"
-        "[\"Host={sub}.t.example.com\"]},"
-        "{\"id\":\"s\",\"uri\":\"http://b\",\"predicates\":"
-        "[\"Host=*.u.example.com\"]},"
-        "{\"id\":\"l\",\"uri\":\"http://b\",\"predicates\":"
-        "[\"Host=u.example.com\"]}");
+    size_t o =
+        (size_t)snprintf(doc, sizeof doc, "%s",
+                         "[{\"id\":\"n\",\"uri\":\"http://b\",\"predicates\":"
+                         "[\"Host={sub}.t.example.com\"]},"
+                         "{\"id\":\"s\",\"uri\":\"http://b\",\"predicates\":"
+                         "[\"Host=*.u.example.com\"]},"
+                         "{\"id\":\"l\",\"uri\":\"http://b\",\"predicates\":"
+                         "[\"Host=u.example.com\"]}");
     for (int i = 0; i < 40; i++)
         o += (size_t)snprintf(doc + o, sizeof doc - o,
                               ",{\"id\":\"f%d\",\"uri\":\"http://b\","
@@ -444,8 +442,8 @@ START_TEST(a_wildcard_keys_captures_are_the_first_label) {
     sy_match_ctx *ctx;
     ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
     static const char *const hosts[] = {
-        "eu.t.example.com", "x.u.example.com",  "u.example.com",
-        ".t.example.com",   "a..t.example.com", "a.b.t.example.com",
+        "eu.t.example.com", "x.u.example.com",   "u.example.com",
+        ".t.example.com",   "a..t.example.com",  "a.b.t.example.com",
         "eu.T.example.com", "eu.t.example.com.", "t.example.com"};
     size_t found = 0;
     for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {

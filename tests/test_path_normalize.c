@@ -3,8 +3,8 @@
  * root) under each option, and end to end with the router's default
  * (normalise, keep "//", keep %2F encoded): what matches, what is captured
  * and the path forwarded upstream. */
-#include "def/def.h"
 #include "base/path_normalize.h"
+#include "def/def.h"
 #include "snapshot/snapshot.h"
 #include "testutil.h"
 

@@ -527,8 +527,17 @@ START_TEST(capture_rest_from_the_flat_path_equals_the_joined_segments) {
                                        "/{a}/{*rest}", "{*rest}",
                                        "/a/{b}/{*r}"};
     static const char *const paths[] = {
-        "/static/css/a.css", "/static", "/static/", "/a/b/x", "/a//b/x",
-        "/a/b//", "/x/y/z", "/a", "/a/", "//", "/a/b/c/d/x",
+        "/static/css/a.css",
+        "/static",
+        "/static/",
+        "/a/b/x",
+        "/a//b/x",
+        "/a/b//",
+        "/x/y/z",
+        "/a",
+        "/a/",
+        "//",
+        "/a/b/c/d/x",
         "/a/bb/ccc/dddd/eeeee/ffffff/ggggggg/hhhhhhhh/iiiiiiiii/jjjjjjjjjj/x",
         "/static/a/bb/ccc/dddd/eeeee/ffffff/ggggggg/hhhhhhhh/iiiiiiiii/jjj"};
     size_t flat_caps = 0;
@@ -1144,8 +1153,8 @@ static Suite *suite(void) {
     tcase_add_test(t, double_star_last_matches_zero_or_more_segments);
     tcase_add_test(t, double_star_first_matches_any_prefix);
     tcase_add_test(t, capture_rest_includes_the_leading_slash);
-    tcase_add_test(
-        t, capture_rest_from_the_flat_path_equals_the_joined_segments);
+    tcase_add_test(t,
+                   capture_rest_from_the_flat_path_equals_the_joined_segments);
     tcase_add_test(t, trailing_slash_matches_when_enabled);
     tcase_add_test(t, trailing_slash_is_not_a_matrix_only_segment);
     tcase_add_test(t, pattern_without_leading_slash_never_matches);

@@ -1,6 +1,6 @@
 /* test_util.c - arenas, buffers, hashing, errors, version. */
-#include "testutil.h"
 #include "base/util.h"
+#include "testutil.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -13,11 +13,11 @@
  * every route any step touched is counted once, by whether the published
  * and the previous snapshot hold it (new: +1 and host data; gone: grave).
  */
-#include "router/commit_int.h"
 #include "def/def.h"
-#include "snapshot/diff.h"
+#include "router/commit_int.h"
 #include "router/report.h"
 #include "service/service.h"
+#include "snapshot/diff.h"
 #include "snapshot/snapshot.h"
 
 #include <stdio.h>

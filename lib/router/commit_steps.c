@@ -330,9 +330,8 @@ static int removed_changes(doc_walk *dw, sy_error *err) {
         return rc;
     sy__diff_add_unchanged(rep->diff, dw->nshared);
     for (size_t i = 0; i < sy_diff_removed_count(rep->diff); i++)
-        dw->ch[dw->nch++] =
-            (sy__route_change){sy_diff_removed(rep->diff, i), NULL, 0, dw->si,
-                               0};
+        dw->ch[dw->nch++] = (sy__route_change){sy_diff_removed(rep->diff, i),
+                                               NULL, 0, dw->si, 0};
     return SY_OK;
 }
 

@@ -15,7 +15,8 @@
 /* Versions                                                           */
 /* ---------------------------------------------------------------- */
 
-static int sy__svc_segment_cmp(const char *a, size_t an, const char *b, size_t bn) {
+static int sy__svc_segment_cmp(const char *a, size_t an, const char *b,
+                               size_t bn) {
     if (an == 0 || bn == 0) /* an empty segment ("1..2") is the smallest */
         return an == bn ? 0 : (an == 0 ? -1 : 1);
     size_t ad = 0, bd = 0;
@@ -80,7 +81,8 @@ int sy__service_version_cmp(const char *a, size_t alen, const char *b,
 /* Small helpers                                                      */
 /* ---------------------------------------------------------------- */
 
-static uint32_t sy__svc_id_find(const sy__service *s, const char *id, size_t len) {
+static uint32_t sy__svc_id_find(const sy__service *s, const char *id,
+                                size_t len) {
     if (!s->ids.e)
         return SY_NONE;
     uint32_t pos;
@@ -92,7 +94,8 @@ static uint32_t sy__svc_id_find(const sy__service *s, const char *id, size_t len
 /* Validation and copying                                             */
 /* ---------------------------------------------------------------- */
 
-void sy__svc_path(char *out, size_t cap, sy__svc_where w, const char *fmt, ...) {
+void sy__svc_path(char *out, size_t cap, sy__svc_where w, const char *fmt,
+                  ...) {
     int n = snprintf(out, cap,
                      w.delta ? "deltas[%zu].instance" : "instances[%zu]", w.i);
     if (n < 0 || (size_t)n >= cap)
@@ -151,8 +154,8 @@ int sy__svc_validate(const sy_instance *in, sy__svc_where w, sy_error *err) {
  * metadata key and value), metadata sorted by key (insertion sort: an
  * instance has a few entries), the version / zone / hint found once. */
 static int sy__svc_copy_instance(sy__service *s, sy__svc_inst *dst,
-                             const sy_instance *in, size_t idlen,
-                             uint32_t idh) {
+                                 const sy_instance *in, size_t idlen,
+                                 uint32_t idh) {
     memset(dst, 0, sizeof *dst);
     dst->pub = *in;
     dst->pub.weight = in->weight ? in->weight : 1;
@@ -210,7 +213,8 @@ static int sy__svc_copy_instance(sy__service *s, sy__svc_inst *dst,
 /* Group table                                                        */
 /* ---------------------------------------------------------------- */
 
-static void sy__svc_map_put(sy__svc_slot *map, size_t cap, uint64_t h, uint32_t g) {
+static void sy__svc_map_put(sy__svc_slot *map, size_t cap, uint64_t h,
+                            uint32_t g) {
     size_t mask = cap - 1, i = h & mask;
     while (map[i].group != SY_NONE)
         i = (i + 1) & mask;
@@ -219,8 +223,8 @@ static void sy__svc_map_put(sy__svc_slot *map, size_t cap, uint64_t h, uint32_t 
 }
 
 static int sy__svc_group_add(sy__service *s, uint32_t parent, char tag,
-                         const char *k, size_t len, uint64_t kh,
-                         uint32_t *out) {
+                             const char *k, size_t len, uint64_t kh,
+                             uint32_t *out) {
     if (s->ngroups == s->groups_cap) {
         sy__svc_group *ng = sy__grow(&s->alloc, s->groups, &s->groups_cap,
                                      s->ngroups + 1, 16, sizeof *ng);
@@ -260,10 +264,11 @@ static int sy__svc_group_add(sy__service *s, uint32_t parent, char tag,
 }
 
 static int sy__svc_group_get(sy__service *s, uint32_t parent, char tag,
-                         const char *k, size_t len, uint64_t kh,
-                         uint32_t *out) {
+                             const char *k, size_t len, uint64_t kh,
+                             uint32_t *out) {
     *out = sy__svc_group_find_h(s, parent, tag, k, len, kh);
-    return *out != SY_NONE ? 0 : sy__svc_group_add(s, parent, tag, k, len, kh, out);
+    return *out != SY_NONE ? 0
+                           : sy__svc_group_add(s, parent, tag, k, len, kh, out);
 }
 
 /* ---------------------------------------------------------------- */
@@ -284,8 +289,8 @@ static void sy__svc_destroy(sy__service *s) {
 /* The up instance i's groups: its base groups ("a", and "u" or its
  * version's), and under each its hint group, zone group and hint-zone
  * group. Written to m[], their number returned (<= SVC_MEMBERSHIPS). */
-static int sy__svc_memberships(sy__service *s, const sy__svc_inst *in, uint32_t v,
-                           uint32_t *m, int *k) {
+static int sy__svc_memberships(sy__service *s, const sy__svc_inst *in,
+                               uint32_t v, uint32_t *m, int *k) {
     uint64_t hh = in->hint ? sy__svc_khash(in->hint, in->hint_len) : 0;
     uint64_t zh = in->zone ? sy__svc_khash(in->zone, in->zone_len) : 0;
     uint32_t bases[2] = {SVC_G_ALL, in->version ? v : SVC_G_UNV};
@@ -295,19 +300,19 @@ static int sy__svc_memberships(sy__service *s, const sy__svc_inst *in, uint32_t 
         uint32_t h = SY_NONE, z;
         m[(*k)++] = bases[b];
         if (in->hint) {
-            if ((rc = sy__svc_group_get(s, bases[b], 'h', in->hint, in->hint_len,
-                                    hh, &h)))
+            if ((rc = sy__svc_group_get(s, bases[b], 'h', in->hint,
+                                        in->hint_len, hh, &h)))
                 return rc;
             m[(*k)++] = h;
         }
         if (in->zone) {
-            if ((rc = sy__svc_group_get(s, bases[b], 'z', in->zone, in->zone_len,
-                                    zh, &z)))
+            if ((rc = sy__svc_group_get(s, bases[b], 'z', in->zone,
+                                        in->zone_len, zh, &z)))
                 return rc;
             m[(*k)++] = z;
             if (h != SY_NONE) {
-                if ((rc = sy__svc_group_get(s, h, 'z', in->zone, in->zone_len, zh,
-                                        &z)))
+                if ((rc = sy__svc_group_get(s, h, 'z', in->zone, in->zone_len,
+                                            zh, &z)))
                     return rc;
                 m[(*k)++] = z;
             }
@@ -335,8 +340,8 @@ static int sy__svc_find_twins(sy__service *s) {
         else if (atree[gr->parent] == gr->parent)
             atree[g] = g; /* in the "a" tree itself */
         else
-            atree[g] = sy__svc_group_find(s, atree[gr->parent], gr->tag, gr->key,
-                                      gr->key_len);
+            atree[g] = sy__svc_group_find(s, atree[gr->parent], gr->tag,
+                                          gr->key, gr->key_len);
         if (atree[g] != SY_NONE && atree[g] != g &&
             s->groups[atree[g]].n == gr->n && gr->n)
             gr->twin = atree[g];
@@ -362,8 +367,9 @@ static int sy__svc_build_groups(sy__service *s) {
         const sy__svc_inst *in = &s->inst[i];
         uint32_t v = SY_NONE, *m = memb + i * SVC_MEMBERSHIPS;
         if (in->version &&
-            (rc = sy__svc_group_get(s, SY_NONE, 'v', in->version, in->version_len,
-                                sy__svc_khash(in->version, in->version_len), &v)))
+            (rc = sy__svc_group_get(
+                 s, SY_NONE, 'v', in->version, in->version_len,
+                 sy__svc_khash(in->version, in->version_len), &v)))
             goto out;
         if (in->pub.state != SY_INSTANCE_UP)
             continue;
@@ -495,8 +501,8 @@ int sy__service_new(const sy__alloc *a, const char *name,
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(list[i].id);
         uint32_t h = sy__idtab_hash(list[i].id, len), pos;
-        if (sy__idtab_find(&s->ids, list[i].id, len, h, sy__svc_inst_id, s, &pos) !=
-            SY_NONE) {
+        if (sy__idtab_find(&s->ids, list[i].id, len, h, sy__svc_inst_id, s,
+                           &pos) != SY_NONE) {
             char path[48];
             snprintf(path, sizeof path, "instances[%zu].id", i);
             rc = sy__error_set(err, SY_EDUPLICATE, path,

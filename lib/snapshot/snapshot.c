@@ -435,8 +435,8 @@ static int compact_and_index(sy_snapshot *s, uint32_t **wslots, size_t *wn,
         sy__free(a, scid);
         sy__snap_rank_recount(s);
     } else {
-        sy__snap_free_chunks(a, s->crefs, (void **)s->slot_chunks,
-                             s->slot_cids, s->slot_chunk_cap);
+        sy__snap_free_chunks(a, s->crefs, (void **)s->slot_chunks, s->slot_cids,
+                             s->slot_chunk_cap);
         s->slot_chunks = sc;
         s->slot_cids = scid;
         s->slot_chunk_cap = nsk;
@@ -484,10 +484,10 @@ typedef struct derive {
     const sy_snapshot *base;
     const sy__route_change *changes;
     size_t n;
-    bool bulk;        /* indexed from scratch (compact_and_index) */
-    size_t live;      /* live routes as the changes are applied */
-    uint32_t *order;  /* the changes in key order (a first document) */
-    uint32_t *added;  /* slots of set changes */
+    bool bulk;       /* indexed from scratch (compact_and_index) */
+    size_t live;     /* live routes as the changes are applied */
+    uint32_t *order; /* the changes in key order (a first document) */
+    uint32_t *added; /* slots of set changes */
     size_t added_count;
     struct sy_route **removed; /* routes that left, handed back */
     size_t nremoved;
@@ -516,8 +516,8 @@ static int derive_start(derive *d, const sy__snapshot_config *cfg,
     int rc = copy_config(s, base, cfg);
     if (rc)
         return rc;
-    s->crefs = base && base->crefs ? sy__crefs_hold(base->crefs)
-                                   : sy__crefs_new(a);
+    s->crefs =
+        base && base->crefs ? sy__crefs_hold(base->crefs) : sy__crefs_new(a);
     if (!s->crefs)
         return SY_ENOMEM;
     /* slots: the base's (routes shared, not counted) + one per set change,
@@ -531,8 +531,7 @@ static int derive_start(derive *d, const sy__snapshot_config *cfg,
      * document after the router's empty snapshot is indexed whole,
      * not left in the overlay, whose lists the walk proves nothing
      * for), or changes that outweigh what is kept */
-    d->bulk =
-        !base || !base->base || d->live == 0 || n * 4 >= d->live + 64;
+    d->bulk = !base || !base->base || d->live == 0 || n * 4 >= d->live + 64;
     if (!d->bulk) {
         s->base = sy__index_ref(base->base);
         s->base_dead = base->base_dead;
@@ -623,7 +622,8 @@ static bool derive_add(derive *d, const sy__route_change *ch, uint32_t h,
                        uint32_t pos) {
     sy_snapshot *s = d->s;
     bool reuse = !d->bulk && s->free_slots.n;
-    uint32_t slot = reuse ? s->free_slots.v[s->free_slots.n - 1] : s->slot_count;
+    uint32_t slot =
+        reuse ? s->free_slots.v[s->free_slots.n - 1] : s->slot_count;
     sy__slot *ns = sy__snap_slot_mut(s, slot);
     if (!ns)
         return false;

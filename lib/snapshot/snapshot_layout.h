@@ -9,11 +9,11 @@
 #define SY_SNAPSHOT_LAYOUT_H
 
 #include "base/budget.h"
-#include "snapshot/index.h"
 #include "base/path_normalize.h"
 #include "route/predicate.h"
-#include "snapshot/publish.h"
 #include "route/route.h"
+#include "snapshot/index.h"
+#include "snapshot/publish.h"
 
 struct sy__service;
 typedef struct sy__overlay sy__overlay;

@@ -619,6 +619,45 @@ START_TEST(retry_follows_statuses_series_methods_and_exceptions) {
 }
 END_TEST
 
+/* SCG binds statuses and methods as lists: a JSON array (a YAML list, as
+ * `switchyard convert` writes it) is the list, not a field given twice; an
+ * empty array is an empty list (Spring binds `series: []` as ""), not a
+ * missing key that brings the SERVER_ERROR default back. */
+START_TEST(retry_lists_as_arrays_and_empty_arrays_are_scgs) {
+    fix f;
+    const sy_retry_policy *p = retry_of(
+        &f, "{\"name\":\"Retry\",\"args\":{\"statuses\":[\"BAD_GATEWAY\","
+            "\"503\"],\"methods\":[\"GET\",\"POST\"],\"series\":[]}}");
+    ck_assert_ptr_nonnull(p);
+    sy_str post = {"POST", 4}, get = {"GET", 3};
+    uint32_t d;
+    ck_assert(sy_retry_next(p, 0, post, SY_OUTCOME_5XX, 502, 0, 0, &d));
+    ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 503, 0, 0, &d));
+    ck_assert(!sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 500, 0, 0, &d));
+    fix_close(&f);
+    /* the same list written three ways is one route (one fingerprint) */
+    const char *forms[] = {
+        "{\"name\":\"Retry\",\"args\":{\"statuses\":[\"502\",\"503\"]}}",
+        "{\"name\":\"Retry\",\"args\":{\"statuses\":\"502, 503\"}}",
+        "{\"name\":\"Retry\",\"args\":{\"statuses\":\"502,503\"}}"};
+    uint64_t fp[3];
+    for (int i = 0; i < 3; i++) {
+        retry_of(&f, forms[i]);
+        fp[i] = sy_route_fingerprint(sy_match_route(f.m));
+        fix_close(&f);
+    }
+    ck_assert_uint_eq(fp[0], fp[1]);
+    ck_assert_uint_eq(fp[0], fp[2]);
+    /* every list empty: a Retry that never retries, refused as SCG does */
+    sy_error e = parse_error(
+        "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[{\"name\":"
+        "\"Retry\",\"args\":{\"series\":[],\"exceptions\":[]}}]}]",
+        NULL);
+    ck_assert_int_eq(e.code, SY_EARG);
+    ck_assert_str_eq(e.path, "[0].filters[0].args.exceptions");
+}
+END_TEST
+
 START_TEST(retry_backoff_grows_by_factor_caps_and_jitters) {
     fix f;
     const sy_retry_policy *p =
@@ -1698,6 +1737,7 @@ int main(void) {
     tcase_add_test(tc, a_typo_after_sixty_four_args_is_refused);
     tcase_add_test(tc, scg_forms_are_accepted);
     tcase_add_test(tc, retry_follows_statuses_series_methods_and_exceptions);
+    tcase_add_test(tc, retry_lists_as_arrays_and_empty_arrays_are_scgs);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);
     tcase_add_test(tc, resume_without_error_verdicts_are_scgs);

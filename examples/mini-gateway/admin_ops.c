@@ -461,8 +461,12 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
     sy_router *after = NULL;
     sy_change_set *cs = NULL;
     sy_report *rep = NULL;
+    /* the host's own checks first (cors metadata, a document's default
+     * filters): what the real PUT refuses, the dry run refuses too */
+    int rc = gw_document_check(body, len, false, &err);
     /* the diff, exactly as the live router would report the change */
-    int rc = sy_change_set_new(G.router, &cs, &err);
+    if (!rc)
+        rc = sy_change_set_new(G.router, &cs, &err);
     bool known = !rc && gw_source_exists(source);
     if (!rc && known)
         rc = sy_change_set_apply(cs, source, body, len, &err);

@@ -12,6 +12,10 @@
     { n, t, req, false, dflt, "\"" n "\":", sizeof(n) + 2 }
 #define L(n, t)                                                                \
     { n, t, true, true, NULL, "\"" n "\":", sizeof(n) + 2 }
+/* an optional list (SCG binds a List: "GET,POST", a YAML list, a JSON
+ * array are one list) */
+#define LO(n, t)                                                               \
+    { n, t, false, true, NULL, "\"" n "\":", sizeof(n) + 2 }
 /* The canonical form's opening of an entry of the built-in named n */
 #define HEAD_TEXT(n) "{\"name\":\"" n "\",\"args\":{"
 #define HEAD(n)                                                                \
@@ -383,9 +387,8 @@ static const sy__factory_spec builtins[] = {
      true,
      true,
      9,
-     {F("retries", SY_FT_UINT, false, NULL),
-      F("statuses", SY_FT_STRING, false, NULL),
-      F("methods", SY_FT_STRING, false, NULL),
+     {F("retries", SY_FT_UINT, false, NULL), LO("statuses", SY_FT_STRING),
+      LO("methods", SY_FT_STRING),
       F("backoff.firstBackoff", SY_FT_DURATION, false, NULL),
       F("backoff.maxBackoff", SY_FT_DURATION, false, NULL),
       F("backoff.factor", SY_FT_POSINT, false, NULL),
@@ -415,8 +418,12 @@ static const sy__factory_spec builtins[] = {
 };
 
 const char *const sy__key_resolver_names[SY_KR_BUILTIN_COUNT] = {
-    "principalNameKeyResolver", "remoteAddrKeyResolver", "hostKeyResolver",
-    "routeKeyResolver",         "header",                "pathVariable"};
+    "principalNameKeyResolver",
+    "remoteAddrKeyResolver",
+    "hostKeyResolver",
+    "routeKeyResolver",
+    "header",
+    "pathVariable"};
 
 /* The built-ins by name: an open-addressed table of indexes into builtins
  * (0: empty, else index + 1), hashed on the kind, the length and three of

@@ -401,14 +401,17 @@ static const char *scalar_text(const cJSON *c, char *num, size_t cap) {
 }
 
 /* Object-form args. A JSON array gives one arg per element under the same
- * key (as Spring binds `methods[0]`, `methods[1]`). */
+ * key (as Spring binds `methods[0]`, `methods[1]`); an empty one gives one
+ * empty arg (Spring binds `series: []` as "", an empty list), never none:
+ * a key that vanished would bring its default back. */
 static int raw_from_object(struct sy_route *r, const cJSON *args,
                            const entry_ctx *ec, raw_arg **out, size_t *n,
                            const sy__alloc *a, raw_arg *stack, sy_error *err) {
     char p[256];
     size_t count = 0;
     for (const cJSON *c = args->child; c; c = c->next)
-        count += cJSON_IsArray(c) ? (size_t)cJSON_GetArraySize(c) : 1;
+        count +=
+            cJSON_IsArray(c) && c->child ? (size_t)cJSON_GetArraySize(c) : 1;
     *out = NULL;
     *n = 0;
     if (count == 0)
@@ -418,11 +421,12 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
         return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t i = 0;
     for (const cJSON *c = args->child; c; c = c->next) {
-        const cJSON *one = cJSON_IsArray(c) ? c->child : c;
+        bool empty = cJSON_IsArray(c) && !c->child;
+        const cJSON *one = cJSON_IsArray(c) && !empty ? c->child : c;
         size_t k = 0;
-        for (; one; one = cJSON_IsArray(c) ? one->next : NULL, k++) {
+        for (; one; one = cJSON_IsArray(c) && !empty ? one->next : NULL, k++) {
             char num[64];
-            const char *val = scalar_text(one, num, sizeof num);
+            const char *val = empty ? "" : scalar_text(one, num, sizeof num);
             if (!val) {
                 raw_put(a, raw, stack);
                 if (cJSON_IsArray(c))

@@ -436,6 +436,12 @@ ngx_flag_t sw_is_balancer(sw_main_conf_t *mcf,
 ngx_int_t sw_location_wrap(ngx_conf_t *cf);
 void sw_location_unwrap(void *data);
 ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf);
+/* True when a proxy_pass of the http block sends to $switchyard_upstream
+ * (the variable form). A log_format, add_header or set reading the
+ * variable is not: it proxies nothing (sw_var_upstream refuses, per
+ * request, a route only the balancer runs should a location proxy to the
+ * variable some other way). */
+ngx_flag_t sw_location_variable_form(sw_main_conf_t *mcf);
 /* The name of a request header the route's filters changed (plan against
  * orig) that the request's location sets itself with proxy_set_header,
  * so that nginx would not pass the route's; NULL when there is none.

@@ -275,6 +275,15 @@ static ngx_flag_t sw_host_lost(const sw_proxy_pass_t *p,
     return !found;
 }
 
+ngx_flag_t sw_location_variable_form(sw_main_conf_t *mcf) {
+    sw_proxy_pass_t *p = mcf->proxy_passes.elts;
+
+    for (ngx_uint_t i = 0; i < mcf->proxy_passes.nelts; i++)
+        if (sw_str_has(&p[i].value, "switchyard_upstream"))
+            return 1;
+    return 0;
+}
+
 ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
     ngx_command_t *psh = sw_proxy_command("proxy_set_header");
     ngx_command_t *prh = sw_proxy_command("proxy_pass_request_headers");

@@ -356,9 +356,10 @@ static ngx_int_t sw_var(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
 /* $switchyard_upstream is what the variable form proxies to. A route
  * whose timeouts or policies only the balancer applies cannot reach it:
- * a configuration that uses this variable refuses such routes at load
- * and at the admin location (sw_router_create). Should one come through
- * anyway, it is refused here (500, the cause logged), never sent with
+ * a configuration with a proxy_pass to this variable refuses such routes
+ * at load and at the admin location (sw_router_create). Should one come
+ * through anyway (a location that reaches the variable some other way),
+ * it is refused here (500, the cause logged), never sent with
  * the location's timeouts. */
 static ngx_int_t sw_var_upstream(ngx_http_request_t *r,
                                  ngx_http_variable_value_t *v, uintptr_t data) {
@@ -975,20 +976,6 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
 
 /* ---- module life cycle ---- */
 
-/* True when a directive uses $switchyard_upstream (the variable form:
- * proxy_pass $switchyard_upstream..., or any other use of it). */
-static bool sw_variable_form_used(ngx_conf_t *cf) {
-    ngx_http_core_main_conf_t *cmcf =
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
-    ngx_http_variable_t *v = cmcf->variables.elts;
-
-    for (ngx_uint_t i = 0; i < cmcf->variables.nelts; i++)
-        if (v[i].name.len == 19 &&
-            ngx_strncmp(v[i].name.data, "switchyard_upstream", 19) == 0)
-            return true;
-    return false;
-}
-
 /* Every routes and instances file together, as a worker will load them
  * (ids across files, every reference): `nginx -t` and a reload fail here
  * rather than leave the master with workers that cannot start. */
@@ -1027,9 +1014,10 @@ static ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
     if (sw_location_check(cf, mcf) != NGX_OK)
         return NGX_ERROR;
     /* which location serves which route is not known at load: one
-     * variable-form location makes the whole configuration refuse what
-     * that form cannot run (sw_router_create) */
-    mcf->variable_form = sw_variable_form_used(cf);
+     * variable-form proxy_pass makes the whole configuration refuse what
+     * that form cannot run (sw_router_create); a log_format or add_header
+     * reading $switchyard_upstream does not */
+    mcf->variable_form = sw_location_variable_form(mcf);
     if (sw_check_files(cf, mcf) != NGX_OK)
         return NGX_ERROR;
     mcf->zone = ngx_shared_memory_add(cf, &name, mcf->zone_size,

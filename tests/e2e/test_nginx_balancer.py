@@ -49,7 +49,7 @@ class BalancerEnv(base.Env):
     def __init__(self, mixed=False):
         super().__init__()
         self.bport = free_port()
-        self.http_extra = "access_log off;" + UPSTREAM.format(bport=self.bport)
+        self.http_extra = base.LOG_ALL + UPSTREAM.format(bport=self.bport)
         if not mixed:  # mixed: env.port keeps the variable form
             self.proxy = BALANCED
 

@@ -68,7 +68,7 @@ class ConfEnv(OpsEnv):
     def __init__(self):
         super().__init__()
         self.hport = free_port()
-        self.http_extra = "access_log off;" + HEADERS.format(hport=self.hport)
+        self.http_extra = base.LOG_ALL + HEADERS.format(hport=self.hport)
         # which worker answered, also on the module's own 503
         self.location_extra = "add_header X-Pid $pid always;"
 

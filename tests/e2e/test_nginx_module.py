@@ -148,6 +148,30 @@ def check(cond, what):
 
 # ---------------------------------------------------------------- fixture
 
+# Every $switchyard_* variable (and the upstream nginx chose) in an
+# http-level access log, as an operator's first log_format would: every
+# request of every suite evaluates them (admin requests, retries, 429s,
+# fallbacks, refusals); run() fails a suite whose workers crashed.
+SY_VARS = ["route", "upstream", "uri", "host", "instance", "version"]
+LOG_ALL = ("log_format sy_all '$request_uri $status "
+           + "|".join("$switchyard_" + v for v in SY_VARS)
+           + " $upstream_addr';\n    access_log {d}/access.log sy_all;")
+
+
+def crashed(env):
+    """The error log lines of workers that died on a signal (but the
+    SIGKILL the respawn tests send) or that the master could not respawn
+    (every error log of env.dir)."""
+    bad = []
+    for name in sorted(os.listdir(env.dir)):
+        if name.startswith("error") and name.endswith(".log"):
+            with open(os.path.join(env.dir, name), errors="replace") as f:
+                bad += [ln for ln in f if ("exited on signal" in ln and
+                                           "signal 9" not in ln) or
+                        "cannot be respawned" in ln]
+    return bad
+
+
 class Env:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="sy-nginx-e2e-")
@@ -159,7 +183,7 @@ class Env:
         self.pa, self.pb, self.port = free_port(), free_port(), free_port()
         # http-level directives (the ops tests log every variable) and
         # directives of the proxying location
-        self.http_extra = "access_log off;"
+        self.http_extra = LOG_ALL
         self.location_extra = ""
         # how the location on self.port proxies (the variable form here)
         self.proxy = "proxy_pass $switchyard_upstream$switchyard_uri;"
@@ -253,7 +277,8 @@ http {{
         }}
     }}
 }}
-""".format(module=MODULE, d=d, port=self.port, http_extra=self.http_extra,
+""".format(module=MODULE, d=d, port=self.port,
+           http_extra=self.http_extra.replace("{d}", d),
            location_extra=self.location_extra, proxy=self.proxy)
         with open(os.path.join(d, "nginx.conf"), "w") as f:
             f.write(conf)
@@ -1012,11 +1037,13 @@ def run(tests, make_env):
         return 0
     # meson's timeout sends SIGTERM: unwind through the cleanup below
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    print("1..%d" % len(tests))
+    print("1..%d" % (len(tests) + 1))
     if not os.path.isfile(MODULE):
         for i, t in enumerate(tests, 1):
             print("not ok %d - %s # module not found: %r" % (i, t.__name__,
                                                             MODULE))
+        print("not ok %d - no worker crashed # module not found"
+              % (len(tests) + 1))
         return 1
     env = make_env()
     failed = 0
@@ -1034,10 +1061,18 @@ def run(tests, make_env):
                 for line in traceback.format_exc().splitlines():
                     print("# " + line)
             sys.stdout.flush()
+        bad = crashed(env)
+        if bad:
+            failed += 1
+            print("not ok %d - no worker crashed" % (len(tests) + 1))
+            for line in bad[:20]:
+                print("# " + line.rstrip())
+        else:
+            print("ok %d - no worker crashed" % (len(tests) + 1))
     except Exception:  # noqa: BLE001 - setup failure fails everything
         for line in traceback.format_exc().splitlines():
             print("# " + line)
-        failed = len(tests)
+        failed = len(tests) + 1
     finally:
         env.stop()
         if failed:

@@ -341,8 +341,9 @@ def test_zone_store_of_another_format_replaced_on_reload(env):
 def test_variable_form_anywhere_refuses_policies(env):
     """A route with a CircuitBreaker (its time limit), Retry or a timeout
     runs only through switchyard_balancer, and which location serves a
-    route is not known at load: `nginx -t` passes it when no location
-    uses $switchyard_upstream, and refuses it, located in its file and
+    route is not known at load: `nginx -t` passes it when no proxy_pass
+    uses $switchyard_upstream (the fixture's access log reads it: that is
+    not the variable form), and refuses it, located in its file and
     naming why, as soon as one does (both forms), as without any
     balancer."""
     env.write("cbv.json", {"routes": [{
@@ -352,6 +353,7 @@ def test_variable_form_anywhere_refuses_policies(env):
         balanced = f.read().replace("live.json;", "live.json; "
                                     "switchyard_routes %s/cbv.json;" % env.dir)
     check(BALANCED in balanced, "the fixture's location is not balanced")
+    check("$switchyard_upstream" in balanced, "the log reads no variable")
     rc, err = env.test_conf(balanced)
     check(rc == 0 and "cbv" not in err, "balancer only: %d %s" % (rc, err))
     both = balanced.replace(
@@ -376,6 +378,7 @@ def test_variable_form_without_the_uri_is_refused(env):
     with open(os.path.join(env.dir, "nginx.conf")) as f:
         balanced = f.read()
     check(BALANCED in balanced, "the fixture's location is not balanced")
+    check("$switchyard_upstream" in balanced, "the log reads no variable")
     for bare in ("proxy_pass $switchyard_upstream;",
                  "proxy_pass ${switchyard_upstream}/v1;"):
         rc, err = env.test_conf(balanced.replace(BALANCED, bare))

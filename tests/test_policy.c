@@ -504,6 +504,23 @@ START_TEST(typos_and_bad_values_are_refused_where_they_are) {
          "a route runs one CircuitBreaker"},
         {"{\"name\":\"CircuitBreaker\",\"args\":{\"nmae\":\"cb\"}}",
          "[0].filters[0].args.nmae", "unknown argument"},
+        /* a resolver's name that no request can have: every request would
+         * get an empty key (403), not a limit */
+        {"{\"name\":\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+         "replenishRate\":\"1\",\"key-resolver\":\"#{@header: X-User}\"}}",
+         "[0].filters[0].args.key-resolver", "header name"},
+        {"{\"name\":\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+         "replenishRate\":\"1\",\"key-resolver\":\"#{@pathVariable:a b}\"}}",
+         "[0].filters[0].args.key-resolver", "variable name"},
+        /* a long known list still names the closest known argument */
+        {"{\"name\":\"CircuitBreaker\",\"args\":{"
+         "\"permittedNumberOfCallsInHalfOpenStat\":\"3\"}}",
+         "[0].filters[0].args.permittedNumberOfCallsInHalfOpenStat",
+         "did you mean permittedNumberOfCallsInHalfOpenState?"},
+        {"{\"name\":\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+         "replenishRate\":\"1\",\"redis-rate-limiter.burstCapacty\":\"2\"}}",
+         "[0].filters[0].args.redis-rate-limiter.burstCapacty",
+         "did you mean redis-rate-limiter.burstCapacity?"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char doc[600];

@@ -3,6 +3,7 @@
  * a request's key (keyresolve.h).
  */
 #include "policy/keyresolve.h"
+#include "base/values.h"
 
 #include <ctype.h>
 
@@ -11,8 +12,8 @@ static bool bean_char(char c, bool first) {
            (!first && isdigit((unsigned char)c));
 }
 
-bool sy__keyres_parse(const char *text, const sy_registry *reg,
-                      sy__keyres *out, const char **why) {
+bool sy__keyres_parse(const char *text, const sy_registry *reg, sy__keyres *out,
+                      const char **why) {
     memset(out, 0, sizeof *out);
     const char *s = text, *e = text + strlen(text);
     while (s < e && isspace((unsigned char)*s))
@@ -59,6 +60,21 @@ bool sy__keyres_parse(const char *text, const sy_registry *reg,
             }
             memcpy(out->arg, colon + 1, al);
             out->arg_len = al;
+            /* a name no request can carry keys every request as empty
+             * (deny-empty-key: 403 to all), never a limit: refused */
+            const char *bad = NULL;
+            if (k == SY_KR_HEADER && !sy__value_token(out->arg, &bad)) {
+                *why = "#{@header:NAME}: NAME must be a header name (an "
+                       "HTTP token: no spaces)";
+                return false;
+            }
+            for (size_t i = 0; k == SY_KR_PATH_VAR && i < al; i++)
+                if (!bean_char(out->arg[i], i == 0) &&
+                    !(i && out->arg[i] == '-')) {
+                    *why = "#{@pathVariable:NAME}: NAME must be a variable "
+                           "name of the route's patterns ({NAME})";
+                    return false;
+                }
         }
         return true;
     }
@@ -120,8 +136,7 @@ static bool same_nocase(const char *a, const char *b, size_t n) {
     return true;
 }
 
-static sy_str header_value(const sy_request *req, const char *name,
-                           size_t n) {
+static sy_str header_value(const sy_request *req, const char *name, size_t n) {
     for (size_t i = 0; i < req->header_count; i++) {
         sy_str h = req->headers[i].name;
         if (h.len == n && same_nocase(h.ptr, name, n))

@@ -55,8 +55,7 @@ int sy__parg_fail(sy__pargs *p, int code, const char *key, const char *fmt,
     if (p->shortcut || !key)
         snprintf(path, sizeof path, "%s", p->path ? p->path : "");
     else
-        snprintf(path, sizeof path, "%s.args.%s", p->path ? p->path : "",
-                 key);
+        snprintf(path, sizeof path, "%s.args.%s", p->path ? p->path : "", key);
     if (key)
         return sy__error_set(p->err, code, path, "%s: %s: %s", p->filter, key,
                              msg);
@@ -80,15 +79,78 @@ const char *sy__parg(sy__pargs *p, const char *name, int *rc) {
     return v;
 }
 
+/* Edit distance of a and b (relaxed: case, '-' and '_' ignored), at most
+ * 99; long names are cut at 63 bytes. */
+static int distance(const char *a, const char *b) {
+    char x[64], y[64];
+    size_t n = 0, m = 0;
+    for (; *a && n < sizeof x; a++)
+        if (*a != '-' && *a != '_')
+            x[n++] = relax(*a);
+    for (; *b && m < sizeof y; b++)
+        if (*b != '-' && *b != '_')
+            y[m++] = relax(*b);
+    int row[sizeof y + 1];
+    for (size_t j = 0; j <= m; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            int up = row[j];
+            int best = diag + (x[i - 1] != y[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[m] < 99 ? row[m] : 99;
+}
+
+/* The known name closest to key (within a third of its length, at most
+ * 3 edits) into buf, "" when none is. */
+static void closest(const char *key, const char *known, char *buf, size_t cap) {
+    int best = 4;
+    buf[0] = '\0';
+    for (const char *s = known; *s;) {
+        size_t n = strcspn(s, ",");
+        char name[64];
+        if (n < sizeof name) {
+            memcpy(name, s, n);
+            name[n] = '\0';
+            int d = distance(key, name);
+            if (d < best && (size_t)d * 3 <= n) {
+                best = d;
+                snprintf(buf, cap, "%s", name);
+            }
+        }
+        s += n;
+        while (*s == ',' || *s == ' ')
+            s++;
+    }
+}
+
 int sy__parg_unknown(sy__pargs *p, const char *known) {
     /* the used bits cover 64 args: one past them would go unchecked */
     if (p->count > 64)
         return sy__parg_fail(p, SY_EARG, p->args[64].key,
                              "more than 64 arguments");
     for (size_t i = 0; i < p->count && i < 64; i++)
-        if (!(p->used & (1ull << i)))
+        if (!(p->used & (1ull << i))) {
+            /* the closest known name, else the list of them (a long list
+             * is cut at the message's size) */
+            char near[64];
+            closest(p->args[i].key, known, near, sizeof near);
+            if (near[0])
+                return sy__parg_fail(p, SY_EARG, p->args[i].key,
+                                     "unknown argument: did you mean %s?",
+                                     near);
             return sy__parg_fail(p, SY_EARG, p->args[i].key,
                                  "unknown argument (known: %s)", known);
+        }
     return 0;
 }
 

@@ -265,13 +265,15 @@ cat >"$tmp/typos.json" <<'JSON'
   {"name": "Retry", "args": {"retires": "3"}},
   {"name": "Retry", "args": {"statuses": "BAD_GATEWY"}},
   {"name": "RequestRateLimiter", "args": {"redis-rate-limiter.replenishRate": "1", "redis-rate-limiter.burstCapacity": "-5"}},
-  {"name": "CircuitBreaker", "args": {"fallbackUri": "forwrd:/x"}}]}]
+  {"name": "CircuitBreaker", "args": {"fallbackUri": "forwrd:/x"}},
+  {"name": "RequestRateLimiter", "args": {"redis-rate-limiter.replenishRate": "1", "key-resolver": "#{@header:X User}"}}]}]
 JSON
 run "typos in policy args are refused at their path" 1 \
-"typos.json: [0].filters[0].args.retires: Retry: retires: unknown argument (known: retries, statuses, series, methods, exceptions, backoff.firstBackoff, backoff.maxBackoff, backoff.factor, backoff.basedOnPreviousValue, jitter.randomFactor, timeout)
+"typos.json: [0].filters[0].args.retires: Retry: retires: unknown argument: did you mean retries?
 typos.json: [0].filters[1].args.statuses: Retry: statuses: 'BAD_GATEWY': unknown HTTP status name
 typos.json: [0].filters[2].args.redis-rate-limiter.burstCapacity: RequestRateLimiter: redis-rate-limiter.burstCapacity: -5 is out of range 0..2147483647
-typos.json: [0].filters[3].args.fallbackUri: CircuitBreaker: fallbackUri: 'forwrd:/x': only forward:/path is run (the request is dispatched again to that path)" \
+typos.json: [0].filters[3].args.fallbackUri: CircuitBreaker: fallbackUri: 'forwrd:/x': only forward:/path is run (the request is dispatched again to that path)
+typos.json: [0].filters[4].args.key-resolver: RequestRateLimiter: key-resolver: #{@header:NAME}: NAME must be a header name (an HTTP token: no spaces)" \
     check --quiet typos.json
 
 echo "1..$n"

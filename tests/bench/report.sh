@@ -240,9 +240,17 @@ if os.path.exists(gw):
             if k.startswith(prefix):
                 return k, v
         return None, None
-    ng1 = pick("nginx, 1 location")
+    # against the nginx that sends the gateway's upstream headers (the
+    # backend echoes them: the same bytes come back through both), else
+    # the plain one (run.sh before it had that row)
+    ng1 = pick("nginx same headers, 1 loc")
+    if not ng1[0]:
+        ng1 = pick("nginx, 1 location")
     ngn = next(((k, v) for k, v in cpu.items()
-                if k.startswith("nginx,") and "locations" in k), None)
+                if k.startswith("nginx same headers,") and "loc." in k and
+                "1 loc." not in k), None) or \
+        next(((k, v) for k, v in cpu.items()
+              if k.startswith("nginx,") and "locations" in k), None)
     checks = [(pick("mini-gateway, 1 route"), ng1, "1 route"),
               (next(((k, v) for k, v in cpu.items()
                      if k.startswith("mini-gateway,") and "routes" in k),

@@ -470,6 +470,33 @@ static ngx_int_t sw_set_headers(ngx_http_request_t *r, const sy_header *hs,
     return NGX_OK;
 }
 
+/* True when the filter plan's headers are the request's own, in order,
+ * the same slices (the library hands back the list it was given when no
+ * filter touched it), but for Host, which the target carries apart: no
+ * filter changed a request header, so the list needs no copy. */
+static bool sw_headers_kept(const ngx_list_t *headers, const sy_header *plan,
+                            size_t n) {
+    size_t j = 0;
+
+    for (const ngx_list_part_t *part = &headers->part; part;
+         part = part->next) {
+        const ngx_table_elt_t *h = part->elts;
+        for (ngx_uint_t i = 0; i < part->nelts; i++) {
+            if (j < n && plan[j].name.ptr == (char *)h[i].key.data &&
+                plan[j].name.len == h[i].key.len &&
+                plan[j].value.ptr == (char *)h[i].value.data &&
+                plan[j].value.len == h[i].value.len) {
+                j++;
+                continue;
+            }
+            if (h[i].key.len != 4 || h[i].lowcase_key == NULL ||
+                ngx_memcmp(h[i].lowcase_key, "host", 4) != 0)
+                return false;
+        }
+    }
+    return j == n;
+}
+
 /* 404, 405 with Allow, or 400 from the library's no-match reason. */
 static ngx_int_t sw_answer_nomatch(ngx_http_request_t *r) {
     sy_str allow = {NULL, 0};
@@ -589,15 +616,28 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     else if (ngx_strcmp(scheme, "wss") == 0)
         scheme = "https";
 
+    /* scheme://host:port ([host] for IPv6), written by hand: a request's
+     * ngx_sprintf costs more than the rest of the string */
     hl = ngx_strlen(t.host);
     v6 = ngx_strlchr((u_char *)t.host, (u_char *)t.host + hl, ':') != NULL;
-    ctx->upstream.data = ngx_pnalloc(r->pool, ngx_strlen(scheme) + hl + 12);
+    size_t sl = ngx_strlen(scheme);
+    ctx->upstream.data = ngx_pnalloc(r->pool, sl + hl + 12);
     if (ctx->upstream.data == NULL)
         return NGX_ERROR;
-    ctx->upstream.len =
-        ngx_sprintf(ctx->upstream.data, v6 ? "%s://[%s]:%uD" : "%s://%s:%uD",
-                    scheme, t.host, (uint32_t)t.port) -
-        ctx->upstream.data;
+    p = ngx_cpymem(ctx->upstream.data, scheme, sl);
+    p = ngx_cpymem(p, v6 ? "://[" : "://", v6 ? 4 : 3);
+    p = ngx_cpymem(p, t.host, hl);
+    if (v6)
+        *p++ = ']';
+    *p++ = ':';
+    u_char digits[5], *d = digits + sizeof digits;
+    uint32_t port = t.port;
+    do {
+        *--d = (u_char)('0' + port % 10);
+        port /= 10;
+    } while (port);
+    p = ngx_cpymem(p, d, digits + sizeof digits - d);
+    ctx->upstream.len = p - ctx->upstream.data;
 
     ctx->uri.data = ngx_pnalloc(r->pool, t.path.len + t.query.len + 2);
     if (ctx->uri.data == NULL)
@@ -623,6 +663,13 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (t.version &&
         sw_pstr(r, &ctx->version, t.version, ngx_strlen(t.version)) != NGX_OK)
         return NGX_ERROR;
+    /* the common case: no filter changed a request header, and no
+     * forward before this one did (r->internal: the kept client headers
+     * are checked below); the request's own list is sent, and no line of
+     * the location can replace a change */
+    if (!r->internal &&
+        sw_headers_kept(&r->headers_in.headers, t.headers, t.header_count))
+        return NGX_OK;
     /* run or refuse: nginx passes no request header the location sets */
     const ngx_str_t *lost = sw_location_header_lost(r, &ctx->orig_headers,
                                                     t.headers, t.header_count);

@@ -394,6 +394,25 @@ def test_setpath_and_response_header(env):
     check(r.header("X-Resp") == "on", "AddResponseHeader missing")
 
 
+def test_unfiltered_headers_sent_as_they_came(env):
+    """A route without request header filters sends the client's headers
+    (repeated ones included) in their order, and one Host: the route's
+    ($switchyard_host), not the client's beside it."""
+    r = request(env.port, "GET", "/b/thing",
+                headers={"X-One": "1", "Host": "client.example",
+                         "X-Two": "2"})
+    check(r.status == 200, "status %d" % r.status)
+    sent = r.json()["headers"]
+    names = [k.lower() for k, _ in sent]
+    check(names.count("host") == 1, "Host sent %d times: %r"
+          % (names.count("host"), sent))
+    check(r.echo_header("Host") == "127.0.0.1:%d" % env.pb,
+          "Host sent %s" % r.echo_header("Host"))
+    check(names.index("x-one") < names.index("x-two") and
+          r.echo_header("X-One") == "1" and r.echo_header("X-Two") == "2",
+          "client headers: %r" % sent)
+
+
 def test_path_normalised_before_matching(env):
     """The module gives the library the raw path: dot segments (also
     encoded ones) are removed before matching and in the path sent; an
@@ -1003,6 +1022,7 @@ def test_reload_rereads_files(env):
 TESTS = [
     test_routes_and_request_filters,
     test_setpath_and_response_header,
+    test_unfiltered_headers_sent_as_they_came,
     test_path_normalised_before_matching,
     test_preserve_host_header,
     test_gray_release_by_version_header,

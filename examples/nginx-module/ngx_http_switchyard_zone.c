@@ -37,6 +37,102 @@ uint64_t sw_doc_base(sw_main_conf_t *mcf, ngx_uint_t kind, ngx_str_t *source) {
     return 0;
 }
 
+/* The zone of the running configuration that this one replaces when
+ * nginx made a new zone instead of keeping it (a reload that changed
+ * switchyard_zone: nginx keeps a zone only at the same size). During a
+ * reload the master still has the old cycle (ngx_cycle) and its zones
+ * mapped. NULL at a start, a binary upgrade's new master or nginx -t
+ * (no running configuration in this process), or when the zone was
+ * kept. */
+static sw_zone_ctx_t *sw_zone_replaced(ngx_shm_zone_t *zone) {
+    ngx_cycle_t *old = (ngx_cycle_t *)ngx_cycle;
+    sw_zone_ctx_t *z = zone->data;
+    ngx_list_part_t *part;
+
+    if (old == NULL || old->shared_memory.part.elts == NULL)
+        return NULL;
+    for (part = &old->shared_memory.part; part; part = part->next) {
+        ngx_shm_zone_t *o = part->elts;
+        for (ngx_uint_t i = 0; i < part->nelts; i++) {
+            sw_zone_ctx_t *oz = o[i].data;
+            if (&o[i] == zone || o[i].tag != zone->tag || oz == NULL ||
+                oz == z || oz->sh == NULL || oz->sh == z->sh ||
+                o[i].shm.name.len != zone->shm.name.len ||
+                ngx_strncmp(o[i].shm.name.data, zone->shm.name.data,
+                            zone->shm.name.len) != 0)
+                continue;
+            return oz;
+        }
+    }
+    return NULL;
+}
+
+static int sw_shm_doc_cmp(const void *a, const void *b) {
+    const sw_shm_doc_t *x = *(sw_shm_doc_t *const *)a,
+                       *y = *(sw_shm_doc_t *const *)b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Hand the stored documents of the replaced zone `from` over to the new
+ * zone z, oldest first (what the new zone read from a state file is
+ * superseded by the running zone's newer or equal copy), then bump the
+ * old zone's epoch: its workers, draining, stop following it and answer
+ * a change 503, so none is taken there after the copy. Both mutexes are
+ * held (the old workers may be storing a change). A document the new
+ * zone has no room for is dropped, logged at error. Rate-limit buckets,
+ * breakers and ejections start afresh in the new zone (logged). */
+static void sw_zone_hand_over(ngx_cycle_t *cycle, sw_zone_ctx_t *z,
+                              sw_zone_ctx_t *from) {
+    ngx_uint_t n = 0, moved = 0, k = 0;
+    sw_shm_doc_t *d, **docs = NULL;
+
+    ngx_shmtx_lock(&from->shpool->mutex);
+    for (d = from->sh->docs; d; d = d->next)
+        n++;
+    if (n && (docs = ngx_alloc(n * sizeof *docs, cycle->log)) == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+                      "switchyard: out of memory handing over the %ui "
+                      "stored documents of the replaced zone: they are lost",
+                      n);
+        n = 0;
+    }
+    for (d = from->sh->docs; d && docs; d = d->next)
+        docs[k++] = d;
+    if (n > 1)
+        ngx_qsort(docs, n, sizeof *docs, sw_shm_doc_cmp);
+    ngx_shmtx_lock(&z->shpool->mutex);
+    for (k = 0; k < n; k++) {
+        ngx_str_t name = {docs[k]->name_len, docs[k]->name};
+        ngx_str_t source = {docs[k]->source_len, docs[k]->source};
+        sw_shm_doc_t *c = sw_zone_prepare_locked(z, docs[k]->kind, &name,
+                                                 &source, docs[k]->len);
+        if (c == NULL) {
+            ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                          "switchyard: stored %s \"%V\" dropped: zone "
+                          "\"%V\" (%uz bytes) has no room for it",
+                          sw_kind_name(docs[k]->kind), &name,
+                          &z->mcf->zone->shm.name, z->mcf->zone->shm.size);
+            continue;
+        }
+        ngx_memcpy(c->data, docs[k]->data, docs[k]->len);
+        c->base = docs[k]->base;
+        c->changed_us = docs[k]->changed_us;
+        c->origin = docs[k]->origin;
+        sw_zone_link_locked(z, c);
+        moved++;
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    from->sh->epoch++;
+    ngx_shmtx_unlock(&from->shpool->mutex);
+    ngx_free(docs);
+    ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                  "switchyard: zone \"%V\" resized: %ui of %ui stored "
+                  "documents of zone \"%V\" (%uz bytes) handed over; rate "
+                  "limits, breakers and ejections start afresh",
+                  &z->mcf->zone->shm.name, moved, n, &z->mcf->zone->shm.name,
+                  from->mcf ? from->mcf->zone->shm.size : 0);
+}
+
 /* A reload or a start with a state file: the stored documents made on a
  * file that changed since (or for a source that is gone) are dropped,
  * logged at notice; the others stay. Runs in the master once the new
@@ -45,9 +141,14 @@ uint64_t sw_doc_base(sw_main_conf_t *mcf, ngx_uint_t kind, ngx_str_t *source) {
  * tells the old workers to stop following the zone. */
 void sw_zone_reconcile(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     sw_zone_ctx_t *z = mcf->zone->data;
+    sw_zone_ctx_t *from = sw_zone_replaced(mcf->zone);
     sw_shm_doc_t *d, **pp;
     ngx_uint_t dropped = 0;
 
+    /* the zone was made anew (its size changed): the running one's
+     * changes come over first, then face the same checks */
+    if (from && !ngx_test_config)
+        sw_zone_hand_over(cycle, z, from);
     ngx_shmtx_lock(&z->shpool->mutex);
     for (pp = &z->sh->docs; (d = *pp) != NULL;) {
         ngx_str_t src = {SW_IS_ROUTE_OP(d->kind) ? d->source_len : d->name_len,
@@ -96,9 +197,8 @@ static ngx_int_t sw_zone_policy_init(sw_zone_ctx_t *ctx, ngx_shm_zone_t *zone) {
     sy_error err;
     void *mem = ngx_slab_alloc(ctx->shpool, len);
 
-    if (mem == NULL ||
-        sy_policy_store_init(mem, len, SW_POLICY_SLOTS, SW_POLICY_BREAKERS,
-                             &st, &err)) {
+    if (mem == NULL || sy_policy_store_init(mem, len, SW_POLICY_SLOTS,
+                                            SW_POLICY_BREAKERS, &st, &err)) {
         ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
                       "switchyard: zone \"%V\" (%uz bytes) is too small for "
                       "the policy store: it needs at least %uz bytes",
@@ -115,7 +215,8 @@ static ngx_int_t sw_zone_policy_init(sw_zone_ctx_t *ctx, ngx_shm_zone_t *zone) {
  * upgrade of the module), a new store is made beside it: the old workers
  * keep the one they attached to until they exit, the new ones start with
  * fresh limiter and breaker state, and the log says so. */
-static ngx_int_t sw_zone_policy_reuse(sw_zone_ctx_t *ctx, ngx_shm_zone_t *zone) {
+static ngx_int_t sw_zone_policy_reuse(sw_zone_ctx_t *ctx,
+                                      ngx_shm_zone_t *zone) {
     sy_policy_store *st;
     sy_error err;
 
@@ -127,8 +228,7 @@ static ngx_int_t sw_zone_policy_reuse(sw_zone_ctx_t *ctx, ngx_shm_zone_t *zone) 
                   "switchyard: zone \"%V\": the policy store it holds is "
                   "not this module's format (%s): a new one is made, rate "
                   "limits and breakers start afresh",
-                  &zone->shm.name,
-                  ctx->sh->policy ? err.message : "none");
+                  &zone->shm.name, ctx->sh->policy ? err.message : "none");
     return sw_zone_policy_init(ctx, zone);
 }
 

@@ -10,6 +10,7 @@ SY_NGINX_MODULE (the .so), SY_NGINX (the nginx binary).
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -1019,6 +1020,41 @@ def test_reload_rereads_files(env):
     env.converged()
 
 
+def test_zone_resized_at_reload_keeps_changes(env):
+    """A reload that changes switchyard_zone makes nginx map a new zone
+    (it keeps a zone only at the same size): the old one hands its stored
+    changes over (no state file here), logged, and the old workers stop
+    taking changes."""
+    r = env.put("routes/live/resized",
+                {"id": "resized", "uri": "http://127.0.0.1:%d" % env.pb,
+                 "predicates": ["Path=/resized"]})
+    check(r.status == 200, "PUT answered %d %r" % (r.status, r.body))
+    path = os.path.join(env.dir, "nginx.conf")
+    for old, new in (("8m", "12m"), ("12m", "8m")):
+        with open(path) as f:
+            conf = f.read()
+        check("switchyard_zone %s;" % old in conf, "zone %s" % old)
+        with open(path, "w") as f:
+            f.write(conf.replace("switchyard_zone %s;" % old,
+                                 "switchyard_zone %s;" % new))
+        pids = {w["pid"] for w in env.converged()["workers"]}
+        env.reload()
+        deadline = time.time() + 10
+        while any(os.path.exists("/proc/%d" % p) for p in pids):
+            check(time.time() < deadline, "old workers did not exit")
+            time.sleep(0.05)
+        s = env.converged(timeout=10)
+        check([d for d in s["documents"] if d["name"] == "resized"],
+              "stored change lost with the zone's size %s -> %s: %r"
+              % (old, new, s["documents"]))
+        r = request(env.port, "GET", "/resized")
+        check(r.status == 200 and r.json()["id"] == "B",
+              "/resized answered %d after %s -> %s" % (r.status, old, new))
+    check(re.search(r"stored documents of zone \"switchyard\" \(\d+ "
+                    r"bytes\) handed over", env.error_log()),
+          "hand-over not logged")
+
+
 TESTS = [
     test_routes_and_request_filters,
     test_setpath_and_response_header,
@@ -1046,6 +1082,7 @@ TESTS = [
     test_workers_converge,
     test_respawned_worker_catches_up,
     test_reload_rereads_files,
+    test_zone_resized_at_reload_keeps_changes,
 ]
 
 

@@ -260,6 +260,18 @@ ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
     ctx->shpool->log_nomem = 0;
     if (sw_zone_policy_init(ctx, zone) != NGX_OK)
         return NGX_ERROR;
+    /* a binary upgrade's new master (its listening sockets inherited from
+     * the old one, this its first configuration): the old nginx's zone is
+     * out of reach; only a state file carries its changes over. Said, not
+     * left to be found out. */
+    if (ngx_inherited && !ngx_test_config && ctx->mcf &&
+        ctx->mcf->state_path.len == 0 &&
+        ((ngx_cycle_t *)ngx_cycle)->shared_memory.part.elts == NULL)
+        ngx_log_error(NGX_LOG_WARN, zone->shm.log, 0,
+                      "switchyard: started by a binary upgrade without "
+                      "switchyard_state: the admin changes the old nginx "
+                      "stored in its zone are not carried over (this one "
+                      "serves its files); set switchyard_state to keep them");
     sw_state_read(ctx, ctx->mcf, zone->shm.log);
     return NGX_OK;
 }

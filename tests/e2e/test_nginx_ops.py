@@ -49,6 +49,10 @@ class OpsEnv(base.Env):
         return old
 
     def stop(self):
+        self.stop_masters()
+        super().stop()
+
+    def stop_masters(self):
         # the daemonized masters of the binary upgrade test are not our
         # children: stop them by their pid files
         for name in ("nginx.pid.oldbin", "nginx.pid"):
@@ -62,7 +66,7 @@ class OpsEnv(base.Env):
                     time.sleep(0.05)
             except (OSError, ValueError):
                 pass
-        super().stop()
+        self.stop_nginx()
 
     def worker_pids(self):
         return {w["pid"] for w in self.status()["workers"]}
@@ -401,6 +405,40 @@ def test_binary_upgrade_keeps_changes(env):
         served(env, "/up%d" % i)
 
 
+def test_binary_upgrade_without_state_file_warns(env):
+    """Without switchyard_state the old nginx's zone is out of the new
+    master's reach: the new master says so at warn (the changes are not
+    lost silently)."""
+    env.stop_masters()
+    for name in ("nginx.pid", "nginx.pid.oldbin"):
+        try:
+            os.unlink(os.path.join(env.dir, name))
+        except OSError:
+            pass
+    conf = re.sub(r"switchyard_state [^;]*;", "", env.conf())
+    with open(os.path.join(env.dir, "nginx.conf"), "w") as f:
+        f.write(conf)
+    open(os.path.join(env.dir, "error.log"), "w").close()
+    pidfile = os.path.join(env.dir, "nginx.pid")
+    subprocess.run([NGINX, "-p", env.dir, "-c", env.dir + "/nginx.conf"],
+                   check=True, timeout=10, capture_output=True)
+    served(env, "/a/x")
+    r = env.put("routes/live/stateless", route("stateless", env.pa,
+                                               "/stateless"))
+    check(r.status == 200, "PUT answered %d" % r.status)
+    with open(pidfile) as f:
+        old = int(f.read().strip())
+    os.kill(old, signal.SIGUSR2)
+    deadline = time.time() + 10
+    while "without switchyard_state" not in env.error_log():
+        check(time.time() < deadline, "no warning from the new master: %s"
+              % env.error_log()[-800:])
+        time.sleep(0.05)
+    check("[warn]" in [l for l in env.error_log().splitlines()
+                       if "without switchyard_state" in l][0],
+          "not at warn")
+
+
 TESTS = [
     test_variables_logged_for_admin_requests,
     test_unrun_filters_refused_with_location,
@@ -413,6 +451,7 @@ TESTS = [
     test_changed_file_wins_over_stored_changes,
     test_two_nginx_lose_no_state_write,
     test_binary_upgrade_keeps_changes,
+    test_binary_upgrade_without_state_file_warns,
 ]
 
 if __name__ == "__main__":

@@ -20,11 +20,13 @@ that never denies), `breaker` (a closed CircuitBreaker).
 
   python3 counts.py --gw build/examples/mini-gateway/mini-gateway \
       [--nginx /usr/sbin/nginx] [--cases one,many,limit,breaker] \
-      [--n 20000] [--cn 4000] [--no-callgrind] [--plain-nginx]
+      [--n 20000] [--cn 4000] [--no-callgrind] [--plain-nginx] [--pace MS]
 
 nginx sends the headers the gateway sends upstream (X-Forwarded-*, a
 traceparent), so the test backend, which echoes every header, answers both
-with the same bytes; --plain-nginx leaves them out.
+with the same bytes; --plain-nginx leaves them out. --pace MS has each
+connection wait MS ms between a response and its next request: the proxies
+then run below saturation, where each request pays its own wakeups.
 
 A benchmark: it prints figures and asserts nothing.
 """
@@ -205,9 +207,10 @@ def measure_cpu(args, px, path):
     wrk(args, px.port, 2000, path)
     pid = px.pid()
     c0, t0, r0 = px.served(), proc_ticks(pid), proc_runtime(pid)
+    paced = ["-s", os.path.join(args.work, "pace.lua")] if args.pace else []
     subprocess.run(["wrk", "-t1", "-c%d" % args.connections,
-                    "-d%ds" % args.duration,
-                    "http://127.0.0.1:%d/%s" % (px.port, path)],
+                    "-d%ds" % args.duration] + paced +
+                   ["http://127.0.0.1:%d/%s" % (px.port, path)],
                    capture_output=True, check=True)
     t1, r1, c1 = proc_ticks(pid), proc_runtime(pid), px.served()
     n = c1 - c0
@@ -283,9 +286,17 @@ def main():
                     help="only CPU per request under plain wrk, ROUNDS "
                     "rounds of each case, proxies alternating")
     ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--pace", type=int, default=0, metavar="MS",
+                    help="each connection waits MS ms after a response "
+                    "before its next request (wrk's delay()), so "
+                    "both proxies serve about connections / (MS ms + "
+                    "latency) requests/s instead of all they can")
     args = ap.parse_args()
     args.work = tempfile.mkdtemp(prefix="gw-counts-")
-    open(os.path.join(args.work, "stop.lua"), "w").write(LUA)
+    pace = "function delay() return %d end\n" % args.pace if args.pace \
+        else ""
+    open(os.path.join(args.work, "stop.lua"), "w").write(LUA + pace)
+    open(os.path.join(args.work, "pace.lua"), "w").write(pace)
     bp = free_port()
     be = subprocess.Popen([args.backend or args.gw, "--backend", "--id", "b",
                            "--version", "1", "--listen", "127.0.0.1:%d" % bp],

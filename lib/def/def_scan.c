@@ -153,7 +153,8 @@ static const unsigned char string_stop[256] = {[0] = 1, ['"'] = 1, ['\\'] = 1};
 
 /* A string at sc->pos (on its opening quote). Checks escapes, NUL bytes
  * and the decoded length; is_key: the frame on top records it. */
-static int scan_string(scanner *sc, bool is_key) {
+static inline __attribute__((always_inline)) int scan_string(scanner *sc,
+                                                             bool is_key) {
     size_t start = ++sc->pos, decoded = 0;
     const char *s = sc->s;
     for (;;) {

@@ -20,9 +20,12 @@
 #include <locale.h>
 #include <stdlib.h>
 
+/* The parse's shared state; the position travels in arguments and return
+ * values instead, so it stays in a register (a field written back at
+ * every byte was a third of the parse). */
 typedef struct tree_parser {
     const char *s;
-    size_t pos, end;
+    size_t end;
     sy__arena *ar;
     int rc; /* 0, SY_ENOMEM, or SY_DEF_TREE_CJSON */
 } tree_parser;
@@ -31,9 +34,13 @@ typedef struct tree_parser {
 static const unsigned char is_ws[256] = {
     [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
 
-static void skip_ws(tree_parser *t) {
-    while (t->pos < t->end && is_ws[(unsigned char)t->s[t->pos]])
-        t->pos++;
+/* Past the blanks at pos. The scan accepted the text, so a byte that is
+ * not blank (a value, ':', ',' or a closing bracket) comes before the end
+ * wherever this is called: no bound to test. */
+static inline size_t skip_ws(const char *s, size_t pos) {
+    while (is_ws[(unsigned char)s[pos]])
+        pos++;
+    return pos;
 }
 
 static cJSON *new_node(tree_parser *t, int type) {
@@ -54,53 +61,41 @@ static unsigned hex4(const char *p) {
     return v;
 }
 
-/* The string at t->pos (its opening quote), decoded into the arena. */
-static char *parse_string(tree_parser *t) {
-    static const unsigned char stop[256] = {['"'] = 1, ['\\'] = 1};
-    const unsigned char *u = (const unsigned char *)t->s;
-    size_t start = ++t->pos, i = start;
-    bool esc = false;
-    for (;;) {                    /* the scan saw the closing quote */
-        while (i + 8 <= t->end) { /* a word at a time, then byte by byte */
-            uint64_t w = sy__load_u64(t->s + i);
-            uint64_t hit =
-                sy__swar_has_byte(w, '"') | sy__swar_has_byte(w, '\\');
-            if (hit) {
-#if SY_SWAR_FIRST_OK
-                i += sy__swar_first(hit);
-#endif
-                break;
-            }
-            i += 8;
+/* n bytes that need no decoding, from s to o: a word at a time (the last
+ * word overlapping the one before), without a call for the short strings
+ * routes are made of. */
+static inline void copy_plain(char *o, const char *s, size_t n) {
+    if (n >= 8) {
+        size_t i = 0;
+        for (; i + 8 < n; i += 8) {
+            uint64_t w = sy__load_u64(s + i);
+            memcpy(o + i, &w, 8);
         }
-        while (!stop[u[i]])
-            i++;
-        if (u[i] == '"')
-            break;
-        esc = true;
-        i += 2; /* the escape's first byte after the backslash; \uXXXX's
-                 * hex digits are plain bytes */
+        uint64_t w = sy__load_u64(s + n - 8);
+        memcpy(o + n - 8, &w, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(o, &a, 4);
+        memcpy(o + n - 4, &b, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            o[i] = s[i];
     }
-    t->pos = i + 1;
-    /* decoded text is never longer than its JSON spelling */
-    char *out = sy__arena_alloc_bytes(t->ar, i - start + 1);
-    if (!out) {
-        t->rc = SY_ENOMEM;
-        return NULL;
-    }
-    if (!esc) {
-        memcpy(out, t->s + start, i - start);
-        out[i - start] = '\0';
-        return out;
-    }
+    o[n] = '\0';
+}
+
+/* The escaped text s[start, i) decoded into out. */
+static void decode_escaped(const char *s, size_t start, size_t i, char *out) {
     size_t o = 0;
     for (size_t k = start; k < i; k++) {
-        char c = t->s[k];
+        char c = s[k];
         if (c != '\\') {
             out[o++] = c;
             continue;
         }
-        c = t->s[++k];
+        c = s[++k];
         switch (c) {
         case 'b': out[o++] = '\b'; break;
         case 'f': out[o++] = '\f'; break;
@@ -108,10 +103,10 @@ static char *parse_string(tree_parser *t) {
         case 'r': out[o++] = '\r'; break;
         case 't': out[o++] = '\t'; break;
         case 'u': {
-            unsigned long cp = hex4(t->s + k + 1);
+            unsigned long cp = hex4(s + k + 1);
             k += 4;
             if (cp >= 0xD800 && cp <= 0xDBFF) { /* checked: a low follows */
-                unsigned lo = hex4(t->s + k + 3);
+                unsigned lo = hex4(s + k + 3);
                 cp = 0x10000 + ((cp & 0x3FF) << 10) + (lo & 0x3FF);
                 k += 6;
             }
@@ -136,7 +131,47 @@ static char *parse_string(tree_parser *t) {
         }
     }
     out[o] = '\0';
-    return out;
+}
+
+/* The string at pos (its opening quote), decoded into the arena: *out
+ * (NULL: out of memory). Returns the position past its closing quote. */
+static inline size_t parse_string(tree_parser *t, size_t pos, char **out) {
+    static const unsigned char stop[256] = {['"'] = 1, ['\\'] = 1};
+    const char *s = t->s;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t start = pos + 1, i = start, end = t->end;
+    bool esc = false;
+    for (;;) {                 /* the scan saw the closing quote */
+        while (i + 8 <= end) { /* a word at a time, then byte by byte */
+            uint64_t w = sy__load_u64(s + i);
+            uint64_t hit =
+                sy__swar_has_byte(w, '"') | sy__swar_has_byte(w, '\\');
+            if (hit) {
+#if SY_SWAR_FIRST_OK
+                i += sy__swar_first(hit);
+#endif
+                break;
+            }
+            i += 8;
+        }
+        while (!stop[u[i]])
+            i++;
+        if (u[i] == '"')
+            break;
+        esc = true;
+        i += 2; /* the escape's first byte after the backslash; \uXXXX's
+                 * hex digits are plain bytes */
+    }
+    /* decoded text is never longer than its JSON spelling */
+    char *o = sy__arena_alloc_bytes(t->ar, i - start + 1);
+    *out = o;
+    if (!o)
+        t->rc = SY_ENOMEM;
+    else if (!esc)
+        copy_plain(o, s + start, i - start);
+    else
+        decode_escaped(s, start, i, o);
+    return i + 1;
 }
 
 /* As cJSON's parse_number: '.' as the locale's decimal point, strtod; at
@@ -152,35 +187,36 @@ static cJSON *number_node(tree_parser *t, double v) {
     return node;
 }
 
-static cJSON *parse_number(tree_parser *t) {
+/* The number at pos into *out (NULL: t->rc says why); the position past
+ * it. */
+static size_t parse_number(tree_parser *t, size_t pos, cJSON **out) {
+    const char *s = t->s;
     /* an integer of at most 15 digits (an order, a count) is exact in a
      * double: what strtod returns for it, without strtod */
-    size_t k = t->pos + (t->s[t->pos] == '-');
+    size_t k = pos + (s[pos] == '-');
     size_t d = k;
     int64_t iv = 0;
-    while (d < t->end && d - k < 16 && t->s[d] >= '0' && t->s[d] <= '9')
-        iv = iv * 10 + (t->s[d++] - '0');
+    while (d < t->end && d - k < 16 && s[d] >= '0' && s[d] <= '9')
+        iv = iv * 10 + (s[d++] - '0');
     if (d > k && d - k <= 15 &&
-        (d == t->end ||
-         !((t->s[d] >= '0' && t->s[d] <= '9') || t->s[d] == '.' ||
-           t->s[d] == 'e' || t->s[d] == 'E'))) {
-        double v = t->s[t->pos] == '-' ? -(double)iv : (double)iv;
-        cJSON *node = number_node(t, v);
-        if (node)
-            t->pos = d;
-        return node;
+        (d == t->end || !((s[d] >= '0' && s[d] <= '9') || s[d] == '.' ||
+                          s[d] == 'e' || s[d] == 'E'))) {
+        double v = s[pos] == '-' ? -(double)iv : (double)iv;
+        *out = number_node(t, v);
+        return d;
     }
     char buf[64];
     size_t n = 0;
     char point = *localeconv()->decimal_point;
-    while (t->pos + n < t->end) {
-        char c = t->s[t->pos + n];
+    while (pos + n < t->end) {
+        char c = s[pos + n];
         if (!((c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'e' ||
               c == 'E' || c == '.'))
             break;
         if (n == sizeof buf - 1) {
             t->rc = SY_DEF_TREE_CJSON;
-            return NULL;
+            *out = NULL;
+            return pos;
         }
         buf[n++] = c == '.' ? point : c;
     }
@@ -189,89 +225,90 @@ static cJSON *parse_number(tree_parser *t) {
     double v = strtod(buf, &stop);
     if (stop != buf + n) { /* not what cJSON would read either */
         t->rc = SY_DEF_TREE_CJSON;
-        return NULL;
+        *out = NULL;
+        return pos;
     }
-    cJSON *node = number_node(t, v);
-    if (node)
-        t->pos += n;
-    return node;
+    *out = number_node(t, v);
+    return pos + n;
 }
 
-static void append(cJSON *parent, cJSON *last, cJSON *c) {
-    if (!last) {
-        parent->child = c;
-    } else {
-        last->next = c;
-        c->prev = last;
-    }
-    parent->child->prev = c; /* cJSON: the first child's prev is the last */
-}
+static size_t parse_value(tree_parser *t, size_t pos, cJSON **out);
 
-static cJSON *parse_value(tree_parser *t);
-
-static cJSON *parse_container(tree_parser *t, bool object) {
+/* The object or array at pos into *out (NULL: t->rc says why); the
+ * position past its closing bracket. Children are linked as cJSON links
+ * them: the first child's prev is the last. */
+static size_t parse_container(tree_parser *t, size_t pos, bool object,
+                              cJSON **out) {
     cJSON *n = new_node(t, object ? cJSON_Object : cJSON_Array), *last = NULL;
+    *out = n;
     if (!n)
-        return NULL;
+        return pos;
+    const char *s = t->s;
     char close = object ? '}' : ']';
-    t->pos++;
-    skip_ws(t);
-    if (t->s[t->pos] == close) {
-        t->pos++;
-        return n;
-    }
+    pos = skip_ws(s, pos + 1);
+    if (s[pos] == close)
+        return pos + 1;
     for (;;) {
-        skip_ws(t);
+        pos = skip_ws(s, pos);
         char *key = NULL;
         if (object) {
-            if (!(key = parse_string(t)))
-                return NULL;
-            skip_ws(t);
-            t->pos++; /* ':' */
-            skip_ws(t);
+            pos = parse_string(t, pos, &key);
+            if (!key)
+                break;
+            pos = skip_ws(s, skip_ws(s, pos) + 1); /* ':' */
         }
-        cJSON *c = parse_value(t);
+        cJSON *c;
+        pos = parse_value(t, pos, &c);
         if (!c)
-            return NULL;
+            break;
         c->string = key;
-        append(n, last, c);
-        last = c;
-        skip_ws(t);
-        if (t->s[t->pos] == ',') {
-            t->pos++;
-            continue;
+        if (!last) {
+            n->child = c;
+        } else {
+            last->next = c;
+            c->prev = last;
         }
-        t->pos++; /* the closing bracket */
-        return n;
+        last = c;
+        pos = skip_ws(s, pos);
+        if (s[pos] != ',') {
+            n->child->prev = last;
+            return pos + 1; /* the closing bracket */
+        }
+        pos++;
     }
+    *out = NULL;
+    return pos;
 }
 
-static cJSON *parse_value(tree_parser *t) {
+static size_t parse_value(tree_parser *t, size_t pos, cJSON **out) {
     cJSON *n;
-    switch (t->s[t->pos]) {
-    case '{': return parse_container(t, true);
-    case '[': return parse_container(t, false);
+    switch (t->s[pos]) {
+    case '{': return parse_container(t, pos, true, out);
+    case '[': return parse_container(t, pos, false, out);
     case '"':
-        if (!(n = new_node(t, cJSON_String)))
-            return NULL;
-        n->valuestring = parse_string(t);
-        return n->valuestring ? n : NULL;
+        n = new_node(t, cJSON_String);
+        *out = n;
+        if (!n)
+            return pos;
+        pos = parse_string(t, pos, &n->valuestring);
+        if (!n->valuestring)
+            *out = NULL;
+        return pos;
     case 't':
-        t->pos += 4;
         if ((n = new_node(t, cJSON_True)))
             n->valueint = 1;
-        return n;
-    case 'f': t->pos += 5; return new_node(t, cJSON_False);
-    case 'n': t->pos += 4; return new_node(t, cJSON_NULL);
-    default: return parse_number(t);
+        *out = n;
+        return pos + 4;
+    case 'f': *out = new_node(t, cJSON_False); return pos + 5;
+    case 'n': *out = new_node(t, cJSON_NULL); return pos + 4;
+    default: return parse_number(t, pos, out);
     }
 }
 
 int sy__def_tree_parse(sy__arena *ar, const char *json, size_t start,
                        size_t end, cJSON **out) {
-    tree_parser t = {json, start, end, ar, 0};
-    skip_ws(&t);
-    *out = parse_value(&t);
+    tree_parser t = {json, end, ar, 0};
+    parse_value(&t, skip_ws(json, start), out);
     if (!*out)
         return t.rc ? t.rc : SY_ENOMEM;
     return 0;

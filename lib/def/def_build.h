@@ -11,9 +11,26 @@
 #include <cJSON.h>
 
 /* cJSON_IsString, cJSON_IsArray, ... inline, as cJSON reads them (the
- * low byte of type; NULL is none): every entry of a document asks. */
+ * low byte of type; NULL is none): every entry of a document asks, and
+ * cJSON's own are calls into the shared library. The named forms are
+ * cJSON_IsString's, cJSON_IsArray's, ... (not cJSON_IsBool's: two bits). */
 static inline bool sy__def_is(const cJSON *c, int type) {
     return c && (c->type & 0xFF) == type;
+}
+static inline bool sy__def_is_string(const cJSON *c) {
+    return sy__def_is(c, cJSON_String);
+}
+static inline bool sy__def_is_array(const cJSON *c) {
+    return sy__def_is(c, cJSON_Array);
+}
+static inline bool sy__def_is_object(const cJSON *c) {
+    return sy__def_is(c, cJSON_Object);
+}
+static inline bool sy__def_is_null(const cJSON *c) {
+    return sy__def_is(c, cJSON_NULL);
+}
+static inline bool sy__def_is_number(const cJSON *c) {
+    return sy__def_is(c, cJSON_Number);
 }
 
 /* What building a route needs from the caller. */

@@ -389,9 +389,9 @@ static int check_rules(const sy__def_entry *e, const entry_ctx *ec,
 /* The text of a scalar JSON value (numbers and booleans as text), or NULL
  * for anything else. */
 static const char *scalar_text(const cJSON *c, char *num, size_t cap) {
-    if (cJSON_IsString(c))
+    if (sy__def_is_string(c))
         return c->valuestring;
-    if (cJSON_IsNumber(c)) {
+    if (sy__def_is_number(c)) {
         sy__def_number_text(c->valuedouble, num, cap);
         return num;
     }
@@ -411,7 +411,7 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
     size_t count = 0;
     for (const cJSON *c = args->child; c; c = c->next)
         count +=
-            cJSON_IsArray(c) && c->child ? (size_t)cJSON_GetArraySize(c) : 1;
+            sy__def_is_array(c) && c->child ? (size_t)cJSON_GetArraySize(c) : 1;
     *out = NULL;
     *n = 0;
     if (count == 0)
@@ -421,15 +421,16 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
         return sy__error_set(err, SY_ENOMEM, ec->path, "out of memory");
     size_t i = 0;
     for (const cJSON *c = args->child; c; c = c->next) {
-        bool empty = cJSON_IsArray(c) && !c->child;
-        const cJSON *one = cJSON_IsArray(c) && !empty ? c->child : c;
+        bool empty = sy__def_is_array(c) && !c->child;
+        const cJSON *one = sy__def_is_array(c) && !empty ? c->child : c;
         size_t k = 0;
-        for (; one; one = cJSON_IsArray(c) && !empty ? one->next : NULL, k++) {
+        for (; one;
+             one = sy__def_is_array(c) && !empty ? one->next : NULL, k++) {
             char num[64];
             const char *val = empty ? "" : scalar_text(one, num, sizeof num);
             if (!val) {
                 raw_put(a, raw, stack);
-                if (cJSON_IsArray(c))
+                if (sy__def_is_array(c))
                     sy__def_path(p, sizeof p, "%s.args.%s[%zu]", ec->path,
                                  c->string, k);
                 else
@@ -677,7 +678,7 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
         if (!name)
             return sy__error_set(err, SY_EMISSING, p, "%s name is missing",
                                  what);
-        if (!cJSON_IsString(name))
+        if (!sy__def_is_string(name))
             return sy__error_set(err, SY_ETYPE, p, "%s name must be a string",
                                  what);
         if (!*name->valuestring)
@@ -688,8 +689,8 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
         if (!ec.name)
             return sy__error_set(err, SY_ENOMEM, path, "out of memory");
         ec.spec = spec;
-        if (args && !cJSON_IsNull(args)) {
-            if (!cJSON_IsObject(args)) {
+        if (args && !sy__def_is_null(args)) {
+            if (!sy__def_is_object(args)) {
                 sy__def_path(p, sizeof p, "%s.args", path);
                 return sy__error_set(err, SY_ETYPE, p,
                                      "%s: args must be an object", ec.name);

@@ -265,10 +265,10 @@ int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
                            const char *path, const sy__alloc *a,
                            sy_error *err) {
     char p[256];
-    if (!md || cJSON_IsNull(md))
+    if (!md || sy__def_is_null(md))
         return 0;
     sy__def_path(p, sizeof p, "%s.metadata", path);
-    if (!cJSON_IsObject(md))
+    if (!sy__def_is_object(md))
         return sy__error_set(err, SY_ETYPE, p, "metadata must be an object");
     size_t n = (size_t)cJSON_GetArraySize(md);
     if (n == 0)
@@ -278,13 +278,13 @@ int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
         return sy__error_set(err, SY_ENOMEM, p, "out of memory");
     size_t i = 0;
     for (const cJSON *c = md->child; c; c = c->next, i++) {
-        if (!cJSON_IsString(c) && sy__route_is_select_key(c->string)) {
+        if (!sy__def_is_string(c) && sy__route_is_select_key(c->string)) {
             sy__def_path(p, sizeof p, "%s.metadata.%s", path, c->string);
             return sy__error_set(err, SY_ETYPE, p, "%s must be a string",
                                  c->string);
         }
         kv[i].key = sy__route_strdup(r, c->string);
-        if (cJSON_IsString(c)) {
+        if (sy__def_is_string(c)) {
             kv[i].value = sy__route_strdup(r, c->valuestring);
         } else {
             char *txt = cJSON_PrintUnformatted(c);
@@ -340,16 +340,16 @@ static int build_order(struct sy_route *r, const cJSON *o, const char *path,
                        sy_error *err) {
     char p[256];
     r->order = 0;
-    if (!o || cJSON_IsNull(o))
+    if (!o || sy__def_is_null(o))
         return 0;
-    if (cJSON_IsNumber(o) && o->valuedouble >= (double)INT32_MIN &&
+    if (sy__def_is_number(o) && o->valuedouble >= (double)INT32_MIN &&
         o->valuedouble <= (double)INT32_MAX &&
         o->valuedouble == (double)(int32_t)o->valuedouble) {
         r->order = (int32_t)o->valuedouble; /* the common case */
         return 0;
     }
     sy__def_path(p, sizeof p, "%s.order", path);
-    if (!cJSON_IsNumber(o))
+    if (!sy__def_is_number(o))
         return sy__error_set(err, SY_ETYPE, p, "order must be an integer");
     double v = o->valuedouble;
     if (!isfinite(v) || v != floor(v)) {
@@ -399,15 +399,15 @@ static void find_fields(const cJSON *obj, route_fields *f) {
 
 static int required_string(const cJSON *v, const char *key, const char *path,
                            const char **out, sy_error *err) {
-    if (v && cJSON_IsString(v) && *v->valuestring) {
+    if (v && sy__def_is_string(v) && *v->valuestring) {
         *out = v->valuestring;
         return 0;
     }
     char p[256];
     sy__path_join(p, sizeof p, path, key);
-    if (!v || cJSON_IsNull(v))
+    if (!v || sy__def_is_null(v))
         return sy__error_set(err, SY_EMISSING, p, "%s is missing", key);
-    if (!cJSON_IsString(v))
+    if (!sy__def_is_string(v))
         return sy__error_set(err, SY_ETYPE, p, "%s must be a string", key);
     return sy__error_set(err, SY_EMISSING, p, "%s is empty", key);
 }
@@ -589,7 +589,7 @@ static size_t predicate_estimate(const cJSON *c, size_t *text, bool *one) {
     char sep;
     text_counts tc = {0, 0, 0, 0, 0};
     *one = false;
-    if (cJSON_IsString(c)) {
+    if (sy__def_is_string(c)) {
         const char *eq = strchr(c->valuestring, '=');
         sep = pattern_sep(c->valuestring);
         size_t len = count_text(eq ? eq + 1 : c->valuestring, sep, &tc);
@@ -609,17 +609,17 @@ static size_t predicate_estimate(const cJSON *c, size_t *text, bool *one) {
     }
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "args");
-    sep = cJSON_IsString(name) ? pattern_sep(name->valuestring) : 0;
+    sep = sy__def_is_string(name) ? pattern_sep(name->valuestring) : 0;
     size_t values = 0;
     for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
-        if (cJSON_IsString(a) || cJSON_IsNumber(a) || cJSON_IsBool(a))
+        if (sy__def_is_string(a) || sy__def_is_number(a) || cJSON_IsBool(a))
             values++;
-        if (cJSON_IsString(a))
+        if (sy__def_is_string(a))
             count_text(a->valuestring, sep, &tc);
-        for (const cJSON *v = cJSON_IsArray(a) ? a->child : NULL; v;
+        for (const cJSON *v = sy__def_is_array(a) ? a->child : NULL; v;
              v = v->next) {
             values++;
-            if (cJSON_IsString(v))
+            if (sy__def_is_string(v))
                 count_text(v->valuestring, sep, &tc);
         }
     }
@@ -636,20 +636,20 @@ static size_t predicate_estimate(const cJSON *c, size_t *text, bool *one) {
  * arguments reworked (twice their text at most: a rewrite's pattern and
  * replacement), its name. */
 static size_t filter_estimate(const cJSON *c) {
-    if (cJSON_IsString(c))
+    if (sy__def_is_string(c))
         return 2 * (strlen(c->valuestring) + 4);
     size_t n = 16;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
-    if (cJSON_IsString(name))
+    if (sy__def_is_string(name))
         n += strlen(name->valuestring) + 1;
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "args");
     for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
         size_t k = a->string ? strlen(a->string) + 2 : 2;
-        if (cJSON_IsString(a))
+        if (sy__def_is_string(a))
             n += 2 * (k + strlen(a->valuestring));
-        for (const cJSON *v = cJSON_IsArray(a) ? a->child : NULL; v;
+        for (const cJSON *v = sy__def_is_array(a) ? a->child : NULL; v;
              v = v->next)
-            if (cJSON_IsString(v))
+            if (sy__def_is_string(v))
                 n += 2 * (k + strlen(v->valuestring));
     }
     return n;
@@ -669,9 +669,9 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f,
      * predicates, from the strings themselves (the id, the uri and its
      * host or authority, the predicates' texts); else the JSON text's
      * length, which holds all of them */
-    bool simple = !f->filters && !f->metadata && cJSON_IsString(f->id) &&
-                  cJSON_IsString(f->uri) &&
-                  (!f->predicates || cJSON_IsArray(f->predicates));
+    bool simple = !f->filters && !f->metadata && sy__def_is_string(f->id) &&
+                  sy__def_is_string(f->uri) &&
+                  (!f->predicates || sy__def_is_array(f->predicates));
     size_t text = 0, n = 0;
     if (simple) {
         const char *uri = f->uri->valuestring, *slashes = strstr(uri, "//");
@@ -698,11 +698,11 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f,
         }
     }
     size_t entries = 0;
-    *drop = cJSON_IsArray(f->predicates) && f->predicates->child;
-    if (cJSON_IsArray(f->predicates)) {
+    *drop = sy__def_is_array(f->predicates) && f->predicates->child;
+    if (sy__def_is_array(f->predicates)) {
         for (const cJSON *c = f->predicates->child; c; c = c->next) {
             bool one;
-            simple = simple && cJSON_IsString(c);
+            simple = simple && sy__def_is_string(c);
             /* the compiled object (in a row with the route's others: no
              * slot); the entry and an argument */
             n += SY_PRED_OBJECT_BYTES + predicate_estimate(c, &text, &one);
@@ -715,10 +715,10 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f,
     n += simple && text < json ? text : json;
     /* a route's own `more`: metadata, filters, an lb:ws uri's selection */
     if (f->filters || f->metadata ||
-        (cJSON_IsString(f->uri) &&
+        (sy__def_is_string(f->uri) &&
          strncmp(f->uri->valuestring, "lb:ws", 5) == 0))
         n += sizeof(sy__route_more);
-    if (cJSON_IsArray(f->filters)) {
+    if (sy__def_is_array(f->filters)) {
         for (const cJSON *c = f->filters->child; c; c = c->next)
             n += sizeof(sy__def_entry) + 32 + 8 + SY_FILTER_OBJECT_BYTES +
                  filter_estimate(c);
@@ -758,7 +758,7 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
                         const char *path, struct sy_route **out,
                         sy_error *err) {
     *out = NULL;
-    if (!cJSON_IsObject(obj))
+    if (!sy__def_is_object(obj))
         return sy__error_set(err, SY_ETYPE, path, "a route must be an object");
     route_fields f;
     find_fields(obj, &f);

@@ -7,14 +7,20 @@ then a backend killed under load: client errors of each (idempotent GETs,
 
   bench_balancer.py MODULE.so [--duration S] [--connections C]
                     [--threads T] [--repeat N] [--sizes 10,10000]
-                    [--kill-duration S] [--kill-rate R]
+                    [--kill-duration S] [--kill-rate R] [--control]
+                    [--no-kill]
 
 Everything runs on 127.0.0.1 free ports: two backend nginx processes
 (`master_process off`, `return 200`), the measured nginx (2 workers each)
 and wrk. Prints, per size and configuration, the median requests/s and
 p99 and the client errors (non-2xx answers and socket errors), the
 balancer/plain ratios of both, and each one's client errors with a
-backend killed. Asserts nothing. The plain configuration has one
+backend killed. Asserts nothing. Every run's p99 is printed beside the
+median: on a shared 2-core box they spread by a millisecond. --control
+adds a second plain nginx with the very same configuration, alternated
+with the other two: its ratio to the first plain is what the bench's
+noise alone gives (an A/A comparison), the yardstick for the balancer's
+ratio. The plain configuration has one
 location per route, as an operator would write it; the module has one
 location and N routes.
 """
@@ -29,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_nginx import (COMMON, NGINX, TEMPS, Nginx, free_port,  # noqa: E402
-                         load_line, median, run_wrk)
+                         load_line, median, run_wrk, spread)
 
 PROXY = ("proxy_http_version 1.1; proxy_set_header Connection \"\"; "
          "proxy_next_upstream error timeout http_502; "
@@ -137,6 +143,10 @@ def main():
     ap.add_argument("--kill-duration", type=int, default=9)
     ap.add_argument("--kill-rate", type=int, default=8,
                     help="wrk connections during the backend kill")
+    ap.add_argument("--control", action="store_true",
+                    help="a second, identical plain nginx (A/A: the noise)")
+    ap.add_argument("--no-kill", action="store_true",
+                    help="skip the backend kill runs")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     module = os.path.abspath(args.module)
@@ -152,24 +162,39 @@ def main():
         for n in [int(x) for x in args.sizes.split(",")]:
             (plain, pport), (mod, mport) = pair(module, n, [b1, b2],
                                                args.keepalive)
+            ctl = None
             try:
                 runs = {"plain": [], "balancer": []}
-                for _ in range(args.repeat):  # alternate on a shared box
-                    runs["plain"].append(run_wrk(pport, n, args, plain.dir))
-                    runs["balancer"].append(run_wrk(mport, n, args, mod.dir))
+                targets = [("plain", pport, plain), ("balancer", mport, mod)]
+                if args.control:
+                    cport = free_port()
+                    ctl = Nginx("control%d" % n,
+                                plain_conf(n, cport, [b1, b2], args.keepalive))
+                    ctl.start(cport)
+                    runs["control"] = []
+                    targets.insert(1, ("control", cport, ctl))
+                for i in range(args.repeat):  # alternate on a shared box
+                    # rotate who goes first: no configuration always
+                    # follows the same one
+                    for kind, port, ng in targets[i % len(targets):] + \
+                            targets[:i % len(targets)]:
+                        runs[kind].append(run_wrk(port, n, args, ng.dir))
                 for kind, rs in runs.items():
                     if rs:
                         results[(kind, n)] = {
                             "rps": median([r["rps"] for r in rs]),
                             "p99_ms": median([r["p99_ms"] for r in rs]),
                             "errors": sum(client_errors(r) for r in rs),
-                            "all": [r["rps"] for r in rs]}
+                            "all": [r["rps"] for r in rs],
+                            "p99s": [r["p99_ms"] for r in rs]}
             finally:
                 plain.stop()
                 mod.stop()
+                if ctl:
+                    ctl.stop()
         # a backend killed under load, each configuration on fresh
         # backends (10 routes)
-        for kind in ("plain", "balancer"):
+        for kind in () if args.no_kill else ("plain", "balancer"):
             k1, k2 = free_port(), free_port()
             kb = [Nginx("kill1", backend_conf(k1)),
                   Nginx("kill2", backend_conf(k2))]
@@ -205,14 +230,24 @@ def main():
                                       "errors"))
     for (kind, n), r in sorted(results.items(), key=lambda x: (x[0][1],
                                                                x[0][0])):
-        print("%-8d %9s %12.0f %10.2f %8d   runs: %s" % (
+        print("%-8d %9s %12.0f %10.2f %8d   runs: %s; p99s: %s" % (
             n, kind, r["rps"], r["p99_ms"], r["errors"],
-            " ".join("%.0f" % x for x in r["all"])))
+            " ".join("%.0f" % x for x in r["all"]),
+            " ".join("%.2f" % x for x in r["p99s"])))
     for n in sorted({n for _, n in results}):
-        p, m = results.get(("plain", n)), results.get(("balancer", n))
-        if p and m:
-            print("routes %d: balancer/plain req/s = %.3f, p99 = %.3f"
-                  % (n, m["rps"] / p["rps"], m["p99_ms"] / p["p99_ms"]))
+        p = results.get(("plain", n))
+        for kind in ("balancer", "control"):
+            m = results.get((kind, n))
+            if p and m:
+                print("routes %d: %s/plain req/s = %.3f, p99 = %.3f"
+                      % (n, kind, m["rps"] / p["rps"],
+                         m["p99_ms"] / p["p99_ms"]))
+                # round by round (the runs of a round are adjacent in
+                # time: the box's load drifts less within a round)
+                rr = [a / b for a, b in zip(m["all"], p["all"])]
+                rp = [a / b for a, b in zip(m["p99s"], p["p99s"])]
+                print("    paired by round: req/s %s, p99 %s"
+                      % (spread(rr), spread(rp)))
     for kind, r in kills.items():
         print("backend killed under load (%s, wrk -c%d -d%ds): %d client "
               "errors (%d non-2xx, socket errors: %s)"

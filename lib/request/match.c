@@ -4,7 +4,8 @@
  * result with its lazily computed filter plan.
  *
  * One match:
- *   split path and host once  ->  index lookup (base + overlay lists)
+ *   scan the path once (its segments, the host's labels: cut when read)
+ *   -> index lookup (base + overlay lists)
  *   -> merge lists by rank key, skipping removed slots and repeats
  *   -> first route whose predicates all hold wins; its captures are the vars
  * Nothing here allocates once the context has seen the snapshot's needs.
@@ -184,15 +185,11 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     int split = sy__segments_split_lazy(&c->path, path, &c->alloc, &seen, &sl);
     c->path_state = PATH_READY;
     if (split == 2) {
-        /* left for later only where it may never be needed: a table whose
-         * path trie is empty (host routes), whose lookups mostly end at
-         * a whole-host hit */
-        if (__builtin_expect(s->prep.path_lazy, 0)) {
-            c->path_state = PATH_PENDING;
-            c->path_sl = sl;
-        } else {
-            sy__split_segs(&c->path, path.ptr, path.len, sl);
-        }
+        /* a short plain rooted path is cut on first need (path_segs): the
+         * index walks it by its '/' bits, a literal Path compares it
+         * whole, and a route found without captures reads no segment */
+        c->path_state = PATH_PENDING;
+        c->path_sl = sl;
     }
     if (split < 0) {
         c->path.keep_escaped_slashes = s->prep.keep_escaped_slashes;
@@ -389,6 +386,8 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     const struct sy_route *r = sl->route;
     sy__eval *ev = &c->ev;
     bool walk = (cd->flags & SY_CAND_WALK) && l->exact && !odd_host;
+    if (walk && cd->nvars && !l->host && c->path_state == PATH_PENDING)
+        path_segs_now(c); /* walk_caps reads the segments */
     sy__budget *saved = NULL;
     bool entered = false, ok = true;
     if (walk && (cd->flags & SY_CAND_WHOLE) &&
@@ -442,6 +441,7 @@ static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
     if (cd->nvars > c->ev.caps_cap)
         return false;
     if (!l->host && (c->path_seen & SY_SEEN_EMPTY)) { /* labels never are */
+        path_segs_now(c);
         const sy__cand_var *v = l->vars + cd->vars;
         for (size_t k = 0; k < cd->nvars; k++)
             if (!c->path.dec[v[k].seg].len)
@@ -455,6 +455,7 @@ static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
 /* The captures of the route found, taken now if caps_later left them. */
 static void caps_now(sy_match_ctx *c) {
     if (c->lazy_list) {
+        path_segs(c);
         c->ev.ncaps = 0;
         walk_caps(&c->ev, c->lazy_list, c->lazy_cand);
         c->lazy_list = NULL;
@@ -739,9 +740,10 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     size_t n;
     if (!host && index_path_none(s->base)) {
         n = 0; /* a table of host routes after a whole-host hit */
+    } else if (c->path_state == PATH_PENDING) { /* walked by its bits */
+        n = sy__index_lookup_flat(s->base, &c->path, c->path_sl, host, mbit,
+                                  c->lists + pre, MAX_LISTS - pre);
     } else {
-        if (c->path_state == PATH_PENDING) /* a host walked */
-            path_segs_now(c);
         n = sy__index_lookup(s->base, &c->path, host, mbit, c->lists + pre,
                              MAX_LISTS - pre);
     }

@@ -45,9 +45,10 @@ struct sy_match_ctx {
      * the match reports SY_ENOMEM */
     uint8_t host_state; /* HOST_READY, HOST_PENDING, HOST_OOM */
     /* a rooted short path's slices are cut on first need (path_segs,
-     * match.c): path.flat answers a literal Path, and a table of host
-     * routes walks no path. PATH_PENDING: path.count, dec and raw are
-     * stale; path_sl holds the path's '/' bits */
+     * match.c): the index walks path.flat by its '/' bits, path.flat
+     * answers a literal Path, and a route found without captures reads
+     * none. PATH_PENDING: path.count, dec and raw are stale; path_sl holds
+     * the path's '/' bits */
     uint8_t path_state; /* PATH_READY, PATH_PENDING */
     uint64_t path_sl;
     sy__capture *caps;

@@ -426,7 +426,8 @@ typedef struct collector {
     sy__cand_list *out;
     size_t n, cap;
     const sy_str *dec; /* the request's segments (labels) */
-    size_t count;
+    const char *flat;  /* or the rooted path itself (walk_flat) */
+    size_t count;      /* dec's count, or flat's length */
     bool overflow;
     bool reversed; /* host trie: labels walked from the last */
     bool lead;     /* host: a leading '.' */
@@ -504,8 +505,8 @@ find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
  * through the child table. A segment of up to KEY_BYTES bytes is
  * compared by its words alone, no call: the probe's registers stay the
  * caller's. */
-static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
-                                   sy_str seg) {
+static inline __attribute__((always_inline)) uint32_t
+find_hashed(const sy__index *ix, uint32_t parent, sy_str seg) {
     if (seg.len > KEY_BYTES)
         return find_hashed_long(ix, parent, seg);
     uint64_t w0, w1;
@@ -516,10 +517,8 @@ static inline uint32_t find_hashed(const sy__index *ix, uint32_t parent,
 }
 
 /* The literal child among n of them from `first`, compared one by one. */
-static inline uint32_t find_direct(const collector *c, uint32_t first,
-                                   uint32_t n, size_t i) {
-    const sy__index *ix = c->ix;
-    sy_str seg = c->dec[i];
+static inline uint32_t find_direct(const sy__index *ix, uint32_t first,
+                                   uint32_t n, sy_str seg) {
     uint64_t w0, w1;
     segment_words(seg.ptr, seg.len, &w0, &w1);
     for (uint32_t j = 0; j < n; j++)
@@ -536,18 +535,65 @@ static inline uint32_t first_kid(const xnode *nd, uint32_t node,
     return shape & X_HCHILD ? node + 1 : nd->kids;
 }
 
+/*
+ * Where a walk is in the request: the segment `d` (labels: from the last)
+ * of the split path or host, or (W_FLAT) the rooted path's bytes [d, e),
+ * e the next '/' or the path's end, `m` the '/' bits past e:
+ *
+ *   "/repos/o/r"  d 1, e 6, m {8}  -> "repos"; then d 7, e 8, m {} -> "o";
+ *                 d 9, e 10        -> "r" (the last: e is the end);
+ *                 d 11 > 10        -> past it
+ *
+ * so a lookup of a short plain path reads no segment array (the matcher
+ * cuts one only for a reader that needs it: a capture, a pattern).
+ */
+enum { W_PATH, W_HOST, W_FLAT };
+typedef struct cursor {
+    size_t d, e;
+    uint64_t m;
+} cursor;
+
+/* W_FLAT: the segment from byte d, its end the next bit of m, or len. */
+static inline cursor cur_flat(size_t d, uint64_t m, size_t len) {
+    if (!m)
+        return (cursor){d, len, 0};
+    return (cursor){d, (unsigned)__builtin_ctzll(m), m & (m - 1)};
+}
+
+/* The walk is at the last segment, or past it. */
+static inline bool cur_last(const collector *c, cursor k, const int mode) {
+    return mode == W_FLAT ? k.e == c->count : k.d + 1 >= c->count;
+}
+
+/* Past the last segment (cur_last holds). */
+static inline bool cur_past(const collector *c, cursor k, const int mode) {
+    return mode == W_FLAT ? k.d > c->count : k.d == c->count;
+}
+
+static inline sy_str cur_seg(const collector *c, cursor k, const int mode) {
+    if (mode == W_FLAT)
+        return (sy_str){c->flat + k.d, k.e - k.d};
+    return c->dec[mode == W_PATH ? k.d : c->count - 1 - k.d];
+}
+
+static inline cursor cur_next(const collector *c, cursor k, const int mode) {
+    if (mode == W_FLAT)
+        return cur_flat(k.e + 1, k.m, c->count);
+    return (cursor){k.d + 1, 0, 0};
+}
+
 /* Depth-first walk over literal and wildcard edges; `literal` says every
  * segment so far was matched by a literal edge. A node without literal
  * children costs no compare, one with a few (X_NLIT) compares them, one
  * with more (X_HASH) hashes the segment and probes the child table; one
- * without a wildcard child costs no recursion. Compiled once per trie
- * (`path` a constant). */
+ * without a wildcard child costs no recursion. Compiled once per trie and
+ * form of the path (`mode` a constant). */
 static inline __attribute__((always_inline)) void
-walk_in(collector *c, uint32_t node, size_t depth, bool literal,
-        const bool path, void (*self)(collector *, uint32_t, size_t, bool)) {
+walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
+        void (*self)(collector *, uint32_t, cursor, bool)) {
+    const bool path = mode != W_HOST;
     const sy__index *ix = c->ix;
     const xnode *nodes = ix->nodes;
-    const size_t count = c->count;
     for (;;) {
         const xnode *nd = &nodes[node];
         uint32_t shape = nd->shape;
@@ -558,9 +604,8 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
             if (c->overflow)
                 return;
         }
-        size_t i = path ? depth : count - 1 - depth;
-        if (depth + 1 >= count) { /* the last segment, or past it: one test */
-            if (depth == count) {
+        if (cur_last(c, k, mode)) { /* the last segment, or past it */
+            if (cur_past(c, k, mode)) {
                 collect(c, term_of(ix, nd, node),
                         !literal ? SY_PROOF_NONE
                         : path   ? SY_PROOF_PATH
@@ -569,7 +614,7 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
                 return;
             }
             /* matchTrailingSlash: "/a" also matches "/a/" */
-            if (path && c->dec[i].len == 0) {
+            if (path && cur_seg(c, k, mode).len == 0) {
                 collect(c, term_of(ix, nd, node), SY_PROOF_NONE, false);
                 if (c->overflow)
                     return;
@@ -582,65 +627,96 @@ walk_in(collector *c, uint32_t node, size_t depth, bool literal,
             if (!(shape & (X_NLIT | X_HASH))) { /* the wildcard child only */
                 node = kid;
                 literal = false;
-                depth++;
+                k = cur_next(c, k, mode);
                 continue;
             }
-            self(c, kid, depth + 1, false);
+            self(c, kid, cur_next(c, k, mode), false);
             if (c->overflow)
                 return;
-            node = shape & X_NLIT ? find_direct(c, kid + 1, shape & X_NLIT, i)
-                                  : find_hashed(ix, node, c->dec[i]);
+            node = shape & X_NLIT ? find_direct(ix, kid + 1, shape & X_NLIT,
+                                                cur_seg(c, k, mode))
+                                  : find_hashed(ix, node, cur_seg(c, k, mode));
         } else if (shape & X_NLIT) {
-            node =
-                find_direct(c, first_kid(nd, node, shape), shape & X_NLIT, i);
+            node = find_direct(ix, first_kid(nd, node, shape), shape & X_NLIT,
+                               cur_seg(c, k, mode));
         } else if (shape & X_HASH) {
-            node = find_hashed(ix, node, c->dec[i]);
+            node = find_hashed(ix, node, cur_seg(c, k, mode));
         } else {
             return;
         }
         if (node == NONE)
             return;
-        depth++;
+        k = cur_next(c, k, mode);
     }
 }
 
-static void walk_path(collector *c, uint32_t node, size_t depth, bool literal) {
-    walk_in(c, node, depth, literal, true, walk_path);
+static void walk_path(collector *c, uint32_t node, cursor k, bool literal) {
+    walk_in(c, node, k, literal, W_PATH, walk_path);
 }
 
-static void walk_host(collector *c, uint32_t node, size_t depth, bool literal) {
-    walk_in(c, node, depth, literal, false, walk_host);
+static void walk_flat(collector *c, uint32_t node, cursor k, bool literal) {
+    walk_in(c, node, k, literal, W_FLAT, walk_flat);
+}
+
+static void walk_host(collector *c, uint32_t node, cursor k, bool literal) {
+    walk_in(c, node, k, literal, W_HOST, walk_host);
+}
+
+/* A lookup's start: nothing collected, no host walked yet. */
+static inline void collector_init(collector *c, const sy__index *ix,
+                                  sy__cand_list *out, size_t cap) {
+    c->ix = ix;
+    c->out = out;
+    c->n = 0;
+    c->cap = cap;
+    c->overflow = false;
+    c->reversed = false;
+    c->lead = false;
+}
+
+/* After the path walk: the host walk, the generic lists. */
+static inline size_t lookup_rest(collector *c, const sy__segments *host_labels,
+                                 int method_bit) {
+    const sy__index *ix = c->ix;
+    /* an empty or missing Host matches no Host pattern */
+    if (host_labels && host_labels->count && ix->host_routes) {
+        c->dec = host_labels->dec;
+        c->count = host_labels->count;
+        c->reversed = true;
+        c->lead = host_labels->lead;
+        walk_host(c, ROOT_HOST, (cursor){0, 0, 0}, true);
+    }
+    if (ix->generic_some) {  /* most tables have no generic route */
+        c->reversed = false; /* generic lists are no host lists */
+        collect(c, ix->generic[GENERIC_ANY], SY_PROOF_NONE, false);
+        collect(c,
+                ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
+                                                              : GENERIC_OTHER],
+                SY_PROOF_NONE, false);
+    }
+    return c->overflow ? SIZE_MAX : c->n;
 }
 
 size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
                         const sy__segments *host_labels, int method_bit,
                         sy__cand_list *out, size_t cap) {
     collector c;
-    c.ix = ix;
-    c.out = out;
-    c.n = 0;
-    c.cap = cap;
-    c.overflow = false;
+    collector_init(&c, ix, out, cap);
     c.dec = path->dec;
     c.count = path->count;
-    c.reversed = false;
-    c.lead = false;
-    walk_in(&c, ROOT_PATH, 0, true, true, walk_path); /* top level inline */
-    /* an empty or missing Host matches no Host pattern */
-    if (host_labels && host_labels->count && ix->host_routes) {
-        c.dec = host_labels->dec;
-        c.count = host_labels->count;
-        c.reversed = true;
-        c.lead = host_labels->lead;
-        walk_host(&c, ROOT_HOST, 0, true);
-    }
-    if (ix->generic_some) { /* most tables have no generic route */
-        c.reversed = false; /* generic lists are no host lists */
-        collect(&c, ix->generic[GENERIC_ANY], SY_PROOF_NONE, false);
-        collect(&c,
-                ix->generic[method_bit >= 0 && method_bit < 9 ? method_bit
-                                                              : GENERIC_OTHER],
-                SY_PROOF_NONE, false);
-    }
-    return c.overflow ? SIZE_MAX : c.n;
+    walk_in(&c, ROOT_PATH, (cursor){0, 0, 0}, true, W_PATH, walk_path);
+    return lookup_rest(&c, host_labels, method_bit);
+}
+
+size_t sy__index_lookup_flat(const sy__index *ix, const sy__segments *path,
+                             uint64_t sl, const sy__segments *host_labels,
+                             int method_bit, sy__cand_list *out, size_t cap) {
+    collector c;
+    collector_init(&c, ix, out, cap);
+    c.flat = path->flat.ptr;
+    c.count = path->flat.len;
+    /* the first segment starts after the root's '/' (bit 0) */
+    walk_in(&c, ROOT_PATH, cur_flat(1, sl & ~(uint64_t)1, c.count), true,
+            W_FLAT, walk_flat);
+    return lookup_rest(&c, host_labels, method_bit);
 }

@@ -145,5 +145,12 @@ bool sy__index_path_none(const sy__index *ix);
 size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
                         const sy__segments *host_labels, int method_bit,
                         sy__cand_list *out, size_t cap);
+/* The same for a rooted path of 1..64 bytes without '%' or ';' given as
+ * path->flat and its '/' bits `sl` (bit i: byte i is '/'; sy__split_scan's),
+ * whose segments are the slices between them: path's segment array is not
+ * read (it may be stale). */
+size_t sy__index_lookup_flat(const sy__index *ix, const sy__segments *path,
+                             uint64_t sl, const sy__segments *host_labels,
+                             int method_bit, sy__cand_list *out, size_t cap);
 
 #endif

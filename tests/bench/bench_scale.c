@@ -19,6 +19,18 @@
  *                       that each add a new route to the 1M table (the
  *                       snapshot's id table outgrows its capacity on
  *                       the way, at ~1,125,600 routes)
+ *
+ * Beside the last two a stall watcher (the reader thread, or a thread of
+ * its own) reads CLOCK_MONOTONIC without pause and records every gap over
+ * 200 us in which it was not switched out: the machine stopping the
+ * virtual CPU (an interrupt's or the host's time, charged to whatever
+ * thread runs), not code. A publish whose wall time exceeds its thread CPU
+ * time by over 200 us with no context switch had its own virtual CPU
+ * stopped (the host took it away). Each case then prints, beside its raw
+ * maximum, <name>-unstalled: the slowest publish that neither kind of
+ * stall touched and that was not switched out. The watcher sees its own
+ * virtual CPU only: a stall of the publisher's CPU charged to its thread
+ * (an interrupt storm there) is not seen (docs/performance.md).
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "bench_run.h"
@@ -63,6 +75,124 @@ static double scale_match(const char *what, table *t, size_t check) {
     return ns;
 }
 
+/* ---- the machine's stalls ---- */
+
+/* A gap between two clock reads of the watcher taken as a stall. */
+#define STALL_NS 200000u
+/* Stalls a watcher keeps (more are counted as lost). */
+#define STALLS_MAX ((size_t)1 << 20)
+/* How often the watcher reads its context switch count (getrusage). */
+#define STALL_SWITCH_NS 200000u
+
+typedef struct stall {
+    uint64_t t0, t1; /* bench_now_ns() before and after the gap */
+} stall;
+
+/* The stalls one watcher saw (written by the watcher only, read once it
+ * has stopped), in time order. */
+typedef struct stall_watch {
+    stall *v;
+    size_t n, cap, lost;
+    size_t switched; /* gaps in which the watcher was switched out */
+    _Atomic int stop, started;
+} stall_watch;
+
+/* A watcher's clock: its last read and its switch count then. */
+typedef struct watch_clock {
+    uint64_t prev, checked, switches;
+} watch_clock;
+
+static uint64_t thread_switches(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return 0;
+    return (uint64_t)ru.ru_nivcsw + (uint64_t)ru.ru_nvcsw;
+}
+
+static void watch_start(watch_clock *c) {
+    c->switches = thread_switches();
+    c->prev = c->checked = bench_now_ns();
+}
+
+/* One clock read of a watcher: a gap over STALL_NS since the last one is
+ * a stall when the watcher's switch count did not move meanwhile. */
+static void watch_tick(stall_watch *w, watch_clock *c) {
+    uint64_t t = bench_now_ns();
+    if (t - c->prev > STALL_NS) {
+        uint64_t sw = thread_switches();
+        if (sw != c->switches)
+            w->switched++;
+        else if (w->n < w->cap)
+            w->v[w->n++] = (stall){c->prev, t};
+        else
+            w->lost++;
+        c->switches = sw;
+        c->checked = t = bench_now_ns();
+    } else if (t - c->checked > STALL_SWITCH_NS) {
+        c->switches = thread_switches();
+        c->checked = t = bench_now_ns();
+    }
+    c->prev = t;
+}
+
+static stall_watch *g_watch; /* the running case's watcher, or NULL */
+/* when each upsert began (bench_now_ns), for the stalls' overlap */
+static uint64_t *g_start;
+
+static void watch_init(stall_watch *w, size_t cap) {
+    memset(w, 0, sizeof *w);
+    w->v = bench_xmalloc(cap * sizeof *w->v);
+    w->cap = cap;
+}
+
+static void *watch_run(void *arg) {
+    stall_watch *w = arg;
+    watch_clock c;
+    watch_start(&c);
+    atomic_store(&w->started, 1);
+    while (!atomic_load_explicit(&w->stop, memory_order_relaxed))
+        watch_tick(w, &c);
+    return NULL;
+}
+
+/* The stall time (ns) the watcher saw within [t0, t1). */
+static uint64_t stalled_ns(const stall_watch *w, uint64_t t0, uint64_t t1) {
+    size_t lo = 0, hi = w->n; /* the first stall ending after t0 */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->v[mid].t1 <= t0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t ns = 0;
+    for (size_t i = lo; i < w->n && w->v[i].t0 < t1; i++)
+        ns += (w->v[i].t1 < t1 ? w->v[i].t1 : t1) -
+              (w->v[i].t0 > t0 ? w->v[i].t0 : t0);
+    return ns;
+}
+
+/* The stall time the watcher saw within upsert i (0: none, or no
+ * watcher). */
+static uint64_t upsert_stall_ns(size_t i, const double *us) {
+    if (!g_watch || !g_start)
+        return 0;
+    return stalled_ns(g_watch, g_start[i],
+                      g_start[i] + (uint64_t)(us[i] * 1e3) + 1);
+}
+
+static uint32_t *g_preempt;
+
+/* The time upsert i's own CPU stopped without switching its thread out:
+ * wall less thread CPU when that is over STALL_NS and no context switch
+ * was counted (the host took the virtual CPU away), else 0. */
+static double upsert_off_us(size_t i, const double *us, const double *cpu) {
+    double off = us[i] - cpu[i];
+    if (!g_preempt || g_preempt[i] || off * 1e3 <= STALL_NS)
+        return 0;
+    return off;
+}
+
 static const sy_snapshot *internal(sy_snapshot *h) {
     return sy__snapshot_from_handle(h);
 }
@@ -73,7 +203,7 @@ static char *g_state;
 /* and the page faults its thread took, the times it was switched out
  * (getrusage RUSAGE_THREAD: minor faults, involuntary and voluntary
  * context switches; a virtual CPU the host takes away is not seen) */
-static uint32_t *g_faults, *g_preempt;
+static uint32_t *g_faults;
 /* whether each upsert's snapshot was still moving its id table into a
  * larger one (NULL: not recorded) */
 static bool *g_idmove;
@@ -85,6 +215,7 @@ static void notes_alloc(size_t n, bool idmove) {
     g_faults = bench_xmalloc(n * sizeof *g_faults);
     g_preempt = bench_xmalloc(n * sizeof *g_preempt);
     g_idmove = idmove ? bench_xmalloc(n * sizeof *g_idmove) : NULL;
+    g_start = bench_xmalloc(n * sizeof *g_start);
 }
 
 static void notes_free(void) {
@@ -92,6 +223,8 @@ static void notes_free(void) {
     free(g_faults);
     free(g_preempt);
     free(g_idmove);
+    free(g_start);
+    g_start = NULL;
     g_state = NULL;
     g_faults = g_preempt = NULL;
     g_idmove = NULL;
@@ -144,6 +277,8 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
         }
         us[done] = (double)dt / 1e3;
         cpu[done] = (double)dc / 1e3;
+        if (g_start)
+            g_start[done] = t0;
         h = sy_router_acquire(t->router);
         const sy_snapshot *s = internal(h);
         char st = s->build ? 'b' : '.';
@@ -205,14 +340,72 @@ static void slowest(const char *name, const char *by_name, const double *by,
                                 " #%zu %.0f/%.0f us %uf %up (%c)", w, us[w],
                                 cpu[w], g_faults ? g_faults[w] : 0,
                                 g_preempt ? g_preempt[w] : 0, g_state[w]);
+        if (g_watch && len < sizeof line)
+            len += (size_t)snprintf(line + len, sizeof line - len,
+                                    " stall %.0f+%.0f us",
+                                    (double)upsert_stall_ns(w, us) / 1e3,
+                                    upsert_off_us(w, us, cpu));
         if (len >= sizeof line)
             break;
     }
     free(seen);
     comment("%s: slowest by %s (wall/CPU, page faults f, switches p):%s "
             "(b: a rebuild ran, S: one started, W: one swapped in, .: "
-            "neither)",
-            name, by_name, line);
+            "neither%s)",
+            name, by_name, line,
+            g_watch ? "; stall a+b: the machine's stalls the watcher saw "
+                      "within it + its own CPU stopped, wall less CPU "
+                      "with no switch, when over 200 us"
+                    : "");
+}
+
+/* <name>-unstalled: the slowest upsert that no stall overlapped and that
+ * was not switched out, and what the watcher saw. */
+static void report_stalls(const char *name, size_t routes, const double *us,
+                          const double *cpu, size_t done) {
+    const stall_watch *w = g_watch;
+    size_t calm = SIZE_MAX, hit = 0, off = 0, switched = 0;
+    double lost_us = 0, off_us = 0;
+    for (size_t i = 0; i < done; i++) {
+        uint64_t ns = upsert_stall_ns(i, us);
+        double o = upsert_off_us(i, us, cpu);
+        hit += ns > 0;
+        lost_us += (double)ns / 1e3;
+        off += o > 0;
+        off_us += o;
+        if (ns > 0 || o > 0)
+            continue;
+        if (g_preempt && g_preempt[i]) {
+            switched++;
+            continue;
+        }
+        if (calm == SIZE_MAX || us[i] > us[calm])
+            calm = i;
+    }
+    char uname[96];
+    snprintf(uname, sizeof uname, "%s-unstalled", name);
+    if (calm != SIZE_MAX)
+        result(uname, routes, us[calm], "us");
+    uint64_t most = 0, span = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        most = w->v[i].t1 - w->v[i].t0 > most ? w->v[i].t1 - w->v[i].t0 : most;
+        span += w->v[i].t1 - w->v[i].t0;
+    }
+    comment("%s: the stall watcher saw %zu stalls over %u us (%.1f ms in "
+            "all, the longest %.0f us; %zu gaps it was switched out in, not "
+            "counted%s); %zu publishes overlapped one (%.1f ms of their "
+            "time); %zu publishes lost over 200 us off their CPU with no "
+            "switch (%.1f ms in all); %zu others were switched out",
+            name, w->n, STALL_NS / 1000u, (double)span / 1e6,
+            (double)most / 1e3, w->switched,
+            w->lost ? ", some not recorded: the list was full" : "", hit,
+            lost_us / 1e3, off, off_us / 1e3, switched);
+    if (calm != SIZE_MAX)
+        comment("%s-unstalled: the slowest publish with no stall seen, "
+                "its CPU not stopped and not switched out: #%zu, %.1f us wall, "
+                "%.1f us thread CPU "
+                "(%c)",
+                name, calm, us[calm], cpu[calm], g_state ? g_state[calm] : '?');
 }
 
 static void report_upserts(const char *name, size_t routes, double *us,
@@ -228,6 +421,8 @@ static void report_upserts(const char *name, size_t routes, double *us,
         over2 += us[i] > 2000;
     }
     result(name, routes, us[worst], "us");
+    if (g_watch)
+        report_stalls(name, routes, us, cpu, done);
     comment("%s: %zu upserts of distinct routes; the slowest was #%zu; %zu "
             "took over 1 ms, %zu over 2 ms; rebuilds started %zu, index "
             "swaps %zu",
@@ -283,6 +478,7 @@ typedef struct reader {
     _Atomic int stop;
     _Atomic int started;
     uint64_t lookups, hits;
+    stall_watch *watch; /* the reader watches for stalls too */
 } reader;
 
 static void *reader_run(void *arg) {
@@ -291,6 +487,8 @@ static void *reader_run(void *arg) {
     sy_error e;
     if (sy_match_ctx_new(NULL, &ctx, &e) != 0)
         return NULL;
+    watch_clock c;
+    watch_start(&c);
     atomic_store(&r->started, 1);
     size_t pos = 0;
     uint64_t n = 0, hits = 0;
@@ -302,6 +500,8 @@ static void *reader_run(void *arg) {
             hits += m != NULL;
             if (++pos == r->rs->n)
                 pos = 0;
+            if ((k & 15) == 15) /* every ~2-3 us */
+                watch_tick(r->watch, &c);
         }
         sy_snapshot_release(s);
         n += 64;
@@ -353,12 +553,15 @@ static void scale_with_readers(table *t) {
     double *us = bench_xmalloc(MAX_RUNS * sizeof *us);
     double *cpu = bench_xmalloc(MAX_RUNS * sizeof *cpu);
     notes_alloc(MAX_RUNS, false);
-    reader rd = {.router = t->router, .rs = &t->reqs};
+    stall_watch watch;
+    watch_init(&watch, STALLS_MAX);
+    reader rd = {.router = t->router, .rs = &t->reqs, .watch = &watch};
     pthread_t tid;
     if (pthread_create(&tid, NULL, reader_run, &rd) != 0) {
         comment("SKIPPED %s: no reader thread", name);
         free(us);
         free(cpu);
+        free(watch.v);
         notes_free();
         return;
     }
@@ -374,7 +577,9 @@ static void scale_with_readers(table *t) {
     if (done)
         check_updated(t, 500001, "r", done);
     if (done) {
+        g_watch = &watch;
         report_upserts(name, t->routes, us, cpu, done, swaps, builds);
+        g_watch = NULL;
         comment("%s: a reader thread matched without pause meanwhile: %.1f M "
                 "lookups in %.1f s (%.0f ns each), %.1f %% hits",
                 name, (double)rd.lookups / 1e6, secs,
@@ -383,6 +588,7 @@ static void scale_with_readers(table *t) {
     }
     free(us);
     free(cpu);
+    free(watch.v);
     notes_free();
 }
 
@@ -394,9 +600,22 @@ static void scale_grow(table *t) {
     double *us = bench_xmalloc(RUNS * sizeof *us);
     double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
     notes_alloc(RUNS, true);
+    stall_watch watch;
+    watch_init(&watch, STALLS_MAX);
+    pthread_t tid;
+    bool watching = pthread_create(&tid, NULL, watch_run, &watch) == 0;
+    if (!watching)
+        comment("%s: no stall watcher (no thread)", name);
+    while (watching && !atomic_load(&watch.started))
+        ;
     size_t swaps, builds, from = t->routes;
     size_t done =
         upserts(t, from, "", RUNS, RUNS, false, true, us, cpu, &swaps, &builds);
+    if (watching) {
+        atomic_store(&watch.stop, 1);
+        pthread_join(tid, NULL);
+        g_watch = &watch;
+    }
     sy_snapshot *h = sy_router_acquire(t->router);
     size_t now = sy_snapshot_route_count(h);
     sy_snapshot_release(h);
@@ -429,8 +648,10 @@ static void scale_grow(table *t) {
                 "(the table then held %zu)",
                 name, from + worst, from + worst + 1);
     }
+    g_watch = NULL;
     free(us);
     free(cpu);
+    free(watch.v);
     notes_free();
 }
 

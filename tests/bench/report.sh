@@ -169,8 +169,12 @@ rows = [
      1000, "us"),
     ("scale/publish-max-readers", 1000000,
      fig("scale/publish-max-readers", 1000000), "<=", 2000, "us"),
+    ("scale/publish-max-readers-unstalled (no stall seen)", 1000000,
+     fig("scale/publish-max-readers-unstalled", 1000000), "<=", 2000, "us"),
     ("scale/publish-grow-max", 1000000,
      fig("scale/publish-grow-max", 1000000), "<=", 2000, "us"),
+    ("scale/publish-grow-max-unstalled (no stall seen)", 1000000,
+     fig("scale/publish-grow-max-unstalled", 1000000), "<=", 2000, "us"),
 ]
 
 def fmt(v, unit):

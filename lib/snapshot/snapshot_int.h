@@ -26,6 +26,10 @@ typedef struct sy__crefs {
 sy__crefs *sy__crefs_new(const sy__alloc *a);
 sy__crefs *sy__crefs_hold(sy__crefs *c);
 void sy__crefs_drop(const sy__alloc *a, sy__crefs *c);
+/* A new id (count 1) / an id whose count reached 0 given back, for a
+ * table whose chunks are freed by their owner (the overlay's). */
+bool sy__crefs_take(const sy__alloc *a, sy__crefs *c, uint32_t *cid);
+void sy__crefs_put(sy__crefs *c, uint32_t cid);
 
 /* Count a reference on each chunk of ids cids[0..n). */
 void sy__snap_chunks_ref(sy__crefs *cr, const uint32_t *cids, size_t n);

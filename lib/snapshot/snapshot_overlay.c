@@ -14,13 +14,23 @@
  * Each key has a group: its routes' candidates in rank key order. Groups
  * hang off a hash table in 256-bucket chunks:
  *
- *   table chunks:  [c0][c1]...         chunk: refs | group * x 256
+ *   table chunks:  [c0][c1]...         chunk: group * x 256
+ *   chunk ids:     [i0][i1]...         refs[i] in the overlay's sy__crefs
  *   group:  refs | len | hash | sy__cand c[len] | uint64_t key[len]
  *
  * Groups and chunks are immutable once shared and refcounted, so deriving
- * copies the chunk vector (a few pointers) and a change copies one chunk
- * and one group: O(group + 256), whatever the overlay holds. A chunk no
- * group has reached yet is not allocated (NULL: 256 empty buckets).
+ * copies the chunk vector and a change copies one chunk and one group:
+ * O(group + 256), whatever the overlay holds. A chunk no group has
+ * reached yet is not allocated (NULL: 256 empty buckets). A chunk's count
+ * is not in the chunk but in the dense table (sy__crefs, snapshot_int.h)
+ * every copy of one overlay shares, by the id in the vector parallel to
+ * the chunk vector, as the snapshot's chunks' are: copying or freeing an
+ * overlay of 100,000 routes (a rebuild's ov[1] at 1,000,000, 512-1,024
+ * chunks) counted a reference on every chunk, a line on a page of its own
+ * each, ~0.1-0.5 ms of a publish for each of the copy and the free
+ * (docs/performance.md, Round 11 (continued)); in the dense table both are
+ * a pass over a few KB. Copies and frees run on the writer's thread only
+ * (publish.h), so the counts are plain integers.
  *
  * The table doubles when its groups reach half its buckets, but its
  * groups move over a chunk at a time: the old table stays (read-only,
@@ -53,8 +63,9 @@ typedef struct ov_group {
     sy__cand c[]; /* then uint64_t key[len] */
 } ov_group;
 
+/* 2 KiB, exactly a size class of the allocator: its count is in the
+ * overlay's sy__crefs */
 typedef struct ov_chunk {
-    _Atomic uint32_t refs;
     ov_group *g[OV_CHUNK];
 } ov_chunk;
 
@@ -71,13 +82,16 @@ typedef struct ov_filter {
 
 struct sy__overlay {
     const sy__alloc *a;
+    sy__crefs *cr; /* the chunks' counts, shared by every copy */
     ov_filter *filter;
     ov_chunk **chunks;
-    uint32_t mask; /* buckets - 1; buckets a multiple of OV_CHUNK */
+    uint32_t *cids; /* chunk ids, parallel to chunks (old_cids to old) */
+    uint32_t mask;  /* buckets - 1; buckets a multiple of OV_CHUNK */
     uint32_t groups;
     /* the table before the last doubling, while its chunks move (NULL:
      * none): chunks [0, moved) have moved */
     ov_chunk **old;
+    uint32_t *old_cids;
     ov_filter *old_filter;
     uint32_t old_mask, moved;
     size_t count;       /* live entries */
@@ -96,9 +110,13 @@ static void group_unref(const sy__alloc *a, ov_group *g) {
         sy__free(a, g);
 }
 
-static void chunk_unref(const sy__alloc *a, ov_chunk *c) {
-    if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+/* Drop a reference on chunk c (id cid; NULL: nothing); the last frees it
+ * and its groups' references. */
+static void chunk_unref(const sy__alloc *a, sy__crefs *cr, ov_chunk *c,
+                        uint32_t cid) {
+    if (!c || --cr->refs[cid] != 0)
         return;
+    sy__crefs_put(cr, cid);
     for (uint32_t i = 0; i < OV_CHUNK; i++)
         group_unref(a, c->g[i]);
     sy__free(a, c);
@@ -162,31 +180,42 @@ static bool table_alloc(sy__overlay *ov, uint32_t buckets) {
     ov->filter->mask = buckets * 8 - 1;
     ov->bytes += fsize;
     ov->chunks = sy__calloc(ov->a, nk, sizeof *ov->chunks);
-    if (!ov->chunks)
+    ov->cids = sy__calloc(ov->a, nk, sizeof *ov->cids);
+    if (!ov->chunks || !ov->cids)
         return false;
     ov->mask = buckets - 1;
     return true;
 }
 
-static void table_free(const sy__alloc *a, ov_chunk **chunks, uint32_t mask) {
-    for (uint32_t k = 0; chunks && k <= mask / OV_CHUNK; k++)
-        chunk_unref(a, chunks[k]);
+static void table_free(const sy__alloc *a, sy__crefs *cr, ov_chunk **chunks,
+                       uint32_t *cids, uint32_t mask) {
+    for (uint32_t k = 0; chunks && cids && k <= mask / OV_CHUNK; k++)
+        chunk_unref(a, cr, chunks[k], cids[k]);
     sy__free(a, chunks);
+    sy__free(a, cids);
 }
 
-/* A copy of a chunk vector, a reference on each chunk. */
-static ov_chunk **chunks_share(const sy__alloc *a, ov_chunk *const *src,
-                               uint32_t mask) {
+/* A copy of a chunk vector and its ids (*chunks, *cids), a reference on
+ * each chunk. false: out of memory (nothing counted). */
+static bool chunks_share(const sy__alloc *a, sy__crefs *cr,
+                         ov_chunk *const *src, const uint32_t *src_cids,
+                         uint32_t mask, ov_chunk ***chunks, uint32_t **cids) {
     uint32_t nk = (mask + 1) / OV_CHUNK;
     ov_chunk **v = sy__malloc(a, nk * sizeof *v);
-    if (!v)
-        return NULL;
-    for (uint32_t k = 0; k < nk; k++) {
-        v[k] = src[k];
-        if (v[k])
-            atomic_fetch_add_explicit(&v[k]->refs, 1, memory_order_relaxed);
+    uint32_t *ids = sy__malloc(a, nk * sizeof *ids);
+    if (!v || !ids) {
+        sy__free(a, v);
+        sy__free(a, ids);
+        return false;
     }
-    return v;
+    memcpy(v, src, nk * sizeof *v);
+    memcpy(ids, src_cids, nk * sizeof *ids);
+    for (uint32_t k = 0; k < nk; k++)
+        if (v[k])
+            cr->refs[ids[k]]++;
+    *chunks = v;
+    *cids = ids;
+    return true;
 }
 
 sy__overlay *sy__overlay_copy(const sy__alloc *a, const sy__overlay *src) {
@@ -195,22 +224,25 @@ sy__overlay *sy__overlay_copy(const sy__alloc *a, const sy__overlay *src) {
         return NULL;
     ov->a = a;
     if (!src) {
-        if (!table_alloc(ov, OV_CHUNK)) {
+        if (!(ov->cr = sy__crefs_new(a)) || !table_alloc(ov, OV_CHUNK)) {
             sy__overlay_free(ov);
             return NULL;
         }
         return ov;
     }
-    ov->chunks = chunks_share(a, src->chunks, src->mask);
-    if (!ov->chunks) {
+    ov->cr = sy__crefs_hold(src->cr);
+    if (!chunks_share(a, ov->cr, src->chunks, src->cids, src->mask, &ov->chunks,
+                      &ov->cids)) {
+        sy__crefs_drop(a, ov->cr);
         sy__free(a, ov);
         return NULL;
     }
     ov->mask = src->mask;
     if (src->old) {
-        ov->old = chunks_share(a, src->old, src->old_mask);
-        if (!ov->old) {
-            table_free(a, ov->chunks, ov->mask);
+        if (!chunks_share(a, ov->cr, src->old, src->old_cids, src->old_mask,
+                          &ov->old, &ov->old_cids)) {
+            table_free(a, ov->cr, ov->chunks, ov->cids, ov->mask);
+            sy__crefs_drop(a, ov->cr);
             sy__free(a, ov);
             return NULL;
         }
@@ -234,22 +266,23 @@ void sy__overlay_free(sy__overlay *ov) {
     if (!ov)
         return;
     filter_unref(ov->a, ov->filter);
-    table_free(ov->a, ov->chunks, ov->mask);
+    table_free(ov->a, ov->cr, ov->chunks, ov->cids, ov->mask);
     filter_unref(ov->a, ov->old_filter);
-    table_free(ov->a, ov->old, ov->old_mask);
+    table_free(ov->a, ov->cr, ov->old, ov->old_cids, ov->old_mask);
+    sy__crefs_drop(ov->a, ov->cr);
     sy__free(ov->a, ov);
 }
 
-/* One chunk of `chunks` freed (or found shared): true; none left: false. */
-static bool chunks_free_one(const sy__alloc *a, ov_chunk **chunks,
+/* One chunk of `chunks` freed (or found shared: its reference dropped):
+ * true; none left: false. */
+static bool chunks_free_one(const sy__alloc *a, sy__crefs *cr,
+                            ov_chunk **chunks, const uint32_t *cids,
                             uint32_t mask) {
     for (uint32_t k = 0; chunks && k <= mask / OV_CHUNK; k++) {
         ov_chunk *c = chunks[k];
         if (!c)
             continue;
-        if (atomic_load_explicit(&c->refs, memory_order_acquire) != 1)
-            return true; /* shared: its last holder frees its groups */
-        chunk_unref(a, c);
+        chunk_unref(a, cr, c, cids[k]); /* shared: its last holder frees */
         chunks[k] = NULL;
         return true;
     }
@@ -257,8 +290,8 @@ static bool chunks_free_one(const sy__alloc *a, ov_chunk **chunks,
 }
 
 bool sy__overlay_free_step(sy__overlay *ov) {
-    return !chunks_free_one(ov->a, ov->chunks, ov->mask) &&
-           !chunks_free_one(ov->a, ov->old, ov->old_mask);
+    return !chunks_free_one(ov->a, ov->cr, ov->chunks, ov->cids, ov->mask) &&
+           !chunks_free_one(ov->a, ov->cr, ov->old, ov->old_cids, ov->old_mask);
 }
 
 size_t sy__overlay_count(const sy__overlay *ov) {
@@ -271,7 +304,7 @@ size_t sy__overlay_bytes(const sy__overlay *ov) {
     size_t vec = ((size_t)ov->mask + 1) / OV_CHUNK;
     if (ov->old)
         vec += ((size_t)ov->old_mask + 1) / OV_CHUNK;
-    return sizeof *ov + vec * sizeof(void *) + ov->bytes;
+    return sizeof *ov + vec * (sizeof(void *) + sizeof(uint32_t)) + ov->bytes;
 }
 
 /* Bucket i's group of a chunk vector (NULL: empty). */
@@ -306,27 +339,32 @@ static const ov_group *group_of(const sy__overlay *ov, uint64_t hash) {
 /* Bucket i, writable (its chunk made private, or allocated). NULL: out of
  * memory. */
 static ov_group **bucket_mut(sy__overlay *ov, uint32_t i) {
-    ov_chunk *c = ov->chunks[i / OV_CHUNK];
+    uint32_t k = i / OV_CHUNK, cid;
+    ov_chunk *c = ov->chunks[k];
     if (!c) {
         c = sy__calloc(ov->a, 1, sizeof *c);
-        if (!c)
+        if (!c || !sy__crefs_take(ov->a, ov->cr, &cid)) {
+            sy__free(ov->a, c);
             return NULL;
-        atomic_init(&c->refs, 1);
-        ov->chunks[i / OV_CHUNK] = c;
+        }
+        ov->chunks[k] = c;
+        ov->cids[k] = cid;
         ov->bytes += sizeof *c;
-    } else if (atomic_load_explicit(&c->refs, memory_order_acquire) != 1) {
+    } else if (ov->cr->refs[ov->cids[k]] != 1) {
         ov_chunk *n = sy__malloc(ov->a, sizeof *n);
-        if (!n)
+        if (!n || !sy__crefs_take(ov->a, ov->cr, &cid)) {
+            sy__free(ov->a, n);
             return NULL;
-        atomic_init(&n->refs, 1);
-        for (uint32_t k = 0; k < OV_CHUNK; k++) {
-            n->g[k] = c->g[k];
-            if (n->g[k])
-                atomic_fetch_add_explicit(&n->g[k]->refs, 1,
+        }
+        for (uint32_t j = 0; j < OV_CHUNK; j++) {
+            n->g[j] = c->g[j];
+            if (n->g[j])
+                atomic_fetch_add_explicit(&n->g[j]->refs, 1,
                                           memory_order_relaxed);
         }
-        chunk_unref(ov->a, c);
-        ov->chunks[i / OV_CHUNK] = c = n;
+        chunk_unref(ov->a, ov->cr, c, ov->cids[k]);
+        ov->chunks[k] = c = n;
+        ov->cids[k] = cid;
         ov->bytes += sizeof *n;
     }
     return &c->g[i % OV_CHUNK];
@@ -356,9 +394,10 @@ static bool move_chunk(sy__overlay *ov) {
     }
     if (++ov->moved <= ov->old_mask / OV_CHUNK)
         return true;
-    table_free(ov->a, ov->old, ov->old_mask);
+    table_free(ov->a, ov->cr, ov->old, ov->old_cids, ov->old_mask);
     filter_unref(ov->a, ov->old_filter);
     ov->old = NULL;
+    ov->old_cids = NULL;
     ov->old_filter = NULL;
     ov->old_mask = ov->moved = 0;
     return true;
@@ -372,19 +411,24 @@ static bool grow(sy__overlay *ov) {
         if (!move_chunk(ov))
             return false;
     ov_chunk **old = ov->chunks;
+    uint32_t *old_cids = ov->cids;
     ov_filter *old_filter = ov->filter;
     uint32_t old_mask = ov->mask;
     ov->chunks = NULL;
+    ov->cids = NULL;
     ov->filter = NULL;
     if (!table_alloc(ov, (old_mask + 1) * 2)) {
         filter_unref(ov->a, ov->filter);
         sy__free(ov->a, ov->chunks);
+        sy__free(ov->a, ov->cids);
         ov->chunks = old;
+        ov->cids = old_cids;
         ov->filter = old_filter;
         ov->mask = old_mask;
         return false;
     }
     ov->old = old;
+    ov->old_cids = old_cids;
     ov->old_filter = old_filter;
     ov->old_mask = old_mask;
     ov->moved = 0;
@@ -397,7 +441,7 @@ static bool grow(sy__overlay *ov) {
 typedef struct route_keys {
     uint64_t hash[OV_KEYS];
     size_t n;
-    bool host; /* one key: a host key */
+    bool host;              /* one key: a host key */
     uint8_t depth[OV_KEYS]; /* prefix: its length; single: its position */
     uint8_t single[OV_KEYS];
 } route_keys;
@@ -482,8 +526,8 @@ static bool host_key_of(const struct sy_route *r, uint64_t *out) {
         uint64_t h = SEED_HOST;
         for (size_t j = 0; lit && j < n; j++) {
             sy_str l = sy__pattern_literal(pat, j);
-            lit = sy__pattern_segment_kind(pat, j) == SY_SEG_LITERAL &&
-                  l.len > 0;
+            lit =
+                sy__pattern_segment_kind(pat, j) == SY_SEG_LITERAL && l.len > 0;
             h = host_key_mix(h, l);
         }
         if (lit) {

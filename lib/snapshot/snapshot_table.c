@@ -76,10 +76,18 @@ static bool cid_take(const sy__alloc *a, sy__crefs *c, uint32_t *out) {
     return true;
 }
 
+bool sy__crefs_take(const sy__alloc *a, sy__crefs *c, uint32_t *cid) {
+    return cid_take(a, c, cid);
+}
+
+void sy__crefs_put(sy__crefs *c, uint32_t cid) {
+    c->free_ids[c->nfree++] = cid; /* room for every id: cannot fail */
+}
+
 /* The last reference on chunk ptr (id cid) went: free both. */
 static void cid_free(const sy__alloc *a, sy__crefs *c, uint32_t cid,
                      void *ptr) {
-    c->free_ids[c->nfree++] = cid; /* room for every id: cannot fail */
+    sy__crefs_put(c, cid);
     sy__free(a, ptr);
 }
 

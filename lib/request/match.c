@@ -681,12 +681,25 @@ int sy_snapshot_match(const sy_snapshot *h, sy_match_ctx *c,
     return match_common(h, c, req, out, false);
 }
 
-/* sy__method_bit with GET and POST (bits 0 and 2) decided inline. */
+/* sy__method_bit with GET, PUT, POST and DELETE (bits 0, 3, 2 and 5)
+ * decided inline. */
 static inline int method_bit(sy_str m) {
-    if (m.len == 3 && memcmp(m.ptr, "GET", 3) == 0)
-        return 0;
-    if (m.len == 4 && memcmp(m.ptr, "POST", 4) == 0)
-        return 2;
+    switch (m.len) {
+    case 3:
+        if (memcmp(m.ptr, "GET", 3) == 0)
+            return 0;
+        if (memcmp(m.ptr, "PUT", 3) == 0)
+            return 3;
+        break;
+    case 4:
+        if (memcmp(m.ptr, "POST", 4) == 0)
+            return 2;
+        break;
+    case 6:
+        if (memcmp(m.ptr, "DELETE", 6) == 0)
+            return 5;
+        break;
+    }
     return sy__method_bit(m);
 }
 
@@ -738,7 +751,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         }
     }
     size_t n;
-    if (!host && index_path_none(s->base)) {
+    if (!host && s->prep.path_lazy) { /* index_path_none, one load */
         n = 0; /* a table of host routes after a whole-host hit */
     } else if (c->path_state == PATH_PENDING) { /* walked by its bits */
         n = sy__index_lookup_flat(s->base, &c->path, c->path_sl, host, mbit,

@@ -111,8 +111,8 @@ typedef struct sy__match_prep {
     bool strip_host_port, needs_host, needs_time;
     bool host_or_time; /* any of those three */
     bool weights;      /* weight_count > 0 */
-    /* the base index's path trie is empty (sy__index_path_none): the
-     * path's segments are cut only when read (match.c's path_segs) */
+    /* the base index's path trie is empty (sy__index_path_none): a
+     * lookup that ends at a whole-host hit walks no path (match.c) */
     bool path_lazy;
 } sy__match_prep;
 

@@ -1020,6 +1020,18 @@ def test_reload_rereads_files(env):
     env.converged()
 
 
+def reload_and_wait(env):
+    """nginx -s reload, then wait for the old workers to exit (one still
+    draining answers an admin change 503); the converged status."""
+    old = {w["pid"] for w in env.status()["workers"]}
+    env.reload()
+    deadline = time.time() + 10
+    while any(os.path.exists("/proc/%d" % p) for p in old):
+        check(time.time() < deadline, "old workers still running")
+        time.sleep(0.05)
+    return env.converged(timeout=10)
+
+
 def test_zone_resized_at_reload_keeps_changes(env):
     """A reload that changes switchyard_zone makes nginx map a new zone
     (it keeps a zone only at the same size): the old one hands its stored
@@ -1037,13 +1049,7 @@ def test_zone_resized_at_reload_keeps_changes(env):
         with open(path, "w") as f:
             f.write(conf.replace("switchyard_zone %s;" % old,
                                  "switchyard_zone %s;" % new))
-        pids = {w["pid"] for w in env.converged()["workers"]}
-        env.reload()
-        deadline = time.time() + 10
-        while any(os.path.exists("/proc/%d" % p) for p in pids):
-            check(time.time() < deadline, "old workers did not exit")
-            time.sleep(0.05)
-        s = env.converged(timeout=10)
+        s = reload_and_wait(env)
         check([d for d in s["documents"] if d["name"] == "resized"],
               "stored change lost with the zone's size %s -> %s: %r"
               % (old, new, s["documents"]))

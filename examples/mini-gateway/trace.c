@@ -32,33 +32,26 @@ static uint64_t next_random(void) {
     return x * 0x2545f4914f6cdd1dull;
 }
 
-/* the two hex digits of each byte value, high digit first */
-static const char hex_pairs[] = "000102030405060708090a0b0c0d0e0f"
-                                "101112131415161718191a1b1c1d1e1f"
-                                "202122232425262728292a2b2c2d2e2f"
-                                "303132333435363738393a3b3c3d3e3f"
-                                "404142434445464748494a4b4c4d4e4f"
-                                "505152535455565758595a5b5c5d5e5f"
-                                "606162636465666768696a6b6c6d6e6f"
-                                "707172737475767778797a7b7c7d7e7f"
-                                "808182838485868788898a8b8c8d8e8f"
-                                "909192939495969798999a9b9c9d9e9f"
-                                "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
-                                "b0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
-                                "c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"
-                                "d0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
-                                "e0e1e2e3e4e5e6e7e8e9eaebecedeeef"
-                                "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+/* eight random nibbles (one a byte, values 0-15) to eight lower-case hex
+ * digits at once: '0' + n, and 'a' - '0' - 10 = 39 more where n >= 10
+ * (n + 6 carries into bit 4 exactly then; no byte carries into the next) */
+static uint64_t hex_digits8(uint64_t nibbles) {
+    const uint64_t ones = 0x0101010101010101ull;
+    uint64_t ge10 = ((nibbles + 6 * ones) >> 4) & ones;
+    return nibbles + '0' * ones + ge10 * 39;
+}
 
-/* n even: two digits a byte of each random word (one table read a byte:
- * 48 digits a request, for the trace and span ids) */
+/* n a multiple of 16: sixteen digits of each random word, its low and its
+ * high nibbles (the digits of random bits are random in any order; 3 words
+ * a request for the trace and span ids) */
 static void random_hex(char *out, size_t n) {
-    for (size_t i = 0; i < n;) {
+    const uint64_t low_nibbles = 0x0f0f0f0f0f0f0f0full;
+    for (size_t i = 0; i < n; i += 16) {
         uint64_t r = next_random();
-        for (int k = 0; k < 8 && i < n; k++, r >>= 8) {
-            memcpy(out + i, hex_pairs + 2 * (r & 255), 2);
-            i += 2;
-        }
+        uint64_t lo = hex_digits8(r & low_nibbles);
+        uint64_t hi = hex_digits8((r >> 4) & low_nibbles);
+        memcpy(out + i, &lo, 8);
+        memcpy(out + i + 8, &hi, 8);
     }
     out[n] = '\0';
 }

@@ -89,4 +89,29 @@ typedef struct sy__compile_env {
     const char *const *host_runs;
 } sy__compile_env;
 
+/* n bytes (rounded up to 8), 8-aligned, for a compiled object of a route:
+ * taken from the top of `top` (the route's first chunk, in its block:
+ * downwards, below the strings sy__route_text took there, the predicates'
+ * texts, and what was taken before) while it has room above its used
+ * bottom, else from `arena` (sy__arena_alloc); NULL when out of memory.
+ * So a test reads one cluster of lines: the objects and the texts they
+ * borrow. Taking from the top never
+ * needs more of the chunk than the bottom would: the bottom's end is
+ * aligned as it would have been, and the top's padding (its first object
+ * only, the rest are multiples of 8) is at most the chunk's slack. */
+static inline void *sy__compile_obj(sy__arena_chunk *top, sy__arena *arena,
+                                    size_t n) {
+    if (n > SY_ARENA_CHUNK_MAX)
+        return NULL;
+    n = n ? (n + 7u) & ~(size_t)7u : 8;
+    if (top && n <= top->size) {
+        uint32_t at = (uint32_t)(top->size - n) & ~(uint32_t)7u;
+        if (at >= ((top->used + 7u) & ~(uint32_t)7u)) {
+            top->size = at;
+            return top->data + at;
+        }
+    }
+    return sy__arena_alloc(arena, n);
+}
+
 #endif

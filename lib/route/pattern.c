@@ -17,6 +17,7 @@
 #include "route/pattern_int.h"
 
 #include "base/budget.h"
+#include "route/compile_env.h" /* sy__compile_obj */
 
 #include <stdio.h>
 
@@ -334,8 +335,9 @@ static void parse_literal_path(sy__pattern *p, size_t len) {
 /* Tokens of one segment fit here for patterns shorter than this. */
 #define SMALL_TOKENS 32
 
-static int compile(const sy__alloc *a, sy__arena *ar, const char *src,
-                   bool host, sy__pattern **out, sy_error *err) {
+static int compile(const sy__alloc *a, sy__arena *ar, sy__arena_chunk *top,
+                   const char *src, bool host, sy__pattern **out,
+                   sy_error *err) {
     *out = NULL;
     if (!src)
         return sy__error_set(err, SY_EINVAL, "", "no pattern");
@@ -369,7 +371,7 @@ static int compile(const sy__alloc *a, sy__arena *ar, const char *src,
                   (slot ? sizeof(pcre2_match_context *) : 0);
     sy__pattern *p;
     if (ar) {
-        if (!(p = sy__arena_alloc(ar, text)))
+        if (!(p = sy__compile_obj(top, ar, text)))
             return sy__error_set(err, SY_ENOMEM, "", "out of memory");
         memset(p, 0, text);
         p->in_arena = true;
@@ -428,17 +430,23 @@ static int compile(const sy__alloc *a, sy__arena *ar, const char *src,
 
 int sy__pattern_compile_path(const sy__alloc *a, const char *src,
                              sy__pattern **out, sy_error *err) {
-    return compile(a, NULL, src, false, out, err);
+    return compile(a, NULL, NULL, src, false, out, err);
 }
 
 int sy__pattern_compile_host(const sy__alloc *a, const char *src,
                              sy__pattern **out, sy_error *err) {
-    return compile(a, NULL, src, true, out, err);
+    return compile(a, NULL, NULL, src, true, out, err);
 }
 
 int sy__pattern_compile_in(const sy__alloc *a, sy__arena *ar, const char *src,
                            bool host, sy__pattern **out, sy_error *err) {
-    return compile(a, ar, src, host, out, err);
+    return compile(a, ar, NULL, src, host, out, err);
+}
+
+int sy__pattern_compile_at(const sy__alloc *a, sy__arena *ar,
+                           sy__arena_chunk *top, const char *src, bool host,
+                           sy__pattern **out, sy_error *err) {
+    return compile(a, ar, top, src, host, out, err);
 }
 
 size_t sy__pattern_bytes_max(size_t npatterns, size_t rooted, size_t nsep,

@@ -95,6 +95,12 @@ int sy__pattern_compile_host(const sy__alloc *a, const char *src,
  * NULL: as the two above. */
 int sy__pattern_compile_in(const sy__alloc *a, sy__arena *ar, const char *src,
                            bool host, sy__pattern **out, sy_error *err);
+/* The same, the pattern taken from the top of `top` while it has room
+ * (sy__compile_obj: a route's first chunk, next to its texts), else from
+ * `ar` (not NULL). */
+int sy__pattern_compile_at(const sy__alloc *a, sy__arena *ar,
+                           sy__arena_chunk *top, const char *src, bool host,
+                           sy__pattern **out, sy_error *err);
 /* The pieces of s[0, len) (split at `sep` and, with `commas`, at ','
  * too) that may compile to a regex: those with a glob character ('{',
  * '}', '*', '?') other than "*", "**", "{name}" and "{*name}". At least

@@ -86,23 +86,25 @@ _Static_assert(((sizeof(struct sy__pred) + 7) & ~(size_t)7) <=
                "SY_PRED_OBJECT_BYTES is what a predicate takes");
 
 /* Zeroed memory for the predicate object and its pattern list: from the
- * route's arena when there is one. */
-static void *obj_calloc(const sy__compile_env *env, size_t n, size_t size) {
+ * route's arena when there is one (the top of its first chunk first,
+ * sy__compile_obj). */
+static void *obj_calloc(const sy__compile_env *env, sy__arena_chunk *top,
+                        size_t n, size_t size) {
     if (!env->arena)
         return sy__calloc(env->alloc, n, size);
     if (size && n > SIZE_MAX / size)
         return NULL;
-    void *p = sy__arena_alloc(env->arena, n * size);
+    void *p = sy__compile_obj(top, env->arena, n * size);
     if (p)
         memset(p, 0, n * size);
     return p;
 }
 
-/* A string of the predicate (a header or group name): in the route's
- * arena when there is one. */
+/* A string of the predicate (a header or group name): in a route (an
+ * arena), the entry's own argument text, which lives as long as the
+ * route, next to the predicate's object (no copy); else a copy. */
 static char *obj_strdup(const sy__compile_env *env, const char *s) {
-    return env->arena ? sy__arena_strdup(env->arena, s)
-                      : sy__strdup(env->alloc, s);
+    return env->arena ? (char *)(uintptr_t)s : sy__strdup(env->alloc, s);
 }
 
 static size_t count_args(const sy__def_entry *e, const char *key) {
@@ -120,14 +122,14 @@ static void note(sy__pred *p, uint32_t groups, uint32_t vars) {
 }
 
 static int compile_patterns(sy__pred *p, const sy__def_entry *e,
-                            const sy__compile_env *env, const char *path,
-                            bool host, sy_error *err) {
+                            const sy__compile_env *env, sy__arena_chunk *top,
+                            const char *path, bool host, sy_error *err) {
     size_t n = count_args(e, "patterns");
     if (n == 0)
         return fail(err, SY_EMISSING, path, "patterns", 0,
                     "at least one pattern is required");
     p->many = n > 1;
-    if (p->many && !(p->pats = obj_calloc(env, n, sizeof *p->pats)))
+    if (p->many && !(p->pats = obj_calloc(env, top, n, sizeof *p->pats)))
         return fail_nomem(err, path);
     for (size_t i = 0; i < e->arg_count; i++) {
         if (strcmp(e->args[i].key, "patterns") != 0)
@@ -142,8 +144,10 @@ static int compile_patterns(sy__pred *p, const sy__def_entry *e,
         local.path[0] = local.message[0] = '\0';
         sy__pattern *pat = NULL;
         /* in the route's arena when there is one: no block of its own */
-        int rc = sy__pattern_compile_in(env->alloc, env->arena, v, host, &pat,
-                                        &local);
+        int rc = env->arena ? sy__pattern_compile_at(env->alloc, env->arena,
+                                                     top, v, host, &pat, &local)
+                            : sy__pattern_compile_in(env->alloc, NULL, v, host,
+                                                     &pat, &local);
         if (rc)
             return refile(err, rc, &local, path, "patterns", v);
         if (p->many)
@@ -339,17 +343,17 @@ static int compile_host_factory(sy__pred *p, const sy__def_entry *e,
 }
 
 static int compile_in(sy__pred *p, const sy__def_entry *e,
-                      const sy__compile_env *env, const char *path,
-                      sy_error *err);
+                      const sy__compile_env *env, sy__arena_chunk *top,
+                      const char *path, sy_error *err);
 
 int sy__pred_compile(const sy__def_entry *e, const sy__compile_env *env,
                      const char *path, sy__pred **out, sy_error *err) {
     *out = NULL;
-    sy__pred *p = obj_calloc(env, 1, sizeof *p);
+    sy__pred *p = obj_calloc(env, NULL, 1, sizeof *p);
     if (!p)
         return fail_nomem(err, path);
     p->in_arena = env->arena != NULL;
-    int rc = compile_in(p, e, env, path, err);
+    int rc = compile_in(p, e, env, NULL, path, err);
     if (rc) {
         sy__pred_free(p, env->alloc);
         return rc;
@@ -359,12 +363,13 @@ int sy__pred_compile(const sy__def_entry *e, const sy__compile_env *env,
 }
 
 int sy__pred_compile_into(const sy__def_entry *e, const sy__compile_env *env,
-                          const char *path, sy__pred *p, sy_error *err) {
+                          sy__arena_chunk *top, const char *path, sy__pred *p,
+                          sy_error *err) {
     memset(p, 0, sizeof *p);
     if (!env->arena) /* the slot's pieces live in the slot's arena */
         return fail(err, SY_EINVAL, path, NULL, 0, "no arena for the slot");
     p->in_arena = true; /* the slot is the caller's */
-    int rc = compile_in(p, e, env, path, err);
+    int rc = compile_in(p, e, env, top, path, err);
     if (rc) {
         sy__pred_free(p, env->alloc);
         memset(p, 0, sizeof *p);
@@ -375,8 +380,8 @@ int sy__pred_compile_into(const sy__def_entry *e, const sy__compile_env *env,
 /* Compile entry e into p (zeroed but for in_arena); on failure p holds
  * what sy__pred_free releases. */
 static int compile_in(sy__pred *p, const sy__def_entry *e,
-                      const sy__compile_env *env, const char *path,
-                      sy_error *err) {
+                      const sy__compile_env *env, sy__arena_chunk *top,
+                      const char *path, sy_error *err) {
     p->max_groups = 1;
     int rc;
     sy__builtin id = sy__def_spec(e) ? sy__def_spec(e)->id : SY_HOST_FACTORY;
@@ -385,11 +390,11 @@ static int compile_in(sy__pred *p, const sy__def_entry *e,
     switch (id) {
     case SY_P_PATH:
         p->kind = SY_PK_PATH;
-        rc = compile_patterns(p, e, env, path, false, err);
+        rc = compile_patterns(p, e, env, top, path, false, err);
         break;
     case SY_P_HOST:
         p->kind = SY_PK_HOST;
-        rc = compile_patterns(p, e, env, path, true, err);
+        rc = compile_patterns(p, e, env, top, path, true, err);
         break;
     case SY_P_METHOD:
         p->kind = SY_PK_METHOD;
@@ -520,7 +525,7 @@ uint32_t sy__pred_weight_value(const sy__pred *p) {
 uint32_t sy__pred_max_groups(const sy__pred *p) {
     switch (p->kind) {
     case SY_PK_PATH:
-    case SY_PK_HOST: return p->max_groups;
+    case SY_PK_HOST: return p->lit ? 1 : p->max_groups;
     case SY_PK_HEADER:
     case SY_PK_QUERY:
     case SY_PK_COOKIE: {
@@ -531,7 +536,9 @@ uint32_t sy__pred_max_groups(const sy__pred *p) {
     }
 }
 uint32_t sy__pred_var_count(const sy__pred *p) {
-    return p->var_count;
+    return (p->kind == SY_PK_PATH || p->kind == SY_PK_HOST) && p->lit
+               ? 0
+               : p->var_count;
 }
 
 void sy__pred_note_literal(sy__pred *p) {
@@ -572,8 +579,11 @@ void sy__pred_note_literal(sy__pred *p) {
     }
     if (pos != len)
         return;
+    /* over max_groups (1), var_count (0) and npats (one pattern): the
+     * accessors give those for a lit */
     p->lit = true;
     p->lit_len = (uint32_t)len;
     p->lit_segs = (uint16_t)n;
+    p->lit_src = src;
     p->lit_rest = rest;
 }

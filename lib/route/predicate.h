@@ -61,11 +61,12 @@ int sy__pred_compile(const sy__def_entry *e, const sy__compile_env *env,
                      const char *path, sy__pred **out, sy_error *err);
 /* The same into the caller's slot of SY_PRED_OBJECT_BYTES (a route's
  * array of them, in env->arena, which must be set: what the predicate
- * holds goes there too): freed with sy__pred_free, which leaves the
- * slot's memory to the arena. On failure the slot is zeroed, nothing to
- * free. */
+ * holds goes there too, from the top of `top` first when not NULL:
+ * sy__compile_obj): freed with sy__pred_free, which leaves the slot's
+ * memory to the arena. On failure the slot is zeroed, nothing to free. */
 int sy__pred_compile_into(const sy__def_entry *e, const sy__compile_env *env,
-                          const char *path, sy__pred *p, sy_error *err);
+                          sy__arena_chunk *top, const char *path, sy__pred *p,
+                          sy_error *err);
 void sy__pred_free(sy__pred *p, const sy__alloc *a);
 bool sy__pred_test(const sy__pred *p, sy__eval *ev);
 /* sy__pred_test for a literal Path, or a Method when `mbit` (the

@@ -345,7 +345,7 @@ static __attribute__((noinline)) bool test_method(const sy__pred *p, sy_str m) {
 static bool test_literal_host(const sy__pred *p, const sy__segments *labels) {
     if (labels->lead || labels->trail || labels->count != p->lit_segs)
         return false;
-    const char *lit = p->one->src; /* lit: one pattern */
+    const char *lit = p->lit_src;
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < labels->count; i++) {
         sy_str d = labels->dec[i];
@@ -364,7 +364,7 @@ static bool test_literal_host(const sy__pred *p, const sy__segments *labels) {
  * segment would make one '/' too many. */
 static bool lit_segments_eq(const sy__pred *p, const sy__segments *segs,
                             size_t c) {
-    const char *lit = p->one->src; /* lit: one pattern */
+    const char *lit = p->lit_src;
     size_t len = p->lit_len, pos = 0;
     for (size_t i = 0; i < c; i++) {
         sy_str d = segs->dec[i];
@@ -384,7 +384,7 @@ static bool lit_segments_eq(const sy__pred *p, const sy__segments *segs,
 static inline __attribute__((always_inline)) bool
 test_literal_flat(const sy__pred *p, sy_str f) {
     size_t len = p->lit_len;
-    const char *lit = p->one->src; /* lit: one pattern */
+    const char *lit = p->lit_src;
     if (f.len < len || !sy__bytes_eq(f.ptr, lit, len))
         return false;
     if (f.len == len)
@@ -479,7 +479,7 @@ int sy__pred_test_host_flat(const sy__pred *p, sy_str host) {
     if (!p->lit || host.len > p->lit_len)
         return -1;
     return host.len == p->lit_len &&
-           sy__bytes_eq(host.ptr, p->one->src, host.len);
+           sy__bytes_eq(host.ptr, p->lit_src, host.len);
 }
 
 static bool test_any(const sy__pred *p, sy__eval *ev) {

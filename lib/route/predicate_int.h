@@ -6,8 +6,8 @@
 #ifndef SY_PREDICATE_INT_H
 #define SY_PREDICATE_INT_H
 
-#include "route/predicate.h"
 #include "base/values.h" /* sy__cidr */
+#include "route/predicate.h"
 
 struct sy__pred {
     uint8_t kind;                /* sy__pred_kind */
@@ -17,16 +17,24 @@ struct sy__pred {
     bool has_lo : 1, has_hi : 1; /* After / Before / Between */
     bool many : 1; /* Path, Host: more than one pattern (pats[]) */
     /* Path (Host) of one all-literal pattern (sy__pred_note_literal):
-     * compared without the pattern matcher (lit_len, lit_segs below) */
+     * compared without the pattern matcher (lit_len, lit_segs, lit_src
+     * below, over the fields a literal does not need) */
     bool lit : 1;
     bool lit_rest : 1; /* Path: the literals, then a last "**" */
-    /* the most of any of its patterns (SY_PATTERN_VARS_MAX) */
-    uint16_t var_count;
+    union {
+        /* the most of any of its patterns (SY_PATTERN_VARS_MAX); read
+         * with sy__pred_var_count (0 for a lit) */
+        uint16_t var_count;
+        uint16_t lit_segs; /* lit: its segment (label) count */
+    };
     union {
         /* Path, Host: the most of any pattern (others: sy__pred_max_groups
-         * works it out) */
+         * works it out; 1 for a lit) */
         uint32_t max_groups;
         uint32_t name_len; /* Header, Query, Cookie, Weight */
+        /* lit: the length of its text (the pattern's source, "/" + each
+         * segment; the labels joined by '.') */
+        uint32_t lit_len;
     };
     /* what each kind holds (a predicate is one kind: they overlap); 24
      * bytes in all (SY_PRED_OBJECT_BYTES), every route has one or more */
@@ -38,11 +46,11 @@ struct sy__pred {
             };
             union {
                 uint32_t npats; /* many: the patterns (else one) */
-                /* lit: the length of its text (the pattern's source, "/" +
-                 * each segment; the labels joined by '.') */
-                uint32_t lit_len;
+                /* lit: the pattern's source (one->src), so that a test
+                 * reads the text without the pattern: one line less a
+                 * cold candidate (docs/performance.md, round 11) */
+                const char *lit_src;
             };
-            uint16_t lit_segs; /* lit: its segment (label) count */
         };
         struct { /* Method: standard ones in the mask, others listed */
             char **others;
@@ -50,7 +58,9 @@ struct sy__pred {
             uint32_t nothers;
         };
         struct { /* Header, Query, Cookie (re may be NULL); Weight: the
-                  * group's name and the weight */
+                  * group's name and the weight. The name is the entry's
+                  * argument text in a route (in_arena: borrowed, next to
+                  * the objects), else a copy */
             char *name;
             union {
                 sy__regex *re;   /* not Weight */
@@ -82,8 +92,8 @@ static inline sy__pattern *sy__pred_pat(const sy__pred *p, size_t i) {
     return p->many ? p->pats[i] : p->one;
 }
 
-/* After compiling a Path (Host) predicate: set lit/lit_len/lit_segs when
- * it is one rooted pattern of literal segments only (perhaps then a last
+/* After compiling a Path (Host) predicate: set lit/lit_len/lit_segs/lit_src
+ * when it is one rooted pattern of literal segments only (perhaps then a last
  * "**": lit_rest), whose source is exactly "/" + each literal (then "/" "**")
  * (one host pattern of non-empty literal labels, no leading or trailing '.',
  * whose source is exactly the labels joined by

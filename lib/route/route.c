@@ -485,13 +485,21 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                            env ? env->regex_cache : NULL, &r->arena,
                            env ? env->host_runs : NULL};
     env = &own;
+    /* the predicates' objects and patterns from the top of the chunk in
+     * the route's block, just below the texts they read (taken there
+     * while the route was built): a cold candidate reads the route's
+     * fields and that one cluster (docs/performance.md, round 11) */
+    sy__arena_chunk *top = r->arena_embedded ? sy__route_first_chunk(r) : NULL;
     free_compiled(r);
-    /* the objects in a row, r->cpred only once all are compiled */
+    /* the objects in a row, r->cpred only once all are compiled; first,
+     * so they lie next to the texts and the patterns below them */
     struct sy__pred *slots = NULL;
     if (r->predicate_count) {
-        slots = sy__route_calloc(r, r->predicate_count, SY_PRED_OBJECT_BYTES);
+        size_t n = r->predicate_count * (size_t)SY_PRED_OBJECT_BYTES;
+        slots = sy__compile_obj(top, &r->arena, n);
         if (!slots)
             return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+        memset(slots, 0, n);
     }
     if (r->more->filter_count) { /* then r owns its more */
         sy__route_more *m = (sy__route_more *)(uintptr_t)r->more;
@@ -513,12 +521,12 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                                               i * SY_PRED_OBJECT_BYTES);
         int rc = 1;
         if (sy__def_spec(e))
-            rc = sy__pred_compile_into(e, env, "", slot, err);
+            rc = sy__pred_compile_into(e, env, top, "", slot, err);
         if (rc) {
             if (!at)
                 at = sy__path_join(p, sizeof p, path, "predicates");
             sy__path_index(p, sizeof p, at, i);
-            rc = sy__pred_compile_into(e, env, p, slot, err);
+            rc = sy__pred_compile_into(e, env, top, p, slot, err);
         }
         if (rc) {
             free_preds(slots, i, r->alloc);

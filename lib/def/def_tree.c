@@ -234,6 +234,19 @@ static size_t parse_number(tree_parser *t, size_t pos, cJSON **out) {
 
 static size_t parse_value(tree_parser *t, size_t pos, cJSON **out);
 
+/* The string value at pos into *out (NULL: out of memory); the position
+ * past it. */
+static inline size_t string_node(tree_parser *t, size_t pos, cJSON **out) {
+    cJSON *n = new_node(t, cJSON_String);
+    *out = n;
+    if (!n)
+        return pos;
+    pos = parse_string(t, pos, &n->valuestring);
+    if (!n->valuestring)
+        *out = NULL;
+    return pos;
+}
+
 /* The object or array at pos into *out (NULL: t->rc says why); the
  * position past its closing bracket. Children are linked as cJSON links
  * them: the first child's prev is the last. */
@@ -258,7 +271,10 @@ static size_t parse_container(tree_parser *t, size_t pos, bool object,
             pos = skip_ws(s, skip_ws(s, pos) + 1); /* ':' */
         }
         cJSON *c;
-        pos = parse_value(t, pos, &c);
+        if (s[pos] == '"') /* most values of a route: read without a call */
+            pos = string_node(t, pos, &c);
+        else
+            pos = parse_value(t, pos, &c);
         if (!c)
             break;
         c->string = key;
@@ -285,15 +301,7 @@ static size_t parse_value(tree_parser *t, size_t pos, cJSON **out) {
     switch (t->s[pos]) {
     case '{': return parse_container(t, pos, true, out);
     case '[': return parse_container(t, pos, false, out);
-    case '"':
-        n = new_node(t, cJSON_String);
-        *out = n;
-        if (!n)
-            return pos;
-        pos = parse_string(t, pos, &n->valuestring);
-        if (!n->valuestring)
-            *out = NULL;
-        return pos;
+    case '"': return string_node(t, pos, out);
     case 't':
         if ((n = new_node(t, cJSON_True)))
             n->valueint = 1;

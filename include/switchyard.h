@@ -889,8 +889,10 @@ typedef struct sy_router_options {
      * (SY_ENOTRUN): "!Retry.backoff" (a Retry with backoff.* refused at
      * "...filters[j].args.backoff"; the tries follow one another at once).
      * Filters the host registered (sy_registry_add_filter) are run by the host
-     * by definition. NULL: nothing declared, nothing refused for it (tools that
-     * only read documents). Not copied: it must stay valid as long as the
+     * by definition. An entry that is none of these (a misspelled
+     * "!Retry.backof") fails sy_router_new and sy_document_parse with
+     * SY_EINVAL naming it. NULL: nothing declared, nothing refused for it
+     * (tools that only read documents). Not copied: it must stay valid as long as the
      * router (sy_host_profile's lists are static).
      */
     const char *const *host_runs;

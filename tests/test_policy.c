@@ -1710,6 +1710,47 @@ START_TEST(a_host_refuses_what_it_does_not_run) {
 }
 END_TEST
 
+/* A host's list with an entry the library does not know is refused where
+ * it is given: a misspelled "!PART" would let the host accept, and then
+ * ignore, the part it cannot run. */
+START_TEST(a_host_list_with_an_unknown_entry_is_refused) {
+    static const char *const typo_part[] = {"host=x", "Retry", "!Retry.backof",
+                                            NULL};
+    static const char *const typo_item[] = {"CircuitBreakr", NULL};
+    static const char *const empty_host[] = {"host=", "Retry", NULL};
+    static const char *const fine[] = {
+        "host=x", "Retry", "!Retry.backoff", "metadata.cors", "wss:", NULL};
+    const char *const *bad[] = {typo_part, typo_item, empty_host};
+    const char *what[] = {"!Retry.backof", "CircuitBreakr", "host="};
+    for (size_t i = 0; i < 3; i++) {
+        sy_router *r = NULL;
+        sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+        o.host_runs = bad[i];
+        sy_error e;
+        ck_assert_int_eq(sy_router_new(&o, &r, &e), SY_EINVAL);
+        ck_assert_ptr_null(r);
+        ck_assert_msg(strstr(e.message, what[i]), "%s", e.message);
+        sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+        po.host_runs = bad[i];
+        sy_document *d = NULL;
+        ck_assert_int_eq(sy_document_parse("[]", 2, &po, &d, &e), SY_EINVAL);
+        ck_assert_msg(strstr(e.message, what[i]), "%s", e.message);
+    }
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.host_runs = fine;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    sy_router_free(r);
+    /* the project's own lists pass */
+    o.host_runs = sy_host_profile("nginx");
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    sy_router_free(r);
+    o.host_runs = sy_host_profile("gateway");
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(route_host_runs_lists_every_host_run_item) {
     const char *doc =
         "[{\"id\":\"r\",\"uri\":\"lb:ws://s\",\"metadata\":{\"cors\":\"{}\","
@@ -1785,6 +1826,7 @@ int main(void) {
         tc, routes_naming_one_breaker_share_it_and_a_new_config_resets_it);
     tcase_add_test(tc, a_host_refuses_what_it_does_not_run);
     tcase_add_test(tc, route_host_runs_lists_every_host_run_item);
+    tcase_add_test(tc, a_host_list_with_an_unknown_entry_is_refused);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

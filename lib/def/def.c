@@ -10,6 +10,7 @@
 #include "base/idtab.h"
 #include "def/def_build.h"
 #include "def/def_scan.h"
+#include "policy/host_runs.h"
 #include "route/filter.h"
 
 #include <stdio.h>
@@ -639,6 +640,11 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
 int sy_document_parse(const char *json, size_t len,
                       const sy_parse_options *opts, sy_document **out,
                       sy_error *err) {
+    if (out)
+        *out = NULL;
+    int rc = sy__host_runs_check(sy__def_host_runs(opts), err);
+    if (rc)
+        return rc;
     return sy__document_parse_reusing(json, len, opts, NULL, out, err);
 }
 

@@ -9,36 +9,75 @@
 
 #include <stdio.h>
 
-static const char *const all_items[] = {
-    "RequestRateLimiter",       "CircuitBreaker",
-    "Retry",                    "RewriteLocationResponseHeader",
-    "forward:",                 "https:",
-    "ws:",                      "wss:",
-    "metadata.cors",
-    "metadata.response-timeout", "metadata.connect-timeout",
-    NULL};
+static const char *const all_items[] = {"RequestRateLimiter",
+                                        "CircuitBreaker",
+                                        "Retry",
+                                        "RewriteLocationResponseHeader",
+                                        "forward:",
+                                        "https:",
+                                        "ws:",
+                                        "wss:",
+                                        "metadata.cors",
+                                        "metadata.response-timeout",
+                                        "metadata.connect-timeout",
+                                        NULL};
 
 /* examples/mini-gateway: it speaks plain HTTP upstream (no TLS client), so
  * an https:// route is refused at apply rather than answered 502 */
-static const char *const gateway_runs[] = {
-    "host=gateway",   "RequestRateLimiter",
-    "CircuitBreaker", "Retry",
-    "RewriteLocationResponseHeader",
-    "forward:",       "metadata.cors",
-    "metadata.response-timeout", "metadata.connect-timeout",
-    NULL};
+static const char *const gateway_runs[] = {"host=gateway",
+                                           "RequestRateLimiter",
+                                           "CircuitBreaker",
+                                           "Retry",
+                                           "RewriteLocationResponseHeader",
+                                           "forward:",
+                                           "metadata.cors",
+                                           "metadata.response-timeout",
+                                           "metadata.connect-timeout",
+                                           NULL};
 
 /* examples/nginx-module: its tries follow one another at once (nginx's
  * upstream machinery has no wait between them); a connect failure is
  * nginx's 502 once its breaker learns of it (no empty 200 of SCG's
  * resumeWithoutError) */
-static const char *const nginx_runs[] = {
-    "host=nginx",     "RequestRateLimiter",        "CircuitBreaker",
-    "!CircuitBreaker.resumeWithoutError",
-    "Retry",          "!Retry.backoff",            "forward:",
-    "https:",         "ws:",                       "wss:",
-    "metadata.response-timeout", "metadata.connect-timeout",
-    NULL};
+static const char *const nginx_runs[] = {"host=nginx",
+                                         "RequestRateLimiter",
+                                         "CircuitBreaker",
+                                         "!CircuitBreaker.resumeWithoutError",
+                                         "Retry",
+                                         "!Retry.backoff",
+                                         "forward:",
+                                         "https:",
+                                         "ws:",
+                                         "wss:",
+                                         "metadata.response-timeout",
+                                         "metadata.connect-timeout",
+                                         NULL};
+
+/* The parts a host may exclude ("!PART"): what the library refuses at an
+ * arg when the host lists them (route.c's host check). */
+static const char *const parts[] = {"Retry.backoff",
+                                    "CircuitBreaker.resumeWithoutError", NULL};
+
+int sy__host_runs_check(const char *const *runs, sy_error *err) {
+    for (size_t i = 0; runs && runs[i]; i++) {
+        const char *e = runs[i];
+        bool ok = false;
+        if (strncmp(e, "host=", 5) == 0)
+            ok = e[5] != '\0';
+        for (size_t k = 0; !ok && e[0] == '!' && parts[k]; k++)
+            ok = strcmp(e + 1, parts[k]) == 0;
+        for (size_t k = 0; !ok && all_items[k]; k++)
+            ok = strcmp(e, all_items[k]) == 0;
+        if (!ok)
+            return sy__error_set(
+                err, SY_EINVAL, "",
+                "host_runs[%zu]: '%.80s' is not a host-run item "
+                "(sy_host_runs_all()), \"host=NAME\", \"!Retry.backoff\" or "
+                "\"!CircuitBreaker.resumeWithoutError\"",
+                i, e);
+    }
+    return 0;
+}
 
 const char *const *sy_host_runs_all(void) {
     return all_items;
@@ -65,9 +104,9 @@ static const char *find(const char *prefix, const char *name) {
         if (!strcmp(prefix, "") && !strncmp(it, "metadata.", 9))
             continue;
         size_t nl = strlen(it) - pl;
-        if (!strcmp(prefix, "") ? strcmp(it, name) == 0
-                                : strncmp(it + pl, name, nl) == 0 &&
-                                      name[nl] == '\0')
+        if (!strcmp(prefix, "")
+                ? strcmp(it, name) == 0
+                : strncmp(it + pl, name, nl) == 0 && name[nl] == '\0')
             return it;
     }
     return NULL;

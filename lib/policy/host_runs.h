@@ -18,6 +18,11 @@ bool sy__host_runs(const char *const *runs, const char *item);
 /* True when `runs` lists "!PART": the host runs the item but not this
  * part of it ("!Retry.backoff": Retry without a wait between tries). */
 bool sy__host_excludes(const char *const *runs, const char *part);
+/* 0 when every entry of `runs` (NULL: nothing declared) is a host-run
+ * item, "host=NAME" or a "!PART" the library knows; else SY_EINVAL naming
+ * the first other one (a misspelled "!PART" would let the host accept,
+ * then ignore, the part it cannot run). */
+int sy__host_runs_check(const char *const *runs, sy_error *err);
 /* The host's name from its list ("host=NAME" entry), or "this host". */
 const char *sy__host_name(const char *const *runs, char *buf, size_t cap);
 

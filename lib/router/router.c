@@ -16,6 +16,7 @@
  * call from inside a callback gets SY_EREENTRANT instead of a deadlock.
  */
 #include "def/def.h"
+#include "policy/host_runs.h"
 #include "policy/store.h"
 #include "router/commit.h"
 #include "router/report.h"
@@ -63,6 +64,9 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
             return sy__error_set(err, SY_EINVAL, "", "options size too small");
         memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
     }
+    int hrc = sy__host_runs_check(o.host_runs, err);
+    if (hrc)
+        return hrc;
     if ((unsigned)o.path_normalization > SY_PATH_AS_IS ||
         (unsigned)o.escaped_slashes > SY_SLASHES_DECODE)
         return sy__error_set(err, SY_EINVAL, "",

@@ -151,3 +151,13 @@ def test_a_host_refuses_what_it_does_not_run():
     assert "host 'nginx'" in str(e.value)
     with pytest.raises(sy.InvalidArgumentError):
         sy.Router(host_runs="iis")
+
+
+def test_a_host_list_with_a_misspelled_entry_is_refused():
+    # "!Retry.backof" would let the host accept a backoff it cannot wait
+    with pytest.raises(sy.InvalidArgumentError) as e:
+        sy.Router(host_runs=["Retry", "!Retry.backof"])
+    assert "!Retry.backof" in str(e.value)
+    with pytest.raises(sy.InvalidArgumentError):
+        sy.parse([], host_runs=["CircuitBreakr"])
+    sy.Router(host_runs=["host=mine", "Retry", "!Retry.backoff"]).close()

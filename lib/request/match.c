@@ -754,8 +754,8 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     if (!host && s->prep.path_lazy) { /* index_path_none, one load */
         n = 0; /* a table of host routes after a whole-host hit */
     } else if (c->path_state == PATH_PENDING) { /* walked by its bits */
-        n = sy__index_lookup_flat(s->base, &c->path, c->path_sl, host, mbit,
-                                  c->lists + pre, MAX_LISTS - pre);
+        n = index_lookup_flat(s->base, &c->path, c->path_sl, host, mbit,
+                              c->lists + pre, MAX_LISTS - pre);
     } else {
         n = sy__index_lookup(s->base, &c->path, host, mbit, c->lists + pre,
                              MAX_LISTS - pre);

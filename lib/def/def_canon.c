@@ -128,7 +128,8 @@ static void put_json_str(sy__buf *b, const char *s) {
 }
 
 /* Append the normalised form of a value of type t. */
-static void canon_value(sy__buf *b, sy__field_type t, const char *v) {
+static inline __attribute__((always_inline)) void
+canon_value(sy__buf *b, sy__field_type t, const char *v) {
     char num[32];
     int64_t iv;
     bool bv;
@@ -206,7 +207,8 @@ static size_t canon_group(sy__buf *b, const sy__def_entry *e, size_t i,
     return j;
 }
 
-static void canon_entry(sy__buf *b, const sy__def_entry *e) {
+static inline __attribute__((always_inline)) void
+canon_entry(sy__buf *b, const sy__def_entry *e) {
     if (sy__def_spec(e)) { /* a built-in's opening text is in its spec */
         put(b, sy__def_spec(e)->canon_head, sy__def_spec(e)->canon_head_len);
     } else {

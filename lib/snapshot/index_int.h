@@ -855,6 +855,13 @@ static inline uint32_t first_kid(const xnode *nd, uint32_t node,
  * cuts one only for a reader that needs it: a capture, a pattern).
  */
 enum { W_PATH, W_HOST, W_FLAT };
+/* The collector's request fields, copied for the walk (in registers: the
+ * lists it writes could alias the collector). */
+typedef struct seq {
+    const sy_str *dec;
+    const char *flat;
+    size_t count;
+} seq;
 typedef struct cursor {
     size_t d, e;
     uint64_t m;
@@ -868,22 +875,22 @@ static inline cursor cur_flat(size_t d, uint64_t m, size_t len) {
 }
 
 /* The walk is at the last segment, or past it. */
-static inline bool cur_last(const collector *c, cursor k, const int mode) {
+static inline bool cur_last(const seq *c, cursor k, const int mode) {
     return mode == W_FLAT ? k.e == c->count : k.d + 1 >= c->count;
 }
 
 /* Past the last segment (cur_last holds). */
-static inline bool cur_past(const collector *c, cursor k, const int mode) {
+static inline bool cur_past(const seq *c, cursor k, const int mode) {
     return mode == W_FLAT ? k.d > c->count : k.d == c->count;
 }
 
-static inline sy_str cur_seg(const collector *c, cursor k, const int mode) {
+static inline sy_str cur_seg(const seq *c, cursor k, const int mode) {
     if (mode == W_FLAT)
         return (sy_str){c->flat + k.d, k.e - k.d};
     return c->dec[mode == W_PATH ? k.d : c->count - 1 - k.d];
 }
 
-static inline cursor cur_next(const collector *c, cursor k, const int mode) {
+static inline cursor cur_next(const seq *c, cursor k, const int mode) {
     if (mode == W_FLAT)
         return cur_flat(k.e + 1, k.m, c->count);
     return (cursor){k.d + 1, 0, 0};
@@ -901,6 +908,8 @@ walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
     const bool path = mode != W_HOST;
     const sy__index *ix = c->ix;
     const xnode *nodes = ix->nodes;
+    const seq q = {mode == W_FLAT ? NULL : c->dec,
+                   mode == W_FLAT ? c->flat : NULL, c->count};
     for (;;) {
         const xnode *nd = &nodes[node];
         uint32_t shape = nd->shape;
@@ -911,8 +920,8 @@ walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
             if (c->overflow)
                 return;
         }
-        if (cur_last(c, k, mode)) { /* the last segment, or past it */
-            if (cur_past(c, k, mode)) {
+        if (cur_last(&q, k, mode)) { /* the last segment, or past it */
+            if (cur_past(&q, k, mode)) {
                 collect(c, term_of(ix, nd, node),
                         !literal ? SY_PROOF_NONE
                         : path   ? SY_PROOF_PATH
@@ -921,7 +930,7 @@ walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
                 return;
             }
             /* matchTrailingSlash: "/a" also matches "/a/" */
-            if (path && cur_seg(c, k, mode).len == 0) {
+            if (path && cur_seg(&q, k, mode).len == 0) {
                 collect(c, term_of(ix, nd, node), SY_PROOF_NONE, false);
                 if (c->overflow)
                     return;
@@ -934,26 +943,26 @@ walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
             if (!(shape & (X_NLIT | X_HASH))) { /* the wildcard child only */
                 node = kid;
                 literal = false;
-                k = cur_next(c, k, mode);
+                k = cur_next(&q, k, mode);
                 continue;
             }
-            self(c, kid, cur_next(c, k, mode), false);
+            self(c, kid, cur_next(&q, k, mode), false);
             if (c->overflow)
                 return;
             node = shape & X_NLIT ? find_direct(ix, kid + 1, shape & X_NLIT,
-                                                cur_seg(c, k, mode))
-                                  : find_hashed(ix, node, cur_seg(c, k, mode));
+                                                cur_seg(&q, k, mode))
+                                  : find_hashed(ix, node, cur_seg(&q, k, mode));
         } else if (shape & X_NLIT) {
             node = find_direct(ix, first_kid(nd, node, shape), shape & X_NLIT,
-                               cur_seg(c, k, mode));
+                               cur_seg(&q, k, mode));
         } else if (shape & X_HASH) {
-            node = find_hashed(ix, node, cur_seg(c, k, mode));
+            node = find_hashed(ix, node, cur_seg(&q, k, mode));
         } else {
             return;
         }
         if (node == NONE)
             return;
-        k = cur_next(c, k, mode);
+        k = cur_next(&q, k, mode);
     }
 }
 

@@ -1751,6 +1751,40 @@ START_TEST(a_host_list_with_an_unknown_entry_is_refused) {
 }
 END_TEST
 
+/* SCG sets a forward: route's path to the uri's (ForwardPathFilter, order
+ * 0), then runs the route's path filters on it; the hosts forward to the
+ * uri's path as written: a path filter there would be accepted and its
+ * effect dropped, so a host that runs forward: refuses it at the filter. */
+START_TEST(a_path_filter_on_a_forward_route_is_refused) {
+    const char *names[] = {"StripPrefix=1", "PrefixPath=/p", "SetPath=/s",
+                           "RewritePath=/a, /b"};
+    for (int h = 0; h < 2; h++)
+        for (size_t i = 0; i < 4; i++) {
+            char doc[300];
+            snprintf(doc, sizeof doc,
+                     "[{\"id\":\"f\",\"uri\":\"forward:/fb\",\"filters\":"
+                     "[\"AddRequestHeader=X-A,1\",\"%s\"]}]",
+                     names[i]);
+            sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+            po.host_runs = sy_host_profile(h ? "nginx" : "gateway");
+            sy_document *d = NULL;
+            sy_error e;
+            ck_assert_int_eq(sy_document_parse(doc, strlen(doc), &po, &d, &e),
+                             SY_ENOTRUN);
+            ck_assert_str_eq(e.path, "[0].filters[1]");
+            ck_assert_msg(strstr(e.message, "forward:"), "%s", e.message);
+            /* the same filter on the route that answers is run */
+            snprintf(doc, sizeof doc,
+                     "[{\"id\":\"f\",\"uri\":\"http://b\",\"filters\":"
+                     "[\"%s\"]}]",
+                     names[i]);
+            ck_assert_int_eq(sy_document_parse(doc, strlen(doc), &po, &d, &e),
+                             0);
+            sy_document_free(d);
+        }
+}
+END_TEST
+
 START_TEST(route_host_runs_lists_every_host_run_item) {
     const char *doc =
         "[{\"id\":\"r\",\"uri\":\"lb:ws://s\",\"metadata\":{\"cors\":\"{}\","
@@ -1827,6 +1861,7 @@ int main(void) {
     tcase_add_test(tc, a_host_refuses_what_it_does_not_run);
     tcase_add_test(tc, route_host_runs_lists_every_host_run_item);
     tcase_add_test(tc, a_host_list_with_an_unknown_entry_is_refused);
+    tcase_add_test(tc, a_path_filter_on_a_forward_route_is_refused);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

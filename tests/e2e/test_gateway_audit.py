@@ -64,5 +64,17 @@ def body(procs, c):
         c.eq(after - before, 0, "a 500 is not retried with series: []")
 
 
+    # SCG runs a forward: route's path filters on the uri's path; the
+    # gateway forwards to the uri's path as written: refused, not dropped.
+    fw = {"id": "fw", "uri": "forward:/rt/x", "predicates": ["Path=/fw/**"],
+          "filters": ["StripPrefix=1"]}
+    st, _, out = g.admin_call("PUT", "/routes/s3/fw", fw)
+    err = json.loads(out).get("error", {}) if st == 400 else {}
+    c.ok(st == 400 and err.get("path") == "route.filters[0]" and
+         "forward:" in err.get("message", ""),
+         "a StripPrefix on a forward: route is refused at the filter "
+         "(%d %r)" % (st, out[:300]))
+
+
 if __name__ == "__main__":
     h.run("gateway_audit", body)

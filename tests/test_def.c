@@ -3,6 +3,7 @@
  * shortcut mapping, upstreams, metadata and the internal def.h calls. */
 #include "base/factory.h"
 #include "def/def_build.h"
+#include "route/predicate_int.h"
 #include "snapshot/diff.h"
 #include "testutil.h"
 
@@ -903,6 +904,43 @@ START_TEST(simple_routes_fill_their_block_exactly) {
 }
 END_TEST
 
+/* A cold candidate reads the route's fields and one cluster: the
+ * compiled predicates lie at the top of the chunk in the route's block,
+ * next to the texts a test reads (a literal's text, kept in the slot; a
+ * Header's name, the entry's own argument), above the entries, `more` and
+ * filter entries the build put at the bottom (docs/performance.md). */
+START_TEST(predicate_objects_lie_next_to_their_texts) {
+    sy_document *d = parse_ok(
+        "[{\"id\":\"m0\",\"uri\":\"lb://svc0\",\"predicates\":"
+        "[\"Host=svc0.example.com\",\"Path=/api/r0/**\",\"Method=GET\","
+        "\"Header=X-Tenant, t\\\\d+\"],\"filters\":[\"StripPrefix=2\"]}]",
+        false);
+    const struct sy_route *r = route0(d);
+    ck_assert(r->arena_embedded);
+    const char *objs = (const char *)r->cpred;
+    const char *end = objs + r->predicate_count * SY_PRED_OBJECT_BYTES;
+    /* above what the build took from the bottom */
+    ck_assert(objs > (const char *)r->predicates);
+    ck_assert(objs > (const char *)r->more);
+    const sy__pred *host = sy__route_cpred(r, 0), *path = sy__route_cpred(r, 1);
+    const sy__pred *hdr = sy__route_cpred(r, 3);
+    ck_assert(host->lit && path->lit && path->lit_rest);
+    /* the text a literal test reads, without the pattern */
+    ck_assert_ptr_eq(host->lit_src, sy__pattern_source(host->one));
+    ck_assert_ptr_eq(path->lit_src, sy__pattern_source(path->one));
+    ck_assert_uint_eq(sy__pred_max_groups(host), 1);
+    ck_assert_uint_eq(sy__pred_var_count(path), 0);
+    ck_assert_str_eq(host->lit_src, "svc0.example.com");
+    /* the texts and the name right above the objects */
+    const char *texts[] = {host->lit_src, path->lit_src, hdr->name};
+    for (size_t i = 0; i < SY_ARRAY_LEN(texts); i++)
+        ck_assert_msg(texts[i] >= end && texts[i] - end < 64, "text %zu", i);
+    ck_assert_str_eq(hdr->name, "X-Tenant");
+    ck_assert_ptr_eq(hdr->name, sy__def_arg(&r->predicates[3], "header"));
+    sy_document_free(d);
+}
+END_TEST
+
 /* A route's predicate and filter counts are 16-bit: 65,535 are kept whole,
  * one more is an error naming the list (the scan of a document caps a
  * route at 65,536 JSON values first; a tree given directly meets this). */
@@ -1364,6 +1402,7 @@ int main(void) {
     tcase_add_test(tc, every_allocation_goes_through_the_hooks_and_is_freed);
     tcase_add_test(tc, authority_and_host_share_the_uri_only_when_they_end_it);
     tcase_add_test(tc, simple_routes_fill_their_block_exactly);
+    tcase_add_test(tc, predicate_objects_lie_next_to_their_texts);
     tcase_add_test(tc, entry_counts_past_16_bits_are_an_error);
     tcase_add_test(tc, schemes_are_read_in_any_case);
     tcase_add_test(tc, timeouts_are_read_as_spring_reads_them);

@@ -487,9 +487,16 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
     env = &own;
     /* the predicates' objects and patterns from the top of the chunk in
      * the route's block, just below the texts they read (taken there
-     * while the route was built): a cold candidate reads the route's
-     * fields and that one cluster (docs/performance.md, round 11) */
+     * while the route was built), when the build's entries, `more` or
+     * filter entries lie at its bottom: a cold candidate reads the
+     * route's fields and that one cluster (docs/performance.md, round
+     * 11). A route whose block holds nothing yet but its texts (its
+     * entries kept outside) keeps them at the bottom, right after the
+     * struct, in its line or the next (the top: mixed 100,000, such a
+     * route 14.43 -> 15.28 LL misses a lookup) */
     sy__arena_chunk *top = r->arena_embedded ? sy__route_first_chunk(r) : NULL;
+    if (top && !top->used)
+        top = NULL;
     free_compiled(r);
     /* the objects in a row, r->cpred only once all are compiled; first,
      * so they lie next to the texts and the patterns below them */

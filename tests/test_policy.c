@@ -1785,6 +1785,63 @@ START_TEST(a_path_filter_on_a_forward_route_is_refused) {
 }
 END_TEST
 
+/* The same path filters among the router's default filters: SCG runs
+ * them on a forward: route's path too, the hosts forward to the uri's
+ * path as written; a host that runs forward: refuses the forward: route
+ * at the default filter, naming the route (strict: the apply; lenient:
+ * the route is left out, an issue). The routes that answer run them. */
+START_TEST(a_default_path_filter_with_a_forward_route_is_refused) {
+    static const char doc[] = "[{\"id\":\"a\",\"uri\":\"http://b\"},"
+                              "{\"id\":\"f\",\"uri\":\"forward:/fb\"}]";
+    static const char ok[] = "[{\"id\":\"a\",\"uri\":\"http://b\"}]";
+    static const char fwd[] = "{\"id\":\"g\",\"uri\":\"forward:/x\"}";
+    const char *names[] = {"StripPrefix=1", "PrefixPath=/p", "SetPath=/s",
+                           "RewritePath=/a, /b"};
+    for (int lenient = 0; lenient < 2; lenient++)
+        for (size_t i = 0; i < 4; i++) {
+            char defs[128];
+            snprintf(defs, sizeof defs, "[\"AddRequestHeader=X-A,1\",\"%s\"]",
+                     names[i]);
+            sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+            o.host_runs = sy_host_profile("gateway");
+            o.default_filters = defs;
+            o.lenient = lenient;
+            sy_router *r;
+            ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+            ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+            sy_error e;
+            sy_report *rep = NULL;
+            int rc = sy_router_apply(r, "s", doc, strlen(doc), &rep, &e);
+            if (!lenient) {
+                ck_assert_int_eq(rc, SY_ENOTRUN);
+                ck_assert_str_eq(e.path, "defaultFilters[1]");
+                ck_assert_msg(strstr(e.message, "'f'") &&
+                                  strstr(e.message, "[1]") &&
+                                  strstr(e.message, "forward:"),
+                              "%s", e.message);
+                ck_assert_uint_eq(live_routes(r), 0);
+            } else {
+                ck_assert_int_eq(rc, 0);
+                ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+                const sy_error *is = sy_report_issue(rep, 0);
+                ck_assert_str_eq(is->path, "defaultFilters[1]");
+                ck_assert_msg(strstr(is->message, "'f'"), "%s", is->message);
+                ck_assert_uint_eq(live_routes(r), 1);
+            }
+            sy_report_free(rep);
+            ck_assert_int_eq(sy_router_apply(r, "s", ok, strlen(ok), NULL, &e),
+                             0);
+            ck_assert_int_eq(
+                sy_router_upsert_route(r, "s", fwd, strlen(fwd), &e),
+                SY_ENOTRUN);
+            ck_assert_str_eq(e.path, "defaultFilters[1]");
+            ck_assert_msg(strstr(e.message, "'g'"), "%s", e.message);
+            ck_assert_uint_eq(live_routes(r), 1);
+            sy_router_free(r);
+        }
+}
+END_TEST
+
 START_TEST(route_host_runs_lists_every_host_run_item) {
     const char *doc =
         "[{\"id\":\"r\",\"uri\":\"lb:ws://s\",\"metadata\":{\"cors\":\"{}\","
@@ -1862,6 +1919,7 @@ int main(void) {
     tcase_add_test(tc, route_host_runs_lists_every_host_run_item);
     tcase_add_test(tc, a_host_list_with_an_unknown_entry_is_refused);
     tcase_add_test(tc, a_path_filter_on_a_forward_route_is_refused);
+    tcase_add_test(tc, a_default_path_filter_with_a_forward_route_is_refused);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -706,6 +706,16 @@ static int check_parts(const host_check *c) {
     return 0;
 }
 
+int sy__route_path_filter(const struct sy_route *r) {
+    for (size_t i = 0; r && i < r->more->filter_count; i++) {
+        const sy__factory_spec *s = sy__def_spec(&r->more->filters[i]);
+        if (s && (s->id == SY_F_STRIP_PREFIX || s->id == SY_F_PREFIX_PATH ||
+                  s->id == SY_F_SET_PATH || s->id == SY_F_REWRITE_PATH))
+            return (int)i;
+    }
+    return -1;
+}
+
 /* A forward: route's path filters: SCG sets the path to the uri's
  * (ForwardPathFilter, order 0) and runs them on it; a host forwards to the
  * uri's path as written (sy_route_upstream), so they would be accepted and
@@ -715,21 +725,17 @@ static int check_forward_path(const host_check *c) {
     if (r->up_scheme != SY_SCHEME_FORWARD ||
         !sy__host_runs(c->runs, "forward:"))
         return 0;
-    for (size_t i = 0; i < r->more->filter_count; i++) {
-        const sy__factory_spec *s = sy__def_spec(&r->more->filters[i]);
-        if (!s || (s->id != SY_F_STRIP_PREFIX && s->id != SY_F_PREFIX_PATH &&
-                   s->id != SY_F_SET_PATH && s->id != SY_F_REWRITE_PATH))
-            continue;
-        char p[300], who[80];
-        snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);
-        sy__host_name(c->runs, who, sizeof who);
-        return sy__error_set(c->err, SY_ENOTRUN, p,
-                             "%s: on a forward: route SCG applies it to the "
-                             "uri's path; %s forwards to the uri's path as "
-                             "written: put it on the route that answers",
-                             s->name, who);
-    }
-    return 0;
+    int i = sy__route_path_filter(r);
+    if (i < 0)
+        return 0;
+    char p[300], who[80];
+    snprintf(p, sizeof p, "%s[%d]", c->filters_path, i);
+    sy__host_name(c->runs, who, sizeof who);
+    return sy__error_set(c->err, SY_ENOTRUN, p,
+                         "%s: on a forward: route SCG applies it to the "
+                         "uri's path; %s forwards to the uri's path as "
+                         "written: put it on the route that answers",
+                         sy__def_spec(&r->more->filters[i])->name, who);
 }
 
 int sy__route_check_host(const struct sy_route *r, const char *const *runs,

@@ -331,4 +331,9 @@ int sy__route_check_host(const struct sy_route *r, const char *const *runs,
                          const char *path, const char *filters_path,
                          sy_error *err);
 
+/* The index of r's first path filter (StripPrefix, PrefixPath, SetPath,
+ * RewritePath), or -1: a host forwards a forward: route to the uri's path
+ * as written, so one there (or in the default filters) is refused. */
+int sy__route_path_filter(const struct sy_route *r);
+
 #endif

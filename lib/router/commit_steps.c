@@ -35,7 +35,7 @@ static int check_change_policies(commit *c, const sy__route_change *ch,
                                  size_t n, const char *list, bool known_free,
                                  sy_error *err) {
     int rc = SY_OK;
-    if (known_free && !sy__router_default_breaker(c->r))
+    if (known_free && !sy__router_checks_every_route(c->r))
         return SY_OK;
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         /* a large document's routes are no longer in the cache: the one
@@ -269,7 +269,8 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
             return SY_OK; /* unchanged, same rank: shared as it is */
     }
     /* lenient: a route whose policies cannot run beside the default
-     * filters (SY_EARG) is this document's issue and left out, as an
+     * filters (SY_EARG), a forward: route beside a default path filter
+     * (SY_ENOTRUN), is this document's issue and left out, as an
      * invalid route is (a live one of its id goes); strict documents fail
      * at commit_derive. A store with no breaker entry for it (SY_ELIMIT)
      * is no fault of the route: commit_derive's claim decides (it may
@@ -277,9 +278,9 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
      * route shared by position was checked when it became live. */
     if (!by_pos && dw->c->r->opts.lenient && !dw->policy_free) {
         sy_error e;
-        if (sy__router_check_policies(dw->c->r, rt,
-                                      dw->doc->envelope ? "routes" : "", pos,
-                                      false, &e) == SY_EARG) {
+        int prc = sy__router_check_policies(
+            dw->c->r, rt, dw->doc->envelope ? "routes" : "", pos, false, &e);
+        if (prc == SY_EARG || prc == SY_ENOTRUN) {
             dw->left_out++;
             return sy__report_add_issue(dw->rep, &e) ? sy__commit_nomem(err)
                                                      : SY_OK;
@@ -346,7 +347,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     size_t n = sy_document_route_count(doc);
     doc_walk dw = {
         .c = c, .si = si, .doc = doc, .rctx = rctx, .rep = rep, .w = w};
-    dw.policy_free = !doc->policy_some && !sy__router_default_breaker(r);
+    dw.policy_free = !doc->policy_some && !sy__router_checks_every_route(r);
     dw.keep = sy__malloc(&r->alloc, (n + 1) * sizeof *dw.keep);
     dw.ch = sy__malloc(&r->alloc, (n + w->route_count + 1) * sizeof *dw.ch);
     dw.shared = sy__calloc(&r->alloc, (size_t)w->slot_count + 1, 1);

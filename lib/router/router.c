@@ -82,6 +82,7 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
     r->alloc = a;
     r->opts = o;
     r->opts.default_filters = NULL;
+    r->dflt_path = -1;
     if (!r->opts.history)
         r->opts.history = 8;
     r->popts = (sy_parse_options)SY_PARSE_OPTIONS_INIT;
@@ -108,6 +109,8 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
                                    &r->popts, &r->defaults, err);
         if (rc)
             goto fail;
+        if (sy__host_runs(o.host_runs, "forward:"))
+            r->dflt_path = sy__route_path_filter(r->defaults);
     }
     sy__snapshot_config cfg = sy__router_snapshot_config(r);
     sy__derive_result empty; /* no change: nothing removed */

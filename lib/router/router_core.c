@@ -6,7 +6,9 @@
  * route keys and host data of routes that go live or are freed, and the
  * documents each source keeps for rollback.
  */
+#include "def/def.h"
 #include "policy/breaker.h"
+#include "policy/host_runs.h"
 #include "route/filter.h"
 #include "router/report.h"
 #include "router/router_int.h"
@@ -465,21 +467,38 @@ static void route_path(char *at, size_t n, const char *list, unsigned index) {
         snprintf(at, n, "route");
 }
 
-bool sy__router_default_breaker(const sy_router *r) {
-    return policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, NULL) >= 0;
+bool sy__router_checks_every_route(const sy_router *r) {
+    return r->dflt_path >= 0 ||
+           policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, NULL) >= 0;
 }
 
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                               const char *list, unsigned index, bool claim,
                               sy_error *err) {
     static const sy__builtin once[2] = {SY_F_CIRCUIT_BREAKER, SY_F_RETRY};
+    char p[300], at[64];
+    /* SCG runs the default path filter on a forward: route's path (the
+     * uri's, ForwardPathFilter); the host forwards to the uri's path as
+     * written: accepted, its effect would be dropped */
+    if (r->dflt_path >= 0 && rt->up_scheme == SY_SCHEME_FORWARD) {
+        char who[80];
+        route_path(at, sizeof at, list, index);
+        snprintf(p, sizeof p, "defaultFilters[%d]", r->dflt_path);
+        sy__host_name(r->opts.host_runs, who, sizeof who);
+        return sy__error_set(
+            err, SY_ENOTRUN, p,
+            "%s: route '%s' (%s) is a forward: route; SCG applies the "
+            "default filters to the uri's path, %s forwards to the uri's "
+            "path as written: put it on the routes that answer",
+            sy__def_spec(&r->defaults->more->filters[r->dflt_path])->name,
+            rt->id, at, who);
+    }
     /* the common route: no policy of its own and no default breaker to
      * claim an entry for; its filters are not read (a large document's
      * routes are out of the cache by now) */
     if (sy__route_policy_free(rt) &&
         policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, NULL) < 0)
         return 0;
-    char p[300], at[64];
     for (int k = 0; k < 2; k++) {
         int ri = policy_at(rt, once[k], NULL);
         if (ri >= 0 && policy_at(r->defaults, once[k], NULL) >= 0) {

@@ -88,6 +88,9 @@ struct sy_router {
     const char *source_names[SY_MAX_SOURCES];
     sy__pub *pub;
     struct sy_route *defaults;
+    /* the defaults' first path filter when the host runs forward:, or -1:
+     * a forward: route is refused at it (sy__router_check_policies) */
+    int dflt_path;
     struct sy_policy_store *policy; /* the store the snapshots use */
     void *policy_mem;               /* the router's own store, or NULL */
     void *data;
@@ -183,11 +186,13 @@ int sy__router_policy_init(sy_router *r, sy_error *err);
  * them; one runs per request), and hold the store entry of the breaker
  * its chain runs until the commit ends: SY_ELIMIT when the store has none
  * free (an entry is claimed at the commit, never at a request; !claim, a
- * check: only whether one could be). */
-/* Whether the default filters hold a CircuitBreaker: then
- * sy__router_check_policies claims an entry for every route (else it
- * passes a route of neither policy without more). */
-bool sy__router_default_breaker(const sy_router *r);
+ * check: only whether one could be). A forward: route is refused
+ * (SY_ENOTRUN) at the default filters' path filter (dflt_path). */
+/* Whether sy__router_check_policies reads every route: the default
+ * filters hold a CircuitBreaker (an entry claimed for every route) or a
+ * path filter a forward: route cannot run (dflt_path); else it passes a
+ * route of neither policy without more. */
+bool sy__router_checks_every_route(const sy_router *r);
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                               const char *list, unsigned index, bool claim,
                               sy_error *err);

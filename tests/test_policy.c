@@ -1839,6 +1839,15 @@ START_TEST(a_default_path_filter_with_a_forward_route_is_refused) {
             ck_assert_uint_eq(live_routes(r), 1);
             sy_router_free(r);
         }
+    /* a router whose host declares nothing refuses nothing */
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.default_filters = "[\"StripPrefix=1\"]";
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL), 0);
+    ck_assert_uint_eq(live_routes(r), 2);
+    sy_router_free(r);
 }
 END_TEST
 

@@ -109,7 +109,9 @@ int sy_router_new(const sy_router_options *opts, sy_router **out,
                                    &r->popts, &r->defaults, err);
         if (rc)
             goto fail;
-        if (sy__host_runs(o.host_runs, "forward:"))
+        /* a host that declares what it runs (NULL: nothing declared,
+         * nothing refused) */
+        if (o.host_runs && sy__host_runs(o.host_runs, "forward:"))
             r->dflt_path = sy__route_path_filter(r->defaults);
     }
     sy__snapshot_config cfg = sy__router_snapshot_config(r);

@@ -143,9 +143,15 @@ static int compile_patterns(sy__pred *p, const sy__def_entry *e,
         local.line = local.column = 0;
         local.path[0] = local.message[0] = '\0';
         sy__pattern *pat = NULL;
-        /* in the route's arena when there is one: no block of its own */
+        /* in the route's arena when there is one: no block of its own;
+         * a lone pattern without a glob character is a literal, whose
+         * test reads its text, not the pattern (lit_src): at the bottom,
+         * leaving the top's cluster to what a test reads (a glob pattern
+         * next to the slots) */
+        bool lone_literal = n == 1 && !strpbrk(v, "{}*?");
         int rc = env->arena ? sy__pattern_compile_at(env->alloc, env->arena,
-                                                     top, v, host, &pat, &local)
+                                                     lone_literal ? NULL : top,
+                                                     v, host, &pat, &local)
                             : sy__pattern_compile_in(env->alloc, NULL, v, host,
                                                      &pat, &local);
         if (rc)

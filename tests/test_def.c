@@ -85,6 +85,14 @@ START_TEST(timeouts_are_read_as_spring_reads_them) {
         {"{\"response-timeout\":-1}", SY_TIMEOUT_CONNECT, SY_TIMEOUT_UNSET, 7},
         {"{\"connect-timeout\":0}", SY_TIMEOUT_CONNECT, SY_TIMEOUT_NONE, 7},
         {"{\"connect-timeout\":40}", SY_TIMEOUT_CONNECT, SY_TIMEOUT_MS, 40},
+        /* whole numbers past 1e15 are read as written (not "1e+15"), up
+         * to 2^53, the most a JSON number holds exactly */
+        {"{\"response-timeout\":1000000000000000}", SY_TIMEOUT_RESPONSE,
+         SY_TIMEOUT_MS, 1000000000000000},
+        {"{\"connect-timeout\":9007199254740992}", SY_TIMEOUT_CONNECT,
+         SY_TIMEOUT_MS, 9007199254740992},
+        {"{\"response-timeout\":\"9223372036854775807\"}", SY_TIMEOUT_RESPONSE,
+         SY_TIMEOUT_MS, 9223372036854775807},
     };
     for (size_t i = 0; i < SY_ARRAY_LEN(good); i++) {
         char json[256];
@@ -105,6 +113,17 @@ START_TEST(timeouts_are_read_as_spring_reads_them) {
          "times out every request"},
         {"{\"response-timeout\":\"5s\"}", "routes[0].metadata.response-timeout",
          "must be an integer"},
+        {"{\"response-timeout\":1.5}", "routes[0].metadata.response-timeout",
+         "must be an integer"},
+        /* out of range says so, with the limit */
+        {"{\"response-timeout\":10000000000000000}",
+         "routes[0].metadata.response-timeout",
+         "out of range as a JSON number: at most 9007199254740992"},
+        {"{\"connect-timeout\":-1e300}", "routes[0].metadata.connect-timeout",
+         "out of range as a JSON number"},
+        {"{\"response-timeout\":\"9223372036854775808\"}",
+         "routes[0].metadata.response-timeout",
+         "out of range: at most 9223372036854775807"},
         /* a typo would leave a route meant to be off serving */
         {"{\"status\":\"Disabled\"}", "routes[0].metadata.status",
          "not 'Disabled'"},

@@ -230,7 +230,14 @@ static int uri_host(struct sy_route *r, const uri_authority *a, bool lb,
  * fails every request of the route are refused here. */
 static const char *check_timeout(const char *key, const char *value) {
     int64_t n = 0;
-    if (!sy__value_int64(value, INT64_MIN, INT64_MAX, &n, NULL))
+    const char *why = NULL;
+    if (!sy__value_int64(value, INT64_MIN, INT64_MAX, &n, &why) &&
+        strstr(why, "out of range"))
+        return key[0] == 'c' ? "connect-timeout out of range: at most "
+                               "9223372036854775807 (milliseconds)"
+                             : "response-timeout out of range: at most "
+                               "9223372036854775807 (milliseconds)";
+    if (why)
         return key[0] == 'c'
                    ? "connect-timeout must be an integer (milliseconds)"
                    : "response-timeout must be an integer (milliseconds)";
@@ -261,6 +268,34 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
 
 /* ---- the route object ---- */
 
+/* 2^53: a JSON number's whole values are exact up to it (a double) */
+#define EXACT_WHOLE 9007199254740992.0
+
+/* A metadata value (not a string) as text: a whole number as an integer up to
+ * 2^53 (cJSON would print 1e15 as "1e+15", which no integer read takes), else
+ * as cJSON prints it; NULL: out of memory. */
+static char *metadata_text(struct sy_route *r, const cJSON *c) {
+    if (sy__def_is_number(c) && c->valuedouble == floor(c->valuedouble) &&
+        fabs(c->valuedouble) <= EXACT_WHOLE) {
+        char num[32];
+        sy__def_number_text(c->valuedouble, num, sizeof num);
+        return sy__route_strdup(r, num);
+    }
+    char *txt = cJSON_PrintUnformatted(c);
+    char *v = txt ? sy__route_strdup(r, txt) : NULL;
+    cJSON_free(txt);
+    return v;
+}
+
+/* A timeout given as a whole JSON number past 2^53: read into a double,
+ * it is no longer the number written (SCG reads it as a long). */
+static bool timeout_inexact(const cJSON *c) {
+    return sy__def_is_number(c) &&
+           (strcmp(c->string, "response-timeout") == 0 ||
+            strcmp(c->string, "connect-timeout") == 0) &&
+           !(fabs(c->valuedouble) <= EXACT_WHOLE);
+}
+
 int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
                            const char *path, const sy__alloc *a,
                            sy_error *err) {
@@ -283,14 +318,17 @@ int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
             return sy__error_set(err, SY_ETYPE, p, "%s must be a string",
                                  c->string);
         }
-        kv[i].key = sy__route_strdup(r, c->string);
-        if (sy__def_is_string(c)) {
-            kv[i].value = sy__route_strdup(r, c->valuestring);
-        } else {
-            char *txt = cJSON_PrintUnformatted(c);
-            kv[i].value = txt ? sy__route_strdup(r, txt) : NULL;
-            cJSON_free(txt);
+        if (timeout_inexact(c)) {
+            sy__def_path(p, sizeof p, "%s.metadata.%s", path, c->string);
+            return sy__error_set(err, SY_EARG, p,
+                                 "%s out of range as a JSON number: at most "
+                                 "9007199254740992 (2^53, exact in a "
+                                 "double); write a larger one as a string",
+                                 c->string);
         }
+        kv[i].key = sy__route_strdup(r, c->string);
+        kv[i].value = sy__def_is_string(c) ? sy__route_strdup(r, c->valuestring)
+                                           : metadata_text(r, c);
         if (!kv[i].key || !kv[i].value)
             return sy__error_set(err, SY_ENOMEM, p, "out of memory");
     }

@@ -892,8 +892,8 @@ typedef struct sy_router_options {
      * by definition. An entry that is none of these (a misspelled
      * "!Retry.backof") fails sy_router_new and sy_document_parse with
      * SY_EINVAL naming it. NULL: nothing declared, nothing refused for it
-     * (tools that only read documents). Not copied: it must stay valid as long as the
-     * router (sy_host_profile's lists are static).
+     * (tools that only read documents). Not copied: it must stay valid as long
+     * as the router (sy_host_profile's lists are static).
      */
     const char *const *host_runs;
     /*

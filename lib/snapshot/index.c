@@ -390,13 +390,6 @@ bool sy__index_path_none(const sy__index *ix) {
     return index_path_none(ix);
 }
 
-/* A segment longer than KEY_BYTES (index_int.h). */
-uint32_t sy__ix_find_hashed_long(const sy__index *ix, uint32_t parent,
-                                 sy_str seg) {
-    seg_key k = segment_key(seg.ptr, seg.len);
-    return probe_child(ix, parent, child_hash(parent, k.hash), k.w0, k.w1, seg);
-}
-
 size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
                         const sy__segments *host_labels, int method_bit,
                         sy__cand_list *out, size_t cap) {

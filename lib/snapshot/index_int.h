@@ -803,10 +803,13 @@ probe_child(const sy__index *ix, uint32_t parent, uint64_t h, uint64_t w0,
     }
 }
 
-/* A segment longer than KEY_BYTES: its tail is compared in the pool
- * (index.c: out of line, off the walk's registers). */
-uint32_t sy__ix_find_hashed_long(const sy__index *ix, uint32_t parent,
-                                 sy_str seg);
+/* A segment longer than KEY_BYTES: its tail is compared in the pool,
+ * out of line (off the walk's registers). */
+static __attribute__((noinline, unused)) uint32_t
+find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
+    seg_key k = segment_key(seg.ptr, seg.len);
+    return probe_child(ix, parent, child_hash(parent, k.hash), k.w0, k.w1, seg);
+}
 
 /* The literal child of `parent` (an X_HASH node) for segment `seg`,
  * through the child table. A segment of up to KEY_BYTES bytes is
@@ -815,7 +818,7 @@ uint32_t sy__ix_find_hashed_long(const sy__index *ix, uint32_t parent,
 static inline __attribute__((always_inline)) uint32_t
 find_hashed(const sy__index *ix, uint32_t parent, sy_str seg) {
     if (seg.len > KEY_BYTES)
-        return sy__ix_find_hashed_long(ix, parent, seg);
+        return find_hashed_long(ix, parent, seg);
     uint64_t w0, w1;
     segment_words(seg.ptr, seg.len, &w0, &w1);
     return probe_child(ix, parent,

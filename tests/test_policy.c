@@ -536,6 +536,50 @@ START_TEST(typos_and_bad_values_are_refused_where_they_are) {
 }
 END_TEST
 
+/* #{@pathVariable:NAME} reads a variable the route's Path or Host
+ * patterns capture; a name none of them captures keys every request as
+ * empty (deny-empty-key: 403 to all), never a limit: refused at the
+ * resolver, naming it. */
+START_TEST(a_path_variable_no_pattern_captures_is_refused) {
+    static const struct {
+        const char *preds, *var;
+        bool ok;
+    } cases[] = {
+        {"\"Path=/u/{user}/**\"", "user", true},
+        {"\"Path=/u/{user}/**\"", "nosuch", false},
+        {"\"Path=/u/{user}\"", "use", false},
+        {"\"Path=/a/{x},/b\"", "x", true},
+        {"\"Path=/f/{*rest}\"", "rest", true},
+        {"\"Path=/n/{id:[0-9]{2}}/x-{tail}\"", "id", true},
+        {"\"Path=/n/{id:[0-9]{2}}/x-{tail}\"", "tail", true},
+        {"\"Host={sub}.example.com\",\"Path=/h\"", "sub", true},
+        {"\"Method=GET\"", "user", false},
+        {"", "user", false},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(cases); i++) {
+        char doc[600];
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":[%s],"
+                 "\"filters\":[\"AddRequestHeader=X-A,1\",{\"name\":"
+                 "\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+                 "replenishRate\":\"1\",\"key-resolver\":"
+                 "\"#{@pathVariable:%s}\"}}]}]",
+                 cases[i].preds, cases[i].var);
+        if (cases[i].ok) {
+            parses(doc, NULL);
+            continue;
+        }
+        sy_error e = parse_error(doc, NULL);
+        ck_assert_int_eq(e.code, SY_EARG);
+        ck_assert_msg(strcmp(e.path, "[0].filters[1].args.key-resolver") == 0,
+                      "%s: path %s", doc, e.path);
+        ck_assert_msg(strstr(e.message, cases[i].var) &&
+                          strstr(e.message, "captures"),
+                      "%s: message %s", doc, e.message);
+    }
+}
+END_TEST
+
 /* Past 64 args a typo was not looked at (the used bits stop there). */
 START_TEST(a_typo_after_sixty_four_args_is_refused) {
     char doc[4096];
@@ -1929,6 +1973,7 @@ int main(void) {
     tcase_add_test(tc, a_host_list_with_an_unknown_entry_is_refused);
     tcase_add_test(tc, a_path_filter_on_a_forward_route_is_refused);
     tcase_add_test(tc, a_default_path_filter_with_a_forward_route_is_refused);
+    tcase_add_test(tc, a_path_variable_no_pattern_captures_is_refused);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -93,6 +93,25 @@ bool sy__keyres_parse(const char *text, const sy_registry *reg, sy__keyres *out,
     return false;
 }
 
+bool sy__keyres_pattern_captures(const char *pattern, const char *name,
+                                 size_t n) {
+    for (const char *s = pattern; s && *s; s++) {
+        if (*s != '{')
+            continue;
+        const char *v = s + 1 + (s[1] == '*');
+        size_t l = strcspn(v, ":}");
+        if (l == n && memcmp(v, name, n) == 0)
+            return true;
+        s = v + l;
+        /* past a regex ("{id:[0-9]{2}}"): its braces nest */
+        for (int depth = *s == ':'; *s && depth; s++)
+            depth += (s[1] == '{') - (s[1] == '}');
+        if (!*s)
+            break;
+    }
+    return false;
+}
+
 /* Copy n bytes (at most cap) of s to buf: a short key (most are) in two
  * overlapping fixed-size moves, no call. */
 static size_t put(char *buf, size_t cap, const char *s, size_t n) {

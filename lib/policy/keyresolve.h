@@ -20,8 +20,13 @@ typedef struct sy__keyres {
 
 /* Parse a bean reference "#{@name}" (spaces around allowed). false and
  * *why when it is not one, or names no resolver of reg. */
-bool sy__keyres_parse(const char *text, const sy_registry *reg,
-                      sy__keyres *out, const char **why);
+bool sy__keyres_parse(const char *text, const sy_registry *reg, sy__keyres *out,
+                      const char **why);
+
+/* Whether a Path or Host pattern's text declares variable `name` (n
+ * bytes): "{name}", "{name:regex}", "{*name}". */
+bool sy__keyres_pattern_captures(const char *pattern, const char *name,
+                                 size_t n);
 
 /* Captured variables of the match, for pathVariable. */
 typedef sy_str (*sy__var_fn)(const void *data, const char *name);

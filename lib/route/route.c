@@ -9,6 +9,7 @@
 
 #include "policy/breaker.h"
 #include "policy/host_runs.h"
+#include "policy/ratelimit.h"
 #include "policy/retry.h"
 #include "route/filter.h"
 #include "route/predicate.h"
@@ -474,6 +475,33 @@ static bool read_select(struct sy_route *r) {
     return true;
 }
 
+/* A RequestRateLimiter's #{@pathVariable:NAME} (rl, of the filter at p)
+ * that no Path or Host pattern of r captures: every request's key would
+ * be empty (deny-empty-key: 403 to all), never a limit; refused there. */
+static int check_key_var(const struct sy_route *r, const sy__rl_cfg *rl,
+                         const char *p, sy_error *err) {
+    if (rl->kr.kind != SY_KR_PATH_VAR)
+        return 0;
+    for (size_t k = 0; k < r->predicate_count; k++) {
+        sy__entry_view tmp;
+        const sy__def_entry *e = sy__route_pred_entry(r, k, &tmp);
+        const sy__factory_spec *s = sy__def_spec(e);
+        for (size_t a = 0; s && (s->id == SY_P_PATH || s->id == SY_P_HOST) &&
+                           a < e->arg_count;
+             a++)
+            if (sy__keyres_pattern_captures(e->args[a].value, rl->kr.arg,
+                                            rl->kr.arg_len))
+                return 0;
+    }
+    char at[300];
+    snprintf(at, sizeof at, "%s.args.key-resolver", p);
+    return sy__error_set(err, SY_EARG, at,
+                         "#{@pathVariable:%s}: no Path or Host pattern of the "
+                         "route captures {%s}: every request would get the "
+                         "empty key (its status), never a limit",
+                         rl->kr.arg, rl->kr.arg);
+}
+
 int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                       const char *path, sy_error *err) {
     char p[200];
@@ -555,9 +583,10 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
         sy__path_index(p, sizeof p, at, i);
         int rc = sy__filter_compile(&r->more->filters[i], env, p,
                                     &r->more->cfilters[i], err);
-        sy__builtin id;
-        if (!rc && sy__filter_policy(r->more->cfilters[i], &id) &&
-            (id == SY_F_CIRCUIT_BREAKER || id == SY_F_RETRY)) {
+        sy__builtin id = SY_F_REQUEST_RATE_LIMITER;
+        const void *pol =
+            rc ? NULL : sy__filter_policy(r->more->cfilters[i], &id);
+        if (pol && (id == SY_F_CIRCUIT_BREAKER || id == SY_F_RETRY)) {
             unsigned bit = id == SY_F_RETRY ? 1u : 2u;
             /* the first one runs: a second would be accepted and ignored
              * (SCG nests them) */
@@ -571,6 +600,8 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                 rc = sy__error_set(err, SY_EARG, p, SY__BREAKER_AFTER_RETRY);
             once |= bit;
         }
+        if (pol && id == SY_F_REQUEST_RATE_LIMITER)
+            rc = check_key_var(r, pol, p, err);
         if (rc) {
             free_compiled(r);
             return rc;

@@ -496,6 +496,7 @@ static int check_key_var(const struct sy_route *r, const sy__rl_cfg *rl,
     char at[300];
     snprintf(at, sizeof at, "%s.args.key-resolver", p);
     return sy__error_set(err, SY_EARG, at,
+                         "RequestRateLimiter: key-resolver: "
                          "#{@pathVariable:%s}: no Path or Host pattern of the "
                          "route captures {%s}: every request would get the "
                          "empty key (its status), never a limit",

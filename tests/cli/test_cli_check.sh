@@ -276,5 +276,15 @@ typos.json: [0].filters[3].args.fallbackUri: CircuitBreaker: fallbackUri: 'forwr
 typos.json: [0].filters[4].args.key-resolver: RequestRateLimiter: key-resolver: #{@header:NAME}: NAME must be a header name (an HTTP token: no spaces)" \
     check --quiet typos.json
 
+cat >"$tmp/unread.json" <<'JSON'
+[{"id": "k", "uri": "http://k", "predicates": ["Path=/u/{user}"], "filters": [
+  {"name": "RequestRateLimiter", "args": {"redis-rate-limiter.replenishRate": "1", "key-resolver": "#{@pathVariable:usr}"}}]},
+ {"id": "t", "uri": "http://t", "metadata": {"response-timeout": 1e16, "connect-timeout": 1000000000000000}}]
+JSON
+run "a path variable no pattern captures, a timeout past 2^53: refused at their path" 1 \
+"unread.json: [0].filters[0].args.key-resolver: RequestRateLimiter: key-resolver: #{@pathVariable:usr}: no Path or Host pattern of the route captures {usr}: every request would get the empty key (its status), never a limit
+unread.json: [1].metadata.response-timeout: response-timeout out of range as a JSON number: at most 9007199254740992 (2^53, exact in a double); write a larger one as a string" \
+    check --quiet unread.json
+
 echo "1..$n"
 [[ $failed -eq 0 ]]

@@ -140,6 +140,18 @@ START_TEST(timeouts_are_read_as_spring_reads_them) {
     }
     ck_assert_int_eq(sy_route_timeout(NULL, SY_TIMEOUT_CONNECT, NULL),
                      SY_TIMEOUT_UNSET);
+    /* the texts: 1e15 to 2^53 in integer form, the rest as cJSON prints */
+    char json[256];
+    url_route_with_metadata(json, sizeof json,
+                            "{\"a\":1000000000000000,\"b\":-0,\"c\":250,"
+                            "\"d\":-9007199254740992,\"e\":1e16}");
+    sy_document *d = parse_ok(json, false);
+    ck_assert_str_eq(sy_route_metadata(route0(d), "a"), "1000000000000000");
+    ck_assert_str_eq(sy_route_metadata(route0(d), "b"), "-0");
+    ck_assert_str_eq(sy_route_metadata(route0(d), "c"), "250");
+    ck_assert_str_eq(sy_route_metadata(route0(d), "d"), "-9007199254740992");
+    ck_assert_str_eq(sy_route_metadata(route0(d), "e"), "1e+16");
+    sy_document_free(d);
 }
 END_TEST
 

@@ -271,12 +271,13 @@ static int parse_uri(struct sy_route *r, const char *path, sy_error *err) {
 /* 2^53: a JSON number's whole values are exact up to it (a double) */
 #define EXACT_WHOLE 9007199254740992.0
 
-/* A metadata value (not a string) as text: a whole number as an integer up to
- * 2^53 (cJSON would print 1e15 as "1e+15", which no integer read takes), else
- * as cJSON prints it; NULL: out of memory. */
+/* A metadata value (not a string) as text: as cJSON prints it, but a
+ * whole number from 1e15 to 2^53 as an integer (cJSON prints 1e15 as
+ * "1e+15", which no integer read takes; below 1e15 it prints integers as
+ * written); NULL: out of memory. */
 static char *metadata_text(struct sy_route *r, const cJSON *c) {
     if (sy__def_is_number(c) && c->valuedouble == floor(c->valuedouble) &&
-        fabs(c->valuedouble) <= EXACT_WHOLE) {
+        fabs(c->valuedouble) >= 1e15 && fabs(c->valuedouble) <= EXACT_WHOLE) {
         char num[32];
         sy__def_number_text(c->valuedouble, num, sizeof num);
         return sy__route_strdup(r, num);

@@ -26,12 +26,21 @@ static inline bool sy__segs_room(sy__segments *segs, size_t need,
 
 #if defined(__SSE2__)
 /* The masks of 16 bytes: bit i is byte i. Returns the '/' bits; `dot`
- * gets the '.' bits and `odd` the '%' and ';' bits. */
-static inline unsigned block_scan(__m128i v, unsigned *dot, unsigned *odd) {
-    *dot = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
-    *odd = (unsigned)_mm_movemask_epi8(
-        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('%')),
-                     _mm_cmpeq_epi8(v, _mm_set1_epi8(';'))));
+ * gets the '.' bits and `odd` the '%' and ';' bits, or, `fold` (a
+ * constant at every call), `dot` the '.', '%' and ';' bits in one mask
+ * and `odd` none: the path scan's one test of what is rare. */
+static inline __attribute__((always_inline)) unsigned
+block_scan(__m128i v, unsigned *dot, unsigned *odd, bool fold) {
+    __m128i d = _mm_cmpeq_epi8(v, _mm_set1_epi8('.'));
+    __m128i o = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('%')),
+                             _mm_cmpeq_epi8(v, _mm_set1_epi8(';')));
+    if (fold) {
+        *dot = (unsigned)_mm_movemask_epi8(_mm_or_si128(d, o));
+        *odd = 0;
+    } else {
+        *dot = (unsigned)_mm_movemask_epi8(d);
+        *odd = (unsigned)_mm_movemask_epi8(o);
+    }
     return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('/')));
 }
 
@@ -56,15 +65,17 @@ static inline uint64_t load_short(const char *p, size_t n) {
  * its bytes in place and zeros after them (a zero byte is in no class), so
  * its masks need no fixing.
  */
-static inline unsigned block_at(const char *p, size_t len, size_t off,
-                                unsigned *dot, unsigned *odd) {
+static inline __attribute__((always_inline)) unsigned
+block_at_as(const char *p, size_t len, size_t off, unsigned *dot, unsigned *odd,
+            bool fold) {
     size_t rest = len - off;
     if (rest >= 16)
-        return block_scan(_mm_loadu_si128((const void *)(p + off)), dot, odd);
+        return block_scan(_mm_loadu_si128((const void *)(p + off)), dot, odd,
+                          fold);
     if (len >= 16) { /* the last 16 bytes; drop the ones seen */
         unsigned drop = (unsigned)(16 - rest);
-        unsigned sl =
-            block_scan(_mm_loadu_si128((const void *)(p + len - 16)), dot, odd);
+        unsigned sl = block_scan(_mm_loadu_si128((const void *)(p + len - 16)),
+                                 dot, odd, fold);
         *dot >>= drop;
         *odd >>= drop;
         return sl >> drop;
@@ -77,7 +88,8 @@ static inline unsigned block_at(const char *p, size_t len, size_t off,
     } else {
         lo = load_short(p, len);
     }
-    return block_scan(_mm_set_epi64x((long long)hi, (long long)lo), dot, odd);
+    return block_scan(_mm_set_epi64x((long long)hi, (long long)lo), dot, odd,
+                      fold);
 }
 
 /*
@@ -86,27 +98,39 @@ static inline unsigned block_at(const char *p, size_t len, size_t off,
  * bytes it shares with the block before give the same bits, so OR is
  * exact); a path under 16 bytes is block_at's two words.
  */
-static inline uint64_t path_masks(const char *p, size_t len, uint64_t *dot,
-                                  uint64_t *odd) {
+static inline __attribute__((always_inline)) uint64_t
+path_masks_as(const char *p, size_t len, uint64_t *dot, uint64_t *odd,
+              bool fold) {
     unsigned d, o, sl;
     if (len < 16) {
-        sl = block_at(p, len, 0, &d, &o);
+        sl = block_at_as(p, len, 0, &d, &o, fold);
         *dot = d;
         *odd = o;
         return sl;
     }
     uint64_t s = 0, dt = 0, od = 0;
     for (size_t off = 0; off + 16 < len; off += 16) {
-        sl = block_scan(_mm_loadu_si128((const void *)(p + off)), &d, &o);
+        sl = block_scan(_mm_loadu_si128((const void *)(p + off)), &d, &o, fold);
         s |= (uint64_t)sl << off;
         dt |= (uint64_t)d << off;
         od |= (uint64_t)o << off;
     }
     size_t last = len - 16;
-    sl = block_scan(_mm_loadu_si128((const void *)(p + last)), &d, &o);
+    sl = block_scan(_mm_loadu_si128((const void *)(p + last)), &d, &o, fold);
     *dot = dt | (uint64_t)d << last;
     *odd = od | (uint64_t)o << last;
     return s | (uint64_t)sl << last;
+}
+
+/* block_at_as and path_masks_as with the three masks apart. */
+static inline unsigned block_at(const char *p, size_t len, size_t off,
+                                unsigned *dot, unsigned *odd) {
+    return block_at_as(p, len, off, dot, odd, false);
+}
+
+static inline uint64_t path_masks(const char *p, size_t len, uint64_t *dot,
+                                  uint64_t *odd) {
+    return path_masks_as(p, len, dot, odd, false);
 }
 
 /*
@@ -122,10 +146,13 @@ static inline uint64_t path_masks(const char *p, size_t len, uint64_t *dot,
  */
 static inline __attribute__((always_inline)) bool
 sy__split_scan(const char *p, size_t len, uint64_t *slp, unsigned *seen) {
-    uint64_t dot, odd;
-    uint64_t sl = path_masks(p, len, &dot, &odd);
-    if (odd)
-        return false;
+    uint64_t rare, dot = 0, odd;
+    uint64_t sl = path_masks_as(p, len, &rare, &odd, true);
+    if (__builtin_expect(rare != 0, 0)) { /* which of '.', '%', ';' */
+        path_masks_as(p, len, &dot, &odd, false);
+        if (odd)
+            return false;
+    }
     uint64_t rooted = sl & 1;
     /* what the matcher must look at: each test rare, so tested once */
     uint64_t dots = dot & ((sl << 1) | 1);

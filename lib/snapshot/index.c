@@ -397,7 +397,7 @@ size_t sy__index_lookup(const sy__index *ix, const sy__segments *path,
     collector_init(&c, ix, out, cap);
     c.dec = path->dec;
     c.count = path->count;
-    walk_in(&c, ROOT_PATH, (cursor){0, 0, 0}, true, W_PATH, true, walk_path);
+    walk_in(&c, ROOT_PATH, (cursor){0, 0, 0}, true, W_PATH, walk_path);
     return lookup_rest(&c, host_labels, method_bit);
 }
 

@@ -36,8 +36,6 @@ static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
         }
         size_t li = p->dim == 2 ? (size_t)b->node_count * 2 + p->node
                                 : (size_t)p->node * 2 + p->kind;
-        if (p->dim == 0 && p->kind == L_MULTI)
-            ix->path_multi = true;
         p->node = (uint32_t)li;
         start[li + 1]++;
         kept++;

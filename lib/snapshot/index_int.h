@@ -200,10 +200,6 @@ struct sy__index {
     sy__cand_var *vars;
     list_ref generic[GENERIC_LISTS];
     uint32_t generic_some; /* bit g: generic[g] is not empty */
-    /* some node of the path trie has a multi list ("**"): false, the flat
-     * walk is the one that never tests X_MULTI (set where the build keeps
-     * a path multi entry: flatten, ph_lists) */
-    bool path_multi;
     hentry *hosts; /* the whole-host table, host_mask + 1 slots; or NULL */
     uint32_t host_mask;
     char *hkeys;
@@ -911,7 +907,7 @@ static inline cursor cur_next(const seq *c, cursor k, const int mode) {
  * form of the path (`mode` a constant). */
 static inline __attribute__((always_inline)) void
 walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
-        const bool multi, void (*self)(collector *, uint32_t, cursor, bool)) {
+        void (*self)(collector *, uint32_t, cursor, bool)) {
     const bool path = mode != W_HOST;
     const sy__index *ix = c->ix;
     const xnode *nodes = ix->nodes;
@@ -922,7 +918,7 @@ walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
         uint32_t shape = nd->shape;
         /* a walkable host pattern starting with "**" has no leading '.',
          * which Ant compares: a host with one is not proven */
-        if (multi && (shape & X_MULTI)) {
+        if (shape & X_MULTI) {
             collect(c, multi_of(ix, nd, node), SY_PROOF_NONE, path || !c->lead);
             if (c->overflow)
                 return;
@@ -975,29 +971,17 @@ walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
 
 static inline void walk_path(collector *c, uint32_t node, cursor k,
                              bool literal) {
-    walk_in(c, node, k, literal, W_PATH, true, walk_path);
+    walk_in(c, node, k, literal, W_PATH, walk_path);
 }
 
 static inline void walk_flat(collector *c, uint32_t node, cursor k,
                              bool literal) {
-    walk_in(c, node, k, literal, W_FLAT, true, walk_flat);
-}
-
-/* walk_flat, never inline (a path trie with multi lists) */
-static __attribute__((noinline, unused)) void
-walk_flat_multi(collector *c, uint32_t node, cursor k, bool literal) {
-    walk_in(c, node, k, literal, W_FLAT, true, walk_flat);
-}
-
-/* walk_flat for a path trie without multi lists (!ix->path_multi) */
-static inline void walk_flat_plain(collector *c, uint32_t node, cursor k,
-                                   bool literal) {
-    walk_in(c, node, k, literal, W_FLAT, false, walk_flat_plain);
+    walk_in(c, node, k, literal, W_FLAT, walk_flat);
 }
 
 static inline void walk_host(collector *c, uint32_t node, cursor k,
                              bool literal) {
-    walk_in(c, node, k, literal, W_HOST, true, walk_host);
+    walk_in(c, node, k, literal, W_HOST, walk_host);
 }
 
 /* A lookup's start: nothing collected, no host walked yet. */
@@ -1035,22 +1019,19 @@ static inline size_t lookup_rest(collector *c, const sy__segments *host_labels,
     return c->overflow ? SIZE_MAX : c->n;
 }
 
-/* sy__index_lookup_flat, inline for the matcher (forced: with the walk's
- * two forms gcc would make it a call). */
-static inline __attribute__((always_inline)) size_t
-index_lookup_flat(const sy__index *ix, const sy__segments *path, uint64_t sl,
-                  const sy__segments *host_labels, int method_bit,
-                  sy__cand_list *out, size_t cap) {
+/* sy__index_lookup_flat, inline for the matcher. */
+static inline size_t index_lookup_flat(const sy__index *ix,
+                                       const sy__segments *path, uint64_t sl,
+                                       const sy__segments *host_labels,
+                                       int method_bit, sy__cand_list *out,
+                                       size_t cap) {
     collector c;
     collector_init(&c, ix, out, cap);
     c.flat = path->flat.ptr;
     c.count = path->flat.len;
     /* the first segment starts after the root's '/' (bit 0) */
-    cursor k = cur_flat(1, sl & ~(uint64_t)1, c.count);
-    if (ix->path_multi) /* a call: the inline walk is the common one */
-        walk_flat_multi(&c, ROOT_PATH, k, true);
-    else
-        walk_in(&c, ROOT_PATH, k, true, W_FLAT, false, walk_flat_plain);
+    walk_in(&c, ROOT_PATH, cur_flat(1, sl & ~(uint64_t)1, c.count), true,
+            W_FLAT, walk_flat);
     return lookup_rest(&c, host_labels, method_bit);
 }
 

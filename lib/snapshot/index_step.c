@@ -53,7 +53,6 @@ struct sy__index_step {
     size_t r;    /* PH_COST: route position of pending entry `cur` */
     size_t work; /* items done by run */
     size_t host_routes;
-    bool path_multi; /* a path multi list kept (sy__index's) */
     uint8_t *placement;
     uint32_t *pcost, *slot_pos, *start, *fill;
     layout L;      /* pruning, the whole-host flags, the layout */
@@ -256,7 +255,6 @@ static int finish(sy__index_step *st, sy__index **out) {
     ix->cands = st->cands;
     st->cands = NULL;
     ix->host_routes = st->host_routes;
-    ix->path_multi = st->path_multi;
     ix->built_nodes = b->node_count;
     ix->vars = b->vars;
     ix->hosts = st->hosts;
@@ -433,8 +431,6 @@ static int ph_lists(sy__index_step *st, size_t *left) {
         } else {
             size_t li = p->dim == 2 ? (size_t)b->node_count * 2 + p->node
                                     : (size_t)p->node * 2 + p->kind;
-            if (p->dim == 0 && p->kind == L_MULTI)
-                st->path_multi = true;
             p->node = (uint32_t)li;
             st->start[li + 1]++;
             st->kept++;

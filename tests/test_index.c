@@ -179,9 +179,6 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
         ck_assert_int_eq(memcmp(ix->hkeys, one->hkeys, text), 0);
         ck_assert_int_eq(memcmp(&ix->hfilt, &one->hfilt, sizeof ix->hfilt), 0);
         ck_assert_uint_eq(ix->bytes, one->bytes);
-        /* both builds choose the same walk (with or without the test for
-         * "**" lists) */
-        ck_assert_int_eq(ix->path_multi, one->path_multi);
         ck_assert_uint_ne(one->generic_some, 0);
         ck_assert_uint_eq(ix->generic_some, one->generic_some);
         for (size_t g = 0; g < GENERIC_LISTS; g++)
@@ -540,40 +537,6 @@ static sy_router *layout_router(void) {
     free(doc);
     return r;
 }
-
-/* Whether the path trie holds a "**" list (path_multi: the lookup then
- * walks with the test for one) is decided alike by the one-shot and the
- * stepwise build, set by a Path pattern ending in "**" only. */
-START_TEST(both_builds_say_alike_whether_the_path_trie_has_a_multi_list) {
-    static const char *const docs[] = {
-        "[{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/s/a\"]},"
-        "{\"id\":\"m\",\"uri\":\"http://b\",\"predicates\":[\"Path=/s/a/"
-        "**\"]}]",
-        "[{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/s/a\"]},"
-        "{\"id\":\"h\",\"uri\":\"http://b\",\"predicates\":"
-        "[\"Host=**.example.org\",\"Path=/s/{x}\"]}]"};
-    for (size_t d = 0; d < 2; d++) {
-        sy_router *r = sy_test_router(docs[d], strlen(docs[d]));
-        sy_snapshot *h = sy_router_acquire(r);
-        const sy_snapshot *s = sy__snapshot_from_handle(h);
-        sy__index_route *in = routes_of(s);
-        sy__alloc a;
-        sy__alloc_init(&a, NULL);
-        sy__index *one;
-        ck_assert_int_eq(sy__index_build(&a, in, s->route_count, &one), 0);
-        ck_assert_msg(one->path_multi == (d == 0), "document %zu", d);
-        sy__index_step *st;
-        sy__index *ix = step_build(&a, in, s->route_count, 1, &st);
-        ck_assert_int_eq(ix->path_multi, one->path_multi);
-        sy__index_unref(ix);
-        sy__index_step_free(st);
-        sy__index_unref(one);
-        free(in);
-        sy_snapshot_release(h);
-        sy_router_free(r);
-    }
-}
-END_TEST
 
 /* The words a node keeps of its segment, as index_int.h spells them:
  * 8 bytes or more: the first 8, then bytes 8 .. 15 (16 or more) or the
@@ -1000,8 +963,6 @@ int main(void) {
     TCase *tc = tcase_create("whole_host");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, both_builds_make_the_same_whole_host_table);
-    tcase_add_test(
-        tc, both_builds_say_alike_whether_the_path_trie_has_a_multi_list);
     tcase_add_test(tc, a_key_is_the_whole_answer_of_the_host_walk);
     tcase_add_test(tc, matching_through_the_table_equals_the_scan);
     tcase_add_test(tc, a_wildcard_keys_captures_are_the_first_label);

@@ -1829,6 +1829,49 @@ START_TEST(a_path_filter_on_a_forward_route_is_refused) {
 }
 END_TEST
 
+/* A default RequestRateLimiter keyed by #{@pathVariable:user}: a route
+ * none of whose patterns captures {user} would give every request the
+ * empty key (its status, 403), never a limit: refused at the default
+ * filter, naming the route (lenient: that route left out). */
+START_TEST(a_default_limiter_path_variable_a_route_lacks_is_refused) {
+    static const char defs[] =
+        "[{\"name\":\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+        "replenishRate\":\"1\",\"key-resolver\":\"#{@pathVariable:user}\"}}]";
+    static const char doc[] =
+        "[{\"id\":\"u\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Path=/u/{user}/**\"]},"
+        "{\"id\":\"n\",\"uri\":\"http://b\",\"predicates\":[\"Path=/n\"]}]";
+    for (int lenient = 0; lenient < 2; lenient++) {
+        sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+        o.default_filters = defs;
+        o.lenient = lenient;
+        sy_router *r;
+        ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+        ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+        sy_error e;
+        sy_report *rep = NULL;
+        int rc = sy_router_apply(r, "s", doc, strlen(doc), &rep, &e);
+        if (!lenient) {
+            ck_assert_int_eq(rc, SY_EARG);
+            ck_assert_str_eq(e.path, "defaultFilters[0].args.key-resolver");
+            ck_assert_msg(strstr(e.message, "'n'") &&
+                              strstr(e.message, "[1]") &&
+                              strstr(e.message, "{user}"),
+                          "%s", e.message);
+            ck_assert_uint_eq(live_routes(r), 0);
+        } else {
+            ck_assert_int_eq(rc, 0);
+            ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+            ck_assert_str_eq(sy_report_issue(rep, 0)->path,
+                             "defaultFilters[0].args.key-resolver");
+            ck_assert_uint_eq(live_routes(r), 1);
+        }
+        sy_report_free(rep);
+        sy_router_free(r);
+    }
+}
+END_TEST
+
 /* The same path filters among the router's default filters: SCG runs
  * them on a forward: route's path too, the hosts forward to the uri's
  * path as written; a host that runs forward: refuses the forward: route
@@ -1974,6 +2017,8 @@ int main(void) {
     tcase_add_test(tc, a_path_filter_on_a_forward_route_is_refused);
     tcase_add_test(tc, a_default_path_filter_with_a_forward_route_is_refused);
     tcase_add_test(tc, a_path_variable_no_pattern_captures_is_refused);
+    tcase_add_test(tc,
+                   a_default_limiter_path_variable_a_route_lacks_is_refused);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -475,13 +475,9 @@ static bool read_select(struct sy_route *r) {
     return true;
 }
 
-/* A RequestRateLimiter's #{@pathVariable:NAME} (rl, of the filter at p)
- * that no Path or Host pattern of r captures: every request's key would
- * be empty (deny-empty-key: 403 to all), never a limit; refused there. */
-static int check_key_var(const struct sy_route *r, const sy__rl_cfg *rl,
-                         const char *p, sy_error *err) {
+bool sy__route_keys_limiter(const struct sy_route *r, const sy__rl_cfg *rl) {
     if (rl->kr.kind != SY_KR_PATH_VAR)
-        return 0;
+        return true;
     for (size_t k = 0; k < r->predicate_count; k++) {
         sy__entry_view tmp;
         const sy__def_entry *e = sy__route_pred_entry(r, k, &tmp);
@@ -491,8 +487,18 @@ static int check_key_var(const struct sy_route *r, const sy__rl_cfg *rl,
              a++)
             if (sy__keyres_pattern_captures(e->args[a].value, rl->kr.arg,
                                             rl->kr.arg_len))
-                return 0;
+                return true;
     }
+    return false;
+}
+
+/* A RequestRateLimiter's #{@pathVariable:NAME} (rl, of the filter at p)
+ * that no Path or Host pattern of r captures: every request's key would
+ * be empty (deny-empty-key: 403 to all), never a limit; refused there. */
+static int check_key_var(const struct sy_route *r, const sy__rl_cfg *rl,
+                         const char *p, sy_error *err) {
+    if (sy__route_keys_limiter(r, rl))
+        return 0;
     char at[300];
     snprintf(at, sizeof at, "%s.args.key-resolver", p);
     return sy__error_set(err, SY_EARG, at,

@@ -336,4 +336,11 @@ int sy__route_check_host(const struct sy_route *r, const char *const *runs,
  * as written, so one there (or in the default filters) is refused. */
 int sy__route_path_filter(const struct sy_route *r);
 
+/* Whether r's requests give limiter rl a key: true unless rl is keyed by
+ * #{@pathVariable:NAME} and no Path or Host pattern of r captures NAME
+ * (every request would get the empty key: its status, never a limit). */
+struct sy__rl_cfg;
+bool sy__route_keys_limiter(const struct sy_route *r,
+                            const struct sy__rl_cfg *rl);
+
 #endif

@@ -9,6 +9,7 @@
 #include "def/def.h"
 #include "policy/breaker.h"
 #include "policy/host_runs.h"
+#include "policy/ratelimit.h"
 #include "route/filter.h"
 #include "router/report.h"
 #include "router/router_int.h"
@@ -467,9 +468,20 @@ static void route_path(char *at, size_t n, const char *list, unsigned index) {
         snprintf(at, n, "route");
 }
 
+/* The default filters' RequestRateLimiter keyed by a path variable
+ * (*at: its index), or NULL. */
+static const sy__rl_cfg *default_var_limiter(const sy_router *r, int *at) {
+    const void *v = NULL;
+    *at = policy_at(r->defaults, SY_F_REQUEST_RATE_LIMITER, &v);
+    const sy__rl_cfg *rl = v;
+    return *at >= 0 && rl->kr.kind == SY_KR_PATH_VAR ? rl : NULL;
+}
+
 bool sy__router_checks_every_route(const sy_router *r) {
+    int at;
     return r->dflt_path >= 0 ||
-           policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, NULL) >= 0;
+           policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, NULL) >= 0 ||
+           default_var_limiter(r, &at);
 }
 
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
@@ -492,6 +504,20 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
             "path as written: put it on the routes that answer",
             sy__def_spec(&r->defaults->more->filters[r->dflt_path])->name,
             rt->id, at, who);
+    }
+    /* a default limiter keyed by a path variable this route does not
+     * capture: its every request would get the empty key, never a limit */
+    int li;
+    const sy__rl_cfg *rl = default_var_limiter(r, &li);
+    if (rl && !sy__route_keys_limiter(rt, rl)) {
+        route_path(at, sizeof at, list, index);
+        snprintf(p, sizeof p, "defaultFilters[%d].args.key-resolver", li);
+        return sy__error_set(
+            err, SY_EARG, p,
+            "RequestRateLimiter: key-resolver: #{@pathVariable:%s}: no Path "
+            "or Host pattern of route '%s' (%s) captures {%s}: its every "
+            "request would get the empty key (its status), never a limit",
+            rl->kr.arg, rt->id, at, rl->kr.arg);
     }
     /* the common route: no policy of its own and no default breaker to
      * claim an entry for; its filters are not read (a large document's

@@ -1829,6 +1829,49 @@ START_TEST(a_path_filter_on_a_forward_route_is_refused) {
 }
 END_TEST
 
+/* A router with default filters defs (host_runs: the gateway's profile,
+ * or NULL) and a source "s". */
+static sy_router *defaults_router(const char *defs, bool gateway, int lenient) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.host_runs = gateway ? sy_host_profile("gateway") : NULL;
+    o.default_filters = defs;
+    o.lenient = lenient;
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    return r;
+}
+
+/* Apply doc, whose route [1] (id `route`) a default filter refuses at
+ * `path` with `code` (its message naming the route and holding `word`):
+ * strict, the apply fails and nothing is live; lenient, that route is
+ * left out as the one issue and route [0] is live. */
+static void default_refuses_route(sy_router *r, const char *doc, int lenient,
+                                  int code, const char *path, const char *route,
+                                  const char *word) {
+    char named[64];
+    snprintf(named, sizeof named, "'%s'", route);
+    sy_error e;
+    sy_report *rep = NULL;
+    int rc = sy_router_apply(r, "s", doc, strlen(doc), &rep, &e);
+    if (!lenient) {
+        ck_assert_int_eq(rc, code);
+        ck_assert_str_eq(e.path, path);
+        ck_assert_msg(strstr(e.message, named) && strstr(e.message, "[1]") &&
+                          strstr(e.message, word),
+                      "%s", e.message);
+        ck_assert_uint_eq(live_routes(r), 0);
+    } else {
+        ck_assert_int_eq(rc, 0);
+        ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+        const sy_error *is = sy_report_issue(rep, 0);
+        ck_assert_str_eq(is->path, path);
+        ck_assert_msg(strstr(is->message, named), "%s", is->message);
+        ck_assert_uint_eq(live_routes(r), 1);
+    }
+    sy_report_free(rep);
+}
+
 /* A default RequestRateLimiter keyed by #{@pathVariable:user}: a route
  * none of whose patterns captures {user} would give every request the
  * empty key (its status, 403), never a limit: refused at the default
@@ -1842,31 +1885,10 @@ START_TEST(a_default_limiter_path_variable_a_route_lacks_is_refused) {
         "[\"Path=/u/{user}/**\"]},"
         "{\"id\":\"n\",\"uri\":\"http://b\",\"predicates\":[\"Path=/n\"]}]";
     for (int lenient = 0; lenient < 2; lenient++) {
-        sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-        o.default_filters = defs;
-        o.lenient = lenient;
-        sy_router *r;
-        ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-        ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
-        sy_error e;
-        sy_report *rep = NULL;
-        int rc = sy_router_apply(r, "s", doc, strlen(doc), &rep, &e);
-        if (!lenient) {
-            ck_assert_int_eq(rc, SY_EARG);
-            ck_assert_str_eq(e.path, "defaultFilters[0].args.key-resolver");
-            ck_assert_msg(strstr(e.message, "'n'") &&
-                              strstr(e.message, "[1]") &&
-                              strstr(e.message, "{user}"),
-                          "%s", e.message);
-            ck_assert_uint_eq(live_routes(r), 0);
-        } else {
-            ck_assert_int_eq(rc, 0);
-            ck_assert_uint_eq(sy_report_issue_count(rep), 1);
-            ck_assert_str_eq(sy_report_issue(rep, 0)->path,
-                             "defaultFilters[0].args.key-resolver");
-            ck_assert_uint_eq(live_routes(r), 1);
-        }
-        sy_report_free(rep);
+        sy_router *r = defaults_router(defs, false, lenient);
+        default_refuses_route(r, doc, lenient, SY_EARG,
+                              "defaultFilters[0].args.key-resolver", "n",
+                              "{user}");
         sy_router_free(r);
     }
 }
@@ -1889,33 +1911,10 @@ START_TEST(a_default_path_filter_with_a_forward_route_is_refused) {
             char defs[128];
             snprintf(defs, sizeof defs, "[\"AddRequestHeader=X-A,1\",\"%s\"]",
                      names[i]);
-            sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-            o.host_runs = sy_host_profile("gateway");
-            o.default_filters = defs;
-            o.lenient = lenient;
-            sy_router *r;
-            ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-            ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+            sy_router *r = defaults_router(defs, true, lenient);
+            default_refuses_route(r, doc, lenient, SY_ENOTRUN,
+                                  "defaultFilters[1]", "f", "forward:");
             sy_error e;
-            sy_report *rep = NULL;
-            int rc = sy_router_apply(r, "s", doc, strlen(doc), &rep, &e);
-            if (!lenient) {
-                ck_assert_int_eq(rc, SY_ENOTRUN);
-                ck_assert_str_eq(e.path, "defaultFilters[1]");
-                ck_assert_msg(strstr(e.message, "'f'") &&
-                                  strstr(e.message, "[1]") &&
-                                  strstr(e.message, "forward:"),
-                              "%s", e.message);
-                ck_assert_uint_eq(live_routes(r), 0);
-            } else {
-                ck_assert_int_eq(rc, 0);
-                ck_assert_uint_eq(sy_report_issue_count(rep), 1);
-                const sy_error *is = sy_report_issue(rep, 0);
-                ck_assert_str_eq(is->path, "defaultFilters[1]");
-                ck_assert_msg(strstr(is->message, "'f'"), "%s", is->message);
-                ck_assert_uint_eq(live_routes(r), 1);
-            }
-            sy_report_free(rep);
             ck_assert_int_eq(sy_router_apply(r, "s", ok, strlen(ok), NULL, &e),
                              0);
             ck_assert_int_eq(
@@ -1927,11 +1926,7 @@ START_TEST(a_default_path_filter_with_a_forward_route_is_refused) {
             sy_router_free(r);
         }
     /* a router whose host declares nothing refuses nothing */
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.default_filters = "[\"StripPrefix=1\"]";
-    sy_router *r;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    sy_router *r = defaults_router("[\"StripPrefix=1\"]", false, 0);
     ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL), 0);
     ck_assert_uint_eq(live_routes(r), 2);
     sy_router_free(r);

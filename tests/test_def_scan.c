@@ -512,6 +512,113 @@ START_TEST(the_skip_hook_skips_what_it_claims_and_nothing_else) {
 }
 END_TEST
 
+/* scan_text with the routes split, under lim: its code; *e located. */
+static int scan_with(const char *t, const sy_limits *lim, size_t *routes,
+                     sy_error *e) {
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__json_scan sc;
+    int rc = sy__json_scan_text(&a, t, strlen(t), lim, true, &sc, e);
+    *routes = sc.route_count;
+    sy__free(&a, sc.routes);
+    return rc;
+}
+
+/* A bad value inside a route object (the fast check of a route element
+ * gives up on it, and the element is read again) fails as the same value
+ * does in an object outside the routes (read by the scan alone): the same
+ * code and message, at the same place in the value. A good one passes
+ * both ways. */
+START_TEST(a_value_inside_a_route_is_checked_as_one_outside) {
+    static const char *const vals[] = {
+        "01",
+        "1.",
+        "-",
+        "1e",
+        "1x",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "\"\\udc00\"",
+        "\"\\ud800x\"",
+        "tru",
+        "nul",
+        "fals",
+        "[1,]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "{1:2}",
+        "[\"a\" \"b\"]",
+        "\"a\\u0000\"",
+        "{\"k\\u0000\":1}",
+        "\"a\\\"b\"",
+        "-0.5e+3",
+        "[true,false,null,{},[]]",
+        "\"\\ud83d\\ude00\\n\\/\"",
+        "{\"a\":{\"b\":[1,{\"c\":\"d\"}]}}",
+    };
+    const char *head = "{\"routes\":[{\"m\":";
+    const char *ohead = "{\"routes\":[],\"version\":{\"m\":";
+    sy_limits lim;
+    sy__limits_resolve(&lim, NULL);
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        char in[256], out[256];
+        snprintf(in, sizeof in, "%s%s}]}", head, vals[i]);
+        snprintf(out, sizeof out, "%s%s}}", ohead, vals[i]);
+        sy_error ei, eo;
+        size_t ni, no;
+        int ri = scan_with(in, &lim, &ni, &ei);
+        int ro = scan_with(out, &lim, &no, &eo);
+        ck_assert_msg(ri == ro, "%s: %d inside, %d outside", vals[i], ri, ro);
+        if (ro) {
+            ck_assert_str_eq(ei.message, eo.message);
+            ck_assert_uint_eq(ei.offset - strlen(head),
+                              eo.offset - strlen(ohead));
+        } else {
+            ck_assert_uint_eq(ni, 1);
+        }
+    }
+}
+END_TEST
+
+/* The limits hold inside a route element exactly as outside: a string of
+ * max_string_bytes (escapes counting as the byte they make) passes, one
+ * more fails with its path; nesting to max_depth passes, one more fails;
+ * a route nested deeper than the fast check follows (63 levels) is read. */
+START_TEST(limits_inside_a_route_hold_to_the_byte_and_the_level) {
+    sy_limits lim;
+    sy__limits_resolve(&lim, NULL);
+    lim.max_string_bytes = 8;
+    sy_error e;
+    size_t n;
+    ck_assert_int_eq(
+        scan_with("[{\"id\":\"a\",\"k\":\"1234567\\n\"}]", &lim, &n, &e), 0);
+    ck_assert_int_eq(
+        scan_with("[{\"id\":\"a\",\"k\":\"12345678\\n\"}]", &lim, &n, &e),
+        SY_ELIMIT);
+    ck_assert_str_eq(e.path, "[0].k");
+    ck_assert_int_eq(
+        scan_with("[{\"id\":\"a\",\"12345678\\t\":1}]", &lim, &n, &e),
+        SY_ELIMIT);
+    ck_assert_str_eq(e.path, "[0]");
+    sy__limits_resolve(&lim, NULL);
+    lim.max_depth = 5; /* the array, the route, three more */
+    ck_assert_int_eq(scan_with("[{\"a\":[{\"b\":[]}]}]", &lim, &n, &e), 0);
+    ck_assert_int_eq(scan_with("[{\"a\":[{\"b\":[[]]}]}]", &lim, &n, &e),
+                     SY_ELIMIT);
+    ck_assert_str_eq(e.path, "");
+    lim.max_depth = 200;
+    char deep[512];
+    size_t o = (size_t)snprintf(deep, sizeof deep, "[{\"id\":\"a\",\"m\":");
+    for (int i = 0; i < 100; i++)
+        deep[o++] = '[';
+    for (int i = 0; i < 100; i++)
+        deep[o++] = ']';
+    memcpy(deep + o, "},{\"id\":\"b\"}]", 14);
+    ck_assert_int_eq(scan_with(deep, &lim, &n, &e), 0);
+    ck_assert_uint_eq(n, 2);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("def_scan");
     TCase *tc = tcase_create("def_scan");
@@ -532,6 +639,8 @@ int main(void) {
     tcase_add_test(tc, strings_are_read_right_at_every_position_and_alignment);
     tcase_add_test(tc, a_route_with_a_very_long_number_still_parses);
     tcase_add_test(tc, the_skip_hook_skips_what_it_claims_and_nothing_else);
+    tcase_add_test(tc, a_value_inside_a_route_is_checked_as_one_outside);
+    tcase_add_test(tc, limits_inside_a_route_hold_to_the_byte_and_the_level);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -444,6 +444,178 @@ static int scan_scalar(scanner *sc, char c) {
     return unexpected(sc);
 }
 
+/* ---- the fast check of one route ----
+ *
+ * Most route elements are valid, and the frames the scan keeps (a key or
+ * an index per level, for an error's path) are read only when something
+ * fails. fast_route checks one element of the routes array with its
+ * position in a register and no frames: the same grammar and the same
+ * limits as the scan below. Anything it does not take on (a \u escape, a
+ * nesting deeper than 63 levels in the route) and every error makes it
+ * return 0: the scan then reads the element again from its first byte,
+ * and finds and locates what is wrong as it always did. So it may give up
+ * on a valid element (that costs time only), never accept an invalid one. */
+
+/* The string at pos (its opening quote), checked as scan_string checks
+ * it: the position past its closing quote, or 0. */
+static inline size_t fast_string(const char *s, size_t pos, size_t len,
+                                 size_t max_bytes) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t p = pos + 1, escapes = 0;
+    for (;;) {
+        while (p + 8 <= len) {
+            uint64_t w = sy__load_u64(s + p);
+            uint64_t hit = sy__swar_has_byte(w, '"') |
+                           sy__swar_has_byte(w, '\\') |
+                           sy__swar_has_below(w, 1);
+            if (hit) {
+#if SY_SWAR_FIRST_OK
+                p += sy__swar_first(hit);
+#endif
+                break;
+            }
+            p += 8;
+        }
+        while (p < len && !string_stop[u[p]])
+            p++;
+        if (p >= len || !u[p])
+            return 0;
+        if (u[p] == '"')
+            break;
+        /* a backslash: the escapes of one byte, not \u */
+        if (p + 1 >= len || u[p + 1] == 'u' || u[p + 1] == 0 ||
+            !strchr("\"\\/bfnrt", u[p + 1]))
+            return 0;
+        escapes++;
+        p += 2;
+    }
+    if (p - (pos + 1) - escapes > max_bytes)
+        return 0;
+    return p + 1;
+}
+
+/* The number at pos, as scan_number reads it: the position past it, or 0. */
+static size_t fast_number(const char *s, size_t pos, size_t len) {
+    if (s[pos] == '-')
+        pos++;
+    if (pos >= len || !digit(s[pos]))
+        return 0;
+    if (s[pos] == '0')
+        pos++;
+    else
+        while (pos < len && digit(s[pos]))
+            pos++;
+    if (pos < len && s[pos] == '.') {
+        if (++pos >= len || !digit(s[pos]))
+            return 0;
+        while (pos < len && digit(s[pos]))
+            pos++;
+    }
+    if (pos < len && (s[pos] == 'e' || s[pos] == 'E')) {
+        pos++;
+        if (pos < len && (s[pos] == '+' || s[pos] == '-'))
+            pos++;
+        if (pos >= len || !digit(s[pos]))
+            return 0;
+        while (pos < len && digit(s[pos]))
+            pos++;
+    }
+    if (pos < len &&
+        (digit(s[pos]) || s[pos] == '.' || (s[pos] >= 'a' && s[pos] <= 'z') ||
+         (s[pos] >= 'A' && s[pos] <= 'Z')))
+        return 0;
+    return pos;
+}
+
+static inline size_t fast_ws(const char *s, size_t pos, size_t len) {
+    while (pos < len && is_ws[(unsigned char)s[pos]])
+        pos++;
+    return pos;
+}
+
+/* The route element at sc->pos (its '{', counted in sc->values): the
+ * position past its closing brace with *values its count of values, or 0
+ * (see above). */
+static size_t fast_route(const scanner *sc, size_t *values) {
+    const char *s = sc->s;
+    size_t len = sc->len, pos = sc->pos, n = *values;
+    size_t max_bytes = sc->lim->max_string_bytes;
+    uint32_t depth = sc->depth, max_depth = sc->max_depth;
+    uint64_t objects = 0; /* a bit a level open in the route: 1 object */
+    unsigned level = 0;
+    char c = '{';
+    for (;;) {
+        /* a value at pos, counted: c is its first byte */
+        if (c == '{' || c == '[') {
+            if (depth >= max_depth || level >= 63)
+                return 0;
+            depth++;
+            level++;
+            objects = objects << 1 | (c == '{');
+            pos = fast_ws(s, pos + 1, len);
+            if (pos >= len)
+                return 0;
+            if (s[pos] == (c == '{' ? '}' : ']')) {
+                pos++;
+                depth--;
+                level--;
+                objects >>= 1;
+            } else if (c == '[') {
+                goto value;
+            } else {
+                goto key;
+            }
+        } else if (c == '"') {
+            if (!(pos = fast_string(s, pos, len, max_bytes)))
+                return 0;
+        } else if (c == '-' || digit(c)) {
+            if (!(pos = fast_number(s, pos, len)))
+                return 0;
+        } else {
+            const char *w = c == 't' ? "true" : c == 'f' ? "false" : "null";
+            size_t k = c == 'f' ? 5 : 4;
+            if ((c != 't' && c != 'f' && c != 'n') || len - pos < k ||
+                memcmp(s + pos, w, k) != 0)
+                return 0;
+            pos += k;
+        }
+        /* after a value: a ',' and the next, or closing brackets */
+        for (;;) {
+            if (!level) {
+                *values = n;
+                return pos;
+            }
+            pos = fast_ws(s, pos, len);
+            if (pos >= len)
+                return 0;
+            if (s[pos] == ',') {
+                pos = fast_ws(s, pos + 1, len);
+                if (objects & 1)
+                    goto key;
+                goto value;
+            }
+            if (s[pos] != ((objects & 1) ? '}' : ']'))
+                return 0;
+            pos++;
+            depth--;
+            level--;
+            objects >>= 1;
+        }
+    key:
+        if (pos >= len || s[pos] != '"' ||
+            !(pos = fast_string(s, pos, len, max_bytes)))
+            return 0;
+        pos = fast_ws(s, pos, len);
+        if (pos >= len || s[pos] != ':')
+            return 0;
+        pos = fast_ws(s, pos + 1, len);
+    value:
+        if (pos >= len || ++n > SY_MAX_ROUTE_VALUES)
+            return 0;
+        c = s[pos];
+    }
+}
+
 /* A value starts at sc->pos: a known route skipped, a container opened
  * or a scalar read. *vstart: where a value at depth 1 starts. */
 static int at_value(scanner *sc, size_t *vstart) {
@@ -459,6 +631,14 @@ static int at_value(scanner *sc, size_t *vstart) {
         sc->out->root = c;
     if (c == '{' && skip_known_route(sc))
         return AT_AFTER;
+    if (c == '{' && sc->routes_depth && sc->depth == sc->routes_depth) {
+        size_t values = sc->values, end = fast_route(sc, &values);
+        if (end) { /* else read again below, to find what is wrong */
+            sc->pos = end;
+            sc->values = values;
+            return AT_AFTER;
+        }
+    }
     if (c == '{' || c == '[')
         return open_container(sc, c);
     rc = scan_scalar(sc, c);

@@ -661,3 +661,45 @@ bool sy__pattern_segment_is_star(const sy__pattern *p, size_t i) {
 const char *sy__pattern_source(const sy__pattern *p) {
     return p->src;
 }
+
+bool sy__pattern_literal_form(const sy__pattern *p, bool host, size_t *segs,
+                              size_t *len_out, bool *rest_out) {
+    size_t n = p->n;
+    const char *src = p->src;
+    size_t len = strlen(src), pos = 0;
+    if (n == 0 || n > UINT16_MAX || len > UINT32_MAX ||
+        !sy__pattern_can_match(p))
+        return false;
+    /* a path's last "**" (no variable): any rest; its source ends so (a
+     * path's last PE_MULTI is SY_SEG_MULTI: SY_SEG_REST is a regex's) */
+    bool rest = !host && p->elems[n - 1].kind == PE_MULTI && p->nvars == 0 &&
+                len >= 3 && memcmp(src + len - 3, "/**", 3) == 0;
+    if (rest) {
+        n--;
+        len -= 3;
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* SY_SEG_LITERAL is exactly a PE_LITERAL (SY_SEG_REST never is) */
+        const sy__pelem *el = &p->elems[i];
+        if (el->kind != PE_LITERAL)
+            return false;
+        const char *lit = src + el->offset;
+        /* a host: "a.b.c", labels never empty (an empty one would be the
+         * virtual label of a leading or trailing '.') */
+        size_t sep = host ? i > 0 : 1;
+        if (host && !el->len)
+            return false;
+        if (len - pos < sep + el->len ||
+            (sep && src[pos] != (host ? '.' : '/')) ||
+            (el->len && lit != src + pos + sep &&
+             memcmp(src + pos + sep, lit, el->len) != 0))
+            return false;
+        pos += sep + el->len;
+    }
+    if (pos != len)
+        return false;
+    *segs = n;
+    *len_out = len;
+    *rest_out = rest;
+    return true;
+}

@@ -182,6 +182,15 @@ sy_str sy__pattern_segment_var(const sy__pattern *p, size_t i);
  * empty one too when it is the pattern's last segment. */
 bool sy__pattern_segment_is_star(const sy__pattern *p, size_t i);
 const char *sy__pattern_source(const sy__pattern *p);
+/* predicate.c's literal form of a pattern: true when it can match, every
+ * segment (label) of it is literal and its source is exactly those joined
+ * by '/' (each after a '/') or '.' (between labels, none empty), after
+ * a last "/" "**" of no variable for a path (*rest set, that element not
+ * counted); *segs and *len (the source's length without it) then set. At
+ * most UINT16_MAX segments and UINT32_MAX bytes. The walk of
+ * sy__pattern_segment_kind and sy__pattern_literal in one call. */
+bool sy__pattern_literal_form(const sy__pattern *p, bool host, size_t *segs,
+                              size_t *len, bool *rest);
 
 /* Containment, for the shadowed-route check (pattern_cover.c): true only
  * when q matches every request path p matches, with each pattern's

@@ -553,38 +553,11 @@ void sy__pred_note_literal(sy__pred *p) {
     if ((p->kind != SY_PK_PATH && !host) || p->many)
         return;
     const sy__pattern *pat = sy__pred_pat(p, 0);
-    size_t n = sy__pattern_segment_count(pat);
+    size_t n, len;
+    bool rest;
+    if (!sy__pattern_literal_form(pat, host, &n, &len, &rest))
+        return;
     const char *src = sy__pattern_source(pat);
-    size_t len = strlen(src), pos = 0;
-    if (n == 0 || n > UINT16_MAX || len > UINT32_MAX ||
-        !sy__pattern_can_match(pat))
-        return;
-    /* a path's last "**" (no variable): any rest; its source ends so */
-    bool rest = !host && sy__pattern_segment_kind(pat, n - 1) == SY_SEG_MULTI &&
-                sy__pattern_var_count(pat) == 0 && len >= 3 &&
-                memcmp(src + len - 3, "/**", 3) == 0;
-    if (rest) {
-        n--;
-        len -= 3;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (sy__pattern_segment_kind(pat, i) != SY_SEG_LITERAL)
-            return;
-        sy_str lit = sy__pattern_literal(pat, i);
-        /* a host: "a.b.c", labels never empty (an empty one would be the
-         * virtual label of a leading or trailing '.') */
-        size_t sep = host ? i > 0 : 1;
-        if (host && !lit.len)
-            return;
-        if (len - pos < sep + lit.len ||
-            (sep && src[pos] != (host ? '.' : '/')) ||
-            (lit.len && lit.ptr != src + pos + sep &&
-             memcmp(src + pos + sep, lit.ptr, lit.len) != 0))
-            return;
-        pos += sep + lit.len;
-    }
-    if (pos != len)
-        return;
     /* over max_groups (1), var_count (0) and npats (one pattern): the
      * accessors give those for a lit */
     p->lit = true;

@@ -45,15 +45,31 @@ def body(procs, c):
                 results.append(rec)
         conn.close()
 
+    def count(since=None):
+        with lock:
+            return len(results) if since is None else \
+                sum(1 for r in results if r[0] > since)
+
+    def run_until(seconds, enough, deadline_s=20.0):
+        """At least `seconds` of load and until enough() holds: the
+        counts asserted below are reached by polling, not assumed of a
+        fixed sleep (a loaded runner serves fewer requests per second).
+        Bounded: after deadline_s the checks below say what was short."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < deadline_s:
+            if time.monotonic() - t0 >= seconds and enough():
+                return
+            time.sleep(0.02)
+
     threads = [threading.Thread(target=load) for _ in range(3)]
     for t in threads:
         t.start()
-    time.sleep(0.5)
-    before = len(results)
+    run_until(0.5, lambda: count() > 50)
+    before = count()
     bprocs["b2"].kill()
     bprocs["b2"].wait()
     killed_at = time.monotonic()
-    time.sleep(2.0)
+    run_until(2.0, lambda: count(killed_at) > 200)
     stop.set()
     for t in threads:
         t.join(20)

@@ -542,21 +542,32 @@ typedef struct text_counts {
     size_t rooted; /* list items that start with '/' (after blanks) */
 } text_counts;
 
-/* Characters count_text looks at: list separators and what patterns
- * hold per element or variable. */
-static const unsigned char marked[256] = {
-    [0] = 1, [','] = 1, ['/'] = 1, ['.'] = 1, ['{'] = 1, ['*'] = 1, ['?'] = 1};
-
 static bool item_rooted(const char *s) {
     while (*s == ' ')
         s++;
     return *s == '/';
 }
 
+/* What count_text adds a byte of a pattern predicate's text: four 16-bit
+ * counts in a word (',', the separator, '{', the glob characters '{', '*'
+ * and '?'), one table a separator, so a byte costs a load and an add. */
+#define T_COMMA 1ull
+#define T_SEP (1ull << 16)
+#define T_BRACE (1ull << 32)
+#define T_GLOB (1ull << 48)
+static const uint64_t text_add_path[256] = {
+    [','] = T_COMMA, ['/'] = T_SEP,  ['{'] = T_BRACE | T_GLOB,
+    ['*'] = T_GLOB,  ['?'] = T_GLOB,
+};
+static const uint64_t text_add_host[256] = {
+    [','] = T_COMMA, ['.'] = T_SEP,  ['{'] = T_BRACE | T_GLOB,
+    ['*'] = T_GLOB,  ['?'] = T_GLOB,
+};
+
 /* One pass over an argument text: its ',' (list items) and, for a
- * pattern predicate (`sep` not 0), its `sep` and '{' characters, the
- * items that start with '/' and the pieces that may make a regex;
- * returns its length. */
+ * pattern predicate (`sep` '/' or '.', not 0), its `sep` and '{'
+ * characters, the items that start with '/' and the pieces that may make
+ * a regex; returns its length. */
 static size_t count_text(const char *s, char sep, text_counts *tc) {
     const char *p = s;
     if (!sep) { /* the list items only */
@@ -564,23 +575,23 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
             tc->commas++, p++;
         return strlen(s);
     }
-    tc->rooted += item_rooted(s);
-    bool glob = false;
-    for (;; p++) {
-        while (!marked[(unsigned char)*p]) /* one test a plain byte */
-            p++;
-        unsigned char c = (unsigned char)*p;
-        if (!c)
-            break;
-        if (c == ',') {
-            tc->commas++;
-            tc->rooted += item_rooted(p + 1);
-        }
-        tc->seps += c == (unsigned char)sep;
-        tc->braces += c == '{';
-        glob = glob || c == '{' || c == '*' || c == '?';
+    const uint64_t *add = sep == '/' ? text_add_path : text_add_host;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s), commas = 0, glob = 0;
+    for (size_t i = 0; i < len;) { /* runs a count cannot overflow */
+        size_t stop = len - i > 0xffff ? i + 0xffff : len;
+        uint64_t acc = 0;
+        for (; i < stop; i++)
+            acc += add[u[i]];
+        commas += (size_t)acc & 0xffff;
+        tc->seps += (size_t)(acc >> 16) & 0xffff;
+        tc->braces += (size_t)(acc >> 32) & 0xffff;
+        glob += (size_t)(acc >> 48);
     }
-    size_t len = (size_t)(p - s);
+    tc->commas += commas;
+    tc->rooted += item_rooted(s);
+    for (p = s; commas && (p = strchr(p, ',')); p++, commas--)
+        tc->rooted += item_rooted(p + 1);
     if (glob) /* the pieces that may make a regex (a match context each) */
         tc->regex += sy__pattern_regex_pieces(s, len, sep, true);
     return len;

@@ -29,16 +29,63 @@ def binary():
     return BINARY
 
 
+class PortTaken(RuntimeError):
+    """Another process listens on a port picked for ours: picked again."""
+
+
+def _listeners(port):
+    """Inodes of the sockets listening on 127.0.0.1:port or *:port."""
+    mine = {"0100007F:%04X" % port, "00000000:%04X" % port}
+    try:
+        with open("/proc/net/tcp") as f:
+            rows = [ln.split() for ln in f.readlines()[1:]]
+    except OSError:
+        return None
+    return {r[9] for r in rows if len(r) > 9 and r[1] in mine and r[3] == "0A"}
+
+
+def _sockets_of(pid):
+    fds = "/proc/%d/fd" % pid
+    out = set()
+    try:
+        for fd in os.listdir(fds):
+            try:
+                link = os.readlink(os.path.join(fds, fd))
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                out.add(link[8:-1])
+    except OSError:
+        pass
+    return out
+
+
 def wait_port(port, deadline_s=10.0, proc=None):
+    """Until the port answers; with proc, until proc itself listens there
+    and nobody else does: free_port()'s pick is free when made, but another
+    test's server may bind it before ours does, and a greeting from it is
+    no readiness (two SO_REUSEPORT listeners even share the connections).
+    PortTaken when that happened."""
     end = time.time() + deadline_s
     while time.time() < end:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError("process exited with %s" % proc.returncode)
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
         except OSError:
             time.sleep(0.02)
+            continue
+        if proc is None:
+            return
+        listening = _listeners(port)
+        if listening is None:  # no /proc/net/tcp: the greeting it is
+            return
+        ours = listening & _sockets_of(proc.pid)
+        if ours and ours == listening:
+            return
+        if ours or proc.poll() is not None:
+            raise PortTaken("port %d: another process listens there" % port)
+        time.sleep(0.02)  # someone else's: ours binds beside it or exits
     raise RuntimeError("port %d never opened" % port)
 
 
@@ -55,33 +102,54 @@ class Procs:
         self.procs.append(p)
         return p
 
+    def start_listening(self, nports, make_args, log_name):
+        """Start make_args(*ports) on nports fresh ports and wait until it
+        listens on all of them; a port another process took meanwhile
+        (wait_port: PortTaken, or ours exited on "address already in
+        use") is picked again, twice at most."""
+        for attempt in range(3):
+            ports = [free_port() for _ in range(nports)]
+            args = make_args(*ports)
+            p = self.start(args, log_name(*ports) if callable(log_name)
+                           else log_name)
+            try:
+                for port in ports:
+                    wait_port(port, proc=p)
+                return p, ports
+            except RuntimeError as e:  # PortTaken among them
+                taken = isinstance(e, PortTaken)
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+                log = self.log(log_name(*ports) if callable(log_name)
+                               else log_name).lower()
+                taken = taken or "address already in use" in log
+                if not taken or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
     def backend(self, ident, version="1"):
-        port = free_port()
-        p = self.start([binary(), "--backend", "--id", ident, "--version",
-                        version, "--listen", "127.0.0.1:%d" % port],
-                       "backend-%s.log" % ident)
-        wait_port(port, proc=p)
+        p, (port,) = self.start_listening(1, lambda port: [
+            binary(), "--backend", "--id", ident, "--version", version,
+            "--listen", "127.0.0.1:%d" % port], "backend-%s.log" % ident)
         return p, port
 
     def gateway(self, *extra, workers=1, admin_token=None):
-        port, admin = free_port(), free_port()
-        args = [binary(), "--listen", "127.0.0.1:%d" % port, "--admin",
-                "127.0.0.1:%d" % admin, "--workers", str(workers), "--quiet"]
-        if admin_token:
-            args += ["--admin-token", admin_token]
-        args += list(extra)
-        p = self.start(args, "gateway.log")
-        wait_port(port, proc=p)
-        wait_port(admin, proc=p)
+        def args(port, admin):
+            a = [binary(), "--listen", "127.0.0.1:%d" % port, "--admin",
+                 "127.0.0.1:%d" % admin, "--workers", str(workers), "--quiet"]
+            if admin_token:
+                a += ["--admin-token", admin_token]
+            return a + list(extra)
+        p, (port, admin) = self.start_listening(2, args, "gateway.log")
         return Gateway(p, port, admin, admin_token, self)
 
     def redis(self):
         """A redis-server on a free loopback port, nothing persisted."""
-        port = free_port()
-        p = self.start(["redis-server", "--port", str(port), "--bind",
-                        "127.0.0.1", "--save", "", "--appendonly", "no"],
-                       "redis-%d.log" % port)
-        wait_port(port, proc=p)
+        p, (port,) = self.start_listening(1, lambda port: [
+            "redis-server", "--port", str(port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no"],
+            lambda port: "redis-%d.log" % port)
         return p, port
 
     def log(self, name):

@@ -151,6 +151,27 @@ static int hex4(const char *p, unsigned *out) {
 /* Bytes that end a run of plain string bytes: NUL, '"' and '\\'. */
 static const unsigned char string_stop[256] = {[0] = 1, ['"'] = 1, ['\\'] = 1};
 
+/* The end of the run of plain string bytes at p: the first NUL, '"' or
+ * '\\' of s[p, len), or len. A word at a time, then byte by byte. */
+static inline size_t plain_end(const char *s, size_t p, size_t len) {
+    const unsigned char *u = (const unsigned char *)s;
+    while (p + 8 <= len) {
+        uint64_t w = sy__load_u64(s + p);
+        uint64_t hit = sy__swar_has_byte(w, '"') | sy__swar_has_byte(w, '\\') |
+                       sy__swar_has_below(w, 1);
+        if (hit) {
+#if SY_SWAR_FIRST_OK
+            p += sy__swar_first(hit);
+#endif
+            break;
+        }
+        p += 8;
+    }
+    while (p < len && !string_stop[u[p]])
+        p++;
+    return p;
+}
+
 /* A string at sc->pos (on its opening quote). Checks escapes, NUL bytes
  * and the decoded length; is_key: the frame on top records it. */
 static inline __attribute__((always_inline)) int scan_string(scanner *sc,
@@ -160,23 +181,7 @@ static inline __attribute__((always_inline)) int scan_string(scanner *sc,
     for (;;) {
         /* a run of plain bytes at once, in locals (the scanner's fields
          * would be stored back at every byte) */
-        size_t p = sc->pos, len = sc->len;
-        const unsigned char *u = (const unsigned char *)s;
-        while (p + 8 <= len) { /* a word at a time, then byte by byte */
-            uint64_t w = sy__load_u64(s + p);
-            uint64_t hit = sy__swar_has_byte(w, '"') |
-                           sy__swar_has_byte(w, '\\') |
-                           sy__swar_has_below(w, 1);
-            if (hit) {
-#if SY_SWAR_FIRST_OK
-                p += sy__swar_first(hit);
-#endif
-                break;
-            }
-            p += 8;
-        }
-        while (p < len && !string_stop[u[p]])
-            p++;
+        size_t p = plain_end(s, sc->pos, sc->len);
         decoded += p - sc->pos;
         sc->pos = p;
         if (sc->pos >= sc->len)
@@ -463,21 +468,7 @@ static inline size_t fast_string(const char *s, size_t pos, size_t len,
     const unsigned char *u = (const unsigned char *)s;
     size_t p = pos + 1, escapes = 0;
     for (;;) {
-        while (p + 8 <= len) {
-            uint64_t w = sy__load_u64(s + p);
-            uint64_t hit = sy__swar_has_byte(w, '"') |
-                           sy__swar_has_byte(w, '\\') |
-                           sy__swar_has_below(w, 1);
-            if (hit) {
-#if SY_SWAR_FIRST_OK
-                p += sy__swar_first(hit);
-#endif
-                break;
-            }
-            p += 8;
-        }
-        while (p < len && !string_stop[u[p]])
-            p++;
+        p = plain_end(s, p, len);
         if (p >= len || !u[p])
             return 0;
         if (u[p] == '"')

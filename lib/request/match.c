@@ -12,8 +12,9 @@
  */
 #include "request/match.h"
 
-#include "route/pattern_split.h" /* sy__segments_split_lazy, inline */
-#include "snapshot/index_int.h"  /* index_host_exact, inline */
+#include "route/pattern_split.h"   /* sy__segments_split_lazy, inline */
+#include "route/predicate_quick.h" /* sy__preds_quick, inline */
+#include "snapshot/index_int.h"    /* index_host_exact, inline */
 
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {
@@ -370,69 +371,6 @@ static inline bool walk_caps(sy__eval *ev, const sy__cand_list *l,
     return true;
 }
 
-/* A candidate its inline data does not decide: its predicates in order,
- * but the proven one (a walk-proven one's captures taken at its place;
- * should one be empty, the candidate is tested in full), the first that
- * fails noted (note_failure). A literal Path, or a Method when the
- * method is a standard one, is answered without the budget
- * (sy__pred_test_quick); the budget is made this thread's current one
- * only for the first other predicate (a regex, repeated values: the
- * only part of a lookup that reads it), so a host route with a literal
- * Path takes neither the budget nor the general predicate test. */
-static __attribute__((noinline)) bool
-cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
-                const sy__cand *cd, int mbit, bool odd_host) {
-    const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
-    const struct sy_route *r = sl->route;
-    sy__eval *ev = &c->ev;
-    bool walk = (cd->flags & SY_CAND_WALK) && l->exact && !odd_host;
-    if (walk && cd->nvars && !l->host && c->path_state == PATH_PENDING)
-        path_segs_now(c); /* walk_caps reads the segments */
-    sy__budget *saved = NULL;
-    bool entered = false, ok = true;
-    if (walk && (cd->flags & SY_CAND_WHOLE) &&
-        !(mbit == 31 && cd->methods != UINT32_MAX)) {
-        ev->ncaps = 0; /* a whole route: no predicate to evaluate */
-        if (walk_caps(ev, l, cd))
-            return true;
-        sy__budget_enter(&c->budget, &saved);
-        ok = candidate_fails(c, s, cd->slot, l->proof) < 0;
-        sy__budget_leave(saved);
-        return ok;
-    }
-    int32_t proven = walk ? cd->pred : proof_skip(r, l->proof);
-    ev->ncaps = 0;
-    for (size_t i = 0; i < r->predicate_count; i++) {
-        if ((int32_t)i == proven) {
-            if (walk && !walk_caps(ev, l, cd)) {
-                if (!entered)
-                    sy__budget_enter(&c->budget, &saved), entered = true;
-                ok = candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
-                break;
-            }
-            continue;
-        }
-        const sy__pred *p = sy__route_cpred(r, i);
-        int q = sy__pred_test_quick(p, ev, mbit);
-        if (q < 0) {
-            if (!entered) { /* the weight: for a Weight predicate only */
-                ev->weight =
-                    sl->weight != NONE ? &s->weights[sl->weight] : NULL;
-                sy__budget_enter(&c->budget, &saved), entered = true;
-            }
-            q = pred_holds(c, p);
-        }
-        if (!q) {
-            note_failure(c, s, cd->slot, (int)i);
-            ok = false;
-            break;
-        }
-    }
-    if (entered)
-        sy__budget_leave(saved);
-    return ok;
-}
-
 /* Whether a whole, walk-proven candidate's captures hold (no {var} on an
  * empty segment) without taking them: they are taken on first read
  * (caps_now). false: take them now (walk_caps decides). */
@@ -452,6 +390,64 @@ static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
     return true;
 }
 
+/* A candidate the quick kinds left undecided at predicate `from`
+ * (cand_holds): the ones before it hold and captured nothing. The rest in
+ * order, but the proven one (a walk-proven one's captures taken at its
+ * place, or first when it lies before `from`; should one be empty, the
+ * candidate is tested in full), the first that fails noted
+ * (note_failure). The budget is made this thread's current one only for
+ * the first predicate the quick test leaves (a regex, repeated values:
+ * the only part of a lookup that reads it). */
+static __attribute__((noinline)) bool
+cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
+                const sy__cand *cd, int mbit, bool walk, int32_t proven,
+                size_t from) {
+    const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
+    const struct sy_route *r = sl->route;
+    sy__eval *ev = &c->ev;
+    /* walk_caps reads the segments */
+    if (walk && cd->nvars && !l->host)
+        path_segs(c);
+    sy__budget *saved = NULL;
+    bool entered = false, ok = true;
+    ev->ncaps = 0;
+    if (walk && (size_t)proven < from && !walk_caps(ev, l, cd)) {
+        sy__budget_enter(&c->budget, &saved);
+        ok = candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
+        sy__budget_leave(saved);
+        return ok;
+    }
+    for (size_t i = from; i < r->predicate_count; i++) {
+        if ((int32_t)i == proven) {
+            if (walk && !walk_caps(ev, l, cd)) {
+                if (!entered)
+                    sy__budget_enter(&c->budget, &saved), entered = true;
+                ok = candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
+                break;
+            }
+            continue;
+        }
+        const sy__pred *p = sy__route_cpred(r, i);
+        int q = i == from ? -1 : sy__pred_test_quick(p, ev, mbit);
+        if (q < 0) {
+            if (!entered) { /* the weight: for a Weight predicate only */
+                ev->weight =
+                    sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+                sy__budget_enter(&c->budget, &saved), entered = true;
+            }
+            q = pred_holds(c, p);
+        }
+        if (!q) {
+            note_failure(c, s, cd->slot, (int)i);
+            ok = false;
+            break;
+        }
+    }
+    if (entered)
+        sy__budget_leave(saved);
+    return ok;
+}
+
 /* The captures of the route found, taken now if caps_later left them. */
 static void caps_now(sy_match_ctx *c) {
     if (c->lazy_list) {
@@ -460,6 +456,34 @@ static void caps_now(sy_match_ctx *c) {
         walk_caps(&c->ev, c->lazy_list, c->lazy_cand);
         c->lazy_list = NULL;
     }
+}
+
+/* A candidate its inline data does not decide: the others of the quick
+ * kinds in one call (a literal Path behind a proven Host, a Method, a
+ * Header's presence), most candidates are decided there; what they leave,
+ * cand_holds_rest. Out of line: the inline matcher keeps its registers. */
+static __attribute__((noinline)) bool
+cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
+                 const sy__cand *cd, int mbit, bool odd_host) {
+    const struct sy_route *r = sy__snapshot_slot(s, cd->slot)->route;
+    bool walk = (cd->flags & SY_CAND_WALK) && l->exact && !odd_host;
+    int32_t proven = walk ? cd->pred : proof_skip(r, l->proof);
+    int f = sy__preds_quick(sy__route_cpred(r, 0), r->predicate_count,
+                            (size_t)(int64_t)proven, &c->ev, mbit);
+    if (f == -1) { /* all hold: the proven one's captures, on first read */
+        if (!walk || !cd->nvars) {
+            c->ev.ncaps = 0;
+            return true;
+        }
+        if (caps_later(c, l, cd))
+            return true;
+        f = -2 - (int)r->predicate_count; /* walk_caps decides */
+    }
+    if (f >= 0) {
+        note_failure(c, s, cd->slot, f);
+        return false;
+    }
+    return cand_holds_rest(c, s, l, cd, mbit, walk, proven, (size_t)(-2 - f));
 }
 
 /* Does candidate `cd` of list `l` hold? The index's inline data first:
@@ -489,7 +513,7 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
         if (caps_later(c, l, cd)) /* caps_now sets ncaps */
             return true;
     }
-    return cand_holds_rest(c, s, l, cd, mbit, odd_host);
+    return cand_holds_quick(c, s, l, cd, mbit, odd_host);
 }
 
 static sy_match *found_route(sy_match_ctx *c, const sy_snapshot *s,

@@ -7,6 +7,7 @@
  */
 #include "route/pattern_int.h" /* a literal pattern's src, inline */
 #include "route/predicate_int.h"
+#include "route/predicate_quick.h"
 
 #include "base/budget.h"
 #include "base/values.h"
@@ -377,29 +378,13 @@ static bool lit_segments_eq(const sy__pred *p, const sy__segments *segs,
     return pos == len;
 }
 
-/* test_literal_path on plain segments of one rooted path (f, the
- * segments' flat): "/" + each segment is the path itself, and a literal
- * segment holds no '/', so equal segments are an equal prefix ending
- * where a segment does. Inline: the quick test's common case. */
-static inline __attribute__((always_inline)) bool
-test_literal_flat(const sy__pred *p, sy_str f) {
-    size_t len = p->lit_len;
-    const char *lit = p->lit_src;
-    if (f.len < len || !sy__bytes_eq(f.ptr, lit, len))
-        return false;
-    if (f.len == len)
-        return true;
-    return f.ptr[len] == '/' &&
-           (p->lit_rest || (p->trailing && f.len == len + 1));
-}
-
 /* sy__pattern_match_path for a literal pattern: same count of segments
  * and the same text, or (matchTrailingSlash) one more, bare empty one. */
 static bool test_literal_path(const sy__pred *p, const sy__segments *segs) {
     size_t c = segs->count;
     sy_str f = segs->flat;
     if (f.ptr)
-        return test_literal_flat(p, f);
+        return sy__pred_lit_flat(p, f);
     /* literals then "**": at least those segments, spelling the literals
      * (what follows is the **'s; a trailing slash changes nothing) */
     if (p->lit_rest)
@@ -459,7 +444,7 @@ bool sy__pred_test(const sy__pred *p, sy__eval *ev) {
  * (sy__pred_test decides it). */
 int sy__pred_test_quick(const sy__pred *p, const sy__eval *ev, int mbit) {
     if (p->kind == SY_PK_PATH && p->lit && ev->path)
-        return ev->path->flat.ptr ? test_literal_flat(p, ev->path->flat)
+        return ev->path->flat.ptr ? sy__pred_lit_flat(p, ev->path->flat)
                                   : test_literal_path(p, ev->path);
     if (p->kind == SY_PK_METHOD && mbit != 31)
         return (int)((p->mask >> mbit) & 1u);

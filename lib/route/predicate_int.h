@@ -1,7 +1,8 @@
 /*
  * predicate_int.h - the compiled predicate object, shared by predicate.c
  * (compiling, freeing, introspection) and predicate_eval.c (testing it
- * per request). Nothing else sees it.
+ * per request), and the matcher's inline quick tests (predicate_quick.h).
+ * Nothing else sees it.
  */
 #ifndef SY_PREDICATE_INT_H
 #define SY_PREDICATE_INT_H

@@ -1,0 +1,93 @@
+/*
+ * predicate_quick.h - the predicate tests the matcher makes inline, without
+ * the budget: a literal Path on a plain path, a Method for a standard
+ * method, a literal Host the unsplit host decides, a Header's presence its
+ * first value decides. What they leave undecided, sy__pred_test decides.
+ * Read by predicate_eval.c and match.c (cand_holds_quick) only.
+ */
+#ifndef SY_PREDICATE_QUICK_H
+#define SY_PREDICATE_QUICK_H
+
+#include "route/predicate_int.h"
+
+/* A literal Path on plain segments of one rooted path (f, the segments'
+ * flat): "/" + each segment is the path itself, and a literal segment
+ * holds no '/', so equal segments are an equal prefix ending where a
+ * segment does. */
+static inline __attribute__((always_inline)) bool
+sy__pred_lit_flat(const sy__pred *p, sy_str f) {
+    size_t len = p->lit_len;
+    const char *lit = p->lit_src;
+    if (f.len < len || !sy__bytes_eq(f.ptr, lit, len))
+        return false;
+    if (f.len == len)
+        return true;
+    return f.ptr[len] == '/' &&
+           (p->lit_rest || (p->trailing && f.len == len + 1));
+}
+
+/* A Header predicate without a regex (presence) where its first header
+ * of that name decides it without the budget: none, 0; a value whose
+ * first byte is not blank, ',' or '"', 1 (its first element is not empty
+ * and needs no unquoting, and a budget examines at least one value);
+ * else -1 (test_header, predicate_eval.c). */
+static inline int sy__pred_header_present(const sy__pred *p,
+                                          const sy_request *r) {
+    for (size_t i = 0; i < r->header_count; i++) {
+        const sy_header *h = &r->headers[i];
+        if (h->name.len != p->name_len ||
+            (!sy__bytes_eq(h->name.ptr, p->name, p->name_len) &&
+             !sy__str_ieq(h->name, p->name, p->name_len)))
+            continue;
+        if (!h->value.len)
+            return -1;
+        char c0 = h->value.ptr[0];
+        return c0 == ' ' || c0 == '\t' || c0 == ',' || c0 == '"' ? -1 : 1;
+    }
+    return 0;
+}
+
+/* The predicates p[0..n) (a route's cpred, SY_PRED_OBJECT_BYTES apart)
+ * but `skip` (SIZE_MAX: none), in order, as far as the quick tests decide
+ * them: -1 when every one holds; i when predicate i fails (the ones
+ * before it hold); -2 - i when the quick tests leave predicate i (the
+ * ones before it hold; it and the ones after it are untested). */
+static inline __attribute__((always_inline)) int
+sy__preds_quick(const sy__pred *p, size_t n, size_t skip, const sy__eval *ev,
+                int mbit) {
+    for (size_t i = 0; i < n; i++) {
+        const sy__pred *q =
+            (const sy__pred *)(const void *)((const char *)(const void *)p +
+                                             i * SY_PRED_OBJECT_BYTES);
+        if (i == skip)
+            continue;
+        int r = -1;
+        switch (q->kind) {
+        case SY_PK_PATH:
+            if (q->lit && ev->path->flat.ptr)
+                r = sy__pred_lit_flat(q, ev->path->flat);
+            break;
+        case SY_PK_METHOD:
+            if (mbit != 31)
+                r = (int)((q->mask >> mbit) & 1u);
+            break;
+        case SY_PK_HOST:
+            if (q->lit && ev->host_str.len <= q->lit_len)
+                r = ev->host_str.len == q->lit_len &&
+                    sy__bytes_eq(ev->host_str.ptr, q->lit_src, q->lit_len);
+            break;
+        case SY_PK_HEADER:
+            if (!q->re)
+                r = sy__pred_header_present(q, ev->req);
+            break;
+        default: break;
+        }
+        if (r < 0)
+            return -2 - (int)i;
+        if (!r)
+            return (int)i;
+    }
+    return -1;
+}
+
+#endif

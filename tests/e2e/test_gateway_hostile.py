@@ -152,13 +152,7 @@ def trickle(s, pieces, delay):
             try:
                 s.sendall(piece)
             except OSError:
-                s.settimeout(1)
-                while b"\r\n\r\n" not in got:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    got += chunk
-                return got
+                break  # reset after the answer: read it below
             time.sleep(delay)
             s.setblocking(False)
             try:

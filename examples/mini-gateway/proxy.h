@@ -238,6 +238,8 @@ bool gw_policy_on_failure(gw_request *q, sy_outcome o);
 void gw_policy_keep_body(gw_request *q, const char *at, size_t len);
 void gw_policy_replay(gw_request *q, gw_upconn *u);
 void gw_policy_free(gw_request *q);
+/* The wait blocks the worker thread kept (at its end). */
+void gw_policy_blocks_free(void);
 
 /* filters.c: SCG filters run as host filters (SecureHeaders,
  * FallbackHeaders) */
@@ -272,7 +274,9 @@ void gw_redis_close(gw_worker *w);
 /* Run the script with two keys and four args; cb once, within
  * --redis-timeout: ok with the two integers it returned, or not ok (an
  * error, no reply in time, Redis down). NULL when no call can be made now
- * (cb is never called): fail open at once. */
+ * (cb is never called): fail open at once. The call goes before the loop
+ * waits for events, in one command with the iteration's other calls with
+ * the same keys and args (the token bucket's draws, in order). */
 gw_rcall *gw_redis_script(gw_worker *w, const char *const keys[2],
                           const char *const args[4], gw_redis_cb cb,
                           void *data);

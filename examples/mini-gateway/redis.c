@@ -1,12 +1,31 @@
 /*
  * redis.c - a worker's connection to Redis for the shared rate limiter
  * (--redis HOST:PORT): hiredis's asynchronous client on the worker's libuv
- * loop, one connection per worker. Calls are pipelined: hiredis queues
- * every command of a loop iteration and writes them together when the
- * socket is writable. The limiter's script runs with EVALSHA; it is loaded
- * (SCRIPT LOAD) when the connection opens, calls made before its digest is
- * known send it whole (EVAL), and a NOSCRIPT answer (Redis restarted or
- * flushed its scripts) loads it again and repeats the call once.
+ * loop, one connection per worker.
+ *
+ * Calls are batched and pipelined. A call is kept until the loop is about
+ * to wait for events (a uv_prepare handle); then the calls of that loop
+ * iteration on one bucket (same keys and arguments) go as ONE script call,
+ * in the order they were made, and the commands of the iteration are
+ * written together, at once:
+ *
+ *   iteration: req A (bucket X), req B (X), req C (Y), req D (X)
+ *   sent:      EVALSHA batch 2 X.tokens X.timestamp rate cap "" req 3
+ *              EVALSHA scg   2 Y.tokens Y.timestamp rate cap "" req
+ *   replies:   {okA, leftA, okB, leftB, okD, leftD}   {okC, leftC}
+ *
+ * A call alone on its bucket runs the library's script (SCG's token
+ * bucket, sy_ratelimit_redis_script); N calls on one bucket run the batch
+ * script below: the same draws one after the other, at one reading of
+ * Redis's clock, so the bucket is left as N runs of SCG's script in that
+ * second leave it, and each request gets its own allowed/remaining. Redis
+ * runs a script atomically: SCG instances and other gateways drawing from
+ * the same keys see the bucket before or after the whole batch.
+ *
+ * Both scripts run with EVALSHA; they are loaded (SCRIPT LOAD) when the
+ * connection opens, calls made before a digest is known send the script
+ * whole (EVAL), and a NOSCRIPT answer (Redis restarted or flushed its
+ * scripts) loads them again and repeats the call once.
  *
  * Every call is answered within --redis-timeout: when no reply came by
  * then, the caller hears "failed" (and fails open) and the late reply is
@@ -25,35 +44,106 @@
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define GW_REDIS_MAX_CALLS 4096 /* calls waiting per connection */
+#define GW_REDIS_MAX_BATCH 512  /* calls one command carries at most */
 #define GW_REDIS_RETRY_MS 1000  /* between connection attempts */
 #define GW_REDIS_STALL_MS 1000  /* no reply that long: reconnect */
 
+/* N calls on one bucket in one command: the draws of the library's script
+ * (sy_ratelimit_redis_script, SCG's token bucket) one after the other, at
+ * one reading of Redis's clock, state carried from each draw to the next
+ * as the script's SETEX then GET would carry it; written once at the end.
+ * KEYS and ARGV[1..4] as the library's script, ARGV[5] N; returns
+ * {allowed1, left1, allowed2, left2, ...}. */
+static const char batch_script[] =
+    "-- switchyard mini-gateway: N draws of SCG's token bucket, in order\n"
+    "if redis.replicate_commands then redis.replicate_commands() end\n"
+    "local tokens_key = KEYS[1]\n"
+    "local stamp_key = KEYS[2]\n"
+    "local rate = tonumber(ARGV[1])\n"
+    "local capacity = tonumber(ARGV[2])\n"
+    "local now = tonumber(ARGV[3])\n"
+    "if now == nil then now = tonumber(redis.call('TIME')[1]) end\n"
+    "local requested = tonumber(ARGV[4])\n"
+    "local n = tonumber(ARGV[5])\n"
+    "local ttl = math.floor(2 * (capacity / rate))\n"
+    "local last = tonumber(redis.call('GET', tokens_key))\n"
+    "if last == nil then last = capacity end\n"
+    "local stamp = tonumber(redis.call('GET', stamp_key))\n"
+    "if stamp == nil then stamp = 0 end\n"
+    "local out = {}\n"
+    "for i = 1, n do\n"
+    "  local filled = math.min(capacity, last + math.max(0, now - stamp) * "
+    "rate)\n"
+    "  local left = filled\n"
+    "  local ok = 0\n"
+    "  if filled >= requested then\n"
+    "    left = filled - requested\n"
+    "    ok = 1\n"
+    "  end\n"
+    "  out[2 * i - 1] = ok\n"
+    "  out[2 * i] = left\n"
+    "  if ttl > 0 then\n"
+    "    last = left\n"
+    "    stamp = now\n"
+    "  end\n"
+    "end\n"
+    "if ttl > 0 then\n"
+    "  redis.call('SETEX', tokens_key, ttl, last)\n"
+    "  redis.call('SETEX', stamp_key, ttl, now)\n"
+    "end\n"
+    "return out\n";
+
+/* One request's call: KEYS[1], KEYS[2], ARGV[1..4], copied into buf. */
 struct gw_rcall {
-    gw_rcall *prev, *next; /* the connection's calls waiting, oldest first */
+    gw_rcall *prev, *next; /* the connection's calls, oldest first */
+    gw_rcall *pnext;       /* not sent yet: the next such call */
+    gw_rcall *bnext;       /* in a flush: the next call of its batch */
+    gw_rcall *blast;       /* in a flush, a batch's first call: its last */
+    size_t bn;             /* in a flush, a batch's first call: its size */
     struct gw_redis *r;
     gw_redis_cb cb; /* NULL once answered (timeout) or cancelled */
     void *data;
     uint64_t sent_ms, due_ms;
-    bool retried; /* sent again after NOSCRIPT */
-    int argc;     /* EVALSHA sha 2 KEY KEY ARG ARG ARG ARG */
-    char *argv[9];
-    size_t argvlen[9];
+    uint32_t hash; /* of buf */
+    uint16_t len[6];
+    size_t blen;
+    char buf[]; /* the six strings, each NUL-ended */
 };
+
+/* One command: the library's script for one call, the batch script for
+ * several calls on one bucket. */
+typedef struct gw_rcmd {
+    struct gw_redis *r;
+    bool retried; /* sent again after NOSCRIPT */
+    size_t n;
+    gw_rcall *calls[];
+} gw_rcmd;
+
+typedef struct gw_script {
+    const char *text;
+    char sha[48]; /* the script's digest once loaded, else "" */
+} gw_script;
 
 typedef struct gw_redis {
     gw_worker *w;
     redisAsyncContext *ac; /* NULL: not connected */
     bool connected;
     uint64_t opened_ms, retry_at_ms;
-    uv_timer_t timer; /* the next call's deadline */
+    uv_timer_t timer;     /* the next call's deadline */
+    uint64_t timer_due;   /* when it fires; UINT64_MAX: stopped */
+    uv_prepare_t prepare; /* sends the calls of a loop iteration */
+    int handles;          /* open; r is freed when the last one closed */
     gw_rcall *head, *tail;
+    gw_rcall *phead, *ptail; /* not sent yet, in order */
     size_t calls;
-    const char *script;
-    char sha[48];  /* the script's digest once loaded, else "" */
+    gw_script scripts[2]; /* the library's, the batch one */
+    gw_rcall **tab;       /* a flush's batches by bucket */
+    size_t tabcap;
     unsigned late; /* calls timed out, not logged yet */
     uint64_t late_logged_ms;
 } gw_redis;
@@ -67,7 +157,9 @@ static uint64_t now_ms(void) {
 typedef struct rpoll {
     uv_poll_t h;
     redisAsyncContext *ac; /* NULL once hiredis let go */
-    int events;
+    int events;            /* what hiredis wants */
+    int polled;            /* what the handle polls */
+    bool defer;            /* a flush: events given to the handle after */
 } rpoll;
 
 static void rp_on(uv_poll_t *h, int status, int events) {
@@ -77,6 +169,7 @@ static void rp_on(uv_poll_t *h, int status, int events) {
     if (status < 0) {
         /* libuv stopped the handle: let hiredis read the socket's error
          * (a pending connect checks it on write) */
+        p->polled = 0;
         if (p->ac->c.flags & REDIS_CONNECTED)
             redisAsyncHandleRead(p->ac);
         else
@@ -89,12 +182,23 @@ static void rp_on(uv_poll_t *h, int status, int events) {
         redisAsyncHandleWrite(p->ac);
 }
 
-static void rp_update(rpoll *p, int add, int del) {
-    p->events = (p->events | add) & ~del;
+/* Only a change goes to libuv: each uv_poll_start takes the socket out of
+ * epoll and puts it back (two system calls), and hiredis asks for reading
+ * again after every read and write. */
+static void rp_sync(rpoll *p) {
+    if (!p->ac || p->events == p->polled)
+        return;
+    p->polled = p->events;
     if (p->events)
         uv_poll_start(&p->h, p->events, rp_on);
     else
         uv_poll_stop(&p->h);
+}
+
+static void rp_update(rpoll *p, int add, int del) {
+    p->events = (p->events | add) & ~del;
+    if (!p->defer)
+        rp_sync(p);
 }
 static void rp_add_read(void *d) {
     rp_update(d, UV_READABLE, 0);
@@ -149,12 +253,6 @@ static void call_unlink(gw_redis *r, gw_rcall *c) {
     r->calls--;
 }
 
-static void call_free(gw_rcall *c) {
-    for (int i = 0; i < c->argc; i++)
-        free(c->argv[i]);
-    free(c);
-}
-
 /* Tell the caller (once). */
 static void call_answer(gw_rcall *c, bool ok, int64_t a, int64_t b) {
     gw_redis_cb cb = c->cb;
@@ -163,79 +261,222 @@ static void call_answer(gw_rcall *c, bool ok, int64_t a, int64_t b) {
         cb(c->data, ok, a, b);
 }
 
+/* Answer c as failed (fail open) and let it go. */
+static void call_fail(gw_redis *r, gw_rcall *c) {
+    call_unlink(r, c);
+    call_answer(c, false, 0, 0);
+    free(c);
+}
+
+static bool same_bucket(const gw_rcall *a, const gw_rcall *b) {
+    return a->hash == b->hash && a->blen == b->blen &&
+           memcmp(a->buf, b->buf, a->blen) == 0;
+}
+
 static void arm_timer(gw_redis *r);
 static void redis_drop(gw_redis *r, const char *why);
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv);
 
-static int send_call(gw_redis *r, gw_rcall *c) {
-    const char *argv[9];
-    size_t len[9];
-    int argc = c->argc;
-    memcpy(len, c->argvlen, sizeof len);
-    for (int i = 0; i < argc; i++)
-        argv[i] = c->argv[i];
-    if (r->sha[0]) {
+static int send_cmd(gw_redis *r, gw_rcmd *m) {
+    const gw_rcall *c = m->calls[0];
+    const gw_script *s = &r->scripts[m->n > 1];
+    const char *argv[10];
+    size_t len[10];
+    char nbuf[24];
+    int argc = 9;
+    if (s->sha[0]) {
         argv[0] = "EVALSHA";
-        len[0] = 7;
-        argv[1] = r->sha;
-        len[1] = strlen(r->sha);
+        argv[1] = s->sha;
     } else {
         argv[0] = "EVAL";
-        len[0] = 4;
-        argv[1] = r->script;
-        len[1] = strlen(r->script);
+        argv[1] = s->text;
     }
-    return redisAsyncCommandArgv(r->ac, on_reply, c, argc, argv, len) ==
+    len[0] = strlen(argv[0]);
+    len[1] = strlen(argv[1]);
+    argv[2] = "2";
+    len[2] = 1;
+    const char *p = c->buf;
+    for (int i = 0; i < 6; i++) {
+        argv[3 + i] = p;
+        len[3 + i] = c->len[i];
+        p += c->len[i] + 1;
+    }
+    if (m->n > 1) {
+        len[9] = (size_t)snprintf(nbuf, sizeof nbuf, "%zu", m->n);
+        argv[9] = nbuf;
+        argc = 10;
+    }
+    return redisAsyncCommandArgv(r->ac, on_reply, m, argc, argv, len) ==
                    REDIS_OK
                ? 0
                : -1;
 }
 
 static void on_script_loaded(redisAsyncContext *ac, void *reply, void *priv) {
-    (void)priv;
     gw_redis *r = ac->data;
     redisReply *rep = reply;
-    if (r && rep && rep->type == REDIS_REPLY_STRING &&
-        rep->len < sizeof r->sha) {
-        memcpy(r->sha, rep->str, rep->len);
-        r->sha[rep->len] = 0;
+    gw_script *s = r ? &r->scripts[priv != NULL] : NULL;
+    if (s && rep && rep->type == REDIS_REPLY_STRING &&
+        rep->len < sizeof s->sha) {
+        memcpy(s->sha, rep->str, rep->len);
+        s->sha[rep->len] = 0;
     }
 }
 
-static void load_script(gw_redis *r) {
-    redisAsyncCommand(r->ac, on_script_loaded, NULL, "SCRIPT LOAD %s",
-                      r->script);
+/* Both scripts: the digests are known once Redis answered (calls made
+ * meanwhile send the text). */
+static void load_scripts(gw_redis *r) {
+    for (int i = 0; i < 2; i++) {
+        r->scripts[i].sha[0] = 0;
+        redisAsyncCommand(r->ac, on_script_loaded, i ? r : NULL,
+                          "SCRIPT LOAD %s", r->scripts[i].text);
+    }
+}
+
+/* The reply's integers for call i of m: {allowed, left}. */
+static bool reply_pair(const redisReply *rep, size_t i, size_t n, int64_t *a,
+                       int64_t *b) {
+    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 * n)
+        return false;
+    const redisReply *x = rep->element[2 * i], *y = rep->element[2 * i + 1];
+    if (x->type != REDIS_REPLY_INTEGER || y->type != REDIS_REPLY_INTEGER)
+        return false;
+    *a = x->integer;
+    *b = y->integer;
+    return true;
 }
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
-    gw_rcall *c = priv;
-    gw_redis *r = c->r;
+    gw_rcmd *m = priv;
+    gw_redis *r = m->r;
     redisReply *rep = reply;
-    if (rep && rep->type == REDIS_REPLY_ERROR && !c->retried && ac->data &&
+    if (rep && rep->type == REDIS_REPLY_ERROR && !m->retried && ac->data &&
         strncmp(rep->str, "NOSCRIPT", 8) == 0) {
-        /* the script is gone from Redis: load it and ask again, in order */
-        c->retried = true;
-        r->sha[0] = 0;
-        load_script(r);
-        if (send_call(r, c) == 0)
+        /* the scripts are gone from Redis: load them and ask again, in
+         * order */
+        m->retried = true;
+        load_scripts(r);
+        if (send_cmd(r, m) == 0)
             return;
     }
-    call_unlink(r, c);
-    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[0]->type == REDIS_REPLY_INTEGER &&
-        rep->element[1]->type == REDIS_REPLY_INTEGER) {
-        call_answer(c, true, rep->element[0]->integer,
-                    rep->element[1]->integer);
-    } else {
-        if (c->cb) {
-            atomic_fetch_add(&r->w->metrics.redis_errors, 1);
-            if (rep && rep->type == REDIS_REPLY_ERROR)
-                gw_log("redis: %s", rep->str);
+    bool logged = false;
+    for (size_t i = 0; i < m->n; i++) {
+        gw_rcall *c = m->calls[i];
+        int64_t a, b;
+        call_unlink(r, c);
+        if (reply_pair(rep, i, m->n, &a, &b)) {
+            call_answer(c, true, a, b);
+        } else {
+            if (c->cb) {
+                atomic_fetch_add(&r->w->metrics.redis_errors, 1);
+                if (rep && rep->type == REDIS_REPLY_ERROR && !logged)
+                    gw_log("redis: %s", rep->str);
+                logged = true;
+            }
+            call_answer(c, false, 0, 0);
         }
-        call_answer(c, false, 0, 0);
+        free(c);
     }
-    call_free(c);
+    free(m);
+    arm_timer(r);
+}
+
+/* Send the calls made since the last flush: the calls on one bucket go
+ * together, in the order they were made, in one command (the batch
+ * script), a call alone with the library's script. */
+static void flush_once(gw_redis *r) {
+    gw_rcall *c = r->phead, *next;
+    size_t n = 0;
+    r->phead = r->ptail = NULL; /* calls made from here on: next round */
+    for (gw_rcall *x = c; x; x = x->pnext)
+        n++;
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    if (cap > r->tabcap) {
+        gw_rcall **t = realloc(r->tab, cap * sizeof *t);
+        if (t) {
+            r->tab = t;
+            r->tabcap = cap;
+        }
+    }
+    bool table = r->ac && cap <= r->tabcap;
+    if (table)
+        memset(r->tab, 0, cap * sizeof *r->tab);
+    gw_rcall *first = NULL, *last = NULL; /* each batch's first call */
+    for (; c; c = next) {
+        next = c->pnext;
+        if (!c->cb) { /* cancelled or timed out before it went */
+            call_unlink(r, c);
+            free(c);
+            continue;
+        }
+        c->bnext = NULL;
+        c->blast = c;
+        c->bn = 1;
+        c->pnext = NULL;
+        if (table) {
+            size_t k = c->hash & (cap - 1);
+            while (r->tab[k] && !same_bucket(r->tab[k], c))
+                k = (k + 1) & (cap - 1);
+            gw_rcall *b = r->tab[k];
+            if (b && b->bn < GW_REDIS_MAX_BATCH) {
+                b->blast->bnext = c;
+                b->blast = c;
+                b->bn++;
+                continue;
+            }
+            r->tab[k] = c; /* a new batch (or the full one's successor) */
+        }
+        if (last)
+            last->pnext = c;
+        else
+            first = c;
+        last = c;
+    }
+    for (gw_rcall *b = first; b; b = next) {
+        next = b->pnext;
+        gw_rcmd *m =
+            r->ac ? malloc(sizeof *m + b->bn * sizeof(gw_rcall *)) : NULL;
+        if (m) {
+            m->r = r;
+            m->retried = false;
+            m->n = 0;
+            for (gw_rcall *x = b; x; x = x->bnext)
+                m->calls[m->n++] = x;
+            if (send_cmd(r, m) == 0)
+                continue;
+            free(m);
+        }
+        for (gw_rcall *x = b, *xn; x; x = xn) { /* fail open at once */
+            xn = x->bnext;
+            call_fail(r, x);
+        }
+    }
+}
+
+/* Before the loop waits for events: the calls of this iteration go out,
+ * written at once when the connection is up (the socket is not polled for
+ * writing unless the write was short). */
+static void on_prepare(uv_prepare_t *h) {
+    gw_redis *r = h->data;
+    if (!r->phead)
+        return;
+    rpoll *p = r->ac && r->connected ? r->ac->ev.data : NULL;
+    if (p)
+        p->defer = true;
+    while (r->phead) /* failed calls' callers may call again */
+        flush_once(r);
+    if (p && p->ac && (p->events & UV_WRITABLE))
+        redisAsyncHandleWrite(p->ac); /* may drop the connection: p stays
+                                         until its handle closed */
+    if (p) {
+        p->defer = false;
+        rp_sync(p);
+    }
+    while (r->phead) /* calls made by callers the drop answered */
+        flush_once(r);
     arm_timer(r);
 }
 
@@ -250,7 +491,7 @@ static void gone(gw_redis *r, const redisAsyncContext *ac, const char *why) {
     }
     r->ac = NULL;
     r->connected = false;
-    r->sha[0] = 0;
+    r->scripts[0].sha[0] = r->scripts[1].sha[0] = 0;
     r->retry_at_ms = now_ms() + GW_REDIS_RETRY_MS;
 }
 
@@ -292,8 +533,7 @@ static bool redis_open(gw_redis *r) {
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     r->ac = ac;
     r->opened_ms = now;
-    r->sha[0] = 0;
-    load_script(r); /* queued: goes out once connected */
+    load_scripts(r); /* queued: go out once connected */
     return true;
 }
 
@@ -347,6 +587,7 @@ static void arm_timer(gw_redis *r) {
         due = r->head->sent_ms + GW_REDIS_STALL_MS;
     if (r->ac && !r->connected && r->opened_ms + GW_REDIS_STALL_MS < due)
         due = r->opened_ms + GW_REDIS_STALL_MS;
+    r->timer_due = due;
     if (due == UINT64_MAX) {
         uv_timer_stop(&r->timer);
         return;
@@ -362,28 +603,40 @@ gw_rcall *gw_redis_script(gw_worker *w, const char *const keys[2],
         return NULL;
     if (!r->ac && !redis_open(r))
         return NULL;
-    gw_rcall *c = calloc(1, sizeof *c);
+    const char *str[6] = {keys[0], keys[1], args[0], args[1], args[2], args[3]};
+    size_t len[6], blen = 0;
+    for (int i = 0; i < 6; i++) {
+        len[i] = strlen(str[i]);
+        if (len[i] > UINT16_MAX)
+            return NULL;
+        blen += len[i] + 1;
+    }
+    gw_rcall *c = malloc(sizeof *c + blen);
     if (!c)
         return NULL;
-    const char *argv[9] = {"",      "",      "2",     keys[0], keys[1],
-                           args[0], args[1], args[2], args[3]};
-    c->argc = 9;
-    for (int i = 0; i < 9; i++) {
-        c->argvlen[i] = strlen(argv[i]);
-        if (!(c->argv[i] = strdup(argv[i]))) {
-            call_free(c);
-            return NULL;
-        }
+    memset(c, 0, sizeof *c);
+    char *p = c->buf;
+    for (int i = 0; i < 6; i++) {
+        c->len[i] = (uint16_t)len[i];
+        memcpy(p, str[i], len[i] + 1);
+        p += len[i] + 1;
     }
+    /* the bucket's batch in a flush: a hash of the texts, 8 bytes a step */
+    uint64_t h = blen, wd;
+    size_t i = 0;
+    for (; i + 8 <= blen; i += 8) {
+        memcpy(&wd, c->buf + i, 8);
+        h = (h ^ wd) * 0x9e3779b97f4a7c15ull;
+    }
+    for (; i < blen; i++)
+        h = (h ^ (unsigned char)c->buf[i]) * 0x100000001b3ull;
+    c->hash = (uint32_t)(h ^ (h >> 29) ^ (h >> 41));
+    c->blen = blen;
     c->r = r;
     c->cb = cb;
     c->data = data;
     c->sent_ms = now_ms();
     c->due_ms = c->sent_ms + G.cfg.redis_timeout_ms;
-    if (send_call(r, c)) {
-        call_free(c);
-        return NULL;
-    }
     c->prev = r->tail;
     if (r->tail)
         r->tail->next = c;
@@ -391,7 +644,13 @@ gw_rcall *gw_redis_script(gw_worker *w, const char *const keys[2],
         r->head = c;
     r->tail = c;
     r->calls++;
-    arm_timer(r);
+    if (r->ptail) /* sent before the loop waits for events (on_prepare) */
+        r->ptail->pnext = c;
+    else
+        r->phead = c;
+    r->ptail = c;
+    if (c->due_ms < r->timer_due)
+        arm_timer(r); /* else it fires no later than this call's due */
     return c;
 }
 
@@ -405,16 +664,27 @@ int gw_redis_init(gw_worker *w, const char *script) {
     if (!r)
         return -1;
     r->w = w;
-    r->script = script;
+    r->scripts[0].text = script;
+    r->scripts[1].text = batch_script;
+    r->timer_due = UINT64_MAX;
     uv_timer_init(&w->loop, &r->timer);
     r->timer.data = r;
     uv_unref((uv_handle_t *)&r->timer);
+    uv_prepare_init(&w->loop, &r->prepare);
+    r->prepare.data = r;
+    uv_prepare_start(&r->prepare, on_prepare);
+    uv_unref((uv_handle_t *)&r->prepare);
+    r->handles = 2;
     w->redis = r;
     return 0;
 }
 
-static void on_timer_closed(uv_handle_t *h) {
-    free(h->data);
+static void on_handle_closed(uv_handle_t *h) {
+    gw_redis *r = h->data;
+    if (--r->handles == 0) {
+        free(r->tab);
+        free(r);
+    }
 }
 
 void gw_redis_close(gw_worker *w) {
@@ -428,5 +698,8 @@ void gw_redis_close(gw_worker *w) {
         ac->data = NULL;
         redisAsyncFree(ac); /* waiting calls are answered as failed */
     }
-    uv_close((uv_handle_t *)&r->timer, on_timer_closed);
+    while (r->phead) /* and those not sent yet */
+        flush_once(r);
+    uv_close((uv_handle_t *)&r->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&r->prepare, on_handle_closed);
 }

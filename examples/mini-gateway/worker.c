@@ -209,6 +209,7 @@ static void worker_main(void *arg) {
     gw_worker *w = arg;
     uv_run(&w->loop, UV_RUN_DEFAULT);
     gw_request_blocks_free();
+    gw_policy_blocks_free();
 }
 
 int gw_workers_init(void) {

@@ -15,7 +15,7 @@
 #include "policy/ratelimit.h"
 #include "base/util.h"
 
-#include <stdio.h>
+#include <string.h>
 
 #define KNOWN                                                                  \
     "redis-rate-limiter.replenishRate, redis-rate-limiter.burstCapacity, "     \
@@ -182,6 +182,32 @@ void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,
     out->remaining = -1;
 }
 
+/* "request_rate_limiter.{ROUTE_ID.KEY}" + suffix into out (cap bytes),
+ * the route id cut at 300 bytes and the whole cut to fit, NUL-ended: what
+ * snprintf("request_rate_limiter.{%.300s.%.*s}%s") wrote, without printf
+ * (a Redis-limited request formats two). */
+static void rl_redis_key(char *out, size_t cap, const char *route_id,
+                         const char *key, size_t kl, const char *suffix) {
+    static const char pre[] = "request_rate_limiter.{";
+    char full[sizeof pre + 300 + SY_POLICY_KEY_MAX + 16];
+    size_t il = strnlen(route_id, 300), sl = strlen(suffix);
+    size_t o = sizeof pre - 1;
+    kl = strnlen(key, kl < SY_POLICY_KEY_MAX ? kl : SY_POLICY_KEY_MAX);
+    memcpy(full, pre, o);
+    memcpy(full + o, route_id, il);
+    o += il;
+    full[o++] = '.';
+    memcpy(full + o, key, kl);
+    o += kl;
+    full[o++] = '}';
+    memcpy(full + o, suffix, sl); /* ".tokens", ".timestamp" */
+    o += sl;
+    if (o > cap - 1)
+        o = cap - 1;
+    memcpy(out, full, o);
+    out[o] = '\0';
+}
+
 void sy__rl_redis_call(const sy__rl_cfg *cfg, const char *route_id,
                        sy_redis_call *call) {
     call->needed = true;
@@ -189,16 +215,14 @@ void sy__rl_redis_call(const sy__rl_cfg *cfg, const char *route_id,
     call->replenish_rate = cfg->rate;
     call->burst_capacity = cfg->burst;
     call->requested_tokens = cfg->requested;
-    int kl = (int)call->key_len;
-    snprintf(call->tokens_key, sizeof call->tokens_key,
-             "request_rate_limiter.{%.300s.%.*s}.tokens", route_id, kl,
-             call->key);
-    snprintf(call->timestamp_key, sizeof call->timestamp_key,
-             "request_rate_limiter.{%.300s.%.*s}.timestamp", route_id, kl,
-             call->key);
-    snprintf(call->rate, sizeof call->rate, "%u", cfg->rate);
-    snprintf(call->capacity, sizeof call->capacity, "%u", cfg->burst);
-    snprintf(call->requested, sizeof call->requested, "%u", cfg->requested);
+    rl_redis_key(call->tokens_key, sizeof call->tokens_key, route_id, call->key,
+                 call->key_len, ".tokens");
+    rl_redis_key(call->timestamp_key, sizeof call->timestamp_key, route_id,
+                 call->key, call->key_len, ".timestamp");
+    char num[24]; /* u32: 10 digits; each field has 16 bytes */
+    memcpy(call->rate, num, sy__int_text(cfg->rate, num) + 1);
+    memcpy(call->capacity, num, sy__int_text(cfg->burst, num) + 1);
+    memcpy(call->requested, num, sy__int_text(cfg->requested, num) + 1);
 }
 
 /* The token bucket in Redis, as route-model.md section 9 states SCG's:

@@ -3,7 +3,12 @@
 headers); with --redis two gateways share one bucket through a real
 redis-server under SCG's key names; Redis killed mid-run and Redis stopped
 (SIGSTOP): requests are allowed with X-RateLimit-Remaining -1, none waits
-long, errors are counted."""
+long, errors are counted. Batches: 40 concurrent requests on one bucket of
+10 (the gateway sends the calls of a loop iteration on one bucket as one
+script call) let exactly 10 through with remaining 9..0 and leave the keys
+as SCG's script would; a gateway's batches and another's single calls
+(SCG's script) draw from one bucket in turn."""
+import http.client
 import json
 import shutil
 import signal
@@ -108,6 +113,128 @@ def body(procs, c):
     c.ok(errs is not None and errs >= 1, "Redis errors counted: %r" % errs)
     fo = g2.metric("gateway_rate_limit_failed_open_total")
     c.ok(fo is not None and fo >= 20, "fail-open requests counted: %r" % fo)
+
+    redis_batches(procs, c, be)
+
+
+def burst_doc(be):
+    lim = json.loads(json.dumps(LIMIT))
+    lim["args"]["redis-rate-limiter.burstCapacity"] = "10"
+    return json.dumps({"version": "1", "routes": [
+        {"id": "burst", "uri": be, "predicates": ["Path=/b/**"],
+         "filters": [lim]}]})
+
+
+def burst(gw, n):
+    """n requests at once on n keep-alive connections (all connected
+    first, then sent one after the other from this thread, then read):
+    [(status, X-RateLimit-Remaining)] in sending order."""
+    conns = [http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10)
+             for _ in range(n)]
+    try:
+        for x in conns:
+            x.connect()
+        for x in conns:
+            x.request("GET", "/b/x")
+        out = []
+        for x in conns:
+            r = x.getresponse()
+            r.read()
+            out.append((r.status, r.getheader("X-RateLimit-Remaining")))
+        return out
+    finally:
+        for x in conns:
+            x.close()
+
+
+def redis_second(rport):
+    return int(h.redis_cmd(rport, "TIME")[0])
+
+
+def within_one_second(rport, scenario):
+    """Run scenario() inside one second of Redis's clock (the bucket refills
+    by whole seconds: a run across a second boundary gets one more token);
+    the keys are deleted first. Returns (its result, that second), or None
+    when three tries all crossed a boundary."""
+    for _ in range(3):
+        for k in h.redis_cmd(rport, "KEYS", "request_rate_limiter.*"):
+            h.redis_cmd(rport, "DEL", k)
+        t = h.redis_cmd(rport, "TIME")
+        time.sleep(max(0.0, 1.02 - int(t[1]) / 1e6))  # just after a tick
+        s0 = redis_second(rport)
+        res = scenario()
+        if redis_second(rport) == s0:
+            return res, s0
+    return None
+
+
+def batch_sizes(rport):
+    """The N of each batched EVALSHA in Redis's slow log (every command is
+    logged: slowlog-log-slower-than 0)."""
+    sizes = []
+    for e in h.redis_cmd(rport, "SLOWLOG", "GET", "100000"):
+        args = e[3]
+        if args and args[0].upper() == "EVALSHA" and len(args) == 10:
+            sizes.append(int(args[9]))
+    return sizes
+
+
+def redis_batches(procs, c, be):
+    rproc, rport = procs.redis()
+    f = procs.write_file("burst.json", burst_doc(be))
+    g1 = procs.gateway("--routes", f, "--redis", "127.0.0.1:%d" % rport)
+    g2 = procs.gateway("--routes", f, "--redis", "127.0.0.1:%d" % rport)
+    c.eq(g1.request("GET", "/b/warm")[0], 200, "the connection to Redis up")
+    g2.request("GET", "/b/warm")
+    h.redis_cmd(rport, "CONFIG", "SET", "slowlog-log-slower-than", "0")
+    h.redis_cmd(rport, "CONFIG", "SET", "slowlog-max-len", "100000")
+    h.redis_cmd(rport, "SLOWLOG", "RESET")
+
+    # 40 at once on a bucket of 10
+    run = within_one_second(rport, lambda: burst(g1, 40))
+    c.ok(run is not None, "a burst within one second of Redis's clock")
+    if run is None:
+        return
+    res, second = run
+    allowed = [r for r in res if r[0] == 200]
+    c.eq(len(allowed), 10, "a burst of 40 on a bucket of 10: 10 allowed "
+         "(%r)" % res)
+    c.eq(sorted(int(r[1]) for r in allowed), list(range(10)),
+         "each allowed request its own remaining count, 9..0")
+    c.ok(all(r == (429, "0") for r in res if r[0] != 200),
+         "the other 30 denied with remaining 0: %r" % res)
+    sizes = batch_sizes(rport)
+    c.ok(sizes and max(sizes) > 1,
+         "calls on one bucket went together (batch sizes %r)" % sizes)
+    keys = "request_rate_limiter.{burst.127.0.0.1}."
+    c.eq((h.redis_cmd(rport, "GET", keys + "tokens"),
+          h.redis_cmd(rport, "GET", keys + "timestamp")), ("0", str(second)),
+         "the bucket left as 40 runs of SCG's script leave it: 0 tokens, "
+         "stamped with Redis's second")
+    ttl = h.redis_cmd(rport, "TTL", keys + "tokens")
+    c.ok(18 <= ttl <= 20, "the keys expire as SCG's: 2 x 10 / 1 s (%r)"
+         % ttl)
+
+    # a batch on one gateway, single calls (SCG's script) on the other, a
+    # batch again: one bucket, drawn in turn
+    def turns():
+        a = burst(g1, 6)
+        b = [g2.request("GET", "/b/x") for _ in range(2)]
+        b = [(st, hd.get("x-ratelimit-remaining")) for st, hd, _ in b]
+        return a, b, burst(g1, 10)
+
+    run = within_one_second(rport, turns)
+    c.ok(run is not None, "the turns within one second of Redis's clock")
+    if run is None:
+        return
+    (a, b, d), _ = run
+    c.eq(sorted(int(r[1]) for r in a if r[0] == 200), [4, 5, 6, 7, 8, 9],
+         "gateway 1's batch of 6: remaining 9..4 (%r)" % a)
+    c.eq(b, [(200, "3"), (200, "2")],
+         "gateway 2's single calls go on from there")
+    c.eq(sorted(r for r in d if r[0] == 200), [(200, "0"), (200, "1")],
+         "gateway 1's batch of 10 gets the last 2 (%r)" % d)
+    c.eq(sum(1 for r in d if r == (429, "0")), 8, "and 8 denied")
 
 
 if shutil.which("redis-server") is None:

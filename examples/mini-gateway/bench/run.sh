@@ -24,7 +24,9 @@
 # Then the gateway at 1 route with a policy on it: a local rate limit
 # (RequestRateLimiter that never denies), a circuit breaker (closed), and
 # the same rate limit shared through a redis-server (--redis; one Redis
-# round trip per request, pipelined on each worker's connection).
+# round trip per request at most, pipelined on each worker's connection,
+# the calls of a loop iteration on one bucket in one script call), with
+# the redis-server's own CPU time and script calls per request.
 # Each case runs ROUNDS times, interleaved, and the median round is shown
 # (a shared machine is noisy: compare figures of one run only).
 #   DURATION=10 CONNECTIONS=50 ROUNDS=3 bash examples/mini-gateway/bench/run.sh
@@ -242,8 +244,35 @@ PY
 RP=$(port)
 redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no \
   >"$work/redis.log" 2>&1 &
-pids+=($!)
+redispid=$!; pids+=($redispid)
 wait_port $RP
+redis_snap() { # "cpu-ticks script-calls script-usec" of the redis-server
+  echo "$(sed 's/.*) //' /proc/$redispid/stat | awk '{print $12 + $13}')" \
+    "$(redis-cli -p "$RP" INFO commandstats | tr -d '\r' | python3 -c '
+import re, sys
+c = u = 0
+for l in sys.stdin:
+    m = re.match(r"cmdstat_(eval|evalsha):calls=(\d+),usec=(\d+)", l)
+    if m: c += int(m.group(2)); u += int(m.group(3))
+print(c, u)')"
+}
+redis_row() { # before after: Redis's share of the last Redis-limit run, per
+  # limited request (the gateway's redis_calls_total counts them)
+  python3 - "$1" "$2" "$AP" "$(getconf CLK_TCK)" "$work/redis-rows.txt" <<'PY'
+import re, sys, urllib.request
+(t0, c0, u0), (t1, c1, u1) = (map(int, a.split()) for a in sys.argv[1:3])
+body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[3]).read().decode()
+m = re.search(r"^gateway_rate_limit_redis_calls_total (\d+)", body, re.M)
+n = int(m.group(1)) if m else 0
+if not n:
+    sys.exit(0)
+cpu, calls = (t1 - t0) * 1e6 / int(sys.argv[4]) / n, (c1 - c0) / n
+each = (u1 - u0) / (c1 - c0) if c1 > c0 else 0
+print("  redis-server: %.1f us CPU/request, %.3f script calls/request, "
+      "%.1f us each (%d limited requests)" % (cpu, calls, each, n), flush=True)
+open(sys.argv[5], "a").write("%f %f %f\n" % (cpu, calls, each))
+PY
+}
 storm_total=0; storm_bad_total=0
 for round in $(seq "$ROUNDS"); do
   run_wrk "backend direct" "http://127.0.0.1:$BP/$url_end"
@@ -289,7 +318,9 @@ for round in $(seq "$ROUNDS"); do
   run_wrk "mini-gateway, breaker" "http://127.0.0.1:$GP/$url_end" $gwpid
   stop_pid $gwpid
   start_gw "$work/limit.json" --redis 127.0.0.1:$RP
+  rs0=$(redis_snap)
   run_wrk "mini-gateway, Redis limit" "http://127.0.0.1:$GP/$url_end" $gwpid
+  redis_row "$rs0" "$(redis_snap)"
   stop_pid $gwpid
 done
 echo "reload storm: $storm_total publishes in $ROUNDS x ~${DURATION}s ($storm_bad_total rejected)"
@@ -335,3 +366,12 @@ ratio(lim, gw1, "local limit / no policy (target >= 0.97):")
 ratio(brk, gw1, "breaker / no policy (target >= 0.97):")
 ratio(rlim, gw1, "Redis limit / no policy (target >= 0.85):")
 PY
+if [ -s "$work/redis-rows.txt" ]; then # medians of the Redis-limit rounds
+  python3 - "$work/redis-rows.txt" <<'PY'
+import sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+med = [sorted(c)[len(c) // 2] for c in zip(*rows)]
+print("Redis limit, redis-server (median): %.1f us CPU/request, %.3f script "
+      "calls/request, %.1f us each" % tuple(med))
+PY
+fi

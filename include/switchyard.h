@@ -1346,6 +1346,14 @@ SY_API size_t sy_ratelimit_headers(const sy_ratelimit *rl, sy_header hdrs[4],
  * left}), implementing route-model.md section 9.
  */
 SY_API const char *sy_ratelimit_redis_script(void);
+/* The same draw for N requests on one bucket in one call (a host batching
+ * the calls with the same keys and ARGV): KEYS and ARGV[1..4] as above,
+ * ARGV[5] N; Redis's clock read once; returns {allowed1, tokens_left1,
+ * allowed2, ...}, each pair for sy_ratelimit_redis_result in order. The
+ * keys are left as N runs of sy_ratelimit_redis_script() in that second
+ * leave them (Redis runs a script atomically: other clients of the bucket
+ * see it before or after the batch). Static. */
+SY_API const char *sy_ratelimit_redis_batch_script(void);
 /* One Redis call for limiter i of a match, self-contained (no borrowed
  * pointers): keep it until the reply. */
 typedef struct sy_redis_call {

@@ -15,8 +15,9 @@
  *   replies:   {okA, leftA, okB, leftB, okD, leftD}   {okC, leftC}
  *
  * A call alone on its bucket runs the library's script (SCG's token
- * bucket, sy_ratelimit_redis_script); N calls on one bucket run the batch
- * script below: the same draws one after the other, at one reading of
+ * bucket, sy_ratelimit_redis_script); N calls on one bucket run the
+ * library's batch script (sy_ratelimit_redis_batch_script): the same draws
+ * one after the other, at one reading of
  * Redis's clock, so the bucket is left as N runs of SCG's script in that
  * second leave it, and each request gets its own allowed/remaining. Redis
  * runs a script atomically: SCG instances and other gateways drawing from
@@ -52,51 +53,6 @@
 #define GW_REDIS_MAX_BATCH 512  /* calls one command carries at most */
 #define GW_REDIS_RETRY_MS 1000  /* between connection attempts */
 #define GW_REDIS_STALL_MS 1000  /* no reply that long: reconnect */
-
-/* N calls on one bucket in one command: the draws of the library's script
- * (sy_ratelimit_redis_script, SCG's token bucket) one after the other, at
- * one reading of Redis's clock, state carried from each draw to the next
- * as the script's SETEX then GET would carry it; written once at the end.
- * KEYS and ARGV[1..4] as the library's script, ARGV[5] N; returns
- * {allowed1, left1, allowed2, left2, ...}. */
-static const char batch_script[] =
-    "-- switchyard mini-gateway: N draws of SCG's token bucket, in order\n"
-    "if redis.replicate_commands then redis.replicate_commands() end\n"
-    "local tokens_key = KEYS[1]\n"
-    "local stamp_key = KEYS[2]\n"
-    "local rate = tonumber(ARGV[1])\n"
-    "local capacity = tonumber(ARGV[2])\n"
-    "local now = tonumber(ARGV[3])\n"
-    "if now == nil then now = tonumber(redis.call('TIME')[1]) end\n"
-    "local requested = tonumber(ARGV[4])\n"
-    "local n = tonumber(ARGV[5])\n"
-    "local ttl = math.floor(2 * (capacity / rate))\n"
-    "local last = tonumber(redis.call('GET', tokens_key))\n"
-    "if last == nil then last = capacity end\n"
-    "local stamp = tonumber(redis.call('GET', stamp_key))\n"
-    "if stamp == nil then stamp = 0 end\n"
-    "local out = {}\n"
-    "for i = 1, n do\n"
-    "  local filled = math.min(capacity, last + math.max(0, now - stamp) * "
-    "rate)\n"
-    "  local left = filled\n"
-    "  local ok = 0\n"
-    "  if filled >= requested then\n"
-    "    left = filled - requested\n"
-    "    ok = 1\n"
-    "  end\n"
-    "  out[2 * i - 1] = ok\n"
-    "  out[2 * i] = left\n"
-    "  if ttl > 0 then\n"
-    "    last = left\n"
-    "    stamp = now\n"
-    "  end\n"
-    "end\n"
-    "if ttl > 0 then\n"
-    "  redis.call('SETEX', tokens_key, ttl, last)\n"
-    "  redis.call('SETEX', stamp_key, ttl, now)\n"
-    "end\n"
-    "return out\n";
 
 /* One request's call: KEYS[1], KEYS[2], ARGV[1..4], copied into buf. */
 struct gw_rcall {
@@ -665,7 +621,7 @@ int gw_redis_init(gw_worker *w, const char *script) {
         return -1;
     r->w = w;
     r->scripts[0].text = script;
-    r->scripts[1].text = batch_script;
+    r->scripts[1].text = sy_ratelimit_redis_batch_script();
     r->timer_due = UINT64_MAX;
     uv_timer_init(&w->loop, &r->timer);
     r->timer.data = r;

@@ -226,37 +226,70 @@ void sy__rl_redis_call(const sy__rl_cfg *cfg, const char *route_id,
 }
 
 /* The token bucket in Redis, as route-model.md section 9 states SCG's:
- * written for switchyard, the same keys, arguments and reply. */
+ * written for switchyard, the same keys, arguments and reply. The batch
+ * script shares its lines: the bucket read (READ), then the same draw
+ * (DRAW) N times, the state carried from one draw to the next as the
+ * single script's SETEX then GET carry it, the keys written once. */
+/* clang-format off */
+#define REDIS_SCRIPT_READ \
+    "if redis.replicate_commands then redis.replicate_commands() end\n" \
+    "local tokens_key = KEYS[1]\n" \
+    "local stamp_key = KEYS[2]\n" \
+    "local rate = tonumber(ARGV[1])\n" \
+    "local capacity = tonumber(ARGV[2])\n" \
+    "local now = tonumber(ARGV[3])\n" \
+    "if now == nil then now = tonumber(redis.call('TIME')[1]) end\n" \
+    "local requested = tonumber(ARGV[4])\n" \
+    "local ttl = math.floor(2 * (capacity / rate))\n" \
+    "local last = tonumber(redis.call('GET', tokens_key))\n" \
+    "if last == nil then last = capacity end\n" \
+    "local stamp = tonumber(redis.call('GET', stamp_key))\n" \
+    "if stamp == nil then stamp = 0 end\n"
+#define REDIS_SCRIPT_DRAW(in) \
+    in "local filled = math.min(capacity, last + math.max(0, now - stamp) * rate)\n" \
+    in "local left = filled\n" \
+    in "local ok = 0\n" \
+    in "if filled >= requested then\n" \
+    in "  left = filled - requested\n" \
+    in "  ok = 1\n" \
+    in "end\n"
+
 static const char redis_script[] =
     "-- switchyard: SCG's RequestRateLimiter token bucket\n"
-    "if redis.replicate_commands then redis.replicate_commands() end\n"
-    "local tokens_key = KEYS[1]\n"
-    "local stamp_key = KEYS[2]\n"
-    "local rate = tonumber(ARGV[1])\n"
-    "local capacity = tonumber(ARGV[2])\n"
-    "local now = tonumber(ARGV[3])\n"
-    "if now == nil then now = tonumber(redis.call('TIME')[1]) end\n"
-    "local requested = tonumber(ARGV[4])\n"
-    "local ttl = math.floor(2 * (capacity / rate))\n"
-    "local last = tonumber(redis.call('GET', tokens_key))\n"
-    "if last == nil then last = capacity end\n"
-    "local stamp = tonumber(redis.call('GET', stamp_key))\n"
-    "if stamp == nil then stamp = 0 end\n"
-    "local filled = math.min(capacity, last + math.max(0, now - stamp) * rate)\n"
-    "local left = filled\n"
-    "local ok = 0\n"
-    "if filled >= requested then\n"
-    "  left = filled - requested\n"
-    "  ok = 1\n"
-    "end\n"
+    REDIS_SCRIPT_READ
+    REDIS_SCRIPT_DRAW("")
     "if ttl > 0 then\n"
     "  redis.call('SETEX', tokens_key, ttl, left)\n"
     "  redis.call('SETEX', stamp_key, ttl, now)\n"
     "end\n"
     "return { ok, left }\n";
 
+static const char redis_batch_script[] =
+    "-- switchyard: N draws of SCG's RequestRateLimiter token bucket\n"
+    REDIS_SCRIPT_READ
+    "local out = {}\n"
+    "for i = 1, tonumber(ARGV[5]) do\n"
+    REDIS_SCRIPT_DRAW("  ")
+    "  out[2 * i - 1] = ok\n"
+    "  out[2 * i] = left\n"
+    "  if ttl > 0 then\n"
+    "    last = left\n"
+    "    stamp = now\n"
+    "  end\n"
+    "end\n"
+    "if ttl > 0 then\n"
+    "  redis.call('SETEX', tokens_key, ttl, last)\n"
+    "  redis.call('SETEX', stamp_key, ttl, now)\n"
+    "end\n"
+    "return out\n";
+/* clang-format on */
+
 const char *sy_ratelimit_redis_script(void) {
     return redis_script;
+}
+
+const char *sy_ratelimit_redis_batch_script(void) {
+    return redis_batch_script;
 }
 
 void sy_ratelimit_redis_result(const sy_redis_call *call, bool ok,

@@ -693,6 +693,92 @@ START_TEST(a_host_table_cuts_the_path_only_for_its_readers) {
 }
 END_TEST
 
+/* A Header's presence behind a proven Host is decided inline from the
+ * first value of that name when its first byte says so, else as the scan
+ * decides it (trimmed, comma-separated, unquoted elements): both
+ * matchers agree (match_on) and the route is the one wanted. */
+START_TEST(header_presence_behind_a_host_as_the_scan_decides) {
+    char doc[8192];
+    int k = snprintf(doc, sizeof doc, "[");
+    for (int i = 0; i < 20; i++)
+        k += snprintf(doc + k, sizeof doc - (size_t)k,
+                      "%s{\"id\":\"k%d\",\"uri\":\"http://a\","
+                      "\"predicates\":[\"Header=X-Key\","
+                      "\"Host=h%d.example.com\",\"Path=/p\"]}",
+                      i ? "," : "", i, i);
+    snprintf(doc + k, sizeof doc - (size_t)k,
+             ",{\"id\":\"any\",\"uri\":\"http://a\",\"order\":1,"
+             "\"predicates\":[\"Path=/p\"]}]");
+    sy_router *r = router_with(doc);
+    sy_snapshot *s = sy_router_acquire(r);
+    static const struct {
+        const char *name, *value, *want;
+    } t[] = {
+        {"X-Key", "k", "k3"},     {"x-key", "k", "k3"},
+        {"X-Key", "", "any"},     {"X-Key", " ", "any"},
+        {"X-Key", " k", "k3"},    {"X-Key", "\tk", "k3"},
+        {"X-Key", ",", "any"},    {"X-Key", ",k", "k3"},
+        {"X-Key", "\"\"", "any"}, {"X-Key", "\"k\"", "k3"},
+        {"X-Kez", "k", "any"},    {NULL, NULL, "any"},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
+        rq q = request("GET", "h3.example.com", "/p");
+        add_header(&q, "Accept", "*/*");
+        if (t[i].name)
+            add_header(&q, t[i].name, t[i].value);
+        sy_match *m = match_on(s, &q);
+        const char *got = m ? sy_route_id(sy_match_route(m)) : NULL;
+        ck_assert_msg(got && strcmp(got, t[i].want) == 0, "%s: [%s]: %s",
+                      t[i].name ? t[i].name : "(none)",
+                      t[i].value ? t[i].value : "", got ? got : "(none)");
+    }
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
+/* A walk-proven candidate whose later predicate (a Header's regex) is
+ * tested under the budget takes its captures on first read: the route
+ * found has them, and one that failed leaves none to the route found
+ * after it. */
+START_TEST(captures_of_a_walk_proven_candidate_after_its_header) {
+    char doc[8192];
+    int k = snprintf(doc, sizeof doc, "[");
+    for (int i = 0; i < 20; i++)
+        k += snprintf(doc + k, sizeof doc - (size_t)k,
+                      "%s{\"id\":\"o%d\",\"uri\":\"http://a\","
+                      "\"predicates\":[\"Method=POST\","
+                      "\"Path=/o%d/{id}\",\"Header=X-V, v[12]\"]}",
+                      i ? "," : "", i, i);
+    snprintf(doc + k, sizeof doc - (size_t)k,
+             ",{\"id\":\"rest\",\"uri\":\"http://a\",\"order\":1,"
+             "\"predicates\":[\"Path=/o4/**\"]}]");
+    sy_router *r = router_with(doc);
+    sy_snapshot *s = sy_router_acquire(r);
+    rq q = request("POST", "a.example.com", "/o4/77");
+    add_header(&q, "X-V", "v2");
+    sy_match *m = match_on(s, &q);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(sy_route_id(sy_match_route(m)), "o4");
+    ck_assert_uint_eq(sy_match_var_count(m), 1);
+    ck_assert_sy_str(sy_match_var_get(m, "id"), "77");
+    q = request("POST", "a.example.com", "/o4/78");
+    add_header(&q, "X-V", "v3");
+    m = match_on(s, &q);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(sy_route_id(sy_match_route(m)), "rest");
+    ck_assert_uint_eq(sy_match_var_count(m), 0);
+    ck_assert_ptr_null(sy_match_var_get(m, "id").ptr);
+    q = request("POST", "a.example.com", "/o4//");
+    add_header(&q, "X-V", "v1");
+    m = match_on(s, &q);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(sy_route_id(sy_match_route(m)), "rest");
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* The filter plan                                                      */
 /* ------------------------------------------------------------------ */
@@ -1670,6 +1756,8 @@ int main(void) {
     tcase_add_test(tc, strip_host_port_option_ignores_the_port);
     tcase_add_test(tc, walk_proven_captures_are_taken_when_read);
     tcase_add_test(tc, a_host_table_cuts_the_path_only_for_its_readers);
+    tcase_add_test(tc, header_presence_behind_a_host_as_the_scan_decides);
+    tcase_add_test(tc, captures_of_a_walk_proven_candidate_after_its_header);
     tcase_add_test(tc, plan_without_filters_keeps_path_query_and_headers);
     tcase_add_test(tc, strip_prefix_drops_leading_segments);
     tcase_add_test(tc, strip_prefix_of_every_segment_leaves_root);

@@ -390,6 +390,25 @@ static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
     return true;
 }
 
+/* Whether a walk-proven candidate's captures surely hold (room for them,
+ * no empty segment: labels never are) and no predicate from `from` on
+ * takes captures (a Path or Host pattern's come after the walk's): then
+ * they are taken on first read (caps_now), the segments perhaps never
+ * cut. */
+static inline bool caps_sure(const sy_match_ctx *c, const sy__cand_list *l,
+                             const sy__cand *cd, const struct sy_route *r,
+                             size_t from) {
+    if (!cd->nvars || cd->nvars > c->ev.caps_cap ||
+        (!l->host && (c->path_seen & SY_SEEN_EMPTY)))
+        return false;
+    for (size_t i = from; i < r->predicate_count; i++) {
+        uint8_t k = sy__route_cpred(r, i)->kind;
+        if (k == SY_PK_PATH || k == SY_PK_HOST)
+            return false;
+    }
+    return true;
+}
+
 /* A candidate the quick kinds left undecided at predicate `from`
  * (cand_holds): the ones before it hold and captured nothing. The rest in
  * order, but the proven one (a walk-proven one's captures taken at its
@@ -405,13 +424,14 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
     const struct sy_route *r = sl->route;
     sy__eval *ev = &c->ev;
-    /* walk_caps reads the segments */
-    if (walk && cd->nvars && !l->host)
-        path_segs(c);
     sy__budget *saved = NULL;
     bool entered = false, ok = true;
     ev->ncaps = 0;
-    if (walk && (size_t)proven < from && !walk_caps(ev, l, cd)) {
+    bool later = walk && (size_t)proven < from && caps_sure(c, l, cd, r, from);
+    /* walk_caps reads the segments */
+    if (walk && cd->nvars && !l->host && !later)
+        path_segs(c);
+    if (walk && (size_t)proven < from && !later && !walk_caps(ev, l, cd)) {
         sy__budget_enter(&c->budget, &saved);
         ok = candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
         sy__budget_leave(saved);
@@ -445,6 +465,10 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     }
     if (entered)
         sy__budget_leave(saved);
+    if (ok && later) { /* caps_now takes them */
+        c->lazy_list = l;
+        c->lazy_cand = cd;
+    }
     return ok;
 }
 

@@ -316,10 +316,17 @@ def echoed_header(body, name):
 
 
 class Checks:
-    """Counts assertions and prints a summary; exit code 1 on failure."""
+    """Counts assertions and prints a summary; exit code 1 on failure, 77
+    (meson's "skipped") when a part of the test could not run and nothing
+    failed: a test that ran only in part is never counted as passed."""
 
     def __init__(self, name):
-        self.name, self.n, self.failed = name, 0, []
+        self.name, self.n, self.failed, self.skipped = name, 0, [], []
+
+    def skip(self, why):
+        """A part of the test that cannot run here, and why."""
+        self.skipped.append(why)
+        print("SKIP: %s" % why, flush=True)
 
     def ok(self, cond, what):
         self.n += 1
@@ -334,9 +341,10 @@ class Checks:
     def done(self, procs=None):
         if self.failed and procs is not None:
             print("--- gateway log ---\n" + procs.log("gateway.log")[-4000:])
-        print("%s: %d checks, %d failed" % (self.name, self.n,
-                                            len(self.failed)), flush=True)
-        sys.exit(1 if self.failed else 0)
+        print("%s: %d checks, %d failed, %d parts skipped%s" % (
+            self.name, self.n, len(self.failed), len(self.skipped),
+            "".join("\n  skipped: " + w for w in self.skipped)), flush=True)
+        sys.exit(1 if self.failed else 77 if self.skipped else 0)
 
 
 def run(name, body):

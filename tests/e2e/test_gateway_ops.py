@@ -138,7 +138,7 @@ def body(procs, c):
               ("/echo/b", "echo", None), ("/echo/c", "echo", None)],
              "and tells what the new document re-routes")
     else:
-        print("SKIP: no switchyard tool at %s" % cli)
+        c.skip("the impact preview: no switchyard tool at %s" % cli)
 
     # --- metrics: the latency histogram by route ---
     st, _, data = gw.admin_call("GET", "/metrics")
@@ -218,8 +218,8 @@ def body(procs, c):
                          re.I)
     c.eq(outside, [], "no src/href to another host")
     if not os.path.exists(CHROMIUM):
-        print("SKIP: %s missing (tests/install-deps.sh installs chromium)"
-              % CHROMIUM)
+        c.skip("the console in a browser: %s missing "
+               "(tests/install-deps.sh installs chromium)" % CHROMIUM)
         return
     url = "http://127.0.0.1:%d/#token=%s&explain=/api/users/7" % (gw.admin,
                                                                   TOKEN)

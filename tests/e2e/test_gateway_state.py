@@ -264,7 +264,7 @@ def demo_origin(procs, c):
         try:
             s.bind(("127.0.0.1", p))
         except OSError:
-            print("skipped: the demo's origin (127.0.0.1:%d is taken)" % p)
+            c.skip("the demo's origin (127.0.0.1:%d is taken)" % p)
             return
         finally:
             s.close()

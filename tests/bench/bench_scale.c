@@ -20,6 +20,12 @@
  *                       snapshot's id table outgrows its capacity on
  *                       the way, at ~1,125,600 routes)
  *
+ * After each apply (100k for scale/match, 1M for every case) a comment
+ * gives the process's memory in transparent huge pages (AnonHugePages of
+ * /proc/self/smaps_rollup) and its VmRSS: what a cold lookup's TLB
+ * misses can be read against (docs/performance.md, "Round 11
+ * (continued): huge pages at 1,000,000 routes").
+ *
  * Beside the last two a stall watcher (the reader thread, or a thread of
  * its own) reads CLOCK_MONOTONIC without pause and records every gap over
  * 200 us in which it was not switched out: the machine stopping the
@@ -73,6 +79,15 @@ static double scale_match(const char *what, table *t, size_t check) {
     sy_snapshot_release(s);
     sy_match_ctx_free(ctx);
     return ns;
+}
+
+/* The process's memory in transparent huge pages and its VmRSS, as a
+ * comment. */
+static void print_huge(const char *when) {
+    comment("%s: AnonHugePages %.1f MiB (transparent huge pages of the "
+            "process, /proc/self/smaps_rollup); VmRSS %.1f MiB",
+            when, (double)bench_anon_huge_bytes() / 1048576,
+            (double)bench_rss_bytes() / 1048576);
 }
 
 /* ---- the machine's stalls ---- */
@@ -669,6 +684,7 @@ void case_scale(void) {
         if (table_load(&t, "scale/match") == 0) {
             comment("scale/match %zu: applied in %.1f ms", t.routes,
                     t.apply_ms);
+            print_huge("scale/match 100000");
             small_ns = scale_match("scale/match", &t, 300);
         }
         table_free(&t);
@@ -708,6 +724,7 @@ void case_scale(void) {
     }
     if (rep)
         sy_report_free(rep);
+    print_huge("scale 1000000, after the apply");
     if (w_match) {
         double big_ns = scale_match("scale/match", &t, 100);
         if (small_ns > 0 && big_ns > 0) {

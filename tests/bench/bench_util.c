@@ -204,6 +204,10 @@ uint64_t bench_lazyfree_bytes(void) {
     return proc_kb("/proc/self/smaps_rollup", "LazyFree") * 1024;
 }
 
+uint64_t bench_anon_huge_bytes(void) {
+    return proc_kb("/proc/self/smaps_rollup", "AnonHugePages") * 1024;
+}
+
 static void cpu_model(char *out, size_t cap, int *cpus) {
     snprintf(out, cap, "unknown");
     *cpus = 0;

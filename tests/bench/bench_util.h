@@ -62,6 +62,9 @@ uint64_t bench_rss_bytes(void);
  * in VmRSS until it does: LazyFree of /proc/self/smaps_rollup (0 when not
  * reported). */
 uint64_t bench_lazyfree_bytes(void);
+/* The process's anonymous memory in transparent huge pages: AnonHugePages
+ * of /proc/self/smaps_rollup (0 when not reported). */
+uint64_t bench_anon_huge_bytes(void);
 
 /* Print the machine and build description as '#' comment lines. */
 void bench_print_machine(void);

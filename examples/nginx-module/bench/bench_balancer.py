@@ -9,6 +9,7 @@ then a backend killed under load: client errors of each (idempotent GETs,
                     [--threads T] [--repeat N] [--sizes 10,10000]
                     [--kill-duration S] [--kill-rate R] [--control]
                     [--no-kill]
+  bench_balancer.py MODULE.so --callgrind [--sizes 10] [--requests 500,2500]
 
 Everything runs on 127.0.0.1 free ports: two backend nginx processes
 (`master_process off`, `return 200`), the measured nginx (2 workers each)
@@ -20,7 +21,12 @@ median: on a shared 2-core box they spread by a millisecond. --control
 adds a second plain nginx with the very same configuration, alternated
 with the other two: its ratio to the first plain is what the bench's
 noise alone gives (an A/A comparison), the yardstick for the balancer's
-ratio. The plain configuration has one
+ratio. --callgrind measures without the clock instead: each nginx with
+one worker (`master_process off`) under callgrind, one keepalive client
+sending a fixed number of GETs spread over the routes, and prints the
+worker's instructions a request (the difference of two runs' totals over
+the difference of their request counts: start-up and exit cancel out).
+The plain configuration has one
 location per route, as an operator would write it; the module has one
 location and N routes.
 """
@@ -28,14 +34,16 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_nginx import (COMMON, NGINX, TEMPS, Nginx, free_port,  # noqa: E402
-                         load_line, median, run_wrk, spread)
+                         load_line, median, run_wrk, spread, wait_port)
 
 PROXY = ("proxy_http_version 1.1; proxy_set_header Connection \"\"; "
          "proxy_next_upstream error timeout http_502; "
@@ -131,6 +139,105 @@ def client_errors(r):
                              re.findall(r"\d+", r["socket_errors"]))
 
 
+def one_worker(conf):
+    """A configuration of this bench for a callgrind run: no master, one
+    worker, every request on one connection."""
+    return "master_process off;\n" + conf.replace(
+        "worker_processes 2;", "worker_processes 1;").replace(
+        "http {\n", "http {\n    keepalive_requests 100000;\n", 1)
+
+
+def keepalive_gets(port, n, count):
+    """count GETs on one keepalive connection, spread over n routes; each
+    answer read whole (Content-Length) before the next is sent."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    buf = b""
+    try:
+        for i in range(count):
+            s.sendall(b"GET /svc%d/x HTTP/1.1\r\nHost: bench\r\n\r\n"
+                      % (i % n))
+            while b"\r\n\r\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise RuntimeError("connection closed")
+                buf += chunk
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            if not head.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError("answer %r" % head[:40])
+            m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+            need = int(m.group(1)) if m else 0
+            while len(buf) < need:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise RuntimeError("connection closed")
+                buf += chunk
+            buf = buf[need:]
+    finally:
+        s.close()
+
+
+def callgrind_run(ng, port, n, count):
+    """Instructions of one nginx run (start, count requests, stop) under
+    callgrind."""
+    out = os.path.join(ng.dir, "cg.out")
+    proc = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+         NGINX, "-p", ng.dir, "-c", ng.conf, "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, timeout=120)
+        keepalive_gets(port, n, count)
+    finally:
+        proc.send_signal(signal.SIGQUIT)
+        proc.wait(timeout=120)
+    with open(out) as f:
+        total = re.search(r"^summary:\s*(\d+)", f.read(), re.M)
+    os.rename(out, "%s.%d" % (out, count))
+    return int(total.group(1))
+
+
+def callgrind(args, module):
+    """--callgrind: instructions a request of the plain and the module
+    nginx's worker."""
+    lo, hi = [int(x) for x in args.requests.split(",")]
+    print(load_line("start"), flush=True)
+    b1, b2 = free_port(), free_port()
+    backs = [Nginx("backend1", backend_conf(b1)),
+             Nginx("backend2", backend_conf(b2))]
+    try:
+        for b, p in zip(backs, (b1, b2)):
+            b.start(p)
+        for n in [int(x) for x in args.sizes.split(",")]:
+            for kind in ("plain", "balancer"):
+                port = free_port()
+                if kind == "plain":
+                    ng = Nginx("cg-plain%d" % n, one_worker(
+                        plain_conf(n, port, [b1, b2], args.keepalive)))
+                else:
+                    ng = Nginx("cg-balancer%d" % n, one_worker(
+                        module_conf(module, port, args.keepalive)))
+                    with open(os.path.join(ng.dir, "bench.json"), "w") as f:
+                        json.dump(routes_doc(n), f)
+                    with open(os.path.join(ng.dir, "instances.json"),
+                              "w") as f:
+                        json.dump(instances_doc([b1, b2]), f)
+                try:
+                    a = callgrind_run(ng, port, n, lo)
+                    b = callgrind_run(ng, port, n, hi)
+                    print("routes %d %-8s instructions a request: %.0f "
+                          "(%d requests %d, %d requests %d; files in %s)"
+                          % (n, kind, (b - a) / (hi - lo), lo, a, hi, b,
+                             ng.dir), flush=True)
+                finally:
+                    if not args.keep:
+                        shutil.rmtree(ng.dir, ignore_errors=True)
+    finally:
+        for b in backs:
+            b.stop()
+    print(load_line("end"))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("module")
@@ -147,9 +254,17 @@ def main():
                     help="a second, identical plain nginx (A/A: the noise)")
     ap.add_argument("--no-kill", action="store_true",
                     help="skip the backend kill runs")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="instructions a request under callgrind, no clock")
+    ap.add_argument("--requests", default="500,2500",
+                    help="--callgrind: the two runs' request counts")
+    ap.add_argument("--keep", action="store_true",
+                    help="--callgrind: keep the callgrind files")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     module = os.path.abspath(args.module)
+    if args.callgrind:
+        return callgrind(args, module)
     results, kills = {}, {}
 
     print(load_line("start"), flush=True)

@@ -171,6 +171,9 @@ typedef struct {
     /* the state file as this zone last wrote or read it */
     uint64_t state_ino, state_size, state_mtime_ns;
     sw_health_t health[SW_HEALTH_SLOTS];
+    /* health entries ever claimed: while none is, a success has no
+     * entry to look up (sw_health_report) */
+    ngx_atomic_t health_claimed;
 } sw_shm_t;
 
 typedef struct {
@@ -242,7 +245,8 @@ void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
 
 /* ---- a routed request ---- */
 
-/* What routing decided for one request; strings live in r->pool. */
+/* What routing decided for one request; strings live in r->pool, or in
+ * snap (route, service, instance, version) while the request holds it. */
 typedef struct {
     ngx_uint_t kind; /* SW_CTX_REQUEST */
     ngx_str_t route;
@@ -297,9 +301,10 @@ typedef struct {
 /* The route's rate limiters, breaker and Retry for a matched request:
  * NGX_DECLINED to go on, a status to answer (429, 403, 503), or NGX_DONE
  * (an open breaker's fallback: sw_policy_redirect once the match is
- * released). */
-ngx_int_t sw_policy_phase(ngx_http_request_t *r, sw_req_ctx_t *ctx,
-                          sy_match *m);
+ * released). *none: the route has no rate limiter, breaker or Retry
+ * (set when the phase went on, NGX_DECLINED). */
+ngx_int_t sw_policy_phase(ngx_http_request_t *r, sw_req_ctx_t *ctx, sy_match *m,
+                          bool *none);
 ngx_int_t sw_policy_redirect(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 /* Retry's conditions and tries, the breaker's time limit, on the
  * request's copy of the upstream settings (the balancer). */
@@ -359,6 +364,18 @@ size_t sw_health_ejected(const char *service, const char **ids, size_t max);
 
 /* ---- the worker's router ---- */
 
+/* What every request of a route finds the same within one snapshot (its
+ * filters, the snapshot's default filters, its metadata): its timeouts
+ * and whether it has a rate limiter, breaker or Retry, asked once per
+ * snapshot generation (sw_route_facts) instead of per request. */
+#define SW_FACTS 256
+typedef struct {
+    const sy_route *route; /* NULL: a free slot */
+    ngx_str_t id;          /* its id (the snapshot's string) */
+    ngx_msec_t connect_timeout, response_timeout;
+    unsigned policy_free : 1; /* none of the three: no policy phase */
+} sw_route_facts_t;
+
 typedef struct {
     sy_router *router;
     sy_match_ctx *mctx;
@@ -374,6 +391,11 @@ typedef struct {
     ngx_fd_t notify_fd;    /* read end of this worker's pipe, or -1 */
     uint64_t stage_cpu_us; /* CPU time of the last sw_worker_apply's
                             * staging (the library's copy of the body) */
+    /* sw_route_facts: the routes of snapshot generation facts_gen (a
+     * route's address is its own only while its snapshot lives) */
+    uint64_t facts_gen;
+    sw_route_facts_t facts[SW_FACTS];
+    uint64_t seed; /* the requests' seeds (splitmix64), from ngx_random */
 } sw_worker_t;
 
 extern sw_worker_t sw_worker;

@@ -420,6 +420,12 @@ static ngx_int_t sw_pstr(ngx_http_request_t *r, ngx_str_t *dst, const char *src,
     return NGX_OK;
 }
 
+/* A string of the snapshot the request holds (no copy). */
+static void sw_borrow(ngx_str_t *dst, const char *src) {
+    dst->data = (u_char *)src;
+    dst->len = ngx_strlen(src);
+}
+
 /* The request's headers as sy_header slices (worker scratch). */
 static ngx_int_t sw_request_headers(ngx_list_t *headers, sy_request *req) {
     ngx_list_part_t *part = &headers->part;
@@ -558,6 +564,31 @@ static ngx_msec_t sw_meta_ms(const sy_route *route, sy_timeout_kind kind) {
     }
 }
 
+/* The route's facts in snapshot snap (held by the caller): found in the
+ * worker's table, or asked of the library and kept there (the policies
+ * once a request has gone through sw_policy_phase). The table holds one
+ * generation's routes: a newer snapshot empties it. */
+static sw_route_facts_t *sw_route_facts(const sy_snapshot *snap,
+                                        const sy_route *route) {
+    uint64_t gen = sy_snapshot_generation(snap);
+    sw_route_facts_t *f;
+
+    if (gen != sw_worker.facts_gen) {
+        ngx_memzero(sw_worker.facts, sizeof sw_worker.facts);
+        sw_worker.facts_gen = gen;
+    }
+    f = &sw_worker.facts[(((uintptr_t)route * 0x9E3779B97F4A7C15ULL) >> 32) %
+                         SW_FACTS];
+    if (f->route == route)
+        return f;
+    f->route = route;
+    sw_borrow(&f->id, sy_route_id(route));
+    f->connect_timeout = sw_meta_ms(route, SY_TIMEOUT_CONNECT);
+    f->response_timeout = sw_meta_ms(route, SY_TIMEOUT_RESPONSE);
+    f->policy_free = 0;
+    return f;
+}
+
 /* The proxied target in one library call: where to connect, the path and
  * query, the Host to send and the request headers after filters. */
 static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
@@ -611,9 +642,10 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     }
     /* nginx proxies WebSocket over http(s) with the Upgrade headers */
     scheme = t.scheme;
-    if (ngx_strcmp(scheme, "ws") == 0)
+    if (scheme[0] == 'w' && scheme[1] == 's' && scheme[2] == '\0')
         scheme = "http";
-    else if (ngx_strcmp(scheme, "wss") == 0)
+    else if (scheme[0] == 'w' && scheme[1] == 's' && scheme[2] == 's' &&
+             scheme[3] == '\0')
         scheme = "https";
 
     /* scheme://host:port ([host] for IPv6), written by hand: a request's
@@ -654,15 +686,14 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         return NGX_ERROR;
     if (t.health)
         ctx->target = t;
-    if (t.service &&
-        sw_pstr(r, &ctx->service, t.service, ngx_strlen(t.service)) != NGX_OK)
-        return NGX_ERROR;
-    if (t.instance_id && sw_pstr(r, &ctx->instance, t.instance_id,
-                                 ngx_strlen(t.instance_id)) != NGX_OK)
-        return NGX_ERROR;
-    if (t.version &&
-        sw_pstr(r, &ctx->version, t.version, ngx_strlen(t.version)) != NGX_OK)
-        return NGX_ERROR;
+    /* the snapshot's strings (NUL-terminated): copied if the snapshot
+     * is not kept for the request (sw_phase_handler) */
+    if (t.service)
+        sw_borrow(&ctx->service, t.service);
+    if (t.instance_id)
+        sw_borrow(&ctx->instance, t.instance_id);
+    if (t.version)
+        sw_borrow(&ctx->version, t.version);
     /* the common case: no filter changed a request header, and no
      * forward before this one did (r->internal: the kept client headers
      * are checked below); the request's own list is sent, and no line of
@@ -788,8 +819,12 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     /* a retry matches again: same time, same Weight draws, same headers */
     ngx_time_t *tp = ngx_timeofday();
     ctx->now_ms = (int64_t)tp->sec * 1000 + (int64_t)tp->msec;
-    ctx->seed =
-        ((uint64_t)ngx_random() << 32) ^ (uint64_t)ngx_random() ^ (uintptr_t)r;
+    /* splitmix64 of the worker's counter (two ngx_random a request cost
+     * ~100 instructions) */
+    uint64_t z = (sw_worker.seed += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    ctx->seed = z ^ (z >> 31);
     if (ctx->seed == 0)
         ctx->seed = 1;
     ctx->orig_headers = r->headers_in.headers;
@@ -806,11 +841,11 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     }
     if (m == NULL)
         return sw_answer_nomatch(r);
-    const char *id = sy_route_id(sy_match_route(m));
-    if (sw_pstr(r, &ctx->route, id, strlen(id)) != NGX_OK)
-        return sw_500(r, "out of memory for the route id");
-    ctx->connect_timeout = sw_meta_ms(sy_match_route(m), SY_TIMEOUT_CONNECT);
-    ctx->response_timeout = sw_meta_ms(sy_match_route(m), SY_TIMEOUT_RESPONSE);
+    const sy_route *route = sy_match_route(m);
+    sw_route_facts_t *facts = sw_route_facts(snap, route);
+    ctx->route = facts->id; /* the snapshot's (sw_borrow) */
+    ctx->connect_timeout = facts->connect_timeout;
+    ctx->response_timeout = facts->response_timeout;
     ctx->needs_balancer = ctx->connect_timeout || ctx->response_timeout;
 
     /* an answer the module gives must be a real status (0 would let the
@@ -824,11 +859,17 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                       &ctx->route, status);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    ngx_int_t prc = sw_policy_phase(r, ctx, m);
-    if (prc == NGX_DONE) /* an open breaker's fallback answers */
-        return sw_keep_over_redirect(r, ctx, m);
-    if (prc != NGX_DECLINED)
-        return prc;
+    if (facts->policy_free) {
+        ctx->permit.permitted = 1; /* as sy_match_breaker_acquire says */
+    } else {
+        bool none = false;
+        ngx_int_t prc = sw_policy_phase(r, ctx, m, &none);
+        if (prc == NGX_DONE) /* an open breaker's fallback answers */
+            return sw_keep_over_redirect(r, ctx, m);
+        if (prc != NGX_DECLINED)
+            return prc;
+        facts->policy_free = none;
+    }
     switch (sy_match_action(m)) {
     case SY_ACTION_RESPOND:
         /* 413/431 with the filter's error header and the route's other
@@ -912,6 +953,19 @@ ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     return NGX_OK;
 }
 
+/* Copies, in the request's pool, of the context's strings borrowed from
+ * the snapshot (sw_borrow), before it is released. */
+static ngx_int_t sw_unborrow(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
+    ngx_str_t *s[] = {&ctx->route, &ctx->service, &ctx->instance,
+                      &ctx->version};
+
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+        if (s[i]->data &&
+            sw_pstr(r, s[i], (const char *)s[i]->data, s[i]->len) != NGX_OK)
+            return NGX_ERROR;
+    return NGX_OK;
+}
+
 static void sw_release_snapshot(void *data) {
     sy_snapshot_release(data);
 }
@@ -941,14 +995,9 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
 
     sy_snapshot *snap = sy_router_acquire(sw_worker.router);
     ngx_int_t rc = sw_route(r, ctx, snap);
-    if (rc == NGX_DONE) {
-        /* a forward: route, or an open breaker's fallback: the match is
-         * done with */
-        sy_snapshot_release(snap);
-        return sw_policy_redirect(r, ctx);
-    }
     if (rc == NGX_DECLINED && (ctx->target.health || ctx->permit.breaker)) {
-        /* keep the snapshot for the outcome report (sw_log_handler) */
+        /* keep the snapshot for the outcome report (sw_log_handler): the
+         * context's strings borrowed from it stay valid with it */
         ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
         if (cln) {
             cln->handler = sw_release_snapshot;
@@ -958,7 +1007,14 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
         }
         ctx->target.health = NULL;
     }
+    /* the snapshot goes now (as soon as the match is done with): what
+     * the context borrowed from it is copied first */
+    ngx_int_t crc = sw_unborrow(r, ctx);
     sy_snapshot_release(snap);
+    if (crc != NGX_OK)
+        return sw_500(r, "out of memory for the route's strings");
+    if (rc == NGX_DONE) /* a forward: route, or an open breaker's fallback */
+        return sw_policy_redirect(r, ctx);
     return rc;
 }
 

@@ -85,11 +85,12 @@ static ngx_int_t sw_fallback(ngx_http_request_t *r, ngx_str_t *to) {
     return NGX_DONE;
 }
 
-ngx_int_t sw_policy_phase(ngx_http_request_t *r, sw_req_ctx_t *ctx,
-                          sy_match *m) {
+ngx_int_t sw_policy_phase(ngx_http_request_t *r, sw_req_ctx_t *ctx, sy_match *m,
+                          bool *none) {
     sy_error err;
+    size_t limiters = sy_match_ratelimit_count(m);
 
-    if (sy_match_ratelimit_count(m)) {
+    if (limiters) {
         sy_ratelimit rl;
         if (sy_match_ratelimit(m, ctx->now_ms, &rl, &err)) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -127,6 +128,7 @@ ngx_int_t sw_policy_phase(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         sw_retry_map(r, ctx, rp);
         ctx->needs_balancer = 1;
     }
+    *none = limiters == 0 && !ctx->permit.breaker && rp == NULL;
     return NGX_DECLINED;
 }
 

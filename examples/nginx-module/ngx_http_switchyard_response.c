@@ -383,6 +383,7 @@ ngx_int_t sw_response_ops(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
 
 typedef struct {
     ngx_str_t route;
+    const sw_req_ctx_t *owner; /* the context that kept them */
     ngx_int_t status;
     sy_response_op *ops;
     ngx_uint_t op_count;
@@ -401,7 +402,14 @@ ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
     k = sw_keep_add(r, sw_kept_ops_mark, sizeof *k);
     if (k == NULL)
         return NGX_ERROR;
-    k->route = ctx->route;
+    /* the route id may be the snapshot's, released before the redirect */
+    k->route.data = ngx_pnalloc(r->pool, ctx->route.len + 1);
+    if (k->route.data == NULL)
+        return NGX_ERROR;
+    ngx_memcpy(k->route.data, ctx->route.data, ctx->route.len);
+    k->route.data[ctx->route.len] = '\0';
+    k->route.len = ctx->route.len;
+    k->owner = ctx;
     k->status = ctx->status;
     k->ops = ctx->ops; /* in r->pool, as the route's strings */
     k->op_count = ctx->op_count;
@@ -420,7 +428,7 @@ ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
             continue;
         k->active = 0;
         /* kept for a fallback that did not happen: applied already */
-        if (!open || k->route.data == ctx->route.data)
+        if (!open || k->owner == ctx)
             continue;
         if (sw_ops_apply(r, &k->route, ctx->noop ? k->status : 0, k->ops,
                          k->op_count) != NGX_OK)

@@ -566,6 +566,8 @@ ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     int rc;
 
     ngx_memzero(&sw_worker, sizeof sw_worker);
+    sw_worker.seed = ((uint64_t)ngx_random() << 32) ^ (uint64_t)ngx_random() ^
+                     ((uint64_t)ngx_pid << 48);
     sw_worker.mcf = mcf;
     sw_worker.zone = mcf->zone->data;
     sw_worker.epoch = sw_worker.zone->sh->epoch;

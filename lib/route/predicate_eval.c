@@ -143,11 +143,7 @@ static __attribute__((noinline)) bool test_header(const sy__pred *p,
     uint32_t left = sy__budget_max_repeats();
     for (size_t i = 0; i < r->header_count; i++) {
         const sy_header *h = &r->headers[i];
-        /* the length first (most names differ in it), then the exact
-         * bytes (the usual spelling), without the case-insensitive call */
-        if (h->name.len != p->name_len ||
-            (!sy__bytes_eq(h->name.ptr, p->name, p->name_len) &&
-             !sy__str_ieq(h->name, p->name, p->name_len)))
+        if (!sy__pred_header_named(p, h))
             continue;
         sy_str rest = h->value, el;
         bool done = false;

@@ -26,6 +26,16 @@ sy__pred_lit_flat(const sy__pred *p, sy_str f) {
            (p->lit_rest || (p->trailing && f.len == len + 1));
 }
 
+/* Whether header h has the name of Header predicate p: the length first
+ * (most names differ in it), then the exact bytes (the usual spelling),
+ * without the case-insensitive call. */
+static inline bool sy__pred_header_named(const sy__pred *p,
+                                         const sy_header *h) {
+    return h->name.len == p->name_len &&
+           (sy__bytes_eq(h->name.ptr, p->name, p->name_len) ||
+            sy__str_ieq(h->name, p->name, p->name_len));
+}
+
 /* A Header predicate without a regex (presence) where its first header
  * of that name decides it without the budget: none, 0; a value whose
  * first byte is not blank, ',' or '"', 1 (its first element is not empty
@@ -35,9 +45,7 @@ static inline int sy__pred_header_present(const sy__pred *p,
                                           const sy_request *r) {
     for (size_t i = 0; i < r->header_count; i++) {
         const sy_header *h = &r->headers[i];
-        if (h->name.len != p->name_len ||
-            (!sy__bytes_eq(h->name.ptr, p->name, p->name_len) &&
-             !sy__str_ieq(h->name, p->name, p->name_len)))
+        if (!sy__pred_header_named(p, h))
             continue;
         if (!h->value.len)
             return -1;

@@ -100,6 +100,54 @@ void gw_policy_blocks_free(void) {
 
 static void breaker_step(gw_request *q, sy_match *m);
 
+/* The X-RateLimit-* lines of the last limiter values this thread wrote:
+ * of the four, only Remaining changes from one request to the next (the
+ * other three are the limiter's configuration), so those three lines are
+ * formatted once for a (rate, capacity, requested) and copied after. The
+ * names and the order are sy_ratelimit_headers'. */
+typedef struct rl_lines {
+    bool set;
+    uint32_t rate, burst, requested;
+    char first[48]; /* "X-RateLimit-Remaining: " */
+    size_t first_len, tail_len;
+    char tail[160]; /* the other three lines, "Name: v\r\n" each */
+} rl_lines;
+static _Thread_local rl_lines rl_cache;
+
+static bool rl_lines_for(const sy_ratelimit *rl) {
+    rl_lines *c = &rl_cache;
+    if (c->set && c->rate == rl->replenish_rate &&
+        c->burst == rl->burst_capacity && c->requested == rl->requested_tokens)
+        return true;
+    sy_header h[4];
+    char buf[160];
+    if (sy_ratelimit_headers(rl, h, buf, sizeof buf) != 4 ||
+        h[0].name.len + 2 > sizeof c->first)
+        return false;
+    size_t at = 0;
+    for (size_t i = 1; i < 4; i++) {
+        size_t n = h[i].name.len + h[i].value.len + 4;
+        if (at + n > sizeof c->tail)
+            return false;
+        memcpy(c->tail + at, h[i].name.ptr, h[i].name.len);
+        at += h[i].name.len;
+        memcpy(c->tail + at, ": ", 2);
+        memcpy(c->tail + at + 2, h[i].value.ptr, h[i].value.len);
+        at += 2 + h[i].value.len;
+        memcpy(c->tail + at, "\r\n", 2);
+        at += 2;
+    }
+    memcpy(c->first, h[0].name.ptr, h[0].name.len);
+    memcpy(c->first + h[0].name.len, ": ", 2);
+    c->first_len = h[0].name.len + 2;
+    c->tail_len = at;
+    c->rate = rl->replenish_rate;
+    c->burst = rl->burst_capacity;
+    c->requested = rl->requested_tokens;
+    c->set = true;
+    return true;
+}
+
 /* A limiter's decision: its X-RateLimit-* headers go with the response
  * (allowed: true), or with the denial answer, in *deny (false). Nothing
  * is answered here: the caller answers once it let go of what it holds. */
@@ -107,15 +155,15 @@ static bool ratelimit_decided(gw_request *q, const sy_ratelimit *rl,
                               gw_buf *deny, int *status) {
     if (!rl->limited)
         return true;
-    sy_header h[4];
-    char buf[160];
-    size_t n = rl->headers ? sy_ratelimit_headers(rl, h, buf, sizeof buf) : 0;
     gw_buf *out = rl->allowed ? &q->xhdrs : deny;
-    for (size_t i = 0; i < n; i++) { /* per limited request: no printf */
-        gw_buf_add(out, h[i].name.ptr, h[i].name.len);
-        gw_buf_add(out, ": ", 2);
-        gw_buf_add(out, h[i].value.ptr, h[i].value.len);
+    if (rl->headers && rl_lines_for(rl)) { /* per limited request */
+        gw_buf_add(out, rl_cache.first, rl_cache.first_len);
+        if (rl->remaining < 0)
+            gw_buf_add(out, "-", 1);
+        gw_buf_addu(out, rl->remaining < 0 ? 0u - (uint64_t)rl->remaining
+                                           : (uint64_t)rl->remaining);
         gw_buf_add(out, "\r\n", 2);
+        gw_buf_add(out, rl_cache.tail, rl_cache.tail_len);
     }
     if (!rl->allowed) {
         gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_LIMITED);

@@ -96,8 +96,10 @@ static void op_strings(gw_resp_op *op, char **blk, sy_str name, sy_str value,
 void gw_request_copy_response_ops(gw_request *q, sy_match *m,
                                   const gw_buf *cors) {
     size_t n = sy_match_response_op_count(m), nc = 0, bytes = 0;
-    for (size_t i = 0; cors && i < cors->len; i++)
-        nc += cors->p[i] == '\n';
+    const char *end = cors && cors->len ? cors->p + cors->len : NULL;
+    for (const char *l = cors ? cors->p : NULL;
+         end && (l = memchr(l, '\n', (size_t)(end - l))) != NULL; l++)
+        nc++;
     if (!n && !nc)
         return;
     if (nc) /* a line "Name: value\r\n" has room for its op's 3 NULs */
@@ -117,7 +119,8 @@ void gw_request_copy_response_ops(gw_request *q, sy_match *m,
     size_t k = 0;
     const char *l = cors ? cors->p : NULL;
     for (size_t i = 0; l && i < nc; i++) {
-        const char *colon = strchr(l, ':'), *eol = strchr(l, '\r');
+        const char *eol = memchr(l, '\r', (size_t)(end - l));
+        const char *colon = memchr(l, ':', (size_t)(eol - l));
         ops[k].kind = SY_RESP_ADD_IF_ABSENT;
         ops[k].pre = true;
         op_strings(&ops[k], &blk, (sy_str){l, (size_t)(colon - l)},

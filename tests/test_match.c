@@ -783,6 +783,41 @@ START_TEST(captures_of_a_walk_proven_candidate_after_its_header) {
 }
 END_TEST
 
+/* A Path of literal segments then "{*rest}" tested behind a Host (its
+ * routes share the path, so the host places them): the rest is the path
+ * from the '/' before it, "" for none, and a literal that differs or a
+ * path too short fails it. */
+START_TEST(literal_path_then_rest_behind_a_host) {
+    sy_router *r;
+    sy_snapshot *s = snapshot_of(
+        &r, "\"Host=h%d.example.com\",\"Path=/a/b/{*rest}\"", "\"Path=/**\"");
+    static const struct {
+        const char *path, *want, *rest;
+    } t[] = {
+        {"/a/b/c/d", "r5", "/c/d"}, {"/a/b", "r5", ""},
+        {"/a/b/", "r5", "/"},       {"/a/b/c/", "r5", "/c/"},
+        {"/a/b//c", "r5", "//c"},   {"/a/x/c", "last", NULL},
+        {"/a", "last", NULL},       {"/ab/c", "last", NULL},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
+        rq q = request("GET", "h5.example.com", t[i].path);
+        sy_match *m = match_on(s, &q);
+        const char *got = m ? sy_route_id(sy_match_route(m)) : NULL;
+        ck_assert_msg(got && strcmp(got, t[i].want) == 0, "%s: %s", t[i].path,
+                      got ? got : "(none)");
+        if (t[i].rest) {
+            sy_str v = sy_match_var_get(m, "rest");
+            ck_assert_msg(v.ptr && v.len == strlen(t[i].rest) &&
+                              memcmp(v.ptr, t[i].rest, v.len) == 0,
+                          "%s: rest [%.*s], want [%s]", t[i].path, (int)v.len,
+                          v.ptr ? v.ptr : "", t[i].rest);
+        }
+    }
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* The filter plan                                                      */
 /* ------------------------------------------------------------------ */
@@ -1762,6 +1797,7 @@ int main(void) {
     tcase_add_test(tc, a_host_table_cuts_the_path_only_for_its_readers);
     tcase_add_test(tc, header_presence_behind_a_host_as_the_scan_decides);
     tcase_add_test(tc, captures_of_a_walk_proven_candidate_after_its_header);
+    tcase_add_test(tc, literal_path_then_rest_behind_a_host);
     tcase_add_test(tc, plan_without_filters_keeps_path_query_and_headers);
     tcase_add_test(tc, strip_prefix_drops_leading_segments);
     tcase_add_test(tc, strip_prefix_of_every_segment_leaves_root);

@@ -393,6 +393,44 @@ static bool test_literal_path(const sy__pred *p, const sy__segments *segs) {
            lit_segments_eq(p, segs, c - 1);
 }
 
+/* sy__pattern_match_path (pattern.c) for a rooted pattern of literal
+ * segments then a last "**" or "{*name}", on plain segments of one rooted
+ * path (segs->flat): the literals compared, the rest the path's own text
+ * from the '/' before it (join_rest's, no copy). A failed literal fails
+ * it with or without the trailing-slash retry (the retry has fewer
+ * segments). -1: another shape (the pattern matcher decides). */
+static int match_lit_rest(const sy__pattern *pat, const sy__segments *segs,
+                          sy__capture *caps, size_t *ncaps) {
+    size_t m = pat->multi;
+    if (m == PE_NONE || m + 1 != pat->n || !pat->rooted || !segs->flat.ptr)
+        return -1;
+    for (size_t i = 0; i < m; i++)
+        if (pat->elems[i].kind != PE_LITERAL)
+            return -1;
+    size_t c = segs->count, pos = 0;
+    if (c < m)
+        return 0;
+    for (size_t i = 0; i < m; i++) {
+        const sy__pelem *el = &pat->elems[i];
+        sy_str d = segs->dec[i];
+        if (d.len != el->len ||
+            (d.len && memcmp(d.ptr, pat->src + el->offset, d.len) != 0))
+            return 0;
+        pos += d.len + 1;
+    }
+    const sy__pelem *mul = &pat->elems[m];
+    if (caps && mul->nvars) {
+        size_t total = 0;
+        for (size_t i = m; i < c; i++)
+            total += segs->dec[i].len + 1;
+        caps[*ncaps].name = pat->vars[mul->var];
+        caps[*ncaps].value =
+            m == c ? (sy_str){"", 0} : (sy_str){segs->flat.ptr + pos, total};
+        (*ncaps)++;
+    }
+    return 1;
+}
+
 static bool test_patterns(const sy__pred *p, sy__eval *ev) {
     const sy__segments *segs = p->kind == SY_PK_PATH ? ev->path : ev->host;
     if (!segs)
@@ -406,6 +444,14 @@ static bool test_patterns(const sy__pred *p, sy__eval *ev) {
         caps = NULL; /* no room: match without capturing */
     sy__pattern *const *pats = p->many ? p->pats : &p->one;
     for (size_t i = 0, n = sy__pred_npats(p); i < n; i++) {
+        int q = p->kind == SY_PK_PATH
+                    ? match_lit_rest(pats[i], segs, caps, &ev->ncaps)
+                    : -1;
+        if (q >= 0) {
+            if (q)
+                return true;
+            continue;
+        }
         bool ok = p->kind == SY_PK_PATH
                       ? sy__pattern_match_path(pats[i], segs, p->trailing, caps,
                                                &ev->ncaps, ev->md, ev->scratch)

@@ -213,7 +213,8 @@ static void on_client_handle_closed(uv_handle_t *h) {
  * written before they are read), and a calloc per request cleared all of
  * it; its upstream head and response header buffers keep their memory
  * too (each is refilled from len 0), so a steady request allocates
- * nothing for them (nor for the gateway's own response headers, xhdrs).
+ * nothing for them (nor for the gateway's own response headers, xhdrs and
+ * pre).
  * At most REQ_KEEP blocks are kept per thread. */
 #define REQ_KEEP 64
 static _Thread_local gw_request *req_free;
@@ -225,21 +226,23 @@ static gw_request *request_get(void) {
         return calloc(1, sizeof *q);
     req_free = (gw_request *)q->c;
     req_nfree--;
-    gw_buf head = q->head, rh = q->rh, xh = q->xhdrs;
+    gw_buf head = q->head, rh = q->rh, xh = q->xhdrs, pre = q->pre;
     memset(q, 0, GW_REQ_ZEROED);
     q->head = (gw_buf){head.p, 0, head.cap, false};
     q->rh = (gw_buf){rh.p, 0, rh.cap, false};
     q->xhdrs = (gw_buf){xh.p, 0, xh.cap, false};
+    q->pre = (gw_buf){pre.p, 0, pre.cap, false};
     return q;
 }
 
 static void request_put(gw_request *q) {
     /* buffers grown by a large request go back to the system */
     if (req_nfree >= REQ_KEEP || q->head.cap > 16384 || q->rh.cap > 16384 ||
-        q->xhdrs.cap > 16384) {
+        q->xhdrs.cap > 16384 || q->pre.cap > 16384) {
         gw_buf_free(&q->head);
         gw_buf_free(&q->rh);
         gw_buf_free(&q->xhdrs);
+        gw_buf_free(&q->pre);
         free(q);
         return;
     }
@@ -255,6 +258,7 @@ void gw_request_blocks_free(void) {
         gw_buf_free(&q->head);
         gw_buf_free(&q->rh);
         gw_buf_free(&q->xhdrs);
+        gw_buf_free(&q->pre);
         free(q);
     }
     req_nfree = 0;

@@ -110,9 +110,11 @@ struct gw_request {
     gw_buf fwd;          /* path, query, header names and values */
     sy_header *fwd_hdrs; /* sreq.headers after a forward */
     /* policies (policy.c) */
-    gw_buf xhdrs;             /* response headers from the gateway (CORS,
-                                 X-RateLimit-*), "Name: v\r\n", until copied as edits */
-    struct gw_rlwait *rlw;    /* calls to Redis in flight */
+    gw_buf xhdrs;          /* response headers from the gateway (CORS,
+                              X-RateLimit-*), "Name: v\r\n", until copied as edits */
+    gw_buf pre;            /* xhdrs kept as the only edits, "Name\0 v\0\n" lines
+                              (gw_request_copy_response_ops; kept with the block) */
+    struct gw_rlwait *rlw; /* calls to Redis in flight */
     sy_breaker_permit permit; /* valid while permit_held */
     bool permit_held;
     uint64_t call_start_ms; /* the breaker's call began */
@@ -211,6 +213,12 @@ int gw_request_rematch(gw_request *q, sy_match **m);
 int gw_upstream_head(gw_request *q, const sy_target *t);
 void gw_request_copy_response_ops(gw_request *q, sy_match *m,
                                   const gw_buf *cors);
+/* The header lines staged before the call when they are all of a
+ * request's response edits (q->pre), each added when the response has no
+ * header of its name, as the edits they stand for: the name after `at`
+ * (NULL: the first) and its *value, NUL-ended; NULL after the last. */
+const char *gw_request_pre_next(const gw_request *q, const char *at,
+                                const char **value);
 /* After the policies: the route's response edits, then forward, answer
  * (no://op) or the first upstream attempt. */
 void gw_request_proceed(gw_request *q, sy_match *m);

@@ -619,6 +619,10 @@ static void rewrite_location(hlist *l, const gw_resp_op *op,
 /* The response edits on l; `proxied`: an upstream's answer, which the
  * edits of routes that forwarded the request leave alone (gw_resp_op). */
 static void apply_ops(gw_request *q, hlist *l, bool proxied) {
+    const char *v = NULL; /* lines kept instead of edits (upstream_head.c) */
+    for (const char *n = NULL; (n = gw_request_pre_next(q, n, &v)) != NULL;)
+        if (!hl_has(l, n))
+            hl_add(l, n, v);
     for (size_t i = 0; i < q->nops; i++) {
         gw_resp_op *op = &q->ops[i];
         if (proxied && op->outer)

@@ -93,9 +93,8 @@ static void op_strings(gw_resp_op *op, char **blk, sy_str name, sy_str value,
  * forwarded here, which edit the response after this one, as SCG's outer
  * filter chain does, and are marked `outer` (a proxied answer is already
  * written when they run in SCG). */
-void gw_request_copy_response_ops(gw_request *q, sy_match *m,
-                                  const gw_buf *cors) {
-    size_t n = sy_match_response_op_count(m), nc = 0, bytes = 0;
+static void copy_ops(gw_request *q, sy_match *m, const gw_buf *cors) {
+    size_t n = m ? sy_match_response_op_count(m) : 0, nc = 0, bytes = 0;
     const char *end = cors && cors->len ? cors->p + cors->len : NULL;
     for (const char *l = cors ? cors->p : NULL;
          end && (l = memchr(l, '\n', (size_t)(end - l))) != NULL; l++)
@@ -156,6 +155,49 @@ void gw_request_copy_response_ops(gw_request *q, sy_match *m,
     free(q->ops);
     q->ops = ops;
     q->nops += k;
+}
+
+/* The lines of q->pre between "Name\0 value\0\n" (kept) and "Name:
+ * value\r\n" (as staged): the first NUL of a line was its colon, the
+ * second its CR. */
+static void pre_form(gw_buf *pre, bool kept) {
+    for (char *l = pre->p, *end = pre->p + pre->len; l < end;) {
+        char *colon = memchr(l, kept ? ':' : '\0', (size_t)(end - l));
+        char *eol = memchr(colon, kept ? '\r' : '\0', (size_t)(end - colon));
+        *colon = kept ? '\0' : ':';
+        *eol = kept ? '\0' : '\r';
+        l = eol + 2;
+    }
+}
+
+void gw_request_copy_response_ops(gw_request *q, sy_match *m,
+                                  const gw_buf *cors) {
+    if (q->pre.len) { /* staged by an earlier route: edits as they were */
+        pre_form(&q->pre, false);
+        copy_ops(q, NULL, &q->pre);
+        q->pre.len = 0;
+    }
+    if (cors == &q->xhdrs && cors->len && !cors->failed && !q->nops &&
+        !sy_match_response_op_count(m)) {
+        /* only header lines (the usual limited or CORS route): kept as
+         * they are, without an edit each (gw_request_pre_next); the
+         * caller empties xhdrs, now the old q->pre */
+        gw_buf t = q->pre;
+        q->pre = q->xhdrs;
+        q->xhdrs = t;
+        pre_form(&q->pre, true);
+        return;
+    }
+    copy_ops(q, m, cors);
+}
+
+const char *gw_request_pre_next(const gw_request *q, const char *at,
+                                const char **value) {
+    at = at ? *value + strlen(*value) + 2 : q->pre.p;
+    if (!q->pre.len || at >= q->pre.p + q->pre.len)
+        return NULL;
+    *value = at + strlen(at) + 2;
+    return at;
 }
 
 /* The upstream request head for target t: request line, Host, the

@@ -245,6 +245,10 @@ void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
 
 /* ---- a routed request ---- */
 
+/* The balancer's per-request peer (ngx_http_switchyard_balancer.c), in
+ * 8-byte words. */
+#define SW_PEER_WORDS 14
+
 /* What routing decided for one request; strings live in r->pool, or in
  * snap (route, service, instance, version) while the request holds it. */
 typedef struct {
@@ -262,7 +266,7 @@ typedef struct {
     /* lb:// routes: the target, for the outcome report, and the snapshot
      * it came from, held until the request's pool goes */
     sy_target target;
-    sy_snapshot *snap;
+    sy_snapshot *snap; /* released with the context (sw_ctx_put) */
     /* what a retry needs to match the request again on snap (the balancer
      * picks another instance): the client's headers before the filters,
      * and the time and seed of the first match */
@@ -296,6 +300,10 @@ typedef struct {
      * RequestHeaderSize status (SY_ACTION_RESPOND) */
     unsigned noop : 1;
     unsigned respond : 1;
+    unsigned peer_used : 1;
+    /* the balancer's peer (sw_init_peer), in the context: no allocation
+     * from the request's pool */
+    uint64_t peer[SW_PEER_WORDS];
 } sw_req_ctx_t;
 
 /* The route's rate limiters, breaker and Retry for a matched request:

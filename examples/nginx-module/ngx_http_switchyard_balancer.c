@@ -24,6 +24,10 @@ typedef struct {
     const char *instance;            /* of the current attempt, or NULL */
 } sw_peer_t;
 
+/* sw_init_peer places it in the request's context */
+_Static_assert(sizeof(sw_peer_t) <= SW_PEER_WORDS * sizeof(uint64_t),
+               "sw_peer_t does not fit in sw_req_ctx_t.peer");
+
 /* ---- addresses: host:port to sockaddr, cached per worker ---- */
 
 typedef struct sw_addr_s sw_addr_t;
@@ -452,9 +456,13 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
     if (sw_peer_ssl(r, ctx, sw_secure(ctx->upstream.data, ctx->upstream.len)) !=
         NGX_OK)
         return NGX_ERROR;
-    p = ngx_pcalloc(r->pool, sizeof *p);
-    if (p == NULL)
+    if (!ctx->peer_used) { /* (once a request but for a corner case) */
+        ctx->peer_used = 1;
+        p = (sw_peer_t *)ctx->peer;
+        ngx_memzero(p, sizeof *p);
+    } else if ((p = ngx_pcalloc(r->pool, sizeof *p)) == NULL) {
         return NGX_ERROR;
+    }
     p->r = r;
     p->ctx = ctx;
     ctx->balanced = 1;

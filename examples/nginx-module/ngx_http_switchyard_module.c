@@ -966,8 +966,51 @@ static ngx_int_t sw_unborrow(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
     return NGX_OK;
 }
 
-static void sw_release_snapshot(void *data) {
-    sy_snapshot_release(data);
+/* A request's context lives off its pool (the pool's second block was
+ * full: the context, ~530 bytes, and the balancer's peer made nginx take a
+ * third, a posix_memalign and a free a request): a free list per worker,
+ * refilled by the pool's cleanup, which also releases the snapshot the
+ * request kept. */
+typedef struct sw_ctx_slot_s sw_ctx_slot_t;
+struct sw_ctx_slot_s {
+    sw_req_ctx_t ctx;
+    sw_ctx_slot_t *next;
+};
+#define SW_CTX_FREE_MAX 1024
+static sw_ctx_slot_t *sw_ctx_free;
+static ngx_uint_t sw_ctx_free_count;
+
+static void sw_ctx_put(void *data) {
+    sw_ctx_slot_t *s = data;
+
+    if (s->ctx.snap)
+        sy_snapshot_release(s->ctx.snap);
+    if (sw_ctx_free_count >= SW_CTX_FREE_MAX) {
+        ngx_free(s);
+        return;
+    }
+    s->next = sw_ctx_free;
+    sw_ctx_free = s;
+    sw_ctx_free_count++;
+}
+
+static sw_req_ctx_t *sw_ctx_get(ngx_http_request_t *r) {
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
+    sw_ctx_slot_t *s;
+
+    if (cln == NULL)
+        return NULL;
+    s = sw_ctx_free;
+    if (s) {
+        sw_ctx_free = s->next;
+        sw_ctx_free_count--;
+    } else if ((s = ngx_alloc(sizeof *s, r->connection->log)) == NULL) {
+        return NULL; /* the cleanup has no handler: nothing runs */
+    }
+    ngx_memzero(&s->ctx, sizeof s->ctx);
+    cln->handler = sw_ctx_put;
+    cln->data = s;
+    return &s->ctx;
 }
 
 static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
@@ -987,7 +1030,7 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
         return NGX_HTTP_SERVICE_UNAVAILABLE;
     }
     sw_worker_sync(r->connection->log);
-    ctx = ngx_pcalloc(r->pool, sizeof *ctx);
+    ctx = sw_ctx_get(r);
     if (ctx == NULL)
         return sw_500(r, "out of memory for the request's context");
     ctx->kind = SW_CTX_REQUEST;
@@ -996,16 +1039,11 @@ static ngx_int_t sw_phase_handler(ngx_http_request_t *r) {
     sy_snapshot *snap = sy_router_acquire(sw_worker.router);
     ngx_int_t rc = sw_route(r, ctx, snap);
     if (rc == NGX_DECLINED && (ctx->target.health || ctx->permit.breaker)) {
-        /* keep the snapshot for the outcome report (sw_log_handler): the
-         * context's strings borrowed from it stay valid with it */
-        ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
-        if (cln) {
-            cln->handler = sw_release_snapshot;
-            cln->data = snap;
-            ctx->snap = snap;
-            return rc;
-        }
-        ctx->target.health = NULL;
+        /* keep the snapshot for the outcome report (sw_log_handler) until
+         * the context goes (sw_ctx_put): the context's strings borrowed
+         * from it stay valid with it */
+        ctx->snap = snap;
+        return rc;
     }
     /* the snapshot goes now (as soon as the match is done with): what
      * the context borrowed from it is copied first */

@@ -139,6 +139,21 @@ def client_errors(r):
                              re.findall(r"\d+", r["socket_errors"]))
 
 
+def start_backends(name):
+    """Two backend nginx on free ports, started: (them, their ports)."""
+    ports = [free_port(), free_port()]
+    backs = [Nginx("%s%d" % (name, i + 1), backend_conf(p))
+             for i, p in enumerate(ports)]
+    try:
+        for b, p in zip(backs, ports):
+            b.start(p)
+    except BaseException:
+        for b in backs:
+            b.stop()
+        raise
+    return backs, ports
+
+
 def one_worker(conf):
     """A configuration of this bench for a callgrind run: no master, one
     worker, every request on one connection."""
@@ -201,12 +216,8 @@ def callgrind(args, module):
     nginx's worker."""
     lo, hi = [int(x) for x in args.requests.split(",")]
     print(load_line("start"), flush=True)
-    b1, b2 = free_port(), free_port()
-    backs = [Nginx("backend1", backend_conf(b1)),
-             Nginx("backend2", backend_conf(b2))]
+    backs, (b1, b2) = start_backends("backend")
     try:
-        for b, p in zip(backs, (b1, b2)):
-            b.start(p)
         for n in [int(x) for x in args.sizes.split(",")]:
             for kind in ("plain", "balancer"):
                 port = free_port()
@@ -268,12 +279,8 @@ def main():
     results, kills = {}, {}
 
     print(load_line("start"), flush=True)
-    b1, b2 = free_port(), free_port()
-    backs = [Nginx("backend1", backend_conf(b1)),
-             Nginx("backend2", backend_conf(b2))]
+    backs, (b1, b2) = start_backends("backend")
     try:
-        for b, p in zip(backs, (b1, b2)):
-            b.start(p)
         for n in [int(x) for x in args.sizes.split(",")]:
             (plain, pport), (mod, mport) = pair(module, n, [b1, b2],
                                                args.keepalive)
@@ -310,12 +317,8 @@ def main():
         # a backend killed under load, each configuration on fresh
         # backends (10 routes)
         for kind in () if args.no_kill else ("plain", "balancer"):
-            k1, k2 = free_port(), free_port()
-            kb = [Nginx("kill1", backend_conf(k1)),
-                  Nginx("kill2", backend_conf(k2))]
+            kb, (k1, k2) = start_backends("kill")
             try:
-                for b, p in zip(kb, (k1, k2)):
-                    b.start(p)
                 (plain, pport), (mod, mport) = pair(module, 10, [k1, k2],
                                                    args.keepalive)
                 try:

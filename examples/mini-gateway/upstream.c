@@ -484,8 +484,9 @@ static void hl_remove_after(hlist *l, const char *name, size_t at) {
 }
 
 static bool hl_has(const hlist *l, const char *name) {
+    int c = name[0] | 0x20; /* first letters that differ: no call */
     for (size_t i = 0; i < l->n; i++)
-        if (strcasecmp(l->a[i].n, name) == 0)
+        if ((l->a[i].n[0] | 0x20) == c && strcasecmp(l->a[i].n, name) == 0)
             return true;
     return false;
 }

@@ -1108,7 +1108,7 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
     if (ctx && ctx->kind != SW_CTX_REQUEST)
         ctx = NULL;
     if (ctx && (ctx->upstream.data || ctx->respond) &&
-        sw_response_ops(r, ctx) != NGX_OK)
+        (ctx->op_count || ctx->status) && sw_response_ops(r, ctx) != NGX_OK)
         return NGX_ERROR;
     if (sw_response_ops_kept(r, ctx) != NGX_OK)
         return NGX_ERROR;

@@ -390,8 +390,13 @@ typedef struct {
     unsigned active : 1;
 } sw_kept_ops_t;
 
+/* Kept entries whose pool is still there, in this worker: with none, a
+ * response has none to look for. */
+static ngx_uint_t sw_kept_live;
+
 static void sw_kept_ops_mark(void *data) {
-    (void)data; /* only a marker in the pool's cleanup list */
+    (void)data; /* a marker in the pool's cleanup list, run when it goes */
+    sw_kept_live--;
 }
 
 ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
@@ -402,6 +407,8 @@ ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
     k = sw_keep_add(r, sw_kept_ops_mark, sizeof *k);
     if (k == NULL)
         return NGX_ERROR;
+    sw_kept_live++;
+    k->active = 0;
     /* the route id may be the snapshot's, released before the redirect */
     k->route.data = ngx_pnalloc(r->pool, ctx->route.len + 1);
     if (k->route.data == NULL)
@@ -420,6 +427,9 @@ ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
 ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
     /* only the module's own answer is still open to them (see above) */
     ngx_flag_t open = ctx && (ctx->noop || ctx->respond);
+
+    if (sw_kept_live == 0)
+        return NGX_OK;
 
     /* newest first: the route forwarded to last is the innermost */
     for (ngx_pool_cleanup_t *c = r->pool->cleanup; c; c = c->next) {

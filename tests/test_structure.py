@@ -69,7 +69,7 @@ FLOORS = [
         [("diff",), ("shadow",)],
     ]),
     ("request", [
-        [("match",), ("select",), ("target",)],
+        [("match", "match_result"), ("select",), ("target",)],
         [("policy_match",)],
     ]),
     ("router", [

@@ -1,7 +1,7 @@
 /*
  * match.c - the request path: match contexts (per-worker scratch), the
- * indexed matcher, the reference linear scan, explain, and the match
- * result with its lazily computed filter plan.
+ * indexed matcher, the reference linear scan and explain (what a result
+ * answers: match_result.c).
  *
  * One match:
  *   scan the path once (its segments, the host's labels: cut when read)
@@ -373,7 +373,7 @@ static inline bool walk_caps(sy__eval *ev, const sy__cand_list *l,
 
 /* Whether a whole, walk-proven candidate's captures hold (no {var} on an
  * empty segment) without taking them: they are taken on first read
- * (caps_now). false: take them now (walk_caps decides). */
+ * (sy__match_caps). false: take them now (walk_caps decides). */
 static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
                               const sy__cand *cd) {
     if (cd->nvars > c->ev.caps_cap)
@@ -393,7 +393,7 @@ static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
 /* Whether a walk-proven candidate's captures surely hold (room for them,
  * no empty segment: labels never are) and no predicate from `from` on
  * takes captures (a Path or Host pattern's come after the walk's): then
- * they are taken on first read (caps_now), the segments perhaps never
+ * they are taken on first read (sy__match_caps), the segments perhaps never
  * cut. */
 static inline bool caps_sure(const sy_match_ctx *c, const sy__cand_list *l,
                              const sy__cand *cd, const struct sy_route *r,
@@ -465,21 +465,20 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     }
     if (entered)
         sy__budget_leave(saved);
-    if (ok && later) { /* caps_now takes them */
+    if (ok && later) { /* sy__match_caps takes them */
         c->lazy_list = l;
         c->lazy_cand = cd;
     }
     return ok;
 }
 
-/* The captures of the route found, taken now if caps_later left them. */
-static void caps_now(sy_match_ctx *c) {
-    if (c->lazy_list) {
-        path_segs(c);
-        c->ev.ncaps = 0;
-        walk_caps(&c->ev, c->lazy_list, c->lazy_cand);
-        c->lazy_list = NULL;
-    }
+/* The captures of the route found, which caps_later left: taken now
+ * (sy__match_caps, match.h, calls this only when some were left). */
+void sy__match_caps_take(sy_match_ctx *c) {
+    path_segs(c);
+    c->ev.ncaps = 0;
+    walk_caps(&c->ev, c->lazy_list, c->lazy_cand);
+    c->lazy_list = NULL;
 }
 
 /* A candidate its inline data does not decide: the others of the quick
@@ -534,7 +533,7 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
             c->ev.ncaps = 0;
             return true;
         }
-        if (caps_later(c, l, cd)) /* caps_now sets ncaps */
+        if (caps_later(c, l, cd)) /* sy__match_caps sets ncaps */
             return true;
     }
     return cand_holds_quick(c, s, l, cd, mbit, odd_host);
@@ -925,107 +924,4 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
     }
     sy__budget_leave(saved);
     return SY_OK;
-}
-
-/* ---- results ---- */
-
-const sy_route *sy_match_route(const sy_match *m) {
-    return m->route;
-}
-
-size_t sy_match_var_count(const sy_match *m) {
-    caps_now(m->ctx);
-    return m->ctx->ev.ncaps;
-}
-
-void sy_match_var(const sy_match *m, size_t i, sy_str *name, sy_str *value) {
-    caps_now(m->ctx);
-    const sy__eval *ev = &m->ctx->ev;
-    sy_str none = {NULL, 0};
-    if (name)
-        *name = i < ev->ncaps ? ev->caps[i].name : none;
-    if (value)
-        *value = i < ev->ncaps ? ev->caps[i].value : none;
-}
-
-sy_str sy_match_var_get(const sy_match *m, const char *name) {
-    caps_now(m->ctx);
-    const sy__eval *ev = &m->ctx->ev;
-    size_t len = strlen(name);
-    /* the last capture of a name wins, as SCG merges the predicates'
-     * variable maps (and as the filters expand {name}) */
-    for (size_t i = ev->ncaps; i-- > 0;)
-        if (sy__str_eq(ev->caps[i].name, name, len))
-            return ev->caps[i].value;
-    return (sy_str){NULL, 0};
-}
-
-sy__plan *sy__match_plan(const sy_match *cm) {
-    /* the plan is computed on first use; the result lives in the context,
-     * which the caller owns (one thread at a time) */
-    sy_match *m = (sy_match *)(uintptr_t)cm;
-    if (!m->plan_done) {
-        caps_now(m->ctx);
-        const struct sy_route *d = m->snap->defaults;
-        const sy__eval *ev = &m->ctx->ev;
-        memset(&m->plan, 0, sizeof m->plan);
-        sy__budget *saved;
-        sy__budget_enter(&m->ctx->budget, &saved);
-        m->plan_rc = sy__plan_compute(
-            &m->plan, d ? (const sy__filter *const *)d->more->cfilters : NULL,
-            d ? d->more->filter_count : 0,
-            (const sy__filter *const *)m->route->more->cfilters,
-            m->route->more->filter_count, m->req, ev->caps, ev->ncaps,
-            m->ctx->md, &m->ctx->scratch);
-        sy__budget_leave(saved);
-        m->plan_done = true;
-    }
-    return &m->plan;
-}
-
-sy_action sy_match_action(const sy_match *m) {
-    return sy__match_plan(m)->action;
-}
-int sy_match_status(const sy_match *m) {
-    return sy__match_plan(m)->status;
-}
-sy_str sy_match_redirect(const sy_match *m) {
-    return sy__match_plan(m)->redirect;
-}
-sy_str sy_match_path(const sy_match *m) {
-    return sy__match_plan(m)->path;
-}
-sy_str sy_match_query(const sy_match *m) {
-    return sy__match_plan(m)->query;
-}
-size_t sy_match_header_count(const sy_match *m) {
-    return sy__match_plan(m)->header_count;
-}
-bool sy_match_preserve_host(const sy_match *m) {
-    return sy__match_plan(m)->preserve_host;
-}
-
-sy_header sy_match_header(const sy_match *m, size_t i) {
-    sy__plan *p = sy__match_plan(m);
-    sy_header none = {{NULL, 0}, {NULL, 0}};
-    return i < p->header_count ? p->headers[i] : none;
-}
-
-size_t sy_match_response_op_count(const sy_match *m) {
-    return sy__match_plan(m)->resp_count;
-}
-
-sy_response_op sy_match_response_op(const sy_match *m, size_t i) {
-    sy__plan *p = sy__match_plan(m);
-    sy_response_op none = {SY_RESP_ADD, {NULL, 0}, {NULL, 0}, {NULL, 0}};
-    return i < p->resp_count ? p->resp[i] : none;
-}
-
-size_t sy_match_host_filter_count(const sy_match *m) {
-    return sy__match_plan(m)->host_filter_count;
-}
-
-const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i) {
-    sy__plan *p = sy__match_plan(m);
-    return i < p->host_filter_count ? p->host_filters[i] : NULL;
 }

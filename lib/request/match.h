@@ -1,7 +1,8 @@
 /*
  * match.h - the match context and the match result, shared by the
- * matcher (match.c), instance selection (select.c) and the target of a
- * match (target.c). Internal: the public API sees opaque handles.
+ * matcher (match.c), the result's answers (match_result.c), instance
+ * selection (select.c) and the target of a match (target.c). Internal: the
+ * public API sees opaque handles.
  */
 #ifndef SY_MATCH_H
 #define SY_MATCH_H
@@ -60,7 +61,7 @@ struct sy_match_ctx {
      * no segment is empty */
     unsigned path_seen;
     /* the captures of the route found, when a walk proved it whole: taken
-     * from the request's segments on first read (caps_now, match.c), as a
+     * from the request's segments on first read (sy__match_caps), as a
      * host that reads none pays nothing for them; NULL when ev.caps holds
      * them already */
     const sy__cand_list *lazy_list;
@@ -81,7 +82,16 @@ struct sy_match_ctx {
     size_t allow_len;
 };
 
-/* The filter plan of a match, computed on first use. */
+/* The filter plan of a match, computed on first use (match_result.c). */
 sy__plan *sy__match_plan(const sy_match *m);
+
+/* Takes the captures the matcher left for their first read (match.c). */
+void sy__match_caps_take(sy_match_ctx *c);
+
+/* The captures of the route found, in c->ev: taken now if left. */
+static inline void sy__match_caps(sy_match_ctx *c) {
+    if (c->lazy_list)
+        sy__match_caps_take(c);
+}
 
 #endif

@@ -198,6 +198,20 @@ static bool all_multi(const sy__pelem *pt, long from, long to) {
     return true;
 }
 
+/* sy__pat_elem_match for one label (last: a '*' may stand for an empty
+ * one), a literal or a '*' without the call: most labels of a host
+ * pattern are one of the two ("*.t5.example.org"). */
+static inline bool label_match(const sy__pattern *p, const sy__pelem *el,
+                               sy_str lab, sy__capture *caps, size_t *nc,
+                               pcre2_match_data *md) {
+    if (el->kind == PE_LITERAL)
+        return lab.len == el->len &&
+               sy__bytes_eq(lab.ptr, p->src + el->offset, lab.len);
+    if (el->kind == PE_STAR)
+        return true;
+    return sy__pat_elem_match(p, el, lab, true, caps, nc, md);
+}
+
 bool sy__pattern_match_host(const sy__pattern *p, const sy__segments *labels,
                             sy__capture *caps, size_t *ncaps,
                             pcre2_match_data *md) {
@@ -221,7 +235,7 @@ bool sy__pattern_match_host(const sy__pattern *p, const sy__segments *labels,
 
     /* up to the first ** */
     for (; ps <= pe && hs <= he && pt[ps].kind != PE_MULTI; ps++, hs++)
-        if (!sy__pat_elem_match(p, &pt[ps], ht[hs], true, caps, &nc, md))
+        if (!label_match(p, &pt[ps], ht[hs], caps, &nc, md))
             return false;
     if (hs > he) { /* host used up: only ** (or one '*' for a '.') left */
         if (ps > pe)
@@ -236,7 +250,7 @@ bool sy__pattern_match_host(const sy__pattern *p, const sy__segments *labels,
         return false;
     /* from the end down to the last ** */
     for (; ps <= pe && hs <= he && pt[pe].kind != PE_MULTI; pe--, he--) {
-        if (!sy__pat_elem_match(p, &pt[pe], ht[he], true, caps, &nc, md))
+        if (!label_match(p, &pt[pe], ht[he], caps, &nc, md))
             return false;
         if (pe == pn - 1 && !trail_eq)
             return false;
@@ -258,9 +272,8 @@ bool sy__pattern_match_host(const sy__pattern *p, const sy__segments *labels,
         for (long i = 0; i <= slen - plen && found < 0; i++) {
             size_t save = nc;
             long j = 0;
-            while (j < plen &&
-                   sy__pat_elem_match(p, &pt[ps + j + 1], ht[hs + i + j], true,
-                                      caps, &nc, md))
+            while (j < plen && label_match(p, &pt[ps + j + 1], ht[hs + i + j],
+                                           caps, &nc, md))
                 j++;
             if (j == plen)
                 found = hs + i;

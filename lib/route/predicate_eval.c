@@ -414,7 +414,7 @@ static int match_lit_rest(const sy__pattern *pat, const sy__segments *segs,
         const sy__pelem *el = &pat->elems[i];
         sy_str d = segs->dec[i];
         if (d.len != el->len ||
-            (d.len && memcmp(d.ptr, pat->src + el->offset, d.len) != 0))
+            !sy__bytes_eq(d.ptr, pat->src + el->offset, d.len))
             return 0;
         pos += d.len + 1;
     }

@@ -160,11 +160,21 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
                         seg.ptr, seg.len, h);
     if (e->child != NONE)
         return e->child;
-    uint32_t off = (uint32_t)b->strings.len;
-    sy__buf_append(&b->strings, seg.ptr, seg.len);
-    sy__buf_putc(&b->strings, '\0');
+    /* the segment and its NUL appended at once (sy__buf's room kept for
+     * a terminator after them) */
+    sy__buf *st = &b->strings;
+    if (st->len + seg.len + 1 >= st->cap && !sy__buf_reserve(st, seg.len + 1)) {
+        b->failed = true; /* (st->failed set too) */
+        return NONE;
+    }
+    uint32_t off = (uint32_t)st->len;
+    char *o = st->ptr + st->len;
+    memcpy(o, seg.ptr, seg.len);
+    o[seg.len] = '\0';
+    o[seg.len + 1] = '\0';
+    st->len += seg.len + 1;
     uint32_t child = sy__ix_new_node(b);
-    if (b->strings.failed || child == NONE) {
+    if (st->failed || child == NONE) {
         b->failed = true;
         return NONE;
     }

@@ -288,6 +288,39 @@ START_TEST(lenient_parse_lists_every_error_of_a_route) {
 }
 END_TEST
 
+START_TEST(lenient_issue_paths_count_the_route_index_up) {
+    /* the route's path "routes[i]" follows i across every carry (9 -> 10,
+     * 19 -> 20, 99 -> 100, 109 -> 110, 999 -> 1000), in the build's errors
+     * and the id check's */
+    static const size_t bad[] = {9, 10, 20, 99, 100, 109, 110, 999, 1000};
+    static const char *const paths[] = {
+        "routes[9].order",   "routes[10].order",  "routes[20].order",
+        "routes[99].order",  "routes[100].order", "routes[109].id",
+        "routes[110].order", "routes[999].order", "routes[1000].order"};
+    size_t n = 1002, cap = n * 64 + 64, len = 0;
+    char *json = malloc(cap);
+    ck_assert_ptr_nonnull(json);
+    len += (size_t)snprintf(json + len, cap - len, "{\"routes\":[");
+    for (size_t i = 0, k = 0; i < n; i++) {
+        bool b = k < SY_ARRAY_LEN(bad) && bad[k] == i;
+        k += b;
+        len += (size_t)snprintf(json + len, cap - len,
+                                "%s{\"id\":\"r%zu\",\"uri\":\"http://x\"%s}",
+                                i ? "," : "", i == 109 ? (size_t)108 : i,
+                                b && i != 109 ? ",\"order\":\"x\"" : "");
+    }
+    len += (size_t)snprintf(json + len, cap - len, "]}");
+    ck_assert_uint_lt(len, cap);
+    sy_document *d = parse_ok(json, true);
+    ck_assert_uint_eq(sy_document_issue_count(d), SY_ARRAY_LEN(paths));
+    for (size_t i = 0; i < SY_ARRAY_LEN(paths); i++)
+        ck_assert_str_eq(sy_document_issue(d, i)->path, paths[i]);
+    ck_assert_uint_eq(sy_document_route_count(d), n - SY_ARRAY_LEN(paths));
+    sy_document_free(d);
+    free(json);
+}
+END_TEST
+
 START_TEST(lenient_errors_of_a_route_are_listed_once) {
     /* the same mistake in two entries: one issue per place, none twice */
     const char *json = "[{\"id\":\"a\",\"uri\":\"http://x\","
@@ -1400,6 +1433,7 @@ int main(void) {
     tcase_add_test(tc, limit_on_document_bytes);
     tcase_add_test(tc, selection_settings_are_checked_with_their_path);
     tcase_add_test(tc, lenient_parse_lists_every_error_of_a_route);
+    tcase_add_test(tc, lenient_issue_paths_count_the_route_index_up);
     tcase_add_test(tc, lenient_errors_of_a_route_are_listed_once);
     tcase_add_test(tc, limit_on_route_count);
     tcase_add_test(tc, document_default_filters_are_refused);

@@ -424,7 +424,9 @@ typedef struct route_walk {
     bool by_bytes;
     uint64_t seed;
     char path[64];
-    size_t at; /* path's length before the route's index */
+    size_t at;          /* path's length before the route's index */
+    size_t path_i;      /* the index path ends with (SIZE_MAX: none yet) */
+    size_t path_digits; /* its digits (when written whole) */
 } route_walk;
 
 /* One route of the walk, from its span to its place in the document. */
@@ -474,7 +476,35 @@ static bool route_walk_begin(route_walk *w, sy_document *d,
     w->by_bytes = reuse && reuse->by_bytes;
     w->seed = span_seed(scan->root == '{' ? 2 : 1);
     w->at = sy__path_join(w->path, sizeof w->path, "", prefix);
+    w->path_i = SIZE_MAX;
+    w->path_digits = 0;
     return true;
+}
+
+/* w->path ends with "[i]" after this: the digits of the index before
+ * counted up when i follows it (the walk goes in order), else written by
+ * sy__path_index. Counted up only where sy__path_index writes any index
+ * whole (room for every digit) and no digit is added (not after 9, 99). */
+static void route_path(route_walk *w, size_t i) {
+    if (i == w->path_i)
+        return;
+    bool whole = sizeof w->path - w->at > 24;
+    char *digits = w->path + w->at + 1;
+    if (whole && w->path_i != SIZE_MAX && i == w->path_i + 1) {
+        size_t k = w->path_digits;
+        while (k > 0 && digits[k - 1] == '9')
+            k--;
+        if (k > 0) {
+            digits[k - 1]++;
+            memset(digits + k, '0', w->path_digits - k);
+            w->path_i = i;
+            return;
+        }
+    }
+    sy__path_index(w->path, sizeof w->path, w->at, i);
+    w->path_i = i;
+    if (whole)
+        w->path_digits = strlen(digits) - 1; /* less the ']' */
 }
 
 static void route_walk_end(route_walk *w) {
@@ -520,7 +550,7 @@ static int route_obtain(route_walk *w, size_t i, route_step *s) {
         s->borrow = w->d->prev && s->prev < UINT32_MAX;
         s->r = s->borrow ? (struct sy_route *)s->same : sy__route_ref(s->same);
     } else {
-        sy__path_index(w->path, sizeof w->path, w->at, i);
+        route_path(w, i);
         /* as sy__error_clear reads, without writing all 500 bytes */
         s->e.line = s->e.column = 0;
         s->e.offset = 0;
@@ -545,7 +575,7 @@ static int route_check_id(route_walk *w, size_t i, route_step *s) {
         kept && s->borrow ? memo_at(w->reuse, (int64_t)s->prev) : NULL;
     if (id_is_free(w->d, &w->ids, s->r, m, &s->h, &s->id_len, &s->pos))
         return 0;
-    sy__path_index(w->path, sizeof w->path, w->at, i);
+    route_path(w, i);
     int rc = duplicate_id(s->r, w->path, &s->e);
     if (!s->borrow)
         sy__route_unref(s->r);

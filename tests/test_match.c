@@ -818,6 +818,46 @@ START_TEST(literal_path_then_rest_behind_a_host) {
 }
 END_TEST
 
+/* A Host of "*" then literal labels behind the Path that places its
+ * route is decided on the unsplit host when that is one label, '.' and
+ * the literals as written; any other host (an empty label, two labels
+ * before, a case or a dot that differs) as the labels decide: both
+ * matchers agree (match_on) and the route is the one wanted. */
+START_TEST(star_then_literal_host_as_the_labels_decide) {
+    sy_router *r;
+    sy_snapshot *s = snapshot_of(&r, "\"Path=/p%d\",\"Host=*.t.example.org\"",
+                                 "\"Path=/**\"");
+    static const struct {
+        const char *host, *want;
+    } t[] = {
+        {"eu.t.example.org", "r5"},
+        {"e.t.example.org", "r5"},
+        {"EU.t.example.org", "r5"},
+        {"x.t.example.org", "r5"},
+        {"eu..t.example.org", "r5"},
+        {"eu.t..example.org", "r5"},
+        {"eu.T.example.org", "last"},
+        {"a.b.t.example.org", "last"},
+        {".t.example.org", "last"},
+        {"t.example.org", "last"},
+        {"eu.t.example.org.", "last"},
+        {"eu.t.example.orgx", "last"},
+        {"eu.t.example.or", "last"},
+        {"eu.txexample.org", "last"},
+        {"", "last"},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
+        rq q = request("GET", t[i].host, "/p5");
+        sy_match *m = match_on(s, &q);
+        const char *got = m ? sy_route_id(sy_match_route(m)) : NULL;
+        ck_assert_msg(got && strcmp(got, t[i].want) == 0, "[%s]: %s", t[i].host,
+                      got ? got : "(none)");
+    }
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* The filter plan                                                      */
 /* ------------------------------------------------------------------ */
@@ -1852,6 +1892,7 @@ int main(void) {
                    fingerprint_does_not_depend_on_how_positions_were_reached);
     tcase_add_test(tc, query_predicate_handles_absent_and_trailing_separators);
     tcase_add_test(tc, literal_path_past_the_limit_is_tested_as_usual);
+    tcase_add_test(tc, star_then_literal_host_as_the_labels_decide);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

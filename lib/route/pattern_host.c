@@ -144,6 +144,24 @@ static int label(sy__pattern *p, sy__re_env *env, tok *t, size_t b, size_t e,
     return sy__pat_compile_glob(p, env, el, t, nt, err);
 }
 
+/* "*" then literal labels, the host pattern's whole text: the literals
+ * one run of src joined by single dots (no empty label dropped between
+ * them), no '.' first or last (sy__pred_host_star). */
+static bool star_suffix(const sy__pattern *p, size_t len) {
+    if (p->lead || p->trail || p->last - p->first < 2 ||
+        p->elems[p->first].kind != PE_STAR)
+        return false;
+    size_t sum = 0;
+    for (size_t k = p->first + 1; k < p->last; k++) {
+        if (p->elems[k].kind != PE_LITERAL)
+            return false;
+        sum += p->elems[k].len + 1;
+    }
+    const sy__pelem *a = &p->elems[p->first + 1];
+    return p->src[0] == '*' && p->src[1] == '.' && a->offset == 2 &&
+           a->offset + sum - 1 == len;
+}
+
 /*
  * Elements: a virtual empty label for a leading '.', the real labels
  * elems[first, last), and a virtual empty label for a trailing '.' - the
@@ -171,6 +189,7 @@ int sy__pat_parse_host(sy__pattern *p, sy__re_env *env, tok *t, sy_error *err) {
         i = e + 1;
     }
     p->last = p->n;
+    p->star_suffix = star_suffix(p, len);
     bool any_multi = false;
     for (size_t k = p->first; k < p->last; k++)
         any_multi = any_multi || p->elems[k].kind == PE_MULTI;

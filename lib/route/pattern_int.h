@@ -73,6 +73,9 @@ struct sy__pattern {
                                  both) */
     bool in_arena : 1;        /* the memory is an arena's: not freed with it */
     bool has_mctx : 1;        /* vars[nvars] holds a pcre2_match_context * */
+    bool star_suffix : 1;     /* host: "*" then literal labels, no '.' first
+                                 or last, the literals src[elems[first + 1]
+                                 .offset..] joined by single dots */
     uint32_t nvars;
     uint32_t max_groups;
     sy__pelem elems[];

@@ -8,6 +8,7 @@
 #ifndef SY_PREDICATE_QUICK_H
 #define SY_PREDICATE_QUICK_H
 
+#include "route/pattern_int.h" /* a host pattern's star_suffix */
 #include "route/predicate_int.h"
 
 /* A literal Path on plain segments of one rooted path (f, the segments'
@@ -55,6 +56,30 @@ static inline int sy__pred_header_present(const sy__pred *p,
     return 0;
 }
 
+/* A Host of one "*.lit.lit" pattern (star_suffix) on the unsplit host:
+ * 1 when the host is a label without '.' then '.' and the literals as
+ * written (its labels are then exactly those, none empty, so Ant's match
+ * holds and captures nothing); -1 otherwise (the labels decide: a host
+ * with empty labels may still hold). */
+static inline int sy__pred_host_star(const sy__pred *p, sy_str host) {
+    const sy__pattern *pat = p->many ? NULL : p->one;
+    if (!pat || !pat->star_suffix)
+        return -1;
+    const sy__pelem *a = &pat->elems[pat->first + 1];
+    const sy__pelem *z = &pat->elems[pat->last - 1];
+    size_t slen = z->offset + z->len - a->offset;
+    if (host.len < slen + 2)
+        return -1;
+    size_t x = host.len - slen - 1; /* the first label's length, >= 1 */
+    if (host.ptr[x] != '.' ||
+        !sy__bytes_eq(host.ptr + x + 1, pat->src + a->offset, slen))
+        return -1;
+    for (size_t i = 0; i < x; i++)
+        if (host.ptr[i] == '.')
+            return -1;
+    return 1;
+}
+
 /* The predicates p[0..n) (a route's cpred, SY_PRED_OBJECT_BYTES apart)
  * but `skip` (SIZE_MAX: none), in order, as far as the quick tests decide
  * them: -1 when every one holds; i when predicate i fails (the ones
@@ -83,6 +108,8 @@ sy__preds_quick(const sy__pred *p, size_t n, size_t skip, const sy__eval *ev,
             if (q->lit && ev->host_str.len <= q->lit_len)
                 r = ev->host_str.len == q->lit_len &&
                     sy__bytes_eq(ev->host_str.ptr, q->lit_src, q->lit_len);
+            else if (!q->lit)
+                r = sy__pred_host_star(q, ev->host_str);
             break;
         case SY_PK_HEADER:
             if (!q->re)

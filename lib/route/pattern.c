@@ -625,14 +625,15 @@ size_t sy__pattern_segment_count(const sy__pattern *p) {
 
 sy__seg_kind sy__pattern_segment_kind(const sy__pattern *p, size_t i) {
     const sy__pelem *el = &p->elems[i];
-    /* see SY_SEG_REST; a host's virtual labels lie outside [first, last) */
-    if (p->host ? i >= p->last && el->kind == PE_MULTI
-                : i + 1 == p->n && p->multi == PE_NONE &&
-                      el->kind == PE_REGEX && !el->nvars)
-        return SY_SEG_REST;
+    /* the kind first (a literal, the most, is never SY_SEG_REST); see
+     * SY_SEG_REST; a host's virtual labels lie outside [first, last) */
     switch (el->kind) {
     case PE_LITERAL: return SY_SEG_LITERAL;
-    case PE_MULTI: return SY_SEG_MULTI;
+    case PE_MULTI: return p->host && i >= p->last ? SY_SEG_REST : SY_SEG_MULTI;
+    case PE_REGEX:
+        return !p->host && i + 1 == p->n && p->multi == PE_NONE && !el->nvars
+                   ? SY_SEG_REST
+                   : SY_SEG_SINGLE;
     default: return SY_SEG_SINGLE;
     }
 }

@@ -272,21 +272,29 @@ const sy__pred *sy__ix_find_pred(const struct sy_route *r, sy__pred_kind kind) {
  * (capturing nothing) as the last segment the walk meets (the last of a
  * path, the first label of a host): the walk then collects it in the multi
  * list at the node where every segment before it matched. */
-static bool pattern_walkable(const sy__pattern *p, bool host) {
+/* *single: a bit for each of the first 64 segments that is a {var} or a
+ * "*" (the only segments sy__ix_route_info's captures look at). */
+static bool pattern_walkable(const sy__pattern *p, bool host,
+                             uint64_t *single) {
     size_t n = sy__pattern_segment_count(p), vars = 0;
+    *single = 0;
     for (size_t i = 0; i < n; i++) {
         sy__seg_kind k = sy__pattern_segment_kind(p, i);
         if (k == SY_SEG_MULTI) {
             if (i != (host ? 0 : n - 1))
                 return false;
+            continue;
         } else if (k == SY_SEG_LITERAL) {
             if (sy__pattern_literal(p, i).len > UINT16_MAX)
                 return false;
+            continue;
         } else if (sy__pattern_segment_var(p, i).ptr) {
             vars++;
         } else if (!sy__pattern_segment_is_star(p, i)) {
             return false;
         }
+        if (i < 64)
+            *single |= (uint64_t)1 << i;
     }
     return vars == sy__pattern_var_count(p); /* no {*name} */
 }
@@ -337,11 +345,15 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
         if (sy__pred_pattern_count(pred) != 1)
             continue;
         const sy__pattern *pat = sy__pred_pattern(pred, 0);
-        if (!pattern_walkable(pat, d == 1))
+        uint64_t single;
+        if (!pattern_walkable(pat, d == 1, &single))
             continue;
         ri.vars[d] = b->var_count;
         size_t n = sy__pattern_segment_count(pat);
         for (size_t i = 0; i < n; i++) {
+            /* a literal or "**" has no name and is no "*": nothing to add */
+            if (i < 64 && !(single >> i & 1))
+                continue;
             sy_str name = sy__pattern_segment_var(pat, i);
             /* hosts: counted from the last label (a leading ** takes any
              * number of labels before the others) */

@@ -230,7 +230,8 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy__pattern *p,
             *kind = L_MULTI;
             return node;
         }
-        sy_str lit = sy__pattern_literal(p, i);
+        sy_str lit =
+            sk == SY_SEG_LITERAL ? sy__pattern_literal(p, i) : (sy_str){"", 0};
         node = sk == SY_SEG_LITERAL && lit.len <= UINT16_MAX
                    ? literal_child(b, node, lit)
                    : wild_child(b, node);
@@ -245,7 +246,8 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy__pattern *p,
  * its end down to its last "**", which Ant matches label for label. */
 void sy__ix_insert_patterns(builder *b, const sy__pred *pred, uint32_t root,
                             uint32_t slot, uint32_t dim) {
-    for (size_t i = 0; pred && i < sy__pred_pattern_count(pred); i++) {
+    size_t np = pred ? sy__pred_pattern_count(pred) : 0;
+    for (size_t i = 0; i < np; i++) {
         const sy__pattern *pat = sy__pred_pattern(pred, i);
         /* a path pattern that matches nothing ("foo" without '/') is left
          * out: its segments would otherwise prove a literal "/foo" */

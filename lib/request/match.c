@@ -279,8 +279,13 @@ static __attribute__((noinline)) void path_segs_now(sy_match_ctx *c) {
 /* sy__pred_test, the host's labels split first for a Host predicate
  * (and the path's segments for a Path one). */
 static inline bool pred_holds(sy_match_ctx *c, const sy__pred *p) {
-    if (c->path_state == PATH_PENDING && p->kind == SY_PK_PATH)
+    if (c->path_state == PATH_PENDING && p->kind == SY_PK_PATH) {
+        /* literals then a rest on a plain path need no segments */
+        int q = sy__pred_lit_rest_flat(p, &c->ev);
+        if (q >= 0)
+            return q;
         path_segs_now(c);
+    }
     if (c->host_state == HOST_PENDING && p->kind == SY_PK_HOST) {
         /* a literal decided by the unsplit host needs no labels */
         int q = sy__pred_test_host_flat(p, c->ev.host_str);

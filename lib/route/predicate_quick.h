@@ -80,6 +80,45 @@ static inline int sy__pred_host_star(const sy__pred *p, sy_str host) {
     return 1;
 }
 
+/* A Path of one pattern of literal segments then a last "**" or
+ * "{*name}" (predicate_eval.c match_lit_rest) on the flat text of a plain
+ * rooted path, its segments not cut: the same answer and capture (the
+ * segments of such a path are its text between the '/'s, so the literals
+ * are the text after each '/' up to the next one or the end, and the rest
+ * the text from the '/' after them). -1: another shape (a literal of no
+ * bytes, several patterns), or no flat path: the segments decide. */
+static inline int sy__pred_lit_rest_flat(const sy__pred *p, sy__eval *ev) {
+    const sy__pattern *pat = p->many ? NULL : p->one;
+    if (!pat || p->lit || !ev->path || !ev->path->flat.ptr)
+        return -1;
+    size_t m = pat->multi;
+    if (m == PE_NONE || m + 1 != pat->n || !pat->rooted)
+        return -1;
+    for (size_t i = 0; i < m; i++)
+        if (pat->elems[i].kind != PE_LITERAL || !pat->elems[i].len)
+            return -1;
+    sy_str f = ev->path->flat;
+    size_t pos = 0; /* the '/' before segment i */
+    for (size_t i = 0; i < m; i++) {
+        const sy__pelem *el = &pat->elems[i];
+        size_t b = pos + 1, e = b + el->len;
+        if (e > f.len || (e < f.len && f.ptr[e] != '/') ||
+            !sy__bytes_eq(f.ptr + b, pat->src + el->offset, el->len))
+            return 0;
+        pos = e;
+    }
+    const sy__pelem *mul = &pat->elems[m];
+    sy__capture *caps = ev->caps;
+    if (caps && ev->caps_cap >= ev->ncaps &&
+        ev->caps_cap - ev->ncaps >= p->var_count && mul->nvars) {
+        caps[ev->ncaps].name = pat->vars[mul->var];
+        caps[ev->ncaps].value =
+            pos == f.len ? (sy_str){"", 0} : (sy_str){f.ptr + pos, f.len - pos};
+        ev->ncaps++;
+    }
+    return 1;
+}
+
 /* The predicates p[0..n) (a route's cpred, SY_PRED_OBJECT_BYTES apart)
  * but `skip` (SIZE_MAX: none), in order, as far as the quick tests decide
  * them: -1 when every one holds; i when predicate i fails (the ones

@@ -210,6 +210,23 @@ static inline uint32_t sy__load_u32(const char *p) {
     return w;
 }
 
+/* Four counts of byte classes over s[0, len) in one pass: add[b] is what
+ * byte b adds, one 16-bit field a class (class k at bit 16 * k), so a
+ * byte costs a load and an add; summed in runs of at most 0xffff bytes,
+ * so no field carries into the next. out[k]: the count of class k. */
+static inline void sy__count_classes4(const unsigned char *s, size_t len,
+                                      const uint64_t add[256], size_t out[4]) {
+    out[0] = out[1] = out[2] = out[3] = 0;
+    for (size_t i = 0; i < len;) {
+        size_t stop = len - i > 0xffff ? i + 0xffff : len;
+        uint64_t acc = 0;
+        for (; i < stop; i++)
+            acc += add[s[i]];
+        for (int k = 0; k < 4; k++)
+            out[k] += (size_t)(acc >> (16 * k)) & 0xffff;
+    }
+}
+
 /* Eight bytes tested at once (a word from sy__load_u64): non-zero when a
  * byte of w equals c, or is below n (n <= 128). Exact as a yes/no answer
  * (the bits set above the first such byte may be wrong): a scan for the

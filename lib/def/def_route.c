@@ -576,18 +576,11 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
         return strlen(s);
     }
     const uint64_t *add = sep == '/' ? text_add_path : text_add_host;
-    const unsigned char *u = (const unsigned char *)s;
-    size_t len = strlen(s), commas = 0, glob = 0;
-    for (size_t i = 0; i < len;) { /* runs a count cannot overflow */
-        size_t stop = len - i > 0xffff ? i + 0xffff : len;
-        uint64_t acc = 0;
-        for (; i < stop; i++)
-            acc += add[u[i]];
-        commas += (size_t)acc & 0xffff;
-        tc->seps += (size_t)(acc >> 16) & 0xffff;
-        tc->braces += (size_t)(acc >> 32) & 0xffff;
-        glob += (size_t)(acc >> 48);
-    }
+    size_t len = strlen(s), n[4];
+    sy__count_classes4((const unsigned char *)s, len, add, n);
+    size_t commas = n[0], glob = n[3];
+    tc->seps += n[1];
+    tc->braces += n[2];
     tc->commas += commas;
     tc->rooted += item_rooted(s);
     for (p = s; commas && (p = strchr(p, ',')); p++, commas--)

@@ -39,25 +39,15 @@ static const uint64_t class_add[256] = {
     ['}'] = K_GLOB,  ['?'] = K_GLOB, ['*'] = K_GLOB,
 };
 
-/* Separators ('/' or '.'), '{' and glob characters of src[0, len), in
- * runs of at most 0xffff bytes (a count never carries into the next). */
+/* Separators ('/' or '.'), '{' and glob characters of src[0, len). */
 static void count_classes(const char *src, size_t len, bool host, size_t *nsep,
                           size_t *nbrace, size_t *nglob) {
-    const unsigned char *u = (const unsigned char *)src;
-    size_t ns = 0, nb = 0, ng = 0;
-    for (size_t i = 0; i < len;) {
-        size_t stop = len - i > 0xffff ? i + 0xffff : len;
-        uint64_t acc = 0;
-        for (; i < stop; i++)
-            acc += class_add[u[i]];
-        ns += (size_t)(acc >> (host ? 16 : 0)) & 0xffff;
-        nb += (size_t)(acc >> 32) & 0xffff;
-        ng += (size_t)(acc >> 48);
-    }
-    *nsep = ns;
-    *nbrace = nb;
+    size_t n[4];
+    sy__count_classes4((const unsigned char *)src, len, class_add, n);
+    *nsep = n[host ? 1 : 0];
+    *nbrace = n[2];
     if (nglob)
-        *nglob = ng;
+        *nglob = n[3];
 }
 
 /* One piece (segment or label) that holds a glob character: true unless

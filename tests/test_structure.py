@@ -62,7 +62,8 @@ FLOORS = [
     ]),
     ("snapshot", [
         [("publish", "publish_int")],
-        [("index", "index_build", "index_int", "index_layout", "index_step")],
+        [("index", "index_build", "index_int", "index_layout", "index_step",
+          "index_lookup")],
         [("snapshot", "snapshot_layout", "snapshot_int", "snapshot_table",
           "snapshot_overlay",
           "snapshot_build", "snapshot_services")],

@@ -14,7 +14,7 @@
 
 #include "route/pattern_split.h"   /* sy__segments_split_lazy, inline */
 #include "route/predicate_quick.h" /* sy__preds_quick, inline */
-#include "snapshot/index_int.h"    /* index_host_exact, inline */
+#include "snapshot/index_lookup.h" /* index_lookup_flat, index_host_exact */
 
 int sy_match_ctx_new(const sy_allocator *alloc, sy_match_ctx **out,
                      sy_error *err) {

@@ -51,7 +51,7 @@
  * one-shot build's phases are in index_build.c, the stepwise build in
  * index_step.c, the layout of the nodes in index_layout.c.
  */
-#include "snapshot/index_int.h"
+#include "snapshot/index_lookup.h"
 
 #include "route/predicate.h"
 

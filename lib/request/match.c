@@ -496,8 +496,11 @@ cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     const struct sy_route *r = sy__snapshot_slot(s, cd->slot)->route;
     bool walk = (cd->flags & SY_CAND_WALK) && l->exact && !odd_host;
     int32_t proven = walk ? cd->pred : proof_skip(r, l->proof);
-    int f = sy__preds_quick(sy__route_cpred(r, 0), r->predicate_count,
-                            (size_t)(int64_t)proven, &c->ev, mbit);
+    /* a route of no predicates has no cpred (not even an offset of 0 from
+     * NULL may be taken) */
+    const sy__pred *p0 = r->predicate_count ? sy__route_cpred(r, 0) : NULL;
+    int f = sy__preds_quick(p0, r->predicate_count, (size_t)(int64_t)proven,
+                            &c->ev, mbit);
     if (f == -1) { /* all hold: the proven one's captures, on first read */
         if (!walk || !cd->nvars) {
             c->ev.ncaps = 0;

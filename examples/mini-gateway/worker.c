@@ -41,12 +41,9 @@ static uint64_t route_timeout_ms(const sy_route *r, sy_timeout_kind kind,
                                  uint64_t dflt) {
     uint64_t ms = dflt;
     switch (sy_route_timeout(r, kind, &ms)) {
-    case SY_TIMEOUT_MS:
-        return ms;
-    case SY_TIMEOUT_NONE:
-        return GW_NO_TIME_LIMIT_MS;
-    default:
-        return dflt;
+    case SY_TIMEOUT_MS: return ms;
+    case SY_TIMEOUT_NONE: return GW_NO_TIME_LIMIT_MS;
+    default: return dflt;
     }
 }
 
@@ -62,11 +59,9 @@ void *gw_route_attach(void *data, const sy_route *route) {
     rd->id = strdup(sy_route_id(route));
     atomic_init(&rd->parts, (int)n);
     rd->connect_timeout_ms =
-        route_timeout_ms(route, SY_TIMEOUT_CONNECT,
-                         G.cfg.connect_timeout_ms);
+        route_timeout_ms(route, SY_TIMEOUT_CONNECT, G.cfg.connect_timeout_ms);
     rd->response_timeout_ms =
-        route_timeout_ms(route, SY_TIMEOUT_RESPONSE,
-                         G.cfg.response_timeout_ms);
+        route_timeout_ms(route, SY_TIMEOUT_RESPONSE, G.cfg.response_timeout_ms);
     rd->breaker = breaker_name(route);
     const char *cors = sy_route_metadata(route, "cors");
     if (cors) {

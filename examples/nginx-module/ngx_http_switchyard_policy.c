@@ -145,9 +145,9 @@ void sw_policy_conf(sw_req_ctx_t *ctx, ngx_http_upstream_conf_t *conf,
     if (ctx->retry) {
         conf->next_upstream = ctx->next_upstream;
         conf->next_upstream_tries = ctx->tries;
-        if (ctx->retry_timeout && (conf->next_upstream_timeout == 0 ||
-                                   conf->next_upstream_timeout >
-                                       ctx->retry_timeout))
+        if (ctx->retry_timeout &&
+            (conf->next_upstream_timeout == 0 ||
+             conf->next_upstream_timeout > ctx->retry_timeout))
             conf->next_upstream_timeout = ctx->retry_timeout;
         pc->tries = ctx->tries;
     }
@@ -173,10 +173,9 @@ sy_breaker_verdict sw_policy_record(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     tp = ngx_timeofday();
     now = (int64_t)tp->sec * 1000 + tp->msec;
     (void)r;
-    return sy_breaker_record(&ctx->permit, outcome, status,
-                             (uint64_t)(now > ctx->now_ms ? now - ctx->now_ms
-                                                          : 0),
-                             now);
+    return sy_breaker_record(
+        &ctx->permit, outcome, status,
+        (uint64_t)(now > ctx->now_ms ? now - ctx->now_ms : 0), now);
 }
 
 /* ---- a failed call's fallback ----
@@ -244,7 +243,8 @@ static ngx_int_t sw_fallback_error_pages(ngx_http_request_t *r,
                                       NGX_HTTP_GATEWAY_TIME_OUT};
     ngx_http_core_loc_conf_t *clcf;
     void **lc = ngx_palloc(r->pool, ngx_http_max_module * sizeof(void *));
-    ngx_array_t *pages = ngx_array_create(r->pool, 3, sizeof(ngx_http_err_page_t));
+    ngx_array_t *pages =
+        ngx_array_create(r->pool, 3, sizeof(ngx_http_err_page_t));
     size_t fl = ngx_strlen(fallback);
     u_char *uri = ngx_pnalloc(r->pool, fl), *q;
 
@@ -313,9 +313,8 @@ static bool sw_retry_status(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         (u->request_sent && r->request_body_no_buffering) ||
         (timeout && ngx_current_msec - u->peer.start_time >= timeout))
         return false;
-    if (!sy_retry_next(ctx->rp, (uint32_t)(ctx->tries - u->peer.tries),
-                       method, status >= 500 ? SY_OUTCOME_5XX
-                                             : SY_OUTCOME_SUCCESS,
+    if (!sy_retry_next(ctx->rp, (uint32_t)(ctx->tries - u->peer.tries), method,
+                       status >= 500 ? SY_OUTCOME_5XX : SY_OUTCOME_SUCCESS,
                        status, 0, 0, &delay))
         return false;
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -344,8 +343,8 @@ static ngx_int_t sw_process_header(ngx_http_request_t *r) {
         return NGX_HTTP_UPSTREAM_INVALID_HEADER;
     }
     if (!ctx->permit.breaker || ctx->breaker_recorded ||
-        sw_policy_record(r, ctx, status >= 500 ? SY_OUTCOME_5XX
-                                               : SY_OUTCOME_SUCCESS,
+        sw_policy_record(r, ctx,
+                         status >= 500 ? SY_OUTCOME_5XX : SY_OUTCOME_SUCCESS,
                          status) != SY_BREAKER_FALLBACK ||
         ctx->permit.fallback == NULL)
         return NGX_OK;

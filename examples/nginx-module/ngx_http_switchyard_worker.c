@@ -359,7 +359,7 @@ int sw_load_files(sy_router *router, sw_main_conf_t *mcf, sy_error *err,
  * `nginx -t`, worker start and the admin location whenever a directive
  * uses $switchyard_upstream, and when no upstream has
  * switchyard_balancer. */
-#define SW_VARIABLE_RUNS \
+#define SW_VARIABLE_RUNS                                                       \
     "RequestRateLimiter", "forward:", "https:", "ws:", "wss:", NULL
 static const char *const sw_unbalanced_runs[] = {
     "host=nginx without switchyard_balancer", SW_VARIABLE_RUNS};
@@ -384,7 +384,7 @@ int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
      * for the server, not one per worker): the routers' own is off */
     opts.outlier.disabled = true;
     /* what the module does not run is refused, located (SY_ENOTRUN) */
-    opts.host_runs = mcf->balancer != 1    ? sw_unbalanced_runs
+    opts.host_runs = mcf->balancer != 1   ? sw_unbalanced_runs
                      : mcf->variable_form ? sw_variable_runs
                                           : sy_host_profile("nginx");
     /* rate-limit buckets and breakers shared by every worker (the -t
@@ -602,8 +602,8 @@ failed:
     ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
                   "switchyard: this worker cannot load its routes (%V): "
                   "%s%s%s; it answers 503",
-                  path ? path : &files, err.path,
-                  err.path[0] ? ": " : "", err.message);
+                  path ? path : &files, err.path, err.path[0] ? ": " : "",
+                  err.message);
     if (sw_worker.mctx)
         sy_match_ctx_free(sw_worker.mctx);
     if (sw_worker.router)

@@ -36,8 +36,8 @@ int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
     int rc;
     if ((rc = sy__parg_int(p, "redis-rate-limiter.replenishRate", 1, INT32_MAX,
                            &rate, &has_rate)) ||
-        (rc = sy__parg_int(p, "redis-rate-limiter.burstCapacity", 0,
-                           INT32_MAX, &burst, NULL)) ||
+        (rc = sy__parg_int(p, "redis-rate-limiter.burstCapacity", 0, INT32_MAX,
+                           &burst, NULL)) ||
         (rc = sy__parg_int(p, "redis-rate-limiter.requestedTokens", 1,
                            INT32_MAX, &req, NULL)))
         return rc;
@@ -93,8 +93,8 @@ int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
     bool has_eks = sy__parg(p, "empty-key-status", &rc) != NULL;
     if (rc)
         return rc;
-    if (has_eks && (rc = sy__parg_status(p, "empty-key-status",
-                                         &cfg->empty_status)))
+    if (has_eks &&
+        (rc = sy__parg_status(p, "empty-key-status", &cfg->empty_status)))
         return rc;
     if (sy__parg(p, "empty-key-status-code", &rc)) {
         if (has_eks)
@@ -170,9 +170,9 @@ void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,
         uint64_t nt = tat + need;
         if (nt >= (1ull << 48))
             break; /* past the word's range: fail open */
-        if (atomic_compare_exchange_weak_explicit(
-                &b->state, &s, nt << 16 | tag, memory_order_acq_rel,
-                memory_order_relaxed)) {
+        if (atomic_compare_exchange_weak_explicit(&b->state, &s, nt << 16 | tag,
+                                                  memory_order_acq_rel,
+                                                  memory_order_relaxed)) {
             out->allowed = true;
             out->remaining = (int64_t)((tau - (nt - now)) / t);
             return;

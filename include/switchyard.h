@@ -1348,8 +1348,11 @@ SY_API size_t sy_ratelimit_headers(const sy_ratelimit *rl, sy_header hdrs[4],
 SY_API const char *sy_ratelimit_redis_script(void);
 /* The same draw for N requests on one bucket in one call (a host batching
  * the calls with the same keys and ARGV): KEYS and ARGV[1..4] as above,
- * ARGV[5] N; Redis's clock read once; returns {allowed1, tokens_left1,
- * allowed2, ...}, each pair for sy_ratelimit_redis_result in order. The
+ * ARGV[5] N; Redis's clock read once; returns two numbers, {allowed,
+ * tokens_left}: how many of the N draws were allowed (always the first
+ * ones: a denied draw leaves the bucket as it was, so every later one is
+ * denied too) and the tokens left after the last draw (what the bucket
+ * holds); sy_ratelimit_redis_batch_result gives each draw its own. The
  * keys are left as N runs of sy_ratelimit_redis_script() in that second
  * leave them (Redis runs a script atomically: other clients of the bucket
  * see it before or after the batch). Static. */
@@ -1380,6 +1383,19 @@ SY_API int sy_match_ratelimit_redis(const sy_match *m, size_t i,
 SY_API void sy_ratelimit_redis_result(const sy_redis_call *call, bool ok,
                                       int64_t allowed, int64_t tokens_left,
                                       sy_ratelimit *out);
+/* The decision for draw i (0-based, in the order of the batch) of a batch
+ * script call's reply {allowed, tokens_left} (sy_ratelimit_redis_batch_
+ * script; `call` the batch's call, all of whose draws share it): draws
+ * before `allowed` are allowed, each with the tokens the draws after it
+ * took back on top of tokens_left (requested tokens each, when the bucket
+ * is kept between draws: ttl > 0), the rest denied with tokens_left, all
+ * as N runs of SCG's script answer them. SCG's script's own reply {allowed
+ * 0/1, tokens left} is the batch reply of N = 1 (i = 0). ok == false:
+ * fail open as sy_ratelimit_redis_result. Pure; any thread. */
+SY_API void sy_ratelimit_redis_batch_result(const sy_redis_call *call,
+                                            bool ok, int64_t allowed,
+                                            int64_t tokens_left, size_t i,
+                                            sy_ratelimit *out);
 
 /* ---- circuit breaking (CircuitBreaker on Resilience4j) ---- */
 

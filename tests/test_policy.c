@@ -442,6 +442,98 @@ START_TEST(redis_calls_use_scg_key_names_and_fail_open) {
 }
 END_TEST
 
+/* SCG's script once (route-model.md section 9), on a bucket (last, stamp)
+ * at `now`: the reference the batch reply is checked against. */
+static void scg_draw(int64_t rate, int64_t cap, int64_t req, int64_t now,
+                     int64_t *last, int64_t *stamp, bool *ok, int64_t *left) {
+    int64_t ttl = (2 * cap) / rate; /* floor(2 * (capacity / rate)) */
+    int64_t d = now - *stamp > 0 ? now - *stamp : 0;
+    int64_t filled = *last + d * rate < cap ? *last + d * rate : cap;
+    *ok = filled >= req;
+    *left = *ok ? filled - req : filled;
+    if (ttl > 0) {
+        *last = *left;
+        *stamp = now;
+    }
+}
+
+/* A batch of N draws answered {allowed, tokens_left} (how many of the N
+ * SCG runs allowed, the last run's tokens left: the batch script's
+ * reply): each draw's decision is that of its own run of SCG's script, the
+ * bucket running out mid-batch (the first k allowed with their own
+ * remaining counts, the rest denied with what is left), the bucket not kept
+ * between draws (ttl 0), requestedTokens > 1, a full and an empty bucket. */
+START_TEST(redis_batch_reply_gives_each_draw_its_own_decision) {
+    static const struct {
+        int64_t rate, cap, req, last, stamp, now;
+        size_t n;
+    } cases[] = {
+        {1, 10, 1, -1, 0, 100, 40}, /* a fresh bucket of 10: 10 of 40 */
+        {1, 10, 1, 3, 99, 100, 8},  /* runs out mid-batch: 4 of 8 */
+        {5, 20, 3, 2, 98, 100, 9},  /* requested 3, refilled 10: 4 of 9 */
+        {1, 10, 1, 0, 100, 100, 5}, /* empty: none */
+        {10, 4, 1, 0, 0, 100, 6},   /* ttl 0: each draw a full bucket */
+        {10, 4, 5, 0, 0, 100, 3},   /* ttl 0, never enough: none */
+        {2, 1, 1, 0, 0, 100, 3},    /* ttl 1 (2 x 1 / 2): 1 of 3 */
+        {1, 0, 1, 0, 0, 100, 4},    /* burstCapacity 0: every draw denied */
+        {1000, 2000000, 7, 5, 90, 100, 50}, /* plenty: all 50 */
+        {1, 10, 1, 6, 100, 100, 1},         /* N = 1: SCG's own reply */
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        sy_redis_call c;
+        memset(&c, 0, sizeof c);
+        c.needed = true;
+        c.status = 429;
+        c.replenish_rate = (uint32_t)cases[t].rate;
+        c.burst_capacity = (uint32_t)cases[t].cap;
+        c.requested_tokens = (uint32_t)cases[t].req;
+        bool want_ok[64];
+        int64_t want_left[64];
+        int64_t last = cases[t].last < 0 ? cases[t].cap : cases[t].last;
+        int64_t stamp = cases[t].stamp, k = 0, left = 0;
+        for (size_t i = 0; i < cases[t].n; i++) {
+            scg_draw(cases[t].rate, cases[t].cap, cases[t].req, cases[t].now,
+                     &last, &stamp, &want_ok[i], &want_left[i]);
+            if (want_ok[i] && (size_t)k == i) /* the allowed: a prefix */
+                k++;
+            ck_assert_msg(!want_ok[i] || (size_t)k == i + 1, "case %zu", t);
+            left = want_left[i];
+        }
+        for (size_t i = 0; i < cases[t].n; i++) {
+            sy_ratelimit rl;
+            sy_ratelimit_redis_batch_result(&c, true, k, left, i, &rl);
+            ck_assert_msg(rl.allowed == want_ok[i] && rl.limited && rl.headers,
+                          "case %zu draw %zu", t, i);
+            ck_assert_msg(rl.remaining == want_left[i],
+                          "case %zu draw %zu: %lld, not %lld", t, i,
+                          (long long)rl.remaining, (long long)want_left[i]);
+            ck_assert_int_eq(rl.status, want_ok[i] ? 0 : 429);
+            ck_assert_uint_eq(rl.requested_tokens, (uint32_t)cases[t].req);
+            sy_ratelimit_redis_batch_result(&c, false, k, left, i, &rl);
+            ck_assert(rl.allowed); /* fail open */
+            ck_assert_int_eq(rl.remaining, -1);
+        }
+    }
+    /* the mid-batch case in figures: 3 + 1 token, 8 draws */
+    sy_redis_call c;
+    memset(&c, 0, sizeof c);
+    c.needed = true;
+    c.status = 429;
+    c.replenish_rate = 1;
+    c.burst_capacity = 10;
+    c.requested_tokens = 1;
+    int64_t want[8] = {3, 2, 1, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < 8; i++) {
+        sy_ratelimit rl;
+        sy_ratelimit_redis_batch_result(&c, true, 4, 0, i, &rl);
+        ck_assert(rl.allowed == (i < 4));
+        ck_assert_int_eq(rl.remaining, want[i]);
+    }
+    ck_assert_ptr_nonnull(
+        strstr(sy_ratelimit_redis_batch_script(), "return out"));
+}
+END_TEST
+
 /* ---- validation as SCG binds ---- */
 
 START_TEST(typos_and_bad_values_are_refused_where_they_are) {
@@ -1973,6 +2065,7 @@ int main(void) {
     tcase_add_test(tc, routers_sharing_a_store_share_buckets);
     tcase_add_test(tc, hundred_thousand_keys_in_a_small_store_fail_open);
     tcase_add_test(tc, redis_calls_use_scg_key_names_and_fail_open);
+    tcase_add_test(tc, redis_batch_reply_gives_each_draw_its_own_decision);
     tcase_add_test(tc, typos_and_bad_values_are_refused_where_they_are);
     tcase_add_test(tc, a_typo_after_sixty_four_args_is_refused);
     tcase_add_test(tc, scg_forms_are_accepted);

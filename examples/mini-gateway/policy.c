@@ -184,7 +184,8 @@ static void deny(gw_request *q, int status, gw_buf *hdrs) {
     gw_buf_free(hdrs);
 }
 
-static void on_redis(void *data, bool ok, int64_t allowed, int64_t left);
+static void on_redis(void *data, bool ok, int64_t allowed, int64_t left,
+                     size_t draw);
 
 typedef enum { RL_WAIT, RL_ALLOWED, RL_DENIED } rl_state;
 
@@ -221,12 +222,14 @@ static void rlwait_end(gw_request *q) {
     rlwait_put(rw);
 }
 
-static void on_redis(void *data, bool ok, int64_t allowed, int64_t left) {
+static void on_redis(void *data, bool ok, int64_t allowed, int64_t left,
+                     size_t draw) {
     gw_rlwait *rw = data;
     gw_request *q = rw->q;
     rw->call = NULL;
     sy_ratelimit rl;
-    sy_ratelimit_redis_result(&rw->calls[rw->i], ok, allowed, left, &rl);
+    sy_ratelimit_redis_batch_result(&rw->calls[rw->i], ok, allowed, left, draw,
+                                    &rl);
     gw_buf hdrs = {0};
     int status = 0;
     rl_state st = RL_DENIED;

@@ -276,15 +276,19 @@ bool gw_caches_body(sy_match *m);
 
 /* redis.c */
 typedef struct gw_rcall gw_rcall;
-typedef void (*gw_redis_cb)(void *data, bool ok, int64_t v0, int64_t v1);
+typedef void (*gw_redis_cb)(void *data, bool ok, int64_t v0, int64_t v1,
+                            size_t draw);
 int gw_redis_init(gw_worker *w, const char *script);
 void gw_redis_close(gw_worker *w);
 /* Run the script with two keys and four args; cb once, within
- * --redis-timeout: ok with the two integers it returned, or not ok (an
- * error, no reply in time, Redis down). NULL when no call can be made now
- * (cb is never called): fail open at once. The call goes before the loop
- * waits for events, in one command with the iteration's other calls with
- * the same keys and args (the token bucket's draws, in order). */
+ * --redis-timeout: ok with the two integers the command returned and the
+ * call's place in it (`draw`), or not ok (an error, no reply in time,
+ * Redis down). NULL when no call can be made now (cb is never called):
+ * fail open at once. The call goes before the loop waits for events, in
+ * one command with the iteration's other calls with the same keys and
+ * args (the token bucket's draws, in order: the batch script, whose reply
+ * sy_ratelimit_redis_batch_result reads; a call alone: draw 0 of the
+ * script given to gw_redis_init). */
 gw_rcall *gw_redis_script(gw_worker *w, const char *const keys[2],
                           const char *const args[4], gw_redis_cb cb,
                           void *data);

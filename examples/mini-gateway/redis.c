@@ -12,7 +12,11 @@
  *   iteration: req A (bucket X), req B (X), req C (Y), req D (X)
  *   sent:      EVALSHA batch 2 X.tokens X.timestamp rate cap "" req 3
  *              EVALSHA scg   2 Y.tokens Y.timestamp rate cap "" req
- *   replies:   {okA, leftA, okB, leftB, okD, leftD}   {okC, leftC}
+ *   replies:   {3, leftD}                              {okC, leftC}
+ *
+ * (the batch's reply: how many of its draws were allowed, the first ones,
+ * and the tokens left after the last; each caller hears the reply and its
+ * place in the batch, and the library gives it its own allowed/remaining.)
  *
  * A call alone on its bucket runs the library's script (SCG's token
  * bucket, sy_ratelimit_redis_script); N calls on one bucket run the
@@ -210,17 +214,18 @@ static void call_unlink(gw_redis *r, gw_rcall *c) {
 }
 
 /* Tell the caller (once). */
-static void call_answer(gw_rcall *c, bool ok, int64_t a, int64_t b) {
+static void call_answer(gw_rcall *c, bool ok, int64_t a, int64_t b,
+                        size_t draw) {
     gw_redis_cb cb = c->cb;
     c->cb = NULL;
     if (cb)
-        cb(c->data, ok, a, b);
+        cb(c->data, ok, a, b, draw);
 }
 
 /* Answer c as failed (fail open) and let it go. */
 static void call_fail(gw_redis *r, gw_rcall *c) {
     call_unlink(r, c);
-    call_answer(c, false, 0, 0);
+    call_answer(c, false, 0, 0, 0);
     free(c);
 }
 
@@ -290,12 +295,11 @@ static void load_scripts(gw_redis *r) {
     }
 }
 
-/* The reply's integers for call i of m: {allowed, left}. */
-static bool reply_pair(const redisReply *rep, size_t i, size_t n, int64_t *a,
-                       int64_t *b) {
-    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 * n)
+/* The reply's two integers (both scripts answer two). */
+static bool reply_pair(const redisReply *rep, int64_t *a, int64_t *b) {
+    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2)
         return false;
-    const redisReply *x = rep->element[2 * i], *y = rep->element[2 * i + 1];
+    const redisReply *x = rep->element[0], *y = rep->element[1];
     if (x->type != REDIS_REPLY_INTEGER || y->type != REDIS_REPLY_INTEGER)
         return false;
     *a = x->integer;
@@ -317,12 +321,13 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
             return;
     }
     bool logged = false;
+    int64_t a = 0, b = 0;
+    bool ok = reply_pair(rep, &a, &b);
     for (size_t i = 0; i < m->n; i++) {
         gw_rcall *c = m->calls[i];
-        int64_t a, b;
         call_unlink(r, c);
-        if (reply_pair(rep, i, m->n, &a, &b)) {
-            call_answer(c, true, a, b);
+        if (ok) {
+            call_answer(c, true, a, b, i);
         } else {
             if (c->cb) {
                 atomic_fetch_add(&r->w->metrics.redis_errors, 1);
@@ -330,7 +335,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
                     gw_log("redis: %s", rep->str);
                 logged = true;
             }
-            call_answer(c, false, 0, 0);
+            call_answer(c, false, 0, 0, i);
         }
         free(c);
     }
@@ -513,7 +518,7 @@ static void on_timer(uv_timer_t *t) {
     for (gw_rcall *c = r->head; c; c = c->next)
         if (c->cb && c->due_ms <= now) {
             atomic_fetch_add(&r->w->metrics.redis_timeouts, 1);
-            call_answer(c, false, 0, 0);
+            call_answer(c, false, 0, 0, 0);
             late++;
         }
     r->late += late;

@@ -228,8 +228,14 @@ void sy__rl_redis_call(const sy__rl_cfg *cfg, const char *route_id,
 /* The token bucket in Redis, as route-model.md section 9 states SCG's:
  * written for switchyard, the same keys, arguments and reply. The batch
  * script shares its lines: the bucket read (READ), then the same draw
- * (DRAW) N times, the state carried from one draw to the next as the
- * single script's SETEX then GET carry it, the keys written once. */
+ * (DRAW) up to N times, the state carried from one draw to the next as the
+ * single script's SETEX then GET carry it, the keys written once.
+ *
+ * The batch replies with two numbers, not a pair a draw: the draws allowed
+ * are a prefix of the batch (a denied draw leaves the bucket as it found
+ * it, so every later one sees the same bucket and is denied too; the loop
+ * stops there) and each one's tokens left follow from the last one's
+ * (sy_ratelimit_redis_batch_result). */
 /* clang-format off */
 #define REDIS_SCRIPT_READ \
     "if redis.replicate_commands then redis.replicate_commands() end\n" \
@@ -267,15 +273,16 @@ static const char redis_script[] =
 static const char redis_batch_script[] =
     "-- switchyard: N draws of SCG's RequestRateLimiter token bucket\n"
     REDIS_SCRIPT_READ
-    "local out = {}\n"
+    "local out = { 0, 0 }\n"
     "for i = 1, tonumber(ARGV[5]) do\n"
     REDIS_SCRIPT_DRAW("  ")
-    "  out[2 * i - 1] = ok\n"
-    "  out[2 * i] = left\n"
+    "  out[2] = left\n"
     "  if ttl > 0 then\n"
     "    last = left\n"
     "    stamp = now\n"
     "  end\n"
+    "  if ok == 0 then break end\n"
+    "  out[1] = i\n"
     "end\n"
     "if ttl > 0 then\n"
     "  redis.call('SETEX', tokens_key, ttl, last)\n"
@@ -319,6 +326,23 @@ void sy_ratelimit_redis_result(const sy_redis_call *call, bool ok,
     out->allowed = allowed == 1;
     out->remaining = tokens_left;
     out->status = out->allowed ? 0 : call->status;
+}
+
+void sy_ratelimit_redis_batch_result(const sy_redis_call *call, bool ok,
+                                     int64_t allowed, int64_t tokens_left,
+                                     size_t i, sy_ratelimit *out) {
+    if (!call)
+        return;
+    /* the script's ttl > 0 (floor(2 x capacity / rate) >= 1): each draw
+     * leaves the bucket to the next, else each sees the same one */
+    bool carried = call->replenish_rate &&
+                   2 * (uint64_t)call->burst_capacity >= call->replenish_rate;
+    int64_t step = carried ? (int64_t)call->requested_tokens : 0;
+    bool yes = allowed > 0 && (uint64_t)allowed > i;
+    int64_t left = tokens_left;
+    if (yes)
+        left += (allowed - 1 - (int64_t)i) * step;
+    sy_ratelimit_redis_result(call, ok, yes, left, out);
 }
 
 size_t sy_ratelimit_headers(const sy_ratelimit *rl, sy_header hdrs[4],

@@ -7,7 +7,10 @@ long, errors are counted. Batches: 40 concurrent requests on one bucket of
 10 (the gateway sends the calls of a loop iteration on one bucket as one
 script call) let exactly 10 through with remaining 9..0 and leave the keys
 as SCG's script would; a gateway's batches and another's single calls
-(SCG's script) draw from one bucket in turn."""
+(SCG's script) draw from one bucket in turn; the batch script's reply of
+two numbers (how many draws allowed, the tokens left) against N runs of
+SCG's script on the same bucket (running out mid-batch, ttl 0, requested
+tokens > 1)."""
 import http.client
 import json
 import shutil
@@ -235,6 +238,73 @@ def redis_batches(procs, c, be):
     c.eq(sorted(r for r in d if r[0] == 200), [(200, "0"), (200, "1")],
          "gateway 1's batch of 10 gets the last 2 (%r)" % d)
     c.eq(sum(1 for r in d if r == (429, "0")), 8, "and 8 denied")
+
+    batch_sha = single_sha = None
+    for e in h.redis_cmd(rport, "SLOWLOG", "GET", "100000"):
+        args = e[3]
+        if args and args[0].upper() == "EVALSHA":
+            if len(args) == 10:
+                batch_sha = args[1]
+            elif len(args) == 9:
+                single_sha = args[1]
+    c.ok(batch_sha and single_sha, "both scripts' digests seen (%r, %r)"
+         % (batch_sha, single_sha))
+    if batch_sha and single_sha:
+        batch_equals_runs(c, rport, batch_sha, single_sha)
+
+
+# (rate, capacity, requested, tokens, timestamp, now, N): tokens and
+# timestamp None for absent keys; `now` passed as ARGV[3]
+EQ_CASES = [
+    (1, 10, 1, None, None, 1000, 40),  # a fresh bucket: 10 of 40
+    (1, 10, 1, 3, 999, 1000, 8),       # runs out mid-batch: 4 of 8
+    (5, 20, 3, 2, 998, 1000, 9),       # requested 3, refilled 10
+    (1, 10, 1, 0, 1000, 1000, 5),      # empty: none
+    (10, 4, 1, 0, 0, 1000, 6),         # ttl 0: each draw a full bucket
+    (10, 4, 5, 0, 0, 1000, 3),         # ttl 0, never enough
+    (1, 0, 1, None, None, 1000, 4),    # burstCapacity 0: none
+    (1000, 2000000, 7, 5, 990, 1000, 50),  # plenty: all
+    (1, 10, 1, 6, 1001, 1000, 3),      # a stamp ahead of the clock
+]
+
+
+def batch_equals_runs(c, rport, batch_sha, single_sha):
+    """The batch script's two-number reply against N runs of SCG's script
+    on the same bucket at the same second: the allowed draws are the first
+    k runs, the reply is {k, the last run's tokens left}, and the keys are
+    left with the same values and TTL."""
+    tk = "request_rate_limiter.{eq.x}.tokens"
+    sk = "request_rate_limiter.{eq.x}.timestamp"
+
+    def reset(tokens, stamp):
+        h.redis_cmd(rport, "DEL", tk, sk)
+        if tokens is not None:
+            h.redis_cmd(rport, "SET", tk, str(tokens))
+        if stamp is not None:
+            h.redis_cmd(rport, "SET", sk, str(stamp))
+
+    def state():
+        return (h.redis_cmd(rport, "GET", tk), h.redis_cmd(rport, "GET", sk),
+                h.redis_cmd(rport, "TTL", tk), h.redis_cmd(rport, "TTL", sk))
+
+    for rate, cap, req, tokens, stamp, now, n in EQ_CASES:
+        argv = [str(rate), str(cap), str(now), str(req)]
+        reset(tokens, stamp)
+        runs = [h.redis_cmd(rport, "EVALSHA", single_sha, "2", tk, sk, *argv)
+                for _ in range(n)]
+        after_runs = state()
+        reset(tokens, stamp)
+        reply = h.redis_cmd(rport, "EVALSHA", batch_sha, "2", tk, sk, *argv,
+                            str(n))
+        after_batch = state()
+        k = sum(1 for r in runs if r[0] == 1)
+        case = (rate, cap, req, tokens, stamp, now, n)
+        c.ok(all(r[0] == 1 for r in runs[:k]),
+             "%r: the allowed runs are the first ones (%r)" % (case, runs))
+        c.eq(reply, [k, runs[-1][1]],
+             "%r: the batch replies {allowed, last tokens left}" % (case,))
+        c.eq(after_batch, after_runs,
+             "%r: the keys left as the runs leave them" % (case,))
 
 
 if shutil.which("redis-server") is None:

@@ -16,7 +16,9 @@ wrk (-t1 -cC, keep-alive) sends a fixed number of requests (a Lua script
 stops it after N responses); the request count is read from the gateway's
 GET /metrics (nginx: its stub_status). Cases: `one` (1 route), `many` (ROUTES
 routes, the request hits the last), `limit` (a local RequestRateLimiter
-that never denies), `breaker` (a closed CircuitBreaker).
+that never denies), `breaker` (a closed CircuitBreaker), `redis` (the
+`limit` route with --redis on a redis-server started here; its line adds
+Redis's script calls per request and usec per call, INFO commandstats).
 
   python3 counts.py --gw build/examples/mini-gateway/mini-gateway \
       [--nginx /usr/sbin/nginx] [--cases one,many,limit,breaker] \
@@ -116,7 +118,11 @@ class Proxy:
             cmd = pre + [self.args.gw, "--listen", "127.0.0.1:%d" % self.port,
                          "--admin", "127.0.0.1:%d" % self.admin,
                          "--workers", "1", "--quiet", "--routes",
-                         os.path.join(self.work, self.case + ".json")]
+                         os.path.join(self.work, (
+                             "limit" if self.case == "redis" else self.case)
+                             + ".json")]
+            if self.case == "redis":
+                cmd += ["--redis", "127.0.0.1:%d" % self.args.redis_port]
         else:
             conf = os.path.join(self.work, "nginx-%s.conf" % self.case)
             txt = open(os.path.join(self.work, "nginx.tmpl")).read()
@@ -173,6 +179,36 @@ class Proxy:
             self.proc.wait()
 
 
+def redis_cmd(port, *words):
+    """One Redis command, its reply's text (RESP, read until quiet)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"*%d\r\n" % len(words) + b"".join(
+        b"$%d\r\n%s\r\n" % (len(w.encode()), w.encode()) for w in words))
+    out = b""
+    s.settimeout(0.3)
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except socket.timeout:
+        pass
+    s.close()
+    return out.decode("utf-8", "replace")
+
+
+def redis_scripts(port):
+    """(calls, usec) of EVAL/EVALSHA since the last CONFIG RESETSTAT."""
+    t = redis_cmd(port, "INFO", "commandstats")
+    calls = usec = 0
+    for m in re.finditer(r"cmdstat_(?:eval|evalsha):calls=(\d+),usec=(\d+)",
+                         t):
+        calls += int(m.group(1))
+        usec += int(m.group(2))
+    return calls, usec
+
+
 def wrk(args, port, n, path):
     env = dict(os.environ, WRK_N=str(n))
     r = subprocess.run(["wrk", "-t1", "-c%d" % args.connections, "-d3600s",
@@ -222,6 +258,8 @@ def measure_perf(args, px, path):
     """syscalls, context switches and CPU time per request."""
     wrk(args, px.port, 2000, path)  # warm: pools, caches
     pid = px.pid()
+    if px.case == "redis":
+        redis_cmd(args.redis_port, "CONFIG", "RESETSTAT")
     c0, t0 = px.served(), proc_ticks(pid)
     evs = ["raw_syscalls:sys_enter", "context-switches"] + \
         ["syscalls:sys_enter_" + s for s in SYSCALLS]
@@ -243,6 +281,10 @@ def measure_perf(args, px, path):
             res[f[2]] = float(f[0])
     hz = os.sysconf("SC_CLK_TCK")
     per = {k: v / n for k, v in res.items()}
+    if px.case == "redis":
+        calls, usec = redis_scripts(args.redis_port)
+        per["redis-calls"] = calls / n
+        per["redis-usec-per-call"] = usec / max(calls, 1)
     return n, per, (t1 - t0) * 1e6 / hz / n
 
 
@@ -298,11 +340,21 @@ def main():
     open(os.path.join(args.work, "stop.lua"), "w").write(LUA + pace)
     open(os.path.join(args.work, "pace.lua"), "w").write(pace)
     bp = free_port()
+    rs = None
+    if "redis" in args.cases.split(","):
+        args.redis_port = free_port()
+        rs = subprocess.Popen(["redis-server", "--port", str(args.redis_port),
+                               "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no"],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
     be = subprocess.Popen([args.backend or args.gw, "--backend", "--id", "b",
                            "--version", "1", "--listen", "127.0.0.1:%d" % bp],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(bp)
+        if rs:
+            wait_port(args.redis_port)
         up = "http://127.0.0.1:%d" % bp
         w = args.work
         lim = {"name": "RequestRateLimiter", "args": {
@@ -386,6 +438,9 @@ LOCS
                     per.get("raw_syscalls:sys_enter", 0),
                     per.get("context-switches", 0), us, n,
                     " ".join("%s %.3f" % (k, v) for v, k in top))
+                if case == "redis":
+                    line += " redis: %.3f script calls/req, %.1f us each" % (
+                        per["redis-calls"], per["redis-usec-per-call"])
             if not args.no_callgrind:
                 px = Proxy(args, w, kind, case, bp)
                 px.args_callgrind = True
@@ -396,6 +451,9 @@ LOCS
     finally:
         be.send_signal(signal.SIGTERM)
         be.wait()
+        if rs:
+            rs.send_signal(signal.SIGTERM)
+            rs.wait()
 
 
 if __name__ == "__main__":

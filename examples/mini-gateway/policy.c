@@ -50,7 +50,9 @@ static uint64_t now_ms(void) {
 /* The limiters' calls to Redis of one request, made one after the other. */
 typedef struct gw_rlwait {
     gw_request *q;
-    gw_rcall *call; /* the one in flight */
+    gw_rcall *call;    /* the one in flight */
+    sy_match_ctx *ctx; /* the match context holding m (parked), or NULL */
+    sy_match *m;       /* the request's match, valid while ctx is held */
     size_t i, n;
     struct gw_rlwait *next_free;
     sy_redis_call calls[]; /* filled by the library (no need to clear) */
@@ -89,6 +91,39 @@ static void rlwait_put(gw_rlwait *rw) {
     rlw_nfree++;
 }
 
+/* Match contexts for requests waiting for Redis. The request's match lives
+ * in the worker's context, which the requests matched while the call is
+ * in flight would overwrite: a request that parks takes that context with
+ * it (its match stays valid: same snapshot, held by the request) and the
+ * worker matches on a spare one meanwhile, so the request goes on after
+ * the reply without matching again (gw_request_rematch, ~900 instructions).
+ * Spare contexts are kept by the worker thread, at most CTX_KEEP; each
+ * grows to the snapshots it sees, as the worker's own does. */
+#define CTX_KEEP 64
+static _Thread_local sy_match_ctx *ctx_free[CTX_KEEP];
+static _Thread_local unsigned ctx_nfree;
+
+static void ctx_put(sy_match_ctx *c) {
+    if (!c)
+        return;
+    if (ctx_nfree < CTX_KEEP)
+        ctx_free[ctx_nfree++] = c;
+    else
+        sy_match_ctx_free(c);
+}
+
+/* rw's request parks with m (from the worker's context); without a spare
+ * context (out of memory) it matches again after the reply. */
+static void park_match(gw_rlwait *rw, sy_match *m) {
+    gw_worker *w = rw->q->w;
+    sy_match_ctx *spare = ctx_nfree ? ctx_free[--ctx_nfree] : NULL;
+    if (!spare && sy_match_ctx_new(NULL, &spare, NULL))
+        return;
+    rw->ctx = w->ctx;
+    rw->m = m;
+    w->ctx = spare;
+}
+
 void gw_policy_blocks_free(void) {
     while (rlw_free) {
         gw_rlwait *rw = rlw_free;
@@ -96,6 +131,8 @@ void gw_policy_blocks_free(void) {
         free(rw);
     }
     rlw_nfree = 0;
+    while (ctx_nfree)
+        sy_match_ctx_free(ctx_free[--ctx_nfree]);
 }
 
 static void breaker_step(gw_request *q, sy_match *m);
@@ -217,8 +254,11 @@ static rl_state redis_next(gw_rlwait *rw, gw_buf *hdrs, int *status) {
 static void rlwait_end(gw_request *q) {
     gw_rlwait *rw = q->rlw;
     q->rlw = NULL;
-    if (rw)
+    if (rw) {
         gw_redis_cancel(rw->call);
+        ctx_put(rw->ctx);
+        rw->ctx = NULL;
+    }
     rlwait_put(rw);
 }
 
@@ -239,19 +279,23 @@ static void on_redis(void *data, bool ok, int64_t allowed, int64_t left,
         if (st == RL_WAIT)
             return;
     }
+    /* the match parked with the request, or (no spare context) match
+     * again: same snapshot, same request, same route */
+    sy_match_ctx *held = rw->ctx;
+    sy_match *m = rw->m;
+    rw->ctx = NULL;
     rlwait_end(q);
     if (st == RL_DENIED) {
+        ctx_put(held);
         deny(q, status, &hdrs);
         return;
     }
-    /* the match was overwritten meanwhile: match again (same snapshot,
-     * same request, same route) */
-    sy_match *m = NULL;
-    if (gw_request_rematch(q, &m)) {
+    if (!held && gw_request_rematch(q, &m)) {
         gw_request_respond(q, 502, NULL, NULL);
         return;
     }
-    breaker_step(q, m);
+    breaker_step(q, m); /* done with m when it returns */
+    ctx_put(held);
 }
 
 void gw_policy_begin(gw_request *q, sy_match *m) {
@@ -290,8 +334,10 @@ void gw_policy_begin(gw_request *q, sy_match *m) {
         }
     q->rlw = rw;
     rl_state st = redis_next(rw, &hdrs, &status);
-    if (st == RL_WAIT)
+    if (st == RL_WAIT) {
+        park_match(rw, m);
         return; /* on_redis goes on */
+    }
     rlwait_end(q);
     if (st == RL_DENIED)
         deny(q, status, &hdrs);

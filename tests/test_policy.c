@@ -442,6 +442,60 @@ START_TEST(redis_calls_use_scg_key_names_and_fail_open) {
 }
 END_TEST
 
+/* The Redis key texts for route ids and keys of every length class: what
+ * snprintf("request_rate_limiter.{%.300s.%.*s}%s") writes, cut to the
+ * call's 576 bytes (the two keys are built from one text when both fit
+ * whole, else each is cut); the ARGV texts of the limiter's numbers. */
+START_TEST(redis_key_texts_match_snprintf_at_every_length) {
+    static const size_t ids[] = {1, 40, 290, 299, 300, 301, 450};
+    static const size_t keys[] = {1, 7, 200, 230, 255};
+    char id[460], key[300], doc[2048], want[1024];
+    for (size_t a = 0; a < sizeof ids / sizeof ids[0]; a++) {
+        memset(id, 'i', ids[a]);
+        id[ids[a]] = '\0';
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"%s\",\"uri\":\"http://b\",\"predicates\":"
+                 "[\"Path=/rl/**\"],\"filters\":[{\"name\":"
+                 "\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+                 "replenishRate\":\"4294967\",\"redis-rate-limiter."
+                 "burstCapacity\":\"2147483647\",\"redis-rate-limiter."
+                 "requestedTokens\":\"1000000\",\"key-resolver\":"
+                 "\"#{@header:K}\"}}]}]",
+                 id);
+        fix f;
+        fix_open(&f, router_with(doc, NULL, NULL));
+        for (size_t b = 0; b < sizeof keys / sizeof keys[0]; b++) {
+            for (size_t j = 0; j < keys[b]; j++)
+                key[j] = (char)('a' + j % 26);
+            sy_header h = {{"K", 1}, {key, keys[b]}};
+            f.req.headers = &h;
+            f.req.header_count = 1;
+            sy_redis_call c;
+            ck_assert_int_eq(
+                sy_match_ratelimit_redis(fix_match(&f, "/rl/x"), 0, &c, NULL),
+                0);
+            ck_assert(c.needed);
+            const char *suffix[2] = {".tokens", ".timestamp"};
+            const char *got[2] = {c.tokens_key, c.timestamp_key};
+            for (int k = 0; k < 2; k++) {
+                snprintf(want, sizeof want,
+                         "request_rate_limiter.{%.300s.%.*s}%s", id,
+                         (int)c.key_len, c.key, suffix[k]);
+                want[sizeof c.tokens_key - 1] = '\0';
+                ck_assert_msg(strcmp(got[k], want) == 0, "id %zu, key %zu: %s",
+                              ids[a], keys[b], got[k]);
+            }
+            ck_assert_str_eq(c.rate, "4294967");
+            ck_assert_str_eq(c.capacity, "2147483647");
+            ck_assert_str_eq(c.requested, "1000000");
+        }
+        f.req.headers = NULL;
+        f.req.header_count = 0;
+        fix_close(&f);
+    }
+}
+END_TEST
+
 /* SCG's script once (route-model.md section 9), on a bucket (last, stamp)
  * at `now`: the reference the batch reply is checked against. */
 static void scg_draw(int64_t rate, int64_t cap, int64_t req, int64_t now,
@@ -2066,6 +2120,7 @@ int main(void) {
     tcase_add_test(tc, hundred_thousand_keys_in_a_small_store_fail_open);
     tcase_add_test(tc, redis_calls_use_scg_key_names_and_fail_open);
     tcase_add_test(tc, redis_batch_reply_gives_each_draw_its_own_decision);
+    tcase_add_test(tc, redis_key_texts_match_snprintf_at_every_length);
     tcase_add_test(tc, typos_and_bad_values_are_refused_where_they_are);
     tcase_add_test(tc, a_typo_after_sixty_four_args_is_refused);
     tcase_add_test(tc, scg_forms_are_accepted);

@@ -27,6 +27,9 @@ void sy__rl_shape(sy__rl_cfg *cfg) {
     cfg->t = t ? t : 1; /* above 1,000,000 tokens a second: one a us */
     cfg->tau = (uint64_t)cfg->burst * cfg->t;
     cfg->need = (uint64_t)cfg->requested * cfg->t;
+    sy__int_text(cfg->rate, cfg->argv[0]); /* u32: 10 digits at most */
+    sy__int_text(cfg->burst, cfg->argv[1]);
+    sy__int_text(cfg->requested, cfg->argv[2]);
 }
 
 int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
@@ -215,14 +218,37 @@ void sy__rl_redis_call(const sy__rl_cfg *cfg, const char *route_id,
     call->replenish_rate = cfg->rate;
     call->burst_capacity = cfg->burst;
     call->requested_tokens = cfg->requested;
-    rl_redis_key(call->tokens_key, sizeof call->tokens_key, route_id, call->key,
-                 call->key_len, ".tokens");
-    rl_redis_key(call->timestamp_key, sizeof call->timestamp_key, route_id,
-                 call->key, call->key_len, ".timestamp");
-    char num[24]; /* u32: 10 digits; each field has 16 bytes */
-    memcpy(call->rate, num, sy__int_text(cfg->rate, num) + 1);
-    memcpy(call->capacity, num, sy__int_text(cfg->burst, num) + 1);
-    memcpy(call->requested, num, sy__int_text(cfg->requested, num) + 1);
+    /* the two keys share "request_rate_limiter.{ROUTE_ID.KEY}": built once
+     * when both fit whole (always, unless the route id and the key are
+     * both near their limits), else rl_redis_key cuts them */
+    static const char pre[] = "request_rate_limiter.{";
+    size_t il = strnlen(route_id, 300);
+    size_t kl = strnlen(call->key, call->key_len < SY_POLICY_KEY_MAX
+                                       ? call->key_len
+                                       : SY_POLICY_KEY_MAX);
+    size_t n = sizeof pre - 1 + il + kl + 2;
+    if (n + sizeof ".timestamp" <= sizeof call->timestamp_key) {
+        char *o = call->tokens_key;
+        memcpy(o, pre, sizeof pre - 1);
+        o += sizeof pre - 1;
+        memcpy(o, route_id, il);
+        o += il;
+        *o++ = '.';
+        memcpy(o, call->key, kl);
+        o += kl;
+        *o++ = '}';
+        memcpy(call->timestamp_key, call->tokens_key, n);
+        memcpy(call->tokens_key + n, ".tokens", sizeof ".tokens");
+        memcpy(call->timestamp_key + n, ".timestamp", sizeof ".timestamp");
+    } else {
+        rl_redis_key(call->tokens_key, sizeof call->tokens_key, route_id,
+                     call->key, call->key_len, ".tokens");
+        rl_redis_key(call->timestamp_key, sizeof call->timestamp_key, route_id,
+                     call->key, call->key_len, ".timestamp");
+    }
+    memcpy(call->rate, cfg->argv[0], sizeof cfg->argv[0]);
+    memcpy(call->capacity, cfg->argv[1], sizeof cfg->argv[1]);
+    memcpy(call->requested, cfg->argv[2], sizeof cfg->argv[2]);
 }
 
 /* The token bucket in Redis, as route-model.md section 9 states SCG's:

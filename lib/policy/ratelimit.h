@@ -21,10 +21,13 @@ typedef struct sy__rl_cfg {
     /* in microseconds, set by compile for the check: one token's refill
      * time (at least 1), the full bucket's, the requested tokens' */
     uint64_t t, tau, need;
+    /* rate, burst and requested as decimal text (Redis mode's ARGV 1, 2,
+     * 4), NUL-ended, set with t */
+    char argv[3][12];
 } sy__rl_cfg;
 
-/* Set cfg's t, tau and need from its rate, burst and requested (compile
- * does). */
+/* Set cfg's t, tau, need and argv from its rate, burst and requested
+ * (compile does). */
 void sy__rl_shape(sy__rl_cfg *cfg);
 
 /* Read and check the args (p) into cfg. */

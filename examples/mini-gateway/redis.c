@@ -57,6 +57,8 @@
 #define GW_REDIS_MAX_BATCH 512  /* calls one command carries at most */
 #define GW_REDIS_RETRY_MS 1000  /* between connection attempts */
 #define GW_REDIS_STALL_MS 1000  /* no reply that long: reconnect */
+#define GW_RCALL_SMALL 256      /* buf bytes of a call block kept for reuse */
+#define GW_RCALL_KEEP 256       /* call blocks kept per connection */
 
 /* One request's call: KEYS[1], KEYS[2], ARGV[1..4], copied into buf. */
 struct gw_rcall {
@@ -70,6 +72,7 @@ struct gw_rcall {
     void *data;
     uint64_t sent_ms, due_ms;
     uint32_t hash; /* of buf */
+    bool small;    /* buf has GW_RCALL_SMALL bytes: kept for reuse */
     uint16_t len[6];
     size_t blen;
     char buf[]; /* the six strings, each NUL-ended */
@@ -104,7 +107,9 @@ typedef struct gw_redis {
     gw_script scripts[2]; /* the library's, the batch one */
     gw_rcall **tab;       /* a flush's batches by bucket */
     size_t tabcap;
-    gw_buf cmd;    /* a command being formatted (send_cmd) */
+    gw_buf cmd;      /* a command being formatted (send_cmd) */
+    gw_rcall *spare; /* call blocks of GW_RCALL_SMALL kept for reuse */
+    unsigned nspare;
     unsigned late; /* calls timed out, not logged yet */
     uint64_t late_logged_ms;
 } gw_redis;
@@ -214,6 +219,34 @@ static void call_unlink(gw_redis *r, gw_rcall *c) {
     r->calls--;
 }
 
+/* A call block for blen bytes of strings: a kept one when they fit (a
+ * malloc and a free a request less), else its own. */
+static gw_rcall *call_alloc(gw_redis *r, size_t blen) {
+    bool small = blen <= GW_RCALL_SMALL;
+    gw_rcall *c = small ? r->spare : NULL;
+    if (c) {
+        r->spare = c->next;
+        r->nspare--;
+    } else {
+        c = malloc(sizeof *c + (small ? GW_RCALL_SMALL : blen));
+        if (!c)
+            return NULL;
+    }
+    memset(c, 0, sizeof *c);
+    c->small = small;
+    return c;
+}
+
+static void call_free(gw_redis *r, gw_rcall *c) {
+    if (!c->small || r->nspare >= GW_RCALL_KEEP) {
+        free(c);
+        return;
+    }
+    c->next = r->spare;
+    r->spare = c;
+    r->nspare++;
+}
+
 /* Tell the caller (once). */
 static void call_answer(gw_rcall *c, bool ok, int64_t a, int64_t b,
                         size_t draw) {
@@ -227,7 +260,7 @@ static void call_answer(gw_rcall *c, bool ok, int64_t a, int64_t b,
 static void call_fail(gw_redis *r, gw_rcall *c) {
     call_unlink(r, c);
     call_answer(c, false, 0, 0, 0);
-    free(c);
+    call_free(r, c);
 }
 
 static bool same_bucket(const gw_rcall *a, const gw_rcall *b) {
@@ -349,7 +382,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
             }
             call_answer(c, false, 0, 0, i);
         }
-        free(c);
+        call_free(r, c);
     }
     free(m);
     arm_timer(r);
@@ -382,7 +415,7 @@ static void flush_once(gw_redis *r) {
         next = c->pnext;
         if (!c->cb) { /* cancelled or timed out before it went */
             call_unlink(r, c);
-            free(c);
+            call_free(r, c);
             continue;
         }
         c->bnext = NULL;
@@ -584,10 +617,9 @@ gw_rcall *gw_redis_script(gw_worker *w, const char *const keys[2],
             return NULL;
         blen += len[i] + 1;
     }
-    gw_rcall *c = malloc(sizeof *c + blen);
+    gw_rcall *c = call_alloc(r, blen);
     if (!c)
         return NULL;
-    memset(c, 0, sizeof *c);
     char *p = c->buf;
     for (int i = 0; i < 6; i++) {
         c->len[i] = (uint16_t)len[i];
@@ -657,6 +689,11 @@ static void on_handle_closed(uv_handle_t *h) {
     if (--r->handles == 0) {
         free(r->tab);
         gw_buf_free(&r->cmd);
+        while (r->spare) {
+            gw_rcall *c = r->spare;
+            r->spare = c->next;
+            free(c);
+        }
         free(r);
     }
 }

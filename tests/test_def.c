@@ -541,6 +541,53 @@ START_TEST(lenient_mode_still_fails_on_syntax_errors) {
 }
 END_TEST
 
+/* Routes are built as the scan reads them (def.c route_hook), but a
+ * route's failure is reported only when nothing the scan-first order
+ * reported before it is wrong: a syntax error after it, a bad version or
+ * default filters after the routes; and routes the hook leaves to the scan
+ * (a \u escape) are still walked in document order. */
+START_TEST(a_route_error_waits_for_the_scan_and_the_envelope) {
+    sy_error e;
+    ck_assert_int_eq(parse_err("[{\"id\":\"a\"},\n{\"id\":\"b\" x}]", NULL, &e),
+                     SY_ESYNTAX);
+    ck_assert_uint_eq(e.line, 2);
+    ck_assert_uint_eq(e.column, 11);
+    ck_assert_int_eq(
+        parse_err("{\"routes\":[{\"id\":\"a\"}],\"version\":[1]}", NULL, &e),
+        SY_ETYPE);
+    ck_assert_str_eq(e.path, "version");
+    ck_assert_int_eq(parse_err("{\"routes\":[{\"id\":\"a\"}],"
+                               "\"default-filters\":[]}",
+                               NULL, &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "default-filters");
+    /* the first failing route in document order, whoever read it */
+    ck_assert_int_eq(parse_err("[{\"id\":\"\\u0061\",\"uri\":\"http://x\"},"
+                               "{\"id\":\"a\",\"uri\":\"http://y\"},"
+                               "{\"id\":\"b\"}]",
+                               NULL, &e),
+                     SY_EDUPLICATE);
+    ck_assert_str_eq(e.path, "[1].id");
+    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"http://x\"},"
+                               "{\"id\":\"\\u0062\"},"
+                               "{\"id\":\"a\",\"uri\":\"http://y\"}]",
+                               NULL, &e),
+                     SY_EMISSING);
+    ck_assert_str_eq(e.path, "[1].uri");
+    /* lenient: the issues in document order across both readers */
+    sy_document *d = parse_ok("[{\"id\":\"a\"},{\"id\":\"\\u0062\"},"
+                              "{\"id\":\"c\",\"uri\":\"http://c\"},"
+                              "{\"id\":\"c\",\"uri\":\"http://d\"}]",
+                              true);
+    ck_assert_uint_eq(sy_document_route_count(d), 1);
+    ck_assert_uint_eq(sy_document_issue_count(d), 3);
+    ck_assert_str_eq(sy_document_issue(d, 0)->path, "[0].uri");
+    ck_assert_str_eq(sy_document_issue(d, 1)->path, "[1].uri");
+    ck_assert_str_eq(sy_document_issue(d, 2)->path, "[3].id");
+    sy_document_free(d);
+}
+END_TEST
+
 START_TEST(syntax_error_reports_line_column_and_offset) {
     sy_error e;
     parse_err("[\n  {\"id\": \"a\",\n   \"uri\" \"x\"}]", NULL, &e);
@@ -1414,6 +1461,7 @@ int main(void) {
     Suite *s = suite_create("def");
     TCase *tc = tcase_create("def");
     tcase_add_test(tc, corpus_valid_documents_parse_strictly);
+    tcase_add_test(tc, a_route_error_waits_for_the_scan_and_the_envelope);
     tcase_add_test(tc, factory_lookup_finds_exactly_the_builtins);
     tcase_add_test(tc,
                    corpus_invalid_documents_fail_with_expected_code_and_path);

@@ -451,10 +451,11 @@ typedef struct hook_log {
 
 static size_t test_hook(void *data, const char *json, size_t len,
                         sy__json_scan *out, size_t index, size_t at,
-                        uint32_t depth) {
+                        uint32_t depth, size_t *values) {
     hook_log *h = data;
     (void)len;
     ck_assert_uint_eq(depth, 2);
+    ck_assert_uint_eq(*values, 1); /* the element itself */
     ck_assert_int_eq(json[at], '{');
     ck_assert_uint_eq(out->routes[index].start, at);
     if (index)
@@ -619,6 +620,125 @@ START_TEST(limits_inside_a_route_hold_to_the_byte_and_the_level) {
 }
 END_TEST
 
+/* The checked tree parse (one read of a route element, def_tree.c) never
+ * accepts what the scan rejects: for each value inside a route element it
+ * either gives up (the scan then reads the element and finds what is
+ * wrong) or accepts it, and then the scan accepts the same element, it
+ * ends where the scan's element ends, counts the values the scan counts,
+ * and its tree is cJSON's. It takes on every valid value but a \u escape;
+ * its limits hold to the byte and the level as the scan's do. */
+START_TEST(the_checked_tree_accepts_only_what_the_scan_accepts) {
+    static const char *const vals[] = {
+        "01",
+        "1.",
+        "-",
+        "1e",
+        "1x",
+        "1-2",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "\"\\u0041\"",
+        "tru",
+        "nul",
+        "fals",
+        "truex",
+        "[1,]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "{1:2}",
+        "[\"a\" \"b\"]",
+        "\"a\\u0000\"",
+        "[,1]",
+        "{,}",
+        "\"a\\\"b\"",
+        "-0.5e+3",
+        "[true,false,null,{},[]]",
+        "\"\\n\\/\\\\\\t\"",
+        "{\"a\":{\"b\":[1,{\"c\":\"d\"}]}}",
+        "\"",
+        "[",
+        "{\"a\":",
+        "12345678901234567",
+        "2.5E-3",
+        " 1 ",
+    };
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__arena ar;
+    sy__arena_init(&ar, &a, 64);
+    sy_limits lim;
+    sy__limits_resolve(&lim, NULL);
+    size_t taken = 0;
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        char in[256];
+        int k = snprintf(in, sizeof in, "[{\"id\":\"a\",\"m\":%s}]", vals[i]);
+        size_t len = (size_t)k, end = 0, values = 1;
+        sy__def_tree_check chk = {lim.max_string_bytes, 1, lim.max_depth,
+                                  &values};
+        cJSON *mine = NULL;
+        sy__arena_reset(&ar);
+        int rc = sy__def_tree_parse_checked(&ar, in, 1, len, &chk, &end, &mine);
+        sy_error e;
+        sy__json_scan sc;
+        int rs = sy__json_scan_text(&a, in, len, &lim, true, &sc, &e);
+        if (rc) {
+            ck_assert_ptr_null(mine);
+            sy__free(&a, sc.routes);
+            continue;
+        }
+        taken++;
+        ck_assert_msg(rs == 0, "%s: accepted, the scan says %d", vals[i], rs);
+        ck_assert_uint_eq(sc.route_count, 1);
+        ck_assert_uint_eq(end, sc.routes[0].end);
+        sy__free(&a, sc.routes);
+        const char *stop = NULL;
+        cJSON *ref = cJSON_ParseWithLengthOpts(in + 1, end - 1, &stop, 0);
+        ck_assert_ptr_nonnull(ref);
+        same_tree(mine, ref);
+        cJSON_Delete(ref);
+        ck_assert_uint_ge(values, 3); /* the route, its id, m and in m */
+    }
+    ck_assert_uint_eq(taken, 8); /* the valid ones without \u */
+    /* limits: string bytes (an escape counts as its byte), the level, the
+     * values of a route */
+    struct {
+        const char *t;
+        size_t max_bytes;
+        uint32_t max_depth;
+        size_t values;
+        int rc;
+    } cases[] = {
+        {"[{\"k\":\"1234567\\n\"}]", 8, 32, 1, 0},
+        {"[{\"k\":\"12345678\\n\"}]", 8, 32, 1, 1},
+        {"[{\"12345678\\t\":1}]", 8, 32, 1, 1},
+        {"[{\"a\":[{\"b\":[]}]}]", 64, 5, 1, 0},
+        {"[{\"a\":[{\"b\":[[]]}]}]", 64, 5, 1, 1},
+        {"[{\"a\":[1,2]}]", 64, 32, SY_MAX_ROUTE_VALUES - 3, 0},
+        {"[{\"a\":[1,2]}]", 64, 32, SY_MAX_ROUTE_VALUES - 2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t end = 0, values = cases[i].values;
+        sy__def_tree_check chk = {cases[i].max_bytes, 1, cases[i].max_depth,
+                                  &values};
+        cJSON *mine = NULL;
+        sy__arena_reset(&ar);
+        int rc = sy__def_tree_parse_checked(
+            &ar, cases[i].t, 1, strlen(cases[i].t), &chk, &end, &mine);
+        ck_assert_msg(!rc == !cases[i].rc, "case %zu: %d", i, rc);
+        if (!rc)
+            ck_assert_uint_eq(end, strlen(cases[i].t) - 1);
+    }
+    size_t end = 0, values = 1;
+    sy__def_tree_check chk = {64, 1, 32, &values};
+    cJSON *mine = NULL;
+    ck_assert_int_eq(sy__def_tree_parse_checked(&ar, "[{\"a\":[1,2]}]", 1, 13,
+                                                &chk, &end, &mine),
+                     0);
+    ck_assert_uint_eq(values, 4); /* the route, [..], 1, 2 */
+    sy__arena_free(&ar);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("def_scan");
     TCase *tc = tcase_create("def_scan");
@@ -641,6 +761,7 @@ int main(void) {
     tcase_add_test(tc, the_skip_hook_skips_what_it_claims_and_nothing_else);
     tcase_add_test(tc, a_value_inside_a_route_is_checked_as_one_outside);
     tcase_add_test(tc, limits_inside_a_route_hold_to_the_byte_and_the_level);
+    tcase_add_test(tc, the_checked_tree_accepts_only_what_the_scan_accepts);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -198,6 +198,7 @@ typedef struct skip_state {
     /* the document's checksum, hashed along with the spans, so a large
      * document is read from memory once, not twice */
     sy__hash_stream sum;
+    struct route_walk *walk; /* builds the routes as the scan reads them */
 } skip_state;
 
 /* Positions either side of the guess that find_span looks at. */
@@ -260,25 +261,29 @@ static const struct sy_route *find_span(skip_state *ss, uint64_t h, size_t n,
     return r;
 }
 
-static size_t span_skip(void *data, const char *json, size_t len,
+/* Element `index`'s span (complete) hashed and looked for by its bytes
+ * (find_span), the guess's shift following it. */
+static void span_look(skip_state *ss, const char *json, sy__json_span *sp,
+                      size_t index, uint64_t seed) {
+    size_t n = sp->end - sp->start, p;
+    sy__hash64_advance(&ss->sum, sp->end);
+    sp->hash = sy__hash64(json + sp->start, n, seed);
+    sp->hashed = true;
+    sp->known = find_span(ss, sp->hash, n, (int64_t)index + ss->shift, &p);
+    sp->aux = p;
+    if (p != SIZE_MAX)
+        ss->shift = (int64_t)p - (int64_t)index;
+}
+
+static size_t span_skip(skip_state *ss, const char *json, size_t len,
                         sy__json_scan *out, size_t index, size_t at,
                         uint32_t depth) {
     static const int tries[3] = {0, 1, -1};
-    skip_state *ss = data;
     const sy__def_reuse *ru = ss->reuse;
     uint64_t seed = span_seed(depth);
     sy__json_span *pv = index ? &out->routes[index - 1] : NULL;
-    if (pv && !pv->known) {
-        size_t n = pv->end - pv->start, p;
-        sy__hash64_advance(&ss->sum, pv->end);
-        pv->hash = sy__hash64(json + pv->start, n, seed);
-        pv->hashed = true;
-        pv->known =
-            find_span(ss, pv->hash, n, (int64_t)index - 1 + ss->shift, &p);
-        pv->aux = p;
-        if (p != SIZE_MAX)
-            ss->shift = (int64_t)p - (int64_t)(index - 1);
-    }
+    if (pv && !pv->hashed) /* read by the scan: looked for now */
+        span_look(ss, json, pv, index - 1, seed);
     if (ru->none_live || !ru->memo)
         return 0; /* no span known (a first document; after a rollback) */
     for (int k = 0; k < 3; k++) {
@@ -323,24 +328,47 @@ static bool idtab_free_for(const sy__idtab *t, uint32_t h, uint32_t *pos) {
     }
 }
 
-/* Phase 1 of build_routes: the document's route arrays for n routes (the
- * reuse arrays only when the scan guessed) and the id table. */
-static bool route_arrays_alloc(sy_document *d, size_t n, bool guess,
-                               sy__idtab *ids) {
-    size_t cap = sy__idtab_capacity(n);
-    d->routes = n ? sy__calloc(&d->alloc, n, sizeof *d->routes) : NULL;
-    d->positions = n ? sy__calloc(&d->alloc, n, sizeof *d->positions) : NULL;
-    d->prev = n && guess ? sy__malloc(&d->alloc, n * sizeof *d->prev) : NULL;
-    d->memo = n && guess ? sy__calloc(&d->alloc, n, sizeof *d->memo) : NULL;
-    d->memo_count = d->memo ? n : 0;
-    sy__idtab_entry *entries = sy__malloc(&d->alloc, cap * sizeof *entries);
-    if ((n &&
-         (!d->routes || !d->positions || (guess && (!d->prev || !d->memo)))) ||
-        !entries) {
-        sy__free(&d->alloc, entries);
+/* *p (old elements of `size` bytes) reallocated to cap elements, the new
+ * ones zero. False: out of memory (*p untouched). */
+static bool grow_zeroed(const sy__alloc *a, void **p, size_t old, size_t cap,
+                        size_t size) {
+    char *n = sy__realloc(a, *p, cap * size);
+    if (!n)
         return false;
-    }
-    sy__idtab_init(ids, entries, cap);
+    memset(n + old * size, 0, (cap - old) * size);
+    *p = n;
+    return true;
+}
+
+/* The document's route arrays (the reuse arrays only when the scan
+ * guesses) grown to room for cap elements, and the id table to hold that
+ * many ids (its entries moved by their hashes). The routes are built as
+ * the scan reads them, so their count is known only at its end: the room
+ * doubles from the caller's expected count; the memo, which the router
+ * keeps, is cut to the count at the end (build_routes). */
+static bool route_arrays_grow(sy_document *d, size_t old, size_t cap,
+                              bool guess, sy__idtab *ids) {
+    const sy__alloc *a = &d->alloc;
+    if (!grow_zeroed(a, (void **)&d->routes, old, cap, sizeof *d->routes) ||
+        !grow_zeroed(a, (void **)&d->positions, old, cap,
+                     sizeof *d->positions) ||
+        (guess &&
+         (!grow_zeroed(a, (void **)&d->prev, old, cap, sizeof *d->prev) ||
+          !grow_zeroed(a, (void **)&d->memo, old, cap, sizeof *d->memo))))
+        return false;
+    size_t tcap = sy__idtab_capacity(cap);
+    if (ids->e && tcap <= (size_t)ids->mask + 1)
+        return true;
+    sy__idtab_entry *entries = sy__malloc(a, tcap * sizeof *entries);
+    if (!entries)
+        return false;
+    sy__idtab t;
+    sy__idtab_init(&t, entries, tcap);
+    for (size_t i = 0; ids->e && i <= ids->mask; i++)
+        if (ids->e[i].val != SY_NONE)
+            sy__idtab_add(&t, ids->e[i].hash, ids->e[i].val);
+    sy__free(a, ids->e);
+    *ids = t;
     return true;
 }
 
@@ -409,7 +437,13 @@ static int duplicate_id(const struct sy_route *r, const char *path,
                          "route id '%.120s' is already used", r->id);
 }
 
-/* The walk of build_routes: what every route of the document shares. */
+/* The walk of build_routes: what every route of the document shares.
+ * The walk runs inside the scan (route_hook): a route the scan's hook
+ * reads is built at once from the tree that read checked, the elements
+ * the scan read itself before it when the hook is next called or when the
+ * scan ends; a failure is held until the scan ends (a syntax error after
+ * it, the version or the envelope's shape are reported first, as when
+ * the scan ran before any route was built). */
 typedef struct route_walk {
     sy_document *d;
     const sy_parse_options *opts;
@@ -417,6 +451,14 @@ typedef struct route_walk {
     const char *json;
     const sy__json_scan *scan;
     skip_state *ss;
+    sy_error *err;
+    int held;      /* a failure of the walk: no route is built after it */
+    size_t built;  /* elements walked */
+    size_t cap;    /* room in the route arrays */
+    size_t expect; /* their first room */
+    bool framed;   /* the path and seed below are set */
+    size_t max_bytes;
+    uint32_t max_depth;
     sy__idtab ids;
     sy__def_ctx ctx;
     sy__buf scratch;
@@ -447,12 +489,12 @@ typedef struct route_step {
     sy_error e;
 } route_step;
 
-/* Phase 2 of build_routes: the walk's shared state (the id table, the
- * build context, the scratch and tree). False: out of memory. */
-static bool route_walk_begin(route_walk *w, sy_document *d,
-                             const sy_parse_options *opts, const char *json,
-                             const sy__json_scan *scan, const char *prefix,
-                             skip_state *ss) {
+/* The walk's shared state (the build context, the scratch and tree; the
+ * route arrays and id table come with the first route). */
+static void route_walk_begin(route_walk *w, sy_document *d,
+                             const sy_parse_options *opts, const sy_limits *lim,
+                             const char *json, const sy__json_scan *scan,
+                             skip_state *ss, sy_error *err) {
     const sy__def_reuse *reuse = ss->reuse;
     w->d = d;
     w->opts = opts;
@@ -460,8 +502,18 @@ static bool route_walk_begin(route_walk *w, sy_document *d,
     w->json = json;
     w->scan = scan;
     w->ss = ss;
-    if (!route_arrays_alloc(d, scan->route_count, ss->guess, &w->ids))
-        return false;
+    w->err = err;
+    w->held = 0;
+    w->built = w->cap = 0;
+    w->expect = reuse && reuse->count_hint > 64 ? reuse->count_hint : 64;
+    if (w->expect > lim->max_routes)
+        w->expect = lim->max_routes ? lim->max_routes : 1;
+    w->framed = false;
+    w->max_bytes = lim->max_string_bytes;
+    w->max_depth =
+        lim->max_depth < SY_JSON_MAX_DEPTH ? lim->max_depth : SY_JSON_MAX_DEPTH;
+    w->ids = (sy__idtab){NULL, 0};
+    ss->walk = w;
     /* without a cache (out of memory) every regex is compiled on its own */
     sy__buf_init(&w->scratch, &d->alloc);
     sy__arena_init(&w->tree, &d->alloc, 4096);
@@ -474,11 +526,19 @@ static bool route_walk_begin(route_walk *w, sy_document *d,
                            0,
                            sy__def_host_runs(opts)};
     w->by_bytes = reuse && reuse->by_bytes;
-    w->seed = span_seed(scan->root == '{' ? 2 : 1);
-    w->at = sy__path_join(w->path, sizeof w->path, "", prefix);
+}
+
+/* The routes' path prefix and span seed, from the routes array's nesting
+ * (1: a root array, 2: an envelope's "routes"). */
+static void route_walk_frame(route_walk *w, uint32_t depth) {
+    if (w->framed)
+        return;
+    w->framed = true;
+    w->seed = span_seed(depth);
+    w->at =
+        sy__path_join(w->path, sizeof w->path, "", depth == 2 ? "routes" : "");
     w->path_i = SIZE_MAX;
     w->path_digits = 0;
-    return true;
 }
 
 /* w->path ends with "[i]" after this: the digits of the index before
@@ -542,7 +602,8 @@ static void route_find_same(route_walk *w, size_t i, route_step *s) {
 
 /* The route of step s: the live one of the same bytes (the scan's finds
  * compared the span already, from the memo without reading the route),
- * else parsed and built from its span. */
+ * else built from its tree (s->c: read by the hook, else parsed from its
+ * span now). */
 static int route_obtain(route_walk *w, size_t i, route_step *s) {
     const sy__json_span *sp = s->sp;
     int rc = 0;
@@ -555,9 +616,11 @@ static int route_obtain(route_walk *w, size_t i, route_step *s) {
         s->e.line = s->e.column = 0;
         s->e.offset = 0;
         s->e.path[0] = s->e.message[0] = '\0';
-        sy__arena_reset(&w->tree);
-        rc = parse_tree(&w->tree, w->json, sp->start, sp->end, &s->c, &s->own,
-                        &s->e);
+        if (!s->c) {
+            sy__arena_reset(&w->tree);
+            rc = parse_tree(&w->tree, w->json, sp->start, sp->end, &s->c,
+                            &s->own, &s->e);
+        }
     }
     w->ctx.text_len = sp->end - sp->start;
     if (!rc && !s->r && s->c)
@@ -625,14 +688,83 @@ static void route_place(route_walk *w, size_t i, route_step *s) {
     d->routes[d->route_count++] = r;
 }
 
-/* Build the routes one at a time: each span is parsed into its own cJSON
- * tree, built and deleted before the next, so only one route's tree is
- * ever alive. Phases: the limits, the walk's state, then per route its
- * live twin, the route, its id check, and its place or its failure. */
-static int build_routes(sy_document *d, const sy_parse_options *opts,
-                        const sy_limits *lim, const char *json,
+/* Step i of the walk (n: the elements known so far): its live twin, the
+ * route (from the tree c the hook read, or NULL), its id check, and its
+ * place or its failure. 0: go on with the next element. */
+static int route_walk_step(route_walk *w, size_t i, size_t n, cJSON *c) {
+    if (i >= w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : w->expect;
+        if (cap <= i)
+            cap = i + 1;
+        if (!route_arrays_grow(w->d, w->cap, cap, w->ss->guess, &w->ids))
+            return sy__error_set(w->err, SY_ENOMEM, "", "out of memory");
+        w->cap = cap;
+    }
+    route_step s; /* set field by field: s.e is 500 bytes */
+    s.r = NULL;
+    s.c = c;
+    s.own = s.borrow = false;
+    s.pos = s.h = 0;
+    s.id_len = 0;
+    s.e.code = 0;
+    prefetch_ahead(w->scan, w->reuse, &w->ids, i, n);
+    route_find_same(w, i, &s);
+    int rc = route_obtain(w, i, &s);
+    s.built = rc == 0;
+    if (!rc)
+        rc = route_check_id(w, i, &s);
+    if (rc)
+        rc = route_failed(w, &s, rc, w->err);
+    else
+        route_place(w, i, &s);
+    return rc;
+}
+
+/* The elements before `upto` not walked yet (those the scan read itself,
+ * or skipped as known), in order; false once the walk has failed. */
+static bool route_walk_upto(route_walk *w, size_t upto) {
+    while (!w->held && w->built < upto)
+        w->held = route_walk_step(w, w->built++, upto, NULL);
+    return !w->held;
+}
+
+/* The scan's hook (def_scan.h) for an apply or a parse: a known span
+ * skipped (span_skip), else the element read into its tree, checked as
+ * the scan's fast pass checks it (sy__def_tree_parse_checked), and its
+ * route built at once. 0 (the scan reads the element, and the walk takes
+ * it later): not known, and the checked read gave up on it, or the walk
+ * has failed. */
+static size_t route_hook(void *data, const char *json, size_t len,
+                         sy__json_scan *out, size_t index, size_t at,
+                         uint32_t depth, size_t *values) {
+    skip_state *ss = data;
+    route_walk *w = ss->walk;
+    size_t n = ss->guess ? span_skip(ss, json, len, out, index, at, depth) : 0;
+    if (n || w->held || index >= UINT32_MAX)
+        return n;
+    route_walk_frame(w, depth);
+    if (!route_walk_upto(w, index))
+        return 0;
+    size_t end = 0;
+    cJSON *c = NULL;
+    sy__def_tree_check chk = {w->max_bytes, depth, w->max_depth, values};
+    sy__arena_reset(&w->tree);
+    if (sy__def_tree_parse_checked(&w->tree, json, at, len, &chk, &end, &c))
+        return 0;
+    sy__json_span *sp = &out->routes[index];
+    sp->end = end;
+    if (ss->guess)
+        span_look(ss, json, sp, index, w->seed);
+    w->built = index + 1;
+    w->held = route_walk_step(w, index, index + 1, c);
+    return end - at;
+}
+
+/* The walk after the scan: the limits, the elements not walked yet, the
+ * memo cut to the element count. */
+static int build_routes(route_walk *w, const sy_limits *lim,
                         const sy__json_scan *scan, const char *prefix,
-                        skip_state *ss, sy_error *err) {
+                        sy_error *err) {
     size_t n = scan->route_count;
     if (n > lim->max_routes)
         return sy__error_set(err, SY_ELIMIT, prefix,
@@ -640,31 +772,21 @@ static int build_routes(sy_document *d, const sy_parse_options *opts,
                              lim->max_routes);
     if (n > UINT32_MAX)
         return sy__error_set(err, SY_ELIMIT, prefix, "too many routes");
-    route_walk w;
-    if (!route_walk_begin(&w, d, opts, json, scan, prefix, ss))
-        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        route_step s; /* set field by field: s.e is 500 bytes */
-        s.r = NULL;
-        s.c = NULL;
-        s.own = s.borrow = false;
-        s.pos = s.h = 0;
-        s.id_len = 0;
-        s.e.code = 0;
-        prefetch_ahead(scan, w.reuse, &w.ids, i, n);
-        route_find_same(&w, i, &s);
-        rc = route_obtain(&w, i, &s);
-        s.built = rc == 0;
-        if (!rc)
-            rc = route_check_id(&w, i, &s);
-        if (rc)
-            rc = route_failed(&w, &s, rc, err);
-        else
-            route_place(&w, i, &s);
+    route_walk_frame(w, scan->root == '{' ? 2 : 1);
+    if (!route_walk_upto(w, n))
+        return w->held;
+    sy_document *d = w->d;
+    if (d->memo && w->cap > n) { /* the router keeps it: no spare room */
+        sy__span_memo *m =
+            n ? sy__realloc(&d->alloc, d->memo, n * sizeof *m) : NULL;
+        if (m || !n) {
+            if (!n)
+                sy__free(&d->alloc, d->memo);
+            d->memo = m;
+        }
     }
-    route_walk_end(&w);
-    return rc;
+    d->memo_count = d->memo ? n : 0;
+    return 0;
 }
 
 int sy_document_parse(const char *json, size_t len,
@@ -705,7 +827,9 @@ int sy__document_parse_reusing(const char *json, size_t len,
     memset(&scan, 0, sizeof scan);
     skip_state ss = {.reuse = reuse,
                      .guess = reuse && reuse->by_bytes && reuse->at_position};
-    sy__json_skip skip = {span_skip, &ss, reuse ? reuse->count_hint : 0};
+    sy__json_skip skip = {route_hook, &ss, reuse ? reuse->count_hint : 0};
+    route_walk w;
+    route_walk_begin(&w, d, opts, &lim, json, &scan, &ss, err);
     if (ss.guess)
         sy__hash64_begin(&ss.sum, json, len, 0);
     else
@@ -716,8 +840,7 @@ int sy__document_parse_reusing(const char *json, size_t len,
                            "document of %zu bytes exceeds the limit of %zu",
                            len, lim.max_document_bytes);
     else
-        rc = sy__json_scan_routes(&a, json, len, &lim, ss.guess ? &skip : NULL,
-                                  &scan, err);
+        rc = sy__json_scan_routes(&a, json, len, &lim, &skip, &scan, err);
     if (!rc && ss.guess)
         d->checksum = sy__hash64_end(&ss.sum);
     if (!rc) {
@@ -743,9 +866,12 @@ int sy__document_parse_reusing(const char *json, size_t len,
                                "a document is an array of routes or an "
                                "object with \"routes\"");
         }
+        if (!rc && w.held)
+            rc = w.held; /* a route's failure, in err since */
         if (!rc)
-            rc = build_routes(d, opts, &lim, json, &scan, prefix, &ss, err);
+            rc = build_routes(&w, &lim, &scan, prefix, err);
     }
+    route_walk_end(&w);
     sy__free(&a, scan.routes);
     if (rc) {
         sy_document_free(d);

@@ -121,6 +121,26 @@ void sy__def_number_text(double v, char *buf, size_t size);
 int sy__def_tree_parse(sy__arena *ar, const char *json, size_t start,
                        size_t end, cJSON **out);
 
+/*
+ * sy__def_tree_parse for a route element the scan has not read: the
+ * element at json[start] (its '{'; json is len bytes), nested in `depth`
+ * levels, checked as the scan's fast pass checks one (def_scan.h: the
+ * grammar, string bytes up to max_bytes, nesting up to max_depth, values
+ * counted from *values up to SY_MAX_ROUTE_VALUES) while its tree is built
+ * in `ar`. Returns 0 with *end past its closing brace and *values the
+ * count, or non-zero: invalid, or something the fast pass leaves to the
+ * scan (a \u escape, a long number, out of memory); *out is then NULL
+ * and the arena's use so far is garbage to reset.
+ */
+typedef struct sy__def_tree_check {
+    size_t max_bytes;
+    uint32_t depth, max_depth;
+    size_t *values; /* in and out */
+} sy__def_tree_check;
+int sy__def_tree_parse_checked(sy__arena *ar, const char *json, size_t start,
+                               size_t len, const sy__def_tree_check *chk,
+                               size_t *end, cJSON **out);
+
 /* snprintf for JSON paths: truncation is accepted silently. */
 #define sy__def_path sy__path_printf
 

@@ -148,30 +148,6 @@ static int hex4(const char *p, unsigned *out) {
     return 0;
 }
 
-/* Bytes that end a run of plain string bytes: NUL, '"' and '\\'. */
-static const unsigned char string_stop[256] = {[0] = 1, ['"'] = 1, ['\\'] = 1};
-
-/* The end of the run of plain string bytes at p: the first NUL, '"' or
- * '\\' of s[p, len), or len. A word at a time, then byte by byte. */
-static inline size_t plain_end(const char *s, size_t p, size_t len) {
-    const unsigned char *u = (const unsigned char *)s;
-    while (p + 8 <= len) {
-        uint64_t w = sy__load_u64(s + p);
-        uint64_t hit = sy__swar_has_byte(w, '"') | sy__swar_has_byte(w, '\\') |
-                       sy__swar_has_below(w, 1);
-        if (hit) {
-#if SY_SWAR_FIRST_OK
-            p += sy__swar_first(hit);
-#endif
-            break;
-        }
-        p += 8;
-    }
-    while (p < len && !string_stop[u[p]])
-        p++;
-    return p;
-}
-
 /* A string at sc->pos (on its opening quote). Checks escapes, NUL bytes
  * and the decoded length; is_key: the frame on top records it. */
 static inline __attribute__((always_inline)) int scan_string(scanner *sc,
@@ -181,7 +157,7 @@ static inline __attribute__((always_inline)) int scan_string(scanner *sc,
     for (;;) {
         /* a run of plain bytes at once, in locals (the scanner's fields
          * would be stored back at every byte) */
-        size_t p = plain_end(s, sc->pos, sc->len);
+        size_t p = sy__json_plain_end(s, sc->pos, sc->len);
         decoded += p - sc->pos;
         sc->pos = p;
         if (sc->pos >= sc->len)
@@ -256,39 +232,35 @@ static inline __attribute__((always_inline)) int scan_string(scanner *sc,
     return 0;
 }
 
-static bool digit(char c) {
-    return c >= '0' && c <= '9';
-}
-
 static int scan_number(scanner *sc) {
     const char *s = sc->s;
     if (sc->pos < sc->len && s[sc->pos] == '-')
         sc->pos++;
-    if (sc->pos >= sc->len || !digit(s[sc->pos]))
+    if (sc->pos >= sc->len || !sy__json_digit(s[sc->pos]))
         return unexpected(sc);
     if (s[sc->pos] == '0')
         sc->pos++;
     else
-        while (sc->pos < sc->len && digit(s[sc->pos]))
+        while (sc->pos < sc->len && sy__json_digit(s[sc->pos]))
             sc->pos++;
     if (sc->pos < sc->len && s[sc->pos] == '.') {
         sc->pos++;
-        if (sc->pos >= sc->len || !digit(s[sc->pos]))
+        if (sc->pos >= sc->len || !sy__json_digit(s[sc->pos]))
             return unexpected(sc);
-        while (sc->pos < sc->len && digit(s[sc->pos]))
+        while (sc->pos < sc->len && sy__json_digit(s[sc->pos]))
             sc->pos++;
     }
     if (sc->pos < sc->len && (s[sc->pos] == 'e' || s[sc->pos] == 'E')) {
         sc->pos++;
         if (sc->pos < sc->len && (s[sc->pos] == '+' || s[sc->pos] == '-'))
             sc->pos++;
-        if (sc->pos >= sc->len || !digit(s[sc->pos]))
+        if (sc->pos >= sc->len || !sy__json_digit(s[sc->pos]))
             return unexpected(sc);
-        while (sc->pos < sc->len && digit(s[sc->pos]))
+        while (sc->pos < sc->len && sy__json_digit(s[sc->pos]))
             sc->pos++;
     }
     /* a number runs into the next token: "01", "1x" */
-    if (sc->pos < sc->len && (digit(s[sc->pos]) || s[sc->pos] == '.' ||
+    if (sc->pos < sc->len && (sy__json_digit(s[sc->pos]) || s[sc->pos] == '.' ||
                               (s[sc->pos] >= 'a' && s[sc->pos] <= 'z') ||
                               (s[sc->pos] >= 'A' && s[sc->pos] <= 'Z')))
         return unexpected(sc);
@@ -395,11 +367,13 @@ enum { AT_END = 0, AT_VALUE, AT_AFTER, AT_KEY };
 static bool skip_known_route(scanner *sc) {
     if (!sc->skip || !sc->routes_depth || sc->depth != sc->routes_depth)
         return false;
+    size_t values = sc->values;
     size_t n = sc->skip->fn(sc->skip->data, sc->s, sc->len, sc->out,
-                            sc->out->route_count, sc->pos, sc->depth);
+                            sc->out->route_count, sc->pos, sc->depth, &values);
     if (!n || n > sc->len - sc->pos)
         return false;
     sc->pos += n;
+    sc->values = values;
     return true;
 }
 
@@ -438,7 +412,7 @@ static int open_container(scanner *sc, char c) {
 static int scan_scalar(scanner *sc, char c) {
     if (c == '"')
         return scan_string(sc, false);
-    if (c == '-' || digit(c))
+    if (c == '-' || sy__json_digit(c))
         return scan_number(sc);
     if (c == 't')
         return scan_literal(sc, "true");
@@ -461,63 +435,6 @@ static int scan_scalar(scanner *sc, char c) {
  * and finds and locates what is wrong as it always did. So it may give up
  * on a valid element (that costs time only), never accept an invalid one. */
 
-/* The string at pos (its opening quote), checked as scan_string checks
- * it: the position past its closing quote, or 0. */
-static inline size_t fast_string(const char *s, size_t pos, size_t len,
-                                 size_t max_bytes) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t p = pos + 1, escapes = 0;
-    for (;;) {
-        p = plain_end(s, p, len);
-        if (p >= len || !u[p])
-            return 0;
-        if (u[p] == '"')
-            break;
-        /* a backslash: the escapes of one byte, not \u */
-        if (p + 1 >= len || u[p + 1] == 'u' || u[p + 1] == 0 ||
-            !strchr("\"\\/bfnrt", u[p + 1]))
-            return 0;
-        escapes++;
-        p += 2;
-    }
-    if (p - (pos + 1) - escapes > max_bytes)
-        return 0;
-    return p + 1;
-}
-
-/* The number at pos, as scan_number reads it: the position past it, or 0. */
-static size_t fast_number(const char *s, size_t pos, size_t len) {
-    if (s[pos] == '-')
-        pos++;
-    if (pos >= len || !digit(s[pos]))
-        return 0;
-    if (s[pos] == '0')
-        pos++;
-    else
-        while (pos < len && digit(s[pos]))
-            pos++;
-    if (pos < len && s[pos] == '.') {
-        if (++pos >= len || !digit(s[pos]))
-            return 0;
-        while (pos < len && digit(s[pos]))
-            pos++;
-    }
-    if (pos < len && (s[pos] == 'e' || s[pos] == 'E')) {
-        pos++;
-        if (pos < len && (s[pos] == '+' || s[pos] == '-'))
-            pos++;
-        if (pos >= len || !digit(s[pos]))
-            return 0;
-        while (pos < len && digit(s[pos]))
-            pos++;
-    }
-    if (pos < len &&
-        (digit(s[pos]) || s[pos] == '.' || (s[pos] >= 'a' && s[pos] <= 'z') ||
-         (s[pos] >= 'A' && s[pos] <= 'Z')))
-        return 0;
-    return pos;
-}
-
 static inline size_t fast_ws(const char *s, size_t pos, size_t len) {
     while (pos < len && is_ws[(unsigned char)s[pos]])
         pos++;
@@ -538,7 +455,7 @@ static size_t fast_route(const scanner *sc, size_t *values) {
     for (;;) {
         /* a value at pos, counted: c is its first byte */
         if (c == '{' || c == '[') {
-            if (depth >= max_depth || level >= 63)
+            if (depth >= max_depth || level >= SY_JSON_FAST_LEVELS)
                 return 0;
             depth++;
             level++;
@@ -557,10 +474,10 @@ static size_t fast_route(const scanner *sc, size_t *values) {
                 goto key;
             }
         } else if (c == '"') {
-            if (!(pos = fast_string(s, pos, len, max_bytes)))
+            if (!(pos = sy__json_string_end(s, pos, len, max_bytes, NULL)))
                 return 0;
-        } else if (c == '-' || digit(c)) {
-            if (!(pos = fast_number(s, pos, len)))
+        } else if (c == '-' || sy__json_digit(c)) {
+            if (!(pos = sy__json_number_end(s, pos, len)))
                 return 0;
         } else {
             const char *w = c == 't' ? "true" : c == 'f' ? "false" : "null";
@@ -594,7 +511,7 @@ static size_t fast_route(const scanner *sc, size_t *values) {
         }
     key:
         if (pos >= len || s[pos] != '"' ||
-            !(pos = fast_string(s, pos, len, max_bytes)))
+            !(pos = sy__json_string_end(s, pos, len, max_bytes, NULL)))
             return 0;
         pos = fast_ws(s, pos, len);
         if (pos >= len || s[pos] != ':')

@@ -33,15 +33,110 @@ typedef struct sy__json_span {
 } sy__json_span;
 
 typedef struct sy__json_scan {
-    char root;             /* first byte of the top-level value */
-    bool has_routes;       /* object root: a "routes" key (first one) */
+    char root;                   /* first byte of the top-level value */
+    bool has_routes;             /* object root: a "routes" key (first one) */
     const char *default_filters; /* object root: a default-filters key as
                                     spelled (no host runs it), else NULL */
-    char routes_first;     /* first byte of that key's value */
+    char routes_first;           /* first byte of that key's value */
     sy__json_span version; /* object root: the "version" value; 0,0: none */
     sy__json_span *routes; /* the route elements, sy__malloc'd */
     size_t route_count;
 } sy__json_scan;
+
+/* ---- the checks of one route element's bytes, shared by the scan's fast
+ * pass (def_scan.c) and the checked tree parse (def_tree.c) ---- */
+
+/* The end of the run of plain string bytes at p: the first NUL, '"' or
+ * '\\' of s[p, len), or len. A word at a time, then byte by byte. */
+static inline size_t sy__json_plain_end(const char *s, size_t p, size_t len) {
+    static const unsigned char stop[256] = {[0] = 1, ['"'] = 1, ['\\'] = 1};
+    const unsigned char *u = (const unsigned char *)s;
+    while (p + 8 <= len) {
+        uint64_t w = sy__load_u64(s + p);
+        uint64_t hit = sy__swar_has_byte(w, '"') | sy__swar_has_byte(w, '\\') |
+                       sy__swar_has_below(w, 1);
+        if (hit) {
+#if SY_SWAR_FIRST_OK
+            p += sy__swar_first(hit);
+#endif
+            break;
+        }
+        p += 8;
+    }
+    while (p < len && !stop[u[p]])
+        p++;
+    return p;
+}
+
+/* The string at pos (its opening quote), checked as the scan checks it
+ * but for what it leaves to the scan (a \u escape): the position past its
+ * closing quote, or 0 (invalid, or a \u escape). A decoded length over
+ * max_bytes fails. *escapes (when not NULL): the escapes in it. */
+static inline size_t sy__json_string_end(const char *s, size_t pos, size_t len,
+                                         size_t max_bytes, size_t *escapes) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t p = pos + 1, esc = 0;
+    for (;;) {
+        p = sy__json_plain_end(s, p, len);
+        if (p >= len || !u[p])
+            return 0;
+        if (u[p] == '"')
+            break;
+        /* a backslash: the escapes of one byte, not \u */
+        if (p + 1 >= len || u[p + 1] == 'u' || u[p + 1] == 0 ||
+            !strchr("\"\\/bfnrt", u[p + 1]))
+            return 0;
+        esc++;
+        p += 2;
+    }
+    if (p - (pos + 1) - esc > max_bytes)
+        return 0;
+    if (escapes)
+        *escapes = esc;
+    return p + 1;
+}
+
+static inline bool sy__json_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+/* The number at pos, as the scan reads it: the position past it, or 0. */
+static inline size_t sy__json_number_end(const char *s, size_t pos,
+                                         size_t len) {
+    if (s[pos] == '-')
+        pos++;
+    if (pos >= len || !sy__json_digit(s[pos]))
+        return 0;
+    if (s[pos] == '0')
+        pos++;
+    else
+        while (pos < len && sy__json_digit(s[pos]))
+            pos++;
+    if (pos < len && s[pos] == '.') {
+        if (++pos >= len || !sy__json_digit(s[pos]))
+            return 0;
+        while (pos < len && sy__json_digit(s[pos]))
+            pos++;
+    }
+    if (pos < len && (s[pos] == 'e' || s[pos] == 'E')) {
+        pos++;
+        if (pos < len && (s[pos] == '+' || s[pos] == '-'))
+            pos++;
+        if (pos >= len || !sy__json_digit(s[pos]))
+            return 0;
+        while (pos < len && sy__json_digit(s[pos]))
+            pos++;
+    }
+    if (pos < len &&
+        (sy__json_digit(s[pos]) || s[pos] == '.' ||
+         (s[pos] >= 'a' && s[pos] <= 'z') || (s[pos] >= 'A' && s[pos] <= 'Z')))
+        return 0;
+    return pos;
+}
+
+/* A route element's nesting at most this deep inside the element is checked
+ * by the fast pass and the checked tree parse; deeper, the scan reads it. */
+#define SY_JSON_FAST_LEVELS 63u
 
 /*
  * Scan `json`. With `routes` true the routes array (the root array, or the
@@ -62,13 +157,16 @@ int sy__json_scan_text(const sy__alloc *a, const char *json, size_t len,
  * 1 for a root array, 2 in an envelope), when that byte is '{': the length
  * of the element's text if the caller knows those very bytes to be one
  * whole JSON value that this scan, under the same limits and at the same
- * depth, accepted before (the scan then skips them), or 0 to scan them.
- * out->routes[0..index] are there (the element's start set, earlier ones
- * complete); the hook may set their hash, hashed and known fields.
+ * depth, accepts (accepted before, or checked just now by the same rules:
+ * the scan then skips them), or 0 to scan them. *values is 1 (the element)
+ * when asked; a hook that read the element sets it to the values counted
+ * in it, as the scan counts them. out->routes[0..index] are there (the
+ * element's start set, earlier ones complete); the hook may set their
+ * hash, hashed and known fields, and the element's end.
  */
 typedef struct sy__json_skip {
     size_t (*fn)(void *data, const char *json, size_t len, sy__json_scan *out,
-                 size_t index, size_t at, uint32_t depth);
+                 size_t index, size_t at, uint32_t depth, size_t *values);
     void *data;
     size_t expect; /* routes the caller expects (room made at once) */
 } sy__json_skip;

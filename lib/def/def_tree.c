@@ -13,8 +13,15 @@
  * (valueint saturated to int), true with valueint 1, the first child's
  * prev pointing at the last. A number of more than 63 characters (no
  * route needs one) is left to cJSON: the caller parses that route with it.
+ *
+ * sy__def_tree_parse_checked reads a route element the scan has not
+ * checked, checking it as the scan's fast pass does (def_scan.h's
+ * readers, the same limits): one read of the text instead of a scan and
+ * then a parse. It gives up (and the scan reads the element) on whatever
+ * the fast pass gives up on.
  */
 #include "def/def_build.h"
+#include "def/def_scan.h"
 
 #include <limits.h>
 #include <locale.h>
@@ -28,6 +35,9 @@ typedef struct tree_parser {
     size_t end;
     sy__arena *ar;
     int rc; /* 0, SY_ENOMEM, or SY_DEF_TREE_CJSON */
+    /* the checked parse's limits and counts (sy__def_tree_parse_checked) */
+    size_t max_bytes, values;
+    uint32_t depth, max_depth, level;
 } tree_parser;
 
 /* JSON's whitespace: space, tab, newline, carriage return. */
@@ -133,6 +143,23 @@ static void decode_escaped(const char *s, size_t start, size_t i, char *out) {
     out[o] = '\0';
 }
 
+/* The string text s[start, i) (escapes in it: esc) decoded into the
+ * arena: *out (NULL: out of memory). Returns i + 1, past its closing
+ * quote. */
+static inline size_t string_out(tree_parser *t, size_t start, size_t i,
+                                bool esc, char **out) {
+    /* decoded text is never longer than its JSON spelling */
+    char *o = sy__arena_alloc_bytes(t->ar, i - start + 1);
+    *out = o;
+    if (!o)
+        t->rc = SY_ENOMEM;
+    else if (!esc)
+        copy_plain(o, t->s + start, i - start);
+    else
+        decode_escaped(t->s, start, i, o);
+    return i + 1;
+}
+
 /* The string at pos (its opening quote), decoded into the arena: *out
  * (NULL: out of memory). Returns the position past its closing quote. */
 static inline size_t parse_string(tree_parser *t, size_t pos, char **out) {
@@ -162,16 +189,7 @@ static inline size_t parse_string(tree_parser *t, size_t pos, char **out) {
         i += 2; /* the escape's first byte after the backslash; \uXXXX's
                  * hex digits are plain bytes */
     }
-    /* decoded text is never longer than its JSON spelling */
-    char *o = sy__arena_alloc_bytes(t->ar, i - start + 1);
-    *out = o;
-    if (!o)
-        t->rc = SY_ENOMEM;
-    else if (!esc)
-        copy_plain(o, s + start, i - start);
-    else
-        decode_escaped(s, start, i, o);
-    return i + 1;
+    return string_out(t, start, i, esc, out);
 }
 
 /* As cJSON's parse_number: '.' as the locale's decimal point, strtod; at
@@ -187,20 +205,21 @@ static cJSON *number_node(tree_parser *t, double v) {
     return node;
 }
 
-/* The number at pos into *out (NULL: t->rc says why); the position past
- * it. */
-static size_t parse_number(tree_parser *t, size_t pos, cJSON **out) {
+/* The number at pos, ending by nend, into *out (NULL: t->rc says why);
+ * the position past it. */
+static size_t parse_number(tree_parser *t, size_t pos, size_t nend,
+                           cJSON **out) {
     const char *s = t->s;
     /* an integer of at most 15 digits (an order, a count) is exact in a
      * double: what strtod returns for it, without strtod */
     size_t k = pos + (s[pos] == '-');
     size_t d = k;
     int64_t iv = 0;
-    while (d < t->end && d - k < 16 && s[d] >= '0' && s[d] <= '9')
+    while (d < nend && d - k < 16 && s[d] >= '0' && s[d] <= '9')
         iv = iv * 10 + (s[d++] - '0');
     if (d > k && d - k <= 15 &&
-        (d == t->end || !((s[d] >= '0' && s[d] <= '9') || s[d] == '.' ||
-                          s[d] == 'e' || s[d] == 'E'))) {
+        (d == nend || !((s[d] >= '0' && s[d] <= '9') || s[d] == '.' ||
+                        s[d] == 'e' || s[d] == 'E'))) {
         double v = s[pos] == '-' ? -(double)iv : (double)iv;
         *out = number_node(t, v);
         return d;
@@ -208,7 +227,7 @@ static size_t parse_number(tree_parser *t, size_t pos, cJSON **out) {
     char buf[64];
     size_t n = 0;
     char point = *localeconv()->decimal_point;
-    while (pos + n < t->end) {
+    while (pos + n < nend) {
         char c = s[pos + n];
         if (!((c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'e' ||
               c == 'E' || c == '.'))
@@ -309,15 +328,149 @@ static size_t parse_value(tree_parser *t, size_t pos, cJSON **out) {
         return pos + 4;
     case 'f': *out = new_node(t, cJSON_False); return pos + 5;
     case 'n': *out = new_node(t, cJSON_NULL); return pos + 4;
-    default: return parse_number(t, pos, out);
+    default: return parse_number(t, pos, t->end, out);
     }
 }
 
 int sy__def_tree_parse(sy__arena *ar, const char *json, size_t start,
                        size_t end, cJSON **out) {
-    tree_parser t = {json, end, ar, 0};
+    tree_parser t = {json, end, ar, 0, 0, 0, 0, 0, 0};
     parse_value(&t, skip_ws(json, start), out);
     if (!*out)
         return t.rc ? t.rc : SY_ENOMEM;
+    return 0;
+}
+
+/* ---- the checked parse ---- */
+
+/* Past the blanks at pos, by t->end. */
+static inline size_t skip_ws_by(const tree_parser *t, size_t pos) {
+    while (pos < t->end && is_ws[(unsigned char)t->s[pos]])
+        pos++;
+    return pos;
+}
+
+/* The checked string at pos into *out (NULL: invalid, or out of memory);
+ * the position past it. */
+static inline size_t string_checked(tree_parser *t, size_t pos, char **out) {
+    const char *s = t->s;
+    size_t esc = 0, e, end = t->end;
+    *out = NULL;
+    if (pos >= end || s[pos] != '"')
+        return pos;
+    if (!(e = sy__json_string_end(s, pos, end, t->max_bytes, &esc)))
+        return pos;
+    return string_out(t, pos + 1, e - 1, esc != 0, out);
+}
+
+static size_t value_checked(tree_parser *t, size_t pos, cJSON **out);
+
+/* The object or array at pos, checked (nesting, values, grammar), into
+ * *out (NULL: invalid, or t->rc says why); the position past it. */
+static size_t container_checked(tree_parser *t, size_t pos, bool object,
+                                cJSON **out) {
+    *out = NULL;
+    if (t->depth >= t->max_depth || t->level >= SY_JSON_FAST_LEVELS)
+        return pos;
+    cJSON *n = new_node(t, object ? cJSON_Object : cJSON_Array), *last = NULL;
+    if (!n)
+        return pos;
+    t->depth++;
+    t->level++;
+    const char *s = t->s;
+    char close = object ? '}' : ']';
+    pos = skip_ws_by(t, pos + 1);
+    if (pos < t->end && s[pos] == close)
+        goto closed;
+    for (;;) {
+        char *key = NULL;
+        if (object) {
+            pos = skip_ws_by(t, string_checked(t, pos, &key));
+            if (!key || pos >= t->end || s[pos] != ':')
+                return pos;
+            pos = skip_ws_by(t, pos + 1);
+        }
+        if (pos >= t->end || ++t->values > SY_MAX_ROUTE_VALUES)
+            return pos;
+        cJSON *c;
+        if (s[pos] == '"') {
+            if (!(c = new_node(t, cJSON_String)))
+                return pos;
+            pos = string_checked(t, pos, &c->valuestring);
+            if (!c->valuestring)
+                return pos;
+        } else {
+            pos = value_checked(t, pos, &c);
+            if (!c)
+                return pos;
+        }
+        c->string = key;
+        if (!last) {
+            n->child = c;
+        } else {
+            last->next = c;
+            c->prev = last;
+        }
+        last = c;
+        pos = skip_ws_by(t, pos);
+        if (pos >= t->end)
+            return pos;
+        if (s[pos] != ',') {
+            if (s[pos] != close)
+                return pos;
+            n->child->prev = last;
+            break;
+        }
+        pos = skip_ws_by(t, pos + 1);
+    }
+closed:
+    t->depth--;
+    t->level--;
+    *out = n;
+    return pos + 1;
+}
+
+static size_t value_checked(tree_parser *t, size_t pos, cJSON **out) {
+    static const char *const words[] = {"true", "false", "null"};
+    const char *s = t->s;
+    char c = s[pos];
+    int k = c == 't' ? 0 : c == 'f' ? 1 : c == 'n' ? 2 : -1;
+    *out = NULL;
+    if (c == '{' || c == '[')
+        return container_checked(t, pos, c == '{', out);
+    if (c == '-' || sy__json_digit(c)) {
+        size_t e = sy__json_number_end(s, pos, t->end);
+        if (!e)
+            return pos;
+        pos = parse_number(t, pos, e, out);
+        if (!*out || pos != e) {
+            *out = NULL;
+            return pos;
+        }
+        return e;
+    }
+    if (k < 0)
+        return pos;
+    size_t n = strlen(words[k]);
+    if (t->end - pos < n || memcmp(s + pos, words[k], n) != 0)
+        return pos;
+    /* the unchecked parse makes the node of a checked word */
+    return parse_value(t, pos, out);
+}
+
+int sy__def_tree_parse_checked(sy__arena *ar, const char *json, size_t start,
+                               size_t len, const sy__def_tree_check *chk,
+                               size_t *end, cJSON **out) {
+    tree_parser t = {
+        json,           len, ar, 0, chk->max_bytes, *chk->values, chk->depth,
+        chk->max_depth, 0};
+    *out = NULL;
+    if (start >= len || json[start] != '{')
+        return 1;
+    size_t pos = container_checked(&t, start, true, out);
+    if (!*out)
+        return 1;
+    *end = pos;
+    *chk->values = t.values;
     return 0;
 }

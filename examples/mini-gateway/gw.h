@@ -135,6 +135,8 @@ typedef struct gw_config {
     uint64_t max_body_bytes;      /* request body */
     int retries;                  /* extra attempts on connect failure */
     size_t pool_max_idle;         /* idle connections kept per instance */
+    unsigned upstream_pipeline;   /* requests in flight on one connection,
+                                     1 to GW_PIPE_MAX */
     sy_escaped_slashes escaped_slashes;
     bool merge_slashes;
     const char *etcd_url, *etcd_prefix;
@@ -251,6 +253,7 @@ void gw_metrics_text(gw_buf *out);
 
 typedef struct gw_worker gw_worker;
 typedef struct gw_upconn gw_upconn;
+#define GW_PIPE_MAX 64 /* the most --upstream-pipeline */
 
 /* Idle keep-alive connections to one host:port, owned by one worker. */
 typedef struct gw_pool {
@@ -259,6 +262,7 @@ typedef struct gw_pool {
     uint16_t port;
     gw_upconn *idle; /* singly linked through gw_upconn.next_idle */
     size_t idle_count;
+    gw_upconn *pipe; /* takes more pipelined requests until its flush */
 } gw_pool;
 
 /* A message to a worker's loop (uv_async). Messages are preallocated by

@@ -70,6 +70,18 @@ static int parse_slashes(gw_options *o, const char *flag, const char *v) {
     return -1;
 }
 
+static int parse_pipeline(gw_options *o, const char *flag, const char *v) {
+    char *end;
+    unsigned long n = strtoul(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end || n < 1 || n > GW_PIPE_MAX) {
+        fprintf(stderr, "mini-gateway: %s takes 1 to %d, not \"%s\"\n", flag,
+                GW_PIPE_MAX, v);
+        return -1;
+    }
+    o->cfg.upstream_pipeline = (unsigned)n;
+    return 0;
+}
+
 static const opt opts[] = {
     {"--listen", "ADDR:PORT", OPT_STR, AT(listen), NULL,
      "the gateway's port (default 127.0.0.1:8080)"},
@@ -127,6 +139,10 @@ static const opt opts[] = {
      "request line and headers (default 32768, at least 1024)"},
     {"--max-body-bytes", "N", OPT_U64, AT(cfg.max_body_bytes), NULL,
      "request body (default 10485760)"},
+    {"--upstream-pipeline", "N", OPT_CUSTOM, 0, parse_pipeline,
+     "requests in flight on one upstream connection (HTTP/1.1 pipelining "
+     "of GET, HEAD and OPTIONS without a body, those of a loop turn in one "
+     "write; default 1: none)"},
     {"--retries", "N", OPT_INT, AT(cfg.retries), NULL,
      "extra attempts on connect failure (default 2, at most 7)"},
     {"--escaped-slashes", "reject|keep|decode", OPT_CUSTOM, 0, parse_slashes,
@@ -177,6 +193,7 @@ void gw_options_defaults(gw_options *o) {
     cfg->max_body_bytes = 10u << 20;
     cfg->retries = 2;
     cfg->pool_max_idle = 64;
+    cfg->upstream_pipeline = 1;
     cfg->redis_timeout_ms = 100;
     cfg->retry_body_bytes = 1u << 20;
     cfg->escaped_slashes = SY_SLASHES_REJECT;

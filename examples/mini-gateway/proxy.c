@@ -265,10 +265,8 @@ void gw_request_blocks_free(void) {
 }
 
 static void request_free(gw_request *q) {
-    if (q->up) {
-        gw_upstream_close(q->up);
-        q->up = NULL;
-    }
+    if (q->up)
+        gw_upstream_abandon(q);
     if (q->snap)
         sy_snapshot_release(q->snap);
     for (size_t i = 0; i < q->nops; i++) {
@@ -868,7 +866,7 @@ static void request_msg_done(gw_client *c) {
     if (q->up) {
         if (q->req_chunked)
             gw_upstream_write(q->up, "0\r\n\r\n", 5);
-        gw_upstream_request_done(q->up);
+        gw_upstream_request_done(q->up, q);
     }
     if (q->resp_done)
         request_finish(q);

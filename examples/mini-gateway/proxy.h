@@ -104,7 +104,8 @@ struct gw_request {
     int rlast;
     bool keep_alive; /* to the client after this request */
     bool finished;
-    bool fresh; /* do not take a pooled connection */
+    bool fresh;    /* do not take a pooled connection */
+    bool pipe_off; /* re-sent after a pipeline broke: on its own now */
     /* forward: the request as re-dispatched (forward.c) */
     int forwards;        /* hops so far */
     gw_buf fwd;          /* path, query, header names and values */
@@ -151,7 +152,16 @@ struct gw_upconn {
     gw_upconn *next_idle;
     gw_upconn *lnext, *lprev; /* the worker's list of every connection */
     http_parser p;
+    /* the request whose response comes next; NULL when none, or when its
+     * client went away (its response is read and dropped) */
     gw_request *req;
+    /* every request sent or queued on u, in order (HTTP/1.1 pipelining):
+     * pq[(pfirst + i) % GW_PIPE_MAX] for i < npipe, req the first; a
+     * slot is NULL when its client went away; phead: it was a HEAD */
+    gw_request *pq[GW_PIPE_MAX];
+    bool phead[GW_PIPE_MAX];
+    unsigned pfirst, npipe;
+    bool pipelined; /* carries only requests safe to pipeline */
     bool connected, closing, reused, got_bytes, reading;
     gw_buf out;    /* request bytes not yet handed to the socket */
     gw_link dirty; /* on the worker's dirty_ups while output waits */
@@ -346,7 +356,11 @@ void gw_upstream_flush_now(gw_upconn *u);
 void gw_upstream_detach(gw_upconn *u, bool reusable);
 void gw_upstream_close(gw_upconn *u);
 void gw_upstream_pause(gw_upconn *u, bool pause);
-void gw_upstream_request_done(gw_upconn *u); /* client body complete */
+/* q's client body is complete (q on u) */
+void gw_upstream_request_done(gw_upconn *u, gw_request *q);
+/* q's client went away: u is closed, unless other requests are in flight
+ * on it (pipelined): then q's response is read and dropped. */
+void gw_upstream_abandon(gw_request *q);
 void gw_pools_drop(gw_worker *w, gw_route_data *rd);
 void gw_upstream_close_all(gw_worker *w);
 /* Request bytes queued on u and not yet sent (deferred and in libuv). */

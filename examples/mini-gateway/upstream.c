@@ -22,6 +22,79 @@
 static http_parser_settings up_settings;
 static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void on_response_timeout(uv_timer_t *t);
+
+/* ------------------------------------------------------------------ */
+/* The requests in flight on a connection (pipelining)                  */
+/* ------------------------------------------------------------------ */
+
+static void enqueue(gw_upconn *u, gw_request *q) {
+    unsigned i = (u->pfirst + u->npipe) % GW_PIPE_MAX;
+    u->pq[i] = q;
+    u->phead[i] = q->head_req;
+    if (u->npipe++ == 0)
+        u->req = q;
+    q->up = u;
+    q->rh.len = 0;
+    q->rn = 0;
+    q->rlast = 0;
+}
+
+/* Take the first request off u (NULL when its client went away). */
+static gw_request *dequeue(gw_upconn *u) {
+    gw_request *q = u->pq[u->pfirst];
+    u->pq[u->pfirst] = NULL;
+    u->pfirst = (u->pfirst + 1) % GW_PIPE_MAX;
+    u->npipe--;
+    u->req = u->npipe ? u->pq[u->pfirst] : NULL;
+    if (q && q->up == u)
+        q->up = NULL;
+    return q;
+}
+
+/* Take every request off u: those still with a client into out. */
+static unsigned dequeue_all(gw_upconn *u, gw_request **out) {
+    unsigned n = 0;
+    while (u->npipe) {
+        gw_request *q = dequeue(u);
+        if (q && out)
+            out[n++] = q;
+    }
+    return n;
+}
+
+/* GET, HEAD and OPTIONS without a body, and not an upgrade, may share a
+ * connection with others (RFC 9112 9.3.2: idempotent, so a request left
+ * unanswered when the connection breaks is sent again). */
+static bool pipelinable(const gw_request *q) {
+    if (G.cfg.upstream_pipeline < 2 || q->pipe_off || q->has_body ||
+        q->req_chunked || q->c->p.upgrade)
+        return false;
+    sy_str m = q->sreq.method;
+    return (m.len == 3 && memcmp(m.ptr, "GET", 3) == 0) ||
+           (m.len == 4 && memcmp(m.ptr, "HEAD", 4) == 0) ||
+           (m.len == 7 && memcmp(m.ptr, "OPTIONS", 7) == 0);
+}
+
+/* q was sent on a connection that broke before its answer began: once
+ * more, on a fresh connection of its own. Not a failed attempt. */
+static void resend(gw_request *q) {
+    q->pipe_off = true;
+    q->fresh = true;
+    gw_upstream_start(q);
+}
+
+static void resend_all(gw_request **qs, unsigned n) {
+    for (unsigned i = 0; i < n; i++)
+        resend(qs[i]);
+}
+
+/* The response timer for u's first request, from now. */
+static void arm_first(gw_upconn *u) {
+    gw_request *q = u->req;
+    gw_deadline_set(&u->timer, on_response_timeout,
+                    q ? q->response_ms : G.cfg.response_timeout_ms);
+}
 
 /* ------------------------------------------------------------------ */
 /* Connections and pools                                                */
@@ -43,6 +116,8 @@ static void pool_unlink(gw_upconn *u) {
     u->pool = NULL;
     if (!p)
         return;
+    if (p->pipe == u)
+        p->pipe = NULL;
     for (gw_upconn **pp = &p->idle; *pp; pp = &(*pp)->next_idle)
         if (*pp == u) {
             *pp = u->next_idle;
@@ -67,9 +142,7 @@ void gw_upstream_close(gw_upconn *u) {
     u->closing = true;
     gw_link_unlink(&u->w->dirty_ups, &u->dirty);
     pool_unlink(u);
-    if (u->req && u->req->up == u)
-        u->req->up = NULL;
-    u->req = NULL;
+    dequeue_all(u, NULL);
     uv_close((uv_handle_t *)&u->timer.timer, on_up_closed);
     uv_close((uv_handle_t *)&u->tcp, on_up_closed);
 }
@@ -80,11 +153,11 @@ static void on_idle_timeout(uv_timer_t *t) {
 
 /* The request is done with u: back to the pool, or closed. */
 void gw_upstream_detach(gw_upconn *u, bool reusable) {
-    gw_request *q = u->req;
-    if (q && q->up == u)
-        q->up = NULL;
-    u->req = NULL;
+    dequeue_all(u, NULL);
+    u->pipelined = false;
     gw_pool *p = u->pool;
+    if (p && p->pipe == u)
+        p->pipe = NULL;
     if (!reusable || !p || u->closing || u->w->draining ||
         p->idle_count >= G.cfg.pool_max_idle) {
         gw_upstream_close(u);
@@ -165,7 +238,8 @@ static void on_up_written(uv_write_t *w, int status) {
     gw_upconn *u = wr->u;
     free(wr);
     if (status || u->closing || !u->req)
-        return; /* errors surface on the read side or as a timeout */
+        return; /* errors surface on the read side or as a timeout (or
+                   the first request's client went away) */
     if (gw_upstream_queue(u) < GW_WRITE_HIGH / 2)
         gw_client_resume_upstream(u->req->c);
 }
@@ -227,12 +301,17 @@ void gw_upstream_pause(gw_upconn *u, bool pause) {
 
 static void on_response_timeout(uv_timer_t *t) {
     gw_upconn *u = t->data;
-    gw_request *q = u->req;
+    if (u->npipe == 0)
+        return;
+    /* the first request timed out; those behind it were not answered */
+    gw_request *q = dequeue(u), *rest[GW_PIPE_MAX];
+    unsigned n = dequeue_all(u, rest);
+    gw_upstream_close(u);
+    resend_all(rest, n);
     if (!q)
         return;
     if (q->lb)
         sy_router_report_outcome(G.router, &q->health, SY_OUTCOME_TIMEOUT);
-    gw_upstream_close(u);
     if (q->resp_started) {
         gw_client_abort(q->c);
         return;
@@ -243,20 +322,57 @@ static void on_response_timeout(uv_timer_t *t) {
                        "{\"status\":504,\"error\":\"upstream timeout\"}\n");
 }
 
-void gw_upstream_request_done(gw_upconn *u) {
-    gw_request *q = u->req;
-    if (q && !q->resp_started)
+void gw_upstream_request_done(gw_upconn *u, gw_request *q) {
+    if (q == u->req && !q->resp_started)
         gw_deadline_set(&u->timer, on_response_timeout, q->response_ms);
 }
 
-static void send_head(gw_upconn *u) {
-    gw_request *q = u->req;
+void gw_upstream_abandon(gw_request *q) {
+    gw_upconn *u = q->up;
+    q->up = NULL;
+    if (!u || u->closing)
+        return;
+    unsigned others = 0, at = GW_PIPE_MAX;
+    for (unsigned i = 0; i < u->npipe; i++) {
+        unsigned k = (u->pfirst + i) % GW_PIPE_MAX;
+        if (u->pq[k] == q)
+            at = i;
+        else if (u->pq[k])
+            others++;
+    }
+    if (at == GW_PIPE_MAX)
+        return;
+    if (!others) {
+        gw_upstream_close(u);
+        return;
+    }
+    if (!u->connected) { /* not sent (on_connect sends): out of the line */
+        for (unsigned i = at; i + 1 < u->npipe; i++) {
+            unsigned k = (u->pfirst + i) % GW_PIPE_MAX;
+            unsigned n = (k + 1) % GW_PIPE_MAX;
+            u->pq[k] = u->pq[n];
+            u->phead[k] = u->phead[n];
+        }
+        u->pq[(u->pfirst + --u->npipe) % GW_PIPE_MAX] = NULL;
+        u->req = u->pq[u->pfirst];
+        return;
+    }
+    /* others wait for their answers behind or after q's: read q's and
+     * drop it */
+    u->pq[(u->pfirst + at) % GW_PIPE_MAX] = NULL;
+    if (u->req == q)
+        u->req = NULL;
+    gw_upstream_pause(u, false);
+}
+
+static void send_head(gw_upconn *u, gw_request *q) {
     gw_upstream_write(u, q->head.p, q->head.len);
     gw_policy_replay(q, u); /* a retry or a fallback: the body kept */
     if (q->replay && q->msg_done && q->req_chunked)
         gw_upstream_write(u, "0\r\n\r\n", 5);
     q->t_sent_ns = gw_now_ns();
-    gw_deadline_set(&u->timer, on_response_timeout, q->response_ms);
+    if (q == u->req)
+        gw_deadline_set(&u->timer, on_response_timeout, q->response_ms);
     if (!u->reading) {
         uv_read_start((uv_stream_t *)&u->tcp, up_alloc, up_read);
         u->reading = true;
@@ -265,60 +381,66 @@ static void send_head(gw_upconn *u) {
     gw_upstream_flush(u);
 }
 
-static void attach(gw_upconn *u, gw_request *q) {
-    u->req = q;
-    q->up = u;
+/* q is the first request on u (new, or from the pool). */
+static void attach(gw_upconn *u, gw_request *q, bool pipe) {
+    enqueue(u, q);
     http_parser_init(&u->p, HTTP_RESPONSE);
     u->p.data = u;
     u->got_bytes = false;
-    q->rh.len = 0;
-    q->rn = 0;
-    q->rlast = 0;
+    u->pipelined = pipe;
+    if (pipe)
+        u->pool->pipe = u;
     gw_deadline_clear(&u->timer);
+}
+
+/* u's connection failed: each of its requests as a failed connect. */
+static void connect_failed_all(gw_upconn *u, bool timeout) {
+    gw_request *qs[GW_PIPE_MAX];
+    unsigned n = dequeue_all(u, qs);
+    gw_upstream_close(u);
+    for (unsigned i = 0; i < n; i++)
+        gw_request_connect_failed(qs[i], timeout);
 }
 
 static void on_connect(uv_connect_t *cr, int status) {
     gw_upconn *u = cr->data;
     if (status == UV_ECANCELED || u->closing)
         return;
-    gw_request *q = u->req;
     if (status) {
-        gw_upstream_close(u);
-        if (q)
-            gw_request_connect_failed(q, false);
+        connect_failed_all(u, false);
         return;
     }
     u->connected = true;
     uv_tcp_nodelay(&u->tcp, 1);
     atomic_fetch_add(&u->w->metrics.upstream_connects, 1);
-    if (q)
-        send_head(u);
-    else
+    bool any = false;
+    for (unsigned i = 0; i < u->npipe && !u->closing; i++) {
+        gw_request *q = u->pq[(u->pfirst + i) % GW_PIPE_MAX];
+        if (q) { /* the heads of all in one write (the loop's flush) */
+            send_head(u, q);
+            any = true;
+        }
+    }
+    if (!any)
         gw_upstream_close(u);
+    else if (!u->closing && !u->req)
+        arm_first(u); /* the first one's client went away */
 }
 
 static void on_connect_timeout(uv_timer_t *t) {
-    gw_upconn *u = t->data;
-    gw_request *q = u->req;
-    gw_upstream_close(u);
-    if (q)
-        gw_request_connect_failed(q, true);
+    connect_failed_all(t->data, true);
 }
 
 static void connect_to(gw_upconn *u, const struct sockaddr *sa) {
-    gw_request *q = u->req;
-    if (uv_tcp_connect(&u->creq, &u->tcp, sa, on_connect)) {
-        gw_upstream_close(u);
-        if (q)
-            gw_request_connect_failed(q, false);
-    }
+    if (uv_tcp_connect(&u->creq, &u->tcp, sa, on_connect))
+        connect_failed_all(u, false);
 }
 
 /* A host name resolved (uv_getaddrinfo, on the loop's thread pool). The
  * pending lookup counts as an open handle, so u outlives it. */
 static void on_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res) {
     gw_upconn *u = g->data;
-    if (u->closing || !u->req) {
+    if (u->closing || u->npipe == 0) {
         uv_freeaddrinfo(res);
         on_up_closed((uv_handle_t *)&u->tcp); /* drops the lookup's count */
         return;
@@ -326,9 +448,7 @@ static void on_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res) {
     u->open_handles--;
     if (status || !res) {
         uv_freeaddrinfo(res);
-        gw_request *q = u->req;
-        gw_upstream_close(u);
-        gw_request_connect_failed(q, false);
+        connect_failed_all(u, false);
         return;
     }
     const struct addrinfo *a = res; /* IPv4 first, as nginx's resolver */
@@ -349,15 +469,28 @@ void gw_upstream_start(gw_request *q) {
         q->rd ? q->rd->response_timeout_ms : G.cfg.response_timeout_ms;
     gw_policy_timeouts(q);
     gw_pool *pool = pool_find(q);
+    bool pipe = pool && pipelinable(q);
+    gw_upconn *j = pipe ? pool->pipe : NULL;
+    /* a connection whose requests of this loop turn are not yet written
+     * (or that still connects) takes this one too: one write for all */
+    if (j && !j->closing && j->pipelined &&
+        j->npipe < G.cfg.upstream_pipeline &&
+        (!j->connected || j->out.len > 0) && !(q->fresh && j->reused)) {
+        enqueue(j, q);
+        atomic_fetch_add(&w->metrics.upstream_reuses, 1);
+        if (j->connected)
+            send_head(j, q);
+        return;
+    }
     if (pool && pool->idle && !q->fresh) {
         gw_upconn *u = pool->idle;
         pool->idle = u->next_idle;
         pool->idle_count--;
         u->next_idle = NULL;
-        attach(u, q);
+        attach(u, q, pipe);
         u->reused = true;
         atomic_fetch_add(&w->metrics.upstream_reuses, 1);
-        send_head(u);
+        send_head(u, q);
         return;
     }
     gw_upconn *u = calloc(1, sizeof *u);
@@ -375,7 +508,7 @@ void gw_upstream_start(gw_request *q) {
     if (u->lnext)
         u->lnext->lprev = u;
     w->upconn_list = u;
-    attach(u, q);
+    attach(u, q, pipe);
     /* the connect timeout covers the name lookup too */
     gw_deadline_set(&u->timer, on_connect_timeout, q->connect_ms);
     struct sockaddr_storage ss;
@@ -392,8 +525,7 @@ void gw_upstream_start(gw_request *q) {
     u->open_handles++;
     if (uv_getaddrinfo(&w->loop, &u->gai, on_resolved, q->host, ps, &hints)) {
         u->open_handles--;
-        gw_upstream_close(u);
-        gw_request_connect_failed(q, false);
+        connect_failed_all(u, false);
     }
 }
 
@@ -404,6 +536,8 @@ void gw_upstream_start(gw_request *q) {
 static int r_begin(http_parser *p) {
     gw_upconn *u = p->data;
     gw_request *q = u->req;
+    if (!q)
+        return 0;
     q->rh.len = 0;
     q->rn = 0;
     q->rlast = 0;
@@ -412,6 +546,8 @@ static int r_begin(http_parser *p) {
 
 static int r_field(http_parser *p, const char *at, size_t len) {
     gw_request *q = ((gw_upconn *)p->data)->req;
+    if (!q)
+        return 0;
     if (q->rlast != 1) {
         if (q->rn == GW_MAX_HEADERS)
             return 1;
@@ -426,6 +562,8 @@ static int r_field(http_parser *p, const char *at, size_t len) {
 
 static int r_value(http_parser *p, const char *at, size_t len) {
     gw_request *q = ((gw_upconn *)p->data)->req;
+    if (!q)
+        return 0;
     if (q->rlast != 2) {
         gw_buf_add(&q->rh, "", 1);
         q->rval[q->rn - 1] = q->rh.len;
@@ -702,6 +840,8 @@ static int r_headers_complete(http_parser *p) {
     if (st >= 100 && st < 200)
         return 0; /* interim: the final response follows */
     gw_deadline_clear(&u->timer);
+    if (!q) /* its client went away: dropped (a HEAD's has no body) */
+        return u->phead[u->pfirst] ? 1 : 0;
     gw_metrics_upstream_latency(&u->w->metrics,
                                 (double)(gw_now_ns() - q->t_sent_ns) / 1e9);
     if (q->lb)
@@ -791,7 +931,7 @@ static int r_headers_complete(http_parser *p) {
 static int r_body(http_parser *p, const char *at, size_t len) {
     gw_upconn *u = p->data;
     gw_request *q = u->req;
-    if (q->resp_no_body)
+    if (!q || q->resp_no_body)
         return 0;
     gw_cache_body(q, at, len);
     if (q->resp_chunked) {
@@ -814,17 +954,39 @@ static int r_message_complete(http_parser *p) {
     return 0;
 }
 
-/* After the parser paused at the end of the response. */
-static void response_complete(gw_upconn *u) {
-    gw_request *q = u->req;
-    if (q->resp_chunked)
-        gw_client_write(q->c, "0\r\n\r\n", 5);
-    bool reusable = http_should_keep_alive(&u->p) && q->msg_done;
-    gw_cache_done(q, true);
-    gw_upstream_detach(u, reusable);
-    if (!q->msg_done)
-        q->keep_alive = false; /* the request body is cut short */
-    gw_request_response_done(q);
+/* After the parser paused at the end of the first request's response:
+ * true when u goes on with the next request's. */
+static bool response_complete(gw_upconn *u) {
+    gw_request *q = dequeue(u);
+    bool reusable = http_should_keep_alive(&u->p) && (!q || q->msg_done);
+    if (q) {
+        if (q->resp_chunked)
+            gw_client_write(q->c, "0\r\n\r\n", 5);
+        gw_cache_done(q, true);
+        if (!q->msg_done)
+            q->keep_alive = false; /* the request body is cut short */
+    }
+    bool more = false, live = false;
+    for (unsigned i = 0; i < u->npipe && !live; i++)
+        live = u->pq[(u->pfirst + i) % GW_PIPE_MAX] != NULL;
+    if (u->npipe == 0) {
+        gw_upstream_detach(u, reusable);
+    } else if (!live) { /* only answers nobody waits for: no route's
+                         * snapshot keeps the pool of u either */
+        gw_upstream_close(u);
+    } else if (!reusable) { /* the upstream ends the connection here */
+        gw_request *rest[GW_PIPE_MAX];
+        unsigned n = dequeue_all(u, rest);
+        gw_upstream_close(u);
+        resend_all(rest, n);
+    } else { /* the next response: its time runs from now */
+        arm_first(u);
+        gw_upstream_pause(u, false);
+        more = true;
+    }
+    if (q)
+        gw_request_response_done(q);
+    return more && !u->closing;
 }
 
 /* GET, HEAD, OPTIONS, PUT, DELETE and TRACE may be sent twice (RFC 9110
@@ -839,21 +1001,25 @@ static bool idempotent(const gw_request *q) {
     return false;
 }
 
-/* The connection broke before the response was complete. */
+/* The connection broke before the first request's response was
+ * complete; those behind it were not answered: sent again. */
 static void response_failed(gw_upconn *u) {
-    gw_request *q = u->req;
     bool nothing_back = !u->got_bytes;
-    bool retry_fresh = u->reused && nothing_back && !q->has_body;
-    bool started = q->resp_started;
+    /* a pooled connection the upstream had closed, or a pipeline that
+     * broke before this answer began: once more, fresh */
+    bool retry_fresh = (u->reused || u->pipelined) && nothing_back;
+    gw_request *q = dequeue(u), *rest[GW_PIPE_MAX];
+    unsigned n = dequeue_all(u, rest);
     gw_upstream_close(u);
-    if (started) {
+    resend_all(rest, n);
+    if (!q)
+        return;
+    if (q->resp_started) {
         gw_client_abort(q->c);
         return;
     }
-    if (retry_fresh) {
-        /* a pooled connection the upstream had closed: once more, fresh */
-        q->fresh = true;
-        gw_upstream_start(q);
+    if (retry_fresh && !q->has_body && !q->pipe_off) {
+        resend(q);
         return;
     }
     if (q->lb && !q->has_body && nothing_back && idempotent(q)) {
@@ -882,7 +1048,7 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     gw_upconn *u = s->data;
     if (u->closing)
         return;
-    if (!u->req) { /* idle in the pool: EOF or stray bytes end it */
+    if (u->npipe == 0) { /* idle in the pool: EOF or stray bytes end it */
         if (nread != 0)
             gw_upstream_close(u);
         return;
@@ -890,21 +1056,36 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (nread == 0)
         return;
     const char *data = nread > 0 ? buf->base : NULL;
-    size_t len = nread > 0 ? (size_t)nread : 0;
+    size_t len = nread > 0 ? (size_t)nread : 0, off = 0;
     if (nread > 0)
         u->got_bytes = true;
-    gw_request *q = u->req;
-    gw_client *c = q->c;
-    http_parser_execute(&u->p, &up_settings, data, len);
-    enum http_errno e = HTTP_PARSER_ERRNO(&u->p);
-    if (q->redo) { /* policy takes over (r_headers_complete) */
-        gw_upstream_close(u);
-        gw_policy_redo(q);
-    } else if (e == HPE_PAUSED)
-        response_complete(u);
-    else if (e != HPE_OK || nread < 0)
-        response_failed(u);
-    gw_client_flush(c); /* everything this read produced, in one write */
+    for (;;) { /* one read may end several pipelined responses */
+        gw_request *q = u->req;
+        gw_client *c = q ? q->c : NULL;
+        off += http_parser_execute(&u->p, &up_settings,
+                                   data ? data + off : NULL, len - off);
+        enum http_errno e = HTTP_PARSER_ERRNO(&u->p);
+        bool more = false;
+        if (q && q->redo) { /* policy takes over (r_headers_complete) */
+            gw_request *rest[GW_PIPE_MAX];
+            dequeue(u);
+            unsigned n = dequeue_all(u, rest);
+            gw_upstream_close(u);
+            resend_all(rest, n);
+            gw_policy_redo(q);
+        } else if (e == HPE_PAUSED) {
+            more = response_complete(u);
+            if (more) {
+                http_parser_pause(&u->p, 0);
+                u->got_bytes = off < len; /* of the next answer */
+            }
+        } else if (e != HPE_OK || nread < 0)
+            response_failed(u);
+        if (c)
+            gw_client_flush(c); /* everything this read produced for it */
+        if (!more || (off >= len && nread > 0))
+            break;
+    }
 }
 
 __attribute__((constructor)) static void init_settings(void) {

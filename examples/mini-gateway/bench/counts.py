@@ -22,13 +22,16 @@ Redis's script calls per request and usec per call, INFO commandstats).
 
   python3 counts.py --gw build/examples/mini-gateway/mini-gateway \
       [--nginx /usr/sbin/nginx] [--cases one,many,limit,breaker] \
-      [--n 20000] [--cn 4000] [--no-callgrind] [--plain-nginx] [--pace MS]
+      [--n 20000] [--cn 4000] [--no-callgrind] [--plain-nginx] [--pace MS] \
+      [--pipeline 1,8,16]
 
 nginx sends the headers the gateway sends upstream (X-Forwarded-*, a
 traceparent), so the test backend, which echoes every header, answers both
 with the same bytes; --plain-nginx leaves them out. --pace MS has each
 connection wait MS ms between a response and its next request: the proxies
 then run below saturation, where each request pays its own wakeups.
+--pipeline 1,8 measures the gateway at each --upstream-pipeline depth
+(rows `gw` for 1, `gw-p8` for 8: requests pipelined to the backend).
 
 A benchmark: it prints figures and asserts nothing.
 """
@@ -114,7 +117,7 @@ class Proxy:
                                       (self.kind, self.case))
             pre = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                    "--callgrind-out-file=" + self.cgout]
-        if self.kind == "gw":
+        if self.kind.startswith("gw"):
             cmd = pre + [self.args.gw, "--listen", "127.0.0.1:%d" % self.port,
                          "--admin", "127.0.0.1:%d" % self.admin,
                          "--workers", "1", "--quiet", "--routes",
@@ -123,6 +126,8 @@ class Proxy:
                              + ".json")]
             if self.case == "redis":
                 cmd += ["--redis", "127.0.0.1:%d" % self.args.redis_port]
+            if self.kind != "gw":  # gw-pN: --upstream-pipeline N
+                cmd += ["--upstream-pipeline", self.kind[4:]]
         else:
             conf = os.path.join(self.work, "nginx-%s.conf" % self.case)
             txt = open(os.path.join(self.work, "nginx.tmpl")).read()
@@ -147,7 +152,7 @@ class Proxy:
                                      stderr=open(os.path.join(
                                          self.work, "proxy.log"), "a"))
         wait_port(self.port, 300 if callgrind else 60)
-        if self.kind == "gw":
+        if self.kind.startswith("gw"):
             wait_port(self.admin, 300 if callgrind else 60)
 
     def pid(self):
@@ -161,7 +166,7 @@ class Proxy:
     def served(self):
         """Requests served so far (the gateway's /metrics, nginx's
         stub_status, whose own request counts: -1)."""
-        if self.kind != "gw":
+        if not self.kind.startswith("gw"):
             t = urllib.request.urlopen("http://127.0.0.1:%d/nginx_status" %
                                        self.port, timeout=30).read().decode()
             return int(t.splitlines()[2].split()[2]) - 1
@@ -328,6 +333,9 @@ def main():
                     help="only CPU per request under plain wrk, ROUNDS "
                     "rounds of each case, proxies alternating")
     ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--pipeline", default="1", metavar="N[,N...]",
+                    help="the gateway at each --upstream-pipeline depth "
+                    "(rows gw, gw-pN)")
     ap.add_argument("--pace", type=int, default=0, metavar="MS",
                     help="each connection waits MS ms after a response "
                     "before its next request (wrk's delay()), so "
@@ -394,7 +402,9 @@ LOCS
 }
 """ % {"w": w, "bp": bp})
         path = "r%d/x" % (args.routes - 1)
-        kinds = [("gw", c) for c in args.cases.split(",")]
+        kinds = [("gw" if d == 1 else "gw-p%d" % d, c)
+                 for c in args.cases.split(",")
+                 for d in (int(x) for x in args.pipeline.split(","))]
         if args.nginx:
             kinds += [("nginx", c) for c in args.cases.split(",")
                       if c in ("one", "many")]

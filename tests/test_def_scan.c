@@ -728,6 +728,61 @@ START_TEST(the_checked_tree_accepts_only_what_the_scan_accepts) {
         if (!rc)
             ck_assert_uint_eq(end, strlen(cases[i].t) - 1);
     }
+    /* strings read a word at a time into the arena's room: an escape, a
+     * quote or a NUL at every position of strings of every length, with
+     * the arena's chunk filled to every point (64-byte chunks) */
+    sy__arena ar2;
+    sy__arena_init(&ar2, &a, 4096 + 64);
+    for (size_t n = 0; n < 40; n++)
+        for (size_t at = 0; at <= n; at++)
+            for (int kind = 0; kind < 3; kind++) {
+                /* kind 0: the escape \n at `at`; 1: a NUL byte there; 2: a
+                 * quote there (the string ends early: a syntax error) */
+                char in[128];
+                size_t len = 0;
+                memcpy(in, "[{\"k\":\"", 7);
+                len = 7;
+                for (size_t i = 0; i < n; i++) {
+                    if (i == at && kind == 0) {
+                        in[len++] = '\\';
+                        in[len++] = 'n';
+                    } else {
+                        in[len++] = i == at ? (kind == 1 ? '\0' : '"') : 'x';
+                    }
+                }
+                memcpy(in + len, "\",\"z\":1}]", 9);
+                len += 9;
+                size_t end = 0, values = 1;
+                sy__def_tree_check chk = {lim.max_string_bytes, 1,
+                                          lim.max_depth, &values};
+                sy__json_scan sc;
+                sy_error e;
+                int rs = sy__json_scan_text(&a, in, len, &lim, true, &sc, &e);
+                sy__free(&a, sc.routes);
+                ck_assert_int_eq(rs != 0, at < n && kind != 0);
+                for (size_t fill = 0; fill < 32; fill++) {
+                    /* 64-byte chunks (most strings read again), and a
+                     * chunk the node leaves room in (filled to each point) */
+                    sy__arena *war = fill < 16 ? &ar : &ar2;
+                    cJSON *mine = NULL;
+                    sy__arena_reset(war);
+                    ck_assert_ptr_nonnull(sy__arena_alloc_bytes(
+                        war, fill < 16 ? fill : 4000 + fill));
+                    values = 1;
+                    int rc = sy__def_tree_parse_checked(war, in, 1, len, &chk,
+                                                        &end, &mine);
+                    ck_assert_int_eq(rc != 0, rs != 0);
+                    if (rc)
+                        continue;
+                    ck_assert_uint_eq(end, len - 1);
+                    const char *stop = NULL;
+                    cJSON *ref =
+                        cJSON_ParseWithLengthOpts(in + 1, end - 1, &stop, 0);
+                    ck_assert_ptr_nonnull(ref);
+                    same_tree(mine, ref);
+                    cJSON_Delete(ref);
+                }
+            }
     size_t end = 0, values = 1;
     sy__def_tree_check chk = {64, 1, 32, &values};
     cJSON *mine = NULL;
@@ -736,6 +791,7 @@ START_TEST(the_checked_tree_accepts_only_what_the_scan_accepts) {
                      0);
     ck_assert_uint_eq(values, 4); /* the route, [..], 1, 2 */
     sy__arena_free(&ar);
+    sy__arena_free(&ar2);
 }
 END_TEST
 

@@ -358,6 +358,38 @@ static inline size_t string_checked(tree_parser *t, size_t pos, char **out) {
     *out = NULL;
     if (pos >= end || s[pos] != '"')
         return pos;
+#if SY_SWAR_FIRST_OK
+    /* Most strings: plain bytes then the quote, within the arena chunk's
+     * room. Each word is stored as it is read (the room past the string
+     * is not handed out), so the text is read once; anything else (an
+     * escape, a NUL, the text's or the chunk's end near) is read again
+     * below. */
+    sy__arena_chunk *c = t->ar->head;
+    if (c) {
+        unsigned char *o = c->data + c->used;
+        size_t room = c->size - c->used, p = pos + 1, k = 0;
+        while (p + 8 <= end && k + 8 < room) {
+            uint64_t w = sy__load_u64(s + p);
+            memcpy(o + k, &w, 8);
+            uint64_t hit = sy__swar_has_byte(w, '"') |
+                           sy__swar_has_byte(w, '\\') |
+                           sy__swar_has_below(w, 1);
+            if (hit) {
+                unsigned f = sy__swar_first(hit);
+                p += f;
+                k += f;
+                if (s[p] != '"' || k > t->max_bytes)
+                    break;
+                o[k] = '\0';
+                c->used += (uint32_t)(k + 1);
+                *out = (char *)o;
+                return p + 1;
+            }
+            p += 8;
+            k += 8;
+        }
+    }
+#endif
     if (!(e = sy__json_string_end(s, pos, end, t->max_bytes, &esc)))
         return pos;
     return string_out(t, pos + 1, e - 1, esc != 0, out);

@@ -266,6 +266,20 @@ static inline size_t string_node(tree_parser *t, size_t pos, cJSON **out) {
     return pos;
 }
 
+/* Child c (named key in an object) linked after `last` in container n,
+ * as cJSON links children (the first child's prev is set to the last when
+ * the container closes). Returns c, the new last. */
+static inline cJSON *link_child(cJSON *n, cJSON *last, cJSON *c, char *key) {
+    c->string = key;
+    if (!last) {
+        n->child = c;
+    } else {
+        last->next = c;
+        c->prev = last;
+    }
+    return c;
+}
+
 /* The object or array at pos into *out (NULL: t->rc says why); the
  * position past its closing bracket. Children are linked as cJSON links
  * them: the first child's prev is the last. */
@@ -296,14 +310,7 @@ static size_t parse_container(tree_parser *t, size_t pos, bool object,
             pos = parse_value(t, pos, &c);
         if (!c)
             break;
-        c->string = key;
-        if (!last) {
-            n->child = c;
-        } else {
-            last->next = c;
-            c->prev = last;
-        }
-        last = c;
+        last = link_child(n, last, c, key);
         pos = skip_ws(s, pos);
         if (s[pos] != ',') {
             n->child->prev = last;
@@ -436,14 +443,7 @@ static size_t container_checked(tree_parser *t, size_t pos, bool object,
             if (!c)
                 return pos;
         }
-        c->string = key;
-        if (!last) {
-            n->child = c;
-        } else {
-            last->next = c;
-            c->prev = last;
-        }
-        last = c;
+        last = link_child(n, last, c, key);
         pos = skip_ws_by(t, pos);
         if (pos >= t->end)
             return pos;

@@ -6,8 +6,10 @@
  * 10,000 consecutive single changes rebuild the index several times, each
  * publish doing a bounded share of the work, matching exactly throughout;
  * and the overlay's groups stay found while its doublings move them, and
- * ids while a growing id table moves into its larger one. */
-#include "snapshot/index_int.h"
+ * ids while a growing id table moves into its larger one; and a base
+ * index's candidates name their slot's route while the slot lives, none
+ * dead when the matcher takes the route from them. */
+#include "snapshot/index_lookup.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_int.h"
 #include "testutil.h"
@@ -722,6 +724,77 @@ START_TEST(an_id_table_that_grows_moves_a_stretch_per_publish) {
 }
 END_TEST
 
+/* Every candidate of the base index names its slot's route while the slot
+ * lives (what the matcher takes instead of the slot's, prep.cands_live),
+ * and with cands_live none names a dead slot. Returns the dead ones. */
+static size_t base_cands_as_slots(const sy_snapshot *s) {
+    ck_assert(s->prep.cands_live == (s->base_dead == 0));
+    const sy__index *ix = s->base;
+    size_t dead = 0, seen = 0;
+    for (uint32_t n = 0; ix && n < ix->node_count + GENERIC_LISTS; n++) {
+        list_ref ls[2] = {{0, 0}, {0, 0}};
+        if (n < ix->node_count) {
+            const xnode *nd = &ix->nodes[n];
+            ls[0] = term_of(ix, nd, n);
+            if (nd->shape & X_MULTI)
+                ls[1] = multi_of(ix, nd, n);
+        } else {
+            ls[0] = ix->generic[n - ix->node_count];
+        }
+        for (int k = 0; k < 2; k++)
+            for (uint32_t j = 0; j < ls[k].len; j++) {
+                const sy__cand *cd = &ix->cands[ls[k].off + j];
+                ck_assert_uint_lt(cd->slot, s->slot_count);
+                const struct sy_route *sr =
+                    sy__snapshot_slot(s, cd->slot)->route;
+                if (sr)
+                    ck_assert_ptr_eq(sr, cd->route);
+                dead += !sr;
+                seen++;
+            }
+    }
+    ck_assert_uint_gt(seen, 0);
+    if (s->prep.cands_live)
+        ck_assert_uint_eq(dead, 0);
+    return dead;
+}
+
+START_TEST(candidates_name_their_slots_route_while_it_lives) {
+    sy_router *r = router_of(2000, 3);
+    srand(11);
+    size_t live_checks = 0, dead_checks = 0;
+    /* changes and removals, then only new routes (no slot dies: a
+     * rebuild's swap leaves no dead entry) */
+    for (int step = 0; step < 4000; step++) {
+        size_t i = step < 3000 ? (size_t)rand() % 2400 : 3000 + (size_t)step;
+        char id[16], path[40];
+        snprintf(id, sizeof id, "r%zu", i);
+        if (step < 3000 && rand() % 3 == 0) {
+            sy_router_remove_route(r, id, NULL); /* absent: an error */
+        } else {
+            /* a lone {var} (its candidate holds it), or a literal */
+            snprintf(path, sizeof path, i % 2 ? "/v%d-%zu/{x}" : "/q%d-%zu",
+                     step, i);
+            upsert(r, id, rand() % 3, path);
+        }
+        if (step % 25)
+            continue;
+        sy_snapshot *h = sy_router_acquire(r);
+        const sy_snapshot *s = sy__snapshot_from_handle(h);
+        if (base_cands_as_slots(s))
+            dead_checks++;
+        else if (s->prep.cands_live)
+            live_checks++;
+        sy_snapshot_release(h);
+    }
+    /* both kinds of snapshot were seen: with dead entries, and live
+     * after a rebuild's swap */
+    ck_assert_uint_gt(dead_checks, 0);
+    ck_assert_uint_gt(live_checks, 0);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("snapshot");
     TCase *tc = tcase_create("snapshot");
@@ -735,6 +808,7 @@ int main(void) {
     tcase_add_test(tc, host_routes_in_the_overlay_are_found_by_their_labels);
     tcase_add_test(tc, overlay_groups_move_a_chunk_per_change_and_stay_found);
     tcase_add_test(tc, an_id_table_that_grows_moves_a_stretch_per_publish);
+    tcase_add_test(tc, candidates_name_their_slots_route_while_it_lives);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -296,6 +296,15 @@ static inline bool pred_holds(sy_match_ctx *c, const sy__pred *p) {
     return sy__pred_test(p, &c->ev);
 }
 
+/* The route of candidate `cd`: its own (sy__cand.route) when every
+ * candidate names a live slot, else its slot's (NULL: removed), a line
+ * of the slot chunks a cold lookup then reads for it alone. */
+static inline __attribute__((always_inline)) const struct sy_route *
+cand_route(const sy_snapshot *s, const sy__cand *cd) {
+    return s->prep.cands_live ? cd->route
+                              : sy__snapshot_slot(s, cd->slot)->route;
+}
+
 /* Index of the first predicate that fails, or -1 when all hold. `proven`
  * is a predicate the index already proved (skipped), or -1. */
 static int first_failing_but(sy_match_ctx *c, const sy_snapshot *s,
@@ -358,7 +367,8 @@ static sy_str first_label(sy_str host) {
 static inline bool walk_caps(sy__eval *ev, const sy__cand_list *l,
                              const sy__cand *cd) {
     const sy__segments *segs = l->host ? ev->host : ev->path;
-    const sy__cand_var *v = cd->nvars ? l->vars + cd->vars : NULL;
+    sy__cand_var one;
+    const sy__cand_var *v = cd->nvars ? sy__cand_vars(l->vars, cd, &one) : NULL;
     size_t n = ev->ncaps;
     if (ev->caps_cap - n < cd->nvars)
         return false;
@@ -385,7 +395,8 @@ static inline bool caps_later(sy_match_ctx *c, const sy__cand_list *l,
         return false;
     if (!l->host && (c->path_seen & SY_SEEN_EMPTY)) { /* labels never are */
         path_segs_now(c);
-        const sy__cand_var *v = l->vars + cd->vars;
+        sy__cand_var one;
+        const sy__cand_var *v = sy__cand_vars(l->vars, cd, &one);
         for (size_t k = 0; k < cd->nvars; k++)
             if (!c->path.dec[v[k].seg].len)
                 return false;
@@ -426,8 +437,7 @@ static __attribute__((noinline)) bool
 cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
                 const sy__cand *cd, int mbit, bool walk, int32_t proven,
                 size_t from) {
-    const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
-    const struct sy_route *r = sl->route;
+    const struct sy_route *r = cand_route(s, cd);
     sy__eval *ev = &c->ev;
     sy__budget *saved = NULL;
     bool entered = false, ok = true;
@@ -456,6 +466,7 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
         int q = i == from ? -1 : sy__pred_test_quick(p, ev, mbit);
         if (q < 0) {
             if (!entered) { /* the weight: for a Weight predicate only */
+                const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
                 ev->weight =
                     sl->weight != NONE ? &s->weights[sl->weight] : NULL;
                 sy__budget_enter(&c->budget, &saved), entered = true;
@@ -493,7 +504,7 @@ void sy__match_caps_take(sy_match_ctx *c) {
 static __attribute__((noinline)) bool
 cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
                  const sy__cand *cd, int mbit, bool odd_host) {
-    const struct sy_route *r = sy__snapshot_slot(s, cd->slot)->route;
+    const struct sy_route *r = cand_route(s, cd);
     bool walk = (cd->flags & SY_CAND_WALK) && l->exact && !odd_host;
     int32_t proven = walk ? cd->pred : proof_skip(r, l->proof);
     /* a route of no predicates has no cpred (not even an offset of 0 from
@@ -840,11 +851,11 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
              * is read only when a 405 could still be recorded */
             if (!(cd->methods & bit)) {
                 if (c->method_miss_count < MAX_METHOD_MISSES &&
-                    sy__snapshot_slot(s, cd->slot)->route)
+                    cand_route(s, cd))
                     c->method_misses[c->method_miss_count++] = cd->slot;
                 continue;
             }
-            const struct sy_route *r = sy__snapshot_slot(s, cd->slot)->route;
+            const struct sy_route *r = cand_route(s, cd);
             if (r && cand_holds(c, s, l, cd, mbit)) {
                 *out = found_route(c, s, req, cd->slot, r);
                 return SY_OK;

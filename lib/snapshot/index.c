@@ -36,10 +36,12 @@
  *          probes it with the unsplit host and splits the labels and
  *          walks only on a miss (sy__index_host_exact)
  *   lists: candidates sorted by rank key, flattened into one pool:
- *          [ slot | methods | vars | nvars | flags | pred ]  (16 bytes)
- *          so a candidate refused by its method, or proven whole by the
- *          walk (SY_CAND_WHOLE, captures from the var pool), is decided
- *          without reading its route (docs/architecture.md has pictures)
+ *          [ slot | methods | vars | nvars | flags | pred | route ]
+ *          (24 bytes) so a candidate refused by its method, or proven
+ *          whole by the walk (SY_CAND_WHOLE, captures from the var pool
+ *          or, a lone {var}, the candidate), is decided without reading
+ *          its route, and its route is known without reading its slot
+ *          (docs/architecture.md has pictures)
  *
  * A lookup walks both literal and wildcard edges with the request's
  * decoded segments and returns the lists it meets. A route sits in the
@@ -326,6 +328,7 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
     rinfo ri;
     memset(&ri, 0, sizeof ri);
     ri.methods = UINT32_MAX;
+    ri.route = r;
     size_t at[2] = {0, 0}, ndims[2] = {0, 0};
     bool other = false;
     for (size_t i = 0; i < r->predicate_count; i++) {
@@ -372,6 +375,15 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
         ri.nvars[d] = (uint16_t)(b->var_count - ri.vars[d]);
         ri.pred[d] = (uint8_t)at[d];
         ri.flags[d] = SY_CAND_WALK;
+        bool one = false;
+        if (ri.nvars[d] == 1) { /* most: the var in the candidate */
+            uint32_t v = sy__cand_var1_pack(r, b->vars[ri.vars[d]], &one);
+            if (one) {
+                b->var_count = ri.vars[d];
+                ri.vars[d] = v;
+                ri.flags[d] |= SY_CAND_VAR1;
+            }
+        }
         if (!other && !ndims[1 - d])
             ri.flags[d] |= SY_CAND_WHOLE;
     }

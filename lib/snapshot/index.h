@@ -24,12 +24,21 @@ typedef struct sy__index_route {
 
 /*
  * One candidate of a list, with what the matcher needs to decide it
- * without touching the route when the walk already proved it (16 bytes):
+ * without touching the route when the walk already proved it, and the
+ * route itself (24 bytes):
  *
- *   slot     | methods              | vars             | nvars | flags
- *   u32      | u32: bit b = method  | u32: offset in   | u16   | u8
- *            | bit b passes (all    | the index's var  |       | SY_CAND_WHOLE
- *            | ones: no Method)     | pool             |       |
+ *   slot  | methods             | vars             | nvars | flags | pred |
+ * route u32   | u32: bit b = method | u32: offset in   | u16   | u8    | u8   |
+ * the | bit b passes (all   | the index's var  |       |       |      | slot's
+ *         | ones: no Method)    | pool, or the one |       |       |      |
+ * route |                     | var (VAR1)       |       |       |      |
+ *
+ * The route is the one the slot held when the candidate was made: while
+ * the slot lives it holds that route (a slot's route never changes; a
+ * removed route leaves its slot NULL, and a slot an index holds is not
+ * reused until no index holds it), so a matcher that knows the slot
+ * lives (no index entry of its snapshot is dead: sy__match_prep's
+ * cands_live) takes the route from here and reads no slot chunk.
  */
 typedef struct sy__cand {
     uint32_t slot;
@@ -41,6 +50,7 @@ typedef struct sy__cand {
     uint16_t nvars; /* SY_CAND_WALK: its var pool entries */
     uint8_t flags;
     uint8_t pred; /* SY_CAND_WALK: the route's predicate it proves */
+    const struct sy_route *route; /* the slot's, while the slot lives */
 } sy__cand;
 
 /* SY_CAND_WALK: the route has one Path (or Host, by the trie it sits in)
@@ -49,7 +59,7 @@ typedef struct sy__cand {
  * list proves it, and its captures are the request's segments at its
  * {var}s. SY_CAND_WHOLE: besides, the route has only Method predicates,
  * so the walk and the method mask decide it without touching the route. */
-enum { SY_CAND_WALK = 1, SY_CAND_WHOLE = 2 };
+enum { SY_CAND_WALK = 1, SY_CAND_WHOLE = 2, SY_CAND_VAR1 = 4 };
 
 /* A {var} of a walk-proven pattern: its name (into the pattern's text,
  * valid while the slot's route is; NULL for a "*", which captures nothing
@@ -59,6 +69,39 @@ typedef struct sy__cand_var {
     sy_str name;
     uint32_t seg;
 } sy__cand_var;
+
+/* SY_CAND_VAR1: a walk-proven pattern's one {var} (or "*") whose name
+ * lies within 32 KiB of its route and whose name length and segment are
+ * below 256 is its candidate's `vars` itself, no entry of the var pool:
+ * the name's offset from the route (int16, 0 with length 0 for a "*"),
+ * its length, the segment. */
+static inline uint32_t sy__cand_var1_pack(const struct sy_route *r,
+                                          sy__cand_var v, bool *ok) {
+    intptr_t off =
+        v.name.ptr
+            ? (intptr_t)((uintptr_t)v.name.ptr - (uintptr_t)(const void *)r)
+            : 0;
+    *ok = off >= INT16_MIN && off <= INT16_MAX && v.name.len < 256 &&
+          v.seg < 256 && (v.name.ptr || !v.name.len);
+    return (uint32_t)(uint16_t)(int16_t)off | (uint32_t)v.name.len << 16 |
+           v.seg << 24;
+}
+
+/* Candidate cd's var entries: the pool's at `pool` + cd->vars, or its one
+ * (SY_CAND_VAR1) decoded into *one. */
+static inline const sy__cand_var *sy__cand_vars(const sy__cand_var *pool,
+                                                const struct sy__cand *cd,
+                                                sy__cand_var *one) {
+    if (!(cd->flags & SY_CAND_VAR1))
+        return pool + cd->vars;
+    uint32_t v = cd->vars;
+    size_t len = v >> 16 & 0xffu;
+    const char *name =
+        (const char *)((uintptr_t)(const void *)cd->route +
+                       (uintptr_t)(intptr_t)(int16_t)(v & 0xffffu));
+    *one = (sy__cand_var){{len || (v & 0xffffu) ? name : NULL, len}, v >> 24};
+    return one;
+}
 
 /* A candidate list in ascending rank key order. */
 typedef struct sy__cand_list {

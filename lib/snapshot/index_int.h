@@ -222,10 +222,11 @@ typedef struct pending {
 /* What a route's candidate entries carry, computed once per route. */
 typedef struct rinfo {
     uint32_t methods;
-    uint32_t vars[2]; /* per trie: offset in the var pool */
+    uint32_t vars[2]; /* per trie: offset in the var pool (VAR1: the var) */
     uint16_t nvars[2];
     uint8_t pred[2];  /* the predicate the walk proves */
-    uint8_t flags[2]; /* SY_CAND_WALK, SY_CAND_WHOLE */
+    uint8_t flags[2]; /* SY_CAND_WALK, SY_CAND_WHOLE, SY_CAND_VAR1 */
+    const struct sy_route *route;
 } rinfo;
 
 /* The literal segment into a node (zero for roots and wildcard
@@ -620,7 +621,8 @@ static inline sy__cand cand_of(const pending *p, const rinfo *ri) {
                       walk ? ri->vars[d] : 0,
                       walk ? ri->nvars[d] : 0,
                       walk ? ri->flags[d] : 0,
-                      walk ? ri->pred[d] : 0};
+                      walk ? ri->pred[d] : 0,
+                      ri->route};
 }
 
 /* ---- hashing segments and edges (index.c builds, lookups and

@@ -329,6 +329,7 @@ static void match_prep_init(sy_snapshot *s) {
     p->host_or_time = s->strip_host_port || s->needs_host || s->needs_time;
     p->weights = s->weight_count > 0;
     p->path_lazy = s->base && sy__index_path_none(s->base);
+    p->cands_live = s->base_dead == 0;
 }
 
 static int copy_config(sy_snapshot *s, const sy_snapshot *base,

@@ -114,6 +114,10 @@ typedef struct sy__match_prep {
     /* the base index's path trie is empty (sy__index_path_none): a
      * lookup that ends at a whole-host hit walks no path (match.c) */
     bool path_lazy;
+    /* every candidate of the base index and the overlays names a live
+     * slot (base_dead 0: the overlays drop the routes that leave), so a
+     * candidate's route is its own sy__cand.route, no slot chunk read */
+    bool cands_live;
 } sy__match_prep;
 
 struct sy_snapshot {

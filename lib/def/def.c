@@ -275,9 +275,9 @@ static void span_look(skip_state *ss, const char *json, sy__json_span *sp,
         ss->shift = (int64_t)p - (int64_t)index;
 }
 
-static size_t span_skip(skip_state *ss, const char *json, size_t len,
-                        sy__json_scan *out, size_t index, size_t at,
-                        uint32_t depth) {
+static inline __attribute__((always_inline)) size_t
+span_skip(skip_state *ss, const char *json, size_t len, sy__json_scan *out,
+          size_t index, size_t at, uint32_t depth) {
     static const int tries[3] = {0, 1, -1};
     const sy__def_reuse *ru = ss->reuse;
     uint64_t seed = span_seed(depth);
@@ -329,13 +329,14 @@ static bool idtab_free_for(const sy__idtab *t, uint32_t h, uint32_t *pos) {
 }
 
 /* *p (old elements of `size` bytes) reallocated to cap elements, the new
- * ones zero. False: out of memory (*p untouched). */
-static bool grow_zeroed(const sy__alloc *a, void **p, size_t old, size_t cap,
-                        size_t size) {
+ * ones zero when `zero`. False: out of memory (*p untouched). */
+static bool grow_array(const sy__alloc *a, void **p, size_t old, size_t cap,
+                       size_t size, bool zero) {
     char *n = sy__realloc(a, *p, cap * size);
     if (!n)
         return false;
-    memset(n + old * size, 0, (cap - old) * size);
+    if (zero)
+        memset(n + old * size, 0, (cap - old) * size);
     *p = n;
     return true;
 }
@@ -349,12 +350,15 @@ static bool grow_zeroed(const sy__alloc *a, void **p, size_t old, size_t cap,
 static bool route_arrays_grow(sy_document *d, size_t old, size_t cap,
                               bool guess, sy__idtab *ids) {
     const sy__alloc *a = &d->alloc;
-    if (!grow_zeroed(a, (void **)&d->routes, old, cap, sizeof *d->routes) ||
-        !grow_zeroed(a, (void **)&d->positions, old, cap,
-                     sizeof *d->positions) ||
+    /* entries past route_count are never read: only the memo (an element
+     * that gives no route leaves its entry empty) needs zeroes */
+    if (!grow_array(a, (void **)&d->routes, old, cap, sizeof *d->routes,
+                    false) ||
+        !grow_array(a, (void **)&d->positions, old, cap, sizeof *d->positions,
+                    false) ||
         (guess &&
-         (!grow_zeroed(a, (void **)&d->prev, old, cap, sizeof *d->prev) ||
-          !grow_zeroed(a, (void **)&d->memo, old, cap, sizeof *d->memo))))
+         (!grow_array(a, (void **)&d->prev, old, cap, sizeof *d->prev, false) ||
+          !grow_array(a, (void **)&d->memo, old, cap, sizeof *d->memo, true))))
         return false;
     size_t tcap = sy__idtab_capacity(cap);
     if (ids->e && tcap <= (size_t)ids->mask + 1)
@@ -723,9 +727,13 @@ static int route_walk_step(route_walk *w, size_t i, size_t n, cJSON *c) {
 /* The elements before `upto` not walked yet (those the scan read itself,
  * or skipped as known), in order; false once the walk has failed. */
 static bool route_walk_upto(route_walk *w, size_t upto) {
-    while (!w->held && w->built < upto)
-        w->held = route_walk_step(w, w->built++, upto, NULL);
-    return !w->held;
+    size_t i = w->built;
+    int rc = w->held;
+    while (!rc && i < upto)
+        rc = route_walk_step(w, i++, upto, NULL);
+    w->built = i;
+    w->held = rc;
+    return !rc;
 }
 
 /* The scan's hook (def_scan.h) for an apply or a parse: a known span
@@ -734,14 +742,13 @@ static bool route_walk_upto(route_walk *w, size_t upto) {
  * route built at once. 0 (the scan reads the element, and the walk takes
  * it later): not known, and the checked read gave up on it, or the walk
  * has failed. */
-static size_t route_hook(void *data, const char *json, size_t len,
-                         sy__json_scan *out, size_t index, size_t at,
-                         uint32_t depth, size_t *values) {
-    skip_state *ss = data;
+/* route_hook's read of element `index`, not known by its span. */
+static __attribute__((noinline)) size_t
+route_read(skip_state *ss, const char *json, size_t len, sy__json_scan *out,
+           size_t index, size_t at, uint32_t depth, size_t *values) {
     route_walk *w = ss->walk;
-    size_t n = ss->guess ? span_skip(ss, json, len, out, index, at, depth) : 0;
-    if (n || w->held || index >= UINT32_MAX)
-        return n;
+    if (w->held || index >= UINT32_MAX)
+        return 0;
     route_walk_frame(w, depth);
     if (!route_walk_upto(w, index))
         return 0;
@@ -758,6 +765,14 @@ static size_t route_hook(void *data, const char *json, size_t len,
     w->built = index + 1;
     w->held = route_walk_step(w, index, index + 1, c);
     return end - at;
+}
+
+static size_t route_hook(void *data, const char *json, size_t len,
+                         sy__json_scan *out, size_t index, size_t at,
+                         uint32_t depth, size_t *values) {
+    skip_state *ss = data;
+    size_t n = ss->guess ? span_skip(ss, json, len, out, index, at, depth) : 0;
+    return n ? n : route_read(ss, json, len, out, index, at, depth, values);
 }
 
 /* The walk after the scan: the limits, the elements not walked yet, the

@@ -102,6 +102,11 @@ class Upstream:
         finally:
             s.close()
 
+    def count(self, cond):
+        """The recvs whose list of paths holds cond(paths)."""
+        with self.lock:
+            return sum(1 for _, r in self.recvs if cond([p for _, p in r]))
+
     def batched(self):
         """The most requests one recv held."""
         with self.lock:
@@ -308,11 +313,7 @@ def body(procs, c):
              "round %d: the others answered" % rnd)
         c.ok(took < 5, "round %d within the timeout's bound (%.2fs)"
              % (rnd, took))
-        with up.lock:
-            for _, reqs in up.recvs:
-                ps = [p for _, p in reqs]
-                if paths[0] in ps and ps.index(paths[0]) < len(ps) - 1:
-                    behind += 1
+        behind += up.count(lambda ps, slow=paths[0]: slow in ps[:-1])
     c.ok(behind > 0, "requests were queued behind a slow one (%d)" % behind)
     gw.proc.terminate()
     gw.proc.wait(10)
@@ -331,12 +332,8 @@ def body(procs, c):
                     close_after_send=(2, 5))
         c.eq(own_paths(res, paths, ""), [],
              "round %d: the clients that stayed answered" % rnd)
-        with up.lock:
-            for _, reqs in up.recvs:
-                ps = [p for _, p in reqs]
-                if paths[2] in ps and len(ps) > 1 or \
-                        paths[5] in ps and len(ps) > 1:
-                    shared += 1
+        shared += up.count(lambda ps, gone=(paths[2], paths[5]): len(ps) > 1
+                           and (gone[0] in ps or gone[1] in ps))
     c.ok(shared > 0, "a client that went away shared a pipeline (%d)"
          % shared)
     st, _, data = gw.request("GET", "/p/after")

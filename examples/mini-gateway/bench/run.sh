@@ -28,9 +28,10 @@
 # the calls of a loop iteration on one bucket in one script call), with
 # the redis-server's own CPU time and script calls per request.
 # Then the gateway pipelining its requests to the backend
-# (--upstream-pipeline PIPELINE, default 8; 0: no such rows), at 1 route and
-# at ROUTES routes, with its ratios to the nginx of the same headers (the
-# gateway's default, 1, is the rows above).
+# (--upstream-pipeline PIPELINE, default 8; 0: no such rows), at 1 route, at
+# ROUTES routes, with the local limit and with the breaker, with their
+# ratios to the nginx of the same headers (the gateway's default, 1, is the
+# rows above).
 # Each case runs ROUNDS times, interleaved, and the median round is shown
 # (a shared machine is noisy: compare figures of one run only).
 #   DURATION=10 CONNECTIONS=50 ROUNDS=3 bash examples/mini-gateway/bench/run.sh
@@ -330,12 +331,12 @@ for round in $(seq "$ROUNDS"); do
 
   # pipelined to the backend (after the rows above: their order is read)
   if [ "$PIPELINE" -gt 1 ]; then
-    start_gw "$work/single.json" --upstream-pipeline "$PIPELINE"
-    run_wrk "mini-gateway p$PIPELINE, 1 route" "http://127.0.0.1:$GP/$url_end" $gwpid
-    stop_pid $gwpid
-    start_gw "$work/bench-routes.json" --upstream-pipeline "$PIPELINE"
-    run_wrk "mini-gateway p$PIPELINE, $ROUTES routes" "http://127.0.0.1:$GP/$url_end" $gwpid
-    stop_pid $gwpid
+    for pc in "single.json|1 route" "bench-routes.json|$ROUTES routes" \
+              "limit.json|local limit" "breaker.json|breaker"; do
+      start_gw "$work/${pc%%|*}" --upstream-pipeline "$PIPELINE"
+      run_wrk "mini-gateway p$PIPELINE, ${pc#*|}" "http://127.0.0.1:$GP/$url_end" $gwpid
+      stop_pid $gwpid
+    done
   fi
 done
 echo "reload storm: $storm_total publishes in $ROUNDS x ~${DURATION}s ($storm_bad_total rejected)"
@@ -381,12 +382,15 @@ ratio(lim, gw1, "local limit / no policy (target >= 0.97):")
 ratio(brk, gw1, "breaker / no policy (target >= 0.97):")
 ratio(rlim, gw1, "Redis limit / no policy (target >= 0.85):")
 pp = [n for n in names if n.startswith("mini-gateway p")]
-if len(pp) == 2:  # --upstream-pipeline N
-    depth = pp[0].split(",")[0][len("mini-gateway p"):]
-    ratio(pp[0], ngx, "gateway / nginx same headers, 1 route, p%s:" % depth)
-    ratio(pp[1], ngnx, "gateway / nginx same headers, many, p%s:" % depth)
-    ratio(pp[0], gw1, "gateway p%s / gateway, 1 route:" % depth)
-    ratio(pp[1], gwn, "gateway p%s / gateway, many routes:" % depth)
+if len(pp) == 4:  # --upstream-pipeline N: 1 route, many, limit, breaker
+    d = pp[0].split(",")[0][len("mini-gateway p"):]
+    p1, pn, plim, pbrk = pp
+    ratio(p1, ngx, "gateway / nginx same headers, 1 route, p%s:" % d)
+    ratio(pn, ngnx, "gateway / nginx same headers, many, p%s:" % d)
+    ratio(plim, ngx, "local limit / nginx same headers, 1, p%s:" % d)
+    ratio(pbrk, ngx, "breaker / nginx same headers, 1, p%s:" % d)
+    ratio(p1, gw1, "gateway p%s / gateway, 1 route:" % d)
+    ratio(pn, gwn, "gateway p%s / gateway, many routes:" % d)
 PY
 if [ -s "$work/redis-rows.txt" ]; then # medians of the Redis-limit rounds
   python3 - "$work/redis-rows.txt" <<'PY'

@@ -229,7 +229,8 @@ if os.path.exists(gw):
     txt = open(gw).read()
     for line in txt.split("\n"):
         if line.startswith("wrk ") or line.startswith("gateway /") or \
-           line.startswith("gateway storm") or line.startswith("reload storm"):
+           line.startswith("gateway storm") or line.startswith("reload storm") \
+           or " / nginx same headers, 1, p" in line:
             print("    " + line)
     # the median table: case -> proxy CPU per request (us/req column)
     med = txt.split("median round", 1)[-1]
@@ -262,6 +263,19 @@ if os.path.exists(gw):
               (pick("mini-gateway, local limit"), ng1,
                "1 route, local rate limit"),
               (pick("mini-gateway, breaker"), ng1, "1 route, circuit breaker")]
+    # the same four with --upstream-pipeline N (run.sh's "mini-gateway pN,"
+    # rows; off by default in the gateway, so read apart from the above)
+    pk = next((k for k in cpu if k.startswith("mini-gateway p")), None)
+    if pk:
+        pre = pk.split(",")[0] + ", "
+        checks += [(pick(pre + "1 route"), ng1, "1 route, pipelined"),
+                   (next(((k, v) for k, v in cpu.items()
+                          if k.startswith(pre) and "routes" in k),
+                         (None, None)), ngn, "many routes, pipelined"),
+                   (pick(pre + "local limit"), ng1,
+                    "1 route, local rate limit, pipelined"),
+                   (pick(pre + "breaker"), ng1,
+                    "1 route, circuit breaker, pipelined")]
     for (gk, gv), nn, label in checks:
         if not gv or not nn or not nn[1]:
             continue

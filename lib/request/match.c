@@ -297,12 +297,15 @@ static inline bool pred_holds(sy_match_ctx *c, const sy__pred *p) {
 }
 
 /* The route of candidate `cd`: its own (sy__cand.route) when every
- * candidate names a live slot, else its slot's (NULL: removed), a line
- * of the slot chunks a cold lookup then reads for it alone. */
+ * candidate names a live slot or the dead filter says its slot lives,
+ * else its slot's (NULL: removed), a line of the slot chunks a cold
+ * lookup then reads for it alone. */
 static inline __attribute__((always_inline)) const struct sy_route *
 cand_route(const sy_snapshot *s, const sy__cand *cd) {
-    return s->prep.cands_live ? cd->route
-                              : sy__snapshot_slot(s, cd->slot)->route;
+    return __builtin_expect(s->prep.cands_live, 1) ||
+                   !sy__snapshot_maybe_dead(s, cd->slot)
+               ? cd->route
+               : sy__snapshot_slot(s, cd->slot)->route;
 }
 
 /* Index of the first predicate that fails, or -1 when all hold. `proven`

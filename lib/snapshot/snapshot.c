@@ -46,6 +46,7 @@ static void snapshot_free_parts(sy_snapshot *s) {
     sy__snap_list_free(a, &s->free_slots);
     sy__snap_list_free(a, &s->graves[0]);
     sy__snap_list_free(a, &s->graves[1]);
+    sy__free(a, s->dead_bits);
     sy__snap_build_unref(a, s->build);
     sy__snap_trash_unref(a, s->trash);
     sy__crefs_drop(a, s->crefs);
@@ -536,6 +537,13 @@ static int derive_start(derive *d, const sy__snapshot_config *cfg,
     if (!d->bulk) {
         s->base = sy__index_ref(base->base);
         s->base_dead = base->base_dead;
+        if (base->dead_bits) {
+            s->dead_bits = sy__malloc(a, SY_DEAD_WORDS * sizeof(uint64_t));
+            if (!s->dead_bits)
+                return SY_ENOMEM;
+            memcpy(s->dead_bits, base->dead_bits,
+                   SY_DEAD_WORDS * sizeof(uint64_t));
+        }
         s->build = base->build ? sy__snap_build_ref(base->build) : NULL;
         s->trash = base->trash ? sy__snap_trash_ref(base->trash) : NULL;
         if (!(s->ov[0] = sy__overlay_copy(a, base->ov[0])) ||
@@ -605,7 +613,11 @@ static bool derive_remove(derive *d, uint32_t old, uint32_t pos) {
         (sy__overlay_remove(s->ov[0], old, os->route, &in0) ||
          (!in0 && sy__overlay_remove(s->ov[1], old, os->route, &in1))))
         return false;
-    s->base_dead += !d->bulk && !in0; /* a dead entry of an index */
+    if (!d->bulk && !in0) { /* a dead entry of an index */
+        s->base_dead++;
+        if (!sy__snapshot_dead_set(s, old))
+            return false;
+    }
     sy__slot_list *to = in0        ? &s->free_slots
                         : s->build ? &s->graves[1]
                                    : &s->graves[0];
@@ -762,6 +774,7 @@ static size_t derive_bytes(const sy_snapshot *s, bool bulk) {
                (sizeof(void *) + 4) +
            s->chunk_bytes + sy__overlay_bytes(s->ov[0]) +
            sy__overlay_bytes(s->ov[1]) +
+           (s->dead_bits ? SY_DEAD_WORDS * sizeof(uint64_t) : 0) +
            (bulk && s->base ? sy__index_bytes(s->base) : 0);
 }
 

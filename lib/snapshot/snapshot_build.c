@@ -242,6 +242,16 @@ static int swap(sy_snapshot *s, sy__snap_build *b) {
     s->ov[1] = NULL;
     s->base_dead =
         s->base_dead > b->dead_at_start ? s->base_dead - b->dead_at_start : 0;
+    /* the new base's dead entries died since it began: graves[0] now */
+    if (s->dead_bits)
+        memset(s->dead_bits, 0, SY_DEAD_WORDS * sizeof *s->dead_bits);
+    for (size_t i = 0; s->base_dead && i < s->graves[0].n; i++)
+        if (!sy__snapshot_dead_set(s, s->graves[0].v[i]))
+            return SY_ENOMEM;
+    if (!s->base_dead) {
+        sy__free(s->alloc, s->dead_bits);
+        s->dead_bits = NULL;
+    }
     s->build = NULL;
     sy__snap_build_unref(s->alloc, b);
     return SY_OK;

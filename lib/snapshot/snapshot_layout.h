@@ -116,7 +116,8 @@ typedef struct sy__match_prep {
     bool path_lazy;
     /* every candidate of the base index and the overlays names a live
      * slot (base_dead 0: the overlays drop the routes that leave), so a
-     * candidate's route is its own sy__cand.route, no slot chunk read */
+     * candidate's route is its own sy__cand.route, no slot chunk read
+     * (else only for a slot the dead filter does not clear) */
     bool cands_live;
 } sy__match_prep;
 
@@ -153,6 +154,12 @@ struct sy_snapshot {
     struct sy__snap_build *build; /* the running rebuild, or NULL */
     struct sy__snap_trash *trash; /* what the last swap replaced, or NULL */
     size_t base_dead;             /* slots the base holds that died since */
+    /* The dead filter: bit slot % SY_DEAD_BITS set for every slot counted
+     * in base_dead (a superset: other slots share bits); NULL when
+     * base_dead is 0. A candidate whose bit is clear names a live slot,
+     * whose route is the candidate's own (match.c). Copied per derive
+     * (8 KiB), set by a removal, rebuilt from graves[0] at a swap. */
+    uint64_t *dead_bits;
     /* Dead slots: free ones are reused by new routes; a grave may still
      * sit in the base or the running rebuild's routes, and is freed after
      * graves[0]: the next swap of a rebuilt base, graves[1]: the one after
@@ -198,6 +205,27 @@ struct sy_snapshot {
     size_t chunk_bytes; /* chunks this snapshot made (not shared ones) */
     size_t bytes;
 };
+
+#define SY_DEAD_WORDS 1024u
+#define SY_DEAD_BITS (SY_DEAD_WORDS * 64u)
+
+/* Whether slot `slot` may have died since the base index was built
+ * (false: it lives, if an index or overlay of s holds it). */
+static inline bool sy__snapshot_maybe_dead(const sy_snapshot *s,
+                                           uint32_t slot) {
+    const uint64_t *b = s->dead_bits;
+    return !b || (b[(slot / 64u) % SY_DEAD_WORDS] >> (slot % 64u) & 1u);
+}
+
+/* Sets slot's bit of the dead filter (allocated when NULL); false: out
+ * of memory. Only the writer, on a snapshot it derives. */
+static inline bool sy__snapshot_dead_set(sy_snapshot *s, uint32_t slot) {
+    if (!s->dead_bits &&
+        !(s->dead_bits = sy__calloc(s->alloc, SY_DEAD_WORDS, sizeof(uint64_t))))
+        return false;
+    s->dead_bits[(slot / 64u) % SY_DEAD_WORDS] |= (uint64_t)1 << (slot % 64u);
+    return true;
+}
 
 /* Slot i (i < slot_count). */
 static inline const sy__slot *sy__snapshot_slot(const sy_snapshot *s,

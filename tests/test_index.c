@@ -95,11 +95,24 @@ static sy_router *router_new_of(void) {
     return r;
 }
 
+/* Slot j of group g's record, or NULL for an empty slot. */
+static const char *record_at(const sy__index *ix, uint32_t g, unsigned j) {
+    return host_tag_at(&ix->hosts[g], j) ? ix->hkeys + ix->hosts[g].slot[j].off
+                                         : NULL;
+}
+
 /* The entries of one kind: whole hosts (wild 0) or wildcard keys. */
 static size_t keys_in(const sy__index *ix, unsigned wild) {
     size_t k = 0;
-    for (uint32_t i = 0; ix->hosts && i <= ix->host_mask; i++)
-        k += ix->hosts[i].len != 0 && (ix->hosts[i].len & HE_WILD) == wild;
+    for (uint32_t g = 0; ix->hosts && g <= ix->host_gmask; g++)
+        for (unsigned j = 0; j < HG_SLOTS; j++) {
+            const char *rec = record_at(ix, g, j);
+            uint16_t len, term_len;
+            if (!rec)
+                continue;
+            host_rec_head(rec, &len, &term_len);
+            k += (len & HE_WILD) == wild;
+        }
     return k;
 }
 
@@ -147,16 +160,21 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
     ck_assert_uint_eq(keys_in(one, 0), N / 2);
     ck_assert_uint_eq(keys_in(one, HE_WILD), N / 6); /* kind 1's */
     size_t text = 0;
-    for (uint32_t i = 0; i <= one->host_mask; i++)
-        if (one->hosts[i].len) {
-            const hentry *e = &one->hosts[i];
-            size_t len = e->len & HE_MAX_LEN;
-            bool wild = e->len & HE_WILD;
+    for (uint32_t g = 0; g <= one->host_gmask; g++) {
+        ck_assert_uint_eq(one->hosts[g].tags >> 56, 0);
+        for (unsigned j = 0; j < HG_SLOTS; j++) {
+            const char *rec = record_at(one, g, j);
+            if (!rec)
+                continue;
+            uint16_t hlen, term_len;
+            host_rec_head(rec, &hlen, &term_len);
+            size_t len = hlen & HE_MAX_LEN;
+            bool wild = hlen & HE_WILD;
             /* each key is a host of the table's kind 0, 2 or 5, or the
              * labels after kind 1's wildcard */
             char k[64];
             ck_assert_uint_lt(len, sizeof k);
-            memcpy(k, one->hkeys + e->off, len);
+            memcpy(k, rec + HK_HEAD, len);
             k[len] = '\0';
             size_t id;
             char tail[32];
@@ -165,16 +183,25 @@ START_TEST(both_builds_make_the_same_whole_host_table) {
             char want[64];
             host_of(id, want, sizeof want);
             ck_assert_str_eq(k, wild ? strchr(want, '.') + 1 : want);
-            ck_assert_uint_eq(e->hash, (uint32_t)(host_hash(k, len) >> 32));
-            text = e->off + len > text ? e->off + len : text;
+            ck_assert_uint_ne(term_len, 0);
+            /* its tag; in its hash's group, or a later one past full
+             * groups */
+            uint64_t h = host_hash(k, len);
+            ck_assert_uint_eq(host_tag_at(&one->hosts[g], j), host_tag(h));
+            for (uint32_t f = (uint32_t)h & one->host_gmask; f != g;
+                 f = (f + 1) & one->host_gmask)
+                ck_assert_uint_eq(~one->hosts[f].tags & HT_HIGHS, 0);
+            size_t end = one->hosts[g].slot[j].off + HK_HEAD + len;
+            text = end > text ? end : text;
         }
+    }
     const size_t budgets[] = {1, 7, 4096};
     for (size_t bi = 0; bi < 3; bi++) {
         sy__index_step *st;
         sy__index *ix = step_build(&a, in, n, budgets[bi], &st);
-        ck_assert_uint_eq(ix->host_mask, one->host_mask);
+        ck_assert_uint_eq(ix->host_gmask, one->host_gmask);
         ck_assert_int_eq(memcmp(ix->hosts, one->hosts,
-                                (one->host_mask + 1) * sizeof *one->hosts),
+                                (one->host_gmask + 1) * sizeof *one->hosts),
                          0);
         ck_assert_int_eq(memcmp(ix->hkeys, one->hkeys, text), 0);
         ck_assert_int_eq(memcmp(&ix->hfilt, &one->hfilt, sizeof ix->hfilt), 0);
@@ -958,6 +985,87 @@ START_TEST(the_child_table_spreads_one_segment_under_many_parents) {
 }
 END_TEST
 
+/* Sixteen literal hosts, ten of them hashed to the table's last group
+ * of eight (seven slots each: load <= 1/2): that group fills and the
+ * rest spill over into the first one (the probe wraps). Every key is
+ * found, its route the scan's; a missing host of the full group (the
+ * same length and first byte: past the filters) probes on into the next
+ * one and finds nothing. */
+START_TEST(a_full_group_spills_into_the_next_one) {
+    enum { KEYS = 16, CROWD = 10, LAST = 7 };
+    char hosts[KEYS][32], miss[32] = "";
+    size_t n = 0, crowd = 0;
+    for (size_t j = 100; j < 1000 && (n < KEYS || !miss[0]); j++) {
+        char k[32];
+        snprintf(k, sizeof k, "k%zu.crowd.test", j);
+        bool last = (host_hash(k, strlen(k)) & LAST) == LAST;
+        if (n < KEYS && (last ? crowd < CROWD : n - crowd < KEYS - CROWD)) {
+            memcpy(hosts[n++], k, sizeof k);
+            crowd += last;
+        } else if (last && !miss[0] && crowd == CROWD) {
+            memcpy(miss, k, sizeof k);
+        }
+    }
+    ck_assert_uint_eq(n, KEYS);
+    ck_assert_uint_eq(crowd, CROWD);
+    ck_assert(miss[0]);
+    char doc[4096];
+    size_t o = 0;
+    doc[o++] = '[';
+    for (size_t i = 0; i < KEYS; i++)
+        o += (size_t)snprintf(doc + o, sizeof doc - o,
+                              "%s{\"id\":\"k%zu\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Host=%s\"]}",
+                              i ? "," : "", i, hosts[i]);
+    doc[o++] = ']';
+    sy_router *r = sy_test_router(doc, o);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy__index *ix = sy__snapshot_from_handle(h)->base;
+    ck_assert_uint_eq(ix->host_gmask, LAST);
+    ck_assert_uint_eq(~ix->hosts[LAST].tags & HT_HIGHS, 0); /* full */
+    size_t in_first = 0;
+    for (unsigned j = 0; j < HG_SLOTS; j++) {
+        const char *rec = record_at(ix, 0, j);
+        uint16_t len, term_len;
+        if (!rec)
+            continue;
+        host_rec_head(rec, &len, &term_len);
+        in_first += (host_hash(rec + HK_HEAD, len) & LAST) == LAST;
+    }
+    ck_assert_uint_eq(in_first, CROWD - HG_SLOTS);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    for (size_t i = 0; i <= KEYS; i++) {
+        const char *host = i < KEYS ? hosts[i] : miss;
+        sy_str hs = {host, strlen(host)};
+        sy__cand_list key;
+        ck_assert_msg(sy__index_host_exact(ix, hs, &key) == (i < KEYS), "%s",
+                      host);
+        const sy_route *ra, *rb;
+        ck_assert_int_eq(match_one(h, ctx, host, "/", &ra), 0);
+        sy_request req = SY_REQUEST_INIT;
+        req.method = (sy_str){"GET", 3};
+        req.path = (sy_str){"/", 1};
+        req.host = hs;
+        sy_match *b = NULL;
+        ck_assert_int_eq(sy_snapshot_match_linear(h, ctx, &req, &b), 0);
+        rb = b ? sy_match_route(b) : NULL;
+        ck_assert_ptr_eq(ra, rb);
+        if (i < KEYS) {
+            char id[8];
+            snprintf(id, sizeof id, "k%zu", i);
+            ck_assert_ptr_nonnull(ra);
+            ck_assert_str_eq(sy_route_id(ra), id);
+        } else {
+            ck_assert_ptr_null(ra);
+        }
+    }
+    sy_match_ctx_free(ctx);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("index");
     TCase *tc = tcase_create("whole_host");
@@ -968,6 +1076,7 @@ int main(void) {
     tcase_add_test(tc, a_wildcard_keys_captures_are_the_first_label);
     tcase_add_test(
         tc, labels_are_split_only_on_need_and_a_failed_split_is_reported);
+    tcase_add_test(tc, a_full_group_spills_into_the_next_one);
     suite_add_tcase(s, tc);
     TCase *tl = tcase_create("layout");
     tcase_set_timeout(tl, 600);

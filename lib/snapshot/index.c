@@ -406,7 +406,7 @@ void sy__index_unref(sy__index *ix) {
     sy__free(a, ix->strings);
     sy__free(a, ix->cands);
     sy__free(a, ix->vars);
-    sy__free(a, ix->hosts);
+    sy__free(a, ix->hosts_mem);
     sy__free(a, ix->hkeys);
     sy__free(a, ix);
 }

@@ -269,14 +269,14 @@ static bool build_hosts(oneshot *o) {
     for (uint32_t i = 0; i < b->node_count; i++) {
         hbytes += host_mark(b, L->up, L->key, L->kids, i, &hcount);
     }
-    if (!host_alloc(o->a, hcount, hbytes, true, &ix->hosts, &ix->host_mask,
-                    &ix->hkeys))
+    if (!host_alloc(o->a, hcount, hbytes, true, &ix->hosts_mem, &ix->hosts,
+                    &ix->host_gmask, &ix->hkeys))
         return false;
     for (uint32_t i = 0; i < b->node_count; i++)
-        host_put(b, L->up, L->key, L->kids, i, ix->hosts, ix->host_mask,
+        host_put(b, L->up, L->key, L->kids, i, ix->hosts, ix->host_gmask,
                  ix->hkeys, &used, &ix->hfilt);
     if (ix->hosts)
-        ix->bytes += (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + used;
+        ix->bytes += host_table_bytes(ix->host_gmask) + used;
     return true;
 }
 
@@ -329,7 +329,7 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
         *out = ix;
     } else if (ix) {
         sy__free(a, ix->cands);
-        sy__free(a, ix->hosts);
+        sy__free(a, ix->hosts_mem);
         sy__free(a, ix->hkeys);
         sy__free(a, ix);
     }

@@ -151,29 +151,43 @@ typedef struct inode {
  * the request's host past its first '.' is probed for it and a hit is
  * again the whole answer of the host walk (no walk: the labels are split
  * for the captures only).
- * 16 bytes (four to a line): the hash's high half (the slot is from its
- * low bits), the key's text in the index's hkeys, the term list; a key
- * longer than 32767 bytes or a list longer than 65535 is left to the
- * walk. len 0: an empty slot.
+ * The table is groups of a line each (64 bytes, aligned): a word of
+ * tags, then seven slots. Byte j of the tags (bits 8j..8j+7, j < 7) is
+ * slot j's: 0 an empty slot, else 0x80 | the hash's top 7 bits; the top
+ * byte is always 0. A key is in the first group from its hash's low bits
+ * with a free slot, so a probe compares a group's seven tags at once
+ * (SWAR) and stops at a group with an empty slot: at a load of at most
+ * 1/2, mostly the one. A slot: the offset of the key's record in the
+ * index's hkeys (its len, the term list's length, then its text: the
+ * line a compare reads anyway) and the term list's offset. A key longer
+ * than 32767 bytes or a list longer than 65535 is left to the walk.
+ *
+ *   group  [tags: t0 .. t6, 0][off|term_off] x 7
+ *   hkeys  ... [len | HE_WILD : u16][term_len : u16]["h7.example.com"] ...
  */
-typedef struct hentry {
-    uint32_t hash;
-    uint32_t off;
+typedef struct hslot {
+    uint32_t off; /* the record in hkeys */
     uint32_t term_off;
-    uint16_t len, term_len; /* len | HE_WILD: a wildcard key */
-} hentry;
+} hslot;
+#define HG_SLOTS 7
+typedef struct hgroup {
+    uint64_t tags;
+    hslot slot[HG_SLOTS];
+} hgroup;
+#define HK_HEAD 4 /* a record's len and term_len */
 #define HE_WILD 0x8000u
 #define HE_MAX_LEN 0x7fffu
 
 /* Which hosts could be keys at all: the lengths (bit len % 64) and first
- * bytes of the keys (w: of the wildcard keys). A host outside them is
- * walked without a probe (a table line not read: the cold tables' request
- * hosts mostly miss). */
-typedef struct hfilter {
+ * bytes of the keys, of each kind (kind[0] whole hosts, kind[1] wildcard
+ * keys). A host outside them is walked without a probe (a table line not
+ * read: the cold tables' request hosts mostly miss). */
+typedef struct hkind {
     uint64_t lens;
     uint64_t first[4];
-    uint64_t wlens;
-    uint64_t wfirst[4];
+} hkind;
+typedef struct hfilter {
+    hkind kind[2];
     /* some list of the host trie is no key's (a multi list, a node past
      * a wildcard, a key too long): a host both probes miss is walked.
      * 0: every host list is a key's, so a walk of a host with no empty
@@ -200,9 +214,10 @@ struct sy__index {
     sy__cand_var *vars;
     list_ref generic[GENERIC_LISTS];
     uint32_t generic_some; /* bit g: generic[g] is not empty */
-    hentry *hosts; /* the whole-host table, host_mask + 1 slots; or NULL */
-    uint32_t host_mask;
-    char *hkeys;
+    hgroup *hosts;   /* the whole-host table, host_gmask + 1 groups; or NULL */
+    void *hosts_mem; /* its allocation (hosts is aligned to a line) */
+    uint32_t host_gmask; /* a power of two - 1 */
+    char *hkeys;         /* the keys' records */
     hfilter hfilt;
     size_t host_routes; /* routes placed in the host trie */
     size_t bytes;
@@ -365,26 +380,77 @@ void sy__ix_layout_done(const sy__alloc *a, layout *L);
 /* The index's arrays into ix (L keeps none), and their bytes. */
 void sy__ix_layout_give(layout *L, sy__index *ix);
 
-/* The whole host's hash (the table's and the lookup's): words of it, the
- * last one overlapping (or a short one's bytes), never past its end. */
+/* The whole host's hash (the table's and the lookup's): one 64x64->128
+ * multiply of two words of it (a short one's bytes), folded; a host
+ * longer than 16 bytes folds its words 16 bytes at a time first (the
+ * last two overlapping, never past its end). Low bits: the group; the
+ * top 7: the tag. */
+__extension__ typedef unsigned __int128 host_u128;
+static inline uint64_t host_mum(uint64_t a, uint64_t b) {
+    host_u128 r = (host_u128)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+#define HOST_K0 0xa0761d6478bd642full
+#define HOST_K1 0xe7037ed1a0b428dbull
 static inline uint64_t host_hash(const char *s, size_t len) {
-    uint64_t h = (uint64_t)len * 0x9e3779b97f4a7c15ull, w;
-    size_t i = 0;
-    for (; i + 8 < len; i += 8) {
-        h = (h ^ sy__load_u64(s + i)) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 29;
-    }
-    if (len >= 8)
-        w = sy__load_u64(s + len - 8);
-    else if (len >= 4)
-        w = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
-    else
-        w = len ? (uint64_t)(unsigned char)s[0] |
+    uint64_t a, b, seed = HOST_K1 ^ len;
+    if (len > 16) {
+        for (size_t i = 0; i + 16 < len; i += 16)
+            seed = host_mum(sy__load_u64(s + i) ^ HOST_K0,
+                            sy__load_u64(s + i + 8) ^ seed);
+        a = sy__load_u64(s + len - 16);
+        b = sy__load_u64(s + len - 8);
+    } else if (len >= 8) {
+        a = sy__load_u64(s);
+        b = sy__load_u64(s + len - 8);
+    } else if (len >= 4) {
+        a = sy__load_u32(s);
+        b = sy__load_u32(s + len - 4);
+    } else {
+        a = len ? (uint64_t)(unsigned char)s[0] |
                       (uint64_t)(unsigned char)s[len / 2] << 8 |
                       (uint64_t)(unsigned char)s[len - 1] << 16
                 : 0;
-    h = (h ^ w) * 0x94d049bb133111ebull;
-    return h ^ (h >> 31);
+        b = 0;
+    }
+    return host_mum(a ^ HOST_K0, b ^ seed);
+}
+
+/* A slot's tag (never 0: the empty slot's); a group's seven tags' bytes
+ * and their high bits. */
+static inline uint64_t host_tag(uint64_t h) {
+    return 0x80u | h >> 57;
+}
+#define HT_ONES 0x0001010101010101ull
+#define HT_HIGHS 0x0080808080808080ull
+
+/* Slot j's tag in group g (0: empty). */
+static inline unsigned host_tag_at(const hgroup *g, unsigned j) {
+    return (unsigned)(g->tags >> (8 * j)) & 0xffu;
+}
+
+/* A record's head: the key's len (| HE_WILD), its term list's length. */
+static inline void host_rec_head(const char *rec, uint16_t *len,
+                                 uint16_t *term_len) {
+    uint16_t h[2];
+    memcpy(h, rec, sizeof h);
+    *len = h[0];
+    *term_len = h[1];
+}
+
+/* A key's text is the host's (n bytes each): 8 to 16 bytes, the usual
+ * host, as two overlapping words. */
+static inline bool host_key_eq(const char *a, const char *b, size_t n) {
+    if (n - 8 <= 8)
+        return ((sy__load_u64(a) ^ sy__load_u64(b)) |
+                (sy__load_u64(a + n - 8) ^ sy__load_u64(b + n - 8))) == 0;
+    return sy__bytes_eq(a, b, n);
+}
+
+/* The whole-host table's bytes for gmask + 1 groups (and the line its
+ * alignment may cost). */
+static inline size_t host_table_bytes(uint32_t gmask) {
+    return ((size_t)gmask + 1) * sizeof(hgroup) + 64;
 }
 
 /*
@@ -453,57 +519,76 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
         return 0;
     flag[n] =
         (uint8_t)((flag[n] & ~HF_LOOSE) | k | host_loose(b, up, flag, n, k));
-    *keys += (k & HF_KEY ? 1 : 0) + (k & HF_WKEY ? 1 : 0);
-    return len - 1; /* the dots between labels */
+    size_t nk = (k & HF_KEY ? 1 : 0) + (k & HF_WKEY ? 1 : 0);
+    *keys += nk;
+    return nk * (HK_HEAD + len - 1); /* len - 1: the dots between labels */
 }
 
-/* zero: the table zeroed (else the caller zeroes it, a line per item,
+/* zero: the table zeroed (else the caller zeroes it, a group per item,
  * so that its pages are faulted in over many calls, not by host_put's
- * random writes) */
+ * random writes); bytes: the keys' records */
 static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
-                              bool zero, hentry **tab, uint32_t *mask,
-                              char **keys) {
+                              bool zero, void **mem, hgroup **tab,
+                              uint32_t *gmask, char **keys) {
+    *mem = NULL;
     *tab = NULL;
     *keys = NULL;
-    *mask = 0;
+    *gmask = 0;
     if (!count)
         return true;
-    size_t cap = sy__pow2_at_least(8, count * 2); /* load <= 1/2 */
-    if (cap > UINT32_MAX || bytes > UINT32_MAX)
+    /* load <= 1/2 */
+    size_t groups = sy__pow2_at_least(1, (count * 2 + HG_SLOTS - 1) / HG_SLOTS);
+    if (groups > UINT32_MAX || bytes > UINT32_MAX)
         return true; /* no table: every host is walked */
-    *tab = zero ? sy__calloc(a, cap, sizeof **tab)
-                : sy__malloc(a, cap * sizeof **tab);
+    size_t size = host_table_bytes((uint32_t)(groups - 1));
+    *mem = zero ? sy__calloc(a, 1, size) : sy__malloc(a, size);
     *keys = sy__malloc(a, bytes ? bytes : 1);
-    if (!*tab || !*keys) {
-        sy__free(a, *tab);
+    if (!*mem || !*keys) {
+        sy__free(a, *mem);
         sy__free(a, *keys);
-        *tab = NULL;
+        *mem = NULL;
         *keys = NULL;
         return false;
     }
-    *mask = (uint32_t)(cap - 1);
+    *tab = (hgroup *)(((uintptr_t)*mem + 63) & ~(uintptr_t)63);
+    *gmask = (uint32_t)(groups - 1);
     return true;
 }
 
-/* One entry: text at keys + off, len (| HE_WILD), list l. */
-static inline void host_slot(hentry *tab, uint32_t mask, const char *k,
-                             uint32_t off, uint16_t len, list_ref l) {
-    uint64_t h = host_hash(k, len & HE_MAX_LEN);
-    uint32_t i = (uint32_t)h & mask;
-    while (tab[i].len)
-        i = (i + 1) & mask;
-    tab[i] = (hentry){(uint32_t)(h >> 32), off, l.off, len, (uint16_t)l.len};
+/* Group g of the table emptied. */
+static inline void host_zero_group(hgroup *tab, size_t g) {
+    memset(&tab[g], 0, sizeof tab[g]);
+}
+
+/* One entry: its record at keys + off (written: len | HE_WILD, the list's
+ * length, the text k), list l; in the first group from the hash with a
+ * free slot. */
+static inline void host_slot(hgroup *tab, uint32_t gmask, char *keys,
+                             size_t *used, const char *k, uint16_t len,
+                             list_ref l) {
+    size_t off = *used, n = len & HE_MAX_LEN;
+    uint16_t head[2] = {len, (uint16_t)l.len};
+    memcpy(keys + off, head, HK_HEAD);
+    memmove(keys + off + HK_HEAD, k, n);
+    *used += HK_HEAD + n;
+    uint64_t h = host_hash(k, n);
+    uint32_t g = (uint32_t)h & gmask;
+    while (!(~tab[g].tags & HT_HIGHS))
+        g = (g + 1) & gmask;
+    unsigned j = (unsigned)__builtin_ctzll(~tab[g].tags & HT_HIGHS) >> 3;
+    tab[g].tags |= host_tag(h) << (8 * j);
+    tab[g].slot[j] = (hslot){(uint32_t)off, l.off};
 }
 
 static inline void host_put(const builder *b, const uint32_t *up,
                             const lkey *key, const uint8_t *flag, uint32_t n,
-                            hentry *tab, uint32_t mask, char *keys,
+                            hgroup *tab, uint32_t gmask, char *keys,
                             size_t *used, hfilter *f) {
     if (flag[n] & HF_LOOSE)
         f->loose = 1;
     if (!tab || !(flag[n] & (HF_KEY | HF_WKEY)))
         return;
-    char *k = keys + *used;
+    char *k = keys + *used + HK_HEAD; /* the first record's text */
     size_t len = 0;
     for (uint32_t m = n;;) {
         size_t l = key[m].len;
@@ -516,51 +601,101 @@ static inline void host_put(const builder *b, const uint32_t *up,
     }
     unsigned char c0 = (unsigned char)k[0];
     if (flag[n] & HF_KEY) {
-        f->lens |= 1ull << (len & 63);
-        f->first[c0 >> 6] |= 1ull << (c0 & 63);
-        host_slot(tab, mask, k, (uint32_t)*used, (uint16_t)len,
-                  b->nodes[n].term);
+        f->kind[0].lens |= 1ull << (len & 63);
+        f->kind[0].first[c0 >> 6] |= 1ull << (c0 & 63);
+        host_slot(tab, gmask, keys, used, k, (uint16_t)len, b->nodes[n].term);
     }
     if (flag[n] & HF_WKEY) {
-        f->wlens |= 1ull << (len & 63);
-        f->wfirst[c0 >> 6] |= 1ull << (c0 & 63);
-        host_slot(tab, mask, k, (uint32_t)*used, (uint16_t)(len | HE_WILD),
+        f->kind[1].lens |= 1ull << (len & 63);
+        f->kind[1].first[c0 >> 6] |= 1ull << (c0 & 63);
+        host_slot(tab, gmask, keys, used, k, (uint16_t)(len | HE_WILD),
                   b->nodes[host_wild_key(b, &b->nodes[n])].term);
     }
-    *used += len;
 }
 
-/* The whole-host table's entry for key text `key` of kind `wild`
- * (HE_WILD or 0), or NULL. */
-static inline __attribute__((always_inline)) const hentry *
-host_probe(const sy__index *ix, sy_str key, uint32_t wild) {
-    uint64_t h = host_hash(key.ptr, key.len);
-    uint32_t tag = (uint32_t)(h >> 32), want = (uint32_t)key.len | wild;
-    for (uint32_t i = (uint32_t)h & ix->host_mask;;
-         i = (i + 1) & ix->host_mask) {
-        const hentry *e = &ix->hosts[i];
-        if (!e->len)
+/* The whole-host table's slot for key text `key` of kind `wild`
+ * (HE_WILD or 0), or NULL: a group's tags compared at once (a byte of
+ * x is 0 where the tag is the key's; the borrow may flag a byte above
+ * such a one, which the compare refuses), then its next group only when
+ * it has no empty slot. *rec: the slot's record. */
+static inline __attribute__((always_inline)) const hslot *
+host_probe(const sy__index *ix, sy_str key, uint32_t wild, const char **rec) {
+    uint64_t h = host_hash(key.ptr, key.len), want_tags = host_tag(h) * HT_ONES;
+    uint32_t want = (uint32_t)key.len | wild;
+    for (uint32_t g = (uint32_t)h & ix->host_gmask;;
+         g = (g + 1) & ix->host_gmask) {
+        const hgroup *gr = &ix->hosts[g];
+        uint64_t t = gr->tags, x = t ^ want_tags;
+        for (uint64_t m = (x - HT_ONES) & ~x & HT_HIGHS; m; m &= m - 1) {
+            const hslot *e = &gr->slot[(unsigned)__builtin_ctzll(m) >> 3];
+            const char *r = ix->hkeys + e->off;
+            uint16_t len, term_len;
+            host_rec_head(r, &len, &term_len);
+            if (len == want && host_key_eq(r + HK_HEAD, key.ptr, key.len)) {
+                *rec = r;
+                return e;
+            }
+        }
+        if (~t & HT_HIGHS)
             return NULL;
-        if (e->hash == tag && e->len == want &&
-            sy__bytes_eq(ix->hkeys + e->off, key.ptr, key.len))
-            return e;
     }
 }
 
-/* sy__index_host_exact, inline for the matcher. */
-static inline bool index_host_exact(const sy__index *ix, sy_str host,
-                                    sy__cand_list *out) {
-    unsigned char c0 = (unsigned char)host.ptr[0]; /* host.len > 0 */
-    if (!ix->hosts || host.len > HE_MAX_LEN ||
-        !(ix->hfilt.lens >> (host.len & 63) & 1u) ||
-        !(ix->hfilt.first[c0 >> 6] >> (c0 & 63) & 1u))
+/* A hit's list (its record's length). */
+static inline sy__cand_list host_hit(const sy__index *ix, const hslot *e,
+                                     const char *rec, uint8_t proof,
+                                     uint8_t host) {
+    uint16_t len, term_len;
+    host_rec_head(rec, &len, &term_len);
+    return (sy__cand_list){
+        ix->cands + e->term_off, ix->vars, term_len, proof, true, host};
+}
+
+/*
+ * The whole-host table's list for `host` (not empty) of kind `wild`: 0,
+ * the host itself (a hit proves its Host predicates); HE_WILD, the
+ * wildcard key for a host of one more label, the host past its first
+ * '.' when that label is not empty (a hit is the wildcard child's term
+ * list: no proof, exact; every {var} or "*" of its routes is the first
+ * label, SY_LIST_WILD_KEY). Either hit is the host walk's whole answer.
+ */
+static inline __attribute__((always_inline)) bool
+index_host_kind(const sy__index *ix, sy_str host, uint32_t wild,
+                sy__cand_list *out) {
+    sy_str key = host;
+    if (wild) {
+        size_t d = 0; /* the first label: short, so a loop and no call */
+        while (d < host.len && host.ptr[d] != '.')
+            d++;
+        if (d == 0 || d + 1 >= host.len)
+            return false;
+        key = (sy_str){host.ptr + d + 1, host.len - d - 1};
+    }
+    unsigned char c0 = (unsigned char)key.ptr[0];
+    const hkind *f = &ix->hfilt.kind[wild != 0];
+    if (key.len > HE_MAX_LEN || !(f->lens >> (key.len & 63) & 1u) ||
+        !(f->first[c0 >> 6] >> (c0 & 63) & 1u))
         return false;
-    const hentry *e = host_probe(ix, host, 0);
+    const char *rec;
+    const hslot *e = host_probe(ix, key, wild, &rec);
     if (!e)
         return false;
-    *out = (sy__cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
-                           SY_PROOF_HOST,           true,     true};
+    *out = host_hit(ix, e, rec, wild ? SY_PROOF_NONE : SY_PROOF_HOST,
+                    wild ? SY_LIST_WILD_KEY : 1);
     return true;
+}
+
+/* sy__index_host_exact, inline (host.len > 0). */
+static inline bool index_host_exact(const sy__index *ix, sy_str host,
+                                    sy__cand_list *out) {
+    return ix->hosts && index_host_kind(ix, host, 0, out);
+}
+
+/* The wildcard key's list (index_host_exact's miss; host.len > 0). */
+static inline bool index_host_wild(const sy__index *ix, sy_str host,
+                                   sy__cand_list *out) {
+    return ix->hosts && ix->hfilt.kind[1].lens &&
+           index_host_kind(ix, host, HE_WILD, out);
 }
 
 /* Whether a lookup without host labels would find no list at all: the
@@ -571,35 +706,6 @@ static inline bool index_path_none(const sy__index *ix) {
     const xnode *r = &ix->nodes[ROOT_PATH];
     return !ix->generic_some && !r->tlen &&
            !(r->shape & (X_NLIT | X_WILD | X_HASH | X_SIDE | X_MULTI));
-}
-
-/* The wildcard key for a host of one more label (index_host_exact's
- * miss): the host past its first '.', when that label is not empty. A
- * hit is the host walk's whole answer (the wildcard child's term list:
- * no proof, exact; every {var} or "*" of its routes is the first label,
- * SY_LIST_WILD_KEY). */
-static inline bool index_host_wild(const sy__index *ix, sy_str host,
-                                   sy__cand_list *out) {
-    if (!ix->hosts || !ix->hfilt.wlens)
-        return false;
-    size_t d = 0; /* the first label: short, so a loop and no call */
-    while (d < host.len && host.ptr[d] != '.')
-        d++;
-    if (d == 0 || d == host.len)
-        return false;
-    sy_str key = {host.ptr + d + 1, host.len - d - 1};
-    if (!key.len || key.len > HE_MAX_LEN)
-        return false;
-    unsigned char c0 = (unsigned char)key.ptr[0];
-    if (!(ix->hfilt.wlens >> (key.len & 63) & 1u) ||
-        !(ix->hfilt.wfirst[c0 >> 6] >> (c0 & 63) & 1u))
-        return false;
-    const hentry *e = host_probe(ix, key, HE_WILD);
-    if (!e)
-        return false;
-    *out = (sy__cand_list){ix->cands + e->term_off, ix->vars, e->term_len,
-                           SY_PROOF_NONE,           true,     SY_LIST_WILD_KEY};
-    return true;
 }
 
 /* Whether every list of the host trie is a key's (hfilter.loose): then

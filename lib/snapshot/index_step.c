@@ -29,7 +29,7 @@ enum {
     PH_NODES,  /* nodes: their list refs */
     PH_PRUNE,  /* nodes, last first: cut branches without lists */
     PH_HMARK,  /* nodes: whole-host keys, their count and text length */
-    PH_HZERO,  /* the whole-host table, a line per item (its pages faulted
+    PH_HZERO,  /* the whole-host table, a group per item (its pages faulted
                   in order, not by the random writes of HPUT) */
     PH_HPUT,   /* nodes: keys into the whole-host table */
     PH_LCOUNT, /* nodes: children's ranges, the layout's sizes */
@@ -56,8 +56,9 @@ struct sy__index_step {
     uint8_t *placement;
     uint32_t *pcost, *slot_pos, *start, *fill;
     layout L;      /* pruning, the whole-host flags, the layout */
-    hentry *hosts; /* the whole-host table being filled */
-    uint32_t host_mask;
+    hgroup *hosts; /* the whole-host table being filled */
+    void *hosts_mem;
+    uint32_t host_gmask;
     char *hkeys;
     size_t hcount, hbytes, hused;
     hfilter hfilt;
@@ -109,7 +110,7 @@ void sy__index_step_free(sy__index_step *st) {
     sy__free(a, st->cands);
     sy__free(a, st->big);
     sy__ix_layout_done(a, &st->L);
-    sy__free(a, st->hosts);
+    sy__free(a, st->hosts_mem);
     sy__free(a, st->hkeys);
     sy__free(a, st);
 }
@@ -258,16 +259,17 @@ static int finish(sy__index_step *st, sy__index **out) {
     ix->built_nodes = b->node_count;
     ix->vars = b->vars;
     ix->hosts = st->hosts;
-    ix->host_mask = st->host_mask;
+    ix->hosts_mem = st->hosts_mem;
+    ix->host_gmask = st->host_gmask;
     ix->hkeys = st->hkeys;
     ix->hfilt = st->hfilt;
     st->hosts = NULL;
+    st->hosts_mem = NULL;
     st->hkeys = NULL;
     ix->bytes = st->kept * sizeof *ix->cands + sizeof *ix +
                 (size_t)b->var_cap * sizeof *b->vars;
     if (ix->hosts)
-        ix->bytes +=
-            (size_t)(ix->host_mask + 1) * sizeof *ix->hosts + st->hused;
+        ix->bytes += host_table_bytes(ix->host_gmask) + st->hused;
     sy__ix_layout_give(&st->L, ix);
     sy__ix_layout_done(a, &st->L);
     b->vars = NULL;
@@ -507,16 +509,16 @@ static int ph_host_mark(sy__index_step *st, size_t *left) {
         st->hbytes += host_mark(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
                                 &st->hcount);
     });
-    return host_alloc(b->a, st->hcount, st->hbytes, false, &st->hosts,
-                      &st->host_mask, &st->hkeys)
+    return host_alloc(b->a, st->hcount, st->hbytes, false, &st->hosts_mem,
+                      &st->hosts, &st->host_gmask, &st->hkeys)
                ? 1
                : SY_ENOMEM;
 }
 
-/* The whole-host table, a line per item. */
+/* The whole-host table, a group per item. */
 static int ph_host_zero(sy__index_step *st, size_t *left) {
-    PASS(st, st->hosts ? ((size_t)st->host_mask + 1) / 4 : 0, left,
-         memset(&st->hosts[i * 4], 0, 4 * sizeof *st->hosts));
+    PASS(st, st->hosts ? (size_t)st->host_gmask + 1 : 0, left,
+         host_zero_group(st->hosts, i));
     return 1;
 }
 
@@ -524,7 +526,8 @@ static int ph_host_zero(sy__index_step *st, size_t *left) {
 static int ph_host_put(sy__index_step *st, size_t *left) {
     PASS(st, st->b.node_count, left,
          host_put(&st->b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
-                  st->hosts, st->host_mask, st->hkeys, &st->hused, &st->hfilt));
+                  st->hosts, st->host_gmask, st->hkeys, &st->hused,
+                  &st->hfilt));
     return 1;
 }
 
@@ -647,10 +650,10 @@ int sy__index_step_run(sy__index_step *st, size_t budget, sy__index **out) {
 bool sy__index_free_step(sy__index *ix) {
     if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
         return false; /* another holder would free it all at once */
-    void **parts[] = {(void **)&ix->hosts,   (void **)&ix->hkeys,
-                      (void **)&ix->cands,   (void **)&ix->vars,
-                      (void **)&ix->strings, (void **)&ix->slots,
-                      (void **)&ix->side,    (void **)&ix->nodes_mem};
+    void **parts[] = {(void **)&ix->hosts_mem, (void **)&ix->hkeys,
+                      (void **)&ix->cands,     (void **)&ix->vars,
+                      (void **)&ix->strings,   (void **)&ix->slots,
+                      (void **)&ix->side,      (void **)&ix->nodes_mem};
     /* a large mapped part shrinks DROP_STEP a call, as drop_one does: a
      * 74 MB node array of a 1,000,000-route index unmapped at once is a
      * publish of several ms */

@@ -985,6 +985,49 @@ START_TEST(the_child_table_spreads_one_segment_under_many_parents) {
 }
 END_TEST
 
+/* A key's candidate whose route has, besides its Host, Methods and one
+ * literal Path is flagged SY_CAND_LIT with that Path's index (kind 0:
+ * Host, then Path: 1); a route of only Methods besides is whole (kind
+ * 2), one whose Path is a pattern (kind 5) neither. */
+START_TEST(a_literal_path_behind_a_key_is_flagged) {
+    sy_router *r = router_new_of();
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy__index *ix = sy__snapshot_from_handle(h)->base;
+    size_t seen[3] = {0, 0, 0};
+    for (size_t i = 0; i < N; i++) {
+        if (!is_key(i))
+            continue;
+        char host[64];
+        host_of(i, host, sizeof host);
+        sy__cand_list key;
+        ck_assert(sy__index_host_exact(ix, (sy_str){host, strlen(host)}, &key));
+        ck_assert_uint_eq(key.len, 1);
+        uint8_t f = key.c[0].flags;
+        ck_assert(f & SY_CAND_WALK);
+        switch (i % 6) {
+        case 0:
+            ck_assert_uint_eq(f, SY_CAND_WALK | SY_CAND_LIT |
+                                     1u << SY_CAND_LIT_SHIFT);
+            seen[0]++;
+            break;
+        case 2:
+            ck_assert_uint_eq(f, SY_CAND_WALK | SY_CAND_WHOLE);
+            seen[1]++;
+            break;
+        default:
+            ck_assert_uint_eq(f, SY_CAND_WALK);
+            seen[2]++;
+            break;
+        }
+    }
+    ck_assert_uint_eq(seen[0], N / 6);
+    ck_assert_uint_eq(seen[1], N / 6);
+    ck_assert_uint_eq(seen[2], N / 6);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
 /* Sixteen literal hosts, ten of them hashed to the table's last group
  * of eight (seven slots each: load <= 1/2): that group fills and the
  * rest spill over into the first one (the probe wraps). Every key is
@@ -1077,6 +1120,7 @@ int main(void) {
     tcase_add_test(
         tc, labels_are_split_only_on_need_and_a_failed_split_is_reported);
     tcase_add_test(tc, a_full_group_spills_into_the_next_one);
+    tcase_add_test(tc, a_literal_path_behind_a_key_is_flagged);
     suite_add_tcase(s, tc);
     TCase *tl = tcase_create("layout");
     tcase_set_timeout(tl, 600);

@@ -870,6 +870,77 @@ START_TEST(star_then_literal_host_as_the_labels_decide) {
 }
 END_TEST
 
+/* A route whose Host the index proves and whose other predicates are
+ * Methods and one literal Path is decided by that Path on the plain
+ * path's text (SY_CAND_LIT): a path equal, with a trailing slash, under a
+ * "/" then "**", a wildcard label's capture, a Path that fails and lets the
+ * next candidate (or the fallback) through; anything else the shortcut does not
+ * cover (a Header, another method, an odd host, a path not plain) as before.
+ * Both matchers agree (match_on) and the route is the one wanted. */
+START_TEST(a_literal_path_behind_a_proven_host_decides_it) {
+    sy_router *r =
+        router_with("[{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":["
+                    "\"Method=GET,POST\",\"Host=a.example.com\",\"Path=/p\"]},"
+                    "{\"id\":\"a2\",\"uri\":\"http://a\",\"predicates\":["
+                    "\"Host=a.example.com\",\"Path=/p/q\"]},"
+                    "{\"id\":\"r\",\"uri\":\"http://a\",\"predicates\":["
+                    "\"Path=/r/**\",\"Host=r.example.com\"]},"
+                    "{\"id\":\"w\",\"uri\":\"http://a\",\"predicates\":["
+                    "\"Host={sub}.w.example.com\",\"Path=/w\"]},"
+                    "{\"id\":\"x\",\"uri\":\"http://a\",\"predicates\":["
+                    "\"Host=x.example.com\",\"Path=/x\",\"Header=X-A\"]},"
+                    "{\"id\":\"m\",\"uri\":\"http://a\",\"predicates\":["
+                    "\"Host=m.example.com\",\"Method=PURGE\",\"Path=/m\"]},"
+                    "{\"id\":\"last\",\"uri\":\"http://a\",\"order\":1,"
+                    "\"predicates\":[\"Path=/**\"]}]");
+    sy_snapshot *s = sy_router_acquire(r);
+    static const struct {
+        const char *method, *host, *path, *want, *sub;
+    } t[] = {
+        {"GET", "a.example.com", "/p", "a", NULL},
+        {"POST", "a.example.com", "/p", "a", NULL},
+        {"PUT", "a.example.com", "/p", "last", NULL},
+        {"GET", "a.example.com", "/p/", "a", NULL},
+        {"GET", "a.example.com", "/p/q", "a2", NULL},
+        {"PUT", "a.example.com", "/p/q", "a2", NULL},
+        {"GET", "a.example.com", "/pq", "last", NULL},
+        {"GET", "a.example.com", "/P", "last", NULL},
+        {"GET", "a.example.com", "/", "last", NULL},
+        {"GET", "a.example.com", "//p", "last", NULL},
+        {"GET", "a.example.com", "/p%2F", "last", NULL},
+        {"GET", "a.example.com", "/./p", "a", NULL},
+        {"GET", "a.example.com.", "/p", "last", NULL},
+        {"GET", "b.example.com", "/p", "last", NULL},
+        {"GET", "r.example.com", "/r/x/y", "r", NULL},
+        {"GET", "r.example.com", "/r", "r", NULL},
+        {"GET", "r.example.com", "/rx", "last", NULL},
+        {"GET", "eu.w.example.com", "/w", "w", "eu"},
+        {"GET", "eu.w.example.com", "/w/", "w", "eu"},
+        {"GET", "eu.w.example.com", "/w2", "last", NULL},
+        {"GET", "x.example.com", "/x", "last", NULL},
+        {"PURGE", "m.example.com", "/m", "m", NULL},
+        {"GET", "m.example.com", "/m", "last", NULL},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
+        rq q = request(t[i].method, t[i].host, t[i].path);
+        sy_match *m = match_on(s, &q);
+        const char *got = m ? sy_route_id(sy_match_route(m)) : NULL;
+        ck_assert_msg(got && strcmp(got, t[i].want) == 0, "%s %s%s: %s",
+                      t[i].method, t[i].host, t[i].path, got ? got : "(none)");
+        ck_assert_uint_eq(sy_match_var_count(m), t[i].sub ? 1 : 0);
+        if (t[i].sub)
+            ck_assert_sy_str(sy_match_var_get(m, "sub"), t[i].sub);
+    }
+    rq q = request("GET", "x.example.com", "/x");
+    add_header(&q, "X-A", "1");
+    sy_match *m = match_on(s, &q);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(sy_route_id(sy_match_route(m)), "x");
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* The filter plan                                                      */
 /* ------------------------------------------------------------------ */
@@ -1905,6 +1976,7 @@ int main(void) {
     tcase_add_test(tc, query_predicate_handles_absent_and_trailing_separators);
     tcase_add_test(tc, literal_path_past_the_limit_is_tested_as_usual);
     tcase_add_test(tc, star_then_literal_host_as_the_labels_decide);
+    tcase_add_test(tc, a_literal_path_behind_a_proven_host_decides_it);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

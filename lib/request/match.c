@@ -531,15 +531,17 @@ cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     return cand_holds_rest(c, s, l, cd, mbit, walk, proven, (size_t)(-2 - f));
 }
 
-/* Does candidate `cd` of list `l` hold? The index's inline data first:
- * a method bit the route refuses fails it without touching the route; a
- * whole route (SY_CAND_WHOLE) reached by an exact walk holds with its
- * captures taken from the request's segments (both inline here, the
- * common cases); a walk-proven one has only its other predicates tested;
- * anything else is tested in full. */
+/* Does candidate `cd` (route r) of list `l` hold? The index's inline
+ * data first: a method bit the route refuses fails it without touching
+ * the route; a whole route (SY_CAND_WHOLE) reached by an exact walk
+ * holds with its captures taken from the request's segments, one whose
+ * Host the walk proves and whose other predicates are Methods and a
+ * literal Path (SY_CAND_LIT) when that Path holds on the plain path's
+ * text (all inline here, the common cases); a walk-proven one has only
+ * its other predicates tested; anything else is tested in full. */
 static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
                               const sy__cand_list *l, const sy__cand *cd,
-                              int mbit) {
+                              const struct sy_route *r, int mbit) {
     if (!((cd->methods >> mbit) & 1u)) {
         /* for a 405: method_reason() checks its other predicates */
         if (c->method_miss_count < MAX_METHOD_MISSES)
@@ -556,6 +558,20 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
             return true;
         }
         if (caps_later(c, l, cd)) /* sy__match_caps sets ncaps */
+            return true;
+    } else if ((cd->flags & SY_CAND_LIT) && l->exact && !odd_host &&
+               (mbit != 31 || cd->methods == UINT32_MAX) && c->path.flat.ptr) {
+        /* the methods hold (the mask), the Host is proven: the Path is
+         * the first that could fail, and no Method failure is noted */
+        if (!sy__pred_lit_flat(
+                sy__route_cpred(r, cd->flags >> SY_CAND_LIT_SHIFT),
+                c->path.flat))
+            return false;
+        if (!cd->nvars) {
+            c->ev.ncaps = 0;
+            return true;
+        }
+        if (caps_later(c, l, cd))
             return true;
     }
     return cand_holds_quick(c, s, l, cd, mbit, odd_host);
@@ -854,7 +870,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
                 continue;
             }
             const struct sy_route *r = cand_route(s, cd);
-            if (r && cand_holds(c, s, l, cd, mbit)) {
+            if (r && cand_holds(c, s, l, cd, r, mbit)) {
                 *out = found_route(c, s, req, cd->slot, r);
                 return SY_OK;
             }
@@ -900,7 +916,7 @@ match_merge(sy_match_ctx *c, const sy_snapshot *s, const sy_request *req,
         const sy__cand_list *l = &c->lists[best];
         const sy__cand *cd = &l->c[c->heads[best]++];
         last = best_key;
-        if (cand_holds(c, s, l, cd, mbit)) {
+        if (cand_holds(c, s, l, cd, cand_route(s, cd), mbit)) {
             *out = found(c, s, req, cd->slot);
             return SY_OK;
         }

@@ -506,6 +506,10 @@ bool sy__pred_all_literal(const sy__pred *p) {
     return true;
 }
 
+bool sy__pred_path_lit(const sy__pred *p) {
+    return p->kind == SY_PK_PATH && p->lit;
+}
+
 size_t sy__pred_pattern_count(const sy__pred *p) {
     return p->kind == SY_PK_PATH || p->kind == SY_PK_HOST ? sy__pred_npats(p)
                                                           : 0;

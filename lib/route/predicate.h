@@ -84,6 +84,10 @@ size_t sy__pred_pattern_count(const sy__pred *p);
 /* A Path (Host) predicate whose every pattern is all literal segments
  * (labels): what the index can prove by itself. */
 bool sy__pred_all_literal(const sy__pred *p);
+/* A Path of one all-literal pattern (perhaps then a last "**") that the
+ * matcher compares with a plain path's text (predicate_quick.h,
+ * sy__pred_lit_flat). */
+bool sy__pred_path_lit(const sy__pred *p);
 const sy__pattern *sy__pred_pattern(const sy__pred *p, size_t i);
 /* Method: bit mask (1 << sy__method_bit(...)) of accepted methods; bit 31
  * set when any non-standard method is listed. */

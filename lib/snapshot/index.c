@@ -323,14 +323,15 @@ static bool add_var(builder *b, sy_str name, uint32_t seg) {
 /* The methods a route accepts and, per trie (0 path, 1 host), whether
  * the walk proves its Path (Host) predicate (SY_CAND_WALK: one such
  * predicate, of one walkable pattern) and whether that leaves only its
- * Method predicates (SY_CAND_WHOLE). */
+ * Method predicates (SY_CAND_WHOLE) or, proving its Host, those and one
+ * literal Path (SY_CAND_LIT). */
 rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
     rinfo ri;
     memset(&ri, 0, sizeof ri);
     ri.methods = UINT32_MAX;
     ri.route = r;
     size_t at[2] = {0, 0}, ndims[2] = {0, 0};
-    bool other = false;
+    bool other = false, path_lit = false;
     for (size_t i = 0; i < r->predicate_count; i++) {
         const sy__pred *p = sy__route_cpred(r, i);
         sy__pred_kind k = p ? sy__pred_get_kind(p) : SY_PK_HOST_FACTORY;
@@ -339,6 +340,8 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
         } else if (k == SY_PK_PATH || k == SY_PK_HOST) {
             at[k == SY_PK_HOST] = i;
             ndims[k == SY_PK_HOST]++;
+            if (k == SY_PK_PATH)
+                path_lit = sy__pred_path_lit(p);
         } else {
             other = true;
         }
@@ -386,6 +389,9 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
         }
         if (!other && !ndims[1 - d])
             ri.flags[d] |= SY_CAND_WHOLE;
+        else if (d == 1 && !other && ndims[0] == 1 && path_lit &&
+                 at[0] <= SY_CAND_LIT_MAX)
+            ri.flags[1] |= (uint8_t)(SY_CAND_LIT | at[0] << SY_CAND_LIT_SHIFT);
     }
     return ri;
 }

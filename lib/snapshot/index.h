@@ -39,6 +39,9 @@ typedef struct sy__index_route {
  * reused until no index holds it), so a matcher that knows the slot
  * lives (no index entry of its snapshot is dead: sy__match_prep's
  * cands_live) takes the route from here and reads no slot chunk.
+ *
+ * flags: SY_CAND_WALK, SY_CAND_WHOLE, SY_CAND_VAR1, SY_CAND_LIT and the
+ * latter's predicate.
  */
 typedef struct sy__cand {
     uint32_t slot;
@@ -58,8 +61,15 @@ typedef struct sy__cand {
  * segments (and perhaps a "**" the walk meets last): an exact walk to its
  * list proves it, and its captures are the request's segments at its
  * {var}s. SY_CAND_WHOLE: besides, the route has only Method predicates,
- * so the walk and the method mask decide it without touching the route. */
-enum { SY_CAND_WALK = 1, SY_CAND_WHOLE = 2, SY_CAND_VAR1 = 4 };
+ * so the walk and the method mask decide it without touching the route.
+ * SY_CAND_LIT (host trie, with SY_CAND_WALK): besides the Host and its
+ * Method predicates, the route has one Path, a literal the matcher
+ * compares with a plain path's text (sy__pred_path_lit), predicate
+ * flags >> SY_CAND_LIT_SHIFT: so it is decided by that compare alone,
+ * without the route's other predicates. */
+enum { SY_CAND_WALK = 1, SY_CAND_WHOLE = 2, SY_CAND_VAR1 = 4, SY_CAND_LIT = 8 };
+#define SY_CAND_LIT_SHIFT 4 /* above the flags */
+#define SY_CAND_LIT_MAX 15  /* the highest predicate index it holds */
 
 /* A {var} of a walk-proven pattern: its name (into the pattern's text,
  * valid while the slot's route is; NULL for a "*", which captures nothing

@@ -240,7 +240,7 @@ typedef struct rinfo {
     uint32_t vars[2]; /* per trie: offset in the var pool (VAR1: the var) */
     uint16_t nvars[2];
     uint8_t pred[2];  /* the predicate the walk proves */
-    uint8_t flags[2]; /* SY_CAND_WALK, SY_CAND_WHOLE, SY_CAND_VAR1 */
+    uint8_t flags[2]; /* SY_CAND_WALK, WHOLE, VAR1, LIT (and its pred) */
     const struct sy_route *route;
 } rinfo;
 

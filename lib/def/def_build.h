@@ -59,6 +59,9 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
  * ea: where predicate entries and their argument arrays (not their texts)
  * go: NULL, r's arena; else an arena the caller frees, for a route that
  * keeps no entries (def_route.c).
+ * path NULL: the errors are unnamed (path ""), for a caller that builds
+ * the entries again with their path when they fail (building is
+ * deterministic; the first try's allocations stay in r's arena or ea).
  */
 int sy__def_build_entries_in(const sy__def_ctx *ctx, struct sy_route *r,
                              sy__arena *ea, sy__factory_kind kind,

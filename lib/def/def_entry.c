@@ -750,6 +750,10 @@ int sy__def_build_entries_in(const sy__def_ctx *ctx, struct sy_route *r,
                              sy_error *err) {
     /* filters go to r's own `more`, made only when there are some */
     bool preds = kind == SY_FACTORY_PREDICATE;
+    bool named = path != NULL; /* else every error unnamed (""): the caller
+                                  builds again with the path after one */
+    if (!named)
+        path = "";
     sy__route_more *m = r->more == &sy__route_more_none
                             ? NULL
                             : (sy__route_more *)(uintptr_t)r->more;
@@ -784,12 +788,18 @@ int sy__def_build_entries_in(const sy__def_ctx *ctx, struct sy_route *r,
     memset(es, 0, n * sizeof *es);
     size_t i = 0;
     char p[256];
-    size_t at = strlen(path); /* "<path>[i]", truncated as sy__path_join */
-    if (at > sizeof p - 1)
-        at = sizeof p - 1;
-    memcpy(p, path, at);
+    size_t at = 0; /* "<path>[i]", truncated as sy__path_join */
+    if (named) {
+        at = strlen(path);
+        if (at > sizeof p - 1)
+            at = sizeof p - 1;
+        memcpy(p, path, at);
+    } else {
+        p[0] = '\0';
+    }
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
-        sy__path_index(p, sizeof p, at, i);
+        if (named)
+            sy__path_index(p, sizeof p, at, i);
         int rc =
             build_entry(ctx, r, ea, kind, c, p, &es[i], &es[i].shortcut, err);
         if (rc)

@@ -471,16 +471,24 @@ static int fill_route(const sy__def_ctx *ctx, struct sy_route *r, sy__arena *ea,
     }
     if ((rc = build_order(r, f->order, path, err)))
         return rc;
-    sy__path_join(p, sizeof p, path, "predicates");
+    /* the entries' path ("routes[3].predicates[1]") only names errors:
+     * built without it, and once more with it when they fail */
     rc = sy__def_build_entries_in(ctx, r, ea, SY_FACTORY_PREDICATE,
-                                  f->predicates, p, err);
+                                  f->predicates, NULL, err);
+    if (rc) {
+        sy__path_join(p, sizeof p, path, "predicates");
+        rc = sy__def_build_entries_in(ctx, r, ea, SY_FACTORY_PREDICATE,
+                                      f->predicates, p, err);
+    }
     if (rc)
         return rc;
-    /* (no filters: no path to format, it is never named) */
-    if (f->filters)
-        sy__path_join(p, sizeof p, path, "filters");
     rc = sy__def_build_entries_in(ctx, r, NULL, SY_FACTORY_FILTER, f->filters,
-                                  p, err);
+                                  NULL, err);
+    if (rc) {
+        sy__path_join(p, sizeof p, path, "filters");
+        rc = sy__def_build_entries_in(ctx, r, NULL, SY_FACTORY_FILTER,
+                                      f->filters, p, err);
+    }
     if (rc)
         return rc;
     rc = sy__def_build_metadata(r, f->metadata, path, ctx->alloc, err);

@@ -509,6 +509,17 @@ static int check_key_var(const struct sy_route *r, const sy__rl_cfg *rl,
                          rl->kr.arg, rl->kr.arg);
 }
 
+/* "<path>.<list>[i]" in p, "<path>.<list>" kept there after the first
+ * call (*at its length, 0 before): an entry's path, written only for an
+ * error or a host's factory */
+static const char *entry_path(char *p, size_t cap, size_t *at, const char *path,
+                              const char *list, size_t i) {
+    if (!*at)
+        *at = sy__path_join(p, cap, path, list);
+    sy__path_index(p, cap, *at, i);
+    return p;
+}
+
 int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                       const char *path, sy_error *err) {
     char p[200];
@@ -564,12 +575,10 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
         int rc = 1;
         if (sy__def_spec(e))
             rc = sy__pred_compile_into(e, env, top, "", slot, err);
-        if (rc) {
-            if (!at)
-                at = sy__path_join(p, sizeof p, path, "predicates");
-            sy__path_index(p, sizeof p, at, i);
-            rc = sy__pred_compile_into(e, env, top, p, slot, err);
-        }
+        if (rc)
+            rc = sy__pred_compile_into(
+                e, env, top,
+                entry_path(p, sizeof p, &at, path, "predicates", i), slot, err);
         if (rc) {
             free_preds(slots, i, r->alloc);
             free_compiled(r);
@@ -583,18 +592,23 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
     }
     r->literal_path = literal_pred_index(r, SY_PK_PATH);
     r->literal_host = literal_pred_index(r, SY_PK_HOST);
-    at =
-        r->more->filter_count ? sy__path_join(p, sizeof p, path, "filters") : 0;
+    at = 0;            /* the filters' paths as the predicates' */
     unsigned once = 0; /* a CircuitBreaker, a Retry seen */
     for (size_t i = 0; i < r->more->filter_count; i++) {
-        sy__path_index(p, sizeof p, at, i);
-        int rc = sy__filter_compile(&r->more->filters[i], env, p,
-                                    &r->more->cfilters[i], err);
+        const sy__def_entry *e = &r->more->filters[i];
+        int rc = 1;
+        if (sy__def_spec(e))
+            rc = sy__filter_compile(e, env, "", &r->more->cfilters[i], err);
+        if (rc || !sy__def_spec(e))
+            rc = sy__filter_compile(
+                e, env, entry_path(p, sizeof p, &at, path, "filters", i),
+                &r->more->cfilters[i], err);
         sy__builtin id = SY_F_REQUEST_RATE_LIMITER;
         const void *pol =
             rc ? NULL : sy__filter_policy(r->more->cfilters[i], &id);
         if (pol && (id == SY_F_CIRCUIT_BREAKER || id == SY_F_RETRY)) {
             unsigned bit = id == SY_F_RETRY ? 1u : 2u;
+            entry_path(p, sizeof p, &at, path, "filters", i);
             /* the first one runs: a second would be accepted and ignored
              * (SCG nests them) */
             if (once & bit)
@@ -608,7 +622,8 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
             once |= bit;
         }
         if (pol && id == SY_F_REQUEST_RATE_LIMITER)
-            rc = check_key_var(r, pol, p, err);
+            rc = check_key_var(
+                r, pol, entry_path(p, sizeof p, &at, path, "filters", i), err);
         if (rc) {
             free_compiled(r);
             return rc;

@@ -1392,8 +1392,8 @@ SY_API void sy_ratelimit_redis_result(const sy_redis_call *call, bool ok,
  * as N runs of SCG's script answer them. SCG's script's own reply {allowed
  * 0/1, tokens left} is the batch reply of N = 1 (i = 0). ok == false:
  * fail open as sy_ratelimit_redis_result. Pure; any thread. */
-SY_API void sy_ratelimit_redis_batch_result(const sy_redis_call *call,
-                                            bool ok, int64_t allowed,
+SY_API void sy_ratelimit_redis_batch_result(const sy_redis_call *call, bool ok,
+                                            int64_t allowed,
                                             int64_t tokens_left, size_t i,
                                             sy_ratelimit *out);
 

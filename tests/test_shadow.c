@@ -110,8 +110,8 @@ START_TEST(methods_must_be_a_subset) {
     ck_assert_str_eq(pair(P2("\"Path=/a\"", "\"Method=GET\""),
                           P2("\"Path=/a\"", "\"Method=GET,POST\"")),
                      "");
-    ck_assert_str_eq(pair(P2("\"Path=/a\"", "\"Method=GET\""), P("\"Path=/a\"")),
-                     "");
+    ck_assert_str_eq(
+        pair(P2("\"Path=/a\"", "\"Method=GET\""), P("\"Path=/a\"")), "");
     ck_assert_str_eq(pair(P2("\"Path=/a\"", "\"Method=PURGE,GET\""),
                           P2("\"Path=/a\"", "\"Method=PURGE\"")),
                      "B<A>");
@@ -119,25 +119,23 @@ START_TEST(methods_must_be_a_subset) {
 END_TEST
 
 START_TEST(a_condition_only_the_route_above_has_stops_the_shadow) {
-    ck_assert_str_eq(pair(P2("\"Path=/a/**\"", "\"Header=X-Debug\""),
-                          P("\"Path=/a/b\"")),
-                     "");
-    ck_assert_str_eq(pair(P2("\"Path=/a/**\"", "\"Query=debug\""),
-                          P("\"Path=/a/b\"")),
-                     "");
+    ck_assert_str_eq(
+        pair(P2("\"Path=/a/**\"", "\"Header=X-Debug\""), P("\"Path=/a/b\"")),
+        "");
+    ck_assert_str_eq(
+        pair(P2("\"Path=/a/**\"", "\"Query=debug\""), P("\"Path=/a/b\"")), "");
     ck_assert_str_eq(pair(P2("\"Path=/a/**\"", "\"Host=api.example.com\""),
                           P("\"Path=/a/b\"")),
                      "");
-    ck_assert_str_eq(pair(P2("\"Path=/a/**\"", "\"Weight=g,50\""),
-                          P("\"Path=/a/b\"")),
-                     "");
+    ck_assert_str_eq(
+        pair(P2("\"Path=/a/**\"", "\"Weight=g,50\""), P("\"Path=/a/b\"")), "");
 }
 END_TEST
 
 START_TEST(a_condition_only_the_shadowed_route_has_narrows_it) {
-    ck_assert_str_eq(pair(P("\"Path=/a/**\""),
-                          P2("\"Path=/a/b\"", "\"Header=X-Debug\"")),
-                     "B<A>");
+    ck_assert_str_eq(
+        pair(P("\"Path=/a/**\""), P2("\"Path=/a/b\"", "\"Header=X-Debug\"")),
+        "B<A>");
     ck_assert_str_eq(pair(P2("\"Path=/a/**\"", "\"Header=X-V, v[0-9]\""),
                           P2("\"Path=/a/b\"", "\"Header=X-V, v[0-9]\"")),
                      "B<A>");
@@ -147,9 +145,8 @@ START_TEST(a_condition_only_the_shadowed_route_has_narrows_it) {
     ck_assert_str_eq(pair(P("\"Host=**.example.com\""),
                           P2("\"Host=api.example.com\"", "\"Path=/x\"")),
                      "B<A>");
-    ck_assert_str_eq(pair(P("\"Host={s}.example.com\""),
-                          P("\"Host=a.b.example.com\"")),
-                     "");
+    ck_assert_str_eq(
+        pair(P("\"Host={s}.example.com\""), P("\"Host=a.b.example.com\"")), "");
     ck_assert_str_eq(
         pair(P("\"After=2020-01-01T00:00:00Z\""),
              P("\"Between=2021-01-01T00:00:00Z,2022-01-01T00:00:00Z\"")),
@@ -173,14 +170,24 @@ START_TEST(several_routes_above_may_share_the_shadow) {
 }
 END_TEST
 
+START_TEST(a_route_of_no_predicates_above_shadows_everything_after_it) {
+    /* no predicates: every request matches it (route model section 2) */
+    ck_assert_str_eq(pair("\"predicates\":[]", P("\"Path=/a/b\"")), "B<A>");
+    ck_assert_str_eq(pair("\"order\":0", P("\"Method=GET\"")), "B<A>");
+    ck_assert_str_eq(pair("\"order\":0", "\"order\":1"), "B<A>");
+    /* a catch-all below a narrower route is reached by the rest */
+    ck_assert_str_eq(pair(P("\"Path=/a/**\""), "\"predicates\":[]"), "");
+}
+END_TEST
+
 START_TEST(rank_follows_order_and_disabled_routes_are_left_out) {
     /* B has the lower order: it is tried first, A never shadows it */
-    ck_assert_str_eq(pair("\"order\":1," P("\"Path=/a\""),
-                          "\"order\":0," P("\"Path=/**\"")),
-                     "A<B>");
-    ck_assert_str_eq(pair("\"order\":1," P("\"Path=/**\""),
-                          "\"order\":0," P("\"Path=/a\"")),
-                     "");
+    ck_assert_str_eq(
+        pair("\"order\":1," P("\"Path=/a\""), "\"order\":0," P("\"Path=/**\"")),
+        "A<B>");
+    ck_assert_str_eq(
+        pair("\"order\":1," P("\"Path=/**\""), "\"order\":0," P("\"Path=/a\"")),
+        "");
     ck_assert_str_eq(
         pair("\"metadata\":{\"status\":\"disabled\"}," P("\"Path=/**\""),
              P("\"Path=/a\"")),
@@ -190,12 +197,11 @@ END_TEST
 
 START_TEST(routes_that_match_nothing_are_reported) {
     ck_assert_str_eq(
-        pair(P("\"Path=/z\""),
-             P2("\"After=2030-01-01T00:00:00Z\"", "\"Before=2020-01-01T00:00:00Z\"")),
+        pair(P("\"Path=/z\""), P2("\"After=2030-01-01T00:00:00Z\"",
+                                  "\"Before=2020-01-01T00:00:00Z\"")),
         "B!");
-    ck_assert_str_eq(pair(P("\"Path=/z\""),
-                          P2("\"Method=GET\"", "\"Method=POST\"")),
-                     "B!");
+    ck_assert_str_eq(
+        pair(P("\"Path=/z\""), P2("\"Method=GET\"", "\"Method=POST\"")), "B!");
     ck_assert_str_eq(pair(P("\"Path=/z\""), P("\"Path=foo\"")), "B!");
 }
 END_TEST
@@ -230,10 +236,10 @@ static unsigned rnd(unsigned n) {
     return (unsigned)(rng % n);
 }
 
-static const char *const seg_pool[] = {"a", "b", "*", "{x}", "**", "{y:[ab]}",
-                                       "a*", ""};
-static const char *const host_pool[] = {"a.com", "*.com", "**", "{s}.a.com",
-                                        "b.a.com", "**.com"};
+static const char *const seg_pool[] = {"a",  "b",        "*",  "{x}",
+                                       "**", "{y:[ab]}", "a*", ""};
+static const char *const host_pool[] = {"a.com",     "*.com",   "**",
+                                        "{s}.a.com", "b.a.com", "**.com"};
 static const char *const method_pool[] = {"GET", "POST", "PUT"};
 
 /* A random route body: Path (1 or 2 patterns, matchTrailingSlash either
@@ -294,8 +300,8 @@ static void random_route(char *buf, size_t size, char pats[2][128],
     snprintf(buf + o, size - o, "]");
 }
 
-static const char *const req_segs[] = {"a", "b", "c", "", ";m", "a;m", "%61",
-                                       "ab", "b;x=1"};
+static const char *const req_segs[] = {"a",   "b",   "c",  "",     ";m",
+                                       "a;m", "%61", "ab", "b;x=1"};
 
 /* A path: from one of the patterns (elements filled in), or random. */
 static void random_path(char *out, size_t size, const char *pat) {
@@ -364,10 +370,11 @@ START_TEST(random_pairs_reported_shadowed_never_route_to_the_shadowed) {
             continue;
         claims++;
         sy_router *both = router_of(json);
-        snprintf(json, sizeof json, "[{\"id\":\"B\",\"uri\":\"http://a:1\",%s}]",
-                 b);
+        snprintf(json, sizeof json,
+                 "[{\"id\":\"B\",\"uri\":\"http://a:1\",%s}]", b);
         sy_router *alone = router_of(json);
-        sy_snapshot *s2 = sy_router_acquire(both), *s1 = sy_router_acquire(alone);
+        sy_snapshot *s2 = sy_router_acquire(both),
+                    *s1 = sy_router_acquire(alone);
         for (int q = 0; q < 200; q++) {
             char path[256];
             random_path(path, sizeof path, pb[rnd((unsigned)nb)]);
@@ -388,11 +395,12 @@ START_TEST(random_pairs_reported_shadowed_never_route_to_the_shadowed) {
                 continue;
             reached++;
             ck_assert_int_eq(sy_snapshot_match(s2, ctx, &req, &mt), 0);
-            ck_assert_msg(mt && strcmp(sy_route_id(sy_match_route(mt)), "A") == 0,
+            ck_assert_msg(mt &&
+                              strcmp(sy_route_id(sy_match_route(mt)), "A") == 0,
                           "B reported shadowed by A, but %s %s (host %s) "
                           "goes to %s\nA: %s\nB: %s",
-                          m, path, h, mt ? sy_route_id(sy_match_route(mt)) : "none",
-                          a, b);
+                          m, path, h,
+                          mt ? sy_route_id(sy_match_route(mt)) : "none", a, b);
         }
         sy_snapshot_release(s1);
         sy_snapshot_release(s2);
@@ -400,7 +408,10 @@ START_TEST(random_pairs_reported_shadowed_never_route_to_the_shadowed) {
         sy_router_free(alone);
     }
     sy_match_ctx_free(ctx);
-    fprintf(stderr, "# %zu pairs, %zu reported shadowed, %zu requests reached the shadowed route alone\n", pairs, claims, reached);
+    fprintf(stderr,
+            "# %zu pairs, %zu reported shadowed, %zu requests reached the "
+            "shadowed route alone\n",
+            pairs, claims, reached);
     /* the run must have tested something */
     ck_assert_uint_ge(claims, pairs / 100);
     ck_assert_uint_ge(reached, claims * 20);
@@ -417,10 +428,13 @@ int main(void) {
     tcase_add_test(tc, a_condition_only_the_route_above_has_stops_the_shadow);
     tcase_add_test(tc, a_condition_only_the_shadowed_route_has_narrows_it);
     tcase_add_test(tc, several_routes_above_may_share_the_shadow);
+    tcase_add_test(tc,
+                   a_route_of_no_predicates_above_shadows_everything_after_it);
     tcase_add_test(tc, rank_follows_order_and_disabled_routes_are_left_out);
     tcase_add_test(tc, routes_that_match_nothing_are_reported);
     tcase_add_test(tc, the_snapshot_reports_across_sources);
-    tcase_add_test(tc, random_pairs_reported_shadowed_never_route_to_the_shadowed);
+    tcase_add_test(tc,
+                   random_pairs_reported_shadowed_never_route_to_the_shadowed);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -88,7 +88,9 @@ static sy_str shared_first(const struct sy__pred *p) {
 
 static void analyse(rinfo *ri) {
     const struct sy_route *r = ri->r;
-    ri->skip = r->disabled || !r->cpred;
+    /* no cpred: not compiled, or no predicates (a catch-all, it takes
+     * every request of every route after it) */
+    ri->skip = r->disabled || (!r->cpred && r->predicate_count);
     ri->may_take = true;
     ri->any_method = true;
     ri->mask = STD_METHODS;
@@ -271,8 +273,7 @@ static size_t first_taker(const shadow_run *run, const rinfo *b, size_t k,
                 h = m;
         }
         lo = hi = l;
-        while (hi < run->nkeyed &&
-               cmp_str(run->keyed[hi].first, key) == 0)
+        while (hi < run->nkeyed && cmp_str(run->keyed[hi].first, key) == 0)
             hi++;
     }
     size_t a = 0, x = lo;
@@ -347,9 +348,9 @@ static int check_one(shadow_run *run, size_t k, size_t *by, size_t *by_rank,
         by_path[i] = ri->path;
         if (o < sizeof reason)
             o += (size_t)snprintf(reason + o, sizeof reason - o, "%s'%s'",
-                                  i == 0           ? ""
+                                  i == 0         ? ""
                                   : i + 1 == nby ? " or "
-                                                   : ", ",
+                                                 : ", ",
                                   ri->r->id);
     }
     s.by_count = nby;
@@ -422,7 +423,8 @@ int sy_document_shadowed(const sy_document *doc, const sy_allocator *alloc,
     qsort(info, n, sizeof *info, order_cmp);
     for (size_t i = 0; i < n; i++)
         info[i].rank = i;
-    shadow_run run = {.alloc = &a, .info = info, .n = n, .fn = fn, .data = data};
+    shadow_run run = {
+        .alloc = &a, .info = info, .n = n, .fn = fn, .data = data};
     int rc = run_all(&run, err);
     sy__free(&a, info);
     return rc;
@@ -445,7 +447,8 @@ int sy_snapshot_shadowed(const sy_snapshot *snap, const sy_allocator *alloc,
         ri->position = ri->r->doc_index;
         analyse(ri);
     }
-    shadow_run run = {.alloc = &a, .info = info, .n = n, .fn = fn, .data = data};
+    shadow_run run = {
+        .alloc = &a, .info = info, .n = n, .fn = fn, .data = data};
     int rc = run_all(&run, err);
     sy__free(&a, info);
     return rc;

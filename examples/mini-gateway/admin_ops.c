@@ -506,6 +506,13 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
             gw_buf_adds(&b, "],\"removed\":[],\"updated\":[]}");
             sy_snapshot_release(s);
         }
+        /* a file's source: previewed (what changing the file would do),
+         * but the real PUT is refused, and the answer says so */
+        char msg[768];
+        if (gw_owner_check(source, NULL, msg, sizeof msg)) {
+            gw_buf_adds(&b, ",\"put_refused\":");
+            gw_buf_json_str(&b, msg, strlen(msg));
+        }
         cJSON *imp = impact(after);
         char *t = cJSON_PrintUnformatted(imp);
         gw_buf_adds(&b, ",\"impact\":");

@@ -192,6 +192,15 @@ def body(procs, c):
     c.ok(("/echo/a", "echo", None) in moved, "impact: /echo/a loses its route")
     c.eq(dr["shadowed"], [],
          "after the change no route is shadowed (users now ranks first)")
+    c.ok("the file %s" % routes in dr.get("put_refused", ""),
+         "a file's source: previewed, and the answer says the real PUT is "
+         "refused, naming the file: %r" % dr.get("put_refused"))
+    st, _, data = gw.admin_call("PUT", "/routes/other?dry_run=1",
+                                {"routes": [{"id": "o", "uri": "http://o:1",
+                                             "predicates": ["Path=/o"]}]})
+    dr = json.loads(data)
+    c.eq((st, dr["diff"]["added"], "put_refused" in dr), (200, ["o"], False),
+         "a source no file owns: no put_refused")
     doc3 = json.loads(routes_doc(bport, "3"))
     doc3["routes"].append({"id": "late", "uri": "http://127.0.0.1:1",
                            "predicates": ["Path=/echo/late"]})

@@ -106,6 +106,8 @@ static inline void gw_buf_adds(gw_buf *b, const char *s) {
     gw_buf_add(b, s, strlen(s));
 }
 void gw_buf_addu(gw_buf *b, uint64_t v); /* decimal, without printf */
+/* v in decimal at dst (room for 20), not NUL-ended; its length. */
+size_t gw_u64_text(char *dst, uint64_t v);
 void gw_buf_printf(gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A JSON string literal (quotes included) for len bytes of s. */

@@ -148,6 +148,7 @@ typedef struct rl_lines {
     char first[48]; /* "X-RateLimit-Remaining: " */
     size_t first_len, tail_len;
     char tail[160]; /* the other three lines, "Name: v\r\n" each */
+    uint64_t bits;  /* the four names' gw_name_bits (0: two are one) */
 } rl_lines;
 static _Thread_local rl_lines rl_cache;
 
@@ -162,7 +163,12 @@ static bool rl_lines_for(const sy_ratelimit *rl) {
         h[0].name.len + 2 > sizeof c->first)
         return false;
     size_t at = 0;
+    uint64_t bits = gw_name_bit(h[0].name.ptr, h[0].name.len);
+    bool apart = true;
     for (size_t i = 1; i < 4; i++) {
+        uint64_t bit = gw_name_bit(h[i].name.ptr, h[i].name.len);
+        apart = apart && !(bits & bit);
+        bits |= bit;
         size_t n = h[i].name.len + h[i].value.len + 4;
         if (at + n > sizeof c->tail)
             return false;
@@ -178,6 +184,7 @@ static bool rl_lines_for(const sy_ratelimit *rl) {
     memcpy(c->first + h[0].name.len, ": ", 2);
     c->first_len = h[0].name.len + 2;
     c->tail_len = at;
+    c->bits = apart ? bits : 0;
     c->rate = rl->replenish_rate;
     c->burst = rl->burst_capacity;
     c->requested = rl->requested_tokens;
@@ -193,14 +200,23 @@ static bool ratelimit_decided(gw_request *q, const sy_ratelimit *rl,
     if (!rl->limited)
         return true;
     gw_buf *out = rl->allowed ? &q->xhdrs : deny;
-    if (rl->headers && rl_lines_for(rl)) { /* per limited request */
-        gw_buf_add(out, rl_cache.first, rl_cache.first_len);
+    if (rl->headers && rl_lines_for(rl) && /* per limited request */
+        gw_buf_reserve(out, rl_cache.first_len + 23 + rl_cache.tail_len)) {
+        size_t from = out->len;
+        char *p = out->p + from;
+        memcpy(p, rl_cache.first, rl_cache.first_len);
+        p += rl_cache.first_len;
         if (rl->remaining < 0)
-            gw_buf_add(out, "-", 1);
-        gw_buf_addu(out, rl->remaining < 0 ? 0u - (uint64_t)rl->remaining
-                                           : (uint64_t)rl->remaining);
-        gw_buf_add(out, "\r\n", 2);
-        gw_buf_add(out, rl_cache.tail, rl_cache.tail_len);
+            *p++ = '-';
+        p += gw_u64_text(p, rl->remaining < 0 ? 0u - (uint64_t)rl->remaining
+                                              : (uint64_t)rl->remaining);
+        memcpy(p, "\r\n", 2);
+        memcpy(p + 2, rl_cache.tail, rl_cache.tail_len);
+        p += 2 + rl_cache.tail_len;
+        *p = '\0';
+        out->len = (size_t)(p - out->p);
+        if (out == &q->xhdrs && rl_cache.bits)
+            gw_xhdrs_noted(q, from, rl_cache.bits);
     }
     if (!rl->allowed) {
         gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_LIMITED);
@@ -582,7 +598,7 @@ void gw_policy_free(gw_request *q) {
         q->backoff = NULL;
     }
     gw_buf_free(&q->body_keep);
-    q->xhdrs.len = 0; /* its memory stays with the request block (proxy.c) */
+    gw_xhdrs_clear(q); /* its memory stays with the request block (proxy.c) */
     gw_buf_free(&q->req_xhdrs);
 }
 

@@ -620,7 +620,7 @@ void gw_request_body_flow(gw_request *q) {
 void gw_request_proceed_ops(gw_request *q, sy_match *m) {
     gw_host_filters(q, m);
     gw_request_copy_response_ops(q, m, &q->xhdrs);
-    q->xhdrs.len = 0;
+    gw_xhdrs_clear(q);
 }
 
 void gw_request_proceed(gw_request *q, sy_match *m) {
@@ -818,7 +818,7 @@ void gw_request_dispatch(gw_request *q) {
     const sy_route *route = sy_match_route(m);
     q->route_id = sy_route_id(route);
     q->rd = sy_route_host_data(route);
-    q->xhdrs.len = 0;
+    gw_xhdrs_clear(q);
     if (cors_check(q, &q->xhdrs))
         return;
     switch (sy_match_action(m)) {
@@ -838,7 +838,7 @@ void gw_request_dispatch(gw_request *q) {
          * route's other response edits, as a no://op answer */
         int st = sy_match_status(m);
         gw_request_copy_response_ops(q, m, &q->xhdrs);
-        q->xhdrs.len = 0;
+        gw_xhdrs_clear(q);
         gw_buf hdr = {0};
         gw_response_ops_text(q, &hdr);
         char body[256];

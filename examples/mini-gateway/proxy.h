@@ -111,11 +111,17 @@ struct gw_request {
     gw_buf fwd;          /* path, query, header names and values */
     sy_header *fwd_hdrs; /* sreq.headers after a forward */
     /* policies (policy.c) */
-    gw_buf xhdrs;          /* response headers from the gateway (CORS,
-                              X-RateLimit-*), "Name: v\r\n", until copied as edits */
-    gw_buf pre;            /* xhdrs kept as the only edits, "Name\0 v\0\n" lines
-                              (gw_request_copy_response_ops; kept with the block) */
-    struct gw_rlwait *rlw; /* calls to Redis in flight */
+    gw_buf xhdrs;   /* response headers from the gateway (CORS,
+                       X-RateLimit-*), "Name: v\r\n", until copied as edits */
+    gw_buf pre;     /* xhdrs kept as the only edits, "Name: v\r\n"
+                       lines (gw_request_copy_response_ops; kept with
+                       the block), "Name\0 v\0\n" once pre_split */
+    bool pre_split; /* pre split for a header list (apply_ops) */
+    /* the names' gw_name_bits of the first xknown bytes of xhdrs (of
+     * pre_known of pre), all different (gw_xhdrs_noted) */
+    uint64_t xbits, pre_bits;
+    size_t xknown, pre_known;
+    struct gw_rlwait *rlw;    /* calls to Redis in flight */
     sy_breaker_permit permit; /* valid while permit_held */
     bool permit_held;
     uint64_t call_start_ms; /* the breaker's call began */
@@ -225,8 +231,33 @@ void gw_request_copy_response_ops(gw_request *q, sy_match *m,
                                   const gw_buf *cors);
 /* The header lines staged before the call when they are all of a
  * request's response edits (q->pre), each added when the response has no
- * header of its name, as the edits they stand for: the name after `at`
- * (NULL: the first) and its *value, NUL-ended; NULL after the last. */
+ * header of its name, as the edits they stand for. They stay "Name:
+ * value\r\n" lines, which a response head takes as they are (upstream.c);
+ * gw_request_pre_split makes them "Name\0 value\0\n" for a header list,
+ * and gw_request_pre_next then gives the name after `at` (NULL: the
+ * first) and its *value, NUL-ended; NULL after the last. */
+void gw_request_pre_split(gw_request *q);
+/* A header name's bit among 64, from its length and last letter: two
+ * names of one bit may be one name (whatever their case), two of
+ * different bits are not. */
+static inline uint64_t gw_name_bit(const char *n, size_t len) {
+    return 1ull << ((len + (size_t)(len ? n[len - 1] | 0x20 : 0)) & 63);
+}
+/* The lines just added to q->xhdrs from byte `from` on have names of
+ * gw_name_bits `bits`, all different: a response head can then tell
+ * without a walk that none repeats an earlier one (upstream.c). */
+static inline void gw_xhdrs_noted(gw_request *q, size_t from, uint64_t bits) {
+    if (q->xknown == from && !(q->xbits & bits)) {
+        q->xbits |= bits;
+        q->xknown = q->xhdrs.len;
+    }
+}
+/* q->xhdrs emptied: nothing of it noted. */
+static inline void gw_xhdrs_clear(gw_request *q) {
+    q->xhdrs.len = 0;
+    q->xbits = 0;
+    q->xknown = 0;
+}
 const char *gw_request_pre_next(const gw_request *q, const char *at,
                                 const char **value);
 /* After the policies: the route's response edits, then forward, answer

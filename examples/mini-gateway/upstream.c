@@ -759,6 +759,7 @@ static void rewrite_location(hlist *l, const gw_resp_op *op,
  * edits of routes that forwarded the request leave alone (gw_resp_op). */
 static void apply_ops(gw_request *q, hlist *l, bool proxied) {
     const char *v = NULL; /* lines kept instead of edits (upstream_head.c) */
+    gw_request_pre_split(q);
     for (const char *n = NULL; (n = gw_request_pre_next(q, n, &v)) != NULL;)
         if (!hl_has(l, n))
             hl_add(l, n, v);
@@ -814,7 +815,7 @@ void gw_response_ops_text(gw_request *q, gw_buf *out) {
     hl_free(&l);
 }
 
-static bool resp_hop(const char *n) {
+static bool resp_hop(const char *n, size_t len) {
     static const struct {
         const char *s;
         size_t len;
@@ -826,11 +827,32 @@ static bool resp_hop(const char *n) {
                {"upgrade", 7},
                {"transfer-encoding", 17},
                {"content-length", 14}};
-    size_t len = strlen(n); /* most names differ in length from all */
+    /* most names differ in length from all */
     for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
         if (len == hop[i].len && strcasecmp(n, hop[i].s) == 0)
             return true;
     return false;
+}
+
+/* True when the "Name: value\r\n" lines of pre are each added by
+ * apply_ops, in their order: none is named as a response header (whose
+ * names' bits are `names`) or as a line before it. False when that cannot
+ * be told from the names' bits: apply_ops then decides. */
+static bool pre_direct(const gw_buf *pre, uint64_t names) {
+    const char *l = pre->p, *end = pre->p + pre->len;
+    while (l < end) {
+        const char *colon = memchr(l, ':', (size_t)(end - l));
+        const char *eol =
+            colon ? memchr(colon, '\r', (size_t)(end - colon)) : NULL;
+        if (!eol || colon[1] != ' ' || eol + 1 >= end || eol[1] != '\n')
+            return false;
+        uint64_t bit = gw_name_bit(l, (size_t)(colon - l));
+        if (names & bit)
+            return false;
+        names |= bit;
+        l = eol + 2;
+    }
+    return true;
 }
 
 static int r_headers_complete(http_parser *p) {
@@ -861,12 +883,22 @@ static int r_headers_complete(http_parser *p) {
     gw_buf_add(&q->rh, "", 1);
     hlist l;
     hl_init(&l);
+    uint64_t names = 0; /* gw_name_bit of each header in l */
     for (size_t i = 0; i < q->rn; i++) {
         const char *n = q->rh.p + q->rname[i];
-        if (!resp_hop(n))
+        size_t len = q->rval[i] - q->rname[i] - 1; /* the name's NUL */
+        if (!resp_hop(n, len)) {
             hl_add(&l, n, q->rh.p + q->rval[i]);
+            names |= gw_name_bit(n, len);
+        }
     }
-    apply_ops(q, &l, true);
+    /* lines kept as all the edits (the usual limited, CORS or
+     * SecureHeaders route): into the head as they are, after l */
+    bool direct = q->pre.len && !q->pre_split && !q->nops && !q->cache_cap &&
+                  (q->pre_known == q->pre.len ? !(names & q->pre_bits)
+                                              : pre_direct(&q->pre, names));
+    if (!direct)
+        apply_ops(q, &l, true);
     q->status = q->status_override ? q->status_override : st;
     char ccbuf[512];
     if (q->cache_cap) { /* LocalResponseCache (cache.c) */
@@ -904,6 +936,8 @@ static int r_headers_complete(http_parser *p) {
     gw_buf_add(&out, "\r\n", 2);
     hl_text(&l, &out);
     hl_free(&l);
+    if (direct)
+        gw_buf_add(&out, q->pre.p, q->pre.len);
     if (has_cl) {
         gw_buf_adds(&out, "Content-Length: ");
         gw_buf_addu(&out, p->content_length);

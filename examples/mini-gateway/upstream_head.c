@@ -173,9 +173,11 @@ static void pre_form(gw_buf *pre, bool kept) {
 void gw_request_copy_response_ops(gw_request *q, sy_match *m,
                                   const gw_buf *cors) {
     if (q->pre.len) { /* staged by an earlier route: edits as they were */
-        pre_form(&q->pre, false);
+        if (q->pre_split)
+            pre_form(&q->pre, false);
         copy_ops(q, NULL, &q->pre);
         q->pre.len = 0;
+        q->pre_split = false;
     }
     if (cors == &q->xhdrs && cors->len && !cors->failed && !q->nops &&
         !sy_match_response_op_count(m)) {
@@ -185,10 +187,21 @@ void gw_request_copy_response_ops(gw_request *q, sy_match *m,
         gw_buf t = q->pre;
         q->pre = q->xhdrs;
         q->xhdrs = t;
-        pre_form(&q->pre, true);
+        q->pre_split = false; /* split only for a header list */
+        q->pre_bits = q->xbits;
+        q->pre_known = q->xknown;
+        q->xbits = 0;
+        q->xknown = 0;
         return;
     }
     copy_ops(q, m, cors);
+}
+
+void gw_request_pre_split(gw_request *q) {
+    if (q->pre.len && !q->pre_split) {
+        pre_form(&q->pre, true);
+        q->pre_split = true;
+    }
 }
 
 const char *gw_request_pre_next(const gw_request *q, const char *at,

@@ -48,14 +48,33 @@ void gw_buf_add_grow(gw_buf *b, const void *data, size_t len) {
     b->p[b->len] = 0;
 }
 
-void gw_buf_addu(gw_buf *b, uint64_t v) {
+size_t gw_u64_text(char *dst, uint64_t v) {
+    static const char two[] = "0001020304050607080910111213141516171819"
+                              "2021222324252627282930313233343536373839"
+                              "4041424344454647484950515253545556575859"
+                              "6061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
     char d[20];
     size_t n = 0;
-    do {
-        d[sizeof d - ++n] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    gw_buf_add(b, d + sizeof d - n, n);
+    while (v >= 100) { /* two digits a division */
+        const char *t = two + 2 * (v % 100);
+        v /= 100;
+        d[sizeof d - ++n] = t[1];
+        d[sizeof d - ++n] = t[0];
+    }
+    if (v >= 10) {
+        d[sizeof d - ++n] = two[2 * v + 1];
+        d[sizeof d - ++n] = two[2 * v];
+    } else {
+        d[sizeof d - ++n] = (char)('0' + v);
+    }
+    memcpy(dst, d + sizeof d - n, n);
+    return n;
+}
+
+void gw_buf_addu(gw_buf *b, uint64_t v) {
+    char d[20];
+    gw_buf_add(b, d, gw_u64_text(d, v));
 }
 
 void gw_copy_str(char *dst, size_t cap, const char *src) {

@@ -7,6 +7,8 @@ import re
 import threading
 import time
 
+import pytest
+
 import switchyard as sy
 
 READERS = 4
@@ -179,8 +181,8 @@ def test_generated_code_releases_the_gil_around_library_calls():
     import switchyard._native as native
     so = pathlib.Path(native.__file__)
     src = so.parent / "_native.c"
-    if not src.exists():  # installed elsewhere: nothing to inspect
-        return
+    if not src.exists():  # installed elsewhere: reported, not passed
+        pytest.skip("no generated source beside %s" % so)
     text = src.read_text()
     for fn in ("sy_document_parse", "sy_router_apply", "sy_snapshot_match",
                "sy_snapshot_explain", "sy_router_notify", "sy_diff_documents",

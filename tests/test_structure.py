@@ -15,6 +15,7 @@ promises:
 
 Usage: test_structure.py SOURCE_ROOT [libswitchyard.so [libswitchyard.a]]
 """
+import ast
 import glob
 import os
 import re
@@ -216,6 +217,21 @@ def main():
     report(bool(pyimports) and not found,
            "no two modules of the Python package import each other",
            ["loop: " + " -> ".join(g) for g in found])
+    # an import inside a function or class hides a dependency from the
+    # module's head (and from the loop check above, which reads it there)
+    nested = []
+    for f in sorted(glob.glob(os.path.join(pkg, "*.py"))):
+        tree = ast.parse(open(f, encoding="utf-8").read(), f)
+        for top in ast.walk(tree):
+            if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                ast.ClassDef)):
+                nested += ["%s:%d" % (os.path.basename(f), node.lineno)
+                           for node in ast.walk(top)
+                           if isinstance(node, (ast.Import, ast.ImportFrom))]
+    report(bool(pyimports) and not nested,
+           "the Python package imports only at the head of its modules",
+           ["import inside a function or class: " + " ".join(
+               sorted(set(nested)))] if nested else [])
 
     header = open(os.path.join(root, "include", "switchyard.h"),
                   encoding="utf-8").read()

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ._convert import (ENC, ERRORS, report_from_c, request_from_c,
                        route_from_c, set_error, stash, text, to_bytes)
 from ._native import ffi, lib
-from ._types import ExplainStep
+from ._types import ExplainStep, Shadow
 
 logger = logging.getLogger("switchyard")
 
@@ -234,7 +234,6 @@ def _sy_py_explain(data: Any, route: Any, matched: bool, failed: int,
 
 @ffi.def_extern()
 def _sy_py_shadow(data: Any, s: Any) -> int:
-    from ._types import Shadow
     try:
         found: List[Any] = ffi.from_handle(data)
         n = int(s.by_count)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ._core import Registry, diff, parse, parse_instances
@@ -446,7 +447,6 @@ def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
 def _parse_now(text: str) -> int:
     """ISO-8601 (2024-01-02T03:04:05[.678](Z|+01:00)) or epoch ms, parsed by
     the same rules as the C tool."""
-    from datetime import datetime, timezone
     try:
         return int(text)
     except ValueError:
@@ -812,8 +812,7 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None,
         return EXIT_USAGE
     cmd, rest = args[0], args[1:]
     if cmd in ("--version", "-V"):
-        from . import library_version
-        out.write(f"switchyard {library_version}\n")
+        out.write("switchyard %s\n" % ffi.string(lib.sy_version()).decode())
         return EXIT_OK
     if cmd in ("-h", "--help", "help"):
         _usage(out)

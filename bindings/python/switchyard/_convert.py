@@ -6,6 +6,7 @@ _types.py before the borrowed C memory can go away.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import threading
 from datetime import datetime, timezone
@@ -72,7 +73,6 @@ def stash(exc: BaseException) -> None:
     trap (a route_detach run by the garbage collector freeing a router)
     has no caller to raise into: its exception is logged."""
     if _pending.depth == 0:
-        import logging
         logging.getLogger("switchyard").error(
             "exception in a switchyard callback outside any call",
             exc_info=(type(exc), exc, exc.__traceback__))

@@ -8,6 +8,7 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
                     Sequence, Tuple, Union, overload)
 
 from . import _callbacks as cb
+from . import _policy
 from ._convert import (CRequest, as_request, check, cstr, diff_from_c,
                        fill_limits, issue_from_c, match_context, new_error,
                        opt_text, route_from_c, route_host_data, route_key,
@@ -256,8 +257,7 @@ def parse(document: DocumentLike, *, lenient: bool = False,
     if registry is not None:
         opts.registry = registry._use()
     if host_runs is not None:
-        from ._policy import c_host_runs
-        opts.host_runs = c_host_runs(host_runs, keep)
+        opts.host_runs = _policy.c_host_runs(host_runs, keep)
     out = ffi.new("sy_document **")
     err = new_error()
     with trap():
@@ -519,7 +519,6 @@ class _Live:
 
     def policy(self, match: Match, kind: str, now_ms: int) -> Any:
         """Match.ratelimit() / breaker() / retry_policy()."""
-        from . import _policy
         return _policy.run(match, kind, now_ms, with_c_match)
 
 

@@ -5,8 +5,9 @@
  * entries handed over per request) and run here:
  *
  *   SecureHeaders    the response gets SCG's eight security headers
- *                    unless the upstream sent them; each value settable
- *                    by its arg.
+ *                    unless the upstream sent them or the route's disable
+ *                    list names them; each value settable by its arg;
+ *                    Permissions-Policy too with enable: permissions-policy.
  *   FallbackHeaders  on the route a breaker's fallback reached: the request
  *                    sent upstream gets the failure's exception type and
  *                    message, and its root cause's, as headers (their
@@ -43,6 +44,12 @@ static const char *arg_or(const sy_filter_entry *e, const char *key,
         if (strcmp(e->args[i].key, key) == 0)
             return e->args[i].value;
     return dflt;
+}
+
+static const char *relaxed_or(const sy_filter_entry *e, const char *name,
+                              const char *dflt) {
+    const char *v = gw_filter_arg(e, name);
+    return v ? v : dflt;
 }
 
 /* What a fallback gets told about the failure, as SCG's Resilience4j
@@ -91,9 +98,16 @@ void gw_host_filters(gw_request *q, sy_match *m) {
     for (size_t i = 0; i < n; i++) {
         const sy_filter_entry *e = sy_match_host_filter(m, i);
         if (strcmp(e->name, "SecureHeaders") == 0) {
+            const char *off = gw_filter_arg(e, "disable");
+            const char *on = gw_filter_arg(e, "enable");
             for (const gw_filter_field *f = gw_secure_fields; f->arg; f++)
-                gw_buf_printf(&q->xhdrs, "%s: %s\r\n", f->header,
-                              arg_or(e, f->arg, f->dflt));
+                if (!gw_list_has(off, f->header))
+                    gw_buf_printf(&q->xhdrs, "%s: %s\r\n", f->header,
+                                  relaxed_or(e, f->arg, f->dflt));
+            const gw_filter_field *pp = &gw_permissions_policy;
+            if (gw_list_has(on, "permissions-policy"))
+                gw_buf_printf(&q->xhdrs, "%s: %s\r\n", pp->header,
+                              relaxed_or(e, pp->arg, pp->dflt));
         } else if (strcmp(e->name, "FallbackHeaders") == 0 && q->fb_kind) {
             const char *type, *root, *root_msg;
             char msg[256];

@@ -6,7 +6,11 @@
  *   SecureHeaders     args: xssProtectionHeader, strictTransportSecurity,
  *                     frameOptions, contentTypeOptions, referrerPolicy,
  *                     contentSecurityPolicy, downloadOptions,
- *                     permittedCrossDomainPolicies (header values).
+ *                     permittedCrossDomainPolicies (header values);
+ *                     disable (lowercase names of those headers), enable
+ *                     (permissions-policy) and permissionsPolicy, as SCG's
+ *                     route args; names in Spring's relaxed forms
+ *                     (frame-options = frameOptions).
  *   FallbackHeaders   args: executionExceptionTypeHeaderName,
  *                     ...MessageHeaderName, rootCauseExceptionTypeHeaderName,
  *                     ...MessageHeaderName (header names).
@@ -43,6 +47,61 @@ const gw_filter_field gw_secure_fields[] = {
     {"permittedCrossDomainPolicies", "X-Permitted-Cross-Domain-Policies",
      "none"},
     {NULL, NULL, NULL}};
+
+const gw_filter_field gw_permissions_policy = {
+    "permissionsPolicy", "Permissions-Policy",
+    "accelerometer=(), ambient-light-sensor=(), autoplay=(), battery=(), "
+    "camera=(), cross-origin-isolated=(), display-capture=(), "
+    "document-domain=(), encrypted-media=(), "
+    "execution-while-not-rendered=(), execution-while-out-of-viewport=(), "
+    "fullscreen=(), geolocation=(), gyroscope=(), keyboard-map=(), "
+    "magnetometer=(), microphone=(), midi=(), navigation-override=(), "
+    "payment=(), picture-in-picture=(), publickey-credentials-get=(), "
+    "screen-wake-lock=(), sync-xhr=(), usb=(), web-share=(), "
+    "xr-spatial-tracking=()"};
+
+bool gw_arg_is(const char *key, const char *name) {
+    for (;;) {
+        while (*key == '-' || *key == '_')
+            key++;
+        if (!*key || !*name)
+            return !*key && !*name;
+        if ((*key | 0x20) != (*name | 0x20))
+            return false;
+        key++, name++;
+    }
+}
+
+/* The next item of a comma-separated list at *p: *p moved to it, its
+ * length without trailing blanks in *len; false at the end. */
+static bool next_item(const char **p, size_t *len) {
+    while (*p && (**p == ' ' || **p == ','))
+        (*p)++;
+    if (!*p || !**p)
+        return false;
+    *len = strcspn(*p, ",");
+    return true;
+}
+
+bool gw_list_has(const char *list, const char *name) {
+    size_t n = strlen(name);
+    const char *p = list;
+    for (size_t len; next_item(&p, &len); p += len) {
+        size_t l = len;
+        while (l && p[l - 1] == ' ')
+            l--;
+        if (l == n && strncasecmp(p, name, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+const char *gw_filter_arg(const sy_filter_entry *e, const char *name) {
+    for (size_t i = 0; i < e->arg_count; i++)
+        if (gw_arg_is(e->args[i].key, name))
+            return e->args[i].value;
+    return NULL;
+}
 
 const gw_filter_field gw_fallback_fields[] = {
     {"executionExceptionTypeHeaderName", "type", "Execution-Exception-Type"},
@@ -93,7 +152,7 @@ static int refuse(sy_error *err, const char *key, const char *why) {
     return SY_EARG;
 }
 
-typedef enum kind { HEADER_VALUES, HEADER_NAMES, CLASS_NAMES } kind;
+typedef enum kind { HEADER_NAMES, CLASS_NAMES } kind;
 
 /* Every arg must be one of the fields, its value of the kind. */
 static int check(const gw_filter_field *fs, kind k, const sy_kv *args, size_t n,
@@ -109,8 +168,6 @@ static int check(const gw_filter_field *fs, kind k, const sy_kv *args, size_t n,
                       : "unknown argument";
         else if (k == HEADER_NAMES && !token(v))
             why = "must be a header name";
-        else if (k == HEADER_VALUES && strpbrk(v, "\r\n"))
-            why = "must not contain CR or LF";
         else if (k == CLASS_NAMES && !class_name(v))
             why = "must be a Java class name (java.lang.String)";
         if (why)
@@ -119,10 +176,83 @@ static int check(const gw_filter_field *fs, kind k, const sy_kv *args, size_t n,
     return 0;
 }
 
+/* True when the len bytes at p are `name` in lowercase (blanks after). */
+static bool lowercase_of(const char *p, size_t len, const char *name) {
+    while (len && p[len - 1] == ' ')
+        len--;
+    if (strlen(name) != len)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c =
+            name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] | 0x20) : name[i];
+        if (p[i] != c)
+            return false;
+    }
+    return true;
+}
+
+/* SecureHeaders' disable: a list of the lowercase full names of the
+ * headers it adds (SCG compares them lowercase); enable: only
+ * permissions-policy; each one-header arg takes a value without CR/LF. A
+ * value set for a header the route disables, or a permissionsPolicy
+ * without enable, would be accepted and not sent: refused. */
 static int check_secure(void *data, const sy_kv *args, size_t n,
                         sy_error *err) {
     (void)data;
-    return check(gw_secure_fields, HEADER_VALUES, args, n, err);
+    const char *disable = NULL, *enable = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *k = args[i].key;
+        if (gw_arg_is(k, "disable"))
+            disable = args[i].value;
+        else if (gw_arg_is(k, "enable"))
+            enable = args[i].value;
+    }
+    const char *p = disable;
+    for (size_t len; next_item(&p, &len); p += len) {
+        bool known = false;
+        for (const gw_filter_field *f = gw_secure_fields; f->arg; f++)
+            known = known || lowercase_of(p, len, f->header);
+        if (!known) {
+            char why[200];
+            snprintf(why, sizeof why,
+                     "'%.*s' is not the lowercase name of a header "
+                     "SecureHeaders adds (x-frame-options, "
+                     "strict-transport-security, ...)",
+                     (int)(len > 80 ? 80 : len), p);
+            return refuse(err, "disable", why);
+        }
+    }
+    p = enable;
+    for (size_t len; next_item(&p, &len); p += len)
+        if (!lowercase_of(p, len, "permissions-policy"))
+            return refuse(err, "enable",
+                          "only permissions-policy can be enabled");
+    for (size_t i = 0; i < n; i++) {
+        const char *k = args[i].key, *v = args[i].value;
+        if (gw_arg_is(k, "disable") || gw_arg_is(k, "enable"))
+            continue;
+        const gw_filter_field *f = gw_secure_fields;
+        while (f->arg && !gw_arg_is(k, f->arg))
+            f++;
+        const char *header = f->arg ? f->header : NULL;
+        if (!f->arg && gw_arg_is(k, gw_permissions_policy.arg))
+            header = gw_permissions_policy.header;
+        if (!header)
+            return refuse(err, k,
+                          strncmp(k, "_genkey_", 8) == 0
+                              ? "takes no shortcut value (use the object form)"
+                              : "unknown argument");
+        if (strpbrk(v, "\r\n"))
+            return refuse(err, k, "must not contain CR or LF");
+        if (f->arg && gw_list_has(disable, header))
+            return refuse(err, k,
+                          "sets a header the route's disable list leaves "
+                          "out");
+        if (!f->arg && !gw_list_has(enable, "permissions-policy"))
+            return refuse(err, k,
+                          "is sent only with enable: permissions-policy");
+    }
+    return 0;
 }
 
 static int check_fallback(void *data, const sy_kv *args, size_t n,

@@ -10,6 +10,8 @@
 
 #include <switchyard.h>
 
+#include <stdbool.h>
+
 /* One arg of a host filter: its name, what it sets, its default. */
 typedef struct gw_filter_field {
     const char *arg, *header, *dflt;
@@ -17,6 +19,17 @@ typedef struct gw_filter_field {
 
 /* SecureHeaders: arg, the response header it sets, its default value. */
 extern const gw_filter_field gw_secure_fields[];
+/* SecureHeaders' opt-in Permissions-Policy (enable: permissions-policy):
+ * its arg, header and SCG's default value. */
+extern const gw_filter_field gw_permissions_policy;
+/* True when arg name `key` is `name` in one of Spring's relaxed forms
+ * (frame-options, frame_options, frameOptions, FRAMEOPTIONS). */
+bool gw_arg_is(const char *key, const char *name);
+/* True when the comma-separated `list` (NULL: empty) has `name`, blanks
+ * around items ignored, in any case. */
+bool gw_list_has(const char *list, const char *name);
+/* The value of the arg of `e` named `name` (relaxed), or NULL. */
+const char *gw_filter_arg(const sy_filter_entry *e, const char *name);
 /* FallbackHeaders: arg, what it carries, the default header name. */
 extern const gw_filter_field gw_fallback_fields[];
 

@@ -41,6 +41,16 @@ def body(procs, c):
         {"id": "sec", "uri": be, "predicates": ["Path=/sec/**"],
          "filters": [{"name": "SecureHeaders",
                       "args": {"frameOptions": "SAMEORIGIN"}}]},
+        # SCG's documented route form: disable, enable, permissions-policy
+        {"id": "sec2", "uri": be, "predicates": ["Path=/sec2/**"],
+         "filters": [{"name": "SecureHeaders", "args": {
+             "disable": "x-frame-options,strict-transport-security",
+             "enable": "permissions-policy",
+             "permissions-policy": 'geolocation=("https://a.example")'}}]},
+        {"id": "sec3", "uri": be, "predicates": ["Path=/sec3/**"],
+         "filters": [{"name": "SecureHeaders", "args": {
+             "enable": "permissions-policy",
+             "referrer-policy": "same-origin"}}]},
         {"id": "rrp", "uri": be, "predicates": ["Path=/rrp/**"],
          "filters": ["RewriteRequestParameter=campaign,fall 2023"]},
         {"id": "cached-body", "uri": be, "predicates": ["Path=/cb/**"],
@@ -164,6 +174,32 @@ def body(procs, c):
     c.ok(st == 400 and
          err.get("path", "").endswith("filters[0].args.frameOption"),
          "SecureHeaders: an unknown arg refused, located: %r" % (err,))
+
+    st, hd, _ = gw.request("GET", "/sec2/x")
+    c.eq((st, hd.get("x-frame-options"), hd.get("strict-transport-security"),
+          hd.get("x-content-type-options"), hd.get("permissions-policy")),
+         (200, None, None, "nosniff", 'geolocation=("https://a.example")'),
+         "SecureHeaders: the route's disable list, enable permissions-policy")
+    st, hd, _ = gw.request("GET", "/sec3/x")
+    c.ok(st == 200 and hd.get("x-frame-options") == "DENY" and
+         hd.get("referrer-policy") == "same-origin" and
+         hd.get("permissions-policy", "").startswith("accelerometer=(), ") and
+         hd.get("permissions-policy", "").endswith("xr-spatial-tracking=()"),
+         "SecureHeaders: a relaxed arg name, SCG's default Permissions-Policy"
+         " (%r)" % (hd,))
+    for args, where in [({"disable": "x-frame-option"}, "args.disable"),
+                        ({"disable": "X-Frame-Options"}, "args.disable"),
+                        ({"enable": "x-frame-options"}, "args.enable"),
+                        ({"permissionsPolicy": "a=()"},
+                         "args.permissionsPolicy"),
+                        ({"disable": "x-frame-options",
+                          "frameOptions": "DENY"}, "args.frameOptions")]:
+        bad = {"id": "sb", "uri": be, "predicates": ["Path=/sb"],
+               "filters": [{"name": "SecureHeaders", "args": args}]}
+        st, _, data = gw.admin_call("PUT", "/routes/other/sb", bad)
+        err = json.loads(data).get("error", {}) if st == 400 else {}
+        c.ok(st == 400 and err.get("path", "").endswith(where),
+             "SecureHeaders %r: refused at %s (%r)" % (args, where, err))
 
     # RewriteRequestParameter (the library's filter plan)
     st, _, data = gw.request("GET", "/rrp/x?campaign=old&q=1&campaign=x")

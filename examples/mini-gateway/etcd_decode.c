@@ -606,7 +606,9 @@ bool etcd_changes_push(etcd_change_list *l, etcd_change *c) {
 /* Answers                                                              */
 /* ------------------------------------------------------------------ */
 
-/* The error of a non-200 answer: etcd's "message", else the status. */
+/* The error of a non-200 answer: etcd's "message", else the first line
+ * of a text answer (etcd's own HTTP layer answers some refusals in plain
+ * text), else the status. */
 void etcd_decode_answer_error(int status, const char *body, size_t n, char *out,
                               size_t cap, int *code) {
     *code = -1;
@@ -615,8 +617,14 @@ void etcd_decode_answer_error(int status, const char *body, size_t n, char *out,
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "code");
     if (cJSON_IsNumber(c))
         *code = (int)c->valuedouble;
+    size_t line = 0; /* printable text up to the first line's end */
+    while (!o && body && line < n && line < 300 &&
+           (unsigned char)body[line] >= 0x20 && body[line] != 0x7f)
+        line++;
     if (cJSON_IsString(m))
         snprintf(out, cap, "HTTP %d: %s", status, m->valuestring);
+    else if (line)
+        snprintf(out, cap, "HTTP %d: %.*s", status, (int)line, body);
     else
         snprintf(out, cap, "HTTP %d", status);
     cJSON_Delete(o);

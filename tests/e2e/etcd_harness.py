@@ -204,8 +204,11 @@ class Cluster:
     Members are stopped, paused (SIGSTOP) and started again by index;
     `extra` args go to every member (TLS, auth)."""
 
-    def __init__(self, n=3, scheme="http", extra=None):
+    def __init__(self, n=3, scheme="http", extra=None, ctx=None, token=None):
+        """ctx: the ssl context of https:// calls; token(i): the auth
+        token to send to member i (or None)."""
         self.n, self.scheme, self.extra = n, scheme, list(extra or [])
+        self.ctx, self.token = ctx, token
         self.dirs = [tmpdir("m%d" % i) for i in range(n)]
         self.ports = [free_port() for _ in range(n)]
         self.peers = [free_port() for _ in range(n)]
@@ -253,11 +256,15 @@ class Cluster:
             return "(no log)"
         return " | ".join(text.strip().splitlines()[-lines:])
 
-    def call(self, i, path, body, timeout=2):
+    def call(self, i, path, body, timeout=2, token=True):
+        h = {"Content-Type": "application/json"}
+        tok = self.token(i) if token and self.token else None
+        if tok:
+            h["Authorization"] = tok
         req = urllib.request.Request(
-            self.url(i) + path, data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+            self.url(i) + path, data=json.dumps(body).encode(), headers=h)
+        with urllib.request.urlopen(req, timeout=timeout,
+                                    context=self.ctx) as r:
             return json.loads(r.read())
 
     def leader(self):

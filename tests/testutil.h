@@ -16,6 +16,11 @@ const char *sy_test_data(const char *rel);
 int sy_test_scale(void);
 /* Run one suite, TAP to stdout; returns the process exit status. */
 int sy_test_run(Suite *s);
+/* A test this build cannot run (a sanitizer's build without the arena,
+ * say): left unregistered, and told by sy_test_run as "ok N - name # SKIP
+ * why", so it is counted as skipped, never as passed. `name` and `why`
+ * must outlive the run (literals). */
+void sy_test_skip(const char *name, const char *why);
 
 /* Allocator hooks that count: `live` blocks now, `total` blocks ever, and
  * `calls` allocations since `calls` was last reset; when `fail_at` is set

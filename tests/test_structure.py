@@ -233,6 +233,26 @@ def main():
            ["import inside a function or class: " + " ".join(
                sorted(set(nested)))] if nested else [])
 
+    # code, tests and their data say what they check, not which issue
+    # asked for it: an issue number tells a reader nothing the tree keeps
+    cites = []
+    for top in ("include", "lib", "bindings", "examples", "tests"):
+        for d, subdirs, names in os.walk(os.path.join(root, top)):
+            subdirs[:] = [s for s in subdirs if s != "__pycache__"]
+            for fn in names:
+                path = os.path.join(d, fn)
+                try:
+                    text = open(path, encoding="utf-8").read()
+                except (UnicodeDecodeError, OSError):
+                    continue  # not text
+                for i, line in enumerate(text.splitlines(), 1):
+                    if re.search(r"\bissues? ?#?[0-9]+|\(#[0-9]+\)", line,
+                                 re.I):
+                        cites.append("%s:%d" % (os.path.relpath(path, root),
+                                                i))
+    report(not cites, "no code, test or test data points at an issue number",
+           cites[:20])
+
     header = open(os.path.join(root, "include", "switchyard.h"),
                   encoding="utf-8").read()
     public = set(re.findall(r"\bsy_(?!_)[a-z0-9_]+\b", header))

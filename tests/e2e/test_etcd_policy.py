@@ -3,8 +3,7 @@
 Real processes on loopback: one etcd, one test backend, one mini-gateway
 started with --etcd. While a client keeps sending requests to a route
 with a generous RequestRateLimiter, the route document in etcd is
-changed (issue 26, "Tests in CI": a policy changed through etcd under
-load):
+changed:
   1. the limiter made tight in etcd: once the gateway has the revision,
      the client's requests are limited (429 with SCG's headers) at the
      next request, and no request fails otherwise;

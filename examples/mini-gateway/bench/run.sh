@@ -19,8 +19,8 @@
 # upstream's authority, X-Forwarded-For/Proto/Host, a traceparent of the
 # same length), so the backend does the same work behind both and the same
 # bytes come back (it echoes every header it receives: without them nginx's
-# answers are ~180 bytes shorter). Issue 30's CPU ratio is read against
-# that nginx ("same headers"); the plain one is kept for comparison.
+# answers are ~180 bytes shorter). The CPU ratio docs/performance.md gives
+# is read against that nginx ("same headers"); the plain one is kept for comparison.
 # Then the gateway at 1 route with a policy on it: a local rate limit
 # (RequestRateLimiter that never denies), a circuit breaker (closed), and
 # the same rate limit shared through a redis-server (--redis; one Redis

@@ -1,6 +1,7 @@
 /* test_failalloc.c - failure atomicity: for every allocation point of
  * every writer call (apply, upsert, remove, disable, enable, rollback,
- * instance lists and instance deltas, a change set staged and committed),
+ * instance lists and instance deltas, a change set staged and committed,
+ * a set's check and a failed commit of a set committed again),
  * an allocator that fails the Nth allocation either makes the call fail
  * cleanly (the live state is exactly the old one) or, when the call still
  * succeeds, leaves exactly the state and events of a run without failures;
@@ -133,9 +134,8 @@ static int change_instance_deltas(sy_router *r, sy_error *err) {
     return sy_router_update_instances(r, "svc", d, 3, NULL, err);
 }
 
-/* A set of every kind of change, staged and committed: staging copies
- * under the same allocator. */
-static int change_set_commit(sy_router *r, sy_error *err) {
+/* Stage a change of every kind into cs. */
+static int stage_every_kind(sy_change_set *cs, sy_error *err) {
     const char *route = "{\"id\":\"a\",\"uri\":\"http://z:80\",\"predicates\":"
                         "[\"Path=/z/{y}\"]}";
     sy_kv md[] = {{"version", "1.0"}};
@@ -147,18 +147,26 @@ static int change_set_commit(sy_router *r, sy_error *err) {
     d[0].op = SY_INSTANCE_WEIGHT;
     d[0].instance.id = "i2";
     d[0].instance.weight = 7;
-    sy_change_set *cs;
-    int rc = sy_change_set_new(r, &cs, err);
-    if (rc)
-        return rc;
+    int rc;
     if (!(rc = sy_change_set_apply(cs, "main", DOC2, strlen(DOC2), err)) &&
         !(rc = sy_change_set_rollback(cs, "main", "1", err)) &&
         !(rc = sy_change_set_upsert_route(cs, "main", route, strlen(route),
                                           err)) &&
         !(rc = sy_change_set_set_route_enabled(cs, "b", false, err)) &&
         !(rc = sy_change_set_set_instances(cs, "svc", in, 2, err)) &&
-        !(rc = sy_change_set_update_instances(cs, "svc", d, 1, err)) &&
-        !(rc = sy_change_set_remove_route(cs, "a", err)))
+        !(rc = sy_change_set_update_instances(cs, "svc", d, 1, err)))
+        rc = sy_change_set_remove_route(cs, "a", err);
+    return rc;
+}
+
+/* A set of every kind of change, staged and committed: staging copies
+ * under the same allocator. */
+static int change_set_commit(sy_router *r, sy_error *err) {
+    sy_change_set *cs;
+    int rc = sy_change_set_new(r, &cs, err);
+    if (rc)
+        return rc;
+    if (!(rc = stage_every_kind(cs, err)))
         rc = sy_router_commit(r, cs, NULL, err);
     sy_change_set_free(cs);
     return rc;
@@ -310,6 +318,88 @@ FAILALLOC_TEST(instance_deltas_fail_cleanly_at_every_allocation,
                change_instances, change_instance_deltas)
 FAILALLOC_TEST(change_set_fails_cleanly_at_every_allocation, NULL,
                change_set_commit)
+
+/* A staged set (staged without failures): its check, then its commit,
+ * with allocation N failing. The check publishes nothing whatever fails
+ * (SY_ENOMEM or its clean answer, its report freed without a leak); a
+ * commit that fails leaves the old state and the same set, committed
+ * again, publishes exactly what a run without failures publishes, with
+ * the same events (a failed commit claims nothing). */
+START_TEST(change_set_check_and_retried_commit_fail_cleanly) {
+    const change ch = {NULL, change_set_commit};
+    char before[4096], after[4096], now[4096];
+    world w;
+    world_open(&w, &ch);
+    signature(w.r, w.ctx, before, sizeof before);
+    ck_assert_int_eq(change_set_commit(w.r, NULL), 0);
+    signature(w.r, w.ctx, after, sizeof after);
+    long want_events = w.events;
+    world_close(&w);
+    long check_points = 0, commit_points = 0;
+    for (long n = 1;; n++) {
+        world_open(&w, &ch);
+        sy_change_set *cs;
+        ck_assert_int_eq(sy_change_set_new(w.r, &cs, NULL), 0);
+        ck_assert_int_eq(stage_every_kind(cs, NULL), 0);
+        /* the check */
+        sy_report *rep = NULL;
+        sy_error err;
+        w.c.calls = 0;
+        w.c.fail_at = n;
+        int rc = sy_router_check(w.r, cs, &rep, &err);
+        bool hit = w.c.calls >= n;
+        w.c.fail_at = 0;
+        sy_report_free(rep);
+        ck_assert_msg(rc == 0 || (hit && rc == SY_ENOMEM),
+                      "check, allocation %ld: %d (%s)", n, rc,
+                      rc ? err.message : "");
+        check_points += rc != 0;
+        signature(w.r, w.ctx, now, sizeof now);
+        ck_assert_msg(strcmp(now, before) == 0,
+                      "check, allocation %ld: the state changed", n);
+        ck_assert_int_eq(w.events, 0);
+        /* the commit, and once more when it failed */
+        w.c.calls = 0;
+        w.c.fail_at = n;
+        rc = sy_router_commit(w.r, cs, NULL, &err);
+        bool chit = w.c.calls >= n;
+        w.c.fail_at = 0;
+        if (rc) {
+            ck_assert_msg(chit,
+                          "commit failed (%d: %s) without an injected "
+                          "failure",
+                          rc, err.message);
+            signature(w.r, w.ctx, now, sizeof now);
+            ck_assert_msg(strcmp(now, before) == 0,
+                          "commit, allocation %ld: a failed commit changed "
+                          "the state",
+                          n);
+            commit_points++;
+            w.events = 0;
+            ck_assert_msg(sy_router_commit(w.r, cs, NULL, &err) == 0,
+                          "allocation %ld: the retried commit: %s", n,
+                          err.message);
+        }
+        signature(w.r, w.ctx, now, sizeof now);
+        ck_assert_msg(strcmp(now, after) == 0,
+                      "allocation %ld: the state after the commit is\n%s\n"
+                      "not\n%s",
+                      n, now, after);
+        ck_assert_msg(w.events == want_events,
+                      "allocation %ld: %ld events, want %ld", n, w.events,
+                      want_events);
+        sy_change_set_free(cs);
+        world_close(&w);
+        ck_assert_msg(w.c.live == 0, "allocation %ld: %ld blocks leaked", n,
+                      w.c.live);
+        if (!hit && !chit)
+            break; /* neither call reached allocation n: all points seen */
+        ck_assert_msg(n < 100000, "did not converge");
+    }
+    ck_assert_int_gt(check_points, 3);
+    ck_assert_int_gt(commit_points, 3);
+}
+END_TEST
 
 /* ---- the request side: a target and outcome reports ---- */
 
@@ -600,6 +690,7 @@ int main(void) {
     tcase_add_test(tc, instance_update_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, instance_deltas_fail_cleanly_at_every_allocation);
     tcase_add_test(tc, change_set_fails_cleanly_at_every_allocation);
+    tcase_add_test(tc, change_set_check_and_retried_commit_fail_cleanly);
     tcase_add_test(tc, target_fails_cleanly_at_every_allocation);
     tcase_add_test(tc, outcome_reports_allocate_nothing);
     tcase_add_test(tc, id_table_growth_fails_cleanly_at_every_allocation);

@@ -8,7 +8,8 @@
  *
  *   {"time":"2026-01-02T03:04:05.678Z","method":"GET","path":"/a",
  *    "query":"x=1","host":"h","remote_addr":"127.0.0.1","status":200,
- *    "route":"r","source":"s","upstream":"lb://svc","instance":"svc-1",
+ *    "route":"r","source":"s","upstream":"lb://svc","forwarded_to":null,
+ *    "instance":"svc-1",
  *    "version":"2","bytes_in":0,"bytes":312,"duration_ms":1.234,
  *    "upstream_ms":0.9,"retries":0,"rate_limited":false,"fallback":false,
  *    "breaker":null,
@@ -70,7 +71,7 @@ static void put(char *dst, size_t cap, sy_str s) {
  * copied per request): every string is NUL-ended by put(), and only the
  * first nh header slots and their bytes in hbuf are read. */
 static void remember(const gw_request *q) {
-    const sy_request *r = &q->sreq;
+    const sy_request *r = q->forwards ? &q->client_req : &q->sreq;
     uv_once(&ring_once, ring_init);
     uv_mutex_lock(&ring_lock);
     gw_recent *e = &ring[ring_next];
@@ -140,14 +141,19 @@ static void str_field(gw_buf *b, const char *name, const char *s, size_t n) {
         gw_buf_adds(b, "null");
 }
 
-/* The state of the route's circuit breaker (policy.c) now, or NULL. */
+/* The state of the route's circuit breaker (policy.c) now, or NULL: the
+ * client's route's (whose breaker sent it to a fallback), else the
+ * route that answered. */
 static const char *breaker_state(const gw_request *q) {
     static const char *const names[] = {"closed", "open", "half_open"};
-    if (!q->rd || !q->rd->breaker)
+    const gw_route_data *rd =
+        q->forwards && q->client_rd && q->client_rd->breaker ? q->client_rd
+                                                             : q->rd;
+    if (!rd || !rd->breaker)
         return NULL;
     sy_breaker_info bi;
-    if (sy_policy_store_breaker(sy_router_policy_store(G.router),
-                                q->rd->breaker, &bi, NULL))
+    if (sy_policy_store_breaker(sy_router_policy_store(G.router), rd->breaker,
+                                &bi, NULL))
         return "closed"; /* no call recorded yet */
     return (unsigned)bi.state < 3 ? names[bi.state] : NULL;
 }
@@ -175,7 +181,8 @@ void gw_access_log_refused(const char *peer, int status, uint64_t bytes) {
     str_field(&b, "remote_addr", peer, strlen(peer));
     gw_buf_printf(&b,
                   ",\"status\":%d,\"route\":null,\"source\":null,"
-                  "\"upstream\":null,\"instance\":null,\"version\":null,"
+                  "\"upstream\":null,\"forwarded_to\":null,\"instance\":null,"
+                  "\"version\":null,"
                   "\"bytes_in\":0,\"bytes\":%llu,\"duration_ms\":0.000,"
                   "\"upstream_ms\":null,\"retries\":0,\"rate_limited\":false,"
                   "\"fallback\":false,\"breaker\":null,\"trace_id\":null,"
@@ -194,8 +201,13 @@ void gw_access_log(gw_request *q) {
     char when[40];
     time_stamp(when, sizeof when);
 
-    const sy_request *r = &q->sreq;
-    const char *route = q->route_id && q->route_id[0] ? q->route_id : NULL;
+    /* the client's request and route; after a forward (a forward: route,
+     * a fallback) the route that answered is forwarded_to */
+    const sy_request *r = q->forwards ? &q->client_req : &q->sreq;
+    const char *first = q->forwards ? q->client_route_id : q->route_id;
+    const char *route = first && first[0] ? first : NULL;
+    const char *to =
+        q->forwards && q->route_id && q->route_id[0] ? q->route_id : NULL;
     const char *source = NULL, *upstream = NULL;
     if (route && q->snap) {
         const sy_route *rt = sy_snapshot_find_route(q->snap, route, &source);
@@ -215,6 +227,7 @@ void gw_access_log(gw_request *q) {
     str_field(&b, "route", route, route ? strlen(route) : 0);
     str_field(&b, "source", source, source ? strlen(source) : 0);
     str_field(&b, "upstream", upstream, upstream ? strlen(upstream) : 0);
+    str_field(&b, "forwarded_to", to, to ? strlen(to) : 0);
     str_field(&b, "instance", q->instance[0] ? q->instance : NULL,
               strlen(q->instance));
     str_field(&b, "version", version, version ? strlen(version) : 0);

@@ -31,6 +31,11 @@ void gw_request_forward(gw_request *q, sy_str path, sy_str query,
                            "{\"status\":508,\"error\":\"forward loop\"}\n");
         return;
     }
+    if (q->forwards == 1) { /* the client's request: access_log.c */
+        q->client_req = q->sreq;
+        q->client_route_id = q->route_id;
+        q->client_rd = q->rd;
+    }
     /* copy first: the slices may point into q->fwd or the match context */
     gw_buf b = {0};
     gw_buf_reserve(&b, path.len + query.len + 2);

@@ -110,6 +110,11 @@ struct gw_request {
     int forwards;        /* hops so far */
     gw_buf fwd;          /* path, query, header names and values */
     sy_header *fwd_hdrs; /* sreq.headers after a forward */
+    /* the client's request and the route it matched, kept at the first
+     * forward: the access log and the dry run's ring describe it */
+    sy_request client_req;
+    const char *client_route_id;
+    gw_route_data *client_rd;
     /* policies (policy.c) */
     gw_buf xhdrs;   /* response headers from the gateway (CORS,
                        X-RateLimit-*), "Name: v\r\n", until copied as edits */

@@ -219,6 +219,41 @@ def body(procs, c):
     st, _, _ = gw.admin_call("GET", "/explain?url=/a", token=False)
     c.eq(st, 401, "the admin endpoints still need the token")
 
+    # --- policy outcomes in the access log, and what a forward logs ---
+    up = "http://127.0.0.1:%d" % bport
+    pol = procs.write_file("pol.json", json.dumps([
+        {"id": "rl", "uri": up, "predicates": ["Path=/rl/**"], "filters": [
+            {"name": "RequestRateLimiter", "args": {
+                "redis-rate-limiter.replenishRate": "1",
+                "redis-rate-limiter.burstCapacity": "1",
+                "key-resolver": "#{@header:X-User}"}}]},
+        {"id": "cb", "uri": "http://127.0.0.1:1",
+         "predicates": ["Path=/cb/**"], "filters": [
+             {"name": "CircuitBreaker", "args": {
+                 "name": "c1", "fallbackUri": "forward:/fb"}}]},
+        {"id": "rt", "uri": "http://127.0.0.1:1",
+         "predicates": ["Path=/rt/**"], "filters": ["Retry=2"]},
+        {"id": "fw", "uri": "forward:/fb", "predicates": ["Path=/fw/**"]},
+        {"id": "fb", "uri": up, "predicates": ["Path=/fb"]}]))
+    plog = os.path.join(procs.dir, "policy.jsonl")
+    pg = procs.gateway("--routes", pol, "--access-log", plog)
+    sts = [pg.request("GET", "/rl/x", headers={"X-User": "u"})[0]
+           for _ in range(2)]
+    sts += [pg.request("GET", p)[0] for p in ("/cb/x?q=1", "/rt/x", "/fw/y")]
+    c.eq(sts, [200, 429, 200, 502, 200], "policy routes answer")
+    h.wait_for(lambda: len(log_lines(plog)) >= 5, "five policy log lines")
+    got = [(x["path"], x["query"], x["status"], x["route"], x["forwarded_to"],
+            x["retries"], x["rate_limited"], x["fallback"], x["breaker"])
+           for x in log_lines(plog)]
+    c.eq(got, [
+        ("/rl/x", None, 200, "rl", None, 0, False, False, None),
+        ("/rl/x", None, 429, "rl", None, 0, True, False, None),
+        ("/cb/x", "q=1", 200, "cb", "fb", 0, False, True, "closed"),
+        ("/rt/x", None, 502, "rt", None, 2, False, False, None),
+        ("/fw/y", None, 200, "fw", "fb", 0, False, False, None)],
+        "the access log: rate limited, retries, a fallback logged with the "
+        "client's path, its route and breaker, and the route that answered")
+
     # --- the console ---
     st, hdrs, page = gw.admin_call("GET", "/", token=False)
     c.eq(st, 200, "the console page is served without the token")

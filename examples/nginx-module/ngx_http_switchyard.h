@@ -301,6 +301,10 @@ typedef struct {
     unsigned noop : 1;
     unsigned respond : 1;
     unsigned peer_used : 1;
+    unsigned https : 1; /* upstream is https:// (wss: the route's) */
+    /* the balancer's address of upstream (sw_target_addr), or NULL: the
+     * balancer looks it up */
+    const void *addr;
     /* the balancer's peer (sw_init_peer), in the context: no allocation
      * from the request's pool */
     uint64_t peer[SW_PEER_WORDS];
@@ -341,6 +345,13 @@ ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
 /* At most this many instance ids are excluded from a selection (tried
  * ones and ejected ones). */
 #define SW_MAX_EXCLUDE 32
+
+/* The balancer's cached address of the target's host and port, and
+ * "http[s]://host:port" (worker memory) in *upstream; NULL when the
+ * worker has not resolved it yet (the balancer does) or out of memory.
+ * gen: the generation of the snapshot t comes from, held by the caller. */
+const void *sw_target_addr(const sy_target *t, uint64_t gen, ngx_uint_t https,
+                           ngx_str_t *upstream);
 
 /* Apply the route's SetStatus and response header operations (the
  * header filter). */

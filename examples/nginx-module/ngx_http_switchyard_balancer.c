@@ -36,6 +36,9 @@ struct sw_addr_s {
     ngx_str_t key; /* host:port */
     socklen_t socklen;
     struct sockaddr_storage sa;
+    /* "http://" and "https://" before key, made on first use: a routed
+     * request's $switchyard_upstream (sw_target_addr) */
+    ngx_str_t up[2];
 };
 
 #define SW_ADDR_BUCKETS 4096
@@ -59,6 +62,15 @@ static ngx_uint_t sw_addr_bucket(const u_char *p, size_t len) {
     return (ngx_uint_t)(h >> 32) % SW_ADDR_BUCKETS;
 }
 
+/* The cached address of "host:port" in bucket h, or NULL. */
+static sw_addr_t *sw_addr_cached(ngx_uint_t h, const ngx_str_t *key) {
+    for (sw_addr_t *a = sw_addrs[h]; a; a = a->next)
+        if (a->key.len == key->len &&
+            ngx_memcmp(a->key.data, key->data, key->len) == 0)
+            return a;
+    return NULL;
+}
+
 /* The address of "host:port" (an IP literal, or a name resolved once per
  * worker, blocking: give instances and URLs as addresses to avoid it).
  * Once the cache is full, an address not in it is resolved for this
@@ -66,14 +78,12 @@ static ngx_uint_t sw_addr_bucket(const u_char *p, size_t len) {
 static sw_addr_t *sw_addr(ngx_http_request_t *r, ngx_log_t *log,
                           ngx_str_t *key) {
     ngx_uint_t h = sw_addr_bucket(key->data, key->len);
-    sw_addr_t *a;
+    sw_addr_t *a = sw_addr_cached(h, key);
     ngx_url_t u;
     ngx_pool_t *pool;
 
-    for (a = sw_addrs[h]; a; a = a->next)
-        if (a->key.len == key->len &&
-            ngx_memcmp(a->key.data, key->data, key->len) == 0)
-            return a;
+    if (a)
+        return a;
     pool = ngx_create_pool(1024, log);
     if (pool == NULL)
         return NULL;
@@ -95,6 +105,8 @@ static sw_addr_t *sw_addr(ngx_http_request_t *r, ngx_log_t *log,
     }
     a->key.data = (u_char *)(a + 1);
     a->key.len = key->len;
+    ngx_str_null(&a->up[0]);
+    ngx_str_null(&a->up[1]);
     ngx_memcpy(a->key.data, key->data, key->len);
     a->socklen = u.addrs[0].socklen;
     ngx_memcpy(&a->sa, u.addrs[0].sockaddr, u.addrs[0].socklen);
@@ -105,6 +117,78 @@ static sw_addr_t *sw_addr(ngx_http_request_t *r, ngx_log_t *log,
         sw_addrs[h] = a;
         sw_addr_count++;
     }
+    return a;
+}
+
+/* A routed request's target to its cached address without a string or a
+ * hash: a worker's hint per (snapshot generation, the target's host
+ * string, port). The host string is the snapshot's, unchanged while it
+ * lives, and a newer snapshot has a newer generation: a hint of another
+ * generation is never taken, whatever its pointer (as sw_route_facts). */
+#define SW_ADDR_HINTS 256
+typedef struct {
+    uint64_t gen;
+    const char *host;
+    uint32_t port;
+    sw_addr_t *a;
+} sw_addr_hint_t;
+static sw_addr_hint_t sw_hints[SW_ADDR_HINTS];
+
+/* "http://" or "https://" and the entry's host:port, in worker memory
+ * (the entry is never freed). */
+static ngx_str_t *sw_addr_up(sw_addr_t *a, ngx_uint_t https) {
+    static const char *pre[2] = {"http://", "https://"};
+    ngx_str_t *up = &a->up[https];
+    size_t pl = 7 + https;
+
+    if (up->data)
+        return up;
+    up->data = ngx_alloc(pl + a->key.len, ngx_cycle->log);
+    if (up->data == NULL)
+        return NULL;
+    ngx_memcpy(up->data, pre[https], pl);
+    ngx_memcpy(up->data + pl, a->key.data, a->key.len);
+    up->len = pl + a->key.len;
+    return up;
+}
+
+const void *sw_target_addr(const sy_target *t, uint64_t gen, ngx_uint_t https,
+                           ngx_str_t *upstream) {
+    sw_addr_hint_t *hint =
+        &sw_hints[((((uintptr_t)t->host * 0x9E3779B97F4A7C15ULL) >> 32) ^
+                   t->port) %
+                  SW_ADDR_HINTS];
+    sw_addr_t *a;
+    ngx_str_t *up;
+
+    if (hint->gen == gen && hint->host == t->host && hint->port == t->port) {
+        a = hint->a;
+    } else {
+        /* "host:port", "[host]:port" for IPv6 (sw_peer_set's key) */
+        u_char buf[300];
+        ngx_str_t key;
+        size_t hl = ngx_strlen(t->host);
+        bool v6 =
+            ngx_strlchr((u_char *)t->host, (u_char *)t->host + hl, ':') != NULL;
+        if (hl + 10 > sizeof buf)
+            return NULL;
+        key.data = buf;
+        key.len = ngx_sprintf(buf, v6 ? "[%s]:%uD" : "%s:%uD", t->host,
+                              (uint32_t)t->port) -
+                  buf;
+        /* not resolved yet: the balancer resolves it (sw_get_peer) */
+        a = sw_addr_cached(sw_addr_bucket(key.data, key.len), &key);
+        if (a == NULL)
+            return NULL;
+        hint->gen = gen;
+        hint->host = t->host;
+        hint->port = t->port;
+        hint->a = a;
+    }
+    up = sw_addr_up(a, https);
+    if (up == NULL)
+        return NULL;
+    *upstream = *up;
     return a;
 }
 
@@ -301,7 +385,15 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
 
     pc->cached = 0;
     pc->connection = NULL;
-    if (p->attempts == 0 || ctx->service.len == 0) {
+    if ((p->attempts == 0 || ctx->service.len == 0) && ctx->addr) {
+        /* the request phase's selection, its address known then */
+        sw_addr_t *a = (sw_addr_t *)ctx->addr;
+        p->name = a->key;
+        pc->sockaddr = (struct sockaddr *)&a->sa;
+        pc->socklen = a->socklen;
+        pc->name = &p->name;
+        p->instance = ctx->instance.len ? (char *)ctx->instance.data : NULL;
+    } else if (p->attempts == 0 || ctx->service.len == 0) {
         /* the request phase's selection; a URL has one address (Retry
          * tries it again) */
         u_char *h = ctx->upstream.data, *end = h + ctx->upstream.len;
@@ -344,10 +436,9 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
                           &ctx->route);
             return NGX_ERROR;
         }
+        bool https = sw_secure((u_char *)t.scheme, ngx_strlen(t.scheme));
         if (sw_peer_set(pc, p, t.host, t.port) != NGX_OK ||
-            sw_peer_ssl(p->r, ctx,
-                        sw_secure((u_char *)t.scheme, ngx_strlen(t.scheme))) !=
-                NGX_OK)
+            sw_peer_ssl(p->r, ctx, https) != NGX_OK)
             return NGX_ERROR;
         ngx_str_t id = {ngx_strlen(t.instance_id), NULL};
         id.data = ngx_pnalloc(p->r->pool, id.len + 1);
@@ -362,6 +453,8 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
             ctx->upstream.len =
                 ngx_sprintf(up, "%s://%V", t.scheme, &p->name) - up;
             ctx->upstream.data = up;
+            ctx->addr = NULL; /* (sw_target_addr's, of the old one) */
+            ctx->https = https;
         }
     }
     if (p->instance && p->attempts < SW_MAX_TRIES)
@@ -453,8 +546,7 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
                             "$switchyard_host)");
         return NGX_ERROR;
     }
-    if (sw_peer_ssl(r, ctx, sw_secure(ctx->upstream.data, ctx->upstream.len)) !=
-        NGX_OK)
+    if (sw_peer_ssl(r, ctx, ctx->https) != NGX_OK)
         return NGX_ERROR;
     if (!ctx->peer_used) { /* (once a request but for a corner case) */
         ctx->peer_used = 1;

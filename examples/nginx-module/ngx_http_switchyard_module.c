@@ -589,15 +589,41 @@ static sw_route_facts_t *sw_route_facts(const sy_snapshot *snap,
     return f;
 }
 
+/* ctx->upstream: scheme://host:port ([host] for IPv6), written by hand: a
+ * request's ngx_sprintf costs more than the rest of the string. */
+static ngx_int_t sw_upstream_str(ngx_http_request_t *r, sw_req_ctx_t *ctx,
+                                 const char *scheme, const sy_target *t) {
+    size_t hl = ngx_strlen(t->host), sl = ngx_strlen(scheme);
+    bool v6 =
+        ngx_strlchr((u_char *)t->host, (u_char *)t->host + hl, ':') != NULL;
+    u_char digits[5], *d = digits + sizeof digits, *p;
+    uint32_t port = t->port;
+
+    ctx->upstream.data = ngx_pnalloc(r->pool, sl + hl + 12);
+    if (ctx->upstream.data == NULL)
+        return NGX_ERROR;
+    p = ngx_cpymem(ctx->upstream.data, scheme, sl);
+    p = ngx_cpymem(p, v6 ? "://[" : "://", v6 ? 4 : 3);
+    p = ngx_cpymem(p, t->host, hl);
+    if (v6)
+        *p++ = ']';
+    *p++ = ':';
+    do {
+        *--d = (u_char)('0' + port % 10);
+        port /= 10;
+    } while (port);
+    p = ngx_cpymem(p, d, digits + sizeof digits - d);
+    ctx->upstream.len = p - ctx->upstream.data;
+    return NGX_OK;
+}
+
 /* The proxied target in one library call: where to connect, the path and
  * query, the Host to send and the request headers after filters. */
 static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
-                           sy_match *m) {
+                           sy_match *m, uint64_t gen) {
     sy_target t;
     sy_error err;
     const char *scheme;
-    size_t hl;
-    bool v6;
     u_char *p;
 
     if (sw_select(m, NULL, 0, &t, &err)) {
@@ -647,29 +673,16 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     else if (scheme[0] == 'w' && scheme[1] == 's' && scheme[2] == 's' &&
              scheme[3] == '\0')
         scheme = "https";
-
-    /* scheme://host:port ([host] for IPv6), written by hand: a request's
-     * ngx_sprintf costs more than the rest of the string */
-    hl = ngx_strlen(t.host);
-    v6 = ngx_strlchr((u_char *)t.host, (u_char *)t.host + hl, ':') != NULL;
-    size_t sl = ngx_strlen(scheme);
-    ctx->upstream.data = ngx_pnalloc(r->pool, sl + hl + 12);
-    if (ctx->upstream.data == NULL)
-        return NGX_ERROR;
-    p = ngx_cpymem(ctx->upstream.data, scheme, sl);
-    p = ngx_cpymem(p, v6 ? "://[" : "://", v6 ? 4 : 3);
-    p = ngx_cpymem(p, t.host, hl);
-    if (v6)
-        *p++ = ']';
-    *p++ = ':';
-    u_char digits[5], *d = digits + sizeof digits;
-    uint32_t port = t.port;
-    do {
-        *--d = (u_char)('0' + port % 10);
-        port /= 10;
-    } while (port);
-    p = ngx_cpymem(p, d, digits + sizeof digits - d);
-    ctx->upstream.len = p - ctx->upstream.data;
+    bool http = scheme[0] == 'h' && scheme[1] == 't' && scheme[2] == 't' &&
+                scheme[3] == 'p' &&
+                (scheme[4] == '\0' || (scheme[4] == 's' && scheme[5] == '\0'));
+    ctx->https = http && scheme[4] == 's';
+    /* an address the worker resolved before has its string made */
+    if (!http || (ctx->addr = sw_target_addr(&t, gen, ctx->https,
+                                             &ctx->upstream)) == NULL) {
+        if (sw_upstream_str(r, ctx, scheme, &t) != NGX_OK)
+            return NGX_ERROR;
+    }
 
     ctx->uri.data = ngx_pnalloc(r->pool, t.path.len + t.query.len + 2);
     if (ctx->uri.data == NULL)
@@ -896,7 +909,7 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     }
     case SY_ACTION_PROXY: break;
     }
-    ngx_int_t rc = sw_target(r, ctx, m);
+    ngx_int_t rc = sw_target(r, ctx, m, sy_snapshot_generation(snap));
     if (rc == NGX_DONE) /* a forward: route */
         return sw_keep_over_redirect(r, ctx, m);
     if (rc == NGX_AGAIN)

@@ -166,11 +166,18 @@ void sw_zone_reconcile(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
             pp = &d->next;
             continue;
         }
+        /* nginx -t reads the state file into a zone of its own and
+         * changes nothing: it says what loading the configuration will do */
         ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                       "switchyard: stored %s \"%*s\" (source \"%*s\") "
-                      "dropped: %s",
+                      "%s: %s",
                       sw_kind_name(d->kind), d->name_len, d->name,
-                      d->source_len, d->source, why);
+                      d->source_len, d->source,
+                      ngx_test_config ? "will be dropped when this "
+                                        "configuration is loaded (nginx -t: "
+                                        "nothing changed yet)"
+                                      : "dropped",
+                      why);
         *pp = d->next;
         sw_doc_free_locked(z, d);
         dropped++;

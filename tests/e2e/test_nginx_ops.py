@@ -256,8 +256,26 @@ def test_state_file_survives_restart(env):
 
 def test_changed_file_wins_over_stored_changes(env):
     """The operator edits a file: at reload its source comes from the file
-    and the dropped admin changes are logged at notice."""
+    and the dropped admin changes are logged at notice. `nginx -t` before
+    the reload (it reads the state file) says they will be dropped, and
+    drops nothing."""
     env.write("live.json", env.live_routes(77))
+    state = os.path.join(env.dir, "state", "switchyard.state")
+    with open(state, "rb") as f:
+        before = f.read()
+    rc, err = env.test_conf(env.conf())
+    check(rc == 0, "nginx -t: %s" % err[-300:])
+    check('stored route "reloaded" (source "live") will be dropped when '
+          'this configuration is loaded' in env.error_log(),
+          "nginx -t did not say what the reload drops: %s"
+          % env.error_log()[-600:])
+    check('(source "live") dropped' not in env.error_log(),
+          "nginx -t logged a drop it did not make: %s"
+          % env.error_log()[-600:])
+    with open(state, "rb") as f:
+        check(f.read() == before, "nginx -t rewrote the state file")
+    check(request(env.port, "GET", "/reloaded").status == 200,
+          "nginx -t dropped a stored change")
     env.reload()
     env.wait_live_version(77, "file not taken")
     # (old workers may answer a moment longer)

@@ -39,4 +39,8 @@ fi
 # relink always: the library is not a make dependency of the module
 rm -f "$tree/objs/ngx_http_switchyard_module.so"
 make -s -C "$tree" -f objs/Makefile modules >"$scratch/make.log" 2>&1 || { cat "$scratch/make.log" >&2; exit 1; }
-cp "$tree/objs/ngx_http_switchyard_module.so" "$out"
+# a new file renamed over the old one, never the old one rewritten in
+# place: an nginx running with the .so mapped (a test, a sample) would
+# take SIGSEGV/SIGBUS in its workers and master
+cp "$tree/objs/ngx_http_switchyard_module.so" "$out.tmp.$$"
+mv -f "$out.tmp.$$" "$out"

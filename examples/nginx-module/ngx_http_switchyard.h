@@ -263,9 +263,8 @@ typedef struct {
     ngx_int_t status;  /* SetStatus on a proxied response, or 0 */
     sy_response_op *ops;
     ngx_uint_t op_count;
-    /* lb:// routes: the target, for the outcome report, and the snapshot
-     * it came from, held until the request's pool goes */
-    sy_target target;
+    /* lb:// routes: the snapshot the target (below) came from, held until
+     * the request's pool goes */
     sy_snapshot *snap; /* released with the context (sw_ctx_put) */
     /* what a retry needs to match the request again on snap (the balancer
      * picks another instance): the client's headers before the filters,
@@ -305,8 +304,11 @@ typedef struct {
     /* the balancer's address of upstream (sw_target_addr), or NULL: the
      * balancer looks it up */
     const void *addr;
-    /* the balancer's peer (sw_init_peer), in the context: no allocation
-     * from the request's pool */
+    /* Not zeroed for a new context (sw_ctx_get), but target.health:
+     * lb:// routes' target, for the outcome report (set when its health
+     * is); the balancer's peer (sw_init_peer, which zeroes it), in the
+     * context: no allocation from the request's pool */
+    sy_target target;
     uint64_t peer[SW_PEER_WORDS];
 } sw_req_ctx_t;
 
@@ -419,6 +421,12 @@ typedef struct {
 
 extern sw_worker_t sw_worker;
 extern ngx_module_t ngx_http_switchyard_module;
+
+/* True when the zone's health table has an instance ejected (now or
+ * until its next success): sw_health_ejected is worth asking. */
+static ngx_inline ngx_flag_t sw_health_any_ejected(void) {
+    return sw_worker.zone && sw_worker.zone->sh->ejected_count != 0;
+}
 
 ngx_int_t sw_worker_start(ngx_cycle_t *cycle, sw_main_conf_t *mcf);
 /* A router with the configured options and sources. */

@@ -494,8 +494,11 @@ static void sw_free_peer(ngx_peer_connection_t *pc, void *data,
     }
     if (p->attempts == 1 && p->ctx->target.health && sw_worker.router)
         sy_router_report_outcome(sw_worker.router, &p->ctx->target, outcome);
-    sw_health_report(pc->log, (char *)p->ctx->service.data, p->instance,
-                     outcome);
+    /* (a success when no instance ever failed has nothing to look up) */
+    if (outcome != SY_OUTCOME_SUCCESS ||
+        (sw_worker.zone && sw_worker.zone->sh->health_claimed))
+        sw_health_report(pc->log, (char *)p->ctx->service.data, p->instance,
+                         outcome);
 }
 
 #if (NGX_HTTP_SSL)
@@ -551,7 +554,10 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
     if (!ctx->peer_used) { /* (once a request but for a corner case) */
         ctx->peer_used = 1;
         p = (sw_peer_t *)ctx->peer;
-        ngx_memzero(p, sizeof *p);
+        /* (tried[] is read only below attempts) */
+        p->attempts = 0;
+        ngx_str_null(&p->name);
+        p->instance = NULL;
     } else if ((p = ngx_pcalloc(r->pool, sizeof *p)) == NULL) {
         return NGX_ERROR;
     }

@@ -534,6 +534,9 @@ static int sw_select(sy_match *m, const char **exclude, size_t n, sy_target *t,
     sy_upstream up;
     size_t k = 0;
 
+    if (!sw_health_any_ejected())
+        return sy_match_target(m, exclude,
+                               n < SW_MAX_EXCLUDE ? n : SW_MAX_EXCLUDE, t, err);
     sy_route_upstream(sy_match_route(m), &up);
     for (; k < n && k < SW_MAX_EXCLUDE; k++)
         ids[k] = exclude[k];
@@ -617,6 +620,29 @@ static ngx_int_t sw_upstream_str(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     return NGX_OK;
 }
 
+/* The target's path?query as a slice of the client's request line when
+ * it is one (no filter rewrote the path but to cut it, as StripPrefix
+ * does; the query as sent): no copy. The request line lives as long as
+ * the request; a plan's own string (the match context's) does not. */
+static bool sw_uri_slice(const ngx_str_t *line, const sy_target *t,
+                         ngx_str_t *uri) {
+    const u_char *b = line->data, *e = b + line->len;
+    const u_char *p = (const u_char *)t->path.ptr, *pe = p + t->path.len;
+
+    if (p == NULL || p < b || pe > e)
+        return false;
+    if (t->query.len) {
+        const u_char *q = (const u_char *)t->query.ptr;
+        if (pe == e || *pe != '?' || q != pe + 1 ||
+            t->query.len > (size_t)(e - q))
+            return false;
+        pe = q + t->query.len;
+    }
+    uri->data = (u_char *)p;
+    uri->len = pe - p;
+    return true;
+}
+
 /* The proxied target in one library call: where to connect, the path and
  * query, the Host to send and the request headers after filters. */
 static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
@@ -684,15 +710,17 @@ static ngx_int_t sw_target(ngx_http_request_t *r, sw_req_ctx_t *ctx,
             return NGX_ERROR;
     }
 
-    ctx->uri.data = ngx_pnalloc(r->pool, t.path.len + t.query.len + 2);
-    if (ctx->uri.data == NULL)
-        return NGX_ERROR;
-    p = ngx_cpymem(ctx->uri.data, t.path.ptr, t.path.len);
-    if (t.query.len) {
-        *p++ = '?';
-        p = ngx_cpymem(p, t.query.ptr, t.query.len);
+    if (!sw_uri_slice(&r->unparsed_uri, &t, &ctx->uri)) {
+        ctx->uri.data = ngx_pnalloc(r->pool, t.path.len + t.query.len + 2);
+        if (ctx->uri.data == NULL)
+            return NGX_ERROR;
+        p = ngx_cpymem(ctx->uri.data, t.path.ptr, t.path.len);
+        if (t.query.len) {
+            *p++ = '?';
+            p = ngx_cpymem(p, t.query.ptr, t.query.len);
+        }
+        ctx->uri.len = p - ctx->uri.data;
     }
-    ctx->uri.len = p - ctx->uri.data;
 
     if (sw_pstr(r, &ctx->host, t.host_header.ptr ? t.host_header.ptr : "",
                 t.host_header.len) != NGX_OK)
@@ -808,8 +836,14 @@ static ngx_int_t sw_build_request(ngx_http_request_t *r, sw_req_ctx_t *ctx,
          * the URI it was given, not the client's */
         req->path = (sy_str){(char *)r->uri.data, r->uri.len};
     } else {
-        q = ngx_strlchr(r->unparsed_uri.data,
-                        r->unparsed_uri.data + r->unparsed_uri.len, '?');
+        /* the query nginx parsed out of it follows its '?' */
+        q = r->args.data;
+        if (q == NULL || q <= r->unparsed_uri.data ||
+            q > r->unparsed_uri.data + r->unparsed_uri.len || q[-1] != '?')
+            q = ngx_strlchr(r->unparsed_uri.data,
+                            r->unparsed_uri.data + r->unparsed_uri.len, '?');
+        else
+            q--;
         req->path = (sy_str){(char *)r->unparsed_uri.data,
                              q ? (size_t)(q - r->unparsed_uri.data)
                                : r->unparsed_uri.len};
@@ -864,8 +898,8 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     /* an answer the module gives must be a real status (0 would let the
      * request go on) */
     int status = sy_match_status(m);
-    if (sy_match_action(m) != SY_ACTION_PROXY &&
-        (status < 200 || status > 599)) {
+    sy_action action = sy_match_action(m);
+    if (action != SY_ACTION_PROXY && (status < 200 || status > 599)) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "switchyard: route \"%V\" answers status %d, not an "
                       "HTTP status",
@@ -883,7 +917,7 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
             return prc;
         facts->policy_free = none;
     }
-    switch (sy_match_action(m)) {
+    switch (action) {
     case SY_ACTION_RESPOND:
         /* 413/431 with the filter's error header and the route's other
          * response operations (the header filter), as the mini-gateway */
@@ -1020,7 +1054,9 @@ static sw_req_ctx_t *sw_ctx_get(ngx_http_request_t *r) {
     } else if ((s = ngx_alloc(sizeof *s, r->connection->log)) == NULL) {
         return NULL; /* the cleanup has no handler: nothing runs */
     }
-    ngx_memzero(&s->ctx, sizeof s->ctx);
+    /* (not the target nor the peer: 260 bytes of the 640) */
+    ngx_memzero(&s->ctx, offsetof(sw_req_ctx_t, target));
+    s->ctx.target.health = NULL;
     cln->handler = sw_ctx_put;
     cln->data = s;
     return &s->ctx;
@@ -1079,6 +1115,9 @@ static ngx_int_t sw_log_handler(ngx_http_request_t *r) {
 
     if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->snap == NULL ||
         sw_worker.router == NULL)
+        return NGX_OK;
+    /* no breaker to tell, and the balancer reported every attempt */
+    if (ctx->balanced && (!ctx->permit.breaker || ctx->breaker_recorded))
         return NGX_OK;
     if (r->upstream_states && r->upstream_states->nelts) {
         st = r->upstream_states->elts;

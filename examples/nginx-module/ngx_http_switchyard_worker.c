@@ -537,12 +537,19 @@ static bool sw_worker_follow(ngx_log_t *log, bool locked, int *rc,
     return true;
 }
 
-void sw_worker_sync(ngx_log_t *log) {
+static void sw_worker_sync_changed(ngx_log_t *log) {
     sy_error err;
     int rc;
 
     if (sw_worker_follow(log, false, &rc, &err))
         sw_worker_publish(rc, &err);
+}
+
+void sw_worker_sync(ngx_log_t *log) {
+    /* every request: one read, without sw_worker_follow's frame */
+    if (sw_worker.router && sw_worker.zone &&
+        sw_worker.zone->sh->generation != sw_worker.generation)
+        sw_worker_sync_changed(log);
 }
 
 bool sw_worker_follow_locked(ngx_log_t *log, int *rc, sy_error *err) {

@@ -1273,6 +1273,8 @@ static ngx_int_t sw_init_process(ngx_cycle_t *cycle) {
         ngx_http_cycle_get_module_main_conf(cycle, ngx_http_switchyard_module);
     if (mcf == NULL || !mcf->used)
         return NGX_OK;
+    if (ngx_worker == 0)
+        sw_state_check_access(mcf, cycle->log);
     return sw_worker_start(cycle, mcf);
 }
 

@@ -20,8 +20,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define SW_STATE_FOLLOW_TICKS (1000 / SW_POLL_MS)
 
@@ -153,6 +155,42 @@ ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
     }
     sw_state_stamp(z->sh, (char *)mcf->state_path.data);
     return NGX_OK;
+}
+
+/* At a worker's start (worker 0, once it runs as the workers' user):
+ * can it rename a new file over FILE in FILE's directory and open
+ * FILE.lock for writing? If not, every accepted change would log an error
+ * and none would survive a restart: said once per start, not first found
+ * at a PUT. */
+void sw_state_check_access(sw_main_conf_t *mcf, ngx_log_t *log) {
+    u_char dir[NGX_MAX_PATH + 8], lock[NGX_MAX_PATH + 8], *slash;
+    const char *what = NULL, *path = NULL, *so = NULL;
+
+    if (mcf->state_path.len == 0 || mcf->state_path.len + 6 > sizeof dir)
+        return;
+    ngx_sprintf(dir, "%V%Z", &mcf->state_path);
+    ngx_sprintf(lock, "%V.lock%Z", &mcf->state_path);
+    slash = (u_char *)strrchr((char *)dir, '/'); /* a full name */
+    if (slash == NULL)
+        return;
+    slash[slash == dir] = '\0'; /* "/" stays for a file in the root */
+    if (access((char *)dir, W_OK | X_OK) != 0) {
+        what = "its directory";
+        path = (char *)dir;
+        so = "admin changes will not survive a restart";
+    } else if (access((char *)lock, F_OK) == 0 &&
+               access((char *)lock, R_OK | W_OK) != 0) {
+        what = "its lock file";
+        path = (char *)lock;
+        so = "a change stored by another nginx (a binary upgrade) at the "
+             "same instant may be lost";
+    }
+    if (what)
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "switchyard: switchyard_state \"%V\": the worker "
+                      "processes cannot write %s \"%s\": %s (give the "
+                      "workers' user write access)",
+                      &mcf->state_path, what, path, so);
 }
 
 /* The file's bytes (malloc, NUL-terminated), or NULL (logged unless the

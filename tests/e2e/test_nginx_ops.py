@@ -183,6 +183,38 @@ def test_small_zone_refused_naming_the_zone(env):
           "nginx -t: %r" % err[-300:])
 
 
+def test_unwritable_state_file_said_at_start(env):
+    """A switchyard_state whose directory the workers cannot write is
+    logged at error when the workers start (a reload here), naming the
+    directory, not first found out at a PUT; the fixture's own, writable,
+    is not."""
+    said = "the worker processes cannot write its directory"
+    check(said not in env.error_log(), "a writable state file reported")
+    ro = os.path.join(env.dir, "rostate")
+    os.mkdir(ro)
+    os.chmod(ro, 0o555)
+    conf = env.conf().replace("%s/state/switchyard.state" % env.dir,
+                              "%s/switchyard.state" % ro)
+    check(conf != env.conf(), "fixture changed")
+    pids = env.worker_pids()
+    old = env.reload_with(conf)
+    try:
+        deadline = time.time() + 10
+        while said not in env.error_log():
+            check(time.time() < deadline, "not said at start: %s"
+                  % env.error_log()[-600:])
+            time.sleep(0.05)
+        check('switchyard_state "%s/switchyard.state": %s "%s": admin '
+              'changes will not survive a restart' % (ro, said, ro)
+              in env.error_log(), "not located: %s" % env.error_log()[-600:])
+    finally:
+        env.reload_with(old)
+    deadline = time.time() + 10
+    while env.worker_pids() & pids or len(env.worker_pids()) != 2:
+        check(time.time() < deadline, "workers not replaced")
+        time.sleep(0.05)
+
+
 def test_failed_reload_keeps_admin_changes(env):
     """A reload that fails on bind() leaves the stored changes in place
     and PUTs keep working."""
@@ -462,6 +494,7 @@ TESTS = [
     test_unrun_filters_refused_with_location,
     test_duplicate_id_across_files_refused_by_test_and_reload,
     test_small_zone_refused_naming_the_zone,
+    test_unwritable_state_file_said_at_start,
     test_variables_logged_for_refused_requests,
     test_failed_reload_keeps_admin_changes,
     test_put_survives_reload,

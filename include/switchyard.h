@@ -442,8 +442,12 @@ typedef struct sy_match sy_match;
 /*
  * Find the first route (rank order) whose predicates all hold. Returns 0 and
  * *out = the result, or 0 and *out = NULL when no route matches (the host
- * answers 404), or a negative code. Wait-free, allocation-free once warm.
+ * answers 404), or a negative code: SY_EINVAL for a NULL argument,
+ * SY_ELIMIT for a request of more than SY_MAX_REQUEST_HEADERS header lines
+ * (refused before anything is sized from the count). Wait-free,
+ * allocation-free once warm.
  */
+#define SY_MAX_REQUEST_HEADERS 65536u /* header lines of one sy_request */
 SY_API int sy_snapshot_match(const sy_snapshot *s, sy_match_ctx *ctx,
                              const sy_request *req, sy_match **out);
 /* The same through the reference linear scan (the oracle; slow). */
@@ -545,7 +549,7 @@ SY_API const sy_filter_entry *sy_match_host_filter(const sy_match *m, size_t i);
  * (index -1 and name "disabled" for disabled routes). Stops early when fn
  * returns non-zero. Same threading as sy_snapshot_match, and it uses the
  * context as a match does: the last match's result and no-match reason
- * are gone.
+ * are gone. The same request limits (SY_ELIMIT) as sy_snapshot_match.
  */
 typedef int (*sy_explain_fn)(void *data, const sy_route *route, bool matched,
                              int failed_predicate, const char *failed_name);

@@ -6,6 +6,7 @@
 
 #include "switchyard.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,11 +46,9 @@ START_TEST(absurd_instance_counts_are_refused_by_every_call) {
     sy_instance in[1] = {
         {"i1", "10.0.0.1", 80, false, 1, SY_INSTANCE_UP, md, 1}};
     sy_instance_delta d[1] = {{SY_INSTANCE_ADD, in[0]}};
-    const size_t counts[] = {SIZE_MAX,
-                             SIZE_MAX / 2 + 1,
-                             SIZE_MAX / sizeof(sy_instance) + 1,
-                             SIZE_MAX / sizeof(sy_instance_delta) + 1,
-                             (size_t)SY_MAX_INSTANCES + 1};
+    const size_t counts[] = {
+        SIZE_MAX, SIZE_MAX / 2 + 1, SIZE_MAX / sizeof(sy_instance) + 1,
+        SIZE_MAX / sizeof(sy_instance_delta) + 1, (size_t)SY_MAX_INSTANCES + 1};
     uint64_t g0 = generation_of(r);
     for (int which = 0; which < CALLS; which++)
         for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
@@ -121,11 +120,66 @@ START_TEST(absurd_metadata_counts_are_refused_by_every_call) {
 }
 END_TEST
 
+static int explained(void *data, const sy_route *route, bool matched,
+                     int failed, const char *name) {
+    (void)route;
+    (void)failed;
+    (void)name;
+    *(int *)data += matched;
+    return 0;
+}
+
+/* A request's header count: more than SY_MAX_REQUEST_HEADERS is SY_ELIMIT
+ * from the match and from explain, before anything is sized from it (the
+ * filter plan's header list would be); the limit itself is taken. */
+START_TEST(absurd_request_header_counts_are_refused) {
+    const char *doc = "[{\"id\":\"r\",\"uri\":\"http://h:1\","
+                      "\"predicates\":[\"Path=/x/**\"],"
+                      "\"filters\":[\"AddRequestHeader=X-A,1\"]}]";
+    sy_router *r = sy_test_router(doc, strlen(doc));
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_snapshot *snap = sy_router_acquire(r);
+    static sy_header h[SY_MAX_REQUEST_HEADERS];
+    for (size_t i = 0; i < SY_MAX_REQUEST_HEADERS; i++)
+        h[i] = (sy_header){{"X-H", 3}, {"v", 1}};
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.host = (sy_str){"h", 1};
+    req.path = (sy_str){"/x/1", 4};
+    req.headers = h;
+    const size_t counts[] = {SIZE_MAX, SIZE_MAX - 7,
+                             SIZE_MAX / sizeof(sy_header) + 1,
+                             (size_t)SY_MAX_REQUEST_HEADERS + 1};
+    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+        req.header_count = counts[k];
+        sy_match *m = (sy_match *)&req; /* set to NULL or left alone */
+        ck_assert_msg(sy_snapshot_match(snap, ctx, &req, &m) == SY_ELIMIT,
+                      "match with %zu headers", counts[k]);
+        ck_assert_int_eq(sy_snapshot_match_linear(snap, ctx, &req, &m),
+                         SY_ELIMIT);
+        int n = 0;
+        ck_assert_int_eq(sy_snapshot_explain(snap, ctx, &req, explained, &n),
+                         SY_ELIMIT);
+        ck_assert_int_eq(n, 0);
+    }
+    req.header_count = SY_MAX_REQUEST_HEADERS;
+    sy_match *m = NULL;
+    ck_assert_int_eq(sy_snapshot_match(snap, ctx, &req, &m), 0);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(sy_match_header_count(m), SY_MAX_REQUEST_HEADERS + 1);
+    sy_snapshot_release(snap);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("counts");
     TCase *tc = tcase_create("counts");
     tcase_add_test(tc, absurd_instance_counts_are_refused_by_every_call);
     tcase_add_test(tc, absurd_metadata_counts_are_refused_by_every_call);
+    tcase_add_test(tc, absurd_request_header_counts_are_refused);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -714,12 +714,20 @@ method_reason(sy_match_ctx *c, const sy_snapshot *s) {
     return r;
 }
 
+/* Every count the API takes is checked before a size is computed from
+ * it: the filter plan sizes its header list from header_count. */
+static inline bool headers_fit(const sy_request *req) {
+    return __builtin_expect(req->header_count <= SY_MAX_REQUEST_HEADERS, 1);
+}
+
 /* Both matchers: check arguments, complete the request, prepare. */
 static inline __attribute__((always_inline)) int
 match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
              sy_match **out, bool linear) {
     if (!valid_args(h, c, req, out))
         return SY_EINVAL;
+    if (!headers_fit(req))
+        return SY_ELIMIT;
     *out = NULL;
     c->nomatch = SY_NOMATCH_NONE;
     c->method_miss_count = 0;
@@ -929,6 +937,8 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
                         const sy_request *req, sy_explain_fn fn, void *data) {
     if (!h || !c || !fn || !valid_request(req))
         return SY_EINVAL;
+    if (!headers_fit(req))
+        return SY_ELIMIT;
     const sy_snapshot *s = sy__snapshot_from_handle(h);
     c->nomatch = SY_NOMATCH_NONE; /* the last match's reason is gone */
     c->method_miss_count = 0;

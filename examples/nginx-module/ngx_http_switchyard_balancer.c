@@ -605,6 +605,19 @@ static ngx_int_t sw_init_upstream(ngx_conf_t *cf,
                       &us->host);
         return NGX_ERROR;
     }
+    /* nginx's upstream zone copies the block's round-robin peers into
+     * shared memory, which this block does not have (its peer data is
+     * not round-robin's: nginx -t crashed); the targets' health is
+     * shared through the switchyard zone already. Checked here, once
+     * every directive of the block is read, so either order is refused. */
+    if (us->shm_zone) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "upstream \"%V\" with switchyard_balancer takes no "
+                      "zone: its peers are the routes' targets, whose health "
+                      "the switchyard zone shares",
+                      &us->host);
+        return NGX_ERROR;
+    }
     us->peer.init = sw_init_peer;
     return NGX_OK;
 }

@@ -369,7 +369,9 @@ def test_ejection_ends_and_recovery_logged(env):
 
 
 def test_balancer_configuration_errors(env):
-    """switchyard_balancer after keepalive, or with a server line, fails
+    """switchyard_balancer after keepalive, with a server line, or with a
+    zone (before or after it: nginx's upstream zone copies round-robin
+    peers the balancer does not have; nginx -t crashed on it), fails
     nginx -t with the upstream named."""
     with open(os.path.join(env.dir, "nginx.conf")) as f:
         conf = f.read()
@@ -379,7 +381,13 @@ def test_balancer_configuration_errors(env):
              "before keepalive"),
             (conf.replace("switchyard_balancer;",
                           "switchyard_balancer;\n        server 127.0.0.1:1;"),
-             "takes no server")):
+             "takes no server"),
+            (conf.replace("switchyard_balancer;",
+                          "switchyard_balancer;\n        zone sy_uz 64k;"),
+             "takes no zone"),
+            (conf.replace("switchyard_balancer;",
+                          "zone sy_uz 64k;\n        switchyard_balancer;"),
+             "takes no zone")):
         rc, err = env.test_conf(bad)
         check(rc != 0 and want in err and "sy_pool" in err,
               "%r: %r" % (want, err[-300:]))

@@ -85,6 +85,10 @@ struct sy_match_ctx {
 /* The filter plan of a match, computed on first use (match_result.c). */
 sy__plan *sy__match_plan(const sy_match *m);
 
+/* Grows c's scratch to what snapshot s needs (match_ctx.c): SY_ENOMEM or
+ * SY_OK. */
+int sy__match_ctx_grow(sy_match_ctx *c, const sy_snapshot *s);
+
 /* Takes the captures the matcher left for their first read (match.c). */
 void sy__match_caps_take(sy_match_ctx *c);
 

@@ -300,8 +300,28 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
     }
     sw_psh_offset = psh->offset;
     for (ngx_uint_t i = 0; i < mcf->proxy_passes.nelts; i++) {
-        if (p[i].lcf == NULL || p[i].lcf->enable != 1)
+        if (p[i].lcf == NULL)
             continue;
+        /* a location that does not route sends to the balancer (or to
+         * $switchyard_upstream) a request without a route: every one
+         * would be answered 500 (an internal redirect into it clears the
+         * request's route too) */
+        if (p[i].lcf->enable != 1) {
+            if (!sw_routed_target(cf, mcf, &p[i].value, &rest))
+                continue;
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "switchyard: \"proxy_pass %V\" sends to %s from a "
+                          "location without \"switchyard on\", whose requests "
+                          "have no route: each would be answered 500; add "
+                          "\"switchyard on\" to the location or proxy it "
+                          "elsewhere in %V:%ui",
+                          &p[i].value,
+                          p[i].value.data[0] == '$'
+                              ? "$switchyard_upstream"
+                              : "an upstream with switchyard_balancer",
+                          &p[i].file, p[i].line);
+            return NGX_ERROR;
+        }
         e = why;
         if (!sw_routed_target(cf, mcf, &p[i].value, &rest))
             e = ngx_snprintf(why, sizeof why,

@@ -221,8 +221,10 @@ def test_location_not_sending_the_filters_refused(env):
     client's path would go upstream, StripPrefix ignored), which does not
     send Host $switchyard_host, or which proxies to an upstream without
     switchyard_balancer (the route's target ignored) fails nginx -t,
-    naming the proxy_pass, what would be lost and its file:line; the
-    fixture's wired location passes."""
+    naming the proxy_pass, what would be lost and its file:line; so does a
+    location without `switchyard on` proxying to the balancer (its
+    requests have no route: each was answered 500); the fixture's wired
+    location passes."""
     with open(os.path.join(env.dir, "nginx.conf")) as f:
         conf = f.read()
     rc, err = env.test_conf(conf)
@@ -231,7 +233,11 @@ def test_location_not_sending_the_filters_refused(env):
     at = conf.index(wired)
     line = conf[:at].count("\n") + 1
     block = conf[at:conf.index("}", at)]
+    on = conf.rindex("switchyard on;", 0, at)
     for bad, want in (
+            (conf[:on] + "switchyard off;" + conf[on + len("switchyard on;"):],
+             'sends to an upstream with switchyard_balancer from a location '
+             'without "switchyard on"'),
             (conf[:at] + "proxy_pass http://sy_pool;" +
              conf[at + len(wired):], "does not send $switchyard_uri"),
             (conf[:at] + block.replace(

@@ -12,6 +12,15 @@
 #include "request/select.h"
 #include "service/service.h"
 
+/* A header name "Host" in any case, as sy__str_ieq(name, "host", 4) says
+ * without its call and loop: x | 0x20 is 'h', 'o', 's' or 't' only for
+ * that letter in either case. */
+static bool is_host(sy_str name) {
+    return name.len == 4 && (name.ptr[0] | 0x20) == 'h' &&
+           (name.ptr[1] | 0x20) == 'o' && (name.ptr[2] | 0x20) == 's' &&
+           (name.ptr[3] | 0x20) == 't';
+}
+
 /* The plan's headers without Host: the target carries it apart. *host
  * gets the plan's last Host header (SetRequestHostHeader, or the client's
  * when the host passed it among the headers), or stays as it was. */
@@ -19,7 +28,7 @@ static int headers_without_host(sy__arena *scratch, const sy__plan *p,
                                 sy_target *out, sy_str *host) {
     size_t hosts = 0;
     for (size_t i = 0; i < p->header_count; i++)
-        if (sy__str_ieq(p->headers[i].name, "host", 4)) {
+        if (is_host(p->headers[i].name)) {
             *host = p->headers[i].value;
             hosts++;
         }
@@ -34,7 +43,7 @@ static int headers_without_host(sy__arena *scratch, const sy__plan *p,
         return SY_ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < p->header_count; i++)
-        if (!sy__str_ieq(p->headers[i].name, "host", 4))
+        if (!is_host(p->headers[i].name))
             h[k++] = p->headers[i];
     out->headers = h;
     out->header_count = k;

@@ -269,12 +269,6 @@ typedef struct {
     /* lb:// routes: the snapshot the target (below) came from, held until
      * the request's pool goes */
     sy_snapshot *snap; /* released with the context (sw_ctx_put) */
-    /* what a retry needs to match the request again on snap (the balancer
-     * picks another instance): the client's headers before the filters,
-     * and the time and seed of the first match */
-    ngx_list_t orig_headers;
-    int64_t now_ms;
-    uint64_t seed;
     /* the route's connect-timeout / response-timeout metadata (0: none),
      * applied by the balancer */
     ngx_msec_t connect_timeout, response_timeout;
@@ -308,9 +302,15 @@ typedef struct {
      * balancer looks it up */
     const void *addr;
     /* Not zeroed for a new context (sw_ctx_get), but target.health:
+     * what a retry needs to match the request again on snap (the balancer
+     * picks another instance): the client's headers before the filters,
+     * and the time and seed of the first match (set first by sw_route);
      * lb:// routes' target, for the outcome report (set when its health
      * is); the balancer's peer (sw_init_peer, which zeroes it), in the
      * context: no allocation from the request's pool */
+    ngx_list_t orig_headers;
+    int64_t now_ms;
+    uint64_t seed;
     sy_target target;
     uint64_t peer[SW_PEER_WORDS];
 } sw_req_ctx_t;

@@ -31,6 +31,17 @@ static ngx_conf_enum_t sw_escaped_slashes[] = {
     {ngx_string("decode"), SY_SLASHES_DECODE},
     {ngx_null_string, 0}};
 
+/* switchyard_eject_time's bounds, checked at the directive (its line) */
+static char *sw_eject_time_check(ngx_conf_t *cf, void *post, void *data) {
+    ngx_msec_t *ms = data;
+
+    if (*ms == 0 || *ms > 3600000)
+        return "must be 1ms to 1h";
+    return NGX_CONF_OK;
+}
+
+static ngx_conf_post_t sw_eject_time_bounds = {sw_eject_time_check};
+
 static ngx_command_t sw_commands[] = {
     {ngx_string("switchyard_routes"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
      sw_routes, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
@@ -53,7 +64,7 @@ static ngx_command_t sw_commands[] = {
      sw_escaped_slashes},
     {ngx_string("switchyard_eject_time"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
      ngx_conf_set_msec_slot, NGX_HTTP_MAIN_CONF_OFFSET,
-     offsetof(sw_main_conf_t, eject_ms), NULL},
+     offsetof(sw_main_conf_t, eject_ms), &sw_eject_time_bounds},
     {ngx_string("switchyard"),
      NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
      ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET,
@@ -107,11 +118,6 @@ static char *sw_init_main_conf(ngx_conf_t *cf, void *conf) {
     ngx_conf_init_value(mcf->merge_slashes, 0);
     ngx_conf_init_uint_value(mcf->escaped_slashes, SY_SLASHES_KEEP);
     ngx_conf_init_msec_value(mcf->eject_ms, SW_EJECT_BASE_MS);
-    if (mcf->eject_ms == 0 || mcf->eject_ms > 3600000) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "switchyard_eject_time must be 1ms to 1h");
-        return NGX_CONF_ERROR;
-    }
     sw_file_t *f = mcf->instance_files.elts;
     mcf->instances_hash = SW_HASH_INIT;
     for (ngx_uint_t i = 0; i < mcf->instance_files.nelts; i++)

@@ -183,6 +183,21 @@ def test_small_zone_refused_naming_the_zone(env):
           "nginx -t: %r" % err[-300:])
 
 
+def test_eject_time_out_of_bounds_refused_at_its_line(env):
+    """switchyard_eject_time 0 (or over 1h) fails nginx -t located at the
+    directive's own line (it was reported at the end of the http
+    block)."""
+    for bad in ("0", "2h"):
+        conf = env.conf().replace(
+            "switchyard_zone 8m;",
+            "switchyard_zone 8m;\n    switchyard_eject_time %s;" % bad)
+        line = conf[:conf.index("switchyard_eject_time")].count("\n") + 1
+        rc, err = env.test_conf(conf)
+        check(rc != 0 and "switchyard_eject_time" in err and
+              "1ms to 1h" in err and "test.conf:%d" % line in err,
+              "%s: %d %r" % (bad, rc, err[-300:]))
+
+
 def test_unwritable_state_file_said_at_start(env):
     """A switchyard_state whose directory the workers cannot write is
     logged at error when the workers start (a reload here), naming the
@@ -494,6 +509,7 @@ TESTS = [
     test_unrun_filters_refused_with_location,
     test_duplicate_id_across_files_refused_by_test_and_reload,
     test_small_zone_refused_naming_the_zone,
+    test_eject_time_out_of_bounds_refused_at_its_line,
     test_unwritable_state_file_said_at_start,
     test_variables_logged_for_refused_requests,
     test_failed_reload_keeps_admin_changes,

@@ -570,7 +570,16 @@ static void stage_and_commit(gw_admin_call *a, const endpoint *ep,
  * nothing; a file's source is refused; with --etcd it is written
  * through), then the one stage-and-commit helper. */
 static void change(gw_admin_call *a, const endpoint *ep) {
-    if (ep->stage == stage_document && gw_is_dry_run(a->query)) {
+    int dry = gw_dry_run(a->query);
+    if (dry < 0 || (dry && ep->stage != stage_document)) {
+        gw_reply_error(a->c, 400,
+                       dry < 0 ? "dry run: write ?dry_run=1 (or true; 0 or "
+                                 "false for none): nothing changed"
+                               : "a dry run is answered for PUT "
+                                 "/routes/<source> only: nothing changed");
+        return;
+    }
+    if (dry) {
         gw_admin_dry_run(a->c, a->seg[1], a->body, a->len);
         return; /* changes nothing: no owner or etcd question */
     }

@@ -320,10 +320,40 @@ void gw_admin_changes(gw_admin_call *a) {
 
 /* ---- dry run ---- */
 
-bool gw_is_dry_run(const char *query) {
-    char v[8];
-    return query && param(query, "dry_run", 0, v, sizeof v) &&
-           (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+/* A query key that reads as dry_run ("dry_run", "dryRun", "dry-run", a
+ * bare "dry_run"): a misspelt dry run must not become a real change. */
+static bool dry_run_key(const char *p, size_t n) {
+    static const char want[] = "dryrun";
+    size_t k = 0;
+    for (size_t i = 0; i < n && p[i] != '='; i++) {
+        char c = p[i];
+        if (c == '_' || c == '-')
+            continue;
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (k >= sizeof want - 1 || c != want[k++])
+            return false;
+    }
+    return k == sizeof want - 1;
+}
+
+int gw_dry_run(const char *query) {
+    int dry = 0;
+    for (const char *p = query; p && *p;) {
+        size_t n = strcspn(p, "&");
+        if (dry_run_key(p, n)) {
+            char v[8];
+            if (!(n > 8 && strncmp(p, "dry_run=", 8) == 0) ||
+                !param(p, "dry_run", 0, v, sizeof v))
+                return -1;
+            if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0)
+                dry = 1;
+            else if (strcmp(v, "0") != 0 && strcmp(v, "false") != 0)
+                return -1;
+        }
+        p = p[n] ? p + n + 1 : NULL;
+    }
+    return dry;
 }
 
 /* A scratch router holding what the live one would after the change:

@@ -208,6 +208,19 @@ def body(procs, c):
     c.eq([(x["route"], x["shadowed_by"]) for x in json.loads(data)["shadowed"]],
          [("users", ["api"]), ("late", ["echo"])],
          "a dry run names the routes the change would leave unreachable")
+    # a misspelt dry run, or one of another change, must not change
+    # anything (the source is a file's, so check the answers too)
+    for path in ("/routes/ops?dry_run", "/routes/ops?dryRun=1",
+                 "/routes/ops?dry-run=1", "/routes/ops?dry_run=yes",
+                 "/routes/ops?x=1&dry_run=", "/routes/ops/api?dry_run=1"):
+        body = doc2["routes"][0] if path.count("/") == 3 else doc2
+        st, _, data = gw.admin_call("PUT", path, body)
+        c.eq((st, "nothing changed" in data.decode()), (400, True),
+             "PUT %s: refused, 400" % path)
+    st, _, data = gw.admin_call("DELETE", "/routes/ops/api?dry_run=1")
+    c.eq(st, 400, "DELETE ...?dry_run=1: refused, 400")
+    st, _, data = gw.admin_call("PUT", "/routes/ops?dry_run=0", doc2)
+    c.eq(st, 409, "dry_run=0 is a real PUT (409: the file's source)")
     after = gw.status()
     c.eq((after["fingerprint"], after["generation"]),
          (status_before["fingerprint"], status_before["generation"]),

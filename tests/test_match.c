@@ -1,6 +1,7 @@
 /*
  * test_match.c - matching through the public API, as the route model
- * (docs/route-model.md sections 3-5) specifies it: first match by order
+ * (sections 3-5: order and first match, predicates, filters; see
+ * docs/route-definitions.md) specifies it: first match by order
  * then document position, ties across sources by registration order,
  * disabled routes, routes without Path/Host, captured variables, the Host
  * port option, the filter plan, explain, snapshot lifetime across applies,

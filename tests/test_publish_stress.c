@@ -1,5 +1,6 @@
 /*
- * test_publish_stress.c - the stress test of docs/publication.md: more
+ * test_publish_stress.c - the stress test of the publication protocol
+ * (lib/snapshot/publish.c; docs/architecture.md, "Publication"): more
  * reader threads than cores acquire, hold for random times (some very long,
  * some handed to another thread to release) while one writer publishes tens
  * of thousands of objects. Destroyed objects are poisoned and quarantined

@@ -252,6 +252,32 @@ def main():
                                                 i))
     report(not cites, "no code, test or test data points at an issue number",
            cites[:20])
+    # a file of the tree that code or a doc cites by its path exists (from
+    # the top of the tree, or from the citing file's folder: meson's
+    # files() and relative links)
+    cited = re.compile(r"(?<![\w./-])((?:docs|tests|lib|examples|bindings|"
+                       r"include)/[\w./-]*[\w-]\.(?:md|c|h|py|sh|json|tsv|"
+                       r"build|yml|yaml|conf|png|txt))\b")
+    paths = [os.path.join(root, "README.md")]
+    for top in ("include", "lib", "bindings", "examples", "tests", "docs"):
+        for d, subdirs, names in os.walk(os.path.join(root, top)):
+            subdirs[:] = [s for s in subdirs if s != "__pycache__"]
+            paths += [os.path.join(d, fn) for fn in names]
+    gone = []
+    for path in paths:
+        try:
+            text = open(path, encoding="utf-8").read()
+        except (UnicodeDecodeError, OSError):
+            continue  # not text
+        for i, line in enumerate(text.splitlines(), 1):
+            for f in cited.findall(line):
+                if not (os.path.exists(os.path.join(root, f)) or
+                        os.path.exists(os.path.join(os.path.dirname(path),
+                                                    f))):
+                    gone.append("%s:%d cites %s" % (
+                        os.path.relpath(path, root), i, f))
+    report(not gone, "every file of the tree a file cites by path exists",
+           gone[:20])
 
     header = open(os.path.join(root, "include", "switchyard.h"),
                   encoding="utf-8").read()

@@ -1,7 +1,7 @@
 /*
  * publish.c - the publication protocol: a sharded split reference count
- * (docs/publication.md). Owns the shard words, the slot table, the retired
- * list, reclamation and the publication metrics.
+ * (docs/architecture.md, "Publication"). Owns the shard words, the slot table,
+ * the retired list, reclamation and the publication metrics.
  *
  *   domain (sy__pub)                         objects (sy__pub_obj first)
  *   +--------------------------+

@@ -1,10 +1,10 @@
 /*
  * publish.h - lock-free publication of immutable objects (snapshots) by a
- * sharded split reference count; see docs/publication.md and the picture at
- * the top of publish.c. Owns: the publication domain (sy__pub), the header
- * every published object embeds first (sy__pub_obj), reader references
- * (sy__pub_ref), retirement, reclamation and their metrics. Knows nothing
- * about routes: the object after the header is the caller's.
+ * sharded split reference count; see docs/architecture.md ("Publication")
+ * and the picture at the top of publish.c. Owns: the publication domain
+ * (sy__pub), the header every published object embeds first (sy__pub_obj),
+ * reader references (sy__pub_ref), retirement, reclamation and their metrics.
+ * Knows nothing about routes: the object after the header is the caller's.
  *
  * Threads: sy__pub_acquire() and sy__pub_release() may be called by any
  * thread at any time, concurrently with everything else, and are wait-free

@@ -322,9 +322,18 @@ static char *sw_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
 
     if (lcf->admin)
         return "is duplicate";
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    /* the API's paths are what follows the location's prefix: a regex,
+     * exact or named location has none (every request was a 404) */
+    if (clcf->named || clcf->exact_match
+#if (NGX_PCRE)
+        || clcf->regex
+#endif
+    )
+        return "needs a prefix location (location /PREFIX/ { ... }): the "
+               "admin API's paths are read after the location's prefix";
     lcf->admin = 1;
     mcf->used = 1;
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = sw_admin_handler;
     return NGX_CONF_OK;
 }

@@ -198,6 +198,27 @@ def test_eject_time_out_of_bounds_refused_at_its_line(env):
               "%s: %d %r" % (bad, rc, err[-300:]))
 
 
+def test_admin_in_a_location_without_prefix_refused(env):
+    """switchyard_admin in a regex, exact or named location fails nginx -t
+    at its line (the API's paths follow the location's prefix: every
+    request there was a 404); a ^~ prefix location passes."""
+    admin = "location /switchyard/ {"
+    for loc, ok in (("location ~ ^/adm/ {", False),
+                    ("location = /adm {", False),
+                    ("location @adm {", False),
+                    ("location ^~ /adm/ {", True)):
+        conf = env.conf().replace(admin, loc + " switchyard_admin; }\n        "
+                                  + admin)
+        line = conf[:conf.index(loc)].count("\n") + 1
+        rc, err = env.test_conf(conf)
+        if ok:
+            check(rc == 0, "%s refused: %s" % (loc, err[-300:]))
+        else:
+            check(rc != 0 and "needs a prefix location" in err and
+                  "test.conf:%d" % line in err,
+                  "%s: %d %r" % (loc, rc, err[-300:]))
+
+
 def test_unwritable_state_file_said_at_start(env):
     """A switchyard_state whose directory the workers cannot write is
     logged at error when the workers start (a reload here), naming the
@@ -510,6 +531,7 @@ TESTS = [
     test_duplicate_id_across_files_refused_by_test_and_reload,
     test_small_zone_refused_naming_the_zone,
     test_eject_time_out_of_bounds_refused_at_its_line,
+    test_admin_in_a_location_without_prefix_refused,
     test_unwritable_state_file_said_at_start,
     test_variables_logged_for_refused_requests,
     test_failed_reload_keeps_admin_changes,

@@ -18,7 +18,8 @@
 typedef struct {
     ngx_http_request_t *r;
     sw_req_ctx_t *ctx;
-    ngx_uint_t attempts;
+    uint32_t attempts;               /* nginx's tries taken */
+    uint32_t ntried;                 /* in tried: attempts, unresolved */
     const char *tried[SW_MAX_TRIES]; /* instance ids, r->pool */
     ngx_str_t name;                  /* host:port of the current attempt */
     const char *instance;            /* of the current attempt, or NULL */
@@ -340,7 +341,7 @@ static ngx_int_t sw_peer_set(ngx_peer_connection_t *pc, sw_peer_t *p,
                   p->name.data;
     a = sw_addr(p->r, pc->log, &p->name);
     if (a == NULL)
-        return NGX_ERROR;
+        return NGX_DECLINED; /* logged */
     pc->sockaddr = (struct sockaddr *)&a->sa;
     pc->socklen = a->socklen;
     pc->name = &p->name;
@@ -378,6 +379,19 @@ static ngx_int_t sw_peer_ssl(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     return NGX_ERROR;
 }
 
+/* An instance whose host does not resolve failed as a refused
+ * connection would: its failure goes to the shared health (five eject
+ * it, so the blocking lookup is not made per request) and it is
+ * excluded; the balancer takes another instance without using one of
+ * nginx's tries. */
+static void sw_unresolved(ngx_peer_connection_t *pc, sw_peer_t *p,
+                          const char *instance) {
+    sw_health_report(pc->log, (char *)p->ctx->service.data, instance,
+                     SY_OUTCOME_CONNECT_FAILURE);
+    if (p->ntried < SW_MAX_TRIES)
+        p->tried[p->ntried++] = instance;
+}
+
 static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
     sw_peer_t *p = data;
     sw_req_ctx_t *ctx = p->ctx;
@@ -409,6 +423,10 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
         key.data = s + 3; /* after "://" */
         key.len = end - key.data;
         sw_addr_t *a = sw_addr(p->r, pc->log, &key);
+        if (a == NULL && ctx->service.len && ctx->instance.len) {
+            sw_unresolved(pc, p, (char *)ctx->instance.data);
+            goto another;
+        }
         if (a == NULL)
             return NGX_ERROR;
         p->name = key;
@@ -419,9 +437,10 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
     } else {
         /* a retry: another instance of the route's service */
         sy_target t;
-        if (p->attempts >= SW_MAX_TRIES)
+    another:
+        if (p->ntried >= SW_MAX_TRIES)
             return NGX_BUSY;
-        rc = sw_reselect(p->r, ctx, p->tried, p->attempts, &t);
+        rc = sw_reselect(p->r, ctx, p->tried, p->ntried, &t);
         if (rc == NGX_DECLINED) {
             ngx_log_error(NGX_LOG_WARN, pc->log, 0,
                           "switchyard_balancer: route \"%V\": no instance of "
@@ -437,14 +456,18 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
             return NGX_ERROR;
         }
         bool https = sw_secure((u_char *)t.scheme, ngx_strlen(t.scheme));
-        if (sw_peer_set(pc, p, t.host, t.port) != NGX_OK ||
-            sw_peer_ssl(p->r, ctx, https) != NGX_OK)
-            return NGX_ERROR;
         ngx_str_t id = {ngx_strlen(t.instance_id), NULL};
         id.data = ngx_pnalloc(p->r->pool, id.len + 1);
         if (id.data == NULL)
             return NGX_ERROR;
         ngx_memcpy(id.data, t.instance_id, id.len + 1);
+        rc = sw_peer_set(pc, p, t.host, t.port);
+        if (rc == NGX_DECLINED) {
+            sw_unresolved(pc, p, (char *)id.data);
+            goto another;
+        }
+        if (rc != NGX_OK || sw_peer_ssl(p->r, ctx, https) != NGX_OK)
+            return NGX_ERROR;
         ctx->instance = id; /* $switchyard_instance: the last attempt's */
         p->instance = (char *)id.data;
         /* the upstream variable follows too */
@@ -457,8 +480,8 @@ static ngx_int_t sw_get_peer(ngx_peer_connection_t *pc, void *data) {
             ctx->https = https;
         }
     }
-    if (p->instance && p->attempts < SW_MAX_TRIES)
-        p->tried[p->attempts] = p->instance;
+    if (p->instance && p->ntried < SW_MAX_TRIES)
+        p->tried[p->ntried++] = p->instance;
     p->attempts++;
     return NGX_OK;
 }
@@ -554,8 +577,9 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
     if (!ctx->peer_used) { /* (once a request but for a corner case) */
         ctx->peer_used = 1;
         p = (sw_peer_t *)ctx->peer;
-        /* (tried[] is read only below attempts) */
+        /* (tried[] is read only below ntried) */
         p->attempts = 0;
+        p->ntried = 0;
         ngx_str_null(&p->name);
         p->instance = NULL;
     } else if ((p = ngx_pcalloc(r->pool, sizeof *p)) == NULL) {

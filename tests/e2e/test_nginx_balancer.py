@@ -117,6 +117,33 @@ def test_next_upstream_http_502_retries(env):
     check(ids == {"A"}, "answers from %r" % ids)
 
 
+def test_unresolvable_instance_skipped(env):
+    """An instance whose host name does not resolve fails as a refused
+    connection: another instance answers (no client error; it was a 500
+    every time it was chosen), its failures eject it, and a service with
+    no instance that resolves answers 502 (no live upstreams)."""
+    r = env.put("routes/live/unres", {
+        "id": "unres", "uri": "lb://unres", "predicates": ["Path=/unres/**"]})
+    check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+    r = env.put("instances/unres", [
+        {"id": "nowhere", "host": "nowhere.invalid", "port": 80},
+        {"id": "here", "host": "127.0.0.1", "port": env.pa}])
+    check(r.status == 200, "PUT instances: %d" % r.status)
+    env.converged()
+    statuses = [env.get("/unres/x").status for _ in range(20)]
+    check(statuses == [200] * 20, "client errors: %r" % statuses)
+    check('cannot resolve "nowhere.invalid:80"' in env.error_log(),
+          "the lookup failure not logged")
+    inst = {i["id"]: i for x in env.status()["services"]
+            if x["name"] == "unres" for i in x["instances"]}
+    check(inst["nowhere"]["ejected"], "not ejected: %r" % inst)
+    r = env.put("instances/unres", [
+        {"id": "nowhere", "host": "nowhere.invalid", "port": 80}])
+    check(r.status == 200, "PUT instances: %d" % r.status)
+    env.converged()
+    check(env.get("/unres/x").status == 502, "no instance resolves")
+
+
 def test_route_response_timeout_applied(env):
     """response-timeout metadata: a slow answer is cut at the route's
     timeout (504), not nginx's 60 s."""
@@ -403,6 +430,7 @@ TESTS = [
     test_keepalive_reuses_upstream_connections,
     test_retry_on_another_instance_one_ejection,
     test_next_upstream_http_502_retries,
+    test_unresolvable_instance_skipped,
     test_route_response_timeout_applied,
     test_route_connect_timeout_applied,
     test_https_targets_through_an_http_proxy_pass,

@@ -72,6 +72,38 @@ static sw_addr_t *sw_addr_cached(ngx_uint_t h, const ngx_str_t *key) {
     return NULL;
 }
 
+/* Names that did not resolve, remembered for SW_ADDR_RETRY_MS: a name
+ * that does not resolve costs a worker one blocking lookup per 10 s, not
+ * one per request (each stalled the worker's event loop: a service of
+ * such names took a worker's requests, admin changes included, down to a
+ * few a second). */
+#define SW_ADDR_FAILED 16
+#define SW_ADDR_RETRY_MS 10000
+static struct {
+    u_char key[256];
+    size_t len;
+    ngx_msec_t until;
+} sw_addr_failed[SW_ADDR_FAILED];
+static ngx_uint_t sw_addr_failed_next;
+
+static ngx_flag_t sw_addr_failed_recently(const ngx_str_t *key) {
+    for (ngx_uint_t i = 0; i < SW_ADDR_FAILED; i++)
+        if (sw_addr_failed[i].len == key->len &&
+            (ngx_msec_int_t)(sw_addr_failed[i].until - ngx_current_msec) > 0 &&
+            ngx_memcmp(sw_addr_failed[i].key, key->data, key->len) == 0)
+            return 1;
+    return 0;
+}
+
+static void sw_addr_failed_note(const ngx_str_t *key) {
+    if (key->len > sizeof sw_addr_failed[0].key)
+        return;
+    ngx_uint_t i = sw_addr_failed_next++ % SW_ADDR_FAILED;
+    ngx_memcpy(sw_addr_failed[i].key, key->data, key->len);
+    sw_addr_failed[i].len = key->len;
+    sw_addr_failed[i].until = ngx_current_msec + SW_ADDR_RETRY_MS;
+}
+
 /* The address of "host:port" (an IP literal, or a name resolved once per
  * worker, blocking: give instances and URLs as addresses to avoid it).
  * Once the cache is full, an address not in it is resolved for this
@@ -85,6 +117,14 @@ static sw_addr_t *sw_addr(ngx_http_request_t *r, ngx_log_t *log,
 
     if (a)
         return a;
+    if (sw_addr_failed_recently(key)) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "switchyard_balancer: cannot resolve \"%V\": its "
+                      "lookup failed less than %d s ago (not looked up "
+                      "again yet)",
+                      key, SW_ADDR_RETRY_MS / 1000);
+        return NULL;
+    }
     pool = ngx_create_pool(1024, log);
     if (pool == NULL)
         return NULL;
@@ -96,6 +136,7 @@ static sw_addr_t *sw_addr(ngx_http_request_t *r, ngx_log_t *log,
                       "switchyard_balancer: cannot resolve \"%V\": %s", key,
                       u.err ? u.err : "no address");
         ngx_destroy_pool(pool);
+        sw_addr_failed_note(key);
         return NULL;
     }
     a = sw_addr_count < SW_ADDR_MAX ? ngx_alloc(sizeof *a + key->len, log)

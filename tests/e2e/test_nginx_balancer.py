@@ -120,8 +120,9 @@ def test_next_upstream_http_502_retries(env):
 def test_unresolvable_instance_skipped(env):
     """An instance whose host name does not resolve fails as a refused
     connection: another instance answers (no client error; it was a 500
-    every time it was chosen), its failures eject it, and a service with
-    no instance that resolves answers 502 (no live upstreams)."""
+    every time it was chosen), its failures eject it, the failed lookup is
+    not made again per request (each blocks the worker), and a service
+    with no instance that resolves answers 502 (no live upstreams)."""
     r = env.put("routes/live/unres", {
         "id": "unres", "uri": "lb://unres", "predicates": ["Path=/unres/**"]})
     check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
@@ -134,6 +135,11 @@ def test_unresolvable_instance_skipped(env):
     check(statuses == [200] * 20, "client errors: %r" % statuses)
     check('cannot resolve "nowhere.invalid:80"' in env.error_log(),
           "the lookup failure not logged")
+    # a failed lookup is remembered (10 s): one blocking lookup per
+    # worker, not one per choice of the instance
+    looked = env.error_log().count(
+        'cannot resolve "nowhere.invalid:80": host not found')
+    check(1 <= looked <= 2, "%d lookups of the name for 20 requests" % looked)
     inst = {i["id"]: i for x in env.status()["services"]
             if x["name"] == "unres" for i in x["instances"]}
     check(inst["nowhere"]["ejected"], "not ejected: %r" % inst)

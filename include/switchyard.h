@@ -1452,7 +1452,8 @@ typedef enum sy_breaker_verdict {
 /*
  * Record the outcome of a permitted call: `outcome` as the host saw it,
  * `status` the upstream's answer (0 when none), `duration_ms` the call's
- * time. A failure is a connect failure, a timeout, or a status listed in
+ * time, `now_ms` the time now (epoch ms, read only when the state moves;
+ * 0: real time then). A failure is a connect failure, a timeout, or a status listed in
  * statusCodes; a slow call one longer than slowCallDurationThreshold. The
  * window and state change as Resilience4j's count-based breaker does.
  * The verdict is SCG's: a failure goes to the fallbackUri; without one, a

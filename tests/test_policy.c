@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define T0 1700000000000LL /* a fixed "now" (epoch ms) */
 
@@ -1698,6 +1699,28 @@ START_TEST(breaker_opens_half_opens_and_closes) {
 }
 END_TEST
 
+/* now_ms 0 to sy_breaker_record and to the acquire: the time is read
+ * when the state moves, so the breaker opens now, not at the epoch */
+START_TEST(a_breaker_told_no_time_reads_real_time) {
+    fix f;
+    fix_open(&f, router_with(CB_ROUTE("\"slidingWindowSize\":1,"
+                                      "\"minimumNumberOfCalls\":1,"
+                                      "\"waitDurationInOpenState\":\"60s\""),
+                             NULL, NULL));
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    sy_breaker_permit p = ask(&f, 0);
+    ck_assert(p.permitted);
+    sy_breaker_record(&p, SY_OUTCOME_CONNECT_FAILURE, 0, 1, 0);
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_OPEN);
+    ck_assert(!ask(&f, now + 1000).permitted); /* opened at about now */
+    ck_assert(!ask(&f, 0).permitted);
+    ck_assert(ask(&f, now + 61000).permitted); /* after the wait */
+    fix_close(&f);
+}
+END_TEST
+
 START_TEST(half_open_failures_open_again) {
     fix f;
     fix_open(&f, router_with(CB_ROUTE("\"slidingWindowSize\":2,"
@@ -2128,6 +2151,7 @@ int main(void) {
     tcase_add_test(tc, retry_lists_as_arrays_and_empty_arrays_are_scgs);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);
+    tcase_add_test(tc, a_breaker_told_no_time_reads_real_time);
     tcase_add_test(tc, resume_without_error_verdicts_are_scgs);
     tcase_add_test(tc, removed_and_renamed_breakers_give_their_entries_back);
     tcase_add_test(tc, a_freed_entry_waits_for_readers_and_is_reused_clean);

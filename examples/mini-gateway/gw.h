@@ -285,8 +285,11 @@ typedef struct gw_route_data {
     struct gw_cors *cors; /* metadata `cors` (cors.c), or NULL */
     char *cors_error;     /* why metadata `cors` could not be read */
     char *breaker;        /* its CircuitBreaker's name, or NULL */
-    gw_msg *drop_msgs;    /* [worker count], in the same block after pools */
-    gw_pool *pools[];     /* [worker count] */
+    /* which host filters run per request the route has under a snapshot
+     * (proxy.c): generation << 8 | 0x80 | GW_HF_* bits; 0: none known */
+    _Atomic uint64_t host_flags;
+    gw_msg *drop_msgs; /* [worker count], in the same block after pools */
+    gw_pool *pools[];  /* [worker count] */
 } gw_route_data;
 
 struct gw_worker {

@@ -395,7 +395,9 @@ static void breaker_step(gw_request *q, sy_match *m) {
     if (!q->permit_held) { /* a forward keeps the first route's permit */
         sy_error err;
         sy_breaker_permit p;
-        if (sy_match_breaker_acquire(m, gw_wall_ms(), &p, &err)) {
+        /* now_ms 0: the library reads the time when the breaker needs it
+         * (a closed one does not) */
+        if (sy_match_breaker_acquire(m, 0, &p, &err)) {
             gw_request_respond(q, 500, NULL, NULL);
             return;
         }
@@ -417,6 +419,7 @@ static void breaker_step(gw_request *q, sy_match *m) {
             q->permit = p;
             q->permit_held = true;
             q->call_start_ms = now_ms();
+            q->call_fresh = true; /* until the first attempt's timeouts */
         }
     }
     const sy_retry_policy *rp = sy_match_retry_policy(m);
@@ -430,6 +433,7 @@ static void breaker_step(gw_request *q, sy_match *m) {
          gw_caches_body(m)))
         q->keep_body = true; /* kept from the first byte on */
     gw_request_proceed(q, m);
+    q->call_fresh = false;
 }
 
 /* The connect and response timeouts of an attempt, within the breaker's
@@ -437,7 +441,8 @@ static void breaker_step(gw_request *q, sy_match *m) {
 void gw_policy_timeouts(gw_request *q) {
     if (!q->permit_held || !q->permit.timeout_ms)
         return;
-    uint64_t spent = now_ms() - q->call_start_ms;
+    /* the first attempt starts as the call does (breaker_step) */
+    uint64_t spent = q->call_fresh ? 0 : now_ms() - q->call_start_ms;
     uint64_t left =
         spent < q->permit.timeout_ms ? q->permit.timeout_ms - spent : 1;
     if (q->connect_ms > left)
@@ -470,9 +475,8 @@ static void backoff_closed(uv_handle_t *h) {
 /* What to do after an attempt that failed or answered `status`. */
 typedef enum { DO_PASS, DO_RETRY, DO_FALLBACK, DO_ERROR, DO_EMPTY } gw_do;
 
-static gw_do decide(gw_request *q, sy_outcome o, int status, uint32_t *delay,
-                    int *err_status) {
-    uint64_t now = now_ms();
+static gw_do decide(gw_request *q, sy_outcome o, int status, uint64_t now,
+                    uint32_t *delay, int *err_status) {
     if (q->retry && can_replay(q) &&
         sy_retry_next(q->retry, q->retries_done, q->sreq.method, o, status,
                       now - q->first_attempt_ms, gw_worker_rand(q->w), delay))
@@ -480,8 +484,9 @@ static gw_do decide(gw_request *q, sy_outcome o, int status, uint32_t *delay,
     if (!q->permit_held)
         return o == SY_OUTCOME_SUCCESS || status ? DO_PASS : DO_ERROR;
     q->permit_held = false;
-    sy_breaker_verdict v = sy_breaker_record(
-        &q->permit, o, status, now - q->call_start_ms, gw_wall_ms());
+    /* now_ms 0: the library reads the time if the state moves */
+    sy_breaker_verdict v =
+        sy_breaker_record(&q->permit, o, status, now - q->call_start_ms, 0);
     if (v == SY_BREAKER_PASS)
         return DO_PASS;
     if (v == SY_BREAKER_RESUME) /* resumeWithoutError: SCG's empty 200 */
@@ -525,13 +530,13 @@ static void carry_out(gw_request *q, gw_do d, uint32_t delay, int err_status) {
     gw_request_respond(q, d == DO_EMPTY ? 200 : err_status, NULL, NULL);
 }
 
-int gw_policy_on_response(gw_request *q, int status) {
+int gw_policy_on_response(gw_request *q, int status, uint64_t now_ns) {
     if (!q->retry && !q->permit_held)
         return 0;
     uint32_t delay = 0;
     int err = 502;
     sy_outcome o = status >= 500 ? SY_OUTCOME_5XX : SY_OUTCOME_SUCCESS;
-    gw_do d = decide(q, o, status, &delay, &err);
+    gw_do d = decide(q, o, status, now_ns / 1000000u, &delay, &err);
     if (d == DO_PASS)
         return 0;
     q->redo = (int)d;
@@ -551,7 +556,7 @@ bool gw_policy_on_failure(gw_request *q, sy_outcome o) {
     int err = o == SY_OUTCOME_TIMEOUT ? 504 : 502;
     if (!q->retry && !q->permit_held)
         return false;
-    gw_do d = decide(q, o, 0, &delay, &err);
+    gw_do d = decide(q, o, 0, now_ms(), &delay, &err);
     if (d == DO_PASS || d == DO_ERROR)
         return false; /* the caller answers as it would have */
     carry_out(q, d, delay, err);

@@ -617,8 +617,46 @@ void gw_request_body_flow(gw_request *q) {
     client_kick(q->c);
 }
 
+enum { GW_HF_HEADERS = 1, GW_HF_CACHE = 2 };
+
+/* Which host filters the gateway runs per request match m has: one pass,
+ * a name compared only when its first letter is one of theirs (most
+ * routes' host filters are policies: RequestRateLimiter, CircuitBreaker,
+ * Retry). */
+static unsigned host_flags(sy_match *m) {
+    unsigned f = 0;
+    size_t n = sy_match_host_filter_count(m);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = sy_match_host_filter(m, i)->name;
+        if ((name[0] == 'S' && strcmp(name, "SecureHeaders") == 0) ||
+            (name[0] == 'F' && strcmp(name, "FallbackHeaders") == 0))
+            f |= GW_HF_HEADERS;
+        else if (name[0] == 'L' && strcmp(name, "LocalResponseCache") == 0)
+            f |= GW_HF_CACHE;
+    }
+    return f;
+}
+
+/* host_flags of the request's match, kept with its route for the
+ * snapshot's generation (the route's host filters are its filters' and
+ * the snapshot's default filters': no pass over them a request). */
+static unsigned host_flags_of(gw_request *q, sy_match *m) {
+    uint64_t gen = sy_snapshot_generation(q->snap);
+    gw_route_data *rd = q->rd;
+    uint64_t kept =
+        rd ? atomic_load_explicit(&rd->host_flags, memory_order_relaxed) : 0;
+    if ((kept & 0x80) && kept >> 8 == gen)
+        return (unsigned)(kept & 0x7f);
+    unsigned f = host_flags(m);
+    if (rd && gen < (1ull << 56))
+        atomic_store_explicit(&rd->host_flags, gen << 8 | 0x80 | f,
+                              memory_order_relaxed);
+    return f;
+}
+
 void gw_request_proceed_ops(gw_request *q, sy_match *m) {
-    gw_host_filters(q, m);
+    if (q->hf_route != sy_match_route(m) || (q->hf & GW_HF_HEADERS))
+        gw_host_filters(q, m);
     gw_request_copy_response_ops(q, m, &q->xhdrs);
     gw_xhdrs_clear(q);
 }
@@ -851,8 +889,13 @@ void gw_request_dispatch(gw_request *q) {
         break;
     }
     case SY_ACTION_PROXY:
-        if (!gw_cache_lookup(q, m)) /* LocalResponseCache (cache.c) */
-            gw_policy_begin(q, m);
+        q->hf = host_flags_of(q, m);
+        q->hf_route = route;
+        if (!(q->hf & GW_HF_CACHE))
+            gw_cache_request_free(q);   /* what a lookup does first */
+        else if (gw_cache_lookup(q, m)) /* LocalResponseCache (cache.c) */
+            break;
+        gw_policy_begin(q, m);
         break;
     }
 }

@@ -77,6 +77,10 @@ struct gw_request {
     uint64_t t_sent_ns;   /* the upstream head went out */
     const char *route_id; /* borrowed from snap, or "" */
     gw_route_data *rd;
+    /* which of the host filters run per request hf_route has (GW_HF_*,
+     * one pass over them at dispatch, proxy.c) */
+    const sy_route *hf_route;
+    unsigned hf;
     /* the current attempt */
     gw_buf head; /* upstream request head */
     char host[256];
@@ -130,6 +134,7 @@ struct gw_request {
     sy_breaker_permit permit; /* valid while permit_held */
     bool permit_held;
     uint64_t call_start_ms; /* the breaker's call began */
+    bool call_fresh;        /* and its first attempt is being set up */
     const sy_retry_policy *retry;
     uint32_t retries_done;
     uint64_t first_attempt_ms;
@@ -281,10 +286,11 @@ int gw_request_retry_attempt(gw_request *q);
 void gw_policy_begin(gw_request *q, sy_match *m);
 /* Cap q->connect_ms / response_ms by the breaker's time limit. */
 void gw_policy_timeouts(gw_request *q);
-/* The upstream answered `status`: 0 to pass the answer on; 1 when policy
+/* The upstream answered `status` at now_ns (gw_now_ns): 0 to pass the
+ * answer on; 1 when policy
  * takes the request over (a retry, the fallback): the caller stops the
  * response, closes the connection, then calls gw_policy_redo. */
-int gw_policy_on_response(gw_request *q, int status);
+int gw_policy_on_response(gw_request *q, int status, uint64_t now_ns);
 void gw_policy_redo(gw_request *q);
 /* An attempt failed without an answer: true when policy took the request
  * over (a retry or the fallback); false: answer as usual. */

@@ -864,13 +864,14 @@ static int r_headers_complete(http_parser *p) {
     gw_deadline_clear(&u->timer);
     if (!q) /* its client went away: dropped (a HEAD's has no body) */
         return u->phead[u->pfirst] ? 1 : 0;
+    uint64_t now_ns = gw_now_ns();
     gw_metrics_upstream_latency(&u->w->metrics,
-                                (double)(gw_now_ns() - q->t_sent_ns) / 1e9);
+                                (double)(now_ns - q->t_sent_ns) / 1e9);
     if (q->lb)
         sy_router_report_outcome(G.router, &q->health,
                                  st >= 500 ? SY_OUTCOME_5XX
                                            : SY_OUTCOME_SUCCESS);
-    if (gw_policy_on_response(q, st)) {
+    if (gw_policy_on_response(q, st, now_ns)) {
         /* a retry or the fallback: nothing of this answer goes out;
          * up_read closes the connection and hands over (gw_policy_redo) */
         http_parser_pause(p, 1);

@@ -173,8 +173,14 @@ static void clear_window(sy__brk *b) {
  * runs with replace them (a later snapshot generation), so two live routes
  * that name one breaker with different settings do not reset it in turn:
  * the first asked keeps it. */
-static void adopt(sy__brk *b, const sy__brk_cfg *cfg, uint64_t gen,
-                  uint64_t now) {
+static uint64_t rel_now(sy_policy_store *st, sy__brk_now *now) {
+    if (!now->ms)
+        now->ms = now->read ? now->read(now->arg) : sy__now_realtime_ms();
+    return sy__store_rel_ms(st, now->ms);
+}
+
+static void adopt(sy_policy_store *st, sy__brk *b, const sy__brk_cfg *cfg,
+                  uint64_t gen, sy__brk_now *now) {
     uint64_t c = atomic_load_explicit(&b->cfg, memory_order_acquire);
     if (c == cfg->fp)
         return;
@@ -187,17 +193,18 @@ static void adopt(sy__brk *b, const sy__brk_cfg *cfg, uint64_t gen,
     uint64_t w = atomic_load(&b->word);
     uint64_t e = EPOCH(w) + 1;
     clear_window(b);
-    atomic_store(&b->since, mksince(e, false, now));
+    atomic_store(&b->since, mksince(e, false, rel_now(st, now)));
     atomic_store(&b->word, mkword(SY_BREAKER_CLOSED, e, 0, 0, 0, 0));
 }
 
-static bool warm_admit(sy__brk *b, const sy__brk_cfg *cfg, uint64_t w,
-                       uint64_t now) {
+static bool warm_admit(sy_policy_store *st, sy__brk *b, const sy__brk_cfg *cfg,
+                       uint64_t w, sy__brk_now *clock) {
     if (!cfg->warmup_ms)
         return true;
     uint64_t s = atomic_load_explicit(&b->since, memory_order_acquire);
     if (!(s >> 53 & 1) || (s >> 54) != EPOCH(w))
         return true;
+    uint64_t now = rel_now(st, clock);
     uint64_t at = s & ((1ull << 53) - 1);
     uint64_t el = now > at ? now - at : 0;
     if (el >= cfg->warmup_ms)
@@ -209,7 +216,7 @@ static bool warm_admit(sy__brk *b, const sy__brk_cfg *cfg, uint64_t w,
 }
 
 void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
-                     const char *route_id, uint64_t gen, int64_t now_ms,
+                     const char *route_id, uint64_t gen, sy__brk_now *now,
                      sy_breaker_permit *out) {
     memset(out, 0, sizeof *out);
     out->breaker = true;
@@ -230,20 +237,19 @@ void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
         return; /* no entry: calls pass, unbroken */
     }
     out->entry = (uint32_t)(b - sy__store_brks(st));
-    uint64_t now = sy__store_rel_ms(st, now_ms);
-    adopt(b, cfg, gen, now);
+    adopt(st, b, cfg, gen, now);
     for (;;) {
         uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
         out->epoch = (uint32_t)EPOCH(w);
         out->state = (sy_breaker_state)ST(w);
         if (ST(w) == SY_BREAKER_CLOSED) {
-            out->permitted = warm_admit(b, cfg, w, now);
+            out->permitted = warm_admit(st, b, cfg, w, now);
             break;
         }
         if (ST(w) == SY_BREAKER_OPEN) {
             uint64_t s = atomic_load_explicit(&b->since, memory_order_acquire);
             uint64_t at = s & ((1ull << 53) - 1);
-            if ((s >> 54) != EPOCH(w) || now < at + cfg->wait_ms) {
+            if ((s >> 54) != EPOCH(w) || rel_now(st, now) < at + cfg->wait_ms) {
                 out->permitted = false;
                 break;
             }
@@ -251,7 +257,7 @@ void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
             uint64_t nw = mkword(SY_BREAKER_HALF_OPEN, e, cfg->half_open - 1,
                                  0, 0, 0);
             if (atomic_compare_exchange_strong(&b->word, &w, nw)) {
-                atomic_store(&b->since, mksince(e, false, now));
+                atomic_store(&b->since, mksince(e, false, rel_now(st, now)));
                 sy__store_count(&st->breaker_half_opened);
                 out->epoch = (uint32_t)(e & 0x3ff);
                 out->state = SY_BREAKER_HALF_OPEN;
@@ -323,6 +329,12 @@ static uint32_t ones(_Atomic uint64_t *bits, uint32_t window) {
     return n;
 }
 
+/* sy_breaker_record's time: the host's, or (0) real time, read only
+ * when the state moves. */
+static int64_t now_or_real(int64_t now_ms) {
+    return now_ms ? now_ms : sy__now_realtime_ms();
+}
+
 /* One outcome into the closed window; opens the breaker past a
  * threshold. */
 static void record_closed(sy_policy_store *st, sy__brk *b,
@@ -336,6 +348,11 @@ static void record_closed(sy_policy_store *st, sy__brk *b,
     uint64_t calls = idx + 1 < cfg->window ? idx + 1 : cfg->window;
     if (calls < cfg->min_calls)
         return;
+    /* a success after a call that was already weighed (the usual call)
+     * lowers both rates or leaves them: the window was weighed when each
+     * failure or slow call in it went in */
+    if (!fail && !slow && idx >= cfg->min_calls)
+        return;
     /* no failure (no slow call) is a rate of 0, below every threshold
      * (compile refuses 0): no float division for it */
     uint32_t nf = ones(b->fbits, cfg->window), ns = ones(b->sbits, cfg->window);
@@ -345,8 +362,9 @@ static void record_closed(sy_policy_store *st, sy__brk *b,
     uint64_t e = EPOCH(w) + 1;
     if (atomic_compare_exchange_strong(
             &b->word, &w, mkword(SY_BREAKER_OPEN, e, 0, 0, 0, 0))) {
-        atomic_store(&b->since,
-                     mksince(e, false, sy__store_rel_ms(st, now_ms)));
+        atomic_store(
+            &b->since,
+            mksince(e, false, sy__store_rel_ms(st, now_or_real(now_ms))));
         sy__store_count(&st->breaker_opened);
     }
 }
@@ -370,7 +388,8 @@ static void record_half_open(sy_policy_store *st, sy__brk *b,
             nw = mkword(to, epoch + 1, 0, 0, 0, 0);
         }
         if (atomic_compare_exchange_weak(&b->word, &w, nw)) {
-            uint64_t now = to < 0 ? 0 : sy__store_rel_ms(st, now_ms);
+            uint64_t now =
+                to < 0 ? 0 : sy__store_rel_ms(st, now_or_real(now_ms));
             if (to == SY_BREAKER_CLOSED) {
                 clear_window(b);
                 atomic_store(&b->since, mksince(epoch + 1, true, now));

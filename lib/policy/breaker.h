@@ -28,10 +28,17 @@ typedef struct sy__brk_cfg {
 int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg);
 /* The store key of a breaker name. */
 uint64_t sy__brk_key(const char *name, size_t len);
+/* The time of a call, read only when needed: ms when not 0, else
+ * read(arg) the first time (a closed breaker's usual permit needs none). */
+typedef struct sy__brk_now {
+    int64_t ms;
+    int64_t (*read)(const void *arg);
+    const void *arg;
+} sy__brk_now;
 /* Permission for one call (sy_match_breaker_acquire), asked from a
  * snapshot of generation `gen`. */
 void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
-                     const char *route_id, uint64_t gen, int64_t now_ms,
+                     const char *route_id, uint64_t gen, sy__brk_now *now,
                      sy_breaker_permit *out);
 
 #endif

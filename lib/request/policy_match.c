@@ -9,6 +9,21 @@
 #include "policy/ratelimit.h"
 #include "policy/retry.h"
 
+/* False when route r (NULL: none) has no filter of builtin `id`, as its
+ * compile noted (Retry and CircuitBreaker): no walk over its filters. */
+static bool may_have(const struct sy_route *r, sy__builtin id) {
+    if (!r)
+        return false;
+    unsigned p = r->more->policies;
+    if (!(p & SY_MORE_COMPILED))
+        return r->more->filter_count != 0;
+    if (id == SY_F_RETRY)
+        return p & SY_MORE_RETRY;
+    if (id == SY_F_CIRCUIT_BREAKER)
+        return p & SY_MORE_BREAKER;
+    return true;
+}
+
 /* The next policy of builtin `id` in the merged chain (default i before
  * route i) from position *at (0 at first; moved past the one returned),
  * or NULL. */
@@ -16,6 +31,10 @@ static const void *next_policy(const sy_match *m, sy__builtin id,
                                size_t *at) {
     const struct sy_route *d = m->snap->defaults, *r = m->route;
     size_t nd = d ? d->more->filter_count : 0, nr = r->more->filter_count;
+    if (!may_have(d, id) && !may_have(r, id)) {
+        *at = 2 * (nd > nr ? nd : nr); /* as after the walk */
+        return NULL;
+    }
     size_t i = *at >> 1, side = *at & 1;
     for (; i < nd || i < nr; i++, side = 0) {
         for (; side < 2; side++) {
@@ -49,6 +68,10 @@ static int64_t now_of(const sy_match *m, int64_t now_ms) {
         return now_ms;
     const sy_snapshot *s = m->snap;
     return s->clock_ms ? s->clock_ms(s->clock_data) : sy__now_realtime_ms();
+}
+
+static int64_t snap_now(const void *m) {
+    return now_of(m, 0);
 }
 
 static sy_str var_of(const void *m, const char *name) {
@@ -129,8 +152,11 @@ int sy_match_breaker_acquire(const sy_match *m, int64_t now_ms,
         out->permitted = true;
         return 0;
     }
+    /* the time only when the breaker needs it (not to permit a call of a
+     * closed one) */
+    sy__brk_now now = {now_ms, snap_now, m};
     sy__brk_acquire(m->snap->policy, cfg, m->route->id, m->snap->generation,
-                    now_of(m, now_ms), out);
+                    &now, out);
     return 0;
 }
 

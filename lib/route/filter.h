@@ -55,8 +55,10 @@ typedef struct sy__plan {
     size_t header_count, header_cap;
     sy_response_op *resp;
     size_t resp_count, resp_cap;
-    const sy_filter_entry **host_filters;
+    const sy_filter_entry **host_filters; /* host_local, or in the arena */
     size_t host_filter_count, host_filter_cap;
+    /* the first ones (a route's usual policy or two): no arena growth */
+    const sy_filter_entry *host_local[4];
 } sy__plan;
 
 /*

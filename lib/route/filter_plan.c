@@ -13,6 +13,10 @@
 
 static bool host_add(sy__run *r, const sy_filter_entry *e) {
     sy__plan *p = r->plan;
+    if (!p->host_filter_cap) {
+        p->host_filters = p->host_local;
+        p->host_filter_cap = sizeof p->host_local / sizeof *p->host_local;
+    }
     void *arr = (void *)p->host_filters;
     if (!sy__plan_grow(r->ar, &arr, &p->host_filter_cap, p->host_filter_count,
                        sizeof(const sy_filter_entry *)))

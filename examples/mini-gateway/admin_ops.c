@@ -358,7 +358,8 @@ int gw_dry_run(const char *query) {
 
 /* A scratch router holding what the live one would after the change:
  * every live source in order, each with its live routes (their canonical
- * definitions), `source` with `body` instead. */
+ * definitions), `source` with `body` instead (body NULL: the live routes
+ * as they are), and the live services' instances. */
 static int build_after(const char *source, const char *body, size_t len,
                        sy_router **out, sy_error *err) {
     int rc = gw_scratch_router(out, err);
@@ -372,7 +373,7 @@ static int build_after(const char *source, const char *body, size_t len,
         rc = sy_router_add_source(*out, st.name, err);
         if (rc)
             break;
-        if (strcmp(st.name, source) == 0) {
+        if (body && strcmp(st.name, source) == 0) {
             seen = true;
             rc = sy_router_apply(*out, st.name, body, len, NULL, err);
             continue;
@@ -396,10 +397,27 @@ static int build_after(const char *source, const char *body, size_t len,
                  : sy_router_apply(*out, st.name, doc.p, doc.len, NULL, err);
         gw_buf_free(&doc);
     }
-    if (!rc && !seen) {
+    if (!rc && !seen && body) {
         rc = sy_router_add_source(*out, source, err);
         if (!rc)
             rc = sy_router_apply(*out, source, body, len, NULL, err);
+    }
+    /* the instances, so that lb:// routes choose among the same ones */
+    for (size_t i = 0; !rc && i < sy_snapshot_service_count(live); i++) {
+        size_t n = sy_snapshot_instance_count(live, i);
+        sy_instance *v = malloc((n ? n : 1) * sizeof *v);
+        if (!v) {
+            rc = SY_ENOMEM;
+            break;
+        }
+        for (size_t k = 0; k < n; k++) {
+            sy_instance_health h;
+            sy_snapshot_instance_health(live, i, k, &h);
+            v[k] = *h.instance;
+        }
+        rc = sy_router_set_instances(*out, sy_snapshot_service_name(live, i), v,
+                                     n, NULL, err);
+        free(v);
     }
     sy_snapshot_release(live);
     return rc;
@@ -409,15 +427,43 @@ static cJSON *str_or_null(const char *s) {
     return s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
-/* The last requests served, through the live routes and through `after`:
- * {"requests": N, "changed": [...], "summary": [...]}. */
-static cJSON *impact(sy_router *after) {
+/* The route, upstream and instance a request gets on s. */
+typedef struct outcome {
+    const char *route, *upstream, *instance; /* NULL: none */
+} outcome;
+
+static outcome run_one(sy_snapshot *s, sy_match_ctx *ctx, sy_request *req) {
+    outcome o = {NULL, NULL, NULL};
+    sy_match *m = NULL;
+    if (sy_snapshot_match(s, ctx, req, &m) || !m)
+        return o;
+    const sy_route *r = sy_match_route(m);
+    o.route = sy_route_id(r);
+    o.upstream = sy_route_uri(r);
+    sy_upstream up;
+    sy_route_upstream(r, &up);
+    sy_selection sel;
+    if (up.kind == SY_UPSTREAM_SERVICE &&
+        sy_snapshot_select(s, ctx, m, req, &sel, NULL) == 0)
+        o.instance = sel.id; /* borrowed from s */
+    return o;
+}
+
+static bool same(const char *a, const char *b) {
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* The last requests served, through `before` (a copy of the live routes
+ * and instances: choosing an instance on the live router would move its
+ * round-robin) and through `after`: {"requests": N, "changed": [...],
+ * "summary": [...]}. */
+static cJSON *impact(sy_router *before, sy_router *after) {
     gw_recent *recent = malloc(GW_RECENT_MAX * sizeof *recent);
     sy_match_ctx *ctx = NULL;
     cJSON *o = cJSON_CreateObject(), *list = cJSON_CreateArray(),
           *sum = cJSON_CreateArray();
     size_t n = recent ? gw_recent_copy(recent, GW_RECENT_MAX) : 0;
-    sy_snapshot *a = sy_router_acquire(G.router), *b = sy_router_acquire(after);
+    sy_snapshot *a = sy_router_acquire(before), *b = sy_router_acquire(after);
     if (sy_match_ctx_new(NULL, &ctx, NULL))
         n = 0;
     for (size_t i = 0; i < n; i++) {
@@ -425,20 +471,10 @@ static cJSON *impact(sy_router *after) {
         sy_request req;
         gw_recent_request(&recent[i], hs, &req);
         req.seed = 0x9e3779b97f4a7c15ull * (i + 1); /* the same draws */
-        const sy_route *ra = NULL, *rb = NULL;
-        sy_match *m = NULL;
-        if (sy_snapshot_match(a, ctx, &req, &m) == 0 && m)
-            ra = sy_match_route(m);
-        m = NULL;
-        if (sy_snapshot_match(b, ctx, &req, &m) == 0 && m)
-            rb = sy_match_route(m);
-        const char *ia = ra ? sy_route_id(ra) : NULL;
-        const char *ib = rb ? sy_route_id(rb) : NULL;
-        const char *ua = ra ? sy_route_uri(ra) : NULL;
-        const char *ub = rb ? sy_route_uri(rb) : NULL;
-        bool same_route = (!ia && !ib) || (ia && ib && strcmp(ia, ib) == 0);
-        bool same_up = (!ua && !ub) || (ua && ub && strcmp(ua, ub) == 0);
-        if (same_route && same_up)
+        outcome oa = run_one(a, ctx, &req), ob = run_one(b, ctx, &req);
+        const char *ia = oa.route, *ib = ob.route;
+        if (same(ia, ib) && same(oa.upstream, ob.upstream) &&
+            same(oa.instance, ob.instance))
             continue;
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "method", recent[i].method);
@@ -448,8 +484,10 @@ static cJSON *impact(sy_router *after) {
         cJSON_AddStringToObject(e, "url", url);
         cJSON_AddItemToObject(e, "old_route", str_or_null(ia));
         cJSON_AddItemToObject(e, "new_route", str_or_null(ib));
-        cJSON_AddItemToObject(e, "old_upstream", str_or_null(ua));
-        cJSON_AddItemToObject(e, "new_upstream", str_or_null(ub));
+        cJSON_AddItemToObject(e, "old_upstream", str_or_null(oa.upstream));
+        cJSON_AddItemToObject(e, "new_upstream", str_or_null(ob.upstream));
+        cJSON_AddItemToObject(e, "old_instance", str_or_null(oa.instance));
+        cJSON_AddItemToObject(e, "new_instance", str_or_null(ob.instance));
         cJSON_AddItemToArray(list, e);
         /* the summary by route pair */
         cJSON *p = NULL;
@@ -488,7 +526,7 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
                       size_t len) {
     sy_error err;
     memset(&err, 0, sizeof err);
-    sy_router *after = NULL;
+    sy_router *after = NULL, *before = NULL;
     sy_change_set *cs = NULL;
     sy_report *rep = NULL;
     /* the host's own checks first (cors metadata, a document's default
@@ -504,6 +542,8 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
         rc = sy_router_check(G.router, cs, &rep, &err);
     if (!rc)
         rc = build_after(source, body, len, &after, &err);
+    if (!rc)
+        rc = build_after(source, NULL, 0, &before, &err);
     if (rc) {
         gw_buf b = {0};
         gw_buf_adds(&b, "{\"dry_run\":true,\"ok\":false,\"error\":");
@@ -543,7 +583,7 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
             gw_buf_adds(&b, ",\"put_refused\":");
             gw_buf_json_str(&b, msg, strlen(msg));
         }
-        cJSON *imp = impact(after);
+        cJSON *imp = impact(before, after);
         char *t = cJSON_PrintUnformatted(imp);
         gw_buf_adds(&b, ",\"impact\":");
         gw_buf_adds(&b, t ? t : "null");
@@ -568,4 +608,5 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
     sy_report_free(rep);
     sy_change_set_free(cs);
     sy_router_free(after);
+    sy_router_free(before);
 }

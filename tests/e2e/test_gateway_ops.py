@@ -267,6 +267,28 @@ def body(procs, c):
         "the access log: rate limited, retries, a fallback logged with the "
         "client's path, its route and breaker, and the route that answered")
 
+    # --- a dry run sees the instance choice change (a gray release) ---
+    def gray(version):
+        return [{"id": "gray", "uri": "lb://svc", "predicates": ["Path=/svc/**"],
+                 "metadata": {"version-default": version}}]
+    gdoc = procs.write_file("gray.json", json.dumps(gray("1")))
+    ginst = procs.write_file("ginst.json", json.dumps({"services": {"svc": [
+        {"id": "svc-1", "host": "127.0.0.1", "port": bport,
+         "metadata": {"version": "1"}},
+        {"id": "svc-2", "host": "127.0.0.1", "port": bport,
+         "metadata": {"version": "2"}}]}}))
+    gg = procs.gateway("--routes", gdoc, "--instances", ginst,
+                       admin_token=TOKEN)
+    c.eq([gg.request("GET", p)[0] for p in ("/svc/a", "/svc/b")], [200, 200],
+         "gray: served by version 1")
+    st, _, data = gg.admin_call("PUT", "/routes/gray?dry_run=1", gray("2"))
+    imp = json.loads(data)["impact"]
+    c.eq([(x["url"], x["old_route"], x["new_route"], x["old_instance"],
+           x["new_instance"]) for x in imp["changed"]],
+         [("/svc/a", "gray", "gray", "svc-1", "svc-2"),
+          ("/svc/b", "gray", "gray", "svc-1", "svc-2")],
+         "a dry run lists the requests whose instance choice changes")
+
     # --- the console ---
     st, hdrs, page = gw.admin_call("GET", "/", token=False)
     c.eq(st, 200, "the console page is served without the token")

@@ -891,7 +891,10 @@ typedef struct sy_router_options {
      * "host=NAME" names the host in that message. An entry "!PART" says
      * the host runs the item but not that part of it, refused at its arg
      * (SY_ENOTRUN): "!Retry.backoff" (a Retry with backoff.* refused at
-     * "...filters[j].args.backoff"; the tries follow one another at once).
+     * "...filters[j].args.backoff"; the tries follow one another at once),
+     * "!CircuitBreaker.resumeWithoutError" (refused without a fallbackUri)
+     * and "!CircuitBreaker.fallbackUriVariables" (a fallbackUri with
+     * {NAME}s refused: the host goes to the path as written).
      * Filters the host registered (sy_registry_add_filter) are run by the host
      * by definition. An entry that is none of these (a misspelled
      * "!Retry.backof") fails sy_router_new and sy_document_parse with

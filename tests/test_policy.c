@@ -1918,8 +1918,67 @@ START_TEST(a_host_refuses_what_it_does_not_run) {
                      "\"resumeWithoutError\":true,\"fallbackUri\":"
                      "\"forward:/f\"}}]}]";
     ck_assert_int_eq(sy_router_apply(r, "s", cf, strlen(cf), NULL, &e), 0);
+    /* nginx goes to a fallbackUri's path as written: one with {variables}
+     * (SCG expands them; the gateway does) is refused there, at the arg */
+    const char *cv = "[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":"
+                     "[\"Path=/c/{seg}\"],\"filters\":[{\"name\":"
+                     "\"CircuitBreaker\",\"args\":{\"name\":\"c\","
+                     "\"fallbackUri\":\"forward:/f/{seg}\"}}]}]";
+    ck_assert_int_eq(sy_router_apply(r, "s", cv, strlen(cv), NULL, &e),
+                     SY_ENOTRUN);
+    ck_assert_str_eq(e.path, "[0].filters[0].args.fallbackUri");
+    ck_assert_ptr_nonnull(strstr(e.message, "host 'nginx'"));
+    ck_assert_int_eq(sy_router_apply(g, "s", cv, strlen(cv), NULL, &e), 0);
     sy_router_free(r);
     sy_router_free(g);
+}
+END_TEST
+
+/* SCG expands {NAME} in a fallbackUri from the route's variables: a NAME
+ * no Path or Host pattern captures would fail every fallback, refused at
+ * the arg (the shortcut: at the filter); and `switchyard check`'s list of
+ * every error of an invalid route names no false one for a variable the
+ * route does capture (each filter is probed with the route's
+ * predicates). */
+START_TEST(fallback_variables_must_be_captured) {
+    sy_error e = parse_error(
+        "[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Path=/c/{seg}\"],\"filters\":[{\"name\":\"CircuitBreaker\","
+        "\"args\":{\"name\":\"c\",\"fallbackUri\":\"forward:/f/{segs}\"}}]}]",
+        NULL);
+    ck_assert_int_eq(e.code, SY_EARG);
+    ck_assert_str_eq(e.path, "[0].filters[0].args.fallbackUri");
+    ck_assert_ptr_nonnull(strstr(e.message, "{segs}"));
+    e = parse_error("[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":"
+                    "[\"Path=/c/x\"],\"filters\":"
+                    "[\"CircuitBreaker=c,forward:/f/{x}\"]}]",
+                    NULL);
+    ck_assert_str_eq(e.path, "[0].filters[0]");
+    e = parse_error("[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
+                    "[\"CircuitBreaker=c,forward:/f/{\"]}]",
+                    NULL);
+    ck_assert_ptr_nonnull(strstr(e.message, "'{' without"));
+    parses("[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":"
+           "[\"Host={sub}.example.com\",\"Path=/c/{*rest}\"],\"filters\":"
+           "[\"CircuitBreaker=c,forward:/f/{sub}{rest}\"]}]",
+           NULL);
+    /* lenient: an invalid route's every error, none of them false */
+    const char *doc =
+        "[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Path=/c/{seg}\"],\"filters\":[{\"name\":\"CircuitBreaker\","
+        "\"args\":{\"name\":\"c\",\"fallbackUri\":\"forward:/f/{seg}\"}},"
+        "{\"name\":\"RequestRateLimiter\",\"args\":{"
+        "\"redis-rate-limiter.replenishRate\":1,"
+        "\"key-resolver\":\"#{@pathVariable:seg}\"}},\"StripPrefix=x\"]},"
+        "{\"id\":\"ok\",\"uri\":\"http://b\"}]";
+    sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+    po.lenient = true;
+    sy_document *d = NULL;
+    ck_assert_int_eq(sy_document_parse(doc, strlen(doc), &po, &d, &e), 0);
+    ck_assert_uint_eq(sy_document_route_count(d), 1);
+    ck_assert_uint_eq(sy_document_issue_count(d), 1);
+    ck_assert_str_eq(sy_document_issue(d, 0)->path, "[0].filters[2]");
+    sy_document_free(d);
 }
 END_TEST
 
@@ -2179,6 +2238,7 @@ int main(void) {
     tcase_add_test(
         tc, routes_naming_one_breaker_share_it_and_a_new_config_resets_it);
     tcase_add_test(tc, a_host_refuses_what_it_does_not_run);
+    tcase_add_test(tc, fallback_variables_must_be_captured);
     tcase_add_test(tc, route_host_runs_lists_every_host_run_item);
     tcase_add_test(tc, a_host_list_with_an_unknown_entry_is_refused);
     tcase_add_test(tc, a_path_filter_on_a_forward_route_is_refused);

@@ -365,6 +365,40 @@ void gw_policy_begin(gw_request *q, sy_match *m) {
 /* Breaker and retry                                                    */
 /* ------------------------------------------------------------------ */
 
+/* The fallback path t with each {NAME} replaced by the route's variable
+ * NAME (as SCG's fallbackUri expands them; the library refused a NAME no
+ * pattern of the route captures), its bytes a path cannot carry as they
+ * are %XX-encoded. False for a variable the match lacks (a breaker of the
+ * default filters on a route without it): SCG fails that fallback. */
+static bool expand_fallback(gw_buf *out, sy_match *m, const char *t) {
+    for (const char *s = t; *s;) {
+        const char *end = *s == '{' ? strchr(s, '}') : NULL;
+        if (!end) {
+            gw_buf_add(out, s++, 1);
+            continue;
+        }
+        char name[128];
+        size_t n = (size_t)(end - s - 1);
+        if (n >= sizeof name)
+            return false;
+        memcpy(name, s + 1, n);
+        name[n] = '\0';
+        sy_str v = sy_match_var_get(m, name);
+        if (!v.ptr)
+            return false;
+        for (size_t i = 0; i < v.len; i++) {
+            unsigned char c = (unsigned char)v.ptr[i];
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                (c >= '0' && c <= '9') || strchr("-._~!$&'()*+,;=:@/", c))
+                gw_buf_add(out, (const char *)&c, 1);
+            else
+                gw_buf_printf(out, "%%%02X", c);
+        }
+        s = end + 1;
+    }
+    return true;
+}
+
 /* Re-dispatch q to its breaker's fallback path with the headers and query
  * the route's filters produced. */
 static void to_fallback(gw_request *q, const char *path) {
@@ -373,9 +407,24 @@ static void to_fallback(gw_request *q, const char *path) {
         gw_request_respond(q, 502, NULL, NULL);
         return;
     }
+    gw_buf fb = {0};
+    if (strchr(path, '{')) {
+        bool known = expand_fallback(&fb, m, path);
+        if (!known || fb.failed || !fb.p) {
+            gw_buf_free(&fb);
+            gw_request_respond(q, 500, NULL,
+                               known ? NULL
+                                     : "{\"status\":500,\"error\":"
+                                       "\"fallbackUri: no such route "
+                                       "variable\"}\n");
+            return;
+        }
+        path = fb.p;
+    }
     size_t n = sy_match_header_count(m), k = 0;
     sy_header *h = malloc((n ? n : 1) * sizeof *h);
     if (!h) {
+        gw_buf_free(&fb);
         gw_request_respond(q, 500, NULL, NULL);
         return;
     }
@@ -389,6 +438,7 @@ static void to_fallback(gw_request *q, const char *path) {
     gw_request_forward(q, (sy_str){path, strlen(path)}, sy_match_query(m), h,
                        k);
     free(h);
+    gw_buf_free(&fb);
 }
 
 static void breaker_step(gw_request *q, sy_match *m) {

@@ -87,9 +87,12 @@ static cJSON *scratch(const cJSON *id, const char *uri, const char *key,
     return o;
 }
 
-/* Each entry of a predicates / filters list alone. */
+/* Each entry of a predicates / filters list alone; a filter with the
+ * route's predicates when they build (`preds`, else NULL): a filter may
+ * name a variable they capture (#{@pathVariable:NAME}, a fallbackUri's
+ * {NAME}), refused without them. */
 static void probe_entries(probe *pr, const cJSON *obj, const char *uri,
-                          const char *list) {
+                          const char *list, const cJSON *preds) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, list);
     if (!arr || cJSON_IsNull(arr))
         return;
@@ -106,6 +109,12 @@ static void probe_entries(probe *pr, const cJSON *obj, const char *uri,
         cJSON *o = NULL;
         if (one && cJSON_AddItemReferenceToArray(one, (cJSON *)(uintptr_t)c))
             o = scratch(NULL, uri, list, one);
+        if (o && preds &&
+            !cJSON_AddItemReferenceToObject(o, "predicates",
+                                            (cJSON *)(uintptr_t)preds)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
         if (o)
             try_build(pr, o, list, i);
         else
@@ -171,8 +180,12 @@ size_t sy__def_route_errors(const sy__def_ctx *ctx, const cJSON *obj,
             try_build(&pr, o, NULL, 0);
             cJSON_Delete(o);
         }
-        probe_entries(&pr, obj, u, "predicates");
-        probe_entries(&pr, obj, u, "filters");
+        size_t clean = pr.n;
+        probe_entries(&pr, obj, u, "predicates", NULL);
+        const cJSON *preds =
+            cJSON_GetObjectItemCaseSensitive(obj, "predicates");
+        probe_entries(&pr, obj, u, "filters",
+                      pr.n == clean && cJSON_IsArray(preds) ? preds : NULL);
         probe_metadata(&pr, cJSON_GetObjectItemCaseSensitive(obj, "metadata"));
     }
     /* the error that failed the build is always listed */

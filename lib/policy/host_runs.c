@@ -38,11 +38,13 @@ static const char *const gateway_runs[] = {"host=gateway",
 /* examples/nginx-module: its tries follow one another at once (nginx's
  * upstream machinery has no wait between them); a connect failure is
  * nginx's 502 once its breaker learns of it (no empty 200 of SCG's
- * resumeWithoutError) */
+ * resumeWithoutError); its fallback is the fallbackUri's path as written
+ * (no {variables} expanded) */
 static const char *const nginx_runs[] = {"host=nginx",
                                          "RequestRateLimiter",
                                          "CircuitBreaker",
                                          "!CircuitBreaker.resumeWithoutError",
+                                         "!CircuitBreaker.fallbackUriVariables",
                                          "Retry",
                                          "!Retry.backoff",
                                          "forward:",
@@ -55,8 +57,9 @@ static const char *const nginx_runs[] = {"host=nginx",
 
 /* The parts a host may exclude ("!PART"): what the library refuses at an
  * arg when the host lists them (route.c's host check). */
-static const char *const parts[] = {"Retry.backoff",
-                                    "CircuitBreaker.resumeWithoutError", NULL};
+static const char *const parts[] = {
+    "Retry.backoff", "CircuitBreaker.resumeWithoutError",
+    "CircuitBreaker.fallbackUriVariables", NULL};
 
 int sy__host_runs_check(const char *const *runs, sy_error *err) {
     for (size_t i = 0; runs && runs[i]; i++) {
@@ -72,8 +75,9 @@ int sy__host_runs_check(const char *const *runs, sy_error *err) {
             return sy__error_set(
                 err, SY_EINVAL, "",
                 "host_runs[%zu]: '%.80s' is not a host-run item "
-                "(sy_host_runs_all()), \"host=NAME\", \"!Retry.backoff\" or "
-                "\"!CircuitBreaker.resumeWithoutError\"",
+                "(sy_host_runs_all()), \"host=NAME\", \"!Retry.backoff\", "
+                "\"!CircuitBreaker.resumeWithoutError\" or "
+                "\"!CircuitBreaker.fallbackUriVariables\"",
                 i, e);
     }
     return 0;

@@ -475,9 +475,8 @@ static bool read_select(struct sy_route *r) {
     return true;
 }
 
-bool sy__route_keys_limiter(const struct sy_route *r, const sy__rl_cfg *rl) {
-    if (rl->kr.kind != SY_KR_PATH_VAR)
-        return true;
+/* Whether a Path or Host pattern of r captures {name} (n bytes). */
+static bool captures(const struct sy_route *r, const char *name, size_t n) {
     for (size_t k = 0; k < r->predicate_count; k++) {
         sy__entry_view tmp;
         const sy__def_entry *e = sy__route_pred_entry(r, k, &tmp);
@@ -485,11 +484,44 @@ bool sy__route_keys_limiter(const struct sy_route *r, const sy__rl_cfg *rl) {
         for (size_t a = 0; s && (s->id == SY_P_PATH || s->id == SY_P_HOST) &&
                            a < e->arg_count;
              a++)
-            if (sy__keyres_pattern_captures(e->args[a].value, rl->kr.arg,
-                                            rl->kr.arg_len))
+            if (sy__keyres_pattern_captures(e->args[a].value, name, n))
                 return true;
     }
     return false;
+}
+
+bool sy__route_keys_limiter(const struct sy_route *r, const sy__rl_cfg *rl) {
+    return rl->kr.kind != SY_KR_PATH_VAR ||
+           captures(r, rl->kr.arg, rl->kr.arg_len);
+}
+
+/* A CircuitBreaker's fallbackUri with a {NAME} no Path or Host pattern of
+ * r captures (SCG expands them from the route's variables and fails the
+ * fallback on a missing one): refused at the filter at p. */
+static int check_fallback_vars(const struct sy_route *r, size_t i,
+                               const sy__brk_cfg *bc, const char *p,
+                               sy_error *err) {
+    for (const char *s = bc->fallback; s && (s = strchr(s, '{'));) {
+        size_t n = strcspn(s + 1, "}");
+        if (s[1 + n] == '}' && n && captures(r, s + 1, n)) {
+            s += n + 2;
+            continue;
+        }
+        char at[300];
+        snprintf(at, sizeof at, "%s%s", p,
+                 r->more->filters[i].shortcut ? "" : ".args.fallbackUri");
+        if (s[1 + n] != '}' || !n)
+            return sy__error_set(err, SY_EARG, at,
+                                 "CircuitBreaker: fallbackUri: '%.80s': a "
+                                 "'{' without a variable name and '}'",
+                                 bc->fallback);
+        return sy__error_set(err, SY_EARG, at,
+                             "CircuitBreaker: fallbackUri: {%.*s}: no Path "
+                             "or Host pattern of the route captures it (the "
+                             "fallback path expands the route's variables)",
+                             (int)(n > 80 ? 80 : n), s + 1);
+    }
+    return 0;
 }
 
 /* A RequestRateLimiter's #{@pathVariable:NAME} (rl, of the filter at p)
@@ -624,6 +656,10 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
         if (pol && id == SY_F_REQUEST_RATE_LIMITER)
             rc = check_key_var(
                 r, pol, entry_path(p, sizeof p, &at, path, "filters", i), err);
+        if (!rc && pol && id == SY_F_CIRCUIT_BREAKER)
+            rc = check_fallback_vars(
+                r, i, pol, entry_path(p, sizeof p, &at, path, "filters", i),
+                err);
         if (rc) {
             free_compiled(r);
             return rc;
@@ -713,14 +749,16 @@ static int check_item(void *data, const char *item, int where, size_t i) {
 }
 
 /* The parts of a host-run filter the host declared it does not run
- * ("!Retry.backoff", "!CircuitBreaker.resumeWithoutError"), refused at
- * the filter's arg. */
+ * ("!Retry.backoff", "!CircuitBreaker.resumeWithoutError",
+ * "!CircuitBreaker.fallbackUriVariables"), refused at the filter's arg. */
 static int check_parts(const host_check *c) {
     const struct sy_route *r = c->r;
     bool backoff = sy__host_excludes(c->runs, "Retry.backoff"),
          resume =
-             sy__host_excludes(c->runs, "CircuitBreaker.resumeWithoutError");
-    if (!r->more->cfilters || !(backoff || resume))
+             sy__host_excludes(c->runs, "CircuitBreaker.resumeWithoutError"),
+         vars =
+             sy__host_excludes(c->runs, "CircuitBreaker.fallbackUriVariables");
+    if (!r->more->cfilters || !(backoff || resume || vars))
         return 0;
     for (size_t i = 0; i < r->more->filter_count; i++) {
         sy__builtin id;
@@ -740,6 +778,16 @@ static int check_parts(const host_check *c) {
             return sy__error_set(c->err, SY_ENOTRUN, p,
                                  "Retry: backoff: %s does not wait between "
                                  "tries (it retries at once); remove backoff",
+                                 who);
+        }
+        if (bc && vars && bc->fallback && strchr(bc->fallback, '{')) {
+            snprintf(p, sizeof p, "%s[%zu]%s", c->filters_path, i,
+                     r->more->filters[i].shortcut ? "" : ".args.fallbackUri");
+            sy__host_name(c->runs, who, sizeof who);
+            return sy__error_set(c->err, SY_ENOTRUN, p,
+                                 "CircuitBreaker: fallbackUri: %s goes to "
+                                 "the path as written, without expanding "
+                                 "{variables}",
                                  who);
         }
         /* without a fallbackUri, SCG answers a connect failure with an

@@ -52,6 +52,13 @@ def body(procs, c):
              "filters": [{"name": "CircuitBreaker", "args": {
                  "name": rid, "resumeWithoutError": resume,
                  "statusCodes": ["500"], "timeoutDuration": "300ms"}}]})
+    # SCG's fallbackUri with the route's variables in it
+    routes.append({"id": "vars", "uri": dead,
+                   "predicates": ["Host={sub}.example.com",
+                                  "Path=/vars/{*segments}"],
+                   "filters": [{"name": "CircuitBreaker", "args": {
+                       "name": "vars",
+                       "fallbackUri": "forward:/fallback/{sub}{segments}"}}]})
     gw = procs.gateway("--routes", procs.write_file(
         "routes.json", json.dumps({"version": "1", "routes": routes})))
 
@@ -104,6 +111,24 @@ def body(procs, c):
     took = time.monotonic() - t0
     c.eq(st, 504, "past the 1 s time limit: 504")
     c.ok(0.9 < took < 1.8, "answered at the time limit (%.2f s)" % took)
+
+    # the fallback path expands the route's variables (a value's bytes a
+    # path cannot carry as they are %XX-encoded), the query kept
+    st, _, data = gw.request("GET", "/vars/users/a%20b?q=1",
+                             headers={"Host": "shop.example.com"})
+    echo = json.loads(data) if st == 200 else {}
+    c.eq((st, echo.get("instance"), echo.get("path"), echo.get("query")),
+         (200, "fb", "/fallback/shop/users/a%20b", "q=1"),
+         "fallbackUri {variables} expanded")
+    # a variable no pattern of the route captures: refused at apply
+    bad = {"id": "badvars", "uri": dead, "predicates": ["Path=/bv/{x}"],
+           "filters": [{"name": "CircuitBreaker", "args": {
+               "fallbackUri": "forward:/fallback/{y}"}}]}
+    st, _, data = gw.admin_call("PUT", "/routes/other/badvars", bad)
+    err = json.loads(data).get("error", {}) if st == 400 else {}
+    c.ok(st == 400 and err.get("path", "").endswith("args.fallbackUri") and
+         "{y}" in err.get("message", ""),
+         "a fallbackUri variable the route lacks: refused (%r)" % (err,))
 
     # resumeWithoutError without a fallbackUri (SCG's
     # handleErrorWithoutFallback): the error is dropped, the exchange ends

@@ -205,6 +205,9 @@ void sw_zone_reconcile(ngx_cycle_t *cycle, sw_main_conf_t *mcf);
  * followed by worker 0 once a second (what another nginx wrote). */
 void sw_state_read(sw_zone_ctx_t *z, sw_main_conf_t *mcf, ngx_log_t *log);
 void sw_state_follow(ngx_log_t *log);
+/* nginx -t: the stored changes read from the state file that would not
+ * apply to the files, logged (ngx_http_switchyard_worker.c). */
+void sw_test_stored(ngx_cycle_t *cycle, sw_main_conf_t *mcf);
 /* A worker can write the state file (its directory, its lock): logged at
  * start when it cannot. */
 void sw_state_check_access(sw_main_conf_t *mcf, ngx_log_t *log);

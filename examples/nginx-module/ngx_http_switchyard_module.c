@@ -1275,6 +1275,8 @@ static ngx_int_t sw_init_module(ngx_cycle_t *cycle) {
     if (mcf == NULL)
         return NGX_OK;
     sw_zone_reconcile(cycle, mcf);
+    if (ngx_test_config)
+        sw_test_stored(cycle, mcf);
     return sw_notify_init(cycle, mcf);
 }
 

@@ -404,6 +404,38 @@ int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
     return rc;
 }
 
+/* nginx -t with switchyard_state: the stored changes it read (those the
+ * files still own: sw_zone_reconcile), applied as a worker will, to a
+ * router of the files of its own; each that would not apply is logged as
+ * the workers would log it, before they start. */
+void sw_test_stored(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
+    sw_zone_ctx_t *z = mcf->zone ? mcf->zone->data : NULL;
+    sy_router *router = NULL, *keep = sw_worker.router;
+    sw_doc_copy_t *docs;
+    ngx_str_t *path;
+    sy_error err;
+    size_t n;
+    uint64_t gen;
+
+    if (z == NULL || z->sh == NULL ||
+        sw_zone_copy(z, false, z->sh->epoch, 0, &docs, &n, &gen) != NGX_OK)
+        return;
+    if (n && sw_router_create(mcf, &router, &err) == 0 &&
+        sw_load_files(router, mcf, &err, &path) == 0) {
+        sw_worker.router = router;
+        if (sw_apply_docs(docs, n, &err, cycle->log))
+            ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                          "switchyard: the stored changes logged above would "
+                          "not be applied by the workers of this "
+                          "configuration; they stay stored (\"%V\")",
+                          &mcf->state_path);
+        sw_worker.router = keep;
+    }
+    if (router)
+        sy_router_free(router);
+    sw_docs_free(docs, n);
+}
+
 /* Every document of the zone, as of now. */
 static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
     sw_doc_copy_t *docs;

@@ -219,6 +219,35 @@ def test_admin_in_a_location_without_prefix_refused(env):
                   "%s: %d %r" % (loc, rc, err[-300:]))
 
 
+def test_stored_change_a_file_now_conflicts_with_said_by_test(env):
+    """A route PUT into one source, then defined by another source's file:
+    `nginx -t` (which reads the state file) says the stored change would
+    not be applied by the new workers, with the library's error, and
+    passes (the workers start and serve the files)."""
+    # (a reload of the tests before may still be retiring workers: 503)
+    deadline = time.time() + 10
+    while True:
+        r = env.put("routes/live/clash", route("clash", env.pa, "/clash"))
+        if r.status != 503 or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    check(r.status == 200, "PUT answered %d %r" % (r.status, r.body))
+    main = env.main_routes()
+    main["routes"].append(route("clash", env.pb, "/clash2"))
+    env.write("main.json", main)
+    try:
+        rc, err = env.test_conf(env.conf())
+    finally:
+        env.write("main.json", env.main_routes())
+    check(rc == 0, "nginx -t failed: %s" % err[-400:])
+    check('stored route "clash" (generation' in err and "not applied" in err
+          and "'clash' is already defined by source 'main'" in err and
+          "would not be applied by the workers" in err,
+          "nginx -t did not say it: %s" % err[-600:])
+    r = request(env.port, "DELETE", "/switchyard/routes/live/clash")
+    check(r.status == 200, "DELETE answered %d" % r.status)
+
+
 def test_unwritable_state_file_said_at_start(env):
     """A switchyard_state whose directory the workers cannot write is
     logged at error when the workers start (a reload here), naming the
@@ -536,6 +565,7 @@ TESTS = [
     test_variables_logged_for_refused_requests,
     test_failed_reload_keeps_admin_changes,
     test_put_survives_reload,
+    test_stored_change_a_file_now_conflicts_with_said_by_test,
     test_state_file_survives_restart,
     test_changed_file_wins_over_stored_changes,
     test_two_nginx_lose_no_state_write,

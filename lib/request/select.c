@@ -12,7 +12,8 @@
 static sy_str header_value(const sy_request *req, const char *name) {
     size_t len = strlen(name);
     for (size_t i = 0; i < req->header_count; i++)
-        if (sy__str_ieq(req->headers[i].name, name, len))
+        if (req->headers[i].name.len == len && /* (no call for most) */
+            sy__str_ieq(req->headers[i].name, name, len))
             return req->headers[i].value;
     return (sy_str){NULL, 0};
 }

@@ -26,27 +26,33 @@ static bool is_host(sy_str name) {
  * when the host passed it among the headers), or stays as it was. */
 static int headers_without_host(sy__arena *scratch, const sy__plan *p,
                                 sy_target *out, sy_str *host) {
-    size_t hosts = 0;
+    size_t hosts = 0, at = 0;
     for (size_t i = 0; i < p->header_count; i++)
         if (is_host(p->headers[i].name)) {
             *host = p->headers[i].value;
             hosts++;
+            at = i;
         }
-    if (!hosts) {
+    size_t n = p->header_count - hosts;
+    if (!hosts || !n) { /* the list as it is, or none left */
         out->headers = p->headers;
-        out->header_count = p->header_count;
+        out->header_count = n;
         return SY_OK;
     }
-    size_t n = p->header_count - hosts;
-    sy_header *h = sy__arena_alloc(scratch, (n ? n : 1) * sizeof *h);
+    sy_header *h = sy__arena_alloc(scratch, n * sizeof *h);
     if (!h)
         return SY_ENOMEM;
-    size_t k = 0;
-    for (size_t i = 0; i < p->header_count; i++)
-        if (!is_host(p->headers[i].name))
-            h[k++] = p->headers[i];
+    if (hosts == 1) { /* the one at `at` left out */
+        memcpy(h, p->headers, at * sizeof *h);
+        memcpy(h + at, p->headers + at + 1, (n - at) * sizeof *h);
+    } else {
+        size_t k = 0;
+        for (size_t i = 0; i < p->header_count; i++)
+            if (!is_host(p->headers[i].name))
+                h[k++] = p->headers[i];
+    }
     out->headers = h;
-    out->header_count = k;
+    out->header_count = n;
     return SY_OK;
 }
 

@@ -597,6 +597,10 @@ START_TEST(typos_and_bad_values_are_refused_where_they_are) {
     } bad[] = {
         {"{\"name\":\"Retry\",\"args\":{\"retires\":\"3\"}}",
          "[0].filters[0].args.retires", "unknown argument"},
+        /* YAML's nesting, written as JSON: refused, naming the dotted key */
+        {"{\"name\":\"Retry\",\"args\":{\"backoff\":{\"firstBackoff\":"
+         "\"10ms\"}}}",
+         "[0].filters[0].args.backoff", "\"backoff.firstBackoff\""},
         {"{\"name\":\"Retry\",\"args\":{\"statuses\":\"BAD_GATEWY\"}}",
          "[0].filters[0].args.statuses", "BAD_GATEWY"},
         {"{\"name\":\"Retry\",\"args\":{\"retries\":\"0\"}}",

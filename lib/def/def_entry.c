@@ -436,10 +436,18 @@ static int raw_from_object(struct sy_route *r, const cJSON *args,
                 else
                     sy__def_path(p, sizeof p, "%s.args.%s", ec->path,
                                  c->string);
-                return sy__error_set(err, SY_ETYPE, p,
-                                     "%s: %s: expected a string, number, "
-                                     "boolean or an array of them",
-                                     ec->name, c->string);
+                /* YAML's nested args (Retry's backoff) are dotted keys
+                 * in SCG's route definitions: say so */
+                bool nest =
+                    cJSON_IsObject(one) && one->child && one->child->string;
+                return sy__error_set(
+                    err, SY_ETYPE, p,
+                    "%s: %s: expected a string, number, boolean or an array "
+                    "of them%s%.60s%s%.60s%s",
+                    ec->name, c->string,
+                    nest ? " (a nested arg is a dotted key: \"" : "",
+                    nest ? c->string : "", nest ? "." : "",
+                    nest ? one->child->string : "", nest ? "\")" : "");
             }
             raw[i].key = sy__route_strdup(r, c->string);
             raw[i].value = sy__route_strdup(r, val);

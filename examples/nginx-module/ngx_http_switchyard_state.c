@@ -204,8 +204,8 @@ static u_char *sw_state_load(sw_main_conf_t *mcf, ngx_log_t *log,
     ngx_memzero(&file, sizeof file);
     file.name = mcf->state_path;
     file.log = log;
-    file.fd = ngx_open_file(mcf->state_path.data, NGX_FILE_RDONLY,
-                            NGX_FILE_OPEN, 0);
+    file.fd =
+        ngx_open_file(mcf->state_path.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
     if (file.fd == NGX_INVALID_FILE) {
         if (ngx_errno != NGX_ENOENT)
             ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
@@ -219,8 +219,7 @@ static u_char *sw_state_load(sw_main_conf_t *mcf, ngx_log_t *log,
     }
     *size = (size_t)ngx_file_size(&fi);
     buf = malloc(*size + 1);
-    if (buf == NULL ||
-        ngx_read_file(&file, buf, *size, 0) != (ssize_t)*size) {
+    if (buf == NULL || ngx_read_file(&file, buf, *size, 0) != (ssize_t)*size) {
         ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
                       "switchyard: cannot read the state file \"%V\"",
                       &mcf->state_path);
@@ -248,8 +247,8 @@ static bool sw_state_held_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
 /* Link the file's documents into the zone (only the ones it does not hold
  * when `only_new`); the count linked, or -1 for a damaged file. */
 static ngx_int_t sw_state_apply_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
-                                       u_char *buf, size_t size,
-                                       bool only_new, ngx_log_t *log) {
+                                       u_char *buf, size_t size, bool only_new,
+                                       ngx_log_t *log) {
     u_char *p = (u_char *)ngx_strchr(buf, '\n'), *end = buf + size;
     ngx_int_t count = 0;
 
@@ -262,8 +261,8 @@ static ngx_int_t sw_state_apply_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
         size_t nl, sl, dl;
         u_char *eol = (u_char *)ngx_strchr(p, '\n');
         if (eol == NULL ||
-            sscanf((char *)p, "doc %u %llx %zu %zu %zu %llu", &kind, &base,
-                   &nl, &sl, &dl, &changed) != 6 ||
+            sscanf((char *)p, "doc %u %llx %zu %zu %zu %llu", &kind, &base, &nl,
+                   &sl, &dl, &changed) != 6 ||
             kind > SW_DOC_ROUTE_REMOVE || nl == 0 || nl > 255 || sl > 255 ||
             (size_t)(end - eol - 1) < nl + sl + dl + 1)
             return -1;

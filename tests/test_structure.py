@@ -54,7 +54,7 @@ FLOORS = [
           "predicate_quick"),
          ("filter", "filter_int", "filter_plan", "filter_plan_int",
           "filter_headers", "filter_template", "filter_query", "filter_path")],
-        [("route",)],
+        [("route", "route_host_check")],
     ]),
     ("def", [
         [("def", "def_build", "def_route", "def_entry", "def_canon",
